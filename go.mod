@@ -1,0 +1,3 @@
+module github.com/culprit-dev/culprit
+
+go 1.26.8

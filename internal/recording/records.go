@@ -1,0 +1,172 @@
+// Package recording owns culprit's recording file: the record kinds, the streaming
+// writer and the salvaging reader. It is the seam between collectors (which only
+// write recordings) and analyses (which only read them). It knows nothing about
+// perf events, ELF files or reports. The format is specified in docs/format.md.
+package recording
+
+// Format version. A reader refuses a file whose major version is newer than
+// MajorVersion; minor versions only add record kinds or trailing fields, which
+// older readers skip.
+const (
+	Magic        = "CULPRIT\x00"
+	MajorVersion = 1
+	MinorVersion = 0
+)
+
+// Kind identifies a record. New kinds may be added by later minor versions;
+// readers skip kinds they do not know.
+type Kind uint8
+
+const (
+	KindMeta         Kind = 1  // Meta: what was recorded, how, where
+	KindMmap         Kind = 2  // Mmap: an executable mapping of a process
+	KindComm         Kind = 3  // Comm: a thread's command name (exec or rename)
+	KindFork         Kind = 4  // Task: a thread or process was created
+	KindExit         Kind = 5  // Task: a thread or process ended
+	KindStack        Kind = 6  // Stack: a call stack, referenced by samples
+	KindSample       Kind = 7  // Sample: one CPU-time sample
+	KindLost         Kind = 8  // Lost: samples or records the kernel or recorder dropped
+	KindKernelSymbol Kind = 9  // KernelSymbol: a kernel function seen in stacks
+	KindObject       Kind = 10 // Object: an in-memory object image, e.g. the vDSO
+	KindEnd          Kind = 11 // End: the recording finished cleanly
+)
+
+// Record is implemented by every record type.
+type Record interface{ Kind() Kind }
+
+// Meta describes the recording. There is one at the start of every file; a
+// merged or restarted recording may carry several.
+type Meta struct {
+	Tool          string   `json:"tool"`           // "culprit <version>"
+	Command       []string `json:"command"`        // the profiled command, if launched
+	AttachPID     int      `json:"attach_pid"`     // the attached process, if attached
+	Hostname      string   `json:"hostname"`       //
+	KernelRelease string   `json:"kernel_release"` // uname -r
+	Arch          string   `json:"arch"`           // GOARCH of the recorder, e.g. amd64
+	StartUnixNano int64    `json:"start_unix_nano"`
+	StartClock    uint64   `json:"start_clock"` // the sample clock (CLOCK_MONOTONIC ns) at StartUnixNano
+	Event         string   `json:"event"`       // e.g. "cpu-clock"
+	Frequency     int      `json:"frequency"`   // samples per second per thread
+	CallGraph     string   `json:"call_graph"`  // "fp" or "dwarf"
+	StackBytes    int      `json:"stack_bytes"` // bytes of user stack copied per sample
+	// Extra holds collector-specific facts as strings, so later collectors
+	// can add facts without a format change.
+	Extra map[string]string `json:"extra,omitempty"`
+}
+
+// Mmap is an executable mapping of a process, as the kernel reported it or as
+// read from /proc/PID/maps when attaching.
+type Mmap struct {
+	Time    uint64 // sample clock, ns
+	PID     uint32
+	TID     uint32
+	Start   uint64 // first address
+	Len     uint64
+	Pgoff   uint64 // file offset of Start
+	Prot    uint32
+	Flags   uint32
+	BuildID []byte // GNU build-id, if known
+	Path    string // file path, or a pseudo name such as "[vdso]"
+}
+
+// Comm is a thread's command name; Exec marks an exec.
+type Comm struct {
+	Time uint64
+	PID  uint32
+	TID  uint32
+	Exec bool
+	Name string
+}
+
+// Task is a fork (KindFork) or exit (KindExit) of a thread or process.
+type Task struct {
+	Exit bool // false: KindFork, true: KindExit
+	Time uint64
+	PID  uint32
+	PPID uint32
+	TID  uint32
+	PTID uint32
+}
+
+// Stack is a call stack, defined once and referenced by samples through ID.
+// Addresses are innermost first. Element 0 of User (or of Kernel, for samples
+// taken in the kernel) is the exact sampled PC; every other element is a return
+// address, so symbolizers look up address-1 for it. Kernel holds kernel frames,
+// User the user frames of the same sample.
+type Stack struct {
+	ID     uint64
+	Kernel []uint64
+	User   []uint64
+}
+
+// Sample is one CPU-time sample.
+type Sample struct {
+	Time    uint64 // sample clock (CLOCK_MONOTONIC), ns
+	PID     uint32
+	TID     uint32
+	CPU     uint32
+	Period  uint64 // ns of CPU time this sample stands for
+	StackID uint64 // a Stack defined earlier in the file; 0 = no stack
+	// Truncated is set when the user stack could not be unwound to its
+	// outermost frame (unknown mapping, missing unwind info, short stack copy).
+	Truncated bool
+}
+
+// LostReason says who dropped what.
+type LostReason uint8
+
+const (
+	LostRing      LostReason = 1 // the kernel's ring buffer overflowed (PERF_RECORD_LOST)
+	LostThrottled LostReason = 2 // the kernel throttled sampling (PERF_RECORD_THROTTLE)
+	LostRecorder  LostReason = 3 // the recorder dropped samples it could not process
+)
+
+// Lost counts samples that were not recorded.
+type Lost struct {
+	Time   uint64
+	Reason LostReason
+	Count  uint64
+}
+
+// KernelSymbol names a kernel function that appeared in the recording's stacks,
+// so that kernel frames can be named on another machine or after a reboot.
+type KernelSymbol struct {
+	Addr   uint64
+	Size   uint64 // 0 when unknown (then it extends to the next symbol)
+	Name   string
+	Module string // "" for the core kernel, else the module name
+}
+
+// Object is the image of an object that exists only in memory, such as the
+// vDSO, stored so that it can be symbolized later.
+type Object struct {
+	Name    string // e.g. "[vdso]"
+	BuildID []byte
+	Data    []byte // the ELF image
+}
+
+// End marks a clean end of recording with its totals. A file without an End
+// record was cut short (recorder killed) or is still being written.
+type End struct {
+	Time      uint64
+	Samples   uint64
+	Lost      uint64
+	Throttled uint64
+	ExitCode  int32 // exit code of the launched command, -1 if unknown
+}
+
+func (*Meta) Kind() Kind         { return KindMeta }
+func (*Mmap) Kind() Kind         { return KindMmap }
+func (*Comm) Kind() Kind         { return KindComm }
+func (*Stack) Kind() Kind        { return KindStack }
+func (*Sample) Kind() Kind       { return KindSample }
+func (*Lost) Kind() Kind         { return KindLost }
+func (*KernelSymbol) Kind() Kind { return KindKernelSymbol }
+func (*Object) Kind() Kind       { return KindObject }
+func (*End) Kind() Kind          { return KindEnd }
+func (t *Task) Kind() Kind {
+	if t.Exit {
+		return KindExit
+	}
+	return KindFork
+}

@@ -1,0 +1,116 @@
+// Package testutil builds the real programs under testdata/targets for tests
+// and decides what a test does when the machine lacks a kernel feature: skip
+// on a developer machine, fail when CI is set.
+package testutil
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Root returns the repository root.
+func Root() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// Targets returns testdata/targets.
+func Targets() string { return filepath.Join(Root(), "testdata", "targets") }
+
+var (
+	mu       sync.Mutex
+	buildDir string
+)
+
+func cacheDir(t testing.TB) string {
+	mu.Lock()
+	defer mu.Unlock()
+	if buildDir == "" {
+		d, err := os.MkdirTemp("", "culprit-targets-")
+		if err != nil {
+			t.Fatalf("creating build dir: %v", err)
+		}
+		buildDir = d
+	}
+	return buildDir
+}
+
+func key(parts ...string) string {
+	h := sha256.Sum256([]byte(strings.Join(parts, "\x00")))
+	return hex.EncodeToString(h[:6])
+}
+
+// C compiles testdata/targets/<srcs...> with gcc and the given flags into an
+// executable and returns its path. Results are cached for the test binary's
+// lifetime. Flags such as "-shared -fPIC" build a shared object instead.
+func C(t testing.TB, out string, srcs []string, flags ...string) string {
+	t.Helper()
+	dir := cacheDir(t)
+	bin := filepath.Join(dir, out+"-"+key(append(append([]string{}, srcs...), flags...)...))
+	mu.Lock()
+	defer mu.Unlock()
+	if _, err := os.Stat(bin); err == nil {
+		return bin
+	}
+	args := append([]string{}, flags...)
+	for _, s := range srcs {
+		args = append(args, filepath.Join(Targets(), s))
+	}
+	args = append(args, "-o", bin)
+	cmd := exec.Command("gcc", args...)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("gcc %s: %v\n%s", strings.Join(args, " "), err, b)
+	}
+	return bin
+}
+
+// Go builds testdata/targets/<pkg> with the go tool and extra flags (e.g.
+// "-ldflags=-s -w") and returns the executable's path.
+func Go(t testing.TB, pkg string, flags ...string) string {
+	t.Helper()
+	dir := cacheDir(t)
+	bin := filepath.Join(dir, pkg+"-"+key(append([]string{pkg}, flags...)...))
+	mu.Lock()
+	defer mu.Unlock()
+	if _, err := os.Stat(bin); err == nil {
+		return bin
+	}
+	args := append([]string{"build"}, flags...)
+	args = append(args, "-o", bin, ".")
+	cmd := exec.Command("go", args...)
+	cmd.Dir = filepath.Join(Targets(), pkg)
+	cmd.Env = append(os.Environ(), "GOFLAGS=", "GO111MODULE=off", "CGO_ENABLED=0")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go %s: %v\n%s", strings.Join(args, " "), err, b)
+	}
+	return bin
+}
+
+// InCI reports whether the CI environment variable is set.
+func InCI() bool { return os.Getenv("CI") != "" }
+
+// Need skips the test when ok is false, or fails it when running in CI, where
+// every kernel-dependent test must run.
+func Need(t testing.TB, ok bool, why string) {
+	t.Helper()
+	if ok {
+		return
+	}
+	if InCI() {
+		t.Fatalf("required in CI: %s", why)
+	}
+	t.Skipf("skipped: %s", why)
+}
+
+// NeedRoot is Need(os.Geteuid() == 0, ...).
+func NeedRoot(t testing.TB) {
+	t.Helper()
+	Need(t, os.Geteuid() == 0, "needs root for perf events with kernel call chains")
+}

@@ -1,7 +1,9 @@
 // Package profile holds the in-memory model built from one or more recordings:
 // symbolized frames, stacks, time-ordered samples, threads. Analyses and views
 // work on this model; they never read recording files or ELF files themselves.
-// The package does not talk to the kernel and does not print.
+// Load builds the model, reading recordings through package recording and
+// naming frames through package symbol. The package does not talk to the
+// kernel and does not print.
 package profile
 
 import "github.com/culprit-dev/culprit/internal/recording"

@@ -1,0 +1,125 @@
+// Package e2e runs the culprit binary on real compiled programs with real
+// perf events, as a user would, and checks what it records and reports.
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/culprit-dev/culprit/internal/testutil"
+)
+
+var culprit string // path of the culprit binary built for the tests
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "culprit-e2e-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	culprit = filepath.Join(dir, "culprit")
+	build := exec.Command("go", "build", "-o", culprit, "./cmd/culprit")
+	build.Dir = testutil.Root()
+	if out, err := build.CombinedOutput(); err != nil {
+		fmt.Fprintf(os.Stderr, "building culprit: %v\n%s", err, out)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// run runs culprit and returns stdout, stderr and the exit code.
+func run(t *testing.T, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(culprit, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("running culprit %v: %v", args, err)
+	}
+	return out.String(), errb.String(), code
+}
+
+// mustRun runs culprit and fails the test on a non-zero exit.
+func mustRun(t *testing.T, args ...string) string {
+	t.Helper()
+	out, errs, code := run(t, args...)
+	if code != 0 {
+		t.Fatalf("culprit %s: exit %d\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), code, out, errs)
+	}
+	return out
+}
+
+type flatJSON struct {
+	Samples int    `json:"samples"`
+	Lost    uint64 `json:"lost"`
+	Entries []struct {
+		Name         string  `json:"name"`
+		Object       string  `json:"object"`
+		Self         float64 `json:"self"`
+		Total        float64 `json:"total"`
+		SelfSamples  int     `json:"self_samples"`
+		TotalSamples int     `json:"total_samples"`
+	} `json:"entries"`
+}
+
+func flat(t *testing.T, args ...string) flatJSON {
+	t.Helper()
+	out := mustRun(t, append([]string{"report", "--format", "json"}, args...)...)
+	var f flatJSON
+	if err := json.Unmarshal([]byte(out), &f); err != nil {
+		t.Fatalf("report JSON: %v\n%s", err, out)
+	}
+	return f
+}
+
+func (f flatJSON) total(name string) float64 {
+	for _, e := range f.Entries {
+		if e.Name == name {
+			return e.Total
+		}
+	}
+	return 0
+}
+
+type callersJSON struct {
+	Samples int `json:"samples"`
+	Callers []struct {
+		Path    []string `json:"path"`
+		Samples int      `json:"samples"`
+		Share   float64  `json:"share"`
+	} `json:"callers"`
+}
+
+func callers(t *testing.T, n int, args ...string) callersJSON {
+	t.Helper()
+	out := mustRun(t, append([]string{"report", "--format", "json", "--callers", fmt.Sprint(n)}, args...)...)
+	var c callersJSON
+	if err := json.Unmarshal([]byte(out), &c); err != nil {
+		t.Fatalf("callers JSON: %v\n%s", err, out)
+	}
+	return c
+}
+
+func (c callersJSON) share(path ...string) float64 {
+	want := strings.Join(path, " <- ")
+	for _, r := range c.Callers {
+		if strings.Join(r.Path, " <- ") == want {
+			return r.Share
+		}
+	}
+	return 0
+}
+
+func rec(t *testing.T) string { return filepath.Join(t.TempDir(), "test.rec") }

@@ -1,0 +1,268 @@
+package e2e
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/culprit-dev/culprit/internal/testutil"
+)
+
+// PCT's hierarchical test: worker <- dispatch_2 <- main must hold 2/3 of the
+// samples and worker <- dispatch_1 <- main 1/3, within 5 points, whatever the
+// build and unwinding mode. With -O2, worker is a frameless leaf even with
+// -fno-omit-frame-pointer, where perf record -g loses dispatch_N.
+func TestHierarchicalProfile(t *testing.T) {
+	testutil.NeedRoot(t)
+	cases := []struct {
+		name  string
+		flags []string
+		mode  string
+	}{
+		{"O0-fp", []string{"-O0", "-g", "-fno-omit-frame-pointer"}, "fp"},
+		{"O2-fp-frameless-leaf", []string{"-O2", "-g", "-fno-omit-frame-pointer"}, "fp"},
+		{"O2-nofp-dwarf", []string{"-O2", "-g", "-fomit-frame-pointer"}, "dwarf"},
+		{"O2-nofp-fp-mode", []string{"-O2", "-g", "-fomit-frame-pointer"}, "fp"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			bin := testutil.C(t, "hier-"+c.name, []string{"hier.c"}, c.flags...)
+			out := rec(t)
+			mustRun(t, "record", "--call-graph", c.mode, "-o", out, "--", bin, "6")
+			cl := callers(t, 3, out)
+			if cl.Samples < 300 {
+				t.Fatalf("only %d samples", cl.Samples)
+			}
+			d2 := cl.share("worker", "dispatch_2", "main")
+			d1 := cl.share("worker", "dispatch_1", "main")
+			t.Logf("%s: %d samples, worker<-dispatch_2<-main %.1f%%, worker<-dispatch_1<-main %.1f%%", c.name, cl.Samples, 100*d2, 100*d1)
+			if math.Abs(d2-2.0/3) > 0.05 || math.Abs(d1-1.0/3) > 0.05 {
+				t.Errorf("shares %.3f / %.3f, want 0.667 / 0.333 within 0.05\n%+v", d2, d1, cl.Callers)
+			}
+		})
+	}
+}
+
+// In dwarf mode, -O2 code without frame pointers must unwind to main.
+func TestDwarfModeReachesMain(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "inline-nofp", []string{"inline.c"}, "-O2", "-g", "-fomit-frame-pointer")
+	out := rec(t)
+	mustRun(t, "record", "--call-graph", "dwarf", "-o", out, "--", bin)
+	f := flat(t, out)
+	if f.Samples < 200 {
+		t.Fatalf("only %d samples", f.Samples)
+	}
+	if m := f.total("main"); m < 0.95 {
+		t.Errorf("main on %.1f%% of stacks, want ≥ 95%%", 100*m)
+	}
+}
+
+// Inlined functions are frames of their own; GCC clones carry the source name.
+func TestInlinedFramesAndClones(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "inline-O2", []string{"inline.c"}, "-O2", "-g")
+	out := rec(t)
+	mustRun(t, "record", "--call-graph", "dwarf", "-o", out, "--", bin)
+	f := flat(t, out)
+	if f.total("square_sum") < 0.2 {
+		t.Errorf("inlined square_sum has %.1f%%, want a frame of its own", 100*f.total("square_sum"))
+	}
+	if f.total("compute") < f.total("square_sum") {
+		t.Errorf("compute (%.3f) must include its inlined square_sum (%.3f)", f.total("compute"), f.total("square_sum"))
+	}
+	if f.total("scale") < 0.2 {
+		t.Errorf("scale.constprop.0 not reported as scale: %+v", f.Entries)
+	}
+	for _, e := range f.Entries {
+		if strings.Contains(e.Name, "constprop") {
+			t.Errorf("clone suffix leaked into report: %s", e.Name)
+		}
+	}
+	lines := mustRun(t, "report", "--by", "line", out)
+	if !strings.Contains(lines, "inline.c:") {
+		t.Errorf("--by line shows no inline.c lines:\n%s", lines)
+	}
+}
+
+func TestThreadsAppear(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "threads", []string{"threads.c"}, "-O2", "-g", "-pthread")
+	out := rec(t)
+	mustRun(t, "record", "-o", out, "--", bin, "150000000")
+	f := flat(t, out)
+	for _, fn := range []string{"spin_a", "spin_b", "spin_c"} {
+		if f.total(fn) < 0.15 {
+			t.Errorf("%s has %.1f%% of samples, want each thread visible", fn, 100*f.total(fn))
+		}
+	}
+}
+
+// A forked child and the program it execs are sampled, and the exit code of
+// the command is culprit's.
+func TestForkExecAndExitCode(t *testing.T) {
+	testutil.NeedRoot(t)
+	fe := testutil.C(t, "forkexec", []string{"forkexec.c"}, "-O2", "-g")
+	hier := testutil.C(t, "hier-O0", []string{"hier.c"}, "-O0", "-g")
+	out := rec(t)
+	_, errs, code := run(t, "record", "-o", out, "--", fe, hier, "1", "7")
+	if code != 7 {
+		t.Fatalf("exit code %d, want the command's 7\n%s", code, errs)
+	}
+	f := flat(t, out)
+	for _, fn := range []string{"parent_spin", "child_spin", "worker"} {
+		if f.total(fn) < 0.05 {
+			t.Errorf("%s has %.1f%% of samples, want the forked and exec'd processes visible\n%+v", fn, 100*f.total(fn), f.Entries)
+		}
+	}
+}
+
+func TestDlopenPlugin(t *testing.T) {
+	testutil.NeedRoot(t)
+	plugin := testutil.C(t, "plugin.so", []string{"plugin.c"}, "-O2", "-g", "-shared", "-fPIC")
+	main := testutil.C(t, "dlmain", []string{"dlmain.c"}, "-O2", "-g", "-ldl")
+	out := rec(t)
+	mustRun(t, "record", "--call-graph", "dwarf", "-o", out, "--", main, plugin)
+	f := flat(t, out)
+	if f.total("plugin_inner") < 0.5 || f.total("plugin_work") < 0.5 {
+		t.Errorf("dlopen'ed plug-in not symbolized: %+v", f.Entries)
+	}
+	objs := mustRun(t, "report", "--by", "object", out)
+	if !strings.Contains(objs, "plugin.so") {
+		t.Errorf("--by object does not show the plug-in:\n%s", objs)
+	}
+}
+
+func TestGoProgram(t *testing.T) {
+	testutil.NeedRoot(t)
+	for _, flags := range [][]string{nil, {"-ldflags=-s -w"}} {
+		bin := testutil.Go(t, "gospin", flags...)
+		out := rec(t)
+		mustRun(t, "record", "-o", out, "--", bin, "200000000")
+		f := flat(t, out)
+		if f.total("main.spinAlpha") < 0.2 || f.total("main.spinBeta") < 0.2 {
+			t.Errorf("Go functions missing (flags %v): %+v", flags, f.Entries)
+		}
+	}
+}
+
+func TestKernelFrames(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "syscalls", []string{"syscalls.c"}, "-O2", "-g")
+	out := rec(t)
+	mustRun(t, "record", "-o", out, "--", bin, "1500000")
+	all := flat(t, out)
+	kernel := 0.0
+	for _, e := range all.Entries {
+		if e.Object == "[kernel.kallsyms]" {
+			kernel += e.Self
+		}
+	}
+	if kernel < 0.3 {
+		t.Errorf("kernel frames hold %.1f%% self, want most of a write(2) loop", 100*kernel)
+	}
+	if all.total("write_many") < 0.9 {
+		t.Errorf("write_many total %.2f: kernel samples must keep their user callers", all.total("write_many"))
+	}
+	ex := flat(t, "--kernel", "exclude", out)
+	for _, e := range ex.Entries {
+		if e.Object == "[kernel.kallsyms]" {
+			t.Errorf("--kernel exclude shows kernel frame %s", e.Name)
+		}
+	}
+	only := flat(t, "--kernel", "only", out)
+	for _, e := range only.Entries {
+		if e.Object != "[kernel.kallsyms]" && !strings.HasPrefix(e.Object, "[") {
+			t.Errorf("--kernel only shows user frame %s (%s)", e.Name, e.Object)
+		}
+	}
+}
+
+// Attach twice to a running process; it keeps running and exits with its code.
+func TestAttachDetach(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "sleeper", []string{"sleeper.c"}, "-O2", "-g")
+	target := exec.Command(bin, "4", "3")
+	if err := target.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer target.Process.Kill()
+	time.Sleep(200 * time.Millisecond)
+	for i := 0; i < 2; i++ {
+		out := rec(t)
+		mustRun(t, "record", "-p", strconv.Itoa(target.Process.Pid), "--duration", "700ms", "-o", out)
+		f := flat(t, out)
+		if f.Samples < 200 || f.total("busy") < 0.5 {
+			t.Errorf("attach %d: %d samples, busy %.2f", i+1, f.Samples, f.total("busy"))
+		}
+	}
+	err := target.Wait()
+	if target.ProcessState.ExitCode() != 3 {
+		t.Errorf("target exit: %v (code %d), want it to run on and exit with 3", err, target.ProcessState.ExitCode())
+	}
+}
+
+// A recording is readable while being written and after the recorder is
+// killed with SIGKILL.
+func TestReadWhileWritingAndAfterKill(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "sleeper", []string{"sleeper.c"}, "-O2", "-g")
+	out := rec(t)
+	cmd := exec.Command(culprit, "record", "-o", out, "--", bin, "3")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	time.Sleep(1200 * time.Millisecond)
+	first := flat(t, out)
+	time.Sleep(600 * time.Millisecond)
+	second := flat(t, out)
+	if first.Samples < 100 || second.Samples <= first.Samples {
+		t.Errorf("early reports: %d then %d samples, want a growing count", first.Samples, second.Samples)
+	}
+	cmd.Process.Signal(os.Kill)
+	cmd.Wait()
+	after := flat(t, out)
+	if after.Samples < second.Samples {
+		t.Errorf("after SIGKILL of the recorder: %d samples, had %d", after.Samples, second.Samples)
+	}
+	if after.total("busy") < 0.5 {
+		t.Errorf("busy %.2f after kill", after.total("busy"))
+	}
+}
+
+// A recording cut at any byte still reports, and says what was salvaged.
+func TestTruncatedRecordingReports(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "hier-O0", []string{"hier.c"}, "-O0", "-g")
+	out := rec(t)
+	mustRun(t, "record", "-o", out, "--", bin, "2")
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	full := flat(t, out).Samples
+	for _, frac := range []float64{0.13, 0.5, 0.77, 0.999} {
+		cut := int(float64(len(data)) * frac)
+		p := rec(t)
+		if err := os.WriteFile(p, data[:cut], 0o644); err != nil {
+			t.Fatal(err)
+		}
+		stdout, stderr, code := run(t, "report", "--format", "json", p)
+		if code != 0 {
+			t.Fatalf("report of a file cut at %d/%d bytes failed: %s", cut, len(data), stderr)
+		}
+		if !strings.Contains(stderr, "salvaged") {
+			t.Errorf("cut at %d: stderr does not say what was salvaged: %q", cut, stderr)
+		}
+		var f flatJSON
+		if err := json.Unmarshal([]byte(stdout), &f); err != nil || f.Samples > full {
+			t.Errorf("cut at %d: %v, %d samples of %d", cut, err, f.Samples, full)
+		}
+	}
+}

@@ -1,0 +1,87 @@
+package cli
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/culprit-dev/culprit/internal/profile"
+	"github.com/culprit-dev/culprit/internal/render"
+)
+
+var exporters = map[string]func(io.Writer, *profile.Profile) error{
+	"pprof":      render.WritePprof,
+	"folded":     render.WriteFolded,
+	"speedscope": render.WriteSpeedscope,
+	"chrome":     render.WriteChrome,
+}
+
+func newExport() *cobra.Command {
+	var (
+		ff     filterFlags
+		format string
+		output string
+	)
+	c := &cobra.Command{
+		Use:   "export --format pprof|folded|speedscope|chrome -o OUT [FILE...]",
+		Short: "Convert recordings for other viewers (pprof, flame graphs, speedscope, Perfetto)",
+		Long: `Export writes recordings (default culprit.rec) in another tool's format:
+
+  pprof       gzipped profile.proto for go tool pprof (-http, -top, ...)
+  folded      folded stacks for flamegraph.pl and similar tools
+  speedscope  JSON for https://www.speedscope.app, one profile per thread
+  chrome      Chrome trace JSON: a per-thread timeline for Perfetto or chrome://tracing`,
+		Example: `  culprit export --format pprof -o cpu.pb.gz && go tool pprof -top cpu.pb.gz
+  culprit export --format folded -o - | flamegraph.pl > flame.svg`,
+		RunE: func(c *cobra.Command, args []string) error {
+			write, ok := exporters[format]
+			if !ok {
+				return usagef("unknown export format %q: use pprof, folded, speedscope or chrome", format)
+			}
+			if output == "" {
+				return usagef("no output file: give -o FILE (or -o - for standard output)")
+			}
+			flt, err := ff.filter()
+			if err != nil {
+				return err
+			}
+			p, err := loadProfile(args, c.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			p = p.Apply(flt)
+			if output == "-" {
+				bw := bufio.NewWriter(c.OutOrStdout())
+				if err := write(bw, p); err != nil {
+					return err
+				}
+				return bw.Flush()
+			}
+			f, err := os.Create(output)
+			if err != nil {
+				return fmt.Errorf("creating %s: %w", output, err)
+			}
+			bw := bufio.NewWriter(f)
+			if err := write(bw, p); err != nil {
+				f.Close()
+				return fmt.Errorf("writing %s: %w", output, err)
+			}
+			if err := bw.Flush(); err != nil {
+				f.Close()
+				return fmt.Errorf("writing %s: %w", output, err)
+			}
+			return f.Close()
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&format, "format", "", "pprof, folded, speedscope or chrome")
+	f.StringVarP(&output, "output", "o", "", "file to write (- for standard output)")
+	f.StringVar(&ff.kernel, "kernel", "include", "kernel frames: include, exclude or only")
+	f.StringVar(&ff.from, "from", "", "start of the time window, from the first sample")
+	f.StringVar(&ff.to, "to", "", "end of the time window, from the first sample")
+	f.SortFlags = false
+	return c
+}

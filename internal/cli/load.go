@@ -1,0 +1,79 @@
+package cli
+
+import (
+	"io"
+	"os"
+
+	"github.com/schollz/progressbar/v3"
+	"golang.org/x/term"
+
+	"github.com/culprit-dev/culprit/internal/profile"
+)
+
+// filterFlags are the flags that select samples, shared by report and export.
+type filterFlags struct {
+	kernel   string
+	from, to string
+}
+
+func (f *filterFlags) filter() (profile.Filter, error) {
+	var out profile.Filter
+	k, err := profile.ParseKernelMode(f.kernel)
+	if err != nil {
+		return out, usageError{err}
+	}
+	out.Kernel = k
+	if f.from != "" {
+		d, err := parseOffset(f.from)
+		if err != nil {
+			return out, usagef("--from %q: %v", f.from, err)
+		}
+		out.From, out.HasFrom = d, true
+	}
+	if f.to != "" {
+		d, err := parseOffset(f.to)
+		if err != nil {
+			return out, usagef("--to %q: %v", f.to, err)
+		}
+		out.To, out.HasTo = d, true
+	}
+	if out.HasFrom && out.HasTo && out.To <= out.From {
+		return out, usagef("--to must be later than --from")
+	}
+	return out, nil
+}
+
+// loadProfile reads recordings (default culprit.rec), showing progress on a
+// terminal for large inputs, and prints what was salvaged from damaged files.
+func loadProfile(paths []string, stderr io.Writer) (*profile.Profile, error) {
+	if len(paths) == 0 {
+		paths = []string{"culprit.rec"}
+	}
+	var total int64
+	for _, p := range paths {
+		if st, err := os.Stat(p); err == nil {
+			total += st.Size()
+		}
+	}
+	var opts profile.LoadOptions
+	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) && total > 32<<20 {
+		bar := progressbar.NewOptions(-1, progressbar.OptionSetWriter(stderr),
+			progressbar.OptionSetDescription("reading recordings"), progressbar.OptionShowCount(),
+			progressbar.OptionClearOnFinish())
+		opts.Progress = func(n int) { bar.Set(n) }
+		defer bar.Finish()
+	}
+	p, err := profile.Load(paths, opts)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range p.Sources {
+		if s.Salvage != "" {
+			warnf(stderr, "%s: %s", s.Path, s.Salvage)
+		}
+	}
+	for _, w := range p.Warnings {
+		warnf(stderr, "%s", w)
+	}
+	return p, nil
+}

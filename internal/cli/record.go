@@ -1,0 +1,114 @@
+package cli
+
+import (
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/culprit-dev/culprit/internal/recorder"
+	"github.com/culprit-dev/culprit/internal/recording"
+)
+
+func formatVersion() string {
+	return fmt.Sprintf("%d.%d", recording.MajorVersion, recording.MinorVersion)
+}
+
+func newRecord() *cobra.Command {
+	var (
+		o   recorder.Options
+		pid int
+	)
+	c := &cobra.Command{
+		Use:   "record [flags] -- CMD [ARGS...]\n  culprit record -p PID [--duration D] [flags]",
+		Short: "Record where a command or a running process spends CPU time",
+		Long: `Record samples CPU time (cpu-clock perf events) of a command and its whole
+process tree (every thread, forked and exec'd children), or of a running
+process with -p, into a recording file that report and export read.
+
+Each sample keeps time, pid, tid, cpu and the kernel and user call chain.
+--call-graph fp follows frame pointers and repairs the first frames by CFI
+(a frameless leaf keeps its caller); dwarf unwinds a copy of the user stack
+with .eh_frame, for code built without frame pointers (-O2, Debian's libc).
+
+The command's stdin, stdout and stderr are untouched and its exit code is
+culprit's exit code. The file is written as the run goes: it can be reported
+on while still being written, and survives the recorder being killed.`,
+		Example: `  culprit record -- ./server --port 8080
+  culprit record -F 4999 --call-graph dwarf -o slow.rec -- make -j2
+  culprit record -p 1234 --duration 30s`,
+		RunE: func(c *cobra.Command, args []string) error {
+			o.Tool = "culprit " + Version
+			stderr := c.ErrOrStderr()
+			var res recorder.Result
+			var err error
+			switch {
+			case pid != 0 && len(args) > 0:
+				return usagef("give either -p PID or a command, not both")
+			case pid != 0:
+				stop := make(chan struct{})
+				sigs := make(chan os.Signal, 1)
+				signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+				defer signal.Stop(sigs)
+				go func() { <-sigs; close(stop) }()
+				res, err = recorder.Attach(o, pid, stop)
+			case len(args) == 0:
+				return usagef("no command to record: use culprit record -- CMD [ARGS...] or -p PID")
+			default:
+				res, err = recorder.Launch(o, args)
+			}
+			if err != nil {
+				return err
+			}
+			for _, w := range res.Warnings {
+				warnf(stderr, "%s", w)
+			}
+			out := o.Output
+			if out == "" {
+				out = "culprit.rec"
+			}
+			fmt.Fprintf(stderr, "culprit: %d samples%s written to %s (%s)\n", res.Samples, lostNote(res.Lost, res.Throttled), out, humanBytes(res.Bytes))
+			if res.ExitCode > 0 {
+				return exitError{res.ExitCode}
+			}
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.SetInterspersed(false)
+	f.IntVarP(&o.Frequency, "freq", "F", 999, "samples per second of CPU time per thread")
+	f.StringVar(&o.CallGraph, "call-graph", "fp", "how user stacks are unwound: fp (frame pointers, leaf repaired by CFI) or dwarf (copied stack, CFI)")
+	f.StringVarP(&o.Output, "output", "o", "culprit.rec", "recording file to write")
+	f.IntVarP(&pid, "pid", "p", 0, "attach to this running process instead of launching a command")
+	f.DurationVar(&o.Duration, "duration", 0, "stop recording after this long, e.g. 500ms, 10s, 2m (default: until the command exits, or Ctrl-C)")
+	f.IntVar(&o.StackBytes, "stack-size", 0, "user stack bytes copied per sample (default 4096 in fp mode, 16384 in dwarf mode; max 65528)")
+	f.IntVar(&o.RingPages, "mmap-pages", 0, "ring buffer pages per CPU, a power of two (default: sized from rate and stack size)")
+	c.Flags().SortFlags = false
+	return c
+}
+
+func lostNote(lost, throttled uint64) string {
+	switch {
+	case lost > 0 && throttled > 0:
+		return fmt.Sprintf(" (%d lost, throttled %d times)", lost, throttled)
+	case lost > 0:
+		return fmt.Sprintf(" (%d lost)", lost)
+	case throttled > 0:
+		return fmt.Sprintf(" (throttled %d times)", throttled)
+	}
+	return ""
+}
+
+func humanBytes(n int64) string {
+	switch {
+	case n >= 1<<30:
+		return fmt.Sprintf("%.1f GiB", float64(n)/(1<<30))
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d bytes", n)
+}

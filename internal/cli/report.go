@@ -1,0 +1,106 @@
+package cli
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/culprit-dev/culprit/internal/profile"
+	"github.com/culprit-dev/culprit/internal/render"
+)
+
+func newReport() *cobra.Command {
+	var (
+		ff      filterFlags
+		by      string
+		callers int
+		format  string
+		top     int
+	)
+	c := &cobra.Command{
+		Use:   "report [flags] [FILE...]",
+		Short: "Show where the recorded time went",
+		Long: `Report prints a flat profile of one or more recordings (default culprit.rec):
+for each function (or line, or object) its self and total share of all
+samples, the sample counts, and a ±2σ error of each share (PCT §6.2: a row
+beats another only when the counts differ by more than 2·sqrt(n1+n2)).
+
+With --callers N it prints the hierarchical profile instead: the share of
+samples in each calling context of N frames, leaf first,
+e.g. "67.6%  worker <- dispatch_2 <- main".
+
+Several files are merged. --from and --to select a time window, counted from
+the first sample (e.g. --from 2s --to 3.5s). The file may still be being
+written: report shows everything up to the last complete record.`,
+		Example: `  culprit report
+  culprit report --by line --top 20
+  culprit report --callers 3 run1.rec run2.rec
+  culprit report --kernel exclude --from 1s --to 2s --format json`,
+		RunE: func(c *cobra.Command, args []string) error {
+			g, err := profile.ParseGrouping(by)
+			if err != nil {
+				return usageError{err}
+			}
+			if format != "text" && format != "json" {
+				return usagef("unknown format %q: use text or json", format)
+			}
+			if callers < 0 || top < 0 {
+				return usagef("--callers and --top take a positive number")
+			}
+			flt, err := ff.filter()
+			if err != nil {
+				return err
+			}
+			p, err := loadProfile(args, c.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			p = p.Apply(flt)
+			out := c.OutOrStdout()
+			extra := render.JSONExtra{Sources: p.Sources, Warnings: p.Warnings}
+			if callers > 0 {
+				rows := p.Callers(g, callers)
+				if format == "json" {
+					return render.CallersJSON(out, rows, p, extra)
+				}
+				return render.CallersText(out, rows, p, top)
+			}
+			flat := p.Flat(g)
+			if format == "json" {
+				return render.FlatJSON(out, flat, extra)
+			}
+			return render.FlatText(out, flat, top)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&by, "by", "function", "group samples by function, line or object")
+	f.IntVar(&callers, "callers", 0, "show calling contexts of N frames (leaf <- caller <- ...) instead of a flat profile")
+	f.StringVar(&ff.kernel, "kernel", "include", "kernel frames: include, exclude (charge kernel time to the calling user code) or only")
+	f.StringVar(&ff.from, "from", "", "start of the time window, from the first sample (e.g. 1.5s, 200ms)")
+	f.StringVar(&ff.to, "to", "", "end of the time window, from the first sample")
+	f.StringVar(&format, "format", "text", "output format: text or json")
+	f.IntVar(&top, "top", 40, "rows to print in text output (0: all)")
+	f.SortFlags = false
+	return c
+}
+
+// parseOffset parses a time offset such as 1.5s, 200ms or a bare number of seconds.
+func parseOffset(s string) (time.Duration, error) {
+	if v, err := strconv.ParseFloat(s, 64); err == nil {
+		if v < 0 {
+			return 0, fmt.Errorf("negative offset")
+		}
+		return time.Duration(v * float64(time.Second)), nil
+	}
+	d, err := time.ParseDuration(strings.TrimSpace(s))
+	if err != nil {
+		return 0, fmt.Errorf("not a duration: use e.g. 1.5s or 200ms")
+	}
+	if d < 0 {
+		return 0, fmt.Errorf("negative offset")
+	}
+	return d, nil
+}

@@ -1,0 +1,284 @@
+package perf
+
+import (
+	"encoding/binary"
+	"fmt"
+	"math/bits"
+
+	"golang.org/x/sys/unix"
+)
+
+// Record types this package decodes (from perf_event.h).
+const (
+	RecordMmap        = unix.PERF_RECORD_MMAP
+	RecordLost        = unix.PERF_RECORD_LOST
+	RecordComm        = unix.PERF_RECORD_COMM
+	RecordExit        = unix.PERF_RECORD_EXIT
+	RecordThrottle    = unix.PERF_RECORD_THROTTLE
+	RecordUnthrottle  = unix.PERF_RECORD_UNTHROTTLE
+	RecordFork        = unix.PERF_RECORD_FORK
+	RecordSample      = unix.PERF_RECORD_SAMPLE
+	RecordMmap2       = unix.PERF_RECORD_MMAP2
+	RecordLostSamples = unix.PERF_RECORD_LOST_SAMPLES
+
+	miscCommExec    = 1 << 13
+	miscMmapBuildID = 1 << 14
+	miscCPUModeMask = 7
+	miscUser        = 2
+
+	contextKernel = ^uint64(0x80) + 1 // (u64)-128
+	contextUser   = ^uint64(0x200) + 1
+	contextMax    = ^uint64(0xfff) + 1
+)
+
+// idTrailer is the size of the sample_id trailer of non-sample records:
+// TID (8) + TIME (8) + CPU (8), matching sampleType.
+const idTrailer = 24
+
+// Header is the common record header plus the sample_id fields.
+type Header struct {
+	Type uint32
+	Misc uint16
+	PID  uint32
+	TID  uint32
+	Time uint64
+	CPU  uint32
+}
+
+// Sample is a decoded PERF_RECORD_SAMPLE. Slices alias the record buffer.
+type Sample struct {
+	Header
+	IP       uint64
+	Period   uint64
+	Kernel   []uint64 // kernel call chain, innermost first, context markers removed
+	User     []uint64 // user call chain (frame pointers), innermost first
+	UserMode bool     // the sample was taken in user mode
+	ABI      uint64   // registers ABI: 0 none (kernel thread), 2 = 64-bit
+	Regs     []uint64 // user registers in RegsMask order
+	StackSP  uint64   // Regs' SP: where Stack starts
+	Stack    []byte   // copy of the user stack
+}
+
+// Mmap is a decoded MMAP or MMAP2 record.
+type Mmap struct {
+	Header
+	Start, Len, Pgoff uint64
+	Prot, Flags       uint32
+	BuildID           []byte
+	Path              string
+}
+
+// Comm is a decoded COMM record.
+type Comm struct {
+	Header
+	Exec bool
+	Name string
+}
+
+// Task is a decoded FORK or EXIT record.
+type Task struct {
+	Header
+	PPID, PTID uint32
+}
+
+// Lost is a decoded LOST, LOST_SAMPLES or THROTTLE record.
+type Lost struct {
+	Header
+	Count uint64
+}
+
+// RegIndex gives the position of a register in Sample.Regs.
+const (
+	RegAX = iota
+	RegBX
+	RegCX
+	RegDX
+	RegSI
+	RegDI
+	RegBP
+	RegSP
+	RegIP
+	RegR8
+	RegR9
+	RegR10
+	RegR11
+	RegR12
+	RegR13
+	RegR14
+	RegR15
+	NumRegs
+)
+
+var le = binary.LittleEndian
+
+// Decode decodes one raw record. It returns *Sample, *Mmap, *Comm, *Task,
+// *Lost, or nil for records culprit does not use.
+func Decode(rec []byte) (any, error) {
+	if len(rec) < 8 {
+		return nil, fmt.Errorf("perf record of %d bytes is too short", len(rec))
+	}
+	h := Header{Type: le.Uint32(rec), Misc: le.Uint16(rec[4:])}
+	body := rec[8:]
+	if h.Type == RecordSample {
+		return decodeSample(h, body)
+	}
+	if len(body) < idTrailer {
+		return nil, nil
+	}
+	tr := body[len(body)-idTrailer:]
+	h.PID, h.TID, h.Time, h.CPU = le.Uint32(tr), le.Uint32(tr[4:]), le.Uint64(tr[8:]), le.Uint32(tr[16:])
+	body = body[:len(body)-idTrailer]
+	switch h.Type {
+	case RecordMmap2, RecordMmap:
+		return decodeMmap(h, body)
+	case RecordComm:
+		if len(body) < 8 {
+			return nil, errShort(h.Type)
+		}
+		return &Comm{Header: h, Exec: h.Misc&miscCommExec != 0, Name: cstring(body[8:])}, nil
+	case RecordFork, RecordExit:
+		if len(body) < 24 {
+			return nil, errShort(h.Type)
+		}
+		t := &Task{Header: h}
+		t.PID, t.PPID, t.TID, t.PTID = le.Uint32(body), le.Uint32(body[4:]), le.Uint32(body[8:]), le.Uint32(body[12:])
+		t.Time = le.Uint64(body[16:])
+		return t, nil
+	case RecordLost:
+		if len(body) < 16 {
+			return nil, errShort(h.Type)
+		}
+		return &Lost{Header: h, Count: le.Uint64(body[8:])}, nil
+	case RecordLostSamples:
+		if len(body) < 8 {
+			return nil, errShort(h.Type)
+		}
+		return &Lost{Header: h, Count: le.Uint64(body)}, nil
+	case RecordThrottle:
+		return &Lost{Header: h, Count: 1}, nil
+	}
+	return nil, nil
+}
+
+func errShort(t uint32) error { return fmt.Errorf("perf record type %d is truncated", t) }
+
+func cstring(b []byte) string {
+	for i, c := range b {
+		if c == 0 {
+			return string(b[:i])
+		}
+	}
+	return string(b)
+}
+
+func decodeMmap(h Header, b []byte) (any, error) {
+	m := &Mmap{Header: h}
+	if len(b) < 32 {
+		return nil, errShort(h.Type)
+	}
+	m.PID, m.TID = le.Uint32(b), le.Uint32(b[4:])
+	m.Start, m.Len, m.Pgoff = le.Uint64(b[8:]), le.Uint64(b[16:]), le.Uint64(b[24:])
+	b = b[32:]
+	if h.Type == RecordMmap {
+		m.Path = cstring(b)
+		m.Prot = unix.PROT_EXEC
+		return m, nil
+	}
+	if len(b) < 32 {
+		return nil, errShort(h.Type)
+	}
+	if h.Misc&miscMmapBuildID != 0 {
+		n := int(b[0])
+		if n > 20 {
+			n = 20
+		}
+		m.BuildID = append([]byte(nil), b[4:4+n]...)
+	}
+	m.Prot, m.Flags = le.Uint32(b[24:]), le.Uint32(b[28:])
+	m.Path = cstring(b[32:])
+	return m, nil
+}
+
+func decodeSample(h Header, b []byte) (*Sample, error) {
+	s := &Sample{Header: h, UserMode: h.Misc&miscCPUModeMask == miscUser}
+	need := func(n int) error {
+		if len(b) < n {
+			return fmt.Errorf("perf sample record is truncated")
+		}
+		return nil
+	}
+	if err := need(40); err != nil {
+		return nil, err
+	}
+	s.IP = le.Uint64(b)
+	s.PID, s.TID = le.Uint32(b[8:]), le.Uint32(b[12:])
+	s.Time = le.Uint64(b[16:])
+	s.CPU = le.Uint32(b[24:])
+	s.Period = le.Uint64(b[32:])
+	b = b[40:]
+	if err := need(8); err != nil {
+		return nil, err
+	}
+	nr := le.Uint64(b)
+	b = b[8:]
+	if nr > uint64(len(b)/8) {
+		return nil, fmt.Errorf("perf sample call chain of %d entries overruns the record", nr)
+	}
+	chain := make([]uint64, nr)
+	for i := range chain {
+		chain[i] = le.Uint64(b[8*i:])
+	}
+	b = b[8*nr:]
+	ctx := uint64(0)
+	start := 0
+	flush := func(end int) {
+		switch ctx {
+		case contextKernel:
+			s.Kernel = chain[start:end]
+		case contextUser:
+			s.User = chain[start:end]
+		}
+	}
+	for i, ip := range chain {
+		if ip >= contextMax {
+			flush(i)
+			ctx, start = ip, i+1
+		}
+	}
+	flush(len(chain))
+	if err := need(8); err != nil {
+		return nil, err
+	}
+	s.ABI = le.Uint64(b)
+	b = b[8:]
+	if s.ABI != 0 {
+		n := bits.OnesCount64(RegsMask)
+		if err := need(8 * n); err != nil {
+			return nil, err
+		}
+		s.Regs = make([]uint64, n)
+		for i := range s.Regs {
+			s.Regs[i] = le.Uint64(b[8*i:])
+		}
+		b = b[8*n:]
+		s.StackSP = s.Regs[RegSP]
+	}
+	if len(b) >= 8 {
+		size := le.Uint64(b)
+		b = b[8:]
+		if size > 0 {
+			if size > uint64(len(b)) {
+				return nil, fmt.Errorf("perf sample stack copy overruns the record")
+			}
+			data := b[:size]
+			b = b[size:]
+			if len(b) >= 8 {
+				if dyn := le.Uint64(b); dyn < size {
+					data = data[:dyn]
+				}
+			}
+			s.Stack = data
+		}
+	}
+	return s, nil
+}

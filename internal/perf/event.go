@@ -1,0 +1,154 @@
+// Package perf speaks the kernel's perf_event vocabulary: it opens sampling
+// events with perf_event_open(2), maps and drains their ring buffers, and
+// decodes the records found there (samples with call chains, registers and
+// stack copies; mmap, comm, fork, exit, lost and throttle records).
+//
+// It knows nothing about recording files, symbols or reports. The decoding is
+// written by hand because no maintained Go library reads the live ring
+// buffer: golang.org/x/sys/unix gives the system call and the attribute
+// layout, cilium/ebpf's perf reader only decodes BPF output records, and
+// perf.data parsers (aclements/go-perf) read files, not rings.
+package perf
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Sample fields culprit asks for. The decoder relies on this exact set.
+const (
+	sampleType = unix.PERF_SAMPLE_IP | unix.PERF_SAMPLE_TID | unix.PERF_SAMPLE_TIME |
+		unix.PERF_SAMPLE_CPU | unix.PERF_SAMPLE_PERIOD | unix.PERF_SAMPLE_CALLCHAIN |
+		unix.PERF_SAMPLE_REGS_USER | unix.PERF_SAMPLE_STACK_USER
+
+	// RegsMask selects AX BX CX DX SI DI BP SP IP and R8–R15 (perf_regs.h order).
+	RegsMask = 0x1ff | 0xff<<16
+
+	bitBuildID = 1 << 34 // perf_event_attr.build_id: MMAP2 carries build-ids (Linux 5.12+)
+)
+
+// Config describes a CPU-time sampling event.
+type Config struct {
+	Frequency     int  // samples per second per thread
+	StackBytes    int  // bytes of user stack copied per sample (0: none)
+	ExcludeKernel bool // sample user mode only (needed without privileges)
+	Inherit       bool // follow threads and children created after opening
+	MaxStack      int  // deepest call chain the kernel walks (0: kernel default)
+}
+
+// attr builds the perf_event_attr for a cpu-clock sampling event.
+func (c Config) attr() *unix.PerfEventAttr {
+	a := &unix.PerfEventAttr{
+		Type:        unix.PERF_TYPE_SOFTWARE,
+		Config:      unix.PERF_COUNT_SW_CPU_CLOCK,
+		Size:        uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
+		Sample:      uint64(c.Frequency),
+		Sample_type: sampleType,
+		Bits: unix.PerfBitFreq | unix.PerfBitMmap | unix.PerfBitMmap2 | unix.PerfBitComm |
+			unix.PerfBitCommExec | unix.PerfBitTask | unix.PerfBitSampleIDAll |
+			unix.PerfBitUseClockID | unix.PerfBitWatermark | unix.PerfBitExcludeHv | bitBuildID,
+		Clockid:           unix.CLOCK_MONOTONIC,
+		Sample_regs_user:  RegsMask,
+		Sample_stack_user: uint32(c.StackBytes),
+	}
+	if c.Inherit {
+		a.Bits |= unix.PerfBitInherit
+	}
+	if c.ExcludeKernel {
+		a.Bits |= unix.PerfBitExcludeKernel
+	}
+	if c.MaxStack > 0 {
+		a.Sample_max_stack = uint16(c.MaxStack)
+	}
+	return a
+}
+
+// Event is one open perf event.
+type Event struct {
+	FD  int
+	CPU int
+	TID int
+}
+
+// Open opens a sampling event on thread tid (or a process with Inherit) and
+// cpu. It falls back to an attribute without build-ids in MMAP2 records on
+// kernels older than 5.12. Errors say what the user can do.
+func Open(c Config, tid, cpu int, group int) (*Event, error) {
+	a := c.attr()
+	fd, err := unix.PerfEventOpen(a, tid, cpu, group, unix.PERF_FLAG_FD_CLOEXEC)
+	if err == unix.EINVAL {
+		a.Bits &^= bitBuildID
+		fd, err = unix.PerfEventOpen(a, tid, cpu, group, unix.PERF_FLAG_FD_CLOEXEC)
+	}
+	if err != nil {
+		return nil, explain(err, c, tid, cpu)
+	}
+	return &Event{FD: fd, CPU: cpu, TID: tid}, nil
+}
+
+// ErrPermission is wrapped by errors caused by missing privileges.
+var ErrPermission = errors.New("not permitted")
+
+// ErrNoSuchThread is wrapped when the target thread is gone.
+var ErrNoSuchThread = errors.New("no such thread")
+
+func explain(err error, c Config, tid, cpu int) error {
+	switch err {
+	case unix.EACCES, unix.EPERM:
+		return fmt.Errorf("perf_event_open: %w: %s", ErrPermission, PermissionAdvice(!c.ExcludeKernel))
+	case unix.ESRCH:
+		return fmt.Errorf("perf_event_open on thread %d: %w", tid, ErrNoSuchThread)
+	case unix.ENOENT, unix.EOPNOTSUPP, unix.ENODEV:
+		return fmt.Errorf("perf_event_open: the cpu-clock software event is not supported by this kernel (%v)", err)
+	case unix.EMFILE:
+		return fmt.Errorf("perf_event_open: too many open files: raise the limit with `ulimit -n`")
+	case unix.EINVAL:
+		return fmt.Errorf("perf_event_open (cpu %d, %d Hz, %d stack bytes): invalid argument: the frequency may exceed kernel.perf_event_max_sample_rate (%s) or the stack size 65528 bytes",
+			cpu, c.Frequency, c.StackBytes, ReadSysctl("kernel/perf_event_max_sample_rate"))
+	}
+	return fmt.Errorf("perf_event_open: %w", err)
+}
+
+// PermissionAdvice tells a user how to get the right to profile.
+func PermissionAdvice(kernel bool) string {
+	p := ReadSysctl("kernel/perf_event_paranoid")
+	if kernel {
+		return fmt.Sprintf("recording kernel call chains needs root or the CAP_PERFMON capability (kernel.perf_event_paranoid is %s; setting it to 1 or lower with `sysctl kernel.perf_event_paranoid=1` also allows it)", p)
+	}
+	return fmt.Sprintf("profiling needs root, CAP_PERFMON, or kernel.perf_event_paranoid ≤ 2 for your own processes (it is %s; lower it with `sysctl kernel.perf_event_paranoid=2`)", p)
+}
+
+// ReadSysctl returns the value of /proc/sys/<name>, or "unknown".
+func ReadSysctl(name string) string {
+	b, err := os.ReadFile("/proc/sys/" + name)
+	if err != nil {
+		return "unknown"
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// SetOutput redirects e's samples into the ring buffer of target (same CPU).
+func (e *Event) SetOutput(target *Event) error {
+	if err := unix.IoctlSetInt(e.FD, unix.PERF_EVENT_IOC_SET_OUTPUT, target.FD); err != nil {
+		return fmt.Errorf("redirecting perf event output: %w", err)
+	}
+	return nil
+}
+
+// Enable starts counting.
+func (e *Event) Enable() error {
+	return unix.IoctlSetInt(e.FD, unix.PERF_EVENT_IOC_ENABLE, 0)
+}
+
+// Disable stops counting.
+func (e *Event) Disable() error {
+	return unix.IoctlSetInt(e.FD, unix.PERF_EVENT_IOC_DISABLE, 0)
+}
+
+// Close closes the event.
+func (e *Event) Close() error { return unix.Close(e.FD) }

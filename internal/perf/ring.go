@@ -1,0 +1,74 @@
+package perf
+
+import (
+	"fmt"
+	"os"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Ring is the mmap'ed ring buffer of an event.
+type Ring struct {
+	Event *Event
+	mem   []byte
+	meta  *unix.PerfEventMmapPage
+	data  []byte
+}
+
+// MapRing maps a ring of pages data pages (a power of two) for e and sets the
+// wake-up watermark to a quarter of it.
+func MapRing(e *Event, pages int) (*Ring, error) {
+	ps := os.Getpagesize()
+	mem, err := unix.Mmap(e.FD, 0, (pages+1)*ps, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("mapping perf ring buffer (%d KiB) on cpu %d: %w (raise kernel.perf_event_mlock_kb or use a smaller buffer)", pages*ps/1024, e.CPU, err)
+	}
+	meta := (*unix.PerfEventMmapPage)(unsafe.Pointer(&mem[0]))
+	off, size := meta.Data_offset, meta.Data_size
+	if off == 0 { // kernels before 4.1 leave these zero
+		off, size = uint64(ps), uint64(pages*ps)
+	}
+	return &Ring{Event: e, mem: mem, meta: meta, data: mem[off : off+size]}, nil
+}
+
+// Pending returns how many unread bytes are in the ring.
+func (r *Ring) Pending() uint64 {
+	head := atomic.LoadUint64(&r.meta.Data_head)
+	return head - r.meta.Data_tail
+}
+
+// ReadAll appends every complete record in the ring to buf (as raw bytes,
+// header included), appends each record's start offset in buf to offs, and
+// releases the space to the kernel.
+func (r *Ring) ReadAll(buf []byte, offs []int) ([]byte, []int) {
+	head := atomic.LoadUint64(&r.meta.Data_head)
+	tail := r.meta.Data_tail
+	size := uint64(len(r.data))
+	for tail+8 <= head {
+		var hdr [8]byte
+		copyRing(hdr[:], r.data, tail%size)
+		n := uint64(uint16(hdr[6]) | uint16(hdr[7])<<8)
+		if n < 8 || tail+n > head {
+			break
+		}
+		offs = append(offs, len(buf))
+		start := len(buf)
+		buf = append(buf, make([]byte, n)...)
+		copyRing(buf[start:], r.data, tail%size)
+		tail += n
+	}
+	atomic.StoreUint64(&r.meta.Data_tail, tail)
+	return buf, offs
+}
+
+func copyRing(dst, ring []byte, pos uint64) {
+	n := copy(dst, ring[pos:])
+	if n < len(dst) {
+		copy(dst[n:], ring)
+	}
+}
+
+// Close unmaps the ring (the event is closed separately).
+func (r *Ring) Close() error { return unix.Munmap(r.mem) }

@@ -1,0 +1,202 @@
+// Package proc reads what /proc says about processes: executable mappings,
+// threads, command names, and the vDSO image. It does not open perf events and
+// does not symbolize.
+package proc
+
+import (
+	"bufio"
+	"bytes"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// Mapping is one line of /proc/PID/maps.
+type Mapping struct {
+	Start, End uint64
+	Perms      string // e.g. "r-xp"
+	Offset     uint64
+	Inode      uint64
+	Path       string
+}
+
+// Exec reports whether the mapping is executable.
+func (m Mapping) Exec() bool { return len(m.Perms) > 2 && m.Perms[2] == 'x' }
+
+// ErrNoProcess is wrapped when a process does not exist.
+var ErrNoProcess = errors.New("no such process")
+
+// Exists reports whether process pid exists.
+func Exists(pid int) bool {
+	_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
+	return err == nil
+}
+
+// Maps parses /proc/PID/maps.
+func Maps(pid int) ([]Mapping, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil, fmt.Errorf("reading mappings of %d: %w", pid, ErrNoProcess)
+		}
+		return nil, fmt.Errorf("reading mappings of %d: %w", pid, err)
+	}
+	defer f.Close()
+	return ParseMaps(f)
+}
+
+// ParseMaps parses the text of a maps file.
+func ParseMaps(r interface{ Read([]byte) (int, error) }) ([]Mapping, error) {
+	var out []Mapping
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 5 {
+			continue
+		}
+		var m Mapping
+		lo, hi, ok := strings.Cut(fields[0], "-")
+		if !ok {
+			continue
+		}
+		var err1, err2, err3 error
+		m.Start, err1 = strconv.ParseUint(lo, 16, 64)
+		m.End, err2 = strconv.ParseUint(hi, 16, 64)
+		m.Offset, err3 = strconv.ParseUint(fields[2], 16, 64)
+		if err1 != nil || err2 != nil || err3 != nil {
+			continue
+		}
+		m.Perms = fields[1]
+		m.Inode, _ = strconv.ParseUint(fields[4], 10, 64)
+		if len(fields) > 5 {
+			m.Path = strings.Join(fields[5:], " ")
+		}
+		out = append(out, m)
+	}
+	return out, sc.Err()
+}
+
+// Tasks lists the thread ids of process pid.
+func Tasks(pid int) ([]int, error) {
+	ents, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		if os.IsNotExist(err) {
+			return nil, fmt.Errorf("listing threads of %d: %w", pid, ErrNoProcess)
+		}
+		return nil, fmt.Errorf("listing threads of %d: %w", pid, err)
+	}
+	var tids []int
+	for _, e := range ents {
+		if t, err := strconv.Atoi(e.Name()); err == nil {
+			tids = append(tids, t)
+		}
+	}
+	return tids, nil
+}
+
+// Comm returns the command name of thread tid of process pid.
+func Comm(pid, tid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/comm", pid, tid))
+	if err != nil {
+		return ""
+	}
+	return strings.TrimSpace(string(b))
+}
+
+// Children lists the direct child processes of pid (from every thread's
+// children file).
+func Children(pid int) []int {
+	var out []int
+	tids, _ := Tasks(pid)
+	for _, t := range tids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", pid, t))
+		if err != nil {
+			continue
+		}
+		for _, f := range strings.Fields(string(b)) {
+			if c, err := strconv.Atoi(f); err == nil {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// BuildID returns the GNU build-id of an ELF file, or nil.
+func BuildID(path string) []byte {
+	f, err := elf.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	return ELFBuildID(f)
+}
+
+// ELFBuildID returns the GNU build-id note of an open ELF file, or nil.
+func ELFBuildID(f *elf.File) []byte {
+	for _, s := range f.Sections {
+		if s.Type != elf.SHT_NOTE {
+			continue
+		}
+		data, err := s.Data()
+		if err != nil {
+			continue
+		}
+		for len(data) >= 12 {
+			nsz := f.ByteOrder.Uint32(data)
+			dsz := f.ByteOrder.Uint32(data[4:])
+			typ := f.ByteOrder.Uint32(data[8:])
+			data = data[12:]
+			na := (nsz + 3) &^ 3
+			da := (dsz + 3) &^ 3
+			if uint64(na)+uint64(da) > uint64(len(data)) {
+				break
+			}
+			name := data[:nsz]
+			desc := data[na : na+dsz]
+			if typ == 3 && bytes.Equal(bytes.TrimRight(name, "\x00"), []byte("GNU")) {
+				return append([]byte(nil), desc...)
+			}
+			data = data[na+da:]
+		}
+	}
+	return nil
+}
+
+// VDSO returns this process's vDSO image and its mapping. The vDSO is the
+// same for every process on a running kernel, so the recorder stores its own.
+func VDSO() ([]byte, Mapping, error) {
+	maps, err := Maps(os.Getpid())
+	if err != nil {
+		return nil, Mapping{}, err
+	}
+	for _, m := range maps {
+		if m.Path != "[vdso]" {
+			continue
+		}
+		f, err := os.Open("/proc/self/mem")
+		if err != nil {
+			return nil, m, fmt.Errorf("reading the vDSO: %w", err)
+		}
+		defer f.Close()
+		buf := make([]byte, m.End-m.Start)
+		if _, err := f.ReadAt(buf, int64(m.Start)); err != nil {
+			return nil, m, fmt.Errorf("reading the vDSO: %w", err)
+		}
+		return buf, m, nil
+	}
+	return nil, Mapping{}, fmt.Errorf("this process has no vDSO mapping")
+}
+
+// Exe returns the resolved executable path of pid.
+func Exe(pid int) string {
+	p, err := os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+	if err != nil {
+		return ""
+	}
+	return filepath.Clean(p)
+}

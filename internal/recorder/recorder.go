@@ -1,0 +1,560 @@
+// Package recorder is culprit's perf-event collector: it launches a command or
+// attaches to a process, samples CPU time over the whole process tree with
+// cpu-clock perf events, completes each sample's user call chain by CFI
+// unwinding of a copy of the user stack, and streams everything to a
+// recording file. It only writes recordings; it never analyses them.
+package recorder
+
+import (
+	"bytes"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"os"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/culprit-dev/culprit/internal/perf"
+	"github.com/culprit-dev/culprit/internal/proc"
+	"github.com/culprit-dev/culprit/internal/recording"
+	"github.com/culprit-dev/culprit/internal/symbol"
+	"github.com/culprit-dev/culprit/internal/unwind"
+)
+
+// Call-graph modes.
+const (
+	CallGraphFP    = "fp"
+	CallGraphDWARF = "dwarf"
+)
+
+// Options configure a recording.
+type Options struct {
+	Output     string        // recording file
+	Frequency  int           // samples per second per thread (default 999)
+	CallGraph  string        // "fp" or "dwarf"
+	StackBytes int           // user stack bytes copied per sample (0: 4096 in fp mode, 16384 in dwarf mode)
+	RingPages  int           // data pages per CPU ring (0: chosen from the stack size)
+	Duration   time.Duration // stop after this long (0: until the command exits or a signal)
+	Tool       string        // "culprit <version>", stored in the recording
+	// UserOnly samples user mode only; it is chosen automatically when the
+	// kernel refuses kernel call chains to an unprivileged user.
+	UserOnly bool
+}
+
+// Result summarises a finished recording.
+type Result struct {
+	Samples   uint64
+	Lost      uint64
+	Throttled uint64
+	Truncated uint64 // samples whose user stack did not unwind to its outermost frame (dwarf mode)
+	Bytes     int64
+	ExitCode  int // the launched command's exit code (128+signal if killed); -1 when attached
+	Warnings  []string
+}
+
+func (o *Options) setDefaults() error {
+	if o.Frequency == 0 {
+		o.Frequency = 999
+	}
+	if o.Frequency < 1 || o.Frequency > 100000 {
+		return fmt.Errorf("frequency %d Hz is out of range: use 1 to 100000 (kernel.perf_event_max_sample_rate is %s)", o.Frequency, perf.ReadSysctl("kernel/perf_event_max_sample_rate"))
+	}
+	switch o.CallGraph {
+	case "":
+		o.CallGraph = CallGraphFP
+	case CallGraphFP, CallGraphDWARF:
+	default:
+		return fmt.Errorf("unknown call-graph mode %q: use fp or dwarf", o.CallGraph)
+	}
+	if o.StackBytes == 0 {
+		o.StackBytes = 4096
+		if o.CallGraph == CallGraphDWARF {
+			o.StackBytes = 16384
+		}
+	}
+	if o.StackBytes < 0 || o.StackBytes > 65528 {
+		return fmt.Errorf("stack size %d is out of range: use 0 to 65528 bytes", o.StackBytes)
+	}
+	o.StackBytes &^= 7
+	if o.RingPages == 0 {
+		// Room for about half a second of samples per CPU at the chosen rate.
+		need := o.Frequency * (o.StackBytes + 1024) / 2
+		o.RingPages = 64
+		for o.RingPages*os.Getpagesize() < need && o.RingPages < 4096 {
+			o.RingPages *= 2
+		}
+	}
+	if o.RingPages&(o.RingPages-1) != 0 {
+		return fmt.Errorf("ring size of %d pages is not a power of two", o.RingPages)
+	}
+	if o.Output == "" {
+		o.Output = "culprit.rec"
+	}
+	return nil
+}
+
+// onlineCPUs lists the CPUs the kernel has online.
+func onlineCPUs() ([]int, error) {
+	b, err := os.ReadFile("/sys/devices/system/cpu/online")
+	if err != nil {
+		n := runtime.NumCPU()
+		cpus := make([]int, n)
+		for i := range cpus {
+			cpus[i] = i
+		}
+		return cpus, nil
+	}
+	var cpus []int
+	for _, part := range strings.Split(strings.TrimSpace(string(b)), ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil {
+			return nil, fmt.Errorf("parsing online CPUs %q: %w", b, err)
+		}
+		z := a
+		if isRange {
+			if z, err = strconv.Atoi(hi); err != nil {
+				return nil, fmt.Errorf("parsing online CPUs %q: %w", b, err)
+			}
+		}
+		for c := a; c <= z; c++ {
+			cpus = append(cpus, c)
+		}
+	}
+	return cpus, nil
+}
+
+// monotonic returns CLOCK_MONOTONIC in ns, the clock of perf samples.
+func monotonic() uint64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return uint64(ts.Nano())
+}
+
+// session is one recording in progress.
+type session struct {
+	o      Options
+	w      *recording.Writer
+	cpus   []int
+	rings  []*perf.Ring
+	events []*perf.Event
+	res    Result
+
+	spaces  map[uint32]*space // address spaces by pid
+	objects map[string]*object
+	tables  unwind.TableCache
+	ktab    *symbol.KernelTable
+	kseen   map[uint64]bool // kernel function starts already written
+	kaddr   map[uint64]bool // kernel addresses already resolved
+	buildID map[string][]byte
+
+	buf   []byte
+	offs  []int
+	items []item
+	warnedNoKsyms bool
+}
+
+type item struct {
+	time uint64
+	rec  any
+}
+
+// newSession opens the output file and writes what every recording starts with.
+func newSession(o Options, meta recording.Meta) (*session, error) {
+	cpus, err := onlineCPUs()
+	if err != nil {
+		return nil, err
+	}
+	w, err := recording.Create(o.Output)
+	if err != nil {
+		return nil, err
+	}
+	s := &session{o: o, w: w, cpus: cpus,
+		spaces: map[uint32]*space{}, objects: map[string]*object{},
+		kseen: map[uint64]bool{}, kaddr: map[uint64]bool{}, buildID: map[string][]byte{}}
+	s.res.ExitCode = -1
+	var uts unix.Utsname
+	_ = unix.Uname(&uts)
+	host, _ := os.Hostname()
+	meta.Tool = o.Tool
+	meta.Hostname = host
+	meta.KernelRelease = unix.ByteSliceToString(uts.Release[:])
+	meta.Arch = runtime.GOARCH
+	meta.StartUnixNano = time.Now().UnixNano()
+	meta.StartClock = monotonic()
+	meta.Event = "cpu-clock"
+	meta.Frequency = o.Frequency
+	meta.CallGraph = o.CallGraph
+	meta.StackBytes = o.StackBytes
+	if err := w.Write(&meta); err != nil {
+		w.Close()
+		return nil, err
+	}
+	s.loadKernelSymbols()
+	s.addVDSO()
+	return s, w.Flush()
+}
+
+func (s *session) warn(format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	for _, w := range s.res.Warnings {
+		if w == msg {
+			return
+		}
+	}
+	s.res.Warnings = append(s.res.Warnings, msg)
+}
+
+func (s *session) loadKernelSymbols() {
+	if s.o.UserOnly {
+		return
+	}
+	f, err := os.Open("/proc/kallsyms")
+	if err != nil {
+		s.warn("kernel frames will be unnamed: %v", err)
+		return
+	}
+	defer f.Close()
+	syms, err := symbol.ParseKallsyms(f)
+	if err != nil {
+		s.warn("kernel frames will be unnamed: reading /proc/kallsyms: %v", err)
+		return
+	}
+	nonzero := false
+	for _, k := range syms {
+		if k.Addr != 0 {
+			nonzero = true
+			break
+		}
+	}
+	if !nonzero {
+		s.warn("kernel frames will be unnamed: /proc/kallsyms hides addresses (kernel.kptr_restrict is %s; run as root or set it to 0)", perf.ReadSysctl("kernel/kptr_restrict"))
+		return
+	}
+	s.ktab = symbol.NewKernelTable(syms)
+}
+
+// addVDSO stores the vDSO image so that vDSO frames can be named and unwound.
+func (s *session) addVDSO() {
+	img, _, err := proc.VDSO()
+	if err != nil {
+		return
+	}
+	ef, err := elf.NewFile(bytes.NewReader(img))
+	if err != nil {
+		return
+	}
+	bid := proc.ELFBuildID(ef)
+	obj := &object{loads: loadSegments(ef)}
+	if t, err := unwind.TableFromELF(ef); err == nil {
+		obj.table = t
+	}
+	s.objects["[vdso]"] = obj
+	s.buildID["[vdso]"] = bid
+	_ = s.w.Write(&recording.Object{Name: "[vdso]", BuildID: bid, Data: img})
+}
+
+// ring returns the ring of a CPU, or nil.
+func (s *session) ring(cpu int) *perf.Ring {
+	for _, r := range s.rings {
+		if r.Event.CPU == cpu {
+			return r
+		}
+	}
+	return nil
+}
+
+// openEvents opens one inheriting event per CPU for each thread in tids; the
+// events of one CPU share one ring.
+func (s *session) openEvents(tids []int) error {
+	cfg := perf.Config{Frequency: s.o.Frequency, StackBytes: s.o.StackBytes, Inherit: true,
+		ExcludeKernel: s.o.UserOnly, MaxStack: 127}
+	for _, tid := range tids {
+		for _, cpu := range s.cpus {
+			ev, err := perf.Open(cfg, tid, cpu, -1)
+			if err != nil && errors.Is(err, perf.ErrPermission) && !cfg.ExcludeKernel {
+				// Unprivileged users may still sample their own processes in user mode.
+				cfg.ExcludeKernel = true
+				s.o.UserOnly = true
+				ev, err = perf.Open(cfg, tid, cpu, -1)
+				if err == nil {
+					s.warn("kernel frames not recorded: %s", perf.PermissionAdvice(true))
+				}
+			}
+			if err != nil {
+				if errors.Is(err, perf.ErrNoSuchThread) {
+					break // the thread ended meanwhile
+				}
+				return err
+			}
+			s.events = append(s.events, ev)
+			if r := s.ring(cpu); r != nil {
+				if err := ev.SetOutput(r.Event); err != nil {
+					return err
+				}
+				continue
+			}
+			r, err := perf.MapRing(ev, s.o.RingPages)
+			if err != nil {
+				return err
+			}
+			s.rings = append(s.rings, r)
+		}
+	}
+	return nil
+}
+
+// synthesize writes comm and mmap records for a process that already runs,
+// as the kernel only reports what happens after the events are opened.
+func (s *session) synthesize(pid int) error {
+	now := monotonic()
+	tids, err := proc.Tasks(pid)
+	if err != nil {
+		return err
+	}
+	for _, tid := range tids {
+		c := &perf.Comm{Header: perf.Header{PID: uint32(pid), TID: uint32(tid), Time: now}, Name: proc.Comm(pid, tid)}
+		s.handle(c)
+	}
+	maps, err := proc.Maps(pid)
+	if err != nil {
+		return err
+	}
+	for _, m := range maps {
+		if !m.Exec() {
+			continue
+		}
+		mm := &perf.Mmap{Header: perf.Header{PID: uint32(pid), TID: uint32(pid), Time: now},
+			Start: m.Start, Len: m.End - m.Start, Pgoff: m.Offset, Prot: unix.PROT_READ | unix.PROT_EXEC, Path: m.Path}
+		s.handle(mm)
+	}
+	return s.w.Flush()
+}
+
+// drain reads every ring, orders the records by time and handles them.
+func (s *session) drain() error {
+	s.buf, s.offs, s.items = s.buf[:0], s.offs[:0], s.items[:0]
+	for _, r := range s.rings {
+		s.buf, s.offs = r.ReadAll(s.buf, s.offs)
+	}
+	for i, off := range s.offs {
+		end := len(s.buf)
+		if i+1 < len(s.offs) {
+			end = s.offs[i+1]
+		}
+		rec, err := perf.Decode(s.buf[off:end])
+		if err != nil {
+			s.res.Lost++
+			continue
+		}
+		if rec == nil {
+			continue
+		}
+		s.items = append(s.items, item{time: recTime(rec), rec: rec})
+	}
+	sort.SliceStable(s.items, func(i, j int) bool { return s.items[i].time < s.items[j].time })
+	for _, it := range s.items {
+		s.handle(it.rec)
+	}
+	s.items = s.items[:0]
+	return s.w.Flush()
+}
+
+func recTime(rec any) uint64 {
+	switch r := rec.(type) {
+	case *perf.Sample:
+		return r.Time
+	case *perf.Mmap:
+		return r.Time
+	case *perf.Comm:
+		return r.Time
+	case *perf.Task:
+		return r.Time
+	case *perf.Lost:
+		return r.Time
+	}
+	return 0
+}
+
+func (s *session) write(r recording.Record) {
+	if err := s.w.Write(r); err != nil {
+		s.warn("writing the recording: %v", err)
+	}
+}
+
+// handle turns one decoded perf record into recording records.
+func (s *session) handle(rec any) {
+	switch r := rec.(type) {
+	case *perf.Sample:
+		s.sample(r)
+	case *perf.Mmap:
+		if r.Prot&unix.PROT_EXEC == 0 {
+			return
+		}
+		bid := r.BuildID
+		if len(bid) == 0 {
+			bid = s.fileBuildID(r.Path)
+		}
+		s.space(r.PID).add(mapping{start: r.Start, end: r.Start + r.Len, pgoff: r.Pgoff, path: r.Path})
+		s.write(&recording.Mmap{Time: r.Time, PID: r.PID, TID: r.TID, Start: r.Start, Len: r.Len, Pgoff: r.Pgoff,
+			Prot: r.Prot, Flags: r.Flags, BuildID: bid, Path: r.Path})
+	case *perf.Comm:
+		if r.Exec && r.PID == r.TID {
+			s.spaces[r.PID] = &space{}
+		}
+		s.write(&recording.Comm{Time: r.Time, PID: r.PID, TID: r.TID, Exec: r.Exec, Name: r.Name})
+	case *perf.Task:
+		exit := r.Type == perf.RecordExit
+		if !exit && r.PID != r.PPID {
+			if parent, ok := s.spaces[r.PPID]; ok {
+				s.spaces[r.PID] = parent.clone()
+			}
+		}
+		if exit && r.PID == r.TID {
+			delete(s.spaces, r.PID)
+		}
+		s.write(&recording.Task{Exit: exit, Time: r.Time, PID: r.PID, PPID: r.PPID, TID: r.TID, PTID: r.PTID})
+	case *perf.Lost:
+		reason := recording.LostRing
+		if r.Type == perf.RecordThrottle {
+			reason = recording.LostThrottled
+			s.res.Throttled += r.Count
+		} else {
+			s.res.Lost += r.Count
+		}
+		s.write(&recording.Lost{Time: r.Time, Reason: reason, Count: r.Count})
+	}
+}
+
+func (s *session) fileBuildID(path string) []byte {
+	if b, ok := s.buildID[path]; ok {
+		return b
+	}
+	var b []byte
+	if strings.HasPrefix(path, "/") {
+		b = proc.BuildID(path)
+	}
+	s.buildID[path] = b
+	return b
+}
+
+func (s *session) space(pid uint32) *space {
+	sp := s.spaces[pid]
+	if sp == nil {
+		sp = &space{}
+		s.spaces[pid] = sp
+	}
+	return sp
+}
+
+// sample completes the user call chain and writes the sample.
+func (s *session) sample(r *perf.Sample) {
+	user := r.User
+	truncated := false
+	if len(r.Regs) == perf.NumRegs {
+		regs := toDWARF(r.Regs)
+		sp := s.spaces[r.PID]
+		if sp == nil {
+			sp = s.refreshSpace(r.PID)
+		}
+		res := resolver{s: s, sp: sp, pid: r.PID}
+		cfi, complete := unwind.Unwind(regs, unwind.StackCopy{SP: r.StackSP, Data: r.Stack}, &res, 256)
+		user = unwind.Merge(cfi, r.User, complete)
+		if s.o.CallGraph == CallGraphDWARF && !complete {
+			truncated = true
+		}
+	}
+	if truncated {
+		s.res.Truncated++
+	}
+	s.kernelSymbols(r.Kernel)
+	s.res.Samples++
+	smp := recording.Sample{Time: r.Time, PID: r.PID, TID: r.TID, CPU: r.CPU, Period: r.Period, Truncated: truncated}
+	if err := s.w.WriteSample(smp, r.Kernel, user); err != nil {
+		s.warn("writing the recording: %v", err)
+	}
+}
+
+// refreshSpace reads the mappings of a process the stream has not described
+// (it can happen when records of different CPUs arrive out of order).
+func (s *session) refreshSpace(pid uint32) *space {
+	sp := s.space(pid)
+	maps, err := proc.Maps(int(pid))
+	if err != nil {
+		return sp
+	}
+	for _, m := range maps {
+		if m.Exec() {
+			sp.add(mapping{start: m.Start, end: m.End, pgoff: m.Offset, path: m.Path})
+		}
+	}
+	return sp
+}
+
+func (s *session) kernelSymbols(addrs []uint64) {
+	if s.ktab == nil {
+		return
+	}
+	for _, a := range addrs {
+		if s.kaddr[a] {
+			continue
+		}
+		s.kaddr[a] = true
+		start, size, name, module, ok := s.ktab.Symbol(a)
+		if !ok || s.kseen[start] {
+			continue
+		}
+		s.kseen[start] = true
+		s.write(&recording.KernelSymbol{Addr: start, Size: size, Name: name, Module: module})
+	}
+	if len(s.kaddr) > 1<<20 { // bound memory; re-resolving is cheap
+		s.kaddr = map[uint64]bool{}
+	}
+}
+
+// toDWARF reorders perf's user registers into DWARF x86-64 numbering.
+func toDWARF(r []uint64) unwind.Regs {
+	var d unwind.Regs
+	d[0], d[1], d[2], d[3] = r[perf.RegAX], r[perf.RegDX], r[perf.RegCX], r[perf.RegBX]
+	d[4], d[5], d[6], d[7] = r[perf.RegSI], r[perf.RegDI], r[perf.RegBP], r[perf.RegSP]
+	for i := 0; i < 8; i++ {
+		d[8+i] = r[perf.RegR8+i]
+	}
+	d[16] = r[perf.RegIP]
+	return d
+}
+
+func (s *session) close() {
+	for _, r := range s.rings {
+		r.Close()
+	}
+	for _, e := range s.events {
+		e.Disable()
+		e.Close()
+	}
+	s.rings, s.events = nil, nil
+}
+
+// finish drains the rings a last time and writes the End record.
+func (s *session) finish() (Result, error) {
+	for _, e := range s.events {
+		e.Disable()
+	}
+	err := s.drain()
+	s.close()
+	s.write(&recording.End{Time: monotonic(), Samples: s.res.Samples, Lost: s.res.Lost,
+		Throttled: s.res.Throttled, ExitCode: int32(s.res.ExitCode)})
+	if cerr := s.w.Close(); err == nil {
+		err = cerr
+	}
+	s.res.Bytes = s.w.Bytes()
+	if s.res.Samples > 0 && s.res.Truncated*10 > s.res.Samples {
+		s.warn("%d of %d samples have incomplete user stacks; a larger --stack-size may help", s.res.Truncated, s.res.Samples)
+	}
+	return s.res, err
+}

@@ -1,0 +1,235 @@
+package recorder
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/culprit-dev/culprit/internal/proc"
+	"github.com/culprit-dev/culprit/internal/recording"
+)
+
+// pollInterval bounds how long samples wait in the rings; the watermark wakes
+// the recorder earlier when rings fill.
+const pollInterval = 100 * time.Millisecond
+
+// ErrCommandNotFound is wrapped when the command to profile does not exist.
+var ErrCommandNotFound = errors.New("command not found")
+
+// Launch runs argv under sampling and returns when it exits. The command's
+// standard streams are the recorder's own. The child is created stopped by
+// ptrace at its exec, the events are opened on it, then it is released, so
+// not one instruction of the command runs unsampled.
+func Launch(o Options, argv []string) (Result, error) {
+	if err := o.setDefaults(); err != nil {
+		return Result{}, err
+	}
+	if len(argv) == 0 {
+		return Result{}, fmt.Errorf("no command given: use culprit record -- CMD [ARGS...]")
+	}
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
+		return Result{}, fmt.Errorf("%w: %s", ErrCommandNotFound, argv[0])
+	}
+	s, err := newSession(o, recording.Meta{Command: argv})
+	if err != nil {
+		return Result{}, err
+	}
+
+	// Ptrace requests must come from the thread that started the tracee.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	cmd := exec.Command(path, argv[1:]...)
+	cmd.Args[0] = argv[0]
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Ptrace: true}
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+	if err := cmd.Start(); err != nil {
+		s.close()
+		s.w.Close()
+		os.Remove(o.Output)
+		return Result{}, fmt.Errorf("starting %s: %w", argv[0], err)
+	}
+	pid := cmd.Process.Pid
+	var ws unix.WaitStatus
+	if _, err := unix.Wait4(pid, &ws, 0, nil); err != nil || !ws.Stopped() {
+		s.close()
+		s.w.Close()
+		return Result{}, fmt.Errorf("starting %s: it did not stop at exec (%v)", argv[0], err)
+	}
+	release := func() { unix.PtraceDetach(pid) }
+	if err := s.openEvents([]int{pid}); err != nil {
+		unix.Kill(pid, unix.SIGKILL)
+		release()
+		cmd.Wait()
+		s.close()
+		s.w.Close()
+		os.Remove(o.Output)
+		return Result{}, err
+	}
+	if err := s.synthesize(pid); err != nil {
+		s.warn("reading the mappings of %d: %v", pid, err)
+	}
+	if err := unix.PtraceDetach(pid); err != nil {
+		unix.Kill(pid, unix.SIGKILL)
+		cmd.Wait()
+		s.close()
+		s.w.Close()
+		return Result{}, fmt.Errorf("releasing %s: %w", argv[0], err)
+	}
+
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	var deadline <-chan time.Time
+	if o.Duration > 0 {
+		deadline = time.After(o.Duration)
+	}
+	var waitErr error
+	interrupted := false
+loop:
+	for {
+		select {
+		case waitErr = <-exited:
+			break loop
+		case sig := <-sigs:
+			// A terminal's Ctrl-C reaches the command too; a signal sent to the
+			// recorder alone is passed on, and a second one kills.
+			if interrupted {
+				cmd.Process.Signal(syscall.SIGKILL)
+			} else if sig != os.Interrupt {
+				cmd.Process.Signal(sig)
+			}
+			interrupted = true
+		case <-deadline:
+			// Stop sampling; the command runs on and its exit code is kept.
+			deadline = nil
+			for _, e := range s.events {
+				e.Disable()
+			}
+		default:
+		}
+		s.wait()
+		if err := s.drain(); err != nil {
+			s.warn("writing the recording: %v", err)
+		}
+	}
+	s.res.ExitCode = exitCode(cmd.ProcessState, waitErr)
+	return s.finish()
+}
+
+// wait blocks until a ring passes its watermark or the poll interval ends.
+func (s *session) wait() {
+	fds := make([]unix.PollFd, len(s.rings))
+	for i, r := range s.rings {
+		fds[i] = unix.PollFd{Fd: int32(r.Event.FD), Events: unix.POLLIN}
+	}
+	if len(fds) == 0 {
+		time.Sleep(pollInterval)
+		return
+	}
+	unix.Poll(fds, int(pollInterval/time.Millisecond))
+}
+
+func exitCode(ps *os.ProcessState, err error) int {
+	if ps == nil {
+		return -1
+	}
+	if st, ok := ps.Sys().(syscall.WaitStatus); ok && st.Signaled() {
+		return 128 + int(st.Signal())
+	}
+	return ps.ExitCode()
+}
+
+// Attach samples the running process pid (all its threads, and the threads
+// and children it creates) until stop is closed, the duration ends or the
+// process exits, then detaches leaving it running.
+func Attach(o Options, pid int, stop <-chan struct{}) (Result, error) {
+	if err := o.setDefaults(); err != nil {
+		return Result{}, err
+	}
+	if pid <= 0 || !proc.Exists(pid) {
+		return Result{}, fmt.Errorf("no process with PID %d: %w", pid, proc.ErrNoProcess)
+	}
+	s, err := newSession(o, recording.Meta{AttachPID: pid, Command: cmdline(pid)})
+	if err != nil {
+		return Result{}, err
+	}
+	// Open on every thread; threads created meanwhile are picked up by
+	// listing again until the list is stable (later ones are inherited).
+	opened := map[int]bool{}
+	for round := 0; round < 10; round++ {
+		tids, err := proc.Tasks(pid)
+		if err != nil {
+			s.close()
+			s.w.Close()
+			os.Remove(o.Output)
+			return Result{}, fmt.Errorf("attaching to %d: %w", pid, err)
+		}
+		var fresh []int
+		for _, t := range tids {
+			if !opened[t] {
+				fresh = append(fresh, t)
+				opened[t] = true
+			}
+		}
+		if len(fresh) == 0 {
+			break
+		}
+		if err := s.openEvents(fresh); err != nil {
+			s.close()
+			s.w.Close()
+			os.Remove(o.Output)
+			return Result{}, fmt.Errorf("attaching to %d: %w", pid, err)
+		}
+	}
+	if err := s.synthesize(pid); err != nil {
+		s.warn("reading the mappings of %d: %v", pid, err)
+	}
+	var deadline <-chan time.Time
+	if o.Duration > 0 {
+		deadline = time.After(o.Duration)
+	}
+loop:
+	for {
+		select {
+		case <-stop:
+			break loop
+		case <-deadline:
+			break loop
+		default:
+		}
+		s.wait()
+		if err := s.drain(); err != nil {
+			s.warn("writing the recording: %v", err)
+		}
+		if !proc.Exists(pid) {
+			break
+		}
+	}
+	return s.finish()
+}
+
+func cmdline(pid int) []string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return nil
+	}
+	var out []string
+	start := 0
+	for i, c := range b {
+		if c == 0 {
+			out = append(out, string(b[start:i]))
+			start = i + 1
+		}
+	}
+	return out
+}

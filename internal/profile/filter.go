@@ -1,0 +1,241 @@
+package profile
+
+import (
+	"fmt"
+	"path"
+	"strings"
+	"time"
+)
+
+// Unknown names a sample whose stack is empty, and an object that is not known.
+const Unknown = "[unknown]"
+
+// KernelObject is the Object of core kernel frames.
+const KernelObject = "[kernel.kallsyms]"
+
+// objectBase returns the last element of an object path; pseudo objects such
+// as "[vdso]" are returned unchanged, an empty object is "[unknown]".
+func objectBase(obj string) string {
+	if obj == "" {
+		return Unknown
+	}
+	if strings.HasPrefix(obj, "[") {
+		return obj
+	}
+	b := path.Base(obj)
+	if b == "." || b == "/" {
+		return obj
+	}
+	return b
+}
+
+// ObjectName is the short name of the frame's object: the basename of Object,
+// "[kernel.kallsyms]" for a kernel frame with no object, "[unknown]" otherwise.
+func (f Frame) ObjectName() string {
+	if f.Object == "" && f.Kernel {
+		return KernelObject
+	}
+	return objectBase(f.Object)
+}
+
+// Name returns the function name, or object+0xoffset (basename of the object)
+// when the function is not known.
+func (f Frame) Name() string {
+	if f.Function != "" {
+		return f.Function
+	}
+	return fmt.Sprintf("%s+0x%x", f.ObjectName(), f.Offset)
+}
+
+// Grouping says what a report groups frames by.
+type Grouping int
+
+const (
+	ByFunction Grouping = iota // function name (Frame.Name)
+	ByLine                     // source file and line, "file:line (function)"
+	ByObject                   // object basename, e.g. "libc.so.6", "[kernel.kallsyms]"
+)
+
+// String returns the name ParseGrouping accepts: "function", "line" or "object".
+func (g Grouping) String() string {
+	switch g {
+	case ByFunction:
+		return "function"
+	case ByLine:
+		return "line"
+	case ByObject:
+		return "object"
+	}
+	return fmt.Sprintf("Grouping(%d)", int(g))
+}
+
+// ParseGrouping parses "function" (or "func"), "line" or "object" (or "dso").
+func ParseGrouping(s string) (Grouping, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "function", "func", "functions":
+		return ByFunction, nil
+	case "line", "lines":
+		return ByLine, nil
+	case "object", "objects", "dso":
+		return ByObject, nil
+	}
+	return 0, fmt.Errorf("unknown grouping %q (want function, line or object)", s)
+}
+
+// Label names the frame under grouping g: ByFunction gives Name(); ByLine
+// gives "file:line (function)", the file path as recorded, or Name() when the
+// line is not known; ByObject gives the object's basename (kernel frames have
+// the object "[kernel.kallsyms]", or their module's "[name]").
+func (f Frame) Label(g Grouping) string {
+	switch g {
+	case ByLine:
+		if f.File != "" && f.Line > 0 {
+			return fmt.Sprintf("%s:%d (%s)", f.File, f.Line, f.Name())
+		}
+		return f.Name()
+	case ByObject:
+		return f.ObjectName()
+	}
+	return f.Name()
+}
+
+// KernelMode says what to do with kernel frames.
+type KernelMode int
+
+const (
+	KernelInclude KernelMode = iota // keep kernel and user frames
+	KernelExclude                   // drop kernel frames: kernel time is charged to the user frames
+	KernelOnly                      // keep kernel frames only, drop samples with none
+)
+
+// String returns the name ParseKernelMode accepts.
+func (k KernelMode) String() string {
+	switch k {
+	case KernelInclude:
+		return "include"
+	case KernelExclude:
+		return "exclude"
+	case KernelOnly:
+		return "only"
+	}
+	return fmt.Sprintf("KernelMode(%d)", int(k))
+}
+
+// ParseKernelMode parses "include" (or "yes"), "exclude" (or "no") and "only".
+func ParseKernelMode(s string) (KernelMode, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "include", "yes", "":
+		return KernelInclude, nil
+	case "exclude", "no":
+		return KernelExclude, nil
+	case "only":
+		return KernelOnly, nil
+	}
+	return 0, fmt.Errorf("unknown kernel mode %q (want include, exclude or only)", s)
+}
+
+// Filter selects samples and frames.
+type Filter struct {
+	From, To       time.Duration // window relative to Profile.StartTime: [From, To)
+	HasFrom, HasTo bool          // whether From and To apply
+	Kernel         KernelMode
+}
+
+// StackAt returns the stack with index i, innermost first, or nil when i is
+// out of range (reports show such a sample as "[unknown]").
+func (p *Profile) StackAt(i int32) []int32 {
+	if i < 0 || int(i) >= len(p.Stacks) {
+		return nil
+	}
+	return p.Stacks[i]
+}
+
+// FrameAt returns the frame with index i, or an "[unknown]" frame when i is out
+// of range.
+func (p *Profile) FrameAt(i int32) Frame {
+	if i < 0 || int(i) >= len(p.Frames) {
+		return Frame{Function: Unknown, Object: Unknown}
+	}
+	return p.Frames[i]
+}
+
+// Apply returns a new profile, sharing Frames with p, holding the samples whose
+// time minus StartTime lies in [From, To) (each bound only if set), with
+// stacks trimmed by f.Kernel: KernelExclude drops kernel frames, so a sample
+// taken in the kernel is charged to its user frames; KernelOnly keeps kernel
+// frames only and drops samples that have none. Samples left with an empty
+// stack (a kernel thread under KernelExclude, say) are kept; reports show them
+// as "[unknown]". Threads, Lost, Throttled, Metas, Sources, Warnings and
+// StartTime are carried over unchanged: lost and throttled counts are totals
+// of the recording, not of the window.
+func (p *Profile) Apply(f Filter) *Profile {
+	q := &Profile{
+		Frames:    p.Frames,
+		Threads:   p.Threads,
+		Lost:      p.Lost,
+		Throttled: p.Throttled,
+		Metas:     p.Metas,
+		Sources:   p.Sources,
+		Warnings:  p.Warnings,
+		StartTime: p.StartTime,
+	}
+	if f.Kernel == KernelInclude {
+		q.Stacks = p.Stacks
+	}
+	// remap[old stack] = new stack index + 1; 0 = not yet seen; -1 = drop.
+	remap := make([]int32, len(p.Stacks))
+	emptyStack := int32(-1)
+	newStack := func(old int32) int32 {
+		if f.Kernel == KernelInclude {
+			return old
+		}
+		if old >= 0 && int(old) < len(remap) && remap[old] != 0 {
+			return remap[old] - 1
+		}
+		src := p.StackAt(old)
+		var dst []int32
+		for _, fi := range src {
+			k := p.FrameAt(fi).Kernel
+			if (f.Kernel == KernelExclude && !k) || (f.Kernel == KernelOnly && k) {
+				dst = append(dst, fi)
+			}
+		}
+		var idx int32
+		switch {
+		case len(dst) == 0 && f.Kernel == KernelOnly:
+			idx = -2
+		case len(dst) == 0:
+			if emptyStack < 0 {
+				emptyStack = int32(len(q.Stacks))
+				q.Stacks = append(q.Stacks, []int32{})
+			}
+			idx = emptyStack
+		default:
+			idx = int32(len(q.Stacks))
+			q.Stacks = append(q.Stacks, dst)
+		}
+		if old >= 0 && int(old) < len(remap) {
+			remap[old] = idx + 1
+		}
+		return idx
+	}
+	for _, s := range p.Samples {
+		rel := time.Duration(int64(s.Time - p.StartTime))
+		if s.Time < p.StartTime {
+			rel = -time.Duration(int64(p.StartTime - s.Time))
+		}
+		if f.HasFrom && rel < f.From {
+			continue
+		}
+		if f.HasTo && rel >= f.To {
+			continue
+		}
+		ns := newStack(s.Stack)
+		if ns == -2 {
+			continue
+		}
+		s.Stack = ns
+		q.Samples = append(q.Samples, s)
+	}
+	return q
+}

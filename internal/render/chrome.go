@@ -1,0 +1,177 @@
+package render
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+
+	"github.com/culprit-dev/culprit/internal/profile"
+)
+
+// ChromeEvent is one event of the Chrome trace event format.
+type ChromeEvent struct {
+	Name string            `json:"name"`
+	Cat  string            `json:"cat,omitempty"`
+	Ph   string            `json:"ph"`
+	Ts   float64           `json:"ts"`            // µs from the profile's start
+	Dur  *float64          `json:"dur,omitempty"` // µs, for "X"
+	PID  uint32            `json:"pid"`
+	TID  uint32            `json:"tid"`
+	Args map[string]string `json:"args,omitempty"`
+}
+
+// ChromeTrace is the top level of a Chrome trace event file.
+type ChromeTrace struct {
+	TraceEvents     []ChromeEvent `json:"traceEvents"`
+	DisplayTimeUnit string        `json:"displayTimeUnit"`
+}
+
+// WriteChrome writes p as a Chrome trace event file (JSON object form), which
+// Perfetto (ui.perfetto.dev) and chrome://tracing show as a flame-chart lane
+// per thread along the time axis.
+//
+// Metadata events ("ph":"M") name each process ("process_name": the comm of
+// its main thread) and thread ("thread_name": its comm). Each sample stands
+// for the interval [time, time+period) of its thread. Samples are turned into
+// nested complete events ("ph":"X", one per stack frame level, root at depth
+// 0) by this merge rule, per thread in time order:
+//
+//   - Two consecutive samples of a thread are contiguous when the second
+//     starts no later than half a period after the first one's interval ends;
+//     otherwise the thread was off the CPU in between and every open event
+//     ends where the first sample's interval ends.
+//   - Between contiguous samples, the events of the frames the two stacks
+//     share from the root down (same name, both kernel or both user) stay
+//     open; the others end, and the second sample's remaining frames begin,
+//     at the second sample's time.
+//
+// So consecutive samples with the same stack become one event per frame, and
+// a caller stays one event while its callees change beneath it. An empty
+// stack is the frame "[unknown]". ts and dur are in microseconds from the
+// profile's start; events of a thread are ordered by ts, then depth (parents
+// before children).
+func WriteChrome(w io.Writer, p *profile.Profile) error {
+	return json.NewEncoder(w).Encode(chromeTrace(p))
+}
+
+type chromeThread struct{ pid, tid uint32 }
+
+type openFrame struct {
+	name   string
+	kernel bool
+	object string
+	file   string
+	start  uint64
+	depth  int
+}
+
+func chromeTrace(p *profile.Profile) ChromeTrace {
+	tr := ChromeTrace{TraceEvents: []ChromeEvent{}, DisplayTimeUnit: "ms"}
+	samples := map[chromeThread][]profile.Sample{}
+	var threads []chromeThread
+	for _, s := range p.Samples {
+		t := chromeThread{s.PID, s.TID}
+		if _, ok := samples[t]; !ok {
+			threads = append(threads, t)
+		}
+		samples[t] = append(samples[t], s)
+	}
+	sort.Slice(threads, func(i, j int) bool {
+		if threads[i].pid != threads[j].pid {
+			return threads[i].pid < threads[j].pid
+		}
+		return threads[i].tid < threads[j].tid
+	})
+	seenPID := map[uint32]bool{}
+	for _, t := range threads {
+		if !seenPID[t.pid] {
+			seenPID[t.pid] = true
+			tr.TraceEvents = append(tr.TraceEvents, ChromeEvent{
+				Name: "process_name", Ph: "M", PID: t.pid, TID: t.pid,
+				Args: map[string]string{"name": processName(p, t.pid, t.tid)},
+			})
+		}
+		tr.TraceEvents = append(tr.TraceEvents, ChromeEvent{
+			Name: "thread_name", Ph: "M", PID: t.pid, TID: t.tid,
+			Args: map[string]string{"name": threadName(p, t.tid)},
+		})
+	}
+	org := origin(p)
+	us := func(ns uint64) float64 { return float64(ns-org) / 1e3 }
+	for _, t := range threads {
+		ss := samples[t]
+		sort.SliceStable(ss, func(i, j int) bool { return ss[i].Time < ss[j].Time })
+		var evs []ChromeEvent
+		var depths []int
+		var open []openFrame
+		closeFrom := func(n int, at uint64) {
+			for _, o := range open[n:] {
+				end := at
+				if end < o.start {
+					end = o.start
+				}
+				args := map[string]string{"object": o.object}
+				if o.file != "" {
+					args["file"] = o.file
+				}
+				cat := "user"
+				if o.kernel {
+					cat = "kernel"
+				}
+				dur := float64(end-o.start) / 1e3
+				evs = append(evs, ChromeEvent{
+					Name: o.name, Cat: cat, Ph: "X",
+					Ts: us(o.start), Dur: &dur,
+					PID: t.pid, TID: t.tid, Args: args,
+				})
+				depths = append(depths, o.depth)
+			}
+			open = open[:n]
+		}
+		var lastEnd, lastPeriod uint64
+		for i, s := range ss {
+			per := period(p, s)
+			frames := stackFrames(p, s.Stack)
+			// Root first.
+			for l, r := 0, len(frames)-1; l < r; l, r = l+1, r-1 {
+				frames[l], frames[r] = frames[r], frames[l]
+			}
+			common := 0
+			if i > 0 && s.Time <= lastEnd+lastPeriod/2 {
+				for common < len(open) && common < len(frames) &&
+					open[common].name == frames[common].Name() && open[common].kernel == frames[common].Kernel {
+					common++
+				}
+				closeFrom(common, s.Time)
+			} else {
+				closeFrom(0, lastEnd)
+			}
+			for d := common; d < len(frames); d++ {
+				f := frames[d]
+				file := f.File
+				if file != "" && f.Line > 0 {
+					file = fmt.Sprintf("%s:%d", f.File, f.Line)
+				}
+				open = append(open, openFrame{name: f.Name(), kernel: f.Kernel, object: f.ObjectName(), file: file, start: s.Time, depth: d})
+			}
+			lastEnd, lastPeriod = s.Time+per, per
+		}
+		closeFrom(0, lastEnd)
+		order := make([]int, len(evs))
+		for i := range order {
+			order[i] = i
+		}
+		sort.SliceStable(order, func(a, b int) bool {
+			ea, eb := evs[order[a]], evs[order[b]]
+			if ea.Ts != eb.Ts {
+				return ea.Ts < eb.Ts
+			}
+			return depths[order[a]] < depths[order[b]]
+		})
+		for _, i := range order {
+			tr.TraceEvents = append(tr.TraceEvents, evs[i])
+		}
+	}
+	return tr
+}

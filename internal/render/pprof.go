@@ -1,0 +1,217 @@
+package render
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	pprof "github.com/google/pprof/profile"
+
+	"github.com/culprit-dev/culprit/internal/profile"
+)
+
+// WritePprof writes p as a gzipped pprof protocol buffer, readable by
+// `go tool pprof`. Sample types are cpu/nanoseconds (the sample's Period) and
+// samples/count (1). Samples with the same stack, pid and tid are merged; each
+// carries numeric labels "pid" and "tid" and the string label "comm" (the
+// thread's name). A Location is one physical frame: a frame together with the
+// Inlined frames directly inside it on the stack, its Lines innermost first as
+// pprof expects. Its address is the frame's Offset (a file offset for user
+// objects, an address for the kernel) in a Mapping per object. Functions are
+// named by Frame.Name, so unnamed frames show as "object+0xoffset"; an empty
+// stack is the function "[unknown]". TimeNanos is the wall time of the first
+// sample when a Meta gives the clock's origin.
+func WritePprof(w io.Writer, p *profile.Profile) error {
+	return buildPprof(p).Write(w)
+}
+
+type fnKey struct{ name, file string }
+
+type pprofBuilder struct {
+	p         *profile.Profile
+	out       *pprof.Profile
+	mappings  map[string]*pprof.Mapping
+	functions map[fnKey]*pprof.Function
+	locations map[string]*pprof.Location
+	stacks    map[int32][]*pprof.Location
+}
+
+func buildPprof(p *profile.Profile) *pprof.Profile {
+	dp := int64(defaultPeriod(p))
+	out := &pprof.Profile{
+		SampleType: []*pprof.ValueType{
+			{Type: "cpu", Unit: "nanoseconds"},
+			{Type: "samples", Unit: "count"},
+		},
+		DefaultSampleType: "cpu",
+		PeriodType:        &pprof.ValueType{Type: "cpu", Unit: "nanoseconds"},
+		Period:            dp,
+	}
+	if dp <= 1 && len(p.Samples) > 0 && p.Samples[0].Period > 0 {
+		out.Period = int64(p.Samples[0].Period)
+	}
+	b := &pprofBuilder{
+		p: p, out: out,
+		mappings:  map[string]*pprof.Mapping{},
+		functions: map[fnKey]*pprof.Function{},
+		locations: map[string]*pprof.Location{},
+		stacks:    map[int32][]*pprof.Location{},
+	}
+	type sampleKey struct {
+		stack    int32
+		pid, tid uint32
+	}
+	merged := map[sampleKey]*pprof.Sample{}
+	for _, s := range p.Samples {
+		k := sampleKey{s.Stack, s.PID, s.TID}
+		ps := merged[k]
+		if ps == nil {
+			ps = &pprof.Sample{
+				Location: b.stack(s.Stack),
+				Value:    []int64{0, 0},
+				NumLabel: map[string][]int64{"pid": {int64(s.PID)}, "tid": {int64(s.TID)}},
+				Label:    map[string][]string{"comm": {threadName(p, s.TID)}},
+			}
+			merged[k] = ps
+			out.Sample = append(out.Sample, ps)
+		}
+		ps.Value[0] += int64(period(p, s))
+		ps.Value[1]++
+	}
+	for _, m := range out.Mapping {
+		if m.Limit <= m.Start {
+			m.Limit = m.Start + 1
+		}
+	}
+	if first, end, ok := timeRange(p); ok {
+		out.DurationNanos = int64(end - first)
+		for _, m := range p.Metas {
+			if m.StartUnixNano != 0 {
+				out.TimeNanos = m.StartUnixNano + int64(first-m.StartClock)
+				break
+			}
+		}
+	} else {
+		for _, m := range p.Metas {
+			if m.StartUnixNano != 0 {
+				out.TimeNanos = m.StartUnixNano
+				break
+			}
+		}
+	}
+	for _, m := range p.Metas {
+		if m.Tool != "" {
+			out.Comments = append(out.Comments, "recorded by "+m.Tool)
+		}
+		if len(m.Command) > 0 {
+			out.Comments = append(out.Comments, "command: "+strings.Join(m.Command, " "))
+		}
+		if m.AttachPID > 0 {
+			out.Comments = append(out.Comments, "attached to pid "+strconv.Itoa(m.AttachPID))
+		}
+		if m.Event != "" {
+			out.Comments = append(out.Comments, fmt.Sprintf("event %s at %d Hz, call graph %s", m.Event, m.Frequency, m.CallGraph))
+		}
+	}
+	if p.Lost > 0 || p.Throttled > 0 {
+		out.Comments = append(out.Comments, fmt.Sprintf("lost %d samples, throttled %d times", p.Lost, p.Throttled))
+	}
+	return out
+}
+
+// mapping returns the mapping of frame f's object, widened to hold addr.
+func (b *pprofBuilder) mapping(f profile.Frame, addr uint64) *pprof.Mapping {
+	obj := f.Object
+	if obj == "" {
+		obj = f.ObjectName()
+	}
+	m := b.mappings[obj]
+	if m == nil {
+		m = &pprof.Mapping{
+			ID:              uint64(len(b.out.Mapping) + 1),
+			Start:           addr,
+			Limit:           addr + 1,
+			File:            obj,
+			HasFunctions:    true,
+			HasFilenames:    true,
+			HasLineNumbers:  true,
+			HasInlineFrames: true,
+		}
+		b.mappings[obj] = m
+		b.out.Mapping = append(b.out.Mapping, m)
+	}
+	if addr < m.Start {
+		m.Start = addr
+	}
+	if addr >= m.Limit {
+		m.Limit = addr + 1
+	}
+	if !f.Kernel {
+		// Addresses are file offsets: the mapping maps them onto themselves.
+		m.Offset = m.Start
+	}
+	return m
+}
+
+func (b *pprofBuilder) function(f profile.Frame) *pprof.Function {
+	k := fnKey{f.Name(), f.File}
+	fn := b.functions[k]
+	if fn == nil {
+		fn = &pprof.Function{ID: uint64(len(b.out.Function) + 1), Name: k.name, SystemName: k.name, Filename: k.file}
+		b.functions[k] = fn
+		b.out.Function = append(b.out.Function, fn)
+	}
+	return fn
+}
+
+// stack returns the locations of a stack, innermost first.
+func (b *pprofBuilder) stack(i int32) []*pprof.Location {
+	if locs, ok := b.stacks[i]; ok {
+		return locs
+	}
+	var locs []*pprof.Location
+	st := b.p.StackAt(i)
+	if len(st) == 0 {
+		locs = []*pprof.Location{b.location([]int32{-1}, []profile.Frame{unknownFrame})}
+	}
+	for j := 0; j < len(st); {
+		// A physical frame is a run of Inlined frames and the frame they
+		// are inlined into.
+		k := j
+		for k+1 < len(st) && b.p.FrameAt(st[k]).Inlined {
+			k++
+		}
+		group := st[j : k+1]
+		frames := make([]profile.Frame, len(group))
+		for n, fi := range group {
+			frames[n] = b.p.FrameAt(fi)
+		}
+		locs = append(locs, b.location(group, frames))
+		j = k + 1
+	}
+	b.stacks[i] = locs
+	return locs
+}
+
+func (b *pprofBuilder) location(group []int32, frames []profile.Frame) *pprof.Location {
+	var key strings.Builder
+	for _, fi := range group {
+		key.WriteString(strconv.Itoa(int(fi)))
+		key.WriteByte(',')
+	}
+	if l := b.locations[key.String()]; l != nil {
+		return l
+	}
+	phys := frames[len(frames)-1]
+	l := &pprof.Location{ID: uint64(len(b.out.Location) + 1), Address: frames[0].Offset}
+	if group[0] >= 0 {
+		l.Mapping = b.mapping(phys, l.Address)
+	}
+	for _, f := range frames {
+		l.Line = append(l.Line, pprof.Line{Function: b.function(f), Line: int64(f.Line)})
+	}
+	b.locations[key.String()] = l
+	b.out.Location = append(b.out.Location, l)
+	return l
+}

@@ -1,0 +1,104 @@
+// Package render turns profile results into text, JSON and foreign formats:
+// the flat and caller reports as aligned text or JSON (schemas in
+// docs/report-json.md), and whole profiles as pprof, folded stacks,
+// speedscope and Chrome trace event files. It only writes to the io.Writer it
+// is given; it never reads files or the kernel.
+package render
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/culprit-dev/culprit/internal/profile"
+)
+
+// unknownFrame stands for the empty stack of a sample.
+var unknownFrame = profile.Frame{Function: profile.Unknown, Object: profile.Unknown}
+
+// stackFrames returns the frames of a sample's stack, innermost first; an
+// empty stack is one "[unknown]" frame.
+func stackFrames(p *profile.Profile, stack int32) []profile.Frame {
+	st := p.StackAt(stack)
+	if len(st) == 0 {
+		return []profile.Frame{unknownFrame}
+	}
+	out := make([]profile.Frame, len(st))
+	for i, fi := range st {
+		out[i] = p.FrameAt(fi)
+	}
+	return out
+}
+
+// period returns the ns of CPU time sample s stands for: its Period, else
+// 1e9/frequency of the recording, else 1.
+func period(p *profile.Profile, s profile.Sample) uint64 {
+	if s.Period > 0 {
+		return s.Period
+	}
+	return defaultPeriod(p)
+}
+
+func defaultPeriod(p *profile.Profile) uint64 {
+	for _, m := range p.Metas {
+		if m.Frequency > 0 {
+			return uint64(1e9 / m.Frequency)
+		}
+	}
+	return 1
+}
+
+// threadName is the comm of thread tid, or "tid N".
+func threadName(p *profile.Profile, tid uint32) string {
+	if t, ok := p.Threads[tid]; ok && t.Comm != "" {
+		return t.Comm
+	}
+	return fmt.Sprintf("tid %d", tid)
+}
+
+// processName is the comm of the process's main thread (TID == PID), else
+// that of thread tid, else "pid N".
+func processName(p *profile.Profile, pid, tid uint32) string {
+	if t, ok := p.Threads[pid]; ok && t.Comm != "" {
+		return t.Comm
+	}
+	if t, ok := p.Threads[tid]; ok && t.Comm != "" {
+		return t.Comm
+	}
+	return fmt.Sprintf("pid %d", pid)
+}
+
+// commandName names the profile: the recorded command or attached process.
+func commandName(p *profile.Profile) string {
+	for _, m := range p.Metas {
+		if len(m.Command) > 0 {
+			return strings.Join(m.Command, " ")
+		}
+		if m.AttachPID > 0 {
+			return fmt.Sprintf("pid %d", m.AttachPID)
+		}
+	}
+	return "culprit profile"
+}
+
+// timeRange returns the smallest sample time and the largest time+period.
+func timeRange(p *profile.Profile) (first, end uint64, ok bool) {
+	for i, s := range p.Samples {
+		e := s.Time + period(p, s)
+		if i == 0 || s.Time < first {
+			first = s.Time
+		}
+		if i == 0 || e > end {
+			end = e
+		}
+	}
+	return first, end, len(p.Samples) > 0
+}
+
+// origin is the time that exports count from: StartTime, or the first sample.
+func origin(p *profile.Profile) uint64 {
+	first, _, ok := timeRange(p)
+	if p.StartTime != 0 && (!ok || p.StartTime <= first) {
+		return p.StartTime
+	}
+	return first
+}

@@ -33,7 +33,7 @@ func TestHierarchicalProfile(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			bin := testutil.C(t, "hier-"+c.name, []string{"hier.c"}, c.flags...)
 			out := rec(t)
-			mustRun(t, "record", "--call-graph", c.mode, "-o", out, "--", bin, "6")
+			mustRun(t, "record", "--call-graph", c.mode, "-o", out, "--", bin, "30")
 			cl := callers(t, 3, out)
 			if cl.Samples < 300 {
 				t.Fatalf("only %d samples", cl.Samples)

@@ -68,8 +68,11 @@ func loadProfile(paths []string, stderr io.Writer) (*profile.Profile, error) {
 		return nil, err
 	}
 	for _, s := range p.Sources {
-		if s.Salvage != "" {
+		switch {
+		case s.Salvage != "":
 			warnf(stderr, "%s: %s", s.Path, s.Salvage)
+		case !s.Complete:
+			warnf(stderr, "%s: no end record (still being written, or the recorder was killed): salvaged the %d samples recorded so far", s.Path, s.Samples)
 		}
 	}
 	for _, w := range p.Warnings {

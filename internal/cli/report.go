@@ -60,13 +60,14 @@ written: report shows everything up to the last complete record.`,
 			}
 			p = p.Apply(flt)
 			out := c.OutOrStdout()
-			extra := render.JSONExtra{Sources: p.Sources, Warnings: p.Warnings}
+			extra := render.JSONExtra{Sources: p.Sources, Warnings: p.Warnings,
+				Lost: p.Lost, Throttled: p.Throttled, Grouping: g.String()}
 			if callers > 0 {
 				rows := p.Callers(g, callers)
 				if format == "json" {
-					return render.CallersJSON(out, rows, p, extra)
+					return render.CallersJSON(out, rows, len(p.Samples), extra)
 				}
-				return render.CallersText(out, rows, p, top)
+				return render.CallersText(out, rows, len(p.Samples), top)
 			}
 			flat := p.Flat(g)
 			if format == "json" {

@@ -61,21 +61,21 @@ type addrKey struct {
 
 // loader builds a Profile.
 type loader struct {
-	p       *Profile
-	sym     *symbol.Symbolizer
-	spaces  map[uint32]*space
-	nextID  int
-	stacks  []map[uint64]*recording.Stack // per file: id → stack
-	ksyms   []symbol.KernelSymbol
-	ktab    *symbol.KernelTable
-	vdso    map[string]*symbol.Object
-	objs    map[string]*symbol.Object
-	objErr  map[string]bool
-	frames  map[Frame]int32
-	addrs   map[addrKey][]int32
+	p        *Profile
+	sym      *symbol.Symbolizer
+	spaces   map[uint32]*space
+	nextID   int
+	stacks   []map[uint64]*recording.Stack // per file: id → stack
+	ksyms    []symbol.KernelSymbol
+	ktab     *symbol.KernelTable
+	vdso     map[string]*symbol.Object
+	objs     map[string]*symbol.Object
+	objErr   map[string]bool
+	frames   map[Frame]int32
+	addrs    map[addrKey][]int32
 	resolved map[stackKey]int32
-	raw     []rawSample
-	noSyms  map[string]bool
+	raw      []rawSample
+	noSyms   map[string]bool
 }
 
 // Load reads recordings and builds a symbolized Profile. Damaged or

@@ -1,0 +1,249 @@
+package recording
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+)
+
+// Flag bits of the records that have a bitfield.
+const (
+	commExec        = 1 << 0 // Comm.Exec
+	sampleTruncated = 1 << 0 // Sample.Truncated
+)
+
+// encodePayload appends r's payload to e. The field order is the declared
+// order of the struct; docs/format.md lists it.
+func encodePayload(e *enc, r Record) (Kind, error) {
+	switch r := r.(type) {
+	case *Sample:
+		if r == nil {
+			break
+		}
+		encodeSample(e, r)
+		return KindSample, nil
+	case *Stack:
+		if r == nil {
+			break
+		}
+		if r.ID == 0 {
+			return 0, fmt.Errorf("writing stack record: ID 0 is reserved for samples without a stack")
+		}
+		e.u(r.ID)
+		e.addrs(r.Kernel)
+		e.addrs(r.User)
+		return KindStack, nil
+	case *Meta:
+		if r == nil {
+			break
+		}
+		j, err := json.Marshal(r)
+		if err != nil {
+			return 0, fmt.Errorf("encoding meta record: %w", err)
+		}
+		e.b = append(e.b, j...)
+		e.mark = len(e.b)
+		return KindMeta, nil
+	case *Mmap:
+		if r == nil {
+			break
+		}
+		e.u(r.Time)
+		e.u(uint64(r.PID))
+		e.u(uint64(r.TID))
+		e.u(r.Start)
+		e.u(r.Len)
+		e.u(r.Pgoff)
+		e.u(uint64(r.Prot))
+		e.u(uint64(r.Flags))
+		e.bytes(r.BuildID)
+		e.str(r.Path)
+		return KindMmap, nil
+	case *Comm:
+		if r == nil {
+			break
+		}
+		e.u(r.Time)
+		e.u(uint64(r.PID))
+		e.u(uint64(r.TID))
+		var f uint64
+		if r.Exec {
+			f |= commExec
+		}
+		e.u(f)
+		e.str(r.Name)
+		return KindComm, nil
+	case *Task:
+		if r == nil {
+			break
+		}
+		// Exit is carried by the kind, not the payload.
+		e.u(r.Time)
+		e.u(uint64(r.PID))
+		e.u(uint64(r.PPID))
+		e.u(uint64(r.TID))
+		e.u(uint64(r.PTID))
+		return r.Kind(), nil
+	case *Lost:
+		if r == nil {
+			break
+		}
+		e.u(r.Time)
+		e.u(uint64(r.Reason))
+		e.u(r.Count)
+		return KindLost, nil
+	case *KernelSymbol:
+		if r == nil {
+			break
+		}
+		e.u(r.Addr)
+		e.u(r.Size)
+		e.str(r.Name)
+		e.str(r.Module)
+		return KindKernelSymbol, nil
+	case *Object:
+		if r == nil {
+			break
+		}
+		e.str(r.Name)
+		e.bytes(r.BuildID)
+		e.bytes(r.Data)
+		return KindObject, nil
+	case *End:
+		if r == nil {
+			break
+		}
+		e.u(r.Time)
+		e.u(r.Samples)
+		e.u(r.Lost)
+		e.u(r.Throttled)
+		e.i(int64(r.ExitCode))
+		return KindEnd, nil
+	case nil:
+		return 0, fmt.Errorf("writing a nil record")
+	default:
+		return 0, fmt.Errorf("writing record of unsupported type %T", r)
+	}
+	return 0, fmt.Errorf("writing a nil %T record", r)
+}
+
+func encodeSample(e *enc, s *Sample) {
+	e.u(s.Time)
+	e.u(uint64(s.PID))
+	e.u(uint64(s.TID))
+	e.u(uint64(s.CPU))
+	e.u(s.Period)
+	e.u(s.StackID)
+	var f uint64
+	if s.Truncated {
+		f |= sampleTruncated
+	}
+	e.u(f)
+}
+
+// decodePayload decodes the payload p of a record of kind k, which must be a
+// known kind. It copies what it keeps, so p may be reused afterwards. ok is
+// false when the payload is malformed.
+//
+// Samples are carved out of slab, a block allocated a few hundred at a time,
+// to save an allocation per sample.
+func decodePayload(k Kind, p []byte, slab *[]Sample) (r Record, ok bool) {
+	d := dec{b: p}
+	switch k {
+	case KindSample:
+		var v [7]uint64
+		d.uvarints(v[:])
+		if d.bad || v[1]|v[2]|v[3] > math.MaxUint32 {
+			return nil, false
+		}
+		if len(*slab) == 0 {
+			*slab = make([]Sample, 256)
+		}
+		s := &(*slab)[0]
+		*slab = (*slab)[1:]
+		*s = Sample{Time: v[0], PID: uint32(v[1]), TID: uint32(v[2]), CPU: uint32(v[3]),
+			Period: v[4], StackID: v[5], Truncated: v[6]&sampleTruncated != 0}
+		return s, true
+	case KindStack:
+		s := new(Stack)
+		s.ID = d.u()
+		if s.ID == 0 {
+			return nil, false
+		}
+		s.Kernel = d.addrs()
+		s.User = d.addrs()
+		r = s
+	case KindMeta:
+		m := new(Meta)
+		if err := json.Unmarshal(p, m); err != nil {
+			return nil, false
+		}
+		return m, true
+	case KindMmap:
+		m := new(Mmap)
+		m.Time = d.u()
+		m.PID = d.u32()
+		m.TID = d.u32()
+		m.Start = d.u()
+		m.Len = d.u()
+		m.Pgoff = d.u()
+		m.Prot = d.u32()
+		m.Flags = d.u32()
+		m.BuildID = d.bytes()
+		m.Path = d.str()
+		r = m
+	case KindComm:
+		c := new(Comm)
+		c.Time = d.u()
+		c.PID = d.u32()
+		c.TID = d.u32()
+		c.Exec = d.u()&commExec != 0
+		c.Name = d.str()
+		r = c
+	case KindFork, KindExit:
+		t := &Task{Exit: k == KindExit}
+		t.Time = d.u()
+		t.PID = d.u32()
+		t.PPID = d.u32()
+		t.TID = d.u32()
+		t.PTID = d.u32()
+		r = t
+	case KindLost:
+		l := new(Lost)
+		l.Time = d.u()
+		reason := d.u()
+		if reason > math.MaxUint8 {
+			return nil, false
+		}
+		l.Reason = LostReason(reason)
+		l.Count = d.u()
+		r = l
+	case KindKernelSymbol:
+		s := new(KernelSymbol)
+		s.Addr = d.u()
+		s.Size = d.u()
+		s.Name = d.str()
+		s.Module = d.str()
+		r = s
+	case KindObject:
+		o := new(Object)
+		o.Name = d.str()
+		o.BuildID = d.bytes()
+		o.Data = d.bytes()
+		r = o
+	case KindEnd:
+		e := new(End)
+		e.Time = d.u()
+		e.Samples = d.u()
+		e.Lost = d.u()
+		e.Throttled = d.u()
+		e.ExitCode = d.i32()
+		r = e
+	default:
+		return nil, false
+	}
+	if d.bad {
+		return nil, false
+	}
+	return r, true
+}

@@ -1,0 +1,369 @@
+package recording
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+)
+
+// ErrNotRecording is wrapped by the error Open and NewReader return for data
+// that is not a culprit recording.
+var ErrNotRecording = errors.New("not a culprit recording")
+
+// VersionError is returned (wrapped) by Open and NewReader for a recording
+// whose major format version is newer than this package understands.
+type VersionError struct {
+	Major, Minor int
+}
+
+func (e *VersionError) Error() string {
+	return fmt.Sprintf("recording format %d.%d is newer than this culprit understands (%d.x): upgrade culprit",
+		e.Major, e.Minor, MajorVersion)
+}
+
+const readChunk = 64 << 10
+
+// Reader reads a recording record by record, salvaging what it can from a
+// damaged or truncated file. It is not safe for concurrent use.
+//
+// After the header has been read, Next reports damage only through Salvage:
+// a damaged region is skipped, and a file that ends in the middle of a record
+// ends the stream at the last complete record. Once Next has returned io.EOF
+// it may be called again: if the file has grown meanwhile (its recorder is
+// still writing) the new records follow.
+type Reader struct {
+	src   io.Reader
+	c     io.Closer // the file opened by Open
+	name  string
+	major int
+	minor int
+
+	// buf[0] is at file offset off; buf holds the file from off on as far
+	// as it has been read. Bytes before pos are consumed.
+	buf  []byte
+	off  int64
+	pos  int64 // offset of the next frame (or, while resyncing, of the next candidate)
+	eof  bool  // the source reported EOF during this call of Next
+	rerr error // a read error other than EOF
+	zero int   // consecutive empty reads without error
+
+	resync bool  // in a damaged region that started at dstart
+	dstart int64 //
+
+	records int64
+	unknown int64
+	skipped int64 // damaged bytes in closed regions
+	regions int   // closed damaged regions
+	tail    bool  // the data read so far ends inside a record
+	sawEnd  bool
+
+	slab     []Sample // where decoded samples are allocated from
+	pendTail int64    // offset of the incomplete tail when tail is set
+}
+
+// Open opens the recording at path and reads its header.
+func Open(path string) (*Reader, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("opening recording: %w", err)
+	}
+	r, err := newReader(f, path)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	r.c = f
+	return r, nil
+}
+
+// NewReader reads a recording from src, starting with its header.
+func NewReader(src io.Reader) (*Reader, error) {
+	if src == nil {
+		return nil, errors.New("recording: NewReader: nil io.Reader")
+	}
+	return newReader(src, "recording")
+}
+
+func newReader(src io.Reader, name string) (*Reader, error) {
+	r := &Reader{src: src, name: name, buf: make([]byte, 0, readChunk)}
+	r.need(0, HeaderSize)
+	if r.rerr != nil {
+		return nil, fmt.Errorf("reading %s: %w", name, r.rerr)
+	}
+	h := r.buf
+	if len(h) > HeaderSize {
+		h = h[:HeaderSize]
+	}
+	if err := checkHeader(h); err != nil {
+		return nil, fmt.Errorf("reading %s: %w", name, err)
+	}
+	r.major = int(binary.LittleEndian.Uint16(h[8:]))
+	r.minor = int(binary.LittleEndian.Uint16(h[10:]))
+	// h[12:16] are flags, reserved and ignored by version 1.
+	r.pos = HeaderSize
+	return r, nil
+}
+
+func checkHeader(h []byte) error {
+	switch {
+	case len(h) == 0:
+		return errors.New("empty file: no recording was written to it")
+	case bytes.HasPrefix(h, []byte(perfMagic)), bytes.HasPrefix(h, []byte(perfMagicSwapped)):
+		return fmt.Errorf("%w: it is a perf.data file (written by perf record)", ErrNotRecording)
+	case len(h) < len(Magic) && bytes.HasPrefix([]byte(Magic), h),
+		len(h) < HeaderSize && bytes.HasPrefix(h, []byte(Magic)):
+		return fmt.Errorf("truncated header: the file has only %d bytes (the recorder may have just started)", len(h))
+	case !bytes.HasPrefix(h, []byte(Magic)):
+		return fmt.Errorf("%w (it does not start with the culprit magic)", ErrNotRecording)
+	}
+	major := int(binary.LittleEndian.Uint16(h[8:]))
+	minor := int(binary.LittleEndian.Uint16(h[10:]))
+	if major > MajorVersion {
+		return &VersionError{Major: major, Minor: minor}
+	}
+	if major < 1 {
+		return fmt.Errorf("recording format %d.%d is not supported", major, minor)
+	}
+	return nil
+}
+
+// Version returns the format version in the file's header.
+func (r *Reader) Version() (major, minor int) { return r.major, r.minor }
+
+// Close closes the file opened by Open. For a Reader made by NewReader it
+// does nothing.
+func (r *Reader) Close() error {
+	if r.c == nil {
+		return nil
+	}
+	err := r.c.Close()
+	r.c = nil
+	if err != nil {
+		return fmt.Errorf("closing %s: %w", r.name, err)
+	}
+	return nil
+}
+
+// fill reads more of the source into buf, keeping the bytes from pos on. It
+// returns false when nothing more can be read now. The buffer grows
+// geometrically as data arrives, never ahead of it, so a damaged length does
+// not make it allocate what the file does not hold.
+func (r *Reader) fill() bool {
+	if r.eof {
+		return false
+	}
+	// Drop consumed bytes when that makes room.
+	if drop := int(r.pos - r.off); drop > 0 && (len(r.buf)+readChunk > cap(r.buf) || drop >= len(r.buf)/2) {
+		n := copy(r.buf, r.buf[drop:])
+		r.buf = r.buf[:n]
+		r.off = r.pos
+	}
+	if len(r.buf)+readChunk/2 > cap(r.buf) {
+		nb := make([]byte, len(r.buf), max(len(r.buf)+readChunk, 2*cap(r.buf)))
+		copy(nb, r.buf)
+		r.buf = nb
+	}
+	n, err := r.src.Read(r.buf[len(r.buf):cap(r.buf)])
+	if n < 0 || n > cap(r.buf)-len(r.buf) {
+		n = 0
+		err = errors.New("invalid read count from source")
+	}
+	r.buf = r.buf[:len(r.buf)+n]
+	switch {
+	case err == io.EOF:
+		r.eof = true
+	case err != nil:
+		r.eof = true
+		r.rerr = err
+	case n == 0:
+		r.zero++
+		if r.zero >= 100 {
+			r.eof = true
+			r.zero = 0
+		}
+	default:
+		r.zero = 0
+	}
+	return n > 0
+}
+
+// need makes buf hold the n bytes at offset at, reading as needed. It reports
+// whether they are there.
+func (r *Reader) need(at int64, n int) bool {
+	for {
+		have := int64(len(r.buf)) - (at - r.off)
+		if have >= int64(n) {
+			return true
+		}
+		if !r.fill() && r.eof {
+			return false
+		}
+	}
+}
+
+type frameStatus int
+
+const (
+	frameOK         frameStatus = iota
+	frameBad                    // not a frame: bad kind, impossible length or CRC mismatch
+	frameIncomplete             // the data ends before the frame does
+)
+
+// frame examines the frame at offset at. In strict mode (resynchronizing) a
+// kind this version does not know is not accepted. On frameOK it returns the
+// kind, the payload (aliasing buf) and the frame's total size.
+func (r *Reader) frame(at int64, strict bool) (st frameStatus, k Kind, payload []byte, size int) {
+	i := int(at - r.off)
+	if len(r.buf)-i < maxHead {
+		r.need(at, maxHead) // at the end of the data, fewer may do
+		i = int(at - r.off)
+		if len(r.buf)-i < 1 {
+			return frameIncomplete, 0, nil, 0
+		}
+	}
+	b := r.buf[i:]
+	k = Kind(b[0])
+	if k == 0 || strict && !knownKind(k) {
+		return frameBad, 0, nil, 0
+	}
+	var n uint64
+	var ln int
+	if len(b) > 1 && b[1] < 0x80 {
+		n, ln = uint64(b[1]), 1
+	} else {
+		n, ln = binary.Uvarint(b[1:])
+		if ln == 0 { // the length is cut off
+			if len(b) >= maxHead {
+				return frameBad, 0, nil, 0
+			}
+			return frameIncomplete, 0, nil, 0
+		}
+		if ln < 0 || ln > maxHead-1 {
+			return frameBad, 0, nil, 0
+		}
+	}
+	if n > MaxPayload {
+		return frameBad, 0, nil, 0
+	}
+	size = 1 + ln + int(n) + crcSize
+	if len(b) < size {
+		if !r.need(at, size) {
+			return frameIncomplete, 0, nil, 0
+		}
+		i = int(at - r.off)
+		b = r.buf[i:]
+	}
+	body := b[:size-crcSize]
+	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(b[size-crcSize:]) {
+		return frameBad, 0, nil, 0
+	}
+	return frameOK, k, body[1+ln:], size
+}
+
+// scan looks for the next valid frame at or after offset from, by trying
+// every byte offset. found reports whether one was found at q. If not, q is
+// the first offset whose candidate frame could not be checked because the
+// data ends first, or the end of the data. While scanning, pos follows the
+// scan so that the buffer stays bounded, unless keep is set.
+func (r *Reader) scan(from int64, keep bool) (q int64, found bool) {
+	first := int64(-1)
+	for q = from; ; q++ {
+		if q >= r.off+int64(len(r.buf)) && !r.need(q, 1) {
+			break
+		}
+		st, _, _, _ := r.frame(q, true)
+		switch st {
+		case frameOK:
+			return q, true
+		case frameIncomplete:
+			if first < 0 {
+				first = q
+			}
+		}
+		if !keep && first < 0 {
+			r.pos = q + 1
+		}
+	}
+	if first >= 0 {
+		return first, false
+	}
+	return q, false
+}
+
+// Next returns the next record, or io.EOF at the end of the data. Records
+// are freshly allocated and may be kept. Stack records are returned as
+// *Stack; resolving a Sample's StackID is up to the caller. Records of kinds
+// this version does not know are skipped. The only errors besides io.EOF are
+// read errors of the underlying file.
+func (r *Reader) Next() (Record, error) {
+	r.eof = false
+	for {
+		if r.resync {
+			q, found := r.scan(r.pos, false)
+			r.pos = q
+			if !found {
+				r.tail = q < r.off+int64(len(r.buf))
+				r.pendTail = q
+				return nil, r.endErr()
+			}
+			r.skipped += q - r.dstart
+			r.regions++
+			r.resync = false
+		}
+		st, k, payload, size := r.frame(r.pos, false)
+		switch st {
+		case frameOK:
+			r.tail = false
+			if !knownKind(k) {
+				r.unknown++
+				r.pos += int64(size)
+				continue
+			}
+			rec, ok := decodePayload(k, payload, &r.slab)
+			if !ok {
+				// A well-framed record whose payload does not decode:
+				// skip the frame as damage.
+				r.skipped += int64(size)
+				r.regions++
+				r.pos += int64(size)
+				continue
+			}
+			r.pos += int64(size)
+			r.records++
+			if k == KindEnd {
+				r.sawEnd = true
+			}
+			return rec, nil
+		case frameBad:
+			r.resync = true
+			r.dstart = r.pos
+			r.pos++
+		case frameIncomplete:
+			// Either the file ends mid-record (cut short, or still being
+			// written) or the frame's length is damaged. Damage shows as a
+			// valid frame further on.
+			q, found := r.scan(r.pos+1, true)
+			if !found {
+				r.tail = r.pos < r.off+int64(len(r.buf))
+				r.pendTail = r.pos
+				return nil, r.endErr()
+			}
+			r.resync = true
+			r.dstart = r.pos
+			r.pos = q
+		}
+	}
+}
+
+func (r *Reader) endErr() error {
+	if r.rerr != nil {
+		err := r.rerr
+		r.rerr = nil
+		return fmt.Errorf("reading %s: %w", r.name, err)
+	}
+	return io.EOF
+}

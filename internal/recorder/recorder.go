@@ -149,6 +149,8 @@ type session struct {
 	objects map[string]*object
 	tables  unwind.TableCache
 	ktab    *symbol.KernelTable
+	kready  chan struct{} // closed when ktab and kwarn are set
+	kwarn   string
 	kseen   map[uint64]bool // kernel function starts already written
 	kaddr   map[uint64]bool // kernel addresses already resolved
 	buildID map[string][]byte
@@ -156,7 +158,6 @@ type session struct {
 	buf           []byte
 	offs          []int
 	items         []item
-	warnedNoKsyms bool
 }
 
 type item struct {
@@ -195,7 +196,13 @@ func newSession(o Options, meta recording.Meta) (*session, error) {
 		w.Close()
 		return nil, err
 	}
-	s.loadKernelSymbols()
+	// Parsing /proc/kallsyms takes a tenth of a second or more: do it while
+	// the command already runs, and wait only at the first kernel frame.
+	s.kready = make(chan struct{})
+	go func() {
+		defer close(s.kready)
+		s.ktab, s.kwarn = loadKernelSymbols(o.UserOnly)
+	}()
 	s.addVDSO()
 	return s, w.Flush()
 }
@@ -210,33 +217,26 @@ func (s *session) warn(format string, args ...any) {
 	s.res.Warnings = append(s.res.Warnings, msg)
 }
 
-func (s *session) loadKernelSymbols() {
-	if s.o.UserOnly {
-		return
+// loadKernelSymbols reads /proc/kallsyms; it returns a warning instead when
+// kernel frames cannot be named.
+func loadKernelSymbols(userOnly bool) (*symbol.KernelTable, string) {
+	if userOnly {
+		return nil, ""
 	}
 	f, err := os.Open("/proc/kallsyms")
 	if err != nil {
-		s.warn("kernel frames will be unnamed: %v", err)
-		return
+		return nil, fmt.Sprintf("kernel frames will be unnamed: %v", err)
 	}
 	defer f.Close()
 	syms, err := symbol.ParseKallsyms(f)
 	if err != nil {
-		s.warn("kernel frames will be unnamed: reading /proc/kallsyms: %v", err)
-		return
+		return nil, fmt.Sprintf("kernel frames will be unnamed: reading /proc/kallsyms: %v", err)
 	}
-	nonzero := false
-	for _, k := range syms {
-		if k.Addr != 0 {
-			nonzero = true
-			break
-		}
+	t := symbol.NewKernelTable(syms)
+	if t.Len() == 0 {
+		return nil, fmt.Sprintf("kernel frames will be unnamed: /proc/kallsyms hides addresses (kernel.kptr_restrict is %s; run as root or set it to 0)", perf.ReadSysctl("kernel/kptr_restrict"))
 	}
-	if !nonzero {
-		s.warn("kernel frames will be unnamed: /proc/kallsyms hides addresses (kernel.kptr_restrict is %s; run as root or set it to 0)", perf.ReadSysctl("kernel/kptr_restrict"))
-		return
-	}
-	s.ktab = symbol.NewKernelTable(syms)
+	return t, ""
 }
 
 // addVDSO stores the vDSO image so that vDSO frames can be named and unwound.
@@ -497,6 +497,16 @@ func (s *session) refreshSpace(pid uint32) *space {
 }
 
 func (s *session) kernelSymbols(addrs []uint64) {
+	if len(addrs) == 0 {
+		return
+	}
+	if s.kready != nil {
+		<-s.kready
+		s.kready = nil
+		if s.kwarn != "" {
+			s.warn("%s", s.kwarn)
+		}
+	}
 	if s.ktab == nil {
 		return
 	}

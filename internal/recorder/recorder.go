@@ -155,9 +155,9 @@ type session struct {
 	kaddr   map[uint64]bool // kernel addresses already resolved
 	buildID map[string][]byte
 
-	buf           []byte
-	offs          []int
-	items         []item
+	buf   []byte
+	offs  []int
+	items []item
 }
 
 type item struct {

@@ -1,0 +1,89 @@
+package unwind
+
+import (
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/culprit-dev/culprit/internal/testutil"
+)
+
+type captured struct {
+	s   sample
+	r   *procResolver
+	pcs []uint64
+}
+
+var (
+	capMu    sync.Mutex
+	captures = map[string]captured{}
+)
+
+// captureFor stops bin once in want (the innermost function) and returns the
+// sample, its resolver and the unwound chain. Captures are reused across the
+// benchmark's runs (the tables stay valid after the target exits).
+func captureFor(b *testing.B, bin, want string, args ...string) (sample, *procResolver, []uint64) {
+	capMu.Lock()
+	defer capMu.Unlock()
+	if c, ok := captures[bin]; ok {
+		return c.s, c.r, c.pcs
+	}
+	needPtrace(b)
+	tg := startTarget(b, 50*time.Millisecond, bin, args...)
+	r := tg.resolver(nil)
+	for i := 0; i < 100; i++ {
+		time.Sleep(2 * time.Millisecond)
+		if err := tg.stop(tg.pid); err != nil {
+			b.Fatal(err)
+		}
+		s := tg.capture(tg.pid, copySize)
+		tg.resume(tg.pid)
+		pcs, complete := Unwind(s.regs, s.stack, r, 64)
+		if names := r.symbolize(pcs); names[0] == want && complete {
+			b.Logf("%d frames: %s", len(pcs), chain(names))
+			captures[bin] = captured{s, r, pcs}
+			return s, r, pcs
+		}
+	}
+	b.Fatalf("never stopped in %s", want)
+	return sample{}, nil, nil
+}
+
+func benchUnwind(b *testing.B, s sample, r Resolver, frames int) {
+	b.ReportAllocs()
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		pcs, _ := Unwind(s.regs, s.stack, r, 64)
+		if len(pcs) != frames {
+			b.Fatalf("got %d frames, want %d", len(pcs), frames)
+		}
+	}
+	b.StopTimer()
+	ns := float64(b.Elapsed().Nanoseconds()) / float64(b.N)
+	b.ReportMetric(ns/float64(frames), "ns/frame")
+	b.ReportMetric(ns/float64(frames)*10, "ns/10frames")
+}
+
+// BenchmarkUnwindDeep: spin <- level_8 ... level_1 <- main <- libc <- _start,
+// 13 frames through the executable's and libc's CFI.
+func BenchmarkUnwindDeep(b *testing.B) {
+	bin := testutil.C(b, "deep", []string{"deep.c"}, "-O2", "-fomit-frame-pointer")
+	s, r, pcs := captureFor(b, bin, "spin", "100000")
+	benchUnwind(b, s, r, len(pcs))
+}
+
+// BenchmarkUnwindLibc: write <- write_many <- main <- libc <- _start.
+func BenchmarkUnwindLibc(b *testing.B) {
+	bin := testutil.C(b, "syscalls", []string{"syscalls.c"}, "-O2", "-fomit-frame-pointer")
+	s, r, pcs := captureFor(b, bin, "write", "1000000000")
+	benchUnwind(b, s, r, len(pcs))
+}
+
+func BenchmarkMerge(b *testing.B) {
+	cfi := []uint64{worker, dispatch2, mainY, libc1}
+	fp := []uint64{worker, junk, mainY, libc1, libc2, start}
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		Merge(cfi, fp, false)
+	}
+}

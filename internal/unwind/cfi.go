@@ -1,0 +1,593 @@
+package unwind
+
+import (
+	"debug/elf"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"slices"
+)
+
+// ErrNoCFI is returned (wrapped) by LoadTable and TableFromELF when an object
+// has neither .eh_frame nor .debug_frame entries.
+var ErrNoCFI = errors.New("no call frame information")
+
+// numRegs is the number of DWARF registers tracked: 0-15 are the general
+// purpose registers, 16 is the return address column (rip).
+const numRegs = 17
+
+const (
+	regRBP = 6
+	regRSP = 7
+	regRA  = 16
+)
+
+// cie is a parsed Common Information Entry.
+type cie struct {
+	codeAlign uint64
+	dataAlign int64
+	raReg     uint64
+	fdeEnc    byte   // pointer encoding of FDE addresses (.eh_frame 'R')
+	hasAug    bool   // 'z' augmentation: FDEs carry an augmentation length
+	signal    bool   // 'S': frames of this CIE are signal trampolines
+	addrSize  int    // address size for .debug_frame absolute addresses
+	eh        bool   // from .eh_frame (pointer encodings apply)
+	sec       []byte // whole section; instruction ranges index into it
+	secAddr   uint64 // ELF vaddr of the section (for pc-relative encodings)
+	insOff    uint32 // initial instructions
+	insEnd    uint32
+	initial   row  // row after the initial instructions
+	bad       bool // initial instructions unsupported
+}
+
+// fde is one Frame Description Entry: the CFA program for [start, end).
+type fde struct {
+	start, end uint64
+	cie        *cie
+	insOff     uint32 // instructions, as offsets into cie.sec
+	insEnd     uint32
+}
+
+// loadSeg is a PT_LOAD segment, kept for Table.Bias.
+type loadSeg struct {
+	off, vaddr, filesz uint64
+}
+
+// Table holds the sorted FDEs of one ELF object (.eh_frame, plus
+// .debug_frame entries for code .eh_frame does not cover), in ELF virtual
+// addresses. A Table is immutable after loading and safe for concurrent use.
+type Table struct {
+	fdes  []fde
+	loads []loadSeg
+}
+
+// Len returns the number of FDEs in the table.
+func (t *Table) Len() int { return len(t.fdes) }
+
+// Covers reports whether an FDE covers the ELF virtual address addr.
+func (t *Table) Covers(addr uint64) bool { return t.find(addr) != nil }
+
+// Bias returns the load bias (runtime address - ELF vaddr) of a mapping of
+// this file that starts at start with file offset pgoff, using the PT_LOAD
+// segment that contains pgoff: start - pgoff + p_offset - p_vaddr, with
+// wrapping arithmetic. ok is false when no PT_LOAD segment holds pgoff.
+func (t *Table) Bias(start, pgoff uint64) (bias uint64, ok bool) {
+	// The dynamic loader and the kernel map each segment from its file
+	// offset rounded down to a page, so prefer the segment whose rounded
+	// offset is exactly pgoff, then any whose file range holds pgoff.
+	for _, s := range t.loads {
+		if s.off&^(pageSize-1) == pgoff {
+			return start - pgoff + s.off - s.vaddr, true
+		}
+	}
+	for _, s := range t.loads {
+		if pgoff >= s.off&^(pageSize-1) && pgoff < s.off+s.filesz {
+			return start - pgoff + s.off - s.vaddr, true
+		}
+	}
+	return 0, false
+}
+
+const pageSize = 4096
+
+// find returns the FDE covering the ELF virtual address addr, or nil.
+func (t *Table) find(addr uint64) *fde {
+	lo, hi := 0, len(t.fdes)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if t.fdes[m].start <= addr {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	if lo == 0 {
+		return nil
+	}
+	f := &t.fdes[lo-1]
+	if addr >= f.end {
+		return nil
+	}
+	return f
+}
+
+// LoadTable reads the CFI of the ELF file at path.
+func LoadTable(path string) (*Table, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	t, err := TableFromELF(f)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return t, nil
+}
+
+// TableFromELF reads the CFI of an opened ELF file: all of .eh_frame, and the
+// .debug_frame FDEs whose ranges .eh_frame does not already cover. Compressed
+// sections are decompressed. It fails with ErrNoCFI if neither section has
+// any FDE.
+func TableFromELF(f *elf.File) (*Table, error) {
+	if f.Machine != elf.EM_X86_64 {
+		return nil, fmt.Errorf("unsupported machine %v", f.Machine)
+	}
+	t := &Table{}
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD {
+			t.loads = append(t.loads, loadSeg{off: p.Off, vaddr: p.Vaddr, filesz: p.Filesz})
+		}
+	}
+	var errs []error
+	var eh, dbg []fde
+	if s := f.Section(".eh_frame"); s != nil && s.Type != elf.SHT_NOBITS {
+		data, err := s.Data()
+		if err != nil {
+			errs = append(errs, fmt.Errorf(".eh_frame: %w", err))
+		} else {
+			eh, err = parseFrames(data, s.Addr, true)
+			if err != nil {
+				errs = append(errs, fmt.Errorf(".eh_frame: %w", err))
+			}
+		}
+	}
+	if s := f.Section(".debug_frame"); s != nil && s.Type != elf.SHT_NOBITS {
+		data, err := s.Data()
+		if err != nil {
+			errs = append(errs, fmt.Errorf(".debug_frame: %w", err))
+		} else {
+			dbg, err = parseFrames(data, 0, false)
+			if err != nil {
+				errs = append(errs, fmt.Errorf(".debug_frame: %w", err))
+			}
+		}
+	}
+	t.fdes = mergeFDEs(eh, dbg)
+	if len(t.fdes) == 0 {
+		if len(errs) > 0 {
+			return nil, fmt.Errorf("%w: %w", ErrNoCFI, errors.Join(errs...))
+		}
+		return nil, ErrNoCFI
+	}
+	return t, nil
+}
+
+// mergeFDEs sorts the FDEs of both sections into one non-overlapping list,
+// preferring .eh_frame where both describe the same code.
+func mergeFDEs(eh, dbg []fde) []fde {
+	byStart := func(a, b fde) int {
+		switch {
+		case a.start < b.start:
+			return -1
+		case a.start > b.start:
+			return 1
+		}
+		return 0
+	}
+	slices.SortStableFunc(eh, byStart)
+	all := eh
+	if len(dbg) > 0 {
+		probe := &Table{fdes: eh}
+		n := len(eh)
+		for _, d := range dbg {
+			if probe.find(d.start) != nil || probe.find(d.end-1) != nil {
+				continue
+			}
+			// An .eh_frame FDE lying strictly inside d also conflicts.
+			i, _ := slices.BinarySearchFunc(eh[:n], d.start, func(f fde, s uint64) int {
+				if f.start < s {
+					return -1
+				}
+				if f.start > s {
+					return 1
+				}
+				return 0
+			})
+			if i < n && eh[i].start < d.end {
+				continue
+			}
+			all = append(all, d)
+		}
+		slices.SortStableFunc(all, byStart)
+	}
+	// Drop entries overlapping an earlier one; find needs disjoint ranges.
+	out := all[:0]
+	for _, f := range all {
+		if len(out) > 0 && f.start < out[len(out)-1].end {
+			continue
+		}
+		out = append(out, f)
+	}
+	return slices.Clip(out)
+}
+
+// buf is a bounds-checked little-endian reader over a byte slice; any
+// overrun sets bad and yields zeros.
+type buf struct {
+	b   []byte
+	off int
+	end int
+	bad bool
+}
+
+func (r *buf) u8() byte {
+	if r.off >= r.end {
+		r.bad = true
+		return 0
+	}
+	v := r.b[r.off]
+	r.off++
+	return v
+}
+
+func (r *buf) u16() uint16 {
+	if r.end-r.off < 2 {
+		r.bad = true
+		r.off = r.end
+		return 0
+	}
+	v := binary.LittleEndian.Uint16(r.b[r.off:])
+	r.off += 2
+	return v
+}
+
+func (r *buf) u32() uint32 {
+	if r.end-r.off < 4 {
+		r.bad = true
+		r.off = r.end
+		return 0
+	}
+	v := binary.LittleEndian.Uint32(r.b[r.off:])
+	r.off += 4
+	return v
+}
+
+func (r *buf) u64() uint64 {
+	if r.end-r.off < 8 {
+		r.bad = true
+		r.off = r.end
+		return 0
+	}
+	v := binary.LittleEndian.Uint64(r.b[r.off:])
+	r.off += 8
+	return v
+}
+
+func (r *buf) uleb() uint64 {
+	var v uint64
+	var shift uint
+	for {
+		b := r.u8()
+		if r.bad {
+			return 0
+		}
+		if shift < 64 {
+			v |= uint64(b&0x7f) << shift
+		}
+		shift += 7
+		if b&0x80 == 0 {
+			return v
+		}
+	}
+}
+
+func (r *buf) sleb() int64 {
+	var v int64
+	var shift uint
+	for {
+		b := r.u8()
+		if r.bad {
+			return 0
+		}
+		if shift < 64 {
+			v |= int64(b&0x7f) << shift
+		}
+		shift += 7
+		if b&0x80 == 0 {
+			if shift < 64 && b&0x40 != 0 {
+				v |= -1 << shift
+			}
+			return v
+		}
+	}
+}
+
+// cstr reads a NUL-terminated string.
+func (r *buf) cstr() string {
+	start := r.off
+	for r.off < r.end {
+		if r.b[r.off] == 0 {
+			s := string(r.b[start:r.off])
+			r.off++
+			return s
+		}
+		r.off++
+	}
+	r.bad = true
+	return ""
+}
+
+// DW_EH_PE pointer encodings.
+const (
+	peAbsptr  = 0x00
+	peUleb128 = 0x01
+	peUdata2  = 0x02
+	peUdata4  = 0x03
+	peUdata8  = 0x04
+	peSleb128 = 0x09
+	peSdata2  = 0x0a
+	peSdata4  = 0x0b
+	peSdata8  = 0x0c
+	pePcrel   = 0x10
+	peOmit    = 0xff
+)
+
+// ptr reads a pointer with encoding enc. secAddr is the section's vaddr, for
+// pc-relative encodings. ok is false for encodings that need information this
+// package does not have (textrel, datarel, funcrel, aligned).
+func (r *buf) ptr(enc byte, secAddr uint64, applyRel bool) (v uint64, ok bool) {
+	if enc == peOmit {
+		return 0, true
+	}
+	pos := secAddr + uint64(r.off)
+	switch enc & 0x0f {
+	case peAbsptr, peUdata8, peSdata8:
+		v = r.u64()
+	case peUleb128:
+		v = r.uleb()
+	case peUdata2:
+		v = uint64(r.u16())
+	case peUdata4:
+		v = uint64(r.u32())
+	case peSleb128:
+		v = uint64(r.sleb())
+	case peSdata2:
+		v = uint64(int64(int16(r.u16())))
+	case peSdata4:
+		v = uint64(int64(int32(r.u32())))
+	default:
+		r.bad = true
+		return 0, false
+	}
+	if !applyRel {
+		return v, !r.bad
+	}
+	switch enc & 0x70 {
+	case 0:
+	case pePcrel:
+		v += pos
+	default:
+		return v, false
+	}
+	return v, !r.bad
+}
+
+// parseFrames parses a whole .eh_frame (eh) or .debug_frame section. Entries
+// with unsupported CIEs are skipped; an error is returned only when the
+// section structure itself is corrupt, along with the FDEs read so far.
+func parseFrames(data []byte, secAddr uint64, eh bool) ([]fde, error) {
+	cies := map[int]*cie{}
+	var out []fde
+	off := 0
+	for off+4 <= len(data) {
+		r := buf{b: data, off: off, end: len(data)}
+		length := uint64(r.u32())
+		dwarf64 := false
+		if length == 0xffffffff {
+			length = r.u64()
+			dwarf64 = true
+		}
+		if length == 0 {
+			if eh {
+				break // .eh_frame terminator
+			}
+			off = r.off
+			continue
+		}
+		if r.bad || length > uint64(len(data)-r.off) {
+			return out, fmt.Errorf("entry at %#x overruns section", off)
+		}
+		end := r.off + int(length)
+		r.end = end
+		idPos := r.off
+		var id uint64
+		if dwarf64 {
+			id = r.u64()
+		} else {
+			id = uint64(r.u32())
+		}
+		isCIE := false
+		switch {
+		case eh:
+			isCIE = id == 0
+		case dwarf64:
+			isCIE = id == 0xffffffffffffffff
+		default:
+			isCIE = id == 0xffffffff
+		}
+		next := end
+		if isCIE {
+			if _, ok := cies[off]; !ok {
+				cies[off] = parseCIE(&r, data, secAddr, eh)
+			}
+			off = next
+			continue
+		}
+		var ciePos int
+		if eh {
+			if id > uint64(idPos) {
+				off = next
+				continue
+			}
+			ciePos = idPos - int(id)
+		} else {
+			if id >= uint64(len(data)) {
+				off = next
+				continue
+			}
+			ciePos = int(id)
+		}
+		c, ok := cies[ciePos]
+		if !ok {
+			c = parseCIEAt(data, ciePos, secAddr, eh)
+			cies[ciePos] = c
+		}
+		if c == nil || c.bad {
+			off = next
+			continue
+		}
+		if f, ok := parseFDE(&r, c); ok {
+			out = append(out, f)
+		}
+		off = next
+	}
+	return out, nil
+}
+
+// parseCIEAt parses the CIE whose header starts at pos (for FDEs that refer
+// to a CIE appearing later in the section).
+func parseCIEAt(data []byte, pos int, secAddr uint64, eh bool) *cie {
+	if pos < 0 || pos+4 > len(data) {
+		return nil
+	}
+	r := buf{b: data, off: pos, end: len(data)}
+	length := uint64(r.u32())
+	dwarf64 := length == 0xffffffff
+	if dwarf64 {
+		length = r.u64()
+	}
+	if r.bad || length == 0 || length > uint64(len(data)-r.off) {
+		return nil
+	}
+	r.end = r.off + int(length)
+	var id uint64
+	if dwarf64 {
+		id = r.u64()
+	} else {
+		id = uint64(r.u32())
+	}
+	switch {
+	case eh && id != 0, !eh && !dwarf64 && id != 0xffffffff, !eh && dwarf64 && id != 0xffffffffffffffff:
+		return nil
+	}
+	return parseCIE(&r, data, secAddr, eh)
+}
+
+// parseCIE parses a CIE body; r is positioned after the CIE id, with r.end at
+// the end of the entry. It returns nil for CIEs this package cannot use.
+func parseCIE(r *buf, data []byte, secAddr uint64, eh bool) *cie {
+	c := &cie{eh: eh, sec: data, secAddr: secAddr, addrSize: 8, fdeEnc: peAbsptr}
+	version := r.u8()
+	if version != 1 && version != 3 && version != 4 {
+		return nil
+	}
+	aug := r.cstr()
+	if version == 4 {
+		c.addrSize = int(r.u8())
+		if seg := r.u8(); seg != 0 {
+			return nil
+		}
+		if c.addrSize != 4 && c.addrSize != 8 {
+			return nil
+		}
+	}
+	c.codeAlign = r.uleb()
+	c.dataAlign = r.sleb()
+	if version == 1 {
+		c.raReg = uint64(r.u8())
+	} else {
+		c.raReg = r.uleb()
+	}
+	if len(aug) > 0 {
+		if aug[0] != 'z' {
+			return nil // e.g. the pre-'z' "eh" augmentation
+		}
+		c.hasAug = true
+		augLen := r.uleb()
+		if r.bad || augLen > uint64(r.end-r.off) {
+			return nil
+		}
+		augEnd := r.off + int(augLen)
+		ar := buf{b: r.b, off: r.off, end: augEnd}
+		for i := 1; i < len(aug); i++ {
+			switch aug[i] {
+			case 'R':
+				c.fdeEnc = ar.u8()
+			case 'P':
+				enc := ar.u8()
+				ar.ptr(enc&0x7f, secAddr, false) // value unused
+			case 'L':
+				ar.u8()
+			case 'S':
+				c.signal = true
+			case 'B', 'G':
+			default:
+				// Unknown letter: the rest of the augmentation data cannot
+				// be interpreted, but 'z' lets us skip it if 'R' is known.
+				i = len(aug)
+			}
+		}
+		if ar.bad {
+			return nil
+		}
+		r.off = augEnd
+	}
+	if r.bad || c.raReg >= numRegs {
+		return nil
+	}
+	c.insOff, c.insEnd = uint32(r.off), uint32(r.end)
+	c.initial = initialRow()
+	if !execCFA(c, c.insOff, c.insEnd, &c.initial, nil, ^uint64(0), 0) {
+		c.bad = true
+	}
+	return c
+}
+
+// parseFDE parses an FDE body; r is positioned after the CIE pointer.
+func parseFDE(r *buf, c *cie) (fde, bool) {
+	var start, size uint64
+	if c.eh {
+		var ok bool
+		start, ok = r.ptr(c.fdeEnc, c.secAddr, true)
+		if !ok {
+			return fde{}, false
+		}
+		size, _ = r.ptr(c.fdeEnc&0x0f, c.secAddr, false)
+	} else if c.addrSize == 4 {
+		start, size = uint64(r.u32()), uint64(r.u32())
+	} else {
+		start, size = r.u64(), r.u64()
+	}
+	if c.hasAug {
+		n := r.uleb()
+		if n > uint64(r.end-r.off) {
+			return fde{}, false
+		}
+		r.off += int(n)
+	}
+	if r.bad || size == 0 || start == 0 || start+size < start {
+		return fde{}, false
+	}
+	return fde{start: start, end: start + size, cie: c, insOff: uint32(r.off), insEnd: uint32(r.end)}, true
+}

@@ -1,0 +1,445 @@
+package unwind
+
+import "encoding/binary"
+
+// Regs are user registers indexed by DWARF x86-64 register number: 0 rax,
+// 1 rdx, 2 rcx, 3 rbx, 4 rsi, 5 rdi, 6 rbp, 7 rsp, 8-15 r8-r15, and 16 the
+// return address column, which holds rip.
+type Regs [17]uint64
+
+// StackCopy is a copy of user memory starting at address SP.
+type StackCopy struct {
+	SP   uint64
+	Data []byte
+}
+
+// read8 reads the little-endian word at addr from the copy.
+func (s *StackCopy) read8(addr uint64) (uint64, bool) {
+	off := addr - s.SP
+	n := uint64(len(s.Data))
+	if addr < s.SP || n < 8 || off > n-8 {
+		return 0, false
+	}
+	return binary.LittleEndian.Uint64(s.Data[off:]), true
+}
+
+// Module says how to reach the CFI of the object mapped at a PC: the ELF
+// virtual address is pc - Bias (Bias = mapping start - mapping file offset +
+// segment p_offset - p_vaddr, with wrapping arithmetic; see Table.Bias).
+type Module struct {
+	Table *Table
+	Bias  uint64
+}
+
+// Resolver finds the module mapped at a PC. Resolve is called once per frame
+// and should be cheap (a binary search over the mappings, say).
+type Resolver interface {
+	Resolve(pc uint64) (Module, bool)
+}
+
+// Register sets: callee-saved registers keep their values across calls
+// unless CFI says otherwise; the others are unknown in callers.
+const (
+	allRegs     uint32 = 1<<numRegs - 1
+	calleeSaved uint32 = 1<<3 | 1<<regRBP | 1<<regRSP | 1<<12 | 1<<13 | 1<<14 | 1<<15 | 1<<regRA
+)
+
+// unwinder is the per-call state; it lives on Unwind's stack.
+type unwinder struct {
+	regs  Regs
+	valid uint32 // bit i: regs[i] is known
+	stack StackCopy
+	row   row
+	rem   rememberStack
+}
+
+type stepResult uint8
+
+const (
+	stepOK   stepResult = iota
+	stepStop            // cannot continue: chain is incomplete
+	stepEnd             // outermost frame reached: chain is complete
+)
+
+// Unwind unwinds the stack copy starting from regs and returns the PCs,
+// innermost first: pcs[0] = regs[16] (the sampled IP), then return
+// addresses. At most max PCs are returned. complete is true when the
+// outermost frame was reached: CFI marks the return address undefined (as in
+// _start and clone), or the return address is 0.
+//
+// Each frame is unwound with the CFI of the module that r resolves for its PC
+// (PC-1 for return addresses, which point after the call; the exact PC after
+// a signal frame). When no module or FDE covers the PC, one frame-pointer
+// step is tried (CFA = rbp+16, return address [rbp+8], rbp = [rbp]) if rbp
+// points into the copy. Unwinding stops, incomplete, when a needed read
+// falls outside the copy, a rule is unsupported, a needed register is
+// unknown, or the CFA does not grow strictly from frame to frame.
+func Unwind(regs Regs, stack StackCopy, r Resolver, max int) (pcs []uint64, complete bool) {
+	if max <= 0 {
+		return nil, false
+	}
+	n := max
+	if n > 128 {
+		n = 128
+	}
+	pcs = make([]uint64, 1, n)
+	pcs[0] = regs[regRA]
+	if max == 1 {
+		return pcs, false
+	}
+	u := unwinder{regs: regs, valid: allRegs, stack: stack}
+	exact := true        // the PC is not a return address
+	prevCFA := uint64(0) // CFA of the previous frame
+	for len(pcs) < max {
+		pc := u.regs[regRA]
+		lookup := pc
+		if !exact {
+			lookup = pc - 1
+		}
+		var f *fde
+		var bias uint64
+		if r != nil {
+			if m, ok := r.Resolve(lookup); ok && m.Table != nil {
+				bias = m.Bias
+				f = m.Table.find(lookup - bias)
+			}
+		}
+		var res stepResult
+		var cfa uint64
+		if f != nil {
+			res, cfa = u.stepCFI(f, lookup-bias, prevCFA)
+			exact = f.cie.signal
+		} else {
+			res, cfa = u.stepFP(prevCFA)
+			exact = false
+		}
+		switch res {
+		case stepEnd:
+			return pcs, true
+		case stepStop:
+			return pcs, false
+		}
+		prevCFA = cfa
+		if u.regs[regRA] == 0 {
+			return pcs, true
+		}
+		pcs = append(pcs, u.regs[regRA])
+	}
+	return pcs, false
+}
+
+// stepFP unwinds one frame through the frame pointer.
+func (u *unwinder) stepFP(prevCFA uint64) (stepResult, uint64) {
+	if u.valid&(1<<regRBP) == 0 {
+		return stepStop, 0
+	}
+	rbp := u.regs[regRBP]
+	cfa := rbp + 16
+	if cfa < rbp || cfa <= u.regs[regRSP] || cfa <= prevCFA {
+		return stepStop, 0
+	}
+	ra, ok1 := u.stack.read8(rbp + 8)
+	saved, ok2 := u.stack.read8(rbp)
+	if !ok1 || !ok2 {
+		return stepStop, 0
+	}
+	u.regs[regRBP] = saved
+	u.regs[regRSP] = cfa
+	u.regs[regRA] = ra
+	u.valid &= calleeSaved
+	return stepOK, cfa
+}
+
+// stepCFI unwinds one frame with the FDE f; addr is the ELF address to look
+// up the row for.
+func (u *unwinder) stepCFI(f *fde, addr uint64, prevCFA uint64) (stepResult, uint64) {
+	rw := &u.row
+	if !rowAt(f, addr, rw, &u.rem) {
+		return stepStop, 0
+	}
+	if rw.regs[regRA].kind == ruleUndefined {
+		return stepEnd, 0
+	}
+	sec := f.cie.sec
+	var cfa uint64
+	switch rw.cfa.kind {
+	case cfaRegOff:
+		if u.valid&(1<<rw.cfa.reg) == 0 {
+			return stepStop, 0
+		}
+		cfa = u.regs[rw.cfa.reg] + uint64(rw.cfa.off)
+	case cfaExpr:
+		v, ok := u.eval(sec[rw.cfa.eoff:rw.cfa.eoff+uint32(rw.cfa.elen)], 0, false)
+		if !ok {
+			return stepStop, 0
+		}
+		cfa = v
+	default:
+		return stepStop, 0
+	}
+	if cfa <= u.regs[regRSP] || cfa <= prevCFA {
+		return stepStop, 0
+	}
+	var next Regs
+	var valid uint32
+	for i := 0; i < numRegs; i++ {
+		ru := &rw.regs[i]
+		bit := uint32(1) << i
+		switch ru.kind {
+		case ruleUnspec:
+			switch {
+			case i == regRSP:
+				next[i], valid = cfa, valid|bit
+			case i == regRA:
+				if v, ok := u.stack.read8(cfa - 8); ok {
+					next[i], valid = v, valid|bit
+				}
+			case calleeSaved&bit != 0:
+				next[i], valid = u.regs[i], valid|(u.valid&bit)
+			}
+		case ruleSame:
+			if i == regRSP {
+				next[i], valid = cfa, valid|bit
+			} else {
+				next[i], valid = u.regs[i], valid|(u.valid&bit)
+			}
+		case ruleUndefined:
+		case ruleOffset:
+			if v, ok := u.stack.read8(cfa + uint64(ru.off)); ok {
+				next[i], valid = v, valid|bit
+			}
+		case ruleValOffset:
+			next[i], valid = cfa+uint64(ru.off), valid|bit
+		case ruleRegister:
+			if u.valid&(1<<ru.reg) != 0 {
+				next[i], valid = u.regs[ru.reg], valid|bit
+			}
+		case ruleExpr, ruleValExpr:
+			v, ok := u.eval(sec[ru.eoff:ru.eoff+uint32(ru.elen)], cfa, true)
+			if ok && ru.kind == ruleExpr {
+				v, ok = u.stack.read8(v)
+			}
+			if ok {
+				next[i], valid = v, valid|bit
+			}
+		}
+	}
+	if valid&(1<<regRA) == 0 || valid&(1<<regRSP) == 0 {
+		return stepStop, 0
+	}
+	u.regs, u.valid = next, valid
+	return stepOK, cfa
+}
+
+// eval evaluates a DWARF expression over the current frame's registers and
+// the stack copy. With push, cfa is pushed first (register rules); the
+// result is the top of the stack.
+func (u *unwinder) eval(e []byte, cfa uint64, push bool) (uint64, bool) {
+	var st [16]uint64
+	sp := 0
+	if push {
+		st[0], sp = cfa, 1
+	}
+	b := buf{b: e, end: len(e)}
+	for b.off < b.end {
+		op := b.u8()
+		// Operand count checks.
+		need := 0
+		switch {
+		case op == 0x06, op == 0x12, op == 0x13, op == 0x19, op == 0x1f, op == 0x20,
+			op == 0x23, op == 0x28, op == 0x94:
+			need = 1
+		case op == 0x14, op == 0x16, op >= 0x1a && op <= 0x27 && op != 0x1f && op != 0x20 && op != 0x23,
+			op >= 0x29 && op <= 0x2e:
+			need = 2
+		case op == 0x17:
+			need = 3
+		}
+		if sp < need {
+			return 0, false
+		}
+		var v uint64
+		pushV := true
+		switch {
+		case op >= 0x30 && op <= 0x4f: // lit0-31
+			v = uint64(op - 0x30)
+		case op >= 0x70 && op <= 0x8f: // breg0-31
+			reg := op - 0x70
+			off := b.sleb()
+			if reg >= numRegs || u.valid&(1<<reg) == 0 {
+				return 0, false
+			}
+			v = u.regs[reg] + uint64(off)
+		default:
+			switch op {
+			case 0x03: // addr
+				v = b.u64()
+			case 0x06: // deref
+				sp--
+				var ok bool
+				if v, ok = u.stack.read8(st[sp]); !ok {
+					return 0, false
+				}
+			case 0x94: // deref_size
+				n := b.u8()
+				sp--
+				w, ok := u.stack.read8(st[sp])
+				if !ok || n == 0 || n > 8 {
+					return 0, false
+				}
+				if n < 8 {
+					w &= 1<<(8*uint(n)) - 1
+				}
+				v = w
+			case 0x08:
+				v = uint64(b.u8())
+			case 0x09:
+				v = uint64(int64(int8(b.u8())))
+			case 0x0a:
+				v = uint64(b.u16())
+			case 0x0b:
+				v = uint64(int64(int16(b.u16())))
+			case 0x0c:
+				v = uint64(b.u32())
+			case 0x0d:
+				v = uint64(int64(int32(b.u32())))
+			case 0x0e, 0x0f:
+				v = b.u64()
+			case 0x10:
+				v = b.uleb()
+			case 0x11:
+				v = uint64(b.sleb())
+			case 0x12: // dup
+				v = st[sp-1]
+			case 0x13: // drop
+				sp--
+				pushV = false
+			case 0x14: // over
+				v = st[sp-2]
+			case 0x15: // pick
+				i := int(b.u8())
+				if i >= sp {
+					return 0, false
+				}
+				v = st[sp-1-i]
+			case 0x16: // swap
+				st[sp-1], st[sp-2] = st[sp-2], st[sp-1]
+				pushV = false
+			case 0x17: // rot
+				st[sp-1], st[sp-2], st[sp-3] = st[sp-2], st[sp-3], st[sp-1]
+				pushV = false
+			case 0x19: // abs
+				if int64(st[sp-1]) < 0 {
+					st[sp-1] = -st[sp-1]
+				}
+				pushV = false
+			case 0x1f: // neg
+				st[sp-1] = -st[sp-1]
+				pushV = false
+			case 0x20: // not
+				st[sp-1] = ^st[sp-1]
+				pushV = false
+			case 0x23: // plus_uconst
+				st[sp-1] += b.uleb()
+				pushV = false
+			case 0x96: // nop
+				pushV = false
+			case 0x9c: // call_frame_cfa
+				if !push {
+					return 0, false
+				}
+				v = cfa
+			case 0x2f, 0x28: // skip, bra
+				off := int64(int16(b.u16()))
+				if op == 0x28 {
+					sp--
+					if st[sp] == 0 {
+						pushV = false
+						break
+					}
+				}
+				pos := int64(b.off) + off
+				if pos < 0 || pos > int64(b.end) || off < 0 {
+					// Backward branches could loop; CFI never needs them.
+					return 0, false
+				}
+				b.off = int(pos)
+				pushV = false
+			default:
+				if op >= 0x1a && op <= 0x2e { // binary operators
+					y, x := st[sp-1], st[sp-2]
+					sp -= 2
+					switch op {
+					case 0x1a:
+						v = x & y
+					case 0x1b:
+						if y == 0 {
+							return 0, false
+						}
+						v = uint64(int64(x) / int64(y))
+					case 0x1c:
+						v = x - y
+					case 0x1d:
+						if y == 0 {
+							return 0, false
+						}
+						v = x % y
+					case 0x1e:
+						v = x * y
+					case 0x21:
+						v = x | y
+					case 0x22:
+						v = x + y
+					case 0x24:
+						v = x << (y & 63)
+					case 0x25:
+						v = x >> (y & 63)
+					case 0x26:
+						v = uint64(int64(x) >> (y & 63))
+					case 0x27:
+						v = x ^ y
+					case 0x29:
+						v = b2u(x == y)
+					case 0x2a:
+						v = b2u(int64(x) >= int64(y))
+					case 0x2b:
+						v = b2u(int64(x) > int64(y))
+					case 0x2c:
+						v = b2u(int64(x) <= int64(y))
+					case 0x2d:
+						v = b2u(int64(x) < int64(y))
+					case 0x2e:
+						v = b2u(x != y)
+					default:
+						return 0, false
+					}
+				} else {
+					// Register locations (DW_OP_reg*), regx, piece,
+					// calls and the rest: not values CFI can use.
+					return 0, false
+				}
+			}
+		}
+		if b.bad {
+			return 0, false
+		}
+		if pushV {
+			if sp == len(st) {
+				return 0, false
+			}
+			st[sp] = v
+			sp++
+		}
+	}
+	if b.bad || sp == 0 {
+		return 0, false
+	}
+	return st[sp-1], true
+}
+
+func b2u(b bool) uint64 {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,425 @@
+package unwind
+
+import (
+	"math/rand"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/culprit-dev/culprit/internal/testutil"
+)
+
+const copySize = 16 << 10
+
+// unwound is one sample with its CFI chain and symbol names.
+type unwound struct {
+	sample
+	pcs      []uint64
+	complete bool
+	names    []string
+}
+
+// sampleThread stops thread tid of tg n times at random intervals and
+// unwinds each stop.
+func sampleThread(t *testing.T, tg *target, r *procResolver, tid, n int) []unwound {
+	t.Helper()
+	var out []unwound
+	for i := 0; i < n; i++ {
+		time.Sleep(time.Duration(1+rand.Intn(8)) * time.Millisecond)
+		if err := tg.stop(tid); err != nil {
+			t.Fatal(err)
+		}
+		s := tg.capture(tid, copySize)
+		tg.resume(tid)
+		pcs, complete := Unwind(s.regs, s.stack, r, 64)
+		out = append(out, unwound{sample: s, pcs: pcs, complete: complete, names: r.symbolize(pcs)})
+	}
+	return out
+}
+
+func chain(names []string) string { return strings.Join(names, " <- ") }
+
+// hasSeq reports whether names contains seq as consecutive entries, where an
+// entry matches a name with that prefix (GCC may clone worker into
+// worker.constprop.0, say).
+func hasSeq(names []string, seq ...string) bool {
+	for i := 0; i+len(seq) <= len(names); i++ {
+		ok := true
+		for j, s := range seq {
+			if !matchName(names[i+j], s) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return true
+		}
+	}
+	return false
+}
+
+func matchName(name, want string) bool {
+	return name == want || strings.HasPrefix(name, want+".")
+}
+
+func haveLibcDebugSyms(t *testing.T) bool {
+	s := loadSyms(libcPath(t))
+	for _, sym := range s.syms {
+		if sym.Name == "__libc_start_call_main" {
+			return true
+		}
+	}
+	return false
+}
+
+func testHier(t *testing.T, flags ...string) {
+	needPtrace(t)
+	bin := testutil.C(t, "hier", []string{"hier.c"}, flags...)
+	tg := startTarget(t, 50*time.Millisecond, bin, "1000000")
+	r := tg.resolver(nil)
+	const stops = 50
+	samples := sampleThread(t, tg, r, tg.pid, stops)
+	reached, inWorker, completeN := 0, 0, 0
+	libcSyms := haveLibcDebugSyms(t)
+	for i, u := range samples {
+		c := chain(u.names)
+		if i < 3 {
+			t.Logf("stop %d: %s (complete=%v, fp chain %s)", i, c, u.complete, chain(r.symbolize(u.fp)))
+		}
+		mi := slices.Index(u.names, "main")
+		if mi < 0 {
+			t.Logf("stop %d does not reach main: %s", i, c)
+			continue
+		}
+		reached++
+		if matchName(u.names[0], "worker") {
+			inWorker++
+			if !hasSeq(u.names, "worker", "dispatch_1", "main") && !hasSeq(u.names, "worker", "dispatch_2", "main") {
+				t.Errorf("stop %d: want worker <- dispatch_N <- main, got %s", i, c)
+			}
+		}
+		if libcSyms && !hasSeq(u.names[mi:], "main", "__libc_start_call_main") {
+			t.Errorf("stop %d: want main <- __libc_start_call_main, got %s", i, c)
+		}
+		if u.complete {
+			completeN++
+			if u.names[len(u.names)-1] != "_start" {
+				t.Errorf("stop %d: complete chain does not end at _start: %s", i, c)
+			}
+		}
+		// The 2 KiB copy of frame-pointer mode holds this whole stack.
+		if len(u.stack.Data) >= 2048 {
+			short := u.stack
+			short.Data = short.Data[:2048]
+			if pcs, complete := Unwind(u.regs, short, r, 64); !slices.Equal(pcs, u.pcs) || complete != u.complete {
+				t.Errorf("stop %d: with a 2 KiB copy got %x (complete=%v), want %x", i, pcs, complete, u.pcs)
+			}
+		}
+		// Merging with a real frame-pointer chain must keep the whole CFI
+		// chain.
+		if m := Merge(u.pcs, u.fp, u.complete); !slices.Equal(m[:len(u.pcs)], u.pcs) {
+			t.Errorf("stop %d: Merge lost CFI frames: %x vs %x", i, m, u.pcs)
+		}
+	}
+	t.Logf("%d/%d stops reach main, %d in worker, %d complete (libc debug symbols: %v)", reached, stops, inWorker, completeN, libcSyms)
+	if reached < stops*95/100 {
+		t.Errorf("only %d/%d stops reach main", reached, stops)
+	}
+	if inWorker < stops/2 {
+		t.Errorf("only %d/%d stops in worker", inWorker, stops)
+	}
+	if completeN < stops*95/100 {
+		t.Errorf("only %d/%d chains complete", completeN, stops)
+	}
+}
+
+func TestUnwindHierO2NoFP(t *testing.T) { testHier(t, "-O2", "-fomit-frame-pointer") }
+func TestUnwindHierO0FP(t *testing.T)   { testHier(t, "-O0", "-fno-omit-frame-pointer") }
+
+// -O2 with frame pointers: worker is a leaf, so GCC omits its frame and the
+// frame-pointer chain skips dispatch_N. CFI restores it, and merging a
+// truncated CFI chain with the frame-pointer chain keeps it.
+func TestUnwindHierO2FPLeaf(t *testing.T) {
+	needPtrace(t)
+	bin := testutil.C(t, "hier", []string{"hier.c"}, "-O2", "-fno-omit-frame-pointer")
+	tg := startTarget(t, 50*time.Millisecond, bin, "1000000")
+	r := tg.resolver(nil)
+	samples := sampleThread(t, tg, r, tg.pid, 30)
+	skipped, merged := 0, 0
+	for i, u := range samples {
+		if !matchName(u.names[0], "worker") {
+			continue
+		}
+		fpNames := r.symbolize(u.fp)
+		if len(fpNames) > 1 && fpNames[1] == "main" {
+			skipped++ // the frame-pointer chain lost dispatch_N
+		}
+		if !hasSeq(u.names, "worker", "dispatch_1", "main") && !hasSeq(u.names, "worker", "dispatch_2", "main") {
+			t.Errorf("stop %d: CFI chain %s", i, chain(u.names))
+		}
+		// Simulate a short stack copy: CFI gets only to dispatch_N.
+		cut := u.stack
+		cut.Data = cut.Data[:16]
+		pcs, complete := Unwind(u.regs, cut, r, 64)
+		if complete || len(pcs) != 2 {
+			t.Logf("stop %d: truncated unwind %s complete=%v", i, chain(r.symbolize(pcs)), complete)
+			continue
+		}
+		m := Merge(pcs, u.fp, complete)
+		mn := r.symbolize(m)
+		// The fp chain supplies main and beyond; CFI supplies dispatch_N.
+		if !hasSeq(mn, "worker", "dispatch_1", "main") && !hasSeq(mn, "worker", "dispatch_2", "main") || len(m) != len(pcs)+len(u.fp)-1 {
+			t.Errorf("stop %d: merged %s from cfi %s and fp %s", i, chain(mn), chain(r.symbolize(pcs)), chain(fpNames))
+		}
+		merged++
+		if merged == 1 {
+			t.Logf("fp %s + truncated cfi %s -> %s", chain(fpNames), chain(r.symbolize(pcs)), chain(mn))
+		}
+	}
+	t.Logf("%d stops: fp chain skipped dispatch_N in %d, merged %d", len(samples), skipped, merged)
+	if merged == 0 {
+		t.Error("no truncated stop merged")
+	}
+}
+
+// A stop inside libc (in or around write(2)) unwinds through libc's CFI back
+// to write_many <- main.
+func TestUnwindThroughLibc(t *testing.T) {
+	needPtrace(t)
+	bin := testutil.C(t, "syscalls", []string{"syscalls.c"}, "-O2", "-fomit-frame-pointer")
+	tg := startTarget(t, 50*time.Millisecond, bin, "1000000000")
+	r := tg.resolver(nil)
+	samples := sampleThread(t, tg, r, tg.pid, 50)
+	inLibc, good := 0, 0
+	for i, u := range samples {
+		m := r.lookup(u.pcs[0])
+		if m == nil || filepath.Base(m.path) != filepath.Base(libcPath(t)) {
+			continue
+		}
+		inLibc++
+		if inLibc == 1 {
+			t.Logf("stop %d: %s (complete=%v)", i, chain(u.names), u.complete)
+		}
+		if hasSeq(u.names, "write_many", "main") && u.complete {
+			good++
+		} else {
+			t.Errorf("stop %d: %s (complete=%v)", i, chain(u.names), u.complete)
+		}
+	}
+	t.Logf("%d/%d stops in libc, %d unwound to write_many <- main", inLibc, len(samples), good)
+	if inLibc < 10 {
+		t.Errorf("only %d stops in libc", inLibc)
+	}
+}
+
+// A deep chain mixing frameless functions, functions that use rbp as a
+// general register (so the frame-pointer chain is junk) and an rbp-based CFA.
+func TestUnwindDeep(t *testing.T) {
+	needPtrace(t)
+	bin := testutil.C(t, "deep", []string{"deep.c"}, "-O2", "-fomit-frame-pointer")
+	tg := startTarget(t, 50*time.Millisecond, bin, "100000")
+	r := tg.resolver(nil)
+	samples := sampleThread(t, tg, r, tg.pid, 30)
+	want := []string{"spin", "level_8", "level_7", "level_6", "level_5", "level_4", "level_3", "level_2", "level_1", "main"}
+	n := 0
+	for i, u := range samples {
+		if u.names[0] != "spin" {
+			continue
+		}
+		n++
+		if !hasSeq(u.names, want...) || !u.complete {
+			t.Errorf("stop %d: %s (complete=%v)", i, chain(u.names), u.complete)
+		} else if n == 1 {
+			t.Logf("stop %d: %s", i, chain(u.names))
+		}
+	}
+	if n < 20 {
+		t.Errorf("only %d/%d stops in spin", n, len(samples))
+	}
+}
+
+// Go keeps frame pointers and ships CFI in a compressed .debug_frame.
+func TestUnwindGo(t *testing.T) {
+	needPtrace(t)
+	for _, tc := range []struct {
+		name  string
+		flags []string
+	}{
+		{"debug_frame", nil},
+		{"no-cfi", []string{"-ldflags=-w"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			bin := testutil.Go(t, "gospin", tc.flags...)
+			cache := &TableCache{}
+			_, cfiErr := cache.Get(bin)
+			tg := startTarget(t, 100*time.Millisecond, bin, "100000000000")
+			r := tg.resolver(cache)
+			found, good := 0, 0
+			for round := 0; round < 100 && found < 10; round++ {
+				time.Sleep(time.Duration(1+rand.Intn(5)) * time.Millisecond)
+				for _, tid := range tg.threads() {
+					if err := tg.stop(tid); err != nil {
+						t.Logf("thread %d: %v", tid, err)
+						continue
+					}
+					s := tg.capture(tid, copySize)
+					tg.resume(tid)
+					pcs, complete := Unwind(s.regs, s.stack, r, 64)
+					names := r.symbolize(pcs)
+					if len(names) == 0 || names[0] != "main.spinAlpha" {
+						continue
+					}
+					found++
+					// With CFI the chain is exact. Without it, the one
+					// frame-pointer step from a frameless spinAlpha yields its
+					// caller's caller, so only ask for a Go chain of 2+.
+					ok := hasSeq(names, "main.spinAlpha", "main.main.func1")
+					if cfiErr != nil {
+						m := Merge(pcs, s.fp, complete)
+						mn := r.symbolize(m)
+						ok = len(mn) >= 2 && mn[0] == "main.spinAlpha"
+					}
+					if ok {
+						good++
+					}
+					if found <= 2 || !ok {
+						t.Logf("tid %d: %s (complete=%v, cfi err %v; fp %s)", tid, chain(names), complete, cfiErr, chain(r.symbolize(s.fp)))
+					}
+				}
+			}
+			if found == 0 {
+				t.Fatal("never stopped in main.spinAlpha")
+			}
+			if good < found {
+				t.Errorf("%d/%d stops in main.spinAlpha unwound as expected", good, found)
+			}
+		})
+	}
+}
+
+// A stop inside a signal handler unwinds through the kernel's signal frame
+// (glibc's __restore_rt, an 'S' CIE with expression rules) back to the
+// interrupted function, whose PC is exact rather than a return address.
+func TestUnwindSignalFrame(t *testing.T) {
+	needPtrace(t)
+	bin := testutil.C(t, "sighandler", []string{"sighandler.c"}, "-O2", "-fomit-frame-pointer")
+	tg := startTarget(t, 100*time.Millisecond, bin)
+	r := tg.resolver(nil)
+	samples := sampleThread(t, tg, r, tg.pid, 20)
+	libcSyms := haveLibcDebugSyms(t)
+	n := 0
+	for i, u := range samples {
+		if u.names[0] != "in_handler" {
+			continue
+		}
+		n++
+		want := []string{"in_handler", "handler", "__restore_rt", "interrupted", "main"}
+		if !libcSyms {
+			want = []string{"interrupted", "main"}
+		}
+		ok := hasSeq(u.names, want...) && u.complete
+		if len(u.names) < 4 || u.names[1] != "handler" {
+			ok = false
+		}
+		if !ok {
+			t.Errorf("stop %d: %s (complete=%v)", i, chain(u.names), u.complete)
+		} else if n == 1 {
+			t.Logf("stop %d: %s", i, chain(u.names))
+		}
+	}
+	if n < len(samples)*3/4 {
+		t.Errorf("only %d/%d stops in in_handler", n, len(samples))
+	}
+}
+
+type resolverFunc func(pc uint64) (Module, bool)
+
+func (f resolverFunc) Resolve(pc uint64) (Module, bool) { return f(pc) }
+
+func putWords(words ...uint64) []byte {
+	b := make([]byte, 8*len(words))
+	for i, w := range words {
+		for j := 0; j < 8; j++ {
+			b[8*i+j] = byte(w >> (8 * j))
+		}
+	}
+	return b
+}
+
+// The PLT's CFA expression: rsp+8 + ((rip&15) >= 11 ? 8 : 0).
+func TestUnwindPLTExpression(t *testing.T) {
+	tab, err := LoadTable(libcPath(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var plt *fde
+	var rem rememberStack
+	for i := range tab.fdes {
+		f := &tab.fdes[i]
+		var rw row
+		if f.end-f.start >= 48 && rowAt(f, f.start+32, &rw, &rem) && rw.cfa.kind == cfaExpr {
+			plt = f
+			break
+		}
+	}
+	if plt == nil {
+		t.Skip("libc has no FDE with a CFA expression")
+	}
+	res := resolverFunc(func(pc uint64) (Module, bool) {
+		if tab.Covers(pc) {
+			return Module{Table: tab}, true
+		}
+		return Module{}, false
+	})
+	const sp = 0x7ff0_0000_0000
+	stack := StackCopy{SP: sp, Data: putWords(0xaaaa, 0xbbbb, 0)}
+	for pc := plt.start + 16; pc < plt.start+48; pc++ {
+		var regs Regs
+		regs[regRSP] = sp
+		regs[regRA] = pc
+		pcs, _ := Unwind(regs, stack, res, 8)
+		want := uint64(0xaaaa)
+		if pc&15 >= 11 {
+			want = 0xbbbb
+		}
+		if len(pcs) < 2 || pcs[1] != want {
+			t.Errorf("pc %#x (rip&15=%d): got %x, want return address %#x", pc, pc&15, pcs, want)
+		}
+	}
+}
+
+// Frame-pointer steps with a self-referencing rbp, or a copy too short for
+// the return address, stop without looping.
+func TestUnwindGuards(t *testing.T) {
+	const sp = 0x7ff0_0000_0000
+	var regs Regs
+	regs[regRSP] = sp
+	regs[regRBP] = sp
+	regs[regRA] = 0x1234
+	// [rbp] = rbp: the second step would have the same CFA.
+	stack := StackCopy{SP: sp, Data: putWords(sp, 0x5678, 0)}
+	pcs, complete := Unwind(regs, stack, nil, 100)
+	if complete || len(pcs) != 2 || pcs[1] != 0x5678 {
+		t.Errorf("self loop: %x complete=%v", pcs, complete)
+	}
+	// rbp outside the copy: no step.
+	regs[regRBP] = sp - 64
+	if pcs, complete := Unwind(regs, stack, nil, 100); complete || len(pcs) != 1 {
+		t.Errorf("rbp below copy: %x complete=%v", pcs, complete)
+	}
+	// A zero return address ends the chain.
+	regs[regRBP] = sp
+	stack.Data = putWords(sp+16, 0x5678, 0, 0)
+	if pcs, complete := Unwind(regs, stack, nil, 100); !complete || len(pcs) != 2 {
+		t.Errorf("zero return address: %x complete=%v", pcs, complete)
+	}
+	// max bounds the result.
+	if pcs, _ := Unwind(regs, stack, nil, 1); len(pcs) != 1 {
+		t.Errorf("max 1: %x", pcs)
+	}
+	if pcs, _ := Unwind(regs, stack, nil, 0); len(pcs) != 0 {
+		t.Errorf("max 0: %x", pcs)
+	}
+}

@@ -87,3 +87,13 @@ func BenchmarkMerge(b *testing.B) {
 		Merge(cfi, fp, false)
 	}
 }
+
+func BenchmarkLoadTableLibc(b *testing.B) {
+	path := libcPath(b)
+	b.ReportAllocs()
+	for i := 0; i < b.N; i++ {
+		if _, err := LoadTable(path); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

@@ -146,7 +146,7 @@ type session struct {
 	res    Result
 
 	spaces  map[uint32]*space // address spaces by pid
-	objects map[string]*object
+	objects map[string]*unwind.Table // CFI by object path; nil: none
 	tables  unwind.TableCache
 	ktab    *symbol.KernelTable
 	kready  chan struct{} // closed when ktab and kwarn are set
@@ -176,7 +176,7 @@ func newSession(o Options, meta recording.Meta) (*session, error) {
 		return nil, err
 	}
 	s := &session{o: o, w: w, cpus: cpus,
-		spaces: map[uint32]*space{}, objects: map[string]*object{},
+		spaces: map[uint32]*space{}, objects: map[string]*unwind.Table{},
 		kseen: map[uint64]bool{}, kaddr: map[uint64]bool{}, buildID: map[string][]byte{}}
 	s.res.ExitCode = -1
 	var uts unix.Utsname
@@ -250,11 +250,8 @@ func (s *session) addVDSO() {
 		return
 	}
 	bid := proc.ELFBuildID(ef)
-	obj := &object{loads: loadSegments(ef)}
-	if t, err := unwind.TableFromELF(ef); err == nil {
-		obj.table = t
-	}
-	s.objects["[vdso]"] = obj
+	t, _ := unwind.TableFromELF(ef)
+	s.objects["[vdso]"] = t
 	s.buildID["[vdso]"] = bid
 	_ = s.w.Write(&recording.Object{Name: "[vdso]", BuildID: bid, Data: img})
 }
@@ -462,7 +459,7 @@ func (s *session) sample(r *perf.Sample) {
 		if sp == nil {
 			sp = s.refreshSpace(r.PID)
 		}
-		res := resolver{s: s, sp: sp, pid: r.PID}
+		res := resolver{s: s, sp: sp}
 		cfi, complete := unwind.Unwind(regs, unwind.StackCopy{SP: r.StackSP, Data: r.Stack}, &res, 256)
 		user = unwind.Merge(cfi, r.User, complete)
 		if s.o.CallGraph == CallGraphDWARF && !complete {

@@ -1,7 +1,6 @@
 package recorder
 
 import (
-	"debug/elf"
 	"sort"
 
 	"github.com/culprit-dev/culprit/internal/unwind"
@@ -45,48 +44,24 @@ func (sp *space) clone() *space {
 	return &space{maps: append([]mapping(nil), sp.maps...)}
 }
 
-// object is what the recorder knows of an ELF file for unwinding.
-type object struct {
-	table *unwind.Table // nil when the file has no CFI
-	loads []elf.ProgHeader
-}
-
-func loadSegments(f *elf.File) []elf.ProgHeader {
-	var out []elf.ProgHeader
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_LOAD {
-			out = append(out, p.ProgHeader)
-		}
+// tableFor returns the CFI table of an object file, nil when it has none.
+// Pseudo-objects such as [vdso] are registered in s.objects beforehand.
+func (s *session) tableFor(path string) *unwind.Table {
+	if t, ok := s.objects[path]; ok {
+		return t
 	}
-	return out
-}
-
-func (s *session) object(path string) *object {
-	if o, ok := s.objects[path]; ok {
-		return o
+	var t *unwind.Table
+	if len(path) > 0 && path[0] == '/' {
+		t, _ = s.tables.Get(path)
 	}
-	o := &object{}
-	s.objects[path] = o
-	if len(path) == 0 || path[0] != '/' {
-		return o
-	}
-	f, err := elf.Open(path)
-	if err != nil {
-		return o
-	}
-	defer f.Close()
-	o.loads = loadSegments(f)
-	if t, err := s.tables.Get(path); err == nil {
-		o.table = t
-	}
-	return o
+	s.objects[path] = t
+	return t
 }
 
 // resolver finds the CFI of the object mapped at a PC of one process.
 type resolver struct {
-	s   *session
-	sp  *space
-	pid uint32
+	s  *session
+	sp *space
 }
 
 func (r *resolver) Resolve(pc uint64) (unwind.Module, bool) {
@@ -94,21 +69,13 @@ func (r *resolver) Resolve(pc uint64) (unwind.Module, bool) {
 	if !ok {
 		return unwind.Module{}, false
 	}
-	o := r.s.object(m.path)
-	if o.table == nil {
+	t := r.s.tableFor(m.path)
+	if t == nil {
 		return unwind.Module{}, false
 	}
-	// ELF vaddr = pc - (start - pgoff + p_offset - p_vaddr) for the segment
-	// holding file offset pgoff.
-	off := pc - m.start + m.pgoff
-	for _, p := range o.loads {
-		if off >= p.Off && off < p.Off+p.Filesz {
-			return unwind.Module{Table: o.table, Bias: m.start - m.pgoff + p.Off - p.Vaddr}, true
-		}
-	}
-	if len(o.loads) == 0 {
+	bias, ok := t.Bias(m.start, m.pgoff)
+	if !ok {
 		return unwind.Module{}, false
 	}
-	p := o.loads[0]
-	return unwind.Module{Table: o.table, Bias: m.start - m.pgoff + p.Off - p.Vaddr}, true
+	return unwind.Module{Table: t, Bias: bias}, true
 }

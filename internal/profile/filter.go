@@ -2,6 +2,7 @@ package profile
 
 import (
 	"fmt"
+	"github.com/culprit-dev/culprit/internal/recording"
 	"path"
 	"strings"
 	"time"
@@ -139,6 +140,10 @@ type Filter struct {
 	From, To       time.Duration // window relative to Profile.StartTime: [From, To)
 	HasFrom, HasTo bool          // whether From and To apply
 	Kernel         KernelMode
+	// AllEvents keeps samples of every event kind; by default only CPU-time
+	// samples (recording.EventCPU) are kept, which is what profiles of time
+	// spent on the CPU want.
+	AllEvents bool
 }
 
 // StackAt returns the stack with index i, innermost first, or nil when i is
@@ -220,6 +225,9 @@ func (p *Profile) Apply(f Filter) *Profile {
 		return idx
 	}
 	for _, s := range p.Samples {
+		if !f.AllEvents && s.Event != recording.EventCPU {
+			continue
+		}
 		rel := time.Duration(int64(s.Time - p.StartTime))
 		if s.Time < p.StartTime {
 			rel = -time.Duration(int64(p.StartTime - s.Time))

@@ -76,6 +76,7 @@ type loader struct {
 	resolved map[stackKey]int32
 	raw      []rawSample
 	noSyms   map[string]bool
+	syms     map[uint32][]recording.Symbol // Symbol records by pid (0: all), sorted after reading
 }
 
 // Load reads recordings and builds a symbolized Profile. Damaged or
@@ -95,6 +96,7 @@ func Load(paths []string, o LoadOptions) (*Profile, error) {
 		addrs:    map[addrKey][]int32{},
 		resolved: map[stackKey]int32{},
 		noSyms:   map[string]bool{},
+		syms:     map[uint32][]recording.Symbol{},
 	}
 	if l.sym == nil {
 		l.sym = symbol.New(symbol.Options{})
@@ -106,6 +108,9 @@ func Load(paths []string, o LoadOptions) (*Profile, error) {
 		}
 	}
 	l.ktab = symbol.NewKernelTable(l.ksyms)
+	for _, list := range l.syms {
+		sort.Slice(list, func(i, j int) bool { return list[i].Addr < list[j].Addr })
+	}
 	sort.SliceStable(l.raw, func(i, j int) bool { return l.raw[i].Time < l.raw[j].Time })
 	l.p.Samples = make([]Sample, len(l.raw))
 	for i, r := range l.raw {
@@ -180,8 +185,9 @@ func (l *loader) readFile(idx int, path string, records *int, progress func(int)
 				l.spaces[v.PID] = sp
 			}
 			l.raw = append(l.raw, rawSample{
-				Sample: Sample{Time: v.Time, PID: v.PID, TID: v.TID, CPU: v.CPU, Period: v.Period},
-				space:  sp, stack: v.StackID, file: idx})
+				Sample: Sample{Time: v.Time, PID: v.PID, TID: v.TID, CPU: v.CPU, Period: v.Period,
+					Event: v.Event, Arg: v.Arg},
+				space: sp, stack: v.StackID, file: idx})
 			src.Samples++
 			if _, ok := l.p.Threads[v.TID]; !ok {
 				l.p.Threads[v.TID] = Thread{PID: v.PID, TID: v.TID}
@@ -198,6 +204,8 @@ func (l *loader) readFile(idx int, path string, records *int, progress func(int)
 			if o, err := l.sym.ObjectFromBytes(v.Name, v.Data); err == nil {
 				l.vdso[v.Name] = o
 			}
+		case *recording.Symbol:
+			l.syms[v.PID] = append(l.syms[v.PID], *v)
 		case *recording.End:
 			src.Complete = true
 		}
@@ -242,7 +250,7 @@ func (l *loader) stack(r rawSample) int32 {
 			frames = append(frames, l.kernelFrame(a, i > 0)...)
 		}
 		for i, a := range st.User {
-			frames = append(frames, l.userFrames(r.space, a, i > 0)...)
+			frames = append(frames, l.userFrames(r.PID, r.space, a, i > 0)...)
 		}
 	}
 	idx := int32(len(l.p.Stacks))
@@ -283,13 +291,16 @@ func (l *loader) kernelFrame(addr uint64, isReturn bool) []int32 {
 }
 
 // userFrames symbolizes a user address: inlined frames first, innermost first.
-func (l *loader) userFrames(sp *space, addr uint64, isReturn bool) []int32 {
+func (l *loader) userFrames(pid uint32, sp *space, addr uint64, isReturn bool) []int32 {
 	look := addr
 	if isReturn {
 		look--
 	}
 	m, ok := sp.find(look)
 	if !ok {
+		if f, ok := l.namedSymbol(pid, look); ok {
+			return []int32{l.intern(f)}
+		}
 		return []int32{l.intern(Frame{Object: "[unknown]", Offset: addr})}
 	}
 	off := look - m.start + m.pgoff
@@ -316,6 +327,31 @@ func (l *loader) userFrames(sp *space, addr uint64, isReturn bool) []int32 {
 	}
 	l.addrs[k] = ids
 	return ids
+}
+
+// namedSymbol finds a Symbol record of the process (or of every process)
+// that covers addr.
+func (l *loader) namedSymbol(pid uint32, addr uint64) (Frame, bool) {
+	for _, p := range []uint32{pid, 0} {
+		list := l.syms[p]
+		i := sort.Search(len(list), func(i int) bool { return list[i].Addr > addr }) - 1
+		if i < 0 {
+			continue
+		}
+		y := list[i]
+		if y.Size != 0 && addr-y.Addr >= y.Size {
+			continue
+		}
+		if y.Size == 0 && i+1 == len(list) && addr-y.Addr > 1<<20 {
+			continue // an unsized last symbol does not cover everything above it
+		}
+		obj := y.Object
+		if obj == "" {
+			obj = "[unknown]"
+		}
+		return Frame{Function: symbol.CleanName(y.Name), Object: obj, Offset: addr - y.Addr}, true
+	}
+	return Frame{}, false
 }
 
 func (l *loader) object(m mapping) *symbol.Object {

@@ -25,8 +25,10 @@ type Sample struct {
 	PID    uint32
 	TID    uint32
 	CPU    uint32
-	Period uint64 // ns of CPU time this sample stands for
-	Stack  int32  // index into Profile.Stacks
+	Period uint64          // ns of CPU time this sample stands for
+	Stack  int32           // index into Profile.Stacks
+	Event  recording.Event // what took the sample (CPU tick, syscall, switch)
+	Arg    uint64          // the event's argument (syscall number, prev_state)
 }
 
 // Thread is what is known of a thread.

@@ -119,6 +119,16 @@ func encodePayload(e *enc, r Record) (Kind, error) {
 		e.u(r.Throttled)
 		e.i(int64(r.ExitCode))
 		return KindEnd, nil
+	case *Symbol:
+		if r == nil {
+			break
+		}
+		e.u(uint64(r.PID))
+		e.u(r.Addr)
+		e.u(r.Size)
+		e.str(r.Name)
+		e.str(r.Object)
+		return KindSymbol, nil
 	case nil:
 		return 0, fmt.Errorf("writing a nil record")
 	default:
@@ -139,6 +149,8 @@ func encodeSample(e *enc, s *Sample) {
 		f |= sampleTruncated
 	}
 	e.u(f)
+	e.u(uint64(s.Event))
+	e.u(s.Arg)
 }
 
 // decodePayload decodes the payload p of a record of kind k, which must be a
@@ -151,9 +163,9 @@ func decodePayload(k Kind, p []byte, slab *[]Sample) (r Record, ok bool) {
 	d := dec{b: p}
 	switch k {
 	case KindSample:
-		var v [7]uint64
+		var v [9]uint64
 		d.uvarints(v[:])
-		if d.bad || v[1]|v[2]|v[3] > math.MaxUint32 {
+		if d.bad || v[1]|v[2]|v[3] > math.MaxUint32 || v[7] > math.MaxUint8 {
 			return nil, false
 		}
 		if len(*slab) == 0 {
@@ -162,7 +174,8 @@ func decodePayload(k Kind, p []byte, slab *[]Sample) (r Record, ok bool) {
 		s := &(*slab)[0]
 		*slab = (*slab)[1:]
 		*s = Sample{Time: v[0], PID: uint32(v[1]), TID: uint32(v[2]), CPU: uint32(v[3]),
-			Period: v[4], StackID: v[5], Truncated: v[6]&sampleTruncated != 0}
+			Period: v[4], StackID: v[5], Truncated: v[6]&sampleTruncated != 0,
+			Event: Event(v[7]), Arg: v[8]}
 		return s, true
 	case KindStack:
 		s := new(Stack)
@@ -239,6 +252,14 @@ func decodePayload(k Kind, p []byte, slab *[]Sample) (r Record, ok bool) {
 		e.Throttled = d.u()
 		e.ExitCode = d.i32()
 		r = e
+	case KindSymbol:
+		y := new(Symbol)
+		y.PID = d.u32()
+		y.Addr = d.u()
+		y.Size = d.u()
+		y.Name = d.str()
+		y.Object = d.str()
+		r = y
 	default:
 		return nil, false
 	}

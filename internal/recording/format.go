@@ -30,7 +30,7 @@ const (
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // knownKind reports whether k is a record kind of this version.
-func knownKind(k Kind) bool { return k >= KindMeta && k <= KindEnd }
+func knownKind(k Kind) bool { return k >= KindMeta && k <= KindSymbol }
 
 // String returns the kind's name, e.g. "sample".
 func (k Kind) String() string {
@@ -57,6 +57,8 @@ func (k Kind) String() string {
 		return "object"
 	case KindEnd:
 		return "end"
+	case KindSymbol:
+		return "symbol"
 	}
 	return "kind(" + itoa(uint64(k)) + ")"
 }

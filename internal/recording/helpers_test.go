@@ -28,7 +28,10 @@ func allRecords() []Record {
 		&Stack{ID: 1, Kernel: []uint64{0xffffffff81234567, 0xffffffff81000010, 0xffffffffc0a01234},
 			User: []uint64{0x55a4c3e01234, 0x55a4c3e01000, 0x7f0011223344, 0x55a4c3e00010}},
 		&Sample{Time: 260000000000005, PID: 4123, TID: 4124, CPU: 7, Period: 10101010, StackID: 1, Truncated: true},
+		&Sample{Time: 260000000000005, PID: 4123, TID: 4124, CPU: 1, StackID: 1, Event: EventSwitch, Arg: 1},
+		&Sample{Time: 260000000000005, PID: 4123, TID: 4124, Event: EventSyscallEnter, Arg: 231},
 		&Lost{Time: 260000000000006, Reason: LostThrottled, Count: 12},
+		&Symbol{PID: 4123, Addr: 0x7f0011223300, Size: 0x80, Name: "jit_fn", Object: "/tmp/perf-4123.map"},
 		&KernelSymbol{Addr: 0xffffffff81234500, Size: 0x120, Name: "do_syscall_64", Module: "kvm"},
 		&Object{Name: "[vdso]", BuildID: []byte{1, 2, 3}, Data: bytes.Repeat([]byte{0x7f, 'E', 'L', 'F', 0}, 100)},
 		&End{Time: 260000000000007, Samples: 1, Lost: 12, Throttled: 3, ExitCode: -1},
@@ -38,7 +41,7 @@ func allRecords() []Record {
 // zeroRecords returns one record of every kind with every field zero.
 func zeroRecords() []Record {
 	return []Record{&Meta{}, &Mmap{}, &Comm{}, &Task{}, &Task{Exit: true}, &Stack{ID: 1},
-		&Sample{}, &Lost{}, &KernelSymbol{}, &Object{}, &End{}}
+		&Sample{}, &Lost{}, &KernelSymbol{}, &Object{}, &End{}, &Symbol{}}
 }
 
 // encodeRecords returns the bytes of a recording holding recs.

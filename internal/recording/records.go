@@ -10,7 +10,7 @@ package recording
 const (
 	Magic        = "CULPRIT\x00"
 	MajorVersion = 1
-	MinorVersion = 0
+	MinorVersion = 1
 )
 
 // Kind identifies a record. New kinds may be added by later minor versions;
@@ -29,6 +29,7 @@ const (
 	KindKernelSymbol Kind = 9  // KernelSymbol: a kernel function seen in stacks
 	KindObject       Kind = 10 // Object: an in-memory object image, e.g. the vDSO
 	KindEnd          Kind = 11 // End: the recording finished cleanly
+	KindSymbol       Kind = 12 // Symbol: a user function named at record or import time (1.1)
 )
 
 // Record is implemented by every record type.
@@ -110,6 +111,36 @@ type Sample struct {
 	// Truncated is set when the user stack could not be unwound to its
 	// outermost frame (unknown mapping, missing unwind info, short stack copy).
 	Truncated bool
+	// Event says what took the sample (format 1.1; 0 = a CPU-time tick).
+	Event Event
+	// Arg is the event's argument: the system call number for syscall
+	// events, the leaving thread's state (prev_state) for context switches.
+	Arg uint64
+}
+
+// Event is the kind of event a sample was taken at.
+type Event uint8
+
+const (
+	EventCPU          Event = 0 // a cpu-clock tick: Period ns of CPU time
+	EventSyscallEnter Event = 1 // entry of a system call (raw_syscalls:sys_enter)
+	EventSyscallExit  Event = 2 // return from a system call (raw_syscalls:sys_exit)
+	EventSwitch       Event = 3 // the thread leaves the CPU (sched:sched_switch, prev side)
+)
+
+// String names the event as the --events flag does.
+func (e Event) String() string {
+	switch e {
+	case EventCPU:
+		return "cpu"
+	case EventSyscallEnter:
+		return "syscall-enter"
+	case EventSyscallExit:
+		return "syscall-exit"
+	case EventSwitch:
+		return "switch"
+	}
+	return "event(" + itoa(uint64(e)) + ")"
 }
 
 // LostReason says who dropped what.
@@ -145,6 +176,17 @@ type Object struct {
 	Data    []byte // the ELF image
 }
 
+// Symbol names a user function at an address that no Mmap explains, as
+// imported stacks (perf script) or JIT symbol maps provide. Readers consult
+// Symbol records only for addresses outside every known mapping.
+type Symbol struct {
+	PID    uint32 // the process it belongs to; 0 = every process
+	Addr   uint64
+	Size   uint64
+	Name   string
+	Object string // the object it belongs to, e.g. a library path
+}
+
 // End marks a clean end of recording with its totals. A file without an End
 // record was cut short (recorder killed) or is still being written.
 type End struct {
@@ -164,6 +206,7 @@ func (*Lost) Kind() Kind         { return KindLost }
 func (*KernelSymbol) Kind() Kind { return KindKernelSymbol }
 func (*Object) Kind() Kind       { return KindObject }
 func (*End) Kind() Kind          { return KindEnd }
+func (*Symbol) Kind() Kind       { return KindSymbol }
 func (t *Task) Kind() Kind {
 	if t.Exit {
 		return KindExit

@@ -1,0 +1,572 @@
+package symbol
+
+import (
+	"debug/dwarf"
+	"debug/elf"
+	"encoding/binary"
+	"fmt"
+	"io"
+	"path"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// dwIndex is the lazily built DWARF index of one object. Building it reads
+// only the root DIE of each compilation unit (for its address ranges); a
+// unit's line table and function/inline tree are parsed on the first lookup
+// that lands in it and kept.
+type dwIndex struct {
+	d    *dwarf.Data
+	isGo bool
+
+	mu    sync.Mutex                // serialises parsing (debug/dwarf readers share caches)
+	names map[dwarf.Offset]dieNames // subprogram naming attributes seen or read, by DIE offset
+
+	cus    []cuRange // units with address ranges, sorted by lo
+	maxHi  []uint64  // maxHi[i] = max(cus[0..i].hi)
+	noRng  []*cuInfo // units without address ranges, parsed only when nothing else matches
+	noOnce sync.Once
+	noFns  funcIndex
+}
+
+type cuRange struct {
+	lo, hi uint64
+	cu     *cuInfo
+}
+
+// cuInfo is one compilation unit; parse fills the rest once.
+type cuInfo struct {
+	off    dwarf.Offset
+	once   sync.Once
+	parsed bool // set inside once (tests count parsed units)
+
+	lines []lineRow
+	fns   funcIndex
+}
+
+type lineRow struct {
+	addr uint64
+	file string
+	line int32
+	end  bool // end_sequence: no line from addr on
+}
+
+// inlNode is a concrete function (DW_TAG_subprogram with code) or an
+// inlined call (DW_TAG_inlined_subroutine) and the inlined calls within it.
+type inlNode struct {
+	name     string
+	ranges   [][2]uint64
+	callFile string // where this inlined call sits in its parent
+	callLine int
+	children []*inlNode
+	kids     *funcIndex // index of children's ranges when there are many
+}
+
+// child returns the inlined call directly within n that contains pc.
+func (n *inlNode) child(pc uint64) *inlNode {
+	if n.kids != nil {
+		return n.kids.find(pc)
+	}
+	for _, c := range n.children {
+		if c.contains(pc) {
+			return c
+		}
+	}
+	return nil
+}
+
+// indexKids builds child indexes for nodes with many inlined calls (large
+// functions with everything inlined into them), recursively.
+func (n *inlNode) indexKids() {
+	if len(n.children) > 8 {
+		var r []funcRange
+		for _, c := range n.children {
+			for _, rg := range c.ranges {
+				r = append(r, funcRange{rg[0], rg[1], c})
+			}
+		}
+		fi := newFuncIndex(r)
+		n.kids = &fi
+	}
+	for _, c := range n.children {
+		c.indexKids()
+	}
+}
+
+func (n *inlNode) contains(pc uint64) bool {
+	for _, r := range n.ranges {
+		if r[0] <= pc && pc < r[1] {
+			return true
+		}
+	}
+	return false
+}
+
+type funcRange struct {
+	lo, hi uint64
+	n      *inlNode
+}
+
+// funcIndex finds the out-of-line function containing an address.
+type funcIndex struct {
+	r     []funcRange // sorted by lo
+	maxHi []uint64
+}
+
+func newFuncIndex(r []funcRange) funcIndex {
+	sort.Slice(r, func(i, j int) bool { return r[i].lo < r[j].lo })
+	m := make([]uint64, len(r))
+	var hi uint64
+	for i, x := range r {
+		if x.hi > hi {
+			hi = x.hi
+		}
+		m[i] = hi
+	}
+	return funcIndex{r: r, maxHi: m}
+}
+
+// find returns the smallest function range containing pc (nested functions
+// lie inside their parents).
+func (f *funcIndex) find(pc uint64) *inlNode {
+	i := sort.Search(len(f.r), func(i int) bool { return f.r[i].lo > pc }) - 1
+	var best *funcRange
+	for ; i >= 0 && f.maxHi[i] > pc; i-- {
+		x := &f.r[i]
+		if pc < x.hi && (best == nil || x.hi-x.lo < best.hi-best.lo) {
+			best = x
+		}
+	}
+	if best == nil {
+		return nil
+	}
+	return best.n
+}
+
+// dieNames are the attributes that name a subprogram.
+type dieNames struct {
+	name, linkage string
+	ref           dwarf.Offset // abstract_origin or specification, 0 if none
+}
+
+// newDWIndex builds the unit index of d. info is the .debug_info section,
+// used only to count units so the walk can stop without decoding the last
+// unit's DIEs; it may be nil.
+func newDWIndex(d *dwarf.Data, info *elf.Section, order binary.ByteOrder, isGo bool) (x *dwIndex, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			x, err = nil, fmt.Errorf("malformed DWARF: %v", r)
+		}
+	}()
+	x = &dwIndex{d: d, isGo: isGo, names: map[dwarf.Offset]dieNames{}}
+	nUnits := -1
+	if info != nil && info.Flags&elf.SHF_COMPRESSED == 0 && !strings.HasPrefix(info.Name, ".zdebug") {
+		// Counting reads 4 bytes per unit header; for a compressed
+		// section it would decompress it all again, so let the walk
+		// decode the last unit instead.
+		nUnits = countUnits(info.Open(), order)
+	}
+	r := d.Reader()
+	for i := 0; nUnits < 0 || i < nUnits; i++ {
+		e, err := r.Next()
+		if err != nil {
+			if len(x.cus) == 0 && len(x.noRng) == 0 {
+				return nil, fmt.Errorf("reading DWARF units: %w", err)
+			}
+			break
+		}
+		if e == nil {
+			break
+		}
+		switch e.Tag {
+		case dwarf.TagCompileUnit, dwarf.TagPartialUnit:
+			cu := &cuInfo{off: e.Offset}
+			rng, err := d.Ranges(e)
+			if err != nil || len(rng) == 0 {
+				x.noRng = append(x.noRng, cu)
+			}
+			for _, rg := range rng {
+				if rg[1] > rg[0] {
+					x.cus = append(x.cus, cuRange{rg[0], rg[1], cu})
+				}
+			}
+		}
+		if nUnits < 0 || i+1 < nUnits {
+			r.SkipChildren()
+		}
+	}
+	sort.Slice(x.cus, func(i, j int) bool { return x.cus[i].lo < x.cus[j].lo })
+	x.maxHi = make([]uint64, len(x.cus))
+	var hi uint64
+	for i, c := range x.cus {
+		if c.hi > hi {
+			hi = c.hi
+		}
+		x.maxHi[i] = hi
+	}
+	return x, nil
+}
+
+// countUnits counts the unit headers in .debug_info, or returns -1.
+func countUnits(r io.ReadSeeker, order binary.ByteOrder) int {
+	n := 0
+	var b [12]byte
+	var off int64
+	for {
+		if _, err := r.Seek(off, io.SeekStart); err != nil {
+			return -1
+		}
+		if _, err := io.ReadFull(r, b[:4]); err != nil {
+			if err == io.EOF {
+				return n
+			}
+			return -1
+		}
+		l := uint64(order.Uint32(b[:4]))
+		hdr := int64(4)
+		if l == 0xffffffff {
+			if _, err := io.ReadFull(r, b[4:12]); err != nil {
+				return -1
+			}
+			l = order.Uint64(b[4:12])
+			hdr = 12
+		} else if l >= 0xfffffff0 {
+			return -1
+		}
+		if l == 0 || l > 1<<40 {
+			return -1
+		}
+		off += hdr + int64(l)
+		n++
+	}
+}
+
+// lookup returns the function and inlined calls containing pc, outermost
+// first, and the line table's position for pc (that of the innermost one).
+func (x *dwIndex) lookup(pc uint64) (chain []*inlNode, file string, line int) {
+	chain = make([]*inlNode, 0, 4)
+	for _, cu := range x.unitsAt(pc) {
+		x.parse(cu)
+		n := cu.fns.find(pc)
+		f, l := cu.lineAt(pc)
+		if n == nil && f == "" {
+			continue
+		}
+		for ; n != nil; n = n.child(pc) {
+			chain = append(chain, n)
+		}
+		return chain, f, l
+	}
+	if len(x.noRng) > 0 {
+		x.noOnce.Do(func() {
+			var all []funcRange
+			for _, cu := range x.noRng {
+				x.parse(cu)
+				all = append(all, cu.fns.r...)
+			}
+			x.noFns = newFuncIndex(all)
+		})
+		if n := x.noFns.find(pc); n != nil {
+			for _, cu := range x.noRng {
+				if cu.fns.find(pc) == n {
+					f, l := cu.lineAt(pc)
+					for ; n != nil; n = n.child(pc) {
+						chain = append(chain, n)
+					}
+					return chain, f, l
+				}
+			}
+		}
+	}
+	return nil, "", 0
+}
+
+// unitsAt returns the units whose ranges contain pc, smallest range first.
+func (x *dwIndex) unitsAt(pc uint64) []*cuInfo {
+	i := sort.Search(len(x.cus), func(i int) bool { return x.cus[i].lo > pc }) - 1
+	var out []*cuInfo
+	var sizes []uint64
+	for ; i >= 0 && x.maxHi[i] > pc; i-- {
+		c := x.cus[i]
+		if pc >= c.hi {
+			continue
+		}
+		sz := c.hi - c.lo
+		j := len(out)
+		for j > 0 && sizes[j-1] > sz {
+			j--
+		}
+		out = append(out, nil)
+		sizes = append(sizes, 0)
+		copy(out[j+1:], out[j:])
+		copy(sizes[j+1:], sizes[j:])
+		out[j], sizes[j] = c.cu, sz
+	}
+	return out
+}
+
+func (cu *cuInfo) lineAt(pc uint64) (string, int) {
+	rows := cu.lines
+	i := sort.Search(len(rows), func(i int) bool { return rows[i].addr > pc }) - 1
+	if i < 0 || rows[i].end || rows[i].line <= 0 {
+		return "", 0
+	}
+	return rows[i].file, int(rows[i].line)
+}
+
+// parse reads cu's line table and function tree once. Malformed DWARF
+// leaves the unit (partly) empty instead of panicking.
+func (x *dwIndex) parse(cu *cuInfo) {
+	if cu == nil {
+		return
+	}
+	cu.once.Do(func() {
+		x.mu.Lock()
+		defer x.mu.Unlock()
+		defer func() {
+			if r := recover(); r != nil {
+				cu.lines, cu.fns = nil, funcIndex{}
+			}
+		}()
+		cu.parsed = true
+		x.parseLocked(cu)
+	})
+}
+
+func (x *dwIndex) parseLocked(cu *cuInfo) {
+	r := x.d.Reader()
+	r.Seek(cu.off)
+	root, err := r.Next()
+	if err != nil || root == nil {
+		return
+	}
+	compDir, _ := root.Val(dwarf.AttrCompDir).(string)
+	fix := fileNamer(compDir)
+	var files []*dwarf.LineFile
+	if lr, err := x.d.LineReader(root); err == nil && lr != nil {
+		var le dwarf.LineEntry
+		for {
+			if err := lr.Next(&le); err != nil {
+				break
+			}
+			row := lineRow{addr: le.Address, line: int32(le.Line), end: le.EndSequence}
+			if le.File != nil {
+				row.file = fix(le.File.Name)
+			}
+			cu.lines = append(cu.lines, row)
+		}
+		files = lr.Files()
+		sort.SliceStable(cu.lines, func(i, j int) bool {
+			a, b := &cu.lines[i], &cu.lines[j]
+			if a.addr != b.addr {
+				return a.addr < b.addr
+			}
+			return a.end && !b.end // a sequence's end before the next one's start
+		})
+	}
+	if !root.Children {
+		return
+	}
+
+	type pending struct {
+		n   *inlNode
+		off dwarf.Offset
+	}
+	var (
+		top   []funcRange
+		named []pending
+		stack []struct {
+			level int
+			n     *inlNode
+		}
+		level = 1
+	)
+	for {
+		e, err := r.Next()
+		if err != nil || e == nil {
+			break
+		}
+		if e.Tag == 0 {
+			level--
+			if level <= 0 {
+				break
+			}
+			continue
+		}
+		for len(stack) > 0 && stack[len(stack)-1].level >= level {
+			stack = stack[:len(stack)-1]
+		}
+		push := func(n *inlNode) {
+			stack = append(stack, struct {
+				level int
+				n     *inlNode
+			}{level, n})
+		}
+		switch e.Tag {
+		case dwarf.TagSubprogram:
+			x.noteNames(e)
+			rng, _ := x.d.Ranges(e)
+			rng = validRanges(rng)
+			if len(rng) == 0 {
+				// A declaration or abstract instance: no code inside.
+				r.SkipChildren()
+				continue
+			}
+			n := &inlNode{ranges: rng}
+			named = append(named, pending{n, e.Offset})
+			for _, rg := range rng {
+				top = append(top, funcRange{rg[0], rg[1], n})
+			}
+			if e.Children {
+				push(n)
+			}
+		case dwarf.TagInlinedSubroutine:
+			var parent *inlNode
+			if len(stack) > 0 {
+				parent = stack[len(stack)-1].n
+			}
+			rng, _ := x.d.Ranges(e)
+			rng = validRanges(rng)
+			if parent == nil || len(rng) == 0 {
+				r.SkipChildren()
+				continue
+			}
+			n := &inlNode{ranges: rng}
+			if v, ok := e.Val(dwarf.AttrCallFile).(int64); ok && v >= 0 && int(v) < len(files) && files[v] != nil {
+				n.callFile = fix(files[v].Name)
+			}
+			if v, ok := e.Val(dwarf.AttrCallLine).(int64); ok {
+				n.callLine = int(v)
+			}
+			named = append(named, pending{n, e.Offset})
+			parent.children = append(parent.children, n)
+			if e.Children {
+				push(n)
+			}
+		case dwarf.TagBaseType, dwarf.TagStructType, dwarf.TagClassType, dwarf.TagUnionType,
+			dwarf.TagEnumerationType, dwarf.TagArrayType, dwarf.TagSubroutineType,
+			dwarf.TagFormalParameter, dwarf.TagVariable, dwarf.TagCallSite,
+			dwarf.Tag(0x4109), dwarf.TagTypedef, dwarf.TagPointerType, dwarf.TagConstType:
+			r.SkipChildren()
+			continue
+		}
+		if e.Children {
+			level++
+		}
+	}
+	for _, p := range named {
+		p.n.name = x.nameOf(p.off, 0)
+	}
+	seen := map[*inlNode]bool{}
+	for _, t := range top {
+		if !seen[t.n] {
+			seen[t.n] = true
+			t.n.indexKids()
+		}
+	}
+	cu.fns = newFuncIndex(top)
+}
+
+// fileNamer returns a function completing the line table's file names with
+// the unit's compilation directory. debug/dwarf joins relative directories
+// with DW_AT_comp_dir for DWARF 4 but not for DWARF 5, where directory 0 is
+// the compilation directory and others are relative to it. A relative name
+// is joined with compDir unless it already starts with it (it came from
+// directory 0). The results are interned.
+func fileNamer(compDir string) func(string) string {
+	seen := map[string]string{}
+	cd := path.Clean(compDir)
+	return func(name string) string {
+		if v, ok := seen[name]; ok {
+			return v
+		}
+		out := name
+		if compDir != "" && cd != "." && !path.IsAbs(name) && !strings.HasPrefix(name, "<") {
+			if path.IsAbs(cd) || (name != cd && !strings.HasPrefix(name, cd+"/")) {
+				out = path.Join(cd, name)
+			}
+		}
+		seen[name] = out
+		return out
+	}
+}
+
+func validRanges(rng [][2]uint64) [][2]uint64 {
+	out := rng[:0]
+	for _, r := range rng {
+		if r[1] > r[0] && r[0] != 0 {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func (x *dwIndex) noteNames(e *dwarf.Entry) {
+	if _, ok := x.names[e.Offset]; ok {
+		return
+	}
+	x.names[e.Offset] = namesOf(e)
+}
+
+func namesOf(e *dwarf.Entry) dieNames {
+	var n dieNames
+	n.name, _ = e.Val(dwarf.AttrName).(string)
+	n.linkage, _ = e.Val(dwarf.AttrLinkageName).(string)
+	if n.linkage == "" {
+		n.linkage, _ = e.Val(dwarf.Attr(0x2007)).(string)
+	}
+	if o, ok := e.Val(dwarf.AttrAbstractOrigin).(dwarf.Offset); ok {
+		n.ref = o
+	} else if o, ok := e.Val(dwarf.AttrSpecification).(dwarf.Offset); ok {
+		n.ref = o
+	}
+	return n
+}
+
+// nameOf resolves the source name of the DIE at off, following
+// DW_AT_abstract_origin and DW_AT_specification. Called with x.mu held.
+func (x *dwIndex) nameOf(off dwarf.Offset, depth int) string {
+	if depth > 8 {
+		return ""
+	}
+	n, ok := x.names[off]
+	if !ok {
+		r := x.d.Reader()
+		r.Seek(off)
+		e, err := r.Next()
+		if err != nil || e == nil || e.Offset != off {
+			x.names[off] = dieNames{}
+			return ""
+		}
+		n = namesOf(e)
+		x.names[off] = n
+	}
+	// A mangled linkage name carries the qualified C++/Rust name that
+	// DW_AT_name lacks. An unmangled one is an assembler label (glibc's
+	// __GI___libc_malloc for __libc_malloc): DW_AT_name, here or on the
+	// DIE referred to, is the source name, the label a last resort.
+	if n.linkage != "" && !x.isGo && isMangled(n.linkage) {
+		if c := CleanName(n.linkage); c != n.linkage {
+			return c
+		}
+	}
+	if n.name != "" {
+		if x.isGo {
+			return n.name
+		}
+		return stripClones(n.name)
+	}
+	if n.ref != 0 && n.ref != off {
+		if r := x.nameOf(n.ref, depth+1); r != "" {
+			return r
+		}
+	}
+	if n.linkage != "" {
+		if x.isGo {
+			return n.linkage
+		}
+		return CleanName(n.linkage)
+	}
+	return ""
+}

@@ -1,0 +1,425 @@
+package symbol
+
+import (
+	"bytes"
+	"debug/elf"
+	"debug/gosym"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+)
+
+// objData is what is known about one object file (shared by every Object
+// with the same build-id). Headers are read when it is opened; symbols,
+// the debug file and DWARF on first use.
+type objData struct {
+	path      string // file to reopen; "" for in-memory images
+	data      []byte // in-memory image
+	debugDirs []string
+	buildID   []byte
+	loads     []segment
+	isGo      bool
+	standIn   bool // path is a separate debug file standing in for a missing object
+
+	once      sync.Once
+	syms      *symTable
+	dw        *dwIndex
+	pcln      *gosym.Table
+	pclnMu    sync.Mutex
+	debugPath string
+	loadErr   error
+
+	cleanCache sync.Map // raw symbol → CleanName
+}
+
+// segment is a PT_LOAD program header: file [off, off+filesz) is mapped at
+// vaddr.
+type segment struct {
+	off, vaddr, filesz, memsz, align uint64
+}
+
+func openFile(path string, debugDirs []string) (d *objData, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			d, err = nil, fmt.Errorf("%s: malformed ELF: %v", path, r)
+		}
+	}()
+	f, err := elf.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	defer f.Close()
+	d = &objData{path: path, debugDirs: debugDirs}
+	if err := d.readHeaders(f); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return d, nil
+}
+
+func openBytes(name string, data []byte, debugDirs []string) (d *objData, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			d, err = nil, fmt.Errorf("%s: malformed ELF: %v", name, r)
+		}
+	}()
+	f, err := elf.NewFile(bytes.NewReader(data))
+	if err != nil {
+		return nil, fmt.Errorf("parse %s: %w", name, err)
+	}
+	d = &objData{data: data, debugDirs: debugDirs}
+	if err := d.readHeaders(f); err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	return d, nil
+}
+
+// reopen opens the object's ELF again for the lazy parts.
+func (d *objData) reopen() (*elf.File, io.Closer, error) {
+	if d.data != nil {
+		f, err := elf.NewFile(bytes.NewReader(d.data))
+		return f, io.NopCloser(nil), err
+	}
+	f, err := elf.Open(d.path)
+	if err != nil {
+		return nil, nil, err
+	}
+	return f, f, nil
+}
+
+func (d *objData) readHeaders(f *elf.File) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("malformed ELF: %v", r)
+		}
+	}()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD {
+			d.loads = append(d.loads, segment{p.Off, p.Vaddr, p.Filesz, p.Memsz, p.Align})
+		}
+	}
+	sort.Slice(d.loads, func(i, j int) bool { return d.loads[i].vaddr < d.loads[j].vaddr })
+	d.buildID = buildIDOf(f)
+	d.isGo = f.Section(".gopclntab") != nil || f.Section(".go.buildinfo") != nil || f.Section(".note.go.buildid") != nil
+	return nil
+}
+
+// buildIDOf returns the GNU build-id note of f, from note sections or, when
+// section headers are absent, from PT_NOTE segments.
+func buildIDOf(f *elf.File) []byte {
+	for _, s := range f.Sections {
+		if s.Type != elf.SHT_NOTE {
+			continue
+		}
+		data, err := s.Data()
+		if err != nil {
+			continue
+		}
+		if id := parseBuildIDNote(data, f.ByteOrder); id != nil {
+			return id
+		}
+	}
+	for _, p := range f.Progs {
+		if p.Type != elf.PT_NOTE || p.Filesz == 0 || p.Filesz > 1<<20 {
+			continue
+		}
+		data := make([]byte, p.Filesz)
+		if _, err := p.ReadAt(data, 0); err != nil {
+			continue
+		}
+		if id := parseBuildIDNote(data, f.ByteOrder); id != nil {
+			return id
+		}
+	}
+	return nil
+}
+
+func parseBuildIDNote(b []byte, order binary.ByteOrder) []byte {
+	for len(b) >= 12 {
+		nameSz := uint64(order.Uint32(b[0:]))
+		descSz := uint64(order.Uint32(b[4:]))
+		typ := order.Uint32(b[8:])
+		b = b[12:]
+		nameEnd := (nameSz + 3) &^ 3
+		descEnd := (descSz + 3) &^ 3
+		if nameEnd > uint64(len(b)) || nameEnd+descSz > uint64(len(b)) {
+			return nil
+		}
+		name := b[:nameSz]
+		desc := b[nameEnd : nameEnd+descSz]
+		if typ == 3 && string(bytes.TrimRight(name, "\x00")) == "GNU" && len(desc) > 0 {
+			return append([]byte(nil), desc...)
+		}
+		if nameEnd+descEnd > uint64(len(b)) {
+			return nil
+		}
+		b = b[nameEnd+descEnd:]
+	}
+	return nil
+}
+
+// vaddr translates a file offset to a virtual address through the PT_LOAD
+// headers. Objects without program headers (relocatable) use the offset.
+func (d *objData) vaddr(off uint64) (uint64, bool) {
+	if len(d.loads) == 0 {
+		return off, true
+	}
+	for _, s := range d.loads {
+		if off >= s.off && off-s.off < s.filesz {
+			return s.vaddr + (off - s.off), true
+		}
+	}
+	// Past the file contents of a segment but within its memory image
+	// (callers computing offsets for the bss or a stand-in without sizes).
+	for _, s := range d.loads {
+		if off >= s.off && off-s.off < s.memsz {
+			return s.vaddr + (off - s.off), true
+		}
+	}
+	return 0, false
+}
+
+// reconstructLoads guesses the file layout of the object a separate debug
+// file stands in for. objcopy --only-keep-debug zeroes p_offset/p_filesz of
+// segments whose contents it dropped; linkers place each segment at the
+// lowest offset past the previous one that is congruent to its address
+// modulo its alignment, which this reproduces (exact for GNU ld and lld
+// layouts in practice).
+func (d *objData) reconstructLoads() {
+	if len(d.loads) == 0 {
+		return
+	}
+	var end uint64
+	for i := range d.loads {
+		s := &d.loads[i]
+		align := s.align
+		if align == 0 {
+			align = 1
+		}
+		off := end
+		if i == 0 {
+			off = 0
+		}
+		if r := (s.vaddr - off) % align; r != 0 {
+			off += r
+		}
+		s.off = off
+		s.filesz = s.memsz
+		end = off + s.memsz
+	}
+}
+
+// load reads symbols, finds separate debug info and prepares the DWARF index
+// or pclntab, once. Failures leave the parts that failed empty.
+func (d *objData) load() {
+	d.once.Do(func() {
+		defer func() {
+			if r := recover(); r != nil {
+				d.loadErr = fmt.Errorf("malformed object: %v", r)
+			}
+		}()
+		d.loadErr = d.loadOnce()
+	})
+}
+
+func (d *objData) loadOnce() error {
+	f, c, err := d.reopen()
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	if d.data == nil && len(d.buildID) > 0 {
+		if id := buildIDOf(f); !bytes.Equal(id, d.buildID) {
+			return fmt.Errorf("%s changed while open", d.path)
+		}
+	}
+
+	hasDWARF := f.Section(".debug_info") != nil && f.Section(".debug_info").Type != elf.SHT_NOBITS
+	var dbg *elf.File
+	if !hasDWARF && !d.standIn {
+		if p, df, dc := d.findDebugFile(f); df != nil {
+			defer dc.Close()
+			dbg, d.debugPath = df, p
+		}
+	}
+
+	// Symbols: .symtab of the object, else of the debug file, else .dynsym.
+	if syms, err := f.Symbols(); err == nil && len(syms) > 0 {
+		d.syms = newSymTable(f, syms)
+	}
+	if d.syms.len() == 0 && dbg != nil {
+		if syms, err := dbg.Symbols(); err == nil && len(syms) > 0 {
+			d.syms = newSymTable(dbg, syms)
+		}
+	}
+	if d.syms.len() == 0 {
+		if syms, err := f.DynamicSymbols(); err == nil && len(syms) > 0 {
+			d.syms = newSymTable(f, syms)
+		}
+	}
+
+	// Line information: DWARF of the object or debug file, else pclntab.
+	src := f
+	if !hasDWARF {
+		src = dbg
+	}
+	if src != nil {
+		if dw, err := src.DWARF(); err == nil {
+			if x, err := newDWIndex(dw, src.Section(".debug_info"), src.ByteOrder, d.isGo); err == nil {
+				d.dw = x
+			}
+		}
+	}
+	if d.isGo {
+		// Without DWARF the pclntab is the only source of names and lines;
+		// with it, the pclntab fills the lines Go's DWARF leaves out
+		// (function prologues of generated code and assembly).
+		d.pcln = goTable(f)
+	}
+	return nil
+}
+
+// findDebugFile looks for separate debug info: by build-id under each debug
+// dir, then by .gnu_debuglink (verifying its CRC) next to the object, in its
+// .debug subdirectory and under each debug dir.
+func (d *objData) findDebugFile(f *elf.File) (string, *elf.File, io.Closer) {
+	try := func(p string, ok func(*elf.File) bool) (*elf.File, bool) {
+		df, err := elf.Open(p)
+		if err != nil {
+			return nil, false
+		}
+		if s := df.Section(".debug_info"); s == nil || s.Type == elf.SHT_NOBITS {
+			if s := df.Section(".symtab"); s == nil {
+				df.Close()
+				return nil, false
+			}
+		}
+		if !ok(df) {
+			df.Close()
+			return nil, false
+		}
+		return df, true
+	}
+	if len(d.buildID) > 0 {
+		for _, p := range buildIDPaths(d.debugDirs, d.buildID) {
+			if d.path != "" && sameFile(p, d.path) {
+				continue
+			}
+			df, ok := try(p, func(df *elf.File) bool { return bytes.Equal(buildIDOf(df), d.buildID) })
+			if ok {
+				return p, df, df
+			}
+		}
+	}
+	name, crc, ok := debugLink(f)
+	if !ok || d.path == "" {
+		return "", nil, nil
+	}
+	abs, err := filepath.Abs(d.path)
+	if err != nil {
+		abs = d.path
+	}
+	dir := filepath.Dir(abs)
+	cands := []string{filepath.Join(dir, name), filepath.Join(dir, ".debug", name)}
+	for _, dd := range d.debugDirs {
+		cands = append(cands, filepath.Join(dd, dir, name))
+	}
+	for _, p := range cands {
+		if sameFile(p, d.path) {
+			continue
+		}
+		if c, err := fileCRC(p); err != nil || c != crc {
+			continue
+		}
+		df, ok := try(p, func(df *elf.File) bool {
+			id := buildIDOf(df)
+			return len(id) == 0 || len(d.buildID) == 0 || bytes.Equal(id, d.buildID)
+		})
+		if ok {
+			return p, df, df
+		}
+	}
+	return "", nil, nil
+}
+
+func sameFile(a, b string) bool {
+	fa, err1 := os.Stat(a)
+	fb, err2 := os.Stat(b)
+	return err1 == nil && err2 == nil && os.SameFile(fa, fb)
+}
+
+// debugLink parses .gnu_debuglink: a NUL-terminated file name, padding to 4
+// bytes, and the CRC32 of the debug file.
+func debugLink(f *elf.File) (string, uint32, bool) {
+	s := f.Section(".gnu_debuglink")
+	if s == nil {
+		return "", 0, false
+	}
+	b, err := s.Data()
+	if err != nil {
+		return "", 0, false
+	}
+	i := bytes.IndexByte(b, 0)
+	if i <= 0 {
+		return "", 0, false
+	}
+	name := string(b[:i])
+	off := (i + 1 + 3) &^ 3
+	if off+4 > len(b) || filepath.Base(name) != name {
+		return "", 0, false
+	}
+	return name, f.ByteOrder.Uint32(b[off:]), true
+}
+
+func fileCRC(p string) (uint32, error) {
+	fh, err := os.Open(p)
+	if err != nil {
+		return 0, err
+	}
+	defer fh.Close()
+	h := crc32.NewIEEE()
+	if _, err := io.Copy(h, fh); err != nil {
+		return 0, err
+	}
+	return h.Sum32(), nil
+}
+
+// goTable reads Go's pclntab, which survives -ldflags=-s -w.
+func goTable(f *elf.File) (t *gosym.Table) {
+	defer func() {
+		if recover() != nil {
+			t = nil
+		}
+	}()
+	s := f.Section(".gopclntab")
+	if s == nil {
+		return nil
+	}
+	data, err := s.Data()
+	if err != nil {
+		return nil
+	}
+	var text uint64
+	if syms, err := f.Symbols(); err == nil {
+		for _, sym := range syms {
+			if sym.Name == "runtime.text" {
+				text = sym.Value
+				break
+			}
+		}
+	}
+	if text == 0 {
+		if ts := f.Section(".text"); ts != nil {
+			text = ts.Addr
+		}
+	}
+	tab, err := gosym.NewTable(nil, gosym.NewLineTable(data, text))
+	if err != nil || len(tab.Funcs) == 0 {
+		return nil
+	}
+	return tab
+}

@@ -38,7 +38,8 @@ culprit's exit code. The file is written as the run goes: it can be reported
 on while still being written, and survives the recorder being killed.`,
 		Example: `  culprit record -- ./server --port 8080
   culprit record -F 4999 --call-graph dwarf -o slow.rec -- make -j2
-  culprit record -p 1234 --duration 30s`,
+  culprit record -p 1234 --duration 30s
+  culprit record --events cpu,syscalls,sched -- ./server   # for culprit latency/contexts`,
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Tool = "culprit " + Version
 			stderr := c.ErrOrStderr()
@@ -83,6 +84,8 @@ on while still being written, and survives the recorder being killed.`,
 	f.StringVarP(&o.Output, "output", "o", "culprit.rec", "recording file to write")
 	f.IntVarP(&pid, "pid", "p", 0, "attach to this running process instead of launching a command")
 	f.DurationVar(&o.Duration, "duration", 0, "stop recording after this long, e.g. 500ms, 10s, 2m (default: until the command exits, or Ctrl-C)")
+	f.StringSliceVar(&o.Events, "events", []string{"cpu"}, "what to sample, comma-separated: cpu (CPU time), syscalls (every system call entry and exit), sched (every context switch: off-CPU time)")
+	f.IntVar(&o.EventPeriod, "event-period", 1, "with syscalls or sched: record one in N of those events, to bound the cost on syscall-heavy programs")
 	f.IntVar(&o.StackBytes, "stack-size", 0, "user stack bytes copied per sample (default 4096 in fp mode, 16384 in dwarf mode; max 65528)")
 	f.IntVar(&o.RingPages, "mmap-pages", 0, "ring buffer pages per CPU, a power of two (default: sized from rate and stack size)")
 	c.Flags().SortFlags = false

@@ -55,6 +55,7 @@ type Sample struct {
 	UserMode bool     // the sample was taken in user mode
 	ABI      uint64   // registers ABI: 0 none (kernel thread), 2 = 64-bit
 	Regs     []uint64 // user registers in RegsMask order
+	Raw      []byte   // raw tracepoint data (PERF_SAMPLE_RAW), nil for cpu-clock
 	StackSP  uint64   // Regs' SP: where Stack starts
 	Stack    []byte   // copy of the user stack
 }
@@ -111,16 +112,17 @@ const (
 
 var le = binary.LittleEndian
 
-// Decode decodes one raw record. It returns *Sample, *Mmap, *Comm, *Task,
+// Decode decodes one raw record of an event opened by Open, whose samples are
+// laid out as l (Event.Layout). It returns *Sample, *Mmap, *Comm, *Task,
 // *Lost, or nil for records culprit does not use.
-func Decode(rec []byte) (any, error) {
+func Decode(rec []byte, l Layout) (any, error) {
 	if len(rec) < 8 {
 		return nil, fmt.Errorf("perf record of %d bytes is too short", len(rec))
 	}
 	h := Header{Type: le.Uint32(rec), Misc: le.Uint16(rec[4:])}
 	body := rec[8:]
 	if h.Type == RecordSample {
-		return decodeSample(h, body)
+		return decodeSample(h, body, l)
 	}
 	if len(body) < idTrailer {
 		return nil, nil
@@ -199,7 +201,7 @@ func decodeMmap(h Header, b []byte) (any, error) {
 	return m, nil
 }
 
-func decodeSample(h Header, b []byte) (*Sample, error) {
+func decodeSample(h Header, b []byte, l Layout) (*Sample, error) {
 	s := &Sample{Header: h, UserMode: h.Misc&miscCPUModeMask == miscUser}
 	need := func(n int) error {
 		if len(b) < n {
@@ -207,15 +209,23 @@ func decodeSample(h Header, b []byte) (*Sample, error) {
 		}
 		return nil
 	}
-	if err := need(40); err != nil {
+	if err := need(32); err != nil {
 		return nil, err
 	}
 	s.IP = le.Uint64(b)
 	s.PID, s.TID = le.Uint32(b[8:]), le.Uint32(b[12:])
 	s.Time = le.Uint64(b[16:])
 	s.CPU = le.Uint32(b[24:])
-	s.Period = le.Uint64(b[32:])
-	b = b[40:]
+	b = b[32:]
+	if l.Period != 0 {
+		s.Period = l.Period
+	} else {
+		if err := need(8); err != nil {
+			return nil, err
+		}
+		s.Period = le.Uint64(b)
+		b = b[8:]
+	}
 	if err := need(8); err != nil {
 		return nil, err
 	}
@@ -246,6 +256,17 @@ func decodeSample(h Header, b []byte) (*Sample, error) {
 		}
 	}
 	flush(len(chain))
+	if l.Raw {
+		if err := need(4); err != nil {
+			return nil, err
+		}
+		n := int(le.Uint32(b))
+		if err := need(4 + n); err != nil {
+			return nil, err
+		}
+		s.Raw = b[4 : 4+n]
+		b = b[4+n:]
+	}
 	if err := need(8); err != nil {
 		return nil, err
 	}

@@ -32,8 +32,13 @@ const (
 	bitBuildID = 1 << 34 // perf_event_attr.build_id: MMAP2 carries build-ids (Linux 5.12+)
 )
 
-// Config describes a CPU-time sampling event.
+// Config describes a sampling event: cpu-clock by default, or a tracepoint.
 type Config struct {
+	Tracepoint *Tracepoint // sample this tracepoint instead of cpu-clock
+	Period     uint64      // for tracepoints: one sample every Period hits (0 = 1)
+	// NoSideband leaves mmap, comm and task records to another event of the
+	// same task, so that they are not reported twice.
+	NoSideband    bool
 	Frequency     int  // samples per second per thread
 	StackBytes    int  // bytes of user stack copied per sample (0: none)
 	ExcludeKernel bool // sample user mode only (needed without privileges)
@@ -56,6 +61,18 @@ func (c Config) attr() *unix.PerfEventAttr {
 		Sample_regs_user:  RegsMask,
 		Sample_stack_user: uint32(c.StackBytes),
 	}
+	if c.Tracepoint != nil {
+		a.Type = unix.PERF_TYPE_TRACEPOINT
+		a.Config = c.Tracepoint.ID
+		a.Sample = max(c.Period, 1)
+		a.Bits &^= unix.PerfBitFreq
+		// With PERF_SAMPLE_PERIOD the kernel samples every hit of a
+		// tracepoint whatever the period (perf_swevent_event), so leave it out.
+		a.Sample_type = a.Sample_type&^unix.PERF_SAMPLE_PERIOD | unix.PERF_SAMPLE_RAW
+	}
+	if c.NoSideband {
+		a.Bits &^= unix.PerfBitMmap | unix.PerfBitMmap2 | unix.PerfBitComm | unix.PerfBitCommExec | unix.PerfBitTask
+	}
 	if c.Inherit {
 		a.Bits |= unix.PerfBitInherit
 	}
@@ -70,9 +87,18 @@ func (c Config) attr() *unix.PerfEventAttr {
 
 // Event is one open perf event.
 type Event struct {
-	FD  int
-	CPU int
-	TID int
+	FD     int
+	CPU    int
+	TID    int
+	Layout Layout // how its samples are laid out
+}
+
+// Layout says which optional fields an event's samples carry.
+type Layout struct {
+	Raw bool // raw tracepoint data (PERF_SAMPLE_RAW)
+	// Period, when not 0, is the event's fixed sample period: the samples
+	// then carry no PERF_SAMPLE_PERIOD field and Sample.Period is set to it.
+	Period uint64
 }
 
 // Open opens a sampling event on thread tid (or a process with Inherit) and
@@ -88,7 +114,11 @@ func Open(c Config, tid, cpu int, group int) (*Event, error) {
 	if err != nil {
 		return nil, explain(err, c, tid, cpu)
 	}
-	return &Event{FD: fd, CPU: cpu, TID: tid}, nil
+	ev := &Event{FD: fd, CPU: cpu, TID: tid}
+	if c.Tracepoint != nil {
+		ev.Layout = Layout{Raw: true, Period: max(c.Period, 1)}
+	}
+	return ev, nil
 }
 
 // ErrPermission is wrapped by errors caused by missing privileges.
@@ -104,7 +134,11 @@ func explain(err error, c Config, tid, cpu int) error {
 	case unix.ESRCH:
 		return fmt.Errorf("perf_event_open on thread %d: %w", tid, ErrNoSuchThread)
 	case unix.ENOENT, unix.EOPNOTSUPP, unix.ENODEV:
-		return fmt.Errorf("perf_event_open: the cpu-clock software event is not supported by this kernel (%v)", err)
+		what := "the cpu-clock software event"
+		if c.Tracepoint != nil {
+			what = "tracepoint " + c.Tracepoint.Name
+		}
+		return fmt.Errorf("perf_event_open: %s is not supported by this kernel (%v)", what, err)
 	case unix.EMFILE:
 		return fmt.Errorf("perf_event_open: too many open files: raise the limit with `ulimit -n`")
 	case unix.EINVAL:

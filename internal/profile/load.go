@@ -280,7 +280,7 @@ func (l *loader) kernelFrame(addr uint64, isReturn bool) []int32 {
 	}
 	f := Frame{Object: "[kernel.kallsyms]", Offset: addr, Kernel: true}
 	if name, module, ok := l.ktab.Lookup(look); ok {
-		f.Function = name
+		f.Function = symbol.CleanName(name)
 		if module != "" {
 			f.Object = "[" + module + "]"
 		}

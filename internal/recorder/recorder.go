@@ -41,6 +41,12 @@ type Options struct {
 	RingPages  int           // data pages per CPU ring (0: chosen from the stack size)
 	Duration   time.Duration // stop after this long (0: until the command exits or a signal)
 	Tool       string        // "culprit <version>", stored in the recording
+	// Events lists what to sample: "cpu" (default), "syscalls" (entry and
+	// exit of every system call), "sched" (every context switch away).
+	Events []string
+	// EventPeriod samples one in EventPeriod syscall or switch events
+	// (default 1: all), bounding the cost on syscall-heavy programs.
+	EventPeriod int
 	// UserOnly samples user mode only; it is chosen automatically when the
 	// kernel refuses kernel call chains to an unprivileged user.
 	UserOnly bool
@@ -81,6 +87,12 @@ func (o *Options) setDefaults() error {
 		return fmt.Errorf("stack size %d is out of range: use 0 to 65528 bytes", o.StackBytes)
 	}
 	o.StackBytes &^= 7
+	if o.EventPeriod == 0 {
+		o.EventPeriod = 1
+	}
+	if o.EventPeriod < 0 {
+		return fmt.Errorf("event period %d must be positive", o.EventPeriod)
+	}
 	if o.RingPages == 0 {
 		// Room for about half a second of samples per CPU at the chosen rate.
 		need := o.Frequency * (o.StackBytes + 1024) / 2
@@ -141,11 +153,12 @@ type session struct {
 	o      Options
 	w      *recording.Writer
 	cpus   []int
-	rings  []*perf.Ring
+	kinds  []eventKind // what is sampled; kinds[0] also reports mmap/comm/task
+	rings  []ring
 	events []*perf.Event
 	res    Result
 
-	spaces  map[uint32]*space // address spaces by pid
+	spaces  map[uint32]*space        // address spaces by pid
 	objects map[string]*unwind.Table // CFI by object path; nil: none
 	tables  unwind.TableCache
 	ktab    *symbol.KernelTable
@@ -163,6 +176,67 @@ type session struct {
 type item struct {
 	time uint64
 	rec  any
+	kind *eventKind
+}
+
+// eventKind is one kind of sampled event.
+type eventKind struct {
+	event recording.Event
+	tp    *perf.Tracepoint // nil for cpu-clock
+	arg   string           // tracepoint field stored as Sample.Arg
+}
+
+// ring is a CPU's ring buffer for one event kind.
+type ring struct {
+	*perf.Ring
+	kind *eventKind
+}
+
+// Event names accepted by Options.Events.
+const (
+	EventsCPU      = "cpu"
+	EventsSyscalls = "syscalls"
+	EventsSched    = "sched"
+)
+
+// eventKinds resolves the --events list.
+func eventKinds(names []string) ([]eventKind, error) {
+	if len(names) == 0 {
+		names = []string{EventsCPU}
+	}
+	var out []eventKind
+	seen := map[string]bool{}
+	for _, n := range names {
+		n = strings.TrimSpace(n)
+		if seen[n] {
+			continue
+		}
+		seen[n] = true
+		switch n {
+		case EventsCPU:
+			out = append(out, eventKind{event: recording.EventCPU})
+		case EventsSyscalls:
+			for _, tp := range []struct {
+				name string
+				ev   recording.Event
+			}{{"raw_syscalls:sys_enter", recording.EventSyscallEnter}, {"raw_syscalls:sys_exit", recording.EventSyscallExit}} {
+				t, err := perf.OpenTracepoint(tp.name)
+				if err != nil {
+					return nil, err
+				}
+				out = append(out, eventKind{event: tp.ev, tp: t, arg: "id"})
+			}
+		case EventsSched:
+			t, err := perf.OpenTracepoint("sched:sched_switch")
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, eventKind{event: recording.EventSwitch, tp: t, arg: "prev_state"})
+		default:
+			return nil, fmt.Errorf("unknown event %q: use cpu, syscalls or sched (comma-separated)", n)
+		}
+	}
+	return out, nil
 }
 
 // newSession opens the output file and writes what every recording starts with.
@@ -171,11 +245,15 @@ func newSession(o Options, meta recording.Meta) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
+	kinds, err := eventKinds(o.Events)
+	if err != nil {
+		return nil, err
+	}
 	w, err := recording.Create(o.Output)
 	if err != nil {
 		return nil, err
 	}
-	s := &session{o: o, w: w, cpus: cpus,
+	s := &session{o: o, w: w, cpus: cpus, kinds: kinds,
 		spaces: map[uint32]*space{}, objects: map[string]*unwind.Table{},
 		kseen: map[uint64]bool{}, kaddr: map[uint64]bool{}, buildID: map[string][]byte{}}
 	s.res.ExitCode = -1
@@ -188,7 +266,18 @@ func newSession(o Options, meta recording.Meta) (*session, error) {
 	meta.Arch = runtime.GOARCH
 	meta.StartUnixNano = time.Now().UnixNano()
 	meta.StartClock = monotonic()
-	meta.Event = "cpu-clock"
+	var evs []string
+	for _, k := range kinds {
+		if k.tp == nil {
+			evs = append(evs, "cpu-clock")
+		} else {
+			evs = append(evs, k.tp.Name)
+		}
+	}
+	meta.Event = strings.Join(evs, ",")
+	if o.EventPeriod > 1 {
+		meta.Extra = map[string]string{"event_period": strconv.Itoa(o.EventPeriod)}
+	}
 	meta.Frequency = o.Frequency
 	meta.CallGraph = o.CallGraph
 	meta.StackBytes = o.StackBytes
@@ -256,21 +345,41 @@ func (s *session) addVDSO() {
 	_ = s.w.Write(&recording.Object{Name: "[vdso]", BuildID: bid, Data: img})
 }
 
-// ring returns the ring of a CPU, or nil.
-func (s *session) ring(cpu int) *perf.Ring {
+// ring returns the ring of a CPU for an event kind, or nil.
+func (s *session) ring(cpu int, k *eventKind) *perf.Ring {
 	for _, r := range s.rings {
-		if r.Event.CPU == cpu {
-			return r
+		if r.Event.CPU == cpu && r.kind == k {
+			return r.Ring
 		}
 	}
 	return nil
 }
 
-// openEvents opens one inheriting event per CPU for each thread in tids; the
-// events of one CPU share one ring.
+// openEvents opens, for each thread in tids, one inheriting event per CPU and
+// event kind; the events of one CPU and kind share one ring.
 func (s *session) openEvents(tids []int) error {
+	for i := range s.kinds {
+		if err := s.openKind(tids, &s.kinds[i], i > 0); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (s *session) openKind(tids []int, k *eventKind, noSideband bool) error {
 	cfg := perf.Config{Frequency: s.o.Frequency, StackBytes: s.o.StackBytes, Inherit: true,
-		ExcludeKernel: s.o.UserOnly, MaxStack: 127}
+		ExcludeKernel: s.o.UserOnly, MaxStack: 127,
+		Tracepoint: k.tp, Period: uint64(s.o.EventPeriod), NoSideband: noSideband}
+	pages := s.o.RingPages
+	if k.tp != nil {
+		// System calls and switches can come a million a second, in bursts:
+		// give them big rings, and in fp mode (where the copy only repairs
+		// the first frames) a smaller stack copy.
+		pages = max(pages, 2048)
+		if s.o.CallGraph == CallGraphFP {
+			cfg.StackBytes = min(cfg.StackBytes, 1024)
+		}
+	}
 	for _, tid := range tids {
 		for _, cpu := range s.cpus {
 			ev, err := perf.Open(cfg, tid, cpu, -1)
@@ -290,17 +399,17 @@ func (s *session) openEvents(tids []int) error {
 				return err
 			}
 			s.events = append(s.events, ev)
-			if r := s.ring(cpu); r != nil {
+			if r := s.ring(cpu, k); r != nil {
 				if err := ev.SetOutput(r.Event); err != nil {
 					return err
 				}
 				continue
 			}
-			r, err := perf.MapRing(ev, s.o.RingPages)
+			r, err := perf.MapRing(ev, pages)
 			if err != nil {
 				return err
 			}
-			s.rings = append(s.rings, r)
+			s.rings = append(s.rings, ring{Ring: r, kind: k})
 		}
 	}
 	return nil
@@ -335,27 +444,35 @@ func (s *session) synthesize(pid int) error {
 
 // drain reads every ring, orders the records by time and handles them.
 func (s *session) drain() error {
-	s.buf, s.offs, s.items = s.buf[:0], s.offs[:0], s.items[:0]
+	s.buf, s.items = s.buf[:0], s.items[:0]
 	for _, r := range s.rings {
+		s.offs = s.offs[:0]
 		s.buf, s.offs = r.ReadAll(s.buf, s.offs)
-	}
-	for i, off := range s.offs {
-		end := len(s.buf)
-		if i+1 < len(s.offs) {
-			end = s.offs[i+1]
+		for i, off := range s.offs {
+			end := len(s.buf)
+			if i+1 < len(s.offs) {
+				end = s.offs[i+1]
+			}
+			rec, err := perf.Decode(s.buf[off:end], r.Event.Layout)
+			if err != nil {
+				// Counted as lost by the recorder, and said once.
+				s.res.Lost++
+				s.write(&recording.Lost{Time: monotonic(), Reason: recording.LostRecorder, Count: 1})
+				s.warn("some kernel records could not be decoded and were dropped: %v", err)
+				continue
+			}
+			if rec == nil {
+				continue
+			}
+			s.items = append(s.items, item{time: recTime(rec), rec: rec, kind: r.kind})
 		}
-		rec, err := perf.Decode(s.buf[off:end])
-		if err != nil {
-			s.res.Lost++
-			continue
-		}
-		if rec == nil {
-			continue
-		}
-		s.items = append(s.items, item{time: recTime(rec), rec: rec})
 	}
 	sort.SliceStable(s.items, func(i, j int) bool { return s.items[i].time < s.items[j].time })
 	for _, it := range s.items {
+		if smp, ok := it.rec.(*perf.Sample); ok {
+			s.sample(smp, it.kind)
+			continue
+		}
 		s.handle(it.rec)
 	}
 	s.items = s.items[:0]
@@ -387,8 +504,6 @@ func (s *session) write(r recording.Record) {
 // handle turns one decoded perf record into recording records.
 func (s *session) handle(rec any) {
 	switch r := rec.(type) {
-	case *perf.Sample:
-		s.sample(r)
 	case *perf.Mmap:
 		if r.Prot&unix.PROT_EXEC == 0 {
 			return
@@ -450,7 +565,7 @@ func (s *session) space(pid uint32) *space {
 }
 
 // sample completes the user call chain and writes the sample.
-func (s *session) sample(r *perf.Sample) {
+func (s *session) sample(r *perf.Sample, k *eventKind) {
 	user := r.User
 	truncated := false
 	if len(r.Regs) == perf.NumRegs {
@@ -471,7 +586,11 @@ func (s *session) sample(r *perf.Sample) {
 	}
 	s.kernelSymbols(r.Kernel)
 	s.res.Samples++
-	smp := recording.Sample{Time: r.Time, PID: r.PID, TID: r.TID, CPU: r.CPU, Period: r.Period, Truncated: truncated}
+	smp := recording.Sample{Time: r.Time, PID: r.PID, TID: r.TID, CPU: r.CPU, Period: r.Period,
+		Truncated: truncated, Event: k.event}
+	if k.tp != nil {
+		smp.Arg, _ = k.tp.Int(r.Raw, k.arg)
+	}
 	if err := s.w.WriteSample(smp, r.Kernel, user); err != nil {
 		s.warn("writing the recording: %v", err)
 	}
@@ -538,7 +657,7 @@ func toDWARF(r []uint64) unwind.Regs {
 
 func (s *session) close() {
 	for _, r := range s.rings {
-		r.Close()
+		r.Ring.Close()
 	}
 	for _, e := range s.events {
 		e.Disable()

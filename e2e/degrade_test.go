@@ -1,0 +1,141 @@
+package e2e
+
+import (
+	"bytes"
+	"math/rand"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+
+	"github.com/culprit-dev/culprit/internal/testutil"
+)
+
+// A binary that changed since recording is named as such, not symbolized
+// with wrong names.
+func TestChangedBinaryIsReported(t *testing.T) {
+	testutil.NeedRoot(t)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "prog")
+	src := filepath.Join(testutil.Targets(), "hier.c")
+	if out, err := exec.Command("gcc", "-O2", "-g", "-o", bin, src).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	out := rec(t)
+	mustRun(t, "record", "-o", out, "--", bin, "4")
+	// Rebuild with other code at the same path.
+	if out, err := exec.Command("gcc", "-O0", "-g", "-DEXTRA=1", "-o", bin, src, "-Wl,--build-id=sha1").CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	stdout, stderr, code := run(t, "report", out)
+	if code != 0 {
+		t.Fatalf("report: exit %d: %s", code, stderr)
+	}
+	if !strings.Contains(stderr, "build-id") || !strings.Contains(stderr, "changed since recording") {
+		t.Errorf("stderr does not say the binary changed:\n%s", stderr)
+	}
+	if strings.Contains(stdout, "dispatch_2") {
+		t.Errorf("frames of a changed binary were named:\n%s", stdout)
+	}
+	if !strings.Contains(stdout, "prog+0x") {
+		t.Errorf("frames of the changed binary should read prog+0xoffset:\n%s", stdout)
+	}
+}
+
+// A stripped binary is reported as object+offset, and said once.
+func TestStrippedBinary(t *testing.T) {
+	testutil.NeedRoot(t)
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "stripped")
+	if out, err := exec.Command("gcc", "-O2", "-s", "-o", bin, filepath.Join(testutil.Targets(), "hier.c")).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	out := rec(t)
+	mustRun(t, "record", "-o", out, "--", bin, "4")
+	stdout, stderr, code := run(t, "report", out)
+	if code != 0 {
+		t.Fatalf("report: exit %d: %s", code, stderr)
+	}
+	if n := strings.Count(stderr, "has no symbols"); n != 1 {
+		t.Errorf("want the missing symbols said once, said %d times:\n%s", n, stderr)
+	}
+	if !strings.Contains(stdout, "stripped+0x") {
+		t.Errorf("want stripped+0xoffset frames:\n%s", stdout)
+	}
+}
+
+// Without privileges culprit still samples the user's own process in user
+// mode, and says how to get kernel frames.
+func TestUnprivilegedUser(t *testing.T) {
+	testutil.NeedRoot(t) // to switch to an unprivileged user
+	dir, err := os.MkdirTemp("", "culprit-user-") // t.TempDir's parent is private
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	os.Chmod(dir, 0o777)
+	bin := filepath.Join(dir, "hier")
+	data, err := os.ReadFile(testutil.C(t, "hier-O0", []string{"hier.c"}, "-O0", "-g"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	os.WriteFile(bin, data, 0o755)
+	exe, _ := os.ReadFile(culprit)
+	me := filepath.Join(dir, "culprit")
+	os.WriteFile(me, exe, 0o755)
+	out := filepath.Join(dir, "user.rec")
+	cmd := exec.Command(me, "record", "-o", out, "--", bin, "2")
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	err = cmd.Run()
+	paranoid, _ := os.ReadFile("/proc/sys/kernel/perf_event_paranoid")
+	if strings.TrimSpace(string(paranoid)) > "2" {
+		// Then even user-mode sampling is refused: the error must say why.
+		if err == nil || !strings.Contains(stderr.String(), "perf_event_paranoid") {
+			t.Errorf("want a clear refusal naming perf_event_paranoid, got %v: %s", err, stderr.String())
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("unprivileged record failed: %v\n%s", err, stderr.String())
+	}
+	for _, want := range []string{"kernel frames not recorded", "CAP_PERFMON", "perf_event_paranoid"} {
+		if !strings.Contains(stderr.String(), want) {
+			t.Errorf("stderr lacks %q:\n%s", want, stderr.String())
+		}
+	}
+	f := flat(t, out)
+	if f.total("worker") < 0.9 {
+		t.Errorf("user-mode samples: worker %.2f", f.total("worker"))
+	}
+}
+
+// A recording cut at random bytes still reports (the offsets are logged).
+func TestRandomCuts(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "hier-O0", []string{"hier.c"}, "-O0", "-g")
+	out := rec(t)
+	mustRun(t, "record", "-o", out, "--", bin, "2")
+	data, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	seed := rand.Int63()
+	r := rand.New(rand.NewSource(seed))
+	for i := 0; i < 6; i++ {
+		cut := r.Intn(len(data))
+		p := filepath.Join(t.TempDir(), "cut.rec")
+		os.WriteFile(p, data[:cut], 0o644)
+		_, stderr, code := run(t, "report", p)
+		if code != 0 && !strings.Contains(stderr, "recording") {
+			t.Errorf("seed %d: report of a file cut at %d/%d: exit %d, unclear error %q", seed, cut, len(data), code, stderr)
+		}
+		if strings.Contains(stderr, "goroutine") {
+			t.Errorf("seed %d cut %d: stack trace:\n%s", seed, cut, stderr)
+		}
+	}
+}

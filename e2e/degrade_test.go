@@ -69,7 +69,7 @@ func TestStrippedBinary(t *testing.T) {
 // Without privileges culprit still samples the user's own process in user
 // mode, and says how to get kernel frames.
 func TestUnprivilegedUser(t *testing.T) {
-	testutil.NeedRoot(t) // to switch to an unprivileged user
+	testutil.NeedRoot(t)                          // to switch to an unprivileged user
 	dir, err := os.MkdirTemp("", "culprit-user-") // t.TempDir's parent is private
 	if err != nil {
 		t.Fatal(err)

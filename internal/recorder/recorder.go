@@ -171,6 +171,7 @@ type session struct {
 	buf   []byte
 	offs  []int
 	items []item
+	pidfd int // of the target process, -1 when none
 }
 
 type item struct {
@@ -257,6 +258,7 @@ func newSession(o Options, meta recording.Meta) (*session, error) {
 		spaces: map[uint32]*space{}, objects: map[string]*unwind.Table{},
 		kseen: map[uint64]bool{}, kaddr: map[uint64]bool{}, buildID: map[string][]byte{}}
 	s.res.ExitCode = -1
+	s.pidfd = -1
 	var uts unix.Utsname
 	_ = unix.Uname(&uts)
 	host, _ := os.Hostname()
@@ -664,6 +666,10 @@ func (s *session) close() {
 		e.Close()
 	}
 	s.rings, s.events = nil, nil
+	if s.pidfd >= 0 {
+		unix.Close(s.pidfd)
+		s.pidfd = -1
+	}
 }
 
 // finish drains the rings a last time and writes the End record.

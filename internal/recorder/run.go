@@ -79,6 +79,7 @@ func Launch(o Options, argv []string) (Result, error) {
 	if err := s.synthesize(pid); err != nil {
 		s.warn("reading the mappings of %d: %v", pid, err)
 	}
+	s.watch(pid)
 	if err := unix.PtraceDetach(pid); err != nil {
 		unix.Kill(pid, unix.SIGKILL)
 		cmd.Wait()
@@ -127,16 +128,28 @@ loop:
 }
 
 // wait blocks until a ring passes its watermark or the poll interval ends.
+// A pidfd of the target process (when the kernel has pidfd_open) ends the
+// wait as soon as the process exits, so the recording ends with it.
 func (s *session) wait() {
-	fds := make([]unix.PollFd, len(s.rings))
-	for i, r := range s.rings {
-		fds[i] = unix.PollFd{Fd: int32(r.Event.FD), Events: unix.POLLIN}
+	fds := make([]unix.PollFd, 0, len(s.rings)+1)
+	for _, r := range s.rings {
+		fds = append(fds, unix.PollFd{Fd: int32(r.Event.FD), Events: unix.POLLIN})
+	}
+	if s.pidfd >= 0 {
+		fds = append(fds, unix.PollFd{Fd: int32(s.pidfd), Events: unix.POLLIN})
 	}
 	if len(fds) == 0 {
 		time.Sleep(pollInterval)
 		return
 	}
 	unix.Poll(fds, int(pollInterval/time.Millisecond))
+}
+
+// watch opens a pidfd on the target, if the kernel allows.
+func (s *session) watch(pid int) {
+	if fd, err := unix.PidfdOpen(pid, 0); err == nil {
+		s.pidfd = fd
+	}
 }
 
 func exitCode(ps *os.ProcessState, err error) int {
@@ -194,6 +207,7 @@ func Attach(o Options, pid int, stop <-chan struct{}) (Result, error) {
 	if err := s.synthesize(pid); err != nil {
 		s.warn("reading the mappings of %d: %v", pid, err)
 	}
+	s.watch(pid)
 	var deadline <-chan time.Time
 	if o.Duration > 0 {
 		deadline = time.After(o.Duration)

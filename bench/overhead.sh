@@ -17,10 +17,10 @@ work=("$out/hier" 80)
 
 declare -A cmds=(
 	[bare]=""
-	[culprit-fp]="$out/culprit record -F $freq --call-graph fp -o $out/c.rec --"
-	[culprit-dwarf]="$out/culprit record -F $freq --call-graph dwarf -o $out/c.rec --"
-	[perf-fp]="perf record -q -F $freq -e cpu-clock -g -o $out/perf.data --"
-	[perf-dwarf]="perf record -q -F $freq -e cpu-clock --call-graph dwarf -o $out/perf.data --"
+	[culprit-fp]="$out/culprit record -F $freq --call-graph fp -o $out/culprit-fp.rec --"
+	[culprit-dwarf]="$out/culprit record -F $freq --call-graph dwarf -o $out/culprit-dwarf.rec --"
+	[perf-fp]="perf record -q -F $freq -e cpu-clock -g -o $out/perf-fp.data --"
+	[perf-dwarf]="perf record -q -F $freq -e cpu-clock --call-graph dwarf -o $out/perf-dwarf.data --"
 )
 order=(bare culprit-fp perf-fp culprit-dwarf perf-dwarf)
 declare -A times
@@ -40,5 +40,12 @@ for name in "${order[@]}"; do
 	m=$(echo "${times[$name]}" | median)
 	printf "%-14s %10.3f %+9.1f%%\n" "$name" "$m" "$(echo "($m / $base - 1) * 100" | bc -l)"
 done
-printf "\nfile sizes of the last run: culprit.rec %s bytes, perf.data %s bytes\n" \
-	"$(stat -c %s "$out/c.rec")" "$(stat -c %s "$out/perf.data")"
+printf "\nfiles of the last run (bytes, samples, bytes per sample):\n"
+for f in culprit-fp.rec culprit-dwarf.rec; do
+	n=$("$out/culprit" report --format json "$out/$f" 2>/dev/null | grep -m1 '"samples"' | tr -dc 0-9)
+	printf "%-18s %10s %7s %8.1f\n" "$f" "$(stat -c %s "$out/$f")" "$n" "$(echo "$(stat -c %s "$out/$f") / $n" | bc -l)"
+done
+for f in perf-fp.data perf-dwarf.data; do
+	n=$(perf script -i "$out/$f" -F time 2>/dev/null | wc -l)
+	printf "%-18s %10s %7s %8.1f\n" "$f" "$(stat -c %s "$out/$f")" "$n" "$(echo "$(stat -c %s "$out/$f") / $n" | bc -l)"
+done

@@ -1,0 +1,389 @@
+package introperf
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/culprit-dev/culprit/internal/profile"
+	"github.com/culprit-dev/culprit/internal/recording"
+)
+
+// Mode selects which inferred latency an analysis uses.
+type Mode int
+
+const (
+	// Conservative: a function instance lasts from the first to the last
+	// event in which its calling context was seen (the paper's t_c).
+	Conservative Mode = 0
+	// Aggressive: it lasts from the first event with its context to the
+	// first event without it (t_a).
+	Aggressive Mode = 1
+)
+
+// String returns the name ParseMode accepts.
+func (m Mode) String() string {
+	if m == Aggressive {
+		return "aggressive"
+	}
+	return "conservative"
+}
+
+// ParseMode parses "conservative" (or "c") and "aggressive" (or "a").
+func ParseMode(s string) (Mode, error) {
+	switch strings.ToLower(strings.TrimSpace(s)) {
+	case "conservative", "c", "":
+		return Conservative, nil
+	case "aggressive", "a":
+		return Aggressive, nil
+	}
+	return 0, fmt.Errorf("unknown mode %q (want conservative or aggressive)", s)
+}
+
+// EventSet selects the events whose stacks feed the inference.
+type EventSet uint8
+
+const (
+	EventsCPU      EventSet = 1 << recording.EventCPU
+	EventsSyscalls EventSet = 1<<recording.EventSyscallEnter | 1<<recording.EventSyscallExit
+	EventsSched    EventSet = 1 << recording.EventSwitch
+	EventsAll               = EventsCPU | EventsSyscalls | EventsSched
+)
+
+// Has reports whether e is in the set.
+func (s EventSet) Has(e recording.Event) bool { return e < 8 && s&(1<<e) != 0 }
+
+// String lists the set as ParseEvents accepts it.
+func (s EventSet) String() string {
+	var out []string
+	if s&EventsCPU != 0 {
+		out = append(out, "cpu")
+	}
+	if s&EventsSyscalls != 0 {
+		out = append(out, "syscalls")
+	}
+	if s&EventsSched != 0 {
+		out = append(out, "sched")
+	}
+	return strings.Join(out, ",")
+}
+
+// ParseEvents parses a comma-separated list of cpu, syscalls and sched (or
+// "all").
+func ParseEvents(s string) (EventSet, error) {
+	var set EventSet
+	for _, w := range strings.Split(s, ",") {
+		switch strings.ToLower(strings.TrimSpace(w)) {
+		case "all":
+			set |= EventsAll
+		case "cpu":
+			set |= EventsCPU
+		case "syscalls", "syscall":
+			set |= EventsSyscalls
+		case "sched", "switch", "switches":
+			set |= EventsSched
+		case "":
+		default:
+			return 0, fmt.Errorf("unknown event %q (want cpu, syscalls or sched)", w)
+		}
+	}
+	if set == 0 {
+		return 0, fmt.Errorf("no events selected (want cpu, syscalls and/or sched)")
+	}
+	return set, nil
+}
+
+// Options configure Analyze.
+type Options struct {
+	// Events selects the events used; 0 means all of them.
+	Events EventSet
+	// Funcs is the function table to intern into. Give two runs the same
+	// table to make their function ids comparable; nil makes a new one.
+	Funcs *FuncTable
+	// KeepInstances keeps the list of inferred instances (the timeline) in
+	// Result.Instances; otherwise instances are only aggregated in the tree.
+	KeepInstances bool
+	// Loads are the times objects were first mapped (profile.ObjectLoads),
+	// used to tell dlopen'ed plug-ins from libraries loaded at start. Without
+	// them no object is called a plug-in.
+	Loads []profile.ObjectLoad
+}
+
+// Instance is one inferred function instance: a function that stayed in the
+// same calling context over consecutive events of a thread.
+type Instance struct {
+	Func  int32 // function id (Result.Tree.Funcs)
+	Node  int32 // CCT node: the function in its calling context
+	Path  int32 // path id of the stack that opened the instance
+	Depth int32 // 0 = outermost frame
+	PID   uint32
+	TID   uint32
+	Start uint64 // ns, sample clock: the first event with the context
+	// Conservative is the time from Start to the last event with the same
+	// context; 0 for an instance seen in one event only. Aggressive runs to
+	// the event that broke the context (or the thread's last event). ns.
+	Conservative uint64
+	Aggressive   uint64
+}
+
+// Latency returns the instance's latency in mode m, ns.
+func (in Instance) Latency(m Mode) uint64 {
+	if m == Aggressive {
+		return in.Aggressive
+	}
+	return in.Conservative
+}
+
+// ThreadInfo summarises one thread's events.
+type ThreadInfo struct {
+	PID, TID    uint32
+	Comm        string
+	Events      int
+	First, Last uint64 // times of the first and last event used
+	Instances   int
+}
+
+// Result is the analysis of one run.
+type Result struct {
+	Tree      *Tree
+	Instances []Instance // when Options.KeepInstances, in closing order
+	Threads   []ThreadInfo
+	// EventCounts counts the profile's samples by event kind (all of them,
+	// used or not); Used is how many fed the inference. Empty counts events
+	// skipped because their stack was empty.
+	EventCounts map[recording.Event]int
+	Used        int
+	Empty       int
+	Start, End  uint64 // first and last time used, ns
+	Objects     Objects
+}
+
+// KernelEvents is the number of system call and context switch events in
+// the profile.
+func (r *Result) KernelEvents() int {
+	return r.EventCounts[recording.EventSyscallEnter] + r.EventCounts[recording.EventSyscallExit] +
+		r.EventCounts[recording.EventSwitch]
+}
+
+// CountEvents counts p's samples by event kind.
+func CountEvents(p *profile.Profile) map[recording.Event]int {
+	out := map[recording.Event]int{}
+	for _, s := range p.Samples {
+		out[s.Event]++
+	}
+	return out
+}
+
+type reg struct {
+	ts, te uint64
+	node   *Node
+	pid    int32
+	open   bool
+}
+
+type thread struct {
+	info  int // index in Result.Threads
+	last  []int32
+	regs  []reg
+	tLast uint64
+}
+
+type stackInfo struct {
+	funcs []int32 // root first
+	nodes []*Node // root first
+	pid   int32
+	user  int // frames before the first kernel frame (root side)
+}
+
+type inferer struct {
+	p     *profile.Profile
+	tree  *Tree
+	res   *Result
+	keep  bool
+	cache []*stackInfo
+	empty stackInfo
+}
+
+// Analyze runs the latency inference (Algorithm 2) on p: per thread, over
+// the time-ordered stacks of the selected events, with frames compared by
+// function, building the run's calling context tree (Algorithm 1) and
+// annotating it with instance counts and total latencies. It then
+// normalises the tree (Tree.Normalize) and classifies the objects seen into
+// layers. Events whose stack is empty are skipped. It never fails: an empty
+// profile gives an empty result.
+func Analyze(p *profile.Profile, o Options) *Result {
+	set := o.Events
+	if set == 0 {
+		set = EventsAll
+	}
+	tree := NewTree(o.Funcs)
+	res := &Result{Tree: tree, EventCounts: CountEvents(p)}
+	in := &inferer{p: p, tree: tree, res: res, keep: o.KeepInstances, cache: make([]*stackInfo, len(p.Stacks))}
+	threads := map[uint64]*thread{}
+	var order []*thread
+	for _, s := range p.Samples {
+		if !set.Has(s.Event) {
+			continue
+		}
+		si := in.stack(s.Stack)
+		if len(si.funcs) == 0 {
+			res.Empty++
+			continue
+		}
+		key := uint64(s.PID)<<32 | uint64(s.TID)
+		th := threads[key]
+		if th == nil {
+			th = &thread{info: len(res.Threads)}
+			threads[key] = th
+			order = append(order, th)
+			res.Threads = append(res.Threads, ThreadInfo{PID: s.PID, TID: s.TID, Comm: p.Threads[s.TID].Comm, First: s.Time})
+		}
+		info := &res.Threads[th.info]
+		info.Events++
+		info.Last = s.Time
+		if res.Used == 0 || s.Time < res.Start {
+			res.Start = s.Time
+		}
+		if s.Time > res.End {
+			res.End = s.Time
+		}
+		res.Used++
+		in.event(th, s.Time, si, s.Event)
+	}
+	// Close everything still open at each thread's last event.
+	for _, th := range order {
+		for d := len(th.regs) - 1; d >= 0; d-- {
+			in.close(th, d, th.tLast)
+		}
+	}
+	tree.Normalize()
+	res.Objects = classify(p, o.Loads)
+	return res
+}
+
+// stack returns the function ids and CCT nodes of profile stack i.
+func (in *inferer) stack(i int32) *stackInfo {
+	if i < 0 || int(i) >= len(in.cache) {
+		return &in.empty
+	}
+	if si := in.cache[i]; si != nil {
+		return si
+	}
+	frames := in.p.StackAt(i)
+	// Cut the recorder's own kernel frames (the probe effect): a CPU sample
+	// that lands in perf's tracepoint handling has perf_* frames inside the
+	// traced kernel function; the stack ends where they start.
+	for k := len(frames) - 1; k >= 0; k-- {
+		if f := in.p.FrameAt(frames[k]); f.Kernel && tracerFrame(f.Function) {
+			frames = frames[k+1:]
+			break
+		}
+	}
+	si := &stackInfo{funcs: make([]int32, len(frames))}
+	for k, fi := range frames {
+		f := in.p.FrameAt(fi)
+		si.funcs[len(frames)-1-k] = in.tree.Funcs.ID(f)
+		if !f.Kernel && si.user == 0 {
+			si.user = len(frames) - k
+		}
+	}
+	si.nodes, si.pid = in.tree.index(si.funcs, make([]*Node, 0, len(frames)))
+	in.cache[i] = si
+	return si
+}
+
+// event is NewStackEvent of Algorithm 2, with the corrections: a frame is
+// new when its function differs from the previous event's at that depth
+// (!=, not ==), a change propagates to every deeper frame, frames beyond the
+// new stack's depth are closed, and LastStack and Register persist across
+// the thread's events.
+//
+// Two additions for Linux use what the event says: at a system call exit
+// the thread is about to return to user space, so the stack's kernel frames
+// end there: they are dropped from LastStack, and the next event, even with
+// the same kernel frames (the next system call), opens new instances; the
+// closed ones end at the exit (conservative) or at that next event
+// (aggressive). Likewise at a system call entry the thread comes from user
+// space, so its kernel frames are always new (this covers exits lost by the
+// kernel). Without them back-to-back system calls would merge into one long
+// kernel instance.
+func (in *inferer) event(th *thread, t uint64, si *stackInfo, ev recording.Event) {
+	n := len(si.funcs)
+	d0 := 0 // first depth whose context changed
+	for d0 < n && d0 < len(th.last) && si.funcs[d0] == th.last[d0] {
+		d0++
+	}
+	if ev == recording.EventSyscallEnter && d0 > si.user {
+		d0 = si.user
+	}
+	for i := len(th.regs) - 1; i >= n; i-- {
+		in.close(th, i, t)
+	}
+	for len(th.regs) < n {
+		th.regs = append(th.regs, reg{})
+	}
+	for d := n - 1; d >= 0; d-- {
+		if d >= d0 {
+			in.close(th, d, t)
+			th.regs[d] = reg{ts: t, te: t, node: si.nodes[d], pid: si.pid, open: true}
+		} else {
+			th.regs[d].te = t
+		}
+	}
+	th.last = si.funcs
+	if ev == recording.EventSyscallExit {
+		th.last = si.funcs[:si.user]
+	}
+	th.tLast = t
+}
+
+// close is closeRegister: it ends the instance open at depth d at time t.
+// An empty register is left alone.
+func (in *inferer) close(th *thread, d int, t uint64) {
+	if d >= len(th.regs) || !th.regs[d].open {
+		return
+	}
+	r := th.regs[d]
+	th.regs[d].open = false
+	var ta uint64
+	if t > r.ts {
+		ta = t - r.ts
+	}
+	tc := r.te - r.ts
+	v := r.node
+	v.Count++
+	v.Total[Conservative] += tc
+	v.Total[Aggressive] += ta
+	info := &in.res.Threads[th.info]
+	info.Instances++
+	if in.keep {
+		in.res.Instances = append(in.res.Instances, Instance{
+			Func: v.Func, Node: v.ID, Path: r.pid, Depth: int32(d),
+			PID: info.PID, TID: info.TID, Start: r.ts, Conservative: tc, Aggressive: ta,
+		})
+	}
+}
+
+// SortInstances orders instances by process, thread, start and depth
+// (callers before callees), the timeline order.
+func SortInstances(list []Instance) {
+	sort.SliceStable(list, func(i, j int) bool {
+		a, b := list[i], list[j]
+		if a.PID != b.PID {
+			return a.PID < b.PID
+		}
+		if a.TID != b.TID {
+			return a.TID < b.TID
+		}
+		if a.Start != b.Start {
+			return a.Start < b.Start
+		}
+		return a.Depth < b.Depth
+	})
+}
+
+// tracerFrame reports whether a kernel function belongs to perf's event
+// handling, which runs only because the program is being recorded.
+func tracerFrame(name string) bool {
+	return strings.HasPrefix(name, "perf_") || strings.HasPrefix(name, "__perf_")
+}

@@ -1,0 +1,495 @@
+package introperf
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/culprit-dev/culprit/internal/profile"
+	"github.com/culprit-dev/culprit/internal/recording"
+)
+
+// event is one stack event of a hand-built profile: time, thread and the
+// stack root first (as the paper writes it).
+type event struct {
+	t     uint64
+	tid   uint32
+	stack []string
+	kind  recording.Event
+}
+
+// build makes a profile from events; function names are their own object's
+// functions ("prog"), except names with a "lib:" or "k:" prefix.
+func build(events []event) *profile.Profile {
+	p := &profile.Profile{Threads: map[uint32]profile.Thread{}}
+	frames := map[string]int32{}
+	stacks := map[string]int32{}
+	for _, e := range events {
+		var st []int32
+		for i := len(e.stack) - 1; i >= 0; i-- { // innermost first
+			name := e.stack[i]
+			fi, ok := frames[name]
+			if !ok {
+				f := profile.Frame{Function: name, Object: "/bin/prog"}
+				switch {
+				case strings.HasPrefix(name, "lib:"):
+					f = profile.Frame{Function: name[4:], Object: "/lib/libx.so"}
+				case strings.HasPrefix(name, "plug:"):
+					f = profile.Frame{Function: name[5:], Object: "/opt/plug.so"}
+				case strings.HasPrefix(name, "k:"):
+					f = profile.Frame{Function: name[2:], Object: profile.KernelObject, Kernel: true}
+				}
+				fi = int32(len(p.Frames))
+				p.Frames = append(p.Frames, f)
+				frames[name] = fi
+			}
+			st = append(st, fi)
+		}
+		key := strings.Join(e.stack, ";")
+		si, ok := stacks[key]
+		if !ok {
+			si = int32(len(p.Stacks))
+			p.Stacks = append(p.Stacks, st)
+			stacks[key] = si
+		}
+		tid := e.tid
+		if tid == 0 {
+			tid = 1
+		}
+		p.Samples = append(p.Samples, profile.Sample{Time: e.t, PID: 1, TID: tid, Stack: si, Event: e.kind})
+		p.Threads[tid] = profile.Thread{PID: 1, TID: tid, Comm: "prog"}
+	}
+	if len(p.Samples) > 0 {
+		p.StartTime = p.Samples[0].Time
+	}
+	return p
+}
+
+func stacks(ts []uint64, ss ...string) []event {
+	var out []event
+	for i, s := range ss {
+		out = append(out, event{t: ts[i], stack: strings.Split(s, ","), kind: recording.EventSyscallEnter})
+	}
+	return out
+}
+
+type want struct {
+	name       string
+	ctx        string // root-first path of the instance's node
+	cons, aggr uint64
+}
+
+// checkWorkedExample checks the notes' golden table (Part I, Table 1 /
+// Figure 3 with the corrected Algorithm 2) on a result of the stacks
+// A,B,D / A,B,D / A,C,D / A,C at t1..t4.
+func checkWorkedExample(t *testing.T, r *Result, t1, t2, t3, t4 uint64) {
+	t.Helper()
+	wants := []want{
+		{"D", "A;B;D", t2 - t1, t3 - t1}, // cons t2−t1, aggr t3−t1
+		{"B", "A;B", t2 - t1, t3 - t1},
+		{"D", "A;C;D", 0, t4 - t3},
+		{"C", "A;C", t4 - t3, t4 - t3},
+		{"A", "A", t4 - t1, t4 - t1},
+	}
+	if len(r.Instances) != len(wants) {
+		t.Fatalf("got %d instances, want %d: %+v", len(r.Instances), len(wants), r.Instances)
+	}
+	got := map[string]Instance{}
+	for _, in := range r.Instances {
+		var names []string
+		for _, f := range r.Tree.NodePath(r.Tree.Node(in.Node)) {
+			names = append(names, r.Tree.Funcs.Get(f).Name)
+		}
+		got[strings.Join(names, ";")] = in
+	}
+	t.Logf("%-8s %-10s %14s %14s", "instance", "context", "conservative", "aggressive")
+	for _, w := range wants {
+		in, ok := got[w.ctx]
+		if !ok {
+			t.Errorf("no instance in context %s", w.ctx)
+			continue
+		}
+		if fn := r.Tree.Funcs.Get(in.Func).Name; fn != w.name {
+			t.Errorf("%s: function %s, want %s", w.ctx, fn, w.name)
+		}
+		if in.Conservative != w.cons || in.Aggressive != w.aggr {
+			t.Errorf("%s: conservative %d aggressive %d, want %d %d", w.ctx, in.Conservative, in.Aggressive, w.cons, w.aggr)
+		}
+		t.Logf("%-8s %-10s %14d %14d", w.name, w.ctx, in.Conservative, in.Aggressive)
+	}
+}
+
+func TestWorkedExampleHandBuilt(t *testing.T) {
+	ts := []uint64{1000, 2500, 4100, 7000}
+	p := build(stacks(ts, "A,B,D", "A,B,D", "A,C,D", "A,C"))
+	r := Analyze(p, Options{KeepInstances: true})
+	checkWorkedExample(t, r, ts[0], ts[1], ts[2], ts[3])
+	// The A→C→D instance was seen once: conservative 0, aggressive the gap.
+}
+
+func TestPathToIDStable(t *testing.T) {
+	funcs := NewFuncTable()
+	a := funcs.Intern(Func{Name: "A", Object: "p"})
+	b := funcs.Intern(Func{Name: "B", Object: "p"})
+	c := funcs.Intern(Func{Name: "C", Object: "p"})
+	tr := NewTree(funcs)
+	p1 := tr.PathToID([]int32{a, b})
+	p2 := tr.PathToID([]int32{a, c})
+	if p1 == p2 {
+		t.Fatalf("different contexts share id %d", p1)
+	}
+	for i := 0; i < 3; i++ {
+		if id := tr.PathToID([]int32{a, b}); id != p1 {
+			t.Fatalf("A,B got id %d then %d", p1, id)
+		}
+	}
+	// A path ending at an inner node gets its own id; the node is shared.
+	p3 := tr.PathToID([]int32{a})
+	if p3 == p1 || p3 == p2 || tr.Nodes() != 3 {
+		t.Fatalf("A: id %d, nodes %d", p3, tr.Nodes())
+	}
+	for _, id := range []int32{p1, p2, p3} {
+		back := tr.IDToPath(id)
+		if tr.PathToID(back) != id {
+			t.Errorf("IDToPath(%d) = %v does not map back", id, back)
+		}
+	}
+	if tr.IDToPath(99) != nil || tr.IDToPath(-1) != nil {
+		t.Error("unknown ids must give nil")
+	}
+	// Node ids via map_node.
+	n := tr.Lookup([]int32{a, c})
+	if tr.Node(n.ID) != n || tr.PathNode(p2) != n {
+		t.Error("map_node / map_path disagree with Lookup")
+	}
+
+	// Two analyses of the same profile give the same ids (determinism), and
+	// two runs sharing a FuncTable give the same function ids.
+	ev := stacks([]uint64{1, 2, 3, 4, 5}, "main,x,y", "main,x", "main,z,y", "main,x,y", "main,w")
+	p := build(ev)
+	shared := NewFuncTable()
+	r1 := Analyze(p, Options{Funcs: shared})
+	r2 := Analyze(p, Options{Funcs: shared})
+	if r1.Tree.Paths() != r2.Tree.Paths() || r1.Tree.Nodes() != r2.Tree.Nodes() {
+		t.Fatal("runs differ in size")
+	}
+	for id := int32(0); id < int32(r1.Tree.Paths()); id++ {
+		a, b := r1.Tree.IDToPath(id), r2.Tree.IDToPath(id)
+		if fmtIDs(a) != fmtIDs(b) {
+			t.Errorf("path %d: %v vs %v", id, a, b)
+		}
+	}
+	if len(shared.Funcs) != 5 {
+		t.Errorf("shared table has %d functions, want 5", len(shared.Funcs))
+	}
+}
+
+func fmtIDs(ids []int32) string {
+	var b strings.Builder
+	for _, i := range ids {
+		b.WriteString(" ")
+		b.WriteString(string(rune('0' + i)))
+	}
+	return b.String()
+}
+
+func TestNormalizeNeverNegative(t *testing.T) {
+	// A parent that calls the same child many times: the child's mean is
+	// close to the parent's, but its total is many times larger. Subtracting
+	// averages would go negative; totals do not.
+	var ev []event
+	tm := uint64(0)
+	for i := 0; i < 20; i++ {
+		tm += 10
+		ev = append(ev, event{t: tm, stack: []string{"main", "loop", "child", "k:sys"}})
+		tm += 10
+		ev = append(ev, event{t: tm, stack: []string{"main", "loop", "child", "k:sys"}})
+		tm += 1
+		ev = append(ev, event{t: tm, stack: []string{"main", "loop"}})
+	}
+	for _, mode := range []Mode{Conservative, Aggressive} {
+		r := Analyze(build(ev), Options{})
+		for i := 0; i < r.Tree.Nodes(); i++ {
+			v := r.Tree.Node(int32(i))
+			var sum uint64
+			for _, c := range v.Children {
+				sum += c.Total[mode]
+			}
+			if sum > v.Total[mode] {
+				t.Errorf("%s: children total %d exceeds node total %d", mode, sum, v.Total[mode])
+			}
+			if v.Own[mode] != v.Total[mode]-sum {
+				t.Errorf("%s: own %d, want %d", mode, v.Own[mode], v.Total[mode]-sum)
+			}
+			if v.OwnMean(mode) < 0 {
+				t.Errorf("negative own mean")
+			}
+		}
+		loop := r.Tree.Lookup(ids(r.Tree, "main", "loop"))
+		child := r.Tree.Lookup(ids(r.Tree, "main", "loop", "child"))
+		if loop.Count != 1 || child.Count != 20 {
+			t.Fatalf("counts loop %d child %d", loop.Count, child.Count)
+		}
+		// The average-based subtraction of the paper's pseudocode would be
+		// negative here: the child's mean is a large part of the loop's.
+		if mode == Aggressive && loop.Mean(mode)-child.Mean(mode)*float64(len(loop.Children)) < 0 {
+			t.Log("averages would have been fine here")
+		}
+	}
+}
+
+func ids(tr *Tree, names ...string) []int32 {
+	var out []int32
+	for _, n := range names {
+		found := int32(-1)
+		for i, f := range tr.Funcs.Funcs {
+			if f.Name == n {
+				found = int32(i)
+			}
+		}
+		out = append(out, found)
+	}
+	return out
+}
+
+func TestRank(t *testing.T) {
+	// Base: main→work→hash at a steady rate. Buggy: the same, plus a new
+	// context main→work→rebuild→hash that takes long; the path absent from
+	// the base counts with base latency 0 and ranks first.
+	var base, buggy []event
+	tm := uint64(0)
+	for i := 0; i < 10; i++ {
+		tm += 100
+		base = append(base, event{t: tm, stack: []string{"main", "work", "hash", "k:read"}})
+		tm += 100
+		base = append(base, event{t: tm, stack: []string{"main", "work"}})
+	}
+	tm = 0
+	for i := 0; i < 10; i++ {
+		tm += 100
+		buggy = append(buggy, event{t: tm, stack: []string{"main", "work", "hash", "k:read"}})
+		tm += 100
+		buggy = append(buggy, event{t: tm, stack: []string{"main", "work", "rebuild", "hash", "k:read"}})
+		tm += 5000
+		buggy = append(buggy, event{t: tm, stack: []string{"main", "work", "rebuild", "hash", "k:read"}})
+		tm += 100
+		buggy = append(buggy, event{t: tm, stack: []string{"main", "work"}})
+	}
+	funcs := NewFuncTable()
+	rb := Analyze(build(base), Options{Funcs: funcs})
+	rg := Analyze(build(buggy), Options{Funcs: funcs})
+	for _, mode := range []Mode{Conservative, Aggressive} {
+		paths := Rank(rb, rg, RankOptions{Mode: mode})
+		if len(paths) != 2 {
+			t.Fatalf("%d paths, want 2", len(paths))
+		}
+		top := paths[0]
+		if strings.Join(top.Names(), ",") != "main,work,rebuild,hash,read" || top.InBase {
+			t.Fatalf("%s: top path %v (in base %v)", mode, top.Names(), top.InBase)
+		}
+		// Absent from the base: cost is the plain sum of latencies.
+		var sum float64
+		for _, f := range top.Frames {
+			if f.Base != 0 {
+				t.Errorf("absent path has base latency %v at %s", f.Base, f.Func.Name)
+			}
+			sum += f.Latency
+		}
+		if top.Cost != sum {
+			t.Errorf("cost %v, want %v", top.Cost, sum)
+		}
+		second := paths[1]
+		if !second.InBase || second.Rank != 2 || top.Rank != 1 || top.Cost < second.Cost {
+			t.Errorf("ordering: %+v / %+v", top.Rank, second.Rank)
+		}
+		// The second path exists in the base: its cost is the difference.
+		var diff float64
+		for _, f := range second.Frames {
+			diff += f.Latency - f.Base
+		}
+		if second.Cost != diff {
+			t.Errorf("cost %v, want %v", second.Cost, diff)
+		}
+		// Per-frame ranks are a permutation ordered by latency, the hottest
+		// has distance 0.
+		seen := map[int]bool{}
+		for i, f := range top.Frames {
+			seen[f.Rank] = true
+			if f.Distance != i-top.Hottest {
+				t.Errorf("distance %d at %d, hottest %d", f.Distance, i, top.Hottest)
+			}
+			for _, g := range top.Frames {
+				if g.Rank < f.Rank && g.Latency < f.Latency {
+					t.Errorf("rank %d (%v) below rank %d (%v)", g.Rank, g.Latency, f.Rank, f.Latency)
+				}
+			}
+		}
+		for r := 1; r <= len(top.Frames); r++ {
+			if !seen[r] {
+				t.Errorf("rank %d missing", r)
+			}
+		}
+		if top.Frames[top.Hottest].Rank != 1 {
+			t.Error("hottest frame is not rank 1")
+		}
+		t.Logf("%s: #1 cost %.0f hottest %s candidate %s", mode, top.Cost, top.Frames[top.Hottest].Func.Name, top.Verdict())
+	}
+	// A nil base ranks the buggy run alone.
+	if p := Rank(nil, rg, RankOptions{Top: 1}); len(p) != 1 || p[0].InBase {
+		t.Errorf("nil base: %+v", p)
+	}
+}
+
+func TestRankNewPathWithSeparateTables(t *testing.T) {
+	// Without a shared FuncTable paths are matched by function identity.
+	ev := stacks([]uint64{1, 5, 9}, "main,f", "main,f", "main,g")
+	rb := Analyze(build(ev), Options{})
+	rg := Analyze(build(ev), Options{})
+	for _, p := range Rank(rb, rg, RankOptions{}) {
+		if !p.InBase || p.Cost != 0 {
+			t.Errorf("identical runs: %v in base %v cost %v", p.Names(), p.InBase, p.Cost)
+		}
+	}
+}
+
+func TestOddProfiles(t *testing.T) {
+	empty := &profile.Profile{}
+	r := Analyze(empty, Options{KeepInstances: true})
+	if len(r.Instances) != 0 || r.Tree.Nodes() != 0 || r.KernelEvents() != 0 {
+		t.Fatal("empty profile gave data")
+	}
+	if p := Rank(r, r, RankOptions{}); len(p) != 0 {
+		t.Fatal("paths from empty profile")
+	}
+	// Out-of-range stack indexes, empty stacks, one event, equal times.
+	p := &profile.Profile{
+		Frames:  []profile.Frame{{Function: "main", Object: "/bin/x"}, {Object: "/bin/x", Offset: 0x10}},
+		Stacks:  [][]int32{{}, {1, 0}},
+		Samples: []profile.Sample{{Time: 5, Stack: -1}, {Time: 5, Stack: 0}, {Time: 5, Stack: 1}, {Time: 5, Stack: 99}, {Time: 5, Stack: 1}},
+	}
+	r = Analyze(p, Options{KeepInstances: true})
+	if r.Empty != 3 || len(r.Instances) != 2 {
+		t.Fatalf("empty %d instances %d", r.Empty, len(r.Instances))
+	}
+	if r.Tree.Funcs.Get(r.Instances[0].Func).Name != "x+0x10" {
+		t.Errorf("unnamed frame is %q", r.Tree.Funcs.Get(r.Instances[0].Func).Name)
+	}
+	var buf bytes.Buffer
+	for _, f := range []func() error{
+		func() error { return WriteLatencyText(&buf, r, LatencyView{Mode: Conservative}) },
+		func() error { return WriteLatencyJSON(&buf, r, LatencyView{}) },
+		func() error { return WriteChrome(&buf, p, r, Aggressive) },
+		func() error { return WriteContextsText(&buf, Comparison{Base: r, Buggy: r}) },
+		func() error { return WriteContextsJSON(&buf, Comparison{Base: r, Buggy: r}) },
+		func() error { return WriteDOT(&buf, Comparison{Base: r, Buggy: r}) },
+		func() error { return WriteHTML(&buf, Comparison{Base: r, Buggy: r}) },
+	} {
+		buf.Reset()
+		if err := f(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := ParseMode("x"); err == nil {
+		t.Error("ParseMode accepted x")
+	}
+	if _, err := ParseEvents("cpu,bogus"); err == nil {
+		t.Error("ParseEvents accepted bogus")
+	}
+	if s, err := ParseEvents("syscalls,sched"); err != nil || s.Has(recording.EventCPU) || !s.Has(recording.EventSwitch) {
+		t.Errorf("ParseEvents: %v %v", s, err)
+	}
+}
+
+func TestPerThread(t *testing.T) {
+	// Two threads interleaved: each keeps its own registers.
+	ev := []event{
+		{t: 10, tid: 1, stack: []string{"main", "a"}},
+		{t: 11, tid: 2, stack: []string{"start", "b"}},
+		{t: 20, tid: 1, stack: []string{"main", "a"}},
+		{t: 21, tid: 2, stack: []string{"start", "c"}},
+		{t: 30, tid: 1, stack: []string{"main"}},
+	}
+	r := Analyze(build(ev), Options{KeepInstances: true})
+	SortInstances(r.Instances)
+	byCtx := map[string]Instance{}
+	for _, in := range r.Instances {
+		var names []string
+		for _, f := range r.Tree.NodePath(r.Tree.Node(in.Node)) {
+			names = append(names, r.Tree.Funcs.Get(f).Name)
+		}
+		byCtx[strings.Join(names, ";")] = in
+	}
+	if in := byCtx["main;a"]; in.Conservative != 10 || in.Aggressive != 20 || in.TID != 1 {
+		t.Errorf("main;a: %+v", in)
+	}
+	if in := byCtx["main"]; in.Conservative != 20 || in.Aggressive != 20 {
+		t.Errorf("main: %+v", in)
+	}
+	if in := byCtx["start;b"]; in.Conservative != 0 || in.Aggressive != 10 {
+		t.Errorf("start;b: %+v", in)
+	}
+	if in := byCtx["start"]; in.Conservative != 10 || in.TID != 2 {
+		t.Errorf("start: %+v", in)
+	}
+	var buf bytes.Buffer
+	if err := WriteLatencyJSON(&buf, r, LatencyView{Mode: Aggressive}); err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Instances []struct {
+			Function string `json:"function"`
+			TID      uint32 `json:"tid"`
+		} `json:"instances"`
+	}
+	if err := json.Unmarshal(buf.Bytes(), &doc); err != nil || len(doc.Instances) != 5 {
+		t.Fatalf("json: %v %d", err, len(doc.Instances))
+	}
+}
+
+func TestSyscallExitEndsKernelFrames(t *testing.T) {
+	// Two back-to-back write system calls: enter at 10, exit at 14, enter at
+	// 20, exit at 23. The kernel frames must form two instances, not one.
+	k := []string{"main", "lib:write", "k:entry", "k:do_syscall"}
+	ev := []event{
+		{t: 10, stack: k, kind: recording.EventSyscallEnter},
+		{t: 14, stack: k, kind: recording.EventSyscallExit},
+		{t: 20, stack: k, kind: recording.EventSyscallEnter},
+		{t: 23, stack: k, kind: recording.EventSyscallExit},
+	}
+	r := Analyze(build(ev), Options{KeepInstances: true})
+	var got []string
+	for _, in := range r.Instances {
+		fn := r.Tree.Funcs.Get(in.Func)
+		got = append(got, fmt.Sprintf("%s@%d:%d/%d", fn.Name, in.Start, in.Conservative, in.Aggressive))
+	}
+	sort.Strings(got)
+	want := []string{"do_syscall@10:4/10", "do_syscall@20:3/3", "entry@10:4/10", "entry@20:3/3", "main@10:13/13", "write@10:13/13"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("instances\n got %v\nwant %v", got, want)
+	}
+}
+
+func TestSyscallEnterStartsKernelFrames(t *testing.T) {
+	// The exit of the first call was lost: the second entry still starts new
+	// kernel instances.
+	k := []string{"main", "k:entry"}
+	ev := []event{
+		{t: 10, stack: k, kind: recording.EventSyscallEnter},
+		{t: 20, stack: k, kind: recording.EventSyscallEnter},
+		{t: 23, stack: k, kind: recording.EventSyscallExit},
+	}
+	r := Analyze(build(ev), Options{KeepInstances: true})
+	var got []string
+	for _, in := range r.Instances {
+		fn := r.Tree.Funcs.Get(in.Func)
+		got = append(got, fmt.Sprintf("%s@%d:%d/%d", fn.Name, in.Start, in.Conservative, in.Aggressive))
+	}
+	sort.Strings(got)
+	want := []string{"entry@10:0/10", "entry@20:3/3", "main@10:13/13"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("instances\n got %v\nwant %v", got, want)
+	}
+}

@@ -1,0 +1,163 @@
+package cli
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/spf13/cobra"
+
+	"github.com/culprit-dev/culprit/internal/analysis/introperf"
+	"github.com/culprit-dev/culprit/internal/profile"
+)
+
+func newLatency() *cobra.Command {
+	var (
+		ff     filterFlags
+		mode   string
+		format string
+		output string
+		events string
+		top    int
+	)
+	c := &cobra.Command{
+		Use:   "latency [flags] FILE",
+		Short: "Infer function latencies from the stacks of system calls and context switches",
+		Long: `Latency runs IntroPerf's latency inference on a recording made with
+culprit record --events cpu,syscalls,sched: per thread, over the
+time-ordered kernel+user stacks of every recorded event (system call entry
+and exit, context switch, CPU tick), a function is taken to live from the
+first event in which it appears in a given calling context until that
+context changes. Frames are compared by function, not by address. Each
+inferred function instance has a calling context (a node of the run's
+calling context tree), a start, and two latencies:
+
+  conservative  first to last event in which the context was seen
+                (0 for a function seen in one event only)
+  aggressive    first event to the event that broke the context
+
+Everything still open is closed at the thread's last event. Slow functions
+show up in many events, so their latencies are the most accurate; short ones
+are often missed.
+
+  text    summary and the slowest instances in --mode (--top of them)
+  json    every instance, its context and thread (docs/report-json.md)
+  chrome  Chrome trace JSON for Perfetto or chrome://tracing: one lane per
+          thread, one slice per instance lasting its --mode latency`,
+		Example: `  culprit record --events cpu,syscalls,sched -o run.rec -- ./server
+  culprit latency run.rec
+  culprit latency --mode aggressive --format chrome -o run.trace.json run.rec`,
+		Args: cobra.MaximumNArgs(1),
+		RunE: func(c *cobra.Command, args []string) error {
+			m, err := introperf.ParseMode(mode)
+			if err != nil {
+				return usageError{err}
+			}
+			if format != "text" && format != "json" && format != "chrome" {
+				return usagef("unknown format %q: use text, json or chrome", format)
+			}
+			if top < 0 {
+				return usagef("--top takes a positive number")
+			}
+			set, err := introperf.ParseEvents(events)
+			if err != nil {
+				return usageError{err}
+			}
+			flt, err := ff.filter()
+			if err != nil {
+				return err
+			}
+			path := "culprit.rec"
+			if len(args) > 0 {
+				path = args[0]
+			}
+			p, r, err := loadRun(path, c.ErrOrStderr(), flt, set, introperf.Options{KeepInstances: true})
+			if err != nil {
+				return err
+			}
+			return writeOutput(c.OutOrStdout(), output, func(w io.Writer) error {
+				switch format {
+				case "json":
+					return introperf.WriteLatencyJSON(w, r, introperf.LatencyView{Mode: m, Name: path})
+				case "chrome":
+					return introperf.WriteChrome(w, p, r, m)
+				}
+				return introperf.WriteLatencyText(w, r, introperf.LatencyView{Mode: m, Top: top, Name: path})
+			})
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&mode, "mode", "conservative", "latency estimate: conservative or aggressive")
+	f.StringVar(&format, "format", "text", "output format: text, json or chrome")
+	f.StringVarP(&output, "output", "o", "-", "file to write (- for standard output)")
+	f.IntVar(&top, "top", 40, "instances to print in text output (0: all)")
+	f.StringVar(&events, "events", "cpu,syscalls,sched", "events whose stacks are used: cpu, syscalls, sched")
+	f.StringVar(&ff.kernel, "kernel", "include", "kernel frames: include, exclude or only")
+	f.StringVar(&ff.from, "from", "", "start of the time window, from the first sample")
+	f.StringVar(&ff.to, "to", "", "end of the time window, from the first sample")
+	f.SortFlags = false
+	return c
+}
+
+// loadRun reads one recording with all its events, checks that it holds the
+// kernel events IntroPerf needs (unless only CPU samples were asked for), and
+// runs the latency inference on it.
+func loadRun(path string, stderr io.Writer, flt profile.Filter, set introperf.EventSet, o introperf.Options) (*profile.Profile, *introperf.Result, error) {
+	p, err := loadProfile([]string{path}, stderr)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(p.Samples) == 0 {
+		return nil, nil, fmt.Errorf("%s has no samples", path)
+	}
+	counts := introperf.CountEvents(p)
+	kernelEvents := len(p.Samples) - counts[0]
+	if kernelEvents == 0 && set != introperf.EventsCPU {
+		return nil, nil, fmt.Errorf("%s has no system call or context switch events (only %d CPU samples), and IntroPerf infers latencies from the stacks of those events.\n"+
+			"Record with: culprit record --events cpu,syscalls,sched -o %s -- CMD ARGS...\n"+
+			"(or pass --events cpu to infer latencies from CPU samples alone)", path, counts[0], path)
+	}
+	flt.AllEvents = true
+	p = p.Apply(flt)
+	loads, err := profile.ObjectLoads([]string{path})
+	if err != nil {
+		warnf(stderr, "%s: mapping times not read (%v): plug-ins are shown as libraries", path, err)
+	}
+	o.Events = set
+	o.Loads = loads
+	r := introperf.Analyze(p, o)
+	if r.Used == 0 {
+		return nil, nil, fmt.Errorf("%s: no event with a stack among the selected events (%s)", path, set)
+	}
+	if r.Empty > 0 && r.Empty*10 > r.Used {
+		warnf(stderr, "%s: %d events had empty stacks and were skipped", path, r.Empty)
+	}
+	return p, r, nil
+}
+
+// writeOutput writes through write to stdout (output "-" or "") or to the
+// file output.
+func writeOutput(stdout io.Writer, output string, write func(io.Writer) error) error {
+	if output == "" || output == "-" {
+		bw := bufio.NewWriter(stdout)
+		if err := write(bw); err != nil {
+			return err
+		}
+		return bw.Flush()
+	}
+	f, err := os.Create(output)
+	if err != nil {
+		return fmt.Errorf("creating %s: %w", output, err)
+	}
+	bw := bufio.NewWriter(f)
+	if err := write(bw); err != nil {
+		f.Close()
+		return fmt.Errorf("writing %s: %w", output, err)
+	}
+	if err := bw.Flush(); err != nil {
+		f.Close()
+		return fmt.Errorf("writing %s: %w", output, err)
+	}
+	return f.Close()
+}

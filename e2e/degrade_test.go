@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/json"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -10,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/culprit-dev/culprit/internal/recording"
 	"github.com/culprit-dev/culprit/internal/testutil"
 )
 
@@ -114,8 +116,9 @@ func TestUnprivilegedUser(t *testing.T) {
 	}
 }
 
-// A recording cut at random bytes still reports (the offsets are logged).
-func TestRandomCuts(t *testing.T) {
+// A recording cut at any byte still reports and says what was salvaged:
+// cuts at fixed fractions and at random offsets (the seed is logged).
+func TestCutRecordingsReport(t *testing.T) {
 	testutil.NeedRoot(t)
 	bin := testutil.C(t, "hier-O0", []string{"hier.c"}, "-O0", "-g")
 	out := rec(t)
@@ -124,18 +127,33 @@ func TestRandomCuts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	full := flat(t, out).Samples
 	seed := rand.Int63()
 	r := rand.New(rand.NewSource(seed))
+	cuts := []int{len(data) * 13 / 100, len(data) / 2, len(data) * 77 / 100, len(data) * 999 / 1000}
 	for i := 0; i < 6; i++ {
-		cut := r.Intn(len(data))
+		cuts = append(cuts, recording.HeaderSize+r.Intn(len(data)-recording.HeaderSize))
+	}
+	for _, cut := range cuts {
 		p := filepath.Join(t.TempDir(), "cut.rec")
 		os.WriteFile(p, data[:cut], 0o644)
-		_, stderr, code := run(t, "report", p)
-		if code != 0 && !strings.Contains(stderr, "recording") {
-			t.Errorf("seed %d: report of a file cut at %d/%d: exit %d, unclear error %q", seed, cut, len(data), code, stderr)
+		stdout, stderr, code := run(t, "report", "--format", "json", p)
+		if code != 0 {
+			t.Errorf("seed %d: report of a file cut at %d/%d bytes failed: %s", seed, cut, len(data), stderr)
+			continue
 		}
-		if strings.Contains(stderr, "goroutine") {
-			t.Errorf("seed %d cut %d: stack trace:\n%s", seed, cut, stderr)
+		if !strings.Contains(stderr, "salvaged") {
+			t.Errorf("seed %d: cut at %d: stderr does not say what was salvaged: %q", seed, cut, stderr)
 		}
+		var f flatJSON
+		if err := json.Unmarshal([]byte(stdout), &f); err != nil || f.Samples > full {
+			t.Errorf("seed %d: cut at %d: %v, %d samples of %d", seed, cut, err, f.Samples, full)
+		}
+	}
+	// Cut inside the header: a clear error, no stack trace.
+	p := filepath.Join(t.TempDir(), "header.rec")
+	os.WriteFile(p, data[:recording.HeaderSize/2], 0o644)
+	if _, stderr, code := run(t, "report", p); code == 0 || !strings.Contains(stderr, "truncated header") || strings.Contains(stderr, "goroutine") {
+		t.Errorf("file cut inside its header: exit %d, %q", code, stderr)
 	}
 }

@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"encoding/json"
 	"math"
 	"os"
 	"os/exec"
@@ -233,36 +232,5 @@ func TestReadWhileWritingAndAfterKill(t *testing.T) {
 	}
 	if after.total("busy") < 0.5 {
 		t.Errorf("busy %.2f after kill", after.total("busy"))
-	}
-}
-
-// A recording cut at any byte still reports, and says what was salvaged.
-func TestTruncatedRecordingReports(t *testing.T) {
-	testutil.NeedRoot(t)
-	bin := testutil.C(t, "hier-O0", []string{"hier.c"}, "-O0", "-g")
-	out := rec(t)
-	mustRun(t, "record", "-o", out, "--", bin, "2")
-	data, err := os.ReadFile(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	full := flat(t, out).Samples
-	for _, frac := range []float64{0.13, 0.5, 0.77, 0.999} {
-		cut := int(float64(len(data)) * frac)
-		p := rec(t)
-		if err := os.WriteFile(p, data[:cut], 0o644); err != nil {
-			t.Fatal(err)
-		}
-		stdout, stderr, code := run(t, "report", "--format", "json", p)
-		if code != 0 {
-			t.Fatalf("report of a file cut at %d/%d bytes failed: %s", cut, len(data), stderr)
-		}
-		if !strings.Contains(stderr, "salvaged") {
-			t.Errorf("cut at %d: stderr does not say what was salvaged: %q", cut, stderr)
-		}
-		var f flatJSON
-		if err := json.Unmarshal([]byte(stdout), &f); err != nil || f.Samples > full {
-			t.Errorf("cut at %d: %v, %d samples of %d", cut, err, f.Samples, full)
-		}
 	}
 }

@@ -44,15 +44,10 @@ func newExport() *cobra.Command {
 			if output == "" {
 				return usagef("no output file: give -o FILE (or -o - for standard output)")
 			}
-			flt, err := ff.filter()
+			p, err := ff.load(args, c.ErrOrStderr())
 			if err != nil {
 				return err
 			}
-			p, err := loadProfile(args, c.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			p = p.Apply(flt)
 			if output == "-" {
 				bw := bufio.NewWriter(c.OutOrStdout())
 				if err := write(bw, p); err != nil {
@@ -79,9 +74,7 @@ func newExport() *cobra.Command {
 	f := c.Flags()
 	f.StringVar(&format, "format", "", "pprof, folded, speedscope or chrome")
 	f.StringVarP(&output, "output", "o", "", "file to write (- for standard output)")
-	f.StringVar(&ff.kernel, "kernel", "include", "kernel frames: include, exclude or only")
-	f.StringVar(&ff.from, "from", "", "start of the time window, from the first sample")
-	f.StringVar(&ff.to, "to", "", "end of the time window, from the first sample")
+	ff.register(f)
 	f.SortFlags = false
 	return c
 }

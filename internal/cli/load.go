@@ -5,6 +5,7 @@ import (
 	"os"
 
 	"github.com/schollz/progressbar/v3"
+	"github.com/spf13/pflag"
 	"golang.org/x/term"
 
 	"github.com/culprit-dev/culprit/internal/profile"
@@ -14,6 +15,27 @@ import (
 type filterFlags struct {
 	kernel   string
 	from, to string
+}
+
+// register adds the flags to a command's flag set.
+func (f *filterFlags) register(fs *pflag.FlagSet) {
+	fs.StringVar(&f.kernel, "kernel", "include", "kernel frames: include, exclude (charge kernel time to the calling user code) or only")
+	fs.StringVar(&f.from, "from", "", "start of the time window, from the first sample (e.g. 1.5s, 200ms)")
+	fs.StringVar(&f.to, "to", "", "end of the time window, from the first sample")
+}
+
+// load reads the recordings (see loadProfile) and keeps the samples the
+// flags select.
+func (f *filterFlags) load(paths []string, stderr io.Writer) (*profile.Profile, error) {
+	flt, err := f.filter()
+	if err != nil {
+		return nil, err
+	}
+	p, err := loadProfile(paths, stderr)
+	if err != nil {
+		return nil, err
+	}
+	return p.Apply(flt), nil
 }
 
 func (f *filterFlags) filter() (profile.Filter, error) {

@@ -50,15 +50,10 @@ written: report shows everything up to the last complete record.`,
 			if callers < 0 || top < 0 {
 				return usagef("--callers and --top take a positive number")
 			}
-			flt, err := ff.filter()
+			p, err := ff.load(args, c.ErrOrStderr())
 			if err != nil {
 				return err
 			}
-			p, err := loadProfile(args, c.ErrOrStderr())
-			if err != nil {
-				return err
-			}
-			p = p.Apply(flt)
 			out := c.OutOrStdout()
 			extra := render.JSONExtra{Sources: p.Sources, Warnings: p.Warnings,
 				Lost: p.Lost, Throttled: p.Throttled, Grouping: g.String()}
@@ -79,9 +74,7 @@ written: report shows everything up to the last complete record.`,
 	f := c.Flags()
 	f.StringVar(&by, "by", "function", "group samples by function, line or object")
 	f.IntVar(&callers, "callers", 0, "show calling contexts of N frames (leaf <- caller <- ...) instead of a flat profile")
-	f.StringVar(&ff.kernel, "kernel", "include", "kernel frames: include, exclude (charge kernel time to the calling user code) or only")
-	f.StringVar(&ff.from, "from", "", "start of the time window, from the first sample (e.g. 1.5s, 200ms)")
-	f.StringVar(&ff.to, "to", "", "end of the time window, from the first sample")
+	ff.register(f)
 	f.StringVar(&format, "format", "text", "output format: text or json")
 	f.IntVar(&top, "top", 40, "rows to print in text output (0: all)")
 	f.SortFlags = false

@@ -49,7 +49,7 @@ culprit-demo.rec for you to explore (culprit report --help).`,
 					return err
 				}
 			}
-			fmt.Fprintf(out, "\nchecksum runs in both request kinds; the calling contexts show that\nlarge_request holds two thirds of it. Explore further with:\n  culprit report --by line %s\n  culprit export --format pprof -o demo.pb.gz %s && go tool pprof -top demo.pb.gz\n", rec, rec)
+			fmt.Fprintf(out, "\nchecksum runs in both request kinds; the calling contexts show that\nlarge_request holds two thirds of it (it asks for twice the work). Explore further with:\n  culprit report --by line %s\n  culprit export --format pprof -o demo.pb.gz %s && go tool pprof -top demo.pb.gz\n", rec, rec)
 			return nil
 		},
 	}

@@ -1,0 +1,123 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/culprit-dev/culprit/internal/testutil"
+)
+
+// --from/--to select part of a run, counted from its first sample.
+func TestTimeWindows(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "phases", []string{"phases.c"}, "-O2", "-g")
+	out := rec(t)
+	mustRun(t, "record", "-o", out, "--", bin, "0.6")
+	all := flat(t, out)
+	first := flat(t, "--to", "0.5s", out)
+	second := flat(t, "--from", "700ms", out)
+	middle := flat(t, "--from", "0.2", "--to", "0.4", out)
+	if all.total("phase_one") < 0.4 || all.total("phase_two") < 0.4 {
+		t.Fatalf("whole run: %+v", all.Entries)
+	}
+	if first.total("phase_one") < 0.97 || second.total("phase_two") < 0.97 {
+		t.Errorf("windows: first 0.5 s has phase_one %.2f; after 0.7 s phase_two %.2f", first.total("phase_one"), second.total("phase_two"))
+	}
+	if middle.Samples < 150 || middle.Samples > 250 || middle.total("phase_one") < 0.97 {
+		t.Errorf("0.2–0.4 s window: %d samples (want ≈200 at 999 Hz), phase_one %.2f", middle.Samples, middle.total("phase_one"))
+	}
+}
+
+// Several recordings are merged.
+func TestMergeRecordings(t *testing.T) {
+	testutil.NeedRoot(t)
+	hier := testutil.C(t, "hier-O0", []string{"hier.c"}, "-O0", "-g")
+	threads := testutil.C(t, "threads", []string{"threads.c"}, "-O2", "-g", "-pthread")
+	a, b := rec(t), rec(t)
+	mustRun(t, "record", "-o", a, "--", hier, "2")
+	mustRun(t, "record", "-o", b, "--", threads, "50000000")
+	fa, fb, both := flat(t, a), flat(t, b), flat(t, a, b)
+	if both.Samples != fa.Samples+fb.Samples {
+		t.Errorf("merged %d samples, want %d + %d", both.Samples, fa.Samples, fb.Samples)
+	}
+	if both.total("worker") == 0 || both.total("spin_a") == 0 {
+		t.Errorf("merged report lacks one of the runs: %+v", both.Entries)
+	}
+}
+
+// Ctrl-C during an attach stops recording and leaves the target running,
+// neither stopped nor traced.
+func TestAttachInterrupted(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "sleeper", []string{"sleeper.c"}, "-O2", "-g")
+	target := exec.Command(bin, "3", "5")
+	if err := target.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer target.Process.Kill()
+	out := rec(t)
+	cmd := exec.Command(culprit, "record", "-p", strconv.Itoa(target.Process.Pid), "-o", out)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(700 * time.Millisecond)
+	cmd.Process.Signal(syscall.SIGINT)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Errorf("culprit after Ctrl-C: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("culprit did not stop on SIGINT")
+	}
+	status, _ := os.ReadFile("/proc/" + strconv.Itoa(target.Process.Pid) + "/status")
+	for _, line := range strings.Split(string(status), "\n") {
+		if strings.HasPrefix(line, "State:") && !strings.Contains(line, "R (running)") && !strings.Contains(line, "S (sleeping)") {
+			t.Errorf("target after detach: %s", line)
+		}
+		if strings.HasPrefix(line, "TracerPid:") && strings.TrimSpace(strings.TrimPrefix(line, "TracerPid:")) != "0" {
+			t.Errorf("target still traced: %s", line)
+		}
+	}
+	if f := flat(t, out); f.Samples < 300 {
+		t.Errorf("%d samples before Ctrl-C", f.Samples)
+	}
+	target.Wait()
+	if code := target.ProcessState.ExitCode(); code != 5 {
+		t.Errorf("target exit code %d, want 5", code)
+	}
+}
+
+// The README's first command: the bundled demo records and reports.
+func TestDemoAndVersion(t *testing.T) {
+	testutil.NeedRoot(t)
+	dir := t.TempDir()
+	cmd := exec.Command(culprit, "demo")
+	cmd.Dir = dir
+	outb, err := cmd.CombinedOutput()
+	out := string(outb)
+	if err != nil {
+		t.Fatalf("culprit demo: %v\n%s", err, out)
+	}
+	for _, want := range []string{"checksum", "large_request", "checksum <- large_request <- main", "flush_log"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("demo output lacks %q:\n%s", want, out)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(dir, "culprit-demo.rec")); err != nil {
+		t.Errorf("demo recording not kept: %v", err)
+	}
+	v := mustRun(t, "version")
+	if !strings.HasPrefix(v, "culprit ") || !strings.Contains(v, "recording format 1.") {
+		t.Errorf("version: %q", v)
+	}
+}

@@ -1,8 +1,9 @@
 package introperf
 
 import (
+	"cmp"
 	"fmt"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/culprit-dev/culprit/internal/profile"
@@ -367,18 +368,20 @@ func (in *inferer) close(th *thread, d int, t uint64) {
 // SortInstances orders instances by process, thread, start and depth
 // (callers before callees), the timeline order.
 func SortInstances(list []Instance) {
-	sort.SliceStable(list, func(i, j int) bool {
-		a, b := list[i], list[j]
-		if a.PID != b.PID {
-			return a.PID < b.PID
+	slices.SortFunc(list, func(a, b Instance) int {
+		if c := cmp.Compare(a.PID, b.PID); c != 0 {
+			return c
 		}
-		if a.TID != b.TID {
-			return a.TID < b.TID
+		if c := cmp.Compare(a.TID, b.TID); c != 0 {
+			return c
 		}
-		if a.Start != b.Start {
-			return a.Start < b.Start
+		if c := cmp.Compare(a.Start, b.Start); c != 0 {
+			return c
 		}
-		return a.Depth < b.Depth
+		if c := cmp.Compare(a.Depth, b.Depth); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Node, b.Node)
 	})
 }
 

@@ -2,11 +2,14 @@ package introperf
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/culprit-dev/culprit/internal/profile"
@@ -83,25 +86,15 @@ func WriteLatencyText(w io.Writer, r *Result, v LatencyView) error {
 	}
 	fmt.Fprintf(bw, "\n%d function instances in %d calling contexts, over %s\n",
 		len(r.Instances), r.Tree.Nodes(), fmtNS(float64(r.End-r.Start)))
-	list := append([]Instance(nil), r.Instances...)
-	sort.SliceStable(list, func(i, j int) bool {
-		a, b := list[i].Latency(v.Mode), list[j].Latency(v.Mode)
-		if a != b {
-			return a > b
-		}
-		return list[i].Start < list[j].Start
-	})
+	list := slowest(r.Instances, v.Mode, v.Top)
 	n := len(list)
-	if v.Top > 0 && n > v.Top {
-		n = v.Top
-	}
 	if n == 0 {
 		fmt.Fprintln(bw, "no function instances")
 		return bw.Flush()
 	}
-	fmt.Fprintf(bw, "\nslowest instances (%d of %d), start from the first event:\n", n, len(list))
+	fmt.Fprintf(bw, "\nslowest instances (%d of %d), start from the first event:\n", n, len(r.Instances))
 	fmt.Fprintf(bw, "%12s %12s %12s %8s  %-s\n", "conservative", "aggressive", "start", "tid", "function (object)  context")
-	for _, in := range list[:n] {
+	for _, in := range list {
 		fn := r.Tree.Funcs.Get(in.Func)
 		fmt.Fprintf(bw, "%12s %12s %12s %8d  %s  ctx %d: %s\n",
 			fmtNS(float64(in.Conservative)), fmtNS(float64(in.Aggressive)), fmtNS(float64(in.Start-r.Start)),
@@ -132,19 +125,6 @@ type jsonContext struct {
 	OwnA     float64 `json:"own_aggressive"`
 }
 
-type jsonInstance struct {
-	Function     string `json:"function"`
-	Object       string `json:"object"`
-	Context      int32  `json:"context"`
-	Path         int32  `json:"path"`
-	Depth        int32  `json:"depth"`
-	PID          uint32 `json:"pid"`
-	TID          uint32 `json:"tid"`
-	Start        uint64 `json:"start"`
-	Conservative uint64 `json:"conservative"`
-	Aggressive   uint64 `json:"aggressive"`
-}
-
 func eventCounts(c map[recording.Event]int) map[string]int {
 	out := map[string]int{}
 	for k, n := range c {
@@ -153,43 +133,146 @@ func eventCounts(c map[recording.Event]int) map[string]int {
 	return out
 }
 
+// jsonString returns s as a JSON string literal.
+func jsonString(s string) []byte {
+	b, _ := json.Marshal(s)
+	return b
+}
+
 // WriteLatencyJSON writes the instances (timeline order), the calling
-// contexts they refer to and the threads; see docs/report-json.md.
+// contexts they refer to and the threads; see docs/report-json.md. Instances
+// are written one per line, as they are many.
 func WriteLatencyJSON(w io.Writer, r *Result, v LatencyView) error {
-	doc := struct {
-		Mode      string         `json:"mode"`
-		Origin    uint64         `json:"origin"`
-		Events    map[string]int `json:"events"`
-		Used      int            `json:"used"`
-		Threads   []jsonThread   `json:"threads"`
-		Contexts  []jsonContext  `json:"contexts"`
-		Instances []jsonInstance `json:"instances"`
+	head := struct {
+		Mode     string         `json:"mode"`
+		Origin   uint64         `json:"origin"`
+		Events   map[string]int `json:"events"`
+		Used     int            `json:"used"`
+		Threads  []jsonThread   `json:"threads"`
+		Contexts []jsonContext  `json:"contexts"`
 	}{Mode: v.Mode.String(), Origin: r.Start, Events: eventCounts(r.EventCounts), Used: r.Used,
-		Threads: []jsonThread{}, Contexts: []jsonContext{}, Instances: []jsonInstance{}}
+		Threads: []jsonThread{}, Contexts: []jsonContext{}}
 	for _, t := range r.Threads {
-		doc.Threads = append(doc.Threads, jsonThread{t.PID, t.TID, t.Comm, t.Events, t.Instances})
+		head.Threads = append(head.Threads, jsonThread{t.PID, t.TID, t.Comm, t.Events, t.Instances})
 	}
 	for i := 0; i < r.Tree.Nodes(); i++ {
 		n := r.Tree.Node(int32(i))
 		fn := r.Tree.Funcs.Get(n.Func)
-		doc.Contexts = append(doc.Contexts, jsonContext{ID: n.ID, Parent: n.Parent.ID, Function: fn.Name, Object: fn.Object,
+		head.Contexts = append(head.Contexts, jsonContext{ID: n.ID, Parent: n.Parent.ID, Function: fn.Name, Object: fn.Object,
 			Layer: r.Objects.Layer(fn).Key(), Depth: n.Depth, Count: n.Count,
 			MeanC: n.Mean(Conservative), MeanA: n.Mean(Aggressive), OwnC: n.OwnMean(Conservative), OwnA: n.OwnMean(Aggressive)})
 	}
-	list := append([]Instance(nil), r.Instances...)
-	SortInstances(list)
-	for _, in := range list {
-		fn := r.Tree.Funcs.Get(in.Func)
-		doc.Instances = append(doc.Instances, jsonInstance{fn.Name, fn.Object, in.Node, in.Path, in.Depth,
-			in.PID, in.TID, in.Start - r.Start, in.Conservative, in.Aggressive})
-	}
-	bw := bufio.NewWriter(w)
-	enc := json.NewEncoder(bw)
-	enc.SetIndent("", " ")
-	if err := enc.Encode(doc); err != nil {
+	b, err := json.Marshal(head)
+	if err != nil {
 		return err
 	}
+	bw := bufio.NewWriterSize(w, 1<<16)
+	bw.Write(b[:len(b)-1]) // without the closing brace
+	bw.WriteString(",\n\"instances\": [")
+	names := make([][]byte, len(r.Tree.Funcs.Funcs))
+	objects := make([][]byte, len(r.Tree.Funcs.Funcs))
+	for i, fn := range r.Tree.Funcs.Funcs {
+		names[i], objects[i] = jsonString(fn.Name), jsonString(fn.Object)
+	}
+	list := timeline(r.Instances)
+	var line []byte
+	for i, in := range list {
+		line = line[:0]
+		if i > 0 {
+			line = append(line, ',')
+		}
+		line = append(line, "\n{\"function\":"...)
+		line = append(line, names[in.Func]...)
+		line = append(line, ",\"object\":"...)
+		line = append(line, objects[in.Func]...)
+		line = append(line, ",\"context\":"...)
+		line = strconv.AppendInt(line, int64(in.Node), 10)
+		line = append(line, ",\"path\":"...)
+		line = strconv.AppendInt(line, int64(in.Path), 10)
+		line = append(line, ",\"depth\":"...)
+		line = strconv.AppendInt(line, int64(in.Depth), 10)
+		line = append(line, ",\"pid\":"...)
+		line = strconv.AppendUint(line, uint64(in.PID), 10)
+		line = append(line, ",\"tid\":"...)
+		line = strconv.AppendUint(line, uint64(in.TID), 10)
+		line = append(line, ",\"start\":"...)
+		line = strconv.AppendUint(line, in.Start-r.Start, 10)
+		line = append(line, ",\"conservative\":"...)
+		line = strconv.AppendUint(line, in.Conservative, 10)
+		line = append(line, ",\"aggressive\":"...)
+		line = strconv.AppendUint(line, in.Aggressive, 10)
+		line = append(line, '}')
+		if _, err := bw.Write(line); err != nil {
+			return err
+		}
+	}
+	bw.WriteString("\n]}\n")
 	return bw.Flush()
+}
+
+// timeline returns a copy of list in timeline order (SortInstances).
+func timeline(list []Instance) []Instance {
+	out := append([]Instance(nil), list...)
+	SortInstances(out)
+	return out
+}
+
+// slowest returns the n instances with the largest latency in mode m
+// (all when n is 0), slowest first, ties by start.
+func slowest(list []Instance, m Mode, n int) []Instance {
+	less := func(a, b Instance) int { // a before b: slower, then earlier
+		la, lb := a.Latency(m), b.Latency(m)
+		switch {
+		case la != lb:
+			return cmp.Compare(lb, la)
+		case a.Start != b.Start:
+			return cmp.Compare(a.Start, b.Start)
+		}
+		return cmp.Compare(a.Node, b.Node)
+	}
+	if n <= 0 || n >= len(list) {
+		out := append([]Instance(nil), list...)
+		slices.SortFunc(out, less)
+		return out
+	}
+	// A heap of the n slowest seen so far, its root the fastest of them.
+	h := make([]Instance, 0, n)
+	down := func(i int) {
+		for {
+			c := 2*i + 1
+			if c >= len(h) {
+				return
+			}
+			if c+1 < len(h) && less(h[c+1], h[c]) > 0 {
+				c++
+			}
+			if less(h[c], h[i]) <= 0 {
+				return
+			}
+			h[i], h[c] = h[c], h[i]
+			i = c
+		}
+	}
+	for _, in := range list {
+		if len(h) < n {
+			h = append(h, in)
+			for i := len(h) - 1; i > 0; {
+				p := (i - 1) / 2
+				if less(h[i], h[p]) <= 0 {
+					break
+				}
+				h[i], h[p] = h[p], h[i]
+				i = p
+			}
+			continue
+		}
+		if less(in, h[0]) < 0 {
+			h[0] = in
+			down(0)
+		}
+	}
+	slices.SortFunc(h, less)
+	return h
 }
 
 type chromeEvent struct {
@@ -262,28 +345,49 @@ func WriteChrome(w io.Writer, p *profile.Profile, r *Result, m Mode) error {
 			return err
 		}
 	}
-	list := append([]Instance(nil), r.Instances...)
-	SortInstances(list)
-	for _, in := range list {
-		fn := r.Tree.Funcs.Get(in.Func)
-		dur := float64(in.Latency(m)) / 1e3
+	// Instances, written by hand: there can be millions.
+	names := make([][]byte, len(r.Tree.Funcs.Funcs))
+	for i, fn := range r.Tree.Funcs.Funcs {
 		cat := "user"
 		if fn.Kernel {
 			cat = "kernel"
 		}
-		ts := float64(in.Start-origin) / 1e3
-		if in.Start < origin {
-			ts = 0
+		names[i] = append(append(append(jsonString(fn.Name), ",\"cat\":\""...), cat...), "\",\"ph\":\"X\",\"ts\":"...)
+	}
+	args := make([][]byte, r.Tree.Nodes())
+	for i := range args {
+		v := r.Tree.Node(int32(i))
+		fn := r.Tree.Funcs.Get(v.Func)
+		args[i] = append(append(append(append([]byte(",\"args\":{\"object\":"), jsonString(fn.Object)...),
+			",\"callers\":"...), jsonString(contextString(r.Tree, v.Parent, 4))...), ",\"context\":"...)
+		args[i] = strconv.AppendInt(args[i], int64(i), 10)
+	}
+	var line []byte
+	for _, in := range timeline(r.Instances) {
+		ts := uint64(0)
+		if in.Start > origin {
+			ts = in.Start - origin
 		}
-		err := emit(chromeEvent{Name: fn.Name, Cat: cat, Ph: "X", Ts: ts, Dur: &dur, PID: in.PID, TID: in.TID,
-			Args: map[string]any{
-				"object":          fn.Object,
-				"context":         in.Node,
-				"conservative_ns": in.Conservative,
-				"aggressive_ns":   in.Aggressive,
-				"callers":         contextString(r.Tree, r.Tree.Node(in.Node).Parent, 4),
-			}})
-		if err != nil {
+		line = append(line[:0], ",\n{\"name\":"...)
+		line = append(line, names[in.Func]...)
+		line = appendMicros(line, ts)
+		line = append(line, ",\"dur\":"...)
+		line = appendMicros(line, in.Latency(m))
+		line = append(line, ",\"pid\":"...)
+		line = strconv.AppendUint(line, uint64(in.PID), 10)
+		line = append(line, ",\"tid\":"...)
+		line = strconv.AppendUint(line, uint64(in.TID), 10)
+		line = append(line, args[in.Node]...)
+		line = append(line, ",\"conservative_ns\":"...)
+		line = strconv.AppendUint(line, in.Conservative, 10)
+		line = append(line, ",\"aggressive_ns\":"...)
+		line = strconv.AppendUint(line, in.Aggressive, 10)
+		line = append(line, "}}"...)
+		if first {
+			line = line[1:] // no comma before the first event
+			first = false
+		}
+		if _, err := bw.Write(line); err != nil {
 			return err
 		}
 	}
@@ -291,6 +395,23 @@ func WriteChrome(w io.Writer, p *profile.Profile, r *Result, m Mode) error {
 		return err
 	}
 	return bw.Flush()
+}
+
+// appendMicros appends ns as microseconds with three decimals.
+func appendMicros(b []byte, ns uint64) []byte {
+	b = strconv.AppendUint(b, ns/1000, 10)
+	frac := ns % 1000
+	if frac == 0 {
+		return b
+	}
+	b = append(b, '.')
+	if frac < 100 {
+		b = append(b, '0')
+	}
+	if frac < 10 {
+		b = append(b, '0')
+	}
+	return strconv.AppendUint(b, frac, 10)
 }
 
 // baseName is the file name shown for a run.

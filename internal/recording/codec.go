@@ -10,6 +10,8 @@ import (
 const (
 	commExec        = 1 << 0 // Comm.Exec
 	sampleTruncated = 1 << 0 // Sample.Truncated
+	sourceGlobal    = 1 << 0 // ValueSource.Global
+	sourcePointer   = 1 << 1 // ValueSource.Pointer
 )
 
 // encodePayload appends r's payload to e. The field order is the declared
@@ -129,6 +131,40 @@ func encodePayload(e *enc, r Record) (Kind, error) {
 		e.str(r.Name)
 		e.str(r.Object)
 		return KindSymbol, nil
+	case *ValueSource:
+		if r == nil {
+			break
+		}
+		e.u(uint64(r.ID))
+		e.u(uint64(r.Class))
+		e.str(r.Name)
+		e.str(r.Function)
+		e.str(r.File)
+		e.u(uint64(r.Line))
+		e.str(r.Type)
+		e.str(r.Tags)
+		var f uint64
+		if r.Global {
+			f |= sourceGlobal
+		}
+		if r.Pointer {
+			f |= sourcePointer
+		}
+		e.u(f)
+		return KindValueSource, nil
+	case *Value:
+		if r == nil {
+			break
+		}
+		e.u(r.Time)
+		e.u(uint64(r.PID))
+		e.u(uint64(r.TID))
+		e.u(uint64(r.Source))
+		e.u(uint64(r.Depth))
+		e.u(uint64(r.Type))
+		e.u(r.PC)
+		e.u(r.Bits)
+		return KindValue, nil
 	case nil:
 		return 0, fmt.Errorf("writing a nil record")
 	default:
@@ -252,6 +288,35 @@ func decodePayload(k Kind, p []byte, slab *[]Sample) (r Record, ok bool) {
 		e.Throttled = d.u()
 		e.ExitCode = d.i32()
 		r = e
+	case KindValueSource:
+		v := new(ValueSource)
+		v.ID = d.u32()
+		k := d.u()
+		if k > math.MaxUint8 {
+			return nil, false
+		}
+		v.Class = SourceKind(k)
+		v.Name = d.str()
+		v.Function = d.str()
+		v.File = d.str()
+		line := d.u()
+		if line > math.MaxInt32 {
+			return nil, false
+		}
+		v.Line = int(line)
+		v.Type = d.str()
+		v.Tags = d.str()
+		f := d.u()
+		v.Global, v.Pointer = f&sourceGlobal != 0, f&sourcePointer != 0
+		r = v
+	case KindValue:
+		var a [8]uint64
+		d.uvarints(a[:])
+		if d.bad || a[1]|a[2]|a[3] > math.MaxUint32 || a[4]|a[5] > math.MaxUint8 {
+			return nil, false
+		}
+		r = &Value{Time: a[0], PID: uint32(a[1]), TID: uint32(a[2]), Source: uint32(a[3]),
+			Depth: uint8(a[4]), Type: ValueKind(a[5]), PC: a[6], Bits: a[7]}
 	case KindSymbol:
 		y := new(Symbol)
 		y.PID = d.u32()

@@ -30,7 +30,7 @@ const (
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // knownKind reports whether k is a record kind of this version.
-func knownKind(k Kind) bool { return k >= KindMeta && k <= KindSymbol }
+func knownKind(k Kind) bool { return k >= KindMeta && k <= KindValue }
 
 // String returns the kind's name, e.g. "sample".
 func (k Kind) String() string {
@@ -59,6 +59,10 @@ func (k Kind) String() string {
 		return "end"
 	case KindSymbol:
 		return "symbol"
+	case KindValueSource:
+		return "value-source"
+	case KindValue:
+		return "value"
 	}
 	return "kind(" + itoa(uint64(k)) + ")"
 }

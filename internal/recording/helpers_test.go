@@ -32,6 +32,10 @@ func allRecords() []Record {
 		&Sample{Time: 260000000000005, PID: 4123, TID: 4124, Event: EventSyscallEnter, Arg: 231},
 		&Lost{Time: 260000000000006, Reason: LostThrottled, Count: 12},
 		&Symbol{PID: 4123, Addr: 0x7f0011223300, Size: 0x80, Name: "jit_fn", Object: "/tmp/perf-4123.map"},
+		&ValueSource{ID: 3, Class: SourceVariable, Name: "available_mem", Function: "#global", File: "mem.c", Line: 12,
+			Type: "unsigned long", Tags: "cond", Global: true, Pointer: true},
+		&Value{Time: 260000000000005, PID: 4123, TID: 4124, Source: 3, Depth: 2, Type: ValueFloat, PC: 0x55a4c3e01234, Bits: 0x400921fb54442d18},
+		&Value{Time: 260000000000005, PID: 4123, TID: 4124, Source: 3, Type: ValueMissing},
 		&KernelSymbol{Addr: 0xffffffff81234500, Size: 0x120, Name: "do_syscall_64", Module: "kvm"},
 		&Object{Name: "[vdso]", BuildID: []byte{1, 2, 3}, Data: bytes.Repeat([]byte{0x7f, 'E', 'L', 'F', 0}, 100)},
 		&End{Time: 260000000000007, Samples: 1, Lost: 12, Throttled: 3, ExitCode: -1},
@@ -41,7 +45,7 @@ func allRecords() []Record {
 // zeroRecords returns one record of every kind with every field zero.
 func zeroRecords() []Record {
 	return []Record{&Meta{}, &Mmap{}, &Comm{}, &Task{}, &Task{Exit: true}, &Stack{ID: 1},
-		&Sample{}, &Lost{}, &KernelSymbol{}, &Object{}, &End{}, &Symbol{}}
+		&Sample{}, &Lost{}, &KernelSymbol{}, &Object{}, &End{}, &Symbol{}, &ValueSource{}, &Value{}}
 }
 
 // encodeRecords returns the bytes of a recording holding recs.

@@ -30,6 +30,8 @@ const (
 	KindObject       Kind = 10 // Object: an in-memory object image, e.g. the vDSO
 	KindEnd          Kind = 11 // End: the recording finished cleanly
 	KindSymbol       Kind = 12 // Symbol: a user function named at record or import time (1.1)
+	KindValueSource  Kind = 13 // ValueSource: a variable, expression or counter whose values are sampled (1.1)
+	KindValue        Kind = 14 // Value: one sampled value (1.1)
 )
 
 // Record is implemented by every record type.
@@ -187,6 +189,54 @@ type Symbol struct {
 	Object string // the object it belongs to, e.g. a library path
 }
 
+// SourceKind says what a ValueSource is (ValueSource.Class).
+type SourceKind uint8
+
+const (
+	SourceVariable   SourceKind = 1 // a program variable (vProf schema entry)
+	SourceExpression SourceKind = 2 // a user expression (PROG@FUNC@EXPR or a rule's capture)
+	SourceCounter    SourceKind = 3 // a rule's named event counter
+)
+
+// ValueSource defines something whose values are sampled; Value records
+// refer to it by ID. Defined once, before its first Value.
+type ValueSource struct {
+	ID       uint32
+	Class    SourceKind
+	Name     string // variable name, expression text or counter name
+	Function string // the function whose frame it is evaluated in; "#global" for globals
+	File     string // declaring file, for variables
+	Line     int    // declaring line, for variables
+	Type     string // C type as written, e.g. "unsigned long", "struct job *"
+	Tags     string // vProf schema tags: "loop,cond,args" subset or "none"
+	Global   bool
+	Pointer  bool // the value is an address (vProf then only uses run lengths)
+}
+
+// ValueKind says how Value.Bits is to be read (Value.Type).
+type ValueKind uint8
+
+const (
+	ValueInt     ValueKind = 0 // int64 in two's complement
+	ValueUint    ValueKind = 1
+	ValueFloat   ValueKind = 2 // float64 bits
+	ValueMissing ValueKind = 3 // not available at this sample (optimized out, unreadable)
+)
+
+// Value is one sampled value, taken at a sample (Time, TID) in the frame at
+// Depth (0 = the sampled frame, 1 = its caller, ...), whose PC is PC (the
+// call-site PC for callers).
+type Value struct {
+	Time   uint64
+	PID    uint32
+	TID    uint32
+	Source uint32 // a ValueSource ID
+	Depth  uint8
+	Type   ValueKind
+	PC     uint64
+	Bits   uint64
+}
+
 // End marks a clean end of recording with its totals. A file without an End
 // record was cut short (recorder killed) or is still being written.
 type End struct {
@@ -207,6 +257,8 @@ func (*KernelSymbol) Kind() Kind { return KindKernelSymbol }
 func (*Object) Kind() Kind       { return KindObject }
 func (*End) Kind() Kind          { return KindEnd }
 func (*Symbol) Kind() Kind       { return KindSymbol }
+func (*ValueSource) Kind() Kind  { return KindValueSource }
+func (*Value) Kind() Kind        { return KindValue }
 func (t *Task) Kind() Kind {
 	if t.Exit {
 		return KindExit

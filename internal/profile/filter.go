@@ -183,6 +183,20 @@ func (p *Profile) Apply(f Filter) *Profile {
 		Sources:   p.Sources,
 		Warnings:  p.Warnings,
 		StartTime: p.StartTime,
+
+		ValueSources: p.ValueSources,
+	}
+	inWindow := func(t uint64) bool {
+		rel := time.Duration(int64(t - p.StartTime))
+		if t < p.StartTime {
+			rel = -time.Duration(int64(p.StartTime - t))
+		}
+		return (!f.HasFrom || rel >= f.From) && (!f.HasTo || rel < f.To)
+	}
+	for _, v := range p.Values {
+		if inWindow(v.Time) {
+			q.Values = append(q.Values, v)
+		}
 	}
 	if f.Kernel == KernelInclude {
 		q.Stacks = p.Stacks
@@ -228,14 +242,7 @@ func (p *Profile) Apply(f Filter) *Profile {
 		if !f.AllEvents && s.Event != recording.EventCPU {
 			continue
 		}
-		rel := time.Duration(int64(s.Time - p.StartTime))
-		if s.Time < p.StartTime {
-			rel = -time.Duration(int64(p.StartTime - s.Time))
-		}
-		if f.HasFrom && rel < f.From {
-			continue
-		}
-		if f.HasTo && rel >= f.To {
+		if !inWindow(s.Time) {
 			continue
 		}
 		ns := newStack(s.Stack)

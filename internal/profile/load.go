@@ -76,7 +76,8 @@ type loader struct {
 	resolved map[stackKey]int32
 	raw      []rawSample
 	noSyms   map[string]bool
-	syms     map[uint32][]recording.Symbol // Symbol records by pid (0: all), sorted after reading
+	syms     map[uint32][]recording.Symbol   // Symbol records by pid (0: all), sorted after reading
+	vsrc     map[recording.ValueSource]int32 // value source (ID cleared) → index
 }
 
 // Load reads recordings and builds a symbolized Profile. Damaged or
@@ -97,6 +98,7 @@ func Load(paths []string, o LoadOptions) (*Profile, error) {
 		resolved: map[stackKey]int32{},
 		noSyms:   map[string]bool{},
 		syms:     map[uint32][]recording.Symbol{},
+		vsrc:     map[recording.ValueSource]int32{},
 	}
 	if l.sym == nil {
 		l.sym = symbol.New(symbol.Options{})
@@ -112,6 +114,7 @@ func Load(paths []string, o LoadOptions) (*Profile, error) {
 		sort.Slice(list, func(i, j int) bool { return list[i].Addr < list[j].Addr })
 	}
 	sort.SliceStable(l.raw, func(i, j int) bool { return l.raw[i].Time < l.raw[j].Time })
+	sort.SliceStable(l.p.Values, func(i, j int) bool { return l.p.Values[i].Time < l.p.Values[j].Time })
 	l.p.Samples = make([]Sample, len(l.raw))
 	for i, r := range l.raw {
 		s := r.Sample
@@ -141,6 +144,7 @@ func (l *loader) readFile(idx int, path string, records *int, progress func(int)
 	l.spaces = map[uint32]*space{}
 	stacks := map[uint64]*recording.Stack{}
 	l.stacks = append(l.stacks, stacks)
+	sources := map[uint32]int32{} // this file's ValueSource IDs → index
 	src := Source{Path: path}
 	for {
 		rec, err := r.Next()
@@ -206,6 +210,23 @@ func (l *loader) readFile(idx int, path string, records *int, progress func(int)
 			}
 		case *recording.Symbol:
 			l.syms[v.PID] = append(l.syms[v.PID], *v)
+		case *recording.ValueSource:
+			key := *v
+			key.ID = 0
+			idx, ok := l.vsrc[key]
+			if !ok {
+				idx = int32(len(l.p.ValueSources))
+				l.p.ValueSources = append(l.p.ValueSources, key)
+				l.vsrc[key] = idx
+			}
+			sources[v.ID] = idx
+		case *recording.Value:
+			idx, ok := sources[v.Source]
+			if !ok {
+				continue // its definition was lost to damage
+			}
+			l.p.Values = append(l.p.Values, Value{Time: v.Time, PID: v.PID, TID: v.TID, Source: idx,
+				Depth: v.Depth, Type: v.Type, PC: v.PC, Bits: v.Bits})
 		case *recording.End:
 			src.Complete = true
 		}

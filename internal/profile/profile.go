@@ -6,7 +6,11 @@
 // kernel and does not print.
 package profile
 
-import "github.com/culprit-dev/culprit/internal/recording"
+import (
+	"math"
+
+	"github.com/culprit-dev/culprit/internal/recording"
+)
 
 // Frame is one symbolized frame. Inlined functions are frames of their own.
 type Frame struct {
@@ -29,6 +33,34 @@ type Sample struct {
 	Stack  int32           // index into Profile.Stacks
 	Event  recording.Event // what took the sample (CPU tick, syscall, switch)
 	Arg    uint64          // the event's argument (syscall number, prev_state)
+}
+
+// Value is one sampled value of the model (see recording.Value).
+type Value struct {
+	Time   uint64
+	PID    uint32
+	TID    uint32
+	Source int32 // index into Profile.ValueSources
+	Depth  uint8
+	Type   recording.ValueKind
+	PC     uint64
+	Bits   uint64
+}
+
+// Missing reports whether the value was not available at its sample.
+func (v Value) Missing() bool { return v.Type == recording.ValueMissing }
+
+// Float64 returns the value as a float64 (NaN when missing).
+func (v Value) Float64() float64 {
+	switch v.Type {
+	case recording.ValueInt:
+		return float64(int64(v.Bits))
+	case recording.ValueUint:
+		return float64(v.Bits)
+	case recording.ValueFloat:
+		return math.Float64frombits(v.Bits)
+	}
+	return math.NaN()
 }
 
 // Thread is what is known of a thread.
@@ -57,6 +89,10 @@ type Profile struct {
 	Metas     []recording.Meta
 	Sources   []Source
 	Warnings  []string // things the user should know, e.g. objects without symbols
+	// ValueSources are the variables, expressions and counters whose values
+	// were sampled, merged across recordings by what they denote.
+	ValueSources []recording.ValueSource
+	Values       []Value // ordered by time
 	// StartTime is the smallest sample time, used as the origin of --from/--to.
 	StartTime uint64
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/culprit-dev/culprit/internal/analysis/exprs"
 	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/render"
 )
@@ -19,6 +20,8 @@ func newReport() *cobra.Command {
 		callers int
 		format  string
 		top     int
+		exprsOn bool
+		stat    string
 	)
 	c := &cobra.Command{
 		Use:   "report [flags] [FILE...]",
@@ -55,6 +58,23 @@ written: report shows everything up to the last complete record.`,
 				return err
 			}
 			out := c.OutOrStdout()
+			if exprsOn {
+				o := exprs.Options{}
+				switch stat {
+				case "hist":
+					o.Bins = 10
+				case "series":
+					o.Series = 50
+				case "mean", "quantiles":
+				default:
+					return usagef("unknown statistic %q: use %s", stat, strings.Join(render.ExprStats, ", "))
+				}
+				list := exprs.Summarize(p, o)
+				if format == "json" {
+					return render.ExprsJSON(out, list, len(p.Samples), render.JSONExtra{Warnings: p.Warnings})
+				}
+				return render.ExprsText(out, list, stat)
+			}
 			extra := render.JSONExtra{Sources: p.Sources, Warnings: p.Warnings,
 				Lost: p.Lost, Throttled: p.Throttled, Grouping: g.String()}
 			if callers > 0 {
@@ -75,6 +95,8 @@ written: report shows everything up to the last complete record.`,
 	f.StringVar(&by, "by", "function", "group samples by function, line or object")
 	f.IntVar(&callers, "callers", 0, "show calling contexts of N frames (leaf <- caller <- ...) instead of a flat profile")
 	ff.register(f)
+	f.BoolVar(&exprsOn, "exprs", false, "summarize the sampled expressions and counters instead (recorded with --expr or --rules)")
+	f.StringVar(&stat, "stat", "mean", "with --exprs: mean (count, missing, time-weighted mean, min, max, median), quantiles, hist or series")
 	f.StringVar(&format, "format", "text", "output format: text or json")
 	f.IntVar(&top, "top", 40, "rows to print in text output (0: all)")
 	f.SortFlags = false

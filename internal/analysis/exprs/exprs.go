@@ -1,0 +1,185 @@
+// Package exprs summarizes sampled expressions and counters (PCT's
+// formatters, such as int-avg): for each, how often it was evaluated, how
+// often it was missing, its time-weighted mean, extremes, quantiles, a
+// histogram and a time series. It reads only profile.Profile.
+package exprs
+
+import (
+	"math"
+	"sort"
+
+	"github.com/culprit-dev/culprit/internal/profile"
+	"github.com/culprit-dev/culprit/internal/recording"
+)
+
+// Summary describes one expression or counter.
+type Summary struct {
+	Expr     string  `json:"expr"`
+	Function string  `json:"function,omitempty"` // the frame it was evaluated in
+	Class    string  `json:"class"`              // "expression" or "counter"
+	Count    int     `json:"count"`              // samples with a value
+	Missing  int     `json:"missing"`            // samples where it could not be evaluated
+	Mean     float64 `json:"mean"`               // weighted by the CPU time each sample stands for
+	Min      float64 `json:"min"`
+	Max      float64 `json:"max"`
+	P50      float64 `json:"p50"`
+	P90      float64 `json:"p90"`
+	P99      float64 `json:"p99"`
+	Hist     []Bin   `json:"hist,omitempty"`
+	Series   []Point `json:"series,omitempty"`
+}
+
+// Bin is a histogram bucket [Lo, Hi) (the last one includes Hi).
+type Bin struct {
+	Lo    float64 `json:"lo"`
+	Hi    float64 `json:"hi"`
+	Count int     `json:"count"`
+}
+
+// Point is a value at a time, in seconds from the profile's start.
+type Point struct {
+	T     float64 `json:"t"`
+	Value float64 `json:"value"`
+}
+
+// Options select the optional parts.
+type Options struct {
+	Bins   int // histogram buckets (0: none)
+	Series int // at most this many points per series (0: none)
+}
+
+type key struct {
+	tid  uint32
+	time uint64
+}
+
+// Summarize summarizes every expression and counter of p, in the order of
+// their sources.
+func Summarize(p *profile.Profile, o Options) []Summary {
+	// The CPU time a value stands for is the period of the sample it was
+	// taken at (samples can be jittered, so periods differ).
+	period := make(map[key]float64, len(p.Samples))
+	for _, s := range p.Samples {
+		if s.Event == recording.EventCPU && s.Period > 0 {
+			period[key{s.TID, s.Time}] = float64(s.Period)
+		}
+	}
+	type acc struct {
+		vals, weights []float64
+		times         []uint64
+		missing       int
+	}
+	accs := make([]acc, len(p.ValueSources))
+	for _, v := range p.Values {
+		if v.Source < 0 || int(v.Source) >= len(accs) {
+			continue
+		}
+		a := &accs[v.Source]
+		if v.Missing() {
+			a.missing++
+			continue
+		}
+		w, ok := period[key{v.TID, v.Time}]
+		if !ok {
+			w = 1
+		}
+		a.vals = append(a.vals, v.Float64())
+		a.weights = append(a.weights, w)
+		a.times = append(a.times, v.Time)
+	}
+	var out []Summary
+	for i, src := range p.ValueSources {
+		if src.Class != recording.SourceExpression && src.Class != recording.SourceCounter {
+			continue
+		}
+		a := accs[i]
+		s := Summary{Expr: src.Name, Function: src.Function, Count: len(a.vals), Missing: a.missing, Class: "expression"}
+		if src.Class == recording.SourceCounter {
+			s.Class = "counter"
+		}
+		if len(a.vals) > 0 {
+			var sum, wsum float64
+			for j, v := range a.vals {
+				sum += v * a.weights[j]
+				wsum += a.weights[j]
+			}
+			s.Mean = sum / wsum
+			sorted := append([]float64(nil), a.vals...)
+			sort.Float64s(sorted)
+			s.Min, s.Max = sorted[0], sorted[len(sorted)-1]
+			s.P50, s.P90, s.P99 = quantile(sorted, 0.5), quantile(sorted, 0.9), quantile(sorted, 0.99)
+			if o.Bins > 0 {
+				s.Hist = histogram(sorted, o.Bins)
+			}
+			if o.Series > 0 {
+				s.Series = series(a.times, a.vals, p.StartTime, o.Series)
+			}
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// quantile of sorted values, by linear interpolation between closest ranks.
+func quantile(sorted []float64, q float64) float64 {
+	if len(sorted) == 1 {
+		return sorted[0]
+	}
+	pos := q * float64(len(sorted)-1)
+	i := int(math.Floor(pos))
+	if i+1 >= len(sorted) {
+		return sorted[len(sorted)-1]
+	}
+	return sorted[i] + (sorted[i+1]-sorted[i])*(pos-float64(i))
+}
+
+func histogram(sorted []float64, bins int) []Bin {
+	lo, hi := sorted[0], sorted[len(sorted)-1]
+	if lo == hi {
+		return []Bin{{Lo: lo, Hi: hi, Count: len(sorted)}}
+	}
+	width := (hi - lo) / float64(bins)
+	out := make([]Bin, bins)
+	for i := range out {
+		out[i].Lo = lo + float64(i)*width
+		out[i].Hi = lo + float64(i+1)*width
+	}
+	out[bins-1].Hi = hi
+	for _, v := range sorted {
+		i := int((v - lo) / width)
+		if i >= bins {
+			i = bins - 1
+		}
+		out[i].Count++
+	}
+	return out
+}
+
+// series keeps at most n points, averaging the values of each time slice.
+func series(times []uint64, vals []float64, start uint64, n int) []Point {
+	if len(vals) <= n {
+		out := make([]Point, len(vals))
+		for i := range vals {
+			out[i] = Point{T: float64(times[i]-start) / 1e9, Value: vals[i]}
+		}
+		return out
+	}
+	var out []Point
+	per := float64(len(vals)) / float64(n)
+	for i := 0; i < n; i++ {
+		a, b := int(float64(i)*per), int(float64(i+1)*per)
+		if b > len(vals) {
+			b = len(vals)
+		}
+		if a >= b {
+			continue
+		}
+		var sum float64
+		for _, v := range vals[a:b] {
+			sum += v
+		}
+		mid := times[(a+b-1)/2]
+		out = append(out, Point{T: float64(mid-start) / 1e9, Value: sum / float64(b-a)})
+	}
+	return out
+}

@@ -1,0 +1,100 @@
+package exprs
+
+import (
+	"math"
+	"path/filepath"
+	"testing"
+
+	"github.com/culprit-dev/culprit/internal/profile"
+	"github.com/culprit-dev/culprit/internal/recording"
+)
+
+// writeRecording writes a recording with CPU samples of given periods and,
+// at each, a value of expression 1 (missing where v is NaN) and a count.
+func writeRecording(t *testing.T, periods []uint64, vals []float64) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "x.rec")
+	w, err := recording.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.Write(&recording.Meta{Tool: "test", Event: "cpu-clock"})
+	w.Write(&recording.ValueSource{ID: 1, Class: recording.SourceExpression, Name: "n", Function: "worker"})
+	w.Write(&recording.ValueSource{ID: 2, Class: recording.SourceCounter, Name: "ticks"})
+	w.Write(&recording.ValueSource{ID: 3, Class: recording.SourceVariable, Name: "ignored_here", Function: "#global"})
+	tm := uint64(1000)
+	for i, p := range periods {
+		tm += p
+		w.WriteSample(recording.Sample{Time: tm, PID: 1, TID: 1, Period: p}, nil, []uint64{0x401000})
+		v := recording.Value{Time: tm, PID: 1, TID: 1, Source: 1, Type: recording.ValueInt, Bits: uint64(int64(vals[i]))}
+		if math.IsNaN(vals[i]) {
+			v.Type, v.Bits = recording.ValueMissing, 0
+		}
+		w.Write(&v)
+		w.Write(&recording.Value{Time: tm, PID: 1, TID: 1, Source: 2, Type: recording.ValueUint, Bits: 1})
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+func load(t *testing.T, path string) *profile.Profile {
+	p, err := profile.Load([]string{path}, profile.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestSummaryTimeWeighted(t *testing.T) {
+	// PCT's hier-test: n = 1e7 for a third of the time, 2e7 for two thirds;
+	// with unequal (jittered) periods the mean must weigh by CPU time.
+	periods := []uint64{1e6, 1e6, 3e6, 1e6, 2e6}
+	vals := []float64{1e7, 1e7, 2e7, math.NaN(), 2e7}
+	list := Summarize(load(t, writeRecording(t, periods, vals)), Options{Bins: 4, Series: 10})
+	if len(list) != 2 {
+		t.Fatalf("want the expression and the counter, got %+v", list)
+	}
+	s := list[0]
+	if s.Expr != "n" || s.Count != 4 || s.Missing != 1 {
+		t.Errorf("count/missing: %+v", s)
+	}
+	want := (1e7*1e6 + 1e7*1e6 + 2e7*3e6 + 2e7*2e6) / 7e6
+	if math.Abs(s.Mean-want) > 1e-6 {
+		t.Errorf("time-weighted mean %v, want %v", s.Mean, want)
+	}
+	if s.Min != 1e7 || s.Max != 2e7 || s.P50 != 1.5e7 {
+		t.Errorf("min/max/p50: %+v", s)
+	}
+	total := 0
+	for _, b := range s.Hist {
+		total += b.Count
+	}
+	if len(s.Hist) != 4 || total != 4 || s.Hist[0].Count != 2 || s.Hist[3].Count != 2 {
+		t.Errorf("histogram %+v", s.Hist)
+	}
+	if len(s.Series) != 4 || s.Series[0].T >= s.Series[3].T {
+		t.Errorf("series %+v", s.Series)
+	}
+	if c := list[1]; c.Class != "counter" || c.Count != 5 || c.Mean != 1 {
+		t.Errorf("counter %+v", c)
+	}
+}
+
+func TestSeriesDownsampled(t *testing.T) {
+	n := 1000
+	periods := make([]uint64, n)
+	vals := make([]float64, n)
+	for i := range periods {
+		periods[i] = 1e6
+		vals[i] = float64(i)
+	}
+	s := Summarize(load(t, writeRecording(t, periods, vals)), Options{Series: 10})[0]
+	if len(s.Series) != 10 || s.Series[0].Value != 49.5 || s.Series[9].Value != 949.5 {
+		t.Errorf("series %+v", s.Series)
+	}
+	if math.Abs(s.P90-899.1) > 1e-9 || math.Abs(s.P99-989.01) > 1e-9 {
+		t.Errorf("p90 %v p99 %v", s.P90, s.P99)
+	}
+}

@@ -1,0 +1,102 @@
+package render
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/culprit-dev/culprit/internal/analysis/exprs"
+)
+
+// ExprStats are the views of `report --exprs --stat`.
+var ExprStats = []string{"mean", "quantiles", "hist", "series"}
+
+// ExprsText prints expression summaries: with stat "mean" a table of count,
+// missing, time-weighted mean, min, max and median; "quantiles" adds p90
+// and p99; "hist" draws each histogram; "series" lists values over time.
+func ExprsText(w io.Writer, list []exprs.Summary, stat string) error {
+	if len(list) == 0 {
+		_, err := fmt.Fprintln(w, "no expressions were sampled: record with --expr 'PROG@FUNC@EXPR' or --rules FILE")
+		return err
+	}
+	var b strings.Builder
+	switch stat {
+	case "mean", "quantiles":
+		fmt.Fprintf(&b, "%8s %8s %12s %12s %12s %12s", "count", "missing", "mean", "min", "max", "p50")
+		if stat == "quantiles" {
+			fmt.Fprintf(&b, " %12s %12s", "p90", "p99")
+		}
+		b.WriteString("  expression\n")
+		for _, s := range list {
+			fmt.Fprintf(&b, "%8d %8d %12s %12s %12s %12s", s.Count, s.Missing, num(s.Mean), num(s.Min), num(s.Max), num(s.P50))
+			if stat == "quantiles" {
+				fmt.Fprintf(&b, " %12s %12s", num(s.P90), num(s.P99))
+			}
+			fmt.Fprintf(&b, "  %s\n", label(s))
+		}
+	case "hist":
+		for _, s := range list {
+			fmt.Fprintf(&b, "%s: %d values, %d missing\n", label(s), s.Count, s.Missing)
+			max := 0
+			for _, h := range s.Hist {
+				if h.Count > max {
+					max = h.Count
+				}
+			}
+			for _, h := range s.Hist {
+				bar := 0
+				if max > 0 {
+					bar = h.Count * 40 / max
+				}
+				fmt.Fprintf(&b, "  [%12s, %12s) %8d %s\n", num(h.Lo), num(h.Hi), h.Count, strings.Repeat("#", bar))
+			}
+		}
+	case "series":
+		for _, s := range list {
+			fmt.Fprintf(&b, "%s:\n", label(s))
+			for _, p := range s.Series {
+				fmt.Fprintf(&b, "  %9.3fs %s\n", p.T, num(p.Value))
+			}
+		}
+	default:
+		return fmt.Errorf("unknown statistic %q: use %s", stat, strings.Join(ExprStats, ", "))
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// ExprsJSON writes {"samples": N, "exprs": [...]}.
+func ExprsJSON(w io.Writer, list []exprs.Summary, samples int, extra JSONExtra) error {
+	if list == nil {
+		list = []exprs.Summary{}
+	}
+	v := struct {
+		Samples  int             `json:"samples"`
+		Exprs    []exprs.Summary `json:"exprs"`
+		Warnings []string        `json:"warnings,omitempty"`
+	}{samples, list, extra.Warnings}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func label(s exprs.Summary) string {
+	if s.Class == "counter" {
+		return "count " + s.Expr
+	}
+	if s.Function != "" && s.Function != "#global" {
+		return s.Function + "@" + s.Expr
+	}
+	return s.Expr
+}
+
+// num formats a value compactly: integers as integers, others with 4
+// significant digits (8.38e+06 as PCT prints).
+func num(v float64) string {
+	if v == float64(int64(v)) && v < 1e15 && v > -1e15 {
+		return strconv.FormatInt(int64(v), 10)
+	}
+	return strconv.FormatFloat(v, 'g', 4, 64)
+}

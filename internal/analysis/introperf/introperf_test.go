@@ -493,3 +493,65 @@ func TestSyscallEnterStartsKernelFrames(t *testing.T) {
 		t.Errorf("instances\n got %v\nwant %v", got, want)
 	}
 }
+
+func TestLayers(t *testing.T) {
+	// ld.so runs first (maps libx), then the program; plug.so is mapped
+	// after the program started running.
+	ev := []event{
+		{t: 10, stack: []string{"ldso:_dl_start", "k:entry"}, kind: recording.EventSyscallEnter},
+		{t: 20, stack: []string{"main", "lib:helper", "k:entry"}, kind: recording.EventSyscallEnter},
+		{t: 40, stack: []string{"main", "plug:hook", "k:entry"}, kind: recording.EventSyscallEnter},
+	}
+	p := build(ev)
+	for i, f := range p.Frames {
+		if strings.HasPrefix(f.Function, "ldso:") {
+			p.Frames[i] = profile.Frame{Function: f.Function[5:], Object: "/lib/ld-linux-x86-64.so.2"}
+		}
+	}
+	p.Metas = []recording.Meta{{Command: []string{"./prog", "arg"}}}
+	loads := []profile.ObjectLoad{
+		{PID: 1, Path: "/bin/prog", Time: 1},
+		{PID: 1, Path: "/lib/ld-linux-x86-64.so.2", Time: 1},
+		{PID: 1, Path: "/lib/libx.so", Time: 15}, // after ld.so's first event, before the program ran
+		{PID: 1, Path: "/opt/plug.so", Time: 30},
+	}
+	r := Analyze(p, Options{Loads: loads})
+	if r.Objects.Main != "/bin/prog" || !r.Objects.LoadTimes {
+		t.Fatalf("objects %+v", r.Objects)
+	}
+	want := map[string]Layer{"main": LayerMain, "helper": LayerLibrary, "hook": LayerPlugin, "entry": LayerKernel, "_dl_start": LayerLibrary}
+	for _, fn := range r.Tree.Funcs.Funcs {
+		if got := r.Objects.Layer(fn); got != want[fn.Name] {
+			t.Errorf("%s (%s): layer %s, want %s", fn.Name, fn.Path, got, want[fn.Name])
+		}
+	}
+	// Without mapping times nothing is a plug-in; without a command the
+	// object of main is the main program.
+	p.Metas = nil
+	r = Analyze(p, Options{})
+	if r.Objects.Main != "/bin/prog" || len(r.Objects.Plugins) != 0 || r.Objects.Note == "" {
+		t.Errorf("no loads: %+v", r.Objects)
+	}
+	// The candidate of a path whose growth is in the kernel or libc is the
+	// nearest caller outside them.
+	base := Analyze(build([]event{{t: 1, stack: []string{"main", "plug:hook", "libc:write", "k:entry"}}}), Options{})
+	var bug []event
+	for i := uint64(0); i < 10; i++ {
+		bug = append(bug, event{t: 10 * i, stack: []string{"main", "plug:hook", "libc:write", "k:entry"}, kind: recording.EventSyscallEnter})
+	}
+	pb := build(bug)
+	for i, f := range pb.Frames {
+		if strings.HasPrefix(f.Function, "libc:") {
+			pb.Frames[i] = profile.Frame{Function: f.Function[5:], Object: "/lib/libc.so.6"}
+		}
+	}
+	rb := Analyze(pb, Options{Loads: []profile.ObjectLoad{{PID: 1, Path: "/opt/plug.so", Time: 5}}})
+	paths := Rank(base, rb, RankOptions{Mode: Aggressive})
+	if len(paths) != 1 {
+		t.Fatalf("%d paths", len(paths))
+	}
+	c := paths[0].CandidateFrame()
+	if c.Func.Name != "hook" || c.Layer != LayerPlugin || paths[0].Frames[paths[0].Grew].Func.Name == "hook" {
+		t.Errorf("candidate %s [%s], grew %s: %s", c.Func.Name, c.Layer, paths[0].Frames[paths[0].Grew].Func.Name, paths[0].Verdict())
+	}
+}

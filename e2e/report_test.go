@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/testutil"
 )
 
@@ -19,19 +21,50 @@ func TestTimeWindows(t *testing.T) {
 	bin := testutil.C(t, "phases", []string{"phases.c"}, "-O2", "-g")
 	out := rec(t)
 	mustRun(t, "record", "-o", out, "--", bin, "0.6")
-	all := flat(t, out)
-	first := flat(t, "--to", "0.5s", out)
-	second := flat(t, "--from", "700ms", out)
-	middle := flat(t, "--from", "0.2", "--to", "0.4", out)
-	if all.total("phase_one") < 0.4 || all.total("phase_two") < 0.4 {
-		t.Fatalf("whole run: %+v", all.Entries)
+	// Where phase two starts, in seconds from the first sample (the phases
+	// take equal CPU time; their wall time depends on the machine's load).
+	p, err := profile.Load([]string{out}, profile.LoadOptions{})
+	if err != nil {
+		t.Fatal(err)
 	}
-	if first.total("phase_one") < 0.97 || second.total("phase_two") < 0.97 {
-		t.Errorf("windows: first 0.5 s has phase_one %.2f; after 0.7 s phase_two %.2f", first.total("phase_one"), second.total("phase_two"))
+	start := -1.0
+	for _, s := range p.Samples {
+		for _, fi := range p.Stacks[s.Stack] {
+			if p.Frames[fi].Function == "phase_two" && start < 0 {
+				start = float64(s.Time-p.StartTime) / 1e9
+			}
+		}
 	}
-	if middle.Samples < 150 || middle.Samples > 250 || middle.total("phase_one") < 0.97 {
-		t.Errorf("0.2–0.4 s window: %d samples (want ≈200 at 999 Hz), phase_one %.2f", middle.Samples, middle.total("phase_one"))
+	start = math.Round(start*1000) / 1000 // the windows below are given in ms
+	if start < 0.5 {
+		t.Fatalf("phase_two starts at %.3f s, want after phase_one's 0.6 CPU seconds", start)
 	}
+	sec := func(v float64) string { return strconv.FormatFloat(v, 'f', 3, 64) + "s" }
+	first := flat(t, "--to", sec(start-0.05), out)
+	second := flat(t, "--from", sec(start+0.05), out)
+	middle := flat(t, "--from", "0.2", "--to", "400ms", out)
+	if first.total("phase_one") < 0.97 || first.total("phase_two") > 0 {
+		t.Errorf("before %.3f s: phase_one %.2f, phase_two %.2f", start, first.total("phase_one"), first.total("phase_two"))
+	}
+	if second.total("phase_two") < 0.97 || second.total("phase_one") > 0 {
+		t.Errorf("after %.3f s: phase_two %.2f, phase_one %.2f", start, second.total("phase_two"), second.total("phase_one"))
+	}
+	if middle.Samples == 0 || middle.Samples > 210 || middle.total("phase_one") < 0.97 {
+		t.Errorf("0.2–0.4 s window: %d samples (at most ≈200 at 999 Hz), phase_one %.2f", middle.Samples, middle.total("phase_one"))
+	}
+	if all := flat(t, out); all.Samples != first.Samples+second.Samples+countBetween(p, start-0.05, start+0.05) {
+		t.Errorf("windows do not partition the run: %d ≠ %d + %d + the samples between", all.Samples, first.Samples, second.Samples)
+	}
+}
+
+func countBetween(p *profile.Profile, from, to float64) int {
+	n := 0
+	for _, s := range p.Samples {
+		if t := float64(s.Time-p.StartTime) / 1e9; t >= from && t < to {
+			n++
+		}
+	}
+	return n
 }
 
 // Several recordings are merged.

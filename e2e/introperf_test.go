@@ -369,8 +369,8 @@ func TestIntroPerfBlocking(t *testing.T) {
 	// contexts by total latency, and the sleep under the lock is ranked.
 	sched := contextsJSON(t, base, buggy, "--events", "cpu,sched", "--totals", "--top", "0")
 	t.Logf("--events cpu,sched --totals:\n%s", sched.summary(5))
-	if r := bestRank(sched, switchStack); r == 0 || r > 5 {
-		t.Errorf("--events cpu,sched --totals: lock wait ending in a context switch at rank %d, want top 5", r)
+	if r := bestRank(sched, switchStack); r == 0 || r > 10 {
+		t.Errorf("--events cpu,sched --totals: lock wait ending in a context switch at rank %d, want top 10", r)
 	}
 	sleep := func(p ctxPath) bool { return p.index("write_out_slowly") >= 0 && p.index("do_nanosleep") >= 0 }
 	if r := bestRank(sched, sleep); r == 0 {
@@ -378,11 +378,13 @@ func TestIntroPerfBlocking(t *testing.T) {
 	} else {
 		t.Logf("--events cpu,sched --totals: lock wait #%d, sleep under the lock #%d", bestRank(sched, switchStack), r)
 	}
-	// All events, ranked by total latency: the lock wait is in the top 5.
+	// All events, ranked by total latency: the lock wait is in the top 10.
 	all := contextsJSON(t, base, buggy, "--totals", "--top", "0")
 	t.Logf("all events, --totals:\n%s", all.summary(3))
-	if r := bestRank(all, lockWait); r == 0 || r > 5 {
-		t.Errorf("all events --totals: lock wait at rank %d, want top 5", r)
+	if r := bestRank(all, lockWait); r == 0 || r > 10 {
+		t.Errorf("all events --totals: lock wait at rank %d, want top 10", r)
+	} else {
+		t.Logf("all events --totals: lock wait #%d", r)
 	}
 }
 

@@ -75,6 +75,27 @@ const (
 // falls outside the copy, a rule is unsupported, a needed register is
 // unknown, or the CFA does not grow strictly from frame to frame.
 func Unwind(regs Regs, stack StackCopy, r Resolver, max int) (pcs []uint64, complete bool) {
+	return unwind(regs, stack, r, max, nil)
+}
+
+// Frame is the state of one unwound frame: what a debugger needs to read the
+// frame's variables.
+type Frame struct {
+	PC    uint64 // the frame's PC (a return address for callers)
+	Exact bool   // PC is the exact instruction (frame 0, or after a signal frame), not a return address
+	Regs  Regs   // registers of the frame, as CFI restores them
+	Valid uint32 // bit i set: Regs[i] is known in this frame
+	CFA   uint64 // canonical frame address; 0 when it could not be computed (the last frame)
+}
+
+// UnwindFrames unwinds like Unwind and returns every frame's registers and
+// CFA, innermost first.
+func UnwindFrames(regs Regs, stack StackCopy, r Resolver, max int) (frames []Frame, complete bool) {
+	_, complete = unwind(regs, stack, r, max, &frames)
+	return frames, complete
+}
+
+func unwind(regs Regs, stack StackCopy, r Resolver, max int, frames *[]Frame) (pcs []uint64, complete bool) {
 	if max <= 0 {
 		return nil, false
 	}
@@ -84,6 +105,9 @@ func Unwind(regs Regs, stack StackCopy, r Resolver, max int) (pcs []uint64, comp
 	}
 	pcs = make([]uint64, 1, n)
 	pcs[0] = regs[regRA]
+	if frames != nil {
+		*frames = append((*frames)[:0], Frame{PC: regs[regRA], Exact: true, Regs: regs, Valid: allRegs})
+	}
 	if max == 1 {
 		return pcs, false
 	}
@@ -120,10 +144,16 @@ func Unwind(regs Regs, stack StackCopy, r Resolver, max int) (pcs []uint64, comp
 			return pcs, false
 		}
 		prevCFA = cfa
+		if frames != nil {
+			(*frames)[len(*frames)-1].CFA = cfa
+		}
 		if u.regs[regRA] == 0 {
 			return pcs, true
 		}
 		pcs = append(pcs, u.regs[regRA])
+		if frames != nil {
+			*frames = append(*frames, Frame{PC: u.regs[regRA], Exact: exact, Regs: u.regs, Valid: u.valid})
+		}
 	}
 	return pcs, false
 }

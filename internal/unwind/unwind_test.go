@@ -34,9 +34,33 @@ func sampleThread(t *testing.T, tg *target, r *procResolver, tid, n int) []unwou
 		s := tg.capture(tid, copySize)
 		tg.resume(tid)
 		pcs, complete := Unwind(s.regs, s.stack, r, 64)
+		checkFrames(t, s, r, pcs, complete)
 		out = append(out, unwound{sample: s, pcs: pcs, complete: complete, names: r.symbolize(pcs)})
 	}
 	return out
+}
+
+// checkFrames checks UnwindFrames against Unwind on the same stop: the same
+// PCs, and each caller's stack pointer equal to its callee's CFA.
+func checkFrames(t *testing.T, s sample, r Resolver, pcs []uint64, complete bool) {
+	t.Helper()
+	frames, fcomplete := UnwindFrames(s.regs, s.stack, r, 64)
+	if len(frames) != len(pcs) || fcomplete != complete {
+		t.Fatalf("UnwindFrames: %d frames (complete %v), Unwind: %d PCs (complete %v)", len(frames), fcomplete, len(pcs), complete)
+	}
+	for i, f := range frames {
+		if f.PC != pcs[i] {
+			t.Fatalf("frame %d: PC %#x, Unwind says %#x", i, f.PC, pcs[i])
+		}
+		if i+1 < len(frames) {
+			if f.CFA == 0 || frames[i+1].Regs[regRSP] != f.CFA || frames[i+1].Valid&(1<<regRSP) == 0 {
+				t.Fatalf("frame %d: CFA %#x, caller's rsp %#x", i, f.CFA, frames[i+1].Regs[regRSP])
+			}
+		}
+	}
+	if frames[0].Exact != true || (len(frames) > 1 && frames[1].Valid&(1<<0) != 0) {
+		t.Fatalf("frame validity: %+v", frames[:min(2, len(frames))])
+	}
 }
 
 func chain(names []string) string { return strings.Join(names, " <- ") }

@@ -78,6 +78,7 @@ type loader struct {
 	noSyms   map[string]bool
 	syms     map[uint32][]recording.Symbol   // Symbol records by pid (0: all), sorted after reading
 	vsrc     map[recording.ValueSource]int32 // value source (ID cleared) → index
+	pcFrames map[pcKey]int32                 // value PCs symbolized so far (lines.go)
 }
 
 // Load reads recordings and builds a symbolized Profile. Damaged or
@@ -226,7 +227,7 @@ func (l *loader) readFile(idx int, path string, records *int, progress func(int)
 				continue // its definition was lost to damage
 			}
 			l.p.Values = append(l.p.Values, Value{Time: v.Time, PID: v.PID, TID: v.TID, Source: idx,
-				Depth: v.Depth, Type: v.Type, PC: v.PC, Bits: v.Bits})
+				Depth: v.Depth, Type: v.Type, PC: v.PC, Bits: v.Bits, frame: l.valueFrame(v.PID, v.PC, v.Depth)})
 		case *recording.End:
 			src.Complete = true
 		}

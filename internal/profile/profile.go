@@ -45,6 +45,7 @@ type Value struct {
 	Type   recording.ValueKind
 	PC     uint64
 	Bits   uint64
+	frame  int32 // 1 + index into Profile.Frames of the innermost frame at PC; 0 = not symbolized (lines.go)
 }
 
 // Missing reports whether the value was not available at its sample.

@@ -1,0 +1,262 @@
+package vprof
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// jsonDoc is the JSON form of a Result (docs/report-json.md).
+type jsonDoc struct {
+	Normal   []Run       `json:"normal"`
+	Buggy    []Run       `json:"buggy"`
+	Options  jsonOptions `json:"options"`
+	History  bool        `json:"history"`
+	CostUnit string      `json:"cost_unit"`
+	Warnings []string    `json:"warnings"`
+	Schema   jsonSchema  `json:"schema"`
+	// Functions are ordered by rank.
+	Functions []FunctionResult `json:"functions"`
+}
+
+type jsonOptions struct {
+	Alpha           float64 `json:"alpha"`
+	DefaultDiscount float64 `json:"default_discount"`
+	ValidDiscount   float64 `json:"valid_discount"`
+	MaxTestSamples  int     `json:"max_test_samples"`
+}
+
+type jsonSchema struct {
+	OnlyNormal []string `json:"only_normal"`
+	OnlyBuggy  []string `json:"only_buggy"`
+}
+
+// WriteJSON writes the result as JSON, every function included.
+func WriteJSON(w io.Writer, r *Result) error {
+	d := jsonDoc{Normal: r.Normal, Buggy: r.Buggy, History: r.History, CostUnit: "s",
+		Options: jsonOptions{Alpha: r.Options.Alpha, DefaultDiscount: r.Options.DefaultDiscount,
+			ValidDiscount: r.Options.ValidDiscount, MaxTestSamples: r.Options.MaxTestSamples},
+		Warnings: nonNil(r.Warnings), Schema: jsonSchema{OnlyNormal: nonNil(r.OnlyNormal), OnlyBuggy: nonNil(r.OnlyBuggy)},
+		Functions: r.Functions}
+	if d.Functions == nil {
+		d.Functions = []FunctionResult{}
+	}
+	for i := range d.Functions {
+		if d.Functions[i].Lines == nil {
+			d.Functions[i].Lines = []Line{}
+		}
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(sanitize(d))
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// sanitize replaces infinities and NaNs, which JSON cannot hold, by 0 in
+// the statistics of the variables.
+func sanitize(d jsonDoc) jsonDoc {
+	fix := func(x *float64) {
+		if math.IsInf(*x, 0) || math.IsNaN(*x) {
+			*x = 0
+		}
+	}
+	seen := map[*VariableResult]bool{}
+	for i := range d.Functions {
+		v := d.Functions[i].Var
+		if v == nil || seen[v] {
+			continue
+		}
+		seen[v] = true
+		for j := range v.Dimensions {
+			fix(&v.Dimensions[j].T)
+			fix(&v.Dimensions[j].Critical)
+		}
+		if a := v.Anomaly; a != nil {
+			fix(&a.NormalMedian)
+			fix(&a.BuggyMedian)
+			fix(&a.NormalMin)
+			fix(&a.NormalMax)
+		}
+	}
+	return d
+}
+
+// WriteText writes the ranking, top functions only (0: all).
+func WriteText(w io.Writer, r *Result, top int) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "vProf diagnosis: %s against %s\n", plural(len(r.Buggy), "buggy run"), plural(len(r.Normal), "normal run"))
+	for _, group := range []struct {
+		name string
+		runs []Run
+	}{{"normal", r.Normal}, {"buggy", r.Buggy}} {
+		for _, run := range group.runs {
+			fmt.Fprintf(&b, "  %-6s %s: %d CPU samples (%s), %d values of %d variables", group.name, run.Path, run.Samples,
+				seconds(run.CPU), run.Values, run.Variables)
+			if run.Executable != "" {
+				fmt.Fprintf(&b, "; %s", run.Executable)
+			}
+			b.WriteString("\n")
+		}
+	}
+	hist := "off (needs at least 2 runs of each kind)"
+	if r.History {
+		hist = "on, for functions without variables"
+	}
+	fmt.Fprintf(&b, "  α %g, DefaultDiscount %g, ValidDiscount %g; hist-discounter %s\n",
+		r.Options.Alpha, r.Options.DefaultDiscount, r.Options.ValidDiscount, hist)
+	b.WriteString("  cost: CPU time per buggy run; raw = max(PC cost, variable cost); calibrated = (1 − discount) · raw\n")
+	for _, wn := range r.Warnings {
+		fmt.Fprintf(&b, "  warning: %s\n", wn)
+	}
+	b.WriteString("\n")
+	if _, err := io.WriteString(w, b.String()); err != nil {
+		return err
+	}
+	n := len(r.Functions)
+	if top > 0 && top < n {
+		n = top
+	}
+	b.Reset()
+	fmt.Fprintf(&b, "%4s  %10s  %10s  %8s  %-9s  %-18s  %s\n", "rank", "calibrated", "raw", "discount", "dimension", "pattern", "function")
+	for i := 0; i < n; i++ {
+		f := r.Functions[i]
+		fmt.Fprintf(&b, "%4d  %10s  %10s  %8.2f  %-9s  %-18s  %s\n", f.Rank, seconds(f.Calibrated), seconds(f.Raw), f.Discount,
+			f.Dimension, f.Pattern, funcLabel(f))
+		for _, line := range details(f) {
+			fmt.Fprintf(&b, "%6s%s\n", "", line)
+		}
+	}
+	if n < len(r.Functions) {
+		fmt.Fprintf(&b, "... %d more functions (--top 0 shows all)\n", len(r.Functions)-n)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+func funcLabel(f FunctionResult) string {
+	obj := f.Object
+	if obj != "" && !strings.HasPrefix(obj, "[") {
+		obj = filepath.Base(obj)
+	}
+	if obj == "" {
+		return f.Name
+	}
+	return f.Name + " (" + obj + ")"
+}
+
+// details are the lines printed under a function: its most anomalous
+// variable compared, and where the anomalous values were read.
+func details(f FunctionResult) []string {
+	var out []string
+	switch {
+	case f.Var != nil:
+		out = append(out, summary(f.Var))
+		if a := f.Var.Anomaly; a != nil && f.Var.Anomalous && len(a.Lines) > 0 {
+			var parts []string
+			for i, l := range a.Lines {
+				if i == 5 {
+					parts = append(parts, fmt.Sprintf("… %d more lines", len(a.Lines)-5))
+					break
+				}
+				parts = append(parts, fmt.Sprintf("%s (%s)", l.String(), percent(l.Samples, a.Outside)))
+			}
+			out = append(out, "seen at: "+strings.Join(parts, ", "))
+		}
+	case f.History != nil && f.History.C > 0:
+		out = append(out, fmt.Sprintf("no sampled variable; ranked higher in the normal run in %d of %d run pairs", f.History.H, f.History.C))
+	default:
+		out = append(out, "no sampled variable: not discounted")
+	}
+	return out
+}
+
+// summary compares a variable's normal and buggy samples in one line, e.g.
+// "available_mem: normal median 5.1e+05, buggy 0; 100% of buggy samples
+// outside the normal range [4.9e+05, 5.3e+05]".
+func summary(v *VariableResult) string {
+	name := v.Name
+	var what []string
+	if v.Global {
+		what = append(what, "global")
+	}
+	if v.Pointer {
+		what = append(what, "pointer")
+	}
+	if v.Tags != "" && v.Tags != "none" {
+		what = append(what, v.Tags)
+	}
+	if len(what) > 0 {
+		name += " [" + strings.Join(what, " ") + "]"
+	}
+	a := v.Anomaly
+	if a == nil {
+		return fmt.Sprintf("%s: discount %.2f (%s)", name, v.Discount, v.Dimension)
+	}
+	var quantity, unit string
+	switch a.Dimension {
+	case DimValue:
+		quantity = ""
+	case DimDelta:
+		quantity = "change between samples, "
+	case DimDuration:
+		quantity = "samples a value lasts, "
+		unit = ""
+	}
+	if !a.HasNormal {
+		return fmt.Sprintf("%s: never sampled in the normal runs; %sbuggy median %s%s over %d samples", name, quantity, num(a.BuggyMedian), unit, a.Considered)
+	}
+	s := fmt.Sprintf("%s: %snormal median %s, buggy %s", name, quantity, num(a.NormalMedian), num(a.BuggyMedian))
+	if !v.Anomalous {
+		return s + "; distributions alike (DefaultDiscount)"
+	}
+	return s + fmt.Sprintf("; %s of buggy samples outside the normal range [%s, %s]",
+		percent(a.Outside, a.Considered), num(a.NormalMin), num(a.NormalMax))
+}
+
+func num(x float64) string {
+	if x == math.Trunc(x) && math.Abs(x) < 1e6 {
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	}
+	return strconv.FormatFloat(x, 'g', 3, 64)
+}
+
+func percent(n, total int) string {
+	if total == 0 {
+		return "0%"
+	}
+	p := 100 * float64(n) / float64(total)
+	if p > 0 && p < 1 {
+		return fmt.Sprintf("%.1f%%", p)
+	}
+	return fmt.Sprintf("%.0f%%", p)
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}
+
+// seconds formats CPU seconds: 1.23s, 45.6ms, 789µs.
+func seconds(s float64) string {
+	switch {
+	case s == 0:
+		return "0"
+	case s >= 1:
+		return fmt.Sprintf("%.3gs", s)
+	case s >= 1e-3:
+		return fmt.Sprintf("%.3gms", s*1e3)
+	}
+	return fmt.Sprintf("%.3gµs", s*1e6)
+}

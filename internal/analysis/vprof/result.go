@@ -1,0 +1,577 @@
+package vprof
+
+import (
+	"fmt"
+	"math"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+)
+
+// Line is a source line where anomalous values were read.
+type Line struct {
+	File     string `json:"file"`
+	Line     int    `json:"line"`
+	Function string `json:"function"`
+	Samples  int    `json:"samples"` // buggy samples outside the normal range read there
+}
+
+// String returns "file:line" (or the function when the line is not known).
+func (l Line) String() string {
+	if l.File == "" || l.Line <= 0 {
+		return l.Function
+	}
+	return fmt.Sprintf("%s:%d", l.File, l.Line)
+}
+
+// VariableResult is the comparison of one variable.
+type VariableResult struct {
+	Name     string `json:"name"`
+	Function string `json:"function"` // declaring function, "#global" for globals
+	File     string `json:"file,omitempty"`
+	Line     int    `json:"line,omitempty"`
+	Type     string `json:"type,omitempty"`
+	Tags     string `json:"tags"`
+	Global   bool   `json:"global"`
+	Pointer  bool   `json:"pointer"`
+	// Discount is the lowest discount of its dimensions, Dimension the one
+	// that gave it (on ties the later of value, delta, duration), and
+	// Anomalous whether that dimension's test told normal from buggy samples.
+	Discount       float64     `json:"discount"`
+	Dimension      Dimension   `json:"dimension"`
+	Anomalous      bool        `json:"anomalous"`
+	Dimensions     []DimResult `json:"dimensions"`
+	NormalSamples  int         `json:"normal_samples"`
+	BuggySamples   int         `json:"buggy_samples"`
+	InNormalSchema bool        `json:"in_normal_schema"`
+	InBuggySchema  bool        `json:"in_buggy_schema"`
+	// Anomaly localises the variable; set for the variables that set a
+	// function's discount.
+	Anomaly *Anomaly `json:"anomaly,omitempty"`
+}
+
+// Anomaly compares the normal and buggy samples of a variable in the
+// dimension that set its discount, and says where the buggy samples outside
+// the normal range were read.
+type Anomaly struct {
+	Dimension    Dimension `json:"dimension"`
+	NormalMedian float64   `json:"normal_median"`
+	BuggyMedian  float64   `json:"buggy_median"`
+	NormalMin    float64   `json:"normal_min"`
+	NormalMax    float64   `json:"normal_max"`
+	HasNormal    bool      `json:"has_normal"` // false: no normal sample, every buggy one is outside
+	Outside      int       `json:"outside"`    // buggy samples outside the normal range
+	Considered   int       `json:"considered"` // buggy samples in this dimension
+	Lines        []Line    `json:"lines"`      // where the samples outside were read, most first
+}
+
+// OutsideFraction is Outside/Considered.
+func (a *Anomaly) OutsideFraction() float64 {
+	if a == nil || a.Considered == 0 {
+		return 0
+	}
+	return float64(a.Outside) / float64(a.Considered)
+}
+
+// History is the hist-discounter's count for a function: in H of C
+// comparisons of a buggy run with a normal run, the function ranked higher
+// (by raw cost) in the normal run.
+type History struct {
+	H int `json:"h"`
+	C int `json:"c"`
+}
+
+// FunctionResult is one ranked function. Costs are seconds of CPU time per
+// buggy run (the mean over the buggy runs).
+type FunctionResult struct {
+	Rank       int       `json:"rank"`
+	Name       string    `json:"name"`
+	Object     string    `json:"object"`
+	Calibrated float64   `json:"calibrated"`
+	Raw        float64   `json:"raw"`
+	PCCost     float64   `json:"pc_cost"`
+	VarCost    float64   `json:"var_cost"`
+	Discount   float64   `json:"discount"`
+	Dimension  Dimension `json:"dimension"`
+	Variable   string    `json:"variable"` // the most anomalous variable, "" when none
+	Pattern    Pattern   `json:"pattern"`
+	Lines      []Line    `json:"lines"`
+	Variables  int       `json:"variables"` // variables charged to the function
+	History    *History  `json:"history,omitempty"`
+	// Var is the variable that set the discount.
+	Var *VariableResult `json:"variable_info,omitempty"`
+}
+
+// Result is a vProf diagnosis.
+type Result struct {
+	Options    Options           `json:"-"`
+	Normal     []Run             `json:"normal"`
+	Buggy      []Run             `json:"buggy"`
+	History    bool              `json:"history"` // the hist-discounter was used
+	Functions  []FunctionResult  `json:"functions"`
+	Variables  []*VariableResult `json:"-"`
+	OnlyNormal []string          `json:"only_normal,omitempty"` // variables only in the normal runs' schemas
+	OnlyBuggy  []string          `json:"only_buggy,omitempty"`  // variables only in the buggy runs' schemas
+	Warnings   []string          `json:"warnings,omitempty"`
+}
+
+// SchemaError is returned when the normal and buggy runs share no variable.
+type SchemaError struct {
+	Normal, Buggy int // variables of each kind of run
+}
+
+func (e *SchemaError) Error() string {
+	return fmt.Sprintf("the normal runs sampled %d variables and the buggy runs %d, and none is common: "+
+		"the runs were recorded with different schemas or programs; record both with the same --values=SCHEMA", e.Normal, e.Buggy)
+}
+
+func (v *variable) name() string {
+	if v.src.Global || v.src.Function == "" || v.src.Function == "#global" {
+		return v.src.Name
+	}
+	return v.src.Function + ":" + v.src.Name
+}
+
+// Result compares the runs added so far.
+func (a *Analyzer) Result() (*Result, error) {
+	if len(a.normal) == 0 || len(a.buggy) == 0 {
+		return nil, ErrNoRuns
+	}
+	o := a.opt
+	res := &Result{Options: o}
+	for _, r := range a.normal {
+		res.Normal = append(res.Normal, r.info)
+	}
+	for _, r := range a.buggy {
+		res.Buggy = append(res.Buggy, r.info)
+	}
+	// Schemas.
+	var common, nNormal, nBuggy int
+	for _, v := range a.vars {
+		inN := false
+		for _, b := range v.inNormal {
+			inN = inN || b
+		}
+		inB := v.inBuggy > 0
+		if inN {
+			nNormal++
+		}
+		if inB {
+			nBuggy++
+		}
+		switch {
+		case inN && inB:
+			common++
+		case inN:
+			res.OnlyNormal = append(res.OnlyNormal, v.name())
+		case inB:
+			res.OnlyBuggy = append(res.OnlyBuggy, v.name())
+		}
+	}
+	if common == 0 {
+		return nil, &SchemaError{Normal: nNormal, Buggy: nBuggy}
+	}
+	sort.Strings(res.OnlyNormal)
+	sort.Strings(res.OnlyBuggy)
+	if len(res.OnlyBuggy) > 0 {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("%d variables are in the buggy runs' schema but not in the normal runs' (%s): "+
+			"they are taken as never sampled in the normal runs, which makes them anomalous; if the runs used different schemas, record both with the same --values=SCHEMA",
+			len(res.OnlyBuggy), list(res.OnlyBuggy, 5)))
+	}
+	if len(res.OnlyNormal) > 0 {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("%d variables are in the normal runs' schema but not in the buggy runs' (%s): they have no buggy samples and are not used",
+			len(res.OnlyNormal), list(res.OnlyNormal, 5)))
+	}
+
+	// Discounts of the variables, in parallel.
+	comps := make([]comparison, len(a.vars))
+	var wg sync.WaitGroup
+	next := make(chan int)
+	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				comps[i] = o.discountVar(a.vars[i], len(a.normal))
+			}
+		}()
+	}
+	for i := range a.vars {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	for i, v := range a.vars {
+		c := comps[i]
+		d := c.dims[c.chosen]
+		inN := false
+		for _, b := range v.inNormal {
+			inN = inN || b
+		}
+		vr := &VariableResult{Name: v.src.Name, Function: v.src.Function, File: v.src.File, Line: v.src.Line,
+			Type: v.src.Type, Tags: v.src.Tags, Global: v.src.Global, Pointer: v.src.Pointer,
+			Discount: d.Discount, Dimension: d.Dimension, Anomalous: d.Rejected, Dimensions: c.dims,
+			NormalSamples: v.normalN, BuggySamples: len(v.bs), InNormalSchema: inN, InBuggySchema: v.inBuggy > 0}
+		v.result = vr
+		res.Variables = append(res.Variables, vr)
+	}
+
+	// Variables charged to functions: a local to its own function, a global
+	// to every function it was sampled in (in the buggy runs).
+	charged := map[int32][]int32{}
+	for i, v := range a.vars {
+		if len(v.bs) == 0 && v.normalN == 0 {
+			continue
+		}
+		if !v.src.Global && v.owner >= 0 {
+			charged[v.owner] = append(charged[v.owner], int32(i))
+			continue
+		}
+		for f := range v.funcs {
+			charged[f] = append(charged[f], int32(i))
+		}
+	}
+
+	// Raw costs, the mean over the buggy runs.
+	nb := float64(len(a.buggy))
+	pc := map[int32]float64{}
+	vc := map[int32]float64{}
+	for _, r := range a.buggy {
+		for f, c := range r.pcCost {
+			pc[f] += c / nb
+		}
+		for f, c := range r.varCost {
+			vc[f] += c / nb
+		}
+	}
+	funcs := map[int32]bool{}
+	for f := range pc {
+		funcs[f] = true
+	}
+	for f := range vc {
+		funcs[f] = true
+	}
+	res.History = len(a.normal) >= 2 && len(a.buggy) >= 2
+	var ranks []map[int32]int
+	if res.History {
+		for _, r := range append(append([]*runData(nil), a.normal...), a.buggy...) {
+			ranks = append(ranks, rankRun(r))
+		}
+	}
+	mostCostly, top := int32(-1), -1.0
+	for f := range funcs {
+		raw := math.Max(pc[f], vc[f])
+		if raw > top || (raw == top && f < mostCostly) {
+			mostCostly, top = f, raw
+		}
+	}
+	for f := range funcs {
+		raw := math.Max(pc[f], vc[f])
+		fr := FunctionResult{Name: a.funcs[f].name, Object: a.funcs[f].object, Raw: raw / 1e9,
+			PCCost: pc[f] / 1e9, VarCost: vc[f] / 1e9, Dimension: DimNone, Pattern: NoPattern, Lines: []Line{}}
+		vars := charged[f]
+		fr.Variables = len(vars)
+		if len(vars) > 0 {
+			best := a.mostAnomalous(vars, comps)
+			v := a.vars[best]
+			vr := v.result
+			fr.Discount = vr.Discount
+			fr.Variable = vr.Name
+			fr.Var = vr
+			fr.Dimension = vr.Dimension
+			if !vr.Anomalous {
+				fr.Dimension = DimDefault
+			}
+			if vr.Anomaly == nil {
+				vr.Anomaly = a.localise(v, comps[best])
+			}
+			if vr.Anomalous {
+				fr.Lines = vr.Anomaly.Lines
+			}
+			basic := false
+			for _, i := range vars {
+				basic = basic || !a.vars[i].src.Pointer
+			}
+			fr.Pattern = infer(vr, f == mostCostly && !basic)
+		} else if res.History {
+			h := a.history(f, ranks)
+			fr.History = &h
+			if h.C > 0 {
+				fr.Discount = float64(h.H) / float64(h.C)
+				if fr.Discount < o.ValidDiscount {
+					fr.Discount = 0
+				}
+				fr.Dimension = DimHistory
+			}
+		}
+		fr.Calibrated = (1 - fr.Discount) * fr.Raw
+		res.Functions = append(res.Functions, fr)
+	}
+	sort.Slice(res.Functions, func(i, j int) bool {
+		x, y := res.Functions[i], res.Functions[j]
+		if x.Calibrated != y.Calibrated {
+			return x.Calibrated > y.Calibrated
+		}
+		if x.Raw != y.Raw {
+			return x.Raw > y.Raw
+		}
+		if x.Name != y.Name {
+			return x.Name < y.Name
+		}
+		return x.Object < y.Object
+	})
+	for i := range res.Functions {
+		res.Functions[i].Rank = i + 1
+	}
+	return res, nil
+}
+
+func list(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return strings.Join(names[:n], ", ") + fmt.Sprintf(", … %d more", len(names)-n)
+}
+
+// mostAnomalous returns the variable with the lowest discount. Ties go, in
+// order, to a variable whose test rejected, to the stronger anomaly of the
+// dimension that set it (larger Hellinger distance, then value over
+// duration over delta, as between dimensions), to more buggy samples, and
+// to the name.
+func (a *Analyzer) mostAnomalous(vars []int32, comps []comparison) int32 {
+	best := vars[0]
+	for _, i := range vars[1:] {
+		x, y := a.vars[i].result, a.vars[best].result
+		dx, dy := comps[i].dims[comps[i].chosen], comps[best].dims[comps[best].chosen]
+		switch {
+		case x.Discount != y.Discount || x.Anomalous != y.Anomalous || dx.Hellinger != dy.Hellinger ||
+			dimPref(dx.Dimension) != dimPref(dy.Dimension):
+			if strongerDim(dx, dy) {
+				best = i
+			}
+		case x.BuggySamples != y.BuggySamples:
+			if x.BuggySamples > y.BuggySamples {
+				best = i
+			}
+		case a.vars[i].name() < a.vars[best].name():
+			best = i
+		}
+	}
+	return best
+}
+
+// tags are a variable's schema tags.
+type tags struct{ loop, cond, args bool }
+
+func parseTags(s string) tags {
+	var t tags
+	for _, w := range strings.FieldsFunc(s, func(r rune) bool { return r == ',' || r == '|' || r == ' ' || r == ';' }) {
+		switch strings.ToLower(w) {
+		case "loop":
+			t.loop = true
+		case "cond", "branch":
+			t.cond = true
+		case "args", "arg":
+			t.args = true
+		}
+	}
+	return t
+}
+
+// infer applies vProf's rules in order (§5.2) to the variable that set a
+// function's discount:
+//  1. loop or cond variable, anomalous in duration → missing constraint;
+//  2. loop variable, anomalous in value or delta → scalability;
+//  3. cond variable, anomalous → wrong constraint;
+//  4. the most costly function, with no variable of a basic type (pointers
+//     only) and the DefaultDiscount from the duration dimension → scalability.
+func infer(v *VariableResult, mostCostlyPointersOnly bool) Pattern {
+	t := parseTags(v.Tags)
+	if v.Anomalous {
+		switch {
+		case (t.loop || t.cond) && v.Dimension == DimDuration:
+			return MissingConstraint
+		case t.loop && (v.Dimension == DimValue || v.Dimension == DimDelta):
+			return Scalability
+		case t.cond:
+			return WrongConstraint
+		}
+		return NoPattern
+	}
+	if mostCostlyPointersOnly && v.Dimension == DimDuration {
+		return Scalability
+	}
+	return NoPattern
+}
+
+// rankRun ranks a run's functions by raw cost (1 = costliest; equal costs
+// share a rank).
+func rankRun(r *runData) map[int32]int {
+	type fc struct {
+		f int32
+		c float64
+	}
+	var all []fc
+	seen := map[int32]bool{}
+	for _, m := range []map[int32]float64{r.pcCost, r.varCost} {
+		for f := range m {
+			if !seen[f] {
+				seen[f] = true
+				all = append(all, fc{f, r.raw(f)})
+			}
+		}
+	}
+	sort.Slice(all, func(i, j int) bool {
+		if all[i].c != all[j].c {
+			return all[i].c > all[j].c
+		}
+		return all[i].f < all[j].f
+	})
+	out := make(map[int32]int, len(all))
+	for i, x := range all {
+		if i > 0 && x.c == all[i-1].c {
+			out[x.f] = out[all[i-1].f]
+		} else {
+			out[x.f] = i + 1
+		}
+	}
+	return out
+}
+
+// history is the hist-discounter: over every pair of a buggy and a normal
+// run in which f appears, how often f ranks higher in the normal run. A
+// function missing from a run ranks below every function of it.
+func (a *Analyzer) history(f int32, ranks []map[int32]int) History {
+	var h History
+	nn := len(a.normal)
+	for b := nn; b < len(ranks); b++ {
+		for n := 0; n < nn; n++ {
+			rb, okb := ranks[b][f]
+			rn, okn := ranks[n][f]
+			if !okb && !okn {
+				continue
+			}
+			h.C++
+			if okn && (!okb || rn < rb) {
+				h.H++
+			}
+		}
+	}
+	return h
+}
+
+// localise compares a variable's normal and buggy samples in the dimension
+// that set its discount: the normal range (pooled over the normal runs), the
+// buggy samples outside it (beyond 5% of the bound's magnitude, as vProf's
+// code) and the lines they were read at.
+func (a *Analyzer) localise(v *variable, c comparison) *Anomaly {
+	d := c.dims[c.chosen].Dimension
+	pick := func(s *series) []float64 {
+		switch d {
+		case DimValue:
+			return s.values
+		case DimDelta:
+			return s.deltas
+		}
+		return s.durations
+	}
+	var normal []float64
+	for _, s := range v.normal {
+		if s != nil {
+			normal = append(normal, pick(s)...)
+		}
+	}
+	buggy := pick(&v.buggy)
+	an := &Anomaly{Dimension: d, Lines: []Line{}}
+	if len(normal) > 0 {
+		an.HasNormal = true
+		an.NormalMin, an.NormalMax = normal[0], normal[0]
+		for _, x := range normal {
+			an.NormalMin = math.Min(an.NormalMin, x)
+			an.NormalMax = math.Max(an.NormalMax, x)
+		}
+		an.NormalMedian = median(normal)
+	}
+	if len(buggy) > 0 {
+		an.BuggyMedian = median(buggy)
+	}
+	lo := an.NormalMin - 0.05*math.Abs(an.NormalMin)
+	hi := an.NormalMax + 0.05*math.Abs(an.NormalMax)
+	outside := func(x float64) bool { return !an.HasNormal || x < lo || x > hi }
+	at := map[int32]int{}
+	for _, s := range v.bs {
+		var x float64
+		switch d {
+		case DimValue:
+			x = s.value
+		case DimDelta:
+			if !s.hasDelta {
+				continue
+			}
+			x = s.delta
+		default:
+			x = float64(v.runs[s.run])
+		}
+		an.Considered++
+		if outside(x) {
+			an.Outside++
+			at[s.loc]++
+		}
+	}
+	for l, n := range at {
+		line := Line{Function: "[unknown]", Samples: n}
+		if l >= 0 {
+			line = Line{File: a.locs[l].file, Line: a.locs[l].line, Function: a.locs[l].function, Samples: n}
+		}
+		an.Lines = append(an.Lines, line)
+	}
+	sort.Slice(an.Lines, func(i, j int) bool {
+		x, y := an.Lines[i], an.Lines[j]
+		if x.Samples != y.Samples {
+			return x.Samples > y.Samples
+		}
+		if x.File != y.File {
+			return x.File < y.File
+		}
+		return x.Line < y.Line
+	})
+	if len(an.Lines) > 20 {
+		an.Lines = an.Lines[:20]
+	}
+	return an
+}
+
+// median returns the median of xs (the lower middle element for an even
+// count) without sorting xs.
+func median(xs []float64) float64 {
+	s := append([]float64(nil), xs...)
+	k := (len(s) - 1) / 2
+	lo, hi := 0, len(s)-1
+	for lo < hi {
+		p := s[lo+(hi-lo)/2]
+		i, j := lo, hi
+		for i <= j {
+			for s[i] < p {
+				i++
+			}
+			for s[j] > p {
+				j--
+			}
+			if i <= j {
+				s[i], s[j] = s[j], s[i]
+				i++
+				j--
+			}
+		}
+		switch {
+		case k <= j:
+			hi = j
+		case k >= i:
+			lo = i
+		default:
+			return s[k]
+		}
+	}
+	return s[k]
+}

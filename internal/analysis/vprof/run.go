@@ -1,0 +1,411 @@
+package vprof
+
+import (
+	"math"
+	"sort"
+
+	"github.com/culprit-dev/culprit/internal/profile"
+	"github.com/culprit-dev/culprit/internal/recording"
+)
+
+// Analyzer accumulates runs, one profile at a time, so that a profile can be
+// dropped once added; Result compares them.
+type Analyzer struct {
+	opt     Options
+	funcs   []fn
+	funcIdx map[funcKey]int32
+	locs    []loc
+	locIdx  map[loc]int32
+	vars    []*variable
+	varIdx  map[varKey]int32
+	normal  []*runData
+	buggy   []*runData
+}
+
+// New returns an Analyzer with options o (see DefaultOptions).
+func New(o Options) (*Analyzer, error) {
+	if err := o.Check(); err != nil {
+		return nil, err
+	}
+	if o.MaxTestSamples == 0 {
+		o.MaxTestSamples = 1000
+	}
+	return &Analyzer{opt: o, funcIdx: map[funcKey]int32{}, locIdx: map[loc]int32{}, varIdx: map[varKey]int32{}}, nil
+}
+
+// runData is what the analysis keeps of one run.
+type runData struct {
+	info    Run
+	pcCost  map[int32]float64 // function → ns of CPU time (self)
+	varCost map[int32]float64 // function → ns: value samples at distinct PCs per tick
+}
+
+// raw returns the run's raw cost of f, in ns.
+func (r *runData) raw(f int32) float64 { return math.Max(r.pcCost[f], r.varCost[f]) }
+
+// series are the samples of one variable in one dimension set.
+type series struct {
+	values    []float64 // one per variable, thread and tick
+	deltas    []float64 // value minus the previous one of the same variable and thread
+	durations []float64 // lengths of runs of equal consecutive values
+}
+
+// bsample is a buggy-run sample of a variable, kept for localisation.
+type bsample struct {
+	value    float64
+	delta    float64
+	hasDelta bool
+	run      int32 // index into variable.runs
+	loc      int32 // index into Analyzer.locs, −1 unknown
+}
+
+// variable is one schema variable across runs.
+type variable struct {
+	src      recording.ValueSource
+	inNormal []bool    // per normal run: in its schema
+	inBuggy  int       // buggy runs whose schema has it
+	normal   []*series // per normal run (nil: no sample)
+	buggy    series    // every buggy run
+	bs       []bsample
+	runs     []int32         // run lengths of the buggy samples
+	funcs    map[int32]int   // functions (of the PCs) it was sampled in, in buggy runs
+	owner    int32           // for locals: the declaring function, −1 until seen
+	normalN  int             // samples in normal runs
+	result   *VariableResult // set by Result
+}
+
+func (a *Analyzer) fn(name, object string) int32 {
+	k := funcKey{name: name, object: objectBase(object)}
+	if i, ok := a.funcIdx[k]; ok {
+		return i
+	}
+	i := int32(len(a.funcs))
+	a.funcs = append(a.funcs, fn{name: name, object: object})
+	a.funcIdx[k] = i
+	return i
+}
+
+func (a *Analyzer) loc(f profile.Frame) int32 {
+	l := loc{file: f.File, line: f.Line, function: f.Name()}
+	if i, ok := a.locIdx[l]; ok {
+		return i
+	}
+	i := int32(len(a.locs))
+	a.locs = append(a.locs, l)
+	a.locIdx[l] = i
+	return i
+}
+
+// AddNormal adds a normal run; AddBuggy a buggy one. info names the run
+// (Path, Executable); the counts are filled in. A run without value samples
+// of program variables is a *NoValuesError.
+func (a *Analyzer) AddNormal(p *profile.Profile, info Run) error { return a.add(p, info, false) }
+
+// AddBuggy adds a buggy run (see AddNormal).
+func (a *Analyzer) AddBuggy(p *profile.Profile, info Run) error { return a.add(p, info, true) }
+
+// stState follows one variable in one thread.
+type stState struct {
+	time  uint64 // of the last sample kept
+	value float64
+	bits  uint64
+	kind  recording.ValueKind
+	run   int   // length of the current run of equal values
+	runID int32 // buggy: index into variable.runs
+	has   bool
+}
+
+type stKey struct {
+	v   int32
+	tid uint32
+}
+
+func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
+	r := &runData{info: info, pcCost: map[int32]float64{}, varCost: map[int32]float64{}}
+	// Count first: a run without variable values changes nothing.
+	isVar := make([]bool, len(p.ValueSources))
+	for i, vs := range p.ValueSources {
+		isVar[i] = vs.Class == recording.SourceVariable
+	}
+	var values, other int
+	for _, v := range p.Values {
+		if v.Source < 0 || int(v.Source) >= len(isVar) {
+			continue
+		}
+		if !isVar[v.Source] {
+			other++
+		} else if !v.Missing() {
+			values++
+		}
+	}
+	cpu := 0
+	for _, s := range p.Samples {
+		if s.Event == recording.EventCPU {
+			cpu++
+		}
+	}
+	r.info.Samples, r.info.Values = cpu, values
+	if values == 0 {
+		return &NoValuesError{Path: info.Path, Samples: cpu, Other: other}
+	}
+	// The run's variables. Sources that differ only in line or tags are one
+	// variable.
+	srcVar := make([]int32, len(p.ValueSources)) // −1: not a variable
+	distinct := map[int32]bool{}
+	for i, vs := range p.ValueSources {
+		srcVar[i] = -1
+		if !isVar[i] {
+			continue
+		}
+		k := keyOf(vs)
+		vi, ok := a.varIdx[k]
+		if !ok {
+			vi = int32(len(a.vars))
+			a.vars = append(a.vars, &variable{src: vs, owner: -1, funcs: map[int32]int{}})
+			a.varIdx[k] = vi
+		}
+		srcVar[i] = vi
+		if distinct[vi] {
+			continue
+		}
+		distinct[vi] = true
+		v := a.vars[vi]
+		if buggy {
+			v.inBuggy++
+		} else {
+			for len(v.inNormal) <= len(a.normal) {
+				v.inNormal = append(v.inNormal, false)
+			}
+			v.inNormal[len(a.normal)] = true
+		}
+	}
+	r.info.Variables = len(distinct)
+
+	period := defaultPeriod(p)
+	// PC cost: the innermost frame of every CPU sample.
+	stackFn := map[int32]int32{}
+	var total float64
+	for _, s := range p.Samples {
+		if s.Event != recording.EventCPU {
+			continue
+		}
+		f, ok := stackFn[s.Stack]
+		if !ok {
+			st := p.StackAt(s.Stack)
+			if len(st) == 0 {
+				f = a.fn(profile.Unknown, "")
+			} else {
+				fr := p.FrameAt(st[0])
+				f = a.fn(fr.Name(), fr.Object)
+			}
+			stackFn[s.Stack] = f
+		}
+		per := float64(s.Period)
+		if per == 0 {
+			per = period
+		}
+		r.pcCost[f] += per
+		total += per
+	}
+	r.info.CPU = total / 1e9
+
+	// Values, in time order.
+	type owned struct {
+		tid   uint32
+		pc    uint64
+		owner int32
+	}
+	type ownerKey struct{ src, frame int32 }
+	owners := map[ownerKey]int32{}
+	frameLoc := map[int32]int32{}
+	var tick []owned // the values of one sample time
+	tickTime := uint64(0)
+	si := 0 // merge cursor into p.Samples
+	periodAt := func(t uint64, tid uint32) float64 {
+		for si < len(p.Samples) && p.Samples[si].Time < t {
+			si++
+		}
+		for k := si; k < len(p.Samples) && p.Samples[k].Time == t; k++ {
+			s := p.Samples[k]
+			if s.TID == tid && s.Event == recording.EventCPU && s.Period > 0 {
+				return float64(s.Period)
+			}
+		}
+		return period
+	}
+	flush := func() {
+		// Value samples with distinct PCs per tick: several variables read
+		// at one PC in one sample count once for the function.
+		for i, o := range tick {
+			dup := false
+			for _, q := range tick[:i] {
+				if q.tid == o.tid && q.pc == o.pc && q.owner == o.owner {
+					dup = true
+					break
+				}
+			}
+			if !dup {
+				r.varCost[o.owner] += periodAt(tickTime, o.tid)
+			}
+		}
+		tick = tick[:0]
+	}
+	states := map[stKey]*stState{}
+	normalIdx := len(a.normal)
+	for _, v := range p.Values {
+		if v.Source < 0 || int(v.Source) >= len(srcVar) || v.Missing() {
+			continue
+		}
+		vi := srcVar[v.Source]
+		if vi < 0 {
+			continue
+		}
+		va := a.vars[vi]
+		// The function the value is charged to: a local's own function, a
+		// global's the function of the PC it was read at.
+		fi := v.FrameIndex()
+		ok := ownerKey{v.Source, fi}
+		owner, seen := owners[ok]
+		if !seen {
+			fr := p.FrameAt(fi)
+			if fi < 0 {
+				fr = profile.Frame{Function: profile.Unknown, Object: profile.Unknown}
+			}
+			vs := p.ValueSources[v.Source]
+			if !vs.Global && vs.Function != "" && vs.Function != "#global" {
+				owner = a.fn(vs.Function, fr.Object)
+			} else {
+				owner = a.fn(fr.Name(), fr.Object)
+			}
+			owners[ok] = owner
+		}
+		if va.owner < 0 && !va.src.Global {
+			va.owner = owner
+		}
+		if buggy {
+			va.funcs[owner]++
+		}
+		if v.Time != tickTime {
+			flush()
+			tickTime = v.Time
+		}
+		tick = append(tick, owned{tid: v.TID, pc: v.PC, owner: owner})
+
+		// Distributions: one sample per variable, thread and tick (a global
+		// read in several frames of one sample counts once).
+		sk := stKey{vi, v.TID}
+		st := states[sk]
+		if st == nil {
+			st = &stState{}
+			states[sk] = st
+		}
+		if st.has && st.time == v.Time {
+			continue
+		}
+		var ser *series
+		if buggy {
+			ser = &va.buggy
+		} else {
+			for len(va.normal) <= normalIdx {
+				va.normal = append(va.normal, nil)
+			}
+			if va.normal[normalIdx] == nil {
+				va.normal[normalIdx] = &series{}
+			}
+			ser = va.normal[normalIdx]
+			va.normalN++
+		}
+		x := v.Float64()
+		pointer := va.src.Pointer
+		if !pointer {
+			ser.values = append(ser.values, x)
+		}
+		same := st.has && st.bits == v.Bits && st.kind == v.Type
+		var delta float64
+		hasDelta := st.has && !pointer
+		if hasDelta {
+			delta = x - st.value
+			ser.deltas = append(ser.deltas, delta)
+		}
+		if st.has && !same {
+			ser.durations = append(ser.durations, float64(st.run))
+		}
+		if same {
+			st.run++
+		} else {
+			st.run = 1
+			if buggy {
+				st.runID = int32(len(va.runs))
+				va.runs = append(va.runs, 0)
+			}
+		}
+		if buggy {
+			va.runs[st.runID]++
+			l := int32(-1)
+			if fi >= 0 {
+				var ok bool
+				if l, ok = frameLoc[fi]; !ok {
+					l = a.loc(p.FrameAt(fi))
+					frameLoc[fi] = l
+				}
+			}
+			va.bs = append(va.bs, bsample{value: x, delta: delta, hasDelta: hasDelta, run: st.runID, loc: l})
+		}
+		st.time, st.value, st.bits, st.kind, st.has = v.Time, x, v.Bits, v.Type, true
+	}
+	flush()
+	// Close the open runs, in a fixed order.
+	keys := make([]stKey, 0, len(states))
+	for k := range states {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if keys[i].v != keys[j].v {
+			return keys[i].v < keys[j].v
+		}
+		return keys[i].tid < keys[j].tid
+	})
+	for _, k := range keys {
+		st := states[k]
+		if !st.has {
+			continue
+		}
+		va := a.vars[k.v]
+		if buggy {
+			va.buggy.durations = append(va.buggy.durations, float64(st.run))
+		} else {
+			va.normal[normalIdx].durations = append(va.normal[normalIdx].durations, float64(st.run))
+		}
+	}
+	if buggy {
+		a.buggy = append(a.buggy, r)
+	} else {
+		a.normal = append(a.normal, r)
+	}
+	return nil
+}
+
+// defaultPeriod is the CPU time a sample stands for when its record does not
+// say: the median period of the run's CPU samples, else 1/frequency, else
+// 1 ms.
+func defaultPeriod(p *profile.Profile) float64 {
+	var ps []float64
+	for i, s := range p.Samples {
+		if s.Event == recording.EventCPU && s.Period > 0 {
+			ps = append(ps, float64(s.Period))
+		}
+		if i > 10000 {
+			break
+		}
+	}
+	if len(ps) > 0 {
+		sort.Float64s(ps)
+		return ps[len(ps)/2]
+	}
+	for _, m := range p.Metas {
+		if m.Frequency > 0 {
+			return 1e9 / float64(m.Frequency)
+		}
+	}
+	return 1e6
+}

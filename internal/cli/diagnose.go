@@ -1,0 +1,219 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
+
+	"github.com/culprit-dev/culprit/internal/analysis/vprof"
+	"github.com/culprit-dev/culprit/internal/profile"
+)
+
+func newDiagnose() *cobra.Command {
+	o := vprof.DefaultOptions()
+	var (
+		format    string
+		output    string
+		top       int
+		different bool
+	)
+	c := &cobra.Command{
+		Use:   "diagnose --normal FILE... --buggy FILE... [flags]",
+		Short: "Rank functions by cost recalibrated with sampled variable values (vProf)",
+		Long: `Diagnose runs vProf's value-assisted cost profiling on recordings made with
+culprit record --values: it compares the values of program variables sampled
+in normal runs with those sampled in buggy runs and recalibrates the cost of
+every function, so that a cheap function whose variables behave abnormally
+rises above costly functions whose variables look normal (docs/vprof.md).
+
+  raw cost     the larger of the function's own CPU time (PC cost) and its
+               variable cost: its value samples at distinct PCs per sample,
+               which counts the time a caller spends waiting on callees
+               while its variables are live (values are read up the stack)
+  discount     per variable and dimension (value, delta between consecutive
+               samples, duration: how many samples a value lasts), the
+               Anderson–Darling test at --alpha: same distribution →
+               --default-discount, else 1 − Hellinger distance, 0 below
+               --valid-discount; a function takes its most anomalous
+               variable's (locals: their function; globals: every function
+               they were read in); with 2+ runs of each kind, functions
+               without variables are discounted by how often they rank
+               higher in normal runs (hist-discounter)
+  calibrated   (1 − discount) · raw: the ranking
+  pattern      wrong-constraint, missing-constraint or scalability, from the
+               anomalous variable's tags and dimension
+  lines        where the buggy values outside the normal range were read
+
+Give each run's recording after --normal or --buggy (several after one flag,
+or the flag repeated). Costs are CPU time per buggy run.`,
+		Example: `  culprit record --values -o normal.rec -- ./server --small
+  culprit record --values -o buggy.rec -- ./server --large
+  culprit diagnose --normal normal.rec --buggy buggy.rec
+  culprit diagnose --normal n1.rec n2.rec n3.rec --buggy b1.rec b2.rec b3.rec --format json`,
+		DisableFlagParsing: true,
+		RunE: func(c *cobra.Command, args []string) error {
+			normal, buggy, rest := splitRuns(args)
+			fs := c.Flags()
+			if err := fs.Parse(rest); err != nil {
+				if errors.Is(err, pflag.ErrHelp) {
+					return c.Help()
+				}
+				return usageError{err}
+			}
+			if h, _ := fs.GetBool("help"); h {
+				return c.Help()
+			}
+			if extra := fs.Args(); len(extra) > 0 {
+				return usagef("unexpected argument %q: give recordings after --normal or --buggy", extra[0])
+			}
+			if len(normal) == 0 || len(buggy) == 0 {
+				return usagef("give at least one normal and one buggy run: culprit diagnose --normal FILE... --buggy FILE...")
+			}
+			if format != "text" && format != "json" {
+				return usagef("unknown format %q: use text or json", format)
+			}
+			if top < 0 {
+				return usagef("--top takes a positive number")
+			}
+			if err := o.Check(); err != nil {
+				return usageError{err}
+			}
+			stderr := c.ErrOrStderr()
+			exes, err := sameBinary(normal, buggy, different)
+			if err != nil {
+				return err
+			}
+			a, err := vprof.New(o)
+			if err != nil {
+				return usageError{err}
+			}
+			for i, path := range append(append([]string(nil), normal...), buggy...) {
+				p, err := loadProfile([]string{path}, stderr)
+				if err != nil {
+					return err
+				}
+				info := vprof.Run{Path: path}
+				if exes[i].Path != "" {
+					info.Executable = exes[i].String()
+				}
+				if i < len(normal) {
+					err = a.AddNormal(p, info)
+				} else {
+					err = a.AddBuggy(p, info)
+				}
+				if err != nil {
+					return err
+				}
+			}
+			res, err := a.Result()
+			if err != nil {
+				return err
+			}
+			return writeOutput(c.OutOrStdout(), output, func(w io.Writer) error {
+				if format == "json" {
+					return vprof.WriteJSON(w, res)
+				}
+				return vprof.WriteText(w, res, top)
+			})
+		},
+	}
+	f := c.Flags()
+	f.StringArray("normal", nil, "recordings of normal runs (several after the flag, or the flag repeated)")
+	f.StringArray("buggy", nil, "recordings of buggy runs")
+	f.StringVar(&format, "format", "text", "output format: text or json")
+	f.StringVarP(&output, "output", "o", "-", "file to write (- for standard output)")
+	f.IntVar(&top, "top", 20, "functions to print in text output (0: all)")
+	f.Float64Var(&o.Alpha, "alpha", o.Alpha, "significance level of the Anderson–Darling test")
+	f.Float64Var(&o.DefaultDiscount, "default-discount", o.DefaultDiscount, "discount of a variable whose normal and buggy samples look alike")
+	f.Float64Var(&o.ValidDiscount, "valid-discount", o.ValidDiscount, "discounts 1 − Hellinger below this become 0")
+	f.BoolVar(&different, "allow-different-binaries", false, "compare runs of two builds of the program (e.g. an older version as the normal run)")
+	f.BoolP("help", "h", false, "help for diagnose")
+	f.SortFlags = false
+	return c
+}
+
+// splitRuns takes the recordings that follow --normal and --buggy out of
+// args (cobra cannot give a flag several values separated by spaces):
+// "--normal a b --buggy c" and "--normal=a,b --buggy c --normal d" both
+// work. Everything else is returned for the flag set.
+func splitRuns(args []string) (normal, buggy, rest []string) {
+	var cur *[]string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		switch {
+		case a == "--":
+			rest = append(rest, args[i:]...)
+			return
+		case a == "--normal":
+			cur = &normal
+		case a == "--buggy":
+			cur = &buggy
+		case strings.HasPrefix(a, "--normal="):
+			cur = &normal
+			normal = append(normal, splitList(strings.TrimPrefix(a, "--normal="))...)
+		case strings.HasPrefix(a, "--buggy="):
+			cur = &buggy
+			buggy = append(buggy, splitList(strings.TrimPrefix(a, "--buggy="))...)
+		case strings.HasPrefix(a, "-") && a != "-":
+			cur = nil
+			rest = append(rest, a)
+		case cur != nil:
+			*cur = append(*cur, a)
+		default:
+			rest = append(rest, a)
+		}
+	}
+	return
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// sameBinary checks that every run ran the program of the first normal run
+// (by build-id, else by path), unless different builds are allowed, and
+// returns the programs in the order normal..., buggy....
+func sameBinary(normal, buggy []string, allow bool) ([]profile.Executable, error) {
+	all := append(append([]string(nil), normal...), buggy...)
+	exes, err := profile.Executables(all)
+	if err != nil {
+		return nil, err
+	}
+	if allow {
+		return exes, nil
+	}
+	kind := func(i int) string {
+		if i < len(normal) {
+			return "normal"
+		}
+		return "buggy"
+	}
+	ref := -1
+	for i, e := range exes {
+		if e.Path == "" {
+			continue
+		}
+		if ref < 0 {
+			ref = i
+			continue
+		}
+		if !e.Same(exes[ref]) {
+			return nil, fmt.Errorf("runs of different binaries compared: %s run %s ran %s, but %s run %s ran %s.\n"+
+				"vProf compares runs of one build. Record both kinds of run with the same binary, or pass\n"+
+				"--allow-different-binaries to compare two builds (e.g. an older version as the normal run):\n"+
+				"variables are then matched by name, function, file and type, and functions by name and object file name",
+				kind(ref), all[ref], exes[ref], kind(i), all[i], e)
+		}
+	}
+	return exes, nil
+}

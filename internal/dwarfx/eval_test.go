@@ -1,0 +1,238 @@
+package dwarfx
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+)
+
+// testMem is memory: 0x1000.. holds bytes 0x00, 0x01, 0x02, ...; every
+// other address is unreadable.
+func testMem(addr uint64, b []byte) error {
+	if addr < 0x1000 || addr+uint64(len(b)) > 0x2000 {
+		return fmt.Errorf("unmapped %#x", addr)
+	}
+	for k := range b {
+		b[k] = byte(addr + uint64(k) - 0x1000)
+	}
+	return nil
+}
+
+func testFrame() *Frame {
+	f := &Frame{Mem: testMem, CFA: 0x1100}
+	for n := 0; n < NumRegs; n++ {
+		f.SetReg(n, uint64(0x10*n))
+	}
+	f.SetReg(RegRSP, 0x1080)
+	f.RegValid &^= 1 << RegRBX // rbx unknown
+	binary.LittleEndian.PutUint64(f.XMM[1][:], math.Float64bits(1.5))
+	f.XMMValid = 1 << 1
+	return f
+}
+
+func le64(v uint64) []byte {
+	b := make([]byte, 8)
+	binary.LittleEndian.PutUint64(b, v)
+	return b
+}
+
+func TestEvalOps(t *testing.T) {
+	neg := func(v int64) []byte { return le64(uint64(v)) }
+	cases := []struct {
+		name    string
+		expr    []byte
+		size    int
+		want    []byte
+		missing [][2]int
+		inMem   bool
+		addr    uint64
+		err     error
+	}{
+		{"minus", []byte{0x35, 0x33, opMinus, opStackValue}, 8, le64(2), nil, false, 0, nil},
+		{"signed div", []byte{opConst1s, 0xf8, 0x32, opDiv, opStackValue}, 8, neg(-4), nil, false, 0, nil},
+		{"mod", []byte{opConst1u, 17, 0x35, opMod, opStackValue}, 8, le64(2), nil, false, 0, nil},
+		{"shr shra", []byte{opConst1s, 0xf0, 0x32, opShra, opConst1u, 0x40, 0x32, opShr, opPlus, opStackValue}, 8, neg(-4 + 16), nil, false, 0, nil},
+		{"stack ops", []byte{0x31, 0x32, 0x33, opRot, opSwap, opOver, opPick, 1, opDrop, opDup, opMul, opStackValue}, 8, le64(4), nil, false, 0, nil},
+		{"compare and branch", []byte{0x33, 0x35, opLt, opBra, 2, 0, 0x30, opStackValue, 0x31, opStackValue}, 8, le64(1), nil, false, 0, nil},
+		{"skip", []byte{opSkip, 1, 0, 0x37, 0x38, opStackValue}, 8, le64(8), nil, false, 0, nil},
+		{"constants", []byte{opConst2s, 0xff, 0xff, opConst4u, 1, 0, 0, 0, opPlus, opConstu, 0x80, 0x01, opPlus, opStackValue}, 4, le64(128)[:4], nil, false, 0, nil},
+		{"neg abs not", []byte{0x35, opNeg, opAbs, opNot, opNot, opStackValue}, 8, le64(5), nil, false, 0, nil},
+		{"register", []byte{opReg0 + 5}, 4, le64(0x50)[:4], nil, false, 0, nil},
+		{"regx", []byte{opRegx, 12}, 8, le64(0xc0), nil, false, 0, nil},
+		{"xmm register", []byte{opReg0 + 18}, 8, le64(math.Float64bits(1.5)), nil, false, 0, nil},
+		{"breg deref", []byte{opBreg0 + RegRSP, 0x10, opDeref, opStackValue}, 8, le64(0x9796959493929190), nil, false, 0, nil},
+		{"memory", []byte{opBreg0 + RegRSP, 4}, 2, []byte{0x84, 0x85}, nil, true, 0x1084, nil},
+		{"memory address only", []byte{opBregx, RegRSP, 4}, 0, nil, nil, true, 0x1084, nil},
+		{"deref_size", []byte{opConst2u, 0x02, 0x10, opDerefSize, 2, opStackValue}, 8, le64(0x0302), nil, false, 0, nil},
+		{"cfa", []byte{opCallFrameCFA, opConst1s, 0xf8, opPlus}, 1, []byte{0xf8}, nil, true, 0x10f8, nil},
+		{"plus_uconst", []byte{opCallFrameCFA, opPlusUconst, 0x10}, 1, []byte{0x10}, nil, true, 0x1110, nil},
+		{"addr biased", []byte{opAddr, 0x10, 0, 0, 0, 0, 0, 0, 0}, 1, []byte{0x10}, nil, true, 0x1010, nil},
+		{"implicit value", []byte{opImplicitValue, 3, 7, 8, 9}, 3, []byte{7, 8, 9}, nil, false, 0, nil},
+		{"implicit value short", []byte{opImplicitValue, 2, 7, 8}, 4, []byte{7, 8, 0, 0}, [][2]int{{2, 4}}, false, 0, nil},
+		{"pieces", []byte{opReg0 + 5, opPiece, 4, opPiece, 4, 0x3f, opStackValue, opPiece, 2}, 10,
+			[]byte{0x50, 0, 0, 0, 0, 0, 0, 0, 0x0f, 0}, [][2]int{{4, 8}}, false, 0, nil},
+		{"pieces beyond", []byte{opReg0 + 5, opPiece, 2}, 4, []byte{0x50, 0, 0, 0}, [][2]int{{2, 4}}, false, 0, nil},
+		{"memory piece", []byte{opBreg0 + RegRSP, 0, opPiece, 2, opReg0 + 1, opPiece, 1}, 3, []byte{0x80, 0x81, 0x10}, nil, false, 0, nil},
+		{"bit pieces", []byte{0x3a, opStackValue, opBitPiece, 4, 0, opReg0 + 1, opBitPiece, 4, 4}, 1, []byte{0x1a}, nil, false, 0, nil},
+		{"entry value piece", []byte{opEntryValue, 1, opReg0 + 5, opStackValue, opPiece, 8, opReg0 + 4, opPiece, 8}, 16,
+			append(make([]byte, 8), le64(0x40)...), [][2]int{{0, 8}}, false, 0, nil},
+		{"unknown register piece", []byte{opReg0 + 3, opPiece, 8, opReg0 + 4, opPiece, 8}, 16,
+			append(make([]byte, 8), le64(0x40)...), [][2]int{{0, 8}}, false, 0, nil},
+		{"all pieces missing", []byte{opPiece, 4, opPiece, 4}, 8, nil, nil, false, 0, ErrOptimizedOut},
+		{"entry value", []byte{opGNUEntryValue, 1, opReg0 + 5, opStackValue}, 8, nil, nil, false, 0, ErrEntryValue},
+		{"implicit pointer", []byte{opImplicitPointer, 1, 2, 3, 4, 0}, 8, nil, nil, false, 0, ErrImplicitPointer},
+		{"unknown register", []byte{opBreg0 + 3, 0}, 8, nil, nil, false, 0, ErrRegUnknown},
+		{"unknown xmm", []byte{opReg0 + 20}, 8, nil, nil, false, 0, ErrRegUnknown},
+		{"unreadable", []byte{opConst2u, 0, 0x30, opDeref, opStackValue}, 8, nil, nil, false, 0, ErrUnavailable},
+		{"unreadable value", []byte{opConst2u, 0, 0x30}, 8, nil, nil, false, 0, ErrUnavailable},
+		{"empty", nil, 8, nil, nil, false, 0, ErrOptimizedOut},
+		{"tls", []byte{0x30, opFormTLSAddress}, 8, nil, nil, false, 0, ErrUnsupported},
+		{"call2", []byte{opCall2, 0, 0}, 8, nil, nil, false, 0, ErrUnsupported},
+		{"fbreg outside function", []byte{opFbreg, 0}, 8, nil, nil, false, 0, ErrMalformed},
+		{"underflow", []byte{opPlus}, 8, nil, nil, false, 0, ErrMalformed},
+		{"unknown op", []byte{0x01}, 8, nil, nil, false, 0, ErrMalformed},
+		{"truncated", []byte{opConst4u, 1, 2}, 8, nil, nil, false, 0, ErrMalformed},
+		{"endless loop", []byte{opSkip, 0xfd, 0xff}, 8, nil, nil, false, 0, ErrMalformed},
+		{"branch out", []byte{0x31, opBra, 0x10, 0}, 8, nil, nil, false, 0, ErrMalformed},
+		{"op after register", []byte{opReg0, 0x30}, 8, nil, nil, false, 0, ErrMalformed},
+		{"division by zero", []byte{0x31, 0x30, opDiv, opStackValue}, 8, nil, nil, false, 0, ErrMalformed},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			f := testFrame()
+			f.Bias = 0x1000
+			v, err := eval(nil, 0, c.expr, f, c.size)
+			if c.err != nil {
+				if !errors.Is(err, c.err) {
+					t.Fatalf("%s: err %v, want %v", Disassemble(c.expr), err, c.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", Disassemble(c.expr), err)
+			}
+			if !bytes.Equal(v.Bytes, c.want) || v.InMemory != c.inMem || (c.inMem && v.Addr != c.addr) ||
+				fmt.Sprint(v.Missing) != fmt.Sprint(c.missing) {
+				t.Fatalf("%s: got %+v, want bytes % x missing %v inMem %v addr %#x", Disassemble(c.expr), v, c.want, c.missing, c.inMem, c.addr)
+			}
+		})
+	}
+}
+
+func TestTypedArithmetic(t *testing.T) {
+	d := baseType{enc: ateFloat, size: 8}
+	f4 := baseType{enc: ateFloat, size: 4}
+	l := baseType{enc: ateSigned, size: 8}
+	u4 := baseType{enc: ateUnsigned, size: 4}
+	cases := []struct {
+		got  elem
+		want elem
+	}{
+		{convert(elem{v: uint64(^uint64(6)), t: l}, d), mkFloat(d, -7)},
+		{convert(elem{v: 0xffffffff, t: u4}, d), mkFloat(d, 4294967295)},
+		{convert(mkFloat(d, -2.75), l), elem{v: uint64(^uint64(1)), t: l}},
+		{convert(mkFloat(d, 1.5), f4), mkFloat(f4, 1.5)},
+		{convert(elem{v: 0x1_0000_0005}, u4), elem{v: 5, t: u4}},
+	}
+	for k, c := range cases {
+		if c.got != c.want {
+			t.Errorf("case %d: got %+v, want %+v", k, c.got, c.want)
+		}
+	}
+	sum, err := binop(opPlus, mkFloat(d, 1.25), mkFloat(d, 2))
+	if err != nil || sum != mkFloat(d, 3.25) {
+		t.Errorf("1.25+2 = %+v %v", sum, err)
+	}
+	lt, err := binop(opLt, mkFloat(d, -1), mkFloat(d, 2))
+	if err != nil || lt.v != 1 {
+		t.Errorf("-1<2 = %+v %v", lt, err)
+	}
+	if _, err := binop(opPlus, mkFloat(d, 1), elem{v: 1, t: l}); !errors.Is(err, ErrMalformed) {
+		t.Errorf("float+int: %v", err)
+	}
+	w, _ := binop(opPlus, elem{v: 0xffffffff, t: u4}, elem{v: 2, t: u4})
+	if w.v != 1 {
+		t.Errorf("u32 wrap: %+v", w)
+	}
+}
+
+// TestTypedExpressionFromGCC evaluates the DW_OP_convert/regval_type
+// expression GCC emits for s in mixed_sum at -O2:
+// s = (double)(long)rdi + (double)(long)rax + xmm1.
+func TestTypedExpressionFromGCC(t *testing.T) {
+	_, info := build(t, "-O2")
+	fn := info.FunctionsNamed("mixed_sum")[0]
+	for _, rg := range fn.Ranges {
+		for pc := rg[0]; pc < rg[1]; pc++ {
+			for _, v := range fn.Variables(pc) {
+				l, ok := v.Location(pc)
+				if v.Name != "s" || !ok || !strings.Contains(l.String(), "regval_type") {
+					continue
+				}
+				f := &Frame{}
+				f.SetReg(RegRDI, uint64(7))
+				f.SetReg(RegRAX, uint64(^uint64(1))) // -2
+				binary.LittleEndian.PutUint64(f.XMM[1][:], math.Float64bits(0.25))
+				f.XMMValid = 1 << 1
+				val, err := v.Read(pc, f)
+				if err != nil {
+					t.Fatalf("%s: %v", l, err)
+				}
+				if got := v.Type().FormatValue(val); got != "5.25" {
+					t.Fatalf("s = %s, want 5.25 (%s)", got, l)
+				}
+				return
+			}
+		}
+	}
+	t.Skip("GCC emitted no typed expression for s")
+}
+
+func TestDisassemble(t *testing.T) {
+	cases := map[string][]byte{
+		"DW_OP_fbreg: -20":                      {opFbreg, 0x6c},
+		"DW_OP_breg7 (rsp): 8; DW_OP_deref":     {opBreg0 + 7, 8, opDeref},
+		"DW_OP_reg17 (xmm0); DW_OP_piece: 8":    {opReg0 + 17, opPiece, 8},
+		"DW_OP_entry_value: (DW_OP_reg5 (rdi))": {opEntryValue, 1, opReg0 + 5},
+		"DW_OP_addr: 0x4010":                    {opAddr, 0x10, 0x40, 0, 0, 0, 0, 0, 0},
+		"DW_OP_lit3; DW_OP_stack_value":         {0x33, opStackValue},
+		"DW_OP_const4u: 0 <truncated>":          {opConst4u, 1},
+		"<unknown op 0x1>":                      {0x01},
+	}
+	for want, expr := range cases {
+		if got := Disassemble(expr); got != want {
+			t.Errorf("Disassemble(% x) = %q, want %q", expr, got, want)
+		}
+	}
+}
+
+func FuzzEval(f *testing.F) {
+	seeds := [][]byte{
+		{opFbreg, 0x6c},
+		{opReg0 + 5, opPiece, 4, opPiece, 4},
+		{opBreg0 + 7, 8, opDeref, opStackValue},
+		{opEntryValue, 1, opReg0 + 5, opStackValue},
+		{opBreg0 + 5, 0, opConvert, 0x38, opConvert, 0x2a, opRegvalType, 18, 0x2a, opPlus, opStackValue},
+		{0x3a, opStackValue, opBitPiece, 4, 0, opReg0 + 1, opBitPiece, 4, 4},
+		{opSkip, 0xfd, 0xff},
+		{opImplicitValue, 3, 7, 8, 9},
+		{opAddrx, 1, opDeref, opConstType, 0x2a, 8, 0, 0, 0, 0, 0, 0, 0xf8, 0x3f, opPlus, opStackValue},
+		{opConstx, 0, opConvert, 0x2a, opConvert, 0x38, opReinterpret, 0x2a, opNeg, opStackValue},
+		{opBreg0 + 7, 0, opDerefType, 8, 0x2a, opConstType, 0x38, 1, 5, opConvert, 0x2a, opDiv, opStackValue},
+	}
+	for _, s := range seeds {
+		f.Add(s, uint8(8))
+	}
+	f.Fuzz(func(t *testing.T, expr []byte, size uint8) {
+		Disassemble(expr)
+		v, err := eval(&exprCtx{u: fakeUnit(5, nil)}, 0, expr, testFrame(), int(size))
+		if err == nil && size > 0 && v.Bytes != nil && len(v.Bytes) != int(size) {
+			t.Fatalf("%s: %d bytes for size %d", Disassemble(expr), len(v.Bytes), size)
+		}
+		skipOperands(0, &reader{b: expr})
+	})
+}

@@ -1,0 +1,560 @@
+package dwarfx
+
+import (
+	"debug/dwarf"
+	"encoding/binary"
+	"sort"
+	"sync"
+	"sync/atomic"
+)
+
+// unit is one compilation unit. The fields above once are set when the
+// Info is opened; parse fills the rest on first use.
+type unit struct {
+	info           *Info
+	hdrOff, dieOff dwarf.Offset
+	version        int
+	addrSize       int
+	dwarf64        bool
+	name, compDir  string
+	lowPC          uint64 // base address of location lists
+	addrBase       uint64
+	hasAddrBase    bool
+	loclistsBase   uint64
+	hasLines       bool
+
+	once    sync.Once
+	parsed  atomic.Bool // set when parse is done; err is then final
+	err     error
+	fns     []*Function
+	fnIdx   ivIndex
+	globals []*Variable
+	files   []string
+
+	// During parse only.
+	byOff map[dwarf.Offset]*die
+}
+
+// die is a DIE with its children, built while parsing a unit.
+type die struct {
+	*dwarf.Entry
+	kids []*die
+}
+
+const attrMIPSLinkageName dwarf.Attr = 0x2007
+
+// readTree reads the DIE at off and its descendants. Callers hold i.mu.
+func (i *Info) readTree(off dwarf.Offset, byOff map[dwarf.Offset]*die) (*die, error) {
+	r := i.d.Reader()
+	r.Seek(off)
+	var root *die
+	var stack []*die
+	for {
+		e, err := r.Next()
+		if err != nil {
+			return root, err
+		}
+		if e == nil {
+			return root, nil
+		}
+		if e.Tag == 0 { // end of siblings
+			if len(stack) == 0 {
+				return root, nil
+			}
+			stack = stack[:len(stack)-1]
+			if len(stack) == 0 {
+				return root, nil
+			}
+			continue
+		}
+		d := &die{Entry: e}
+		byOff[e.Offset] = d
+		if root == nil {
+			root = d
+		} else if len(stack) > 0 {
+			p := stack[len(stack)-1]
+			p.kids = append(p.kids, d)
+		}
+		if e.Children {
+			stack = append(stack, d)
+		} else if len(stack) == 0 {
+			return root, nil
+		}
+	}
+}
+
+// parse reads the unit's functions, scopes and variables once.
+func (u *unit) parse() {
+	u.once.Do(func() {
+		i := u.info
+		i.mu.Lock()
+		defer i.mu.Unlock()
+		defer func() {
+			if r := recover(); r != nil { // debug/dwarf on malformed input
+				u.err = bad("unit at %#x: %v", u.hdrOff, r)
+				u.fns, u.globals, u.fnIdx = nil, nil, ivIndex{}
+			}
+			u.byOff = nil
+			u.parsed.Store(true)
+		}()
+		u.byOff = map[dwarf.Offset]*die{}
+		root, err := i.readTree(u.dieOff, u.byOff)
+		if root == nil {
+			u.err = err
+			u.byOff = nil
+			return
+		}
+		u.err = err
+		if u.hasLines {
+			if lr, err := i.d.LineReader(root.Entry); err == nil && lr != nil {
+				for _, f := range lr.Files() {
+					name := ""
+					if f != nil {
+						name = f.Name
+					}
+					u.files = append(u.files, name)
+				}
+			}
+		}
+		u.walkTop(root)
+		for k, fn := range u.fns {
+			for _, rg := range fn.Ranges {
+				u.fnIdx.add(rg[0], rg[1], k)
+			}
+		}
+		u.fnIdx.build()
+		u.byOff = nil
+	})
+}
+
+// walkTop visits the children of the unit (and of namespaces).
+func (u *unit) walkTop(d *die) {
+	for _, k := range d.kids {
+		switch k.Tag {
+		case dwarf.TagSubprogram:
+			u.addFunction(k)
+		case dwarf.TagVariable:
+			if v := u.newGlobal(k); v != nil {
+				u.globals = append(u.globals, v)
+			}
+		case dwarf.TagNamespace, dwarf.TagModule:
+			u.walkTop(k)
+		}
+	}
+}
+
+func (u *unit) function(pc uint64) *Function {
+	u.parse()
+	if k := u.fnIdx.find(pc); k >= 0 {
+		return u.fns[k]
+	}
+	return nil
+}
+
+// ref follows a reference attribute to its DIE, in this unit or another.
+func (u *unit) ref(d *die, attr dwarf.Attr) *die {
+	off, ok := d.Val(attr).(dwarf.Offset)
+	if !ok {
+		return nil
+	}
+	if t := u.byOff[off]; t != nil {
+		return t
+	}
+	i := u.info
+	if t := i.foreign[off]; t != nil {
+		return t
+	}
+	t, _ := i.readTree(off, i.foreign)
+	if t == nil || t.Offset != off {
+		return nil
+	}
+	return t
+}
+
+// origin returns the DIE that d completes: its abstract origin or the
+// declaration it specifies.
+func (u *unit) origin(d *die) *die {
+	if t := u.ref(d, dwarf.AttrAbstractOrigin); t != nil {
+		return t
+	}
+	return u.ref(d, dwarf.AttrSpecification)
+}
+
+// attr returns attribute a of d or of the DIEs d completes.
+func (u *unit) attr(d *die, a dwarf.Attr) any {
+	for n := 0; d != nil && n < 8; n++ {
+		if v := d.Val(a); v != nil {
+			return v
+		}
+		d = u.origin(d)
+	}
+	return nil
+}
+
+func (u *unit) str(d *die, a dwarf.Attr) string {
+	s, _ := u.attr(d, a).(string)
+	return s
+}
+
+func (u *unit) decl(d *die) (string, int) {
+	var file string
+	if n, ok := u.attr(d, dwarf.AttrDeclFile).(int64); ok && n >= 0 && n < int64(len(u.files)) {
+		file = u.files[n]
+	}
+	line, _ := u.attr(d, dwarf.AttrDeclLine).(int64)
+	return file, int(line)
+}
+
+func (u *unit) fileName(n any) string {
+	if k, ok := n.(int64); ok && k >= 0 && k < int64(len(u.files)) {
+		return u.files[k]
+	}
+	return ""
+}
+
+func hasPC(d *die) bool {
+	return d.Val(dwarf.AttrLowpc) != nil || d.Val(dwarf.AttrRanges) != nil
+}
+
+// ranges returns d's address ranges, sorted and without empty ones.
+func (u *unit) ranges(d *die) [][2]uint64 {
+	var rs [][2]uint64
+	if d.Val(dwarf.AttrRanges) != nil {
+		r, err := u.info.d.Ranges(d.Entry)
+		if err != nil {
+			return nil
+		}
+		rs = r
+	} else if lo, ok := d.Val(dwarf.AttrLowpc).(uint64); ok {
+		switch hi := d.Val(dwarf.AttrHighpc).(type) {
+		case uint64:
+			rs = [][2]uint64{{lo, hi}}
+		case int64:
+			rs = [][2]uint64{{lo, lo + uint64(hi)}}
+		}
+	}
+	out := rs[:0]
+	for _, r := range rs {
+		if r[1] > r[0] {
+			out = append(out, r)
+		}
+	}
+	sort.Slice(out, func(a, b int) bool { return out[a][0] < out[b][0] })
+	return out
+}
+
+func entryPC(d *die, rs [][2]uint64) uint64 {
+	switch v := d.Val(dwarf.AttrEntrypc).(type) {
+	case uint64:
+		return v
+	case int64:
+		if lo, ok := d.Val(dwarf.AttrLowpc).(uint64); ok {
+			return lo + uint64(v)
+		}
+		if len(rs) > 0 {
+			return rs[0][0] + uint64(v)
+		}
+	}
+	if lo, ok := d.Val(dwarf.AttrLowpc).(uint64); ok {
+		return lo
+	}
+	if len(rs) > 0 {
+		return rs[0][0]
+	}
+	return 0
+}
+
+// addFunction records d if it is a concrete function with code.
+func (u *unit) addFunction(d *die) {
+	rs := u.ranges(d)
+	if len(rs) == 0 {
+		return
+	}
+	fn := &Function{
+		Name:    u.str(d, dwarf.AttrName),
+		Linkage: u.str(d, dwarf.AttrLinkageName),
+		Ranges:  rs,
+		Entry:   entryPC(d, rs),
+		Unit:    u.name,
+		u:       u,
+	}
+	if fn.Linkage == "" {
+		fn.Linkage = u.str(d, attrMIPSLinkageName)
+	}
+	fn.DeclFile, fn.DeclLine = u.decl(d)
+	fn.frameBase = u.locAttr(d, dwarf.AttrFrameBase)
+	fn.ctx = exprCtx{u: u, fn: fn}
+	fn.root = &scope{ranges: rs}
+	u.fns = append(u.fns, fn)
+	u.fill(fn, fn.root, d, nil)
+	fn.root.index()
+	for _, v := range fn.root.vars {
+		if v.IsParam {
+			fn.params = append(fn.params, v)
+		}
+	}
+}
+
+// fill adds the variables and nested scopes of DIE d to sc.
+func (u *unit) fill(fn *Function, sc *scope, d *die, inl *Inline) {
+	var refd map[dwarf.Offset]bool
+	for _, k := range d.kids {
+		if ao, ok := k.Val(dwarf.AttrAbstractOrigin).(dwarf.Offset); ok {
+			if refd == nil {
+				refd = map[dwarf.Offset]bool{}
+			}
+			refd[ao] = true
+		}
+		switch k.Tag {
+		case dwarf.TagFormalParameter, dwarf.TagVariable:
+			if v := u.newLocal(fn, inl, k); v != nil {
+				sc.vars = append(sc.vars, v)
+			}
+		case dwarf.TagLexDwarfBlock:
+			if !hasPC(k) {
+				// As gdb: a block without addresses does not scope
+				// its children.
+				u.fill(fn, sc, k, inl)
+				continue
+			}
+			rs := u.ranges(k)
+			if len(rs) == 0 {
+				continue
+			}
+			c := &scope{ranges: rs, parent: sc}
+			u.fill(fn, c, k, inl)
+			sc.kids = append(sc.kids, c)
+		case dwarf.TagInlinedSubroutine:
+			rs := u.ranges(k)
+			if len(rs) == 0 {
+				continue
+			}
+			cl, _ := k.Val(dwarf.AttrCallLine).(int64)
+			cc, _ := k.Val(dwarf.AttrCallColumn).(int64)
+			in := &Inline{
+				Name:       u.str(k, dwarf.AttrName),
+				CallFile:   u.fileName(k.Val(dwarf.AttrCallFile)),
+				CallLine:   int(cl),
+				CallColumn: int(cc),
+				Entry:      entryPC(k, rs),
+				Ranges:     rs,
+				Parent:     inl,
+				Func:       fn,
+			}
+			c := &scope{ranges: rs, parent: sc, inline: in}
+			u.fill(fn, c, k, in)
+			sc.kids = append(sc.kids, c)
+		case dwarf.TagSubprogram:
+			u.addFunction(k) // a nested function (GNU C)
+		}
+	}
+	// Variables of the abstract instance that this concrete one does not
+	// mention exist here too, without a location (as gdb's
+	// inherit_abstract_dies).
+	if a := u.ref(d, dwarf.AttrAbstractOrigin); a != nil {
+		u.inherit(fn, sc, a, refd, inl, 0)
+	}
+}
+
+func (u *unit) inherit(fn *Function, sc *scope, a *die, refd map[dwarf.Offset]bool, inl *Inline, depth int) {
+	if depth > 16 {
+		return
+	}
+	for _, k := range a.kids {
+		if refd[k.Offset] {
+			continue
+		}
+		switch k.Tag {
+		case dwarf.TagFormalParameter, dwarf.TagVariable:
+			if v := u.newLocal(fn, inl, k); v != nil {
+				sc.vars = append(sc.vars, v)
+			}
+		case dwarf.TagLexDwarfBlock:
+			u.inherit(fn, sc, k, nil, inl, depth+1)
+		}
+	}
+}
+
+// newLocal makes a parameter or local variable of fn.
+func (u *unit) newLocal(fn *Function, inl *Inline, d *die) *Variable {
+	if b, _ := d.Val(dwarf.AttrDeclaration).(bool); b {
+		return nil // an extern declaration inside a block
+	}
+	v := u.newVar(d)
+	if v == nil {
+		return nil
+	}
+	v.IsParam = d.Tag == dwarf.TagFormalParameter
+	v.Func, v.Inline = fn, inl
+	v.ctx = &fn.ctx
+	if v.loc.kind == locExpr && len(v.loc.expr) > 0 && (v.loc.expr[0] == opAddr || v.loc.expr[0] == opAddrx) {
+		v.IsGlobal = true // a static local
+		u.globals = append(u.globals, v)
+	}
+	return v
+}
+
+// newGlobal makes a file-scope variable if d defines one with a location
+// or a constant value.
+func (u *unit) newGlobal(d *die) *Variable {
+	if b, _ := d.Val(dwarf.AttrDeclaration).(bool); b {
+		return nil
+	}
+	v := u.newVar(d)
+	if v == nil || v.loc.kind == locNone {
+		return nil
+	}
+	v.IsGlobal = true
+	v.IsExternal, _ = u.attr(d, dwarf.AttrExternal).(bool)
+	v.ctx = &exprCtx{u: u}
+	return v
+}
+
+func (u *unit) newVar(d *die) *Variable {
+	name := u.str(d, dwarf.AttrName)
+	if name == "" {
+		return nil
+	}
+	v := &Variable{Name: name, u: u}
+	v.typeOff, _ = u.attr(d, dwarf.AttrType).(dwarf.Offset)
+	v.DeclFile, v.DeclLine = u.decl(d)
+	v.Artificial, _ = d.Val(dwarf.AttrArtificial).(bool)
+	v.loc = u.locAttr(d, dwarf.AttrLocation)
+	if v.loc.kind == locNone {
+		// A constant may sit on the DIE or on its abstract origin.
+		for o, n := d, 0; o != nil && n < 8; o, n = u.origin(o), n+1 {
+			if f := o.AttrField(dwarf.AttrConstValue); f != nil {
+				v.loc = attrLoc{kind: locConst, expr: constBytes(f.Val)}
+				break
+			}
+		}
+	}
+	return v
+}
+
+func constBytes(val any) []byte {
+	switch c := val.(type) {
+	case int64:
+		b := make([]byte, 8)
+		binary.LittleEndian.PutUint64(b, uint64(c))
+		return b
+	case uint64:
+		b := make([]byte, 8)
+		binary.LittleEndian.PutUint64(b, c)
+		return b
+	case []byte:
+		return c
+	case string:
+		return append([]byte(c), 0)
+	}
+	return []byte{}
+}
+
+// locAttr reads a location-valued attribute.
+func (u *unit) locAttr(d *die, a dwarf.Attr) attrLoc {
+	f := d.AttrField(a)
+	if f == nil {
+		return attrLoc{}
+	}
+	switch v := f.Val.(type) {
+	case []byte:
+		if len(v) == 0 {
+			return attrLoc{} // an empty location: optimized out
+		}
+		return attrLoc{kind: locExpr, expr: v}
+	case int64:
+		if f.Class == dwarf.ClassLocListPtr || f.Class == dwarf.ClassLocList {
+			return attrLoc{kind: locList, off: uint64(v), lazy: &lazyList{}}
+		}
+	case uint64:
+		if f.Class == dwarf.ClassLocList { // DW_FORM_loclistx
+			off, ok := u.loclistx(v)
+			if !ok {
+				return attrLoc{kind: locBad}
+			}
+			return attrLoc{kind: locList, off: off, lazy: &lazyList{}}
+		}
+	}
+	return attrLoc{kind: locBad}
+}
+
+// loclistx resolves a DW_FORM_loclistx index through DW_AT_loclists_base.
+func (u *unit) loclistx(idx uint64) (uint64, bool) {
+	sz := uint64(4)
+	if u.dwarf64 {
+		sz = 8
+	}
+	b := u.info.sec.loclists
+	p := u.loclistsBase + idx*sz
+	if idx > uint64(len(b)) || p+sz > uint64(len(b)) || p < u.loclistsBase {
+		return 0, false
+	}
+	var off uint64
+	if sz == 4 {
+		off = uint64(binary.LittleEndian.Uint32(b[p:]))
+	} else {
+		off = binary.LittleEndian.Uint64(b[p:])
+	}
+	return u.loclistsBase + off, true
+}
+
+// debugAddr reads entry idx of the unit's .debug_addr table.
+func (u *unit) debugAddr(idx uint64) (uint64, error) {
+	b := u.info.sec.addr
+	if !u.hasAddrBase {
+		return 0, bad("DW_OP_addrx without DW_AT_addr_base")
+	}
+	sz := uint64(u.addrSize)
+	if sz != 4 && sz != 8 {
+		return 0, bad("address size %d", sz)
+	}
+	p := u.addrBase + idx*sz
+	if idx > uint64(len(b)) || p < u.addrBase || p+sz > uint64(len(b)) {
+		return 0, bad(".debug_addr index %d out of range", idx)
+	}
+	if sz == 4 {
+		return uint64(binary.LittleEndian.Uint32(b[p:])), nil
+	}
+	return binary.LittleEndian.Uint64(b[p:]), nil
+}
+
+// baseType reads the DW_TAG_base_type at unit-relative offset off.
+func (u *unit) baseType(off uint64) (t baseType, err error) {
+	i := u.info
+	abs := u.hdrOff + dwarf.Offset(off)
+	if off >= uint64(len(i.sec.info)) || abs < u.hdrOff {
+		return baseType{}, bad("base type offset %#x", off)
+	}
+	i.mu.Lock()
+	defer i.mu.Unlock()
+	defer func() {
+		if r := recover(); r != nil {
+			t, err = baseType{}, bad("base type at %#x: %v", abs, r)
+		}
+	}()
+	if t, ok := i.baseTypes[abs]; ok {
+		return t, nil
+	}
+	r := i.d.Reader()
+	r.Seek(abs)
+	e, err := r.Next()
+	if err != nil || e == nil || e.Offset != abs || e.Tag != dwarf.TagBaseType {
+		return baseType{}, bad("no base type at %#x", abs)
+	}
+	enc, _ := e.Val(dwarf.AttrEncoding).(int64)
+	size, _ := e.Val(dwarf.AttrByteSize).(int64)
+	if size <= 0 || size > 255 || enc <= 0 || enc > 255 {
+		return baseType{}, bad("base type at %#x: size %d encoding %d", abs, size, enc)
+	}
+	t = baseType{enc: uint8(enc), size: uint8(size)}
+	i.baseTypes[abs] = t
+	return t, nil
+}
+
+// parsedErr returns the unit's parse error if it has been parsed.
+func (u *unit) parsedErr() error {
+	if !u.parsed.Load() {
+		return nil
+	}
+	return u.err
+}

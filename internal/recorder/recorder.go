@@ -19,9 +19,11 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/culprit-dev/culprit/internal/expr"
 	"github.com/culprit-dev/culprit/internal/perf"
 	"github.com/culprit-dev/culprit/internal/proc"
 	"github.com/culprit-dev/culprit/internal/recording"
+	"github.com/culprit-dev/culprit/internal/state"
 	"github.com/culprit-dev/culprit/internal/symbol"
 	"github.com/culprit-dev/culprit/internal/unwind"
 )
@@ -47,6 +49,11 @@ type Options struct {
 	// EventPeriod samples one in EventPeriod syscall or switch events
 	// (default 1: all), bounding the cost on syscall-heavy programs.
 	EventPeriod int
+	// Exprs are evaluated at each CPU sample in the frame of their function
+	// (PCT's prog@func@expr). A perf sample carries the registers and a copy
+	// of the top of the user stack: values held there are read as they were
+	// at the sample; values elsewhere (heap, globals) are recorded missing.
+	Exprs []*expr.Spec
 	// UserOnly samples user mode only; it is chosen automatically when the
 	// kernel refuses kernel call chains to an unprivileged user.
 	UserOnly bool
@@ -172,6 +179,9 @@ type session struct {
 	offs  []int
 	items []item
 	pidfd int // of the target process, -1 when none
+
+	sampler *state.Sampler
+	exes    map[uint32]string // executable of each process, for expression specs
 }
 
 type item struct {
@@ -264,6 +274,10 @@ func newSession(o Options, meta recording.Meta) (*session, error) {
 		kseen: map[uint64]bool{}, kaddr: map[uint64]bool{}, buildID: map[string][]byte{}}
 	s.res.ExitCode = -1
 	s.pidfd = -1
+	if len(o.Exprs) > 0 {
+		s.sampler = state.NewSampler(o.Exprs, 1)
+		s.exes = map[uint32]string{}
+	}
 	var uts unix.Utsname
 	_ = unix.Uname(&uts)
 	host, _ := os.Hostname()
@@ -525,6 +539,7 @@ func (s *session) handle(rec any) {
 	case *perf.Comm:
 		if r.Exec && r.PID == r.TID {
 			s.spaces[r.PID] = &space{}
+			delete(s.exes, r.PID)
 		}
 		s.write(&recording.Comm{Time: r.Time, PID: r.PID, TID: r.TID, Exec: r.Exec, Name: r.Name})
 	case *perf.Task:
@@ -591,6 +606,10 @@ func (s *session) sample(r *perf.Sample, k *eventKind) {
 	if truncated {
 		s.res.Truncated++
 	}
+	var values []recording.Record
+	if s.sampler != nil && k.event == recording.EventCPU && len(r.Regs) == perf.NumRegs {
+		values = s.sampleState(r)
+	}
 	s.kernelSymbols(r.Kernel)
 	s.res.Samples++
 	smp := recording.Sample{Time: r.Time, PID: r.PID, TID: r.TID, CPU: r.CPU, Period: r.Period,
@@ -601,6 +620,30 @@ func (s *session) sample(r *perf.Sample, k *eventKind) {
 	if err := s.w.WriteSample(smp, r.Kernel, user); err != nil {
 		s.warn("writing the recording: %v", err)
 	}
+	for _, v := range values {
+		s.write(v)
+	}
+}
+
+// sampleState evaluates the expression specs at a sample, over its
+// registers and stack copy.
+func (s *session) sampleState(r *perf.Sample) []recording.Record {
+	exe, ok := s.exes[r.PID]
+	if !ok {
+		exe = proc.Exe(int(r.PID))
+		s.exes[r.PID] = exe
+	}
+	if !s.sampler.Wants(exe) {
+		return nil
+	}
+	sp := s.spaces[r.PID]
+	if sp == nil {
+		return nil
+	}
+	res := resolver{s: s, sp: sp}
+	frames, _ := unwind.UnwindFrames(toDWARF(r.Regs), unwind.StackCopy{SP: r.StackSP, Data: r.Stack}, &res, 64)
+	return s.sampler.Sample(state.Thread{PID: int(r.PID), TID: int(r.TID), Time: r.Time, Exe: exe,
+		Frames: frames, Mem: state.StackMemory(r.StackSP, r.Stack), Objects: &res})
 }
 
 // refreshSpace reads the mappings of a process the stream has not described
@@ -690,6 +733,11 @@ func (s *session) finish() (Result, error) {
 		err = cerr
 	}
 	s.res.Bytes = s.w.Bytes()
+	if s.sampler != nil {
+		for _, w := range s.sampler.Warnings() {
+			s.warn("%s", w)
+		}
+	}
 	if s.res.Samples > 0 && s.res.Truncated*10 > s.res.Samples {
 		s.warn("%d of %d samples have incomplete user stacks; a larger --stack-size may help", s.res.Truncated, s.res.Samples)
 	}

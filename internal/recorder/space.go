@@ -64,6 +64,21 @@ type resolver struct {
 	sp *space
 }
 
+// Object tells the expression sampler which file is mapped at pc and its
+// load bias.
+func (r *resolver) Object(pc uint64) (string, uint64, bool) {
+	m, ok := r.sp.find(pc)
+	if !ok || len(m.path) == 0 || m.path[0] != '/' {
+		return "", 0, false
+	}
+	t := r.s.tableFor(m.path)
+	if t == nil {
+		return "", 0, false
+	}
+	bias, ok := t.Bias(m.start, m.pgoff)
+	return m.path, bias, ok
+}
+
 func (r *resolver) Resolve(pc uint64) (unwind.Module, bool) {
 	m, ok := r.sp.find(pc)
 	if !ok {

@@ -1,0 +1,255 @@
+// Package state reads the program state of a sampled or stopped thread: it
+// evaluates culprit's expressions (package expr) in the thread's frames,
+// through DWARF types and locations (package dwarfx), and turns them into
+// ValueSource and Value records. Collectors call it at each sample; it does
+// not open perf events, stop threads or write files.
+package state
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/culprit-dev/culprit/internal/dwarfx"
+	"github.com/culprit-dev/culprit/internal/expr"
+)
+
+// object is a typed program value: an expr.Object over DWARF.
+type object struct {
+	t       *dwarfx.Type
+	bytes   []byte // the value, when known (nil when only the address is)
+	missing [][2]int
+	addr    uint64 // where it lives, when inMem
+	inMem   bool
+	bitSize int64 // for bitfields: width and first bit within bytes
+	bitOff  int64
+	mem     func(addr uint64, buf []byte) error
+	name    string // for messages
+}
+
+func missing(format string, args ...any) error {
+	return fmt.Errorf(format+": %w", append(args, expr.ErrMissing)...)
+}
+
+func typeErr(format string, args ...any) error {
+	return &expr.TypeError{Msg: fmt.Sprintf(format, args...)}
+}
+
+// read returns n bytes of the object from offset off.
+func (o *object) read(off, n int64) ([]byte, error) {
+	if n <= 0 {
+		return nil, typeErr("%s has a type of unknown size", o.name)
+	}
+	if o.bytes != nil && off+n <= int64(len(o.bytes)) {
+		for _, m := range o.missing {
+			if int64(m[0]) < off+n && off < int64(m[1]) {
+				return nil, missing("%s is optimized out in part", o.name)
+			}
+		}
+		return o.bytes[off : off+n], nil
+	}
+	if !o.inMem {
+		return nil, missing("%s is not in memory", o.name)
+	}
+	return o.load(o.addr+uint64(off), n)
+}
+
+func (o *object) load(addr uint64, n int64) ([]byte, error) {
+	if o.mem == nil {
+		return nil, missing("memory is not readable here")
+	}
+	if addr == 0 {
+		return nil, missing("null pointer")
+	}
+	buf := make([]byte, n)
+	if err := o.mem(addr, buf); err != nil {
+		return nil, missing("reading %d bytes at %#x: %v", n, addr, err)
+	}
+	return buf, nil
+}
+
+// at makes the object of type t at offset off of o.
+func (o *object) at(t *dwarfx.Type, off int64, name string) (*object, error) {
+	size := t.Size
+	if size <= 0 {
+		return nil, typeErr("%s has a type of unknown size", name)
+	}
+	sub := &object{t: t, mem: o.mem, name: name}
+	if o.inMem {
+		sub.addr, sub.inMem = o.addr+uint64(off), true
+	}
+	if o.bytes != nil && off+size <= int64(len(o.bytes)) {
+		b, err := o.read(off, size)
+		if err != nil {
+			return nil, err
+		}
+		sub.bytes = b
+	} else if !o.inMem {
+		return nil, missing("%s is not available", name)
+	}
+	return sub, nil
+}
+
+// pointee follows a pointer object to the object it points to.
+func (o *object) pointee(name string) (*object, error) {
+	u := o.t.Underlying()
+	if u.Kind != dwarfx.Pointer {
+		return nil, typeErr("%s is a %s, not a pointer", o.name, o.t.Name)
+	}
+	b, err := o.read(0, 8)
+	if err != nil {
+		return nil, err
+	}
+	addr := le64(b)
+	if addr == 0 {
+		return nil, missing("%s is a null pointer", o.name)
+	}
+	elem := u.Elem
+	if elem == nil || elem.Underlying().Kind == dwarfx.Void {
+		return nil, typeErr("%s points to void", o.name)
+	}
+	return &object{t: elem, addr: addr, inMem: true, mem: o.mem, name: name}, nil
+}
+
+func le64(b []byte) uint64 {
+	var v uint64
+	for i := len(b) - 1; i >= 0; i-- {
+		v = v<<8 | uint64(b[i])
+	}
+	return v
+}
+
+func (o *object) Member(name string, arrow bool) (expr.Object, error) {
+	base := o
+	if arrow {
+		p, err := o.pointee("*" + o.name)
+		if err != nil {
+			return nil, err
+		}
+		base = p
+	}
+	u := base.t.Underlying()
+	if u.Kind != dwarfx.Struct && u.Kind != dwarfx.Union && u.Kind != dwarfx.Class {
+		op := "."
+		if arrow {
+			op = "->"
+		}
+		return nil, typeErr("%s%s%s: %s is not a struct", o.name, op, name, base.t.Name)
+	}
+	f, ok := base.t.Field(name)
+	if !ok {
+		return nil, typeErr("%s has no field %s", base.t.Name, name)
+	}
+	full := o.name + "." + name
+	if arrow {
+		full = o.name + "->" + name
+	}
+	if f.BitSize > 0 {
+		size := (f.BitOffset%8 + f.BitSize + 7) / 8
+		b, err := base.read(f.BitOffset/8, size)
+		if err != nil {
+			return nil, err
+		}
+		return &object{t: f.Type, bytes: b, bitSize: f.BitSize, bitOff: f.BitOffset % 8, name: full}, nil
+	}
+	return base.at(f.Type, f.Offset, full)
+}
+
+func (o *object) Index(i int64) (expr.Object, error) {
+	u := o.t.Underlying()
+	name := fmt.Sprintf("%s[%d]", o.name, i)
+	switch u.Kind {
+	case dwarfx.Array:
+		if u.Count >= 0 && (i < 0 || i >= u.Count) {
+			return nil, missing("%s is out of bounds (%d elements)", name, u.Count)
+		}
+		return o.at(u.Elem, i*u.Elem.Size, name)
+	case dwarfx.Pointer:
+		p, err := o.pointee(name)
+		if err != nil {
+			return nil, err
+		}
+		p.addr += uint64(i * p.t.Size)
+		return p, nil
+	}
+	return nil, typeErr("%s is a %s: neither an array nor a pointer", o.name, o.t.Name)
+}
+
+func (o *object) Deref() (expr.Object, error) { return o.pointee("*" + o.name) }
+
+func (o *object) Scalar() (expr.Scalar, error) {
+	u := o.t.Underlying()
+	if !u.IsScalar() {
+		return expr.Scalar{}, typeErr("%s is a %s, not a number: select a field or element", o.name, o.t.Name)
+	}
+	size := u.Size
+	if o.bitSize > 0 {
+		size = int64(len(o.bytes))
+	}
+	b, err := o.read(0, size)
+	if err != nil {
+		return expr.Scalar{}, err
+	}
+	if o.bitSize > 0 {
+		v := le64(b) >> uint(o.bitOff) & (1<<uint(o.bitSize) - 1)
+		if u.Signed && v&(1<<uint(o.bitSize-1)) != 0 {
+			return expr.IntValue(int64(v) - 1<<uint(o.bitSize)), nil
+		}
+		if u.Signed {
+			return expr.IntValue(int64(v)), nil
+		}
+		return expr.UintValue(v), nil
+	}
+	switch u.Kind {
+	case dwarfx.Float:
+		f, ok := u.Float(b)
+		if !ok {
+			return expr.Scalar{}, typeErr("cannot read %s as a float", o.t.Name)
+		}
+		return expr.FloatValue(f), nil
+	case dwarfx.Pointer:
+		return expr.UintValue(le64(b)), nil
+	}
+	if u.Signed {
+		v, ok := u.Int(b)
+		if !ok {
+			return expr.Scalar{}, typeErr("cannot read %s as an integer", o.t.Name)
+		}
+		return expr.IntValue(v), nil
+	}
+	return expr.UintValue(le64(b)), nil
+}
+
+// frameEnv resolves names in one frame: the function's variables in scope
+// at the PC, then globals.
+type frameEnv struct {
+	info  *dwarfx.Info
+	fn    *dwarfx.Function
+	pc    uint64 // ELF address to look variables up at
+	frame *dwarfx.Frame
+}
+
+func (e *frameEnv) Var(name string) (expr.Object, error) {
+	var v *dwarfx.Variable
+	for _, c := range e.fn.Variables(e.pc) {
+		if c.Name == name {
+			v = c
+			break
+		}
+	}
+	if v == nil {
+		g, ok := e.info.Global(name)
+		if !ok {
+			return nil, missing("no variable %s in scope in %s here", name, e.fn.Name)
+		}
+		v = g
+	}
+	val, err := v.Read(e.pc, e.frame)
+	if err != nil {
+		if errors.Is(err, dwarfx.ErrUnavailable) || errors.Is(err, dwarfx.ErrOptimizedOut) {
+			return nil, missing("%s: %v", name, err)
+		}
+		return nil, fmt.Errorf("%s: %v: %w", name, err, expr.ErrMissing)
+	}
+	return &object{t: v.Type(), bytes: val.Bytes, missing: val.Missing, addr: val.Addr, inMem: val.InMemory,
+		mem: e.frame.Mem, name: name}, nil
+}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/culprit-dev/culprit/internal/expr"
 	"github.com/culprit-dev/culprit/internal/recorder"
 	"github.com/culprit-dev/culprit/internal/recording"
 )
@@ -18,8 +19,9 @@ func formatVersion() string {
 
 func newRecord() *cobra.Command {
 	var (
-		o   recorder.Options
-		pid int
+		o         recorder.Options
+		pid       int
+		exprSpecs []string
 	)
 	c := &cobra.Command{
 		Use:   "record [flags] -- CMD [ARGS...]\n  culprit record -p PID [--duration D] [flags]",
@@ -42,6 +44,13 @@ on while still being written, and survives the recorder being killed.`,
   culprit record --events cpu,syscalls,sched -- ./server   # for culprit latency/contexts`,
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Tool = "culprit " + Version
+			for _, e := range exprSpecs {
+				spec, err := expr.ParseSpec(e)
+				if err != nil {
+					return usageError{err}
+				}
+				o.Exprs = append(o.Exprs, spec)
+			}
 			stderr := c.ErrOrStderr()
 			var res recorder.Result
 			var err error
@@ -86,6 +95,7 @@ on while still being written, and survives the recorder being killed.`,
 	f.DurationVar(&o.Duration, "duration", 0, "stop recording after this long, e.g. 500ms, 10s, 2m (default: until the command exits, or Ctrl-C)")
 	f.StringSliceVar(&o.Events, "events", []string{"cpu"}, "what to sample, comma-separated: cpu (CPU time), syscalls (every system call entry and exit), sched (every context switch: off-CPU time)")
 	f.IntVar(&o.EventPeriod, "event-period", 1, "with syscalls or sched: record one in N of those events, to bound the cost on syscall-heavy programs")
+	f.StringArrayVar(&exprSpecs, "expr", nil, "sample an expression: 'PROG@FUNC@EXPR' evaluates EXPR (e.g. n, j->size, cfg.limits[2]) in the frame of FUNC whenever FUNC is on the stack of program PROG (globs); repeatable; see culprit report --exprs")
 	f.IntVar(&o.StackBytes, "stack-size", 0, "user stack bytes copied per sample (default 4096 in fp mode, 16384 in dwarf mode; max 65528)")
 	f.IntVar(&o.RingPages, "mmap-pages", 0, "ring buffer pages per CPU, a power of two (default: sized from rate and stack size)")
 	c.Flags().SortFlags = false

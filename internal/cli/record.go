@@ -11,6 +11,7 @@ import (
 	"github.com/culprit-dev/culprit/internal/expr"
 	"github.com/culprit-dev/culprit/internal/recorder"
 	"github.com/culprit-dev/culprit/internal/recording"
+	"github.com/culprit-dev/culprit/internal/rules"
 )
 
 func formatVersion() string {
@@ -22,6 +23,7 @@ func newRecord() *cobra.Command {
 		o         recorder.Options
 		pid       int
 		exprSpecs []string
+		rulesPath string
 	)
 	c := &cobra.Command{
 		Use:   "record [flags] -- CMD [ARGS...]\n  culprit record -p PID [--duration D] [flags]",
@@ -50,6 +52,13 @@ on while still being written, and survives the recorder being killed.`,
 					return usageError{err}
 				}
 				o.Exprs = append(o.Exprs, spec)
+			}
+			if rulesPath != "" {
+				rf, err := rules.ParseFile(rulesPath)
+				if err != nil {
+					return err
+				}
+				o.Rules = rf
 			}
 			stderr := c.ErrOrStderr()
 			var res recorder.Result
@@ -96,6 +105,7 @@ on while still being written, and survives the recorder being killed.`,
 	f.StringSliceVar(&o.Events, "events", []string{"cpu"}, "what to sample, comma-separated: cpu (CPU time), syscalls (every system call entry and exit), sched (every context switch: off-CPU time)")
 	f.IntVar(&o.EventPeriod, "event-period", 1, "with syscalls or sched: record one in N of those events, to bound the cost on syscall-heavy programs")
 	f.StringArrayVar(&exprSpecs, "expr", nil, "sample an expression: 'PROG@FUNC@EXPR' evaluates EXPR (e.g. n, j->size, cfg.limits[2]) in the frame of FUNC whenever FUNC is on the stack of program PROG (globs); repeatable; see culprit report --exprs")
+	f.StringVar(&rulesPath, "rules", "", "a rules file saying what to capture where: backtraces, expressions, counts, start/stop (see docs/rules.md)")
 	f.IntVar(&o.StackBytes, "stack-size", 0, "user stack bytes copied per sample (default 4096 in fp mode, 16384 in dwarf mode; max 65528)")
 	f.IntVar(&o.RingPages, "mmap-pages", 0, "ring buffer pages per CPU, a power of two (default: sized from rate and stack size)")
 	c.Flags().SortFlags = false

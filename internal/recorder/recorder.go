@@ -23,6 +23,7 @@ import (
 	"github.com/culprit-dev/culprit/internal/perf"
 	"github.com/culprit-dev/culprit/internal/proc"
 	"github.com/culprit-dev/culprit/internal/recording"
+	"github.com/culprit-dev/culprit/internal/rules"
 	"github.com/culprit-dev/culprit/internal/state"
 	"github.com/culprit-dev/culprit/internal/symbol"
 	"github.com/culprit-dev/culprit/internal/unwind"
@@ -54,6 +55,8 @@ type Options struct {
 	// of the top of the user stack: values held there are read as they were
 	// at the sample; values elsewhere (heap, globals) are recorded missing.
 	Exprs []*expr.Spec
+	// Rules say what to capture where (docs/rules.md); nil: none.
+	Rules *rules.File
 	// UserOnly samples user mode only; it is chosen automatically when the
 	// kernel refuses kernel call chains to an unprivileged user.
 	UserOnly bool
@@ -65,6 +68,7 @@ type Result struct {
 	Lost      uint64
 	Throttled uint64
 	Truncated uint64 // samples whose user stack did not unwind to its outermost frame (dwarf mode)
+	Dropped   uint64 // samples not recorded because rules had stopped capturing
 	Bytes     int64
 	ExitCode  int // the launched command's exit code (128+signal if killed); -1 when attached
 	Warnings  []string
@@ -274,8 +278,8 @@ func newSession(o Options, meta recording.Meta) (*session, error) {
 		kseen: map[uint64]bool{}, kaddr: map[uint64]bool{}, buildID: map[string][]byte{}}
 	s.res.ExitCode = -1
 	s.pidfd = -1
-	if len(o.Exprs) > 0 {
-		s.sampler = state.NewSampler(o.Exprs, 1)
+	if len(o.Exprs) > 0 || o.Rules != nil {
+		s.sampler = state.NewSampler(o.Exprs, o.Rules, 1)
 		s.exes = map[uint32]string{}
 	}
 	var uts unix.Utsname
@@ -606,9 +610,19 @@ func (s *session) sample(r *perf.Sample, k *eventKind) {
 	if truncated {
 		s.res.Truncated++
 	}
-	var values []recording.Record
+	var st state.Result
 	if s.sampler != nil && k.event == recording.EventCPU && len(r.Regs) == perf.NumRegs {
-		values = s.sampleState(r)
+		st = s.sampleState(r)
+		if st.Keep > 0 && st.Keep < len(user) {
+			user = user[:st.Keep]
+		}
+	}
+	for _, v := range st.Records {
+		s.write(v)
+	}
+	if st.Drop {
+		s.res.Dropped++
+		return
 	}
 	s.kernelSymbols(r.Kernel)
 	s.res.Samples++
@@ -620,29 +634,26 @@ func (s *session) sample(r *perf.Sample, k *eventKind) {
 	if err := s.w.WriteSample(smp, r.Kernel, user); err != nil {
 		s.warn("writing the recording: %v", err)
 	}
-	for _, v := range values {
-		s.write(v)
-	}
 }
 
-// sampleState evaluates the expression specs at a sample, over its
-// registers and stack copy.
-func (s *session) sampleState(r *perf.Sample) []recording.Record {
+// sampleState evaluates the expression specs and rules at a sample, over
+// its registers and stack copy.
+func (s *session) sampleState(r *perf.Sample) state.Result {
 	exe, ok := s.exes[r.PID]
 	if !ok {
 		exe = proc.Exe(int(r.PID))
 		s.exes[r.PID] = exe
 	}
 	if !s.sampler.Wants(exe) {
-		return nil
+		return state.Result{}
 	}
 	sp := s.spaces[r.PID]
 	if sp == nil {
-		return nil
+		return state.Result{}
 	}
 	res := resolver{s: s, sp: sp}
 	frames, _ := unwind.UnwindFrames(toDWARF(r.Regs), unwind.StackCopy{SP: r.StackSP, Data: r.Stack}, &res, 64)
-	return s.sampler.Sample(state.Thread{PID: int(r.PID), TID: int(r.TID), Time: r.Time, Exe: exe,
+	return s.sampler.Apply(state.Thread{PID: int(r.PID), TID: int(r.TID), Time: r.Time, Exe: exe,
 		Frames: frames, Mem: state.StackMemory(r.StackSP, r.Stack), Objects: &res})
 }
 

@@ -17,6 +17,8 @@ type Frame struct {
 // Value is a captured expression at one sample.
 type Value struct {
 	Expr    string
+	Func    string // the rule's function pattern
+	Frame   int    // index in the frames of the frame it was evaluated in
 	Value   expr.Scalar
 	Missing bool  // not available at this sample (optimized out, unreadable)
 	Err     error // why it is missing, or a type error in the expression
@@ -58,10 +60,11 @@ func (e *Engine) Sample(exe string, frames []Frame) Outcome {
 			continue
 		}
 		for _, r := range p.Rules {
-			fr, ok := innermost(frames, r.Func)
+			fi, ok := innermost(frames, r.Func)
 			if !ok {
 				continue
 			}
+			fr := frames[fi]
 			if r.Cond != nil {
 				v, err := expr.Eval(r.Cond, fr.Env)
 				if err != nil || v.Float64() == 0 {
@@ -82,7 +85,7 @@ func (e *Engine) Sample(exe string, frames []Frame) Outcome {
 					out.Counts = append(out.Counts, a.Text)
 				case Capture:
 					v, err := expr.Eval(a.Expr, fr.Env)
-					values = append(values, Value{Expr: a.Text, Value: v, Err: err,
+					values = append(values, Value{Expr: a.Text, Func: r.Func, Frame: fi, Value: v, Err: err,
 						Missing: err != nil && errors.Is(err, expr.ErrMissing)})
 				}
 			}
@@ -97,11 +100,11 @@ func (e *Engine) Sample(exe string, frames []Frame) Outcome {
 	return out
 }
 
-func innermost(frames []Frame, glob string) (Frame, bool) {
-	for _, f := range frames {
+func innermost(frames []Frame, glob string) (int, bool) {
+	for i, f := range frames {
 		if ok, _ := path.Match(glob, f.Function); ok {
-			return f, true
+			return i, true
 		}
 	}
-	return Frame{}, false
+	return 0, false
 }

@@ -3,11 +3,14 @@ package state
 import (
 	"errors"
 	"math"
+	"path/filepath"
+	"sort"
 	"sync"
 
 	"github.com/culprit-dev/culprit/internal/dwarfx"
 	"github.com/culprit-dev/culprit/internal/expr"
 	"github.com/culprit-dev/culprit/internal/recording"
+	"github.com/culprit-dev/culprit/internal/rules"
 	"github.com/culprit-dev/culprit/internal/unwind"
 )
 
@@ -27,24 +30,34 @@ type Thread struct {
 	Objects  Resolver
 }
 
-// Sampler evaluates PROG@FUNC@EXPR specs at samples.
+// Sampler evaluates PROG@FUNC@EXPR specs, and the rules of a rules file,
+// at samples.
 type Sampler struct {
 	specs   []*expr.Spec
 	ids     []uint32 // ValueSource ID of each spec, 0 until written
+	rules   *rules.Engine
+	file    *rules.File
+	ruleIDs map[recording.ValueSource]uint32 // rule captures and counters written so far
 	nextID  uint32
 	mu      sync.Mutex
 	infos   map[string]*dwarfx.Info // nil value: the object has no usable DWARF
-	errs    map[int]string          // first non-missing error per spec
+	errs    map[int]string          // first non-missing error per spec (rule captures: -ID)
 	noDWARF map[string]bool
 }
 
-// NewSampler makes a sampler for specs; ValueSource IDs start at firstID.
-func NewSampler(specs []*expr.Spec, firstID uint32) *Sampler {
+// NewSampler makes a sampler for specs and, when rf is not nil, the rules
+// of a rules file; ValueSource IDs start at firstID.
+func NewSampler(specs []*expr.Spec, rf *rules.File, firstID uint32) *Sampler {
 	if firstID == 0 {
 		firstID = 1
 	}
-	return &Sampler{specs: specs, ids: make([]uint32, len(specs)), nextID: firstID,
-		infos: map[string]*dwarfx.Info{}, errs: map[int]string{}, noDWARF: map[string]bool{}}
+	s := &Sampler{specs: specs, ids: make([]uint32, len(specs)), nextID: firstID,
+		infos: map[string]*dwarfx.Info{}, errs: map[int]string{}, noDWARF: map[string]bool{},
+		ruleIDs: map[recording.ValueSource]uint32{}}
+	if rf != nil {
+		s.file, s.rules = rf, rules.NewEngine(rf)
+	}
+	return s
 }
 
 // Wants reports whether any spec applies to the executable, so collectors
@@ -55,7 +68,138 @@ func (s *Sampler) Wants(exe string) bool {
 			return true
 		}
 	}
+	if s.file != nil {
+		base := filepath.Base(exe)
+		for _, p := range s.file.Programs {
+			if ok, _ := filepath.Match(p.Glob, base); ok {
+				return true
+			}
+		}
+	}
 	return false
+}
+
+// Result is what the sampler decides for a sample.
+type Result struct {
+	Records []recording.Record // value sources and values to write after the sample
+	Drop    bool               // rules have stopped capturing: do not record the sample
+	Keep    int                // rules ask for this many innermost user frames (0: all)
+}
+
+// located is a frame whose function DWARF knows.
+type located struct {
+	info  *dwarfx.Info
+	fn    *dwarfx.Function
+	pc    uint64 // ELF address
+	bias  uint64
+	depth int
+}
+
+// locate finds the function of every frame.
+func (s *Sampler) locate(th Thread) []located {
+	var out []located
+	for d, f := range th.Frames {
+		pc := f.PC
+		if !f.Exact {
+			pc-- // a return address: look up the call
+		}
+		path, bias, ok := th.Objects.Object(pc)
+		if !ok {
+			continue
+		}
+		in := s.info(path)
+		if in == nil {
+			continue
+		}
+		fn, ok := in.Function(pc - bias)
+		if !ok {
+			continue
+		}
+		out = append(out, located{in, fn, pc - bias, bias, d})
+	}
+	return out
+}
+
+func (th Thread) env(at located) *frameEnv {
+	f := th.Frames[at.depth]
+	frame := &dwarfx.Frame{Regs: f.Regs, RegValid: f.Valid, CFA: f.CFA, Bias: at.bias, Mem: th.Mem}
+	return &frameEnv{info: at.info, fn: at.fn, pc: at.pc, frame: frame}
+}
+
+// value makes a Value record of an evaluation.
+func value(th Thread, id uint32, depth int, v expr.Scalar, err error) *recording.Value {
+	rec := &recording.Value{Time: th.Time, PID: uint32(th.PID), TID: uint32(th.TID), Source: id,
+		Depth: uint8(min(depth, 255))}
+	if depth < len(th.Frames) {
+		rec.PC = th.Frames[depth].PC
+	}
+	switch {
+	case err != nil:
+		rec.Type = recording.ValueMissing
+	case v.Kind == expr.Int:
+		rec.Type, rec.Bits = recording.ValueInt, uint64(v.I)
+	case v.Kind == expr.Uint:
+		rec.Type, rec.Bits = recording.ValueUint, v.U
+	default:
+		rec.Type, rec.Bits = recording.ValueFloat, math.Float64bits(v.F)
+	}
+	return rec
+}
+
+// Apply runs the specs and the rules at a sample.
+func (s *Sampler) Apply(th Thread) Result {
+	var res Result
+	res.Records = s.Sample(th)
+	if s.rules == nil {
+		return res
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	located := s.locate(th)
+	frames := make([]rules.Frame, len(th.Frames))
+	for i := range frames {
+		frames[i].Env = noEnv{}
+	}
+	for _, at := range located {
+		frames[at.depth] = rules.Frame{Function: at.fn.Name, Env: th.env(at)}
+	}
+	o := s.rules.Sample(th.Exe, frames)
+	res.Drop, res.Keep = !o.Record, o.Backtrace
+	for _, v := range o.Values {
+		src := recording.ValueSource{Class: recording.SourceExpression, Name: v.Expr, Function: v.Func}
+		res.Records = append(res.Records, s.source(src)...)
+		id := s.ruleIDs[src]
+		res.Records = append(res.Records, value(th, id, v.Frame, v.Value, v.Err))
+		if v.Err != nil && !v.Missing && s.errs[-int(id)] == "" { // rule captures: negative keys
+			s.errs[-int(id)] = v.Expr + ": " + v.Err.Error()
+		}
+	}
+	for _, c := range o.Counts {
+		src := recording.ValueSource{Class: recording.SourceCounter, Name: c}
+		res.Records = append(res.Records, s.source(src)...)
+		res.Records = append(res.Records, value(th, s.ruleIDs[src], 0, expr.UintValue(1), nil))
+	}
+	return res
+}
+
+// source returns the ValueSource record to write the first time src is used.
+func (s *Sampler) source(src recording.ValueSource) []recording.Record {
+	if _, ok := s.ruleIDs[src]; ok {
+		return nil
+	}
+	id := s.nextID
+	s.nextID++
+	s.ruleIDs[src] = id
+	def := src
+	def.ID = id
+	return []recording.Record{&def}
+}
+
+// noEnv is the environment of a frame without DWARF: nothing can be read.
+type noEnv struct{}
+
+func (noEnv) Var(name string) (expr.Object, error) {
+	return nil, missing("no debugging information for this frame")
 }
 
 func (s *Sampler) info(path string) *dwarfx.Info {
@@ -78,13 +222,6 @@ func (s *Sampler) info(path string) *dwarfx.Info {
 func (s *Sampler) Sample(th Thread) []recording.Record {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	type located struct {
-		info  *dwarfx.Info
-		fn    *dwarfx.Function
-		pc    uint64 // ELF address
-		bias  uint64
-		depth int
-	}
 	var frames []located
 	resolved := false
 	var out []recording.Record
@@ -94,25 +231,7 @@ func (s *Sampler) Sample(th Thread) []recording.Record {
 		}
 		if !resolved {
 			resolved = true
-			for d, f := range th.Frames {
-				pc := f.PC
-				if !f.Exact {
-					pc-- // a return address: look up the call
-				}
-				path, bias, ok := th.Objects.Object(pc)
-				if !ok {
-					continue
-				}
-				in := s.info(path)
-				if in == nil {
-					continue
-				}
-				fn, ok := in.Function(pc - bias)
-				if !ok {
-					continue
-				}
-				frames = append(frames, located{in, fn, pc - bias, bias, d})
-			}
+			frames = s.locate(th)
 		}
 		var at *located
 		for j := range frames {
@@ -130,25 +249,11 @@ func (s *Sampler) Sample(th Thread) []recording.Record {
 			out = append(out, &recording.ValueSource{ID: s.ids[i], Class: recording.SourceExpression,
 				Name: sp.Expr.String(), Function: sp.Func})
 		}
-		f := th.Frames[at.depth]
-		frame := &dwarfx.Frame{Regs: f.Regs, RegValid: f.Valid, CFA: f.CFA, Bias: at.bias, Mem: th.Mem}
-		v, err := expr.Eval(sp.Expr, &frameEnv{info: at.info, fn: at.fn, pc: at.pc, frame: frame})
-		rec := &recording.Value{Time: th.Time, PID: uint32(th.PID), TID: uint32(th.TID), Source: s.ids[i],
-			Depth: uint8(min(at.depth, 255)), PC: f.PC}
-		switch {
-		case err != nil:
-			rec.Type = recording.ValueMissing
-			if !errors.Is(err, expr.ErrMissing) && s.errs[i] == "" {
-				s.errs[i] = sp.Text + ": " + err.Error()
-			}
-		case v.Kind == expr.Int:
-			rec.Type, rec.Bits = recording.ValueInt, uint64(v.I)
-		case v.Kind == expr.Uint:
-			rec.Type, rec.Bits = recording.ValueUint, v.U
-		default:
-			rec.Type, rec.Bits = recording.ValueFloat, math.Float64bits(v.F)
+		v, err := expr.Eval(sp.Expr, th.env(*at))
+		if err != nil && !errors.Is(err, expr.ErrMissing) && s.errs[i] == "" {
+			s.errs[i] = sp.Text + ": " + err.Error()
 		}
-		out = append(out, rec)
+		out = append(out, value(th, s.ids[i], at.depth, v, err))
 	}
 	return out
 }
@@ -160,11 +265,12 @@ func (s *Sampler) Warnings() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []string
-	for i := range s.specs {
-		if e := s.errs[i]; e != "" {
+	for _, e := range s.errs {
+		if e != "" {
 			out = append(out, e)
 		}
 	}
+	sort.Strings(out)
 	for p := range s.noDWARF {
 		out = append(out, p+" has no DWARF: expressions cannot be evaluated in its functions")
 	}

@@ -3,6 +3,9 @@ package e2e
 import (
 	"encoding/json"
 	"math"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/culprit-dev/culprit/internal/testutil"
@@ -55,5 +58,67 @@ func TestExprHierarchicalMean(t *testing.T) {
 	}
 	if math.Abs(i.Mean-want/2)/(want/2) > 0.10 {
 		t.Errorf("i: mean %.4g, want about %.4g", i.Mean, want/2)
+	}
+}
+
+// A struct field through a pointer, a pointer chain that is sometimes null,
+// and (with the perf collector) a global outside the stack copy.
+func TestExprStructThroughPointer(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "jobs", []string{"jobs.c"}, "-O2", "-g")
+	out := rec(t)
+	mustRun(t, "record", "--expr", "jobs*@process@j->size", "--expr", "jobs*@process@j->next->size",
+		"--expr", "jobs*@process@cfg.limits[2]", "-o", out, "--", bin, "60")
+	e := exprReport(t, out)
+	if len(e.Exprs) != 3 {
+		t.Fatalf("exprs: %+v", e.Exprs)
+	}
+	size, next, global := e.Exprs[0], e.Exprs[1], e.Exprs[2]
+	// Jobs of 1e6, 2e6 and 7e6 iterations: time-weighted mean (1+4+49)/10 · 1e6.
+	if want := 5.4e6; size.Count < e.Samples*9/10 || math.Abs(size.Mean-want)/want > 0.10 || size.Min != 1e6 || size.Max != 7e6 {
+		t.Errorf("j->size: %+v, want a time-weighted mean of %.3g", size, want)
+	}
+	// The last job's next is NULL: 70% of the time, missing, never guessed.
+	if frac := float64(next.Missing) / float64(next.Count+next.Missing); frac < 0.6 || frac > 0.8 {
+		t.Errorf("j->next->size: %d values, %d missing; want about 70%% missing", next.Count, next.Missing)
+	}
+	// A perf sample holds registers and the top of the stack, not globals.
+	if global.Count != 0 {
+		t.Errorf("cfg.limits[2] read outside the sample's stack copy: %+v", global)
+	}
+}
+
+// A rules file applies only to the programs it names: forkexec's own
+// processes are sampled but capture nothing; the hier program it execs
+// captures n and counts its ticks.
+func TestRulesMatchOneProgram(t *testing.T) {
+	testutil.NeedRoot(t)
+	fe := testutil.C(t, "forkexec", []string{"forkexec.c"}, "-O2", "-g")
+	hier := testutil.C(t, "hier-O2", []string{"hier.c"}, "-O2", "-g")
+	rules := filepath.Join(t.TempDir(), "hier.rules")
+	os.WriteFile(rules, []byte("# only the exec'd program\nprogram hier-O2*\n  at worker\n    capture n\n    count ticks\n  at dispatch_2\n    count slow_path\n"), 0o644)
+	out := rec(t)
+	mustRun(t, "record", "--rules", rules, "-o", out, "--", fe, hier, "2")
+	e := exprReport(t, out)
+	byName := map[string]int{}
+	for _, x := range e.Exprs {
+		byName[x.Expr] = x.Count
+	}
+	f := flat(t, out)
+	hierSamples := int(f.total("worker") * float64(f.Samples))
+	if byName["n"] == 0 || byName["ticks"] != byName["n"] || byName["slow_path"] == 0 || byName["slow_path"] >= byName["ticks"] {
+		t.Errorf("rule values: %v", byName)
+	}
+	if byName["ticks"] > hierSamples+2 {
+		t.Errorf("%d ticks counted but only %d samples in worker: rules applied outside hier", byName["ticks"], hierSamples)
+	}
+	if f.total("parent_spin") == 0 || f.total("child_spin") == 0 {
+		t.Errorf("forkexec's own processes must still be sampled: %+v", f.Entries)
+	}
+	// Bad rules are refused with file:line:column.
+	os.WriteFile(rules, []byte("program hier\n  at worker\n    capture n +\n"), 0o644)
+	_, stderr, code := run(t, "record", "--rules", rules, "-o", rec(t), "--", hier, "1")
+	if code == 0 || !strings.Contains(stderr, "hier.rules:3:16") {
+		t.Errorf("bad rules: exit %d, %q", code, stderr)
 	}
 }

@@ -185,7 +185,10 @@ type session struct {
 	pidfd int // of the target process, -1 when none
 
 	sampler *state.Sampler
-	exes    map[uint32]string // executable of each process, for expression specs
+	// exes is each process's executable, for expression specs and rules;
+	// after an exec it is the first executable file the kernel maps.
+	exes     map[uint32]string
+	awaiting map[uint32]bool // exec'd, executable mapping not seen yet
 }
 
 type item struct {
@@ -280,8 +283,8 @@ func newSession(o Options, meta recording.Meta) (*session, error) {
 	s.pidfd = -1
 	if len(o.Exprs) > 0 || o.Rules != nil {
 		s.sampler = state.NewSampler(o.Exprs, o.Rules, 1)
-		s.exes = map[uint32]string{}
 	}
+	s.exes, s.awaiting = map[uint32]string{}, map[uint32]bool{}
 	var uts unix.Utsname
 	_ = unix.Uname(&uts)
 	host, _ := os.Hostname()
@@ -444,6 +447,9 @@ func (s *session) openKind(tids []int, k *eventKind, noSideband bool) error {
 // as the kernel only reports what happens after the events are opened.
 func (s *session) synthesize(pid int) error {
 	now := monotonic()
+	if exe := proc.Exe(pid); exe != "" {
+		s.exes[uint32(pid)] = exe
+	}
 	tids, err := proc.Tasks(pid)
 	if err != nil {
 		return err
@@ -538,12 +544,17 @@ func (s *session) handle(rec any) {
 			bid = s.fileBuildID(r.Path)
 		}
 		s.space(r.PID).add(mapping{start: r.Start, end: r.Start + r.Len, pgoff: r.Pgoff, path: r.Path})
+		if s.awaiting[r.PID] && strings.HasPrefix(r.Path, "/") {
+			s.exes[r.PID] = r.Path
+			delete(s.awaiting, r.PID)
+		}
 		s.write(&recording.Mmap{Time: r.Time, PID: r.PID, TID: r.TID, Start: r.Start, Len: r.Len, Pgoff: r.Pgoff,
 			Prot: r.Prot, Flags: r.Flags, BuildID: bid, Path: r.Path})
 	case *perf.Comm:
 		if r.Exec && r.PID == r.TID {
 			s.spaces[r.PID] = &space{}
 			delete(s.exes, r.PID)
+			s.awaiting[r.PID] = true
 		}
 		s.write(&recording.Comm{Time: r.Time, PID: r.PID, TID: r.TID, Exec: r.Exec, Name: r.Name})
 	case *perf.Task:
@@ -551,6 +562,9 @@ func (s *session) handle(rec any) {
 		if !exit && r.PID != r.PPID {
 			if parent, ok := s.spaces[r.PPID]; ok {
 				s.spaces[r.PID] = parent.clone()
+			}
+			if exe, ok := s.exes[r.PPID]; ok {
+				s.exes[r.PID] = exe
 			}
 		}
 		if exit && r.PID == r.TID {

@@ -157,3 +157,30 @@ func TestCutRecordingsReport(t *testing.T) {
 		t.Errorf("file cut inside its header: exit %d, %q", code, stderr)
 	}
 }
+
+// A recording that fails to start removes only a file it created itself:
+// never a device such as /dev/null, never a file the user had.
+func TestFailedStartKeepsOutputs(t *testing.T) {
+	testutil.NeedRoot(t)
+	dir := t.TempDir()
+	bad := filepath.Join(dir, "notelf")
+	os.WriteFile(bad, []byte("not a program\x00\x01"), 0o755)
+	mine := filepath.Join(dir, "mine.rec")
+	os.WriteFile(mine, []byte("precious"), 0o644)
+	fresh := filepath.Join(dir, "fresh.rec")
+	for _, out := range []string{"/dev/null", mine, fresh} {
+		_, stderr, code := run(t, "record", "-o", out, "--", bad)
+		if code == 0 || !strings.Contains(stderr, "starting") {
+			t.Errorf("-o %s: exit %d, %q", out, code, stderr)
+		}
+	}
+	if st, err := os.Stat("/dev/null"); err != nil || st.Mode()&os.ModeCharDevice == 0 {
+		t.Fatalf("/dev/null is no longer a device: %v %v", st.Mode(), err)
+	}
+	if _, err := os.Stat(mine); err != nil {
+		t.Errorf("the user's existing file was removed: %v", err)
+	}
+	if _, err := os.Stat(fresh); !os.IsNotExist(err) {
+		t.Errorf("the file culprit created for a failed run was left behind: %v", err)
+	}
+}

@@ -54,9 +54,7 @@ func Launch(o Options, argv []string) (Result, error) {
 	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 	defer signal.Stop(sigs)
 	if err := cmd.Start(); err != nil {
-		s.close()
-		s.w.Close()
-		os.Remove(o.Output)
+		s.abandon()
 		return Result{}, fmt.Errorf("starting %s: %w", argv[0], err)
 	}
 	pid := cmd.Process.Pid
@@ -71,9 +69,7 @@ func Launch(o Options, argv []string) (Result, error) {
 		unix.Kill(pid, unix.SIGKILL)
 		release()
 		cmd.Wait()
-		s.close()
-		s.w.Close()
-		os.Remove(o.Output)
+		s.abandon()
 		return Result{}, err
 	}
 	if err := s.synthesize(pid); err != nil {
@@ -182,9 +178,7 @@ func Attach(o Options, pid int, stop <-chan struct{}) (Result, error) {
 	for round := 0; round < 10; round++ {
 		tids, err := proc.Tasks(pid)
 		if err != nil {
-			s.close()
-			s.w.Close()
-			os.Remove(o.Output)
+			s.abandon()
 			return Result{}, fmt.Errorf("attaching to %d: %w", pid, err)
 		}
 		var fresh []int
@@ -198,9 +192,7 @@ func Attach(o Options, pid int, stop <-chan struct{}) (Result, error) {
 			break
 		}
 		if err := s.openEvents(fresh); err != nil {
-			s.close()
-			s.w.Close()
-			os.Remove(o.Output)
+			s.abandon()
 			return Result{}, fmt.Errorf("attaching to %d: %w", pid, err)
 		}
 	}

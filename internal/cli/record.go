@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/culprit-dev/culprit/internal/expr"
+	"github.com/culprit-dev/culprit/internal/ptracer"
 	"github.com/culprit-dev/culprit/internal/recorder"
 	"github.com/culprit-dev/culprit/internal/recording"
 	"github.com/culprit-dev/culprit/internal/rules"
@@ -22,6 +23,7 @@ func newRecord() *cobra.Command {
 	var (
 		o         recorder.Options
 		pid       int
+		collector string
 		exprSpecs []string
 		rulesPath string
 	)
@@ -43,7 +45,8 @@ on while still being written, and survives the recorder being killed.`,
 		Example: `  culprit record -- ./server --port 8080
   culprit record -F 4999 --call-graph dwarf -o slow.rec -- make -j2
   culprit record -p 1234 --duration 30s
-  culprit record --events cpu,syscalls,sched -- ./server   # for culprit latency/contexts`,
+  culprit record --events cpu,syscalls,sched -- ./server   # for culprit latency/contexts
+  culprit record --collector ptrace -p 1234 --duration 10s  # stop threads to sample them`,
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Tool = "culprit " + Version
 			for _, e := range exprSpecs {
@@ -61,6 +64,13 @@ on while still being written, and survives the recorder being killed.`,
 				o.Rules = rf
 			}
 			stderr := c.ErrOrStderr()
+			switch collector {
+			case "perf":
+			case "ptrace":
+				return recordPtrace(c, o, pid, args)
+			default:
+				return usagef("unknown collector %q: use perf or ptrace", collector)
+			}
 			var res recorder.Result
 			var err error
 			switch {
@@ -108,8 +118,63 @@ on while still being written, and survives the recorder being killed.`,
 	f.StringVar(&rulesPath, "rules", "", "a rules file saying what to capture where: backtraces, expressions, counts, start/stop (see docs/rules.md)")
 	f.IntVar(&o.StackBytes, "stack-size", 0, "user stack bytes copied per sample (default 4096 in fp mode, 16384 in dwarf mode; max 65528)")
 	f.IntVar(&o.RingPages, "mmap-pages", 0, "ring buffer pages per CPU, a power of two (default: sized from rate and stack size)")
+	f.StringVar(&collector, "collector", "perf", "how samples are taken: perf (perf events, the program never stops) or ptrace (each sampled thread is stopped, read and resumed)")
 	c.Flags().SortFlags = false
 	return c
+}
+
+// recordPtrace runs the ptrace collector with the flags that apply to it.
+func recordPtrace(c *cobra.Command, o recorder.Options, pid int, args []string) error {
+	f := c.Flags()
+	for _, name := range []string{"call-graph", "stack-size", "mmap-pages", "event-period"} {
+		if f.Changed(name) {
+			return usagef("--%s applies to --collector perf only (ptrace unwinds each stopped thread's live stack with CFI)", name)
+		}
+	}
+	if f.Changed("events") && (len(o.Events) != 1 || o.Events[0] != "cpu") {
+		return usagef("--events applies to --collector perf only: --collector ptrace samples CPU time")
+	}
+	for _, name := range []string{"expr", "rules"} {
+		if f.Changed(name) {
+			return usagef("--%s is not supported with --collector ptrace yet: use --collector perf", name)
+		}
+	}
+	po := ptracer.Options{Output: o.Output, Frequency: o.Frequency, Duration: o.Duration, Tool: o.Tool}
+	var res ptracer.Result
+	var err error
+	switch {
+	case pid != 0 && len(args) > 0:
+		return usagef("give either -p PID or a command, not both")
+	case pid != 0:
+		stop := make(chan struct{})
+		sigs := make(chan os.Signal, 1)
+		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+		defer signal.Stop(sigs)
+		go func() { <-sigs; close(stop) }()
+		res, err = ptracer.Attach(po, pid, stop)
+	case len(args) == 0:
+		return usagef("no command to record: use culprit record -- CMD [ARGS...] or -p PID")
+	default:
+		res, err = ptracer.Launch(po, args)
+	}
+	if err != nil {
+		return err
+	}
+	stderr := c.ErrOrStderr()
+	for _, w := range res.Warnings {
+		warnf(stderr, "%s", w)
+	}
+	out := po.Output
+	if out == "" {
+		out = "culprit.rec"
+	}
+	fmt.Fprintf(stderr, "culprit: %d samples%s written to %s (%s); ptrace stops (%s): %.1f µs median, %.1f µs p99\n",
+		res.Samples, lostNote(res.Lost, 0), out, humanBytes(res.Bytes), res.Mechanism,
+		float64(res.CostMedian.Nanoseconds())/1e3, float64(res.CostP99.Nanoseconds())/1e3)
+	if res.ExitCode > 0 {
+		return exitError{res.ExitCode}
+	}
+	return nil
 }
 
 func lostNote(lost, throttled uint64) string {

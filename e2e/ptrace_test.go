@@ -1,0 +1,291 @@
+package e2e
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/culprit-dev/culprit/internal/recording"
+	"github.com/culprit-dev/culprit/internal/testutil"
+)
+
+// The ptrace collector (--collector ptrace) on the programs the perf
+// collector is tested on: same reports, plus clean detaching.
+
+// recordPtrace runs culprit record --collector ptrace with args and returns
+// its exit code and stderr.
+func recordPtrace(t *testing.T, args ...string) (int, string) {
+	t.Helper()
+	_, errs, code := run(t, append([]string{"record", "--collector", "ptrace"}, args...)...)
+	return code, errs
+}
+
+// ptraceFree checks that no thread of pid is traced or stopped.
+func ptraceFree(t *testing.T, pid int) {
+	t.Helper()
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		t.Fatalf("process %d is gone: %v", pid, err)
+	}
+	for _, e := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", pid, e.Name()))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			k, v, _ := strings.Cut(line, ":")
+			v = strings.TrimSpace(v)
+			if k == "State" && (strings.HasPrefix(v, "t") || strings.HasPrefix(v, "T")) {
+				t.Errorf("thread %s of %d is %s after detaching", e.Name(), pid, v)
+			}
+			if k == "TracerPid" && v != "0" {
+				t.Errorf("thread %s of %d is still traced by %s", e.Name(), pid, v)
+			}
+		}
+	}
+}
+
+func TestPtraceHierarchicalProfile(t *testing.T) {
+	testutil.NeedRoot(t)
+	for _, c := range []struct {
+		name  string
+		flags []string
+	}{
+		{"O2-frameless-leaf", []string{"-O2", "-g", "-fno-omit-frame-pointer"}},
+		{"O2-nofp", []string{"-O2", "-g", "-fomit-frame-pointer"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			bin := testutil.C(t, "hier-"+c.name, []string{"hier.c"}, c.flags...)
+			out := rec(t)
+			if code, errs := recordPtrace(t, "-o", out, "--", bin, "30"); code != 0 {
+				t.Fatalf("exit %d\n%s", code, errs)
+			}
+			cl := callers(t, 3, out)
+			if cl.Samples < 300 {
+				t.Fatalf("only %d samples", cl.Samples)
+			}
+			d2 := cl.share("worker", "dispatch_2", "main")
+			d1 := cl.share("worker", "dispatch_1", "main")
+			t.Logf("%s: %d samples, worker<-dispatch_2<-main %.1f%%, worker<-dispatch_1<-main %.1f%%", c.name, cl.Samples, 100*d2, 100*d1)
+			if math.Abs(d2-2.0/3) > 0.05 || math.Abs(d1-1.0/3) > 0.05 {
+				t.Errorf("shares %.3f / %.3f, want 0.667 / 0.333 within 0.05\n%+v", d2, d1, cl.Callers)
+			}
+			r, err := recording.Open(out)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer r.Close()
+			rec, err := r.Next()
+			if m, ok := rec.(*recording.Meta); err != nil || !ok || m.Event != "ptrace-cpu-clock" || m.Extra["collector"] != "ptrace" {
+				t.Errorf("first record %+v (%v), want the ptrace collector's Meta", rec, err)
+			}
+			var end *recording.End
+			for {
+				rec, err := r.Next()
+				if err == io.EOF {
+					break
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				if e, ok := rec.(*recording.End); ok {
+					end = e
+				}
+			}
+			if end == nil || end.ExitCode != 0 || int(end.Samples) != cl.Samples {
+				t.Errorf("End record %+v, want exit code 0 and %d samples", end, cl.Samples)
+			}
+		})
+	}
+}
+
+func TestPtraceThreads(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "threads", []string{"threads.c"}, "-O2", "-g", "-pthread")
+	out := rec(t)
+	if code, errs := recordPtrace(t, "-o", out, "--", bin, "150000000"); code != 0 {
+		t.Fatalf("exit %d\n%s", code, errs)
+	}
+	f := flat(t, out)
+	for _, fn := range []string{"spin_a", "spin_b", "spin_c"} {
+		if f.total(fn) < 0.15 {
+			t.Errorf("%s has %.1f%% of samples, want each thread visible", fn, 100*f.total(fn))
+		}
+	}
+}
+
+// A forked child and the program it execs are followed, and the command's
+// exit code is culprit's.
+func TestPtraceForkExecAndExitCode(t *testing.T) {
+	testutil.NeedRoot(t)
+	fe := testutil.C(t, "forkexec", []string{"forkexec.c"}, "-O2", "-g")
+	hier := testutil.C(t, "hier-O0", []string{"hier.c"}, "-O0", "-g")
+	out := rec(t)
+	code, errs := recordPtrace(t, "-o", out, "--", fe, hier, "1", "7")
+	if code != 7 {
+		t.Fatalf("exit code %d, want the command's 7\n%s", code, errs)
+	}
+	f := flat(t, out)
+	for _, fn := range []string{"parent_spin", "child_spin", "worker", "main"} {
+		if f.total(fn) < 0.05 {
+			t.Errorf("%s has %.1f%% of samples, want the forked and exec'd processes visible\n%+v", fn, 100*f.total(fn), f.Entries)
+		}
+	}
+	// Every stack reaches _start: the exec'd program's mappings, read at its
+	// exec and again when ld.so maps libc, are all known.
+	start := 0.0
+	for _, e := range f.Entries {
+		if e.Name == "_start" { // one row per executable
+			start += e.Total
+		}
+	}
+	if s := start; s < 0.95 {
+		t.Errorf("_start on %.1f%% of stacks, want ≥ 95%%", 100*s)
+	}
+}
+
+// Attach twice to a running process; it runs on untraced and exits with its
+// own code.
+func TestPtraceAttachTwice(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "sleeper", []string{"sleeper.c"}, "-O2", "-g")
+	target := exec.Command(bin, "4", "3")
+	if err := target.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer target.Process.Kill()
+	time.Sleep(200 * time.Millisecond)
+	for i := 0; i < 2; i++ {
+		out := rec(t)
+		if code, errs := recordPtrace(t, "-p", strconv.Itoa(target.Process.Pid), "--duration", "700ms", "-o", out); code != 0 {
+			t.Fatalf("attach %d: exit %d\n%s", i+1, code, errs)
+		}
+		ptraceFree(t, target.Process.Pid)
+		f := flat(t, out)
+		if f.Samples < 200 || f.total("busy") < 0.5 {
+			t.Errorf("attach %d: %d samples, busy %.2f", i+1, f.Samples, f.total("busy"))
+		}
+	}
+	err := target.Wait()
+	if target.ProcessState.ExitCode() != 3 {
+		t.Errorf("target exit: %v (code %d), want it to run on and exit with 3", err, target.ProcessState.ExitCode())
+	}
+}
+
+// Ctrl-C (SIGINT to culprit) during an attach detaches and leaves the
+// target running, neither traced nor stopped; the recording is complete.
+func TestPtraceCtrlC(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "threads", []string{"threads.c"}, "-O2", "-g", "-pthread")
+	target := exec.Command(bin, "3000000000")
+	if err := target.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { target.Process.Kill(); target.Wait() }()
+	time.Sleep(200 * time.Millisecond)
+	out := rec(t)
+	cmd := exec.Command(culprit, "record", "--collector", "ptrace", "-p", strconv.Itoa(target.Process.Pid), "-o", out)
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(800 * time.Millisecond)
+	cmd.Process.Signal(os.Interrupt)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("culprit after SIGINT: %v\n%s", err, errb.String())
+		}
+	case <-time.After(5 * time.Second):
+		cmd.Process.Kill()
+		t.Fatalf("culprit did not stop within 5s of SIGINT\n%s", errb.String())
+	}
+	ptraceFree(t, target.Process.Pid)
+	// Still running: its CPU time grows.
+	before := cpuTicks(t, target.Process.Pid)
+	time.Sleep(300 * time.Millisecond)
+	if after := cpuTicks(t, target.Process.Pid); after <= before {
+		t.Errorf("target's CPU time did not grow after detaching (%d → %d ticks)", before, after)
+	}
+	f := flat(t, out)
+	if f.Samples < 300 {
+		t.Errorf("%d samples", f.Samples)
+	}
+	for _, fn := range []string{"spin_a", "spin_b", "spin_c"} {
+		if f.total(fn) < 0.15 {
+			t.Errorf("%s has %.1f%% of samples", fn, 100*f.total(fn))
+		}
+	}
+}
+
+// cpuTicks returns utime+stime of a process from /proc/PID/stat.
+func cpuTicks(t *testing.T, pid int) int {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(b)
+	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
+	u, _ := strconv.Atoi(fields[11])
+	k, _ := strconv.Atoi(fields[12])
+	return u + k
+}
+
+// A Go program relies on SIGURG for goroutine preemption: the collector
+// must pass it on. On one P, two spinning goroutines then take turns every
+// 10 ms, so both show in the first 60 ms; swallowed, one would run alone for
+// hundreds of milliseconds.
+func TestPtraceGoProgram(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.Go(t, "gospin")
+	out := rec(t)
+	cmd := exec.Command(culprit, "record", "--collector", "ptrace", "-o", out, "--", bin, "400000000")
+	cmd.Env = append(os.Environ(), "GOMAXPROCS=1")
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	all := flat(t, out)
+	if all.total("main.spinAlpha") < 0.2 || all.total("main.spinBeta") < 0.2 {
+		t.Errorf("Go functions missing: %+v", all.Entries)
+	}
+	early := flat(t, "--to", "60ms", out)
+	a, b := early.total("main.spinAlpha"), early.total("main.spinBeta")
+	t.Logf("first 60 ms: spinAlpha %.1f%%, spinBeta %.1f%% of %d samples", 100*a, 100*b, early.Samples)
+	if a < 0.15 || b < 0.15 {
+		t.Errorf("goroutines did not take turns (spinAlpha %.2f, spinBeta %.2f): SIGURG not passed on?", a, b)
+	}
+}
+
+func TestPtraceUsageErrors(t *testing.T) {
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"record", "--collector", "dtrace", "--", "true"}, "use perf or ptrace"},
+		{[]string{"record", "--collector", "ptrace", "--call-graph", "dwarf", "--", "true"}, "--call-graph"},
+		{[]string{"record", "--collector", "ptrace", "--events", "cpu,sched", "--", "true"}, "--events"},
+		{[]string{"record", "--collector", "ptrace", "--stack-size", "8192", "--", "true"}, "--stack-size"},
+	} {
+		_, errs, code := run(t, c.args...)
+		if code != 2 || !strings.Contains(errs, c.want) {
+			t.Errorf("culprit %s: exit %d, stderr %q; want 2 and %q", strings.Join(c.args, " "), code, errs, c.want)
+		}
+	}
+	// The command's own signal death is culprit's exit code, as 128+signal.
+	if os.Geteuid() == 0 {
+		_, _, code := run(t, "record", "--collector", "ptrace", "-o", rec(t), "--", "sh", "-c", "kill -TERM $$")
+		if code != 128+int(syscall.SIGTERM) {
+			t.Errorf("exit code %d for a command killed by SIGTERM, want %d", code, 128+int(syscall.SIGTERM))
+		}
+	}
+}

@@ -1,0 +1,482 @@
+package ptracer
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"runtime"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/culprit-dev/culprit/internal/recording"
+	"github.com/culprit-dev/culprit/internal/testutil"
+	"github.com/culprit-dev/culprit/internal/unwind"
+)
+
+// startDetached starts bin through a shell that exits at once, so the
+// process is not a child of the test (whose threads the collector's wait
+// could otherwise reap). It is killed when the test ends.
+func startDetached(t *testing.T, bin string, args ...string) int {
+	t.Helper()
+	cmd := exec.Command("sh", append([]string{"-c", `"$0" "$@" >/dev/null 2>&1 </dev/null & echo $!`, bin}, args...)...)
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("starting %s: %v", bin, err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil {
+		t.Fatalf("starting %s: %q", bin, out)
+	}
+	t.Cleanup(func() { unix.Kill(pid, unix.SIGKILL) })
+	time.Sleep(100 * time.Millisecond)
+	return pid
+}
+
+// assertFree checks that every thread of pid is untraced and not stopped.
+func assertFree(t *testing.T, pid int) {
+	t.Helper()
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		t.Fatalf("process %d is gone: %v", pid, err)
+	}
+	for _, e := range tasks {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/status", pid, e.Name()))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			k, v, _ := strings.Cut(line, ":")
+			v = strings.TrimSpace(v)
+			switch k {
+			case "State":
+				if strings.HasPrefix(v, "t") || strings.HasPrefix(v, "T") || strings.HasPrefix(v, "Z") {
+					t.Errorf("thread %s of %d is %s", e.Name(), pid, v)
+				}
+			case "TracerPid":
+				if v != "0" {
+					t.Errorf("thread %s of %d is still traced by %s", e.Name(), pid, v)
+				}
+			}
+		}
+	}
+}
+
+type contents struct {
+	meta    *recording.Meta
+	end     *recording.End
+	samples []recording.Sample
+	values  []recording.Value
+	kinds   map[recording.Kind]int
+}
+
+func readRecording(t *testing.T, path string) contents {
+	t.Helper()
+	r, err := recording.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	c := contents{kinds: map[recording.Kind]int{}}
+	for {
+		rec, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.kinds[rec.Kind()]++
+		switch v := rec.(type) {
+		case *recording.Meta:
+			c.meta = v
+		case *recording.End:
+			c.end = v
+		case *recording.Sample:
+			c.samples = append(c.samples, *v)
+		case *recording.Value:
+			c.values = append(c.values, *v)
+		}
+	}
+	return c
+}
+
+func hier(t *testing.T) string {
+	return testutil.C(t, "hier-O2", []string{"hier.c"}, "-O2", "-g")
+}
+
+func out(t *testing.T) string { return filepath.Join(t.TempDir(), "ptrace.rec") }
+
+// periodSpread returns the coefficient of variation of the samples' periods,
+// leaving out each thread's first sample.
+func periodSpread(ss []recording.Sample) float64 {
+	seen := map[uint32]bool{}
+	var xs []float64
+	for _, s := range ss {
+		if !seen[s.TID] {
+			seen[s.TID] = true
+			continue
+		}
+		xs = append(xs, float64(s.Period))
+	}
+	var m, v float64
+	for _, x := range xs {
+		m += x
+	}
+	m /= float64(len(xs))
+	for _, x := range xs {
+		v += (x - m) * (x - m)
+	}
+	return math.Sqrt(v/float64(len(xs))) / m
+}
+
+func TestLaunch(t *testing.T) {
+	testutil.NeedRoot(t)
+	for _, mech := range []string{MechanismSigtrap, MechanismPoll} {
+		t.Run(mech, func(t *testing.T) {
+			o := out(t)
+			res, err := Launch(Options{Output: o, Mechanism: mech}, []string{hier(t), "10", "3"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%+v", res)
+			if res.ExitCode != 3 || res.Mechanism != mech || res.Samples < 150 {
+				t.Errorf("exit %d, mechanism %s, %d samples; want 3, %s, ≥ 150", res.ExitCode, res.Mechanism, res.Samples, mech)
+			}
+			c := readRecording(t, o)
+			if c.meta == nil || c.meta.Event != Event || c.meta.Extra["collector"] != "ptrace" {
+				t.Errorf("meta %+v", c.meta)
+			}
+			if c.end == nil || c.end.ExitCode != 3 || c.end.Samples != res.Samples {
+				t.Errorf("end %+v", c.end)
+			}
+			if uint64(len(c.samples)) != res.Samples || c.kinds[recording.KindMmap] == 0 || c.kinds[recording.KindComm] == 0 {
+				t.Errorf("%d samples, kinds %v", len(c.samples), c.kinds)
+			}
+			var sum uint64
+			for _, s := range c.samples {
+				sum += s.Period
+			}
+			mean := float64(sum) / float64(len(c.samples))
+			if mean < 0.9e6 || mean > 1.5e6 {
+				t.Errorf("mean period %.0f ns, want about 1 ms of CPU time", mean)
+			}
+			if mech == MechanismSigtrap {
+				if sp := periodSpread(c.samples); sp > 0.05 {
+					t.Errorf("periods vary by %.3f without jitter", sp)
+				}
+			}
+		})
+	}
+}
+
+func TestJitter(t *testing.T) {
+	testutil.NeedRoot(t)
+	for _, mech := range []string{MechanismSigtrap, MechanismPoll} {
+		t.Run(mech, func(t *testing.T) {
+			o := out(t)
+			res, err := Launch(Options{Output: o, Mechanism: mech, Jitter: 50}, []string{hier(t), "10"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := readRecording(t, o)
+			sp := periodSpread(c.samples)
+			t.Logf("%d samples, period spread %.3f", res.Samples, sp)
+			// Uniform ±50%: a coefficient of variation of 0.5/√3 ≈ 0.29.
+			if sp < 0.15 || sp > 0.45 {
+				t.Errorf("period spread %.3f with 50%% jitter, want about 0.29", sp)
+			}
+			if c.meta.Extra["jitter_percent"] != "50" {
+				t.Errorf("meta extra %v", c.meta.Extra)
+			}
+		})
+	}
+	if _, err := Launch(Options{Output: out(t), Jitter: 95}, []string{"true"}); err == nil {
+		t.Errorf("jitter 95%% accepted")
+	}
+}
+
+// The hook sees the stopped thread: registers, stack and memory agree, its
+// records are written, and dropped samples are left out.
+func TestOnStop(t *testing.T) {
+	testutil.NeedRoot(t)
+	o := out(t)
+	calls, bad := 0, 0
+	hook := func(s *Stop) []recording.Record {
+		calls++
+		var w [8]byte
+		if n, err := s.ReadMemory(s.StackSP, w[:]); err != nil || n != 8 || len(s.Stack) < 8 || string(w[:]) != string(s.Stack[:8]) {
+			bad++
+		}
+		if len(s.PCs) == 0 || s.PCs[0] != s.Regs.Rip || s.DWARF[16] != s.Regs.Rip || s.DWARF[7] != s.Regs.Rsp || s.StackSP != s.Regs.Rsp {
+			bad++
+		}
+		if !strings.Contains(s.Exe, "hier") {
+			bad++
+		}
+		var recs []recording.Record
+		if calls == 1 {
+			recs = append(recs, &recording.ValueSource{ID: 1, Class: recording.SourceExpression, Name: "rsp"})
+		}
+		recs = append(recs, &recording.Value{Time: s.Time, PID: uint32(s.PID), TID: uint32(s.TID), Source: 1, Type: recording.ValueUint, Bits: s.Regs.Rsp})
+		if calls%2 == 0 {
+			s.Drop = true
+		}
+		if calls%3 == 0 && len(s.PCs) > 2 {
+			s.PCs = s.PCs[:2] // keep two frames
+		}
+		return recs
+	}
+	res, err := Launch(Options{Output: o, OnStop: hook}, []string{hier(t), "5"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if bad > 0 || calls < 50 {
+		t.Errorf("%d of %d stops inconsistent", bad, calls)
+	}
+	c := readRecording(t, o)
+	if len(c.values) != calls || res.Samples != uint64(calls-calls/2) || len(c.samples) != int(res.Samples) {
+		t.Errorf("%d calls, %d values, %d samples (result %d)", calls, len(c.values), len(c.samples), res.Samples)
+	}
+}
+
+func TestAttachStop(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "threads", []string{"threads.c"}, "-O2", "-g", "-pthread")
+	pid := startDetached(t, bin, "4000000000")
+	for i := 0; i < 2; i++ {
+		stop := make(chan struct{})
+		time.AfterFunc(400*time.Millisecond, func() { close(stop) })
+		o := out(t)
+		res, err := Attach(Options{Output: o}, pid, stop)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tids := map[uint32]bool{}
+		for _, s := range readRecording(t, o).samples {
+			tids[s.TID] = true
+		}
+		t.Logf("attach %d: %d samples from %d threads, cost %v / %v", i+1, res.Samples, len(tids), res.CostMedian, res.CostP99)
+		if res.Samples < 300 || len(tids) != 3 || res.ExitCode != -1 {
+			t.Errorf("attach %d: %d samples, %d threads, exit code %d", i+1, res.Samples, len(tids), res.ExitCode)
+		}
+		assertFree(t, pid)
+	}
+}
+
+// A target that sleeps gives the tracer nothing to wake on: the end of the
+// duration must still end the recording at once.
+func TestAttachIdle(t *testing.T) {
+	testutil.NeedRoot(t)
+	pid := startDetached(t, "sleep", "30")
+	t0 := time.Now()
+	res, err := Attach(Options{Output: out(t), Duration: 300 * time.Millisecond}, pid, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(t0); d > 2*time.Second {
+		t.Errorf("took %v to stop after a 300ms duration", d)
+	}
+	if res.Samples != 0 {
+		t.Errorf("%d samples of a sleeping process", res.Samples)
+	}
+	assertFree(t, pid)
+}
+
+func TestAttachAlreadyTraced(t *testing.T) {
+	testutil.NeedRoot(t)
+	if _, err := exec.LookPath("strace"); err != nil {
+		t.Skip("needs strace")
+	}
+	pid := startDetached(t, "sleep", "30")
+	st := exec.Command("strace", "-o", "/dev/null", "-p", strconv.Itoa(pid))
+	if err := st.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { st.Process.Signal(os.Interrupt); st.Wait() }()
+	for i := 0; i < 100 && tracerOf(pid) == 0; i++ {
+		time.Sleep(20 * time.Millisecond)
+	}
+	o := out(t)
+	_, err := Attach(Options{Output: o, Duration: time.Second}, pid, nil)
+	if err == nil || !strings.Contains(err.Error(), "already traced") {
+		t.Errorf("attaching to a traced process: %v", err)
+	}
+	if _, err := os.Stat(o); err == nil {
+		t.Errorf("a failed attach left %s", o)
+	}
+}
+
+// Errors and panics after the threads are seized leave the target running,
+// untraced and not stopped.
+func TestCleanupOnError(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "threads", []string{"threads.c"}, "-O2", "-g", "-pthread")
+	injected := errors.New("injected")
+
+	t.Run("attach-error", func(t *testing.T) {
+		pid := startDetached(t, bin, "4000000000")
+		testHooks = func(point string, _ int) error {
+			if point == "attached" {
+				return injected
+			}
+			return nil
+		}
+		defer func() { testHooks = nil }()
+		if _, err := Attach(Options{Output: out(t)}, pid, nil); !errors.Is(err, injected) {
+			t.Errorf("error %v", err)
+		}
+		assertFree(t, pid)
+	})
+
+	t.Run("panic-in-hook", func(t *testing.T) {
+		pid := startDetached(t, bin, "4000000000")
+		n := 0
+		hook := func(*Stop) []recording.Record {
+			if n++; n == 50 {
+				panic("hook failed")
+			}
+			return nil
+		}
+		func() {
+			defer func() {
+				if r := recover(); r != "hook failed" {
+					t.Errorf("recovered %v", r)
+				}
+			}()
+			Attach(Options{Output: out(t), OnStop: hook}, pid, nil)
+		}()
+		assertFree(t, pid)
+	})
+
+	t.Run("launch-error", func(t *testing.T) {
+		launched := 0
+		testHooks = func(point string, pid int) error {
+			if point == "launched" {
+				launched = pid
+				return injected
+			}
+			return nil
+		}
+		defer func() { testHooks = nil }()
+		if _, err := Launch(Options{Output: out(t)}, []string{bin, "4000000000"}); !errors.Is(err, injected) {
+			t.Errorf("error %v", err)
+		}
+		// A launched command goes with culprit: it is killed and reaped.
+		if launched == 0 || exists(launched) {
+			t.Errorf("launched command %d still exists", launched)
+		}
+	})
+
+	t.Run("no-command", func(t *testing.T) {
+		o := out(t)
+		if _, err := Launch(Options{Output: o}, []string{"/nonexistent/program"}); !errors.Is(err, ErrCommandNotFound) {
+			t.Errorf("error %v", err)
+		}
+		if _, err := os.Stat(o); err == nil {
+			t.Errorf("left %s", o)
+		}
+	})
+}
+
+func exists(pid int) bool {
+	_, err := os.Stat(fmt.Sprintf("/proc/%d", pid))
+	return err == nil
+}
+
+// The sentinel wakes a tracer blocked in wait4 and leaves no zombie.
+func TestSentinel(t *testing.T) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	s := &session{}
+	pid, errno := forkSentinel()
+	if errno != 0 {
+		t.Fatal(errno)
+	}
+	s.sentinel.Store(int64(pid))
+	time.AfterFunc(100*time.Millisecond, s.wake)
+	var ws unix.WaitStatus
+	got, err := wait(&ws, false)
+	if err != nil || got != pid || !ws.Signaled() || ws.Signal() != unix.SIGKILL {
+		t.Errorf("wait: %d %v status %v, want the sentinel %d killed", got, err, ws, pid)
+	}
+	if exists(pid) {
+		t.Errorf("sentinel %d still exists", pid)
+	}
+}
+
+// TestSampleCost measures the cost of a sample: the collector's time from
+// the stop being reported to the thread being resumed while recording, and
+// a full cycle driven by the tracer (PTRACE_INTERRUPT → wait → registers →
+// 32 KiB of stack → unwind → PTRACE_CONT), as in docs/performance.md.
+func TestSampleCost(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := hier(t)
+	res, err := Launch(Options{Output: out(t)}, []string{bin, "30"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("recording: %d samples, collector time per sample median %v, p99 %v", res.Samples, res.CostMedian, res.CostP99)
+
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	pid := startDetached(t, bin, "1000")
+	if err := seize(pid); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		interrupt(pid)
+		var ws unix.WaitStatus
+		wait4Tid(pid, &ws)
+		detach(pid, 0)
+		assertFree(t, pid)
+	}()
+	w, err := recording.Create(filepath.Join(t.TempDir(), "cycle.rec"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer w.Close()
+	s := &session{w: w, objects: map[string]*unwind.Table{}, buildID: map[string][]byte{}, procs: map[int]*process{}}
+	p := s.addProcess(pid, 0)
+	s.readMaps(p, monotonic())
+	stack := make([]byte, 32768)
+	var regs unix.PtraceRegs
+	var ws unix.WaitStatus
+	var cycles []time.Duration
+	frames := 0
+	for i := 0; i < 1000; i++ {
+		time.Sleep(200 * time.Microsecond)
+		t0 := time.Now()
+		if err := interrupt(pid); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := wait4Tid(pid, &ws); err != nil {
+			t.Fatal(err)
+		}
+		if err := getRegs(pid, &regs); err != nil {
+			t.Fatal(err)
+		}
+		n, _ := readMem(pid, regs.Rsp, stack)
+		res := resolver{s: s, sp: p.space}
+		pcs, _ := unwind.Unwind(toDWARF(&regs), unwind.StackCopy{SP: regs.Rsp, Data: stack[:n]}, &res, 256)
+		if err := cont(pid, 0); err != nil {
+			t.Fatal(err)
+		}
+		cycles = append(cycles, time.Since(t0))
+		frames += len(pcs)
+	}
+	sort.Slice(cycles, func(i, j int) bool { return cycles[i] < cycles[j] })
+	med, p99 := cycles[len(cycles)/2], cycles[len(cycles)*99/100]
+	t.Logf("interrupt cycle (stop, registers, 32 KiB stack, unwind of %.1f frames, resume): median %v, p99 %v", float64(frames)/1000, med, p99)
+	if med > 500*time.Microsecond {
+		t.Errorf("median cycle %v", med)
+	}
+}

@@ -1,0 +1,301 @@
+package ptracer
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Thin wrappers around the system calls the collector makes at every stop.
+// The per-sample ones (GETREGS, GETSIGINFO, CONT, process_vm_readv, read of
+// the event count) do not block, so they use RawSyscall and skip the Go
+// scheduler's bookkeeping; wait4 blocks and goes through Syscall.
+
+const (
+	ptraceOptions = unix.PTRACE_O_TRACEFORK | unix.PTRACE_O_TRACEVFORK |
+		unix.PTRACE_O_TRACECLONE | unix.PTRACE_O_TRACEEXEC
+
+	trapPerf = 6 // si_code of a perf event's SIGTRAP (TRAP_PERF, Linux 5.13)
+
+	// perf_event_attr bits missing from x/sys/unix's PerfBit* constants.
+	bitRemoveOnExec = 1 << 36
+	bitSigtrap      = 1 << 37
+)
+
+func ptrace(req, pid int, addr, data uintptr) error {
+	_, _, e := unix.RawSyscall6(unix.SYS_PTRACE, uintptr(req), uintptr(pid), addr, data, 0, 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+func seize(tid int) error { return ptrace(unix.PTRACE_SEIZE, tid, 0, ptraceOptions) }
+
+func interrupt(tid int) error { return ptrace(unix.PTRACE_INTERRUPT, tid, 0, 0) }
+
+func cont(tid, sig int) error { return ptrace(unix.PTRACE_CONT, tid, 0, uintptr(sig)) }
+
+func listen(tid int) error { return ptrace(unix.PTRACE_LISTEN, tid, 0, 0) }
+
+func detach(tid, sig int) error { return ptrace(unix.PTRACE_DETACH, tid, 0, uintptr(sig)) }
+
+func getRegs(tid int, r *unix.PtraceRegs) error {
+	return ptrace(unix.PTRACE_GETREGS, tid, 0, uintptr(unsafe.Pointer(r)))
+}
+
+func eventMsg(tid int) (uint64, error) {
+	var m uint64
+	err := ptrace(unix.PTRACE_GETEVENTMSG, tid, 0, uintptr(unsafe.Pointer(&m)))
+	return m, err
+}
+
+// siginfo is the part of siginfo_t the collector reads (x86-64 layout).
+type siginfo struct {
+	Signo int32
+	Errno int32
+	Code  int32
+	_     int32
+	Addr  uint64 // si_addr (sigfault)
+	Data  uint64 // si_perf_data: the event's sig_data for TRAP_PERF
+	Type  uint32 // si_perf_type
+	Flags uint32 // si_perf_flags
+	_     [128 - 40]byte
+}
+
+func getSiginfo(tid int, si *siginfo) error {
+	return ptrace(unix.PTRACE_GETSIGINFO, tid, 0, uintptr(unsafe.Pointer(si)))
+}
+
+// pendingSignals reads up to len(out) signals queued for the thread alone
+// (PTRACE_PEEKSIGINFO without the shared flag), without dequeuing them.
+func pendingSignals(tid int, out []siginfo) (int, error) {
+	args := struct {
+		Off   uint64
+		Flags uint32
+		Nr    int32
+	}{0, 0, int32(len(out))}
+	r, _, e := unix.RawSyscall6(unix.SYS_PTRACE, unix.PTRACE_PEEKSIGINFO, uintptr(tid),
+		uintptr(unsafe.Pointer(&args)), uintptr(unsafe.Pointer(&out[0])), 0, 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(r), nil
+}
+
+// readMem reads the target's memory at addr into p with process_vm_readv.
+// A range that runs into unmapped memory gives a short count, not an error.
+func readMem(pid int, addr uint64, p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	local := unix.Iovec{Base: &p[0], Len: uint64(len(p))}
+	remote := unix.RemoteIovec{Base: uintptr(addr), Len: len(p)}
+	n, _, e := unix.RawSyscall6(unix.SYS_PROCESS_VM_READV, uintptr(pid),
+		uintptr(unsafe.Pointer(&local)), 1, uintptr(unsafe.Pointer(&remote)), 1, 0)
+	if e != 0 {
+		return 0, e
+	}
+	return int(n), nil
+}
+
+// wait waits for any tracee (or child of the tracing thread) to change state.
+// __WNOTHREAD keeps it from reaping children that other threads of culprit
+// started: the tracer only sees its tracees and its own children.
+func wait(status *unix.WaitStatus, nohang bool) (int, error) {
+	opts := unix.WALL | unix.WNOTHREAD
+	if nohang {
+		opts |= unix.WNOHANG
+	}
+	for {
+		pid, err := unix.Wait4(-1, status, opts, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		return pid, err
+	}
+}
+
+// openSigtrapClock opens a cpu-clock event on thread tid that sends the
+// thread a SIGTRAP (si_code TRAP_PERF, si_perf_data cookie) every period ns
+// of its CPU time. remove_on_exec is required with sigtrap: the kernel drops
+// the event at exec, and the collector opens a new one.
+func openSigtrapClock(tid int, period uint64, cookie uint64, excludeKernel bool) (int, error) {
+	a := unix.PerfEventAttr{
+		Type:     unix.PERF_TYPE_SOFTWARE,
+		Config:   unix.PERF_COUNT_SW_CPU_CLOCK,
+		Size:     uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
+		Sample:   period,
+		Bits:     unix.PerfBitExcludeHv | bitRemoveOnExec | bitSigtrap,
+		Sig_data: cookie,
+	}
+	if excludeKernel {
+		a.Bits |= unix.PerfBitExcludeKernel
+	}
+	return unix.PerfEventOpen(&a, tid, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
+}
+
+// openCPUCounter opens a counting (not sampling) cpu-clock event on thread
+// tid, for the poll mechanism on kernels without sigtrap.
+func openCPUCounter(tid int, excludeKernel bool) (int, error) {
+	a := unix.PerfEventAttr{
+		Type:   unix.PERF_TYPE_SOFTWARE,
+		Config: unix.PERF_COUNT_SW_CPU_CLOCK,
+		Size:   uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
+		Bits:   unix.PerfBitExcludeHv,
+	}
+	if excludeKernel {
+		a.Bits |= unix.PerfBitExcludeKernel
+	}
+	return unix.PerfEventOpen(&a, tid, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
+}
+
+// readCount reads a counting event's value (ns of CPU time for cpu-clock).
+func readCount(fd int) (uint64, error) {
+	var b [8]byte
+	n, _, e := unix.RawSyscall(unix.SYS_READ, uintptr(fd), uintptr(unsafe.Pointer(&b[0])), 8)
+	if e != 0 {
+		return 0, e
+	}
+	if n != 8 {
+		return 0, fmt.Errorf("short read of a perf event: %d bytes", n)
+	}
+	return binary.LittleEndian.Uint64(b[:]), nil
+}
+
+// setPeriod changes an event's sample period (PERF_EVENT_IOC_PERIOD); the
+// next interval starts when the thread next runs.
+func setPeriod(fd int, period uint64) error {
+	_, _, e := unix.RawSyscall(unix.SYS_IOCTL, uintptr(fd), unix.PERF_EVENT_IOC_PERIOD, uintptr(unsafe.Pointer(&period)))
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+// openSchedstat opens /proc/PID/task/TID/schedstat, whose first field is the
+// thread's CPU time in ns. The kernel brings it up to date only at scheduler
+// ticks and switches, so it is the last resort.
+func openSchedstat(pid, tid int) (int, error) {
+	return unix.Open(fmt.Sprintf("/proc/%d/task/%d/schedstat", pid, tid), unix.O_RDONLY|unix.O_CLOEXEC, 0)
+}
+
+func readSchedstat(fd int) (uint64, error) {
+	var b [96]byte
+	n, err := unix.Pread(fd, b[:], 0)
+	if err != nil {
+		return 0, err
+	}
+	var v uint64
+	for _, c := range b[:n] {
+		if c < '0' || c > '9' {
+			break
+		}
+		v = v*10 + uint64(c-'0')
+	}
+	return v, nil
+}
+
+// statusField reads one field of /proc/TID/status (e.g. "Tgid", "TracerPid").
+func statusField(tid int, name string) (string, bool) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", tid))
+	if err != nil {
+		return "", false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(line, ":")
+		if ok && k == name {
+			return strings.TrimSpace(v), true
+		}
+	}
+	return "", false
+}
+
+func tgidOf(tid int) (int, bool) {
+	v, ok := statusField(tid, "Tgid")
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(v)
+	return n, err == nil
+}
+
+func tracerOf(tid int) int {
+	v, _ := statusField(tid, "TracerPid")
+	n, _ := strconv.Atoi(v)
+	return n
+}
+
+// Sentinel: a child of the tracing thread that does nothing until it is
+// killed. wait4 in the tracing thread cannot be interrupted from another
+// goroutine (Go installs its signal handlers with SA_RESTART), so another
+// goroutine that must wake the tracer (Ctrl-C, the stop channel, the end of
+// the duration) kills the sentinel, whose exit ends the wait.
+
+var sentinelMask = ^uint64(0)
+
+// forkSentinel forks the calling thread into a process that blocks every
+// signal, asks to be killed with its parent, closes its file descriptors
+// and pauses forever. The child runs only raw system calls in this nosplit
+// function, as syscall.forkAndExecInChild does, so no Go runtime code runs
+// in it.
+//
+//go:nosplit
+//go:norace
+func forkSentinel() (int, syscall.Errno) {
+	parent, _, _ := syscall.RawSyscall(syscall.SYS_GETPID, 0, 0, 0)
+	r, _, e := syscall.RawSyscall6(syscall.SYS_CLONE, uintptr(syscall.SIGCHLD), 0, 0, 0, 0, 0)
+	if e != 0 {
+		return 0, e
+	}
+	if r != 0 {
+		return int(r), 0
+	}
+	syscall.RawSyscall6(syscall.SYS_RT_SIGPROCMASK, 2 /* SIG_SETMASK */, uintptr(unsafe.Pointer(&sentinelMask)), 0, 8, 0, 0)
+	syscall.RawSyscall6(syscall.SYS_PRCTL, syscall.PR_SET_PDEATHSIG, uintptr(syscall.SIGKILL), 0, 0, 0, 0)
+	syscall.RawSyscall6(unix.SYS_CLOSE_RANGE, 0, ^uintptr(0)>>32, 0, 0, 0, 0)
+	if ppid, _, _ := syscall.RawSyscall(syscall.SYS_GETPPID, 0, 0, 0); ppid != parent {
+		syscall.RawSyscall(syscall.SYS_EXIT_GROUP, 0, 0, 0) // the parent died before PDEATHSIG was set
+	}
+	for {
+		syscall.RawSyscall(syscall.SYS_PAUSE, 0, 0, 0)
+	}
+}
+
+// kernelSigaction is struct sigaction as rt_sigaction(2) takes it on x86-64.
+type kernelSigaction struct {
+	Handler  uintptr
+	Flags    uint64
+	Restorer uintptr
+	Mask     uint64
+}
+
+const saNoCldStop = 1
+
+// quietStops sets SA_NOCLDSTOP on culprit's SIGCHLD handler, so that the
+// tracer is not sent a SIGCHLD (and does not run Go's signal handler) at
+// every stop of a tracee; exits still raise SIGCHLD. It returns a function
+// that restores the handler as it was.
+func quietStops() (restore func()) {
+	var old kernelSigaction
+	if _, _, e := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(unix.SIGCHLD), 0, uintptr(unsafe.Pointer(&old)), 8, 0, 0); e != 0 {
+		return func() {}
+	}
+	if old.Flags&saNoCldStop != 0 || old.Handler == 0 || old.Handler == 1 {
+		return func() {} // already quiet, SIG_DFL or SIG_IGN: leave it
+	}
+	nw := old
+	nw.Flags |= saNoCldStop
+	if _, _, e := unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(unix.SIGCHLD), uintptr(unsafe.Pointer(&nw)), 0, 8, 0, 0); e != 0 {
+		return func() {}
+	}
+	return func() {
+		unix.RawSyscall6(unix.SYS_RT_SIGACTION, uintptr(unix.SIGCHLD), uintptr(unsafe.Pointer(&old)), 0, 8, 0, 0)
+	}
+}

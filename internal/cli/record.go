@@ -13,6 +13,8 @@ import (
 	"github.com/culprit-dev/culprit/internal/recorder"
 	"github.com/culprit-dev/culprit/internal/recording"
 	"github.com/culprit-dev/culprit/internal/rules"
+	"github.com/culprit-dev/culprit/internal/state"
+	"github.com/culprit-dev/culprit/internal/unwind"
 )
 
 func formatVersion() string {
@@ -134,12 +136,33 @@ func recordPtrace(c *cobra.Command, o recorder.Options, pid int, args []string) 
 	if f.Changed("events") && (len(o.Events) != 1 || o.Events[0] != "cpu") {
 		return usagef("--events applies to --collector perf only: --collector ptrace samples CPU time")
 	}
-	for _, name := range []string{"expr", "rules"} {
-		if f.Changed(name) {
-			return usagef("--%s is not supported with --collector ptrace yet: use --collector perf", name)
+	po := ptracer.Options{Output: o.Output, Frequency: o.Frequency, Duration: o.Duration, Tool: o.Tool}
+	var sampler *state.Sampler
+	if len(o.Exprs) > 0 || o.Rules != nil {
+		// The thread is stopped: expressions read registers and any memory
+		// (heap, globals) as they are at the sample.
+		sampler = state.NewSampler(o.Exprs, o.Rules, 1)
+		live := state.NewLive()
+		lastExe := map[int]string{}
+		po.OnStop = func(st *ptracer.Stop) []recording.Record {
+			if lastExe[st.PID] != st.Exe {
+				live.Forget(st.PID) // a new process image
+				lastExe[st.PID] = st.Exe
+			}
+			if !sampler.Wants(st.Exe) {
+				return nil
+			}
+			p := live.Process(st.PID)
+			frames, _ := unwind.UnwindFrames(st.DWARF, unwind.StackCopy{SP: st.StackSP, Data: st.Stack}, p, 64)
+			r := sampler.Apply(state.Thread{PID: st.PID, TID: st.TID, Time: st.Time, Exe: st.Exe,
+				Frames: frames, Mem: state.Memory(st.TID), Objects: p})
+			st.Drop = r.Drop
+			if r.Keep > 0 && r.Keep < len(st.PCs) {
+				st.PCs = st.PCs[:r.Keep]
+			}
+			return r.Records
 		}
 	}
-	po := ptracer.Options{Output: o.Output, Frequency: o.Frequency, Duration: o.Duration, Tool: o.Tool}
 	var res ptracer.Result
 	var err error
 	switch {
@@ -163,6 +186,11 @@ func recordPtrace(c *cobra.Command, o recorder.Options, pid int, args []string) 
 	stderr := c.ErrOrStderr()
 	for _, w := range res.Warnings {
 		warnf(stderr, "%s", w)
+	}
+	if sampler != nil {
+		for _, w := range sampler.Warnings() {
+			warnf(stderr, "%s", w)
+		}
 	}
 	out := po.Output
 	if out == "" {

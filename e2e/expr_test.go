@@ -115,12 +115,18 @@ func testStructThroughPointer(t *testing.T, collector string) {
 // captures n and counts its ticks.
 func TestRulesMatchOneProgram(t *testing.T) {
 	testutil.NeedRoot(t)
+	for _, collector := range []string{"perf", "ptrace"} {
+		t.Run(collector, func(t *testing.T) { testRulesMatchOneProgram(t, collector) })
+	}
+}
+
+func testRulesMatchOneProgram(t *testing.T, collector string) {
 	fe := testutil.C(t, "forkexec", []string{"forkexec.c"}, "-O2", "-g")
 	hier := testutil.C(t, "hier-O2", []string{"hier.c"}, "-O2", "-g")
 	rules := filepath.Join(t.TempDir(), "hier.rules")
 	os.WriteFile(rules, []byte("# only the exec'd program\nprogram hier-O2*\n  at worker\n    capture n\n    count ticks\n  at dispatch_2\n    count slow_path\n"), 0o644)
 	out := rec(t)
-	mustRun(t, "record", "--rules", rules, "-o", out, "--", fe, hier, "2")
+	mustRun(t, "record", "--collector", collector, "--rules", rules, "-o", out, "--", fe, hier, "2")
 	e := exprReport(t, out)
 	byName := map[string]int{}
 	for _, x := range e.Exprs {

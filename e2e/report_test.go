@@ -100,6 +100,13 @@ func TestAttachInterrupted(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(700 * time.Millisecond)
+	// Early reporting: the recording in progress reports, twice, growing.
+	mid1 := flat(t, out)
+	time.Sleep(300 * time.Millisecond)
+	mid2 := flat(t, out)
+	if mid1.Samples == 0 || mid2.Samples <= mid1.Samples || mid2.total("busy") < 0.5 {
+		t.Errorf("reports mid-run: %d then %d samples", mid1.Samples, mid2.Samples)
+	}
 	cmd.Process.Signal(syscall.SIGINT)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()

@@ -5,9 +5,11 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"testing"
 
+	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/testutil"
 )
 
@@ -148,5 +150,41 @@ func testRulesMatchOneProgram(t *testing.T, collector string) {
 	_, stderr, code := run(t, "record", "--rules", rules, "-o", rec(t), "--", hier, "1")
 	if code == 0 || !strings.Contains(stderr, "hier.rules:3:16") {
 		t.Errorf("bad rules: exit %d, %q", code, stderr)
+	}
+}
+
+// --jitter varies the sampling intervals (ptrace collector), and the
+// time-weighted mean stays right because each sample carries its period.
+func TestJitter(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "hier-O2", []string{"hier.c"}, "-O2", "-g")
+	spread := func(args ...string) (float64, exprsJSON) {
+		out := rec(t)
+		mustRun(t, append(append([]string{"record", "--collector", "ptrace", "--expr", "hier*@worker@n", "-o", out}, args...), "--", bin, "8")...)
+		p, err := profile.Load([]string{out}, profile.LoadOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		lo, hi := math.Inf(1), math.Inf(-1)
+		var periods []float64
+		for _, s := range p.Samples {
+			periods = append(periods, float64(s.Period))
+		}
+		sort.Float64s(periods)
+		if len(periods) > 20 { // ignore the extremes (first and merged ticks)
+			periods = periods[len(periods)/20 : len(periods)-len(periods)/20]
+		}
+		for _, v := range periods {
+			lo, hi = math.Min(lo, v), math.Max(hi, v)
+		}
+		return hi / lo, exprReport(t, out)
+	}
+	plain, _ := spread()
+	jittered, e := spread("--jitter", "50")
+	if jittered < 2 || plain > 1.5 {
+		t.Errorf("period spread (5%%–95%%): %.2f without jitter, %.2f with ±50%% (want about 3)", plain, jittered)
+	}
+	if want := (1e7*1 + 2e7*2) / 3; math.Abs(e.Exprs[0].Mean-want)/want > 0.10 {
+		t.Errorf("time-weighted mean with jitter: %.4g, want %.4g", e.Exprs[0].Mean, want)
 	}
 }

@@ -28,6 +28,7 @@ func newRecord() *cobra.Command {
 		collector string
 		exprSpecs []string
 		rulesPath string
+		jitter    float64
 	)
 	c := &cobra.Command{
 		Use:   "record [flags] -- CMD [ARGS...]\n  culprit record -p PID [--duration D] [flags]",
@@ -68,8 +69,11 @@ on while still being written, and survives the recorder being killed.`,
 			stderr := c.ErrOrStderr()
 			switch collector {
 			case "perf":
+				if c.Flags().Changed("jitter") {
+					return usagef("--jitter applies to --collector ptrace, which re-arms each thread's sampling period at every sample")
+				}
 			case "ptrace":
-				return recordPtrace(c, o, pid, args)
+				return recordPtrace(c, o, pid, args, jitter)
 			default:
 				return usagef("unknown collector %q: use perf or ptrace", collector)
 			}
@@ -117,6 +121,7 @@ on while still being written, and survives the recorder being killed.`,
 	f.StringSliceVar(&o.Events, "events", []string{"cpu"}, "what to sample, comma-separated: cpu (CPU time), syscalls (every system call entry and exit), sched (every context switch: off-CPU time)")
 	f.IntVar(&o.EventPeriod, "event-period", 1, "with syscalls or sched: record one in N of those events, to bound the cost on syscall-heavy programs")
 	f.StringArrayVar(&exprSpecs, "expr", nil, "sample an expression: 'PROG@FUNC@EXPR' evaluates EXPR (e.g. n, j->size, cfg.limits[2]) in the frame of FUNC whenever FUNC is on the stack of program PROG (globs); repeatable; see culprit report --exprs")
+	f.Float64Var(&jitter, "jitter", 0, "with --collector ptrace: vary each sampling interval at random by up to ±PCT percent, so sampling cannot run in lock step with periodic code")
 	f.StringVar(&rulesPath, "rules", "", "a rules file saying what to capture where: backtraces, expressions, counts, start/stop (see docs/rules.md)")
 	f.IntVar(&o.StackBytes, "stack-size", 0, "user stack bytes copied per sample (default 4096 in fp mode, 16384 in dwarf mode; max 65528)")
 	f.IntVar(&o.RingPages, "mmap-pages", 0, "ring buffer pages per CPU, a power of two (default: sized from rate and stack size)")
@@ -126,7 +131,7 @@ on while still being written, and survives the recorder being killed.`,
 }
 
 // recordPtrace runs the ptrace collector with the flags that apply to it.
-func recordPtrace(c *cobra.Command, o recorder.Options, pid int, args []string) error {
+func recordPtrace(c *cobra.Command, o recorder.Options, pid int, args []string, jitter float64) error {
 	f := c.Flags()
 	for _, name := range []string{"call-graph", "stack-size", "mmap-pages", "event-period"} {
 		if f.Changed(name) {
@@ -136,7 +141,7 @@ func recordPtrace(c *cobra.Command, o recorder.Options, pid int, args []string) 
 	if f.Changed("events") && (len(o.Events) != 1 || o.Events[0] != "cpu") {
 		return usagef("--events applies to --collector perf only: --collector ptrace samples CPU time")
 	}
-	po := ptracer.Options{Output: o.Output, Frequency: o.Frequency, Duration: o.Duration, Tool: o.Tool}
+	po := ptracer.Options{Output: o.Output, Frequency: o.Frequency, Duration: o.Duration, Tool: o.Tool, Jitter: jitter}
 	var sampler *state.Sampler
 	if len(o.Exprs) > 0 || o.Rules != nil {
 		// The thread is stopped: expressions read registers and any memory

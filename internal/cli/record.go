@@ -29,6 +29,7 @@ func newRecord() *cobra.Command {
 		exprSpecs []string
 		rulesPath string
 		jitter    float64
+		values    string
 	)
 	c := &cobra.Command{
 		Use:   "record [flags] -- CMD [ARGS...]\n  culprit record -p PID [--duration D] [flags]",
@@ -58,6 +59,13 @@ on while still being written, and survives the recorder being killed.`,
 					return usageError{err}
 				}
 				o.Exprs = append(o.Exprs, spec)
+			}
+			switch values {
+			case "":
+			case "auto":
+				o.Values = true
+			default:
+				return usagef("--values=%s: schema files are not supported yet; use --values alone to sample every variable of the main executable", values)
 			}
 			if rulesPath != "" {
 				rf, err := rules.ParseFile(rulesPath)
@@ -121,6 +129,9 @@ on while still being written, and survives the recorder being killed.`,
 	f.StringSliceVar(&o.Events, "events", []string{"cpu"}, "what to sample, comma-separated: cpu (CPU time), syscalls (every system call entry and exit), sched (every context switch: off-CPU time)")
 	f.IntVar(&o.EventPeriod, "event-period", 1, "with syscalls or sched: record one in N of those events, to bound the cost on syscall-heavy programs")
 	f.StringArrayVar(&exprSpecs, "expr", nil, "sample an expression: 'PROG@FUNC@EXPR' evaluates EXPR (e.g. n, j->size, cfg.limits[2]) in the frame of FUNC whenever FUNC is on the stack of program PROG (globs); repeatable; see culprit report --exprs")
+	f.StringVar(&values, "values", "", "sample the values of variables with each sample (vProf; for culprit diagnose): every scalar variable of the main executable live in the sampled frame and its --unwind-depth callers, and with --collector ptrace its globals")
+	f.Lookup("values").NoOptDefVal = "auto"
+	f.IntVar(&o.ValuesDepth, "unwind-depth", 3, "with --values: caller frames whose variables are sampled too")
 	f.Float64Var(&jitter, "jitter", 0, "with --collector ptrace: vary each sampling interval at random by up to ±PCT percent, so sampling cannot run in lock step with periodic code")
 	f.StringVar(&rulesPath, "rules", "", "a rules file saying what to capture where: backtraces, expressions, counts, start/stop (see docs/rules.md)")
 	f.IntVar(&o.StackBytes, "stack-size", 0, "user stack bytes copied per sample (default 4096 in fp mode, 16384 in dwarf mode; max 65528)")
@@ -143,10 +154,13 @@ func recordPtrace(c *cobra.Command, o recorder.Options, pid int, args []string, 
 	}
 	po := ptracer.Options{Output: o.Output, Frequency: o.Frequency, Duration: o.Duration, Tool: o.Tool, Jitter: jitter}
 	var sampler *state.Sampler
-	if len(o.Exprs) > 0 || o.Rules != nil {
+	if len(o.Exprs) > 0 || o.Rules != nil || o.Values {
 		// The thread is stopped: expressions read registers and any memory
 		// (heap, globals) as they are at the sample.
 		sampler = state.NewSampler(o.Exprs, o.Rules, 1)
+		if o.Values {
+			sampler.EnableValues(o.ValuesDepth, true)
+		}
 		live := state.NewLive()
 		lastExe := map[int]string{}
 		po.OnStop = func(st *ptracer.Stop) []recording.Record {

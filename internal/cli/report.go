@@ -95,7 +95,7 @@ written: report shows everything up to the last complete record.`,
 	f.StringVar(&by, "by", "function", "group samples by function, line or object")
 	f.IntVar(&callers, "callers", 0, "show calling contexts of N frames (leaf <- caller <- ...) instead of a flat profile")
 	ff.register(f)
-	f.BoolVar(&exprsOn, "exprs", false, "summarize the sampled expressions and counters instead (recorded with --expr or --rules)")
+	f.BoolVar(&exprsOn, "exprs", false, "summarize the sampled expressions, counters and variables instead (recorded with --expr, --rules or --values)")
 	f.StringVar(&stat, "stat", "mean", "with --exprs: mean (count, missing, time-weighted mean, min, max, median), quantiles, hist or series")
 	f.StringVar(&format, "format", "text", "output format: text or json")
 	f.IntVar(&top, "top", 40, "rows to print in text output (0: all)")

@@ -57,6 +57,12 @@ type Options struct {
 	Exprs []*expr.Spec
 	// Rules say what to capture where (docs/rules.md); nil: none.
 	Rules *rules.File
+	// Values samples, at each CPU sample, the scalar variables of the main
+	// executable live at the sampled PC and at the call sites of
+	// ValuesDepth caller frames (vProf). Globals are not sampled by this
+	// collector: they are not in the sample.
+	Values      bool
+	ValuesDepth int
 	// UserOnly samples user mode only; it is chosen automatically when the
 	// kernel refuses kernel call chains to an unprivileged user.
 	UserOnly bool
@@ -286,8 +292,11 @@ func newSession(o Options, meta recording.Meta) (*session, error) {
 		kseen: map[uint64]bool{}, kaddr: map[uint64]bool{}, buildID: map[string][]byte{}}
 	s.res.ExitCode = -1
 	s.pidfd = -1
-	if len(o.Exprs) > 0 || o.Rules != nil {
+	if len(o.Exprs) > 0 || o.Rules != nil || o.Values {
 		s.sampler = state.NewSampler(o.Exprs, o.Rules, 1)
+		if o.Values {
+			s.sampler.EnableValues(o.ValuesDepth, false)
+		}
 	}
 	s.exes, s.awaiting = map[uint32]string{}, map[uint32]bool{}
 	var uts unix.Utsname

@@ -38,6 +38,7 @@ type Sampler struct {
 	rules   *rules.Engine
 	file    *rules.File
 	ruleIDs map[recording.ValueSource]uint32 // rule captures and counters written so far
+	values  *valueState                      // vProf value sampling; nil: off
 	nextID  uint32
 	mu      sync.Mutex
 	infos   map[string]*dwarfx.Info // nil value: the object has no usable DWARF
@@ -63,6 +64,9 @@ func NewSampler(specs []*expr.Spec, rf *rules.File, firstID uint32) *Sampler {
 // Wants reports whether any spec applies to the executable, so collectors
 // can skip the work for other processes.
 func (s *Sampler) Wants(exe string) bool {
+	if s.values != nil {
+		return true
+	}
 	for _, sp := range s.specs {
 		if sp.MatchProg(exe) {
 			return true
@@ -150,12 +154,18 @@ func value(th Thread, id uint32, depth int, v expr.Scalar, err error) *recording
 func (s *Sampler) Apply(th Thread) Result {
 	var res Result
 	res.Records = s.Sample(th)
-	if s.rules == nil {
+	if s.rules == nil && s.values == nil {
 		return res
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	located := s.locate(th)
+	if s.values != nil {
+		res.Records = s.sampleValues(th, located, res.Records)
+	}
+	if s.rules == nil {
+		return res
+	}
 	frames := make([]rules.Frame, len(th.Frames))
 	for i := range frames {
 		frames[i].Env = noEnv{}

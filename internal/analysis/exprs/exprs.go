@@ -1,4 +1,4 @@
-// Package exprs summarizes sampled expressions and counters (PCT's
+// Package exprs summarizes sampled expressions, counters and variables (PCT's
 // formatters, such as int-avg): for each, how often it was evaluated, how
 // often it was missing, its time-weighted mean, extremes, quantiles, a
 // histogram and a time series. It reads only profile.Profile.
@@ -16,7 +16,7 @@ import (
 type Summary struct {
 	Expr     string  `json:"expr"`
 	Function string  `json:"function,omitempty"` // the frame it was evaluated in
-	Class    string  `json:"class"`              // "expression" or "counter"
+	Class    string  `json:"class"`              // "expression", "counter" or "variable" (--values)
 	Count    int     `json:"count"`              // samples with a value
 	Missing  int     `json:"missing"`            // samples where it could not be evaluated
 	Mean     float64 `json:"mean"`               // weighted by the CPU time each sample stands for
@@ -89,13 +89,13 @@ func Summarize(p *profile.Profile, o Options) []Summary {
 	}
 	var out []Summary
 	for i, src := range p.ValueSources {
-		if src.Class != recording.SourceExpression && src.Class != recording.SourceCounter {
-			continue
-		}
 		a := accs[i]
 		s := Summary{Expr: src.Name, Function: src.Function, Count: len(a.vals), Missing: a.missing, Class: "expression"}
-		if src.Class == recording.SourceCounter {
+		switch src.Class {
+		case recording.SourceCounter:
 			s.Class = "counter"
+		case recording.SourceVariable:
+			s.Class = "variable"
 		}
 		if len(a.vals) > 0 {
 			var sum, wsum float64

@@ -21,7 +21,7 @@ func writeRecording(t *testing.T, periods []uint64, vals []float64) string {
 	w.Write(&recording.Meta{Tool: "test", Event: "cpu-clock"})
 	w.Write(&recording.ValueSource{ID: 1, Class: recording.SourceExpression, Name: "n", Function: "worker"})
 	w.Write(&recording.ValueSource{ID: 2, Class: recording.SourceCounter, Name: "ticks"})
-	w.Write(&recording.ValueSource{ID: 3, Class: recording.SourceVariable, Name: "ignored_here", Function: "#global"})
+	w.Write(&recording.ValueSource{ID: 3, Class: recording.SourceVariable, Name: "never_sampled", Function: "#global"})
 	tm := uint64(1000)
 	for i, p := range periods {
 		tm += p
@@ -53,8 +53,11 @@ func TestSummaryTimeWeighted(t *testing.T) {
 	periods := []uint64{1e6, 1e6, 3e6, 1e6, 2e6}
 	vals := []float64{1e7, 1e7, 2e7, math.NaN(), 2e7}
 	list := Summarize(load(t, writeRecording(t, periods, vals)), Options{Bins: 4, Series: 10})
-	if len(list) != 2 {
-		t.Fatalf("want the expression and the counter, got %+v", list)
+	if len(list) != 3 {
+		t.Fatalf("want the expression, the counter and the variable, got %+v", list)
+	}
+	if v := list[2]; v.Class != "variable" || v.Count != 0 || v.Missing != 0 {
+		t.Errorf("variable never sampled: %+v", v)
 	}
 	s := list[0]
 	if s.Expr != "n" || s.Count != 4 || s.Missing != 1 {

@@ -209,6 +209,7 @@ func Launch(o Options, argv []string) (Result, error) {
 		return Result{}, fmt.Errorf("starting %s: %w", argv[0], err)
 	}
 	pid := cmd.Process.Pid
+	defer cmd.Process.Release() // culprit reaps the command with wait4 itself
 	s.child = pid
 	if err := s.takeOver(pid); err != nil {
 		unix.Kill(pid, unix.SIGKILL)
@@ -329,6 +330,9 @@ func Attach(o Options, pid int, stop <-chan struct{}) (Result, error) {
 	}
 	if pid <= 0 || !proc.Exists(pid) {
 		return Result{}, fmt.Errorf("no process with PID %d: %w", pid, proc.ErrNoProcess)
+	}
+	if tgid, ok := tgidOf(pid); ok && tgid != pid {
+		pid = tgid // a thread id: trace its whole process
 	}
 	if pid == os.Getpid() {
 		return Result{}, fmt.Errorf("culprit cannot trace itself")

@@ -55,6 +55,7 @@ type thread struct {
 	fd        int // sigtrap perf event, or schedstat file in poll mode; -1: none
 	last      uint64
 	armed     uint64 // current interval, ns of CPU time
+	due       uint64 // poll mode: when it would have used armed if it ran all along
 	// interrupted: poll mode sent PTRACE_INTERRUPT and awaits the stop.
 	interrupted bool
 	tried       bool // arm was called since it appeared or exec'd
@@ -486,6 +487,7 @@ func (s *session) arm(t *thread) {
 		}
 		t.fd = fd
 		t.last, _ = s.cpuTime(t)
+		t.due = monotonic() + t.armed
 	}
 }
 

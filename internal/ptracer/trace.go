@@ -63,10 +63,8 @@ func (s *session) runPoll() error {
 		}
 		now := monotonic()
 		if now >= next {
-			// Interrupt the threads that used their interval; wake again
-			// when the first of the others would have used its interval if
-			// it ran all along (at least minTick, at most one interval).
-			wait := s.interval
+			// Interrupt the threads that used their interval; note when the
+			// others would have used theirs if they ran all along.
 			for _, t := range s.order {
 				if t.state != stRunning || t.interrupted || t.fd < 0 {
 					continue
@@ -76,7 +74,7 @@ func (s *session) runPoll() error {
 					continue
 				}
 				if used := cpu - t.last; used < t.armed {
-					wait = min(wait, t.armed-used)
+					t.due = now + t.armed - used
 					continue
 				}
 				if interrupt(t.tid) == nil {
@@ -84,7 +82,6 @@ func (s *session) runPoll() error {
 					s.interrupting++
 				}
 			}
-			next = now + max(wait, minTick, uint64(len(s.order))*pollCostPerThread)
 		}
 		for s.interrupting > 0 && !s.stopping.Load() {
 			pid, err := wait(&ws, false)
@@ -99,6 +96,16 @@ func (s *session) runPoll() error {
 		}
 		now = monotonic()
 		s.maybeFlush(now)
+		// The next round: when the first thread is due (sampled threads are
+		// due one interval after their sample), at least minTick (more with
+		// many threads) and at most one interval away.
+		next = now + s.interval
+		for _, t := range s.order {
+			if t.state == stRunning && !t.interrupted && t.fd >= 0 {
+				next = min(next, t.due)
+			}
+		}
+		next = max(next, now+max(minTick, uint64(len(s.order))*pollCostPerThread))
 		if next > now {
 			ts := unix.NsecToTimespec(int64(next))
 			for unix.ClockNanosleep(unix.CLOCK_MONOTONIC, unix.TIMER_ABSTIME, &ts, nil) == unix.EINTR {
@@ -364,6 +371,7 @@ func (s *session) sample(t *thread, now uint64) {
 		s.res.Lost += n
 		s.write(&recording.Lost{Time: now, Reason: recording.LostRecorder, Count: n})
 	}
+	defer func() { t.due = now + t.armed }()
 	if s.o.Jitter > 0 {
 		next := s.nextInterval()
 		if s.mech == MechanismSigtrap {

@@ -58,17 +58,22 @@ func thin(xs []float64, n int) []float64 {
 // k-sample Anderson–Darling test (midrank form) does not reject at α that
 // the normal samples x and buggy samples y come from one distribution,
 // otherwise 1 − Hellinger(x, y), cut to 0 below ValidDiscount. Edge cases
-// as vProf's code: no buggy samples → not rejected; no normal samples →
-// rejected with Hellinger 1; too few samples for the test → not rejected.
-func (o Options) compareDim(d Dimension, x, y []float64) DimResult {
+// as vProf's code: no buggy samples → not rejected; a variable never
+// sampled in the normal run (normalSampled false) → rejected with Hellinger
+// 1; too few samples for the test → not rejected (this includes a variable
+// sampled in the normal run too rarely to have, say, a delta).
+func (o Options) compareDim(d Dimension, x, y []float64, normalSampled bool) DimResult {
 	r := DimResult{Dimension: d, Normal: len(x), Buggy: len(y), Discount: o.DefaultDiscount}
 	switch {
 	case len(y) == 0:
 		r.Note = "no buggy samples"
 		return r
-	case len(x) == 0:
+	case len(x) == 0 && !normalSampled:
 		r.Note = "no normal samples"
 		r.Rejected, r.Hellinger, r.Discount = true, 1, 0
+		return r
+	case len(x) == 0:
+		r.Note = "too few samples to test"
 		return r
 	}
 	ad, err := stats.AndersonDarling([][]float64{thin(x, o.MaxTestSamples), thin(y, o.MaxTestSamples)}, true, o.Alpha)
@@ -160,14 +165,15 @@ func (o Options) discountVar(v *variable, normals int) comparison {
 		if i < len(v.normal) && v.normal[i] != nil {
 			x = v.normal[i]
 		}
+		sampled := len(x.values) > 0 || len(x.durations) > 0
 		var dims []DimResult
 		if !v.src.Pointer {
 			if !meaningless(v.src.Name, v.src.Type) {
-				dims = append(dims, o.compareDim(DimValue, x.values, v.buggy.values))
+				dims = append(dims, o.compareDim(DimValue, x.values, v.buggy.values, sampled))
 			}
-			dims = append(dims, o.compareDim(DimDelta, x.deltas, v.buggy.deltas))
+			dims = append(dims, o.compareDim(DimDelta, x.deltas, v.buggy.deltas, sampled))
 		}
-		dims = append(dims, o.compareDim(DimDuration, x.durations, v.buggy.durations))
+		dims = append(dims, o.compareDim(DimDuration, x.durations, v.buggy.durations, sampled))
 		cs[i] = comparison{dims: dims, chosen: lowest(dims)}
 	}
 	sort.SliceStable(cs, func(i, j int) bool { return cs[i].discount() < cs[j].discount() })

@@ -426,7 +426,12 @@ func TestEdgeCases(t *testing.T) {
 			only = r.variable("old_var", "worker", "int", "cond", false)
 		}
 		few = r.variable("few", "dispatch_2", "int", "cond", false)
+		once := r.variable("once", "main", "int", "cond", false)
+		r.tick(1, []string{"main"}, 0, val{once, 0, 7})
 		for i := 0; i < 400; i++ {
+			if buggy && i%40 == 0 {
+				r.tick(1, []string{"main"}, 0, val{once, 0, 7})
+			}
 			r.tick(1, []string{"dispatch_1", "main"}, 0, val{n, 0, int64(i % 10)}, val{tc, 0, int64(i % 4)})
 			if buggy || i%2 == 0 {
 				r.tick(1, []string{"worker", "dispatch_2", "main"}, 0, val{only, 0, int64(i % 3)})
@@ -449,6 +454,11 @@ func TestEdgeCases(t *testing.T) {
 	few := res.variable(t, "few")
 	if few.Discount != 0.8 || few.Anomalous || few.Dimensions[0].Note == "" {
 		t.Errorf("few: %+v", few)
+	}
+	// Sampled once in the normal run: no delta there, which is too few
+	// samples to test, not an anomaly.
+	if once := res.variable(t, "once"); once.Anomalous || once.Discount != 0.8 {
+		t.Errorf("once: %+v", once.Dimensions)
 	}
 	tc := res.variable(t, "thread_count")
 	for _, d := range tc.Dimensions {
@@ -649,13 +659,13 @@ func TestOptions(t *testing.T) {
 	// DefaultDiscount and ValidDiscount are used as given.
 	o := DefaultOptions()
 	o.DefaultDiscount, o.ValidDiscount = 0.5, 0.6
-	d := o.compareDim(DimValue, []float64{1, 2, 3, 4, 5, 6}, []float64{1, 2, 3, 4, 5, 6})
+	d := o.compareDim(DimValue, []float64{1, 2, 3, 4, 5, 6}, []float64{1, 2, 3, 4, 5, 6}, true)
 	if d.Discount != 0.5 || d.Rejected {
 		t.Errorf("same samples: %+v", d)
 	}
 	x := []float64{1, 1, 1, 1, 2, 2, 2, 2, 3, 3, 3, 3}
 	y := []float64{1, 1, 1, 2, 2, 2, 3, 3, 3, 9, 9, 9, 9, 9, 9}
-	d = o.compareDim(DimValue, x, y)
+	d = o.compareDim(DimValue, x, y, true)
 	if !d.Rejected || d.Discount != 0 { // 1 − H ≈ 0.4 < 0.6
 		t.Errorf("shifted samples: %+v", d)
 	}

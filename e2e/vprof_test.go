@@ -1,0 +1,213 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/culprit-dev/culprit/internal/testutil"
+)
+
+// vProf end-to-end tests: three C programs built as real programs are
+// (-O2 -g, helpers, a background thread), each with one bug pattern, run once
+// normally and once in the buggy configuration. A CPU profile ranks the root
+// cause low by self time; culprit diagnose, comparing the variables sampled
+// with culprit record --values, ranks it first or second with its pattern.
+
+var vprofFlags = []string{"-O2", "-g", "-pthread"}
+
+type vprofCase struct {
+	name    string // testdata/targets/vprof_<name>.c
+	root    string // the root cause function
+	pattern string
+	normal  []string // arguments of the normal run
+	buggy   []string
+}
+
+var vprofCases = []vprofCase{
+	// MDEV-21826: available memory computed as 0 makes every recovery round
+	// rescan the log; recv_scan_log's time is in crc32c and read_block.
+	{name: "wrong", root: "recv_scan_log", pattern: "wrong-constraint", normal: []string{"normal"}, buggy: []string{"buggy"}},
+	// HTTPD-54852: pod_killpg wakes exited children too, each for a whole
+	// connection timeout spent in poll_ack.
+	{name: "missing", root: "pod_killpg", pattern: "missing-constraint", normal: []string{"normal"}, buggy: []string{"buggy"}},
+	// MDEV-23399: the LRU scan walks the whole list on every miss; its time
+	// is in the block mutex and the list iterator.
+	{name: "scal", root: "buf_lru_scan_and_free", pattern: "scalability", normal: []string{"normal"}, buggy: []string{"buggy"}},
+}
+
+func (c vprofCase) bin(t *testing.T) string {
+	return testutil.C(t, "vprof_"+c.name, []string{"vprof_" + c.name + ".c"}, vprofFlags...)
+}
+
+// selfRank is the 1-based rank of function name in the flat report of rec,
+// ordered by self time, or 0 when it has no sample of its own.
+func selfRank(t *testing.T, rec, name string) (int, flatJSON) {
+	t.Helper()
+	f := flat(t, rec)
+	return flatRank(f, func(n, _ string) bool { return n == name }), f
+}
+
+func topNames(f flatJSON, n int) string {
+	var out []string
+	for i, e := range f.Entries {
+		if i == n {
+			break
+		}
+		out = append(out, fmt.Sprintf("%s %.1f%%", e.Name, 100*e.Self))
+	}
+	return strings.Join(out, ", ")
+}
+
+// TestVprofProgramsSelfRank checks the programs' design without value
+// sampling: in the buggy run, plain culprit report (CPU self time) ranks the
+// root cause below 3rd.
+func TestVprofProgramsSelfRank(t *testing.T) {
+	testutil.NeedRoot(t)
+	for _, c := range vprofCases {
+		t.Run(c.name, func(t *testing.T) {
+			rec := filepath.Join(t.TempDir(), "buggy.rec")
+			mustRun(t, append([]string{"record", "-o", rec, "--", c.bin(t)}, c.buggy...)...)
+			r, f := selfRank(t, rec, c.root)
+			if r != 0 && r <= 3 {
+				t.Errorf("%s ranks %d by self time; want below 3rd. Top: %s", c.root, r, topNames(f, 6))
+			}
+			t.Logf("%s: self rank %d (0: no own sample); top: %s", c.root, r, topNames(f, 4))
+		})
+	}
+}
+
+// valuesSupported reports whether culprit record accepts --values.
+func valuesSupported(t *testing.T) bool {
+	out, errs, _ := run(t, "record", "--help")
+	return strings.Contains(out+errs, "--values")
+}
+
+type diagnoseJSON struct {
+	Functions []struct {
+		Rank       int     `json:"rank"`
+		Name       string  `json:"name"`
+		Calibrated float64 `json:"calibrated"`
+		Raw        float64 `json:"raw"`
+		Discount   float64 `json:"discount"`
+		Dimension  string  `json:"dimension"`
+		Variable   string  `json:"variable"`
+		Pattern    string  `json:"pattern"`
+		Lines      []struct {
+			File     string `json:"file"`
+			Line     int    `json:"line"`
+			Function string `json:"function"`
+			Samples  int    `json:"samples"`
+		} `json:"lines"`
+	} `json:"functions"`
+}
+
+func (d diagnoseJSON) summary(n int) string {
+	var b strings.Builder
+	for i, f := range d.Functions {
+		if i == n {
+			break
+		}
+		fmt.Fprintf(&b, "  #%d %s calibrated %.3gs raw %.3gs discount %.2f %s %s (%s)\n", f.Rank, f.Name, f.Calibrated, f.Raw,
+			f.Discount, f.Dimension, f.Pattern, f.Variable)
+	}
+	return b.String()
+}
+
+// TestVprofDiagnose records each program normally and buggy with
+// culprit record --values and checks that culprit report ranks the root
+// cause below 3rd by self time while culprit diagnose ranks it 1st or 2nd
+// with the right pattern, and localises the anomalous values in it.
+func TestVprofDiagnose(t *testing.T) {
+	testutil.NeedRoot(t)
+	testutil.Need(t, valuesSupported(t), "culprit record --values is not implemented yet")
+	for _, c := range vprofCases {
+		t.Run(c.name, func(t *testing.T) {
+			dir := t.TempDir()
+			bin := c.bin(t)
+			normal, buggy := filepath.Join(dir, "normal.rec"), filepath.Join(dir, "buggy.rec")
+			mustRun(t, append([]string{"record", "--values", "-o", normal, "--", bin}, c.normal...)...)
+			mustRun(t, append([]string{"record", "--values", "-o", buggy, "--", bin}, c.buggy...)...)
+
+			r, f := selfRank(t, buggy, c.root)
+			if r != 0 && r <= 3 {
+				t.Errorf("culprit report ranks %s %d by self time; want below 3rd. Top: %s", c.root, r, topNames(f, 6))
+			}
+
+			out := mustRun(t, "diagnose", "--normal", normal, "--buggy", buggy, "--format", "json")
+			var d diagnoseJSON
+			if err := json.Unmarshal([]byte(out), &d); err != nil {
+				t.Fatalf("diagnose JSON: %v\n%s", err, out)
+			}
+			rank := 0
+			for _, fn := range d.Functions {
+				if fn.Name == c.root {
+					rank = fn.Rank
+					if fn.Pattern != c.pattern {
+						t.Errorf("%s: pattern %s (from %s, %s), want %s", c.root, fn.Pattern, fn.Variable, fn.Dimension, c.pattern)
+					}
+					inRoot := false
+					for _, l := range fn.Lines {
+						inRoot = inRoot || l.Function == c.root && strings.HasSuffix(l.File, "vprof_"+c.name+".c")
+					}
+					if !inRoot {
+						t.Errorf("%s: anomalous values not localised in it: %+v", c.root, fn.Lines)
+					}
+				}
+			}
+			if rank < 1 || rank > 2 {
+				t.Errorf("diagnose ranks %s %d; want 1st or 2nd\n%s", c.root, rank, d.summary(6))
+			}
+			t.Logf("self rank %d, diagnose rank %d\n%s", r, rank, d.summary(4))
+
+			text := mustRun(t, "diagnose", "--normal", normal, "--buggy", buggy, "--top", "3")
+			if !strings.Contains(text, c.root) || !strings.Contains(text, "normal median") {
+				t.Errorf("text report:\n%s", text)
+			}
+		})
+	}
+}
+
+// TestDiagnoseErrors: what diagnose says about recordings it cannot use.
+func TestDiagnoseErrors(t *testing.T) {
+	testutil.NeedRoot(t)
+	dir := t.TempDir()
+	o2 := testutil.C(t, "hier-O2", []string{"hier.c"}, "-O2", "-g")
+	o0 := testutil.C(t, "hier-O0", []string{"hier.c"}, "-O0", "-g")
+	a, b := filepath.Join(dir, "a.rec"), filepath.Join(dir, "b.rec")
+	mustRun(t, "record", "-o", a, "--", o2, "1")
+	mustRun(t, "record", "-o", b, "--", o0, "1")
+
+	// A run without value samples.
+	_, errs, code := run(t, "diagnose", "--normal", a, "--buggy", a)
+	if code != 1 || !strings.Contains(errs, "no value samples") || !strings.Contains(errs, "culprit record --values") {
+		t.Errorf("no values: exit %d\n%s", code, errs)
+	}
+	// Runs of two builds.
+	_, errs, code = run(t, "diagnose", "--normal", a, "--buggy", b)
+	if code != 1 || !strings.Contains(errs, "different binaries") || !strings.Contains(errs, "--allow-different-binaries") {
+		t.Errorf("different binaries: exit %d\n%s", code, errs)
+	}
+	// Usage.
+	for _, args := range [][]string{
+		{"diagnose", "--normal", a},
+		{"diagnose", a, "--buggy", a},
+		{"diagnose", "--normal", a, "--buggy", a, "--format", "xml"},
+		{"diagnose", "--normal", a, "--buggy", a, "--alpha", "2"},
+		{"diagnose", "--normal", a, "--buggy", a, "--default-discount", "-1"},
+	} {
+		if _, errs, code := run(t, args...); code != 2 {
+			t.Errorf("%v: exit %d, want 2\n%s", args, code, errs)
+		}
+	}
+	// A file that is not there.
+	if _, errs, code := run(t, "diagnose", "--normal", filepath.Join(dir, "none.rec"), "--buggy", a); code != 1 || !strings.Contains(errs, "none.rec") {
+		t.Errorf("missing file: exit %d\n%s", code, errs)
+	}
+	if _, err := os.Stat(a); err != nil {
+		t.Fatal(err)
+	}
+}

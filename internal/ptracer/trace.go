@@ -66,8 +66,8 @@ func (s *session) runPoll() error {
 			// Interrupt the threads that used their interval; note when the
 			// others would have used theirs if they ran all along.
 			for _, t := range s.order {
-				if t.state != stRunning || t.interrupted || t.fd < 0 {
-					continue
+				if t.state != stRunning || t.interrupted || t.fd < 0 || t.due > now {
+					continue // a thread cannot be due before it ran its interval
 				}
 				cpu, err := s.cpuTime(t)
 				if err != nil {

@@ -348,11 +348,20 @@ func (s *session) warn(format string, args ...any) {
 	s.res.Warnings = append(s.res.Warnings, msg)
 }
 
-// loadKernelSymbols reads /proc/kallsyms; it returns a warning instead when
+// loadKernelSymbols reads the kernel's symbols from the on-disk cache, or
+// from /proc/kallsyms (then caches them); it returns a warning instead when
 // kernel frames cannot be named.
 func loadKernelSymbols(userOnly bool) (*symbol.KernelTable, string) {
 	if userOnly {
 		return nil, ""
+	}
+	cache, cacheable := kcachePath()
+	if cacheable {
+		if syms, err := loadKcache(cache); err == nil {
+			if t := symbol.NewKernelTable(syms); t.Len() > 0 {
+				return t, ""
+			}
+		}
 	}
 	f, err := os.Open("/proc/kallsyms")
 	if err != nil {
@@ -366,6 +375,9 @@ func loadKernelSymbols(userOnly bool) (*symbol.KernelTable, string) {
 	t := symbol.NewKernelTable(syms)
 	if t.Len() == 0 {
 		return nil, fmt.Sprintf("kernel frames will be unnamed: /proc/kallsyms hides addresses (kernel.kptr_restrict is %s; run as root or set it to 0)", perf.ReadSysctl("kernel/kptr_restrict"))
+	}
+	if cacheable {
+		saveKcache(cache, syms)
 	}
 	return t, ""
 }

@@ -103,12 +103,47 @@ type Stop struct {
 	// is written with what is left.
 	PCs      []uint64
 	Complete bool
+	// Frames are the same frames with the registers CFI restores in each
+	// and its CFA (unwind.UnwindFrames), for reading variables in callers.
+	Frames []unwind.Frame
 	// Stack is the copy of live stack read from StackSP (the thread's rsp).
 	Stack   []byte
 	StackSP uint64
 	// Drop, set by the hook, leaves this sample out of the recording (the
 	// hook's records are still written).
 	Drop bool
+
+	s *session
+	p *process
+}
+
+// Mem reads len(buf) bytes of the stopped process's memory at addr; a short
+// read is an error. It has the signature of state.Thread.Mem.
+func (s *Stop) Mem(addr uint64, buf []byte) error {
+	n, err := s.ReadMemory(addr, buf)
+	if err == nil && n != len(buf) {
+		err = fmt.Errorf("reading %d bytes at %#x of process %d: only %d readable", len(buf), addr, s.PID, n)
+	}
+	return err
+}
+
+// Object says which object file is mapped at pc in the stopped process and
+// its load bias (runtime address = ELF address + bias), from the mappings
+// the collector keeps (it implements state.Resolver).
+func (s *Stop) Object(pc uint64) (path string, bias uint64, ok bool) {
+	if s.p == nil {
+		return "", 0, false
+	}
+	m, ok := s.p.space.find(pc)
+	if !ok || len(m.path) == 0 || m.path[0] != '/' {
+		return "", 0, false
+	}
+	t := s.s.tableFor(m.path)
+	if t == nil {
+		return "", 0, false
+	}
+	bias, ok = t.Bias(m.start, m.pgoff)
+	return m.path, bias, ok
 }
 
 // ReadMemory reads the stopped process's memory at addr into p; it returns

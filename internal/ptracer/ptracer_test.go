@@ -17,7 +17,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/culprit-dev/culprit/internal/expr"
 	"github.com/culprit-dev/culprit/internal/recording"
+	"github.com/culprit-dev/culprit/internal/state"
 	"github.com/culprit-dev/culprit/internal/testutil"
 	"github.com/culprit-dev/culprit/internal/unwind"
 )
@@ -222,6 +224,18 @@ func TestOnStop(t *testing.T) {
 		if !strings.Contains(s.Exe, "hier") {
 			bad++
 		}
+		if len(s.Frames) != len(s.PCs) || s.Frames[0].Regs != s.DWARF {
+			bad++
+		} else {
+			for i, f := range s.Frames {
+				if f.PC != s.PCs[i] {
+					bad++
+				}
+			}
+		}
+		if path, _, ok := s.Object(s.Regs.Rip); !ok || path != s.Exe {
+			bad++
+		}
 		var recs []recording.Record
 		if calls == 1 {
 			recs = append(recs, &recording.ValueSource{ID: 1, Class: recording.SourceExpression, Name: "rsp"})
@@ -245,6 +259,42 @@ func TestOnStop(t *testing.T) {
 	c := readRecording(t, o)
 	if len(c.values) != calls || res.Samples != uint64(calls-calls/2) || len(c.samples) != int(res.Samples) {
 		t.Errorf("%d calls, %d values, %d samples (result %d)", calls, len(c.values), len(c.samples), res.Samples)
+	}
+}
+
+// The hook is enough to evaluate expressions with internal/state: PCT's
+// hierarchical test, where n in worker averages 10M·1/3 + 20M·2/3.
+func TestOnStopExpression(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "hier-O0", []string{"hier.c"}, "-O0", "-g")
+	spec, err := expr.ParseSpec("hier*@worker@n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sampler := state.NewSampler([]*expr.Spec{spec}, nil, 1)
+	hook := func(st *Stop) []recording.Record {
+		return sampler.Apply(state.Thread{PID: st.PID, TID: st.TID, Time: st.Time, Exe: st.Exe,
+			Frames: st.Frames, Mem: st.Mem, Objects: st}).Records
+	}
+	o := out(t)
+	if _, err := Launch(Options{Output: o, OnStop: hook}, []string{bin, "3"}); err != nil {
+		t.Fatal(err)
+	}
+	var sum float64
+	n := 0
+	for _, v := range readRecording(t, o).values {
+		if v.Type == recording.ValueInt || v.Type == recording.ValueUint {
+			sum += float64(int64(v.Bits))
+			n++
+		}
+	}
+	if n < 100 {
+		t.Fatalf("%d values of n", n)
+	}
+	mean := sum / float64(n)
+	t.Logf("%d values (%d records), mean n %.4g", n, len(readRecording(t, o).values), mean)
+	if want := 10e6/3 + 20e6*2/3; math.Abs(mean-want) > 0.1*want {
+		t.Errorf("mean of n %.4g, want %.4g within 10%%", mean, want)
 	}
 }
 

@@ -394,7 +394,7 @@ func (s *session) sample(t *thread, now uint64) {
 	d := toDWARF(r)
 	n, _ := readMem(t.pid, r.Rsp, s.stack)
 	res := resolver{s: s, sp: p.space}
-	pcs, complete := unwind.Unwind(d, unwind.StackCopy{SP: r.Rsp, Data: s.stack[:n]}, &res, 256)
+	pcs, frames, complete := s.unwind(d, unwind.StackCopy{SP: r.Rsp, Data: s.stack[:n]}, &res)
 	if res.miss {
 		// A PC outside every known mapping: the process may have mapped
 		// something (dlopen, the libraries ld.so maps after exec). A return
@@ -406,7 +406,7 @@ func (s *session) sample(t *thread, now uint64) {
 			if s.readMaps(p, now) {
 				p.missWait = 0
 				res = resolver{s: s, sp: p.space}
-				pcs, complete = unwind.Unwind(d, unwind.StackCopy{SP: r.Rsp, Data: s.stack[:n]}, &res, 256)
+				pcs, frames, complete = s.unwind(d, unwind.StackCopy{SP: r.Rsp, Data: s.stack[:n]}, &res)
 			} else {
 				p.missWait = min(max(2*p.missWait, minMissWait), maxMissWait)
 			}
@@ -421,7 +421,7 @@ func (s *session) sample(t *thread, now uint64) {
 	if s.o.OnStop != nil {
 		st := &s.stop
 		*st = Stop{Time: now, PID: t.pid, TID: t.tid, Exe: p.exe, Regs: *r, DWARF: d,
-			PCs: pcs, Complete: complete, Stack: s.stack[:n], StackSP: r.Rsp}
+			PCs: pcs, Complete: complete, Frames: frames, Stack: s.stack[:n], StackSP: r.Rsp, s: s, p: p}
 		extra = s.o.OnStop(st)
 		pcs, keep = st.PCs, !st.Drop
 	}
@@ -439,6 +439,24 @@ func (s *session) sample(t *thread, now uint64) {
 	for _, rec := range extra {
 		s.write(rec)
 	}
+}
+
+// maxFrames bounds the frames unwound per sample.
+const maxFrames = 256
+
+// unwind unwinds a stack copy. With a hook it keeps every frame's registers
+// and CFA for the hook (unwind.UnwindFrames); without, only the PCs.
+func (s *session) unwind(regs unwind.Regs, stack unwind.StackCopy, r unwind.Resolver) ([]uint64, []unwind.Frame, bool) {
+	if s.o.OnStop == nil {
+		pcs, complete := unwind.Unwind(regs, stack, r, maxFrames)
+		return pcs, nil, complete
+	}
+	frames, complete := unwind.UnwindFrames(regs, stack, r, maxFrames)
+	pcs := make([]uint64, len(frames))
+	for i, f := range frames {
+		pcs[i] = f.PC
+	}
+	return pcs, frames, complete
 }
 
 // toDWARF puts ptrace's registers in DWARF x86-64 numbering.

@@ -14,7 +14,6 @@ import (
 	"github.com/culprit-dev/culprit/internal/recording"
 	"github.com/culprit-dev/culprit/internal/rules"
 	"github.com/culprit-dev/culprit/internal/state"
-	"github.com/culprit-dev/culprit/internal/unwind"
 )
 
 func formatVersion() string {
@@ -161,20 +160,13 @@ func recordPtrace(c *cobra.Command, o recorder.Options, pid int, args []string, 
 		if o.Values {
 			sampler.EnableValues(o.ValuesDepth, true)
 		}
-		live := state.NewLive()
-		lastExe := map[int]string{}
 		po.OnStop = func(st *ptracer.Stop) []recording.Record {
-			if lastExe[st.PID] != st.Exe {
-				live.Forget(st.PID) // a new process image
-				lastExe[st.PID] = st.Exe
-			}
 			if !sampler.Wants(st.Exe) {
 				return nil
 			}
-			p := live.Process(st.PID)
-			frames, _ := unwind.UnwindFrames(st.DWARF, unwind.StackCopy{SP: st.StackSP, Data: st.Stack}, p, 64)
+			// The collector's own frames (with their registers) and mappings.
 			r := sampler.Apply(state.Thread{PID: st.PID, TID: st.TID, Time: st.Time, Exe: st.Exe,
-				Frames: frames, Mem: state.Memory(st.TID), Objects: p})
+				Frames: st.Frames, Mem: st.Mem, Objects: st})
 			st.Drop = r.Drop
 			if r.Keep > 0 && r.Keep < len(st.PCs) {
 				st.PCs = st.PCs[:r.Keep]

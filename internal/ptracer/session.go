@@ -377,6 +377,11 @@ func (s *session) readMaps(p *process, now uint64) bool {
 		p.known[mm] = true
 		p.space.add(mm)
 		changed = true
+		if _, ok := s.objects[m.Path]; !ok && len(m.Path) > 0 && m.Path[0] == '/' {
+			// Load its CFI in the background: the first sample in it then
+			// does not hold the thread stopped for the load.
+			go s.tables.Get(m.Path)
+		}
 		s.write(&recording.Mmap{Time: now, PID: uint32(p.pid), TID: uint32(p.pid), Start: m.Start, Len: m.End - m.Start,
 			Pgoff: m.Offset, Prot: unix.PROT_READ | unix.PROT_EXEC, BuildID: s.fileBuildID(m.Path), Path: m.Path})
 	}

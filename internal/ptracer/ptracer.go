@@ -465,6 +465,17 @@ func (s *session) seizeProcess(pid int) error {
 	if first == nil {
 		first = s.order[0]
 	}
+	if s.o.Mechanism == MechanismAuto {
+		// A thread that blocks SIGTRAP (sigfillset before sigwait, say)
+		// never stops for the sigtrap mechanism.
+		for _, t := range s.order {
+			if blocksSigtrap(t.tid) {
+				s.o.Mechanism = MechanismPoll
+				s.warn("thread %d blocks SIGTRAP: sampling by polling each thread's CPU time instead of sigtrap perf events", t.tid)
+				break
+			}
+		}
+	}
 	if err := s.chooseMechanism(first); err != nil {
 		return err
 	}

@@ -451,6 +451,71 @@ func exists(pid int) bool {
 	return err == nil
 }
 
+// blockerC blocks every signal (as programs that sigwait in one thread do),
+// spins for argv[1] seconds, unblocks them, spins a little more and writes
+// "ok" to argv[2]: it dies before that if a SIGTRAP was left queued.
+const blockerC = `
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+volatile unsigned long sink;
+static double now(void) { struct timespec t; clock_gettime(CLOCK_MONOTONIC, &t); return t.tv_sec + t.tv_nsec / 1e9; }
+static void spin(double secs) { double end = now() + secs; while (now() < end) for (int i = 0; i < 100000; i++) sink += i; }
+int main(int argc, char **argv) {
+	sigset_t all;
+	sigfillset(&all);
+	sigprocmask(SIG_BLOCK, &all, NULL);
+	spin(atof(argv[1]));
+	sigprocmask(SIG_UNBLOCK, &all, NULL);
+	spin(0.1);
+	FILE *f = fopen(argv[2], "w");
+	fputs("ok", f);
+	fclose(f);
+	return 0;
+}
+`
+
+// A program that blocks SIGTRAP never stops for the sigtrap mechanism:
+// attaching picks polling, and a forced sigtrap session leaves no SIGTRAP
+// queued to kill it once it unblocks.
+func TestBlockedSigtrap(t *testing.T) {
+	testutil.NeedRoot(t)
+	dir := t.TempDir()
+	cmd := exec.Command("gcc", "-O2", "-x", "c", "-o", filepath.Join(dir, "blocker"), "-")
+	cmd.Stdin = strings.NewReader(blockerC)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, b)
+	}
+	// Detaching must not wait for the program to unblock SIGTRAP.
+	defer func(d time.Duration) { detachTimeout = d }(detachTimeout)
+	detachTimeout = 300 * time.Millisecond
+	for _, mech := range []string{MechanismAuto, MechanismSigtrap} {
+		t.Run("mechanism="+mech, func(t *testing.T) {
+			okFile := filepath.Join(dir, "ok-"+mech)
+			pid := startDetached(t, filepath.Join(dir, "blocker"), "1.2", okFile)
+			res, err := Attach(Options{Output: out(t), Mechanism: mech, Duration: 400 * time.Millisecond}, pid, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s: %d samples, warnings %q", res.Mechanism, res.Samples, res.Warnings)
+			assertFree(t, pid)
+			if mech == MechanismSigtrap && len(res.Warnings) == 0 {
+				t.Errorf("no warning that the thread could not be sampled")
+			}
+			if mech == MechanismAuto && (res.Mechanism != MechanismPoll || res.Samples < 100) {
+				t.Errorf("mechanism %s with %d samples, want poll sampling the thread", res.Mechanism, res.Samples)
+			}
+			for i := 0; i < 100 && exists(pid); i++ {
+				time.Sleep(30 * time.Millisecond)
+			}
+			if b, err := os.ReadFile(okFile); err != nil || string(b) != "ok" {
+				t.Errorf("the program did not finish after unblocking its signals (%v)", err)
+			}
+		})
+	}
+}
+
 // The sentinel wakes a tracer blocked in wait4 and leaves no zombie.
 func TestSentinel(t *testing.T) {
 	runtime.LockOSThread()

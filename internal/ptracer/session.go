@@ -33,8 +33,9 @@ const (
 	maxMissWait = uint64(time.Second)
 )
 
-// detachTimeout bounds how long detaching waits for threads to stop.
-const detachTimeout = 5 * time.Second
+// detachTimeout bounds how long detaching waits for threads to stop (a
+// variable for tests).
+var detachTimeout = 5 * time.Second
 
 type tstate uint8
 

@@ -89,6 +89,31 @@ func pendingSignals(tid int, out []siginfo) (int, error) {
 	return int(r), nil
 }
 
+// sigtrapBit is SIGTRAP's bit in a signal mask.
+const sigtrapBit = uint64(1) << (unix.SIGTRAP - 1)
+
+// getSigmask and setSigmask read and set a stopped thread's blocked signals.
+func getSigmask(tid int) (uint64, error) {
+	var m uint64
+	err := ptrace(unix.PTRACE_GETSIGMASK, tid, 8, uintptr(unsafe.Pointer(&m)))
+	return m, err
+}
+
+func setSigmask(tid int, m uint64) error {
+	return ptrace(unix.PTRACE_SETSIGMASK, tid, 8, uintptr(unsafe.Pointer(&m)))
+}
+
+// blocksSigtrap reports whether a thread blocks SIGTRAP, from the SigBlk
+// line of its /proc status.
+func blocksSigtrap(tid int) bool {
+	v, ok := statusField(tid, "SigBlk")
+	if !ok {
+		return false
+	}
+	m, err := strconv.ParseUint(v, 16, 64)
+	return err == nil && m&sigtrapBit != 0
+}
+
 // readMem reads the target's memory at addr into p with process_vm_readv.
 // A range that runs into unmapped memory gives a short count, not an error.
 func readMem(pid int, addr uint64, p []byte) (int, error) {

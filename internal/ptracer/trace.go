@@ -509,6 +509,8 @@ func (s *session) detachAll() {
 	}
 	deadline := time.Now().Add(detachTimeout)
 	var ws unix.WaitStatus
+	masks := map[int]uint64{} // threads whose SIGTRAP was unblocked to take our queued one
+	blocked := 0
 	for len(pending) > 0 {
 		pid, err := wait(&ws, true)
 		if err != nil {
@@ -558,8 +560,15 @@ func (s *session) detachAll() {
 				}
 			}
 		case unix.PTRACE_EVENT_STOP:
-			if s.mech == MechanismSigtrap && s.trapQueued(pid) {
-				// Let it take our queued SIGTRAP, then detach from that stop.
+			if _, done := masks[pid]; !done && s.mech == MechanismSigtrap && s.trapQueued(pid) {
+				// Let it take our queued SIGTRAP, then detach from that
+				// stop. A thread that blocks SIGTRAP is let take it with
+				// SIGTRAP unblocked (its mask is restored before detaching):
+				// left queued, it would kill the program once unblocked.
+				if m, err := getSigmask(pid); err == nil && m&sigtrapBit != 0 && setSigmask(pid, m&^sigtrapBit) == nil {
+					masks[pid] = m
+					blocked++
+				}
 				cont(pid, 0)
 				continue
 			}
@@ -568,6 +577,9 @@ func (s *session) detachAll() {
 				detachSig = int(sig)
 			}
 		}
+		if m, ok := masks[pid]; ok {
+			setSigmask(pid, m)
+		}
 		if err := detach(pid, detachSig); err != nil && err != unix.ESRCH {
 			s.warn("detaching from thread %d: %v", pid, err)
 		}
@@ -575,6 +587,9 @@ func (s *session) detachAll() {
 	}
 	if len(pending) > 0 {
 		s.warn("%d threads did not stop within %v to be detached; they stay traced until culprit exits", len(pending), detachTimeout)
+	}
+	if blocked > 0 {
+		s.warn("%d threads blocked SIGTRAP while traced, so the sigtrap mechanism could not sample them", blocked)
 	}
 	s.threads = map[int]*thread{}
 	s.order = nil

@@ -22,10 +22,16 @@
 // overflow while a SIGTRAP is still pending) show as Lost records. Jitter
 // changes each thread's next period with PERF_EVENT_IOC_PERIOD.
 //
-// The fallback ("poll"), used when the kernel refuses sigtrap events, wakes
-// at every period, reads each thread's CPU time from
-// /proc/PID/task/TID/schedstat and PTRACE_INTERRUPTs the threads that used
-// at least one (jittered) period since their last sample.
+// The fallback ("poll"), used when the kernel refuses sigtrap events or an
+// attached process has a thread that blocks SIGTRAP (such a thread never
+// stops for it), wakes when a thread may have used its (jittered) interval,
+// reads its CPU time (a counting perf event, else
+// /proc/PID/task/TID/schedstat, only as fresh as the scheduler tick) and
+// PTRACE_INTERRUPTs it if it did. It stops threads more cheaply, but its
+// timing depends on culprit getting a CPU: with more runnable threads than
+// CPUs it loses ticks (docs/performance.md).
+//
+// Samples carry no CPU number (Sample.CPU is 0): ptrace does not tell it.
 //
 // # Hazard
 //
@@ -33,7 +39,8 @@
 // in one of its SIGTRAP stops, or with a SIGTRAP still queued, the kernel
 // detaches and delivers that SIGTRAP, which kills most programs. A clean
 // stop (Ctrl-C, SIGTERM, the duration, the stop channel, an error) never
-// does: perf events are closed first, queued SIGTRAPs are consumed, and only
+// does: perf events are closed first, queued SIGTRAPs are consumed (with
+// SIGTRAP unblocked for that moment in threads that block it), and only
 // then are threads detached. The poll mechanism has no such hazard.
 package ptracer
 

@@ -96,7 +96,11 @@ type diagnoseJSON struct {
 		Dimension  string  `json:"dimension"`
 		Variable   string  `json:"variable"`
 		Pattern    string  `json:"pattern"`
-		Lines      []struct {
+		Var        *struct {
+			Name string `json:"name"`
+			Tags string `json:"tags"`
+		} `json:"variable_info"`
+		Lines []struct {
 			File     string `json:"file"`
 			Line     int    `json:"line"`
 			Function string `json:"function"`
@@ -142,12 +146,12 @@ func TestVprofDiagnose(t *testing.T) {
 			if err := json.Unmarshal([]byte(out), &d); err != nil {
 				t.Fatalf("diagnose JSON: %v\n%s", err, out)
 			}
-			rank := 0
+			rank, pattern, tags := 0, "", ""
 			for _, fn := range d.Functions {
 				if fn.Name == c.root {
-					rank = fn.Rank
-					if fn.Pattern != c.pattern {
-						t.Errorf("%s: pattern %s (from %s, %s), want %s", c.root, fn.Pattern, fn.Variable, fn.Dimension, c.pattern)
+					rank, pattern = fn.Rank, fn.Pattern
+					if fn.Var != nil {
+						tags = fn.Var.Tags
 					}
 					inRoot := false
 					for _, l := range fn.Lines {
@@ -166,6 +170,14 @@ func TestVprofDiagnose(t *testing.T) {
 			text := mustRun(t, "diagnose", "--normal", normal, "--buggy", buggy, "--top", "3")
 			if !strings.Contains(text, c.root) || !strings.Contains(text, "normal median") {
 				t.Errorf("text report:\n%s", text)
+			}
+
+			// The patterns follow from the variables' schema tags (loop,
+			// cond, args), which the recorder must supply.
+			testutil.Need(t, tags != "" && tags != "none",
+				"culprit record --values wrote no schema tags (loop, cond, args) for "+c.root+"'s variables: bug patterns cannot be inferred")
+			if pattern != c.pattern {
+				t.Errorf("%s: pattern %s (variable tags %q), want %s\n%s", c.root, pattern, tags, c.pattern, d.summary(4))
 			}
 		})
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"runtime/debug"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -108,6 +109,9 @@ or the flag repeated). Costs are CPU time per buggy run.`,
 				if err != nil {
 					return err
 				}
+				// The profile is no longer needed (the analyzer keeps what
+				// it uses): give its memory back before the next run loads.
+				debug.FreeOSMemory()
 			}
 			res, err := a.Result()
 			if err != nil {
@@ -211,7 +215,7 @@ func sameBinary(normal, buggy []string, allow bool) ([]profile.Executable, error
 			return nil, fmt.Errorf("runs of different binaries compared: %s run %s ran %s, but %s run %s ran %s.\n"+
 				"vProf compares runs of one build. Record both kinds of run with the same binary, or pass\n"+
 				"--allow-different-binaries to compare two builds (e.g. an older version as the normal run):\n"+
-				"variables are then matched by name, function, file and type, and functions by name and object file name",
+				"variables are then matched by name, function, file, declaring line and type, and functions by name and object file name",
 				kind(ref), all[ref], exes[ref], kind(i), all[i], e)
 		}
 	}

@@ -20,12 +20,19 @@ import (
 // whether the recorder wrote the return address or the call's own address
 // (then in the instruction before it, in the same function).
 
-// pcKey identifies a symbolized value PC: one version of a process's address
-// space, the PC, and whether it is a caller's (looked up at PC−1).
-type pcKey struct {
+// pcFrames caches the symbolized value PCs of one version of an address
+// space: PC<<1 | caller → 1 + frame index (caller PCs are looked up at
+// PC−1, so they are cached apart).
+type pcFrames struct {
 	space  int
-	pc     uint64
-	caller bool
+	frames map[uint64]int32
+}
+
+// valuePCs are the loader's caches of symbolized value PCs: per space id,
+// and the last one used (values come in runs from one process).
+type valuePCs struct {
+	last   *pcFrames
+	spaces map[int]*pcFrames
 }
 
 // kernelStart is the lowest kernel address on 64-bit Linux; values are read
@@ -44,18 +51,30 @@ func (l *loader) valueFrame(pid uint32, pc uint64, depth uint8) int32 {
 		sp = l.newSpace(nil)
 		l.spaces[pid] = sp
 	}
-	if l.pcFrames == nil {
-		l.pcFrames = map[pcKey]int32{}
+	c := l.vpcs.last
+	if c == nil || c.space != sp.id {
+		if l.vpcs.spaces == nil {
+			l.vpcs.spaces = map[int]*pcFrames{}
+		}
+		if c = l.vpcs.spaces[sp.id]; c == nil {
+			c = &pcFrames{space: sp.id, frames: map[uint64]int32{}}
+			l.vpcs.spaces[sp.id] = c
+		}
+		l.vpcs.last = c
 	}
-	k := pcKey{space: sp.id, pc: pc, caller: depth > 0}
-	if f, ok := l.pcFrames[k]; ok {
+	caller := depth > 0
+	k := pc << 1
+	if caller {
+		k |= 1
+	}
+	if f, ok := c.frames[k]; ok {
 		return f
 	}
 	f := int32(0)
-	if ids := l.userFrames(pid, sp, pc, depth > 0); len(ids) > 0 {
+	if ids := l.userFrames(pid, sp, pc, caller); len(ids) > 0 {
 		f = ids[0] + 1
 	}
-	l.pcFrames[k] = f
+	c.frames[k] = f
 	return f
 }
 

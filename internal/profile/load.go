@@ -78,7 +78,7 @@ type loader struct {
 	noSyms   map[string]bool
 	syms     map[uint32][]recording.Symbol   // Symbol records by pid (0: all), sorted after reading
 	vsrc     map[recording.ValueSource]int32 // value source (ID cleared) → index
-	pcFrames map[pcKey]int32                 // value PCs symbolized so far (lines.go)
+	vpcs     valuePCs                        // value PCs symbolized so far (lines.go)
 }
 
 // Load reads recordings and builds a symbolized Profile. Damaged or

@@ -199,15 +199,19 @@ noinline void buf_flush_single_page(struct pool *pool)
 		write_page(pool, b);
 }
 
+noinline struct block *free_list_pop(struct pool *pool)
+{
+	struct block *b = pool->free;
+	pool->free = b->next;
+	b->next = NULL;
+	return b;
+}
+
 noinline struct block *buf_get_free_block(struct pool *pool)
 {
 	for (;;) {
-		struct block *b = pool->free;
-		if (b) {
-			pool->free = b->next;
-			b->next = NULL;
-			return b;
-		}
+		if (pool->free)
+			return free_list_pop(pool);
 		if (!buf_lru_scan_and_free(pool))
 			buf_flush_single_page(pool);
 	}

@@ -124,11 +124,16 @@ func (r *rec) write(x recording.Record) {
 	}
 }
 
-// variable defines a variable; tags as in the schema ("loop,cond", "none").
+// variable defines a variable declared at line 10; tags as in the schema
+// ("loop,cond", "none").
 func (r *rec) variable(name, function, typ, tags string, pointer bool) uint32 {
+	return r.variableAt(name, function, typ, tags, 10, pointer)
+}
+
+func (r *rec) variableAt(name, function, typ, tags string, line int, pointer bool) uint32 {
 	r.id++
 	r.write(&recording.ValueSource{ID: r.id, Class: recording.SourceVariable, Name: name, Function: function,
-		File: "hier.c", Line: 10, Type: typ, Tags: tags, Global: function == "#global", Pointer: pointer})
+		File: "hier.c", Line: line, Type: typ, Tags: tags, Global: function == "#global", Pointer: pointer})
 	return r.id
 }
 

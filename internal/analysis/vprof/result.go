@@ -335,8 +335,9 @@ func list(names []string, n int) string {
 }
 
 // mostAnomalous returns the variable with the lowest discount. Ties go, in
-// order, to a variable whose test rejected, to the stronger anomaly of the
-// dimension that set it (larger Hellinger distance, then value over
+// order, to a variable whose test rejected, to one sampled in the normal
+// runs too (whose anomaly a test established), to the stronger anomaly of
+// the dimension that set it (larger Hellinger distance, then value over
 // duration over delta, as between dimensions), to more buggy samples, and
 // to the name.
 func (a *Analyzer) mostAnomalous(vars []int32, comps []comparison) int32 {
@@ -345,11 +346,10 @@ func (a *Analyzer) mostAnomalous(vars []int32, comps []comparison) int32 {
 		x, y := a.vars[i].result, a.vars[best].result
 		dx, dy := comps[i].dims[comps[i].chosen], comps[best].dims[comps[best].chosen]
 		switch {
-		case x.Discount != y.Discount || x.Anomalous != y.Anomalous || dx.Hellinger != dy.Hellinger ||
-			dimPref(dx.Dimension) != dimPref(dy.Dimension):
-			if strongerDim(dx, dy) {
-				best = i
-			}
+		case strongerDim(dx, dy):
+			best = i
+		case strongerDim(dy, dx):
+			// keep best
 		case x.BuggySamples != y.BuggySamples:
 			if x.BuggySamples > y.BuggySamples {
 				best = i

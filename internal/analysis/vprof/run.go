@@ -2,6 +2,7 @@ package vprof
 
 import (
 	"math"
+	"slices"
 	"sort"
 
 	"github.com/culprit-dev/culprit/internal/profile"
@@ -115,11 +116,6 @@ type stState struct {
 	has   bool
 }
 
-type stKey struct {
-	v   int32
-	tid uint32
-}
-
 func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 	r := &runData{info: info, pcCost: map[int32]float64{}, varCost: map[int32]float64{}}
 	// Count first: a run without variable values changes nothing.
@@ -128,6 +124,7 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 		isVar[i] = vs.Class == recording.SourceVariable
 	}
 	var values, other int
+	perSource := make([]int, len(p.ValueSources))
 	for _, v := range p.Values {
 		if v.Source < 0 || int(v.Source) >= len(isVar) {
 			continue
@@ -136,6 +133,7 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 			other++
 		} else if !v.Missing() {
 			values++
+			perSource[v.Source]++
 		}
 	}
 	cpu := 0
@@ -180,6 +178,32 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 		}
 	}
 	r.info.Variables = len(distinct)
+	// Room for the samples (at most one per value).
+	count := map[int32]int{}
+	for i, vi := range srcVar {
+		if vi >= 0 {
+			count[vi] += perSource[i]
+		}
+	}
+	for vi, n := range count {
+		va := a.vars[vi]
+		var ser *series
+		if buggy {
+			ser = &va.buggy
+			va.bs = slices.Grow(va.bs, n)
+			va.runs = slices.Grow(va.runs, n/4)
+		} else {
+			for len(va.normal) <= len(a.normal) {
+				va.normal = append(va.normal, nil)
+			}
+			ser = &series{}
+			va.normal[len(a.normal)] = ser
+		}
+		if !va.src.Pointer {
+			ser.values = slices.Grow(ser.values, n)
+			ser.deltas = slices.Grow(ser.deltas, n)
+		}
+	}
 
 	period := defaultPeriod(p)
 	// PC cost: the innermost frame of every CPU sample.
@@ -215,8 +239,7 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 		pc    uint64
 		owner int32
 	}
-	type ownerKey struct{ src, frame int32 }
-	owners := map[ownerKey]int32{}
+	owners := map[int64]int32{} // source<<32 | frame index → function
 	frameLoc := map[int32]int32{}
 	var tick []owned // the values of one sample time
 	tickTime := uint64(0)
@@ -250,7 +273,10 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 		}
 		tick = tick[:0]
 	}
-	states := map[stKey]*stState{}
+	// Per variable, its threads' states (few threads per variable: a linear
+	// search beats a map).
+	states := make([][]stState, len(a.vars))
+	stTID := make([][]uint32, len(a.vars))
 	normalIdx := len(a.normal)
 	for _, v := range p.Values {
 		if v.Source < 0 || int(v.Source) >= len(srcVar) || v.Missing() {
@@ -264,7 +290,7 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 		// The function the value is charged to: a local's own function, a
 		// global's the function of the PC it was read at.
 		fi := v.FrameIndex()
-		ok := ownerKey{v.Source, fi}
+		ok := int64(v.Source)<<32 | int64(uint32(fi))
 		owner, seen := owners[ok]
 		if !seen {
 			fr := p.FrameAt(fi)
@@ -293,11 +319,17 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 
 		// Distributions: one sample per variable, thread and tick (a global
 		// read in several frames of one sample counts once).
-		sk := stKey{vi, v.TID}
-		st := states[sk]
+		var st *stState
+		for j, tid := range stTID[vi] {
+			if tid == v.TID {
+				st = &states[vi][j]
+				break
+			}
+		}
 		if st == nil {
-			st = &stState{}
-			states[sk] = st
+			stTID[vi] = append(stTID[vi], v.TID)
+			states[vi] = append(states[vi], stState{})
+			st = &states[vi][len(states[vi])-1]
 		}
 		if st.has && st.time == v.Time {
 			continue
@@ -354,27 +386,19 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 		st.time, st.value, st.bits, st.kind, st.has = v.Time, x, v.Bits, v.Type, true
 	}
 	flush()
-	// Close the open runs, in a fixed order.
-	keys := make([]stKey, 0, len(states))
-	for k := range states {
-		keys = append(keys, k)
-	}
-	sort.Slice(keys, func(i, j int) bool {
-		if keys[i].v != keys[j].v {
-			return keys[i].v < keys[j].v
-		}
-		return keys[i].tid < keys[j].tid
-	})
-	for _, k := range keys {
-		st := states[k]
-		if !st.has {
-			continue
-		}
-		va := a.vars[k.v]
-		if buggy {
-			va.buggy.durations = append(va.buggy.durations, float64(st.run))
-		} else {
-			va.normal[normalIdx].durations = append(va.normal[normalIdx].durations, float64(st.run))
+	// Close the open runs.
+	for vi := range states {
+		va := a.vars[vi]
+		for j := range states[vi] {
+			st := &states[vi][j]
+			if !st.has {
+				continue
+			}
+			if buggy {
+				va.buggy.durations = append(va.buggy.durations, float64(st.run))
+			} else {
+				va.normal[normalIdx].durations = append(va.normal[normalIdx].durations, float64(st.run))
+			}
 		}
 	}
 	if buggy {

@@ -107,18 +107,21 @@ func (e *NoValuesError) Error() string {
 // ErrNoRuns is returned when normal or buggy runs are missing.
 var ErrNoRuns = errors.New("vprof needs at least one normal and one buggy run")
 
-// varKey identifies a variable across runs (its schema entry without the
-// declaring line and tags, which move between builds).
+// varKey identifies a variable across runs: its schema entry without the
+// tags. The declaring line tells apart variables of one name in one
+// function (a local of an inlined callee is reported in the function it was
+// inlined into).
 type varKey struct {
 	class    recording.SourceKind
 	name     string
 	function string
 	file     string
+	line     int
 	typ      string
 }
 
 func keyOf(vs recording.ValueSource) varKey {
-	return varKey{class: vs.Class, name: vs.Name, function: vs.Function, file: vs.File, typ: vs.Type}
+	return varKey{class: vs.Class, name: vs.Name, function: vs.Function, file: vs.File, line: vs.Line, typ: vs.Type}
 }
 
 // funcKey identifies a function: its source name and the base name of its

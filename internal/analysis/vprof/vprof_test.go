@@ -471,6 +471,51 @@ func TestEdgeCases(t *testing.T) {
 	}
 }
 
+// Two locals of one name in one function (the second, say, of an inlined
+// callee) are two variables, told apart by their declaring line. A variable
+// anomalous by the test beats, at equal discount, one anomalous only because
+// the normal run never sampled it.
+func TestSameNameAndUnsampledTie(t *testing.T) {
+	mk := func(buggy bool) *profile.Profile {
+		fx := newFixture(t)
+		r := fx.create(t, "names.rec")
+		b10 := r.variableAt("b", "dispatch_1", "long", "loop", 10, false)
+		b20 := r.variableAt("b", "dispatch_1", "long", "loop", 20, false)
+		rare := r.variable("rare", "dispatch_1", "int", "cond", false)
+		for i := 0; i < 500; i++ {
+			v20 := int64(i % 5)
+			if buggy {
+				v20 = 1000 + int64(i%50)
+			}
+			r.tick(1, []string{"dispatch_1", "main"}, 0, val{b10, 0, int64(i % 7)}, val{b20, 0, v20})
+			if buggy && i%200 == 0 {
+				r.tick(1, []string{"dispatch_1", "main"}, 0, val{rare, 0, 1})
+			}
+		}
+		return r.done()
+	}
+	res := analyze(t, []*profile.Profile{mk(false)}, []*profile.Profile{mk(true)})
+	var b10, b20 *VariableResult
+	for _, v := range res.Variables {
+		if v.Name == "b" && v.Line == 10 {
+			b10 = v
+		}
+		if v.Name == "b" && v.Line == 20 {
+			b20 = v
+		}
+	}
+	if b10 == nil || b20 == nil || b10.Discount != 0.8 || b20.Discount != 0 || !b20.Anomalous {
+		t.Fatalf("b@10 %+v\nb@20 %+v", b10, b20)
+	}
+	if rare := res.variable(t, "rare"); rare.Discount != 0 || !rare.Anomalous {
+		t.Errorf("rare: %+v", rare)
+	}
+	f := res.fn(t, "dispatch_1")
+	if f.Var != b20 || f.Pattern != Scalability {
+		t.Errorf("dispatch_1's variable %s@%d (%s), want b@20", f.Var.Name, f.Var.Line, f.Pattern)
+	}
+}
+
 // The hist-discounter: with two runs of each kind, a function without
 // variables that ranks higher in the normal runs is discounted fully; one
 // seen only in the buggy runs not at all.

@@ -175,13 +175,13 @@ func (a *Analyzer) Result() (*Result, error) {
 	sort.Strings(res.OnlyNormal)
 	sort.Strings(res.OnlyBuggy)
 	if len(res.OnlyBuggy) > 0 {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("%d variables are in the buggy runs' schema but not in the normal runs' (%s): "+
-			"they are taken as never sampled in the normal runs, which makes them anomalous; if the runs used different schemas, record both with the same --values=SCHEMA",
-			len(res.OnlyBuggy), list(res.OnlyBuggy, 5)))
+		res.Warnings = append(res.Warnings, fmt.Sprintf("%s in the buggy runs' schema but not in the normal runs' (%s): "+
+			"taken as never sampled in the normal runs, which makes them anomalous; if the runs used different schemas, record both with the same --values=SCHEMA",
+			variables(len(res.OnlyBuggy)), list(res.OnlyBuggy, 5)))
 	}
 	if len(res.OnlyNormal) > 0 {
-		res.Warnings = append(res.Warnings, fmt.Sprintf("%d variables are in the normal runs' schema but not in the buggy runs' (%s): they have no buggy samples and are not used",
-			len(res.OnlyNormal), list(res.OnlyNormal, 5)))
+		res.Warnings = append(res.Warnings, fmt.Sprintf("%s in the normal runs' schema but not in the buggy runs' (%s): no buggy samples, not used",
+			variables(len(res.OnlyNormal)), list(res.OnlyNormal, 5)))
 	}
 
 	// Discounts of the variables, in parallel.
@@ -325,6 +325,13 @@ func (a *Analyzer) Result() (*Result, error) {
 		res.Functions[i].Rank = i + 1
 	}
 	return res, nil
+}
+
+func variables(n int) string {
+	if n == 1 {
+		return "1 variable is"
+	}
+	return fmt.Sprintf("%d variables are", n)
 }
 
 func list(names []string, n int) string {

@@ -3,8 +3,8 @@
  *
  * A page read that misses the pool takes a free block; when there is none,
  * buf_lru_scan_and_free() walks the LRU list from its tail for a block it may
- * evict (clean, not fixed, not in I/O), taking each block's mutex to look at
- * it. The page cleaner flushes the oldest dirty blocks in batches every few
+ * evict (clean, not fixed, not in I/O), looking at each block under its
+ * mutex. The page cleaner flushes the oldest dirty blocks in batches every few
  * requests; when no block is clean the miss flushes the tail block itself.
  * With a working set much larger than the pool and only writes, the
  * cleaner falls behind, every block is dirty, and each miss walks the whole
@@ -167,6 +167,16 @@ noinline void flush_batch(struct pool *pool, int n)
 	}
 }
 
+/* buf_lru_free_page_try looks at a block under its mutex: may it be
+ * evicted? */
+noinline int buf_lru_free_page_try(struct block *b)
+{
+	block_mutex_enter(b);
+	int ready = block_ready_for_replace(b);
+	block_mutex_exit(b);
+	return ready;
+}
+
 /* buf_lru_scan_and_free is the root cause: it walks the whole LRU list for
  * a clean block, however long the list. */
 noinline int buf_lru_scan_and_free(struct pool *pool)
@@ -174,10 +184,7 @@ noinline int buf_lru_scan_and_free(struct pool *pool)
 	long scanned = 0;
 	int freed = 0;
 	for (struct block *b = pool->lru_tail; b != NULL; b = lru_itr_prev(pool, b), scanned++) {
-		block_mutex_enter(b);
-		int ready = block_ready_for_replace(b);
-		block_mutex_exit(b);
-		if (ready) {
+		if (buf_lru_free_page_try(b)) {
 			lru_remove(pool, b);
 			hash_remove(pool, b);
 			b->page_no = -1;

@@ -200,3 +200,7 @@ func Exe(pid int) string {
 	}
 	return filepath.Clean(p)
 }
+
+func readFile(pid int, name string) ([]byte, error) {
+	return os.ReadFile(fmt.Sprintf("/proc/%d/%s", pid, name))
+}

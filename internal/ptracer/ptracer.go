@@ -141,16 +141,16 @@ func (s *Stop) Object(pc uint64) (path string, bias uint64, ok bool) {
 	if s.p == nil {
 		return "", 0, false
 	}
-	m, ok := s.p.space.find(pc)
-	if !ok || len(m.path) == 0 || m.path[0] != '/' {
+	m, ok := s.p.space.Find(pc)
+	if !ok || len(m.Path) == 0 || m.Path[0] != '/' {
 		return "", 0, false
 	}
-	t := s.s.tableFor(m.path)
+	t := s.s.tableFor(m.Path)
 	if t == nil {
 		return "", 0, false
 	}
-	bias, ok = t.Bias(m.start, m.pgoff)
-	return m.path, bias, ok
+	bias, ok = t.Bias(m.Start, m.Offset)
+	return m.Path, bias, ok
 }
 
 // ReadMemory reads the stopped process's memory at addr into p; it returns
@@ -382,7 +382,7 @@ func Attach(o Options, pid int, stop <-chan struct{}) (Result, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	defer quietStops()()
-	s, err := newSession(o, recording.Meta{AttachPID: pid, Command: cmdline(pid)})
+	s, err := newSession(o, recording.Meta{AttachPID: pid, Command: proc.Cmdline(pid)})
 	if err != nil {
 		return Result{}, err
 	}
@@ -492,22 +492,6 @@ func (s *session) seizeProcess(pid int) error {
 		}
 	}
 	return s.w.Flush()
-}
-
-func cmdline(pid int) []string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil {
-		return nil
-	}
-	var out []string
-	start := 0
-	for i, c := range b {
-		if c == 0 {
-			out = append(out, string(b[start:i]))
-			start = i + 1
-		}
-	}
-	return out
 }
 
 // testHooks lets tests inject failures at named points ("launched",

@@ -68,8 +68,8 @@ type thread struct {
 type process struct {
 	pid      int
 	exe      string
-	space    *space
-	known    map[mapping]bool
+	space    *proc.Space
+	known    map[proc.Mapping]bool
 	refresh  uint64 // monotonic ns of the last maps read
 	missWait uint64 // ns to wait after refresh before a return address outside the maps causes another
 }
@@ -313,10 +313,10 @@ func (s *session) removeThread(t *thread) {
 }
 
 func (s *session) addProcess(pid int, parent int) *process {
-	p := &process{pid: pid, space: &space{}, known: map[mapping]bool{}}
+	p := &process{pid: pid, space: &proc.Space{}, known: map[proc.Mapping]bool{}}
 	if pp := s.procs[parent]; pp != nil {
 		p.exe = pp.exe
-		p.space = pp.space.clone()
+		p.space = pp.space.Clone()
 		for m := range pp.known {
 			p.known[m] = true
 		}
@@ -371,12 +371,12 @@ func (s *session) readMaps(p *process, now uint64) bool {
 		if !m.Exec() {
 			continue
 		}
-		mm := mapping{start: m.Start, end: m.End, pgoff: m.Offset, path: m.Path}
+		mm := proc.Mapping{Start: m.Start, End: m.End, Offset: m.Offset, Path: m.Path}
 		if p.known[mm] {
 			continue
 		}
 		p.known[mm] = true
-		p.space.add(mm)
+		p.space.Add(mm)
 		changed = true
 		if _, ok := s.objects[m.Path]; !ok && len(m.Path) > 0 && m.Path[0] == '/' {
 			// Load its CFI in the background: the first sample in it then

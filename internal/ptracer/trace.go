@@ -330,8 +330,8 @@ func (s *session) execed(t *thread, now uint64) *thread {
 	if p == nil {
 		p = s.addProcess(pid, 0)
 	}
-	p.space = &space{}
-	p.known = map[mapping]bool{}
+	p.space = &proc.Space{}
+	p.known = map[proc.Mapping]bool{}
 	p.missWait = 0
 	p.exe = proc.Exe(pid)
 	s.write(&recording.Comm{Time: now, PID: uint32(pid), TID: uint32(pid), Exec: true, Name: proc.Comm(pid, pid)})
@@ -401,7 +401,7 @@ func (s *session) sample(t *thread, now uint64) {
 		// address may also be garbage from an unwinding gone astray, so
 		// those re-read the maps at a rate that halves each time nothing
 		// new turns up.
-		_, known := p.space.find(r.Rip)
+		_, known := p.space.Find(r.Rip)
 		if !known || now-p.refresh >= p.missWait {
 			if s.readMaps(p, now) {
 				p.missWait = 0

@@ -175,7 +175,7 @@ type session struct {
 	events []*perf.Event
 	res    Result
 
-	spaces  map[uint32]*space        // address spaces by pid
+	spaces  map[uint32]*proc.Space   // address spaces by pid
 	objects map[string]*unwind.Table // CFI by object path; nil: none
 	tables  unwind.TableCache
 	ktab    *symbol.KernelTable
@@ -288,7 +288,7 @@ func newSession(o Options, meta recording.Meta) (*session, error) {
 		return nil, err
 	}
 	s := &session{o: o, w: w, cpus: cpus, kinds: kinds, created: os.IsNotExist(statErr),
-		spaces: map[uint32]*space{}, objects: map[string]*unwind.Table{},
+		spaces: map[uint32]*proc.Space{}, objects: map[string]*unwind.Table{},
 		kseen: map[uint64]bool{}, kaddr: map[uint64]bool{}, buildID: map[string][]byte{}}
 	s.res.ExitCode = -1
 	s.pidfd = -1
@@ -569,7 +569,7 @@ func (s *session) handle(rec any) {
 		if len(bid) == 0 {
 			bid = s.fileBuildID(r.Path)
 		}
-		s.space(r.PID).add(mapping{start: r.Start, end: r.Start + r.Len, pgoff: r.Pgoff, path: r.Path})
+		s.space(r.PID).Add(proc.Mapping{Start: r.Start, End: r.Start + r.Len, Offset: r.Pgoff, Path: r.Path})
 		if s.awaiting[r.PID] && strings.HasPrefix(r.Path, "/") {
 			s.exes[r.PID] = r.Path
 			delete(s.awaiting, r.PID)
@@ -578,7 +578,7 @@ func (s *session) handle(rec any) {
 			Prot: r.Prot, Flags: r.Flags, BuildID: bid, Path: r.Path})
 	case *perf.Comm:
 		if r.Exec && r.PID == r.TID {
-			s.spaces[r.PID] = &space{}
+			s.spaces[r.PID] = &proc.Space{}
 			delete(s.exes, r.PID)
 			s.awaiting[r.PID] = true
 		}
@@ -587,7 +587,7 @@ func (s *session) handle(rec any) {
 		exit := r.Type == perf.RecordExit
 		if !exit && r.PID != r.PPID {
 			if parent, ok := s.spaces[r.PPID]; ok {
-				s.spaces[r.PID] = parent.clone()
+				s.spaces[r.PID] = parent.Clone()
 			}
 			if exe, ok := s.exes[r.PPID]; ok {
 				s.exes[r.PID] = exe
@@ -621,10 +621,10 @@ func (s *session) fileBuildID(path string) []byte {
 	return b
 }
 
-func (s *session) space(pid uint32) *space {
+func (s *session) space(pid uint32) *proc.Space {
 	sp := s.spaces[pid]
 	if sp == nil {
-		sp = &space{}
+		sp = &proc.Space{}
 		s.spaces[pid] = sp
 	}
 	return sp
@@ -699,7 +699,7 @@ func (s *session) sampleState(r *perf.Sample) state.Result {
 
 // refreshSpace reads the mappings of a process the stream has not described
 // (it can happen when records of different CPUs arrive out of order).
-func (s *session) refreshSpace(pid uint32) *space {
+func (s *session) refreshSpace(pid uint32) *proc.Space {
 	sp := s.space(pid)
 	maps, err := proc.Maps(int(pid))
 	if err != nil {
@@ -707,7 +707,7 @@ func (s *session) refreshSpace(pid uint32) *space {
 	}
 	for _, m := range maps {
 		if m.Exec() {
-			sp.add(mapping{start: m.Start, end: m.End, pgoff: m.Offset, path: m.Path})
+			sp.Add(proc.Mapping{Start: m.Start, End: m.End, Offset: m.Offset, Path: m.Path})
 		}
 	}
 	return sp

@@ -168,7 +168,7 @@ func Attach(o Options, pid int, stop <-chan struct{}) (Result, error) {
 	if pid <= 0 || !proc.Exists(pid) {
 		return Result{}, fmt.Errorf("no process with PID %d: %w", pid, proc.ErrNoProcess)
 	}
-	s, err := newSession(o, recording.Meta{AttachPID: pid, Command: cmdline(pid)})
+	s, err := newSession(o, recording.Meta{AttachPID: pid, Command: proc.Cmdline(pid)})
 	if err != nil {
 		return Result{}, err
 	}
@@ -222,20 +222,4 @@ loop:
 		}
 	}
 	return s.finish()
-}
-
-func cmdline(pid int) []string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil {
-		return nil
-	}
-	var out []string
-	start := 0
-	for i, c := range b {
-		if c == 0 {
-			out = append(out, string(b[start:i]))
-			start = i + 1
-		}
-	}
-	return out
 }

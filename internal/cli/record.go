@@ -85,22 +85,9 @@ on while still being written, and survives the recorder being killed.`,
 				return usagef("unknown collector %q: use perf or ptrace", collector)
 			}
 			var res recorder.Result
-			var err error
-			switch {
-			case pid != 0 && len(args) > 0:
-				return usagef("give either -p PID or a command, not both")
-			case pid != 0:
-				stop := make(chan struct{})
-				sigs := make(chan os.Signal, 1)
-				signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-				defer signal.Stop(sigs)
-				go func() { <-sigs; close(stop) }()
-				res, err = recorder.Attach(o, pid, stop)
-			case len(args) == 0:
-				return usagef("no command to record: use culprit record -- CMD [ARGS...] or -p PID")
-			default:
-				res, err = recorder.Launch(o, args)
-			}
+			err := start(pid, args,
+				func(stop <-chan struct{}) (err error) { res, err = recorder.Attach(o, pid, stop); return err },
+				func() (err error) { res, err = recorder.Launch(o, args); return err })
 			if err != nil {
 				return err
 			}
@@ -175,22 +162,9 @@ func recordPtrace(c *cobra.Command, o recorder.Options, pid int, args []string, 
 		}
 	}
 	var res ptracer.Result
-	var err error
-	switch {
-	case pid != 0 && len(args) > 0:
-		return usagef("give either -p PID or a command, not both")
-	case pid != 0:
-		stop := make(chan struct{})
-		sigs := make(chan os.Signal, 1)
-		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-		defer signal.Stop(sigs)
-		go func() { <-sigs; close(stop) }()
-		res, err = ptracer.Attach(po, pid, stop)
-	case len(args) == 0:
-		return usagef("no command to record: use culprit record -- CMD [ARGS...] or -p PID")
-	default:
-		res, err = ptracer.Launch(po, args)
-	}
+	err := start(pid, args,
+		func(stop <-chan struct{}) (err error) { res, err = ptracer.Attach(po, pid, stop); return err },
+		func() (err error) { res, err = ptracer.Launch(po, args); return err })
 	if err != nil {
 		return err
 	}
@@ -238,4 +212,23 @@ func humanBytes(n int64) string {
 		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
 	}
 	return fmt.Sprintf("%d bytes", n)
+}
+
+// start checks the target flags and runs attach — with a channel closed on
+// Ctrl-C, SIGTERM or SIGHUP — or launch.
+func start(pid int, args []string, attach func(stop <-chan struct{}) error, launch func() error) error {
+	switch {
+	case pid != 0 && len(args) > 0:
+		return usagef("give either -p PID or a command, not both")
+	case pid != 0:
+		stop := make(chan struct{})
+		sigs := make(chan os.Signal, 1)
+		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+		defer signal.Stop(sigs)
+		go func() { <-sigs; close(stop) }()
+		return attach(stop)
+	case len(args) == 0:
+		return usagef("no command to record: use culprit record -- CMD [ARGS...] or -p PID")
+	}
+	return launch()
 }

@@ -168,10 +168,12 @@ func TestFailedStartKeepsOutputs(t *testing.T) {
 	mine := filepath.Join(dir, "mine.rec")
 	os.WriteFile(mine, []byte("precious"), 0o644)
 	fresh := filepath.Join(dir, "fresh.rec")
-	for _, out := range []string{"/dev/null", mine, fresh} {
-		_, stderr, code := run(t, "record", "-o", out, "--", bad)
-		if code == 0 || !strings.Contains(stderr, "starting") {
-			t.Errorf("-o %s: exit %d, %q", out, code, stderr)
+	for _, collector := range []string{"perf", "ptrace"} {
+		for _, out := range []string{"/dev/null", mine, fresh} {
+			_, stderr, code := run(t, "record", "--collector", collector, "-o", out, "--", bad)
+			if code == 0 {
+				t.Errorf("%s -o %s: exit %d, %q", collector, out, code, stderr)
+			}
 		}
 	}
 	if st, err := os.Stat("/dev/null"); err != nil || st.Mode()&os.ModeCharDevice == 0 {

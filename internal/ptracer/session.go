@@ -142,8 +142,7 @@ func newSession(o Options, meta recording.Meta) (*session, error) {
 	// (it also closes every descriptor it inherited).
 	pid, errno := forkSentinel()
 	if errno != 0 {
-		w.Close()
-		os.Remove(o.Output)
+		w.Discard()
 		return nil, fmt.Errorf("starting the collector: fork: %w", errno)
 	}
 	s.sentinel.Store(int64(pid))
@@ -244,8 +243,7 @@ func (s *session) abandon() {
 	s.reapSentinel()
 	if !s.finished {
 		s.finished = true
-		s.w.Close()
-		os.Remove(s.o.Output)
+		s.w.Discard()
 	}
 }
 

@@ -189,10 +189,6 @@ type session struct {
 	offs  []int
 	items []item
 	pidfd int // of the target process, -1 when none
-	// created is true when the output file did not exist before: only then
-	// may a failed start remove it (never a device such as /dev/null, never
-	// a file the user had).
-	created bool
 
 	sampler *state.Sampler
 	// exes is each process's executable, for expression specs and rules;
@@ -282,12 +278,11 @@ func newSession(o Options, meta recording.Meta) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	_, statErr := os.Lstat(o.Output)
 	w, err := recording.Create(o.Output)
 	if err != nil {
 		return nil, err
 	}
-	s := &session{o: o, w: w, cpus: cpus, kinds: kinds, created: os.IsNotExist(statErr),
+	s := &session{o: o, w: w, cpus: cpus, kinds: kinds,
 		spaces: map[uint32]*proc.Space{}, objects: map[string]*unwind.Table{},
 		kseen: map[uint64]bool{}, kaddr: map[uint64]bool{}, buildID: map[string][]byte{}}
 	s.res.ExitCode = -1
@@ -774,12 +769,7 @@ func (s *session) close() {
 // abandon undoes a session that could not start.
 func (s *session) abandon() {
 	s.close()
-	s.w.Close()
-	if s.created {
-		if st, err := os.Lstat(s.o.Output); err == nil && st.Mode().IsRegular() {
-			os.Remove(s.o.Output)
-		}
-	}
+	s.w.Discard()
 }
 
 // finish drains the rings a last time and writes the End record.

@@ -19,12 +19,15 @@ const DefaultStackTableSize = 1 << 18
 //
 // The first error a Writer meets is sticky: every later call returns it.
 type Writer struct {
-	bw    *bufio.Writer
-	f     *os.File // set by Create; closed by Close
-	name  string   // for error messages
-	err   error
-	bytes int64
-	nsamp uint64
+	bw   *bufio.Writer
+	f    *os.File // set by Create; closed by Close
+	name string   // for error messages
+	// created is set by Create when the file did not exist before: only
+	// then may Discard remove it.
+	created bool
+	err     error
+	bytes   int64
+	nsamp   uint64
 
 	scratch []byte
 
@@ -37,17 +40,33 @@ type Writer struct {
 // Create creates (or truncates) the file at path and writes the header. The
 // header reaches the file at once, so a concurrent Open sees a recording.
 func Create(path string) (*Writer, error) {
+	_, statErr := os.Lstat(path)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("creating recording: %w", err)
 	}
 	w := newWriter(f, path)
 	w.f = f
+	w.created = os.IsNotExist(statErr)
 	if err := w.Flush(); err != nil {
 		f.Close()
 		return nil, err
 	}
 	return w, nil
+}
+
+// Discard closes a recording that failed to start and removes its file,
+// only if Create made it and it is a regular file: never a device such as
+// /dev/null given as output, never a file the user had.
+func (w *Writer) Discard() {
+	created := w.f != nil && w.created
+	w.Close()
+	if !created {
+		return
+	}
+	if st, err := os.Lstat(w.name); err == nil && st.Mode().IsRegular() {
+		os.Remove(w.name)
+	}
 }
 
 // NewWriter writes a recording to out, starting with the header. Close

@@ -204,3 +204,45 @@ func Exe(pid int) string {
 func readFile(pid int, name string) ([]byte, error) {
 	return os.ReadFile(fmt.Sprintf("/proc/%d/%s", pid, name))
 }
+
+// VDSOImage returns this process's vDSO image and its build-id.
+func VDSOImage() (img, buildID []byte, err error) {
+	img, _, err = VDSO()
+	if err != nil {
+		return nil, nil, err
+	}
+	f, err := elf.NewFile(bytes.NewReader(img))
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading the vDSO image: %w", err)
+	}
+	return img, ELFBuildID(f), nil
+}
+
+// BuildIDs caches the build-ids of files by path; Put sets the one of a
+// pseudo-object such as "[vdso]". The zero value is ready to use; it is not
+// safe for concurrent use.
+type BuildIDs struct {
+	m map[string][]byte
+}
+
+// Get returns the build-id of the file at path (nil when it has none or is
+// not a file), reading it once.
+func (b *BuildIDs) Get(path string) []byte {
+	if id, ok := b.m[path]; ok {
+		return id
+	}
+	var id []byte
+	if strings.HasPrefix(path, "/") {
+		id = BuildID(path)
+	}
+	b.Put(path, id)
+	return id
+}
+
+// Put records the build-id of path.
+func (b *BuildIDs) Put(path string, id []byte) {
+	if b.m == nil {
+		b.m = map[string][]byte{}
+	}
+	b.m[path] = id
+}

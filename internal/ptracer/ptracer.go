@@ -145,7 +145,7 @@ func (s *Stop) Object(pc uint64) (path string, bias uint64, ok bool) {
 	if !ok || len(m.Path) == 0 || m.Path[0] != '/' {
 		return "", 0, false
 	}
-	t := s.s.tableFor(m.Path)
+	t := s.s.tables.Lookup(m.Path)
 	if t == nil {
 		return "", 0, false
 	}

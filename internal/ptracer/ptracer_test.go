@@ -568,7 +568,7 @@ func TestSampleCost(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer w.Close()
-	s := &session{w: w, objects: map[string]*unwind.Table{}, buildID: map[string][]byte{}, procs: map[int]*process{}}
+	s := &session{w: w, procs: map[int]*process{}}
 	p := s.addProcess(pid, 0)
 	s.readMaps(p, monotonic())
 	stack := make([]byte, 32768)

@@ -1,8 +1,6 @@
 package ptracer
 
 import (
-	"bytes"
-	"debug/elf"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -95,9 +93,8 @@ type session struct {
 	interrupting int  // poll mode: threads interrupted and not stopped yet
 	rng          *rand.Rand
 
-	objects map[string]*unwind.Table
-	tables  unwind.TableCache
-	buildID map[string][]byte
+	tables   unwind.TableCache
+	buildIDs proc.BuildIDs
 
 	regs      unix.PtraceRegs
 	stack     []byte
@@ -130,7 +127,7 @@ func newSession(o Options, meta recording.Meta) (*session, error) {
 	}
 	s := &session{o: o, w: w,
 		threads: map[int]*thread{}, procs: map[int]*process{},
-		objects: map[string]*unwind.Table{}, buildID: map[string][]byte{},
+
 		interval: uint64(time.Second) / uint64(o.Frequency),
 		cookie:   0xc01b0000_00000000 | uint64(os.Getpid()),
 		rng:      rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(os.Getpid()))),
@@ -341,18 +338,14 @@ func (s *session) describe(p *process, exec bool) {
 
 // addVDSO stores the vDSO image so that vDSO frames can be named and unwound.
 func (s *session) addVDSO() {
-	img, _, err := proc.VDSO()
+	img, bid, err := proc.VDSOImage()
 	if err != nil {
 		return
 	}
-	ef, err := elf.NewFile(bytes.NewReader(img))
-	if err != nil {
-		return
+	if t, err := unwind.TableFromImage(img); err == nil {
+		s.tables.Put("[vdso]", t)
 	}
-	bid := proc.ELFBuildID(ef)
-	t, _ := unwind.TableFromELF(ef)
-	s.objects["[vdso]"] = t
-	s.buildID["[vdso]"] = bid
+	s.buildIDs.Put("[vdso]", bid)
 	s.write(&recording.Object{Name: "[vdso]", BuildID: bid, Data: img})
 }
 
@@ -376,27 +369,15 @@ func (s *session) readMaps(p *process, now uint64) bool {
 		p.known[mm] = true
 		p.space.Add(mm)
 		changed = true
-		if _, ok := s.objects[m.Path]; !ok && len(m.Path) > 0 && m.Path[0] == '/' {
+		if len(m.Path) > 0 && m.Path[0] == '/' {
 			// Load its CFI in the background: the first sample in it then
 			// does not hold the thread stopped for the load.
 			go s.tables.Get(m.Path)
 		}
 		s.write(&recording.Mmap{Time: now, PID: uint32(p.pid), TID: uint32(p.pid), Start: m.Start, Len: m.End - m.Start,
-			Pgoff: m.Offset, Prot: unix.PROT_READ | unix.PROT_EXEC, BuildID: s.fileBuildID(m.Path), Path: m.Path})
+			Pgoff: m.Offset, Prot: unix.PROT_READ | unix.PROT_EXEC, BuildID: s.buildIDs.Get(m.Path), Path: m.Path})
 	}
 	return changed
-}
-
-func (s *session) fileBuildID(path string) []byte {
-	if b, ok := s.buildID[path]; ok {
-		return b
-	}
-	var b []byte
-	if len(path) > 0 && path[0] == '/' {
-		b = proc.BuildID(path)
-	}
-	s.buildID[path] = b
-	return b
 }
 
 // chooseMechanism settles how threads are stopped, trying a sigtrap event on

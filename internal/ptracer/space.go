@@ -5,20 +5,6 @@ import (
 	"github.com/culprit-dev/culprit/internal/unwind"
 )
 
-// tableFor returns the CFI table of an object file, nil when it has none.
-// Pseudo-objects such as [vdso] are registered in s.objects beforehand.
-func (s *session) tableFor(path string) *unwind.Table {
-	if t, ok := s.objects[path]; ok {
-		return t
-	}
-	var t *unwind.Table
-	if len(path) > 0 && path[0] == '/' {
-		t, _ = s.tables.Get(path)
-	}
-	s.objects[path] = t
-	return t
-}
-
 // resolver finds the CFI of the object mapped at a PC of one process, and
 // notes PCs that no known mapping holds.
 type resolver struct {
@@ -33,7 +19,7 @@ func (r *resolver) Resolve(pc uint64) (unwind.Module, bool) {
 		r.miss = true
 		return unwind.Module{}, false
 	}
-	t := r.s.tableFor(m.Path)
+	t := r.s.tables.Lookup(m.Path)
 	if t == nil {
 		return unwind.Module{}, false
 	}

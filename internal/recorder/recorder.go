@@ -6,8 +6,6 @@
 package recorder
 
 import (
-	"bytes"
-	"debug/elf"
 	"errors"
 	"fmt"
 	"os"
@@ -175,15 +173,14 @@ type session struct {
 	events []*perf.Event
 	res    Result
 
-	spaces  map[uint32]*proc.Space   // address spaces by pid
-	objects map[string]*unwind.Table // CFI by object path; nil: none
-	tables  unwind.TableCache
-	ktab    *symbol.KernelTable
-	kready  chan struct{} // closed when ktab and kwarn are set
-	kwarn   string
-	kseen   map[uint64]bool // kernel function starts already written
-	kaddr   map[uint64]bool // kernel addresses already resolved
-	buildID map[string][]byte
+	spaces   map[uint32]*proc.Space // address spaces by pid
+	tables   unwind.TableCache
+	ktab     *symbol.KernelTable
+	kready   chan struct{} // closed when ktab and kwarn are set
+	kwarn    string
+	kseen    map[uint64]bool // kernel function starts already written
+	kaddr    map[uint64]bool // kernel addresses already resolved
+	buildIDs proc.BuildIDs
 
 	buf   []byte
 	offs  []int
@@ -283,8 +280,8 @@ func newSession(o Options, meta recording.Meta) (*session, error) {
 		return nil, err
 	}
 	s := &session{o: o, w: w, cpus: cpus, kinds: kinds,
-		spaces: map[uint32]*proc.Space{}, objects: map[string]*unwind.Table{},
-		kseen: map[uint64]bool{}, kaddr: map[uint64]bool{}, buildID: map[string][]byte{}}
+		spaces: map[uint32]*proc.Space{},
+		kseen:  map[uint64]bool{}, kaddr: map[uint64]bool{}}
 	s.res.ExitCode = -1
 	s.pidfd = -1
 	if len(o.Exprs) > 0 || o.Rules != nil || o.Values {
@@ -379,18 +376,14 @@ func loadKernelSymbols(userOnly bool) (*symbol.KernelTable, string) {
 
 // addVDSO stores the vDSO image so that vDSO frames can be named and unwound.
 func (s *session) addVDSO() {
-	img, _, err := proc.VDSO()
+	img, bid, err := proc.VDSOImage()
 	if err != nil {
 		return
 	}
-	ef, err := elf.NewFile(bytes.NewReader(img))
-	if err != nil {
-		return
+	if t, err := unwind.TableFromImage(img); err == nil {
+		s.tables.Put("[vdso]", t)
 	}
-	bid := proc.ELFBuildID(ef)
-	t, _ := unwind.TableFromELF(ef)
-	s.objects["[vdso]"] = t
-	s.buildID["[vdso]"] = bid
+	s.buildIDs.Put("[vdso]", bid)
 	_ = s.w.Write(&recording.Object{Name: "[vdso]", BuildID: bid, Data: img})
 }
 
@@ -562,7 +555,7 @@ func (s *session) handle(rec any) {
 		}
 		bid := r.BuildID
 		if len(bid) == 0 {
-			bid = s.fileBuildID(r.Path)
+			bid = s.buildIDs.Get(r.Path)
 		}
 		s.space(r.PID).Add(proc.Mapping{Start: r.Start, End: r.Start + r.Len, Offset: r.Pgoff, Path: r.Path})
 		if s.awaiting[r.PID] && strings.HasPrefix(r.Path, "/") {
@@ -602,18 +595,6 @@ func (s *session) handle(rec any) {
 		}
 		s.write(&recording.Lost{Time: r.Time, Reason: reason, Count: r.Count})
 	}
-}
-
-func (s *session) fileBuildID(path string) []byte {
-	if b, ok := s.buildID[path]; ok {
-		return b
-	}
-	var b []byte
-	if strings.HasPrefix(path, "/") {
-		b = proc.BuildID(path)
-	}
-	s.buildID[path] = b
-	return b
 }
 
 func (s *session) space(pid uint32) *proc.Space {

@@ -152,14 +152,15 @@ func value(th Thread, id uint32, depth int, v expr.Scalar, err error) *recording
 
 // Apply runs the specs and the rules at a sample.
 func (s *Sampler) Apply(th Thread) Result {
-	var res Result
-	res.Records = s.Sample(th)
-	if s.rules == nil && s.values == nil {
-		return res
-	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.rules == nil && !s.Wants(th.Exe) {
+		return Result{} // (rules decide for every process: capturing may be stopped)
+	}
+	// Find every frame's function once; specs, values and rules share it.
 	located := s.locate(th)
+	var res Result
+	res.Records = s.sampleSpecs(th, located)
 	if s.values != nil {
 		res.Records = s.sampleValues(th, located, res.Records)
 	}
@@ -225,23 +226,15 @@ func (s *Sampler) info(path string) *dwarfx.Info {
 	return in
 }
 
-// Sample evaluates the specs that apply to the thread, each in the
+// sampleSpecs evaluates the specs that apply to the thread, each in the
 // innermost frame running a matching function, and returns the records to
 // write: a ValueSource the first time a spec is seen, then its Value (of
 // type ValueMissing when it cannot be evaluated at this sample).
-func (s *Sampler) Sample(th Thread) []recording.Record {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var frames []located
-	resolved := false
+func (s *Sampler) sampleSpecs(th Thread, frames []located) []recording.Record {
 	var out []recording.Record
 	for i, sp := range s.specs {
 		if !sp.MatchProg(th.Exe) {
 			continue
-		}
-		if !resolved {
-			resolved = true
-			frames = s.locate(th)
 		}
 		var at *located
 		for j := range frames {

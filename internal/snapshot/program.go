@@ -1,0 +1,234 @@
+package snapshot
+
+import (
+	"fmt"
+
+	"github.com/cilium/ebpf/asm"
+)
+
+// The program, in outline:
+//
+//	plan = plans[tgid]; if none: keep the sample
+//	buf = scratch[0]; header = {magic, tid, now}; n = 0
+//	for each planned range i < plan.nabs: copy it (fixed address, or the
+//	    pointer in an earlier copy plus an offset)
+//	regs = the thread's user registers (task_pt_regs)
+//	if plan.chase:
+//	    for each general-purpose register pointing into a data range: copy 64 bytes there
+//	    copy the top of the stack; for each word pointing into a data range: copy
+//	    for each of the first copies, for each word pointing into a data range: copy
+//	output header and n copies; return 1 (the kernel then writes the sample)
+//
+// Counters live in the per-CPU scratch value, never in registers, so that
+// the verifier sees them as unknown bounded numbers and can prune the
+// unrolled branches instead of following every path.
+type builder struct {
+	ins   asm.Instructions
+	label int
+}
+
+func (b *builder) emit(ins ...asm.Instruction) { b.ins = append(b.ins, ins...) }
+
+func (b *builder) newLabel(what string) string {
+	b.label++
+	return fmt.Sprintf("%s_%d", what, b.label)
+}
+
+// mark attaches a label to the next instruction, a no-op jump target.
+func (b *builder) mark(label string) {
+	b.emit(asm.Mov.Imm(asm.R0, 0).WithSymbol(label))
+}
+
+// Registers held across the program.
+const (
+	rCtx  = asm.R6
+	rPlan = asm.R7
+	rBuf  = asm.R8
+	rSlot = asm.R9
+)
+
+func program(plansFD, scratchFD, eventsFD int) asm.Instructions {
+	b := &builder{}
+	b.emit(
+		asm.Mov.Reg(rCtx, asm.R1),
+		asm.FnGetCurrentPidTgid.Call(),
+		asm.Mov.Reg(rSlot, asm.R0),
+		asm.RSh.Imm(asm.R0, 32),
+		asm.StoreMem(asm.RFP, -4, asm.R0, asm.Word),
+		asm.LoadMapPtr(asm.R1, plansFD),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, -4),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "keep"),
+		asm.Mov.Reg(rPlan, asm.R0),
+		asm.StoreImm(asm.RFP, -8, 0, asm.Word),
+		asm.LoadMapPtr(asm.R1, scratchFD),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, -8),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "keep"),
+		asm.Mov.Reg(rBuf, asm.R0),
+		asm.StoreImm(rBuf, scrOut, magic, asm.Word),
+		asm.StoreMem(rBuf, scrOut+4, rSlot, asm.Word),
+		asm.StoreImm(rBuf, scrN, 0, asm.Word),
+		asm.FnKtimeGetNs.Call(),
+		asm.StoreMem(rBuf, scrOut+8, asm.R0, asm.DWord),
+	)
+
+	// Planned ranges.
+	for i := 0; i < MaxAbs; i++ {
+		e := int16(planEnts + i*entSize)
+		abs, have := b.newLabel("abs"), b.newLabel("have")
+		b.emit(
+			asm.LoadMem(asm.R1, rPlan, planNAbs, asm.Word),
+			asm.JLE.Imm(asm.R1, int32(i), "regs"),
+			asm.LoadMem(asm.R3, rPlan, e+12, asm.Word),
+			asm.JGT.Imm(asm.R3, MaxSlots-1, abs),
+			// Pointer found in copy From, at PtrOff, plus Addr.
+			asm.Mul.Imm(asm.R3, slotSize),
+			asm.LoadMem(asm.R4, rPlan, e+16, asm.Word),
+			asm.And.Imm(asm.R4, SlotBytes-8),
+			asm.Add.Reg(asm.R3, asm.R4),
+			asm.Mov.Reg(asm.R2, rBuf),
+			asm.Add.Reg(asm.R2, asm.R3),
+			asm.LoadMem(asm.R3, asm.R2, scrSlots+slotHdr, asm.DWord),
+			asm.LoadMem(asm.R2, rPlan, e, asm.DWord),
+			asm.Add.Reg(asm.R3, asm.R2),
+			asm.Ja.Label(have),
+			asm.LoadMem(asm.R3, rPlan, e, asm.DWord).WithSymbol(abs),
+		)
+		b.mark(have)
+		b.emit(asm.LoadMem(asm.R2, rPlan, e+8, asm.Word))
+		b.copyAt()
+	}
+
+	// The thread's user registers, whether the sample hit user or kernel mode.
+	b.mark("regs")
+	b.emit(
+		asm.FnGetCurrentTaskBtf.Call(),
+		asm.Mov.Reg(asm.R1, asm.R0),
+		asm.FnTaskPtRegs.Call(),
+		asm.Mov.Reg(asm.R3, asm.R0),
+		asm.Mov.Reg(asm.R1, rBuf),
+		asm.Add.Imm(asm.R1, scrRegs),
+		asm.Mov.Imm(asm.R2, ptRegsWords*8),
+		asm.FnProbeReadKernel.Call(),
+		asm.JNE.Imm(asm.R0, 0, "out"),
+		asm.LoadMem(asm.R1, rPlan, planFlags, asm.Word),
+		asm.And.Imm(asm.R1, flagChase),
+		asm.JEq.Imm(asm.R1, 0, "out"),
+	)
+	for k := 0; k < ptRegsGPRs; k++ {
+		b.emit(asm.LoadMem(asm.R3, rBuf, int16(scrRegs+k*8), asm.DWord))
+		b.chase()
+	}
+
+	// The top of the stack, word by word.
+	b.emit(
+		asm.LoadMem(asm.R3, rBuf, scrRegs+ptRegsSP*8, asm.DWord),
+		asm.Mov.Reg(asm.R1, rBuf),
+		asm.Add.Imm(asm.R1, scrStack),
+		asm.Mov.Imm(asm.R2, stackWords*8),
+		asm.FnProbeReadUser.Call(),
+		asm.JNE.Imm(asm.R0, 0, "second"),
+	)
+	for w := 0; w < stackWords; w++ {
+		b.emit(asm.LoadMem(asm.R3, rBuf, int16(scrStack+w*8), asm.DWord))
+		b.chase()
+	}
+
+	// One more level: pointers inside the first copies.
+	b.mark("second")
+	b.emit(
+		asm.LoadMem(asm.R1, rBuf, scrN, asm.Word),
+		asm.StoreMem(rBuf, scrN1, asm.R1, asm.Word),
+	)
+	for s := 0; s < chaseSlots; s++ {
+		next := b.newLabel("nextslot")
+		slot := int16(scrSlots + s*slotSize)
+		b.emit(
+			asm.LoadMem(asm.R1, rBuf, scrN1, asm.Word),
+			asm.JLE.Imm(asm.R1, int32(s), "out"),
+			asm.LoadMem(asm.R1, rBuf, slot+12, asm.Word),
+			asm.JNE.Imm(asm.R1, 0, next),
+		)
+		for w := 0; w < SlotBytes/8; w++ {
+			b.emit(asm.LoadMem(asm.R3, rBuf, slot+slotHdr+int16(w*8), asm.DWord))
+			b.chase()
+		}
+		b.mark(next)
+	}
+
+	// Output the header and the copies.
+	b.mark("out")
+	b.emit(
+		asm.LoadMem(asm.R1, rBuf, scrN, asm.Word),
+		asm.JEq.Imm(asm.R1, 0, "keep"),
+		asm.JGT.Imm(asm.R1, MaxSlots, "keep"),
+		asm.StoreMem(rBuf, scrOut+16, asm.R1, asm.Word),
+		asm.Mov.Reg(asm.R5, asm.R1),
+		asm.Mul.Imm(asm.R5, slotSize),
+		asm.Add.Imm(asm.R5, outHdr),
+		asm.Mov.Reg(asm.R4, rBuf),
+		asm.Add.Imm(asm.R4, scrOut),
+		asm.LoadMapPtr(asm.R2, eventsFD),
+		asm.LoadImm(asm.R3, 0xffffffff, asm.DWord), // BPF_F_CURRENT_CPU
+		asm.Mov.Reg(asm.R1, rCtx),
+		asm.FnPerfEventOutput.Call(),
+	)
+	b.emit(
+		asm.Mov.Imm(asm.R0, 1).WithSymbol("keep"),
+		asm.Return(),
+	)
+	return b.ins
+}
+
+// chase copies SlotBytes at the address in R3 when it lies in one of the
+// plan's data ranges.
+func (b *builder) chase() {
+	yes, no := b.newLabel("in"), b.newLabel("out")
+	for q := 0; q < MaxRanges; q++ {
+		next := b.newLabel("range")
+		r := int16(planRanges + q*16)
+		b.emit(
+			asm.LoadMem(asm.R1, rPlan, r, asm.DWord),
+			asm.JLT.Reg(asm.R3, asm.R1, next),
+			asm.LoadMem(asm.R1, rPlan, r+8, asm.DWord),
+			asm.JLT.Reg(asm.R3, asm.R1, yes),
+		)
+		b.mark(next)
+	}
+	b.emit(asm.Ja.Label(no))
+	b.emit(asm.Mov.Imm(asm.R2, SlotBytes).WithSymbol(yes))
+	b.copyAt()
+	b.mark(no)
+}
+
+// copyAt copies R2 bytes (at most SlotBytes) from the user address in R3
+// into the next free slot, recording address, length and the helper's
+// result; nothing when all slots are used.
+func (b *builder) copyAt() {
+	full, ok := b.newLabel("full"), b.newLabel("lenok")
+	b.emit(
+		asm.LoadMem(asm.R1, rBuf, scrN, asm.Word),
+		asm.JGT.Imm(asm.R1, MaxSlots-1, full),
+		asm.Mov.Reg(asm.R4, asm.R1),
+		asm.Add.Imm(asm.R4, 1),
+		asm.StoreMem(rBuf, scrN, asm.R4, asm.Word),
+		asm.Mul.Imm(asm.R1, slotSize),
+		asm.Mov.Reg(rSlot, rBuf),
+		asm.Add.Reg(rSlot, asm.R1),
+		asm.StoreMem(rSlot, scrSlots, asm.R3, asm.DWord),
+		asm.JLE.Imm(asm.R2, SlotBytes, ok),
+		asm.Mov.Imm(asm.R2, SlotBytes),
+	)
+	b.mark(ok)
+	b.emit(
+		asm.StoreMem(rSlot, scrSlots+8, asm.R2, asm.Word),
+		asm.Mov.Reg(asm.R1, rSlot),
+		asm.Add.Imm(asm.R1, scrSlots+slotHdr),
+		asm.FnProbeReadUser.Call(),
+		asm.StoreMem(rSlot, scrSlots+12, asm.R0, asm.Word),
+	)
+	b.mark(full)
+}

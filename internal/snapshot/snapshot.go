@@ -1,0 +1,337 @@
+// Package snapshot takes copies of a sampled thread's memory in the kernel,
+// at the very instant of each cpu-clock sample, with a BPF program attached
+// to the sampling perf events (PERF_EVENT_IOC_SET_BPF). A perf sample itself
+// carries only the registers and the top of the user stack; expressions such
+// as cfg.limits[2] or j->size, and vProf's globals, also need globals and
+// the heap as they were at the sample — read later from /proc they would be
+// the values of another moment.
+//
+// Per process the collector gives a Plan: absolute ranges to copy (the
+// globals that expressions and value sampling name, and one level of
+// pointers read from them), and the data ranges of the address space
+// (writable mappings) used to recognise pointers. At each sample the program
+// copies the planned ranges, then chases pointers speculatively: every
+// general-purpose register, every word of the top 512 bytes of the stack and
+// every word of the copies made so far that points into a data range has the
+// 64 bytes it points to copied, up to MaxSlots copies per sample. The copies
+// go to a BPF perf-event array, one record per sample, stamped with the
+// thread and CLOCK_MONOTONIC time so the collector can pair it with its
+// sample (the program runs before the kernel writes the sample).
+//
+// Memory the program did not copy is missing, never guessed. The program is
+// built instruction by instruction with cilium/ebpf's asm package rather
+// than compiled from C: it is small, generated from a few constants, and
+// needs no clang on the machines that build culprit.
+package snapshot
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"sort"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/perf"
+	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
+)
+
+// Limits of one sample's snapshot.
+const (
+	MaxAbs     = 32 // planned ranges per process
+	MaxRanges  = 4  // data ranges per process
+	MaxSlots   = 64 // copies per sample
+	SlotBytes  = 64 // bytes per copy
+	stackWords = 64 // stack words scanned for pointers
+	chaseSlots = 16 // copies whose words are scanned for pointers in turn
+)
+
+// Plan layout (BPF map value, little endian).
+const (
+	planNAbs   = 0
+	planFlags  = 4
+	planRanges = 8
+	planEnts   = planRanges + MaxRanges*16
+	entSize    = 32
+	planSize   = planEnts + MaxAbs*entSize
+
+	flagChase = 1
+	fromNone  = 0xffffffff
+)
+
+// Scratch layout (per-CPU BPF map value).
+const (
+	scrN     = 0
+	scrN1    = 4
+	scrRegs  = 8   // struct pt_regs, 21 words
+	scrStack = 176 // stackWords words
+	scrOut   = scrStack + stackWords*8
+	outHdr   = 24 // magic u32, tid u32, time u64, n u32, pad u32
+	slotHdr  = 16 // addr u64, len u32, err s32
+	slotSize = slotHdr + SlotBytes
+	scrSlots = scrOut + outHdr
+	scrSize  = scrSlots + MaxSlots*slotSize
+
+	magic = 0x504e5343 // "CSNP"
+)
+
+// x86-64 struct pt_regs word indices.
+const (
+	ptRegsWords = 21
+	ptRegsGPRs  = 15 // r15 … di
+	ptRegsSP    = 19
+)
+
+// Range is an absolute address range to copy at each sample. When From is
+// not negative the address is not fixed: it is the pointer found PtrOff
+// bytes into the copy of range From, plus Addr.
+type Range struct {
+	Addr   uint64
+	Len    int
+	From   int
+	PtrOff int
+}
+
+// Plan says what to copy for one process.
+type Plan struct {
+	Abs   []Range     // at most MaxAbs, each at most SlotBytes long
+	Data  [][2]uint64 // writable ranges [lo, hi) where pointers are chased (merged to MaxRanges)
+	Chase bool
+}
+
+// Chunk is memory copied at a sample.
+type Chunk struct {
+	Addr uint64
+	Data []byte
+}
+
+// Snapshot is what was copied at one sample of one thread.
+type Snapshot struct {
+	TID    uint32
+	Time   uint64 // CLOCK_MONOTONIC ns, a little before the sample's own time
+	CPU    int
+	Chunks []Chunk
+}
+
+// Read reads memory from the snapshot: all of buf must lie in copies.
+func (s *Snapshot) Read(addr uint64, buf []byte) error {
+	need := buf
+	at := addr
+	for len(need) > 0 {
+		found := false
+		for _, c := range s.Chunks {
+			if at >= c.Addr && at < c.Addr+uint64(len(c.Data)) {
+				n := copy(need, c.Data[at-c.Addr:])
+				need, at = need[n:], at+uint64(n)
+				found = true
+				break
+			}
+		}
+		if !found {
+			return ErrNotCopied
+		}
+	}
+	return nil
+}
+
+// ErrNotCopied is returned for memory that no copy holds.
+var ErrNotCopied = errors.New("not copied at the sample (not a planned global nor within reach of a register or stack pointer)")
+
+// Taker is the loaded program with its maps and output reader.
+type Taker struct {
+	plans, scratch, events *ebpf.Map
+	prog                   *ebpf.Program
+	rd                     *perf.Reader
+	rec                    perf.Record
+	Lost                   uint64
+}
+
+// New loads the program. The error says why when the kernel refuses.
+func New() (*Taker, error) {
+	if err := rlimit.RemoveMemlock(); err != nil {
+		return nil, fmt.Errorf("BPF memory snapshots: %w", err)
+	}
+	t := &Taker{}
+	var err error
+	t.plans, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_plans", Type: ebpf.Hash, KeySize: 4, ValueSize: planSize, MaxEntries: 4096})
+	if err != nil {
+		return nil, explain(err)
+	}
+	t.scratch, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_scratch", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: scrSize, MaxEntries: 1})
+	if err != nil {
+		t.Close()
+		return nil, explain(err)
+	}
+	t.events, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_snaps", Type: ebpf.PerfEventArray})
+	if err != nil {
+		t.Close()
+		return nil, explain(err)
+	}
+	t.prog, err = ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Name: "culprit_snap", Type: ebpf.PerfEvent,
+		License: "GPL", Instructions: program(t.plans.FD(), t.scratch.FD(), t.events.FD())}, ebpf.ProgramOptions{LogSizeStart: 1 << 20})
+	if err != nil {
+		t.Close()
+		return nil, explain(err)
+	}
+	// Room for about a quarter second of full snapshots per CPU at 999 Hz.
+	t.rd, err = perf.NewReaderWithOptions(t.events, 2<<20, perf.ReaderOptions{Watermark: 1 << 16})
+	if err != nil {
+		t.Close()
+		return nil, explain(err)
+	}
+	t.rd.SetDeadline(time.Unix(1, 0))
+	return t, nil
+}
+
+func explain(err error) error {
+	switch {
+	case errors.Is(err, unix.EPERM), errors.Is(err, os.ErrPermission):
+		return fmt.Errorf("loading the BPF program that copies memory at each sample was refused (%v): run as root or grant CAP_BPF and CAP_PERFMON", err)
+	}
+	var ve *ebpf.VerifierError
+	if errors.As(err, &ve) {
+		return fmt.Errorf("the kernel's verifier refused the BPF program that copies memory at each sample: %v", ve)
+	}
+	return fmt.Errorf("BPF memory snapshots are not available on this kernel: %w", err)
+}
+
+// Attach makes the program run at every sample of a perf event; events the
+// event's task creates later (inherited events) run it too.
+func (t *Taker) Attach(perfFD int) error {
+	if err := unix.IoctlSetInt(perfFD, unix.PERF_EVENT_IOC_SET_BPF, t.prog.FD()); err != nil {
+		return fmt.Errorf("attaching the BPF snapshot program to a perf event: %w", err)
+	}
+	return nil
+}
+
+// SetPlan installs or replaces the plan of a process.
+func (t *Taker) SetPlan(pid uint32, p *Plan) error {
+	v := make([]byte, planSize)
+	le := binary.LittleEndian
+	n := min(len(p.Abs), MaxAbs)
+	le.PutUint32(v[planNAbs:], uint32(n))
+	if p.Chase {
+		le.PutUint32(v[planFlags:], flagChase)
+	}
+	for i, r := range MergeRanges(p.Data, MaxRanges) {
+		le.PutUint64(v[planRanges+i*16:], r[0])
+		le.PutUint64(v[planRanges+i*16+8:], r[1])
+	}
+	for i, r := range p.Abs[:n] {
+		e := v[planEnts+i*entSize:]
+		le.PutUint64(e, r.Addr)
+		le.PutUint32(e[8:], uint32(min(max(r.Len, 0), SlotBytes)))
+		from := uint32(fromNone)
+		if r.From >= 0 && r.From < i {
+			from = uint32(r.From)
+		}
+		le.PutUint32(e[12:], from)
+		le.PutUint32(e[16:], uint32(r.PtrOff&^7))
+	}
+	return t.plans.Put(pid, v)
+}
+
+// DeletePlan forgets a process.
+func (t *Taker) DeletePlan(pid uint32) {
+	_ = t.plans.Delete(pid)
+}
+
+// Drain calls fn for every snapshot written so far, without blocking.
+func (t *Taker) Drain(fn func(*Snapshot)) error {
+	for {
+		err := t.rd.ReadInto(&t.rec)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if t.rec.LostSamples > 0 {
+			t.Lost += t.rec.LostSamples
+			continue
+		}
+		if s, ok := Decode(t.rec.RawSample, t.rec.CPU); ok {
+			fn(s)
+		}
+	}
+}
+
+// Decode parses one output record of the program.
+func Decode(b []byte, cpu int) (*Snapshot, bool) {
+	le := binary.LittleEndian
+	if len(b) < outHdr || le.Uint32(b) != magic {
+		return nil, false
+	}
+	s := &Snapshot{TID: le.Uint32(b[4:]), Time: le.Uint64(b[8:]), CPU: cpu}
+	n := int(le.Uint32(b[16:]))
+	b = b[outHdr:]
+	for i := 0; i < n && len(b) >= slotSize; i, b = i+1, b[slotSize:] {
+		addr, ln, errno := le.Uint64(b), int(le.Uint32(b[8:])), int32(le.Uint32(b[12:]))
+		if errno != 0 || ln <= 0 || ln > SlotBytes {
+			continue
+		}
+		data := make([]byte, ln)
+		copy(data, b[slotHdr:slotHdr+ln])
+		s.Chunks = append(s.Chunks, Chunk{Addr: addr, Data: data})
+	}
+	return s, true
+}
+
+// Close releases the program, its maps and the reader. Nothing outlives
+// the recorder: no object is pinned.
+func (t *Taker) Close() {
+	if t.rd != nil {
+		t.rd.Close()
+	}
+	for _, c := range []interface{ Close() error }{t.prog, t.events, t.scratch, t.plans} {
+		if c != nil && !isNil(c) {
+			c.Close()
+		}
+	}
+}
+
+func isNil(c any) bool {
+	switch v := c.(type) {
+	case *ebpf.Program:
+		return v == nil
+	case *ebpf.Map:
+		return v == nil
+	}
+	return false
+}
+
+// MergeRanges merges sorted-or-not ranges until at most n remain, closing
+// the smallest gaps first.
+func MergeRanges(rs [][2]uint64, n int) [][2]uint64 {
+	out := append([][2]uint64(nil), rs...)
+	sortRanges(out)
+	// Merge overlapping ones.
+	var m [][2]uint64
+	for _, r := range out {
+		if r[1] <= r[0] {
+			continue
+		}
+		if len(m) > 0 && r[0] <= m[len(m)-1][1] {
+			m[len(m)-1][1] = max(m[len(m)-1][1], r[1])
+			continue
+		}
+		m = append(m, r)
+	}
+	for len(m) > n {
+		best := 0
+		for i := 1; i+1 < len(m); i++ {
+			if m[i+1][0]-m[i][1] < m[best+1][0]-m[best][1] {
+				best = i
+			}
+		}
+		m[best][1] = m[best+1][1]
+		m = append(m[:best+1], m[best+2:]...)
+	}
+	return m
+}
+
+func sortRanges(rs [][2]uint64) {
+	sort.Slice(rs, func(i, j int) bool { return rs[i][0] < rs[j][0] })
+}

@@ -175,8 +175,8 @@ type session struct {
 
 	spaces   map[uint32]*proc.Space // address spaces by pid
 	tables   unwind.TableCache
-	ktab     *symbol.KernelTable
-	kready   chan struct{} // closed when ktab and kwarn are set
+	ktab     *symbol.KernelTable // loaded at the first kernel frame (kcache.go)
+	kloaded  bool                // ktab and kwarn are set
 	kwarn    string
 	kseen    map[uint64]bool // kernel function starts already written
 	kaddr    map[uint64]bool // kernel addresses already resolved
@@ -319,13 +319,6 @@ func newSession(o Options, meta recording.Meta) (*session, error) {
 		w.Close()
 		return nil, err
 	}
-	// Parsing /proc/kallsyms takes a tenth of a second or more: do it while
-	// the command already runs, and wait only at the first kernel frame.
-	s.kready = make(chan struct{})
-	go func() {
-		defer close(s.kready)
-		s.ktab, s.kwarn = loadKernelSymbols(o.UserOnly)
-	}()
 	s.addVDSO()
 	return s, w.Flush()
 }
@@ -338,40 +331,6 @@ func (s *session) warn(format string, args ...any) {
 		}
 	}
 	s.res.Warnings = append(s.res.Warnings, msg)
-}
-
-// loadKernelSymbols reads the kernel's symbols from the on-disk cache, or
-// from /proc/kallsyms (then caches them); it returns a warning instead when
-// kernel frames cannot be named.
-func loadKernelSymbols(userOnly bool) (*symbol.KernelTable, string) {
-	if userOnly {
-		return nil, ""
-	}
-	cache, cacheable := kcachePath()
-	if cacheable {
-		if syms, err := loadKcache(cache); err == nil {
-			if t := symbol.NewKernelTable(syms); t.Len() > 0 {
-				return t, ""
-			}
-		}
-	}
-	f, err := os.Open("/proc/kallsyms")
-	if err != nil {
-		return nil, fmt.Sprintf("kernel frames will be unnamed: %v", err)
-	}
-	defer f.Close()
-	syms, err := symbol.ParseKallsyms(f)
-	if err != nil {
-		return nil, fmt.Sprintf("kernel frames will be unnamed: reading /proc/kallsyms: %v", err)
-	}
-	t := symbol.NewKernelTable(syms)
-	if t.Len() == 0 {
-		return nil, fmt.Sprintf("kernel frames will be unnamed: /proc/kallsyms hides addresses (kernel.kptr_restrict is %s; run as root or set it to 0)", perf.ReadSysctl("kernel/kptr_restrict"))
-	}
-	if cacheable {
-		saveKcache(cache, syms)
-	}
-	return t, ""
 }
 
 // addVDSO stores the vDSO image so that vDSO frames can be named and unwound.
@@ -693,9 +652,9 @@ func (s *session) kernelSymbols(addrs []uint64) {
 	if len(addrs) == 0 {
 		return
 	}
-	if s.kready != nil {
-		<-s.kready
-		s.kready = nil
+	if !s.kloaded {
+		s.kloaded = true
+		s.ktab, s.kwarn = loadKernelSymbols(s.o.UserOnly)
 		if s.kwarn != "" {
 			s.warn("%s", s.kwarn)
 		}

@@ -1,6 +1,7 @@
 package symbol
 
 import (
+	"encoding/binary"
 	"fmt"
 	"io"
 	"sort"
@@ -18,8 +19,17 @@ type KernelSymbol struct {
 
 // KernelTable resolves kernel addresses to symbol names. It is immutable
 // after construction and safe for concurrent use.
+//
+// Its memory is its serialized form (see AppendBinary): sorted addresses, and
+// names in one text, so that a table of the whole kernel (~120k symbols) can
+// be written to a file and used again straight from a mapping of that file,
+// with no decoding.
 type KernelTable struct {
-	syms []KernelSymbol // sorted by Addr, no zero addresses
+	n     int
+	addrs []byte // n little-endian uint64, ascending, none zero
+	sizes []byte // n little-endian uint64, or nil when every size is 0
+	offs  []byte // n+1 little-endian uint32: symbol i is text[offs[i]:offs[i+1]]
+	text  string // "name" or "name\x00module" per symbol
 }
 
 // NewKernelTable builds a table from syms (which it does not retain).
@@ -48,11 +58,59 @@ func NewKernelTable(syms []KernelSymbol) *KernelTable {
 		out = append(out, s[best])
 		i = j
 	}
-	return &KernelTable{syms: out}
+	k := &KernelTable{n: len(out)}
+	k.addrs = make([]byte, 0, 8*len(out))
+	k.offs = make([]byte, 0, 4*(len(out)+1))
+	var text strings.Builder
+	sized := false
+	for _, sym := range out {
+		k.addrs = binary.LittleEndian.AppendUint64(k.addrs, sym.Addr)
+		k.offs = binary.LittleEndian.AppendUint32(k.offs, uint32(text.Len()))
+		text.WriteString(sym.Name)
+		if sym.Module != "" {
+			text.WriteByte(0)
+			text.WriteString(sym.Module)
+		}
+		sized = sized || sym.Size != 0
+	}
+	k.offs = binary.LittleEndian.AppendUint32(k.offs, uint32(text.Len()))
+	k.text = text.String()
+	if sized {
+		k.sizes = make([]byte, 0, 8*len(out))
+		for _, sym := range out {
+			k.sizes = binary.LittleEndian.AppendUint64(k.sizes, sym.Size)
+		}
+	}
+	return k
 }
 
 // Len returns the number of symbols in the table.
-func (k *KernelTable) Len() int { return len(k.syms) }
+func (k *KernelTable) Len() int {
+	if k == nil {
+		return 0
+	}
+	return k.n
+}
+
+// find returns the index of the greatest symbol start ≤ addr, or -1.
+func (k *KernelTable) find(addr uint64) int {
+	return sort.Search(k.n, func(i int) bool { return binary.LittleEndian.Uint64(k.addrs[8*i:]) > addr }) - 1
+}
+
+// at returns symbol i's start, size (0: up to the next symbol), name and
+// module; ok is false when the table's text is damaged there.
+func (k *KernelTable) at(i int) (addr, size uint64, name, module string, ok bool) {
+	addr = binary.LittleEndian.Uint64(k.addrs[8*i:])
+	if k.sizes != nil {
+		size = binary.LittleEndian.Uint64(k.sizes[8*i:])
+	}
+	lo, hi := binary.LittleEndian.Uint32(k.offs[4*i:]), binary.LittleEndian.Uint32(k.offs[4*i+4:])
+	if lo > hi || int(hi) > len(k.text) {
+		return 0, 0, "", "", false
+	}
+	name, module, _ = strings.Cut(k.text[lo:hi], "\x00")
+	return addr, size, name, module, true
+}
 
 // Lookup returns the symbol containing addr: the greatest symbol start ≤
 // addr, provided addr is within its size when the size is known.
@@ -60,15 +118,15 @@ func (k *KernelTable) Lookup(addr uint64) (name, module string, ok bool) {
 	if k == nil {
 		return "", "", false
 	}
-	i := sort.Search(len(k.syms), func(i int) bool { return k.syms[i].Addr > addr }) - 1
+	i := k.find(addr)
 	if i < 0 {
 		return "", "", false
 	}
-	s := k.syms[i]
-	if s.Size != 0 && addr-s.Addr >= s.Size {
+	start, size, name, module, ok := k.at(i)
+	if !ok || size != 0 && addr-start >= size {
 		return "", "", false
 	}
-	return s.Name, s.Module, true
+	return name, module, true
 }
 
 // ParseKallsyms reads /proc/kallsyms text ("ffffffff81000000 T _text" or

@@ -1,6 +1,6 @@
 package symbol
 
-import "sort"
+import "encoding/binary"
 
 // Symbol returns the whole symbol containing addr: its start, its size (up to
 // the next symbol when the table has none), name and module. Recorders use it
@@ -9,17 +9,19 @@ func (k *KernelTable) Symbol(addr uint64) (start, size uint64, name, module stri
 	if k == nil {
 		return 0, 0, "", "", false
 	}
-	i := sort.Search(len(k.syms), func(i int) bool { return k.syms[i].Addr > addr }) - 1
+	i := k.find(addr)
 	if i < 0 {
 		return 0, 0, "", "", false
 	}
-	s := k.syms[i]
-	size = s.Size
-	if size == 0 && i+1 < len(k.syms) {
-		size = k.syms[i+1].Addr - s.Addr
-	}
-	if size != 0 && addr-s.Addr >= size {
+	start, size, name, module, ok = k.at(i)
+	if !ok {
 		return 0, 0, "", "", false
 	}
-	return s.Addr, size, s.Name, s.Module, true
+	if size == 0 && i+1 < k.n {
+		size = binary.LittleEndian.Uint64(k.addrs[8*(i+1):]) - start
+	}
+	if size != 0 && addr-start >= size {
+		return 0, 0, "", "", false
+	}
+	return start, size, name, module, true
 }

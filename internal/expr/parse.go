@@ -328,3 +328,31 @@ func (s *Spec) MatchFunc(fn string) bool {
 	ok, _ := path.Match(s.Func, fn)
 	return ok
 }
+
+// Idents lists the variable names an expression reads, in order, once each.
+func Idents(n Node) []string {
+	var out []string
+	seen := map[string]bool{}
+	var walk func(Node)
+	walk = func(n Node) {
+		switch n := n.(type) {
+		case *Ident:
+			if !seen[n.Name] {
+				seen[n.Name] = true
+				out = append(out, n.Name)
+			}
+		case *Member:
+			walk(n.X)
+		case *Index:
+			walk(n.X)
+			walk(n.I)
+		case *Unary:
+			walk(n.X)
+		case *Binary:
+			walk(n.X)
+			walk(n.Y)
+		}
+	}
+	walk(n)
+	return out
+}

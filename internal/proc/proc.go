@@ -246,3 +246,50 @@ func (b *BuildIDs) Put(path string, id []byte) {
 	}
 	b.m[path] = id
 }
+
+// DataRanges returns address ranges where a process keeps data that
+// pointers may point to, including data it has not allocated yet: its
+// writable mappings (except the main stack), the heap's whole reach from
+// start_brk (/proc/PID/stat, so before the first malloc), and 64 GiB below
+// the lowest high mapping, where later mmaps land. Threads' stacks are
+// writable mappings and are included.
+func DataRanges(pid int) ([][2]uint64, error) {
+	maps, err := Maps(pid)
+	if err != nil {
+		return nil, err
+	}
+	const reach = 1 << 36
+	var out [][2]uint64
+	var lowHigh, highEnd uint64
+	for _, m := range maps {
+		switch m.Path {
+		case "[stack]", "[vvar]", "[vvar_vclock]", "[vdso]", "[vsyscall]":
+			continue
+		}
+		if len(m.Perms) > 1 && m.Perms[1] == 'w' {
+			out = append(out, [2]uint64{m.Start, m.End})
+		}
+		if m.Start >= 0x7000_0000_0000 && m.End <= 0x8000_0000_0000 {
+			if lowHigh == 0 || m.Start < lowHigh {
+				lowHigh = m.Start
+			}
+			highEnd = max(highEnd, m.End)
+		}
+	}
+	if lowHigh > reach {
+		out = append(out, [2]uint64{lowHigh - reach, highEnd})
+	}
+	if b, err := readFile(pid, "stat"); err == nil {
+		// Fields after the command name, which is in parentheses and may
+		// hold spaces; start_brk is field 47.
+		if i := strings.LastIndexByte(string(b), ')'); i > 0 {
+			f := strings.Fields(string(b[i+1:]))
+			if len(f) > 44 {
+				if brk, err := strconv.ParseUint(f[44], 10, 64); err == nil && brk > 0 {
+					out = append(out, [2]uint64{brk, brk + reach})
+				}
+			}
+		}
+	}
+	return out, nil
+}

@@ -50,15 +50,17 @@ type Options struct {
 	EventPeriod int
 	// Exprs are evaluated at each CPU sample in the frame of their function
 	// (PCT's prog@func@expr). A perf sample carries the registers and a copy
-	// of the top of the user stack: values held there are read as they were
-	// at the sample; values elsewhere (heap, globals) are recorded missing.
+	// of the top of the user stack; a BPF program copies, at the same
+	// instant, the globals the expressions name and the heap memory that
+	// registers and stack point to (internal/snapshot). What none of these
+	// holds is recorded missing.
 	Exprs []*expr.Spec
 	// Rules say what to capture where (docs/rules.md); nil: none.
 	Rules *rules.File
 	// Values samples, at each CPU sample, the scalar variables of the main
 	// executable live at the sampled PC and at the call sites of
-	// ValuesDepth caller frames (vProf). Globals are not sampled by this
-	// collector: they are not in the sample.
+	// ValuesDepth caller frames (vProf), and its scalar globals when the BPF
+	// snapshot program can be loaded.
 	Values      bool
 	ValuesDepth int
 	// UserOnly samples user mode only; it is chosen automatically when the
@@ -188,6 +190,7 @@ type session struct {
 	pidfd int // of the target process, -1 when none
 
 	sampler *state.Sampler
+	snap    *snaps // BPF memory snapshots at samples; nil: none
 	// exes is each process's executable, for expression specs and rules;
 	// after an exec it is the first executable file the kernel maps.
 	exes     map[uint32]string
@@ -286,8 +289,9 @@ func newSession(o Options, meta recording.Meta) (*session, error) {
 	s.pidfd = -1
 	if len(o.Exprs) > 0 || o.Rules != nil || o.Values {
 		s.sampler = state.NewSampler(o.Exprs, o.Rules, 1)
+		s.startSnapshots()
 		if o.Values {
-			s.sampler.EnableValues(o.ValuesDepth, false)
+			s.sampler.EnableValues(o.ValuesDepth, s.snap != nil)
 		}
 	}
 	s.exes, s.awaiting = map[uint32]string{}, map[uint32]bool{}
@@ -400,6 +404,9 @@ func (s *session) openKind(tids []int, k *eventKind, noSideband bool) error {
 				return err
 			}
 			s.events = append(s.events, ev)
+			if k.tp == nil {
+				s.attachSnapshot(ev)
+			}
 			if r := s.ring(cpu, k); r != nil {
 				if err := ev.SetOutput(r.Event); err != nil {
 					return err
@@ -422,6 +429,7 @@ func (s *session) synthesize(pid int) error {
 	now := monotonic()
 	if exe := proc.Exe(pid); exe != "" {
 		s.exes[uint32(pid)] = exe
+		s.plan(uint32(pid), exe)
 	}
 	tids, err := proc.Tasks(pid)
 	if err != nil {
@@ -471,6 +479,7 @@ func (s *session) drain() error {
 			s.items = append(s.items, item{time: recTime(rec), rec: rec, kind: r.kind})
 		}
 	}
+	s.drainSnapshots()
 	sort.SliceStable(s.items, func(i, j int) bool { return s.items[i].time < s.items[j].time })
 	for _, it := range s.items {
 		if smp, ok := it.rec.(*perf.Sample); ok {
@@ -520,6 +529,7 @@ func (s *session) handle(rec any) {
 		if s.awaiting[r.PID] && strings.HasPrefix(r.Path, "/") {
 			s.exes[r.PID] = r.Path
 			delete(s.awaiting, r.PID)
+			s.plan(r.PID, r.Path)
 		}
 		s.write(&recording.Mmap{Time: r.Time, PID: r.PID, TID: r.TID, Start: r.Start, Len: r.Len, Pgoff: r.Pgoff,
 			Prot: r.Prot, Flags: r.Flags, BuildID: bid, Path: r.Path})
@@ -538,10 +548,12 @@ func (s *session) handle(rec any) {
 			}
 			if exe, ok := s.exes[r.PPID]; ok {
 				s.exes[r.PID] = exe
+				s.plan(r.PID, exe)
 			}
 		}
 		if exit && r.PID == r.TID {
 			delete(s.spaces, r.PID)
+			s.forget(r.PID)
 		}
 		s.write(&recording.Task{Exit: exit, Time: r.Time, PID: r.PID, PPID: r.PPID, TID: r.TID, PTID: r.PTID})
 	case *perf.Lost:
@@ -627,9 +639,11 @@ func (s *session) sampleState(r *perf.Sample) state.Result {
 		return state.Result{}
 	}
 	res := resolver{s: s, sp: sp}
+	sn := s.snapshotFor(r)
+	s.plan(r.PID, exe)
 	frames, _ := unwind.UnwindFrames(toDWARF(r.Regs), unwind.StackCopy{SP: r.StackSP, Data: r.Stack}, &res, 64)
 	return s.sampler.Apply(state.Thread{PID: int(r.PID), TID: int(r.TID), Time: r.Time, Exe: exe,
-		Frames: frames, Mem: state.StackMemory(r.StackSP, r.Stack), Objects: &res})
+		Frames: frames, Mem: memory(r, sn), Objects: &res})
 }
 
 // refreshSpace reads the mappings of a process the stream has not described
@@ -704,6 +718,7 @@ func (s *session) close() {
 		unix.Close(s.pidfd)
 		s.pidfd = -1
 	}
+	s.closeSnapshots()
 }
 
 // abandon undoes a session that could not start.

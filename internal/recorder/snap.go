@@ -1,0 +1,176 @@
+package recorder
+
+import (
+	"time"
+
+	"github.com/culprit-dev/culprit/internal/perf"
+	"github.com/culprit-dev/culprit/internal/proc"
+	"github.com/culprit-dev/culprit/internal/snapshot"
+	"github.com/culprit-dev/culprit/internal/state"
+)
+
+// Memory snapshots: when expressions, rules or value sampling need memory
+// beyond the copied stack (globals, the heap), a BPF program on the
+// cpu-clock events copies it at each sample (internal/snapshot). Each
+// process gets a plan the first time one of its samples needs it, renewed
+// every planEvery as its mappings change.
+
+const planEvery = 200 * time.Millisecond
+
+type snaps struct {
+	tk      *snapshot.Taker
+	plans   map[uint32]*snapPlan
+	pending map[uint32][]*snapshot.Snapshot // by CPU, oldest first
+}
+
+type snapPlan struct {
+	exe  string
+	at   time.Time
+	none bool // nothing worth copying for this process
+}
+
+// startSnapshots loads the BPF program; without it heap and globals are
+// recorded missing, and the user is told why once.
+func (s *session) startSnapshots() {
+	tk, err := snapshot.New()
+	if err != nil {
+		s.warn("heap and global values will be recorded missing (%v); --collector ptrace reads them with the thread stopped", err)
+		return
+	}
+	s.snap = &snaps{tk: tk, plans: map[uint32]*snapPlan{}, pending: map[uint32][]*snapshot.Snapshot{}}
+}
+
+// attachSnapshot runs the program at the samples of a cpu-clock event.
+func (s *session) attachSnapshot(ev *perf.Event) {
+	if s.snap == nil {
+		return
+	}
+	if err := s.snap.tk.Attach(ev.FD); err != nil {
+		s.warn("heap and global values will be recorded missing: %v", err)
+		s.snap.tk.Close()
+		s.snap = nil
+	}
+}
+
+// drainSnapshots collects the snapshots written so far, after the rings
+// were read: a sample read from a ring always finds its snapshot, which the
+// kernel wrote before it.
+func (s *session) drainSnapshots() {
+	if s.snap == nil {
+		return
+	}
+	err := s.snap.tk.Drain(func(sn *snapshot.Snapshot) {
+		c := uint32(sn.CPU)
+		s.snap.pending[c] = append(s.snap.pending[c], sn)
+	})
+	if err != nil {
+		s.warn("reading memory snapshots: %v", err)
+	}
+}
+
+// snapshotFor returns the snapshot taken at a sample, nil when there is none.
+func (s *session) snapshotFor(r *perf.Sample) *snapshot.Snapshot {
+	if s.snap == nil {
+		return nil
+	}
+	// The program runs in the sample's interrupt, microseconds from the
+	// moment the kernel stamps the sample (after it since Linux 6.3, which
+	// prepares the sample before running the program; before it on older
+	// kernels). A sample whose own snapshot is missing (its process not
+	// planned yet, a full ring) must not take its neighbour's.
+	window := min(uint64(200*time.Microsecond), uint64(time.Second)/uint64(4*s.o.Frequency))
+	q := s.snap.pending[r.CPU]
+	var found *snapshot.Snapshot
+	i := 0
+	for ; i < len(q) && q[i].Time <= r.Time+window; i++ {
+		if q[i].TID == r.TID && q[i].Time+window > r.Time {
+			found = q[i]
+			i++
+			break
+		}
+	}
+	s.snap.pending[r.CPU] = append(q[:0], q[i:]...)
+	return found
+}
+
+// plan installs or renews the memory plan of a process. The collector
+// calls it as soon as it knows a process's executable (before a launched
+// command runs, at an exec, at a fork) and at its samples, so that the plan
+// follows the mappings.
+func (s *session) plan(pid uint32, exe string) {
+	if s.snap == nil || exe == "" || !s.sampler.Wants(exe) {
+		return
+	}
+	p := s.snap.plans[pid]
+	if p != nil && p.exe == exe && time.Since(p.at) < planEvery {
+		return
+	}
+	if p == nil || p.exe != exe {
+		p = &snapPlan{exe: exe}
+		s.snap.plans[pid] = p
+	}
+	p.at = time.Now()
+	maps, err := proc.Maps(int(pid))
+	if err != nil {
+		return
+	}
+	var bias uint64
+	haveBias := false
+	for _, m := range maps {
+		if m.Path == exe && m.Exec() {
+			if t := s.tables.Lookup(exe); t != nil {
+				bias, haveBias = t.Bias(m.Start, m.Offset)
+			}
+			break
+		}
+	}
+	plan := &snapshot.Plan{Chase: true}
+	plan.Data, _ = proc.DataRanges(int(pid))
+	if haveBias {
+		ranges := s.sampler.GlobalMemory(exe)
+		if len(ranges) > snapshot.MaxAbs {
+			s.warn("%d pieces of globals to copy at each sample in %s; only the first %d are copied, the others are recorded missing", len(ranges), exe, snapshot.MaxAbs)
+			ranges = ranges[:snapshot.MaxAbs]
+		}
+		for _, r := range ranges {
+			a := r.Addr
+			if r.From < 0 {
+				a += bias
+			}
+			plan.Abs = append(plan.Abs, snapshot.Range{Addr: a, Len: r.Len, From: r.From, PtrOff: r.PtrOff})
+		}
+	}
+	if err := s.snap.tk.SetPlan(pid, plan); err != nil {
+		s.warn("heap and global values will be recorded missing: installing a memory plan: %v", err)
+	}
+}
+
+// forget drops the plan of a process that exited.
+func (s *session) forget(pid uint32) {
+	if s.snap == nil || s.snap.plans[pid] == nil {
+		return
+	}
+	delete(s.snap.plans, pid)
+	s.snap.tk.DeletePlan(pid)
+}
+
+// memory reads what a sample carries: its stack copy, then its snapshot.
+func memory(r *perf.Sample, sn *snapshot.Snapshot) func(uint64, []byte) error {
+	stack := state.StackMemory(r.StackSP, r.Stack)
+	if sn == nil {
+		return stack
+	}
+	return func(addr uint64, buf []byte) error {
+		if err := stack(addr, buf); err == nil {
+			return nil
+		}
+		return sn.Read(addr, buf)
+	}
+}
+
+func (s *session) closeSnapshots() {
+	if s.snap != nil {
+		s.snap.tk.Close()
+		s.snap = nil
+	}
+}

@@ -1,0 +1,133 @@
+package state
+
+import (
+	"path/filepath"
+	"sort"
+
+	"github.com/culprit-dev/culprit/internal/dwarfx"
+	"github.com/culprit-dev/culprit/internal/expr"
+)
+
+// MemoryRange is memory a collector that cannot stop the thread should copy
+// at each sample, so that globals are read as they were at the sample.
+// Addr is an ELF address of the executable (add the load bias) — or, when
+// From is not negative, an offset added to the pointer found PtrOff bytes
+// into the copy of range From.
+type MemoryRange struct {
+	Addr   uint64
+	Len    int
+	From   int
+	PtrOff int
+}
+
+// maxPiece is the longest range returned; longer objects are cut.
+const maxPiece = 64
+
+// GlobalMemory lists the memory of the executable's globals that the specs,
+// the rules and value sampling read there: each global named in an
+// expression (and what a global pointer named there points to, up to 256
+// bytes), and, with value sampling of globals, every scalar global. Ranges
+// are merged, then cut into pieces of at most 64 bytes.
+func (s *Sampler) GlobalMemory(exe string) []MemoryRange {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	in := s.info(exe)
+	if in == nil {
+		return nil
+	}
+	type want struct {
+		addr, size uint64
+		pointee    uint64 // size of what a pointer global points to (0: none)
+	}
+	var wants []want
+	seen := map[*dwarfx.Variable]bool{}
+	add := func(v *dwarfx.Variable, deref bool) {
+		if v == nil || seen[v] || v.Type() == nil || v.Type().Size <= 0 {
+			return
+		}
+		l, ok := v.Location(0)
+		if !ok || l.Expr == nil {
+			return
+		}
+		val, err := l.Eval(&dwarfx.Frame{}, 0)
+		if err != nil || !val.InMemory {
+			return
+		}
+		seen[v] = true
+		w := want{addr: val.Addr, size: uint64(v.Type().Size)}
+		if t := v.Type().Underlying(); deref && t.Kind == dwarfx.Pointer && t.Elem != nil && t.Elem.Size > 0 {
+			w.pointee = uint64(min(t.Elem.Size, 256))
+		}
+		wants = append(wants, w)
+	}
+	named := func(n expr.Node) {
+		for _, id := range expr.Idents(n) {
+			if g, ok := in.Global(id); ok {
+				add(g, true)
+			}
+		}
+	}
+	for _, sp := range s.specs {
+		if sp.MatchProg(exe) {
+			named(sp.Expr)
+		}
+	}
+	if s.file != nil {
+		base := filepath.Base(exe)
+		for _, p := range s.file.Programs {
+			if ok, _ := filepath.Match(p.Glob, base); !ok {
+				continue
+			}
+			for _, r := range p.Rules {
+				if r.Cond != nil {
+					named(r.Cond)
+				}
+				for _, a := range r.Actions {
+					if a.Expr != nil {
+						named(a.Expr)
+					}
+				}
+			}
+		}
+	}
+	if s.values != nil && s.values.globals != nil {
+		for _, vv := range scalarGlobals(in) {
+			add(vv.v, false)
+		}
+	}
+
+	// Merge what overlaps or nearly touches, then cut.
+	sort.Slice(wants, func(i, j int) bool { return wants[i].addr < wants[j].addr })
+	type span struct{ lo, hi uint64 }
+	var spans []span
+	for _, w := range wants {
+		if n := len(spans); n > 0 && w.addr <= spans[n-1].hi+8 {
+			spans[n-1].hi = max(spans[n-1].hi, w.addr+w.size)
+			continue
+		}
+		spans = append(spans, span{w.addr, w.addr + w.size})
+	}
+	var out []MemoryRange
+	for _, sp := range spans {
+		for a := sp.lo; a < sp.hi; a += maxPiece {
+			out = append(out, MemoryRange{Addr: a, Len: int(min(maxPiece, sp.hi-a)), From: -1})
+		}
+	}
+	// What pointer globals point to, after the fixed ranges.
+	fixed := len(out)
+	for _, w := range wants {
+		if w.pointee == 0 {
+			continue
+		}
+		for i := 0; i < fixed; i++ {
+			r := out[i]
+			if w.addr >= r.Addr && w.addr+8 <= r.Addr+uint64(r.Len) && (w.addr-r.Addr)%8 == 0 {
+				for off := uint64(0); off < w.pointee; off += maxPiece {
+					out = append(out, MemoryRange{Addr: off, Len: int(min(maxPiece, w.pointee-off)), From: i, PtrOff: int(w.addr - r.Addr)})
+				}
+				break
+			}
+		}
+	}
+	return out
+}

@@ -114,7 +114,13 @@ loop:
 			}
 		default:
 		}
-		s.wait()
+		if s.wait() {
+			// The command has exited. Take its status now: polling on would
+			// keep the recorder's one P busy (every fd is ready) while the
+			// goroutine in cmd.Wait waits for that P.
+			waitErr = <-exited
+			break loop
+		}
 		if err := s.drain(); err != nil {
 			s.warn("writing the recording: %v", err)
 		}
@@ -125,8 +131,9 @@ loop:
 
 // wait blocks until a ring passes its watermark or the poll interval ends.
 // A pidfd of the target process (when the kernel has pidfd_open) ends the
-// wait as soon as the process exits, so the recording ends with it.
-func (s *session) wait() {
+// wait as soon as the process exits, so the recording ends with it; wait
+// then reports true.
+func (s *session) wait() bool {
 	fds := make([]unix.PollFd, 0, len(s.rings)+1)
 	for _, r := range s.rings {
 		fds = append(fds, unix.PollFd{Fd: int32(r.Event.FD), Events: unix.POLLIN})
@@ -136,9 +143,10 @@ func (s *session) wait() {
 	}
 	if len(fds) == 0 {
 		time.Sleep(pollInterval)
-		return
+		return false
 	}
 	unix.Poll(fds, int(pollInterval/time.Millisecond))
+	return s.pidfd >= 0 && fds[len(fds)-1].Revents&(unix.POLLIN|unix.POLLHUP) != 0
 }
 
 // watch opens a pidfd on the target, if the kernel allows.
@@ -213,7 +221,9 @@ loop:
 			break loop
 		default:
 		}
-		s.wait()
+		if s.wait() {
+			break loop // the process exited; finish drains what is left
+		}
 		if err := s.drain(); err != nil {
 			s.warn("writing the recording: %v", err)
 		}

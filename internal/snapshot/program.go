@@ -13,6 +13,7 @@ import (
 //	for each planned range i < plan.nabs: copy it (fixed address, or the
 //	    pointer in an earlier copy plus an offset)
 //	regs = the thread's user registers (task_pt_regs)
+//	copy the red zone, the 128 bytes below the stack pointer
 //	if plan.chase:
 //	    for each general-purpose register pointing into a data range: copy 64 bytes there
 //	    copy the top of the stack; for each word pointing into a data range: copy
@@ -114,6 +115,19 @@ func program(plansFD, scratchFD, eventsFD int) asm.Instructions {
 		asm.Mov.Imm(asm.R2, ptRegsWords*8),
 		asm.FnProbeReadKernel.Call(),
 		asm.JNE.Imm(asm.R0, 0, "out"),
+	)
+	// The red zone: the 128 bytes below the stack pointer where leaf
+	// functions keep locals without moving it (-O0); the sample's stack
+	// copy starts at the stack pointer.
+	for _, off := range []int32{-128, -64} {
+		b.emit(
+			asm.LoadMem(asm.R3, rBuf, scrRegs+ptRegsSP*8, asm.DWord),
+			asm.Add.Imm(asm.R3, off),
+			asm.Mov.Imm(asm.R2, SlotBytes),
+		)
+		b.copyAt()
+	}
+	b.emit(
 		asm.LoadMem(asm.R1, rPlan, planFlags, asm.Word),
 		asm.And.Imm(asm.R1, flagChase),
 		asm.JEq.Imm(asm.R1, 0, "out"),

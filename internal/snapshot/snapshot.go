@@ -10,7 +10,9 @@
 // globals that expressions and value sampling name, and one level of
 // pointers read from them), and the data ranges of the address space
 // (writable mappings) used to recognise pointers. At each sample the program
-// copies the planned ranges, then chases pointers speculatively: every
+// copies the planned ranges and the stack's red zone (the 128 bytes below
+// the stack pointer, where -O0 leaf functions keep locals), then chases
+// pointers speculatively: every
 // general-purpose register, every word of the top 512 bytes of the stack and
 // every word of the copies made so far that points into a data range has the
 // 64 bytes it points to copied, up to MaxSlots copies per sample. The copies

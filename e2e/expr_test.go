@@ -151,38 +151,55 @@ func testRulesMatchOneProgram(t *testing.T, collector string) {
 	}
 }
 
-// --jitter varies the sampling intervals (ptrace collector), and the
-// time-weighted mean stays right because each sample carries its period.
+// --jitter varies the sampling intervals on both collectors: the intervals
+// between a CPU-bound thread's samples, measured by their times, spread
+// from about half to one and a half of the mean with ±50%; each sample's
+// period says the interval it stands for, so the time-weighted mean stays
+// right.
 func TestJitter(t *testing.T) {
 	testutil.NeedRoot(t)
 	bin := testutil.C(t, "hier-O2", []string{"hier.c"}, "-O2", "-g")
-	spread := func(args ...string) (float64, exprsJSON) {
+	spread := func(collector string, args ...string) (float64, float64, exprsJSON) {
 		out := rec(t)
-		mustRun(t, append(append([]string{"record", "--collector", "ptrace", "--expr", "hier*@worker@n", "-o", out}, args...), "--", bin, "8")...)
+		mustRun(t, append(append([]string{"record", "--collector", collector, "--expr", "hier*@worker@n", "-o", out}, args...), "--", bin, "8")...)
 		p, err := profile.Load([]string{out}, profile.LoadOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		lo, hi := math.Inf(1), math.Inf(-1)
-		var periods []float64
-		for _, s := range p.Samples {
-			periods = append(periods, float64(s.Period))
+		var gaps []float64
+		var off int // periods more than 25% off the measured interval
+		for i := 1; i < len(p.Samples); i++ {
+			a, b := p.Samples[i-1], p.Samples[i]
+			if a.TID != b.TID || b.Time <= a.Time {
+				continue
+			}
+			gap := float64(b.Time - a.Time)
+			gaps = append(gaps, gap)
+			if math.Abs(float64(b.Period)-gap) > gap/4 {
+				off++
+			}
 		}
-		sort.Float64s(periods)
-		if len(periods) > 20 { // ignore the extremes (first and merged ticks)
-			periods = periods[len(periods)/20 : len(periods)-len(periods)/20]
+		if len(gaps) < 100 {
+			t.Fatalf("%s: only %d intervals", collector, len(gaps))
 		}
-		for _, v := range periods {
-			lo, hi = math.Min(lo, v), math.Max(hi, v)
-		}
-		return hi / lo, exprReport(t, out)
+		sort.Float64s(gaps)
+		lo, hi := gaps[len(gaps)/20], gaps[len(gaps)-1-len(gaps)/20]
+		return hi / lo, float64(off) / float64(len(gaps)), exprReport(t, out)
 	}
-	plain, _ := spread()
-	jittered, e := spread("--jitter", "50")
-	if jittered < 2 || plain > 1.5 {
-		t.Errorf("period spread (5%%–95%%): %.2f without jitter, %.2f with ±50%% (want about 3)", plain, jittered)
-	}
-	if want := (1e7*1 + 2e7*2) / 3; math.Abs(e.Exprs[0].Mean-want)/want > 0.10 {
-		t.Errorf("time-weighted mean with jitter: %.4g, want %.4g", e.Exprs[0].Mean, want)
+	for _, collector := range []string{"perf", "ptrace"} {
+		t.Run(collector, func(t *testing.T) {
+			plain, _, _ := spread(collector)
+			jittered, off, e := spread(collector, "--jitter", "50")
+			t.Logf("interval spread (5%%–95%%): %.2f plain, %.2f with ±50%%; periods off their interval: %.0f%%", plain, jittered, 100*off)
+			if jittered < 2 || plain > 1.5 {
+				t.Errorf("interval spread (5%%–95%%): %.2f without jitter, %.2f with ±50%% (want about 3)", plain, jittered)
+			}
+			if off > 0.1 {
+				t.Errorf("%.0f%% of the jittered samples carry a period more than 25%% off their interval", 100*off)
+			}
+			if want := (1e7*1 + 2e7*2) / 3; math.Abs(e.Exprs[0].Mean-want)/want > 0.10 {
+				t.Errorf("time-weighted mean with jitter: %.4g, want %.4g", e.Exprs[0].Mean, want)
+			}
+		})
 	}
 }

@@ -76,9 +76,7 @@ on while still being written, and survives the recorder being killed.`,
 			stderr := c.ErrOrStderr()
 			switch collector {
 			case "perf":
-				if c.Flags().Changed("jitter") {
-					return usagef("--jitter applies to --collector ptrace, which re-arms each thread's sampling period at every sample")
-				}
+				o.Jitter = jitter
 			case "ptrace":
 				return recordPtrace(c, o, pid, args, jitter)
 			default:
@@ -118,7 +116,7 @@ on while still being written, and survives the recorder being killed.`,
 	f.StringVar(&values, "values", "", "sample the values of variables with each sample (vProf; for culprit diagnose): every scalar variable of the main executable live in the sampled frame and its --unwind-depth callers, and with --collector ptrace its globals")
 	f.Lookup("values").NoOptDefVal = "auto"
 	f.IntVar(&o.ValuesDepth, "unwind-depth", 3, "with --values: caller frames whose variables are sampled too")
-	f.Float64Var(&jitter, "jitter", 0, "with --collector ptrace: vary each sampling interval at random by up to ±PCT percent, so sampling cannot run in lock step with periodic code")
+	f.Float64Var(&jitter, "jitter", 0, "vary each sampling interval at random by up to ±PCT percent (0 to 90), so sampling cannot run in lock step with periodic code")
 	f.StringVar(&rulesPath, "rules", "", "a rules file saying what to capture where: backtraces, expressions, counts, start/stop (see docs/rules.md)")
 	f.IntVar(&o.StackBytes, "stack-size", 0, "user stack bytes copied per sample (default 4096 in fp mode, 16384 in dwarf mode; max 65528)")
 	f.IntVar(&o.RingPages, "mmap-pages", 0, "ring buffer pages per CPU, a power of two (default: sized from rate and stack size)")

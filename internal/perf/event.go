@@ -38,8 +38,11 @@ type Config struct {
 	Period     uint64      // for tracepoints: one sample every Period hits (0 = 1)
 	// NoSideband leaves mmap, comm and task records to another event of the
 	// same task, so that they are not reported twice.
-	NoSideband    bool
-	Frequency     int  // samples per second per thread
+	NoSideband bool
+	Frequency  int // samples per second per thread
+	// ClockPeriod, when not 0, samples cpu-clock every ClockPeriod ns of
+	// CPU time instead of at Frequency (which the kernel adapts).
+	ClockPeriod   uint64
 	StackBytes    int  // bytes of user stack copied per sample (0: none)
 	ExcludeKernel bool // sample user mode only (needed without privileges)
 	Inherit       bool // follow threads and children created after opening
@@ -60,6 +63,10 @@ func (c Config) attr() *unix.PerfEventAttr {
 		Clockid:           unix.CLOCK_MONOTONIC,
 		Sample_regs_user:  RegsMask,
 		Sample_stack_user: uint32(c.StackBytes),
+	}
+	if c.ClockPeriod > 0 {
+		a.Sample = c.ClockPeriod
+		a.Bits &^= unix.PerfBitFreq
 	}
 	if c.Tracepoint != nil {
 		a.Type = unix.PERF_TYPE_TRACEPOINT

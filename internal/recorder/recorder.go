@@ -8,6 +8,7 @@ package recorder
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"runtime"
 	"sort"
@@ -22,6 +23,7 @@ import (
 	"github.com/culprit-dev/culprit/internal/proc"
 	"github.com/culprit-dev/culprit/internal/recording"
 	"github.com/culprit-dev/culprit/internal/rules"
+	"github.com/culprit-dev/culprit/internal/sampleprog"
 	"github.com/culprit-dev/culprit/internal/state"
 	"github.com/culprit-dev/culprit/internal/symbol"
 	"github.com/culprit-dev/culprit/internal/unwind"
@@ -52,7 +54,7 @@ type Options struct {
 	// (PCT's prog@func@expr). A perf sample carries the registers and a copy
 	// of the top of the user stack; a BPF program copies, at the same
 	// instant, the globals the expressions name and the heap memory that
-	// registers and stack point to (internal/snapshot). What none of these
+	// registers and stack point to (internal/sampleprog). What none of these
 	// holds is recorded missing.
 	Exprs []*expr.Spec
 	// Rules say what to capture where (docs/rules.md); nil: none.
@@ -66,6 +68,28 @@ type Options struct {
 	// UserOnly samples user mode only; it is chosen automatically when the
 	// kernel refuses kernel call chains to an unprivileged user.
 	UserOnly bool
+	// Jitter varies each sampling interval at random by up to ±Jitter
+	// percent (0 to 90): the events tick jitterTicks times faster and a BPF
+	// program keeps one tick in a random number of them.
+	Jitter float64
+}
+
+// jitterTicks is the mean number of clock ticks per kept sample with jitter.
+const jitterTicks = 10
+
+// jitterRange is the range of ticks between kept samples.
+func (o *Options) jitterRange() sampleprog.Jitter {
+	if o.Jitter <= 0 {
+		return sampleprog.Jitter{}
+	}
+	lo := max(1, uint32(math.Round(jitterTicks*(1-o.Jitter/100))))
+	hi := uint32(math.Round(jitterTicks * (1 + o.Jitter/100)))
+	return sampleprog.Jitter{Min: lo, Max: max(hi, lo)}
+}
+
+// tickPeriod is the clock period in ns with jitter.
+func (o *Options) tickPeriod() uint64 {
+	return uint64(1e9 / (float64(o.Frequency) * jitterTicks))
 }
 
 // Result summarises a finished recording.
@@ -93,6 +117,12 @@ func (o *Options) setDefaults() error {
 	case CallGraphFP, CallGraphDWARF:
 	default:
 		return fmt.Errorf("unknown call-graph mode %q: use fp or dwarf", o.CallGraph)
+	}
+	if o.Jitter < 0 || o.Jitter > 90 {
+		return fmt.Errorf("jitter %g%% is out of range: use 0 to 90", o.Jitter)
+	}
+	if o.Jitter > 0 && o.Frequency*jitterTicks > 100000 {
+		return fmt.Errorf("with --jitter the clock ticks %d times per sample: use a frequency of at most %d Hz", jitterTicks, 100000/jitterTicks)
 	}
 	if o.StackBytes == 0 {
 		o.StackBytes = 4096
@@ -289,7 +319,15 @@ func newSession(o Options, meta recording.Meta) (*session, error) {
 	s.pidfd = -1
 	if len(o.Exprs) > 0 || o.Rules != nil || o.Values {
 		s.sampler = state.NewSampler(o.Exprs, o.Rules, 1)
-		s.startSnapshots()
+	}
+	if s.sampler != nil || o.Jitter > 0 {
+		if err := s.startSnapshots(); err != nil {
+			w.Close()
+			w.Discard()
+			return nil, err
+		}
+	}
+	if s.sampler != nil {
 		if o.Values {
 			s.sampler.EnableValues(o.ValuesDepth, s.snap != nil)
 		}
@@ -375,6 +413,9 @@ func (s *session) openKind(tids []int, k *eventKind, noSideband bool) error {
 	cfg := perf.Config{Frequency: s.o.Frequency, StackBytes: s.o.StackBytes, Inherit: true,
 		ExcludeKernel: s.o.UserOnly, MaxStack: 127,
 		Tracepoint: k.tp, Period: uint64(s.o.EventPeriod), NoSideband: noSideband}
+	if k.tp == nil && s.o.Jitter > 0 {
+		cfg.ClockPeriod = s.o.tickPeriod()
+	}
 	pages := s.o.RingPages
 	if k.tp != nil {
 		// System calls and switches can come a million a second, in bursts:
@@ -597,9 +638,21 @@ func (s *session) sample(r *perf.Sample, k *eventKind) {
 	if truncated {
 		s.res.Truncated++
 	}
+	var sn *sampleprog.Snapshot
+	if k.event == recording.EventCPU {
+		sn = s.snapshotFor(r)
+		if s.o.Jitter > 0 {
+			// The sample stands for the ticks its thread counted down.
+			ticks := uint64(jitterTicks)
+			if sn != nil && sn.Interval > 0 {
+				ticks = uint64(sn.Interval)
+			}
+			r.Period = ticks * s.o.tickPeriod()
+		}
+	}
 	var st state.Result
 	if s.sampler != nil && k.event == recording.EventCPU && len(r.Regs) == perf.NumRegs {
-		st = s.sampleState(r)
+		st = s.sampleState(r, sn)
 		if st.Keep > 0 && st.Keep < len(user) {
 			user = user[:st.Keep]
 		}
@@ -625,7 +678,7 @@ func (s *session) sample(r *perf.Sample, k *eventKind) {
 
 // sampleState evaluates the expression specs and rules at a sample, over
 // its registers and stack copy.
-func (s *session) sampleState(r *perf.Sample) state.Result {
+func (s *session) sampleState(r *perf.Sample, sn *sampleprog.Snapshot) state.Result {
 	exe, ok := s.exes[r.PID]
 	if !ok {
 		exe = proc.Exe(int(r.PID))
@@ -639,7 +692,6 @@ func (s *session) sampleState(r *perf.Sample) state.Result {
 		return state.Result{}
 	}
 	res := resolver{s: s, sp: sp}
-	sn := s.snapshotFor(r)
 	s.plan(r.PID, exe)
 	frames, _ := unwind.UnwindFrames(toDWARF(r.Regs), unwind.StackCopy{SP: r.StackSP, Data: r.Stack}, &res, 64)
 	return s.sampler.Apply(state.Thread{PID: int(r.PID), TID: int(r.TID), Time: r.Time, Exe: exe,

@@ -1,11 +1,12 @@
 package recorder
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/culprit-dev/culprit/internal/perf"
 	"github.com/culprit-dev/culprit/internal/proc"
-	"github.com/culprit-dev/culprit/internal/snapshot"
+	"github.com/culprit-dev/culprit/internal/sampleprog"
 	"github.com/culprit-dev/culprit/internal/state"
 )
 
@@ -18,9 +19,9 @@ import (
 const planEvery = 200 * time.Millisecond
 
 type snaps struct {
-	tk      *snapshot.Taker
+	tk      *sampleprog.Taker
 	plans   map[uint32]*snapPlan
-	pending map[uint32][]*snapshot.Snapshot // by CPU, oldest first
+	pending map[uint32][]*sampleprog.Snapshot // by CPU, oldest first
 }
 
 type snapPlan struct {
@@ -29,15 +30,20 @@ type snapPlan struct {
 	none bool // nothing worth copying for this process
 }
 
-// startSnapshots loads the BPF program; without it heap and globals are
-// recorded missing, and the user is told why once.
-func (s *session) startSnapshots() {
-	tk, err := snapshot.New()
+// startSnapshots loads the BPF program. Without it heap and globals are
+// recorded missing, and the user is told why once; but jitter, which only
+// the program does, is an error.
+func (s *session) startSnapshots() error {
+	tk, err := sampleprog.New(s.o.jitterRange())
 	if err != nil {
+		if s.o.Jitter > 0 {
+			return fmt.Errorf("--jitter needs culprit's BPF sampling program (or use --collector ptrace): %w", err)
+		}
 		s.warn("heap and global values will be recorded missing (%v); --collector ptrace reads them with the thread stopped", err)
-		return
+		return nil
 	}
-	s.snap = &snaps{tk: tk, plans: map[uint32]*snapPlan{}, pending: map[uint32][]*snapshot.Snapshot{}}
+	s.snap = &snaps{tk: tk, plans: map[uint32]*snapPlan{}, pending: map[uint32][]*sampleprog.Snapshot{}}
+	return nil
 }
 
 // attachSnapshot runs the program at the samples of a cpu-clock event.
@@ -59,7 +65,7 @@ func (s *session) drainSnapshots() {
 	if s.snap == nil {
 		return
 	}
-	err := s.snap.tk.Drain(func(sn *snapshot.Snapshot) {
+	err := s.snap.tk.Drain(func(sn *sampleprog.Snapshot) {
 		c := uint32(sn.CPU)
 		s.snap.pending[c] = append(s.snap.pending[c], sn)
 	})
@@ -69,7 +75,7 @@ func (s *session) drainSnapshots() {
 }
 
 // snapshotFor returns the snapshot taken at a sample, nil when there is none.
-func (s *session) snapshotFor(r *perf.Sample) *snapshot.Snapshot {
+func (s *session) snapshotFor(r *perf.Sample) *sampleprog.Snapshot {
 	if s.snap == nil {
 		return nil
 	}
@@ -80,7 +86,7 @@ func (s *session) snapshotFor(r *perf.Sample) *snapshot.Snapshot {
 	// planned yet, a full ring) must not take its neighbour's.
 	window := min(uint64(200*time.Microsecond), uint64(time.Second)/uint64(4*s.o.Frequency))
 	q := s.snap.pending[r.CPU]
-	var found *snapshot.Snapshot
+	var found *sampleprog.Snapshot
 	i := 0
 	for ; i < len(q) && q[i].Time <= r.Time+window; i++ {
 		if q[i].TID == r.TID && q[i].Time+window > r.Time {
@@ -98,7 +104,7 @@ func (s *session) snapshotFor(r *perf.Sample) *snapshot.Snapshot {
 // command runs, at an exec, at a fork) and at its samples, so that the plan
 // follows the mappings.
 func (s *session) plan(pid uint32, exe string) {
-	if s.snap == nil || exe == "" || !s.sampler.Wants(exe) {
+	if s.snap == nil || s.sampler == nil || exe == "" || !s.sampler.Wants(exe) {
 		return
 	}
 	p := s.snap.plans[pid]
@@ -124,20 +130,20 @@ func (s *session) plan(pid uint32, exe string) {
 			break
 		}
 	}
-	plan := &snapshot.Plan{Chase: true}
+	plan := &sampleprog.Plan{Chase: true}
 	plan.Data, _ = proc.DataRanges(int(pid))
 	if haveBias {
 		ranges := s.sampler.GlobalMemory(exe)
-		if len(ranges) > snapshot.MaxAbs {
-			s.warn("%d pieces of globals to copy at each sample in %s; only the first %d are copied, the others are recorded missing", len(ranges), exe, snapshot.MaxAbs)
-			ranges = ranges[:snapshot.MaxAbs]
+		if len(ranges) > sampleprog.MaxAbs {
+			s.warn("%d pieces of globals to copy at each sample in %s; only the first %d are copied, the others are recorded missing", len(ranges), exe, sampleprog.MaxAbs)
+			ranges = ranges[:sampleprog.MaxAbs]
 		}
 		for _, r := range ranges {
 			a := r.Addr
 			if r.From < 0 {
 				a += bias
 			}
-			plan.Abs = append(plan.Abs, snapshot.Range{Addr: a, Len: r.Len, From: r.From, PtrOff: r.PtrOff})
+			plan.Abs = append(plan.Abs, sampleprog.Range{Addr: a, Len: r.Len, From: r.From, PtrOff: r.PtrOff})
 		}
 	}
 	if err := s.snap.tk.SetPlan(pid, plan); err != nil {
@@ -155,7 +161,7 @@ func (s *session) forget(pid uint32) {
 }
 
 // memory reads what a sample carries: its stack copy, then its snapshot.
-func memory(r *perf.Sample, sn *snapshot.Snapshot) func(uint64, []byte) error {
+func memory(r *perf.Sample, sn *sampleprog.Snapshot) func(uint64, []byte) error {
 	stack := state.StackMemory(r.StackSP, r.Stack)
 	if sn == nil {
 		return stack

@@ -1,4 +1,4 @@
-package snapshot
+package sampleprog
 
 import (
 	"fmt"
@@ -8,8 +8,10 @@ import (
 
 // The program, in outline:
 //
-//	plan = plans[tgid]; if none: keep the sample
-//	buf = scratch[0]; header = {magic, tid, now}; n = 0
+//	with jitter: count this thread's tick down; drop the sample (return 0)
+//	    unless the countdown ends, then start a new random one
+//	buf = scratch[0]; header = {magic, tid, now, interval}; n = 0
+//	plan = plans[tgid]; if none: output the header with jitter, else keep
 //	for each planned range i < plan.nabs: copy it (fixed address, or the
 //	    pointer in an earlier copy plus an offset)
 //	regs = the thread's user registers (task_pt_regs)
@@ -48,22 +50,63 @@ const (
 	rSlot = asm.R9
 )
 
-func program(plansFD, scratchFD, eventsFD int) asm.Instructions {
+// maps are the file descriptors of the program's maps.
+type maps struct {
+	plans, scratch, events, jitter int
+}
+
+func program(m maps, j Jitter) asm.Instructions {
 	b := &builder{}
 	b.emit(
 		asm.Mov.Reg(rCtx, asm.R1),
 		asm.FnGetCurrentPidTgid.Call(),
 		asm.Mov.Reg(rSlot, asm.R0),
+		asm.StoreMem(asm.RFP, -12, asm.R0, asm.Word), // tid
 		asm.RSh.Imm(asm.R0, 32),
-		asm.StoreMem(asm.RFP, -4, asm.R0, asm.Word),
-		asm.LoadMapPtr(asm.R1, plansFD),
-		asm.Mov.Reg(asm.R2, asm.RFP),
-		asm.Add.Imm(asm.R2, -4),
-		asm.FnMapLookupElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, "keep"),
-		asm.Mov.Reg(rPlan, asm.R0),
+		asm.StoreMem(asm.RFP, -4, asm.R0, asm.Word), // tgid
+	)
+	if j.on() {
+		// Each thread counts down a random number of ticks between two
+		// kept samples; the others are dropped (return 0).
+		span := int32(j.Max - j.Min + 1)
+		b.emit(
+			asm.LoadMapPtr(asm.R1, m.jitter),
+			asm.Mov.Reg(asm.R2, asm.RFP),
+			asm.Add.Imm(asm.R2, -12),
+			asm.FnMapLookupElem.Call(),
+			asm.JNE.Imm(asm.R0, 0, "jhave"),
+			// A new thread: start its first countdown.
+			asm.FnGetPrandomU32.Call(),
+			asm.Mod.Imm(asm.R0, span),
+			asm.Add.Imm(asm.R0, int32(j.Min)),
+			asm.StoreMem(asm.RFP, -20, asm.R0, asm.Word),
+			asm.StoreMem(asm.RFP, -16, asm.R0, asm.Word),
+			asm.LoadMapPtr(asm.R1, m.jitter),
+			asm.Mov.Reg(asm.R2, asm.RFP),
+			asm.Add.Imm(asm.R2, -12),
+			asm.Mov.Reg(asm.R3, asm.RFP),
+			asm.Add.Imm(asm.R3, -20),
+			asm.Mov.Imm(asm.R4, 0),
+			asm.FnMapUpdateElem.Call(),
+			asm.Ja.Label("drop"),
+			asm.Mov.Reg(rPlan, asm.R0).WithSymbol("jhave"),
+			asm.LoadMem(asm.R1, rPlan, 0, asm.Word),
+			asm.JLE.Imm(asm.R1, 1, "jkeep"),
+			asm.Add.Imm(asm.R1, -1),
+			asm.StoreMem(rPlan, 0, asm.R1, asm.Word),
+			asm.Ja.Label("drop"),
+			asm.FnGetPrandomU32.Call().WithSymbol("jkeep"),
+			asm.Mod.Imm(asm.R0, span),
+			asm.Add.Imm(asm.R0, int32(j.Min)),
+			asm.LoadMem(asm.R1, rPlan, 4, asm.Word), // the interval that just ended
+			asm.StoreMem(asm.RFP, -24, asm.R1, asm.Word),
+			asm.StoreMem(rPlan, 0, asm.R0, asm.Word),
+			asm.StoreMem(rPlan, 4, asm.R0, asm.Word),
+		)
+	}
+	b.emit(
 		asm.StoreImm(asm.RFP, -8, 0, asm.Word),
-		asm.LoadMapPtr(asm.R1, scratchFD),
+		asm.LoadMapPtr(asm.R1, m.scratch),
 		asm.Mov.Reg(asm.R2, asm.RFP),
 		asm.Add.Imm(asm.R2, -8),
 		asm.FnMapLookupElem.Call(),
@@ -72,8 +115,23 @@ func program(plansFD, scratchFD, eventsFD int) asm.Instructions {
 		asm.StoreImm(rBuf, scrOut, magic, asm.Word),
 		asm.StoreMem(rBuf, scrOut+4, rSlot, asm.Word),
 		asm.StoreImm(rBuf, scrN, 0, asm.Word),
+		asm.StoreImm(rBuf, scrOut+20, 0, asm.Word),
+	)
+	if j.on() {
+		b.emit(
+			asm.LoadMem(asm.R1, asm.RFP, -24, asm.Word),
+			asm.StoreMem(rBuf, scrOut+20, asm.R1, asm.Word),
+		)
+	}
+	b.emit(
 		asm.FnKtimeGetNs.Call(),
 		asm.StoreMem(rBuf, scrOut+8, asm.R0, asm.DWord),
+		asm.LoadMapPtr(asm.R1, m.plans),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, -4),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "out"),
+		asm.Mov.Reg(rPlan, asm.R0),
 	)
 
 	// Planned ranges.
@@ -177,7 +235,12 @@ func program(plansFD, scratchFD, eventsFD int) asm.Instructions {
 	b.mark("out")
 	b.emit(
 		asm.LoadMem(asm.R1, rBuf, scrN, asm.Word),
-		asm.JEq.Imm(asm.R1, 0, "keep"),
+	)
+	if !j.on() {
+		// Without jitter an empty snapshot says nothing.
+		b.emit(asm.JEq.Imm(asm.R1, 0, "keep"))
+	}
+	b.emit(
 		asm.JGT.Imm(asm.R1, MaxSlots, "keep"),
 		asm.StoreMem(rBuf, scrOut+16, asm.R1, asm.Word),
 		asm.Mov.Reg(asm.R5, asm.R1),
@@ -185,13 +248,15 @@ func program(plansFD, scratchFD, eventsFD int) asm.Instructions {
 		asm.Add.Imm(asm.R5, outHdr),
 		asm.Mov.Reg(asm.R4, rBuf),
 		asm.Add.Imm(asm.R4, scrOut),
-		asm.LoadMapPtr(asm.R2, eventsFD),
+		asm.LoadMapPtr(asm.R2, m.events),
 		asm.LoadImm(asm.R3, 0xffffffff, asm.DWord), // BPF_F_CURRENT_CPU
 		asm.Mov.Reg(asm.R1, rCtx),
 		asm.FnPerfEventOutput.Call(),
 	)
 	b.emit(
 		asm.Mov.Imm(asm.R0, 1).WithSymbol("keep"),
+		asm.Return(),
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("drop"),
 		asm.Return(),
 	)
 	return b.ins

@@ -1,4 +1,4 @@
-package snapshot
+package sampleprog
 
 import (
 	"bufio"
@@ -42,7 +42,7 @@ func TestSnapshotRead(t *testing.T) {
 func TestCopiesAtSamples(t *testing.T) {
 	testutil.NeedRoot(t)
 	bin := testutil.C(t, "snapmem", []string{"snapmem.c"}, "-O2", "-g")
-	tk, err := New()
+	tk, err := New(Jitter{})
 	testutil.Need(t, err == nil, fmt.Sprint("BPF snapshots: ", err))
 	defer tk.Close()
 

@@ -1,6 +1,13 @@
-// Package snapshot takes copies of a sampled thread's memory in the kernel,
-// at the very instant of each cpu-clock sample, with a BPF program attached
-// to the sampling perf events (PERF_EVENT_IOC_SET_BPF). A perf sample itself
+// Package sampleprog is the BPF program culprit attaches to its cpu-clock
+// sampling perf events (PERF_EVENT_IOC_SET_BPF), which runs at every tick,
+// in the kernel, at the very instant of the sample. It does two things.
+//
+// Jitter: with a Jitter range the events tick Min…Max times faster than the
+// sampling rate and each thread keeps one tick in a random number of them,
+// so that sampling cannot run in lock step with periodic code; the kept
+// sample's record says how many ticks it stands for.
+//
+// Memory snapshots: it copies a sampled thread's memory. A perf sample itself
 // carries only the registers and the top of the user stack; expressions such
 // as cfg.limits[2] or j->size, and vProf's globals, also need globals and
 // the heap as they were at the sample — read later from /proc they would be
@@ -24,7 +31,7 @@
 // built instruction by instruction with cilium/ebpf's asm package rather
 // than compiled from C: it is small, generated from a few constants, and
 // needs no clang on the machines that build culprit.
-package snapshot
+package sampleprog
 
 import (
 	"encoding/binary"
@@ -70,7 +77,7 @@ const (
 	scrRegs  = 8   // struct pt_regs, 21 words
 	scrStack = 176 // stackWords words
 	scrOut   = scrStack + stackWords*8
-	outHdr   = 24 // magic u32, tid u32, time u64, n u32, pad u32
+	outHdr   = 24 // magic u32, tid u32, time u64, n u32, interval u32
 	slotHdr  = 16 // addr u64, len u32, err s32
 	slotSize = slotHdr + SlotBytes
 	scrSlots = scrOut + outHdr
@@ -109,13 +116,19 @@ type Chunk struct {
 	Data []byte
 }
 
-// Snapshot is what was copied at one sample of one thread.
+// Snapshot is what the program wrote at one sample of one thread.
 type Snapshot struct {
-	TID    uint32
-	Time   uint64 // CLOCK_MONOTONIC ns, a little before the sample's own time
-	CPU    int
-	Chunks []Chunk
+	TID      uint32
+	Time     uint64 // CLOCK_MONOTONIC ns, microseconds from the sample's own time
+	CPU      int
+	Interval uint32 // with jitter: the ticks this sample stands for
+	Chunks   []Chunk
 }
+
+// Jitter is the range of ticks between two kept samples; zero: no jitter.
+type Jitter struct{ Min, Max uint32 }
+
+func (j Jitter) on() bool { return j.Max > 0 }
 
 // Read reads memory from the snapshot: all of buf must lie in copies.
 func (s *Snapshot) Read(addr uint64, buf []byte) error {
@@ -143,15 +156,18 @@ var ErrNotCopied = errors.New("not copied at the sample (not a planned global no
 
 // Taker is the loaded program with its maps and output reader.
 type Taker struct {
-	plans, scratch, events *ebpf.Map
-	prog                   *ebpf.Program
-	rd                     *perf.Reader
-	rec                    perf.Record
-	Lost                   uint64
+	plans, scratch, events, jitter *ebpf.Map
+	prog                           *ebpf.Program
+	rd                             *perf.Reader
+	rec                            perf.Record
+	Lost                           uint64
 }
 
 // New loads the program. The error says why when the kernel refuses.
-func New() (*Taker, error) {
+func New(j Jitter) (*Taker, error) {
+	if j.on() && (j.Min < 1 || j.Min > j.Max) {
+		return nil, fmt.Errorf("jitter range %d…%d ticks is invalid", j.Min, j.Max)
+	}
 	if err := rlimit.RemoveMemlock(); err != nil {
 		return nil, fmt.Errorf("BPF memory snapshots: %w", err)
 	}
@@ -171,8 +187,17 @@ func New() (*Taker, error) {
 		t.Close()
 		return nil, explain(err)
 	}
-	t.prog, err = ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Name: "culprit_snap", Type: ebpf.PerfEvent,
-		License: "GPL", Instructions: program(t.plans.FD(), t.scratch.FD(), t.events.FD())}, ebpf.ProgramOptions{LogSizeStart: 1 << 20})
+	m := maps{plans: t.plans.FD(), scratch: t.scratch.FD(), events: t.events.FD(), jitter: -1}
+	if j.on() {
+		t.jitter, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_jitter", Type: ebpf.LRUHash, KeySize: 4, ValueSize: 8, MaxEntries: 1 << 16})
+		if err != nil {
+			t.Close()
+			return nil, explain(err)
+		}
+		m.jitter = t.jitter.FD()
+	}
+	t.prog, err = ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Name: "culprit_sample", Type: ebpf.PerfEvent,
+		License: "GPL", Instructions: program(m, j)}, ebpf.ProgramOptions{LogSizeStart: 1 << 20})
 	if err != nil {
 		t.Close()
 		return nil, explain(err)
@@ -190,20 +215,20 @@ func New() (*Taker, error) {
 func explain(err error) error {
 	switch {
 	case errors.Is(err, unix.EPERM), errors.Is(err, os.ErrPermission):
-		return fmt.Errorf("loading the BPF program that copies memory at each sample was refused (%v): run as root or grant CAP_BPF and CAP_PERFMON", err)
+		return fmt.Errorf("loading culprit's BPF sampling program was refused (%v): run as root or grant CAP_BPF and CAP_PERFMON", err)
 	}
 	var ve *ebpf.VerifierError
 	if errors.As(err, &ve) {
-		return fmt.Errorf("the kernel's verifier refused the BPF program that copies memory at each sample: %v", ve)
+		return fmt.Errorf("the kernel's verifier refused culprit's BPF sampling program: %v", ve)
 	}
-	return fmt.Errorf("BPF memory snapshots are not available on this kernel: %w", err)
+	return fmt.Errorf("culprit's BPF sampling program cannot run on this kernel: %w", err)
 }
 
 // Attach makes the program run at every sample of a perf event; events the
 // event's task creates later (inherited events) run it too.
 func (t *Taker) Attach(perfFD int) error {
 	if err := unix.IoctlSetInt(perfFD, unix.PERF_EVENT_IOC_SET_BPF, t.prog.FD()); err != nil {
-		return fmt.Errorf("attaching the BPF snapshot program to a perf event: %w", err)
+		return fmt.Errorf("attaching culprit's BPF sampling program to a perf event: %w", err)
 	}
 	return nil
 }
@@ -266,7 +291,7 @@ func Decode(b []byte, cpu int) (*Snapshot, bool) {
 	if len(b) < outHdr || le.Uint32(b) != magic {
 		return nil, false
 	}
-	s := &Snapshot{TID: le.Uint32(b[4:]), Time: le.Uint64(b[8:]), CPU: cpu}
+	s := &Snapshot{TID: le.Uint32(b[4:]), Time: le.Uint64(b[8:]), CPU: cpu, Interval: le.Uint32(b[20:])}
 	n := int(le.Uint32(b[16:]))
 	b = b[outHdr:]
 	for i := 0; i < n && len(b) >= slotSize; i, b = i+1, b[slotSize:] {
@@ -287,7 +312,7 @@ func (t *Taker) Close() {
 	if t.rd != nil {
 		t.rd.Close()
 	}
-	for _, c := range []interface{ Close() error }{t.prog, t.events, t.scratch, t.plans} {
+	for _, c := range []interface{ Close() error }{t.prog, t.events, t.scratch, t.plans, t.jitter} {
 		if c != nil && !isNil(c) {
 			c.Close()
 		}

@@ -1,0 +1,44 @@
+package state
+
+import (
+	"debug/elf"
+	"testing"
+
+	"github.com/culprit-dev/culprit/internal/expr"
+	"github.com/culprit-dev/culprit/internal/testutil"
+)
+
+// GlobalMemory plans the globals an expression names, from DWARF: jobs.c's
+// cfg (int limits[4]; long scale) is 24 bytes at the symbol's address.
+func TestGlobalMemory(t *testing.T) {
+	bin := testutil.C(t, "jobs", []string{"jobs.c"}, "-O2", "-g")
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms, _ := f.Symbols()
+	f.Close()
+	var cfg elf.Symbol
+	for _, s := range syms {
+		if s.Name == "cfg" {
+			cfg = s
+		}
+	}
+	if cfg.Size != 24 {
+		t.Fatalf("cfg symbol: %+v", cfg)
+	}
+	spec, err := expr.ParseSpec("jobs*@process@cfg.limits[2] + j->size")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewSampler([]*expr.Spec{spec}, nil, 1)
+	got := s.GlobalMemory(bin)
+	if len(got) != 1 || got[0].Addr != cfg.Value || got[0].Len != 24 || got[0].From != -1 {
+		t.Errorf("GlobalMemory = %+v, want one range of 24 bytes at %#x", got, cfg.Value)
+	}
+	// A program the spec does not name: nothing to copy.
+	other, _ := expr.ParseSpec("other@process@cfg.scale")
+	if got := NewSampler([]*expr.Spec{other}, nil, 1).GlobalMemory(bin); len(got) != 0 {
+		t.Errorf("GlobalMemory for a spec of another program = %+v", got)
+	}
+}

@@ -196,7 +196,8 @@ func New(j Jitter) (*Taker, error) {
 		}
 		m.jitter = t.jitter.FD()
 	}
-	t.prog, err = ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Name: "culprit_sample", Type: ebpf.PerfEvent,
+	// Named after the process, so that a test can tell its program apart.
+	t.prog, err = ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Name: fmt.Sprintf("culprit_%d", os.Getpid()%10000000), Type: ebpf.PerfEvent,
 		License: "GPL", Instructions: program(m, j)}, ebpf.ProgramOptions{LogSizeStart: 1 << 20})
 	if err != nil {
 		t.Close()

@@ -256,9 +256,13 @@ func program(m maps, j Jitter) asm.Instructions {
 	b.emit(
 		asm.Mov.Imm(asm.R0, 1).WithSymbol("keep"),
 		asm.Return(),
-		asm.Mov.Imm(asm.R0, 0).WithSymbol("drop"),
-		asm.Return(),
 	)
+	if j.on() {
+		b.emit(
+			asm.Mov.Imm(asm.R0, 0).WithSymbol("drop"),
+			asm.Return(),
+		)
+	}
 	return b.ins
 }
 

@@ -23,6 +23,22 @@ func TestMergeRanges(t *testing.T) {
 	}
 }
 
+// Both variants of the program pass the kernel's verifier.
+func TestLoads(t *testing.T) {
+	testutil.NeedRoot(t)
+	for _, j := range []Jitter{{}, {Min: 5, Max: 15}, {Min: 10, Max: 10}} {
+		tk, err := New(j)
+		if err != nil {
+			t.Errorf("jitter %+v: %v", j, err)
+			continue
+		}
+		tk.Close()
+	}
+	if _, err := New(Jitter{Min: 0, Max: 3}); err == nil {
+		t.Errorf("a jitter range from 0 ticks was accepted")
+	}
+}
+
 func TestSnapshotRead(t *testing.T) {
 	s := &Snapshot{Chunks: []Chunk{{Addr: 100, Data: []byte{1, 2, 3, 4}}, {Addr: 104, Data: []byte{5, 6}}}}
 	buf := make([]byte, 6)

@@ -44,7 +44,7 @@ func culpritPrograms(t *testing.T, pid int) []string {
 func TestNoBPFLeftBehind(t *testing.T) {
 	testutil.NeedRoot(t)
 	bin := testutil.C(t, "jobs", []string{"jobs.c"}, "-O2", "-g")
-	cmd := exec.Command(culprit, "record", "--jitter", "20", "--expr", "jobs*@process@cfg.limits[2]", "-o", rec(t), "--", bin, "40", "heap")
+	cmd := exec.Command(culprit, "record", "--jitter", "20", "--expr", "jobs*@process@cfg.limits[2]", "-o", rec(t), "--", bin, "300", "heap")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

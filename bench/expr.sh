@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # Wall-time overhead of sampling expressions (--expr) at the default 999 Hz
-# on a CPU-bound program (testdata/targets/jobs.c: jobs processed through a
-# pointer), for both collectors, RUNS times interleaved; medians and ratios.
+# on a CPU-bound program (testdata/targets/jobs.c with its jobs on the heap,
+# processed through a pointer), for both collectors, and of --jitter, RUNS
+# times interleaved; medians and ratios. With the perf collector the
+# expressions need culprit's BPF program, which copies the global and the
+# heap jobs at each sample.
 #
 #   bench/expr.sh [RUNS]
 set -euo pipefail
@@ -11,9 +14,9 @@ out=$root/bench/out
 mkdir -p "$out"
 go build -o "$out/culprit" "$root/cmd/culprit"
 gcc -O2 -g -o "$out/jobs" "$root/testdata/targets/jobs.c"
-work=("$out/jobs" 400)
+work=("$out/jobs" 400 heap)
 exprs=(--expr 'jobs@process@j->size' --expr 'jobs@process@j->next->size' --expr 'jobs@process@cfg.limits[2]')
-order=(bare perf perf-expr ptrace ptrace-expr)
+order=(bare perf perf-expr perf-jitter ptrace ptrace-expr)
 declare -A times
 for ((i = 0; i < runs; i++)); do
 	for name in "${order[@]}"; do
@@ -22,6 +25,7 @@ for ((i = 0; i < runs; i++)); do
 		bare) "${work[@]}" ;;
 		perf) "$out/culprit" record -o "$out/e.rec" -- "${work[@]}" 2>/dev/null ;;
 		perf-expr) "$out/culprit" record "${exprs[@]}" -o "$out/e.rec" -- "${work[@]}" 2>/dev/null ;;
+		perf-jitter) "$out/culprit" record --jitter 20 -o "$out/e.rec" -- "${work[@]}" 2>/dev/null ;;
 		ptrace) "$out/culprit" record --collector ptrace -o "$out/e.rec" -- "${work[@]}" 2>/dev/null ;;
 		ptrace-expr) "$out/culprit" record --collector ptrace "${exprs[@]}" -o "$out/e.rec" -- "${work[@]}" 2>/dev/null ;;
 		esac

@@ -9,6 +9,7 @@ require (
 	github.com/schollz/progressbar/v3 v3.19.1
 	github.com/spf13/cobra v1.10.2
 	github.com/spf13/pflag v1.0.10
+	golang.org/x/arch v0.32.0
 	golang.org/x/sys v0.49.0
 	golang.org/x/term v0.47.0
 )

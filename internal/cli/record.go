@@ -59,12 +59,12 @@ on while still being written, and survives the recorder being killed.`,
 				}
 				o.Exprs = append(o.Exprs, spec)
 			}
-			switch values {
-			case "":
-			case "auto":
-				o.Values = true
-			default:
-				return usagef("--values=%s: schema files are not supported yet; use --values alone to sample every variable of the main executable", values)
+			if values != "" {
+				sc, err := valuesSchema(values, pid, args, c.ErrOrStderr())
+				if err != nil {
+					return err
+				}
+				o.Values, o.ValuesSchema = true, sc
 			}
 			if rulesPath != "" {
 				rf, err := rules.ParseFile(rulesPath)
@@ -113,7 +113,7 @@ on while still being written, and survives the recorder being killed.`,
 	f.StringSliceVar(&o.Events, "events", []string{"cpu"}, "what to sample, comma-separated: cpu (CPU time), syscalls (every system call entry and exit), sched (every context switch: off-CPU time)")
 	f.IntVar(&o.EventPeriod, "event-period", 1, "with syscalls or sched: record one in N of those events, to bound the cost on syscall-heavy programs")
 	f.StringArrayVar(&exprSpecs, "expr", nil, "sample an expression: 'PROG@FUNC@EXPR' evaluates EXPR (e.g. n, j->size, cfg.limits[2]) in the frame of FUNC whenever FUNC is on the stack of program PROG (globs); repeatable; see culprit report --exprs")
-	f.StringVar(&values, "values", "", "sample the values of variables with each sample (vProf; for culprit diagnose): every scalar variable of the main executable live in the sampled frame and its --unwind-depth callers, and with --collector ptrace its globals")
+	f.StringVar(&values, "values", "", "sample the values of variables with each sample (vProf; for culprit diagnose): --values=SCHEMA samples the variables a schema file lists (culprit schema BINARY -o SCHEMA), --values alone those of a schema made for the main executable; each live in the sampled frame or its --unwind-depth callers, and its globals")
 	f.Lookup("values").NoOptDefVal = "auto"
 	f.IntVar(&o.ValuesDepth, "unwind-depth", 3, "with --values: caller frames whose variables are sampled too")
 	f.Float64Var(&jitter, "jitter", 0, "vary each sampling interval at random by up to ±PCT percent (0 to 90), so sampling cannot run in lock step with periodic code")
@@ -143,7 +143,7 @@ func recordPtrace(c *cobra.Command, o recorder.Options, pid int, args []string, 
 		// (heap, globals) as they are at the sample.
 		sampler = state.NewSampler(o.Exprs, o.Rules, 1)
 		if o.Values {
-			sampler.EnableValues(o.ValuesDepth, true)
+			sampler.EnableValues(state.ValueOptions{Depth: o.ValuesDepth, Globals: true, Schema: o.ValuesSchema})
 		}
 		po.OnStop = func(st *ptracer.Stop) []recording.Record {
 			if !sampler.Wants(st.Exe) {

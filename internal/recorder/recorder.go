@@ -24,6 +24,7 @@ import (
 	"github.com/culprit-dev/culprit/internal/recording"
 	"github.com/culprit-dev/culprit/internal/rules"
 	"github.com/culprit-dev/culprit/internal/sampleprog"
+	"github.com/culprit-dev/culprit/internal/schema"
 	"github.com/culprit-dev/culprit/internal/state"
 	"github.com/culprit-dev/culprit/internal/symbol"
 	"github.com/culprit-dev/culprit/internal/unwind"
@@ -65,6 +66,10 @@ type Options struct {
 	// snapshot program can be loaded.
 	Values      bool
 	ValuesDepth int
+	// ValuesSchema lists the variables Values samples and their tags
+	// (culprit schema); nil: each executable's schema is generated when it
+	// is first sampled.
+	ValuesSchema *schema.Schema
 	// UserOnly samples user mode only; it is chosen automatically when the
 	// kernel refuses kernel call chains to an unprivileged user.
 	UserOnly bool
@@ -329,7 +334,7 @@ func newSession(o Options, meta recording.Meta) (*session, error) {
 	}
 	if s.sampler != nil {
 		if o.Values {
-			s.sampler.EnableValues(o.ValuesDepth, s.snap != nil)
+			s.sampler.EnableValues(state.ValueOptions{Depth: o.ValuesDepth, Globals: s.snap != nil, Schema: o.ValuesSchema})
 		}
 	}
 	s.exes, s.awaiting = map[uint32]string{}, map[uint32]bool{}

@@ -274,8 +274,12 @@ func (s *Sampler) Warnings() []string {
 		}
 	}
 	sort.Strings(out)
-	for p := range s.noDWARF {
-		out = append(out, p+" has no DWARF: expressions cannot be evaluated in its functions")
+	if len(s.specs) > 0 || s.file != nil {
+		// (Value sampling alone says nothing here: the recorder is told
+		// once, before it starts, whether the program has DWARF.)
+		for p := range s.noDWARF {
+			out = append(out, p+" has no DWARF: expressions cannot be evaluated in its functions")
+		}
 	}
 	return out
 }

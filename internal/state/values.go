@@ -1,28 +1,44 @@
 package state
 
 import (
+	"encoding/hex"
 	"path/filepath"
 
 	"github.com/culprit-dev/culprit/internal/dwarfx"
 	"github.com/culprit-dev/culprit/internal/expr"
+	"github.com/culprit-dev/culprit/internal/proc"
 	"github.com/culprit-dev/culprit/internal/recording"
+	"github.com/culprit-dev/culprit/internal/schema"
+	"github.com/culprit-dev/culprit/internal/unwind"
 )
 
-// Value sampling (vProf): at each sample, the value of every scalar
+// Value sampling (vProf): at each sample, the value of every schema
 // variable of the main executable that is live at the sampled PC and at the
-// call-site PCs of the Depth caller frames, and of its scalar globals
-// (struct members included) when memory can be read at the sample.
+// call-site PCs of the Depth caller frames, and of its schema globals
+// (struct members included) when memory can be read at the sample. The
+// schema (package schema) says which variables and carries their tags into
+// the ValueSource records.
 
 type valueVar struct {
 	v      *dwarfx.Variable
 	member string // for a member of a struct global: its field name
 	field  dwarfx.Field
+	tags   string // schema tags, "loop,cond" or "none"
 }
 
 type valueState struct {
 	depth   int
-	globals map[string][]valueVar // by executable path
+	schema  *schema.Schema        // given: only the executable it describes is sampled; nil: generated per executable
+	exes    map[string]*exeSchema // by executable path; nil value: not sampled
+	globals map[string][]valueVar // by executable path; nil map: globals are not sampled
 	ids     map[valueKey]uint32
+	codes   map[string]*schema.Code // machine code of objects, by path; nil value: unreadable
+}
+
+// exeSchema is the schema of one executable, resolved against its DWARF.
+type exeSchema struct {
+	s      *schema.Schema
+	locals map[*dwarfx.Variable]string // tags of a local in the schema ("" : not in it)
 }
 
 type valueKey struct {
@@ -30,17 +46,92 @@ type valueKey struct {
 	member string
 }
 
-// EnableValues turns on value sampling with depth caller frames (vProf's
-// virtual stack unwinding; 3 by default). withGlobals samples globals,
-// which needs memory as it is at the sample (a stopped thread).
-func (s *Sampler) EnableValues(depth int, withGlobals bool) {
-	if depth < 0 {
-		depth = 3
+// ValueOptions configure value sampling.
+type ValueOptions struct {
+	// Depth is the number of caller frames whose variables are sampled too
+	// (vProf's virtual stack unwinding); negative: 3.
+	Depth int
+	// Globals samples globals, which needs memory as it is at the sample (a
+	// stopped thread, or a snapshot taken with the sample).
+	Globals bool
+	// Schema lists the variables to sample and their tags; only the
+	// executable it describes (by build-id, else by path) is sampled. nil:
+	// each executable's schema is generated when it is first sampled
+	// (schema.ForExecutable).
+	Schema *schema.Schema
+}
+
+// EnableValues turns on value sampling.
+func (s *Sampler) EnableValues(o ValueOptions) {
+	if o.Depth < 0 {
+		o.Depth = 3
 	}
-	s.values = &valueState{depth: depth, ids: map[valueKey]uint32{}}
-	if withGlobals {
+	s.values = &valueState{depth: o.Depth, schema: o.Schema, exes: map[string]*exeSchema{}, ids: map[valueKey]uint32{},
+		codes: map[string]*schema.Code{}}
+	if o.Globals {
 		s.values.globals = map[string][]valueVar{}
 	}
+}
+
+// exeSchema returns the schema of an executable, nil when its variables are
+// not sampled (another binary than the schema's, or no DWARF).
+func (s *Sampler) exeSchema(exe string) *exeSchema {
+	if es, ok := s.values.exes[exe]; ok {
+		return es
+	}
+	var sc *schema.Schema
+	if s.values.schema != nil {
+		if schemaFor(s.values.schema, exe) {
+			sc = s.values.schema
+		}
+	} else if g, err := schema.ForExecutable(exe); err == nil {
+		sc = g
+	}
+	var es *exeSchema
+	if sc != nil {
+		es = &exeSchema{s: sc, locals: map[*dwarfx.Variable]string{}}
+	}
+	s.values.exes[exe] = es
+	return es
+}
+
+// schemaFor reports whether a given schema describes the executable: the
+// same build-id, or the same file when the schema has none.
+func schemaFor(sc *schema.Schema, exe string) bool {
+	if sc.BuildID != "" {
+		return hex.EncodeToString(proc.BuildID(exe)) == sc.BuildID
+	}
+	return sc.Binary != "" && (filepath.Clean(sc.Binary) == filepath.Clean(exe) || sameFile(sc.Binary, exe))
+}
+
+// localTags returns the schema tags of a local of function fn, "" when the
+// schema does not list it.
+func (es *exeSchema) localTags(v *dwarfx.Variable, fn string) string {
+	if t, ok := es.locals[v]; ok {
+		return t
+	}
+	t := ""
+	if e, ok := es.s.Lookup(schema.Key{Function: fn, Variable: v.Name, File: v.DeclFile, Line: v.DeclLine}); ok {
+		t = e.Tags.Join(",")
+	}
+	es.locals[v] = t
+	return t
+}
+
+// schemaGlobals returns the globals of an object that the schema lists.
+func (es *exeSchema) schemaGlobals(in *dwarfx.Info) []valueVar {
+	var out []valueVar
+	for _, vv := range scalarGlobals(in) {
+		name := vv.v.Name
+		if vv.member != "" {
+			name += "." + vv.member
+		}
+		if e, ok := es.s.Lookup(schema.Key{Function: schema.Global, Variable: name, File: vv.v.DeclFile, Line: vv.v.DeclLine}); ok {
+			vv.tags = e.Tags.Join(",")
+			out = append(out, vv)
+		}
+	}
+	return out
 }
 
 // scalarGlobals lists the globals of an object worth watching: scalars and
@@ -80,8 +171,12 @@ func (s *Sampler) valueSource(vv valueVar, fn string) []recording.Record {
 		name += "." + vv.member
 		t = vv.field.Type
 	}
+	tags := vv.tags
+	if tags == "" {
+		tags = "none"
+	}
 	src := &recording.ValueSource{ID: id, Class: recording.SourceVariable, Name: name, Function: fn,
-		File: vv.v.DeclFile, Line: vv.v.DeclLine, Type: t.Name, Tags: "none",
+		File: vv.v.DeclFile, Line: vv.v.DeclLine, Type: t.Name, Tags: tags,
 		Global: vv.v.IsGlobal, Pointer: t.Underlying().Kind == dwarfx.Pointer}
 	if vv.v.IsGlobal {
 		src.Function = "#global"
@@ -92,6 +187,7 @@ func (s *Sampler) valueSource(vv valueVar, fn string) []recording.Record {
 // sampleValues appends the values of the thread's variables.
 func (s *Sampler) sampleValues(th Thread, located []located, out []recording.Record) []recording.Record {
 	exe := filepath.Clean(th.Exe)
+	var clob []uint32
 	for _, at := range located {
 		if at.depth > s.values.depth {
 			break
@@ -99,15 +195,29 @@ func (s *Sampler) sampleValues(th Thread, located []located, out []recording.Rec
 		if filepath.Clean(at.info.Path()) != exe && !sameFile(at.info.Path(), exe) {
 			continue // only the main executable's variables
 		}
+		es := s.exeSchema(exe)
+		if es == nil {
+			continue // not a binary of the schema, or no DWARF
+		}
 		env := th.env(at)
+		if at.depth > 0 {
+			if clob == nil {
+				clob = s.clobbered(th, s.values.depth)
+			}
+			restoreUnchanged(env.frame, th.Frames[0], clob[at.depth])
+		}
 		for _, v := range at.fn.Variables(at.pc) {
 			if v.IsGlobal || v.Type() == nil || !v.Type().IsScalar() {
 				continue
 			}
+			tags := es.localTags(v, at.fn.Name)
+			if tags == "" {
+				continue // not in the schema
+			}
 			if _, ok := v.Location(at.pc); !ok {
 				continue // not live here: not sampled (as vProf)
 			}
-			out = append(out, s.valueSource(valueVar{v: v}, at.fn.Name)...)
+			out = append(out, s.valueSource(valueVar{v: v, tags: tags}, at.fn.Name)...)
 			o, err := env.Var(v.Name)
 			var sc expr.Scalar
 			if err == nil {
@@ -118,7 +228,7 @@ func (s *Sampler) sampleValues(th Thread, located []located, out []recording.Rec
 		if at.depth == 0 && s.values.globals != nil {
 			gl, ok := s.values.globals[exe]
 			if !ok {
-				gl = scalarGlobals(at.info)
+				gl = es.schemaGlobals(at.info)
 				s.values.globals[exe] = gl
 			}
 			for _, vv := range gl {
@@ -153,4 +263,62 @@ func sameFile(a, b string) bool {
 	ra, err1 := filepath.EvalSymlinks(a)
 	rb, err2 := filepath.EvalSymlinks(b)
 	return err1 == nil && err2 == nil && ra == rb
+}
+
+// clobbered returns, for each depth d up to max, the registers (bit i:
+// DWARF register i) that the functions of frames 0..d−1 — and everything
+// they call — may have written since frame d made its call. An object
+// whose code cannot be read, or a PC outside its function symbols, may
+// have written all of them.
+func (s *Sampler) clobbered(th Thread, max int) []uint32 {
+	out := make([]uint32, max+1)
+	var acc uint32
+	for d := 1; d <= max; d++ {
+		k := d - 1
+		if k >= len(th.Frames) || acc == ^uint32(0) {
+			acc = ^uint32(0)
+			out[d] = acc
+			continue
+		}
+		pc := th.Frames[k].PC
+		if !th.Frames[k].Exact {
+			pc--
+		}
+		m := ^uint32(0)
+		if path, bias, ok := th.Objects.Object(pc); ok {
+			if c := s.code(path); c != nil {
+				if cm, ok := c.Clobbers(pc - bias); ok {
+					m = cm
+				}
+			}
+		}
+		acc |= m
+		out[d] = acc
+	}
+	return out
+}
+
+func (s *Sampler) code(path string) *schema.Code {
+	c, ok := s.values.codes[path]
+	if !ok {
+		c, _ = schema.OpenCode(path)
+		s.values.codes[path] = c
+	}
+	return c
+}
+
+// restoreUnchanged gives a caller frame the innermost frame's value of
+// each register that CFI does not restore (a caller-saved one) and no
+// frame below may have changed: GCC's interprocedural register allocation
+// (-fipa-ra, on at -O2) keeps variables in such registers across calls to
+// functions it knows leave them alone, and DWARF then places the variable
+// there for the whole call.
+func restoreUnchanged(f *dwarfx.Frame, inner unwind.Frame, clobbered uint32) {
+	for r := 0; r < 16; r++ {
+		bit := uint32(1) << uint(r)
+		if f.RegValid&bit != 0 || clobbered&bit != 0 || inner.Valid&bit == 0 {
+			continue
+		}
+		f.SetReg(r, inner.Regs[r])
+	}
 }

@@ -1,0 +1,132 @@
+package cli
+
+import (
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+
+	"github.com/spf13/cobra"
+
+	"github.com/culprit-dev/culprit/internal/proc"
+	"github.com/culprit-dev/culprit/internal/schema"
+)
+
+func newSchema() *cobra.Command {
+	var component, output string
+	c := &cobra.Command{
+		Use:   "schema BINARY [--component PATH_PREFIX] [-o FILE]",
+		Short: "List the variables worth sampling for culprit diagnose (vProf), with how the code uses them",
+		Long: `Schema lists the variables of a binary that culprit record --values samples
+for culprit diagnose (vProf's schema): every global of scalar or pointer type
+and every scalar member of a global struct (cfg.limit), and the locals and
+parameters that the machine code uses
+
+  loop   as a loop induction variable (stepped by a constant in a loop)
+  cond   in a branch condition (read by the compare a conditional jump uses)
+  args   as a call argument (in an argument register or stack slot at a call)
+
+Tags come from the binary alone: DWARF locations of the variables at each
+instruction and the x86-64 disassembly; no source is needed. diagnose infers
+bug patterns from them.
+
+One line per variable: file,function,line,variable,type,tags, where function
+is #global for globals and tags are loop, cond, args joined by | or none.
+Lines starting with # are comments; the header records the binary's
+build-id, so that culprit record --values=FILE refuses another build. Edit
+the file (delete lines, change tags) and pass it back with
+culprit record --values=FILE.`,
+		Example: `  culprit schema ./server -o server.schema
+  culprit schema ./mysqld --component storage/innobase/buf -o buf.schema
+  culprit record --values=buf.schema -o buggy.rec -- ./mysqld ...`,
+		RunE: func(c *cobra.Command, args []string) error {
+			if len(args) != 1 {
+				return usagef("give one binary: culprit schema BINARY [--component PATH_PREFIX] [-o FILE]")
+			}
+			s, err := schema.Generate(args[0], schema.Options{Component: component})
+			if err != nil {
+				return err
+			}
+			stderr := c.ErrOrStderr()
+			if s.Len() == 0 && component != "" {
+				warnf(stderr, "no variable of %s is declared in a file under %s", args[0], component)
+			}
+			if err := writeOutput(c.OutOrStdout(), output, s.Write); err != nil {
+				return err
+			}
+			if output != "" && output != "-" {
+				g, l, lo, co, a := s.Counts()
+				fmt.Fprintf(stderr, "culprit: %d variables (%d globals, %d locals; loop %d, cond %d, args %d) written to %s\n",
+					g+l, g, l, lo, co, a, output)
+			}
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&component, "component", "", "keep the variables declared in files under this path prefix (absolute, or relative as in storage/innobase/buf)")
+	f.StringVarP(&output, "output", "o", "-", "file to write (- for standard output)")
+	return c
+}
+
+// valuesSchema resolves culprit record's --values: "auto" (--values alone)
+// makes the schema of the main executable before the run (the sampler
+// then finds it made) and returns nil, so that every executable is sampled
+// with its own generated schema; a file is read and checked against the
+// main executable. The main executable is -p's, or the command's.
+func valuesSchema(values string, pid int, args []string, stderr io.Writer) (*schema.Schema, error) {
+	exe := ""
+	switch {
+	case pid != 0:
+		exe = proc.Exe(pid)
+	case len(args) > 0:
+		exe, _ = exec.LookPath(args[0])
+	}
+	if values == "auto" {
+		if exe == "" {
+			return nil, nil
+		}
+		if _, err := schema.ForExecutable(exe); err != nil {
+			var nd *schema.NoDWARFError
+			if errors.As(err, &nd) {
+				warnf(stderr, "--values: %s has no DWARF debugging information, so none of its variables can be sampled "+
+					"(rebuild it with -g, or install its debug symbols). The recording still holds its CPU profile for "+
+					"culprit report, export, latency and contexts; culprit diagnose needs variable values", exe)
+			} else if isELF(exe) {
+				warnf(stderr, "--values: cannot list the variables of %s: %v", exe, err)
+			}
+		}
+		return nil, nil
+	}
+	sc, err := schema.ReadFile(values)
+	if err != nil {
+		return nil, err
+	}
+	if exe == "" {
+		return nil, fmt.Errorf("--values=%s: cannot find the program to check the schema against", values)
+	}
+	if err := sc.Check(exe, values); err != nil {
+		return nil, err
+	}
+	if sc.BuildID == "" {
+		// Checked by name: the schema now describes this build.
+		if id := proc.BuildID(exe); len(id) > 0 {
+			sc.BuildID = hex.EncodeToString(id)
+		} else {
+			sc.Binary = exe
+		}
+	}
+	return sc, nil
+}
+
+func isELF(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	b := make([]byte, 4)
+	_, err = io.ReadFull(f, b)
+	return err == nil && string(b) == "\x7fELF"
+}

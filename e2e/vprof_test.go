@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -106,7 +107,17 @@ type diagnoseJSON struct {
 			Function string `json:"function"`
 			Samples  int    `json:"samples"`
 		} `json:"lines"`
+		Blocks []struct {
+			Object   string `json:"object"`
+			Function string `json:"function"`
+			Start    string `json:"start"`
+			End      string `json:"end"`
+			Samples  int    `json:"samples"`
+		} `json:"blocks"`
 	} `json:"functions"`
+	Buggy []struct {
+		Variables int `json:"variables"`
+	} `json:"buggy"`
 }
 
 func (d diagnoseJSON) summary(n int) string {
@@ -122,9 +133,11 @@ func (d diagnoseJSON) summary(n int) string {
 }
 
 // TestVprofDiagnose records each program normally and buggy with
-// culprit record --values and checks that culprit report ranks the root
-// cause below 3rd by self time while culprit diagnose ranks it 1st or 2nd
-// with the right pattern, and localises the anomalous values in it.
+// culprit record --values (the schema made on the fly: variables and
+// loop/cond/args tags from DWARF and the disassembly) and checks that
+// culprit report ranks the root cause below 3rd by self time while
+// culprit diagnose ranks it 1st or 2nd with the right pattern, and
+// localises the anomalous values in its lines and basic blocks.
 func TestVprofDiagnose(t *testing.T) {
 	testutil.NeedRoot(t)
 	testutil.Need(t, valuesSupported(t), "culprit record --values is not implemented yet")
@@ -160,6 +173,17 @@ func TestVprofDiagnose(t *testing.T) {
 					if !inRoot {
 						t.Errorf("%s: anomalous values not localised in it: %+v", c.root, fn.Lines)
 					}
+					blocks := 0
+					for _, b := range fn.Blocks {
+						lo, err1 := strconv.ParseUint(b.Start, 0, 64)
+						hi, err2 := strconv.ParseUint(b.End, 0, 64)
+						if b.Function == c.root && b.Object == bin && err1 == nil && err2 == nil && lo < hi {
+							blocks += b.Samples
+						}
+					}
+					if blocks == 0 {
+						t.Errorf("%s: anomalous values not localised in its basic blocks: %+v", c.root, fn.Blocks)
+					}
 				}
 			}
 			if rank < 1 || rank > 2 {
@@ -172,12 +196,9 @@ func TestVprofDiagnose(t *testing.T) {
 				t.Errorf("text report:\n%s", text)
 			}
 
-			// The bug patterns follow from the variables' schema tags (loop,
-			// cond, args). The recorder writes no tags yet (`culprit schema`
-			// is not built; issue 3), so the pattern cannot be checked here:
-			// it is checked on recordings with tags in internal/analysis/vprof.
-			// When tags arrive, assert pattern == c.pattern here.
-			if tags != "" && tags != "none" && pattern != c.pattern {
+			// The bug pattern follows from the anomalous variable's schema
+			// tags (loop, cond, args) and the dimension that set its discount.
+			if pattern != c.pattern {
 				t.Errorf("%s: pattern %s (variable tags %q), want %s\n%s", c.root, pattern, tags, c.pattern, d.summary(4))
 			}
 		})

@@ -47,7 +47,8 @@ rises above costly functions whose variables look normal (docs/vprof.md).
   calibrated   (1 − discount) · raw: the ranking
   pattern      wrong-constraint, missing-constraint or scalability, from the
                anomalous variable's tags and dimension
-  lines        where the buggy values outside the normal range were read
+  lines        where the buggy values outside the normal range were read,
+               and the basic blocks of machine code they were read in
 
 Give each run's recording after --normal or --buggy (several after one flag,
 or the flag repeated). Costs are CPU time per buggy run.`,
@@ -92,6 +93,7 @@ or the flag repeated). Costs are CPU time per buggy run.`,
 			if err != nil {
 				return usageError{err}
 			}
+			a.SetBlocks(blockFinder(exes, stderr))
 			for i, path := range append(append([]string(nil), normal...), buggy...) {
 				p, err := loadProfile([]string{path}, stderr)
 				if err != nil {

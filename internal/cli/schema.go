@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -10,7 +11,9 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/culprit-dev/culprit/internal/analysis/vprof"
 	"github.com/culprit-dev/culprit/internal/proc"
+	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/schema"
 )
 
@@ -129,4 +132,35 @@ func isELF(path string) bool {
 	b := make([]byte, 4)
 	_, err = io.ReadFull(f, b)
 	return err == nil && string(b) == "\x7fELF"
+}
+
+// blockFinder finds the basic blocks of the recorded programs for
+// diagnose's localisation. An object whose file changed since it was
+// recorded (another build-id than its recording's) gets none, with one
+// warning.
+func blockFinder(exes []profile.Executable, stderr io.Writer) vprof.BlockFunc {
+	codes := map[string]*schema.Code{}
+	return func(object string, offset uint64) (string, uint64, uint64, bool) {
+		c, ok := codes[object]
+		if !ok {
+			for _, e := range exes {
+				if e.Path == object && len(e.BuildID) > 0 && !bytes.Equal(proc.BuildID(object), e.BuildID) {
+					warnf(stderr, "%s changed since it was recorded (another build-id): basic blocks are not given", object)
+					codes[object] = nil
+					return "", 0, 0, false
+				}
+			}
+			c, _ = schema.OpenCode(object)
+			codes[object] = c
+		}
+		if c == nil {
+			return "", 0, 0, false
+		}
+		addr, ok := c.AddrOf(offset)
+		if !ok {
+			return "", 0, 0, false
+		}
+		b, ok := c.Block(addr)
+		return b.Function, b.Start, b.End, ok
+	}
 }

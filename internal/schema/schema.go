@@ -243,10 +243,10 @@ func Parse(r io.Reader) (*Schema, error) {
 		if err == io.EOF {
 			break
 		}
-		line, _ := cr.FieldPos(0)
 		if err != nil {
-			return nil, fmt.Errorf("line %d: %w", line, err)
+			return nil, fmt.Errorf("not a schema (lines file,function,line,variable,type,tags): %w", err)
 		}
+		line, _ := cr.FieldPos(0)
 		if len(rec) == 1 && strings.TrimSpace(rec[0]) == "" {
 			continue
 		}
@@ -340,8 +340,12 @@ func (e *MismatchError) Error() string {
 		}
 		names = append(names, m.String())
 	}
-	return fmt.Sprintf("schema %s does not match %s: %d of its variables are not in the binary's DWARF (%s); %s",
-		e.Schema, e.Binary, len(e.Missing), strings.Join(names, ", "), regen)
+	what := fmt.Sprintf("%d of its variables are", len(e.Missing))
+	if len(e.Missing) == 1 {
+		what = "1 of its variables is"
+	}
+	return fmt.Sprintf("schema %s does not match %s: %s not in the binary's DWARF (%s); %s",
+		e.Schema, e.Binary, what, strings.Join(names, ", "), regen)
 }
 
 // ErrMismatch is matched by errors.Is for a *MismatchError.

@@ -16,8 +16,9 @@
 //     without variables when several runs of each kind are given;
 //   - bug-pattern inference (missing constraint, scalability, wrong
 //     constraint) and localisation: the normal range of the most anomalous
-//     variable, the buggy samples outside it and the source lines they were
-//     read at;
+//     variable, the buggy samples outside it, the source lines they were
+//     read at and — through a BlockFunc the caller supplies (SetBlocks; the
+//     CLI uses package schema's disassembly) — the basic blocks;
 //   - the text and JSON views of the result.
 //
 // It reads only profile.Profile (values, their symbolized PCs, CPU samples

@@ -49,6 +49,12 @@ func WriteJSON(w io.Writer, r *Result) error {
 		if d.Functions[i].Lines == nil {
 			d.Functions[i].Lines = []Line{}
 		}
+		if d.Functions[i].Blocks == nil {
+			d.Functions[i].Blocks = []Block{}
+		}
+		if v := d.Functions[i].Var; v != nil && v.Anomaly != nil && v.Anomaly.Blocks == nil {
+			v.Anomaly.Blocks = []Block{}
+		}
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -171,6 +177,17 @@ func details(f FunctionResult) []string {
 				parts = append(parts, fmt.Sprintf("%s (%s)", l.String(), percent(l.Samples, a.Outside)))
 			}
 			out = append(out, "seen at: "+strings.Join(parts, ", "))
+			if len(a.Blocks) > 0 {
+				parts = parts[:0]
+				for i, bl := range a.Blocks {
+					if i == 5 {
+						parts = append(parts, fmt.Sprintf("… %d more blocks", len(a.Blocks)-5))
+						break
+					}
+					parts = append(parts, fmt.Sprintf("%s %s (%s)", bl.Function, bl, percent(bl.Samples, a.Outside)))
+				}
+				out = append(out, "in blocks: "+strings.Join(parts, ", "))
+			}
 		}
 	case f.History != nil && f.History.C > 0:
 		out = append(out, fmt.Sprintf("no sampled variable; ranked higher in the normal run in %d of %d run pairs", f.History.H, f.History.C))

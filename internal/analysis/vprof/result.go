@@ -5,6 +5,7 @@ import (
 	"math"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -24,6 +25,40 @@ func (l Line) String() string {
 	}
 	return fmt.Sprintf("%s:%d", l.File, l.Line)
 }
+
+// Address is an ELF virtual address, written in JSON as a hex string
+// ("0x401136").
+type Address uint64
+
+func (a Address) String() string { return fmt.Sprintf("%#x", uint64(a)) }
+
+// MarshalJSON writes the address as a hex string.
+func (a Address) MarshalJSON() ([]byte, error) { return []byte(`"` + a.String() + `"`), nil }
+
+// UnmarshalJSON reads a hex string or a number.
+func (a *Address) UnmarshalJSON(b []byte) error {
+	s := strings.Trim(string(b), `"`)
+	v, err := strconv.ParseUint(strings.TrimPrefix(s, "0x"), 16, 64)
+	if !strings.HasPrefix(s, "0x") {
+		v, err = strconv.ParseUint(s, 10, 64)
+	}
+	*a = Address(v)
+	return err
+}
+
+// Block is a basic block of machine code where anomalous values were read:
+// [Start, End) in the ELF virtual addresses of Object, inside Function (the
+// symbol holding it).
+type Block struct {
+	Object   string  `json:"object"`
+	Function string  `json:"function"`
+	Start    Address `json:"start"`
+	End      Address `json:"end"`
+	Samples  int     `json:"samples"` // buggy samples outside the normal range read there
+}
+
+// String returns "start..end".
+func (b Block) String() string { return b.Start.String() + ".." + b.End.String() }
 
 // VariableResult is the comparison of one variable.
 type VariableResult struct {
@@ -64,6 +99,7 @@ type Anomaly struct {
 	Outside      int       `json:"outside"`    // buggy samples outside the normal range
 	Considered   int       `json:"considered"` // buggy samples in this dimension
 	Lines        []Line    `json:"lines"`      // where the samples outside were read, most first
+	Blocks       []Block   `json:"blocks"`     // the basic blocks they were read in, most first
 }
 
 // OutsideFraction is Outside/Considered.
@@ -97,6 +133,7 @@ type FunctionResult struct {
 	Variable   string    `json:"variable"` // the most anomalous variable, "" when none
 	Pattern    Pattern   `json:"pattern"`
 	Lines      []Line    `json:"lines"`
+	Blocks     []Block   `json:"blocks"`
 	Variables  int       `json:"variables"` // variables charged to the function
 	History    *History  `json:"history,omitempty"`
 	// Var is the variable that set the discount.
@@ -269,7 +306,7 @@ func (a *Analyzer) Result() (*Result, error) {
 	for f := range funcs {
 		raw := math.Max(pc[f], vc[f])
 		fr := FunctionResult{Name: a.funcs[f].name, Object: a.funcs[f].object, Raw: raw / 1e9,
-			PCCost: pc[f] / 1e9, VarCost: vc[f] / 1e9, Dimension: DimNone, Pattern: NoPattern, Lines: []Line{}}
+			PCCost: pc[f] / 1e9, VarCost: vc[f] / 1e9, Dimension: DimNone, Pattern: NoPattern, Lines: []Line{}, Blocks: []Block{}}
 		vars := charged[f]
 		fr.Variables = len(vars)
 		if len(vars) > 0 {
@@ -287,7 +324,7 @@ func (a *Analyzer) Result() (*Result, error) {
 				vr.Anomaly = a.localise(v, comps[best])
 			}
 			if vr.Anomalous {
-				fr.Lines = vr.Anomaly.Lines
+				fr.Lines, fr.Blocks = vr.Anomaly.Lines, vr.Anomaly.Blocks
 			}
 			basic := false
 			for _, i := range vars {
@@ -490,7 +527,7 @@ func (a *Analyzer) localise(v *variable, c comparison) *Anomaly {
 		}
 	}
 	buggy := pick(&v.buggy)
-	an := &Anomaly{Dimension: d, Lines: []Line{}}
+	an := &Anomaly{Dimension: d, Lines: []Line{}, Blocks: []Block{}}
 	if len(normal) > 0 {
 		an.HasNormal = true
 		an.NormalMin, an.NormalMax = normal[0], normal[0]
@@ -507,6 +544,7 @@ func (a *Analyzer) localise(v *variable, c comparison) *Anomaly {
 	hi := an.NormalMax + 0.05*math.Abs(an.NormalMax)
 	outside := func(x float64) bool { return !an.HasNormal || x < lo || x > hi }
 	at := map[int32]int{}
+	inBlock := map[int32]int{}
 	for _, s := range v.bs {
 		var x float64
 		switch d {
@@ -524,7 +562,28 @@ func (a *Analyzer) localise(v *variable, c comparison) *Anomaly {
 		if outside(x) {
 			an.Outside++
 			at[s.loc]++
+			if s.block >= 0 {
+				inBlock[s.block]++
+			}
 		}
+	}
+	for b, n := range inBlock {
+		bl := a.blocks[b]
+		bl.Samples = n
+		an.Blocks = append(an.Blocks, bl)
+	}
+	sort.Slice(an.Blocks, func(i, j int) bool {
+		x, y := an.Blocks[i], an.Blocks[j]
+		if x.Samples != y.Samples {
+			return x.Samples > y.Samples
+		}
+		if x.Object != y.Object {
+			return x.Object < y.Object
+		}
+		return x.Start < y.Start
+	})
+	if len(an.Blocks) > 20 {
+		an.Blocks = an.Blocks[:20]
 	}
 	for l, n := range at {
 		line := Line{Function: "[unknown]", Samples: n}

@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/recording"
@@ -21,6 +22,48 @@ type Analyzer struct {
 	varIdx  map[varKey]int32
 	normal  []*runData
 	buggy   []*runData
+
+	blockOf  BlockFunc
+	blocks   []Block // distinct basic blocks where buggy values were read (Samples unused)
+	blockIdx map[blockKey]int32
+}
+
+// BlockFunc finds the basic block of machine code holding a file offset of
+// an object (a value's PC, as profile.Frame gives it): the function symbol
+// holding it and its ELF virtual addresses [start, end).
+type BlockFunc func(object string, offset uint64) (function string, start, end uint64, ok bool)
+
+type blockKey struct {
+	object string
+	start  uint64
+}
+
+// SetBlocks has localisation report the basic blocks where anomalous values
+// were read, found by f (the analysis does not read machine code itself).
+// Call it before adding runs.
+func (a *Analyzer) SetBlocks(f BlockFunc) { a.blockOf = f }
+
+// block returns the index of the basic block holding a frame's address,
+// −1 when unknown.
+func (a *Analyzer) block(f profile.Frame) int32 {
+	if a.blockOf == nil || f.Kernel || !strings.HasPrefix(f.Object, "/") {
+		return -1
+	}
+	fn, start, end, ok := a.blockOf(f.Object, f.Offset)
+	if !ok {
+		return -1
+	}
+	k := blockKey{f.Object, start}
+	if i, ok := a.blockIdx[k]; ok {
+		return i
+	}
+	if a.blockIdx == nil {
+		a.blockIdx = map[blockKey]int32{}
+	}
+	i := int32(len(a.blocks))
+	a.blocks = append(a.blocks, Block{Object: f.Object, Function: fn, Start: Address(start), End: Address(end)})
+	a.blockIdx[k] = i
+	return i
 }
 
 // New returns an Analyzer with options o (see DefaultOptions).
@@ -55,9 +98,10 @@ type series struct {
 type bsample struct {
 	value    float64
 	delta    float64
-	hasDelta bool
 	run      int32 // index into variable.runs
 	loc      int32 // index into Analyzer.locs, −1 unknown
+	block    int32 // index into Analyzer.blocks, −1 unknown
+	hasDelta bool
 }
 
 // variable is one schema variable across runs.
@@ -239,9 +283,9 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 		pc    uint64
 		owner int32
 	}
-	owners := map[int64]int32{} // source<<32 | frame index → function
-	frameLoc := map[int32]int32{}
-	var tick []owned // the values of one sample time
+	owners := map[int64]int32{}      // source<<32 | frame index → function
+	frameLoc := map[int32][2]int32{} // frame → line, block
+	var tick []owned                 // the values of one sample time
 	tickTime := uint64(0)
 	si := 0 // merge cursor into p.Samples
 	periodAt := func(t uint64, tid uint32) float64 {
@@ -373,15 +417,16 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 		}
 		if buggy {
 			va.runs[st.runID]++
-			l := int32(-1)
+			lb := [2]int32{-1, -1}
 			if fi >= 0 {
 				var ok bool
-				if l, ok = frameLoc[fi]; !ok {
-					l = a.loc(p.FrameAt(fi))
-					frameLoc[fi] = l
+				if lb, ok = frameLoc[fi]; !ok {
+					fr := p.FrameAt(fi)
+					lb = [2]int32{a.loc(fr), a.block(fr)}
+					frameLoc[fi] = lb
 				}
 			}
-			va.bs = append(va.bs, bsample{value: x, delta: delta, hasDelta: hasDelta, run: st.runID, loc: l})
+			va.bs = append(va.bs, bsample{value: x, delta: delta, hasDelta: hasDelta, run: st.runID, loc: lb[0], block: lb[1]})
 		}
 		st.time, st.value, st.bits, st.kind, st.has = v.Time, x, v.Bits, v.Type, true
 	}

@@ -26,7 +26,8 @@ const maxPiece = 64
 // GlobalMemory lists the memory of the executable's globals that the specs,
 // the rules and value sampling read there: each global named in an
 // expression (and what a global pointer named there points to, up to 256
-// bytes), and, with value sampling of globals, every scalar global. Ranges
+// bytes), and, with value sampling of globals, the globals of the
+// executable's schema (package schema). Ranges
 // are merged, then cut into pieces of at most 64 bytes.
 func (s *Sampler) GlobalMemory(exe string) []MemoryRange {
 	s.mu.Lock()
@@ -91,8 +92,11 @@ func (s *Sampler) GlobalMemory(exe string) []MemoryRange {
 		}
 	}
 	if s.values != nil && s.values.globals != nil {
-		for _, vv := range scalarGlobals(in) {
-			add(vv.v, false)
+		// The globals of the executable's schema (none when it has none).
+		if es := s.exeSchema(filepath.Clean(exe)); es != nil {
+			for _, vv := range es.schemaGlobals(in) {
+				add(vv.v, false)
+			}
 		}
 	}
 

@@ -27,8 +27,8 @@ const maxPiece = 64
 // the rules and value sampling read there: each global named in an
 // expression (and what a global pointer named there points to, up to 256
 // bytes), and, with value sampling of globals, the globals of the
-// executable's schema (package schema). Ranges
-// are merged, then cut into pieces of at most 64 bytes.
+// executable's schema (package schema). Ranges are merged, then cut into
+// pieces of at most 64 bytes.
 func (s *Sampler) GlobalMemory(exe string) []MemoryRange {
 	s.mu.Lock()
 	defer s.mu.Unlock()

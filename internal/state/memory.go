@@ -95,7 +95,7 @@ func (s *Sampler) GlobalMemory(exe string) []MemoryRange {
 		// The globals of the executable's schema (none when it has none).
 		if es := s.exeSchema(filepath.Clean(exe)); es != nil {
 			for _, vv := range es.schemaGlobals(in) {
-				add(vv.v, false)
+				add(vv.v, vv.member == "" && pointee(vv.v.Type()) != nil) // *p of a pointer to a scalar
 			}
 		}
 	}

@@ -167,7 +167,11 @@ func (s *Sampler) valueSource(vv valueVar, fn string) []recording.Record {
 	s.values.ids[k] = id
 	t := vv.v.Type()
 	name := vv.v.Name
-	if vv.member != "" {
+	switch {
+	case vv.member == derefMember:
+		name = "*" + name
+		t = pointee(t)
+	case vv.member != "":
 		name += "." + vv.member
 		t = vv.field.Type
 	}
@@ -224,6 +228,21 @@ func (s *Sampler) sampleValues(th Thread, located []located, out []recording.Rec
 				sc, err = o.Scalar()
 			}
 			out = append(out, value(th, s.values.ids[valueKey{v, ""}], at.depth, sc, err))
+			if pointee(v.Type()) != nil {
+				// A pointer to a scalar: its target's value too (*p), as
+				// vProf samples it; missing when the pointer is null, or
+				// its target was not copied at the sample.
+				out = append(out, s.valueSource(valueVar{v: v, member: derefMember, tags: tags}, at.fn.Name)...)
+				var dv expr.Scalar
+				derr := err
+				if err == nil && o != nil {
+					var d expr.Object
+					if d, derr = o.Deref(); derr == nil {
+						dv, derr = d.Scalar()
+					}
+				}
+				out = append(out, value(th, s.values.ids[valueKey{v, derefMember}], at.depth, dv, derr))
+			}
 		}
 		if at.depth == 0 && s.values.globals != nil {
 			gl, ok := s.values.globals[exe]
@@ -235,6 +254,12 @@ func (s *Sampler) sampleValues(th Thread, located []located, out []recording.Rec
 				out = append(out, s.valueSource(vv, at.fn.Name)...)
 				sc, err := readGlobal(vv, env)
 				out = append(out, value(th, s.values.ids[valueKey{vv.v, vv.member}], 0, sc, err))
+				if vv.member == "" && pointee(vv.v.Type()) != nil {
+					d := valueVar{v: vv.v, member: derefMember, tags: vv.tags}
+					out = append(out, s.valueSource(d, at.fn.Name)...)
+					sc, err := readGlobal(d, env)
+					out = append(out, value(th, s.values.ids[valueKey{vv.v, derefMember}], 0, sc, err))
+				}
 			}
 		}
 	}
@@ -251,11 +276,37 @@ func readGlobal(vv valueVar, env *frameEnv) (expr.Scalar, error) {
 	if vv.member == "" {
 		return o.Scalar()
 	}
+	if vv.member == derefMember {
+		d, err := o.Deref()
+		if err != nil {
+			return expr.Scalar{}, err
+		}
+		return d.Scalar()
+	}
 	m, err := o.Member(vv.member, false)
 	if err != nil {
 		return expr.Scalar{}, err
 	}
 	return m.Scalar()
+}
+
+// derefMember marks the value a pointer points to (*p).
+const derefMember = "*"
+
+// pointee returns the scalar type a pointer points to; nil when t is not a
+// pointer to a scalar (void *, a pointer to a pointer or to a struct).
+func pointee(t *dwarfx.Type) *dwarfx.Type {
+	if t == nil {
+		return nil
+	}
+	u := t.Underlying()
+	if u.Kind != dwarfx.Pointer || u.Elem == nil || u.Elem.Size <= 0 {
+		return nil
+	}
+	if e := u.Elem.Underlying(); !e.IsScalar() || e.Kind == dwarfx.Pointer {
+		return nil
+	}
+	return u.Elem
 }
 
 // sameFile reports whether two paths name the same file.

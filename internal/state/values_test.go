@@ -154,3 +154,51 @@ func TestValuesGivenSchema(t *testing.T) {
 		t.Errorf("a schema of another build sampled %d records", len(recs))
 	}
 }
+
+// A pointer to a scalar is sampled twice: the pointer, and the scalar it
+// points to (*hits), read from the memory of the sample; a null pointer
+// gives a missing *hits, never a guess.
+func TestValuesDereferencePointers(t *testing.T) {
+	bin, consume, ret, _ := valuesBinary(t)
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms, _ := f.Symbols()
+	f.Close()
+	var hits uint64
+	for _, s := range syms {
+		if s.Name == "hits" {
+			hits = s.Value
+		}
+	}
+	for _, target := range []uint64{0x5000, 0} {
+		th := thread(bin, consume+3, ret)
+		th.Mem = func(addr uint64, buf []byte) error {
+			switch {
+			case addr == hits && len(buf) == 8:
+				binary.LittleEndian.PutUint64(buf, target)
+			case addr == 0x5000 && len(buf) == 4:
+				binary.LittleEndian.PutUint32(buf, 7)
+			default:
+				return errNotInCopy
+			}
+			return nil
+		}
+		s := NewSampler(nil, nil, 1)
+		s.EnableValues(ValueOptions{Depth: 3, Globals: true})
+		got := byName(s.Apply(th).Records)
+		p, d := got["#global:hits"], got["#global:*hits"]
+		if p.value == nil || !p.src.Pointer || p.value.Bits != target {
+			t.Errorf("hits = %+v %+v, want the pointer %#x", p.src, p.value, target)
+		}
+		switch {
+		case d.value == nil || d.src.Pointer || d.src.Type != "int":
+			t.Errorf("*hits not sampled as an int: %+v %+v", d.src, d.value)
+		case target != 0 && (d.value.Type != recording.ValueInt || d.value.Bits != 7):
+			t.Errorf("*hits = %+v, want 7", d.value)
+		case target == 0 && d.value.Type != recording.ValueMissing:
+			t.Errorf("*hits through a null pointer = %+v, want missing", d.value)
+		}
+	}
+}

@@ -130,7 +130,7 @@ func (s *session) plan(pid uint32, exe string) {
 			break
 		}
 	}
-	plan := &sampleprog.Plan{Chase: true}
+	plan := &sampleprog.Plan{Chase: s.sampler.NeedsHeap(exe)}
 	plan.Data, _ = proc.DataRanges(int(pid))
 	if haveBias {
 		ranges := s.sampler.GlobalMemory(exe)

@@ -3,9 +3,11 @@ package state
 import (
 	"path/filepath"
 	"sort"
+	"strings"
 
 	"github.com/culprit-dev/culprit/internal/dwarfx"
 	"github.com/culprit-dev/culprit/internal/expr"
+	"github.com/culprit-dev/culprit/internal/schema"
 )
 
 // MemoryRange is memory a collector that cannot stop the thread should copy
@@ -134,4 +136,62 @@ func (s *Sampler) GlobalMemory(exe string) []MemoryRange {
 		}
 	}
 	return out
+}
+
+// NeedsHeap reports whether what the sampler reads in the executable may
+// lie outside the stack and the globals GlobalMemory plans: an expression
+// or rule that follows a pointer (->, *, an index), or a schema local that
+// is a pointer to a scalar (sampled with its target). Collectors that
+// copy memory speculatively skip that work when it is false.
+func (s *Sampler) NeedsHeap(exe string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, sp := range s.specs {
+		if sp.MatchProg(exe) && derefs(sp.Expr) {
+			return true
+		}
+	}
+	if s.file != nil {
+		base := filepath.Base(exe)
+		for _, p := range s.file.Programs {
+			if ok, _ := filepath.Match(p.Glob, base); !ok {
+				continue
+			}
+			for _, r := range p.Rules {
+				if r.Cond != nil && derefs(r.Cond) {
+					return true
+				}
+				for _, a := range r.Actions {
+					if a.Expr != nil && derefs(a.Expr) {
+						return true
+					}
+				}
+			}
+		}
+	}
+	if s.values != nil {
+		if es := s.exeSchema(filepath.Clean(exe)); es != nil {
+			for _, e := range es.s.Entries {
+				if e.Function != schema.Global && strings.HasSuffix(strings.TrimSpace(e.Type), "*") {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// derefs reports whether an expression follows a pointer or indexes.
+func derefs(n expr.Node) bool {
+	switch n := n.(type) {
+	case *expr.Member:
+		return n.Arrow || derefs(n.X)
+	case *expr.Index:
+		return true
+	case *expr.Unary:
+		return n.Op == "*" || derefs(n.X)
+	case *expr.Binary:
+		return derefs(n.X) || derefs(n.Y)
+	}
+	return false
 }

@@ -42,3 +42,22 @@ func TestGlobalMemory(t *testing.T) {
 		t.Errorf("GlobalMemory for a spec of another program = %+v", got)
 	}
 }
+
+func TestNeedsHeap(t *testing.T) {
+	for src, want := range map[string]bool{
+		"jobs*@process@n + 1":         false,
+		"jobs*@process@cfg.limits":    false,
+		"jobs*@process@j->size":       true,
+		"jobs*@process@*p":            true,
+		"jobs*@process@cfg.limits[2]": true, // an index may go through a pointer
+		"other@process@j->size":       false,
+	} {
+		spec, err := expr.ParseSpec(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := NewSampler([]*expr.Spec{spec}, nil, 1).NeedsHeap("/x/jobs"); got != want {
+			t.Errorf("NeedsHeap(%s) = %v, want %v", src, got, want)
+		}
+	}
+}

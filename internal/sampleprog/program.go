@@ -19,7 +19,7 @@ import (
 //	if plan.chase:
 //	    for each general-purpose register pointing into a data range: copy 64 bytes there
 //	    copy the top of the stack; for each word pointing into a data range: copy
-//	    for each of the first copies, for each word pointing into a data range: copy
+//	    for each of the first copies the chase made, for each word pointing into a data range: copy
 //	output header and n copies; return 1 (the kernel then writes the sample)
 //
 // Counters live in the per-CPU scratch value, never in registers, so that
@@ -190,6 +190,10 @@ func program(m maps, j Jitter) asm.Instructions {
 		asm.And.Imm(asm.R1, flagChase),
 		asm.JEq.Imm(asm.R1, 0, "out"),
 	)
+	b.emit(
+		asm.LoadMem(asm.R1, rBuf, scrN, asm.Word),
+		asm.StoreMem(rBuf, scrN0, asm.R1, asm.Word),
+	)
 	for k := 0; k < ptRegsGPRs; k++ {
 		b.emit(asm.LoadMem(asm.R3, rBuf, int16(scrRegs+k*8), asm.DWord))
 		b.chase()
@@ -209,7 +213,7 @@ func program(m maps, j Jitter) asm.Instructions {
 		b.chase()
 	}
 
-	// One more level: pointers inside the first copies.
+	// One more level: pointers inside the first copies the chase made.
 	b.mark("second")
 	b.emit(
 		asm.LoadMem(asm.R1, rBuf, scrN, asm.Word),
@@ -217,15 +221,24 @@ func program(m maps, j Jitter) asm.Instructions {
 	)
 	for s := 0; s < chaseSlots; s++ {
 		next := b.newLabel("nextslot")
-		slot := int16(scrSlots + s*slotSize)
 		b.emit(
-			asm.LoadMem(asm.R1, rBuf, scrN1, asm.Word),
-			asm.JLE.Imm(asm.R1, int32(s), "out"),
-			asm.LoadMem(asm.R1, rBuf, slot+12, asm.Word),
+			asm.LoadMem(asm.R1, rBuf, scrN0, asm.Word),
+			asm.Add.Imm(asm.R1, int32(s)),
+			asm.LoadMem(asm.R2, rBuf, scrN1, asm.Word),
+			asm.JGE.Reg(asm.R1, asm.R2, "out"),
+			asm.JGT.Imm(asm.R1, MaxSlots-1, "out"),
+			asm.Mul.Imm(asm.R1, slotSize),
+			asm.Mov.Reg(asm.R2, rBuf),
+			asm.Add.Reg(asm.R2, asm.R1),
+			asm.StoreMem(asm.RFP, -32, asm.R2, asm.DWord),
+			asm.LoadMem(asm.R1, asm.R2, scrSlots+12, asm.Word),
 			asm.JNE.Imm(asm.R1, 0, next),
 		)
 		for w := 0; w < SlotBytes/8; w++ {
-			b.emit(asm.LoadMem(asm.R3, rBuf, slot+slotHdr+int16(w*8), asm.DWord))
+			b.emit(
+				asm.LoadMem(asm.R2, asm.RFP, -32, asm.DWord),
+				asm.LoadMem(asm.R3, asm.R2, int16(scrSlots+slotHdr+w*8), asm.DWord),
+			)
 			b.chase()
 		}
 		b.mark(next)

@@ -72,10 +72,11 @@ const (
 
 // Scratch layout (per-CPU BPF map value).
 const (
-	scrN     = 0
-	scrN1    = 4
-	scrRegs  = 8   // struct pt_regs, 21 words
-	scrStack = 176 // stackWords words
+	scrN     = 0                       // copies made
+	scrN1    = 4                       // copies made before the second level
+	scrN0    = 8                       // copies made before the chase
+	scrRegs  = 16                      // struct pt_regs, 21 words
+	scrStack = scrRegs + ptRegsWords*8 // stackWords words
 	scrOut   = scrStack + stackWords*8
 	outHdr   = 24 // magic u32, tid u32, time u64, n u32, interval u32
 	slotHdr  = 16 // addr u64, len u32, err s32

@@ -97,6 +97,24 @@ func saveKcache(path string, t *symbol.KernelTable) {
 	}
 }
 
+// startKernelSymbols loads the kernel's symbols in the background, once the
+// command runs: from the cache it takes tens of microseconds, but without one
+// (the first recording after a boot, or no cache directory) reading
+// /proc/kallsyms takes 0.1–0.3 s, which must not delay the start and should
+// not hold up the first drains either. The first kernel frame waits for it.
+func (s *session) startKernelSymbols() {
+	if s.kready != nil {
+		return
+	}
+	ready := make(chan struct{})
+	s.kready = ready
+	userOnly := s.o.UserOnly
+	go func() {
+		defer close(ready)
+		s.ktab, s.kwarn = loadKernelSymbols(userOnly)
+	}()
+}
+
 // loadKernelSymbols reads the kernel's symbols from the on-disk cache, or
 // from /proc/kallsyms (then caches them); it returns a warning instead when
 // kernel frames cannot be named.

@@ -212,8 +212,9 @@ type session struct {
 
 	spaces   map[uint32]*proc.Space // address spaces by pid
 	tables   unwind.TableCache
-	ktab     *symbol.KernelTable // loaded at the first kernel frame (kcache.go)
-	kloaded  bool                // ktab and kwarn are set
+	ktab     *symbol.KernelTable // loaded in the background (kcache.go)
+	kready   chan struct{}       // closed when ktab and kwarn are set; nil: not started
+	kloaded  bool                // kready was waited for
 	kwarn    string
 	kseen    map[uint64]bool // kernel function starts already written
 	kaddr    map[uint64]bool // kernel addresses already resolved
@@ -300,11 +301,6 @@ func eventKinds(names []string) ([]eventKind, error) {
 
 // newSession opens the output file and writes what every recording starts with.
 func newSession(o Options, meta recording.Meta) (*session, error) {
-	// The recorder needs one core at most. With more, the Go runtime's
-	// garbage-collection workers spread onto the cores the target runs on
-	// and slow it down (measured: 2.8% → 0.9% of a CPU-bound run at 999 Hz
-	// on 2 vCPUs; see docs/performance.md).
-	runtime.GOMAXPROCS(1)
 	cpus, err := onlineCPUs()
 	if err != nil {
 		return nil, err
@@ -725,7 +721,8 @@ func (s *session) kernelSymbols(addrs []uint64) {
 	}
 	if !s.kloaded {
 		s.kloaded = true
-		s.ktab, s.kwarn = loadKernelSymbols(s.o.UserOnly)
+		s.startKernelSymbols()
+		<-s.kready
 		if s.kwarn != "" {
 			s.warn("%s", s.kwarn)
 		}

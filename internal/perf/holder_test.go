@@ -1,0 +1,73 @@
+package perf
+
+import (
+	"runtime"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/culprit-dev/culprit/internal/testutil"
+)
+
+// A ring holder owns a ring that a sampling event of another task writes to
+// (here another thread of this process, as a recorder's target is another
+// process), and writes nothing itself.
+func TestRingHolder(t *testing.T) {
+	testutil.NeedRoot(t)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var old, one unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &old); err != nil {
+		t.Fatal(err)
+	}
+	one.Set(0)
+	if err := unix.SchedSetaffinity(0, &one); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.SchedSetaffinity(0, &old)
+
+	h, err := OpenRingHolder(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	r, err := MapRing(h, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	tid := unix.Gettid()
+	ev, err := Open(Config{Frequency: 4999, StackBytes: 512, MaxStack: 16}, tid, 0, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ev.Close()
+	if err := ev.SetOutput(h); err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(50 * time.Millisecond); time.Now().Before(end); {
+	}
+	ev.Disable()
+	buf, offs := r.ReadAll(nil, nil)
+	samples := 0
+	for i, off := range offs {
+		end := len(buf)
+		if i+1 < len(offs) {
+			end = offs[i+1]
+		}
+		rec, err := Decode(buf[off:end], h.Layout)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s, ok := rec.(*Sample); ok {
+			if s.TID != uint32(tid) || len(s.Stack) == 0 {
+				t.Fatalf("sample of tid %d with %d stack bytes, want tid %d", s.TID, len(s.Stack), tid)
+			}
+			samples++
+		}
+	}
+	if samples < 20 {
+		t.Fatalf("%d samples in the holder's ring over 50 ms at 4999 Hz (%d records)", samples, len(offs))
+	}
+}

@@ -1,0 +1,87 @@
+package recorder
+
+import (
+	"slices"
+	"strings"
+
+	"github.com/culprit-dev/culprit/internal/perf"
+)
+
+// Launch must not release the command before its cpu-clock events write to
+// mapped rings. The rings are made in the background instead, on ring
+// holders (perf.OpenRingHolder), while the recorder creates its output and
+// starts the command; the command's own events are then redirected into
+// them. Mapping a ring (about 0.8 ms for 4 MiB) and the kernel's one-time
+// wait when the first task-bound perf event is opened after a quiet second
+// (an RCU grace period, 8–30 ms on the project's VMs) thus overlap that work
+// instead of following it while the command waits at its exec.
+
+// heldRings are cpu-clock rings being prepared for a launch.
+type heldRings struct {
+	done   chan struct{}
+	events []*perf.Event // the holders
+	rings  []*perf.Ring
+}
+
+// holdRings starts preparing one ring per CPU for the cpu-clock events; nil
+// when cpu-clock is not the first event kind (the others get their own).
+// Failures are silent: openKind then maps the missing rings itself.
+func holdRings(o Options) *heldRings {
+	if len(o.Events) > 0 && strings.TrimSpace(o.Events[0]) != EventsCPU {
+		return nil
+	}
+	cpus, err := onlineCPUs()
+	if err != nil {
+		return nil
+	}
+	h := &heldRings{done: make(chan struct{})}
+	go func() {
+		defer close(h.done)
+		for _, cpu := range cpus {
+			ev, err := perf.OpenRingHolder(cpu)
+			if err != nil {
+				return
+			}
+			r, err := perf.MapRing(ev, o.RingPages)
+			if err != nil {
+				ev.Close()
+				return
+			}
+			h.events = append(h.events, ev)
+			h.rings = append(h.rings, r)
+		}
+	}()
+	return h
+}
+
+// adopt waits for the held rings and makes them the rings of the session's
+// cpu-clock events (kinds[0]), to which openKind then redirects them.
+func (s *session) adopt(h *heldRings) {
+	if h == nil {
+		return
+	}
+	<-h.done
+	for i, r := range h.rings {
+		if s.kinds[0].tp != nil || !slices.Contains(s.cpus, r.Event.CPU) || s.ring(r.Event.CPU, &s.kinds[0]) != nil {
+			r.Close()
+			h.events[i].Close()
+			continue
+		}
+		s.events = append(s.events, h.events[i])
+		s.rings = append(s.rings, ring{Ring: r, kind: &s.kinds[0]})
+	}
+	h.events, h.rings = nil, nil
+}
+
+// release frees what was not adopted.
+func (h *heldRings) release() {
+	if h == nil {
+		return
+	}
+	<-h.done
+	for i, r := range h.rings {
+		r.Close()
+		h.events[i].Close()
+	}
+	h.events, h.rings = nil, nil
+}

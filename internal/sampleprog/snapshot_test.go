@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os/exec"
 	"testing"
+	"time"
 
 	"github.com/culprit-dev/culprit/internal/perf"
 	"github.com/culprit-dev/culprit/internal/proc"
@@ -135,5 +136,23 @@ func TestCopiesAtSamples(t *testing.T) {
 	}
 	if chased < n*9/10 {
 		t.Errorf("node b found by chasing in %d of %d snapshots; want ≥ 90%%", chased, n)
+	}
+}
+
+// TestLoadTime logs what loading costs (bench/sampleprog.sh prints it); it
+// asserts only that both variants load.
+func TestLoadTime(t *testing.T) {
+	testutil.NeedRoot(t)
+	for _, j := range []Jitter{{}, {Min: 8, Max: 12}} {
+		t0 := time.Now()
+		tk, err := New(j)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d := time.Since(t0)
+		info, _ := tk.prog.Info()
+		n, _ := info.VerifiedInstructions()
+		t.Logf("jitter %v: load %v, %d instructions, %d verified", j, d, len(program(maps{}, j)), n)
+		tk.Close()
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
@@ -151,48 +150,53 @@ func testRulesMatchOneProgram(t *testing.T, collector string) {
 	}
 }
 
-// --jitter varies the sampling intervals on both collectors: the intervals
-// between a CPU-bound thread's samples, measured by their times, spread
-// from about half to one and a half of the mean with ±50%; each sample's
-// period says the interval it stands for, so the time-weighted mean stays
-// right.
+// --jitter varies the sampling intervals on both collectors. Measured by
+// the samples' times, a CPU-bound thread's intervals are all about 1 ms
+// without jitter; with ±50% about a quarter are shorter than 0.8 ms (other
+// load on the machine only lengthens intervals, so the short ones are what
+// is counted). Each sample's period says the interval it stands for, so
+// the time-weighted mean stays right.
 func TestJitter(t *testing.T) {
 	testutil.NeedRoot(t)
 	bin := testutil.C(t, "hier-O2", []string{"hier.c"}, "-O2", "-g")
-	spread := func(collector string, args ...string) (float64, float64, exprsJSON) {
+	const nominal = 1e9 / 999.0
+	measure := func(collector string, args ...string) (short, off float64, e exprsJSON) {
 		out := rec(t)
 		mustRun(t, append(append([]string{"record", "--collector", collector, "--expr", "hier*@worker@n", "-o", out}, args...), "--", bin, "8")...)
 		p, err := profile.Load([]string{out}, profile.LoadOptions{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var gaps []float64
-		var off int // periods more than 25% off the measured interval
+		var n, nshort, noff, nsane int
 		for i := 1; i < len(p.Samples); i++ {
 			a, b := p.Samples[i-1], p.Samples[i]
 			if a.TID != b.TID || b.Time <= a.Time {
 				continue
 			}
 			gap := float64(b.Time - a.Time)
-			gaps = append(gaps, gap)
-			if math.Abs(float64(b.Period)-gap) > gap/4 {
-				off++
+			n++
+			if gap < 0.8*nominal {
+				nshort++
+			}
+			if gap < 1.6*nominal { // not lengthened by a wait for the CPU
+				nsane++
+				if math.Abs(float64(b.Period)-gap) > gap/4 {
+					noff++
+				}
 			}
 		}
-		if len(gaps) < 100 {
-			t.Fatalf("%s: only %d intervals", collector, len(gaps))
+		if n < 100 || nsane < 50 {
+			t.Fatalf("%s: only %d intervals (%d of them under 1.6 ms)", collector, n, nsane)
 		}
-		sort.Float64s(gaps)
-		lo, hi := gaps[len(gaps)/20], gaps[len(gaps)-1-len(gaps)/20]
-		return hi / lo, float64(off) / float64(len(gaps)), exprReport(t, out)
+		return float64(nshort) / float64(n), float64(noff) / float64(nsane), exprReport(t, out)
 	}
 	for _, collector := range []string{"perf", "ptrace"} {
 		t.Run(collector, func(t *testing.T) {
-			plain, _, _ := spread(collector)
-			jittered, off, e := spread(collector, "--jitter", "50")
-			t.Logf("interval spread (5%%–95%%): %.2f plain, %.2f with ±50%%; periods off their interval: %.0f%%", plain, jittered, 100*off)
-			if jittered < 2 || plain > 1.5 {
-				t.Errorf("interval spread (5%%–95%%): %.2f without jitter, %.2f with ±50%% (want about 3)", plain, jittered)
+			plain, _, _ := measure(collector)
+			jittered, off, e := measure(collector, "--jitter", "50")
+			t.Logf("intervals under 0.8 ms: %.0f%% plain, %.0f%% with ±50%%; periods off their interval: %.0f%%", 100*plain, 100*jittered, 100*off)
+			if plain > 0.05 || jittered < 0.12 {
+				t.Errorf("intervals under 0.8 ms: %.0f%% without jitter (want under 5%%), %.0f%% with ±50%% (want about 25%%)", 100*plain, 100*jittered)
 			}
 			if off > 0.1 {
 				t.Errorf("%.0f%% of the jittered samples carry a period more than 25%% off their interval", 100*off)

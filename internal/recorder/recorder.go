@@ -227,6 +227,12 @@ type session struct {
 
 	sampler *state.Sampler
 	snap    *snaps // BPF memory snapshots at samples; nil: none
+	// snapLoad is the BPF program loading in the background (nil: not
+	// loading); clockEvents are the cpu-clock events it is attached to, the
+	// first attached of them so far.
+	snapLoad    *snapLoad
+	clockEvents []*perf.Event
+	attached    int
 	// exes is each process's executable, for expression specs and rules;
 	// after an exec it is the first executable file the kernel maps.
 	exes     map[uint32]string
@@ -322,15 +328,11 @@ func newSession(o Options, meta recording.Meta) (*session, error) {
 		s.sampler = state.NewSampler(o.Exprs, o.Rules, 1)
 	}
 	if s.sampler != nil || o.Jitter > 0 {
-		if err := s.startSnapshots(); err != nil {
-			w.Close()
-			w.Discard()
-			return nil, err
-		}
+		s.startSnapshots()
 	}
 	if s.sampler != nil {
 		if o.Values {
-			s.sampler.EnableValues(state.ValueOptions{Depth: o.ValuesDepth, Globals: s.snap != nil, Schema: o.ValuesSchema})
+			s.sampler.EnableValues(state.ValueOptions{Depth: o.ValuesDepth, Globals: s.snapLoad != nil, Schema: o.ValuesSchema})
 		}
 	}
 	s.exes, s.awaiting = map[uint32]string{}, map[uint32]bool{}
@@ -407,7 +409,7 @@ func (s *session) openEvents(tids []int) error {
 			return err
 		}
 	}
-	return nil
+	return s.attachSnapshots()
 }
 
 func (s *session) openKind(tids []int, k *eventKind, noSideband bool) error {
@@ -447,7 +449,7 @@ func (s *session) openKind(tids []int, k *eventKind, noSideband bool) error {
 			}
 			s.events = append(s.events, ev)
 			if k.tp == nil {
-				s.attachSnapshot(ev)
+				s.clockEvents = append(s.clockEvents, ev)
 			}
 			if r := s.ring(cpu, k); r != nil {
 				if err := ev.SetOutput(r.Event); err != nil {

@@ -30,32 +30,56 @@ type snapPlan struct {
 	none bool // nothing worth copying for this process
 }
 
-// startSnapshots loads the BPF program. Without it heap and globals are
-// recorded missing, and the user is told why once; but jitter, which only
-// the program does, is an error.
-func (s *session) startSnapshots() error {
-	tk, err := sampleprog.New(s.o.jitterRange())
-	if err != nil {
-		if s.o.Jitter > 0 {
-			return fmt.Errorf("--jitter needs culprit's BPF sampling program (or use --collector ptrace): %w", err)
-		}
-		s.warn("heap and global values will be recorded missing (%v); --collector ptrace reads them with the thread stopped", err)
-		return nil
-	}
-	s.snap = &snaps{tk: tk, plans: map[uint32]*snapPlan{}, pending: map[uint32][]*sampleprog.Snapshot{}}
-	return nil
+// snapLoad is the BPF program being loaded (the kernel's verifier takes
+// about 40 ms) while the command starts.
+type snapLoad struct {
+	done chan struct{}
+	tk   *sampleprog.Taker
+	err  error
 }
 
-// attachSnapshot runs the program at the samples of a cpu-clock event.
-func (s *session) attachSnapshot(ev *perf.Event) {
+// startSnapshots starts loading the BPF program in the background.
+func (s *session) startSnapshots() {
+	l := &snapLoad{done: make(chan struct{})}
+	j := s.o.jitterRange()
+	go func() {
+		defer close(l.done)
+		l.tk, l.err = sampleprog.New(j)
+	}()
+	s.snapLoad = l
+}
+
+// attachSnapshots waits for the program the first time, then attaches it
+// to the cpu-clock events opened since the last call. Without the program
+// heap and globals are recorded missing, and the user is told why once; but
+// jitter, which only the program does, is an error.
+func (s *session) attachSnapshots() error {
+	if l := s.snapLoad; l != nil {
+		<-l.done
+		s.snapLoad = nil
+		if l.err != nil {
+			if s.o.Jitter > 0 {
+				return fmt.Errorf("--jitter needs culprit's BPF sampling program (or use --collector ptrace): %w", l.err)
+			}
+			s.warn("heap and global values will be recorded missing (%v); --collector ptrace reads them with the thread stopped", l.err)
+		} else {
+			s.snap = &snaps{tk: l.tk, plans: map[uint32]*snapPlan{}, pending: map[uint32][]*sampleprog.Snapshot{}}
+		}
+	}
 	if s.snap == nil {
-		return
+		return nil
 	}
-	if err := s.snap.tk.Attach(ev.FD); err != nil {
-		s.warn("heap and global values will be recorded missing: %v", err)
-		s.snap.tk.Close()
-		s.snap = nil
+	for ; s.attached < len(s.clockEvents); s.attached++ {
+		if err := s.snap.tk.Attach(s.clockEvents[s.attached].FD); err != nil {
+			if s.o.Jitter > 0 {
+				return err
+			}
+			s.warn("heap and global values will be recorded missing: %v", err)
+			s.closeSnapshots()
+			return nil
+		}
 	}
+	return nil
 }
 
 // drainSnapshots collects the snapshots written so far, after the rings
@@ -175,6 +199,13 @@ func memory(r *perf.Sample, sn *sampleprog.Snapshot) func(uint64, []byte) error 
 }
 
 func (s *session) closeSnapshots() {
+	if l := s.snapLoad; l != nil { // a start that failed before the program was needed
+		<-l.done
+		if l.tk != nil {
+			l.tk.Close()
+		}
+		s.snapLoad = nil
+	}
 	if s.snap != nil {
 		s.snap.tk.Close()
 		s.snap = nil

@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/culprit-dev/culprit/internal/perf"
+	"github.com/culprit-dev/culprit/internal/recording"
 	"github.com/culprit-dev/culprit/internal/symbol"
 )
 
@@ -101,7 +102,7 @@ func saveKcache(path string, t *symbol.KernelTable) {
 // command runs: from the cache it takes tens of microseconds, but without one
 // (the first recording after a boot, or no cache directory) reading
 // /proc/kallsyms takes 0.1–0.3 s, which must not delay the start and should
-// not hold up the first drains either. The first kernel frame waits for it.
+// not hold up draining either (kernelSymbols).
 func (s *session) startKernelSymbols() {
 	if s.kready != nil {
 		return
@@ -113,6 +114,59 @@ func (s *session) startKernelSymbols() {
 		defer close(ready)
 		s.ktab, s.kwarn = loadKernelSymbols(userOnly)
 	}()
+}
+
+// kernelSymbols notes the kernel addresses of a sample. The function of each
+// is written once, as a KernelSymbol record, as soon as the table is loaded;
+// until then (a few tenths of a second without a cache) the addresses wait,
+// so that draining the rings is never held up.
+func (s *session) kernelSymbols(addrs []uint64) {
+	if len(addrs) == 0 {
+		return
+	}
+	s.startKernelSymbols()
+	for _, a := range addrs {
+		if !s.kaddr[a] {
+			s.kaddr[a] = true
+			s.kpending = append(s.kpending, a)
+		}
+	}
+}
+
+// writeKernelSymbols writes the functions of the waiting kernel addresses if
+// the table is loaded, or with wait once it is (at the end of a recording).
+func (s *session) writeKernelSymbols(wait bool) {
+	if len(s.kpending) == 0 {
+		return
+	}
+	if !s.kloaded {
+		if !wait {
+			select {
+			case <-s.kready:
+			default:
+				return
+			}
+		}
+		<-s.kready
+		s.kloaded = true
+		if s.kwarn != "" {
+			s.warn("%s", s.kwarn)
+		}
+	}
+	if s.ktab != nil {
+		for _, a := range s.kpending {
+			start, size, name, module, ok := s.ktab.Symbol(a)
+			if !ok || s.kseen[start] {
+				continue
+			}
+			s.kseen[start] = true
+			s.write(&recording.KernelSymbol{Addr: start, Size: size, Name: name, Module: module})
+		}
+	}
+	s.kpending = s.kpending[:0]
+	if len(s.kaddr) > 1<<20 { // bound memory; re-resolving is cheap
+		s.kaddr = map[uint64]bool{}
+	}
 }
 
 // loadKernelSymbols reads the kernel's symbols from the on-disk cache, or

@@ -146,8 +146,13 @@ func (o *Options) setDefaults() error {
 		return fmt.Errorf("event period %d must be positive", o.EventPeriod)
 	}
 	if o.RingPages == 0 {
-		// Room for about half a second of samples per CPU at the chosen rate.
-		need := o.Frequency * (o.StackBytes + 1024) / 2
+		// Room for a quarter of a second or more of samples per CPU at the
+		// chosen rate and the largest sample: the recorder drains every
+		// 100 ms, and when a ring is half full. Mapping a ring is on the
+		// way to starting the command (0.7 ms per 4 MiB on the project's
+		// VMs), and samples are often smaller (a stack copy stops at the
+		// top of the stack).
+		need := o.Frequency * (o.StackBytes + 1024) / 4
 		o.RingPages = 64
 		for o.RingPages*os.Getpagesize() < need && o.RingPages < 4096 {
 			o.RingPages *= 2
@@ -216,6 +221,7 @@ type session struct {
 	kready   chan struct{}       // closed when ktab and kwarn are set; nil: not started
 	kloaded  bool                // kready was waited for
 	kwarn    string
+	kpending []uint64        // kernel addresses waiting for ktab
 	kseen    map[uint64]bool // kernel function starts already written
 	kaddr    map[uint64]bool // kernel addresses already resolved
 	buildIDs proc.BuildIDs
@@ -533,6 +539,7 @@ func (s *session) drain() error {
 		s.handle(it.rec)
 	}
 	s.items = s.items[:0]
+	s.writeKernelSymbols(false)
 	return s.w.Flush()
 }
 
@@ -717,38 +724,6 @@ func (s *session) refreshSpace(pid uint32) *proc.Space {
 	return sp
 }
 
-func (s *session) kernelSymbols(addrs []uint64) {
-	if len(addrs) == 0 {
-		return
-	}
-	if !s.kloaded {
-		s.kloaded = true
-		s.startKernelSymbols()
-		<-s.kready
-		if s.kwarn != "" {
-			s.warn("%s", s.kwarn)
-		}
-	}
-	if s.ktab == nil {
-		return
-	}
-	for _, a := range addrs {
-		if s.kaddr[a] {
-			continue
-		}
-		s.kaddr[a] = true
-		start, size, name, module, ok := s.ktab.Symbol(a)
-		if !ok || s.kseen[start] {
-			continue
-		}
-		s.kseen[start] = true
-		s.write(&recording.KernelSymbol{Addr: start, Size: size, Name: name, Module: module})
-	}
-	if len(s.kaddr) > 1<<20 { // bound memory; re-resolving is cheap
-		s.kaddr = map[uint64]bool{}
-	}
-}
-
 // toDWARF reorders perf's user registers into DWARF x86-64 numbering.
 func toDWARF(r []uint64) unwind.Regs {
 	var d unwind.Regs
@@ -790,6 +765,7 @@ func (s *session) finish() (Result, error) {
 	}
 	err := s.drain()
 	s.close()
+	s.writeKernelSymbols(true)
 	s.write(&recording.End{Time: monotonic(), Samples: s.res.Samples, Lost: s.res.Lost,
 		Throttled: s.res.Throttled, ExitCode: int32(s.res.ExitCode)})
 	if cerr := s.w.Close(); err == nil {

@@ -89,8 +89,12 @@ func Launch(o Options, argv []string) (Result, error) {
 	oneCore()
 	s.startKernelSymbols()
 
+	// With a pidfd, wait() reports the command's exit and its status is
+	// taken on this thread; without one, a goroutine waits for it.
 	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	if s.pidfd < 0 {
+		go func() { exited <- cmd.Wait() }()
+	}
 	var deadline <-chan time.Time
 	if o.Duration > 0 {
 		deadline = time.After(o.Duration)
@@ -120,10 +124,9 @@ loop:
 		default:
 		}
 		if s.wait() {
-			// The command has exited. Take its status now: polling on would
-			// keep the recorder's one P busy (every fd is ready) while the
-			// goroutine in cmd.Wait waits for that P.
-			waitErr = <-exited
+			// The command has exited: take its status now (polling on would
+			// find every fd ready and spin).
+			waitErr = cmd.Wait()
 			break loop
 		}
 		if err := s.drain(); err != nil {

@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/culprit-dev/culprit/internal/recording"
 )
@@ -403,10 +404,12 @@ const (
 
 // headerRE matches "comm [pid/]tid [[cpu]] secs.frac:" and what follows. comm is
 // lazy so that the first "tid [cpu] time:" group after it is taken.
-var headerRE = regexp.MustCompile(`^\s*(.*?)\s+(?:(-1|\d{1,10})/)?(-1|\d{1,10})\s+(?:\[(\d{1,10})\]\s+)?(\d{1,11})\.(\d{1,12}):(?:\s+(.*))?$`)
+var headerRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^\s*(.*?)\s+(?:(-1|\d{1,10})/)?(-1|\d{1,10})\s+(?:\[(\d{1,10})\]\s+)?(\d{1,11})\.(\d{1,12}):(?:\s+(.*))?$`)
+})
 
 func parseHeader(line string) (sample, headerKind) {
-	m := headerRE.FindStringSubmatch(line)
+	m := headerRE().FindStringSubmatch(line)
 	if m == nil {
 		return sample{}, headerNone
 	}
@@ -642,13 +645,15 @@ func isCyclesEvent(ev string) bool {
 	return b == "cycles" || b == "cpu-cycles"
 }
 
-var nrRE = regexp.MustCompile(`(?:^|[\s,(])(?:NR|__NR|__syscall_nr|syscall_nr)(?:\s*[:=]\s*|\s+)(\d{1,10})\b`)
+var nrRE = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?:^|[\s,(])(?:NR|__NR|__syscall_nr|syscall_nr)(?:\s*[:=]\s*|\s+)(\d{1,10})\b`)
+})
 
 // syscallNR finds the system call number in a tracepoint payload: raw_syscalls
 // print "NR 1 (...)"; syscalls:sys_enter_* print their arguments only, and
 // then 0 is returned.
 func syscallNR(payload string) uint64 {
-	m := nrRE.FindStringSubmatch(payload)
+	m := nrRE().FindStringSubmatch(payload)
 	if m == nil {
 		return 0
 	}

@@ -24,6 +24,9 @@ type valueVar struct {
 	member string // for a member of a struct global: its field name
 	field  dwarfx.Field
 	tags   string // schema tags, "loop,cond" or "none"
+	// addr is a global's ELF address when its location is a plain address
+	// (evaluated once instead of at every sample); 0: evaluate.
+	addr uint64
 }
 
 type valueState struct {
@@ -33,6 +36,7 @@ type valueState struct {
 	globals map[string][]valueVar // by executable path; nil map: globals are not sampled
 	ids     map[valueKey]uint32
 	codes   map[string]*schema.Code // machine code of objects, by path; nil value: unreadable
+	same    map[[2]string]bool      // sameFile answers: it resolves symbolic links with system calls
 }
 
 // exeSchema is the schema of one executable, resolved against its DWARF.
@@ -128,6 +132,7 @@ func (es *exeSchema) schemaGlobals(in *dwarfx.Info) []valueVar {
 		}
 		if e, ok := es.s.Lookup(schema.Key{Function: schema.Global, Variable: name, File: vv.v.DeclFile, Line: vv.v.DeclLine}); ok {
 			vv.tags = e.Tags.Join(",")
+			vv.addr = globalAddr(vv.v)
 			out = append(out, vv)
 		}
 	}
@@ -196,7 +201,7 @@ func (s *Sampler) sampleValues(th Thread, located []located, out []recording.Rec
 		if at.depth > s.values.depth {
 			break
 		}
-		if filepath.Clean(at.info.Path()) != exe && !sameFile(at.info.Path(), exe) {
+		if filepath.Clean(at.info.Path()) != exe && !s.values.sameFile(at.info.Path(), exe) {
 			continue // only the main executable's variables
 		}
 		es := s.exeSchema(exe)
@@ -266,13 +271,41 @@ func (s *Sampler) sampleValues(th Thread, located []located, out []recording.Rec
 	return out
 }
 
-func readGlobal(vv valueVar, env *frameEnv) (expr.Scalar, error) {
-	val, err := vv.v.Read(env.pc, env.frame)
-	if err != nil {
-		return expr.Scalar{}, missing("%s: %v", vv.v.Name, err)
+// globalAddr returns a global's ELF address when its location is a plain
+// address, 0 otherwise.
+func globalAddr(v *dwarfx.Variable) uint64 {
+	l, ok := v.Location(0)
+	if !ok || l.Expr == nil {
+		return 0
 	}
-	o := &object{t: vv.v.Type(), bytes: val.Bytes, missing: val.Missing, addr: val.Addr, inMem: val.InMemory,
-		mem: env.frame.Mem, name: vv.v.Name}
+	val, err := l.Eval(&dwarfx.Frame{}, 0)
+	if err != nil || !val.InMemory {
+		return 0
+	}
+	return val.Addr
+}
+
+func readGlobal(vv valueVar, env *frameEnv) (expr.Scalar, error) {
+	var o *object
+	if vv.addr != 0 && vv.v.Type().Size > 0 {
+		// The object is in memory at a fixed address: read only what the
+		// member (or the scalar) needs, through the object.
+		o = &object{t: vv.v.Type(), addr: vv.addr + env.frame.Bias, inMem: true, mem: env.frame.Mem, name: vv.v.Name}
+		if vv.member == "" || vv.member == derefMember {
+			b, err := o.load(o.addr, vv.v.Type().Size)
+			if err != nil {
+				return expr.Scalar{}, missing("%s: %v", vv.v.Name, err)
+			}
+			o.bytes = b
+		}
+	} else {
+		val, err := vv.v.Read(env.pc, env.frame)
+		if err != nil {
+			return expr.Scalar{}, missing("%s: %v", vv.v.Name, err)
+		}
+		o = &object{t: vv.v.Type(), bytes: val.Bytes, missing: val.Missing, addr: val.Addr, inMem: val.InMemory,
+			mem: env.frame.Mem, name: vv.v.Name}
+	}
 	if vv.member == "" {
 		return o.Scalar()
 	}
@@ -307,6 +340,21 @@ func pointee(t *dwarfx.Type) *dwarfx.Type {
 		return nil
 	}
 	return u.Elem
+}
+
+// sameFile is the package's sameFile, remembered: value sampling asks it of
+// every frame of every sample.
+func (v *valueState) sameFile(a, b string) bool {
+	k := [2]string{a, b}
+	same, ok := v.same[k]
+	if !ok {
+		if v.same == nil || len(v.same) > 4096 {
+			v.same = map[[2]string]bool{}
+		}
+		same = sameFile(a, b)
+		v.same[k] = same
+	}
+	return same
 }
 
 // sameFile reports whether two paths name the same file.

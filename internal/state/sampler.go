@@ -111,6 +111,10 @@ func (s *Sampler) locate(th Thread) []located {
 		if !ok {
 			continue
 		}
+		if len(s.specs) == 0 && s.rules == nil && s.values != nil && filepath.Clean(path) != filepath.Clean(th.Exe) &&
+			!s.values.sameFile(path, th.Exe) {
+			continue // value sampling reads the executable's frames only: no need for a library's DWARF
+		}
 		in := s.info(path)
 		if in == nil {
 			continue

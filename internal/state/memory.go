@@ -63,33 +63,10 @@ func (s *Sampler) GlobalMemory(exe string) []MemoryRange {
 		}
 		wants = append(wants, w)
 	}
-	named := func(n expr.Node) {
+	for _, n := range s.expressions(exe) {
 		for _, id := range expr.Idents(n) {
 			if g, ok := in.Global(id); ok {
 				add(g, true)
-			}
-		}
-	}
-	for _, sp := range s.specs {
-		if sp.MatchProg(exe) {
-			named(sp.Expr)
-		}
-	}
-	if s.file != nil {
-		base := filepath.Base(exe)
-		for _, p := range s.file.Programs {
-			if ok, _ := filepath.Match(p.Glob, base); !ok {
-				continue
-			}
-			for _, r := range p.Rules {
-				if r.Cond != nil {
-					named(r.Cond)
-				}
-				for _, a := range r.Actions {
-					if a.Expr != nil {
-						named(a.Expr)
-					}
-				}
 			}
 		}
 	}
@@ -146,27 +123,9 @@ func (s *Sampler) GlobalMemory(exe string) []MemoryRange {
 func (s *Sampler) NeedsHeap(exe string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, sp := range s.specs {
-		if sp.MatchProg(exe) && derefs(sp.Expr) {
+	for _, n := range s.expressions(exe) {
+		if derefs(n) {
 			return true
-		}
-	}
-	if s.file != nil {
-		base := filepath.Base(exe)
-		for _, p := range s.file.Programs {
-			if ok, _ := filepath.Match(p.Glob, base); !ok {
-				continue
-			}
-			for _, r := range p.Rules {
-				if r.Cond != nil && derefs(r.Cond) {
-					return true
-				}
-				for _, a := range r.Actions {
-					if a.Expr != nil && derefs(a.Expr) {
-						return true
-					}
-				}
-			}
 		}
 	}
 	if s.values != nil {
@@ -179,6 +138,37 @@ func (s *Sampler) NeedsHeap(exe string) bool {
 		}
 	}
 	return false
+}
+
+// expressions lists the expressions the specs and the rules evaluate in the
+// executable: spec expressions, rule conditions and captures.
+func (s *Sampler) expressions(exe string) []expr.Node {
+	var out []expr.Node
+	for _, sp := range s.specs {
+		if sp.MatchProg(exe) {
+			out = append(out, sp.Expr)
+		}
+	}
+	if s.file == nil {
+		return out
+	}
+	base := filepath.Base(exe)
+	for _, p := range s.file.Programs {
+		if ok, _ := filepath.Match(p.Glob, base); !ok {
+			continue
+		}
+		for _, r := range p.Rules {
+			if r.Cond != nil {
+				out = append(out, r.Cond)
+			}
+			for _, a := range r.Actions {
+				if a.Expr != nil {
+					out = append(out, a.Expr)
+				}
+			}
+		}
+	}
+	return out
 }
 
 // derefs reports whether an expression follows a pointer or indexes.

@@ -37,6 +37,17 @@ func (b *builder) newLabel(what string) string {
 	return fmt.Sprintf("%s_%d", what, b.label)
 }
 
+// lookup looks up the key on the stack at key in a map; R0 is then the
+// value's address or 0.
+func (b *builder) lookup(mapFD int, key int16) {
+	b.emit(
+		asm.LoadMapPtr(asm.R1, mapFD),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, int32(key)),
+		asm.FnMapLookupElem.Call(),
+	)
+}
+
 // mark attaches a label to the next instruction, a no-op jump target.
 func (b *builder) mark(label string) {
 	b.emit(asm.Mov.Imm(asm.R0, 0).WithSymbol(label))
@@ -69,11 +80,8 @@ func program(m maps, j Jitter) asm.Instructions {
 		// Each thread counts down a random number of ticks between two
 		// kept samples; the others are dropped (return 0).
 		span := int32(j.Max - j.Min + 1)
+		b.lookup(m.jitter, -12)
 		b.emit(
-			asm.LoadMapPtr(asm.R1, m.jitter),
-			asm.Mov.Reg(asm.R2, asm.RFP),
-			asm.Add.Imm(asm.R2, -12),
-			asm.FnMapLookupElem.Call(),
 			asm.JNE.Imm(asm.R0, 0, "jhave"),
 			// A new thread: start its first countdown.
 			asm.FnGetPrandomU32.Call(),
@@ -104,12 +112,9 @@ func program(m maps, j Jitter) asm.Instructions {
 			asm.StoreMem(rPlan, 4, asm.R0, asm.Word),
 		)
 	}
+	b.emit(asm.StoreImm(asm.RFP, -8, 0, asm.Word))
+	b.lookup(m.scratch, -8)
 	b.emit(
-		asm.StoreImm(asm.RFP, -8, 0, asm.Word),
-		asm.LoadMapPtr(asm.R1, m.scratch),
-		asm.Mov.Reg(asm.R2, asm.RFP),
-		asm.Add.Imm(asm.R2, -8),
-		asm.FnMapLookupElem.Call(),
 		asm.JEq.Imm(asm.R0, 0, "keep"),
 		asm.Mov.Reg(rBuf, asm.R0),
 		asm.StoreImm(rBuf, scrOut, magic, asm.Word),
@@ -126,10 +131,9 @@ func program(m maps, j Jitter) asm.Instructions {
 	b.emit(
 		asm.FnKtimeGetNs.Call(),
 		asm.StoreMem(rBuf, scrOut+8, asm.R0, asm.DWord),
-		asm.LoadMapPtr(asm.R1, m.plans),
-		asm.Mov.Reg(asm.R2, asm.RFP),
-		asm.Add.Imm(asm.R2, -4),
-		asm.FnMapLookupElem.Call(),
+	)
+	b.lookup(m.plans, -4)
+	b.emit(
 		asm.JEq.Imm(asm.R0, 0, "out"),
 		asm.Mov.Reg(rPlan, asm.R0),
 	)

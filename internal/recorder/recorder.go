@@ -10,6 +10,8 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"runtime"
 	"sort"
 	"strconv"
@@ -165,6 +167,22 @@ func (o *Options) setDefaults() error {
 		o.Output = "culprit.rec"
 	}
 	return nil
+}
+
+// mainExe is the executable a recording starts with: the attached
+// process's, or the command's as the shell would find it; "" if unknown.
+func mainExe(meta recording.Meta) string {
+	if meta.AttachPID > 0 {
+		return proc.Exe(meta.AttachPID)
+	}
+	if len(meta.Command) > 0 {
+		if p, err := exec.LookPath(meta.Command[0]); err == nil {
+			if abs, err := filepath.Abs(p); err == nil {
+				return abs
+			}
+		}
+	}
+	return ""
 }
 
 // onlineCPUs lists the CPUs the kernel has online.
@@ -334,7 +352,7 @@ func newSession(o Options, meta recording.Meta) (*session, error) {
 		s.sampler = state.NewSampler(o.Exprs, o.Rules, 1)
 	}
 	if s.sampler != nil || o.Jitter > 0 {
-		s.startSnapshots()
+		s.startSnapshots(mainExe(meta))
 	}
 	if s.sampler != nil {
 		if o.Values {

@@ -38,13 +38,20 @@ type snapLoad struct {
 	err  error
 }
 
-// startSnapshots starts loading the BPF program in the background.
-func (s *session) startSnapshots() {
+// startSnapshots starts loading the BPF program in the background, with
+// only the parts the recording needs: pointer chasing, most of the program
+// and of its load time, only when an expression, a rule or the main
+// executable's schema follows a pointer.
+func (s *session) startSnapshots(mainExe string) {
 	l := &snapLoad{done: make(chan struct{})}
-	j := s.o.jitterRange()
+	o := sampleprog.Options{Jitter: s.o.jitterRange()}
+	if s.sampler != nil {
+		o.Snapshots = true
+		o.Chase = s.sampler.MayNeedHeap(mainExe)
+	}
 	go func() {
 		defer close(l.done)
-		l.tk, l.err = sampleprog.New(j)
+		l.tk, l.err = sampleprog.New(o)
 	}()
 	s.snapLoad = l
 }

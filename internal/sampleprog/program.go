@@ -6,7 +6,7 @@ import (
 	"github.com/cilium/ebpf/asm"
 )
 
-// The program, in outline:
+// The program, in outline (each part only when Options ask for it):
 //
 //	with jitter: count this thread's tick down; drop the sample (return 0)
 //	    unless the countdown ends, then start a new random one
@@ -66,7 +66,8 @@ type maps struct {
 	plans, scratch, events, jitter int
 }
 
-func program(m maps, j Jitter) asm.Instructions {
+func program(m maps, o Options) asm.Instructions {
+	j := o.Jitter
 	b := &builder{}
 	b.emit(
 		asm.Mov.Reg(rCtx, asm.R1),
@@ -132,6 +133,49 @@ func program(m maps, j Jitter) asm.Instructions {
 		asm.FnKtimeGetNs.Call(),
 		asm.StoreMem(rBuf, scrOut+8, asm.R0, asm.DWord),
 	)
+	if o.Snapshots {
+		b.snapshots(m, o)
+	}
+
+	// Output the header and the copies.
+	b.mark("out")
+	b.emit(
+		asm.LoadMem(asm.R1, rBuf, scrN, asm.Word),
+	)
+	if !j.on() {
+		// Without jitter an empty snapshot says nothing.
+		b.emit(asm.JEq.Imm(asm.R1, 0, "keep"))
+	}
+	b.emit(
+		asm.JGT.Imm(asm.R1, MaxSlots, "keep"),
+		asm.StoreMem(rBuf, scrOut+16, asm.R1, asm.Word),
+		asm.Mov.Reg(asm.R5, asm.R1),
+		asm.Mul.Imm(asm.R5, slotSize),
+		asm.Add.Imm(asm.R5, outHdr),
+		asm.Mov.Reg(asm.R4, rBuf),
+		asm.Add.Imm(asm.R4, scrOut),
+		asm.LoadMapPtr(asm.R2, m.events),
+		asm.LoadImm(asm.R3, 0xffffffff, asm.DWord), // BPF_F_CURRENT_CPU
+		asm.Mov.Reg(asm.R1, rCtx),
+		asm.FnPerfEventOutput.Call(),
+	)
+	b.emit(
+		asm.Mov.Imm(asm.R0, 1).WithSymbol("keep"),
+		asm.Return(),
+	)
+	if j.on() {
+		b.emit(
+			asm.Mov.Imm(asm.R0, 0).WithSymbol("drop"),
+			asm.Return(),
+		)
+	}
+	return b.ins
+}
+
+// snapshots emits the memory copies: the planned ranges, the registers and
+// red zone, and with Chase the pointers found in registers, stack and the
+// copies. It jumps to "out" when done.
+func (b *builder) snapshots(m maps, o Options) {
 	b.lookup(m.plans, -4)
 	b.emit(
 		asm.JEq.Imm(asm.R0, 0, "out"),
@@ -188,6 +232,10 @@ func program(m maps, j Jitter) asm.Instructions {
 			asm.Mov.Imm(asm.R2, SlotBytes),
 		)
 		b.copyAt()
+	}
+	if !o.Chase {
+		b.emit(asm.Ja.Label("out"))
+		return
 	}
 	b.emit(
 		asm.LoadMem(asm.R1, rPlan, planFlags, asm.Word),
@@ -248,39 +296,6 @@ func program(m maps, j Jitter) asm.Instructions {
 		b.mark(next)
 	}
 
-	// Output the header and the copies.
-	b.mark("out")
-	b.emit(
-		asm.LoadMem(asm.R1, rBuf, scrN, asm.Word),
-	)
-	if !j.on() {
-		// Without jitter an empty snapshot says nothing.
-		b.emit(asm.JEq.Imm(asm.R1, 0, "keep"))
-	}
-	b.emit(
-		asm.JGT.Imm(asm.R1, MaxSlots, "keep"),
-		asm.StoreMem(rBuf, scrOut+16, asm.R1, asm.Word),
-		asm.Mov.Reg(asm.R5, asm.R1),
-		asm.Mul.Imm(asm.R5, slotSize),
-		asm.Add.Imm(asm.R5, outHdr),
-		asm.Mov.Reg(asm.R4, rBuf),
-		asm.Add.Imm(asm.R4, scrOut),
-		asm.LoadMapPtr(asm.R2, m.events),
-		asm.LoadImm(asm.R3, 0xffffffff, asm.DWord), // BPF_F_CURRENT_CPU
-		asm.Mov.Reg(asm.R1, rCtx),
-		asm.FnPerfEventOutput.Call(),
-	)
-	b.emit(
-		asm.Mov.Imm(asm.R0, 1).WithSymbol("keep"),
-		asm.Return(),
-	)
-	if j.on() {
-		b.emit(
-			asm.Mov.Imm(asm.R0, 0).WithSymbol("drop"),
-			asm.Return(),
-		)
-	}
-	return b.ins
 }
 
 // chase copies SlotBytes at the address in R3 when it lies in one of the

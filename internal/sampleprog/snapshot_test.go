@@ -27,15 +27,18 @@ func TestMergeRanges(t *testing.T) {
 // Both variants of the program pass the kernel's verifier.
 func TestLoads(t *testing.T) {
 	testutil.NeedRoot(t)
-	for _, j := range []Jitter{{}, {Min: 5, Max: 15}, {Min: 10, Max: 10}} {
-		tk, err := New(j)
+	for _, o := range []Options{
+		{Snapshots: true, Chase: true}, {Snapshots: true}, {Jitter: Jitter{Min: 5, Max: 15}},
+		{Jitter: Jitter{Min: 10, Max: 10}, Snapshots: true, Chase: true}, {Jitter: Jitter{Min: 8, Max: 12}, Snapshots: true},
+	} {
+		tk, err := New(o)
 		if err != nil {
-			t.Errorf("jitter %+v: %v", j, err)
+			t.Errorf("%+v: %v", o, err)
 			continue
 		}
 		tk.Close()
 	}
-	if _, err := New(Jitter{Min: 0, Max: 3}); err == nil {
+	if _, err := New(Options{Jitter: Jitter{Min: 0, Max: 3}}); err == nil {
 		t.Errorf("a jitter range from 0 ticks was accepted")
 	}
 }
@@ -59,7 +62,7 @@ func TestSnapshotRead(t *testing.T) {
 func TestCopiesAtSamples(t *testing.T) {
 	testutil.NeedRoot(t)
 	bin := testutil.C(t, "snapmem", []string{"snapmem.c"}, "-O2", "-g")
-	tk, err := New(Jitter{})
+	tk, err := New(Options{Snapshots: true, Chase: true})
 	testutil.Need(t, err == nil, fmt.Sprint("BPF snapshots: ", err))
 	defer tk.Close()
 
@@ -143,16 +146,16 @@ func TestCopiesAtSamples(t *testing.T) {
 // asserts only that both variants load.
 func TestLoadTime(t *testing.T) {
 	testutil.NeedRoot(t)
-	for _, j := range []Jitter{{}, {Min: 8, Max: 12}} {
+	for _, o := range []Options{{Snapshots: true, Chase: true}, {Snapshots: true}, {Jitter: Jitter{Min: 8, Max: 12}}} {
 		t0 := time.Now()
-		tk, err := New(j)
+		tk, err := New(o)
 		if err != nil {
 			t.Fatal(err)
 		}
 		d := time.Since(t0)
 		info, _ := tk.prog.Info()
 		n, _ := info.VerifiedInstructions()
-		t.Logf("jitter %v: load %v, %d instructions, %d verified", j, d, len(program(maps{}, j)), n)
+		t.Logf("%+v: load %v, %d instructions, %d verified", o, d, len(program(maps{}, o)), n)
 		tk.Close()
 	}
 }

@@ -129,23 +129,50 @@ func (s *Sampler) NeedsHeap(exe string) bool {
 		}
 	}
 	if s.values != nil {
-		if es := s.exeSchema(filepath.Clean(exe)); es != nil {
-			for _, e := range es.s.Entries {
-				if e.Function != schema.Global && strings.HasSuffix(strings.TrimSpace(e.Type), "*") {
-					return true
-				}
-			}
+		if es := s.exeSchema(filepath.Clean(exe)); es != nil && hasPointerLocal(es.s) {
+			return true
+		}
+	}
+	return false
+}
+
+// MayNeedHeap is NeedsHeap before any executable is known: whether any
+// expression or rule, for whatever program, follows a pointer, or the
+// schema of the main executable (given, or made for mainExe) has a pointer
+// local. Collectors use it to leave pointer chasing out altogether.
+func (s *Sampler) MayNeedHeap(mainExe string) bool {
+	for _, n := range s.expressions("") {
+		if derefs(n) {
+			return true
+		}
+	}
+	if s.values == nil {
+		return false
+	}
+	if s.values.schema != nil {
+		return hasPointerLocal(s.values.schema)
+	}
+	if mainExe == "" {
+		return true
+	}
+	return s.NeedsHeap(mainExe)
+}
+
+func hasPointerLocal(sc *schema.Schema) bool {
+	for _, e := range sc.Entries {
+		if e.Function != schema.Global && strings.HasSuffix(strings.TrimSpace(e.Type), "*") {
+			return true
 		}
 	}
 	return false
 }
 
 // expressions lists the expressions the specs and the rules evaluate in the
-// executable: spec expressions, rule conditions and captures.
+// executable ("": in any): spec expressions, rule conditions and captures.
 func (s *Sampler) expressions(exe string) []expr.Node {
 	var out []expr.Node
 	for _, sp := range s.specs {
-		if sp.MatchProg(exe) {
+		if exe == "" || sp.MatchProg(exe) {
 			out = append(out, sp.Expr)
 		}
 	}
@@ -154,7 +181,7 @@ func (s *Sampler) expressions(exe string) []expr.Node {
 	}
 	base := filepath.Base(exe)
 	for _, p := range s.file.Programs {
-		if ok, _ := filepath.Match(p.Glob, base); !ok {
+		if ok, _ := filepath.Match(p.Glob, base); exe != "" && !ok {
 			continue
 		}
 		for _, r := range p.Rules {

@@ -61,3 +61,14 @@ func TestNeedsHeap(t *testing.T) {
 		}
 	}
 }
+
+func TestMayNeedHeap(t *testing.T) {
+	plain, _ := expr.ParseSpec("other@f@n")
+	chain, _ := expr.ParseSpec("other@f@j->size")
+	if NewSampler([]*expr.Spec{plain}, nil, 1).MayNeedHeap("") {
+		t.Errorf("MayNeedHeap with an expression that follows no pointer")
+	}
+	if !NewSampler([]*expr.Spec{plain, chain}, nil, 1).MayNeedHeap("") {
+		t.Errorf("MayNeedHeap false with j->size for another program")
+	}
+}

@@ -54,7 +54,7 @@ type Sample struct {
 	User     []uint64 // user call chain (frame pointers), innermost first
 	UserMode bool     // the sample was taken in user mode
 	ABI      uint64   // registers ABI: 0 none (kernel thread), 2 = 64-bit
-	Regs     []uint64 // user registers in RegsMask order
+	Regs     []uint64 // user registers in RegsMask order (NumRegs; 0 when not sampled, see Layout.Regs)
 	Raw      []byte   // raw tracepoint data (PERF_SAMPLE_RAW), nil for cpu-clock
 	StackSP  uint64   // Regs' SP: where Stack starts
 	Stack    []byte   // copy of the user stack
@@ -273,13 +273,25 @@ func decodeSample(h Header, b []byte, l Layout) (*Sample, error) {
 	s.ABI = le.Uint64(b)
 	b = b[8:]
 	if s.ABI != 0 {
-		n := bits.OnesCount64(RegsMask)
+		mask := l.Regs & RegsMask
+		if mask == 0 {
+			mask = RegsMask
+		}
+		n := bits.OnesCount64(mask)
 		if err := need(8 * n); err != nil {
 			return nil, err
 		}
-		s.Regs = make([]uint64, n)
+		s.Regs = make([]uint64, NumRegs)
+		k := 0
 		for i := range s.Regs {
-			s.Regs[i] = le.Uint64(b[8*i:])
+			bit := i // AX..IP are bits 0–8, R8..R15 bits 16–23
+			if i > RegIP {
+				bit += 16 - RegR8
+			}
+			if mask&(1<<bit) != 0 {
+				s.Regs[i] = le.Uint64(b[8*k:])
+				k++
+			}
 		}
 		b = b[8*n:]
 		s.StackSP = s.Regs[RegSP]

@@ -2,7 +2,6 @@ package perf
 
 import (
 	"encoding/binary"
-	"math/bits"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -48,8 +47,18 @@ func sampleBody(l Layout, stack []byte, raw []byte) []byte {
 		r.b = append(r.b, raw...)
 	}
 	r.u64(2) // ABI 64
-	for i := 0; i < bits.OnesCount64(RegsMask); i++ {
-		r.u64(uint64(i + 1))
+	mask := l.Regs
+	if mask == 0 {
+		mask = RegsMask
+	}
+	for i := 0; i < NumRegs; i++ { // register i (RegIndex) holds i+1
+		bit := i
+		if i > RegIP {
+			bit += 16 - RegR8
+		}
+		if mask&(1<<bit) != 0 {
+			r.u64(uint64(i + 1))
+		}
 	}
 	r.u64(uint64(len(stack)))
 	r.b = append(r.b, stack...)
@@ -62,7 +71,7 @@ func TestDecodeSample(t *testing.T) {
 	for i := range stack {
 		stack[i] = byte(i)
 	}
-	for _, l := range []Layout{{}, {Raw: true, Period: 7}} {
+	for _, l := range []Layout{{}, {Raw: true, Period: 7}, {Regs: RegsUnwind}} {
 		raw := []byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}
 		rec := record(RecordSample, miscUser, sampleBody(l, stack, raw))
 		v, err := Decode(rec, l)
@@ -85,6 +94,15 @@ func TestDecodeSample(t *testing.T) {
 		}
 		if len(s.Regs) != NumRegs || s.Regs[RegSP] != RegSP+1 || s.StackSP != RegSP+1 {
 			t.Errorf("registers %v", s.Regs)
+		}
+		for i, v := range s.Regs {
+			want := uint64(i + 1)
+			if l.Regs != 0 && i != RegBP && i != RegSP && i != RegIP {
+				want = 0 // not sampled
+			}
+			if v != want {
+				t.Errorf("layout %+v: register %d is %d, want %d", l, i, v, want)
+			}
 		}
 		if len(s.Stack) != 32 || s.Stack[31] != 31 {
 			t.Errorf("stack copy of %d bytes, want dyn_size 32", len(s.Stack))

@@ -12,7 +12,7 @@ import (
 
 // A ring holder owns a ring that a sampling event of another task writes to
 // (here another thread of this process, as a recorder's target is another
-// process), and writes nothing itself.
+// process), writes nothing itself, and decodes as the event it receives.
 func TestRingHolder(t *testing.T) {
 	testutil.NeedRoot(t)
 	runtime.LockOSThread()
@@ -38,7 +38,7 @@ func TestRingHolder(t *testing.T) {
 	}
 	defer r.Close()
 	tid := unix.Gettid()
-	ev, err := Open(Config{Frequency: 4999, StackBytes: 512, MaxStack: 16}, tid, 0, -1)
+	ev, err := Open(Config{Frequency: 4999, StackBytes: 512, MaxStack: 16, UserRegs: RegsUnwind}, tid, 0, -1)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -63,6 +63,11 @@ func TestRingHolder(t *testing.T) {
 		if s, ok := rec.(*Sample); ok {
 			if s.TID != uint32(tid) || len(s.Stack) == 0 {
 				t.Fatalf("sample of tid %d with %d stack bytes, want tid %d", s.TID, len(s.Stack), tid)
+			}
+			// Decoded with the layout of the event writing to the ring
+			// (SetOutput gave it to the holder): three registers.
+			if s.StackSP == 0 || s.Regs[RegIP] == 0 || s.UserMode && s.Regs[RegIP] != s.IP || s.Regs[RegAX] != 0 {
+				t.Fatalf("registers %x, sp %x, ip %x", s.Regs, s.StackSP, s.IP)
 			}
 			samples++
 		}

@@ -443,6 +443,11 @@ func (s *session) openKind(tids []int, k *eventKind, noSideband bool) error {
 	if k.tp == nil && s.o.Jitter > 0 {
 		cfg.ClockPeriod = s.o.tickPeriod()
 	}
+	if s.o.CallGraph == CallGraphFP && s.sampler == nil {
+		// The stack copy only repairs the first frames, by CFI, which needs
+		// BP, SP and IP: 0.5 µs less per sample than all 17 registers.
+		cfg.UserRegs = perf.RegsUnwind
+	}
 	pages := s.o.RingPages
 	if k.tp != nil {
 		// System calls and switches can come a million a second, in bursts:

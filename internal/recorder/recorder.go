@@ -76,27 +76,34 @@ type Options struct {
 	// kernel refuses kernel call chains to an unprivileged user.
 	UserOnly bool
 	// Jitter varies each sampling interval at random by up to ±Jitter
-	// percent (0 to 90): the events tick jitterTicks times faster and a BPF
-	// program keeps one tick in a random number of them.
+	// percent (0 to 90): the events tick jitterTicks() times faster and a
+	// BPF program keeps one tick in a random number of them.
 	Jitter float64
 }
 
-// jitterTicks is the mean number of clock ticks per kept sample with jitter.
-const jitterTicks = 10
+// jitterTicks is the mean number of clock ticks per kept sample with
+// jitter: enough for about five distinct intervals across ±Jitter%, at
+// least 4 and at most 10, since every tick costs a timer interrupt (on a VM,
+// an exit to the hypervisor: about 8 µs here, so 10 ticks per sample at
+// 999 Hz cost about 8% of a CPU-bound run).
+func (o *Options) jitterTicks() int {
+	return min(10, max(4, int(math.Ceil(200/o.Jitter))))
+}
 
 // jitterRange is the range of ticks between kept samples.
 func (o *Options) jitterRange() sampleprog.Jitter {
 	if o.Jitter <= 0 {
 		return sampleprog.Jitter{}
 	}
-	lo := max(1, uint32(math.Round(jitterTicks*(1-o.Jitter/100))))
-	hi := uint32(math.Round(jitterTicks * (1 + o.Jitter/100)))
+	k := float64(o.jitterTicks())
+	lo := max(1, uint32(math.Round(k*(1-o.Jitter/100))))
+	hi := uint32(math.Round(k * (1 + o.Jitter/100)))
 	return sampleprog.Jitter{Min: lo, Max: max(hi, lo)}
 }
 
 // tickPeriod is the clock period in ns with jitter.
 func (o *Options) tickPeriod() uint64 {
-	return uint64(1e9 / (float64(o.Frequency) * jitterTicks))
+	return uint64(1e9 / (float64(o.Frequency) * float64(o.jitterTicks())))
 }
 
 // Result summarises a finished recording.
@@ -128,8 +135,8 @@ func (o *Options) setDefaults() error {
 	if o.Jitter < 0 || o.Jitter > 90 {
 		return fmt.Errorf("jitter %g%% is out of range: use 0 to 90", o.Jitter)
 	}
-	if o.Jitter > 0 && o.Frequency*jitterTicks > 100000 {
-		return fmt.Errorf("with --jitter the clock ticks %d times per sample: use a frequency of at most %d Hz", jitterTicks, 100000/jitterTicks)
+	if o.Jitter > 0 && o.Frequency*o.jitterTicks() > 100000 {
+		return fmt.Errorf("with --jitter %g the clock ticks %d times per sample: use a frequency of at most %d Hz", o.Jitter, o.jitterTicks(), 100000/o.jitterTicks())
 	}
 	if o.StackBytes == 0 {
 		o.StackBytes = 4096
@@ -676,7 +683,7 @@ func (s *session) sample(r *perf.Sample, k *eventKind) {
 		sn = s.snapshotFor(r)
 		if s.o.Jitter > 0 {
 			// The sample stands for the ticks its thread counted down.
-			ticks := uint64(jitterTicks)
+			ticks := uint64(s.o.jitterTicks())
 			if sn != nil && sn.Interval > 0 {
 				ticks = uint64(sn.Interval)
 			}

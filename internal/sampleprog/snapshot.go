@@ -53,8 +53,8 @@ const (
 	MaxRanges  = 4  // data ranges per process
 	MaxSlots   = 64 // copies per sample
 	SlotBytes  = 64 // bytes per copy
-	stackWords = 64 // stack words scanned for pointers
-	chaseSlots = 16 // copies whose words are scanned for pointers in turn
+	stackWords = 32 // stack words scanned for pointers
+	chaseSlots = 8  // copies whose words are scanned for pointers in turn
 )
 
 // Plan layout (BPF map value, little endian).

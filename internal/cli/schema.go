@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bytes"
+	"debug/elf"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -74,9 +75,10 @@ culprit record --values=FILE.`,
 }
 
 // valuesSchema resolves culprit record's --values: "auto" (--values alone)
-// makes the schema of the main executable before the run (the sampler
-// then finds it made) and returns nil, so that every executable is sampled
-// with its own generated schema; a file is read and checked against the
+// returns nil, so that every executable is sampled with its own generated
+// schema, made by the recorder while the command starts; when the main
+// executable has no .debug_info of its own, the schema is tried here, to
+// say at once that it has no DWARF; a file is read and checked against the
 // main executable. The main executable is -p's, or the command's.
 func valuesSchema(values string, pid int, args []string, stderr io.Writer) (*schema.Schema, error) {
 	exe := ""
@@ -87,7 +89,8 @@ func valuesSchema(values string, pid int, args []string, stderr io.Writer) (*sch
 		exe, _ = exec.LookPath(args[0])
 	}
 	if values == "auto" {
-		if exe == "" {
+		if exe == "" || hasDebugInfo(exe) {
+			// The recorder makes the schema while the command starts.
 			return nil, nil
 		}
 		if _, err := schema.ForExecutable(exe); err != nil {
@@ -121,6 +124,17 @@ func valuesSchema(values string, pid int, args []string, stderr io.Writer) (*sch
 		}
 	}
 	return sc, nil
+}
+
+// hasDebugInfo reports whether an ELF file has its own DWARF (a
+// .debug_info section, compressed or not).
+func hasDebugInfo(path string) bool {
+	f, err := elf.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	return f.Section(".debug_info") != nil || f.Section(".zdebug_info") != nil
 }
 
 func isELF(path string) bool {

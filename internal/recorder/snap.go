@@ -44,13 +44,14 @@ type snapLoad struct {
 // executable's schema follows a pointer.
 func (s *session) startSnapshots(mainExe string) {
 	l := &snapLoad{done: make(chan struct{})}
-	o := sampleprog.Options{Jitter: s.o.jitterRange()}
-	if s.sampler != nil {
-		o.Snapshots = true
-		o.Chase = s.sampler.MayNeedHeap(mainExe)
-	}
+	o := sampleprog.Options{Jitter: s.o.jitterRange(), Snapshots: s.sampler != nil}
 	go func() {
 		defer close(l.done)
+		if o.Snapshots {
+			// With --values this makes the main executable's schema
+			// (tens of ms for a big program), while the command starts.
+			o.Chase = s.sampler.MayNeedHeap(mainExe)
+		}
 		l.tk, l.err = sampleprog.New(o)
 	}()
 	s.snapLoad = l

@@ -43,7 +43,6 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/perf"
-	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
 )
 
@@ -178,9 +177,10 @@ func New(o Options) (*Taker, error) {
 	if j.on() && (j.Min < 1 || j.Min > j.Max) {
 		return nil, fmt.Errorf("jitter range %d…%d ticks is invalid", j.Min, j.Max)
 	}
-	if err := rlimit.RemoveMemlock(); err != nil {
-		return nil, fmt.Errorf("BPF memory snapshots: %w", err)
-	}
+	// Kernels before 5.11 charge BPF memory to RLIMIT_MEMLOCK. (cilium's
+	// rlimit package does this too, but probes the kernel in an init
+	// function that every culprit command would pay for.)
+	_ = unix.Setrlimit(unix.RLIMIT_MEMLOCK, &unix.Rlimit{Cur: unix.RLIM_INFINITY, Max: unix.RLIM_INFINITY})
 	t := &Taker{}
 	var err error
 	t.plans, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_plans", Type: ebpf.Hash, KeySize: 4, ValueSize: planSize, MaxEntries: 4096})

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Wall-time overhead of vProf value sampling (record --values) at the default
 # 999 Hz on a CPU-bound program with about 1000 variables worth watching
-# (bench/genwide: 100 functions with 2 parameters and 8 locals each, 100
+# (bench/genwide: FUNCS functions (default 140) with 2 parameters and 8 locals each, 100
 # global counters), RUNS times interleaved; medians and ratios against the
 # bare run and against plain recording.
 #
@@ -14,7 +14,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 out=$root/bench/out
 mkdir -p "$out"
 go build -o "$out/culprit" "$root/cmd/culprit"
-go run "$root/bench/genwide" -funcs 100 -globals 100 >"$out/wide.c"
+go run "$root/bench/genwide" -funcs "${FUNCS:-140}" -globals 100 >"$out/wide.c"
 gcc -O2 -g -o "$out/wide" "$out/wide.c"
 work=("$out/wide" 600)
 if "$out/culprit" schema "$out/wide" -o "$out/wide.schema" 2>/dev/null; then

@@ -249,15 +249,11 @@ func (b *BuildIDs) Put(path string, id []byte) {
 
 // DataRanges returns address ranges where a process keeps data that
 // pointers may point to, including data it has not allocated yet: its
-// writable mappings (except the main stack), the heap's whole reach from
-// start_brk (/proc/PID/stat, so before the first malloc), and 64 GiB below
-// the lowest high mapping, where later mmaps land. Threads' stacks are
-// writable mappings and are included.
-func DataRanges(pid int) ([][2]uint64, error) {
-	maps, err := Maps(pid)
-	if err != nil {
-		return nil, err
-	}
+// writable mappings (except the main stack; maps is its Maps), the heap's
+// whole reach from start_brk (/proc/PID/stat, so before the first malloc),
+// and 64 GiB below the lowest high mapping, where later mmaps land.
+// Threads' stacks are writable mappings and are included.
+func DataRanges(pid int, maps []Mapping) [][2]uint64 {
 	const reach = 1 << 36
 	var out [][2]uint64
 	var lowHigh, highEnd uint64
@@ -291,5 +287,5 @@ func DataRanges(pid int) ([][2]uint64, error) {
 			}
 		}
 	}
-	return out, nil
+	return out
 }

@@ -21,7 +21,24 @@ const planEvery = 200 * time.Millisecond
 type snaps struct {
 	tk      *sampleprog.Taker
 	plans   map[uint32]*snapPlan
+	needs   map[string]*exeNeeds // by executable
 	pending map[uint32][]*sampleprog.Snapshot // by CPU, oldest first
+}
+
+// exeNeeds is what an executable's plans copy, the same for all its
+// processes and all the run: found once per executable.
+type exeNeeds struct {
+	globals []state.MemoryRange // ELF addresses
+	chase   bool
+}
+
+func (sn *snaps) what(sampler *state.Sampler, exe string) *exeNeeds {
+	if w, ok := sn.needs[exe]; ok {
+		return w
+	}
+	w := &exeNeeds{globals: sampler.GlobalMemory(exe), chase: sampler.NeedsHeap(exe)}
+	sn.needs[exe] = w
+	return w
 }
 
 type snapPlan struct {
@@ -71,7 +88,8 @@ func (s *session) attachSnapshots() error {
 			}
 			s.warn("heap and global values will be recorded missing (%v); --collector ptrace reads them with the thread stopped", l.err)
 		} else {
-			s.snap = &snaps{tk: l.tk, plans: map[uint32]*snapPlan{}, pending: map[uint32][]*sampleprog.Snapshot{}}
+			s.snap = &snaps{tk: l.tk, plans: map[uint32]*snapPlan{}, needs: map[string]*exeNeeds{},
+				pending: map[uint32][]*sampleprog.Snapshot{}}
 		}
 	}
 	if s.snap == nil {
@@ -162,10 +180,10 @@ func (s *session) plan(pid uint32, exe string) {
 			break
 		}
 	}
-	plan := &sampleprog.Plan{Chase: s.sampler.NeedsHeap(exe)}
-	plan.Data, _ = proc.DataRanges(int(pid))
+	what := s.snap.what(s.sampler, exe)
+	plan := &sampleprog.Plan{Chase: what.chase, Data: proc.DataRanges(int(pid), maps)}
 	if haveBias {
-		ranges := s.sampler.GlobalMemory(exe)
+		ranges := what.globals
 		if len(ranges) > sampleprog.MaxAbs {
 			s.warn("%d pieces of globals to copy at each sample in %s; only the first %d are copied, the others are recorded missing", len(ranges), exe, sampleprog.MaxAbs)
 			ranges = ranges[:sampleprog.MaxAbs]

@@ -21,7 +21,7 @@ const planEvery = 200 * time.Millisecond
 type snaps struct {
 	tk      *sampleprog.Taker
 	plans   map[uint32]*snapPlan
-	needs   map[string]*exeNeeds // by executable
+	needs   map[string]*exeNeeds              // by executable
 	pending map[uint32][]*sampleprog.Snapshot // by CPU, oldest first
 }
 
@@ -42,9 +42,8 @@ func (sn *snaps) what(sampler *state.Sampler, exe string) *exeNeeds {
 }
 
 type snapPlan struct {
-	exe  string
-	at   time.Time
-	none bool // nothing worth copying for this process
+	exe string
+	at  time.Time
 }
 
 // snapLoad is the BPF program being loaded (the kernel's verifier takes

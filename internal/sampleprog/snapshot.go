@@ -323,21 +323,10 @@ func (t *Taker) Close() {
 	if t.rd != nil {
 		t.rd.Close()
 	}
+	// cilium's Close methods accept nil: parts a failed New never made.
 	for _, c := range []interface{ Close() error }{t.prog, t.events, t.scratch, t.plans, t.jitter} {
-		if c != nil && !isNil(c) {
-			c.Close()
-		}
+		c.Close()
 	}
-}
-
-func isNil(c any) bool {
-	switch v := c.(type) {
-	case *ebpf.Program:
-		return v == nil
-	case *ebpf.Map:
-		return v == nil
-	}
-	return false
 }
 
 // MergeRanges merges sorted-or-not ranges until at most n remain, closing

@@ -130,10 +130,10 @@ type Layout struct {
 // kernels older than 5.12. Errors say what the user can do.
 func Open(c Config, tid, cpu int, group int) (*Event, error) {
 	a := c.attr()
-	fd, err := unix.PerfEventOpen(a, tid, cpu, group, unix.PERF_FLAG_FD_CLOEXEC)
+	fd, err := OpenTask(a, tid, cpu, group, unix.PERF_FLAG_FD_CLOEXEC)
 	if err == unix.EINVAL {
 		a.Bits &^= bitBuildID
-		fd, err = unix.PerfEventOpen(a, tid, cpu, group, unix.PERF_FLAG_FD_CLOEXEC)
+		fd, err = OpenTask(a, tid, cpu, group, unix.PERF_FLAG_FD_CLOEXEC)
 	}
 	if err != nil {
 		return nil, explain(err, c, tid, cpu)

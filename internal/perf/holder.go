@@ -30,7 +30,7 @@ func OpenRingHolder(cpu int) (*Event, error) {
 		Bits:    unix.PerfBitDisabled | unix.PerfBitExcludeKernel | unix.PerfBitExcludeHv | unix.PerfBitUseClockID | unix.PerfBitWatermark,
 		Clockid: unix.CLOCK_MONOTONIC,
 	}
-	fd, err := unix.PerfEventOpen(a, unix.Getpid(), cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	fd, err := OpenTask(a, unix.Getpid(), cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
 	if err != nil {
 		return nil, explain(err, Config{ExcludeKernel: true}, unix.Getpid(), cpu)
 	}

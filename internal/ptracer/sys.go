@@ -10,6 +10,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/culprit-dev/culprit/internal/perf"
 )
 
 // Thin wrappers around the system calls the collector makes at every stop.
@@ -163,7 +165,7 @@ func openSigtrapClock(tid int, period uint64, cookie uint64, excludeKernel bool)
 	if excludeKernel {
 		a.Bits |= unix.PerfBitExcludeKernel
 	}
-	return unix.PerfEventOpen(&a, tid, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	return perf.OpenTask(&a, tid, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
 }
 
 // openCPUCounter opens a counting (not sampling) cpu-clock event on thread
@@ -178,7 +180,7 @@ func openCPUCounter(tid int, excludeKernel bool) (int, error) {
 	if excludeKernel {
 		a.Bits |= unix.PerfBitExcludeKernel
 	}
-	return unix.PerfEventOpen(&a, tid, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	return perf.OpenTask(&a, tid, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
 }
 
 // readCount reads a counting event's value (ns of CPU time for cpu-clock).

@@ -175,6 +175,13 @@ func TestFailedStartKeepsOutputs(t *testing.T) {
 				t.Errorf("%s -o %s: exit %d, %q", collector, out, code, stderr)
 			}
 		}
+		if collector == "perf" {
+			// The perf collector truncates an existing output only once the
+			// command runs, so a failed start leaves it as it was.
+			if b, err := os.ReadFile(mine); err != nil || string(b) != "precious" {
+				t.Errorf("after a failed start the user's file holds %q (%v), want it unchanged", b, err)
+			}
+		}
 	}
 	if st, err := os.Stat("/dev/null"); err != nil || st.Mode()&os.ModeCharDevice == 0 {
 		t.Fatalf("/dev/null is no longer a device: %v %v", st.Mode(), err)

@@ -119,7 +119,10 @@ int main(int argc, char **argv) {
 		{"culprit fp: cc, 17 regs, 4 KiB", 1, cc | ru | su, 4096},
 		{"cc, 17 regs, 2 KiB", 1, cc | ru | su, 2048},
 		{"cc, 17 regs, 1 KiB", 1, cc | ru | su, 1024},
-		{"cc, 3 regs, 4 KiB", 1, cc | ru | su, 4096, REGS_MIN},
+		{"cc, 3 regs, 4 KiB (culprit fp now)", 1, cc | ru | su, 4096, REGS_MIN},
+		{"cc, 3 regs, 2 KiB", 1, cc | ru | su, 2048, REGS_MIN},
+		{"cc, 3 regs, 1 KiB", 1, cc | ru | su, 1024, REGS_MIN},
+		{"cc, 3 regs, 512 B", 1, cc | ru | su, 512, REGS_MIN},
 		{"culprit dwarf: cc, 17 regs, 16 KiB", 1, cc | ru | su, 16384},
 	};
 	int n = sizeof kinds / sizeof kinds[0];

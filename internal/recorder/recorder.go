@@ -155,13 +155,13 @@ func (o *Options) setDefaults() error {
 		return fmt.Errorf("event period %d must be positive", o.EventPeriod)
 	}
 	if o.RingPages == 0 {
-		// Room for a quarter of a second or more of samples per CPU at the
-		// chosen rate and the largest sample: the recorder drains every
-		// 100 ms, and when a ring is half full. Mapping a ring is on the
-		// way to starting the command (0.7 ms per 4 MiB on the project's
-		// VMs), and samples are often smaller (a stack copy stops at the
-		// top of the stack).
-		need := o.Frequency * (o.StackBytes + 1024) / 4
+		// Room for a tenth of a second or more of samples per CPU at the
+		// chosen rate and the largest sample (512 KiB in fp mode at 999 Hz,
+		// 2 MiB in dwarf mode): the recorder drains every 20 ms
+		// (pollInterval), and when a ring is a quarter full. Mapping a ring
+		// is on the way to starting the command (about 0.25 ms per MiB on
+		// the project's VMs, while the command starts on the other CPU).
+		need := o.Frequency * (o.StackBytes + 1024) / 10
 		o.RingPages = 64
 		for o.RingPages*os.Getpagesize() < need && o.RingPages < 4096 {
 			o.RingPages *= 2
@@ -234,6 +234,7 @@ func monotonic() uint64 {
 type session struct {
 	o      Options
 	w      *recording.Writer
+	meta   recording.Meta // written by begin
 	cpus   []int
 	kinds  []eventKind // what is sampled; kinds[0] also reports mmap/comm/task
 	rings  []ring
@@ -346,7 +347,7 @@ func newSession(o Options, meta recording.Meta) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	w, err := recording.Create(o.Output)
+	w, err := recording.CreateLate(o.Output)
 	if err != nil {
 		return nil, err
 	}
@@ -367,6 +368,18 @@ func newSession(o Options, meta recording.Meta) (*session, error) {
 		}
 	}
 	s.exes, s.awaiting = map[uint32]string{}, map[uint32]bool{}
+	meta.StartUnixNano = time.Now().UnixNano()
+	meta.StartClock = monotonic()
+	s.meta = meta
+	return s, nil
+}
+
+// begin writes the recording's first records: the Meta record, then the
+// vDSO image (so that vDSO frames can be named and unwound). Launch calls it
+// once the command runs.
+func (s *session) begin() {
+	meta := s.meta
+	o := s.o
 	var uts unix.Utsname
 	_ = unix.Uname(&uts)
 	host, _ := os.Hostname()
@@ -374,10 +387,8 @@ func newSession(o Options, meta recording.Meta) (*session, error) {
 	meta.Hostname = host
 	meta.KernelRelease = unix.ByteSliceToString(uts.Release[:])
 	meta.Arch = runtime.GOARCH
-	meta.StartUnixNano = time.Now().UnixNano()
-	meta.StartClock = monotonic()
 	var evs []string
-	for _, k := range kinds {
+	for _, k := range s.kinds {
 		if k.tp == nil {
 			evs = append(evs, "cpu-clock")
 		} else {
@@ -391,12 +402,11 @@ func newSession(o Options, meta recording.Meta) (*session, error) {
 	meta.Frequency = o.Frequency
 	meta.CallGraph = o.CallGraph
 	meta.StackBytes = o.StackBytes
-	if err := w.Write(&meta); err != nil {
-		w.Close()
-		return nil, err
-	}
+	s.write(&meta)
 	s.addVDSO()
-	return s, w.Flush()
+	if err := s.w.Flush(); err != nil {
+		s.warn("writing the recording: %v", err)
+	}
 }
 
 func (s *session) warn(format string, args ...any) {
@@ -505,33 +515,52 @@ func (s *session) openKind(tids []int, k *eventKind, noSideband bool) error {
 
 // synthesize writes comm and mmap records for a process that already runs,
 // as the kernel only reports what happens after the events are opened.
-func (s *session) synthesize(pid int) error {
-	now := monotonic()
-	if exe := proc.Exe(pid); exe != "" {
-		s.exes[uint32(pid)] = exe
-		s.plan(uint32(pid), exe)
-	}
+// processState is what synthesize writes of a process found running or
+// stopped at its exec: its threads' names and its executable mappings.
+type processState struct {
+	pid   int
+	time  uint64 // when it was read
+	exe   string
+	tids  []int
+	comms []string
+	maps  []proc.Mapping
+}
+
+// readProcess reads a process's state; it is quick, so that a launched
+// command is released soon after, and synthesize does the rest.
+func readProcess(pid int) (processState, error) {
+	p := processState{pid: pid, time: monotonic(), exe: proc.Exe(pid)}
 	tids, err := proc.Tasks(pid)
 	if err != nil {
-		return err
+		return p, err
 	}
+	p.tids = tids
 	for _, tid := range tids {
-		c := &perf.Comm{Header: perf.Header{PID: uint32(pid), TID: uint32(tid), Time: now}, Name: proc.Comm(pid, tid)}
-		s.handle(c)
+		p.comms = append(p.comms, proc.Comm(pid, tid))
 	}
-	maps, err := proc.Maps(pid)
-	if err != nil {
-		return err
+	p.maps, err = proc.Maps(pid)
+	return p, err
+}
+
+// synthesize writes the Comm and Mmap records of a process's state, as the
+// kernel writes them for what happens later.
+func (s *session) synthesize(p processState) {
+	now := p.time
+	pid := uint32(p.pid)
+	if p.exe != "" {
+		s.exes[pid] = p.exe
+		s.plan(pid, p.exe)
 	}
-	for _, m := range maps {
+	for i, tid := range p.tids {
+		s.handle(&perf.Comm{Header: perf.Header{PID: pid, TID: uint32(tid), Time: now}, Name: p.comms[i]})
+	}
+	for _, m := range p.maps {
 		if !m.Exec() {
 			continue
 		}
-		mm := &perf.Mmap{Header: perf.Header{PID: uint32(pid), TID: uint32(pid), Time: now},
-			Start: m.Start, Len: m.End - m.Start, Pgoff: m.Offset, Prot: unix.PROT_READ | unix.PROT_EXEC, Path: m.Path}
-		s.handle(mm)
+		s.handle(&perf.Mmap{Header: perf.Header{PID: pid, TID: pid, Time: now},
+			Start: m.Start, Len: m.End - m.Start, Pgoff: m.Offset, Prot: unix.PROT_READ | unix.PROT_EXEC, Path: m.Path})
 	}
-	return s.w.Flush()
 }
 
 // drain reads every ring, orders the records by time and handles them.

@@ -17,8 +17,10 @@ import (
 )
 
 // pollInterval bounds how long samples wait in the rings; the watermark wakes
-// the recorder earlier when rings fill.
-const pollInterval = 100 * time.Millisecond
+// the recorder earlier when rings fill. Short, so that the last drain, which
+// the command's caller waits for, has little to do; each wake-up costs the
+// recorder (on another CPU) a few microseconds.
+const pollInterval = 20 * time.Millisecond
 
 // ErrCommandNotFound is wrapped when the command to profile does not exist.
 var ErrCommandNotFound = errors.New("command not found")
@@ -38,8 +40,18 @@ func Launch(o Options, argv []string) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("%w: %s", ErrCommandNotFound, argv[0])
 	}
+	// Taking signals first: the runtime's first Notify waits for a new
+	// thread, which takes a millisecond once the ring holders and the
+	// command's start occupy the Ps.
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
 	held := holdRings(o)
 	defer held.release()
+	// Only what the command's first instruction needs is done before it is
+	// released (the output is created, so that a bad path fails before the
+	// command runs); the rest follows while it runs: each millisecond here is
+	// one the command waits at its exec.
 	s, err := newSession(o, recording.Meta{Command: argv})
 	if err != nil {
 		return Result{}, err
@@ -52,9 +64,6 @@ func Launch(o Options, argv []string) (Result, error) {
 	cmd.Args[0] = argv[0]
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Ptrace: true}
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
 	if err := cmd.Start(); err != nil {
 		s.abandon()
 		return Result{}, fmt.Errorf("starting %s: %w", argv[0], err)
@@ -62,8 +71,7 @@ func Launch(o Options, argv []string) (Result, error) {
 	pid := cmd.Process.Pid
 	var ws unix.WaitStatus
 	if _, err := unix.Wait4(pid, &ws, 0, nil); err != nil || !ws.Stopped() {
-		s.close()
-		s.w.Close()
+		s.abandon()
 		return Result{}, fmt.Errorf("starting %s: it did not stop at exec (%v)", argv[0], err)
 	}
 	release := func() { unix.PtraceDetach(pid) }
@@ -75,9 +83,11 @@ func Launch(o Options, argv []string) (Result, error) {
 		s.abandon()
 		return Result{}, err
 	}
-	if err := s.synthesize(pid); err != nil {
+	first, err := readProcess(pid)
+	if err != nil {
 		s.warn("reading the mappings of %d: %v", pid, err)
 	}
+	s.plan(uint32(pid), first.exe) // copies at samples from the first one
 	s.watch(pid)
 	if err := unix.PtraceDetach(pid); err != nil {
 		unix.Kill(pid, unix.SIGKILL)
@@ -86,6 +96,8 @@ func Launch(o Options, argv []string) (Result, error) {
 		s.w.Close()
 		return Result{}, fmt.Errorf("releasing %s: %w", argv[0], err)
 	}
+	s.begin()
+	s.synthesize(first)
 	oneCore()
 	s.startKernelSymbols()
 
@@ -197,6 +209,7 @@ func Attach(o Options, pid int, stop <-chan struct{}) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	s.begin()
 	oneCore()
 	// Open on every thread; threads created meanwhile are picked up by
 	// listing again until the list is stable (later ones are inherited).
@@ -222,8 +235,10 @@ func Attach(o Options, pid int, stop <-chan struct{}) (Result, error) {
 			return Result{}, fmt.Errorf("attaching to %d: %w", pid, err)
 		}
 	}
-	if err := s.synthesize(pid); err != nil {
+	if first, err := readProcess(pid); err != nil {
 		s.warn("reading the mappings of %d: %v", pid, err)
+	} else {
+		s.synthesize(first)
 	}
 	s.watch(pid)
 	s.startKernelSymbols()

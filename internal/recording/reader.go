@@ -258,7 +258,7 @@ func (r *Reader) frame(at int64, strict bool) (st frameStatus, k Kind, payload [
 		b = r.buf[i:]
 	}
 	body := b[:size-crcSize]
-	if crc32.Checksum(body, castagnoli) != binary.LittleEndian.Uint32(b[size-crcSize:]) {
+	if crc32.Checksum(body, castagnoli()) != binary.LittleEndian.Uint32(b[size-crcSize:]) {
 		return frameBad, 0, nil, 0
 	}
 	return frameOK, k, body[1+ln:], size

@@ -169,7 +169,7 @@ func TestFieldCompatibility(t *testing.T) {
 func rawFrame(k Kind, payload []byte) []byte {
 	b := append([]byte{byte(k)}, binary.AppendUvarint(nil, uint64(len(payload)))...)
 	b = append(b, payload...)
-	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli))
+	return binary.LittleEndian.AppendUint32(b, crc32.Checksum(b, castagnoli()))
 }
 
 func dump(recs []Record) string {

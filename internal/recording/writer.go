@@ -55,12 +55,58 @@ func Create(path string) (*Writer, error) {
 	return w, nil
 }
 
+// CreateLate opens the file at path for writing, creating it if need be,
+// but leaves an existing file as it is until the first Flush (or a write
+// that fills the buffer), which truncates it and writes the header. A
+// recorder uses it to fail early on a path it cannot write, without paying
+// before its command starts for truncating an old recording (0.4–0.8 ms on
+// ext4 for a recent one) and without destroying it if the start fails.
+func CreateLate(path string) (*Writer, error) {
+	st, statErr := os.Lstat(path)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("creating recording: %w", err)
+	}
+	out := io.Writer(f)
+	if statErr == nil && st.Mode().IsRegular() && st.Size() > 0 {
+		out = &truncFirst{f: f}
+	}
+	w := newWriter(out, path)
+	w.f = f
+	w.created = os.IsNotExist(statErr)
+	return w, nil
+}
+
+// truncFirst truncates its file before the first write.
+type truncFirst struct {
+	f    *os.File
+	done bool
+}
+
+func (t *truncFirst) Write(p []byte) (int, error) {
+	if !t.done {
+		t.done = true
+		if err := t.f.Truncate(0); err != nil {
+			return 0, err
+		}
+	}
+	return t.f.Write(p)
+}
+
 // Discard closes a recording that failed to start and removes its file,
 // only if Create made it and it is a regular file: never a device such as
 // /dev/null given as output, never a file the user had.
+//
+// Nothing buffered is written: a file CreateLate opened is left as it was.
 func (w *Writer) Discard() {
 	created := w.f != nil && w.created
-	w.Close()
+	if w.f != nil {
+		w.f.Close()
+		w.f = nil
+	}
+	if w.err == nil {
+		w.err = errors.New("recording: writer is discarded")
+	}
 	if !created {
 		return
 	}
@@ -140,7 +186,7 @@ func (w *Writer) finish(e *enc, k Kind) error {
 	b[start] = byte(k)
 	copy(b[start+1:], lb[:ln])
 	frame := b[start:]
-	frame = binary.LittleEndian.AppendUint32(frame, crc32.Checksum(frame, castagnoli))
+	frame = binary.LittleEndian.AppendUint32(frame, crc32.Checksum(frame, castagnoli()))
 	w.write(frame)
 	if cap(e.b) <= 1<<20 {
 		w.scratch = e.b[:0] // keep a grown buffer, unless a huge record grew it

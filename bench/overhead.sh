@@ -2,9 +2,15 @@
 # Wall-time overhead of recording a CPU-bound C workload: bare, under
 # culprit record (fp and dwarf) and under perf record (-g and --call-graph
 # dwarf) at the same frequency, RUNS times interleaved; prints medians and
-# ratios to the bare run. Needs root, gcc and perf.
+# ratios to the bare run, and the median of each run's ratio to the bare
+# run of its round. Needs root, gcc and perf.
 #
 #   bench/overhead.sh [RUNS] [FREQ]
+#
+# ROUNDS=N sets the workload's length (80 rounds: about 2.3 s; the fixed
+# costs of starting and ending weigh less on longer runs); CONFIGS="bare
+# culprit-fp" runs only those configurations (bare is always first), for
+# more runs of the comparison that matters in the same time.
 set -euo pipefail
 runs=${1:-7}
 freq=${2:-999}
@@ -13,7 +19,7 @@ out=$root/bench/out
 mkdir -p "$out"
 go build -o "$out/culprit" "$root/cmd/culprit"
 gcc -O2 -g -fno-omit-frame-pointer -o "$out/hier" "$root/testdata/targets/hier.c"
-work=("$out/hier" 80)
+work=("$out/hier" "${ROUNDS:-80}")
 
 declare -A cmds=(
 	[bare]=""
@@ -23,6 +29,14 @@ declare -A cmds=(
 	[perf-dwarf]="perf record -q -F $freq -e cpu-clock --call-graph dwarf -o $out/perf-dwarf.data --"
 )
 order=(bare culprit-fp perf-fp culprit-dwarf perf-dwarf)
+if [[ -n ${CONFIGS:-} ]]; then
+	order=(bare)
+	for c in $CONFIGS; do
+		[[ $c == bare ]] && continue
+		[[ -n ${cmds[$c]+set} ]] || { echo "unknown config $c (one of ${!cmds[*]})" >&2; exit 2; }
+		order+=("$c")
+	done
+fi
 declare -A times
 for ((i = 0; i < runs; i++)); do
 	for name in "${order[@]}"; do
@@ -34,18 +48,28 @@ for ((i = 0; i < runs; i++)); do
 done
 
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+# The VM's speed drifts by a few percent over minutes; the ratio of each run
+# to the bare run of the same round cancels most of that drift, so the median
+# of those paired ratios is the steadier figure.
+paired() {
+	paste -d' ' <(echo "${times[$1]}" | tr ' ' '\n' | grep -v '^$') <(echo "${times[bare]}" | tr ' ' '\n' | grep -v '^$') |
+		awk '{print ($1 / $2 - 1) * 100}' | median
+}
 base=$(echo "${times[bare]}" | median)
-printf "%-14s %10s %10s\n" config "median s" "vs bare"
+printf "%-14s %10s %10s %12s\n" config "median s" "vs bare" "paired"
 for name in "${order[@]}"; do
 	m=$(echo "${times[$name]}" | median)
-	printf "%-14s %10.3f %+9.1f%%\n" "$name" "$m" "$(echo "($m / $base - 1) * 100" | bc -l)"
+	printf "%-14s %10.3f %+9.1f%% %+11.2f%%\n" "$name" "$m" "$(echo "($m / $base - 1) * 100" | bc -l)" "$(paired "$name")"
 done
 printf "\nfiles of the last run (bytes, samples, bytes per sample):\n"
-for f in culprit-fp.rec culprit-dwarf.rec; do
-	n=$("$out/culprit" report --format json "$out/$f" 2>/dev/null | grep -m1 '"samples"' | tr -dc 0-9)
+for f in culprit-fp.rec culprit-dwarf.rec perf-fp.data perf-dwarf.data; do
+	name=${f%.*}
+	[[ " ${order[*]} " == *" $name "* ]] || continue
+	if [[ $f == *.rec ]]; then
+		n=$("$out/culprit" report --format json "$out/$f" 2>/dev/null | grep -m1 '"samples"' | tr -dc 0-9)
+	else
+		n=$(perf script -i "$out/$f" -F time 2>/dev/null | wc -l)
+	fi
 	printf "%-18s %10s %7s %8.1f\n" "$f" "$(stat -c %s "$out/$f")" "$n" "$(echo "$(stat -c %s "$out/$f") / $n" | bc -l)"
 done
-for f in perf-fp.data perf-dwarf.data; do
-	n=$(perf script -i "$out/$f" -F time 2>/dev/null | wc -l)
-	printf "%-18s %10s %7s %8.1f\n" "$f" "$(stat -c %s "$out/$f")" "$n" "$(echo "$(stat -c %s "$out/$f") / $n" | bc -l)"
-done
+echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"

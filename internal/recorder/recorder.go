@@ -235,6 +235,7 @@ type session struct {
 	o      Options
 	w      *recording.Writer
 	meta   recording.Meta // written by begin
+	pcs    []uint64       // the unwinder's buffer, reused from sample to sample
 	cpus   []int
 	kinds  []eventKind // what is sampled; kinds[0] also reports mmap/comm/task
 	rings  []ring
@@ -698,7 +699,8 @@ func (s *session) sample(r *perf.Sample, k *eventKind) {
 			sp = s.refreshSpace(r.PID)
 		}
 		res := resolver{s: s, sp: sp}
-		cfi, complete := unwind.Unwind(regs, unwind.StackCopy{SP: r.StackSP, Data: r.Stack}, &res, 256)
+		cfi, complete := unwind.UnwindTo(s.pcs, regs, unwind.StackCopy{SP: r.StackSP, Data: r.Stack}, &res, 256)
+		s.pcs = cfi // reused: Merge copies
 		user = unwind.Merge(cfi, r.User, complete)
 		if s.o.CallGraph == CallGraphDWARF && !complete {
 			truncated = true

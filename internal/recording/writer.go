@@ -62,14 +62,14 @@ func Create(path string) (*Writer, error) {
 // before its command starts for truncating an old recording (0.4–0.8 ms on
 // ext4 for a recent one) and without destroying it if the start fails.
 func CreateLate(path string) (*Writer, error) {
-	st, statErr := os.Lstat(path)
+	_, statErr := os.Lstat(path)
 	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("creating recording: %w", err)
 	}
 	out := io.Writer(f)
-	if statErr == nil && st.Mode().IsRegular() && st.Size() > 0 {
-		out = &truncFirst{f: f}
+	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > 0 {
+		out = &truncFirst{f: f} // also through a symbolic link
 	}
 	w := newWriter(out, path)
 	w.f = f

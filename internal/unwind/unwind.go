@@ -75,7 +75,13 @@ const (
 // falls outside the copy, a rule is unsupported, a needed register is
 // unknown, or the CFA does not grow strictly from frame to frame.
 func Unwind(regs Regs, stack StackCopy, r Resolver, max int) (pcs []uint64, complete bool) {
-	return unwind(regs, stack, r, max, nil)
+	return unwind(nil, regs, stack, r, max, nil)
+}
+
+// UnwindTo is Unwind writing the PCs into buf's storage (reallocated only if
+// too small), for a caller that unwinds sample after sample.
+func UnwindTo(buf []uint64, regs Regs, stack StackCopy, r Resolver, max int) (pcs []uint64, complete bool) {
+	return unwind(buf, regs, stack, r, max, nil)
 }
 
 // Frame is the state of one unwound frame: what a debugger needs to read the
@@ -91,20 +97,18 @@ type Frame struct {
 // UnwindFrames unwinds like Unwind and returns every frame's registers and
 // CFA, innermost first.
 func UnwindFrames(regs Regs, stack StackCopy, r Resolver, max int) (frames []Frame, complete bool) {
-	_, complete = unwind(regs, stack, r, max, &frames)
+	_, complete = unwind(nil, regs, stack, r, max, &frames)
 	return frames, complete
 }
 
-func unwind(regs Regs, stack StackCopy, r Resolver, max int, frames *[]Frame) (pcs []uint64, complete bool) {
+func unwind(buf []uint64, regs Regs, stack StackCopy, r Resolver, max int, frames *[]Frame) (pcs []uint64, complete bool) {
 	if max <= 0 {
 		return nil, false
 	}
-	n := max
-	if n > 128 {
-		n = 128
+	if buf == nil {
+		buf = make([]uint64, 0, min(max, 128))
 	}
-	pcs = make([]uint64, 1, n)
-	pcs[0] = regs[regRA]
+	pcs = append(buf[:0], regs[regRA])
 	if frames != nil {
 		*frames = append((*frames)[:0], Frame{PC: regs[regRA], Exact: true, Regs: regs, Valid: allRegs})
 	}

@@ -112,6 +112,58 @@ const (
 
 var le = binary.LittleEndian
 
+// Decoder decodes records as Decode does, but takes the samples and their
+// call chains and registers from memory it reuses: a recorder decodes
+// thousands of samples a second and drops them after each drain. What
+// DecodeSample returns is valid until the next Reset.
+type Decoder struct {
+	samples []Sample
+	n       int
+	words   []uint64
+	w       int
+}
+
+// Reset makes the memory of every sample decoded so far available again.
+func (d *Decoder) Reset() { d.n, d.w = 0, 0 }
+
+// Decode is Decode with samples from d.
+func (d *Decoder) Decode(rec []byte, l Layout) (any, error) {
+	if len(rec) >= 8 && le.Uint32(rec) == RecordSample {
+		h := Header{Type: RecordSample, Misc: le.Uint16(rec[4:])}
+		return decodeSample(h, rec[8:], l, d)
+	}
+	return Decode(rec, l)
+}
+
+func (d *Decoder) sample() *Sample {
+	if d == nil {
+		return new(Sample)
+	}
+	if d.n == len(d.samples) {
+		// Earlier samples keep the old array; the new one is reused after Reset.
+		d.samples = make([]Sample, max(64, 2*len(d.samples)))
+		d.n = 0
+	}
+	s := &d.samples[d.n]
+	d.n++
+	*s = Sample{}
+	return s
+}
+
+func (d *Decoder) uint64s(n int) []uint64 {
+	if d == nil {
+		return make([]uint64, n)
+	}
+	if d.w+n > len(d.words) {
+		d.words = make([]uint64, max(4096, 2*len(d.words), n))
+		d.w = 0
+	}
+	b := d.words[d.w : d.w+n : d.w+n]
+	d.w += n
+	clear(b)
+	return b
+}
+
 // Decode decodes one raw record of an event opened by Open, whose samples are
 // laid out as l (Event.Layout). It returns *Sample, *Mmap, *Comm, *Task,
 // *Lost, or nil for records culprit does not use.
@@ -122,7 +174,7 @@ func Decode(rec []byte, l Layout) (any, error) {
 	h := Header{Type: le.Uint32(rec), Misc: le.Uint16(rec[4:])}
 	body := rec[8:]
 	if h.Type == RecordSample {
-		return decodeSample(h, body, l)
+		return decodeSample(h, body, l, nil)
 	}
 	if len(body) < idTrailer {
 		return nil, nil
@@ -201,8 +253,9 @@ func decodeMmap(h Header, b []byte) (any, error) {
 	return m, nil
 }
 
-func decodeSample(h Header, b []byte, l Layout) (*Sample, error) {
-	s := &Sample{Header: h, UserMode: h.Misc&miscCPUModeMask == miscUser}
+func decodeSample(h Header, b []byte, l Layout, d *Decoder) (*Sample, error) {
+	s := d.sample()
+	s.Header, s.UserMode = h, h.Misc&miscCPUModeMask == miscUser
 	need := func(n int) error {
 		if len(b) < n {
 			return fmt.Errorf("perf sample record is truncated")
@@ -234,7 +287,7 @@ func decodeSample(h Header, b []byte, l Layout) (*Sample, error) {
 	if nr > uint64(len(b)/8) {
 		return nil, fmt.Errorf("perf sample call chain of %d entries overruns the record", nr)
 	}
-	chain := make([]uint64, nr)
+	chain := d.uint64s(int(nr))
 	for i := range chain {
 		chain[i] = le.Uint64(b[8*i:])
 	}
@@ -281,7 +334,7 @@ func decodeSample(h Header, b []byte, l Layout) (*Sample, error) {
 		if err := need(8 * n); err != nil {
 			return nil, err
 		}
-		s.Regs = make([]uint64, NumRegs)
+		s.Regs = d.uint64s(NumRegs)
 		k := 0
 		for i := range s.Regs {
 			bit := i // AX..IP are bits 0–8, R8..R15 bits 16–23

@@ -2,6 +2,7 @@ package perf
 
 import (
 	"encoding/binary"
+	"reflect"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -165,5 +166,48 @@ func TestDecodeSideband(t *testing.T) {
 	}
 	if _, err := Decode([]byte{1, 2, 3}, Layout{}); err == nil {
 		t.Error("a 3-byte record decoded")
+	}
+}
+
+// A Decoder decodes samples exactly as Decode does, into memory it reuses
+// after Reset, and leaves the samples of before a Reset intact while it
+// grows.
+func TestDecoderReuses(t *testing.T) {
+	stack := make([]byte, 64)
+	l := Layout{Regs: RegsUnwind}
+	rec := record(RecordSample, miscUser, sampleBody(l, stack, nil))
+	want, err := Decode(rec, l)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var d Decoder
+	var first []*Sample
+	for i := 0; i < 200; i++ { // more than one block of samples and words
+		v, err := d.Decode(rec, l)
+		if err != nil {
+			t.Fatal(err)
+		}
+		first = append(first, v.(*Sample))
+	}
+	for i, s := range first {
+		if !reflect.DeepEqual(s, want) {
+			t.Fatalf("sample %d decoded as %+v, want %+v", i, s, want)
+		}
+	}
+	d.Reset()
+	v, _ := d.Decode(rec, l)
+	if again := v.(*Sample); !reflect.DeepEqual(again, want) {
+		t.Errorf("after Reset: %+v, want %+v", again, want)
+	}
+	reused := false
+	for _, s := range first {
+		reused = reused || s == v.(*Sample)
+	}
+	if !reused {
+		t.Errorf("after Reset the decoder allocated a new sample instead of reusing one")
+	}
+	side := record(RecordComm, 0, append([]byte{1, 0, 0, 0, 1, 0, 0, 0, 'x', 0, 0, 0, 0, 0, 0, 0}, make([]byte, idTrailer)...))
+	if _, err := d.Decode(side, l); err != nil {
+		t.Errorf("a side-band record through the Decoder: %v", err)
 	}
 }

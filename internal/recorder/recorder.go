@@ -236,6 +236,7 @@ type session struct {
 	w      *recording.Writer
 	meta   recording.Meta // written by begin
 	pcs    []uint64       // the unwinder's buffer, reused from sample to sample
+	dec    perf.Decoder   // samples decoded by a drain, reused by the next
 	cpus   []int
 	kinds  []eventKind // what is sampled; kinds[0] also reports mmap/comm/task
 	rings  []ring
@@ -567,6 +568,7 @@ func (s *session) synthesize(p processState) {
 // drain reads every ring, orders the records by time and handles them.
 func (s *session) drain() error {
 	s.buf, s.items = s.buf[:0], s.items[:0]
+	s.dec.Reset()
 	for _, r := range s.rings {
 		s.offs = s.offs[:0]
 		s.buf, s.offs = r.ReadAll(s.buf, s.offs)
@@ -575,7 +577,7 @@ func (s *session) drain() error {
 			if i+1 < len(s.offs) {
 				end = s.offs[i+1]
 			}
-			rec, err := perf.Decode(s.buf[off:end], r.Event.Layout)
+			rec, err := s.dec.Decode(s.buf[off:end], r.Event.Layout)
 			if err != nil {
 				// Counted as lost by the recorder, and said once.
 				s.res.Lost++

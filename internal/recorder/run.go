@@ -92,8 +92,7 @@ func Launch(o Options, argv []string) (Result, error) {
 	if err := unix.PtraceDetach(pid); err != nil {
 		unix.Kill(pid, unix.SIGKILL)
 		cmd.Wait()
-		s.close()
-		s.w.Close()
+		s.abandon()
 		return Result{}, fmt.Errorf("releasing %s: %w", argv[0], err)
 	}
 	s.begin()

@@ -114,8 +114,9 @@ var le = binary.LittleEndian
 
 // Decoder decodes records as Decode does, but takes the samples and their
 // call chains and registers from memory it reuses: a recorder decodes
-// thousands of samples a second and drops them after each drain. What
-// DecodeSample returns is valid until the next Reset.
+// thousands of samples a second and drops them after each drain. A sample
+// it returns is valid until the next Reset. A nil *Decoder allocates each
+// sample, as Decode does.
 type Decoder struct {
 	samples []Sample
 	n       int
@@ -125,15 +126,6 @@ type Decoder struct {
 
 // Reset makes the memory of every sample decoded so far available again.
 func (d *Decoder) Reset() { d.n, d.w = 0, 0 }
-
-// Decode is Decode with samples from d.
-func (d *Decoder) Decode(rec []byte, l Layout) (any, error) {
-	if len(rec) >= 8 && le.Uint32(rec) == RecordSample {
-		h := Header{Type: RecordSample, Misc: le.Uint16(rec[4:])}
-		return decodeSample(h, rec[8:], l, d)
-	}
-	return Decode(rec, l)
-}
 
 func (d *Decoder) sample() *Sample {
 	if d == nil {
@@ -167,14 +159,17 @@ func (d *Decoder) uint64s(n int) []uint64 {
 // Decode decodes one raw record of an event opened by Open, whose samples are
 // laid out as l (Event.Layout). It returns *Sample, *Mmap, *Comm, *Task,
 // *Lost, or nil for records culprit does not use.
-func Decode(rec []byte, l Layout) (any, error) {
+func Decode(rec []byte, l Layout) (any, error) { return (*Decoder)(nil).Decode(rec, l) }
+
+// Decode is Decode with samples from d.
+func (d *Decoder) Decode(rec []byte, l Layout) (any, error) {
 	if len(rec) < 8 {
 		return nil, fmt.Errorf("perf record of %d bytes is too short", len(rec))
 	}
 	h := Header{Type: le.Uint32(rec), Misc: le.Uint16(rec[4:])}
 	body := rec[8:]
 	if h.Type == RecordSample {
-		return decodeSample(h, body, l, nil)
+		return decodeSample(h, body, l, d)
 	}
 	if len(body) < idTrailer {
 		return nil, nil

@@ -515,8 +515,6 @@ func (s *session) openKind(tids []int, k *eventKind, noSideband bool) error {
 	return nil
 }
 
-// synthesize writes comm and mmap records for a process that already runs,
-// as the kernel only reports what happens after the events are opened.
 // processState is what synthesize writes of a process found running or
 // stopped at its exec: its threads' names and its executable mappings.
 type processState struct {
@@ -544,8 +542,8 @@ func readProcess(pid int) (processState, error) {
 	return p, err
 }
 
-// synthesize writes the Comm and Mmap records of a process's state, as the
-// kernel writes them for what happens later.
+// synthesize writes the Comm and Mmap records of a process's state: the
+// kernel reports only what happens after the events are opened.
 func (s *session) synthesize(p processState) {
 	now := p.time
 	pid := uint32(p.pid)

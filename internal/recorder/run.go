@@ -234,11 +234,11 @@ func Attach(o Options, pid int, stop <-chan struct{}) (Result, error) {
 			return Result{}, fmt.Errorf("attaching to %d: %w", pid, err)
 		}
 	}
-	if first, err := readProcess(pid); err != nil {
+	first, err := readProcess(pid)
+	if err != nil {
 		s.warn("reading the mappings of %d: %v", pid, err)
-	} else {
-		s.synthesize(first)
 	}
+	s.synthesize(first)
 	s.watch(pid)
 	s.startKernelSymbols()
 	var deadline <-chan time.Time

@@ -40,16 +40,12 @@ type Writer struct {
 // Create creates (or truncates) the file at path and writes the header. The
 // header reaches the file at once, so a concurrent Open sees a recording.
 func Create(path string) (*Writer, error) {
-	_, statErr := os.Lstat(path)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+	w, err := CreateLate(path)
 	if err != nil {
-		return nil, fmt.Errorf("creating recording: %w", err)
+		return nil, err
 	}
-	w := newWriter(f, path)
-	w.f = f
-	w.created = os.IsNotExist(statErr)
 	if err := w.Flush(); err != nil {
-		f.Close()
+		w.f.Close()
 		return nil, err
 	}
 	return w, nil
@@ -94,7 +90,7 @@ func (t *truncFirst) Write(p []byte) (int, error) {
 }
 
 // Discard closes a recording that failed to start and removes its file,
-// only if Create made it and it is a regular file: never a device such as
+// only if Create or CreateLate made it and it is a regular file: never a device such as
 // /dev/null given as output, never a file the user had.
 //
 // Nothing buffered is written: a file CreateLate opened is left as it was.

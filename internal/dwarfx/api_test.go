@@ -29,22 +29,7 @@ func build(t testing.TB, level string, extra ...string) (string, *Info) {
 
 func symbol(t testing.TB, bin, name string) uint64 {
 	t.Helper()
-	f, err := elf.Open(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	syms, err := f.Symbols()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range syms {
-		if s.Name == name {
-			return s.Value
-		}
-	}
-	t.Fatalf("%s: no symbol %s", bin, name)
-	return 0
+	return testutil.Symbol(t, bin, name).Value
 }
 
 // lineOf returns the line of values.c containing text.

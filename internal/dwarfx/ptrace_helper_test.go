@@ -8,7 +8,6 @@ package dwarfx
 import (
 	"bufio"
 	"bytes"
-	"debug/elf"
 	"errors"
 	"fmt"
 	"os"
@@ -105,7 +104,7 @@ func runStops(t *testing.T, bin, obj string, addrs []uint64, limit int, onStop f
 	bias := loadBias(t, pid, bin)
 	if obj != "" {
 		// Run to main, when shared objects are loaded.
-		main := symbolValue(t, bin, "main")
+		main := symbol(t, bin, "main")
 		var b [1]byte
 		if _, err := unix.PtracePeekText(pid, uintptr(main+bias), b[:]); err != nil {
 			t.Fatalf("peek main: %v", err)
@@ -219,23 +218,6 @@ func frameOf(t *testing.T, pid int, r *unix.PtraceRegs, bias uint64, read func(u
 	}
 	f.XMMValid = 0xffff
 	return f
-}
-
-func symbolValue(t *testing.T, bin, name string) uint64 {
-	t.Helper()
-	f, err := elf.Open(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	syms, _ := f.Symbols()
-	for _, s := range syms {
-		if s.Name == name {
-			return s.Value
-		}
-	}
-	t.Fatalf("%s: no symbol %s", bin, name)
-	return 0
 }
 
 // loadBias reads the runtime bias of bin from /proc/pid/maps.

@@ -272,19 +272,8 @@ func TestNoDWARF(t *testing.T) {
 
 func symbolAddr(t *testing.T, bin, name string) (uint64, uint64) {
 	t.Helper()
-	f, err := elf.Open(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	syms, _ := f.Symbols()
-	for _, s := range syms {
-		if s.Name == name {
-			return s.Value, s.Size
-		}
-	}
-	t.Fatalf("%s: no symbol %s", bin, name)
-	return 0, 0
+	s := testutil.Symbol(t, bin, name)
+	return s.Value, s.Size
 }
 
 // Basic blocks: they tile each function, start at its entry and at jump

@@ -1,7 +1,6 @@
 package state
 
 import (
-	"debug/elf"
 	"testing"
 
 	"github.com/culprit-dev/culprit/internal/expr"
@@ -12,18 +11,7 @@ import (
 // cfg (int limits[4]; long scale) is 24 bytes at the symbol's address.
 func TestGlobalMemory(t *testing.T) {
 	bin := testutil.C(t, "jobs", []string{"jobs.c"}, "-O2", "-g")
-	f, err := elf.Open(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	syms, _ := f.Symbols()
-	f.Close()
-	var cfg elf.Symbol
-	for _, s := range syms {
-		if s.Name == "cfg" {
-			cfg = s
-		}
-	}
+	cfg := testutil.Symbol(t, bin, "cfg")
 	if cfg.Size != 24 {
 		t.Fatalf("cfg symbol: %+v", cfg)
 	}

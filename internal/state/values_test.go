@@ -160,18 +160,7 @@ func TestValuesGivenSchema(t *testing.T) {
 // gives a missing *hits, never a guess.
 func TestValuesDereferencePointers(t *testing.T) {
 	bin, consume, ret, _ := valuesBinary(t)
-	f, err := elf.Open(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	syms, _ := f.Symbols()
-	f.Close()
-	var hits uint64
-	for _, s := range syms {
-		if s.Name == "hits" {
-			hits = s.Value
-		}
-	}
+	hits := testutil.Symbol(t, bin, "hits").Value
 	for _, target := range []uint64{0x5000, 0} {
 		th := thread(bin, consume+3, ret)
 		th.Mem = func(addr uint64, buf []byte) error {

@@ -13,26 +13,16 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/culprit-dev/culprit/internal/testutil"
 )
 
 // elfSym returns the address and size of the named symbol in path's symbol
 // table (or dynamic symbol table).
 func elfSym(t testing.TB, path, name string) (uint64, uint64) {
 	t.Helper()
-	f, err := elf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	syms, _ := f.Symbols()
-	dyn, _ := f.DynamicSymbols()
-	for _, s := range append(syms, dyn...) {
-		if s.Name == name && s.Section != elf.SHN_UNDEF {
-			return s.Value, s.Size
-		}
-	}
-	t.Fatalf("%s: no symbol %s", path, name)
-	return 0, 0
+	s := testutil.Symbol(t, path, name)
+	return s.Value, s.Size
 }
 
 // fileOffset converts a virtual address of path to a file offset through

@@ -2,7 +2,9 @@ package e2e
 
 import (
 	"bytes"
+	"debug/elf"
 	"encoding/json"
+	"fmt"
 	"math/rand"
 	"os"
 	"os/exec"
@@ -46,16 +48,23 @@ func TestChangedBinaryIsReported(t *testing.T) {
 	}
 }
 
-// A stripped binary is reported as object+offset, and said once.
+// A stripped binary is reported as object+offset, and said once; the
+// addresses of one function add up under the offset of its first
+// instruction, which the unwind tables give, while --by line keeps each
+// address.
 func TestStrippedBinary(t *testing.T) {
 	testutil.NeedRoot(t)
 	dir := t.TempDir()
+	full := filepath.Join(dir, "full")
 	bin := filepath.Join(dir, "stripped")
-	if out, err := exec.Command("gcc", "-O2", "-s", "-o", bin, filepath.Join(testutil.Targets(), "hier.c")).CombinedOutput(); err != nil {
+	if out, err := exec.Command("gcc", "-O2", "-o", full, filepath.Join(testutil.Targets(), "hier.c")).CombinedOutput(); err != nil {
 		t.Fatalf("gcc: %v\n%s", err, out)
 	}
+	if out, err := exec.Command("strip", "-o", bin, full).CombinedOutput(); err != nil {
+		t.Fatalf("strip: %v\n%s", err, out)
+	}
 	out := rec(t)
-	mustRun(t, "record", "-o", out, "--", bin, "4")
+	mustRun(t, "record", "-o", out, "--", bin, "8")
 	stdout, stderr, code := run(t, "report", out)
 	if code != 0 {
 		t.Fatalf("report: exit %d: %s", code, stderr)
@@ -66,6 +75,49 @@ func TestStrippedBinary(t *testing.T) {
 	if !strings.Contains(stdout, "stripped+0x") {
 		t.Errorf("want stripped+0xoffset frames:\n%s", stdout)
 	}
+
+	// worker's loop spans several instructions; its samples make one row.
+	worker := fmt.Sprintf("stripped+0x%x", textOffset(t, full, testutil.Symbol(t, full, "worker").Value))
+	f := flat(t, out)
+	var self float64
+	for _, e := range f.Entries {
+		if e.Name == worker {
+			self = e.Self
+		}
+	}
+	if self < 0.9 {
+		t.Errorf("%s: self %.3f, want ≥ 0.9 (worker spins all the time)\n%+v", worker, self, f.Entries)
+	}
+	lines := flat(t, "--by", "line", out)
+	var inWorker float64
+	rows := 0
+	for _, e := range lines.Entries {
+		if strings.HasPrefix(e.Name, "stripped+0x") && strings.HasSuffix(e.Name, " ("+worker+")") {
+			inWorker += e.Self
+			rows++
+		}
+	}
+	if rows < 2 || inWorker < 0.9 {
+		t.Errorf("--by line: %d rows of %s holding %.3f, want its addresses apart\n%+v", rows, worker, inWorker, lines.Entries)
+	}
+}
+
+// textOffset converts a virtual address of the ELF file at path to a file
+// offset.
+func textOffset(t *testing.T, path string, vaddr uint64) uint64 {
+	t.Helper()
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD && vaddr >= p.Vaddr && vaddr < p.Vaddr+p.Filesz {
+			return vaddr - p.Vaddr + p.Off
+		}
+	}
+	t.Fatalf("%#x is in no PT_LOAD segment of %s", vaddr, path)
+	return 0
 }
 
 // Without privileges culprit still samples the user's own process in user

@@ -39,12 +39,21 @@ func (f Frame) ObjectName() string {
 	return objectBase(f.Object)
 }
 
-// Name returns the function name, or object+0xoffset (basename of the object)
-// when the function is not known.
+// Name returns the function name; when it is not known, object+0xoffset
+// (basename of the object) of the function's first instruction if the
+// object's unwind tables give it (Entry), else of the address itself.
 func (f Frame) Name() string {
 	if f.Function != "" {
 		return f.Function
 	}
+	if f.Entry != 0 {
+		return fmt.Sprintf("%s+0x%x", f.ObjectName(), f.Entry)
+	}
+	return f.Address()
+}
+
+// Address returns object+0xoffset of the frame's own address.
+func (f Frame) Address() string {
 	return fmt.Sprintf("%s+0x%x", f.ObjectName(), f.Offset)
 }
 
@@ -84,14 +93,19 @@ func ParseGrouping(s string) (Grouping, error) {
 }
 
 // Label names the frame under grouping g: ByFunction gives Name(); ByLine
-// gives "file:line (function)", the file path as recorded, or Name() when the
-// line is not known; ByObject gives the object's basename (kernel frames have
-// the object "[kernel.kallsyms]", or their module's "[name]").
+// gives "file:line (function)", the file path as recorded, or when the line
+// is not known Name(), or for a function known only by its entry
+// "object+0xaddress (object+0xentry)"; ByObject gives the object's basename
+// (kernel frames have the object "[kernel.kallsyms]", or their module's
+// "[name]").
 func (f Frame) Label(g Grouping) string {
 	switch g {
 	case ByLine:
 		if f.File != "" && f.Line > 0 {
 			return fmt.Sprintf("%s:%d (%s)", f.File, f.Line, f.Name())
+		}
+		if f.Function == "" && f.Entry != 0 {
+			return fmt.Sprintf("%s (%s)", f.Address(), f.Name())
 		}
 		return f.Name()
 	case ByObject:

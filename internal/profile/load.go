@@ -131,7 +131,7 @@ func Load(paths []string, o LoadOptions) (*Profile, error) {
 	}
 	sort.Strings(missing)
 	for _, obj := range missing {
-		l.p.Warnings = append(l.p.Warnings, fmt.Sprintf("%s has no symbols: its frames are shown as %s+0xoffset", obj, filepath.Base(obj)))
+		l.p.Warnings = append(l.p.Warnings, fmt.Sprintf("%s has no symbols: its functions are shown as %s+0xoffset of their first instruction (--by line: of each address)", obj, filepath.Base(obj)))
 	}
 	return l.p, nil
 }
@@ -345,7 +345,13 @@ func (l *loader) userFrames(pid uint32, sp *space, addr uint64, isReturn bool) [
 				l.noSyms[m.path] = true
 			}
 		}
-		ids = []int32{l.intern(Frame{Object: m.path, Offset: off})}
+		f := Frame{Object: m.path, Offset: off}
+		if obj != nil {
+			if e, ok := obj.FunctionEntry(off); ok {
+				f.Entry = e
+			}
+		}
+		ids = []int32{l.intern(f)}
 	}
 	l.addrs[k] = ids
 	return ids

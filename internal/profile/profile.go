@@ -19,8 +19,13 @@ type Frame struct {
 	Line     int    // source line, 0 when unknown
 	Object   string // object path, "[kernel.kallsyms]", a kernel module "[name]", "[vdso]" or "[unknown]"
 	Offset   uint64 // file offset inside Object for user frames, address for kernel frames
-	Kernel   bool   // a kernel frame
-	Inlined  bool   // inlined into the next (outer) frame of the stack
+	// Entry, for a user frame no symbol names, is the file offset of the
+	// first instruction of its function, from the object's unwind tables
+	// (0: not known). Reports name such a frame Object+0xEntry, so that
+	// the addresses of one unnamed function add up.
+	Entry   uint64
+	Kernel  bool // a kernel frame
+	Inlined bool // inlined into the next (outer) frame of the stack
 }
 
 // Sample is one CPU-time sample of the model.

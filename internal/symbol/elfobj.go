@@ -12,6 +12,8 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+
+	"github.com/culprit-dev/culprit/internal/unwind"
 )
 
 // objData is what is known about one object file (shared by every Object
@@ -33,6 +35,9 @@ type objData struct {
 	pclnMu    sync.Mutex
 	debugPath string
 	loadErr   error
+
+	cfiOnce sync.Once
+	cfi     *unwind.Table // unwind tables, loaded on first FunctionEntry; nil if none
 
 	cleanCache sync.Map // raw symbol → CleanName
 }
@@ -181,6 +186,40 @@ func (d *objData) vaddr(off uint64) (uint64, bool) {
 		}
 	}
 	return 0, false
+}
+
+// fileOffset translates a virtual address to a file offset through the
+// PT_LOAD headers (the inverse of vaddr).
+func (d *objData) fileOffset(vaddr uint64) (uint64, bool) {
+	if len(d.loads) == 0 {
+		return vaddr, true
+	}
+	for _, s := range d.loads {
+		if vaddr >= s.vaddr && vaddr-s.vaddr < s.filesz {
+			return s.off + (vaddr - s.vaddr), true
+		}
+	}
+	return 0, false
+}
+
+// loadCFI reads the object's unwind tables; nil when it has none or they
+// cannot be read.
+func (d *objData) loadCFI() (t *unwind.Table) {
+	defer func() {
+		if recover() != nil {
+			t = nil // malformed input the parser did not catch
+		}
+	}()
+	f, c, err := d.reopen()
+	if err != nil {
+		return nil
+	}
+	defer c.Close()
+	t, err = unwind.TableFromELF(f)
+	if err != nil || t.Len() == 0 {
+		return nil
+	}
+	return t
 }
 
 // reconstructLoads guesses the file layout of the object a separate debug

@@ -14,7 +14,10 @@
 //
 // Results degrade gracefully: file:line (function) when DWARF or pclntab
 // has it, the function name from the symbol table when not, and no frames
-// at all (the caller then prints object+0xoffset) when nothing is known.
+// at all (the caller then prints object+0xoffset) when nothing is known; for
+// such addresses FunctionEntry still finds the start of their function in
+// the unwind tables (through package unwind's .eh_frame reader), so that a
+// stripped program's samples add up per function.
 //
 // Inlined frames come from a hand-written walk of DW_TAG_subprogram and
 // DW_TAG_inlined_subroutine DIEs: debug/dwarf decodes DIEs, ranges and line
@@ -110,6 +113,28 @@ func (o *Object) HasSymbols() bool {
 func (o *Object) HasLines() bool {
 	o.d.load()
 	return (o.d.dw != nil && (len(o.d.dw.cus) > 0 || len(o.d.dw.noRng) > 0)) || o.d.pcln != nil
+}
+
+// FunctionEntry returns the file offset of the first instruction of the
+// function holding fileOffset, from the object's unwind tables (.eh_frame,
+// .debug_frame). It groups the addresses of functions no symbol names: all
+// functions of a stripped program, the static functions of a shared library
+// that has only dynamic symbols. ok is false when no table covers the offset.
+func (o *Object) FunctionEntry(fileOffset uint64) (entry uint64, ok bool) {
+	d := o.d
+	pc, ok := d.vaddr(fileOffset)
+	if !ok {
+		return 0, false
+	}
+	d.cfiOnce.Do(func() { d.cfi = d.loadCFI() })
+	if d.cfi == nil {
+		return 0, false
+	}
+	start, ok := d.cfi.FuncStart(pc)
+	if !ok {
+		return 0, false
+	}
+	return d.fileOffset(start)
 }
 
 // DebugFile returns the separate debug file in use, "" if none.

@@ -145,6 +145,16 @@ func TestSharedLibrary(t *testing.T) {
 	if len(fr) != 1 || fr[0].Function != "plugin_work" || fr[0].File != "" {
 		t.Errorf("stripped plugin_work: %+v", fr)
 	}
+	// The static plugin_inner has no dynamic symbol; its unwind table entry
+	// still says where it starts.
+	start, size = elfSym(t, lib, "plugin_inner")
+	off := fileOffset(t, stripped, start+size/2)
+	if fr := so.Lookup(off); fr != nil {
+		t.Errorf("stripped plugin_inner: %+v, want nil", fr)
+	}
+	if e, ok := so.FunctionEntry(off); !ok || e != fileOffset(t, lib, start) {
+		t.Errorf("stripped plugin_inner: entry %#x %v, want %#x", e, ok, fileOffset(t, lib, start))
+	}
 }
 
 func TestStrippedExecutable(t *testing.T) {
@@ -483,4 +493,40 @@ func TestCXX(t *testing.T) {
 		return len(fr) == 2 && fr[0].Function == "geo::Accum::step" && fr[0].Inlined && fr[0].Line == 12 &&
 			fr[1].Function == "geo::Accum::run" && fr[1].Line == 15 && !fr[1].Inlined
 	})
+}
+
+// Without any symbol, addresses are still grouped per function: the unwind
+// tables give each function's first instruction, in PIE and non-PIE
+// executables (where file offsets and addresses differ) and for the static
+// functions of a library that has only dynamic symbols.
+func TestFunctionEntryStripped(t *testing.T) {
+	for _, flags := range [][]string{{"-O2", "-g"}, {"-O2", "-g", "-no-pie"}} {
+		t.Run(strings.Join(flags, ""), func(t *testing.T) {
+			bin := testutil.C(t, "inline"+strings.Join(flags, ""), []string{"inline.c"}, flags...)
+			stripped := filepath.Join(t.TempDir(), "inline")
+			copyFile(t, bin, stripped)
+			run(t, "strip", stripped)
+			o, err := New(Options{DebugDirs: []string{}}).Object(stripped, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, fn := range []string{"compute", "scale.constprop.0", "main"} {
+				start, size := elfSym(t, bin, fn)
+				want := fileOffset(t, bin, start)
+				for _, at := range []uint64{start, start + size/2, start + size - 1} {
+					off := fileOffset(t, stripped, at)
+					if fr := o.Lookup(off); fr != nil {
+						t.Fatalf("%s: stripped lookup %+v, want nil", fn, fr)
+					}
+					got, ok := o.FunctionEntry(off)
+					if !ok || got != want {
+						t.Errorf("%s+%#x: entry %#x %v, want %#x", fn, at-start, got, ok, want)
+					}
+				}
+			}
+			if _, ok := o.FunctionEntry(0); ok {
+				t.Error("the ELF header has a function entry")
+			}
+		})
+	}
 }

@@ -67,6 +67,17 @@ func (t *Table) Len() int { return len(t.fdes) }
 // Covers reports whether an FDE covers the ELF virtual address addr.
 func (t *Table) Covers(addr uint64) bool { return t.find(addr) != nil }
 
+// FuncStart returns the start of the FDE that covers the ELF virtual
+// address addr: the first instruction of the function (or of its split-off
+// part, such as GCC's .cold blocks) holding addr. It names functions of
+// objects that have no symbol for them.
+func (t *Table) FuncStart(addr uint64) (start uint64, ok bool) {
+	if f := t.find(addr); f != nil {
+		return f.start, true
+	}
+	return 0, false
+}
+
 // Bias returns the load bias (runtime address - ELF vaddr) of a mapping of
 // this file that starts at start with file offset pgoff, using the PT_LOAD
 // segment that contains pgoff: start - pgoff + p_offset - p_vaddr, with

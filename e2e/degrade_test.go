@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"debug/elf"
 	"encoding/json"
 	"fmt"
 	"math/rand"
@@ -77,7 +76,7 @@ func TestStrippedBinary(t *testing.T) {
 	}
 
 	// worker's loop spans several instructions; its samples make one row.
-	worker := fmt.Sprintf("stripped+0x%x", textOffset(t, full, testutil.Symbol(t, full, "worker").Value))
+	worker := fmt.Sprintf("stripped+0x%x", testutil.FileOffset(t, full, testutil.Symbol(t, full, "worker").Value))
 	f := flat(t, out)
 	var self float64
 	for _, e := range f.Entries {
@@ -100,24 +99,6 @@ func TestStrippedBinary(t *testing.T) {
 	if rows < 2 || inWorker < 0.9 {
 		t.Errorf("--by line: %d rows of %s holding %.3f, want its addresses apart\n%+v", rows, worker, inWorker, lines.Entries)
 	}
-}
-
-// textOffset converts a virtual address of the ELF file at path to a file
-// offset.
-func textOffset(t *testing.T, path string, vaddr uint64) uint64 {
-	t.Helper()
-	f, err := elf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_LOAD && vaddr >= p.Vaddr && vaddr < p.Vaddr+p.Filesz {
-			return vaddr - p.Vaddr + p.Off
-		}
-	}
-	t.Fatalf("%#x is in no PT_LOAD segment of %s", vaddr, path)
-	return 0
 }
 
 // Without privileges culprit still samples the user's own process in user

@@ -25,28 +25,11 @@ func elfSym(t testing.TB, path, name string) (uint64, uint64) {
 	return s.Value, s.Size
 }
 
-// fileOffset converts a virtual address of path to a file offset through
-// its PT_LOAD headers, as a caller mapping addresses would.
-func fileOffset(t testing.TB, path string, vaddr uint64) uint64 {
-	t.Helper()
-	f, err := elf.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	return progOffset(t, f, vaddr)
-}
-
-func progOffset(t testing.TB, f *elf.File, vaddr uint64) uint64 {
-	t.Helper()
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_LOAD && vaddr >= p.Vaddr && vaddr < p.Vaddr+p.Filesz {
-			return vaddr - p.Vaddr + p.Off
-		}
-	}
-	t.Fatalf("vaddr %#x in no PT_LOAD", vaddr)
-	return 0
-}
+// fileOffset and progOffset convert virtual addresses to file offsets.
+var (
+	fileOffset = testutil.FileOffset
+	progOffset = testutil.ProgOffset
+)
 
 // oracleFrame is one frame as addr2line reports it.
 type oracleFrame struct {

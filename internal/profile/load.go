@@ -340,10 +340,9 @@ func (l *loader) userFrames(pid uint32, sp *space, addr uint64, isReturn bool) [
 		}
 	}
 	if len(ids) == 0 {
-		if obj == nil || !obj.HasSymbols() {
-			if strings.HasPrefix(m.path, "/") {
-				l.noSyms[m.path] = true
-			}
+		// An object that could not be opened has had its warning.
+		if obj != nil && !obj.HasSymbols() && strings.HasPrefix(m.path, "/") {
+			l.noSyms[m.path] = true
 		}
 		f := Frame{Object: m.path, Offset: off}
 		if obj != nil {
@@ -400,7 +399,7 @@ func (l *loader) object(m mapping) *symbol.Object {
 		if errors.As(err, &mm) {
 			l.p.Warnings = append(l.p.Warnings, err.Error())
 		} else {
-			l.p.Warnings = append(l.p.Warnings, fmt.Sprintf("cannot symbolize %s: %v", m.path, err))
+			l.p.Warnings = append(l.p.Warnings, fmt.Sprintf("cannot symbolize %s: %v; its frames are shown as %s+0xoffset", m.path, err, filepath.Base(m.path)))
 		}
 		o = nil
 	}

@@ -101,6 +101,31 @@ func TestStrippedBinary(t *testing.T) {
 	}
 }
 
+// A binary deleted since recording is said once, and its frames are still
+// reported by address.
+func TestDeletedBinary(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := filepath.Join(t.TempDir(), "gone")
+	if out, err := exec.Command("gcc", "-O2", "-o", bin, filepath.Join(testutil.Targets(), "hier.c")).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	out := rec(t)
+	mustRun(t, "record", "-o", out, "--", bin, "4")
+	if err := os.Remove(bin); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, code := run(t, "report", out)
+	if code != 0 {
+		t.Fatalf("report: exit %d: %s", code, stderr)
+	}
+	if n := strings.Count(stderr, "warning:"); n != 1 || !strings.Contains(stderr, bin) || !strings.Contains(stderr, "gone+0xoffset") {
+		t.Errorf("want the deleted binary said once, with how its frames are shown; said %d times:\n%s", n, stderr)
+	}
+	if !strings.Contains(stdout, "gone+0x") {
+		t.Errorf("want gone+0xoffset frames:\n%s", stdout)
+	}
+}
+
 // Without privileges culprit still samples the user's own process in user
 // mode, and says how to get kernel frames.
 func TestUnprivilegedUser(t *testing.T) {

@@ -47,6 +47,43 @@ func TestChangedBinaryIsReported(t *testing.T) {
 	}
 }
 
+// After culprit archive, a recording of a binary that was since rebuilt,
+// then deleted, still reports with the recorded binary's names.
+func TestArchiveKeepsNames(t *testing.T) {
+	testutil.NeedRoot(t)
+	t.Setenv("CULPRIT_ARCHIVE", filepath.Join(t.TempDir(), "archive"))
+	dir := t.TempDir()
+	bin := filepath.Join(dir, "prog")
+	src := filepath.Join(testutil.Targets(), "hier.c")
+	if out, err := exec.Command("gcc", "-O2", "-g", "-o", bin, src).CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	out := rec(t)
+	mustRun(t, "record", "-o", out, "--", bin, "4")
+	if got := mustRun(t, "archive", out); !strings.Contains(got, "archived") {
+		t.Errorf("archive printed %q", got)
+	}
+	if got := mustRun(t, "archive", out); !strings.Contains(got, "already there") {
+		t.Errorf("archive a second time printed %q", got)
+	}
+	if out, err := exec.Command("gcc", "-O0", "-g", "-DEXTRA=1", "-o", bin, src, "-Wl,--build-id=sha1").CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	for _, state := range []string{"rebuilt", "deleted"} {
+		if state == "deleted" {
+			os.Remove(bin)
+		}
+		_, stderr, code := run(t, "report", out)
+		if code != 0 || strings.Contains(stderr, "changed since recording") || strings.Contains(stderr, "cannot symbolize") {
+			t.Errorf("%s: report exit %d, stderr:\n%s", state, code, stderr)
+		}
+		c := callers(t, 3, out)
+		if s := c.share("worker", "dispatch_2", "main"); s < 0.5 {
+			t.Errorf("%s: worker <- dispatch_2 <- main %.3f, want the recorded binary's names\n%+v", state, s, c.Callers)
+		}
+	}
+}
+
 // A stripped binary is reported as object+offset, and said once; the
 // addresses of one function add up under the offset of its first
 // instruction, which the unwind tables give, while --by line keeps each

@@ -223,7 +223,7 @@ func (d *objData) loadCFI() (t *unwind.Table) {
 }
 
 // reconstructLoads guesses the file layout of the object a separate debug
-// file stands in for. objcopy --only-keep-debug zeroes p_offset/p_filesz of
+// file stands in for (a whole copy of the object keeps its own). objcopy --only-keep-debug zeroes p_offset/p_filesz of
 // segments whose contents it dropped; linkers place each segment at the
 // lowest offset past the previous one that is congruent to its address
 // modulo its alignment, which this reproduces (exact for GNU ld and lld
@@ -231,6 +231,13 @@ func (d *objData) loadCFI() (t *unwind.Table) {
 func (d *objData) reconstructLoads() {
 	if len(d.loads) == 0 {
 		return
+	}
+	whole := true
+	for _, s := range d.loads {
+		whole = whole && s.filesz > 0
+	}
+	if whole {
+		return // a copy of the object itself (culprit archive), laid out as it is
 	}
 	var end uint64
 	for i := range d.loads {

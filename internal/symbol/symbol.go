@@ -75,11 +75,35 @@ type fileKey struct {
 	mtime int64
 }
 
+// ArchiveDir is where `culprit archive` keeps copies of recorded objects,
+// under .build-id/ab/cdef….debug as a debug directory: $CULPRIT_ARCHIVE,
+// else culprit/ in the user's cache directory ($XDG_CACHE_HOME or
+// ~/.cache); "" when there is none.
+func ArchiveDir() string {
+	if d := os.Getenv("CULPRIT_ARCHIVE"); d != "" {
+		return d
+	}
+	if d, err := os.UserCacheDir(); err == nil {
+		return filepath.Join(d, "culprit")
+	}
+	return ""
+}
+
+// ArchivePath is the file in the debug directory dir that holds the object
+// with the given build-id.
+func ArchivePath(dir string, buildID []byte) string {
+	id := hex.EncodeToString(buildID)
+	return filepath.Join(dir, ".build-id", id[:2], id[2:]+".debug")
+}
+
 // New returns a Symbolizer.
 func New(o Options) *Symbolizer {
 	dirs := o.DebugDirs
 	if dirs == nil {
 		dirs = []string{"/usr/lib/debug"}
+		if a := ArchiveDir(); a != "" {
+			dirs = append(dirs, a)
+		}
 	}
 	return &Symbolizer{
 		debugDirs: append([]string(nil), dirs...),
@@ -154,7 +178,7 @@ func (e *MismatchError) Error() string {
 	if len(e.Got) > 0 {
 		got = "build-id " + shortHex(e.Got)
 	}
-	return fmt.Sprintf("%s: %s on disk, %s recorded: the binary changed since recording; names would be wrong",
+	return fmt.Sprintf("%s: %s on disk, %s recorded: the binary changed since recording; names would be wrong (culprit archive, run right after recording, keeps a copy)",
 		e.Path, got, shortHex(e.Want))
 }
 
@@ -188,6 +212,11 @@ func (s *Symbolizer) Object(path string, buildID []byte) (*Object, error) {
 			s.mu.Unlock()
 		}
 		if len(buildID) > 0 && !bytes.Equal(d.buildID, buildID) {
+			// The file changed since recording: an archived copy of the
+			// recorded one (culprit archive) or its debug file stands in.
+			if o := s.standIn(path, buildID); o != nil {
+				return o, nil
+			}
 			return nil, &MismatchError{Path: path, Want: append([]byte(nil), buildID...), Got: append([]byte(nil), d.buildID...)}
 		}
 		return &Object{path: path, d: d}, nil
@@ -198,12 +227,22 @@ func (s *Symbolizer) Object(path string, buildID []byte) (*Object, error) {
 	if len(buildID) == 0 || !errors.Is(statErr, os.ErrNotExist) {
 		return nil, fmt.Errorf("symbol: %w", statErr)
 	}
+	if o := s.standIn(path, buildID); o != nil {
+		return o, nil
+	}
+	return nil, fmt.Errorf("symbol: %w (and no %s)", statErr, ArchivePath(s.firstDebugDir(), buildID))
+}
+
+// standIn returns the object with buildID found under the debug
+// directories, standing in for path: a debug file, or a whole copy kept by
+// culprit archive. nil if there is none.
+func (s *Symbolizer) standIn(path string, buildID []byte) *Object {
 	id := hex.EncodeToString(buildID)
 	s.mu.Lock()
 	d := s.byID[id]
 	s.mu.Unlock()
 	if d != nil {
-		return &Object{path: path, d: d}, nil
+		return &Object{path: path, d: d}
 	}
 	for _, p := range buildIDPaths(s.debugDirs, buildID) {
 		if _, err := os.Stat(p); err != nil {
@@ -218,9 +257,9 @@ func (s *Symbolizer) Object(path string, buildID []byte) (*Object, error) {
 		s.mu.Lock()
 		d = s.intern(nd)
 		s.mu.Unlock()
-		return &Object{path: path, d: d}, nil
+		return &Object{path: path, d: d}
 	}
-	return nil, fmt.Errorf("symbol: %w (and no %s)", statErr, filepath.Join(s.firstDebugDir(), ".build-id", id[:2], id[2:]+".debug"))
+	return nil
 }
 
 // ObjectFromBytes parses an in-memory ELF image, such as the vDSO read from

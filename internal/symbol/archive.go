@@ -1,0 +1,71 @@
+package symbol
+
+import (
+	"bytes"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+)
+
+// ErrChanged is wrapped by Archive when the file at a path no longer has
+// the build-id recorded for it.
+var ErrChanged = errors.New("changed since recording")
+
+// Archive copies the object at path, whose recorded build-id is buildID,
+// into the debug directory dir (ArchivePath), so that it can stand in for
+// the object once the file is rebuilt or removed: Symbolizer.Object looks
+// there by build-id. It returns the bytes copied, 0 when the copy is
+// already there. The copy is written under a temporary name and renamed,
+// so a reader never sees half of it.
+func Archive(dir, path string, buildID []byte) (int64, error) {
+	if len(buildID) == 0 {
+		return 0, fmt.Errorf("%s: no build-id recorded", path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	ef, err := elf.NewFile(f)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", path, err)
+	}
+	if got := buildIDOf(ef); !bytes.Equal(got, buildID) {
+		return 0, fmt.Errorf("%s: %w (build-id %s on disk, %s recorded)", path, ErrChanged, shortHex(got), shortHex(buildID))
+	}
+	dest := ArchivePath(dir, buildID)
+	if fi, err := os.Stat(dest); err == nil && fi.Mode().IsRegular() {
+		if st, err := f.Stat(); err == nil && st.Size() == fi.Size() {
+			return 0, nil
+		}
+	}
+	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
+		return 0, err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(dest), ".archive-*")
+	if err != nil {
+		return 0, err
+	}
+	defer os.Remove(tmp.Name()) // after a successful rename, nothing is left to remove
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		tmp.Close()
+		return 0, err
+	}
+	n, err := io.Copy(tmp, f)
+	if err == nil {
+		err = tmp.Chmod(0o644)
+	}
+	if cerr := tmp.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp.Name(), dest)
+	}
+	if err != nil {
+		return 0, fmt.Errorf("archiving %s: %w", path, err)
+	}
+	return n, nil
+}

@@ -3,14 +3,11 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"io"
 	"os"
-	"sort"
-	"strings"
 
 	"github.com/spf13/cobra"
 
-	"github.com/culprit-dev/culprit/internal/recording"
+	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/symbol"
 )
 
@@ -42,7 +39,7 @@ Run it right after recording, before the binaries change.`,
 			if len(args) == 0 {
 				args = []string{"culprit.rec"}
 			}
-			objs, err := recordedObjects(args, c.ErrOrStderr())
+			objs, err := profile.RecordedObjects(args)
 			if err != nil {
 				return err
 			}
@@ -50,10 +47,10 @@ Run it right after recording, before the binaries change.`,
 			var there int
 			var failed []string
 			for _, o := range objs {
-				n, err := symbol.Archive(dir, o.path, o.buildID)
+				n, err := symbol.Archive(dir, o.Path, o.BuildID)
 				switch {
 				case err != nil:
-					failed = append(failed, describeArchiveError(o.path, err))
+					failed = append(failed, describeArchiveError(o.Path, err))
 				case n == 0:
 					there++
 				default:
@@ -87,44 +84,4 @@ func describeArchiveError(path string, err error) string {
 		return fmt.Sprintf("%v: not archived", err)
 	}
 	return err.Error()
-}
-
-type recordedObject struct {
-	path    string
-	buildID []byte
-}
-
-// recordedObjects lists the files with a build-id that the recordings
-// mapped, each once. A recording cut short gives what it holds.
-func recordedObjects(paths []string, stderr io.Writer) ([]recordedObject, error) {
-	seen := map[string]bool{}
-	var out []recordedObject
-	for _, p := range paths {
-		r, err := recording.Open(p)
-		if err != nil {
-			return nil, err
-		}
-		for {
-			rec, err := r.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				warnf(stderr, "%s: %v; archiving the objects read before it", p, err)
-				break
-			}
-			m, ok := rec.(*recording.Mmap)
-			if !ok || len(m.BuildID) == 0 || !strings.HasPrefix(m.Path, "/") {
-				continue
-			}
-			k := m.Path + "\x00" + string(m.BuildID)
-			if !seen[k] {
-				seen[k] = true
-				out = append(out, recordedObject{m.Path, append([]byte(nil), m.BuildID...)})
-			}
-		}
-		r.Close()
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].path < out[j].path })
-	return out, nil
 }

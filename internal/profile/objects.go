@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"sort"
+	"strings"
 
 	"github.com/culprit-dev/culprit/internal/recording"
 )
@@ -31,10 +32,54 @@ func ObjectLoads(paths []string) ([]ObjectLoad, error) {
 	}
 	seen := map[key]bool{}
 	var out []ObjectLoad
+	err := eachMmap(paths, func(v *recording.Mmap) {
+		k := key{v.PID, v.Path}
+		if !seen[k] {
+			seen[k] = true
+			out = append(out, ObjectLoad{PID: v.PID, Path: v.Path, Time: v.Time})
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].Time < out[j].Time })
+	return out, nil
+}
+
+// RecordedObject is a file a recording mapped, with its build-id.
+type RecordedObject struct {
+	Path    string
+	BuildID []byte
+}
+
+// RecordedObjects lists the files with a build-id that recordings mapped
+// (ELF programs and libraries), each path and build-id once, by path.
+func RecordedObjects(paths []string) ([]RecordedObject, error) {
+	seen := map[string]bool{}
+	var out []RecordedObject
+	err := eachMmap(paths, func(m *recording.Mmap) {
+		if len(m.BuildID) == 0 || !strings.HasPrefix(m.Path, "/") {
+			return
+		}
+		if k := m.Path + "\x00" + string(m.BuildID); !seen[k] {
+			seen[k] = true
+			out = append(out, RecordedObject{m.Path, append([]byte(nil), m.BuildID...)})
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out, nil
+}
+
+// eachMmap calls fn with every Mmap record of the recordings, in order.
+// Damaged files are read up to their last complete record, as Load does.
+func eachMmap(paths []string, fn func(*recording.Mmap)) error {
 	for _, path := range paths {
 		r, err := recording.Open(path)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		for {
 			rec, err := r.Next()
@@ -43,20 +88,13 @@ func ObjectLoads(paths []string) ([]ObjectLoad, error) {
 			}
 			if err != nil {
 				r.Close()
-				return nil, fmt.Errorf("reading %s: %w", path, err)
+				return fmt.Errorf("reading %s: %w", path, err)
 			}
-			switch v := rec.(type) {
-			case *recording.Mmap:
-				k := key{v.PID, v.Path}
-				if seen[k] {
-					continue
-				}
-				seen[k] = true
-				out = append(out, ObjectLoad{PID: v.PID, Path: v.Path, Time: v.Time})
+			if m, ok := rec.(*recording.Mmap); ok {
+				fn(m)
 			}
 		}
 		r.Close()
 	}
-	sort.SliceStable(out, func(i, j int) bool { return out[i].Time < out[j].Time })
-	return out, nil
+	return nil
 }

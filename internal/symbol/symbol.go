@@ -34,6 +34,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 )
 
@@ -230,7 +231,7 @@ func (s *Symbolizer) Object(path string, buildID []byte) (*Object, error) {
 	if o := s.standIn(path, buildID); o != nil {
 		return o, nil
 	}
-	return nil, fmt.Errorf("symbol: %w (and no %s)", statErr, ArchivePath(s.firstDebugDir(), buildID))
+	return nil, fmt.Errorf("symbol: %w (and no copy of build-id %s under %s)", statErr, shortHex(buildID), strings.Join(s.searchDirs(), " or "))
 }
 
 // standIn returns the object with buildID found under the debug
@@ -289,21 +290,21 @@ func (s *Symbolizer) intern(d *objData) *objData {
 	return d
 }
 
-func (s *Symbolizer) firstDebugDir() string {
+// searchDirs are the directories searched by build-id, for messages.
+func (s *Symbolizer) searchDirs() []string {
 	if len(s.debugDirs) > 0 {
-		return s.debugDirs[0]
+		return s.debugDirs
 	}
-	return "/usr/lib/debug"
+	return []string{"/usr/lib/debug"}
 }
 
 func buildIDPaths(dirs []string, id []byte) []string {
 	if len(id) < 2 {
 		return nil
 	}
-	h := hex.EncodeToString(id)
 	var out []string
 	for _, d := range dirs {
-		out = append(out, filepath.Join(d, ".build-id", h[:2], h[2:]+".debug"))
+		out = append(out, ArchivePath(d, id))
 	}
 	return out
 }

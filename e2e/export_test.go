@@ -37,7 +37,11 @@ func TestExports(t *testing.T) {
 	if len(p.Sample) == 0 {
 		t.Fatal("pprof profile has no samples")
 	}
-	if top, err := exec.Command("go", "tool", "pprof", "-top", pb).CombinedOutput(); err != nil || !strings.Contains(string(top), "worker") {
+	// pprof takes the first mapping for the main binary ("File:").
+	if len(p.Mapping) == 0 || p.Mapping[0].File != bin {
+		t.Errorf("first mapping %+v, want the recorded program %s", p.Mapping, bin)
+	}
+	if top, err := exec.Command("go", "tool", "pprof", "-top", pb).CombinedOutput(); err != nil || !strings.Contains(string(top), "worker") || !strings.Contains(string(top), "File: "+filepath.Base(bin)) {
 		t.Errorf("go tool pprof -top: %v\n%s", err, top)
 	}
 

@@ -3,6 +3,7 @@ package render
 import (
 	"fmt"
 	"io"
+	"path"
 	"strconv"
 	"strings"
 
@@ -18,7 +19,8 @@ import (
 // thread's name). A Location is one physical frame: a frame together with the
 // Inlined frames directly inside it on the stack, its Lines innermost first as
 // pprof expects. Its address is the frame's Offset (a file offset for user
-// objects, an address for the kernel) in a Mapping per object. Functions are
+// objects, an address for the kernel) in a Mapping per object, the recorded
+// program's first (pprof's main binary). Functions are
 // named by Frame.Name, so unnamed frames show as "object+0xoffset"; an empty
 // stack is the function "[unknown]". TimeNanos is the wall time of the first
 // sample when a Meta gives the clock's origin.
@@ -84,6 +86,7 @@ func buildPprof(p *profile.Profile) *pprof.Profile {
 			m.Limit = m.Start + 1
 		}
 	}
+	b.mainFirst()
 	if first, end, ok := timeRange(p); ok {
 		out.DurationNanos = int64(end - first)
 		for _, m := range p.Metas {
@@ -118,6 +121,44 @@ func buildPprof(p *profile.Profile) *pprof.Profile {
 		out.Comments = append(out.Comments, fmt.Sprintf("lost %d samples, throttled %d times", p.Lost, p.Throttled))
 	}
 	return out
+}
+
+// mainFirst moves the recorded program's mapping to the front, where pprof
+// looks for the main binary (its "File:"): the object named like the
+// recorded command, else the one holding main. Mapping IDs follow the order.
+func (b *pprofBuilder) mainFirst() {
+	var want string
+	for _, m := range b.p.Metas {
+		if len(m.Command) > 0 {
+			want = path.Base(m.Command[0])
+			break
+		}
+	}
+	at := -1
+	for i, m := range b.out.Mapping {
+		if want != "" && path.Base(m.File) == want {
+			at = i
+			break
+		}
+	}
+	if at < 0 {
+		for _, f := range b.p.Frames {
+			if !f.Kernel && (f.Function == "main" || f.Function == "main.main") {
+				if m := b.mappings[f.Object]; m != nil {
+					at = int(m.ID) - 1
+					break
+				}
+			}
+		}
+	}
+	if at > 0 {
+		m := b.out.Mapping[at]
+		copy(b.out.Mapping[1:at+1], b.out.Mapping[:at])
+		b.out.Mapping[0] = m
+	}
+	for i, m := range b.out.Mapping {
+		m.ID = uint64(i + 1)
+	}
 }
 
 // mapping returns the mapping of frame f's object, widened to hold addr.

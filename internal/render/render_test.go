@@ -668,3 +668,23 @@ func TestChromeMergeJitter(t *testing.T) {
 		t.Errorf("after gap: %v", count)
 	}
 }
+
+// pprof takes the first mapping for the main binary: it is the recorded
+// program's even when the first sample starts in the kernel, found by the
+// command's name or, without one, by the object holding main.
+func TestPprofMainFirst(t *testing.T) {
+	for _, command := range [][]string{{"./app", "-n", "3"}, nil} {
+		p := testProfile()
+		p.Metas[0].Command = command
+		p.Samples[0].Stack = 2 // ksys_write <- entry_SYSCALL_64 <- libc <- main
+		pp, _ := parsePprof(t, p)
+		if len(pp.Mapping) < 3 || pp.Mapping[0].File != "/usr/bin/app" {
+			t.Errorf("command %q: mappings %+v, want /usr/bin/app first", command, pp.Mapping)
+		}
+		for i, m := range pp.Mapping {
+			if m.ID != uint64(i+1) {
+				t.Errorf("mapping %d has ID %d", i, m.ID)
+			}
+		}
+	}
+}

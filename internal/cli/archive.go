@@ -48,7 +48,10 @@ Run it right after recording, before the binaries change.`,
 			var failed []string
 			for _, o := range objs {
 				n, err := symbol.Archive(dir, o.Path, o.BuildID)
+				var ae *symbol.ArchiveError
 				switch {
+				case errors.As(err, &ae):
+					return ae
 				case err != nil:
 					failed = append(failed, describeArchiveError(o.Path, err))
 				case n == 0:

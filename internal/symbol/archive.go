@@ -14,6 +14,17 @@ import (
 // the build-id recorded for it.
 var ErrChanged = errors.New("changed since recording")
 
+// ArchiveError is Archive's error when the archive itself cannot be
+// written: every other object would fail the same way.
+type ArchiveError struct {
+	Dir string
+	Err error
+}
+
+func (e *ArchiveError) Error() string {
+	return fmt.Sprintf("cannot write the archive %s: %v", e.Dir, e.Err)
+}
+
 // Archive copies the object at path, whose recorded build-id is buildID,
 // into the debug directory dir (ArchivePath), so that it can stand in for
 // the object once the file is rebuilt or removed: Symbolizer.Object looks
@@ -43,11 +54,11 @@ func Archive(dir, path string, buildID []byte) (int64, error) {
 		}
 	}
 	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
-		return 0, err
+		return 0, &ArchiveError{dir, err}
 	}
 	tmp, err := os.CreateTemp(filepath.Dir(dest), ".archive-*")
 	if err != nil {
-		return 0, err
+		return 0, &ArchiveError{dir, err}
 	}
 	defer os.Remove(tmp.Name()) // after a successful rename, nothing is left to remove
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
@@ -65,7 +76,7 @@ func Archive(dir, path string, buildID []byte) (int64, error) {
 		err = os.Rename(tmp.Name(), dest)
 	}
 	if err != nil {
-		return 0, fmt.Errorf("archiving %s: %w", path, err)
+		return 0, &ArchiveError{dir, fmt.Errorf("copying %s: %v", path, err)}
 	}
 	return n, nil
 }

@@ -38,6 +38,11 @@ func TestArchiveStandsIn(t *testing.T) {
 				t.Errorf("temporary files left: %v", leftovers)
 			}
 
+			var ae *ArchiveError
+			if _, err := Archive(filepath.Join(bin, "sub"), bin, id); !errors.As(err, &ae) {
+				t.Errorf("archive under a file: %v, want *ArchiveError", err)
+			}
+
 			// Rebuilt: other code at the same path.
 			rebuilt := testutil.C(t, "deep-arch"+strings.Join(flags, ""), []string{"deep.c"}, flags...)
 			copyFile(t, rebuilt, bin)

@@ -23,15 +23,11 @@ func TestChangedBinaryIsReported(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "prog")
 	src := filepath.Join(testutil.Targets(), "hier.c")
-	if out, err := exec.Command("gcc", "-O2", "-g", "-o", bin, src).CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
+	gcc(t, "-O2", "-g", "-o", bin, src)
 	out := rec(t)
 	mustRun(t, "record", "-o", out, "--", bin, "4")
 	// Rebuild with other code at the same path.
-	if out, err := exec.Command("gcc", "-O0", "-g", "-DEXTRA=1", "-o", bin, src, "-Wl,--build-id=sha1").CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
+	gcc(t, "-O0", "-g", "-DEXTRA=1", "-o", bin, src, "-Wl,--build-id=sha1")
 	stdout, stderr, code := run(t, "report", out)
 	if code != 0 {
 		t.Fatalf("report: exit %d: %s", code, stderr)
@@ -55,9 +51,7 @@ func TestArchiveKeepsNames(t *testing.T) {
 	dir := t.TempDir()
 	bin := filepath.Join(dir, "prog")
 	src := filepath.Join(testutil.Targets(), "hier.c")
-	if out, err := exec.Command("gcc", "-O2", "-g", "-o", bin, src).CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
+	gcc(t, "-O2", "-g", "-o", bin, src)
 	out := rec(t)
 	mustRun(t, "record", "-o", out, "--", bin, "4")
 	if got := mustRun(t, "archive", out); !strings.Contains(got, "archived") {
@@ -66,9 +60,7 @@ func TestArchiveKeepsNames(t *testing.T) {
 	if got := mustRun(t, "archive", out); !strings.Contains(got, "already there") {
 		t.Errorf("archive a second time printed %q", got)
 	}
-	if out, err := exec.Command("gcc", "-O0", "-g", "-DEXTRA=1", "-o", bin, src, "-Wl,--build-id=sha1").CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
+	gcc(t, "-O0", "-g", "-DEXTRA=1", "-o", bin, src, "-Wl,--build-id=sha1")
 	for _, state := range []string{"rebuilt", "deleted"} {
 		if state == "deleted" {
 			os.Remove(bin)
@@ -93,9 +85,7 @@ func TestStrippedBinary(t *testing.T) {
 	dir := t.TempDir()
 	full := filepath.Join(dir, "full")
 	bin := filepath.Join(dir, "stripped")
-	if out, err := exec.Command("gcc", "-O2", "-o", full, filepath.Join(testutil.Targets(), "hier.c")).CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
+	gcc(t, "-O2", "-o", full, filepath.Join(testutil.Targets(), "hier.c"))
 	if out, err := exec.Command("strip", "-o", bin, full).CombinedOutput(); err != nil {
 		t.Fatalf("strip: %v\n%s", err, out)
 	}
@@ -143,9 +133,7 @@ func TestStrippedBinary(t *testing.T) {
 func TestDeletedBinary(t *testing.T) {
 	testutil.NeedRoot(t)
 	bin := filepath.Join(t.TempDir(), "gone")
-	if out, err := exec.Command("gcc", "-O2", "-o", bin, filepath.Join(testutil.Targets(), "hier.c")).CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
+	gcc(t, "-O2", "-o", bin, filepath.Join(testutil.Targets(), "hier.c"))
 	out := rec(t)
 	mustRun(t, "record", "-o", out, "--", bin, "4")
 	if err := os.Remove(bin); err != nil {
@@ -286,5 +274,13 @@ func TestFailedStartKeepsOutputs(t *testing.T) {
 	}
 	if _, err := os.Stat(fresh); !os.IsNotExist(err) {
 		t.Errorf("the file culprit created for a failed run was left behind: %v", err)
+	}
+}
+
+// gcc runs gcc with args; the test fails if it does.
+func gcc(t *testing.T, args ...string) {
+	t.Helper()
+	if out, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
+		t.Fatalf("gcc %v: %v\n%s", args, err, out)
 	}
 }

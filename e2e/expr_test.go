@@ -152,17 +152,19 @@ func testRulesMatchOneProgram(t *testing.T, collector string) {
 
 // --jitter varies the sampling intervals on both collectors. Measured by
 // the samples' times, a CPU-bound thread's intervals are all about 1 ms
-// without jitter; with ±50% about a quarter are shorter than 0.8 ms (other
-// load on the machine only lengthens intervals, so the short ones are what
-// is counted). Each sample's period says the interval it stands for, so
-// the time-weighted mean stays right.
+// without jitter; with ±50% about 30% are shorter than 0.8 ms. Other load
+// on the machine (go test runs packages in parallel on the 2 vCPUs) only
+// lengthens intervals, so shares are taken among the intervals under
+// 1.6 ms, those no wait for the CPU stretched much. Each sample's period
+// says the interval it stands for, so the time-weighted mean stays right.
 func TestJitter(t *testing.T) {
 	testutil.NeedRoot(t)
 	bin := testutil.C(t, "hier-O2", []string{"hier.c"}, "-O2", "-g")
 	const nominal = 1e9 / 999.0
-	measure := func(collector string, args ...string) (short, off float64, e exprsJSON) {
+	measure := func(t *testing.T, collector string, args ...string) (short, off float64, e exprsJSON) {
+		t.Helper()
 		out := rec(t)
-		mustRun(t, append(append([]string{"record", "--collector", collector, "--expr", "hier*@worker@n", "-o", out}, args...), "--", bin, "8")...)
+		mustRun(t, append(append([]string{"record", "--collector", collector, "--expr", "hier*@worker@n", "-o", out}, args...), "--", bin, "16")...)
 		p, err := profile.Load([]string{out}, profile.LoadOptions{})
 		if err != nil {
 			t.Fatal(err)
@@ -175,28 +177,29 @@ func TestJitter(t *testing.T) {
 			}
 			gap := float64(b.Time - a.Time)
 			n++
+			if gap >= 1.6*nominal {
+				continue // lengthened by a wait for the CPU
+			}
+			nsane++
 			if gap < 0.8*nominal {
 				nshort++
 			}
-			if gap < 1.6*nominal { // not lengthened by a wait for the CPU
-				nsane++
-				if math.Abs(float64(b.Period)-gap) > gap/4 {
-					noff++
-				}
+			if math.Abs(float64(b.Period)-gap) > gap/4 {
+				noff++
 			}
 		}
-		if n < 100 || nsane < 50 {
-			t.Fatalf("%s: only %d intervals (%d of them under 1.6 ms)", collector, n, nsane)
+		if nsane < 40 {
+			t.Fatalf("%s: only %d intervals under 1.6 ms (of %d): the machine is too busy to tell", collector, nsane, n)
 		}
-		return float64(nshort) / float64(n), float64(noff) / float64(nsane), exprReport(t, out)
+		return float64(nshort) / float64(nsane), float64(noff) / float64(nsane), exprReport(t, out)
 	}
 	for _, collector := range []string{"perf", "ptrace"} {
 		t.Run(collector, func(t *testing.T) {
-			plain, _, _ := measure(collector)
-			jittered, off, e := measure(collector, "--jitter", "50")
+			plain, _, _ := measure(t, collector)
+			jittered, off, e := measure(t, collector, "--jitter", "50")
 			t.Logf("intervals under 0.8 ms: %.0f%% plain, %.0f%% with ±50%%; periods off their interval: %.0f%%", 100*plain, 100*jittered, 100*off)
 			if plain > 0.05 || jittered < 0.12 {
-				t.Errorf("intervals under 0.8 ms: %.0f%% without jitter (want under 5%%), %.0f%% with ±50%% (want about 25%%)", 100*plain, 100*jittered)
+				t.Errorf("intervals under 0.8 ms: %.0f%% without jitter (want under 5%%), %.0f%% with ±50%% (want about 30%%)", 100*plain, 100*jittered)
 			}
 			if off > 0.1 {
 				t.Errorf("%.0f%% of the jittered samples carry a period more than 25%% off their interval", 100*off)

@@ -20,14 +20,8 @@ import (
 // with wrong names.
 func TestChangedBinaryIsReported(t *testing.T) {
 	testutil.NeedRoot(t)
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "prog")
-	src := filepath.Join(testutil.Targets(), "hier.c")
-	gcc(t, "-O2", "-g", "-o", bin, src)
-	out := rec(t)
-	mustRun(t, "record", "-o", out, "--", bin, "4")
-	// Rebuild with other code at the same path.
-	gcc(t, "-O0", "-g", "-DEXTRA=1", "-o", bin, src, "-Wl,--build-id=sha1")
+	bin, out := recordHier(t, "prog", "-O2", "-g")
+	rebuildHier(t, bin)
 	stdout, stderr, code := run(t, "report", out)
 	if code != 0 {
 		t.Fatalf("report: exit %d: %s", code, stderr)
@@ -48,19 +42,14 @@ func TestChangedBinaryIsReported(t *testing.T) {
 func TestArchiveKeepsNames(t *testing.T) {
 	testutil.NeedRoot(t)
 	t.Setenv("CULPRIT_ARCHIVE", filepath.Join(t.TempDir(), "archive"))
-	dir := t.TempDir()
-	bin := filepath.Join(dir, "prog")
-	src := filepath.Join(testutil.Targets(), "hier.c")
-	gcc(t, "-O2", "-g", "-o", bin, src)
-	out := rec(t)
-	mustRun(t, "record", "-o", out, "--", bin, "4")
+	bin, out := recordHier(t, "prog", "-O2", "-g")
 	if got := mustRun(t, "archive", out); !strings.Contains(got, "archived") {
 		t.Errorf("archive printed %q", got)
 	}
 	if got := mustRun(t, "archive", out); !strings.Contains(got, "already there") {
 		t.Errorf("archive a second time printed %q", got)
 	}
-	gcc(t, "-O0", "-g", "-DEXTRA=1", "-o", bin, src, "-Wl,--build-id=sha1")
+	rebuildHier(t, bin)
 	for _, state := range []string{"rebuilt", "deleted"} {
 		if state == "deleted" {
 			os.Remove(bin)
@@ -132,10 +121,7 @@ func TestStrippedBinary(t *testing.T) {
 // reported by address.
 func TestDeletedBinary(t *testing.T) {
 	testutil.NeedRoot(t)
-	bin := filepath.Join(t.TempDir(), "gone")
-	gcc(t, "-O2", "-o", bin, filepath.Join(testutil.Targets(), "hier.c"))
-	out := rec(t)
-	mustRun(t, "record", "-o", out, "--", bin, "4")
+	bin, out := recordHier(t, "gone", "-O2")
 	if err := os.Remove(bin); err != nil {
 		t.Fatal(err)
 	}
@@ -275,6 +261,24 @@ func TestFailedStartKeepsOutputs(t *testing.T) {
 	if _, err := os.Stat(fresh); !os.IsNotExist(err) {
 		t.Errorf("the file culprit created for a failed run was left behind: %v", err)
 	}
+}
+
+// recordHier builds testdata/targets/hier.c with flags as name in a
+// temporary directory and records it running 4 rounds.
+func recordHier(t *testing.T, name string, flags ...string) (bin, out string) {
+	t.Helper()
+	bin = filepath.Join(t.TempDir(), name)
+	gcc(t, append(flags, "-o", bin, filepath.Join(testutil.Targets(), "hier.c"))...)
+	out = rec(t)
+	mustRun(t, "record", "-o", out, "--", bin, "4")
+	return bin, out
+}
+
+// rebuildHier replaces bin with other code (and another build-id) at the
+// same path.
+func rebuildHier(t *testing.T, bin string) {
+	t.Helper()
+	gcc(t, "-O0", "-g", "-DEXTRA=1", "-o", bin, filepath.Join(testutil.Targets(), "hier.c"), "-Wl,--build-id=sha1")
 }
 
 // gcc runs gcc with args; the test fails if it does.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -134,27 +135,24 @@ func (b *pprofBuilder) mainFirst() {
 			break
 		}
 	}
-	at := -1
-	for i, m := range b.out.Mapping {
+	var first *pprof.Mapping
+	for _, m := range b.out.Mapping {
 		if want != "" && path.Base(m.File) == want {
-			at = i
+			first = m
 			break
 		}
 	}
-	if at < 0 {
-		for _, f := range b.p.Frames {
-			if !f.Kernel && (f.Function == "main" || f.Function == "main.main") {
-				if m := b.mappings[f.Object]; m != nil {
-					at = int(m.ID) - 1
-					break
-				}
-			}
+	for _, f := range b.p.Frames {
+		if first != nil {
+			break
+		}
+		if !f.Kernel && (f.Function == "main" || f.Function == "main.main") {
+			first = b.mappings[f.Object]
 		}
 	}
-	if at > 0 {
-		m := b.out.Mapping[at]
+	if at := slices.Index(b.out.Mapping, first); at > 0 {
 		copy(b.out.Mapping[1:at+1], b.out.Mapping[:at])
-		b.out.Mapping[0] = m
+		b.out.Mapping[0] = first
 	}
 	for i, m := range b.out.Mapping {
 		m.ID = uint64(i + 1)

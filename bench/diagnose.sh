@@ -18,7 +18,7 @@ runs=${2:-3}
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$root/bench/out
 mkdir -p "$out"
-go build -o "$out/culprit" "$root/cmd/culprit"
+CGO_ENABLED=0 go build -o "$out/culprit" "$root/cmd/culprit"
 go build -o "$out/genvalues" "$root/bench/genvalues"
 gcc -O2 -g -pthread -o "$out/vprof_wrong" "$root/testdata/targets/vprof_wrong.c"
 "$out/culprit" record -o "$out/vprof-seed.rec" -- "$out/vprof_wrong" buggy >/dev/null 2>&1

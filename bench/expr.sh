@@ -12,7 +12,7 @@ runs=${1:-7}
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$root/bench/out
 mkdir -p "$out"
-go build -o "$out/culprit" "$root/cmd/culprit"
+CGO_ENABLED=0 go build -o "$out/culprit" "$root/cmd/culprit"
 gcc -O2 -g -o "$out/jobs" "$root/testdata/targets/jobs.c"
 work=("$out/jobs" 400 heap)
 exprs=(--expr 'jobs@process@j->size' --expr 'jobs@process@j->next->size' --expr 'jobs@process@cfg.limits[2]')

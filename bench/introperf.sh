@@ -21,7 +21,7 @@ n=${2:-1000000}
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$root/bench/out
 mkdir -p "$out"
-go build -o "$out/culprit" "$root/cmd/culprit"
+CGO_ENABLED=0 go build -o "$out/culprit" "$root/cmd/culprit"
 cflags=(-O2 -g -fno-omit-frame-pointer -fno-optimize-sibling-calls)
 gcc "${cflags[@]}" -o "$out/syscalls" "$root/testdata/targets/syscalls.c"
 gcc "${cflags[@]}" -o "$out/jobs" "$root/testdata/targets/introperf_cov.c" -ldl

@@ -17,7 +17,7 @@ freq=${2:-999}
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$root/bench/out
 mkdir -p "$out"
-go build -o "$out/culprit" "$root/cmd/culprit"
+CGO_ENABLED=0 go build -o "$out/culprit" "$root/cmd/culprit"
 gcc -O2 -g -fno-omit-frame-pointer -o "$out/hier" "$root/testdata/targets/hier.c"
 work=("$out/hier" "${ROUNDS:-80}")
 

@@ -18,7 +18,7 @@ runs=${1:-5}
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$root/bench/out
 mkdir -p "$out"
-go build -o "$out/culprit" "$root/cmd/culprit"
+CGO_ENABLED=0 go build -o "$out/culprit" "$root/cmd/culprit"
 gcc -O2 -g -o "$out/hier" "$root/testdata/targets/hier.c"
 cat >"$out/gaps.c" <<'EOF'
 /* Spins for argv[1] seconds reading CLOCK_MONOTONIC; prints the gaps

@@ -10,7 +10,7 @@ n=${1:-1000000}
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$root/bench/out
 mkdir -p "$out"
-go build -o "$out/culprit" "$root/cmd/culprit"
+CGO_ENABLED=0 go build -o "$out/culprit" "$root/cmd/culprit"
 gcc -O2 -g -o "$out/syscalls" "$root/testdata/targets/syscalls.c"
 "$out/culprit" record -F 4999 --call-graph dwarf -o "$out/seed.rec" -- "$out/syscalls" 1000000 2>/dev/null
 go run "$root/bench/replicate" -n "$n" "$out/seed.rec" "$out/big.rec"

@@ -11,6 +11,10 @@
 #
 #   bench/samplegaps.sh [RUNS] [SECS] [FREQ]
 #
+# CONFIGS="culprit-fp perf-fp" runs only those (bare always runs);
+# STACKS="512 4096" adds culprit fp with those --stack-size values
+# (culprit-fp-512, ...).
+#
 # Columns (medians over the runs): per-sample p50 and mean (µs), the
 # samples' share of the thread's time (mean × samples / run), and the time in
 # interruptions that hold no sample (the VM's own, present in bare runs too).
@@ -21,7 +25,7 @@ freq=${3:-999}
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$root/bench/out
 mkdir -p "$out"
-go build -o "$out/culprit" "$root/cmd/culprit"
+CGO_ENABLED=0 go build -o "$out/culprit" "$root/cmd/culprit"
 go build -o "$out/samplegaps" "$root/bench/samplegaps"
 gcc -O2 -o "$out/spin" "$root/bench/samplegaps/spin/spin.c"
 gaps=$out/samplegaps.gaps
@@ -33,14 +37,21 @@ declare -A cmds=(
 	[perf-fp]="perf record -q -k CLOCK_MONOTONIC -F $freq -e cpu-clock -g -o $out/samplegaps-perf.data --"
 	[perf-ip]="perf record -q -k CLOCK_MONOTONIC -F $freq -e cpu-clock -o $out/samplegaps-perf.data --"
 )
-order=(bare culprit-fp culprit-dwarf perf-fp perf-ip)
+order=(bare ${CONFIGS:-culprit-fp culprit-dwarf perf-fp perf-ip})
+for n in ${STACKS:-}; do
+	cmds[culprit-fp-$n]="$out/culprit record -F $freq --call-graph fp --stack-size $n -o $out/samplegaps-fp.rec --"
+	order+=("culprit-fp-$n")
+done
+for name in "${order[@]}"; do
+	[[ -n ${cmds[$name]+set} ]] || { echo "unknown config $name (one of ${!cmds[*]})" >&2; exit 2; }
+done
 declare -A p50 mean share other
 for ((i = 0; i < runs; i++)); do
 	for name in "${order[@]}"; do
 		${cmds[$name]} "$out/spin" "$secs" "$gaps" >/dev/null 2>&1
 		case $name in
 		bare) line=$("$out/samplegaps" "$gaps") ;;
-		culprit-fp) line=$("$out/samplegaps" "$gaps" "$out/samplegaps-fp.rec") ;;
+		culprit-fp | culprit-fp-*) line=$("$out/samplegaps" "$gaps" "$out/samplegaps-fp.rec") ;;
 		culprit-dwarf) line=$("$out/samplegaps" "$gaps" "$out/samplegaps-dwarf.rec") ;;
 		perf-*)
 			perf script -i "$out/samplegaps-perf.data" -F time --ns 2>/dev/null >"$out/samplegaps-perf.times"

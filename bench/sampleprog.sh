@@ -12,7 +12,7 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$root/bench/out
 mkdir -p "$out"
-go build -o "$out/culprit" "$root/cmd/culprit"
+CGO_ENABLED=0 go build -o "$out/culprit" "$root/cmd/culprit"
 go build -o "$out/bpfstats" "$root/bench/bpfstats"
 gcc -O2 -g -o "$out/jobs" "$root/testdata/targets/jobs.c"
 go run "$root/bench/genwide" >"$out/wide.c"

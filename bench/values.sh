@@ -13,7 +13,7 @@ runs=${1:-7}
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$root/bench/out
 mkdir -p "$out"
-go build -o "$out/culprit" "$root/cmd/culprit"
+CGO_ENABLED=0 go build -o "$out/culprit" "$root/cmd/culprit"
 go run "$root/bench/genwide" -funcs "${FUNCS:-140}" -globals 100 >"$out/wide.c"
 gcc -O2 -g -o "$out/wide" "$out/wide.c"
 work=("$out/wide" 600)

@@ -24,7 +24,7 @@ mode=${4:-}
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$root/bench/out
 mkdir -p "$out"
-go build -o "$out/culprit" "$root/cmd/culprit"
+CGO_ENABLED=0 go build -o "$out/culprit" "$root/cmd/culprit"
 gcc -O2 -g -fno-omit-frame-pointer -o "$out/timed" "$root/bench/wallsplit/timed.c"
 gcc -O2 -o "$out/launch" "$root/bench/wallsplit/launch.c"
 timing=$out/wallsplit.times

@@ -27,8 +27,10 @@ func TestMain(m *testing.M) {
 	// A private, empty archive: copies a user archived must not name the
 	// frames of binaries the tests change.
 	os.Setenv("CULPRIT_ARCHIVE", filepath.Join(dir, "archive"))
+	// Built as the README builds it: static, without cgo.
 	build := exec.Command("go", "build", "-o", culprit, "./cmd/culprit")
 	build.Dir = testutil.Root()
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building culprit: %v\n%s", err, out)
 		os.Exit(1)

@@ -234,3 +234,29 @@ func TestReadWhileWritingAndAfterKill(t *testing.T) {
 		t.Errorf("busy %.2f after kill", after.total("busy"))
 	}
 }
+
+// In fp mode the stack copy (1 KiB) reaches through libc's frameless frames
+// only so far: samples in snprintf lose callers, and the recording says so
+// and how to get them; with a 4 KiB copy or in dwarf mode main is reached.
+func TestFPModeLibcCut(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "libcalls", []string{"libcalls.c"}, "-O2", "-g", "-fno-omit-frame-pointer")
+	out := rec(t)
+	_, stderr, code := run(t, "record", "-o", out, "--", bin, "1000")
+	if code != 0 {
+		t.Fatalf("record: exit %d\n%s", code, stderr)
+	}
+	if !strings.Contains(stderr, "samples lost callers") || !strings.Contains(stderr, "--call-graph dwarf") {
+		t.Errorf("no warning about callers cut in libc:\n%s", stderr)
+	}
+	t.Logf("default fp: main on %.1f%% of stacks; %s", 100*flat(t, out).total("main"), strings.TrimSpace(stderr))
+	for _, args := range [][]string{{"--stack-size", "4096"}, {"--call-graph", "dwarf"}} {
+		_, stderr, code := run(t, append(append([]string{"record", "-o", out}, args...), "--", bin, "1000")...)
+		if code != 0 || strings.Contains(stderr, "lost callers") || strings.Contains(stderr, "incomplete") {
+			t.Errorf("%v: exit %d, warns:\n%s", args, code, stderr)
+		}
+		if m := flat(t, out).total("main"); m < 0.95 {
+			t.Errorf("%v: main on %.1f%% of stacks, want ≥ 95%%", args, 100*m)
+		}
+	}
+}

@@ -118,7 +118,7 @@ on while still being written, and survives the recorder being killed.`,
 	f.IntVar(&o.ValuesDepth, "unwind-depth", 3, "with --values: caller frames whose variables are sampled too")
 	f.Float64Var(&jitter, "jitter", 0, "vary each sampling interval at random by up to ±PCT percent (0 to 90), so sampling cannot run in lock step with periodic code")
 	f.StringVar(&rulesPath, "rules", "", "a rules file saying what to capture where: backtraces, expressions, counts, start/stop (see docs/rules.md)")
-	f.IntVar(&o.StackBytes, "stack-size", 0, "user stack bytes copied per sample (default 4096 in fp mode, 16384 in dwarf mode; max 65528)")
+	f.IntVar(&o.StackBytes, "stack-size", 0, "user stack bytes copied per sample (default: 1024 in fp mode, 4096 with --expr, --rules or --values, 16384 in dwarf mode; max 65528)")
 	f.IntVar(&o.RingPages, "mmap-pages", 0, "ring buffer pages per CPU, a power of two (default: sized from rate and stack size)")
 	f.StringVar(&collector, "collector", "perf", "how samples are taken: perf (perf events, the program never stops) or ptrace (each sampled thread is stopped, read and resumed)")
 	c.Flags().SortFlags = false

@@ -43,7 +43,7 @@ type Options struct {
 	Output     string        // recording file
 	Frequency  int           // samples per second per thread (default 999)
 	CallGraph  string        // "fp" or "dwarf"
-	StackBytes int           // user stack bytes copied per sample (0: 4096 in fp mode, 16384 in dwarf mode)
+	StackBytes int           // user stack bytes copied per sample (0: defaultStackBytes)
 	RingPages  int           // data pages per CPU ring (0: chosen from the stack size)
 	Duration   time.Duration // stop after this long (0: until the command exits or a signal)
 	Tool       string        // "culprit <version>", stored in the recording
@@ -111,11 +111,30 @@ type Result struct {
 	Samples   uint64
 	Lost      uint64
 	Throttled uint64
-	Truncated uint64 // samples whose user stack did not unwind to its outermost frame (dwarf mode)
+	Truncated uint64 // samples whose user stack lost callers: not unwound to its outermost frame (dwarf mode), cut in frameless code (fp mode)
 	Dropped   uint64 // samples not recorded because rules had stopped capturing
 	Bytes     int64
 	ExitCode  int // the launched command's exit code (128+signal if killed); -1 when attached
 	Warnings  []string
+}
+
+// defaultStackBytes is how much user stack a sample copies unless
+// --stack-size says. In dwarf mode the copy is all the unwinder has: 16 KiB.
+// In fp mode the copy only repairs what the frame-pointer chain skips: the
+// caller of a frameless leaf needs a few dozen bytes, and 1 KiB also covers
+// most frames of libc (no frame pointers) between a sample and the caller
+// in the program. Copying 4 KiB would reach through all of libcalls.c's
+// snprintf and qsort (docs/performance.md) but costs each sample about
+// 0.5 µs more, a twentieth of fp mode's overhead budget; expressions, rules
+// and values read caller frames and get the 4 KiB.
+func (o *Options) defaultStackBytes() int {
+	switch {
+	case o.CallGraph == CallGraphDWARF:
+		return 16384
+	case len(o.Exprs) > 0 || o.Rules != nil || o.Values:
+		return 4096
+	}
+	return 1024
 }
 
 func (o *Options) setDefaults() error {
@@ -139,10 +158,7 @@ func (o *Options) setDefaults() error {
 		return fmt.Errorf("with --jitter %g the clock ticks %d times per sample: use a frequency of at most %d Hz", o.Jitter, o.jitterTicks(), 100000/o.jitterTicks())
 	}
 	if o.StackBytes == 0 {
-		o.StackBytes = 4096
-		if o.CallGraph == CallGraphDWARF {
-			o.StackBytes = 16384
-		}
+		o.StackBytes = o.defaultStackBytes()
 	}
 	if o.StackBytes < 0 || o.StackBytes > 65528 {
 		return fmt.Errorf("stack size %d is out of range: use 0 to 65528 bytes", o.StackBytes)
@@ -699,10 +715,13 @@ func (s *session) sample(r *perf.Sample, k *eventKind) {
 			sp = s.refreshSpace(r.PID)
 		}
 		res := resolver{s: s, sp: sp}
-		cfi, complete := unwind.UnwindTo(s.pcs, regs, unwind.StackCopy{SP: r.StackSP, Data: r.Stack}, &res, 256)
+		cfi, stop := unwind.UnwindTo(s.pcs, regs, unwind.StackCopy{SP: r.StackSP, Data: r.Stack}, &res, 256)
 		s.pcs = cfi // reused: Merge copies
-		user = unwind.Merge(cfi, r.User, complete)
-		if s.o.CallGraph == CallGraphDWARF && !complete {
+		user = unwind.Merge(cfi, r.User, stop == unwind.Complete)
+		// In dwarf mode the copy is the only source of callers; in fp mode
+		// the frame-pointer chain goes on wherever the copy ends inside
+		// frames that keep rbp, so only a cut in frameless code loses some.
+		if s.o.CallGraph == CallGraphDWARF && stop != unwind.Complete || stop == unwind.Cut {
 			truncated = true
 		}
 	}
@@ -839,7 +858,11 @@ func (s *session) finish() (Result, error) {
 		}
 	}
 	if s.res.Samples > 0 && s.res.Truncated*10 > s.res.Samples {
-		s.warn("%d of %d samples have incomplete user stacks; a larger --stack-size may help", s.res.Truncated, s.res.Samples)
+		if s.o.CallGraph == CallGraphFP {
+			s.warn("%d of %d samples lost callers in code without frame pointers (libc, or -O2 code) whose callers lie beyond the %d bytes of stack fp mode copies: record with --call-graph dwarf, or --stack-size 4096, for complete stacks", s.res.Truncated, s.res.Samples, s.o.StackBytes)
+		} else {
+			s.warn("%d of %d samples have incomplete user stacks; a larger --stack-size may help", s.res.Truncated, s.res.Samples)
+		}
 	}
 	return s.res, err
 }

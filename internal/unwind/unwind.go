@@ -51,6 +51,7 @@ type unwinder struct {
 	stack StackCopy
 	row   row
 	rem   rememberStack
+	cut   bool // stopped: see Cut
 }
 
 type stepResult uint8
@@ -75,13 +76,41 @@ const (
 // falls outside the copy, a rule is unsupported, a needed register is
 // unknown, or the CFA does not grow strictly from frame to frame.
 func Unwind(regs Regs, stack StackCopy, r Resolver, max int) (pcs []uint64, complete bool) {
-	return unwind(nil, regs, stack, r, max, nil)
+	var u unwinder
+	return u.run(nil, regs, stack, r, max, nil)
 }
 
+// Stop says why unwinding ended.
+type Stop uint8
+
+const (
+	// Stopped: a rule, register or FDE was missing, the CFA did not grow,
+	// or max frames were reached.
+	Stopped Stop = iota
+	// Complete: the outermost frame was reached.
+	Complete
+	// Cut: the return address of a frame that keeps no frame pointer (its
+	// CFA is not rbp-based: a frameless leaf, libc and other code built
+	// without frame pointers) lies beyond the end of the stack copy. A
+	// frame-pointer chain sampled with the copy does not reach that
+	// frame's caller either, so callers are missing: a larger copy would
+	// have found them.
+	Cut
+)
+
 // UnwindTo is Unwind writing the PCs into buf's storage (reallocated only if
-// too small), for a caller that unwinds sample after sample.
-func UnwindTo(buf []uint64, regs Regs, stack StackCopy, r Resolver, max int) (pcs []uint64, complete bool) {
-	return unwind(buf, regs, stack, r, max, nil)
+// too small), for a caller that unwinds sample after sample; it also says
+// why unwinding ended.
+func UnwindTo(buf []uint64, regs Regs, stack StackCopy, r Resolver, max int) (pcs []uint64, stop Stop) {
+	u := unwinder{}
+	pcs, complete := u.run(buf, regs, stack, r, max, nil)
+	switch {
+	case complete:
+		return pcs, Complete
+	case u.cut:
+		return pcs, Cut
+	}
+	return pcs, Stopped
 }
 
 // Frame is the state of one unwound frame: what a debugger needs to read the
@@ -97,11 +126,12 @@ type Frame struct {
 // UnwindFrames unwinds like Unwind and returns every frame's registers and
 // CFA, innermost first.
 func UnwindFrames(regs Regs, stack StackCopy, r Resolver, max int) (frames []Frame, complete bool) {
-	_, complete = unwind(nil, regs, stack, r, max, &frames)
+	var u unwinder
+	_, complete = u.run(nil, regs, stack, r, max, &frames)
 	return frames, complete
 }
 
-func unwind(buf []uint64, regs Regs, stack StackCopy, r Resolver, max int, frames *[]Frame) (pcs []uint64, complete bool) {
+func (u *unwinder) run(buf []uint64, regs Regs, stack StackCopy, r Resolver, max int, frames *[]Frame) (pcs []uint64, complete bool) {
 	if max <= 0 {
 		return nil, false
 	}
@@ -115,7 +145,7 @@ func unwind(buf []uint64, regs Regs, stack StackCopy, r Resolver, max int, frame
 	if max == 1 {
 		return pcs, false
 	}
-	u := unwinder{regs: regs, valid: allRegs, stack: stack}
+	u.regs, u.valid, u.stack = regs, allRegs, stack
 	exact := true        // the PC is not a return address
 	prevCFA := uint64(0) // CFA of the previous frame
 	for len(pcs) < max {
@@ -160,6 +190,21 @@ func unwind(buf []uint64, regs Regs, stack StackCopy, r Resolver, max int, frame
 		}
 	}
 	return pcs, false
+}
+
+// raBeyond reports whether the return address, saved by rule ru in the
+// frame whose CFA is cfa, lies past the end of the stack copy.
+func (u *unwinder) raBeyond(ru *rule, cfa uint64) bool {
+	addr := cfa - 8
+	switch ru.kind {
+	case ruleUnspec:
+	case ruleOffset:
+		addr = cfa + uint64(ru.off)
+	default:
+		return false
+	}
+	n := uint64(len(u.stack.Data))
+	return addr >= u.stack.SP && (n < 8 || addr-u.stack.SP > n-8)
 }
 
 // stepFP unwinds one frame through the frame pointer.
@@ -259,6 +304,8 @@ func (u *unwinder) stepCFI(f *fde, addr uint64, prevCFA uint64) (stepResult, uin
 		}
 	}
 	if valid&(1<<regRA) == 0 || valid&(1<<regRSP) == 0 {
+		u.cut = valid&(1<<regRA) == 0 && !(rw.cfa.kind == cfaRegOff && rw.cfa.reg == regRBP) &&
+			u.raBeyond(&rw.regs[regRA], cfa)
 		return stepStop, 0
 	}
 	u.regs, u.valid = next, valid

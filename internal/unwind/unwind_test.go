@@ -255,12 +255,49 @@ func TestUnwindDeep(t *testing.T) {
 		n++
 		if !hasSeq(u.names, want...) || !u.complete {
 			t.Errorf("stop %d: %s (complete=%v)", i, chain(u.names), u.complete)
+			continue
 		} else if n == 1 {
 			t.Logf("stop %d: %s", i, chain(u.names))
 		}
+		checkCuts(t, i, u, r)
 	}
 	if n < 20 {
 		t.Errorf("only %d/%d stops in spin", n, len(samples))
+	}
+}
+
+// checkCuts unwinds the stop u of deep.c with its stack copy cut to every
+// multiple of 8 bytes: the chain is a prefix of the whole one, and an
+// unwinding that stops short says Cut, except where it stops for want of a
+// return address that level_4 (the one rbp-based CFA) keeps beyond the
+// copy: there the frame-pointer chain carries on, so it says Stopped.
+func checkCuts(t *testing.T, i int, u unwound, r *procResolver) {
+	t.Helper()
+	var buf []uint64
+	stops := map[Stop]int{}
+	for n := 8; n < len(u.stack.Data); n += 8 {
+		short := u.stack
+		short.Data = short.Data[:n]
+		pcs, stop := UnwindTo(buf, u.regs, short, r, 64)
+		buf = pcs
+		stops[stop]++
+		if len(pcs) > len(u.pcs) || !slices.Equal(pcs, u.pcs[:len(pcs)]) {
+			t.Fatalf("stop %d, %d bytes: %s is not a prefix of %s", i, n, chain(r.symbolize(pcs)), chain(u.names))
+		}
+		last := r.symbolize(pcs[len(pcs)-1:])[0]
+		switch {
+		case stop == Complete:
+			if len(pcs) != len(u.pcs) {
+				t.Fatalf("stop %d, %d bytes: complete with %d of %d frames", i, n, len(pcs), len(u.pcs))
+			}
+		case stop == Stopped && !matchName(last, "level_4"):
+			t.Fatalf("stop %d, %d bytes: stopped in %s without a cut (%s)", i, n, last, chain(r.symbolize(pcs)))
+		case stop == Cut && matchName(last, "level_4"):
+			t.Fatalf("stop %d, %d bytes: cut in level_4, whose CFA is rbp-based", i, n)
+		}
+	}
+	if stops[Cut] == 0 || stops[Stopped] == 0 {
+		t.Errorf("stop %d: cuts gave %v, want some Cut and some Stopped", i, stops)
 	}
 }
 

@@ -4,8 +4,9 @@ import (
 	"io"
 	"os"
 
-	"github.com/schollz/progressbar/v3"
 	"github.com/spf13/pflag"
+	"github.com/vbauerster/mpb/v8"
+	"github.com/vbauerster/mpb/v8/decor"
 	"golang.org/x/term"
 
 	"github.com/culprit-dev/culprit/internal/profile"
@@ -79,11 +80,14 @@ func loadProfile(paths []string, stderr io.Writer) (*profile.Profile, error) {
 	}
 	var opts profile.LoadOptions
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) && total > 32<<20 {
-		bar := progressbar.NewOptions(-1, progressbar.OptionSetWriter(stderr),
-			progressbar.OptionSetDescription("reading recordings"), progressbar.OptionShowCount(),
-			progressbar.OptionClearOnFinish())
-		opts.Progress = func(n int) { bar.Set(n) }
-		defer bar.Finish()
+		// The total is not known (records, not bytes): a spinner and a count,
+		// removed when done.
+		pb := mpb.New(mpb.WithOutput(stderr), mpb.WithWidth(3))
+		bar := pb.New(0, mpb.SpinnerStyle(), mpb.BarRemoveOnComplete(),
+			mpb.PrependDecorators(decor.Name("reading recordings ")),
+			mpb.AppendDecorators(decor.CurrentNoUnit(" %d records")))
+		opts.Progress = func(n int) { bar.SetCurrent(int64(n)) }
+		defer func() { bar.SetTotal(-1, true); pb.Wait() }()
 	}
 	p, err := profile.Load(paths, opts)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -208,8 +209,11 @@ func mainExe(meta recording.Meta) string {
 	return ""
 }
 
-// onlineCPUs lists the CPUs the kernel has online.
-func onlineCPUs() ([]int, error) {
+// onlineCPUs lists the CPUs the kernel has online; read once (Launch needs
+// them twice before the command starts).
+var onlineCPUs = sync.OnceValues(readOnlineCPUs)
+
+func readOnlineCPUs() ([]int, error) {
 	b, err := os.ReadFile("/sys/devices/system/cpu/online")
 	if err != nil {
 		n := runtime.NumCPU()

@@ -40,12 +40,20 @@ func Launch(o Options, argv []string) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("%w: %s", ErrCommandNotFound, argv[0])
 	}
-	// Taking signals first: the runtime's first Notify waits for a new
-	// thread, which takes a millisecond once the ring holders and the
-	// command's start occupy the Ps.
+	// Signals are taken in the background: the runtime's first Notify
+	// starts a thread and waits for it (0.2 ms here, up to a millisecond
+	// when the ring holders and the command's start hold the Ps); the
+	// command is released only once they are caught. They stay caught
+	// after Launch returns: signal.Stop waits for the runtime's signal loop
+	// to go idle (0.1 ms here) while the command's caller waits, and
+	// culprit exits right after; a signal arriving then lands in the
+	// buffered channel.
 	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
+	caught := make(chan struct{})
+	go func() {
+		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+		close(caught)
+	}()
 	held := holdRings(o)
 	defer held.release()
 	// Only what the command's first instruction needs is done before it is
@@ -89,6 +97,7 @@ func Launch(o Options, argv []string) (Result, error) {
 	}
 	s.plan(uint32(pid), first.exe) // copies at samples from the first one
 	s.watch(pid)
+	<-caught
 	if err := unix.PtraceDetach(pid); err != nil {
 		unix.Kill(pid, unix.SIGKILL)
 		cmd.Wait()

@@ -1,11 +1,13 @@
 package e2e
 
 import (
+	"bytes"
 	"math"
 	"os"
 	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -232,6 +234,38 @@ func TestReadWhileWritingAndAfterKill(t *testing.T) {
 	}
 	if after.total("busy") < 0.5 {
 		t.Errorf("busy %.2f after kill", after.total("busy"))
+	}
+}
+
+// A SIGTERM sent to culprit alone is passed on to the command; its death by
+// that signal is culprit's exit code, and the recording ends complete.
+func TestSignalPassedToCommand(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "sleeper", []string{"sleeper.c"}, "-O2", "-g")
+	out := rec(t)
+	cmd := exec.Command(culprit, "record", "-o", out, "--", bin, "10")
+	var errb bytes.Buffer
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	time.Sleep(500 * time.Millisecond)
+	start := time.Now()
+	cmd.Process.Signal(syscall.SIGTERM)
+	err := cmd.Wait()
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 128+int(syscall.SIGTERM) {
+		t.Fatalf("culprit after SIGTERM: %v, want exit code %d\n%s", err, 128+int(syscall.SIGTERM), errb.String())
+	}
+	if d := time.Since(start); d > 2*time.Second {
+		t.Errorf("the command took %v to end after SIGTERM", d)
+	}
+	_, stderr, code := run(t, "report", out)
+	if code != 0 || strings.Contains(stderr, "no end record") {
+		t.Errorf("report after SIGTERM: exit %d\n%s", code, stderr)
+	}
+	if f := flat(t, out); f.Samples < 200 || f.total("busy") < 0.5 {
+		t.Errorf("%d samples, busy %.2f", f.Samples, f.total("busy"))
 	}
 }
 

@@ -33,6 +33,11 @@ func Launch(o Options, argv []string) (Result, error) {
 	if err := o.setDefaults(); err != nil {
 		return Result{}, err
 	}
+	// First, as it is the longest to come: the thread that maps the rings
+	// must be woken on the other CPU (up to 0.4 ms on an idle VM) and the
+	// first perf event to be opened may wait for the kernel (holdRings).
+	held := holdRings(o)
+	defer held.release()
 	if len(argv) == 0 {
 		return Result{}, fmt.Errorf("no command given: use culprit record -- CMD [ARGS...]")
 	}
@@ -54,8 +59,6 @@ func Launch(o Options, argv []string) (Result, error) {
 		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 		close(caught)
 	}()
-	held := holdRings(o)
-	defer held.release()
 	// Only what the command's first instruction needs is done before it is
 	// released (the output is created, so that a bad path fails before the
 	// command runs); the rest follows while it runs: each millisecond here is
@@ -83,6 +86,12 @@ func Launch(o Options, argv []string) (Result, error) {
 		return Result{}, fmt.Errorf("starting %s: it did not stop at exec (%v)", argv[0], err)
 	}
 	release := func() { unix.PtraceDetach(pid) }
+	// The mappings exec made, read while the rings may still be coming.
+	first, err := readProcess(pid)
+	if err != nil {
+		s.warn("reading the mappings of %d: %v", pid, err)
+	}
+	s.plan(uint32(pid), first.exe) // copies at samples from the first one
 	s.adopt(held)
 	if err := s.openEvents([]int{pid}); err != nil {
 		unix.Kill(pid, unix.SIGKILL)
@@ -91,12 +100,6 @@ func Launch(o Options, argv []string) (Result, error) {
 		s.abandon()
 		return Result{}, err
 	}
-	first, err := readProcess(pid)
-	if err != nil {
-		s.warn("reading the mappings of %d: %v", pid, err)
-	}
-	s.plan(uint32(pid), first.exe) // copies at samples from the first one
-	s.watch(pid)
 	<-caught
 	if err := unix.PtraceDetach(pid); err != nil {
 		unix.Kill(pid, unix.SIGKILL)
@@ -104,6 +107,7 @@ func Launch(o Options, argv []string) (Result, error) {
 		s.abandon()
 		return Result{}, fmt.Errorf("releasing %s: %w", argv[0], err)
 	}
+	s.watch(pid) // a pidfd: also of a process that has already exited
 	s.begin()
 	s.synthesize(first)
 	oneCore()

@@ -9,6 +9,8 @@
 #
 #   bench/wallsplit.sh [RUNS] [ROUNDS] [FREQ] [cold|warm]
 #
+# CONFIGS="culprit-fp" runs only bare and those configurations.
+#
 # When no task-bound perf event has existed for about a second, the kernel
 # turns its scheduler hooks off, and the next one to be opened waits for an
 # RCU grace period (8–30 ms here), unless another program on the machine
@@ -36,6 +38,14 @@ declare -A cmds=(
 	[perf-fp]="perf record -q -F $freq -e cpu-clock -g -o $out/wallsplit-perf.data --"
 )
 order=(bare culprit-fp culprit-dwarf perf-fp)
+if [[ -n ${CONFIGS:-} ]]; then
+	order=(bare)
+	for c in $CONFIGS; do
+		[[ $c == bare ]] && continue
+		[[ -n ${cmds[$c]+set} ]] || { echo "unknown config $c (one of ${!cmds[*]})" >&2; exit 2; }
+		order+=("$c")
+	done
+fi
 declare -A pre mid post tot
 for ((i = 0; i < runs; i++)); do
 	for name in "${order[@]}"; do

@@ -433,8 +433,7 @@ func skipOperands(op byte, r *reader) bool {
 			r.u8()
 			r.uleb()
 		default:
-			_, known := opNames[op]
-			return known && op != opGNUEncodedAddr
+			return opNames[op] != "" && op != opGNUEncodedAddr
 		}
 	}
 	return true

@@ -110,8 +110,10 @@ type Sample struct {
 	CPU     uint32
 	Period  uint64 // ns of CPU time this sample stands for
 	StackID uint64 // a Stack defined earlier in the file; 0 = no stack
-	// Truncated is set when the user stack could not be unwound to its
-	// outermost frame (unknown mapping, missing unwind info, short stack copy).
+	// Truncated is set when the user stack lost callers: in dwarf mode it
+	// could not be unwound to its outermost frame (unknown mapping, missing
+	// unwind info, short stack copy); in fp mode the copy ended inside a
+	// frame that keeps no frame pointer (unwind.Cut).
 	Truncated bool
 	// Event says what took the sample (format 1.1; 0 = a CPU-time tick).
 	Event Event

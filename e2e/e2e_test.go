@@ -77,6 +77,7 @@ type flatJSON struct {
 		SelfSamples  int     `json:"self_samples"`
 		TotalSamples int     `json:"total_samples"`
 	} `json:"entries"`
+	Warnings []string `json:"warnings"`
 }
 
 func flat(t *testing.T, args ...string) flatJSON {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -284,13 +285,24 @@ func TestFPModeLibcCut(t *testing.T) {
 		t.Errorf("no warning about callers cut in libc:\n%s", stderr)
 	}
 	t.Logf("default fp: main on %.1f%% of stacks; %s", 100*flat(t, out).total("main"), strings.TrimSpace(stderr))
+	// The report says it too, in text (on stderr) and in JSON.
+	if _, stderr, _ := run(t, "report", out); !strings.Contains(stderr, "samples lost callers") {
+		t.Errorf("report does not warn about cut stacks:\n%s", stderr)
+	}
+	if f := flat(t, out); !slices.ContainsFunc(f.Warnings, func(w string) bool { return strings.Contains(w, "--call-graph dwarf") }) {
+		t.Errorf("JSON warnings %q do not name dwarf mode", f.Warnings)
+	}
 	for _, args := range [][]string{{"--stack-size", "4096"}, {"--call-graph", "dwarf"}} {
 		_, stderr, code := run(t, append(append([]string{"record", "-o", out}, args...), "--", bin, "1000")...)
 		if code != 0 || strings.Contains(stderr, "lost callers") || strings.Contains(stderr, "incomplete") {
 			t.Errorf("%v: exit %d, warns:\n%s", args, code, stderr)
 		}
-		if m := flat(t, out).total("main"); m < 0.95 {
+		f := flat(t, out)
+		if m := f.total("main"); m < 0.95 {
 			t.Errorf("%v: main on %.1f%% of stacks, want ≥ 95%%", args, 100*m)
+		}
+		if len(f.Warnings) > 0 {
+			t.Errorf("%v: report warns %q", args, f.Warnings)
 		}
 	}
 }

@@ -76,6 +76,7 @@ type loader struct {
 	resolved map[stackKey]int32
 	raw      []rawSample
 	noSyms   map[string]bool
+	cut      int // samples recorded Truncated
 	syms     map[uint32][]recording.Symbol   // Symbol records by pid (0: all), sorted after reading
 	vsrc     map[recording.ValueSource]int32 // value source (ID cleared) → index
 	vpcs     valuePCs                        // value PCs symbolized so far (lines.go)
@@ -133,7 +134,28 @@ func Load(paths []string, o LoadOptions) (*Profile, error) {
 	for _, obj := range missing {
 		l.p.Warnings = append(l.p.Warnings, fmt.Sprintf("%s has no symbols: its functions are shown as %s+0xoffset of their first instruction (--by line: of each address)", obj, filepath.Base(obj)))
 	}
+	if w := l.cutWarning(); w != "" {
+		l.p.Warnings = append(l.p.Warnings, w)
+	}
 	return l.p, nil
+}
+
+// cutWarning says, when more than a tenth of the samples lost callers (the
+// recorder marks them Truncated), that callers' totals are too low and how
+// to record complete stacks.
+func (l *loader) cutWarning() string {
+	n := len(l.p.Samples)
+	if n == 0 || l.cut*10 <= n {
+		return ""
+	}
+	fp := false
+	for _, m := range l.p.Metas {
+		fp = fp || m.CallGraph == "fp"
+	}
+	if fp {
+		return fmt.Sprintf("%d of %d samples lost callers in code without frame pointers (libc, or -O2 code), so callers' totals are too low: record with --call-graph dwarf for complete stacks", l.cut, n)
+	}
+	return fmt.Sprintf("%d of %d samples have user stacks not unwound to their outermost frame, so callers' totals are too low: a larger --stack-size may help", l.cut, n)
 }
 
 func (l *loader) readFile(idx int, path string, records *int, progress func(int)) error {
@@ -194,6 +216,9 @@ func (l *loader) readFile(idx int, path string, records *int, progress func(int)
 					Event: v.Event, Arg: v.Arg},
 				space: sp, stack: v.StackID, file: idx})
 			src.Samples++
+			if v.Truncated {
+				l.cut++
+			}
 			if _, ok := l.p.Threads[v.TID]; !ok {
 				l.p.Threads[v.TID] = Thread{PID: v.PID, TID: v.TID}
 			}

@@ -85,7 +85,8 @@ type Stop uint8
 
 const (
 	// Stopped: a rule, register or FDE was missing, the CFA did not grow,
-	// or max frames were reached.
+	// max frames were reached, or a read fell outside the copy in a frame
+	// whose CFA is rbp-based (its frame pointer leads on to its callers).
 	Stopped Stop = iota
 	// Complete: the outermost frame was reached.
 	Complete

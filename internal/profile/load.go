@@ -76,7 +76,7 @@ type loader struct {
 	resolved map[stackKey]int32
 	raw      []rawSample
 	noSyms   map[string]bool
-	cut      int // samples recorded Truncated
+	cut      int                             // samples recorded Truncated
 	syms     map[uint32][]recording.Symbol   // Symbol records by pid (0: all), sorted after reading
 	vsrc     map[recording.ValueSource]int32 // value source (ID cleared) → index
 	vpcs     valuePCs                        // value PCs symbolized so far (lines.go)

@@ -39,8 +39,10 @@ process with -p, into a recording file that report and export read.
 
 Each sample keeps time, pid, tid, cpu and the kernel and user call chain.
 --call-graph fp follows frame pointers and repairs the first frames by CFI
-(a frameless leaf keeps its caller); dwarf unwinds a copy of the user stack
-with .eh_frame, for code built without frame pointers (-O2, Debian's libc).
+from 1 KiB of copied stack (a frameless leaf keeps its caller): the cheapest
+mode, about 1% at 999 Hz. dwarf unwinds 16 KiB of copied stack with
+.eh_frame, for code built without frame pointers (-O2, Debian's libc): fp
+mode says when its stacks lost callers in such code.
 
 The command's stdin, stdout and stderr are untouched and its exit code is
 culprit's exit code. The file is written as the run goes: it can be reported

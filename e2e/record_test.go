@@ -251,7 +251,7 @@ func TestSignalPassedToCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
-	time.Sleep(500 * time.Millisecond)
+	time.Sleep(800 * time.Millisecond)
 	start := time.Now()
 	cmd.Process.Signal(syscall.SIGTERM)
 	err := cmd.Wait()
@@ -265,7 +265,8 @@ func TestSignalPassedToCommand(t *testing.T) {
 	if code != 0 || strings.Contains(stderr, "no end record") {
 		t.Errorf("report after SIGTERM: exit %d\n%s", code, stderr)
 	}
-	if f := flat(t, out); f.Samples < 200 || f.total("busy") < 0.5 {
+	// At least a tenth of the CPU time it had (other tests share the CPUs).
+	if f := flat(t, out); f.Samples < 80 || f.total("busy") < 0.5 {
 		t.Errorf("%d samples, busy %.2f", f.Samples, f.total("busy"))
 	}
 }

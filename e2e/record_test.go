@@ -150,6 +150,13 @@ func TestGoProgram(t *testing.T) {
 		if f.total("main.spinAlpha") < 0.2 || f.total("main.spinBeta") < 0.2 {
 			t.Errorf("Go functions missing (flags %v): %+v", flags, f.Entries)
 		}
+		// spinBeta runs under bigFrame's 4 KiB frame, beyond fp mode's
+		// copy: Go keeps frame pointers, so its callers are not lost.
+		if flags == nil {
+			if f.total("main.bigFrame") < 0.2 || len(f.Warnings) > 0 {
+				t.Errorf("bigFrame total %.2f, warnings %q", f.total("main.bigFrame"), f.Warnings)
+			}
+		}
 	}
 }
 

@@ -86,13 +86,14 @@ type Stop uint8
 const (
 	// Stopped: a rule, register or FDE was missing, the CFA did not grow,
 	// max frames were reached, or a read fell outside the copy in a frame
-	// whose CFA is rbp-based (its frame pointer leads on to its callers).
+	// that keeps a frame pointer (which leads on to its callers).
 	Stopped Stop = iota
 	// Complete: the outermost frame was reached.
 	Complete
-	// Cut: the return address of a frame that keeps no frame pointer (its
-	// CFA is not rbp-based: a frameless leaf, libc and other code built
-	// without frame pointers) lies beyond the end of the stack copy. A
+	// Cut: the return address of a frame that keeps no frame pointer (a
+	// frameless leaf, libc and other code built without frame pointers:
+	// neither is its CFA rbp-based nor does rbp point just below its return
+	// address, as in Go's frames) lies beyond the end of the stack copy. A
 	// frame-pointer chain sampled with the copy does not reach that
 	// frame's caller either, so callers are missing: a larger copy would
 	// have found them.
@@ -193,6 +194,15 @@ func (u *unwinder) run(buf []uint64, regs Regs, stack StackCopy, r Resolver, max
 	return pcs, false
 }
 
+// keepsFP reports whether the frame whose CFA is cfa keeps a frame pointer:
+// rbp holds the address where the function pushed its caller's rbp, just
+// below the return address. GCC's -fno-omit-frame-pointer code says so in
+// its CFI (an rbp-based CFA); Go's does not (its CFA is rsp-based) but its
+// prologue builds the same frame.
+func (u *unwinder) keepsFP(cfa uint64) bool {
+	return u.valid&(1<<regRBP) != 0 && u.regs[regRBP] == cfa-16
+}
+
 // raBeyond reports whether the return address, saved by rule ru in the
 // frame whose CFA is cfa, lies past the end of the stack copy.
 func (u *unwinder) raBeyond(ru *rule, cfa uint64) bool {
@@ -274,6 +284,13 @@ func (u *unwinder) stepCFI(f *fde, addr uint64, prevCFA uint64) (stepResult, uin
 				if v, ok := u.stack.read8(cfa - 8); ok {
 					next[i], valid = v, valid|bit
 				}
+			case i == regRBP && u.keepsFP(cfa):
+				// No rule, but the frame keeps a frame pointer (Go's CFI
+				// describes only the CFA and the return address): the
+				// caller's rbp is where the prologue pushed it.
+				if v, ok := u.stack.read8(cfa - 16); ok {
+					next[i], valid = v, valid|bit
+				}
 			case calleeSaved&bit != 0:
 				next[i], valid = u.regs[i], valid|(u.valid&bit)
 			}
@@ -305,8 +322,8 @@ func (u *unwinder) stepCFI(f *fde, addr uint64, prevCFA uint64) (stepResult, uin
 		}
 	}
 	if valid&(1<<regRA) == 0 || valid&(1<<regRSP) == 0 {
-		u.cut = valid&(1<<regRA) == 0 && !(rw.cfa.kind == cfaRegOff && rw.cfa.reg == regRBP) &&
-			u.raBeyond(&rw.regs[regRA], cfa)
+		u.cut = valid&(1<<regRA) == 0 && u.raBeyond(&rw.regs[regRA], cfa) &&
+			!(rw.cfa.kind == cfaRegOff && rw.cfa.reg == regRBP) && !u.keepsFP(cfa)
 		return stepStop, 0
 	}
 	u.regs, u.valid = next, valid

@@ -301,6 +301,32 @@ func checkCuts(t *testing.T, i int, u unwound, r *procResolver) {
 	}
 }
 
+// goCuts unwinds a stop in spinBeta <- bigFrame with the copy cut at every
+// 64 bytes: Go's frames keep frame pointers though their CFA is rsp-based,
+// so a copy ending inside bigFrame's 4 KiB frame never says Cut.
+func goCuts(t *testing.T, s sample, pcs []uint64, names []string, r *procResolver) {
+	t.Helper()
+	if !hasSeq(names, "main.spinBeta", "main.bigFrame") {
+		t.Errorf("spinBeta's chain: %s", chain(names))
+		return
+	}
+	stopped := 0
+	for n := 64; n < len(s.stack.Data); n += 64 {
+		short := s.stack
+		short.Data = short.Data[:n]
+		got, stop := UnwindTo(nil, s.regs, short, r, 64)
+		if stop == Cut {
+			t.Fatalf("%d bytes: Cut in %s (a Go frame keeps its frame pointer)", n, chain(r.symbolize(got)))
+		}
+		if stop == Stopped && len(got) < len(pcs) {
+			stopped++
+		}
+	}
+	if stopped == 0 {
+		t.Errorf("no cut copy stopped short of %s", chain(names))
+	}
+}
+
 // Go keeps frame pointers and ships CFI in a compressed .debug_frame.
 func TestUnwindGo(t *testing.T) {
 	needPtrace(t)
@@ -317,8 +343,8 @@ func TestUnwindGo(t *testing.T) {
 			_, cfiErr := cache.Get(bin)
 			tg := startTarget(t, 100*time.Millisecond, bin, "100000000000")
 			r := tg.resolver(cache)
-			found, good := 0, 0
-			for round := 0; round < 100 && found < 10; round++ {
+			found, good, betas := 0, 0, 0
+			for round := 0; round < 100 && (found < 10 || cfiErr == nil && betas == 0); round++ {
 				time.Sleep(time.Duration(1+rand.Intn(5)) * time.Millisecond)
 				for _, tid := range tg.threads() {
 					if err := tg.stop(tid); err != nil {
@@ -329,6 +355,10 @@ func TestUnwindGo(t *testing.T) {
 					tg.resume(tid)
 					pcs, complete := Unwind(s.regs, s.stack, r, 64)
 					names := r.symbolize(pcs)
+					if len(names) > 0 && names[0] == "main.spinBeta" && cfiErr == nil {
+						goCuts(t, s, pcs, names, r)
+						betas++
+					}
 					if len(names) == 0 || names[0] != "main.spinAlpha" {
 						continue
 					}
@@ -352,6 +382,9 @@ func TestUnwindGo(t *testing.T) {
 			}
 			if found == 0 {
 				t.Fatal("never stopped in main.spinAlpha")
+			}
+			if cfiErr == nil && betas == 0 {
+				t.Error("never stopped in main.spinBeta (under bigFrame)")
 			}
 			if good < found {
 				t.Errorf("%d/%d stops in main.spinAlpha unwound as expected", good, found)

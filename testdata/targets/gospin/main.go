@@ -1,4 +1,5 @@
-// gospin is the Go target: two goroutines spin in distinct functions.
+// gospin is the Go target: two goroutines spin in distinct functions, the
+// second under a function with a large frame.
 package main
 
 import (
@@ -28,6 +29,17 @@ func spinBeta(n int) uint64 {
 	return s
 }
 
+// bigFrame calls spinBeta from a 4 KiB frame: unwinding a small stack copy
+// stops in it, and its frame pointer (Go keeps them; its CFA is rsp-based)
+// leads on to its callers.
+//
+//go:noinline
+func bigFrame(n int) uint64 {
+	var buf [4096]byte
+	buf[n%len(buf)] = byte(n)
+	return spinBeta(n) + uint64(buf[(n/2)%len(buf)])
+}
+
 func main() {
 	n := 400000000
 	if len(os.Args) > 1 {
@@ -38,7 +50,7 @@ func main() {
 	var wg sync.WaitGroup
 	wg.Add(2)
 	go func() { defer wg.Done(); sink += spinAlpha(n) }()
-	go func() { defer wg.Done(); sink += spinBeta(n) }()
+	go func() { defer wg.Done(); sink += bigFrame(n) }()
 	wg.Wait()
 	fmt.Fprintln(os.Stderr, sink%2)
 }

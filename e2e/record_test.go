@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/testutil"
 )
 
@@ -156,6 +157,9 @@ func TestGoProgram(t *testing.T) {
 			if f.total("main.bigFrame") < 0.2 || len(f.Warnings) > 0 {
 				t.Errorf("bigFrame total %.2f, warnings %q", f.total("main.bigFrame"), f.Warnings)
 			}
+			if n := stackBytes(t, out); n != 1024 {
+				t.Errorf("stack copy %d bytes for a Go program, want 1024", n)
+			}
 		}
 	}
 }
@@ -278,9 +282,21 @@ func TestSignalPassedToCommand(t *testing.T) {
 	}
 }
 
-// In fp mode the stack copy (1 KiB) reaches through libc's frameless frames
-// only so far: samples in snprintf lose callers, and the recording says so
-// and how to get them; with a 4 KiB copy or in dwarf mode main is reached.
+// stackBytes is the stack copy a recording was made with.
+func stackBytes(t *testing.T, out string) int {
+	t.Helper()
+	p, err := profile.Load([]string{out}, profile.LoadOptions{})
+	if err != nil || len(p.Metas) == 0 {
+		t.Fatalf("loading %s: %v", out, err)
+	}
+	return p.Metas[0].StackBytes
+}
+
+// In fp mode a program built with frame pointers gets a 1 KiB stack copy,
+// which reaches through libc's frameless frames only so far: samples in
+// snprintf lose callers, and the recording says so and how to get them;
+// with a 4 KiB copy or in dwarf mode main is reached. The same program
+// built without frame pointers gets 4 KiB by default.
 func TestFPModeLibcCut(t *testing.T) {
 	testutil.NeedRoot(t)
 	bin := testutil.C(t, "libcalls", []string{"libcalls.c"}, "-O2", "-g", "-fno-omit-frame-pointer")
@@ -288,6 +304,9 @@ func TestFPModeLibcCut(t *testing.T) {
 	_, stderr, code := run(t, "record", "-o", out, "--", bin, "1000")
 	if code != 0 {
 		t.Fatalf("record: exit %d\n%s", code, stderr)
+	}
+	if n := stackBytes(t, out); n != 1024 {
+		t.Errorf("stack copy %d bytes for a program with frame pointers, want 1024", n)
 	}
 	if !strings.Contains(stderr, "samples lost callers") || !strings.Contains(stderr, "--call-graph dwarf") {
 		t.Errorf("no warning about callers cut in libc:\n%s", stderr)
@@ -312,5 +331,17 @@ func TestFPModeLibcCut(t *testing.T) {
 		if len(f.Warnings) > 0 {
 			t.Errorf("%v: report warns %q", args, f.Warnings)
 		}
+	}
+	// Without frame pointers: 4 KiB, which reaches main (its own 8 KiB
+	// frame then hides the libc frames above it, and the recording says so).
+	nofp := testutil.C(t, "libcalls-nofp", []string{"libcalls.c"}, "-O2", "-g", "-fomit-frame-pointer")
+	if _, stderr, code := run(t, "record", "-o", out, "--", nofp, "1000"); code != 0 {
+		t.Fatalf("record: exit %d\n%s", code, stderr)
+	}
+	if n := stackBytes(t, out); n != 4096 {
+		t.Errorf("stack copy %d bytes for a program without frame pointers, want 4096", n)
+	}
+	if m := flat(t, out).total("main"); m < 0.95 {
+		t.Errorf("without frame pointers: main on %.1f%% of stacks, want ≥ 95%%", 100*m)
 	}
 }

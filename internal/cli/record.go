@@ -39,10 +39,11 @@ process with -p, into a recording file that report and export read.
 
 Each sample keeps time, pid, tid, cpu and the kernel and user call chain.
 --call-graph fp follows frame pointers and repairs the first frames by CFI
-from 1 KiB of copied stack (a frameless leaf keeps its caller): the cheapest
-mode, about 1% at 999 Hz. dwarf unwinds 16 KiB of copied stack with
-.eh_frame, for code built without frame pointers (-O2, Debian's libc): fp
-mode says when its stacks lost callers in such code.
+from a copy of the top of the stack (1 KiB for programs built with frame
+pointers, 4 KiB for others): a frameless leaf keeps its caller, and it is
+the cheapest mode, about 1% at 999 Hz. dwarf unwinds 16 KiB of copied stack
+with .eh_frame, for code built without frame pointers (-O2, Debian's libc);
+fp mode says when its stacks lost callers in such code.
 
 The command's stdin, stdout and stderr are untouched and its exit code is
 culprit's exit code. The file is written as the run goes: it can be reported
@@ -120,7 +121,7 @@ on while still being written, and survives the recorder being killed.`,
 	f.IntVar(&o.ValuesDepth, "unwind-depth", 3, "with --values: caller frames whose variables are sampled too")
 	f.Float64Var(&jitter, "jitter", 0, "vary each sampling interval at random by up to ±PCT percent (0 to 90), so sampling cannot run in lock step with periodic code")
 	f.StringVar(&rulesPath, "rules", "", "a rules file saying what to capture where: backtraces, expressions, counts, start/stop (see docs/rules.md)")
-	f.IntVar(&o.StackBytes, "stack-size", 0, "user stack bytes copied per sample (default: 1024 in fp mode, 4096 with --expr, --rules or --values, 16384 in dwarf mode; max 65528)")
+	f.IntVar(&o.StackBytes, "stack-size", 0, "user stack bytes copied per sample (default in fp mode: 1024 for programs that keep frame pointers (Go, C with -fno-omit-frame-pointer), 4096 for others and with --expr, --rules or --values; 16384 in dwarf mode; max 65528)")
 	f.IntVar(&o.RingPages, "mmap-pages", 0, "ring buffer pages per CPU, a power of two (default: sized from rate and stack size)")
 	f.StringVar(&collector, "collector", "perf", "how samples are taken: perf (perf events, the program never stops) or ptrace (each sampled thread is stopped, read and resumed)")
 	c.Flags().SortFlags = false

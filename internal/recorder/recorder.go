@@ -44,7 +44,7 @@ type Options struct {
 	Output     string        // recording file
 	Frequency  int           // samples per second per thread (default 999)
 	CallGraph  string        // "fp" or "dwarf"
-	StackBytes int           // user stack bytes copied per sample (0: defaultStackBytes)
+	StackBytes int           // user stack bytes copied per sample (0: defaultStackBytes, or stackFor the program)
 	RingPages  int           // data pages per CPU ring (0: chosen from the stack size)
 	Duration   time.Duration // stop after this long (0: until the command exits or a signal)
 	Tool       string        // "culprit <version>", stored in the recording
@@ -80,6 +80,8 @@ type Options struct {
 	// percent (0 to 90): the events tick jitterTicks() times faster and a
 	// BPF program keeps one tick in a random number of them.
 	Jitter float64
+
+	autoStack bool // StackBytes is to be chosen by stackFor once the program is known
 }
 
 // jitterTicks is the mean number of clock ticks per kept sample with
@@ -121,21 +123,35 @@ type Result struct {
 
 // defaultStackBytes is how much user stack a sample copies unless
 // --stack-size says. In dwarf mode the copy is all the unwinder has: 16 KiB.
-// In fp mode the copy only repairs what the frame-pointer chain skips: the
-// caller of a frameless leaf needs a few dozen bytes, and 1 KiB also covers
-// most frames of libc (no frame pointers) between a sample and the caller
-// in the program. Copying 4 KiB would reach through all of libcalls.c's
-// snprintf and qsort (docs/performance.md) but costs each sample about
-// 0.5 µs more, a twentieth of fp mode's overhead budget; expressions, rules
-// and values read caller frames and get the 4 KiB.
-func (o *Options) defaultStackBytes() int {
+// Expressions, rules and values read caller frames: 4 KiB. Otherwise, in fp
+// mode, it depends on the program (stackFor; auto is then true): 4 KiB
+// until then, so that the rings are sized for the larger.
+func (o *Options) defaultStackBytes() (n int, auto bool) {
 	switch {
 	case o.CallGraph == CallGraphDWARF:
-		return 16384
+		return 16384, false
 	case len(o.Exprs) > 0 || o.Rules != nil || o.Values:
-		return 4096
+		return 4096, false
 	}
-	return 1024
+	return 4096, true
+}
+
+// stackFor is fp mode's stack copy for the program exe. The copy only
+// repairs what the frame-pointer chain skips. In a program that keeps frame
+// pointers (Go, or C built with -fno-omit-frame-pointer) that is a frameless
+// leaf's caller, a few dozen bytes, and the frames of libc between a sample
+// and the program: 1 KiB covers most (libcalls.c reaches main in 44% of its
+// snprintf and qsort samples, 100% with 4 KiB; docs/performance.md), and
+// costs each sample about 0.5 µs less than 4 KiB, a twentieth of fp mode's
+// overhead budget. A program built without frame pointers (-O2, most of
+// Debian) has its callers only in the copy: 4 KiB (Debian's xz: half of the
+// samples cut with 1 KiB, under a tenth with 4 KiB). Recordings say when
+// samples lost callers either way.
+func stackFor(exe string) int {
+	if share, err := unwind.FramePointerShare(exe); err != nil || share >= 0.2 {
+		return 1024
+	}
+	return 4096
 }
 
 func (o *Options) setDefaults() error {
@@ -159,7 +175,7 @@ func (o *Options) setDefaults() error {
 		return fmt.Errorf("with --jitter %g the clock ticks %d times per sample: use a frequency of at most %d Hz", o.Jitter, o.jitterTicks(), 100000/o.jitterTicks())
 	}
 	if o.StackBytes == 0 {
-		o.StackBytes = o.defaultStackBytes()
+		o.StackBytes, o.autoStack = o.defaultStackBytes()
 	}
 	if o.StackBytes < 0 || o.StackBytes > 65528 {
 		return fmt.Errorf("stack size %d is out of range: use 0 to 65528 bytes", o.StackBytes)
@@ -863,7 +879,11 @@ func (s *session) finish() (Result, error) {
 	}
 	if s.res.Samples > 0 && s.res.Truncated*10 > s.res.Samples {
 		if s.o.CallGraph == CallGraphFP {
-			s.warn("%d of %d samples lost callers in code without frame pointers (libc, or -O2 code) whose callers lie beyond the %d bytes of stack fp mode copies: record with --call-graph dwarf, or --stack-size 4096, for complete stacks", s.res.Truncated, s.res.Samples, s.o.StackBytes)
+			more := ""
+			if s.o.StackBytes < 4096 {
+				more = ", or --stack-size 4096,"
+			}
+			s.warn("%d of %d samples lost callers in code without frame pointers (libc, or -O2 code) whose callers lie beyond the %d bytes of stack fp mode copies: record with --call-graph dwarf%s for complete stacks", s.res.Truncated, s.res.Samples, s.o.StackBytes, more)
 		} else {
 			s.warn("%d of %d samples have incomplete user stacks; a larger --stack-size may help", s.res.Truncated, s.res.Samples)
 		}

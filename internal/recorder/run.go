@@ -45,6 +45,13 @@ func Launch(o Options, argv []string) (Result, error) {
 	if err != nil {
 		return Result{}, fmt.Errorf("%w: %s", ErrCommandNotFound, argv[0])
 	}
+	// fp mode's stack copy depends on the program: read while it starts.
+	stackBytes := make(chan int, 1)
+	if o.autoStack {
+		go func() { stackBytes <- stackFor(path) }()
+	} else {
+		stackBytes <- o.StackBytes
+	}
 	// Signals are taken in the background: the runtime's first Notify
 	// starts a thread and waits for it (0.2 ms here, up to a millisecond
 	// when the ring holders and the command's start hold the Ps); the
@@ -93,6 +100,7 @@ func Launch(o Options, argv []string) (Result, error) {
 	}
 	s.plan(uint32(pid), first.exe) // copies at samples from the first one
 	s.adopt(held)
+	s.o.StackBytes = <-stackBytes
 	if err := s.openEvents([]int{pid}); err != nil {
 		unix.Kill(pid, unix.SIGKILL)
 		release()
@@ -216,6 +224,9 @@ func Attach(o Options, pid int, stop <-chan struct{}) (Result, error) {
 	}
 	if pid <= 0 || !proc.Exists(pid) {
 		return Result{}, fmt.Errorf("no process with PID %d: %w", pid, proc.ErrNoProcess)
+	}
+	if o.autoStack {
+		o.StackBytes = stackFor(proc.Exe(pid))
 	}
 	s, err := newSession(o, recording.Meta{AttachPID: pid, Command: proc.Cmdline(pid)})
 	if err != nil {

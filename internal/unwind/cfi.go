@@ -61,6 +61,61 @@ type Table struct {
 	loads []loadSeg
 }
 
+// FramePointerShare is the share of the functions of the ELF object at path
+// that keep a frame pointer: 1 for Go code (on amd64 every function with a
+// frame does, though its CFI describes an rsp-based CFA); otherwise the share
+// of functions whose CFA is rbp-based in the middle of their code, as GCC and
+// Clang emit with -fno-omit-frame-pointer (their leaf functions may still
+// omit it: such programs score 0.25 to 0.8), where -O2 code has one only
+// where a function needs it (alloca, realigned stacks: about 0 to 0.03). It
+// reads about 512 functions spread over .eh_frame (or .debug_frame), so it
+// takes well under a millisecond even for large programs; stubs under 16
+// bytes are not counted.
+func FramePointerShare(path string) (float64, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return 0, err
+	}
+	defer f.Close()
+	if f.Section(".gopclntab") != nil || f.Section(".go.buildinfo") != nil {
+		return 1, nil
+	}
+	s, eh := f.Section(".eh_frame"), true
+	if s == nil || s.Type == elf.SHT_NOBITS {
+		s, eh = f.Section(".debug_frame"), false
+	}
+	if s == nil || s.Type == elf.SHT_NOBITS {
+		return 0, ErrNoCFI
+	}
+	data, err := s.Data()
+	if err != nil {
+		return 0, err
+	}
+	addr := s.Addr
+	if !eh {
+		addr = 0
+	}
+	// About 32 bytes per FDE.
+	fdes, _ := parseFramesEvery(data, addr, eh, max(1, len(data)/32/512))
+	var rw row
+	var rem rememberStack
+	fp, seen := 0, 0
+	for i := range fdes {
+		f := &fdes[i]
+		if f.end-f.start < 16 {
+			continue
+		}
+		seen++
+		if rowAt(f, f.start+(f.end-f.start)/2, &rw, &rem) && rw.cfa.kind == cfaRegOff && rw.cfa.reg == regRBP {
+			fp++
+		}
+	}
+	if seen == 0 {
+		return 0, ErrNoCFI
+	}
+	return float64(fp) / float64(seen), nil
+}
+
 // Len returns the number of FDEs in the table.
 func (t *Table) Len() int { return len(t.fdes) }
 
@@ -398,9 +453,15 @@ func (r *buf) ptr(enc byte, secAddr uint64, applyRel bool) (v uint64, ok bool) {
 // with unsupported CIEs are skipped; an error is returned only when the
 // section structure itself is corrupt, along with the FDEs read so far.
 func parseFrames(data []byte, secAddr uint64, eh bool) ([]fde, error) {
+	return parseFramesEvery(data, secAddr, eh, 1)
+}
+
+// parseFramesEvery is parseFrames keeping one FDE in every (the others are
+// skipped unparsed).
+func parseFramesEvery(data []byte, secAddr uint64, eh bool, every int) ([]fde, error) {
 	cies := map[int]*cie{}
 	var out []fde
-	off := 0
+	off, nfde := 0, 0
 	for off+4 <= len(data) {
 		r := buf{b: data, off: off, end: len(data)}
 		length := uint64(r.u32())
@@ -442,6 +503,10 @@ func parseFrames(data []byte, secAddr uint64, eh bool) ([]fde, error) {
 			if _, ok := cies[off]; !ok {
 				cies[off] = parseCIE(&r, data, secAddr, eh)
 			}
+			off = next
+			continue
+		}
+		if nfde++; (nfde-1)%every != 0 {
 			off = next
 			continue
 		}

@@ -27,7 +27,7 @@ out=$root/bench/out
 mkdir -p "$out"
 CGO_ENABLED=0 go build -o "$out/culprit" "$root/cmd/culprit"
 go build -o "$out/samplegaps" "$root/bench/samplegaps"
-gcc -O2 -o "$out/spin" "$root/bench/samplegaps/spin/spin.c"
+gcc -O2 -fno-omit-frame-pointer -o "$out/spin" "$root/bench/samplegaps/spin/spin.c" # as the overhead workload: culprit copies 1 KiB of stack for it
 gaps=$out/samplegaps.gaps
 
 declare -A cmds=(

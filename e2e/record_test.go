@@ -345,3 +345,21 @@ func TestFPModeLibcCut(t *testing.T) {
 		t.Errorf("without frame pointers: main on %.1f%% of stacks, want ≥ 95%%", 100*m)
 	}
 }
+
+// --stack-size 0 copies no stack: the frame-pointer chain alone, as perf
+// record -g, which loses a frameless leaf's caller; the recording says so.
+func TestNoStackCopy(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "hier-O2-fp", []string{"hier.c"}, "-O2", "-g", "-fno-omit-frame-pointer")
+	out := rec(t)
+	_, stderr, code := run(t, "record", "--stack-size", "0", "-o", out, "--", bin, "20")
+	if code != 0 || !strings.Contains(stderr, "--stack-size 0") {
+		t.Errorf("record: exit %d, warnings:\n%s", code, stderr)
+	}
+	if n := stackBytes(t, out); n != 0 {
+		t.Errorf("stack copy %d bytes, want none", n)
+	}
+	if s := callers(t, 2, out).share("worker", "main"); s < 0.95 {
+		t.Errorf("worker <- main on %.1f%% of samples, want the frame-pointer chain alone (≥ 95%%)", 100*s)
+	}
+}

@@ -80,6 +80,9 @@ on while still being written, and survives the recorder being killed.`,
 			switch collector {
 			case "perf":
 				o.Jitter = jitter
+				if c.Flags().Changed("stack-size") && o.StackBytes == 0 {
+					o.StackBytes = recorder.NoStackCopy
+				}
 			case "ptrace":
 				return recordPtrace(c, o, pid, args, jitter)
 			default:
@@ -121,7 +124,7 @@ on while still being written, and survives the recorder being killed.`,
 	f.IntVar(&o.ValuesDepth, "unwind-depth", 3, "with --values: caller frames whose variables are sampled too")
 	f.Float64Var(&jitter, "jitter", 0, "vary each sampling interval at random by up to ±PCT percent (0 to 90), so sampling cannot run in lock step with periodic code")
 	f.StringVar(&rulesPath, "rules", "", "a rules file saying what to capture where: backtraces, expressions, counts, start/stop (see docs/rules.md)")
-	f.IntVar(&o.StackBytes, "stack-size", 0, "user stack bytes copied per sample (default in fp mode: 1024 for programs that keep frame pointers (Go, C with -fno-omit-frame-pointer), 4096 for others and with --expr, --rules or --values; 16384 in dwarf mode; max 65528)")
+	f.IntVar(&o.StackBytes, "stack-size", 0, "user stack bytes copied per sample (default in fp mode: 1024 for programs that keep frame pointers (Go, C with -fno-omit-frame-pointer), 4096 for others and with --expr, --rules or --values; 16384 in dwarf mode; max 65528; 0: none, the frame-pointer chain alone as perf record -g)")
 	f.IntVar(&o.RingPages, "mmap-pages", 0, "ring buffer pages per CPU, a power of two (default: sized from rate and stack size)")
 	f.StringVar(&collector, "collector", "perf", "how samples are taken: perf (perf events, the program never stops) or ptrace (each sampled thread is stopped, read and resumed)")
 	c.Flags().SortFlags = false

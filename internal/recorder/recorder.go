@@ -84,6 +84,11 @@ type Options struct {
 	autoStack bool // StackBytes is to be chosen by stackFor once the program is known
 }
 
+// NoStackCopy as Options.StackBytes copies no user stack (0 chooses one):
+// samples then carry the kernel's frame-pointer chain alone, as perf
+// record -g, and frameless leaves lose their callers.
+const NoStackCopy = -1
+
 // jitterTicks is the mean number of clock ticks per kept sample with
 // jitter: enough for about five distinct intervals across ±Jitter%, at
 // least 4 and at most 10, since every tick costs a timer interrupt (on a VM,
@@ -174,7 +179,10 @@ func (o *Options) setDefaults() error {
 	if o.Jitter > 0 && o.Frequency*o.jitterTicks() > 100000 {
 		return fmt.Errorf("with --jitter %g the clock ticks %d times per sample: use a frequency of at most %d Hz", o.Jitter, o.jitterTicks(), 100000/o.jitterTicks())
 	}
-	if o.StackBytes == 0 {
+	switch o.StackBytes {
+	case NoStackCopy:
+		o.StackBytes = 0
+	case 0:
 		o.StackBytes, o.autoStack = o.defaultStackBytes()
 	}
 	if o.StackBytes < 0 || o.StackBytes > 65528 {
@@ -878,13 +886,16 @@ func (s *session) finish() (Result, error) {
 		}
 	}
 	if s.res.Samples > 0 && s.res.Truncated*10 > s.res.Samples {
-		if s.o.CallGraph == CallGraphFP {
+		switch {
+		case s.o.CallGraph == CallGraphFP && s.o.StackBytes == 0:
+			s.warn("%d of %d samples lost callers: with --stack-size 0 no stack is copied, so frameless functions (leaves, libc, -O2 code) lose theirs; record without it for the CFI repair, or with --call-graph dwarf", s.res.Truncated, s.res.Samples)
+		case s.o.CallGraph == CallGraphFP:
 			more := ""
 			if s.o.StackBytes < 4096 {
 				more = ", or --stack-size 4096,"
 			}
 			s.warn("%d of %d samples lost callers in code without frame pointers (libc, or -O2 code) whose callers lie beyond the %d bytes of stack fp mode copies: record with --call-graph dwarf%s for complete stacks", s.res.Truncated, s.res.Samples, s.o.StackBytes, more)
-		} else {
+		default:
 			s.warn("%d of %d samples have incomplete user stacks; a larger --stack-size may help", s.res.Truncated, s.res.Samples)
 		}
 	}

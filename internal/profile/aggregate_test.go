@@ -1,8 +1,10 @@
 package profile
 
 import (
+	"fmt"
 	"math"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 )
@@ -116,7 +118,8 @@ func TestLabel(t *testing.T) {
 }
 
 func TestParse(t *testing.T) {
-	for s, want := range map[string]Grouping{"function": ByFunction, "line": ByLine, "object": ByObject, "Func": ByFunction} {
+	for s, want := range map[string]Grouping{"function": ByFunction, "line": ByLine, "object": ByObject, "Func": ByFunction,
+		"process": ByProcess, "pid": ByProcess, "thread": ByThread, "tid": ByThread} {
 		g, err := ParseGrouping(s)
 		if err != nil || g != want {
 			t.Errorf("ParseGrouping(%q) = %v, %v", s, g, err)
@@ -409,5 +412,70 @@ func TestErr(t *testing.T) {
 	}
 	if Err(0, 0) != 0 || Err(5, 5) != 0 || Err(0, 5) != 0 {
 		t.Error("degenerate errors")
+	}
+}
+
+// The hand-built profile's samples alternate between threads 100 ("app") and
+// 101 ("app-w") of process 100; a second process is added here.
+func TestFlatByTask(t *testing.T) {
+	p := testProfile()
+	p.Threads[200] = Thread{PID: 200, TID: 200, Comm: "child"}
+	p.Samples = append(p.Samples, Sample{Time: p.StartTime + 10e6, PID: 200, TID: 200, Stack: 0})
+	procs := p.Flat(ByProcess)
+	want := []FlatRow{
+		{Name: "app[100]", Self: 10, Total: 10},
+		{Name: "child[200]", Self: 1, Total: 1},
+	}
+	if len(procs.Rows) != len(want) || procs.Samples != 11 || procs.Grouping != ByProcess {
+		t.Fatalf("by process: %+v", procs)
+	}
+	for i, w := range want {
+		r := procs.Rows[i]
+		if r.Name != w.Name || r.Self != w.Self || r.Total != w.Total || r.SelfFrac != float64(w.Self)/11 || r.SelfErr != Err(w.Self, 11) {
+			t.Errorf("row %d = %+v, want %+v", i, r, w)
+		}
+	}
+	threads := p.Flat(ByThread)
+	var names []string
+	for _, r := range threads.Rows {
+		names = append(names, fmt.Sprintf("%s=%d", r.Name, r.Self))
+	}
+	if got := strings.Join(names, " "); got != "app-w[101]=5 app[100]=5 child[200]=1" {
+		t.Errorf("by thread: %s", got)
+	}
+	if ByProcess.PerFrame() || ByThread.PerFrame() || !ByObject.PerFrame() {
+		t.Error("PerFrame")
+	}
+}
+
+func TestApplyTasks(t *testing.T) {
+	p := testProfile()
+	p.Threads[200] = Thread{PID: 200, TID: 200, Comm: "child"}
+	p.Samples = append(p.Samples, Sample{Time: p.StartTime + 10e6, PID: 200, TID: 200, Stack: 0})
+	p.Values = []Value{{Time: p.StartTime, PID: 100, TID: 101}, {Time: p.StartTime, PID: 200, TID: 200}}
+	count := func(f Filter) (int, int) {
+		q := p.Apply(f)
+		return len(q.Samples), len(q.Values)
+	}
+	for _, c := range []struct {
+		name           string
+		f              Filter
+		samples, value int
+	}{
+		{"none", Filter{}, 11, 2},
+		{"pid 100", Filter{PIDs: []uint32{100}}, 10, 1},
+		{"pid 100,200", Filter{PIDs: []uint32{100, 200}}, 11, 2},
+		{"tid 101", Filter{TIDs: []uint32{101}}, 5, 1},
+		{"pid 200 tid 101", Filter{PIDs: []uint32{200}, TIDs: []uint32{101}}, 0, 0},
+		{"comm app-w", Filter{Comms: []string{"app-w"}}, 5, 1},
+		// A process's name selects all its threads.
+		{"comm app", Filter{Comms: []string{"app"}}, 10, 1},
+		{"comm child", Filter{Comms: []string{"child"}}, 1, 1},
+		{"comm nobody", Filter{Comms: []string{"nobody"}}, 0, 0},
+		{"comm and window", Filter{Comms: []string{"app"}, HasTo: true, To: 2 * time.Millisecond}, 2, 1},
+	} {
+		if s, v := count(c.f); s != c.samples || v != c.value {
+			t.Errorf("%s: %d samples, %d values; want %d, %d", c.name, s, v, c.samples, c.value)
+		}
 	}
 }

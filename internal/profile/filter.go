@@ -2,10 +2,12 @@ package profile
 
 import (
 	"fmt"
-	"github.com/culprit-dev/culprit/internal/recording"
 	"path"
+	"slices"
 	"strings"
 	"time"
+
+	"github.com/culprit-dev/culprit/internal/recording"
 )
 
 // Unknown names a sample whose stack is empty, and an object that is not known.
@@ -64,9 +66,16 @@ const (
 	ByFunction Grouping = iota // function name (Frame.Name)
 	ByLine                     // source file and line, "file:line (function)"
 	ByObject                   // object basename, e.g. "libc.so.6", "[kernel.kallsyms]"
+	ByProcess                  // the sample's process, "comm[pid]" (flat profiles only)
+	ByThread                   // the sample's thread, "comm[tid]" (flat profiles only)
 )
 
-// String returns the name ParseGrouping accepts: "function", "line" or "object".
+// PerFrame reports whether g labels frames (function, line, object), as
+// calling contexts need, rather than whole samples (process, thread).
+func (g Grouping) PerFrame() bool { return g != ByProcess && g != ByThread }
+
+// String returns the name ParseGrouping accepts: "function", "line",
+// "object", "process" or "thread".
 func (g Grouping) String() string {
 	switch g {
 	case ByFunction:
@@ -75,11 +84,16 @@ func (g Grouping) String() string {
 		return "line"
 	case ByObject:
 		return "object"
+	case ByProcess:
+		return "process"
+	case ByThread:
+		return "thread"
 	}
 	return fmt.Sprintf("Grouping(%d)", int(g))
 }
 
-// ParseGrouping parses "function" (or "func"), "line" or "object" (or "dso").
+// ParseGrouping parses "function" (or "func"), "line", "object" (or "dso"),
+// "process" (or "pid", "comm") and "thread" (or "tid").
 func ParseGrouping(s string) (Grouping, error) {
 	switch strings.ToLower(strings.TrimSpace(s)) {
 	case "function", "func", "functions":
@@ -88,8 +102,12 @@ func ParseGrouping(s string) (Grouping, error) {
 		return ByLine, nil
 	case "object", "objects", "dso":
 		return ByObject, nil
+	case "process", "processes", "pid", "comm":
+		return ByProcess, nil
+	case "thread", "threads", "tid":
+		return ByThread, nil
 	}
-	return 0, fmt.Errorf("unknown grouping %q (want function, line or object)", s)
+	return 0, fmt.Errorf("unknown grouping %q (want function, line, object, process or thread)", s)
 }
 
 // Label names the frame under grouping g: ByFunction gives Name(); ByLine
@@ -158,6 +176,37 @@ type Filter struct {
 	// samples (recording.EventCPU) are kept, which is what profiles of time
 	// spent on the CPU want.
 	AllEvents bool
+	// PIDs, TIDs and Comms, when not empty, keep only the samples (and
+	// values) of those processes, of those threads, and of threads whose
+	// own name or whose process's name is one of Comms. A sample must pass
+	// each of the three that is set.
+	PIDs  []uint32
+	TIDs  []uint32
+	Comms []string
+}
+
+// selectsTasks reports whether f selects by process, thread or name.
+func (f Filter) selectsTasks() bool { return len(f.PIDs)+len(f.TIDs)+len(f.Comms) > 0 }
+
+// taskSelector returns whether a sample of pid and tid passes f's PIDs, TIDs
+// and Comms, deciding once per thread.
+func (p *Profile) taskSelector(f Filter) func(pid, tid uint32) bool {
+	if !f.selectsTasks() {
+		return func(uint32, uint32) bool { return true }
+	}
+	memo := map[[2]uint32]bool{}
+	return func(pid, tid uint32) bool {
+		k := [2]uint32{pid, tid}
+		ok, done := memo[k]
+		if !done {
+			ok = (len(f.PIDs) == 0 || slices.Contains(f.PIDs, pid)) &&
+				(len(f.TIDs) == 0 || slices.Contains(f.TIDs, tid)) &&
+				(len(f.Comms) == 0 || slices.Contains(f.Comms, p.Threads[tid].Comm) ||
+					slices.Contains(f.Comms, p.Threads[pid].Comm))
+			memo[k] = ok
+		}
+		return ok
+	}
 }
 
 // StackAt returns the stack with index i, innermost first, or nil when i is
@@ -179,7 +228,8 @@ func (p *Profile) FrameAt(i int32) Frame {
 }
 
 // Apply returns a new profile, sharing Frames with p, holding the samples whose
-// time minus StartTime lies in [From, To) (each bound only if set), with
+// time minus StartTime lies in [From, To) (each bound only if set) and whose
+// process and thread pass f.PIDs, f.TIDs and f.Comms, with
 // stacks trimmed by f.Kernel: KernelExclude drops kernel frames, so a sample
 // taken in the kernel is charged to its user frames; KernelOnly keeps kernel
 // frames only and drops samples that have none. Samples left with an empty
@@ -207,8 +257,9 @@ func (p *Profile) Apply(f Filter) *Profile {
 		}
 		return (!f.HasFrom || rel >= f.From) && (!f.HasTo || rel < f.To)
 	}
+	selected := p.taskSelector(f)
 	for _, v := range p.Values {
-		if inWindow(v.Time) {
+		if inWindow(v.Time) && selected(v.PID, v.TID) {
 			q.Values = append(q.Values, v)
 		}
 	}
@@ -256,7 +307,7 @@ func (p *Profile) Apply(f Filter) *Profile {
 		if !f.AllEvents && s.Event != recording.EventCPU {
 			continue
 		}
-		if !inWindow(s.Time) {
+		if !inWindow(s.Time) || !selected(s.PID, s.TID) {
 			continue
 		}
 		ns := newStack(s.Stack)

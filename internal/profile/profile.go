@@ -7,6 +7,7 @@
 package profile
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/culprit-dev/culprit/internal/recording"
@@ -67,6 +68,26 @@ func (v Value) Float64() float64 {
 		return math.Float64frombits(v.Bits)
 	}
 	return math.NaN()
+}
+
+// ThreadName is the name (comm) of thread tid, or "tid N" when not known.
+func (p *Profile) ThreadName(tid uint32) string {
+	if t, ok := p.Threads[tid]; ok && t.Comm != "" {
+		return t.Comm
+	}
+	return fmt.Sprintf("tid %d", tid)
+}
+
+// ProcessName is the name of process pid: the comm of its main thread (TID ==
+// PID), else that of its thread tid, else "pid N".
+func (p *Profile) ProcessName(pid, tid uint32) string {
+	if t, ok := p.Threads[pid]; ok && t.Comm != "" {
+		return t.Comm
+	}
+	if t, ok := p.Threads[tid]; ok && t.Comm != "" {
+		return t.Comm
+	}
+	return fmt.Sprintf("pid %d", pid)
 }
 
 // Thread is what is known of a thread.

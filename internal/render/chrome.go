@@ -89,12 +89,12 @@ func chromeTrace(p *profile.Profile) ChromeTrace {
 			seenPID[t.pid] = true
 			tr.TraceEvents = append(tr.TraceEvents, ChromeEvent{
 				Name: "process_name", Ph: "M", PID: t.pid, TID: t.pid,
-				Args: map[string]string{"name": processName(p, t.pid, t.tid)},
+				Args: map[string]string{"name": p.ProcessName(t.pid, t.tid)},
 			})
 		}
 		tr.TraceEvents = append(tr.TraceEvents, ChromeEvent{
 			Name: "thread_name", Ph: "M", PID: t.pid, TID: t.tid,
-			Args: map[string]string{"name": threadName(p, t.tid)},
+			Args: map[string]string{"name": p.ThreadName(t.tid)},
 		})
 	}
 	org := origin(p)

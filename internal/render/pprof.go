@@ -74,7 +74,7 @@ func buildPprof(p *profile.Profile) *pprof.Profile {
 				Location: b.stack(s.Stack),
 				Value:    []int64{0, 0},
 				NumLabel: map[string][]int64{"pid": {int64(s.PID)}, "tid": {int64(s.TID)}},
-				Label:    map[string][]string{"comm": {threadName(p, s.TID)}},
+				Label:    map[string][]string{"comm": {p.ThreadName(s.TID)}},
 			}
 			merged[k] = ps
 			out.Sample = append(out.Sample, ps)

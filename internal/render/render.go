@@ -47,26 +47,6 @@ func defaultPeriod(p *profile.Profile) uint64 {
 	return 1
 }
 
-// threadName is the comm of thread tid, or "tid N".
-func threadName(p *profile.Profile, tid uint32) string {
-	if t, ok := p.Threads[tid]; ok && t.Comm != "" {
-		return t.Comm
-	}
-	return fmt.Sprintf("tid %d", tid)
-}
-
-// processName is the comm of the process's main thread (TID == PID), else
-// that of thread tid, else "pid N".
-func processName(p *profile.Profile, pid, tid uint32) string {
-	if t, ok := p.Threads[pid]; ok && t.Comm != "" {
-		return t.Comm
-	}
-	if t, ok := p.Threads[tid]; ok && t.Comm != "" {
-		return t.Comm
-	}
-	return fmt.Sprintf("pid %d", pid)
-}
-
 // commandName names the profile: the recorded command or attached process.
 func commandName(p *profile.Profile) string {
 	for _, m := range p.Metas {

@@ -81,7 +81,7 @@ func WriteSpeedscope(w io.Writer, p *profile.Profile) error {
 		if sp == nil {
 			sp = &ssProfile{
 				Type:       "sampled",
-				Name:       fmt.Sprintf("%s (pid %d, tid %d)", threadName(p, s.TID), s.PID, s.TID),
+				Name:       fmt.Sprintf("%s (pid %d, tid %d)", p.ThreadName(s.TID), s.PID, s.TID),
 				Unit:       "nanoseconds",
 				StartValue: s.Time - org,
 				Samples:    [][]int{},

@@ -125,36 +125,48 @@ func TestForkExecAndExitCode(t *testing.T) {
 		}
 	}
 
-	// The tree's processes, and the samples of one of them. A process is
-	// named by its comm (the first 15 bytes of the program's name); the child
-	// by the name it ends with.
+	// The tree's processes, and the samples of some of them. A process is
+	// named by its comm (the first 15 bytes of the program's name) at each
+	// sample: the child is forkexec until it execs hier.
 	comm := func(path string) string { b := filepath.Base(path); return b[:min(len(b), 15)] }
 	feComm, hierComm := comm(fe), comm(hier)
 	procs := flat(t, "--by", "process", out)
-	var parent, child string
+	pids := map[string][]string{}
 	sum := 0
 	for _, e := range procs.Entries {
 		sum += e.SelfSamples
-		switch {
-		case strings.HasPrefix(e.Name, feComm+"["):
-			parent = strings.TrimSuffix(strings.TrimPrefix(e.Name, feComm+"["), "]")
-		case strings.HasPrefix(e.Name, hierComm+"["):
-			child = strings.TrimSuffix(strings.TrimPrefix(e.Name, hierComm+"["), "]")
-		}
+		name, pid, _ := strings.Cut(strings.TrimSuffix(e.Name, "]"), "[")
+		pids[name] = append(pids[name], pid)
 	}
-	if parent == "" || child == "" || parent == child || sum != procs.Samples {
-		t.Fatalf("--by process: want %s[PID] and %s[PID] covering all %d samples, got %+v", feComm, hierComm, procs.Samples, procs.Entries)
+	if len(pids[feComm]) != 2 || len(pids[hierComm]) != 1 || len(procs.Entries) != 3 || sum != procs.Samples {
+		t.Fatalf("--by process: want %s[parent], %s[child] and %s[child] covering all %d samples, got %+v", feComm, feComm, hierComm, procs.Samples, procs.Entries)
+	}
+	child := pids[hierComm][0]
+	parent := pids[feComm][0]
+	if parent == child {
+		parent = pids[feComm][1]
+	}
+	if !slices.Contains(pids[feComm], child) {
+		t.Fatalf("the child %s is not also %s before its exec: %+v", child, feComm, procs.Entries)
 	}
 	only := flat(t, "--pid", parent, out)
 	if only.total("parent_spin") < 0.6 || only.total("child_spin") > 0 || only.total("worker") > 0 {
 		t.Errorf("--pid %s: want parent_spin only, got %+v", parent, only.Entries)
 	}
-	named := flat(t, "--comm", hierComm, out)
-	if named.total("child_spin") < 0.2 || named.total("worker") < 0.2 || named.total("parent_spin") > 0 {
-		t.Errorf("--comm %s: want the child's samples, got %+v", hierComm, named.Entries)
+	kid := flat(t, "--pid", child, out)
+	if kid.total("child_spin") < 0.2 || kid.total("worker") < 0.2 || kid.total("parent_spin") > 0 {
+		t.Errorf("--pid %s: want child_spin and worker, got %+v", child, kid.Entries)
 	}
-	if named.Samples+only.Samples != f.Samples {
-		t.Errorf("--pid %s and --comm %s select %d + %d samples of %d", parent, hierComm, only.Samples, named.Samples, f.Samples)
+	named := flat(t, "--comm", hierComm, out)
+	if named.total("worker") < 0.9 || named.total("child_spin") > 0 || named.total("parent_spin") > 0 {
+		t.Errorf("--comm %s: want the samples after the exec, got %+v", hierComm, named.Entries)
+	}
+	before := flat(t, "--comm", feComm, out)
+	if before.total("parent_spin") < 0.1 || before.total("child_spin") < 0.1 || before.total("worker") > 0 {
+		t.Errorf("--comm %s: want the samples before the exec, got %+v", feComm, before.Entries)
+	}
+	if named.Samples+before.Samples != f.Samples || only.Samples+kid.Samples != f.Samples {
+		t.Errorf("selections do not add up to the %d samples: --comm %d + %d, --pid %d + %d", f.Samples, named.Samples, before.Samples, only.Samples, kid.Samples)
 	}
 	if _, errs, code := run(t, "report", "--pid", "4000000", out); code != 1 || !strings.Contains(errs, feComm+"["+parent+"]") {
 		t.Errorf("--pid of no sampled process: exit %d, want 1 and the processes listed\n%s", code, errs)

@@ -36,8 +36,9 @@ samples in each calling context of N frames, leaf first,
 e.g. "67.6%  worker <- dispatch_2 <- main".
 
 --by process (or thread) shows how the samples divide between the processes
-(threads) of the recorded tree, as comm[pid]; --pid, --tid and --comm keep
-the samples of some of them.
+(threads) of the recorded tree, as comm[pid], named as they were at each
+sample (a child that execs appears under its parent's name, then under the
+program it ran); --pid, --tid and --comm keep the samples of some of them.
 
 Several files are merged. --from and --to select a time window, counted from
 the first sample (e.g. --from 2s --to 3.5s). The file may still be being

@@ -101,7 +101,7 @@ type rowKey struct{ name, object string }
 //
 // Under ByProcess and ByThread the rows are the samples' processes
 // ("comm[pid]") or threads ("comm[tid]"), self and total both counting the
-// samples taken in them.
+// samples taken in them; a process that execs has a row per program.
 func (p *Profile) Flat(g Grouping) Flat {
 	fl := Flat{Samples: len(p.Samples), Lost: p.Lost, Throttled: p.Throttled, Grouping: g}
 	if !g.PerFrame() {
@@ -152,25 +152,29 @@ func (p *Profile) Flat(g Grouping) Flat {
 }
 
 // taskRows counts the samples of each process (or, with threads, of each
-// thread), named "comm[pid]" ("comm[tid]").
+// thread), named "comm[pid]" ("comm[tid]") by the name it had at the sample:
+// a process that execs has a row per program it ran.
 func (p *Profile) taskRows(threads bool) []FlatRow {
-	counts := map[[2]uint32]int{}
+	type key struct {
+		id   uint32
+		name string
+	}
+	counts := map[key]int{}
 	for _, s := range p.Samples {
-		k := [2]uint32{s.PID, s.PID}
+		k := key{s.PID, ""}
 		if threads {
-			k[1] = s.TID
+			k = key{s.TID, p.ThreadNameAt(s.TID, s.Time)}
+		} else {
+			k.name = p.ProcessNameAt(s.PID, s.TID, s.Time)
 		}
 		counts[k]++
 	}
 	N := len(p.Samples)
 	rows := make([]FlatRow, 0, len(counts))
 	for k, n := range counts {
-		name := fmt.Sprintf("%s[%d]", p.ProcessName(k[0], k[1]), k[0])
-		if threads {
-			name = fmt.Sprintf("%s[%d]", p.ThreadName(k[1]), k[1])
-		}
 		f, e := frac(n, N), Err(n, N)
-		rows = append(rows, FlatRow{Name: name, Self: n, Total: n, SelfFrac: f, TotalFrac: f, SelfErr: e, TotalErr: e})
+		rows = append(rows, FlatRow{Name: fmt.Sprintf("%s[%d]", k.name, k.id), Self: n, Total: n,
+			SelfFrac: f, TotalFrac: f, SelfErr: e, TotalErr: e})
 	}
 	sortRows(rows)
 	return rows

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/culprit-dev/culprit/internal/recording"
 )
 
 // Frame indexes of the hand-built profile.
@@ -477,5 +479,48 @@ func TestApplyTasks(t *testing.T) {
 		if s, v := count(c.f); s != c.samples || v != c.value {
 			t.Errorf("%s: %d samples, %d values; want %d, %d", c.name, s, v, c.samples, c.value)
 		}
+	}
+}
+
+// A process that forks a child which execs: the child is named as its parent
+// until its exec, whatever the order the records came in.
+func TestNamesOverTime(t *testing.T) {
+	p := &Profile{Threads: map[uint32]Thread{}}
+	n := naming{
+		// The exec comm came before the fork record (another CPU's ring).
+		comms: []nameEvent{{time: 50, pid: 2, tid: 2, name: "tool"}, {time: 1, pid: 1, tid: 1, name: "sh"}, {time: 70, pid: 2, tid: 2, name: "tool"}},
+		forks: []recording.Task{{Time: 20, PID: 2, PPID: 1, TID: 2, PTID: 1}, {Time: 30, PID: 2, PPID: 2, TID: 3, PTID: 2}},
+	}
+	n.resolve(p)
+	for _, c := range []struct {
+		tid  uint32
+		t    uint64
+		want string
+	}{{1, 0, "sh"}, {1, 100, "sh"}, {2, 10, "sh"}, {2, 49, "sh"}, {2, 50, "tool"}, {2, 100, "tool"},
+		{3, 40, "sh"}, {3, 60, "sh"}, {9, 5, "tid 9"}} {
+		if got := p.ThreadNameAt(c.tid, c.t); got != c.want {
+			t.Errorf("ThreadNameAt(%d, %d) = %q, want %q", c.tid, c.t, got, c.want)
+		}
+	}
+	// Thread 3 forked before the exec keeps its name; exec would have ended it.
+	if got := p.ProcessNameAt(2, 3, 60); got != "tool" {
+		t.Errorf("ProcessNameAt(2, 3, 60) = %q", got)
+	}
+	if p.Threads[2].Comm != "tool" || p.Threads[1].Comm != "sh" || len(p.names[2]) != 2 || p.renamed(1) {
+		t.Errorf("threads %+v names %+v", p.Threads, p.names)
+	}
+	p.Samples = []Sample{{Time: 10, PID: 1, TID: 1}, {Time: 40, PID: 2, TID: 2}, {Time: 60, PID: 2, TID: 2}, {Time: 61, PID: 2, TID: 2}}
+	var rows []string
+	for _, r := range p.Flat(ByProcess).Rows {
+		rows = append(rows, fmt.Sprintf("%s=%d", r.Name, r.Self))
+	}
+	if got := strings.Join(rows, " "); got != "tool[2]=2 sh[1]=1 sh[2]=1" {
+		t.Errorf("by process: %s", got)
+	}
+	if q := p.Apply(Filter{Comms: []string{"sh"}}); len(q.Samples) != 2 || q.ProcessNameAt(2, 2, 40) != "sh" {
+		t.Errorf("--comm sh kept %+v", q.Samples)
+	}
+	if q := p.Apply(Filter{Comms: []string{"tool"}}); len(q.Samples) != 2 {
+		t.Errorf("--comm tool kept %+v", q.Samples)
 	}
 }

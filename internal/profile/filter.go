@@ -178,8 +178,9 @@ type Filter struct {
 	AllEvents bool
 	// PIDs, TIDs and Comms, when not empty, keep only the samples (and
 	// values) of those processes, of those threads, and of threads whose
-	// own name or whose process's name is one of Comms. A sample must pass
-	// each of the three that is set.
+	// own name or whose process's name was one of Comms when the sample was
+	// taken (a process that execs changes names). A sample must pass each
+	// of the three that is set.
 	PIDs  []uint32
 	TIDs  []uint32
 	Comms []string
@@ -188,21 +189,28 @@ type Filter struct {
 // selectsTasks reports whether f selects by process, thread or name.
 func (f Filter) selectsTasks() bool { return len(f.PIDs)+len(f.TIDs)+len(f.Comms) > 0 }
 
-// taskSelector returns whether a sample of pid and tid passes f's PIDs, TIDs
-// and Comms, deciding once per thread.
-func (p *Profile) taskSelector(f Filter) func(pid, tid uint32) bool {
+// taskSelector returns whether a sample of pid and tid at time t passes f's
+// PIDs, TIDs and Comms; names are those the thread and its process had at t.
+func (p *Profile) taskSelector(f Filter) func(pid, tid uint32, t uint64) bool {
 	if !f.selectsTasks() {
-		return func(uint32, uint32) bool { return true }
+		return func(uint32, uint32, uint64) bool { return true }
 	}
-	memo := map[[2]uint32]bool{}
-	return func(pid, tid uint32) bool {
+	named := func(pid, tid uint32, t uint64) bool {
+		return len(f.Comms) == 0 || slices.Contains(f.Comms, p.ThreadNameAt(tid, t)) ||
+			slices.Contains(f.Comms, p.ProcessNameAt(pid, tid, t))
+	}
+	memo := map[[2]uint32]bool{} // for threads whose names did not change
+	return func(pid, tid uint32, t uint64) bool {
+		if len(f.PIDs) > 0 && !slices.Contains(f.PIDs, pid) || len(f.TIDs) > 0 && !slices.Contains(f.TIDs, tid) {
+			return false
+		}
+		if p.renamed(tid) || p.renamed(pid) {
+			return named(pid, tid, t)
+		}
 		k := [2]uint32{pid, tid}
 		ok, done := memo[k]
 		if !done {
-			ok = (len(f.PIDs) == 0 || slices.Contains(f.PIDs, pid)) &&
-				(len(f.TIDs) == 0 || slices.Contains(f.TIDs, tid)) &&
-				(len(f.Comms) == 0 || slices.Contains(f.Comms, p.Threads[tid].Comm) ||
-					slices.Contains(f.Comms, p.Threads[pid].Comm))
+			ok = named(pid, tid, t)
 			memo[k] = ok
 		}
 		return ok
@@ -241,6 +249,7 @@ func (p *Profile) Apply(f Filter) *Profile {
 	q := &Profile{
 		Frames:    p.Frames,
 		Threads:   p.Threads,
+		names:     p.names,
 		Lost:      p.Lost,
 		Throttled: p.Throttled,
 		Metas:     p.Metas,
@@ -259,7 +268,7 @@ func (p *Profile) Apply(f Filter) *Profile {
 	}
 	selected := p.taskSelector(f)
 	for _, v := range p.Values {
-		if inWindow(v.Time) && selected(v.PID, v.TID) {
+		if inWindow(v.Time) && selected(v.PID, v.TID, v.Time) {
 			q.Values = append(q.Values, v)
 		}
 	}
@@ -307,7 +316,7 @@ func (p *Profile) Apply(f Filter) *Profile {
 		if !f.AllEvents && s.Event != recording.EventCPU {
 			continue
 		}
-		if !inWindow(s.Time) || !selected(s.PID, s.TID) {
+		if !inWindow(s.Time) || !selected(s.PID, s.TID, s.Time) {
 			continue
 		}
 		ns := newStack(s.Stack)

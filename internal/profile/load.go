@@ -80,6 +80,7 @@ type loader struct {
 	syms     map[uint32][]recording.Symbol   // Symbol records by pid (0: all), sorted after reading
 	vsrc     map[recording.ValueSource]int32 // value source (ID cleared) → index
 	vpcs     valuePCs                        // value PCs symbolized so far (lines.go)
+	names    naming                          // comm and fork records, resolved at the end
 }
 
 // Load reads recordings and builds a symbolized Profile. Damaged or
@@ -111,6 +112,7 @@ func Load(paths []string, o LoadOptions) (*Profile, error) {
 			return nil, err
 		}
 	}
+	l.names.resolve(l.p)
 	l.ktab = symbol.NewKernelTable(l.ksyms)
 	for _, list := range l.syms {
 		sort.Slice(list, func(i, j int) bool { return list[i].Addr < list[j].Addr })
@@ -191,6 +193,7 @@ func (l *loader) readFile(idx int, path string, records *int, progress func(int)
 				l.spaces[v.PID] = l.newSpace(nil)
 			}
 			l.p.Threads[v.TID] = Thread{PID: v.PID, TID: v.TID, Comm: v.Name}
+			l.names.comms = append(l.names.comms, nameEvent{v.Time, v.PID, v.TID, v.Name})
 		case *recording.Task:
 			if !v.Exit && v.PID != v.PPID {
 				if parent, ok := l.spaces[v.PPID]; ok {
@@ -198,9 +201,10 @@ func (l *loader) readFile(idx int, path string, records *int, progress func(int)
 				}
 			}
 			if !v.Exit {
+				l.names.forks = append(l.names.forks, *v)
 				if _, ok := l.p.Threads[v.TID]; !ok {
-					t := l.p.Threads[v.PTID]
-					l.p.Threads[v.TID] = Thread{PID: v.PID, TID: v.TID, Comm: t.Comm}
+					// Named as its parent is at the fork.
+					l.p.Threads[v.TID] = Thread{PID: v.PID, TID: v.TID, Comm: l.p.Threads[v.PTID].Comm}
 				}
 			}
 		case *recording.Stack:

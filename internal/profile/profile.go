@@ -7,8 +7,10 @@
 package profile
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 
 	"github.com/culprit-dev/culprit/internal/recording"
 )
@@ -122,4 +124,102 @@ type Profile struct {
 	Values       []Value // ordered by time
 	// StartTime is the smallest sample time, used as the origin of --from/--to.
 	StartTime uint64
+	// names holds, per thread that was ever renamed (exec, prctl), its
+	// names in time order, the first from time 0; Threads has the last one.
+	names map[uint32][]timedName
 }
+
+// timedName is a thread's name from Time on.
+type timedName struct {
+	Time uint64
+	Name string
+}
+
+// naming is what a recording says of threads' names: comm records (exec,
+// prctl) and forks, whose child starts with its parent's name. Rings are
+// drained CPU by CPU, so these come only roughly in time order; Load
+// collects them and resolve sorts them out.
+type naming struct {
+	comms []nameEvent
+	forks []recording.Task
+}
+
+type nameEvent struct {
+	time     uint64
+	pid, tid uint32
+	name     string
+}
+
+// resolve sets p.names, the history of every thread whose name changed, and
+// each thread's last name in p.Threads. Forks are taken in time order, so
+// that a parent's name at the fork is known when its child inherits it.
+func (n *naming) resolve(p *Profile) {
+	hist := map[uint32][]timedName{}
+	slices.SortStableFunc(n.comms, func(a, b nameEvent) int { return cmp.Compare(a.time, b.time) })
+	for _, c := range n.comms {
+		hist[c.tid] = append(hist[c.tid], timedName{c.time, c.name})
+	}
+	nameAt := func(tid uint32, t uint64) string {
+		h := hist[tid]
+		i, _ := slices.BinarySearchFunc(h, t+1, func(n timedName, t uint64) int { return cmp.Compare(n.Time, t) })
+		if i == 0 {
+			return ""
+		}
+		return h[i-1].Name
+	}
+	slices.SortStableFunc(n.forks, func(a, b recording.Task) int { return cmp.Compare(a.Time, b.Time) })
+	for _, f := range n.forks {
+		if f.TID == f.PTID {
+			continue
+		}
+		name := nameAt(f.PTID, f.Time)
+		if name == "" {
+			continue
+		}
+		if h := hist[f.TID]; len(h) == 0 || h[0].Time > f.Time {
+			hist[f.TID] = append([]timedName{{f.Time, name}}, h...)
+		}
+	}
+	for tid, h := range hist {
+		// Consecutive equal names are one; the first name holds from the start.
+		h = slices.CompactFunc(h, func(a, b timedName) bool { return a.Name == b.Name })
+		h[0].Time = 0
+		th := p.Threads[tid]
+		th.TID, th.Comm = tid, h[len(h)-1].Name
+		if th.PID == 0 {
+			th.PID = tid
+		}
+		p.Threads[tid] = th
+		if len(h) > 1 {
+			if p.names == nil {
+				p.names = map[uint32][]timedName{}
+			}
+			p.names[tid] = h
+		}
+	}
+}
+
+// ThreadNameAt is the name thread tid had at time t (its first name before
+// any rename was recorded), or "tid N" when not known.
+func (p *Profile) ThreadNameAt(tid uint32, t uint64) string {
+	if h := p.names[tid]; len(h) > 0 {
+		i, _ := slices.BinarySearchFunc(h, t+1, func(n timedName, t uint64) int { return cmp.Compare(n.Time, t) })
+		return h[max(i-1, 0)].Name
+	}
+	return p.ThreadName(tid)
+}
+
+// ProcessNameAt is ProcessName at time t: a process that execs is named
+// after each program it ran, in turn.
+func (p *Profile) ProcessNameAt(pid, tid uint32, t uint64) string {
+	if th, ok := p.Threads[pid]; ok && th.Comm != "" {
+		return p.ThreadNameAt(pid, t)
+	}
+	if th, ok := p.Threads[tid]; ok && th.Comm != "" {
+		return p.ThreadNameAt(tid, t)
+	}
+	return fmt.Sprintf("pid %d", pid)
+}
+
+// renamed reports whether thread tid has had more than one name.
+func (p *Profile) renamed(tid uint32) bool { return len(p.names[tid]) > 1 }

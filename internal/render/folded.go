@@ -34,7 +34,7 @@ func WriteFolded(w io.Writer, p *profile.Profile) error {
 		if !ok {
 			frames := stackFrames(p, s.Stack)
 			parts := make([]string, 0, len(frames)+1)
-			parts = append(parts, foldedName.Replace(p.ProcessName(s.PID, s.TID)))
+			parts = append(parts, foldedName.Replace(p.ProcessNameAt(s.PID, s.TID, s.Time)))
 			for i := len(frames) - 1; i >= 0; i-- {
 				name := foldedName.Replace(frames[i].Name())
 				if frames[i].Kernel {

@@ -74,7 +74,7 @@ func buildPprof(p *profile.Profile) *pprof.Profile {
 				Location: b.stack(s.Stack),
 				Value:    []int64{0, 0},
 				NumLabel: map[string][]int64{"pid": {int64(s.PID)}, "tid": {int64(s.TID)}},
-				Label:    map[string][]string{"comm": {p.ThreadName(s.TID)}},
+				Label:    map[string][]string{"comm": {p.ThreadNameAt(s.TID, s.Time)}},
 			}
 			merged[k] = ps
 			out.Sample = append(out.Sample, ps)

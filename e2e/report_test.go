@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"math"
 	"os"
 	"os/exec"
@@ -159,5 +160,66 @@ func TestDemoAndVersion(t *testing.T) {
 	v := mustRun(t, "version")
 	if !strings.HasPrefix(v, "culprit ") || !strings.Contains(v, "recording format 1.") {
 		t.Errorf("version: %q", v)
+	}
+}
+
+// diff compares two runs of a program rebuilt under another name, in which
+// phase_two takes three times as long: its share grows beyond noise, its CPU
+// time triples, and phase_one keeps its CPU time while its share shrinks.
+func TestDiff(t *testing.T) {
+	testutil.NeedRoot(t)
+	v1 := testutil.C(t, "phases", []string{"phases.c"}, "-O2", "-g")
+	v2 := testutil.C(t, "phases", []string{"phases.c"}, "-O1", "-g")
+	base, cur := rec(t), rec(t)
+	mustRun(t, "record", "-o", base, "--", v1, "0.3", "0.3")
+	mustRun(t, "record", "-o", cur, "--", v2, "0.3", "0.9")
+	var d struct {
+		Base, New struct {
+			Samples int    `json:"samples"`
+			CPUNs   uint64 `json:"cpu_ns"`
+		}
+		RankedBy string `json:"ranked_by"`
+		Entries  []struct {
+			Name      string `json:"name"`
+			Object    string `json:"object"`
+			Base, New struct {
+				SelfSamples int    `json:"self_samples"`
+				TotalCPUNs  uint64 `json:"total_cpu_ns"`
+			}
+			TotalChange float64 `json:"total_change"`
+			Significant bool    `json:"significant"`
+		} `json:"entries"`
+	}
+	out := mustRun(t, "diff", "--total", "--kernel", "exclude", "--format", "json", base, cur)
+	if err := json.Unmarshal([]byte(out), &d); err != nil {
+		t.Fatalf("diff JSON: %v\n%s", err, out)
+	}
+	if d.RankedBy != "total" || d.Base.Samples < 400 || d.New.Samples < 2*d.Base.Samples*8/10 || d.New.CPUNs < d.Base.CPUNs*16/10 {
+		t.Fatalf("runs: %+v %+v ranked by %q", d.Base, d.New, d.RankedBy)
+	}
+	if len(d.Entries) < 2 || d.Entries[0].Name != "phase_one" && d.Entries[0].Name != "phase_two" {
+		t.Fatalf("want the phases ranked first: %+v", d.Entries)
+	}
+	for _, e := range d.Entries[:2] {
+		ratio := float64(e.New.TotalCPUNs) / float64(e.Base.TotalCPUNs)
+		if !strings.Contains(e.Object, " → ") || !e.Significant {
+			t.Errorf("%s: object %q (want the two builds' names joined by →), significant %v", e.Name, e.Object, e.Significant)
+		}
+		switch e.Name {
+		case "phase_two":
+			if e.TotalChange < 0.15 || ratio < 2.3 || ratio > 3.8 {
+				t.Errorf("phase_two: share change %+.2f, CPU time ×%.2f; want about +0.25 and ×3", e.TotalChange, ratio)
+			}
+		case "phase_one":
+			if e.TotalChange > -0.15 || ratio < 0.75 || ratio > 1.33 {
+				t.Errorf("phase_one: share change %+.2f, CPU time ×%.2f; want about −0.25 and ×1", e.TotalChange, ratio)
+			}
+		}
+	}
+	if text := mustRun(t, "diff", base, cur); !strings.Contains(text, "phase_two [") || !strings.Contains(text, "* the change exceeds") {
+		t.Errorf("text diff:\n%s", text)
+	}
+	if _, errs, code := run(t, "diff", base); code != 2 || !strings.Contains(errs, "two recordings") {
+		t.Errorf("diff with one file: exit %d\n%s", code, errs)
 	}
 }

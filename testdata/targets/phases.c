@@ -1,5 +1,6 @@
 /* Two phases of CPU time: phase_one for argv[1] CPU seconds (default 0.6),
- * then phase_two for as long, so time windows can select one of them. */
+ * then phase_two for argv[2] seconds (default as long), so time windows can
+ * select one of them and two runs can differ in one phase. */
 #include <stdlib.h>
 #include <time.h>
 
@@ -26,6 +27,6 @@ __attribute__((noinline)) void phase_two(double secs) {
 int main(int argc, char **argv) {
 	double secs = argc > 1 ? atof(argv[1]) : 0.6;
 	phase_one(secs);
-	phase_two(secs);
+	phase_two(argc > 2 ? atof(argv[2]) : secs);
 	return 0;
 }

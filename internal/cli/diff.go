@@ -1,0 +1,78 @@
+package cli
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/culprit-dev/culprit/internal/analysis/flatdiff"
+	"github.com/culprit-dev/culprit/internal/profile"
+	"github.com/culprit-dev/culprit/internal/render"
+)
+
+func newDiff() *cobra.Command {
+	var (
+		ff      filterFlags
+		by      string
+		byTotal bool
+		format  string
+		top     int
+	)
+	c := &cobra.Command{
+		Use:   "diff [flags] BASE NEW",
+		Short: "Compare where the time went in two recordings (what grew, what shrank)",
+		Long: `Diff compares the flat profiles of two recordings, a base run and a new one
+(two versions of a program, or two inputs), as perf diff and pprof -diff_base
+do. For each function (or line, object, process, thread) it prints its share
+of the samples in each run, the change in percentage points with a ±2σ error,
+and the CPU time it stood for in each run.
+
+Rows are ranked by the size of the change of self share (--total: of total
+share, callees included). A change marked * exceeds two standard deviations
+of sampling noise: sqrt(p1(1−p1)/N1 + p2(1−p2)/N2) for shares p1, p2 of N1,
+N2 samples. A function whose program was rebuilt under another name (prog-v1,
+prog-v2) is one row, its object shown as "prog-v1 → prog-v2".
+
+--kernel, --from, --to, --pid, --tid and --comm apply to both recordings.`,
+		Example: `  culprit diff before.rec after.rec
+  culprit diff --total --top 10 v1.rec v2.rec
+  culprit diff --by object --format json base.rec new.rec`,
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) != 2 {
+				return usagef("diff takes two recordings, BASE and NEW (got %d)", len(args))
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			g, err := profile.ParseGrouping(by)
+			if err != nil {
+				return usageError{err}
+			}
+			if format != "text" && format != "json" {
+				return usagef("unknown format %q: use text or json", format)
+			}
+			if top < 0 {
+				return usagef("--top takes a positive number")
+			}
+			base, err := ff.load(args[:1], c.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			cur, err := ff.load(args[1:], c.ErrOrStderr())
+			if err != nil {
+				return err
+			}
+			d := flatdiff.Compare(base, cur, g, byTotal)
+			if format == "json" {
+				return render.DiffJSON(c.OutOrStdout(), d, args[0], args[1], append(base.Warnings, cur.Warnings...))
+			}
+			return render.DiffText(c.OutOrStdout(), d, args[0], args[1], top)
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&by, "by", "function", "group samples by function, line, object, process or thread")
+	f.BoolVar(&byTotal, "total", false, "compare and rank by total share (callees included) instead of self")
+	ff.register(f)
+	f.StringVar(&format, "format", "text", "output format: text or json")
+	f.IntVar(&top, "top", 30, "rows to print in text output (0: all)")
+	f.SortFlags = false
+	return c
+}

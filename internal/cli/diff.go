@@ -4,7 +4,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/culprit-dev/culprit/internal/analysis/flatdiff"
-	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/render"
 )
 
@@ -42,12 +41,9 @@ prog-v2) is one row, its object shown as "prog-v1 → prog-v2".
 			return nil
 		},
 		RunE: func(c *cobra.Command, args []string) error {
-			g, err := profile.ParseGrouping(by)
+			g, err := groupingAndFormat(by, format)
 			if err != nil {
-				return usageError{err}
-			}
-			if format != "text" && format != "json" {
-				return usagef("unknown format %q: use text or json", format)
+				return err
 			}
 			if top < 0 {
 				return usagef("--top takes a positive number")

@@ -173,3 +173,15 @@ func loadProfile(paths []string, stderr io.Writer) (*profile.Profile, error) {
 	}
 	return p, nil
 }
+
+// groupingAndFormat checks the --by and --format flags of report and diff.
+func groupingAndFormat(by, format string) (profile.Grouping, error) {
+	g, err := profile.ParseGrouping(by)
+	if err != nil {
+		return g, usageError{err}
+	}
+	if format != "text" && format != "json" {
+		return g, usagef("unknown format %q: use text or json", format)
+	}
+	return g, nil
+}

@@ -9,7 +9,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/culprit-dev/culprit/internal/analysis/exprs"
-	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/render"
 )
 
@@ -50,12 +49,9 @@ written: report shows everything up to the last complete record.`,
   culprit report --callers 3 run1.rec run2.rec
   culprit report --kernel exclude --from 1s --to 2s --format json`,
 		RunE: func(c *cobra.Command, args []string) error {
-			g, err := profile.ParseGrouping(by)
+			g, err := groupingAndFormat(by, format)
 			if err != nil {
-				return usageError{err}
-			}
-			if format != "text" && format != "json" {
-				return usagef("unknown format %q: use text or json", format)
+				return err
 			}
 			if callers < 0 || top < 0 {
 				return usagef("--callers and --top take a positive number")

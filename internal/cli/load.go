@@ -15,7 +15,8 @@ import (
 	"github.com/culprit-dev/culprit/internal/profile"
 )
 
-// filterFlags are the flags that select samples, shared by report and export.
+// filterFlags are the flags that select samples, shared by report, diff,
+// export, latency and contexts.
 type filterFlags struct {
 	kernel     string
 	from, to   string

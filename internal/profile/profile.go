@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math"
 	"slices"
+	"sort"
 
 	"github.com/culprit-dev/culprit/internal/recording"
 )
@@ -72,24 +73,14 @@ func (v Value) Float64() float64 {
 	return math.NaN()
 }
 
-// ThreadName is the name (comm) of thread tid, or "tid N" when not known.
-func (p *Profile) ThreadName(tid uint32) string {
-	if t, ok := p.Threads[tid]; ok && t.Comm != "" {
-		return t.Comm
-	}
-	return fmt.Sprintf("tid %d", tid)
-}
+// ThreadName is the last name (comm) of thread tid, or "tid N" when not
+// known.
+func (p *Profile) ThreadName(tid uint32) string { return p.ThreadNameAt(tid, math.MaxUint64) }
 
-// ProcessName is the name of process pid: the comm of its main thread (TID ==
-// PID), else that of its thread tid, else "pid N".
+// ProcessName is the last name of process pid: the comm of its main thread
+// (TID == PID), else that of its thread tid, else "pid N".
 func (p *Profile) ProcessName(pid, tid uint32) string {
-	if t, ok := p.Threads[pid]; ok && t.Comm != "" {
-		return t.Comm
-	}
-	if t, ok := p.Threads[tid]; ok && t.Comm != "" {
-		return t.Comm
-	}
-	return fmt.Sprintf("pid %d", pid)
+	return p.ProcessNameAt(pid, tid, math.MaxUint64)
 }
 
 // Thread is what is known of a thread.
@@ -159,21 +150,13 @@ func (n *naming) resolve(p *Profile) {
 	for _, c := range n.comms {
 		hist[c.tid] = append(hist[c.tid], timedName{c.time, c.name})
 	}
-	nameAt := func(tid uint32, t uint64) string {
-		h := hist[tid]
-		i, _ := slices.BinarySearchFunc(h, t+1, func(n timedName, t uint64) int { return cmp.Compare(n.Time, t) })
-		if i == 0 {
-			return ""
-		}
-		return h[i-1].Name
-	}
 	slices.SortStableFunc(n.forks, func(a, b recording.Task) int { return cmp.Compare(a.Time, b.Time) })
 	for _, f := range n.forks {
 		if f.TID == f.PTID {
 			continue
 		}
-		name := nameAt(f.PTID, f.Time)
-		if name == "" {
+		name, ok := nameAt(hist[f.PTID], f.Time)
+		if !ok {
 			continue
 		}
 		if h := hist[f.TID]; len(h) == 0 || h[0].Time > f.Time {
@@ -199,14 +182,26 @@ func (n *naming) resolve(p *Profile) {
 	}
 }
 
+// nameAt is the name in history h (time order) at time t: the last one from
+// t or earlier; false when h has none.
+func nameAt(h []timedName, t uint64) (string, bool) {
+	i := sort.Search(len(h), func(i int) bool { return h[i].Time > t })
+	if i == 0 {
+		return "", false
+	}
+	return h[i-1].Name, true
+}
+
 // ThreadNameAt is the name thread tid had at time t (its first name before
 // any rename was recorded), or "tid N" when not known.
 func (p *Profile) ThreadNameAt(tid uint32, t uint64) string {
-	if h := p.names[tid]; len(h) > 0 {
-		i, _ := slices.BinarySearchFunc(h, t+1, func(n timedName, t uint64) int { return cmp.Compare(n.Time, t) })
-		return h[max(i-1, 0)].Name
+	if name, ok := nameAt(p.names[tid], t); ok {
+		return name
 	}
-	return p.ThreadName(tid)
+	if th, ok := p.Threads[tid]; ok && th.Comm != "" {
+		return th.Comm
+	}
+	return fmt.Sprintf("tid %d", tid)
 }
 
 // ProcessNameAt is ProcessName at time t: a process that execs is named

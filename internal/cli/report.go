@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/culprit-dev/culprit/internal/analysis/exprs"
+	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/render"
 )
 
@@ -21,6 +23,8 @@ func newReport() *cobra.Command {
 		top     int
 		exprsOn bool
 		stat    string
+		list    string
+		srcPath string
 	)
 	c := &cobra.Command{
 		Use:   "report [flags] [FILE...]",
@@ -39,6 +43,12 @@ e.g. "67.6%  worker <- dispatch_2 <- main".
 sample (a child that execs appears under its parent's name, then under the
 program it ran); --pid, --tid and --comm keep the samples of some of them.
 
+With --list REGEX it prints, for each function whose name matches, its
+source lines with the self and total share of all samples at each line (as
+pprof -list and perf annotate do); a call site's total includes the calls it
+makes, inlined or not. Sources are read where the debug information says
+they were compiled, or under the directories of --source-path.
+
 Several files are merged. --from and --to select a time window, counted from
 the first sample (e.g. --from 2s --to 3.5s). The file may still be being
 written: report shows everything up to the last complete record.`,
@@ -46,6 +56,8 @@ written: report shows everything up to the last complete record.`,
   culprit report --by line --top 20
   culprit report --by process
   culprit report --comm make --callers 4
+  culprit report --list worker
+  culprit report --list 'parse_.*' --source-path ~/src/app
   culprit report --callers 3 run1.rec run2.rec
   culprit report --kernel exclude --from 1s --to 2s --format json`,
 		RunE: func(c *cobra.Command, args []string) error {
@@ -55,6 +67,15 @@ written: report shows everything up to the last complete record.`,
 			}
 			if callers < 0 || top < 0 {
 				return usagef("--callers and --top take a positive number")
+			}
+			var listRE *regexp.Regexp
+			if list != "" {
+				if listRE, err = regexp.Compile(list); err != nil {
+					return usagef("--list %q: %v", list, err)
+				}
+				if callers > 0 || exprsOn || c.Flags().Changed("by") {
+					return usagef("--list shows the lines of functions: it does not combine with --by, --callers or --exprs")
+				}
 			}
 			if callers > 0 && !g.PerFrame() {
 				return usagef("--by %s gives a flat profile: for the calling contexts of one process or thread, select it with --pid, --tid or --comm", g)
@@ -83,6 +104,17 @@ written: report shows everything up to the last complete record.`,
 			}
 			extra := render.JSONExtra{Sources: p.Sources, Warnings: p.Warnings,
 				Lost: p.Lost, Throttled: p.Throttled, Grouping: g.String()}
+			if listRE != nil {
+				ls := p.Listings(listRE)
+				if len(ls) == 0 && len(p.Samples) > 0 {
+					return fmt.Errorf("no sampled function matches --list %q: the busiest are %s", list, strings.Join(busiest(p, 5), ", "))
+				}
+				read := sourceReader(srcPath)
+				if format == "json" {
+					return render.ListingJSON(out, ls, len(p.Samples), read, extra)
+				}
+				return render.ListingText(out, ls, len(p.Samples), read, top)
+			}
 			if callers > 0 {
 				rows := p.Callers(g, callers)
 				if format == "json" {
@@ -100,11 +132,13 @@ written: report shows everything up to the last complete record.`,
 	f := c.Flags()
 	f.StringVar(&by, "by", "function", "group samples by function, line, object, process or thread")
 	f.IntVar(&callers, "callers", 0, "show calling contexts of N frames (leaf <- caller <- ...) instead of a flat profile")
+	f.StringVar(&list, "list", "", "show the source lines of the functions matching this regular expression, with the samples at each")
+	f.StringVar(&srcPath, "source-path", "", "with --list: directories to look for source files in (colon-separated)")
 	ff.register(f)
 	f.BoolVar(&exprsOn, "exprs", false, "summarize the sampled expressions, counters and variables instead (recorded with --expr, --rules or --values)")
 	f.StringVar(&stat, "stat", "mean", "with --exprs: mean (count, missing, time-weighted mean, min, max, median), quantiles, hist or series")
 	f.StringVar(&format, "format", "text", "output format: text or json")
-	f.IntVar(&top, "top", 40, "rows to print in text output (0: all)")
+	f.IntVar(&top, "top", 40, "rows (with --list: functions) to print in text output (0: all)")
 	f.SortFlags = false
 	return c
 }
@@ -125,4 +159,15 @@ func parseOffset(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("negative offset")
 	}
 	return d, nil
+}
+
+// busiest names the n functions with the most samples of their own, with
+// their self share, e.g. "worker (66.2%)".
+func busiest(p *profile.Profile, n int) []string {
+	rows := p.Flat(profile.ByFunction).Rows
+	var out []string
+	for _, r := range rows[:min(n, len(rows))] {
+		out = append(out, fmt.Sprintf("%s (%.1f%%)", r.Name, 100*r.SelfFrac))
+	}
+	return out
 }

@@ -3,7 +3,7 @@
 # culprit record (fp and dwarf) and under perf record (-g and --call-graph
 # dwarf) at the same frequency, RUNS times interleaved; prints medians and
 # ratios to the bare run, and the median of each run's ratio to the bare
-# run of its round. Needs root, gcc and perf.
+# run of its round with a 95% confidence interval. Needs root, gcc and perf.
 #
 #   bench/overhead.sh [RUNS] [FREQ]
 #
@@ -51,15 +51,27 @@ median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR
 # The VM's speed drifts by a few percent over minutes; the ratio of each run
 # to the bare run of the same round cancels most of that drift, so the median
 # of those paired ratios is the steadier figure.
-paired() {
+ratios() {
 	paste -d' ' <(echo "${times[$1]}" | tr ' ' '\n' | grep -v '^$') <(echo "${times[bare]}" | tr ' ' '\n' | grep -v '^$') |
-		awk '{print ($1 / $2 - 1) * 100}' | median
+		awk '{print ($1 / $2 - 1) * 100}'
+}
+paired() { ratios "$1" | median; }
+# A distribution-free 95% confidence interval of the paired median: the order
+# statistics ⌈n/2 − 0.98·sqrt(n)⌉ and its mirror of the sorted ratios (the sign test's
+# interval; with fewer than 6 runs it is the whole range).
+pairedci() {
+	ratios "$1" | sort -g | awk '{a[NR]=$1} END {
+		lo = NR/2 - 0.98 * sqrt(NR); lo = (lo == int(lo)) ? lo : int(lo) + 1
+		if (lo < 1) lo = 1; hi = NR + 1 - lo
+		printf "%+.2f%%..%+.2f%%", a[lo], a[hi] }'
 }
 base=$(echo "${times[bare]}" | median)
-printf "%-14s %10s %10s %12s\n" config "median s" "vs bare" "paired"
+printf "%-14s %10s %10s %12s  %s\n" config "median s" "vs bare" "paired" "paired 95% CI"
 for name in "${order[@]}"; do
 	m=$(echo "${times[$name]}" | median)
-	printf "%-14s %10.3f %+9.1f%% %+11.2f%%\n" "$name" "$m" "$(echo "($m / $base - 1) * 100" | bc -l)" "$(paired "$name")"
+	ci=""
+	[[ $name == bare ]] || ci=$(pairedci "$name")
+	printf "%-14s %10.3f %+9.1f%% %+11.2f%%  %s\n" "$name" "$m" "$(echo "($m / $base - 1) * 100" | bc -l)" "$(paired "$name")" "$ci"
 done
 printf "\nfiles of the last run (bytes, samples, bytes per sample):\n"
 for f in culprit-fp.rec culprit-dwarf.rec perf-fp.data perf-dwarf.data; do

@@ -149,7 +149,7 @@ func TestDemoAndVersion(t *testing.T) {
 	if err != nil {
 		t.Fatalf("culprit demo: %v\n%s", err, out)
 	}
-	for _, want := range []string{"checksum", "large_request", "checksum <- large_request <- main", "flush_log"} {
+	for _, want := range []string{"checksum", "large_request", "checksum <- large_request <- main", "flush_log", "ROUTINE main in demo", "large_request();"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("demo output lacks %q:\n%s", want, out)
 		}

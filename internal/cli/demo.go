@@ -16,8 +16,8 @@ func newDemo() *cobra.Command {
 		Use:   "demo",
 		Short: "Record a bundled example program and show its report",
 		Long: `Demo compiles a small C program with the system's compiler, records it with
-culprit record, and prints the flat profile and the calling contexts, so a
-first run shows what culprit does. It keeps the recording in
+culprit record, and prints the flat profile, the calling contexts and main's source lines with
+the time below each, so a first run shows what culprit does. It keeps the recording in
 culprit-demo.rec for you to explore (culprit report --help).`,
 		Args: cobra.NoArgs,
 		RunE: func(c *cobra.Command, _ []string) error {
@@ -36,6 +36,7 @@ culprit-demo.rec for you to explore (culprit report --help).`,
 				{"record", "-o", rec, "--", bin},
 				{"report", "--top", "12", rec},
 				{"report", "--callers", "3", "--top", "6", rec},
+				{"report", "--list", "^main$", rec},
 			}
 			for _, args := range steps {
 				shown := append([]string{"culprit"}, args...)
@@ -49,7 +50,7 @@ culprit-demo.rec for you to explore (culprit report --help).`,
 					return err
 				}
 			}
-			fmt.Fprintf(out, "\nchecksum runs in both request kinds; the calling contexts show that\nlarge_request holds two thirds of it (it asks for twice the work). Explore further with:\n  culprit report --by line %s\n  culprit export --format pprof -o demo.pb.gz %s && go tool pprof -top demo.pb.gz\n", rec, rec)
+			fmt.Fprintf(out, "\nchecksum runs in both request kinds; the calling contexts show that\nlarge_request holds two thirds of it (it asks for twice the work), and main's\nlisting shows the time under each of its calls. Explore further with:\n  culprit report --by line %s\n  culprit export --format pprof -o demo.pb.gz %s && go tool pprof -top demo.pb.gz\n", rec, rec)
 			return nil
 		},
 	}

@@ -34,7 +34,7 @@ type listingJSON struct {
 	} `json:"listings"`
 }
 
-// TestList checks report --list on PCT's hierarchical program, built from a
+// TestList checks report --list (and --peek) on PCT's hierarchical program, built from a
 // copy of its source that is then moved: the listing finds it through
 // --source-path, puts worker's samples on its loop's two lines and main's on
 // its two calls, 1/3 and 2/3.
@@ -113,6 +113,38 @@ func TestList(t *testing.T) {
 	n := float64(m.TotalSamples)
 	if s1, s2 := float64(counts[call1][1])/n, float64(counts[call2][1])/n; s1 < 0.28 || s1 > 0.38 || s2 < 0.62 || s2 > 0.72 {
 		t.Errorf("main's calls: dispatch_1 %.2f, dispatch_2 %.2f of main's samples, want 1/3 and 2/3 within 5 points", s1, s2)
+	}
+
+	// --peek: worker's callers, 1/3 and 2/3 of its samples.
+	var pk struct {
+		Peeks []struct {
+			Function     string `json:"function"`
+			TotalSamples int    `json:"total_samples"`
+			Callers      []struct {
+				Name    string `json:"name"`
+				Samples int    `json:"samples"`
+			} `json:"callers"`
+		} `json:"peeks"`
+	}
+	js = mustRun(t, "report", "--peek", "^worker$", "--format", "json", out)
+	if err := json.Unmarshal([]byte(js), &pk); err != nil {
+		t.Fatalf("peek JSON: %v\n%s", err, js)
+	}
+	if len(pk.Peeks) != 1 || len(pk.Peeks[0].Callers) < 2 {
+		t.Fatalf("peek: %+v", pk)
+	}
+	share := map[string]float64{}
+	for _, c := range pk.Peeks[0].Callers {
+		share[c.Name] = float64(c.Samples) / float64(pk.Peeks[0].TotalSamples)
+	}
+	if s1, s2 := share["dispatch_1"], share["dispatch_2"]; s1 < 0.28 || s1 > 0.38 || s2 < 0.62 || s2 > 0.72 {
+		t.Errorf("worker's callers: %v, want dispatch_1 1/3 and dispatch_2 2/3 within 5 points", share)
+	}
+	if text := mustRun(t, "report", "--peek", "^dispatch_2$", out); !strings.Contains(text, "<- main") || !strings.Contains(text, "-> worker") {
+		t.Errorf("dispatch_2's neighbours:\n%s", text)
+	}
+	if _, errs, code := run(t, "report", "--peek", "worker", "--list", "worker", out); code != 2 {
+		t.Errorf("--peek with --list: exit %d, %s", code, errs)
 	}
 
 	// Errors: a bad expression is a usage error; nothing matching names the

@@ -157,6 +157,12 @@ func TestDemoAndVersion(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "culprit-demo.rec")); err != nil {
 		t.Errorf("demo recording not kept: %v", err)
 	}
+	// The program stays beside the recording: later reports name its frames.
+	later := exec.Command(culprit, "report", "--peek", "^checksum$", "culprit-demo.rec")
+	later.Dir = dir
+	if b, err := later.CombinedOutput(); err != nil || strings.Contains(string(b), "warning") || !strings.Contains(string(b), "<- large_request") {
+		t.Errorf("report on the demo's recording afterwards: %v\n%s", err, b)
+	}
 	v := mustRun(t, "version")
 	if !strings.HasPrefix(v, "culprit ") || !strings.Contains(v, "recording format 1.") {
 		t.Errorf("version: %q", v)

@@ -25,6 +25,7 @@ func newReport() *cobra.Command {
 		stat    string
 		list    string
 		srcPath string
+		peek    string
 	)
 	c := &cobra.Command{
 		Use:   "report [flags] [FILE...]",
@@ -49,6 +50,10 @@ pprof -list and perf annotate do); a call site's total includes the calls it
 makes, inlined or not. Sources are read where the debug information says
 they were compiled, or under the directories of --source-path.
 
+With --peek REGEX it prints, for each function whose name matches, the
+functions that called it and those it called, with the samples through each
+(pprof -peek).
+
 Several files are merged. --from and --to select a time window, counted from
 the first sample (e.g. --from 2s --to 3.5s). The file may still be being
 written: report shows everything up to the last complete record.`,
@@ -58,6 +63,7 @@ written: report shows everything up to the last complete record.`,
   culprit report --comm make --callers 4
   culprit report --list worker
   culprit report --list 'parse_.*' --source-path ~/src/app
+  culprit report --peek '^malloc$'
   culprit report --callers 3 run1.rec run2.rec
   culprit report --kernel exclude --from 1s --to 2s --format json`,
 		RunE: func(c *cobra.Command, args []string) error {
@@ -68,13 +74,19 @@ written: report shows everything up to the last complete record.`,
 			if callers < 0 || top < 0 {
 				return usagef("--callers and --top take a positive number")
 			}
-			var listRE *regexp.Regexp
-			if list != "" {
-				if listRE, err = regexp.Compile(list); err != nil {
-					return usagef("--list %q: %v", list, err)
+			var listRE, peekRE *regexp.Regexp
+			for _, x := range []struct {
+				flag, val string
+				re        **regexp.Regexp
+			}{{"list", list, &listRE}, {"peek", peek, &peekRE}} {
+				if x.val == "" {
+					continue
 				}
-				if callers > 0 || exprsOn || c.Flags().Changed("by") {
-					return usagef("--list shows the lines of functions: it does not combine with --by, --callers or --exprs")
+				if *x.re, err = regexp.Compile(x.val); err != nil {
+					return usagef("--%s %q: %v", x.flag, x.val, err)
+				}
+				if callers > 0 || exprsOn || c.Flags().Changed("by") || list != "" && peek != "" {
+					return usagef("--%s looks at functions: it does not combine with --by, --callers, --exprs or the other of --list and --peek", x.flag)
 				}
 			}
 			if callers > 0 && !g.PerFrame() {
@@ -104,6 +116,16 @@ written: report shows everything up to the last complete record.`,
 			}
 			extra := render.JSONExtra{Sources: p.Sources, Warnings: p.Warnings,
 				Lost: p.Lost, Throttled: p.Throttled, Grouping: g.String()}
+			if peekRE != nil {
+				pk := p.Peeks(peekRE)
+				if len(pk) == 0 && len(p.Samples) > 0 {
+					return fmt.Errorf("no sampled function matches --peek %q: the busiest are %s", peek, strings.Join(busiest(p, 5), ", "))
+				}
+				if format == "json" {
+					return render.PeekJSON(out, pk, len(p.Samples), extra)
+				}
+				return render.PeekText(out, pk, len(p.Samples), top)
+			}
 			if listRE != nil {
 				ls := p.Listings(listRE)
 				if len(ls) == 0 && len(p.Samples) > 0 {
@@ -134,11 +156,12 @@ written: report shows everything up to the last complete record.`,
 	f.IntVar(&callers, "callers", 0, "show calling contexts of N frames (leaf <- caller <- ...) instead of a flat profile")
 	f.StringVar(&list, "list", "", "show the source lines of the functions matching this regular expression, with the samples at each")
 	f.StringVar(&srcPath, "source-path", "", "with --list: directories to look for source files in (colon-separated)")
+	f.StringVar(&peek, "peek", "", "show the callers and callees of the functions matching this regular expression")
 	ff.register(f)
 	f.BoolVar(&exprsOn, "exprs", false, "summarize the sampled expressions, counters and variables instead (recorded with --expr, --rules or --values)")
 	f.StringVar(&stat, "stat", "mean", "with --exprs: mean (count, missing, time-weighted mean, min, max, median), quantiles, hist or series")
 	f.StringVar(&format, "format", "text", "output format: text or json")
-	f.IntVar(&top, "top", 40, "rows (with --list: functions) to print in text output (0: all)")
+	f.IntVar(&top, "top", 40, "rows (with --list or --peek: functions) to print in text output (0: all)")
 	f.SortFlags = false
 	return c
 }

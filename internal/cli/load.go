@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"strconv"
 	"strings"
 
@@ -22,6 +23,9 @@ type filterFlags struct {
 	from, to   string
 	pids, tids []string
 	comms      []string
+	focus      string
+	ignore     string
+	hide       string
 }
 
 // register adds the flags to a command's flag set.
@@ -32,6 +36,9 @@ func (f *filterFlags) register(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&f.pids, "pid", nil, "only these processes (comma-separated PIDs; report --by process lists them)")
 	fs.StringSliceVar(&f.tids, "tid", nil, "only these threads (comma-separated TIDs; report --by thread lists them)")
 	fs.StringSliceVar(&f.comms, "comm", nil, "only threads with these names, or of processes with these names (comma-separated)")
+	fs.StringVar(&f.focus, "focus", "", "only samples with a frame matching this regular expression (function name, or file:line)")
+	fs.StringVar(&f.ignore, "ignore", "", "drop the samples with a frame matching this regular expression")
+	fs.StringVar(&f.hide, "hide", "", "remove the frames matching this regular expression, charging their time to their callers")
 }
 
 // load reads the recordings (see loadProfile) and keeps the samples the
@@ -46,9 +53,18 @@ func (f *filterFlags) load(paths []string, stderr io.Writer) (*profile.Profile, 
 		return nil, err
 	}
 	q := p.Apply(flt)
-	if len(q.Samples) == 0 && len(p.Samples) > 0 && len(f.pids)+len(f.tids)+len(f.comms) > 0 {
-		return nil, fmt.Errorf("no samples of the selected %s: the recording has samples of %s",
-			selection(f), strings.Join(processList(p), ", "))
+	if len(q.Samples) > 0 || len(p.Samples) == 0 {
+		return q, nil
+	}
+	if len(f.pids)+len(f.tids)+len(f.comms) > 0 {
+		if tasks := p.Apply(profile.Filter{PIDs: flt.PIDs, TIDs: flt.TIDs, Comms: flt.Comms}); len(tasks.Samples) == 0 {
+			return nil, fmt.Errorf("no samples of the selected %s: the recording has samples of %s",
+				selection(f), strings.Join(processList(p), ", "))
+		}
+	}
+	if f.focus != "" || f.ignore != "" {
+		return nil, fmt.Errorf("no samples left after %s: the busiest functions are %s",
+			stackSelection(f), strings.Join(busiest(p, 5), ", "))
 	}
 	return q, nil
 }
@@ -65,6 +81,31 @@ func selection(f *filterFlags) string {
 		}
 	}
 	return strings.Join(parts, " and ")
+}
+
+// stackSelection describes the --focus and --ignore flags given.
+func stackSelection(f *filterFlags) string {
+	var parts []string
+	if f.focus != "" {
+		parts = append(parts, fmt.Sprintf("--focus %q", f.focus))
+	}
+	if f.ignore != "" {
+		parts = append(parts, fmt.Sprintf("--ignore %q", f.ignore))
+	}
+	return strings.Join(parts, " and ")
+}
+
+// busiest names the (at most n) functions with the most samples of their
+// own, with their self share, e.g. "worker (66.2%)".
+func busiest(p *profile.Profile, n int) []string {
+	var out []string
+	for _, r := range p.Flat(profile.ByFunction).Rows {
+		if len(out) == n || r.Self == 0 {
+			break
+		}
+		out = append(out, fmt.Sprintf("%s (%.1f%%)", r.Name, 100*r.SelfFrac))
+	}
+	return out
 }
 
 // processList names the processes with samples, most samples first, e.g.
@@ -124,6 +165,17 @@ func (f *filterFlags) filter() (profile.Filter, error) {
 	}
 	if out.TIDs, err = ids("tid", f.tids); err != nil {
 		return out, err
+	}
+	for _, x := range []struct {
+		flag, val string
+		re        **regexp.Regexp
+	}{{"focus", f.focus, &out.Focus}, {"ignore", f.ignore, &out.Ignore}, {"hide", f.hide, &out.Hide}} {
+		if x.val == "" {
+			continue
+		}
+		if *x.re, err = regexp.Compile(x.val); err != nil {
+			return out, usagef("--%s %q: %v", x.flag, x.val, err)
+		}
 	}
 	for _, c := range f.comms {
 		if c = strings.TrimSpace(c); c == "" {

@@ -10,7 +10,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/culprit-dev/culprit/internal/analysis/exprs"
-	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/render"
 )
 
@@ -54,6 +53,10 @@ With --peek REGEX it prints, for each function whose name matches, the
 functions that called it and those it called, with the samples through each
 (pprof -peek).
 
+--focus REGEX keeps the samples with a frame whose function (or file:line)
+matches, --ignore REGEX drops them, and --hide REGEX removes matching frames
+so that their time goes to their callers, as pprof's options of those names.
+
 Several files are merged. --from and --to select a time window, counted from
 the first sample (e.g. --from 2s --to 3.5s). The file may still be being
 written: report shows everything up to the last complete record.`,
@@ -64,6 +67,7 @@ written: report shows everything up to the last complete record.`,
   culprit report --list worker
   culprit report --list 'parse_.*' --source-path ~/src/app
   culprit report --peek '^malloc$'
+  culprit report --focus 'parse_.*' --hide '^(malloc|free)$' --callers 4
   culprit report --callers 3 run1.rec run2.rec
   culprit report --kernel exclude --from 1s --to 2s --format json`,
 		RunE: func(c *cobra.Command, args []string) error {
@@ -182,15 +186,4 @@ func parseOffset(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("negative offset")
 	}
 	return d, nil
-}
-
-// busiest names the n functions with the most samples of their own, with
-// their self share, e.g. "worker (66.2%)".
-func busiest(p *profile.Profile, n int) []string {
-	rows := p.Flat(profile.ByFunction).Rows
-	var out []string
-	for _, r := range rows[:min(n, len(rows))] {
-		out = append(out, fmt.Sprintf("%s (%.1f%%)", r.Name, 100*r.SelfFrac))
-	}
-	return out
 }

@@ -3,6 +3,7 @@ package profile
 import (
 	"fmt"
 	"path"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -184,6 +185,51 @@ type Filter struct {
 	PIDs  []uint32
 	TIDs  []uint32
 	Comms []string
+	// Focus keeps only the samples with a frame that matches it, Ignore
+	// drops the samples with a frame that matches it, and Hide removes the
+	// frames that match it from stacks, so that their time goes to their
+	// callers (pprof's -focus, -ignore and -hide). A frame matches when its
+	// name (Frame.Name) does, or, when its line is known, its "file:line".
+	// Focus and Ignore look at the whole recorded stack, before Hide and
+	// Kernel trim it.
+	Focus, Ignore, Hide *regexp.Regexp
+}
+
+// frameMatcher reports whether frame fi matches re, deciding each frame once.
+func (p *Profile) frameMatcher(re *regexp.Regexp) func(fi int32) bool {
+	if re == nil {
+		return nil
+	}
+	memo := make([]int8, len(p.Frames)) // 0 unknown, 1 matches, -1 does not
+	return func(fi int32) bool {
+		if fi < 0 || int(fi) >= len(memo) {
+			return re.MatchString(Unknown)
+		}
+		if memo[fi] == 0 {
+			fr := p.Frames[fi]
+			memo[fi] = -1
+			if re.MatchString(fr.Name()) || fr.File != "" && fr.Line > 0 && re.MatchString(fmt.Sprintf("%s:%d", fr.File, fr.Line)) {
+				memo[fi] = 1
+			}
+		}
+		return memo[fi] == 1
+	}
+}
+
+// stackMatcher reports whether any frame of stack i matches, once per stack.
+func (p *Profile) stackMatcher(frame func(int32) bool) func(i int32) bool {
+	if frame == nil {
+		return nil
+	}
+	memo := map[int32]bool{}
+	return func(i int32) bool {
+		m, ok := memo[i]
+		if !ok {
+			m = slices.ContainsFunc(p.StackAt(i), frame)
+			memo[i] = m
+		}
+		return m
+	}
 }
 
 // selectsTasks reports whether f selects by process, thread or name.
@@ -237,12 +283,13 @@ func (p *Profile) FrameAt(i int32) Frame {
 
 // Apply returns a new profile, sharing Frames with p, holding the samples whose
 // time minus StartTime lies in [From, To) (each bound only if set) and whose
-// process and thread pass f.PIDs, f.TIDs and f.Comms, with
-// stacks trimmed by f.Kernel: KernelExclude drops kernel frames, so a sample
-// taken in the kernel is charged to its user frames; KernelOnly keeps kernel
-// frames only and drops samples that have none. Samples left with an empty
-// stack (a kernel thread under KernelExclude, say) are kept; reports show them
-// as "[unknown]". Threads, Lost, Throttled, Metas, Sources, Warnings and
+// process and thread pass f.PIDs, f.TIDs and f.Comms, and whose stacks pass
+// f.Focus and f.Ignore, with stacks trimmed by f.Hide and f.Kernel:
+// KernelExclude drops kernel frames, so a sample taken in the kernel is
+// charged to its user frames; KernelOnly keeps kernel frames only and drops
+// samples that have none. Samples left with an empty stack (a kernel thread
+// under KernelExclude, say) are kept; reports show them as "[unknown]".
+// Values are selected by time and task only. Threads, Lost, Throttled, Metas, Sources, Warnings and
 // StartTime are carried over unchanged: lost and throttled counts are totals
 // of the recording, not of the window.
 func (p *Profile) Apply(f Filter) *Profile {
@@ -272,14 +319,18 @@ func (p *Profile) Apply(f Filter) *Profile {
 			q.Values = append(q.Values, v)
 		}
 	}
-	if f.Kernel == KernelInclude {
+	trims := f.Kernel != KernelInclude || f.Hide != nil
+	if !trims {
 		q.Stacks = p.Stacks
 	}
+	focus := p.stackMatcher(p.frameMatcher(f.Focus))
+	ignore := p.stackMatcher(p.frameMatcher(f.Ignore))
+	hide := p.frameMatcher(f.Hide)
 	// remap[old stack] = new stack index + 1; 0 = not yet seen; -1 = drop.
 	remap := make([]int32, len(p.Stacks))
 	emptyStack := int32(-1)
 	newStack := func(old int32) int32 {
-		if f.Kernel == KernelInclude {
+		if !trims {
 			return old
 		}
 		if old >= 0 && int(old) < len(remap) && remap[old] != 0 {
@@ -288,8 +339,11 @@ func (p *Profile) Apply(f Filter) *Profile {
 		src := p.StackAt(old)
 		var dst []int32
 		for _, fi := range src {
+			if hide != nil && hide(fi) {
+				continue
+			}
 			k := p.FrameAt(fi).Kernel
-			if (f.Kernel == KernelExclude && !k) || (f.Kernel == KernelOnly && k) {
+			if f.Kernel == KernelInclude || (f.Kernel == KernelExclude && !k) || (f.Kernel == KernelOnly && k) {
 				dst = append(dst, fi)
 			}
 		}
@@ -317,6 +371,9 @@ func (p *Profile) Apply(f Filter) *Profile {
 			continue
 		}
 		if !inWindow(s.Time) || !selected(s.PID, s.TID, s.Time) {
+			continue
+		}
+		if focus != nil && !focus(s.Stack) || ignore != nil && ignore(s.Stack) {
 			continue
 		}
 		ns := newStack(s.Stack)

@@ -1,0 +1,66 @@
+package e2e
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/culprit-dev/culprit/internal/testutil"
+)
+
+// TestFocusIgnoreHide checks pprof's three stack filters on PCT's
+// hierarchical program, where worker is called by dispatch_1 for 1/3 of the
+// time and by dispatch_2 for 2/3.
+func TestFocusIgnoreHide(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "hier-O2", []string{"hier.c"}, "-O2", "-g")
+	out := rec(t)
+	mustRun(t, "record", "-o", out, "--", bin, "6")
+	all := flat(t, out)
+	if all.Samples < 150 {
+		t.Fatalf("only %d samples", all.Samples)
+	}
+	n := float64(all.Samples)
+
+	f1 := flat(t, "--focus", "dispatch_1", out)
+	if s := float64(f1.Samples) / n; s < 0.25 || s > 0.42 || f1.total("dispatch_2") != 0 || f1.total("dispatch_1") != 1 {
+		t.Errorf("--focus dispatch_1: %.2f of the samples, dispatch_2 %.2f, dispatch_1 %.2f; want 1/3, 0, 1",
+			s, f1.total("dispatch_2"), f1.total("dispatch_1"))
+	}
+	ig := flat(t, "--ignore", "^dispatch_1$", out)
+	if s := float64(ig.Samples) / n; s < 0.58 || s > 0.75 || ig.total("dispatch_1") != 0 {
+		t.Errorf("--ignore dispatch_1: %.2f of the samples, dispatch_1 %.2f; want 2/3 and 0", s, ig.total("dispatch_1"))
+	}
+	if f1.Samples+ig.Samples != all.Samples {
+		t.Errorf("focus and ignore of dispatch_1 do not partition the samples: %d + %d != %d", f1.Samples, ig.Samples, all.Samples)
+	}
+	// Hiding worker charges its time to its callers.
+	h := flat(t, "--hide", "^worker$", out)
+	selfOf := func(f flatJSON, name string) float64 {
+		for _, e := range f.Entries {
+			if e.Name == name {
+				return e.Self
+			}
+		}
+		return 0
+	}
+	if h.Samples != all.Samples || h.total("worker") != 0 || selfOf(h, "dispatch_2") < all.total("dispatch_2")-0.02 {
+		t.Errorf("--hide worker: %d samples (of %d), worker %.2f, dispatch_2 self %.2f (its total was %.2f)",
+			h.Samples, all.Samples, h.total("worker"), selfOf(h, "dispatch_2"), all.total("dispatch_2"))
+	}
+	// A source line selects too.
+	if fl := flat(t, "--focus", `hier\.c:1[34]$`, out); fl.Samples < all.Samples*9/10 {
+		t.Errorf("--focus on dispatch_1's and dispatch_2's lines kept %d of %d", fl.Samples, all.Samples)
+	}
+
+	folded := mustRun(t, "export", "--format", "folded", "-o", "-", "--focus", "dispatch_2", out)
+	if strings.Contains(folded, "dispatch_1") || !strings.Contains(folded, "dispatch_2;worker") {
+		t.Errorf("folded stacks focused on dispatch_2:\n%.1500s", folded)
+	}
+
+	if _, errs, code := run(t, "report", "--focus", "(", out); code != 2 || !strings.Contains(errs, "--focus") {
+		t.Errorf("bad --focus: exit %d, %s", code, errs)
+	}
+	if _, errs, code := run(t, "report", "--focus", "wrker", out); code == 0 || !strings.Contains(errs, "worker (") {
+		t.Errorf("--focus matching nothing: exit %d, %s", code, errs)
+	}
+}

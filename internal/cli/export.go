@@ -17,6 +17,7 @@ var exporters = map[string]func(io.Writer, *profile.Profile) error{
 	"folded":     render.WriteFolded,
 	"speedscope": render.WriteSpeedscope,
 	"chrome":     render.WriteChrome,
+	"svg":        render.WriteFlameSVG,
 }
 
 func newExport() *cobra.Command {
@@ -26,20 +27,23 @@ func newExport() *cobra.Command {
 		output string
 	)
 	c := &cobra.Command{
-		Use:   "export --format pprof|folded|speedscope|chrome -o OUT [FILE...]",
-		Short: "Convert recordings for other viewers (pprof, flame graphs, speedscope, Perfetto)",
+		Use:   "export --format pprof|folded|speedscope|chrome|svg -o OUT [FILE...]",
+		Short: "Convert recordings for other viewers (pprof, flame graphs, speedscope, Perfetto), or draw a flame graph",
 		Long: `Export writes recordings (default culprit.rec) in another tool's format:
 
   pprof       gzipped profile.proto for go tool pprof (-http, -top, ...)
   folded      folded stacks for flamegraph.pl and similar tools
   speedscope  JSON for https://www.speedscope.app, one profile per thread
-  chrome      Chrome trace JSON: a per-thread timeline for Perfetto or chrome://tracing`,
-		Example: `  culprit export --format pprof -o cpu.pb.gz && go tool pprof -top cpu.pb.gz
+  chrome      Chrome trace JSON: a per-thread timeline for Perfetto or chrome://tracing
+  svg         a flame graph to open in a browser: hover for shares, click to
+              zoom, Search to highlight functions`,
+		Example: `  culprit export --format svg -o flame.svg && xdg-open flame.svg
+  culprit export --format pprof -o cpu.pb.gz && go tool pprof -top cpu.pb.gz
   culprit export --format folded -o - | flamegraph.pl > flame.svg`,
 		RunE: func(c *cobra.Command, args []string) error {
 			write, ok := exporters[format]
 			if !ok {
-				return usagef("unknown export format %q: use pprof, folded, speedscope or chrome", format)
+				return usagef("unknown export format %q: use pprof, folded, speedscope, chrome or svg", format)
 			}
 			if output == "" {
 				return usagef("no output file: give -o FILE (or -o - for standard output)")
@@ -72,7 +76,7 @@ func newExport() *cobra.Command {
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&format, "format", "", "pprof, folded, speedscope or chrome")
+	f.StringVar(&format, "format", "", "pprof, folded, speedscope, chrome or svg")
 	f.StringVarP(&output, "output", "o", "", "file to write (- for standard output)")
 	ff.register(f)
 	f.SortFlags = false

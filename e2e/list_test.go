@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/culprit-dev/culprit/internal/testutil"
 )
@@ -81,6 +82,14 @@ func TestList(t *testing.T) {
 	text = mustRun(t, "report", "--list", "^worker$", out)
 	if !strings.Contains(text, "(source not found") {
 		t.Errorf("moved source not reported missing:\n%s", text)
+	}
+	// A source newer than the program is flagged: its lines may have moved.
+	future := time.Now().Add(time.Hour)
+	if err := os.Chtimes(filepath.Join(moved, "hier.c"), future, future); err != nil {
+		t.Fatal(err)
+	}
+	if text := mustRun(t, "report", "--list", "^worker$", "--source-path", moved, out); !strings.Contains(text, "modified after hier was built") {
+		t.Errorf("newer source not flagged:\n%s", text)
 	}
 	var l listingJSON
 	js := mustRun(t, "report", "--list", "^(main|worker)$", "--source-path", "/nonexistent:"+moved, "--format", "json", out)

@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,12 +18,13 @@ const maxSourceBytes = 16 << 20
 // directory), then under each directory of dirs (colon-separated, as pprof's
 // -source_path), trying the path's trailing components from the longest:
 // /build/app/src/x.c is looked for as DIR/build/app/src/x.c, DIR/app/src/x.c,
-// DIR/src/x.c, then DIR/x.c. Files are read once.
+// DIR/src/x.c, then DIR/x.c. Files are read once. A file modified after the
+// object that names it was built comes with a note: its lines may have
+// moved since.
 func sourceReader(dirs string) render.Source {
 	type entry struct {
-		lines []string
-		at    string
-		ok    bool
+		sf  *render.SourceFile
+		mod int64 // mtime, ns
 	}
 	cache := map[string]entry{}
 	var roots []string
@@ -31,40 +33,48 @@ func sourceReader(dirs string) render.Source {
 			roots = append(roots, d)
 		}
 	}
-	return func(file string) ([]string, string, bool) {
-		if e, ok := cache[file]; ok {
-			return e.lines, e.at, e.ok
-		}
-		var e entry
-		candidates := []string{file}
-		parts := strings.Split(filepath.ToSlash(filepath.Clean(file)), "/")
-		for _, r := range roots {
-			for i := range parts {
-				if rest := filepath.Join(parts[i:]...); rest != "" {
-					candidates = append(candidates, filepath.Join(r, rest))
+	return func(file, object string) *render.SourceFile {
+		e, ok := cache[file]
+		if !ok {
+			candidates := []string{file}
+			parts := strings.Split(filepath.ToSlash(filepath.Clean(file)), "/")
+			for _, r := range roots {
+				for i := range parts {
+					if rest := filepath.Join(parts[i:]...); rest != "" {
+						candidates = append(candidates, filepath.Join(r, rest))
+					}
 				}
 			}
-		}
-		for _, c := range candidates {
-			if lines, ok := readLines(c); ok {
-				e = entry{lines, c, true}
-				break
+			for _, c := range candidates {
+				if lines, mod, ok := readLines(c); ok {
+					e = entry{&render.SourceFile{Lines: lines, FoundAt: c}, mod}
+					break
+				}
 			}
+			cache[file] = e
 		}
-		cache[file] = e
-		return e.lines, e.at, e.ok
+		if e.sf == nil {
+			return nil
+		}
+		sf := *e.sf
+		if st, err := os.Stat(object); err == nil && e.mod > st.ModTime().UnixNano() {
+			sf.Note = fmt.Sprintf("modified after %s was built: its lines may have moved", filepath.Base(object))
+		}
+		return &sf
 	}
 }
 
-// readLines reads a regular text file of at most maxSourceBytes as lines.
-func readLines(path string) ([]string, bool) {
+// readLines reads a regular text file of at most maxSourceBytes as lines,
+// with its modification time.
+func readLines(path string) ([]string, int64, bool) {
 	f, err := os.Open(path)
 	if err != nil {
-		return nil, false
+		return nil, 0, false
 	}
 	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() || st.Size() > maxSourceBytes {
-		return nil, false
+	st, err := f.Stat()
+	if err != nil || !st.Mode().IsRegular() || st.Size() > maxSourceBytes {
+		return nil, 0, false
 	}
 	var lines []string
 	sc := bufio.NewScanner(f)
@@ -73,7 +83,7 @@ func readLines(path string) ([]string, bool) {
 		lines = append(lines, sc.Text())
 	}
 	if sc.Err() != nil {
-		return nil, false
+		return nil, 0, false
 	}
-	return lines, true
+	return lines, st.ModTime().UnixNano(), true
 }

@@ -12,6 +12,7 @@ import (
 type Listing struct {
 	Function string // Frame.Name of the function
 	Object   string // basename of its object
+	Path     string // its object as recorded (Frame.Object)
 	Self     int    // samples whose innermost frame is in the function
 	Total    int    // samples with the function anywhere on the stack (once per sample)
 	// Lines are the source lines where the function's frames were, in
@@ -91,7 +92,7 @@ func (p *Profile) Listings(re *regexp.Regexp) []Listing {
 			k := fnKey{fr.Name(), fr.ObjectName()}
 			a := accs[k]
 			if a == nil {
-				a = &acc{Listing: Listing{Function: k.name, Object: k.object},
+				a = &acc{Listing: Listing{Function: k.name, Object: k.object, Path: fr.Object},
 					lines: map[lineKey]*LineCount{}, addrs: map[uint64]*AddrCount{}}
 				accs[k] = a
 			}

@@ -11,10 +11,19 @@ import (
 	"github.com/culprit-dev/culprit/internal/profile"
 )
 
-// Source gives the text of a source file as recorded in debug information:
-// its lines (the first is line 1) and where it was found, or ok false when it
-// could not be read. The caller reads files; render does not.
-type Source func(file string) (lines []string, foundAt string, ok bool)
+// Source gives the text of a source file named by the debug information of
+// object (a path), or nil when it could not be read. The caller reads
+// files; render does not.
+type Source func(file, object string) *SourceFile
+
+// SourceFile is a source file's text.
+type SourceFile struct {
+	Lines   []string // the first is line 1
+	FoundAt string   // where it was read
+	// Note, when not empty, warns that the text may not be what was
+	// compiled (e.g. the file changed after the object was built).
+	Note string
+}
 
 // ListContext is how many unsampled lines a listing shows around sampled
 // ones; longer runs of unsampled lines are folded into "...".
@@ -27,6 +36,7 @@ const declSearch = 60
 // listFile is the part of a listing in one source file.
 type listFile struct {
 	file, foundAt string
+	note          string
 	src           []string // nil when not found
 	counts        map[int]profile.LineCount
 	rows          []int // line numbers to print, 0 for a fold
@@ -38,7 +48,9 @@ func splitFiles(l profile.Listing, read Source) []*listFile {
 		if len(out) == 0 || out[len(out)-1].file != lc.File {
 			f := &listFile{file: lc.File, counts: map[int]profile.LineCount{}}
 			if read != nil {
-				f.src, f.foundAt, _ = read(lc.File)
+				if sf := read(lc.File, l.Path); sf != nil {
+					f.src, f.foundAt, f.note = sf.Lines, sf.FoundAt, sf.Note
+				}
 			}
 			out = append(out, f)
 		}
@@ -164,6 +176,9 @@ func ListingText(w io.Writer, ls []profile.Listing, samples int, read Source, to
 			} else if f.foundAt != f.file {
 				fmt.Fprintf(bw, "(read from %s)\n", f.foundAt)
 			}
+			if f.note != "" {
+				fmt.Fprintf(bw, "(%s)\n", f.note)
+			}
 			fmt.Fprintf(bw, "%7s %7s %6s\n", "self%", "total%", "line")
 			for _, n := range f.rows {
 				if n == 0 {
@@ -212,6 +227,7 @@ type listLineJSON struct {
 type listFileJSON struct {
 	File    string         `json:"file"`
 	FoundAt string         `json:"found_at,omitempty"`
+	Note    string         `json:"note,omitempty"`
 	Lines   []listLineJSON `json:"lines"`
 }
 
@@ -259,7 +275,7 @@ func ListingJSON(w io.Writer, ls []profile.Listing, samples int, read Source, ex
 		j := listingJSON{Function: l.Function, Object: l.Object, Self: fr(l.Self), Total: fr(l.Total),
 			SelfSamples: l.Self, TotalSamples: l.Total, Files: []listFileJSON{}, Addresses: []listAddrJSON{}}
 		for _, f := range splitFiles(l, read) {
-			jf := listFileJSON{File: f.file, FoundAt: f.foundAt, Lines: []listLineJSON{}}
+			jf := listFileJSON{File: f.file, FoundAt: f.foundAt, Note: f.note, Lines: []listLineJSON{}}
 			for _, n := range f.rows {
 				if n == 0 {
 					continue

@@ -25,18 +25,18 @@ func listSource() []string {
 
 func TestListingText(t *testing.T) {
 	ls := []profile.Listing{
-		{Function: "spin", Object: "app", Self: 60, Total: 80, Lines: []profile.LineCount{
+		{Function: "spin", Object: "app", Path: "/usr/bin/app", Self: 60, Total: 80, Lines: []profile.LineCount{
 			{File: "/src/spin.c", Line: 5, Self: 50, Total: 50},
 			{File: "/src/spin.c", Line: 30, Self: 10, Total: 30},
 			{File: "/gone/util.h", Line: 7, Self: 0, Total: 5},
 		}, Addresses: []profile.AddrCount{{Offset: 0x1a2b, Self: 3, Total: 3}}},
 		{Function: "ns::Foo<int>::bar", Object: "app", Self: 1, Total: 1},
 	}
-	read := func(file string) ([]string, string, bool) {
-		if file == "/src/spin.c" {
-			return listSource(), "/elsewhere/spin.c", true
+	read := func(file, object string) *SourceFile {
+		if file == "/src/spin.c" && object == "/usr/bin/app" {
+			return &SourceFile{Lines: listSource(), FoundAt: "/elsewhere/spin.c", Note: "modified after app was built"}
 		}
-		return nil, "", false
+		return nil
 	}
 	var buf bytes.Buffer
 	if err := ListingText(&buf, ls, 200, read, 1); err != nil {
@@ -44,7 +44,7 @@ func TestListingText(t *testing.T) {
 	}
 	out := buf.String()
 	for _, want := range []string{
-		"ROUTINE spin in app: self 30.0% (60), total 40.0% (80) of 200 samples\n/src/spin.c\n(read from /elsewhere/spin.c)\n",
+		"ROUTINE spin in app: self 30.0% (60), total 40.0% (80) of 200 samples\n/src/spin.c\n(read from /elsewhere/spin.c)\n(modified after app was built)\n",
 		"                     3  void spin(long n) {\n", // from the declaration
 		"  25.0%   25.0%      5  \tstmt_5();\n",
 		"                     8  \tstmt_8();\n                   ...\n                    27  \tstmt_27();\n", // folded between

@@ -25,6 +25,7 @@ func newReport() *cobra.Command {
 		list    string
 		srcPath string
 		peek    string
+		asm     bool
 	)
 	c := &cobra.Command{
 		Use:   "report [flags] [FILE...]",
@@ -47,7 +48,10 @@ With --list REGEX it prints, for each function whose name matches, its
 source lines with the self and total share of all samples at each line (as
 pprof -list and perf annotate do); a call site's total includes the calls it
 makes, inlined or not. Sources are read where the debug information says
-they were compiled, or under the directories of --source-path.
+they were compiled, or under the directories of --source-path. --asm shows
+the function's machine code instead, with the samples at each instruction
+and the source line above the instructions compiled from it (perf
+annotate).
 
 With --peek REGEX it prints, for each function whose name matches, the
 functions that called it and those it called, with the samples through each
@@ -65,6 +69,7 @@ written: report shows everything up to the last complete record.`,
   culprit report --by process
   culprit report --comm make --callers 4
   culprit report --list worker
+  culprit report --list '^worker$' --asm
   culprit report --list 'parse_.*' --source-path ~/src/app
   culprit report --peek '^malloc$'
   culprit report --focus 'parse_.*' --hide '^(malloc|free)$' --callers 4
@@ -92,6 +97,9 @@ written: report shows everything up to the last complete record.`,
 				if callers > 0 || exprsOn || c.Flags().Changed("by") || list != "" && peek != "" {
 					return usagef("--%s looks at functions: it does not combine with --by, --callers, --exprs or the other of --list and --peek", x.flag)
 				}
+			}
+			if asm && list == "" {
+				return usagef("--asm annotates the machine code of the functions --list names: give --list REGEX")
 			}
 			if callers > 0 && !g.PerFrame() {
 				return usagef("--by %s gives a flat profile: for the calling contexts of one process or thread, select it with --pid, --tid or --comm", g)
@@ -136,10 +144,16 @@ written: report shows everything up to the last complete record.`,
 					return fmt.Errorf("no sampled function matches --list %q: the busiest are %s", list, strings.Join(busiest(p, 5), ", "))
 				}
 				read := sourceReader(srcPath)
-				if format == "json" {
-					return render.ListingJSON(out, ls, len(p.Samples), read, extra)
+				var dis render.Disassembler
+				if asm {
+					if dis, err = disassembler(args); err != nil {
+						return err
+					}
 				}
-				return render.ListingText(out, ls, len(p.Samples), read, top)
+				if format == "json" {
+					return render.ListingJSON(out, ls, len(p.Samples), read, dis, extra)
+				}
+				return render.ListingText(out, ls, len(p.Samples), read, dis, top)
 			}
 			if callers > 0 {
 				rows := p.Callers(g, callers)
@@ -160,6 +174,7 @@ written: report shows everything up to the last complete record.`,
 	f.IntVar(&callers, "callers", 0, "show calling contexts of N frames (leaf <- caller <- ...) instead of a flat profile")
 	f.StringVar(&list, "list", "", "show the source lines of the functions matching this regular expression, with the samples at each")
 	f.StringVar(&srcPath, "source-path", "", "with --list: directories to look for source files in (colon-separated)")
+	f.BoolVar(&asm, "asm", false, "with --list: show the machine code with the samples at each instruction (perf annotate)")
 	f.StringVar(&peek, "peek", "", "show the callers and callees of the functions matching this regular expression")
 	ff.register(f)
 	f.BoolVar(&exprsOn, "exprs", false, "summarize the sampled expressions, counters and variables instead (recorded with --expr, --rules or --values)")

@@ -27,6 +27,10 @@ type Listing struct {
 	// (addresses for kernel frames): the innermost frame's own address for
 	// Self, the call's return address for callers.
 	Addresses []AddrCount
+	// Offsets count the samples at each address of all the function's
+	// frames, with or without lines, as Addresses does (what an
+	// instruction-level annotation needs); not set for kernel frames.
+	Offsets []AddrCount
 }
 
 // LineCount is the samples at one source line of a Listing.
@@ -56,6 +60,7 @@ func (p *Profile) Listings(re *regexp.Regexp) []Listing {
 		Listing
 		lines map[lineKey]*LineCount
 		addrs map[uint64]*AddrCount
+		offs  map[uint64]*AddrCount
 	}
 	// Which frames belong to a listed function, decided once per frame.
 	member := make([]int8, len(p.Frames)) // 0 unknown, 1 listed, -1 not
@@ -76,11 +81,6 @@ func (p *Profile) Listings(re *regexp.Regexp) []Listing {
 		perStack[s.Stack]++
 	}
 	accs := map[fnKey]*acc{}
-	type seenKey struct {
-		fn   fnKey
-		line lineKey
-		addr uint64
-	}
 	seen := map[seenKey]bool{}
 	for st, n := range perStack {
 		clear(seen)
@@ -93,7 +93,7 @@ func (p *Profile) Listings(re *regexp.Regexp) []Listing {
 			a := accs[k]
 			if a == nil {
 				a = &acc{Listing: Listing{Function: k.name, Object: k.object, Path: fr.Object},
-					lines: map[lineKey]*LineCount{}, addrs: map[uint64]*AddrCount{}}
+					lines: map[lineKey]*LineCount{}, addrs: map[uint64]*AddrCount{}, offs: map[uint64]*AddrCount{}}
 				accs[k] = a
 			}
 			self := i == 0
@@ -103,6 +103,9 @@ func (p *Profile) Listings(re *regexp.Regexp) []Listing {
 			if !seen[seenKey{fn: k}] {
 				seen[seenKey{fn: k}] = true
 				a.Total += n
+			}
+			if !fr.Kernel {
+				count(a.offs, fr.Offset, self, n, seen, seenKey{fn: k, addr: fr.Offset + 1, off: true})
 			}
 			if fr.File != "" && fr.Line > 0 {
 				lk := lineKey{fr.File, fr.Line}
@@ -120,19 +123,8 @@ func (p *Profile) Listings(re *regexp.Regexp) []Listing {
 				}
 				continue
 			}
-			ac := a.addrs[fr.Offset]
-			if ac == nil {
-				ac = &AddrCount{Offset: fr.Offset}
-				a.addrs[fr.Offset] = ac
-			}
-			if self {
-				ac.Self += n
-			}
 			// addr+1 keeps address 0 apart from "no address" in the key.
-			if sk := (seenKey{fn: k, addr: fr.Offset + 1}); !seen[sk] {
-				seen[sk] = true
-				ac.Total += n
-			}
+			count(a.addrs, fr.Offset, self, n, seen, seenKey{fn: k, addr: fr.Offset + 1})
 		}
 	}
 	out := make([]Listing, 0, len(accs))
@@ -144,15 +136,50 @@ func (p *Profile) Listings(re *regexp.Regexp) []Listing {
 		slices.SortFunc(l.Lines, func(x, y LineCount) int {
 			return cmp.Or(cmp.Compare(x.File, y.File), cmp.Compare(x.Line, y.Line))
 		})
-		for _, ac := range a.addrs {
-			l.Addresses = append(l.Addresses, *ac)
-		}
-		slices.SortFunc(l.Addresses, func(x, y AddrCount) int { return cmp.Compare(x.Offset, y.Offset) })
+		l.Addresses, l.Offsets = sortedAddrs(a.addrs), sortedAddrs(a.offs)
 		out = append(out, l)
 	}
 	slices.SortFunc(out, func(x, y Listing) int {
 		return cmp.Or(cmp.Compare(y.Self, x.Self), cmp.Compare(y.Total, x.Total),
 			cmp.Compare(x.Function, y.Function), cmp.Compare(x.Object, y.Object))
 	})
+	return out
+}
+
+// seenKey marks what a sample has already been counted for: a function, a
+// line of it, or an address of it (among Addresses, or among Offsets).
+type seenKey struct {
+	fn   struct{ name, object string }
+	line struct {
+		file string
+		line int
+	}
+	addr uint64
+	off  bool
+}
+
+// count adds a sample's n to the address off of m: to Self when the frame is
+// innermost, to Total once per sample (seen, under key k).
+func count(m map[uint64]*AddrCount, off uint64, self bool, n int, seen map[seenKey]bool, k seenKey) {
+	ac := m[off]
+	if ac == nil {
+		ac = &AddrCount{Offset: off}
+		m[off] = ac
+	}
+	if self {
+		ac.Self += n
+	}
+	if !seen[k] {
+		seen[k] = true
+		ac.Total += n
+	}
+}
+
+func sortedAddrs(m map[uint64]*AddrCount) []AddrCount {
+	out := make([]AddrCount, 0, len(m))
+	for _, ac := range m {
+		out = append(out, *ac)
+	}
+	slices.SortFunc(out, func(x, y AddrCount) int { return cmp.Compare(x.Offset, y.Offset) })
 	return out
 }

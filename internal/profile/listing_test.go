@@ -30,6 +30,10 @@ func TestListings(t *testing.T) {
 	if want := []LineCount{{File: "/src/app/work.c", Line: 30, Self: 4, Total: 6}}; !reflect.DeepEqual(w.Lines, want) {
 		t.Errorf("worker lines %+v, want %+v", w.Lines, want)
 	}
+	// All of worker's frames are at offset 0x1300: 4 leaf samples, 6 in all.
+	if want := []AddrCount{{Offset: 0x1300, Self: 4, Total: 6}}; !reflect.DeepEqual(w.Offsets, want) {
+		t.Errorf("worker offsets %+v, want %+v", w.Offsets, want)
+	}
 	if h := byName["helper"]; h.Self != 1 || h.Total != 1 || len(h.Lines) != 1 || h.Lines[0].File != "/src/app/work.h" {
 		t.Errorf("helper %+v", h)
 	}

@@ -144,9 +144,11 @@ func declLine(src []string, function string, lo int) int {
 //	  42.4%   42.4%     9      for (long i = 0; i < n; i++)
 //
 // Lines of a file that could not be read are printed with their counts only,
-// after a note saying so; frames without line information by address. Only
-// the first top listings are written (0 = all).
-func ListingText(w io.Writer, ls []profile.Listing, samples int, read Source, top int) error {
+// after a note saying so; frames without line information by address. With
+// asm, each listing shows its machine code instead, the source line above
+// each run of instructions compiled from it (perf annotate). Only the first
+// top listings are written (0 = all).
+func ListingText(w io.Writer, ls []profile.Listing, samples int, read Source, asm Disassembler, top int) error {
 	bw := bufio.NewWriter(w)
 	if samples == 0 || len(ls) == 0 {
 		fmt.Fprintln(bw, "no samples in the functions listed")
@@ -169,6 +171,10 @@ func ListingText(w io.Writer, ls []profile.Listing, samples int, read Source, to
 		fmt.Fprintf(bw, "ROUTINE %s in %s: self %s (%d), total %s (%d) of %d samples\n",
 			l.Function, l.Object, pct(float64(l.Self)/float64(samples)), l.Self,
 			pct(float64(l.Total)/float64(samples)), l.Total, samples)
+		if asm != nil {
+			writeAsm(bw, l, asm(l), samples, read)
+			continue
+		}
 		for _, f := range splitFiles(l, read) {
 			fmt.Fprintln(bw, f.file)
 			if f.src == nil {
@@ -248,6 +254,7 @@ type listingJSON struct {
 	TotalSamples int            `json:"total_samples"`
 	Files        []listFileJSON `json:"files"`
 	Addresses    []listAddrJSON `json:"addresses"`
+	Code         []asmBlockJSON `json:"code,omitempty"`
 }
 
 type listingsJSON struct {
@@ -262,7 +269,9 @@ type listingsJSON struct {
 // ListingJSON writes listings as JSON (docs/report-json.md): every sampled
 // line of each function, with its source text when the file was found (null
 // otherwise), and the same context lines the text shows with zero counts.
-func ListingJSON(w io.Writer, ls []profile.Listing, samples int, read Source, extra JSONExtra) error {
+//
+// With asm, each listing also has its machine code ("code").
+func ListingJSON(w io.Writer, ls []profile.Listing, samples int, read Source, asm Disassembler, extra JSONExtra) error {
 	out := listingsJSON{Samples: samples, Lost: extra.Lost, Throttled: extra.Throttled,
 		Listings: []listingJSON{}, Sources: jsonSources(extra.Sources), Warnings: jsonWarnings(extra.Warnings)}
 	fr := func(n int) float64 {
@@ -294,6 +303,9 @@ func ListingJSON(w io.Writer, ls []profile.Listing, samples int, read Source, ex
 		for _, a := range l.Addresses {
 			j.Addresses = append(j.Addresses, listAddrJSON{Offset: a.Offset, Self: fr(a.Self), Total: fr(a.Total),
 				SelfSamples: a.Self, TotalSamples: a.Total})
+		}
+		if asm != nil {
+			j.Code = asmJSON(asm(l), samples)
 		}
 		out.Listings = append(out.Listings, j)
 	}

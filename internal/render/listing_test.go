@@ -39,7 +39,7 @@ func TestListingText(t *testing.T) {
 		return nil
 	}
 	var buf bytes.Buffer
-	if err := ListingText(&buf, ls, 200, read, 1); err != nil {
+	if err := ListingText(&buf, ls, 200, read, nil, 1); err != nil {
 		t.Fatal(err)
 	}
 	out := buf.String()
@@ -63,7 +63,7 @@ func TestListingText(t *testing.T) {
 	}
 
 	buf.Reset()
-	if err := ListingJSON(&buf, ls, 200, read, JSONExtra{}); err != nil {
+	if err := ListingJSON(&buf, ls, 200, read, nil, JSONExtra{}); err != nil {
 		t.Fatal(err)
 	}
 	var j struct {
@@ -112,7 +112,7 @@ func TestListingText(t *testing.T) {
 	}
 
 	buf.Reset()
-	if err := ListingText(&buf, nil, 0, read, 0); err != nil || !strings.Contains(buf.String(), "no samples") {
+	if err := ListingText(&buf, nil, 0, read, nil, 0); err != nil || !strings.Contains(buf.String(), "no samples") {
 		t.Errorf("empty listing: %v %q", err, buf.String())
 	}
 }

@@ -135,6 +135,23 @@ func (t *symTable) lookup(addr uint64) (string, bool) {
 	return "", false
 }
 
+// bounds returns the range [start, end) of the sized symbol containing addr.
+func (t *symTable) bounds(addr uint64) (start, end uint64, ok bool) {
+	if t == nil {
+		return 0, 0, false
+	}
+	i := sort.Search(len(t.syms), func(i int) bool { return t.syms[i].addr > addr }) - 1
+	if i < 0 {
+		return 0, 0, false
+	}
+	for _, j := range []int{i, int(t.enc[i])} {
+		if j >= 0 && t.syms[j].sized && addr < t.syms[j].end {
+			return t.syms[j].addr, t.syms[j].end, true
+		}
+	}
+	return 0, 0, false
+}
+
 func (t *symTable) len() int {
 	if t == nil {
 		return 0

@@ -120,6 +120,15 @@ func (t *Table) FuncStart(addr uint64) (start uint64, ok bool) {
 	return 0, false
 }
 
+// FuncRange returns the range [start, end) of the FDE that covers the ELF
+// virtual address addr: the function (or split-off part) holding it.
+func (t *Table) FuncRange(addr uint64) (start, end uint64, ok bool) {
+	if f := t.find(addr); f != nil {
+		return f.start, f.end, true
+	}
+	return 0, 0, false
+}
+
 // Bias returns the load bias (runtime address - ELF vaddr) of a mapping of
 // this file that starts at start with file offset pgoff, using the PT_LOAD
 // segment that contains pgoff: start - pgoff + p_offset - p_vaddr, with

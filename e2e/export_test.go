@@ -84,7 +84,7 @@ func TestClearErrors(t *testing.T) {
 		{[]string{"report", "--kernel", "maybe", garbage}, 2, "maybe"},
 		{[]string{"report", filepath.Join(dir, "missing.rec")}, 1, "missing.rec"},
 		{[]string{"report", garbage}, 1, "not a culprit recording"},
-		{[]string{"export", "--format", "svg", "-o", "x", garbage}, 2, "unknown export format"},
+		{[]string{"export", "--format", "gif", "-o", "x", garbage}, 2, "unknown export format"},
 		{[]string{"report", "--from", "soon", garbage}, 2, "--from"},
 		{[]string{"frobnicate"}, 2, "unknown command"},
 	}

@@ -44,12 +44,7 @@ const asmFold = 12
 // objdump prints it, which branch targets use) and the instruction,
 // with the source line above each run of instructions compiled from it.
 func writeAsm(bw io.Writer, l profile.Listing, blocks []AsmBlock, samples int, read Source) {
-	cell := func(n int) string {
-		if n == 0 {
-			return "."
-		}
-		return pct(float64(n) / float64(samples))
-	}
+	cell := func(n int) string { return cellShare(n, samples) }
 	hot := -1
 	for _, b := range blocks {
 		for _, in := range b.Instrs {
@@ -103,15 +98,12 @@ func writeAsm(bw io.Writer, l profile.Listing, blocks []AsmBlock, samples int, r
 }
 
 type asmInstrJSON struct {
-	Offset       uint64  `json:"offset"`
-	Addr         uint64  `json:"addr"`
-	Text         string  `json:"text"`
-	File         string  `json:"file,omitempty"`
-	Line         int     `json:"line,omitempty"`
-	Self         float64 `json:"self"`
-	Total        float64 `json:"total"`
-	SelfSamples  int     `json:"self_samples"`
-	TotalSamples int     `json:"total_samples"`
+	Offset uint64 `json:"offset"`
+	Addr   uint64 `json:"addr"`
+	Text   string `json:"text"`
+	File   string `json:"file,omitempty"`
+	Line   int    `json:"line,omitempty"`
+	countsJSON
 }
 
 type asmBlockJSON struct {
@@ -123,18 +115,12 @@ type asmBlockJSON struct {
 }
 
 func asmJSON(blocks []AsmBlock, samples int) []asmBlockJSON {
-	fr := func(n int) float64 {
-		if samples == 0 {
-			return 0
-		}
-		return float64(n) / float64(samples)
-	}
 	out := make([]asmBlockJSON, 0, len(blocks))
 	for _, b := range blocks {
 		j := asmBlockJSON{Function: b.Function, Offset: b.Offset, Syntax: b.Syntax, Note: b.Note, Instructions: []asmInstrJSON{}}
 		for _, in := range b.Instrs {
 			j.Instructions = append(j.Instructions, asmInstrJSON{Offset: in.Offset, Addr: in.Addr, Text: in.Text, File: in.File, Line: in.Line,
-				Self: fr(in.Self), Total: fr(in.Total), SelfSamples: in.Self, TotalSamples: in.Total})
+				countsJSON: counts(in.Self, in.Total, samples)})
 		}
 		out = append(out, j)
 	}

@@ -42,6 +42,27 @@ func jsonWarnings(w []string) []string {
 	return w
 }
 
+// countsJSON are a row's samples and their fractions of all samples, as
+// the listing, peek and asm documents give them.
+type countsJSON struct {
+	Self         float64 `json:"self"`
+	Total        float64 `json:"total"`
+	SelfSamples  int     `json:"self_samples"`
+	TotalSamples int     `json:"total_samples"`
+}
+
+func counts(self, total, samples int) countsJSON {
+	return countsJSON{Self: fraction(self, samples), Total: fraction(total, samples), SelfSamples: self, TotalSamples: total}
+}
+
+// fraction is n/total, 0 when total is 0.
+func fraction(n, total int) float64 {
+	if total == 0 {
+		return 0
+	}
+	return float64(n) / float64(total)
+}
+
 type flatEntry struct {
 	Name         string  `json:"name"`
 	Object       string  `json:"object"`

@@ -134,6 +134,15 @@ func declLine(src []string, function string, lo int) int {
 	return 0
 }
 
+// cellShare is n of samples as a percentage, "." for none: the cells of the
+// listings and of their code.
+func cellShare(n, samples int) string {
+	if n == 0 {
+		return "."
+	}
+	return pct(fraction(n, samples))
+}
+
 // ListingText writes, for each listing, its header and its source lines with
 // the self and total share of all samples at each line, as pprof -list does:
 //
@@ -158,12 +167,7 @@ func ListingText(w io.Writer, ls []profile.Listing, samples int, read Source, as
 	if top > 0 && len(shown) > top {
 		shown = shown[:top]
 	}
-	cell := func(n int) string {
-		if n == 0 {
-			return "."
-		}
-		return pct(float64(n) / float64(samples))
-	}
+	cell := func(n int) string { return cellShare(n, samples) }
 	for i, l := range shown {
 		if i > 0 {
 			fmt.Fprintln(bw)
@@ -222,12 +226,9 @@ func ListingText(w io.Writer, ls []profile.Listing, samples int, read Source, as
 }
 
 type listLineJSON struct {
-	Line         int     `json:"line"`
-	Source       *string `json:"source"`
-	Self         float64 `json:"self"`
-	Total        float64 `json:"total"`
-	SelfSamples  int     `json:"self_samples"`
-	TotalSamples int     `json:"total_samples"`
+	Line   int     `json:"line"`
+	Source *string `json:"source"`
+	countsJSON
 }
 
 type listFileJSON struct {
@@ -238,23 +239,17 @@ type listFileJSON struct {
 }
 
 type listAddrJSON struct {
-	Offset       uint64  `json:"offset"`
-	Self         float64 `json:"self"`
-	Total        float64 `json:"total"`
-	SelfSamples  int     `json:"self_samples"`
-	TotalSamples int     `json:"total_samples"`
+	Offset uint64 `json:"offset"`
+	countsJSON
 }
 
 type listingJSON struct {
-	Function     string         `json:"function"`
-	Object       string         `json:"object"`
-	Self         float64        `json:"self"`
-	Total        float64        `json:"total"`
-	SelfSamples  int            `json:"self_samples"`
-	TotalSamples int            `json:"total_samples"`
-	Files        []listFileJSON `json:"files"`
-	Addresses    []listAddrJSON `json:"addresses"`
-	Code         []asmBlockJSON `json:"code,omitempty"`
+	Function string `json:"function"`
+	Object   string `json:"object"`
+	countsJSON
+	Files     []listFileJSON `json:"files"`
+	Addresses []listAddrJSON `json:"addresses"`
+	Code      []asmBlockJSON `json:"code,omitempty"`
 }
 
 type listingsJSON struct {
@@ -274,15 +269,9 @@ type listingsJSON struct {
 func ListingJSON(w io.Writer, ls []profile.Listing, samples int, read Source, asm Disassembler, extra JSONExtra) error {
 	out := listingsJSON{Samples: samples, Lost: extra.Lost, Throttled: extra.Throttled,
 		Listings: []listingJSON{}, Sources: jsonSources(extra.Sources), Warnings: jsonWarnings(extra.Warnings)}
-	fr := func(n int) float64 {
-		if samples == 0 {
-			return 0
-		}
-		return float64(n) / float64(samples)
-	}
 	for _, l := range ls {
-		j := listingJSON{Function: l.Function, Object: l.Object, Self: fr(l.Self), Total: fr(l.Total),
-			SelfSamples: l.Self, TotalSamples: l.Total, Files: []listFileJSON{}, Addresses: []listAddrJSON{}}
+		j := listingJSON{Function: l.Function, Object: l.Object, countsJSON: counts(l.Self, l.Total, samples),
+			Files: []listFileJSON{}, Addresses: []listAddrJSON{}}
 		for _, f := range splitFiles(l, read) {
 			jf := listFileJSON{File: f.file, FoundAt: f.foundAt, Note: f.note, Lines: []listLineJSON{}}
 			for _, n := range f.rows {
@@ -295,14 +284,12 @@ func ListingJSON(w io.Writer, ls []profile.Listing, samples int, read Source, as
 					s := strings.TrimRight(f.src[n-1], " \t\r")
 					text = &s
 				}
-				jf.Lines = append(jf.Lines, listLineJSON{Line: n, Source: text, Self: fr(lc.Self), Total: fr(lc.Total),
-					SelfSamples: lc.Self, TotalSamples: lc.Total})
+				jf.Lines = append(jf.Lines, listLineJSON{Line: n, Source: text, countsJSON: counts(lc.Self, lc.Total, samples)})
 			}
 			j.Files = append(j.Files, jf)
 		}
 		for _, a := range l.Addresses {
-			j.Addresses = append(j.Addresses, listAddrJSON{Offset: a.Offset, Self: fr(a.Self), Total: fr(a.Total),
-				SelfSamples: a.Self, TotalSamples: a.Total})
+			j.Addresses = append(j.Addresses, listAddrJSON{Offset: a.Offset, countsJSON: counts(a.Self, a.Total, samples)})
 		}
 		if asm != nil {
 			j.Code = asmJSON(asm(l), samples)

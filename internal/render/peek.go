@@ -37,7 +37,7 @@ func PeekText(w io.Writer, peeks []profile.Peek, samples int, top int) error {
 		if total == 0 {
 			return "-"
 		}
-		return pct(float64(n) / float64(total))
+		return pct(fraction(n, total))
 	}
 	for i, pk := range shown {
 		if i > 0 {
@@ -81,14 +81,11 @@ type peekEdgeJSON struct {
 }
 
 type peekJSON struct {
-	Function     string         `json:"function"`
-	Object       string         `json:"object"`
-	Self         float64        `json:"self"`
-	Total        float64        `json:"total"`
-	SelfSamples  int            `json:"self_samples"`
-	TotalSamples int            `json:"total_samples"`
-	Callers      []peekEdgeJSON `json:"callers"`
-	Callees      []peekEdgeJSON `json:"callees"`
+	Function string `json:"function"`
+	Object   string `json:"object"`
+	countsJSON
+	Callers []peekEdgeJSON `json:"callers"`
+	Callees []peekEdgeJSON `json:"callees"`
 }
 
 type peeksJSON struct {
@@ -105,23 +102,16 @@ type peeksJSON struct {
 func PeekJSON(w io.Writer, peeks []profile.Peek, samples int, extra JSONExtra) error {
 	out := peeksJSON{Samples: samples, Lost: extra.Lost, Throttled: extra.Throttled, Peeks: []peekJSON{},
 		Sources: jsonSources(extra.Sources), Warnings: jsonWarnings(extra.Warnings)}
-	fr := func(n int) float64 {
-		if samples == 0 {
-			return 0
-		}
-		return float64(n) / float64(samples)
-	}
 	edges := func(es []profile.Edge) []peekEdgeJSON {
 		out := make([]peekEdgeJSON, 0, len(es))
 		for _, e := range es {
-			out = append(out, peekEdgeJSON{Name: e.Name, Object: e.Object, Samples: e.Samples, Share: fr(e.Samples)})
+			out = append(out, peekEdgeJSON{Name: e.Name, Object: e.Object, Samples: e.Samples, Share: fraction(e.Samples, samples)})
 		}
 		return out
 	}
 	for _, pk := range peeks {
 		out.Peeks = append(out.Peeks, peekJSON{Function: pk.Function, Object: pk.Object,
-			Self: fr(pk.Self), Total: fr(pk.Total), SelfSamples: pk.Self, TotalSamples: pk.Total,
-			Callers: edges(pk.Callers), Callees: edges(pk.Callees)})
+			countsJSON: counts(pk.Self, pk.Total, samples), Callers: edges(pk.Callers), Callees: edges(pk.Callees)})
 	}
 	return writeJSON(w, out)
 }

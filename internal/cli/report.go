@@ -46,7 +46,7 @@ program it ran); --pid, --tid and --comm keep the samples of some of them.
 
 With --list REGEX it prints, for each function whose name matches, its
 source lines with the self and total share of all samples at each line (as
-pprof -list and perf annotate do); a call site's total includes the calls it
+pprof -list does); a call site's total includes the calls it
 makes, inlined or not. Sources are read where the debug information says
 they were compiled, or under the directories of --source-path. --asm shows
 the function's machine code instead, with the samples at each instruction

@@ -366,6 +366,7 @@ func (p *Profile) Apply(f Filter) *Profile {
 		}
 		return idx
 	}
+	q.Samples = make([]Sample, 0, len(p.Samples))
 	for _, s := range p.Samples {
 		if !f.AllEvents && s.Event != recording.EventCPU {
 			continue

@@ -141,15 +141,24 @@ func flameLabel(name string, width float64) string {
 // many.
 func WriteFlameSVG(w io.Writer, p *profile.Profile) error {
 	root := &flameNode{name: "all", kind: flameRoot, children: map[string]*flameNode{}}
+	// Samples sharing a stack and a process name go in together.
+	type key struct {
+		stack   int32
+		process string
+	}
+	perStack := map[key]int{}
 	for _, s := range p.Samples {
-		n := root.child(p.ProcessNameAt(s.PID, s.TID, s.Time), "", flameRoot, false)
-		n.samples++
-		root.samples++
-		frames := stackFrames(p, s.Stack)
+		perStack[key{s.Stack, p.ProcessNameAt(s.PID, s.TID, s.Time)}]++
+	}
+	for k, c := range perStack {
+		n := root.child(k.process, "", flameRoot, false)
+		n.samples += c
+		root.samples += c
+		frames := stackFrames(p, k.stack)
 		for i := len(frames) - 1; i >= 0; i-- {
 			f := frames[i]
 			n = n.child(f.Name(), f.ObjectName(), frameKind(f), f.Inlined)
-			n.samples++
+			n.samples += c
 		}
 	}
 	depth := 0

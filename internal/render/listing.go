@@ -208,13 +208,21 @@ func ListingText(w io.Writer, ls []profile.Listing, samples int, read Source, as
 			}
 		}
 		if len(l.Addresses) > 0 {
-			if len(l.Lines) > 0 {
+			kernel := strings.HasPrefix(l.Object, "[")
+			switch {
+			case len(l.Lines) > 0:
 				fmt.Fprintln(bw, "samples without line information, by address:")
-			} else {
+			case kernel:
+				fmt.Fprintf(bw, "no line information for %s (kernel code: culprit does not read the kernel's debug information), samples by address:\n", l.Function)
+			default:
 				fmt.Fprintf(bw, "no line information for %s (%s has no DWARF line table: build with -g), samples by address:\n", l.Function, l.Object)
 			}
 			fmt.Fprintf(bw, "%7s %7s  %s\n", "self%", "total%", "address")
 			for _, a := range l.Addresses {
+				if kernel { // an address, not an offset in a file
+					fmt.Fprintf(bw, "%7s %7s  0x%x\n", cell(a.Self), cell(a.Total), a.Offset)
+					continue
+				}
 				fmt.Fprintf(bw, "%7s %7s  %s+0x%x\n", cell(a.Self), cell(a.Total), l.Object, a.Offset)
 			}
 		}

@@ -111,6 +111,17 @@ func TestListingText(t *testing.T) {
 		t.Errorf("JSON counts: sampled lines sum to %d, want 80; addresses %+v", sampled, j.Listings[0].Addresses)
 	}
 
+	// Kernel code is listed by address, not as an offset in a file.
+	buf.Reset()
+	k := []profile.Listing{{Function: "vfs_write", Object: "[kernel.kallsyms]", Path: "[kernel.kallsyms]", Self: 2, Total: 2,
+		Addresses: []profile.AddrCount{{Offset: 0xffffffff816d5cd5, Self: 2, Total: 2}}}}
+	if err := ListingText(&buf, k, 10, read, nil, 0); err != nil {
+		t.Fatal(err)
+	}
+	if out := buf.String(); !strings.Contains(out, "(kernel code: ") || !strings.Contains(out, "  20.0%   20.0%  0xffffffff816d5cd5\n") {
+		t.Errorf("kernel listing:\n%s", out)
+	}
+
 	buf.Reset()
 	if err := ListingText(&buf, nil, 0, read, nil, 0); err != nil || !strings.Contains(buf.String(), "no samples") {
 		t.Errorf("empty listing: %v %q", err, buf.String())

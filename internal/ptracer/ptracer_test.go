@@ -221,30 +221,35 @@ func TestJitter(t *testing.T) {
 func TestOnStop(t *testing.T) {
 	testutil.NeedRoot(t)
 	o := out(t)
-	calls, bad := 0, 0
+	calls, inExe := 0, 0
+	bad := map[string]int{} // what was inconsistent, how often
 	hook := func(s *Stop) []recording.Record {
 		calls++
 		var w [8]byte
 		if n, err := s.ReadMemory(s.StackSP, w[:]); err != nil || n != 8 || len(s.Stack) < 8 || string(w[:]) != string(s.Stack[:8]) {
-			bad++
+			bad["memory at SP differs from the stack copy"]++
 		}
 		if len(s.PCs) == 0 || s.PCs[0] != s.Regs.Rip || s.DWARF[16] != s.Regs.Rip || s.DWARF[7] != s.Regs.Rsp || s.StackSP != s.Regs.Rsp {
-			bad++
+			bad["PCs, DWARF registers or StackSP disagree with Regs"]++
 		}
 		if !strings.Contains(s.Exe, "hier") {
-			bad++
+			bad["Exe is not hier"]++
 		}
 		if len(s.Frames) != len(s.PCs) || s.Frames[0].Regs != s.DWARF {
-			bad++
+			bad["Frames disagree with PCs or DWARF"]++
 		} else {
 			for i, f := range s.Frames {
 				if f.PC != s.PCs[i] {
-					bad++
+					bad["a frame's PC differs from PCs"]++
 				}
 			}
 		}
-		if path, _, ok := s.Object(s.Regs.Rip); !ok || path != s.Exe {
-			bad++
+		// The PC lies in a mapped object: hier itself nearly always, the
+		// dynamic loader or libc in the few stops at start and exit.
+		if path, _, ok := s.Object(s.Regs.Rip); !ok {
+			bad["no object holds the PC"]++
+		} else if path == s.Exe {
+			inExe++
 		}
 		var recs []recording.Record
 		if calls == 1 {
@@ -263,8 +268,9 @@ func TestOnStop(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if bad > 0 || calls < 50 {
-		t.Errorf("%d of %d stops inconsistent", bad, calls)
+	t.Logf("%d stops, %d with the PC in hier", calls, inExe)
+	if len(bad) > 0 || calls < 50 || inExe < calls*9/10 {
+		t.Errorf("%d stops, %d with the PC in hier; inconsistent: %v", calls, inExe, bad)
 	}
 	c := readRecording(t, o)
 	if len(c.values) != calls || res.Samples != uint64(calls-calls/2) || len(c.samples) != int(res.Samples) {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -224,6 +225,30 @@ func TestDiff(t *testing.T) {
 	}
 	if text := mustRun(t, "diff", base, cur); !strings.Contains(text, "phase_two [") || !strings.Contains(text, "* the change exceeds") {
 		t.Errorf("text diff:\n%s", text)
+	}
+	// The differential flame graph: phase_two red, phase_one blue, though
+	// the two builds have different names.
+	svg := filepath.Join(t.TempDir(), "diff.svg")
+	mustRun(t, "diff", "--format", "svg", "-o", svg, base, cur)
+	data, err := os.ReadFile(svg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fill := regexp.MustCompile(`data-n="(phase_one|phase_two)"[^>]*><title>([^<]*)</title><rect [^>]*fill="rgb\((\d+),(\d+),(\d+)\)"`)
+	found := 0
+	for _, m := range fill.FindAllStringSubmatch(string(data), -1) {
+		found++
+		r, _ := strconv.Atoi(m[3])
+		g, _ := strconv.Atoi(m[4])
+		b, _ := strconv.Atoi(m[5])
+		red := r == 255 && g == b && g < 200
+		blue := b == 255 && r == g && r < 200
+		if m[1] == "phase_two" && !red || m[1] == "phase_one" && !blue || strings.Contains(m[2], "not in base") {
+			t.Errorf("%s: fill rgb(%d,%d,%d), tooltip %q; want phase_two deep red, phase_one deep blue, both in base", m[1], r, g, b, m[2])
+		}
+	}
+	if found != 2 {
+		t.Errorf("%d phase frames in the differential flame graph, want 2", found)
 	}
 	if _, errs, code := run(t, "diff", base); code != 2 || !strings.Contains(errs, "two recordings") {
 		t.Errorf("diff with one file: exit %d\n%s", code, errs)

@@ -1,6 +1,8 @@
 package cli
 
 import (
+	"io"
+
 	"github.com/spf13/cobra"
 
 	"github.com/culprit-dev/culprit/internal/analysis/flatdiff"
@@ -14,6 +16,7 @@ func newDiff() *cobra.Command {
 		byTotal bool
 		format  string
 		top     int
+		output  string
 	)
 	c := &cobra.Command{
 		Use:   "diff [flags] BASE NEW",
@@ -30,8 +33,13 @@ of sampling noise: sqrt(p1(1−p1)/N1 + p2(1−p2)/N2) for shares p1, p2 of N1,
 N2 samples. A function whose program was rebuilt under another name (prog-v1,
 prog-v2) is one row, its object shown as "prog-v1 → prog-v2".
 
---kernel, --from, --to, --pid, --tid and --comm apply to both recordings.`,
+--format svg draws a differential flame graph instead: the new run's flame
+graph, each frame red where its self share grew and blue where it shrank.
+
+--kernel, --from, --to, --pid, --tid, --comm, --focus, --ignore and --hide
+apply to both recordings.`,
 		Example: `  culprit diff before.rec after.rec
+  culprit diff --format svg -o diff.svg before.rec after.rec
   culprit diff --total --top 10 v1.rec v2.rec
   culprit diff --by object --format json base.rec new.rec`,
 		Args: func(c *cobra.Command, args []string) error {
@@ -41,9 +49,13 @@ prog-v2) is one row, its object shown as "prog-v1 → prog-v2".
 			return nil
 		},
 		RunE: func(c *cobra.Command, args []string) error {
+			svg := format == "svg"
+			if svg {
+				format = "text" // for the checks; the flame graph has no rows
+			}
 			g, err := groupingAndFormat(by, format)
 			if err != nil {
-				return err
+				return usagef("%v (or svg)", err)
 			}
 			if top < 0 {
 				return usagef("--top takes a positive number")
@@ -56,18 +68,24 @@ prog-v2) is one row, its object shown as "prog-v1 → prog-v2".
 			if err != nil {
 				return err
 			}
-			d := flatdiff.Compare(base, cur, g, byTotal)
-			if format == "json" {
-				return render.DiffJSON(c.OutOrStdout(), d, args[0], args[1], append(base.Warnings, cur.Warnings...))
-			}
-			return render.DiffText(c.OutOrStdout(), d, args[0], args[1], top)
+			return writeOutput(c.OutOrStdout(), output, func(w io.Writer) error {
+				if svg {
+					return render.WriteFlameDiffSVG(w, base, cur)
+				}
+				d := flatdiff.Compare(base, cur, g, byTotal)
+				if format == "json" {
+					return render.DiffJSON(w, d, args[0], args[1], append(base.Warnings, cur.Warnings...))
+				}
+				return render.DiffText(w, d, args[0], args[1], top)
+			})
 		},
 	}
 	f := c.Flags()
 	f.StringVar(&by, "by", "function", "group samples by function, line, object, process or thread")
 	f.BoolVar(&byTotal, "total", false, "compare and rank by total share (callees included) instead of self")
 	ff.register(f)
-	f.StringVar(&format, "format", "text", "output format: text or json")
+	f.StringVar(&format, "format", "text", "output format: text, json or svg (a differential flame graph)")
+	f.StringVarP(&output, "output", "o", "-", "file to write (- for standard output)")
 	f.IntVar(&top, "top", 30, "rows to print in text output (0: all)")
 	f.SortFlags = false
 	return c

@@ -1,10 +1,7 @@
 package cli
 
 import (
-	"bufio"
-	"fmt"
 	"io"
-	"os"
 
 	"github.com/spf13/cobra"
 
@@ -52,27 +49,7 @@ func newExport() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			if output == "-" {
-				bw := bufio.NewWriter(c.OutOrStdout())
-				if err := write(bw, p); err != nil {
-					return err
-				}
-				return bw.Flush()
-			}
-			f, err := os.Create(output)
-			if err != nil {
-				return fmt.Errorf("creating %s: %w", output, err)
-			}
-			bw := bufio.NewWriter(f)
-			if err := write(bw, p); err != nil {
-				f.Close()
-				return fmt.Errorf("writing %s: %w", output, err)
-			}
-			if err := bw.Flush(); err != nil {
-				f.Close()
-				return fmt.Errorf("writing %s: %w", output, err)
-			}
-			return f.Close()
+			return writeOutput(c.OutOrStdout(), output, func(w io.Writer) error { return write(w, p) })
 		},
 	}
 	f := c.Flags()

@@ -48,8 +48,15 @@ const (
 	flameKernel                   // kernel code
 )
 
+// child returns n's child for a frame, made when missing. Children are
+// told apart by name (kernel frames apart from user ones), as flamegraph.pl
+// merges them, so that two runs of a program rebuilt under another name
+// match; a child keeps the object of its first frame.
 func (n *flameNode) child(name, object string, kind flameKind, inlined bool) *flameNode {
-	key := name + "\x00" + object
+	key := name
+	if kind == flameKernel {
+		key += "\x00k"
+	}
 	c := n.children[key]
 	if c == nil {
 		c = &flameNode{name: name, object: object, kind: kind, inlined: inlined, children: map[string]*flameNode{}}
@@ -140,6 +147,20 @@ func flameLabel(name string, width float64) string {
 // narrower than 0.1% of the samples are left out, and the subtitle says how
 // many.
 func WriteFlameSVG(w io.Writer, p *profile.Profile) error {
+	root := flameTree(p)
+	sub := fmt.Sprintf("%d samples", root.samples)
+	if p.Lost > 0 || p.Throttled > 0 {
+		sub += fmt.Sprintf(", %d lost, %d throttled", p.Lost, p.Throttled)
+	}
+	tip := func(n *flameNode) string {
+		return fmt.Sprintf("%s — %d samples, %.2f%%", flameName(n), n.samples, 100*fraction(n.samples, root.samples))
+	}
+	return writeFlame(w, root, commandName(p), sub, "orange: programs, yellow: libraries, blue: kernel", flameColor, tip)
+}
+
+// flameTree builds the flame graph's tree of p: "all", the processes, then
+// the frames of the stacks from the outermost in.
+func flameTree(p *profile.Profile) *flameNode {
 	root := &flameNode{name: "all", kind: flameRoot, children: map[string]*flameNode{}}
 	// Samples sharing a stack and a process name go in together.
 	type key struct {
@@ -161,6 +182,29 @@ func WriteFlameSVG(w io.Writer, p *profile.Profile) error {
 			n.samples += c
 		}
 	}
+	return root
+}
+
+// flameName is a frame's name for its tooltip: with its object, and marked
+// when inlined or in the kernel.
+func flameName(n *flameNode) string {
+	s := n.name
+	if n.object != "" {
+		s += " (" + n.object + ")"
+	}
+	if n.inlined {
+		s += " inlined"
+	}
+	if n.kind == flameKernel {
+		s += " [kernel]"
+	}
+	return s
+}
+
+// writeFlame draws the tree under root: title and subtitle on top (the
+// legend and the count of frames too narrow to draw appended to the
+// subtitle), each frame filled by color and with the tooltip tip.
+func writeFlame(w io.Writer, root *flameNode, title, sub, legend string, color, tip func(*flameNode) string) error {
 	depth := 0
 	var measure func(n *flameNode, d int)
 	measure = func(n *flameNode, d int) {
@@ -176,11 +220,6 @@ func WriteFlameSVG(w io.Writer, p *profile.Profile) error {
 	height := flameTop + (depth+1)*flameFrame + flameBottom
 
 	bw := bufio.NewWriter(w)
-	title := commandName(p)
-	sub := fmt.Sprintf("%d samples", root.samples)
-	if p.Lost > 0 || p.Throttled > 0 {
-		sub += fmt.Sprintf(", %d lost, %d throttled", p.Lost, p.Throttled)
-	}
 	var body strings.Builder
 	omitted := 0
 	var draw func(n *flameNode, x float64, d int)
@@ -192,19 +231,8 @@ func WriteFlameSVG(w io.Writer, p *profile.Profile) error {
 		}
 		wd := float64(n.samples) * scale
 		y := float64(height - flameBottom - (d+1)*flameFrame)
-		tip := n.name
-		if n.object != "" {
-			tip += " (" + n.object + ")"
-		}
-		tip += fmt.Sprintf(" — %d samples, %.2f%%", n.samples, 100*float64(n.samples)/float64(root.samples))
-		if n.inlined {
-			tip += ", inlined"
-		}
-		if n.kind == flameKernel {
-			tip += ", kernel"
-		}
 		fmt.Fprintf(&body, `<g class="f" data-n="%s" data-s="%d"><title>%s</title><rect x="%.2f" y="%.0f" width="%.2f" height="%d" fill="%s" rx="2" ry="2"/><text x="%.2f" y="%.0f">%s</text></g>`+"\n",
-			html.EscapeString(n.name), n.samples, html.EscapeString(tip), x, y, wd, flameFrame-1, flameColor(n),
+			html.EscapeString(n.name), n.samples, html.EscapeString(tip(n)), x, y, wd, flameFrame-1, color(n),
 			x+3, y+flameFrame-4.5, html.EscapeString(flameLabel(n.name, wd)))
 		for _, c := range n.sortedChildren() {
 			draw(c, x, d+1)
@@ -217,7 +245,7 @@ func WriteFlameSVG(w io.Writer, p *profile.Profile) error {
 	if omitted > 0 {
 		sub += fmt.Sprintf("; %d frames under 0.1%% not drawn", omitted)
 	}
-	sub += " · orange: programs, yellow: libraries, blue: kernel"
+	sub += " · " + legend
 
 	fmt.Fprintf(bw, `<?xml version="1.0" standalone="no"?>
 <svg version="1.1" width="%d" height="%d" viewBox="0 0 %d %d" xmlns="http://www.w3.org/2000/svg" data-samples="%d">

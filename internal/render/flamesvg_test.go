@@ -192,3 +192,45 @@ func TestFlameSVGNarrowAndEmpty(t *testing.T) {
 		t.Errorf("empty flame graph: %v\n%s", err, buf.String())
 	}
 }
+
+func TestFlameDiffSVG(t *testing.T) {
+	base := testProfile()
+	cur := testProfile()
+	// In the new run worker's stack (stack 0) takes 6 more samples of
+	// process 100: worker's self share grows from 5/10 to 11/16; everything
+	// else shrinks.
+	for i := 0; i < 6; i++ {
+		cur.Samples = append(cur.Samples, cur.Samples[0])
+	}
+	var buf bytes.Buffer
+	if err := WriteFlameDiffSVG(&buf, base, cur); err != nil {
+		t.Fatal(err)
+	}
+	var doc svgDoc
+	if err := xml.Unmarshal(buf.Bytes(), &doc); err != nil {
+		t.Fatalf("not well-formed XML: %v", err)
+	}
+	byName := map[string]svgFrame{}
+	for _, f := range doc.Frames.G {
+		if _, dup := byName[f.Name]; !dup || f.Samples > byName[f.Name].Samples {
+			byName[f.Name] = f
+		}
+	}
+	w, k := byName["worker"], byName["ksys_write"]
+	if w.Samples != 12 {
+		t.Fatalf("worker in process 100: %+v", w)
+	}
+	if r, g, b := rgb(t, w.Rect.Fill); r != 255 || g > 100 || g != b {
+		t.Errorf("worker, whose self share grew most, is %d,%d,%d: want deep red", r, g, b)
+	}
+	if r, g, b := rgb(t, k.Rect.Fill); b != 255 || r >= 255 || r != g {
+		t.Errorf("ksys_write, whose self share shrank, is %d,%d,%d: want blue", r, g, b)
+	}
+	if r, g, b := rgb(t, byName["main"].Rect.Fill); r != 255 || g != 255 || b != 255 {
+		t.Errorf("main, never innermost, is %d,%d,%d: want white", r, g, b)
+	}
+	// worker in process 100: 6 → 12 samples (with helper and memcpy above it); its self share 4/10 → 10/16.
+	if !strings.Contains(w.Title, "6 → 12 samples") || !strings.Contains(w.Title, "self 40.00% → 62.50% (+22.50)") {
+		t.Errorf("worker tooltip %q", w.Title)
+	}
+}

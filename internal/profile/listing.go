@@ -25,7 +25,8 @@ type Listing struct {
 	// Addresses, for frames without line information (an object without
 	// DWARF), count the samples at each address, as file offsets in Object
 	// (addresses for kernel frames): the innermost frame's own address for
-	// Self, the call's return address for callers.
+	// Self; for a caller, the return address − 1, which lies in its call
+	// instruction.
 	Addresses []AddrCount
 	// Offsets count the samples at each address of all the function's
 	// frames, with or without lines, as Addresses does (what an

@@ -226,6 +226,49 @@ func TestDiff(t *testing.T) {
 	if text := mustRun(t, "diff", base, cur); !strings.Contains(text, "phase_two [") || !strings.Contains(text, "* the change exceeds") {
 		t.Errorf("text diff:\n%s", text)
 	}
+	// Line by line: main's call of phase_two grew, its call of phase_one
+	// shrank; the lines carry their source.
+	var dl struct {
+		Listings []struct {
+			Function string `json:"function"`
+			Files    []struct {
+				Lines []struct {
+					Source      *string `json:"source"`
+					TotalChange float64 `json:"total_change"`
+					Significant bool    `json:"significant"`
+				} `json:"lines"`
+			} `json:"files"`
+		} `json:"listings"`
+	}
+	if err := json.Unmarshal([]byte(mustRun(t, "diff", "--list", "^main$", "--format", "json", base, cur)), &dl); err != nil || len(dl.Listings) != 1 {
+		t.Fatalf("diff --list: %v %+v", err, dl)
+	}
+	calls := 0
+	for _, f := range dl.Listings[0].Files {
+		for _, l := range f.Lines {
+			switch {
+			case l.Source == nil:
+				t.Errorf("a line of main without its source: %+v", l)
+			case strings.Contains(*l.Source, "phase_two("):
+				calls++
+				if l.TotalChange < 0.15 || !l.Significant {
+					t.Errorf("phase_two's call: %+v", l)
+				}
+			case strings.Contains(*l.Source, "phase_one("):
+				calls++
+				if l.TotalChange > -0.15 || !l.Significant {
+					t.Errorf("phase_one's call: %+v", l)
+				}
+			}
+		}
+	}
+	if calls != 2 {
+		t.Errorf("%d of main's two calls found in diff --list", calls)
+	}
+	if text := mustRun(t, "diff", "--list", "^phase_two$", base, cur); !strings.Contains(text, "ROUTINE phase_two in phases") || !strings.Contains(text, "*") {
+		t.Errorf("diff --list text:\n%s", text)
+	}
+
 	// The differential flame graph: phase_two red, phase_one blue, though
 	// the two builds have different names.
 	svg := filepath.Join(t.TempDir(), "diff.svg")

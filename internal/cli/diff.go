@@ -1,7 +1,10 @@
 package cli
 
 import (
+	"fmt"
 	"io"
+	"regexp"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -17,6 +20,8 @@ func newDiff() *cobra.Command {
 		format  string
 		top     int
 		output  string
+		list    string
+		srcPath string
 	)
 	c := &cobra.Command{
 		Use:   "diff [flags] BASE NEW",
@@ -33,6 +38,10 @@ of sampling noise: sqrt(p1(1−p1)/N1 + p2(1−p2)/N2) for shares p1, p2 of N1,
 N2 samples. A function whose program was rebuilt under another name (prog-v1,
 prog-v2) is one row, its object shown as "prog-v1 → prog-v2".
 
+--list REGEX compares the source lines of the functions whose names match:
+the share of each run's samples at each line (callees included) and the
+change, as pprof -list with -diff_base.
+
 --format svg draws a differential flame graph instead: the new run's flame
 graph, each frame red where its self share grew and blue where it shrank.
 
@@ -40,6 +49,7 @@ graph, each frame red where its self share grew and blue where it shrank.
 apply to both recordings.`,
 		Example: `  culprit diff before.rec after.rec
   culprit diff --format svg -o diff.svg before.rec after.rec
+  culprit diff --list '^parse$' before.rec after.rec
   culprit diff --total --top 10 v1.rec v2.rec
   culprit diff --by object --format json base.rec new.rec`,
 		Args: func(c *cobra.Command, args []string) error {
@@ -60,6 +70,15 @@ apply to both recordings.`,
 			if top < 0 {
 				return usagef("--top takes a positive number")
 			}
+			var listRE *regexp.Regexp
+			if list != "" {
+				if listRE, err = regexp.Compile(list); err != nil {
+					return usagef("--list %q: %v", list, err)
+				}
+				if svg || c.Flags().Changed("by") || byTotal {
+					return usagef("--list compares the lines of functions: it does not combine with --by, --total or --format svg")
+				}
+			}
 			base, err := ff.load(args[:1], c.ErrOrStderr())
 			if err != nil {
 				return err
@@ -71,6 +90,17 @@ apply to both recordings.`,
 			return writeOutput(c.OutOrStdout(), output, func(w io.Writer) error {
 				if svg {
 					return render.WriteFlameDiffSVG(w, base, cur)
+				}
+				if listRE != nil {
+					d := flatdiff.CompareLines(base, cur, listRE)
+					if len(d.Listings) == 0 {
+						return fmt.Errorf("no sampled function matches --list %q in either run: the busiest in the new run are %s", list, strings.Join(busiest(cur, 5), ", "))
+					}
+					read := sourceReader(srcPath)
+					if format == "json" {
+						return render.DiffListingJSON(w, d, args[0], args[1], read, append(base.Warnings, cur.Warnings...))
+					}
+					return render.DiffListingText(w, d, args[0], args[1], read, top)
 				}
 				d := flatdiff.Compare(base, cur, g, byTotal)
 				if format == "json" {
@@ -84,6 +114,8 @@ apply to both recordings.`,
 	f.StringVar(&by, "by", "function", "group samples by function, line, object, process or thread")
 	f.BoolVar(&byTotal, "total", false, "compare and rank by total share (callees included) instead of self")
 	ff.register(f)
+	f.StringVar(&list, "list", "", "compare the source lines of the functions matching this regular expression")
+	f.StringVar(&srcPath, "source-path", "", "with --list: directories to look for source files in (colon-separated)")
 	f.StringVar(&format, "format", "text", "output format: text, json or svg (a differential flame graph)")
 	f.StringVarP(&output, "output", "o", "-", "file to write (- for standard output)")
 	f.IntVar(&top, "top", 30, "rows to print in text output (0: all)")

@@ -81,6 +81,10 @@ type diffSide struct {
 	TotalCPUNs   uint64  `json:"total_cpu_ns"`
 }
 
+func diffSideOf(s flatdiff.Side) diffSide {
+	return diffSide{s.SelfFrac, s.TotalFrac, s.Self, s.Total, s.SelfCPU, s.TotalCPU}
+}
+
 type diffEntry struct {
 	Name        string   `json:"name"`
 	Object      string   `json:"object"`
@@ -121,11 +125,8 @@ func DiffJSON(w io.Writer, d flatdiff.Result, basePath, newPath string, warnings
 	if d.ByTotal {
 		out.RankedBy = "total"
 	}
-	side := func(s flatdiff.Side) diffSide {
-		return diffSide{s.SelfFrac, s.TotalFrac, s.Self, s.Total, s.SelfCPU, s.TotalCPU}
-	}
 	for _, r := range d.Rows {
-		out.Entries = append(out.Entries, diffEntry{Name: r.Name, Object: r.Object, Base: side(r.Base), New: side(r.New),
+		out.Entries = append(out.Entries, diffEntry{Name: r.Name, Object: r.Object, Base: diffSideOf(r.Base), New: diffSideOf(r.New),
 			SelfChange: r.DeltaSelf, SelfErr: r.ErrSelf, TotalChange: r.DeltaTotal, TotalErr: r.ErrTotal, Significant: r.Significant})
 	}
 	enc := json.NewEncoder(w)

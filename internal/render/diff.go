@@ -10,6 +10,16 @@ import (
 	"github.com/culprit-dev/culprit/internal/analysis/flatdiff"
 )
 
+// writeRuns writes a line per run: its path, samples and CPU time.
+func writeRuns(w io.Writer, basePath, newPath string, base, cur flatdiff.Run) {
+	for _, x := range []struct {
+		label, path string
+		run         flatdiff.Run
+	}{{"base", basePath, base}, {"new ", newPath, cur}} {
+		fmt.Fprintf(w, "%s %s: %d samples, %.3f s of CPU\n", x.label, x.path, x.run.Samples, float64(x.run.CPU)/1e9)
+	}
+}
+
 // DiffText writes a comparison of two runs: a line per run (path, samples,
 // CPU time), then a table with the base and new shares, the change in
 // percentage points with its two-sigma error (marked * when significant),
@@ -20,12 +30,7 @@ import (
 // followed by its object in brackets.
 func DiffText(w io.Writer, d flatdiff.Result, basePath, newPath string, top int) error {
 	bw := bufio.NewWriter(w)
-	for _, x := range []struct {
-		label, path string
-		run         flatdiff.Run
-	}{{"base", basePath, d.Base}, {"new ", newPath, d.New}} {
-		fmt.Fprintf(bw, "%s %s: %d samples, %.3f s of CPU\n", x.label, x.path, x.run.Samples, float64(x.run.CPU)/1e9)
-	}
+	writeRuns(bw, basePath, newPath, d.Base, d.New)
 	if len(d.Rows) == 0 {
 		return bw.Flush()
 	}

@@ -44,12 +44,7 @@ func diffListFiles(l flatdiff.Listing, read Source) ([]*listFile, map[*listFile]
 // (0 = all).
 func DiffListingText(w io.Writer, d flatdiff.LinesResult, basePath, newPath string, read Source, top int) error {
 	bw := bufio.NewWriter(w)
-	for _, x := range []struct {
-		label, path string
-		run         flatdiff.Run
-	}{{"base", basePath, d.Base}, {"new ", newPath, d.New}} {
-		fmt.Fprintf(bw, "%s %s: %d samples, %.3f s of CPU\n", x.label, x.path, x.run.Samples, float64(x.run.CPU)/1e9)
-	}
+	writeRuns(bw, basePath, newPath, d.Base, d.New)
 	shown := d.Listings
 	if top > 0 && len(shown) > top {
 		shown = shown[:top]

@@ -35,7 +35,7 @@ type listingJSON struct {
 	} `json:"listings"`
 }
 
-// TestList checks report --list (and --peek) on PCT's hierarchical program, built from a
+// TestList checks report --list (and --peek, --tree) on PCT's hierarchical program, built from a
 // copy of its source that is then moved: the listing finds it through
 // --source-path, puts worker's samples on its loop's two lines and main's on
 // its two calls, 1/3 and 2/3.
@@ -154,6 +154,49 @@ func TestList(t *testing.T) {
 	}
 	if _, errs, code := run(t, "report", "--peek", "worker", "--list", "worker", out); code != 2 {
 		t.Errorf("--peek with --list: exit %d, %s", code, errs)
+	}
+
+	// --tree: main's two branches, 1/3 and 2/3, each ending in worker.
+	type node struct {
+		Name     string  `json:"name"`
+		Total    float64 `json:"total"`
+		Self     float64 `json:"self"`
+		Children []node  `json:"children"`
+	}
+	var tr struct {
+		Samples int    `json:"samples"`
+		Tree    []node `json:"tree"`
+	}
+	js = mustRun(t, "report", "--tree", "--format", "json", out)
+	if err := json.Unmarshal([]byte(js), &tr); err != nil {
+		t.Fatalf("tree JSON: %v\n%s", err, js)
+	}
+	var find func(ns []node, name string) *node
+	find = func(ns []node, name string) *node {
+		for i := range ns {
+			if ns[i].Name == name {
+				return &ns[i]
+			}
+			if f := find(ns[i].Children, name); f != nil {
+				return f
+			}
+		}
+		return nil
+	}
+	mainNode := find(tr.Tree, "main")
+	if mainNode == nil {
+		t.Fatalf("no main in the tree: %s", js)
+	}
+	d1, d2 := find(mainNode.Children, "dispatch_1"), find(mainNode.Children, "dispatch_2")
+	if d1 == nil || d2 == nil || d1.Total < 0.28 || d1.Total > 0.38 || d2.Total < 0.62 || d2.Total > 0.72 ||
+		find(d1.Children, "worker") == nil || find(d2.Children, "worker") == nil || mainNode.Self > 0.02 {
+		t.Errorf("main's branches: %+v %+v", d1, d2)
+	}
+	if text := mustRun(t, "report", "--tree", out); !strings.Contains(text, "├─ dispatch_2") || !strings.Contains(text, "└─ worker") {
+		t.Errorf("tree text:\n%s", text)
+	}
+	if _, _, code := run(t, "report", "--tree", "--callers", "2", out); code != 2 {
+		t.Errorf("--tree with --callers: exit %d", code)
 	}
 
 	// Errors: a bad expression is a usage error; nothing matching names the

@@ -26,6 +26,8 @@ func newReport() *cobra.Command {
 		srcPath string
 		peek    string
 		asm     bool
+		tree    bool
+		minPct  float64
 	)
 	c := &cobra.Command{
 		Use:   "report [flags] [FILE...]",
@@ -53,6 +55,10 @@ the function's machine code instead, with the samples at each instruction
 and the source line above the instructions compiled from it (perf
 annotate).
 
+With --tree it prints the call tree top-down, as perf report's caller graph
+and pprof -tree: each function with its total and self share, indented
+under its caller; --min-share leaves out the smaller branches.
+
 With --peek REGEX it prints, for each function whose name matches, the
 functions that called it and those it called, with the samples through each
 (pprof -peek).
@@ -72,6 +78,7 @@ written: report shows everything up to the last complete record.`,
   culprit report --list '^worker$' --asm
   culprit report --list 'parse_.*' --source-path ~/src/app
   culprit report --peek '^malloc$'
+  culprit report --tree --min-share 2
   culprit report --focus 'parse_.*' --hide '^(malloc|free)$' --callers 4
   culprit report --callers 3 run1.rec run2.rec
   culprit report --kernel exclude --from 1s --to 2s --format json`,
@@ -97,6 +104,12 @@ written: report shows everything up to the last complete record.`,
 				if callers > 0 || exprsOn || c.Flags().Changed("by") || list != "" && peek != "" {
 					return usagef("--%s looks at functions: it does not combine with --by, --callers, --exprs or the other of --list and --peek", x.flag)
 				}
+			}
+			if tree && (callers > 0 || exprsOn || list != "" || peek != "" || c.Flags().Changed("by")) {
+				return usagef("--tree shows functions top-down: it does not combine with --by, --callers, --exprs, --list or --peek")
+			}
+			if minPct < 0 || minPct > 100 {
+				return usagef("--min-share takes a percentage from 0 to 100")
 			}
 			if asm && list == "" {
 				return usagef("--asm annotates the machine code of the functions --list names: give --list REGEX")
@@ -128,6 +141,13 @@ written: report shows everything up to the last complete record.`,
 			}
 			extra := render.JSONExtra{Sources: p.Sources, Warnings: p.Warnings,
 				Lost: p.Lost, Throttled: p.Throttled, Grouping: g.String()}
+			if tree {
+				t := p.CallTree(true)
+				if format == "json" {
+					return render.TreeJSON(out, t, minPct/100, extra)
+				}
+				return render.TreeText(out, t, p.Lost, p.Throttled, minPct/100)
+			}
 			if peekRE != nil {
 				pk := p.Peeks(peekRE)
 				if len(pk) == 0 && len(p.Samples) > 0 {
@@ -175,6 +195,8 @@ written: report shows everything up to the last complete record.`,
 	f.StringVar(&list, "list", "", "show the source lines of the functions matching this regular expression, with the samples at each")
 	f.StringVar(&srcPath, "source-path", "", "with --list: directories to look for source files in (colon-separated)")
 	f.BoolVar(&asm, "asm", false, "with --list: show the machine code with the samples at each instruction (perf annotate)")
+	f.BoolVar(&tree, "tree", false, "show the call tree top-down, each function under its caller")
+	f.Float64Var(&minPct, "min-share", 0.5, "with --tree: leave out functions under this share of the samples (percent)")
 	f.StringVar(&peek, "peek", "", "show the callers and callees of the functions matching this regular expression")
 	ff.register(f)
 	f.BoolVar(&exprsOn, "exprs", false, "summarize the sampled expressions, counters and variables instead (recorded with --expr, --rules or --values)")

@@ -19,32 +19,32 @@ import (
 // run's own samples, so runs of different lengths compare. Frames found
 // only in base are not drawn (culprit diff lists them).
 func WriteFlameDiffSVG(w io.Writer, base, cur *profile.Profile) error {
-	bt, ct := flameTree(base), flameTree(cur)
+	bt, ct := base.CallTree(true), cur.CallTree(true)
 	type change struct {
 		self, total       float64 // share points: cur − base
 		baseSelf, baseTot int
 		known             bool // the path exists in base
 	}
-	changes := map[*flameNode]change{}
+	changes := map[*profile.TreeNode]change{}
 	maxSelf := 0.0
-	var walk func(c, b *flameNode)
-	walk = func(c, b *flameNode) {
-		ch := change{self: fraction(c.self(), ct.samples), total: fraction(c.samples, ct.samples)}
+	var walk func(c, b *profile.TreeNode)
+	walk = func(c, b *profile.TreeNode) {
+		ch := change{self: fraction(c.Self(), ct.Samples), total: fraction(c.Samples, ct.Samples)}
 		if b != nil {
-			ch.known, ch.baseSelf, ch.baseTot = true, b.self(), b.samples
-			ch.self -= fraction(b.self(), bt.samples)
-			ch.total -= fraction(b.samples, bt.samples)
+			ch.known, ch.baseSelf, ch.baseTot = true, b.Self(), b.Samples
+			ch.self -= fraction(b.Self(), bt.Samples)
+			ch.total -= fraction(b.Samples, bt.Samples)
 		}
 		changes[c] = ch
 		maxSelf = max(maxSelf, math.Abs(ch.self))
-		for k, cc := range c.children {
-			var bc *flameNode
+		for k, cc := range c.Children {
+			var bc *profile.TreeNode
 			if b != nil {
-				bc = b.children[k]
-				if bc == nil && c == ct && len(c.children) == 1 && len(b.children) == 1 {
+				bc = b.Children[k]
+				if bc == nil && c == ct && len(c.Children) == 1 && len(b.Children) == 1 {
 					// One process in each run, renamed (a rebuilt
 					// program under another name): the same one.
-					for _, only := range b.children {
+					for _, only := range b.Children {
 						bc = only
 					}
 				}
@@ -53,7 +53,7 @@ func WriteFlameDiffSVG(w io.Writer, base, cur *profile.Profile) error {
 		}
 	}
 	walk(ct, bt)
-	color := func(n *flameNode) string {
+	color := func(n *profile.TreeNode) string {
 		d := 0.0
 		if maxSelf > 0 {
 			d = changes[n].self / maxSelf
@@ -69,29 +69,20 @@ func WriteFlameDiffSVG(w io.Writer, base, cur *profile.Profile) error {
 		}
 		return fmt.Sprintf("rgb(255,%d,%d)", fade, fade)
 	}
-	tip := func(n *flameNode) string {
+	tip := func(n *profile.TreeNode) string {
 		ch := changes[n]
 		if !ch.known {
-			return fmt.Sprintf("%s — new: %d samples (%.2f%%), not in base", flameName(n), n.samples, 100*fraction(n.samples, ct.samples))
+			return fmt.Sprintf("%s — new: %d samples (%.2f%%), not in base", flameName(n), n.Samples, 100*fraction(n.Samples, ct.Samples))
 		}
 		return fmt.Sprintf("%s — %d → %d samples; total %.2f%% → %.2f%% (%+.2f), self %.2f%% → %.2f%% (%+.2f)",
-			flameName(n), ch.baseTot, n.samples,
-			100*fraction(ch.baseTot, bt.samples), 100*fraction(n.samples, ct.samples), 100*ch.total,
-			100*fraction(ch.baseSelf, bt.samples), 100*fraction(n.self(), ct.samples), 100*ch.self)
+			flameName(n), ch.baseTot, n.Samples,
+			100*fraction(ch.baseTot, bt.Samples), 100*fraction(n.Samples, ct.Samples), 100*ch.total,
+			100*fraction(ch.baseSelf, bt.Samples), 100*fraction(n.Self(), ct.Samples), 100*ch.self)
 	}
-	sub := fmt.Sprintf("%d samples (base %d)", ct.samples, bt.samples)
+	sub := fmt.Sprintf("%d samples (base %d)", ct.Samples, bt.Samples)
 	title := commandName(base) + " → " + commandName(cur)
 	if commandName(base) == commandName(cur) {
 		title = commandName(cur) + ", against its base run"
 	}
 	return writeFlame(w, ct, title, sub, "widths: new run; red: self share grew, blue: shrank", color, tip)
-}
-
-// self is the samples in which n is the innermost frame.
-func (n *flameNode) self() int {
-	s := n.samples
-	for _, c := range n.children {
-		s -= c.samples
-	}
-	return s
 }

@@ -5,12 +5,10 @@ package render
 
 import (
 	"bufio"
-	"cmp"
 	"fmt"
 	"hash/fnv"
 	"html"
 	"io"
-	"slices"
 	"strings"
 
 	"github.com/culprit-dev/culprit/internal/profile"
@@ -29,95 +27,26 @@ const (
 	flameMin = 0.001
 )
 
-// flameNode is a frame of the flame graph: one function in one calling
-// context, with the samples that went through it.
-type flameNode struct {
-	name, object string
-	kind         flameKind
-	inlined      bool
-	samples      int
-	children     map[string]*flameNode
-}
-
-type flameKind int
-
-const (
-	flameRoot    flameKind = iota // "all" and the processes
-	flameUser                     // code of a program
-	flameLibrary                  // code of a shared library
-	flameKernel                   // kernel code
-)
-
-// child returns n's child for a frame, made when missing. Children are
-// told apart by name (kernel frames apart from user ones), as flamegraph.pl
-// merges them, so that two runs of a program rebuilt under another name
-// match; a child keeps the object of its first frame.
-func (n *flameNode) child(name, object string, kind flameKind, inlined bool) *flameNode {
-	key := name
-	if kind == flameKernel {
-		key += "\x00k"
-	}
-	c := n.children[key]
-	if c == nil {
-		c = &flameNode{name: name, object: object, kind: kind, inlined: inlined, children: map[string]*flameNode{}}
-		n.children[key] = c
-	}
-	c.inlined = c.inlined && inlined
-	return c
-}
-
-// size is the number of frames from n up.
-func (n *flameNode) size() int {
-	s := 1
-	for _, c := range n.children {
-		s += c.size()
-	}
-	return s
-}
-
-// sortedChildren orders children by name, then object, as flamegraph.pl does,
-// so that the same profile always gives the same picture.
-func (n *flameNode) sortedChildren() []*flameNode {
-	out := make([]*flameNode, 0, len(n.children))
-	for _, c := range n.children {
-		out = append(out, c)
-	}
-	slices.SortFunc(out, func(a, b *flameNode) int {
-		return cmp.Or(cmp.Compare(a.name, b.name), cmp.Compare(a.object, b.object))
-	})
-	return out
-}
-
-func frameKind(f profile.Frame) flameKind {
-	switch {
-	case f.Kernel:
-		return flameKernel
-	case strings.Contains(f.ObjectName(), ".so"):
-		return flameLibrary
-	}
-	return flameUser
-}
-
 // flameColor picks a frame's fill from its name: warm reds and oranges for
 // programs, yellows for shared libraries, blues for the kernel, greys for
 // the root and processes; inlined frames are paler.
-func flameColor(n *flameNode) string {
+func flameColor(n *profile.TreeNode) string {
 	h := fnv.New32a()
-	h.Write([]byte(n.name))
+	h.Write([]byte(n.Name))
 	v := h.Sum32()
 	a, b, c := float64(v&0xff)/255, float64(v>>8&0xff)/255, float64(v>>16&0xff)/255
 	var r, g, bl float64
-	switch n.kind {
-	case flameRoot:
+	switch {
+	case n.Object == "": // the root and the processes
 		r, g, bl = 190+20*a, 190+20*a, 190+20*a
-	case flameKernel:
+	case n.Kernel:
 		r, g, bl = 70+60*a, 130+60*b, 215+40*c
-	case flameLibrary:
+	case n.IsLibrary():
 		r, g, bl = 200+30*a, 200+35*b, 70+50*c
 	default:
 		r, g, bl = 215+40*a, 50+100*b, 10+40*c
 	}
-	if n.inlined {
+	if n.Inlined {
 		r, g, bl = r+(255-r)*0.4, g+(255-g)*0.4, bl+(255-bl)*0.4
 	}
 	return fmt.Sprintf("rgb(%d,%d,%d)", int(r), int(g), int(bl))
@@ -147,55 +76,28 @@ func flameLabel(name string, width float64) string {
 // narrower than 0.1% of the samples are left out, and the subtitle says how
 // many.
 func WriteFlameSVG(w io.Writer, p *profile.Profile) error {
-	root := flameTree(p)
-	sub := fmt.Sprintf("%d samples", root.samples)
+	root := p.CallTree(true)
+	sub := fmt.Sprintf("%d samples", root.Samples)
 	if p.Lost > 0 || p.Throttled > 0 {
 		sub += fmt.Sprintf(", %d lost, %d throttled", p.Lost, p.Throttled)
 	}
-	tip := func(n *flameNode) string {
-		return fmt.Sprintf("%s — %d samples, %.2f%%", flameName(n), n.samples, 100*fraction(n.samples, root.samples))
+	tip := func(n *profile.TreeNode) string {
+		return fmt.Sprintf("%s — %d samples, %.2f%%", flameName(n), n.Samples, 100*fraction(n.Samples, root.Samples))
 	}
 	return writeFlame(w, root, commandName(p), sub, "orange: programs, yellow: libraries, blue: kernel", flameColor, tip)
 }
 
-// flameTree builds the flame graph's tree of p: "all", the processes, then
-// the frames of the stacks from the outermost in.
-func flameTree(p *profile.Profile) *flameNode {
-	root := &flameNode{name: "all", kind: flameRoot, children: map[string]*flameNode{}}
-	// Samples sharing a stack and a process name go in together.
-	type key struct {
-		stack   int32
-		process string
-	}
-	perStack := map[key]int{}
-	for _, s := range p.Samples {
-		perStack[key{s.Stack, p.ProcessNameAt(s.PID, s.TID, s.Time)}]++
-	}
-	for k, c := range perStack {
-		n := root.child(k.process, "", flameRoot, false)
-		n.samples += c
-		root.samples += c
-		frames := stackFrames(p, k.stack)
-		for i := len(frames) - 1; i >= 0; i-- {
-			f := frames[i]
-			n = n.child(f.Name(), f.ObjectName(), frameKind(f), f.Inlined)
-			n.samples += c
-		}
-	}
-	return root
-}
-
 // flameName is a frame's name for its tooltip: with its object, and marked
 // when inlined or in the kernel.
-func flameName(n *flameNode) string {
-	s := n.name
-	if n.object != "" {
-		s += " (" + n.object + ")"
+func flameName(n *profile.TreeNode) string {
+	s := n.Name
+	if n.Object != "" {
+		s += " (" + n.Object + ")"
 	}
-	if n.inlined {
+	if n.Inlined {
 		s += " inlined"
 	}
-	if n.kind == flameKernel {
+	if n.Kernel {
 		s += " [kernel]"
 	}
 	return s
@@ -204,15 +106,15 @@ func flameName(n *flameNode) string {
 // writeFlame draws the tree under root: title and subtitle on top (the
 // legend and the count of frames too narrow to draw appended to the
 // subtitle), each frame filled by color and with the tooltip tip.
-func writeFlame(w io.Writer, root *flameNode, title, sub, legend string, color, tip func(*flameNode) string) error {
+func writeFlame(w io.Writer, root *profile.TreeNode, title, sub, legend string, color, tip func(*profile.TreeNode) string) error {
 	depth := 0
-	var measure func(n *flameNode, d int)
-	measure = func(n *flameNode, d int) {
-		if float64(n.samples) < flameMin*float64(root.samples) {
+	var measure func(n *profile.TreeNode, d int)
+	measure = func(n *profile.TreeNode, d int) {
+		if float64(n.Samples) < flameMin*float64(root.Samples) {
 			return
 		}
 		depth = max(depth, d)
-		for _, c := range n.children {
+		for _, c := range n.Children {
 			measure(c, d+1)
 		}
 	}
@@ -222,24 +124,24 @@ func writeFlame(w io.Writer, root *flameNode, title, sub, legend string, color, 
 	bw := bufio.NewWriter(w)
 	var body strings.Builder
 	omitted := 0
-	var draw func(n *flameNode, x float64, d int)
-	scale := float64(flameWidth-2*flamePad) / float64(max(root.samples, 1))
-	draw = func(n *flameNode, x float64, d int) {
-		if float64(n.samples) < flameMin*float64(root.samples) {
-			omitted += n.size()
+	var draw func(n *profile.TreeNode, x float64, d int)
+	scale := float64(flameWidth-2*flamePad) / float64(max(root.Samples, 1))
+	draw = func(n *profile.TreeNode, x float64, d int) {
+		if float64(n.Samples) < flameMin*float64(root.Samples) {
+			omitted += n.Size()
 			return
 		}
-		wd := float64(n.samples) * scale
+		wd := float64(n.Samples) * scale
 		y := float64(height - flameBottom - (d+1)*flameFrame)
 		fmt.Fprintf(&body, `<g class="f" data-n="%s" data-s="%d"><title>%s</title><rect x="%.2f" y="%.0f" width="%.2f" height="%d" fill="%s" rx="2" ry="2"/><text x="%.2f" y="%.0f">%s</text></g>`+"\n",
-			html.EscapeString(n.name), n.samples, html.EscapeString(tip(n)), x, y, wd, flameFrame-1, color(n),
-			x+3, y+flameFrame-4.5, html.EscapeString(flameLabel(n.name, wd)))
-		for _, c := range n.sortedChildren() {
+			html.EscapeString(n.Name), n.Samples, html.EscapeString(tip(n)), x, y, wd, flameFrame-1, color(n),
+			x+3, y+flameFrame-4.5, html.EscapeString(flameLabel(n.Name, wd)))
+		for _, c := range n.ByName() {
 			draw(c, x, d+1)
-			x += float64(c.samples) * scale
+			x += float64(c.Samples) * scale
 		}
 	}
-	if root.samples > 0 {
+	if root.Samples > 0 {
 		draw(root, flamePad, 0)
 	}
 	if omitted > 0 {
@@ -268,10 +170,10 @@ text { font-family: Verdana, sans-serif; font-size: %dpx; fill: black; }
 <text id="details" x="%d" y="%d"> </text>
 <text id="matched" x="%d" y="%d"> </text>
 <g id="frames">
-`, flameWidth, height, flameWidth, height, root.samples, flameFont, flameWidth, height,
+`, flameWidth, height, flameWidth, height, root.Samples, flameFont, flameWidth, height,
 		flameWidth/2, html.EscapeString(title), flameWidth/2, html.EscapeString(sub),
 		flamePad, flameWidth-flamePad, flamePad, height-12, flameWidth-flamePad, height-12)
-	if root.samples == 0 {
+	if root.Samples == 0 {
 		fmt.Fprintf(bw, `<text x="%d" y="%d" style="text-anchor:middle">no samples</text>`+"\n", flameWidth/2, flameTop+flameFrame)
 	}
 	bw.WriteString(body.String())

@@ -9,6 +9,15 @@ import (
 	"github.com/culprit-dev/culprit/internal/profile"
 )
 
+// withObject follows a name with its object in brackets, or with a pseudo
+// object that has its own ("[kernel.kallsyms]", "[vdso]").
+func withObject(name, object string) string {
+	if strings.HasPrefix(object, "[") {
+		return name + " " + object
+	}
+	return name + " [" + object + "]"
+}
+
 // PeekText writes each function's callers and callees (report --peek), as
 // pprof -peek does: callers above the function, callees below, each with
 // its samples, its share of all samples and its share of the function's
@@ -50,14 +59,10 @@ func PeekText(w io.Writer, peeks []profile.Peek, samples int, top int) error {
 			fmt.Fprintf(bw, "%8d %7s %7s  %s %s\n", n, of(n, samples), of(n, pk.Total), mark, name)
 		}
 		named := func(e profile.Edge) string {
-			switch {
-			case e.Object == "" || e.Object == pk.Object:
-			case strings.HasPrefix(e.Object, "["): // [kernel.kallsyms], [vdso]
-				return e.Name + " " + e.Object
-			default:
-				return e.Name + " [" + e.Object + "]"
+			if e.Object == "" || e.Object == pk.Object {
+				return e.Name
 			}
-			return e.Name
+			return withObject(e.Name, e.Object)
 		}
 		for _, e := range pk.Callers {
 			row(e.Samples, "<-", named(e))

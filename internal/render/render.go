@@ -1,6 +1,6 @@
 // Package render turns profile results into text, JSON and foreign formats:
 // the flat and caller reports as aligned text or JSON (schemas in
-// docs/report-json.md), source listings and callers/callees, and whole
+// docs/report-json.md), source listings, call trees and callers/callees, and whole
 // profiles as pprof, folded stacks, speedscope and Chrome trace event files
 // and SVG flame graphs. It only writes to the io.Writer it
 // is given; it never reads files or the kernel.

@@ -29,6 +29,11 @@ func sourceReader(dirs string) render.Source {
 	cache := map[string]entry{}
 	var roots []string
 	for _, d := range filepath.SplitList(dirs) {
+		if rest, ok := strings.CutPrefix(d, "~/"); ok { // --source-path=~/src: no shell expanded it
+			if home, err := os.UserHomeDir(); err == nil {
+				d = filepath.Join(home, rest)
+			}
+		}
 		if d != "" {
 			roots = append(roots, d)
 		}

@@ -234,30 +234,3 @@ func TestFlameDiffSVG(t *testing.T) {
 		t.Errorf("worker tooltip %q", w.Title)
 	}
 }
-
-func TestTreeText(t *testing.T) {
-	p := testProfile()
-	var buf bytes.Buffer
-	if err := TreeText(&buf, p.CallTree(true), p.Lost, p.Throttled, 0.15); err != nil {
-		t.Fatal(err)
-	}
-	// Two processes: they head the tree. Under 15%: the one-sample frames,
-	// the other process, the empty stack.
-	out := buf.String()
-	for _, line := range []string{
-		" total%   self%  function\n  90.0%    0.0%  app\n",
-		"  80.0%    0.0%  └─ main\n",
-		"  60.0%    0.0%     ├─ dispatch_2\n",
-		"  60.0%   40.0%     │  └─ worker\n",
-		"  20.0%    0.0%     └─ libc.so.6+0x1234 [libc.so.6]\n",
-		"  20.0%    0.0%        └─ entry_SYSCALL_64 [kernel.kallsyms]\n",
-		"  20.0%   20.0%           └─ ksys_write\n(7 frames under 15.0% not shown",
-	} {
-		if !strings.Contains(out, line) {
-			t.Errorf("tree lacks %q:\n%s", line, out)
-		}
-	}
-	if strings.Contains(out, "helper") || strings.Contains(out, "other") || strings.Contains(out, "[unknown]") {
-		t.Errorf("small frames shown or not counted:\n%s", out)
-	}
-}

@@ -188,14 +188,27 @@ type Filter struct {
 	// Focus keeps only the samples with a frame that matches it, Ignore
 	// drops the samples with a frame that matches it, and Hide removes the
 	// frames that match it from stacks, so that their time goes to their
-	// callers (pprof's -focus, -ignore and -hide). A frame matches when its
-	// name (Frame.Name) does, or, when its line is known, its "file:line".
-	// Focus and Ignore look at the whole recorded stack, before Hide and
-	// Kernel trim it.
+	// callers (pprof's -focus, -ignore and -hide). Matching is unanchored
+	// (use ^ and $ for whole names). A frame matches when its name
+	// (Frame.Name: the function, or object+0xoffset when it has none) does,
+	// or, when its source file is known, the file as recorded or its base
+	// name ("/src/app/work.c", "work.c"), or, when its line is known too,
+	// either with the line ("/src/app/work.c:30", "work.c:30"). A stack
+	// that is empty has no frame and matches nothing.
+	//
+	// Order: the sample's event, time and task are checked first; then
+	// Focus and Ignore look at the whole recorded stack, so focusing on a
+	// kernel function selects samples even when Kernel then drops kernel
+	// frames, and focusing on a hidden function selects the samples Hide
+	// then charges to its callers; then Hide removes frames, and Kernel
+	// trims the rest (KernelOnly drops the samples that had no kernel frame
+	// in the recorded stack). A sample whose stack Hide or Kernel empties is
+	// kept with an empty stack, which reports show as "[unknown]".
 	Focus, Ignore, Hide *regexp.Regexp
 }
 
-// frameMatcher reports whether frame fi matches re, deciding each frame once.
+// frameMatcher reports whether frame fi matches re (see Filter.Focus),
+// deciding each frame once; it is nil when re is.
 func (p *Profile) frameMatcher(re *regexp.Regexp) func(fi int32) bool {
 	if re == nil {
 		return nil
@@ -206,9 +219,8 @@ func (p *Profile) frameMatcher(re *regexp.Regexp) func(fi int32) bool {
 			return re.MatchString(Unknown)
 		}
 		if memo[fi] == 0 {
-			fr := p.Frames[fi]
 			memo[fi] = -1
-			if re.MatchString(fr.Name()) || fr.File != "" && fr.Line > 0 && re.MatchString(fmt.Sprintf("%s:%d", fr.File, fr.Line)) {
+			if frameMatches(re, p.Frames[fi]) {
 				memo[fi] = 1
 			}
 		}
@@ -216,20 +228,25 @@ func (p *Profile) frameMatcher(re *regexp.Regexp) func(fi int32) bool {
 	}
 }
 
-// stackMatcher reports whether any frame of stack i matches, once per stack.
-func (p *Profile) stackMatcher(frame func(int32) bool) func(i int32) bool {
-	if frame == nil {
-		return nil
+// frameMatches reports whether re matches the frame's name, or its file or
+// the file's base name, alone or with ":line".
+func frameMatches(re *regexp.Regexp, fr Frame) bool {
+	if re.MatchString(fr.Name()) {
+		return true
 	}
-	memo := map[int32]bool{}
-	return func(i int32) bool {
-		m, ok := memo[i]
-		if !ok {
-			m = slices.ContainsFunc(p.StackAt(i), frame)
-			memo[i] = m
+	if fr.File == "" {
+		return false
+	}
+	files := []string{fr.File}
+	if b := path.Base(fr.File); b != fr.File && b != "." && b != "/" {
+		files = append(files, b)
+	}
+	for _, file := range files {
+		if re.MatchString(file) || fr.Line > 0 && re.MatchString(fmt.Sprintf("%s:%d", file, fr.Line)) {
+			return true
 		}
-		return m
 	}
+	return false
 }
 
 // selectsTasks reports whether f selects by process, thread or name.
@@ -284,14 +301,16 @@ func (p *Profile) FrameAt(i int32) Frame {
 // Apply returns a new profile, sharing Frames with p, holding the samples whose
 // time minus StartTime lies in [From, To) (each bound only if set) and whose
 // process and thread pass f.PIDs, f.TIDs and f.Comms, and whose stacks pass
-// f.Focus and f.Ignore, with stacks trimmed by f.Hide and f.Kernel:
-// KernelExclude drops kernel frames, so a sample taken in the kernel is
-// charged to its user frames; KernelOnly keeps kernel frames only and drops
-// samples that have none. Samples left with an empty stack (a kernel thread
-// under KernelExclude, say) are kept; reports show them as "[unknown]".
-// Values are selected by time and task only. Threads, Lost, Throttled, Metas, Sources, Warnings and
-// StartTime are carried over unchanged: lost and throttled counts are totals
-// of the recording, not of the window.
+// f.Focus and f.Ignore, with stacks trimmed by f.Hide and f.Kernel, in the
+// order Filter.Focus documents: KernelExclude drops kernel frames, so a
+// sample taken in the kernel is charged to its user frames; KernelOnly keeps
+// kernel frames only and drops samples that have none. Samples left with an
+// empty stack (a kernel thread under KernelExclude, say) are kept; reports
+// show them as "[unknown]". Each distinct stack is examined once, however
+// many samples share it. Values are selected by time and task only. Threads,
+// Lost, Throttled, Metas, Sources, Warnings and StartTime are carried over
+// unchanged: lost and throttled counts are totals of the recording, not of
+// the window.
 func (p *Profile) Apply(f Filter) *Profile {
 	q := &Profile{
 		Frames:    p.Frames,
@@ -319,24 +338,28 @@ func (p *Profile) Apply(f Filter) *Profile {
 			q.Values = append(q.Values, v)
 		}
 	}
-	trims := f.Kernel != KernelInclude || f.Hide != nil
+	focus := p.frameMatcher(f.Focus)
+	ignore := p.frameMatcher(f.Ignore)
+	hide := p.frameMatcher(f.Hide)
+	trims := f.Kernel != KernelInclude || hide != nil
+	examines := trims || focus != nil || ignore != nil
 	if !trims {
 		q.Stacks = p.Stacks
 	}
-	focus := p.stackMatcher(p.frameMatcher(f.Focus))
-	ignore := p.stackMatcher(p.frameMatcher(f.Ignore))
-	hide := p.frameMatcher(f.Hide)
-	// remap[old stack] = new stack index + 1; 0 = not yet seen; -1 = drop.
-	remap := make([]int32, len(p.Stacks))
 	emptyStack := int32(-1)
-	newStack := func(old int32) int32 {
-		if !trims {
-			return old
-		}
-		if old >= 0 && int(old) < len(remap) && remap[old] != 0 {
-			return remap[old] - 1
-		}
+	// decide returns the index in q.Stacks of the stack old becomes, or
+	// false when its samples are dropped.
+	decide := func(old int32) (int32, bool) {
 		src := p.StackAt(old)
+		if focus != nil && !slices.ContainsFunc(src, focus) || ignore != nil && slices.ContainsFunc(src, ignore) {
+			return 0, false
+		}
+		if !trims {
+			return old, true
+		}
+		if f.Kernel == KernelOnly && !slices.ContainsFunc(src, func(fi int32) bool { return p.FrameAt(fi).Kernel }) {
+			return 0, false
+		}
 		var dst []int32
 		for _, fi := range src {
 			if hide != nil && hide(fi) {
@@ -347,24 +370,46 @@ func (p *Profile) Apply(f Filter) *Profile {
 				dst = append(dst, fi)
 			}
 		}
-		var idx int32
-		switch {
-		case len(dst) == 0 && f.Kernel == KernelOnly:
-			idx = -2
-		case len(dst) == 0:
+		if len(dst) == 0 {
 			if emptyStack < 0 {
 				emptyStack = int32(len(q.Stacks))
 				q.Stacks = append(q.Stacks, []int32{})
 			}
-			idx = emptyStack
-		default:
-			idx = int32(len(q.Stacks))
-			q.Stacks = append(q.Stacks, dst)
+			return emptyStack, true
 		}
-		if old >= 0 && int(old) < len(remap) {
-			remap[old] = idx + 1
+		q.Stacks = append(q.Stacks, dst)
+		return int32(len(q.Stacks) - 1), true
+	}
+	// remap[old] = new index + 1, -1 when dropped, 0 while not yet decided;
+	// every index out of range names an empty stack, decided once in oor.
+	var remap []int32
+	if examines {
+		remap = make([]int32, len(p.Stacks))
+	}
+	var oor, oorStack int32
+	newStack := func(old int32) (int32, bool) {
+		switch {
+		case !examines:
+			return old, true
+		case old < 0 || int(old) >= len(remap):
+			if oor == 0 {
+				oor = -1
+				if ns, ok := decide(old); ok {
+					oor, oorStack = 1, ns
+				}
+			}
+			if !trims {
+				oorStack = old // kept as it was, out of range
+			}
+			return oorStack, oor > 0
 		}
-		return idx
+		if remap[old] == 0 {
+			remap[old] = -1
+			if ns, ok := decide(old); ok {
+				remap[old] = ns + 1
+			}
+		}
+		return remap[old] - 1, remap[old] > 0
 	}
 	q.Samples = make([]Sample, 0, len(p.Samples))
 	for _, s := range p.Samples {
@@ -374,11 +419,8 @@ func (p *Profile) Apply(f Filter) *Profile {
 		if !inWindow(s.Time) || !selected(s.PID, s.TID, s.Time) {
 			continue
 		}
-		if focus != nil && !focus(s.Stack) || ignore != nil && ignore(s.Stack) {
-			continue
-		}
-		ns := newStack(s.Stack)
-		if ns == -2 {
+		ns, ok := newStack(s.Stack)
+		if !ok {
 			continue
 		}
 		s.Stack = ns

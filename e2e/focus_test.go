@@ -57,10 +57,41 @@ func TestFocusIgnoreHide(t *testing.T) {
 		t.Errorf("folded stacks focused on dispatch_2:\n%.1500s", folded)
 	}
 
-	if _, errs, code := run(t, "report", "--focus", "(", out); code != 2 || !strings.Contains(errs, "--focus") {
-		t.Errorf("bad --focus: exit %d, %s", code, errs)
+	// A file's base name selects, anchored or not.
+	if fb := flat(t, "--focus", `^hier\.c$`, out); fb.Samples < all.Samples*9/10 {
+		t.Errorf("--focus ^hier.c$ kept %d of %d", fb.Samples, all.Samples)
 	}
-	if _, errs, code := run(t, "report", "--focus", "wrker", out); code == 0 || !strings.Contains(errs, "worker (") {
+	// diff takes them too, for both recordings.
+	mustRun(t, "diff", "--focus", "dispatch_1", "--hide", "^worker$", out, out)
+
+	// Bad regular expressions are usage errors naming the flag.
+	for _, flag := range []string{"--focus", "--ignore", "--hide"} {
+		if _, errs, code := run(t, "report", flag, "(", out); code != 2 || !strings.Contains(errs, flag+` "(": error parsing regexp`) {
+			t.Errorf("bad %s: exit %d, %s", flag, code, errs)
+		}
+	}
+	if _, errs, code := run(t, "export", "--format", "folded", "-o", "-", "--ignore", "a[", out); code != 2 || !strings.Contains(errs, "--ignore") {
+		t.Errorf("export, bad --ignore: exit %d, %s", code, errs)
+	}
+	// Nothing left says so and names the busiest functions.
+	if _, errs, code := run(t, "report", "--focus", "wrker", out); code == 0 ||
+		!strings.Contains(errs, `no sample has a frame matching --focus "wrker"`) || !strings.Contains(errs, "worker (") {
 		t.Errorf("--focus matching nothing: exit %d, %s", code, errs)
+	}
+	if _, errs, code := run(t, "report", "--ignore", "main", out); code == 0 || !strings.Contains(errs, `--ignore "main"`) || !strings.Contains(errs, "worker (") {
+		t.Errorf("--ignore matching everything: exit %d, %s", code, errs)
+	}
+
+	// latency infers lifetimes from consecutive events: --hide works there,
+	// --focus and --ignore are refused with the reason.
+	lat := mustRun(t, "latency", "--events", "cpu", "--top", "0", out)
+	latHidden := mustRun(t, "latency", "--events", "cpu", "--top", "0", "--hide", "^worker$", out)
+	if !strings.Contains(lat, "worker (") || strings.Contains(latHidden, "worker (") || !strings.Contains(latHidden, "dispatch_2 (") {
+		t.Errorf("latency --hide ^worker$:\n%.1500s\nwithout:\n%.1500s", latHidden, lat)
+	}
+	for _, cmd := range [][]string{{"latency", "--focus", "worker", out}, {"contexts", "--base", out, "--buggy", out, "--ignore", "worker"}} {
+		if _, errs, code := run(t, cmd...); code != 2 || !strings.Contains(errs, "not --focus or --ignore") {
+			t.Errorf("%s: exit %d, %s", strings.Join(cmd, " "), code, errs)
+		}
 	}
 }

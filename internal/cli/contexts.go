@@ -122,6 +122,7 @@ frames above the hottest frame: read the neighbours too.
 	f.BoolVar(&totals, "totals", false, "rank by total latency over all instances instead of the mean per instance")
 	f.StringVar(&events, "events", "cpu,syscalls,sched", "events whose stacks are used: cpu, syscalls, sched")
 	f.StringVar(&ff.kernel, "kernel", "include", "kernel frames: include, exclude (merge contexts that differ only in the kernel) or only")
+	ff.registerHide(f, "contexts")
 	f.SortFlags = false
 	return c
 }

@@ -96,6 +96,7 @@ are often missed.
 	f.StringVar(&ff.kernel, "kernel", "include", "kernel frames: include, exclude or only")
 	f.StringVar(&ff.from, "from", "", "start of the time window, from the first sample")
 	f.StringVar(&ff.to, "to", "", "end of the time window, from the first sample")
+	ff.registerHide(f, "latency")
 	f.SortFlags = false
 	return c
 }

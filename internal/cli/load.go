@@ -17,7 +17,7 @@ import (
 )
 
 // filterFlags are the flags that select samples, shared by report, diff,
-// export, latency and contexts.
+// export, latency and contexts (the last two register fewer of them).
 type filterFlags struct {
 	kernel     string
 	from, to   string
@@ -26,7 +26,18 @@ type filterFlags struct {
 	focus      string
 	ignore     string
 	hide       string
+	// byEvents names the command (latency, contexts) when it infers
+	// function lifetimes from consecutive events and so takes --hide but
+	// not --focus or --ignore; see registerHide.
+	byEvents string
 }
+
+// Help of the stack flags; the regular expressions are Go's (RE2), unanchored.
+const (
+	focusHelp  = "only the samples with a frame matching this regular expression (function name, source file or file:line; unanchored)"
+	ignoreHelp = "drop the samples with a frame matching this regular expression (as --focus)"
+	hideHelp   = "remove the frames matching this regular expression (function name, source file or file:line; unanchored) from stacks, charging their time to their callers"
+)
 
 // register adds the flags to a command's flag set.
 func (f *filterFlags) register(fs *pflag.FlagSet) {
@@ -36,13 +47,30 @@ func (f *filterFlags) register(fs *pflag.FlagSet) {
 	fs.StringSliceVar(&f.pids, "pid", nil, "only these processes (comma-separated PIDs; report --by process lists them)")
 	fs.StringSliceVar(&f.tids, "tid", nil, "only these threads (comma-separated TIDs; report --by thread lists them)")
 	fs.StringSliceVar(&f.comms, "comm", nil, "only threads with these names, or of processes with these names (comma-separated)")
-	fs.StringVar(&f.focus, "focus", "", "only samples with a frame matching this regular expression (function name, or file:line)")
-	fs.StringVar(&f.ignore, "ignore", "", "drop the samples with a frame matching this regular expression")
-	fs.StringVar(&f.hide, "hide", "", "remove the frames matching this regular expression, charging their time to their callers")
+	fs.StringVar(&f.focus, "focus", "", focusHelp)
+	fs.StringVar(&f.ignore, "ignore", "", ignoreHelp)
+	fs.StringVar(&f.hide, "hide", "", hideHelp)
+}
+
+// registerHide adds --hide to cmd (latency, contexts), which infers how long
+// functions run from the consecutive events of each thread: hiding a frame
+// from every stack keeps that continuity, but dropping the events of some
+// stacks would join separate calls of a function across the gap and
+// overstate their latency. --focus and --ignore are registered hidden so
+// that filter rejects them with that reason rather than as unknown flags.
+func (f *filterFlags) registerHide(fs *pflag.FlagSet, cmd string) {
+	f.byEvents = cmd
+	fs.StringVar(&f.hide, "hide", "", hideHelp)
+	fs.StringVar(&f.focus, "focus", "", "not supported by "+cmd)
+	fs.StringVar(&f.ignore, "ignore", "", "not supported by "+cmd)
+	_ = fs.MarkHidden("focus")
+	_ = fs.MarkHidden("ignore")
 }
 
 // load reads the recordings (see loadProfile) and keeps the samples the
-// flags select.
+// flags select. When the recordings have samples and none is left, it says
+// which selection left none: --pid, --tid and --comm (naming the processes
+// recorded), or --focus and --ignore (naming the busiest functions).
 func (f *filterFlags) load(paths []string, stderr io.Writer) (*profile.Profile, error) {
 	flt, err := f.filter()
 	if err != nil {
@@ -62,9 +90,13 @@ func (f *filterFlags) load(paths []string, stderr io.Writer) (*profile.Profile, 
 				selection(f), strings.Join(processList(p), ", "))
 		}
 	}
-	if f.focus != "" || f.ignore != "" {
-		return nil, fmt.Errorf("no samples left after %s: the busiest functions are %s",
-			stackSelection(f), strings.Join(busiest(p, 5), ", "))
+	if flt.Focus != nil || flt.Ignore != nil {
+		rest := flt
+		rest.Focus, rest.Ignore, rest.Hide = nil, nil, nil
+		if r := p.Apply(rest); len(r.Samples) > 0 {
+			return nil, fmt.Errorf("%s: the busiest functions are %s",
+				stackSelection(f), strings.Join(busiest(r, 5), ", "))
+		}
 	}
 	return q, nil
 }
@@ -83,16 +115,15 @@ func selection(f *filterFlags) string {
 	return strings.Join(parts, " and ")
 }
 
-// stackSelection describes the --focus and --ignore flags given.
+// stackSelection says that no sample passed the --focus and --ignore flags.
 func stackSelection(f *filterFlags) string {
-	var parts []string
-	if f.focus != "" {
-		parts = append(parts, fmt.Sprintf("--focus %q", f.focus))
+	switch {
+	case f.focus != "" && f.ignore != "":
+		return fmt.Sprintf("no sample has a frame matching --focus %q without one matching --ignore %q", f.focus, f.ignore)
+	case f.focus != "":
+		return fmt.Sprintf("no sample has a frame matching --focus %q", f.focus)
 	}
-	if f.ignore != "" {
-		parts = append(parts, fmt.Sprintf("--ignore %q", f.ignore))
-	}
-	return strings.Join(parts, " and ")
+	return fmt.Sprintf("every sample has a frame matching --ignore %q", f.ignore)
 }
 
 // busiest names the (at most n) functions with the most samples of their
@@ -165,6 +196,10 @@ func (f *filterFlags) filter() (profile.Filter, error) {
 	}
 	if out.TIDs, err = ids("tid", f.tids); err != nil {
 		return out, err
+	}
+	if f.byEvents != "" && (f.focus != "" || f.ignore != "") {
+		return out, usagef("%s takes --hide but not --focus or --ignore: it infers how long functions run from the consecutive events of each thread, "+
+			"and dropping the events of some stacks would join separate calls across the gap (use culprit report --focus to select stacks)", f.byEvents)
 	}
 	for _, x := range []struct {
 		flag, val string

@@ -13,6 +13,7 @@ import (
 	"github.com/culprit-dev/culprit/internal/recorder"
 	"github.com/culprit-dev/culprit/internal/recording"
 	"github.com/culprit-dev/culprit/internal/rules"
+	"github.com/culprit-dev/culprit/internal/schema"
 	"github.com/culprit-dev/culprit/internal/state"
 )
 
@@ -29,6 +30,7 @@ func newRecord() *cobra.Command {
 		rulesPath string
 		jitter    float64
 		values    string
+		depth     int
 	)
 	c := &cobra.Command{
 		Use:   "record [flags] -- CMD [ARGS...]\n  culprit record -p PID [--duration D] [flags]",
@@ -55,26 +57,38 @@ on while still being written, and survives the recorder being killed.`,
   culprit record --collector ptrace -p 1234 --duration 10s  # stop threads to sample them`,
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Tool = "culprit " + Version
+			var specs []*expr.Spec
 			for _, e := range exprSpecs {
 				spec, err := expr.ParseSpec(e)
 				if err != nil {
 					return usageError{err}
 				}
-				o.Exprs = append(o.Exprs, spec)
+				specs = append(specs, spec)
 			}
+			var sc *schema.Schema
 			if values != "" {
-				sc, err := valuesSchema(values, pid, args, c.ErrOrStderr())
-				if err != nil {
+				var err error
+				if sc, err = valuesSchema(values, pid, args, c.ErrOrStderr()); err != nil {
 					return err
 				}
-				o.Values, o.ValuesSchema = true, sc
 			}
+			var rf *rules.File
 			if rulesPath != "" {
-				rf, err := rules.ParseFile(rulesPath)
-				if err != nil {
+				var err error
+				if rf, err = rules.ParseFile(rulesPath); err != nil {
 					return err
 				}
-				o.Rules = rf
+			}
+			if len(specs) > 0 || rf != nil || values != "" {
+				// Expressions, rules and values are evaluated at each
+				// sample by the collector's state hook: over the copies a
+				// perf sample carries, or the whole memory of a thread
+				// stopped by ptrace.
+				sampler := state.NewSampler(specs, rf, 1)
+				if values != "" {
+					sampler.EnableValues(state.ValueOptions{Depth: depth, Globals: true, Schema: sc})
+				}
+				o.State = stateHook{sampler}
 			}
 			stderr := c.ErrOrStderr()
 			switch collector {
@@ -121,7 +135,7 @@ on while still being written, and survives the recorder being killed.`,
 	f.StringArrayVar(&exprSpecs, "expr", nil, "sample an expression: 'PROG@FUNC@EXPR' evaluates EXPR (e.g. n, j->size, cfg.limits[2]) in the frame of FUNC whenever FUNC is on the stack of program PROG (globs); repeatable; see culprit report --exprs")
 	f.StringVar(&values, "values", "", "sample the values of variables with each sample (vProf; for culprit diagnose): --values=SCHEMA samples the variables a schema file lists (culprit schema BINARY -o SCHEMA), --values alone those of a schema made for the main executable; each live in the sampled frame or its --unwind-depth callers, and its globals")
 	f.Lookup("values").NoOptDefVal = "auto"
-	f.IntVar(&o.ValuesDepth, "unwind-depth", 3, "with --values: caller frames whose variables are sampled too")
+	f.IntVar(&depth, "unwind-depth", 3, "with --values: caller frames whose variables are sampled too")
 	f.Float64Var(&jitter, "jitter", 0, "vary each sampling interval at random by up to ±PCT percent (0 to 90), so sampling cannot run in lock step with periodic code")
 	f.StringVar(&rulesPath, "rules", "", "a rules file saying what to capture where: backtraces, expressions, counts, start/stop (see docs/rules.md)")
 	f.IntVar(&o.StackBytes, "stack-size", 0, "user stack bytes copied per sample (default in fp mode: 1024 for programs that keep frame pointers (Go, C with -fno-omit-frame-pointer), 4096 for others and with --expr, --rules or --values; 16384 in dwarf mode; max 65528; 0: none, the frame-pointer chain alone as perf record -g)")
@@ -142,29 +156,7 @@ func recordPtrace(c *cobra.Command, o recorder.Options, pid int, args []string, 
 	if f.Changed("events") && (len(o.Events) != 1 || o.Events[0] != "cpu") {
 		return usagef("--events applies to --collector perf only: --collector ptrace samples CPU time")
 	}
-	po := ptracer.Options{Output: o.Output, Frequency: o.Frequency, Duration: o.Duration, Tool: o.Tool, Jitter: jitter}
-	var sampler *state.Sampler
-	if len(o.Exprs) > 0 || o.Rules != nil || o.Values {
-		// The thread is stopped: expressions read registers and any memory
-		// (heap, globals) as they are at the sample.
-		sampler = state.NewSampler(o.Exprs, o.Rules, 1)
-		if o.Values {
-			sampler.EnableValues(state.ValueOptions{Depth: o.ValuesDepth, Globals: true, Schema: o.ValuesSchema})
-		}
-		po.OnStop = func(st *ptracer.Stop) []recording.Record {
-			if !sampler.Wants(st.Exe) {
-				return nil
-			}
-			// The collector's own frames (with their registers) and mappings.
-			r := sampler.Apply(state.Thread{PID: st.PID, TID: st.TID, Time: st.Time, Exe: st.Exe,
-				Frames: st.Frames, Mem: st.Mem, Objects: st})
-			st.Drop = r.Drop
-			if r.Keep > 0 && r.Keep < len(st.PCs) {
-				st.PCs = st.PCs[:r.Keep]
-			}
-			return r.Records
-		}
-	}
+	po := ptracer.Options{Output: o.Output, Frequency: o.Frequency, Duration: o.Duration, Tool: o.Tool, Jitter: jitter, State: o.State}
 	var res ptracer.Result
 	err := start(pid, args,
 		func(stop <-chan struct{}) (err error) { res, err = ptracer.Attach(po, pid, stop); return err },
@@ -175,11 +167,6 @@ func recordPtrace(c *cobra.Command, o recorder.Options, pid int, args []string, 
 	stderr := c.ErrOrStderr()
 	for _, w := range res.Warnings {
 		warnf(stderr, "%s", w)
-	}
-	if sampler != nil {
-		for _, w := range sampler.Warnings() {
-			warnf(stderr, "%s", w)
-		}
 	}
 	out := po.Output
 	if out == "" {

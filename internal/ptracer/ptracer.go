@@ -45,20 +45,17 @@
 package ptracer
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"runtime"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/culprit-dev/culprit/internal/collector"
 	"github.com/culprit-dev/culprit/internal/proc"
 	"github.com/culprit-dev/culprit/internal/recording"
-	"github.com/culprit-dev/culprit/internal/unwind"
 )
 
 // Sampling mechanisms (Options.Mechanism, Result.Mechanism).
@@ -87,80 +84,10 @@ type Options struct {
 	// Mechanism picks how threads are stopped (MechanismAuto: sigtrap, else
 	// poll).
 	Mechanism string
-	// OnStop, when set, is called at every sample while the thread is
-	// stopped; the records it returns are written after the sample. See Stop.
-	OnStop func(s *Stop) []recording.Record
-}
-
-// Stop is a thread stopped for a sample. It is valid only during the OnStop
-// call: its slices are reused and the thread resumes after the call.
-type Stop struct {
-	Time uint64 // CLOCK_MONOTONIC ns, the recording's clock
-	PID  int
-	TID  int
-	Exe  string // the process's executable (/proc/PID/exe when it was read)
-	// Regs are the user registers of the innermost frame (PtraceRegs) and
-	// the same in DWARF numbering (unwind.Regs: 0 rax ... 7 rsp, 8-15 r8-r15,
-	// 16 rip).
-	Regs  unix.PtraceRegs
-	DWARF unwind.Regs
-	// PCs is the unwound call chain, innermost first: PCs[0] is the exact
-	// PC, the others return addresses. Complete reports that the outermost
-	// frame was reached. The hook may shorten PCs (keep N frames); the sample
-	// is written with what is left.
-	PCs      []uint64
-	Complete bool
-	// Frames are the same frames with the registers CFI restores in each
-	// and its CFA (unwind.UnwindFrames), for reading variables in callers.
-	Frames []unwind.Frame
-	// Stack is the copy of live stack read from StackSP (the thread's rsp).
-	Stack   []byte
-	StackSP uint64
-	// Drop, set by the hook, leaves this sample out of the recording (the
-	// hook's records are still written).
-	Drop bool
-
-	s *session
-	p *process
-}
-
-// Mem reads len(buf) bytes of the stopped process's memory at addr; a short
-// read is an error. It has the signature of state.Thread.Mem.
-func (s *Stop) Mem(addr uint64, buf []byte) error {
-	n, err := s.ReadMemory(addr, buf)
-	if err == nil && n != len(buf) {
-		err = fmt.Errorf("reading %d bytes at %#x of process %d: only %d readable", len(buf), addr, s.PID, n)
-	}
-	return err
-}
-
-// Object says which object file is mapped at pc in the stopped process and
-// its load bias (runtime address = ELF address + bias), from the mappings
-// the collector keeps (it implements state.Resolver).
-func (s *Stop) Object(pc uint64) (path string, bias uint64, ok bool) {
-	if s.p == nil {
-		return "", 0, false
-	}
-	m, ok := s.p.space.Find(pc)
-	if !ok || len(m.Path) == 0 || m.Path[0] != '/' {
-		return "", 0, false
-	}
-	t := s.s.tables.Lookup(m.Path)
-	if t == nil {
-		return "", 0, false
-	}
-	bias, ok = t.Bias(m.Start, m.Offset)
-	return m.Path, bias, ok
-}
-
-// ReadMemory reads the stopped process's memory at addr into p; it returns
-// how many bytes were read (short at unmapped memory).
-func (s *Stop) ReadMemory(addr uint64, p []byte) (int, error) {
-	n, err := readMem(s.PID, addr, p)
-	if err != nil {
-		return 0, fmt.Errorf("reading %d bytes at %#x of process %d: %w", len(p), addr, s.PID, err)
-	}
-	return n, nil
+	// State, when set, samples program state (expressions, rules, vProf
+	// values) at every sample while the thread is stopped: it reads the
+	// whole memory of the process as it is at the sample.
+	State collector.State
 }
 
 // Result summarises a finished recording.
@@ -179,7 +106,7 @@ type Result struct {
 }
 
 // ErrCommandNotFound is wrapped when the command to profile does not exist.
-var ErrCommandNotFound = errors.New("command not found")
+var ErrCommandNotFound = collector.ErrCommandNotFound
 
 func (o *Options) setDefaults() error {
 	if o.Frequency == 0 {
@@ -218,8 +145,7 @@ func Launch(o Options, argv []string) (Result, error) {
 	if len(argv) == 0 {
 		return Result{}, fmt.Errorf("no command given: use culprit record -- CMD [ARGS...]")
 	}
-	path, err := exec.LookPath(argv[0])
-	if err != nil {
+	if _, err := exec.LookPath(argv[0]); err != nil {
 		return Result{}, fmt.Errorf("%w: %s", ErrCommandNotFound, argv[0])
 	}
 	defer quietStops()()
@@ -227,36 +153,27 @@ func Launch(o Options, argv []string) (Result, error) {
 	// command must be a child of that thread (wait4 uses __WNOTHREAD).
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
+	relay := collector.CatchSignals()
+	defer relay.Stop()
 	s, err := newSession(o, recording.Meta{Command: argv})
 	if err != nil {
 		return Result{}, err
 	}
 	defer s.cleanup()
 
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
-
-	// Started under PTRACE_TRACEME, the command stops at its exec before
-	// running one instruction. A TRACEME tracee cannot be interrupted, so it
-	// is handed over to a stop signal (PTRACE_DETACH with SIGSTOP), seized
-	// in its group-stop, and continued with SIGCONT once its sampling is set
-	// up. A SIGCONT with no handler (none can exist yet) does nothing.
-	cmd := exec.Command(path, argv[1:]...)
-	cmd.Args[0] = argv[0]
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Ptrace: true}
-	if err := cmd.Start(); err != nil {
+	// The command waits seized at its exec before running one instruction
+	// (collector.Start); its sampling is set up there, then it runs.
+	child, err := collector.Start(argv, ptraceOptions)
+	if err != nil {
 		s.abandon()
-		return Result{}, fmt.Errorf("starting %s: %w", argv[0], err)
+		return Result{}, err
 	}
-	pid := cmd.Process.Pid
-	defer cmd.Process.Release() // culprit reaps the command with wait4 itself
+	pid := child.Pid
 	s.child = pid
+	relay.Caught()
+	relay.Forward(pid)
 	if err := s.takeOver(pid); err != nil {
-		unix.Kill(pid, unix.SIGKILL)
-		var ws unix.WaitStatus
-		unix.Wait4(pid, &ws, 0, nil)
+		child.Kill()
 		s.child = 0
 		s.abandon()
 		return Result{}, fmt.Errorf("starting %s: %w", argv[0], err)
@@ -264,27 +181,6 @@ func Launch(o Options, argv []string) (Result, error) {
 	if err := testHook("launched", pid); err != nil {
 		return Result{}, err
 	}
-
-	done := make(chan struct{})
-	defer close(done)
-	go func() {
-		interrupted := false
-		for {
-			select {
-			case <-done:
-				return
-			case sig := <-sigs:
-				// A terminal's Ctrl-C reaches the command too; a signal sent to
-				// culprit alone is passed on, and a second one kills.
-				if interrupted {
-					unix.Kill(pid, unix.SIGKILL)
-				} else if sig != os.Interrupt {
-					unix.Kill(pid, sig.(syscall.Signal))
-				}
-				interrupted = true
-			}
-		}
-	}()
 	if o.Duration > 0 {
 		t := time.AfterFunc(o.Duration, s.wake)
 		defer t.Stop()
@@ -309,36 +205,16 @@ func Launch(o Options, argv []string) (Result, error) {
 	return s.finish()
 }
 
-// takeOver turns the stopped-at-exec TRACEME child into a seized tracee.
+// takeOver sets up the sampling of the command seized at its exec and
+// resumes it.
 func (s *session) takeOver(pid int) error {
-	var ws unix.WaitStatus
-	if _, err := unix.Wait4(pid, &ws, 0, nil); err != nil || !ws.Stopped() {
-		return fmt.Errorf("it did not stop at exec (%v, status %#x)", err, uint32(ws))
-	}
-	if err := detach(pid, int(unix.SIGSTOP)); err != nil {
-		return fmt.Errorf("handing the command over: %w", err)
-	}
-	if _, err := unix.Wait4(pid, &ws, unix.WUNTRACED, nil); err != nil || !ws.Stopped() {
-		return fmt.Errorf("it did not stop (%v, status %#x)", err, uint32(ws))
-	}
-	if err := seize(pid); err != nil {
-		unix.Kill(pid, unix.SIGCONT)
-		return fmt.Errorf("seizing it: %w", err)
-	}
 	t := s.addThread(pid, pid, stStopped)
 	p := s.addProcess(pid, 0)
-	// The seized task re-traps at once in its group-stop.
-	if _, err := wait4Tid(pid, &ws); err != nil || !ws.Stopped() {
-		return fmt.Errorf("it did not re-trap after PTRACE_SEIZE (%v, status %#x)", err, uint32(ws))
-	}
 	s.describe(p, true)
 	if err := s.chooseMechanism(t); err != nil {
 		return err
 	}
 	s.arm(t)
-	if err := unix.Kill(pid, unix.SIGCONT); err != nil {
-		return fmt.Errorf("continuing it: %w", err)
-	}
 	s.resume(t)
 	return s.w.Flush()
 }
@@ -353,15 +229,7 @@ func wait4Tid(tid int, ws *unix.WaitStatus) (int, error) {
 	}
 }
 
-func exitCode(ws unix.WaitStatus) int {
-	switch {
-	case ws.Exited():
-		return ws.ExitStatus()
-	case ws.Signaled():
-		return 128 + int(ws.Signal())
-	}
-	return -1
-}
+func exitCode(ws unix.WaitStatus) int { return collector.ExitCode(ws) }
 
 // Attach samples the running process pid (all its threads, and the threads
 // and processes it creates) until stop is closed, the duration ends or the

@@ -18,6 +18,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/culprit-dev/culprit/internal/collector"
 	"github.com/culprit-dev/culprit/internal/expr"
 	"github.com/culprit-dev/culprit/internal/recording"
 	"github.com/culprit-dev/culprit/internal/state"
@@ -216,55 +217,63 @@ func TestJitter(t *testing.T) {
 	}
 }
 
-// The hook sees the stopped thread: registers, stack and memory agree, its
-// records are written, and dropped samples are left out.
+// hookFunc is a collector.State that samples every executable.
+type hookFunc func(collector.Thread) collector.Verdict
+
+func (f hookFunc) Wants(string) bool                           { return true }
+func (f hookFunc) Sample(t collector.Thread) collector.Verdict { return f(t) }
+func (f hookFunc) Warnings() []string                          { return nil }
+
+// The hook sees the stopped thread: its frames, registers and memory agree,
+// its records are written, dropped samples are left out and the frames it
+// keeps are the ones written.
 func TestOnStop(t *testing.T) {
 	testutil.NeedRoot(t)
 	o := out(t)
 	calls, inExe := 0, 0
 	bad := map[string]int{} // what was inconsistent, how often
-	hook := func(s *Stop) []recording.Record {
+	hook := func(s collector.Thread) collector.Verdict {
 		calls++
-		var w [8]byte
-		if n, err := s.ReadMemory(s.StackSP, w[:]); err != nil || n != 8 || len(s.Stack) < 8 || string(w[:]) != string(s.Stack[:8]) {
-			bad["memory at SP differs from the stack copy"]++
+		if len(s.Frames) == 0 {
+			bad["no frames"]++
+			return collector.Verdict{}
 		}
-		if len(s.PCs) == 0 || s.PCs[0] != s.Regs.Rip || s.DWARF[16] != s.Regs.Rip || s.DWARF[7] != s.Regs.Rsp || s.StackSP != s.Regs.Rsp {
-			bad["PCs, DWARF registers or StackSP disagree with Regs"]++
+		f0 := s.Frames[0]
+		rip, rsp := f0.Regs[16], f0.Regs[7]
+		var w [8]byte
+		if err := s.Mem(rsp, w[:]); err != nil {
+			bad["memory at SP unreadable"]++
+		}
+		if f0.PC != rip {
+			bad["the innermost frame's PC is not its rip"]++
+		}
+		if len(s.Frames) > 1 && s.Frames[1].Regs[7] <= rsp {
+			bad["a caller's SP is not above its callee's"]++
 		}
 		if !strings.Contains(s.Exe, "hier") {
 			bad["Exe is not hier"]++
 		}
-		if len(s.Frames) != len(s.PCs) || s.Frames[0].Regs != s.DWARF {
-			bad["Frames disagree with PCs or DWARF"]++
-		} else {
-			for i, f := range s.Frames {
-				if f.PC != s.PCs[i] {
-					bad["a frame's PC differs from PCs"]++
-				}
-			}
-		}
 		// The PC lies in a mapped object: hier itself nearly always, the
 		// dynamic loader or libc in the few stops at start and exit.
-		if path, _, ok := s.Object(s.Regs.Rip); !ok {
+		if path, _, ok := s.Objects.Object(rip); !ok {
 			bad["no object holds the PC"]++
 		} else if path == s.Exe {
 			inExe++
 		}
-		var recs []recording.Record
+		var v collector.Verdict
 		if calls == 1 {
-			recs = append(recs, &recording.ValueSource{ID: 1, Class: recording.SourceExpression, Name: "rsp"})
+			v.Records = append(v.Records, &recording.ValueSource{ID: 1, Class: recording.SourceExpression, Name: "rsp"})
 		}
-		recs = append(recs, &recording.Value{Time: s.Time, PID: uint32(s.PID), TID: uint32(s.TID), Source: 1, Type: recording.ValueUint, Bits: s.Regs.Rsp})
+		v.Records = append(v.Records, &recording.Value{Time: s.Time, PID: uint32(s.PID), TID: uint32(s.TID), Source: 1, Type: recording.ValueUint, Bits: rsp})
 		if calls%2 == 0 {
-			s.Drop = true
+			v.Drop = true
 		}
-		if calls%3 == 0 && len(s.PCs) > 2 {
-			s.PCs = s.PCs[:2] // keep two frames
+		if calls%3 == 0 {
+			v.Keep = 2 // keep two frames
 		}
-		return recs
+		return v
 	}
-	res, err := Launch(Options{Output: o, OnStop: hook}, []string{hier(t), "5"})
+	res, err := Launch(Options{Output: o, State: hookFunc(hook)}, []string{hier(t), "5"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -288,12 +297,12 @@ func TestOnStopExpression(t *testing.T) {
 		t.Fatal(err)
 	}
 	sampler := state.NewSampler([]*expr.Spec{spec}, nil, 1)
-	hook := func(st *Stop) []recording.Record {
-		return sampler.Apply(state.Thread{PID: st.PID, TID: st.TID, Time: st.Time, Exe: st.Exe,
-			Frames: st.Frames, Mem: st.Mem, Objects: st}).Records
+	hook := func(st collector.Thread) collector.Verdict {
+		return collector.Verdict{Records: sampler.Apply(state.Thread{PID: st.PID, TID: st.TID, Time: st.Time, Exe: st.Exe,
+			Frames: st.Frames, Mem: st.Mem, Objects: st.Objects}).Records}
 	}
 	o := out(t)
-	if _, err := Launch(Options{Output: o, OnStop: hook}, []string{bin, "3"}); err != nil {
+	if _, err := Launch(Options{Output: o, State: hookFunc(hook)}, []string{bin, "3"}); err != nil {
 		t.Fatal(err)
 	}
 	var sum float64
@@ -410,11 +419,11 @@ func TestCleanupOnError(t *testing.T) {
 	t.Run("panic-in-hook", func(t *testing.T) {
 		pid := startDetached(t, bin, "4000000000")
 		n := 0
-		hook := func(*Stop) []recording.Record {
+		hook := func(collector.Thread) collector.Verdict {
 			if n++; n == 50 {
 				panic("hook failed")
 			}
-			return nil
+			return collector.Verdict{}
 		}
 		func() {
 			defer func() {
@@ -422,7 +431,7 @@ func TestCleanupOnError(t *testing.T) {
 					t.Errorf("recovered %v", r)
 				}
 			}()
-			Attach(Options{Output: out(t), OnStop: hook}, pid, nil)
+			Attach(Options{Output: out(t), State: hookFunc(hook)}, pid, nil)
 		}()
 		assertFree(t, pid)
 	})
@@ -600,7 +609,7 @@ func TestSampleCost(t *testing.T) {
 			t.Fatal(err)
 		}
 		n, _ := readMem(pid, regs.Rsp, stack)
-		res := resolver{s: s, sp: p.space}
+		res := s.objs.In(p.space)
 		pcs, _ := unwind.Unwind(toDWARF(&regs), unwind.StackCopy{SP: regs.Rsp, Data: stack[:n]}, &res, 256)
 		if err := cont(pid, 0); err != nil {
 			t.Fatal(err)

@@ -13,9 +13,9 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/culprit-dev/culprit/internal/collector"
 	"github.com/culprit-dev/culprit/internal/proc"
 	"github.com/culprit-dev/culprit/internal/recording"
-	"github.com/culprit-dev/culprit/internal/unwind"
 )
 
 // flushInterval bounds how long records wait in the writer's buffer, so the
@@ -93,13 +93,13 @@ type session struct {
 	interrupting int  // poll mode: threads interrupted and not stopped yet
 	rng          *rand.Rand
 
-	tables   unwind.TableCache
-	buildIDs proc.BuildIDs
+	objs collector.Objects
 
 	regs      unix.PtraceRegs
 	stack     []byte
-	stop      Stop
-	costs     []uint32 // ns per sample, a reservoir of at most costCap
+	memPID    int                                 // the process Mem reads
+	mem       func(addr uint64, buf []byte) error // s.readStopped, made once
+	costs     []uint32                            // ns per sample, a reservoir of at most costCap
 	costN     uint64
 	lastFlush uint64
 	closeFDs  []int // fds to close once the thread that owned them runs again
@@ -161,7 +161,10 @@ func newSession(o Options, meta recording.Meta) (*session, error) {
 		meta.Extra["jitter_percent"] = strconv.FormatFloat(o.Jitter, 'g', -1, 64)
 	}
 	s.write(&meta)
-	s.addVDSO()
+	if err := s.objs.AddVDSO(w); err != nil {
+		s.warn("writing the recording: %v", err)
+	}
+	s.mem = s.readStopped
 	return s, nil
 }
 
@@ -256,6 +259,11 @@ func (s *session) finish() (Result, error) {
 	if s.res.Samples > 0 && s.res.Truncated*10 > s.res.Samples {
 		s.warn("%d of %d samples have incomplete stacks", s.res.Truncated, s.res.Samples)
 	}
+	if s.o.State != nil {
+		for _, w := range s.o.State.Warnings() {
+			s.warn("%s", w)
+		}
+	}
 	return s.res, err
 }
 
@@ -336,19 +344,6 @@ func (s *session) describe(p *process, exec bool) {
 	s.readMaps(p, now)
 }
 
-// addVDSO stores the vDSO image so that vDSO frames can be named and unwound.
-func (s *session) addVDSO() {
-	img, bid, err := proc.VDSOImage()
-	if err != nil {
-		return
-	}
-	if t, err := unwind.TableFromImage(img); err == nil {
-		s.tables.Put("[vdso]", t)
-	}
-	s.buildIDs.Put("[vdso]", bid)
-	s.write(&recording.Object{Name: "[vdso]", BuildID: bid, Data: img})
-}
-
 // readMaps reads /proc/PID/maps and writes an Mmap record for each
 // executable mapping not described yet; it reports whether there was one.
 func (s *session) readMaps(p *process, now uint64) bool {
@@ -372,10 +367,10 @@ func (s *session) readMaps(p *process, now uint64) bool {
 		if len(m.Path) > 0 && m.Path[0] == '/' {
 			// Load its CFI in the background: the first sample in it then
 			// does not hold the thread stopped for the load.
-			go s.tables.Get(m.Path)
+			go s.loadTable(m.Path)
 		}
 		s.write(&recording.Mmap{Time: now, PID: uint32(p.pid), TID: uint32(p.pid), Start: m.Start, Len: m.End - m.Start,
-			Pgoff: m.Offset, Prot: unix.PROT_READ | unix.PROT_EXEC, BuildID: s.buildIDs.Get(m.Path), Path: m.Path})
+			Pgoff: m.Offset, Prot: unix.PROT_READ | unix.PROT_EXEC, BuildID: s.objs.BuildIDs.Get(m.Path), Path: m.Path})
 	}
 	return changed
 }
@@ -484,4 +479,25 @@ func (s *session) resume(t *thread) {
 	if err := cont(t.tid, sig); err != nil && err != unix.ESRCH {
 		s.warn("resuming thread %d: %v", t.tid, err)
 	}
+}
+
+// loadTable loads an object's CFI in the background. A failure (or a panic
+// in the parser) only leaves the object without CFI: the first sample in it
+// tries again.
+func (s *session) loadTable(path string) {
+	defer func() { recover() }()
+	s.objs.Tables.Get(path)
+}
+
+// readStopped reads len(buf) bytes of the stopped process's memory at addr;
+// a short read is an error. It is the Mem of collector.Thread.
+func (s *session) readStopped(addr uint64, buf []byte) error {
+	n, err := readMem(s.memPID, addr, buf)
+	if err == nil && n != len(buf) {
+		err = fmt.Errorf("only %d readable", n)
+	}
+	if err != nil {
+		return fmt.Errorf("reading %d bytes at %#x of process %d: %w", len(buf), addr, s.memPID, err)
+	}
+	return nil
 }

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/culprit-dev/culprit/internal/collector"
 	"github.com/culprit-dev/culprit/internal/proc"
 	"github.com/culprit-dev/culprit/internal/recording"
 	"github.com/culprit-dev/culprit/internal/unwind"
@@ -393,9 +394,10 @@ func (s *session) sample(t *thread, now uint64) {
 	}
 	d := toDWARF(r)
 	n, _ := readMem(t.pid, r.Rsp, s.stack)
-	res := resolver{s: s, sp: p.space}
-	pcs, frames, complete := s.unwind(d, unwind.StackCopy{SP: r.Rsp, Data: s.stack[:n]}, &res)
-	if res.miss {
+	wants := s.o.State != nil && s.o.State.Wants(p.exe)
+	res := s.objs.In(p.space)
+	pcs, frames, complete := s.unwind(d, unwind.StackCopy{SP: r.Rsp, Data: s.stack[:n]}, &res, wants)
+	if res.Miss {
 		// A PC outside every known mapping: the process may have mapped
 		// something (dlopen, the libraries ld.so maps after exec). A return
 		// address may also be garbage from an unwinding gone astray, so
@@ -405,8 +407,8 @@ func (s *session) sample(t *thread, now uint64) {
 		if !known || now-p.refresh >= p.missWait {
 			if s.readMaps(p, now) {
 				p.missWait = 0
-				res = resolver{s: s, sp: p.space}
-				pcs, frames, complete = s.unwind(d, unwind.StackCopy{SP: r.Rsp, Data: s.stack[:n]}, &res)
+				res = s.objs.In(p.space)
+				pcs, frames, complete = s.unwind(d, unwind.StackCopy{SP: r.Rsp, Data: s.stack[:n]}, &res, wants)
 			} else {
 				p.missWait = min(max(2*p.missWait, minMissWait), maxMissWait)
 			}
@@ -418,12 +420,14 @@ func (s *session) sample(t *thread, now uint64) {
 	}
 	keep := true
 	var extra []recording.Record
-	if s.o.OnStop != nil {
-		st := &s.stop
-		*st = Stop{Time: now, PID: t.pid, TID: t.tid, Exe: p.exe, Regs: *r, DWARF: d,
-			PCs: pcs, Complete: complete, Frames: frames, Stack: s.stack[:n], StackSP: r.Rsp, s: s, p: p}
-		extra = s.o.OnStop(st)
-		pcs, keep = st.PCs, !st.Drop
+	if wants {
+		s.memPID = t.pid
+		v := s.o.State.Sample(collector.Thread{PID: t.pid, TID: t.tid, Time: now, Exe: p.exe,
+			Frames: frames, Mem: s.mem, Objects: &res})
+		extra, keep = v.Records, !v.Drop
+		if v.Keep > 0 && v.Keep < len(pcs) {
+			pcs = pcs[:v.Keep]
+		}
 	}
 	if keep {
 		s.res.Samples++
@@ -444,10 +448,10 @@ func (s *session) sample(t *thread, now uint64) {
 // maxFrames bounds the frames unwound per sample.
 const maxFrames = 256
 
-// unwind unwinds a stack copy. With a hook it keeps every frame's registers
-// and CFA for the hook (unwind.UnwindFrames); without, only the PCs.
-func (s *session) unwind(regs unwind.Regs, stack unwind.StackCopy, r unwind.Resolver) ([]uint64, []unwind.Frame, bool) {
-	if s.o.OnStop == nil {
+// unwind unwinds a stack copy. For the state hook it keeps every frame's
+// registers and CFA (unwind.UnwindFrames); otherwise only the PCs.
+func (s *session) unwind(regs unwind.Regs, stack unwind.StackCopy, r unwind.Resolver, withFrames bool) ([]uint64, []unwind.Frame, bool) {
+	if !withFrames {
 		pcs, complete := unwind.Unwind(regs, stack, r, maxFrames)
 		return pcs, nil, complete
 	}

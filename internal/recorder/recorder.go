@@ -21,14 +21,11 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/culprit-dev/culprit/internal/expr"
+	"github.com/culprit-dev/culprit/internal/collector"
 	"github.com/culprit-dev/culprit/internal/perf"
 	"github.com/culprit-dev/culprit/internal/proc"
 	"github.com/culprit-dev/culprit/internal/recording"
-	"github.com/culprit-dev/culprit/internal/rules"
 	"github.com/culprit-dev/culprit/internal/sampleprog"
-	"github.com/culprit-dev/culprit/internal/schema"
-	"github.com/culprit-dev/culprit/internal/state"
 	"github.com/culprit-dev/culprit/internal/symbol"
 	"github.com/culprit-dev/culprit/internal/unwind"
 )
@@ -54,25 +51,13 @@ type Options struct {
 	// EventPeriod samples one in EventPeriod syscall or switch events
 	// (default 1: all), bounding the cost on syscall-heavy programs.
 	EventPeriod int
-	// Exprs are evaluated at each CPU sample in the frame of their function
-	// (PCT's prog@func@expr). A perf sample carries the registers and a copy
-	// of the top of the user stack; a BPF program copies, at the same
-	// instant, the globals the expressions name and the heap memory that
-	// registers and stack point to (internal/sampleprog). What none of these
-	// holds is recorded missing.
-	Exprs []*expr.Spec
-	// Rules say what to capture where (docs/rules.md); nil: none.
-	Rules *rules.File
-	// Values samples, at each CPU sample, the scalar variables of the main
-	// executable live at the sampled PC and at the call sites of
-	// ValuesDepth caller frames (vProf), and its scalar globals when the BPF
-	// snapshot program can be loaded.
-	Values      bool
-	ValuesDepth int
-	// ValuesSchema lists the variables Values samples and their tags
-	// (culprit schema); nil: each executable's schema is generated when it
-	// is first sampled.
-	ValuesSchema *schema.Schema
+	// State, when set, samples program state (expressions, rules, vProf
+	// values) at each CPU sample, over what the sample carries: the
+	// registers, a copy of the top of the user stack and, when State is a
+	// collector.MemoryState, the memory a BPF program copies at the same
+	// instant (the globals and heap it names; internal/sampleprog). What
+	// none of these holds is recorded missing.
+	State collector.State
 	// UserOnly samples user mode only; it is chosen automatically when the
 	// kernel refuses kernel call chains to an unprivileged user.
 	UserOnly bool
@@ -135,7 +120,7 @@ func (o *Options) defaultStackBytes() (n int, auto bool) {
 	switch {
 	case o.CallGraph == CallGraphDWARF:
 		return 16384, false
-	case len(o.Exprs) > 0 || o.Rules != nil || o.Values:
+	case o.State != nil:
 		return 4096, false
 	}
 	return 4096, true
@@ -288,7 +273,7 @@ type session struct {
 	res    Result
 
 	spaces   map[uint32]*proc.Space // address spaces by pid
-	tables   unwind.TableCache
+	objs     collector.Objects
 	ktab     *symbol.KernelTable // loaded in the background (kcache.go)
 	kready   chan struct{}       // closed when ktab and kwarn are set; nil: not started
 	kloaded  bool                // kready was waited for
@@ -296,15 +281,15 @@ type session struct {
 	kpending []uint64        // kernel addresses waiting for ktab
 	kseen    map[uint64]bool // kernel function starts already written
 	kaddr    map[uint64]bool // kernel addresses already resolved
-	buildIDs proc.BuildIDs
 
 	buf   []byte
 	offs  []int
 	items []item
 	pidfd int // of the target process, -1 when none
 
-	sampler *state.Sampler
-	snap    *snaps // BPF memory snapshots at samples; nil: none
+	state collector.State       // nil: no program state sampled
+	mem   collector.MemoryState // state, when it says what memory to copy
+	snap  *snaps                // BPF memory snapshots at samples; nil: none
 	// snapLoad is the BPF program loading in the background (nil: not
 	// loading); clockEvents are the cpu-clock events it is attached to, the
 	// first attached of them so far.
@@ -402,16 +387,10 @@ func newSession(o Options, meta recording.Meta) (*session, error) {
 		kseen:  map[uint64]bool{}, kaddr: map[uint64]bool{}}
 	s.res.ExitCode = -1
 	s.pidfd = -1
-	if len(o.Exprs) > 0 || o.Rules != nil || o.Values {
-		s.sampler = state.NewSampler(o.Exprs, o.Rules, 1)
-	}
-	if s.sampler != nil || o.Jitter > 0 {
+	s.state = o.State
+	s.mem, _ = o.State.(collector.MemoryState)
+	if s.mem != nil || o.Jitter > 0 {
 		s.startSnapshots(mainExe(meta))
-	}
-	if s.sampler != nil {
-		if o.Values {
-			s.sampler.EnableValues(state.ValueOptions{Depth: o.ValuesDepth, Globals: s.snapLoad != nil, Schema: o.ValuesSchema})
-		}
 	}
 	s.exes, s.awaiting = map[uint32]string{}, map[uint32]bool{}
 	meta.StartUnixNano = time.Now().UnixNano()
@@ -467,15 +446,9 @@ func (s *session) warn(format string, args ...any) {
 
 // addVDSO stores the vDSO image so that vDSO frames can be named and unwound.
 func (s *session) addVDSO() {
-	img, bid, err := proc.VDSOImage()
-	if err != nil {
-		return
+	if err := s.objs.AddVDSO(s.w); err != nil {
+		s.warn("writing the recording: %v", err)
 	}
-	if t, err := unwind.TableFromImage(img); err == nil {
-		s.tables.Put("[vdso]", t)
-	}
-	s.buildIDs.Put("[vdso]", bid)
-	_ = s.w.Write(&recording.Object{Name: "[vdso]", BuildID: bid, Data: img})
 }
 
 // ring returns the ring of a CPU for an event kind, or nil.
@@ -506,7 +479,7 @@ func (s *session) openKind(tids []int, k *eventKind, noSideband bool) error {
 	if k.tp == nil && s.o.Jitter > 0 {
 		cfg.ClockPeriod = s.o.tickPeriod()
 	}
-	if s.o.CallGraph == CallGraphFP && s.sampler == nil {
+	if s.o.CallGraph == CallGraphFP && s.state == nil {
 		// The stack copy only repairs the first frames, by CFI, which needs
 		// BP, SP and IP: 0.5 µs less per sample than all 17 registers.
 		cfg.UserRegs = perf.RegsUnwind
@@ -678,7 +651,7 @@ func (s *session) handle(rec any) {
 		}
 		bid := r.BuildID
 		if len(bid) == 0 {
-			bid = s.buildIDs.Get(r.Path)
+			bid = s.objs.BuildIDs.Get(r.Path)
 		}
 		s.space(r.PID).Add(proc.Mapping{Start: r.Start, End: r.Start + r.Len, Offset: r.Pgoff, Path: r.Path})
 		if s.awaiting[r.PID] && strings.HasPrefix(r.Path, "/") {
@@ -742,7 +715,7 @@ func (s *session) sample(r *perf.Sample, k *eventKind) {
 		if sp == nil {
 			sp = s.refreshSpace(r.PID)
 		}
-		res := resolver{s: s, sp: sp}
+		res := s.objs.In(sp)
 		cfi, stop := unwind.UnwindTo(s.pcs, regs, unwind.StackCopy{SP: r.StackSP, Data: r.Stack}, &res, 256)
 		s.pcs = cfi // reused: Merge copies
 		user = unwind.Merge(cfi, r.User, stop == unwind.Complete)
@@ -768,8 +741,8 @@ func (s *session) sample(r *perf.Sample, k *eventKind) {
 			r.Period = ticks * s.o.tickPeriod()
 		}
 	}
-	var st state.Result
-	if s.sampler != nil && k.event == recording.EventCPU && len(r.Regs) == perf.NumRegs {
+	var st collector.Verdict
+	if s.state != nil && k.event == recording.EventCPU && len(r.Regs) == perf.NumRegs {
 		st = s.sampleState(r, sn)
 		if st.Keep > 0 && st.Keep < len(user) {
 			user = user[:st.Keep]
@@ -796,23 +769,23 @@ func (s *session) sample(r *perf.Sample, k *eventKind) {
 
 // sampleState evaluates the expression specs and rules at a sample, over
 // its registers and stack copy.
-func (s *session) sampleState(r *perf.Sample, sn *sampleprog.Snapshot) state.Result {
+func (s *session) sampleState(r *perf.Sample, sn *sampleprog.Snapshot) collector.Verdict {
 	exe, ok := s.exes[r.PID]
 	if !ok {
 		exe = proc.Exe(int(r.PID))
 		s.exes[r.PID] = exe
 	}
-	if !s.sampler.Wants(exe) {
-		return state.Result{}
+	if !s.state.Wants(exe) {
+		return collector.Verdict{}
 	}
 	sp := s.spaces[r.PID]
 	if sp == nil {
-		return state.Result{}
+		return collector.Verdict{}
 	}
-	res := resolver{s: s, sp: sp}
+	res := s.objs.In(sp)
 	s.plan(r.PID, exe)
 	frames, _ := unwind.UnwindFrames(toDWARF(r.Regs), unwind.StackCopy{SP: r.StackSP, Data: r.Stack}, &res, 64)
-	return s.sampler.Apply(state.Thread{PID: int(r.PID), TID: int(r.TID), Time: r.Time, Exe: exe,
+	return s.state.Sample(collector.Thread{PID: int(r.PID), TID: int(r.TID), Time: r.Time, Exe: exe,
 		Frames: frames, Mem: memory(r, sn), Objects: &res})
 }
 
@@ -880,8 +853,8 @@ func (s *session) finish() (Result, error) {
 		err = cerr
 	}
 	s.res.Bytes = s.w.Bytes()
-	if s.sampler != nil {
-		for _, w := range s.sampler.Warnings() {
+	if s.state != nil {
+		for _, w := range s.state.Warnings() {
 			s.warn("%s", w)
 		}
 	}

@@ -1,17 +1,14 @@
 package recorder
 
 import (
-	"errors"
 	"fmt"
-	"os"
 	"os/exec"
-	"os/signal"
 	"runtime"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/culprit-dev/culprit/internal/collector"
 	"github.com/culprit-dev/culprit/internal/proc"
 	"github.com/culprit-dev/culprit/internal/recording"
 )
@@ -23,12 +20,12 @@ import (
 const pollInterval = 20 * time.Millisecond
 
 // ErrCommandNotFound is wrapped when the command to profile does not exist.
-var ErrCommandNotFound = errors.New("command not found")
+var ErrCommandNotFound = collector.ErrCommandNotFound
 
 // Launch runs argv under sampling and returns when it exits. The command's
-// standard streams are the recorder's own. The child is created stopped by
-// ptrace at its exec, the events are opened on it, then it is released, so
-// not one instruction of the command runs unsampled.
+// standard streams are the recorder's own. The command is started stopped
+// at its exec (collector.Start), the events are opened on it, then it is
+// released, so not one instruction of the command runs unsampled.
 func Launch(o Options, argv []string) (Result, error) {
 	if err := o.setDefaults(); err != nil {
 		return Result{}, err
@@ -48,24 +45,21 @@ func Launch(o Options, argv []string) (Result, error) {
 	// fp mode's stack copy depends on the program: read while it starts.
 	stackBytes := make(chan int, 1)
 	if o.autoStack {
-		go func() { stackBytes <- stackFor(path) }()
+		go func() {
+			defer func() {
+				if recover() != nil {
+					stackBytes <- 4096
+				}
+			}()
+			stackBytes <- stackFor(path)
+		}()
 	} else {
 		stackBytes <- o.StackBytes
 	}
-	// Signals are taken in the background: the runtime's first Notify
-	// starts a thread and waits for it (0.2 ms here, up to a millisecond
-	// when the ring holders and the command's start hold the Ps); the
-	// command is released only once they are caught. They stay caught
-	// after Launch returns: signal.Stop waits for the runtime's signal loop
-	// to go idle (0.1 ms here) while the command's caller waits, and
-	// culprit exits right after; a signal arriving then lands in the
-	// buffered channel.
-	sigs := make(chan os.Signal, 4)
-	caught := make(chan struct{})
-	go func() {
-		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-		close(caught)
-	}()
+	// Signals are caught in the background; the command is released only
+	// once they are.
+	relay := collector.CatchSignals()
+	defer relay.Stop()
 	// Only what the command's first instruction needs is done before it is
 	// released (the output is created, so that a bad path fails before the
 	// command runs); the rest follows while it runs: each millisecond here is
@@ -78,21 +72,12 @@ func Launch(o Options, argv []string) (Result, error) {
 	// Ptrace requests must come from the thread that started the tracee.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	cmd := exec.Command(path, argv[1:]...)
-	cmd.Args[0] = argv[0]
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Ptrace: true}
-	if err := cmd.Start(); err != nil {
+	child, err := collector.Start(argv, 0)
+	if err != nil {
 		s.abandon()
-		return Result{}, fmt.Errorf("starting %s: %w", argv[0], err)
+		return Result{}, err
 	}
-	pid := cmd.Process.Pid
-	var ws unix.WaitStatus
-	if _, err := unix.Wait4(pid, &ws, 0, nil); err != nil || !ws.Stopped() {
-		s.abandon()
-		return Result{}, fmt.Errorf("starting %s: it did not stop at exec (%v)", argv[0], err)
-	}
-	release := func() { unix.PtraceDetach(pid) }
+	pid := child.Pid
 	// The mappings exec made, read while the rings may still be coming.
 	first, err := readProcess(pid)
 	if err != nil {
@@ -102,51 +87,46 @@ func Launch(o Options, argv []string) (Result, error) {
 	s.adopt(held)
 	s.o.StackBytes = <-stackBytes
 	if err := s.openEvents([]int{pid}); err != nil {
-		unix.Kill(pid, unix.SIGKILL)
-		release()
-		cmd.Wait()
+		child.Kill()
 		s.abandon()
 		return Result{}, err
 	}
-	<-caught
-	if err := unix.PtraceDetach(pid); err != nil {
-		unix.Kill(pid, unix.SIGKILL)
-		cmd.Wait()
+	relay.Caught()
+	if err := child.Release(); err != nil {
+		child.Kill()
 		s.abandon()
-		return Result{}, fmt.Errorf("releasing %s: %w", argv[0], err)
+		return Result{}, err
 	}
+	relay.Forward(pid)
 	s.watch(pid) // a pidfd: also of a process that has already exited
 	s.begin()
 	s.synthesize(first)
-	oneCore()
+	defer oneCore()()
 	s.startKernelSymbols()
 
 	// With a pidfd, wait() reports the command's exit and its status is
 	// taken on this thread; without one, a goroutine waits for it.
-	exited := make(chan error, 1)
+	type exit struct {
+		code int
+		err  error
+	}
+	exited := make(chan exit, 1)
 	if s.pidfd < 0 {
-		go func() { exited <- cmd.Wait() }()
+		go func() {
+			code, err := child.Wait()
+			exited <- exit{code, err}
+		}()
 	}
 	var deadline <-chan time.Time
 	if o.Duration > 0 {
 		deadline = time.After(o.Duration)
 	}
-	var waitErr error
-	interrupted := false
+	var ex exit
 loop:
 	for {
 		select {
-		case waitErr = <-exited:
+		case ex = <-exited:
 			break loop
-		case sig := <-sigs:
-			// A terminal's Ctrl-C reaches the command too; a signal sent to the
-			// recorder alone is passed on, and a second one kills.
-			if interrupted {
-				cmd.Process.Signal(syscall.SIGKILL)
-			} else if sig != os.Interrupt {
-				cmd.Process.Signal(sig)
-			}
-			interrupted = true
 		case <-deadline:
 			// Stop sampling; the command runs on and its exit code is kept.
 			deadline = nil
@@ -158,14 +138,17 @@ loop:
 		if s.wait() {
 			// The command has exited: take its status now (polling on would
 			// find every fd ready and spin).
-			waitErr = cmd.Wait()
+			ex.code, ex.err = child.Wait()
 			break loop
 		}
 		if err := s.drain(); err != nil {
 			s.warn("writing the recording: %v", err)
 		}
 	}
-	s.res.ExitCode = exitCode(cmd.ProcessState, waitErr)
+	if ex.err != nil {
+		s.warn("%v", ex.err)
+	}
+	s.res.ExitCode = ex.code
 	return s.finish()
 }
 
@@ -175,8 +158,12 @@ loop:
 // at 999 Hz on 2 vCPUs; see docs/performance.md). Before the target is
 // released, Launch uses two: the rings are prepared while the command starts
 // (holdRings), and with one P a goroutine in a long system call holds it
-// until the runtime's monitor hands it over, up to milliseconds later.
-func oneCore() { runtime.GOMAXPROCS(1) }
+// until the runtime's monitor hands it over, up to milliseconds later. It
+// returns what puts the setting back.
+func oneCore() (restore func()) {
+	n := runtime.GOMAXPROCS(1)
+	return func() { runtime.GOMAXPROCS(n) }
+}
 
 // wait blocks until a ring passes its watermark or the poll interval ends.
 // A pidfd of the target process (when the kernel has pidfd_open) ends the
@@ -205,16 +192,6 @@ func (s *session) watch(pid int) {
 	}
 }
 
-func exitCode(ps *os.ProcessState, err error) int {
-	if ps == nil {
-		return -1
-	}
-	if st, ok := ps.Sys().(syscall.WaitStatus); ok && st.Signaled() {
-		return 128 + int(st.Signal())
-	}
-	return ps.ExitCode()
-}
-
 // Attach samples the running process pid (all its threads, and the threads
 // and children it creates) until stop is closed, the duration ends or the
 // process exits, then detaches leaving it running.
@@ -233,7 +210,7 @@ func Attach(o Options, pid int, stop <-chan struct{}) (Result, error) {
 		return Result{}, err
 	}
 	s.begin()
-	oneCore()
+	defer oneCore()()
 	// Open on every thread; threads created meanwhile are picked up by
 	// listing again until the list is stable (later ones are inherited).
 	opened := map[int]bool{}

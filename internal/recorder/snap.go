@@ -4,10 +4,10 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/culprit-dev/culprit/internal/collector"
 	"github.com/culprit-dev/culprit/internal/perf"
 	"github.com/culprit-dev/culprit/internal/proc"
 	"github.com/culprit-dev/culprit/internal/sampleprog"
-	"github.com/culprit-dev/culprit/internal/state"
 )
 
 // Memory snapshots: when expressions, rules or value sampling need memory
@@ -28,11 +28,11 @@ type snaps struct {
 // exeNeeds is what an executable's plans copy, the same for all its
 // processes and all the run: found once per executable.
 type exeNeeds struct {
-	globals []state.MemoryRange // ELF addresses
+	globals []collector.MemoryRange // ELF addresses
 	chase   bool
 }
 
-func (sn *snaps) what(sampler *state.Sampler, exe string) *exeNeeds {
+func (sn *snaps) what(sampler collector.MemoryState, exe string) *exeNeeds {
 	if w, ok := sn.needs[exe]; ok {
 		return w
 	}
@@ -60,13 +60,13 @@ type snapLoad struct {
 // executable's schema follows a pointer.
 func (s *session) startSnapshots(mainExe string) {
 	l := &snapLoad{done: make(chan struct{})}
-	o := sampleprog.Options{Jitter: s.o.jitterRange(), Snapshots: s.sampler != nil}
+	o := sampleprog.Options{Jitter: s.o.jitterRange(), Snapshots: s.mem != nil}
 	go func() {
 		defer close(l.done)
 		if o.Snapshots {
 			// With --values this makes the main executable's schema
 			// (tens of ms for a big program), while the command starts.
-			o.Chase = s.sampler.MayNeedHeap(mainExe)
+			o.Chase = s.mem.MayNeedHeap(mainExe)
 		}
 		l.tk, l.err = sampleprog.New(o)
 	}()
@@ -153,7 +153,7 @@ func (s *session) snapshotFor(r *perf.Sample) *sampleprog.Snapshot {
 // command runs, at an exec, at a fork) and at its samples, so that the plan
 // follows the mappings.
 func (s *session) plan(pid uint32, exe string) {
-	if s.snap == nil || s.sampler == nil || exe == "" || !s.sampler.Wants(exe) {
+	if s.snap == nil || s.mem == nil || exe == "" || !s.mem.Wants(exe) {
 		return
 	}
 	p := s.snap.plans[pid]
@@ -173,13 +173,13 @@ func (s *session) plan(pid uint32, exe string) {
 	haveBias := false
 	for _, m := range maps {
 		if m.Path == exe && m.Exec() {
-			if t := s.tables.Lookup(exe); t != nil {
+			if t := s.objs.Tables.Lookup(exe); t != nil {
 				bias, haveBias = t.Bias(m.Start, m.Offset)
 			}
 			break
 		}
 	}
-	what := s.snap.what(s.sampler, exe)
+	what := s.snap.what(s.mem, exe)
 	plan := &sampleprog.Plan{Chase: what.chase, Data: proc.DataRanges(int(pid), maps)}
 	if haveBias {
 		ranges := what.globals
@@ -211,7 +211,7 @@ func (s *session) forget(pid uint32) {
 
 // memory reads what a sample carries: its stack copy, then its snapshot.
 func memory(r *perf.Sample, sn *sampleprog.Snapshot) func(uint64, []byte) error {
-	stack := state.StackMemory(r.StackSP, r.Stack)
+	stack := collector.StackMemory(r.StackSP, r.Stack)
 	if sn == nil {
 		return stack
 	}

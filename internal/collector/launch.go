@@ -1,0 +1,265 @@
+package collector
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"runtime"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrCommandNotFound is wrapped when the command to profile does not exist.
+var ErrCommandNotFound = errors.New("command not found")
+
+// Child is a command started stopped at its exec: seized (PTRACE_SEIZE) by
+// the thread that called Start, in its PTRACE_EVENT_EXEC stop, before its
+// first instruction. A collector sets up its sampling on it, then either
+// releases it (Release: the perf collector, an uprobe tracer) or goes on
+// tracing it (the ptrace collector, from the same locked thread).
+//
+// Nothing about a Child kills or stops the command if culprit dies: it is
+// not started under PTRACE_TRACEME, whose exec stop is a SIGTRAP that the
+// kernel delivers (killing the command) when the tracer dies while the
+// command waits in it, and PTRACE_O_EXITKILL is never set. Before its exec
+// the child waits on a pipe from culprit; if culprit dies then, the pipe
+// reads end-of-file and the command starts untraced. Once seized, the
+// exec stop is a ptrace-event stop, which the kernel ends without a signal
+// when the tracer is gone.
+type Child struct {
+	Pid    int
+	Path   string // the executable, as exec.LookPath found it
+	reaped bool
+}
+
+// Start starts argv (argv[0] looked up in PATH) stopped at its exec, with
+// culprit's standard streams and environment. The calling goroutine must be
+// locked to its thread (runtime.LockOSThread): it is the tracer, and every
+// later ptrace request must come from it. options are PTRACE_O_* flags;
+// PTRACE_O_TRACEEXEC is always added.
+func Start(argv []string, options int) (*Child, error) {
+	if len(argv) == 0 {
+		return nil, fmt.Errorf("no command given: use culprit record -- CMD [ARGS...]")
+	}
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
+		return nil, fmt.Errorf("%w: %s", ErrCommandNotFound, argv[0])
+	}
+	argv0, err := syscall.BytePtrFromString(path)
+	if err != nil {
+		return nil, fmt.Errorf("starting %s: %w", argv[0], err)
+	}
+	argvp, err := syscall.SlicePtrFromStrings(argv)
+	if err != nil {
+		return nil, fmt.Errorf("starting %s: %w", argv[0], err)
+	}
+	envp, err := syscall.SlicePtrFromStrings(os.Environ())
+	if err != nil {
+		return nil, fmt.Errorf("starting %s: %w", argv[0], err)
+	}
+	var gate, errp [2]int
+	if err := unix.Pipe2(gate[:], unix.O_CLOEXEC); err != nil {
+		return nil, fmt.Errorf("starting %s: %w", argv[0], err)
+	}
+	if err := unix.Pipe2(errp[:], unix.O_CLOEXEC); err != nil {
+		unix.Close(gate[0])
+		unix.Close(gate[1])
+		return nil, fmt.Errorf("starting %s: %w", argv[0], err)
+	}
+	defer unix.Close(errp[0])
+
+	// As syscall.forkExec: no descriptor is created without CLOEXEC while
+	// the child is forked, and it is forked with every signal blocked (Go's
+	// handlers must not run in it); it restores this thread's mask itself.
+	all := ^uint64(0)
+	var old uint64
+	syscall.ForkLock.Lock()
+	syscall.RawSyscall6(syscall.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&all)), uintptr(unsafe.Pointer(&old)), 8, 0, 0)
+	pid, errno := forkGated(argv0, &argvp[0], &envp[0], gate[0], gate[1], errp[1], &old)
+	syscall.RawSyscall6(syscall.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&old)), 0, 8, 0, 0)
+	syscall.ForkLock.Unlock()
+	runtime.KeepAlive(argv0)
+	runtime.KeepAlive(argvp)
+	runtime.KeepAlive(envp)
+	unix.Close(gate[0])
+	unix.Close(errp[1])
+	if errno != 0 {
+		unix.Close(gate[1])
+		return nil, fmt.Errorf("starting %s: fork: %w", argv[0], errno)
+	}
+	c := &Child{Pid: pid, Path: path}
+	if err := seize(pid, options|unix.PTRACE_O_TRACEEXEC); err != nil {
+		// Let it run untraced? No: the caller asked for a stopped command.
+		unix.Close(gate[1])
+		c.Kill()
+		return nil, fmt.Errorf("starting %s: tracing it: %w", argv[0], err)
+	}
+	// Go: the child execs.
+	unix.Write(gate[1], []byte{1})
+	unix.Close(gate[1])
+	var ws unix.WaitStatus
+	for {
+		if _, err := wait4(pid, &ws); err != nil {
+			c.reaped = true
+			return nil, fmt.Errorf("starting %s: %w", argv[0], err)
+		}
+		switch {
+		case ws.Exited() || ws.Signaled():
+			c.reaped = true
+			var b [4]byte
+			if n, _ := unix.Read(errp[0], b[:]); n == 4 {
+				e := syscall.Errno(uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24)
+				return nil, fmt.Errorf("starting %s: %w", argv[0], e)
+			}
+			return nil, fmt.Errorf("starting %s: it ended before its exec (status %#x)", argv[0], uint32(ws))
+		case !ws.Stopped():
+			continue
+		case int(ws>>16)&0xff == unix.PTRACE_EVENT_EXEC:
+			return c, nil
+		}
+		// A signal that reached it before its exec (Ctrl-C, say): it gets
+		// the signal, as it would untraced. A group-stop is ended.
+		sig := 0
+		if int(ws>>16)&0xff == 0 {
+			sig = int(ws.StopSignal())
+		}
+		if err := ptrace(unix.PTRACE_CONT, pid, 0, uintptr(sig)); err != nil && err != unix.ESRCH {
+			c.Kill()
+			return nil, fmt.Errorf("starting %s: %w", argv[0], err)
+		}
+	}
+}
+
+// Release detaches from the command, which runs on from where it stopped.
+func (c *Child) Release() error {
+	if err := ptrace(unix.PTRACE_DETACH, c.Pid, 0, 0); err != nil {
+		return fmt.Errorf("releasing %s: %w", c.Path, err)
+	}
+	return nil
+}
+
+// Kill kills the command and reaps it (a start that failed).
+func (c *Child) Kill() {
+	if c.reaped {
+		return
+	}
+	unix.Kill(c.Pid, unix.SIGKILL)
+	var ws unix.WaitStatus
+	wait4(c.Pid, &ws)
+	c.reaped = true
+}
+
+// Wait waits for the released command to exit and returns its exit code
+// (128+signal when a signal ended it).
+func (c *Child) Wait() (int, error) {
+	var ws unix.WaitStatus
+	for {
+		_, err := unix.Wait4(c.Pid, &ws, 0, nil)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil {
+			return -1, fmt.Errorf("waiting for %s: %w", c.Path, err)
+		}
+		if ws.Exited() || ws.Signaled() {
+			c.reaped = true
+			return ExitCode(ws), nil
+		}
+	}
+}
+
+// ExitCode is a wait status's exit code: 128+signal when a signal ended the
+// process, -1 when it has not ended.
+func ExitCode(ws unix.WaitStatus) int {
+	switch {
+	case ws.Exited():
+		return ws.ExitStatus()
+	case ws.Signaled():
+		return 128 + int(ws.Signal())
+	}
+	return -1
+}
+
+func ptrace(req, pid int, addr, data uintptr) error {
+	_, _, e := unix.RawSyscall6(unix.SYS_PTRACE, uintptr(req), uintptr(pid), addr, data, 0, 0)
+	if e != 0 {
+		return e
+	}
+	return nil
+}
+
+// seize attaches to pid without stopping it. PTRACE_O_EXITKILL is never
+// among the options: culprit's death must not kill what it traced.
+func seize(pid, options int) error {
+	return ptrace(unix.PTRACE_SEIZE, pid, 0, uintptr(options&^unix.PTRACE_O_EXITKILL))
+}
+
+func wait4(pid int, ws *unix.WaitStatus) (int, error) {
+	for {
+		r, err := unix.Wait4(pid, ws, unix.WALL, nil)
+		if err != unix.EINTR {
+			return r, err
+		}
+	}
+}
+
+// forkGated forks the calling thread into a child that waits until culprit
+// writes to the gate pipe (or exits: end-of-file), then restores the
+// signal mask and execs. If the exec fails it writes errno to errw and
+// exits 127. The child runs only raw system calls in this nosplit
+// function, as syscall.forkAndExecInChild does, so no Go runtime code runs
+// in it. Signals must be blocked by the caller; their handlers are reset
+// to the default before the mask is restored (ignored ones stay ignored,
+// as across exec).
+//
+//go:nosplit
+//go:norace
+func forkGated(argv0 *byte, argv, envv **byte, gateR, gateW, errW int, mask *uint64) (int, syscall.Errno) {
+	r, _, e := syscall.RawSyscall6(syscall.SYS_CLONE, uintptr(syscall.SIGCHLD), 0, 0, 0, 0, 0)
+	if e != 0 {
+		return 0, e
+	}
+	if r != 0 {
+		return int(r), 0
+	}
+	syscall.RawSyscall(syscall.SYS_CLOSE, uintptr(gateW), 0, 0)
+	var b [1]byte
+	for {
+		_, _, e := syscall.RawSyscall(syscall.SYS_READ, uintptr(gateR), uintptr(unsafe.Pointer(&b[0])), 1)
+		if e != syscall.EINTR {
+			break
+		}
+	}
+	var act sigaction
+	for sig := uintptr(1); sig <= 64; sig++ {
+		if sig == uintptr(syscall.SIGKILL) || sig == uintptr(syscall.SIGSTOP) || sig == 32 || sig == 33 {
+			continue
+		}
+		if _, _, e := syscall.RawSyscall6(syscall.SYS_RT_SIGACTION, sig, 0, uintptr(unsafe.Pointer(&act)), 8, 0, 0); e != 0 {
+			continue
+		}
+		if act.handler > 1 { // neither SIG_DFL nor SIG_IGN
+			act = sigaction{}
+			syscall.RawSyscall6(syscall.SYS_RT_SIGACTION, sig, uintptr(unsafe.Pointer(&act)), 0, 8, 0, 0)
+		}
+	}
+	syscall.RawSyscall6(syscall.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(mask)), 0, 8, 0, 0)
+	_, _, e = syscall.RawSyscall(syscall.SYS_EXECVE, uintptr(unsafe.Pointer(argv0)), uintptr(unsafe.Pointer(argv)), uintptr(unsafe.Pointer(envv)))
+	v := uint32(e)
+	w := [4]byte{byte(v), byte(v >> 8), byte(v >> 16), byte(v >> 24)}
+	syscall.RawSyscall(syscall.SYS_WRITE, uintptr(errW), uintptr(unsafe.Pointer(&w[0])), 4)
+	for {
+		syscall.RawSyscall(syscall.SYS_EXIT_GROUP, 127, 0, 0)
+	}
+}
+
+// sigaction is struct sigaction as rt_sigaction(2) takes it on x86-64.
+type sigaction struct {
+	handler  uintptr
+	flags    uint64
+	restorer uintptr
+	mask     uint64
+}

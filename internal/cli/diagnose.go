@@ -95,7 +95,7 @@ or the flag repeated). Costs are CPU time per buggy run.`,
 			}
 			a.SetBlocks(blockFinder(exes, stderr))
 			for i, path := range append(append([]string(nil), normal...), buggy...) {
-				p, err := loadProfile([]string{path}, stderr)
+				p, err := loadProfile([]string{path}, stderr, false)
 				if err != nil {
 					return err
 				}

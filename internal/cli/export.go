@@ -45,7 +45,7 @@ func newExport() *cobra.Command {
 			if output == "" {
 				return usagef("no output file: give -o FILE (or -o - for standard output)")
 			}
-			p, err := ff.load(args, c.ErrOrStderr())
+			p, err := ff.load(args, c.ErrOrStderr(), false)
 			if err != nil {
 				return err
 			}

@@ -105,7 +105,7 @@ are often missed.
 // kernel events IntroPerf needs (unless only CPU samples were asked for), and
 // runs the latency inference on it.
 func loadRun(path string, stderr io.Writer, flt profile.Filter, set introperf.EventSet, o introperf.Options) (*profile.Profile, *introperf.Result, error) {
-	p, err := loadProfile([]string{path}, stderr)
+	p, err := loadProfile([]string{path}, stderr, false)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -68,15 +68,17 @@ func (f *filterFlags) registerHide(fs *pflag.FlagSet, cmd string) {
 }
 
 // load reads the recordings (see loadProfile) and keeps the samples the
-// flags select. When the recordings have samples and none is left, it says
+// flags select. With merge, for views that need totals but no time order,
+// samples are merged as they are read (profile.LoadOptions.Merge) unless
+// --from or --to needs their times. When the recordings have samples and none is left, it says
 // which selection left none: --pid, --tid and --comm (naming the processes
 // recorded), or --focus and --ignore (naming the busiest functions).
-func (f *filterFlags) load(paths []string, stderr io.Writer) (*profile.Profile, error) {
+func (f *filterFlags) load(paths []string, stderr io.Writer, merge bool) (*profile.Profile, error) {
 	flt, err := f.filter()
 	if err != nil {
 		return nil, err
 	}
-	p, err := loadProfile(paths, stderr)
+	p, err := loadProfile(paths, stderr, merge && !flt.HasFrom && !flt.HasTo)
 	if err != nil {
 		return nil, err
 	}
@@ -223,7 +225,7 @@ func (f *filterFlags) filter() (profile.Filter, error) {
 
 // loadProfile reads recordings (default culprit.rec), showing progress on a
 // terminal for large inputs, and prints what was salvaged from damaged files.
-func loadProfile(paths []string, stderr io.Writer) (*profile.Profile, error) {
+func loadProfile(paths []string, stderr io.Writer, merge bool) (*profile.Profile, error) {
 	if len(paths) == 0 {
 		paths = []string{"culprit.rec"}
 	}
@@ -233,7 +235,7 @@ func loadProfile(paths []string, stderr io.Writer) (*profile.Profile, error) {
 			total += st.Size()
 		}
 	}
-	var opts profile.LoadOptions
+	opts := profile.LoadOptions{Merge: merge}
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) && total > 32<<20 {
 		// The total is not known (records, not bytes): a spinner and a count,
 		// removed when done.

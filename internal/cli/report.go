@@ -117,7 +117,7 @@ written: report shows everything up to the last complete record.`,
 			if callers > 0 && !g.PerFrame() {
 				return usagef("--by %s gives a flat profile: for the calling contexts of one process or thread, select it with --pid, --tid or --comm", g)
 			}
-			p, err := ff.load(args, c.ErrOrStderr())
+			p, err := ff.load(args, c.ErrOrStderr(), !exprsOn)
 			if err != nil {
 				return err
 			}
@@ -135,7 +135,7 @@ written: report shows everything up to the last complete record.`,
 				}
 				list := exprs.Summarize(p, o)
 				if format == "json" {
-					return render.ExprsJSON(out, list, len(p.Samples), render.JSONExtra{Warnings: p.Warnings})
+					return render.ExprsJSON(out, list, p.SampleCount(), render.JSONExtra{Warnings: p.Warnings})
 				}
 				return render.ExprsText(out, list, stat)
 			}
@@ -150,17 +150,17 @@ written: report shows everything up to the last complete record.`,
 			}
 			if peekRE != nil {
 				pk := p.Peeks(peekRE)
-				if len(pk) == 0 && len(p.Samples) > 0 {
+				if len(pk) == 0 && p.SampleCount() > 0 {
 					return fmt.Errorf("no sampled function matches --peek %q: the busiest are %s", peek, strings.Join(busiest(p, 5), ", "))
 				}
 				if format == "json" {
-					return render.PeekJSON(out, pk, len(p.Samples), extra)
+					return render.PeekJSON(out, pk, p.SampleCount(), extra)
 				}
-				return render.PeekText(out, pk, len(p.Samples), top)
+				return render.PeekText(out, pk, p.SampleCount(), top)
 			}
 			if listRE != nil {
 				ls := p.Listings(listRE)
-				if len(ls) == 0 && len(p.Samples) > 0 {
+				if len(ls) == 0 && p.SampleCount() > 0 {
 					return fmt.Errorf("no sampled function matches --list %q: the busiest are %s", list, strings.Join(busiest(p, 5), ", "))
 				}
 				read := sourceReader(srcPath)
@@ -171,16 +171,16 @@ written: report shows everything up to the last complete record.`,
 					}
 				}
 				if format == "json" {
-					return render.ListingJSON(out, ls, len(p.Samples), read, dis, extra)
+					return render.ListingJSON(out, ls, p.SampleCount(), read, dis, extra)
 				}
-				return render.ListingText(out, ls, len(p.Samples), read, dis, top)
+				return render.ListingText(out, ls, p.SampleCount(), read, dis, top)
 			}
 			if callers > 0 {
 				rows := p.Callers(g, callers)
 				if format == "json" {
-					return render.CallersJSON(out, rows, len(p.Samples), extra)
+					return render.CallersJSON(out, rows, p.SampleCount(), extra)
 				}
-				return render.CallersText(out, rows, len(p.Samples), top)
+				return render.CallersText(out, rows, p.SampleCount(), top)
 			}
 			flat := p.Flat(g)
 			if format == "json" {

@@ -1,10 +1,10 @@
 package profile
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"sort"
-	"strings"
 )
 
 // FlatRow is one line of a flat profile. Self counts the samples whose
@@ -68,26 +68,88 @@ func frac(n, total int) float64 {
 	return float64(n) / float64(total)
 }
 
-// labels returns the labels of the sample's stack, innermost first; an empty
-// stack is ["[unknown]"].
-func (p *Profile) labels(stack int32, g Grouping, cache map[int32]string) ([]string, []string) {
-	st := p.StackAt(stack)
-	if len(st) == 0 {
-		return []string{Unknown}, []string{Unknown}
+// frameLabels names the frames of p under a grouping: each frame's label
+// and object once, and an id per distinct (label, object), so that
+// aggregating over many stacks costs slice lookups, not string work.
+type frameLabels struct {
+	p     *Profile
+	g     Grouping
+	id    []int32 // per frame: 1 + index in keys; 0 not yet known
+	keys  []rowKey
+	index map[rowKey]int32
+}
+
+func (p *Profile) frameLabels(g Grouping) *frameLabels {
+	return &frameLabels{p: p, g: g, id: make([]int32, len(p.Frames)), index: map[rowKey]int32{}}
+}
+
+// of returns the index in keys of frame fi's label and object; an index out
+// of range is "[unknown]".
+func (fl *frameLabels) of(fi int32) int32 {
+	if fi >= 0 && int(fi) < len(fl.id) && fl.id[fi] != 0 {
+		return fl.id[fi] - 1
 	}
-	names := make([]string, len(st))
-	objs := make([]string, len(st))
-	for i, fi := range st {
-		fr := p.FrameAt(fi)
-		l, ok := cache[fi]
+	fr := fl.p.FrameAt(fi)
+	k := rowKey{fr.Label(fl.g), fr.ObjectName()}
+	i, ok := fl.index[k]
+	if !ok {
+		i = int32(len(fl.keys))
+		fl.keys = append(fl.keys, k)
+		fl.index[k] = i
+	}
+	if fi >= 0 && int(fi) < len(fl.id) {
+		fl.id[fi] = i + 1
+	}
+	return i
+}
+
+// stack appends to buf the label indexes of stack st, innermost first; an
+// empty stack is one "[unknown]" label.
+func (fl *frameLabels) stack(st int32, buf []int32) []int32 {
+	frames := fl.p.StackAt(st)
+	if len(frames) == 0 {
+		i, ok := fl.index[rowKey{Unknown, Unknown}]
 		if !ok {
-			l = fr.Label(g)
-			cache[fi] = l
+			i = int32(len(fl.keys))
+			fl.keys = append(fl.keys, rowKey{Unknown, Unknown})
+			fl.index[rowKey{Unknown, Unknown}] = i
 		}
-		names[i] = l
-		objs[i] = fr.ObjectName()
+		return append(buf, i)
 	}
-	return names, objs
+	for _, fi := range frames {
+		buf = append(buf, fl.of(fi))
+	}
+	return buf
+}
+
+// perStack counts the samples of each stack, as a slice when stack indexes
+// are those of p.Stacks, else as a map.
+func (p *Profile) perStack() (counts []int, other map[int32]int) {
+	counts = make([]int, len(p.Stacks))
+	for _, s := range p.Samples {
+		if s.Stack >= 0 && int(s.Stack) < len(counts) {
+			counts[s.Stack] += s.N()
+			continue
+		}
+		if other == nil {
+			other = map[int32]int{}
+		}
+		other[s.Stack] += s.N()
+	}
+	return counts, other
+}
+
+// eachStack calls f for every stack with samples, with their number.
+func (p *Profile) eachStack(f func(st int32, n int)) {
+	counts, other := p.perStack()
+	for st, n := range counts {
+		if n > 0 {
+			f(int32(st), n)
+		}
+	}
+	for st, n := range other {
+		f(st, n)
+	}
 }
 
 type rowKey struct{ name, object string }
@@ -103,48 +165,40 @@ type rowKey struct{ name, object string }
 // ("comm[pid]") or threads ("comm[tid]"), self and total both counting the
 // samples taken in them; a process that execs has a row per program.
 func (p *Profile) Flat(g Grouping) Flat {
-	fl := Flat{Samples: len(p.Samples), Lost: p.Lost, Throttled: p.Throttled, Grouping: g}
+	fl := Flat{Samples: p.SampleCount(), Lost: p.Lost, Throttled: p.Throttled, Grouping: g}
 	if !g.PerFrame() {
 		fl.Rows = p.taskRows(g == ByThread)
 		return fl
 	}
-	type counts struct{ self, total int }
-	acc := map[rowKey]*counts{}
-	get := func(k rowKey) *counts {
-		c := acc[k]
-		if c == nil {
-			c = &counts{}
-			acc[k] = c
+	labels := p.frameLabels(g)
+	var self, total []int
+	seen := []int32{} // per label: the last stack that counted it, +1
+	var buf []int32
+	sti := int32(0)
+	p.eachStack(func(st int32, n int) {
+		buf = labels.stack(st, buf[:0])
+		for len(self) < len(labels.keys) {
+			self, total, seen = append(self, 0), append(total, 0), append(seen, 0)
 		}
-		return c
-	}
-	cache := map[int32]string{}
-	// Samples sharing a stack give the same answer: count stacks first.
-	perStack := map[int32]int{}
-	for _, s := range p.Samples {
-		perStack[s.Stack]++
-	}
-	seen := map[rowKey]bool{}
-	for st, n := range perStack {
-		names, objs := p.labels(st, g, cache)
-		get(rowKey{names[0], objs[0]}).self += n
-		clear(seen)
-		for i := range names {
-			k := rowKey{names[i], objs[i]}
-			if seen[k] {
-				continue
+		sti++
+		self[buf[0]] += n
+		for _, li := range buf {
+			if seen[li] != sti {
+				seen[li] = sti
+				total[li] += n
 			}
-			seen[k] = true
-			get(k).total += n
 		}
-	}
+	})
 	N := fl.Samples
-	for k, c := range acc {
+	for i, k := range labels.keys {
+		if i >= len(total) || total[i] == 0 {
+			continue
+		}
 		fl.Rows = append(fl.Rows, FlatRow{
 			Name: k.name, Object: k.object,
-			Self: c.self, Total: c.total,
-			SelfFrac: frac(c.self, N), TotalFrac: frac(c.total, N),
-			SelfErr: Err(c.self, N), TotalErr: Err(c.total, N),
+			Self: self[i], Total: total[i],
+			SelfFrac: frac(self[i], N), TotalFrac: frac(total[i], N),
+			SelfErr: Err(self[i], N), TotalErr: Err(total[i], N),
 		})
 	}
 	sortRows(fl.Rows)
@@ -167,9 +221,9 @@ func (p *Profile) taskRows(threads bool) []FlatRow {
 		} else {
 			k.name = p.ProcessNameAt(s.PID, s.TID, s.Time)
 		}
-		counts[k]++
+		counts[k] += s.N()
 	}
-	N := len(p.Samples)
+	N := p.SampleCount()
 	rows := make([]FlatRow, 0, len(counts))
 	for k, n := range counts {
 		f, e := frac(n, N), Err(n, N)
@@ -212,30 +266,50 @@ type CallerRow struct {
 // labels from recursion are kept: they are real frames. An empty stack is the
 // path ["[unknown]"].
 func (p *Profile) Callers(g Grouping, n int) []CallerRow {
-	cache := map[int32]string{}
-	perStack := map[int32]int{}
-	for _, s := range p.Samples {
-		perStack[s.Stack]++
-	}
+	labels := p.frameLabels(g)
 	type entry struct {
 		path []string
 		n    int
 	}
 	acc := map[string]*entry{}
-	for st, c := range perStack {
-		names, _ := p.labels(st, g, cache)
-		if n > 0 && len(names) > n {
-			names = names[:n]
+	// Paths are of names alone: labels of one name in different objects
+	// are one, so the key is made of name ids.
+	nameIDs := map[string]uint64{}
+	var nameOf []uint64 // per label: 1 + its name's id
+	var buf []int32
+	var key []byte
+	p.eachStack(func(st int32, c int) {
+		buf = labels.stack(st, buf[:0])
+		if n > 0 && len(buf) > n {
+			buf = buf[:n]
 		}
-		k := strings.Join(names, "\x00")
-		e := acc[k]
+		key = key[:0]
+		for _, li := range buf {
+			for len(nameOf) < len(labels.keys) {
+				nameOf = append(nameOf, 0)
+			}
+			if nameOf[li] == 0 {
+				name := labels.keys[li].name
+				id, ok := nameIDs[name]
+				if !ok {
+					id = uint64(len(nameIDs))
+					nameIDs[name] = id
+				}
+				nameOf[li] = id + 1
+			}
+			key = binary.AppendUvarint(key, nameOf[li]-1)
+		}
+		e := acc[string(key)]
 		if e == nil {
-			e = &entry{path: names}
-			acc[k] = e
+			e = &entry{path: make([]string, len(buf))}
+			for i, li := range buf {
+				e.path[i] = labels.keys[li].name
+			}
+			acc[string(key)] = e
 		}
 		e.n += c
-	}
-	N := len(p.Samples)
+	})
+	N := p.SampleCount()
 	rows := make([]CallerRow, 0, len(acc))
 	for _, e := range acc {
 		rows = append(rows, CallerRow{Path: e.path, Samples: e.n, Frac: frac(e.n, N), Err: Err(e.n, N)})

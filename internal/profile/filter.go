@@ -322,6 +322,7 @@ func (p *Profile) Apply(f Filter) *Profile {
 		Sources:   p.Sources,
 		Warnings:  p.Warnings,
 		StartTime: p.StartTime,
+		Merged:    p.Merged,
 
 		ValueSources: p.ValueSources,
 	}

@@ -79,7 +79,7 @@ func (p *Profile) Listings(re *regexp.Regexp) []Listing {
 	}
 	perStack := map[int32]int{}
 	for _, s := range p.Samples {
-		perStack[s.Stack]++
+		perStack[s.Stack] += s.N()
 	}
 	accs := map[fnKey]*acc{}
 	seen := map[seenKey]bool{}

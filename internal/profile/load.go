@@ -1,10 +1,12 @@
 package profile
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -17,6 +19,14 @@ type LoadOptions struct {
 	Symbolizer *symbol.Symbolizer // nil: a default one
 	// Progress, when set, is called with the number of records read so far.
 	Progress func(records int)
+	// Merge keeps one Sample per distinct stack, process, thread, CPU and
+	// event (see Profile.Merged), so that the memory a profile takes grows
+	// with its distinct stacks rather than with its samples. For views
+	// that do not need time order: flat profiles, callers, trees,
+	// listings, exports of totals. A recording with a thread renamed while
+	// samples of one merged group were taken is read without merging, so
+	// that names as at each sample stay right.
+	Merge bool
 }
 
 // mapping is an executable mapping known from the recording.
@@ -24,6 +34,7 @@ type mapping struct {
 	start, end, pgoff uint64
 	path              string
 	buildID           []byte
+	obj               int32 // 1 + index of path and build-id in loader.objKeys
 }
 
 // space is an immutable version of a process's executable address space.
@@ -40,47 +51,128 @@ func (sp *space) find(pc uint64) (mapping, bool) {
 	return mapping{}, false
 }
 
-type rawSample struct {
-	Sample
-	space *space
-	stack uint64 // stack id within its file
-	file  int
+// stackRec is a Stack record: its kernel addresses, then its user ones, at
+// off in loader.addrs0.
+type stackRec struct {
+	off        int
+	nkern, nus int32
 }
 
 type stackKey struct {
 	file  int
-	space int
+	space *space
 	stack uint64
 }
 
+// mergeKey is what samples merged by LoadOptions.Merge share: the stack
+// (its id and the space version it was sampled in, which tell the file
+// apart too), the task, the CPU and the event.
+type mergeKey struct {
+	stack         uint64
+	space         int
+	pid, tid, cpu uint32
+	event         recording.Event
+	arg           uint64
+}
+
+func (k *mergeKey) hash() uint64 {
+	h := k.stack*0x9e3779b97f4a7c15 ^ uint64(k.space)*0xc2b2ae3d27d4eb4f
+	h ^= (uint64(k.pid)<<32 | uint64(k.tid)) * 0x165667b19e3779f9
+	h ^= (uint64(k.cpu)<<8 | uint64(k.event)) * 0xd6e8feb86659fd93
+	h ^= k.arg * 0x27d4eb2f165667c5
+	h ^= h >> 29
+	h *= 0xbf58476d1ce4e5b9
+	return h ^ h>>32
+}
+
+// mergeTable finds the merged sample of a key: an open-addressing hash
+// table, as the lookup is made once per sample read and a Go map with this
+// key costs twice as much. A slot holds the upper half of its key's hash
+// and 1 + the key's index in keys (0: empty), so that a probe rarely reads
+// a key that does not match.
+type mergeTable struct {
+	slots []uint64
+	keys  []mergeKey
+}
+
+// find returns the index of k's entry, or adds k as entry next and returns
+// next and false.
+func (t *mergeTable) find(k *mergeKey, next int32) (int32, bool) {
+	if 4*(len(t.keys)+1) > 3*len(t.slots) {
+		t.grow()
+	}
+	h := k.hash()
+	tag := h &^ (1<<32 - 1)
+	mask := uint64(len(t.slots) - 1)
+	for i := h & mask; ; i = (i + 1) & mask {
+		e := t.slots[i]
+		if e == 0 {
+			t.slots[i] = tag | uint64(next+1)
+			t.keys = append(t.keys, *k)
+			return next, false
+		}
+		if e&^(1<<32-1) != tag {
+			continue
+		}
+		j := int32(e) - 1
+		if o := &t.keys[j]; o.stack == k.stack && o.space == k.space && o.pid == k.pid && o.tid == k.tid &&
+			o.cpu == k.cpu && o.event == k.event && o.arg == k.arg {
+			return j, true
+		}
+	}
+}
+
+func (t *mergeTable) grow() {
+	t.slots = make([]uint64, max(1024, 2*len(t.slots)))
+	mask := uint64(len(t.slots) - 1)
+	for j := range t.keys {
+		h := t.keys[j].hash()
+		i := h & mask
+		for t.slots[i] != 0 {
+			i = (i + 1) & mask
+		}
+		t.slots[i] = h&^(1<<32-1) | uint64(j+1)
+	}
+}
+
 type addrKey struct {
-	obj    string
+	obj    int32 // mapping.obj; 0 for kernel addresses
 	off    uint64
 	kernel bool
 }
 
 // loader builds a Profile.
 type loader struct {
-	p        *Profile
-	sym      *symbol.Symbolizer
-	spaces   map[uint32]*space
-	nextID   int
-	stacks   []map[uint64]*recording.Stack // per file: id → stack
-	ksyms    []symbol.KernelSymbol
-	ktab     *symbol.KernelTable
-	vdso     map[string]*symbol.Object
-	objs     map[string]*symbol.Object
-	objErr   map[string]bool
-	frames   map[Frame]int32
-	addrs    map[addrKey][]int32
-	resolved map[stackKey]int32
-	raw      []rawSample
-	noSyms   map[string]bool
-	cut      int                             // samples recorded Truncated
-	syms     map[uint32][]recording.Symbol   // Symbol records by pid (0: all), sorted after reading
-	vsrc     map[recording.ValueSource]int32 // value source (ID cleared) → index
-	vpcs     valuePCs                        // value PCs symbolized so far (lines.go)
-	names    naming                          // comm and fork records, resolved at the end
+	p       *Profile
+	sym     *symbol.Symbolizer
+	spaces  map[uint32]*space
+	nextID  int
+	stacks  []map[uint64]stackRec // per file: Stack records by id
+	addrs0  []uint64              // the addresses of Stack records (stackRec)
+	arena   []int32               // where Profile.Stacks are carved from
+	scratch []int32               // the stack being symbolized
+	ksyms   []symbol.KernelSymbol
+	ktab    *symbol.KernelTable
+	vdso    map[string]*symbol.Object
+	objs    map[string]*symbol.Object
+	objIDs  map[string]int32 // path and build-id → mapping.obj
+	objErr  map[string]bool
+	frames  map[Frame]int32
+	addrs   map[addrKey][]int32
+	// Samples are read with Stack the index of their stackKey in keys
+	// (keyIdx), resolved to frames once sorted (resolveStacks).
+	keyIdx map[stackKey]int32
+	keys   []stackKey
+	chunks [][]Sample // samples as read, in chunks (not merged)
+	merge  bool
+	merged mergeTable // merged sample of each key (Merge)
+	last   []uint64   // time of the last sample of each merged sample
+	noSyms map[string]bool
+	cut    int                             // samples recorded Truncated
+	syms   map[uint32][]recording.Symbol   // Symbol records by pid (0: all), sorted after reading
+	vsrc   map[recording.ValueSource]int32 // value source (ID cleared) → index
+	vpcs   valuePCs                        // value PCs symbolized so far (lines.go)
+	names  naming                          // comm and fork records, resolved at the end
 }
 
 // Load reads recordings and builds a symbolized Profile. Damaged or
@@ -91,17 +183,19 @@ func Load(paths []string, o LoadOptions) (*Profile, error) {
 		return nil, errors.New("no recording given")
 	}
 	l := &loader{
-		p:        &Profile{Threads: map[uint32]Thread{}},
-		sym:      o.Symbolizer,
-		vdso:     map[string]*symbol.Object{},
-		objs:     map[string]*symbol.Object{},
-		objErr:   map[string]bool{},
-		frames:   map[Frame]int32{},
-		addrs:    map[addrKey][]int32{},
-		resolved: map[stackKey]int32{},
-		noSyms:   map[string]bool{},
-		syms:     map[uint32][]recording.Symbol{},
-		vsrc:     map[recording.ValueSource]int32{},
+		p:      &Profile{Threads: map[uint32]Thread{}},
+		sym:    o.Symbolizer,
+		vdso:   map[string]*symbol.Object{},
+		objs:   map[string]*symbol.Object{},
+		objErr: map[string]bool{},
+		objIDs: map[string]int32{},
+		frames: map[Frame]int32{},
+		addrs:  map[addrKey][]int32{},
+		keyIdx: map[stackKey]int32{},
+		merge:  o.Merge,
+		noSyms: map[string]bool{},
+		syms:   map[uint32][]recording.Symbol{},
+		vsrc:   map[recording.ValueSource]int32{},
 	}
 	if l.sym == nil {
 		l.sym = symbol.New(symbol.Options{})
@@ -117,14 +211,29 @@ func Load(paths []string, o LoadOptions) (*Profile, error) {
 	for _, list := range l.syms {
 		sort.Slice(list, func(i, j int) bool { return list[i].Addr < list[j].Addr })
 	}
-	sort.SliceStable(l.raw, func(i, j int) bool { return l.raw[i].Time < l.raw[j].Time })
-	sort.SliceStable(l.p.Values, func(i, j int) bool { return l.p.Values[i].Time < l.p.Values[j].Time })
-	l.p.Samples = make([]Sample, len(l.raw))
-	for i, r := range l.raw {
-		s := r.Sample
-		s.Stack = l.stack(r)
-		l.p.Samples[i] = s
+	if l.merge {
+		if l.namesChangeWithin() {
+			o.Merge = false
+			return Load(paths, o)
+		}
+		l.p.Merged = true
+	} else {
+		n := 0
+		for _, c := range l.chunks {
+			n += len(c)
+		}
+		l.p.Samples = make([]Sample, 0, n)
+		for i, c := range l.chunks {
+			l.p.Samples = append(l.p.Samples, c...)
+			l.chunks[i] = nil
+		}
 	}
+	byTime := func(a, b Sample) int { return cmp.Compare(a.Time, b.Time) }
+	if !slices.IsSortedFunc(l.p.Samples, byTime) {
+		slices.SortStableFunc(l.p.Samples, byTime)
+	}
+	slices.SortStableFunc(l.p.Values, func(a, b Value) int { return cmp.Compare(a.Time, b.Time) })
+	l.resolveStacks()
 	if len(l.p.Samples) > 0 {
 		l.p.StartTime = l.p.Samples[0].Time
 	}
@@ -146,7 +255,7 @@ func Load(paths []string, o LoadOptions) (*Profile, error) {
 // recorder marks them Truncated), that callers' totals are too low and how
 // to record complete stacks.
 func (l *loader) cutWarning() string {
-	n := len(l.p.Samples)
+	n := l.p.SampleCount()
 	if n == 0 || l.cut*10 <= n {
 		return ""
 	}
@@ -166,8 +275,9 @@ func (l *loader) readFile(idx int, path string, records *int, progress func(int)
 		return err
 	}
 	defer r.Close()
+	r.ReuseSamples()
 	l.spaces = map[uint32]*space{}
-	stacks := map[uint64]*recording.Stack{}
+	stacks := map[uint64]stackRec{}
 	l.stacks = append(l.stacks, stacks)
 	sources := map[uint32]int32{} // this file's ValueSource IDs → index
 	src := Source{Path: path}
@@ -208,17 +318,16 @@ func (l *loader) readFile(idx int, path string, records *int, progress func(int)
 				}
 			}
 		case *recording.Stack:
-			stacks[v.ID] = v
+			stacks[v.ID] = stackRec{off: len(l.addrs0), nkern: int32(len(v.Kernel)), nus: int32(len(v.User))}
+			l.addrs0 = append(l.addrs0, v.Kernel...)
+			l.addrs0 = append(l.addrs0, v.User...)
 		case *recording.Sample:
 			sp := l.spaces[v.PID]
 			if sp == nil {
 				sp = l.newSpace(nil)
 				l.spaces[v.PID] = sp
 			}
-			l.raw = append(l.raw, rawSample{
-				Sample: Sample{Time: v.Time, PID: v.PID, TID: v.TID, CPU: v.CPU, Period: v.Period,
-					Event: v.Event, Arg: v.Arg},
-				space: sp, stack: v.StackID, file: idx})
+			l.addSample(v, stackKey{file: idx, space: sp, stack: v.StackID})
 			src.Samples++
 			if v.Truncated {
 				l.cut++
@@ -274,6 +383,11 @@ func (l *loader) newSpace(maps []mapping) *space {
 // addMapping makes a new version of the process's space with m added.
 func (l *loader) addMapping(v *recording.Mmap) {
 	m := mapping{start: v.Start, end: v.Start + v.Len, pgoff: v.Pgoff, path: v.Path, buildID: v.BuildID}
+	key := v.Path + "\x00" + string(v.BuildID)
+	if m.obj = l.objIDs[key]; m.obj == 0 {
+		m.obj = int32(len(l.objIDs) + 1)
+		l.objIDs[key] = m.obj
+	}
 	var out []mapping
 	if old := l.spaces[v.PID]; old != nil {
 		for _, o := range old.maps {
@@ -289,25 +403,127 @@ func (l *loader) addMapping(v *recording.Mmap) {
 	l.spaces[v.PID] = l.newSpace(out)
 }
 
-// stack resolves a sample's stack to an index in Profile.Stacks.
-func (l *loader) stack(r rawSample) int32 {
-	key := stackKey{file: r.file, space: r.space.id, stack: r.stack}
-	if idx, ok := l.resolved[key]; ok {
-		return idx
+// sampleChunk is how many samples a chunk of loader.chunks holds: reading
+// appends to chunks, copied once into Profile.Samples, rather than to one
+// slice copied at every growth.
+const sampleChunk = 1 << 15
+
+// addSample adds the sample v of stack k, merged with those of its group
+// when merging.
+func (l *loader) addSample(v *recording.Sample, k stackKey) {
+	s := Sample{Time: v.Time, PID: v.PID, TID: v.TID, CPU: v.CPU, Period: v.Period, Event: v.Event, Arg: v.Arg}
+	if l.merge {
+		mk := mergeKey{stack: k.stack, space: k.space.id, pid: v.PID, tid: v.TID, cpu: v.CPU, event: v.Event, arg: v.Arg}
+		if i, ok := l.merged.find(&mk, int32(len(l.p.Samples))); ok {
+			m := &l.p.Samples[i]
+			m.More++
+			m.Period += v.Period
+			m.Time = min(m.Time, v.Time)
+			l.last[i] = max(l.last[i], v.Time)
+			return
+		}
+		s.Stack = l.keyIndex(k)
+		l.p.Samples = append(l.p.Samples, s)
+		l.last = append(l.last, v.Time)
+		return
 	}
-	var frames []int32
-	if st := l.stacks[r.file][r.stack]; st != nil {
-		for i, a := range st.Kernel {
+	s.Stack = l.keyIndex(k)
+	if n := len(l.chunks); n == 0 || len(l.chunks[n-1]) == sampleChunk {
+		l.chunks = append(l.chunks, make([]Sample, 0, sampleChunk))
+	}
+	c := &l.chunks[len(l.chunks)-1]
+	*c = append(*c, s)
+}
+
+// keyIndex is the index of stack key k in l.keys.
+func (l *loader) keyIndex(k stackKey) int32 {
+	i, ok := l.keyIdx[k]
+	if !ok {
+		i = int32(len(l.keys))
+		l.keys = append(l.keys, k)
+		l.keyIdx[k] = i
+	}
+	return i
+}
+
+// namesChangeWithin reports whether a thread or its process was renamed
+// between the first and the last sample of a merged sample, which then
+// does not have one name.
+func (l *loader) namesChangeWithin() bool {
+	if len(l.p.names) == 0 {
+		return false
+	}
+	change := func(id uint32, a, b uint64) bool {
+		h := l.p.names[id]
+		if len(h) < 2 {
+			return false
+		}
+		at := func(t uint64) int { return sort.Search(len(h), func(i int) bool { return h[i].Time > t }) }
+		return at(a) != at(b)
+	}
+	for i, s := range l.p.Samples {
+		if change(s.TID, s.Time, l.last[i]) || change(s.PID, s.Time, l.last[i]) {
+			return true
+		}
+	}
+	return false
+}
+
+// resolveStacks replaces the samples' stack keys (sorted by time) by
+// indexes in Profile.Stacks, symbolizing each distinct key once, in the
+// order of the first sample that has it, with that sample's process.
+func (l *loader) resolveStacks() {
+	l.keyIdx, l.merged, l.last = nil, mergeTable{}, nil // not needed any more: free them before symbolizing
+	final := make([]int32, len(l.keys))
+	for i := range final {
+		final[i] = -1
+	}
+	for i := range l.p.Samples {
+		s := &l.p.Samples[i]
+		k := s.Stack
+		if final[k] < 0 {
+			final[k] = l.stack(l.keys[k], s.PID)
+		}
+		s.Stack = final[k]
+	}
+	l.keys, l.stacks, l.addrs0 = nil, nil, nil
+}
+
+// stack symbolizes the stack of key k, sampled in process pid, into a new
+// entry of Profile.Stacks.
+func (l *loader) stack(k stackKey, pid uint32) int32 {
+	frames := l.scratch[:0]
+	if st, ok := l.stacks[k.file][k.stack]; ok {
+		kern := l.addrs0[st.off : st.off+int(st.nkern)]
+		user := l.addrs0[st.off+int(st.nkern) : st.off+int(st.nkern+st.nus)]
+		for i, a := range kern {
 			frames = append(frames, l.kernelFrame(a, i > 0)...)
 		}
-		for i, a := range st.User {
-			frames = append(frames, l.userFrames(r.PID, r.space, a, i > 0)...)
+		for i, a := range user {
+			frames = append(frames, l.userFrames(pid, k.space, a, i > 0)...)
 		}
 	}
+	l.scratch = frames
 	idx := int32(len(l.p.Stacks))
-	l.p.Stacks = append(l.p.Stacks, frames)
-	l.resolved[key] = idx
+	l.p.Stacks = append(l.p.Stacks, l.carve(frames))
 	return idx
+}
+
+// arenaBlock is how many frame indexes a block of loader.arena holds.
+const arenaBlock = 1 << 16
+
+// carve returns a copy of stack f carved from l.arena: stacks are stored in
+// blocks rather than allocated one by one.
+func (l *loader) carve(f []int32) []int32 {
+	if len(f) == 0 {
+		return nil
+	}
+	if cap(l.arena)-len(l.arena) < len(f) {
+		l.arena = make([]int32, 0, max(arenaBlock, len(f)))
+	}
+	n := len(l.arena)
+	l.arena = append(l.arena, f...)
+	return l.arena[n:len(l.arena):len(l.arena)]
 }
 
 func (l *loader) intern(f Frame) int32 {
@@ -355,7 +571,7 @@ func (l *loader) userFrames(pid uint32, sp *space, addr uint64, isReturn bool) [
 		return []int32{l.intern(Frame{Object: "[unknown]", Offset: addr})}
 	}
 	off := look - m.start + m.pgoff
-	k := addrKey{obj: m.path + "\x00" + string(m.buildID), off: off}
+	k := addrKey{obj: m.obj, off: off}
 	if ids, ok := l.addrs[k]; ok {
 		return ids
 	}

@@ -49,7 +49,7 @@ func (p *Profile) Peeks(re *regexp.Regexp) []Peek {
 	accs := map[fnKey]*acc{}
 	perStack := map[int32]int{}
 	for _, s := range p.Samples {
-		perStack[s.Stack]++
+		perStack[s.Stack] += s.N()
 	}
 	type seenKey struct {
 		fn, other fnKey

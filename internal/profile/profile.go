@@ -34,14 +34,31 @@ type Frame struct {
 
 // Sample is one CPU-time sample of the model.
 type Sample struct {
-	Time   uint64 // ns, sample clock (CLOCK_MONOTONIC)
-	PID    uint32
-	TID    uint32
-	CPU    uint32
+	Time uint64 // ns, sample clock (CLOCK_MONOTONIC)
+	PID  uint32
+	TID  uint32
+	CPU  uint32
+	// More is, in a merged profile (Profile.Merged), how many more samples
+	// of the same stack, thread, CPU and event this one stands for: Time
+	// is then the earliest of them and Period their sum. It is 0 otherwise.
+	More   uint32
 	Period uint64          // ns of CPU time this sample stands for
 	Stack  int32           // index into Profile.Stacks
 	Event  recording.Event // what took the sample (CPU tick, syscall, switch)
 	Arg    uint64          // the event's argument (syscall number, prev_state)
+}
+
+// N is the number of samples s stands for: 1, or more in a merged profile.
+func (s Sample) N() int { return 1 + int(s.More) }
+
+// SampleCount is the number of samples of p: len(p.Samples), unless p is
+// merged.
+func (p *Profile) SampleCount() int {
+	n := len(p.Samples)
+	for _, s := range p.Samples {
+		n += int(s.More)
+	}
+	return n
 }
 
 // Value is one sampled value of the model (see recording.Value).
@@ -100,9 +117,13 @@ type Source struct {
 
 // Profile is the model built from recordings.
 type Profile struct {
-	Frames    []Frame   // unique frames
-	Stacks    [][]int32 // frame indexes, innermost first: kernel frames, then user frames
-	Samples   []Sample  // ordered by time
+	Frames  []Frame   // unique frames
+	Stacks  [][]int32 // frame indexes, innermost first: kernel frames, then user frames
+	Samples []Sample  // ordered by time (merged ones by their first time)
+	// Merged says that samples were merged at loading (LoadOptions.Merge):
+	// the profile has totals but no time order, and selecting a time window
+	// (Filter.From, Filter.To) is not possible.
+	Merged    bool
 	Threads   map[uint32]Thread
 	Lost      uint64 // samples the kernel or recorder dropped
 	Throttled uint64 // throttle events reported by the kernel

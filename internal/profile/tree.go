@@ -100,7 +100,7 @@ func (p *Profile) CallTree(processes bool) *TreeNode {
 		if processes {
 			k.process = p.ProcessNameAt(s.PID, s.TID, s.Time)
 		}
-		perStack[k]++
+		perStack[k] += s.N()
 	}
 	for k, c := range perStack {
 		n := root

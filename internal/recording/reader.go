@@ -62,7 +62,9 @@ type Reader struct {
 	sawEnd  bool
 
 	slab     []Sample // where decoded samples are allocated from
-	pendTail int64    // offset of the incomplete tail when tail is set
+	reuse    bool     // ReuseSamples: every Sample is decoded into one
+	one      [1]Sample
+	pendTail int64 // offset of the incomplete tail when tail is set
 }
 
 // Open opens the recording at path and reads its header.
@@ -294,8 +296,14 @@ func (r *Reader) scan(from int64, keep bool) (q int64, found bool) {
 	return q, false
 }
 
+// ReuseSamples makes Next decode every Sample into the same record, so that
+// reading a recording does not allocate per sample: the *Sample Next returns
+// is then valid only until the following call. Other records are still
+// freshly allocated.
+func (r *Reader) ReuseSamples() { r.reuse = true }
+
 // Next returns the next record, or io.EOF at the end of the data. Records
-// are freshly allocated and may be kept. Stack records are returned as
+// are freshly allocated and may be kept (but see ReuseSamples). Stack records are returned as
 // *Stack; resolving a Sample's StackID is up to the caller. Records of kinds
 // this version does not know are skipped. The only errors besides io.EOF are
 // read errors of the underlying file.
@@ -322,6 +330,9 @@ func (r *Reader) Next() (Record, error) {
 				r.unknown++
 				r.pos += int64(size)
 				continue
+			}
+			if r.reuse {
+				r.slab = r.one[:]
 			}
 			rec, ok := decodePayload(k, payload, &r.slab)
 			if !ok {

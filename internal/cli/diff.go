@@ -79,11 +79,11 @@ apply to both recordings.`,
 					return usagef("--list compares the lines of functions: it does not combine with --by, --total or --format svg")
 				}
 			}
-			base, err := ff.load(args[:1], c.ErrOrStderr(), false)
+			base, err := ff.load(args[:1], c.ErrOrStderr(), true)
 			if err != nil {
 				return err
 			}
-			cur, err := ff.load(args[1:], c.ErrOrStderr(), false)
+			cur, err := ff.load(args[1:], c.ErrOrStderr(), true)
 			if err != nil {
 				return err
 			}

@@ -45,7 +45,9 @@ func newExport() *cobra.Command {
 			if output == "" {
 				return usagef("no output file: give -o FILE (or -o - for standard output)")
 			}
-			p, err := ff.load(args, c.ErrOrStderr(), false)
+			// Folded stacks and flame graphs are totals: samples merge as
+			// they are read. The others keep each sample's time.
+			p, err := ff.load(args, c.ErrOrStderr(), format == "folded" || format == "svg")
 			if err != nil {
 				return err
 			}

@@ -45,7 +45,7 @@ func WriteFolded(w io.Writer, p *profile.Profile) error {
 			line = strings.Join(parts, ";")
 			cache[k] = line
 		}
-		lines[line]++
+		lines[line] += s.N()
 	}
 	keys := make([]string, 0, len(lines))
 	for l := range lines {

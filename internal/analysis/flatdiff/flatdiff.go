@@ -145,7 +145,7 @@ func Compare(base, new *profile.Profile, g profile.Grouping, byTotal bool) Resul
 }
 
 func run(p *profile.Profile) Run {
-	r := Run{Samples: len(p.Samples)}
+	r := Run{Samples: p.SampleCount()}
 	for _, s := range p.Samples {
 		r.CPU += s.Period
 	}

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/culprit-dev/culprit/internal/elfx"
 	"io"
 	"os"
 	"os/exec"
@@ -117,7 +118,7 @@ func valuesSchema(values string, pid int, args []string, stderr io.Writer) (*sch
 	}
 	if sc.BuildID == "" {
 		// Checked by name: the schema now describes this build.
-		if id := proc.BuildID(exe); len(id) > 0 {
+		if id := elfx.FileBuildID(exe); len(id) > 0 {
 			sc.BuildID = hex.EncodeToString(id)
 		} else {
 			sc.Binary = exe
@@ -158,7 +159,7 @@ func blockFinder(exes []profile.Executable, stderr io.Writer) vprof.BlockFunc {
 		c, ok := codes[object]
 		if !ok {
 			for _, e := range exes {
-				if e.Path == object && len(e.BuildID) > 0 && !bytes.Equal(proc.BuildID(object), e.BuildID) {
+				if e.Path == object && len(e.BuildID) > 0 && !bytes.Equal(elfx.FileBuildID(object), e.BuildID) {
 					warnf(stderr, "%s changed since it was recorded (another build-id): basic blocks are not given", object)
 					codes[object] = nil
 					return "", 0, 0, false

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/culprit-dev/culprit/internal/elfx"
 	"math"
 )
 
@@ -340,35 +341,35 @@ func (e *evaluator) baseType(off uint64) (baseType, error) {
 
 // run evaluates expr; the result is left in the evaluator's location state.
 func (e *evaluator) run(expr []byte, depth int) error {
-	r := &reader{b: expr}
+	r := &elfx.Reader{B: expr, End: len(expr)}
 	e.stack = e.buf[:0]
-	for !r.done() {
+	for !r.Done() {
 		e.steps++
 		if e.steps > maxSteps {
 			return fmt.Errorf("%w: expression does not terminate", ErrMalformed)
 		}
-		op := r.u8()
-		if e.skipping != nil && op != opPiece && op != opBitPiece {
+		op := r.U8()
+		if e.skipping != nil && op != elfx.OpPiece && op != elfx.OpBitPiece {
 			if !skipOperands(op, r) {
 				return fmt.Errorf("%w: unknown operation 0x%x", ErrMalformed, op)
 			}
 			continue
 		}
-		if e.kind != kMemory && op != opPiece && op != opBitPiece && op != opGNUUninit && op != opNop {
+		if e.kind != kMemory && op != elfx.OpPiece && op != elfx.OpBitPiece && op != elfx.OpGNUUninit && op != elfx.OpNop {
 			// A register, stack or implicit location must end the
 			// expression or its piece.
 			return fmt.Errorf("%w: operation after a location description", ErrMalformed)
 		}
 		var err error
 		switch {
-		case op >= opLit0 && op <= opLit31:
-			err = e.push(elem{v: uint64(op - opLit0)})
-		case op >= opReg0 && op <= opReg31:
-			e.kind, e.reg = kReg, uint64(op-opReg0)
-		case op >= opBreg0 && op <= opBreg31:
-			off := r.sleb()
+		case op >= elfx.OpLit0 && op <= elfx.OpLit31:
+			err = e.push(elem{v: uint64(op - elfx.OpLit0)})
+		case op >= elfx.OpReg0 && op <= elfx.OpReg31:
+			e.kind, e.reg = kReg, uint64(op-elfx.OpReg0)
+		case op >= elfx.OpBreg0 && op <= elfx.OpBreg31:
+			off := r.SLEB()
 			var v uint64
-			if v, err = e.reg64(uint64(op - opBreg0)); err == nil {
+			if v, err = e.reg64(uint64(op - elfx.OpBreg0)); err == nil {
 				err = e.push(elem{v: v + uint64(off)})
 			}
 		default:
@@ -383,11 +384,11 @@ func (e *evaluator) run(expr []byte, depth int) error {
 			}
 			return err
 		}
-		if r.bad {
+		if r.Bad {
 			return fmt.Errorf("%w: truncated expression", ErrMalformed)
 		}
 	}
-	if r.bad {
+	if r.Bad {
 		return fmt.Errorf("%w: truncated expression", ErrMalformed)
 	}
 	if e.skipping != nil {
@@ -397,120 +398,120 @@ func (e *evaluator) run(expr []byte, depth int) error {
 }
 
 // skipOperands moves r past the operands of op; false for unknown ops.
-func skipOperands(op byte, r *reader) bool {
+func skipOperands(op byte, r *elfx.Reader) bool {
 	switch {
-	case op >= opLit0 && op <= opReg31:
-	case op >= opBreg0 && op <= opBreg31:
-		r.sleb()
+	case op >= elfx.OpLit0 && op <= elfx.OpReg31:
+	case op >= elfx.OpBreg0 && op <= elfx.OpBreg31:
+		r.SLEB()
 	default:
 		switch op {
-		case opAddr, opConst8u, opConst8s:
-			r.uN(8)
-		case opConst1u, opConst1s, opPick, opDerefSize, opXderefSize:
-			r.uN(1)
-		case opConst2u, opConst2s, opCall2, opBra, opSkip:
-			r.uN(2)
-		case opConst4u, opConst4s, opCall4, opCallRef, opGNUParameterRef, opGNUVariableValue:
-			r.uN(4)
-		case opConstu, opConsts, opPlusUconst, opAddrx, opConstx, opGNUAddrIndex, opGNUConstIndex,
-			opRegx, opFbreg, opConvert, opGNUConvert, opReinterpret, opGNUReinterpret:
-			r.uleb()
-		case opBregx:
-			r.uleb()
-			r.sleb()
-		case opImplicitValue, opEntryValue, opGNUEntryValue:
-			r.bytes(r.uleb())
-		case opImplicitPointer, opGNUImplicitPointer:
-			r.uN(4)
-			r.sleb()
-		case opConstType, opGNUConstType:
-			r.uleb()
-			r.bytes(uint64(r.u8()))
-		case opRegvalType, opGNURegvalType:
-			r.uleb()
-			r.uleb()
-		case opDerefType, opGNUDerefType, opXderefType:
-			r.u8()
-			r.uleb()
+		case elfx.OpAddr, elfx.OpConst8u, elfx.OpConst8s:
+			r.UN(8)
+		case elfx.OpConst1u, elfx.OpConst1s, elfx.OpPick, elfx.OpDerefSize, elfx.OpXderefSize:
+			r.UN(1)
+		case elfx.OpConst2u, elfx.OpConst2s, elfx.OpCall2, elfx.OpBra, elfx.OpSkip:
+			r.UN(2)
+		case elfx.OpConst4u, elfx.OpConst4s, elfx.OpCall4, elfx.OpCallRef, elfx.OpGNUParameterRef, elfx.OpGNUVariableValue:
+			r.UN(4)
+		case elfx.OpConstu, elfx.OpConsts, elfx.OpPlusUconst, elfx.OpAddrx, elfx.OpConstx, elfx.OpGNUAddrIndex, elfx.OpGNUConstIndex,
+			elfx.OpRegx, elfx.OpFbreg, elfx.OpConvert, elfx.OpGNUConvert, elfx.OpReinterpret, elfx.OpGNUReinterpret:
+			r.ULEB()
+		case elfx.OpBregx:
+			r.ULEB()
+			r.SLEB()
+		case elfx.OpImplicitValue, elfx.OpEntryValue, elfx.OpGNUEntryValue:
+			r.Bytes(r.ULEB())
+		case elfx.OpImplicitPointer, elfx.OpGNUImplicitPointer:
+			r.UN(4)
+			r.SLEB()
+		case elfx.OpConstType, elfx.OpGNUConstType:
+			r.ULEB()
+			r.Bytes(uint64(r.U8()))
+		case elfx.OpRegvalType, elfx.OpGNURegvalType:
+			r.ULEB()
+			r.ULEB()
+		case elfx.OpDerefType, elfx.OpGNUDerefType, elfx.OpXderefType:
+			r.U8()
+			r.ULEB()
 		default:
-			return opNames[op] != "" && op != opGNUEncodedAddr
+			return elfx.OpName(op) != "" && op != elfx.OpGNUEncodedAddr
 		}
 	}
 	return true
 }
 
-func (e *evaluator) step(op byte, r *reader, depth int) error {
+func (e *evaluator) step(op byte, r *elfx.Reader, depth int) error {
 	switch op {
-	case opAddr:
-		a := r.uN(8)
+	case elfx.OpAddr:
+		a := r.UN(8)
 		return e.push(elem{v: a + e.f.Bias})
-	case opAddrx, opGNUAddrIndex, opConstx, opGNUConstIndex:
-		idx := r.uleb()
+	case elfx.OpAddrx, elfx.OpGNUAddrIndex, elfx.OpConstx, elfx.OpGNUConstIndex:
+		idx := r.ULEB()
 		if e.ctx == nil || e.ctx.u == nil {
-			return fmt.Errorf("%w: %s without a unit", ErrMalformed, opNames[op])
+			return fmt.Errorf("%w: %s without a unit", ErrMalformed, elfx.OpName(op))
 		}
 		a, err := e.ctx.u.debugAddr(idx)
 		if err != nil {
 			return err
 		}
-		if op == opAddrx || op == opGNUAddrIndex {
+		if op == elfx.OpAddrx || op == elfx.OpGNUAddrIndex {
 			a += e.f.Bias
 		}
 		return e.push(elem{v: a})
-	case opConst1u:
-		return e.push(elem{v: r.uN(1)})
-	case opConst1s:
-		return e.push(elem{v: uint64(r.sN(1))})
-	case opConst2u:
-		return e.push(elem{v: r.uN(2)})
-	case opConst2s:
-		return e.push(elem{v: uint64(r.sN(2))})
-	case opConst4u:
-		return e.push(elem{v: r.uN(4)})
-	case opConst4s:
-		return e.push(elem{v: uint64(r.sN(4))})
-	case opConst8u:
-		return e.push(elem{v: r.uN(8)})
-	case opConst8s:
-		return e.push(elem{v: uint64(r.sN(8))})
-	case opConstu:
-		return e.push(elem{v: r.uleb()})
-	case opConsts:
-		return e.push(elem{v: uint64(r.sleb())})
-	case opDup:
+	case elfx.OpConst1u:
+		return e.push(elem{v: r.UN(1)})
+	case elfx.OpConst1s:
+		return e.push(elem{v: uint64(r.SN(1))})
+	case elfx.OpConst2u:
+		return e.push(elem{v: r.UN(2)})
+	case elfx.OpConst2s:
+		return e.push(elem{v: uint64(r.SN(2))})
+	case elfx.OpConst4u:
+		return e.push(elem{v: r.UN(4)})
+	case elfx.OpConst4s:
+		return e.push(elem{v: uint64(r.SN(4))})
+	case elfx.OpConst8u:
+		return e.push(elem{v: r.UN(8)})
+	case elfx.OpConst8s:
+		return e.push(elem{v: uint64(r.SN(8))})
+	case elfx.OpConstu:
+		return e.push(elem{v: r.ULEB()})
+	case elfx.OpConsts:
+		return e.push(elem{v: uint64(r.SLEB())})
+	case elfx.OpDup:
 		if len(e.stack) == 0 {
 			return fmt.Errorf("%w: dup of empty stack", ErrMalformed)
 		}
 		return e.push(e.stack[len(e.stack)-1])
-	case opDrop:
+	case elfx.OpDrop:
 		_, err := e.pop()
 		return err
-	case opOver:
+	case elfx.OpOver:
 		if len(e.stack) < 2 {
 			return fmt.Errorf("%w: over needs two entries", ErrMalformed)
 		}
 		return e.push(e.stack[len(e.stack)-2])
-	case opPick:
-		i := int(r.uN(1))
+	case elfx.OpPick:
+		i := int(r.UN(1))
 		if i >= len(e.stack) {
 			return fmt.Errorf("%w: pick %d beyond stack", ErrMalformed, i)
 		}
 		return e.push(e.stack[len(e.stack)-1-i])
-	case opSwap:
+	case elfx.OpSwap:
 		if len(e.stack) < 2 {
 			return fmt.Errorf("%w: swap needs two entries", ErrMalformed)
 		}
 		n := len(e.stack)
 		e.stack[n-1], e.stack[n-2] = e.stack[n-2], e.stack[n-1]
 		return nil
-	case opRot:
+	case elfx.OpRot:
 		if len(e.stack) < 3 {
 			return fmt.Errorf("%w: rot needs three entries", ErrMalformed)
 		}
 		n := len(e.stack)
 		e.stack[n-1], e.stack[n-2], e.stack[n-3] = e.stack[n-2], e.stack[n-3], e.stack[n-1]
 		return nil
-	case opDeref:
+	case elfx.OpDeref:
 		a, err := e.pop()
 		if err != nil {
 			return err
@@ -520,8 +521,8 @@ func (e *evaluator) step(op byte, r *reader, depth int) error {
 			return err
 		}
 		return e.push(elem{v: v})
-	case opDerefSize:
-		n := int(r.uN(1))
+	case elfx.OpDerefSize:
+		n := int(r.UN(1))
 		a, err := e.pop()
 		if err != nil {
 			return err
@@ -534,9 +535,9 @@ func (e *evaluator) step(op byte, r *reader, depth int) error {
 			return err
 		}
 		return e.push(elem{v: v})
-	case opDerefType, opGNUDerefType:
-		n := int(r.uN(1))
-		t, err := e.baseType(r.uleb())
+	case elfx.OpDerefType, elfx.OpGNUDerefType:
+		n := int(r.UN(1))
+		t, err := e.baseType(r.ULEB())
 		if err != nil {
 			return err
 		}
@@ -552,11 +553,11 @@ func (e *evaluator) step(op byte, r *reader, depth int) error {
 			return err
 		}
 		return e.push(elem{v: v, t: t})
-	case opConstType, opGNUConstType:
-		toff := r.uleb()
-		n := uint64(r.u8())
-		b := r.bytes(n)
-		if r.bad {
+	case elfx.OpConstType, elfx.OpGNUConstType:
+		toff := r.ULEB()
+		n := uint64(r.U8())
+		b := r.Bytes(n)
+		if r.Bad {
 			return nil
 		}
 		t, err := e.baseType(toff)
@@ -571,9 +572,9 @@ func (e *evaluator) step(op byte, r *reader, depth int) error {
 			v = v<<8 | uint64(b[i])
 		}
 		return e.push(elem{v: v, t: t})
-	case opRegvalType, opGNURegvalType:
-		n := r.uleb()
-		t, err := e.baseType(r.uleb())
+	case elfx.OpRegvalType, elfx.OpGNURegvalType:
+		n := r.ULEB()
+		t, err := e.baseType(r.ULEB())
 		if err != nil {
 			return err
 		}
@@ -585,8 +586,8 @@ func (e *evaluator) step(op byte, r *reader, depth int) error {
 			return err
 		}
 		return e.push(elem{v: v, t: t}.trunc())
-	case opConvert, opGNUConvert, opReinterpret, opGNUReinterpret:
-		t, err := e.baseType(r.uleb())
+	case elfx.OpConvert, elfx.OpGNUConvert, elfx.OpReinterpret, elfx.OpGNUReinterpret:
+		t, err := e.baseType(r.ULEB())
 		if err != nil {
 			return err
 		}
@@ -597,11 +598,11 @@ func (e *evaluator) step(op byte, r *reader, depth int) error {
 		if err != nil {
 			return err
 		}
-		if op == opReinterpret || op == opGNUReinterpret {
+		if op == elfx.OpReinterpret || op == elfx.OpGNUReinterpret {
 			return e.push(elem{v: a.v, t: t}.trunc())
 		}
 		return e.push(convert(a, t))
-	case opAbs, opNeg, opNot:
+	case elfx.OpAbs, elfx.OpNeg, elfx.OpNot:
 		a, err := e.pop()
 		if err != nil {
 			return err
@@ -610,26 +611,26 @@ func (e *evaluator) step(op byte, r *reader, depth int) error {
 		case a.t.float():
 			f := a.float()
 			switch op {
-			case opAbs:
+			case elfx.OpAbs:
 				f = math.Abs(f)
-			case opNeg:
+			case elfx.OpNeg:
 				f = -f
 			default:
 				return fmt.Errorf("%w: not of a float", ErrMalformed)
 			}
 			return e.push(mkFloat(a.t, f))
-		case op == opAbs:
+		case op == elfx.OpAbs:
 			if s := a.sext(); s < 0 && a.t.signed() {
 				a.v = uint64(-s)
 			}
-		case op == opNeg:
+		case op == elfx.OpNeg:
 			a.v = -a.v
 		default:
 			a.v = ^a.v
 		}
 		return e.push(a.trunc())
-	case opAnd, opDiv, opMinus, opMod, opMul, opOr, opPlus, opShl, opShr, opShra, opXor,
-		opEq, opGe, opGt, opLe, opLt, opNe:
+	case elfx.OpAnd, elfx.OpDiv, elfx.OpMinus, elfx.OpMod, elfx.OpMul, elfx.OpOr, elfx.OpPlus, elfx.OpShl, elfx.OpShr, elfx.OpShra, elfx.OpXor,
+		elfx.OpEq, elfx.OpGe, elfx.OpGt, elfx.OpLe, elfx.OpLt, elfx.OpNe:
 		b, err := e.pop()
 		if err != nil {
 			return err
@@ -643,20 +644,20 @@ func (e *evaluator) step(op byte, r *reader, depth int) error {
 			return err
 		}
 		return e.push(v)
-	case opPlusUconst:
-		n := r.uleb()
+	case elfx.OpPlusUconst:
+		n := r.ULEB()
 		a, err := e.pop()
 		if err != nil {
 			return err
 		}
 		a.v += n
 		return e.push(a.trunc())
-	case opSkip, opBra:
-		off := r.sN(2)
-		if r.bad {
+	case elfx.OpSkip, elfx.OpBra:
+		off := r.SN(2)
+		if r.Bad {
 			return nil
 		}
-		if op == opBra {
+		if op == elfx.OpBra {
 			a, err := e.pop()
 			if err != nil {
 				return err
@@ -665,19 +666,19 @@ func (e *evaluator) step(op byte, r *reader, depth int) error {
 				return nil
 			}
 		}
-		to := int64(r.off) + off
-		if to < 0 || to > int64(len(r.b)) {
+		to := int64(r.Off) + off
+		if to < 0 || to > int64(r.End) {
 			return fmt.Errorf("%w: branch outside the expression", ErrMalformed)
 		}
-		r.off = int(to)
+		r.Off = int(to)
 		return nil
-	case opRegx:
-		e.kind, e.reg = kReg, r.uleb()
+	case elfx.OpRegx:
+		e.kind, e.reg = kReg, r.ULEB()
 		return nil
-	case opBregx:
-		n := r.uleb()
-		off := r.sleb()
-		if r.bad {
+	case elfx.OpBregx:
+		n := r.ULEB()
+		off := r.SLEB()
+		if r.Bad {
 			return nil
 		}
 		v, err := e.reg64(n)
@@ -685,9 +686,9 @@ func (e *evaluator) step(op byte, r *reader, depth int) error {
 			return err
 		}
 		return e.push(elem{v: v + uint64(off)})
-	case opFbreg:
-		off := r.sleb()
-		if r.bad {
+	case elfx.OpFbreg:
+		off := r.SLEB()
+		if r.Bad {
 			return nil
 		}
 		fb, err := e.frameBase(depth)
@@ -695,45 +696,45 @@ func (e *evaluator) step(op byte, r *reader, depth int) error {
 			return err
 		}
 		return e.push(elem{v: fb + uint64(off)})
-	case opCallFrameCFA:
+	case elfx.OpCallFrameCFA:
 		if e.f.CFA == 0 {
 			return fmt.Errorf("%w: CFA unknown in this frame", ErrUnavailable)
 		}
 		return e.push(elem{v: e.f.CFA})
-	case opStackValue:
+	case elfx.OpStackValue:
 		if len(e.stack) == 0 {
 			return fmt.Errorf("%w: stack_value of empty stack", ErrMalformed)
 		}
 		e.kind = kStack
 		return nil
-	case opImplicitValue:
-		n := r.uleb()
-		b := r.bytes(n)
-		if r.bad {
+	case elfx.OpImplicitValue:
+		n := r.ULEB()
+		b := r.Bytes(n)
+		if r.Bad {
 			return nil
 		}
 		e.kind, e.implicit = kImplicit, b
 		return nil
-	case opPiece:
-		n := r.uleb()
-		if r.bad {
+	case elfx.OpPiece:
+		n := r.ULEB()
+		if r.Bad {
 			return nil
 		}
 		if n > maxPiece {
 			return fmt.Errorf("%w: piece of %d bytes", ErrMalformed, n)
 		}
 		return e.piece(int(n)*8, 0)
-	case opBitPiece:
-		size := r.uleb()
-		off := r.uleb()
-		if r.bad {
+	case elfx.OpBitPiece:
+		size := r.ULEB()
+		off := r.ULEB()
+		if r.Bad {
 			return nil
 		}
 		if size > maxPiece*8 || off > maxPiece*8 {
 			return fmt.Errorf("%w: bit_piece %d %d", ErrMalformed, size, off)
 		}
 		return e.piece(int(size), int(off))
-	case opNop, opGNUUninit:
+	case elfx.OpNop, elfx.OpGNUUninit:
 		return nil
 	}
 	// The remaining operations are not evaluated; their operands are
@@ -741,18 +742,18 @@ func (e *evaluator) step(op byte, r *reader, depth int) error {
 	if !skipOperands(op, r) {
 		return fmt.Errorf("%w: unknown operation 0x%x", ErrMalformed, op)
 	}
-	if r.bad {
+	if r.Bad {
 		return nil
 	}
 	switch op {
-	case opEntryValue, opGNUEntryValue:
+	case elfx.OpEntryValue, elfx.OpGNUEntryValue:
 		return ErrEntryValue
-	case opImplicitPointer, opGNUImplicitPointer:
+	case elfx.OpImplicitPointer, elfx.OpGNUImplicitPointer:
 		return ErrImplicitPointer
-	case opGNUParameterRef:
+	case elfx.OpGNUParameterRef:
 		return fmt.Errorf("%w: parameter of the caller (DW_OP_GNU_parameter_ref)", ErrUnavailable)
 	}
-	return fmt.Errorf("%w: DW_OP_%s", ErrUnsupported, opNames[op])
+	return fmt.Errorf("%w: DW_OP_%s", ErrUnsupported, elfx.OpName(op))
 }
 
 func convert(a elem, t baseType) elem {
@@ -796,28 +797,28 @@ func binop(op byte, a, b elem) (elem, error) {
 		}
 		x, y := a.float(), b.float()
 		switch op {
-		case opPlus:
+		case elfx.OpPlus:
 			return mkFloat(t, x+y), nil
-		case opMinus:
+		case elfx.OpMinus:
 			return mkFloat(t, x-y), nil
-		case opMul:
+		case elfx.OpMul:
 			return mkFloat(t, x*y), nil
-		case opDiv:
+		case elfx.OpDiv:
 			return mkFloat(t, x/y), nil
-		case opEq:
+		case elfx.OpEq:
 			return elem{v: b2u(x == y)}, nil
-		case opNe:
+		case elfx.OpNe:
 			return elem{v: b2u(x != y)}, nil
-		case opLt:
+		case elfx.OpLt:
 			return elem{v: b2u(x < y)}, nil
-		case opLe:
+		case elfx.OpLe:
 			return elem{v: b2u(x <= y)}, nil
-		case opGt:
+		case elfx.OpGt:
 			return elem{v: b2u(x > y)}, nil
-		case opGe:
+		case elfx.OpGe:
 			return elem{v: b2u(x >= y)}, nil
 		}
-		return elem{}, fmt.Errorf("%w: DW_OP_%s on floats", ErrMalformed, opNames[op])
+		return elem{}, fmt.Errorf("%w: DW_OP_%s on floats", ErrMalformed, elfx.OpName(op))
 	}
 	a.t, b.t = t, t
 	x, y := a.trunc().v, b.trunc().v
@@ -825,19 +826,19 @@ func binop(op byte, a, b elem) (elem, error) {
 	signed := t.signed()
 	var v uint64
 	switch op {
-	case opAnd:
+	case elfx.OpAnd:
 		v = x & y
-	case opOr:
+	case elfx.OpOr:
 		v = x | y
-	case opXor:
+	case elfx.OpXor:
 		v = x ^ y
-	case opPlus:
+	case elfx.OpPlus:
 		v = x + y
-	case opMinus:
+	case elfx.OpMinus:
 		v = x - y
-	case opMul:
+	case elfx.OpMul:
 		v = x * y
-	case opDiv:
+	case elfx.OpDiv:
 		if y == 0 {
 			return elem{}, fmt.Errorf("%w: division by zero", ErrMalformed)
 		}
@@ -850,7 +851,7 @@ func binop(op byte, a, b elem) (elem, error) {
 		} else {
 			v = x / y
 		}
-	case opMod:
+	case elfx.OpMod:
 		if y == 0 {
 			return elem{}, fmt.Errorf("%w: modulo by zero", ErrMalformed)
 		}
@@ -863,19 +864,19 @@ func binop(op byte, a, b elem) (elem, error) {
 		} else {
 			v = x % y
 		}
-	case opShl:
+	case elfx.OpShl:
 		if y >= 64 {
 			v = 0
 		} else {
 			v = x << y
 		}
-	case opShr:
+	case elfx.OpShr:
 		if y >= 64 {
 			v = 0
 		} else {
 			v = x >> y
 		}
-	case opShra:
+	case elfx.OpShra:
 		if y >= 64 {
 			y = 63
 		}
@@ -884,32 +885,32 @@ func binop(op byte, a, b elem) (elem, error) {
 		var c bool
 		if signed {
 			switch op {
-			case opEq:
+			case elfx.OpEq:
 				c = sx == sy
-			case opNe:
+			case elfx.OpNe:
 				c = sx != sy
-			case opLt:
+			case elfx.OpLt:
 				c = sx < sy
-			case opLe:
+			case elfx.OpLe:
 				c = sx <= sy
-			case opGt:
+			case elfx.OpGt:
 				c = sx > sy
-			case opGe:
+			case elfx.OpGe:
 				c = sx >= sy
 			}
 		} else {
 			switch op {
-			case opEq:
+			case elfx.OpEq:
 				c = x == y
-			case opNe:
+			case elfx.OpNe:
 				c = x != y
-			case opLt:
+			case elfx.OpLt:
 				c = x < y
-			case opLe:
+			case elfx.OpLe:
 				c = x <= y
-			case opGt:
+			case elfx.OpGt:
 				c = x > y
-			case opGe:
+			case elfx.OpGe:
 				c = x >= y
 			}
 		}

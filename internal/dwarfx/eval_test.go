@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/culprit-dev/culprit/internal/elfx"
 	"math"
 	"strings"
 	"testing"
@@ -52,54 +53,54 @@ func TestEvalOps(t *testing.T) {
 		addr    uint64
 		err     error
 	}{
-		{"minus", []byte{0x35, 0x33, opMinus, opStackValue}, 8, le64(2), nil, false, 0, nil},
-		{"signed div", []byte{opConst1s, 0xf8, 0x32, opDiv, opStackValue}, 8, neg(-4), nil, false, 0, nil},
-		{"mod", []byte{opConst1u, 17, 0x35, opMod, opStackValue}, 8, le64(2), nil, false, 0, nil},
-		{"shr shra", []byte{opConst1s, 0xf0, 0x32, opShra, opConst1u, 0x40, 0x32, opShr, opPlus, opStackValue}, 8, neg(-4 + 16), nil, false, 0, nil},
-		{"stack ops", []byte{0x31, 0x32, 0x33, opRot, opSwap, opOver, opPick, 1, opDrop, opDup, opMul, opStackValue}, 8, le64(4), nil, false, 0, nil},
-		{"compare and branch", []byte{0x33, 0x35, opLt, opBra, 2, 0, 0x30, opStackValue, 0x31, opStackValue}, 8, le64(1), nil, false, 0, nil},
-		{"skip", []byte{opSkip, 1, 0, 0x37, 0x38, opStackValue}, 8, le64(8), nil, false, 0, nil},
-		{"constants", []byte{opConst2s, 0xff, 0xff, opConst4u, 1, 0, 0, 0, opPlus, opConstu, 0x80, 0x01, opPlus, opStackValue}, 4, le64(128)[:4], nil, false, 0, nil},
-		{"neg abs not", []byte{0x35, opNeg, opAbs, opNot, opNot, opStackValue}, 8, le64(5), nil, false, 0, nil},
-		{"register", []byte{opReg0 + 5}, 4, le64(0x50)[:4], nil, false, 0, nil},
-		{"regx", []byte{opRegx, 12}, 8, le64(0xc0), nil, false, 0, nil},
-		{"xmm register", []byte{opReg0 + 18}, 8, le64(math.Float64bits(1.5)), nil, false, 0, nil},
-		{"breg deref", []byte{opBreg0 + RegRSP, 0x10, opDeref, opStackValue}, 8, le64(0x9796959493929190), nil, false, 0, nil},
-		{"memory", []byte{opBreg0 + RegRSP, 4}, 2, []byte{0x84, 0x85}, nil, true, 0x1084, nil},
-		{"memory address only", []byte{opBregx, RegRSP, 4}, 0, nil, nil, true, 0x1084, nil},
-		{"deref_size", []byte{opConst2u, 0x02, 0x10, opDerefSize, 2, opStackValue}, 8, le64(0x0302), nil, false, 0, nil},
-		{"cfa", []byte{opCallFrameCFA, opConst1s, 0xf8, opPlus}, 1, []byte{0xf8}, nil, true, 0x10f8, nil},
-		{"plus_uconst", []byte{opCallFrameCFA, opPlusUconst, 0x10}, 1, []byte{0x10}, nil, true, 0x1110, nil},
-		{"addr biased", []byte{opAddr, 0x10, 0, 0, 0, 0, 0, 0, 0}, 1, []byte{0x10}, nil, true, 0x1010, nil},
-		{"implicit value", []byte{opImplicitValue, 3, 7, 8, 9}, 3, []byte{7, 8, 9}, nil, false, 0, nil},
-		{"implicit value short", []byte{opImplicitValue, 2, 7, 8}, 4, []byte{7, 8, 0, 0}, [][2]int{{2, 4}}, false, 0, nil},
-		{"pieces", []byte{opReg0 + 5, opPiece, 4, opPiece, 4, 0x3f, opStackValue, opPiece, 2}, 10,
+		{"minus", []byte{0x35, 0x33, elfx.OpMinus, elfx.OpStackValue}, 8, le64(2), nil, false, 0, nil},
+		{"signed div", []byte{elfx.OpConst1s, 0xf8, 0x32, elfx.OpDiv, elfx.OpStackValue}, 8, neg(-4), nil, false, 0, nil},
+		{"mod", []byte{elfx.OpConst1u, 17, 0x35, elfx.OpMod, elfx.OpStackValue}, 8, le64(2), nil, false, 0, nil},
+		{"shr shra", []byte{elfx.OpConst1s, 0xf0, 0x32, elfx.OpShra, elfx.OpConst1u, 0x40, 0x32, elfx.OpShr, elfx.OpPlus, elfx.OpStackValue}, 8, neg(-4 + 16), nil, false, 0, nil},
+		{"stack ops", []byte{0x31, 0x32, 0x33, elfx.OpRot, elfx.OpSwap, elfx.OpOver, elfx.OpPick, 1, elfx.OpDrop, elfx.OpDup, elfx.OpMul, elfx.OpStackValue}, 8, le64(4), nil, false, 0, nil},
+		{"compare and branch", []byte{0x33, 0x35, elfx.OpLt, elfx.OpBra, 2, 0, 0x30, elfx.OpStackValue, 0x31, elfx.OpStackValue}, 8, le64(1), nil, false, 0, nil},
+		{"skip", []byte{elfx.OpSkip, 1, 0, 0x37, 0x38, elfx.OpStackValue}, 8, le64(8), nil, false, 0, nil},
+		{"constants", []byte{elfx.OpConst2s, 0xff, 0xff, elfx.OpConst4u, 1, 0, 0, 0, elfx.OpPlus, elfx.OpConstu, 0x80, 0x01, elfx.OpPlus, elfx.OpStackValue}, 4, le64(128)[:4], nil, false, 0, nil},
+		{"neg abs not", []byte{0x35, elfx.OpNeg, elfx.OpAbs, elfx.OpNot, elfx.OpNot, elfx.OpStackValue}, 8, le64(5), nil, false, 0, nil},
+		{"register", []byte{elfx.OpReg0 + 5}, 4, le64(0x50)[:4], nil, false, 0, nil},
+		{"regx", []byte{elfx.OpRegx, 12}, 8, le64(0xc0), nil, false, 0, nil},
+		{"xmm register", []byte{elfx.OpReg0 + 18}, 8, le64(math.Float64bits(1.5)), nil, false, 0, nil},
+		{"breg deref", []byte{elfx.OpBreg0 + RegRSP, 0x10, elfx.OpDeref, elfx.OpStackValue}, 8, le64(0x9796959493929190), nil, false, 0, nil},
+		{"memory", []byte{elfx.OpBreg0 + RegRSP, 4}, 2, []byte{0x84, 0x85}, nil, true, 0x1084, nil},
+		{"memory address only", []byte{elfx.OpBregx, RegRSP, 4}, 0, nil, nil, true, 0x1084, nil},
+		{"deref_size", []byte{elfx.OpConst2u, 0x02, 0x10, elfx.OpDerefSize, 2, elfx.OpStackValue}, 8, le64(0x0302), nil, false, 0, nil},
+		{"cfa", []byte{elfx.OpCallFrameCFA, elfx.OpConst1s, 0xf8, elfx.OpPlus}, 1, []byte{0xf8}, nil, true, 0x10f8, nil},
+		{"plus_uconst", []byte{elfx.OpCallFrameCFA, elfx.OpPlusUconst, 0x10}, 1, []byte{0x10}, nil, true, 0x1110, nil},
+		{"addr biased", []byte{elfx.OpAddr, 0x10, 0, 0, 0, 0, 0, 0, 0}, 1, []byte{0x10}, nil, true, 0x1010, nil},
+		{"implicit value", []byte{elfx.OpImplicitValue, 3, 7, 8, 9}, 3, []byte{7, 8, 9}, nil, false, 0, nil},
+		{"implicit value short", []byte{elfx.OpImplicitValue, 2, 7, 8}, 4, []byte{7, 8, 0, 0}, [][2]int{{2, 4}}, false, 0, nil},
+		{"pieces", []byte{elfx.OpReg0 + 5, elfx.OpPiece, 4, elfx.OpPiece, 4, 0x3f, elfx.OpStackValue, elfx.OpPiece, 2}, 10,
 			[]byte{0x50, 0, 0, 0, 0, 0, 0, 0, 0x0f, 0}, [][2]int{{4, 8}}, false, 0, nil},
-		{"pieces beyond", []byte{opReg0 + 5, opPiece, 2}, 4, []byte{0x50, 0, 0, 0}, [][2]int{{2, 4}}, false, 0, nil},
-		{"memory piece", []byte{opBreg0 + RegRSP, 0, opPiece, 2, opReg0 + 1, opPiece, 1}, 3, []byte{0x80, 0x81, 0x10}, nil, false, 0, nil},
-		{"bit pieces", []byte{0x3a, opStackValue, opBitPiece, 4, 0, opReg0 + 1, opBitPiece, 4, 4}, 1, []byte{0x1a}, nil, false, 0, nil},
-		{"entry value piece", []byte{opEntryValue, 1, opReg0 + 5, opStackValue, opPiece, 8, opReg0 + 4, opPiece, 8}, 16,
+		{"pieces beyond", []byte{elfx.OpReg0 + 5, elfx.OpPiece, 2}, 4, []byte{0x50, 0, 0, 0}, [][2]int{{2, 4}}, false, 0, nil},
+		{"memory piece", []byte{elfx.OpBreg0 + RegRSP, 0, elfx.OpPiece, 2, elfx.OpReg0 + 1, elfx.OpPiece, 1}, 3, []byte{0x80, 0x81, 0x10}, nil, false, 0, nil},
+		{"bit pieces", []byte{0x3a, elfx.OpStackValue, elfx.OpBitPiece, 4, 0, elfx.OpReg0 + 1, elfx.OpBitPiece, 4, 4}, 1, []byte{0x1a}, nil, false, 0, nil},
+		{"entry value piece", []byte{elfx.OpEntryValue, 1, elfx.OpReg0 + 5, elfx.OpStackValue, elfx.OpPiece, 8, elfx.OpReg0 + 4, elfx.OpPiece, 8}, 16,
 			append(make([]byte, 8), le64(0x40)...), [][2]int{{0, 8}}, false, 0, nil},
-		{"unknown register piece", []byte{opReg0 + 3, opPiece, 8, opReg0 + 4, opPiece, 8}, 16,
+		{"unknown register piece", []byte{elfx.OpReg0 + 3, elfx.OpPiece, 8, elfx.OpReg0 + 4, elfx.OpPiece, 8}, 16,
 			append(make([]byte, 8), le64(0x40)...), [][2]int{{0, 8}}, false, 0, nil},
-		{"all pieces missing", []byte{opPiece, 4, opPiece, 4}, 8, nil, nil, false, 0, ErrOptimizedOut},
-		{"entry value", []byte{opGNUEntryValue, 1, opReg0 + 5, opStackValue}, 8, nil, nil, false, 0, ErrEntryValue},
-		{"implicit pointer", []byte{opImplicitPointer, 1, 2, 3, 4, 0}, 8, nil, nil, false, 0, ErrImplicitPointer},
-		{"unknown register", []byte{opBreg0 + 3, 0}, 8, nil, nil, false, 0, ErrRegUnknown},
-		{"unknown xmm", []byte{opReg0 + 20}, 8, nil, nil, false, 0, ErrRegUnknown},
-		{"unreadable", []byte{opConst2u, 0, 0x30, opDeref, opStackValue}, 8, nil, nil, false, 0, ErrUnavailable},
-		{"unreadable value", []byte{opConst2u, 0, 0x30}, 8, nil, nil, false, 0, ErrUnavailable},
+		{"all pieces missing", []byte{elfx.OpPiece, 4, elfx.OpPiece, 4}, 8, nil, nil, false, 0, ErrOptimizedOut},
+		{"entry value", []byte{elfx.OpGNUEntryValue, 1, elfx.OpReg0 + 5, elfx.OpStackValue}, 8, nil, nil, false, 0, ErrEntryValue},
+		{"implicit pointer", []byte{elfx.OpImplicitPointer, 1, 2, 3, 4, 0}, 8, nil, nil, false, 0, ErrImplicitPointer},
+		{"unknown register", []byte{elfx.OpBreg0 + 3, 0}, 8, nil, nil, false, 0, ErrRegUnknown},
+		{"unknown xmm", []byte{elfx.OpReg0 + 20}, 8, nil, nil, false, 0, ErrRegUnknown},
+		{"unreadable", []byte{elfx.OpConst2u, 0, 0x30, elfx.OpDeref, elfx.OpStackValue}, 8, nil, nil, false, 0, ErrUnavailable},
+		{"unreadable value", []byte{elfx.OpConst2u, 0, 0x30}, 8, nil, nil, false, 0, ErrUnavailable},
 		{"empty", nil, 8, nil, nil, false, 0, ErrOptimizedOut},
-		{"tls", []byte{0x30, opFormTLSAddress}, 8, nil, nil, false, 0, ErrUnsupported},
-		{"call2", []byte{opCall2, 0, 0}, 8, nil, nil, false, 0, ErrUnsupported},
-		{"fbreg outside function", []byte{opFbreg, 0}, 8, nil, nil, false, 0, ErrMalformed},
-		{"underflow", []byte{opPlus}, 8, nil, nil, false, 0, ErrMalformed},
+		{"tls", []byte{0x30, elfx.OpFormTLSAddress}, 8, nil, nil, false, 0, ErrUnsupported},
+		{"call2", []byte{elfx.OpCall2, 0, 0}, 8, nil, nil, false, 0, ErrUnsupported},
+		{"fbreg outside function", []byte{elfx.OpFbreg, 0}, 8, nil, nil, false, 0, ErrMalformed},
+		{"underflow", []byte{elfx.OpPlus}, 8, nil, nil, false, 0, ErrMalformed},
 		{"unknown op", []byte{0x01}, 8, nil, nil, false, 0, ErrMalformed},
-		{"truncated", []byte{opConst4u, 1, 2}, 8, nil, nil, false, 0, ErrMalformed},
-		{"endless loop", []byte{opSkip, 0xfd, 0xff}, 8, nil, nil, false, 0, ErrMalformed},
-		{"branch out", []byte{0x31, opBra, 0x10, 0}, 8, nil, nil, false, 0, ErrMalformed},
-		{"op after register", []byte{opReg0, 0x30}, 8, nil, nil, false, 0, ErrMalformed},
-		{"division by zero", []byte{0x31, 0x30, opDiv, opStackValue}, 8, nil, nil, false, 0, ErrMalformed},
+		{"truncated", []byte{elfx.OpConst4u, 1, 2}, 8, nil, nil, false, 0, ErrMalformed},
+		{"endless loop", []byte{elfx.OpSkip, 0xfd, 0xff}, 8, nil, nil, false, 0, ErrMalformed},
+		{"branch out", []byte{0x31, elfx.OpBra, 0x10, 0}, 8, nil, nil, false, 0, ErrMalformed},
+		{"op after register", []byte{elfx.OpReg0, 0x30}, 8, nil, nil, false, 0, ErrMalformed},
+		{"division by zero", []byte{0x31, 0x30, elfx.OpDiv, elfx.OpStackValue}, 8, nil, nil, false, 0, ErrMalformed},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -143,18 +144,18 @@ func TestTypedArithmetic(t *testing.T) {
 			t.Errorf("case %d: got %+v, want %+v", k, c.got, c.want)
 		}
 	}
-	sum, err := binop(opPlus, mkFloat(d, 1.25), mkFloat(d, 2))
+	sum, err := binop(elfx.OpPlus, mkFloat(d, 1.25), mkFloat(d, 2))
 	if err != nil || sum != mkFloat(d, 3.25) {
 		t.Errorf("1.25+2 = %+v %v", sum, err)
 	}
-	lt, err := binop(opLt, mkFloat(d, -1), mkFloat(d, 2))
+	lt, err := binop(elfx.OpLt, mkFloat(d, -1), mkFloat(d, 2))
 	if err != nil || lt.v != 1 {
 		t.Errorf("-1<2 = %+v %v", lt, err)
 	}
-	if _, err := binop(opPlus, mkFloat(d, 1), elem{v: 1, t: l}); !errors.Is(err, ErrMalformed) {
+	if _, err := binop(elfx.OpPlus, mkFloat(d, 1), elem{v: 1, t: l}); !errors.Is(err, ErrMalformed) {
 		t.Errorf("float+int: %v", err)
 	}
-	w, _ := binop(opPlus, elem{v: 0xffffffff, t: u4}, elem{v: 2, t: u4})
+	w, _ := binop(elfx.OpPlus, elem{v: 0xffffffff, t: u4}, elem{v: 2, t: u4})
 	if w.v != 1 {
 		t.Errorf("u32 wrap: %+v", w)
 	}
@@ -194,13 +195,13 @@ func TestTypedExpressionFromGCC(t *testing.T) {
 
 func TestDisassemble(t *testing.T) {
 	cases := map[string][]byte{
-		"DW_OP_fbreg: -20":                      {opFbreg, 0x6c},
-		"DW_OP_breg7 (rsp): 8; DW_OP_deref":     {opBreg0 + 7, 8, opDeref},
-		"DW_OP_reg17 (xmm0); DW_OP_piece: 8":    {opReg0 + 17, opPiece, 8},
-		"DW_OP_entry_value: (DW_OP_reg5 (rdi))": {opEntryValue, 1, opReg0 + 5},
-		"DW_OP_addr: 0x4010":                    {opAddr, 0x10, 0x40, 0, 0, 0, 0, 0, 0},
-		"DW_OP_lit3; DW_OP_stack_value":         {0x33, opStackValue},
-		"DW_OP_const4u: 0 <truncated>":          {opConst4u, 1},
+		"DW_OP_fbreg: -20":                      {elfx.OpFbreg, 0x6c},
+		"DW_OP_breg7 (rsp): 8; DW_OP_deref":     {elfx.OpBreg0 + 7, 8, elfx.OpDeref},
+		"DW_OP_reg17 (xmm0); DW_OP_piece: 8":    {elfx.OpReg0 + 17, elfx.OpPiece, 8},
+		"DW_OP_entry_value: (DW_OP_reg5 (rdi))": {elfx.OpEntryValue, 1, elfx.OpReg0 + 5},
+		"DW_OP_addr: 0x4010":                    {elfx.OpAddr, 0x10, 0x40, 0, 0, 0, 0, 0, 0},
+		"DW_OP_lit3; DW_OP_stack_value":         {0x33, elfx.OpStackValue},
+		"DW_OP_const4u: 0 <truncated>":          {elfx.OpConst4u, 1},
 		"<unknown op 0x1>":                      {0x01},
 	}
 	for want, expr := range cases {
@@ -212,17 +213,17 @@ func TestDisassemble(t *testing.T) {
 
 func FuzzEval(f *testing.F) {
 	seeds := [][]byte{
-		{opFbreg, 0x6c},
-		{opReg0 + 5, opPiece, 4, opPiece, 4},
-		{opBreg0 + 7, 8, opDeref, opStackValue},
-		{opEntryValue, 1, opReg0 + 5, opStackValue},
-		{opBreg0 + 5, 0, opConvert, 0x38, opConvert, 0x2a, opRegvalType, 18, 0x2a, opPlus, opStackValue},
-		{0x3a, opStackValue, opBitPiece, 4, 0, opReg0 + 1, opBitPiece, 4, 4},
-		{opSkip, 0xfd, 0xff},
-		{opImplicitValue, 3, 7, 8, 9},
-		{opAddrx, 1, opDeref, opConstType, 0x2a, 8, 0, 0, 0, 0, 0, 0, 0xf8, 0x3f, opPlus, opStackValue},
-		{opConstx, 0, opConvert, 0x2a, opConvert, 0x38, opReinterpret, 0x2a, opNeg, opStackValue},
-		{opBreg0 + 7, 0, opDerefType, 8, 0x2a, opConstType, 0x38, 1, 5, opConvert, 0x2a, opDiv, opStackValue},
+		{elfx.OpFbreg, 0x6c},
+		{elfx.OpReg0 + 5, elfx.OpPiece, 4, elfx.OpPiece, 4},
+		{elfx.OpBreg0 + 7, 8, elfx.OpDeref, elfx.OpStackValue},
+		{elfx.OpEntryValue, 1, elfx.OpReg0 + 5, elfx.OpStackValue},
+		{elfx.OpBreg0 + 5, 0, elfx.OpConvert, 0x38, elfx.OpConvert, 0x2a, elfx.OpRegvalType, 18, 0x2a, elfx.OpPlus, elfx.OpStackValue},
+		{0x3a, elfx.OpStackValue, elfx.OpBitPiece, 4, 0, elfx.OpReg0 + 1, elfx.OpBitPiece, 4, 4},
+		{elfx.OpSkip, 0xfd, 0xff},
+		{elfx.OpImplicitValue, 3, 7, 8, 9},
+		{elfx.OpAddrx, 1, elfx.OpDeref, elfx.OpConstType, 0x2a, 8, 0, 0, 0, 0, 0, 0, 0xf8, 0x3f, elfx.OpPlus, elfx.OpStackValue},
+		{elfx.OpConstx, 0, elfx.OpConvert, 0x2a, elfx.OpConvert, 0x38, elfx.OpReinterpret, 0x2a, elfx.OpNeg, elfx.OpStackValue},
+		{elfx.OpBreg0 + 7, 0, elfx.OpDerefType, 8, 0x2a, elfx.OpConstType, 0x38, 1, 5, elfx.OpConvert, 0x2a, elfx.OpDiv, elfx.OpStackValue},
 	}
 	for _, s := range seeds {
 		f.Add(s, uint8(8))
@@ -233,6 +234,6 @@ func FuzzEval(f *testing.F) {
 		if err == nil && size > 0 && v.Bytes != nil && len(v.Bytes) != int(size) {
 			t.Fatalf("%s: %d bytes for size %d", Disassemble(expr), len(v.Bytes), size)
 		}
-		skipOperands(0, &reader{b: expr})
+		skipOperands(0, &elfx.Reader{B: expr, End: len(expr)})
 	})
 }

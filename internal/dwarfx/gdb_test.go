@@ -13,6 +13,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/culprit-dev/culprit/internal/elfx"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -365,7 +366,7 @@ func compareFrame(c *tally, where string, caller bool, gv []gdbVar, mv []myVar) 
 			if m.v.HasLocationList() {
 				c.matchList++
 			}
-			if bytes.Contains(m.loc.Expr, []byte{opPiece}) && strings.Contains(Disassemble(m.loc.Expr), "piece") {
+			if bytes.Contains(m.loc.Expr, []byte{elfx.OpPiece}) && strings.Contains(Disassemble(m.loc.Expr), "piece") {
 				c.matchPieces++
 			}
 			if m.loc.Const != nil {

@@ -1,6 +1,7 @@
 package dwarfx
 
 import (
+	"github.com/culprit-dev/culprit/internal/elfx"
 	"sync"
 )
 
@@ -111,7 +112,7 @@ func decodeLoclists(sec []byte, off uint64, u *unit) (out []locEntry, def []byte
 	if off >= uint64(len(sec)) {
 		return nil, nil, false, bad("location list offset %#x beyond .debug_loclists", off)
 	}
-	r := &reader{b: sec, off: int(off)}
+	r := &elfx.Reader{B: sec, Off: int(off), End: len(sec)}
 	base := u.lowPC
 	asz := u.addrSize
 	if asz != 4 && asz != 8 {
@@ -125,8 +126,8 @@ func decodeLoclists(sec []byte, off uint64, u *unit) (out []locEntry, def []byte
 		return a, true
 	}
 	for n := 0; n < maxListEntries; n++ {
-		kind := r.u8()
-		if r.bad {
+		kind := r.U8()
+		if r.Bad {
 			return out, def, hasDef, bad("unterminated location list at %#x", off)
 		}
 		var lo, hi uint64
@@ -135,41 +136,41 @@ func decodeLoclists(sec []byte, off uint64, u *unit) (out []locEntry, def []byte
 		case lleEndOfList:
 			return out, def, hasDef, nil
 		case lleBaseAddressx:
-			base, ok = addrx(r.uleb())
+			base, ok = addrx(r.ULEB())
 			if !ok {
 				return out, def, hasDef, bad("bad DW_LLE_base_addressx in list at %#x", off)
 			}
 			continue
 		case lleBaseAddress:
-			base = r.uN(asz)
+			base = r.UN(asz)
 			continue
 		case lleGNUViewPair:
-			r.uleb()
-			r.uleb()
+			r.ULEB()
+			r.ULEB()
 			continue
 		case lleStartxEndx:
 			var ok2 bool
-			lo, ok = addrx(r.uleb())
-			hi, ok2 = addrx(r.uleb())
+			lo, ok = addrx(r.ULEB())
+			hi, ok2 = addrx(r.ULEB())
 			ok = ok && ok2
 		case lleStartxLength:
-			lo, ok = addrx(r.uleb())
-			hi = lo + r.uleb()
+			lo, ok = addrx(r.ULEB())
+			hi = lo + r.ULEB()
 		case lleOffsetPair:
-			lo = base + r.uleb()
-			hi = base + r.uleb()
+			lo = base + r.ULEB()
+			hi = base + r.ULEB()
 		case lleDefaultLocation:
 		case lleStartEnd:
-			lo = r.uN(asz)
-			hi = r.uN(asz)
+			lo = r.UN(asz)
+			hi = r.UN(asz)
 		case lleStartLength:
-			lo = r.uN(asz)
-			hi = lo + r.uleb()
+			lo = r.UN(asz)
+			hi = lo + r.ULEB()
 		default:
-			return out, def, hasDef, bad("unknown location list entry kind %#x at %#x", kind, r.off-1)
+			return out, def, hasDef, bad("unknown location list entry kind %#x at %#x", kind, r.Off-1)
 		}
-		expr := r.bytes(r.uleb())
-		if r.bad {
+		expr := r.Bytes(r.ULEB())
+		if r.Bad {
 			return out, def, hasDef, bad("truncated location list at %#x", off)
 		}
 		if !ok {
@@ -192,12 +193,12 @@ func decodeLoc(sec []byte, off uint64, base uint64) ([]locEntry, error) {
 	if off >= uint64(len(sec)) {
 		return nil, bad("location list offset %#x beyond .debug_loc", off)
 	}
-	r := &reader{b: sec, off: int(off)}
+	r := &elfx.Reader{B: sec, Off: int(off), End: len(sec)}
 	var out []locEntry
 	for n := 0; n < maxListEntries; n++ {
-		lo := r.uN(8)
-		hi := r.uN(8)
-		if r.bad {
+		lo := r.UN(8)
+		hi := r.UN(8)
+		if r.Bad {
 			return out, bad("unterminated location list at %#x", off)
 		}
 		if lo == 0 && hi == 0 {
@@ -207,9 +208,9 @@ func decodeLoc(sec []byte, off uint64, base uint64) ([]locEntry, error) {
 			base = hi
 			continue
 		}
-		n := r.uN(2)
-		expr := r.bytes(n)
-		if r.bad {
+		n := r.UN(2)
+		expr := r.Bytes(n)
+		if r.Bad {
 			return out, bad("truncated location list at %#x", off)
 		}
 		if hi > lo {

@@ -5,6 +5,7 @@ import (
 	"debug/dwarf"
 	"encoding/binary"
 	"fmt"
+	"github.com/culprit-dev/culprit/internal/elfx"
 	"testing"
 )
 
@@ -48,19 +49,19 @@ func (b *lb) expr(e ...byte) *lb {
 
 func TestLoclistsDWARF5(t *testing.T) {
 	var b lb
-	b.u8(0xff)                                                 // padding before the list
-	b.u8(lleOffsetPair).uleb(0x10).uleb(0x20).expr(opReg0)     // base = CU low_pc 0x400
-	b.u8(lleGNUViewPair).uleb(1).uleb(2)                       // ignored
-	b.u8(lleBaseAddressx).uleb(1)                              // base = 0x2000
-	b.u8(lleOffsetPair).uleb(0).uleb(8).expr(opReg0 + 1)       // [0x2000, 0x2008)
-	b.u8(lleBaseAddress).u64(0x5000)                           // base = 0x5000
-	b.u8(lleOffsetPair).uleb(4).uleb(4).expr(opReg0 + 9)       // empty: dropped
-	b.u8(lleOffsetPair).uleb(4).uleb(6).expr(opReg0 + 2)       // [0x5004, 0x5006)
-	b.u8(lleStartxEndx).uleb(0).uleb(2).expr(opReg0 + 3)       // [0x1000, 0x3000)? overlaps: later
-	b.u8(lleStartxLength).uleb(2).uleb(0x10).expr(opReg0 + 4)  // [0x3000, 0x3010)
-	b.u8(lleStartEnd).u64(0x6000).u64(0x6010).expr(opReg0 + 5) // [0x6000, 0x6010)
-	b.u8(lleStartLength).u64(0x7000).uleb(1).expr(opReg0 + 6)  // [0x7000, 0x7001)
-	b.u8(lleDefaultLocation).expr(opReg0 + 7)                  // elsewhere
+	b.u8(0xff)                                                      // padding before the list
+	b.u8(lleOffsetPair).uleb(0x10).uleb(0x20).expr(elfx.OpReg0)     // base = CU low_pc 0x400
+	b.u8(lleGNUViewPair).uleb(1).uleb(2)                            // ignored
+	b.u8(lleBaseAddressx).uleb(1)                                   // base = 0x2000
+	b.u8(lleOffsetPair).uleb(0).uleb(8).expr(elfx.OpReg0 + 1)       // [0x2000, 0x2008)
+	b.u8(lleBaseAddress).u64(0x5000)                                // base = 0x5000
+	b.u8(lleOffsetPair).uleb(4).uleb(4).expr(elfx.OpReg0 + 9)       // empty: dropped
+	b.u8(lleOffsetPair).uleb(4).uleb(6).expr(elfx.OpReg0 + 2)       // [0x5004, 0x5006)
+	b.u8(lleStartxEndx).uleb(0).uleb(2).expr(elfx.OpReg0 + 3)       // [0x1000, 0x3000)? overlaps: later
+	b.u8(lleStartxLength).uleb(2).uleb(0x10).expr(elfx.OpReg0 + 4)  // [0x3000, 0x3010)
+	b.u8(lleStartEnd).u64(0x6000).u64(0x6010).expr(elfx.OpReg0 + 5) // [0x6000, 0x6010)
+	b.u8(lleStartLength).u64(0x7000).uleb(1).expr(elfx.OpReg0 + 6)  // [0x7000, 0x7001)
+	b.u8(lleDefaultLocation).expr(elfx.OpReg0 + 7)                  // elsewhere
 	b.u8(lleEndOfList)
 	u := fakeUnit(5, b.Bytes())
 	a := attrLoc{kind: locList, off: 1, lazy: &lazyList{}}
@@ -89,9 +90,9 @@ func TestLoclistsDWARF5(t *testing.T) {
 
 func TestLoclistsErrors(t *testing.T) {
 	for name, data := range map[string][]byte{
-		"unterminated": new(lb).u8(lleOffsetPair).uleb(0).uleb(4).expr(opReg0).Bytes(),
+		"unterminated": new(lb).u8(lleOffsetPair).uleb(0).uleb(4).expr(elfx.OpReg0).Bytes(),
 		"unknown kind": {0x42},
-		"bad index":    new(lb).u8(lleStartxLength).uleb(99).uleb(4).expr(opReg0).u8(0).Bytes(),
+		"bad index":    new(lb).u8(lleStartxLength).uleb(99).uleb(4).expr(elfx.OpReg0).u8(0).Bytes(),
 		"truncated":    new(lb).u8(lleStartEnd).u64(1).Bytes(),
 	} {
 		u := fakeUnit(5, data)
@@ -108,11 +109,11 @@ func TestLoclistsErrors(t *testing.T) {
 
 func TestLocDWARF4(t *testing.T) {
 	var b lb
-	b.u64(0x10).u64(0x20).Write([]byte{1, 0, opReg0 + 3})   // base = CU low_pc 0x400
-	b.u64(^uint64(0)).u64(0x9000)                           // base selection
-	b.u64(0x0).u64(0x8).Write([]byte{2, 0, opBreg0 + 7, 8}) // [0x9000, 0x9008)
-	b.u64(0x8).u64(0x8).Write([]byte{1, 0, opReg0})         // empty
-	b.u64(0).u64(0)                                         // end
+	b.u64(0x10).u64(0x20).Write([]byte{1, 0, elfx.OpReg0 + 3})   // base = CU low_pc 0x400
+	b.u64(^uint64(0)).u64(0x9000)                                // base selection
+	b.u64(0x0).u64(0x8).Write([]byte{2, 0, elfx.OpBreg0 + 7, 8}) // [0x9000, 0x9008)
+	b.u64(0x8).u64(0x8).Write([]byte{1, 0, elfx.OpReg0})         // empty
+	b.u64(0).u64(0)                                              // end
 	entries, err := decodeLoc(b.Bytes(), 0, 0x400)
 	if err != nil || len(entries) != 2 {
 		t.Fatalf("%v %v", entries, err)
@@ -147,8 +148,8 @@ func TestLoclistx(t *testing.T) {
 }
 
 func FuzzLoclists(f *testing.F) {
-	f.Add(new(lb).u8(lleBaseAddressx).uleb(1).u8(lleOffsetPair).uleb(0).uleb(8).expr(opReg0).u8(0).Bytes(), uint16(0))
-	f.Add(new(lb).u8(lleStartxLength).uleb(2).uleb(0x10).expr(opReg0+4).u8(lleDefaultLocation).expr(0x30).u8(0).Bytes(), uint16(0))
+	f.Add(new(lb).u8(lleBaseAddressx).uleb(1).u8(lleOffsetPair).uleb(0).uleb(8).expr(elfx.OpReg0).u8(0).Bytes(), uint16(0))
+	f.Add(new(lb).u8(lleStartxLength).uleb(2).uleb(0x10).expr(elfx.OpReg0+4).u8(lleDefaultLocation).expr(0x30).u8(0).Bytes(), uint16(0))
 	f.Add(new(lb).u64(0x10).u64(0x20).Bytes(), uint16(0))
 	f.Fuzz(func(t *testing.T, data []byte, off uint16) {
 		u := fakeUnit(5, data)

@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/culprit-dev/culprit/internal/elfx"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -22,6 +23,7 @@ import (
 type Info struct {
 	path string
 	d    *dwarf.Data
+	isGo bool // built by Go: names as they are (elfx.FuncName)
 
 	// mu serialises the use of d (debug/dwarf's type cache is not safe for
 	// concurrent use) and guards the lazily filled maps below.
@@ -103,18 +105,10 @@ func debugFile(f *elf.File, path string) string {
 		defer df.Close()
 		return hasDWARF(df)
 	}
-	if s := f.Section(".note.gnu.build-id"); s != nil {
-		if b, err := s.Data(); err == nil && len(b) >= 16 {
-			namesz := f.ByteOrder.Uint32(b)
-			descsz := f.ByteOrder.Uint32(b[4:])
-			start := 12 + (int(namesz)+3)&^3
-			if int(descsz) >= 2 && start+int(descsz) <= len(b) {
-				id := hex.EncodeToString(b[start : start+int(descsz)])
-				p := filepath.Join(root, ".build-id", id[:2], id[2:]+".debug")
-				if ok(p) {
-					return p
-				}
-			}
+	if id := elfx.BuildID(f); len(id) >= 2 {
+		h := hex.EncodeToString(id)
+		if p := filepath.Join(root, ".build-id", h[:2], h[2:]+".debug"); ok(p) {
+			return p
 		}
 	}
 	if s := f.Section(".gnu_debuglink"); s != nil {
@@ -191,6 +185,7 @@ func FromELF(f *elf.File) (*Info, error) {
 	}
 	i := &Info{
 		d:         d,
+		isGo:      elfx.IsGo(f),
 		baseTypes: map[dwarf.Offset]baseType{},
 		types:     map[dwarf.Type]*Type{},
 		foreign:   map[dwarf.Offset]*die{},
@@ -397,6 +392,9 @@ func (i *Info) indexAll() {
 				if fn.Linkage != "" && fn.Linkage != fn.Name {
 					i.byName[fn.Linkage] = append(i.byName[fn.Linkage], fn)
 				}
+				if fn.dwName != "" && fn.dwName != fn.Linkage {
+					i.byName[fn.dwName] = append(i.byName[fn.dwName], fn)
+				}
 			}
 			for _, v := range u.globals {
 				i.globals = append(i.globals, v)
@@ -414,9 +412,9 @@ func (i *Info) Functions() []*Function {
 }
 
 // FunctionsNamed returns every concrete out-of-line instance of the source
-// function name (its DW_AT_name, or its linkage name): the function itself
-// if it was emitted and each of its clones (f.constprop.0, f.isra.0, f.part.0
-// all report Name "f"). Copies inlined into other functions are not
+// function name (its Name, DW_AT_name or linkage name): the function
+// itself if it was emitted and each of its clones (f.constprop.0, f.isra.0,
+// f.part.0 all report Name "f"). Copies inlined into other functions are not
 // functions; see Function.Inlines. The first call parses all units.
 func (i *Info) FunctionsNamed(name string) []*Function {
 	i.indexAll()

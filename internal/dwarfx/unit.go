@@ -1,6 +1,8 @@
 package dwarfx
 
 import (
+	"github.com/culprit-dev/culprit/internal/elfx"
+
 	"debug/dwarf"
 	"encoding/binary"
 	"sort"
@@ -40,8 +42,6 @@ type die struct {
 	*dwarf.Entry
 	kids []*die
 }
-
-const attrMIPSLinkageName dwarf.Attr = 0x2007
 
 // readTree reads the DIE at off and its descendants. Callers hold i.mu.
 func (i *Info) readTree(off dwarf.Offset, byOff map[dwarf.Offset]*die) (*die, error) {
@@ -157,6 +157,11 @@ func (u *unit) ref(d *die, attr dwarf.Attr) *die {
 	if !ok {
 		return nil
 	}
+	return u.dieAt(off)
+}
+
+// dieAt returns the DIE at off, in this unit or another.
+func (u *unit) dieAt(off dwarf.Offset) *die {
 	if t := u.byOff[off]; t != nil {
 		return t
 	}
@@ -169,6 +174,21 @@ func (u *unit) ref(d *die, attr dwarf.Attr) *die {
 		return nil
 	}
 	return t
+}
+
+// dieNames returns the naming attributes of the DIE at off.
+func (u *unit) dieNames(off dwarf.Offset) (elfx.DIENames, bool) {
+	d := u.dieAt(off)
+	if d == nil {
+		return elfx.DIENames{}, false
+	}
+	return elfx.NamesOf(d.Entry), true
+}
+
+// funcName names the subprogram or inlined subroutine d as the symbolizer
+// names its frames.
+func (u *unit) funcName(d *die) string {
+	return elfx.FuncName(d.Offset, u.info.isGo, u.dieNames)
 }
 
 // origin returns the DIE that d completes: its abstract origin or the
@@ -271,7 +291,7 @@ func (u *unit) addFunction(d *die) {
 		return
 	}
 	fn := &Function{
-		Name:    u.str(d, dwarf.AttrName),
+		Name:    u.funcName(d),
 		Linkage: u.str(d, dwarf.AttrLinkageName),
 		Ranges:  rs,
 		Entry:   entryPC(d, rs),
@@ -279,7 +299,10 @@ func (u *unit) addFunction(d *die) {
 		u:       u,
 	}
 	if fn.Linkage == "" {
-		fn.Linkage = u.str(d, attrMIPSLinkageName)
+		fn.Linkage = u.str(d, elfx.AttrMIPSLinkageName)
+	}
+	if n := u.str(d, dwarf.AttrName); n != fn.Name {
+		fn.dwName = n
 	}
 	fn.DeclFile, fn.DeclLine = u.decl(d)
 	fn.frameBase = u.locAttr(d, dwarf.AttrFrameBase)
@@ -332,7 +355,7 @@ func (u *unit) fill(fn *Function, sc *scope, d *die, inl *Inline) {
 			cl, _ := k.Val(dwarf.AttrCallLine).(int64)
 			cc, _ := k.Val(dwarf.AttrCallColumn).(int64)
 			in := &Inline{
-				Name:       u.str(k, dwarf.AttrName),
+				Name:       u.funcName(k),
 				CallFile:   u.fileName(k.Val(dwarf.AttrCallFile)),
 				CallLine:   int(cl),
 				CallColumn: int(cc),
@@ -387,7 +410,7 @@ func (u *unit) newLocal(fn *Function, inl *Inline, d *die) *Variable {
 	v.IsParam = d.Tag == dwarf.TagFormalParameter
 	v.Func, v.Inline = fn, inl
 	v.ctx = &fn.ctx
-	if v.loc.kind == locExpr && len(v.loc.expr) > 0 && (v.loc.expr[0] == opAddr || v.loc.expr[0] == opAddrx) {
+	if v.loc.kind == locExpr && len(v.loc.expr) > 0 && (v.loc.expr[0] == elfx.OpAddr || v.loc.expr[0] == elfx.OpAddrx) {
 		v.IsGlobal = true // a static local
 		u.globals = append(u.globals, v)
 	}

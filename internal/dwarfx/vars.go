@@ -3,6 +3,7 @@ package dwarfx
 import (
 	"debug/dwarf"
 	"fmt"
+	"github.com/culprit-dev/culprit/internal/elfx"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -12,7 +13,9 @@ import (
 // code. Clones made by the compiler are separate Functions with the source
 // name.
 type Function struct {
-	// Name is the source name (DW_AT_name, through DW_AT_abstract_origin or
+	// Name is the source name, as the symbolizer names the function's
+	// frames (elfx.FuncName: the demangled linkage name of C++ and Rust
+	// functions, else DW_AT_name through DW_AT_abstract_origin or
 	// DW_AT_specification for clones and out-of-class definitions).
 	Name string
 	// Linkage is DW_AT_linkage_name (C++ mangled names), if any.
@@ -27,6 +30,7 @@ type Function struct {
 	// Unit is the name of the compilation unit (DW_AT_name).
 	Unit string
 
+	dwName    string // DW_AT_name (through origins), when it differs from Name
 	u         *unit
 	ctx       exprCtx
 	frameBase attrLoc
@@ -361,16 +365,16 @@ func (l Location) String() string {
 // Register returns the register number when the whole location is a single
 // register (DW_OP_regN or DW_OP_regx).
 func (l Location) Register() (uint64, bool) {
-	r := &reader{b: l.Expr}
-	op := r.u8()
+	r := &elfx.Reader{B: l.Expr, End: len(l.Expr)}
+	op := r.U8()
 	var n uint64
 	switch {
-	case op >= opReg0 && op <= opReg31:
-		n = uint64(op - opReg0)
-	case op == opRegx:
-		n = r.uleb()
+	case op >= elfx.OpReg0 && op <= elfx.OpReg31:
+		n = uint64(op - elfx.OpReg0)
+	case op == elfx.OpRegx:
+		n = r.ULEB()
 	default:
 		return 0, false
 	}
-	return n, !r.bad && r.done()
+	return n, !r.Bad && r.Done()
 }

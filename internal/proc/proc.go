@@ -9,6 +9,7 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	"github.com/culprit-dev/culprit/internal/elfx"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -126,47 +127,6 @@ func Children(pid int) []int {
 	return out
 }
 
-// BuildID returns the GNU build-id of an ELF file, or nil.
-func BuildID(path string) []byte {
-	f, err := elf.Open(path)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	return ELFBuildID(f)
-}
-
-// ELFBuildID returns the GNU build-id note of an open ELF file, or nil.
-func ELFBuildID(f *elf.File) []byte {
-	for _, s := range f.Sections {
-		if s.Type != elf.SHT_NOTE {
-			continue
-		}
-		data, err := s.Data()
-		if err != nil {
-			continue
-		}
-		for len(data) >= 12 {
-			nsz := f.ByteOrder.Uint32(data)
-			dsz := f.ByteOrder.Uint32(data[4:])
-			typ := f.ByteOrder.Uint32(data[8:])
-			data = data[12:]
-			na := (nsz + 3) &^ 3
-			da := (dsz + 3) &^ 3
-			if uint64(na)+uint64(da) > uint64(len(data)) {
-				break
-			}
-			name := data[:nsz]
-			desc := data[na : na+dsz]
-			if typ == 3 && bytes.Equal(bytes.TrimRight(name, "\x00"), []byte("GNU")) {
-				return append([]byte(nil), desc...)
-			}
-			data = data[na+da:]
-		}
-	}
-	return nil
-}
-
 // VDSO returns this process's vDSO image and its mapping. The vDSO is the
 // same for every process on a running kernel, so the recorder stores its own.
 func VDSO() ([]byte, Mapping, error) {
@@ -215,7 +175,7 @@ func VDSOImage() (img, buildID []byte, err error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("reading the vDSO image: %w", err)
 	}
-	return img, ELFBuildID(f), nil
+	return img, elfx.BuildID(f), nil
 }
 
 // BuildIDs caches the build-ids of files by path; Put sets the one of a
@@ -233,7 +193,7 @@ func (b *BuildIDs) Get(path string) []byte {
 	}
 	var id []byte
 	if strings.HasPrefix(path, "/") {
-		id = BuildID(path)
+		id = elfx.FileBuildID(path)
 	}
 	b.Put(path, id)
 	return id

@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"github.com/culprit-dev/culprit/internal/elfx"
 	"slices"
 	"strings"
 
@@ -114,13 +115,13 @@ func classify(l dwarfx.Location) (varLoc, bool) {
 	}
 	e := l.Expr
 	switch op := e[0]; {
-	case op >= 0x50 && op <= 0x6f: // DW_OP_regN, then pieces: the register holds the first bytes
-		if len(e) > 1 && e[1] == 0x93 {
-			return varLoc{kind: inReg, reg: dwarfRegIndex(uint64(op - 0x50))}, true
+	case op >= elfx.OpReg0 && op <= elfx.OpReg31: // then pieces: the register holds the first bytes
+		if len(e) > 1 && e[1] == elfx.OpPiece {
+			return varLoc{kind: inReg, reg: dwarfRegIndex(uint64(op - elfx.OpReg0))}, true
 		}
-	case op >= 0x70 && op <= 0x8f: // DW_OP_bregN k; DW_OP_stack_value: the value is reg + k
-		if n := slebLen(e[1:]); n > 0 && len(e) == 2+n && e[1+n] == 0x9f {
-			if i := dwarfRegIndex(uint64(op - 0x70)); i != noReg {
+	case op >= elfx.OpBreg0 && op <= elfx.OpBreg31: // k; DW_OP_stack_value: the value is reg + k
+		if n := elfx.LEBLen(e[1:]); n > 0 && len(e) == 2+n && e[1+n] == elfx.OpStackValue {
+			if i := dwarfRegIndex(uint64(op - elfx.OpBreg0)); i != noReg {
 				return varLoc{kind: inReg, reg: i}, true
 			}
 		}
@@ -142,17 +143,6 @@ func classify(l dwarfx.Location) (varLoc, bool) {
 		}
 	}
 	return varLoc{}, false
-}
-
-// slebLen returns the length of the SLEB128 number at the start of b, 0 if
-// it does not end.
-func slebLen(b []byte) int {
-	for i, c := range b {
-		if c&0x80 == 0 {
-			return i + 1
-		}
-	}
-	return 0
 }
 
 func (g *generator) analyse(fn *dwarfx.Function) []Entry {

@@ -4,13 +4,13 @@ import (
 	"debug/elf"
 	"encoding/hex"
 	"fmt"
+	"github.com/culprit-dev/culprit/internal/elfx"
 	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
 
 	"github.com/culprit-dev/culprit/internal/dwarfx"
-	"github.com/culprit-dev/culprit/internal/proc"
 	"github.com/culprit-dev/culprit/internal/unwind"
 )
 
@@ -82,7 +82,7 @@ func Generate(path string, o Options) (*Schema, error) {
 		abs = path
 	}
 	s := &Schema{Binary: abs, Component: o.Component}
-	if id := proc.ELFBuildID(f); len(id) > 0 {
+	if id := elfx.BuildID(f); len(id) > 0 {
 		s.BuildID = hex.EncodeToString(id)
 	}
 	seen := map[Key]int{}
@@ -208,7 +208,7 @@ type cached struct {
 // ForExecutable returns the schema of the executable at path, generated
 // once per build of it (Options zero: every variable).
 func ForExecutable(path string) (*Schema, error) {
-	key := path + "\x00" + hex.EncodeToString(proc.BuildID(path))
+	key := path + "\x00" + hex.EncodeToString(elfx.FileBuildID(path))
 	cacheMu.Lock()
 	c, ok := cache[key]
 	cacheMu.Unlock()

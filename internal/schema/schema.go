@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/culprit-dev/culprit/internal/elfx"
 	"io"
 	"os"
 	"path/filepath"
@@ -16,7 +17,6 @@ import (
 	"strings"
 
 	"github.com/culprit-dev/culprit/internal/dwarfx"
-	"github.com/culprit-dev/culprit/internal/proc"
 )
 
 // Tags are vProf's schema tags: how the program uses a variable.
@@ -357,7 +357,7 @@ func (e *MismatchError) Is(target error) bool { return target == ErrMismatch }
 // same build-id when the schema records one, else every variable it lists
 // present in the binary's DWARF. file names the schema in errors.
 func (s *Schema) Check(path, file string) error {
-	got := hex.EncodeToString(proc.BuildID(path))
+	got := hex.EncodeToString(elfx.FileBuildID(path))
 	if s.BuildID != "" {
 		if got != s.BuildID {
 			return &MismatchError{Schema: file, Binary: path, Want: s.BuildID, Got: got}

@@ -2,11 +2,11 @@ package state
 
 import (
 	"encoding/hex"
+	"github.com/culprit-dev/culprit/internal/elfx"
 	"path/filepath"
 
 	"github.com/culprit-dev/culprit/internal/dwarfx"
 	"github.com/culprit-dev/culprit/internal/expr"
-	"github.com/culprit-dev/culprit/internal/proc"
 	"github.com/culprit-dev/culprit/internal/recording"
 	"github.com/culprit-dev/culprit/internal/schema"
 	"github.com/culprit-dev/culprit/internal/unwind"
@@ -103,7 +103,7 @@ func (s *Sampler) exeSchema(exe string) *exeSchema {
 // same build-id, or the same file when the schema has none.
 func schemaFor(sc *schema.Schema, exe string) bool {
 	if sc.BuildID != "" {
-		return hex.EncodeToString(proc.BuildID(exe)) == sc.BuildID
+		return hex.EncodeToString(elfx.FileBuildID(exe)) == sc.BuildID
 	}
 	return sc.Binary != "" && (filepath.Clean(sc.Binary) == filepath.Clean(exe) || sameFile(sc.Binary, exe))
 }

@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	"github.com/culprit-dev/culprit/internal/elfx"
 	"io"
 	"os"
 	"path/filepath"
@@ -44,7 +45,7 @@ func Archive(dir, path string, buildID []byte) (int64, error) {
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", path, err)
 	}
-	if got := buildIDOf(ef); !bytes.Equal(got, buildID) {
+	if got := elfx.BuildID(ef); !bytes.Equal(got, buildID) {
 		return 0, fmt.Errorf("%s: %w (build-id %s on disk, %s recorded)", path, ErrChanged, shortHex(got), shortHex(buildID))
 	}
 	dest := ArchivePath(dir, buildID)

@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"fmt"
+	"github.com/culprit-dev/culprit/internal/elfx"
 	"io"
 	"path"
 	"sort"
@@ -20,8 +21,8 @@ type dwIndex struct {
 	d    *dwarf.Data
 	isGo bool
 
-	mu    sync.Mutex                // serialises parsing (debug/dwarf readers share caches)
-	names map[dwarf.Offset]dieNames // subprogram naming attributes seen or read, by DIE offset
+	mu    sync.Mutex                     // serialises parsing (debug/dwarf readers share caches)
+	names map[dwarf.Offset]elfx.DIENames // subprogram naming attributes seen or read, by DIE offset
 
 	cus    []cuRange // units with address ranges, sorted by lo
 	maxHi  []uint64  // maxHi[i] = max(cus[0..i].hi)
@@ -144,12 +145,6 @@ func (f *funcIndex) find(pc uint64) *inlNode {
 	return best.n
 }
 
-// dieNames are the attributes that name a subprogram.
-type dieNames struct {
-	name, linkage string
-	ref           dwarf.Offset // abstract_origin or specification, 0 if none
-}
-
 // newDWIndex builds the unit index of d. info is the .debug_info section,
 // used only to count units so the walk can stop without decoding the last
 // unit's DIEs; it may be nil.
@@ -159,7 +154,7 @@ func newDWIndex(d *dwarf.Data, info *elf.Section, order binary.ByteOrder, isGo b
 			x, err = nil, fmt.Errorf("malformed DWARF: %v", r)
 		}
 	}()
-	x = &dwIndex{d: d, isGo: isGo, names: map[dwarf.Offset]dieNames{}}
+	x = &dwIndex{d: d, isGo: isGo, names: map[dwarf.Offset]elfx.DIENames{}}
 	nUnits := -1
 	if info != nil && info.Flags&elf.SHF_COMPRESSED == 0 && !strings.HasPrefix(info.Name, ".zdebug") {
 		// Counting reads 4 bytes per unit header; for a compressed
@@ -456,7 +451,7 @@ func (x *dwIndex) parseLocked(cu *cuInfo) {
 		}
 	}
 	for _, p := range named {
-		p.n.name = x.nameOf(p.off, 0)
+		p.n.name = elfx.FuncName(p.off, x.isGo, x.dieNames)
 	}
 	seen := map[*inlNode]bool{}
 	for _, t := range top {
@@ -506,67 +501,23 @@ func (x *dwIndex) noteNames(e *dwarf.Entry) {
 	if _, ok := x.names[e.Offset]; ok {
 		return
 	}
-	x.names[e.Offset] = namesOf(e)
+	x.names[e.Offset] = elfx.NamesOf(e)
 }
 
-func namesOf(e *dwarf.Entry) dieNames {
-	var n dieNames
-	n.name, _ = e.Val(dwarf.AttrName).(string)
-	n.linkage, _ = e.Val(dwarf.AttrLinkageName).(string)
-	if n.linkage == "" {
-		n.linkage, _ = e.Val(dwarf.Attr(0x2007)).(string)
+// dieNames returns the naming attributes of the DIE at off, from those seen
+// while parsing or read now. Called with x.mu held.
+func (x *dwIndex) dieNames(off dwarf.Offset) (elfx.DIENames, bool) {
+	if n, ok := x.names[off]; ok {
+		return n, n != elfx.DIENames{}
 	}
-	if o, ok := e.Val(dwarf.AttrAbstractOrigin).(dwarf.Offset); ok {
-		n.ref = o
-	} else if o, ok := e.Val(dwarf.AttrSpecification).(dwarf.Offset); ok {
-		n.ref = o
+	r := x.d.Reader()
+	r.Seek(off)
+	e, err := r.Next()
+	if err != nil || e == nil || e.Offset != off {
+		x.names[off] = elfx.DIENames{}
+		return elfx.DIENames{}, false
 	}
-	return n
-}
-
-// nameOf resolves the source name of the DIE at off, following
-// DW_AT_abstract_origin and DW_AT_specification. Called with x.mu held.
-func (x *dwIndex) nameOf(off dwarf.Offset, depth int) string {
-	if depth > 8 {
-		return ""
-	}
-	n, ok := x.names[off]
-	if !ok {
-		r := x.d.Reader()
-		r.Seek(off)
-		e, err := r.Next()
-		if err != nil || e == nil || e.Offset != off {
-			x.names[off] = dieNames{}
-			return ""
-		}
-		n = namesOf(e)
-		x.names[off] = n
-	}
-	// A mangled linkage name carries the qualified C++/Rust name that
-	// DW_AT_name lacks. An unmangled one is an assembler label (glibc's
-	// __GI___libc_malloc for __libc_malloc): DW_AT_name, here or on the
-	// DIE referred to, is the source name, the label a last resort.
-	if n.linkage != "" && !x.isGo && isMangled(n.linkage) {
-		if c := CleanName(n.linkage); c != n.linkage {
-			return c
-		}
-	}
-	if n.name != "" {
-		if x.isGo {
-			return n.name
-		}
-		return stripClones(n.name)
-	}
-	if n.ref != 0 && n.ref != off {
-		if r := x.nameOf(n.ref, depth+1); r != "" {
-			return r
-		}
-	}
-	if n.linkage != "" {
-		if x.isGo {
-			return n.linkage
-		}
-		return CleanName(n.linkage)
-	}
-	return ""
+	n := elfx.NamesOf(e)
+	x.names[off] = n
+	return n, true
 }

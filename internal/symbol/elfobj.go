@@ -4,8 +4,8 @@ import (
 	"bytes"
 	"debug/elf"
 	"debug/gosym"
-	"encoding/binary"
 	"fmt"
+	"github.com/culprit-dev/culprit/internal/elfx"
 	"hash/crc32"
 	"io"
 	"os"
@@ -108,62 +108,8 @@ func (d *objData) readHeaders(f *elf.File) (err error) {
 		}
 	}
 	sort.Slice(d.loads, func(i, j int) bool { return d.loads[i].vaddr < d.loads[j].vaddr })
-	d.buildID = buildIDOf(f)
-	d.isGo = f.Section(".gopclntab") != nil || f.Section(".go.buildinfo") != nil || f.Section(".note.go.buildid") != nil
-	return nil
-}
-
-// buildIDOf returns the GNU build-id note of f, from note sections or, when
-// section headers are absent, from PT_NOTE segments.
-func buildIDOf(f *elf.File) []byte {
-	for _, s := range f.Sections {
-		if s.Type != elf.SHT_NOTE {
-			continue
-		}
-		data, err := s.Data()
-		if err != nil {
-			continue
-		}
-		if id := parseBuildIDNote(data, f.ByteOrder); id != nil {
-			return id
-		}
-	}
-	for _, p := range f.Progs {
-		if p.Type != elf.PT_NOTE || p.Filesz == 0 || p.Filesz > 1<<20 {
-			continue
-		}
-		data := make([]byte, p.Filesz)
-		if _, err := p.ReadAt(data, 0); err != nil {
-			continue
-		}
-		if id := parseBuildIDNote(data, f.ByteOrder); id != nil {
-			return id
-		}
-	}
-	return nil
-}
-
-func parseBuildIDNote(b []byte, order binary.ByteOrder) []byte {
-	for len(b) >= 12 {
-		nameSz := uint64(order.Uint32(b[0:]))
-		descSz := uint64(order.Uint32(b[4:]))
-		typ := order.Uint32(b[8:])
-		b = b[12:]
-		nameEnd := (nameSz + 3) &^ 3
-		descEnd := (descSz + 3) &^ 3
-		if nameEnd > uint64(len(b)) || nameEnd+descSz > uint64(len(b)) {
-			return nil
-		}
-		name := b[:nameSz]
-		desc := b[nameEnd : nameEnd+descSz]
-		if typ == 3 && string(bytes.TrimRight(name, "\x00")) == "GNU" && len(desc) > 0 {
-			return append([]byte(nil), desc...)
-		}
-		if nameEnd+descEnd > uint64(len(b)) {
-			return nil
-		}
-		b = b[nameEnd+descEnd:]
-	}
+	d.buildID = elfx.BuildID(f)
+	d.isGo = elfx.IsGo(f)
 	return nil
 }
 
@@ -279,7 +225,7 @@ func (d *objData) loadOnce() error {
 	}
 	defer c.Close()
 	if d.data == nil && len(d.buildID) > 0 {
-		if id := buildIDOf(f); !bytes.Equal(id, d.buildID) {
+		if id := elfx.BuildID(f); !bytes.Equal(id, d.buildID) {
 			return fmt.Errorf("%s changed while open", d.path)
 		}
 	}
@@ -355,7 +301,7 @@ func (d *objData) findDebugFile(f *elf.File) (string, *elf.File, io.Closer) {
 			if d.path != "" && sameFile(p, d.path) {
 				continue
 			}
-			df, ok := try(p, func(df *elf.File) bool { return bytes.Equal(buildIDOf(df), d.buildID) })
+			df, ok := try(p, func(df *elf.File) bool { return bytes.Equal(elfx.BuildID(df), d.buildID) })
 			if ok {
 				return p, df, df
 			}
@@ -382,7 +328,7 @@ func (d *objData) findDebugFile(f *elf.File) (string, *elf.File, io.Closer) {
 			continue
 		}
 		df, ok := try(p, func(df *elf.File) bool {
-			id := buildIDOf(df)
+			id := elfx.BuildID(df)
 			return len(id) == 0 || len(d.buildID) == 0 || bytes.Equal(id, d.buildID)
 		})
 		if ok {

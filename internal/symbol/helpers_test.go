@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"debug/elf"
 	"fmt"
+	"github.com/culprit-dev/culprit/internal/elfx"
 	"io"
 	"os"
 	"os/exec"
@@ -181,7 +182,7 @@ func buildIDFile(t testing.TB, path string) []byte {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	id := buildIDOf(f)
+	id := elfx.BuildID(f)
 	if len(id) == 0 {
 		t.Fatalf("%s has no build-id", path)
 	}

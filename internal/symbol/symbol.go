@@ -32,6 +32,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"github.com/culprit-dev/culprit/internal/elfx"
 	"os"
 	"path/filepath"
 	"strings"
@@ -411,3 +412,7 @@ func (d *objData) clean(sym string) string {
 	d.cleanCache.Store(sym, c)
 	return c
 }
+
+// CleanName turns a raw symbol name into the source function name (see
+// elfx.CleanName, where the rule lives).
+func CleanName(symbol string) string { return elfx.CleanName(symbol) }

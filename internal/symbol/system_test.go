@@ -2,6 +2,7 @@ package symbol
 
 import (
 	"debug/elf"
+	"github.com/culprit-dev/culprit/internal/elfx"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,7 +24,7 @@ func TestSystemLibc(t *testing.T) {
 		t.Skip(err)
 	}
 	defer f.Close()
-	id := buildIDOf(f)
+	id := elfx.BuildID(f)
 	h := hexString(id)
 	if len(id) == 0 {
 		t.Skip("libc has no build-id")

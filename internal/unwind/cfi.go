@@ -2,9 +2,9 @@ package unwind
 
 import (
 	"debug/elf"
-	"encoding/binary"
 	"errors"
 	"fmt"
+	"github.com/culprit-dev/culprit/internal/elfx"
 	"slices"
 )
 
@@ -295,112 +295,6 @@ func mergeFDEs(eh, dbg []fde) []fde {
 	return slices.Clip(out)
 }
 
-// buf is a bounds-checked little-endian reader over a byte slice; any
-// overrun sets bad and yields zeros.
-type buf struct {
-	b   []byte
-	off int
-	end int
-	bad bool
-}
-
-func (r *buf) u8() byte {
-	if r.off >= r.end {
-		r.bad = true
-		return 0
-	}
-	v := r.b[r.off]
-	r.off++
-	return v
-}
-
-func (r *buf) u16() uint16 {
-	if r.end-r.off < 2 {
-		r.bad = true
-		r.off = r.end
-		return 0
-	}
-	v := binary.LittleEndian.Uint16(r.b[r.off:])
-	r.off += 2
-	return v
-}
-
-func (r *buf) u32() uint32 {
-	if r.end-r.off < 4 {
-		r.bad = true
-		r.off = r.end
-		return 0
-	}
-	v := binary.LittleEndian.Uint32(r.b[r.off:])
-	r.off += 4
-	return v
-}
-
-func (r *buf) u64() uint64 {
-	if r.end-r.off < 8 {
-		r.bad = true
-		r.off = r.end
-		return 0
-	}
-	v := binary.LittleEndian.Uint64(r.b[r.off:])
-	r.off += 8
-	return v
-}
-
-func (r *buf) uleb() uint64 {
-	var v uint64
-	var shift uint
-	for {
-		b := r.u8()
-		if r.bad {
-			return 0
-		}
-		if shift < 64 {
-			v |= uint64(b&0x7f) << shift
-		}
-		shift += 7
-		if b&0x80 == 0 {
-			return v
-		}
-	}
-}
-
-func (r *buf) sleb() int64 {
-	var v int64
-	var shift uint
-	for {
-		b := r.u8()
-		if r.bad {
-			return 0
-		}
-		if shift < 64 {
-			v |= int64(b&0x7f) << shift
-		}
-		shift += 7
-		if b&0x80 == 0 {
-			if shift < 64 && b&0x40 != 0 {
-				v |= -1 << shift
-			}
-			return v
-		}
-	}
-}
-
-// cstr reads a NUL-terminated string.
-func (r *buf) cstr() string {
-	start := r.off
-	for r.off < r.end {
-		if r.b[r.off] == 0 {
-			s := string(r.b[start:r.off])
-			r.off++
-			return s
-		}
-		r.off++
-	}
-	r.bad = true
-	return ""
-}
-
 // DW_EH_PE pointer encodings.
 const (
 	peAbsptr  = 0x00
@@ -416,35 +310,35 @@ const (
 	peOmit    = 0xff
 )
 
-// ptr reads a pointer with encoding enc. secAddr is the section's vaddr, for
+// readPtr reads a pointer with encoding enc. secAddr is the section's vaddr, for
 // pc-relative encodings. ok is false for encodings that need information this
 // package does not have (textrel, datarel, funcrel, aligned).
-func (r *buf) ptr(enc byte, secAddr uint64, applyRel bool) (v uint64, ok bool) {
+func readPtr(r *elfx.Reader, enc byte, secAddr uint64, applyRel bool) (v uint64, ok bool) {
 	if enc == peOmit {
 		return 0, true
 	}
-	pos := secAddr + uint64(r.off)
+	pos := secAddr + uint64(r.Off)
 	switch enc & 0x0f {
 	case peAbsptr, peUdata8, peSdata8:
-		v = r.u64()
+		v = r.U64()
 	case peUleb128:
-		v = r.uleb()
+		v = r.ULEB()
 	case peUdata2:
-		v = uint64(r.u16())
+		v = uint64(r.U16())
 	case peUdata4:
-		v = uint64(r.u32())
+		v = uint64(r.U32())
 	case peSleb128:
-		v = uint64(r.sleb())
+		v = uint64(r.SLEB())
 	case peSdata2:
-		v = uint64(int64(int16(r.u16())))
+		v = uint64(int64(int16(r.U16())))
 	case peSdata4:
-		v = uint64(int64(int32(r.u32())))
+		v = uint64(int64(int32(r.U32())))
 	default:
-		r.bad = true
+		r.Bad = true
 		return 0, false
 	}
 	if !applyRel {
-		return v, !r.bad
+		return v, !r.Bad
 	}
 	switch enc & 0x70 {
 	case 0:
@@ -453,7 +347,7 @@ func (r *buf) ptr(enc byte, secAddr uint64, applyRel bool) (v uint64, ok bool) {
 	default:
 		return v, false
 	}
-	return v, !r.bad
+	return v, !r.Bad
 }
 
 // parseFrames parses a whole .eh_frame (eh) or .debug_frame section. Entries
@@ -470,31 +364,31 @@ func parseFramesEvery(data []byte, secAddr uint64, eh bool, every int) ([]fde, e
 	var out []fde
 	off, nfde := 0, 0
 	for off+4 <= len(data) {
-		r := buf{b: data, off: off, end: len(data)}
-		length := uint64(r.u32())
+		r := elfx.Reader{B: data, Off: off, End: len(data)}
+		length := uint64(r.U32())
 		dwarf64 := false
 		if length == 0xffffffff {
-			length = r.u64()
+			length = r.U64()
 			dwarf64 = true
 		}
 		if length == 0 {
 			if eh {
 				break // .eh_frame terminator
 			}
-			off = r.off
+			off = r.Off
 			continue
 		}
-		if r.bad || length > uint64(len(data)-r.off) {
+		if r.Bad || length > uint64(len(data)-r.Off) {
 			return out, fmt.Errorf("entry at %#x overruns section", off)
 		}
-		end := r.off + int(length)
-		r.end = end
-		idPos := r.off
+		end := r.Off + int(length)
+		r.End = end
+		idPos := r.Off
 		var id uint64
 		if dwarf64 {
-			id = r.u64()
+			id = r.U64()
 		} else {
-			id = uint64(r.u32())
+			id = uint64(r.U32())
 		}
 		isCIE := false
 		switch {
@@ -554,21 +448,21 @@ func parseCIEAt(data []byte, pos int, secAddr uint64, eh bool) *cie {
 	if pos < 0 || pos+4 > len(data) {
 		return nil
 	}
-	r := buf{b: data, off: pos, end: len(data)}
-	length := uint64(r.u32())
+	r := elfx.Reader{B: data, Off: pos, End: len(data)}
+	length := uint64(r.U32())
 	dwarf64 := length == 0xffffffff
 	if dwarf64 {
-		length = r.u64()
+		length = r.U64()
 	}
-	if r.bad || length == 0 || length > uint64(len(data)-r.off) {
+	if r.Bad || length == 0 || length > uint64(len(data)-r.Off) {
 		return nil
 	}
-	r.end = r.off + int(length)
+	r.End = r.Off + int(length)
 	var id uint64
 	if dwarf64 {
-		id = r.u64()
+		id = r.U64()
 	} else {
-		id = uint64(r.u32())
+		id = uint64(r.U32())
 	}
 	switch {
 	case eh && id != 0, !eh && !dwarf64 && id != 0xffffffff, !eh && dwarf64 && id != 0xffffffffffffffff:
@@ -577,51 +471,51 @@ func parseCIEAt(data []byte, pos int, secAddr uint64, eh bool) *cie {
 	return parseCIE(&r, data, secAddr, eh)
 }
 
-// parseCIE parses a CIE body; r is positioned after the CIE id, with r.end at
+// parseCIE parses a CIE body; r is positioned after the CIE id, with r.End at
 // the end of the entry. It returns nil for CIEs this package cannot use.
-func parseCIE(r *buf, data []byte, secAddr uint64, eh bool) *cie {
+func parseCIE(r *elfx.Reader, data []byte, secAddr uint64, eh bool) *cie {
 	c := &cie{eh: eh, sec: data, secAddr: secAddr, addrSize: 8, fdeEnc: peAbsptr}
-	version := r.u8()
+	version := r.U8()
 	if version != 1 && version != 3 && version != 4 {
 		return nil
 	}
-	aug := r.cstr()
+	aug := r.CStr()
 	if version == 4 {
-		c.addrSize = int(r.u8())
-		if seg := r.u8(); seg != 0 {
+		c.addrSize = int(r.U8())
+		if seg := r.U8(); seg != 0 {
 			return nil
 		}
 		if c.addrSize != 4 && c.addrSize != 8 {
 			return nil
 		}
 	}
-	c.codeAlign = r.uleb()
-	c.dataAlign = r.sleb()
+	c.codeAlign = r.ULEB()
+	c.dataAlign = r.SLEB()
 	if version == 1 {
-		c.raReg = uint64(r.u8())
+		c.raReg = uint64(r.U8())
 	} else {
-		c.raReg = r.uleb()
+		c.raReg = r.ULEB()
 	}
 	if len(aug) > 0 {
 		if aug[0] != 'z' {
 			return nil // e.g. the pre-'z' "eh" augmentation
 		}
 		c.hasAug = true
-		augLen := r.uleb()
-		if r.bad || augLen > uint64(r.end-r.off) {
+		augLen := r.ULEB()
+		if r.Bad || augLen > uint64(r.End-r.Off) {
 			return nil
 		}
-		augEnd := r.off + int(augLen)
-		ar := buf{b: r.b, off: r.off, end: augEnd}
+		augEnd := r.Off + int(augLen)
+		ar := elfx.Reader{B: r.B, Off: r.Off, End: augEnd}
 		for i := 1; i < len(aug); i++ {
 			switch aug[i] {
 			case 'R':
-				c.fdeEnc = ar.u8()
+				c.fdeEnc = ar.U8()
 			case 'P':
-				enc := ar.u8()
-				ar.ptr(enc&0x7f, secAddr, false) // value unused
+				enc := ar.U8()
+				readPtr(&ar, enc&0x7f, secAddr, false) // value unused
 			case 'L':
-				ar.u8()
+				ar.U8()
 			case 'S':
 				c.signal = true
 			case 'B', 'G':
@@ -631,15 +525,15 @@ func parseCIE(r *buf, data []byte, secAddr uint64, eh bool) *cie {
 				i = len(aug)
 			}
 		}
-		if ar.bad {
+		if ar.Bad {
 			return nil
 		}
-		r.off = augEnd
+		r.Off = augEnd
 	}
-	if r.bad || c.raReg >= numRegs {
+	if r.Bad || c.raReg >= numRegs {
 		return nil
 	}
-	c.insOff, c.insEnd = uint32(r.off), uint32(r.end)
+	c.insOff, c.insEnd = uint32(r.Off), uint32(r.End)
 	c.initial = initialRow()
 	if !execCFA(c, c.insOff, c.insEnd, &c.initial, nil, ^uint64(0), 0) {
 		c.bad = true
@@ -648,29 +542,29 @@ func parseCIE(r *buf, data []byte, secAddr uint64, eh bool) *cie {
 }
 
 // parseFDE parses an FDE body; r is positioned after the CIE pointer.
-func parseFDE(r *buf, c *cie) (fde, bool) {
+func parseFDE(r *elfx.Reader, c *cie) (fde, bool) {
 	var start, size uint64
 	if c.eh {
 		var ok bool
-		start, ok = r.ptr(c.fdeEnc, c.secAddr, true)
+		start, ok = readPtr(r, c.fdeEnc, c.secAddr, true)
 		if !ok {
 			return fde{}, false
 		}
-		size, _ = r.ptr(c.fdeEnc&0x0f, c.secAddr, false)
+		size, _ = readPtr(r, c.fdeEnc&0x0f, c.secAddr, false)
 	} else if c.addrSize == 4 {
-		start, size = uint64(r.u32()), uint64(r.u32())
+		start, size = uint64(r.U32()), uint64(r.U32())
 	} else {
-		start, size = r.u64(), r.u64()
+		start, size = r.U64(), r.U64()
 	}
 	if c.hasAug {
-		n := r.uleb()
-		if n > uint64(r.end-r.off) {
+		n := r.ULEB()
+		if n > uint64(r.End-r.Off) {
 			return fde{}, false
 		}
-		r.off += int(n)
+		r.Off += int(n)
 	}
-	if r.bad || size == 0 || start == 0 || start+size < start {
+	if r.Bad || size == 0 || start == 0 || start+size < start {
 		return fde{}, false
 	}
-	return fde{start: start, end: start + size, cie: c, insOff: uint32(r.off), insEnd: uint32(r.end)}, true
+	return fde{start: start, end: start + size, cie: c, insOff: uint32(r.Off), insEnd: uint32(r.End)}, true
 }

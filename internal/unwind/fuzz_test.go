@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/culprit-dev/culprit/internal/elfx"
 	"github.com/culprit-dev/culprit/internal/testutil"
 )
 
@@ -54,5 +55,24 @@ func FuzzCFI(f *testing.F) {
 				}
 			}
 		}
+	})
+}
+
+// FuzzCFIExpr evaluates arbitrary DWARF expressions as CFI rules
+// (DW_CFA_expression, DW_CFA_val_expression, DW_CFA_def_cfa_expression) over
+// an arbitrary stack copy: a value or "cannot", never a panic or a loop.
+func FuzzCFIExpr(f *testing.F) {
+	f.Add([]byte{elfx.OpBreg0 + 7, 8, elfx.OpDeref}, uint64(0x7ffe0000), []byte{1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16}, true)
+	// glibc's signal frame: CFA from the ucontext at rsp+160.
+	f.Add([]byte{elfx.OpBreg0 + 7, 0xa0, 0x01, elfx.OpDeref}, uint64(0x7ffe0000), make([]byte, 256), false)
+	// The PLT's CFA: rsp + 8 + (rip&15 >= 11 ? 8 : 0).
+	f.Add([]byte{elfx.OpBreg0 + 7, 8, elfx.OpBreg0 + 16, 0, elfx.OpLit0 + 15, elfx.OpAnd, elfx.OpLit0 + 11, elfx.OpGe, elfx.OpLit0 + 3, elfx.OpShl, elfx.OpPlus}, uint64(0x7ffe0000), []byte{}, false)
+	f.Add([]byte{elfx.OpLit0 + 1, elfx.OpBra, 0xfd, 0xff, elfx.OpSkip, 0, 0x80, elfx.OpCallFrameCFA}, uint64(0), []byte{}, true)
+	f.Fuzz(func(t *testing.T, e []byte, sp uint64, stack []byte, push bool) {
+		u := &unwinder{stack: StackCopy{SP: sp, Data: stack}, valid: 1<<numRegs - 1}
+		for i := range u.regs {
+			u.regs[i] = sp + uint64(i)*8
+		}
+		u.eval(e, sp+16, push)
 	})
 }

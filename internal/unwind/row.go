@@ -1,5 +1,7 @@
 package unwind
 
+import "github.com/culprit-dev/culprit/internal/elfx"
+
 // ruleKind says how to recover a register of the caller.
 type ruleKind uint8
 
@@ -54,16 +56,16 @@ func (r *row) setReg(reg uint64, ru rule) {
 	}
 }
 
-// block reads a DWARF block operand (ULEB length + bytes) and returns it as
+// readBlock reads a DWARF block operand (ULEB length + bytes) and returns it as
 // an expression reference.
-func (b *buf) block() (eoff uint32, elen uint16, ok bool) {
-	n := b.uleb()
-	if b.bad || n > uint64(b.end-b.off) || n > 0xffff {
-		b.bad = true
+func readBlock(b *elfx.Reader) (eoff uint32, elen uint16, ok bool) {
+	n := b.ULEB()
+	if b.Bad || n > uint64(b.End-b.Off) || n > 0xffff {
+		b.Bad = true
 		return 0, 0, false
 	}
-	eoff, elen = uint32(b.off), uint16(n)
-	b.off += int(n)
+	eoff, elen = uint32(b.Off), uint16(n)
+	b.Off += int(n)
 	return eoff, elen, true
 }
 
@@ -78,7 +80,7 @@ func execCFA(c *cie, off, end uint32, rw *row, initial *row, pc, loc uint64) boo
 
 func execCFAStack(c *cie, off, end uint32, rw *row, initial *row, pc, loc uint64, stack *rememberStack) bool {
 	depth := 0
-	b := buf{b: c.sec, off: int(off), end: int(end)}
+	b := elfx.Reader{B: c.sec, Off: int(off), End: int(end)}
 	restore := func(reg uint64) {
 		if reg >= numRegs {
 			return
@@ -89,146 +91,146 @@ func execCFAStack(c *cie, off, end uint32, rw *row, initial *row, pc, loc uint64
 			rw.regs[reg] = rule{}
 		}
 	}
-	for b.off < b.end {
-		op := b.u8()
-		switch op >> 6 {
-		case 1: // DW_CFA_advance_loc
-			loc += uint64(op&0x3f) * c.codeAlign
+	for b.Off < b.End {
+		op := b.U8()
+		switch op & elfx.CFAHighMask {
+		case elfx.CFAAdvanceLoc:
+			loc += uint64(op&^elfx.CFAHighMask) * c.codeAlign
 			if loc > pc {
 				return true
 			}
 			continue
-		case 2: // DW_CFA_offset
-			o := int64(b.uleb()) * c.dataAlign
-			rw.setReg(uint64(op&0x3f), rule{kind: ruleOffset, off: o})
+		case elfx.CFAOffset:
+			o := int64(b.ULEB()) * c.dataAlign
+			rw.setReg(uint64(op&^elfx.CFAHighMask), rule{kind: ruleOffset, off: o})
 			continue
-		case 3: // DW_CFA_restore
-			restore(uint64(op & 0x3f))
+		case elfx.CFARestore:
+			restore(uint64(op &^ elfx.CFAHighMask))
 			continue
 		}
 		switch op {
-		case 0x00: // nop
-		case 0x01: // set_loc
+		case elfx.CFANop:
+		case elfx.CFASetLoc:
 			var v uint64
 			if c.eh {
 				var ok bool
-				if v, ok = b.ptr(c.fdeEnc, c.secAddr, true); !ok {
+				if v, ok = readPtr(&b, c.fdeEnc, c.secAddr, true); !ok {
 					return false
 				}
 			} else if c.addrSize == 4 {
-				v = uint64(b.u32())
+				v = uint64(b.U32())
 			} else {
-				v = b.u64()
+				v = b.U64()
 			}
 			if v > pc {
-				return !b.bad
+				return !b.Bad
 			}
 			loc = v
-		case 0x02: // advance_loc1
-			loc += uint64(b.u8()) * c.codeAlign
+		case elfx.CFAAdvanceLoc1:
+			loc += uint64(b.U8()) * c.codeAlign
 			if loc > pc {
-				return !b.bad
+				return !b.Bad
 			}
-		case 0x03: // advance_loc2
-			loc += uint64(b.u16()) * c.codeAlign
+		case elfx.CFAAdvanceLoc2:
+			loc += uint64(b.U16()) * c.codeAlign
 			if loc > pc {
-				return !b.bad
+				return !b.Bad
 			}
-		case 0x04: // advance_loc4
-			loc += uint64(b.u32()) * c.codeAlign
+		case elfx.CFAAdvanceLoc4:
+			loc += uint64(b.U32()) * c.codeAlign
 			if loc > pc {
-				return !b.bad
+				return !b.Bad
 			}
-		case 0x05: // offset_extended
-			reg := b.uleb()
-			rw.setReg(reg, rule{kind: ruleOffset, off: int64(b.uleb()) * c.dataAlign})
-		case 0x06: // restore_extended
-			restore(b.uleb())
-		case 0x07: // undefined
-			rw.setReg(b.uleb(), rule{kind: ruleUndefined})
-		case 0x08: // same_value
-			rw.setReg(b.uleb(), rule{kind: ruleSame})
-		case 0x09: // register
-			reg, src := b.uleb(), b.uleb()
+		case elfx.CFAOffsetExtended:
+			reg := b.ULEB()
+			rw.setReg(reg, rule{kind: ruleOffset, off: int64(b.ULEB()) * c.dataAlign})
+		case elfx.CFARestoreExtended:
+			restore(b.ULEB())
+		case elfx.CFAUndefined:
+			rw.setReg(b.ULEB(), rule{kind: ruleUndefined})
+		case elfx.CFASameValue:
+			rw.setReg(b.ULEB(), rule{kind: ruleSame})
+		case elfx.CFARegister:
+			reg, src := b.ULEB(), b.ULEB()
 			if src >= numRegs {
 				rw.setReg(reg, rule{kind: ruleUndefined})
 			} else {
 				rw.setReg(reg, rule{kind: ruleRegister, reg: uint8(src)})
 			}
-		case 0x0a: // remember_state
+		case elfx.CFARememberState:
 			if depth == maxRemember {
 				return false
 			}
 			stack[depth] = *rw
 			depth++
-		case 0x0b: // restore_state
+		case elfx.CFARestoreState:
 			if depth == 0 {
 				return false
 			}
 			depth--
 			*rw = stack[depth] // includes the CFA rule, as libgcc does
-		case 0x0c: // def_cfa
-			reg, o := b.uleb(), b.uleb()
+		case elfx.CFADefCFA:
+			reg, o := b.ULEB(), b.ULEB()
 			rw.cfa = defCFA(reg, int64(o))
-		case 0x0d: // def_cfa_register
-			reg := b.uleb()
+		case elfx.CFADefCFARegister:
+			reg := b.ULEB()
 			o := int64(0)
 			if rw.cfa.kind == cfaRegOff {
 				o = rw.cfa.off
 			}
 			rw.cfa = defCFA(reg, o)
-		case 0x0e: // def_cfa_offset
-			o := b.uleb()
+		case elfx.CFADefCFAOffset:
+			o := b.ULEB()
 			if rw.cfa.kind == cfaRegOff {
 				rw.cfa.off = int64(o)
 			}
-		case 0x0f: // def_cfa_expression
-			eoff, elen, ok := b.block()
+		case elfx.CFADefCFAExpression:
+			eoff, elen, ok := readBlock(&b)
 			if !ok {
 				return false
 			}
 			rw.cfa = rule{kind: cfaExpr, eoff: eoff, elen: elen}
-		case 0x10, 0x16: // expression, val_expression
-			reg := b.uleb()
-			eoff, elen, ok := b.block()
+		case elfx.CFAExpression, elfx.CFAValExpression:
+			reg := b.ULEB()
+			eoff, elen, ok := readBlock(&b)
 			if !ok {
 				return false
 			}
 			k := ruleExpr
-			if op == 0x16 {
+			if op == elfx.CFAValExpression {
 				k = ruleValExpr
 			}
 			rw.setReg(reg, rule{kind: k, eoff: eoff, elen: elen})
-		case 0x11: // offset_extended_sf
-			reg := b.uleb()
-			rw.setReg(reg, rule{kind: ruleOffset, off: b.sleb() * c.dataAlign})
-		case 0x12: // def_cfa_sf
-			reg := b.uleb()
-			rw.cfa = defCFA(reg, b.sleb()*c.dataAlign)
-		case 0x13: // def_cfa_offset_sf
-			o := b.sleb() * c.dataAlign
+		case elfx.CFAOffsetExtendedSf:
+			reg := b.ULEB()
+			rw.setReg(reg, rule{kind: ruleOffset, off: b.SLEB() * c.dataAlign})
+		case elfx.CFADefCFASf:
+			reg := b.ULEB()
+			rw.cfa = defCFA(reg, b.SLEB()*c.dataAlign)
+		case elfx.CFADefCFAOffsetSf:
+			o := b.SLEB() * c.dataAlign
 			if rw.cfa.kind == cfaRegOff {
 				rw.cfa.off = o
 			}
-		case 0x14: // val_offset
-			reg := b.uleb()
-			rw.setReg(reg, rule{kind: ruleValOffset, off: int64(b.uleb()) * c.dataAlign})
-		case 0x15: // val_offset_sf
-			reg := b.uleb()
-			rw.setReg(reg, rule{kind: ruleValOffset, off: b.sleb() * c.dataAlign})
-		case 0x2e: // GNU_args_size
-			b.uleb()
-		case 0x2f: // GNU_negative_offset_extended
-			reg := b.uleb()
-			rw.setReg(reg, rule{kind: ruleOffset, off: -int64(b.uleb()) * c.dataAlign})
+		case elfx.CFAValOffset:
+			reg := b.ULEB()
+			rw.setReg(reg, rule{kind: ruleValOffset, off: int64(b.ULEB()) * c.dataAlign})
+		case elfx.CFAValOffsetSf:
+			reg := b.ULEB()
+			rw.setReg(reg, rule{kind: ruleValOffset, off: b.SLEB() * c.dataAlign})
+		case elfx.CFAGNUArgsSize:
+			b.ULEB()
+		case elfx.CFAGNUNegativeOffsetExtended:
+			reg := b.ULEB()
+			rw.setReg(reg, rule{kind: ruleOffset, off: -int64(b.ULEB()) * c.dataAlign})
 		default:
 			return false
 		}
-		if b.bad {
+		if b.Bad {
 			return false
 		}
 	}
-	return !b.bad
+	return !b.Bad
 }
 
 func defCFA(reg uint64, off int64) rule {

@@ -1,5 +1,7 @@
 package unwind
 
+import "github.com/culprit-dev/culprit/internal/elfx"
+
 import "encoding/binary"
 
 // Regs are user registers indexed by DWARF x86-64 register number: 0 rax,
@@ -339,19 +341,19 @@ func (u *unwinder) eval(e []byte, cfa uint64, push bool) (uint64, bool) {
 	if push {
 		st[0], sp = cfa, 1
 	}
-	b := buf{b: e, end: len(e)}
-	for b.off < b.end {
-		op := b.u8()
+	b := elfx.Reader{B: e, End: len(e)}
+	for b.Off < b.End {
+		op := b.U8()
 		// Operand count checks.
 		need := 0
 		switch {
-		case op == 0x06, op == 0x12, op == 0x13, op == 0x19, op == 0x1f, op == 0x20,
-			op == 0x23, op == 0x28, op == 0x94:
+		case op == elfx.OpDeref, op == elfx.OpDup, op == elfx.OpDrop, op == elfx.OpAbs, op == elfx.OpNeg, op == elfx.OpNot,
+			op == elfx.OpPlusUconst, op == elfx.OpBra, op == elfx.OpDerefSize:
 			need = 1
-		case op == 0x14, op == 0x16, op >= 0x1a && op <= 0x27 && op != 0x1f && op != 0x20 && op != 0x23,
-			op >= 0x29 && op <= 0x2e:
+		case op == elfx.OpOver, op == elfx.OpSwap, op >= elfx.OpAnd && op <= elfx.OpXor && op != elfx.OpNeg && op != elfx.OpNot && op != elfx.OpPlusUconst,
+			op >= elfx.OpEq && op <= elfx.OpNe:
 			need = 2
-		case op == 0x17:
+		case op == elfx.OpRot:
 			need = 3
 		}
 		if sp < need {
@@ -360,27 +362,27 @@ func (u *unwinder) eval(e []byte, cfa uint64, push bool) (uint64, bool) {
 		var v uint64
 		pushV := true
 		switch {
-		case op >= 0x30 && op <= 0x4f: // lit0-31
-			v = uint64(op - 0x30)
-		case op >= 0x70 && op <= 0x8f: // breg0-31
-			reg := op - 0x70
-			off := b.sleb()
+		case op >= elfx.OpLit0 && op <= elfx.OpLit31:
+			v = uint64(op - elfx.OpLit0)
+		case op >= elfx.OpBreg0 && op <= elfx.OpBreg31:
+			reg := op - elfx.OpBreg0
+			off := b.SLEB()
 			if reg >= numRegs || u.valid&(1<<reg) == 0 {
 				return 0, false
 			}
 			v = u.regs[reg] + uint64(off)
 		default:
 			switch op {
-			case 0x03: // addr
-				v = b.u64()
-			case 0x06: // deref
+			case elfx.OpAddr:
+				v = b.U64()
+			case elfx.OpDeref:
 				sp--
 				var ok bool
 				if v, ok = u.stack.read8(st[sp]); !ok {
 					return 0, false
 				}
-			case 0x94: // deref_size
-				n := b.u8()
+			case elfx.OpDerefSize:
+				n := b.U8()
 				sp--
 				w, ok := u.stack.read8(st[sp])
 				if !ok || n == 0 || n > 8 {
@@ -390,124 +392,124 @@ func (u *unwinder) eval(e []byte, cfa uint64, push bool) (uint64, bool) {
 					w &= 1<<(8*uint(n)) - 1
 				}
 				v = w
-			case 0x08:
-				v = uint64(b.u8())
-			case 0x09:
-				v = uint64(int64(int8(b.u8())))
-			case 0x0a:
-				v = uint64(b.u16())
-			case 0x0b:
-				v = uint64(int64(int16(b.u16())))
-			case 0x0c:
-				v = uint64(b.u32())
-			case 0x0d:
-				v = uint64(int64(int32(b.u32())))
-			case 0x0e, 0x0f:
-				v = b.u64()
-			case 0x10:
-				v = b.uleb()
-			case 0x11:
-				v = uint64(b.sleb())
-			case 0x12: // dup
+			case elfx.OpConst1u:
+				v = uint64(b.U8())
+			case elfx.OpConst1s:
+				v = uint64(int64(int8(b.U8())))
+			case elfx.OpConst2u:
+				v = uint64(b.U16())
+			case elfx.OpConst2s:
+				v = uint64(int64(int16(b.U16())))
+			case elfx.OpConst4u:
+				v = uint64(b.U32())
+			case elfx.OpConst4s:
+				v = uint64(int64(int32(b.U32())))
+			case elfx.OpConst8u, elfx.OpConst8s:
+				v = b.U64()
+			case elfx.OpConstu:
+				v = b.ULEB()
+			case elfx.OpConsts:
+				v = uint64(b.SLEB())
+			case elfx.OpDup:
 				v = st[sp-1]
-			case 0x13: // drop
+			case elfx.OpDrop:
 				sp--
 				pushV = false
-			case 0x14: // over
+			case elfx.OpOver:
 				v = st[sp-2]
-			case 0x15: // pick
-				i := int(b.u8())
+			case elfx.OpPick:
+				i := int(b.U8())
 				if i >= sp {
 					return 0, false
 				}
 				v = st[sp-1-i]
-			case 0x16: // swap
+			case elfx.OpSwap:
 				st[sp-1], st[sp-2] = st[sp-2], st[sp-1]
 				pushV = false
-			case 0x17: // rot
+			case elfx.OpRot:
 				st[sp-1], st[sp-2], st[sp-3] = st[sp-2], st[sp-3], st[sp-1]
 				pushV = false
-			case 0x19: // abs
+			case elfx.OpAbs:
 				if int64(st[sp-1]) < 0 {
 					st[sp-1] = -st[sp-1]
 				}
 				pushV = false
-			case 0x1f: // neg
+			case elfx.OpNeg:
 				st[sp-1] = -st[sp-1]
 				pushV = false
-			case 0x20: // not
+			case elfx.OpNot:
 				st[sp-1] = ^st[sp-1]
 				pushV = false
-			case 0x23: // plus_uconst
-				st[sp-1] += b.uleb()
+			case elfx.OpPlusUconst:
+				st[sp-1] += b.ULEB()
 				pushV = false
-			case 0x96: // nop
+			case elfx.OpNop:
 				pushV = false
-			case 0x9c: // call_frame_cfa
+			case elfx.OpCallFrameCFA:
 				if !push {
 					return 0, false
 				}
 				v = cfa
-			case 0x2f, 0x28: // skip, bra
-				off := int64(int16(b.u16()))
-				if op == 0x28 {
+			case elfx.OpSkip, elfx.OpBra:
+				off := int64(int16(b.U16()))
+				if op == elfx.OpBra {
 					sp--
 					if st[sp] == 0 {
 						pushV = false
 						break
 					}
 				}
-				pos := int64(b.off) + off
-				if pos < 0 || pos > int64(b.end) || off < 0 {
+				pos := int64(b.Off) + off
+				if pos < 0 || pos > int64(b.End) || off < 0 {
 					// Backward branches could loop; CFI never needs them.
 					return 0, false
 				}
-				b.off = int(pos)
+				b.Off = int(pos)
 				pushV = false
 			default:
-				if op >= 0x1a && op <= 0x2e { // binary operators
+				if op >= elfx.OpAnd && op <= elfx.OpNe { // binary operators
 					y, x := st[sp-1], st[sp-2]
 					sp -= 2
 					switch op {
-					case 0x1a:
+					case elfx.OpAnd:
 						v = x & y
-					case 0x1b:
+					case elfx.OpDiv:
 						if y == 0 {
 							return 0, false
 						}
 						v = uint64(int64(x) / int64(y))
-					case 0x1c:
+					case elfx.OpMinus:
 						v = x - y
-					case 0x1d:
+					case elfx.OpMod:
 						if y == 0 {
 							return 0, false
 						}
 						v = x % y
-					case 0x1e:
+					case elfx.OpMul:
 						v = x * y
-					case 0x21:
+					case elfx.OpOr:
 						v = x | y
-					case 0x22:
+					case elfx.OpPlus:
 						v = x + y
-					case 0x24:
+					case elfx.OpShl:
 						v = x << (y & 63)
-					case 0x25:
+					case elfx.OpShr:
 						v = x >> (y & 63)
-					case 0x26:
+					case elfx.OpShra:
 						v = uint64(int64(x) >> (y & 63))
-					case 0x27:
+					case elfx.OpXor:
 						v = x ^ y
-					case 0x29:
+					case elfx.OpEq:
 						v = b2u(x == y)
-					case 0x2a:
+					case elfx.OpGe:
 						v = b2u(int64(x) >= int64(y))
-					case 0x2b:
+					case elfx.OpGt:
 						v = b2u(int64(x) > int64(y))
-					case 0x2c:
+					case elfx.OpLe:
 						v = b2u(int64(x) <= int64(y))
-					case 0x2d:
+					case elfx.OpLt:
 						v = b2u(int64(x) < int64(y))
-					case 0x2e:
+					case elfx.OpNe:
 						v = b2u(x != y)
 					default:
 						return 0, false
@@ -519,7 +521,7 @@ func (u *unwinder) eval(e []byte, cfa uint64, push bool) (uint64, bool) {
 				}
 			}
 		}
-		if b.bad {
+		if b.Bad {
 			return 0, false
 		}
 		if pushV {
@@ -530,7 +532,7 @@ func (u *unwinder) eval(e []byte, cfa uint64, push bool) (uint64, bool) {
 			sp++
 		}
 	}
-	if b.bad || sp == 0 {
+	if b.Bad || sp == 0 {
 		return 0, false
 	}
 	return st[sp-1], true

@@ -1,0 +1,17 @@
+// Package elfx is the low-level layer under everything that reads ELF
+// objects and their DWARF: the GNU build-id note, a bounds-checked byte and
+// LEB128 reader, the DWARF expression and call-frame opcode tables, and the
+// source name of a function's DIE (clone suffixes, demangling, abstract
+// origins).
+//
+// debug/elf and debug/dwarf parse the containers; they do not expose a
+// build-id, a reader for DWARF expressions and CFI instructions, or the
+// opcode numbers, so those are here, once. Every package that decodes these
+// bytes (proc, symbol, dwarfx, unwind, schema) uses this one, so that a
+// crafted file fails the same way everywhere (a clear "malformed" result,
+// never a panic) and the names the symbolizer gives frames are the names
+// value sampling gives the functions its variables live in.
+//
+// It imports nothing of culprit's. culprit reads x86-64 objects: the reader
+// is little-endian.
+package elfx

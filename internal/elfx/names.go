@@ -1,0 +1,222 @@
+package elfx
+
+import (
+	"debug/dwarf"
+	"debug/elf"
+	"strings"
+
+	"github.com/ianlancetaylor/demangle"
+)
+
+// cloneSuffixes are the suffixes GCC (and LLVM) append to a function's
+// symbol when it emits a specialised or split copy of it. Those with a
+// numbered form take ".N" after the word (".constprop.0"); ".cold" may stand
+// alone or be numbered too.
+var cloneSuffixes = []string{
+	"constprop", "isra", "part", "cold", "lto_priv", "localalias", "clone",
+	"llvm",
+}
+
+// CleanName turns a raw symbol name into the source function name: clone
+// suffixes (.constprop.N, .isra.N, .part.N, .cold, .lto_priv.N, ... in any
+// combination) and symbol versions (@@GLIBC_2.34) are removed and C++/Rust
+// names are demangled in simplified
+// form (no parameters, no template arguments).
+func CleanName(symbol string) string {
+	name := stripVersion(symbol)
+	name = StripClones(name)
+	if IsMangled(name) {
+		if d := demangleName(name); d != "" {
+			return d
+		}
+	}
+	return name
+}
+
+func demangleName(name string) (out string) {
+	defer func() {
+		if recover() != nil {
+			out = ""
+		}
+	}()
+	opts := []demangle.Option{demangle.NoParams, demangle.NoEnclosingParams, demangle.NoTemplateParams}
+	if d := demangle.Filter(name, opts...); d != name {
+		return d
+	}
+	if strings.HasPrefix(name, "__Z") { // Mach-O style extra underscore
+		if d := demangle.Filter(name[1:], opts...); d != name[1:] {
+			return d
+		}
+	}
+	return ""
+}
+
+// StripClones removes trailing clone suffixes: "f.constprop.0.isra.0" → "f",
+// "f.cold" → "f", "f.part.0.cold.1" → "f". A name that would become empty is
+// returned unchanged.
+func StripClones(s string) string {
+	for {
+		t := stripOneClone(s)
+		if t == s || t == "" {
+			return s
+		}
+		s = t
+	}
+}
+
+func stripOneClone(s string) string {
+	i := strings.LastIndexByte(s, '.')
+	if i <= 0 {
+		return s
+	}
+	last := s[i+1:]
+	if isDigits(last) {
+		// "<word>.N": look at the word before the number.
+		j := strings.LastIndexByte(s[:i], '.')
+		if j <= 0 {
+			return s
+		}
+		if isCloneWord(s[j+1 : i]) {
+			return s[:j]
+		}
+		return s
+	}
+	if isCloneWord(last) {
+		return s[:i]
+	}
+	return s
+}
+
+func isCloneWord(w string) bool {
+	for _, c := range cloneSuffixes {
+		if w == c {
+			return true
+		}
+	}
+	return false
+}
+
+func isDigits(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// IsMangled reports whether name looks like an Itanium C++ or Rust mangled
+// name.
+func IsMangled(name string) bool {
+	return strings.HasPrefix(name, "_Z") || strings.HasPrefix(name, "_R") || strings.HasPrefix(name, "__Z")
+}
+
+// stripVersion removes an ELF symbol version: "memcpy@@GLIBC_2.14" and
+// "foo@VERS_1" → the name. Names that merely contain '@' (JIT perf-map
+// entries such as "LazyCompile:foo /x.js@1") are left alone.
+func stripVersion(s string) string {
+	i := strings.IndexByte(s, '@')
+	if i <= 0 || strings.ContainsAny(s, " \t/:") {
+		return s
+	}
+	v := strings.TrimPrefix(s[i+1:], "@")
+	if v == "" {
+		return s
+	}
+	for j := 0; j < len(v); j++ {
+		c := v[j]
+		if !(c == '_' || c == '.' || c >= '0' && c <= '9' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z') {
+			return s
+		}
+	}
+	return s[:i]
+}
+
+// IsGo reports whether f was built by the Go toolchain. Go's DWARF names
+// are package-qualified already ("main.worker") and are used as they are.
+func IsGo(f *elf.File) bool {
+	return f.Section(".gopclntab") != nil || f.Section(".go.buildinfo") != nil || f.Section(".note.go.buildid") != nil
+}
+
+// AttrMIPSLinkageName is DW_AT_MIPS_linkage_name, which GCC emitted before
+// DWARF 4 named DW_AT_linkage_name.
+const AttrMIPSLinkageName dwarf.Attr = 0x2007
+
+// DIENames is what naming a function needs of one DIE.
+type DIENames struct {
+	Name    string       // DW_AT_name
+	Linkage string       // DW_AT_linkage_name (or DW_AT_MIPS_linkage_name)
+	Ref     dwarf.Offset // DW_AT_abstract_origin, else DW_AT_specification; 0 if none
+}
+
+// NamesOf reads the naming attributes of e.
+func NamesOf(e *dwarf.Entry) DIENames {
+	var n DIENames
+	n.Name, _ = e.Val(dwarf.AttrName).(string)
+	n.Linkage, _ = e.Val(dwarf.AttrLinkageName).(string)
+	if n.Linkage == "" {
+		n.Linkage, _ = e.Val(AttrMIPSLinkageName).(string)
+	}
+	if o, ok := e.Val(dwarf.AttrAbstractOrigin).(dwarf.Offset); ok {
+		n.Ref = o
+	} else if o, ok := e.Val(dwarf.AttrSpecification).(dwarf.Offset); ok {
+		n.Ref = o
+	}
+	return n
+}
+
+// FuncName returns the source name of the subprogram or inlined-subroutine
+// DIE at off, which get reads (false when it cannot). It is the one naming
+// rule of the symbolizer's frames and of the functions variables are
+// sampled in, so that the two always agree:
+//
+//   - a mangled linkage name carries the qualified C++ or Rust name that
+//     DW_AT_name lacks: it is demangled (CleanName);
+//   - else DW_AT_name, without clone suffixes (a clone's DIE names itself
+//     rarely; its abstract origin does);
+//   - else the name of the DIE it completes (DW_AT_abstract_origin,
+//     DW_AT_specification), by the same rule;
+//   - else an unmangled linkage name, an assembler label (glibc's
+//     __GI___libc_malloc), cleaned.
+//
+// In Go objects (isGo) names are taken as they are. References are followed
+// at most 8 deep.
+func FuncName(off dwarf.Offset, isGo bool, get func(dwarf.Offset) (DIENames, bool)) string {
+	return funcName(off, isGo, get, 0)
+}
+
+func funcName(off dwarf.Offset, isGo bool, get func(dwarf.Offset) (DIENames, bool), depth int) string {
+	if depth > 8 {
+		return ""
+	}
+	n, ok := get(off)
+	if !ok {
+		return ""
+	}
+	if n.Linkage != "" && !isGo && IsMangled(n.Linkage) {
+		if c := CleanName(n.Linkage); c != n.Linkage {
+			return c
+		}
+	}
+	if n.Name != "" {
+		if isGo {
+			return n.Name
+		}
+		return StripClones(n.Name)
+	}
+	if n.Ref != 0 && n.Ref != off {
+		if r := funcName(n.Ref, isGo, get, depth+1); r != "" {
+			return r
+		}
+	}
+	if n.Linkage != "" {
+		if isGo {
+			return n.Linkage
+		}
+		return CleanName(n.Linkage)
+	}
+	return ""
+}

@@ -96,17 +96,7 @@ func isCloneWord(w string) bool {
 	return false
 }
 
-func isDigits(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		if s[i] < '0' || s[i] > '9' {
-			return false
-		}
-	}
-	return true
-}
+func isDigits(s string) bool { return s != "" && strings.Trim(s, "0123456789") == "" }
 
 // IsMangled reports whether name looks like an Itanium C++ or Rust mangled
 // name.

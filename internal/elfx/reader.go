@@ -44,37 +44,39 @@ func (r *Reader) U8() byte {
 	return v
 }
 
+// take returns the next n bytes, or nil after an overrun.
+func (r *Reader) take(n int) []byte {
+	if r.Left() < n {
+		r.fail()
+		return nil
+	}
+	b := r.B[r.Off : r.Off+n]
+	r.Off += n
+	return b
+}
+
 // U16 reads a 2-byte number.
 func (r *Reader) U16() uint16 {
-	if r.Left() < 2 {
-		r.fail()
-		return 0
+	if b := r.take(2); b != nil {
+		return binary.LittleEndian.Uint16(b)
 	}
-	v := binary.LittleEndian.Uint16(r.B[r.Off:])
-	r.Off += 2
-	return v
+	return 0
 }
 
 // U32 reads a 4-byte number.
 func (r *Reader) U32() uint32 {
-	if r.Left() < 4 {
-		r.fail()
-		return 0
+	if b := r.take(4); b != nil {
+		return binary.LittleEndian.Uint32(b)
 	}
-	v := binary.LittleEndian.Uint32(r.B[r.Off:])
-	r.Off += 4
-	return v
+	return 0
 }
 
 // U64 reads an 8-byte number.
 func (r *Reader) U64() uint64 {
-	if r.Left() < 8 {
-		r.fail()
-		return 0
+	if b := r.take(8); b != nil {
+		return binary.LittleEndian.Uint64(b)
 	}
-	v := binary.LittleEndian.Uint64(r.B[r.Off:])
-	r.Off += 8
-	return v
+	return 0
 }
 
 // UN reads an n-byte unsigned number, 0 <= n <= 8.
@@ -107,9 +109,7 @@ func (r *Reader) Bytes(n uint64) []byte {
 		r.fail()
 		return nil
 	}
-	v := r.B[r.Off : r.Off+int(n)]
-	r.Off += int(n)
-	return v
+	return r.take(int(n))
 }
 
 // ULEB reads an unsigned LEB128 number; bits beyond 64 are dropped.

@@ -1,11 +1,9 @@
 package dwarfx
 
 import (
-	"bytes"
 	"debug/dwarf"
 	"debug/elf"
 	"encoding/binary"
-	"encoding/hex"
 	"errors"
 	"fmt"
 	"github.com/culprit-dev/culprit/internal/elfx"
@@ -55,9 +53,10 @@ type sections struct {
 }
 
 // Open reads the DWARF of the ELF file at path. When the file has no
-// .debug_info, separate debug information is looked up by build-id under
-// /usr/lib/debug/.build-id and by .gnu_debuglink next to the file and under
-// /usr/lib/debug; its addresses are those of the original file.
+// .debug_info, separate debug information is looked up as the symbolizer
+// does (elfx.DebugFile: by build-id under /usr/lib/debug/.build-id, then by
+// .gnu_debuglink with its CRC checked); its addresses are those of the
+// original file.
 func Open(path string) (*Info, error) {
 	f, err := elf.Open(path)
 	if err != nil {
@@ -66,12 +65,9 @@ func Open(path string) (*Info, error) {
 	defer f.Close()
 	used := path
 	if !hasDWARF(f) {
-		if dp := debugFile(f, path); dp != "" {
-			df, err := elf.Open(dp)
-			if err == nil {
-				defer df.Close()
-				f, used = df, dp
-			}
+		if dp, df := elfx.DebugFile(f, path, []string{"/usr/lib/debug"}, hasDWARF); df != nil {
+			defer df.Close()
+			f, used = df, dp
 		}
 	}
 	i, err := FromELF(f)
@@ -92,43 +88,6 @@ func hasDWARF(f *elf.File) bool {
 		s = f.Section(".zdebug_info")
 	}
 	return s != nil && s.Type != elf.SHT_NOBITS && s.Size > 0
-}
-
-// debugFile finds separate debug information for f.
-func debugFile(f *elf.File, path string) string {
-	const root = "/usr/lib/debug"
-	ok := func(p string) bool {
-		df, err := elf.Open(p)
-		if err != nil {
-			return false
-		}
-		defer df.Close()
-		return hasDWARF(df)
-	}
-	if id := elfx.BuildID(f); len(id) >= 2 {
-		h := hex.EncodeToString(id)
-		if p := filepath.Join(root, ".build-id", h[:2], h[2:]+".debug"); ok(p) {
-			return p
-		}
-	}
-	if s := f.Section(".gnu_debuglink"); s != nil {
-		if b, err := s.Data(); err == nil {
-			if n := bytes.IndexByte(b, 0); n > 0 {
-				name := string(b[:n])
-				abs, err := filepath.Abs(path)
-				if err != nil {
-					abs = path
-				}
-				dir := filepath.Dir(abs)
-				for _, p := range []string{filepath.Join(dir, ".debug", name), filepath.Join(root, dir, name), filepath.Join(dir, name)} {
-					if p != abs && ok(p) {
-						return p
-					}
-				}
-			}
-		}
-	}
-	return ""
 }
 
 // FromELF reads the DWARF of an open ELF file; f may be closed afterwards.

@@ -6,10 +6,7 @@ import (
 	"debug/gosym"
 	"fmt"
 	"github.com/culprit-dev/culprit/internal/elfx"
-	"hash/crc32"
 	"io"
-	"os"
-	"path/filepath"
 	"sort"
 	"sync"
 
@@ -233,8 +230,8 @@ func (d *objData) loadOnce() error {
 	hasDWARF := f.Section(".debug_info") != nil && f.Section(".debug_info").Type != elf.SHT_NOBITS
 	var dbg *elf.File
 	if !hasDWARF && !d.standIn {
-		if p, df, dc := d.findDebugFile(f); df != nil {
-			defer dc.Close()
+		if p, df := elfx.DebugFile(f, d.path, d.debugDirs, debugUsable); df != nil {
+			defer df.Close()
 			dbg, d.debugPath = df, p
 		}
 	}
@@ -275,109 +272,12 @@ func (d *objData) loadOnce() error {
 	return nil
 }
 
-// findDebugFile looks for separate debug info: by build-id under each debug
-// dir, then by .gnu_debuglink (verifying its CRC) next to the object, in its
-// .debug subdirectory and under each debug dir.
-func (d *objData) findDebugFile(f *elf.File) (string, *elf.File, io.Closer) {
-	try := func(p string, ok func(*elf.File) bool) (*elf.File, bool) {
-		df, err := elf.Open(p)
-		if err != nil {
-			return nil, false
-		}
-		if s := df.Section(".debug_info"); s == nil || s.Type == elf.SHT_NOBITS {
-			if s := df.Section(".symtab"); s == nil {
-				df.Close()
-				return nil, false
-			}
-		}
-		if !ok(df) {
-			df.Close()
-			return nil, false
-		}
-		return df, true
+// debugUsable accepts a debug file with DWARF or a symbol table.
+func debugUsable(df *elf.File) bool {
+	if s := df.Section(".debug_info"); s != nil && s.Type != elf.SHT_NOBITS {
+		return true
 	}
-	if len(d.buildID) > 0 {
-		for _, p := range buildIDPaths(d.debugDirs, d.buildID) {
-			if d.path != "" && sameFile(p, d.path) {
-				continue
-			}
-			df, ok := try(p, func(df *elf.File) bool { return bytes.Equal(elfx.BuildID(df), d.buildID) })
-			if ok {
-				return p, df, df
-			}
-		}
-	}
-	name, crc, ok := debugLink(f)
-	if !ok || d.path == "" {
-		return "", nil, nil
-	}
-	abs, err := filepath.Abs(d.path)
-	if err != nil {
-		abs = d.path
-	}
-	dir := filepath.Dir(abs)
-	cands := []string{filepath.Join(dir, name), filepath.Join(dir, ".debug", name)}
-	for _, dd := range d.debugDirs {
-		cands = append(cands, filepath.Join(dd, dir, name))
-	}
-	for _, p := range cands {
-		if sameFile(p, d.path) {
-			continue
-		}
-		if c, err := fileCRC(p); err != nil || c != crc {
-			continue
-		}
-		df, ok := try(p, func(df *elf.File) bool {
-			id := elfx.BuildID(df)
-			return len(id) == 0 || len(d.buildID) == 0 || bytes.Equal(id, d.buildID)
-		})
-		if ok {
-			return p, df, df
-		}
-	}
-	return "", nil, nil
-}
-
-func sameFile(a, b string) bool {
-	fa, err1 := os.Stat(a)
-	fb, err2 := os.Stat(b)
-	return err1 == nil && err2 == nil && os.SameFile(fa, fb)
-}
-
-// debugLink parses .gnu_debuglink: a NUL-terminated file name, padding to 4
-// bytes, and the CRC32 of the debug file.
-func debugLink(f *elf.File) (string, uint32, bool) {
-	s := f.Section(".gnu_debuglink")
-	if s == nil {
-		return "", 0, false
-	}
-	b, err := s.Data()
-	if err != nil {
-		return "", 0, false
-	}
-	i := bytes.IndexByte(b, 0)
-	if i <= 0 {
-		return "", 0, false
-	}
-	name := string(b[:i])
-	off := (i + 1 + 3) &^ 3
-	if off+4 > len(b) || filepath.Base(name) != name {
-		return "", 0, false
-	}
-	return name, f.ByteOrder.Uint32(b[off:]), true
-}
-
-func fileCRC(p string) (uint32, error) {
-	fh, err := os.Open(p)
-	if err != nil {
-		return 0, err
-	}
-	defer fh.Close()
-	h := crc32.NewIEEE()
-	if _, err := io.Copy(h, fh); err != nil {
-		return 0, err
-	}
-	return h.Sum32(), nil
+	return df.Section(".symtab") != nil
 }
 
 // goTable reads Go's pclntab, which survives -ldflags=-s -w.

@@ -93,13 +93,7 @@ func ArchiveDir() string {
 
 // ArchivePath is the file in the debug directory dir that holds the object
 // with the given build-id ("" for an empty build-id).
-func ArchivePath(dir string, buildID []byte) string {
-	if len(buildID) == 0 {
-		return ""
-	}
-	id := hex.EncodeToString(buildID)
-	return filepath.Join(dir, ".build-id", id[:2], id[2:]+".debug")
-}
+func ArchivePath(dir string, buildID []byte) string { return elfx.BuildIDPath(dir, buildID) }
 
 // New returns a Symbolizer.
 func New(o Options) *Symbolizer {

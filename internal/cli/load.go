@@ -229,6 +229,10 @@ func loadProfile(paths []string, stderr io.Writer, merge bool) (*profile.Profile
 	if len(paths) == 0 {
 		paths = []string{"culprit.rec"}
 	}
+	paths, err := storedPaths(paths, stderr)
+	if err != nil {
+		return nil, err
+	}
 	var total int64
 	for _, p := range paths {
 		if st, err := os.Stat(p); err == nil {
@@ -274,4 +278,24 @@ func groupingAndFormat(by, format string) (profile.Grouping, error) {
 		return g, usagef("unknown format %q: use text or json", format)
 	}
 	return g, nil
+}
+
+// storedPaths replaces each stored-run reference (@REV, @REV:KEY=VALUE; see
+// culprit history) by its recording file. A file whose name starts with @
+// is read as a file when it exists.
+func storedPaths(paths []string, stderr io.Writer) ([]string, error) {
+	out := make([]string, 0, len(paths))
+	for _, p := range paths {
+		if strings.HasPrefix(p, "@") {
+			if _, err := os.Stat(p); err != nil {
+				f, err := runFile(p, stderr)
+				if err != nil {
+					return nil, err
+				}
+				p = f
+			}
+		}
+		out = append(out, p)
+	}
+	return out, nil
 }

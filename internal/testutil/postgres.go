@@ -93,4 +93,3 @@ func Postgres(t testing.TB) string {
 	}
 	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
 }
-

@@ -275,3 +275,36 @@ func Best(fits []Fit) Fit {
 	}
 	return fits[0]
 }
+
+// Function is everything fitted to one function's points.
+type Function struct {
+	Name, Object string
+	Series       string // the runs' workload, collector and other parameters
+	X, Y         []float64
+	Fits         []Fit // every parametric kind that applies, in growth order
+	Best         Fit
+	Smooth       []Smooth // regressogram (Doane), SMA and SMM (window 3), EMA (λ 0.5), kernels (Silverman)
+}
+
+// Analyze fits the parametric models and the non-parametric ones with their
+// default settings.
+func Analyze(name, object, series string, x, y []float64) (Function, error) {
+	fits, err := FitAll(x, y)
+	if err != nil {
+		return Function{}, err
+	}
+	f := Function{Name: name, Object: object, Series: series, Fits: fits, Best: Best(fits)}
+	f.X, f.Y = sorted(x, y)
+	add := func(s Smooth, err error) {
+		if err == nil {
+			f.Smooth = append(f.Smooth, s)
+		}
+	}
+	add(Regressogram(x, y, 0))
+	add(MovingAverage(x, y, "sma", 3))
+	add(MovingAverage(x, y, "smm", 3))
+	add(EMA(x, y, 0.5))
+	add(Kernel(x, y, "box", 0))
+	add(Kernel(x, y, "gaussian", 0))
+	return f, nil
+}

@@ -1,0 +1,289 @@
+package e2e
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/culprit-dev/culprit/internal/testutil"
+)
+
+// histProg is the program of the test repository. Its scan function turns
+// from linear to quadratic in n at the third commit; checksum gets four
+// times faster at the fourth.
+const histProg = `#include <stdio.h>
+#include <stdlib.h>
+
+static volatile unsigned long sink;
+
+__attribute__((noinline)) void setup(long n) {
+	unsigned long h = 1;
+	for (long i = 0; i < n * 6000; i++) h = h * 6364136223846793005UL + (unsigned long)i;
+	sink += h;
+}
+
+__attribute__((noinline)) void scan(long n) {
+	unsigned long h = 3;
+SCAN
+	sink += h;
+}
+
+__attribute__((noinline)) void checksum(long n) {
+	unsigned long h = 7;
+	for (long i = 0; i < n * CHECKSUM; i++) h = h * 3202034522624059733UL + (unsigned long)i;
+	sink += h;
+}
+
+int main(int argc, char **argv) {
+	long n = argc > 1 ? atol(argv[1]) : 1000;
+	setup(n);
+	scan(n);
+	checksum(n);
+	printf("%lu\n", sink);
+	return 0;
+}
+COMMENT`
+
+const (
+	scanLinear    = "\tfor (long i = 0; i < n * 6000; i++) h = h * 2862933555777941757UL + (unsigned long)i;"
+	scanQuadratic = "\tfor (long i = 0; i < n; i++)\n\t\tfor (long j = 0; j < n * 6; j++) h = h * 2862933555777941757UL + (unsigned long)j;"
+)
+
+// inDir runs culprit in dir and returns stdout, stderr and the exit code.
+func inDir(t *testing.T, dir string, args ...string) (string, string, int) {
+	t.Helper()
+	cmd := exec.Command(culprit, args...)
+	cmd.Dir = dir
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatalf("running culprit %v: %v", args, err)
+	}
+	return out.String(), errb.String(), code
+}
+
+func gitIn(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := exec.Command("git", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
+		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("git %v: %v\n%s", args, err, out)
+	}
+	return strings.TrimSpace(string(out))
+}
+
+type checkJSON struct {
+	Base, Target string
+	Pairs        int `json:"pairs"`
+	Changes      []struct {
+		Function   string   `json:"function"`
+		Kind       string   `json:"kind"`
+		Severity   *float64 `json:"severity"`
+		Confidence float64  `json:"confidence"`
+		Location   string   `json:"location"`
+		Base       *struct {
+			Kind string `json:"kind"`
+		} `json:"base_model"`
+		Target *struct {
+			Kind string `json:"kind"`
+		} `json:"target_model"`
+		Methods []struct {
+			Method  string `json:"method"`
+			Verdict string `json:"verdict"`
+		} `json:"methods"`
+	} `json:"changes"`
+}
+
+// TestHistoryCheck builds a git repository of five commits of a C program,
+// stores runs of each at three input sizes, and checks that culprit check
+// names exactly the function that turned quadratic and the one that got
+// faster, with their model changes, on SQLite (culprit run) and on
+// PostgreSQL (the same recordings added with history add).
+func TestHistoryCheck(t *testing.T) {
+	testutil.NeedRoot(t)
+	repo := t.TempDir()
+	recs := t.TempDir()
+	gitIn(t, repo, "init", "-q")
+	sizes := []string{"1000", "3000", "9000"}
+	type version struct{ scan, checksum, comment, extra string }
+	versions := []version{
+		{scanLinear, "12000", "", ""},
+		{scanLinear, "12000", "", "README.md"}, // documentation only
+		{scanQuadratic, "12000", "", ""},       // scan: linear → quadratic
+		{scanQuadratic, "3000", "", ""},        // checksum: 4× faster
+		{scanQuadratic, "3000", "/* n: the input size */\n", ""},
+	}
+	var commits []string
+	var added [][]string // per commit: recording files
+	for i, v := range versions {
+		src := strings.NewReplacer("SCAN", v.scan, "CHECKSUM", v.checksum, "COMMENT", v.comment).Replace(histProg)
+		if err := os.WriteFile(filepath.Join(repo, "prog.c"), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if v.extra != "" {
+			os.WriteFile(filepath.Join(repo, v.extra), []byte("prog: a test program\n"), 0o644)
+		}
+		gitIn(t, repo, "add", "prog.c")
+		if v.extra != "" {
+			gitIn(t, repo, "add", v.extra)
+		}
+		gitIn(t, repo, "commit", "-q", "-m", "version "+string(rune('1'+i)))
+		commits = append(commits, gitIn(t, repo, "rev-parse", "HEAD"))
+		// The build output is untracked: it does not make the tree dirty.
+		if out, err := exec.Command("gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-o", filepath.Join(repo, "prog"), filepath.Join(repo, "prog.c")).CombinedOutput(); err != nil {
+			t.Fatalf("gcc: %v\n%s", err, out)
+		}
+		var files []string
+		for _, n := range sizes {
+			rec := filepath.Join(recs, "c"+string(rune('1'+i))+"-"+n+".rec")
+			if _, stderr, code := inDir(t, repo, "run", "-F", "1999", "-o", rec, "--param", "n="+n, "--", "./prog", n); code != 0 {
+				t.Fatalf("culprit run at commit %d, n=%s: exit %d\n%s", i+1, n, code, stderr)
+			}
+			files = append(files, rec)
+		}
+		added = append(added, files)
+	}
+
+	// A modified tracked file: run refuses, unless --dirty.
+	os.WriteFile(filepath.Join(repo, "prog.c"), []byte("/* edited */\n"), 0o644)
+	_, stderr, code := inDir(t, repo, "run", "--", "./prog", "10")
+	if code != 2 || !strings.Contains(stderr, "uncommitted changes to prog.c") || !strings.Contains(stderr, "--dirty") {
+		t.Errorf("run in a dirty tree: exit %d, stderr:\n%s", code, stderr)
+	}
+	_, stderr, code = inDir(t, repo, "run", "--dirty", "--workload", "dirty", "--", "./prog", "3000")
+	if code != 0 || !strings.Contains(stderr, "stored as run 16") {
+		t.Fatalf("run --dirty: exit %d\n%s", code, stderr)
+	}
+	gitIn(t, repo, "checkout", "prog.c")
+	list, _, _ := inDir(t, repo, "history", "list")
+	if !strings.Contains(list, commits[4][:12]+"+dirty") || strings.Count(list, "\n") != 17 {
+		t.Errorf("history list:\n%s", list)
+	}
+	if out, _, code := inDir(t, repo, "history", "rm", "16"); code != 0 || !strings.Contains(out, "removed 1 runs") {
+		t.Errorf("history rm: %d %s", code, out)
+	}
+
+	check := func(t *testing.T, store string, spec string, wantCode int) checkJSON {
+		t.Helper()
+		args := []string{"check", "--format", "json", spec}
+		if store != "" {
+			args = append(args, "--store", store)
+		}
+		out, stderr, code := inDir(t, repo, args...)
+		if code != wantCode {
+			t.Fatalf("check %s: exit %d, want %d\n%s\n%s", spec, code, wantCode, out, stderr)
+		}
+		var c checkJSON
+		if err := json.Unmarshal([]byte(out), &c); err != nil {
+			t.Fatalf("check %s: %v\n%s", spec, err, out)
+		}
+		if c.Pairs != 3 {
+			t.Errorf("check %s: %d pairs, want 3", spec, c.Pairs)
+		}
+		return c
+	}
+	verify := func(t *testing.T, store string) {
+		c := check(t, store, commits[1]+".."+commits[2], 1)
+		if len(c.Changes) != 1 || c.Changes[0].Function != "scan" || c.Changes[0].Kind != "degradation" ||
+			c.Changes[0].Base == nil || c.Changes[0].Base.Kind != "linear" || c.Changes[0].Target.Kind != "quadratic" {
+			t.Errorf("check version 2..3: want scan degraded linear → quadratic and nothing else, got %+v", c.Changes)
+		} else if !strings.Contains(c.Changes[0].Location, "n=9000") || c.Changes[0].Confidence < 0.8 {
+			t.Errorf("scan's degradation: location %q, confidence %.2f", c.Changes[0].Location, c.Changes[0].Confidence)
+		}
+		c = check(t, store, commits[2]+".."+commits[3], 0)
+		if len(c.Changes) != 1 || c.Changes[0].Function != "checksum" || c.Changes[0].Kind != "optimization" ||
+			c.Changes[0].Base.Kind != "linear" || c.Changes[0].Target.Kind != "linear" {
+			t.Errorf("check version 3..4: want checksum optimized and nothing else, got %+v", c.Changes)
+		} else if s := *c.Changes[0].Severity; s > -0.6 || s < -0.9 {
+			t.Errorf("checksum's severity %.2f, want about -0.75", s)
+		}
+		c = check(t, store, commits[0]+".."+commits[4], 1)
+		got := map[string]string{}
+		for _, ch := range c.Changes {
+			got[ch.Function] = ch.Kind
+		}
+		if len(got) != 2 || got["scan"] != "degradation" || got["checksum"] != "optimization" {
+			t.Errorf("check version 1..5: %+v", c.Changes)
+		}
+		// The default: HEAD against its nearest stored ancestor (a comment changed).
+		c = check(t, store, "HEAD", 0)
+		if len(c.Changes) != 0 {
+			t.Errorf("check HEAD: %+v", c.Changes)
+		}
+	}
+	t.Run("sqlite", func(t *testing.T) {
+		verify(t, "")
+		out, _, code := inDir(t, repo, "check", "--format", "junit", commits[1]+".."+commits[2])
+		if code != 1 || !strings.Contains(out, `<failure message="degradation scan`) || !strings.Contains(out, "linear → quadratic") {
+			t.Errorf("junit: exit %d\n%s", code, out)
+		}
+		out, _, code = inDir(t, repo, "check", commits[1]+".."+commits[2])
+		if code != 1 || !strings.Contains(out, "Degradation scan (prog)") || !strings.Contains(out, "linear → quadratic") {
+			t.Errorf("check text: exit %d\n%s", code, out)
+		}
+		var m struct {
+			Functions []struct {
+				Function string `json:"function"`
+				Best     struct {
+					Kind string  `json:"kind"`
+					R2   float64 `json:"r2"`
+				} `json:"best"`
+			} `json:"functions"`
+		}
+		out, stderr, code := inDir(t, repo, "models", "--format", "json")
+		if code != 0 || json.Unmarshal([]byte(out), &m) != nil {
+			t.Fatalf("models: exit %d\n%s\n%s", code, out, stderr)
+		}
+		kinds := map[string]string{}
+		for _, f := range m.Functions {
+			kinds[f.Function] = f.Best.Kind
+		}
+		if kinds["scan"] != "quadratic" || kinds["setup"] != "linear" || kinds["checksum"] != "linear" {
+			t.Errorf("models of HEAD: %v", kinds)
+		}
+		if out, _, code := inDir(t, repo, "models", "--format", "svg", "--func", "^scan$"); code != 0 || !strings.Contains(out, "<svg") || !strings.Contains(out, "scan: quadratic") {
+			t.Errorf("models svg: exit %d\n%.300s", code, out)
+		}
+		// Stored runs read as @REV by the other commands.
+		out, stderr, code = inDir(t, repo, "report", "@HEAD:n=9000")
+		if code != 0 || !strings.Contains(out, "scan") {
+			t.Errorf("report @HEAD:n=9000: exit %d\n%s\n%s", code, out, stderr)
+		}
+		out, stderr, code = inDir(t, repo, "diff", "@"+commits[1]+":n=9000", "@"+commits[2]+":n=9000")
+		if _, after, _ := strings.Cut(out, "name (self)\n"); code != 0 || !strings.HasSuffix(strings.SplitN(after, "\n", 2)[0], " scan") {
+			t.Errorf("diff of stored runs: exit %d\n%s\n%s", code, out, stderr)
+		}
+		if _, stderr, code := inDir(t, repo, "report", "@HEAD"); code != 0 || !strings.Contains(stderr, "names 3 runs") {
+			t.Errorf("report @HEAD (three runs): exit %d, stderr %s", code, stderr)
+		}
+		if _, stderr, code := inDir(t, repo, "report", "@nosuchrev"); code != 1 || !strings.Contains(stderr, "not a commit") {
+			t.Errorf("report @nosuchrev: exit %d, stderr %s", code, stderr)
+		}
+	})
+	t.Run("postgres", func(t *testing.T) {
+		pg := testutil.Postgres(t)
+		for i, files := range added {
+			for j, f := range files {
+				if _, stderr, code := inDir(t, repo, "history", "add", "--store", pg, "--commit", commits[i], "--param", "n="+sizes[j], f); code != 0 {
+					t.Fatalf("history add: exit %d\n%s", code, stderr)
+				}
+			}
+		}
+		verify(t, pg)
+		// Recordings come back out of the database.
+		if out, stderr, code := inDir(t, repo, "report", "--store", pg, "@HEAD:n=9000"); code != 0 || !strings.Contains(out, "scan") {
+			t.Errorf("report from PostgreSQL: exit %d\n%s\n%s", code, out, stderr)
+		}
+	})
+}

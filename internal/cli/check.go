@@ -1,0 +1,229 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/culprit-dev/culprit/internal/analysis/check"
+	"github.com/culprit-dev/culprit/internal/render"
+	"github.com/culprit-dev/culprit/internal/store"
+)
+
+// hookMark identifies a hook culprit wrote (and may replace).
+const hookMark = "# written by culprit check --install-hook"
+
+func newCheck() *cobra.Command {
+	var (
+		threshold, failAbove, z float64
+		x, format, output       string
+		installHook             bool
+		hookRun                 []string
+	)
+	c := &cobra.Command{
+		Use:   "check [BASE..]TARGET",
+		Short: "Find the functions that got slower (or faster) between two commits",
+		Long: `Check compares the stored runs of a target commit (default HEAD) with those of
+a base commit (default: the nearest ancestor of the target with stored runs),
+function by function, and names each function that got slower
+(degradation) or faster (optimization), with how much (severity), how sure
+(confidence: the share of the methods that agree), where in the input
+(location) and how its model changed (linear → quadratic).
+
+Runs are paired by workload, parameters and collector options (culprit run
+--workload, --param); a function's amount is its self CPU time. Methods
+(Perun's, plus a two-sample test): average-amount threshold, two-sample
+counting test over the pairs, best-model-order change, integral comparison
+of the fitted models, local statistics at each measured input size. A change
+is reported when the amount changed by --threshold or more and beyond
+sampling noise; the model methods describe it.
+
+The exit code is 1 when a degradation of --fail-above or more is found, so
+check gates CI. --install-hook writes a git post-commit hook that runs the
+--hook-run commands (e.g. a build and culprit run) and then culprit check.`,
+		Example: `  culprit check                      # HEAD against its nearest stored ancestor
+  culprit check v1.2..HEAD --format junit -o perf.xml
+  culprit check --install-hook --hook-run 'make' --hook-run 'culprit run --param n=1000 -- ./prog 1000'`,
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usagef("check takes one argument, [BASE..]TARGET")
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			if installHook {
+				return writeHook(c.OutOrStdout(), hookRun)
+			}
+			if len(hookRun) > 0 {
+				return usagef("--hook-run goes with --install-hook")
+			}
+			if format != "text" && format != "json" && format != "junit" {
+				return usagef("unknown format %q: use text, json or junit", format)
+			}
+			if threshold <= 0 {
+				return usagef("--threshold takes a positive percentage")
+			}
+			if !c.Flags().Changed("fail-above") {
+				failAbove = threshold
+			}
+			spec := "HEAD"
+			if len(args) == 1 {
+				spec = args[0]
+			}
+			baseRev, targetRev, hasBase := strings.Cut(spec, "..")
+			if !hasBase {
+				targetRev, baseRev = spec, ""
+			}
+			baseRev, targetRev = strings.TrimPrefix(baseRev, "@"), strings.TrimPrefix(targetRev, "@")
+			if targetRev == "" {
+				targetRev = "HEAD"
+			}
+			target, _, err := commitOf(targetRev)
+			if err != nil {
+				return err
+			}
+			st, err := openStore()
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			tRuns, err := st.Runs(target)
+			if err != nil {
+				return err
+			}
+			if len(tRuns) == 0 {
+				return fmt.Errorf("no runs of %s (%s) in %s: culprit run -- CMD on that commit stores them", targetRev, target[:12], st.Where())
+			}
+			var base string
+			if baseRev != "" {
+				if base, _, err = commitOf(baseRev); err != nil {
+					return err
+				}
+			} else {
+				anc, err := ancestors(target+"~1", 1000)
+				if err != nil {
+					return fmt.Errorf("%s has no parent to compare with: give BASE..TARGET", targetRev)
+				}
+				stored, err := st.Runs()
+				if err != nil {
+					return err
+				}
+				have := map[string]bool{}
+				for _, r := range stored {
+					have[r.Commit] = true
+				}
+				for _, a := range anc {
+					if have[a] {
+						base = a
+						break
+					}
+				}
+				if base == "" {
+					return fmt.Errorf("no ancestor of %s has stored runs: store runs of an earlier commit, or give BASE..TARGET", targetRev)
+				}
+			}
+			bRuns, err := st.Runs(base)
+			if err != nil {
+				return err
+			}
+			if len(bRuns) == 0 {
+				return fmt.Errorf("no runs of %s (%s) in %s", baseRev, base[:12], st.Where())
+			}
+			xname, err := pickX(append(append([]store.Run(nil), bRuns...), tRuns...), x)
+			if err != nil {
+				return err
+			}
+			bc, err := checkRuns(st, bRuns, xname)
+			if err != nil {
+				return err
+			}
+			tc, err := checkRuns(st, tRuns, xname)
+			if err != nil {
+				return err
+			}
+			res := check.Compare(bc, tc, check.Options{Threshold: threshold / 100, Z: z, XName: xname})
+			if res.Pairs == 0 {
+				return fmt.Errorf("no run of %s pairs with a run of %s (same workload, parameters and collector options): culprit history list shows them", base[:12], target[:12])
+			}
+			h := render.CheckHeader{Base: base, Target: target, BaseRuns: len(bRuns), TgtRuns: len(tRuns),
+				Threshold: threshold / 100, Z: z, FailAbove: failAbove / 100, XName: xname}
+			err = writeOutput(c.OutOrStdout(), output, func(w io.Writer) error {
+				switch format {
+				case "json":
+					return render.CheckJSON(w, h, res)
+				case "junit":
+					return render.CheckJUnit(w, h, res)
+				}
+				return render.CheckText(w, h, res)
+			})
+			if err != nil {
+				return err
+			}
+			if res.Degraded(failAbove / 100) {
+				return exitError{1}
+			}
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.Float64Var(&threshold, "threshold", 15, "smallest change of a function's time reported, percent")
+	f.Float64Var(&failAbove, "fail-above", 0, "exit 1 on a degradation of at least this many percent (default: --threshold)")
+	f.Float64Var(&z, "z", 3, "two-sample significance: |Z| at least this")
+	f.StringVar(&x, "x", "", "the input-size parameter for the model methods (default: the one that varies)")
+	f.StringVar(&format, "format", "text", "output format: text, json or junit")
+	f.StringVarP(&output, "output", "o", "-", "file to write (- for standard output)")
+	f.BoolVar(&installHook, "install-hook", false, "write a git post-commit hook that runs --hook-run commands, then culprit check")
+	f.StringArrayVar(&hookRun, "hook-run", nil, "with --install-hook: a shell command the hook runs before the check (repeatable; e.g. a build, then culprit run)")
+	f.SortFlags = false
+	return c
+}
+
+// writeHook installs the post-commit hook.
+func writeHook(stdout io.Writer, cmds []string) error {
+	if len(cmds) == 0 {
+		return usagef("--install-hook needs the workload to run: --hook-run 'culprit run --param n=1000 -- ./prog 1000' (repeatable)")
+	}
+	path, err := git("rev-parse", "--git-path", "hooks/post-commit")
+	if err != nil {
+		return err
+	}
+	root, err := repoRoot()
+	if err != nil {
+		return err
+	}
+	if !filepath.IsAbs(path) {
+		path = filepath.Join(root, path)
+	}
+	if old, err := os.ReadFile(path); err == nil && !strings.Contains(string(old), hookMark) {
+		return fmt.Errorf("%s exists and was not written by culprit: add the commands to it by hand", path)
+	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
+		return err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		self = "culprit"
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "#!/bin/sh\n%s\n# Runs the workload on each commit and checks it against the last stored one.\ncd \"$(git rev-parse --show-toplevel)\" || exit 0\n", hookMark)
+	for _, c := range cmds {
+		fmt.Fprintf(&b, "%s || { echo 'culprit hook: %s failed' >&2; exit 0; }\n", c, strings.ReplaceAll(c, "'", ""))
+	}
+	fmt.Fprintf(&b, "%s check || echo \"culprit: performance degradation in $(git rev-parse --short HEAD) (culprit check shows it)\" >&2\n", shellQuote(self))
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o755); err != nil {
+		return err
+	}
+	fmt.Fprintf(stdout, "installed %s\n", path)
+	return nil
+}
+
+func shellQuote(s string) string {
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

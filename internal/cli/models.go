@@ -1,0 +1,264 @@
+package cli
+
+import (
+	"fmt"
+	"io"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+
+	"github.com/culprit-dev/culprit/internal/analysis/check"
+	"github.com/culprit-dev/culprit/internal/analysis/models"
+	"github.com/culprit-dev/culprit/internal/render"
+	"github.com/culprit-dev/culprit/internal/store"
+)
+
+// pickX chooses the parameter models fit against: the one given, else the
+// only parameter whose values are numbers and vary across the runs.
+func pickX(runs []store.Run, given string) (string, error) {
+	if given != "" {
+		for _, r := range runs {
+			if _, ok := r.Params[given]; ok {
+				return given, nil
+			}
+		}
+		return "", usagef("--x %s: no stored run has that parameter", given)
+	}
+	values := map[string]map[string]bool{}
+	for _, r := range runs {
+		for k, v := range r.Params {
+			if _, err := strconv.ParseFloat(v, 64); err != nil {
+				continue
+			}
+			if values[k] == nil {
+				values[k] = map[string]bool{}
+			}
+			values[k][v] = true
+		}
+	}
+	var varying []string
+	for k, vs := range values {
+		if len(vs) > 1 {
+			varying = append(varying, k)
+		}
+	}
+	sort.Strings(varying)
+	switch len(varying) {
+	case 0:
+		return "", nil
+	case 1:
+		return varying[0], nil
+	}
+	return "", usagef("several parameters vary across the runs (%s): say which is x with --x", strings.Join(varying, ", "))
+}
+
+// seriesKey is a run's pairing key without the x parameter.
+func seriesKey(r store.Run, x string) string {
+	p := map[string]string{}
+	for k, v := range r.Params {
+		if k != x {
+			p[k] = v
+		}
+	}
+	return r.Workload + "\x00" + store.ParamString(p) + "\x00" + r.Config
+}
+
+// checkRuns reads the function statistics of runs for package check.
+func checkRuns(st *store.Store, runs []store.Run, x string) ([]check.Run, error) {
+	var out []check.Run
+	for _, r := range runs {
+		funcs, err := st.Functions(r.ID)
+		if err != nil {
+			return nil, err
+		}
+		cr := check.Run{Pair: r.PairKey(), Series: seriesKey(r, x)}
+		if v, ok := r.Params[x]; ok && x != "" {
+			if f, err := strconv.ParseFloat(v, 64); err == nil {
+				cr.X, cr.HasX = f, true
+			}
+		}
+		for _, f := range funcs {
+			cr.Funcs = append(cr.Funcs, check.Func{Name: f.Name, Object: f.Object, Samples: f.Self, Amount: float64(f.SelfNS)})
+		}
+		out = append(out, cr)
+	}
+	return out, nil
+}
+
+func newModels() *cobra.Command {
+	var (
+		x, fn, format, output, workload string
+		minShare                        float64
+	)
+	c := &cobra.Command{
+		Use:   "models [REV] [--x PARAM] [--func REGEX] [--format text|json|svg]",
+		Short: "Fit how each function's time grows with an input parameter",
+		Long: `Models fits, for each function, how its self CPU time grows with a parameter
+of the stored runs of a commit (default HEAD), as Perun does: constant,
+logarithmic, linear, quadratic, power and exponential models by least
+squares, the best by R² (the simplest among equally good ones), reliable at
+R² ≥ 0.5; and non-parametric ones (regressogram with Doane's bins, moving
+averages, Nadaraya–Watson kernel regression with Silverman's bandwidth) in
+JSON. A function needs runs at 3 or more values of the parameter.
+
+x is --x PARAM, by default the one parameter that varies across the runs
+(culprit run --param n=1000 -- ./prog 1000, at several n). Runs that differ
+in anything else (workload, other parameters, collector options) are
+separate series.`,
+		Example: `  culprit models
+  culprit models --x n --func '^(parse|sort)'
+  culprit models v1.2 --format svg -o models.svg`,
+		Args: func(c *cobra.Command, args []string) error {
+			if len(args) > 1 {
+				return usagef("models takes at most one revision")
+			}
+			return nil
+		},
+		RunE: func(c *cobra.Command, args []string) error {
+			if format != "text" && format != "json" && format != "svg" {
+				return usagef("unknown format %q: use text, json or svg", format)
+			}
+			var re *regexp.Regexp
+			if fn != "" {
+				var err error
+				if re, err = regexp.Compile(fn); err != nil {
+					return usagef("--func %q: %v", fn, err)
+				}
+			}
+			rev := "HEAD"
+			if len(args) == 1 {
+				rev = strings.TrimPrefix(args[0], "@")
+			}
+			hash, _, err := commitOf(rev)
+			if err != nil {
+				return err
+			}
+			st, err := openStore()
+			if err != nil {
+				return err
+			}
+			defer st.Close()
+			runs, err := st.Runs(hash)
+			if err != nil {
+				return err
+			}
+			if workload != "" {
+				var keep []store.Run
+				for _, r := range runs {
+					if r.Workload == workload {
+						keep = append(keep, r)
+					}
+				}
+				runs = keep
+			}
+			if len(runs) == 0 {
+				return fmt.Errorf("no runs of %s (%s) in %s: culprit run --param n=... -- CMD stores them", rev, hash[:12], st.Where())
+			}
+			xname, err := pickX(runs, x)
+			if err != nil {
+				return err
+			}
+			if xname == "" {
+				return fmt.Errorf("no numeric parameter varies across the %d runs of %s: store runs at several input sizes (culprit run --param n=1000 -- CMD)", len(runs), rev)
+			}
+			crs, err := checkRuns(st, runs, xname)
+			if err != nil {
+				return err
+			}
+			fs := fitFunctions(crs, re, minShare/100)
+			if len(fs) == 0 {
+				return fmt.Errorf("no function has runs at %d or more values of %s in %s", models.MinPoints, xname, rev)
+			}
+			return writeOutput(c.OutOrStdout(), output, func(w io.Writer) error {
+				switch format {
+				case "json":
+					return render.ModelsJSON(w, fs, xname, "s")
+				case "svg":
+					return render.ModelsSVG(w, fs, xname, "s")
+				}
+				return render.ModelsText(w, fs, xname, "s")
+			})
+		},
+	}
+	f := c.Flags()
+	f.StringVar(&x, "x", "", "the parameter to fit against (default: the one that varies across the runs)")
+	f.StringVar(&fn, "func", "", "only functions whose names match this regular expression")
+	f.StringVar(&workload, "workload", "", "only runs of this workload")
+	f.Float64Var(&minShare, "min-share", 1, "only functions with at least this percentage of the samples of some run")
+	f.StringVar(&format, "format", "text", "output format: text, json or svg (scatter plots with the fitted curves)")
+	f.StringVarP(&output, "output", "o", "-", "file to write (- for standard output)")
+	return c
+}
+
+// fitFunctions fits each function of each series with points at enough x
+// values (y: mean self CPU seconds per run at each x).
+func fitFunctions(runs []check.Run, re *regexp.Regexp, minShare float64) []models.Function {
+	type key struct{ series, name string }
+	type acc struct {
+		sum map[float64]float64
+		n   map[float64]int
+		obj string
+		big bool
+	}
+	runsAt := map[string]map[float64]int{}
+	for _, r := range runs {
+		if r.HasX {
+			if runsAt[r.Series] == nil {
+				runsAt[r.Series] = map[float64]int{}
+			}
+			runsAt[r.Series][r.X]++
+		}
+	}
+	data := map[key]*acc{}
+	for _, r := range runs {
+		if !r.HasX {
+			continue
+		}
+		var total int64
+		for _, f := range r.Funcs {
+			total += f.Samples
+		}
+		for _, f := range r.Funcs {
+			if re != nil && !re.MatchString(f.Name) {
+				continue
+			}
+			k := key{r.Series, f.Name}
+			a := data[k]
+			if a == nil {
+				a = &acc{sum: map[float64]float64{}, n: map[float64]int{}, obj: f.Object}
+				data[k] = a
+			}
+			a.sum[r.X] += f.Amount / 1e9
+			if total > 0 && float64(f.Samples) >= minShare*float64(total) {
+				a.big = true
+			}
+		}
+	}
+	var out []models.Function
+	for k, a := range data {
+		if !a.big {
+			continue
+		}
+		var xs, ys []float64
+		for x, n := range runsAt[k.series] {
+			xs = append(xs, x)
+			ys = append(ys, a.sum[x]/float64(n)) // a run without the function: 0
+		}
+		f, err := models.Analyze(k.name, a.obj, strings.ReplaceAll(k.series, "\x00", " "), xs, ys)
+		if err != nil {
+			continue
+		}
+		out = append(out, f)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		yi, yj := out[i].Y[len(out[i].Y)-1], out[j].Y[len(out[j].Y)-1]
+		if yi != yj {
+			return yi > yj
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}

@@ -39,6 +39,10 @@ Run it right after recording, before the binaries change.`,
 			if len(args) == 0 {
 				args = []string{"culprit.rec"}
 			}
+			args, err := storedPaths(args, c.ErrOrStderr())
+			if err != nil {
+				return err
+			}
 			objs, err := profile.RecordedObjects(args)
 			if err != nil {
 				return err

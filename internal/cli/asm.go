@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"io"
 	"sort"
 	"strings"
 
@@ -25,6 +26,10 @@ const maxAsmBlocks = 8
 func disassembler(paths []string) (render.Disassembler, error) {
 	if len(paths) == 0 {
 		paths = []string{"culprit.rec"}
+	}
+	paths, err := storedPaths(paths, io.Discard)
+	if err != nil {
+		return nil, err
 	}
 	recorded, err := profile.RecordedObjects(paths)
 	if err != nil {

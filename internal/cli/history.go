@@ -74,7 +74,7 @@ func collectorConfig(p *profile.Profile) string {
 // copies of the sampled objects in the archive (so stored runs still name
 // their functions after a rebuild) and stores the run.
 func addRecording(st *store.Store, path string, r *store.Run, stderr io.Writer) error {
-	p, err := loadProfile([]string{path}, stderr)
+	p, err := loadProfile([]string{path}, stderr, false)
 	if err != nil {
 		return err
 	}

@@ -70,7 +70,11 @@ func collectorConfig(p *profile.Profile) string {
 }
 
 // addRecording reads a recording, computes each function's self and total
-// CPU time (its share of the samples times the run's sampled CPU time), keeps
+// CPU time (its share of the samples times the run's sampled CPU time; kernel
+// time charged to the user code that was running, as Perun's tracer measures
+// a function's time including the system calls, faults and preemptions in
+// it: kernel scheduling and interrupt paths otherwise grow with any longer
+// run and read as changes of their own), keeps
 // copies of the sampled objects in the archive (so stored runs still name
 // their functions after a rebuild) and stores the run.
 func addRecording(st *store.Store, path string, r *store.Run, stderr io.Writer) error {
@@ -78,7 +82,7 @@ func addRecording(st *store.Store, path string, r *store.Run, stderr io.Writer) 
 	if err != nil {
 		return err
 	}
-	q := p.Apply(profile.Filter{})
+	q := p.Apply(profile.Filter{Kernel: profile.KernelExclude})
 	if len(q.Samples) == 0 {
 		return fmt.Errorf("%s has no CPU-time samples: nothing to store", path)
 	}

@@ -154,54 +154,67 @@ func TestVprofDiagnose(t *testing.T) {
 				t.Errorf("culprit report ranks %s %d by self time; want below 3rd. Top: %s", c.root, r, topNames(f, 6))
 			}
 
-			out := mustRun(t, "diagnose", "--normal", normal, "--buggy", buggy, "--format", "json")
-			var d diagnoseJSON
-			if err := json.Unmarshal([]byte(out), &d); err != nil {
-				t.Fatalf("diagnose JSON: %v\n%s", err, out)
-			}
-			rank, pattern, tags := 0, "", ""
-			for _, fn := range d.Functions {
-				if fn.Name == c.root {
-					rank, pattern = fn.Rank, fn.Pattern
-					if fn.Var != nil {
-						tags = fn.Var.Tags
-					}
-					inRoot := false
-					for _, l := range fn.Lines {
-						inRoot = inRoot || l.Function == c.root && strings.HasSuffix(l.File, "vprof_"+c.name+".c")
-					}
-					if !inRoot {
-						t.Errorf("%s: anomalous values not localised in it: %+v", c.root, fn.Lines)
-					}
-					blocks := 0
-					for _, b := range fn.Blocks {
-						lo, err1 := strconv.ParseUint(b.Start, 0, 64)
-						hi, err2 := strconv.ParseUint(b.End, 0, 64)
-						if b.Function == c.root && b.Object == bin && err1 == nil && err2 == nil && lo < hi {
-							blocks += b.Samples
-						}
-					}
-					if blocks == 0 {
-						t.Errorf("%s: anomalous values not localised in its basic blocks: %+v", c.root, fn.Blocks)
-					}
-				}
-			}
-			if rank < 1 || rank > 2 {
-				t.Errorf("diagnose ranks %s %d; want 1st or 2nd\n%s", c.root, rank, d.summary(6))
-			}
-			t.Logf("self rank %d, diagnose rank %d\n%s", r, rank, d.summary(4))
-
-			text := mustRun(t, "diagnose", "--normal", normal, "--buggy", buggy, "--top", "3")
-			if !strings.Contains(text, c.root) || !strings.Contains(text, "normal median") {
-				t.Errorf("text report:\n%s", text)
-			}
-
-			// The bug pattern follows from the anomalous variable's schema
-			// tags (loop, cond, args) and the dimension that set its discount.
-			if pattern != c.pattern {
-				t.Errorf("%s: pattern %s (variable tags %q), want %s\n%s", c.root, pattern, tags, c.pattern, d.summary(4))
+			for _, method := range []string{"differential", "vprof"} {
+				checkDiagnose(t, c, bin, normal, buggy, method, r)
 			}
 		})
+	}
+}
+
+// checkDiagnose runs diagnose with a method on a case's recordings and
+// checks the root cause's rank, pattern and localisation.
+func checkDiagnose(t *testing.T, c vprofCase, bin, normal, buggy, method string, r int) {
+	t.Helper()
+	out := mustRun(t, "diagnose", "--normal", normal, "--buggy", buggy, "--format", "json", "--method", method)
+	var d diagnoseJSON
+	if err := json.Unmarshal([]byte(out), &d); err != nil {
+		t.Fatalf("diagnose JSON: %v\n%s", err, out)
+	}
+	rank, pattern, tags := 0, "", ""
+	for _, fn := range d.Functions {
+		if fn.Name == c.root {
+			rank, pattern = fn.Rank, fn.Pattern
+			if fn.Var != nil {
+				tags = fn.Var.Tags
+			}
+			inRoot := false
+			for _, l := range fn.Lines {
+				inRoot = inRoot || l.Function == c.root && strings.HasSuffix(l.File, "vprof_"+c.name+".c")
+			}
+			if !inRoot {
+				t.Errorf("%s: anomalous values not localised in it: %+v", c.root, fn.Lines)
+			}
+			blocks := 0
+			for _, b := range fn.Blocks {
+				lo, err1 := strconv.ParseUint(b.Start, 0, 64)
+				hi, err2 := strconv.ParseUint(b.End, 0, 64)
+				if b.Function == c.root && b.Object == bin && err1 == nil && err2 == nil && lo < hi {
+					blocks += b.Samples
+				}
+			}
+			if blocks == 0 {
+				t.Errorf("%s: anomalous values not localised in its basic blocks: %+v", c.root, fn.Blocks)
+			}
+		}
+	}
+	if rank < 1 || rank > 2 {
+		t.Errorf("diagnose --method %s ranks %s %d; want 1st or 2nd\n%s", method, c.root, rank, d.summary(6))
+	}
+	t.Logf("%s: self rank %d, diagnose rank %d\n%s", method, r, rank, d.summary(4))
+
+	text := mustRun(t, "diagnose", "--normal", normal, "--buggy", buggy, "--top", "3", "--method", method)
+	want := "normal median"
+	if method == "differential" {
+		want = "of buggy time vs"
+	}
+	if !strings.Contains(text, c.root) || !strings.Contains(text, want) {
+		t.Errorf("text report:\n%s", text)
+	}
+
+	// The bug pattern follows from the anomalous variable's schema
+	// tags (loop, cond, args) and the dimension that set its discount.
+	if pattern != c.pattern {
+		t.Errorf("%s: %s: pattern %s (variable tags %q), want %s\n%s", method, c.root, pattern, tags, c.pattern, d.summary(4))
 	}
 }
 

@@ -24,31 +24,36 @@ func newDiagnose() *cobra.Command {
 	)
 	c := &cobra.Command{
 		Use:   "diagnose --normal FILE... --buggy FILE... [flags]",
-		Short: "Rank functions by cost recalibrated with sampled variable values (vProf)",
-		Long: `Diagnose runs vProf's value-assisted cost profiling on recordings made with
-culprit record --values: it compares the values of program variables sampled
-in normal runs with those sampled in buggy runs and recalibrates the cost of
-every function, so that a cheap function whose variables behave abnormally
-rises above costly functions whose variables look normal (docs/vprof.md).
+		Short: "Rank the functions that cause a slowdown, from a normal and a buggy run with sampled variable values",
+		Long: `Diagnose compares recordings of normal runs with recordings of buggy runs,
+made with culprit record --values, and ranks the functions most likely to be
+the root cause of the slowdown, with the bug pattern and one line saying why
+(docs/vprof.md).
 
-  raw cost     the larger of the function's own CPU time (PC cost) and its
-               variable cost: its value samples at distinct PCs per sample,
-               which counts the time a caller spends waiting on callees
-               while its variables are live (values are read up the stack)
-  discount     per variable and dimension (value, delta between consecutive
-               samples, duration: how many samples a value lasts), the
-               Anderson–Darling test at --alpha: same distribution →
-               --default-discount, else 1 − Hellinger distance, 0 below
-               --valid-discount; a function takes its most anomalous
-               variable's (locals: their function; globals: every function
-               they were read in); with 2+ runs of each kind, functions
-               without variables are discounted by how often they rank
-               higher in normal runs (hist-discounter)
-  calibrated   (1 − discount) · raw: the ranking
-  pattern      wrong-constraint, missing-constraint or scalability, from the
-               anomalous variable's tags and dimension
-  lines        where the buggy values outside the normal range were read,
-               and the basic blocks of machine code they were read in
+The default method (differential) ranks each function by the growth of its
+share of CPU time over complete call stacks (significant beyond two standard
+errors), weighted by evidence that the function itself changed behaviour:
+  own time     its own code took a larger share
+  input        its code reads a global that holds another value in the
+               buggy runs (listed as an input that differs)
+  variable     one of its variables behaves differently (vProf's tests:
+               value, delta between samples, duration; Anderson–Darling at
+               --alpha, 1 − Hellinger distance), not merely because it runs
+               more slowly or only in the buggy runs
+A function without evidence that only encloses the growth (main, a thread
+start routine, a dispatcher) ranks below the callee that carries it.
+
+--method vprof runs vProf's own algorithm (EuroSys '23): raw cost = max(own
+CPU time, variable cost: value samples at distinct PCs, which counts a
+caller while its variables are live below it), discounted per function by
+its most anomalous variable (--default-discount when the test does not
+reject, 1 − Hellinger below, 0 under --valid-discount; globals count in
+every function they were sampled in; with 2+ runs of each kind, functions
+without variables are discounted by how often they rank higher in normal
+runs), calibrated = (1 − discount) · raw.
+
+Patterns: wrong-constraint, missing-constraint or scalability. Lines and
+basic blocks: where the anomalous values were read.
 
 Give each run's recording after --normal or --buggy (several after one flag,
 or the flag repeated). Costs are CPU time per buggy run.`,
@@ -94,6 +99,7 @@ or the flag repeated). Costs are CPU time per buggy run.`,
 				return usageError{err}
 			}
 			a.SetBlocks(blockFinder(exes, stderr))
+			a.SetReads(readsFinder(exes))
 			for i, path := range append(append([]string(nil), normal...), buggy...) {
 				p, err := loadProfile([]string{path}, stderr, false)
 				if err != nil {
@@ -133,6 +139,7 @@ or the flag repeated). Costs are CPU time per buggy run.`,
 	f.StringVar(&format, "format", "text", "output format: text or json")
 	f.StringVarP(&output, "output", "o", "-", "file to write (- for standard output)")
 	f.IntVar(&top, "top", 20, "functions to print in text output (0: all)")
+	f.Var(methodFlag{&o.Method}, "method", "ranking: differential (growth of each function's share of CPU time over complete stacks, weighted by evidence from its variables and own time) or vprof (the paper's calibrated cost)")
 	f.Float64Var(&o.Alpha, "alpha", o.Alpha, "significance level of the Anderson–Darling test")
 	f.Float64Var(&o.DefaultDiscount, "default-discount", o.DefaultDiscount, "discount of a variable whose normal and buggy samples look alike")
 	f.Float64Var(&o.ValidDiscount, "valid-discount", o.ValidDiscount, "discounts 1 − Hellinger below this become 0")
@@ -223,3 +230,24 @@ func sameBinary(normal, buggy []string, allow bool) ([]profile.Executable, error
 	}
 	return exes, nil
 }
+
+// methodFlag is --method: differential or vprof.
+type methodFlag struct{ m *vprof.Method }
+
+func (f methodFlag) String() string {
+	if f.m == nil || *f.m == "" {
+		return string(vprof.MethodDifferential)
+	}
+	return string(*f.m)
+}
+
+func (f methodFlag) Set(s string) error {
+	switch vprof.Method(s) {
+	case vprof.MethodDifferential, vprof.MethodVprof:
+		*f.m = vprof.Method(s)
+		return nil
+	}
+	return fmt.Errorf("unknown method %q: use differential or vprof", s)
+}
+
+func (f methodFlag) Type() string { return "method" }

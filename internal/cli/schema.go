@@ -179,3 +179,31 @@ func blockFinder(exes []profile.Executable, stderr io.Writer) vprof.BlockFunc {
 		return b.Function, b.Start, b.End, ok
 	}
 }
+
+// readsFinder tells the differential method which functions' code reads a
+// global, from the machine code of the recorded objects (schema.Code); an
+// object whose file changed since the recording is not read.
+func readsFinder(exes []profile.Executable) vprof.ReadsFunc {
+	codes := map[string]*schema.Code{}
+	return func(object string, offset uint64, global string) (bool, bool) {
+		c, ok := codes[object]
+		if !ok {
+			for _, e := range exes {
+				if e.Path == object && len(e.BuildID) > 0 && !bytes.Equal(proc.BuildID(object), e.BuildID) {
+					codes[object] = nil
+					return false, false
+				}
+			}
+			c, _ = schema.OpenCode(object)
+			codes[object] = c
+		}
+		if c == nil {
+			return false, false
+		}
+		addr, ok := c.AddrOf(offset)
+		if !ok {
+			return false, false
+		}
+		return c.Reads(addr, global)
+	}
+}

@@ -454,10 +454,18 @@ type Code struct {
 	syms  []codeSym // sorted by address
 	loads []elf.ProgHeader
 
+	objs map[string][2]uint64 // data symbols: name → [start, end)
+
 	mu      sync.Mutex
 	cache   map[int]*cfg
 	clobber map[int]uint32
 	busy    map[int]bool
+	reads   map[readKey]bool
+}
+
+type readKey struct {
+	fn     int
+	global string
 }
 
 type codeSym struct {
@@ -479,7 +487,8 @@ func OpenCode(path string) (*Code, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	c := &Code{text: t, cache: map[int]*cfg{}, clobber: map[int]uint32{}, busy: map[int]bool{}}
+	c := &Code{text: t, cache: map[int]*cfg{}, clobber: map[int]uint32{}, busy: map[int]bool{},
+		objs: map[string][2]uint64{}, reads: map[readKey]bool{}}
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_LOAD {
 			c.loads = append(c.loads, p.ProgHeader)
@@ -492,6 +501,11 @@ func OpenCode(path string) (*Code, error) {
 	for _, s := range syms {
 		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Size > 0 && s.Value != 0 {
 			c.syms = append(c.syms, codeSym{name: s.Name, addr: s.Value, size: s.Size})
+		}
+		if elf.ST_TYPE(s.Info) == elf.STT_OBJECT && s.Size > 0 && s.Value != 0 {
+			if _, dup := c.objs[s.Name]; !dup {
+				c.objs[s.Name] = [2]uint64{s.Value, s.Value + s.Size}
+			}
 		}
 	}
 	sort.Slice(c.syms, func(i, j int) bool { return c.syms[i].addr < c.syms[j].addr })
@@ -607,4 +621,58 @@ func (c *Code) Block(addr uint64) (Block, bool) {
 		}
 	}
 	return Block{}, false
+}
+
+// Reads says whether the machine code of the function holding addr
+// accesses the global variable named global (a member "cfg.limit" is
+// looked up as its variable "cfg"): an instruction whose memory operand
+// is RIP-relative or absolute and lands in the variable's symbol. known is
+// false when no function symbol holds addr or the symbol table has no
+// such variable (a stripped binary, a global of another object). Code
+// inlined into the function counts as its own; accesses through a pointer
+// to the variable are not seen.
+func (c *Code) Reads(addr uint64, global string) (reads, known bool) {
+	i := c.symAt(addr)
+	if i < 0 {
+		return false, false
+	}
+	name, _, _ := strings.Cut(global, ".")
+	r, ok := c.objs[name]
+	if !ok {
+		return false, false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	k := readKey{fn: i, global: name}
+	if v, ok := c.reads[k]; ok {
+		return v, true
+	}
+	g := c.cfgOf(i)
+	found := false
+	for j := range g.insns {
+		in := &g.insns[j]
+		if !in.ok {
+			continue
+		}
+		for _, a := range in.inst.Args {
+			m, ok := a.(x86asm.Mem)
+			if !ok {
+				continue
+			}
+			var at uint64
+			switch {
+			case m.Base == x86asm.RIP:
+				at = in.next() + uint64(m.Disp)
+			case m.Base == 0 && m.Index == 0:
+				at = uint64(m.Disp)
+			default:
+				continue
+			}
+			if at >= r[0] && at < r[1] {
+				found = true
+			}
+		}
+	}
+	c.reads[k] = found
+	return found, true
 }

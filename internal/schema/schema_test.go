@@ -366,3 +366,28 @@ func TestClobbers(t *testing.T) {
 }
 
 func hexs(x uint64) string { return fmt.Sprintf("%#x", x) }
+
+// Reads: the functions whose machine code loads a global, at -O0 and -O2.
+func TestReads(t *testing.T) {
+	for _, opt := range []string{"-O0", "-O2"} {
+		bin := buildSchema(t, opt)
+		c, err := OpenCode(bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		over, _ := symbolAddr(t, bin, "over_limit")
+		if r, known := c.Reads(over+1, "cfg.limit"); !known || !r {
+			t.Errorf("%s: over_limit reads cfg.limit: %v, known %v", opt, r, known)
+		}
+		consume, _ := symbolAddr(t, bin, "consume")
+		if r, known := c.Reads(consume, "cfg.limit"); !known || r {
+			t.Errorf("%s: consume does not read cfg: %v, known %v", opt, r, known)
+		}
+		if _, known := c.Reads(consume, "no_such_global"); known {
+			t.Errorf("%s: a global without a symbol is known", opt)
+		}
+		if _, known := c.Reads(1, "cfg"); known {
+			t.Errorf("%s: an address outside every function is known", opt)
+		}
+	}
+}

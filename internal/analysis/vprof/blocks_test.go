@@ -13,7 +13,7 @@ import (
 // for each distinct frame where buggy values were read, and the blocks of
 // the samples outside the normal range are counted like the lines.
 func TestBlocks(t *testing.T) {
-	a, err := New(DefaultOptions())
+	a, err := New(paperOptions())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -189,7 +189,7 @@ func (r *rec) done() *profile.Profile {
 // analyze runs the analysis with default options.
 func analyze(t testing.TB, normal, buggy []*profile.Profile) *Result {
 	t.Helper()
-	a, err := New(DefaultOptions())
+	a, err := New(paperOptions())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -250,3 +250,11 @@ func (g *lcg) next() uint64 {
 
 // intn returns a value in [0, n).
 func (g *lcg) intn(n int64) int64 { return int64(g.next() % uint64(n)) }
+
+// paperOptions are DefaultOptions with vProf's own ranking, which most
+// tests here check.
+func paperOptions() Options {
+	o := DefaultOptions()
+	o.Method = MethodVprof
+	return o
+}

@@ -12,6 +12,8 @@ import (
 
 // jsonDoc is the JSON form of a Result (docs/report-json.md).
 type jsonDoc struct {
+	Method   Method      `json:"method"`
+	Inputs   []Input     `json:"inputs"`
 	Normal   []Run       `json:"normal"`
 	Buggy    []Run       `json:"buggy"`
 	Options  jsonOptions `json:"options"`
@@ -37,13 +39,16 @@ type jsonSchema struct {
 
 // WriteJSON writes the result as JSON, every function included.
 func WriteJSON(w io.Writer, r *Result) error {
-	d := jsonDoc{Normal: r.Normal, Buggy: r.Buggy, History: r.History, CostUnit: "s",
+	d := jsonDoc{Method: r.Method, Inputs: r.Inputs, Normal: r.Normal, Buggy: r.Buggy, History: r.History, CostUnit: "s",
 		Options: jsonOptions{Alpha: r.Options.Alpha, DefaultDiscount: r.Options.DefaultDiscount,
 			ValidDiscount: r.Options.ValidDiscount, MaxTestSamples: r.Options.MaxTestSamples},
 		Warnings: nonNil(r.Warnings), Schema: jsonSchema{OnlyNormal: nonNil(r.OnlyNormal), OnlyBuggy: nonNil(r.OnlyBuggy)},
 		Functions: r.Functions}
 	if d.Functions == nil {
 		d.Functions = []FunctionResult{}
+	}
+	if d.Inputs == nil {
+		d.Inputs = []Input{}
 	}
 	for i := range d.Functions {
 		if d.Functions[i].Lines == nil {
@@ -100,7 +105,11 @@ func sanitize(d jsonDoc) jsonDoc {
 // WriteText writes the ranking, top functions only (0: all).
 func WriteText(w io.Writer, r *Result, top int) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "vProf diagnosis: %s against %s\n", plural(len(r.Buggy), "buggy run"), plural(len(r.Normal), "normal run"))
+	title := "diagnosis (differential: growth of each function's share of CPU time, weighted by evidence)"
+	if r.Method == MethodVprof {
+		title = "vProf diagnosis"
+	}
+	fmt.Fprintf(&b, "%s: %s against %s\n", title, plural(len(r.Buggy), "buggy run"), plural(len(r.Normal), "normal run"))
 	for _, group := range []struct {
 		name string
 		runs []Run
@@ -120,7 +129,18 @@ func WriteText(w io.Writer, r *Result, top int) error {
 	}
 	fmt.Fprintf(&b, "  α %g, DefaultDiscount %g, ValidDiscount %g; hist-discounter %s\n",
 		r.Options.Alpha, r.Options.DefaultDiscount, r.Options.ValidDiscount, hist)
-	b.WriteString("  cost: CPU time per buggy run; raw = max(PC cost, variable cost); calibrated = (1 − discount) · raw\n")
+	if r.Method == MethodVprof {
+		b.WriteString("  cost: CPU time per buggy run; raw = max(PC cost, variable cost); calibrated = (1 − discount) · raw\n")
+	} else {
+		b.WriteString("  score: (1 − discount) · growth of the function's share of CPU time (its whole call subtree); discount 0 with evidence from its variables or own time\n")
+		for _, in := range r.Inputs {
+			name := in.Name
+			if in.Function != "" && in.Function != "#global" {
+				name = in.Function + ":" + in.Name
+			}
+			fmt.Fprintf(&b, "  input that differs: %s = %s normally, %s in the buggy runs (constant in each run)\n", name, num(in.Normal), num(in.Buggy))
+		}
+	}
 	for _, wn := range r.Warnings {
 		fmt.Fprintf(&b, "  warning: %s\n", wn)
 	}
@@ -133,6 +153,20 @@ func WriteText(w io.Writer, r *Result, top int) error {
 		n = top
 	}
 	b.Reset()
+	if r.Method != MethodVprof {
+		fmt.Fprintf(&b, "%4s  %7s  %7s  %7s  %-9s  %-18s  %s\n", "rank", "score", "buggy", "normal", "evidence", "pattern", "function")
+		for i := 0; i < n; i++ {
+			f := r.Functions[i]
+			fmt.Fprintf(&b, "%4d  %6.1f%%  %6.1f%%  %6.1f%%  %-9s  %-18s  %s\n", f.Rank, 100*f.Score, 100*f.Share.Buggy, 100*f.Share.Normal,
+				f.Evidence, f.Pattern, funcLabel(f))
+			fmt.Fprintf(&b, "%6s%s\n", "", f.Why)
+		}
+		if n < len(r.Functions) {
+			fmt.Fprintf(&b, "... %d more functions (--top 0 shows all)\n", len(r.Functions)-n)
+		}
+		_, err := io.WriteString(w, b.String())
+		return err
+	}
 	fmt.Fprintf(&b, "%4s  %10s  %10s  %8s  %-9s  %-18s  %s\n", "rank", "calibrated", "raw", "discount", "dimension", "pattern", "function")
 	for i := 0; i < n; i++ {
 		f := r.Functions[i]

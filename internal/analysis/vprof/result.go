@@ -138,11 +138,28 @@ type FunctionResult struct {
 	History    *History  `json:"history,omitempty"`
 	// Var is the variable that set the discount.
 	Var *VariableResult `json:"variable_info,omitempty"`
+
+	// The differential method's ranking (zero with MethodVprof): Score is
+	// (1 − Discount) × the growth of the function's share of CPU time;
+	// Share its inclusive share (samples whose stack holds it) in both
+	// kinds of run, SelfShare its own (innermost frame); Evidence what
+	// holds it responsible; Through the callee that carries all of its
+	// growth when it has no evidence of its own (it ranks just below it);
+	// Why one line that says all of this.
+	Score     float64  `json:"score"`
+	Share     Share    `json:"share"`
+	SelfShare Share    `json:"self_share"`
+	Evidence  Evidence `json:"evidence,omitempty"`
+	Through   string   `json:"through,omitempty"`
+	Input     string   `json:"input,omitempty"` // EvidenceInput: the global it reads
+	Why       string   `json:"why,omitempty"`
 }
 
 // Result is a vProf diagnosis.
 type Result struct {
 	Options    Options           `json:"-"`
+	Method     Method            `json:"method"`
+	Inputs     []Input           `json:"inputs,omitempty"` // differential: run-constant values that differ
 	Normal     []Run             `json:"normal"`
 	Buggy      []Run             `json:"buggy"`
 	History    bool              `json:"history"` // the hist-discounter was used
@@ -176,7 +193,7 @@ func (a *Analyzer) Result() (*Result, error) {
 		return nil, ErrNoRuns
 	}
 	o := a.opt
-	res := &Result{Options: o}
+	res := &Result{Options: o, Method: o.method()}
 	for _, r := range a.normal {
 		res.Normal = append(res.Normal, r.info)
 	}
@@ -303,7 +320,12 @@ func (a *Analyzer) Result() (*Result, error) {
 			mostCostly, top = f, raw
 		}
 	}
+	var ids []int32
 	for f := range funcs {
+		ids = append(ids, f)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	for _, f := range ids {
 		raw := math.Max(pc[f], vc[f])
 		fr := FunctionResult{Name: a.funcs[f].name, Object: a.funcs[f].object, Raw: raw / 1e9,
 			PCCost: pc[f] / 1e9, VarCost: vc[f] / 1e9, Dimension: DimNone, Pattern: NoPattern, Lines: []Line{}, Blocks: []Block{}}
@@ -345,8 +367,33 @@ func (a *Analyzer) Result() (*Result, error) {
 		fr.Calibrated = (1 - fr.Discount) * fr.Raw
 		res.Functions = append(res.Functions, fr)
 	}
+	if res.Method == MethodDifferential {
+		// Globals: only the functions whose code reads them.
+		charged = map[int32][]int32{}
+		for i, v := range a.vars {
+			if len(v.bs) == 0 && v.normalN == 0 {
+				continue
+			}
+			if !v.src.Global && v.owner >= 0 {
+				charged[v.owner] = append(charged[v.owner], int32(i))
+				continue
+			}
+			for f := range v.readIn {
+				charged[f] = append(charged[f], int32(i))
+			}
+		}
+		for i := range res.Functions {
+			fr := &res.Functions[i]
+			fr.Var, fr.Variable, fr.Dimension, fr.Pattern = nil, "", DimDefault, NoPattern
+			fr.Lines, fr.Blocks, fr.History = []Line{}, []Block{}, nil
+		}
+		a.differential(res, ids, res.Functions, comps, charged)
+	}
 	sort.Slice(res.Functions, func(i, j int) bool {
 		x, y := res.Functions[i], res.Functions[j]
+		if x.Score != y.Score {
+			return x.Score > y.Score
+		}
 		if x.Calibrated != y.Calibrated {
 			return x.Calibrated > y.Calibrated
 		}

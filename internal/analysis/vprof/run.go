@@ -24,6 +24,7 @@ type Analyzer struct {
 	buggy   []*runData
 
 	blockOf  BlockFunc
+	readsOf  ReadsFunc
 	blocks   []Block // distinct basic blocks where buggy values were read (Samples unused)
 	blockIdx map[blockKey]int32
 }
@@ -37,6 +38,18 @@ type blockKey struct {
 	object string
 	start  uint64
 }
+
+// ReadsFunc says whether the machine code of the function holding a file
+// offset of an object reads a global variable; known is false when it
+// cannot tell.
+type ReadsFunc func(object string, offset uint64, global string) (reads, known bool)
+
+// SetReads has the differential method charge a global only to the
+// functions whose code reads it (f decides; the analysis does not read
+// machine code itself). Without it, or where f does not know, a global is
+// charged to every function it was sampled in, as vProf does. Call it
+// before adding runs.
+func (a *Analyzer) SetReads(f ReadsFunc) { a.readsOf = f }
 
 // SetBlocks has localisation report the basic blocks where anomalous values
 // were read, found by f (the analysis does not read machine code itself).
@@ -82,6 +95,7 @@ type runData struct {
 	info    Run
 	pcCost  map[int32]float64 // function → ns of CPU time (self)
 	varCost map[int32]float64 // function → ns: value samples at distinct PCs per tick
+	stacks  stackCounts       // CPU samples counted over complete call stacks
 }
 
 // raw returns the run's raw cost of f, in ns.
@@ -114,6 +128,7 @@ type variable struct {
 	bs       []bsample
 	runs     []int32         // run lengths of the buggy samples
 	funcs    map[int32]int   // functions (of the PCs) it was sampled in, in buggy runs
+	readIn   map[int32]bool  // globals: of funcs, those whose code reads it or that nobody could tell
 	owner    int32           // for locals: the declaring function, −1 until seen
 	normalN  int             // samples in normal runs
 	result   *VariableResult // set by Result
@@ -161,7 +176,7 @@ type stState struct {
 }
 
 func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
-	r := &runData{info: info, pcCost: map[int32]float64{}, varCost: map[int32]float64{}}
+	r := &runData{info: info, pcCost: map[int32]float64{}, varCost: map[int32]float64{}, stacks: newStackCounts()}
 	// Count first: a run without variable values changes nothing.
 	isVar := make([]bool, len(p.ValueSources))
 	for i, vs := range p.ValueSources {
@@ -203,7 +218,7 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 		vi, ok := a.varIdx[k]
 		if !ok {
 			vi = int32(len(a.vars))
-			a.vars = append(a.vars, &variable{src: vs, owner: -1, funcs: map[int32]int{}})
+			a.vars = append(a.vars, &variable{src: vs, owner: -1, funcs: map[int32]int{}, readIn: map[int32]bool{}})
 			a.varIdx[k] = vi
 		}
 		srcVar[i] = vi
@@ -250,24 +265,32 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 	}
 
 	period := defaultPeriod(p)
-	// PC cost: the innermost frame of every CPU sample.
-	stackFn := map[int32]int32{}
+	// PC cost: the innermost frame of every CPU sample; stack counts: every
+	// function and call edge of its complete stack.
+	stackFn := map[int32][]int32{} // stack → functions, innermost first
+	perStack := map[int32]float64{}
 	var total float64
 	for _, s := range p.Samples {
 		if s.Event != recording.EventCPU {
 			continue
 		}
-		f, ok := stackFn[s.Stack]
+		fs, ok := stackFn[s.Stack]
 		if !ok {
 			st := p.StackAt(s.Stack)
 			if len(st) == 0 {
-				f = a.fn(profile.Unknown, "")
+				fs = []int32{a.fn(profile.Unknown, "")}
 			} else {
-				fr := p.FrameAt(st[0])
-				f = a.fn(fr.Name(), fr.Object)
+				fs = make([]int32, len(st))
+				for i, fi := range st {
+					fr := p.FrameAt(fi)
+					fs[i] = a.fn(fr.Name(), fr.Object)
+				}
 			}
-			stackFn[s.Stack] = f
+			stackFn[s.Stack] = fs
 		}
+		f := fs[0]
+		r.stacks.add(fs)
+		perStack[s.Stack]++
 		per := float64(s.Period)
 		if per == 0 {
 			per = period
@@ -276,6 +299,9 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 		total += per
 	}
 	r.info.CPU = total / 1e9
+	for st, n := range perStack {
+		r.stacks.paths = append(r.stacks.paths, stackPath{fs: stackFn[st], n: n})
+	}
 
 	// Values, in time order.
 	type owned struct {
@@ -284,6 +310,7 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 		owner int32
 	}
 	owners := map[int64]int32{}      // source<<32 | frame index → function
+	reads := map[int64]bool{}        // globals: source<<32 | frame index → read by the function's code (or unknown)
 	frameLoc := map[int32][2]int32{} // frame → line, block
 	var tick []owned                 // the values of one sample time
 	tickTime := uint64(0)
@@ -346,6 +373,11 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 				owner = a.fn(vs.Function, fr.Object)
 			} else {
 				owner = a.fn(fr.Name(), fr.Object)
+				read, known := true, false
+				if a.readsOf != nil && fi >= 0 && !fr.Kernel {
+					read, known = a.readsOf(fr.Object, fr.Offset, vs.Name)
+				}
+				reads[ok] = read || !known
 			}
 			owners[ok] = owner
 		}
@@ -354,6 +386,9 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 		}
 		if buggy {
 			va.funcs[owner]++
+			if va.src.Global && reads[ok] {
+				va.readIn[owner] = true
+			}
 		}
 		if v.Time != tickTime {
 			flush()

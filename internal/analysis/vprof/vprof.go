@@ -24,6 +24,28 @@ type Options struct {
 	// (its quantiles), which keeps its distribution to within 1/MaxTestSamples.
 	// The Hellinger distance always uses every sample. 0: 1000.
 	MaxTestSamples int
+	// Method ranks the functions: MethodDifferential (the default, "")
+	// or MethodVprof, the paper's algorithm.
+	Method Method
+}
+
+// Method is a ranking method of diagnose.
+type Method string
+
+const (
+	// MethodDifferential ranks by the growth of each function's share of
+	// CPU time over complete call stacks, weighted by the evidence that the
+	// function itself changed behaviour (docs/vprof.md).
+	MethodDifferential Method = "differential"
+	// MethodVprof is vProf's calibrated cost, as the paper describes it.
+	MethodVprof Method = "vprof"
+)
+
+func (o Options) method() Method {
+	if o.Method == "" {
+		return MethodDifferential
+	}
+	return o.Method
 }
 
 // DefaultOptions returns vProf's defaults: α = 0.05, DefaultDiscount 0.8,
@@ -43,6 +65,8 @@ func (o Options) Check() error {
 		return fmt.Errorf("valid discount %g: want a ratio in [0, 1]", o.ValidDiscount)
 	case o.MaxTestSamples < 0:
 		return fmt.Errorf("max test samples %d: want a positive number", o.MaxTestSamples)
+	case o.Method != "" && o.Method != MethodDifferential && o.Method != MethodVprof:
+		return fmt.Errorf("unknown method %q: use differential or vprof", o.Method)
 	}
 	return nil
 }

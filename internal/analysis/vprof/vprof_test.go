@@ -565,7 +565,7 @@ func TestNoValues(t *testing.T) {
 		r.tick(1, []string{"worker", "dispatch_2", "main"}, 0)
 	}
 	p := r.done()
-	a, _ := New(DefaultOptions())
+	a, _ := New(paperOptions())
 	err := a.AddBuggy(p, Run{Path: "bug.rec"})
 	var nv *NoValuesError
 	if !errors.As(err, &nv) || nv.Samples != 10 || !strings.Contains(err.Error(), "culprit record --values -o bug.rec") {
@@ -586,7 +586,7 @@ func TestSchemaMismatch(t *testing.T) {
 		}
 		return r.done()
 	}
-	a, _ := New(DefaultOptions())
+	a, _ := New(paperOptions())
 	if err := a.AddNormal(mk("alpha"), Run{}); err != nil {
 		t.Fatal(err)
 	}
@@ -683,7 +683,7 @@ func TestOddInput(t *testing.T) {
 		Values: []profile.Value{{Time: 1, TID: 1, Source: 0, Bits: 1}, {Time: 2, TID: 1, Source: 5, Bits: 2},
 			{Time: 3, TID: 1, Source: -1}, {Time: 4, TID: 1, Source: 0, Bits: 3}},
 	}
-	a, _ := New(DefaultOptions())
+	a, _ := New(paperOptions())
 	if err := a.AddNormal(p, Run{}); err != nil {
 		t.Fatal(err)
 	}
@@ -702,7 +702,7 @@ func TestOptions(t *testing.T) {
 		}
 	}
 	// DefaultDiscount and ValidDiscount are used as given.
-	o := DefaultOptions()
+	o := paperOptions()
 	o.DefaultDiscount, o.ValidDiscount = 0.5, 0.6
 	d := o.compareDim(DimValue, []float64{1, 2, 3, 4, 5, 6}, []float64{1, 2, 3, 4, 5, 6}, true)
 	if d.Discount != 0.5 || d.Rejected {

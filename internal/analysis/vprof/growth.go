@@ -1,0 +1,615 @@
+package vprof
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strings"
+)
+
+// stackCounts are a run's CPU samples counted over their complete call
+// stacks: per function, the samples whose stack holds it (inclusive) and
+// those where it is the innermost frame (self); per call edge caller → callee,
+// the samples whose stack holds that call. Each function and edge counts once
+// per sample (recursion does not count twice).
+type stackCounts struct {
+	n     float64
+	self  map[int32]float64
+	incl  map[int32]float64
+	edges map[edge]float64
+	paths []stackPath // the distinct stacks and their samples
+}
+
+type stackPath struct {
+	fs []int32 // innermost first
+	n  float64
+}
+
+type edge struct{ caller, callee int32 }
+
+func newStackCounts() stackCounts {
+	return stackCounts{self: map[int32]float64{}, incl: map[int32]float64{}, edges: map[edge]float64{}}
+}
+
+// add counts one sample whose stack holds the functions fs, innermost first.
+func (c *stackCounts) add(fs []int32) {
+	c.n++
+	c.self[fs[0]]++
+	for i, f := range fs {
+		if !slicesContains(fs[:i], f) {
+			c.incl[f]++
+		}
+		if i == 0 {
+			continue
+		}
+		e := edge{caller: f, callee: fs[i-1]}
+		dup := false
+		for j := 1; j < i; j++ {
+			if fs[j] == f && fs[j-1] == fs[i-1] {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			c.edges[e]++
+		}
+	}
+}
+
+func slicesContains(xs []int32, x int32) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+func (c *stackCounts) merge(o stackCounts) {
+	c.n += o.n
+	for f, x := range o.self {
+		c.self[f] += x
+	}
+	for f, x := range o.incl {
+		c.incl[f] += x
+	}
+	for e, x := range o.edges {
+		c.edges[e] += x
+	}
+	c.paths = append(c.paths, o.paths...)
+}
+
+// under counts, for each function in tops, the samples in which each
+// function appears below it (called from it, directly or not).
+func (c *stackCounts) under(tops map[int32]bool) map[int32]map[int32]float64 {
+	out := map[int32]map[int32]float64{}
+	for f := range tops {
+		out[f] = map[int32]float64{}
+	}
+	for _, p := range c.paths {
+		for i := len(p.fs) - 1; i > 0; i-- {
+			f := p.fs[i]
+			if !tops[f] || slicesContains(p.fs[i+1:], f) {
+				continue
+			}
+			seen := map[int32]bool{}
+			for _, g := range p.fs[:i] {
+				if g != f && !seen[g] {
+					seen[g] = true
+					out[f][g] += p.n
+				}
+			}
+		}
+	}
+	return out
+}
+
+// Share is a function's share of the CPU samples in the normal and the
+// buggy runs (pooled over the runs of each kind), the change, and its
+// standard error (binomial): a change beyond two errors is significant, as
+// in culprit diff.
+type Share struct {
+	Normal float64 `json:"normal"`
+	Buggy  float64 `json:"buggy"`
+	Change float64 `json:"change"`
+	Err    float64 `json:"err"`
+}
+
+// Grew says whether the share grew by more than two standard errors.
+func (s Share) Grew() bool { return s.Change > 2*s.Err && s.Change > 0 }
+
+func share(normal, nN, buggy, nB float64) Share {
+	var s Share
+	if nN > 0 {
+		s.Normal = normal / nN
+	}
+	if nB > 0 {
+		s.Buggy = buggy / nB
+	}
+	s.Change = s.Buggy - s.Normal
+	if nN == 0 || nB == 0 {
+		return s
+	}
+	// The two-proportion test's error: under the hypothesis of no change
+	// both runs share one proportion, estimated from both.
+	p := (normal + buggy) / (nN + nB)
+	s.Err = math.Sqrt(p * (1 - p) * (1/nN + 1/nB))
+	return s
+}
+
+// Evidence says why the differential method holds a function responsible.
+type Evidence string
+
+const (
+	// EvidenceVariable: one of its variables behaves differently in a way
+	// its slowdown does not explain (docs/vprof.md, "The differential
+	// method").
+	EvidenceVariable Evidence = "variable"
+	// EvidenceOwnTime: its own code (self time) took a larger share.
+	EvidenceOwnTime Evidence = "own-time"
+	// EvidenceInput: its code reads a global that holds another value in
+	// the buggy runs (an input that differs): it decides on that input.
+	EvidenceInput Evidence = "input"
+	// EvidenceNone: none of these; it only encloses the growth, if any.
+	EvidenceNone Evidence = "none"
+)
+
+// Input is a variable that holds one value for the whole of each run and
+// another in the buggy runs: a difference of the inputs (a configuration
+// global, a parameter passed down), reported once rather than as an anomaly
+// of every function that reads it.
+type Input struct {
+	Name     string  `json:"name"`
+	Function string  `json:"function"` // declaring function, "#global" for globals
+	Normal   float64 `json:"normal"`
+	Buggy    float64 `json:"buggy"`
+}
+
+// varClass is what the differential method makes of a variable's anomaly.
+type varClass uint8
+
+const (
+	classNormal  varClass = iota // no dimension told the runs apart
+	classAnomaly                 // evidence
+	classInput                   // run-constant: an input that differs
+	classNewPath                 // sampled in the buggy runs only
+	classSlower                  // only its progress slowed
+)
+
+// runConstant reports whether v holds one value in all normal runs and
+// another one in all buggy runs, and the two values.
+func runConstant(v *variable) (normal, buggy float64, ok bool) {
+	if v.src.Pointer || len(v.buggy.values) == 0 {
+		return 0, 0, false
+	}
+	buggy = v.buggy.values[0]
+	for _, x := range v.buggy.values {
+		if x != buggy {
+			return 0, 0, false
+		}
+	}
+	seen := false
+	for _, s := range v.normal {
+		if s == nil {
+			continue
+		}
+		for _, x := range s.values {
+			if !seen {
+				normal, seen = x, true
+			}
+			if x != normal {
+				return 0, 0, false
+			}
+		}
+	}
+	return normal, buggy, seen && normal != buggy
+}
+
+// classify decides what a variable's comparison is evidence of, and returns
+// the dimension to report (its index in c.dims). See docs/vprof.md.
+func (a *Analyzer) classify(v *variable, c comparison) (varClass, int) {
+	d := c.dims[c.chosen]
+	if !d.Rejected {
+		return classNormal, c.chosen
+	}
+	if d.unsampled() {
+		return classNewPath, c.chosen
+	}
+	if constant(v) {
+		// One value in every sample of both kinds of run: its durations are
+		// the lengths of the runs, nothing the program did.
+		return classNormal, c.chosen
+	}
+	t := parseTags(v.src.Tags)
+	if _, _, ok := runConstant(v); ok && (v.src.Global || !t.cond) {
+		return classInput, c.chosen
+	}
+	// A delta anomaly that only says the variable advances more slowly
+	// between samples is what any loop enclosing a slowdown shows: leave it
+	// out and take the variable's next strongest dimension.
+	best := -1
+	for i, dim := range c.dims {
+		if !dim.Rejected {
+			continue
+		}
+		if dim.Dimension == DimDelta && slower(v) {
+			continue
+		}
+		if dim.Dimension == DimDuration && (!lastsLonger(v) || !parseTags(v.src.Tags).loop) {
+			// Values that change as often or more often say nothing about
+			// a slowdown; a variable that does not step in a loop is
+			// constant during a call, and lasting longer says only that
+			// the call took longer. A loop variable lasting longer is a
+			// loop lingering on one iteration (a missing constraint).
+			continue
+		}
+		if best < 0 || strongerDim(dim, c.dims[best]) {
+			best = i
+		}
+	}
+	if best < 0 {
+		return classSlower, c.chosen
+	}
+	return classAnomaly, best
+}
+
+// constant says whether every sample of v, normal and buggy, holds one
+// value.
+func constant(v *variable) bool {
+	if v.src.Pointer || len(v.buggy.values) == 0 {
+		return false
+	}
+	x := v.buggy.values[0]
+	for _, y := range v.buggy.values {
+		if y != x {
+			return false
+		}
+	}
+	for _, s := range v.normal {
+		if s == nil {
+			continue
+		}
+		for _, y := range s.values {
+			if y != x {
+				return false
+			}
+		}
+	}
+	return true
+}
+
+// lastsLonger says whether v's buggy values last longer (in samples) than
+// its normal ones: the median buggy duration is above the normal median.
+func lastsLonger(v *variable) bool {
+	var nd []float64
+	for _, s := range v.normal {
+		if s != nil {
+			nd = append(nd, s.durations...)
+		}
+	}
+	if len(nd) == 0 || len(v.buggy.durations) == 0 {
+		return len(nd) == 0
+	}
+	return median(v.buggy.durations) > median(nd)
+}
+
+// slower says whether the variable's buggy deltas are smaller in magnitude
+// than its normal ones (medians of the absolute deltas).
+func slower(v *variable) bool {
+	var nd []float64
+	for _, s := range v.normal {
+		if s != nil {
+			for _, x := range s.deltas {
+				nd = append(nd, math.Abs(x))
+			}
+		}
+	}
+	if len(nd) == 0 || len(v.buggy.deltas) == 0 {
+		return false
+	}
+	bd := make([]float64, len(v.buggy.deltas))
+	for i, x := range v.buggy.deltas {
+		bd[i] = math.Abs(x)
+	}
+	return median(bd) < median(nd)
+}
+
+// differential ranks the functions by the growth of their inclusive share
+// of CPU time between the normal and buggy runs, weighted by the evidence
+// that they, not their callers or callees, changed behaviour
+// (docs/vprof.md, "The differential method"). It fills in the ranking
+// fields of fs (indexed like ids) and returns the inputs that differ.
+func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, comps []comparison, charged map[int32][]int32) {
+	o := a.opt
+	var nc, bc stackCounts
+	nc, bc = newStackCounts(), newStackCounts()
+	for _, r := range a.normal {
+		nc.merge(r.stacks)
+	}
+	for _, r := range a.buggy {
+		bc.merge(r.stacks)
+	}
+	// Classes of the variables, and the inputs that differ.
+	classes := make([]varClass, len(a.vars))
+	dims := make([]int, len(a.vars))
+	for i, v := range a.vars {
+		if v.result == nil {
+			continue
+		}
+		classes[i], dims[i] = a.classify(v, comps[i])
+		if classes[i] == classInput {
+			n, b, _ := runConstant(v)
+			res.Inputs = append(res.Inputs, Input{Name: v.src.Name, Function: v.src.Function, Normal: n, Buggy: b})
+		}
+	}
+	sort.Slice(res.Inputs, func(i, j int) bool {
+		x, y := res.Inputs[i], res.Inputs[j]
+		if x.Function != y.Function {
+			return x.Function < y.Function
+		}
+		return x.Name < y.Name
+	})
+
+	idx := map[int32]int{}
+	for i, f := range ids {
+		idx[f] = i
+	}
+	// Growth, own-time growth and evidence.
+	score := make([]float64, len(ids))
+	for i, f := range ids {
+		fr := &fs[i]
+		fr.Share = share(nc.incl[f], nc.n, bc.incl[f], bc.n)
+		fr.SelfShare = share(nc.self[f], nc.n, bc.self[f], bc.n)
+		fr.Evidence = EvidenceNone
+		discount := o.DefaultDiscount
+		// The strongest evidence among its variables.
+		best := int32(-1)
+		for _, vi := range charged[f] {
+			if classes[vi] != classAnomaly {
+				continue
+			}
+			if best < 0 || strongerDim(comps[vi].dims[dims[vi]], comps[best].dims[dims[best]]) {
+				best = vi
+			}
+		}
+		if best >= 0 {
+			v := a.vars[best]
+			c := comparison{dims: comps[best].dims, chosen: dims[best]}
+			vr := *v.result
+			vr.Dimension = c.dims[c.chosen].Dimension
+			vr.Discount = c.dims[c.chosen].Discount
+			vr.Anomalous = true
+			vr.Anomaly = a.localise(v, c)
+			fr.Var = &vr
+			fr.Variable = vr.Name
+			fr.Dimension = vr.Dimension
+			fr.Lines, fr.Blocks = vr.Anomaly.Lines, vr.Anomaly.Blocks
+			fr.Evidence = EvidenceVariable
+			discount = math.Min(discount, vr.Discount)
+		}
+		if fr.Evidence == EvidenceNone {
+			for _, vi := range charged[f] {
+				if classes[vi] == classInput && a.vars[vi].src.Global {
+					fr.Evidence, fr.Input = EvidenceInput, a.vars[vi].src.Name
+					discount = 0
+					break
+				}
+			}
+		}
+		if ownWork(fr) {
+			if fr.Evidence == EvidenceNone {
+				fr.Evidence = EvidenceOwnTime
+			}
+			discount = 0
+		}
+		fr.Discount = discount
+		fr.Pattern = a.pattern(fr)
+		if fr.Share.Grew() {
+			score[i] = (1 - discount) * fr.Share.Change
+		}
+	}
+	// A function without evidence whose growth all goes through one callee
+	// only encloses it: it ranks just below that callee.
+	through := make([]int, len(ids))
+	for i, f := range ids {
+		through[i] = -1
+		if fs[i].Evidence != EvidenceNone || !fs[i].Share.Grew() {
+			continue
+		}
+		var top edge
+		var topN float64
+		for e, n := range bc.edges {
+			if e.caller == f && e.callee != f && n > topN {
+				top, topN = e, n
+			}
+		}
+		if topN == 0 {
+			continue
+		}
+		via := share(nc.edges[top], nc.n, topN, bc.n)
+		rest := share(nc.incl[f]-nc.edges[top], nc.n, bc.incl[f]-topN, bc.n)
+		if j, ok := idx[top.callee]; ok && via.Grew() && !rest.Grew() {
+			through[i] = j
+			fs[i].Through = fs[j].Name
+		}
+	}
+	// A function whose loop lingers on single iterations in the buggy runs
+	// (a loop variable whose values last longer) spends the growth of what
+	// it calls in those iterations: every function whose growth all occurs
+	// under it ranks below it.
+	lingers := map[int32]bool{}
+	for i, f := range ids {
+		if v := fs[i].Var; v != nil && v.Dimension == DimDuration && parseTags(v.Tags).loop && score[i] > 0 {
+			lingers[f] = true
+		}
+	}
+	below := make([][]int, len(ids)) // function → the lingering functions it ranks below
+	if len(lingers) > 0 {
+		nu, bu := nc.under(lingers), bc.under(lingers)
+		for f := range lingers {
+			for g, n := range bu[f] {
+				j, ok := idx[g]
+				if !ok || !fs[j].Share.Grew() {
+					continue
+				}
+				outside := share(nc.incl[g]-nu[f][g], nc.n, bc.incl[g]-n, bc.n)
+				if !outside.Grew() {
+					below[j] = append(below[j], idx[f])
+				}
+			}
+		}
+	}
+	eff := make([]float64, len(ids))
+	state := make([]uint8, len(ids)) // 0 new, 1 in progress, 2 done
+	var resolve func(i int) float64
+	resolve = func(i int) float64 {
+		switch state[i] {
+		case 2:
+			return eff[i]
+		case 1: // a cycle of pass-through functions: stop here
+			return score[i]
+		}
+		state[i] = 1
+		e := score[i]
+		if j := through[i]; j >= 0 {
+			e = math.Min(e, resolve(j)*(1-1e-9))
+		}
+		for _, j := range below[i] {
+			if j != i && state[j] != 1 {
+				e = math.Min(e, resolve(j)*(1-1e-9))
+			}
+		}
+		eff[i], state[i] = e, 2
+		return e
+	}
+	for i := range ids {
+		fs[i].Score = resolve(i)
+	}
+	for i := range fs {
+		fs[i].Why = why(&fs[i])
+	}
+}
+
+// ownWork says whether a function's own code did a material part of its
+// growth: its self share grew significantly, by at least OwnShare of the
+// growth of its inclusive share.
+func ownWork(fr *FunctionResult) bool {
+	return fr.SelfShare.Grew() && fr.SelfShare.Change >= OwnShare*fr.Share.Change
+}
+
+// OwnShare is the part of a function's growth its own code must account
+// for to count as evidence (1/20).
+const OwnShare = 0.05
+
+// pattern infers the bug pattern from the evidence (docs/vprof.md).
+func (a *Analyzer) pattern(fr *FunctionResult) Pattern {
+	if fr.Var != nil {
+		v := fr.Var
+		t := parseTags(v.Tags)
+		an := v.Anomaly
+		beyond := an != nil && an.HasNormal && an.BuggyMedian > an.NormalMax
+		within := an != nil && an.HasNormal && an.BuggyMedian >= an.NormalMin && an.BuggyMedian <= an.NormalMax
+		switch {
+		case t.cond && v.Dimension == DimValue && !within:
+			return WrongConstraint
+		case t.loop && v.Dimension != DimDuration && beyond:
+			return Scalability
+		case v.Dimension == DimDuration:
+			// Values that last longer: a loop lingering on some items.
+			return MissingConstraint
+		case v.Dimension == DimValue && within && !ownWork(fr):
+			// The same values as normally, the time spread differently
+			// over them, and the function's own code no busier: its
+			// callees took longer on some items, which a check should
+			// have skipped.
+			return MissingConstraint
+		case t.cond:
+			return WrongConstraint
+		}
+	}
+	if fr.Evidence == EvidenceOwnTime || (fr.Evidence == EvidenceVariable && ownWork(fr)) {
+		return Scalability
+	}
+	if fr.Evidence == EvidenceInput {
+		// It decides on an input that differs, and what it calls grew.
+		return WrongConstraint
+	}
+	return NoPattern
+}
+
+// why says in one line why a function ranks where it does.
+func why(f *FunctionResult) string {
+	pct := func(x float64) string {
+		x *= 100
+		switch {
+		case x == 0:
+			return "0%"
+		case math.Abs(x) < 1:
+			return fmt.Sprintf("%.1f%%", x)
+		}
+		return fmt.Sprintf("%.0f%%", x)
+	}
+	var b strings.Builder
+	s := f.Share
+	fmt.Fprintf(&b, "%s of buggy time vs %s normal", pct(s.Buggy), pct(s.Normal))
+	if !s.Grew() {
+		b.WriteString(" (no significant growth)")
+	}
+	if ownWork(f) {
+		fmt.Fprintf(&b, "; own code %s vs %s", pct(f.SelfShare.Buggy), pct(f.SelfShare.Normal))
+	}
+	if v := f.Var; v != nil && f.Evidence != "" && v.Anomaly != nil {
+		an := v.Anomaly
+		what := ""
+		switch an.Dimension {
+		case DimDelta:
+			what = " (change per sample)"
+		case DimDuration:
+			what = " (samples a value lasts)"
+		}
+		kind := strings.ReplaceAll(v.Tags, "|", ",")
+		if kind == "" || kind == "none" {
+			kind = "variable"
+		}
+		if an.HasNormal {
+			fmt.Fprintf(&b, "; %s%s: normal %s..%s, buggy median %s (%s)", v.Name, what, num(an.NormalMin), num(an.NormalMax), num(an.BuggyMedian), kind)
+		} else {
+			fmt.Fprintf(&b, "; %s%s: buggy median %s, never sampled normally (%s)", v.Name, what, num(an.BuggyMedian), kind)
+		}
+	}
+	if f.Evidence == EvidenceInput {
+		fmt.Fprintf(&b, "; its code reads %s, an input that differs", f.Input)
+	}
+	if f.Through != "" {
+		fmt.Fprintf(&b, "; encloses %s, which carries its growth", f.Through)
+	}
+	if f.Pattern != NoPattern && f.Pattern != "" {
+		fmt.Fprintf(&b, " → %s", f.Pattern)
+	}
+	if len(f.Lines) > 0 {
+		b.WriteString("; lines " + lineRange(f.Lines))
+	}
+	return b.String()
+}
+
+// lineRange names the lines of the most frequent file: "cache.c:112–118".
+func lineRange(ls []Line) string {
+	file := ls[0].File
+	if file == "" {
+		return ls[0].String()
+	}
+	lo, hi := ls[0].Line, ls[0].Line
+	for _, l := range ls {
+		if l.File == file && l.Line > 0 {
+			lo, hi = min(lo, l.Line), max(hi, l.Line)
+		}
+	}
+	base := file
+	if i := strings.LastIndexByte(base, '/'); i >= 0 {
+		base = base[i+1:]
+	}
+	if lo == hi {
+		return fmt.Sprintf("%s:%d", base, lo)
+	}
+	return fmt.Sprintf("%s:%d–%d", base, lo, hi)
+}

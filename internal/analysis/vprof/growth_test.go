@@ -1,0 +1,161 @@
+package vprof
+
+import (
+	"math"
+	"testing"
+)
+
+func TestShareSignificance(t *testing.T) {
+	// 5 of 2249 buggy samples against none of 1178 normal: within two
+	// errors of the pooled proportion, not a growth.
+	if s := share(0, 1178, 5, 2249); s.Grew() {
+		t.Errorf("5/2249 vs 0/1178 grew: %+v", s)
+	}
+	// 10% of 2000 against 1% of 1000: far beyond.
+	s := share(10, 1000, 200, 2000)
+	if !s.Grew() || math.Abs(s.Change-0.09) > 1e-12 {
+		t.Errorf("10%% vs 1%%: %+v", s)
+	}
+	want := math.Sqrt(210.0 / 3000 * (1 - 210.0/3000) * (1.0/1000 + 1.0/2000))
+	if math.Abs(s.Err-want) > 1e-12 {
+		t.Errorf("err %g, want %g", s.Err, want)
+	}
+	if s := share(300, 1000, 500, 2000); s.Grew() {
+		t.Errorf("a share that fell grew: %+v", s)
+	}
+}
+
+func TestStackCounts(t *testing.T) {
+	c := newStackCounts()
+	// main(0) → a(1) → b(2), twice; main → a → a → c(3) (recursion) once.
+	c.add([]int32{2, 1, 0})
+	c.add([]int32{2, 1, 0})
+	c.add([]int32{3, 1, 1, 0})
+	c.paths = []stackPath{{fs: []int32{2, 1, 0}, n: 2}, {fs: []int32{3, 1, 1, 0}, n: 1}}
+	if c.n != 3 || c.incl[1] != 3 || c.incl[0] != 3 || c.self[2] != 2 || c.self[3] != 1 {
+		t.Errorf("counts: n %g incl %v self %v", c.n, c.incl, c.self)
+	}
+	if c.edges[edge{1, 2}] != 2 || c.edges[edge{1, 1}] != 1 || c.edges[edge{1, 3}] != 1 || c.edges[edge{0, 1}] != 3 {
+		t.Errorf("edges %v", c.edges)
+	}
+	u := c.under(map[int32]bool{1: true})
+	if u[1][2] != 2 || u[1][3] != 1 || u[1][0] != 0 || u[1][1] != 0 {
+		t.Errorf("under a: %v", u[1])
+	}
+}
+
+func vr(normal, buggy []float64) *variable {
+	v := &variable{normal: []*series{{values: normal}}, buggy: series{values: buggy}}
+	d := func(xs []float64) (ds, durs []float64) {
+		run := 1
+		for i := 1; i < len(xs); i++ {
+			ds = append(ds, xs[i]-xs[i-1])
+			if xs[i] == xs[i-1] {
+				run++
+			} else {
+				durs = append(durs, float64(run))
+				run = 1
+			}
+		}
+		return ds, append(durs, float64(run))
+	}
+	v.normal[0].deltas, v.normal[0].durations = d(normal)
+	v.buggy.deltas, v.buggy.durations = d(buggy)
+	return v
+}
+
+func TestRunConstantAndProgress(t *testing.T) {
+	if n, b, ok := runConstant(vr([]float64{64, 64, 64}, []float64{512, 512})); !ok || n != 64 || b != 512 {
+		t.Errorf("run-constant: %g %g %v", n, b, ok)
+	}
+	if _, _, ok := runConstant(vr([]float64{64, 64}, []float64{512, 511})); ok {
+		t.Error("a buggy value that changes is not run-constant")
+	}
+	if _, _, ok := runConstant(vr([]float64{7, 7}, []float64{7})); ok {
+		t.Error("one value in both kinds of run is not an input that differs")
+	}
+	if !constant(vr([]float64{7, 7}, []float64{7})) || constant(vr([]float64{7, 8}, []float64{7})) {
+		t.Error("constant")
+	}
+	// A counter that advances 100 per sample normally and 40 in the buggy run.
+	var n, b []float64
+	for i := 0; i < 50; i++ {
+		n = append(n, float64(100*i))
+		b = append(b, float64(40*i))
+	}
+	if !slower(vr(n, b)) || slower(vr(b, n)) {
+		t.Error("slower")
+	}
+	// Values lasting 1 sample normally, 5 in the buggy run.
+	var bl []float64
+	for i := 0; i < 50; i++ {
+		bl = append(bl, float64(i/5))
+	}
+	if !lastsLonger(vr(n, bl)) || lastsLonger(vr(bl, n)) {
+		t.Error("lastsLonger")
+	}
+}
+
+func TestClassify(t *testing.T) {
+	a, _ := New(DefaultOptions())
+	o := a.opt
+	// A counter over the same range, advancing 100 per sample normally and
+	// 40 in the buggy run.
+	var n, b []float64
+	for i := 0; i < 200; i++ {
+		n = append(n, float64(100*i))
+	}
+	for i := 0; i < 500; i++ {
+		b = append(b, float64(40*i))
+	}
+	cases := []struct {
+		name  string
+		v     *variable
+		class varClass
+	}{
+		{"input global", vr(fill(64, 100), fill(512, 100)), classInput},
+		{"slower loop counter", vr(n, b), classSlower},
+		{"same values", vr(n, n), classNormal},
+	}
+	cases[0].v.src.Global = true
+	cases[1].v.src.Tags = "loop"
+	for _, c := range cases {
+		comp := o.discountVar(c.v, 1)
+		if got, _ := a.classify(c.v, comp); got != c.class {
+			t.Errorf("%s: class %d, want %d (%+v)", c.name, got, c.class, comp.dims)
+		}
+	}
+	// A cond local holding another constant in the buggy run is evidence:
+	// its function decides on it.
+	v := vr(fill(4096, 100), fill(0, 100))
+	v.src.Tags = "cond"
+	if got, _ := a.classify(v, o.discountVar(v, 1)); got != classAnomaly {
+		t.Errorf("cond local: class %d, want evidence", got)
+	}
+	// Never sampled normally: a new path, no evidence.
+	v = &variable{buggy: series{values: fill(3, 50), durations: []float64{50}}}
+	if got, _ := a.classify(v, o.discountVar(v, 1)); got != classNewPath {
+		t.Errorf("buggy-only: class %d, want new path", got)
+	}
+}
+
+func fill(x float64, n int) []float64 {
+	out := make([]float64, n)
+	for i := range out {
+		out[i] = x
+	}
+	return out
+}
+
+func TestWhyLine(t *testing.T) {
+	f := FunctionResult{Name: "maybe_flush", Share: share(1, 1000, 108, 1000), Evidence: EvidenceInput,
+		Input: "cfg_record_size", Pattern: WrongConstraint}
+	got := why(&f)
+	want := "11% of buggy time vs 0.1% normal; its code reads cfg_record_size, an input that differs → wrong-constraint"
+	if got != want {
+		t.Errorf("why:\n got %q\nwant %q", got, want)
+	}
+	if lr := lineRange([]Line{{File: "/s/cache.c", Line: 118}, {File: "/s/cache.c", Line: 112}, {File: "/s/x.c", Line: 9}}); lr != "cache.c:112–118" {
+		t.Errorf("lineRange %q", lr)
+	}
+}

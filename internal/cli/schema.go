@@ -189,7 +189,7 @@ func readsFinder(exes []profile.Executable) vprof.ReadsFunc {
 		c, ok := codes[object]
 		if !ok {
 			for _, e := range exes {
-				if e.Path == object && len(e.BuildID) > 0 && !bytes.Equal(proc.BuildID(object), e.BuildID) {
+				if e.Path == object && len(e.BuildID) > 0 && !bytes.Equal(elfx.FileBuildID(object), e.BuildID) {
 					codes[object] = nil
 					return false, false
 				}

@@ -58,10 +58,51 @@ type stackRec struct {
 	nkern, nus int32
 }
 
+// stackRecs are the Stack records of a file by id: in a slice for the small
+// dense ids writers give, in a map for others.
+type stackRecs struct {
+	dense []stackRec // by id; nus < 0: none
+	byID  map[uint64]stackRec
+}
+
+func (r *stackRecs) put(id uint64, st stackRec, records uint64) {
+	if id > records+1024 {
+		r.byID[id] = st
+		return
+	}
+	for uint64(len(r.dense)) <= id {
+		r.dense = append(r.dense, stackRec{nus: -1})
+	}
+	r.dense[id] = st
+}
+
+func (r *stackRecs) get(id uint64) (stackRec, bool) {
+	if id < uint64(len(r.dense)) {
+		st := r.dense[id]
+		return st, st.nus >= 0
+	}
+	st, ok := r.byID[id]
+	return st, ok
+}
+
 type stackKey struct {
 	file  int
 	space *space
 	stack uint64
+}
+
+// mergeEntry is a merged sample while reading: the counters and what
+// tells it apart from the other entries of its stack id, in one cache line,
+// as each sample read touches one entry.
+type mergeEntry struct {
+	first, last   uint64 // times of the first and last sample
+	period, arg   uint64
+	pid, tid, cpu uint32
+	more          uint32 // samples merged into the first one
+	next          int32  // 1 + the next entry of the same stack id (loader.heads)
+	space         int32  // the id of the space version it was sampled in
+	stack         int32  // index of its stack key in loader.keys
+	event         recording.Event
 }
 
 // mergeKey is what samples merged by LoadOptions.Merge share: the stack
@@ -147,10 +188,10 @@ type loader struct {
 	sym     *symbol.Symbolizer
 	spaces  map[uint32]*space
 	nextID  int
-	stacks  []map[uint64]stackRec // per file: Stack records by id
-	addrs0  []uint64              // the addresses of Stack records (stackRec)
-	arena   []int32               // where Profile.Stacks are carved from
-	scratch []int32               // the stack being symbolized
+	stacks  []*stackRecs // per file: Stack records by id
+	addrs0  []uint64     // the addresses of Stack records (stackRec)
+	arena   []int32      // where Profile.Stacks are carved from
+	scratch []int32      // the stack being symbolized
 	ksyms   []symbol.KernelSymbol
 	ktab    *symbol.KernelTable
 	vdso    map[string]*symbol.Object
@@ -161,18 +202,20 @@ type loader struct {
 	addrs   map[addrKey][]int32
 	// Samples are read with Stack the index of their stackKey in keys
 	// (keyIdx), resolved to frames once sorted (resolveStacks).
-	keyIdx map[stackKey]int32
-	keys   []stackKey
-	chunks [][]Sample // samples as read, in chunks (not merged)
-	merge  bool
-	merged mergeTable // merged sample of each key (Merge)
-	last   []uint64   // time of the last sample of each merged sample
-	noSyms map[string]bool
-	cut    int                             // samples recorded Truncated
-	syms   map[uint32][]recording.Symbol   // Symbol records by pid (0: all), sorted after reading
-	vsrc   map[recording.ValueSource]int32 // value source (ID cleared) → index
-	vpcs   valuePCs                        // value PCs symbolized so far (lines.go)
-	names  naming                          // comm and fork records, resolved at the end
+	keyIdx      map[stackKey]int32
+	keys        []stackKey
+	chunks      [][]Sample // samples as read, in chunks (not merged)
+	merge       bool
+	merged      mergeTable   // entry of each key with a large stack id (Merge)
+	heads       []int32      // per stack id of the file: 1 + its first entry (find)
+	entries     []mergeEntry // merged samples while reading (Merge)
+	fileRecords uint64       // records read of the current file
+	noSyms      map[string]bool
+	cut         int                             // samples recorded Truncated
+	syms        map[uint32][]recording.Symbol   // Symbol records by pid (0: all), sorted after reading
+	vsrc        map[recording.ValueSource]int32 // value source (ID cleared) → index
+	vpcs        valuePCs                        // value PCs symbolized so far (lines.go)
+	names       naming                          // comm and fork records, resolved at the end
 }
 
 // Load reads recordings and builds a symbolized Profile. Damaged or
@@ -217,6 +260,12 @@ func Load(paths []string, o LoadOptions) (*Profile, error) {
 			return Load(paths, o)
 		}
 		l.p.Merged = true
+		l.p.Samples = make([]Sample, len(l.entries))
+		for i, e := range l.entries {
+			l.p.Samples[i] = Sample{Time: e.first, PID: e.pid, TID: e.tid, CPU: e.cpu, More: e.more,
+				Period: e.period, Stack: e.stack, Event: e.event, Arg: e.arg}
+		}
+		l.entries = nil
 	} else {
 		n := 0
 		for _, c := range l.chunks {
@@ -277,7 +326,8 @@ func (l *loader) readFile(idx int, path string, records *int, progress func(int)
 	defer r.Close()
 	r.ReuseSamples()
 	l.spaces = map[uint32]*space{}
-	stacks := map[uint64]stackRec{}
+	l.heads, l.fileRecords = l.heads[:0], 0
+	stacks := &stackRecs{byID: map[uint64]stackRec{}}
 	l.stacks = append(l.stacks, stacks)
 	sources := map[uint32]int32{} // this file's ValueSource IDs → index
 	src := Source{Path: path}
@@ -290,6 +340,7 @@ func (l *loader) readFile(idx int, path string, records *int, progress func(int)
 			return fmt.Errorf("reading %s: %w", path, err)
 		}
 		*records++
+		l.fileRecords++
 		if progress != nil && *records%100000 == 0 {
 			progress(*records)
 		}
@@ -318,7 +369,7 @@ func (l *loader) readFile(idx int, path string, records *int, progress func(int)
 				}
 			}
 		case *recording.Stack:
-			stacks[v.ID] = stackRec{off: len(l.addrs0), nkern: int32(len(v.Kernel)), nus: int32(len(v.User))}
+			stacks.put(v.ID, stackRec{off: len(l.addrs0), nkern: int32(len(v.Kernel)), nus: int32(len(v.User))}, l.fileRecords)
 			l.addrs0 = append(l.addrs0, v.Kernel...)
 			l.addrs0 = append(l.addrs0, v.User...)
 		case *recording.Sample:
@@ -413,18 +464,12 @@ const sampleChunk = 1 << 15
 func (l *loader) addSample(v *recording.Sample, k stackKey) {
 	s := Sample{Time: v.Time, PID: v.PID, TID: v.TID, CPU: v.CPU, Period: v.Period, Event: v.Event, Arg: v.Arg}
 	if l.merge {
-		mk := mergeKey{stack: k.stack, space: k.space.id, pid: v.PID, tid: v.TID, cpu: v.CPU, event: v.Event, arg: v.Arg}
-		if i, ok := l.merged.find(&mk, int32(len(l.p.Samples))); ok {
-			m := &l.p.Samples[i]
-			m.More++
-			m.Period += v.Period
-			m.Time = min(m.Time, v.Time)
-			l.last[i] = max(l.last[i], v.Time)
-			return
+		if e, ok := l.find(v, k); ok {
+			e.more++
+			e.period += v.Period
+			e.first = min(e.first, v.Time)
+			e.last = max(e.last, v.Time)
 		}
-		s.Stack = l.keyIndex(k)
-		l.p.Samples = append(l.p.Samples, s)
-		l.last = append(l.last, v.Time)
 		return
 	}
 	s.Stack = l.keyIndex(k)
@@ -433,6 +478,49 @@ func (l *loader) addSample(v *recording.Sample, k stackKey) {
 	}
 	c := &l.chunks[len(l.chunks)-1]
 	*c = append(*c, s)
+}
+
+// find returns the merged entry of v (stack k), or adds one for it and
+// returns false. Stack ids are small and dense in recordings (the writer
+// counts them from 1), so a sample's id indexes l.heads, the first of the
+// chain of entries of the id in this file; an id too large for that goes
+// to the hash table.
+func (l *loader) find(v *recording.Sample, k stackKey) (*mergeEntry, bool) {
+	next := int32(len(l.entries))
+	space := int32(k.space.id)
+	id := v.StackID
+	dense := id <= l.fileRecords+1024
+	key := int32(-1) // the index of k in l.keys, when an entry of the chain has it
+	if dense {
+		if int(id) >= len(l.heads) {
+			l.heads = append(l.heads, make([]int32, int(id)+1-len(l.heads)+1024)...)
+		}
+		for e := l.heads[id]; e != 0; {
+			m := &l.entries[e-1]
+			if m.space == space {
+				if m.pid == v.PID && m.tid == v.TID && m.cpu == v.CPU && m.event == v.Event && m.arg == v.Arg {
+					return m, true
+				}
+				key = m.stack
+			}
+			e = m.next
+		}
+	} else {
+		mk := mergeKey{stack: k.stack, space: k.space.id, pid: v.PID, tid: v.TID, cpu: v.CPU, event: v.Event, arg: v.Arg}
+		if i, ok := l.merged.find(&mk, next); ok {
+			return &l.entries[i], true
+		}
+	}
+	if key < 0 {
+		key = l.keyIndex(k)
+	}
+	l.entries = append(l.entries, mergeEntry{first: v.Time, last: v.Time, period: v.Period, arg: v.Arg,
+		pid: v.PID, tid: v.TID, cpu: v.CPU, space: space, stack: key, event: v.Event})
+	if dense {
+		l.entries[next].next = l.heads[id]
+		l.heads[id] = next + 1
+	}
+	return &l.entries[next], false
 }
 
 // keyIndex is the index of stack key k in l.keys.
@@ -461,8 +549,8 @@ func (l *loader) namesChangeWithin() bool {
 		at := func(t uint64) int { return sort.Search(len(h), func(i int) bool { return h[i].Time > t }) }
 		return at(a) != at(b)
 	}
-	for i, s := range l.p.Samples {
-		if change(s.TID, s.Time, l.last[i]) || change(s.PID, s.Time, l.last[i]) {
+	for _, e := range l.entries {
+		if change(e.tid, e.first, e.last) || change(e.pid, e.first, e.last) {
 			return true
 		}
 	}
@@ -473,7 +561,7 @@ func (l *loader) namesChangeWithin() bool {
 // indexes in Profile.Stacks, symbolizing each distinct key once, in the
 // order of the first sample that has it, with that sample's process.
 func (l *loader) resolveStacks() {
-	l.keyIdx, l.merged, l.last = nil, mergeTable{}, nil // not needed any more: free them before symbolizing
+	l.keyIdx, l.merged, l.heads = nil, mergeTable{}, nil // not needed any more: free them before symbolizing
 	final := make([]int32, len(l.keys))
 	for i := range final {
 		final[i] = -1
@@ -493,7 +581,7 @@ func (l *loader) resolveStacks() {
 // entry of Profile.Stacks.
 func (l *loader) stack(k stackKey, pid uint32) int32 {
 	frames := l.scratch[:0]
-	if st, ok := l.stacks[k.file][k.stack]; ok {
+	if st, ok := l.stacks[k.file].get(k.stack); ok {
 		kern := l.addrs0[st.off : st.off+int(st.nkern)]
 		user := l.addrs0[st.off+int(st.nkern) : st.off+int(st.nkern+st.nus)]
 		for i, a := range kern {

@@ -16,7 +16,9 @@ import (
 // threads, two CPUs, CPU ticks and syscall entries, stacks shared between
 // threads, out of time order as rings are drained CPU by CPU. With rename, a
 // Comm record renames thread 12 at time 5000, in the middle of its samples.
-func mergeRec(t *testing.T, rename bool) string {
+// Stack ids are idBase+1 to idBase+5: small ones as writers number them,
+// or large ones as a file from elsewhere may have.
+func mergeRec(t *testing.T, rename bool, idBase uint64) string {
 	bin, offs, bid := hierFuncs(t)
 	st, err := os.Stat(bin)
 	if err != nil {
@@ -40,16 +42,16 @@ func mergeRec(t *testing.T, rename bool) string {
 		{leaf("main", 1)},
 	}
 	for i, s := range stacks {
-		recs = append(recs, &recording.Stack{ID: uint64(i + 1), User: s})
+		recs = append(recs, &recording.Stack{ID: idBase + uint64(i+1), User: s})
 	}
-	recs = append(recs, &recording.Stack{ID: 5, Kernel: []uint64{0xffffffff81000010}, User: stacks[0]})
+	recs = append(recs, &recording.Stack{ID: idBase + 5, Kernel: []uint64{0xffffffff81000010}, User: stacks[0]})
 	rng := rand.New(rand.NewPCG(1, 2))
 	tasks := [][2]uint32{{11, 11}, {11, 12}, {21, 21}}
 	var samples []recording.Record
 	for i := range 4000 {
 		task := tasks[rng.IntN(len(tasks))]
 		s := &recording.Sample{Time: uint64(100 + 2*i), PID: task[0], TID: task[1], CPU: uint32(rng.IntN(2)),
-			Period: uint64(900 + rng.IntN(200)), StackID: uint64(1 + rng.IntN(5))}
+			Period: uint64(900 + rng.IntN(200)), StackID: idBase + uint64(1+rng.IntN(5))}
 		if rng.IntN(10) == 0 {
 			s.Event, s.Arg = recording.EventSyscallEnter, uint64(rng.IntN(3))
 		}
@@ -96,9 +98,13 @@ func views(p *Profile) string {
 }
 
 func TestMergeSameViews(t *testing.T) {
-	for _, rename := range []bool{false, true} {
-		t.Run(fmt.Sprintf("rename=%v", rename), func(t *testing.T) {
-			path := mergeRec(t, rename)
+	for _, c := range []struct {
+		rename bool
+		idBase uint64
+	}{{false, 0}, {true, 0}, {false, 1 << 40}, {true, 1 << 40}} {
+		rename := c.rename
+		t.Run(fmt.Sprintf("rename=%v,ids=%d+", rename, c.idBase), func(t *testing.T) {
+			path := mergeRec(t, rename, c.idBase)
 			full, err := Load([]string{path}, LoadOptions{})
 			if err != nil {
 				t.Fatal(err)
@@ -148,7 +154,7 @@ func TestMergeSameViews(t *testing.T) {
 // Merging keeps the order-free facts of each sample: the same multiset of
 // (stack frames, task, CPU, event, argument) with their counts and periods.
 func TestMergeKeepsSampleFacts(t *testing.T) {
-	path := mergeRec(t, false)
+	path := mergeRec(t, false, 0)
 	full, err := Load([]string{path}, LoadOptions{})
 	if err != nil {
 		t.Fatal(err)

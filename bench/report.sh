@@ -1,24 +1,123 @@
 #!/usr/bin/env bash
-# Time and peak memory of culprit report over a recording of N samples
-# (default 1M): a real recording of a syscall-heavy target (kernel + user
-# stacks) is replicated with
-# its real stacks to N samples (bench/replicate), then reported on.
+# culprit's reports side by side with perf's and pprof's on one real run.
 #
-#   bench/report.sh [N]
+# bench/reporttarget (two threads, a four-level call tree over its own
+# loops, libc and system calls; -O2 with frame pointers) runs SECONDS of CPU
+# time per thread twice under `culprit record` and twice under `perf record`,
+# both at 49,999 Hz with frame-pointer call chains (culprit's default fp
+# mode, perf's -g): about 1M samples per recording at the default of 10 s.
+# Then each culprit command and its nearest equivalent run as interleaved
+# pairs, RUNS times (the order alternating), so that the load of a shared
+# machine falls on both sides alike: wall seconds, CPU seconds (user+sys) and
+# peak RSS, medians, and the median of the paired wall ratios.
+#
+# Finally the first recording is repeated to 10M samples (bench/replicate:
+# the same stacks, shifted in time) to show how report's memory grows with
+# the samples.
+#
+#   bench/report.sh [RUNS] [SECONDS]
+#
+# Needs root (perf record, culprit record), gcc, perf, go and GNU time.
 set -euo pipefail
-n=${1:-1000000}
+runs=${1:-5}
+secs=${2:-10}
 root=$(cd "$(dirname "$0")/.." && pwd)
-out=$root/bench/out
+out=$root/bench/out/report
 mkdir -p "$out"
 CGO_ENABLED=0 go build -o "$out/culprit" "$root/cmd/culprit"
-gcc -O2 -g -o "$out/syscalls" "$root/testdata/targets/syscalls.c"
-"$out/culprit" record -F 4999 --call-graph dwarf -o "$out/seed.rec" -- "$out/syscalls" 1000000 2>/dev/null
-go run "$root/bench/replicate" -n "$n" "$out/seed.rec" "$out/big.rec"
-printf "recording: %s samples, %s bytes\n" "$n" "$(stat -c %s "$out/big.rec")"
-for args in "report" "report --callers 5" "report --by line" "report --list . --top 0" "report --peek . --top 0" \
-	"report --focus write --hide ^do_syscall_64$" "export --format pprof -o $out/big.pb.gz" "export --format svg -o $out/big.svg"; do
-	for i in 1 2 3; do
-		/usr/bin/time -f "%e s %M KiB" "$out/culprit" $args "$out/big.rec" >/dev/null 2>"$out/time.txt" || true
-		echo "culprit $args: $(tail -1 "$out/time.txt")"
+gcc -O2 -g -fno-omit-frame-pointer -pthread -o "$out/target" "$root/bench/reporttarget/main.c"
+rate=49999
+c=$out/culprit
+cd "$out"
+echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# culprit $(git -C "$root" rev-parse --short HEAD), $(perf version), $(go version | cut -d' ' -f3)"
+for r in a b; do
+	"$c" record -F $rate -o "$r.rec" -- "$out/target" "$secs" 2 2>"$out/rec.txt" >/dev/null
+	perf record -q -F $rate -g -o "$r.data" -- "$out/target" "$secs" 2 2>/dev/null >/dev/null
+	declare "n_$r=$(grep -o '[0-9]* samples written' "$out/rec.txt" | cut -d' ' -f1)"
+	echo "# run $r: culprit $(eval echo \$n_$r) samples ($(stat -c %s "$r.rec") bytes)," \
+		"perf $(perf report -i "$r.data" --stdio -g none --sort pid 2>/dev/null | grep -o '^# Samples: [0-9.]*[KM]*' | cut -d' ' -f3) samples ($(stat -c %s "$r.data") bytes)"
+done
+"$c" export --format pprof -o a.pb.gz a.rec 2>/dev/null
+
+median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+
+# measure CMD...: one run; prints "wall cpu rssKiB".
+measure() {
+	/usr/bin/time -o "$out/t.txt" -f "%e %U %S %M" "$@" >/dev/null 2>&1 || true
+	awk '{printf "%s %.2f %s\n", $1, $2+$3, $4}' "$out/t.txt"
+}
+
+# pair NAME "CULPRIT ARGS" "REFERENCE COMMAND": RUNS interleaved runs.
+pair() {
+	local name=$1 cmd=$2 ref=$3 a b
+	: >"$out/pair.txt"
+	for ((i = 0; i < runs; i++)); do
+		if ((i % 2 == 0)); then
+			a=$(measure $c $cmd)
+			b=$(measure $ref)
+		else
+			b=$(measure $ref)
+			a=$(measure $c $cmd)
+		fi
+		echo "$a $b" >>"$out/pair.txt"
+	done
+	local cw ccpu crss rw rcpu rrss ratio lo hi
+	cw=$(awk '{print $1}' "$out/pair.txt" | median)
+	ccpu=$(awk '{print $2}' "$out/pair.txt" | median)
+	crss=$(awk '{print $3}' "$out/pair.txt" | median)
+	rw=$(awk '{print $4}' "$out/pair.txt" | median)
+	rcpu=$(awk '{print $5}' "$out/pair.txt" | median)
+	rrss=$(awk '{print $6}' "$out/pair.txt" | median)
+	ratio=$(awk '{print $1/$4}' "$out/pair.txt" | median)
+	lo=$(awk '{print $1/$4}' "$out/pair.txt" | sort -g | head -1)
+	hi=$(awk '{print $1/$4}' "$out/pair.txt" | sort -g | tail -1)
+	printf "| %s | %.2f | %.2f | %d | %s | %.2f | %.2f | %d | %.2f (%.2f–%.2f) | %.2f |\n" \
+		"culprit $name" "$cw" "$ccpu" $((crss / 1024)) "$ref_name" "$rw" "$rcpu" $((rrss / 1024)) "$ratio" "$lo" "$hi" \
+		"$(echo "$crss $rrss" | awk '{print $1/$2}')"
+}
+
+# single NAME "CULPRIT ARGS": RUNS runs of a command without an equivalent.
+single() {
+	local name=$1 cmd=$2
+	: >"$out/pair.txt"
+	for ((i = 0; i < runs; i++)); do
+		measure $c $cmd >>"$out/pair.txt"
+	done
+	printf "| %s | %.2f | %.2f | %d | – | | | | | |\n" "culprit $name" \
+		"$(awk '{print $1}' "$out/pair.txt" | median)" "$(awk '{print $2}' "$out/pair.txt" | median)" \
+		$(($(awk '{print $3}' "$out/pair.txt" | median) / 1024))
+}
+
+echo
+echo "| command | wall s | CPU s | peak RSS MiB | reference | wall s | CPU s | peak RSS MiB | wall ratio, median of pairs (min–max) | RSS ratio |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
+flat="perf report -i a.data --stdio --no-children -g none"
+ref_name="perf report --stdio --no-children -g none"
+pair "report" "report a.rec" "$flat"
+pair "report --by line" "report --by line a.rec" "$flat"
+pair "report --callers 5" "report --callers 5 a.rec" "$flat"
+pair "report --tree" "report --tree a.rec" "$flat"
+ref_name="perf report --stdio --children (call graph)"
+pair "report --tree" "report --tree a.rec" "perf report -i a.data --stdio --children"
+ref_name="perf diff"
+pair "diff" "diff a.rec b.rec" "perf diff a.data b.data"
+ref_name="go tool pprof -top (exported file)"
+pair "report" "report a.rec" "go tool pprof -top a.pb.gz"
+for f in pprof folded svg; do
+	single "export --format $f" "export --format $f -o x.$f a.rec"
+done
+
+echo
+(cd "$root" && go run ./bench/replicate -n 10000000 "$out/a.rec" "$out/big.rec")
+echo "# 10M samples ($(stat -c %s big.rec) bytes): the first recording repeated"
+echo "| command | samples | wall s | CPU s | peak RSS MiB |"
+echo "|---|---|---|---|---|"
+for args in "report" "report --callers 5" "report --tree" "diff a.rec"; do
+	for f in a big; do
+		m=$(measure $c $args "$f.rec")
+		set -- $m
+		printf "| culprit %s | %s | %s | %s | %d |\n" "$args" "$([ $f = a ] && echo "$n_a" || echo 10000000)" "$1" "$2" $(($3 / 1024))
 	done
 done
+echo "# load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

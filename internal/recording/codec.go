@@ -120,6 +120,7 @@ func encodePayload(e *enc, r Record) (Kind, error) {
 		e.u(r.Lost)
 		e.u(r.Throttled)
 		e.i(int64(r.ExitCode))
+		e.u(r.Calls)
 		return KindEnd, nil
 	case *Symbol:
 		if r == nil {
@@ -165,6 +166,45 @@ func encodePayload(e *enc, r Record) (Kind, error) {
 		e.u(r.PC)
 		e.u(r.Bits)
 		return KindValue, nil
+	case *Probe:
+		if r == nil {
+			break
+		}
+		if r.ID == 0 {
+			return 0, fmt.Errorf("writing probe record: ID 0 is reserved for calls without a traced caller")
+		}
+		e.u(uint64(r.ID))
+		e.str(r.Function)
+		e.str(r.Object)
+		e.bytes(r.BuildID)
+		e.u(r.Offset)
+		e.u(uint64(r.Every))
+		e.u(uint64(len(r.Params)))
+		for _, p := range r.Params {
+			e.str(p)
+		}
+		e.str(r.Ret)
+		return KindProbe, nil
+	case *Call:
+		if r == nil {
+			break
+		}
+		e.u(r.Start)
+		e.u(r.End - r.Start)
+		e.u(r.Child)
+		e.u(uint64(r.PID))
+		e.u(uint64(r.TID))
+		e.u(uint64(r.Probe))
+		e.u(uint64(r.Caller))
+		e.u(uint64(r.Depth))
+		e.u(r.Site)
+		e.u(uint64(r.Flags))
+		e.u(uint64(len(r.Args)))
+		for _, a := range r.Args {
+			e.u(a)
+		}
+		e.u(r.Ret)
+		return KindCall, nil
 	case nil:
 		return 0, fmt.Errorf("writing a nil record")
 	default:
@@ -287,6 +327,7 @@ func decodePayload(k Kind, p []byte, slab *[]Sample) (r Record, ok bool) {
 		e.Lost = d.u()
 		e.Throttled = d.u()
 		e.ExitCode = d.i32()
+		e.Calls = d.u()
 		r = e
 	case KindValueSource:
 		v := new(ValueSource)
@@ -317,6 +358,40 @@ func decodePayload(k Kind, p []byte, slab *[]Sample) (r Record, ok bool) {
 		}
 		r = &Value{Time: a[0], PID: uint32(a[1]), TID: uint32(a[2]), Source: uint32(a[3]),
 			Depth: uint8(a[4]), Type: ValueKind(a[5]), PC: a[6], Bits: a[7]}
+	case KindProbe:
+		p := new(Probe)
+		p.ID = d.u32()
+		if p.ID == 0 {
+			return nil, false
+		}
+		p.Function = d.str()
+		p.Object = d.str()
+		p.BuildID = d.bytes()
+		p.Offset = d.u()
+		p.Every = d.u32()
+		n := d.u()
+		if n > uint64(len(p.Function)+len(d.b)) {
+			return nil, false
+		}
+		for range n {
+			p.Params = append(p.Params, d.str())
+		}
+		p.Ret = d.str()
+		r = p
+	case KindCall:
+		var v [11]uint64
+		d.uvarints(v[:])
+		if d.bad || v[3]|v[4]|v[5]|v[6]|v[7]|v[9] > math.MaxUint32 || v[10] > uint64(len(d.b)) {
+			return nil, false
+		}
+		c := &Call{Start: v[0], End: v[0] + v[1], Child: v[2], PID: uint32(v[3]), TID: uint32(v[4]),
+			Probe: uint32(v[5]), Caller: uint32(v[6]), Depth: uint32(v[7]), Site: v[8], Flags: uint32(v[9])}
+		if v[10] > 0 {
+			c.Args = make([]uint64, v[10])
+			d.uvarints(c.Args)
+		}
+		c.Ret = d.u()
+		r = c
 	case KindSymbol:
 		y := new(Symbol)
 		y.PID = d.u32()

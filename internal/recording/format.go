@@ -34,7 +34,7 @@ const (
 var castagnoli = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
 
 // knownKind reports whether k is a record kind of this version.
-func knownKind(k Kind) bool { return k >= KindMeta && k <= KindValue }
+func knownKind(k Kind) bool { return k >= KindMeta && k <= KindCall }
 
 // String returns the kind's name, e.g. "sample".
 func (k Kind) String() string {
@@ -67,6 +67,10 @@ func (k Kind) String() string {
 		return "value-source"
 	case KindValue:
 		return "value"
+	case KindProbe:
+		return "probe"
+	case KindCall:
+		return "call"
 	}
 	return "kind(" + itoa(uint64(k)) + ")"
 }

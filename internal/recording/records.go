@@ -10,7 +10,7 @@ package recording
 const (
 	Magic        = "CULPRIT\x00"
 	MajorVersion = 1
-	MinorVersion = 1
+	MinorVersion = 2
 )
 
 // Kind identifies a record. New kinds may be added by later minor versions;
@@ -32,6 +32,8 @@ const (
 	KindSymbol       Kind = 12 // Symbol: a user function named at record or import time (1.1)
 	KindValueSource  Kind = 13 // ValueSource: a variable, expression or counter whose values are sampled (1.1)
 	KindValue        Kind = 14 // Value: one sampled value (1.1)
+	KindProbe        Kind = 15 // Probe: a traced function (1.2)
+	KindCall         Kind = 16 // Call: one traced call (1.2)
 )
 
 // Record is implemented by every record type.
@@ -154,6 +156,8 @@ const (
 	LostRing      LostReason = 1 // the kernel's ring buffer overflowed (PERF_RECORD_LOST)
 	LostThrottled LostReason = 2 // the kernel throttled sampling (PERF_RECORD_THROTTLE)
 	LostRecorder  LostReason = 3 // the recorder dropped samples it could not process
+	LostCalls     LostReason = 4 // call records the tracer's ring had no room for
+	LostDepth     LostReason = 5 // calls nested deeper than the tracer's shadow stack holds
 )
 
 // Lost counts samples that were not recorded.
@@ -239,6 +243,42 @@ type Value struct {
 	Bits   uint64
 }
 
+// Probe is a traced function: an entry probe and a return probe (or probes
+// on its RET instructions) in an object. Call records refer to it by ID.
+type Probe struct {
+	ID       uint32 // 1-based; 0 in Call.Caller means no traced caller
+	Function string // the symbol name
+	Object   string // the object's path
+	BuildID  []byte
+	Offset   uint64 // file offset of the entry
+	Every    uint32 // every Every-th call is recorded, the first always (0, 1: all)
+	// Params name the arguments Call.Args holds, in order, for --args:
+	// "name type" each, e.g. "n long"; empty when not recorded.
+	Params []string
+	// Ret is the return value's type ("" when not recorded or void).
+	Ret string
+}
+
+// CallUnreturned flags a call that did not return through its return probe
+// (longjmp, C++ unwinding, exit): its End is when that was noticed.
+const CallUnreturned = 1
+
+// Call is one call of a traced function.
+type Call struct {
+	Start  uint64 // sample clock (CLOCK_MONOTONIC), ns
+	End    uint64
+	Child  uint64 // ns spent in traced calls it made
+	PID    uint32
+	TID    uint32
+	Probe  uint32 // a Probe defined earlier in the file
+	Caller uint32 // the Probe of the traced call it was made from; 0: none
+	Depth  uint32 // traced calls open below it on its thread
+	Site   uint64 // return address: the instruction after the call
+	Flags  uint32 // CallUnreturned
+	Args   []uint64
+	Ret    uint64
+}
+
 // End marks a clean end of recording with its totals. A file without an End
 // record was cut short (recorder killed) or is still being written.
 type End struct {
@@ -246,7 +286,8 @@ type End struct {
 	Samples   uint64
 	Lost      uint64
 	Throttled uint64
-	ExitCode  int32 // exit code of the launched command, -1 if unknown
+	ExitCode  int32  // exit code of the launched command, -1 if unknown
+	Calls     uint64 // traced calls recorded (1.2)
 }
 
 func (*Meta) Kind() Kind         { return KindMeta }
@@ -261,6 +302,8 @@ func (*End) Kind() Kind          { return KindEnd }
 func (*Symbol) Kind() Kind       { return KindSymbol }
 func (*ValueSource) Kind() Kind  { return KindValueSource }
 func (*Value) Kind() Kind        { return KindValue }
+func (*Probe) Kind() Kind        { return KindProbe }
+func (*Call) Kind() Kind         { return KindCall }
 func (t *Task) Kind() Kind {
 	if t.Exit {
 		return KindExit

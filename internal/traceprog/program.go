@@ -1,0 +1,506 @@
+package traceprog
+
+import (
+	"fmt"
+
+	"github.com/cilium/ebpf/asm"
+)
+
+// Shapes shared by the program and its reader. A thread's (or, in Go
+// programs, a goroutine's) shadow stack is one value of the stacks map:
+// its depth, then MaxDepth frames.
+const (
+	// MaxDepth is how many nested traced calls a thread's shadow stack
+	// holds; calls deeper than that are counted (Stats.Depth), not recorded.
+	MaxDepth = 64
+	// MaxArgs is how many argument registers a call record carries.
+	MaxArgs = 6
+	// popsPerHit bounds how many abandoned frames (left by longjmp or
+	// C++ unwinding) one probe hit retires; the rest go at later hits.
+	popsPerHit = 8
+
+	frameSize  = 88
+	fStart     = 0
+	fChild     = 8
+	fSP        = 16
+	fSite      = 24
+	fProbe     = 32
+	fFlags     = 36
+	fArgs      = 40
+	stackHdr   = 8
+	threadSize = stackHdr + MaxDepth*frameSize
+
+	// RecordSize is the size of a call record in the ring buffer.
+	RecordSize = 112
+	rStart     = 0
+	rEnd       = 8
+	rChild     = 16
+	rSite      = 24
+	rPidTgid   = 32
+	rProbe     = 40
+	rCaller    = 44
+	rDepth     = 48
+	rFlags     = 52
+	rArgs      = 56
+	rRet       = 104
+
+	// per-CPU counters
+	sLost      = 0
+	sDepth     = 8
+	sUnmatched = 16
+	sNoThread  = 24
+	statsSize  = 32
+
+	flagSkip = 1 // frame: not sampled (#N), kept only for depth and callers
+)
+
+// Flags of a call record.
+const (
+	// Unreturned marks a call that never returned through its return
+	// probe: longjmp, C++ unwinding or the thread's exit went past it. Its
+	// end is when that was noticed (the next traced entry or return on
+	// the thread), an upper bound.
+	Unreturned = 1
+)
+
+// pt_regs offsets (x86-64).
+const (
+	regR15 = 0
+	regR14 = 8
+	regBX  = 40
+	regR9  = 64
+	regR8  = 72
+	regAX  = 80
+	regCX  = 88
+	regDX  = 96
+	regSI  = 104
+	regDI  = 112
+	regSP  = 152
+)
+
+// Stack slots of the program.
+const (
+	slKey    = -8
+	slNow    = -16
+	slProbe  = -24
+	slSP     = -32
+	slIdx    = -40
+	slKey32  = -48
+	slFlags  = -56
+	slCaller = -64
+)
+
+// Registers held across helper calls.
+const (
+	rCtx    = asm.R6
+	rThread = asm.R7
+	rFrame  = asm.R8
+	rTmp    = asm.R9
+)
+
+type maps struct {
+	stacks, zero, counts, stats, events int
+}
+
+type progOptions struct {
+	Go   bool // key shadow stacks by goroutine (R14), match returns by probe, Go's argument registers
+	Args bool // copy argument registers at entry and the return value
+	// RetAdjust is what the stack pointer at the return probe exceeds the
+	// one at entry by: 8 after a uretprobe (the RET has run), 0 at a probe
+	// on the RET instruction itself.
+	RetAdjust int32
+}
+
+type builder struct {
+	ins   asm.Instructions
+	label int
+	m     maps
+	o     progOptions
+}
+
+func (b *builder) emit(ins ...asm.Instruction) { b.ins = append(b.ins, ins...) }
+
+func (b *builder) newLabel(what string) string {
+	b.label++
+	return fmt.Sprintf("%s_%d", what, b.label)
+}
+
+func (b *builder) mark(label string) { b.emit(asm.Mov.Imm(asm.R0, 0).WithSymbol(label)) }
+
+// lookup looks up the key at the stack slot key; R0 is the value or 0.
+func (b *builder) lookup(mapFD int, key int16) {
+	b.emit(
+		asm.LoadMapPtr(asm.R1, mapFD),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, int32(key)),
+		asm.FnMapLookupElem.Call(),
+	)
+}
+
+// count adds one to the per-CPU counter at off.
+func (b *builder) count(off int16) {
+	skip := b.newLabel("nocount")
+	b.emit(asm.StoreImm(asm.RFP, slKey32, 0, asm.Word))
+	b.lookup(b.m.stats, slKey32)
+	b.emit(
+		asm.JEq.Imm(asm.R0, 0, skip),
+		asm.LoadMem(asm.R1, asm.R0, off, asm.DWord),
+		asm.Add.Imm(asm.R1, 1),
+		asm.StoreMem(asm.R0, off, asm.R1, asm.DWord),
+	)
+	b.mark(skip)
+}
+
+// threadKey stores the shadow stack's key at slKey: the goroutine (R14
+// under Go's register ABI) or the thread.
+func (b *builder) threadKey() {
+	if b.o.Go {
+		b.emit(asm.LoadMem(asm.R0, rCtx, regR14, asm.DWord))
+	} else {
+		b.emit(asm.FnGetCurrentPidTgid.Call())
+	}
+	b.emit(asm.StoreMem(asm.RFP, slKey, asm.R0, asm.DWord))
+}
+
+// frameAt points rFrame at frame R1 (an index the caller has bounded to
+// [0, MaxDepth-1]) of rThread's stack.
+func (b *builder) frameAt() {
+	b.emit(
+		asm.Mul.Imm(asm.R1, frameSize),
+		asm.Mov.Reg(rFrame, rThread),
+		asm.Add.Imm(rFrame, stackHdr),
+		asm.Add.Reg(rFrame, asm.R1),
+	)
+}
+
+// callerOf stores at slCaller the probe of the frame below frame R1 (0 for
+// the bottom one). R1 is preserved.
+func (b *builder) callerOf() {
+	none, done := b.newLabel("nocaller"), b.newLabel("caller")
+	b.emit(
+		asm.StoreImm(asm.RFP, slCaller, 0, asm.Word),
+		asm.JEq.Imm(asm.R1, 0, none),
+		asm.JGT.Imm(asm.R1, MaxDepth-1, none),
+		asm.Mov.Reg(asm.R2, asm.R1),
+		asm.Add.Imm(asm.R2, -1),
+		asm.Mul.Imm(asm.R2, frameSize),
+		asm.Mov.Reg(asm.R3, rThread),
+		asm.Add.Reg(asm.R3, asm.R2),
+		asm.LoadMem(asm.R2, asm.R3, stackHdr+fProbe, asm.Word),
+		asm.StoreMem(asm.RFP, slCaller, asm.R2, asm.Word),
+	)
+	b.emit(asm.Ja.Label(done))
+	b.mark(none)
+	b.mark(done)
+}
+
+// emit writes rFrame as a call record ending at slNow with flags; ret says
+// whether R0 at the probe is the return value. The frame's index is at
+// slIdx and its caller at slCaller. Frames marked flagSkip are not written.
+func (b *builder) emitCall(flags int32, ret bool) {
+	out, lost := b.newLabel("emitted"), b.newLabel("lost")
+	b.emit(
+		asm.LoadMem(asm.R1, rFrame, fFlags, asm.Word),
+		asm.And.Imm(asm.R1, flagSkip),
+		asm.JNE.Imm(asm.R1, 0, out),
+		asm.LoadMapPtr(asm.R1, b.m.events),
+		asm.Mov.Imm(asm.R2, RecordSize),
+		asm.Mov.Imm(asm.R3, 0),
+		asm.FnRingbufReserve.Call(),
+		asm.JEq.Imm(asm.R0, 0, lost),
+		asm.Mov.Reg(rTmp, asm.R0),
+		asm.LoadMem(asm.R1, rFrame, fStart, asm.DWord),
+		asm.StoreMem(rTmp, rStart, asm.R1, asm.DWord),
+		asm.LoadMem(asm.R1, asm.RFP, slNow, asm.DWord),
+		asm.StoreMem(rTmp, rEnd, asm.R1, asm.DWord),
+		asm.LoadMem(asm.R1, rFrame, fChild, asm.DWord),
+		asm.StoreMem(rTmp, rChild, asm.R1, asm.DWord),
+		asm.LoadMem(asm.R1, rFrame, fSite, asm.DWord),
+		asm.StoreMem(rTmp, rSite, asm.R1, asm.DWord),
+		asm.LoadMem(asm.R1, rFrame, fProbe, asm.Word),
+		asm.StoreMem(rTmp, rProbe, asm.R1, asm.Word),
+		asm.LoadMem(asm.R1, asm.RFP, slCaller, asm.Word),
+		asm.StoreMem(rTmp, rCaller, asm.R1, asm.Word),
+		asm.LoadMem(asm.R1, asm.RFP, slIdx, asm.Word),
+		asm.StoreMem(rTmp, rDepth, asm.R1, asm.Word),
+		asm.StoreImm(rTmp, rFlags, int64(flags), asm.Word),
+	)
+	for i := int16(0); i < MaxArgs; i++ {
+		if b.o.Args {
+			b.emit(
+				asm.LoadMem(asm.R1, rFrame, fArgs+8*i, asm.DWord),
+				asm.StoreMem(rTmp, rArgs+8*i, asm.R1, asm.DWord),
+			)
+		} else {
+			b.emit(asm.Mov.Imm(asm.R1, 0), asm.StoreMem(rTmp, rArgs+8*i, asm.R1, asm.DWord))
+		}
+	}
+	if ret && b.o.Args {
+		b.emit(
+			asm.LoadMem(asm.R1, rCtx, regAX, asm.DWord),
+			asm.StoreMem(rTmp, rRet, asm.R1, asm.DWord),
+		)
+	} else {
+		b.emit(asm.Mov.Imm(asm.R1, 0), asm.StoreMem(rTmp, rRet, asm.R1, asm.DWord))
+	}
+	b.emit(
+		asm.FnGetCurrentPidTgid.Call(),
+		asm.StoreMem(rTmp, rPidTgid, asm.R0, asm.DWord),
+		// Wake the reader only when the ring is a quarter full: it polls
+		// every few milliseconds, and a wake-up per call would cost more
+		// than the call's probes.
+		asm.LoadMapPtr(asm.R1, b.m.events),
+		asm.Mov.Imm(asm.R2, 0), // BPF_RB_AVAIL_DATA
+		asm.FnRingbufQuery.Call(),
+		asm.Mov.Imm(asm.R2, 1), // BPF_RB_NO_WAKEUP
+		asm.JLT.Imm(asm.R0, int32(RingBytes/4), "sub_"+out),
+		asm.Mov.Imm(asm.R2, 2), // BPF_RB_FORCE_WAKEUP
+		asm.Mov.Reg(asm.R1, rTmp).WithSymbol("sub_"+out),
+		asm.FnRingbufSubmit.Call(),
+		asm.Ja.Label(out),
+	)
+	b.mark(lost)
+	b.count(sLost)
+	b.mark(out)
+}
+
+// addChild adds the duration of the frame just retired (rFrame, ending at
+// slNow) to its caller's child time, when it has one. R1 holds the
+// retired frame's index.
+func (b *builder) addChild() {
+	skip := b.newLabel("nochild")
+	b.emit(
+		asm.JEq.Imm(asm.R1, 0, skip),
+		asm.JGT.Imm(asm.R1, MaxDepth-1, skip),
+		asm.Add.Imm(asm.R1, -1),
+		asm.Mul.Imm(asm.R1, frameSize),
+		asm.Mov.Reg(asm.R4, rThread),
+		asm.Add.Reg(asm.R4, asm.R1),
+		asm.LoadMem(asm.R2, asm.RFP, slNow, asm.DWord),
+		asm.LoadMem(asm.R3, rFrame, fStart, asm.DWord),
+		asm.Sub.Reg(asm.R2, asm.R3),
+		asm.LoadMem(asm.R3, asm.R4, stackHdr+fChild, asm.DWord),
+		asm.Add.Reg(asm.R3, asm.R2),
+		asm.StoreMem(asm.R4, stackHdr+fChild, asm.R3, asm.DWord),
+	)
+	b.mark(skip)
+}
+
+// popAbandoned retires, at most popsPerHit times, the top frame while it
+// lies below the stack pointer at slSP (strictly below when strict): a
+// frame longjmp or unwinding went past. Go stacks move, so Go programs
+// skip this.
+func (b *builder) popAbandoned(strict bool) {
+	if b.o.Go {
+		return
+	}
+	done := b.newLabel("popped")
+	for k := 0; k < popsPerHit; k++ {
+		b.emit(
+			asm.LoadMem(asm.R1, rThread, 0, asm.Word),
+			asm.JEq.Imm(asm.R1, 0, done),
+			asm.JGT.Imm(asm.R1, MaxDepth, done),
+			asm.Add.Imm(asm.R1, -1),
+			asm.StoreMem(asm.RFP, slIdx, asm.R1, asm.Word),
+		)
+		b.frameAt()
+		b.emit(
+			asm.LoadMem(asm.R2, rFrame, fSP, asm.DWord),
+			asm.LoadMem(asm.R3, asm.RFP, slSP, asm.DWord),
+		)
+		if strict {
+			b.emit(asm.JGE.Reg(asm.R2, asm.R3, done))
+		} else {
+			b.emit(asm.JGT.Reg(asm.R2, asm.R3, done))
+		}
+		b.emit(asm.LoadMem(asm.R1, asm.RFP, slIdx, asm.Word))
+		b.callerOf()
+		b.emitCall(Unreturned, false)
+		b.emit(
+			asm.LoadMem(asm.R1, asm.RFP, slIdx, asm.Word),
+			asm.StoreMem(rThread, 0, asm.R1, asm.Word),
+			asm.JGT.Imm(asm.R1, MaxDepth-1, done),
+		)
+		b.addChild()
+	}
+	b.mark(done)
+}
+
+// thread sets rThread to the shadow stack of the current thread, making
+// it when create is set; it exits when there is none.
+func (b *builder) thread(create bool) {
+	b.threadKey()
+	b.lookup(b.m.stacks, slKey)
+	have := b.newLabel("have")
+	b.emit(asm.JNE.Imm(asm.R0, 0, have))
+	if create {
+		b.emit(asm.StoreImm(asm.RFP, slKey32, 0, asm.Word))
+		b.lookup(b.m.zero, slKey32)
+		b.emit(
+			asm.JEq.Imm(asm.R0, 0, "exit"),
+			asm.Mov.Reg(asm.R3, asm.R0),
+			asm.LoadMapPtr(asm.R1, b.m.stacks),
+			asm.Mov.Reg(asm.R2, asm.RFP),
+			asm.Add.Imm(asm.R2, slKey),
+			asm.Mov.Imm(asm.R4, 1), // BPF_NOEXIST
+			asm.FnMapUpdateElem.Call(),
+		)
+		b.lookup(b.m.stacks, slKey)
+		b.emit(asm.JNE.Imm(asm.R0, 0, have))
+		b.count(sNoThread)
+	} else {
+		b.count(sUnmatched)
+	}
+	b.emit(asm.Ja.Label("exit"))
+	b.emit(asm.Mov.Reg(rThread, asm.R0).WithSymbol(have))
+}
+
+// entryProgram runs at a traced function's first instruction.
+func entryProgram(m maps, o progOptions) asm.Instructions {
+	b := &builder{m: m, o: o}
+	b.emit(
+		asm.Mov.Reg(rCtx, asm.R1),
+		asm.FnGetAttachCookie.Call(),
+		asm.StoreMem(asm.RFP, slProbe, asm.R0, asm.DWord),
+		asm.StoreMem(asm.RFP, slKey32, asm.R0, asm.Word),
+		asm.StoreImm(asm.RFP, slFlags, 0, asm.Word),
+	)
+	// Every N-th call: the first call and each N-th after it is kept.
+	b.lookup(m.counts, slKey32)
+	b.emit(
+		asm.JEq.Imm(asm.R0, 0, "exit"),
+		asm.Mov.Imm(asm.R1, 1),
+		asm.FetchAdd.Mem(asm.R0, asm.R1, asm.DWord, 0),
+		asm.LoadMem(asm.R2, asm.R0, 8, asm.DWord),
+		asm.JLE.Imm(asm.R2, 1, "sampled"),
+		asm.Mod.Reg(asm.R1, asm.R2),
+		asm.JEq.Imm(asm.R1, 0, "sampled"),
+		asm.StoreImm(asm.RFP, slFlags, flagSkip, asm.Word),
+	)
+	b.mark("sampled")
+	b.thread(true)
+	b.emit(
+		asm.LoadMem(asm.R1, rCtx, regSP, asm.DWord),
+		asm.StoreMem(asm.RFP, slSP, asm.R1, asm.DWord),
+		asm.FnKtimeGetNs.Call(),
+		asm.StoreMem(asm.RFP, slNow, asm.R0, asm.DWord),
+	)
+	// Frames at or below this entry's stack pointer were left without a
+	// return.
+	b.popAbandoned(false)
+	b.emit(
+		asm.LoadMem(asm.R1, rThread, 0, asm.Word),
+		asm.JLT.Imm(asm.R1, MaxDepth, "push"),
+		asm.Add.Imm(asm.R1, 1),
+		asm.StoreMem(rThread, 0, asm.R1, asm.Word),
+	)
+	b.count(sDepth)
+	b.emit(asm.Ja.Label("exit"))
+	b.emit(asm.Mov.Reg(rTmp, asm.R1).WithSymbol("push"))
+	b.frameAt()
+	b.emit(
+		asm.Add.Imm(rTmp, 1),
+		asm.StoreMem(rThread, 0, rTmp, asm.Word),
+		asm.Mov.Imm(asm.R1, 0),
+		asm.StoreMem(rFrame, fChild, asm.R1, asm.DWord),
+		asm.LoadMem(asm.R1, asm.RFP, slSP, asm.DWord),
+		asm.StoreMem(rFrame, fSP, asm.R1, asm.DWord),
+		asm.LoadMem(asm.R1, asm.RFP, slProbe, asm.Word),
+		asm.StoreMem(rFrame, fProbe, asm.R1, asm.Word),
+		asm.LoadMem(asm.R1, asm.RFP, slFlags, asm.Word),
+		asm.StoreMem(rFrame, fFlags, asm.R1, asm.Word),
+		// The call site: the return address on top of the stack.
+		asm.Mov.Reg(asm.R1, rFrame),
+		asm.Add.Imm(asm.R1, fSite),
+		asm.Mov.Imm(asm.R2, 8),
+		asm.LoadMem(asm.R3, asm.RFP, slSP, asm.DWord),
+		asm.FnProbeReadUser.Call(),
+	)
+	if o.Args {
+		regs := []int16{regDI, regSI, regDX, regCX, regR8, regR9}
+		if o.Go {
+			regs = []int16{regAX, regBX, regCX, regDI, regSI, regR8}
+		}
+		for i, r := range regs {
+			b.emit(
+				asm.LoadMem(asm.R1, rCtx, r, asm.DWord),
+				asm.StoreMem(rFrame, fArgs+int16(8*i), asm.R1, asm.DWord),
+			)
+		}
+	}
+	// The clock is read last, so that the probe's own cost falls outside
+	// the call as far as it can.
+	b.emit(
+		asm.FnKtimeGetNs.Call(),
+		asm.StoreMem(rFrame, fStart, asm.R0, asm.DWord),
+	)
+	b.emit(
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("exit"),
+		asm.Return(),
+	)
+	return b.ins
+}
+
+// returnProgram runs when a traced function returns: after the RET of a
+// uretprobe (RetAdjust 8), or at the RET instruction itself (0).
+func returnProgram(m maps, o progOptions) asm.Instructions {
+	b := &builder{m: m, o: o}
+	b.emit(
+		asm.Mov.Reg(rCtx, asm.R1),
+		asm.FnKtimeGetNs.Call(),
+		asm.StoreMem(asm.RFP, slNow, asm.R0, asm.DWord),
+		asm.Mov.Reg(asm.R1, rCtx),
+		asm.FnGetAttachCookie.Call(),
+		asm.StoreMem(asm.RFP, slProbe, asm.R0, asm.DWord),
+		asm.LoadMem(asm.R1, rCtx, regSP, asm.DWord),
+		asm.Add.Imm(asm.R1, -o.RetAdjust),
+		asm.StoreMem(asm.RFP, slSP, asm.R1, asm.DWord),
+	)
+	b.thread(false)
+	// Frames below the returning one were left without a return.
+	b.popAbandoned(true)
+	b.emit(
+		asm.LoadMem(asm.R1, rThread, 0, asm.Word),
+		asm.JEq.Imm(asm.R1, 0, "unmatched"),
+		asm.JLE.Imm(asm.R1, MaxDepth, "intop"),
+		// Deeper than the stack holds: its entry was counted lost.
+		asm.Add.Imm(asm.R1, -1),
+		asm.StoreMem(rThread, 0, asm.R1, asm.Word),
+		asm.Ja.Label("exit"),
+		asm.Add.Imm(asm.R1, -1).WithSymbol("intop"),
+		asm.StoreMem(asm.RFP, slIdx, asm.R1, asm.Word),
+	)
+	b.frameAt()
+	if o.Go {
+		b.emit(
+			asm.LoadMem(asm.R1, rFrame, fProbe, asm.Word),
+			asm.LoadMem(asm.R2, asm.RFP, slProbe, asm.Word),
+			asm.JNE.Reg(asm.R1, asm.R2, "unmatched"),
+		)
+	} else {
+		// A return whose entry was not seen (attached mid-call) has a
+		// frame of its caller, or none, on top.
+		b.emit(
+			asm.LoadMem(asm.R1, rFrame, fSP, asm.DWord),
+			asm.LoadMem(asm.R2, asm.RFP, slSP, asm.DWord),
+			asm.JNE.Reg(asm.R1, asm.R2, "unmatched"),
+		)
+	}
+	b.emit(asm.LoadMem(asm.R1, asm.RFP, slIdx, asm.Word))
+	b.callerOf()
+	b.emitCall(0, true)
+	b.emit(
+		asm.LoadMem(asm.R1, asm.RFP, slIdx, asm.Word),
+		asm.StoreMem(rThread, 0, asm.R1, asm.Word),
+		asm.JGT.Imm(asm.R1, MaxDepth-1, "exit"),
+	)
+	b.addChild()
+	b.emit(asm.Ja.Label("exit"))
+	b.mark("unmatched")
+	b.count(sUnmatched)
+	b.emit(
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("exit"),
+		asm.Return(),
+	)
+	return b.ins
+}

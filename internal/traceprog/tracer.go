@@ -1,0 +1,347 @@
+// Package traceprog is the BPF side of culprit's function tracer: a
+// program at each traced function's entry and one at its return, a shadow
+// stack per thread (per goroutine in Go programs) in a BPF map so that
+// recursion, threads and calls that never return (longjmp, C++
+// unwinding) are timed and nested correctly, a per-probe counter for
+// every-N-th-call sampling, and a ring buffer of call records. It attaches
+// probes in batches (one uprobe-multi link per object and kind) and reads
+// the records back. It knows nothing of symbols, DWARF or recordings.
+//
+// The programs are built with cilium/ebpf's asm, as internal/sampleprog's
+// is, so that building culprit needs no clang: the shadow stack is a few
+// hundred instructions, unrolled where the verifier wants bounds.
+package traceprog
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/features"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+)
+
+// RingBytes is the size of the ring of call records: 16 MiB, about 150k
+// records, a tenth of a second at a million traced calls per second.
+const RingBytes = 16 << 20
+
+// Options configure the programs.
+type Options struct {
+	Go     bool // the traced program is a Go program (goroutine stacks, RET probes)
+	Args   bool // record argument registers and return values
+	Probes int  // number of probes (IDs 1..Probes)
+}
+
+// Probe is one traced function of an object.
+type Probe struct {
+	ID     uint32 // 1-based, unique in the tracer
+	Offset uint64 // file offset of the entry
+	// Rets are the file offsets of its RET instructions; when set, they
+	// take the place of a uretprobe (Go code, whose stacks move).
+	Rets  []uint64
+	Every uint32 // record the first and every Every-th call (0, 1: all)
+}
+
+// Tracer holds the loaded programs, their maps and the attached links.
+type Tracer struct {
+	o                           Options
+	stacks, zero, counts, stats *ebpf.Map
+	events                      *ebpf.Map
+	entry, ret, retInsn         *ebpf.Program
+	multi                       bool
+	links                       []link.Link
+	rd                          *ringbuf.Reader
+}
+
+// Stats are the tracer's own counts of what it could not record.
+type Stats struct {
+	Lost      uint64 // call records dropped: the ring was full
+	Depth     uint64 // calls not recorded: deeper than MaxDepth traced frames
+	Unmatched uint64 // returns whose entry was not seen (attached mid-call)
+	NoThread  uint64 // calls not recorded: the map of shadow stacks was full
+}
+
+// Call is one call record.
+type Call struct {
+	Start, End uint64 // CLOCK_MONOTONIC ns
+	Child      uint64 // ns spent in traced calls it made
+	Site       uint64 // return address: the instruction after the call
+	PID, TID   uint32
+	Probe      uint32
+	Caller     uint32 // the probe of the traced frame below it; 0: none
+	Depth      uint32 // traced frames below it
+	Flags      uint32 // Unreturned
+	Args       [MaxArgs]uint64
+	Ret        uint64
+}
+
+func explain(err error) error {
+	if errors.Is(err, ebpf.ErrNotSupported) {
+		return fmt.Errorf("%w: this kernel lacks a BPF feature tracing needs", err)
+	}
+	if errors.Is(err, os.ErrPermission) {
+		return fmt.Errorf("%w: tracing needs root (CAP_BPF and CAP_PERFMON)", err)
+	}
+	return err
+}
+
+// New loads the programs and makes the maps.
+func New(o Options) (*Tracer, error) {
+	t := &Tracer{o: o}
+	t.multi = features.HaveBPFLinkUprobeMulti() == nil
+	var err error
+	mk := func(s *ebpf.MapSpec) *ebpf.Map {
+		if err != nil {
+			return nil
+		}
+		var m *ebpf.Map
+		m, err = ebpf.NewMap(s)
+		return m
+	}
+	t.stacks = mk(&ebpf.MapSpec{Name: "culprit_stacks", Type: ebpf.Hash, KeySize: 8, ValueSize: threadSize,
+		MaxEntries: 1 << 14, Flags: 1 /* BPF_F_NO_PREALLOC */})
+	t.zero = mk(&ebpf.MapSpec{Name: "culprit_zero", Type: ebpf.Array, KeySize: 4, ValueSize: threadSize, MaxEntries: 1})
+	t.counts = mk(&ebpf.MapSpec{Name: "culprit_counts", Type: ebpf.Array, KeySize: 4, ValueSize: 16, MaxEntries: uint32(o.Probes + 1)})
+	t.stats = mk(&ebpf.MapSpec{Name: "culprit_tstats", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: statsSize, MaxEntries: 1})
+	t.events = mk(&ebpf.MapSpec{Name: "culprit_calls", Type: ebpf.RingBuf, MaxEntries: RingBytes})
+	if err != nil {
+		t.Close()
+		return nil, explain(fmt.Errorf("making the tracer's maps: %w", err))
+	}
+	m := maps{stacks: t.stacks.FD(), zero: t.zero.FD(), counts: t.counts.FD(), stats: t.stats.FD(), events: t.events.FD()}
+	attach := ebpf.AttachNone
+	if t.multi {
+		attach = ebpf.AttachTraceUprobeMulti
+	}
+	load := func(name string, ins asm.Instructions) *ebpf.Program {
+		if err != nil {
+			return nil
+		}
+		var p *ebpf.Program
+		p, err = ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Name: name, Type: ebpf.Kprobe, AttachType: attach,
+			License: "GPL", Instructions: ins}, ebpf.ProgramOptions{LogSizeStart: 1 << 20})
+		if err != nil {
+			err = fmt.Errorf("loading %s: %w", name, err)
+		}
+		return p
+	}
+	t.entry = load("culprit_entry", entryProgram(m, progOptions{Go: o.Go, Args: o.Args}))
+	if o.Go {
+		t.retInsn = load("culprit_ret", returnProgram(m, progOptions{Go: true, Args: o.Args, RetAdjust: 0}))
+	} else {
+		t.ret = load("culprit_ret", returnProgram(m, progOptions{Args: o.Args, RetAdjust: 8}))
+	}
+	if err != nil {
+		t.Close()
+		return nil, explain(err)
+	}
+	t.rd, err = ringbuf.NewReader(t.events)
+	if err != nil {
+		t.Close()
+		return nil, explain(fmt.Errorf("reading the tracer's ring: %w", err))
+	}
+	return t, nil
+}
+
+// Attach sets the probes on the object at path for process pid (0: every
+// process). With uprobe-multi it makes one link for the entries and one
+// for the returns, whatever their number; without, one link per probe.
+func (t *Tracer) Attach(path string, probes []Probe, pid int) error {
+	if len(probes) == 0 {
+		return nil
+	}
+	for _, p := range probes {
+		var v [16]byte
+		binary.LittleEndian.PutUint64(v[8:], uint64(p.Every))
+		if err := t.counts.Put(p.ID, v[:]); err != nil {
+			return fmt.Errorf("setting probe %d: %w", p.ID, err)
+		}
+	}
+	ex, err := link.OpenExecutable(path)
+	if err != nil {
+		return fmt.Errorf("opening %s: %w", path, err)
+	}
+	var offs, cookies, roffs, rcookies []uint64
+	for _, p := range probes {
+		offs = append(offs, p.Offset)
+		cookies = append(cookies, uint64(p.ID))
+		if t.o.Go {
+			for _, r := range p.Rets {
+				roffs = append(roffs, r)
+				rcookies = append(rcookies, uint64(p.ID))
+			}
+		} else {
+			roffs = append(roffs, p.Offset)
+			rcookies = append(rcookies, uint64(p.ID))
+		}
+	}
+	if t.multi {
+		// The return probes first: a call whose entry was seen then
+		// always has its return seen.
+		retProg, ret := t.ret, true
+		if t.o.Go {
+			retProg, ret = t.retInsn, false
+		}
+		if len(roffs) > 0 {
+			opts := &link.UprobeMultiOptions{Addresses: roffs, Cookies: rcookies, PID: uint32(pid)}
+			var l link.Link
+			if ret {
+				l, err = ex.UretprobeMulti(nil, retProg, opts)
+			} else {
+				l, err = ex.UprobeMulti(nil, retProg, opts)
+			}
+			if err != nil {
+				return fmt.Errorf("attaching %d return probes to %s: %w", len(roffs), path, explain(err))
+			}
+			t.links = append(t.links, l)
+		}
+		l, err := ex.UprobeMulti(nil, t.entry, &link.UprobeMultiOptions{Addresses: offs, Cookies: cookies, PID: uint32(pid)})
+		if err != nil {
+			return fmt.Errorf("attaching %d entry probes to %s: %w", len(offs), path, explain(err))
+		}
+		t.links = append(t.links, l)
+		return nil
+	}
+	for i, off := range roffs {
+		opts := &link.UprobeOptions{Address: off, Cookie: rcookies[i], PID: pid}
+		var l link.Link
+		if t.o.Go {
+			l, err = ex.Uprobe("", t.retInsn, opts)
+		} else {
+			l, err = ex.Uretprobe("", t.ret, opts)
+		}
+		if err != nil {
+			return fmt.Errorf("attaching a return probe to %s at %#x: %w", path, off, explain(err))
+		}
+		t.links = append(t.links, l)
+	}
+	for i, off := range offs {
+		l, err := ex.Uprobe("", t.entry, &link.UprobeOptions{Address: off, Cookie: cookies[i], PID: pid})
+		if err != nil {
+			return fmt.Errorf("attaching a probe to %s at %#x: %w", path, off, explain(err))
+		}
+		t.links = append(t.links, l)
+	}
+	return nil
+}
+
+// Detach removes every probe. Calls in flight are then finished by
+// Leftovers.
+func (t *Tracer) Detach() {
+	for _, l := range t.links {
+		l.Close()
+	}
+	t.links = nil
+}
+
+// Read calls fn with each call record in the ring until wait has passed
+// with the ring empty (wait 0: only what is there now).
+func (t *Tracer) Read(wait time.Duration, fn func(*Call)) error {
+	t.rd.SetDeadline(time.Now().Add(wait))
+	var rec ringbuf.Record
+	var c Call
+	for {
+		err := t.rd.ReadInto(&rec)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		if len(rec.RawSample) < RecordSize {
+			continue
+		}
+		decode(rec.RawSample, &c)
+		fn(&c)
+	}
+}
+
+func decode(b []byte, c *Call) {
+	le := binary.LittleEndian
+	c.Start = le.Uint64(b[rStart:])
+	c.End = le.Uint64(b[rEnd:])
+	c.Child = le.Uint64(b[rChild:])
+	c.Site = le.Uint64(b[rSite:])
+	pt := le.Uint64(b[rPidTgid:])
+	c.PID, c.TID = uint32(pt>>32), uint32(pt)
+	c.Probe = le.Uint32(b[rProbe:])
+	c.Caller = le.Uint32(b[rCaller:])
+	c.Depth = le.Uint32(b[rDepth:])
+	c.Flags = le.Uint32(b[rFlags:])
+	for i := range c.Args {
+		c.Args[i] = le.Uint64(b[rArgs+8*i:])
+	}
+	c.Ret = le.Uint64(b[rRet:])
+}
+
+// Leftovers calls fn with the calls still open in the shadow stacks at
+// time end (threads that exited inside a traced call, or calls open when
+// tracing stopped), marked Unreturned. Their thread is not known in Go
+// programs (stacks are per goroutine): TID is 0 there.
+func (t *Tracer) Leftovers(end uint64, fn func(*Call)) {
+	var key uint64
+	val := make([]byte, threadSize)
+	it := t.stacks.Iterate()
+	le := binary.LittleEndian
+	for it.Next(&key, &val) {
+		depth := int(le.Uint32(val))
+		for i := min(depth, MaxDepth) - 1; i >= 0; i-- {
+			f := val[stackHdr+i*frameSize:]
+			if le.Uint32(f[fFlags:])&flagSkip != 0 {
+				continue
+			}
+			c := Call{Start: le.Uint64(f[fStart:]), End: end, Child: le.Uint64(f[fChild:]),
+				Site: le.Uint64(f[fSite:]), Probe: le.Uint32(f[fProbe:]), Depth: uint32(i), Flags: Unreturned}
+			if i > 0 {
+				c.Caller = le.Uint32(val[stackHdr+(i-1)*frameSize+fProbe:])
+			}
+			if !t.o.Go {
+				c.PID, c.TID = uint32(key>>32), uint32(key)
+			}
+			for a := range c.Args {
+				c.Args[a] = le.Uint64(f[fArgs+8*a:])
+			}
+			fn(&c)
+		}
+	}
+}
+
+// Stats sums the per-CPU counters.
+func (t *Tracer) Stats() Stats {
+	var vals [][]byte
+	var s Stats
+	if err := t.stats.Lookup(uint32(0), &vals); err != nil {
+		return s
+	}
+	le := binary.LittleEndian
+	for _, v := range vals {
+		s.Lost += le.Uint64(v[sLost:])
+		s.Depth += le.Uint64(v[sDepth:])
+		s.Unmatched += le.Uint64(v[sUnmatched:])
+		s.NoThread += le.Uint64(v[sNoThread:])
+	}
+	return s
+}
+
+// Close detaches every probe and frees the programs and maps.
+func (t *Tracer) Close() {
+	t.Detach()
+	if t.rd != nil {
+		t.rd.Close()
+	}
+	for _, p := range []*ebpf.Program{t.entry, t.ret, t.retInsn} {
+		if p != nil {
+			p.Close()
+		}
+	}
+	for _, m := range []*ebpf.Map{t.stacks, t.zero, t.counts, t.stats, t.events} {
+		if m != nil {
+			m.Close()
+		}
+	}
+}

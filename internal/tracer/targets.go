@@ -1,0 +1,318 @@
+package tracer
+
+import (
+	"debug/elf"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+
+	"golang.org/x/arch/x86/x86asm"
+
+	"github.com/culprit-dev/culprit/internal/dwarfx"
+	"github.com/culprit-dev/culprit/internal/elfx"
+	"github.com/culprit-dev/culprit/internal/proc"
+)
+
+// Pattern selects functions by a glob on their symbol names; Every > 1
+// records only the first and every Every-th call of each.
+type Pattern struct {
+	Lib   string // "" for the main executable, else a library's path or name
+	Glob  string
+	Every uint32
+}
+
+// ParsePattern reads PATTERN[#N] (and, with lib set, a --lib LIB:PATTERN[#N]).
+func ParsePattern(s string, lib bool) (Pattern, error) {
+	var p Pattern
+	if lib {
+		i := strings.LastIndex(s, ":")
+		if i <= 0 || i == len(s)-1 {
+			return p, fmt.Errorf("--lib %q: want LIB:PATTERN, e.g. libc.so.6:malloc", s)
+		}
+		p.Lib, s = s[:i], s[i+1:]
+	}
+	if i := strings.LastIndex(s, "#"); i >= 0 {
+		n, err := strconv.ParseUint(s[i+1:], 10, 32)
+		if err != nil || n == 0 {
+			return p, fmt.Errorf("%q: #N must be a positive whole number (every N-th call)", s)
+		}
+		p.Every, s = uint32(n), s[:i]
+	}
+	if s == "" {
+		return p, fmt.Errorf("empty function pattern")
+	}
+	if _, err := path.Match(s, ""); err != nil {
+		return p, fmt.Errorf("%q is not a valid glob: %v", s, err)
+	}
+	p.Glob = s
+	return p, nil
+}
+
+// Target is one function to trace.
+type Target struct {
+	Object   string
+	BuildID  []byte
+	Function string
+	Offset   uint64   // file offset of the entry
+	Rets     []uint64 // file offsets of its RET instructions (Go code)
+	Every    uint32
+	Params   []string // "name:code:type" (see paramCode) when arguments are recorded
+}
+
+// IsGo reports whether the ELF file is a Go program.
+func IsGo(f *elf.File) bool {
+	return f.Section(".go.buildinfo") != nil || f.Section(".gopclntab") != nil
+}
+
+// findLib resolves a --lib name: a path as given, else a file of that name
+// (or starting with it, as "libc" for libc.so.6) mapped by pid, else one in
+// the system's library directories or beside the executable.
+func findLib(name, exe string, pid int) (string, error) {
+	if strings.Contains(name, "/") {
+		if _, err := os.Stat(name); err != nil {
+			return "", fmt.Errorf("--lib %s: %w", name, err)
+		}
+		return filepath.Abs(name)
+	}
+	match := func(p string) bool {
+		b := filepath.Base(p)
+		return b == name || strings.HasPrefix(b, name+".") || strings.HasPrefix(b, name+"-")
+	}
+	if pid > 0 {
+		if maps, err := proc.Maps(pid); err == nil {
+			for _, m := range maps {
+				if strings.HasPrefix(m.Path, "/") && match(m.Path) {
+					return m.Path, nil
+				}
+			}
+		}
+	}
+	dirs := []string{filepath.Dir(exe), "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib", "/usr/local/lib"}
+	if ld := os.Getenv("LD_LIBRARY_PATH"); ld != "" {
+		dirs = append(strings.Split(ld, ":"), dirs...)
+	}
+	for _, d := range dirs {
+		ents, err := os.ReadDir(d)
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			if !e.IsDir() && match(e.Name()) {
+				p := filepath.Join(d, e.Name())
+				if f, err := elf.Open(p); err == nil {
+					f.Close()
+					return p, nil
+				}
+			}
+		}
+	}
+	return "", fmt.Errorf("--lib %s: no such library mapped by the process or in the library directories; give its path", name)
+}
+
+// Resolve finds the functions the patterns select in exe and the libraries
+// they name. With args, each target's parameters are read from DWARF.
+func Resolve(exe string, pid int, pats []Pattern, args bool) ([]Target, bool, error) {
+	byObj := map[string][]Pattern{}
+	var order []string
+	for _, p := range pats {
+		obj := exe
+		if p.Lib != "" {
+			var err error
+			if obj, err = findLib(p.Lib, exe, pid); err != nil {
+				return nil, false, err
+			}
+		}
+		if _, ok := byObj[obj]; !ok {
+			order = append(order, obj)
+		}
+		byObj[obj] = append(byObj[obj], p)
+	}
+	var out []Target
+	isGo := false
+	for _, obj := range order {
+		ts, goObj, err := resolveObject(obj, byObj[obj], args)
+		if err != nil {
+			return nil, false, err
+		}
+		if obj == exe {
+			isGo = goObj
+		}
+		out = append(out, ts...)
+	}
+	return out, isGo, nil
+}
+
+type funcSym struct {
+	name       string
+	value, end uint64
+}
+
+func resolveObject(obj string, pats []Pattern, args bool) ([]Target, bool, error) {
+	f, err := elf.Open(obj)
+	if err != nil {
+		return nil, false, fmt.Errorf("reading %s: %w", obj, err)
+	}
+	defer f.Close()
+	isGo := IsGo(f)
+	syms, _ := f.Symbols()
+	dyn, _ := f.DynamicSymbols()
+	seen := map[uint64]bool{}
+	var funcs []funcSym
+	for _, s := range append(syms, dyn...) {
+		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Section == elf.SHN_UNDEF || s.Value == 0 || s.Size == 0 || seen[s.Value] {
+			continue
+		}
+		seen[s.Value] = true
+		funcs = append(funcs, funcSym{s.Name, s.Value, s.Value + s.Size})
+	}
+	if len(funcs) == 0 {
+		return nil, false, fmt.Errorf("%s has no function symbols (stripped?): nothing can be traced by name", obj)
+	}
+	sort.Slice(funcs, func(i, j int) bool { return funcs[i].name < funcs[j].name })
+	bid := elfx.BuildID(f)
+	var info *dwarfx.Info
+	if args {
+		info, _ = dwarfx.Open(obj) // no DWARF: arguments shown by register
+	}
+	var out []Target
+	taken := map[uint64]bool{}
+	for _, p := range pats {
+		n := 0
+		for _, fs := range funcs {
+			if ok, _ := path.Match(p.Glob, fs.name); !ok || taken[fs.value] {
+				continue
+			}
+			off, ok := fileOffset(f, fs.value)
+			if !ok {
+				continue
+			}
+			t := Target{Object: obj, BuildID: bid, Function: fs.name, Offset: off, Every: p.Every}
+			if isGo {
+				rets, err := retOffsets(f, fs)
+				if err != nil || len(rets) == 0 {
+					continue // no RET found: its returns could not be seen
+				}
+				t.Rets = rets
+			}
+			if args {
+				t.Params = params(info, fs.value, isGo)
+			}
+			taken[fs.value] = true
+			out = append(out, t)
+			n++
+		}
+		if n == 0 && !strings.ContainsAny(p.Glob, "*?[") {
+			return nil, false, fmt.Errorf("%s has no function %s", obj, p.Glob)
+		}
+	}
+	return out, isGo, nil
+}
+
+func fileOffset(f *elf.File, vaddr uint64) (uint64, bool) {
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 && vaddr >= p.Vaddr && vaddr < p.Vaddr+p.Filesz {
+			return vaddr - p.Vaddr + p.Off, true
+		}
+	}
+	return 0, false
+}
+
+// retOffsets disassembles a function and returns the file offsets of its
+// RET instructions: Go code's return probes (a uretprobe rewrites the
+// return address on the goroutine's stack, which the runtime may move).
+func retOffsets(f *elf.File, fs funcSym) ([]uint64, error) {
+	var sec *elf.Section
+	for _, s := range f.Sections {
+		if s.Flags&elf.SHF_EXECINSTR != 0 && fs.value >= s.Addr && fs.end <= s.Addr+s.Size {
+			sec = s
+			break
+		}
+	}
+	if sec == nil {
+		return nil, errors.New("not in an executable section")
+	}
+	code := make([]byte, fs.end-fs.value)
+	if _, err := sec.ReadAt(code, int64(fs.value-sec.Addr)); err != nil {
+		return nil, err
+	}
+	var rets []uint64
+	for pc := 0; pc < len(code); {
+		in, err := x86asm.Decode(code[pc:], 64)
+		if err != nil {
+			pc++
+			continue
+		}
+		if in.Op == x86asm.RET {
+			if off, ok := fileOffset(f, fs.value+uint64(pc)); ok {
+				rets = append(rets, off)
+			}
+		}
+		pc += in.Len
+	}
+	return rets, nil
+}
+
+// params describes the arguments passed in the integer registers, in
+// order, as "name:code:type": code is i (signed) or u (unsigned) and the
+// size in bytes, p8 for pointers, b1 for bools, c1 for chars; an argument
+// that is not passed in an integer register (floats, large structs) ends
+// the list, since the registers after it no longer line up.
+func params(info *dwarfx.Info, entry uint64, isGo bool) []string {
+	if info == nil {
+		return nil
+	}
+	fn, ok := info.Function(entry)
+	if !ok {
+		return nil
+	}
+	var out []string
+	for _, v := range fn.Params() {
+		if len(out) == 6 {
+			break
+		}
+		if isGo && strings.HasPrefix(v.Name, "~") {
+			break // Go's results follow its arguments
+		}
+		t := v.Type()
+		if t == nil {
+			break
+		}
+		code := paramCode(t)
+		if code == "" {
+			break
+		}
+		out = append(out, v.Name+":"+code+":"+t.Name)
+	}
+	return out
+}
+
+func paramCode(t *dwarfx.Type) string {
+	for t.Kind == dwarfx.Typedef && t.Elem != nil {
+		t = t.Elem
+	}
+	switch t.Kind {
+	case dwarfx.Int, dwarfx.Enum:
+		if t.Size >= 1 && t.Size <= 8 {
+			return "i" + strconv.Itoa(int(t.Size))
+		}
+	case dwarfx.Uint:
+		if t.Size >= 1 && t.Size <= 8 {
+			return "u" + strconv.Itoa(int(t.Size))
+		}
+	case dwarfx.Char:
+		if t.Signed {
+			return "i1"
+		}
+		return "u1"
+	case dwarfx.Bool:
+		return "b1"
+	case dwarfx.Pointer:
+		return "p8"
+	}
+	return ""
+}

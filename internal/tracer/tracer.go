@@ -1,0 +1,418 @@
+// Package tracer is culprit's function tracer, a collector: it resolves
+// function patterns to probe locations (ELF symbols; for Go code the RET
+// instructions, found by disassembly), launches a command stopped at its
+// exec or attaches to a process, sets the probes through
+// internal/traceprog before the command's first instruction, and writes
+// every traced call as a Call record of the recording, with the process's
+// mappings so that call sites can be named later. It does not analyse.
+package tracer
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/culprit-dev/culprit/internal/elfx"
+	"github.com/culprit-dev/culprit/internal/proc"
+	"github.com/culprit-dev/culprit/internal/recording"
+	"github.com/culprit-dev/culprit/internal/traceprog"
+)
+
+// pollInterval is how often the ring of call records is drained: the BPF
+// program wakes the reader only when the ring is a quarter full.
+const pollInterval = 10 * time.Millisecond
+
+// ErrCommandNotFound is wrapped when the command to trace does not exist.
+var ErrCommandNotFound = errors.New("command not found")
+
+// Options configure a trace.
+type Options struct {
+	Output   string
+	Patterns []Pattern
+	Args     bool          // record arguments and return values
+	Duration time.Duration // stop tracing after this long (0: until exit or signal)
+	Tool     string
+}
+
+// Result summarises a trace.
+type Result struct {
+	Probes    int
+	Calls     uint64
+	Lost      uint64 // call records the ring had no room for
+	Depth     uint64 // calls deeper than the shadow stack, not recorded
+	Unmatched uint64 // returns whose entry was not seen
+	Bytes     int64
+	ExitCode  int
+	Attach    time.Duration // setting every probe
+	Detach    time.Duration // removing them
+	Warnings  []string
+}
+
+type session struct {
+	o       Options
+	w       *recording.Writer
+	t       *traceprog.Tracer
+	targets []Target
+	res     Result
+	pid     int
+	maps    *proc.Space
+	mapped  map[string]bool
+	isGo    bool
+	pidfd   int
+}
+
+func monotonic() uint64 {
+	var ts unix.Timespec
+	unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+	return uint64(ts.Nano())
+}
+
+// prepare resolves the patterns in exe, loads the programs and creates the
+// output.
+func prepare(o Options, exe string, pid int) (*session, error) {
+	if len(o.Patterns) == 0 {
+		return nil, fmt.Errorf("no function to trace: give -f PATTERN (a glob on symbol names, e.g. -f 'parse_*')")
+	}
+	targets, isGo, err := Resolve(exe, pid, o.Patterns, o.Args)
+	if err != nil {
+		return nil, err
+	}
+	if len(targets) == 0 {
+		return nil, fmt.Errorf("no function of %s matches the patterns given", exe)
+	}
+	t, err := traceprog.New(traceprog.Options{Go: isGo, Args: o.Args, Probes: len(targets)})
+	if err != nil {
+		return nil, err
+	}
+	w, err := recording.Create(o.Output)
+	if err != nil {
+		t.Close()
+		return nil, err
+	}
+	if o.Args {
+		os.Chmod(o.Output, 0o600) // argument values are process memory
+	}
+	return &session{o: o, w: w, t: t, targets: targets, isGo: isGo, pidfd: -1, maps: &proc.Space{}, mapped: map[string]bool{}}, nil
+}
+
+func (s *session) meta(m recording.Meta) {
+	host, _ := os.Hostname()
+	var u unix.Utsname
+	unix.Uname(&u)
+	m.Tool = s.o.Tool
+	m.Hostname = host
+	m.KernelRelease = unix.ByteSliceToString(u.Release[:])
+	m.Arch = runtime.GOARCH
+	m.StartUnixNano = time.Now().UnixNano()
+	m.StartClock = monotonic()
+	m.Event = "trace"
+	m.Extra = map[string]string{"probes": fmt.Sprint(len(s.targets))}
+	if s.o.Args {
+		m.Extra["args"] = "1"
+	}
+	s.w.Write(&m)
+	for i, t := range s.targets {
+		s.w.Write(&recording.Probe{ID: uint32(i + 1), Function: t.Function, Object: t.Object, BuildID: t.BuildID,
+			Offset: t.Offset, Every: t.Every, Params: t.Params})
+	}
+}
+
+// attach sets every probe, object by object, for process pid.
+func (s *session) attach(pid int) error {
+	start := time.Now()
+	byObj := map[string][]traceprog.Probe{}
+	var order []string
+	for i, t := range s.targets {
+		if _, ok := byObj[t.Object]; !ok {
+			order = append(order, t.Object)
+		}
+		byObj[t.Object] = append(byObj[t.Object], traceprog.Probe{ID: uint32(i + 1), Offset: t.Offset, Rets: t.Rets, Every: t.Every})
+	}
+	for _, obj := range order {
+		if err := s.t.Attach(obj, byObj[obj], pid); err != nil {
+			return err
+		}
+	}
+	s.res.Attach = time.Since(start)
+	s.res.Probes = len(s.targets)
+	return nil
+}
+
+// readMaps writes the executable mappings of the process not yet written.
+func (s *session) readMaps() {
+	maps, err := proc.Maps(s.pid)
+	if err != nil {
+		return
+	}
+	now := monotonic()
+	for _, m := range maps {
+		if !m.Exec() {
+			continue
+		}
+		key := fmt.Sprintf("%x-%x-%x-%s", m.Start, m.End, m.Offset, m.Path)
+		if s.mapped[key] {
+			continue
+		}
+		s.mapped[key] = true
+		s.maps.Add(m)
+		var bid []byte
+		if len(m.Path) > 0 && m.Path[0] == '/' {
+			bid = elfx.FileBuildID(m.Path)
+		}
+		s.w.Write(&recording.Mmap{Time: now, PID: uint32(s.pid), TID: uint32(s.pid), Start: m.Start, Len: m.End - m.Start,
+			Pgoff: m.Offset, Prot: unix.PROT_READ | unix.PROT_EXEC, BuildID: bid, Path: m.Path})
+	}
+}
+
+// record writes one call; a call site outside every known mapping (a
+// library loaded since) makes the mappings be read again.
+func (s *session) record(c *traceprog.Call) {
+	if c.Site != 0 && s.pid > 0 {
+		if _, ok := s.maps.Find(c.Site); !ok {
+			s.readMaps()
+			if _, ok := s.maps.Find(c.Site); !ok {
+				s.maps.Add(proc.Mapping{Start: c.Site, End: c.Site + 1}) // unknown: do not read again for it
+			}
+		}
+	}
+	if c.Probe == 0 || int(c.Probe) > len(s.targets) {
+		return
+	}
+	rc := recording.Call{Start: c.Start, End: c.End, Child: c.Child, PID: c.PID, TID: c.TID, Probe: c.Probe,
+		Caller: c.Caller, Depth: c.Depth, Site: c.Site, Flags: c.Flags, Ret: c.Ret}
+	if rc.PID == 0 && s.pid > 0 {
+		rc.PID = uint32(s.pid)
+	}
+	if s.o.Args {
+		if n := len(s.targets[c.Probe-1].Params); n > 0 {
+			rc.Args = append([]uint64(nil), c.Args[:n]...)
+		} else {
+			rc.Args = append([]uint64(nil), c.Args[:]...)
+		}
+	}
+	if c.Flags&traceprog.Unreturned != 0 {
+		rc.Flags = recording.CallUnreturned
+	}
+	s.w.Write(&rc)
+	s.res.Calls++
+}
+
+func (s *session) drain(wait time.Duration) {
+	if err := s.t.Read(wait, s.record); err != nil {
+		s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("reading call records: %v", err))
+	}
+	s.w.Flush()
+}
+
+// finish detaches, drains what is left, closes calls still open and ends
+// the recording.
+func (s *session) finish(exitCode int) (Result, error) {
+	start := time.Now()
+	s.t.Detach()
+	s.res.Detach = time.Since(start)
+	s.drain(0)
+	s.t.Leftovers(monotonic(), s.record)
+	st := s.t.Stats()
+	s.res.Lost, s.res.Depth, s.res.Unmatched = st.Lost+st.NoThread, st.Depth, st.Unmatched
+	now := monotonic()
+	if s.res.Lost > 0 {
+		s.w.Write(&recording.Lost{Time: now, Reason: recording.LostCalls, Count: s.res.Lost})
+		s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("%d calls were not recorded: the ring of call records was full (trace fewer functions, or every N-th call with -f PATTERN#N)", s.res.Lost))
+	}
+	if s.res.Depth > 0 {
+		s.w.Write(&recording.Lost{Time: now, Reason: recording.LostDepth, Count: s.res.Depth})
+		s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("%d calls were not recorded: nested deeper than %d traced calls", s.res.Depth, traceprog.MaxDepth))
+	}
+	s.res.ExitCode = exitCode
+	s.w.Write(&recording.End{Time: now, Lost: s.res.Lost + s.res.Depth, ExitCode: int32(exitCode), Calls: s.res.Calls})
+	err := s.w.Close()
+	s.res.Bytes = s.w.Bytes()
+	s.t.Close()
+	if s.pidfd >= 0 {
+		unix.Close(s.pidfd)
+	}
+	return s.res, err
+}
+
+func (s *session) abandon() {
+	s.t.Close()
+	s.w.Close()
+	os.Remove(s.o.Output)
+}
+
+// wait waits up to pollInterval for the process to exit (pidfd), then
+// drains the ring; it reports whether the process has exited.
+func (s *session) wait() bool {
+	exited := false
+	if s.pidfd >= 0 {
+		fds := []unix.PollFd{{Fd: int32(s.pidfd), Events: unix.POLLIN}}
+		unix.Poll(fds, int(pollInterval/time.Millisecond))
+		exited = fds[0].Revents&(unix.POLLIN|unix.POLLHUP) != 0
+		s.drain(0)
+	} else {
+		s.drain(pollInterval)
+		exited = !proc.Exists(s.pid)
+	}
+	return exited
+}
+
+// Launch runs argv with the probes set before its first instruction and
+// returns when it exits.
+func Launch(o Options, argv []string) (Result, error) {
+	if len(argv) == 0 {
+		return Result{}, fmt.Errorf("no command given: use culprit trace -f PATTERN -- CMD [ARGS...]")
+	}
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
+		return Result{}, fmt.Errorf("%w: %s", ErrCommandNotFound, argv[0])
+	}
+	s, err := prepare(o, path, 0)
+	if err != nil {
+		return Result{}, err
+	}
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	defer signal.Stop(sigs)
+
+	// Ptrace requests must come from the thread that started the tracee.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	cmd := exec.Command(path, argv[1:]...)
+	cmd.Args[0] = argv[0]
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Ptrace: true}
+	if err := cmd.Start(); err != nil {
+		s.abandon()
+		return Result{}, fmt.Errorf("starting %s: %w", argv[0], err)
+	}
+	pid := cmd.Process.Pid
+	s.pid = pid
+	var ws unix.WaitStatus
+	if _, err := unix.Wait4(pid, &ws, 0, nil); err != nil || !ws.Stopped() {
+		s.abandon()
+		return Result{}, fmt.Errorf("starting %s: it did not stop at exec (%v)", argv[0], err)
+	}
+	kill := func() {
+		unix.Kill(pid, unix.SIGKILL)
+		unix.PtraceDetach(pid)
+		cmd.Wait()
+	}
+	s.meta(recording.Meta{Command: argv})
+	if err := s.attach(pid); err != nil {
+		kill()
+		s.abandon()
+		return Result{}, err
+	}
+	s.w.Write(&recording.Comm{Time: monotonic(), PID: uint32(pid), TID: uint32(pid), Exec: true, Name: proc.Comm(pid, pid)})
+	s.readMaps()
+	if err := unix.PtraceDetach(pid); err != nil {
+		kill()
+		s.abandon()
+		return Result{}, fmt.Errorf("releasing %s: %w", argv[0], err)
+	}
+	if fd, err := unix.PidfdOpen(pid, 0); err == nil {
+		s.pidfd = fd
+	}
+	var deadline <-chan time.Time
+	if o.Duration > 0 {
+		deadline = time.After(o.Duration)
+	}
+	exited := make(chan error, 1)
+	if s.pidfd < 0 {
+		go func() { exited <- cmd.Wait() }()
+	}
+	var waitErr error
+	interrupted := false
+loop:
+	for {
+		select {
+		case waitErr = <-exited:
+			break loop
+		case sig := <-sigs:
+			// A terminal's Ctrl-C reaches the command too; a signal sent to
+			// culprit alone is passed on, and a second one kills.
+			if interrupted {
+				cmd.Process.Signal(syscall.SIGKILL)
+			} else if sig != os.Interrupt {
+				cmd.Process.Signal(sig)
+			}
+			interrupted = true
+		case <-deadline:
+			deadline = nil
+			s.t.Detach() // the command runs on untraced
+		default:
+		}
+		if s.wait() {
+			if s.pidfd >= 0 {
+				waitErr = cmd.Wait()
+			}
+			break loop
+		}
+	}
+	code := -1
+	if cmd.ProcessState != nil {
+		code = cmd.ProcessState.ExitCode()
+		if st, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && st.Signaled() {
+			code = 128 + int(st.Signal())
+		}
+	}
+	_ = waitErr
+	return s.finish(code)
+}
+
+// Attach traces the running process pid until stop is closed, the
+// duration ends or the process exits, then removes the probes, leaving it
+// running.
+func Attach(o Options, pid int, stop <-chan struct{}) (Result, error) {
+	if pid <= 0 || !proc.Exists(pid) {
+		return Result{}, fmt.Errorf("no process with PID %d: %w", pid, proc.ErrNoProcess)
+	}
+	exe := proc.Exe(pid)
+	if exe == "" {
+		return Result{}, fmt.Errorf("reading the executable of process %d: is it a kernel thread, or not yours?", pid)
+	}
+	// A deleted or replaced executable is reached through /proc.
+	if _, err := os.Stat(exe); err != nil {
+		exe = fmt.Sprintf("/proc/%d/exe", pid)
+	}
+	s, err := prepare(o, exe, pid)
+	if err != nil {
+		return Result{}, err
+	}
+	s.pid = pid
+	s.meta(recording.Meta{AttachPID: pid, Command: proc.Cmdline(pid)})
+	if err := s.attach(pid); err != nil {
+		s.abandon()
+		return Result{}, err
+	}
+	s.w.Write(&recording.Comm{Time: monotonic(), PID: uint32(pid), TID: uint32(pid), Name: proc.Comm(pid, pid)})
+	s.readMaps()
+	if fd, err := unix.PidfdOpen(pid, 0); err == nil {
+		s.pidfd = fd
+	}
+	var deadline <-chan time.Time
+	if o.Duration > 0 {
+		deadline = time.After(o.Duration)
+	}
+loop:
+	for {
+		select {
+		case <-stop:
+			break loop
+		case <-deadline:
+			break loop
+		default:
+		}
+		if s.wait() {
+			break
+		}
+	}
+	return s.finish(-1)
+}

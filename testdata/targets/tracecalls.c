@@ -1,0 +1,151 @@
+/* A program whose traced functions' calls it counts and times itself, so
+ * that a tracer's counts, durations and arguments can be checked exactly.
+ * It prints one line per fact: "count FUNC N", "spin NS" (each spin call's
+ * own duration by CLOCK_MONOTONIC), "args A B C" (each args3 call).
+ * Usage: tracecalls [fib N] [leaf N] [threads T N] [jump N] [spin MS N] [args N] [plugin PATH N]
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <setjmp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static long now_ns(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000000000L + ts.tv_nsec;
+}
+
+static volatile long sink;
+
+__attribute__((noinline)) long leaf(long n) {
+	long s = 0;
+	for (long i = 0; i < n; i++)
+		s += i ^ (s >> 3);
+	sink = s;
+	return s;
+}
+
+/* Every call is a real call at -O2 too: no tail-call or accumulator
+ * transformation turns recursion into a loop. */
+#define REAL_CALLS __attribute__((noinline, optimize("no-optimize-sibling-calls")))
+
+long calls_fib;
+
+REAL_CALLS long fib(int n) {
+	calls_fib++;
+	return n < 2 ? n : fib(n - 1) + fib(n - 2);
+}
+
+static jmp_buf jb;
+
+/* Jumps out of depth+1 nested calls of itself: none of them returns. */
+REAL_CALLS void thrower(int depth) {
+	if (depth == 0)
+		longjmp(jb, 1);
+	thrower(depth - 1);
+	sink++;
+}
+
+/* Calls thrower, which never returns; jumper itself returns normally. */
+__attribute__((noinline)) int jumper(int depth) {
+	if (setjmp(jb) == 0) {
+		thrower(depth);
+		return 0;
+	}
+	return 1;
+}
+
+/* Spins for ms milliseconds and returns the ns it measured. */
+__attribute__((noinline)) long spin(long ms) {
+	long t0 = now_ns(), t;
+	do
+		t = now_ns();
+	while (t - t0 < ms * 1000000L);
+	return t - t0;
+}
+
+__attribute__((noinline)) long args3(long a, int b, unsigned c) { return a + b + c; }
+
+static long per_thread;
+
+static void *worker(void *arg) {
+	(void)arg;
+	for (long i = 0; i < per_thread; i++)
+		leaf(100);
+	return NULL;
+}
+
+int main(int argc, char **argv) {
+	long leafs = 0, fibs = 0, throwers = 0, jumpers = 0, spins = 0, argss = 0, plugins = 0;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "fib") && i + 1 < argc) {
+			int n = atoi(argv[++i]);
+			calls_fib = 0;
+			sink = fib(n);
+			fibs += calls_fib;
+		} else if (!strcmp(argv[i], "leaf") && i + 1 < argc) {
+			long n = atol(argv[++i]);
+			for (long k = 0; k < n; k++)
+				leaf(10);
+			leafs += n;
+		} else if (!strcmp(argv[i], "threads") && i + 2 < argc) {
+			int t = atoi(argv[++i]);
+			per_thread = atol(argv[++i]);
+			pthread_t th[64];
+			if (t > 64)
+				t = 64;
+			for (int k = 0; k < t; k++)
+				pthread_create(&th[k], NULL, worker, NULL);
+			for (int k = 0; k < t; k++)
+				pthread_join(th[k], NULL);
+			leafs += t * per_thread;
+		} else if (!strcmp(argv[i], "jump") && i + 1 < argc) {
+			long n = atol(argv[++i]);
+			for (long k = 0; k < n; k++) {
+				jumper(3);
+				jumpers++;
+				throwers += 4;
+			}
+		} else if (!strcmp(argv[i], "spin") && i + 2 < argc) {
+			long ms = atol(argv[++i]), n = atol(argv[++i]);
+			for (long k = 0; k < n; k++)
+				printf("spin %ld\n", spin(ms));
+			spins += n;
+		} else if (!strcmp(argv[i], "args") && i + 1 < argc) {
+			long n = atol(argv[++i]);
+			for (long k = 0; k < n; k++) {
+				long a = 1000 * k - 7;
+				int b = -(int)k;
+				unsigned c = 3000000000u + k;
+				printf("args %ld %d %u\n", a, b, c);
+				args3(a, b, c);
+			}
+			argss += n;
+		} else if (!strcmp(argv[i], "plugin") && i + 2 < argc) {
+			const char *path = argv[++i];
+			long n = atol(argv[++i]);
+			void *h = dlopen(path, RTLD_NOW);
+			if (!h) {
+				fprintf(stderr, "%s\n", dlerror());
+				return 2;
+			}
+			long (*f)(long) = (long (*)(long))dlsym(h, "plugin_work");
+			if (!f) {
+				fprintf(stderr, "no plugin_work in %s\n", path);
+				return 2;
+			}
+			for (long k = 0; k < n; k++)
+				sink = f(k);
+			plugins += n;
+		} else {
+			fprintf(stderr, "bad argument %s\n", argv[i]);
+			return 2;
+		}
+	}
+	printf("count leaf %ld\ncount fib %ld\ncount thrower %ld\ncount jumper %ld\ncount spin %ld\ncount args3 %ld\ncount plugin_work %ld\n",
+	       leafs, fibs, throwers, jumpers, spins, argss, plugins);
+	return 0;
+}

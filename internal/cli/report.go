@@ -10,6 +10,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/culprit-dev/culprit/internal/analysis/exprs"
+	"github.com/culprit-dev/culprit/internal/analysis/trace"
+	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/render"
 )
 
@@ -28,6 +30,7 @@ func newReport() *cobra.Command {
 		asm     bool
 		tree    bool
 		minPct  float64
+		calls   string
 	)
 	c := &cobra.Command{
 		Use:   "report [flags] [FILE...]",
@@ -59,6 +62,13 @@ With --tree it prints the call tree top-down, as perf report's caller graph
 and pprof -tree: each function with its total and self share, indented
 under its caller; --min-share leaves out the smaller branches.
 
+On a trace of function calls (culprit trace) it prints, for each traced
+function, its calls and the total, mean, p99 and maximum of their inclusive
+and exclusive durations (exclusive leaves out the traced calls made from
+it); --by caller splits each function's calls by the function that made
+them, and --calls REGEX lists the slowest calls of the matching functions
+with their arguments.
+
 With --peek REGEX it prints, for each function whose name matches, the
 functions that called it and those it called, with the samples through each
 (pprof -peek).
@@ -81,8 +91,13 @@ written: report shows everything up to the last complete record.`,
   culprit report --tree --min-share 2
   culprit report --focus 'parse_.*' --hide '^(malloc|free)$' --callers 4
   culprit report --callers 3 run1.rec run2.rec
+  culprit report --calls '^parse$' --top 10   # a trace: the slowest calls
   culprit report --kernel exclude --from 1s --to 2s --format json`,
 		RunE: func(c *cobra.Command, args []string) error {
+			byCaller := by == "caller"
+			if byCaller || calls != "" {
+				return reportTrace(c, ff, args, format, calls, byCaller, top)
+			}
 			g, err := groupingAndFormat(by, format)
 			if err != nil {
 				return err
@@ -122,6 +137,12 @@ written: report shows everything up to the last complete record.`,
 				return err
 			}
 			out := c.OutOrStdout()
+			if len(p.Probes) > 0 && len(p.Samples) == 0 {
+				if tree || listRE != nil || peekRE != nil || callers > 0 || exprsOn || c.Flags().Changed("by") {
+					return usagef("this is a trace of function calls (culprit trace): report shows its functions, --by caller, or --calls REGEX; --tree, --list, --peek, --callers, --exprs and --by read CPU samples")
+				}
+				return traceView(c, p, format, "", false, top)
+			}
 			if exprsOn {
 				o := exprs.Options{}
 				switch stat {
@@ -190,13 +211,14 @@ written: report shows everything up to the last complete record.`,
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&by, "by", "function", "group samples by function, line, object, process or thread")
+	f.StringVar(&by, "by", "function", "group samples by function, line, object, process or thread; in a trace (culprit trace): caller, each function's calls by the function that made them")
 	f.IntVar(&callers, "callers", 0, "show calling contexts of N frames (leaf <- caller <- ...) instead of a flat profile")
 	f.StringVar(&list, "list", "", "show the source lines of the functions matching this regular expression, with the samples at each")
 	f.StringVar(&srcPath, "source-path", "", "with --list: directories to look for source files in (colon-separated)")
 	f.BoolVar(&asm, "asm", false, "with --list: show the machine code with the samples at each instruction (perf annotate)")
 	f.BoolVar(&tree, "tree", false, "show the call tree top-down, each function under its caller")
 	f.Float64Var(&minPct, "min-share", 0.5, "with --tree: leave out functions under this share of the samples (percent)")
+	f.StringVar(&calls, "calls", "", "in a trace (culprit trace): list the slowest calls of the functions matching this regular expression, with their arguments (--top of them)")
 	f.StringVar(&peek, "peek", "", "show the callers and callees of the functions matching this regular expression")
 	ff.register(f)
 	f.BoolVar(&exprsOn, "exprs", false, "summarize the sampled expressions, counters and variables instead (recorded with --expr, --rules or --values)")
@@ -223,4 +245,57 @@ func parseOffset(s string) (time.Duration, error) {
 		return 0, fmt.Errorf("negative offset")
 	}
 	return d, nil
+}
+
+// reportTrace reports a trace of function calls: per function, --by
+// caller, or --calls REGEX.
+func reportTrace(c *cobra.Command, ff filterFlags, args []string, format, calls string, byCaller bool, top int) error {
+	if format != "text" && format != "json" {
+		return usagef("unknown format %q: use text or json", format)
+	}
+	if calls != "" && byCaller {
+		return usagef("--calls lists single calls: it does not combine with --by caller")
+	}
+	p, err := ff.load(args, c.ErrOrStderr(), true)
+	if err != nil {
+		return err
+	}
+	if len(p.Probes) == 0 {
+		if byCaller {
+			return usagef("--by caller reads a trace of function calls (culprit trace -f PATTERN -- CMD); for the callers of sampled functions use --callers N or --peek REGEX")
+		}
+		return usagef("--calls reads a trace of function calls (culprit trace -f PATTERN -- CMD); this recording has CPU samples")
+	}
+	return traceView(c, p, format, calls, byCaller, top)
+}
+
+func traceView(c *cobra.Command, p *profile.Profile, format, calls string, byCaller bool, top int) error {
+	out := c.OutOrStdout()
+	extra := render.JSONExtra{Sources: p.Sources, Warnings: p.Warnings, Lost: p.Lost}
+	if calls != "" {
+		re, err := regexp.Compile(calls)
+		if err != nil {
+			return usagef("--calls %q: %v", calls, err)
+		}
+		list := trace.Slowest(p, re, top)
+		if len(list) == 0 {
+			var names []string
+			for _, f := range trace.Functions(p, false) {
+				names = append(names, f.Name)
+			}
+			return fmt.Errorf("no traced call of a function matching --calls %q: the traced functions with calls are %s", calls, strings.Join(names, ", "))
+		}
+		if format == "json" {
+			return render.CallsJSON(out, list, extra)
+		}
+		return render.CallsText(out, list)
+	}
+	fs := trace.Functions(p, byCaller)
+	if format == "json" {
+		return render.TraceJSON(out, fs, extra)
+	}
+	for _, w := range p.Warnings {
+		warnf(c.ErrOrStderr(), "%s", w)
+	}
+	return render.TraceText(out, fs, p.Lost, top)
 }

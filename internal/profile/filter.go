@@ -325,6 +325,7 @@ func (p *Profile) Apply(f Filter) *Profile {
 		Merged:    p.Merged,
 
 		ValueSources: p.ValueSources,
+		Probes:       p.Probes,
 	}
 	inWindow := func(t uint64) bool {
 		rel := time.Duration(int64(t - p.StartTime))
@@ -337,6 +338,11 @@ func (p *Profile) Apply(f Filter) *Profile {
 	for _, v := range p.Values {
 		if inWindow(v.Time) && selected(v.PID, v.TID, v.Time) {
 			q.Values = append(q.Values, v)
+		}
+	}
+	for _, c := range p.Calls {
+		if inWindow(c.Start) && selected(c.PID, c.TID, c.Start) {
+			q.Calls = append(q.Calls, c)
 		}
 	}
 	focus := p.frameMatcher(f.Focus)

@@ -216,6 +216,7 @@ type loader struct {
 	vsrc        map[recording.ValueSource]int32 // value source (ID cleared) → index
 	vpcs        valuePCs                        // value PCs symbolized so far (lines.go)
 	names       naming                          // comm and fork records, resolved at the end
+	probes      map[probeKey]int32              // traced functions merged across files (calls.go)
 }
 
 // Load reads recordings and builds a symbolized Profile. Damaged or
@@ -239,6 +240,7 @@ func Load(paths []string, o LoadOptions) (*Profile, error) {
 		noSyms: map[string]bool{},
 		syms:   map[uint32][]recording.Symbol{},
 		vsrc:   map[recording.ValueSource]int32{},
+		probes: map[probeKey]int32{},
 	}
 	if l.sym == nil {
 		l.sym = symbol.New(symbol.Options{})
@@ -283,8 +285,12 @@ func Load(paths []string, o LoadOptions) (*Profile, error) {
 	}
 	slices.SortStableFunc(l.p.Values, func(a, b Value) int { return cmp.Compare(a.Time, b.Time) })
 	l.resolveStacks()
+	slices.SortStableFunc(l.p.Calls, func(a, b Call) int { return cmp.Compare(a.Start, b.Start) })
 	if len(l.p.Samples) > 0 {
 		l.p.StartTime = l.p.Samples[0].Time
+	}
+	if len(l.p.Calls) > 0 && (len(l.p.Samples) == 0 || l.p.Calls[0].Start < l.p.StartTime) {
+		l.p.StartTime = l.p.Calls[0].Start
 	}
 	var missing []string
 	for obj := range l.noSyms {
@@ -330,6 +336,7 @@ func (l *loader) readFile(idx int, path string, records *int, progress func(int)
 	stacks := &stackRecs{byID: map[uint64]stackRec{}}
 	l.stacks = append(l.stacks, stacks)
 	sources := map[uint32]int32{} // this file's ValueSource IDs → index
+	probes := map[uint32]int32{}  // this file's Probe IDs → index
 	src := Source{Path: path}
 	for {
 		rec, err := r.Next()
@@ -417,6 +424,10 @@ func (l *loader) readFile(idx int, path string, records *int, progress func(int)
 			}
 			l.p.Values = append(l.p.Values, Value{Time: v.Time, PID: v.PID, TID: v.TID, Source: idx,
 				Depth: v.Depth, Type: v.Type, PC: v.PC, Bits: v.Bits, frame: l.valueFrame(v.PID, v.PC, v.Depth)})
+		case *recording.Probe:
+			probes[v.ID] = l.addProbe(v)
+		case *recording.Call:
+			l.addCall(v, probes)
 		case *recording.End:
 			src.Complete = true
 		}

@@ -134,6 +134,10 @@ type Profile struct {
 	// were sampled, merged across recordings by what they denote.
 	ValueSources []recording.ValueSource
 	Values       []Value // ordered by time
+	// Probes are the traced functions and Calls their traced calls
+	// (culprit trace), ordered by start time.
+	Probes []Probe
+	Calls  []Call
 	// StartTime is the smallest sample time, used as the origin of --from/--to.
 	StartTime uint64
 	// names holds, per thread that was ever renamed (exec, prctl), its

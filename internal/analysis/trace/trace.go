@@ -1,0 +1,297 @@
+// Package trace summarises traced calls (culprit trace): per function the
+// number of calls and the distribution of their inclusive and exclusive
+// durations, by caller; the slowest calls of a function with their
+// arguments decoded; and two traced runs compared per function. It reads
+// the profile model and returns results; it does not print.
+package trace
+
+import (
+	"math"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/culprit-dev/culprit/internal/profile"
+)
+
+// Dist summarises durations in ns.
+type Dist struct {
+	Total uint64  `json:"total_ns"`
+	Mean  float64 `json:"mean_ns"`
+	Min   uint64  `json:"min_ns"`
+	P50   uint64  `json:"p50_ns"`
+	P99   uint64  `json:"p99_ns"`
+	Max   uint64  `json:"max_ns"`
+}
+
+func dist(v []uint64) Dist {
+	if len(v) == 0 {
+		return Dist{}
+	}
+	sort.Slice(v, func(i, j int) bool { return v[i] < v[j] })
+	var d Dist
+	for _, x := range v {
+		d.Total += x
+	}
+	d.Mean = float64(d.Total) / float64(len(v))
+	d.Min, d.Max = v[0], v[len(v)-1]
+	d.P50 = rank(v, 0.50)
+	d.P99 = rank(v, 0.99)
+	return d
+}
+
+// rank is the nearest-rank percentile of sorted v.
+func rank(v []uint64, q float64) uint64 {
+	i := int(math.Ceil(q*float64(len(v)))) - 1
+	return v[max(0, min(i, len(v)-1))]
+}
+
+// Caller is the calls of a function from one caller.
+type Caller struct {
+	Name  string `json:"name"`
+	Calls int    `json:"calls"`
+	Incl  Dist   `json:"inclusive"`
+	Excl  Dist   `json:"exclusive"`
+}
+
+// Function is what the calls of one traced function add up to.
+type Function struct {
+	Name   string `json:"function"`
+	Object string `json:"object"`
+	// Calls is the number of calls recorded; with every-N-th sampling
+	// Estimated is Perun's estimate of the calls made,
+	// Calls + (Calls−1)·(N−1) (the first call is always recorded).
+	Calls      int      `json:"calls"`
+	Every      uint32   `json:"every,omitempty"`
+	Estimated  uint64   `json:"estimated_calls"`
+	Unreturned int      `json:"unreturned,omitempty"` // left by longjmp, unwinding or exit
+	Incl       Dist     `json:"inclusive"`
+	Excl       Dist     `json:"exclusive"`
+	Callers    []Caller `json:"callers,omitempty"`
+}
+
+// CallerName names where a call was made from: the function containing
+// its call site, else its nearest traced caller, else "[unknown]".
+func CallerName(p *profile.Profile, c *profile.Call) string {
+	if c.Site >= 0 && int(c.Site) < len(p.Frames) {
+		if f := p.Frames[c.Site].Function; f != "" {
+			return f
+		}
+	}
+	if c.Caller >= 0 && int(c.Caller) < len(p.Probes) {
+		return p.Probes[c.Caller].Function
+	}
+	return "[unknown]"
+}
+
+// Functions summarises each traced function with calls, the largest
+// exclusive total first; with byCaller each also by caller, the largest
+// inclusive total first.
+func Functions(p *profile.Profile, byCaller bool) []Function {
+	type acc struct {
+		incl, excl []uint64
+		unret      int
+		callers    map[string]*[2][]uint64
+	}
+	accs := make([]acc, len(p.Probes))
+	for i := range p.Calls {
+		c := &p.Calls[i]
+		a := &accs[c.Probe]
+		a.incl = append(a.incl, c.Inclusive())
+		a.excl = append(a.excl, c.Exclusive())
+		if c.Unreturned() {
+			a.unret++
+		}
+		if byCaller {
+			if a.callers == nil {
+				a.callers = map[string]*[2][]uint64{}
+			}
+			name := CallerName(p, c)
+			v := a.callers[name]
+			if v == nil {
+				v = &[2][]uint64{}
+				a.callers[name] = v
+			}
+			v[0] = append(v[0], c.Inclusive())
+			v[1] = append(v[1], c.Exclusive())
+		}
+	}
+	var out []Function
+	for i, pr := range p.Probes {
+		a := &accs[i]
+		if len(a.incl) == 0 {
+			continue
+		}
+		f := Function{Name: pr.Function, Object: pr.Object, Calls: len(a.incl), Unreturned: a.unret,
+			Incl: dist(a.incl), Excl: dist(a.excl), Estimated: uint64(len(a.incl))}
+		if pr.Every > 1 {
+			f.Every = pr.Every
+			f.Estimated = uint64(f.Calls) + uint64(f.Calls-1)*uint64(pr.Every-1)
+		}
+		for name, v := range a.callers {
+			f.Callers = append(f.Callers, Caller{Name: name, Calls: len(v[0]), Incl: dist(v[0]), Excl: dist(v[1])})
+		}
+		sort.Slice(f.Callers, func(i, j int) bool {
+			if f.Callers[i].Incl.Total != f.Callers[j].Incl.Total {
+				return f.Callers[i].Incl.Total > f.Callers[j].Incl.Total
+			}
+			return f.Callers[i].Name < f.Callers[j].Name
+		})
+		out = append(out, f)
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Excl.Total != out[j].Excl.Total {
+			return out[i].Excl.Total > out[j].Excl.Total
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}
+
+// Arg is one decoded argument.
+type Arg struct {
+	Name  string `json:"name"`
+	Type  string `json:"type,omitempty"`
+	Value string `json:"value"`
+}
+
+// CallInfo is one call as the slowest-calls list shows it.
+type CallInfo struct {
+	Function   string  `json:"function"`
+	Start      float64 `json:"start_s"` // seconds from the profile's start
+	Incl       uint64  `json:"inclusive_ns"`
+	Excl       uint64  `json:"exclusive_ns"`
+	PID        uint32  `json:"pid"`
+	TID        uint32  `json:"tid"`
+	Depth      uint32  `json:"depth"`
+	Caller     string  `json:"caller"`
+	Args       []Arg   `json:"args,omitempty"`
+	Ret        string  `json:"ret,omitempty"`
+	Unreturned bool    `json:"unreturned,omitempty"`
+}
+
+// Args decodes a call's arguments by its probe's parameters; without
+// them, by register (arg1..arg6, hexadecimal).
+func Args(pr *profile.Probe, c *profile.Call) []Arg {
+	var out []Arg
+	for i, v := range c.Args {
+		if len(pr.Params) > 0 {
+			if i >= len(pr.Params) {
+				break
+			}
+			parts := strings.SplitN(pr.Params[i], ":", 3)
+			if len(parts) != 3 {
+				break
+			}
+			out = append(out, Arg{Name: parts[0], Type: parts[2], Value: Format(v, parts[1])})
+			continue
+		}
+		out = append(out, Arg{Name: "arg" + strconv.Itoa(i+1), Value: "0x" + strconv.FormatUint(v, 16)})
+	}
+	return out
+}
+
+// Format renders a register value by a parameter code: i or u and a size
+// in bytes, p8 (pointer), b1 (bool).
+func Format(v uint64, code string) string {
+	if len(code) < 2 {
+		return "0x" + strconv.FormatUint(v, 16)
+	}
+	size, err := strconv.Atoi(code[1:])
+	if err != nil || size < 1 || size > 8 {
+		return "0x" + strconv.FormatUint(v, 16)
+	}
+	bits := uint(size * 8)
+	if bits < 64 {
+		v &= 1<<bits - 1
+	}
+	switch code[0] {
+	case 'i':
+		x := int64(v)
+		if bits < 64 {
+			x = int64(v<<(64-bits)) >> (64 - bits)
+		}
+		return strconv.FormatInt(x, 10)
+	case 'u':
+		return strconv.FormatUint(v, 10)
+	case 'b':
+		return strconv.FormatBool(v != 0)
+	}
+	return "0x" + strconv.FormatUint(v, 16)
+}
+
+// Slowest returns the n slowest calls (by inclusive time; 0: all) of the
+// functions whose names match re, slowest first.
+func Slowest(p *profile.Profile, re *regexp.Regexp, n int) []CallInfo {
+	var idx []int
+	for i := range p.Calls {
+		if re.MatchString(p.Probes[p.Calls[i].Probe].Function) {
+			idx = append(idx, i)
+		}
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return p.Calls[idx[a]].Inclusive() > p.Calls[idx[b]].Inclusive() })
+	if n > 0 && len(idx) > n {
+		idx = idx[:n]
+	}
+	out := make([]CallInfo, 0, len(idx))
+	for _, i := range idx {
+		c := &p.Calls[i]
+		pr := &p.Probes[c.Probe]
+		ci := CallInfo{Function: pr.Function, Start: float64(c.Start-p.StartTime) / 1e9, Incl: c.Inclusive(), Excl: c.Exclusive(),
+			PID: c.PID, TID: c.TID, Depth: c.Depth, Caller: CallerName(p, c), Args: Args(pr, c), Unreturned: c.Unreturned()}
+		if len(c.Args) > 0 && !c.Unreturned() {
+			ci.Ret = strconv.FormatInt(int64(c.Ret), 10)
+		}
+		out = append(out, ci)
+	}
+	return out
+}
+
+// Change compares one function's calls in two runs.
+type Change struct {
+	Name string   `json:"function"`
+	A    Function `json:"a"`
+	B    Function `json:"b"`
+	// MeanRatio is B's mean inclusive duration over A's (0 when either
+	// run has no call of it).
+	MeanRatio float64 `json:"mean_ratio"`
+}
+
+// Diff compares the traced functions of two runs by name, the largest
+// change of exclusive total first.
+func Diff(a, b *profile.Profile) []Change {
+	fa, fb := Functions(a, false), Functions(b, false)
+	byName := map[string]*Change{}
+	var names []string
+	for _, f := range fa {
+		if _, ok := byName[f.Name]; !ok {
+			names = append(names, f.Name)
+			byName[f.Name] = &Change{Name: f.Name}
+		}
+		byName[f.Name].A = f
+	}
+	for _, f := range fb {
+		if _, ok := byName[f.Name]; !ok {
+			names = append(names, f.Name)
+			byName[f.Name] = &Change{Name: f.Name}
+		}
+		byName[f.Name].B = f
+	}
+	out := make([]Change, 0, len(names))
+	for _, n := range names {
+		c := byName[n]
+		if c.A.Calls > 0 && c.B.Calls > 0 && c.A.Incl.Mean > 0 {
+			c.MeanRatio = c.B.Incl.Mean / c.A.Incl.Mean
+		}
+		out = append(out, *c)
+	}
+	delta := func(c Change) float64 { return math.Abs(float64(c.B.Excl.Total) - float64(c.A.Excl.Total)) }
+	sort.SliceStable(out, func(i, j int) bool {
+		if di, dj := delta(out[i]), delta(out[j]); di != dj {
+			return di > dj
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out
+}

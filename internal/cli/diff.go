@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/culprit-dev/culprit/internal/analysis/flatdiff"
+	"github.com/culprit-dev/culprit/internal/analysis/trace"
 	"github.com/culprit-dev/culprit/internal/render"
 )
 
@@ -44,6 +45,10 @@ change, as pprof -list with -diff_base.
 
 --format svg draws a differential flame graph instead: the new run's flame
 graph, each frame red where its self share grew and blue where it shrank.
+
+Two traces of function calls (culprit trace) are compared per function:
+calls, mean inclusive duration and exclusive total in each run, and the
+ratio of the means.
 
 --kernel, --from, --to, --pid, --tid, --comm, --focus, --ignore and --hide
 apply to both recordings.`,
@@ -87,7 +92,23 @@ apply to both recordings.`,
 			if err != nil {
 				return err
 			}
+			traced := len(base.Probes) > 0 && len(base.Samples) == 0 || len(cur.Probes) > 0 && len(cur.Samples) == 0
+			if traced {
+				if len(base.Probes) == 0 || len(cur.Probes) == 0 {
+					return usagef("one recording is a trace of function calls (culprit trace) and the other has CPU samples: diff compares two of a kind")
+				}
+				if svg || listRE != nil || byTotal || c.Flags().Changed("by") {
+					return usagef("two traces of function calls are compared per function: --by, --total, --list and --format svg read CPU samples")
+				}
+			}
 			return writeOutput(c.OutOrStdout(), output, func(w io.Writer) error {
+				if traced {
+					d := trace.Diff(base, cur)
+					if format == "json" {
+						return render.TraceDiffJSON(w, d)
+					}
+					return render.TraceDiffText(w, d, top)
+				}
 				if svg {
 					return render.WriteFlameDiffSVG(w, base, cur)
 				}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"sort"
 
+	"github.com/culprit-dev/culprit/internal/analysis/trace"
 	"github.com/culprit-dev/culprit/internal/profile"
 )
 
@@ -51,6 +52,10 @@ type ChromeTrace struct {
 // stack is the frame "[unknown]". ts and dur are in microseconds from the
 // profile's start; events of a thread are ordered by ts, then depth (parents
 // before children).
+//
+// Traced calls (culprit trace) are complete events of category "call",
+// one per call on its thread, with the call's arguments and exclusive
+// time in args.
 func WriteChrome(w io.Writer, p *profile.Profile) error {
 	return json.NewEncoder(w).Encode(chromeTrace(p))
 }
@@ -76,6 +81,16 @@ func chromeTrace(p *profile.Profile) ChromeTrace {
 			threads = append(threads, t)
 		}
 		samples[t] = append(samples[t], s)
+	}
+	calls := map[chromeThread][]int{}
+	for i, c := range p.Calls {
+		t := chromeThread{c.PID, c.TID}
+		if _, ok := samples[t]; !ok {
+			if _, ok := calls[t]; !ok {
+				threads = append(threads, t)
+			}
+		}
+		calls[t] = append(calls[t], i)
 	}
 	sort.Slice(threads, func(i, j int) bool {
 		if threads[i].pid != threads[j].pid {
@@ -172,6 +187,36 @@ func chromeTrace(p *profile.Profile) ChromeTrace {
 		for _, i := range order {
 			tr.TraceEvents = append(tr.TraceEvents, evs[i])
 		}
+		tr.TraceEvents = append(tr.TraceEvents, callEvents(p, t, calls[t], us)...)
 	}
 	return tr
+}
+
+// callEvents turns a thread's traced calls into complete events, in start
+// order and parents before children; arguments, the exclusive time and
+// calls that did not return are in args.
+func callEvents(p *profile.Profile, t chromeThread, idx []int, us func(uint64) float64) []ChromeEvent {
+	sort.SliceStable(idx, func(a, b int) bool {
+		ca, cb := &p.Calls[idx[a]], &p.Calls[idx[b]]
+		if ca.Start != cb.Start {
+			return ca.Start < cb.Start
+		}
+		return ca.Depth < cb.Depth
+	})
+	evs := make([]ChromeEvent, 0, len(idx))
+	for _, i := range idx {
+		c := &p.Calls[i]
+		pr := &p.Probes[c.Probe]
+		dur := float64(c.Inclusive()) / 1e3
+		args := map[string]string{"object": pr.Object, "exclusive_us": fmt.Sprintf("%.3f", float64(c.Exclusive())/1e3)}
+		for _, a := range trace.Args(pr, c) {
+			args[a.Name] = a.Value
+		}
+		if c.Unreturned() {
+			args["returned"] = "no"
+		}
+		evs = append(evs, ChromeEvent{Name: pr.Function, Cat: "call", Ph: "X", Ts: us(c.Start), Dur: &dur,
+			PID: t.pid, TID: t.tid, Args: args})
+	}
+	return evs
 }

@@ -369,8 +369,13 @@ func entryProgram(m maps, o progOptions) asm.Instructions {
 	b.lookup(m.counts, slKey32)
 	b.emit(
 		asm.JEq.Imm(asm.R0, 0, "exit"),
+		// The count is added atomically and read back: concurrent
+		// threads may read the same count, then both calls are kept or
+		// both skipped (BPF_FETCH did not return the old value here).
 		asm.Mov.Imm(asm.R1, 1),
-		asm.FetchAdd.Mem(asm.R0, asm.R1, asm.DWord, 0),
+		asm.AddAtomic.Mem(asm.R0, asm.R1, asm.DWord, 0),
+		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
+		asm.Add.Imm(asm.R1, -1),
 		asm.LoadMem(asm.R2, asm.R0, 8, asm.DWord),
 		asm.JLE.Imm(asm.R2, 1, "sampled"),
 		asm.Mod.Reg(asm.R1, asm.R2),

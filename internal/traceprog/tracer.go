@@ -130,11 +130,13 @@ func New(o Options) (*Tracer, error) {
 		}
 		return p
 	}
-	t.entry = load("culprit_entry", entryProgram(m, progOptions{Go: o.Go, Args: o.Args}))
+	// Named as internal/sampleprog's program is: culprit_PID.
+	name := fmt.Sprintf("culprit_%d", os.Getpid()%10000000)
+	t.entry = load(name, entryProgram(m, progOptions{Go: o.Go, Args: o.Args}))
 	if o.Go {
-		t.retInsn = load("culprit_ret", returnProgram(m, progOptions{Go: true, Args: o.Args, RetAdjust: 0}))
+		t.retInsn = load(name, returnProgram(m, progOptions{Go: true, Args: o.Args, RetAdjust: 0}))
 	} else {
-		t.ret = load("culprit_ret", returnProgram(m, progOptions{Args: o.Args, RetAdjust: 8}))
+		t.ret = load(name, returnProgram(m, progOptions{Args: o.Args, RetAdjust: 8}))
 	}
 	if err != nil {
 		t.Close()

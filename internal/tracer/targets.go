@@ -193,10 +193,11 @@ func resolveObject(obj string, pats []Pattern, args bool) ([]Target, bool, error
 			}
 			t := Target{Object: obj, BuildID: bid, Function: fs.name, Offset: off, Every: p.Every}
 			if isGo {
-				rets, err := retOffsets(f, fs)
+				body, rets, err := goProbes(f, fs)
 				if err != nil || len(rets) == 0 {
 					continue // no RET found: its returns could not be seen
 				}
+				t.Offset += body
 				t.Rets = rets
 			}
 			if args {
@@ -222,10 +223,18 @@ func fileOffset(f *elf.File, vaddr uint64) (uint64, bool) {
 	return 0, false
 }
 
-// retOffsets disassembles a function and returns the file offsets of its
-// RET instructions: Go code's return probes (a uretprobe rewrites the
+// goProbes disassembles a Go function and returns where its entry probe
+// goes, as an offset from its start, and the file offsets of its RET
+// instructions, where its return probes go (a uretprobe rewrites the
 // return address on the goroutine's stack, which the runtime may move).
-func retOffsets(f *elf.File, fs funcSym) ([]uint64, error) {
+//
+// The entry probe goes after the stack-bound check of the prologue
+// (CMP SP, 16(R14); JBE, or for large frames R12 = SP - size; JB; CMP R12,
+// 16(R14); JBE): when the stack must grow, the runtime
+// runs the function again from its first instruction, and a probe there
+// would see one call twice. Nothing before the jump has changed SP or the
+// argument registers.
+func goProbes(f *elf.File, fs funcSym) (uint64, []uint64, error) {
 	var sec *elf.Section
 	for _, s := range f.Sections {
 		if s.Flags&elf.SHF_EXECINSTR != 0 && fs.value >= s.Addr && fs.end <= s.Addr+s.Size {
@@ -234,11 +243,38 @@ func retOffsets(f *elf.File, fs funcSym) ([]uint64, error) {
 		}
 	}
 	if sec == nil {
-		return nil, errors.New("not in an executable section")
+		return 0, nil, errors.New("not in an executable section")
 	}
 	code := make([]byte, fs.end-fs.value)
 	if _, err := sec.ReadAt(code, int64(fs.value-sec.Addr)); err != nil {
-		return nil, err
+		return 0, nil, err
+	}
+	body := uint64(0)
+	for pc, n := 0, 0; pc < len(code) && n < 6; n++ {
+		in, err := x86asm.Decode(code[pc:], 64)
+		if err != nil {
+			break
+		}
+		pc += in.Len
+		if in.Op == x86asm.JBE {
+			if n > 0 {
+				body = uint64(pc)
+			}
+			break
+		}
+		ok := false
+		switch in.Op {
+		case x86asm.CMP:
+			m, isMem := in.Args[1].(x86asm.Mem)
+			ok = isMem && m.Base == x86asm.R14
+		case x86asm.MOV, x86asm.SUB, x86asm.LEA:
+			ok = in.Args[0] == x86asm.R12 // large frames: R12 = SP - frame size
+		case x86asm.JB:
+			ok = true // the subtraction wrapped: straight to the growth path
+		}
+		if !ok {
+			break
+		}
 	}
 	var rets []uint64
 	for pc := 0; pc < len(code); {
@@ -254,7 +290,7 @@ func retOffsets(f *elf.File, fs funcSym) ([]uint64, error) {
 		}
 		pc += in.Len
 	}
-	return rets, nil
+	return body, rets, nil
 }
 
 // params describes the arguments passed in the integer registers, in

@@ -18,19 +18,20 @@ static long now_ns(void) {
 	return ts.tv_sec * 1000000000L + ts.tv_nsec;
 }
 
+/* Every call is a real call at -O2 too: not removed when its result is
+ * unused, and no tail-call or accumulator transformation turns recursion
+ * into a loop. */
+#define REAL_CALLS __attribute__((noipa, optimize("no-optimize-sibling-calls")))
+
 static volatile long sink;
 
-__attribute__((noinline)) long leaf(long n) {
+REAL_CALLS long leaf(long n) {
 	long s = 0;
 	for (long i = 0; i < n; i++)
 		s += i ^ (s >> 3);
 	sink = s;
 	return s;
 }
-
-/* Every call is a real call at -O2 too: no tail-call or accumulator
- * transformation turns recursion into a loop. */
-#define REAL_CALLS __attribute__((noinline, optimize("no-optimize-sibling-calls")))
 
 long calls_fib;
 
@@ -50,7 +51,7 @@ REAL_CALLS void thrower(int depth) {
 }
 
 /* Calls thrower, which never returns; jumper itself returns normally. */
-__attribute__((noinline)) int jumper(int depth) {
+REAL_CALLS int jumper(int depth) {
 	if (setjmp(jb) == 0) {
 		thrower(depth);
 		return 0;
@@ -59,7 +60,7 @@ __attribute__((noinline)) int jumper(int depth) {
 }
 
 /* Spins for ms milliseconds and returns the ns it measured. */
-__attribute__((noinline)) long spin(long ms) {
+REAL_CALLS long spin(long ms) {
 	long t0 = now_ns(), t;
 	do
 		t = now_ns();
@@ -67,7 +68,7 @@ __attribute__((noinline)) long spin(long ms) {
 	return t - t0;
 }
 
-__attribute__((noinline)) long args3(long a, int b, unsigned c) { return a + b + c; }
+REAL_CALLS long args3(long a, int b, unsigned c) { return a + b + c; }
 
 static long per_thread;
 
@@ -121,7 +122,7 @@ int main(int argc, char **argv) {
 				int b = -(int)k;
 				unsigned c = 3000000000u + k;
 				printf("args %ld %d %u\n", a, b, c);
-				args3(a, b, c);
+				sink = args3(a, b, c);
 			}
 			argss += n;
 		} else if (!strcmp(argv[i], "plugin") && i + 2 < argc) {

@@ -1,0 +1,352 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/culprit-dev/culprit/internal/testutil"
+)
+
+type traceJSON struct {
+	Functions []struct {
+		Function   string `json:"function"`
+		Calls      int    `json:"calls"`
+		Every      uint32 `json:"every"`
+		Estimated  uint64 `json:"estimated_calls"`
+		Unreturned int    `json:"unreturned"`
+		Incl       struct {
+			Total uint64 `json:"total_ns"`
+		} `json:"inclusive"`
+		Excl struct {
+			Total uint64 `json:"total_ns"`
+		} `json:"exclusive"`
+		Callers []struct {
+			Name  string `json:"name"`
+			Calls int    `json:"calls"`
+		} `json:"callers"`
+	} `json:"functions"`
+	Lost uint64 `json:"lost"`
+}
+
+type callsJSON struct {
+	Calls []struct {
+		Function string  `json:"function"`
+		Start    float64 `json:"start_s"`
+		Incl     uint64  `json:"inclusive_ns"`
+		Depth    uint32  `json:"depth"`
+		Caller   string  `json:"caller"`
+		Args     []struct {
+			Name, Value string
+		} `json:"args"`
+		Ret string `json:"ret"`
+	} `json:"calls"`
+}
+
+func (t traceJSON) calls(fn string) (calls, unreturned int) {
+	for _, f := range t.Functions {
+		if f.Function == fn {
+			return f.Calls, f.Unreturned
+		}
+	}
+	return 0, 0
+}
+
+// traceRun traces a command with culprit and returns the recording and
+// the command's own output (its stdout is culprit's).
+func traceRun(t *testing.T, flags []string, cmd ...string) (string, string) {
+	t.Helper()
+	out := rec(t)
+	args := append(append([]string{"trace", "-o", out}, flags...), "--")
+	stdout := mustRun(t, append(args, cmd...)...)
+	return out, stdout
+}
+
+// counts reads the "count NAME N" lines a target prints.
+func counts(t *testing.T, stdout string) map[string]int {
+	t.Helper()
+	m := map[string]int{}
+	sc := bufio.NewScanner(strings.NewReader(stdout))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 3 && f[0] == "count" {
+			n, err := strconv.Atoi(f[2])
+			if err != nil {
+				t.Fatalf("bad line %q", sc.Text())
+			}
+			m[f[1]] = n
+		}
+	}
+	return m
+}
+
+func traceReport(t *testing.T, path string) traceJSON {
+	t.Helper()
+	var r traceJSON
+	if err := json.Unmarshal([]byte(mustRun(t, "report", "--format", "json", path)), &r); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// Every call of a traced function is counted, at -O0 and -O2: recursion,
+// threads, calls longjmp leaves (counted as calls that did not return),
+// and a library loaded with dlopen after the probes were set.
+func TestTraceCountsEveryCall(t *testing.T) {
+	testutil.NeedRoot(t)
+	plugin := testutil.C(t, "libtraceplugin.so", []string{"traceplugin.c"}, "-shared", "-fPIC", "-O2", "-g")
+	for _, opt := range []string{"-O0", "-O2"} {
+		t.Run(opt, func(t *testing.T) {
+			bin := testutil.C(t, "tracecalls", []string{"tracecalls.c"}, opt, "-g", "-pthread")
+			out, stdout := traceRun(t, []string{"-f", "fib", "-f", "leaf", "-f", "thrower", "-f", "jumper", "--lib", plugin + ":plugin_*"},
+				bin, "fib", "18", "leaf", "3000", "threads", "4", "700", "jump", "25", "plugin", plugin, "300")
+			want := counts(t, stdout)
+			r := traceReport(t, out)
+			if r.Lost != 0 {
+				t.Errorf("%d calls lost", r.Lost)
+			}
+			for _, fn := range []string{"fib", "leaf", "thrower", "jumper", "plugin_work"} {
+				got, unret := r.calls(fn)
+				if got != want[fn] || want[fn] == 0 {
+					t.Errorf("%s: %d calls traced, the program made %d", fn, got, want[fn])
+				}
+				wantUnret := 0
+				if fn == "thrower" {
+					wantUnret = want[fn] // longjmp leaves every one
+				}
+				if unret != wantUnret {
+					t.Errorf("%s: %d calls did not return, want %d", fn, unret, wantUnret)
+				}
+			}
+			// Exclusive time is inclusive minus the traced callees': fib's
+			// recursion leaves its exclusive total well under its inclusive.
+			for _, f := range r.Functions {
+				if f.Excl.Total > f.Incl.Total {
+					t.Errorf("%s: exclusive %d ns > inclusive %d ns", f.Function, f.Excl.Total, f.Incl.Total)
+				}
+			}
+			var byCaller traceJSON
+			if err := json.Unmarshal([]byte(mustRun(t, "report", "--by", "caller", "--format", "json", out)), &byCaller); err != nil {
+				t.Fatal(err)
+			}
+			for _, f := range byCaller.Functions {
+				if f.Function != "leaf" {
+					continue
+				}
+				got := map[string]int{}
+				for _, c := range f.Callers {
+					got[c.Name] = c.Calls
+				}
+				if got["main"] != 3000 || got["worker"] != 4*700 {
+					t.Errorf("leaf by caller: %v, want main 3000 and worker 2800", got)
+				}
+			}
+		})
+	}
+}
+
+// Each call's duration agrees with the program's own clock within 5% for
+// calls of a millisecond and more, and --args records the arguments the
+// program passed.
+func TestTraceDurationsAndArgs(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "tracecalls", []string{"tracecalls.c"}, "-O2", "-g", "-pthread")
+	out, stdout := traceRun(t, []string{"-f", "spin", "-f", "args3", "--args"}, bin, "spin", "2", "8", "spin", "5", "3", "args", "6")
+	var own []float64
+	var args [][]string
+	for _, l := range strings.Split(stdout, "\n") {
+		f := strings.Fields(l)
+		if len(f) == 2 && f[0] == "spin" {
+			v, _ := strconv.ParseFloat(f[1], 64)
+			own = append(own, v)
+		}
+		if len(f) == 4 && f[0] == "args" {
+			args = append(args, f[1:])
+		}
+	}
+	var spins callsJSON
+	if err := json.Unmarshal([]byte(mustRun(t, "report", "--calls", "^spin$", "--top", "0", "--format", "json", out)), &spins); err != nil {
+		t.Fatal(err)
+	}
+	sort.Slice(spins.Calls, func(i, j int) bool { return spins.Calls[i].Start < spins.Calls[j].Start })
+	if len(spins.Calls) != len(own) || len(own) != 11 {
+		t.Fatalf("%d spin calls traced, the program timed %d (want 11)", len(spins.Calls), len(own))
+	}
+	for i, c := range spins.Calls {
+		if d := float64(c.Incl)/own[i] - 1; d < -0.05 || d > 0.05 {
+			t.Errorf("spin call %d: traced %d ns, the program measured %.0f ns (%.1f%%)", i, c.Incl, own[i], 100*d)
+		}
+	}
+	var a callsJSON
+	if err := json.Unmarshal([]byte(mustRun(t, "report", "--calls", "args3", "--top", "0", "--format", "json", out)), &a); err != nil {
+		t.Fatal(err)
+	}
+	sort.Slice(a.Calls, func(i, j int) bool { return a.Calls[i].Start < a.Calls[j].Start })
+	if len(a.Calls) != len(args) || len(args) != 6 {
+		t.Fatalf("%d args3 calls traced, the program printed %d", len(a.Calls), len(args))
+	}
+	for i, c := range a.Calls {
+		var got []string
+		for _, x := range c.Args {
+			got = append(got, x.Name+"="+x.Value)
+		}
+		want := []string{"a=" + args[i][0], "b=" + args[i][1], "c=" + args[i][2]}
+		if strings.Join(got, " ") != strings.Join(want, " ") {
+			t.Errorf("args3 call %d: %v, the program passed %v", i, got, want)
+		}
+		sum, _ := strconv.ParseInt(args[i][0], 10, 64)
+		b, _ := strconv.ParseInt(args[i][1], 10, 64)
+		cc, _ := strconv.ParseInt(args[i][2], 10, 64)
+		if c.Ret != strconv.FormatInt(sum+b+cc, 10) {
+			t.Errorf("args3 call %d returned %s, want %d", i, c.Ret, sum+b+cc)
+		}
+	}
+}
+
+// Go: entry probes after the stack check (a call that grows the stack is
+// one call), return probes on RET instructions, stacks per goroutine.
+func TestTraceGo(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.Go(t, "gotrace")
+	out, stdout := traceRun(t, []string{"-f", "main.fib", "-f", "main.leaf", "-f", "main.args3", "--args"}, bin, "16", "3000", "4", "4")
+	want := counts(t, stdout)
+	r := traceReport(t, out)
+	for _, fn := range []string{"fib", "leaf", "args3"} {
+		got, unret := r.calls("main." + fn)
+		if got != want[fn] || want[fn] == 0 || unret != 0 {
+			t.Errorf("main.%s: %d calls traced (%d did not return), the program made %d", fn, got, unret, want[fn])
+		}
+	}
+	var a callsJSON
+	if err := json.Unmarshal([]byte(mustRun(t, "report", "--calls", "args3", "--top", "0", "--format", "json", out)), &a); err != nil {
+		t.Fatal(err)
+	}
+	sort.Slice(a.Calls, func(i, j int) bool { return a.Calls[i].Start < a.Calls[j].Start })
+	var printed []string
+	for _, l := range strings.Split(stdout, "\n") {
+		if f := strings.Fields(l); len(f) == 4 && f[0] == "args" {
+			printed = append(printed, "a="+f[1]+" b="+f[2]+" c="+f[3])
+		}
+	}
+	if len(a.Calls) != len(printed) {
+		t.Fatalf("%d args3 calls traced, %d printed", len(a.Calls), len(printed))
+	}
+	for i, c := range a.Calls {
+		var got []string
+		for _, x := range c.Args {
+			got = append(got, x.Name+"="+x.Value)
+		}
+		if strings.Join(got, " ") != printed[i] || c.Depth != 0 {
+			t.Errorf("args3 call %d: %v at depth %d, the program passed %s", i, got, c.Depth, printed[i])
+		}
+	}
+}
+
+// #N records the first and every N-th call; the report estimates the
+// calls made from them.
+func TestTraceEveryNth(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "tracecalls", []string{"tracecalls.c"}, "-O2", "-g", "-pthread")
+	out, _ := traceRun(t, []string{"-f", "leaf#10"}, bin, "leaf", "1001")
+	r := traceReport(t, out)
+	if len(r.Functions) != 1 || r.Functions[0].Calls != 101 || r.Functions[0].Estimated != 1001 || r.Functions[0].Every != 10 {
+		t.Errorf("leaf#10 of 1001 calls: %+v, want 101 recorded, 1001 estimated", r.Functions)
+	}
+}
+
+// The Chrome trace has one slice per call on its thread; diff compares two
+// traced runs per function.
+func TestTraceExportAndDiff(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "tracecalls", []string{"tracecalls.c"}, "-O2", "-g", "-pthread")
+	a, _ := traceRun(t, []string{"-f", "fib", "-f", "leaf"}, bin, "fib", "10", "threads", "2", "50")
+	b, _ := traceRun(t, []string{"-f", "fib", "-f", "leaf"}, bin, "fib", "12", "threads", "2", "50")
+	chrome := filepath.Join(t.TempDir(), "t.json")
+	mustRun(t, "export", "--format", "chrome", "-o", chrome, a)
+	data, err := os.ReadFile(chrome)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tr struct {
+		TraceEvents []struct {
+			Name string `json:"name"`
+			Ph   string `json:"ph"`
+			Cat  string `json:"cat"`
+			TID  uint32 `json:"tid"`
+		} `json:"traceEvents"`
+	}
+	if err := json.Unmarshal(data, &tr); err != nil {
+		t.Fatal(err)
+	}
+	n := map[string]int{}
+	tids := map[uint32]bool{}
+	for _, e := range tr.TraceEvents {
+		if e.Ph == "X" && e.Cat == "call" {
+			n[e.Name]++
+			if e.Name == "leaf" {
+				tids[e.TID] = true
+			}
+		}
+	}
+	if n["fib"] != 177 || n["leaf"] != 100 || len(tids) != 2 {
+		t.Errorf("chrome slices: %v on %d threads, want fib 177, leaf 100 on 2 threads", n, len(tids))
+	}
+	d := mustRun(t, "diff", a, b)
+	if !strings.Contains(d, "fib") || !strings.Contains(d, "177") || !strings.Contains(d, "465") {
+		t.Errorf("diff of traced runs does not show fib's 177 and 465 calls:\n%s", d)
+	}
+}
+
+// Nothing stays attached: not after a normal end, nor after culprit is
+// killed while its target runs on; -p traces a running process for
+// --duration and leaves it running.
+func TestTraceLeavesNothing(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "tracecalls", []string{"tracecalls.c"}, "-O2", "-g", "-pthread")
+	target := exec.Command(bin, "spin", "20", "1000")
+	if err := target.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { target.Process.Kill(); target.Wait() }()
+	out := rec(t)
+	mustRun(t, "trace", "-f", "spin", "-p", strconv.Itoa(target.Process.Pid), "--duration", "300ms", "-o", out)
+	r := traceReport(t, out)
+	if got, _ := r.calls("spin"); got < 5 || got > 20 {
+		t.Errorf("-p for 300ms of 20 ms calls: %d spin calls", got)
+	}
+	if err := target.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Errorf("the target did not survive the trace: %v", err)
+	}
+
+	cmd := exec.Command(culprit, "trace", "-f", "spin", "-p", strconv.Itoa(target.Process.Pid), "-o", rec(t))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(culpritPrograms(t, cmd.Process.Pid)) < 2 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if p := culpritPrograms(t, cmd.Process.Pid); len(p) != 2 {
+		t.Errorf("while tracing: %v loaded, want the entry and return programs", p)
+	}
+	cmd.Process.Signal(os.Kill)
+	cmd.Wait()
+	deadline = time.Now().Add(2 * time.Second)
+	for len(culpritPrograms(t, cmd.Process.Pid)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if p := culpritPrograms(t, cmd.Process.Pid); len(p) != 0 {
+		t.Errorf("after SIGKILL of culprit: %v still loaded", p)
+	}
+	if ev, err := os.ReadFile("/sys/kernel/tracing/uprobe_events"); err == nil && strings.Contains(string(ev), filepath.Base(bin)) {
+		t.Errorf("uprobe_events still names %s:\n%s", bin, ev)
+	}
+}

@@ -1,0 +1,51 @@
+package traceprog
+
+import (
+	"testing"
+
+	"github.com/culprit-dev/culprit/internal/testutil"
+)
+
+// Every variant of the programs passes the kernel's verifier.
+func TestLoads(t *testing.T) {
+	testutil.NeedRoot(t)
+	for _, o := range []Options{{Probes: 1}, {Args: true, Probes: 3}, {Go: true, Probes: 2}, {Go: true, Args: true, Probes: 5000}} {
+		tr, err := New(o)
+		if err != nil {
+			t.Errorf("%+v: %v", o, err)
+			continue
+		}
+		if s := tr.Stats(); s != (Stats{}) {
+			t.Errorf("%+v: fresh counters %+v", o, s)
+		}
+		tr.Close()
+	}
+}
+
+// A record decodes field by field at the offsets the program writes.
+func TestDecode(t *testing.T) {
+	b := make([]byte, RecordSize)
+	put := func(off int, v uint64, n int) {
+		for i := 0; i < n; i++ {
+			b[off+i] = byte(v >> (8 * i))
+		}
+	}
+	put(rStart, 100, 8)
+	put(rEnd, 250, 8)
+	put(rChild, 40, 8)
+	put(rSite, 0x401234, 8)
+	put(rPidTgid, 7<<32|9, 8)
+	put(rProbe, 3, 4)
+	put(rCaller, 2, 4)
+	put(rDepth, 1, 4)
+	put(rFlags, Unreturned, 4)
+	put(rArgs+8*5, 66, 8)
+	put(rRet, 5, 8)
+	var c Call
+	decode(b, &c)
+	want := Call{Start: 100, End: 250, Child: 40, Site: 0x401234, PID: 7, TID: 9, Probe: 3, Caller: 2, Depth: 1, Flags: Unreturned, Ret: 5}
+	want.Args[5] = 66
+	if c != want {
+		t.Errorf("decoded %+v, want %+v", c, want)
+	}
+}

@@ -4,21 +4,20 @@
 // exec or attaches to a process, sets the probes through
 // internal/traceprog before the command's first instruction, and writes
 // every traced call as a Call record of the recording, with the process's
-// mappings so that call sites can be named later. It does not analyse.
+// mappings so that call sites can be named later. Launching and signal
+// relaying are internal/collector's. It does not analyse.
 package tracer
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
-	"os/signal"
 	"runtime"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/culprit-dev/culprit/internal/collector"
 	"github.com/culprit-dev/culprit/internal/elfx"
 	"github.com/culprit-dev/culprit/internal/proc"
 	"github.com/culprit-dev/culprit/internal/recording"
@@ -28,9 +27,6 @@ import (
 // pollInterval is how often the ring of call records is drained: the BPF
 // program wakes the reader only when the ring is a quarter full.
 const pollInterval = 10 * time.Millisecond
-
-// ErrCommandNotFound is wrapped when the command to trace does not exist.
-var ErrCommandNotFound = errors.New("command not found")
 
 // Options configure a trace.
 type Options struct {
@@ -271,79 +267,64 @@ func Launch(o Options, argv []string) (Result, error) {
 	}
 	path, err := exec.LookPath(argv[0])
 	if err != nil {
-		return Result{}, fmt.Errorf("%w: %s", ErrCommandNotFound, argv[0])
+		return Result{}, fmt.Errorf("%w: %s", collector.ErrCommandNotFound, argv[0])
 	}
 	s, err := prepare(o, path, 0)
 	if err != nil {
 		return Result{}, err
 	}
-	sigs := make(chan os.Signal, 4)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-	defer signal.Stop(sigs)
+	relay := collector.CatchSignals()
+	defer relay.Stop()
 
-	// Ptrace requests must come from the thread that started the tracee.
+	// Ptrace requests must come from the thread that started the command.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	cmd := exec.Command(path, argv[1:]...)
-	cmd.Args[0] = argv[0]
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Ptrace: true}
-	if err := cmd.Start(); err != nil {
+	child, err := collector.Start(argv, 0)
+	if err != nil {
 		s.abandon()
-		return Result{}, fmt.Errorf("starting %s: %w", argv[0], err)
+		return Result{}, err
 	}
-	pid := cmd.Process.Pid
+	pid := child.Pid
 	s.pid = pid
-	var ws unix.WaitStatus
-	if _, err := unix.Wait4(pid, &ws, 0, nil); err != nil || !ws.Stopped() {
-		s.abandon()
-		return Result{}, fmt.Errorf("starting %s: it did not stop at exec (%v)", argv[0], err)
-	}
-	kill := func() {
-		unix.Kill(pid, unix.SIGKILL)
-		unix.PtraceDetach(pid)
-		cmd.Wait()
-	}
 	s.meta(recording.Meta{Command: argv})
 	if err := s.attach(pid); err != nil {
-		kill()
+		child.Kill()
 		s.abandon()
 		return Result{}, err
 	}
 	s.w.Write(&recording.Comm{Time: monotonic(), PID: uint32(pid), TID: uint32(pid), Exec: true, Name: proc.Comm(pid, pid)})
 	s.readMaps()
-	if err := unix.PtraceDetach(pid); err != nil {
-		kill()
+	relay.Caught()
+	if err := child.Release(); err != nil {
+		child.Kill()
 		s.abandon()
-		return Result{}, fmt.Errorf("releasing %s: %w", argv[0], err)
+		return Result{}, err
 	}
+	relay.Forward(pid)
 	if fd, err := unix.PidfdOpen(pid, 0); err == nil {
 		s.pidfd = fd
+	}
+	type exit struct {
+		code int
+		err  error
+	}
+	exited := make(chan exit, 1)
+	if s.pidfd < 0 {
+		go func() {
+			code, err := child.Wait()
+			exited <- exit{code, err}
+		}()
 	}
 	var deadline <-chan time.Time
 	if o.Duration > 0 {
 		deadline = time.After(o.Duration)
 	}
-	exited := make(chan error, 1)
-	if s.pidfd < 0 {
-		go func() { exited <- cmd.Wait() }()
-	}
-	var waitErr error
-	interrupted := false
+	var ex exit
 loop:
 	for {
 		select {
-		case waitErr = <-exited:
+		case ex = <-exited:
 			break loop
-		case sig := <-sigs:
-			// A terminal's Ctrl-C reaches the command too; a signal sent to
-			// culprit alone is passed on, and a second one kills.
-			if interrupted {
-				cmd.Process.Signal(syscall.SIGKILL)
-			} else if sig != os.Interrupt {
-				cmd.Process.Signal(sig)
-			}
-			interrupted = true
 		case <-deadline:
 			deadline = nil
 			s.t.Detach() // the command runs on untraced
@@ -351,20 +332,15 @@ loop:
 		}
 		if s.wait() {
 			if s.pidfd >= 0 {
-				waitErr = cmd.Wait()
+				ex.code, ex.err = child.Wait()
 			}
 			break loop
 		}
 	}
-	code := -1
-	if cmd.ProcessState != nil {
-		code = cmd.ProcessState.ExitCode()
-		if st, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && st.Signaled() {
-			code = 128 + int(st.Signal())
-		}
+	if ex.err != nil {
+		s.res.Warnings = append(s.res.Warnings, ex.err.Error())
 	}
-	_ = waitErr
-	return s.finish(code)
+	return s.finish(ex.code)
 }
 
 // Attach traces the running process pid until stop is closed, the

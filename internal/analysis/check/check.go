@@ -17,11 +17,14 @@
 //     pairs, target to base; a degradation at or above 1+threshold, an
 //     optimization at or below 1/(1+threshold) (Perun's Average Amount
 //     Threshold).
-//   - two-sample: per pair, the difference of the function's mean sample
-//     counts per run against its counting noise (Poisson:
-//     z = (t/m − b/n)/sqrt(t/m² + b/n²) for t samples in m target runs and
-//     b in n base runs); the pairs' z combined by Stouffer's method,
-//     Z = Σz/√k; a change when |Z| ≥ Z (default 3, two-sided p ≈ 0.003).
+//   - two-sample: per pair, with 3 or more runs on each side, the
+//     Mann–Whitney U test of the per-run amounts (normal approximation,
+//     tie-corrected), which takes run-to-run variation into account;
+//     otherwise the difference of the function's mean sample counts per run
+//     against its counting noise (Poisson: z = (t/m − b/n)/sqrt(t/m² + b/n²)
+//     for t samples in m target runs and b in n base runs). The pairs' z
+//     combined by Stouffer's method, Z = Σz/√k; a change when |Z| ≥ Z
+//     (default 3, two-sided p ≈ 0.003).
 //   - model-order: with the x parameter taking at least 3 values on both
 //     sides, the best model of each side (package models); a degradation
 //     when the target's best model is higher in the order constant <
@@ -115,6 +118,7 @@ type Result struct {
 type agg struct {
 	samples float64
 	amount  float64
+	amounts []float64 // per run with the function
 	runs    int
 	x       float64
 	hasX    bool
@@ -157,6 +161,7 @@ func Compare(base, target []Run, o Options) Result {
 				}
 				a.samples += float64(f.Samples)
 				a.amount += f.Amount
+				a.amounts = append(a.amounts, f.Amount)
 				if s.obj[f.Name] == "" {
 					s.obj[f.Name] = f.Object
 				}
@@ -226,7 +231,16 @@ func Compare(base, target []Run, o Options) Result {
 			}
 			m := t.meta[k]
 			p.x, p.hasX, p.series = m.x, m.hasX, m.series
-			if v := p.tS/(p.tN*p.tN) + p.bS/(p.bN*p.bN); v > 0 {
+			if p.bN >= MinRunsMW && p.tN >= MinRunsMW {
+				var ba, ta []float64
+				if a := b.funcs[name][k]; a != nil {
+					ba = a.amounts
+				}
+				if a := t.funcs[name][k]; a != nil {
+					ta = a.amounts
+				}
+				p.z = MannWhitneyZ(padded(ba, int(p.bN)), padded(ta, int(p.tN)))
+			} else if v := p.tS/(p.tN*p.tN) + p.bS/(p.bN*p.bN); v > 0 {
 				p.z = (p.tS/p.tN - p.bS/p.bN) / math.Sqrt(v)
 			}
 			sumB += p.bA
@@ -366,6 +380,65 @@ func Compare(base, target []Run, o Options) Result {
 		return a.Function < b.Function
 	})
 	return res
+}
+
+// MinRunsMW is how many runs each side needs for a pair to be tested with
+// Mann–Whitney instead of the counting-noise test.
+const MinRunsMW = 3
+
+// padded gives n per-run amounts: the runs without the function had 0.
+func padded(a []float64, n int) []float64 {
+	out := append([]float64(nil), a...)
+	for len(out) < n {
+		out = append(out, 0)
+	}
+	return out
+}
+
+// MannWhitneyZ is the normal approximation of the Mann–Whitney U test that
+// y tends to be larger than x: z = (U − mn/2)/σ_U, U the rank sum of y minus
+// n(n+1)/2 (ties get their mean rank), σ_U² = mn/12·((N+1) − Σ(t³−t)/(N(N−1)))
+// with the tie correction; 0 when every value is equal.
+func MannWhitneyZ(x, y []float64) float64 {
+	m, n := float64(len(x)), float64(len(y))
+	if m == 0 || n == 0 {
+		return 0
+	}
+	type v struct {
+		val float64
+		y   bool
+	}
+	all := make([]v, 0, len(x)+len(y))
+	for _, a := range x {
+		all = append(all, v{a, false})
+	}
+	for _, a := range y {
+		all = append(all, v{a, true})
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i].val < all[j].val })
+	N := m + n
+	var ry, ties float64
+	for i := 0; i < len(all); {
+		j := i
+		for j < len(all) && all[j].val == all[i].val {
+			j++
+		}
+		rank := float64(i+j+1) / 2 // mean of ranks i+1 … j
+		t := float64(j - i)
+		ties += t*t*t - t
+		for k := i; k < j; k++ {
+			if all[k].y {
+				ry += rank
+			}
+		}
+		i = j
+	}
+	u := ry - n*(n+1)/2
+	variance := m * n / 12 * ((N + 1) - ties/(N*(N-1)))
+	if variance <= 0 {
+		return 0
+	}
+	return (u - m*n/2) / math.Sqrt(variance)
 }
 
 func sortedKeys[V any](m map[string]V) []string {

@@ -2,6 +2,7 @@ package check
 
 import (
 	"fmt"
+	"math"
 	"testing"
 )
 
@@ -69,5 +70,44 @@ func TestUnpaired(t *testing.T) {
 	res := Compare(base, target, Options{})
 	if res.Pairs != 0 || len(res.Unpaired) != 2 || len(res.Changes) != 0 {
 		t.Errorf("%+v", res)
+	}
+}
+
+// TestMannWhitney checks the z of the normal approximation against values
+// computed by hand (scipy.stats.mannwhitneyu(y, x, use_continuity=False,
+// method="asymptotic") gives the same U and z).
+func TestMannWhitney(t *testing.T) {
+	// No overlap, 3 against 3: U = 9, mean 4.5, σ² = 9·7/12 = 5.25.
+	if z := MannWhitneyZ([]float64{1, 2, 3}, []float64{4, 5, 6}); math.Abs(z-4.5/math.Sqrt(5.25)) > 1e-12 {
+		t.Errorf("z = %g", z)
+	}
+	// Ties: x = {1, 2, 2}, y = {2, 3, 3}: ranks 1, 3, 3 | 3, 5.5, 5.5; U = 14 − 6 = 8;
+	// ties (3 of 2, 2 of 3): Σ(t³−t) = 24 + 6 = 30; σ² = 9/12·(7 − 30/30) = 4.5.
+	if z := MannWhitneyZ([]float64{1, 2, 2}, []float64{2, 3, 3}); math.Abs(z-3.5/math.Sqrt(4.5)) > 1e-12 {
+		t.Errorf("z with ties = %g", z)
+	}
+	if z := MannWhitneyZ([]float64{1, 1}, []float64{1, 1}); z != 0 {
+		t.Errorf("all equal: z = %g", z)
+	}
+}
+
+// With several runs per side, the test uses run-to-run variation: a change
+// as large as the runs' own spread is not reported, though its sample
+// counts differ beyond counting noise.
+func TestSeveralRunsPerSide(t *testing.T) {
+	side := func(amounts ...float64) []Run {
+		var out []Run
+		for _, a := range amounts {
+			out = append(out, Run{Pair: "p", Funcs: []Func{{Name: "f", Samples: int64(a), Amount: a * 1e6}}})
+		}
+		return out
+	}
+	noisy := Compare(side(1000, 1400, 1800, 1200), side(1700, 1300, 2100, 1900), Options{}) // +30%, Poisson z 14, Mann–Whitney z 1.4
+	if len(noisy.Changes) != 0 {
+		t.Errorf("a change within the runs' spread was reported: %+v", noisy.Changes)
+	}
+	clear := Compare(side(1000, 1010, 990, 1005, 995), side(1500, 1510, 1490, 1505, 1495), Options{Z: 2.5})
+	if len(clear.Changes) != 1 || clear.Changes[0].Kind != "degradation" {
+		t.Errorf("a clear change over five runs each: %+v", clear.Changes)
 	}
 }

@@ -270,6 +270,33 @@ func TestHistoryCheck(t *testing.T) {
 		if _, stderr, code := inDir(t, repo, "report", "@nosuchrev"); code != 1 || !strings.Contains(stderr, "not a commit") {
 			t.Errorf("report @nosuchrev: exit %d, stderr %s", code, stderr)
 		}
+		if out, _, code := inDir(t, repo, "history", "show", "@HEAD:n=9000"); code != 0 || !strings.Contains(out, "params     n=9000") || !strings.Contains(out, "scan (prog)") {
+			t.Errorf("history show: exit %d\n%s", code, out)
+		}
+		var runs []struct {
+			Commit string `json:"commit"`
+		}
+		if out, _, code := inDir(t, repo, "history", "list", "--format", "json"); code != 0 || json.Unmarshal([]byte(out), &runs) != nil || len(runs) != 15 {
+			t.Errorf("history list --format json: exit %d, %d runs\n%.500s", code, len(runs), out)
+		}
+		// The removed dirty run's recording is younger than gc's grace period.
+		if out, _, code := inDir(t, repo, "history", "gc"); code != 0 || !strings.HasPrefix(out, "deleted 0 recordings") {
+			t.Errorf("history gc: exit %d: %s", code, out)
+		}
+		// The post-commit hook: written, replaced by culprit, never over a foreign hook.
+		hook := filepath.Join(repo, ".git", "hooks", "post-commit")
+		for range 2 {
+			if out, stderr, code := inDir(t, repo, "check", "--install-hook", "--hook-run", "true"); code != 0 || !strings.Contains(out, "installed") {
+				t.Fatalf("check --install-hook: exit %d\n%s%s", code, out, stderr)
+			}
+		}
+		if b, err := os.ReadFile(hook); err != nil || !strings.Contains(string(b), "true ||") || !strings.Contains(string(b), "' check ||") {
+			t.Errorf("hook:\n%s", b)
+		}
+		os.WriteFile(hook, []byte("#!/bin/sh\necho mine\n"), 0o755)
+		if _, stderr, code := inDir(t, repo, "check", "--install-hook", "--hook-run", "true"); code == 0 || !strings.Contains(stderr, "not written by culprit") {
+			t.Errorf("a foreign hook was replaced: exit %d, %s", code, stderr)
+		}
 	})
 	t.Run("postgres", func(t *testing.T) {
 		pg := testutil.Postgres(t)

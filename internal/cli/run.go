@@ -3,6 +3,7 @@ package cli
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 
@@ -96,7 +97,7 @@ The recording is kept only in the store, unless -o names a file.`
 			return err
 		}
 		r := store.Run{Commit: hash, CommitTime: when, Dirty: len(files) > 0, Workload: workload, Params: ps}
-		if err := addRecording(st, out, &r, c.ErrOrStderr()); err != nil {
+		if err := addRecording(st, out, &r, io.Discard); err != nil { // record printed its warnings
 			return err
 		}
 		fmt.Fprintf(c.ErrOrStderr(), "culprit: stored as run %d of %s (%s %s)\n", r.ID, hash[:12], r.Workload, store.ParamString(r.Params))

@@ -34,7 +34,8 @@
 //     x range both cover, judged by the threshold (Perun's Integral Method).
 //   - local-statistics: the x range split at each x value measured; the mean
 //     amounts of each sub-interval compared by the threshold and the
-//     two-sample test; the sub-intervals that changed are the change's
+//     two-sample test of that sub-interval alone (|z| ≥ 1.96, two-sided 5%);
+//     the sub-intervals that changed are the change's
 //     location in the input (Perun's Local Statistics).
 //
 // A function is reported when average-amount and two-sample agree (a change
@@ -343,7 +344,7 @@ func Compare(base, target []Run, o Options) Result {
 			if p.bA > 0 {
 				r = p.tA / p.bA
 			}
-			if verdict(r) == c.Kind && math.Abs(p.z) >= 2 {
+			if verdict(r) == c.Kind && math.Abs(p.z) >= 1.96 {
 				changed++
 				if p.hasX {
 					where = append(where, o.XName+"="+strconv.FormatFloat(p.x, 'g', -1, 64))

@@ -20,6 +20,9 @@ func newContexts() *cobra.Command {
 		events    string
 		inclusive bool
 		totals    bool
+		match     string
+		idle      bool
+		mean      bool
 	)
 	c := &cobra.Command{
 		Use:   "contexts --base FILE --buggy FILE [flags]",
@@ -38,9 +41,14 @@ dlopen'ed plug-ins, kernel), whose latency grew most (IntroPerf):
     children's totals, so a caller does not count its callees again and own
     time is never negative (--inclusive ranks raw latencies instead).
  3. Every root-to-leaf path of the buggy run gets the cost
-    Σ (buggy latency − base latency) over its frames, where a path absent
-    from the base run counts with base latency 0, and paths are ranked by
-    cost, highest first.
+    Σ (buggy latency − base latency) over its frames, each frame compared
+    with the base's node of the same calling context (0 where the base has
+    none; --match leaf: the paper's rule, only whole root-to-leaf paths of
+    the base match), and paths are ranked by cost, highest first. Latency
+    is each context's total own time, the buggy run's scaled to the base
+    run's length (--mean: the paper's mean per instance; --totals: unscaled).
+    Time blocked waiting for outside events (poll, epoll, select, accept,
+    sleeps) counts 0: an idle event loop is not growth (--idle counts it).
 
 For each ranked path it shows the frames, outermost first, with their mean
 latency per instance in both runs, their rank inside the path, their distance
@@ -95,7 +103,14 @@ frames above the hottest frame: read the neighbours too.
 			if err != nil {
 				return err
 			}
-			ro := introperf.RankOptions{Mode: m, Inclusive: inclusive, Totals: totals, Top: top}
+			if match != "context" && match != "leaf" {
+				return usagef("unknown --match %q: use context or leaf", match)
+			}
+			if mean && totals {
+				return usagef("--mean and --totals are two rankings: give one (neither: totals scaled to the base run's length)")
+			}
+			ro := introperf.RankOptions{Mode: m, Inclusive: inclusive, Totals: totals, Scaled: !mean && !totals,
+				Top: top, LeafMatch: match == "leaf", Idle: idle}
 			cmp := introperf.Comparison{Base: rb, Buggy: rg, BaseName: base, BuggyName: buggy,
 				Options: ro, Paths: introperf.Rank(rb, rg, ro)}
 			return writeOutput(c.OutOrStdout(), output, func(w io.Writer) error {
@@ -119,7 +134,10 @@ frames above the hottest frame: read the neighbours too.
 	f.StringVar(&format, "format", "text", "output format: text, json, dot or html")
 	f.StringVarP(&output, "output", "o", "-", "file to write (- for standard output)")
 	f.BoolVar(&inclusive, "inclusive", false, "rank by raw (inclusive) latencies instead of normalised own time")
-	f.BoolVar(&totals, "totals", false, "rank by total latency over all instances instead of the mean per instance")
+	f.BoolVar(&totals, "totals", false, "rank by total latency over all instances, unscaled")
+	f.BoolVar(&mean, "mean", false, "rank by the mean latency per instance (the paper's)")
+	f.StringVar(&match, "match", "context", "how a buggy frame finds its base latency: context (the base's node of the same calling context, wherever its path ends) or leaf (the paper's: only when the whole path is a root-to-leaf path of the base)")
+	f.BoolVar(&idle, "idle", false, "count time spent waiting for outside events (poll, epoll, select, accept, sleeps) as latency")
 	f.StringVar(&events, "events", "cpu,syscalls,sched", "events whose stacks are used: cpu, syscalls, sched")
 	f.StringVar(&ff.kernel, "kernel", "include", "kernel frames: include, exclude (merge contexts that differ only in the kernel) or only")
 	ff.registerHide(f, "contexts")

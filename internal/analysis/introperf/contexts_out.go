@@ -27,6 +27,9 @@ func (c Comparison) latencyName() string {
 }
 
 func (c Comparison) aggregateName() string {
+	if c.Options.Scaled {
+		return "scaled-total"
+	}
 	if c.Options.Totals {
 		return "total"
 	}
@@ -63,7 +66,10 @@ func runLine(r *Result) string {
 func WriteContextsText(w io.Writer, c Comparison) error {
 	bw := bufio.NewWriter(w)
 	per := "per instance"
-	if c.Options.Totals {
+	switch {
+	case c.Options.Scaled:
+		per = "in total, the buggy run's scaled to the base run's length"
+	case c.Options.Totals:
 		per = "in total"
 	}
 	fmt.Fprintf(bw, "IntroPerf calling-context ranking: %s latencies, %s time %s\n", c.Options.Mode, c.latencyName(), per)

@@ -281,8 +281,19 @@ func TestRank(t *testing.T) {
 	funcs := NewFuncTable()
 	rb := Analyze(build(base), Options{Funcs: funcs})
 	rg := Analyze(build(buggy), Options{Funcs: funcs})
+	// By default a frame whose calling context the base has is compared
+	// with it, wherever the base's path ends: main and work are in the
+	// base (as callers of hash), rebuild and below are not.
+	for _, p := range Rank(rb, rg, RankOptions{}) {
+		if strings.Join(p.Names(), ",") != "main,work,rebuild,hash,read" {
+			continue
+		}
+		if p.InBase || p.Frames[1].Base == 0 || p.Frames[2].Base != 0 || p.Frames[2].BaseCount != 0 {
+			t.Errorf("context match: in base %v, work base %v, rebuild base %v", p.InBase, p.Frames[1].Base, p.Frames[2].Base)
+		}
+	}
 	for _, mode := range []Mode{Conservative, Aggressive} {
-		paths := Rank(rb, rg, RankOptions{Mode: mode})
+		paths := Rank(rb, rg, RankOptions{Mode: mode, LeafMatch: true})
 		if len(paths) != 2 {
 			t.Fatalf("%d paths, want 2", len(paths))
 		}
@@ -553,5 +564,18 @@ func TestLayers(t *testing.T) {
 	c := paths[0].CandidateFrame()
 	if c.Func.Name != "hook" || c.Layer != LayerPlugin || paths[0].Frames[paths[0].Grew].Func.Name == "hook" {
 		t.Errorf("candidate %s [%s], grew %s: %s", c.Func.Name, c.Layer, paths[0].Frames[paths[0].Grew].Func.Name, paths[0].Verdict())
+	}
+}
+
+func TestIdleWait(t *testing.T) {
+	for _, n := range []string{"__poll", "epoll_wait", "do_epoll_wait", "clock_nanosleep", "accept4", "do_sys_poll"} {
+		if !IdleWait(n) {
+			t.Errorf("%s is an idle wait", n)
+		}
+	}
+	for _, n := range []string{"futex_wait", "__lll_lock_wait", "read", "pthread_cond_wait", "poll_ack", "schedule"} {
+		if IdleWait(n) {
+			t.Errorf("%s is not an idle wait", n)
+		}
 	}
 }

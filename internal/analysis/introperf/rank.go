@@ -18,8 +18,44 @@ type RankOptions struct {
 	// runs of different sizes per call; totals do not depend on how the
 	// events happened to cut a function's time into instances.
 	Totals bool
+	// Scaled ranks by totals, as Totals, with the buggy run's totals
+	// scaled to the base run's length (× the base's total own latency over
+	// the buggy's): a context that keeps its share of the time, such as
+	// background work that runs as long as the program does, does not grow.
+	Scaled bool
 	// Top keeps the N costliest paths; 0 keeps all.
 	Top int
+	// LeafMatch is the paper's matching: a buggy path is compared with the
+	// base only when the same chain is a root-to-leaf path there, else
+	// every frame counts with base latency 0. By default each frame is
+	// compared with the base's node of the same calling context, wherever
+	// that context ends in the base.
+	LeafMatch bool
+	// Idle counts the time a thread waits in a readiness or sleep call
+	// (see IdleWait); by default those frames and their callees count 0 in
+	// both runs.
+	Idle bool
+}
+
+// IdleWait says whether a function is a call that waits for an outside
+// event: readiness (poll, epoll, select), a new connection (accept), a
+// timer (nanosleep), a signal; the C library's wrappers and the kernel's
+// implementations. Such a call returns when a client sends a request or a
+// timer fires, so the time spent in it measures the pace of the world
+// outside the program, not work it delayed. Waits that do delay work — a
+// lock (futex), I/O on a file, a pipe or socket the program itself fills —
+// are not idle.
+func IdleWait(name string) bool {
+	switch strings.TrimLeft(name, "_") {
+	case "poll", "ppoll", "epoll_wait", "epoll_pwait", "epoll_pwait2", "select", "pselect", "pselect6",
+		"nanosleep", "clock_nanosleep", "usleep", "sleep", "accept", "accept4", "sigtimedwait", "sigwaitinfo", "pause",
+		"do_sys_poll", "do_epoll_wait", "ep_poll", "do_select", "core_sys_select", "hrtimer_nanosleep", "do_nanosleep",
+		"common_nanosleep", "do_accept", "do_sigtimedwait", "x64_sys_poll", "x64_sys_ppoll", "x64_sys_epoll_wait",
+		"x64_sys_epoll_pwait", "x64_sys_select", "x64_sys_pselect6", "x64_sys_nanosleep", "x64_sys_clock_nanosleep",
+		"x64_sys_accept", "x64_sys_accept4", "x64_sys_rt_sigtimedwait":
+		return true
+	}
+	return false
 }
 
 // Latency returns node v's latency under o: its normalised own latency
@@ -28,7 +64,7 @@ func (o RankOptions) Latency(v *Node) float64 {
 	if v == nil {
 		return 0
 	}
-	if o.Totals {
+	if o.Totals || o.Scaled {
 		if o.Inclusive {
 			return float64(v.Total[o.Mode])
 		}
@@ -132,18 +168,35 @@ func Rank(base, buggy *Result, o RankOptions) []RankedPath {
 		return nil
 	}
 	lat := o.Latency
+	scale := 1.0
+	if o.Scaled && base != nil {
+		if tb, tg := ownSum(base.Tree, o.Mode), ownSum(buggy.Tree, o.Mode); tb > 0 && tg > 0 {
+			scale = tb / tg
+		}
+	}
 	var out []RankedPath
 	for _, leaf := range buggy.Tree.Leaves() {
 		chain := Chain(leaf)
 		rp := RankedPath{Frames: make([]PathFrame, len(chain))}
-		baseNodes := base.equivalent(buggy.Tree, chain)
-		rp.InBase = baseNodes != nil
+		var baseNodes []*Node
+		if o.LeafMatch {
+			baseNodes = base.equivalent(buggy.Tree, chain)
+			rp.InBase = baseNodes != nil
+		} else {
+			baseNodes = base.contexts(buggy.Tree, chain)
+			rp.InBase = len(baseNodes) > 0 && baseNodes[len(baseNodes)-1] != nil
+		}
+		idle := false
 		for i, v := range chain {
 			fn := buggy.Tree.Funcs.Get(v.Func)
-			pf := PathFrame{Func: fn, Node: v, Latency: lat(v), Count: v.Count, Layer: buggy.Objects.Layer(fn)}
-			if baseNodes != nil {
+			idle = idle || (!o.Idle && IdleWait(fn.Name))
+			pf := PathFrame{Func: fn, Node: v, Latency: lat(v) * scale, Count: v.Count, Layer: buggy.Objects.Layer(fn)}
+			if baseNodes != nil && baseNodes[i] != nil {
 				pf.Base = lat(baseNodes[i])
 				pf.BaseCount = baseNodes[i].Count
+			}
+			if idle {
+				pf.Latency, pf.Base = 0, 0
 			}
 			rp.Cost += pf.Latency - pf.Base
 			rp.Frames[i] = pf
@@ -206,6 +259,51 @@ func Rank(base, buggy *Result, o RankOptions) []RankedPath {
 		sorted = sorted[:o.Top]
 	}
 	return sorted
+}
+
+// ownSum is the total own latency of every node of t (its root's total).
+func ownSum(t *Tree, m Mode) float64 {
+	var s float64
+	stack := []*Node{t.Root}
+	for len(stack) > 0 {
+		v := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		if v.Depth >= 0 {
+			s += float64(v.Own[m])
+		}
+		for _, c := range v.Children {
+			stack = append(stack, c)
+		}
+	}
+	return s
+}
+
+// contexts returns, for each prefix of chain (a path of tree t), the node of
+// r's tree with the same calling context, nil where r has none (and for
+// every longer prefix); nil when r is nil.
+func (r *Result) contexts(t *Tree, chain []*Node) []*Node {
+	if r == nil || len(chain) == 0 {
+		return nil
+	}
+	bt := r.Tree
+	out := make([]*Node, len(chain))
+	v := bt.Root
+	for i, n := range chain {
+		f := n.Func
+		if bt.Funcs != t.Funcs {
+			id, ok := bt.Funcs.index[t.Funcs.Get(f).Key()]
+			if !ok {
+				return out
+			}
+			f = id
+		}
+		c, ok := bt.edges[edge{v.ID, f}]
+		if !ok {
+			return out
+		}
+		out[i], v = c, c
+	}
+	return out
 }
 
 // equivalent returns the nodes of r's tree along the path equivalent to

@@ -50,6 +50,9 @@ func (r *Reader) take(n int) []byte {
 		r.fail()
 		return nil
 	}
+	if n <= 0 {
+		return nil // Off may lie past B after an overrun
+	}
 	b := r.B[r.Off : r.Off+n]
 	r.Off += n
 	return b

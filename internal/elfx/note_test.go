@@ -157,3 +157,38 @@ func TestBuildIDCraftedFile(t *testing.T) {
 		}
 	}
 }
+
+func TestLEB128(t *testing.T) {
+	cases := []struct {
+		b    []byte
+		u    uint64
+		s    int64
+		size int
+	}{
+		{[]byte{0x02}, 2, 2, 1},
+		{[]byte{0x7e}, 126, -2, 1},
+		{[]byte{0xff, 0x00}, 127, 127, 2},
+		{[]byte{0x80, 0x7f}, 16256, -128, 2},
+		{[]byte{0xe5, 0x8e, 0x26}, 624485, 624485, 3},
+		{[]byte{0xc0, 0xbb, 0x78}, 1973696, -123456, 3},
+		{[]byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01}, 1<<64 - 1, -1, 10},
+		{[]byte{0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x80, 0x7f}, 1 << 63, -1 << 63, 10},
+	}
+	for _, c := range cases {
+		r := NewReader(c.b)
+		if u := r.ULEB(); u != c.u || r.Off != c.size || r.Bad {
+			t.Errorf("ULEB % x = %d (%d bytes, bad %v), want %d", c.b, u, r.Off, r.Bad, c.u)
+		}
+		r = NewReader(c.b)
+		if s := r.SLEB(); s != c.s || r.Off != c.size || r.Bad {
+			t.Errorf("SLEB % x = %d (%d bytes, bad %v), want %d", c.b, s, r.Off, r.Bad, c.s)
+		}
+		if n := LEBLen(c.b); n != c.size {
+			t.Errorf("LEBLen % x = %d, want %d", c.b, n, c.size)
+		}
+	}
+	r := NewReader([]byte{0x80, 0x80})
+	if v := r.SLEB(); v != 0 || !r.Bad || !r.Done() {
+		t.Errorf("unterminated SLEB: %d, bad %v, done %v", v, r.Bad, r.Done())
+	}
+}

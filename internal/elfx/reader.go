@@ -117,12 +117,26 @@ func (r *Reader) Bytes(n uint64) []byte {
 
 // ULEB reads an unsigned LEB128 number; bits beyond 64 are dropped.
 func (r *Reader) ULEB() uint64 {
-	var v uint64
-	var shift uint
+	v, _, _ := r.leb()
+	return v
+}
+
+// SLEB reads a signed LEB128 number; bits beyond 64 are dropped.
+func (r *Reader) SLEB() int64 {
+	v, shift, last := r.leb()
+	if shift < 64 && last&0x40 != 0 {
+		v |= ^uint64(0) << shift
+	}
+	return int64(v)
+}
+
+// leb reads the bits of a LEB128 number, how many it holds and its last
+// byte; 0 bits after an overrun.
+func (r *Reader) leb() (v uint64, shift uint, last byte) {
 	for {
 		if r.Left() < 1 {
 			r.fail()
-			return 0
+			return 0, 0, 0
 		}
 		c := r.B[r.Off]
 		r.Off++
@@ -131,31 +145,7 @@ func (r *Reader) ULEB() uint64 {
 		}
 		shift += 7
 		if c&0x80 == 0 {
-			return v
-		}
-	}
-}
-
-// SLEB reads a signed LEB128 number; bits beyond 64 are dropped.
-func (r *Reader) SLEB() int64 {
-	var v int64
-	var shift uint
-	for {
-		if r.Left() < 1 {
-			r.fail()
-			return 0
-		}
-		c := r.B[r.Off]
-		r.Off++
-		if shift < 64 {
-			v |= int64(c&0x7f) << shift
-		}
-		shift += 7
-		if c&0x80 == 0 {
-			if shift < 64 && c&0x40 != 0 {
-				v |= -1 << shift
-			}
-			return v
+			return v, shift, c
 		}
 	}
 }

@@ -64,11 +64,6 @@ type Target struct {
 	Params   []string // "name:code:type" (see paramCode) when arguments are recorded
 }
 
-// IsGo reports whether the ELF file is a Go program.
-func IsGo(f *elf.File) bool {
-	return f.Section(".go.buildinfo") != nil || f.Section(".gopclntab") != nil
-}
-
 // findLib resolves a --lib name: a path as given, else a file of that name
 // (or starting with it, as "libc" for libc.so.6) mapped by pid, else one in
 // the system's library directories or beside the executable.
@@ -158,7 +153,7 @@ func resolveObject(obj string, pats []Pattern, args bool) ([]Target, bool, error
 		return nil, false, fmt.Errorf("reading %s: %w", obj, err)
 	}
 	defer f.Close()
-	isGo := IsGo(f)
+	isGo := elfx.IsGo(f)
 	syms, _ := f.Symbols()
 	dyn, _ := f.DynamicSymbols()
 	seen := map[uint64]bool{}

@@ -283,6 +283,33 @@ func TestHistoryCheck(t *testing.T) {
 		if out, _, code := inDir(t, repo, "history", "gc"); code != 0 || !strings.HasPrefix(out, "deleted 0 recordings") {
 			t.Errorf("history gc: exit %d: %s", code, out)
 		}
+		// Traced calls are stored as the run's call statistics (Dynamic Stats).
+		traced := filepath.Join(recs, "traced.rec")
+		if _, stderr, code := inDir(t, repo, "trace", "-f", "scan", "-f", "setup", "-o", traced, "--", "./prog", "1000"); code != 0 {
+			t.Fatalf("trace: exit %d\n%s", code, stderr)
+		}
+		if _, stderr, code := inDir(t, repo, "history", "add", "--workload", "traced", traced); code != 0 {
+			t.Fatalf("history add of a trace: exit %d\n%s", code, stderr)
+		}
+		var shown struct {
+			Traced []struct {
+				Name  string `json:"name"`
+				Calls int64  `json:"calls"`
+				Total int64  `json:"inclusive_total_ns"`
+			} `json:"traced"`
+		}
+		out, _, code = inDir(t, repo, "history", "show", "--format", "json", "@HEAD:workload=traced")
+		if code != 0 || json.Unmarshal([]byte(out), &shown) != nil || len(shown.Traced) != 2 {
+			t.Fatalf("history show of a trace: exit %d\n%s", code, out)
+		}
+		for _, f := range shown.Traced {
+			if f.Calls != 1 || f.Total <= 0 || (f.Name != "scan" && f.Name != "setup") {
+				t.Errorf("traced function %+v", f)
+			}
+		}
+		if out, _, code := inDir(t, repo, "history", "rm", "@HEAD:workload=traced"); code != 0 || !strings.Contains(out, "removed 1 runs") {
+			t.Errorf("history rm of the trace: %d %s", code, out)
+		}
 		// The post-commit hook: written, replaced by culprit, never over a foreign hook.
 		hook := filepath.Join(repo, ".git", "hooks", "post-commit")
 		for range 2 {

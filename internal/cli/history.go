@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/culprit-dev/culprit/internal/analysis/trace"
 	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/render"
 	"github.com/culprit-dev/culprit/internal/store"
@@ -83,14 +84,27 @@ func addRecording(st *store.Store, path string, r *store.Run, stderr io.Writer) 
 		return err
 	}
 	q := p.Apply(profile.Filter{Kernel: profile.KernelExclude})
-	if len(q.Samples) == 0 {
-		return fmt.Errorf("%s has no CPU-time samples: nothing to store", path)
+	if len(q.Samples) == 0 && len(p.Calls) == 0 {
+		return fmt.Errorf("%s has no CPU-time samples and no traced calls: nothing to store", path)
+	}
+	// Traced calls (culprit trace): each function's call statistics, Perun's
+	// Dynamic Stats.
+	var traced []store.Traced
+	if len(p.Calls) > 0 {
+		for _, f := range trace.Functions(p, false) {
+			traced = append(traced, store.Traced{Name: f.Name, Object: f.Object, Calls: int64(f.Calls), Estimated: int64(f.Estimated),
+				InclTotal: int64(f.Incl.Total), InclMean: f.Incl.Mean, InclP50: int64(f.Incl.P50), InclP99: int64(f.Incl.P99),
+				InclMax: int64(f.Incl.Max), ExclTotal: int64(f.Excl.Total), ExclMean: f.Excl.Mean})
+		}
 	}
 	var cpu uint64
 	for _, s := range q.Samples {
 		cpu += s.Period
 	}
-	mean := float64(cpu) / float64(len(q.Samples))
+	mean := 0.0
+	if len(q.Samples) > 0 {
+		mean = float64(cpu) / float64(len(q.Samples))
+	}
 	var funcs []store.Func
 	for _, row := range q.Flat(profile.ByFunction).Rows {
 		funcs = append(funcs, store.Func{Name: row.Name, Object: row.Object, Self: int64(row.Self), Total: int64(row.Total),
@@ -114,7 +128,7 @@ func addRecording(st *store.Store, path string, r *store.Run, stderr io.Writer) 
 			}
 		}
 	}
-	return st.Add(r, path, funcs)
+	return st.Add(r, path, funcs, traced)
 }
 
 func newHistoryAdd() *cobra.Command {
@@ -309,8 +323,12 @@ func newHistoryShow() *cobra.Command {
 				if err != nil {
 					return err
 				}
+				traced, err := st.TracedCalls(r.ID)
+				if err != nil {
+					return err
+				}
 				if format == "json" {
-					if err := render.RunJSON(w, r, funcs); err != nil {
+					if err := render.RunJSON(w, r, funcs, traced); err != nil {
 						return err
 					}
 					continue
@@ -318,7 +336,7 @@ func newHistoryShow() *cobra.Command {
 				if i > 0 {
 					fmt.Fprintln(w)
 				}
-				if err := render.RunText(w, r, funcs, top); err != nil {
+				if err := render.RunText(w, r, funcs, traced, top); err != nil {
 					return err
 				}
 			}

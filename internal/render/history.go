@@ -63,6 +63,21 @@ type runJSON struct {
 	CPUNS      int64             `json:"cpu_ns"`
 	Added      time.Time         `json:"added"`
 	Functions  []funcJSON        `json:"functions,omitempty"`
+	Traced     []tracedJSON      `json:"traced,omitempty"`
+}
+
+type tracedJSON struct {
+	Name      string  `json:"name"`
+	Object    string  `json:"object"`
+	Calls     int64   `json:"calls"`
+	Estimated int64   `json:"estimated_calls"`
+	InclTotal int64   `json:"inclusive_total_ns"`
+	InclMean  float64 `json:"inclusive_mean_ns"`
+	InclP50   int64   `json:"inclusive_p50_ns"`
+	InclP99   int64   `json:"inclusive_p99_ns"`
+	InclMax   int64   `json:"inclusive_max_ns"`
+	ExclTotal int64   `json:"exclusive_total_ns"`
+	ExclMean  float64 `json:"exclusive_mean_ns"`
 }
 
 type funcJSON struct {
@@ -74,7 +89,7 @@ type funcJSON struct {
 	TotalNS int64  `json:"total_ns"`
 }
 
-func toRunJSON(r store.Run, funcs []store.Func) runJSON {
+func toRunJSON(r store.Run, funcs []store.Func, traced []store.Traced) runJSON {
 	j := runJSON{ID: r.ID, Commit: r.Commit, CommitTime: r.CommitTime, Dirty: r.Dirty, Workload: r.Workload,
 		Command: r.Command, Params: r.Params, Config: r.Config, Recording: r.Recording, Size: r.Size,
 		Samples: r.Samples, CPUNS: r.CPU, Added: r.Added.UTC()}
@@ -87,6 +102,11 @@ func toRunJSON(r store.Run, funcs []store.Func) runJSON {
 	for _, f := range funcs {
 		j.Functions = append(j.Functions, funcJSON(f))
 	}
+	for _, t := range traced {
+		j.Traced = append(j.Traced, tracedJSON{Name: t.Name, Object: t.Object, Calls: t.Calls, Estimated: t.Estimated,
+			InclTotal: t.InclTotal, InclMean: t.InclMean, InclP50: t.InclP50, InclP99: t.InclP99, InclMax: t.InclMax,
+			ExclTotal: t.ExclTotal, ExclMean: t.ExclMean})
+	}
 	return j
 }
 
@@ -94,14 +114,14 @@ func toRunJSON(r store.Run, funcs []store.Func) runJSON {
 func HistoryJSON(w io.Writer, runs []store.Run) error {
 	out := make([]runJSON, 0, len(runs))
 	for _, r := range runs {
-		out = append(out, toRunJSON(r, nil))
+		out = append(out, toRunJSON(r, nil, nil))
 	}
 	return writeJSON(w, out)
 }
 
 // RunText describes one stored run and its busiest functions (top of them;
 // 0: all).
-func RunText(w io.Writer, r store.Run, funcs []store.Func, top int) error {
+func RunText(w io.Writer, r store.Run, funcs []store.Func, traced []store.Traced, top int) error {
 	fmt.Fprintf(w, "run %d\ncommit     %s", r.ID, r.Commit)
 	if r.Dirty {
 		fmt.Fprint(w, " (uncommitted changes)")
@@ -111,7 +131,9 @@ func RunText(w io.Writer, r store.Run, funcs []store.Func, top int) error {
 		store.ParamString(r.Params), r.Config, r.Recording, bytesText(r.Size), r.Added.UTC().Format(time.RFC3339),
 		r.Samples, seconds(r.CPU))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "SELF\tSELF CPU\tTOTAL\tTOTAL CPU\t FUNCTION\t")
+	if len(funcs) > 0 {
+		fmt.Fprintln(tw, "SELF\tSELF CPU\tTOTAL\tTOTAL CPU\t FUNCTION\t")
+	}
 	for i, f := range funcs {
 		if top > 0 && i == top {
 			fmt.Fprintf(tw, "\t\t\t\t (%d more)\t\n", len(funcs)-top)
@@ -119,12 +141,35 @@ func RunText(w io.Writer, r store.Run, funcs []store.Func, top int) error {
 		}
 		fmt.Fprintf(tw, "%d\t%s\t%d\t%s\t %s (%s)\t\n", f.Self, seconds(f.SelfNS), f.Total, seconds(f.TotalNS), f.Name, f.Object)
 	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	if len(traced) == 0 {
+		return nil
+	}
+	if len(funcs) > 0 {
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintln(w, "traced calls")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "CALLS\tTOTAL\tMEAN\tP50\tP99\tMAX\tSELF TOTAL\t FUNCTION\t")
+	for i, t := range traced {
+		if top > 0 && i == top {
+			fmt.Fprintf(tw, "\t\t\t\t\t\t\t (%d more)\t\n", len(traced)-top)
+			break
+		}
+		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%s\t%s\t%s\t %s (%s)\t\n", t.Estimated, seconds(t.InclTotal), micro(t.InclMean), micro(float64(t.InclP50)),
+			micro(float64(t.InclP99)), micro(float64(t.InclMax)), seconds(t.ExclTotal), t.Name, t.Object)
+	}
 	return tw.Flush()
 }
 
-// RunJSON writes one stored run with its function statistics.
-func RunJSON(w io.Writer, r store.Run, funcs []store.Func) error {
-	j := toRunJSON(r, funcs)
+func micro(ns float64) string { return fmt.Sprintf("%.1fµs", ns/1e3) }
+
+// RunJSON writes one stored run with its function and traced-call
+// statistics.
+func RunJSON(w io.Writer, r store.Run, funcs []store.Func, traced []store.Traced) error {
+	j := toRunJSON(r, funcs, traced)
 	if j.Functions == nil {
 		j.Functions = []funcJSON{}
 	}

@@ -99,6 +99,17 @@ type Func struct {
 	TotalNS      int64
 }
 
+// Traced is one traced function's call statistics in a run (ns).
+type Traced struct {
+	Name, Object                string
+	Calls, Estimated            int64 // calls recorded; estimated made (every-N-th tracing)
+	InclTotal, InclP50, InclP99 int64
+	InclMax                     int64
+	InclMean                    float64
+	ExclTotal                   int64 // without the traced calls it made
+	ExclMean                    float64
+}
+
 // Store is an open store.
 type Store struct {
 	db       *sql.DB
@@ -269,6 +280,42 @@ CREATE TABLE blobs (
 	data BYTEA NOT NULL
 );`,
 	},
+	{
+		// Traced calls (culprit trace): per-function call statistics of a
+		// run, Perun's Dynamic Stats.
+		sqlite: `
+CREATE TABLE traced (
+	run_id     INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+	name       TEXT NOT NULL,
+	object     TEXT NOT NULL,
+	calls      INTEGER NOT NULL,
+	estimated  INTEGER NOT NULL,
+	incl_total INTEGER NOT NULL,
+	incl_mean  REAL NOT NULL,
+	incl_p50   INTEGER NOT NULL,
+	incl_p99   INTEGER NOT NULL,
+	incl_max   INTEGER NOT NULL,
+	excl_total INTEGER NOT NULL,
+	excl_mean  REAL NOT NULL,
+	PRIMARY KEY (run_id, name, object)
+);`,
+		postgres: `
+CREATE TABLE traced (
+	run_id     BIGINT NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+	name       TEXT NOT NULL,
+	object     TEXT NOT NULL,
+	calls      BIGINT NOT NULL,
+	estimated  BIGINT NOT NULL,
+	incl_total BIGINT NOT NULL,
+	incl_mean  DOUBLE PRECISION NOT NULL,
+	incl_p50   BIGINT NOT NULL,
+	incl_p99   BIGINT NOT NULL,
+	incl_max   BIGINT NOT NULL,
+	excl_total BIGINT NOT NULL,
+	excl_mean  DOUBLE PRECISION NOT NULL,
+	PRIMARY KEY (run_id, name, object)
+);`,
+	},
 }
 
 // SchemaVersion is the number of migrations this culprit knows.
@@ -375,9 +422,9 @@ func copyFile(dst string, src io.Reader) error {
 }
 
 // Add stores the recording at path and the run with its function
-// statistics, filling r.ID, r.Recording, r.Size and r.Added. The run and its
-// statistics are written in one transaction.
-func (s *Store) Add(r *Run, path string, funcs []Func) error {
+// statistics and traced-call statistics, filling r.ID, r.Recording, r.Size
+// and r.Added. The run and its statistics are written in one transaction.
+func (s *Store) Add(r *Run, path string, funcs []Func, traced []Traced) error {
 	hash, size, err := hashFile(path)
 	if err != nil {
 		return err
@@ -434,6 +481,13 @@ func (s *Store) Add(r *Run, path string, funcs []Func) error {
 	for _, f := range funcs {
 		if _, err := stmt.Exec(r.ID, f.Name, f.Object, f.Self, f.Total, f.SelfNS, f.TotalNS); err != nil {
 			return fmt.Errorf("adding function statistics: %w", err)
+		}
+	}
+	for _, t := range traced {
+		if _, err := tx.Exec(s.q(`INSERT INTO traced (run_id, name, object, calls, estimated, incl_total, incl_mean, incl_p50, incl_p99, incl_max, excl_total, excl_mean)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`), r.ID, t.Name, t.Object, t.Calls, t.Estimated, t.InclTotal, t.InclMean,
+			t.InclP50, t.InclP99, t.InclMax, t.ExclTotal, t.ExclMean); err != nil {
+			return fmt.Errorf("adding traced-call statistics: %w", err)
 		}
 	}
 	return tx.Commit()
@@ -514,6 +568,26 @@ func (s *Store) Functions(runID int64) ([]Func, error) {
 	return out, rows.Err()
 }
 
+// TracedCalls returns a run's traced-call statistics, most inclusive time
+// first.
+func (s *Store) TracedCalls(runID int64) ([]Traced, error) {
+	rows, err := s.db.Query(s.q(`SELECT name, object, calls, estimated, incl_total, incl_mean, incl_p50, incl_p99, incl_max, excl_total, excl_mean
+		FROM traced WHERE run_id = ? ORDER BY incl_total DESC, name`), runID)
+	if err != nil {
+		return nil, fmt.Errorf("reading traced-call statistics: %w", err)
+	}
+	defer rows.Close()
+	var out []Traced
+	for rows.Next() {
+		var t Traced
+		if err := rows.Scan(&t.Name, &t.Object, &t.Calls, &t.Estimated, &t.InclTotal, &t.InclMean, &t.InclP50, &t.InclP99, &t.InclMax, &t.ExclTotal, &t.ExclMean); err != nil {
+			return nil, err
+		}
+		out = append(out, t)
+	}
+	return out, rows.Err()
+}
+
 // Remove deletes runs (their statistics with them). Recordings no other run
 // uses stay until GC.
 func (s *Store) Remove(ids []int64) (int, error) {
@@ -527,6 +601,9 @@ func (s *Store) Remove(ids []int64) (int, error) {
 		// Statistics first: SQLite enforces ON DELETE CASCADE only with
 		// foreign keys on, which a connection may not have.
 		if _, err := tx.Exec(s.q(`DELETE FROM functions WHERE run_id = ?`), id); err != nil {
+			return 0, err
+		}
+		if _, err := tx.Exec(s.q(`DELETE FROM traced WHERE run_id = ?`), id); err != nil {
 			return 0, err
 		}
 		res, err := tx.Exec(s.q(`DELETE FROM runs WHERE id = ?`), id)

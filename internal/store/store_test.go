@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -43,16 +44,18 @@ func TestAddListRemoveGC(t *testing.T) {
 			Params: map[string]string{"n": "10"}, Config: "event=cpu-clock freq=999", Samples: 50, CPU: 50e6}
 		funcs := []Func{{Name: "work", Object: "prog", Self: 40, Total: 45, SelfNS: 40e6, TotalNS: 45e6},
 			{Name: "main", Object: "prog", Self: 10, Total: 50, SelfNS: 10e6, TotalNS: 50e6}}
-		if err := s.Add(&r1, recA, funcs); err != nil {
+		traced := []Traced{{Name: "work", Object: "prog", Calls: 100, Estimated: 100, InclTotal: 45e6, InclMean: 45e4,
+			InclP50: 44e4, InclP99: 60e4, InclMax: 70e4, ExclTotal: 40e6, ExclMean: 40e4}}
+		if err := s.Add(&r1, recA, funcs, traced); err != nil {
 			t.Fatal(err)
 		}
 		r2 := r1
 		r2.Commit, r2.CommitTime, r2.Dirty = "c2", 200, true
-		if err := s.Add(&r2, recB, funcs[:1]); err != nil {
+		if err := s.Add(&r2, recB, funcs[:1], nil); err != nil {
 			t.Fatal(err)
 		}
 		r3 := r1 // the same recording again: one stored copy
-		if err := s.Add(&r3, recA, nil); err != nil {
+		if err := s.Add(&r3, recA, nil, nil); err != nil {
 			t.Fatal(err)
 		}
 		runs, err := s.Runs()
@@ -71,6 +74,9 @@ func TestAddListRemoveGC(t *testing.T) {
 		got, err := s.Functions(r1.ID)
 		if err != nil || len(got) != 2 || got[0] != funcs[0] || got[1] != funcs[1] {
 			t.Fatalf("functions = %+v, %v", got, err)
+		}
+		if got, err := s.TracedCalls(r1.ID); err != nil || len(got) != 1 || got[0] != traced[0] {
+			t.Fatalf("traced = %+v, %v", got, err)
 		}
 		if only, _ := s.Runs("c1"); len(only) != 2 {
 			t.Errorf("runs of c1 = %d, want 2", len(only))
@@ -194,10 +200,57 @@ func TestWriterProcess(t *testing.T) {
 		rec := writeFile(t, dir, commit+".rec", "recording of "+commit)
 		r := Run{Commit: commit, CommitTime: int64(i), Workload: "prog", Config: "freq=999"}
 		funcs := []Func{{Name: "a", Object: "p", Self: 1}, {Name: "b", Object: "p", Self: 2}, {Name: "c", Object: "p", Self: 3}}
-		if err := s.Add(&r, rec, funcs); err != nil {
+		if err := s.Add(&r, rec, funcs, nil); err != nil {
 			t.Fatalf("adding %s: %v", commit, err)
 		}
 	}
 }
 
 func timeAgo() time.Time { return time.Now().Add(-time.Hour) }
+
+// TestMigrateFromVersion1 opens a store written by a culprit that knew only
+// the first migration: the second is applied, the runs stay.
+func TestMigrateFromVersion1(t *testing.T) {
+	stores(t, func(t *testing.T, spec string) {
+		all := migrations
+		migrations = all[:1]
+		s, err := Open(spec)
+		if err != nil {
+			migrations = all
+			t.Fatal(err)
+		}
+		rec := writeFile(t, t.TempDir(), "a.rec", "A")
+		r := Run{Commit: "c1", Workload: "w"}
+		// Version 1 has no traced table: add the run by hand.
+		_, err = s.db.Exec(s.q(`INSERT INTO runs (commit_hash, commit_time, dirty, workload, command, params, config, recording, size, samples, cpu_ns, added)
+			VALUES (?, 0, 0, 'w', '[]', '{}', '', 'h', 1, 0, 0, 0)`), r.Commit)
+		s.Close()
+		migrations = all
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err = Open(spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer s.Close()
+		var v int
+		if err := s.db.QueryRow(`SELECT MAX(version) FROM schema_migrations`).Scan(&v); err != nil || v != len(all) {
+			t.Fatalf("schema version %d, %v; want %d", v, err, len(all))
+		}
+		if runs, err := s.Runs(); err != nil || len(runs) != 1 {
+			t.Fatalf("runs after migration: %d, %v", len(runs), err)
+		}
+		r2 := Run{Commit: "c2", Workload: "w"}
+		if err := s.Add(&r2, rec, nil, []Traced{{Name: "f", Calls: 1}}); err != nil {
+			t.Fatal(err)
+		}
+		// A store newer than this culprit is refused.
+		if _, err := s.db.Exec(s.q(`INSERT INTO schema_migrations (version, applied) VALUES (?, 0)`), len(all)+1); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Open(spec); err == nil || !strings.Contains(err.Error(), "upgrade culprit") {
+			t.Errorf("a newer store opened: %v", err)
+		}
+	})
+}

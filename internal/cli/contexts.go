@@ -6,6 +6,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/culprit-dev/culprit/internal/analysis/introperf"
+	"github.com/culprit-dev/culprit/internal/render"
 )
 
 func newContexts() *cobra.Command {
@@ -116,13 +117,13 @@ frames above the hottest frame: read the neighbours too.
 			return writeOutput(c.OutOrStdout(), output, func(w io.Writer) error {
 				switch format {
 				case "json":
-					return introperf.WriteContextsJSON(w, cmp)
+					return render.ContextsJSON(w, cmp)
 				case "dot":
-					return introperf.WriteDOT(w, cmp)
+					return render.ContextsDOT(w, cmp)
 				case "html":
-					return introperf.WriteHTML(w, cmp)
+					return render.ContextsHTML(w, cmp)
 				}
-				return introperf.WriteContextsText(w, cmp)
+				return render.ContextsText(w, cmp)
 			})
 		},
 	}

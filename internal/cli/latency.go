@@ -10,6 +10,7 @@ import (
 
 	"github.com/culprit-dev/culprit/internal/analysis/introperf"
 	"github.com/culprit-dev/culprit/internal/profile"
+	"github.com/culprit-dev/culprit/internal/render"
 )
 
 func newLatency() *cobra.Command {
@@ -79,11 +80,11 @@ are often missed.
 			return writeOutput(c.OutOrStdout(), output, func(w io.Writer) error {
 				switch format {
 				case "json":
-					return introperf.WriteLatencyJSON(w, r, introperf.LatencyView{Mode: m, Name: path})
+					return render.LatencyJSON(w, r, render.LatencyView{Mode: m, Name: path})
 				case "chrome":
-					return introperf.WriteChrome(w, p, r, m)
+					return render.LatencyChrome(w, p, r, m)
 				}
-				return introperf.WriteLatencyText(w, r, introperf.LatencyView{Mode: m, Top: top, Name: path})
+				return render.LatencyText(w, r, render.LatencyView{Mode: m, Top: top, Name: path})
 			})
 		},
 	}

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -57,7 +58,70 @@ type ChromeTrace struct {
 // one per call on its thread, with the call's arguments and exclusive
 // time in args.
 func WriteChrome(w io.Writer, p *profile.Profile) error {
-	return json.NewEncoder(w).Encode(chromeTrace(p))
+	cw := newChromeWriter(w)
+	for _, e := range chromeTrace(p).TraceEvents {
+		if err := cw.event(e); err != nil {
+			return err
+		}
+	}
+	return cw.close()
+}
+
+// chromeWriter writes a Chrome trace event file in the JSON object form,
+// {"traceEvents":[...],"displayTimeUnit":"ms"}, one event at a time: the
+// one writer of the format, for the sample timeline (WriteChrome) and for
+// latency's inferred function instances (LatencyChrome), which can be
+// millions and so give their events as JSON appended by hand (raw).
+type chromeWriter struct {
+	bw  *bufio.Writer
+	n   int
+	err error
+}
+
+func newChromeWriter(w io.Writer) *chromeWriter {
+	c := &chromeWriter{bw: bufio.NewWriter(w)}
+	_, c.err = c.bw.WriteString(`{"traceEvents":[`)
+	return c
+}
+
+// event writes e.
+func (c *chromeWriter) event(e ChromeEvent) error {
+	b, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	return c.raw(b)
+}
+
+// raw writes one event given as its JSON object.
+func (c *chromeWriter) raw(obj []byte) error {
+	if c.err != nil {
+		return c.err
+	}
+	sep := ",\n"
+	if c.n == 0 {
+		sep = "\n"
+	}
+	c.n++
+	if _, c.err = c.bw.WriteString(sep); c.err == nil {
+		_, c.err = c.bw.Write(obj)
+	}
+	return c.err
+}
+
+// close ends the file and flushes it.
+func (c *chromeWriter) close() error {
+	if c.err != nil {
+		return c.err
+	}
+	end := `],"displayTimeUnit":"ms"}` + "\n"
+	if c.n > 0 {
+		end = "\n" + end
+	}
+	if _, err := c.bw.WriteString(end); err != nil {
+		return err
+	}
+	return c.bw.Flush()
 }
 
 type chromeThread struct{ pid, tid uint32 }

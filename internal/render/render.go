@@ -2,7 +2,8 @@
 // the flat and caller reports as aligned text or JSON (schemas in
 // docs/report-json.md), source listings, call trees and callers/callees, and whole
 // profiles as pprof, folded stacks, speedscope and Chrome trace event files
-// and SVG flame graphs. It only writes to the io.Writer it
+// and SVG flame graphs, and the latency and contexts results of package
+// introperf (text, JSON, Chrome trace, DOT, HTML). It only writes to the io.Writer it
 // is given; it never reads files or the kernel.
 package render
 

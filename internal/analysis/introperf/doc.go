@@ -25,6 +25,6 @@
 //
 // The package reads only the model of package profile (profile.Profile and,
 // for the plug-in verdict, profile.ObjectLoad); it does not read recordings,
-// ELF files or the kernel. It also writes its own views (text, JSON, Chrome
-// trace, DOT, HTML heat map), because they show data no other package has.
+// ELF files or the kernel, and it does not print: package render draws its
+// results (Result, Comparison) as text, JSON, Chrome trace, DOT and HTML.
 package introperf

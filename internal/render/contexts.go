@@ -1,4 +1,4 @@
-package introperf
+package render
 
 import (
 	"bufio"
@@ -9,24 +9,20 @@ import (
 	"math"
 	"sort"
 	"strings"
+
+	"github.com/culprit-dev/culprit/internal/analysis/introperf"
 )
 
-// Comparison is a base and a buggy run and the buggy run's ranked paths.
-type Comparison struct {
-	Base, Buggy         *Result
-	BaseName, BuggyName string
-	Options             RankOptions
-	Paths               []RankedPath // Rank(Base, Buggy, Options)
-}
-
-func (c Comparison) latencyName() string {
+// latencyName names the latency a comparison ranks by.
+func latencyName(c introperf.Comparison) string {
 	if c.Options.Inclusive {
 		return "inclusive"
 	}
 	return "own"
 }
 
-func (c Comparison) aggregateName() string {
+// aggregateName names how a comparison aggregates instances.
+func aggregateName(c introperf.Comparison) string {
 	if c.Options.Scaled {
 		return "scaled-total"
 	}
@@ -36,19 +32,19 @@ func (c Comparison) aggregateName() string {
 	return "mean"
 }
 
-func runLine(r *Result) string {
+func runLine(r *introperf.Result) string {
 	if r == nil {
 		return "none"
 	}
 	s := fmt.Sprintf("%d events used (%s) in %d threads, %d contexts, %d root-to-leaf paths",
 		r.Used, eventSummary(r.EventCounts), len(r.Threads), r.Tree.Nodes(), len(r.Tree.Leaves()))
 	if r.Objects.Main != "" {
-		s += "; main program " + baseName(r.Objects.Main)
+		s += "; main program " + runBase(r.Objects.Main)
 	}
 	if len(r.Objects.Plugins) > 0 {
 		var ps []string
 		for p := range r.Objects.Plugins {
-			ps = append(ps, baseName(p))
+			ps = append(ps, runBase(p))
 		}
 		sort.Strings(ps)
 		s += "; plug-ins " + strings.Join(ps, ", ")
@@ -59,11 +55,11 @@ func runLine(r *Result) string {
 	return s
 }
 
-// WriteContextsText prints the ranked paths: for each, its cost, the
+// ContextsText prints the ranked paths: for each, its cost, the
 // root-cause candidate and its binary's layer, and the frames outermost
 // first with their latency, base latency, rank and distance from the hottest
 // frame.
-func WriteContextsText(w io.Writer, c Comparison) error {
+func ContextsText(w io.Writer, c introperf.Comparison) error {
 	bw := bufio.NewWriter(w)
 	per := "per instance"
 	switch {
@@ -72,9 +68,9 @@ func WriteContextsText(w io.Writer, c Comparison) error {
 	case c.Options.Totals:
 		per = "in total"
 	}
-	fmt.Fprintf(bw, "IntroPerf calling-context ranking: %s latencies, %s time %s\n", c.Options.Mode, c.latencyName(), per)
-	fmt.Fprintf(bw, "buggy %s: %s\n", baseName(c.BuggyName), runLine(c.Buggy))
-	fmt.Fprintf(bw, "base  %s: %s\n", baseName(c.BaseName), runLine(c.Base))
+	fmt.Fprintf(bw, "IntroPerf calling-context ranking: %s latencies, %s time %s\n", c.Options.Mode, latencyName(c), per)
+	fmt.Fprintf(bw, "buggy %s: %s\n", runBase(c.BuggyName), runLine(c.Buggy))
+	fmt.Fprintf(bw, "base  %s: %s\n", runBase(c.BaseName), runLine(c.Base))
 	if len(c.Paths) == 0 {
 		fmt.Fprintln(bw, "\nno calling contexts in the buggy run")
 		return bw.Flush()
@@ -84,7 +80,7 @@ func WriteContextsText(w io.Writer, c Comparison) error {
 		if !p.InBase {
 			status = "absent from base (base latency 0)"
 		}
-		fmt.Fprintf(bw, "\n#%d  cost %s  %s\n", p.Rank, signed(p.Cost), status)
+		fmt.Fprintf(bw, "\n#%d  cost %s  %s\n", p.Rank, signedNS(p.Cost), status)
 		fmt.Fprintf(bw, "    root-cause candidate: %s\n", p.Verdict())
 		fmt.Fprintf(bw, "    %5s %4s %10s %10s %10s %8s  %s\n", "dist", "rank", "buggy", "base", "increase", "count", "function (object) [layer]")
 		for i, f := range p.Frames {
@@ -96,21 +92,21 @@ func WriteContextsText(w io.Writer, c Comparison) error {
 				mark = "+"
 			}
 			fmt.Fprintf(bw, "  %s %+5d %4d %10s %10s %10s %8d  %s [%s]\n", mark, f.Distance, f.Rank,
-				fmtNS(f.Latency), fmtNS(f.Base), signed(f.Delta()), f.Count, f.Func.Label(), f.Layer)
+				fmtNS(f.Latency), fmtNS(f.Base), signedNS(f.Delta()), f.Count, f.Func.Label(), f.Layer)
 		}
 	}
 	fmt.Fprintf(bw, "\n(dist: frames from the hottest frame (0), - callers, + callees; rank: by buggy latency in the path;\n >: root-cause candidate; +: the frame that grew most, when the candidate is its caller outside the kernel and C runtime)\n")
 	return bw.Flush()
 }
 
-func signed(ns float64) string {
+func signedNS(ns float64) string {
 	if ns > 0 {
 		return "+" + fmtNS(ns)
 	}
 	return fmtNS(ns)
 }
 
-type jsonRun struct {
+type ctxRunJSON struct {
 	File      string         `json:"file"`
 	Events    map[string]int `json:"events"`
 	Used      int            `json:"used"`
@@ -123,7 +119,7 @@ type jsonRun struct {
 	Note      string         `json:"note,omitempty"`
 }
 
-type jsonFrame struct {
+type ctxFrameJSON struct {
 	Name        string  `json:"name"`
 	Object      string  `json:"object"`
 	Latency     float64 `json:"latency"`
@@ -137,22 +133,22 @@ type jsonFrame struct {
 	Path        string  `json:"path"`
 }
 
-type jsonPath struct {
-	Rank      int         `json:"rank"`
-	Cost      float64     `json:"cost"`
-	InBase    bool        `json:"in_base"`
-	Hottest   int         `json:"hottest"`
-	Grew      int         `json:"grew"`
-	Candidate int         `json:"candidate"`
-	Layer     string      `json:"layer"`
-	Binary    string      `json:"binary"`
-	External  bool        `json:"external"`
-	Verdict   string      `json:"verdict"`
-	Frames    []jsonFrame `json:"frames"`
+type ctxPathJSON struct {
+	Rank      int            `json:"rank"`
+	Cost      float64        `json:"cost"`
+	InBase    bool           `json:"in_base"`
+	Hottest   int            `json:"hottest"`
+	Grew      int            `json:"grew"`
+	Candidate int            `json:"candidate"`
+	Layer     string         `json:"layer"`
+	Binary    string         `json:"binary"`
+	External  bool           `json:"external"`
+	Verdict   string         `json:"verdict"`
+	Frames    []ctxFrameJSON `json:"frames"`
 }
 
-func toJSONRun(name string, r *Result) jsonRun {
-	j := jsonRun{File: name, Events: map[string]int{}, Plugins: []string{}}
+func toCtxRunJSON(name string, r *introperf.Result) ctxRunJSON {
+	j := ctxRunJSON{File: name, Events: map[string]int{}, Plugins: []string{}}
 	if r == nil {
 		return j
 	}
@@ -166,25 +162,25 @@ func toJSONRun(name string, r *Result) jsonRun {
 	return j
 }
 
-// WriteContextsJSON writes the ranking as described in docs/report-json.md.
-func WriteContextsJSON(w io.Writer, c Comparison) error {
+// ContextsJSON writes the ranking as described in docs/report-json.md.
+func ContextsJSON(w io.Writer, c introperf.Comparison) error {
 	doc := struct {
-		Mode      string     `json:"mode"`
-		Latency   string     `json:"latency"`
-		Aggregate string     `json:"aggregate"`
-		Unit      string     `json:"unit"`
-		Base      jsonRun    `json:"base"`
-		Buggy     jsonRun    `json:"buggy"`
-		Paths     []jsonPath `json:"paths"`
-	}{Mode: c.Options.Mode.String(), Latency: c.latencyName(), Aggregate: c.aggregateName(), Unit: "ns",
-		Base: toJSONRun(c.BaseName, c.Base), Buggy: toJSONRun(c.BuggyName, c.Buggy), Paths: []jsonPath{}}
+		Mode      string        `json:"mode"`
+		Latency   string        `json:"latency"`
+		Aggregate string        `json:"aggregate"`
+		Unit      string        `json:"unit"`
+		Base      ctxRunJSON    `json:"base"`
+		Buggy     ctxRunJSON    `json:"buggy"`
+		Paths     []ctxPathJSON `json:"paths"`
+	}{Mode: c.Options.Mode.String(), Latency: latencyName(c), Aggregate: aggregateName(c), Unit: "ns",
+		Base: toCtxRunJSON(c.BaseName, c.Base), Buggy: toCtxRunJSON(c.BuggyName, c.Buggy), Paths: []ctxPathJSON{}}
 	for _, p := range c.Paths {
 		cf := p.CandidateFrame()
-		jp := jsonPath{Rank: p.Rank, Cost: p.Cost, InBase: p.InBase, Hottest: p.Hottest, Grew: p.Grew, Candidate: p.Candidate,
+		jp := ctxPathJSON{Rank: p.Rank, Cost: p.Cost, InBase: p.InBase, Hottest: p.Hottest, Grew: p.Grew, Candidate: p.Candidate,
 			Layer: cf.Layer.Key(), Binary: cf.Func.Path, External: cf.Layer.External(), Verdict: p.Verdict(),
-			Frames: []jsonFrame{}}
+			Frames: []ctxFrameJSON{}}
 		for _, f := range p.Frames {
-			jp.Frames = append(jp.Frames, jsonFrame{Name: f.Func.Name, Object: f.Func.Object, Latency: f.Latency,
+			jp.Frames = append(jp.Frames, ctxFrameJSON{Name: f.Func.Name, Object: f.Func.Object, Latency: f.Latency,
 				Rank: f.Rank, Distance: f.Distance, BaseLatency: f.Base, Delta: f.Delta(), Count: f.Count,
 				BaseCount: f.BaseCount, Layer: f.Layer.Key(), Path: f.Func.Path})
 		}
@@ -200,24 +196,24 @@ func WriteContextsJSON(w io.Writer, c Comparison) error {
 }
 
 // overlay is a node of the two runs' trees merged by calling context.
-type overlay struct {
+type ctxOverlay struct {
 	id       int
-	fn       Func
-	base     *Node
-	buggy    *Node
-	children []*overlay
+	fn       introperf.Func
+	base     *introperf.Node
+	buggy    *introperf.Node
+	children []*ctxOverlay
 	keep     bool
 }
 
 // merge overlays the two trees by function identity.
-func merge(c Comparison) *overlay {
-	root := &overlay{id: 0}
+func overlayOf(c introperf.Comparison) *ctxOverlay {
+	root := &ctxOverlay{id: 0}
 	next := 1
-	var add func(o *overlay, v *Node, t *Tree, buggy bool)
-	add = func(o *overlay, v *Node, t *Tree, buggy bool) {
+	var add func(o *ctxOverlay, v *introperf.Node, t *introperf.Tree, buggy bool)
+	add = func(o *ctxOverlay, v *introperf.Node, t *introperf.Tree, buggy bool) {
 		for _, ch := range v.Children {
 			fn := t.Funcs.Get(ch.Func)
-			var m *overlay
+			var m *ctxOverlay
 			for _, x := range o.children {
 				if x.fn.Key() == fn.Key() {
 					m = x
@@ -225,7 +221,7 @@ func merge(c Comparison) *overlay {
 				}
 			}
 			if m == nil {
-				m = &overlay{id: next, fn: fn}
+				m = &ctxOverlay{id: next, fn: fn}
 				next++
 				o.children = append(o.children, m)
 			}
@@ -249,7 +245,7 @@ func merge(c Comparison) *overlay {
 // dotLimit bounds the nodes of a DOT graph.
 const dotLimit = 400
 
-// WriteDOT writes both runs' calling context trees overlaid as a Graphviz
+// ContextsDOT writes both runs' calling context trees overlaid as a Graphviz
 // digraph (IntroPerf Figures 5 and 6): each context is one node labelled
 // with its function, object, and the base and buggy mean latencies and
 // instance counts; the buggy run's edges are red, the base run's blue, with
@@ -257,18 +253,18 @@ const dotLimit = 400
 // ranked paths are drawn (filled by their latency increase); other contexts
 // are drawn while their total latency is at least 0.5% of their run's
 // largest, up to 400 nodes.
-func WriteDOT(w io.Writer, c Comparison) error {
+func ContextsDOT(w io.Writer, c introperf.Comparison) error {
 	m := c.Options.Mode
-	root := merge(c)
+	root := overlayOf(c)
 	var maxTotal [2]float64
-	var walk func(o *overlay, f func(*overlay))
-	walk = func(o *overlay, f func(*overlay)) {
+	var walk func(o *ctxOverlay, f func(*ctxOverlay))
+	walk = func(o *ctxOverlay, f func(*ctxOverlay)) {
 		f(o)
 		for _, ch := range o.children {
 			walk(ch, f)
 		}
 	}
-	walk(root, func(o *overlay) {
+	walk(root, func(o *ctxOverlay) {
 		if o.base != nil {
 			maxTotal[0] = math.Max(maxTotal[0], float64(o.base.Total[m]))
 		}
@@ -276,7 +272,7 @@ func WriteDOT(w io.Writer, c Comparison) error {
 			maxTotal[1] = math.Max(maxTotal[1], float64(o.buggy.Total[m]))
 		}
 	})
-	onPath := map[*Node]bool{}
+	onPath := map[*introperf.Node]bool{}
 	for _, p := range c.Paths {
 		for _, f := range p.Frames {
 			onPath[f.Node] = true
@@ -284,13 +280,13 @@ func WriteDOT(w io.Writer, c Comparison) error {
 	}
 	kept := 0
 	// Mark nodes on ranked paths first, then big ones, breadth first.
-	walk(root, func(o *overlay) {
+	walk(root, func(o *ctxOverlay) {
 		if o.buggy != nil && onPath[o.buggy] {
 			o.keep = true
 			kept++
 		}
 	})
-	queue := []*overlay{root}
+	queue := []*ctxOverlay{root}
 	for len(queue) > 0 && kept < dotLimit {
 		o := queue[0]
 		queue = queue[1:]
@@ -307,7 +303,7 @@ func WriteDOT(w io.Writer, c Comparison) error {
 		}
 	}
 	lat := c.Options.Latency
-	width := func(v *Node, max float64) float64 {
+	width := func(v *introperf.Node, max float64) float64 {
 		if v == nil || max <= 0 || v.Total[m] == 0 {
 			return 0.5
 		}
@@ -316,10 +312,10 @@ func WriteDOT(w io.Writer, c Comparison) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "digraph cct {\n  rankdir=TB;\n  node [shape=box, fontname=\"monospace\", fontsize=10, style=filled, fillcolor=white];\n")
 	fmt.Fprintf(bw, "  label=%q;\n", fmt.Sprintf("calling context trees, %s %s latency (%s): blue %s (base), red %s (buggy)",
-		m, c.latencyName(), c.aggregateName(), baseName(c.BaseName), baseName(c.BuggyName)))
+		m, latencyName(c), aggregateName(c), runBase(c.BaseName), runBase(c.BuggyName)))
 	fmt.Fprintf(bw, "  n0 [label=\"root\", shape=ellipse];\n")
-	var emit func(o *overlay)
-	emit = func(o *overlay) {
+	var emit func(o *ctxOverlay)
+	emit = func(o *ctxOverlay) {
 		for _, ch := range o.children {
 			if !ch.keep {
 				continue
@@ -331,7 +327,7 @@ func WriteDOT(w io.Writer, c Comparison) error {
 			if ch.buggy != nil {
 				gc = ch.buggy.Count
 			}
-			label := fmt.Sprintf("%s\n%s\nbase %s ×%d\nbuggy %s ×%d", trim(ch.fn.Name, 48), ch.fn.Object,
+			label := fmt.Sprintf("%s\n%s\nbase %s ×%d\nbuggy %s ×%d", trimTo(ch.fn.Name, 48), ch.fn.Object,
 				fmtNS(lat(ch.base)), bc, fmtNS(lat(ch.buggy)), gc)
 			fill := "white"
 			if ch.buggy != nil && onPath[ch.buggy] {
@@ -355,7 +351,7 @@ func WriteDOT(w io.Writer, c Comparison) error {
 	return bw.Flush()
 }
 
-func trim(s string, n int) string {
+func trimTo(s string, n int) string {
 	r := []rune(s)
 	if len(r) <= n {
 		return s
@@ -375,12 +371,12 @@ func heatColour(x float64) string {
 	return fmt.Sprintf("hsl(%.0f,85%%,%.0f%%)", hue, 55+15*(1-x))
 }
 
-// WriteHTML writes a self-contained heat map of the ranked paths (IntroPerf
+// ContextsHTML writes a self-contained heat map of the ranked paths (IntroPerf
 // Figure 7): one row per path, hottest first; columns are the path's frames,
 // outermost first; each cell is coloured by the frame's latency on a log10
 // scale across the whole map and marked with its distance from the path's
 // hottest frame (0); the root-cause candidate is outlined.
-func WriteHTML(w io.Writer, c Comparison) error {
+func ContextsHTML(w io.Writer, c introperf.Comparison) error {
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, p := range c.Paths {
 		for _, f := range p.Frames {
@@ -418,9 +414,9 @@ td.cold{background:#eee}
 <p>%s mode, %s latency (%s). Colour: latency on a log10 scale from %s (blue) to %s (red).
 Numbers: distance from the hottest frame (0) in the path; outlined: root-cause candidate (largest increase over the base).</p>
 <p class="legend">`,
-		esc(baseName(c.BaseName)), esc(baseName(c.BuggyName)),
-		esc(baseName(c.BuggyName)), esc(runLine(c.Buggy)), esc(baseName(c.BaseName)), esc(runLine(c.Base)),
-		c.Options.Mode, c.latencyName(), c.aggregateName(), fmtNS(math.Pow(10, lo)), fmtNS(math.Pow(10, hi)))
+		esc(runBase(c.BaseName)), esc(runBase(c.BuggyName)),
+		esc(runBase(c.BuggyName)), esc(runLine(c.Buggy)), esc(runBase(c.BaseName)), esc(runLine(c.Base)),
+		c.Options.Mode, latencyName(c), aggregateName(c), fmtNS(math.Pow(10, lo)), fmtNS(math.Pow(10, hi)))
 	for i := 0; i <= 10; i++ {
 		x := float64(i) / 10
 		v := lo + x*(hi-lo)
@@ -433,7 +429,7 @@ Numbers: distance from the hottest frame (0) in the path; outlined: root-cause c
 	for _, p := range c.Paths {
 		cf := p.CandidateFrame()
 		fmt.Fprintf(bw, "<tr><td>%d</td><td>%s</td><td title=\"%s\">%s<br><small>%s, %s</small></td>",
-			p.Rank, esc(signed(p.Cost)), esc(p.Verdict()), esc(trim(cf.Func.Name, 32)), esc(cf.Func.Object), esc(cf.Layer.String()))
+			p.Rank, esc(signedNS(p.Cost)), esc(p.Verdict()), esc(trimTo(cf.Func.Name, 32)), esc(cf.Func.Object), esc(cf.Layer.String()))
 		for i, f := range p.Frames {
 			x := scale(f.Latency)
 			class := "f"
@@ -447,8 +443,8 @@ Numbers: distance from the hottest frame (0) in the path; outlined: root-cause c
 				class += " cand"
 			}
 			title := fmt.Sprintf("%s (%s, %s)\nbuggy %s ×%d, base %s ×%d, increase %s\nrank %d in path, distance %+d",
-				f.Func.Name, f.Func.Path, f.Layer, fmtNS(f.Latency), f.Count, fmtNS(f.Base), f.BaseCount, signed(f.Delta()), f.Rank, f.Distance)
-			fmt.Fprintf(bw, `<td class="%s"%s title="%s">%s<span>%+d</span></td>`, class, style, esc(title), esc(trim(f.Func.Name, 24)), f.Distance)
+				f.Func.Name, f.Func.Path, f.Layer, fmtNS(f.Latency), f.Count, fmtNS(f.Base), f.BaseCount, signedNS(f.Delta()), f.Rank, f.Distance)
+			fmt.Fprintf(bw, `<td class="%s"%s title="%s">%s<span>%+d</span></td>`, class, style, esc(title), esc(trimTo(f.Func.Name, 24)), f.Distance)
 		}
 		fmt.Fprintln(bw, "</tr>")
 	}

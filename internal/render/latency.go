@@ -1,4 +1,4 @@
-package introperf
+package render
 
 import (
 	"bufio"
@@ -14,11 +14,13 @@ import (
 
 	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/recording"
+
+	"github.com/culprit-dev/culprit/internal/analysis/introperf"
 )
 
 // LatencyView configures the latency outputs.
 type LatencyView struct {
-	Mode Mode
+	Mode introperf.Mode
 	Top  int    // text: instances to print (0: all)
 	Name string // the recording's name, for headers
 }
@@ -60,7 +62,7 @@ func eventSummary(c map[recording.Event]int) string {
 }
 
 // contextString is "leaf <- caller <- caller ..." with at most n callers.
-func contextString(t *Tree, v *Node, n int) string {
+func contextString(t *introperf.Tree, v *introperf.Node, n int) string {
 	var parts []string
 	for k := 0; v != nil && v.Depth >= 0 && k <= n; k++ {
 		parts = append(parts, t.Funcs.Get(v.Func).Name)
@@ -72,9 +74,9 @@ func contextString(t *Tree, v *Node, n int) string {
 	return strings.Join(parts, " <- ")
 }
 
-// WriteLatencyText prints a summary of the inference and the slowest
+// LatencyText prints a summary of the inference and the slowest
 // instances in mode v.Mode.
-func WriteLatencyText(w io.Writer, r *Result, v LatencyView) error {
+func LatencyText(w io.Writer, r *introperf.Result, v LatencyView) error {
 	bw := bufio.NewWriter(w)
 	fmt.Fprintf(bw, "IntroPerf latency inference (%s mode)", v.Mode)
 	if v.Name != "" {
@@ -86,7 +88,7 @@ func WriteLatencyText(w io.Writer, r *Result, v LatencyView) error {
 	}
 	fmt.Fprintf(bw, "\n%d function instances in %d calling contexts, over %s\n",
 		len(r.Instances), r.Tree.Nodes(), fmtNS(float64(r.End-r.Start)))
-	list := slowest(r.Instances, v.Mode, v.Top)
+	list := slowestInstances(r.Instances, v.Mode, v.Top)
 	n := len(list)
 	if n == 0 {
 		fmt.Fprintln(bw, "no function instances")
@@ -103,7 +105,7 @@ func WriteLatencyText(w io.Writer, r *Result, v LatencyView) error {
 	return bw.Flush()
 }
 
-type jsonThread struct {
+type latThreadJSON struct {
 	PID       uint32 `json:"pid"`
 	TID       uint32 `json:"tid"`
 	Comm      string `json:"comm"`
@@ -111,7 +113,7 @@ type jsonThread struct {
 	Instances int    `json:"instances"`
 }
 
-type jsonContext struct {
+type latContextJSON struct {
 	ID       int32   `json:"id"`
 	Parent   int32   `json:"parent"`
 	Function string  `json:"function"`
@@ -139,28 +141,28 @@ func jsonString(s string) []byte {
 	return b
 }
 
-// WriteLatencyJSON writes the instances (timeline order), the calling
+// LatencyJSON writes the instances (timeline order), the calling
 // contexts they refer to and the threads; see docs/report-json.md. Instances
 // are written one per line, as they are many.
-func WriteLatencyJSON(w io.Writer, r *Result, v LatencyView) error {
+func LatencyJSON(w io.Writer, r *introperf.Result, v LatencyView) error {
 	head := struct {
-		Mode     string         `json:"mode"`
-		Origin   uint64         `json:"origin"`
-		Events   map[string]int `json:"events"`
-		Used     int            `json:"used"`
-		Threads  []jsonThread   `json:"threads"`
-		Contexts []jsonContext  `json:"contexts"`
+		Mode     string           `json:"mode"`
+		Origin   uint64           `json:"origin"`
+		Events   map[string]int   `json:"events"`
+		Used     int              `json:"used"`
+		Threads  []latThreadJSON  `json:"threads"`
+		Contexts []latContextJSON `json:"contexts"`
 	}{Mode: v.Mode.String(), Origin: r.Start, Events: eventCounts(r.EventCounts), Used: r.Used,
-		Threads: []jsonThread{}, Contexts: []jsonContext{}}
+		Threads: []latThreadJSON{}, Contexts: []latContextJSON{}}
 	for _, t := range r.Threads {
-		head.Threads = append(head.Threads, jsonThread{t.PID, t.TID, t.Comm, t.Events, t.Instances})
+		head.Threads = append(head.Threads, latThreadJSON{t.PID, t.TID, t.Comm, t.Events, t.Instances})
 	}
 	for i := 0; i < r.Tree.Nodes(); i++ {
 		n := r.Tree.Node(int32(i))
 		fn := r.Tree.Funcs.Get(n.Func)
-		head.Contexts = append(head.Contexts, jsonContext{ID: n.ID, Parent: n.Parent.ID, Function: fn.Name, Object: fn.Object,
+		head.Contexts = append(head.Contexts, latContextJSON{ID: n.ID, Parent: n.Parent.ID, Function: fn.Name, Object: fn.Object,
 			Layer: r.Objects.Layer(fn).Key(), Depth: n.Depth, Count: n.Count,
-			MeanC: n.Mean(Conservative), MeanA: n.Mean(Aggressive), OwnC: n.OwnMean(Conservative), OwnA: n.OwnMean(Aggressive)})
+			MeanC: n.Mean(introperf.Conservative), MeanA: n.Mean(introperf.Aggressive), OwnC: n.OwnMean(introperf.Conservative), OwnA: n.OwnMean(introperf.Aggressive)})
 	}
 	b, err := json.Marshal(head)
 	if err != nil {
@@ -174,7 +176,7 @@ func WriteLatencyJSON(w io.Writer, r *Result, v LatencyView) error {
 	for i, fn := range r.Tree.Funcs.Funcs {
 		names[i], objects[i] = jsonString(fn.Name), jsonString(fn.Object)
 	}
-	list := timeline(r.Instances)
+	list := latencyTimeline(r.Instances)
 	var line []byte
 	for i, in := range list {
 		line = line[:0]
@@ -211,16 +213,16 @@ func WriteLatencyJSON(w io.Writer, r *Result, v LatencyView) error {
 }
 
 // timeline returns a copy of list in timeline order (SortInstances).
-func timeline(list []Instance) []Instance {
-	out := append([]Instance(nil), list...)
-	SortInstances(out)
+func latencyTimeline(list []introperf.Instance) []introperf.Instance {
+	out := append([]introperf.Instance(nil), list...)
+	introperf.SortInstances(out)
 	return out
 }
 
 // slowest returns the n instances with the largest latency in mode m
 // (all when n is 0), slowest first, ties by start.
-func slowest(list []Instance, m Mode, n int) []Instance {
-	less := func(a, b Instance) int { // a before b: slower, then earlier
+func slowestInstances(list []introperf.Instance, m introperf.Mode, n int) []introperf.Instance {
+	less := func(a, b introperf.Instance) int { // a before b: slower, then earlier
 		la, lb := a.Latency(m), b.Latency(m)
 		switch {
 		case la != lb:
@@ -231,12 +233,12 @@ func slowest(list []Instance, m Mode, n int) []Instance {
 		return cmp.Compare(a.Node, b.Node)
 	}
 	if n <= 0 || n >= len(list) {
-		out := append([]Instance(nil), list...)
+		out := append([]introperf.Instance(nil), list...)
 		slices.SortFunc(out, less)
 		return out
 	}
 	// A heap of the n slowest seen so far, its root the fastest of them.
-	h := make([]Instance, 0, n)
+	h := make([]introperf.Instance, 0, n)
 	down := func(i int) {
 		for {
 			c := 2*i + 1
@@ -275,47 +277,20 @@ func slowest(list []Instance, m Mode, n int) []Instance {
 	return h
 }
 
-type chromeEvent struct {
-	Name string         `json:"name"`
-	Cat  string         `json:"cat,omitempty"`
-	Ph   string         `json:"ph"`
-	Ts   float64        `json:"ts"`
-	Dur  *float64       `json:"dur,omitempty"`
-	PID  uint32         `json:"pid"`
-	TID  uint32         `json:"tid"`
-	Args map[string]any `json:"args,omitempty"`
-}
-
-// WriteChrome writes the inferred instances as a Chrome trace event file
+// LatencyChrome writes the inferred instances as a Chrome trace event file
 // (JSON object form) for Perfetto or chrome://tracing: one lane per thread,
 // one complete event ("ph":"X") per instance, lasting its latency in mode m.
 // Instances of a thread nest: a callee's interval lies inside its caller's
 // in both modes. ts is in µs from the profile's first sample. Arguments give
 // both latencies in ns, the context id and the calling context.
-func WriteChrome(w io.Writer, p *profile.Profile, r *Result, m Mode) error {
-	bw := bufio.NewWriter(w)
+func LatencyChrome(w io.Writer, p *profile.Profile, r *introperf.Result, m introperf.Mode) error {
+	cw := newChromeWriter(w)
 	origin := r.Start
 	if p != nil && p.StartTime != 0 && p.StartTime <= origin {
 		origin = p.StartTime
 	}
-	if _, err := bw.WriteString("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n"); err != nil {
-		return err
-	}
-	first := true
-	emit := func(e chromeEvent) error {
-		b, err := json.Marshal(e)
-		if err != nil {
-			return err
-		}
-		if !first {
-			bw.WriteString(",\n")
-		}
-		first = false
-		_, err = bw.Write(b)
-		return err
-	}
 	seenPID := map[uint32]bool{}
-	threads := append([]ThreadInfo(nil), r.Threads...)
+	threads := append([]introperf.ThreadInfo(nil), r.Threads...)
 	sort.Slice(threads, func(i, j int) bool {
 		if threads[i].PID != threads[j].PID {
 			return threads[i].PID < threads[j].PID
@@ -335,13 +310,13 @@ func WriteChrome(w io.Writer, p *profile.Profile, r *Result, m Mode) error {
 					pname = mt.Comm
 				}
 			}
-			if err := emit(chromeEvent{Name: "process_name", Ph: "M", PID: t.PID, TID: t.PID,
-				Args: map[string]any{"name": fmt.Sprintf("%s (%d)", pname, t.PID)}}); err != nil {
+			if err := cw.event(ChromeEvent{Name: "process_name", Ph: "M", PID: t.PID, TID: t.PID,
+				Args: map[string]string{"name": fmt.Sprintf("%s (%d)", pname, t.PID)}}); err != nil {
 				return err
 			}
 		}
-		if err := emit(chromeEvent{Name: "thread_name", Ph: "M", PID: t.PID, TID: t.TID,
-			Args: map[string]any{"name": fmt.Sprintf("%s (%d)", name, t.TID)}}); err != nil {
+		if err := cw.event(ChromeEvent{Name: "thread_name", Ph: "M", PID: t.PID, TID: t.TID,
+			Args: map[string]string{"name": fmt.Sprintf("%s (%d)", name, t.TID)}}); err != nil {
 			return err
 		}
 	}
@@ -363,12 +338,12 @@ func WriteChrome(w io.Writer, p *profile.Profile, r *Result, m Mode) error {
 		args[i] = strconv.AppendInt(args[i], int64(i), 10)
 	}
 	var line []byte
-	for _, in := range timeline(r.Instances) {
+	for _, in := range latencyTimeline(r.Instances) {
 		ts := uint64(0)
 		if in.Start > origin {
 			ts = in.Start - origin
 		}
-		line = append(line[:0], ",\n{\"name\":"...)
+		line = append(line[:0], "{\"name\":"...)
 		line = append(line, names[in.Func]...)
 		line = appendMicros(line, ts)
 		line = append(line, ",\"dur\":"...)
@@ -383,18 +358,11 @@ func WriteChrome(w io.Writer, p *profile.Profile, r *Result, m Mode) error {
 		line = append(line, ",\"aggressive_ns\":"...)
 		line = strconv.AppendUint(line, in.Aggressive, 10)
 		line = append(line, "}}"...)
-		if first {
-			line = line[1:] // no comma before the first event
-			first = false
-		}
-		if _, err := bw.Write(line); err != nil {
+		if err := cw.raw(line); err != nil {
 			return err
 		}
 	}
-	if _, err := bw.WriteString("\n]}\n"); err != nil {
-		return err
-	}
-	return bw.Flush()
+	return cw.close()
 }
 
 // appendMicros appends ns as microseconds with three decimals.
@@ -415,7 +383,7 @@ func appendMicros(b []byte, ns uint64) []byte {
 }
 
 // baseName is the file name shown for a run.
-func baseName(s string) string {
+func runBase(s string) string {
 	if s == "" {
 		return "-"
 	}

@@ -341,3 +341,44 @@ func TestHistoryCheck(t *testing.T) {
 		}
 	})
 }
+
+// TestModelsCallOrder fits traced calls' durations against their order: one
+// point per returned call, each function with its best model; a recording
+// without enough calls is refused with the reason.
+func TestModelsCallOrder(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "callgrowth", []string{"callgrowth.c"}, "-O1", "-g")
+	rec := filepath.Join(t.TempDir(), "t.rec")
+	mustRun(t, "trace", "-f", "insert_sorted#4", "-f", "lookup", "-o", rec, "--", bin)
+	var m struct {
+		X         string `json:"x"`
+		Functions []struct {
+			Function string    `json:"function"`
+			X        []float64 `json:"x"`
+			Best     struct {
+				Kind string `json:"kind"`
+			} `json:"best"`
+			Fits []struct{} `json:"fits"`
+		} `json:"functions"`
+	}
+	out := mustRun(t, "models", "--x", "call-order", "--format", "json", rec)
+	if err := json.Unmarshal([]byte(out), &m); err != nil {
+		t.Fatal(err)
+	}
+	calls := map[string]int{}
+	for _, f := range m.Functions {
+		calls[f.Function] = len(f.X)
+		if f.Best.Kind == "" || len(f.Fits) != 6 || f.X[0] != 1 || f.X[len(f.X)-1] != float64(len(f.X)) {
+			t.Errorf("%s: best %q, %d fits, x %v..%v", f.Function, f.Best.Kind, len(f.Fits), f.X[0], f.X[len(f.X)-1])
+		}
+	}
+	// 4000 calls of each; every fourth of insert_sorted is traced.
+	if m.X != "call" || calls["insert_sorted"] != 1000 || calls["lookup"] != 4000 {
+		t.Errorf("x %q, calls %v", m.X, calls)
+	}
+	one := filepath.Join(t.TempDir(), "one.rec")
+	mustRun(t, "trace", "-f", "main", "-o", one, "--", bin)
+	if _, stderr, code := run(t, "models", "--x", "call-order", one); code != 1 || !strings.Contains(stderr, "3 or more calls") {
+		t.Errorf("one call: exit %d, %s", code, stderr)
+	}
+}

@@ -94,7 +94,7 @@ func newModels() *cobra.Command {
 		minShare                        float64
 	)
 	c := &cobra.Command{
-		Use:   "models [REV] [--x PARAM] [--func REGEX] [--format text|json|svg]",
+		Use:   "models [REV] [--x PARAM] [--func REGEX] [--format text|json|svg]\n  culprit models --x call-order [--func REGEX] [FILE|@REV]",
 		Short: "Fit how each function's time grows with an input parameter",
 		Long: `Models fits, for each function, how its self CPU time grows with a parameter
 of the stored runs of a commit (default HEAD), as Perun does: constant,
@@ -107,10 +107,16 @@ JSON. A function needs runs at 3 or more values of the parameter.
 x is --x PARAM, by default the one parameter that varies across the runs
 (culprit run --param n=1000 -- ./prog 1000, at several n). Runs that differ
 in anything else (workload, other parameters, collector options) are
-separate series.`,
+separate series.
+
+--x call-order fits, in one recording of traced calls (culprit trace; a file
+or a stored run @REV), each traced function's inclusive duration per call
+against the order of its calls, as Perun does for its tracer: a function
+whose calls get slower as the run goes on (a growing structure) shows it.`,
 		Example: `  culprit models
   culprit models --x n --func '^(parse|sort)'
-  culprit models v1.2 --format svg -o models.svg`,
+  culprit models v1.2 --format svg -o models.svg
+  culprit trace -f 'insert*' -o t.rec -- ./prog && culprit models --x call-order t.rec`,
 		Args: func(c *cobra.Command, args []string) error {
 			if len(args) > 1 {
 				return usagef("models takes at most one revision")
@@ -127,6 +133,13 @@ separate series.`,
 				if re, err = regexp.Compile(fn); err != nil {
 					return usagef("--func %q: %v", fn, err)
 				}
+			}
+			if x == "call-order" {
+				fs, err := callOrderModels(args, re, c.ErrOrStderr())
+				if err != nil {
+					return err
+				}
+				return writeModels(c.OutOrStdout(), output, format, fs, "call")
 			}
 			rev := "HEAD"
 			if len(args) == 1 {
@@ -172,19 +185,11 @@ separate series.`,
 			if len(fs) == 0 {
 				return fmt.Errorf("no function has runs at %d or more values of %s in %s", models.MinPoints, xname, rev)
 			}
-			return writeOutput(c.OutOrStdout(), output, func(w io.Writer) error {
-				switch format {
-				case "json":
-					return render.ModelsJSON(w, fs, xname, "s")
-				case "svg":
-					return render.ModelsSVG(w, fs, xname, "s")
-				}
-				return render.ModelsText(w, fs, xname, "s")
-			})
+			return writeModels(c.OutOrStdout(), output, format, fs, xname)
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&x, "x", "", "the parameter to fit against (default: the one that varies across the runs)")
+	f.StringVar(&x, "x", "", "the parameter to fit against (default: the one that varies across the runs), or call-order: traced calls' durations against their order in one recording")
 	f.StringVar(&fn, "func", "", "only functions whose names match this regular expression")
 	f.StringVar(&workload, "workload", "", "only runs of this workload")
 	f.Float64Var(&minShare, "min-share", 1, "only functions with at least this percentage of the samples of some run")
@@ -261,4 +266,66 @@ func fitFunctions(runs []check.Run, re *regexp.Regexp, minShare float64) []model
 		return out[i].Name < out[j].Name
 	})
 	return out
+}
+
+func writeModels(stdout io.Writer, output, format string, fs []models.Function, xname string) error {
+	return writeOutput(stdout, output, func(w io.Writer) error {
+		switch format {
+		case "json":
+			return render.ModelsJSON(w, fs, xname, "s")
+		case "svg":
+			return render.ModelsSVG(w, fs, xname, "s")
+		}
+		return render.ModelsText(w, fs, xname, "s")
+	})
+}
+
+// callOrderModels fits each traced function's per-call inclusive duration
+// (s) against the call's order among the function's calls (1, 2, ...).
+func callOrderModels(args []string, re *regexp.Regexp, stderr io.Writer) ([]models.Function, error) {
+	if len(args) > 1 {
+		return nil, usagef("--x call-order reads one recording of traced calls")
+	}
+	p, err := loadProfile(args, stderr, false)
+	if err != nil {
+		return nil, err
+	}
+	if len(p.Calls) == 0 {
+		return nil, fmt.Errorf("no traced calls in the recording: --x call-order fits the calls culprit trace records")
+	}
+	byProbe := map[int32][]int{}
+	for i, c := range p.Calls {
+		byProbe[c.Probe] = append(byProbe[c.Probe], i)
+	}
+	var out []models.Function
+	for probe, idx := range byProbe {
+		pr := p.Probes[probe]
+		if re != nil && !re.MatchString(pr.Function) {
+			continue
+		}
+		sort.Slice(idx, func(a, b int) bool { return p.Calls[idx[a]].Start < p.Calls[idx[b]].Start })
+		var xs, ys []float64
+		for k, i := range idx {
+			if p.Calls[i].Unreturned() {
+				continue // its end is only a bound
+			}
+			xs = append(xs, float64(k+1))
+			ys = append(ys, float64(p.Calls[i].Inclusive())/1e9)
+		}
+		f, err := models.Analyze(pr.Function, pr.Object, "call order", xs, ys)
+		if err != nil {
+			continue
+		}
+		out = append(out, f)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no traced function has %d or more calls", models.MinPoints)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if len(out[i].X) != len(out[j].X) {
+			return len(out[i].X) > len(out[j].X)
+		}
+		return out[i].Name < out[j].Name
+	})
+	return out, nil
 }

@@ -286,6 +286,10 @@ type Function struct {
 	Smooth       []Smooth // regressogram (Doane), SMA and SMM (window 3), EMA (λ 0.5), kernels (Silverman)
 }
 
+// MaxKernelPoints is the most points Analyze runs kernel regression on (it
+// costs n² kernel evaluations).
+const MaxKernelPoints = 5000
+
 // Analyze fits the parametric models and the non-parametric ones with their
 // default settings.
 func Analyze(name, object, series string, x, y []float64) (Function, error) {
@@ -304,7 +308,9 @@ func Analyze(name, object, series string, x, y []float64) (Function, error) {
 	add(MovingAverage(x, y, "sma", 3))
 	add(MovingAverage(x, y, "smm", 3))
 	add(EMA(x, y, 0.5))
-	add(Kernel(x, y, "box", 0))
-	add(Kernel(x, y, "gaussian", 0))
+	if len(x) <= MaxKernelPoints {
+		add(Kernel(x, y, "box", 0))
+		add(Kernel(x, y, "gaussian", 0))
+	}
 	return f, nil
 }

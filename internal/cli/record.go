@@ -140,6 +140,7 @@ on while still being written, and survives the recorder being killed.`,
 	f.StringVar(&rulesPath, "rules", "", "a rules file saying what to capture where: backtraces, expressions, counts, start/stop (see docs/rules.md)")
 	f.IntVar(&o.StackBytes, "stack-size", 0, "user stack bytes copied per sample (default in fp mode: 1024 for programs that keep frame pointers (Go, C with -fno-omit-frame-pointer), 4096 for others and with --expr, --rules or --values; 16384 in dwarf mode; max 65528; 0: none, the frame-pointer chain alone as perf record -g)")
 	f.IntVar(&o.RingPages, "mmap-pages", 0, "ring buffer pages per CPU, a power of two (default: sized from rate and stack size)")
+	f.BoolVar(&o.FastStart, "fast-start", false, "cut a launched command's wait for the kernel at its start (8-30 ms when no perf event has existed for a second) by asking for an expedited RCU grace period: /sys/kernel/rcu_expedited is set to 1 around culprit's first perf_event_open (a fraction of a millisecond) and put back, also if culprit is killed; an expedited grace period interrupts every CPU, so it is refused on machines with nohz_full or isolated CPUs; needs root")
 	f.StringVar(&collector, "collector", "perf", "how samples are taken: perf (perf events, the program never stops) or ptrace (each sampled thread is stopped, read and resumed)")
 	c.Flags().SortFlags = false
 	return c
@@ -156,7 +157,7 @@ func recordPtrace(c *cobra.Command, o recorder.Options, pid int, args []string, 
 	if f.Changed("events") && (len(o.Events) != 1 || o.Events[0] != "cpu") {
 		return usagef("--events applies to --collector perf only: --collector ptrace samples CPU time")
 	}
-	po := ptracer.Options{Output: o.Output, Frequency: o.Frequency, Duration: o.Duration, Tool: o.Tool, Jitter: jitter, State: o.State}
+	po := ptracer.Options{Output: o.Output, Frequency: o.Frequency, Duration: o.Duration, Tool: o.Tool, Jitter: jitter, State: o.State, FastStart: o.FastStart}
 	var res ptracer.Result
 	err := start(pid, args,
 		func(stop <-chan struct{}) (err error) { res, err = ptracer.Attach(po, pid, stop); return err },

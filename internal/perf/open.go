@@ -1,33 +1,37 @@
 package perf
 
 import (
+	"fmt"
 	"os"
+	"strings"
 	"sync"
+	"sync/atomic"
+	"syscall"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
 
 // OpenTask is perf_event_open; events bound to a task (pid or tid not -1)
-// are what every collector opens on its target. The first one a process
-// opens asks the kernel for an expedited RCU grace period.
+// are what every collector opens on its target. With FastStart, the first
+// one a process opens asks the kernel for an expedited RCU grace period.
 //
 // Why: when no task-bound perf event has existed on the machine for about a
 // second, the kernel has switched its scheduler perf hooks off, and the first
 // task-bound event to be opened switches them on and then waits in
 // synchronize_rcu() for every CPU to notice (kernel/events/core.c,
 // account_event). On a 2-vCPU VM with HZ=250 that wait is 8 ms idle and
-// 12–30 ms busy, and the command to profile waits for it before running its
+// 12–30 ms busy, and a launched command waits for it before running its
 // first instruction. An expedited grace period takes 0.15–0.25 ms. Linux has
 // no per-call way to ask for one; /sys/kernel/rcu_expedited (root only)
-// makes every synchronize_rcu() expedited while it is 1. OpenTask sets it to
-// 1 around that first open only, and puts back the value it found, so the
-// window is the open's own duration; it changes nothing when the file is not
-// writable, already 1, or CULPRIT_RCU_NORMAL=1 is set in the environment.
-// A recorder killed inside that window (a fraction of a millisecond) would
-// leave the knob at 1, which makes grace periods faster at the price of an
-// IPI to each CPU; docs/performance.md says so.
+// makes every synchronize_rcu() expedited while it is 1, at the price of an
+// interrupt on every CPU, which machines that isolate CPUs (nohz_full,
+// isolcpus) are set up to avoid. So it is opt-in (culprit record
+// --fast-start), refused on such machines, and the knob is 1 around that
+// first open only: it is put back after the call, and by a guardian process
+// if culprit dies inside the window.
 func OpenTask(a *unix.PerfEventAttr, pid, cpu, group, flags int) (int, error) {
-	if pid == -1 {
+	if pid == -1 || !fastStart.Load() {
 		return unix.PerfEventOpen(a, pid, cpu, group, flags)
 	}
 	first := false
@@ -35,7 +39,11 @@ func OpenTask(a *unix.PerfEventAttr, pid, cpu, group, flags int) (int, error) {
 	var err error
 	expediteOnce.Do(func() {
 		first = true
-		restore := expediteRCU()
+		expedite := expediteRCU
+		if expediteHook != nil {
+			expedite = expediteHook
+		}
+		restore := expedite(rcuExpedited)
 		fd, err = unix.PerfEventOpen(a, pid, cpu, group, flags)
 		restore()
 	})
@@ -45,18 +53,65 @@ func OpenTask(a *unix.PerfEventAttr, pid, cpu, group, flags int) (int, error) {
 	return unix.PerfEventOpen(a, pid, cpu, group, flags)
 }
 
-var expediteOnce sync.Once
+var (
+	expediteOnce sync.Once
+	fastStart    atomic.Bool
+	restoreErr   atomic.Value // error: the knob could not be put back
+
+	expediteHook func(knob string) (restore func()) // tests: stands in for expediteRCU
+)
+
+// FastStartError reports a failure to put the knob back after the
+// expedited open (a guardian process tries again when culprit exits).
+func FastStartError() error {
+	err, _ := restoreErr.Load().(error)
+	return err
+}
 
 // rcuExpedited is the kernel's switch for expedited grace periods.
 const rcuExpedited = "/sys/kernel/rcu_expedited"
 
-// expediteRCU sets rcuExpedited to 1 if it is 0 and returns what puts it back.
-func expediteRCU() (restore func()) {
-	none := func() {}
-	if os.Getenv("CULPRIT_RCU_NORMAL") == "1" {
-		return none
+// cpuDir holds the kernel's lists of isolated and nohz_full CPUs.
+const cpuDir = "/sys/devices/system/cpu"
+
+// FastStart makes the first task-bound OpenTask of the process ask for an
+// expedited RCU grace period. It refuses, and says why, on a machine with
+// nohz_full or isolated CPUs, and when the knob is not writable.
+func FastStart() error {
+	if why := isolatedCPUs(cpuDir); why != "" {
+		return fmt.Errorf("--fast-start is refused on this machine: it has %s, and an expedited grace period interrupts every CPU", why)
 	}
-	fd, err := unix.Open(rcuExpedited, unix.O_RDWR|unix.O_CLOEXEC, 0)
+	if err := unix.Access(rcuExpedited, unix.W_OK); err != nil {
+		return fmt.Errorf("--fast-start needs root (to write %s): %w", rcuExpedited, err)
+	}
+	fastStart.Store(true)
+	return nil
+}
+
+// isolatedCPUs names the CPUs the kernel keeps free of interrupts (the
+// nohz_full and isolated lists under dir), "" when there are none.
+func isolatedCPUs(dir string) string {
+	var out []string
+	for _, f := range []string{"nohz_full", "isolated"} {
+		b, err := os.ReadFile(dir + "/" + f)
+		if err != nil {
+			continue
+		}
+		if v := strings.TrimSpace(string(b)); v != "" && v != "(null)" {
+			out = append(out, f+" CPUs "+v)
+		}
+	}
+	return strings.Join(out, " and ")
+}
+
+// expediteRCU sets the knob to 1 if it is 0 and returns what puts it back.
+// A guardian process, forked first, puts it back if culprit dies before
+// (killed with SIGKILL inside the window): it waits on a pipe whose only
+// writer is culprit; a byte means culprit put the knob back itself,
+// end-of-file that culprit is gone.
+func expediteRCU(knob string) (restore func()) {
+	none := func() {}
+	fd, err := unix.Open(knob, unix.O_RDWR|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return none
 	}
@@ -65,12 +120,90 @@ func expediteRCU() (restore func()) {
 		unix.Close(fd)
 		return none
 	}
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		unix.Close(fd)
+		return none
+	}
+	all := ^uint64(0)
+	var old uint64
+	syscall.ForkLock.Lock()
+	syscall.RawSyscall6(syscall.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&all)), uintptr(unsafe.Pointer(&old)), 8, 0, 0)
+	pid, errno := forkGuardian(fd, p[0], p[1])
+	syscall.RawSyscall6(syscall.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&old)), 0, 8, 0, 0)
+	syscall.ForkLock.Unlock()
+	unix.Close(p[0])
+	if errno != 0 {
+		unix.Close(p[1])
+		unix.Close(fd)
+		return none
+	}
+	go func() {
+		var ws unix.WaitStatus
+		for {
+			if _, err := unix.Wait4(pid, &ws, 0, nil); err != unix.EINTR {
+				return
+			}
+		}
+	}()
 	if _, err := unix.Pwrite(fd, []byte("1"), 0); err != nil {
+		unix.Close(p[1])
 		unix.Close(fd)
 		return none
 	}
 	return func() {
-		unix.Pwrite(fd, []byte("0"), 0)
+		if _, err := unix.Pwrite(fd, []byte("0"), 0); err != nil {
+			// Left to the guardian, which tries again at end-of-file.
+			restoreErr.Store(fmt.Errorf("putting %s back to 0: %w", knob, err))
+		} else {
+			unix.Write(p[1], []byte{1})
+		}
+		unix.Close(p[1])
 		unix.Close(fd)
+	}
+}
+
+// forkGuardian forks the calling thread into the knob's guardian: it keeps
+// only the knob's descriptor and the pipe's read end, blocks every signal,
+// waits for a byte or end-of-file, and at end-of-file writes "0" to the
+// knob. Signals must be blocked by the caller. The child runs only raw
+// system calls in this nosplit function, so no Go runtime code runs in it.
+//
+//go:nosplit
+//go:norace
+func forkGuardian(knob, r, w int) (int, syscall.Errno) {
+	pid, _, e := syscall.RawSyscall6(syscall.SYS_CLONE, uintptr(syscall.SIGCHLD), 0, 0, 0, 0, 0)
+	if e != 0 {
+		return 0, e
+	}
+	if pid != 0 {
+		return int(pid), 0
+	}
+	syscall.RawSyscall(syscall.SYS_CLOSE, uintptr(w), 0, 0)
+	lo, hi := knob, r
+	if lo > hi {
+		lo, hi = hi, lo
+	}
+	if lo > 0 {
+		syscall.RawSyscall(unix.SYS_CLOSE_RANGE, 0, uintptr(lo-1), 0)
+	}
+	if hi > lo+1 {
+		syscall.RawSyscall(unix.SYS_CLOSE_RANGE, uintptr(lo+1), uintptr(hi-1), 0)
+	}
+	syscall.RawSyscall(unix.SYS_CLOSE_RANGE, uintptr(hi+1), ^uintptr(0)>>32, 0)
+	var b [1]byte
+	var n uintptr
+	for {
+		n, _, e = syscall.RawSyscall(syscall.SYS_READ, uintptr(r), uintptr(unsafe.Pointer(&b[0])), 1)
+		if e != syscall.EINTR {
+			break
+		}
+	}
+	if n == 0 && e == 0 {
+		zero := [1]byte{'0'}
+		syscall.RawSyscall6(syscall.SYS_PWRITE64, uintptr(knob), uintptr(unsafe.Pointer(&zero[0])), 1, 0, 0, 0)
+	}
+	for {
+		syscall.RawSyscall(syscall.SYS_EXIT_GROUP, 0, 0, 0)
 	}
 }

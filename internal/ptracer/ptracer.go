@@ -9,21 +9,22 @@
 //
 // # How threads are stopped at CPU-time intervals
 //
-// The default mechanism ("sigtrap") opens, for every traced thread, a
-// cpu-clock perf event bound to that thread (pid=tid, cpu=-1) with the
-// sigtrap and remove_on_exec attributes (Linux 5.13+). Each time the thread
-// has used one period of CPU time the kernel sends that very thread a
-// SIGTRAP with si_code TRAP_PERF and our cookie in si_perf_data. As a tracee
-// the thread stops in a signal-delivery-stop before any handler runs; the
-// collector takes the sample there and resumes the thread with the signal
-// suppressed. The kernel does the timing, exactly in the thread's CPU time,
-// and only the sampled thread stops. The event's count (read(2)) gives the
-// CPU time each sample stands for, so ticks the kernel merged (a second
-// overflow while a SIGTRAP is still pending) show as Lost records. Jitter
-// changes each thread's next period with PERF_EVENT_IOC_PERIOD.
+// The default mechanism ("signal") opens, for every traced thread, a
+// cpu-clock perf event bound to that thread (pid=tid, cpu=-1) whose
+// overflow signals the thread itself (O_ASYNC, F_SETOWN_EX to the thread,
+// F_SETSIG SIGURG). Each time the thread has used one period of CPU time
+// the kernel sends that very thread a SIGURG with si_code POLL_IN. As a
+// tracee the thread stops in a signal-delivery-stop before any handler
+// runs; the collector takes the sample there and resumes the thread with
+// the signal suppressed. The kernel does the timing, exactly in the
+// thread's CPU time, and only the sampled thread stops. The event's count
+// (read(2)) gives the CPU time each sample stands for, so ticks the kernel
+// merged (a second overflow while the signal is still pending) show as
+// Lost records. Jitter changes each thread's next period with
+// PERF_EVENT_IOC_PERIOD.
 //
-// The fallback ("poll"), used when the kernel refuses sigtrap events or an
-// attached process has a thread that blocks SIGTRAP (such a thread never
+// The fallback ("poll"), used when the kernel refuses these events or an
+// attached process has a thread that blocks SIGURG (such a thread never
 // stops for it), wakes when a thread may have used its (jittered) interval,
 // reads its CPU time (a counting perf event, else
 // /proc/PID/task/TID/schedstat, only as fresh as the scheduler tick) and
@@ -33,15 +34,20 @@
 //
 // Samples carry no CPU number (Sample.CPU is 0): ptrace does not tell it.
 //
-// # Hazard
+// # Culprit killed
 //
-// If culprit is killed with SIGKILL (no cleanup possible) while a thread sits
-// in one of its SIGTRAP stops, or with a SIGTRAP still queued, the kernel
-// detaches and delivers that SIGTRAP, which kills most programs. A clean
-// stop (Ctrl-C, SIGTERM, the duration, the stop channel, an error) never
-// does: perf events are closed first, queued SIGTRAPs are consumed (with
-// SIGTRAP unblocked for that moment in threads that block it), and only
-// then are threads detached. The poll mechanism has no such hazard.
+// If culprit is killed with SIGKILL (no cleanup possible), the kernel
+// detaches its tracees and closes its perf events; whatever stop was
+// pending must then be harmless. SIGURG's default action is to ignore it
+// (and Go programs, which handle it for preemption, tolerate spurious
+// ones), so a thread that sits in one of the collector's signal stops, or
+// has one queued, runs on. Interrupt and group stops end without a signal,
+// PTRACE_O_EXITKILL is never set, and a launched command is seized at its
+// exec (collector.Start), not started under PTRACE_TRACEME. (perf's
+// sigtrap attribute, used before, sends a SIGTRAP that killed the target
+// in such a case.) A clean stop (Ctrl-C, SIGTERM, the duration, the stop
+// channel, an error) also consumes queued signals before detaching, so the
+// program's own SIGURG handler, if any, never sees one.
 package ptracer
 
 import (
@@ -60,9 +66,9 @@ import (
 
 // Sampling mechanisms (Options.Mechanism, Result.Mechanism).
 const (
-	MechanismAuto    = ""
-	MechanismSigtrap = "sigtrap" // per-thread cpu-clock perf events that SIGTRAP the thread
-	MechanismPoll    = "poll"    // schedstat polling and PTRACE_INTERRUPT
+	MechanismAuto   = ""
+	MechanismSignal = "signal" // per-thread cpu-clock perf events that signal the thread
+	MechanismPoll   = "poll"   // schedstat polling and PTRACE_INTERRUPT
 )
 
 // Event is the Meta.Event of ptrace recordings.
@@ -81,9 +87,12 @@ type Options struct {
 	// StackBytes is how much live stack is read from SP per sample
 	// (default 32768).
 	StackBytes int
-	// Mechanism picks how threads are stopped (MechanismAuto: sigtrap, else
+	// Mechanism picks how threads are stopped (MechanismAuto: signal, else
 	// poll).
 	Mechanism string
+	// FastStart cuts the wait for the kernel's first task-bound perf event
+	// by an expedited RCU grace period (perf.FastStart).
+	FastStart bool
 	// State, when set, samples program state (expressions, rules, vProf
 	// values) at every sample while the thread is stopped: it reads the
 	// whole memory of the process as it is at the sample.
@@ -125,9 +134,9 @@ func (o *Options) setDefaults() error {
 		return fmt.Errorf("stack size %d is out of range: use 64 to 1048576 bytes", o.StackBytes)
 	}
 	switch o.Mechanism {
-	case MechanismAuto, MechanismSigtrap, MechanismPoll:
+	case MechanismAuto, MechanismSignal, MechanismPoll:
 	default:
-		return fmt.Errorf("unknown sampling mechanism %q: use sigtrap or poll", o.Mechanism)
+		return fmt.Errorf("unknown sampling mechanism %q: use signal or poll", o.Mechanism)
 	}
 	if o.Output == "" {
 		o.Output = "culprit.rec"
@@ -341,12 +350,12 @@ func (s *session) seizeProcess(pid int) error {
 		first = s.order[0]
 	}
 	if s.o.Mechanism == MechanismAuto {
-		// A thread that blocks SIGTRAP (sigfillset before sigwait, say)
-		// never stops for the sigtrap mechanism.
+		// A thread that blocks stopSignal (sigfillset before sigwait, say)
+		// never stops for the signal mechanism.
 		for _, t := range s.order {
-			if blocksSigtrap(t.tid) {
+			if blocksStopSignal(t.tid) {
 				s.o.Mechanism = MechanismPoll
-				s.warn("thread %d blocks SIGTRAP: sampling by polling each thread's CPU time instead of sigtrap perf events", t.tid)
+				s.warn("thread %d blocks SIGURG: sampling by polling each thread's CPU time instead of signalling perf events", t.tid)
 				break
 			}
 		}

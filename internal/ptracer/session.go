@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/culprit-dev/culprit/internal/collector"
+	"github.com/culprit-dev/culprit/internal/perf"
 	"github.com/culprit-dev/culprit/internal/proc"
 	"github.com/culprit-dev/culprit/internal/recording"
 )
@@ -51,7 +52,7 @@ type thread struct {
 	ptid      int
 	state     tstate
 	resumeSig int // signal to deliver when the thread is resumed or detached
-	fd        int // sigtrap perf event, or schedstat file in poll mode; -1: none
+	fd        int // signalling perf event, or CPU-time counter or schedstat file in poll mode; -1: none
 	last      uint64
 	armed     uint64 // current interval, ns of CPU time
 	due       uint64 // poll mode: when it would have used armed if it ran all along
@@ -87,7 +88,6 @@ type session struct {
 	child   int // the launched command while it is not reaped, else 0
 
 	interval     uint64 // nominal period, ns of CPU time
-	cookie       uint64 // si_perf_data of our SIGTRAPs
 	excludeKern  bool
 	pollPerf     bool // poll mode reads CPU time from counting perf events
 	interrupting int  // poll mode: threads interrupted and not stopped yet
@@ -129,12 +129,16 @@ func newSession(o Options, meta recording.Meta) (*session, error) {
 		threads: map[int]*thread{}, procs: map[int]*process{},
 
 		interval: uint64(time.Second) / uint64(o.Frequency),
-		cookie:   0xc01b0000_00000000 | uint64(os.Getpid()),
 		rng:      rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), uint64(os.Getpid()))),
 		stack:    make([]byte, o.StackBytes),
 	}
 	s.sigSample = make([]siginfo, 4)
 	s.res.ExitCode = -1
+	if o.FastStart {
+		if err := perf.FastStart(); err != nil {
+			s.warn("%v", err)
+		}
+	}
 	// The sentinel is forked before any perf event exists, so it holds none
 	// (it also closes every descriptor it inherited).
 	pid, errno := forkSentinel()
@@ -256,6 +260,9 @@ func (s *session) finish() (Result, error) {
 	s.res.Bytes = s.w.Bytes()
 	s.res.Mechanism = s.mech
 	s.res.CostMedian, s.res.CostP99 = s.costQuantiles()
+	if err := perf.FastStartError(); err != nil {
+		s.warn("%v", err)
+	}
 	if s.res.Samples > 0 && s.res.Truncated*10 > s.res.Samples {
 		s.warn("%d of %d samples have incomplete stacks", s.res.Truncated, s.res.Samples)
 	}
@@ -375,7 +382,7 @@ func (s *session) readMaps(p *process, now uint64) bool {
 	return changed
 }
 
-// chooseMechanism settles how threads are stopped, trying a sigtrap event on
+// chooseMechanism settles how threads are stopped, trying a signalling event on
 // t (which it keeps) unless poll was asked for.
 func (s *session) chooseMechanism(t *thread) error {
 	if s.o.Mechanism == MechanismPoll {
@@ -383,22 +390,22 @@ func (s *session) chooseMechanism(t *thread) error {
 		s.choosePollClock(t)
 		return nil
 	}
-	fd, err := openSigtrapClock(t.tid, s.interval, s.cookie, false)
+	fd, err := openSignalClock(t.tid, s.interval, false)
 	if err == unix.EACCES || err == unix.EPERM {
 		// Unprivileged users may still sample user mode.
-		fd, err = openSigtrapClock(t.tid, s.interval, s.cookie, true)
+		fd, err = openSignalClock(t.tid, s.interval, true)
 		s.excludeKern = err == nil
 	}
 	if err == nil {
-		s.mech = MechanismSigtrap
+		s.mech = MechanismSignal
 		t.fd, t.armed, t.last = fd, s.interval, 0
 		return nil
 	}
-	if s.o.Mechanism == MechanismSigtrap {
-		return fmt.Errorf("opening a cpu-clock perf event with sigtrap on thread %d (needs Linux 5.13+ and perf events): %w", t.tid, err)
+	if s.o.Mechanism == MechanismSignal {
+		return fmt.Errorf("opening a signalling cpu-clock perf event on thread %d: %w", t.tid, err)
 	}
 	s.mech = MechanismPoll
-	s.warn("perf events with sigtrap are unavailable (%v): sampling by polling each thread's CPU time instead", err)
+	s.warn("signalling perf events are unavailable (%v): sampling by polling each thread's CPU time instead", err)
 	s.choosePollClock(t)
 	return nil
 }
@@ -422,7 +429,7 @@ func (s *session) choosePollClock(t *thread) {
 
 // cpuTime reads the CPU time of t in ns.
 func (s *session) cpuTime(t *thread) (uint64, error) {
-	if s.mech == MechanismSigtrap || s.pollPerf {
+	if s.mech == MechanismSignal || s.pollPerf {
 		return readCount(t.fd)
 	}
 	return readSchedstat(t.fd)
@@ -445,8 +452,8 @@ func (s *session) arm(t *thread) {
 	}
 	t.armed = s.nextInterval()
 	switch s.mech {
-	case MechanismSigtrap:
-		fd, err := openSigtrapClock(t.tid, t.armed, s.cookie, s.excludeKern)
+	case MechanismSignal:
+		fd, err := openSignalClock(t.tid, t.armed, s.excludeKern)
 		if err != nil {
 			if err != unix.ESRCH {
 				s.warn("thread %d is not sampled: opening its perf event: %v", t.tid, err)

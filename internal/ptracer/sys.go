@@ -23,11 +23,17 @@ const (
 	ptraceOptions = unix.PTRACE_O_TRACEFORK | unix.PTRACE_O_TRACEVFORK |
 		unix.PTRACE_O_TRACECLONE | unix.PTRACE_O_TRACEEXEC
 
-	trapPerf = 6 // si_code of a perf event's SIGTRAP (TRAP_PERF, Linux 5.13)
+	// stopSignal is what the collector's perf events send a sampled
+	// thread. Its default action is to ignore it, so one left queued or
+	// pending when culprit is gone (killed with SIGKILL, say) is harmless.
+	// Go programs handle it (asynchronous preemption) and tolerate
+	// spurious ones by design.
+	stopSignal = unix.SIGURG
 
-	// perf_event_attr bits missing from x/sys/unix's PerfBit* constants.
-	bitRemoveOnExec = 1 << 36
-	bitSigtrap      = 1 << 37
+	fOwnerTID = 0 // F_OWNER_TID of struct f_owner_ex
+
+	pollIn  = 1 // si_code POLL_IN: the first of the POLL_* codes
+	pollHup = 6 // POLL_HUP, the last
 )
 
 func ptrace(req, pid int, addr, data uintptr) error {
@@ -91,8 +97,8 @@ func pendingSignals(tid int, out []siginfo) (int, error) {
 	return int(r), nil
 }
 
-// sigtrapBit is SIGTRAP's bit in a signal mask.
-const sigtrapBit = uint64(1) << (unix.SIGTRAP - 1)
+// stopSignalBit is stopSignal's bit in a signal mask.
+const stopSignalBit = uint64(1) << (stopSignal - 1)
 
 // getSigmask and setSigmask read and set a stopped thread's blocked signals.
 func getSigmask(tid int) (uint64, error) {
@@ -105,15 +111,15 @@ func setSigmask(tid int, m uint64) error {
 	return ptrace(unix.PTRACE_SETSIGMASK, tid, 8, uintptr(unsafe.Pointer(&m)))
 }
 
-// blocksSigtrap reports whether a thread blocks SIGTRAP, from the SigBlk
-// line of its /proc status.
-func blocksSigtrap(tid int) bool {
+// blocksStopSignal reports whether a thread blocks stopSignal, from the
+// SigBlk line of its /proc status.
+func blocksStopSignal(tid int) bool {
 	v, ok := statusField(tid, "SigBlk")
 	if !ok {
 		return false
 	}
 	m, err := strconv.ParseUint(v, 16, 64)
-	return err == nil && m&sigtrapBit != 0
+	return err == nil && m&stopSignalBit != 0
 }
 
 // readMem reads the target's memory at addr into p with process_vm_readv.
@@ -149,27 +155,57 @@ func wait(status *unix.WaitStatus, nohang bool) (int, error) {
 	}
 }
 
-// openSigtrapClock opens a cpu-clock event on thread tid that sends the
-// thread a SIGTRAP (si_code TRAP_PERF, si_perf_data cookie) every period ns
-// of its CPU time. remove_on_exec is required with sigtrap: the kernel drops
-// the event at exec, and the collector opens a new one.
-func openSigtrapClock(tid int, period uint64, cookie uint64, excludeKernel bool) (int, error) {
+// openSignalClock opens a cpu-clock event on thread tid that sends the
+// thread stopSignal every period ns of its CPU time: the event's owner
+// (F_SETOWN_EX) is the thread itself and its signal (F_SETSIG) stopSignal,
+// so the signal carries si_code POLL_IN and si_fd the event's descriptor.
+// Unlike perf's sigtrap attribute, whose SIGTRAP kills the program when it
+// is delivered after culprit died, a leftover stopSignal does nothing.
+func openSignalClock(tid int, period uint64, excludeKernel bool) (int, error) {
 	a := unix.PerfEventAttr{
-		Type:     unix.PERF_TYPE_SOFTWARE,
-		Config:   unix.PERF_COUNT_SW_CPU_CLOCK,
-		Size:     uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
-		Sample:   period,
-		Bits:     unix.PerfBitExcludeHv | bitRemoveOnExec | bitSigtrap,
-		Sig_data: cookie,
+		Type:   unix.PERF_TYPE_SOFTWARE,
+		Config: unix.PERF_COUNT_SW_CPU_CLOCK,
+		Size:   uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
+		Sample: period,
+		Bits:   unix.PerfBitExcludeHv,
 	}
 	if excludeKernel {
 		a.Bits |= unix.PerfBitExcludeKernel
 	}
-	return perf.OpenTask(&a, tid, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	fd, err := perf.OpenTask(&a, tid, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	if err != nil {
+		return -1, err
+	}
+	owner := struct{ Type, PID int32 }{fOwnerTID, int32(tid)}
+	if _, _, e := unix.Syscall(unix.SYS_FCNTL, uintptr(fd), unix.F_SETOWN_EX, uintptr(unsafe.Pointer(&owner))); e != 0 {
+		unix.Close(fd)
+		return -1, e
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_SETSIG, int(stopSignal)); err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	fl, err := unix.FcntlInt(uintptr(fd), unix.F_GETFL, 0)
+	if err == nil {
+		_, err = unix.FcntlInt(uintptr(fd), unix.F_SETFL, fl|unix.O_ASYNC)
+	}
+	if err != nil {
+		unix.Close(fd)
+		return -1, err
+	}
+	return fd, nil
+}
+
+// ours reports whether a signal is one of the collector's perf events':
+// stopSignal with a POLL_* code (POLL_IN at an overflow). Signals sent by
+// kill or tgkill, or by the kernel for out-of-band socket data, have other
+// codes.
+func ours(si *siginfo) bool {
+	return si.Signo == int32(stopSignal) && si.Code >= pollIn && si.Code <= pollHup
 }
 
 // openCPUCounter opens a counting (not sampling) cpu-clock event on thread
-// tid, for the poll mechanism on kernels without sigtrap.
+// tid, for the poll mechanism.
 func openCPUCounter(tid int, excludeKernel bool) (int, error) {
 	a := unix.PerfEventAttr{
 		Type:   unix.PERF_TYPE_SOFTWARE,

@@ -187,7 +187,7 @@ func (s *session) dispatch(pid int, ws unix.WaitStatus, t0 uint64) {
 		}
 	case 0:
 		// A signal-delivery-stop: ours is suppressed, any other delivered.
-		if sig == unix.SIGTRAP && s.mech == MechanismSigtrap && s.ourTrap(t.tid) {
+		if sig == stopSignal && s.mech == MechanismSignal && s.ourStop(t.tid) {
 			if t.fd >= 0 {
 				s.sample(t, t0)
 				sampled = true
@@ -212,24 +212,24 @@ func (s *session) dispatch(pid int, ws unix.WaitStatus, t0 uint64) {
 	}
 }
 
-// ourTrap reports whether the thread's pending SIGTRAP is one of our perf
-// events' (TRAP_PERF with our cookie).
-func (s *session) ourTrap(tid int) bool {
+// ourStop reports whether the signal the thread stopped to take is one of
+// our perf events'.
+func (s *session) ourStop(tid int) bool {
 	var si siginfo
 	if getSiginfo(tid, &si) != nil {
 		return false
 	}
-	return si.Code == trapPerf && si.Data == s.cookie
+	return ours(&si)
 }
 
-// trapQueued reports whether one of our SIGTRAPs is queued for the thread.
-func (s *session) trapQueued(tid int) bool {
+// signalQueued reports whether one of our signals is queued for the thread.
+func (s *session) signalQueued(tid int) bool {
 	n, err := pendingSignals(tid, s.sigSample)
 	if err != nil {
 		return false
 	}
 	for _, si := range s.sigSample[:n] {
-		if si.Signo == int32(unix.SIGTRAP) && si.Code == trapPerf && si.Data == s.cookie {
+		if ours(&si) {
 			return true
 		}
 	}
@@ -367,7 +367,7 @@ func (s *session) sample(t *thread, now uint64) {
 	t.last = cpu
 	if t.armed > 0 && period >= t.armed+t.armed/2 {
 		// Ticks that got no stop of their own: the kernel merges overflows
-		// while a SIGTRAP is pending, and polling can fall behind.
+		// while a signal is pending, and polling can fall behind.
 		n := (period+t.armed/2)/t.armed - 1
 		s.res.Lost += n
 		s.write(&recording.Lost{Time: now, Reason: recording.LostRecorder, Count: n})
@@ -375,7 +375,7 @@ func (s *session) sample(t *thread, now uint64) {
 	defer func() { t.due = now + t.armed }()
 	if s.o.Jitter > 0 {
 		next := s.nextInterval()
-		if s.mech == MechanismSigtrap {
+		if s.mech == MechanismSignal {
 			if setPeriod(t.fd, next) == nil {
 				t.armed = next
 			}
@@ -474,8 +474,8 @@ func toDWARF(r *unix.PtraceRegs) unwind.Regs {
 //
 // Order matters. Threads the collector holds stopped are resumed first, so
 // that closing the perf events below never waits on them. Closing the
-// events ends the SIGTRAPs. Then every thread is interrupted and detached at
-// its next stop: our SIGTRAPs, delivered or still queued, are consumed
+// events ends the signals. Then every thread is interrupted and detached at
+// its next stop: our signals, delivered or still queued, are consumed
 // (PTRACE_DETACH from a signal-delivery-stop with signal 0 suppresses it),
 // any other signal is delivered, and threads created meanwhile are detached
 // at their first stop.
@@ -513,7 +513,7 @@ func (s *session) detachAll() {
 	}
 	deadline := time.Now().Add(detachTimeout)
 	var ws unix.WaitStatus
-	masks := map[int]uint64{} // threads whose SIGTRAP was unblocked to take our queued one
+	masks := map[int]uint64{} // threads whose stopSignal was unblocked to take our queued one
 	blocked := 0
 	for len(pending) > 0 {
 		pid, err := wait(&ws, true)
@@ -564,12 +564,12 @@ func (s *session) detachAll() {
 				}
 			}
 		case unix.PTRACE_EVENT_STOP:
-			if _, done := masks[pid]; !done && s.mech == MechanismSigtrap && s.trapQueued(pid) {
-				// Let it take our queued SIGTRAP, then detach from that
-				// stop. A thread that blocks SIGTRAP is let take it with
-				// SIGTRAP unblocked (its mask is restored before detaching):
+			if _, done := masks[pid]; !done && s.mech == MechanismSignal && s.signalQueued(pid) {
+				// Let it take our queued signal, then detach from that
+				// stop. A thread that blocks it is let take it with the
+				// signal unblocked (its mask is restored before detaching):
 				// left queued, it would kill the program once unblocked.
-				if m, err := getSigmask(pid); err == nil && m&sigtrapBit != 0 && setSigmask(pid, m&^sigtrapBit) == nil {
+				if m, err := getSigmask(pid); err == nil && m&stopSignalBit != 0 && setSigmask(pid, m&^stopSignalBit) == nil {
 					masks[pid] = m
 					blocked++
 				}
@@ -577,7 +577,7 @@ func (s *session) detachAll() {
 				continue
 			}
 		case 0:
-			if !(sig == unix.SIGTRAP && s.mech == MechanismSigtrap && s.ourTrap(pid)) {
+			if !(sig == stopSignal && s.mech == MechanismSignal && s.ourStop(pid)) {
 				detachSig = int(sig)
 			}
 		}
@@ -593,7 +593,7 @@ func (s *session) detachAll() {
 		s.warn("%d threads did not stop within %v to be detached; they stay traced until culprit exits", len(pending), detachTimeout)
 	}
 	if blocked > 0 {
-		s.warn("%d threads blocked SIGTRAP while traced, so the sigtrap mechanism could not sample them", blocked)
+		s.warn("%d threads blocked SIGURG while traced, so the signal mechanism could not sample them", blocked)
 	}
 	s.threads = map[int]*thread{}
 	s.order = nil

@@ -65,8 +65,12 @@ type Options struct {
 	// percent (0 to 90): the events tick jitterTicks() times faster and a
 	// BPF program keeps one tick in a random number of them.
 	Jitter float64
+	// FastStart cuts the launched command's wait for the kernel's first
+	// task-bound perf event by an expedited RCU grace period (perf.FastStart).
+	FastStart bool
 
-	autoStack bool // StackBytes is to be chosen by stackFor once the program is known
+	autoStack bool     // StackBytes is to be chosen by stackFor once the program is known
+	warnings  []string // said before the session existed
 }
 
 // NoStackCopy as Options.StackBytes copies no user stack (0 chooses one):
@@ -386,6 +390,7 @@ func newSession(o Options, meta recording.Meta) (*session, error) {
 		spaces: map[uint32]*proc.Space{},
 		kseen:  map[uint64]bool{}, kaddr: map[uint64]bool{}}
 	s.res.ExitCode = -1
+	s.res.Warnings = append(s.res.Warnings, o.warnings...)
 	s.pidfd = -1
 	s.state = o.State
 	s.mem, _ = o.State.(collector.MemoryState)
@@ -853,6 +858,9 @@ func (s *session) finish() (Result, error) {
 		err = cerr
 	}
 	s.res.Bytes = s.w.Bytes()
+	if err := perf.FastStartError(); err != nil {
+		s.warn("%v", err)
+	}
 	if s.state != nil {
 		for _, w := range s.state.Warnings() {
 			s.warn("%s", w)

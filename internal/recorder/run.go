@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/culprit-dev/culprit/internal/collector"
+	"github.com/culprit-dev/culprit/internal/perf"
 	"github.com/culprit-dev/culprit/internal/proc"
 	"github.com/culprit-dev/culprit/internal/recording"
 )
@@ -30,6 +31,7 @@ func Launch(o Options, argv []string) (Result, error) {
 	if err := o.setDefaults(); err != nil {
 		return Result{}, err
 	}
+	fastStart(&o)
 	// First, as it is the longest to come: the thread that maps the rings
 	// must be woken on the other CPU (up to 0.4 ms on an idle VM) and the
 	// first perf event to be opened may wait for the kernel (holdRings).
@@ -205,6 +207,7 @@ func Attach(o Options, pid int, stop <-chan struct{}) (Result, error) {
 	if o.autoStack {
 		o.StackBytes = stackFor(proc.Exe(pid))
 	}
+	fastStart(&o)
 	s, err := newSession(o, recording.Meta{AttachPID: pid, Command: proc.Cmdline(pid)})
 	if err != nil {
 		return Result{}, err
@@ -266,4 +269,15 @@ loop:
 		}
 	}
 	return s.finish()
+}
+
+// fastStart turns perf.FastStart on when asked; a refusal is said as a
+// warning, and recording goes on at the normal pace.
+func fastStart(o *Options) {
+	if !o.FastStart {
+		return
+	}
+	if err := perf.FastStart(); err != nil {
+		o.warnings = append(o.warnings, err.Error())
+	}
 }

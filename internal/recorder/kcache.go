@@ -13,6 +13,7 @@ import (
 	"github.com/culprit-dev/culprit/internal/perf"
 	"github.com/culprit-dev/culprit/internal/recording"
 	"github.com/culprit-dev/culprit/internal/symbol"
+	"github.com/culprit-dev/culprit/internal/userfile"
 )
 
 // Kernel symbols are cached on disk: formatting /proc/kallsyms costs the
@@ -76,19 +77,17 @@ func loadKcache(path string) (*symbol.KernelTable, error) {
 // saveKcache writes a table atomically; failures are ignored (it is a cache).
 func saveKcache(path string, t *symbol.KernelTable) {
 	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	// Kernel addresses: 0600, and under sudo the user's (userfile).
+	if err := userfile.MkdirAll(dir); err != nil {
 		return
 	}
-	f, err := os.CreateTemp(dir, filepath.Base(path)+".tmp*")
+	f, err := userfile.CreateTemp(dir, filepath.Base(path)+".tmp*")
 	if err != nil {
 		return
 	}
 	_, err = f.Write(t.AppendBinary(nil))
 	if cerr := f.Close(); err == nil {
 		err = cerr
-	}
-	if err == nil {
-		err = os.Chmod(f.Name(), 0o644)
 	}
 	if err == nil {
 		err = os.Rename(f.Name(), path)

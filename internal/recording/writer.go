@@ -8,6 +8,8 @@ import (
 	"hash/crc32"
 	"io"
 	"os"
+
+	"github.com/culprit-dev/culprit/internal/userfile"
 )
 
 // DefaultStackTableSize is how many distinct stacks a Writer remembers for
@@ -59,9 +61,18 @@ func Create(path string) (*Writer, error) {
 // ext4 for a recent one) and without destroying it if the start fails.
 func CreateLate(path string) (*Writer, error) {
 	_, statErr := os.Lstat(path)
-	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, 0o644)
+	// A recording holds command lines, sampled memory and addresses: 0600,
+	// and under sudo the user's (userfile).
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE, userfile.FileMode)
 	if err != nil {
 		return nil, fmt.Errorf("creating recording: %w", err)
+	}
+	if os.IsNotExist(statErr) {
+		if err := userfile.Own(f); err != nil {
+			f.Close()
+			os.Remove(path)
+			return nil, fmt.Errorf("creating recording: %w", err)
+		}
 	}
 	out := io.Writer(f)
 	if st, err := f.Stat(); err == nil && st.Mode().IsRegular() && st.Size() > 0 {
@@ -85,6 +96,9 @@ func (t *truncFirst) Write(p []byte) (int, error) {
 		if err := t.f.Truncate(0); err != nil {
 			return 0, err
 		}
+		// The old recording's mode may predate the 0600 rule; a file of
+		// another user's that culprit may write but not chmod keeps its own.
+		t.f.Chmod(userfile.FileMode)
 	}
 	return t.f.Write(p)
 }

@@ -9,6 +9,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+
+	"github.com/culprit-dev/culprit/internal/userfile"
 )
 
 // ErrChanged is wrapped by Archive when the file at a path no longer has
@@ -54,10 +56,11 @@ func Archive(dir, path string, buildID []byte) (int64, error) {
 			return 0, nil
 		}
 	}
-	if err := os.MkdirAll(filepath.Dir(dest), 0o755); err != nil {
+	// Copies of the user's programs: 0600, and under sudo the user's.
+	if err := userfile.MkdirAll(filepath.Dir(dest)); err != nil {
 		return 0, &ArchiveError{dir, err}
 	}
-	tmp, err := os.CreateTemp(filepath.Dir(dest), ".archive-*")
+	tmp, err := userfile.CreateTemp(filepath.Dir(dest), ".archive-*")
 	if err != nil {
 		return 0, &ArchiveError{dir, err}
 	}
@@ -67,9 +70,6 @@ func Archive(dir, path string, buildID []byte) (int64, error) {
 		return 0, err
 	}
 	n, err := io.Copy(tmp, f)
-	if err == nil {
-		err = tmp.Chmod(0o644)
-	}
 	if cerr := tmp.Close(); err == nil {
 		err = cerr
 	}

@@ -1,0 +1,64 @@
+package userfile
+
+import (
+	"os"
+	"path/filepath"
+	"syscall"
+	"testing"
+
+	"github.com/culprit-dev/culprit/internal/testutil"
+)
+
+func owned(t *testing.T, path string) (uid, gid int, mode os.FileMode) {
+	t.Helper()
+	fi, err := os.Lstat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	return int(st.Uid), int(st.Gid), fi.Mode().Perm()
+}
+
+// Under sudo (root with SUDO_UID and SUDO_GID), what is created belongs to
+// the user who ran sudo; directories are 0700 and files 0600.
+func TestSudoOwner(t *testing.T) {
+	testutil.NeedRoot(t)
+	t.Setenv("SUDO_UID", "4321")
+	t.Setenv("SUDO_GID", "4322")
+	base := t.TempDir()
+	dir := filepath.Join(base, "a", "b")
+	if err := MkdirAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range []string{filepath.Join(base, "a"), dir} {
+		if u, g, m := owned(t, d); u != 4321 || g != 4322 || m != DirMode {
+			t.Errorf("%s: %d:%d %v, want 4321:4322 %v", d, u, g, m, DirMode)
+		}
+	}
+	if u, _, _ := owned(t, base); u != 0 {
+		t.Errorf("the existing parent was given away: uid %d", u)
+	}
+	f, err := CreateTemp(dir, "x*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if u, g, m := owned(t, f.Name()); u != 4321 || g != 4322 || m != FileMode {
+		t.Errorf("temp file: %d:%d %v", u, g, m)
+	}
+}
+
+// Without sudo, files stay culprit's own.
+func TestNoSudo(t *testing.T) {
+	t.Setenv("SUDO_UID", "")
+	t.Setenv("SUDO_GID", "")
+	dir := t.TempDir()
+	f, err := CreateTemp(dir, "x*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if u, _, m := owned(t, f.Name()); u != os.Geteuid() || m != FileMode {
+		t.Errorf("temp file: uid %d mode %v", u, m)
+	}
+}

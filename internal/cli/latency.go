@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -139,7 +140,9 @@ func loadRun(path string, stderr io.Writer, flt profile.Filter, set introperf.Ev
 }
 
 // writeOutput writes through write to stdout (output "-" or "") or to the
-// file output.
+// file output. A file is written under a temporary name beside it and
+// renamed into place, so a failed write leaves an existing file as it was
+// and a reader never sees half of one.
 func writeOutput(stdout io.Writer, output string, write func(io.Writer) error) error {
 	if output == "" || output == "-" {
 		bw := bufio.NewWriter(stdout)
@@ -148,18 +151,46 @@ func writeOutput(stdout io.Writer, output string, write func(io.Writer) error) e
 		}
 		return bw.Flush()
 	}
-	f, err := os.Create(output)
+	if fi, err := os.Stat(output); err == nil && !fi.Mode().IsRegular() {
+		// A device or a pipe (/dev/stdout, a FIFO) cannot be renamed over.
+		f, err := os.OpenFile(output, os.O_WRONLY, 0)
+		if err != nil {
+			return fmt.Errorf("opening %s: %w", output, err)
+		}
+		bw := bufio.NewWriter(f)
+		err = write(bw)
+		if err == nil {
+			err = bw.Flush()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err != nil {
+			return fmt.Errorf("writing %s: %w", output, err)
+		}
+		return nil
+	}
+	f, err := os.CreateTemp(filepath.Dir(output), "."+filepath.Base(output)+".tmp*")
 	if err != nil {
 		return fmt.Errorf("creating %s: %w", output, err)
 	}
 	bw := bufio.NewWriter(f)
-	if err := write(bw); err != nil {
-		f.Close()
+	err = write(bw)
+	if err == nil {
+		err = bw.Flush()
+	}
+	if err == nil {
+		err = f.Chmod(0o644) // an output to share, as os.Create makes it under the usual umask
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(f.Name(), output)
+	}
+	if err != nil {
+		os.Remove(f.Name())
 		return fmt.Errorf("writing %s: %w", output, err)
 	}
-	if err := bw.Flush(); err != nil {
-		f.Close()
-		return fmt.Errorf("writing %s: %w", output, err)
-	}
-	return f.Close()
+	return nil
 }

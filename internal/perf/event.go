@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -126,15 +127,14 @@ type Layout struct {
 }
 
 // Open opens a sampling event on thread tid (or a process with Inherit) and
-// cpu. It falls back to an attribute without build-ids in MMAP2 records on
-// kernels older than 5.12. Errors say what the user can do.
+// cpu. On kernels older than 5.12 its MMAP2 records carry no build-ids
+// (mmapBuildIDs). Errors say what the user can do.
 func Open(c Config, tid, cpu int, group int) (*Event, error) {
 	a := c.attr()
-	fd, err := OpenTask(a, tid, cpu, group, unix.PERF_FLAG_FD_CLOEXEC)
-	if err == unix.EINVAL {
+	if !mmapBuildIDs() {
 		a.Bits &^= bitBuildID
-		fd, err = OpenTask(a, tid, cpu, group, unix.PERF_FLAG_FD_CLOEXEC)
 	}
+	fd, err := OpenTask(a, tid, cpu, group, unix.PERF_FLAG_FD_CLOEXEC)
 	if err != nil {
 		return nil, explain(err, c, tid, cpu)
 	}
@@ -217,3 +217,23 @@ func (e *Event) Disable() error {
 
 // Close closes the event.
 func (e *Event) Close() error { return unix.Close(e.FD) }
+
+// mmapBuildIDs reports whether the kernel can put build-ids in MMAP2 records
+// (Linux 5.12+). It is probed once, as cilium/ebpf probes features: a
+// disabled dummy event on the calling process with the bit set, which an
+// older kernel refuses with EINVAL (a reserved bit). Any other failure
+// leaves the question to the real open, whose error is explained.
+var mmapBuildIDs = sync.OnceValue(func() bool {
+	a := &unix.PerfEventAttr{
+		Type:   unix.PERF_TYPE_SOFTWARE,
+		Config: unix.PERF_COUNT_SW_DUMMY,
+		Size:   uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
+		Bits: unix.PerfBitDisabled | unix.PerfBitExcludeKernel | unix.PerfBitExcludeHv |
+			unix.PerfBitMmap | unix.PerfBitMmap2 | bitBuildID,
+	}
+	fd, err := OpenTask(a, 0, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	if err == nil {
+		unix.Close(fd)
+	}
+	return err != unix.EINVAL
+})

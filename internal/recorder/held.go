@@ -37,6 +37,7 @@ func holdRings(o Options) *heldRings {
 	h := &heldRings{done: make(chan struct{})}
 	go func() {
 		defer close(h.done)
+		defer func() { recover() }() // openKind maps what is missing
 		for _, cpu := range cpus {
 			ev, err := perf.OpenRingHolder(cpu)
 			if err != nil {

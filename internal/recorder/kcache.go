@@ -111,6 +111,11 @@ func (s *session) startKernelSymbols() {
 	userOnly := s.o.UserOnly
 	go func() {
 		defer close(ready)
+		defer func() {
+			if r := recover(); r != nil {
+				s.ktab, s.kwarn = nil, fmt.Sprintf("kernel frames will be unnamed: loading kernel symbols failed: %v", r)
+			}
+		}()
 		s.ktab, s.kwarn = loadKernelSymbols(userOnly)
 	}()
 }

@@ -63,6 +63,11 @@ func (s *session) startSnapshots(mainExe string) {
 	o := sampleprog.Options{Jitter: s.o.jitterRange(), Snapshots: s.mem != nil}
 	go func() {
 		defer close(l.done)
+		defer func() {
+			if r := recover(); r != nil {
+				l.tk, l.err = nil, fmt.Errorf("loading the BPF sampling program failed: %v", r)
+			}
+		}()
 		if o.Snapshots {
 			// With --values this makes the main executable's schema
 			// (tens of ms for a big program), while the command starts.

@@ -57,40 +57,30 @@ func TestFilesArePrivate(t *testing.T) {
 	sys := testutil.C(t, "syscalls", []string{"syscalls.c"}, "-O2", "-g")
 	mustRun(t, "record", "-o", filepath.Join(dir, "sys.rec"), "--", sys, "100000")
 	check(filepath.Join(dir, "sys.rec"), 0o600)
-	n := 0
-	filepath.WalkDir(filepath.Join(cache, "culprit"), func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			t.Error(err)
+	// checkTree checks every directory and file below root; it returns
+	// how many files there are.
+	checkTree := func(root string) int {
+		n := 0
+		filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
+			switch {
+			case err != nil:
+				t.Error(err)
+			case d.IsDir():
+				check(p, 0o700)
+			default:
+				check(p, 0o600)
+				n++
+			}
 			return nil
-		}
-		if d.IsDir() {
-			check(p, 0o700)
-		} else {
-			check(p, 0o600)
-			n++
-		}
-		return nil
-	})
-	if n == 0 {
+		})
+		return n
+	}
+	if checkTree(filepath.Join(cache, "culprit")) == 0 {
 		t.Errorf("no kernel-symbol cache under %s", cache)
 	}
 
 	mustRun(t, "archive", perfRec)
-	n = 0
-	filepath.WalkDir(archive, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			t.Error(err)
-			return nil
-		}
-		if d.IsDir() {
-			check(p, 0o700)
-		} else {
-			check(p, 0o600)
-			n++
-		}
-		return nil
-	})
-	if n == 0 {
+	if checkTree(archive) == 0 {
 		t.Errorf("nothing archived under %s", archive)
 	}
 }

@@ -287,17 +287,3 @@ func (s *Sampler) Warnings() []string {
 	}
 	return out
 }
-
-// StackMemory reads memory from a copy of the user stack taken at the
-// sample, and nothing else: what a perf-event sample carries.
-func StackMemory(sp uint64, data []byte) func(addr uint64, buf []byte) error {
-	return func(addr uint64, buf []byte) error {
-		if addr < sp || addr-sp+uint64(len(buf)) > uint64(len(data)) {
-			return errNotInCopy
-		}
-		copy(buf, data[addr-sp:])
-		return nil
-	}
-}
-
-var errNotInCopy = errors.New("outside the stack copied at the sample (use --collector ptrace to read heap and globals)")

@@ -3,6 +3,7 @@ package state
 import (
 	"debug/elf"
 	"encoding/binary"
+	"errors"
 	"testing"
 
 	"github.com/culprit-dev/culprit/internal/recording"
@@ -170,7 +171,7 @@ func TestValuesDereferencePointers(t *testing.T) {
 			case addr == 0x5000 && len(buf) == 4:
 				binary.LittleEndian.PutUint32(buf, 7)
 			default:
-				return errNotInCopy
+				return errors.New("not in the memory copied at the sample")
 			}
 			return nil
 		}

@@ -80,6 +80,14 @@ func Launch(o Options, argv []string) (Result, error) {
 		return Result{}, err
 	}
 	pid := child.Pid
+	// A launched command lives and dies with culprit: on any way out before
+	// its release (an error, a panic) it is killed and reaped.
+	released := false
+	defer func() {
+		if !released {
+			child.Kill()
+		}
+	}()
 	// The mappings exec made, read while the rings may still be coming.
 	first, err := readProcess(pid)
 	if err != nil {
@@ -99,6 +107,7 @@ func Launch(o Options, argv []string) (Result, error) {
 		s.abandon()
 		return Result{}, err
 	}
+	released = true
 	relay.Forward(pid)
 	s.watch(pid) // a pidfd: also of a process that has already exited
 	s.begin()

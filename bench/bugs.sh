@@ -3,9 +3,11 @@
 #
 # For every case in bench/bugs/<case>/ (the format: docs/accuracy.md) it
 # builds the program, records one normal and one buggy run with perf
-# (perf record -g) and one of each with culprit (record --values --events
-# cpu,syscalls,sched: values for diagnose, stacks and events for contexts),
-# and prints one row per case:
+# (perf record -g), one of each with culprit record --values (for report and
+# diagnose) and one of each with culprit record --events cpu,syscalls,sched
+# (for contexts; recorded apart because tracing every system call and
+# context switch costs kernel CPU time that would distort the CPU profiles
+# of servers), and prints one row per case:
 #
 #   perf      rank of the root cause by self time in the buggy run (perf report --no-children)
 #   report    the same by culprit report (self time)
@@ -39,7 +41,7 @@ shift $((OPTIND - 1))
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 culprit=$out/culprit
-CGO_ENABLED=0 go build -o "$culprit" "$root/cmd/culprit"
+CGO_ENABLED=0 go build -o "$culprit.new" "$root/cmd/culprit" && mv "$culprit.new" "$culprit"
 
 cases=("$@")
 if [ ${#cases[@]} -eq 0 ]; then
@@ -62,15 +64,17 @@ for c in "${cases[@]}"; do
 		w=$out/$c
 		mkdir -p "$w"
 		log=$w/log.txt
-		if [ $again = 0 ] || [ ! -f "$w/buggy.rec" ]; then
+		if [ $again = 0 ] || [ ! -f "$w/buggy.ev.rec" ]; then
 			: >"$log"
 			"$dir/build.sh" "$w/build" >>"$log" 2>&1 || { echo "$c: build failed, see $log" >&2; exit 1; }
 			for mode in normal buggy; do
-				rm -f "$w/$mode.rec" "$w/$mode.perf"
+				rm -f "$w/$mode.rec" "$w/$mode.ev.rec" "$w/$mode.perf"
 				"$dir/run.sh" "$w/build" $mode -- perf record -q -g -o "$w/$mode.perf" -- >>"$log" 2>&1 ||
 					{ echo "$c: perf $mode run failed, see $log" >&2; exit 1; }
-				"$dir/run.sh" "$w/build" $mode -- "$culprit" record --values --events cpu,syscalls,sched -o "$w/$mode.rec" -- >>"$log" 2>&1 ||
-					{ echo "$c: culprit $mode run failed, see $log" >&2; exit 1; }
+				"$dir/run.sh" "$w/build" $mode -- "$culprit" record --values -o "$w/$mode.rec" -- >>"$log" 2>&1 ||
+					{ echo "$c: culprit --values $mode run failed, see $log" >&2; exit 1; }
+				"$dir/run.sh" "$w/build" $mode -- "$culprit" record --events cpu,syscalls,sched -o "$w/$mode.ev.rec" -- >>"$log" 2>&1 ||
+					{ echo "$c: culprit --events $mode run failed, see $log" >&2; exit 1; }
 			done
 		fi
 		perf_rank=$(perf report -i "$w/buggy.perf" --no-children --sort symbol -g none --stdio -q 2>/dev/null |
@@ -86,7 +90,7 @@ for c in "${cases[@]}"; do
 		}
 		read -r d_rank d_pat < <(diag diagnose.json)
 		read -r v_rank v_pat < <(diag vprof.json --method vprof)
-		ctx_rank=$("$culprit" contexts --base "$w/normal.rec" --buggy "$w/buggy.rec" --top 0 --format json 2>>"$log" |
+		ctx_rank=$("$culprit" contexts --base "$w/normal.ev.rec" --buggy "$w/buggy.ev.rec" --top 0 --format json 2>>"$log" |
 			jq -r --arg n "$ROOT_CAUSE" '[.paths[] | select(any(.frames[]; .name == $n)) | .rank][0] // "-"')
 		mark() { [ "$1" = "$PATTERN" ] && echo "$1*" || echo "$1"; }
 		echo "$NAME $SPLIT $KIND $PATTERN $ROOT_CAUSE $perf_rank $report_rank $d_rank $(mark "$d_pat") $v_rank $(mark "$v_pat") $ctx_rank" >"$w/row.txt"

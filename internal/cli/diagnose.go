@@ -12,6 +12,7 @@ import (
 
 	"github.com/culprit-dev/culprit/internal/analysis/vprof"
 	"github.com/culprit-dev/culprit/internal/profile"
+	"github.com/culprit-dev/culprit/internal/render"
 )
 
 func newDiagnose() *cobra.Command {
@@ -127,9 +128,9 @@ or the flag repeated). Costs are CPU time per buggy run.`,
 			}
 			return writeOutput(c.OutOrStdout(), output, func(w io.Writer) error {
 				if format == "json" {
-					return vprof.WriteJSON(w, res)
+					return render.DiagnoseJSON(w, res)
 				}
-				return vprof.WriteText(w, res, top)
+				return render.DiagnoseText(w, res, top)
 			})
 		},
 	}

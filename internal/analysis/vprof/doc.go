@@ -19,7 +19,12 @@
 //     variable, the buggy samples outside it, the source lines they were
 //     read at and — through a BlockFunc the caller supplies (SetBlocks; the
 //     CLI uses package schema's disassembly) — the basic blocks;
-//   - the text and JSON views of the result.
+//   - the differential method (the default): the growth of each function's
+//     share of CPU time over complete call stacks, weighted by evidence
+//     from its variables, its own time and the inputs that differ it reads
+//     (through a ReadsFunc, SetReads), with a why line per function.
+//
+// Package render draws the result (DiagnoseText, DiagnoseJSON).
 //
 // It reads only profile.Profile (values, their symbolized PCs, CPU samples
 // and stacks). It does not read recordings, ELF or DWARF, does not talk to

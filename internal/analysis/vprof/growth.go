@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -613,3 +614,15 @@ func lineRange(ls []Line) string {
 	}
 	return fmt.Sprintf("%s:%d–%d", base, lo, hi)
 }
+
+// num formats a value compactly: integers as they are below a million,
+// others with three significant digits.
+func num(x float64) string {
+	if x == math.Trunc(x) && math.Abs(x) < 1e6 {
+		return strconv.FormatFloat(x, 'f', -1, 64)
+	}
+	return strconv.FormatFloat(x, 'g', 3, 64)
+}
+
+// FormatValue formats a variable's value as the why lines do.
+func FormatValue(x float64) string { return num(x) }

@@ -1,87 +1,87 @@
-package vprof
+package render
 
 import (
 	"encoding/json"
 	"fmt"
+	"github.com/culprit-dev/culprit/internal/analysis/vprof"
 	"io"
 	"math"
 	"path/filepath"
-	"strconv"
 	"strings"
 )
 
-// jsonDoc is the JSON form of a Result (docs/report-json.md).
-type jsonDoc struct {
-	Method   Method      `json:"method"`
-	Inputs   []Input     `json:"inputs"`
-	Normal   []Run       `json:"normal"`
-	Buggy    []Run       `json:"buggy"`
-	Options  jsonOptions `json:"options"`
-	History  bool        `json:"history"`
-	CostUnit string      `json:"cost_unit"`
-	Warnings []string    `json:"warnings"`
-	Schema   jsonSchema  `json:"schema"`
+// diagJSONDoc is the JSON form of a Result (docs/report-json.md).
+type diagJSONDoc struct {
+	Method   vprof.Method    `json:"method"`
+	Inputs   []vprof.Input   `json:"inputs"`
+	Normal   []vprof.Run     `json:"normal"`
+	Buggy    []vprof.Run     `json:"buggy"`
+	Options  diagJSONOptions `json:"options"`
+	History  bool            `json:"history"`
+	CostUnit string          `json:"cost_unit"`
+	Warnings []string        `json:"warnings"`
+	Schema   diagJSONSchema  `json:"schema"`
 	// Functions are ordered by rank.
-	Functions []FunctionResult `json:"functions"`
+	Functions []vprof.FunctionResult `json:"functions"`
 }
 
-type jsonOptions struct {
+type diagJSONOptions struct {
 	Alpha           float64 `json:"alpha"`
 	DefaultDiscount float64 `json:"default_discount"`
 	ValidDiscount   float64 `json:"valid_discount"`
 	MaxTestSamples  int     `json:"max_test_samples"`
 }
 
-type jsonSchema struct {
+type diagJSONSchema struct {
 	OnlyNormal []string `json:"only_normal"`
 	OnlyBuggy  []string `json:"only_buggy"`
 }
 
-// WriteJSON writes the result as JSON, every function included.
-func WriteJSON(w io.Writer, r *Result) error {
-	d := jsonDoc{Method: r.Method, Inputs: r.Inputs, Normal: r.Normal, Buggy: r.Buggy, History: r.History, CostUnit: "s",
-		Options: jsonOptions{Alpha: r.Options.Alpha, DefaultDiscount: r.Options.DefaultDiscount,
+// DiagnoseJSON writes the result as JSON, every function included.
+func DiagnoseJSON(w io.Writer, r *vprof.Result) error {
+	d := diagJSONDoc{Method: r.Method, Inputs: r.Inputs, Normal: r.Normal, Buggy: r.Buggy, History: r.History, CostUnit: "s",
+		Options: diagJSONOptions{Alpha: r.Options.Alpha, DefaultDiscount: r.Options.DefaultDiscount,
 			ValidDiscount: r.Options.ValidDiscount, MaxTestSamples: r.Options.MaxTestSamples},
-		Warnings: nonNil(r.Warnings), Schema: jsonSchema{OnlyNormal: nonNil(r.OnlyNormal), OnlyBuggy: nonNil(r.OnlyBuggy)},
+		Warnings: diagNonNil(r.Warnings), Schema: diagJSONSchema{OnlyNormal: diagNonNil(r.OnlyNormal), OnlyBuggy: diagNonNil(r.OnlyBuggy)},
 		Functions: r.Functions}
 	if d.Functions == nil {
-		d.Functions = []FunctionResult{}
+		d.Functions = []vprof.FunctionResult{}
 	}
 	if d.Inputs == nil {
-		d.Inputs = []Input{}
+		d.Inputs = []vprof.Input{}
 	}
 	for i := range d.Functions {
 		if d.Functions[i].Lines == nil {
-			d.Functions[i].Lines = []Line{}
+			d.Functions[i].Lines = []vprof.Line{}
 		}
 		if d.Functions[i].Blocks == nil {
-			d.Functions[i].Blocks = []Block{}
+			d.Functions[i].Blocks = []vprof.Block{}
 		}
 		if v := d.Functions[i].Var; v != nil && v.Anomaly != nil && v.Anomaly.Blocks == nil {
-			v.Anomaly.Blocks = []Block{}
+			v.Anomaly.Blocks = []vprof.Block{}
 		}
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
-	return enc.Encode(sanitize(d))
+	return enc.Encode(diagSanitize(d))
 }
 
-func nonNil(s []string) []string {
+func diagNonNil(s []string) []string {
 	if s == nil {
 		return []string{}
 	}
 	return s
 }
 
-// sanitize replaces infinities and NaNs, which JSON cannot hold, by 0 in
+// diagSanitize replaces infinities and NaNs, which JSON cannot hold, by 0 in
 // the statistics of the variables.
-func sanitize(d jsonDoc) jsonDoc {
+func diagSanitize(d diagJSONDoc) diagJSONDoc {
 	fix := func(x *float64) {
 		if math.IsInf(*x, 0) || math.IsNaN(*x) {
 			*x = 0
 		}
 	}
-	seen := map[*VariableResult]bool{}
+	seen := map[*vprof.VariableResult]bool{}
 	for i := range d.Functions {
 		v := d.Functions[i].Var
 		if v == nil || seen[v] {
@@ -102,21 +102,21 @@ func sanitize(d jsonDoc) jsonDoc {
 	return d
 }
 
-// WriteText writes the ranking, top functions only (0: all).
-func WriteText(w io.Writer, r *Result, top int) error {
+// DiagnoseText writes the ranking, top functions only (0: all).
+func DiagnoseText(w io.Writer, r *vprof.Result, top int) error {
 	var b strings.Builder
 	title := "diagnosis (differential: growth of each function's share of CPU time, weighted by evidence)"
-	if r.Method == MethodVprof {
+	if r.Method == vprof.MethodVprof {
 		title = "vProf diagnosis"
 	}
-	fmt.Fprintf(&b, "%s: %s against %s\n", title, plural(len(r.Buggy), "buggy run"), plural(len(r.Normal), "normal run"))
+	fmt.Fprintf(&b, "%s: %s against %s\n", title, diagPlural(len(r.Buggy), "buggy run"), diagPlural(len(r.Normal), "normal run"))
 	for _, group := range []struct {
 		name string
-		runs []Run
+		runs []vprof.Run
 	}{{"normal", r.Normal}, {"buggy", r.Buggy}} {
 		for _, run := range group.runs {
 			fmt.Fprintf(&b, "  %-6s %s: %d CPU samples (%s), %d values of %d variables", group.name, run.Path, run.Samples,
-				seconds(run.CPU), run.Values, run.Variables)
+				diagSeconds(run.CPU), run.Values, run.Variables)
 			if run.Executable != "" {
 				fmt.Fprintf(&b, "; %s", run.Executable)
 			}
@@ -129,7 +129,7 @@ func WriteText(w io.Writer, r *Result, top int) error {
 	}
 	fmt.Fprintf(&b, "  α %g, DefaultDiscount %g, ValidDiscount %g; hist-discounter %s\n",
 		r.Options.Alpha, r.Options.DefaultDiscount, r.Options.ValidDiscount, hist)
-	if r.Method == MethodVprof {
+	if r.Method == vprof.MethodVprof {
 		b.WriteString("  cost: CPU time per buggy run; raw = max(PC cost, variable cost); calibrated = (1 − discount) · raw\n")
 	} else {
 		b.WriteString("  score: (1 − discount) · growth of the function's share of CPU time (its whole call subtree); discount 0 with evidence from its variables or own time\n")
@@ -138,7 +138,7 @@ func WriteText(w io.Writer, r *Result, top int) error {
 			if in.Function != "" && in.Function != "#global" {
 				name = in.Function + ":" + in.Name
 			}
-			fmt.Fprintf(&b, "  input that differs: %s = %s normally, %s in the buggy runs (constant in each run)\n", name, num(in.Normal), num(in.Buggy))
+			fmt.Fprintf(&b, "  input that differs: %s = %s normally, %s in the buggy runs (constant in each run)\n", name, diagNum(in.Normal), diagNum(in.Buggy))
 		}
 	}
 	for _, wn := range r.Warnings {
@@ -153,12 +153,12 @@ func WriteText(w io.Writer, r *Result, top int) error {
 		n = top
 	}
 	b.Reset()
-	if r.Method != MethodVprof {
+	if r.Method != vprof.MethodVprof {
 		fmt.Fprintf(&b, "%4s  %7s  %7s  %7s  %-9s  %-18s  %s\n", "rank", "score", "buggy", "normal", "evidence", "pattern", "function")
 		for i := 0; i < n; i++ {
 			f := r.Functions[i]
 			fmt.Fprintf(&b, "%4d  %6.1f%%  %6.1f%%  %6.1f%%  %-9s  %-18s  %s\n", f.Rank, 100*f.Score, 100*f.Share.Buggy, 100*f.Share.Normal,
-				f.Evidence, f.Pattern, funcLabel(f))
+				f.Evidence, f.Pattern, diagFuncLabel(f))
 			fmt.Fprintf(&b, "%6s%s\n", "", f.Why)
 		}
 		if n < len(r.Functions) {
@@ -170,9 +170,9 @@ func WriteText(w io.Writer, r *Result, top int) error {
 	fmt.Fprintf(&b, "%4s  %10s  %10s  %8s  %-9s  %-18s  %s\n", "rank", "calibrated", "raw", "discount", "dimension", "pattern", "function")
 	for i := 0; i < n; i++ {
 		f := r.Functions[i]
-		fmt.Fprintf(&b, "%4d  %10s  %10s  %8.2f  %-9s  %-18s  %s\n", f.Rank, seconds(f.Calibrated), seconds(f.Raw), f.Discount,
-			f.Dimension, f.Pattern, funcLabel(f))
-		for _, line := range details(f) {
+		fmt.Fprintf(&b, "%4d  %10s  %10s  %8.2f  %-9s  %-18s  %s\n", f.Rank, diagSeconds(f.Calibrated), diagSeconds(f.Raw), f.Discount,
+			f.Dimension, f.Pattern, diagFuncLabel(f))
+		for _, line := range diagDetails(f) {
 			fmt.Fprintf(&b, "%6s%s\n", "", line)
 		}
 	}
@@ -183,7 +183,7 @@ func WriteText(w io.Writer, r *Result, top int) error {
 	return err
 }
 
-func funcLabel(f FunctionResult) string {
+func diagFuncLabel(f vprof.FunctionResult) string {
 	obj := f.Object
 	if obj != "" && !strings.HasPrefix(obj, "[") {
 		obj = filepath.Base(obj)
@@ -194,13 +194,13 @@ func funcLabel(f FunctionResult) string {
 	return f.Name + " (" + obj + ")"
 }
 
-// details are the lines printed under a function: its most anomalous
+// diagDetails are the lines printed under a function: its most anomalous
 // variable compared, and where the anomalous values were read.
-func details(f FunctionResult) []string {
+func diagDetails(f vprof.FunctionResult) []string {
 	var out []string
 	switch {
 	case f.Var != nil:
-		out = append(out, summary(f.Var))
+		out = append(out, diagSummary(f.Var))
 		if a := f.Var.Anomaly; a != nil && f.Var.Anomalous && len(a.Lines) > 0 {
 			var parts []string
 			for i, l := range a.Lines {
@@ -208,7 +208,7 @@ func details(f FunctionResult) []string {
 					parts = append(parts, fmt.Sprintf("… %d more lines", len(a.Lines)-5))
 					break
 				}
-				parts = append(parts, fmt.Sprintf("%s (%s)", l.String(), percent(l.Samples, a.Outside)))
+				parts = append(parts, fmt.Sprintf("%s (%s)", l.String(), diagPercent(l.Samples, a.Outside)))
 			}
 			out = append(out, "seen at: "+strings.Join(parts, ", "))
 			if len(a.Blocks) > 0 {
@@ -218,7 +218,7 @@ func details(f FunctionResult) []string {
 						parts = append(parts, fmt.Sprintf("… %d more blocks", len(a.Blocks)-5))
 						break
 					}
-					parts = append(parts, fmt.Sprintf("%s %s (%s)", bl.Function, bl, percent(bl.Samples, a.Outside)))
+					parts = append(parts, fmt.Sprintf("%s %s (%s)", bl.Function, bl, diagPercent(bl.Samples, a.Outside)))
 				}
 				out = append(out, "in blocks: "+strings.Join(parts, ", "))
 			}
@@ -231,10 +231,10 @@ func details(f FunctionResult) []string {
 	return out
 }
 
-// summary compares a variable's normal and buggy samples in one line, e.g.
+// diagSummary compares a variable's normal and buggy samples in one line, e.g.
 // "available_mem: normal median 5.1e+05, buggy 0; 100% of buggy samples
 // outside the normal range [4.9e+05, 5.3e+05]".
-func summary(v *VariableResult) string {
+func diagSummary(v *vprof.VariableResult) string {
 	name := v.Name
 	var what []string
 	if v.Global {
@@ -255,33 +255,28 @@ func summary(v *VariableResult) string {
 	}
 	var quantity, unit string
 	switch a.Dimension {
-	case DimValue:
+	case vprof.DimValue:
 		quantity = ""
-	case DimDelta:
+	case vprof.DimDelta:
 		quantity = "change between samples, "
-	case DimDuration:
+	case vprof.DimDuration:
 		quantity = "samples a value lasts, "
 		unit = ""
 	}
 	if !a.HasNormal {
-		return fmt.Sprintf("%s: never sampled in the normal runs; %sbuggy median %s%s over %d samples", name, quantity, num(a.BuggyMedian), unit, a.Considered)
+		return fmt.Sprintf("%s: never sampled in the normal runs; %sbuggy median %s%s over %d samples", name, quantity, diagNum(a.BuggyMedian), unit, a.Considered)
 	}
-	s := fmt.Sprintf("%s: %snormal median %s, buggy %s", name, quantity, num(a.NormalMedian), num(a.BuggyMedian))
+	s := fmt.Sprintf("%s: %snormal median %s, buggy %s", name, quantity, diagNum(a.NormalMedian), diagNum(a.BuggyMedian))
 	if !v.Anomalous {
 		return s + "; distributions alike (DefaultDiscount)"
 	}
 	return s + fmt.Sprintf("; %s of buggy samples outside the normal range [%s, %s]",
-		percent(a.Outside, a.Considered), num(a.NormalMin), num(a.NormalMax))
+		diagPercent(a.Outside, a.Considered), diagNum(a.NormalMin), diagNum(a.NormalMax))
 }
 
-func num(x float64) string {
-	if x == math.Trunc(x) && math.Abs(x) < 1e6 {
-		return strconv.FormatFloat(x, 'f', -1, 64)
-	}
-	return strconv.FormatFloat(x, 'g', 3, 64)
-}
+func diagNum(x float64) string { return vprof.FormatValue(x) }
 
-func percent(n, total int) string {
+func diagPercent(n, total int) string {
 	if total == 0 {
 		return "0%"
 	}
@@ -292,15 +287,15 @@ func percent(n, total int) string {
 	return fmt.Sprintf("%.0f%%", p)
 }
 
-func plural(n int, what string) string {
+func diagPlural(n int, what string) string {
 	if n == 1 {
 		return "1 " + what
 	}
 	return fmt.Sprintf("%d %ss", n, what)
 }
 
-// seconds formats CPU seconds: 1.23s, 45.6ms, 789µs.
-func seconds(s float64) string {
+// diagSeconds formats CPU seconds: 1.23s, 45.6ms, 789µs.
+func diagSeconds(s float64) string {
 	switch {
 	case s == 0:
 		return "0"

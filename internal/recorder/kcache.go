@@ -76,25 +76,15 @@ func loadKcache(path string) (*symbol.KernelTable, error) {
 
 // saveKcache writes a table atomically; failures are ignored (it is a cache).
 func saveKcache(path string, t *symbol.KernelTable) {
-	dir := filepath.Dir(path)
-	// Kernel addresses: 0600, and under sudo the user's (userfile).
-	if err := userfile.MkdirAll(dir); err != nil {
+	// Kernel addresses: 0600, and under sudo the user's; written whole or
+	// not at all, and nothing left if culprit exits meanwhile (userfile).
+	if err := userfile.MkdirAll(filepath.Dir(path)); err != nil {
 		return
 	}
-	f, err := userfile.CreateTemp(dir, filepath.Base(path)+".tmp*")
-	if err != nil {
-		return
-	}
-	_, err = f.Write(t.AppendBinary(nil))
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(f.Name(), path)
-	}
-	if err != nil {
-		os.Remove(f.Name())
-	}
+	userfile.Replace(path, func(f *os.File) error {
+		_, err := f.Write(t.AppendBinary(nil))
+		return err
+	})
 }
 
 // startKernelSymbols loads the kernel's symbols in the background, once the

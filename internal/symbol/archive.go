@@ -32,7 +32,7 @@ func (e *ArchiveError) Error() string {
 // into the debug directory dir (ArchivePath), so that it can stand in for
 // the object once the file is rebuilt or removed: Symbolizer.Object looks
 // there by build-id. It returns the bytes copied, 0 when the copy is
-// already there. The copy is written under a temporary name and renamed,
+// already there. The copy is written whole or not at all (userfile.Replace),
 // so a reader never sees half of it.
 func Archive(dir, path string, buildID []byte) (int64, error) {
 	if len(buildID) == 0 {
@@ -60,22 +60,14 @@ func Archive(dir, path string, buildID []byte) (int64, error) {
 	if err := userfile.MkdirAll(filepath.Dir(dest)); err != nil {
 		return 0, &ArchiveError{dir, err}
 	}
-	tmp, err := userfile.CreateTemp(filepath.Dir(dest), ".archive-*")
-	if err != nil {
-		return 0, &ArchiveError{dir, err}
-	}
-	defer os.Remove(tmp.Name()) // after a successful rename, nothing is left to remove
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
-		tmp.Close()
 		return 0, err
 	}
-	n, err := io.Copy(tmp, f)
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp.Name(), dest)
-	}
+	var n int64
+	err = userfile.Replace(dest, func(tmp *os.File) error {
+		n, err = io.Copy(tmp, f)
+		return err
+	})
 	if err != nil {
 		return 0, &ArchiveError{dir, fmt.Errorf("copying %s: %v", path, err)}
 	}

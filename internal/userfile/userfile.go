@@ -8,9 +8,12 @@
 package userfile
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
+
+	"golang.org/x/sys/unix"
 )
 
 // Modes of the files and directories culprit creates.
@@ -87,4 +90,52 @@ func CreateTemp(dir, pattern string) (*os.File, error) {
 		return nil, err
 	}
 	return f, nil
+}
+
+// Replace writes the file at path through write, whole or not at all: the
+// bytes go to an unnamed file in path's directory (O_TMPFILE), which gets a
+// name only once complete and is then renamed over path. If culprit dies
+// while writing, nothing is left behind. On file systems without O_TMPFILE
+// a named temporary file is used instead (and removed on failure). The file
+// is FileMode and, under sudo, the user's.
+func Replace(path string, write func(f *os.File) error) error {
+	dir := filepath.Dir(path)
+	fd, err := unix.Open(dir, unix.O_TMPFILE|unix.O_WRONLY|unix.O_CLOEXEC, uint32(FileMode))
+	if err != nil {
+		f, err := CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
+		if err != nil {
+			return err
+		}
+		err = write(f)
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		if err == nil {
+			err = os.Rename(f.Name(), path)
+		}
+		if err != nil {
+			os.Remove(f.Name())
+		}
+		return err
+	}
+	f := os.NewFile(uintptr(fd), path)
+	defer f.Close()
+	if err := Own(f); err != nil {
+		return err
+	}
+	if err := write(f); err != nil {
+		return err
+	}
+	// A name for the finished file, then the rename: a file left by a
+	// death between the two is whole.
+	tmp := fmt.Sprintf("%s.%d.tmp", path, os.Getpid())
+	os.Remove(tmp)
+	if err := unix.Linkat(unix.AT_FDCWD, fmt.Sprintf("/proc/self/fd/%d", fd), unix.AT_FDCWD, tmp, unix.AT_SYMLINK_FOLLOW); err != nil {
+		return fmt.Errorf("naming %s: %w", path, err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	return nil
 }

@@ -1,6 +1,7 @@
 package userfile
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -60,5 +61,40 @@ func TestNoSudo(t *testing.T) {
 	f.Close()
 	if u, _, m := owned(t, f.Name()); u != os.Geteuid() || m != FileMode {
 		t.Errorf("temp file: uid %d mode %v", u, m)
+	}
+}
+
+// Replace puts the whole new file in place, keeps the old one when writing
+// fails, and leaves nothing else in the directory either way.
+func TestReplace(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "f")
+	if err := os.WriteFile(p, []byte("old"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := Replace(p, func(f *os.File) error {
+		_, err := f.Write([]byte("new"))
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "new" {
+		t.Errorf("after Replace: %q", b)
+	}
+	if _, _, m := owned(t, p); m != FileMode {
+		t.Errorf("mode %v", m)
+	}
+	failed := errors.New("write failed")
+	if err := Replace(p, func(f *os.File) error {
+		f.Write([]byte("half"))
+		return failed
+	}); !errors.Is(err, failed) {
+		t.Errorf("error %v", err)
+	}
+	if b, _ := os.ReadFile(p); string(b) != "new" {
+		t.Errorf("a failed Replace changed the file: %q", b)
+	}
+	if ents, _ := os.ReadDir(dir); len(ents) != 1 {
+		t.Errorf("left in the directory: %v", ents)
 	}
 }

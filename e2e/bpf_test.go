@@ -44,14 +44,22 @@ func culpritPrograms(t *testing.T, pid int) []string {
 func TestNoBPFLeftBehind(t *testing.T) {
 	testutil.NeedRoot(t)
 	bin := testutil.C(t, "jobs", []string{"jobs.c"}, "-O2", "-g")
+	loaded := func(pid int) func() bool {
+		return func() bool {
+			if !alive(pid) {
+				t.Fatalf("culprit (%d) ended before its BPF program was seen", pid)
+			}
+			return len(culpritPrograms(t, pid)) == 1
+		}
+	}
 	cmd := exec.Command(culprit, "record", "--jitter", "20", "--expr", "jobs*@process@cfg.limits[2]", "-o", rec(t), "--", bin, "300", "heap")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(300 * time.Millisecond)
-	if p := culpritPrograms(t, cmd.Process.Pid); len(p) != 1 {
-		t.Errorf("while recording: %v loaded, want culprit's one program", p)
-	}
+	defer cmd.Process.Kill()
+	// Loaded before the command starts, unloaded after it ends (300
+	// rounds: about a second of CPU time).
+	waitFor(t, "culprit's BPF program while recording", loaded(cmd.Process.Pid))
 	if err := cmd.Wait(); err != nil {
 		t.Fatal(err)
 	}
@@ -59,30 +67,27 @@ func TestNoBPFLeftBehind(t *testing.T) {
 		t.Errorf("after a recording: %v still loaded", p)
 	}
 
-	target := exec.Command(bin, "400", "heap")
+	target := exec.Command(bin, "100000", "heap")
 	if err := target.Start(); err != nil {
 		t.Fatal(err)
 	}
-	defer target.Process.Kill()
+	defer func() { target.Process.Kill(); target.Wait() }()
 	cmd = exec.Command(culprit, "record", "-p", strconv.Itoa(target.Process.Pid), "--jitter", "20", "--expr", "jobs*@process@j->size", "-o", rec(t))
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(700 * time.Millisecond)
+	defer cmd.Process.Kill()
 	pid := cmd.Process.Pid
-	if p := culpritPrograms(t, pid); len(p) != 1 {
-		t.Errorf("while attached: %v loaded, want culprit's one program", p)
-	}
+	waitFor(t, "culprit's BPF program while attached", loaded(pid))
+	waitSampling(t, pid)
 	cmd.Process.Signal(os.Kill)
 	cmd.Wait()
-	deadline := time.Now().Add(2 * time.Second)
-	for len(culpritPrograms(t, pid)) > 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond) // the kernel frees the program after the last event closes
+	// The kernel frees the program after the last event closes.
+	waitFor(t, "the kernel to free the program of a killed recorder", func() bool { return len(culpritPrograms(t, pid)) == 0 })
+	// The target runs on: it is neither gone nor a zombie, and its CPU time
+	// grows.
+	if !alive(target.Process.Pid) {
+		t.Fatalf("the target ended with the recorder")
 	}
-	if p := culpritPrograms(t, pid); len(p) != 0 {
-		t.Errorf("after SIGKILL of the recorder: %v still loaded", p)
-	}
-	if target.ProcessState != nil {
-		t.Errorf("the target ended with the recorder")
-	}
+	waitCPU(t, target.Process.Pid, 20*time.Millisecond)
 }

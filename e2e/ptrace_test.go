@@ -151,27 +151,41 @@ func TestPtraceForkExecAndExitCode(t *testing.T) {
 	}
 }
 
-// Attach twice to a running process; it runs on untraced and exits with its
-// own code.
+// Attach twice to a running process, once for a wall-clock --duration and
+// once until Ctrl-C; it runs on untraced and exits with its own code.
 func TestPtraceAttachTwice(t *testing.T) {
 	testutil.NeedRoot(t)
 	bin := testutil.C(t, "sleeper", []string{"sleeper.c"}, "-O2", "-g")
-	target := exec.Command(bin, "4", "3")
+	target := exec.Command(bin, "4", "3") // 4 s of CPU time
 	if err := target.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer target.Process.Kill()
-	time.Sleep(200 * time.Millisecond)
-	for i := 0; i < 2; i++ {
-		out := rec(t)
-		if code, errs := recordPtrace(t, "-p", strconv.Itoa(target.Process.Pid), "--duration", "700ms", "-o", out); code != 0 {
-			t.Fatalf("attach %d: exit %d\n%s", i+1, code, errs)
-		}
-		ptraceFree(t, target.Process.Pid)
-		f := flat(t, out)
-		if f.Samples < 200 || f.total("busy") < 0.5 {
-			t.Errorf("attach %d: %d samples, busy %.2f", i+1, f.Samples, f.total("busy"))
-		}
+	pid := target.Process.Pid
+	waitCPU(t, pid, 50*time.Millisecond)
+
+	// --duration: whatever CPU time 700 ms of a busy machine give the
+	// target, sampled at 999 Hz and no faster.
+	dir := "/proc/" + strconv.Itoa(pid)
+	c0, _ := cpuTime(dir)
+	out := rec(t)
+	if code, errs := recordPtrace(t, "-p", strconv.Itoa(pid), "--duration", "700ms", "-o", out); code != 0 {
+		t.Fatalf("attach for 700ms: exit %d\n%s", code, errs)
+	}
+	c1, _ := cpuTime(dir)
+	ptraceFree(t, pid)
+	f := flat(t, out)
+	if f.Samples == 0 || f.Samples > maxSamples(c1-c0+20*time.Millisecond) || f.total("busy") < 0.5 {
+		t.Errorf("attach for 700ms: %d samples in %v of the target's CPU time, busy %.2f", f.Samples, c1-c0, f.total("busy"))
+	}
+	// Until Ctrl-C, sent once the target has used 400 ms of CPU time while
+	// sampled: at 999 Hz about 400 samples; half of them is the bound.
+	out = rec(t)
+	attachFor(t, pid, 400*time.Millisecond, "--collector", "ptrace", "-o", out)
+	ptraceFree(t, pid)
+	f = flat(t, out)
+	if f.Samples < 200 || f.total("busy") < 0.5 {
+		t.Errorf("attach for 400 ms of CPU time: %d samples, busy %.2f", f.Samples, f.total("busy"))
 	}
 	err := target.Wait()
 	if target.ProcessState.ExitCode() != 3 {
@@ -184,20 +198,25 @@ func TestPtraceAttachTwice(t *testing.T) {
 func TestPtraceCtrlC(t *testing.T) {
 	testutil.NeedRoot(t)
 	bin := testutil.C(t, "threads", []string{"threads.c"}, "-O2", "-g", "-pthread")
-	target := exec.Command(bin, "3000000000")
+	target := exec.Command(bin, "30000000000")
 	if err := target.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { target.Process.Kill(); target.Wait() }()
-	time.Sleep(200 * time.Millisecond)
+	pid := target.Process.Pid
+	waitThreadsCPU(t, pid, 3, 0)
 	out := rec(t)
-	cmd := exec.Command(culprit, "record", "--collector", "ptrace", "-p", strconv.Itoa(target.Process.Pid), "-o", out)
+	cmd := exec.Command(culprit, "record", "--collector", "ptrace", "-p", strconv.Itoa(pid), "-o", out)
 	var errb strings.Builder
 	cmd.Stderr = &errb
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(800 * time.Millisecond)
+	defer cmd.Process.Kill()
+	// Each thread sampled for 200 ms of its CPU time: about 200 samples of
+	// each at 999 Hz; the bound is 100.
+	waitSampling(t, cmd.Process.Pid)
+	waitThreadsCPU(t, pid, 3, 200*time.Millisecond)
 	cmd.Process.Signal(os.Interrupt)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -206,39 +225,18 @@ func TestPtraceCtrlC(t *testing.T) {
 		if err != nil {
 			t.Fatalf("culprit after SIGINT: %v\n%s", err, errb.String())
 		}
-	case <-time.After(5 * time.Second):
-		cmd.Process.Kill()
-		t.Fatalf("culprit did not stop within 5s of SIGINT\n%s", errb.String())
+	case <-time.After(waitTimeout):
+		t.Fatalf("culprit did not stop within %v of SIGINT\n%s", waitTimeout, errb.String())
 	}
-	ptraceFree(t, target.Process.Pid)
+	ptraceFree(t, pid)
 	// Still running: its CPU time grows.
-	before := cpuTicks(t, target.Process.Pid)
-	time.Sleep(300 * time.Millisecond)
-	if after := cpuTicks(t, target.Process.Pid); after <= before {
-		t.Errorf("target's CPU time did not grow after detaching (%d → %d ticks)", before, after)
-	}
+	waitCPU(t, pid, 20*time.Millisecond)
 	f := flat(t, out)
-	if f.Samples < 300 {
-		t.Errorf("%d samples", f.Samples)
-	}
 	for _, fn := range []string{"spin_a", "spin_b", "spin_c"} {
-		if f.total(fn) < 0.15 {
-			t.Errorf("%s has %.1f%% of samples", fn, 100*f.total(fn))
+		if n := int(math.Round(f.total(fn) * float64(f.Samples))); n < 100 {
+			t.Errorf("%s has %d samples, want 100 or more", fn, n)
 		}
 	}
-}
-
-// cpuTicks returns utime+stime of a process from /proc/PID/stat.
-func cpuTicks(t *testing.T, pid int) int {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := string(b)
-	fields := strings.Fields(s[strings.LastIndexByte(s, ')')+2:])
-	u, _ := strconv.Atoi(fields[11])
-	k, _ := strconv.Atoi(fields[12])
-	return u + k
 }
 
 // A Go program relies on SIGURG for goroutine preemption: the collector

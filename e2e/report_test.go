@@ -101,14 +101,23 @@ func TestAttachInterrupted(t *testing.T) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(700 * time.Millisecond)
 	// Early reporting: the recording in progress reports, twice, growing.
-	mid1 := flat(t, out)
-	time.Sleep(300 * time.Millisecond)
-	mid2 := flat(t, out)
-	if mid1.Samples == 0 || mid2.Samples <= mid1.Samples || mid2.total("busy") < 0.5 {
-		t.Errorf("reports mid-run: %d then %d samples", mid1.Samples, mid2.Samples)
+	var mid1, mid2 flatJSON
+	waitFor(t, "a report of the recording in progress", func() bool {
+		f, n := samplesSoFar(t, out)
+		mid1 = f
+		return n > 0
+	})
+	waitFor(t, "a later report with more samples", func() bool {
+		f, n := samplesSoFar(t, out)
+		mid2 = f
+		return n > mid1.Samples
+	})
+	if mid2.total("busy") < 0.5 {
+		t.Errorf("reports mid-run: %d then %d samples, busy %.2f", mid1.Samples, mid2.Samples, mid2.total("busy"))
 	}
+	// 500 ms of the target's CPU time more: about 500 samples at 999 Hz.
+	waitCPU(t, target.Process.Pid, 500*time.Millisecond)
 	cmd.Process.Signal(syscall.SIGINT)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -117,7 +126,7 @@ func TestAttachInterrupted(t *testing.T) {
 		if err != nil {
 			t.Errorf("culprit after Ctrl-C: %v", err)
 		}
-	case <-time.After(5 * time.Second):
+	case <-time.After(waitTimeout):
 		cmd.Process.Kill()
 		t.Fatal("culprit did not stop on SIGINT")
 	}

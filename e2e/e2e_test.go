@@ -35,7 +35,7 @@ func TestMain(m *testing.M) {
 		fmt.Fprintf(os.Stderr, "building culprit: %v\n%s", err, out)
 		os.Exit(1)
 	}
-	code := m.Run()
+	code := testutil.Run(m)
 	os.RemoveAll(dir)
 	os.Exit(code)
 }

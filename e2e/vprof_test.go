@@ -81,12 +81,6 @@ func TestVprofProgramsSelfRank(t *testing.T) {
 	}
 }
 
-// valuesSupported reports whether culprit record accepts --values.
-func valuesSupported(t *testing.T) bool {
-	out, errs, _ := run(t, "record", "--help")
-	return strings.Contains(out+errs, "--values")
-}
-
 type diagnoseJSON struct {
 	Functions []struct {
 		Rank       int     `json:"rank"`
@@ -140,7 +134,6 @@ func (d diagnoseJSON) summary(n int) string {
 // localises the anomalous values in its lines and basic blocks.
 func TestVprofDiagnose(t *testing.T) {
 	testutil.NeedRoot(t)
-	testutil.Need(t, valuesSupported(t), "culprit record --values is not implemented yet")
 	for _, c := range vprofCases {
 		t.Run(c.name, func(t *testing.T) {
 			dir := t.TempDir()

@@ -421,10 +421,8 @@ var variants = []variant{
 
 func needGDB(t *testing.T) {
 	t.Helper()
-	_, err := exec.LookPath("gdb")
-	testutil.Need(t, err == nil, "gdb not installed")
-	_, err = exec.LookPath("readelf")
-	testutil.Need(t, err == nil, "readelf not installed")
+	testutil.NeedTool(t, "gdb")
+	testutil.NeedTool(t, "readelf")
 }
 
 // TestMatchesGDB is the oracle test: every variable in scope in frames 0

@@ -384,9 +384,7 @@ func TestAttachIdle(t *testing.T) {
 
 func TestAttachAlreadyTraced(t *testing.T) {
 	testutil.NeedRoot(t)
-	if _, err := exec.LookPath("strace"); err != nil {
-		t.Skip("needs strace")
-	}
+	testutil.NeedTool(t, "strace")
 	pid := startDetached(t, "sleep", "30")
 	st := exec.Command("strace", "-o", "/dev/null", "-p", strconv.Itoa(pid))
 	if err := st.Start(); err != nil {

@@ -14,7 +14,7 @@ import (
 func allRecords() []Record {
 	return []Record{
 		&Meta{
-			Tool: "culprit test", Command: []string{"./prog", "-x"}, AttachPID: 0,
+			Tool: "culprit test", Command: []string{"./prog", "-x"}, AttachPID: 4242,
 			Hostname: "host", KernelRelease: "6.8.0-test", Arch: "amd64",
 			StartUnixNano: 1700000000123456789, StartClock: 260000000000000,
 			Event: "cpu-clock", Frequency: 99, CallGraph: "fp", StackBytes: 8192,

@@ -16,6 +16,7 @@ import (
 
 	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/recording"
+	"github.com/culprit-dev/culprit/internal/testutil"
 )
 
 const (
@@ -406,10 +407,8 @@ func runPprofTop(t *testing.T, data []byte, want ...string) {
 	goTool, err := exec.LookPath("go")
 	if err != nil {
 		goTool = filepath.Join(runtime.GOROOT(), "bin", "go")
-		if _, err := os.Stat(goTool); err != nil {
-			t.Log("no go tool; not running go tool pprof")
-			return
-		}
+		_, err := os.Stat(goTool)
+		testutil.Need(t, err == nil, "the go tool, to run go tool pprof")
 	}
 	file := filepath.Join(t.TempDir(), "cpu.pb.gz")
 	if err := os.WriteFile(file, data, 0o644); err != nil {

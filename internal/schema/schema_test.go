@@ -302,9 +302,10 @@ func TestBlocks(t *testing.T) {
 			t.Errorf("%s: filter has %d blocks: %v", level, len(blocks), blocks)
 		}
 		// Every jump ends a block and lands at one's start.
+		testutil.NeedTool(t, "objdump")
 		out, err := exec.Command("objdump", "-d", "--no-show-raw-insn", "--start-address="+hexs(lo), "--stop-address="+hexs(lo+size), bin).Output()
 		if err != nil {
-			t.Skipf("objdump: %v", err)
+			t.Fatalf("objdump: %v", err)
 		}
 		starts := map[uint64]bool{}
 		for _, b := range blocks {

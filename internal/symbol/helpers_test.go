@@ -44,9 +44,7 @@ var discriminator = regexp.MustCompile(` \(discriminator \d+\)$`)
 // address, its frames innermost first.
 func addr2line(t testing.TB, path string, vaddrs []uint64) map[uint64][]oracleFrame {
 	t.Helper()
-	if _, err := exec.LookPath("addr2line"); err != nil {
-		t.Skip("addr2line not installed")
-	}
+	testutil.NeedTool(t, "addr2line")
 	out := map[uint64][]oracleFrame{}
 	const chunk = 2000
 	for len(vaddrs) > 0 {

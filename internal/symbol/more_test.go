@@ -103,9 +103,7 @@ func TestGo(t *testing.T) {
 func vdso(t *testing.T) (start uint64, image []byte) {
 	t.Helper()
 	maps, err := os.ReadFile("/proc/self/maps")
-	if err != nil {
-		t.Skip(err)
-	}
+	testutil.Need(t, err == nil, fmt.Sprint("reading /proc/self/maps: ", err))
 	var end uint64
 	sc := bufio.NewScanner(bytes.NewReader(maps))
 	for sc.Scan() {
@@ -120,9 +118,7 @@ func vdso(t *testing.T) (start uint64, image []byte) {
 	}
 	testutil.Need(t, end > start, "no [vdso] mapping")
 	mem, err := os.Open("/proc/self/mem")
-	if err != nil {
-		t.Skip(err)
-	}
+	testutil.Need(t, err == nil, fmt.Sprint("opening /proc/self/mem: ", err))
 	defer mem.Close()
 	image = make([]byte, end-start)
 	if _, err := mem.ReadAt(image, int64(start)); err != nil {
@@ -183,9 +179,7 @@ func TestVDSO(t *testing.T) {
 
 func TestParseKallsymsProc(t *testing.T) {
 	f, err := os.Open("/proc/kallsyms")
-	if err != nil {
-		t.Skip(err)
-	}
+	testutil.Need(t, err == nil, fmt.Sprint("opening /proc/kallsyms: ", err))
 	defer f.Close()
 	syms, err := ParseKallsyms(f)
 	if err != nil {

@@ -2,11 +2,14 @@ package symbol
 
 import (
 	"debug/elf"
-	"github.com/culprit-dev/culprit/internal/elfx"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/culprit-dev/culprit/internal/elfx"
+	"github.com/culprit-dev/culprit/internal/testutil"
 )
 
 // TestSystemLibc symbolizes the system's libc through its separate debug
@@ -20,18 +23,13 @@ import (
 func TestSystemLibc(t *testing.T) {
 	const lib = "/usr/lib/x86_64-linux-gnu/libc.so.6"
 	f, err := elf.Open(lib)
-	if err != nil {
-		t.Skip(err)
-	}
+	testutil.Need(t, err == nil, fmt.Sprint("the system's libc: ", err))
 	defer f.Close()
 	id := elfx.BuildID(f)
 	h := hexString(id)
-	if len(id) == 0 {
-		t.Skip("libc has no build-id")
-	}
-	if _, err := os.Stat(filepath.Join("/usr/lib/debug/.build-id", h[:2], h[2:]+".debug")); err != nil {
-		t.Skip("no libc debug file in /usr/lib/debug: ", err)
-	}
+	testutil.Need(t, len(id) > 0, "libc has no build-id")
+	_, err = os.Stat(filepath.Join("/usr/lib/debug/.build-id", h[:2], h[2:]+".debug"))
+	testutil.Need(t, err == nil, fmt.Sprint("no libc debug file in /usr/lib/debug (libc6-dbg): ", err))
 	o, err := New(Options{}).Object(lib, id)
 	if err != nil {
 		t.Fatal(err)

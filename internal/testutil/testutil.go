@@ -27,11 +27,38 @@ func Targets() string { return filepath.Join(Root(), "testdata", "targets") }
 var (
 	mu       sync.Mutex
 	buildDir string
+	inMain   bool // Main or Run is running the tests
 )
+
+// Main runs a package's tests and exits with their status, removing the
+// programs C and Go built for them. A package whose tests build targets
+// calls it from its TestMain:
+//
+//	func TestMain(m *testing.M) { testutil.Main(m) }
+func Main(m *testing.M) { os.Exit(Run(m)) }
+
+// Run is Main for a TestMain with more to do: it runs the tests, removes
+// the programs built for them and returns the exit status.
+func Run(m *testing.M) int {
+	mu.Lock()
+	inMain = true
+	mu.Unlock()
+	code := m.Run()
+	mu.Lock()
+	defer mu.Unlock()
+	if buildDir != "" {
+		os.RemoveAll(buildDir)
+		buildDir = ""
+	}
+	return code
+}
 
 func cacheDir(t testing.TB) string {
 	mu.Lock()
 	defer mu.Unlock()
+	if !inMain {
+		t.Fatal("testutil: call testutil.Main(m) from the package's TestMain, which removes the programs built for the tests")
+	}
 	if buildDir == "" {
 		d, err := os.MkdirTemp("", "culprit-targets-")
 		if err != nil {
@@ -113,4 +140,13 @@ func Need(t testing.TB, ok bool, why string) {
 func NeedRoot(t testing.TB) {
 	t.Helper()
 	Need(t, os.Geteuid() == 0, "needs root for perf events with kernel call chains")
+}
+
+// NeedTool is Need for a program the test runs, found on PATH, and returns
+// its path. .ci/run installs every tool a test names here.
+func NeedTool(t testing.TB, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	Need(t, err == nil, name+" not installed")
+	return p
 }

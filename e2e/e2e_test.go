@@ -30,7 +30,7 @@ func TestMain(m *testing.M) {
 	// Built as the README builds it: static, without cgo.
 	build := exec.Command("go", "build", "-o", culprit, "./cmd/culprit")
 	build.Dir = testutil.Root()
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0", "GOFLAGS=-trimpath") // see TestReadmeDemo
 	if out, err := build.CombinedOutput(); err != nil {
 		fmt.Fprintf(os.Stderr, "building culprit: %v\n%s", err, out)
 		os.Exit(1)

@@ -148,37 +148,6 @@ func TestAttachInterrupted(t *testing.T) {
 	}
 }
 
-// The README's first command: the bundled demo records and reports.
-func TestDemoAndVersion(t *testing.T) {
-	testutil.NeedRoot(t)
-	dir := t.TempDir()
-	cmd := exec.Command(culprit, "demo")
-	cmd.Dir = dir
-	outb, err := cmd.CombinedOutput()
-	out := string(outb)
-	if err != nil {
-		t.Fatalf("culprit demo: %v\n%s", err, out)
-	}
-	for _, want := range []string{"checksum", "large_request", "checksum <- large_request <- main", "flush_log", "ROUTINE main in demo", "large_request();"} {
-		if !strings.Contains(out, want) {
-			t.Errorf("demo output lacks %q:\n%s", want, out)
-		}
-	}
-	if _, err := os.Stat(filepath.Join(dir, "culprit-demo.rec")); err != nil {
-		t.Errorf("demo recording not kept: %v", err)
-	}
-	// The program stays beside the recording: later reports name its frames.
-	later := exec.Command(culprit, "report", "--peek", "^checksum$", "culprit-demo.rec")
-	later.Dir = dir
-	if b, err := later.CombinedOutput(); err != nil || strings.Contains(string(b), "warning") || !strings.Contains(string(b), "<- large_request") {
-		t.Errorf("report on the demo's recording afterwards: %v\n%s", err, b)
-	}
-	v := mustRun(t, "version")
-	if !strings.HasPrefix(v, "culprit ") || !strings.Contains(v, "recording format 1.") {
-		t.Errorf("version: %q", v)
-	}
-}
-
 // diff compares two runs of a program rebuilt under another name, in which
 // phase_two takes three times as long: its share grows beyond noise, its CPU
 // time triples, and phase_one keeps its CPU time while its share shrinks.

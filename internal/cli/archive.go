@@ -16,17 +16,16 @@ func newArchive() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "archive [--dir DIR] [FILE...]",
 		Short: "Keep copies of the programs and libraries a recording needs, for later reports",
-		Long: `Archive copies every program and shared library that recordings (default
-culprit.rec) sampled into an archive, by build-id, so that report, export and
-the analyses still name their functions after the files are rebuilt, upgraded
-or deleted. Without it, frames of a binary whose build-id changed since
-recording are shown as object+0xoffset, never with the new binary's names.
+		Long: `Archive keeps copies of the programs and libraries recordings (default
+culprit.rec) sampled, by build-id, so reports still name their functions after
+the files are rebuilt or deleted.
 
-The archive is $CULPRIT_ARCHIVE, else culprit/ in the user's cache directory
-($XDG_CACHE_HOME, else ~/.cache); report and the other commands look there
-(and in /usr/lib/debug) for any object whose recorded build-id no longer
-matches the file on disk. Files already archived are not copied again.
-Run it right after recording, before the binaries change.`,
+Most common uses:
+  culprit record -- ./app && culprit archive   right after recording
+  culprit archive run1.rec run2.rec            the binaries of several recordings
+  culprit archive --dir /srv/archive           an archive elsewhere
+
+Where the archive is and how it is searched: docs/cli.md (culprit archive).`,
 		Example: `  culprit record -- ./app && culprit archive
   # rebuild ./app, then the old recording still reports with the old names:
   culprit report`,

@@ -28,42 +28,16 @@ func newContexts() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "contexts --base FILE --buggy FILE [flags]",
 		Short: "Rank the calling contexts whose latency grew between a base run and a buggy run",
-		Long: `Contexts compares two recordings of the same program made with
-culprit record --events cpu,syscalls,sched: a base run on an input that
-behaves well (often a smaller one) and a buggy run on the input that is slow.
-It finds the calling contexts, in every layer (main program, libraries,
-dlopen'ed plug-ins, kernel), whose latency grew most (IntroPerf):
+		Long: `Contexts compares a base run and a slow (buggy) run, both recorded with
+culprit record --events cpu,syscalls,sched, and ranks the calling contexts whose
+latency grew most, naming the root-cause candidate and its layer (IntroPerf).
 
- 1. Each run's stacks are indexed into a calling context tree (one node per
-    function per calling context) and its function latencies are inferred
-    from the continuity of the stacks, as culprit latency does.
- 2. The tree is annotated with instance counts and mean latencies and
-    normalised top-down: each node keeps its total latency minus its
-    children's totals, so a caller does not count its callees again and own
-    time is never negative (--inclusive ranks raw latencies instead).
- 3. Every root-to-leaf path of the buggy run gets the cost
-    Σ (buggy latency − base latency) over its frames, each frame compared
-    with the base's node of the same calling context (0 where the base has
-    none; --match leaf: the paper's rule, only whole root-to-leaf paths of
-    the base match), and paths are ranked by cost, highest first. Latency
-    is each context's total own time, the buggy run's scaled to the base
-    run's length (--mean: the paper's mean per instance; --totals: unscaled).
-    Time blocked waiting for outside events (poll, epoll, select, accept,
-    sleeps) counts 0: an idle event loop is not growth (--idle counts it).
+Most common uses:
+  culprit contexts --base base.rec --buggy slow.rec                the ranked paths
+  culprit contexts --base base.rec --buggy slow.rec --format html -o heat.html
+  culprit contexts --base base.rec --buggy slow.rec --format json
 
-For each ranked path it shows the frames, outermost first, with their mean
-latency per instance in both runs, their rank inside the path, their distance
-from the hottest frame (0; callers are negative), and the root-cause
-candidate (the frame whose latency grew most) with its binary and whether it
-is the main program, a library, a plug-in (an object mapped after the
-program started running) or the kernel. The patch is often a caller a few
-frames above the hottest frame: read the neighbours too.
-
-  text  the ranked paths
-  json  paths ordered by rank with rank, cost and frames (docs/report-json.md)
-  dot   both runs' calling context trees overlaid (Graphviz: dot -Tsvg)
-  html  a self-contained heat map of the top paths, one row per path,
-        latency in log-scale colour`,
+The ranking, step by step: docs/cli.md (culprit contexts), docs/introperf.md.`,
 		Example: `  culprit record --events cpu,syscalls,sched -o base.rec -- ./app small.in
   culprit record --events cpu,syscalls,sched -o slow.rec -- ./app big.in
   culprit contexts --base base.rec --buggy slow.rec

@@ -26,38 +26,16 @@ func newDiagnose() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "diagnose --normal FILE... --buggy FILE... [flags]",
 		Short: "Rank the functions that cause a slowdown, from a normal and a buggy run with sampled variable values",
-		Long: `Diagnose compares recordings of normal runs with recordings of buggy runs,
-made with culprit record --values, and ranks the functions most likely to be
-the root cause of the slowdown, with the bug pattern and one line saying why
-(docs/vprof.md).
+		Long: `Diagnose compares normal and buggy runs recorded with culprit record --values
+and ranks the functions most likely to cause the slowdown, with the bug pattern
+and one line saying why (differential by default; --method vprof: vProf's).
 
-The default method (differential) ranks each function by the growth of its
-share of CPU time over complete call stacks (significant beyond two standard
-errors), weighted by evidence that the function itself changed behaviour:
-  own time     its own code took a larger share
-  input        its code reads a global that holds another value in the
-               buggy runs (listed as an input that differs)
-  variable     one of its variables behaves differently (vProf's tests:
-               value, delta between samples, duration; Anderson–Darling at
-               --alpha, 1 − Hellinger distance), not merely because it runs
-               more slowly or only in the buggy runs
-A function without evidence that only encloses the growth (main, a thread
-start routine, a dispatcher) ranks below the callee that carries it.
+Most common uses:
+  culprit diagnose --normal normal.rec --buggy buggy.rec
+  culprit diagnose --normal n1.rec n2.rec --buggy b1.rec b2.rec   several runs of each
+  culprit diagnose --normal normal.rec --buggy buggy.rec --format json
 
---method vprof runs vProf's own algorithm (EuroSys '23): raw cost = max(own
-CPU time, variable cost: value samples at distinct PCs, which counts a
-caller while its variables are live below it), discounted per function by
-its most anomalous variable (--default-discount when the test does not
-reject, 1 − Hellinger below, 0 under --valid-discount; globals count in
-every function they were sampled in; with 2+ runs of each kind, functions
-without variables are discounted by how often they rank higher in normal
-runs), calibrated = (1 − discount) · raw.
-
-Patterns: wrong-constraint, missing-constraint or scalability. Lines and
-basic blocks: where the anomalous values were read.
-
-Give each run's recording after --normal or --buggy (several after one flag,
-or the flag repeated). Costs are CPU time per buggy run.`,
+The methods, evidence and patterns: docs/cli.md (culprit diagnose), docs/vprof.md.`,
 		Example: `  culprit record --values -o normal.rec -- ./server --small
   culprit record --values -o buggy.rec -- ./server --large
   culprit diagnose --normal normal.rec --buggy buggy.rec

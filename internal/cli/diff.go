@@ -27,31 +27,15 @@ func newDiff() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "diff [flags] BASE NEW",
 		Short: "Compare where the time went in two recordings (what grew, what shrank)",
-		Long: `Diff compares the flat profiles of two recordings, a base run and a new one
-(two versions of a program, or two inputs), as perf diff and pprof -diff_base
-do. For each function (or line, object, process, thread) it prints its share
-of the samples in each run, the change in percentage points with a ±2σ error,
-and the CPU time it stood for in each run.
+		Long: `Diff compares two recordings, a base run and a new one: each function's share
+in both, the change with a ±2σ error (* beyond noise), its CPU time in each.
 
-Rows are ranked by the size of the change of self share (--total: of total
-share, callees included). A change marked * exceeds two standard deviations
-of sampling noise: sqrt(p1(1−p1)/N1 + p2(1−p2)/N2) for shares p1, p2 of N1,
-N2 samples. A function whose program was rebuilt under another name (prog-v1,
-prog-v2) is one row, its object shown as "prog-v1 → prog-v2".
+Most common uses:
+  culprit diff before.rec after.rec                        what grew, what shrank
+  culprit diff --list '^parse$' before.rec after.rec       the same per source line
+  culprit diff --format svg -o diff.svg before.rec after.rec   a differential flame graph
 
---list REGEX compares the source lines of the functions whose names match:
-the share of each run's samples at each line (callees included) and the
-change, as pprof -list with -diff_base.
-
---format svg draws a differential flame graph instead: the new run's flame
-graph, each frame red where its self share grew and blue where it shrank.
-
-Two traces of function calls (culprit trace) are compared per function:
-calls, mean inclusive duration and exclusive total in each run, and the
-ratio of the means.
-
---kernel, --from, --to, --pid, --tid, --comm, --focus, --ignore and --hide
-apply to both recordings.`,
+Ranking, noise and renamed programs: docs/cli.md (culprit diff).`,
 		Example: `  culprit diff before.rec after.rec
   culprit diff --format svg -o diff.svg before.rec after.rec
   culprit diff --list '^parse$' before.rec after.rec

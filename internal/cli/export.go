@@ -26,14 +26,15 @@ func newExport() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "export --format pprof|folded|speedscope|chrome|svg -o OUT [FILE...]",
 		Short: "Convert recordings for other viewers (pprof, flame graphs, speedscope, Perfetto), or draw a flame graph",
-		Long: `Export writes recordings (default culprit.rec) in another tool's format:
+		Long: `Export writes recordings (default culprit.rec) for other tools: pprof, folded
+stacks, speedscope, Chrome trace, or an SVG flame graph.
 
-  pprof       gzipped profile.proto for go tool pprof (-http, -top, ...)
-  folded      folded stacks for flamegraph.pl and similar tools
-  speedscope  JSON for https://www.speedscope.app, one profile per thread
-  chrome      Chrome trace JSON: a per-thread timeline for Perfetto or chrome://tracing
-  svg         a flame graph to open in a browser: hover for shares, click to
-              zoom, Search to highlight functions`,
+Most common uses:
+  culprit export --format svg -o flame.svg            a flame graph for the browser
+  culprit export --format pprof -o cpu.pb.gz          for go tool pprof
+  culprit export --format folded -o - | flamegraph.pl > flame.svg
+
+The formats: docs/cli.md (culprit export).`,
 		Example: `  culprit export --format svg -o flame.svg && xdg-open flame.svg
   culprit export --format pprof -o cpu.pb.gz && go tool pprof -top cpu.pb.gz
   culprit export --format folded -o - | flamegraph.pl > flame.svg`,

@@ -32,18 +32,15 @@ func newImport() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "import --from perf-script [-o OUT] FILE",
 		Short: "Convert another profiler's stack traces into a culprit recording",
-		Long: `Import reads the stack traces another tool wrote and writes them as a culprit
-recording (default culprit.rec) for report, export and the other analyses.
-FILE - reads standard input.
+		Long: `Import converts the stack traces of perf script into a culprit recording
+(default culprit.rec), for report, export and the other commands.
 
-  perf-script  the text of perf script, for perf record -g or --call-graph dwarf
-               on cpu-clock, task-clock or cycles (CPU time), and on the
-               tracepoints raw_syscalls:sys_enter and sys_exit,
-               syscalls:sys_enter_* and sys_exit_*, and sched:sched_switch
+Most common uses:
+  perf script > prog.perf && culprit import --from perf-script prog.perf
+  perf script | culprit import --from perf-script -o perf.rec -
+  culprit import --from perf-script prog.perf && culprit report --callers 3
 
-Functions keep the names perf gave them: the programs' files are not read
-again, so the recording can be imported on another machine. Lines that cannot
-be parsed are skipped and counted; samples of other events are left out.`,
+Events read and what is skipped: docs/cli.md (culprit import).`,
 		Example: `  perf record -g -- ./myprog && perf script > myprog.perf
   culprit import --from perf-script myprog.perf && culprit report
   perf script -i perf.data | culprit import --from perf-script -o perf.rec -`,

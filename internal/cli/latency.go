@@ -26,27 +26,15 @@ func newLatency() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "latency [flags] FILE",
 		Short: "Infer function latencies from the stacks of system calls and context switches",
-		Long: `Latency runs IntroPerf's latency inference on a recording made with
-culprit record --events cpu,syscalls,sched: per thread, over the
-time-ordered kernel+user stacks of every recorded event (system call entry
-and exit, context switch, CPU tick), a function is taken to live from the
-first event in which it appears in a given calling context until that
-context changes. Frames are compared by function, not by address. Each
-inferred function instance has a calling context (a node of the run's
-calling context tree), a start, and two latencies:
+		Long: `Latency infers function latencies from the stacks of a recording made with
+culprit record --events cpu,syscalls,sched (IntroPerf), slowest first.
 
-  conservative  first to last event in which the context was seen
-                (0 for a function seen in one event only)
-  aggressive    first event to the event that broke the context
+Most common uses:
+  culprit latency run.rec                          the slowest function instances
+  culprit latency --format json run.rec            every instance, for scripts
+  culprit latency --format chrome -o run.json run.rec   a timeline for Perfetto
 
-Everything still open is closed at the thread's last event. Slow functions
-show up in many events, so their latencies are the most accurate; short ones
-are often missed.
-
-  text    summary and the slowest instances in --mode (--top of them)
-  json    every instance, its context and thread (docs/report-json.md)
-  chrome  Chrome trace JSON for Perfetto or chrome://tracing: one lane per
-          thread, one slice per instance lasting its --mode latency`,
+How latencies are inferred: docs/cli.md (culprit latency), docs/introperf.md.`,
 		Example: `  culprit record --events cpu,syscalls,sched -o run.rec -- ./server
   culprit latency run.rec
   culprit latency --mode aggressive --format chrome -o run.trace.json run.rec`,

@@ -35,21 +35,16 @@ func newRecord() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "record [flags] -- CMD [ARGS...]\n  culprit record -p PID [--duration D] [flags]",
 		Short: "Record where a command or a running process spends CPU time",
-		Long: `Record samples CPU time (cpu-clock perf events) of a command and its whole
-process tree (every thread, forked and exec'd children), or of a running
-process with -p, into a recording file that report and export read.
+		Long: `Record samples the CPU time of a command and its whole process tree (threads,
+forks, execs), or of a running process, with kernel and user call chains, into
+a recording (default culprit.rec). Needs root.
 
-Each sample keeps time, pid, tid, cpu and the kernel and user call chain.
---call-graph fp follows frame pointers and repairs the first frames by CFI
-from a copy of the top of the stack (1 KiB for programs built with frame
-pointers, 4 KiB for others): a frameless leaf keeps its caller, and it is
-the cheapest mode, about 1% at 999 Hz. dwarf unwinds 16 KiB of copied stack
-with .eh_frame, for code built without frame pointers (-O2, Debian's libc);
-fp mode says when its stacks lost callers in such code.
+Most common uses:
+  culprit record -- ./prog ARGS                 the command's CPU time at 999 Hz
+  culprit record -p PID --duration 30s          a running process for 30 s
+  culprit record --call-graph dwarf -- ./prog   code built without frame pointers
 
-The command's stdin, stdout and stderr are untouched and its exit code is
-culprit's exit code. The file is written as the run goes: it can be reported
-on while still being written, and survives the recorder being killed.`,
+Call-graph modes, collectors, events and values: docs/cli.md (culprit record).`,
 		Example: `  culprit record -- ./server --port 8080
   culprit record -F 4999 --call-graph dwarf -o slow.rec -- make -j2
   culprit record -p 1234 --duration 30s

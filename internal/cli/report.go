@@ -35,51 +35,16 @@ func newReport() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "report [flags] [FILE...]",
 		Short: "Show where the recorded time went",
-		Long: `Report prints a flat profile of one or more recordings (default culprit.rec):
-for each function (or line, or object) its self and total share of all
-samples, the sample counts, and a ±2σ error of each share (PCT §6.2: a row
-beats another only when the counts differ by more than 2·sqrt(n1+n2)).
+		Long: `Report prints where the CPU time of recordings (default culprit.rec) went:
+a flat profile with ±2σ errors, calling contexts, source lines, a call tree;
+on a trace of function calls, each function's calls and durations.
 
-With --callers N it prints the hierarchical profile instead: the share of
-samples in each calling context of N frames, leaf first,
-e.g. "67.6%  worker <- dispatch_2 <- main".
+Most common uses:
+  culprit report                   each function's self and total share
+  culprit report --callers 3       calling contexts of 3 frames, leaf first
+  culprit report --list '^main$'   main's source lines with the time at each
 
---by process (or thread) shows how the samples divide between the processes
-(threads) of the recorded tree, as comm[pid], named as they were at each
-sample (a child that execs appears under its parent's name, then under the
-program it ran); --pid, --tid and --comm keep the samples of some of them.
-
-With --list REGEX it prints, for each function whose name matches, its
-source lines with the self and total share of all samples at each line (as
-pprof -list does); a call site's total includes the calls it
-makes, inlined or not. Sources are read where the debug information says
-they were compiled, or under the directories of --source-path. --asm shows
-the function's machine code instead, with the samples at each instruction
-and the source line above the instructions compiled from it (perf
-annotate).
-
-With --tree it prints the call tree top-down, as perf report's caller graph
-and pprof -tree: each function with its total and self share, indented
-under its caller; --min-share leaves out the smaller branches.
-
-On a trace of function calls (culprit trace) it prints, for each traced
-function, its calls and the total, mean, p99 and maximum of their inclusive
-and exclusive durations (exclusive leaves out the traced calls made from
-it); --by caller splits each function's calls by the function that made
-them, and --calls REGEX lists the slowest calls of the matching functions
-with their arguments.
-
-With --peek REGEX it prints, for each function whose name matches, the
-functions that called it and those it called, with the samples through each
-(pprof -peek).
-
---focus REGEX keeps the samples with a frame whose function (or file:line)
-matches, --ignore REGEX drops them, and --hide REGEX removes matching frames
-so that their time goes to their callers, as pprof's options of those names.
-
-Several files are merged. --from and --to select a time window, counted from
-the first sample (e.g. --from 2s --to 3.5s). The file may still be being
-written: report shows everything up to the last complete record.`,
+Views, selections and filters in detail: docs/cli.md (culprit report).`,
 		Example: `  culprit report
   culprit report --by line --top 20
   culprit report --by process

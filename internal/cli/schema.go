@@ -24,25 +24,15 @@ func newSchema() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "schema BINARY [--component PATH_PREFIX] [-o FILE]",
 		Short: "List the variables worth sampling for culprit diagnose (vProf), with how the code uses them",
-		Long: `Schema lists the variables of a binary that culprit record --values samples
-for culprit diagnose (vProf's schema): every global of scalar or pointer type
-and every scalar member of a global struct (cfg.limit), and the locals and
-parameters that the machine code uses
+		Long: `Schema lists the variables of a binary worth sampling with culprit record
+--values (vProf's schema), tagged loop, cond or args from its DWARF and code.
 
-  loop   as a loop induction variable (stepped by a constant in a loop)
-  cond   in a branch condition (read by the compare a conditional jump uses)
-  args   as a call argument (in an argument register or stack slot at a call)
+Most common uses:
+  culprit schema ./server -o server.schema               every variable worth sampling
+  culprit schema ./mysqld --component storage/innobase/buf -o buf.schema
+  culprit record --values=buf.schema -o buggy.rec -- ./mysqld ...   sample what it lists
 
-Tags come from the binary alone: DWARF locations of the variables at each
-instruction and the x86-64 disassembly; no source is needed. diagnose infers
-bug patterns from them.
-
-One line per variable: file,function,line,variable,type,tags, where function
-is #global for globals and tags are loop, cond, args joined by | or none.
-Lines starting with # are comments; the header records the binary's
-build-id, so that culprit record --values=FILE refuses another build. Edit
-the file (delete lines, change tags) and pass it back with
-culprit record --values=FILE.`,
+The tags and the file format: docs/cli.md (culprit schema), docs/vprof.md.`,
 		Example: `  culprit schema ./server -o server.schema
   culprit schema ./mysqld --component storage/innobase/buf -o buf.schema
   culprit record --values=buf.schema -o buggy.rec -- ./mysqld ...`,

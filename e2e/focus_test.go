@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -78,8 +79,12 @@ func TestFocusIgnoreHide(t *testing.T) {
 		!strings.Contains(errs, `no sample has a frame matching --focus "wrker"`) || !strings.Contains(errs, "worker (") {
 		t.Errorf("--focus matching nothing: exit %d, %s", code, errs)
 	}
-	if _, errs, code := run(t, "report", "--ignore", "main", out); code == 0 || !strings.Contains(errs, `--ignore "main"`) || !strings.Contains(errs, "worker (") {
-		t.Errorf("--ignore matching everything: exit %d, %s", code, errs)
+	// In every command that takes --ignore.
+	for _, cmd := range [][]string{{"report"}, {"diff", out}, {"export", "--format", "folded", "-o", filepath.Join(t.TempDir(), "x.folded")}} {
+		args := append(append(cmd, "--ignore", "main"), out)
+		if _, errs, code := run(t, args...); code == 0 || !strings.Contains(errs, `--ignore "main"`) || !strings.Contains(errs, "worker (") {
+			t.Errorf("%s --ignore matching everything: exit %d, %s", cmd[0], code, errs)
+		}
 	}
 
 	// latency infers lifetimes from consecutive events: --hide works there,

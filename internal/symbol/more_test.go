@@ -471,7 +471,9 @@ func lookupAddrs(t testing.TB, bin string, n int) []uint64 {
 }
 
 // TestLookupSpeed symbolizes 100k distinct addresses of a Go binary with
-// DWARF (hundreds of units, inline trees) from a cold start.
+// DWARF (hundreds of units, inline trees) from a cold start, and logs the
+// time it took (BenchmarkLookupDWARF measures it; a test on a shared
+// machine cannot hold it to a figure).
 func TestLookupSpeed(t *testing.T) {
 	bin := testutil.Go(t, "gospin")
 	offs := lookupAddrs(t, bin, 100000)
@@ -496,9 +498,6 @@ func TestLookupSpeed(t *testing.T) {
 		o.Lookup(off)
 	}
 	t.Logf("%d lookups (warm) in %v", len(offs), time.Since(t0))
-	if d > 10*time.Second {
-		t.Errorf("too slow: %v", d)
-	}
 }
 
 func BenchmarkLookupDWARF(b *testing.B) {

@@ -19,8 +19,8 @@ type LoadOptions struct {
 	Symbolizer *symbol.Symbolizer // nil: a default one
 	// Progress, when set, is called with the number of records read so far.
 	Progress func(records int)
-	// Merge keeps one Sample per distinct stack, process, thread, CPU and
-	// event (see Profile.Merged), so that the memory a profile takes grows
+	// Merge keeps one Sample per distinct stack, process, thread and event
+	// (see Profile.Merged), so that the memory a profile takes grows
 	// with its distinct stacks rather than with its samples. For views
 	// that do not need time order: flat profiles, callers, trees,
 	// listings, exports of totals. A recording with a thread renamed while
@@ -97,7 +97,7 @@ type stackKey struct {
 type mergeEntry struct {
 	first, last   uint64 // times of the first and last sample
 	period, arg   uint64
-	pid, tid, cpu uint32
+	pid, tid, cpu uint32 // cpu: the first sample's
 	more          uint32 // samples merged into the first one
 	next          int32  // 1 + the next entry of the same stack id (loader.heads)
 	space         int32  // the id of the space version it was sampled in
@@ -107,19 +107,20 @@ type mergeEntry struct {
 
 // mergeKey is what samples merged by LoadOptions.Merge share: the stack
 // (its id and the space version it was sampled in, which tell the file
-// apart too), the task, the CPU and the event.
+// apart too), the task and the event (with its argument); not the CPU,
+// which no view of totals looks at.
 type mergeKey struct {
-	stack         uint64
-	space         int
-	pid, tid, cpu uint32
-	event         recording.Event
-	arg           uint64
+	stack    uint64
+	space    int
+	pid, tid uint32
+	event    recording.Event
+	arg      uint64
 }
 
 func (k *mergeKey) hash() uint64 {
 	h := k.stack*0x9e3779b97f4a7c15 ^ uint64(k.space)*0xc2b2ae3d27d4eb4f
 	h ^= (uint64(k.pid)<<32 | uint64(k.tid)) * 0x165667b19e3779f9
-	h ^= (uint64(k.cpu)<<8 | uint64(k.event)) * 0xd6e8feb86659fd93
+	h ^= uint64(k.event) * 0xd6e8feb86659fd93
 	h ^= k.arg * 0x27d4eb2f165667c5
 	h ^= h >> 29
 	h *= 0xbf58476d1ce4e5b9
@@ -157,7 +158,7 @@ func (t *mergeTable) find(k *mergeKey, next int32) (int32, bool) {
 		}
 		j := int32(e) - 1
 		if o := &t.keys[j]; o.stack == k.stack && o.space == k.space && o.pid == k.pid && o.tid == k.tid &&
-			o.cpu == k.cpu && o.event == k.event && o.arg == k.arg {
+			o.event == k.event && o.arg == k.arg {
 			return j, true
 		}
 	}
@@ -509,7 +510,7 @@ func (l *loader) find(v *recording.Sample, k stackKey) (*mergeEntry, bool) {
 		for e := l.heads[id]; e != 0; {
 			m := &l.entries[e-1]
 			if m.space == space {
-				if m.pid == v.PID && m.tid == v.TID && m.cpu == v.CPU && m.event == v.Event && m.arg == v.Arg {
+				if m.pid == v.PID && m.tid == v.TID && m.event == v.Event && m.arg == v.Arg {
 					return m, true
 				}
 				key = m.stack
@@ -517,7 +518,7 @@ func (l *loader) find(v *recording.Sample, k stackKey) (*mergeEntry, bool) {
 			e = m.next
 		}
 	} else {
-		mk := mergeKey{stack: k.stack, space: k.space.id, pid: v.PID, tid: v.TID, cpu: v.CPU, event: v.Event, arg: v.Arg}
+		mk := mergeKey{stack: k.stack, space: k.space.id, pid: v.PID, tid: v.TID, event: v.Event, arg: v.Arg}
 		if i, ok := l.merged.find(&mk, next); ok {
 			return &l.entries[i], true
 		}

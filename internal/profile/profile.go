@@ -39,8 +39,9 @@ type Sample struct {
 	TID  uint32
 	CPU  uint32
 	// More is, in a merged profile (Profile.Merged), how many more samples
-	// of the same stack, thread, CPU and event this one stands for: Time
-	// is then the earliest of them and Period their sum. It is 0 otherwise.
+	// of the same stack, thread and event this one stands for: Time is
+	// then the earliest of them, Period their sum and CPU the CPU of the
+	// first one read. It is 0 otherwise.
 	More   uint32
 	Period uint64          // ns of CPU time this sample stands for
 	Stack  int32           // index into Profile.Stacks

@@ -106,14 +106,15 @@ func TestTraceCountsEveryCall(t *testing.T) {
 	for _, opt := range []string{"-O0", "-O2"} {
 		t.Run(opt, func(t *testing.T) {
 			bin := testutil.C(t, "tracecalls", []string{"tracecalls.c"}, opt, "-g", "-pthread")
-			out, stdout := traceRun(t, []string{"-f", "fib", "-f", "leaf", "-f", "thrower", "-f", "jumper", "--lib", plugin + ":plugin_*"},
-				bin, "fib", "18", "leaf", "3000", "threads", "4", "700", "jump", "25", "plugin", plugin, "300")
+			out, stdout := traceRun(t, []string{"-f", "fib", "-f", "leaf", "-f", "thrower", "-f", "jumper", "-f", "tail_*", "--lib", plugin + ":plugin_*"},
+				bin, "fib", "18", "leaf", "3000", "threads", "4", "700", "jump", "25", "tail", "400", "plugin", plugin, "300")
 			want := counts(t, stdout)
 			r := traceReport(t, out)
 			if r.Lost != 0 {
 				t.Errorf("%d calls lost", r.Lost)
 			}
-			for _, fn := range []string{"fib", "leaf", "thrower", "jumper", "plugin_work"} {
+			// At -O2 tail_outer jumps to tail_inner: both return at once.
+			for _, fn := range []string{"fib", "leaf", "thrower", "jumper", "tail_outer", "tail_inner", "plugin_work"} {
 				got, unret := r.calls(fn)
 				if got != want[fn] || want[fn] == 0 {
 					t.Errorf("%s: %d calls traced, the program made %d", fn, got, want[fn])
@@ -145,8 +146,8 @@ func TestTraceCountsEveryCall(t *testing.T) {
 				for _, c := range f.Callers {
 					got[c.Name] = c.Calls
 				}
-				if got["main"] != 3000 || got["worker"] != 4*700 {
-					t.Errorf("leaf by caller: %v, want main 3000 and worker 2800", got)
+				if got["main"] != 3000 || got["worker"] != 4*700 || got["tail_inner"] != 400 {
+					t.Errorf("leaf by caller: %v, want main 3000, worker 2800 and tail_inner 400", got)
 				}
 			}
 		})
@@ -350,5 +351,31 @@ func TestTraceLeavesNothing(t *testing.T) {
 	}
 	if ev, err := os.ReadFile("/sys/kernel/tracing/uprobe_events"); err == nil && strings.Contains(string(ev), filepath.Base(bin)) {
 		t.Errorf("uprobe_events still names %s:\n%s", bin, ev)
+	}
+}
+
+// -f '*' traces every function of the program but its entry point (not
+// called: a return probe there would overwrite argc), and the program runs
+// as it does untraced.
+func TestTraceEveryFunction(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "tracecalls", []string{"tracecalls.c"}, "-O2", "-g", "-pthread")
+	out, stdout := traceRun(t, []string{"-f", "*"}, bin, "fib", "6", "tail", "10")
+	want := counts(t, stdout)
+	r := traceReport(t, out)
+	if got, _ := r.calls("main"); got != 1 {
+		t.Errorf("main: %d calls", got)
+	}
+	if got, _ := r.calls("_start"); got != 0 {
+		t.Errorf("_start traced: %d calls", got)
+	}
+	for _, fn := range []string{"fib", "tail_outer", "leaf"} {
+		if got, unret := r.calls(fn); got != want[fn] || unret != 0 {
+			t.Errorf("%s: %d calls (%d did not return), the program made %d", fn, got, unret, want[fn])
+		}
+	}
+	_, errs, code := run(t, "trace", "-f", "_start", "-o", rec(t), "--", bin)
+	if code != 2 && code != 1 || !strings.Contains(errs, "entry point") {
+		t.Errorf("-f _start: exit %d, %s", code, errs)
 	}
 }

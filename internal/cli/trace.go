@@ -2,6 +2,7 @@ package cli
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -72,7 +73,8 @@ max, p99; --calls FUNC lists the slowest calls), export --format chrome
 			for _, w := range res.Warnings {
 				warnf(stderr, "%s", w)
 			}
-			fmt.Fprintf(stderr, "culprit: %d calls of %d functions written to %s (%s)\n", res.Calls, res.Probes, o.Output, humanBytes(res.Bytes))
+			fmt.Fprintf(stderr, "culprit: %d calls of %d functions written to %s (%s); probes set in %s, removed in %s\n", res.Calls, res.Probes, o.Output, humanBytes(res.Bytes),
+				res.Attach.Round(time.Millisecond), res.Detach.Round(time.Millisecond))
 			if res.ExitCode > 0 {
 				return exitError{res.ExitCode}
 			}

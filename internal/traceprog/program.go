@@ -287,10 +287,9 @@ func (b *builder) addChild() {
 }
 
 // popAbandoned retires, at most popsPerHit times, the top frame while it
-// lies below the stack pointer at slSP (strictly below when strict): a
-// frame longjmp or unwinding went past. Go stacks move, so Go programs
-// skip this.
-func (b *builder) popAbandoned(strict bool) {
+// lies below the stack pointer at slSP: a frame longjmp or unwinding went
+// past. Go stacks move, so Go programs skip this.
+func (b *builder) popAbandoned() {
 	if b.o.Go {
 		return
 	}
@@ -308,11 +307,7 @@ func (b *builder) popAbandoned(strict bool) {
 			asm.LoadMem(asm.R2, rFrame, fSP, asm.DWord),
 			asm.LoadMem(asm.R3, asm.RFP, slSP, asm.DWord),
 		)
-		if strict {
-			b.emit(asm.JGE.Reg(asm.R2, asm.R3, done))
-		} else {
-			b.emit(asm.JGT.Reg(asm.R2, asm.R3, done))
-		}
+		b.emit(asm.JGE.Reg(asm.R2, asm.R3, done))
 		b.emit(asm.LoadMem(asm.R1, asm.RFP, slIdx, asm.Word))
 		b.callerOf()
 		b.emitCall(Unreturned, false)
@@ -390,9 +385,10 @@ func entryProgram(m maps, o progOptions) asm.Instructions {
 		asm.FnKtimeGetNs.Call(),
 		asm.StoreMem(asm.RFP, slNow, asm.R0, asm.DWord),
 	)
-	// Frames at or below this entry's stack pointer were left without a
-	// return.
-	b.popAbandoned(false)
+	// Frames below this entry's stack pointer were left without a
+	// return. One at the same stack pointer is a caller that tail-called
+	// this function (its return is this one's).
+	b.popAbandoned()
 	b.emit(
 		asm.LoadMem(asm.R1, rThread, 0, asm.Word),
 		asm.JLT.Imm(asm.R1, MaxDepth, "push"),
@@ -463,7 +459,7 @@ func returnProgram(m maps, o progOptions) asm.Instructions {
 	)
 	b.thread(false)
 	// Frames below the returning one were left without a return.
-	b.popAbandoned(true)
+	b.popAbandoned()
 	b.emit(
 		asm.LoadMem(asm.R1, rThread, 0, asm.Word),
 		asm.JEq.Imm(asm.R1, 0, "unmatched"),

@@ -182,6 +182,12 @@ func resolveObject(obj string, pats []Pattern, args bool) ([]Target, bool, error
 			if ok, _ := path.Match(p.Glob, fs.name); !ok || taken[fs.value] {
 				continue
 			}
+			if untraceable(f, fs) {
+				if p.Glob == fs.name {
+					return nil, false, fmt.Errorf("%s in %s is not called but jumped to (the entry point, a signal return): it has no return to time", fs.name, obj)
+				}
+				continue
+			}
 			off, ok := fileOffset(f, fs.value)
 			if !ok {
 				continue
@@ -207,6 +213,23 @@ func resolveObject(obj string, pats []Pattern, args bool) ([]Target, bool, error
 		}
 	}
 	return out, isGo, nil
+}
+
+// untraceable reports functions that are entered without a call, so that
+// a return probe would overwrite what is not a return address: the ELF
+// entry point (_start, where the top of the stack is argc) and the signal
+// return trampolines.
+func untraceable(f *elf.File, fs funcSym) bool {
+	if f.Type == elf.ET_EXEC || f.Type == elf.ET_DYN {
+		if f.Entry != 0 && fs.value == f.Entry {
+			return true
+		}
+	}
+	switch fs.name {
+	case "_start", "__restore_rt", "__sigreturn", "_dl_start", "_dl_start_user":
+		return true
+	}
+	return false
 }
 
 func fileOffset(f *elf.File, vaddr uint64) (uint64, bool) {

@@ -2,7 +2,7 @@
  * that a tracer's counts, durations and arguments can be checked exactly.
  * It prints one line per fact: "count FUNC N", "spin NS" (each spin call's
  * own duration by CLOCK_MONOTONIC), "args A B C" (each args3 call).
- * Usage: tracecalls [fib N] [leaf N] [threads T N] [jump N] [spin MS N] [args N] [plugin PATH N]
+ * Usage: tracecalls [fib N] [leaf N] [threads T N] [tail N] [jump N] [spin MS N] [args N] [plugin PATH N]
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -70,6 +70,15 @@ REAL_CALLS long spin(long ms) {
 
 REAL_CALLS long args3(long a, int b, unsigned c) { return a + b + c; }
 
+/* At -O2 tail_outer jumps to tail_inner (a sibling call): both return
+ * through the one return address. */
+long calls_tail;
+__attribute__((noipa)) long tail_inner(long n) { return leaf(n) + 1; }
+__attribute__((noipa)) long tail_outer(long n) {
+	calls_tail++;
+	return tail_inner(n + 1);
+}
+
 static long per_thread;
 
 static void *worker(void *arg) {
@@ -103,6 +112,11 @@ int main(int argc, char **argv) {
 			for (int k = 0; k < t; k++)
 				pthread_join(th[k], NULL);
 			leafs += t * per_thread;
+		} else if (!strcmp(argv[i], "tail") && i + 1 < argc) {
+			long n = atol(argv[++i]);
+			for (long k = 0; k < n; k++)
+				sink = tail_outer(k % 16);
+			leafs += n;
 		} else if (!strcmp(argv[i], "jump") && i + 1 < argc) {
 			long n = atol(argv[++i]);
 			for (long k = 0; k < n; k++) {
@@ -146,7 +160,7 @@ int main(int argc, char **argv) {
 			return 2;
 		}
 	}
-	printf("count leaf %ld\ncount fib %ld\ncount thrower %ld\ncount jumper %ld\ncount spin %ld\ncount args3 %ld\ncount plugin_work %ld\n",
-	       leafs, fibs, throwers, jumpers, spins, argss, plugins);
+	printf("count leaf %ld\ncount fib %ld\ncount thrower %ld\ncount jumper %ld\ncount spin %ld\ncount args3 %ld\ncount plugin_work %ld\ncount tail_outer %ld\ncount tail_inner %ld\n",
+	       leafs, fibs, throwers, jumpers, spins, argss, plugins, calls_tail, calls_tail);
 	return 0;
 }

@@ -34,7 +34,7 @@ time_runs() {
 
 base=$(time_runs "${cmd[@]}")
 printf "%-22s %12s %14s %10s\n" tracer "median ms" "per call µs" "vs bare"
-printf "%-22s %12.1f %14s %10s\n" "untraced" "$(echo "$base/1e6" | bc -l)" "-" "-"
+printf "%-22s %12.1f %14s %10s\n" "untraced" "$(echo "$base/1000000" | bc -l)" "-" "-"
 bare=""
 row() {
 	local name=$1 t
@@ -46,7 +46,7 @@ row() {
 	local per
 	per=$(echo "($t - $base) / $n / 1000" | bc -l)
 	[ -z "$bare" ] && bare=$per
-	printf "%-22s %12.1f %14.2f %10.2f\n" "$name" "$(echo "$t/1e6" | bc -l)" "$per" "$(echo "$per / $bare" | bc -l)"
+	printf "%-22s %12.1f %14.2f %10.2f\n" "$name" "$(echo "$t/1000000" | bc -l)" "$per" "$(echo "$per / $bare" | bc -l)"
 }
 row "bare uprobe+uretprobe" "$out/bareprobe" "$bin" leaf -- "${cmd[@]}"
 row "culprit trace" "$out/culprit" trace -f leaf -o "$out/t.rec" -- "${cmd[@]}"

@@ -105,6 +105,8 @@ type maps struct {
 type progOptions struct {
 	Go   bool // key shadow stacks by goroutine (R14), match returns by probe, Go's argument registers
 	Args bool // copy argument registers at entry and the return value
+	// Sampling: some probe records only every N-th call.
+	Sampling bool
 	// RetAdjust is what the stack pointer at the return probe exceeds the
 	// one at entry by: 8 after a uretprobe (the RET has run), 0 at a probe
 	// on the RET instruction itself.
@@ -246,16 +248,12 @@ func (b *builder) emitCall(flags int32, ret bool) {
 	b.emit(
 		asm.FnGetCurrentPidTgid.Call(),
 		asm.StoreMem(rTmp, rPidTgid, asm.R0, asm.DWord),
-		// Wake the reader only when the ring is a quarter full: it polls
-		// every few milliseconds, and a wake-up per call would cost more
-		// than the call's probes.
-		asm.LoadMapPtr(asm.R1, b.m.events),
-		asm.Mov.Imm(asm.R2, 0), // BPF_RB_AVAIL_DATA
-		asm.FnRingbufQuery.Call(),
+		// The reader is never woken: it drains the ring every 10 ms, and
+		// a wake-up per call would cost more than the call's probes. The
+		// ring holds more than a second of calls at the rate uprobes
+		// allow (about a million a second).
+		asm.Mov.Reg(asm.R1, rTmp),
 		asm.Mov.Imm(asm.R2, 1), // BPF_RB_NO_WAKEUP
-		asm.JLT.Imm(asm.R0, int32(RingBytes/4), "sub_"+out),
-		asm.Mov.Imm(asm.R2, 2), // BPF_RB_FORCE_WAKEUP
-		asm.Mov.Reg(asm.R1, rTmp).WithSymbol("sub_"+out),
 		asm.FnRingbufSubmit.Call(),
 		asm.Ja.Label(out),
 	)
@@ -350,18 +348,10 @@ func (b *builder) thread(create bool) {
 	b.emit(asm.Mov.Reg(rThread, asm.R0).WithSymbol(have))
 }
 
-// entryProgram runs at a traced function's first instruction.
-func entryProgram(m maps, o progOptions) asm.Instructions {
-	b := &builder{m: m, o: o}
-	b.emit(
-		asm.Mov.Reg(rCtx, asm.R1),
-		asm.FnGetAttachCookie.Call(),
-		asm.StoreMem(asm.RFP, slProbe, asm.R0, asm.DWord),
-		asm.StoreMem(asm.RFP, slKey32, asm.R0, asm.Word),
-		asm.StoreImm(asm.RFP, slFlags, 0, asm.Word),
-	)
-	// Every N-th call: the first call and each N-th after it is kept.
-	b.lookup(m.counts, slKey32)
+// sampling keeps the first call and each N-th after it (N, the probe's
+// Every, in the counts map) and marks the others flagSkip.
+func (b *builder) sampling() {
+	b.lookup(b.m.counts, slKey32)
 	b.emit(
 		asm.JEq.Imm(asm.R0, 0, "exit"),
 		// The count is added atomically and read back: concurrent
@@ -378,6 +368,21 @@ func entryProgram(m maps, o progOptions) asm.Instructions {
 		asm.StoreImm(asm.RFP, slFlags, flagSkip, asm.Word),
 	)
 	b.mark("sampled")
+}
+
+// entryProgram runs at a traced function's first instruction.
+func entryProgram(m maps, o progOptions) asm.Instructions {
+	b := &builder{m: m, o: o}
+	b.emit(
+		asm.Mov.Reg(rCtx, asm.R1),
+		asm.FnGetAttachCookie.Call(),
+		asm.StoreMem(asm.RFP, slProbe, asm.R0, asm.DWord),
+		asm.StoreMem(asm.RFP, slKey32, asm.R0, asm.Word),
+		asm.StoreImm(asm.RFP, slFlags, 0, asm.Word),
+	)
+	if o.Sampling {
+		b.sampling()
+	}
 	b.thread(true)
 	b.emit(
 		asm.LoadMem(asm.R1, rCtx, regSP, asm.DWord),

@@ -35,6 +35,9 @@ type Options struct {
 	Go     bool // the traced program is a Go program (goroutine stacks, RET probes)
 	Args   bool // record argument registers and return values
 	Probes int  // number of probes (IDs 1..Probes)
+	// Sampling is set when some probe records only every N-th call
+	// (Probe.Every > 1); without it every call is recorded.
+	Sampling bool
 }
 
 // Probe is one traced function of an object.
@@ -132,7 +135,7 @@ func New(o Options) (*Tracer, error) {
 	}
 	// Named as internal/sampleprog's program is: culprit_PID.
 	name := fmt.Sprintf("culprit_%d", os.Getpid()%10000000)
-	t.entry = load(name, entryProgram(m, progOptions{Go: o.Go, Args: o.Args}))
+	t.entry = load(name, entryProgram(m, progOptions{Go: o.Go, Args: o.Args, Sampling: o.Sampling}))
 	if o.Go {
 		t.retInsn = load(name, returnProgram(m, progOptions{Go: true, Args: o.Args, RetAdjust: 0}))
 	} else {

@@ -83,7 +83,11 @@ func prepare(o Options, exe string, pid int) (*session, error) {
 	if len(targets) == 0 {
 		return nil, fmt.Errorf("no function of %s matches the patterns given", exe)
 	}
-	t, err := traceprog.New(traceprog.Options{Go: isGo, Args: o.Args, Probes: len(targets)})
+	sampling := false
+	for _, t := range targets {
+		sampling = sampling || t.Every > 1
+	}
+	t, err := traceprog.New(traceprog.Options{Go: isGo, Args: o.Args, Probes: len(targets), Sampling: sampling})
 	if err != nil {
 		return nil, err
 	}

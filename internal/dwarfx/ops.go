@@ -6,22 +6,9 @@ import (
 	"strings"
 )
 
-// regNames are the x86-64 DWARF register names (System V psABI, figure 3.36).
-var regNames = [...]string{
-	"rax", "rdx", "rcx", "rbx", "rsi", "rdi", "rbp", "rsp",
-	"r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15", "rip",
-	"xmm0", "xmm1", "xmm2", "xmm3", "xmm4", "xmm5", "xmm6", "xmm7",
-	"xmm8", "xmm9", "xmm10", "xmm11", "xmm12", "xmm13", "xmm14", "xmm15",
-}
-
 // RegName returns the x86-64 name of DWARF register n ("rdi", "xmm0"), or
 // "r<n>" for registers outside the general and SSE sets.
-func RegName(n uint64) string {
-	if n < uint64(len(regNames)) {
-		return regNames[n]
-	}
-	return fmt.Sprintf("r%d", n)
-}
+func RegName(n uint64) string { return elfx.RegName(n) }
 
 // Disassemble renders a DWARF expression in readelf's style, e.g.
 // "DW_OP_breg7 (rsp): 8; DW_OP_deref; DW_OP_stack_value". Malformed input

@@ -1,8 +1,9 @@
 // Package elfx is the low-level layer under everything that reads ELF
-// objects and their DWARF: the GNU build-id note, a bounds-checked byte and
-// LEB128 reader, the DWARF expression and call-frame opcode tables, and the
-// source name of a function's DIE (clone suffixes, demangling, abstract
-// origins).
+// objects and their DWARF: the GNU build-id note and the separate debug
+// file it names, a bounds-checked byte and LEB128 reader, the DWARF
+// expression and call-frame opcode tables, the x86-64 DWARF register
+// numbers, and the source name of a function's DIE (clone suffixes,
+// demangling, abstract origins).
 //
 // debug/elf and debug/dwarf parse the containers; they do not expose a
 // build-id, a reader for DWARF expressions and CFI instructions, or the

@@ -1,21 +1,24 @@
 package schema
 
-import "golang.org/x/arch/x86/x86asm"
+import (
+	"github.com/culprit-dev/culprit/internal/elfx"
+	"golang.org/x/arch/x86/x86asm"
+)
 
 // Registers are tracked by one index: the general registers by their DWARF
 // number (0 rax, 1 rdx, 2 rcx, 3 rbx, 4 rsi, 5 rdi, 6 rbp, 7 rsp, 8-15
 // r8-r15) and xmm0-xmm15 as 16-31 (DWARF 17-32).
 const (
-	regRAX = 0
-	regRDX = 1
-	regRCX = 2
-	regRBX = 3
-	regRSI = 4
-	regRDI = 5
-	regRBP = 6
-	regRSP = 7
-	regR8  = 8
-	regR9  = 9
+	regRAX = elfx.RegRAX
+	regRDX = elfx.RegRDX
+	regRCX = elfx.RegRCX
+	regRBX = elfx.RegRBX
+	regRSI = elfx.RegRSI
+	regRDI = elfx.RegRDI
+	regRBP = elfx.RegRBP
+	regRSP = elfx.RegRSP
+	regR8  = elfx.RegR8
+	regR9  = elfx.RegR9
 	regXMM = 16
 	nRegs  = 32
 	noReg  = -1
@@ -49,10 +52,10 @@ func regIndex(r x86asm.Reg) (idx int, partial bool) {
 // dwarfRegIndex maps a DWARF register number to the tracked index.
 func dwarfRegIndex(n uint64) int {
 	switch {
-	case n < 16:
+	case n <= elfx.RegR15:
 		return int(n)
-	case n >= 17 && n <= 32:
-		return regXMM + int(n-17)
+	case n >= elfx.RegXMM0 && n <= elfx.RegXMM15:
+		return regXMM + int(n-elfx.RegXMM0)
 	}
 	return noReg
 }

@@ -14,12 +14,12 @@ var ErrNoCFI = errors.New("no call frame information")
 
 // numRegs is the number of DWARF registers tracked: 0-15 are the general
 // purpose registers, 16 is the return address column (rip).
-const numRegs = 17
+const numRegs = elfx.RegRA + 1
 
 const (
-	regRBP = 6
-	regRSP = 7
-	regRA  = 16
+	regRBP = elfx.RegRBP
+	regRSP = elfx.RegRSP
+	regRA  = elfx.RegRA
 )
 
 // cie is a parsed Common Information Entry.

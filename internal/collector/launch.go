@@ -6,6 +6,8 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strconv"
+	"strings"
 	"syscall"
 	"unsafe"
 
@@ -92,9 +94,12 @@ func Start(argv []string, options int) (*Child, error) {
 	}
 	c := &Child{Pid: pid, Path: path}
 	if err := seize(pid, options|unix.PTRACE_O_TRACEEXEC); err != nil {
-		// Let it run untraced? No: the caller asked for a stopped command.
+		tracer := tracerOf(pid)
 		unix.Close(gate[1])
 		c.Kill()
+		if err == unix.EPERM && tracer != 0 {
+			return nil, fmt.Errorf("starting %s: it is traced by process %d already (culprit under strace -f or a debugger?): %w", argv[0], tracer, err)
+		}
 		return nil, fmt.Errorf("starting %s: tracing it: %w", argv[0], err)
 	}
 	// Go: the child execs.
@@ -262,4 +267,19 @@ type sigaction struct {
 	flags    uint64
 	restorer uintptr
 	mask     uint64
+}
+
+// tracerOf is the TracerPid of a process, 0 when none or unknown.
+func tracerOf(pid int) int {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "TracerPid:"); ok {
+			n, _ := strconv.Atoi(strings.TrimSpace(v))
+			return n
+		}
+	}
+	return 0
 }

@@ -46,9 +46,10 @@ The formats: docs/cli.md (culprit export).`,
 			if output == "" {
 				return usagef("no output file: give -o FILE (or -o - for standard output)")
 			}
-			// Folded stacks and flame graphs are totals: samples merge as
-			// they are read. The others keep each sample's time.
-			p, err := ff.load(args, c.ErrOrStderr(), format == "folded" || format == "svg")
+			// pprof profiles, folded stacks and flame graphs are totals:
+			// samples merge as they are read. Speedscope and Chrome traces
+			// are timelines of every sample.
+			p, err := ff.load(args, c.ErrOrStderr(), format == "pprof" || format == "folded" || format == "svg")
 			if err != nil {
 				return err
 			}

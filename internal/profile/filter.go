@@ -419,7 +419,8 @@ func (p *Profile) Apply(f Filter) *Profile {
 		return remap[old] - 1, remap[old] > 0
 	}
 	q.Samples = make([]Sample, 0, len(p.Samples))
-	for _, s := range p.Samples {
+	merged := len(p.lasts) == len(p.Samples) && len(p.lasts) > 0
+	for i, s := range p.Samples {
 		if !f.AllEvents && s.Event != recording.EventCPU {
 			continue
 		}
@@ -432,6 +433,9 @@ func (p *Profile) Apply(f Filter) *Profile {
 		}
 		s.Stack = ns
 		q.Samples = append(q.Samples, s)
+		if merged {
+			q.lasts = append(q.lasts, p.lasts[i])
+		}
 	}
 	return q
 }

@@ -263,10 +263,13 @@ func Load(paths []string, o LoadOptions) (*Profile, error) {
 			return Load(paths, o)
 		}
 		l.p.Merged = true
+		slices.SortStableFunc(l.entries, func(a, b mergeEntry) int { return cmp.Compare(a.first, b.first) })
 		l.p.Samples = make([]Sample, len(l.entries))
+		l.p.lasts = make([]uint64, len(l.entries))
 		for i, e := range l.entries {
 			l.p.Samples[i] = Sample{Time: e.first, PID: e.pid, TID: e.tid, CPU: e.cpu, More: e.more,
 				Period: e.period, Stack: e.stack, Event: e.event, Arg: e.arg}
+			l.p.lasts[i] = e.last
 		}
 		l.entries = nil
 	} else {

@@ -52,6 +52,15 @@ type Sample struct {
 // N is the number of samples s stands for: 1, or more in a merged profile.
 func (s Sample) N() int { return 1 + int(s.More) }
 
+// LastTime is the time of the last sample that p.Samples[i] stands for:
+// its Time, unless p is merged.
+func (p *Profile) LastTime(i int) uint64 {
+	if len(p.lasts) == len(p.Samples) {
+		return p.lasts[i]
+	}
+	return p.Samples[i].Time
+}
+
 // SampleCount is the number of samples of p: len(p.Samples), unless p is
 // merged.
 func (p *Profile) SampleCount() int {
@@ -124,7 +133,10 @@ type Profile struct {
 	// Merged says that samples were merged at loading (LoadOptions.Merge):
 	// the profile has totals but no time order, and selecting a time window
 	// (Filter.From, Filter.To) is not possible.
-	Merged    bool
+	Merged bool
+	// lasts holds, in a merged profile, the time of the last sample each
+	// Sample stands for (LastTime).
+	lasts     []uint64
 	Threads   map[uint32]Thread
 	Lost      uint64 // samples the kernel or recorder dropped
 	Throttled uint64 // throttle events reported by the kernel

@@ -52,7 +52,7 @@ func buildPprof(p *profile.Profile) *pprof.Profile {
 		Period:            dp,
 	}
 	if dp <= 1 && len(p.Samples) > 0 && p.Samples[0].Period > 0 {
-		out.Period = int64(p.Samples[0].Period)
+		out.Period = int64(p.Samples[0].Period / uint64(p.Samples[0].N()))
 	}
 	b := &pprofBuilder{
 		p: p, out: out,
@@ -80,7 +80,7 @@ func buildPprof(p *profile.Profile) *pprof.Profile {
 			out.Sample = append(out.Sample, ps)
 		}
 		ps.Value[0] += int64(period(p, s))
-		ps.Value[1]++
+		ps.Value[1] += int64(s.N())
 	}
 	for _, m := range out.Mapping {
 		if m.Limit <= m.Start {

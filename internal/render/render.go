@@ -32,12 +32,13 @@ func stackFrames(p *profile.Profile, stack int32) []profile.Frame {
 }
 
 // period returns the ns of CPU time sample s stands for: its Period, else
-// 1e9/frequency of the recording, else 1.
+// 1e9/frequency of the recording, else 1 (times the samples a merged
+// Sample stands for).
 func period(p *profile.Profile, s profile.Sample) uint64 {
 	if s.Period > 0 {
 		return s.Period
 	}
-	return defaultPeriod(p)
+	return defaultPeriod(p) * uint64(s.N())
 }
 
 func defaultPeriod(p *profile.Profile) uint64 {
@@ -65,7 +66,7 @@ func commandName(p *profile.Profile) string {
 // timeRange returns the smallest sample time and the largest time+period.
 func timeRange(p *profile.Profile) (first, end uint64, ok bool) {
 	for i, s := range p.Samples {
-		e := s.Time + period(p, s)
+		e := p.LastTime(i) + period(p, s)/uint64(s.N())
 		if i == 0 || s.Time < first {
 			first = s.Time
 		}

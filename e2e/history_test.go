@@ -324,6 +324,31 @@ func TestHistoryCheck(t *testing.T) {
 		if _, stderr, code := inDir(t, repo, "check", "--install-hook", "--hook-run", "true"); code == 0 || !strings.Contains(stderr, "not written by culprit") {
 			t.Errorf("a foreign hook was replaced: exit %d, %s", code, stderr)
 		}
+		// x from a sampled expression: scan's n, read in its frame.
+		for _, n := range sizes {
+			if _, stderr, code := inDir(t, repo, "run", "--workload", "ex", "-F", "1999", "--expr", "prog@scan@n", "--", "./prog", n); code != 0 {
+				t.Fatalf("run --expr: exit %d\n%s", code, stderr)
+			}
+		}
+		out, stderr, code = inDir(t, repo, "models", "--workload", "ex", "--x", "expr:n", "--func", "^scan$", "--format", "json")
+		var em struct {
+			X         string `json:"x"`
+			Functions []struct {
+				X    []float64 `json:"x"`
+				Best struct {
+					Kind string `json:"kind"`
+				} `json:"best"`
+			} `json:"functions"`
+		}
+		if code != 0 || json.Unmarshal([]byte(out), &em) != nil || len(em.Functions) != 1 {
+			t.Fatalf("models --x expr:n: exit %d\n%s\n%s", code, out, stderr)
+		}
+		if f := em.Functions[0]; f.Best.Kind != "quadratic" || len(f.X) != 3 || f.X[0] != 1000 || f.X[2] != 9000 {
+			t.Errorf("scan against its sampled n: %+v", f)
+		}
+		if out, _, code := inDir(t, repo, "history", "rm", "@HEAD:workload=ex"); code != 0 || !strings.Contains(out, "removed 3 runs") {
+			t.Errorf("history rm: %d %s", code, out)
+		}
 	})
 	t.Run("postgres", func(t *testing.T) {
 		pg := testutil.Postgres(t)

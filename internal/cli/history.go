@@ -9,6 +9,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/culprit-dev/culprit/internal/analysis/exprs"
 	"github.com/culprit-dev/culprit/internal/analysis/trace"
 	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/render"
@@ -120,6 +121,18 @@ func addRecording(st *store.Store, path string, r *store.Run, stderr io.Writer) 
 		if len(r.Command) > 0 {
 			r.Workload = filepath.Base(r.Command[0])
 		}
+	}
+	// Sampled expressions (--expr) become parameters "expr:EXPR" with their
+	// time-weighted mean over the run: Perun's structure size, an x for
+	// models and check (never part of the pairing key).
+	for _, sm := range exprs.Summarize(q, exprs.Options{}) {
+		if sm.Class != "expression" || sm.Count == 0 {
+			continue
+		}
+		if r.Params == nil {
+			r.Params = map[string]string{}
+		}
+		r.Params[store.ExprParam+sm.Expr] = strconv.FormatFloat(sm.Mean, 'g', 6, 64)
 	}
 	if dir := symbol.ArchiveDir(); dir != "" {
 		if objs, err := profile.RecordedObjects([]string{path}); err == nil {

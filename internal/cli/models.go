@@ -29,7 +29,7 @@ func pickX(runs []store.Run, given string) (string, error) {
 	}
 	values := map[string]map[string]bool{}
 	for _, r := range runs {
-		for k, v := range r.Params {
+		for k, v := range store.InputParams(r.Params) {
 			if _, err := strconv.ParseFloat(v, 64); err != nil {
 				continue
 			}
@@ -58,7 +58,7 @@ func pickX(runs []store.Run, given string) (string, error) {
 // seriesKey is a run's pairing key without the x parameter.
 func seriesKey(r store.Run, x string) string {
 	p := map[string]string{}
-	for k, v := range r.Params {
+	for k, v := range store.InputParams(r.Params) {
 		if k != x {
 			p[k] = v
 		}
@@ -107,7 +107,9 @@ JSON. A function needs runs at 3 or more values of the parameter.
 x is --x PARAM, by default the one parameter that varies across the runs
 (culprit run --param n=1000 -- ./prog 1000, at several n). Runs that differ
 in anything else (workload, other parameters, collector options) are
-separate series.
+separate series. --x expr:EXPR takes x from an expression sampled with
+culprit run --expr (its time-weighted mean over each run, e.g. a queue's
+length: Perun's structure size).
 
 --x call-order fits, in one recording of traced calls (culprit trace; a file
 or a stored run @REV), each traced function's inclusive duration per call
@@ -189,7 +191,7 @@ whose calls get slower as the run goes on (a growing structure) shows it.`,
 		},
 	}
 	f := c.Flags()
-	f.StringVar(&x, "x", "", "the parameter to fit against (default: the one that varies across the runs), or call-order: traced calls' durations against their order in one recording")
+	f.StringVar(&x, "x", "", "the parameter to fit against (default: the one that varies across the runs); expr:EXPR, the mean of an expression sampled with --expr; or call-order: traced calls' durations against their order in one recording")
 	f.StringVar(&fn, "func", "", "only functions whose names match this regular expression")
 	f.StringVar(&workload, "workload", "", "only runs of this workload")
 	f.Float64Var(&minShare, "min-share", 1, "only functions with at least this percentage of the samples of some run")

@@ -67,11 +67,27 @@ type Run struct {
 	Added     time.Time
 }
 
+// ExprParam prefixes the parameters that hold a sampled expression's mean
+// over the run ("expr:q->len"): measurements, not inputs, so they are not
+// part of the pairing key.
+const ExprParam = "expr:"
+
 // PairKey is what two runs must share to be compared: workload, parameters
-// and collector options (the command is part of the workload: its default
-// name is the program's base name).
+// (but not sampled expressions) and collector options (the command is part of
+// the workload: its default name is the program's base name).
 func (r *Run) PairKey() string {
-	return r.Workload + "\x00" + ParamString(r.Params) + "\x00" + r.Config
+	return r.Workload + "\x00" + ParamString(InputParams(r.Params)) + "\x00" + r.Config
+}
+
+// InputParams returns the parameters without sampled expressions.
+func InputParams(p map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range p {
+		if !strings.HasPrefix(k, ExprParam) {
+			out[k] = v
+		}
+	}
+	return out
 }
 
 // ParamString writes parameters as sorted "k=v" words.

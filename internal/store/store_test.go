@@ -254,3 +254,14 @@ func TestMigrateFromVersion1(t *testing.T) {
 		}
 	})
 }
+
+// Sampled expressions are measurements, not inputs: they do not decide
+// which runs pair.
+func TestPairKeyLeavesOutExpressions(t *testing.T) {
+	a := Run{Workload: "w", Params: map[string]string{"n": "10", ExprParam + "q->len": "12.5"}, Config: "freq=999"}
+	b := Run{Workload: "w", Params: map[string]string{"n": "10", ExprParam + "q->len": "40"}, Config: "freq=999"}
+	c := Run{Workload: "w", Params: map[string]string{"n": "20"}, Config: "freq=999"}
+	if a.PairKey() != b.PairKey() || a.PairKey() == c.PairKey() {
+		t.Errorf("pair keys %q %q %q", a.PairKey(), b.PairKey(), c.PairKey())
+	}
+}

@@ -379,3 +379,17 @@ func TestTraceEveryFunction(t *testing.T) {
 		t.Errorf("-f _start: exit %d, %s", code, errs)
 	}
 }
+
+// --timed-sampling records calls only in alternate phases: of 1 ms calls
+// spanning at least 0.4 s of wall-clock time (8 phases of 50 ms), some are
+// recorded and some are not.
+func TestTraceTimedSampling(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "tracecalls", []string{"tracecalls.c"}, "-O2", "-g", "-pthread")
+	out, stdout := traceRun(t, []string{"--timed-sampling", "20", "-f", "spin"}, bin, "spin", "1", "400")
+	made := counts(t, stdout)["spin"]
+	got, unret := traceReport(t, out).calls("spin")
+	if made != 400 || got == 0 || got >= made || unret != 0 {
+		t.Errorf("timed sampling: %d of %d calls recorded (%d did not return)", got, made, unret)
+	}
+}

@@ -255,6 +255,12 @@ func traceView(c *cobra.Command, p *profile.Profile, format, calls string, byCal
 		}
 		return render.CallsText(out, list)
 	}
+	for _, m := range p.Metas {
+		if hz := m.Extra["timed_sampling_hz"]; hz != "" {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("calls were recorded only in alternate phases of 1/%s s (--timed-sampling): the counts are of the calls made in the gathering phases", hz))
+			break
+		}
+	}
 	fs := trace.Functions(p, byCaller)
 	if format == "json" {
 		return render.TraceJSON(out, fs, extra)

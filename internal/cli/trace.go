@@ -59,6 +59,9 @@ max, p99; --calls FUNC lists the slowest calls), export --format chrome
 			if len(o.Patterns) == 0 {
 				return usagef("no function to trace: give -f PATTERN (a glob on symbol names, e.g. -f 'parse_*') or --lib LIB:PATTERN")
 			}
+			if o.TimedHz < 0 || o.TimedHz > 10000 {
+				return usagef("--timed-sampling takes a frequency from 1 to 10000 (Hz), or 0 for off")
+			}
 			if o.Duration < 0 {
 				return usagef("--duration must not be negative")
 			}
@@ -86,6 +89,7 @@ max, p99; --calls FUNC lists the slowest calls), export --format chrome
 	f.StringArrayVarP(&funcs, "func", "f", nil, "trace the functions of the program whose symbol names match this glob; PATTERN#N records the first and every N-th call; repeatable")
 	f.StringArrayVar(&libs, "lib", nil, "trace functions of a shared library: LIB:PATTERN[#N], LIB a path or a name such as libc.so.6 or libz; repeatable")
 	f.BoolVar(&o.Args, "args", false, "record each call's arguments (named and typed from DWARF) and its return value")
+	f.IntVar(&o.TimedHz, "timed-sampling", 0, "record calls only in alternate phases of 1/HZ seconds, gathering then dormant (Perun's timed sampling: a cpu-clock event flips a flag the probes read); 0: always")
 	f.StringVarP(&o.Output, "output", "o", "culprit.rec", "recording file to write")
 	f.IntVarP(&pid, "pid", "p", 0, "attach to this running process instead of launching a command")
 	f.DurationVar(&o.Duration, "duration", 0, "stop tracing after this long, e.g. 500ms, 10s (default: until the command exits, or Ctrl-C)")

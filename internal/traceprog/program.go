@@ -99,7 +99,7 @@ const (
 )
 
 type maps struct {
-	stacks, zero, counts, stats, events int
+	stacks, zero, counts, stats, events, phase int
 }
 
 type progOptions struct {
@@ -107,6 +107,9 @@ type progOptions struct {
 	Args bool // copy argument registers at entry and the return value
 	// Sampling: some probe records only every N-th call.
 	Sampling bool
+	// Timed: calls are recorded only while the phase map says gathering
+	// (0); a cpu-clock event flips it (timed sampling).
+	Timed bool
 	// RetAdjust is what the stack pointer at the return probe exceeds the
 	// one at entry by: 8 after a uretprobe (the RET has run), 0 at a probe
 	// on the RET instruction itself.
@@ -380,6 +383,19 @@ func entryProgram(m maps, o progOptions) asm.Instructions {
 		asm.StoreMem(asm.RFP, slKey32, asm.R0, asm.Word),
 		asm.StoreImm(asm.RFP, slFlags, 0, asm.Word),
 	)
+	if o.Timed {
+		// Dormant phase: the call is not entered at all (its return then
+		// finds another frame, or none, on top and is not recorded).
+		b.emit(asm.StoreImm(asm.RFP, slKey32, 0, asm.Word))
+		b.lookup(m.phase, slKey32)
+		b.emit(
+			asm.JEq.Imm(asm.R0, 0, "exit"),
+			asm.LoadMem(asm.R1, asm.R0, 0, asm.Word),
+			asm.JNE.Imm(asm.R1, 0, "exit"),
+			asm.LoadMem(asm.R1, asm.RFP, slProbe, asm.Word),
+			asm.StoreMem(asm.RFP, slKey32, asm.R1, asm.Word),
+		)
+	}
 	if o.Sampling {
 		b.sampling()
 	}
@@ -509,4 +525,23 @@ func returnProgram(m maps, o progOptions) asm.Instructions {
 		asm.Return(),
 	)
 	return b.ins
+}
+
+// flipProgram runs at each tick of the timed-sampling clock: it turns the
+// phase from gathering (0) to dormant (1) and back. It returns 0, so no
+// sample is written.
+func flipProgram(m maps) asm.Instructions {
+	return asm.Instructions{
+		asm.StoreImm(asm.RFP, -4, 0, asm.Word),
+		asm.LoadMapPtr(asm.R1, m.phase),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, -4),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "out"),
+		asm.LoadMem(asm.R1, asm.R0, 0, asm.Word),
+		asm.Xor.Imm(asm.R1, 1),
+		asm.StoreMem(asm.R0, 0, asm.R1, asm.Word),
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("out"),
+		asm.Return(),
+	}
 }

@@ -18,6 +18,9 @@ import (
 	"fmt"
 	"os"
 	"time"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -38,6 +41,11 @@ type Options struct {
 	// Sampling is set when some probe records only every N-th call
 	// (Probe.Every > 1); without it every call is recorded.
 	Sampling bool
+	// TimedHz > 0 records calls only in alternate phases of 1/TimedHz
+	// seconds (Perun's timed sampling): a cpu-clock perf event on CPU 0
+	// ticks TimedHz times a second and a BPF program on it flips the
+	// phase; entries in a dormant phase return at once.
+	TimedHz int
 }
 
 // Probe is one traced function of an object.
@@ -54,8 +62,9 @@ type Probe struct {
 type Tracer struct {
 	o                           Options
 	stacks, zero, counts, stats *ebpf.Map
-	events                      *ebpf.Map
-	entry, ret, retInsn         *ebpf.Program
+	events, phase               *ebpf.Map
+	entry, ret, retInsn, flip   *ebpf.Program
+	clockFD                     int
 	multi                       bool
 	links                       []link.Link
 	rd                          *ringbuf.Reader
@@ -95,7 +104,7 @@ func explain(err error) error {
 
 // New loads the programs and makes the maps.
 func New(o Options) (*Tracer, error) {
-	t := &Tracer{o: o}
+	t := &Tracer{o: o, clockFD: -1}
 	t.multi = features.HaveBPFLinkUprobeMulti() == nil
 	var err error
 	mk := func(s *ebpf.MapSpec) *ebpf.Map {
@@ -112,11 +121,12 @@ func New(o Options) (*Tracer, error) {
 	t.counts = mk(&ebpf.MapSpec{Name: "culprit_counts", Type: ebpf.Array, KeySize: 4, ValueSize: 16, MaxEntries: uint32(o.Probes + 1)})
 	t.stats = mk(&ebpf.MapSpec{Name: "culprit_tstats", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: statsSize, MaxEntries: 1})
 	t.events = mk(&ebpf.MapSpec{Name: "culprit_calls", Type: ebpf.RingBuf, MaxEntries: RingBytes})
+	t.phase = mk(&ebpf.MapSpec{Name: "culprit_phase", Type: ebpf.Array, KeySize: 4, ValueSize: 4, MaxEntries: 1})
 	if err != nil {
 		t.Close()
 		return nil, explain(fmt.Errorf("making the tracer's maps: %w", err))
 	}
-	m := maps{stacks: t.stacks.FD(), zero: t.zero.FD(), counts: t.counts.FD(), stats: t.stats.FD(), events: t.events.FD()}
+	m := maps{stacks: t.stacks.FD(), zero: t.zero.FD(), counts: t.counts.FD(), stats: t.stats.FD(), events: t.events.FD(), phase: t.phase.FD()}
 	attach := ebpf.AttachNone
 	if t.multi {
 		attach = ebpf.AttachTraceUprobeMulti
@@ -135,11 +145,17 @@ func New(o Options) (*Tracer, error) {
 	}
 	// Named as internal/sampleprog's program is: culprit_PID.
 	name := fmt.Sprintf("culprit_%d", os.Getpid()%10000000)
-	t.entry = load(name, entryProgram(m, progOptions{Go: o.Go, Args: o.Args, Sampling: o.Sampling}))
+	t.entry = load(name, entryProgram(m, progOptions{Go: o.Go, Args: o.Args, Sampling: o.Sampling, Timed: o.TimedHz > 0}))
 	if o.Go {
 		t.retInsn = load(name, returnProgram(m, progOptions{Go: true, Args: o.Args, RetAdjust: 0}))
 	} else {
 		t.ret = load(name, returnProgram(m, progOptions{Args: o.Args, RetAdjust: 8}))
+	}
+	if err == nil && o.TimedHz > 0 {
+		t.flip, err = ebpf.NewProgram(&ebpf.ProgramSpec{Name: name, Type: ebpf.PerfEvent, License: "GPL", Instructions: flipProgram(m)})
+		if err == nil {
+			err = t.startClock(o.TimedHz)
+		}
 	}
 	if err != nil {
 		t.Close()
@@ -151,6 +167,30 @@ func New(o Options) (*Tracer, error) {
 		return nil, explain(fmt.Errorf("reading the tracer's ring: %w", err))
 	}
 	return t, nil
+}
+
+// startClock opens the cpu-clock event that flips the phase hz times a
+// second and runs the flip program on it.
+func (t *Tracer) startClock(hz int) error {
+	a := &unix.PerfEventAttr{
+		Type:   unix.PERF_TYPE_SOFTWARE,
+		Config: unix.PERF_COUNT_SW_CPU_CLOCK,
+		Size:   uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
+		Sample: uint64(1e9 / hz),
+		Bits:   unix.PerfBitDisabled,
+	}
+	fd, err := unix.PerfEventOpen(a, -1, 0, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("opening the timed-sampling clock: %w", err)
+	}
+	t.clockFD = fd
+	if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_BPF, t.flip.FD()); err != nil {
+		return fmt.Errorf("attaching the timed-sampling program: %w", err)
+	}
+	if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_ENABLE, 0); err != nil {
+		return fmt.Errorf("starting the timed-sampling clock: %w", err)
+	}
+	return nil
 }
 
 // Attach sets the probes on the object at path for process pid (0: every
@@ -339,12 +379,16 @@ func (t *Tracer) Close() {
 	if t.rd != nil {
 		t.rd.Close()
 	}
-	for _, p := range []*ebpf.Program{t.entry, t.ret, t.retInsn} {
+	if t.clockFD >= 0 {
+		unix.Close(t.clockFD)
+		t.clockFD = -1
+	}
+	for _, p := range []*ebpf.Program{t.entry, t.ret, t.retInsn, t.flip} {
 		if p != nil {
 			p.Close()
 		}
 	}
-	for _, m := range []*ebpf.Map{t.stacks, t.zero, t.counts, t.stats, t.events} {
+	for _, m := range []*ebpf.Map{t.stacks, t.zero, t.counts, t.stats, t.events, t.phase} {
 		if m != nil {
 			m.Close()
 		}

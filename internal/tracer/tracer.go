@@ -33,6 +33,7 @@ type Options struct {
 	Output   string
 	Patterns []Pattern
 	Args     bool          // record arguments and return values
+	TimedHz  int           // > 0: record calls only in alternate phases of 1/TimedHz s (timed sampling)
 	Duration time.Duration // stop tracing after this long (0: until exit or signal)
 	Tool     string
 }
@@ -87,7 +88,7 @@ func prepare(o Options, exe string, pid int) (*session, error) {
 	for _, t := range targets {
 		sampling = sampling || t.Every > 1
 	}
-	t, err := traceprog.New(traceprog.Options{Go: isGo, Args: o.Args, Probes: len(targets), Sampling: sampling})
+	t, err := traceprog.New(traceprog.Options{Go: isGo, Args: o.Args, Probes: len(targets), Sampling: sampling, TimedHz: o.TimedHz})
 	if err != nil {
 		return nil, err
 	}
@@ -116,6 +117,9 @@ func (s *session) meta(m recording.Meta) {
 	m.Extra = map[string]string{"probes": fmt.Sprint(len(s.targets))}
 	if s.o.Args {
 		m.Extra["args"] = "1"
+	}
+	if s.o.TimedHz > 0 {
+		m.Extra["timed_sampling_hz"] = fmt.Sprint(s.o.TimedHz)
 	}
 	s.w.Write(&m)
 	for i, t := range s.targets {

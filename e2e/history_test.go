@@ -351,6 +351,7 @@ func TestHistoryCheck(t *testing.T) {
 		}
 	})
 	t.Run("postgres", func(t *testing.T) {
+		t.Setenv("XDG_CACHE_HOME", t.TempDir()) // recordings read back are copied there
 		pg := testutil.Postgres(t)
 		for i, files := range added {
 			for j, f := range files {

@@ -18,7 +18,10 @@ import (
 // of the test's own) and runs f on each.
 func stores(t *testing.T, f func(t *testing.T, spec string)) {
 	t.Run("sqlite", func(t *testing.T) { f(t, t.TempDir()) })
-	t.Run("postgres", func(t *testing.T) { f(t, testutil.Postgres(t)) })
+	t.Run("postgres", func(t *testing.T) {
+		t.Setenv("XDG_CACHE_HOME", t.TempDir()) // recordings read back are copied there
+		f(t, testutil.Postgres(t))
+	})
 }
 
 func writeFile(t *testing.T, dir, name, content string) string {

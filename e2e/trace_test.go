@@ -393,3 +393,30 @@ func TestTraceTimedSampling(t *testing.T) {
 		t.Errorf("timed sampling: %d of %d calls recorded (%d did not return)", got, made, unret)
 	}
 }
+
+// --dynamic-probing N removes a function's probes once it has made more
+// than N calls (checked every 100 ms); --reattach sets them again later.
+// 200,000 traced calls take more than 0.2 s at any per-call cost a
+// uprobe pair has (≥ 1.6 µs), so the check comes before they end.
+func TestTraceDynamicProbing(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "tracecalls", []string{"tracecalls.c"}, "-O2", "-g", "-pthread")
+	out, _ := traceRun(t, []string{"--dynamic-probing", "1000", "-f", "leaf", "-f", "spin"}, bin, "leaf", "200000", "spin", "1", "3")
+	r := traceReport(t, out)
+	if got, _ := r.calls("leaf"); got <= 1000 || got >= 200000 {
+		t.Errorf("leaf: %d calls recorded, want its probes removed after 1000", got)
+	}
+	if got, _ := r.calls("spin"); got != 3 {
+		t.Errorf("spin: %d calls, want all 3 (under the threshold)", got)
+	}
+	// Two bursts of leaf calls a second apart: removed in each.
+	out = rec(t)
+	_, errs, code := run(t, "trace", "--dynamic-probing", "1000", "--reattach", "--probing-wait", "100ms", "-f", "leaf", "-o", out,
+		"--", bin, "leaf", "200000", "spin", "1000", "1", "leaf", "200000")
+	if code != 0 || !strings.Contains(errs, "removed probes 2 times") {
+		t.Errorf("reattach: exit %d, %s", code, errs)
+	}
+	if got, _ := traceReport(t, out).calls("leaf"); got <= 2000 || got >= 400000 {
+		t.Errorf("reattach: %d leaf calls recorded", got)
+	}
+}

@@ -62,6 +62,12 @@ max, p99; --calls FUNC lists the slowest calls), export --format chrome
 			if o.TimedHz < 0 || o.TimedHz > 10000 {
 				return usagef("--timed-sampling takes a frequency from 1 to 10000 (Hz), or 0 for off")
 			}
+			if o.Probing == 0 && (c.Flags().Changed("reattach") || c.Flags().Changed("probing-check") || c.Flags().Changed("probing-wait")) {
+				return usagef("--reattach, --probing-check and --probing-wait go with --dynamic-probing N")
+			}
+			if o.ProbingCheck <= 0 || o.ProbingWait <= 0 {
+				return usagef("--probing-check and --probing-wait must be positive durations")
+			}
 			if o.Duration < 0 {
 				return usagef("--duration must not be negative")
 			}
@@ -90,6 +96,10 @@ max, p99; --calls FUNC lists the slowest calls), export --format chrome
 	f.StringArrayVar(&libs, "lib", nil, "trace functions of a shared library: LIB:PATTERN[#N], LIB a path or a name such as libc.so.6 or libz; repeatable")
 	f.BoolVar(&o.Args, "args", false, "record each call's arguments (named and typed from DWARF) and its return value")
 	f.IntVar(&o.TimedHz, "timed-sampling", 0, "record calls only in alternate phases of 1/HZ seconds, gathering then dormant (Perun's timed sampling: a cpu-clock event flips a flag the probes read); 0: always")
+	f.Uint64Var(&o.Probing, "dynamic-probing", 0, "remove a function's probes once it has been called this many times (Perun's dynamic probing; the thesis uses 100000); 0: never")
+	f.BoolVar(&o.ProbingReattach, "reattach", false, "with --dynamic-probing: set removed probes again after an interval (--probing-wait) that doubles each time")
+	f.DurationVar(&o.ProbingCheck, "probing-check", 100*time.Millisecond, "with --dynamic-probing: how often the call counts are read")
+	f.DurationVar(&o.ProbingWait, "probing-wait", time.Second, "with --reattach: the first interval before removed probes are set again")
 	f.StringVarP(&o.Output, "output", "o", "culprit.rec", "recording file to write")
 	f.IntVarP(&pid, "pid", "p", 0, "attach to this running process instead of launching a command")
 	f.DurationVar(&o.Duration, "duration", 0, "stop tracing after this long, e.g. 500ms, 10s (default: until the command exits, or Ctrl-C)")

@@ -67,6 +67,7 @@ type Tracer struct {
 	clockFD                     int
 	multi                       bool
 	links                       []link.Link
+	own                         map[uint32]*owned // probes with links of their own (AttachEach)
 	rd                          *ringbuf.Reader
 }
 
@@ -275,6 +276,91 @@ func (t *Tracer) Attach(path string, probes []Probe, pid int) error {
 	return nil
 }
 
+// owned is a probe with links of its own, so that it can be removed and
+// set again alone (dynamic probing).
+type owned struct {
+	path       string
+	p          Probe
+	pid        int
+	entry, ret link.Link
+}
+
+// AttachEach sets each probe with links of its own (an entry and a return
+// link per probe), so that DetachProbe and ReattachProbe can act on one.
+// Setting them takes longer than Attach's batches.
+func (t *Tracer) AttachEach(path string, probes []Probe, pid int) error {
+	if t.own == nil {
+		t.own = map[uint32]*owned{}
+	}
+	for _, p := range probes {
+		o := &owned{path: path, p: p, pid: pid}
+		t.own[p.ID] = o
+		if err := t.setOwned(o); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (t *Tracer) setOwned(o *owned) error {
+	links := t.links
+	t.links = nil
+	err := t.Attach(o.path, []Probe{o.p}, o.pid)
+	got := t.links
+	t.links = links
+	if err != nil {
+		for _, l := range got {
+			l.Close()
+		}
+		return err
+	}
+	// Attach sets the return link first.
+	if len(got) == 2 {
+		o.ret, o.entry = got[0], got[1]
+	} else if len(got) > 0 {
+		o.entry = got[len(got)-1]
+		for _, l := range got[:len(got)-1] {
+			t.links = append(t.links, l) // several RET probes (Go): kept
+		}
+	}
+	return nil
+}
+
+// Hits returns how many times probe id's entry fired (counted only when
+// the programs count calls: Options.Sampling).
+func (t *Tracer) Hits(id uint32) uint64 {
+	var v [16]byte
+	if err := t.counts.Lookup(id, &v); err != nil {
+		return 0
+	}
+	return binary.LittleEndian.Uint64(v[:8])
+}
+
+// DetachProbe removes an AttachEach probe: its entry first, then, after
+// wait (calls in flight return meanwhile), its return.
+func (t *Tracer) DetachProbe(id uint32, wait time.Duration) {
+	o := t.own[id]
+	if o == nil || o.entry == nil {
+		return
+	}
+	o.entry.Close()
+	o.entry = nil
+	if o.ret != nil {
+		time.Sleep(wait)
+		o.ret.Close()
+		o.ret = nil
+	}
+}
+
+// ReattachProbe sets a removed AttachEach probe again.
+func (t *Tracer) ReattachProbe(id uint32) error {
+	o := t.own[id]
+	if o == nil || o.entry != nil {
+		return nil
+	}
+	return t.setOwned(o)
+}
+
 // Detach removes every probe. Calls in flight are then finished by
 // Leftovers.
 func (t *Tracer) Detach() {
@@ -282,6 +368,14 @@ func (t *Tracer) Detach() {
 		l.Close()
 	}
 	t.links = nil
+	for _, o := range t.own {
+		for _, l := range []link.Link{o.entry, o.ret} {
+			if l != nil {
+				l.Close()
+			}
+		}
+		o.entry, o.ret = nil, nil
+	}
 }
 
 // Read calls fn with each call record in the ring until wait has passed

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -32,10 +33,17 @@ const pollInterval = 10 * time.Millisecond
 type Options struct {
 	Output   string
 	Patterns []Pattern
-	Args     bool          // record arguments and return values
-	TimedHz  int           // > 0: record calls only in alternate phases of 1/TimedHz s (timed sampling)
-	Duration time.Duration // stop tracing after this long (0: until exit or signal)
-	Tool     string
+	Args     bool // record arguments and return values
+	TimedHz  int  // > 0: record calls only in alternate phases of 1/TimedHz s (timed sampling)
+	// Probing > 0 removes a function's probes once it has been called
+	// Probing times (Perun's dynamic probing); with ProbingReattach they
+	// are set again after an interval that doubles each time.
+	Probing         uint64
+	ProbingReattach bool
+	ProbingCheck    time.Duration // how often the counts are read (default 100 ms)
+	ProbingWait     time.Duration // first interval before setting probes again (default 1 s)
+	Duration        time.Duration // stop tracing after this long (0: until exit or signal)
+	Tool            string
 }
 
 // Result summarises a trace.
@@ -63,6 +71,15 @@ type session struct {
 	mapped  map[string]bool
 	isGo    bool
 	pidfd   int
+	probing probing
+}
+
+// probing is the state of dynamic probing.
+type probing struct {
+	next     time.Time            // next check
+	detached map[uint32]time.Time // probe → when to set it again (zero: never)
+	wait     map[uint32]time.Duration
+	names    []string // functions detached, in order
 }
 
 func monotonic() uint64 {
@@ -84,9 +101,15 @@ func prepare(o Options, exe string, pid int) (*session, error) {
 	if len(targets) == 0 {
 		return nil, fmt.Errorf("no function of %s matches the patterns given", exe)
 	}
-	sampling := false
+	sampling := o.Probing > 0 // the programs count every probe's calls
 	for _, t := range targets {
 		sampling = sampling || t.Every > 1
+	}
+	if o.ProbingCheck <= 0 {
+		o.ProbingCheck = 100 * time.Millisecond
+	}
+	if o.ProbingWait <= 0 {
+		o.ProbingWait = time.Second
 	}
 	t, err := traceprog.New(traceprog.Options{Go: isGo, Args: o.Args, Probes: len(targets), Sampling: sampling, TimedHz: o.TimedHz})
 	if err != nil {
@@ -140,10 +163,15 @@ func (s *session) attach(pid int) error {
 		byObj[t.Object] = append(byObj[t.Object], traceprog.Probe{ID: uint32(i + 1), Offset: t.Offset, Rets: t.Rets, Every: t.Every})
 	}
 	for _, obj := range order {
-		if err := s.t.Attach(obj, byObj[obj], pid); err != nil {
+		attach := s.t.Attach
+		if s.o.Probing > 0 {
+			attach = s.t.AttachEach // each probe can be removed alone
+		}
+		if err := attach(obj, byObj[obj], pid); err != nil {
 			return err
 		}
 	}
+	s.probing = probing{next: time.Now().Add(s.o.ProbingCheck), detached: map[uint32]time.Time{}, wait: map[uint32]time.Duration{}}
 	s.res.Attach = time.Since(start)
 	s.res.Probes = len(s.targets)
 	return nil
@@ -234,6 +262,13 @@ func (s *session) finish(exitCode int) (Result, error) {
 		s.w.Write(&recording.Lost{Time: now, Reason: recording.LostDepth, Count: s.res.Depth})
 		s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("%d calls were not recorded: nested deeper than %d traced calls", s.res.Depth, traceprog.MaxDepth))
 	}
+	if n := len(s.probing.names); n > 0 {
+		names := s.probing.names
+		if n > 8 {
+			names = append(names[:8:8], fmt.Sprintf("and %d more", n-8))
+		}
+		s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("dynamic probing removed probes %d times after more than %d calls (%s): the counts of those functions stop there", n, s.o.Probing, strings.Join(names, ", ")))
+	}
 	s.res.ExitCode = exitCode
 	s.w.Write(&recording.End{Time: now, Lost: s.res.Lost + s.res.Depth, ExitCode: int32(exitCode), Calls: s.res.Calls})
 	err := s.w.Close()
@@ -251,9 +286,50 @@ func (s *session) abandon() {
 	os.Remove(s.o.Output)
 }
 
+// probe runs dynamic probing's check: a probe called more than
+// o.Probing times since it was set is removed (entry first, its return
+// after a drain interval, so that calls in flight return); with reattach,
+// it is set again after an interval that doubles at each removal.
+func (s *session) probe() {
+	if s.o.Probing == 0 || time.Now().Before(s.probing.next) {
+		return
+	}
+	now := time.Now()
+	s.probing.next = now.Add(s.o.ProbingCheck)
+	for i := range s.targets {
+		id := uint32(i + 1)
+		if at, off := s.probing.detached[id]; off {
+			if s.o.ProbingReattach && !at.IsZero() && now.After(at) {
+				if err := s.t.ReattachProbe(id); err == nil {
+					delete(s.probing.detached, id)
+				}
+			}
+			continue
+		}
+		if s.t.Hits(id) <= s.o.Probing {
+			continue
+		}
+		s.t.DetachProbe(id, pollInterval)
+		s.probing.names = append(s.probing.names, s.targets[i].Function)
+		var again time.Time
+		if s.o.ProbingReattach {
+			w := s.probing.wait[id]
+			if w == 0 {
+				w = s.o.ProbingWait
+			} else {
+				w *= 2
+			}
+			s.probing.wait[id] = w
+			again = time.Now().Add(w)
+		}
+		s.probing.detached[id] = again
+	}
+}
+
 // wait waits up to pollInterval for the process to exit (pidfd), then
 // drains the ring; it reports whether the process has exited.
 func (s *session) wait() bool {
+	s.probe()
 	exited := false
 	if s.pidfd >= 0 {
 		fds := []unix.PollFd{{Fd: int32(s.pidfd), Events: unix.POLLIN}}

@@ -2,9 +2,11 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -13,17 +15,19 @@ import (
 )
 
 type exprsJSON struct {
-	Samples int `json:"samples"`
-	Exprs   []struct {
-		Expr     string  `json:"expr"`
-		Function string  `json:"function"`
-		Count    int     `json:"count"`
-		Missing  int     `json:"missing"`
-		Mean     float64 `json:"mean"`
-		Min      float64 `json:"min"`
-		Max      float64 `json:"max"`
-		P50      float64 `json:"p50"`
-	} `json:"exprs"`
+	Samples int           `json:"samples"`
+	Exprs   []exprSummary `json:"exprs"`
+}
+
+type exprSummary struct {
+	Expr     string  `json:"expr"`
+	Function string  `json:"function"`
+	Count    int     `json:"count"`
+	Missing  int     `json:"missing"`
+	Mean     float64 `json:"mean"`
+	Min      float64 `json:"min"`
+	Max      float64 `json:"max"`
+	P50      float64 `json:"p50"`
 }
 
 func exprReport(t *testing.T, args ...string) exprsJSON {
@@ -206,6 +210,63 @@ func TestJitter(t *testing.T) {
 			}
 			if want := (1e7*1 + 2e7*2) / 3; math.Abs(e.Exprs[0].Mean-want)/want > 0.10 {
 				t.Errorf("time-weighted mean with jitter: %.4g, want %.4g", e.Exprs[0].Mean, want)
+			}
+		})
+	}
+}
+
+// A generic container: the list behind a union's void * (and behind a
+// global void *) is read through a cast to a typedef'd struct and to the
+// struct tag, and sizeof and &/* evaluate; the sampled lengths and capacities are those the program
+// printed, weighted by the time spent on each.
+func TestExprCastOfVoidPointer(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "generic", []string{"generic.c"}, "-O2", "-g")
+	for _, collector := range []string{"perf", "ptrace"} {
+		t.Run(collector, func(t *testing.T) {
+			out := rec(t)
+			stdout := mustRun(t, "record", "--collector", collector,
+				"--expr", "generic*@consume@((list*)de->v.val)->len",
+				"--expr", "generic*@consume@((struct list *)de->v.val)->cap",
+				"--expr", "generic*@consume@sizeof(list) + sizeof(struct dictentry)",
+				"--expr", "generic*@consume@(&de->v)->s64 == (long)*&de->v.val",
+				"--expr", "generic*@consume@((list *)last)->cap",
+				"-o", out, "--", bin, "10")
+			var lens, caps []float64
+			for _, line := range strings.Split(stdout, "\n") {
+				var key, phase string
+				var l, c float64
+				if n, _ := fmt.Sscanf(line, "entry %s len %g cap %g phase %s", &key, &l, &c, &phase); n == 4 {
+					lens, caps = append(lens, l), append(caps, c)
+				}
+			}
+			if len(lens) != 3 {
+				t.Fatalf("the program printed %q, want three entries", stdout)
+			}
+			e := exprReport(t, out)
+			if len(e.Exprs) != 5 {
+				t.Fatalf("exprs: %+v", e.Exprs)
+			}
+			check := func(s exprSummary, vals []float64) {
+				// Work is proportional to the length: time-weighted mean Σl²/Σl.
+				var sum, sq float64
+				for _, v := range vals {
+					sum, sq = sum+v, sq+v*v
+				}
+				lo, hi := slices.Min(vals), slices.Max(vals)
+				if s.Count < e.Samples*9/10 || s.Min < lo || s.Max != hi || math.Abs(s.Mean-sq/sum)/(sq/sum) > 0.10 {
+					t.Errorf("%s: %+v, want values among %v with a time-weighted mean of %.4g", s.Expr, s, vals, sq/sum)
+				}
+			}
+			check(e.Exprs[0], lens)
+			check(e.Exprs[1], caps)
+			check(e.Exprs[4], caps) // through a global void *
+			// struct list {long; long; pointer} and struct dictentry {pointer; union of 8; enum, padded}.
+			if s := e.Exprs[2]; s.Count < e.Samples*9/10 || s.Min != 24+24 || s.Max != 24+24 {
+				t.Errorf("sizes: %+v, want 48", s)
+			}
+			if s := e.Exprs[3]; s.Count < e.Samples*9/10 || s.Min != 1 || s.Max != 1 {
+				t.Errorf("union members: %+v, want 1 (true) at every sample", s)
 			}
 		})
 	}

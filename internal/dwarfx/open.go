@@ -46,6 +46,8 @@ type Info struct {
 	byName   map[string][]*Function
 	globals  []*Variable
 	globName map[string][]*Variable
+
+	names typeNames
 }
 
 type sections struct {

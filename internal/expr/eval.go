@@ -80,6 +80,33 @@ type Env interface {
 	Var(name string) (Object, error)
 }
 
+// Type is a type of the program, named in a cast or in sizeof.
+type Type interface {
+	// Size is its size in bytes (-1: unknown).
+	Size() int64
+	// Convert makes a value of the type from a scalar, as a C cast does: a
+	// pointer from an address, a narrower or wider integer, a float.
+	Convert(Scalar) (Object, error)
+}
+
+// TypeEnv is an Env that also knows the program's types; casts and
+// sizeof(TYPE) need one.
+type TypeEnv interface {
+	Env
+	// Type resolves a C type name as written in the expression ("struct
+	// list *", "list *", "unsigned long"); an unknown name is a TypeError.
+	Type(name string) (Type, error)
+}
+
+// Addressable is an Object that can be in memory: &x needs one.
+type Addressable interface {
+	Object
+	// Addr is a pointer to the object.
+	Addr() (Object, error)
+	// Size is the object's size in bytes.
+	Size() int64
+}
+
 // ErrMissing is wrapped by errors meaning the value does not exist at this
 // sample (a variable optimized out at the PC, unreadable memory, a null
 // pointer): such samples are counted as missing, never guessed.
@@ -108,14 +135,26 @@ func Eval(n Node, env Env) (Scalar, error) {
 		if err != nil {
 			return Scalar{}, err
 		}
-		return o.Scalar()
+		v, err := o.Scalar()
+		return v, atCol(n.Pos(), err)
+	case *Cast, *Sizeof:
+		if s, ok := n.(*Sizeof); ok {
+			return evalSizeof(s, env)
+		}
+		o, err := evalObject(n, env)
+		if err != nil {
+			return Scalar{}, err
+		}
+		v, err := o.Scalar()
+		return v, atCol(n.Pos(), err)
 	case *Unary:
-		if n.Op == "*" {
+		if n.Op == "*" || n.Op == "&" {
 			o, err := evalObject(n, env)
 			if err != nil {
 				return Scalar{}, err
 			}
-			return o.Scalar()
+			v, err := o.Scalar()
+			return v, atCol(n.Pos(), err)
 		}
 		x, err := Eval(n.X, env)
 		if err != nil {
@@ -132,13 +171,15 @@ func Eval(n Node, env Env) (Scalar, error) {
 func evalObject(n Node, env Env) (Object, error) {
 	switch n := n.(type) {
 	case *Ident:
-		return env.Var(n.Name)
+		o, err := env.Var(n.Name)
+		return o, atCol(n.Col, err)
 	case *Member:
 		x, err := evalObject(n.X, env)
 		if err != nil {
 			return nil, err
 		}
-		return x.Member(n.Name, n.Arrow)
+		o, err := x.Member(n.Name, n.Arrow)
+		return o, atCol(n.Col, err)
 	case *Index:
 		x, err := evalObject(n.X, env)
 		if err != nil {
@@ -155,17 +196,104 @@ func evalObject(n Node, env Env) (Object, error) {
 		if i.Kind == Uint {
 			idx = int64(i.U)
 		}
-		return x.Index(idx)
+		o, err := x.Index(idx)
+		return o, atCol(n.Col, err)
 	case *Unary:
-		if n.Op == "*" {
+		switch n.Op {
+		case "*":
 			x, err := evalObject(n.X, env)
 			if err != nil {
 				return nil, err
 			}
-			return x.Deref()
+			o, err := x.Deref()
+			return o, atCol(n.Col, err)
+		case "&":
+			x, err := evalObject(n.X, env)
+			if err != nil {
+				return nil, err
+			}
+			a, ok := x.(Addressable)
+			if !ok {
+				return nil, &TypeError{n.Col, fmt.Sprintf("cannot take the address of %s", n.X)}
+			}
+			o, err := a.Addr()
+			return o, atCol(n.Col, err)
 		}
+	case *Cast:
+		t, err := lookupType(n.Col+1, n.Type, env)
+		if err != nil {
+			return nil, err
+		}
+		x, err := Eval(n.X, env)
+		if err != nil {
+			return nil, err
+		}
+		o, err := t.Convert(x)
+		return o, atCol(n.Col, err)
 	}
 	return nil, &TypeError{n.Pos(), fmt.Sprintf("%s is a value, not a variable, field or element", n)}
+}
+
+// atCol gives a TypeError from the program's side the column of the node
+// it arose at.
+func atCol(col int, err error) error {
+	var e *TypeError
+	if errors.As(err, &e) && e.Col == 0 {
+		e.Col = col
+	}
+	return err
+}
+
+func lookupType(col int, name string, env Env) (Type, error) {
+	te, ok := env.(TypeEnv)
+	if !ok {
+		return nil, &TypeError{col, fmt.Sprintf("type %s: the program's types are not known here", name)}
+	}
+	t, err := te.Type(name)
+	if err != nil {
+		var e *TypeError
+		if errors.As(err, &e) && e.Col == 0 {
+			e.Col = col
+		}
+		return nil, err
+	}
+	return t, nil
+}
+
+func evalSizeof(n *Sizeof, env Env) (Scalar, error) {
+	if n.Type != "" {
+		t, err := lookupType(n.Col+7, n.Type, env)
+		if err != nil {
+			return Scalar{}, err
+		}
+		return sizeValue(n, t.Size())
+	}
+	if n.Ambiguous {
+		id := n.X.(*Ident)
+		if te, ok := env.(TypeEnv); ok {
+			if _, err := env.Var(id.Name); err != nil {
+				if t, terr := te.Type(id.Name); terr == nil {
+					return sizeValue(n, t.Size())
+				}
+			}
+		}
+	}
+	x, err := evalObject(n.X, env)
+	if err != nil {
+		return Scalar{}, err
+	}
+	a, ok := x.(Addressable)
+	if !ok {
+		return Scalar{}, &TypeError{n.Col, fmt.Sprintf("the size of %s is not known", n.X)}
+	}
+	return sizeValue(n, a.Size())
+}
+
+func sizeValue(n *Sizeof, size int64) (Scalar, error) {
+	if size < 0 {
+		return Scalar{}, &TypeError{n.Col, "sizeof a type of unknown size"}
+	}
+	return UintValue(uint64(size)), nil
 }
 
 func unary(n *Unary, x Scalar) (Scalar, error) {
@@ -178,6 +306,8 @@ func unary(n *Unary, x Scalar) (Scalar, error) {
 			return UintValue(-x.U), nil
 		}
 		return FloatValue(-x.F), nil
+	case "+":
+		return x, nil
 	case "!":
 		if x.truth() {
 			return IntValue(0), nil

@@ -22,6 +22,21 @@ func TestParse(t *testing.T) {
 		{"a == b || c != d", "((a == b) || (c != d))"},
 		{"0x10 + 1.5e3", "(0x10 + 1.5e3)"},
 		{"x << 2 | 1", "((x << 2) | 1)"},
+		{"((list*)de->v.val)->len", "((list *)de->v.val)->len"},
+		{"((struct list *)p)->len", "((struct list *)p)->len"},
+		{"(const char * const)s", "((char *)s)"},
+		{"(unsigned long)x + 1", "(((unsigned long)x) + 1)"},
+		{"(enum color)c", "((enum color)c)"},
+		{"(T)x", "((T)x)"},
+		{"(T)(x)", "((T)x)"},
+		{"(a)*b", "(a * b)"},
+		{"(a) - b", "(a - b)"},
+		{"&x->f", "&x->f"},
+		{"*&x", "*&x"},
+		{"sizeof(struct job)", "sizeof(struct job)"},
+		{"sizeof(job *)", "sizeof(job *)"},
+		{"sizeof(n)", "sizeof(n)"},
+		{"sizeof j->size + 1", "(sizeof(j->size) + 1)"},
 	} {
 		n, err := Parse(c.in)
 		if err != nil {
@@ -40,6 +55,7 @@ func TestParseErrors(t *testing.T) {
 		col int
 	}{
 		{"", 1}, {"a +", 4}, {"a[1", 4}, {"(a", 3}, {"a.", 3}, {"a $ b", 3}, {"a b", 3}, {"j->1", 4},
+		{"((list*)p", 10}, {"(struct)p", 9}, {"(list *)", 9}, {"sizeof", 7}, {"((list*)de->v.val))->len", 19},
 	} {
 		_, err := Parse(c.in)
 		var se *SyntaxError

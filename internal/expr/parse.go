@@ -58,6 +58,22 @@ type (
 		Op   string
 		X, Y Node
 	}
+	// Cast is (Type)X: Type is a C type name as written, qualifiers
+	// dropped ("struct list *", "list *", "unsigned long").
+	Cast struct {
+		Col  int
+		Type string
+		X    Node
+	}
+	// Sizeof is sizeof(Type) when Type is set, else sizeof X. When X is
+	// a lone name in parentheses, it may name a type or a variable:
+	// Ambiguous is set and the evaluator decides.
+	Sizeof struct {
+		Col       int
+		Type      string
+		X         Node
+		Ambiguous bool
+	}
 )
 
 func (n *Ident) Pos() int  { return n.Col }
@@ -66,18 +82,36 @@ func (n *Member) Pos() int { return n.Col }
 func (n *Index) Pos() int  { return n.Col }
 func (n *Unary) Pos() int  { return n.Col }
 func (n *Binary) Pos() int { return n.Col }
+func (n *Cast) Pos() int   { return n.Col }
+func (n *Sizeof) Pos() int { return n.Col }
 
 func (n *Ident) String() string  { return n.Name }
 func (n *Number) String() string { return n.Text }
 func (n *Member) String() string {
 	if n.Arrow {
-		return n.X.String() + "->" + n.Name
+		return operand(n.X) + "->" + n.Name
 	}
-	return n.X.String() + "." + n.Name
+	return operand(n.X) + "." + n.Name
 }
-func (n *Index) String() string  { return n.X.String() + "[" + n.I.String() + "]" }
+func (n *Index) String() string { return operand(n.X) + "[" + n.I.String() + "]" }
+
+// operand spells the left side of a postfix operator, in parentheses when
+// it is a prefix operation.
+func operand(n Node) string {
+	if _, ok := n.(*Unary); ok {
+		return "(" + n.String() + ")"
+	}
+	return n.String()
+}
 func (n *Unary) String() string  { return n.Op + n.X.String() }
 func (n *Binary) String() string { return "(" + n.X.String() + " " + n.Op + " " + n.Y.String() + ")" }
+func (n *Cast) String() string   { return "((" + n.Type + ")" + n.X.String() + ")" }
+func (n *Sizeof) String() string {
+	if n.Type != "" {
+		return "sizeof(" + n.Type + ")"
+	}
+	return "sizeof(" + n.X.String() + ")"
+}
 
 // SyntaxError is a parse error at a column.
 type SyntaxError struct {
@@ -193,7 +227,20 @@ func (p *parser) binary(min int) (Node, error) {
 
 func (p *parser) unary() (Node, error) {
 	t := p.peek()
-	if t.kind == "op" && (t.text == "-" || t.text == "!" || t.text == "*" || t.text == "~") {
+	if t.kind == "ident" && t.text == "sizeof" {
+		return p.sizeof()
+	}
+	if t.kind == "op" && t.text == "(" {
+		if typ, end, ok := p.typeName(p.i + 1); ok {
+			p.i = end
+			x, err := p.unary()
+			if err != nil {
+				return nil, err
+			}
+			return &Cast{Col: t.col, Type: typ, X: x}, nil
+		}
+	}
+	if t.kind == "op" && (t.text == "-" || t.text == "!" || t.text == "*" || t.text == "~" || t.text == "&" || t.text == "+") {
 		p.next()
 		x, err := p.unary()
 		if err != nil {
@@ -202,6 +249,91 @@ func (p *parser) unary() (Node, error) {
 		return &Unary{Col: t.col, Op: t.text, X: x}, nil
 	}
 	return p.postfix()
+}
+
+// typeKeywords start a type name in C.
+var typeKeywords = map[string]bool{
+	"struct": true, "union": true, "enum": true, "const": true, "volatile": true,
+	"unsigned": true, "signed": true, "int": true, "char": true, "long": true, "short": true,
+	"float": true, "double": true, "void": true, "_Bool": true, "bool": true,
+}
+
+// typeName recognises "TYPE )" at token i, the inside of a cast or of
+// sizeof(TYPE), and returns the type's text and the index after ")". Without
+// a symbol table a lone name is a type only where an expression cannot be:
+// "(T)" followed by a name, a number or "(" is a cast; "(T)*p", "(T)-1" and
+// "(T)&x" read as arithmetic on a variable T (write "(T)(*p)" to cast).
+func (p *parser) typeName(i int) (string, int, bool) {
+	var words []string
+	j := i
+	keyword := false
+	for j < len(p.toks) && p.toks[j].kind == "ident" {
+		w := p.toks[j].text
+		if typeKeywords[w] {
+			keyword = true
+		}
+		if w != "const" && w != "volatile" {
+			words = append(words, w)
+		}
+		j++
+	}
+	if j == i || len(words) == 0 && !keyword {
+		return "", 0, false
+	}
+	if len(words) > 1 && !keyword {
+		return "", 0, false // "a b" is neither
+	}
+	if len(words) > 0 && (words[0] == "struct" || words[0] == "union" || words[0] == "enum") && len(words) != 2 {
+		return "", 0, false // a tag needs its name
+	}
+	ptrs := 0
+	for j < len(p.toks) && p.toks[j].kind == "op" && p.toks[j].text == "*" {
+		ptrs++
+		j++
+	}
+	for j < len(p.toks) && p.toks[j].kind == "ident" && (p.toks[j].text == "const" || p.toks[j].text == "volatile") {
+		j++ // "char * const"
+		for j < len(p.toks) && p.toks[j].kind == "op" && p.toks[j].text == "*" {
+			ptrs++
+			j++
+		}
+	}
+	if j >= len(p.toks) || p.toks[j].text != ")" || p.toks[j].kind != "op" {
+		return "", 0, false
+	}
+	if !keyword && ptrs == 0 {
+		// (T) alone: a cast only when an operand follows.
+		n := p.toks[j+1]
+		if n.kind != "ident" && n.kind != "number" && !(n.kind == "op" && (n.text == "(" || n.text == "!" || n.text == "~")) {
+			return "", 0, false
+		}
+	}
+	typ := strings.Join(words, " ")
+	if ptrs > 0 {
+		typ += " " + strings.Repeat("*", ptrs)
+	}
+	return typ, j + 1, true
+}
+
+func (p *parser) sizeof() (Node, error) {
+	t := p.next()
+	if n := p.peek(); n.kind == "op" && n.text == "(" {
+		if typ, end, ok := p.typeName(p.i + 1); ok {
+			p.i = end
+			return &Sizeof{Col: t.col, Type: typ}, nil
+		}
+		// sizeof(name): a type or a variable, known only to the evaluator.
+		if p.toks[p.i+1].kind == "ident" && p.toks[p.i+2].kind == "op" && p.toks[p.i+2].text == ")" {
+			name := p.toks[p.i+1]
+			p.i += 3
+			return &Sizeof{Col: t.col, X: &Ident{Col: name.col, Name: name.text}, Ambiguous: true}, nil
+		}
+	}
+	x, err := p.unary()
+	if err != nil {
+		return nil, err
+	}
+	return &Sizeof{Col: t.col, X: x}, nil
 }
 
 func (p *parser) postfix() (Node, error) {
@@ -351,6 +483,10 @@ func Idents(n Node) []string {
 		case *Binary:
 			walk(n.X)
 			walk(n.Y)
+		case *Cast:
+			walk(n.X)
+		case *Sizeof:
+			// sizeof reads no value
 		}
 	}
 	walk(n)

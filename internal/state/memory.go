@@ -44,7 +44,9 @@ func (s *Sampler) GlobalMemory(exe string) []MemoryRange {
 	}
 	var wants []want
 	seen := map[*dwarfx.Variable]bool{}
-	add := func(v *dwarfx.Variable, deref bool) {
+	var addAs func(v *dwarfx.Variable, deref bool, as *dwarfx.Type)
+	add := func(v *dwarfx.Variable, deref bool) { addAs(v, deref, nil) }
+	addAs = func(v *dwarfx.Variable, deref bool, as *dwarfx.Type) {
 		if v == nil || seen[v] || v.Type() == nil || v.Type().Size <= 0 {
 			return
 		}
@@ -58,12 +60,25 @@ func (s *Sampler) GlobalMemory(exe string) []MemoryRange {
 		}
 		seen[v] = true
 		w := want{addr: val.Addr, size: uint64(v.Type().Size)}
-		if t := v.Type().Underlying(); deref && t.Kind == dwarfx.Pointer && t.Elem != nil && t.Elem.Size > 0 {
+		t := v.Type().Underlying()
+		if as != nil && t.Kind == dwarfx.Pointer && as.Underlying().Kind == dwarfx.Pointer {
+			t = as.Underlying() // (struct T *)p: what p points to is a T
+		}
+		if deref && t.Kind == dwarfx.Pointer && t.Elem != nil && t.Elem.Size > 0 {
 			w.pointee = uint64(min(t.Elem.Size, 256))
 		}
 		wants = append(wants, w)
 	}
 	for _, n := range s.expressions(exe) {
+		// Globals cast to another pointer type first, so that what they
+		// point to is copied at the size of the type they are cast to.
+		for _, c := range casts(n) {
+			if g, ok := in.Global(c.X.(*expr.Ident).Name); ok {
+				if t, ok := in.TypeNamed(c.Type); ok {
+					addAs(g, true, t)
+				}
+			}
+		}
 		for _, id := range expr.Idents(n) {
 			if g, ok := in.Global(id); ok {
 				add(g, true)
@@ -209,6 +224,35 @@ func derefs(n expr.Node) bool {
 		return n.Op == "*" || derefs(n.X)
 	case *expr.Binary:
 		return derefs(n.X) || derefs(n.Y)
+	case *expr.Cast:
+		return derefs(n.X)
 	}
 	return false
+}
+
+// casts lists the casts of a lone name in n: (struct T *)p.
+func casts(n expr.Node) []*expr.Cast {
+	var out []*expr.Cast
+	var walk func(expr.Node)
+	walk = func(n expr.Node) {
+		switch n := n.(type) {
+		case *expr.Cast:
+			if _, ok := n.X.(*expr.Ident); ok {
+				out = append(out, n)
+			}
+			walk(n.X)
+		case *expr.Member:
+			walk(n.X)
+		case *expr.Index:
+			walk(n.X)
+			walk(n.I)
+		case *expr.Unary:
+			walk(n.X)
+		case *expr.Binary:
+			walk(n.X)
+			walk(n.Y)
+		}
+	}
+	walk(n)
+	return out
 }

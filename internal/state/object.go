@@ -6,8 +6,11 @@
 package state
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
+	"path/filepath"
 
 	"github.com/culprit-dev/culprit/internal/dwarfx"
 	"github.com/culprit-dev/culprit/internal/expr"
@@ -105,7 +108,7 @@ func (o *object) pointee(name string) (*object, error) {
 	}
 	elem := u.Elem
 	if elem == nil || elem.Underlying().Kind == dwarfx.Void {
-		return nil, typeErr("%s points to void", o.name)
+		return nil, typeErr("%s points to void: cast it to the type it points to, e.g. ((struct T *)%s)", o.name, o.name)
 	}
 	return &object{t: elem, addr: addr, inMem: true, mem: o.mem, name: name}, nil
 }
@@ -176,6 +179,62 @@ func (o *object) Index(i int64) (expr.Object, error) {
 
 func (o *object) Deref() (expr.Object, error) { return o.pointee("*" + o.name) }
 
+// Addr is &o: a pointer to o, which must be in memory.
+func (o *object) Addr() (expr.Object, error) {
+	if o.bitSize > 0 {
+		return nil, typeErr("cannot take the address of the bitfield %s", o.name)
+	}
+	if !o.inMem {
+		return nil, missing("%s is not in memory here (it lives in a register)", o.name)
+	}
+	b := make([]byte, 8)
+	binary.LittleEndian.PutUint64(b, o.addr)
+	return &object{t: dwarfx.PointerTo(o.t), bytes: b, mem: o.mem, name: "&" + o.name}, nil
+}
+
+// Size is the size of o's type in bytes.
+func (o *object) Size() int64 { return o.t.Size }
+
+// ctype is a type of the program named in a cast or in sizeof.
+type ctype struct {
+	t   *dwarfx.Type
+	mem func(addr uint64, buf []byte) error
+}
+
+func (c ctype) Size() int64 { return c.t.Size }
+
+// Convert makes a value of type c from a scalar, as C's cast does.
+func (c ctype) Convert(s expr.Scalar) (expr.Object, error) {
+	u := c.t.Underlying()
+	if !u.IsScalar() || u.Size <= 0 || u.Size > 8 {
+		return nil, typeErr("cannot cast a number to %s: cast to a pointer (%s *) and follow it", c.t.Name, c.t.Name)
+	}
+	b := make([]byte, 8)
+	switch {
+	case u.Kind == dwarfx.Float && u.Size == 4:
+		binary.LittleEndian.PutUint32(b, math.Float32bits(float32(s.Float64())))
+	case u.Kind == dwarfx.Float:
+		binary.LittleEndian.PutUint64(b, math.Float64bits(s.Float64()))
+	case s.Kind == expr.Float:
+		if u.Signed {
+			binary.LittleEndian.PutUint64(b, uint64(int64(s.F)))
+		} else {
+			binary.LittleEndian.PutUint64(b, uint64(s.F))
+		}
+	case s.Kind == expr.Int:
+		binary.LittleEndian.PutUint64(b, uint64(s.I))
+	default:
+		binary.LittleEndian.PutUint64(b, s.U)
+	}
+	if u.Kind == dwarfx.Bool {
+		b = make([]byte, 8)
+		if s.Float64() != 0 || s.Kind == expr.Uint && s.U != 0 {
+			b[0] = 1
+		}
+	}
+	return &object{t: c.t, bytes: b[:u.Size], mem: c.mem, name: "(" + c.t.Name + ")"}, nil
+}
+
 func (o *object) Scalar() (expr.Scalar, error) {
 	u := o.t.Underlying()
 	if !u.IsScalar() {
@@ -226,6 +285,15 @@ type frameEnv struct {
 	fn    *dwarfx.Function
 	pc    uint64 // ELF address to look variables up at
 	frame *dwarfx.Frame
+}
+
+// Type resolves a type name against the DWARF of the frame's object.
+func (e *frameEnv) Type(name string) (expr.Type, error) {
+	t, ok := e.info.TypeNamed(name)
+	if !ok {
+		return nil, typeErr("no type %s in %s", name, filepath.Base(e.info.Path()))
+	}
+	return ctype{t: t, mem: e.frame.Mem}, nil
 }
 
 func (e *frameEnv) Var(name string) (expr.Object, error) {

@@ -1,6 +1,7 @@
 package testutil
 
 import (
+	"database/sql"
 	"fmt"
 	"net"
 	"os"
@@ -8,8 +9,12 @@ import (
 	"os/user"
 	"path/filepath"
 	"strconv"
+	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // "pgx" database/sql driver
 )
 
 // postgresBin finds a PostgreSQL server program (initdb, pg_ctl, postgres)
@@ -25,12 +30,52 @@ func postgresBin(name string) string {
 	return ""
 }
 
-// Postgres starts a PostgreSQL server of the test's own, with its own data
-// directory, listening on a free loopback port, and returns a URL of its
-// database; the server is stopped when the test ends. As root the server runs
-// as the postgres user (PostgreSQL refuses to run as root). Without a server
-// installed it skips, or fails in CI.
+// pgServer is the server the tests of one test binary share.
+var pgServer struct {
+	sync.Mutex
+	url  string // of the postgres database
+	stop func() error
+	n    int
+}
+
+// Postgres returns the URL of a new, empty database on a PostgreSQL server
+// of the test binary's own (its own data directory, a free loopback port),
+// started at the first call; call StopPostgres from TestMain to stop it. As
+// root the server runs as the postgres user (PostgreSQL refuses to run as
+// root). Without a server installed it skips, or fails in CI.
 func Postgres(t testing.TB) string {
+	t.Helper()
+	pgServer.Lock()
+	defer pgServer.Unlock()
+	if pgServer.url == "" {
+		startPostgres(t)
+	}
+	pgServer.n++
+	name := fmt.Sprintf("culprit_test_%d", pgServer.n)
+	db, err := sql.Open("pgx", pgServer.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	if _, err := db.Exec("CREATE DATABASE " + name); err != nil {
+		t.Fatalf("creating database %s: %v", name, err)
+	}
+	return strings.Replace(pgServer.url, "/postgres?", "/"+name+"?", 1)
+}
+
+// StopPostgres stops the server Postgres started, if any.
+func StopPostgres() error {
+	pgServer.Lock()
+	defer pgServer.Unlock()
+	if pgServer.stop == nil {
+		return nil
+	}
+	err := pgServer.stop()
+	pgServer.url, pgServer.stop = "", nil
+	return err
+}
+
+func startPostgres(t testing.TB) {
 	t.Helper()
 	initdb, pgctl := postgresBin("initdb"), postgresBin("pg_ctl")
 	Need(t, initdb != "" && pgctl != "", "PostgreSQL server programs (apt-get install postgresql)")
@@ -38,7 +83,6 @@ func Postgres(t testing.TB) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
 	data := filepath.Join(dir, "data")
 	var asUser func(args ...string) *exec.Cmd
 	if os.Geteuid() == 0 {
@@ -49,17 +93,17 @@ func Postgres(t testing.TB) string {
 		if err := os.Chown(dir, uid, gid); err != nil {
 			t.Fatal(err)
 		}
-		runuser := "runuser"
-		if _, err := exec.LookPath(runuser); err != nil {
+		if _, err := exec.LookPath("runuser"); err != nil {
 			t.Fatalf("runuser not found: needed to run the PostgreSQL server as postgres")
 		}
 		asUser = func(args ...string) *exec.Cmd {
-			return exec.Command(runuser, append([]string{"-u", "postgres", "--"}, args...)...)
+			return exec.Command("runuser", append([]string{"-u", "postgres", "--"}, args...)...)
 		}
 	} else {
 		asUser = func(args ...string) *exec.Cmd { return exec.Command(args[0], args[1:]...) }
 	}
 	if out, err := asUser(initdb, "-D", data, "-U", "postgres", "--auth=trust", "--no-sync", "-E", "UTF8").CombinedOutput(); err != nil {
+		os.RemoveAll(dir)
 		t.Fatalf("initdb: %v\n%s", err, out)
 	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
@@ -71,13 +115,16 @@ func Postgres(t testing.TB) string {
 	opts := fmt.Sprintf("-c listen_addresses=127.0.0.1 -c port=%d -c unix_socket_directories=%s -c fsync=off", port, dir)
 	if out, err := asUser(pgctl, "-D", data, "-o", opts, "-l", filepath.Join(dir, "log"), "-w", "-t", "60", "start").CombinedOutput(); err != nil {
 		log, _ := os.ReadFile(filepath.Join(dir, "log"))
+		os.RemoveAll(dir)
 		t.Fatalf("pg_ctl start: %v\n%s\n%s", err, out, log)
 	}
-	t.Cleanup(func() {
+	pgServer.stop = func() error {
+		defer os.RemoveAll(dir)
 		if out, err := asUser(pgctl, "-D", data, "-m", "fast", "-w", "stop").CombinedOutput(); err != nil {
-			t.Errorf("pg_ctl stop: %v\n%s", err, out)
+			return fmt.Errorf("pg_ctl stop: %v\n%s", err, out)
 		}
-	})
+		return nil
+	}
 	// pg_ctl -w returns when the server accepts connections; check the port.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
@@ -87,9 +134,10 @@ func Postgres(t testing.TB) string {
 			break
 		}
 		if time.Now().After(deadline) {
+			pgServer.stop()
 			t.Fatalf("PostgreSQL does not accept connections on port %d: %v", port, err)
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	return fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+	pgServer.url = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
 }

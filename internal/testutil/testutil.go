@@ -6,6 +6,7 @@ package testutil
 import (
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -44,6 +45,10 @@ func Run(m *testing.M) int {
 	inMain = true
 	mu.Unlock()
 	code := m.Run()
+	if err := StopPostgres(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		code = max(code, 1)
+	}
 	mu.Lock()
 	defer mu.Unlock()
 	if buildDir != "" {

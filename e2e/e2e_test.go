@@ -27,6 +27,8 @@ func TestMain(m *testing.M) {
 	// A private, empty archive: copies a user archived must not name the
 	// frames of binaries the tests change.
 	os.Setenv("CULPRIT_ARCHIVE", filepath.Join(dir, "archive"))
+	// Traces keep per-function statistics for the next; not in the user's cache.
+	os.Setenv("CULPRIT_TRACE_STATS", filepath.Join(dir, "trace-stats"))
 	// Built as the README builds it: static, without cgo.
 	build := exec.Command("go", "build", "-o", culprit, "./cmd/culprit")
 	build.Dir = testutil.Root()

@@ -420,3 +420,31 @@ func TestTraceDynamicProbing(t *testing.T) {
 		t.Errorf("reattach: %d leaf calls recorded", got)
 	}
 }
+
+// Each trace keeps Perun's Dynamic Stats of its functions by build-id;
+// --dynamic-baseline reads those of an earlier trace of the same build and
+// leaves out, here, a function called more than strict's hard limit
+// (100,000 calls).
+func TestTraceDynamicBaseline(t *testing.T) {
+	testutil.NeedRoot(t)
+	t.Setenv("CULPRIT_TRACE_STATS", t.TempDir())
+	bin := testutil.C(t, "tracecalls", []string{"tracecalls.c"}, "-O2", "-g", "-pthread")
+	args := []string{"trace", "--dynamic-baseline", "strict", "-f", "leaf", "-f", "fib", "-o", rec(t), "--", bin, "leaf", "100001", "fib", "5"}
+	_, errs, code := run(t, args...)
+	if code != 0 || !strings.Contains(errs, "no earlier trace") || !strings.Contains(errs, "calls of 2 functions") {
+		t.Fatalf("first trace: exit %d, %s", code, errs)
+	}
+	out := rec(t)
+	args[8] = out
+	_, errs, code = run(t, args...)
+	if code != 0 || !strings.Contains(errs, "leaves out 1 functions (1 call_limit)") || !strings.Contains(errs, "calls of 1 functions") {
+		t.Fatalf("second trace: exit %d, %s", code, errs)
+	}
+	r := traceReport(t, out)
+	if got, _ := r.calls("leaf"); got != 0 {
+		t.Errorf("leaf traced %d times after the baseline left it out", got)
+	}
+	if got, _ := r.calls("fib"); got != 15 {
+		t.Errorf("fib: %d calls, want 15", got)
+	}
+}

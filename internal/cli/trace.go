@@ -1,20 +1,30 @@
 package cli
 
 import (
+	"encoding/hex"
+	"encoding/json"
 	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/culprit-dev/culprit/internal/analysis/trace"
+	"github.com/culprit-dev/culprit/internal/elfx"
 	"github.com/culprit-dev/culprit/internal/tracer"
 )
 
 func newTrace() *cobra.Command {
 	var (
-		o     tracer.Options
-		pid   int
-		funcs []string
-		libs  []string
+		o        tracer.Options
+		pid      int
+		funcs    []string
+		libs     []string
+		baseline string
 	)
 	c := &cobra.Command{
 		Use:   "trace -f PATTERN[#N]... [flags] -- CMD [ARGS...]\n  culprit trace -f PATTERN[#N]... -p PID [--duration D]",
@@ -71,6 +81,24 @@ max, p99; --calls FUNC lists the slowest calls), export --format chrome
 			if o.Duration < 0 {
 				return usagef("--duration must not be negative")
 			}
+			exe := ""
+			if pid > 0 {
+				exe = fmt.Sprintf("/proc/%d/exe", pid)
+			} else if len(args) > 0 {
+				exe, _ = exec.LookPath(args[0])
+			}
+			stderr := c.ErrOrStderr()
+			if baseline != "" {
+				b, ok := map[string]trace.Baseline{"soft": trace.BaselineSoft, "strict": trace.BaselineStrict}[baseline]
+				if !ok {
+					return usagef("--dynamic-baseline %q: use soft or strict", baseline)
+				}
+				ex, err := dynamicBaseline(exe, b, stderr)
+				if err != nil {
+					return err
+				}
+				o.Exclude = ex
+			}
 			var res tracer.Result
 			err := start(pid, args,
 				func(stop <-chan struct{}) (err error) { res, err = tracer.Attach(o, pid, stop); return err },
@@ -78,12 +106,14 @@ max, p99; --calls FUNC lists the slowest calls), export --format chrome
 			if err != nil {
 				return err
 			}
-			stderr := c.ErrOrStderr()
 			for _, w := range res.Warnings {
 				warnf(stderr, "%s", w)
 			}
 			fmt.Fprintf(stderr, "culprit: %d calls of %d functions written to %s (%s); probes set in %s, removed in %s\n", res.Calls, res.Probes, o.Output, humanBytes(res.Bytes),
 				res.Attach.Round(time.Millisecond), res.Detach.Round(time.Millisecond))
+			if err := keepStats(exe, o.Output, stderr); err != nil {
+				warnf(stderr, "keeping the functions' statistics for the next trace: %v", err)
+			}
 			if res.ExitCode > 0 {
 				return exitError{res.ExitCode}
 			}
@@ -100,9 +130,114 @@ max, p99; --calls FUNC lists the slowest calls), export --format chrome
 	f.BoolVar(&o.ProbingReattach, "reattach", false, "with --dynamic-probing: set removed probes again after an interval (--probing-wait) that doubles each time")
 	f.DurationVar(&o.ProbingCheck, "probing-check", 100*time.Millisecond, "with --dynamic-probing: how often the call counts are read")
 	f.DurationVar(&o.ProbingWait, "probing-wait", time.Second, "with --reattach: the first interval before removed probes are set again")
+	f.StringVar(&baseline, "dynamic-baseline", "", "leave out the functions an earlier trace of the same build found called too often or too constant to be worth it (Perun's dynamic baseline): soft or strict")
 	f.StringVarP(&o.Output, "output", "o", "culprit.rec", "recording file to write")
 	f.IntVarP(&pid, "pid", "p", 0, "attach to this running process instead of launching a command")
 	f.DurationVar(&o.Duration, "duration", 0, "stop tracing after this long, e.g. 500ms, 10s (default: until the command exits, or Ctrl-C)")
 	c.Flags().SortFlags = false
 	return c
+}
+
+// statsFile is where the Dynamic Stats of traces of the executable with
+// build-id bid are kept: $CULPRIT_TRACE_STATS, else culprit/trace-stats in
+// the user's cache directory, one file per build-id.
+func statsFile(exe string) (string, error) {
+	bid := elfx.FileBuildID(exe)
+	if len(bid) == 0 {
+		return "", fmt.Errorf("%s has no build-id: its statistics cannot be told from another build's", exe)
+	}
+	dir := os.Getenv("CULPRIT_TRACE_STATS")
+	if dir == "" {
+		cache, err := os.UserCacheDir()
+		if err != nil {
+			return "", fmt.Errorf("no cache directory: set CULPRIT_TRACE_STATS")
+		}
+		dir = filepath.Join(cache, "culprit", "trace-stats")
+	}
+	return filepath.Join(dir, hex.EncodeToString(bid)+".json"), nil
+}
+
+func readStats(path string) (map[string]trace.FuncStats, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	var st map[string]trace.FuncStats
+	if err := json.Unmarshal(data, &st); err != nil {
+		return nil, fmt.Errorf("reading %s: %w (remove it to start again)", path, err)
+	}
+	return st, nil
+}
+
+// dynamicBaseline reads the stats an earlier trace of exe left and returns
+// the functions to leave out, saying how many and why.
+func dynamicBaseline(exe string, b trace.Baseline, stderr io.Writer) (map[string]bool, error) {
+	path, err := statsFile(exe)
+	if err != nil {
+		return nil, err
+	}
+	st, err := readStats(path)
+	if os.IsNotExist(err) {
+		fmt.Fprintf(stderr, "culprit: dynamic baseline: no earlier trace of this build of %s, so nothing is left out this time (the statistics of this trace are kept for the next)\n", filepath.Base(exe))
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	ex := trace.DynamicBaseline(st, b, nil)
+	out := map[string]bool{}
+	by := map[string]int{}
+	for _, e := range ex {
+		out[e.Function] = true
+		by[e.Filter]++
+	}
+	var parts []string
+	for _, f := range []string{"call_limit", "constant", "wrapped"} {
+		if by[f] > 0 {
+			parts = append(parts, fmt.Sprintf("%d %s", by[f], f))
+		}
+	}
+	if len(parts) > 0 {
+		fmt.Fprintf(stderr, "culprit: dynamic baseline leaves out %d functions (%s)\n", len(ex), strings.Join(parts, ", "))
+	}
+	return out, nil
+}
+
+// keepStats computes the Dynamic Stats of the trace just written and
+// merges them into the executable's stats file (functions not traced
+// this time keep their earlier stats, as in Perun).
+func keepStats(exe, rec string, stderr io.Writer) error {
+	if exe == "" {
+		return nil
+	}
+	path, err := statsFile(exe)
+	if err != nil {
+		return nil // no build-id: nothing to key them by
+	}
+	p, err := loadProfile([]string{rec}, io.Discard, true)
+	if err != nil {
+		return err
+	}
+	st, err := readStats(path)
+	if err != nil && !os.IsNotExist(err) {
+		return err
+	}
+	if st == nil {
+		st = map[string]trace.FuncStats{}
+	}
+	for name, s := range trace.DynamicStats(p) {
+		st[name] = s
+	}
+	data, err := json.MarshalIndent(st, "", " ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
 }

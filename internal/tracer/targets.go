@@ -110,8 +110,13 @@ func findLib(name, exe string, pid int) (string, error) {
 }
 
 // Resolve finds the functions the patterns select in exe and the libraries
-// they name. With args, each target's parameters are read from DWARF.
-func Resolve(exe string, pid int, pats []Pattern, args bool) ([]Target, bool, error) {
+// they name, but those named in exclude. With args, each target's
+// parameters are read from DWARF.
+func Resolve(exe string, pid int, pats []Pattern, args bool, exclude ...map[string]bool) ([]Target, bool, error) {
+	var ex map[string]bool
+	if len(exclude) > 0 {
+		ex = exclude[0]
+	}
 	byObj := map[string][]Pattern{}
 	var order []string
 	for _, p := range pats {
@@ -130,7 +135,7 @@ func Resolve(exe string, pid int, pats []Pattern, args bool) ([]Target, bool, er
 	var out []Target
 	isGo := false
 	for _, obj := range order {
-		ts, goObj, err := resolveObject(obj, byObj[obj], args)
+		ts, goObj, err := resolveObject(obj, byObj[obj], args, ex)
 		if err != nil {
 			return nil, false, err
 		}
@@ -147,7 +152,7 @@ type funcSym struct {
 	value, end uint64
 }
 
-func resolveObject(obj string, pats []Pattern, args bool) ([]Target, bool, error) {
+func resolveObject(obj string, pats []Pattern, args bool, exclude map[string]bool) ([]Target, bool, error) {
 	f, err := elf.Open(obj)
 	if err != nil {
 		return nil, false, fmt.Errorf("reading %s: %w", obj, err)
@@ -180,6 +185,10 @@ func resolveObject(obj string, pats []Pattern, args bool) ([]Target, bool, error
 		n := 0
 		for _, fs := range funcs {
 			if ok, _ := path.Match(p.Glob, fs.name); !ok || taken[fs.value] {
+				continue
+			}
+			if exclude[fs.name] {
+				n++ // matched, and left out on purpose
 				continue
 			}
 			if untraceable(f, fs) {

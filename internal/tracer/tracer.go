@@ -35,6 +35,9 @@ type Options struct {
 	Patterns []Pattern
 	Args     bool // record arguments and return values
 	TimedHz  int  // > 0: record calls only in alternate phases of 1/TimedHz s (timed sampling)
+	// Exclude names functions not to trace though the patterns match
+	// them (dynamic baseline).
+	Exclude map[string]bool
 	// Probing > 0 removes a function's probes once it has been called
 	// Probing times (Perun's dynamic probing); with ProbingReattach they
 	// are set again after an interval that doubles each time.
@@ -94,11 +97,14 @@ func prepare(o Options, exe string, pid int) (*session, error) {
 	if len(o.Patterns) == 0 {
 		return nil, fmt.Errorf("no function to trace: give -f PATTERN (a glob on symbol names, e.g. -f 'parse_*')")
 	}
-	targets, isGo, err := Resolve(exe, pid, o.Patterns, o.Args)
+	targets, isGo, err := Resolve(exe, pid, o.Patterns, o.Args, o.Exclude)
 	if err != nil {
 		return nil, err
 	}
 	if len(targets) == 0 {
+		if len(o.Exclude) > 0 {
+			return nil, fmt.Errorf("every function of %s the patterns match is left out by the dynamic baseline", exe)
+		}
 		return nil, fmt.Errorf("no function of %s matches the patterns given", exe)
 	}
 	sampling := o.Probing > 0 // the programs count every probe's calls

@@ -1,0 +1,151 @@
+package trace
+
+import (
+	"sort"
+
+	"github.com/culprit-dev/culprit/internal/profile"
+)
+
+// FuncStats are Perun's Dynamic Stats of one function (Pavela 2020,
+// §7.1.2): made from one traced run, used by the next. Durations are
+// inclusive, in ns.
+type FuncStats struct {
+	SampledCount uint64  `json:"sampled_count"` // calls recorded
+	Sample       uint64  `json:"sample"`        // every Sample-th call was recorded
+	Count        uint64  `json:"count"`         // calls made: SampledCount + (SampledCount−1)·(Sample−1)
+	Total        uint64  `json:"total"`
+	Min          uint64  `json:"min"`
+	Max          uint64  `json:"max"`
+	Avg          float64 `json:"avg"`
+	Median       float64 `json:"median"`
+	Q1           float64 `json:"Q1"`
+	Q3           float64 `json:"Q3"`
+	IQR          float64 `json:"IQR"` // Q3 − Q1
+	// Callees are the traced functions it called, with how many calls
+	// (for the wrapped filter).
+	Callees map[string]uint64 `json:"callees,omitempty"`
+}
+
+// quantile is the linearly interpolated quantile of sorted v.
+func quantile(v []uint64, q float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	pos := q * float64(len(v)-1)
+	i := int(pos)
+	if i+1 >= len(v) {
+		return float64(v[len(v)-1])
+	}
+	return float64(v[i]) + (pos-float64(i))*(float64(v[i+1])-float64(v[i]))
+}
+
+// DynamicStats computes each traced function's Dynamic Stats, by name.
+func DynamicStats(p *profile.Profile) map[string]FuncStats {
+	durs := make([][]uint64, len(p.Probes))
+	callees := make([]map[string]uint64, len(p.Probes))
+	for i := range p.Calls {
+		c := &p.Calls[i]
+		durs[c.Probe] = append(durs[c.Probe], c.Inclusive())
+		if c.Caller >= 0 {
+			if callees[c.Caller] == nil {
+				callees[c.Caller] = map[string]uint64{}
+			}
+			callees[c.Caller][p.Probes[c.Probe].Function]++
+		}
+	}
+	out := map[string]FuncStats{}
+	for i, pr := range p.Probes {
+		v := durs[i]
+		if len(v) == 0 {
+			continue
+		}
+		sort.Slice(v, func(a, b int) bool { return v[a] < v[b] })
+		s := FuncStats{SampledCount: uint64(len(v)), Sample: 1, Min: v[0], Max: v[len(v)-1], Callees: callees[i]}
+		if pr.Every > 1 {
+			s.Sample = uint64(pr.Every)
+		}
+		s.Count = s.SampledCount + (s.SampledCount-1)*(s.Sample-1)
+		for _, x := range v {
+			s.Total += x
+		}
+		s.Avg = float64(s.Total) / float64(len(v))
+		s.Median, s.Q1, s.Q3 = quantile(v, 0.5), quantile(v, 0.25), quantile(v, 0.75)
+		s.IQR = s.Q3 - s.Q1
+		out[pr.Function] = s
+	}
+	return out
+}
+
+// Baseline configures Perun's Dynamic Baseline (§7.2, Algorithm 2).
+type Baseline struct {
+	Soft, Hard uint64 // call thresholds: Table A.4's soft (10,000; 1,000 strict) and soft·100
+	// Resolution: a median under it is not measurable (ns). The thesis
+	// does not give it; see docs/trace.md.
+	Resolution float64
+	// ConstantRatio: IQR < median·ConstantRatio is a constant duration.
+	ConstantRatio float64
+	// WrapperRatio: a function that takes at least WrapperRatio of each
+	// wrapper's median is left to its wrappers.
+	WrapperRatio float64
+}
+
+// BaselineSoft and BaselineStrict are Table A.4's modes with culprit's
+// choices for the values the thesis leaves open.
+var (
+	BaselineSoft   = Baseline{Soft: 10000, Hard: 1000000, Resolution: 2000, ConstantRatio: 0.1, WrapperRatio: 0.9}
+	BaselineStrict = Baseline{Soft: 1000, Hard: 100000, Resolution: 2000, ConstantRatio: 0.1, WrapperRatio: 0.9}
+)
+
+// Excluded says why dynamic baseline leaves a function out.
+type Excluded struct {
+	Function string `json:"function"`
+	Filter   string `json:"filter"` // call_limit, constant or wrapped
+}
+
+// DynamicBaseline returns the functions the stats of an earlier run leave
+// out, in name order: called more than Hard times (call_limit); called
+// more than Soft times with a median under Resolution or an IQR under
+// median·ConstantRatio (constant); or, with at least one wrapper (a
+// function whose only traced callee it is, with the same call count),
+// taking at least WrapperRatio of every wrapper's median (wrapped: the
+// wrapper stands for it). changed functions are never left out.
+func DynamicBaseline(stats map[string]FuncStats, b Baseline, changed map[string]bool) []Excluded {
+	wrappers := map[string][]string{}
+	for name, s := range stats {
+		if len(s.Callees) != 1 {
+			continue
+		}
+		for callee := range s.Callees {
+			if c, ok := stats[callee]; ok && callee != name && c.Count == s.Count {
+				wrappers[callee] = append(wrappers[callee], name)
+			}
+		}
+	}
+	var names []string
+	for n := range stats {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	var out []Excluded
+	for _, n := range names {
+		if changed[n] {
+			continue
+		}
+		s := stats[n]
+		switch {
+		case s.Count > b.Hard:
+			out = append(out, Excluded{n, "call_limit"})
+		case s.Count > b.Soft && (s.Median < b.Resolution || s.IQR < s.Median*b.ConstantRatio):
+			out = append(out, Excluded{n, "constant"})
+		case len(wrappers[n]) > 0:
+			all := true
+			for _, w := range wrappers[n] {
+				all = all && s.Median >= stats[w].Median*b.WrapperRatio
+			}
+			if all {
+				out = append(out, Excluded{n, "wrapped"})
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,46 @@
+package trace
+
+import (
+	"reflect"
+	"testing"
+)
+
+func TestDynamicBaseline(t *testing.T) {
+	st := map[string]FuncStats{
+		"hot":       {Count: 2000000, Median: 5000, IQR: 4000}, // over the hard limit
+		"flat":      {Count: 20000, Median: 5000, IQR: 100},    // IQR under 10% of the median
+		"tiny":      {Count: 20000, Median: 900, IQR: 800},     // median under the resolution
+		"varied":    {Count: 20000, Median: 5000, IQR: 4000},   // kept
+		"few":       {Count: 50, Median: 100, IQR: 0},          // under the soft threshold: kept
+		"wrapper":   {Count: 300, Median: 1000, IQR: 500, Callees: map[string]uint64{"inner": 300}},
+		"inner":     {Count: 300, Median: 950, IQR: 500},                                               // wrapped: 95% of its wrapper's median
+		"recursive": {Count: 300, Median: 950, IQR: 500, Callees: map[string]uint64{"recursive": 299}}, // not its own wrapper
+		"changed":   {Count: 2000000, Median: 5000, IQR: 4000},                                         // changed: never left out
+	}
+	got := DynamicBaseline(st, BaselineSoft, map[string]bool{"changed": true})
+	want := []Excluded{{"flat", "constant"}, {"hot", "call_limit"}, {"inner", "wrapped"}, {"tiny", "constant"}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("soft: %v, want %v", got, want)
+	}
+	// Strict: 1,000 calls are enough to be judged constant.
+	st2 := map[string]FuncStats{"f": {Count: 5000, Median: 5000, IQR: 100}}
+	if got := DynamicBaseline(st2, BaselineSoft, nil); len(got) != 0 {
+		t.Errorf("soft, 5000 calls: %v", got)
+	}
+	if got := DynamicBaseline(st2, BaselineStrict, nil); len(got) != 1 {
+		t.Errorf("strict, 5000 calls: %v", got)
+	}
+}
+
+func TestQuantileAndCount(t *testing.T) {
+	v := []uint64{1, 2, 3, 4, 5}
+	if q := quantile(v, 0.25); q != 2 {
+		t.Errorf("Q1 = %v", q)
+	}
+	if q := quantile(v, 0.5); q != 3 {
+		t.Errorf("median = %v", q)
+	}
+	if q := quantile([]uint64{1, 2}, 0.5); q != 1.5 {
+		t.Errorf("median of 1, 2 = %v", q)
+	}
+}

@@ -151,6 +151,10 @@ const (
 	// EvidenceInput: its code reads a global that holds another value in
 	// the buggy runs (an input that differs): it decides on that input.
 	EvidenceInput Evidence = "input"
+	// EvidenceNewPath: it never ran in the normal runs (no normal sample
+	// has it on its stack) and took a significant share of the buggy runs:
+	// the buggy input took a path the normal one never did.
+	EvidenceNewPath Evidence = "new-path"
 	// EvidenceNone: none of these; it only encloses the growth, if any.
 	EvidenceNone Evidence = "none"
 )
@@ -397,6 +401,10 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 				}
 			}
 		}
+		if fr.Evidence == EvidenceNone && nc.incl[f] == 0 && fr.Share.Grew() {
+			fr.Evidence = EvidenceNewPath
+			discount = 0
+		}
 		if ownWork(fr) {
 			if fr.Evidence == EvidenceNone {
 				fr.Evidence = EvidenceOwnTime
@@ -580,6 +588,9 @@ func why(f *FunctionResult) string {
 	}
 	if f.Evidence == EvidenceInput {
 		fmt.Fprintf(&b, "; its code reads %s, an input that differs", f.Input)
+	}
+	if f.Evidence == EvidenceNewPath {
+		b.WriteString("; never ran in the normal runs")
 	}
 	if f.Through != "" {
 		fmt.Fprintf(&b, "; encloses %s, which carries its growth", f.Through)

@@ -88,8 +88,10 @@ for c in "${cases[@]}"; do
 			p=$(jq -r --arg n "$ROOT_CAUSE" '[.functions[] | select(.name == $n)][0].pattern // "-"' "$j")
 			echo "$r $p"
 		}
-		read -r d_rank d_pat < <(diag diagnose.json)
-		read -r v_rank v_pat < <(diag vprof.json --method vprof)
+		d=$(diag diagnose.json)
+		d_rank=${d% *} d_pat=${d#* }
+		v=$(diag vprof.json --method vprof)
+		v_rank=${v% *} v_pat=${v#* }
 		ctx_rank=$("$culprit" contexts --base "$w/normal.ev.rec" --buggy "$w/buggy.ev.rec" --top 0 --format json 2>>"$log" |
 			jq -r --arg n "$ROOT_CAUSE" '[.paths[] | select(any(.frames[]; .name == $n)) | .rank][0] // "-"')
 		mark() { [ "$1" = "$PATTERN" ] && echo "$1*" || echo "$1"; }

@@ -347,6 +347,12 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 			res.Inputs = append(res.Inputs, Input{Name: v.src.Name, Function: v.src.Function, Normal: n, Buggy: b})
 		}
 	}
+	var inputs []int
+	for i := range a.vars {
+		if classes[i] == classInput && a.vars[i].src.Global {
+			inputs = append(inputs, i)
+		}
+	}
 	sort.Slice(res.Inputs, func(i, j int) bool {
 		x, y := res.Inputs[i], res.Inputs[j]
 		if x.Function != y.Function {
@@ -392,10 +398,12 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 			fr.Evidence = EvidenceVariable
 			discount = math.Min(discount, vr.Discount)
 		}
-		if fr.Evidence == EvidenceNone {
-			for _, vi := range charged[f] {
-				if classes[vi] == classInput && a.vars[vi].src.Global {
-					fr.Evidence, fr.Input = EvidenceInput, a.vars[vi].src.Name
+		if fr.Evidence == EvidenceNone && fr.Share.Grew() {
+			// The inputs that differ its code reads, wherever they were
+			// sampled.
+			for _, in := range inputs {
+				if a.reads(f, a.vars[in].src.Name) {
+					fr.Evidence, fr.Input = EvidenceInput, a.vars[in].src.Name
 					discount = 0
 					break
 				}
@@ -509,6 +517,17 @@ func ownWork(fr *FunctionResult) bool {
 // OwnShare is the part of a function's growth its own code must account
 // for to count as evidence (1/20).
 const OwnShare = 0.05
+
+// reads says whether function f's code reads the global named name, as
+// the ReadsFunc tells from an address inside f; false when it cannot tell.
+func (a *Analyzer) reads(f int32, name string) bool {
+	fn := a.funcs[f]
+	if a.readsOf == nil || !fn.atOK {
+		return false
+	}
+	r, known := a.readsOf(fn.object, fn.at, name)
+	return r && known
+}
 
 // pattern infers the bug pattern from the evidence (docs/vprof.md).
 func (a *Analyzer) pattern(fr *FunctionResult) Pattern {

@@ -284,6 +284,9 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 				for i, fi := range st {
 					fr := p.FrameAt(fi)
 					fs[i] = a.fn(fr.Name(), fr.Object)
+					if f := &a.funcs[fs[i]]; !f.atOK && !fr.Kernel && fr.Offset > 0 && !fr.Inlined {
+						f.at, f.atOK = fr.Offset, true
+					}
 				}
 			}
 			stackFn[s.Stack] = fs

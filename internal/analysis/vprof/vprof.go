@@ -168,6 +168,10 @@ func objectBase(obj string) string {
 type fn struct {
 	name   string
 	object string // as recorded (path)
+	// at is a file offset in object inside the function (from a stack
+	// frame), for ReadsFunc; ok when known.
+	at   uint64
+	atOK bool
 }
 
 // loc is a source line where a value was read.

@@ -28,6 +28,11 @@ type exprSummary struct {
 	Min      float64 `json:"min"`
 	Max      float64 `json:"max"`
 	P50      float64 `json:"p50"`
+	Names    []struct {
+		Name  string  `json:"name"`
+		Count int     `json:"count"`
+		Share float64 `json:"share"`
+	} `json:"names"`
 }
 
 func exprReport(t *testing.T, args ...string) exprsJSON {
@@ -231,20 +236,26 @@ func TestExprCastOfVoidPointer(t *testing.T) {
 				"--expr", "generic*@consume@sizeof(list) + sizeof(struct dictentry)",
 				"--expr", "generic*@consume@(&de->v)->s64 == (long)*&de->v.val",
 				"--expr", "generic*@consume@((list *)last)->cap",
-				"-o", out, "--", bin, "10")
+				"--expr", "generic*@consume@de->phase",
+				"--expr", "generic*@consume@current",
+				"-o", out, "--", bin, "20")
 			var lens, caps []float64
+			share := map[string]float64{} // of the time, by phase: work is proportional to the length
+			var total float64
 			for _, line := range strings.Split(stdout, "\n") {
 				var key, phase string
 				var l, c float64
 				if n, _ := fmt.Sscanf(line, "entry %s len %g cap %g phase %s", &key, &l, &c, &phase); n == 4 {
 					lens, caps = append(lens, l), append(caps, c)
+					share[phase] += l
+					total += l
 				}
 			}
 			if len(lens) != 3 {
 				t.Fatalf("the program printed %q, want three entries", stdout)
 			}
 			e := exprReport(t, out)
-			if len(e.Exprs) != 5 {
+			if len(e.Exprs) != 7 {
 				t.Fatalf("exprs: %+v", e.Exprs)
 			}
 			check := func(s exprSummary, vals []float64) {
@@ -267,6 +278,21 @@ func TestExprCastOfVoidPointer(t *testing.T) {
 			}
 			if s := e.Exprs[3]; s.Count < e.Samples*9/10 || s.Min != 1 || s.Max != 1 {
 				t.Errorf("union members: %+v, want 1 (true) at every sample", s)
+			}
+			// Enums by name, with the share of the time each was seen: a
+			// share of n samples has a standard error of at most 0.5/√n;
+			// allow three (plus one sample's worth).
+			tol := 1.5/math.Sqrt(float64(e.Samples)) + 1/float64(e.Samples)
+			for _, s := range e.Exprs[5:] {
+				if s.Count < e.Samples*9/10 || len(s.Names) != 3 {
+					t.Errorf("%s: %+v, want a value by name at most samples", s.Expr, s)
+					continue
+				}
+				for _, n := range s.Names {
+					if want := share[n.Name] / total; math.Abs(n.Share-want) > tol {
+						t.Errorf("%s: %s %.2f of the time, want %.2f (the program printed %q)", s.Expr, n.Name, n.Share, want, stdout)
+					}
+				}
 			}
 		})
 	}

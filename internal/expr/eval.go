@@ -16,12 +16,34 @@ const (
 )
 
 // Scalar is an evaluated value: an integer, an unsigned integer or a float.
-// Pointers evaluate to their address (Uint).
+// Pointers evaluate to their address (Uint). A value of an enum type (read
+// or cast to one) carries its enumerators, so that it can be shown by name;
+// arithmetic drops them.
 type Scalar struct {
 	Kind Kind
 	I    int64
 	U    uint64
 	F    float64
+	Enum *Enum
+}
+
+// Enum is the enumerators of an enum type, in declaration order.
+type Enum struct {
+	Names  []string
+	Values []int64
+}
+
+// Name returns the enumerator whose value is v.
+func (e *Enum) Name(v int64) (string, bool) {
+	if e == nil {
+		return "", false
+	}
+	for i, x := range e.Values {
+		if x == v {
+			return e.Names[i], true
+		}
+	}
+	return "", false
 }
 
 // IntValue, UintValue and FloatValue make scalars.
@@ -41,6 +63,12 @@ func (s Scalar) Float64() float64 {
 }
 
 func (s Scalar) String() string {
+	if n, ok := s.Enum.Name(s.I); ok && s.Kind == Int {
+		return n
+	}
+	if n, ok := s.Enum.Name(int64(s.U)); ok && s.Kind == Uint {
+		return n
+	}
 	switch s.Kind {
 	case Int:
 		return fmt.Sprint(s.I)

@@ -412,6 +412,21 @@ func (l *loader) readFile(idx int, path string, records *int, progress func(int)
 		case *recording.Symbol:
 			l.syms[v.PID] = append(l.syms[v.PID], *v)
 		case *recording.ValueSource:
+			if idx, ok := sources[v.ID]; ok && v.Enum != "" {
+				// The same source again, now with its enumerators.
+				old := l.p.ValueSources[idx]
+				if old.Enum == "" {
+					old.Enum = v.Enum
+					if o, ok := l.vsrc[old]; !ok {
+						delete(l.vsrc, l.p.ValueSources[idx])
+						l.p.ValueSources[idx] = old
+						l.vsrc[old] = idx
+					} else {
+						sources[v.ID] = o
+					}
+				}
+				continue
+			}
 			key := *v
 			key.ID = 0
 			idx, ok := l.vsrc[key]

@@ -152,6 +152,7 @@ func encodePayload(e *enc, r Record) (Kind, error) {
 			f |= sourcePointer
 		}
 		e.u(f)
+		e.str(r.Enum)
 		return KindValueSource, nil
 	case *Value:
 		if r == nil {
@@ -349,6 +350,7 @@ func decodePayload(k Kind, p []byte, slab *[]Sample) (r Record, ok bool) {
 		v.Tags = d.str()
 		f := d.u()
 		v.Global, v.Pointer = f&sourceGlobal != 0, f&sourcePointer != 0
+		v.Enum = d.str()
 		r = v
 	case KindValue:
 		var a [8]uint64

@@ -10,7 +10,7 @@ package recording
 const (
 	Magic        = "CULPRIT\x00"
 	MajorVersion = 1
-	MinorVersion = 2
+	MinorVersion = 3
 )
 
 // Kind identifies a record. New kinds may be added by later minor versions;
@@ -217,6 +217,9 @@ type ValueSource struct {
 	Tags     string // vProf schema tags: "loop,cond,args" subset or "none"
 	Global   bool
 	Pointer  bool // the value is an address (vProf then only uses run lengths)
+	// Enum names the values of an enum-typed source: "NAME=VALUE"
+	// pairs separated by commas, in declaration order (format 1.3).
+	Enum string
 }
 
 // ValueKind says how Value.Bits is to be read (Value.Type).

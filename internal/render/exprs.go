@@ -30,11 +30,11 @@ func ExprsText(w io.Writer, list []exprs.Summary, stat string) error {
 		}
 		b.WriteString("  expression\n")
 		for _, s := range list {
-			fmt.Fprintf(&b, "%8d %8d %12s %12s %12s %12s", s.Count, s.Missing, num(s.Mean), num(s.Min), num(s.Max), num(s.P50))
+			fmt.Fprintf(&b, "%8d %8d %12s %12s %12s %12s", s.Count, s.Missing, num(s.Mean), val(s, s.Min), val(s, s.Max), val(s, s.P50))
 			if stat == "quantiles" {
-				fmt.Fprintf(&b, " %12s %12s", num(s.P90), num(s.P99))
+				fmt.Fprintf(&b, " %12s %12s", val(s, s.P90), val(s, s.P99))
 			}
-			fmt.Fprintf(&b, "  %s\n", label(s))
+			fmt.Fprintf(&b, "  %s%s\n", label(s), shares(s))
 		}
 	case "hist":
 		for _, s := range list {
@@ -90,6 +90,28 @@ func label(s exprs.Summary) string {
 		return s.Function + "@" + s.Expr
 	}
 	return s.Expr
+}
+
+// val formats a value of s: an enumerator by name, else a number.
+func val(s exprs.Summary, v float64) string {
+	if n, ok := s.Lookup(v); ok {
+		return n
+	}
+	return num(v)
+}
+
+// shares spells the time shares of an enum's values: " (RUN 78%, IDLE 22%)".
+func shares(s exprs.Summary) string {
+	var parts []string
+	for _, n := range s.Names {
+		if n.Count > 0 {
+			parts = append(parts, fmt.Sprintf("%s %.0f%%", n.Name, 100*n.Share))
+		}
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(parts, ", ") + ")"
 }
 
 // num formats a value compactly: integers as integers, others with 4

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"math"
 	"path/filepath"
+	"sync"
 
 	"github.com/culprit-dev/culprit/internal/dwarfx"
 	"github.com/culprit-dev/culprit/internal/expr"
@@ -268,14 +269,36 @@ func (o *object) Scalar() (expr.Scalar, error) {
 	case dwarfx.Pointer:
 		return expr.UintValue(le64(b)), nil
 	}
+	var v expr.Scalar
 	if u.Signed {
-		v, ok := u.Int(b)
+		i, ok := u.Int(b)
 		if !ok {
 			return expr.Scalar{}, typeErr("cannot read %s as an integer", o.t.Name)
 		}
-		return expr.IntValue(v), nil
+		v = expr.IntValue(i)
+	} else {
+		v = expr.UintValue(le64(b))
 	}
-	return expr.UintValue(le64(b)), nil
+	if u.Kind == dwarfx.Enum {
+		v.Enum = enumOf(u)
+	}
+	return v, nil
+}
+
+var enums sync.Map // *dwarfx.Type → *expr.Enum
+
+// enumOf returns the enumerators of an enum type.
+func enumOf(t *dwarfx.Type) *expr.Enum {
+	if e, ok := enums.Load(t); ok {
+		return e.(*expr.Enum)
+	}
+	e := &expr.Enum{}
+	for _, x := range t.Enumerators {
+		e.Names = append(e.Names, x.Name)
+		e.Values = append(e.Values, x.Value)
+	}
+	enums.Store(t, e)
+	return e
 }
 
 // frameEnv resolves names in one frame: the function's variables in scope

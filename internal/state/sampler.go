@@ -2,9 +2,11 @@ package state
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"path/filepath"
 	"sort"
+	"strings"
 	"sync"
 
 	"github.com/culprit-dev/culprit/internal/dwarfx"
@@ -35,6 +37,7 @@ type Thread struct {
 type Sampler struct {
 	specs   []*expr.Spec
 	ids     []uint32 // ValueSource ID of each spec, 0 until written
+	named   []bool   // the spec's ValueSource was written with its enumerators
 	rules   *rules.Engine
 	file    *rules.File
 	ruleIDs map[recording.ValueSource]uint32 // rule captures and counters written so far
@@ -52,7 +55,7 @@ func NewSampler(specs []*expr.Spec, rf *rules.File, firstID uint32) *Sampler {
 	if firstID == 0 {
 		firstID = 1
 	}
-	s := &Sampler{specs: specs, ids: make([]uint32, len(specs)), nextID: firstID,
+	s := &Sampler{specs: specs, ids: make([]uint32, len(specs)), named: make([]bool, len(specs)), nextID: firstID,
 		infos: map[string]*dwarfx.Info{}, errs: map[int]string{}, noDWARF: map[string]bool{},
 		ruleIDs: map[recording.ValueSource]uint32{}}
 	if rf != nil {
@@ -250,13 +253,21 @@ func (s *Sampler) sampleSpecs(th Thread, frames []located) []recording.Record {
 		if at == nil {
 			continue // the function is not on the stack: nothing to sample
 		}
-		if s.ids[i] == 0 {
-			s.ids[i] = s.nextID
-			s.nextID++
-			out = append(out, &recording.ValueSource{ID: s.ids[i], Class: recording.SourceExpression,
-				Name: sp.Expr.String(), Function: sp.Func})
-		}
 		v, err := expr.Eval(sp.Expr, th.env(*at))
+		// The source is written when first seen, and again, once, with the
+		// enumerators when the first value shows it is an enum.
+		if enum := err == nil && v.Enum != nil && !s.named[i]; s.ids[i] == 0 || enum {
+			if s.ids[i] == 0 {
+				s.ids[i] = s.nextID
+				s.nextID++
+			}
+			src := &recording.ValueSource{ID: s.ids[i], Class: recording.SourceExpression,
+				Name: sp.Expr.String(), Function: sp.Func}
+			if enum {
+				src.Enum, s.named[i] = enumText(v.Enum), true
+			}
+			out = append(out, src)
+		}
 		if err != nil && !errors.Is(err, expr.ErrMissing) && s.errs[i] == "" {
 			s.errs[i] = sp.Text + ": " + err.Error()
 		}
@@ -286,4 +297,20 @@ func (s *Sampler) Warnings() []string {
 		}
 	}
 	return out
+}
+
+// enumText spells enumerators as ValueSource.Enum does: NAME=VALUE pairs
+// separated by commas.
+func enumText(e *expr.Enum) string {
+	if e == nil {
+		return ""
+	}
+	var b strings.Builder
+	for i, n := range e.Names {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, "%s=%d", n, e.Values[i])
+	}
+	return b.String()
 }

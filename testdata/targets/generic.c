@@ -26,7 +26,7 @@ struct dictentry {
 };
 
 volatile unsigned long sink;
-enum phase current = PHASE_IDLE;
+volatile enum phase current = PHASE_IDLE;
 void *volatile last; /* the list being consumed */
 
 static const char *phase_name(enum phase p) {

@@ -7,6 +7,8 @@ package exprs
 import (
 	"math"
 	"sort"
+	"strconv"
+	"strings"
 
 	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/recording"
@@ -27,6 +29,18 @@ type Summary struct {
 	P99      float64 `json:"p99"`
 	Hist     []Bin   `json:"hist,omitempty"`
 	Series   []Point `json:"series,omitempty"`
+	// Names are the values of an enum-typed expression by name, in
+	// declaration order: how often each was seen and its share of the CPU
+	// time the values stand for. Values that are no enumerator are left out.
+	Names []Name `json:"names,omitempty"`
+}
+
+// Name is one enumerator of an enum-typed expression.
+type Name struct {
+	Name  string  `json:"name"`
+	Value int64   `json:"value"`
+	Count int     `json:"count"`
+	Share float64 `json:"share"` // time-weighted fraction of the values, 0..1
 }
 
 // Bin is a histogram bucket [Lo, Hi) (the last one includes Hi).
@@ -114,10 +128,48 @@ func Summarize(p *profile.Profile, o Options) []Summary {
 			if o.Series > 0 {
 				s.Series = series(a.times, a.vals, p.StartTime, o.Series)
 			}
+			s.Names = names(src.Enum, a.vals, a.weights, wsum)
 		}
 		out = append(out, s)
 	}
 	return out
+}
+
+// names counts the values of an enum-typed source by enumerator; enum is
+// ValueSource.Enum.
+func names(enum string, vals, weights []float64, wsum float64) []Name {
+	if enum == "" {
+		return nil
+	}
+	var out []Name
+	for _, pair := range strings.Split(enum, ",") {
+		n, v, ok := strings.Cut(pair, "=")
+		iv, err := strconv.ParseInt(v, 10, 64)
+		if !ok || err != nil {
+			return nil // not written by culprit: show numbers only
+		}
+		out = append(out, Name{Name: n, Value: iv})
+	}
+	for j, v := range vals {
+		for k := range out {
+			if float64(out[k].Value) == v {
+				out[k].Count++
+				out[k].Share += weights[j] / wsum
+				break
+			}
+		}
+	}
+	return out
+}
+
+// Lookup returns the enumerator whose value is v.
+func (s Summary) Lookup(v float64) (string, bool) {
+	for _, n := range s.Names {
+		if float64(n.Value) == v {
+			return n.Name, true
+		}
+	}
+	return "", false
 }
 
 // quantile of sorted values, by linear interpolation between closest ranks.

@@ -448,3 +448,31 @@ func TestTraceDynamicBaseline(t *testing.T) {
 		t.Errorf("fib: %d calls, want 15", got)
 	}
 }
+
+// --call-graph-shaping match leaves out what main cannot reach by direct
+// calls (worker is only passed to pthread_create); --optimize basic trims
+// the lower levels too.
+func TestTraceCallGraphShaping(t *testing.T) {
+	testutil.NeedRoot(t)
+	t.Setenv("CULPRIT_TRACE_STATS", t.TempDir())
+	bin := testutil.C(t, "tracecalls", []string{"tracecalls.c"}, "-O2", "-g", "-pthread")
+	out := rec(t)
+	_, errs, code := run(t, "trace", "--call-graph-shaping", "match", "-f", "*", "-o", out, "--", bin, "threads", "2", "10", "fib", "5")
+	if code != 0 || !strings.Contains(errs, "call-graph shaping (match) keeps") {
+		t.Fatalf("exit %d, %s", code, errs)
+	}
+	r := traceReport(t, out)
+	if got, _ := r.calls("worker"); got != 0 {
+		t.Errorf("worker traced %d times: main does not call it", got)
+	}
+	if got, _ := r.calls("fib"); got != 15 {
+		t.Errorf("fib: %d calls, want 15", got)
+	}
+	if got, _ := r.calls("leaf"); got != 20 {
+		t.Errorf("leaf: %d calls, want 20", got)
+	}
+	_, errs, code = run(t, "trace", "--optimize", "basic", "-f", "*", "-o", rec(t), "--", bin, "fib", "5")
+	if code != 0 || !strings.Contains(errs, "call-graph shaping (strict) keeps") {
+		t.Errorf("--optimize basic: exit %d, %s", code, errs)
+	}
+}

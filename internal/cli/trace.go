@@ -25,6 +25,8 @@ func newTrace() *cobra.Command {
 		funcs    []string
 		libs     []string
 		baseline string
+		shaping  string
+		optimize string
 	)
 	c := &cobra.Command{
 		Use:   "trace -f PATTERN[#N]... [flags] -- CMD [ARGS...]\n  culprit trace -f PATTERN[#N]... -p PID [--duration D]",
@@ -88,6 +90,26 @@ max, p99; --calls FUNC lists the slowest calls), export --format chrome
 				exe, _ = exec.LookPath(args[0])
 			}
 			stderr := c.ErrOrStderr()
+			switch optimize {
+			case "":
+			case "basic":
+				// Perun's basic pipeline: strict trimming, strict dynamic baseline.
+				if shaping == "" {
+					shaping = "strict"
+				}
+				if baseline == "" {
+					baseline = "strict"
+				}
+			default:
+				return usagef("--optimize %q: use basic (the advanced and full pipelines are not implemented)", optimize)
+			}
+			if shaping != "" {
+				ex, err := shapeCallGraph(exe, pid, o.Patterns, shaping, stderr)
+				if err != nil {
+					return err
+				}
+				o.Exclude = ex
+			}
 			if baseline != "" {
 				b, ok := map[string]trace.Baseline{"soft": trace.BaselineSoft, "strict": trace.BaselineStrict}[baseline]
 				if !ok {
@@ -97,7 +119,12 @@ max, p99; --calls FUNC lists the slowest calls), export --format chrome
 				if err != nil {
 					return err
 				}
-				o.Exclude = ex
+				if o.Exclude == nil {
+					o.Exclude = map[string]bool{}
+				}
+				for f := range ex {
+					o.Exclude[f] = true
+				}
 			}
 			var res tracer.Result
 			err := start(pid, args,
@@ -131,6 +158,8 @@ max, p99; --calls FUNC lists the slowest calls), export --format chrome
 	f.DurationVar(&o.ProbingCheck, "probing-check", 100*time.Millisecond, "with --dynamic-probing: how often the call counts are read")
 	f.DurationVar(&o.ProbingWait, "probing-wait", time.Second, "with --reattach: the first interval before removed probes are set again")
 	f.StringVar(&baseline, "dynamic-baseline", "", "leave out the functions an earlier trace of the same build found called too often or too constant to be worth it (Perun's dynamic baseline): soft or strict")
+	f.StringVar(&shaping, "call-graph-shaping", "", "leave out functions by the program's static call graph (Perun's call-graph shaping): match (those main cannot reach), soft or strict (trimming: also the lower levels, keeping the top half or quarter)")
+	f.StringVar(&optimize, "optimize", "", "a pipeline of Perun's optimizations: basic (--call-graph-shaping strict and --dynamic-baseline strict)")
 	f.StringVarP(&o.Output, "output", "o", "culprit.rec", "recording file to write")
 	f.IntVarP(&pid, "pid", "p", 0, "attach to this running process instead of launching a command")
 	f.DurationVar(&o.Duration, "duration", 0, "stop tracing after this long, e.g. 500ms, 10s (default: until the command exits, or Ctrl-C)")
@@ -240,4 +269,65 @@ func keepStats(exe, rec string, stderr io.Writer) error {
 		return err
 	}
 	return os.Rename(tmp, path)
+}
+
+// shapeCallGraph returns the functions of exe the patterns match that
+// call-graph shaping leaves out: those main cannot reach (match), and with
+// trimming (soft: the top half of the levels kept, strict: the top
+// quarter) the lower levels.
+func shapeCallGraph(exe string, pid int, pats []tracer.Pattern, mode string, stderr io.Writer) (map[string]bool, error) {
+	ratio := map[string]float64{"match": 0, "soft": 0.5, "strict": 0.25}
+	r, ok := ratio[mode]
+	if !ok {
+		return nil, usagef("--call-graph-shaping %q: use match, soft or strict", mode)
+	}
+	var own []tracer.Pattern
+	for _, p := range pats {
+		if p.Lib == "" {
+			own = append(own, p)
+		}
+	}
+	if exe == "" || len(own) == 0 {
+		return nil, nil
+	}
+	cg, err := tracer.CallGraph(exe)
+	if err != nil {
+		return nil, err
+	}
+	targets, isGo, err := tracer.Resolve(exe, pid, own, false)
+	if err != nil {
+		return nil, err
+	}
+	root := "main"
+	if isGo {
+		root = "main.main"
+	}
+	g := &trace.CallGraph{Callees: cg}
+	if _, ok := cg[root]; !ok {
+		fmt.Fprintf(stderr, "culprit: call-graph shaping is off: %s has no %s to start the call graph from\n", filepath.Base(exe), root)
+		return nil, nil
+	}
+	reach := g.Reachable(root)
+	probed := map[string]bool{}
+	for _, t := range targets {
+		probed[t.Function] = true
+	}
+	keep := map[string]bool{}
+	for f := range probed {
+		if reach[f] {
+			keep[f] = true
+		}
+	}
+	unreached := len(probed) - len(keep)
+	if mode != "match" {
+		keep = g.Trim(keep, g.Levels(root), r)
+	}
+	out := map[string]bool{}
+	for f := range probed {
+		if !keep[f] {
+			out[f] = true
+		}
+	}
+	fmt.Fprintf(stderr, "culprit: call-graph shaping (%s) keeps %d of %d functions (%d not reached from %s)\n", mode, len(keep), len(probed), unreached, root)
+	return out, nil
 }

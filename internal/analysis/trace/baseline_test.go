@@ -44,3 +44,23 @@ func TestQuantileAndCount(t *testing.T) {
 		t.Errorf("median of 1, 2 = %v", q)
 	}
 }
+
+// main → a → b → c, main → c, a ↔ d (a cycle): levels are longest paths
+// from main, the cycle broken at its lowest member.
+func TestLevelsAndTrim(t *testing.T) {
+	g := &CallGraph{Callees: map[string][]string{
+		"main": {"a", "c"}, "a": {"b", "d"}, "b": {"c"}, "c": nil, "d": {"a"}, "orphan": {"c"},
+	}}
+	lv := g.Levels("main")
+	want := map[string]int{"main": 0, "a": 1, "b": 2, "c": 3, "d": 2}
+	if !reflect.DeepEqual(lv, want) {
+		t.Errorf("levels %v, want %v", lv, want)
+	}
+	probed := map[string]bool{"main": true, "a": true, "b": true, "c": true, "d": true, "orphan": true}
+	// Depth 3: keepTop = max(0, 2) = 2; with 6 probed functions (≤ 20)
+	// leaves are kept; below level 2 levels are kept while fewer than 10.
+	keep := g.Trim(probed, lv, 0.25)
+	if !keep["main"] || !keep["a"] || !keep["b"] || !keep["d"] || !keep["c"] || keep["orphan"] {
+		t.Errorf("trim kept %v", keep)
+	}
+}

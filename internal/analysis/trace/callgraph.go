@@ -1,0 +1,146 @@
+package trace
+
+import (
+	"math"
+	"sort"
+)
+
+// CallGraph is a program's static call graph (Perun's call graph
+// resource): functions by name and their direct callees.
+type CallGraph struct {
+	Callees map[string][]string
+}
+
+// Reachable returns the functions reachable from root (root included).
+func (g *CallGraph) Reachable(root string) map[string]bool {
+	seen := map[string]bool{root: true}
+	stack := []string{root}
+	for len(stack) > 0 {
+		f := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		for _, c := range g.Callees[f] {
+			if !seen[c] {
+				seen[c] = true
+				stack = append(stack, c)
+			}
+		}
+	}
+	return seen
+}
+
+// Levels estimates each function's level, the longest acyclic path from
+// root (level 0), with Perun's level estimator (Algorithm 1): a
+// breadth-first walk that settles a function once every caller reachable
+// from root has been seen, and, when only functions on cycles are left,
+// settles the one whose callers' levels are lowest. A settled function's
+// level is one more than the highest settled level among its callers and
+// callees (the thesis's pseudocode reads proposed levels there; settled
+// ones give correct levels on a chain).
+func (g *CallGraph) Levels(root string) map[string]int {
+	reach := g.Reachable(root)
+	callers := map[string][]string{}
+	for f := range reach {
+		for _, c := range g.Callees[f] {
+			callers[c] = append(callers[c], f)
+		}
+	}
+	level := map[string]int{root: 0}
+	seenCallers := map[string]int{}
+	queue := []string{root}
+	settle := func(f string) {
+		best := -1
+		for _, n := range append(append([]string{}, callers[f]...), g.Callees[f]...) {
+			if l, ok := level[n]; ok && l > best {
+				best = l
+			}
+		}
+		level[f] = best + 1
+		queue = append(queue, f)
+	}
+	for {
+		for len(queue) > 0 {
+			f := queue[0]
+			queue = queue[1:]
+			for _, c := range g.Callees[f] {
+				if _, done := level[c]; done {
+					continue
+				}
+				seenCallers[c]++
+				if seenCallers[c] == len(callers[c]) {
+					settle(c)
+				}
+			}
+		}
+		// Cycles: the unsettled function with the lowest highest caller
+		// level (ties by name) is settled next.
+		pick, low := "", math.MaxInt
+		for f := range reach {
+			if _, done := level[f]; done || seenCallers[f] == 0 {
+				continue
+			}
+			hi := -1
+			for _, c := range callers[f] {
+				if l, ok := level[c]; ok && l > hi {
+					hi = l
+				}
+			}
+			if hi < low || hi == low && f < pick {
+				pick, low = f, hi
+			}
+		}
+		if pick == "" {
+			return level
+		}
+		settle(pick)
+	}
+}
+
+// Trim is Perun's call-graph trimming (Algorithm 3) of the functions
+// probed, given their levels: the top keepTop levels are kept (their
+// leaves only when keepLeaf), and below them whole levels are trimmed
+// once minFunctions are kept, those that reach the most functions kept
+// first until then. ratio is 0.25 (strict) or 0.5 (soft): keepTop =
+// max(depth·ratio, 2), minFunctions = max(|probed|·0.1, 10), keepLeaf iff
+// |probed| ≤ 20. It returns the functions kept.
+func (g *CallGraph) Trim(probed map[string]bool, levels map[string]int, ratio float64) map[string]bool {
+	depth := 0
+	byLevel := map[int][]string{}
+	for f := range probed {
+		l, ok := levels[f]
+		if !ok {
+			continue // not reachable from main: matching removes it
+		}
+		byLevel[l] = append(byLevel[l], f)
+		depth = max(depth, l)
+	}
+	keepTop := max(int(float64(depth)*ratio), 2)
+	minFunctions := max(int(float64(len(probed))*0.1), 10)
+	keepLeaf := len(probed) <= 20
+	reach := map[string]int{}
+	keep := map[string]bool{}
+	for l := 0; l <= depth; l++ {
+		fs := byLevel[l]
+		sort.Strings(fs)
+		if l <= keepTop {
+			for _, f := range fs {
+				if keepLeaf || len(g.Callees[f]) > 0 {
+					keep[f] = true
+				}
+			}
+			continue
+		}
+		if len(keep) >= minFunctions {
+			break
+		}
+		for _, f := range fs {
+			if _, ok := reach[f]; !ok {
+				reach[f] = len(g.Reachable(f))
+			}
+		}
+		sort.SliceStable(fs, func(i, j int) bool { return reach[fs[i]] > reach[fs[j]] })
+		for _, f := range fs[:min(len(fs), minFunctions-len(keep))] {
+			keep[f] = true
+		}
+	}
+	return keep
+}

@@ -1,0 +1,78 @@
+package tracer
+
+import (
+	"debug/elf"
+	"fmt"
+	"sort"
+
+	"golang.org/x/arch/x86/x86asm"
+)
+
+// CallGraph reads the static call graph of an executable from its x86-64
+// disassembly: for each function symbol, the functions whose first
+// instruction a CALL or JMP in it targets directly (calls through the PLT
+// or a register are not seen). Names are symbol names; each callee once.
+func CallGraph(path string) (map[string][]string, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s: %w", path, err)
+	}
+	defer f.Close()
+	syms, _ := f.Symbols()
+	var funcs []funcSym
+	seen := map[uint64]bool{}
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Section == elf.SHN_UNDEF || s.Value == 0 || s.Size == 0 || seen[s.Value] {
+			continue
+		}
+		seen[s.Value] = true
+		funcs = append(funcs, funcSym{s.Name, s.Value, s.Value + s.Size})
+	}
+	if len(funcs) == 0 {
+		return nil, fmt.Errorf("%s has no function symbols: no call graph", path)
+	}
+	sort.Slice(funcs, func(i, j int) bool { return funcs[i].value < funcs[j].value })
+	byStart := map[uint64]string{}
+	for _, fs := range funcs {
+		byStart[fs.value] = fs.name
+	}
+	g := map[string][]string{}
+	for _, fs := range funcs {
+		var sec *elf.Section
+		for _, s := range f.Sections {
+			if s.Flags&elf.SHF_EXECINSTR != 0 && fs.value >= s.Addr && fs.end <= s.Addr+s.Size {
+				sec = s
+				break
+			}
+		}
+		if sec == nil {
+			continue
+		}
+		code := make([]byte, fs.end-fs.value)
+		if _, err := sec.ReadAt(code, int64(fs.value-sec.Addr)); err != nil {
+			continue
+		}
+		callees := map[string]bool{}
+		for pc := 0; pc < len(code); {
+			in, err := x86asm.Decode(code[pc:], 64)
+			if err != nil {
+				pc++
+				continue
+			}
+			if in.Op == x86asm.CALL || in.Op == x86asm.JMP {
+				if rel, ok := in.Args[0].(x86asm.Rel); ok {
+					target := fs.value + uint64(pc+in.Len) + uint64(int64(rel))
+					if name, ok := byStart[target]; ok && name != fs.name && !callees[name] {
+						callees[name] = true
+						g[fs.name] = append(g[fs.name], name)
+					}
+				}
+			}
+			pc += in.Len
+		}
+		if _, ok := g[fs.name]; !ok {
+			g[fs.name] = nil
+		}
+	}
+	return g, nil
+}

@@ -36,7 +36,7 @@ func git(args ...string) (string, error) {
 func repoRoot() (string, error) {
 	root, err := git("rev-parse", "--show-toplevel")
 	if err != nil {
-		return "", fmt.Errorf("not in a git repository (the history of runs is kept per commit; give --store to use a store elsewhere): %w", err)
+		return "", fmt.Errorf("not in a git repository: culprit keeps runs per git commit, so run it inside the repository of the program (%w)", err)
 	}
 	return root, nil
 }
@@ -45,6 +45,9 @@ func repoRoot() (string, error) {
 func commitOf(rev string) (string, int64, error) {
 	out, err := git("rev-parse", "--verify", "--quiet", rev+"^{commit}")
 	if err != nil || out == "" {
+		if _, rerr := repoRoot(); rerr != nil {
+			return "", 0, rerr
+		}
 		return "", 0, fmt.Errorf("%q is not a commit of this repository", rev)
 	}
 	ts, err := git("show", "-s", "--format=%ct", out)

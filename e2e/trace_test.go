@@ -476,3 +476,29 @@ func TestTraceCallGraphShaping(t *testing.T) {
 		t.Errorf("--optimize basic: exit %d, %s", code, errs)
 	}
 }
+
+// --dynamic-sampling chooses every-N-th-call sampling per function: from
+// its call-graph level on the first trace of a build; the report's
+// estimate of the calls made is within N of the count.
+func TestTraceDynamicSampling(t *testing.T) {
+	testutil.NeedRoot(t)
+	t.Setenv("CULPRIT_TRACE_STATS", t.TempDir())
+	bin := testutil.C(t, "tracecalls", []string{"tracecalls.c"}, "-O2", "-g", "-pthread")
+	out := rec(t)
+	_, errs, code := run(t, "trace", "--dynamic-sampling", "strict", "-f", "leaf", "-f", "main", "-o", out, "--", bin, "leaf", "3000")
+	if code != 0 || !strings.Contains(errs, "dynamic sampling (initial") {
+		t.Fatalf("exit %d, %s", code, errs)
+	}
+	for _, f := range traceReport(t, out).Functions {
+		switch f.Function {
+		case "leaf":
+			if f.Every < 2 || f.Estimated+uint64(f.Every) < 3000 || f.Estimated > 3000+uint64(f.Every) {
+				t.Errorf("leaf: 1 in %d recorded, %d calls estimated, 3000 made", f.Every, f.Estimated)
+			}
+		case "main":
+			if f.Calls != 1 {
+				t.Errorf("main (level 0, every call): %d calls", f.Calls)
+			}
+		}
+	}
+}

@@ -27,6 +27,7 @@ func newTrace() *cobra.Command {
 		baseline string
 		shaping  string
 		optimize string
+		dynSamp  string
 	)
 	c := &cobra.Command{
 		Use:   "trace -f PATTERN[#N]... [flags] -- CMD [ARGS...]\n  culprit trace -f PATTERN[#N]... -p PID [--duration D]",
@@ -110,6 +111,17 @@ max, p99; --calls FUNC lists the slowest calls), export --format chrome
 				}
 				o.Exclude = ex
 			}
+			if dynSamp != "" {
+				sm, ok := map[string]trace.Sampling{"soft": trace.SamplingSoft, "strict": trace.SamplingStrict}[dynSamp]
+				if !ok {
+					return usagef("--dynamic-sampling %q: use soft or strict", dynSamp)
+				}
+				every, err := dynamicSampling(exe, pid, o.Patterns, sm, stderr)
+				if err != nil {
+					return err
+				}
+				o.Every = every
+			}
 			if baseline != "" {
 				b, ok := map[string]trace.Baseline{"soft": trace.BaselineSoft, "strict": trace.BaselineStrict}[baseline]
 				if !ok {
@@ -159,6 +171,7 @@ max, p99; --calls FUNC lists the slowest calls), export --format chrome
 	f.DurationVar(&o.ProbingWait, "probing-wait", time.Second, "with --reattach: the first interval before removed probes are set again")
 	f.StringVar(&baseline, "dynamic-baseline", "", "leave out the functions an earlier trace of the same build found called too often or too constant to be worth it (Perun's dynamic baseline): soft or strict")
 	f.StringVar(&shaping, "call-graph-shaping", "", "leave out functions by the program's static call graph (Perun's call-graph shaping): match (those main cannot reach), soft or strict (trimming: also the lower levels, keeping the top half or quarter)")
+	f.StringVar(&dynSamp, "dynamic-sampling", "", "record every N-th call of each function, N chosen from its call-graph level and an earlier trace's counts to aim at 10,000 (soft) or 1,000 (strict) records (Perun's dynamic sampling)")
 	f.StringVar(&optimize, "optimize", "", "a pipeline of Perun's optimizations: basic (--call-graph-shaping strict and --dynamic-baseline strict)")
 	f.StringVarP(&o.Output, "output", "o", "culprit.rec", "recording file to write")
 	f.IntVarP(&pid, "pid", "p", 0, "attach to this running process instead of launching a command")
@@ -330,4 +343,49 @@ func shapeCallGraph(exe string, pid int, pats []tracer.Pattern, mode string, std
 	}
 	fmt.Fprintf(stderr, "culprit: call-graph shaping (%s) keeps %d of %d functions (%d not reached from %s)\n", mode, len(keep), len(probed), unreached, root)
 	return out, nil
+}
+
+// dynamicSampling chooses each matched function's sample from its level in
+// exe's call graph (first trace of the build) or the counts of the
+// earlier trace.
+func dynamicSampling(exe string, pid int, pats []tracer.Pattern, sm trace.Sampling, stderr io.Writer) (map[string]uint32, error) {
+	if exe == "" {
+		return nil, nil
+	}
+	targets, isGo, err := tracer.Resolve(exe, pid, pats, false)
+	if err != nil {
+		return nil, err
+	}
+	var funcs []string
+	for _, t := range targets {
+		funcs = append(funcs, t.Function)
+	}
+	levels := map[string]int{}
+	if cg, err := tracer.CallGraph(exe); err == nil {
+		root := "main"
+		if isGo {
+			root = "main.main"
+		}
+		if _, ok := cg[root]; ok {
+			levels = (&trace.CallGraph{Callees: cg}).Levels(root)
+		}
+	}
+	var st map[string]trace.FuncStats
+	if path, err := statsFile(exe); err == nil {
+		st, _ = readStats(path)
+	}
+	every := trace.DynamicSampling(funcs, levels, st, sm)
+	n, most := 0, uint32(1)
+	for _, e := range every {
+		if e > 1 {
+			n++
+			most = max(most, e)
+		}
+	}
+	phase := "refinement, from the earlier trace's counts"
+	if st == nil {
+		phase = "initial, from call-graph levels"
+	}
+	fmt.Fprintf(stderr, "culprit: dynamic sampling (%s): %d of %d functions sampled, up to 1 call in %d\n", phase, n, len(funcs), most)
+	return every, nil
 }

@@ -113,6 +113,12 @@ func findLib(name, exe string, pid int) (string, error) {
 // they name, but those named in exclude. With args, each target's
 // parameters are read from DWARF.
 func Resolve(exe string, pid int, pats []Pattern, args bool, exclude ...map[string]bool) ([]Target, bool, error) {
+	return ResolveEvery(exe, pid, pats, args, nil, exclude...)
+}
+
+// ResolveEvery is Resolve with a per-function sampling that takes the
+// place of the patterns' #N (dynamic sampling).
+func ResolveEvery(exe string, pid int, pats []Pattern, args bool, every map[string]uint32, exclude ...map[string]bool) ([]Target, bool, error) {
 	var ex map[string]bool
 	if len(exclude) > 0 {
 		ex = exclude[0]
@@ -136,6 +142,11 @@ func Resolve(exe string, pid int, pats []Pattern, args bool, exclude ...map[stri
 	isGo := false
 	for _, obj := range order {
 		ts, goObj, err := resolveObject(obj, byObj[obj], args, ex)
+		for i := range ts {
+			if n, ok := every[ts[i].Function]; ok {
+				ts[i].Every = n
+			}
+		}
 		if err != nil {
 			return nil, false, err
 		}

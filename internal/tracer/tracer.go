@@ -38,6 +38,9 @@ type Options struct {
 	// Exclude names functions not to trace though the patterns match
 	// them (dynamic baseline).
 	Exclude map[string]bool
+	// Every sets a function's every-N-th-call sampling, over the
+	// patterns' #N (dynamic sampling).
+	Every map[string]uint32
 	// Probing > 0 removes a function's probes once it has been called
 	// Probing times (Perun's dynamic probing); with ProbingReattach they
 	// are set again after an interval that doubles each time.
@@ -97,7 +100,7 @@ func prepare(o Options, exe string, pid int) (*session, error) {
 	if len(o.Patterns) == 0 {
 		return nil, fmt.Errorf("no function to trace: give -f PATTERN (a glob on symbol names, e.g. -f 'parse_*')")
 	}
-	targets, isGo, err := Resolve(exe, pid, o.Patterns, o.Args, o.Exclude)
+	targets, isGo, err := ResolveEvery(exe, pid, o.Patterns, o.Args, o.Every, o.Exclude)
 	if err != nil {
 		return nil, err
 	}

@@ -64,3 +64,17 @@ func TestLevelsAndTrim(t *testing.T) {
 		t.Errorf("trim kept %v", keep)
 	}
 }
+
+func TestDynamicSampling(t *testing.T) {
+	lv := map[string]int{"main": 0, "a": 1, "b": 3, "deep": 40}
+	st := map[string]FuncStats{
+		"a":   {SampledCount: 20, Sample: 100}, // the thesis's example: threshold 10 → 200
+		"b":   {SampledCount: 10, Sample: 7},   // in the band: kept
+		"few": {SampledCount: 2, Sample: 4},    // far under: 4/(10/2) = 0.8 → 1
+	}
+	got := DynamicSampling([]string{"main", "a", "b", "deep", "few", "gone"}, lv, st, Sampling{Threshold: 10, EpsRatio: 0.1, Step: 2, Max: 1 << 20})
+	want := map[string]uint32{"main": 1, "a": 200, "b": 7, "deep": 1 << 20, "few": 1, "gone": 1}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("%v, want %v", got, want)
+	}
+}

@@ -144,3 +144,42 @@ func (g *CallGraph) Trim(probed map[string]bool, levels map[string]int, ratio fl
 	}
 	return keep
 }
+
+// Sampling configures Perun's dynamic sampling (Algorithm 5).
+type Sampling struct {
+	Threshold float64 // records wanted per function: 10,000 (soft) or 1,000 (strict)
+	EpsRatio  float64 // the band threshold·(1 ± EpsRatio) counts as reached; not given by the thesis
+	Step      float64 // the initial sample grows as Step^level (2)
+	Max       uint32  // the largest sample
+}
+
+// SamplingSoft and SamplingStrict are Table A.4's modes.
+var (
+	SamplingSoft   = Sampling{Threshold: 10000, EpsRatio: 0.1, Step: 2, Max: 1 << 20}
+	SamplingStrict = Sampling{Threshold: 1000, EpsRatio: 0.1, Step: 2, Max: 1 << 20}
+)
+
+// DynamicSampling chooses each function's sample (record every sample-th
+// call): for a function without stats (initial phase) round(Step^level)
+// (complexity ratio 1: no bounds analysis here); with stats (refinement)
+// the earlier sample scaled by sampled_count/Threshold unless the count is
+// within the eps band; bounded to [1, Max]. Functions without a level
+// (unreachable) keep 1 in the initial phase.
+func DynamicSampling(funcs []string, levels map[string]int, stats map[string]FuncStats, s Sampling) map[string]uint32 {
+	out := map[string]uint32{}
+	eps := s.Threshold * s.EpsRatio
+	for _, f := range funcs {
+		sample := 1.0
+		if st, ok := stats[f]; ok && st.SampledCount > 0 {
+			sample = float64(max(st.Sample, 1))
+			calls := float64(st.SampledCount)
+			if calls < s.Threshold-eps || calls > s.Threshold+eps {
+				sample = math.Round(sample / (s.Threshold / calls))
+			}
+		} else if l, ok := levels[f]; ok {
+			sample = math.Round(math.Pow(s.Step, float64(l)))
+		}
+		out[f] = uint32(min(max(sample, 1), float64(s.Max)))
+	}
+	return out
+}

@@ -102,6 +102,13 @@ func (p *Profile) CallTree(processes bool) *TreeNode {
 		}
 		perStack[k] += s.N()
 	}
+	// A frame under a given node always leads to the same child: each
+	// (node, frame) pair is looked up by name once.
+	type step struct {
+		parent *TreeNode
+		frame  int32
+	}
+	next := map[step]*TreeNode{}
 	for k, c := range perStack {
 		n := root
 		n.Samples += c
@@ -116,8 +123,14 @@ func (p *Profile) CallTree(processes bool) *TreeNode {
 			continue
 		}
 		for i := len(st) - 1; i >= 0; i-- {
-			f := p.FrameAt(st[i])
-			n = n.child(f.Name(), f.ObjectName(), f.Kernel, f.Inlined, false)
+			sk := step{n, st[i]}
+			ch, ok := next[sk]
+			if !ok {
+				f := p.FrameAt(st[i])
+				ch = n.child(f.Name(), f.ObjectName(), f.Kernel, f.Inlined, false)
+				next[sk] = ch
+			}
+			n = ch
 			n.Samples += c
 		}
 	}

@@ -15,8 +15,10 @@ repo=${2:-$(cd "$(dirname "$0")/.." && pwd)}
 load=${LOAD:-$(nproc)}
 
 work=$(mktemp -d /tmp/culprit-busy-XXXXXX)
-pids=()
+pids=() # the busy loops
+suite=  # the process group of the suite run in progress
 cleanup() {
+	[ -n "$suite" ] && kill -TERM -- "-$suite" 2>/dev/null || true
 	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
 	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
 	rm -rf "$work"
@@ -37,12 +39,17 @@ failed=0
 for ((r = 1; r <= runs; r++)); do
 	log=$work/run$r.log
 	start=$(date +%s)
-	if (cd "$work/src" && CI=true bash .ci/run) >"$log" 2>&1; then
+	# In its own process group, waited for in the background, so that a
+	# signal stops it at once and takes the whole run with it.
+	(cd "$work/src" && CI=true exec setsid bash .ci/run) >"$log" 2>&1 &
+	suite=$!
+	if wait "$suite"; then
 		res=PASS
 	else
 		res=FAIL
 		failed=$((failed + 1))
 	fi
+	suite=
 	secs=$(($(date +%s) - start))
 	echo "run $r: $res in ${secs}s (load average $(cut -d' ' -f1-3 /proc/loadavg))"
 	if [ "$res" = FAIL ]; then

@@ -306,6 +306,16 @@ func (a *Analyzer) Result() (*Result, error) {
 	for f := range vc {
 		funcs[f] = true
 	}
+	if res.Method == MethodDifferential {
+		// Functions seen only as callers in the stacks (no own sample, no
+		// variable) are ranked too: a cheap caller in a library whose
+		// variables are not sampled.
+		for _, r := range a.buggy {
+			for f := range r.stacks.incl {
+				funcs[f] = true
+			}
+		}
+	}
 	res.History = len(a.normal) >= 2 && len(a.buggy) >= 2
 	var ranks []map[int32]int
 	if res.History {

@@ -297,3 +297,32 @@ func TestExprCastOfVoidPointer(t *testing.T) {
 		})
 	}
 }
+
+// A name that exists nowhere in the program is refused before the command
+// runs (exit 2, with the close name that does exist), column included; a
+// program pattern that matches only what the command may exec is a warning.
+func TestExprMisspelledNames(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "generic", []string{"generic.c"}, "-O2", "-g")
+	base := filepath.Base(bin) // generic-HASH
+	for _, c := range []struct{ spec, want string }{
+		{"generic*@consume@nosuchvar", `no variable nosuchvar in consume`},
+		{"generic*@consume@de->phse", `column 20: struct dictentry has no field phse: did you mean "phase"?`},
+		{"generic*@consme@de", `no function consme in ` + base + `: did you mean "consume"?`},
+		{"gneeric" + base[7:] + "@consume@de", `the program pattern "gneeric` + base[7:] + `" does not match ` + base + `, the program sampled: did you mean "` + base + `"?`},
+		{"generic*@consume@((lsit *)de->v.val)->len", `no type lsit * in ` + base + `: did you mean "list"?`},
+	} {
+		out := rec(t)
+		stdout, stderr, code := run(t, "record", "--expr", c.spec, "-o", out, "--", bin, "1")
+		if code != 2 || !strings.Contains(stderr, c.want) || strings.Contains(stdout, "entry ") {
+			t.Errorf("--expr %s: exit %d, stderr %q, stdout %q; want exit 2 before the program runs, saying %q", c.spec, code, stderr, stdout, c.want)
+		}
+		if _, err := os.Stat(out); err == nil {
+			t.Errorf("--expr %s: a recording was written", c.spec)
+		}
+	}
+	_, stderr, code := run(t, "record", "--expr", "hier*@worker@n", "-o", rec(t), "--", bin, "1")
+	if code != 0 || !strings.Contains(stderr, `warning: --expr "hier*@worker@n": the program pattern "hier*" does not match `+base) {
+		t.Errorf("a pattern for a program not yet exec'd: exit %d, stderr %q; want a warning naming it", code, stderr)
+	}
+}

@@ -1,14 +1,19 @@
 package cli
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"os"
+	"os/exec"
 	"os/signal"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
 
 	"github.com/culprit-dev/culprit/internal/expr"
+	"github.com/culprit-dev/culprit/internal/proc"
 	"github.com/culprit-dev/culprit/internal/ptracer"
 	"github.com/culprit-dev/culprit/internal/recorder"
 	"github.com/culprit-dev/culprit/internal/recording"
@@ -59,6 +64,9 @@ Call-graph modes, collectors, events and values: docs/cli.md (culprit record).`,
 					return usageError{err}
 				}
 				specs = append(specs, spec)
+			}
+			if err := checkSpecs(specs, pid, args, c.ErrOrStderr()); err != nil {
+				return err
 			}
 			var sc *schema.Schema
 			if values != "" {
@@ -218,4 +226,36 @@ func start(pid int, args []string, attach func(stop <-chan struct{}) error, laun
 		return usagef("no command to record: use culprit record -- CMD [ARGS...] or -p PID")
 	}
 	return launch()
+}
+
+// checkSpecs resolves the --expr specs against the program about to be
+// sampled, before it starts: a name that exists nowhere in it is a usage
+// error (with the close one that does, if any); a pattern that matches
+// only programs it may exec later, or a function only a library may
+// define, is a warning.
+func checkSpecs(specs []*expr.Spec, pid int, args []string, stderr io.Writer) error {
+	exe := ""
+	switch {
+	case pid != 0:
+		exe = proc.Exe(pid)
+	case len(args) > 0:
+		exe, _ = exec.LookPath(args[0])
+	}
+	if exe == "" {
+		return nil
+	}
+	var fatal []string
+	for _, sp := range specs {
+		for _, p := range state.CheckSpec(sp, exe) {
+			if p.Fatal {
+				fatal = append(fatal, p.Msg)
+			} else {
+				warnf(stderr, "%s", p.Msg)
+			}
+		}
+	}
+	if len(fatal) > 0 {
+		return usageError{errors.New(strings.Join(fatal, "\nculprit: "))}
+	}
+	return nil
 }

@@ -47,7 +47,8 @@ type Info struct {
 	globals  []*Variable
 	globName map[string][]*Variable
 
-	names typeNames
+	names   typeNames
+	fnNames nameSet
 }
 
 type sections struct {

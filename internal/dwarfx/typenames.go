@@ -167,3 +167,34 @@ func (i *Info) indexTypeNames() {
 		}
 	}
 }
+
+// FunctionNames reports the names of every function the object's DWARF
+// describes, inlined-only ones included (DW_AT_name of each subprogram).
+// The first call reads every unit.
+func (i *Info) FunctionNames() map[string]bool {
+	i.fnNames.once.Do(func() {
+		m := map[string]bool{}
+		i.mu.Lock()
+		defer i.mu.Unlock()
+		defer func() { _ = recover() }() // debug/dwarf on malformed input: keep what was read
+		r := i.d.Reader()
+		for {
+			e, err := r.Next()
+			if err != nil || e == nil {
+				break
+			}
+			if e.Tag == dwarf.TagSubprogram {
+				if n, _ := e.Val(dwarf.AttrName).(string); n != "" {
+					m[n] = true
+				}
+			}
+		}
+		i.fnNames.m = m
+	})
+	return i.fnNames.m
+}
+
+type nameSet struct {
+	once sync.Once
+	m    map[string]bool
+}

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/spf13/pflag"
 	"github.com/vbauerster/mpb/v8"
@@ -86,6 +87,20 @@ func (f *filterFlags) load(paths []string, stderr io.Writer, merge bool) (*profi
 	if len(q.Samples) > 0 || len(p.Samples) == 0 {
 		return q, nil
 	}
+	if flt.HasFrom || flt.HasTo {
+		if w := p.Apply(profile.Filter{From: flt.From, To: flt.To, HasFrom: flt.HasFrom, HasTo: flt.HasTo, Kernel: flt.Kernel}); len(w.Samples) == 0 {
+			var last uint64
+			for _, s := range p.Samples {
+				last = max(last, s.Time)
+			}
+			span := time.Duration(0)
+			if last > p.StartTime {
+				span = time.Duration(last - p.StartTime)
+			}
+			return nil, usagef("no samples in the window %s: the recording's samples run from 0s to %s after its start; choose --from and --to within that",
+				window(f), span.Round(time.Millisecond))
+		}
+	}
 	if len(f.pids)+len(f.tids)+len(f.comms) > 0 {
 		if tasks := p.Apply(profile.Filter{PIDs: flt.PIDs, TIDs: flt.TIDs, Comms: flt.Comms}); len(tasks.Samples) == 0 {
 			return nil, fmt.Errorf("no samples of the selected %s: the recording has samples of %s",
@@ -101,6 +116,17 @@ func (f *filterFlags) load(paths []string, stderr io.Writer, merge bool) (*profi
 		}
 	}
 	return q, nil
+}
+
+// window spells the --from and --to flags given.
+func window(f *filterFlags) string {
+	switch {
+	case f.from != "" && f.to != "":
+		return "--from " + f.from + " --to " + f.to
+	case f.from != "":
+		return "--from " + f.from
+	}
+	return "--to " + f.to
 }
 
 // selection describes the --pid, --tid and --comm flags given.

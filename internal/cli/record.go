@@ -57,6 +57,17 @@ Call-graph modes, collectors, events and values: docs/cli.md (culprit record).`,
   culprit record --collector ptrace -p 1234 --duration 10s  # stop threads to sample them`,
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Tool = "culprit " + Version
+			if o.Frequency < 1 {
+				return usagef("-F %d: the sampling frequency is in samples per second of CPU time, at least 1 (default 999)", o.Frequency)
+			}
+			if o.Duration < 0 {
+				return usagef("--duration %v: a duration is positive, e.g. 500ms or 10s (leave it out to record until the command exits, or Ctrl-C)", o.Duration)
+			}
+			if pid != 0 {
+				if err := checkPID(pid); err != nil {
+					return err
+				}
+			}
 			var specs []*expr.Spec
 			for _, e := range exprSpecs {
 				spec, err := expr.ParseSpec(e)
@@ -258,4 +269,73 @@ func checkSpecs(specs []*expr.Spec, pid int, args []string, stderr io.Writer) er
 		return usageError{errors.New(strings.Join(fatal, "\nculprit: "))}
 	}
 	return nil
+}
+
+// checkPID refuses a process culprit cannot profile, before attaching,
+// with the reason: a kernel thread (no user code), or another user's
+// process for a user without the privilege.
+func checkPID(pid int) error {
+	if pid < 0 {
+		return usagef("-p %d: a process ID is positive", pid)
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return nil // gone: attaching says so
+	}
+	// comm is in parentheses and may hold spaces; flags is the 7th field after it.
+	i := strings.LastIndexByte(string(stat), ')')
+	fields := strings.Fields(string(stat[i+1:]))
+	comm := string(stat[strings.IndexByte(string(stat), '(')+1 : i])
+	const pfKthread = 0x00200000
+	if len(fields) > 6 {
+		var flags uint64
+		fmt.Sscan(fields[6], &flags)
+		if flags&pfKthread != 0 {
+			return usagef("-p %d: %s is a kernel thread, which runs no user code to profile: give the ID of a user process (culprit records user programs and the kernel code they call)", pid, comm)
+		}
+	}
+	// The kernel lets a user without CAP_SYS_PTRACE profile only processes
+	// whose user IDs are all the user's own.
+	if uid := os.Getuid(); uid != 0 && !hasCapability(capSysPtrace) {
+		if owner, ok := processUIDs(pid); ok && (owner[0] != uid || owner[1] != uid || owner[2] != uid) {
+			return fmt.Errorf("-p %d: %s is not your process (it runs as user %d, you are %d): profile your own processes, or run culprit as root (or with CAP_SYS_PTRACE and CAP_PERFMON)",
+				pid, comm, owner[1], uid)
+		}
+	}
+	return nil
+}
+
+const capSysPtrace = 19
+
+// hasCapability reports whether culprit runs with a capability in its
+// effective set.
+func hasCapability(bit uint) bool {
+	b, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "CapEff:"); ok {
+			var eff uint64
+			fmt.Sscanf(strings.TrimSpace(v), "%x", &eff)
+			return eff&(1<<bit) != 0
+		}
+	}
+	return false
+}
+
+// processUIDs returns the real, effective and saved user IDs of a process.
+func processUIDs(pid int) ([3]int, bool) {
+	var out [3]int
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return out, false
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "Uid:"); ok {
+			n, _ := fmt.Sscan(v, &out[0], &out[1], &out[2])
+			return out, n == 3
+		}
+	}
+	return out, false
 }

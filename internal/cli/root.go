@@ -76,7 +76,7 @@ func run(args []string, stdout, stderr io.Writer) (code int) {
 		return ee.code
 	}
 	msg := err.Error()
-	fmt.Fprintf(stderr, "culprit: %s\n", msg)
+	fmt.Fprintf(stderr, "culprit: %s\n", cleanMessage(msg))
 	var ue usageError
 	if errors.As(err, &ue) || strings.HasPrefix(msg, "unknown command") || strings.HasPrefix(msg, "unknown flag") {
 		sub := "culprit"
@@ -103,5 +103,13 @@ func newVersion() *cobra.Command {
 
 // warnf prints a warning on stderr.
 func warnf(w io.Writer, format string, args ...any) {
-	fmt.Fprintf(w, "culprit: warning: "+format+"\n", args...)
+	fmt.Fprintf(w, "culprit: warning: %s\n", cleanMessage(fmt.Sprintf(format, args...)))
+}
+
+// cleanMessage drops advice libraries add to their errors that is wrong
+// for culprit: cilium/ebpf suggests raising RLIMIT_MEMLOCK on any EPERM,
+// which culprit does itself; the cause left is the missing privilege,
+// which culprit's own message names.
+func cleanMessage(msg string) string {
+	return strings.ReplaceAll(msg, " (MEMLOCK may be too low, consider rlimit.RemoveMemlock)", "")
 }

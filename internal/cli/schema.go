@@ -16,6 +16,7 @@ import (
 	"github.com/culprit-dev/culprit/internal/analysis/vprof"
 	"github.com/culprit-dev/culprit/internal/proc"
 	"github.com/culprit-dev/culprit/internal/profile"
+	"github.com/culprit-dev/culprit/internal/recording"
 	"github.com/culprit-dev/culprit/internal/schema"
 )
 
@@ -39,6 +40,9 @@ The tags and the file format: docs/cli.md (culprit schema), docs/vprof.md.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			if len(args) != 1 {
 				return usagef("give one binary: culprit schema BINARY [--component PATH_PREFIX] [-o FILE]")
+			}
+			if err := checkBinary(args[0]); err != nil {
+				return err
 			}
 			s, err := schema.Generate(args[0], schema.Options{Component: component})
 			if err != nil {
@@ -126,6 +130,38 @@ func hasDebugInfo(path string) bool {
 	}
 	defer f.Close()
 	return f.Section(".debug_info") != nil || f.Section(".zdebug_info") != nil
+}
+
+// checkBinary refuses a path that is not a compiled program, saying what
+// it is instead.
+func checkBinary(path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case err != nil:
+		return usagef("%s: no such file: give the path of a program built with -g", path)
+	case fi.IsDir():
+		return usagef("%s is a directory: give the path of a program built with -g", path)
+	case isELF(path):
+		return nil
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	head := make([]byte, 64)
+	n, _ := io.ReadFull(f, head)
+	head = head[:n]
+	what := "not a compiled program (an ELF file)"
+	switch {
+	case n == 0:
+		what = "empty"
+	case bytes.HasPrefix(head, []byte("#!")):
+		what = "a script, not a compiled program"
+	case bytes.HasPrefix(head, []byte(recording.Magic)):
+		what = "a recording, not a program"
+	}
+	return usagef("%s is %s: give the path of an executable or shared library built with -g", path, what)
 }
 
 func isELF(path string) bool {

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"golang.org/x/sys/unix"
 )
@@ -19,8 +20,17 @@ var tracefsDirs = []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"}
 // no mount exists (as perf does; it needs root).
 func tracefs() (string, error) {
 	for _, d := range tracefsDirs {
-		if _, err := os.Stat(filepath.Join(d, "events")); err == nil {
+		_, err := os.Stat(filepath.Join(d, "events"))
+		if err == nil {
 			return d, nil
+		}
+		if errors.Is(err, os.ErrPermission) {
+			mode := "restricted"
+			if fi, err := os.Stat(d); err == nil {
+				mode = fmt.Sprintf("mode %#o, owner uid %d", fi.Mode().Perm(), owner(fi))
+			}
+			return "", fmt.Errorf("tracepoints need tracefs, which is mounted at %s but not readable by you (%s): run culprit as root, "+
+				"or have root remount it for a group of yours: `mount -o remount,gid=GROUP,mode=0750 %s`", d, mode, d)
 		}
 	}
 	if err := unix.Mount("nodev", tracefsDirs[0], "tracefs", 0, ""); err != nil {
@@ -117,4 +127,12 @@ func (tp *Tracepoint) Int(raw []byte, name string) (v uint64, ok bool) {
 		return le.Uint64(raw[f.offset:]), true
 	}
 	return 0, false
+}
+
+// owner returns the user ID owning a file.
+func owner(fi os.FileInfo) uint32 {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return st.Uid
+	}
+	return 0
 }

@@ -1,8 +1,10 @@
 package render
 
 import (
+	"debug/elf"
 	"fmt"
 	"io"
+	"os"
 	"path"
 	"slices"
 	"strconv"
@@ -38,6 +40,7 @@ type pprofBuilder struct {
 	functions map[fnKey]*pprof.Function
 	locations map[string]*pprof.Location
 	stacks    map[int32][]*pprof.Location
+	user      map[*pprof.Mapping]bool // mappings of user objects (file offsets)
 }
 
 func buildPprof(p *profile.Profile) *pprof.Profile {
@@ -60,6 +63,7 @@ func buildPprof(p *profile.Profile) *pprof.Profile {
 		functions: map[fnKey]*pprof.Function{},
 		locations: map[string]*pprof.Location{},
 		stacks:    map[int32][]*pprof.Location{},
+		user:      map[*pprof.Mapping]bool{},
 	}
 	type sampleKey struct {
 		stack    int32
@@ -85,6 +89,9 @@ func buildPprof(p *profile.Profile) *pprof.Profile {
 	for _, m := range out.Mapping {
 		if m.Limit <= m.Start {
 			m.Limit = m.Start + 1
+		}
+		if b.user[m] {
+			widenToSegment(m)
 		}
 	}
 	b.mainFirst()
@@ -189,6 +196,7 @@ func (b *pprofBuilder) mapping(f profile.Frame, addr uint64) *pprof.Mapping {
 	if !f.Kernel {
 		// Addresses are file offsets: the mapping maps them onto themselves.
 		m.Offset = m.Start
+		b.user[m] = true
 	}
 	return m
 }
@@ -253,4 +261,31 @@ func (b *pprofBuilder) location(group []int32, frames []profile.Frame) *pprof.Lo
 	b.locations[key.String()] = l
 	b.out.Location = append(b.out.Location, l)
 	return l
+}
+
+// Pprof returns p as the pprof profile WritePprof writes, for code that
+// hands it to pprof's own packages (the web UI of culprit view).
+func Pprof(p *profile.Profile) *pprof.Profile { return buildPprof(p) }
+
+// widenToSegment widens a user object's mapping from the offsets sampled to
+// the whole file when an executable segment of it holds them, so that pprof's disassembly and source views, which read a few
+// hundred bytes around the addresses sampled, stay inside the mapping.
+// Objects that cannot be read keep the sampled range.
+func widenToSegment(m *pprof.Mapping) {
+	f, err := elf.Open(m.File)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	for _, ph := range f.Progs {
+		if ph.Type != elf.PT_LOAD || ph.Flags&elf.PF_X == 0 {
+			continue
+		}
+		if m.Start >= ph.Off && m.Limit <= ph.Off+ph.Filesz {
+			if st, err := os.Stat(m.File); err == nil && uint64(st.Size()) > m.Limit {
+				m.Start, m.Limit, m.Offset = 0, uint64(st.Size()), 0
+			}
+			return
+		}
+	}
 }

@@ -1,0 +1,317 @@
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"image/png"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/culprit-dev/culprit/internal/testutil"
+)
+
+// recordThreads records threads.c: three threads spinning in spin_a,
+// spin_b and spin_c.
+func recordThreads(t *testing.T) string {
+	t.Helper()
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "threads", []string{"threads.c"}, "-O2", "-g", "-pthread")
+	r := rec(t)
+	mustRun(t, "record", "-o", r, "--", bin, "150000000")
+	return r
+}
+
+// lockedBuffer is a process's standard error, read while it runs.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// startView starts culprit view and returns the URL it prints and its
+// standard error; the server is interrupted when the test ends.
+func startView(t *testing.T, args ...string) (string, *lockedBuffer) {
+	t.Helper()
+	cmd := exec.Command(culprit, append([]string{"view"}, args...)...)
+	stderr := &lockedBuffer{}
+	cmd.Stderr = stderr
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGINT)
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("culprit view after SIGINT: %v\nstderr:\n%s", err, stderr)
+		}
+	})
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		t.Fatalf("culprit view printed no URL: %v\nstderr:\n%s", err, stderr)
+	}
+	return strings.TrimSpace(line), stderr
+}
+
+func get(t *testing.T, u string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(u)
+	if err != nil {
+		t.Fatalf("GET %s: %v", u, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func TestViewSecurity(t *testing.T) {
+	r := recordThreads(t)
+	base, stderr := startView(t, r)
+	u, err := url.Parse(base)
+	if err != nil {
+		t.Fatalf("culprit view printed %q: %v", base, err)
+	}
+	if u.Hostname() != "127.0.0.1" {
+		t.Errorf("default address %s, want the loopback 127.0.0.1", u.Host)
+	}
+	if stderr.String() != "" {
+		t.Errorf("culprit view on loopback wrote to stderr:\n%s", stderr)
+	}
+	token := strings.Trim(u.Path, "/")
+	if len(token) < 32 {
+		t.Fatalf("URL %s carries no token of at least 128 bits", base)
+	}
+	root := "http://" + u.Host
+	if code, body := get(t, base); code != 200 || !strings.Contains(body, "Flame graph") {
+		t.Fatalf("GET %s: %d, want the index page\n%s", base, code, body)
+	}
+	for _, p := range []string{"/", "/time", "/time/data", "/pprof/all/flamegraph", "/pprof/all/download",
+		"/" + token[:len(token)-1] + "0/", "/x" + token + "/time/data", "/time/data?token=" + token} {
+		if code, _ := get(t, root+p); code != http.StatusForbidden {
+			t.Errorf("GET %s without the token: %d, want 403", p, code)
+		}
+	}
+
+	// No parameter names a file the server then reads: a file of the
+	// user's, named every way a request can, never shows.
+	secret := filepath.Join(t.TempDir(), "secret.c")
+	const marker = "culprit_view_secret_marker"
+	if err := os.WriteFile(secret, []byte("int "+marker+";\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	q := url.QueryEscape(secret)
+	rel := strings.Repeat("../", 12) + strings.TrimPrefix(secret, "/")
+	for _, p := range []string{
+		"pprof/all/source?f=.&source_path=" + q,
+		"pprof/all/source?f=" + q,
+		"pprof/all/disasm?f=.&o=" + q,
+		"pprof/all/top?f=" + q + "&p=" + q,
+		"pprof/" + url.PathEscape(rel) + "/top",
+		"pprof/all/" + url.PathEscape(rel),
+		"time/" + url.PathEscape(rel),
+		"time/data?file=" + q,
+		url.PathEscape(rel),
+	} {
+		code, body := get(t, base+p)
+		if strings.Contains(body, marker) {
+			t.Errorf("GET %s (%d) served the contents of %s", p, code, secret)
+		}
+	}
+	// pprof's settings are not written through the server.
+	resp, err := http.Post(base+"pprof/all/saveconfig?config=x", "application/json", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode == 200 {
+		t.Errorf("POST saveconfig: 200, want it refused")
+	}
+
+	// Another address than loopback is served only when asked, with a warning.
+	// The warning is written before the URL, but reaches the buffer
+	// through the copying goroutine of exec: wait for it.
+	_, warn := startView(t, "--listen", "0.0.0.0:0", r)
+	deadline := time.Now().Add(time.Minute)
+	for !strings.Contains(warn.String(), "warning") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if !strings.Contains(warn.String(), "warning") {
+		t.Errorf("culprit view --listen 0.0.0.0:0 gave no warning; stderr:\n%s", warn)
+	}
+}
+
+// chrome starts headless Chromium for the test.
+func chrome(t *testing.T) context.Context {
+	t.Helper()
+	path := testutil.NeedTool(t, "chromium")
+	opts := []chromedp.ExecAllocatorOption{
+		chromedp.ExecPath(path),
+		chromedp.UserDataDir(t.TempDir()),
+		chromedp.WindowSize(1400, 1000),
+		chromedp.Flag("headless", true),
+		chromedp.Flag("no-sandbox", true),
+		chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("disable-quic", true),
+		chromedp.Flag("no-first-run", true),
+		chromedp.Flag("disable-background-networking", true),
+		chromedp.Flag("disable-component-update", true),
+		chromedp.Flag("disable-sync", true),
+	}
+	// Generous: the machine may be busy with other tests.
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	t.Cleanup(cancel)
+	actx, acancel := chromedp.NewExecAllocator(ctx, opts...)
+	t.Cleanup(acancel)
+	bctx, bcancel := chromedp.NewContext(actx)
+	t.Cleanup(bcancel)
+	return bctx
+}
+
+var totalRE = regexp.MustCompile(`Total samples = ([0-9.]+)(ms|s)`)
+
+// eval evaluates a JavaScript expression in the page.
+func eval[T any](t *testing.T, ctx context.Context, expr string) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr))
+	if err != nil {
+		t.Fatalf("evaluating %s: %v", expr, err)
+	}
+	return v
+}
+
+// flameGraph opens pprof's flame graph at u and returns the text of its
+// boxes and its total in ms.
+func flameGraph(t *testing.T, ctx context.Context, u string) (string, float64) {
+	t.Helper()
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(u),
+		chromedp.WaitVisible(chromedp.CSS(`#stack-chart .boxtext`)),
+	); err != nil {
+		t.Fatalf("flame graph %s: %v", u, err)
+	}
+	n := eval[int](t, ctx, `document.querySelectorAll("#stack-chart .boxtext").length`)
+	boxes := eval[string](t, ctx, `Array.from(document.querySelectorAll("#stack-chart .boxtext")).map(e => e.textContent).join("\n")`)
+	details := eval[string](t, ctx, `document.body.textContent`)
+	if n < 3 {
+		t.Errorf("flame graph %s: %d boxes, want a stack of them", u, n)
+	}
+	m := totalRE.FindStringSubmatch(details)
+	if m == nil {
+		t.Fatalf("flame graph %s: no total in its details", u)
+	}
+	v, _ := strconv.ParseFloat(m[1], 64)
+	if m[2] == "s" {
+		v *= 1000
+	}
+	return boxes, v
+}
+
+func TestViewBrowser(t *testing.T) {
+	ctx := chrome(t)
+	r := recordThreads(t)
+	base, _ := startView(t, r)
+
+	// pprof's flame graph of the whole recording names the spinning functions.
+	boxes, total := flameGraph(t, ctx, base+"pprof/all/flamegraph")
+	for _, fn := range []string{"spin_a", "spin_b", "spin_c", "main"} {
+		if !strings.Contains(boxes, fn) {
+			t.Errorf("pprof flame graph: no box %s; boxes:\n%s", fn, boxes)
+		}
+	}
+
+	// The time view, opened from the index, draws a heat map per thread.
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(base),
+		chromedp.WaitVisible(chromedp.CSS(`#pages a[href="time"]`)),
+		chromedp.Click(chromedp.CSS(`#pages a[href="time"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#maps svg.heat rect.cell`)),
+	); err != nil {
+		t.Fatalf("time view: %v", err)
+	}
+	cells := eval[int](t, ctx, `document.querySelector("#maps svg.heat").querySelectorAll("rect.cell").length`)
+	heads := eval[string](t, ctx, `Array.from(document.querySelectorAll("#maps h2")).map(e => e.textContent).join("\n")`)
+	shot, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.CSS(`#maps svg.heat`)))
+	if err != nil {
+		t.Fatalf("time view screenshot: %v", err)
+	}
+	if cells < 10 {
+		t.Errorf("time view: %d cells with samples in the all-threads map, want the recording's", cells)
+	}
+	if !strings.Contains(heads, "all threads") || strings.Count(heads, "tid ") < 3 {
+		t.Errorf("time view: maps %q, want all threads and the three spinning ones", heads)
+	}
+	if colored := coloredShare(t, shot); colored < 0.01 {
+		t.Errorf("time view screenshot: %.3f of its pixels colored, want a visible heat map", colored)
+	}
+
+	// Selecting from the first cell to the middle one links pprof's views
+	// to that range, whose flame graph holds fewer samples.
+	first := eval[[]float64](t, ctx, `(() => { const r = document.querySelector("#maps svg.heat rect.cell").getBoundingClientRect(); return [r.x + r.width/2, r.y + r.height/2]; })()`)
+	mid := eval[[]float64](t, ctx, `(() => { const c = document.querySelector("#maps svg.heat").querySelectorAll("rect.cell"); const r = c[Math.floor(c.length/2)].getBoundingClientRect(); return [r.x + r.width/2, r.y + r.height/2]; })()`)
+	if err := chromedp.Do(ctx,
+		chromedp.MouseClickXY(first[0], first[1]),
+		chromedp.MouseClickXY(mid[0], mid[1]),
+		chromedp.WaitVisible(chromedp.CSS(`#maps svg.heat rect.selected`)),
+	); err != nil {
+		t.Fatalf("selecting a range: %v", err)
+	}
+	selText := eval[string](t, ctx, `document.getElementById("selection").textContent`)
+	href := eval[string](t, ctx, `document.querySelector('#links a[data-view="flamegraph"]').getAttribute("href")`)
+	if !strings.HasPrefix(selText, "Range ") || !regexp.MustCompile(`^pprof/\d+ms-\d+ms/flamegraph$`).MatchString(href) {
+		t.Fatalf("after selecting a range: %q, flame graph link %q", selText, href)
+	}
+	boxes, part := flameGraph(t, ctx, base+href)
+	if part <= 0 || part >= total {
+		t.Errorf("flame graph of %s: total %.2fms, want less than the whole recording's %.2fms", href, part, total)
+	}
+	if !strings.Contains(boxes, "spin_") {
+		t.Errorf("flame graph of %s names no spinning function:\n%s", href, boxes)
+	}
+}
+
+// coloredShare is the share of a PNG's pixels that are not white or grey.
+func coloredShare(t *testing.T, b []byte) float64 {
+	t.Helper()
+	img, err := png.Decode(bytes.NewReader(b))
+	if err != nil {
+		t.Fatalf("screenshot: %v", err)
+	}
+	bounds := img.Bounds()
+	n := 0
+	for y := bounds.Min.Y; y < bounds.Max.Y; y++ {
+		for x := bounds.Min.X; x < bounds.Max.X; x++ {
+			r, g, b, _ := img.At(x, y).RGBA()
+			if max(r, g, b)-min(r, g, b) > 0x1000 {
+				n++
+			}
+		}
+	}
+	return float64(n) / float64(bounds.Dx()*bounds.Dy())
+}

@@ -1,0 +1,19 @@
+package view
+
+import "net/http"
+
+// Page is one of culprit's own pages. Handler answers GET requests for
+// Path (the page) and below Path+"/" (its data, e.g. Path+"/data").
+type Page struct {
+	Path    string // below the server's root, e.g. "time"
+	Title   string // the index's link
+	About   string // one line under the link
+	Handler func(s *Server) http.Handler
+}
+
+// Pages are culprit's own pages, in the index's order. An analysis that
+// has something to show adds its page here; the server needs no other
+// change.
+var Pages = []Page{
+	timePage,
+}

@@ -1,0 +1,205 @@
+// Package view serves recordings as one local web page: pprof's own web UI
+// (github.com/google/pprof/driver) for the CPU views, fed with culprit's
+// symbolized profile, and culprit's pages for what pprof cannot show (the
+// time view), listed in Pages. The pages are embedded in the binary and
+// draw with plain JavaScript: nothing is fetched from elsewhere.
+//
+// Every request must carry the server's random token as the first element
+// of its path (/TOKEN/...); others are refused with 403, so other users of
+// the machine cannot read the profiles. The server reads no file after it
+// starts other than the recorded objects and sources pprof's source and
+// disassembly views name: no request parameter is a path.
+package view
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"embed"
+	"encoding/hex"
+	"fmt"
+	"html/template"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/culprit-dev/culprit/internal/profile"
+	"github.com/culprit-dev/culprit/internal/render"
+)
+
+//go:embed pages/*.html
+var pageFiles embed.FS
+
+var templates = template.Must(template.ParseFS(pageFiles, "pages/*.html"))
+
+// Server answers the requests of one view of a profile.
+type Server struct {
+	p      *profile.Profile // the selected samples, with their times
+	token  string
+	stderr io.Writer
+	mux    *http.ServeMux
+
+	mu    sync.Mutex
+	uis   map[string]map[string]http.Handler // pprof's UI per time range
+	order []string                           // keys of uis, oldest first
+}
+
+// maxRanges is how many time ranges keep their pprof UI at once; the
+// oldest is dropped (and rebuilt if asked again).
+const maxRanges = 8
+
+// New returns a server for p, whose samples keep their times (loaded
+// without merging). Its messages (pprof's errors) go to stderr.
+func New(p *profile.Profile, stderr io.Writer) (*Server, error) {
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		return nil, err
+	}
+	s := &Server{p: p, token: hex.EncodeToString(b[:]), stderr: stderr,
+		mux: http.NewServeMux(), uis: map[string]map[string]http.Handler{}}
+	s.mux.HandleFunc("GET /{$}", s.index)
+	s.mux.HandleFunc("/pprof/{range}/{rest...}", s.pprof)
+	for _, pg := range Pages {
+		h := pg.Handler(s)
+		s.mux.Handle("GET /"+pg.Path, h)
+		s.mux.Handle("GET /"+pg.Path+"/", h)
+	}
+	// Build the whole profile's UI now: a recording pprof cannot show
+	// fails here, before a URL is printed.
+	if _, err := s.ui(""); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Path is the root of the pages: "/TOKEN/".
+func (s *Server) Path() string { return "/" + s.token + "/" }
+
+// Profile is the profile the server shows.
+func (s *Server) Profile() *profile.Profile { return s.p }
+
+// ServeHTTP refuses requests whose path does not start with the token and
+// serves the others with the token removed.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	rest, ok := strings.CutPrefix(r.URL.Path, "/")
+	tok, rest, _ := strings.Cut(rest, "/")
+	if !ok || subtle.ConstantTimeCompare([]byte(tok), []byte(s.token)) != 1 {
+		http.Error(w, "forbidden: open the URL culprit view printed", http.StatusForbidden)
+		return
+	}
+	if rest == "" && !strings.HasSuffix(r.URL.Path, "/") {
+		http.Redirect(w, r, s.Path(), http.StatusFound)
+		return
+	}
+	r2 := r.Clone(r.Context())
+	r2.URL.Path = "/" + rest
+	r2.URL.RawPath = ""
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	w.Header().Set("Referrer-Policy", "no-referrer") // the token is in the URL
+	s.mux.ServeHTTP(w, r2)
+}
+
+func (s *Server) index(w http.ResponseWriter, r *http.Request) {
+	type link struct{ Path, Title, About string }
+	var pp, own []link
+	for _, v := range pprofViews {
+		pp = append(pp, link{"pprof/all/" + v.Path, v.Title, ""})
+	}
+	for _, pg := range Pages {
+		own = append(own, link{pg.Path, pg.Title, pg.About})
+	}
+	s.html(w, "index.html", map[string]any{
+		"Samples": len(s.p.Samples), "Pprof": pp, "Pages": own,
+	})
+}
+
+// html writes a page from the embedded templates.
+func (s *Server) html(w http.ResponseWriter, name string, data any) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	if err := templates.ExecuteTemplate(w, name, data); err != nil {
+		fmt.Fprintf(s.stderr, "culprit view: %s: %v\n", name, err)
+	}
+}
+
+// pprof serves pprof's web UI for the samples of a time range, named in the
+// path as "all" or FROM-TO, offsets from the first sample ("1.5s-2s").
+func (s *Server) pprof(w http.ResponseWriter, r *http.Request) {
+	key := r.PathValue("range")
+	if key == "all" {
+		key = ""
+	}
+	if _, _, err := parseRange(key); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	handlers, err := s.ui(key)
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusInternalServerError)
+		return
+	}
+	h := handlers["/"+r.PathValue("rest")]
+	if h == nil {
+		http.NotFound(w, r)
+		return
+	}
+	r2 := r.Clone(r.Context())
+	r2.URL.Path = "/" + r.PathValue("rest")
+	r2.URL.RawPath = ""
+	h.ServeHTTP(w, r2)
+}
+
+// parseRange parses "" (everything) or FROM-TO.
+func parseRange(key string) (from, to time.Duration, err error) {
+	if key == "" {
+		return 0, 0, nil
+	}
+	a, b, ok := strings.Cut(key, "-")
+	if ok {
+		if from, err = time.ParseDuration(a); err == nil {
+			to, err = time.ParseDuration(b)
+		}
+	}
+	if !ok || err != nil || from < 0 || to <= from {
+		return 0, 0, fmt.Errorf("time range %q: want FROM-TO, offsets from the first sample with FROM < TO (e.g. 1.5s-2s)", key)
+	}
+	return from, to, nil
+}
+
+// rangeProfile returns the samples of the time range key.
+func (s *Server) rangeProfile(key string) (*profile.Profile, error) {
+	from, to, err := parseRange(key)
+	if err != nil || key == "" {
+		return s.p, err
+	}
+	return s.p.Apply(profile.Filter{From: from, To: to, HasFrom: true, HasTo: true}), nil
+}
+
+// ui returns pprof's UI for the time range key, built on first use.
+func (s *Server) ui(key string) (map[string]http.Handler, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if h, ok := s.uis[key]; ok {
+		return h, nil
+	}
+	p, err := s.rangeProfile(key)
+	if err != nil {
+		return nil, err
+	}
+	if len(p.Samples) == 0 {
+		return nil, fmt.Errorf("no samples between %s", strings.Replace(key, "-", " and ", 1))
+	}
+	h, err := pprofUI(render.Pprof(p), s.stderr)
+	if err != nil {
+		return nil, err
+	}
+	if key != "" { // the whole profile's UI stays
+		if len(s.order) == maxRanges {
+			delete(s.uis, s.order[0])
+			s.order = s.order[1:]
+		}
+		s.order = append(s.order, key)
+	}
+	s.uis[key] = h
+	return h, nil
+}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -324,5 +325,38 @@ func TestExprMisspelledNames(t *testing.T) {
 	_, stderr, code := run(t, "record", "--expr", "hier*@worker@n", "-o", rec(t), "--", bin, "1")
 	if code != 0 || !strings.Contains(stderr, `warning: --expr "hier*@worker@n": the program pattern "hier*" does not match `+base) {
 		t.Errorf("a pattern for a program not yet exec'd: exit %d, stderr %q; want a warning naming it", code, stderr)
+	}
+}
+
+// The last of a global struct's 120 fields, read at each sample from the
+// copy the BPF program made of exactly its bytes, equals what the program
+// set it to: BASE + the round, as it prints.
+func TestExprLastFieldOfBigGlobal(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "bigglobal", []string{"bigglobal.c"}, "-O2", "-g")
+	const rounds = 5
+	out := rec(t)
+	stdout := mustRun(t, "record", "--expr", "bigglobal*@spin@big.f119", "--expr", "bigglobal*@spin@big.f0",
+		"-o", out, "--", bin, strconv.Itoa(rounds), "7000")
+	var base, n, parity int64
+	if _, err := fmt.Sscan(stdout, &base, &n, &parity); err != nil || base != 7000 || n != rounds {
+		t.Fatalf("bigglobal printed %q", stdout)
+	}
+	e := exprReport(t, out)
+	if len(e.Exprs) != 2 {
+		t.Fatalf("exprs: %+v", e.Exprs)
+	}
+	last, first := e.Exprs[0], e.Exprs[1]
+	in := last.Count + last.Missing
+	if in < 50 {
+		t.Fatalf("only %d samples in spin", in)
+	}
+	// A sample whose process had no plan yet (the first ones) is missing,
+	// never wrong.
+	if last.Missing*20 > in || last.Min < float64(base+1) || last.Max > float64(base+rounds) {
+		t.Errorf("big.f119: %+v; want values in %d…%d at (nearly) every sample", last, base+1, base+rounds)
+	}
+	if first.Count != last.Count || first.Min != float64(base) || first.Max != float64(base) {
+		t.Errorf("big.f0: %+v, want %d wherever big.f119 was read", first, base)
 	}
 }

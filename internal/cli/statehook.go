@@ -23,7 +23,7 @@ func (h stateHook) GlobalMemory(exe string) []collector.MemoryRange {
 	in := h.Sampler.GlobalMemory(exe)
 	out := make([]collector.MemoryRange, len(in))
 	for i, r := range in {
-		out[i] = collector.MemoryRange{Addr: r.Addr, Len: r.Len, From: r.From, PtrOff: r.PtrOff}
+		out[i] = collector.MemoryRange{Addr: r.Addr, Len: r.Len, From: r.From, PtrOff: r.PtrOff, Names: r.Names}
 	}
 	return out
 }

@@ -41,12 +41,13 @@ type MemoryState interface {
 
 // MemoryRange is memory a sample must copy: Len bytes at Addr (an ELF
 // address) when From < 0, else at the pointer found PtrOff bytes into the
-// copy of range From.
+// copy of range From. Names are the expressions and variables read there.
 type MemoryRange struct {
 	Addr   uint64
 	Len    int
 	From   int
 	PtrOff int
+	Names  []string
 }
 
 // Thread is a thread at a sample.

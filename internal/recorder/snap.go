@@ -30,6 +30,50 @@ type snaps struct {
 type exeNeeds struct {
 	globals []collector.MemoryRange // ELF addresses
 	chase   bool
+	warned  bool // about globals left out
+}
+
+func lens(rs []collector.MemoryRange) []int {
+	out := make([]int, len(rs))
+	for i, r := range rs {
+		out[i] = r.Len
+	}
+	return out
+}
+
+func total(rs []collector.MemoryRange) int {
+	n := 0
+	for _, r := range rs {
+		n += r.Len
+	}
+	return n
+}
+
+// leftOut names the expressions and variables that read only ranges
+// beyond the first kept ones, at most ten of them.
+func leftOut(rs []collector.MemoryRange, kept int) string {
+	var out []string
+	seen := map[string]bool{}
+	for _, r := range rs[kept:] {
+		for _, n := range r.Names {
+			if !seen[n] {
+				seen[n] = true
+				out = append(out, n)
+			}
+		}
+	}
+	s := ""
+	for i, n := range out {
+		if i == 10 {
+			s += fmt.Sprintf(" and %d more", len(out)-10)
+			break
+		}
+		if i > 0 {
+			s += ", "
+		}
+		s += n
+	}
+	return s
 }
 
 func (sn *snaps) what(sampler collector.MemoryState, exe string) *exeNeeds {
@@ -188,9 +232,12 @@ func (s *session) plan(pid uint32, exe string) {
 	plan := &sampleprog.Plan{Chase: what.chase, Data: proc.DataRanges(int(pid), maps)}
 	if haveBias {
 		ranges := what.globals
-		if len(ranges) > sampleprog.MaxAbs {
-			s.warn("%d pieces of globals to copy at each sample in %s; only the first %d are copied, the others are recorded missing", len(ranges), exe, sampleprog.MaxAbs)
-			ranges = ranges[:sampleprog.MaxAbs]
+		if !what.warned {
+			what.warned = true
+			if kept := sampleprog.Fit(lens(ranges)); kept < len(ranges) {
+				s.warn("%d bytes of globals to copy at each sample in %s, more than the %d (in %d pieces) culprit copies: these are recorded missing: %s",
+					total(ranges), exe, sampleprog.GlobalBytes, sampleprog.MaxAbs, leftOut(ranges, kept))
+			}
 		}
 		for _, r := range ranges {
 			a := r.Addr

@@ -63,7 +63,7 @@ const (
 
 // maps are the file descriptors of the program's maps.
 type maps struct {
-	plans, scratch, events, jitter int
+	plans, scratch, gscratch, events, jitter int
 }
 
 func program(m maps, o Options) asm.Instructions {
@@ -121,6 +121,7 @@ func program(m maps, o Options) asm.Instructions {
 		asm.StoreImm(rBuf, scrOut, magic, asm.Word),
 		asm.StoreMem(rBuf, scrOut+4, rSlot, asm.Word),
 		asm.StoreImm(rBuf, scrN, 0, asm.Word),
+		asm.StoreImm(rBuf, scrG, 0, asm.Word),
 		asm.StoreImm(rBuf, scrOut+20, 0, asm.Word),
 	)
 	if j.on() {
@@ -143,9 +144,16 @@ func program(m maps, o Options) asm.Instructions {
 		asm.LoadMem(asm.R1, rBuf, scrN, asm.Word),
 	)
 	if !j.on() {
-		// Without jitter an empty snapshot says nothing.
-		b.emit(asm.JEq.Imm(asm.R1, 0, "keep"))
+		// Without jitter an empty snapshot says nothing, unless the
+		// planned ranges' record waits for it.
+		b.emit(
+			asm.JNE.Imm(asm.R1, 0, "send"),
+			asm.LoadMem(asm.R2, rBuf, scrG, asm.Word),
+			asm.JEq.Imm(asm.R2, 0, "keep"),
+		)
 	}
+	b.mark("send")
+	b.emit(asm.LoadMem(asm.R1, rBuf, scrN, asm.Word))
 	b.emit(
 		asm.JGT.Imm(asm.R1, MaxSlots, "keep"),
 		asm.StoreMem(rBuf, scrOut+16, asm.R1, asm.Word),
@@ -182,32 +190,7 @@ func (b *builder) snapshots(m maps, o Options) {
 		asm.Mov.Reg(rPlan, asm.R0),
 	)
 
-	// Planned ranges.
-	for i := 0; i < MaxAbs; i++ {
-		e := int16(planEnts + i*entSize)
-		abs, have := b.newLabel("abs"), b.newLabel("have")
-		b.emit(
-			asm.LoadMem(asm.R1, rPlan, planNAbs, asm.Word),
-			asm.JLE.Imm(asm.R1, int32(i), "regs"),
-			asm.LoadMem(asm.R3, rPlan, e+12, asm.Word),
-			asm.JGT.Imm(asm.R3, MaxSlots-1, abs),
-			// Pointer found in copy From, at PtrOff, plus Addr.
-			asm.Mul.Imm(asm.R3, slotSize),
-			asm.LoadMem(asm.R4, rPlan, e+16, asm.Word),
-			asm.And.Imm(asm.R4, SlotBytes-8),
-			asm.Add.Reg(asm.R3, asm.R4),
-			asm.Mov.Reg(asm.R2, rBuf),
-			asm.Add.Reg(asm.R2, asm.R3),
-			asm.LoadMem(asm.R3, asm.R2, scrSlots+slotHdr, asm.DWord),
-			asm.LoadMem(asm.R2, rPlan, e, asm.DWord),
-			asm.Add.Reg(asm.R3, asm.R2),
-			asm.Ja.Label(have),
-			asm.LoadMem(asm.R3, rPlan, e, asm.DWord).WithSymbol(abs),
-		)
-		b.mark(have)
-		b.emit(asm.LoadMem(asm.R2, rPlan, e+8, asm.Word))
-		b.copyAt()
-	}
+	b.globals(m)
 
 	// The thread's user registers, whether the sample hit user or kernel mode.
 	b.mark("regs")
@@ -296,6 +279,96 @@ func (b *builder) snapshots(m maps, o Options) {
 		b.mark(next)
 	}
 
+}
+
+// globals copies the planned ranges into the planned ranges' scratch
+// record and outputs it: a loop over the plan's entries, bounded by MaxAbs
+// (the verifier walks each turn), with the index kept on the stack as a
+// constant it tracks. Each entry is copied from a fixed address, or from
+// the pointer an earlier entry's copy holds plus an offset.
+func (b *builder) globals(m maps) {
+	const (
+		iSlot   = -40 // loop index
+		entSlot = -48 // the record's entry being written
+	)
+	b.lookup(m.gscratch, -8)
+	b.emit(
+		asm.JEq.Imm(asm.R0, 0, "regs"),
+		asm.Mov.Reg(rSlot, asm.R0),
+		asm.Mov.Imm(asm.R1, 0),
+		asm.StoreMem(asm.RFP, iSlot, asm.R1, asm.DWord),
+		asm.LoadMem(asm.R1, rPlan, planNAbs, asm.Word),
+		asm.JEq.Imm(asm.R1, 0, "regs"),
+	)
+	b.mark("gloop")
+	b.emit(
+		asm.LoadMem(asm.R1, asm.RFP, iSlot, asm.DWord),
+		asm.JGE.Imm(asm.R1, MaxAbs, "gdone"),
+		asm.LoadMem(asm.R2, rPlan, planNAbs, asm.Word),
+		asm.JGE.Reg(asm.R1, asm.R2, "gdone"),
+		// R4: the plan's entry; R5: the record's.
+		asm.Mov.Reg(asm.R4, asm.R1),
+		asm.Mul.Imm(asm.R4, entSize),
+		asm.Add.Reg(asm.R4, rPlan),
+		asm.Mov.Reg(asm.R5, asm.R1),
+		asm.Mul.Imm(asm.R5, gEntSize),
+		asm.Add.Reg(asm.R5, rSlot),
+		asm.StoreMem(asm.RFP, entSlot, asm.R5, asm.DWord),
+		asm.LoadMem(asm.R2, asm.R4, planEnts+8, asm.Word),
+		asm.StoreMem(asm.R5, gEntries+8, asm.R2, asm.Word),
+		asm.StoreImm(asm.R5, gEntries+12, -22, asm.Word), // EINVAL until copied
+		asm.LoadMem(asm.R3, asm.R4, planEnts+16, asm.Word),
+		asm.JGT.Imm(asm.R3, gOutMax-8, "gabs"),
+		// The pointer in an earlier copy, plus the entry's address.
+		asm.Add.Reg(asm.R3, rSlot),
+		asm.LoadMem(asm.R3, asm.R3, 0, asm.DWord),
+		asm.LoadMem(asm.R0, asm.R4, planEnts, asm.DWord),
+		asm.Add.Reg(asm.R3, asm.R0),
+		asm.Ja.Label("ghave"),
+		asm.LoadMem(asm.R3, asm.R4, planEnts, asm.DWord).WithSymbol("gabs"),
+	)
+	b.mark("ghave")
+	b.emit(
+		asm.StoreMem(asm.R5, gEntries, asm.R3, asm.DWord),
+		asm.JEq.Imm(asm.R2, 0, "gnext"),
+		asm.JGT.Imm(asm.R2, MaxPiece, "gnext"),
+		asm.LoadMem(asm.R1, asm.R4, planEnts+12, asm.Word),
+		asm.JGT.Imm(asm.R1, gOutMax, "gnext"),
+		asm.Add.Reg(asm.R1, rSlot),
+		asm.FnProbeReadUser.Call(),
+		asm.LoadMem(asm.R5, asm.RFP, entSlot, asm.DWord),
+		asm.StoreMem(asm.R5, gEntries+12, asm.R0, asm.Word),
+	)
+	b.mark("gnext")
+	b.emit(
+		asm.LoadMem(asm.R1, asm.RFP, iSlot, asm.DWord),
+		asm.Add.Imm(asm.R1, 1),
+		asm.StoreMem(asm.RFP, iSlot, asm.R1, asm.DWord),
+		asm.Ja.Label("gloop"),
+	)
+	// Output: the header, the entries, the bytes.
+	b.mark("gdone")
+	b.emit(
+		asm.StoreImm(rSlot, 0, gMagic, asm.Word),
+		asm.LoadMem(asm.R1, rBuf, scrOut+4, asm.Word),
+		asm.StoreMem(rSlot, 4, asm.R1, asm.Word),
+		asm.LoadMem(asm.R1, rBuf, scrOut+8, asm.DWord),
+		asm.StoreMem(rSlot, 8, asm.R1, asm.DWord),
+		asm.LoadMem(asm.R1, asm.RFP, iSlot, asm.DWord),
+		asm.StoreMem(rSlot, 16, asm.R1, asm.Word),
+		asm.LoadMem(asm.R5, rPlan, planGTotal, asm.Word),
+		asm.JLT.Imm(asm.R5, gEntries, "regs"),
+		asm.JGT.Imm(asm.R5, gOutMax, "regs"),
+		asm.StoreMem(rSlot, 20, asm.R5, asm.Word),
+		asm.Mov.Reg(asm.R4, rSlot),
+		asm.LoadMapPtr(asm.R2, m.events),
+		asm.LoadImm(asm.R3, 0xffffffff, asm.DWord), // BPF_F_CURRENT_CPU
+		asm.Mov.Reg(asm.R1, rCtx),
+		asm.FnPerfEventOutput.Call(),
+		asm.JNE.Imm(asm.R0, 0, "regs"),
+		asm.StoreImm(rBuf, scrG, 1, asm.Word),
+		asm.Ja.Label("regs"),
+	)
 }
 
 // chase copies SlotBytes at the address in R3 when it lies in one of the

@@ -17,7 +17,10 @@
 // globals that expressions and value sampling name, and one level of
 // pointers read from them), and the data ranges of the address space
 // (writable mappings) used to recognise pointers. At each sample the program
-// copies the planned ranges and the stack's red zone (the 128 bytes below
+// copies the planned ranges — up to MaxAbs pieces of up to MaxPiece bytes,
+// GlobalBytes in all, in a loop the verifier walks once per piece, into a
+// per-CPU scratch map of their own, output as a record of their own just
+// before the sample's other copies — then the stack's red zone (the 128 bytes below
 // the stack pointer, where -O0 leaf functions keep locals), then chases
 // pointers speculatively: every
 // general-purpose register, every word of the top 512 bytes of the stack and
@@ -46,23 +49,27 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Limits of one sample's snapshot.
+// Limits of one sample's snapshot. A plan beyond MaxAbs pieces or
+// GlobalBytes bytes is cut by the collector, which says what it left out.
 const (
-	MaxAbs     = 32 // planned ranges per process
-	MaxRanges  = 4  // data ranges per process
-	MaxSlots   = 64 // copies per sample
-	SlotBytes  = 64 // bytes per copy
-	stackWords = 32 // stack words scanned for pointers
-	chaseSlots = 8  // copies whose words are scanned for pointers in turn
+	MaxAbs      = 256      // planned ranges per process
+	MaxPiece    = 4096     // bytes per planned range
+	GlobalBytes = 16 << 10 // bytes of planned ranges per sample
+	MaxRanges   = 4        // data ranges per process
+	MaxSlots    = 64       // copies per sample
+	SlotBytes   = 64       // bytes per copy
+	stackWords  = 32       // stack words scanned for pointers
+	chaseSlots  = 8        // copies whose words are scanned for pointers in turn
 )
 
 // Plan layout (BPF map value, little endian).
 const (
 	planNAbs   = 0
 	planFlags  = 4
-	planRanges = 8
+	planGTotal = 8 // bytes of the planned ranges' record
+	planRanges = 16
 	planEnts   = planRanges + MaxRanges*16
-	entSize    = 32
+	entSize    = 24 // addr u64, len u32, dst u32 (in the record), from u32 (record offset of the pointer), pad
 	planSize   = planEnts + MaxAbs*entSize
 
 	flagChase = 1
@@ -74,6 +81,7 @@ const (
 	scrN     = 0                       // copies made
 	scrN1    = 4                       // copies made before the second level
 	scrN0    = 8                       // copies made before the chase
+	scrG     = 12                      // 1 when the planned ranges' record was output
 	scrRegs  = 16                      // struct pt_regs, 21 words
 	scrStack = scrRegs + ptRegsWords*8 // stackWords words
 	scrOut   = scrStack + stackWords*8
@@ -84,6 +92,17 @@ const (
 	scrSize  = scrSlots + MaxSlots*slotSize
 
 	magic = 0x504e5343 // "CSNP"
+)
+
+// Planned ranges' record layout (per-CPU BPF map value): the header
+// (magic, tid, time, n, bytes), n entries (addr u64, len u32, err s32),
+// then the ranges' bytes one after the other.
+const (
+	gMagic   = 0x424c4743 // "CGLB"
+	gEntries = outHdr
+	gEntSize = 16
+	gOutMax  = gEntries + MaxAbs*gEntSize + GlobalBytes
+	gScrSize = gOutMax + MaxPiece
 )
 
 // x86-64 struct pt_regs word indices.
@@ -105,7 +124,7 @@ type Range struct {
 
 // Plan says what to copy for one process.
 type Plan struct {
-	Abs   []Range     // at most MaxAbs, each at most SlotBytes long
+	Abs   []Range     // at most MaxAbs, each at most MaxPiece long, GlobalBytes in all
 	Data  [][2]uint64 // writable ranges [lo, hi) where pointers are chased (merged to MaxRanges)
 	Chase bool
 }
@@ -123,6 +142,7 @@ type Snapshot struct {
 	CPU      int
 	Interval uint32 // with jitter: the ticks this sample stands for
 	Chunks   []Chunk
+	globals  bool // the record of planned ranges alone
 }
 
 // Jitter is the range of ticks between two kept samples; zero: no jitter.
@@ -164,11 +184,13 @@ var ErrNotCopied = errors.New("not copied at the sample (not a planned global no
 
 // Taker is the loaded program with its maps and output reader.
 type Taker struct {
-	plans, scratch, events, jitter *ebpf.Map
-	prog                           *ebpf.Program
-	rd                             *perf.Reader
-	rec                            perf.Record
-	Lost                           uint64
+	plans, scratch, gscratch, events, jitter *ebpf.Map
+	prog                                     *ebpf.Program
+	rd                                       *perf.Reader
+	rec                                      perf.Record
+	Lost                                     uint64
+	// planned ranges' records waiting for their sample's other record, by CPU
+	globals map[int]*Snapshot
 }
 
 // New loads the program. The error says why when the kernel refuses.
@@ -181,7 +203,7 @@ func New(o Options) (*Taker, error) {
 	// rlimit package does this too, but probes the kernel in an init
 	// function that every culprit command would pay for.)
 	_ = unix.Setrlimit(unix.RLIMIT_MEMLOCK, &unix.Rlimit{Cur: unix.RLIM_INFINITY, Max: unix.RLIM_INFINITY})
-	t := &Taker{}
+	t := &Taker{globals: map[int]*Snapshot{}}
 	var err error
 	t.plans, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_plans", Type: ebpf.Hash, KeySize: 4, ValueSize: planSize, MaxEntries: 4096})
 	if err != nil {
@@ -197,7 +219,15 @@ func New(o Options) (*Taker, error) {
 		t.Close()
 		return nil, explain(err)
 	}
-	m := maps{plans: t.plans.FD(), scratch: t.scratch.FD(), events: t.events.FD(), jitter: -1}
+	m := maps{plans: t.plans.FD(), scratch: t.scratch.FD(), gscratch: -1, events: t.events.FD(), jitter: -1}
+	if o.Snapshots {
+		t.gscratch, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_gscratch", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: gScrSize, MaxEntries: 1})
+		if err != nil {
+			t.Close()
+			return nil, explain(err)
+		}
+		m.gscratch = t.gscratch.FD()
+	}
 	if j.on() {
 		t.jitter, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_jitter", Type: ebpf.LRUHash, KeySize: 4, ValueSize: 8, MaxEntries: 1 << 16})
 		if err != nil {
@@ -248,8 +278,22 @@ func (t *Taker) Attach(perfFD int) error {
 func (t *Taker) SetPlan(pid uint32, p *Plan) error {
 	v := make([]byte, planSize)
 	le := binary.LittleEndian
-	n := min(len(p.Abs), MaxAbs)
+	ls := make([]int, len(p.Abs))
+	for i, r := range p.Abs {
+		ls[i] = r.Len
+	}
+	n := Fit(ls)
+	// Pieces in the record: n entries, then the bytes.
+	dst := make([]int, n)
+	at := gEntries + n*gEntSize
+	for i, r := range p.Abs[:n] {
+		dst[i] = at
+		at += min(max(r.Len, 0), MaxPiece)
+	}
 	le.PutUint32(v[planNAbs:], uint32(n))
+	if n > 0 {
+		le.PutUint32(v[planGTotal:], uint32(at))
+	}
 	if p.Chase {
 		le.PutUint32(v[planFlags:], flagChase)
 	}
@@ -260,15 +304,30 @@ func (t *Taker) SetPlan(pid uint32, p *Plan) error {
 	for i, r := range p.Abs[:n] {
 		e := v[planEnts+i*entSize:]
 		le.PutUint64(e, r.Addr)
-		le.PutUint32(e[8:], uint32(min(max(r.Len, 0), SlotBytes)))
+		l := min(max(r.Len, 0), MaxPiece)
+		le.PutUint32(e[8:], uint32(l))
+		le.PutUint32(e[12:], uint32(dst[i]))
 		from := uint32(fromNone)
-		if r.From >= 0 && r.From < i {
-			from = uint32(r.From)
+		if f := r.From; f >= 0 && f < i && r.PtrOff >= 0 && r.PtrOff+8 <= min(max(p.Abs[f].Len, 0), MaxPiece) {
+			from = uint32(dst[f] + r.PtrOff)
 		}
-		le.PutUint32(e[12:], from)
-		le.PutUint32(e[16:], uint32(r.PtrOff&^7))
+		le.PutUint32(e[16:], from)
 	}
 	return t.plans.Put(pid, v)
+}
+
+// Fit returns how many of the first ranges, of these lengths, a plan
+// copies: at most MaxAbs, GlobalBytes in all.
+func Fit(lens []int) int {
+	at := 0
+	for i, l := range lens {
+		l = min(max(l, 0), MaxPiece)
+		if i == MaxAbs || at+l > GlobalBytes {
+			return i
+		}
+		at += l
+	}
+	return len(lens)
 }
 
 // DeletePlan forgets a process.
@@ -290,15 +349,38 @@ func (t *Taker) Drain(fn func(*Snapshot)) error {
 			t.Lost += t.rec.LostSamples
 			continue
 		}
-		if s, ok := Decode(t.rec.RawSample, t.rec.CPU); ok {
-			fn(s)
+		s, ok := Decode(t.rec.RawSample, t.rec.CPU)
+		if !ok {
+			continue
 		}
+		// The planned ranges come in a record of their own, just before
+		// the sample's other record (always output after it) on the same CPU.
+		g := t.globals[s.CPU]
+		if s.globals {
+			if g != nil { // its other record was lost
+				fn(g)
+			}
+			t.globals[s.CPU] = s
+			continue
+		}
+		if g != nil {
+			delete(t.globals, s.CPU)
+			if g.TID == s.TID && g.Time == s.Time {
+				s.Chunks = append(g.Chunks, s.Chunks...)
+			} else {
+				fn(g)
+			}
+		}
+		fn(s)
 	}
 }
 
 // Decode parses one output record of the program.
 func Decode(b []byte, cpu int) (*Snapshot, bool) {
 	le := binary.LittleEndian
+	if len(b) >= outHdr && le.Uint32(b) == gMagic {
+		return decodeGlobals(b, cpu), true
+	}
 	if len(b) < outHdr || le.Uint32(b) != magic {
 		return nil, false
 	}
@@ -317,6 +399,25 @@ func Decode(b []byte, cpu int) (*Snapshot, bool) {
 	return s, true
 }
 
+func decodeGlobals(b []byte, cpu int) *Snapshot {
+	le := binary.LittleEndian
+	s := &Snapshot{TID: le.Uint32(b[4:]), Time: le.Uint64(b[8:]), CPU: cpu, globals: true}
+	n := int(le.Uint32(b[16:]))
+	at := gEntries + n*gEntSize
+	for i := 0; i < n && gEntries+(i+1)*gEntSize <= len(b); i++ {
+		e := b[gEntries+i*gEntSize:]
+		addr, ln, errno := le.Uint64(e), int(le.Uint32(e[8:])), int32(le.Uint32(e[12:]))
+		if ln < 0 || ln > MaxPiece || at+ln > len(b) {
+			break
+		}
+		if errno == 0 && ln > 0 {
+			s.Chunks = append(s.Chunks, Chunk{Addr: addr, Data: append([]byte(nil), b[at:at+ln]...)})
+		}
+		at += ln
+	}
+	return s
+}
+
 // Close releases the program, its maps and the reader. Nothing outlives
 // the recorder: no object is pinned.
 func (t *Taker) Close() {
@@ -324,7 +425,7 @@ func (t *Taker) Close() {
 		t.rd.Close()
 	}
 	// cilium's Close methods accept nil: parts a failed New never made.
-	for _, c := range []interface{ Close() error }{t.prog, t.events, t.scratch, t.plans, t.jitter} {
+	for _, c := range []interface{ Close() error }{t.prog, t.events, t.scratch, t.gscratch, t.plans, t.jitter} {
 		c.Close()
 	}
 }

@@ -101,7 +101,13 @@ func TestCopiesAtSamples(t *testing.T) {
 			data = append(data, [2]uint64{m.Start, m.End})
 		}
 	}
+	// Far more pieces than fit in one unrolled pass: 200 more one-byte
+	// copies of cfg's first word, each read back.
 	plan := &Plan{Abs: []Range{{Addr: cfgAddr, Len: 16, From: -1}, {Addr: 0, Len: 24, From: 0, PtrOff: 8}}, Data: data, Chase: true}
+	const extra = 200
+	for i := range extra {
+		plan.Abs = append(plan.Abs, Range{Addr: cfgAddr + uint64(i%8), Len: 1, From: -1})
+	}
 	if err := tk.SetPlan(uint32(pid), plan); err != nil {
 		t.Fatal(err)
 	}
@@ -110,7 +116,7 @@ func TestCopiesAtSamples(t *testing.T) {
 		t.Fatalf("target: %v", err)
 	}
 
-	var n, global, viaPlan, chased int
+	var n, global, viaPlan, chased, pieces int
 	err = tk.Drain(func(s *Snapshot) {
 		if s.TID != uint32(pid) {
 			return
@@ -126,6 +132,14 @@ func TestCopiesAtSamples(t *testing.T) {
 		if s.Read(bAddr, b) == nil && binary.LittleEndian.Uint64(b) == 0x2222bbbb {
 			chased++
 		}
+		all := len(s.Chunks) >= 2+extra
+		for i := 0; all && i < extra; i++ {
+			c := s.Chunks[2+i]
+			all = c.Addr == cfgAddr+uint64(i%8) && len(c.Data) == 1 && uint64(c.Data[0]) == uint64(0x1234567)>>(8*(i%8))&0xff
+		}
+		if all {
+			pieces++
+		}
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -133,6 +147,9 @@ func TestCopiesAtSamples(t *testing.T) {
 	t.Logf("%d snapshots: global %d, through the planned pointer %d, b by chasing %d", n, global, viaPlan, chased)
 	if n < 20 {
 		t.Fatalf("only %d snapshots of a CPU-bound run", n)
+	}
+	if pieces != n {
+		t.Errorf("%d more planned pieces copied in %d of %d snapshots; want all", extra, pieces, n)
 	}
 	if global != n || viaPlan != n {
 		t.Errorf("planned copies: global in %d, *cfg.head in %d of %d snapshots; want all", global, viaPlan, n)

@@ -15,22 +15,26 @@ import (
 // Addr is an ELF address of the executable (add the load bias) — or, when
 // From is not negative, an offset added to the pointer found PtrOff bytes
 // into the copy of range From.
+// Names are the expressions (and schema variables) that read the range.
 type MemoryRange struct {
 	Addr   uint64
 	Len    int
 	From   int
 	PtrOff int
+	Names  []string
 }
 
 // maxPiece is the longest range returned; longer objects are cut.
-const maxPiece = 64
+const maxPiece = 4096
 
 // GlobalMemory lists the memory of the executable's globals that the specs,
-// the rules and value sampling read there: each global named in an
-// expression (and what a global pointer named there points to, up to 256
-// bytes), and, with value sampling of globals, the globals of the
-// executable's schema (package schema). Ranges are merged, then cut into
-// pieces of at most 64 bytes.
+// the rules and value sampling read there, exactly: for an expression, the
+// bytes its member and constant-index accesses reach from a global
+// (cfg.limits[2]: 4 bytes; cfg: all of cfg), and when they reach a
+// pointer, up to 256 bytes it points to; with value sampling of globals,
+// the schema's global variables and struct members (package schema).
+// Ranges are merged when they nearly touch, then cut into pieces of at most
+// 4 KiB.
 func (s *Sampler) GlobalMemory(exe string) []MemoryRange {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -40,75 +44,79 @@ func (s *Sampler) GlobalMemory(exe string) []MemoryRange {
 	}
 	type want struct {
 		addr, size uint64
-		pointee    uint64 // size of what a pointer global points to (0: none)
+		pointee    uint64 // size of what a pointer points to (0: none)
+		name       string
 	}
 	var wants []want
-	seen := map[*dwarfx.Variable]bool{}
-	var addAs func(v *dwarfx.Variable, deref bool, as *dwarfx.Type)
-	add := func(v *dwarfx.Variable, deref bool) { addAs(v, deref, nil) }
-	addAs = func(v *dwarfx.Variable, deref bool, as *dwarfx.Type) {
-		if v == nil || seen[v] || v.Type() == nil || v.Type().Size <= 0 {
+	seen := map[[3]uint64]bool{}
+	add := func(name string, addr uint64, t *dwarfx.Type, size int64, deref bool) {
+		if size <= 0 {
 			return
 		}
-		l, ok := v.Location(0)
-		if !ok || l.Expr == nil {
-			return
+		w := want{addr: addr, size: uint64(size), name: name}
+		if t != nil {
+			if u := t.Underlying(); deref && u.Kind == dwarfx.Pointer && u.Elem != nil && u.Elem.Size > 0 {
+				w.pointee = uint64(min(u.Elem.Size, 256))
+			}
 		}
-		val, err := l.Eval(&dwarfx.Frame{}, 0)
-		if err != nil || !val.InMemory {
-			return
+		if k := [3]uint64{addr, w.size, w.pointee}; !seen[k] {
+			seen[k] = true
+			wants = append(wants, w)
 		}
-		seen[v] = true
-		w := want{addr: val.Addr, size: uint64(v.Type().Size)}
-		t := v.Type().Underlying()
-		if as != nil && t.Kind == dwarfx.Pointer && as.Underlying().Kind == dwarfx.Pointer {
-			t = as.Underlying() // (struct T *)p: what p points to is a T
-		}
-		if deref && t.Kind == dwarfx.Pointer && t.Elem != nil && t.Elem.Size > 0 {
-			w.pointee = uint64(min(t.Elem.Size, 256))
-		}
-		wants = append(wants, w)
 	}
 	for _, n := range s.expressions(exe) {
-		// Globals cast to another pointer type first, so that what they
-		// point to is copied at the size of the type they are cast to.
-		for _, c := range casts(n) {
-			if g, ok := in.Global(c.X.(*expr.Ident).Name); ok {
-				if t, ok := in.TypeNamed(c.Type); ok {
-					addAs(g, true, t)
-				}
+		name := n.String()
+		walkReach(n, func(id string) (uint64, *dwarfx.Type, bool) {
+			g, ok := in.Global(id)
+			if !ok {
+				return 0, nil, false
 			}
-		}
-		for _, id := range expr.Idents(n) {
-			if g, ok := in.Global(id); ok {
-				add(g, true)
-			}
-		}
+			a, ok := globalAddress(g)
+			return a, g.Type(), ok
+		}, in.TypeNamed, func(addr uint64, t *dwarfx.Type, size int64) {
+			add(name, addr, t, size, true)
+		})
 	}
 	if s.values != nil && s.values.globals != nil {
 		// The globals of the executable's schema (none when it has none).
 		if es := s.exeSchema(filepath.Clean(exe)); es != nil {
 			for _, vv := range es.schemaGlobals(in) {
-				add(vv.v, vv.member == "" && pointee(vv.v.Type()) != nil) // *p of a pointer to a scalar
+				a, ok := globalAddress(vv.v)
+				if !ok {
+					continue
+				}
+				if vv.member != "" && vv.member != derefMember {
+					size := vv.field.Type.Size
+					if vv.field.BitSize > 0 {
+						size = (vv.field.BitOffset%8 + vv.field.BitSize + 7) / 8
+					}
+					add(vv.v.Name+"."+vv.member, a+uint64(vv.field.Offset), vv.field.Type, size, false)
+					continue
+				}
+				add(vv.v.Name, a, vv.v.Type(), vv.v.Type().Size, pointee(vv.v.Type()) != nil) // *p of a pointer to a scalar
 			}
 		}
 	}
 
 	// Merge what overlaps or nearly touches, then cut.
 	sort.Slice(wants, func(i, j int) bool { return wants[i].addr < wants[j].addr })
-	type span struct{ lo, hi uint64 }
+	type span struct {
+		lo, hi uint64
+		names  []string
+	}
 	var spans []span
 	for _, w := range wants {
 		if n := len(spans); n > 0 && w.addr <= spans[n-1].hi+8 {
 			spans[n-1].hi = max(spans[n-1].hi, w.addr+w.size)
+			spans[n-1].names = appendName(spans[n-1].names, w.name)
 			continue
 		}
-		spans = append(spans, span{w.addr, w.addr + w.size})
+		spans = append(spans, span{w.addr, w.addr + w.size, []string{w.name}})
 	}
 	var out []MemoryRange
 	for _, sp := range spans {
 		for a := sp.lo; a < sp.hi; a += maxPiece {
-			out = append(out, MemoryRange{Addr: a, Len: int(min(maxPiece, sp.hi-a)), From: -1})
+			out = append(out, MemoryRange{Addr: a, Len: int(min(maxPiece, sp.hi-a)), From: -1, Names: sp.names})
 		}
 	}
 	// What pointer globals point to, after the fixed ranges.
@@ -121,13 +129,118 @@ func (s *Sampler) GlobalMemory(exe string) []MemoryRange {
 			r := out[i]
 			if w.addr >= r.Addr && w.addr+8 <= r.Addr+uint64(r.Len) && (w.addr-r.Addr)%8 == 0 {
 				for off := uint64(0); off < w.pointee; off += maxPiece {
-					out = append(out, MemoryRange{Addr: off, Len: int(min(maxPiece, w.pointee-off)), From: i, PtrOff: int(w.addr - r.Addr)})
+					out = append(out, MemoryRange{Addr: off, Len: int(min(maxPiece, w.pointee-off)), From: i, PtrOff: int(w.addr - r.Addr), Names: []string{w.name}})
 				}
 				break
 			}
 		}
 	}
 	return out
+}
+
+func appendName(names []string, n string) []string {
+	for _, m := range names {
+		if m == n {
+			return names
+		}
+	}
+	return append(names, n)
+}
+
+// globalAddress is a global's ELF address, when it lives at a fixed one.
+func globalAddress(v *dwarfx.Variable) (uint64, bool) {
+	if v == nil || v.Type() == nil || v.Type().Size <= 0 {
+		return 0, false
+	}
+	l, ok := v.Location(0)
+	if !ok || l.Expr == nil {
+		return 0, false
+	}
+	val, err := l.Eval(&dwarfx.Frame{}, 0)
+	if err != nil || !val.InMemory {
+		return 0, false
+	}
+	return val.Addr, true
+}
+
+// walkReach calls fn with the memory each outermost access of an
+// expression reaches within a global without following a pointer: a global,
+// then its members (.) and elements at constant indexes. What lies beyond
+// (->, *, a variable index) starts from the bytes reached.
+//
+// A pointer cast to another pointer type, (struct T *)p, reaches p's bytes
+// with the type cast to, so that what it points to is copied at the size of
+// a T.
+func walkReach(n expr.Node, global func(string) (uint64, *dwarfx.Type, bool), typeNamed func(string) (*dwarfx.Type, bool),
+	fn func(addr uint64, t *dwarfx.Type, size int64)) {
+	var reach func(n expr.Node) (uint64, *dwarfx.Type, bool)
+	reach = func(n expr.Node) (uint64, *dwarfx.Type, bool) {
+		switch n := n.(type) {
+		case *expr.Ident:
+			return global(n.Name)
+		case *expr.Member:
+			if n.Arrow {
+				return 0, nil, false
+			}
+			a, t, ok := reach(n.X)
+			if !ok || t == nil {
+				return 0, nil, false
+			}
+			if u := t.Underlying(); u.Kind == dwarfx.Struct || u.Kind == dwarfx.Union {
+				for _, f := range u.Fields {
+					if f.Name == n.Name && f.Type != nil && f.BitSize == 0 && f.Type.Size > 0 {
+						return a + uint64(f.Offset), f.Type, true
+					}
+				}
+			}
+		case *expr.Index:
+			a, t, ok := reach(n.X)
+			k, isNum := n.I.(*expr.Number)
+			if !ok || t == nil || !isNum || k.IsFloat || k.Int < 0 {
+				return 0, nil, false
+			}
+			if u := t.Underlying(); u.Kind == dwarfx.Array && u.Elem != nil && u.Elem.Size > 0 && (u.Count < 0 || k.Int < u.Count) {
+				return a + uint64(k.Int*u.Elem.Size), u.Elem, true
+			}
+		}
+		return 0, nil, false
+	}
+	var walk func(n expr.Node)
+	walk = func(n expr.Node) {
+		if a, t, ok := reach(n); ok {
+			fn(a, t, t.Size)
+			return
+		}
+		switch n := n.(type) {
+		case *expr.Member:
+			if !n.Arrow {
+				// A member reach could not resolve (a bitfield, an
+				// anonymous member): the whole of what it is in.
+				if a, t, ok := reach(n.X); ok {
+					fn(a, t, t.Size)
+					return
+				}
+			}
+			walk(n.X)
+		case *expr.Index:
+			walk(n.X)
+			walk(n.I)
+		case *expr.Cast:
+			if a, t, ok := reach(n.X); ok && t.Underlying().Kind == dwarfx.Pointer {
+				if as, ok := typeNamed(n.Type); ok && as.Underlying().Kind == dwarfx.Pointer {
+					fn(a, as, t.Size)
+					return
+				}
+			}
+			walk(n.X)
+		case *expr.Unary:
+			walk(n.X)
+		case *expr.Binary:
+			walk(n.X)
+			walk(n.Y)
+		}
+	}
+	walk(n)
 }
 
 // NeedsHeap reports whether what the sampler reads in the executable may
@@ -224,35 +337,6 @@ func derefs(n expr.Node) bool {
 		return n.Op == "*" || derefs(n.X)
 	case *expr.Binary:
 		return derefs(n.X) || derefs(n.Y)
-	case *expr.Cast:
-		return derefs(n.X)
 	}
 	return false
-}
-
-// casts lists the casts of a lone name in n: (struct T *)p.
-func casts(n expr.Node) []*expr.Cast {
-	var out []*expr.Cast
-	var walk func(expr.Node)
-	walk = func(n expr.Node) {
-		switch n := n.(type) {
-		case *expr.Cast:
-			if _, ok := n.X.(*expr.Ident); ok {
-				out = append(out, n)
-			}
-			walk(n.X)
-		case *expr.Member:
-			walk(n.X)
-		case *expr.Index:
-			walk(n.X)
-			walk(n.I)
-		case *expr.Unary:
-			walk(n.X)
-		case *expr.Binary:
-			walk(n.X)
-			walk(n.Y)
-		}
-	}
-	walk(n)
-	return out
 }

@@ -21,8 +21,20 @@ func TestGlobalMemory(t *testing.T) {
 	}
 	s := NewSampler([]*expr.Spec{spec}, nil, 1)
 	got := s.GlobalMemory(bin)
-	if len(got) != 1 || got[0].Addr != cfg.Value || got[0].Len != 24 || got[0].From != -1 {
-		t.Errorf("GlobalMemory = %+v, want one range of 24 bytes at %#x", got, cfg.Value)
+	// Exactly the bytes read: limits[2], 4 bytes at offset 8.
+	if len(got) != 1 || got[0].Addr != cfg.Value+8 || got[0].Len != 4 || got[0].From != -1 {
+		t.Errorf("GlobalMemory = %+v, want one range of 4 bytes at %#x", got, cfg.Value+8)
+	}
+	// A variable index: the whole array; the global itself: all of it.
+	for src, want := range map[string][2]uint64{"jobs*@process@cfg.limits[n]": {cfg.Value, 16}, "jobs*@process@cfg.scale": {cfg.Value + 16, 8}, "jobs*@process@cfg.limits[1] + cfg": {cfg.Value, 24}} {
+		spec, err := expr.ParseSpec(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := NewSampler([]*expr.Spec{spec}, nil, 1).GlobalMemory(bin)
+		if len(got) != 1 || got[0].Addr != want[0] || uint64(got[0].Len) != want[1] {
+			t.Errorf("GlobalMemory(%s) = %+v, want %d bytes at %#x", src, got, want[1], want[0])
+		}
 	}
 	// A program the spec does not name: nothing to copy.
 	other, _ := expr.ParseSpec("other@process@cfg.scale")

@@ -332,6 +332,13 @@ func (e *frameEnv) Var(name string) (expr.Object, error) {
 		if !ok {
 			return nil, missing("no variable %s in scope in %s here", name, e.fn.Name)
 		}
+		// A global is read lazily, only the bytes its members and
+		// elements need: a collector copies exactly those at a sample.
+		if l, ok := g.Location(e.pc); ok && l.Expr != nil && g.Type() != nil && g.Type().Size > 0 {
+			if val, err := l.Eval(e.frame, 0); err == nil && val.InMemory {
+				return &object{t: g.Type(), addr: val.Addr, inMem: true, mem: e.frame.Mem, name: name}, nil
+			}
+		}
 		v = g
 	}
 	val, err := v.Read(e.pc, e.frame)

@@ -850,7 +850,14 @@ func (s *session) finish() (Result, error) {
 		e.Disable()
 	}
 	err := s.drain()
+	var snapsLost uint64
+	if s.snap != nil {
+		snapsLost = s.snap.tk.Lost
+	}
 	s.close()
+	if snapsLost > 0 {
+		s.warn("%d memory snapshots lost (the recorder fell behind the BPF program's ring): heap and global values of their samples are recorded missing", snapsLost)
+	}
 	s.writeKernelSymbols(true)
 	s.write(&recording.End{Time: monotonic(), Samples: s.res.Samples, Lost: s.res.Lost,
 		Throttled: s.res.Throttled, ExitCode: int32(s.res.ExitCode)})

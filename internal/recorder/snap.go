@@ -104,7 +104,7 @@ type snapLoad struct {
 // executable's schema follows a pointer.
 func (s *session) startSnapshots(mainExe string) {
 	l := &snapLoad{done: make(chan struct{})}
-	o := sampleprog.Options{Jitter: s.o.jitterRange(), Snapshots: s.mem != nil}
+	o := sampleprog.Options{Jitter: s.o.jitterRange(), Snapshots: s.mem != nil, Frequency: s.o.Frequency}
 	go func() {
 		defer close(l.done)
 		defer func() {
@@ -116,6 +116,10 @@ func (s *session) startSnapshots(mainExe string) {
 			// With --values this makes the main executable's schema
 			// (tens of ms for a big program), while the command starts.
 			o.Chase = s.mem.MayNeedHeap(mainExe)
+			// The ring follows what the main executable's samples copy.
+			if mainExe != "" {
+				o.PlannedBytes = total(s.mem.GlobalMemory(mainExe))
+			}
 		}
 		l.tk, l.err = sampleprog.New(o)
 	}()

@@ -52,7 +52,7 @@ import (
 // Limits of one sample's snapshot. A plan beyond MaxAbs pieces or
 // GlobalBytes bytes is cut by the collector, which says what it left out.
 const (
-	MaxAbs      = 256      // planned ranges per process
+	MaxAbs      = 128      // planned ranges per process
 	MaxPiece    = 4096     // bytes per planned range
 	GlobalBytes = 16 << 10 // bytes of planned ranges per sample
 	MaxRanges   = 4        // data ranges per process
@@ -154,6 +154,34 @@ type Options struct {
 	Jitter    Jitter
 	Snapshots bool // copy planned globals and the red zone
 	Chase     bool // and chase pointers from registers, stack and copies (plans may still turn it off)
+	// Frequency (samples per second per thread) and PlannedBytes (the
+	// bytes of planned ranges expected per sample) size the output ring:
+	// half a second of the largest snapshots per CPU.
+	Frequency    int
+	PlannedBytes int
+}
+
+// ringBytes is the output ring's size per CPU: half a second of snapshots
+// at the sampling rate, a power of two between 256 KiB and 64 MiB.
+func (o Options) ringBytes() int {
+	per := outHdr + 2*slotSize // the red zone
+	if o.Chase {
+		per = outHdr + MaxSlots*slotSize
+	}
+	if o.PlannedBytes > 0 {
+		per += gEntries + MaxAbs*gEntSize/4 + min(o.PlannedBytes, GlobalBytes)
+	}
+	per += 8 // the ring's record header
+	f := o.Frequency
+	if f <= 0 {
+		f = 999
+	}
+	need := f * per / 2
+	n := 256 << 10
+	for n < need && n < 64<<20 {
+		n *= 2
+	}
+	return n
 }
 
 func (j Jitter) on() bool { return j.Max > 0 }
@@ -243,8 +271,7 @@ func New(o Options) (*Taker, error) {
 		t.Close()
 		return nil, explain(err)
 	}
-	// Room for about a quarter second of full snapshots per CPU at 999 Hz.
-	t.rd, err = perf.NewReaderWithOptions(t.events, 2<<20, perf.ReaderOptions{Watermark: 1 << 16})
+	t.rd, err = perf.NewReaderWithOptions(t.events, o.ringBytes(), perf.ReaderOptions{Watermark: 1 << 16})
 	if err != nil {
 		t.Close()
 		return nil, explain(err)

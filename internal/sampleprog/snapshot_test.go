@@ -101,10 +101,10 @@ func TestCopiesAtSamples(t *testing.T) {
 			data = append(data, [2]uint64{m.Start, m.End})
 		}
 	}
-	// Far more pieces than fit in one unrolled pass: 200 more one-byte
+	// Far more pieces than fit in one unrolled pass: 120 more one-byte
 	// copies of cfg's first word, each read back.
 	plan := &Plan{Abs: []Range{{Addr: cfgAddr, Len: 16, From: -1}, {Addr: 0, Len: 24, From: 0, PtrOff: 8}}, Data: data, Chase: true}
-	const extra = 200
+	const extra = 120
 	for i := range extra {
 		plan.Abs = append(plan.Abs, Range{Addr: cfgAddr + uint64(i%8), Len: 1, From: -1})
 	}

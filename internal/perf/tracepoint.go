@@ -20,20 +20,21 @@ var tracefsDirs = []string{"/sys/kernel/tracing", "/sys/kernel/debug/tracing"}
 // no mount exists (as perf does; it needs root).
 func tracefs() (string, error) {
 	for _, d := range tracefsDirs {
-		_, err := os.Stat(filepath.Join(d, "events"))
-		if err == nil {
+		if _, err := os.Stat(filepath.Join(d, "events")); err == nil {
 			return d, nil
-		}
-		if errors.Is(err, os.ErrPermission) {
-			mode := "restricted"
-			if fi, err := os.Stat(d); err == nil {
-				mode = fmt.Sprintf("mode %#o, owner uid %d", fi.Mode().Perm(), owner(fi))
-			}
-			return "", fmt.Errorf("tracepoints need tracefs, which is mounted at %s but not readable by you (%s): run culprit as root, "+
-				"or have root remount it for a group of yours: `mount -o remount,gid=GROUP,mode=0750 %s`", d, mode, d)
 		}
 	}
 	if err := unix.Mount("nodev", tracefsDirs[0], "tracefs", 0, ""); err != nil {
+		for _, d := range tracefsDirs {
+			if _, serr := os.Stat(filepath.Join(d, "events")); errors.Is(serr, os.ErrPermission) {
+				mode := "restricted"
+				if fi, err := os.Stat(d); err == nil {
+					mode = fmt.Sprintf("mode %#o, owner uid %d", fi.Mode().Perm(), owner(fi))
+				}
+				return "", fmt.Errorf("tracepoints need tracefs, which is mounted at %s but not readable by you (%s): run culprit as root, "+
+					"or have root remount it for a group of yours: `mount -o remount,gid=GROUP,mode=0750 %s`", d, mode, d)
+			}
+		}
 		return "", fmt.Errorf("tracepoints need tracefs, which is not mounted and could not be mounted (%v): run `mount -t tracefs nodev /sys/kernel/tracing` as root", err)
 	}
 	return tracefsDirs[0], nil

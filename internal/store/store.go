@@ -42,7 +42,8 @@ import (
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // "pgx" database/sql driver
-	_ "modernc.org/sqlite"             // "sqlite" database/sql driver
+	"golang.org/x/sys/unix"
+	_ "modernc.org/sqlite" // "sqlite" database/sql driver
 )
 
 // Dir is the directory, at a repository's root, of the default store.
@@ -159,9 +160,22 @@ func openSQLite(dir string) (*Store, error) {
 		_ = os.WriteFile(ign, []byte("*\n"), 0o644)
 	}
 	path := filepath.Join(dir, "history.db")
+	// Turning a new database into WAL mode takes an exclusive lock without
+	// waiting on the busy timeout, so two processes opening a new store at
+	// once could see "database is locked". Opening and migrating are
+	// serialised by a lock file; writes after that wait on the busy timeout.
+	unlock, err := lockFile(filepath.Join(dir, "open.lock"))
+	if err != nil {
+		return nil, err
+	}
+	defer unlock()
 	dsn := "file:" + path + "?_pragma=busy_timeout(30000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
+		return nil, fmt.Errorf("opening %s: %w", path, err)
+	}
+	if err := db.Ping(); err != nil {
+		db.Close()
 		return nil, fmt.Errorf("opening %s: %w", path, err)
 	}
 	s := &Store{db: db, dir: dir, where: path}
@@ -170,6 +184,23 @@ func openSQLite(dir string) (*Store, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	return s, nil
+}
+
+// lockFile takes an exclusive advisory lock on path (created if needed)
+// and returns its release.
+func lockFile(path string) (func(), error) {
+	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("opening the store's lock: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("locking %s: %w", path, err)
+	}
+	return func() {
+		unix.Flock(int(f.Fd()), unix.LOCK_UN)
+		f.Close()
+	}, nil
 }
 
 func openPostgres(url string) (*Store, error) {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"os/signal"
 	"strings"
 	"syscall"
@@ -13,7 +12,6 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/culprit-dev/culprit/internal/expr"
-	"github.com/culprit-dev/culprit/internal/proc"
 	"github.com/culprit-dev/culprit/internal/ptracer"
 	"github.com/culprit-dev/culprit/internal/recorder"
 	"github.com/culprit-dev/culprit/internal/recording"
@@ -245,13 +243,7 @@ func start(pid int, args []string, attach func(stop <-chan struct{}) error, laun
 // only programs it may exec later, or a function only a library may
 // define, is a warning.
 func checkSpecs(specs []*expr.Spec, pid int, args []string, stderr io.Writer) error {
-	exe := ""
-	switch {
-	case pid != 0:
-		exe = proc.Exe(pid)
-	case len(args) > 0:
-		exe, _ = exec.LookPath(args[0])
-	}
+	exe := mainExe(pid, args)
 	if exe == "" {
 		return nil
 	}

@@ -76,13 +76,7 @@ The tags and the file format: docs/cli.md (culprit schema), docs/vprof.md.`,
 // say at once that it has no DWARF; a file is read and checked against the
 // main executable. The main executable is -p's, or the command's.
 func valuesSchema(values string, pid int, args []string, stderr io.Writer) (*schema.Schema, error) {
-	exe := ""
-	switch {
-	case pid != 0:
-		exe = proc.Exe(pid)
-	case len(args) > 0:
-		exe, _ = exec.LookPath(args[0])
-	}
+	exe := mainExe(pid, args)
 	if values == "auto" {
 		if exe == "" || hasDebugInfo(exe) {
 			// The recorder makes the schema while the command starts.
@@ -162,6 +156,19 @@ func checkBinary(path string) error {
 		what = "a recording, not a program"
 	}
 	return usagef("%s is %s: give the path of an executable or shared library built with -g", path, what)
+}
+
+// mainExe is the path of the main executable: -p's, or the command's
+// ("" when it cannot be found).
+func mainExe(pid int, args []string) string {
+	switch {
+	case pid != 0:
+		return proc.Exe(pid)
+	case len(args) > 0:
+		exe, _ := exec.LookPath(args[0])
+		return exe
+	}
+	return ""
 }
 
 func isELF(path string) bool {

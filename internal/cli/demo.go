@@ -96,7 +96,7 @@ func demoAnswer(out io.Writer, p *profile.Profile, rec string) {
 	fmt.Fprintf(out, "\nWhat perf cannot show: checksum() is a leaf without a frame pointer, so\n"+
 		"perf record -g charges its samples to main and loses which request called it;\n"+
 		"culprit finds the caller in the program's unwind tables.\n")
-	if n, all := p.Apply(profile.Filter{Kernel: profile.KernelOnly}).SampleCount(), p.SampleCount(); n > 0 && all > 0 {
+	if n, all := p.Apply(profile.Filter{Kernel: profile.KernelOnly}).SampleCount(), p.SampleCount(); all > 0 {
 		fmt.Fprintf(out, "\nKernel frames (%.1f%% of the samples: interrupts, the scheduler, a hypervisor's\n"+
 			"calls) are left out above; add --kernel include to see them.\n", 100*float64(n)/float64(all))
 	}

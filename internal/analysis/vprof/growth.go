@@ -535,7 +535,20 @@ func (a *Analyzer) pattern(fr *FunctionResult) Pattern {
 		v := fr.Var
 		t := parseTags(v.Tags)
 		an := v.Anomaly
-		beyond := an != nil && an.HasNormal && an.BuggyMedian > an.NormalMax
+		// Above the normal range: the buggy median beyond the normal
+		// maximum, or above the normal median with most buggy samples
+		// outside the normal range. The maximum of a few hundred normal
+		// samples is an extreme order statistic that one outlier moves;
+		// the second form reaches the same conclusion from the bulk of
+		// both runs, so fewer samples do not flip the pattern. A delta
+		// counts below the range too: a loop counter that restarts
+		// between two samples steps back by about its own size, so
+		// steps far larger than normal in either direction mean more
+		// iterations.
+		bulk := an != nil && an.Outside*2 > an.Considered
+		beyond := an != nil && an.HasNormal && (an.BuggyMedian > an.NormalMax ||
+			an.BuggyMedian > an.NormalMedian && bulk ||
+			an.Dimension == DimDelta && an.BuggyMedian < an.NormalMin && bulk)
 		within := an != nil && an.HasNormal && an.BuggyMedian >= an.NormalMin && an.BuggyMedian <= an.NormalMax
 		switch {
 		case t.cond && v.Dimension == DimValue && !within:

@@ -321,8 +321,12 @@ func TestTraceLeavesNothing(t *testing.T) {
 	mustRun(t, "trace", "-f", "spin", "-p", strconv.Itoa(target.Process.Pid), "--duration", "2s", "-o", out)
 	r := traceReport(t, out)
 	// Calls of 20 ms of wall-clock time each, however busy the machine:
-	// at most 2 s / 20 ms of them end in the window, and some do.
-	if got, _ := r.calls("spin"); got < 1 || got > 101 {
+	// about 2 s / 20 ms of them end in the window, and some do. The
+	// probes stay live a little past --duration while they are detached
+	// (a grace period, longer on a busy machine: 102 calls were seen), so
+	// the bound allows half a second more; calls counted from before the
+	// attach would give up to 1000.
+	if got, _ := r.calls("spin"); got < 1 || got > 125 {
 		t.Errorf("-p for 2 s of 20 ms calls: %d spin calls", got)
 	}
 	if err := target.Process.Signal(syscall.Signal(0)); err != nil {

@@ -307,30 +307,11 @@ func (r *Result) contexts(t *Tree, chain []*Node) []*Node {
 }
 
 // equivalent returns the nodes of r's tree along the path equivalent to
-// chain (a path of tree t), or nil when r has no such root-to-leaf path.
+// chain (a path of tree t), or nil when r has no such root-to-leaf path:
+// the contexts of every prefix, ending at a leaf.
 func (r *Result) equivalent(t *Tree, chain []*Node) []*Node {
-	if r == nil || len(chain) == 0 {
-		return nil
-	}
-	bt := r.Tree
-	out := make([]*Node, len(chain))
-	v := bt.Root
-	for i, n := range chain {
-		f := n.Func
-		if bt.Funcs != t.Funcs {
-			id, ok := bt.Funcs.index[t.Funcs.Get(f).Key()]
-			if !ok {
-				return nil
-			}
-			f = id
-		}
-		c, ok := bt.edges[edge{v.ID, f}]
-		if !ok {
-			return nil
-		}
-		out[i], v = c, c
-	}
-	if len(v.Children) != 0 {
+	out := r.contexts(t, chain)
+	if len(out) == 0 || out[len(out)-1] == nil || len(out[len(out)-1].Children) != 0 {
 		return nil
 	}
 	return out

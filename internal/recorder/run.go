@@ -115,51 +115,25 @@ func Launch(o Options, argv []string) (Result, error) {
 	defer oneCore()()
 	s.startKernelSymbols()
 
-	// With a pidfd, wait() reports the command's exit and its status is
-	// taken on this thread; without one, a goroutine waits for it.
-	type exit struct {
-		code int
-		err  error
-	}
-	exited := make(chan exit, 1)
-	if s.pidfd < 0 {
-		go func() {
-			code, err := child.Wait()
-			exited <- exit{code, err}
-		}()
-	}
-	var deadline <-chan time.Time
-	if o.Duration > 0 {
-		deadline = time.After(o.Duration)
-	}
-	var ex exit
-loop:
-	for {
-		select {
-		case ex = <-exited:
-			break loop
-		case <-deadline:
-			// Stop sampling; the command runs on and its exit code is kept.
-			deadline = nil
-			for _, e := range s.events {
-				e.Disable()
-			}
-		default:
-		}
+	step := func() bool {
 		if s.wait() {
-			// The command has exited: take its status now (polling on would
-			// find every fd ready and spin).
-			ex.code, ex.err = child.Wait()
-			break loop
+			return true // the command has exited; finish drains what is left
 		}
 		if err := s.drain(); err != nil {
 			s.warn("writing the recording: %v", err)
 		}
+		return false
 	}
-	if ex.err != nil {
-		s.warn("%v", ex.err)
+	code, err := child.Run(s.pidfd, o.Duration, step, func() {
+		// Stop sampling; the command runs on and its exit code is kept.
+		for _, e := range s.events {
+			e.Disable()
+		}
+	})
+	if err != nil {
+		s.warn("%v", err)
 	}
-	s.res.ExitCode = ex.code
+	s.res.ExitCode = code
 	return s.finish()
 }
 

@@ -397,43 +397,13 @@ func Launch(o Options, argv []string) (Result, error) {
 	if fd, err := unix.PidfdOpen(pid, 0); err == nil {
 		s.pidfd = fd
 	}
-	type exit struct {
-		code int
-		err  error
+	code, err := child.Run(s.pidfd, o.Duration, s.wait, func() {
+		s.t.Detach() // the command runs on untraced
+	})
+	if err != nil {
+		s.res.Warnings = append(s.res.Warnings, err.Error())
 	}
-	exited := make(chan exit, 1)
-	if s.pidfd < 0 {
-		go func() {
-			code, err := child.Wait()
-			exited <- exit{code, err}
-		}()
-	}
-	var deadline <-chan time.Time
-	if o.Duration > 0 {
-		deadline = time.After(o.Duration)
-	}
-	var ex exit
-loop:
-	for {
-		select {
-		case ex = <-exited:
-			break loop
-		case <-deadline:
-			deadline = nil
-			s.t.Detach() // the command runs on untraced
-		default:
-		}
-		if s.wait() {
-			if s.pidfd >= 0 {
-				ex.code, ex.err = child.Wait()
-			}
-			break loop
-		}
-	}
-	if ex.err != nil {
-		s.res.Warnings = append(s.res.Warnings, ex.err.Error())
-	}
-	return s.finish(ex.code)
+	return s.finish(code)
 }
 
 // Attach traces the running process pid until stop is closed, the

@@ -1,0 +1,56 @@
+package collector
+
+import "time"
+
+// Run waits for the released command to exit while a collector works, and
+// returns its exit code (as Wait does). It is the loop of every collector
+// that launched its target.
+//
+// step does one round of the collector's work: it waits up to its poll
+// interval for data (and, given a pidfd of the command, for the pidfd to
+// become readable), handles what came, and reports whether the command has
+// exited. Without a pidfd (pidfd < 0; a kernel without pidfd_open) a
+// goroutine waits for the command instead, and Run ends when it has reaped
+// it, whatever step reports. With duration > 0, timeUp is called once when
+// it has passed: the collector stops collecting, the command runs on, and
+// Run still returns its exit code.
+func (c *Child) Run(pidfd int, duration time.Duration, step func() (exited bool), timeUp func()) (int, error) {
+	type exit struct {
+		code int
+		err  error
+	}
+	var exited chan exit
+	if pidfd < 0 {
+		exited = make(chan exit, 1)
+		go func() {
+			code, err := c.Wait()
+			exited <- exit{code, err}
+		}()
+	}
+	var deadline <-chan time.Time
+	if duration > 0 {
+		t := time.NewTimer(duration)
+		defer t.Stop()
+		deadline = t.C
+	}
+	for {
+		select {
+		case ex := <-exited:
+			return ex.code, ex.err
+		case <-deadline:
+			deadline = nil
+			timeUp()
+		default:
+		}
+		if step() {
+			if exited != nil {
+				// The goroutine reaps it: its status is there, not here.
+				ex := <-exited
+				return ex.code, ex.err
+			}
+			// The pidfd is readable: the status is there to take (polling
+			// on would find every fd ready and spin).
+			return c.Wait()
+		}
+	}
+}

@@ -1,0 +1,117 @@
+package collector
+
+import (
+	"runtime"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// start starts argv and releases it, as a collector does before Run.
+func start(t *testing.T, argv ...string) *Child {
+	t.Helper()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	c, err := Start(argv, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := c.Release(); err != nil {
+		c.Kill()
+		t.Fatal(err)
+	}
+	return c
+}
+
+// pollStep is a collector's round with nothing to collect: it waits on the
+// pidfd (or sleeps, without one) and reports its readiness.
+func pollStep(pidfd int, rounds *int) func() bool {
+	return func() bool {
+		*rounds++
+		if pidfd < 0 {
+			time.Sleep(5 * time.Millisecond)
+			return false
+		}
+		fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
+		unix.Poll(fds, 5)
+		return fds[0].Revents&(unix.POLLIN|unix.POLLHUP) != 0
+	}
+}
+
+// Run returns the command's own exit code, with a pidfd and without one,
+// and 128+signal for a command a signal ended.
+func TestRunExitCode(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		argv  []string
+		code  int
+		pidfd bool
+	}{
+		{"pidfd", []string{"sh", "-c", "exit 7"}, 7, true},
+		{"no pidfd", []string{"sh", "-c", "exit 7"}, 7, false},
+		{"signal", []string{"sh", "-c", "kill -TERM $$"}, 128 + int(unix.SIGTERM), true},
+		{"signal, no pidfd", []string{"sh", "-c", "kill -TERM $$"}, 128 + int(unix.SIGTERM), false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c := start(t, tc.argv...)
+			fd := -1
+			if tc.pidfd {
+				var err error
+				if fd, err = unix.PidfdOpen(c.Pid, 0); err != nil {
+					t.Fatalf("pidfd_open: %v", err)
+				}
+				defer unix.Close(fd)
+			}
+			rounds := 0
+			code, err := c.Run(fd, 0, pollStep(fd, &rounds), func() { t.Error("timeUp called without a duration") })
+			if err != nil || code != tc.code {
+				t.Errorf("exit code %d (%v), want %d", code, err, tc.code)
+			}
+			if rounds == 0 {
+				t.Error("step was never called")
+			}
+			if !c.reaped {
+				t.Error("the command was not reaped")
+			}
+		})
+	}
+}
+
+// With a duration, timeUp is called exactly once, after the duration, and
+// Run goes on until the command exits, returning its exit code.
+func TestRunDuration(t *testing.T) {
+	for _, pidfd := range []bool{true, false} {
+		c := start(t, "sh", "-c", "sleep 0.5; exit 3")
+		fd := -1
+		if pidfd {
+			var err error
+			if fd, err = unix.PidfdOpen(c.Pid, 0); err != nil {
+				t.Fatalf("pidfd_open: %v", err)
+			}
+		}
+		began := time.Now()
+		var upAt []time.Duration
+		rounds := 0
+		code, err := c.Run(fd, 50*time.Millisecond, pollStep(fd, &rounds), func() {
+			upAt = append(upAt, time.Since(began))
+		})
+		ended := time.Since(began)
+		if fd >= 0 {
+			unix.Close(fd)
+		}
+		if err != nil || code != 3 {
+			t.Errorf("pidfd %v: exit code %d (%v), want 3", pidfd, code, err)
+		}
+		if len(upAt) != 1 {
+			t.Fatalf("pidfd %v: timeUp called %d times, want once", pidfd, len(upAt))
+		}
+		if upAt[0] < 50*time.Millisecond {
+			t.Errorf("pidfd %v: timeUp after %v, before the 50ms duration", pidfd, upAt[0])
+		}
+		// The command sleeps 0.5 s: Run cannot have returned before that.
+		if ended < 500*time.Millisecond {
+			t.Errorf("pidfd %v: Run returned after %v, before the command's 0.5s", pidfd, ended)
+		}
+	}
+}

@@ -251,8 +251,8 @@ func TestTraceGo(t *testing.T) {
 	}
 }
 
-// #N records the first and every N-th call; the report estimates the
-// calls made from them.
+// #N records the first and every N-th call, counted across threads; the
+// report estimates the calls made from them.
 func TestTraceEveryNth(t *testing.T) {
 	testutil.NeedRoot(t)
 	bin := testutil.C(t, "tracecalls", []string{"tracecalls.c"}, "-O2", "-g", "-pthread")
@@ -260,6 +260,13 @@ func TestTraceEveryNth(t *testing.T) {
 	r := traceReport(t, out)
 	if len(r.Functions) != 1 || r.Functions[0].Calls != 101 || r.Functions[0].Estimated != 1001 || r.Functions[0].Every != 10 {
 		t.Errorf("leaf#10 of 1001 calls: %+v, want 101 recorded, 1001 estimated", r.Functions)
+	}
+	// Four threads share one counter: each call takes its own number,
+	// so exactly the calls numbered 0, 7, 14, ... of the 200,000 are kept.
+	out, _ = traceRun(t, []string{"-f", "leaf#7"}, bin, "threads", "4", "50000")
+	r = traceReport(t, out)
+	if len(r.Functions) != 1 || r.Functions[0].Calls != (200000-1)/7+1 || r.Lost != 0 {
+		t.Errorf("leaf#7 of 4×50,000 calls in threads: %+v (%d lost), want %d recorded", r.Functions, r.Lost, (200000-1)/7+1)
 	}
 }
 

@@ -357,13 +357,12 @@ func (b *builder) sampling() {
 	b.lookup(b.m.counts, slKey32)
 	b.emit(
 		asm.JEq.Imm(asm.R0, 0, "exit"),
-		// The count is added atomically and read back: concurrent
-		// threads may read the same count, then both calls are kept or
-		// both skipped (BPF_FETCH did not return the old value here).
+		// One atomic fetch-and-add both counts the call and gives this
+		// call its number (the count before it, into R1): concurrent
+		// threads each get their own, so exactly the calls numbered 0,
+		// N, 2N, ... are kept.
 		asm.Mov.Imm(asm.R1, 1),
-		asm.AddAtomic.Mem(asm.R0, asm.R1, asm.DWord, 0),
-		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
-		asm.Add.Imm(asm.R1, -1),
+		fetchAdd(asm.R0, asm.R1),
 		asm.LoadMem(asm.R2, asm.R0, 8, asm.DWord),
 		asm.JLE.Imm(asm.R2, 1, "sampled"),
 		asm.Mod.Reg(asm.R1, asm.R2),
@@ -371,6 +370,18 @@ func (b *builder) sampling() {
 		asm.StoreImm(asm.RFP, slFlags, flagSkip, asm.Word),
 	)
 	b.mark("sampled")
+}
+
+// fetchAdd adds src to the doubleword at dst atomically and sets src to
+// the value before. cilium/ebpf v0.22's marshaller takes an instruction's
+// immediate before it folds the atomic operation into it, so the
+// BPF_FETCH bit of asm.FetchAdd never reaches the kernel (it runs a
+// plain atomic add and src keeps its value); setting the immediate
+// ourselves (BPF_ADD|BPF_FETCH) encodes it.
+func fetchAdd(dst, src asm.Register) asm.Instruction {
+	ins := asm.FetchAdd.Mem(dst, src, asm.DWord, 0)
+	ins.Constant = int64(asm.FetchAdd >> 8)
+	return ins
 }
 
 // entryProgram runs at a traced function's first instruction.

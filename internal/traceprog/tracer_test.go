@@ -1,7 +1,11 @@
 package traceprog
 
 import (
+	"bytes"
+	"encoding/binary"
 	"testing"
+
+	"github.com/cilium/ebpf/asm"
 
 	"github.com/culprit-dev/culprit/internal/testutil"
 )
@@ -47,5 +51,31 @@ func TestDecode(t *testing.T) {
 	want.Args[5] = 66
 	if c != want {
 		t.Errorf("decoded %+v, want %+v", c, want)
+	}
+}
+
+// The #N counter is taken with one atomic fetch-and-add whose encoded
+// immediate carries BPF_FETCH: without it the kernel runs a plain atomic
+// add, the call's number is never read, and every call is skipped (or,
+// read back separately, two threads can get the same number).
+func TestSamplingFetchesAtomically(t *testing.T) {
+	ins := entryProgram(maps{}, progOptions{Sampling: true})
+	var fetches int
+	for _, in := range ins {
+		if in.OpCode.AtomicOp() == asm.InvalidAtomic {
+			continue
+		}
+		var buf bytes.Buffer
+		if _, err := in.Marshal(&buf, binary.LittleEndian); err != nil {
+			t.Fatal(err)
+		}
+		b := buf.Bytes()
+		if imm := binary.LittleEndian.Uint32(b[4:8]); imm != 0x01 { // BPF_ADD | BPF_FETCH
+			t.Errorf("%v encodes immediate %#x, want BPF_ADD|BPF_FETCH (0x1)", in, imm)
+		}
+		fetches++
+	}
+	if fetches != 1 {
+		t.Errorf("%d atomic instructions in the sampling entry program, want 1", fetches)
 	}
 }

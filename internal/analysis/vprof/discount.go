@@ -112,14 +112,20 @@ func (o Options) compareDim(d Dimension, x, y []float64, normalSampled bool) Dim
 	return r
 }
 
+// hellingerTie is the difference of Hellinger distances below which two
+// anomalies count as equally far from normal: the estimate varies by more
+// than that between two recordings of the same runs.
+const hellingerTie = 0.02
+
 // lowest picks the dimension with the lowest discount. Ties are common (any
 // discount below ValidDiscount is 0, and disjoint samples all give 0) and
 // vProf's paper leaves them open; they go, in order, to a dimension whose
 // test rejected, to the larger Hellinger distance (the stronger anomaly
-// before the cut), and then to value over duration over delta: a value
-// outside the normal ones is the most direct evidence, and deltas that
-// differ because the buggy values stay the same (deltas of 0) say what the
-// duration dimension says more specifically.
+// before the cut; differences within hellingerTie are noise), and then to
+// value over duration over delta: a value outside the normal ones is the
+// most direct evidence, and deltas that differ because the buggy values
+// stay the same (deltas of 0) say what the duration dimension says more
+// specifically.
 func lowest(dims []DimResult) int {
 	best := -1
 	for i := range dims {
@@ -141,7 +147,7 @@ func strongerDim(d, e DimResult) bool {
 		return d.Rejected
 	case d.unsampled() != e.unsampled():
 		return !d.unsampled()
-	case d.Hellinger != e.Hellinger:
+	case math.Abs(d.Hellinger-e.Hellinger) > hellingerTie:
 		return d.Hellinger > e.Hellinger
 	}
 	return dimPref(d.Dimension) < dimPref(e.Dimension)

@@ -347,6 +347,11 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 			res.Inputs = append(res.Inputs, Input{Name: v.src.Name, Function: v.src.Function, Normal: n, Buggy: b})
 		}
 	}
+	// The comparisons with the dimension each class rests on.
+	chosen := make([]comparison, len(comps))
+	for i := range comps {
+		chosen[i] = comparison{dims: comps[i].dims, chosen: dims[i]}
+	}
 	var inputs []int
 	for i := range a.vars {
 		if classes[i] == classInput && a.vars[i].src.Global {
@@ -374,16 +379,14 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 		fr.Evidence = EvidenceNone
 		discount := o.DefaultDiscount
 		// The strongest evidence among its variables.
-		best := int32(-1)
+		var anomalous []int32
 		for _, vi := range charged[f] {
-			if classes[vi] != classAnomaly {
-				continue
-			}
-			if best < 0 || strongerDim(comps[vi].dims[dims[vi]], comps[best].dims[dims[best]]) {
-				best = vi
+			if classes[vi] == classAnomaly {
+				anomalous = append(anomalous, vi)
 			}
 		}
-		if best >= 0 {
+		if len(anomalous) > 0 {
+			best := a.mostAnomalous(anomalous, chosen)
 			v := a.vars[best]
 			c := comparison{dims: comps[best].dims, chosen: dims[best]}
 			vr := *v.result

@@ -439,8 +439,10 @@ func list(names []string, n int) string {
 // order, to a variable whose test rejected, to one sampled in the normal
 // runs too (whose anomaly a test established), to the stronger anomaly of
 // the dimension that set it (larger Hellinger distance, then value over
-// duration over delta, as between dimensions), to more buggy samples, and
-// to the name.
+// duration over delta, as between dimensions), to more buggy samples (the
+// variable live over more of the function's time: a state that persists
+// across the work, rather than one scoped inside it), and to the name. The
+// order of the variables never decides.
 func (a *Analyzer) mostAnomalous(vars []int32, comps []comparison) int32 {
 	best := vars[0]
 	for _, i := range vars[1:] {

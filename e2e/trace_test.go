@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -511,5 +512,158 @@ func TestTraceDynamicSampling(t *testing.T) {
 				t.Errorf("main (level 0, every call): %d calls", f.Calls)
 			}
 		}
+	}
+}
+
+// traced lists the functions a recording has calls of.
+func traced(t *testing.T, path string) []string {
+	t.Helper()
+	var out []string
+	for _, f := range traceReport(t, path).Functions {
+		out = append(out, f.Function)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// --diff-tracing traces what changed since an older build: a new function,
+// one whose control-flow graph changed and, only under strict comparison,
+// one whose operand changed; not one renamed with the same code, nor one
+// left alone. main is always traced. Every call of what is traced is
+// counted.
+func TestTraceDiffTracing(t *testing.T) {
+	testutil.NeedRoot(t)
+	older := testutil.C(t, "difftrace-old", []string{"difftrace.c"}, "-O2", "-g")
+	newer := testutil.C(t, "difftrace-new", []string{"difftrace.c"}, "-O2", "-g", "-DNEWER")
+	for _, tc := range []struct {
+		mode string
+		want []string
+	}{
+		{"soft", []string{"added", "body", "main"}},
+		{"semi-strict", []string{"added", "body", "main"}},
+		{"strict", []string{"added", "body", "main", "tweak"}},
+	} {
+		out := rec(t)
+		_, errs, code := run(t, "trace", "--diff-tracing", tc.mode, "--diff-base", older, "-f", "*", "-o", out, "--", newer, "40")
+		if code != 0 || !strings.Contains(errs, "functions changed") {
+			t.Fatalf("%s: exit %d, %s", tc.mode, code, errs)
+		}
+		r := traceReport(t, out)
+		if got := traced(t, out); strings.Join(got, " ") != strings.Join(tc.want, " ") {
+			t.Errorf("%s: traced %v, want %v", tc.mode, got, tc.want)
+		}
+		for _, fn := range tc.want {
+			if n, _ := r.calls(fn); fn != "main" && n != 40 {
+				t.Errorf("%s: %s called %d times, want 40", tc.mode, fn, n)
+			}
+		}
+	}
+	// No older build: a usage error that says what to give.
+	_, errs, code := run(t, "trace", "--diff-tracing", "soft", "-f", "*", "-o", rec(t), "--", newer, "1")
+	if code != 2 || !strings.Contains(errs, "--diff-base") {
+		t.Errorf("without --diff-base: exit %d, %s", code, errs)
+	}
+}
+
+// --diff-git REV also counts as changed the functions the hunks of git
+// diff name: soft comparison does not see a new constant in tweak, the
+// source diff does.
+func TestTraceDiffGit(t *testing.T) {
+	testutil.NeedRoot(t)
+	git := testutil.NeedTool(t, "git")
+	src, err := os.ReadFile(filepath.Join(testutil.Targets(), "difftrace.c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	sh := func(name string, args ...string) {
+		t.Helper()
+		cmd := exec.Command(name, args...)
+		cmd.Dir = dir
+		if b, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("%s %v: %v\n%s", name, args, err, b)
+		}
+	}
+	// The newer source changes one constant of tweak.
+	older := string(src)
+	newer := strings.Replace(older, "return a + 7;", "return a + 11;", 1)
+	if err := os.WriteFile(filepath.Join(dir, "p.c"), []byte(older), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sh("gcc", "-O2", "-g", "-o", "old", "p.c")
+	sh(git, "init", "-q")
+	sh(git, "add", "p.c")
+	sh(git, "-c", "user.name=t", "-c", "user.email=t@t", "commit", "-qm", "older")
+	if err := os.WriteFile(filepath.Join(dir, "p.c"), []byte(newer), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	sh("gcc", "-O2", "-g", "-o", "new", "p.c")
+	out := rec(t)
+	cmd := exec.Command(culprit, "trace", "--diff-tracing", "soft", "--diff-base", "old", "--diff-git", "HEAD", "-f", "*", "-o", out, "--", "./new", "3")
+	cmd.Dir = dir
+	if b, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("%v\n%s", err, b)
+	}
+	if got := strings.Join(traced(t, out), " "); got != "main tweak" {
+		t.Errorf("traced %s: want main and tweak (named by a hunk)", got)
+	}
+}
+
+// --static-baseline constant leaves out functions whose machine code has
+// no loop and calls only such functions (args3); it keeps those with a
+// loop (leaf), recursion (fib) or calls it cannot see into (spin calls
+// clock_gettime through the PLT), and main, on the protected top level.
+func TestTraceStaticBaseline(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "tracecalls", []string{"tracecalls.c"}, "-O2", "-g", "-pthread")
+	out := rec(t)
+	_, errs, code := run(t, "trace", "--static-baseline", "constant", "-f", "args3", "-f", "leaf", "-f", "fib", "-f", "spin", "-f", "main",
+		"-o", out, "--", bin, "args", "3", "leaf", "10", "fib", "5", "spin", "1", "1")
+	if code != 0 || !strings.Contains(errs, "static baseline leaves out 1 functions") {
+		t.Fatalf("exit %d, %s", code, errs)
+	}
+	if got := strings.Join(traced(t, out), " "); got != "fib leaf main spin" {
+		t.Errorf("traced %s, want fib leaf main spin", got)
+	}
+	_, errs, code = run(t, "trace", "--static-baseline", "fast", "-f", "leaf", "-o", rec(t), "--", bin)
+	if code != 2 || !strings.Contains(errs, "constant, linear") {
+		t.Errorf("--static-baseline fast: exit %d, %s", code, errs)
+	}
+}
+
+// Pruning leaves out the bottom of the call graph: in tracecalls, the
+// functions that call no other traced one deep down (leaf under
+// tail_inner, fib) while main stays; the advanced and full pipelines run
+// with what they can, saying which method is off and why.
+func TestTracePruningAndPipelines(t *testing.T) {
+	testutil.NeedRoot(t)
+	t.Setenv("CULPRIT_TRACE_STATS", t.TempDir())
+	bin := testutil.C(t, "tracecalls", []string{"tracecalls.c"}, "-O2", "-g", "-pthread")
+	out := rec(t)
+	_, errs, code := run(t, "trace", "--call-graph-shaping", "prune", "-f", "*", "-o", out, "--", bin, "tail", "3", "fib", "4")
+	if code != 0 || !strings.Contains(errs, "call-graph shaping (prune) keeps") {
+		t.Fatalf("prune: exit %d, %s", code, errs)
+	}
+	got := traced(t, out)
+	if !slices.Contains(got, "main") || slices.Contains(got, "leaf") {
+		t.Errorf("prune traced %v: want main, not the bottom function leaf", got)
+	}
+	for _, p := range []string{"advanced", "full"} {
+		out := rec(t)
+		_, errs, code := run(t, "trace", "--optimize", p, "-f", "*", "-o", out, "--", bin, "fib", "5")
+		if code != 0 || !strings.Contains(errs, "diff tracing is off: no older build") || !strings.Contains(errs, "dynamic sampling") {
+			t.Errorf("--optimize %s: exit %d, %s", p, code, errs)
+		}
+		if p == "full" && !strings.Contains(errs, "static baseline leaves out") {
+			t.Errorf("--optimize full: no static baseline in %s", errs)
+		}
+	}
+	_, errs, code = run(t, "trace", "--optimize", "full", "--no-optimize", "static-baseline", "--no-optimize", "dynamic-sampling", "-f", "*", "-o", rec(t), "--", bin, "fib", "5")
+	if code != 0 || strings.Contains(errs, "static baseline") || strings.Contains(errs, "dynamic sampling") {
+		t.Errorf("--no-optimize: exit %d, %s", code, errs)
+	}
+	_, errs, code = run(t, "trace", "--optimize", "full", "--no-optimize", "magic", "-f", "*", "-o", rec(t), "--", bin)
+	if code != 2 || !strings.Contains(errs, "dynamic-probing") {
+		t.Errorf("--no-optimize magic: exit %d, %s", code, errs)
 	}
 }

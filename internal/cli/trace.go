@@ -24,10 +24,11 @@ func newTrace() *cobra.Command {
 		pid      int
 		funcs    []string
 		libs     []string
-		baseline string
-		shaping  string
+		opt      optimizations
 		optimize string
-		dynSamp  string
+		noOpt    []string
+		diffBase string
+		diffGit  string
 	)
 	c := &cobra.Command{
 		Use:   "trace -f PATTERN[#N]... [flags] -- CMD [ARGS...]\n  culprit trace -f PATTERN[#N]... -p PID [--duration D]",
@@ -91,52 +92,24 @@ max, p99; --calls FUNC lists the slowest calls), export --format chrome
 				exe, _ = exec.LookPath(args[0])
 			}
 			stderr := c.ErrOrStderr()
-			switch optimize {
-			case "":
-			case "basic":
-				// Perun's basic pipeline: strict trimming, strict dynamic baseline.
-				if shaping == "" {
-					shaping = "strict"
-				}
-				if baseline == "" {
-					baseline = "strict"
-				}
-			default:
-				return usagef("--optimize %q: use basic (the advanced and full pipelines are not implemented)", optimize)
+			pipeline := optimize != ""
+			if err := opt.pipeline(optimize, noOpt); err != nil {
+				return err
 			}
-			if shaping != "" {
-				ex, err := shapeCallGraph(exe, pid, o.Patterns, shaping, stderr)
-				if err != nil {
-					return err
-				}
-				o.Exclude = ex
+			if err := opt.validate(); err != nil {
+				return err
 			}
-			if dynSamp != "" {
-				sm, ok := map[string]trace.Sampling{"soft": trace.SamplingSoft, "strict": trace.SamplingStrict}[dynSamp]
-				if !ok {
-					return usagef("--dynamic-sampling %q: use soft or strict", dynSamp)
-				}
-				every, err := dynamicSampling(exe, pid, o.Patterns, sm, stderr)
-				if err != nil {
-					return err
-				}
-				o.Every = every
+			if opt.Diff != "" && diffBase == "" && !pipeline {
+				return usagef("--diff-tracing compares with an older build of the program: give it with --diff-base PATH")
 			}
-			if baseline != "" {
-				b, ok := map[string]trace.Baseline{"soft": trace.BaselineSoft, "strict": trace.BaselineStrict}[baseline]
-				if !ok {
-					return usagef("--dynamic-baseline %q: use soft or strict", baseline)
-				}
-				ex, err := dynamicBaseline(exe, b, stderr)
-				if err != nil {
-					return err
-				}
-				if o.Exclude == nil {
-					o.Exclude = map[string]bool{}
-				}
-				for f := range ex {
-					o.Exclude[f] = true
-				}
+			if (diffBase != "" || diffGit != "") && opt.Diff == "" {
+				return usagef("--diff-base and --diff-git go with --diff-tracing MODE or --optimize advanced|full")
+			}
+			if o.Probing == 0 {
+				o.Probing = opt.Probing
+			}
+			if err := preOptimize(&o, opt, exe, pid, diffBase, diffGit, pipeline, stderr); err != nil {
+				return err
 			}
 			var res tracer.Result
 			err := start(pid, args,
@@ -169,10 +142,15 @@ max, p99; --calls FUNC lists the slowest calls), export --format chrome
 	f.BoolVar(&o.ProbingReattach, "reattach", false, "with --dynamic-probing: set removed probes again after an interval (--probing-wait) that doubles each time")
 	f.DurationVar(&o.ProbingCheck, "probing-check", 100*time.Millisecond, "with --dynamic-probing: how often the call counts are read")
 	f.DurationVar(&o.ProbingWait, "probing-wait", time.Second, "with --reattach: the first interval before removed probes are set again")
-	f.StringVar(&baseline, "dynamic-baseline", "", "leave out the functions an earlier trace of the same build found called too often or too constant to be worth it (Perun's dynamic baseline): soft or strict")
-	f.StringVar(&shaping, "call-graph-shaping", "", "leave out functions by the program's static call graph (Perun's call-graph shaping): match (those main cannot reach), soft or strict (trimming: also the lower levels, keeping the top half or quarter)")
-	f.StringVar(&dynSamp, "dynamic-sampling", "", "record every N-th call of each function, N chosen from its call-graph level and an earlier trace's counts to aim at 10,000 (soft) or 1,000 (strict) records (Perun's dynamic sampling)")
-	f.StringVar(&optimize, "optimize", "", "a pipeline of Perun's optimizations: basic (--call-graph-shaping strict and --dynamic-baseline strict)")
+	f.StringVar(&opt.Baseline, "dynamic-baseline", "", "leave out the functions an earlier trace of the same build found called too often or too constant to be worth it (Perun's dynamic baseline): soft or strict")
+	f.StringVar(&opt.Shaping, "call-graph-shaping", "", "leave out functions by the program's static call graph (Perun's call-graph shaping): match (those main cannot reach), soft or strict (trimming: also the lower levels, keeping the top half or quarter), prune (the bottom functions and short chains of their callers)")
+	f.StringVar(&opt.Static, "static-baseline", "", "leave out functions whose machine code bounds their time by a class at most this one, from the nesting of their loops (Perun's static baseline): constant, linear, quadratic, cubic or quartic")
+	f.StringVar(&opt.Diff, "diff-tracing", "", "trace only the functions that changed since an older build (--diff-base), compared by call graph and control-flow graph (Perun's diff tracing): soft (instruction counts), semi-strict (mnemonics) or strict (operands too)")
+	f.StringVar(&diffBase, "diff-base", "", "with --diff-tracing: the older build of the program to compare with")
+	f.StringVar(&diffGit, "diff-git", "", "with --diff-tracing: also count as changed the functions the hunks of `git diff REV` (run here) name")
+	f.StringVar(&opt.Sampling, "dynamic-sampling", "", "record every N-th call of each function, N chosen from its call-graph level and an earlier trace's counts to aim at 10,000 (soft) or 1,000 (strict) records (Perun's dynamic sampling)")
+	f.StringVar(&optimize, "optimize", "", "a pipeline of Perun's optimizations: basic (call-graph shaping strict, dynamic baseline strict), advanced (diff tracing semi-strict, shaping soft, dynamic baseline and sampling soft) or full (diff tracing strict, shaping prune, static baseline, dynamic baseline and sampling soft, dynamic probing 100000); flags given set their method")
+	f.StringArrayVar(&noOpt, "no-optimize", nil, "switch off one method of the --optimize pipeline: "+strings.Join(optNames, ", ")+"; repeatable")
 	f.StringVarP(&o.Output, "output", "o", "culprit.rec", "recording file to write")
 	f.IntVarP(&pid, "pid", "p", 0, "attach to this running process instead of launching a command")
 	f.DurationVar(&o.Duration, "duration", 0, "stop tracing after this long, e.g. 500ms, 10s (default: until the command exits, or Ctrl-C)")
@@ -213,7 +191,7 @@ func readStats(path string) (map[string]trace.FuncStats, error) {
 
 // dynamicBaseline reads the stats an earlier trace of exe left and returns
 // the functions to leave out, saying how many and why.
-func dynamicBaseline(exe string, b trace.Baseline, stderr io.Writer) (map[string]bool, error) {
+func dynamicBaseline(exe string, b trace.Baseline, changed map[string]bool, stderr io.Writer) (map[string]bool, error) {
 	path, err := statsFile(exe)
 	if err != nil {
 		return nil, err
@@ -226,7 +204,7 @@ func dynamicBaseline(exe string, b trace.Baseline, stderr io.Writer) (map[string
 	if err != nil {
 		return nil, err
 	}
-	ex := trace.DynamicBaseline(st, b, nil)
+	ex := trace.DynamicBaseline(st, b, changed)
 	out := map[string]bool{}
 	by := map[string]int{}
 	for _, e := range ex {
@@ -284,91 +262,60 @@ func keepStats(exe, rec string, stderr io.Writer) error {
 	return os.Rename(tmp, path)
 }
 
-// shapeCallGraph returns the functions of exe the patterns match that
-// call-graph shaping leaves out: those main cannot reach (match), and with
-// trimming (soft: the top half of the levels kept, strict: the top
-// quarter) the lower levels.
-func shapeCallGraph(exe string, pid int, pats []tracer.Pattern, mode string, stderr io.Writer) (map[string]bool, error) {
-	ratio := map[string]float64{"match": 0, "soft": 0.5, "strict": 0.25}
+// shapeCallGraph returns the probed functions call-graph shaping leaves
+// out: those the root cannot reach (match), and with trimming (soft: the
+// top half of the levels kept, strict: the top quarter) the lower levels,
+// or with pruning the bottom functions and their near callers. changed
+// functions (diff tracing) are never left out.
+func shapeCallGraph(pr *program, mode string, changed map[string]bool, stderr io.Writer) (map[string]bool, error) {
+	ratio := map[string]float64{"match": 0, "soft": 0.5, "strict": 0.25, "prune": 0}
 	r, ok := ratio[mode]
 	if !ok {
-		return nil, usagef("--call-graph-shaping %q: use match, soft or strict", mode)
+		return nil, usagef("--call-graph-shaping %q: use match, soft, strict or prune", mode)
 	}
-	var own []tracer.Pattern
-	for _, p := range pats {
-		if p.Lib == "" {
-			own = append(own, p)
-		}
-	}
-	if exe == "" || len(own) == 0 {
+	if pr.levels == nil {
+		fmt.Fprintf(stderr, "culprit: call-graph shaping is off: %s has no %s to start the call graph from\n", filepath.Base(pr.exe), pr.root)
 		return nil, nil
 	}
-	cg, err := tracer.CallGraph(exe)
-	if err != nil {
-		return nil, err
-	}
-	targets, isGo, err := tracer.Resolve(exe, pid, own, false)
-	if err != nil {
-		return nil, err
-	}
-	root := "main"
-	if isGo {
-		root = "main.main"
-	}
-	g := &trace.CallGraph{Callees: cg}
-	if _, ok := cg[root]; !ok {
-		fmt.Fprintf(stderr, "culprit: call-graph shaping is off: %s has no %s to start the call graph from\n", filepath.Base(exe), root)
-		return nil, nil
-	}
-	reach := g.Reachable(root)
-	probed := map[string]bool{}
-	for _, t := range targets {
-		probed[t.Function] = true
-	}
+	g := &trace.CallGraph{Callees: pr.cg}
+	reach := g.Reachable(pr.root)
 	keep := map[string]bool{}
-	for f := range probed {
+	for _, f := range pr.probed {
 		if reach[f] {
 			keep[f] = true
 		}
 	}
-	unreached := len(probed) - len(keep)
-	if mode != "match" {
-		keep = g.Trim(keep, g.Levels(root), r)
+	unreached := len(pr.probed) - len(keep)
+	switch mode {
+	case "soft", "strict":
+		keep = g.Trim(keep, pr.levels, r)
+	case "prune":
+		keep = g.Prune(keep, pr.levels)
 	}
 	out := map[string]bool{}
-	for f := range probed {
-		if !keep[f] {
+	for _, f := range pr.probed {
+		if !keep[f] && !changed[f] {
 			out[f] = true
 		}
 	}
-	fmt.Fprintf(stderr, "culprit: call-graph shaping (%s) keeps %d of %d functions (%d not reached from %s)\n", mode, len(keep), len(probed), unreached, root)
+	fmt.Fprintf(stderr, "culprit: call-graph shaping (%s) keeps %d of %d functions (%d not reached from %s)\n", mode, len(pr.probed)-len(out), len(pr.probed), unreached, pr.root)
 	return out, nil
 }
 
 // dynamicSampling chooses each matched function's sample from its level in
 // exe's call graph (first trace of the build) or the counts of the
 // earlier trace.
-func dynamicSampling(exe string, pid int, pats []tracer.Pattern, sm trace.Sampling, stderr io.Writer) (map[string]uint32, error) {
+func dynamicSampling(exe string, pid int, pats []tracer.Pattern, levels map[string]int, sm trace.Sampling, stderr io.Writer) (map[string]uint32, error) {
 	if exe == "" {
 		return nil, nil
 	}
-	targets, isGo, err := tracer.Resolve(exe, pid, pats, false)
+	targets, _, err := tracer.Resolve(exe, pid, pats, false)
 	if err != nil {
 		return nil, err
 	}
 	var funcs []string
 	for _, t := range targets {
 		funcs = append(funcs, t.Function)
-	}
-	levels := map[string]int{}
-	if cg, err := tracer.CallGraph(exe); err == nil {
-		root := "main"
-		if isGo {
-			root = "main.main"
-		}
-		if _, ok := cg[root]; ok {
-			levels = (&trace.CallGraph{Callees: cg}).Levels(root)
-		}
 	}
 	var st map[string]trace.FuncStats
 	if path, err := statsFile(exe); err == nil {

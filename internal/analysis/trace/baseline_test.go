@@ -78,3 +78,30 @@ func TestDynamicSampling(t *testing.T) {
 		t.Errorf("%v, want %v", got, want)
 	}
 }
+
+// main → a → b → c → d → e and a → x → y: levels 0..5, x 2, y 3; the
+// bottom set is {e, y}. With keepTop 2 and chains of 2 steps (levels
+// within ±1 of the bottom's): e and d go (c, on level 3, is 2 from e's),
+// and y and x (a is above keepTop).
+func TestPrune(t *testing.T) {
+	g := &CallGraph{Callees: map[string][]string{
+		"main": {"a"}, "a": {"b", "x"}, "b": {"c"}, "c": {"d"}, "d": {"e"}, "e": nil, "x": {"y"}, "y": nil,
+	}}
+	lv := g.Levels("main")
+	probed := map[string]bool{}
+	for f := range g.Callees {
+		probed[f] = true
+	}
+	keep := g.prune(probed, lv, 2, 2)
+	want := map[string]bool{"main": true, "a": true, "b": true, "c": true}
+	if !reflect.DeepEqual(keep, want) {
+		t.Errorf("pruning kept %v, want %v (levels %v)", keep, want, lv)
+	}
+	// Depth 5: chain max(0.5, 1) = 1, keepTop 2: a chain of one step
+	// takes callers on the bottom's own level only (±0.5): none here.
+	keep = g.Prune(probed, lv)
+	want = map[string]bool{"main": true, "a": true, "b": true, "c": true, "d": true, "x": true}
+	if !reflect.DeepEqual(keep, want) {
+		t.Errorf("Prune kept %v, want %v", keep, want)
+	}
+}

@@ -145,6 +145,89 @@ func (g *CallGraph) Trim(probed map[string]bool, levels map[string]int, ratio fl
 	return keep
 }
 
+// Prune is Perun's call-graph pruning (Algorithm 4) of the functions
+// probed, given their levels; it returns the functions kept. The bottom
+// set ⊥ is the probed functions that reach no probed function on a deeper
+// level. Each of them on level keepTop or below is pruned, and so are the
+// callers met walking back from it for chainLength steps, each visited
+// once, those on levels within chainLength/2 of its own and not above
+// keepTop. depth is the deepest probed level; chainLength =
+// max(depth·0.1, 1) and keepTop = max(depth·0.1, 2) (Table A.4). Probed
+// functions without a level (not reached from the root) are not kept:
+// matching removes them.
+func (g *CallGraph) Prune(probed map[string]bool, levels map[string]int) map[string]bool {
+	depth := 0
+	for f := range probed {
+		if l, ok := levels[f]; ok {
+			depth = max(depth, l)
+		}
+	}
+	return g.prune(probed, levels, max(int(float64(depth)*0.1), 1), max(int(float64(depth)*0.1), 2))
+}
+
+func (g *CallGraph) prune(probed map[string]bool, levels map[string]int, chainLength, keepTop int) map[string]bool {
+	callers := map[string][]string{}
+	for f, cs := range g.Callees {
+		for _, c := range cs {
+			callers[c] = append(callers[c], f)
+		}
+	}
+	for _, cs := range callers {
+		sort.Strings(cs)
+	}
+	var bottom []string
+	for f := range probed {
+		l, ok := levels[f]
+		if !ok {
+			continue
+		}
+		deeper := false
+		for r := range g.Reachable(f) {
+			if lr, ok := levels[r]; ok && probed[r] && lr > l {
+				deeper = true
+				break
+			}
+		}
+		if !deeper {
+			bottom = append(bottom, f)
+		}
+	}
+	sort.Strings(bottom)
+	pruned := map[string]bool{}
+	half := float64(chainLength) / 2
+	for _, bot := range bottom {
+		bl := levels[bot]
+		if bl < keepTop {
+			continue
+		}
+		pruned[bot] = true
+		seen := map[string]bool{bot: true}
+		front := []string{bot}
+		for step := 0; step < chainLength && len(front) > 0; step++ {
+			var next []string
+			for _, f := range front {
+				for _, c := range callers[f] {
+					cl, ok := levels[c]
+					if seen[c] || !ok || cl < keepTop || float64(cl) < float64(bl)-half || float64(cl) > float64(bl)+half {
+						continue
+					}
+					seen[c] = true
+					pruned[c] = true
+					next = append(next, c)
+				}
+			}
+			front = next
+		}
+	}
+	keep := map[string]bool{}
+	for f := range probed {
+		if _, ok := levels[f]; ok && !pruned[f] {
+			keep[f] = true
+		}
+	}
+	return keep
+}
+
 // Sampling configures Perun's dynamic sampling (Algorithm 5).
 type Sampling struct {
 	Threshold float64 // records wanted per function: 10,000 (soft) or 1,000 (strict)

@@ -1,0 +1,302 @@
+package cli
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/culprit-dev/culprit/internal/analysis/trace"
+	"github.com/culprit-dev/culprit/internal/schema"
+	"github.com/culprit-dev/culprit/internal/tracer"
+)
+
+// optimizations are the probe-reduction methods of one trace, Perun's
+// names for the flags: each empty (or 0) when off.
+type optimizations struct {
+	Shaping  string // call-graph shaping: match, soft, strict, prune
+	Static   string // static baseline: the highest class left out
+	Baseline string // dynamic baseline: soft, strict
+	Diff     string // diff tracing: soft, semi-strict, strict
+	Sampling string // dynamic sampling: soft, strict
+	Probing  uint64 // dynamic probing: the call threshold
+}
+
+// optNames are the names --no-optimize takes.
+var optNames = []string{"diff-tracing", "call-graph-shaping", "static-baseline", "dynamic-baseline", "dynamic-sampling", "dynamic-probing"}
+
+// pipeline fills in the methods of Perun's pipeline name (§7.3) that the
+// command line left unset, then switches off those named in off.
+//
+//	basic:    call-graph shaping strict, dynamic baseline strict
+//	advanced: diff tracing semi-strict, call-graph shaping soft,
+//	          dynamic baseline soft, dynamic sampling soft
+//	full:     diff tracing strict, call-graph shaping prune, static
+//	          baseline constant, dynamic baseline soft, dynamic sampling
+//	          soft, dynamic probing 100,000 (Table A.4's probing_threshold)
+func (o *optimizations) pipeline(name string, off []string) error {
+	set := func(p *string, v string) {
+		if *p == "" {
+			*p = v
+		}
+	}
+	switch name {
+	case "":
+	case "basic":
+		set(&o.Shaping, "strict")
+		set(&o.Baseline, "strict")
+	case "advanced":
+		set(&o.Diff, "semi-strict")
+		set(&o.Shaping, "soft")
+		set(&o.Baseline, "soft")
+		set(&o.Sampling, "soft")
+	case "full":
+		set(&o.Diff, "strict")
+		set(&o.Shaping, "prune")
+		set(&o.Static, "constant")
+		set(&o.Baseline, "soft")
+		set(&o.Sampling, "soft")
+		if o.Probing == 0 {
+			o.Probing = 100000
+		}
+	default:
+		return usagef("--optimize %q: use basic, advanced or full", name)
+	}
+	for _, n := range off {
+		switch n {
+		case "diff-tracing":
+			o.Diff = ""
+		case "call-graph-shaping":
+			o.Shaping = ""
+		case "static-baseline":
+			o.Static = ""
+		case "dynamic-baseline":
+			o.Baseline = ""
+		case "dynamic-sampling":
+			o.Sampling = ""
+		case "dynamic-probing":
+			o.Probing = 0
+		default:
+			return usagef("--no-optimize %q: use one of %s", n, strings.Join(optNames, ", "))
+		}
+	}
+	return nil
+}
+
+// validate checks each method's mode.
+func (o *optimizations) validate() error {
+	check := func(flag, v string, ok ...string) error {
+		if v == "" || slices.Contains(ok, v) {
+			return nil
+		}
+		return usagef("--%s %q: use %s", flag, v, strings.Join(ok, ", "))
+	}
+	for _, err := range []error{
+		check("call-graph-shaping", o.Shaping, "match", "soft", "strict", "prune"),
+		check("static-baseline", o.Static, staticClasses...),
+		check("dynamic-baseline", o.Baseline, "soft", "strict"),
+		check("diff-tracing", o.Diff, "soft", "semi-strict", "strict"),
+		check("dynamic-sampling", o.Sampling, "soft", "strict"),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// staticClasses are the complexity classes of the static baseline, by
+// polynomial degree.
+var staticClasses = []string{"constant", "linear", "quadratic", "cubic", "quartic"}
+
+// program is what the pre-run optimizations read of the traced
+// executable: the functions the patterns match in it, its static call
+// graph and the levels of its functions from the root.
+type program struct {
+	exe    string
+	probed []string
+	cg     map[string][]string
+	root   string
+	levels map[string]int // nil when the call graph has no root
+}
+
+func readProgram(exe string, pid int, pats []tracer.Pattern) (*program, error) {
+	var own []tracer.Pattern
+	for _, p := range pats {
+		if p.Lib == "" {
+			own = append(own, p)
+		}
+	}
+	pr := &program{exe: exe}
+	if exe == "" || len(own) == 0 {
+		return pr, nil
+	}
+	targets, isGo, err := tracer.Resolve(exe, pid, own, false)
+	if err != nil {
+		return nil, err
+	}
+	for _, t := range targets {
+		pr.probed = append(pr.probed, t.Function)
+	}
+	sort.Strings(pr.probed)
+	if pr.cg, err = tracer.CallGraph(exe); err != nil {
+		return nil, err
+	}
+	pr.root = "main"
+	if isGo {
+		pr.root = "main.main"
+	}
+	if _, ok := pr.cg[pr.root]; ok {
+		pr.levels = (&trace.CallGraph{Callees: pr.cg}).Levels(pr.root)
+	}
+	return pr, nil
+}
+
+// preOptimize runs the methods that choose the probes before the run, in
+// Perun's order: diff tracing, call-graph shaping, static baseline,
+// dynamic baseline, dynamic sampling. A method whose prerequisite is
+// missing is switched off, saying why. Diff tracing alone keeps only what
+// changed; with other methods it protects what changed from them.
+func preOptimize(o *tracer.Options, opt optimizations, exe string, pid int, diffBase, diffGit string, pipeline bool, stderr io.Writer) error {
+	if opt.Shaping == "" && opt.Static == "" && opt.Diff == "" && opt.Sampling == "" && opt.Baseline == "" {
+		return nil
+	}
+	pr, err := readProgram(exe, pid, o.Patterns)
+	if err != nil {
+		return err
+	}
+	exclude := func(fs map[string]bool) {
+		if o.Exclude == nil {
+			o.Exclude = map[string]bool{}
+		}
+		for f := range fs {
+			o.Exclude[f] = true
+		}
+	}
+	var changed map[string]bool
+	if opt.Diff != "" {
+		switch {
+		case diffBase == "" && pipeline:
+			fmt.Fprintf(stderr, "culprit: diff tracing is off: no older build to compare with (--diff-base PATH)\n")
+		case len(pr.probed) == 0:
+		default:
+			changes, err := diffTrace(pr, opt.Diff, diffBase, diffGit)
+			if err != nil {
+				return err
+			}
+			changed = map[string]bool{}
+			for _, c := range changes {
+				changed[c.Function] = true
+			}
+			standalone := opt.Shaping == "" && opt.Static == "" && opt.Baseline == ""
+			if standalone {
+				keep := trace.DiffSelect(pr.probed, changes, pr.cg, pr.root)
+				ex := map[string]bool{}
+				for _, f := range pr.probed {
+					if !keep[f] {
+						ex[f] = true
+					}
+				}
+				exclude(ex)
+				fmt.Fprintf(stderr, "culprit: diff tracing (%s) against %s: %d functions changed; %d of %d traced\n", opt.Diff, diffBase, len(changes), len(keep), len(pr.probed))
+			} else {
+				fmt.Fprintf(stderr, "culprit: diff tracing (%s) against %s: %d functions changed, kept whatever the other methods say\n", opt.Diff, diffBase, len(changes))
+			}
+		}
+	}
+	if opt.Shaping != "" && len(pr.probed) > 0 {
+		ex, err := shapeCallGraph(pr, opt.Shaping, changed, stderr)
+		if err != nil {
+			return err
+		}
+		exclude(ex)
+	}
+	if opt.Static != "" && len(pr.probed) > 0 {
+		ex, err := staticBaseline(pr, opt.Static, changed)
+		if err != nil {
+			fmt.Fprintf(stderr, "culprit: static baseline is off: %v\n", err)
+		} else {
+			exclude(ex)
+			fmt.Fprintf(stderr, "culprit: static baseline leaves out %d functions (%s or below, from their loops in the machine code)\n", len(ex), opt.Static)
+		}
+	}
+	if opt.Baseline != "" {
+		b, ok := map[string]trace.Baseline{"soft": trace.BaselineSoft, "strict": trace.BaselineStrict}[opt.Baseline]
+		if !ok {
+			return usagef("--dynamic-baseline %q: use soft or strict", opt.Baseline)
+		}
+		ex, err := dynamicBaseline(exe, b, changed, stderr)
+		if err != nil {
+			return err
+		}
+		exclude(ex)
+	}
+	if opt.Sampling != "" {
+		sm, ok := map[string]trace.Sampling{"soft": trace.SamplingSoft, "strict": trace.SamplingStrict}[opt.Sampling]
+		if !ok {
+			return usagef("--dynamic-sampling %q: use soft or strict", opt.Sampling)
+		}
+		every, err := dynamicSampling(exe, pid, o.Patterns, pr.levels, sm, stderr)
+		if err != nil {
+			return err
+		}
+		o.Every = every
+	}
+	return nil
+}
+
+// staticBaseline returns the probed functions of a class at most class
+// (constant, linear, …) by their machine code's loops.
+func staticBaseline(pr *program, class string, changed map[string]bool) (map[string]bool, error) {
+	limit := slices.Index(staticClasses, class)
+	if pr.levels == nil {
+		return nil, fmt.Errorf("%s has no %s to place the protected top levels from", filepath.Base(pr.exe), pr.root)
+	}
+	code, err := schema.OpenCode(pr.exe)
+	if err != nil {
+		return nil, err
+	}
+	cls := trace.Classes(code.Shape, pr.probed)
+	out := map[string]bool{}
+	for _, f := range trace.StaticBaseline(pr.probed, cls, pr.levels, limit, changed) {
+		out[f] = true
+	}
+	return out, nil
+}
+
+// diffTrace compares the traced executable with an older build of it,
+// and with gitRev the functions the hunks of `git diff gitRev` (run in
+// the current directory) name.
+func diffTrace(pr *program, mode, base, gitRev string) ([]trace.Changed, error) {
+	m, ok := map[string]trace.CFGMode{"soft": trace.CFGSoft, "semi-strict": trace.CFGSemiStrict, "strict": trace.CFGStrict}[mode]
+	if !ok {
+		return nil, usagef("--diff-tracing %q: use soft, semi-strict or strict", mode)
+	}
+	oldCG, err := tracer.CallGraph(base)
+	if err != nil {
+		return nil, fmt.Errorf("--diff-base: %w", err)
+	}
+	oldCode, err := schema.OpenCode(base)
+	if err != nil {
+		return nil, fmt.Errorf("--diff-base %s: %w", base, err)
+	}
+	curCode, err := schema.OpenCode(pr.exe)
+	if err != nil {
+		return nil, err
+	}
+	var hunks map[string]bool
+	if gitRev != "" {
+		cmd := exec.Command("git", "diff", "--no-color", gitRev, "--")
+		var out, errb bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &out, &errb
+		if err := cmd.Run(); err != nil {
+			return nil, fmt.Errorf("--diff-git %s: git diff: %v: %s", gitRev, err, strings.TrimSpace(errb.String()))
+		}
+		hunks = trace.HunkFunctions(&out, pr.cg)
+	}
+	return trace.DiffTrace(trace.Version{Callees: oldCG, Flow: oldCode.Flow}, trace.Version{Callees: pr.cg, Flow: curCode.Flow}, hunks, m, true), nil
+}

@@ -6,6 +6,7 @@ import (
 	"context"
 	"image/png"
 	"io"
+	"math"
 	"net/http"
 	"net/url"
 	"os"
@@ -314,4 +315,155 @@ func coloredShare(t *testing.T, b []byte) float64 {
 		}
 	}
 	return float64(n) / float64(bounds.Dx()*bounds.Dy())
+}
+
+// pprofTotals reads pprof's header of a view: the total (of the base
+// when there is one) and what the shown nodes account for, in ms.
+func pprofTotals(t *testing.T, u string) (total, shown float64) {
+	t.Helper()
+	code, body := get(t, u)
+	if code != 200 {
+		t.Fatalf("GET %s: %d\n%s", u, code, body)
+	}
+	ms := func(re *regexp.Regexp) float64 {
+		m := re.FindStringSubmatch(body)
+		if m == nil {
+			t.Fatalf("GET %s: no %s in pprof's header", u, re)
+		}
+		v, err := strconv.ParseFloat(m[1], 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch m[2] {
+		case "s":
+			v *= 1000
+		case "us", "µs":
+			v /= 1000
+		}
+		return v
+	}
+	return ms(totalRE), ms(regexp.MustCompile(`accounting for (-?[0-9.]+)(ms|s|us|µs)?,`))
+}
+
+// With --base, pprof's views show the profile minus the base's: a
+// recording against itself shows nothing, against a shorter run the
+// difference of their totals.
+func TestViewCompare(t *testing.T) {
+	long := recordThreads(t)
+	bin := testutil.C(t, "threads", []string{"threads.c"}, "-O2", "-g", "-pthread")
+	short := rec(t)
+	mustRun(t, "record", "-o", short, "--", bin, "50000000")
+
+	longURL, _ := startView(t, long)
+	shortURL, _ := startView(t, short)
+	longTotal, _ := pprofTotals(t, longURL+"pprof/all/top")
+	shortTotal, _ := pprofTotals(t, shortURL+"pprof/all/top")
+	if shortTotal >= longTotal {
+		t.Fatalf("the run of 50M iterations has %.2fms, the run of 150M %.2fms: want fewer", shortTotal, longTotal)
+	}
+
+	same, _ := startView(t, "--base", long, long)
+	if total, shown := pprofTotals(t, same+"pprof/all/top"); total != longTotal || shown != 0 {
+		t.Errorf("a recording against itself: total %.2fms, shown %.2fms; want %.2fms and 0", total, shown, longTotal)
+	}
+	diff, _ := startView(t, "--base", short, long)
+	total, shown := pprofTotals(t, diff+"pprof/all/top")
+	// pprof prints two decimals: allow their rounding.
+	if total != shortTotal || math.Abs(shown-(longTotal-shortTotal)) > 0.02 {
+		t.Errorf("long against short: total %.2fms, shown %.2fms; want the base's %.2fms and %.2fms - %.2fms",
+			total, shown, shortTotal, longTotal, shortTotal)
+	}
+	if code, body := get(t, diff); code != 200 || !strings.Contains(body, "difference from the base") {
+		t.Errorf("index with --base (%d) does not say its views show a difference:\n%s", code, body)
+	}
+	// A time range of the profile is compared with the whole base.
+	_, part := pprofTotals(t, diff+"pprof/0ms-100ms/top")
+	if part >= shown {
+		t.Errorf("the first 100ms against the base: %.2fms, want less than the whole recording's %.2fms", part, shown)
+	}
+}
+
+// openPage opens the index at base, follows its link to page and returns
+// the text of the page's section id.
+func openPage(t *testing.T, ctx context.Context, base, page, id string) string {
+	t.Helper()
+	sel := `#pages a[href="` + page + `"]`
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(base),
+		chromedp.WaitVisible(chromedp.CSS(sel)),
+		chromedp.Click(chromedp.CSS(sel)),
+		chromedp.WaitVisible(chromedp.CSS(`#`+id+` pre`)),
+	); err != nil {
+		t.Fatalf("page %s from the index: %v", page, err)
+	}
+	return eval[string](t, ctx, `document.querySelector("#`+id+` pre").textContent`)
+}
+
+// The analyses' pages, reached from the index, show what their commands
+// print: latency and contexts of runs recorded with kernel events,
+// diagnose of normal and buggy runs with sampled values, traced calls.
+func TestViewAnalysesBrowser(t *testing.T) {
+	ctx := chrome(t)
+	testutil.NeedRoot(t)
+	threads := testutil.C(t, "threads", []string{"threads.c"}, "-O2", "-g", "-pthread")
+	slow, fast := rec(t), rec(t)
+	mustRun(t, "record", "--events", "cpu,syscalls,sched", "-o", slow, "--", threads, "100000000")
+	mustRun(t, "record", "--events", "cpu,syscalls,sched", "-o", fast, "--", threads, "30000000")
+	c := vprofCases[0]
+	bin := c.bin(t)
+	normal, buggy := rec(t), rec(t)
+	mustRun(t, append([]string{"record", "--values", "-o", normal, "--", bin}, c.normal...)...)
+	mustRun(t, append([]string{"record", "--values", "-o", buggy, "--", bin}, c.buggy...)...)
+	trace1, trace2 := rec(t), rec(t)
+	mustRun(t, "trace", "-f", "spin_*", "-o", trace1, "--", threads, "20000000")
+	mustRun(t, "trace", "-f", "spin_*", "-o", trace2, "--", threads, "10000000")
+
+	same := func(page, got, want string) {
+		t.Helper()
+		if strings.TrimSpace(got) != strings.TrimSpace(want) {
+			t.Errorf("%s page shows\n%s\nwant what the command prints:\n%s", page, got, want)
+		}
+	}
+
+	kernel, _ := startView(t, "--base", fast, slow)
+	got := openPage(t, ctx, kernel, "latency", "latency")
+	same("latency", got, mustRun(t, "latency", slow))
+	got = openPage(t, ctx, kernel, "contexts", "paths")
+	same("contexts", got, mustRun(t, "contexts", "--base", fast, "--buggy", slow))
+	// The heat map is render's: ranked rows, the candidate outlined.
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(kernel+"contexts/heatmap"),
+		chromedp.WaitVisible(chromedp.CSS(`td.cand`)),
+	); err != nil {
+		t.Fatalf("contexts heat map: %v", err)
+	}
+	shot, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.CSS(`table`)))
+	if err != nil {
+		t.Fatalf("contexts heat map screenshot: %v", err)
+	}
+	if colored := coloredShare(t, shot); colored < 0.01 {
+		t.Errorf("contexts heat map: %.3f of its pixels colored, want a visible heat map", colored)
+	}
+	// These runs have no sampled values: the index says what diagnose needs.
+	if _, body := get(t, kernel); !strings.Contains(body, "culprit record --values") {
+		t.Errorf("index of runs without values does not say what diagnose needs:\n%s", body)
+	}
+
+	values, _ := startView(t, "--base", normal, buggy)
+	got = openPage(t, ctx, values, "diagnose", "diagnosis")
+	same("diagnose", got, mustRun(t, "diagnose", "--normal", normal, "--buggy", buggy))
+	if !strings.Contains(got, c.root) || !strings.Contains(got, c.pattern) {
+		t.Errorf("diagnose page names no %s with %s:\n%s", c.root, c.pattern, got)
+	}
+
+	traced, _ := startView(t, "--base", trace2, trace1)
+	got = openPage(t, ctx, traced, "trace", "functions")
+	same("trace", got, mustRun(t, "report", "--top", "0", trace1))
+	diff := eval[string](t, ctx, `document.querySelector("#diff pre").textContent`)
+	same("trace against the base", diff, mustRun(t, "diff", "--top", "0", trace2, trace1))
+	for _, fn := range []string{"spin_a", "spin_b", "spin_c"} {
+		if !strings.Contains(got, fn) {
+			t.Errorf("trace page names no %s:\n%s", fn, got)
+		}
+	}
 }

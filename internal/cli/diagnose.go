@@ -68,39 +68,7 @@ The methods, evidence and patterns: docs/cli.md (culprit diagnose), docs/vprof.m
 			if err := o.Check(); err != nil {
 				return usageError{err}
 			}
-			stderr := c.ErrOrStderr()
-			exes, err := sameBinary(normal, buggy, different)
-			if err != nil {
-				return err
-			}
-			a, err := vprof.New(o)
-			if err != nil {
-				return usageError{err}
-			}
-			a.SetBlocks(blockFinder(exes, stderr))
-			a.SetReads(readsFinder(exes))
-			for i, path := range append(append([]string(nil), normal...), buggy...) {
-				p, err := loadProfile([]string{path}, stderr, false)
-				if err != nil {
-					return err
-				}
-				info := vprof.Run{Path: path}
-				if exes[i].Path != "" {
-					info.Executable = exes[i].String()
-				}
-				if i < len(normal) {
-					err = a.AddNormal(p, info)
-				} else {
-					err = a.AddBuggy(p, info)
-				}
-				if err != nil {
-					return err
-				}
-				// The profile is no longer needed (the analyzer keeps what
-				// it uses): give its memory back before the next run loads.
-				debug.FreeOSMemory()
-			}
-			res, err := a.Result()
+			res, err := diagnoseRuns(normal, buggy, o, different, c.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -126,6 +94,43 @@ The methods, evidence and patterns: docs/cli.md (culprit diagnose), docs/vprof.m
 	f.BoolP("help", "h", false, "help for diagnose")
 	f.SortFlags = false
 	return c
+}
+
+// diagnoseRuns runs vProf's analysis on the recordings of normal and buggy
+// runs, read one at a time.
+func diagnoseRuns(normal, buggy []string, o vprof.Options, different bool, stderr io.Writer) (*vprof.Result, error) {
+	exes, err := sameBinary(normal, buggy, different)
+	if err != nil {
+		return nil, err
+	}
+	a, err := vprof.New(o)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	a.SetBlocks(blockFinder(exes, stderr))
+	a.SetReads(readsFinder(exes))
+	for i, path := range append(append([]string(nil), normal...), buggy...) {
+		p, err := loadProfile([]string{path}, stderr, false)
+		if err != nil {
+			return nil, err
+		}
+		info := vprof.Run{Path: path}
+		if exes[i].Path != "" {
+			info.Executable = exes[i].String()
+		}
+		if i < len(normal) {
+			err = a.AddNormal(p, info)
+		} else {
+			err = a.AddBuggy(p, info)
+		}
+		if err != nil {
+			return nil, err
+		}
+		// The profile is no longer needed (the analyzer keeps what
+		// it uses): give its memory back before the next run loads.
+		debug.FreeOSMemory()
+	}
+	return a.Result()
 }
 
 // splitRuns takes the recordings that follow --normal and --buggy out of

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strings"
 
 	"github.com/spf13/cobra"
 
@@ -99,6 +100,14 @@ func loadRun(path string, stderr io.Writer, flt profile.Filter, set introperf.Ev
 	if err != nil {
 		return nil, nil, err
 	}
+	return analyzeRun(p, []string{path}, stderr, flt, set, o)
+}
+
+// analyzeRun runs the latency inference on p, every event of the
+// recordings paths, after checking that it holds the kernel events
+// IntroPerf needs (unless only CPU samples were asked for).
+func analyzeRun(p *profile.Profile, paths []string, stderr io.Writer, flt profile.Filter, set introperf.EventSet, o introperf.Options) (*profile.Profile, *introperf.Result, error) {
+	path := strings.Join(paths, ", ")
 	if len(p.Samples) == 0 {
 		return nil, nil, fmt.Errorf("%s has no samples", path)
 	}
@@ -111,7 +120,7 @@ func loadRun(path string, stderr io.Writer, flt profile.Filter, set introperf.Ev
 	}
 	flt.AllEvents = true
 	p = p.Apply(flt)
-	loads, err := profile.ObjectLoads([]string{path})
+	loads, err := profile.ObjectLoads(paths)
 	if err != nil {
 		warnf(stderr, "%s: mapping times not read (%v): plug-ins are shown as libraries", path, err)
 	}

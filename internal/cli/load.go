@@ -75,14 +75,27 @@ func (f *filterFlags) registerHide(fs *pflag.FlagSet, cmd string) {
 // which selection left none: --pid, --tid and --comm (naming the processes
 // recorded), or --focus and --ignore (naming the busiest functions).
 func (f *filterFlags) load(paths []string, stderr io.Writer, merge bool) (*profile.Profile, error) {
+	q, _, err := f.loadWhole(paths, stderr, merge)
+	return q, err
+}
+
+// loadWhole is load that also returns everything the recordings hold,
+// before the flags' selection (every event kind included).
+func (f *filterFlags) loadWhole(paths []string, stderr io.Writer, merge bool) (*profile.Profile, *profile.Profile, error) {
 	flt, err := f.filter()
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	p, err := loadProfile(paths, stderr, merge && !flt.HasFrom && !flt.HasTo)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
+	q, err := f.selected(p, flt)
+	return q, p, err
+}
+
+// selected applies flt to p, saying which selection left no sample.
+func (f *filterFlags) selected(p *profile.Profile, flt profile.Filter) (*profile.Profile, error) {
 	q := p.Apply(flt)
 	if len(q.Samples) > 0 || len(p.Samples) == 0 {
 		return q, nil

@@ -4,15 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os/exec"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/culprit-dev/culprit/internal/analysis/introperf"
+	"github.com/culprit-dev/culprit/internal/analysis/vprof"
+	"github.com/culprit-dev/culprit/internal/profile"
+	"github.com/culprit-dev/culprit/internal/recording"
 	"github.com/culprit-dev/culprit/internal/view"
 )
 
@@ -21,20 +27,29 @@ func newView() *cobra.Command {
 		ff     filterFlags
 		listen string
 		open   bool
+		bases  []string
 	)
 	c := &cobra.Command{
-		Use:   "view [FILE...] [--listen 127.0.0.1:0] [--open]",
-		Short: "Explore recordings in the browser: pprof's views and a time view",
+		Use:   "view [FILE...] [--base FILE...] [--listen 127.0.0.1:0] [--open]",
+		Short: "Explore recordings in the browser: pprof's views, a time view and every analysis",
 		Long: `View serves recordings (default culprit.rec) as a local web page and prints
 its URL: pprof's web UI (flame graph, call graph, top, peek, source,
-disassembly) on culprit's symbolized samples, and a time view of the samples
-of each thread, where selecting a time range opens pprof's views on it.
+disassembly) on culprit's symbolized samples, a time view of the samples
+of each thread, where selecting a time range opens pprof's views on it, and
+the pages of the analyses the recordings can feed: latency (recorded with
+--events cpu,syscalls,sched), traced calls (culprit trace), and with --base
+contexts and diagnose (recorded with --values).
 It runs until interrupted (Ctrl-C).
+
+With --base, pprof's views show the difference from the base run, contexts
+and diagnose compare the two runs (the base as the normal one) and the
+traced-calls page lists the changes per function.
 
 The server listens on the loopback interface; the URL carries a random token
 and requests without it are refused. The filter flags select the samples
 every view shows.`,
 		Example: `  culprit view
+  culprit view --base before.rec after.rec
   culprit view --open --comm myprog culprit.rec
   culprit view --listen 0.0.0.0:8080 culprit.rec     reachable from other hosts`,
 		RunE: func(c *cobra.Command, args []string) error {
@@ -42,14 +57,11 @@ every view shows.`,
 			if err != nil {
 				return usagef("--listen %q: want HOST:PORT, e.g. 127.0.0.1:0 (port 0 picks a free one)", listen)
 			}
-			p, err := ff.load(args, c.ErrOrStderr(), false)
+			in, err := viewInputs(&ff, args, bases, c.ErrOrStderr())
 			if err != nil {
 				return err
 			}
-			if len(p.Samples) == 0 {
-				return fmt.Errorf("no samples to show")
-			}
-			srv, err := view.New(p, c.ErrOrStderr())
+			srv, err := view.New(in, c.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -86,10 +98,78 @@ every view shows.`,
 	}
 	f := c.Flags()
 	f.StringVar(&listen, "listen", "127.0.0.1:0", "address to serve on (HOST:PORT; port 0 picks a free one); other than loopback only if you mean it")
+	f.StringSliceVar(&bases, "base", nil, "recordings of a run to compare with (comma-separated or repeated): pprof's views show the difference, contexts and diagnose compare with it")
 	f.BoolVar(&open, "open", false, "open the page in the default browser (xdg-open)")
 	ff.register(f)
 	f.SortFlags = false
 	return c
+}
+
+// viewInputs loads the recordings to view and those of the base run, and
+// sets up the analyses their pages run: latency when the recordings hold
+// system call or context switch events, contexts when both runs do,
+// diagnose when both hold sampled values.
+func viewInputs(ff *filterFlags, paths, bases []string, stderr io.Writer) (view.Inputs, error) {
+	if len(paths) == 0 {
+		paths = []string{"culprit.rec"}
+	}
+	in := view.Inputs{Names: paths, Bases: bases}
+	p, whole, err := ff.loadWhole(paths, stderr, false)
+	if err != nil {
+		return in, err
+	}
+	if len(p.Samples) == 0 && len(p.Calls) == 0 {
+		return in, fmt.Errorf("no samples or traced calls to show in %s", strings.Join(paths, ", "))
+	}
+	in.Profile = p
+	var baseWhole *profile.Profile
+	if len(bases) > 0 {
+		if in.Base, baseWhole, err = ff.loadWhole(bases, stderr, false); err != nil {
+			return in, err
+		}
+		if len(in.Base.Samples) == 0 && len(in.Base.Calls) == 0 {
+			return in, fmt.Errorf("no samples or traced calls in the base %s", strings.Join(bases, ", "))
+		}
+	}
+	flt, err := ff.filter()
+	if err != nil {
+		return in, err
+	}
+	// IntroPerf infers latencies from consecutive events of a thread:
+	// dropping some by stack would join separate calls (see registerHide).
+	flt.Focus, flt.Ignore = nil, nil
+	set := introperf.EventsAll
+	kernelEvents := func(p *profile.Profile) bool {
+		return len(p.Samples) > introperf.CountEvents(p)[recording.EventCPU]
+	}
+	if kernelEvents(whole) {
+		in.Latency = func() (*introperf.Result, error) {
+			_, r, err := analyzeRun(whole, paths, stderr, flt, set, introperf.Options{KeepInstances: true})
+			return r, err
+		}
+	}
+	if baseWhole != nil && kernelEvents(whole) && kernelEvents(baseWhole) {
+		in.Contexts = func() (introperf.Comparison, error) {
+			funcs := introperf.NewFuncTable()
+			_, rb, err := analyzeRun(baseWhole, bases, stderr, flt, set, introperf.Options{Funcs: funcs})
+			if err != nil {
+				return introperf.Comparison{}, err
+			}
+			_, rg, err := analyzeRun(whole, paths, stderr, flt, set, introperf.Options{Funcs: funcs})
+			if err != nil {
+				return introperf.Comparison{}, err
+			}
+			ro := introperf.RankOptions{Scaled: true, Top: 10}
+			return introperf.Comparison{Base: rb, Buggy: rg, BaseName: strings.Join(bases, ","), BuggyName: strings.Join(paths, ","),
+				Options: ro, Paths: introperf.Rank(rb, rg, ro)}, nil
+		}
+	}
+	if baseWhole != nil && len(whole.Values) > 0 && len(baseWhole.Values) > 0 {
+		in.Diagnose = func() (*vprof.Result, error) {
+			return diagnoseRuns(bases, paths, vprof.DefaultOptions(), false, stderr)
+		}
+	}
+	return in, nil
 }
 
 // loopback reports whether host names only this machine.

@@ -9,6 +9,17 @@ type Page struct {
 	Title   string // the index's link
 	About   string // one line under the link
 	Handler func(s *Server) http.Handler
+	// Needs, when set, says what the page needs that the server's inputs
+	// lack ("" when they have it); the index then says so instead of
+	// linking to it.
+	Needs func(s *Server) string
+}
+
+func (pg Page) missing(s *Server) string {
+	if pg.Needs == nil {
+		return ""
+	}
+	return pg.Needs(s)
 }
 
 // Pages are culprit's own pages, in the index's order. An analysis that
@@ -16,4 +27,8 @@ type Page struct {
 // change.
 var Pages = []Page{
 	timePage,
+	latencyPage,
+	contextsPage,
+	diagnosePage,
+	tracePage,
 }

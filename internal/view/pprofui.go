@@ -25,20 +25,25 @@ var pprofViews = []struct{ Path, Title string }{
 }
 
 // pprofUI returns the handlers of pprof's web UI for prof, keyed by the
-// path below the UI's root ("/flamegraph", ...). pprof's driver builds them
-// and hands them to its HTTPServer option, which keeps them instead of
-// listening. The handlers that write pprof's settings file are left out:
-// the server only reads.
-func pprofUI(prof *pprof.Profile, stderr io.Writer) (map[string]http.Handler, error) {
+// path below the UI's root ("/flamegraph", ...). With a base profile, every
+// view shows prof minus base (pprof's -diff_base). pprof's driver builds the
+// handlers and hands them to its HTTPServer option, which keeps them
+// instead of listening. The handlers that write pprof's settings file are
+// left out: the server only reads.
+func pprofUI(prof, base *pprof.Profile, stderr io.Writer) (map[string]http.Handler, error) {
 	pprofMu.Lock() // the driver keeps global state while it starts
 	defer pprofMu.Unlock()
 	var handlers map[string]http.Handler
+	args := []string{"-http=localhost:1", "-no_browser", "-symbolize=none"}
+	if base != nil {
+		args = append(args, "-diff_base="+baseSource)
+	}
 	fs := &pprofFlags{FlagSet: flag.NewFlagSet("pprof", flag.ContinueOnError),
-		args: []string{"-http=localhost:1", "-no_browser", "-symbolize=none", "culprit"}}
+		args: append(args, profileSource)}
 	fs.SetOutput(io.Discard)
 	err := driver.PProf(&driver.Options{
 		Flagset: fs,
-		Fetch:   fetcher{prof},
+		Fetch:   fetcher{prof, base},
 		UI:      &pprofConsole{stderr: stderr},
 		HTTPServer: func(a *driver.HTTPServerArgs) error {
 			handlers = map[string]http.Handler{}
@@ -62,10 +67,20 @@ func pprofUI(prof *pprof.Profile, stderr io.Writer) (map[string]http.Handler, er
 
 var pprofMu sync.Mutex
 
-// fetcher hands the driver culprit's own profile, whatever source it names.
-type fetcher struct{ p *pprof.Profile }
+// The sources the driver is told to fetch: names, not files.
+const (
+	profileSource = "culprit"
+	baseSource    = "culprit-base"
+)
 
-func (f fetcher) Fetch(string, time.Duration, time.Duration) (*pprof.Profile, string, error) {
+// fetcher hands the driver culprit's own profiles: the base for
+// baseSource, the profile for any other source.
+type fetcher struct{ p, base *pprof.Profile }
+
+func (f fetcher) Fetch(src string, _, _ time.Duration) (*pprof.Profile, string, error) {
+	if src == baseSource && f.base != nil {
+		return f.base.Copy(), "", nil
+	}
 	return f.p.Copy(), "", nil
 }
 

@@ -17,6 +17,12 @@ var timePage = Page{
 	Path:  "time",
 	Title: "Time view",
 	About: "samples over time per thread as heat maps (offset within the second × second); select a range to open pprof's views on it",
+	Needs: func(s *Server) string {
+		if !s.hasSamples() {
+			return "needs CPU samples: culprit record"
+		}
+		return ""
+	},
 	Handler: func(s *Server) http.Handler {
 		mux := http.NewServeMux()
 		mux.HandleFunc("GET /time", func(w http.ResponseWriter, r *http.Request) {

@@ -24,6 +24,10 @@ import (
 	"sync"
 	"time"
 
+	pprof "github.com/google/pprof/profile"
+
+	"github.com/culprit-dev/culprit/internal/analysis/introperf"
+	"github.com/culprit-dev/culprit/internal/analysis/vprof"
 	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/render"
 )
@@ -33,9 +37,27 @@ var pageFiles embed.FS
 
 var templates = template.Must(template.ParseFS(pageFiles, "pages/*.html"))
 
+// Inputs are what a server shows. cli loads the recordings; the analyses
+// that read more than the samples (the recorded objects, the mapping
+// times) come as functions that run them, called once, on the first
+// request of their page.
+type Inputs struct {
+	Profile *profile.Profile // the selected CPU samples (and traced calls), with their times
+	Base    *profile.Profile // --base: the run to compare with, or nil
+	Names   []string         // the recordings of Profile
+	Bases   []string         // the recordings of Base
+
+	Latency  func() (*introperf.Result, error)    // latency inference on Profile's events, or nil
+	Contexts func() (introperf.Comparison, error) // Base's contexts against Profile's, or nil
+	Diagnose func() (*vprof.Result, error)        // Base as normal runs, Profile as buggy, or nil
+}
+
 // Server answers the requests of one view of a profile.
 type Server struct {
-	p      *profile.Profile // the selected samples, with their times
+	in     Inputs
+	p      *profile.Profile // in.Profile
+	base   *pprof.Profile   // in.Base for pprof, or nil
+	nav    []link           // the links atop every page
 	token  string
 	stderr io.Writer
 	mux    *http.ServeMux
@@ -49,29 +71,57 @@ type Server struct {
 // oldest is dropped (and rebuilt if asked again).
 const maxRanges = 8
 
-// New returns a server for p, whose samples keep their times (loaded
+// New returns a server for in, whose samples keep their times (loaded
 // without merging). Its messages (pprof's errors) go to stderr.
-func New(p *profile.Profile, stderr io.Writer) (*Server, error) {
+func New(in Inputs, stderr io.Writer) (*Server, error) {
 	var b [16]byte
 	if _, err := rand.Read(b[:]); err != nil {
 		return nil, err
 	}
-	s := &Server{p: p, token: hex.EncodeToString(b[:]), stderr: stderr,
+	s := &Server{in: in, p: in.Profile, token: hex.EncodeToString(b[:]), stderr: stderr,
 		mux: http.NewServeMux(), uis: map[string]map[string]http.Handler{}}
+	if in.Base != nil && len(in.Base.Samples) > 0 {
+		s.base = render.Pprof(in.Base)
+	}
 	s.mux.HandleFunc("GET /{$}", s.index)
 	s.mux.HandleFunc("/pprof/{range}/{rest...}", s.pprof)
+	s.nav = append(s.nav, link{"./", "index"})
+	if s.hasSamples() {
+		s.nav = append(s.nav, link{"pprof/all/flamegraph", "flame graph"})
+	}
+	for _, pg := range Pages {
+		if pg.missing(s) == "" {
+			s.nav = append(s.nav, link{pg.Path, pg.Title})
+		}
+	}
 	for _, pg := range Pages {
 		h := pg.Handler(s)
+		if why := pg.missing(s); why != "" {
+			h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.WriteHeader(http.StatusNotFound)
+				s.html(w, "missing.html", map[string]any{"Title": pg.Title, "Missing": why})
+			})
+		}
 		s.mux.Handle("GET /"+pg.Path, h)
 		s.mux.Handle("GET /"+pg.Path+"/", h)
 	}
 	// Build the whole profile's UI now: a recording pprof cannot show
-	// fails here, before a URL is printed.
-	if _, err := s.ui(""); err != nil {
-		return nil, err
+	// fails here, before a URL is printed. (A trace of calls has no
+	// samples for it.)
+	if s.hasSamples() {
+		if _, err := s.ui(""); err != nil {
+			return nil, err
+		}
 	}
 	return s, nil
 }
+
+// hasSamples reports whether there are CPU samples, which pprof's views
+// and the time view show.
+func (s *Server) hasSamples() bool { return len(s.p.Samples) > 0 }
+
+// link is a link of the index or of the links atop every page.
+type link struct{ Path, Title string }
 
 // Path is the root of the pages: "/TOKEN/".
 func (s *Server) Path() string { return "/" + s.token + "/" }
@@ -101,21 +151,27 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) index(w http.ResponseWriter, r *http.Request) {
-	type link struct{ Path, Title, About string }
-	var pp, own []link
-	for _, v := range pprofViews {
-		pp = append(pp, link{"pprof/all/" + v.Path, v.Title, ""})
+	type entry struct{ Path, Title, About, Missing string }
+	var pp, own []entry
+	if s.hasSamples() {
+		for _, v := range pprofViews {
+			pp = append(pp, entry{Path: "pprof/all/" + v.Path, Title: v.Title})
+		}
 	}
 	for _, pg := range Pages {
-		own = append(own, link{pg.Path, pg.Title, pg.About})
+		own = append(own, entry{pg.Path, pg.Title, pg.About, pg.missing(s)})
 	}
 	s.html(w, "index.html", map[string]any{
-		"Samples": len(s.p.Samples), "Pprof": pp, "Pages": own,
+		"Samples": len(s.p.Samples), "Calls": len(s.p.Calls), "Names": s.in.Names, "Bases": s.in.Bases,
+		"Pprof": pp, "Pages": own,
 	})
 }
 
-// html writes a page from the embedded templates.
-func (s *Server) html(w http.ResponseWriter, name string, data any) {
+// html writes a page from the embedded templates; data's "Nav" is set to
+// the links every page carries: the index, pprof's flame graph and the
+// pages that can be shown.
+func (s *Server) html(w http.ResponseWriter, name string, data map[string]any) {
+	data["Nav"] = s.nav
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	if err := templates.ExecuteTemplate(w, name, data); err != nil {
 		fmt.Fprintf(s.stderr, "culprit view: %s: %v\n", name, err)
@@ -125,6 +181,10 @@ func (s *Server) html(w http.ResponseWriter, name string, data any) {
 // pprof serves pprof's web UI for the samples of a time range, named in the
 // path as "all" or FROM-TO, offsets from the first sample ("1.5s-2s").
 func (s *Server) pprof(w http.ResponseWriter, r *http.Request) {
+	if !s.hasSamples() {
+		http.Error(w, "the recordings have no CPU samples for pprof's views", http.StatusNotFound)
+		return
+	}
 	key := r.PathValue("range")
 	if key == "all" {
 		key = ""
@@ -189,7 +249,7 @@ func (s *Server) ui(key string) (map[string]http.Handler, error) {
 	if len(p.Samples) == 0 {
 		return nil, fmt.Errorf("no samples between %s", strings.Replace(key, "-", " and ", 1))
 	}
-	h, err := pprofUI(render.Pprof(p), s.stderr)
+	h, err := pprofUI(render.Pprof(p), s.base, s.stderr)
 	if err != nil {
 		return nil, err
 	}

@@ -1,0 +1,190 @@
+package view
+
+import (
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+
+	"github.com/culprit-dev/culprit/internal/analysis/introperf"
+	"github.com/culprit-dev/culprit/internal/analysis/trace"
+	"github.com/culprit-dev/culprit/internal/analysis/vprof"
+	"github.com/culprit-dev/culprit/internal/render"
+)
+
+// The pages of the analyses show what their commands print, drawn by
+// render, on one page each: the analysis runs on the page's first request
+// and its output is kept.
+
+// memo runs an analysis the first time its page is asked for and keeps
+// the result (or the error) for every later request.
+type memo[T any] struct {
+	o   sync.Once
+	v   T
+	err error
+}
+
+func (m *memo[T]) get(run func() (T, error)) (T, error) {
+	m.o.Do(func() { m.v, m.err = run() })
+	return m.v, m.err
+}
+
+// text draws with a render function into a string.
+func text(draw func(w io.Writer) error) (string, error) {
+	var b strings.Builder
+	err := draw(&b)
+	return b.String(), err
+}
+
+// report is a page of text drawn by render, with the sections given.
+type section struct {
+	ID, Title string
+	Text      string
+	Frame     string // a page of its own drawn into the report, by path
+}
+
+func (s *Server) report(w http.ResponseWriter, title string, secs []section) {
+	s.html(w, "report.html", map[string]any{"Title": title, "Sections": secs, "Names": s.in.Names, "Bases": s.in.Bases})
+}
+
+func (s *Server) fail(w http.ResponseWriter, title string, err error) {
+	w.WriteHeader(http.StatusUnprocessableEntity)
+	s.html(w, "missing.html", map[string]any{"Title": title, "Missing": err.Error()})
+}
+
+var latencyPage = Page{
+	Path:  "latency",
+	Title: "Latency",
+	About: "function latencies inferred from the stacks of system calls and context switches, slowest instances first (IntroPerf; culprit latency)",
+	Needs: func(s *Server) string {
+		if s.in.Latency == nil {
+			return "needs a recording with system call or context switch events: culprit record --events cpu,syscalls,sched"
+		}
+		return ""
+	},
+	Handler: func(s *Server) http.Handler {
+		var res memo[*introperf.Result]
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			lat, err := res.get(s.in.Latency)
+			var t string
+			if err == nil {
+				t, err = text(func(w io.Writer) error {
+					return render.LatencyText(w, lat, render.LatencyView{Mode: introperf.Conservative, Top: 40, Name: strings.Join(s.in.Names, ", ")})
+				})
+			}
+			if err != nil {
+				s.fail(w, "Latency", err)
+				return
+			}
+			s.report(w, "Latency", []section{{ID: "latency", Title: "Slowest function instances", Text: t}})
+		})
+	},
+}
+
+var contextsPage = Page{
+	Path:  "contexts",
+	Title: "Contexts",
+	About: "the calling contexts whose latency grew most from the base run, as a heat map and ranked paths (IntroPerf; culprit contexts)",
+	Needs: func(s *Server) string {
+		if s.in.Contexts == nil {
+			return "needs a base run (--base FILE) and recordings with system call or context switch events: culprit record --events cpu,syscalls,sched"
+		}
+		return ""
+	},
+	Handler: func(s *Server) http.Handler {
+		var cmp memo[introperf.Comparison]
+		mux := http.NewServeMux()
+		mux.HandleFunc("GET /contexts", func(w http.ResponseWriter, r *http.Request) {
+			c, err := cmp.get(s.in.Contexts)
+			var t string
+			if err == nil {
+				t, err = text(func(w io.Writer) error { return render.ContextsText(w, c) })
+			}
+			if err != nil {
+				s.fail(w, "Contexts", err)
+				return
+			}
+			s.report(w, "Contexts", []section{
+				{ID: "heatmap", Title: "Heat map of the ranked paths", Frame: "contexts/heatmap"},
+				{ID: "paths", Title: "Ranked paths", Text: t},
+			})
+		})
+		mux.HandleFunc("GET /contexts/heatmap", func(w http.ResponseWriter, r *http.Request) {
+			c, err := cmp.get(s.in.Contexts)
+			var t string
+			if err == nil {
+				t, err = text(func(w io.Writer) error { return render.ContextsHTML(w, c) })
+			}
+			if err != nil {
+				s.fail(w, "Contexts", err)
+				return
+			}
+			w.Header().Set("Content-Type", "text/html; charset=utf-8")
+			_, _ = io.WriteString(w, t)
+		})
+		return mux
+	},
+}
+
+var diagnosePage = Page{
+	Path:  "diagnose",
+	Title: "Diagnose",
+	About: "the functions most likely to cause the slowdown of these runs against the base (normal) runs, with the bug pattern and why (vProf; culprit diagnose)",
+	Needs: func(s *Server) string {
+		if s.in.Diagnose == nil {
+			return "needs normal runs as --base and buggy runs as FILE, both recorded with sampled values: culprit record --values"
+		}
+		return ""
+	},
+	Handler: func(s *Server) http.Handler {
+		var res memo[*vprof.Result]
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			d, err := res.get(s.in.Diagnose)
+			var t string
+			if err == nil {
+				t, err = text(func(w io.Writer) error { return render.DiagnoseText(w, d, 20) })
+			}
+			if err != nil {
+				s.fail(w, "Diagnose", err)
+				return
+			}
+			s.report(w, "Diagnose", []section{{ID: "diagnosis", Title: "Ranked functions", Text: t}})
+		})
+	},
+}
+
+var tracePage = Page{
+	Path:  "trace",
+	Title: "Traced calls",
+	About: "per-function call timings of a trace (calls, totals, mean, p50, p99, max), by caller, and against the base trace (culprit trace)",
+	Needs: func(s *Server) string {
+		if len(s.p.Calls) == 0 {
+			return "needs a trace of function calls: culprit trace -f PATTERN -o FILE -- CMD"
+		}
+		return ""
+	},
+	Handler: func(s *Server) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			var secs []section
+			add := func(id, title string, draw func(w io.Writer) error) {
+				t, err := text(draw)
+				if err != nil {
+					t = err.Error()
+				}
+				secs = append(secs, section{ID: id, Title: title, Text: t})
+			}
+			if s.in.Base != nil && len(s.in.Base.Calls) > 0 {
+				add("diff", "Against the base", func(w io.Writer) error {
+					return render.TraceDiffText(w, trace.Diff(s.in.Base, s.p), 0)
+				})
+			}
+			add("functions", "Per function", func(w io.Writer) error {
+				return render.TraceText(w, trace.Functions(s.p, false), s.p.Lost, 0)
+			})
+			add("callers", "Per function and caller", func(w io.Writer) error {
+				return render.TraceText(w, trace.Functions(s.p, true), s.p.Lost, 0)
+			})
+			s.report(w, "Traced calls", secs)
+		})
+	},
+}

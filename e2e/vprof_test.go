@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -249,5 +250,101 @@ func TestDiagnoseErrors(t *testing.T) {
 	}
 	if _, err := os.Stat(a); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestDiagnoseSchemaIdentity: two runs of one program that execute
+// different code. Recorded with the same (automatic) schema, the variables
+// of the code only the buggy run executed are a note, not a warning about
+// schemas; recorded with two schemas, diagnose says to record both with the
+// same --values=SCHEMA.
+func TestDiagnoseSchemaIdentity(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "vprof_cold", []string{"vprof_cold.c"}, vprofFlags...)
+	dir := t.TempDir()
+	normal, buggy := filepath.Join(dir, "normal.rec"), filepath.Join(dir, "buggy.rec")
+	mustRun(t, "record", "--values", "-o", normal, "--", bin, "normal")
+	mustRun(t, "record", "--values", "-o", buggy, "--", bin, "buggy")
+
+	type doc struct {
+		Normal []struct {
+			Schemas []string `json:"schemas"`
+		} `json:"normal"`
+		Buggy []struct {
+			Schemas []string `json:"schemas"`
+		} `json:"buggy"`
+		Warnings []string `json:"warnings"`
+		Notes    []string `json:"notes"`
+		Schema   struct {
+			OnlyBuggy []string `json:"only_buggy"`
+		} `json:"schema"`
+	}
+	diagnose := func(normal, buggy string) (d doc, text string) {
+		t.Helper()
+		out := mustRun(t, "diagnose", "--normal", normal, "--buggy", buggy, "--format", "json")
+		if err := json.Unmarshal([]byte(out), &d); err != nil {
+			t.Fatalf("diagnose JSON: %v\n%s", err, out)
+		}
+		return d, mustRun(t, "diagnose", "--normal", normal, "--buggy", buggy, "--top", "3")
+	}
+	// rebuild's loop counters (a caller's variable live across the call
+	// to rebuild may be with them).
+	onlyRebuild := func(d doc) bool {
+		return slices.Contains(d.Schema.OnlyBuggy, "rebuild:k") && slices.Contains(d.Schema.OnlyBuggy, "rebuild:b")
+	}
+
+	d, text := diagnose(normal, buggy)
+	if len(d.Normal) != 1 || len(d.Buggy) != 1 || len(d.Normal[0].Schemas) != 1 || !slices.Equal(d.Normal[0].Schemas, d.Buggy[0].Schemas) {
+		t.Errorf("the same automatic schema: schemas normal %+v buggy %+v; want one identity, the same", d.Normal, d.Buggy)
+	}
+	if !onlyRebuild(d) {
+		t.Errorf("variables sampled in the buggy run only: %q; want rebuild's among them", d.Schema.OnlyBuggy)
+	}
+	for _, w := range d.Warnings {
+		if strings.Contains(w, "schema") {
+			t.Errorf("the same schema, code not run in the normal run: warning %q", w)
+		}
+	}
+	if len(d.Notes) != 1 || !strings.Contains(d.Notes[0], "rebuild:") || !strings.Contains(d.Notes[0], "did not run in the normal runs") {
+		t.Errorf("notes %q: want one naming rebuild's variables as code the normal run did not run", d.Notes)
+	}
+	if strings.Contains(text, "warning:") || !strings.Contains(text, "note: ") {
+		t.Errorf("text report: want a note and no warning:\n%s", text)
+	}
+
+	// The normal run recorded with a schema without rebuild's variables:
+	// two schemas.
+	file := filepath.Join(dir, "cold.schema")
+	mustRun(t, "schema", bin, "-o", file)
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if f := strings.Split(l, ","); len(f) == 6 && f[1] == "rebuild" {
+			continue
+		}
+		kept = append(kept, l)
+	}
+	if err := os.WriteFile(file, []byte(strings.Join(kept, "\n")), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	edited := filepath.Join(dir, "edited.rec")
+	mustRun(t, "record", "--values="+file, "-o", edited, "--", bin, "normal")
+	d, text = diagnose(edited, buggy)
+	if len(d.Normal[0].Schemas) != 1 || slices.Equal(d.Normal[0].Schemas, d.Buggy[0].Schemas) {
+		t.Errorf("two schemas: normal %+v buggy %+v; want one identity each, different", d.Normal, d.Buggy)
+	}
+	if !onlyRebuild(d) || len(d.Notes) != 0 {
+		t.Errorf("two schemas: only buggy %q, notes %q", d.Schema.OnlyBuggy, d.Notes)
+	}
+	said := false
+	for _, w := range d.Warnings {
+		said = said || strings.Contains(w, "rebuild:") && strings.Contains(w, "another schema") &&
+			strings.Contains(w, "record both with the same --values=SCHEMA")
+	}
+	if !said || !strings.Contains(text, "warning: ") {
+		t.Errorf("two schemas: warnings %q; want one naming rebuild's variables and saying to record both with the same --values=SCHEMA\n%s", d.Warnings, text)
 	}
 }

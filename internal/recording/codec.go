@@ -153,6 +153,7 @@ func encodePayload(e *enc, r Record) (Kind, error) {
 		}
 		e.u(f)
 		e.str(r.Enum)
+		e.str(r.Schema)
 		return KindValueSource, nil
 	case *Value:
 		if r == nil {
@@ -351,6 +352,7 @@ func decodePayload(k Kind, p []byte, slab *[]Sample) (r Record, ok bool) {
 		f := d.u()
 		v.Global, v.Pointer = f&sourceGlobal != 0, f&sourcePointer != 0
 		v.Enum = d.str()
+		v.Schema = d.str()
 		r = v
 	case KindValue:
 		var a [8]uint64

@@ -33,7 +33,7 @@ func allRecords() []Record {
 		&Lost{Time: 260000000000006, Reason: LostThrottled, Count: 12},
 		&Symbol{PID: 4123, Addr: 0x7f0011223300, Size: 0x80, Name: "jit_fn", Object: "/tmp/perf-4123.map"},
 		&ValueSource{ID: 3, Class: SourceVariable, Name: "available_mem", Function: "#global", File: "mem.c", Line: 12,
-			Type: "unsigned long", Tags: "cond", Global: true, Pointer: true, Enum: "LOW=0,HIGH=7"},
+			Type: "unsigned long", Tags: "cond", Global: true, Pointer: true, Enum: "LOW=0,HIGH=7", Schema: "9f2c4e6a8b0d1f3e5a7c9e1b3d5f7a9c"},
 		&Value{Time: 260000000000005, PID: 4123, TID: 4124, Source: 3, Depth: 2, Type: ValueFloat, PC: 0x55a4c3e01234, Bits: 0x400921fb54442d18},
 		&Value{Time: 260000000000005, PID: 4123, TID: 4124, Source: 3, Type: ValueMissing},
 		&KernelSymbol{Addr: 0xffffffff81234500, Size: 0x120, Name: "do_syscall_64", Module: "kvm"},

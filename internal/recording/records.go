@@ -10,7 +10,7 @@ package recording
 const (
 	Magic        = "CULPRIT\x00"
 	MajorVersion = 1
-	MinorVersion = 3
+	MinorVersion = 4
 )
 
 // Kind identifies a record. New kinds may be added by later minor versions;
@@ -220,6 +220,11 @@ type ValueSource struct {
 	// Enum names the values of an enum-typed source: "NAME=VALUE"
 	// pairs separated by commas, in declaration order (format 1.3).
 	Enum string
+	// Schema is the identity of the vProf schema that listed a variable
+	// (schema.Schema.ID), so that an analysis of several runs tells a
+	// variable of another schema from one whose code did not run (format
+	// 1.4); empty for expressions, counters and older recordings.
+	Schema string
 }
 
 // ValueKind says how Value.Bits is to be read (Value.Type).

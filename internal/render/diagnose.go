@@ -20,6 +20,7 @@ type diagJSONDoc struct {
 	History  bool            `json:"history"`
 	CostUnit string          `json:"cost_unit"`
 	Warnings []string        `json:"warnings"`
+	Notes    []string        `json:"notes"`
 	Schema   diagJSONSchema  `json:"schema"`
 	// Functions are ordered by rank.
 	Functions []vprof.FunctionResult `json:"functions"`
@@ -42,7 +43,7 @@ func DiagnoseJSON(w io.Writer, r *vprof.Result) error {
 	d := diagJSONDoc{Method: r.Method, Inputs: r.Inputs, Normal: r.Normal, Buggy: r.Buggy, History: r.History, CostUnit: "s",
 		Options: diagJSONOptions{Alpha: r.Options.Alpha, DefaultDiscount: r.Options.DefaultDiscount,
 			ValidDiscount: r.Options.ValidDiscount, MaxTestSamples: r.Options.MaxTestSamples},
-		Warnings: diagNonNil(r.Warnings), Schema: diagJSONSchema{OnlyNormal: diagNonNil(r.OnlyNormal), OnlyBuggy: diagNonNil(r.OnlyBuggy)},
+		Warnings: diagNonNil(r.Warnings), Notes: diagNonNil(r.Notes), Schema: diagJSONSchema{OnlyNormal: diagNonNil(r.OnlyNormal), OnlyBuggy: diagNonNil(r.OnlyBuggy)},
 		Functions: r.Functions}
 	if d.Functions == nil {
 		d.Functions = []vprof.FunctionResult{}
@@ -143,6 +144,9 @@ func DiagnoseText(w io.Writer, r *vprof.Result, top int) error {
 	}
 	for _, wn := range r.Warnings {
 		fmt.Fprintf(&b, "  warning: %s\n", wn)
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(&b, "  note: %s\n", n)
 	}
 	b.WriteString("\n")
 	if _, err := io.WriteString(w, b.String()); err != nil {

@@ -3,6 +3,7 @@ package schema
 import (
 	"bufio"
 	"bytes"
+	"crypto/sha256"
 	"debug/elf"
 	"encoding/csv"
 	"encoding/hex"
@@ -117,6 +118,25 @@ type Schema struct {
 	Entries   []Entry
 
 	byKey map[Key]int
+}
+
+// ID returns the schema's identity: a hash of its entries (file, function,
+// line, variable, type and tags), in any order, as 32 hex digits. Two
+// schemas with the same ID list the same variables with the same tags,
+// whatever binary path, build-id or comments they carry, so a recording can
+// say which schema its values were sampled with.
+func (s *Schema) ID() string {
+	lines := make([]string, len(s.Entries))
+	for i, e := range s.Entries {
+		lines[i] = strings.Join([]string{e.File, e.Function, strconv.Itoa(e.Line), e.Variable, e.Type, e.Tags.String()}, "\x00")
+	}
+	sort.Strings(lines)
+	h := sha256.New()
+	for _, l := range lines {
+		io.WriteString(h, l)
+		h.Write([]byte{'\n'})
+	}
+	return hex.EncodeToString(h.Sum(nil)[:16])
 }
 
 // Len returns the number of variables.

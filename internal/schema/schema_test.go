@@ -226,6 +226,52 @@ func TestWriteParse(t *testing.T) {
 	}
 }
 
+// TestID: a schema's identity follows its entries, not their order, the
+// binary it names or its comments; any change of an entry changes it.
+func TestID(t *testing.T) {
+	entries := []Entry{
+		{File: "/src/a.c", Function: Global, Line: 3, Variable: "cfg.limit", Type: "long int", Tags: Cond},
+		{File: "/src/a.c", Function: "f", Line: 9, Variable: "n", Type: "int", Tags: Loop},
+		{File: "/src/a.c", Function: "g", Line: 12, Variable: "m", Type: "int"},
+	}
+	s := &Schema{Binary: "/bin/x", BuildID: "abcd", Entries: entries}
+	id := s.ID()
+	if len(id) != 32 {
+		t.Fatalf("ID %q: want 32 hex digits", id)
+	}
+	reordered := &Schema{Binary: "/elsewhere/x", Entries: []Entry{entries[2], entries[0], entries[1]}}
+	if reordered.ID() != id {
+		t.Errorf("the same entries in another order and binary: %s, want %s", reordered.ID(), id)
+	}
+	back, err := Parse(strings.NewReader(dump(s)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back.ID() != id {
+		t.Errorf("written and read back: %s, want %s", back.ID(), id)
+	}
+	seen := map[string]int{id: -1}
+	for i := range entries {
+		for _, change := range []func(*Entry){
+			func(e *Entry) { e.Tags ^= Args },
+			func(e *Entry) { e.Line++ },
+			func(e *Entry) { e.Type += " *" },
+			func(e *Entry) { e.Variable += "x" },
+		} {
+			es := append([]Entry(nil), entries...)
+			change(&es[i])
+			other := (&Schema{Entries: es}).ID()
+			if j, dup := seen[other]; dup {
+				t.Errorf("entry %d changed: ID %s, as change %d", i, other, j)
+			}
+			seen[other] = i
+		}
+	}
+	if fewer := (&Schema{Entries: entries[:2]}).ID(); fewer == id {
+		t.Errorf("one entry fewer: the same ID")
+	}
+}
+
 func TestCheck(t *testing.T) {
 	o0, o2 := buildSchema(t, "-O0"), buildSchema(t, "-O2")
 	s, err := Generate(o0, Options{})

@@ -42,6 +42,7 @@ type valueState struct {
 // exeSchema is the schema of one executable, resolved against its DWARF.
 type exeSchema struct {
 	s      *schema.Schema
+	id     string                      // s.ID(), carried by the ValueSource records
 	locals map[*dwarfx.Variable]string // tags of a local in the schema ("" : not in it)
 }
 
@@ -93,7 +94,7 @@ func (s *Sampler) exeSchema(exe string) *exeSchema {
 	}
 	var es *exeSchema
 	if sc != nil {
-		es = &exeSchema{s: sc, locals: map[*dwarfx.Variable]string{}}
+		es = &exeSchema{s: sc, id: sc.ID(), locals: map[*dwarfx.Variable]string{}}
 	}
 	s.values.exes[exe] = es
 	return es
@@ -162,7 +163,7 @@ func scalarGlobals(in *dwarfx.Info) []valueVar {
 	return out
 }
 
-func (s *Sampler) valueSource(vv valueVar, fn string) []recording.Record {
+func (s *Sampler) valueSource(es *exeSchema, vv valueVar, fn string) []recording.Record {
 	k := valueKey{vv.v, vv.member}
 	if _, ok := s.values.ids[k]; ok {
 		return nil
@@ -186,7 +187,7 @@ func (s *Sampler) valueSource(vv valueVar, fn string) []recording.Record {
 	}
 	src := &recording.ValueSource{ID: id, Class: recording.SourceVariable, Name: name, Function: fn,
 		File: vv.v.DeclFile, Line: vv.v.DeclLine, Type: t.Name, Tags: tags,
-		Global: vv.v.IsGlobal, Pointer: t.Underlying().Kind == dwarfx.Pointer}
+		Global: vv.v.IsGlobal, Pointer: t.Underlying().Kind == dwarfx.Pointer, Schema: es.id}
 	if vv.v.IsGlobal {
 		src.Function = "#global"
 	}
@@ -226,7 +227,7 @@ func (s *Sampler) sampleValues(th Thread, located []located, out []recording.Rec
 			if _, ok := v.Location(at.pc); !ok {
 				continue // not live here: not sampled (as vProf)
 			}
-			out = append(out, s.valueSource(valueVar{v: v, tags: tags}, at.fn.Name)...)
+			out = append(out, s.valueSource(es, valueVar{v: v, tags: tags}, at.fn.Name)...)
 			o, err := env.Var(v.Name)
 			var sc expr.Scalar
 			if err == nil {
@@ -237,7 +238,7 @@ func (s *Sampler) sampleValues(th Thread, located []located, out []recording.Rec
 				// A pointer to a scalar: its target's value too (*p), as
 				// vProf samples it; missing when the pointer is null, or
 				// its target was not copied at the sample.
-				out = append(out, s.valueSource(valueVar{v: v, member: derefMember, tags: tags}, at.fn.Name)...)
+				out = append(out, s.valueSource(es, valueVar{v: v, member: derefMember, tags: tags}, at.fn.Name)...)
 				var dv expr.Scalar
 				derr := err
 				if err == nil && o != nil {
@@ -256,12 +257,12 @@ func (s *Sampler) sampleValues(th Thread, located []located, out []recording.Rec
 				s.values.globals[exe] = gl
 			}
 			for _, vv := range gl {
-				out = append(out, s.valueSource(vv, at.fn.Name)...)
+				out = append(out, s.valueSource(es, vv, at.fn.Name)...)
 				sc, err := readGlobal(vv, env)
 				out = append(out, value(th, s.values.ids[valueKey{vv.v, vv.member}], 0, sc, err))
 				if vv.member == "" && pointee(vv.v.Type()) != nil {
 					d := valueVar{v: vv.v, member: derefMember, tags: vv.tags}
-					out = append(out, s.valueSource(d, at.fn.Name)...)
+					out = append(out, s.valueSource(es, d, at.fn.Name)...)
 					sc, err := readGlobal(d, env)
 					out = append(out, value(th, s.values.ids[valueKey{vv.v, derefMember}], 0, sc, err))
 				}

@@ -100,6 +100,9 @@ type rec struct {
 	now  uint64
 	id   uint32
 	pid  uint32
+	// schema is the schema identity its variables carry ("": none, as
+	// recordings before format 1.4).
+	schema string
 }
 
 func (fx *fixture) create(t testing.TB, name string) *rec {
@@ -133,7 +136,7 @@ func (r *rec) variable(name, function, typ, tags string, pointer bool) uint32 {
 func (r *rec) variableAt(name, function, typ, tags string, line int, pointer bool) uint32 {
 	r.id++
 	r.write(&recording.ValueSource{ID: r.id, Class: recording.SourceVariable, Name: name, Function: function,
-		File: "hier.c", Line: line, Type: typ, Tags: tags, Global: function == "#global", Pointer: pointer})
+		File: "hier.c", Line: line, Type: typ, Tags: tags, Global: function == "#global", Pointer: pointer, Schema: r.schema})
 	return r.id
 }
 

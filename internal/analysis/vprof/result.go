@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -168,16 +169,87 @@ type Result struct {
 	OnlyNormal []string          `json:"only_normal,omitempty"` // variables only in the normal runs' schemas
 	OnlyBuggy  []string          `json:"only_buggy,omitempty"`  // variables only in the buggy runs' schemas
 	Warnings   []string          `json:"warnings,omitempty"`
+	// Notes are facts about the inputs that need no action, e.g.
+	// variables of the runs' common schema whose code ran in one kind of
+	// run only.
+	Notes []string `json:"notes,omitempty"`
 }
 
 // SchemaError is returned when the normal and buggy runs share no variable.
 type SchemaError struct {
-	Normal, Buggy int // variables of each kind of run
+	Normal, Buggy int  // variables of each kind of run
+	Same          bool // every run was recorded with the same schema
 }
 
 func (e *SchemaError) Error() string {
+	if e.Same {
+		return fmt.Sprintf("the normal runs sampled %d variables and the buggy runs %d, and none is common, although the runs were "+
+			"recorded with the same schema: the two kinds of run executed different code; record runs that share the code under suspicion", e.Normal, e.Buggy)
+	}
 	return fmt.Sprintf("the normal runs sampled %d variables and the buggy runs %d, and none is common: "+
 		"the runs were recorded with different schemas or programs; record both with the same --values=SCHEMA", e.Normal, e.Buggy)
+}
+
+// schemaMatch says whether a variable sampled in one kind of run only was
+// in the other kind's schema.
+type schemaMatch int
+
+const (
+	schemaUnknown schemaMatch = iota // a run's schema is not recorded
+	schemaSame                       // every run of the other kind was recorded with the variable's schema
+	schemaOther                      // some run of the other kind was recorded with another schema
+)
+
+// matchSchema tells whether the schema identity id (a variable's) is the
+// schema of every one of runs.
+func matchSchema(id string, runs []*runData) schemaMatch {
+	if id == "" {
+		return schemaUnknown
+	}
+	m := schemaSame
+	for _, r := range runs {
+		switch {
+		case len(r.info.Schemas) == 0:
+			return schemaUnknown
+		case !slices.Contains(r.info.Schemas, id):
+			m = schemaOther
+		}
+	}
+	return m
+}
+
+// sameSchemas reports whether every run carries the same schema identities.
+func sameSchemas(runs ...[]*runData) bool {
+	var first []string
+	for _, rs := range runs {
+		for _, r := range rs {
+			if len(r.info.Schemas) == 0 {
+				return false
+			}
+			if first == nil {
+				first = r.info.Schemas
+			} else if !slices.Equal(first, r.info.Schemas) {
+				return false
+			}
+		}
+	}
+	return first != nil
+}
+
+// otherIDs lists the schema identities of runs, shortened, for messages.
+func otherIDs(runs []*runData) string {
+	var ids []string
+	for _, r := range runs {
+		for _, id := range r.info.Schemas {
+			if len(id) > 8 {
+				id = id[:8]
+			}
+			if !slices.Contains(ids, id) {
+				ids = append(ids, id)
+			}
+		}
+	}
+	return strings.Join(ids, ", ")
 }
 
 func (v *variable) name() string {
@@ -200,8 +272,13 @@ func (a *Analyzer) Result() (*Result, error) {
 	for _, r := range a.buggy {
 		res.Buggy = append(res.Buggy, r.info)
 	}
-	// Schemas.
+	// Schemas. A variable sampled in one kind of run only is either of
+	// the other kind's schema too, its code not run there (the runs'
+	// recordings say so: the same schema identity), or of a schema the
+	// other kind was not recorded with.
 	var common, nNormal, nBuggy int
+	only := map[bool]map[schemaMatch][]string{true: {}, false: {}} // by "in the buggy runs"
+	coldInNormal := map[*variable]bool{}
 	for _, v := range a.vars {
 		inN := false
 		for _, b := range v.inNormal {
@@ -219,23 +296,50 @@ func (a *Analyzer) Result() (*Result, error) {
 			common++
 		case inN:
 			res.OnlyNormal = append(res.OnlyNormal, v.name())
+			m := matchSchema(v.src.Schema, a.buggy)
+			only[false][m] = append(only[false][m], v.name())
 		case inB:
 			res.OnlyBuggy = append(res.OnlyBuggy, v.name())
+			m := matchSchema(v.src.Schema, a.normal)
+			only[true][m] = append(only[true][m], v.name())
+			coldInNormal[v] = m == schemaSame
 		}
 	}
 	if common == 0 {
-		return nil, &SchemaError{Normal: nNormal, Buggy: nBuggy}
+		return nil, &SchemaError{Normal: nNormal, Buggy: nBuggy, Same: sameSchemas(a.normal, a.buggy)}
 	}
 	sort.Strings(res.OnlyNormal)
 	sort.Strings(res.OnlyBuggy)
-	if len(res.OnlyBuggy) > 0 {
+	for _, names := range only {
+		for _, ns := range names {
+			sort.Strings(ns)
+		}
+	}
+	if ns := only[true][schemaSame]; len(ns) > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("%s of the runs' schema but sampled in the buggy runs only (%s): their code did not run in the normal runs, "+
+			"which makes them anomalous", variables(len(ns)), list(ns, 5)))
+	}
+	if ns := only[true][schemaOther]; len(ns) > 0 {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("%s in the buggy runs' schema, and the normal runs were recorded with another schema (%s) that lacks them (%s): "+
+			"taken as never sampled in the normal runs, which makes them anomalous; record both with the same --values=SCHEMA",
+			variables(len(ns)), otherIDs(a.normal), list(ns, 5)))
+	}
+	if ns := only[true][schemaUnknown]; len(ns) > 0 {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("%s in the buggy runs' schema but not in the normal runs' (%s): "+
 			"taken as never sampled in the normal runs, which makes them anomalous; if the runs used different schemas, record both with the same --values=SCHEMA",
-			variables(len(res.OnlyBuggy)), list(res.OnlyBuggy, 5)))
+			variables(len(ns)), list(ns, 5)))
 	}
-	if len(res.OnlyNormal) > 0 {
+	if ns := only[false][schemaSame]; len(ns) > 0 {
+		res.Notes = append(res.Notes, fmt.Sprintf("%s of the runs' schema but sampled in the normal runs only (%s): their code did not run in the buggy runs; not used",
+			variables(len(ns)), list(ns, 5)))
+	}
+	if ns := only[false][schemaOther]; len(ns) > 0 {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("%s in the normal runs' schema, and the buggy runs were recorded with another schema (%s) that lacks them (%s): "+
+			"not used; record both with the same --values=SCHEMA", variables(len(ns)), otherIDs(a.buggy), list(ns, 5)))
+	}
+	if ns := only[false][schemaUnknown]; len(ns) > 0 {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("%s in the normal runs' schema but not in the buggy runs' (%s): no buggy samples, not used",
-			variables(len(res.OnlyNormal)), list(res.OnlyNormal, 5)))
+			variables(len(ns)), list(ns, 5)))
 	}
 
 	// Discounts of the variables, in parallel.
@@ -263,6 +367,7 @@ func (a *Analyzer) Result() (*Result, error) {
 		for _, b := range v.inNormal {
 			inN = inN || b
 		}
+		inN = inN || coldInNormal[v]
 		vr := &VariableResult{Name: v.src.Name, Function: v.src.Function, File: v.src.File, Line: v.src.Line,
 			Type: v.src.Type, Tags: v.src.Tags, Global: v.src.Global, Pointer: v.src.Pointer,
 			Discount: d.Discount, Dimension: d.Dimension, Anomalous: d.Rejected, Dimensions: c.dims,

@@ -118,6 +118,26 @@ type bsample struct {
 	hasDelta bool
 }
 
+// runSchemas returns the schema identities of a run's variables, sorted;
+// nil when one of its variables carries none (a recording older than
+// format 1.4), since the run's schema is then unknown.
+func runSchemas(srcs []recording.ValueSource, isVar []bool) []string {
+	var ids []string
+	for i, vs := range srcs {
+		if !isVar[i] {
+			continue
+		}
+		if vs.Schema == "" {
+			return nil
+		}
+		if !slices.Contains(ids, vs.Schema) {
+			ids = append(ids, vs.Schema)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
 // variable is one schema variable across runs.
 type variable struct {
 	src      recording.ValueSource
@@ -237,6 +257,7 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 		}
 	}
 	r.info.Variables = len(distinct)
+	r.info.Schemas = runSchemas(p.ValueSources, isVar)
 	// Room for the samples (at most one per value).
 	count := map[int32]int{}
 	for i, vi := range srcVar {

@@ -95,12 +95,16 @@ const (
 
 // Run describes one recording given to the analysis.
 type Run struct {
-	Path       string  `json:"path"`
-	Executable string  `json:"executable,omitempty"` // "path (build-id …)", set by the caller
-	Samples    int     `json:"samples"`              // CPU-time samples
-	Values     int     `json:"values"`               // value samples of program variables
-	Variables  int     `json:"variables"`            // variables of its schema
-	CPU        float64 `json:"cpu"`                  // seconds of CPU time sampled
+	Path       string `json:"path"`
+	Executable string `json:"executable,omitempty"` // "path (build-id …)", set by the caller
+	Samples    int    `json:"samples"`              // CPU-time samples
+	Values     int    `json:"values"`               // value samples of program variables
+	Variables  int    `json:"variables"`            // variables of its schema
+	// Schemas are the identities of the schemas its variables were
+	// sampled with (recording.ValueSource.Schema), one per executable;
+	// empty for recordings that do not carry them.
+	Schemas []string `json:"schemas,omitempty"`
+	CPU     float64  `json:"cpu"` // seconds of CPU time sampled
 }
 
 // NoValuesError is returned for a run without value samples of program

@@ -395,6 +395,76 @@ func TestRule4(t *testing.T) {
 	}
 }
 
+// TestSchemaIdentity: variables sampled in one kind of run only are a quiet
+// note when the recordings say every run had the same schema (their code
+// did not run), and a warning to use one schema when they say the schemas
+// differ.
+func TestSchemaIdentity(t *testing.T) {
+	const idA, idB = "0123456789abcdef0123456789abcdef", "fedcba9876543210fedcba9876543210"
+	mk := func(buggy bool, schema string) *profile.Profile {
+		fx := newFixture(t)
+		r := fx.create(t, "schema.rec")
+		r.schema = schema
+		n := r.variable("n", "dispatch_1", "long", "loop", false)
+		var only uint32
+		if buggy {
+			only = r.variable("clust_index", "worker", "int", "cond", false)
+		} else {
+			only = r.variable("old_var", "helper", "int", "cond", false)
+		}
+		for i := 0; i < 400; i++ {
+			r.tick(1, []string{"dispatch_1", "main"}, 0, val{n, 0, int64(i % 10)})
+			if buggy {
+				r.tick(1, []string{"worker", "dispatch_2", "main"}, 0, val{only, 0, int64(i % 3)})
+			} else if i%2 == 0 {
+				r.tick(1, []string{"helper", "main"}, 0, val{only, 0, int64(i % 3)})
+			}
+		}
+		return r.done()
+	}
+	schemaWarnings := func(res *Result) (n int) {
+		for _, w := range res.Warnings {
+			if strings.Contains(w, "schema") {
+				n++
+			}
+		}
+		return n
+	}
+
+	same := analyze(t, []*profile.Profile{mk(false, idA)}, []*profile.Profile{mk(true, idA)})
+	if n := schemaWarnings(same); n != 0 || len(same.Notes) != 2 {
+		t.Errorf("the same schema: warnings %q, notes %q; want no schema warning and two notes", same.Warnings, same.Notes)
+	}
+	if !strings.Contains(strings.Join(same.Notes, "\n"), "worker:clust_index") || !strings.Contains(strings.Join(same.Notes, "\n"), "helper:old_var") {
+		t.Errorf("notes %q: want the variables named", same.Notes)
+	}
+	if ci := same.variable(t, "clust_index"); !ci.InNormalSchema || !ci.Anomalous || ci.Discount != 0 {
+		t.Errorf("clust_index, of the normal runs' schema but not run there: %+v", ci)
+	}
+	if got := same.Normal[0].Schemas; len(got) != 1 || got[0] != idA {
+		t.Errorf("normal run's schemas %q, want [%s]", got, idA)
+	}
+
+	other := analyze(t, []*profile.Profile{mk(false, idA)}, []*profile.Profile{mk(true, idB)})
+	if n := schemaWarnings(other); n != 2 || len(other.Notes) != 0 {
+		t.Errorf("different schemas: warnings %q, notes %q; want two schema warnings", other.Warnings, other.Notes)
+	}
+	for _, w := range other.Warnings {
+		if !strings.Contains(w, "record both with the same --values=SCHEMA") || !strings.Contains(w, "another schema") {
+			t.Errorf("warning %q: want it to say the schemas differ and what to do", w)
+		}
+	}
+	if ci := other.variable(t, "clust_index"); ci.InNormalSchema || !ci.Anomalous {
+		t.Errorf("clust_index, of the buggy runs' schema only: %+v", ci)
+	}
+
+	// Recordings without schema identities: the analysis cannot tell.
+	unknown := analyze(t, []*profile.Profile{mk(false, "")}, []*profile.Profile{mk(true, idA)})
+	if n := schemaWarnings(unknown); n != 2 || len(unknown.Notes) != 0 || !strings.Contains(unknown.Warnings[0], "if the runs used different schemas") {
+		t.Errorf("unknown schemas: warnings %q, notes %q", unknown.Warnings, unknown.Notes)
+	}
+}
+
 // Edge cases of the notes (vProf's code): a variable never sampled in the
 // normal runs is anomalous (discount 0); one never sampled in the buggy runs
 // is not; too few samples are not tested; names about processes, threads

@@ -444,6 +444,19 @@ func TestViewAnalysesBrowser(t *testing.T) {
 	if colored := coloredShare(t, shot); colored < 0.01 {
 		t.Errorf("contexts heat map: %.3f of its pixels colored, want a visible heat map", colored)
 	}
+	// The time view marks their system calls and context switches.
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(kernel+"time"),
+		chromedp.WaitVisible(chromedp.CSS(`#lanes svg.lane.events rect.event`)),
+	); err != nil {
+		t.Fatalf("time view's event lanes: %v", err)
+	}
+	lanes := eval[string](t, ctx, `Array.from(document.querySelectorAll("#lanes h2")).map(e => e.textContent).join("\n")`)
+	for _, name := range []string{"system calls: ", "context switches: "} {
+		if !strings.Contains(lanes, name) {
+			t.Errorf("time view: no lane %q among\n%s", name, lanes)
+		}
+	}
 	// These runs have no sampled values: the index says what diagnose needs.
 	if _, body := get(t, kernel); !strings.Contains(body, "culprit record --values") {
 		t.Errorf("index of runs without values does not say what diagnose needs:\n%s", body)
@@ -454,6 +467,17 @@ func TestViewAnalysesBrowser(t *testing.T) {
 	same("diagnose", got, mustRun(t, "diagnose", "--normal", normal, "--buggy", buggy))
 	if !strings.Contains(got, c.root) || !strings.Contains(got, c.pattern) {
 		t.Errorf("diagnose page names no %s with %s:\n%s", c.root, c.pattern, got)
+	}
+	// The time view draws a lane per sampled variable.
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(values+"time"),
+		chromedp.WaitVisible(chromedp.CSS(`#lanes svg.lane.values polyline`)),
+	); err != nil {
+		t.Fatalf("time view's value lanes: %v", err)
+	}
+	points := eval[int](t, ctx, `Math.max(...Array.from(document.querySelectorAll("#lanes svg.lane.values polyline")).map(p => p.points.numberOfItems))`)
+	if points < 10 {
+		t.Errorf("time view: the longest series of sampled values has %d points, want the run's", points)
 	}
 
 	traced, _ := startView(t, "--base", trace2, trace1)

@@ -135,13 +135,18 @@ func viewInputs(ff *filterFlags, paths, bases []string, stderr io.Writer) (view.
 	if err != nil {
 		return in, err
 	}
-	// IntroPerf infers latencies from consecutive events of a thread:
-	// dropping some by stack would join separate calls (see registerHide).
-	flt.Focus, flt.Ignore = nil, nil
 	set := introperf.EventsAll
 	kernelEvents := func(p *profile.Profile) bool {
 		return len(p.Samples) > introperf.CountEvents(p)[recording.EventCPU]
 	}
+	if kernelEvents(whole) {
+		all := flt
+		all.AllEvents = true
+		in.Events = whole.Apply(all)
+	}
+	// IntroPerf infers latencies from consecutive events of a thread:
+	// dropping some by stack would join separate calls (see registerHide).
+	flt.Focus, flt.Ignore = nil, nil
 	if kernelEvents(whole) {
 		in.Latency = func() (*introperf.Result, error) {
 			_, r, err := analyzeRun(whole, paths, stderr, flt, set, introperf.Options{KeepInstances: true})

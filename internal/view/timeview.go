@@ -2,9 +2,13 @@ package view
 
 import (
 	"encoding/json"
+	"math"
 	"net/http"
 	"slices"
 	"time"
+
+	"github.com/culprit-dev/culprit/internal/analysis/exprs"
+	"github.com/culprit-dev/culprit/internal/recording"
 )
 
 // rowsPerSecond is the time view's rows: each cell is 1/rowsPerSecond s.
@@ -16,7 +20,7 @@ const maxThreads = 16
 var timePage = Page{
 	Path:  "time",
 	Title: "Time view",
-	About: "samples over time per thread as heat maps (offset within the second × second); select a range to open pprof's views on it",
+	About: "samples over time per thread as heat maps (offset within the second × second), system calls, context switches and sampled values below them; select a range to open pprof's views on it",
 	Needs: func(s *Server) string {
 		if !s.hasSamples() {
 			return "needs CPU samples: culprit record"
@@ -53,7 +57,26 @@ type TimeData struct {
 	Samples int       `json:"samples"`
 	Threads []HeatMap `json:"threads"` // all threads first, then the busiest
 	Hidden  int       `json:"hidden"`  // threads not drawn
+	SpanMS  float64   `json:"span_ms"` // the last sample's offset
+	Lanes   []Lane    `json:"lanes"`   // events and sampled values over time
 }
+
+// Lane is one row under the heat maps, on a linear time axis: the events
+// of a kind counted per cell (Counts[c*Rows+r], as the maps' cells), or
+// the values of a sampled expression (Points: ms from the start, value;
+// at most maxPoints, each the mean of a slice of the values).
+type Lane struct {
+	Name   string       `json:"name"`
+	Kind   string       `json:"kind"` // "events" or "values"
+	Total  int          `json:"total"`
+	Counts []int        `json:"counts,omitempty"`
+	Points [][2]float64 `json:"points,omitempty"`
+	Min    float64      `json:"min"`
+	Max    float64      `json:"max"`
+}
+
+// maxPoints is how many points a lane of values draws at most.
+const maxPoints = 800
 
 // heatMaps counts the samples per thread per cell, offsets from the
 // profile's first sample as --from and --to take them.
@@ -104,6 +127,9 @@ func (s *Server) heatMaps() TimeData {
 		return int(a.TID) - int(b.TID)
 	})
 	out := TimeData{Rows: rowsPerSecond, Seconds: secs, Samples: all.Samples}
+	if last > p.StartTime {
+		out.SpanMS = float64(last-p.StartTime) / 1e6
+	}
 	out.Threads = append(out.Threads, all)
 	for i, h := range threads {
 		if i == maxThreads {
@@ -117,6 +143,59 @@ func (s *Server) heatMaps() TimeData {
 			for _, v := range col {
 				out.Threads[i].Max = max(out.Threads[i].Max, v)
 			}
+		}
+	}
+	out.Lanes = s.lanes(secs)
+	return out
+}
+
+// lanes counts the system calls and context switches of the selected
+// threads per cell and summarises each sampled expression's values.
+func (s *Server) lanes(secs int) []Lane {
+	var out []Lane
+	if ev := s.in.Events; ev != nil {
+		kinds := []struct {
+			name string
+			e    recording.Event
+		}{{"system calls", recording.EventSyscallEnter}, {"context switches", recording.EventSwitch}}
+		for _, k := range kinds {
+			l := Lane{Name: k.name, Kind: "events", Counts: make([]int, secs*rowsPerSecond)}
+			for _, smp := range ev.Samples {
+				if smp.Event != k.e || smp.Time < s.p.StartTime {
+					continue
+				}
+				i := int((smp.Time - s.p.StartTime) * rowsPerSecond / uint64(time.Second))
+				if i >= len(l.Counts) {
+					continue
+				}
+				l.Counts[i] += smp.N()
+				l.Total += smp.N()
+			}
+			for _, c := range l.Counts {
+				l.Max = max(l.Max, float64(c))
+			}
+			if l.Total > 0 {
+				out = append(out, l)
+			}
+		}
+	}
+	for _, sum := range exprs.Summarize(s.p, exprs.Options{Series: maxPoints}) {
+		if len(sum.Series) == 0 {
+			continue
+		}
+		name := sum.Expr
+		if sum.Function != "" {
+			name = sum.Function + ": " + name
+		}
+		l := Lane{Name: name, Kind: "values", Total: sum.Count, Min: sum.Min, Max: sum.Max}
+		for _, pt := range sum.Series {
+			if math.IsNaN(pt.Value) || math.IsInf(pt.Value, 0) {
+				continue
+			}
+			l.Points = append(l.Points, [2]float64{pt.T * 1000, pt.Value})
+		}
+		if len(l.Points) > 0 {
+			out = append(out, l)
 		}
 	}
 	return out

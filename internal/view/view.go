@@ -43,6 +43,7 @@ var templates = template.Must(template.ParseFS(pageFiles, "pages/*.html"))
 // request of their page.
 type Inputs struct {
 	Profile *profile.Profile // the selected CPU samples (and traced calls), with their times
+	Events  *profile.Profile // Profile's selection with every event kind (system calls, context switches), or nil
 	Base    *profile.Profile // --base: the run to compare with, or nil
 	Names   []string         // the recordings of Profile
 	Bases   []string         // the recordings of Base

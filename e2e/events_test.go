@@ -3,6 +3,7 @@ package e2e
 import (
 	"testing"
 
+	"github.com/culprit-dev/culprit/internal/loader"
 	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/recording"
 	"github.com/culprit-dev/culprit/internal/testutil"
@@ -20,7 +21,7 @@ func TestSyscallAndSwitchEvents(t *testing.T) {
 	count := func(period string) (map[recording.Event]int, *profile.Profile) {
 		out := rec(t)
 		mustRun(t, "record", "--events", "cpu,syscalls,sched", "--event-period", period, "-o", out, "--", bin, "5000")
-		p, err := profile.Load([]string{out}, profile.LoadOptions{})
+		p, err := loader.Load([]string{out}, loader.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/culprit-dev/culprit/internal/profile"
+	"github.com/culprit-dev/culprit/internal/loader"
 	"github.com/culprit-dev/culprit/internal/testutil"
 )
 
@@ -178,7 +178,7 @@ func TestJitter(t *testing.T) {
 		t.Helper()
 		out := rec(t)
 		mustRun(t, append(append([]string{"record", "--collector", collector, "--expr", "hier*@worker@n", "-o", out}, args...), "--", bin, "16")...)
-		p, err := profile.Load([]string{out}, profile.LoadOptions{})
+		p, err := loader.Load([]string{out}, loader.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/culprit-dev/culprit/internal/profile"
+	"github.com/culprit-dev/culprit/internal/loader"
 	"github.com/culprit-dev/culprit/internal/recording"
 	"github.com/culprit-dev/culprit/internal/testutil"
 )
@@ -261,7 +261,7 @@ func TestPtraceGoProgram(t *testing.T) {
 	if all.total("main.spinAlpha") < 0.2 || all.total("main.spinBeta") < 0.2 {
 		t.Errorf("Go functions missing: %+v", all.Entries)
 	}
-	p, err := profile.Load([]string{out}, profile.LoadOptions{})
+	p, err := loader.Load([]string{out}, loader.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/culprit-dev/culprit/internal/profile"
+	"github.com/culprit-dev/culprit/internal/loader"
 	"github.com/culprit-dev/culprit/internal/testutil"
 )
 
@@ -360,7 +360,7 @@ func TestSignalPassedToCommand(t *testing.T) {
 // stackBytes is the stack copy a recording was made with.
 func stackBytes(t *testing.T, out string) int {
 	t.Helper()
-	p, err := profile.Load([]string{out}, profile.LoadOptions{})
+	p, err := loader.Load([]string{out}, loader.Options{})
 	if err != nil || len(p.Metas) == 0 {
 		t.Fatalf("loading %s: %v", out, err)
 	}

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/culprit-dev/culprit/internal/loader"
 	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/testutil"
 )
@@ -25,7 +26,7 @@ func TestTimeWindows(t *testing.T) {
 	mustRun(t, "record", "-o", out, "--", bin, "0.6")
 	// Where phase two starts, in seconds from the first sample (the phases
 	// take equal CPU time; their wall time depends on the machine's load).
-	p, err := profile.Load([]string{out}, profile.LoadOptions{})
+	p, err := loader.Load([]string{out}, loader.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

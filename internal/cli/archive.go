@@ -7,7 +7,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/culprit-dev/culprit/internal/profile"
+	"github.com/culprit-dev/culprit/internal/loader"
 	"github.com/culprit-dev/culprit/internal/symbol"
 )
 
@@ -42,7 +42,7 @@ Where the archive is and how it is searched: docs/cli.md (culprit archive).`,
 			if err != nil {
 				return err
 			}
-			objs, err := profile.RecordedObjects(args)
+			objs, err := loader.RecordedObjects(args)
 			if err != nil {
 				return err
 			}

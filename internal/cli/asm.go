@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/arch/x86/x86asm"
 
+	"github.com/culprit-dev/culprit/internal/loader"
 	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/render"
 	"github.com/culprit-dev/culprit/internal/symbol"
@@ -31,7 +32,7 @@ func disassembler(paths []string) (render.Disassembler, error) {
 	if err != nil {
 		return nil, err
 	}
-	recorded, err := profile.RecordedObjects(paths)
+	recorded, err := loader.RecordedObjects(paths)
 	if err != nil {
 		return nil, err
 	}

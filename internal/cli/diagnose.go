@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/pflag"
 
 	"github.com/culprit-dev/culprit/internal/analysis/vprof"
+	"github.com/culprit-dev/culprit/internal/loader"
 	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/render"
 )
@@ -182,7 +183,7 @@ func splitList(s string) []string {
 // returns the programs in the order normal..., buggy....
 func sameBinary(normal, buggy []string, allow bool) ([]profile.Executable, error) {
 	all := append(append([]string(nil), normal...), buggy...)
-	exes, err := profile.Executables(all)
+	exes, err := loader.Executables(all)
 	if err != nil {
 		return nil, err
 	}

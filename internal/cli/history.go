@@ -11,6 +11,7 @@ import (
 
 	"github.com/culprit-dev/culprit/internal/analysis/exprs"
 	"github.com/culprit-dev/culprit/internal/analysis/trace"
+	"github.com/culprit-dev/culprit/internal/loader"
 	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/render"
 	"github.com/culprit-dev/culprit/internal/store"
@@ -135,7 +136,7 @@ func addRecording(st *store.Store, path string, r *store.Run, stderr io.Writer) 
 		r.Params[store.ExprParam+sm.Expr] = strconv.FormatFloat(sm.Mean, 'g', 6, 64)
 	}
 	if dir := symbol.ArchiveDir(); dir != "" {
-		if objs, err := profile.RecordedObjects([]string{path}); err == nil {
+		if objs, err := loader.RecordedObjects([]string{path}); err == nil {
 			for _, o := range objs {
 				_, _ = symbol.Archive(dir, o.Path, o.BuildID) // best effort: a missing library is not this run's problem
 			}

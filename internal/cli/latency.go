@@ -11,6 +11,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/culprit-dev/culprit/internal/analysis/introperf"
+	"github.com/culprit-dev/culprit/internal/loader"
 	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/render"
 )
@@ -120,7 +121,7 @@ func analyzeRun(p *profile.Profile, paths []string, stderr io.Writer, flt profil
 	}
 	flt.AllEvents = true
 	p = p.Apply(flt)
-	loads, err := profile.ObjectLoads(paths)
+	loads, err := loader.ObjectLoads(paths)
 	if err != nil {
 		warnf(stderr, "%s: mapping times not read (%v): plug-ins are shown as libraries", path, err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/vbauerster/mpb/v8/decor"
 	"golang.org/x/term"
 
+	"github.com/culprit-dev/culprit/internal/loader"
 	"github.com/culprit-dev/culprit/internal/profile"
 )
 
@@ -70,7 +71,7 @@ func (f *filterFlags) registerHide(fs *pflag.FlagSet, cmd string) {
 
 // load reads the recordings (see loadProfile) and keeps the samples the
 // flags select. With merge, for views that need totals but no time order,
-// samples are merged as they are read (profile.LoadOptions.Merge) unless
+// samples are merged as they are read (loader.Options.Merge) unless
 // --from or --to needs their times. When the recordings have samples and none is left, it says
 // which selection left none: --pid, --tid and --comm (naming the processes
 // recorded), or --focus and --ignore (naming the busiest functions).
@@ -278,7 +279,7 @@ func loadProfile(paths []string, stderr io.Writer, merge bool) (*profile.Profile
 			total += st.Size()
 		}
 	}
-	opts := profile.LoadOptions{Merge: merge}
+	opts := loader.Options{Merge: merge}
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) && total > 32<<20 {
 		// The total is not known (records, not bytes): a spinner and a count,
 		// removed when done.
@@ -289,7 +290,7 @@ func loadProfile(paths []string, stderr io.Writer, merge bool) (*profile.Profile
 		opts.Progress = func(n int) { bar.SetCurrent(int64(n)) }
 		defer func() { bar.SetTotal(-1, true); pb.Wait() }()
 	}
-	p, err := profile.Load(paths, opts)
+	p, err := loader.Load(paths, opts)
 	if err != nil {
 		return nil, err
 	}

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/culprit-dev/culprit/internal/profile"
+	"github.com/culprit-dev/culprit/internal/loader"
 	"github.com/culprit-dev/culprit/internal/recording"
 )
 
@@ -86,7 +86,7 @@ func FuzzPerfScript(f *testing.F) {
 		if s := r.Salvage(); !s.Intact() || !s.End || n != st.Samples {
 			t.Fatalf("%d samples read back, %d imported; salvage %+v", n, st.Samples, s)
 		}
-		p, err := profile.Load([]string{filepath.Clean(out.Name())}, profile.LoadOptions{})
+		p, err := loader.Load([]string{filepath.Clean(out.Name())}, loader.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}

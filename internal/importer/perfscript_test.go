@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/culprit-dev/culprit/internal/loader"
 	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/recording"
 )
@@ -28,7 +29,7 @@ func importFrom(t *testing.T, r io.Reader) (*profile.Profile, Stats, string) {
 	if err != nil {
 		t.Fatalf("PerfScript: %v", err)
 	}
-	p, err := profile.Load([]string{path}, profile.LoadOptions{})
+	p, err := loader.Load([]string{path}, loader.Options{})
 	if err != nil {
 		t.Fatalf("loading the import: %v", err)
 	}
@@ -95,7 +96,7 @@ func readRecords(t *testing.T, path string) []recording.Record {
 }
 
 // TestWorkedExample imports IntroPerf's worked example (testdata) and reads
-// it back through profile.Load.
+// it back through loader.Load.
 func TestWorkedExample(t *testing.T) {
 	f, err := os.Open("testdata/worked-example.perf-script")
 	if err != nil {
@@ -336,7 +337,7 @@ prog 100/101 [000] 10.000003:     250000 cpu-clock:
 
 `
 
-// TestNames checks that every frame comes back from profile.Load with the
+// TestNames checks that every frame comes back from loader.Load with the
 // name perf gave it: kernel and module frames, return addresses at the very
 // start of a function (+0x0), frames without +0xoff or without a dso, C++
 // names, functions inlined by --call-graph dwarf, and frames perf could not

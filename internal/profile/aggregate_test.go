@@ -486,12 +486,14 @@ func TestApplyTasks(t *testing.T) {
 // until its exec, whatever the order the records came in.
 func TestNamesOverTime(t *testing.T) {
 	p := &Profile{Threads: map[uint32]Thread{}}
-	n := naming{
-		// The exec comm came before the fork record (another CPU's ring).
-		comms: []nameEvent{{time: 50, pid: 2, tid: 2, name: "tool"}, {time: 1, pid: 1, tid: 1, name: "sh"}, {time: 70, pid: 2, tid: 2, name: "tool"}},
-		forks: []recording.Task{{Time: 20, PID: 2, PPID: 1, TID: 2, PTID: 1}, {Time: 30, PID: 2, PPID: 2, TID: 3, PTID: 2}},
-	}
-	n.resolve(p)
+	var n Naming
+	// The exec comm came before the fork record (another CPU's ring).
+	n.Comm(50, 2, 2, "tool")
+	n.Comm(1, 1, 1, "sh")
+	n.Comm(70, 2, 2, "tool")
+	n.Fork(recording.Task{Time: 20, PID: 2, PPID: 1, TID: 2, PTID: 1})
+	n.Fork(recording.Task{Time: 30, PID: 2, PPID: 2, TID: 3, PTID: 2})
+	n.Resolve(p)
 	for _, c := range []struct {
 		tid  uint32
 		t    uint64
@@ -506,7 +508,8 @@ func TestNamesOverTime(t *testing.T) {
 	if got := p.ProcessNameAt(2, 3, 60); got != "tool" {
 		t.Errorf("ProcessNameAt(2, 3, 60) = %q", got)
 	}
-	if p.Threads[2].Comm != "tool" || p.Threads[1].Comm != "sh" || len(p.names[2]) != 2 || p.renamed(1) {
+	if p.Threads[2].Comm != "tool" || p.Threads[1].Comm != "sh" || len(p.names[2]) != 2 || p.renamed(1) ||
+		!p.RenamedBetween(2, 49, 50) || p.RenamedBetween(2, 50, 100) || p.RenamedBetween(1, 0, 100) {
 		t.Errorf("threads %+v names %+v", p.Threads, p.names)
 	}
 	p.Samples = []Sample{{Time: 10, PID: 1, TID: 1}, {Time: 40, PID: 2, TID: 2}, {Time: 60, PID: 2, TID: 2}, {Time: 61, PID: 2, TID: 2}}

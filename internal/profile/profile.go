@@ -1,9 +1,9 @@
 // Package profile holds the in-memory model built from one or more recordings:
-// symbolized frames, stacks, time-ordered samples, threads. Analyses and views
-// work on this model; they never read recording files or ELF files themselves.
-// Load builds the model, reading recordings through package recording and
-// naming frames through package symbol. The package does not talk to the
-// kernel and does not print.
+// symbolized frames, stacks, time-ordered samples, threads, and what is
+// computed from it (filters, aggregations, listings, the call tree). Analyses
+// and views work on this model; they never read recording files or ELF files
+// themselves. Package loader builds it from recordings. The package does not
+// read files, talk to the kernel or print.
 package profile
 
 import (
@@ -130,7 +130,7 @@ type Profile struct {
 	Frames  []Frame   // unique frames
 	Stacks  [][]int32 // frame indexes, innermost first: kernel frames, then user frames
 	Samples []Sample  // ordered by time (merged ones by their first time)
-	// Merged says that samples were merged at loading (LoadOptions.Merge):
+	// Merged says that samples were merged at loading (SetMerged):
 	// the profile has totals but no time order, and selecting a time window
 	// (Filter.From, Filter.To) is not possible.
 	Merged bool
@@ -164,14 +164,29 @@ type timedName struct {
 	Name string
 }
 
-// naming is what a recording says of threads' names: comm records (exec,
+// SetMerged marks p as merged: lasts[i] is the time of the last sample
+// that p.Samples[i] stands for (LastTime).
+func (p *Profile) SetMerged(lasts []uint64) {
+	p.Merged = true
+	p.lasts = lasts
+}
+
+// Naming is what recordings say of threads' names: comm records (exec,
 // prctl) and forks, whose child starts with its parent's name. Rings are
-// drained CPU by CPU, so these come only roughly in time order; Load
-// collects them and resolve sorts them out.
-type naming struct {
+// drained CPU by CPU, so these come only roughly in time order; the loader
+// collects them (Comm, Fork) and Resolve sorts them out.
+type Naming struct {
 	comms []nameEvent
 	forks []recording.Task
 }
+
+// Comm adds a name thread tid of process pid took at time t.
+func (n *Naming) Comm(t uint64, pid, tid uint32, name string) {
+	n.comms = append(n.comms, nameEvent{t, pid, tid, name})
+}
+
+// Fork adds a thread's creation; it starts with its creator's name.
+func (n *Naming) Fork(task recording.Task) { n.forks = append(n.forks, task) }
 
 type nameEvent struct {
 	time     uint64
@@ -179,10 +194,11 @@ type nameEvent struct {
 	name     string
 }
 
-// resolve sets p.names, the history of every thread whose name changed, and
-// each thread's last name in p.Threads. Forks are taken in time order, so
-// that a parent's name at the fork is known when its child inherits it.
-func (n *naming) resolve(p *Profile) {
+// Resolve sets, in p, the history of every thread whose name changed
+// (ThreadNameAt) and each thread's last name in p.Threads. Forks are taken
+// in time order, so that a parent's name at the fork is known when its
+// child inherits it.
+func (n *Naming) Resolve(p *Profile) {
 	hist := map[uint32][]timedName{}
 	slices.SortStableFunc(n.comms, func(a, b nameEvent) int { return cmp.Compare(a.time, b.time) })
 	for _, c := range n.comms {
@@ -256,3 +272,14 @@ func (p *Profile) ProcessNameAt(pid, tid uint32, t uint64) string {
 
 // renamed reports whether thread tid has had more than one name.
 func (p *Profile) renamed(tid uint32) bool { return len(p.names[tid]) > 1 }
+
+// RenamedBetween reports whether thread tid had different names at times a
+// and b.
+func (p *Profile) RenamedBetween(tid uint32, a, b uint64) bool {
+	h := p.names[tid]
+	if len(h) < 2 {
+		return false
+	}
+	at := func(t uint64) int { return sort.Search(len(h), func(i int) bool { return h[i].Time > t }) }
+	return at(a) != at(b)
+}

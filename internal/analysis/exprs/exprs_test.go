@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/culprit-dev/culprit/internal/loader"
 	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/recording"
 )
@@ -40,7 +41,7 @@ func writeRecording(t *testing.T, periods []uint64, vals []float64) string {
 }
 
 func load(t *testing.T, path string) *profile.Profile {
-	p, err := profile.Load([]string{path}, profile.LoadOptions{})
+	p, err := loader.Load([]string{path}, loader.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/culprit-dev/culprit/internal/importer"
+	"github.com/culprit-dev/culprit/internal/loader"
 	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/recording"
 	"github.com/culprit-dev/culprit/internal/testutil"
@@ -14,7 +15,7 @@ import (
 // TestWorkedExampleGolden feeds the notes' worked example (IntroPerf Figure 3
 // / Table 1: stacks A,B,D / A,B,D / A,C,D / A,C at t1..t4, saved as perf
 // script text) through the import path — importer.PerfScript, a recording
-// file, profile.Load — and checks every inferred instance's conservative
+// file, loader.Load — and checks every inferred instance's conservative
 // and aggressive latency against the notes' golden table.
 func TestWorkedExampleGolden(t *testing.T) {
 	src := filepath.Join(testutil.Root(), "internal", "importer", "testdata", "worked-example.perf-script")
@@ -34,7 +35,7 @@ func TestWorkedExampleGolden(t *testing.T) {
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}
-	p, err := profile.Load([]string{rec}, profile.LoadOptions{})
+	p, err := loader.Load([]string{rec}, loader.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -104,7 +104,7 @@ type Options struct {
 	// KeepInstances keeps the list of inferred instances (the timeline) in
 	// Result.Instances; otherwise instances are only aggregated in the tree.
 	KeepInstances bool
-	// Loads are the times objects were first mapped (profile.ObjectLoads),
+	// Loads are the times objects were first mapped (loader.ObjectLoads),
 	// used to tell dlopen'ed plug-ins from libraries loaded at start. Without
 	// them no object is called a plug-in.
 	Loads []profile.ObjectLoad

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/culprit-dev/culprit/internal/loader"
 	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/recording"
 	"github.com/culprit-dev/culprit/internal/testutil"
@@ -182,7 +183,7 @@ func (r *rec) done() *profile.Profile {
 	if err := r.w.Close(); err != nil {
 		r.t.Fatal(err)
 	}
-	p, err := profile.Load([]string{r.path}, profile.LoadOptions{})
+	p, err := loader.Load([]string{r.path}, loader.Options{})
 	if err != nil {
 		r.t.Fatal(err)
 	}

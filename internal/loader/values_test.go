@@ -1,4 +1,4 @@
-package profile
+package loader
 
 import (
 	"debug/elf"
@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/recording"
 	"github.com/culprit-dev/culprit/internal/testutil"
 )
@@ -80,16 +81,16 @@ func TestValueFrame(t *testing.T) {
 		&recording.Value{Time: 10, PID: pid, TID: pid, Source: 1, Type: recording.ValueMissing},
 		&recording.End{Time: 11},
 	)
-	p, err := Load([]string{path}, LoadOptions{})
+	p, err := Load([]string{path}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(p.Values) != 4 {
 		t.Fatalf("%d values", len(p.Values))
 	}
-	check := func(p *Profile) {
+	check := func(p *profile.Profile) {
 		t.Helper()
-		want := []string{"worker", "dispatch_2", Unknown, ""}
+		want := []string{"worker", "dispatch_2", profile.Unknown, ""}
 		for i, v := range p.Values {
 			f, ok := p.ValueFrame(v)
 			if want[i] == "" {
@@ -98,7 +99,7 @@ func TestValueFrame(t *testing.T) {
 				}
 				continue
 			}
-			if !ok || f.Name() != want[i] && !(want[i] == Unknown && f.Object == Unknown) {
+			if !ok || f.Name() != want[i] && !(want[i] == profile.Unknown && f.Object == profile.Unknown) {
 				t.Errorf("value %d: frame %+v, want %s", i, f, want[i])
 			}
 			if i < 2 && (!strings.HasSuffix(f.File, "hier.c") || f.Line == 0 || f.Object != bin) {
@@ -108,8 +109,8 @@ func TestValueFrame(t *testing.T) {
 	}
 	check(p)
 	// Filters keep the frames of the values, whatever they do to stacks.
-	check(p.Apply(Filter{Kernel: KernelExclude}))
-	check(p.Apply(Filter{Kernel: KernelOnly}))
+	check(p.Apply(profile.Filter{Kernel: profile.KernelExclude}))
+	check(p.Apply(profile.Filter{Kernel: profile.KernelOnly}))
 
 	exes, err := Executables([]string{path})
 	if err != nil {
@@ -154,9 +155,9 @@ func TestExecutables(t *testing.T) {
 	if exes[2].Path != "" {
 		t.Errorf("empty: %+v", exes[2])
 	}
-	same := Executable{Path: "/bin/prog", BuildID: []byte{0xaa}}
-	if !exes[0].Same(same) || exes[0].Same(Executable{Path: "/bin/prog", BuildID: []byte{0xbb}}) ||
-		!exes[0].Same(Executable{Path: "/bin/prog"}) || exes[0].Same(Executable{Path: "/bin/other"}) {
+	same := profile.Executable{Path: "/bin/prog", BuildID: []byte{0xaa}}
+	if !exes[0].Same(same) || exes[0].Same(profile.Executable{Path: "/bin/prog", BuildID: []byte{0xbb}}) ||
+		!exes[0].Same(profile.Executable{Path: "/bin/prog"}) || exes[0].Same(profile.Executable{Path: "/bin/other"}) {
 		t.Error("Same")
 	}
 	if _, err := Executables([]string{filepath.Join(t.TempDir(), "missing.rec")}); err == nil {

@@ -1,4 +1,11 @@
-package profile
+// Package loader builds the profile model from recordings: it reads them
+// through package recording, names frames through package symbol (ELF
+// symbols, DWARF lines and inlined functions, kernel symbols, the vDSO and
+// objects the recording carries), and merges them into one profile.Profile.
+// It also answers the questions about a recording that need no symbols
+// (Executables, ObjectLoads, RecordedObjects). Analyses take the model;
+// only commands load.
+package loader
 
 import (
 	"cmp"
@@ -10,12 +17,13 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/recording"
 	"github.com/culprit-dev/culprit/internal/symbol"
 )
 
-// LoadOptions configure Load.
-type LoadOptions struct {
+// Options configure Load.
+type Options struct {
 	Symbolizer *symbol.Symbolizer // nil: a default one
 	// Progress, when set, is called with the number of records read so far.
 	Progress func(records int)
@@ -105,7 +113,7 @@ type mergeEntry struct {
 	event         recording.Event
 }
 
-// mergeKey is what samples merged by LoadOptions.Merge share: the stack
+// mergeKey is what samples merged by Options.Merge share: the stack
 // (its id and the space version it was sampled in, which tell the file
 // apart too), the task and the event (with its argument); not the CPU,
 // which no view of totals looks at.
@@ -185,7 +193,7 @@ type addrKey struct {
 
 // loader builds a Profile.
 type loader struct {
-	p       *Profile
+	p       *profile.Profile
 	sym     *symbol.Symbolizer
 	spaces  map[uint32]*space
 	nextID  int
@@ -199,13 +207,13 @@ type loader struct {
 	objs    map[string]*symbol.Object
 	objIDs  map[string]int32 // path and build-id → mapping.obj
 	objErr  map[string]bool
-	frames  map[Frame]int32
+	frames  map[profile.Frame]int32
 	addrs   map[addrKey][]int32
 	// Samples are read with Stack the index of their stackKey in keys
 	// (keyIdx), resolved to frames once sorted (resolveStacks).
 	keyIdx      map[stackKey]int32
 	keys        []stackKey
-	chunks      [][]Sample // samples as read, in chunks (not merged)
+	chunks      [][]profile.Sample // samples as read, in chunks (not merged)
 	merge       bool
 	merged      mergeTable   // entry of each key with a large stack id (Merge)
 	heads       []int32      // per stack id of the file: 1 + its first entry (find)
@@ -216,25 +224,25 @@ type loader struct {
 	syms        map[uint32][]recording.Symbol   // Symbol records by pid (0: all), sorted after reading
 	vsrc        map[recording.ValueSource]int32 // value source (ID cleared) → index
 	vpcs        valuePCs                        // value PCs symbolized so far (lines.go)
-	names       naming                          // comm and fork records, resolved at the end
+	names       profile.Naming                  // comm and fork records, resolved at the end
 	probes      map[probeKey]int32              // traced functions merged across files (calls.go)
 }
 
 // Load reads recordings and builds a symbolized Profile. Damaged or
 // unfinished files are read up to their last complete record; what was
 // salvaged is described in Profile.Sources.
-func Load(paths []string, o LoadOptions) (*Profile, error) {
+func Load(paths []string, o Options) (*profile.Profile, error) {
 	if len(paths) == 0 {
 		return nil, errors.New("no recording given")
 	}
 	l := &loader{
-		p:      &Profile{Threads: map[uint32]Thread{}},
+		p:      &profile.Profile{Threads: map[uint32]profile.Thread{}},
 		sym:    o.Symbolizer,
 		vdso:   map[string]*symbol.Object{},
 		objs:   map[string]*symbol.Object{},
 		objErr: map[string]bool{},
 		objIDs: map[string]int32{},
-		frames: map[Frame]int32{},
+		frames: map[profile.Frame]int32{},
 		addrs:  map[addrKey][]int32{},
 		keyIdx: map[stackKey]int32{},
 		merge:  o.Merge,
@@ -252,7 +260,7 @@ func Load(paths []string, o LoadOptions) (*Profile, error) {
 			return nil, err
 		}
 	}
-	l.names.resolve(l.p)
+	l.names.Resolve(l.p)
 	l.ktab = symbol.NewKernelTable(l.ksyms)
 	for _, list := range l.syms {
 		sort.Slice(list, func(i, j int) bool { return list[i].Addr < list[j].Addr })
@@ -262,34 +270,34 @@ func Load(paths []string, o LoadOptions) (*Profile, error) {
 			o.Merge = false
 			return Load(paths, o)
 		}
-		l.p.Merged = true
 		slices.SortStableFunc(l.entries, func(a, b mergeEntry) int { return cmp.Compare(a.first, b.first) })
-		l.p.Samples = make([]Sample, len(l.entries))
-		l.p.lasts = make([]uint64, len(l.entries))
+		l.p.Samples = make([]profile.Sample, len(l.entries))
+		lasts := make([]uint64, len(l.entries))
 		for i, e := range l.entries {
-			l.p.Samples[i] = Sample{Time: e.first, PID: e.pid, TID: e.tid, CPU: e.cpu, More: e.more,
+			l.p.Samples[i] = profile.Sample{Time: e.first, PID: e.pid, TID: e.tid, CPU: e.cpu, More: e.more,
 				Period: e.period, Stack: e.stack, Event: e.event, Arg: e.arg}
-			l.p.lasts[i] = e.last
+			lasts[i] = e.last
 		}
+		l.p.SetMerged(lasts)
 		l.entries = nil
 	} else {
 		n := 0
 		for _, c := range l.chunks {
 			n += len(c)
 		}
-		l.p.Samples = make([]Sample, 0, n)
+		l.p.Samples = make([]profile.Sample, 0, n)
 		for i, c := range l.chunks {
 			l.p.Samples = append(l.p.Samples, c...)
 			l.chunks[i] = nil
 		}
 	}
-	byTime := func(a, b Sample) int { return cmp.Compare(a.Time, b.Time) }
+	byTime := func(a, b profile.Sample) int { return cmp.Compare(a.Time, b.Time) }
 	if !slices.IsSortedFunc(l.p.Samples, byTime) {
 		slices.SortStableFunc(l.p.Samples, byTime)
 	}
-	slices.SortStableFunc(l.p.Values, func(a, b Value) int { return cmp.Compare(a.Time, b.Time) })
+	slices.SortStableFunc(l.p.Values, func(a, b profile.Value) int { return cmp.Compare(a.Time, b.Time) })
 	l.resolveStacks()
-	slices.SortStableFunc(l.p.Calls, func(a, b Call) int { return cmp.Compare(a.Start, b.Start) })
+	slices.SortStableFunc(l.p.Calls, func(a, b profile.Call) int { return cmp.Compare(a.Start, b.Start) })
 	if len(l.p.Samples) > 0 {
 		l.p.StartTime = l.p.Samples[0].Time
 	}
@@ -341,7 +349,7 @@ func (l *loader) readFile(idx int, path string, records *int, progress func(int)
 	l.stacks = append(l.stacks, stacks)
 	sources := map[uint32]int32{} // this file's ValueSource IDs → index
 	probes := map[uint32]int32{}  // this file's Probe IDs → index
-	src := Source{Path: path}
+	src := profile.Source{Path: path}
 	for {
 		rec, err := r.Next()
 		if err == io.EOF {
@@ -364,8 +372,8 @@ func (l *loader) readFile(idx int, path string, records *int, progress func(int)
 			if v.Exec && v.PID == v.TID {
 				l.spaces[v.PID] = l.newSpace(nil)
 			}
-			l.p.Threads[v.TID] = Thread{PID: v.PID, TID: v.TID, Comm: v.Name}
-			l.names.comms = append(l.names.comms, nameEvent{v.Time, v.PID, v.TID, v.Name})
+			l.p.Threads[v.TID] = profile.Thread{PID: v.PID, TID: v.TID, Comm: v.Name}
+			l.names.Comm(v.Time, v.PID, v.TID, v.Name)
 		case *recording.Task:
 			if !v.Exit && v.PID != v.PPID {
 				if parent, ok := l.spaces[v.PPID]; ok {
@@ -373,10 +381,10 @@ func (l *loader) readFile(idx int, path string, records *int, progress func(int)
 				}
 			}
 			if !v.Exit {
-				l.names.forks = append(l.names.forks, *v)
+				l.names.Fork(*v)
 				if _, ok := l.p.Threads[v.TID]; !ok {
 					// Named as its parent is at the fork.
-					l.p.Threads[v.TID] = Thread{PID: v.PID, TID: v.TID, Comm: l.p.Threads[v.PTID].Comm}
+					l.p.Threads[v.TID] = profile.Thread{PID: v.PID, TID: v.TID, Comm: l.p.Threads[v.PTID].Comm}
 				}
 			}
 		case *recording.Stack:
@@ -395,7 +403,7 @@ func (l *loader) readFile(idx int, path string, records *int, progress func(int)
 				l.cut++
 			}
 			if _, ok := l.p.Threads[v.TID]; !ok {
-				l.p.Threads[v.TID] = Thread{PID: v.PID, TID: v.TID}
+				l.p.Threads[v.TID] = profile.Thread{PID: v.PID, TID: v.TID}
 			}
 		case *recording.Lost:
 			if v.Reason == recording.LostThrottled {
@@ -441,8 +449,10 @@ func (l *loader) readFile(idx int, path string, records *int, progress func(int)
 			if !ok {
 				continue // its definition was lost to damage
 			}
-			l.p.Values = append(l.p.Values, Value{Time: v.Time, PID: v.PID, TID: v.TID, Source: idx,
-				Depth: v.Depth, Type: v.Type, PC: v.PC, Bits: v.Bits, frame: l.valueFrame(v.PID, v.PC, v.Depth)})
+			val := profile.Value{Time: v.Time, PID: v.PID, TID: v.TID, Source: idx,
+				Depth: v.Depth, Type: v.Type, PC: v.PC, Bits: v.Bits}
+			val.SetFrame(l.valueFrame(v.PID, v.PC, v.Depth))
+			l.p.Values = append(l.p.Values, val)
 		case *recording.Probe:
 			probes[v.ID] = l.addProbe(v)
 		case *recording.Call:
@@ -492,7 +502,7 @@ const sampleChunk = 1 << 15
 // addSample adds the sample v of stack k, merged with those of its group
 // when merging.
 func (l *loader) addSample(v *recording.Sample, k stackKey) {
-	s := Sample{Time: v.Time, PID: v.PID, TID: v.TID, CPU: v.CPU, Period: v.Period, Event: v.Event, Arg: v.Arg}
+	s := profile.Sample{Time: v.Time, PID: v.PID, TID: v.TID, CPU: v.CPU, Period: v.Period, Event: v.Event, Arg: v.Arg}
 	if l.merge {
 		if e, ok := l.find(v, k); ok {
 			e.more++
@@ -504,7 +514,7 @@ func (l *loader) addSample(v *recording.Sample, k stackKey) {
 	}
 	s.Stack = l.keyIndex(k)
 	if n := len(l.chunks); n == 0 || len(l.chunks[n-1]) == sampleChunk {
-		l.chunks = append(l.chunks, make([]Sample, 0, sampleChunk))
+		l.chunks = append(l.chunks, make([]profile.Sample, 0, sampleChunk))
 	}
 	c := &l.chunks[len(l.chunks)-1]
 	*c = append(*c, s)
@@ -568,19 +578,8 @@ func (l *loader) keyIndex(k stackKey) int32 {
 // between the first and the last sample of a merged sample, which then
 // does not have one name.
 func (l *loader) namesChangeWithin() bool {
-	if len(l.p.names) == 0 {
-		return false
-	}
-	change := func(id uint32, a, b uint64) bool {
-		h := l.p.names[id]
-		if len(h) < 2 {
-			return false
-		}
-		at := func(t uint64) int { return sort.Search(len(h), func(i int) bool { return h[i].Time > t }) }
-		return at(a) != at(b)
-	}
 	for _, e := range l.entries {
-		if change(e.tid, e.first, e.last) || change(e.pid, e.first, e.last) {
+		if l.p.RenamedBetween(e.tid, e.first, e.last) || l.p.RenamedBetween(e.pid, e.first, e.last) {
 			return true
 		}
 	}
@@ -644,7 +643,7 @@ func (l *loader) carve(f []int32) []int32 {
 	return l.arena[n:len(l.arena):len(l.arena)]
 }
 
-func (l *loader) intern(f Frame) int32 {
+func (l *loader) intern(f profile.Frame) int32 {
 	if i, ok := l.frames[f]; ok {
 		return i
 	}
@@ -663,7 +662,7 @@ func (l *loader) kernelFrame(addr uint64, isReturn bool) []int32 {
 	if ids, ok := l.addrs[k]; ok {
 		return ids
 	}
-	f := Frame{Object: "[kernel.kallsyms]", Offset: addr, Kernel: true}
+	f := profile.Frame{Object: "[kernel.kallsyms]", Offset: addr, Kernel: true}
 	if name, module, ok := l.ktab.Lookup(look); ok {
 		f.Function = symbol.CleanName(name)
 		if module != "" {
@@ -686,7 +685,7 @@ func (l *loader) userFrames(pid uint32, sp *space, addr uint64, isReturn bool) [
 		if f, ok := l.namedSymbol(pid, look); ok {
 			return []int32{l.intern(f)}
 		}
-		return []int32{l.intern(Frame{Object: "[unknown]", Offset: addr})}
+		return []int32{l.intern(profile.Frame{Object: "[unknown]", Offset: addr})}
 	}
 	off := look - m.start + m.pgoff
 	k := addrKey{obj: m.obj, off: off}
@@ -698,7 +697,7 @@ func (l *loader) userFrames(pid uint32, sp *space, addr uint64, isReturn bool) [
 	if obj != nil {
 		frames := obj.Lookup(off)
 		for i, sf := range frames {
-			ids = append(ids, l.intern(Frame{Function: sf.Function, File: sf.File, Line: sf.Line,
+			ids = append(ids, l.intern(profile.Frame{Function: sf.Function, File: sf.File, Line: sf.Line,
 				Object: m.path, Offset: off, Inlined: i < len(frames)-1}))
 		}
 	}
@@ -707,7 +706,7 @@ func (l *loader) userFrames(pid uint32, sp *space, addr uint64, isReturn bool) [
 		if obj != nil && !obj.HasSymbols() && strings.HasPrefix(m.path, "/") {
 			l.noSyms[m.path] = true
 		}
-		f := Frame{Object: m.path, Offset: off}
+		f := profile.Frame{Object: m.path, Offset: off}
 		if obj != nil {
 			if e, ok := obj.FunctionEntry(off); ok {
 				f.Entry = e
@@ -721,7 +720,7 @@ func (l *loader) userFrames(pid uint32, sp *space, addr uint64, isReturn bool) [
 
 // namedSymbol finds a Symbol record of the process (or of every process)
 // that covers addr.
-func (l *loader) namedSymbol(pid uint32, addr uint64) (Frame, bool) {
+func (l *loader) namedSymbol(pid uint32, addr uint64) (profile.Frame, bool) {
 	for _, p := range []uint32{pid, 0} {
 		list := l.syms[p]
 		i := sort.Search(len(list), func(i int) bool { return list[i].Addr > addr }) - 1
@@ -739,9 +738,9 @@ func (l *loader) namedSymbol(pid uint32, addr uint64) (Frame, bool) {
 		if obj == "" {
 			obj = "[unknown]"
 		}
-		return Frame{Function: symbol.CleanName(y.Name), Object: obj, Offset: addr - y.Addr}, true
+		return profile.Frame{Function: symbol.CleanName(y.Name), Object: obj, Offset: addr - y.Addr}, true
 	}
-	return Frame{}, false
+	return profile.Frame{}, false
 }
 
 func (l *loader) object(m mapping) *symbol.Object {

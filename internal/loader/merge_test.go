@@ -1,4 +1,4 @@
-package profile
+package loader
 
 import (
 	"fmt"
@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/recording"
 )
 
@@ -71,7 +72,7 @@ func mergeRec(t *testing.T, rename bool, idBase uint64) string {
 
 // views renders what the aggregating views of a profile say, for comparing
 // merged and unmerged loads.
-func views(p *Profile) string {
+func views(p *profile.Profile) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "samples %d start %d\n", p.SampleCount(), p.StartTime)
 	var period uint64
@@ -79,12 +80,12 @@ func views(p *Profile) string {
 		period += s.Period
 	}
 	fmt.Fprintf(&b, "period %d\n", period)
-	for _, g := range []Grouping{ByFunction, ByLine, ByObject, ByProcess, ByThread} {
+	for _, g := range []profile.Grouping{profile.ByFunction, profile.ByLine, profile.ByObject, profile.ByProcess, profile.ByThread} {
 		fmt.Fprintf(&b, "%v %+v\n", g, p.Flat(g))
 	}
-	fmt.Fprintf(&b, "callers %+v\n", p.Callers(ByFunction, 2))
-	var tree func(n *TreeNode, depth int)
-	tree = func(n *TreeNode, depth int) {
+	fmt.Fprintf(&b, "callers %+v\n", p.Callers(profile.ByFunction, 2))
+	var tree func(n *profile.TreeNode, depth int)
+	tree = func(n *profile.TreeNode, depth int) {
 		fmt.Fprintf(&b, "%s%s %d\n", strings.Repeat(" ", depth), n.Name, n.Samples)
 		for _, c := range n.BySamples() {
 			tree(c, depth+1)
@@ -105,11 +106,11 @@ func TestMergeSameViews(t *testing.T) {
 		rename := c.rename
 		t.Run(fmt.Sprintf("rename=%v,ids=%d+", rename, c.idBase), func(t *testing.T) {
 			path := mergeRec(t, rename, c.idBase)
-			full, err := Load([]string{path}, LoadOptions{})
+			full, err := Load([]string{path}, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			merged, err := Load([]string{path}, LoadOptions{Merge: true})
+			merged, err := Load([]string{path}, Options{Merge: true})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -131,7 +132,7 @@ func TestMergeSameViews(t *testing.T) {
 					t.Fatalf("merged samples not in order of their first time at %d", i)
 				}
 			}
-			for _, f := range []Filter{{}, {AllEvents: true}, {Kernel: KernelExclude}, {Comms: []string{"other"}},
+			for _, f := range []profile.Filter{{}, {AllEvents: true}, {Kernel: profile.KernelExclude}, {Comms: []string{"other"}},
 				{TIDs: []uint32{12}, Hide: regexp.MustCompile("dispatch")}, {Focus: regexp.MustCompile("dispatch_2")}} {
 				a, b := views(full.Apply(f)), views(merged.Apply(f))
 				if a != b {
@@ -140,7 +141,7 @@ func TestMergeSameViews(t *testing.T) {
 			}
 			if rename {
 				names := map[string]int{}
-				for _, r := range full.Flat(ByThread).Rows {
+				for _, r := range full.Flat(profile.ByThread).Rows {
 					names[r.Name] = r.Self
 				}
 				if names["renamed[12]"] == 0 || names["hier[12]"] == 0 {
@@ -155,11 +156,11 @@ func TestMergeSameViews(t *testing.T) {
 // (stack frames, task, event, argument) with their counts and periods.
 func TestMergeKeepsSampleFacts(t *testing.T) {
 	path := mergeRec(t, false, 0)
-	full, err := Load([]string{path}, LoadOptions{})
+	full, err := Load([]string{path}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	merged, err := Load([]string{path}, LoadOptions{Merge: true})
+	merged, err := Load([]string{path}, Options{Merge: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -174,7 +175,7 @@ func TestMergeKeepsSampleFacts(t *testing.T) {
 		period uint64
 		first  uint64
 	}
-	collect := func(p *Profile) map[fact]sum {
+	collect := func(p *profile.Profile) map[fact]sum {
 		out := map[fact]sum{}
 		for _, s := range p.Samples {
 			k := fact{fmt.Sprint(p.StackAt(s.Stack)), s.PID, s.TID, s.Event, s.Arg}

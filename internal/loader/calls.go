@@ -1,0 +1,52 @@
+package loader
+
+import (
+	"github.com/culprit-dev/culprit/internal/profile"
+	"github.com/culprit-dev/culprit/internal/recording"
+)
+
+// probeKey identifies a probe across recordings.
+type probeKey struct{ fn, obj string }
+
+// addProbe merges a Probe record into the model and returns its index.
+func (l *loader) addProbe(v *recording.Probe) int32 {
+	k := probeKey{v.Function, v.Object}
+	if i, ok := l.probes[k]; ok {
+		return i
+	}
+	i := int32(len(l.p.Probes))
+	l.p.Probes = append(l.p.Probes, profile.Probe{Function: v.Function, Object: v.Object, Every: v.Every, Params: v.Params})
+	l.probes[k] = i
+	return i
+}
+
+// addCall adds a Call record, its probes looked up in the file's map.
+func (l *loader) addCall(v *recording.Call, probes map[uint32]int32) bool {
+	pi, ok := probes[v.Probe]
+	if !ok {
+		return false // its probe's definition was lost to damage
+	}
+	ci := int32(-1)
+	if v.Caller != 0 {
+		if i, ok := probes[v.Caller]; ok {
+			ci = i
+		}
+	}
+	site := int32(-1)
+	if v.Site != 0 {
+		sp := l.spaces[v.PID]
+		if sp == nil {
+			sp = l.newSpace(nil)
+			l.spaces[v.PID] = sp
+		}
+		if ids := l.userFrames(v.PID, sp, v.Site, true); len(ids) > 0 && l.p.Frames[ids[0]].Function != "" {
+			site = ids[0]
+		}
+	}
+	l.p.Calls = append(l.p.Calls, profile.Call{Start: v.Start, End: v.End, Child: v.Child, PID: v.PID, TID: v.TID,
+		Probe: pi, Caller: ci, Depth: v.Depth, Site: site, Flags: v.Flags, Args: v.Args, Ret: v.Ret})
+	if _, ok := l.p.Threads[v.TID]; !ok && v.TID != 0 {
+		l.p.Threads[v.TID] = profile.Thread{PID: v.PID, TID: v.TID}
+	}
+	return true
+}

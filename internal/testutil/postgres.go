@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -106,6 +107,17 @@ func startPostgres(t testing.TB) {
 		os.RemoveAll(dir)
 		t.Fatalf("initdb: %v\n%s", err, out)
 	}
+	// pg_ctl runs the server as a daemon, which outlives the test binary
+	// if it dies before TestMain's StopPostgres (a -timeout panic, a
+	// kill). A watcher process reads a pipe only this process holds: at
+	// its end-of-file, however this process ended, it stops the server
+	// and removes its directory (nothing is left to do after a clean
+	// StopPostgres).
+	stop := asUser(pgctl, "-D", data, "-m", "immediate", "-w", "stop")
+	if err := watchExit(stop.Args, dir); err != nil {
+		os.RemoveAll(dir)
+		t.Fatalf("starting the PostgreSQL watcher: %v", err)
+	}
 	// The port is free when chosen but another process may take it before
 	// the server binds it: try again with another.
 	var port int
@@ -149,4 +161,32 @@ func startPostgres(t testing.TB) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	pgServer.url = fmt.Sprintf("postgres://postgres@127.0.0.1:%d/postgres?sslmode=disable", port)
+}
+
+// watcher is the pipe's write end the PostgreSQL watcher waits on; it is
+// never written and never closed (it is close-on-exec: nothing else the
+// test binary starts holds it).
+var watcher *os.File
+
+// watchExit starts a process that, when this process has exited, runs
+// stop (a command line) and removes dir. It has a process group of its
+// own, so that a signal to the test binary's group does not reach it.
+func watchExit(stop []string, dir string) error {
+	r, w, err := os.Pipe()
+	if err != nil {
+		return err
+	}
+	defer r.Close()
+	// cat returns at end-of-file: when the last holder of w, this
+	// process, has ended.
+	cmd := exec.Command("sh", append([]string{"-c", `cat >/dev/null; "$@" >/dev/null 2>&1; rm -rf "$0"`, dir}, stop...)...)
+	cmd.Stdin = r
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		w.Close()
+		return err
+	}
+	go cmd.Wait() // it ends after this process, unless its shell failed
+	watcher = w
+	return nil
 }

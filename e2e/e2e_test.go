@@ -45,7 +45,15 @@ func TestMain(m *testing.M) {
 // run runs culprit and returns stdout, stderr and the exit code.
 func run(t *testing.T, args ...string) (string, string, int) {
 	t.Helper()
+	return inDir(t, "", args...)
+}
+
+// inDir runs culprit in dir ("": the test's working directory) and returns
+// stdout, stderr and the exit code.
+func inDir(t *testing.T, dir string, args ...string) (string, string, int) {
+	t.Helper()
 	cmd := exec.Command(culprit, args...)
+	cmd.Dir = dir
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()

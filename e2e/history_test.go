@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
 	"os"
 	"os/exec"
@@ -53,23 +52,7 @@ const (
 	scanQuadratic = "\tfor (long i = 0; i < n; i++)\n\t\tfor (long j = 0; j < n * 6; j++) h = h * 2862933555777941757UL + (unsigned long)j;"
 )
 
-// inDir runs culprit in dir and returns stdout, stderr and the exit code.
-func inDir(t *testing.T, dir string, args ...string) (string, string, int) {
-	t.Helper()
-	cmd := exec.Command(culprit, args...)
-	cmd.Dir = dir
-	var out, errb bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &errb
-	err := cmd.Run()
-	code := 0
-	if ee, ok := err.(*exec.ExitError); ok {
-		code = ee.ExitCode()
-	} else if err != nil {
-		t.Fatalf("running culprit %v: %v", args, err)
-	}
-	return out.String(), errb.String(), code
-}
-
+// gitIn runs git in dir as a fixed author and returns its trimmed output.
 func gitIn(t *testing.T, dir string, args ...string) string {
 	t.Helper()
 	cmd := exec.Command("git", args...)

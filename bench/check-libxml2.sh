@@ -14,6 +14,7 @@ work=$1
 culprit=${2:-culprit}
 here=$(cd "$(dirname "$0")" && pwd)
 . "$here/bugs/debsrc.sh"
+. "$here/bugs/libxml2.sh"
 mkdir -p "$work"
 work=$(cd "$work" && pwd)
 export CULPRIT_ARCHIVE="$work/archive"
@@ -28,8 +29,7 @@ if [ ! -d "$work/repo/.git" ]; then
 	git init -q
 	git -c user.name=bench -c user.email=bench@localhost add -A
 	git -c user.name=bench -c user.email=bench@localhost commit -qm "libxml2 2.9.14+dfsg-1.3~deb12u4 (Debian bookworm)"
-	CFLAGS="-O2 -g" ./configure --disable-shared --enable-static --without-python --without-zlib \
-		--without-lzma --without-icu --without-readline --without-history --without-http --without-ftp >"$work/configure.log" 2>&1
+	libxml2_configure >"$work/configure.log" 2>&1
 	# configure rewrites files the tarball ships (xmlversion.h, ...): commit them.
 	git -c user.name=bench -c user.email=bench@localhost commit -qam "configured"
 	git apply "$here/bugs/libxml2-xml-lang/regression.patch"
@@ -38,21 +38,7 @@ fi
 cd "$work/repo"
 
 for ns in 10 20 40; do
-	awk -v nests=8 -v namespaces="$ns" -v depth=30 'BEGIN {
-		print "<?xml version=\"1.0\"?>"
-		print "<!DOCTYPE doc ["
-		print "<!ATTLIST item xml:lang CDATA #IMPLIED>"
-		print "]>"
-		printf "<doc"
-		for (i = 0; i < namespaces; i++) printf " xmlns:n%d=\"urn:example:ns%d\"", i, i
-		print ">"
-		for (w = 0; w < nests; w++) {
-			for (d = 0; d < depth; d++) printf "<item n=\"%d\">", d
-			for (d = 0; d < depth; d++) printf "</item>"
-			print ""
-		}
-		print "</doc>"
-	}' >"$work/doc$ns.xml"
+	libxml2_lang_doc 8 "$ns" >"$work/doc$ns.xml"
 done
 
 branch=$(git symbolic-ref --short HEAD)

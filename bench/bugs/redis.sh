@@ -1,4 +1,4 @@
-# redis.sh: the build sourced by the build.sh of the redis cases of the bug corpus.
+# redis.sh: sourced by the build.sh and run.sh of the redis cases of the bug corpus.
 #
 # redis_build OUTDIR PATCH builds redis-server and redis-benchmark from Debian's
 # redis 7.0.15-1~deb12u7 with PATCH (the case's regression) applied, into
@@ -20,4 +20,47 @@ redis_build() {
 		return 1
 	}
 	cp "$out/src/src/redis-server" "$out/src/src/redis-benchmark" "$out/"
+}
+
+# redis_run OUTDIR DRIVE PREFIX...: runs PREFIX... OUTDIR/redis-server on a
+# loopback port (no persistence), waits until it accepts connections, calls
+# DRIVE (a function of the case's run.sh, which sends the load with
+# redis_bench), then stops the server with SIGTERM. It returns DRIVE's status
+# when that failed (with the benchmark's output on stderr), else PREFIX's.
+# bash: it uses RANDOM and /dev/tcp.
+redis_run() {
+	out=$1 drive=$2
+	shift 2
+	tmp=$(mktemp -d)
+	trap 'rm -rf "$tmp"' EXIT
+	port=$((20000 + RANDOM % 20000))
+	"$@" "$out/redis-server" --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
+		--pidfile "$tmp/redis.pid" --dir "$tmp" --logfile "$tmp/redis.log" &
+	prefix_pid=$!
+	for _ in $(seq 1 300); do
+		if [ -s "$tmp/redis.pid" ] && (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+			break
+		fi
+		kill -0 "$prefix_pid" 2>/dev/null || {
+			echo "run.sh: redis-server exited early" >&2
+			cat "$tmp/redis.log" >&2
+			return 1
+		}
+		sleep 0.1
+	done
+	status=0
+	"$drive" || status=$?
+	kill -TERM "$(cat "$tmp/redis.pid")" 2>/dev/null || true
+	if [ $status -ne 0 ]; then
+		cat "$tmp/bench.log" >&2
+		wait "$prefix_pid" || true
+		return $status
+	fi
+	wait "$prefix_pid"
+}
+
+# redis_bench ARGS...: redis-benchmark -q ARGS... against the server of
+# redis_run, its output added to the run's bench.log.
+redis_bench() {
+	"$out/redis-benchmark" -p "$port" -q "$@" >>"$tmp/bench.log" 2>&1
 }

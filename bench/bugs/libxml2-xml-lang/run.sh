@@ -16,19 +16,6 @@ buggy) nests=8 namespaces=50 ;;
 esac
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-awk -v nests="$nests" -v namespaces="$namespaces" -v depth=30 'BEGIN {
-	print "<?xml version=\"1.0\"?>"
-	print "<!DOCTYPE doc ["
-	print "<!ATTLIST item xml:lang CDATA #IMPLIED>"
-	print "]>"
-	printf "<doc"
-	for (i = 0; i < namespaces; i++) printf " xmlns:n%d=\"urn:example:ns%d\"", i, i
-	print ">"
-	for (w = 0; w < nests; w++) {
-		for (d = 0; d < depth; d++) printf "<item n=\"%d\">", d
-		for (d = 0; d < depth; d++) printf "</item>"
-		print ""
-	}
-	print "</doc>"
-}' >"$tmp/doc.xml"
+. "$(dirname "$0")/../libxml2.sh"
+libxml2_lang_doc "$nests" "$namespaces" >"$tmp/doc.xml"
 "$@" "$out/xmllint" --repeat --xpath 'count(//item[lang("en")])' "$tmp/doc.xml" >/dev/null

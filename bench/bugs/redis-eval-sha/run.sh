@@ -18,24 +18,6 @@ return 1"
 	requests=20000 ;;
 *) echo "run.sh: MODE must be normal or buggy" >&2; exit 2 ;;
 esac
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-port=$(( 20000 + RANDOM % 20000 ))
-"$@" "$out/redis-server" --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
-	--pidfile "$tmp/redis.pid" --dir "$tmp" --logfile "$tmp/redis.log" &
-prefix_pid=$!
-for _ in $(seq 1 300); do
-	if [ -s "$tmp/redis.pid" ] && (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-		break
-	fi
-	kill -0 "$prefix_pid" 2>/dev/null || { echo "run.sh: redis-server exited early" >&2; cat "$tmp/redis.log" >&2; exit 1; }
-	sleep 0.1
-done
-"$out/redis-benchmark" -p "$port" -c 4 -n "$requests" -q EVAL "$script" 0 >"$tmp/bench.log" 2>&1 || {
-	cat "$tmp/bench.log" >&2
-	kill -TERM "$(cat "$tmp/redis.pid")" 2>/dev/null || true
-	wait "$prefix_pid" || true
-	exit 1
-}
-kill -TERM "$(cat "$tmp/redis.pid")"
-wait "$prefix_pid"
+. "$(dirname "$0")/../redis.sh"
+drive() { redis_bench -c 4 -n "$requests" EVAL "$script" 0; }
+redis_run "$out" drive "$@"

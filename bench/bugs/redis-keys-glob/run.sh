@@ -15,24 +15,10 @@ normal) pattern='key:1*' requests=60000 ;;
 buggy) pattern='a*a*a*a*a*a*b' requests=700 ;;
 *) echo "run.sh: MODE must be normal or buggy" >&2; exit 2 ;;
 esac
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-port=$(( 20000 + RANDOM % 20000 ))
-"$@" "$out/redis-server" --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
-	--pidfile "$tmp/redis.pid" --dir "$tmp" --logfile "$tmp/redis.log" &
-prefix_pid=$!
-for _ in $(seq 1 300); do
-	if [ -s "$tmp/redis.pid" ] && (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
-		break
-	fi
-	kill -0 "$prefix_pid" 2>/dev/null || { echo "run.sh: redis-server exited early" >&2; cat "$tmp/redis.log" >&2; exit 1; }
-	sleep 0.1
-done
-bench() { "$out/redis-benchmark" -p "$port" -q "$@" >>"$tmp/bench.log" 2>&1; }
-status=0
-bench -c 1 -n 1000 -r 1000 SET key:__rand_int__ value &&
-	bench -c 1 -n 1 SET aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa 1 &&
-	bench -c 2 -n "$requests" KEYS "$pattern" || { status=$?; cat "$tmp/bench.log" >&2; }
-kill -TERM "$(cat "$tmp/redis.pid")"
-wait "$prefix_pid" || true
-exit $status
+. "$(dirname "$0")/../redis.sh"
+drive() {
+	redis_bench -c 1 -n 1000 -r 1000 SET key:__rand_int__ value &&
+		redis_bench -c 1 -n 1 SET aaaaaaaaaaaaaaaaaaaaaaaaaaaaaa 1 &&
+		redis_bench -c 2 -n "$requests" KEYS "$pattern"
+}
+redis_run "$out" drive "$@"

@@ -176,7 +176,8 @@ func CountEvents(p *profile.Profile) map[recording.Event]int {
 }
 
 type reg struct {
-	ts, te uint64
+	ts, te uint64 // on the thread's own clock (see thread.waited)
+	start  uint64 // ts on the sample clock
 	node   *Node
 	pid    int32
 	open   bool
@@ -186,7 +187,13 @@ type thread struct {
 	info  int // index in Result.Threads
 	last  []int32
 	regs  []reg
-	tLast uint64
+	tLast uint64 // own clock of the last event
+	// waited is the time the thread spent preempted so far, and preempted
+	// the time of a runnable context switch not yet followed by an event.
+	// Latencies are measured on the thread's own clock: the sample clock
+	// minus waited (see Analyze).
+	waited, preempted uint64
+	now               uint64 // the sample clock at the current event
 }
 
 type stackInfo struct {
@@ -202,6 +209,9 @@ type inferer struct {
 	res   *Result
 	keep  bool
 	cache []*stackInfo
+	// cut caches the stacks of runnable context switches, without the
+	// kernel's preemption path (see preempted).
+	cut   []*stackInfo
 	empty stackInfo
 }
 
@@ -210,8 +220,23 @@ type inferer struct {
 // function, building the run's calling context tree (Algorithm 1) and
 // annotating it with instance counts and total latencies. It then
 // normalises the tree (Tree.Normalize) and classifies the objects seen into
-// layers. Events whose stack is empty are skipped. It never fails: an empty
-// profile gives an empty result.
+// layers.
+//
+// A context switch whose prev_state says the thread stayed runnable is a
+// preemption (or a yield): the thread waits for a CPU, not for anything
+// the program asked for. Its stack counts without the kernel's preemption
+// path (preempted), and the time from the switch to the thread's next event
+// is taken out of the thread's clock. The thread resumed somewhere in that
+// window, so at most one event interval of its running is lost with each
+// preemption, while the waits of a busy machine are many times longer and
+// few: charged to what was open, they would add a noise as large as the
+// differences being ranked, most of all to callers' own time (the gap
+// between two callees). Latency here is what the program's own work and
+// waits took, not how busy the machine was. Instances keep their start on
+// the sample clock.
+//
+// Events whose stack is empty are skipped. It never fails: an empty profile
+// gives an empty result.
 func Analyze(p *profile.Profile, o Options) *Result {
 	set := o.Events
 	if set == 0 {
@@ -219,7 +244,7 @@ func Analyze(p *profile.Profile, o Options) *Result {
 	}
 	tree := NewTree(o.Funcs)
 	res := &Result{Tree: tree, EventCounts: CountEvents(p)}
-	in := &inferer{p: p, tree: tree, res: res, keep: o.KeepInstances, cache: make([]*stackInfo, len(p.Stacks))}
+	in := &inferer{p: p, tree: tree, res: res, keep: o.KeepInstances, cache: make([]*stackInfo, len(p.Stacks)), cut: make([]*stackInfo, len(p.Stacks))}
 	threads := map[uint64]*thread{}
 	var order []*thread
 	for _, s := range p.Samples {
@@ -227,6 +252,10 @@ func Analyze(p *profile.Profile, o Options) *Result {
 			continue
 		}
 		si := in.stack(s.Stack)
+		preempt := s.Event == recording.EventSwitch && runnable(s.Arg)
+		if preempt {
+			si = in.preempted(s.Stack, si)
+		}
 		if len(si.funcs) == 0 {
 			res.Empty++
 			continue
@@ -249,7 +278,15 @@ func Analyze(p *profile.Profile, o Options) *Result {
 			res.End = s.Time
 		}
 		res.Used++
-		in.event(th, s.Time, si, s.Event)
+		if th.preempted != 0 && s.Time > th.preempted {
+			th.waited += s.Time - th.preempted
+		}
+		th.preempted = 0
+		if preempt {
+			th.preempted = s.Time
+		}
+		th.now = s.Time
+		in.event(th, s.Time-th.waited, si, s.Event)
 	}
 	// Close everything still open at each thread's last event.
 	for _, th := range order {
@@ -326,7 +363,7 @@ func (in *inferer) event(th *thread, t uint64, si *stackInfo, ev recording.Event
 	for d := n - 1; d >= 0; d-- {
 		if d >= d0 {
 			in.close(th, d, t)
-			th.regs[d] = reg{ts: t, te: t, node: si.nodes[d], pid: si.pid, open: true}
+			th.regs[d] = reg{ts: t, te: t, start: th.now, node: si.nodes[d], pid: si.pid, open: true}
 		} else {
 			th.regs[d].te = t
 		}
@@ -360,7 +397,7 @@ func (in *inferer) close(th *thread, d int, t uint64) {
 	if in.keep {
 		in.res.Instances = append(in.res.Instances, Instance{
 			Func: v.Func, Node: v.ID, Path: r.pid, Depth: int32(d),
-			PID: info.PID, TID: info.TID, Start: r.ts, Conservative: tc, Aggressive: ta,
+			PID: info.PID, TID: info.TID, Start: r.start, Conservative: tc, Aggressive: ta,
 		})
 	}
 }
@@ -383,6 +420,55 @@ func SortInstances(list []Instance) {
 		}
 		return cmp.Compare(a.Node, b.Node)
 	})
+}
+
+// runnable reports whether a context switch's prev_state says the thread
+// left the CPU still runnable (TASK_RUNNING, or the kernel's preemption
+// mark above the state bits): it was preempted or yielded, it did not wait
+// for anything.
+func runnable(prevState uint64) bool { return prevState&0xff == 0 }
+
+// preempted returns the stack of a runnable context switch without the
+// kernel's preemption path: the frames from the interrupt or exception
+// entry, the return-to-user work or the scheduler entry on. Those frames
+// are where the kernel took the CPU away, not a context of the program, and
+// on a busy machine they would become long-lived "functions" whose latency
+// is only the time spent waiting for a CPU; that time stays with the
+// frames the program was in. A stack without such a frame is kept whole.
+func (in *inferer) preempted(i int32, si *stackInfo) *stackInfo {
+	if i < 0 || int(i) >= len(in.cut) {
+		return si
+	}
+	if c := in.cut[i]; c != nil {
+		return c
+	}
+	c := si
+	for d := si.user; d < len(si.funcs); d++ {
+		if fn := in.tree.Funcs.Get(si.funcs[d]); fn.Kernel && preemptionFrame(fn.Name) {
+			c = &stackInfo{funcs: si.funcs[:d], user: min(si.user, d)}
+			c.nodes, c.pid = in.tree.index(c.funcs, make([]*Node, 0, d))
+			break
+		}
+	}
+	in.cut[i] = c
+	return c
+}
+
+// preemptionFrame reports whether a kernel function starts the path by
+// which the kernel preempts a thread: interrupt and exception entry (x86-64
+// asm_*, arm64 el0*/el1*), the exit-to-user and irq-exit work, and the
+// scheduler's entry points.
+func preemptionFrame(name string) bool {
+	for _, p := range []string{"asm_", "el0t_", "el1h_", "el0_interrupt", "el1_interrupt", "irqentry_exit", "preempt_schedule"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	switch name {
+	case "schedule", "__schedule", "__cond_resched", "_cond_resched", "cond_resched":
+		return true
+	}
+	return false
 }
 
 // tracerFrame reports whether a kernel function belongs to perf's event

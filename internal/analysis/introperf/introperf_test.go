@@ -17,6 +17,7 @@ type event struct {
 	tid   uint32
 	stack []string
 	kind  recording.Event
+	arg   uint64
 }
 
 // build makes a profile from events; function names are their own object's
@@ -57,7 +58,7 @@ func build(events []event) *profile.Profile {
 		if tid == 0 {
 			tid = 1
 		}
-		p.Samples = append(p.Samples, profile.Sample{Time: e.t, PID: 1, TID: tid, Stack: si, Event: e.kind})
+		p.Samples = append(p.Samples, profile.Sample{Time: e.t, PID: 1, TID: tid, Stack: si, Event: e.kind, Arg: e.arg})
 		p.Threads[tid] = profile.Thread{PID: 1, TID: tid, Comm: "prog"}
 	}
 	if len(p.Samples) > 0 {
@@ -450,6 +451,40 @@ func TestSyscallExitEndsKernelFrames(t *testing.T) {
 	want := []string{"do_syscall@10:4/10", "do_syscall@20:3/3", "entry@10:4/10", "entry@20:3/3", "main@10:13/13", "write@10:13/13"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("instances\n got %v\nwant %v", got, want)
+	}
+}
+
+func TestPreemptionIsNotLatency(t *testing.T) {
+	// work runs from 10; at 12 a timer interrupt preempts the thread, which
+	// waits for a CPU until 1012 and then runs other. The same program
+	// blocking in a read (prev_state S) keeps its wait.
+	pre := []string{"main", "work", "k:asm_sysvec_apic_timer_interrupt", "k:irqentry_exit_to_user_mode", "k:schedule", "k:__schedule"}
+	blk := []string{"main", "work", "lib:read", "k:entry", "k:schedule"}
+	run := func(stack []string, state uint64) []string {
+		ev := []event{
+			{t: 10, stack: []string{"main", "work"}, kind: recording.EventCPU},
+			{t: 12, stack: stack, kind: recording.EventSwitch, arg: state},
+			{t: 1012, stack: []string{"main", "other"}, kind: recording.EventCPU},
+			{t: 1014, stack: []string{"main", "other"}, kind: recording.EventCPU},
+		}
+		r := Analyze(build(ev), Options{KeepInstances: true})
+		var got []string
+		for _, in := range r.Instances {
+			fn := r.Tree.Funcs.Get(in.Func)
+			got = append(got, fmt.Sprintf("%s@%d:%d/%d", fn.Name, in.Start, in.Conservative, in.Aggressive))
+		}
+		sort.Strings(got)
+		return got
+	}
+	if got, want := run(pre, 0), "main@10:4/4 other@1012:2/2 work@10:2/2"; strings.Join(got, " ") != want {
+		t.Errorf("preempted (R): instances\n got %v\nwant %v", got, want)
+	}
+	// The kernel's preemption mark above the state bits is still runnable.
+	if got, want := run(pre, 0x100), "main@10:4/4 other@1012:2/2 work@10:2/2"; strings.Join(got, " ") != want {
+		t.Errorf("preempted (R+): instances\n got %v\nwant %v", got, want)
+	}
+	if got, want := run(blk, 1), "entry@12:0/1000 main@10:1004/1004 other@1012:2/2 read@12:0/1000 schedule@12:0/1000 work@10:2/1002"; strings.Join(got, " ") != want {
+		t.Errorf("blocked (S): instances\n got %v\nwant %v", got, want)
 	}
 }
 

@@ -667,3 +667,45 @@ func TestTracePruningAndPipelines(t *testing.T) {
 		t.Errorf("--no-optimize magic: exit %d, %s", code, errs)
 	}
 }
+
+// --depth 2 records only calls with fewer than two traced calls open
+// below them: of fib(5)'s 15 calls, fib(5), fib(4) and fib(3).
+func TestTraceDepth(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "tracecalls", []string{"tracecalls.c"}, "-O2", "-g", "-pthread")
+	out, _ := traceRun(t, []string{"--depth", "2", "-f", "fib"}, bin, "fib", "5")
+	if got, _ := traceReport(t, out).calls("fib"); got != 3 {
+		t.Errorf("--depth 2: %d fib calls recorded, want 3", got)
+	}
+	_, errs, code := run(t, "trace", "--depth", "-1", "-f", "fib", "-o", rec(t), "--", bin)
+	if code != 2 || !strings.Contains(errs, "--depth") {
+		t.Errorf("--depth -1: exit %d, %s", code, errs)
+	}
+}
+
+// --strategy userspace traces the program's own functions and not the
+// helpers the compiler and C runtime add; u_sampled samples them 1 in 20,
+// the first call kept.
+func TestTraceStrategy(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "tracecalls", []string{"tracecalls.c"}, "-O2", "-g", "-pthread")
+	out, stdout := traceRun(t, []string{"--strategy", "userspace"}, bin, "leaf", "50", "fib", "6")
+	want := counts(t, stdout)
+	r := traceReport(t, out)
+	for _, fn := range []string{"leaf", "fib", "main"} {
+		if got, _ := r.calls(fn); fn != "main" && got != want[fn] || fn == "main" && got != 1 {
+			t.Errorf("userspace: %s traced %d times, want %d", fn, got, want[fn])
+		}
+	}
+	for _, f := range r.Functions {
+		if strings.HasPrefix(f.Function, "__") || f.Function == "frame_dummy" || f.Function == "_init" {
+			t.Errorf("userspace traced the helper %s", f.Function)
+		}
+	}
+	out, _ = traceRun(t, []string{"--strategy", "u_sampled"}, bin, "leaf", "50")
+	for _, f := range traceReport(t, out).Functions {
+		if f.Function == "leaf" && (f.Calls != 3 || f.Every != 20) {
+			t.Errorf("u_sampled: leaf %d calls recorded 1 in %d, want 3 (calls 1, 21, 41) 1 in 20", f.Calls, f.Every)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/culprit-dev/culprit/internal/analysis/trace"
 	"github.com/culprit-dev/culprit/internal/elfx"
+	"github.com/culprit-dev/culprit/internal/traceprog"
 	"github.com/culprit-dev/culprit/internal/tracer"
 )
 
@@ -29,6 +30,8 @@ func newTrace() *cobra.Command {
 		noOpt    []string
 		diffBase string
 		diffGit  string
+		strategy string
+		sample   uint32
 	)
 	c := &cobra.Command{
 		Use:   "trace -f PATTERN[#N]... [flags] -- CMD [ARGS...]\n  culprit trace -f PATTERN[#N]... -p PID [--duration D]",
@@ -70,6 +73,25 @@ max, p99; --calls FUNC lists the slowest calls), export --format chrome
 				}
 				o.Patterns = append(o.Patterns, p)
 			}
+			switch strategy {
+			case "", "custom":
+			case "all", "a_sampled":
+				o.Patterns = append(o.Patterns, tracer.Pattern{Glob: "*"})
+			case "userspace", "u_sampled":
+				o.Patterns = append(o.Patterns, tracer.Pattern{Glob: "*", UserOnly: true})
+			default:
+				return usagef("--strategy %q: use custom (the -f patterns only), all, userspace, a_sampled or u_sampled", strategy)
+			}
+			if strings.HasSuffix(strategy, "_sampled") && !c.Flags().Changed("sample") {
+				sample = 20
+			}
+			if sample > 1 {
+				for i := range o.Patterns {
+					if o.Patterns[i].Every == 0 {
+						o.Patterns[i].Every = uint32(sample)
+					}
+				}
+			}
 			if len(o.Patterns) == 0 {
 				return usagef("no function to trace: give -f PATTERN (a glob on symbol names, e.g. -f 'parse_*') or --lib LIB:PATTERN")
 			}
@@ -81,6 +103,9 @@ max, p99; --calls FUNC lists the slowest calls), export --format chrome
 			}
 			if o.ProbingCheck <= 0 || o.ProbingWait <= 0 {
 				return usagef("--probing-check and --probing-wait must be positive durations")
+			}
+			if o.Depth < 0 || o.Depth > traceprog.MaxDepth {
+				return usagef("--depth takes a number of nested traced calls from 1 to %d, or 0 for all", traceprog.MaxDepth)
 			}
 			if o.Duration < 0 {
 				return usagef("--duration must not be negative")
@@ -136,7 +161,10 @@ max, p99; --calls FUNC lists the slowest calls), export --format chrome
 	f.SetInterspersed(false)
 	f.StringArrayVarP(&funcs, "func", "f", nil, "trace the functions of the program whose symbol names match this glob; PATTERN#N records the first and every N-th call; repeatable")
 	f.StringArrayVar(&libs, "lib", nil, "trace functions of a shared library: LIB:PATTERN[#N], LIB a path or a name such as libc.so.6 or libz; repeatable")
+	f.StringVar(&strategy, "strategy", "", "which functions of the program to trace besides -f (Perun's strategies): custom (only -f), all (every function symbol), userspace (all but the compiler's and C library's helpers: names starting __ or _ and a capital, _init, _fini, frame_dummy, the tm_clones), a_sampled and u_sampled (all and userspace with --sample 20 unless given)")
+	f.Uint32Var(&sample, "sample", 0, "record the first and every N-th call of every traced function (Perun's global sampling); a pattern's #N takes priority")
 	f.BoolVar(&o.Args, "args", false, "record each call's arguments (named and typed from DWARF) and its return value")
+	f.IntVar(&o.Depth, "depth", 0, "record only calls made with fewer than this many traced calls open below them on their thread (1: the outermost traced calls); 0: all")
 	f.IntVar(&o.TimedHz, "timed-sampling", 0, "record calls only in alternate phases of 1/HZ seconds, gathering then dormant (Perun's timed sampling: a cpu-clock event flips a flag the probes read); 0: always")
 	f.Uint64Var(&o.Probing, "dynamic-probing", 0, "remove a function's probes once it has been called this many times (Perun's dynamic probing; the thesis uses 100000); 0: never")
 	f.BoolVar(&o.ProbingReattach, "reattach", false, "with --dynamic-probing: set removed probes again after an interval (--probing-wait) that doubles each time")

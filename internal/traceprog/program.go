@@ -110,6 +110,9 @@ type progOptions struct {
 	// Timed: calls are recorded only while the phase map says gathering
 	// (0); a cpu-clock event flips it (timed sampling).
 	Timed bool
+	// MaxDepth > 0 records only calls with fewer than MaxDepth traced
+	// calls open below them on the thread (depth 0 is the outermost).
+	MaxDepth int32
 	// RetAdjust is what the stack pointer at the return probe exceeds the
 	// one at entry by: 8 after a uretprobe (the RET has run), 0 at a probe
 	// on the RET instruction itself.
@@ -431,6 +434,15 @@ func entryProgram(m maps, o progOptions) asm.Instructions {
 	b.emit(asm.Ja.Label("exit"))
 	b.emit(asm.Mov.Reg(rTmp, asm.R1).WithSymbol("push"))
 	b.frameAt()
+	if o.MaxDepth > 0 {
+		// Deeper calls are pushed (their returns must match) but not
+		// written.
+		b.emit(
+			asm.JLT.Imm(rTmp, o.MaxDepth, "shallow"),
+			asm.StoreImm(asm.RFP, slFlags, flagSkip, asm.Word),
+		)
+		b.mark("shallow")
+	}
 	b.emit(
 		asm.Add.Imm(rTmp, 1),
 		asm.StoreMem(rThread, 0, rTmp, asm.Word),

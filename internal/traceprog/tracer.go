@@ -46,6 +46,8 @@ type Options struct {
 	// ticks TimedHz times a second and a BPF program on it flips the
 	// phase; entries in a dormant phase return at once.
 	TimedHz int
+	// MaxDepth > 0 records only calls at a traced depth under it.
+	MaxDepth int
 }
 
 // Probe is one traced function of an object.
@@ -146,7 +148,7 @@ func New(o Options) (*Tracer, error) {
 	}
 	// Named as internal/sampleprog's program is: culprit_PID.
 	name := fmt.Sprintf("culprit_%d", os.Getpid()%10000000)
-	t.entry = load(name, entryProgram(m, progOptions{Go: o.Go, Args: o.Args, Sampling: o.Sampling, Timed: o.TimedHz > 0}))
+	t.entry = load(name, entryProgram(m, progOptions{Go: o.Go, Args: o.Args, Sampling: o.Sampling, Timed: o.TimedHz > 0, MaxDepth: int32(o.MaxDepth)}))
 	if o.Go {
 		t.retInsn = load(name, returnProgram(m, progOptions{Go: true, Args: o.Args, RetAdjust: 0}))
 	} else {

@@ -13,7 +13,7 @@ import (
 // Every variant of the programs passes the kernel's verifier.
 func TestLoads(t *testing.T) {
 	testutil.NeedRoot(t)
-	for _, o := range []Options{{Probes: 1}, {Args: true, Probes: 3}, {Go: true, Probes: 2}, {Go: true, Args: true, Probes: 5000}, {Sampling: true, Probes: 4}, {Go: true, Sampling: true, Args: true, Probes: 4}, {TimedHz: 5, Sampling: true, Probes: 2}} {
+	for _, o := range []Options{{Probes: 1}, {Args: true, Probes: 3}, {Go: true, Probes: 2}, {Go: true, Args: true, Probes: 5000}, {Sampling: true, Probes: 4}, {Go: true, Sampling: true, Args: true, Probes: 4}, {TimedHz: 5, Sampling: true, Probes: 2}, {MaxDepth: 3, Probes: 2}, {Go: true, MaxDepth: 1, Args: true, Probes: 2}} {
 		tr, err := New(o)
 		if err != nil {
 			t.Errorf("%+v: %v", o, err)

@@ -24,6 +24,21 @@ type Pattern struct {
 	Lib   string // "" for the main executable, else a library's path or name
 	Glob  string
 	Every uint32
+	// UserOnly leaves out the compiler's and the C library's helpers
+	// (Perun's userspace strategy): see helper.
+	UserOnly bool
+}
+
+// helper reports the functions a compiler or the C runtime adds to every
+// program: names reserved to the implementation (starting with __, or _
+// and a capital letter), the init and fini sections' functions and GCC's
+// transactional-memory clone registration.
+func helper(name string) bool {
+	switch name {
+	case "_init", "_fini", "frame_dummy", "register_tm_clones", "deregister_tm_clones":
+		return true
+	}
+	return strings.HasPrefix(name, "__") || len(name) > 1 && name[0] == '_' && name[1] >= 'A' && name[1] <= 'Z'
 }
 
 // ParsePattern reads PATTERN[#N] (and, with lib set, a --lib LIB:PATTERN[#N]).
@@ -195,7 +210,7 @@ func resolveObject(obj string, pats []Pattern, args bool, exclude map[string]boo
 	for _, p := range pats {
 		n := 0
 		for _, fs := range funcs {
-			if ok, _ := path.Match(p.Glob, fs.name); !ok || taken[fs.value] {
+			if ok, _ := path.Match(p.Glob, fs.name); !ok || taken[fs.value] || p.UserOnly && helper(fs.name) {
 				continue
 			}
 			if exclude[fs.name] {
@@ -204,7 +219,7 @@ func resolveObject(obj string, pats []Pattern, args bool, exclude map[string]boo
 			}
 			if untraceable(f, fs) {
 				if p.Glob == fs.name {
-					return nil, false, fmt.Errorf("%s in %s is not called but jumped to (the entry point, a signal return): it has no return to time", fs.name, obj)
+					return nil, false, fmt.Errorf("%s in %s is not called but jumped to (the entry point, a signal return, the cold part of a function): it has no return to time", fs.name, obj)
 				}
 				continue
 			}
@@ -237,8 +252,8 @@ func resolveObject(obj string, pats []Pattern, args bool, exclude map[string]boo
 
 // untraceable reports functions that are entered without a call, so that
 // a return probe would overwrite what is not a return address: the ELF
-// entry point (_start, where the top of the stack is argc) and the signal
-// return trampolines.
+// entry point (_start, where the top of the stack is argc), the signal
+// return trampolines and the cold parts GCC splits off functions.
 func untraceable(f *elf.File, fs funcSym) bool {
 	if f.Type == elf.ET_EXEC || f.Type == elf.ET_DYN {
 		if f.Entry != 0 && fs.value == f.Entry {
@@ -249,7 +264,10 @@ func untraceable(f *elf.File, fs funcSym) bool {
 	case "_start", "__restore_rt", "__sigreturn", "_dl_start", "_dl_start_user":
 		return true
 	}
-	return false
+	// GCC moves the unlikely paths of a function to a symbol of their
+	// own, foo.cold (foo.cold.12): they are jumped to from foo's body,
+	// in foo's frame.
+	return strings.Contains(fs.name, ".cold")
 }
 
 func fileOffset(f *elf.File, vaddr uint64) (uint64, bool) {

@@ -35,6 +35,9 @@ type Options struct {
 	Patterns []Pattern
 	Args     bool // record arguments and return values
 	TimedHz  int  // > 0: record calls only in alternate phases of 1/TimedHz s (timed sampling)
+	// Depth > 0 records only calls with fewer than Depth traced calls
+	// open below them on their thread.
+	Depth int
 	// Exclude names functions not to trace though the patterns match
 	// them (dynamic baseline).
 	Exclude map[string]bool
@@ -120,7 +123,7 @@ func prepare(o Options, exe string, pid int) (*session, error) {
 	if o.ProbingWait <= 0 {
 		o.ProbingWait = time.Second
 	}
-	t, err := traceprog.New(traceprog.Options{Go: isGo, Args: o.Args, Probes: len(targets), Sampling: sampling, TimedHz: o.TimedHz})
+	t, err := traceprog.New(traceprog.Options{Go: isGo, Args: o.Args, Probes: len(targets), Sampling: sampling, TimedHz: o.TimedHz, MaxDepth: o.Depth})
 	if err != nil {
 		return nil, err
 	}

@@ -28,24 +28,19 @@ func newCheck() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "check [BASE..]TARGET",
 		Short: "Find the functions that got slower (or faster) between two commits",
-		Long: `Check compares the stored runs of a target commit (default HEAD) with those of
-a base commit (default: the nearest ancestor of the target with stored runs),
-function by function, and names each function that got slower
-(degradation) or faster (optimization), with how much (severity), how sure
-(confidence: the share of the methods that agree), where in the input
-(location) and how its model changed (linear → quadratic).
+		Long: `Check compares the stored runs of a commit (default HEAD) with those of a
+base commit (default: its nearest ancestor with stored runs) and names each
+function that got slower or faster, by how much and how sure. It exits 1 on
+a degradation of --fail-above or more, so it gates CI.
+
+Most common uses:
+  culprit check                          HEAD against its nearest stored ancestor
+  culprit check v1.2..HEAD --format junit -o perf.xml
+  culprit check --install-hook           run and check after every commit
 
 Runs are paired by workload, parameters and collector options (culprit run
---workload, --param); a function's amount is its self CPU time. Methods
-(Perun's, plus a two-sample test): average-amount threshold, two-sample
-counting test over the pairs, best-model-order change, integral comparison
-of the fitted models, local statistics at each measured input size. A change
-is reported when the amount changed by --threshold or more and beyond
-sampling noise; the model methods describe it.
-
-The exit code is 1 when a degradation of --fail-above or more is found, so
-check gates CI. --install-hook writes a git post-commit hook that runs the
---hook-run commands (e.g. a build and culprit run) and then culprit check.`,
+--workload, --param). The five methods, severity, confidence and location in
+detail: docs/history.md (Check).`,
 		Example: `  culprit check                      # HEAD against its nearest stored ancestor
   culprit check v1.2..HEAD --format junit -o perf.xml
   culprit check --install-hook --hook-run 'make' --hook-run 'culprit run --param n=1000 -- ./prog 1000'`,

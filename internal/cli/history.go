@@ -22,19 +22,18 @@ func newHistory() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "history",
 		Short: "Keep recordings per git commit: add, list, show, rm, gc",
-		Long: `History keeps runs of a program per git commit, so that models and check can
-compare versions and every command can read a stored run as @REV
+		Long: `History keeps recordings as runs of git commits, so that models and check can
+compare versions and every command reads a stored run as @REV
 (culprit report @HEAD~3, culprit diff @v1.2 @HEAD).
 
-A run is a recording with the commit it was made on, a workload name (by
-default the program's base name), parameters (--param n=1000: the input size
-models fit against) and the collector options. Runs of two commits are
-compared when workload, parameters and collector options are equal.
-culprit run records a command and adds it in one step.
+Most common uses:
+  culprit run --param n=1000 -- ./prog 1000   record and store in one step
+  culprit history list                        the stored runs, newest first
+  culprit history add --param n=1000 culprit.rec
 
-The store is .culprit/ at the root of the repository (SQLite; recordings by
-content hash beside the database), or a PostgreSQL database shared by a
-team or CI: --store postgres://... or CULPRIT_STORE.`,
+The store is .culprit/ at the repository's root (SQLite), or a shared
+PostgreSQL database: --store postgres://... or CULPRIT_STORE. Runs, pairing
+and the store in detail: docs/history.md.`,
 		Example: `  culprit history add --param n=1000 culprit.rec
   culprit history list
   culprit history show 3

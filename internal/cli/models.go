@@ -96,25 +96,18 @@ func newModels() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "models [REV] [--x PARAM] [--func REGEX] [--format text|json|svg]\n  culprit models --x call-order [--func REGEX] [FILE|@REV]",
 		Short: "Fit how each function's time grows with an input parameter",
-		Long: `Models fits, for each function, how its self CPU time grows with a parameter
-of the stored runs of a commit (default HEAD), as Perun does: constant,
-logarithmic, linear, quadratic, power and exponential models by least
-squares, the best by R² (the simplest among equally good ones), reliable at
-R² ≥ 0.5; and non-parametric ones (regressogram with Doane's bins, moving
-averages, Nadaraya–Watson kernel regression with Silverman's bandwidth) in
-JSON. A function needs runs at 3 or more values of the parameter.
+		Long: `Models fits, for each function, how its self CPU time grows with an input
+parameter across the stored runs of a commit (default HEAD): constant, log,
+linear, quadratic, power or exponential, the best by R², as Perun does.
 
-x is --x PARAM, by default the one parameter that varies across the runs
-(culprit run --param n=1000 -- ./prog 1000, at several n). Runs that differ
-in anything else (workload, other parameters, collector options) are
-separate series. --x expr:EXPR takes x from an expression sampled with
-culprit run --expr (its time-weighted mean over each run, e.g. a queue's
-length: Perun's structure size).
+Most common uses:
+  culprit models                       each function's model against the one varying parameter
+  culprit models --x n --func '^parse' the parse functions against n
+  culprit models --x call-order t.rec  traced calls that get slower as the run goes on
 
---x call-order fits, in one recording of traced calls (culprit trace; a file
-or a stored run @REV), each traced function's inclusive duration per call
-against the order of its calls, as Perun does for its tracer: a function
-whose calls get slower as the run goes on (a growing structure) shows it.`,
+Runs come from culprit run --param KEY=VALUE at 3 or more values; --x
+expr:EXPR fits against a sampled expression's mean instead. Models,
+parameters and the non-parametric fits in detail: docs/history.md (Models).`,
 		Example: `  culprit models
   culprit models --x n --func '^(parse|sort)'
   culprit models v1.2 --format svg -o models.svg

@@ -25,20 +25,17 @@ func newRun() *cobra.Command {
 	c.Use = "run [--workload NAME] [--param KEY=VALUE]... [record flags] -- CMD [ARGS...]"
 	c.Short = "Record a command and store the run under the current commit"
 	c.Long = `Run records a command as culprit record does and stores the recording as a
-run of the commit checked out (culprit history), for culprit check and
-culprit models to compare across commits.
+run of the commit checked out, for culprit check and culprit models.
 
-The working tree must match its commit: run refuses when tracked files have
-uncommitted changes, since the run would be filed under a commit that did not
-produce it (--dirty stores it anyway, marked dirty). Untracked files, such as
-build outputs, recordings and the store itself, do not count.
+Most common uses:
+  culprit run --param n=1000 -- ./prog 1000          one input size of a series
+  culprit run --workload parse-big -- ./parser big.json
+  culprit run --store postgres://ci@db/perf -- ./prog
 
---param KEY=VALUE says what the run's input was (e.g. n=1000); culprit models
-fits each function's time against a parameter across runs. Runs are compared
-across commits when their workload (default: the program's base name),
-parameters and collector options are equal.
-
-The recording is kept only in the store, unless -o names a file.`
+It refuses a working tree whose tracked files have uncommitted changes (the
+run would be filed under a commit that did not produce it; --dirty stores it
+marked dirty). The recording is kept only in the store unless -o names a
+file. Runs and pairing in detail: docs/history.md.`
 	c.Example = `  culprit run --param n=1000 -- ./prog 1000
   culprit run --workload parse-big --param size=64M -- ./parser big.json
   culprit run --store postgres://ci@db/perf --param n=1000 -- ./prog 1000`

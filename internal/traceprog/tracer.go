@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"time"
 	"unsafe"
 
@@ -338,20 +339,48 @@ func (t *Tracer) Hits(id uint32) uint64 {
 	return binary.LittleEndian.Uint64(v[:8])
 }
 
-// DetachProbe removes an AttachEach probe: its entry first, then, after
-// wait (calls in flight return meanwhile), its return.
-func (t *Tracer) DetachProbe(id uint32, wait time.Duration) {
-	o := t.own[id]
-	if o == nil || o.entry == nil {
-		return
+// DetachProbes removes AttachEach probes: their entries first, then,
+// after wait (calls in flight return meanwhile), their returns.
+func (t *Tracer) DetachProbes(ids []uint32, wait time.Duration) {
+	var entries, rets []link.Link
+	for _, id := range ids {
+		o := t.own[id]
+		if o == nil || o.entry == nil {
+			continue
+		}
+		entries = append(entries, o.entry)
+		if o.ret != nil {
+			rets = append(rets, o.ret)
+		}
+		o.entry, o.ret = nil, nil
 	}
-	o.entry.Close()
-	o.entry = nil
-	if o.ret != nil {
+	closeLinks(entries)
+	if len(rets) > 0 {
 		time.Sleep(wait)
-		o.ret.Close()
-		o.ret = nil
+		closeLinks(rets)
 	}
+}
+
+// closeLinks closes links, many at once: closing a uprobe link waits for
+// an SRCU grace period, which closes made together share (one after the
+// other, thousands of per-probe links took minutes on a busy machine).
+func closeLinks(ls []link.Link) {
+	const parallel = 256
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, parallel)
+	for _, l := range ls {
+		if l == nil {
+			continue
+		}
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			l.Close()
+			<-sem
+		}()
+	}
+	wg.Wait()
 }
 
 // ReattachProbe sets a removed AttachEach probe again.
@@ -366,18 +395,13 @@ func (t *Tracer) ReattachProbe(id uint32) error {
 // Detach removes every probe. Calls in flight are then finished by
 // Leftovers.
 func (t *Tracer) Detach() {
-	for _, l := range t.links {
-		l.Close()
-	}
+	ls := t.links
 	t.links = nil
 	for _, o := range t.own {
-		for _, l := range []link.Link{o.entry, o.ret} {
-			if l != nil {
-				l.Close()
-			}
-		}
+		ls = append(ls, o.entry, o.ret)
 		o.entry, o.ret = nil, nil
 	}
+	closeLinks(ls)
 }
 
 // Read calls fn with each call record in the ring until wait has passed

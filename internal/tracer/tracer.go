@@ -308,6 +308,8 @@ func (s *session) probe() {
 	}
 	now := time.Now()
 	s.probing.next = now.Add(s.o.ProbingCheck)
+	var gone []uint32
+	defer func() { s.t.DetachProbes(gone, pollInterval) }()
 	for i := range s.targets {
 		id := uint32(i + 1)
 		if at, off := s.probing.detached[id]; off {
@@ -321,7 +323,7 @@ func (s *session) probe() {
 		if s.t.Hits(id) <= s.o.Probing {
 			continue
 		}
-		s.t.DetachProbe(id, pollInterval)
+		gone = append(gone, id)
 		s.probing.names = append(s.probing.names, s.targets[i].Function)
 		var again time.Time
 		if s.o.ProbingReattach {

@@ -252,11 +252,11 @@ func TestViewBrowser(t *testing.T) {
 		chromedp.Navigate(base),
 		chromedp.WaitVisible(chromedp.CSS(`#pages a[href="time"]`)),
 		chromedp.Click(chromedp.CSS(`#pages a[href="time"]`)),
-		chromedp.WaitVisible(chromedp.CSS(`#maps svg.heat rect.cell`)),
+		chromedp.WaitVisible(chromedp.CSS(`#maps svg.heat path.cell`)),
 	); err != nil {
 		t.Fatalf("time view: %v", err)
 	}
-	cells := eval[int](t, ctx, `document.querySelector("#maps svg.heat").querySelectorAll("rect.cell").length`)
+	cells := eval[int](t, ctx, `data.threads[0].cells.flat().filter(v => v > 0).length`)
 	heads := eval[string](t, ctx, `Array.from(document.querySelectorAll("#maps h2")).map(e => e.textContent).join("\n")`)
 	shot, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.CSS(`#maps svg.heat`)))
 	if err != nil {
@@ -274,12 +274,14 @@ func TestViewBrowser(t *testing.T) {
 
 	// Selecting from the first cell to the middle one links pprof's views
 	// to that range, whose flame graph holds fewer samples.
-	first := eval[[]float64](t, ctx, `(() => { const r = document.querySelector("#maps svg.heat rect.cell").getBoundingClientRect(); return [r.x + r.width/2, r.y + r.height/2]; })()`)
-	mid := eval[[]float64](t, ctx, `(() => { const c = document.querySelector("#maps svg.heat").querySelectorAll("rect.cell"); const r = c[Math.floor(c.length/2)].getBoundingClientRect(); return [r.x + r.width/2, r.y + r.height/2]; })()`)
+	// The cells with samples of the all-threads map, by index.
+	const full = `data.threads[0].cells.flat().map((v, k) => v > 0 ? k : -1).filter(k => k >= 0)`
+	first := eval[[]float64](t, ctx, `cellCenter(0, (`+full+`)[0])`)
+	mid := eval[[]float64](t, ctx, `(() => { const f = `+full+`; return cellCenter(0, f[Math.floor(f.length/2)]); })()`)
 	if err := chromedp.Do(ctx,
 		chromedp.MouseClickXY(first[0], first[1]),
 		chromedp.MouseClickXY(mid[0], mid[1]),
-		chromedp.WaitVisible(chromedp.CSS(`#maps svg.heat rect.selected`)),
+		chromedp.WaitVisible(chromedp.CSS(`#maps svg.heat path.selected`)),
 	); err != nil {
 		t.Fatalf("selecting a range: %v", err)
 	}
@@ -318,9 +320,12 @@ func coloredShare(t *testing.T, b []byte) float64 {
 }
 
 // pprofTotals reads pprof's header of a view: the total (of the base
-// when there is one) and what the shown nodes account for, in ms.
+// when there is one) and what the shown nodes account for, in ms. Every
+// node is shown (pprof's nf=0, trim=false): a difference may have nodes
+// smaller than pprof's default cut.
 func pprofTotals(t *testing.T, u string) (total, shown float64) {
 	t.Helper()
+	u += "?nf=0&trim=false"
 	code, body := get(t, u)
 	if code != 200 {
 		t.Fatalf("GET %s: %d\n%s", u, code, body)

@@ -28,13 +28,23 @@ var timePage = Page{
 		return ""
 	},
 	Handler: func(s *Server) http.Handler {
+		// The data is the same for every request: it is built once, from
+		// the moment the server starts, and sent as encoded.
+		var data memo[[]byte]
+		build := func() ([]byte, error) { return json.Marshal(s.heatMaps()) }
+		go func() { _, _ = data.get(build) }()
 		mux := http.NewServeMux()
 		mux.HandleFunc("GET /time", func(w http.ResponseWriter, r *http.Request) {
 			s.html(w, "time.html", map[string]any{"Pprof": pprofViews})
 		})
 		mux.HandleFunc("GET /time/data", func(w http.ResponseWriter, r *http.Request) {
+			b, err := data.get(build)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
 			w.Header().Set("Content-Type", "application/json")
-			_ = json.NewEncoder(w).Encode(s.heatMaps())
+			_, _ = w.Write(b)
 		})
 		return mux
 	},

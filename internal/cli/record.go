@@ -142,7 +142,7 @@ Call-graph modes, collectors, events and values: docs/cli.md (culprit record).`,
 	f.StringVarP(&o.Output, "output", "o", "culprit.rec", "recording file to write")
 	f.IntVarP(&pid, "pid", "p", 0, "attach to this running process instead of launching a command")
 	f.DurationVar(&o.Duration, "duration", 0, "stop recording after this long, e.g. 500ms, 10s, 2m (default: until the command exits, or Ctrl-C)")
-	f.StringSliceVar(&o.Events, "events", []string{"cpu"}, "what to sample, comma-separated: cpu (CPU time), syscalls (every system call entry and exit), sched (every context switch: off-CPU time)")
+	f.StringSliceVar(&o.Events, "events", []string{"cpu"}, "what to sample, comma-separated: cpu (CPU time), syscalls (every system call entry and exit), sched (every context switch: off-CPU time), wakeup (who woke whom, and switches onto a CPU; implies sched)")
 	f.IntVar(&o.EventPeriod, "event-period", 1, "with syscalls or sched: record one in N of those events, to bound the cost on syscall-heavy programs")
 	f.StringArrayVar(&exprSpecs, "expr", nil, "sample an expression: 'PROG@FUNC@EXPR' evaluates EXPR (e.g. n, j->size, cfg.limits[2]) in the frame of FUNC whenever FUNC is on the stack of program PROG (globs); repeatable; see culprit report --exprs")
 	f.StringVar(&values, "values", "", "sample the values of variables with each sample (vProf; for culprit diagnose): --values=SCHEMA samples the variables a schema file lists (culprit schema BINARY -o SCHEMA), --values alone those of a schema made for the main executable; each live in the sampled frame or its --unwind-depth callers, and its globals")

@@ -20,8 +20,11 @@ const (
 	RecordSample      = unix.PERF_RECORD_SAMPLE
 	RecordMmap2       = unix.PERF_RECORD_MMAP2
 	RecordLostSamples = unix.PERF_RECORD_LOST_SAMPLES
+	RecordSwitch      = unix.PERF_RECORD_SWITCH
 
 	miscCommExec    = 1 << 13
+	miscSwitchOut   = 1 << 13 // PERF_RECORD_MISC_SWITCH_OUT
+	miscPreempt     = 1 << 14 // PERF_RECORD_MISC_SWITCH_OUT_PREEMPT (Linux 4.17+)
 	miscMmapBuildID = 1 << 14
 	miscCPUModeMask = 7
 	miscUser        = 2
@@ -80,6 +83,13 @@ type Comm struct {
 type Task struct {
 	Header
 	PPID, PTID uint32
+}
+
+// Switch is a decoded SWITCH record: the thread of its Header entered the
+// CPU, or left it (Out), preempted while still runnable (Preempt).
+type Switch struct {
+	Header
+	Out, Preempt bool
 }
 
 // Lost is a decoded LOST, LOST_SAMPLES or THROTTLE record.
@@ -158,7 +168,7 @@ func (d *Decoder) uint64s(n int) []uint64 {
 
 // Decode decodes one raw record of an event opened by Open, whose samples are
 // laid out as l (Event.Layout). It returns *Sample, *Mmap, *Comm, *Task,
-// *Lost, or nil for records culprit does not use.
+// *Lost, *Switch, or nil for records culprit does not use.
 func Decode(rec []byte, l Layout) (any, error) { return (*Decoder)(nil).Decode(rec, l) }
 
 // Decode is Decode with samples from d.
@@ -205,6 +215,8 @@ func (d *Decoder) Decode(rec []byte, l Layout) (any, error) {
 		return &Lost{Header: h, Count: le.Uint64(body)}, nil
 	case RecordThrottle:
 		return &Lost{Header: h, Count: 1}, nil
+	case RecordSwitch:
+		return &Switch{Header: h, Out: h.Misc&miscSwitchOut != 0, Preempt: h.Misc&miscPreempt != 0}, nil
 	}
 	return nil, nil
 }

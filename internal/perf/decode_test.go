@@ -164,6 +164,17 @@ func TestDecodeSideband(t *testing.T) {
 	if lo := v.(*Lost); lo.Count != 42 {
 		t.Errorf("lost: %+v", lo)
 	}
+	for _, c := range []struct {
+		misc         uint16
+		out, preempt bool
+	}{{0, false, false}, {miscSwitchOut, true, false}, {miscSwitchOut | miscPreempt, true, true}} {
+		var sw rb
+		trailer(&sw)
+		v, _ = Decode(record(RecordSwitch, c.misc, sw.b), Layout{})
+		if s, ok := v.(*Switch); !ok || s.TID != 101 || s.Time != 555 || s.Out != c.out || s.Preempt != c.preempt {
+			t.Errorf("switch misc %#x: %+v", c.misc, v)
+		}
+	}
 	if _, err := Decode([]byte{1, 2, 3}, Layout{}); err == nil {
 		t.Error("a 3-byte record decoded")
 	}

@@ -1,7 +1,7 @@
 // Package perf speaks the kernel's perf_event vocabulary: it opens sampling
 // events with perf_event_open(2), maps and drains their ring buffers, and
 // decodes the records found there (samples with call chains, registers and
-// stack copies; mmap, comm, fork, exit, lost and throttle records).
+// stack copies; mmap, comm, fork, exit, context switch, lost and throttle records).
 //
 // It knows nothing about recording files, symbols or reports. The decoding is
 // written by hand because no maintained Go library reads the live ring
@@ -44,7 +44,10 @@ type Config struct {
 	// NoSideband leaves mmap, comm and task records to another event of the
 	// same task, so that they are not reported twice.
 	NoSideband bool
-	Frequency  int // samples per second per thread
+	// ContextSwitch asks for a PERF_RECORD_SWITCH record each time a
+	// thread of the task enters or leaves a CPU (decoded as *Switch).
+	ContextSwitch bool
+	Frequency     int // samples per second per thread
 	// ClockPeriod, when not 0, samples cpu-clock every ClockPeriod ns of
 	// CPU time instead of at Frequency (which the kernel adapts).
 	ClockPeriod   uint64
@@ -97,6 +100,9 @@ func (c Config) attr() *unix.PerfEventAttr {
 	}
 	if c.Inherit {
 		a.Bits |= unix.PerfBitInherit
+	}
+	if c.ContextSwitch {
+		a.Bits |= unix.PerfBitContextSwitch
 	}
 	if c.ExcludeKernel {
 		a.Bits |= unix.PerfBitExcludeKernel

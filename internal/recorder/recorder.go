@@ -46,7 +46,9 @@ type Options struct {
 	Duration   time.Duration // stop after this long (0: until the command exits or a signal)
 	Tool       string        // "culprit <version>", stored in the recording
 	// Events lists what to sample: "cpu" (default), "syscalls" (entry and
-	// exit of every system call), "sched" (every context switch away).
+	// exit of every system call), "sched" (every context switch away),
+	// "wakeup" (every wake-up a thread of the target makes, and every
+	// switch onto a CPU; implies "sched").
 	Events []string
 	// EventPeriod samples one in EventPeriod syscall or switch events
 	// (default 1: all), bounding the cost on syscall-heavy programs.
@@ -317,6 +319,9 @@ type eventKind struct {
 	event recording.Event
 	tp    *perf.Tracepoint // nil for cpu-clock
 	arg   string           // tracepoint field stored as Sample.Arg
+	// switches: its events also report switches onto a CPU
+	// (EventSwitchIn samples).
+	switches bool
 }
 
 // ring is a CPU's ring buffer for one event kind.
@@ -330,6 +335,7 @@ const (
 	EventsCPU      = "cpu"
 	EventsSyscalls = "syscalls"
 	EventsSched    = "sched"
+	EventsWakeup   = "wakeup"
 )
 
 // eventKinds resolves the --events list.
@@ -339,8 +345,8 @@ func eventKinds(names []string) ([]eventKind, error) {
 	}
 	var out []eventKind
 	seen := map[string]bool{}
-	for _, n := range names {
-		n = strings.TrimSpace(n)
+	for i := 0; i < len(names); i++ {
+		n := strings.TrimSpace(names[i])
 		if seen[n] {
 			continue
 		}
@@ -365,8 +371,17 @@ func eventKinds(names []string) ([]eventKind, error) {
 				return nil, err
 			}
 			out = append(out, eventKind{event: recording.EventSwitch, tp: t, arg: "prev_state"})
+		case EventsWakeup:
+			// A wake-up is only told from a preemption, and a thread's
+			// time off the CPU only split, with the switches away.
+			names = append(names, EventsSched)
+			t, err := perf.OpenTracepoint("sched:sched_waking")
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, eventKind{event: recording.EventWakeup, tp: t, arg: "pid", switches: true})
 		default:
-			return nil, fmt.Errorf("unknown event %q: use cpu, syscalls or sched (comma-separated)", n)
+			return nil, fmt.Errorf("unknown event %q: use cpu, syscalls, sched or wakeup (comma-separated)", n)
 		}
 	}
 	return out, nil
@@ -480,7 +495,8 @@ func (s *session) openEvents(tids []int) error {
 func (s *session) openKind(tids []int, k *eventKind, noSideband bool) error {
 	cfg := perf.Config{Frequency: s.o.Frequency, StackBytes: s.o.StackBytes, Inherit: true,
 		ExcludeKernel: s.o.UserOnly, MaxStack: 127,
-		Tracepoint: k.tp, Period: uint64(s.o.EventPeriod), NoSideband: noSideband}
+		Tracepoint: k.tp, Period: uint64(s.o.EventPeriod), NoSideband: noSideband,
+		ContextSwitch: k.switches}
 	if k.tp == nil && s.o.Jitter > 0 {
 		cfg.ClockPeriod = s.o.tickPeriod()
 	}
@@ -637,6 +653,8 @@ func recTime(rec any) uint64 {
 		return r.Time
 	case *perf.Lost:
 		return r.Time
+	case *perf.Switch:
+		return r.Time
 	}
 	return 0
 }
@@ -689,6 +707,15 @@ func (s *session) handle(rec any) {
 			s.forget(r.PID)
 		}
 		s.write(&recording.Task{Exit: exit, Time: r.Time, PID: r.PID, PPID: r.PPID, TID: r.TID, PTID: r.PTID})
+	case *perf.Switch:
+		if r.Out {
+			return // the sched_switch tracepoint reports it, with prev_state and stack
+		}
+		s.res.Samples++
+		if err := s.w.WriteSample(recording.Sample{Time: r.Time, PID: r.PID, TID: r.TID, CPU: r.CPU,
+			Event: recording.EventSwitchIn}, nil, nil); err != nil {
+			s.warn("writing the recording: %v", err)
+		}
 	case *perf.Lost:
 		reason := recording.LostRing
 		if r.Type == perf.RecordThrottle {
@@ -766,6 +793,13 @@ func (s *session) sample(r *perf.Sample, k *eventKind) {
 		Truncated: truncated, Event: k.event}
 	if k.tp != nil {
 		smp.Arg, _ = k.tp.Int(r.Raw, k.arg)
+	}
+	if k.event == recording.EventWakeup {
+		smp.Arg &= 0xffffffff
+		// TRACE_FLAG_HARDIRQ, TRACE_FLAG_SOFTIRQ, TRACE_FLAG_NMI
+		if fl, _ := k.tp.Int(r.Raw, "common_flags"); fl&(0x08|0x10|0x40) != 0 {
+			smp.Arg |= recording.WakeupInterrupt
+		}
 	}
 	if err := s.w.WriteSample(smp, r.Kernel, user); err != nil {
 		s.warn("writing the recording: %v", err)

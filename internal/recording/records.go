@@ -120,7 +120,8 @@ type Sample struct {
 	// Event says what took the sample (format 1.1; 0 = a CPU-time tick).
 	Event Event
 	// Arg is the event's argument: the system call number for syscall
-	// events, the leaving thread's state (prev_state) for context switches.
+	// events, the leaving thread's state (prev_state) for context switches,
+	// the woken thread's TID for wake-ups (with WakeupInterrupt).
 	Arg uint64
 }
 
@@ -132,6 +133,34 @@ const (
 	EventSyscallEnter Event = 1 // entry of a system call (raw_syscalls:sys_enter)
 	EventSyscallExit  Event = 2 // return from a system call (raw_syscalls:sys_exit)
 	EventSwitch       Event = 3 // the thread leaves the CPU (sched:sched_switch, prev side)
+	// EventWakeup: the sample's thread (the waker, whose stack the sample
+	// carries) wakes thread Arg (sched:sched_waking; format 1.4).
+	EventWakeup Event = 4
+	// EventSwitchIn: the thread enters the CPU (no stack; format 1.4).
+	EventSwitchIn Event = 5
+)
+
+// WakeupInterrupt is set in an EventWakeup's Arg (above the woken TID in
+// its low 32 bits) when the wake-up came from interrupt context (a timer, a
+// device, a softirq): the sample's thread was only the one running then,
+// not the waker.
+const WakeupInterrupt = 1 << 32
+
+// Kernel task states in EventSwitch's Arg (prev_state), as the
+// sched_switch tracepoint reports them.
+const (
+	TaskRunning         = 0 // preempted: still runnable
+	TaskInterruptible   = 1 // sleeping (S): futexes, sockets, pipes, sleeps
+	TaskUninterruptible = 2 // sleeping (D): disk I/O and kernel locks
+	TaskStopped         = 4 // stopped by a signal (T)
+	TaskTraced          = 8 // stopped by a tracer (t)
+	TaskDead            = 0x10 | 0x20
+	// TaskPreempted is what the tracepoint reports for a thread switched
+	// away while runnable (TASK_REPORT_MAX, shown "R+"); 0 is a thread
+	// that yielded or was woken before it could sleep.
+	TaskPreempted = 0x100
+	// TaskStateMask holds the states above but TaskPreempted.
+	TaskStateMask = 0xff
 )
 
 // String names the event as the --events flag does.
@@ -145,6 +174,10 @@ func (e Event) String() string {
 		return "syscall-exit"
 	case EventSwitch:
 		return "switch"
+	case EventWakeup:
+		return "wakeup"
+	case EventSwitchIn:
+		return "switch-in"
 	}
 	return "event(" + itoa(uint64(e)) + ")"
 }

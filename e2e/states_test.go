@@ -1,0 +1,150 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"testing"
+
+	"github.com/culprit-dev/culprit/internal/analysis/sched"
+	"github.com/culprit-dev/culprit/internal/loader"
+	"github.com/culprit-dev/culprit/internal/profile"
+	"github.com/culprit-dev/culprit/internal/testutil"
+)
+
+type statesJSON struct {
+	Wakeups int `json:"wakeups"`
+	Threads []struct {
+		TID    uint32            `json:"tid"`
+		NS     map[string]uint64 `json:"ns"`
+		Wakers []struct {
+			TID   uint32 `json:"tid"`
+			State string `json:"state"`
+			NS    uint64 `json:"ns"`
+			Waits int    `json:"waits"`
+		} `json:"wakers"`
+	} `json:"threads"`
+}
+
+// recordStates records bin with --events cpu,wakeup, reads the TIDs it
+// prints ("role TID" lines) and returns them with culprit states' JSON and
+// the recording.
+func recordStates(t *testing.T, bin string, args ...string) (map[string]uint32, statesJSON, string) {
+	t.Helper()
+	out := rec(t)
+	stdout := mustRun(t, append([]string{"record", "--events", "cpu,wakeup", "-o", out, "--", bin}, args...)...)
+	tids := map[string]uint32{}
+	for _, l := range strings.Split(stdout, "\n") {
+		var role string
+		var tid uint32
+		if n, _ := fmt.Sscanf(l, "%s %d", &role, &tid); n == 2 {
+			tids[role] = tid
+		}
+	}
+	var st statesJSON
+	if err := json.Unmarshal([]byte(mustRun(t, "states", "--format", "json", out)), &st); err != nil {
+		t.Fatal(err)
+	}
+	return tids, st, out
+}
+
+// A consumer blocked on a condition variable is woken by the producer that
+// fills the queue, every time.
+func TestStatesConsumerWokenByProducer(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "prodcons", []string{"prodcons.c"}, "-O2", "-g", "-fno-omit-frame-pointer", "-pthread")
+	tids, st, _ := recordStates(t, bin, "200")
+	prod, cons := tids["producer"], tids["consumer"]
+	if prod == 0 || cons == 0 {
+		t.Fatalf("the program printed no TIDs: %v", tids)
+	}
+	found := false
+	for _, th := range st.Threads {
+		if th.TID != cons {
+			continue
+		}
+		found = true
+		waits := 0
+		for _, w := range th.Wakers {
+			if w.State != "lock" {
+				continue
+			}
+			if w.TID != prod {
+				t.Errorf("consumer's lock waits: %d ended by tid %d, want all by the producer %d", w.Waits, w.TID, prod)
+			}
+			waits += w.Waits
+		}
+		if waits < 10 {
+			t.Errorf("consumer: %d lock waits woken by the producer, want many: %+v", waits, th)
+		}
+	}
+	if !found {
+		t.Errorf("no timeline for the consumer (tid %d): %+v", cons, st)
+	}
+}
+
+// A waiter blocked on a mutex is woken by its holder, in each of its rounds,
+// and its critical path through each wait is the holder's time.
+func TestStatesLockWaitNamesHolder(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "lockhold", []string{"lockhold.c"}, "-O2", "-g", "-fno-omit-frame-pointer", "-pthread")
+	const rounds = 40
+	tids, st, out := recordStates(t, bin, fmt.Sprint(rounds))
+	holder, waiter := tids["holder"], tids["waiter"]
+	if holder == 0 || waiter == 0 {
+		t.Fatalf("the program printed no TIDs: %v", tids)
+	}
+	byHolder := 0
+	for _, th := range st.Threads {
+		if th.TID != waiter {
+			continue
+		}
+		for _, w := range th.Wakers {
+			if w.State == "lock" {
+				if w.TID != holder {
+					t.Errorf("waiter's lock waits: %d ended by tid %d, want the holder %d", w.Waits, w.TID, holder)
+				}
+				byHolder += w.Waits
+			}
+		}
+	}
+	// The holder unlocks only once the waiter sleeps on the mutex: one lock
+	// wait per round.
+	if byHolder < rounds {
+		t.Errorf("%d of the waiter's lock waits name the holder, want %d (one per round)", byHolder, rounds)
+	}
+
+	p, err := loader.Load([]string{out}, loader.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Lost != 0 {
+		t.Errorf("%d events lost", p.Lost)
+	}
+	tl, err := sched.States(p.Apply(profile.Filter{AllEvents: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths := 0
+	for _, iv := range tl.Thread(waiter).Intervals {
+		if iv.State != sched.Lock || iv.Waker != holder {
+			continue
+		}
+		path := tl.CriticalPath(iv.From, sched.Point{TID: waiter, Time: iv.To}, nil)
+		var sum uint64
+		for _, s := range path {
+			sum += s.Duration()
+			if s.TID != holder || s.For != waiter || s.Wait != sched.Lock {
+				t.Errorf("lock wait %d–%d: path segment %+v, want the holder's time standing for the waiter's lock wait", iv.From, iv.To, s)
+				break
+			}
+		}
+		if sum != iv.Duration() {
+			t.Errorf("lock wait of %d ns: path segments add up to %d ns", iv.Duration(), sum)
+		}
+		paths++
+	}
+	if paths < rounds {
+		t.Errorf("%d lock waits walked, want %d", paths, rounds)
+	}
+}

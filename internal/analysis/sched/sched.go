@@ -1,0 +1,407 @@
+// Package sched turns a recording's scheduler events into per-thread state
+// timelines and walks critical paths across threads.
+//
+// A recording made with `culprit record --events wakeup` (or `culprit trace
+// --sched`) holds, for every thread of the target, each switch onto a CPU
+// (EventSwitchIn), each switch away with the kernel's prev_state and the
+// blocking stack (EventSwitch), and each wake-up a thread of the target made
+// (EventWakeup: waker, wakee, the waker's stack). States cuts each thread's
+// time into intervals: on the CPU, runnable (preempted, or woken and waiting
+// for a CPU), blocked on a lock (a futex wait: mutexes, condition variables,
+// semaphores), blocked on I/O (any other sleep: pipes, sockets, disk, poll),
+// sleeping (a timed sleep) or stopped, and names the thread whose wake-up
+// ended each blocked interval.
+//
+// CriticalPath is VProfiler's Algorithm 2 (docs: the repaired version in the
+// implementation notes) over those intervals: from an interval's end, back
+// to its start, the time on the CPU of the thread that was holding things up,
+// following wake-up edges into the waker while a thread was blocked, and
+// caller-given hand-off edges (a queue's enqueue → dequeue) between threads.
+//
+// What the kernel does not show: a thread woken by a thread outside the
+// recorded processes (another program, a kernel thread) has no wake-up
+// record; its blocked interval then ends when it next runs, with no waker
+// and no runnable part. A wake-up from interrupt context (a timer, a
+// device) names no thread either.
+package sched
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/culprit-dev/culprit/internal/profile"
+	"github.com/culprit-dev/culprit/internal/recording"
+)
+
+// State is what a thread was doing during an interval.
+type State uint8
+
+const (
+	Unknown  State = iota // before the thread's first scheduler event
+	OnCPU                 // running
+	Runnable              // preempted, or woken, and waiting for a CPU
+	Lock                  // blocked in a futex wait (mutex, condition variable, semaphore)
+	IO                    // blocked in any other wait (pipe, socket, poll, disk)
+	Sleep                 // a timed sleep (nanosleep)
+	Stopped               // stopped by a signal or a tracer
+	// Queued is used by CriticalPath only: time an interval's work spent in
+	// a caller-named queue between a hand-off's two ends.
+	Queued
+	numStates
+)
+
+var stateNames = [numStates]string{"unknown", "on-cpu", "runnable", "lock", "io", "sleep", "stopped", "queued"}
+
+// String names the state as reports and JSON do.
+func (s State) String() string {
+	if s < numStates {
+		return stateNames[s]
+	}
+	return fmt.Sprintf("state(%d)", s)
+}
+
+// Blocked reports whether s is a sleep some other party ends.
+func (s State) Blocked() bool { return s == Lock || s == IO || s == Sleep }
+
+// MarshalText makes states read as their names in JSON.
+func (s State) MarshalText() ([]byte, error) { return []byte(s.String()), nil }
+
+// Interval is a stretch of one thread's time in one state.
+type Interval struct {
+	From, To uint64 // ns, sample clock; From < To, or equal for an instant
+	State    State
+	// Waker is, for a blocked interval ended by a recorded wake-up, the
+	// thread that woke it (for Lock, the thread that released the lock or
+	// signalled the condition); 0 when not known. Interrupt is set when
+	// an interrupt (a timer, a device) woke it.
+	Waker     uint32
+	Interrupt bool
+	// WakerStack is the waker's stack at the wake-up, and Stack the stack
+	// at which the thread left the CPU (for blocked and preempted
+	// intervals): indexes into the profile's Stacks, -1 when none.
+	WakerStack int32
+	Stack      int32
+	// Open is set on a thread's last interval when the recording ended
+	// during it (no event closed it).
+	Open bool
+}
+
+// Duration is To - From.
+func (iv Interval) Duration() uint64 { return iv.To - iv.From }
+
+// Thread is one thread's timeline.
+type Thread struct {
+	PID, TID  uint32
+	Name      string
+	Intervals []Interval // in time order, contiguous
+}
+
+// At returns the interval of th covering time t (From < t ≤ To, or the
+// first interval for t at its From), and false when t is outside the
+// timeline.
+func (th *Thread) At(t uint64) (Interval, bool) {
+	i, ok := th.index(t)
+	if !ok {
+		return Interval{}, false
+	}
+	return th.Intervals[i], true
+}
+
+func (th *Thread) index(t uint64) (int, bool) {
+	iv := th.Intervals
+	i := search(iv, t)
+	if i < len(iv) && iv[i].From <= t && t <= iv[i].To {
+		return i, true
+	}
+	return 0, false
+}
+
+// search returns the first interval whose To is ≥ t.
+func search(iv []Interval, t uint64) int {
+	i, _ := slices.BinarySearchFunc(iv, t, func(x Interval, t uint64) int { return cmp.Compare(x.To, t) })
+	return i
+}
+
+// Timeline is every recorded thread's timeline.
+type Timeline struct {
+	Threads    map[uint32]*Thread
+	Start, End uint64 // first and last scheduler event
+	// Wakeups counts the recorded wake-ups, Switches the switches away
+	// and SwitchIns the switches onto a CPU.
+	Wakeups, Switches, SwitchIns int
+	Warnings                     []string
+}
+
+// Thread returns the timeline of tid, or nil.
+func (tl *Timeline) Thread(tid uint32) *Thread { return tl.Threads[tid] }
+
+// ErrNoEvents is returned by States for a recording without scheduler events.
+var ErrNoEvents = fmt.Errorf("no switches onto a CPU and wake-ups in the recording: record with --events wakeup (culprit record) or --sched (culprit trace)")
+
+// tstate is a thread's state while the events are replayed.
+type tstate struct {
+	th       *Thread
+	cur      Interval // open interval (To not set)
+	open     bool
+	lastSeen uint64
+	// A wake-up seen while the thread was still running: it went to sleep
+	// and was woken before the kernel took it off the CPU.
+	early      bool
+	earlyWaker uint32
+	earlyIRQ   bool
+	earlyStack int32
+}
+
+func (ts *tstate) close(t uint64) {
+	if !ts.open {
+		return
+	}
+	if t < ts.cur.From {
+		t = ts.cur.From
+	}
+	ts.cur.To = t
+	ts.th.Intervals = append(ts.th.Intervals, ts.cur)
+	ts.open = false
+}
+
+func (ts *tstate) start(t uint64, st State) {
+	ts.cur = Interval{From: t, State: st, WakerStack: -1, Stack: -1}
+	ts.open = true
+}
+
+// States builds every thread's timeline from p's scheduler events. p must
+// hold every event kind (loaded without merging, filtered with AllEvents).
+func States(p *profile.Profile) (*Timeline, error) {
+	if p.Merged {
+		return nil, fmt.Errorf("scheduler states need the events in time order: load the recording without merging")
+	}
+	for _, m := range p.Metas {
+		if n := m.Extra["event_period"]; n != "" && n != "1" {
+			return nil, fmt.Errorf("the recording keeps one in %s scheduler events (--event-period): thread states need them all", n)
+		}
+	}
+	tl := &Timeline{Threads: map[uint32]*Thread{}}
+	states := map[uint32]*tstate{}
+	get := func(pid, tid uint32) *tstate {
+		ts := states[tid]
+		if ts == nil {
+			th := &Thread{PID: pid, TID: tid, Name: p.ThreadName(tid)}
+			if pid == 0 {
+				if t, ok := p.Threads[tid]; ok {
+					th.PID = t.PID
+				}
+			}
+			ts = &tstate{th: th}
+			states[tid] = ts
+		}
+		if ts.th.PID == 0 && pid != 0 {
+			ts.th.PID = pid
+		}
+		return ts
+	}
+	cls := classifier{p: p, memo: map[int32]State{}}
+	first := true
+	for _, s := range p.Samples {
+		var ts *tstate
+		switch s.Event {
+		case recording.EventSwitchIn, recording.EventSwitch, recording.EventWakeup:
+		case recording.EventCPU, recording.EventSyscallEnter, recording.EventSyscallExit:
+			// The thread runs: evidence for a timeline that has not begun.
+			if ts = states[s.TID]; ts != nil {
+				ts.lastSeen = s.Time
+			}
+			continue
+		default:
+			continue
+		}
+		if first {
+			tl.Start, first = s.Time, false
+		}
+		tl.End = max(tl.End, s.Time)
+		switch s.Event {
+		case recording.EventSwitchIn:
+			tl.SwitchIns++
+			ts = get(s.PID, s.TID)
+			if ts.open && ts.cur.State == OnCPU {
+				break // a repeated switch-in: keep the interval
+			}
+			ts.close(s.Time)
+			ts.start(s.Time, OnCPU)
+			ts.early = false
+		case recording.EventSwitch:
+			tl.Switches++
+			ts = get(s.PID, s.TID)
+			if !ts.open {
+				// Running since at least its last sample or the first event.
+				from := s.Time
+				if ts.lastSeen != 0 && ts.lastSeen < from {
+					from = ts.lastSeen
+				}
+				ts.start(from, OnCPU)
+			}
+			if ts.cur.State != OnCPU {
+				// A switch away of a thread not seen switching in (an
+				// event lost or cut): start again from here.
+				ts.close(s.Time)
+				ts.start(s.Time, OnCPU)
+			}
+			ts.close(s.Time)
+			st := cls.state(s.Arg, s.Stack)
+			if st == Unknown { // exited
+				ts.early = false
+				break
+			}
+			ts.start(s.Time, st)
+			ts.cur.Stack = s.Stack
+			if ts.early && st == Runnable && s.Arg&recording.TaskStateMask == 0 && s.Arg != recording.TaskPreempted {
+				ts.cur.Waker, ts.cur.Interrupt, ts.cur.WakerStack = ts.earlyWaker, ts.earlyIRQ, ts.earlyStack
+			}
+			ts.early = false
+		case recording.EventWakeup:
+			tl.Wakeups++
+			wakee := uint32(s.Arg)
+			irq := s.Arg&recording.WakeupInterrupt != 0
+			w := states[wakee]
+			if w == nil {
+				w = get(0, wakee)
+			}
+			var waker uint32
+			if !irq {
+				waker = s.TID
+			}
+			switch {
+			case w.open && w.cur.State.Blocked() || w.open && w.cur.State == Stopped:
+				w.cur.Waker, w.cur.Interrupt, w.cur.WakerStack = waker, irq, s.Stack
+				w.close(s.Time)
+				w.start(s.Time, Runnable)
+			case w.open && w.cur.State == OnCPU:
+				w.early, w.earlyWaker, w.earlyIRQ, w.earlyStack = true, waker, irq, s.Stack
+			}
+		}
+	}
+	if tl.SwitchIns == 0 && tl.Wakeups == 0 {
+		return nil, ErrNoEvents
+	}
+	for tid, ts := range states {
+		ts.cur.Open = true
+		ts.close(max(tl.End, ts.cur.From))
+		if len(ts.th.Intervals) > 0 {
+			tl.Threads[tid] = ts.th
+		}
+	}
+	if p.Lost > 0 {
+		tl.Warnings = append(tl.Warnings, fmt.Sprintf("%d events were lost: the intervals around them may be wrong", p.Lost))
+	}
+	return tl, nil
+}
+
+// classifier turns a switch's prev_state and blocking stack into a State.
+type classifier struct {
+	p    *profile.Profile
+	memo map[int32]State
+}
+
+func (c *classifier) state(prevState uint64, stack int32) State {
+	st := prevState & recording.TaskStateMask
+	switch {
+	case st == 0:
+		return Runnable
+	case st&recording.TaskDead != 0:
+		return Unknown
+	case st&(recording.TaskStopped|recording.TaskTraced) != 0:
+		return Stopped
+	}
+	if s, ok := c.memo[stack]; ok {
+		return s
+	}
+	s := IO
+	if stack >= 0 && int(stack) < len(c.p.Stacks) {
+		s = c.fromStack(c.p.Stacks[stack])
+	}
+	c.memo[stack] = s
+	return s
+}
+
+// fromStack tells a lock wait or a timed sleep from other sleeps by the
+// functions of the blocking stack: the kernel's futex and nanosleep paths
+// (or, for recordings without kernel frames, the C library's wrappers).
+func (c *classifier) fromStack(st []int32) State {
+	for _, fi := range st {
+		name := c.p.Frames[fi].Function
+		switch {
+		case strings.Contains(name, "futex"), strings.Contains(name, "lll_lock_wait"):
+			return Lock
+		case strings.Contains(name, "nanosleep"):
+			return Sleep
+		case strings.HasPrefix(name, "__x64_sys_"), strings.HasPrefix(name, "__arm64_sys_"):
+			return IO // the system call that slept, and it is neither
+		}
+	}
+	return IO
+}
+
+// Summary is a thread's time by state over its timeline, and its blocked
+// time by the thread that woke it.
+type Summary struct {
+	PID, TID uint32
+	Name     string
+	Time     map[State]uint64
+	// Wakers lists, largest first, the blocked time each waker ended
+	// (TID 0: an interrupt, or a waker no event shows: another program, a
+	// kernel thread, a thread's exit). A wait the recording ended during
+	// is in Time only.
+	Wakers []WakerTime
+}
+
+// WakerTime is blocked time of one state that one waker ended.
+type WakerTime struct {
+	TID   uint32
+	Name  string
+	State State
+	Time  uint64
+	Waits int
+}
+
+// Summarize sums every thread's timeline, threads ordered by TID.
+func (tl *Timeline) Summarize() []Summary {
+	var out []Summary
+	for _, th := range tl.Threads {
+		s := Summary{PID: th.PID, TID: th.TID, Name: th.Name, Time: map[State]uint64{}}
+		type key struct {
+			tid uint32
+			st  State
+		}
+		by := map[key]*WakerTime{}
+		for _, iv := range th.Intervals {
+			s.Time[iv.State] += iv.Duration()
+			if !iv.State.Blocked() || iv.Open {
+				continue
+			}
+			k := key{iv.Waker, iv.State}
+			wt := by[k]
+			if wt == nil {
+				wt = &WakerTime{TID: iv.Waker, State: iv.State}
+				if w := tl.Threads[iv.Waker]; w != nil {
+					wt.Name = w.Name
+				}
+				by[k] = wt
+			}
+			wt.Time += iv.Duration()
+			wt.Waits++
+		}
+		for _, wt := range by {
+			s.Wakers = append(s.Wakers, *wt)
+		}
+		slices.SortFunc(s.Wakers, func(a, b WakerTime) int {
+			if c := cmp.Compare(b.Time, a.Time); c != 0 {
+				return c
+			}
+			return cmp.Or(cmp.Compare(a.TID, b.TID), cmp.Compare(a.State, b.State))
+		})
+		out = append(out, s)
+	}
+	slices.SortFunc(out, func(a, b Summary) int { return cmp.Compare(a.TID, b.TID) })
+	return out
+}

@@ -1,0 +1,184 @@
+package sched
+
+import (
+	"testing"
+
+	"github.com/culprit-dev/culprit/internal/profile"
+	"github.com/culprit-dev/culprit/internal/recording"
+)
+
+// ev builds a profile from scheduler events. Stack 0 is empty, 1 blocks in
+// a futex wait, 2 in a pipe read, 3 in nanosleep.
+type ev struct {
+	t     uint64
+	e     recording.Event
+	tid   uint32
+	arg   uint64
+	stack int32
+}
+
+func prof(evs ...ev) *profile.Profile {
+	p := &profile.Profile{
+		Frames: []profile.Frame{{Function: "futex_wait", Kernel: true}, {Function: "__x64_sys_futex", Kernel: true},
+			{Function: "pipe_read", Kernel: true}, {Function: "__x64_sys_read", Kernel: true}, {Function: "hrtimer_nanosleep", Kernel: true},
+			{Function: "main"}},
+		Stacks:  [][]int32{{}, {0, 1, 5}, {2, 3, 5}, {4, 5}},
+		Threads: map[uint32]profile.Thread{},
+	}
+	for _, e := range evs {
+		p.Samples = append(p.Samples, profile.Sample{Time: e.t, PID: 1, TID: e.tid, Event: e.e, Arg: e.arg, Stack: e.stack})
+		p.Threads[e.tid] = profile.Thread{PID: 1, TID: e.tid, Comm: "t"}
+	}
+	return p
+}
+
+const (
+	in   = recording.EventSwitchIn
+	out  = recording.EventSwitch
+	wake = recording.EventWakeup
+)
+
+func states(t *testing.T, p *profile.Profile) *Timeline {
+	t.Helper()
+	tl, err := States(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tl
+}
+
+func TestStatesClassifyAndWakers(t *testing.T) {
+	tl := states(t, prof(
+		ev{10, in, 2, 0, 0},
+		ev{20, out, 2, recording.TaskInterruptible, 1}, // 2 waits on a futex
+		ev{25, in, 3, 0, 0},
+		ev{40, wake, 3, 2, 0}, // 3 wakes 2
+		ev{45, out, 3, recording.TaskPreempted, 0},
+		ev{50, in, 2, 0, 0},
+		ev{60, out, 2, recording.TaskInterruptible, 2}, // 2 reads a pipe
+		ev{70, wake, 3, 2 | recording.WakeupInterrupt, 0},
+		ev{75, in, 2, 0, 0},
+		ev{80, out, 2, recording.TaskInterruptible, 3}, // 2 sleeps
+		ev{90, in, 2, 0, 0},                            // no wake-up seen
+		ev{95, out, 2, recording.TaskUninterruptible, 0},
+		ev{99, in, 3, 0, 0},
+	))
+	want := []Interval{
+		{From: 10, To: 20, State: OnCPU},
+		{From: 20, To: 40, State: Lock, Waker: 3},
+		{From: 40, To: 50, State: Runnable},
+		{From: 50, To: 60, State: OnCPU},
+		{From: 60, To: 70, State: IO, Interrupt: true},
+		{From: 70, To: 75, State: Runnable},
+		{From: 75, To: 80, State: OnCPU},
+		{From: 80, To: 90, State: Sleep},
+		{From: 90, To: 95, State: OnCPU},
+		{From: 95, To: 99, State: IO, Open: true},
+	}
+	got := tl.Thread(2).Intervals
+	if len(got) != len(want) {
+		t.Fatalf("thread 2: %+v", got)
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.From != w.From || g.To != w.To || g.State != w.State || g.Waker != w.Waker || g.Interrupt != w.Interrupt || g.Open != w.Open {
+			t.Errorf("interval %d: got %+v, want %+v", i, g, w)
+		}
+	}
+	if th3 := tl.Thread(3).Intervals; th3[0].State != OnCPU || th3[0].From != 25 || th3[1].State != Runnable || th3[1].From != 45 {
+		t.Errorf("thread 3: %+v", th3)
+	}
+	sum := tl.Summarize()
+	if len(sum) != 2 || sum[0].TID != 2 || sum[0].Time[Lock] != 20 || sum[0].Wakers[0].TID != 3 || sum[0].Wakers[0].Time != 20 {
+		t.Errorf("summary: %+v", sum)
+	}
+}
+
+// A wake-up that comes before the sleeper left the CPU makes its switch
+// away report a runnable state: the waker is kept on that interval.
+func TestStatesEarlyWakeup(t *testing.T) {
+	tl := states(t, prof(
+		ev{10, in, 2, 0, 0},
+		ev{15, in, 3, 0, 0},
+		ev{18, wake, 3, 2, 0},
+		ev{20, out, 2, recording.TaskRunning, 1},
+		ev{30, in, 2, 0, 0},
+	))
+	iv, ok := tl.Thread(2).At(25)
+	if !ok || iv.State != Runnable || iv.Waker != 3 {
+		t.Errorf("at 25: %+v %v", iv, ok)
+	}
+}
+
+// The path through a lock wait is the holder's; through the holder's own
+// wait, its waker's; a hand-off jumps to the thread that queued the work.
+func TestCriticalPath(t *testing.T) {
+	tl := states(t, prof(
+		ev{0, in, 4, 0, 0},
+		ev{0, in, 3, 0, 0},
+		ev{5, out, 3, recording.TaskInterruptible, 2}, // 3 waits for 4 (a pipe)
+		ev{10, in, 2, 0, 0},
+		ev{20, out, 2, recording.TaskInterruptible, 1}, // 2 waits for 3 (a lock)
+		ev{30, wake, 4, 3, 0},
+		ev{30, out, 4, recording.TaskInterruptible, 2},
+		ev{32, in, 3, 0, 0},
+		ev{50, wake, 3, 2, 0},
+		ev{55, in, 2, 0, 0},
+		ev{60, out, 2, recording.TaskPreempted, 0},
+		ev{61, in, 2, 0, 0},
+		ev{70, out, 2, recording.TaskInterruptible, 2},
+	))
+	path := tl.CriticalPath(10, Point{TID: 2, Time: 70}, nil)
+	want := []Segment{
+		{TID: 4, From: 20, To: 30, State: OnCPU, For: 3, Wait: IO},
+		{TID: 3, From: 30, To: 32, State: Runnable, For: 2, Wait: Lock},
+		{TID: 3, From: 32, To: 50, State: OnCPU, For: 2, Wait: Lock},
+		{TID: 2, From: 50, To: 55, State: Runnable},
+		{TID: 2, From: 55, To: 60, State: OnCPU},
+		{TID: 2, From: 60, To: 61, State: Runnable},
+		{TID: 2, From: 61, To: 70, State: OnCPU},
+	}
+	// 10–20: thread 2 on the CPU, first.
+	want = append([]Segment{{TID: 2, From: 10, To: 20, State: OnCPU}}, want...)
+	if len(path) != len(want) {
+		t.Fatalf("path %+v", path)
+	}
+	for i := range want {
+		if path[i] != want[i] {
+			t.Errorf("segment %d: got %+v, want %+v", i, path[i], want[i])
+		}
+	}
+	own, wait := Split(path)
+	if own[OnCPU] != 10+10+18+5+9 || wait[Lock] != 20 || wait[IO] != 10 {
+		t.Errorf("split: own %v wait %v", own, wait)
+	}
+
+	// Thread 2 took work at 56 that thread 4 queued at 2.
+	path = tl.CriticalPath(0, Point{TID: 2, Time: 70}, []Handoff{{From: Point{TID: 4, Time: 2}, To: Point{TID: 2, Time: 56}}})
+	want = []Segment{
+		{TID: 4, From: 0, To: 2, State: OnCPU},
+		{TID: 2, From: 2, To: 56, State: Queued},
+		{TID: 2, From: 56, To: 60, State: OnCPU},
+		{TID: 2, From: 60, To: 61, State: Runnable},
+		{TID: 2, From: 61, To: 70, State: OnCPU},
+	}
+	if len(path) != len(want) {
+		t.Fatalf("hand-off path %+v", path)
+	}
+	for i := range want {
+		if path[i] != want[i] {
+			t.Errorf("hand-off segment %d: got %+v, want %+v", i, path[i], want[i])
+		}
+	}
+}
+
+func TestStatesRefuses(t *testing.T) {
+	if _, err := States(prof(ev{1, recording.EventCPU, 2, 0, 0})); err != ErrNoEvents {
+		t.Errorf("no events: %v", err)
+	}
+	p := prof(ev{1, in, 2, 0, 0})
+	p.Metas = []recording.Meta{{Extra: map[string]string{"event_period": "10"}}}
+	if _, err := States(p); err == nil {
+		t.Error("a recording of one in 10 events was accepted")
+	}
+}

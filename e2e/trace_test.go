@@ -709,3 +709,29 @@ func TestTraceStrategy(t *testing.T) {
 		}
 	}
 }
+
+// --args formats a return value by its DWARF type: narrow returns an int
+// in EAX, so -7 is 0xfffffff9 in RAX and shown as -7.
+func TestTraceTypedReturn(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "tracecalls", []string{"tracecalls.c"}, "-O2", "-g", "-pthread")
+	out, stdout := traceRun(t, []string{"-f", "narrow", "--args"}, bin, "args", "4")
+	var want []string
+	for _, l := range strings.Split(stdout, "\n") {
+		if v, ok := strings.CutPrefix(l, "narrow "); ok {
+			want = append(want, v)
+		}
+	}
+	var a callsJSON
+	if err := json.Unmarshal([]byte(mustRun(t, "report", "--calls", "narrow", "--top", "0", "--format", "json", out)), &a); err != nil {
+		t.Fatal(err)
+	}
+	sort.Slice(a.Calls, func(i, j int) bool { return a.Calls[i].Start < a.Calls[j].Start })
+	var got []string
+	for _, c := range a.Calls {
+		got = append(got, c.Ret)
+	}
+	if strings.Join(got, " ") != strings.Join(want, " ") || len(want) != 4 {
+		t.Errorf("narrow returned %v, the program printed %v", got, want)
+	}
+}

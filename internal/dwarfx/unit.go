@@ -306,6 +306,7 @@ func (u *unit) addFunction(d *die) {
 	}
 	fn.DeclFile, fn.DeclLine = u.decl(d)
 	fn.frameBase = u.locAttr(d, dwarf.AttrFrameBase)
+	fn.resultOff, _ = u.attr(d, dwarf.AttrType).(dwarf.Offset)
 	fn.ctx = exprCtx{u: u, fn: fn}
 	fn.root = &scope{ranges: rs}
 	u.fns = append(u.fns, fn)

@@ -36,6 +36,7 @@ type Function struct {
 	frameBase attrLoc
 	root      *scope
 	params    []*Variable
+	resultOff dwarf.Offset // DW_AT_type: the return value's type (0: void)
 }
 
 // Inline is one inlined call: the body of function Name inlined into Func,
@@ -197,6 +198,15 @@ func (f *Function) Inlines(pc uint64) []*Inline {
 
 // Params returns f's formal parameters in declaration order.
 func (f *Function) Params() []*Variable { return f.params }
+
+// Result returns the type of the function's return value, nil when it
+// returns none (void).
+func (f *Function) Result() *Type {
+	if f.resultOff == 0 {
+		return nil
+	}
+	return f.u.info.typeAt(f.resultOff)
+}
 
 // AllVariables returns every parameter and local variable of f and of the
 // calls inlined into it, whatever their scope, in DIE order (for schema

@@ -9,6 +9,7 @@ type Probe struct {
 	Object   string
 	Every    uint32   // every Every-th call was recorded (0, 1: all)
 	Params   []string // "name:code:type" of the recorded arguments (see recording.Probe)
+	Ret      string   // "code:type" of the return value (see recording.Probe)
 }
 
 // Call is one traced call of the model.

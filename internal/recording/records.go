@@ -296,7 +296,8 @@ type Probe struct {
 	// Params name the arguments Call.Args holds, in order, for --args:
 	// "name type" each, e.g. "n long"; empty when not recorded.
 	Params []string
-	// Ret is the return value's type ("" when not recorded or void).
+	// Ret is the return value's "code:type", code as in Params ("" when
+	// not recorded, void, or not an integer, pointer or enum).
 	Ret string
 }
 

@@ -77,6 +77,7 @@ type Target struct {
 	Rets     []uint64 // file offsets of its RET instructions (Go code)
 	Every    uint32
 	Params   []string // "name:code:type" (see paramCode) when arguments are recorded
+	Ret      string   // "code:type" of the return value when recorded and known
 }
 
 // findLib resolves a --lib name: a path as given, else a file of that name
@@ -237,7 +238,7 @@ func resolveObject(obj string, pats []Pattern, args bool, exclude map[string]boo
 				t.Rets = rets
 			}
 			if args {
-				t.Params = params(info, fs.value, isGo)
+				t.Params, t.Ret = params(info, fs.value, isGo)
 			}
 			taken[fs.value] = true
 			out = append(out, t)
@@ -354,15 +355,21 @@ func goProbes(f *elf.File, fs funcSym) (uint64, []uint64, error) {
 // size in bytes, p8 for pointers, b1 for bools, c1 for chars; an argument
 // that is not passed in an integer register (floats, large structs) ends
 // the list, since the registers after it no longer line up.
-func params(info *dwarfx.Info, entry uint64, isGo bool) []string {
+func params(info *dwarfx.Info, entry uint64, isGo bool) (out []string, ret string) {
 	if info == nil {
-		return nil
+		return nil, ""
 	}
 	fn, ok := info.Function(entry)
 	if !ok {
-		return nil
+		return nil, ""
 	}
-	var out []string
+	// The return value is RAX: an integer, pointer or enum of up to 8
+	// bytes (Go's results are parameters named ~r0..., not read here).
+	if t := fn.Result(); t != nil && !isGo {
+		if code := paramCode(t); code != "" {
+			ret = code + ":" + t.Name
+		}
+	}
 	for _, v := range fn.Params() {
 		if len(out) == 6 {
 			break
@@ -380,7 +387,7 @@ func params(info *dwarfx.Info, entry uint64, isGo bool) []string {
 		}
 		out = append(out, v.Name+":"+code+":"+t.Name)
 	}
-	return out
+	return out, ret
 }
 
 func paramCode(t *dwarfx.Type) string {

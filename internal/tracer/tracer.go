@@ -159,7 +159,7 @@ func (s *session) meta(m recording.Meta) {
 	s.w.Write(&m)
 	for i, t := range s.targets {
 		s.w.Write(&recording.Probe{ID: uint32(i + 1), Function: t.Function, Object: t.Object, BuildID: t.BuildID,
-			Offset: t.Offset, Every: t.Every, Params: t.Params})
+			Offset: t.Offset, Every: t.Every, Params: t.Params, Ret: t.Ret})
 	}
 }
 

@@ -1,7 +1,8 @@
 /* A program whose traced functions' calls it counts and times itself, so
  * that a tracer's counts, durations and arguments can be checked exactly.
  * It prints one line per fact: "count FUNC N", "spin NS" (each spin call's
- * own duration by CLOCK_MONOTONIC), "args A B C" (each args3 call).
+ * own duration by CLOCK_MONOTONIC), "args A B C" (each args3 call),
+ * "narrow R" (what each narrow call returned).
  * Usage: tracecalls [fib N] [leaf N] [threads T N] [tail N] [jump N] [spin MS N] [args N] [plugin PATH N]
  */
 #include <dlfcn.h>
@@ -70,6 +71,10 @@ REAL_CALLS long spin(long ms) {
 
 REAL_CALLS long args3(long a, int b, unsigned c) { return a + b + c; }
 
+/* Returns an int in EAX: RAX's upper half is zero, so only its type
+ * says that 0xfffffff9 is -7. */
+REAL_CALLS int narrow(int b) { return b - 7; }
+
 /* At -O2 tail_outer jumps to tail_inner (a sibling call): both return
  * through the one return address. */
 long calls_tail;
@@ -137,6 +142,7 @@ int main(int argc, char **argv) {
 				unsigned c = 3000000000u + k;
 				printf("args %ld %d %u\n", a, b, c);
 				sink = args3(a, b, c);
+				printf("narrow %d\n", narrow(b));
 			}
 			argss += n;
 		} else if (!strcmp(argv[i], "plugin") && i + 2 < argc) {

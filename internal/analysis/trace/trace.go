@@ -192,6 +192,15 @@ func Args(pr *profile.Probe, c *profile.Call) []Arg {
 	return out
 }
 
+// Ret renders a call's return value by the return type its probe
+// recorded, else as a signed decimal.
+func Ret(pr *profile.Probe, c *profile.Call) string {
+	if code, _, ok := strings.Cut(pr.Ret, ":"); ok {
+		return Format(c.Ret, code)
+	}
+	return strconv.FormatInt(int64(c.Ret), 10)
+}
+
 // Format renders a register value by a parameter code: i or u and a size
 // in bytes, p8 (pointer), b1 (bool).
 func Format(v uint64, code string) string {
@@ -241,7 +250,7 @@ func Slowest(p *profile.Profile, re *regexp.Regexp, n int) []CallInfo {
 		ci := CallInfo{Function: pr.Function, Start: float64(c.Start-p.StartTime) / 1e9, Incl: c.Inclusive(), Excl: c.Exclusive(),
 			PID: c.PID, TID: c.TID, Depth: c.Depth, Caller: CallerName(p, c), Args: Args(pr, c), Unreturned: c.Unreturned()}
 		if len(c.Args) > 0 && !c.Unreturned() {
-			ci.Ret = strconv.FormatInt(int64(c.Ret), 10)
+			ci.Ret = Ret(pr, c)
 		}
 		out = append(out, ci)
 	}

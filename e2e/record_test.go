@@ -438,3 +438,53 @@ func TestNoStackCopy(t *testing.T) {
 		t.Errorf("worker <- main on %.1f%% of samples, want the frame-pointer chain alone (≥ 95%%)", 100*s)
 	}
 }
+
+// TestNoLostSamples: a CPU's ring holds at least half a second of the
+// largest samples at the rate recorded (ringPages), and a thread is sampled
+// at most 999 times per second of its CPU time. hier with 4 rounds is one
+// thread of about 0.1 s of CPU time: even if culprit never drained before
+// the command ended, every ring would hold all its samples, so none may be
+// lost, in any mode, however busy the machine. Conversely, a ring too small
+// for one sample loses them all, and report says so.
+func TestNoLostSamples(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "hier-O2", []string{"hier.c"}, "-O2", "-g")
+	dir := t.TempDir()
+	for _, mode := range [][]string{
+		{},
+		{"--values"},
+		{"--expr", "hier*@worker@n"},
+		{"--call-graph", "dwarf"},
+		{"--events", "cpu,syscalls,sched"},
+		{"--values", "--call-graph", "dwarf"},
+	} {
+		rec := filepath.Join(dir, "r.rec")
+		args := append(append([]string{"record", "-o", rec}, mode...), "--", bin, "4")
+		_, stderr, code := run(t, args...)
+		if code != 0 {
+			t.Fatalf("%v: exit %d\n%s", mode, code, stderr)
+		}
+		f := flat(t, rec)
+		// 4 rounds are about 100 ms of CPU time (TestJitter: 16 take 400 ms).
+		if f.Samples < 30 || f.Lost != 0 || strings.Contains(stderr, " lost)") {
+			t.Errorf("record %v: %d samples, %d lost; want 30 or more and none lost\n%s", mode, f.Samples, f.Lost, stderr)
+		}
+	}
+
+	// One page cannot hold a sample with 4 KiB of stack: every one is lost,
+	// and record and report say so.
+	rec := filepath.Join(dir, "small.rec")
+	_, stderr, code := run(t, "record", "--mmap-pages", "1", "--expr", "hier*@worker@n", "-o", rec, "--", bin, "4")
+	if code != 0 || !strings.Contains(stderr, " lost)") {
+		t.Fatalf("a 1-page ring: exit %d, want the summary to count lost samples\n%s", code, stderr)
+	}
+	if f := flat(t, rec); f.Lost < 30 {
+		t.Errorf("a 1-page ring: %d lost, want every sample (30 or more)", f.Lost)
+	}
+	for _, view := range [][]string{{"--exprs"}, {"--callers", "2"}, {"--peek", "worker"}} {
+		out, stderr, _ := run(t, append([]string{"report", rec}, view...)...)
+		if !strings.Contains(out, "samples lost while recording") {
+			t.Errorf("report %v of a recording that lost samples: no word of them\n%s%s", view, out, stderr)
+		}
+	}
+}

@@ -121,7 +121,10 @@ Views, selections and filters in detail: docs/cli.md (culprit report).`,
 				}
 				list := exprs.Summarize(p, o)
 				if format == "json" {
-					return render.ExprsJSON(out, list, p.SampleCount(), render.JSONExtra{Warnings: p.Warnings})
+					return render.ExprsJSON(out, list, p.SampleCount(), render.JSONExtra{Warnings: p.Warnings, Lost: p.Lost, Throttled: p.Throttled})
+				}
+				if err := render.LostNote(out, p.Lost, p.Throttled); err != nil {
+					return err
 				}
 				return render.ExprsText(out, list, stat)
 			}
@@ -142,6 +145,9 @@ Views, selections and filters in detail: docs/cli.md (culprit report).`,
 				if format == "json" {
 					return render.PeekJSON(out, pk, p.SampleCount(), extra)
 				}
+				if err := render.LostNote(out, p.Lost, p.Throttled); err != nil {
+					return err
+				}
 				return render.PeekText(out, pk, p.SampleCount(), top)
 			}
 			if listRE != nil {
@@ -159,12 +165,18 @@ Views, selections and filters in detail: docs/cli.md (culprit report).`,
 				if format == "json" {
 					return render.ListingJSON(out, ls, p.SampleCount(), read, dis, extra)
 				}
+				if err := render.LostNote(out, p.Lost, p.Throttled); err != nil {
+					return err
+				}
 				return render.ListingText(out, ls, p.SampleCount(), read, dis, top)
 			}
 			if callers > 0 {
 				rows := p.Callers(g, callers)
 				if format == "json" {
 					return render.CallersJSON(out, rows, p.SampleCount(), extra)
+				}
+				if err := render.LostNote(out, p.Lost, p.Throttled); err != nil {
+					return err
 				}
 				return render.CallersText(out, rows, p.SampleCount(), top)
 			}

@@ -1,6 +1,7 @@
 package perf
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"sync/atomic"
@@ -32,6 +33,24 @@ func MapRing(e *Event, pages int) (*Ring, error) {
 	}
 	return &Ring{Event: e, mem: mem, meta: meta, data: mem[off : off+size]}, nil
 }
+
+// MapRingAtMost maps the largest ring of at most pages data pages (a power
+// of two), and at least minPages, that the locked-memory limits allow: an
+// unprivileged user's rings are charged to kernel.perf_event_mlock_kb and
+// then to RLIMIT_MEMLOCK, which large rings exceed. Other errors are
+// returned at once.
+func MapRingAtMost(e *Event, pages, minPages int) (*Ring, error) {
+	for {
+		r, err := MapRing(e, pages)
+		if err == nil || pages/2 < minPages || !(errors.Is(err, unix.EPERM) || errors.Is(err, unix.ENOMEM)) {
+			return r, err
+		}
+		pages /= 2
+	}
+}
+
+// Pages returns the ring's size in data pages.
+func (r *Ring) Pages() int { return len(r.data) / os.Getpagesize() }
 
 // Pending returns how many unread bytes are in the ring.
 func (r *Ring) Pending() uint64 {

@@ -187,17 +187,7 @@ func (o *Options) setDefaults() error {
 		return fmt.Errorf("event period %d must be positive", o.EventPeriod)
 	}
 	if o.RingPages == 0 {
-		// Room for a tenth of a second or more of samples per CPU at the
-		// chosen rate and the largest sample (512 KiB in fp mode at 999 Hz,
-		// 2 MiB in dwarf mode): the recorder drains every 20 ms
-		// (pollInterval), and when a ring is a quarter full. Mapping a ring
-		// is on the way to starting the command (about 0.25 ms per MiB on
-		// the project's VMs, while the command starts on the other CPU).
-		need := o.Frequency * (o.StackBytes + 1024) / 10
-		o.RingPages = 64
-		for o.RingPages*os.Getpagesize() < need && o.RingPages < 4096 {
-			o.RingPages *= 2
-		}
+		o.RingPages = ringPages(o.Frequency, o.StackBytes)
 	}
 	if o.RingPages&(o.RingPages-1) != 0 {
 		return fmt.Errorf("ring size of %d pages is not a power of two", o.RingPages)
@@ -207,6 +197,38 @@ func (o *Options) setDefaults() error {
 	}
 	return nil
 }
+
+// ringSeconds is how long a CPU's ring holds samples at the full rate. A
+// CPU samples at most Frequency times per second of CPU time, whatever its
+// threads. The recorder drains every 20 ms (pollInterval) and when a ring
+// is a quarter full, but on a loaded machine (load 30 on two CPUs) it may
+// wait a tenth of a second and more for a CPU while the kernel keeps
+// writing: half a second is five such waits (rings for a tenth of a
+// second lost about half of a redis server's samples with --values).
+const ringSeconds = 0.5
+
+// sampleOverhead bounds what a cpu-clock sample carries besides its stack
+// copy: the header and fixed fields (about 80 bytes), the user registers
+// (17 × 8) and the kernel's call chain (up to 127 frames of 8 bytes).
+const sampleOverhead = 80 + 17*8 + 128*8
+
+// ringPages sizes a CPU's ring for ringSeconds of samples at frequency
+// with a stack copy of stackBytes: a power of two from 64 pages (256 KiB)
+// to 4096 (16 MiB, dwarf mode's 16 KiB copies at 999 Hz). Mapping a ring
+// is on the way to starting the command (about 0.25 ms per MiB on the
+// project's VMs, while the command starts on the other CPU).
+func ringPages(frequency, stackBytes int) int {
+	need := int(float64(frequency) * float64(stackBytes+sampleOverhead) * ringSeconds)
+	pages := 64
+	for pages*os.Getpagesize() < need && pages < 4096 {
+		pages *= 2
+	}
+	return pages
+}
+
+// minRingPages is the smallest ring taken when the locked-memory limits
+// refuse the size asked for.
+const minRingPages = 8
 
 // mainExe is the executable a recording starts with: the attached
 // process's, or the command's as the shell would find it; "" if unknown.
@@ -267,16 +289,17 @@ func monotonic() uint64 {
 
 // session is one recording in progress.
 type session struct {
-	o      Options
-	w      *recording.Writer
-	meta   recording.Meta // written by begin
-	pcs    []uint64       // the unwinder's buffer, reused from sample to sample
-	dec    perf.Decoder   // samples decoded by a drain, reused by the next
-	cpus   []int
-	kinds  []eventKind // what is sampled; kinds[0] also reports mmap/comm/task
-	rings  []ring
-	events []*perf.Event
-	res    Result
+	ringsSmall bool // a ring is smaller than wanted (said once)
+	o          Options
+	w          *recording.Writer
+	meta       recording.Meta // written by begin
+	pcs        []uint64       // the unwinder's buffer, reused from sample to sample
+	dec        perf.Decoder   // samples decoded by a drain, reused by the next
+	cpus       []int
+	kinds      []eventKind // what is sampled; kinds[0] also reports mmap/comm/task
+	rings      []ring
+	events     []*perf.Event
+	res        Result
 
 	spaces   map[uint32]*proc.Space // address spaces by pid
 	objs     collector.Objects
@@ -471,6 +494,17 @@ func (s *session) addVDSO() {
 	}
 }
 
+// smallRing says, once, that a ring is smaller than wanted.
+func (s *session) smallRing(r *perf.Ring, want int) {
+	if r.Pages() >= want || s.ringsSmall {
+		return
+	}
+	s.ringsSmall = true
+	ps := os.Getpagesize() / 1024
+	s.warn("ring buffers of %d KiB per CPU instead of %d KiB: the locked-memory limit (kernel.perf_event_mlock_kb, ulimit -l) allows no more, "+
+		"so samples may be lost when the machine is busy; record as root, or raise the limit", r.Pages()*ps, want*ps)
+}
+
 // ring returns the ring of a CPU for an event kind, or nil.
 func (s *session) ring(cpu int, k *eventKind) *perf.Ring {
 	for _, r := range s.rings {
@@ -543,10 +577,11 @@ func (s *session) openKind(tids []int, k *eventKind, noSideband bool) error {
 				}
 				continue
 			}
-			r, err := perf.MapRing(ev, pages)
+			r, err := perf.MapRingAtMost(ev, pages, minRingPages)
 			if err != nil {
 				return err
 			}
+			s.smallRing(r, pages)
 			s.rings = append(s.rings, ring{Ring: r, kind: k})
 		}
 	}

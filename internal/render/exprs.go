@@ -67,16 +67,18 @@ func ExprsText(w io.Writer, list []exprs.Summary, stat string) error {
 	return err
 }
 
-// ExprsJSON writes {"samples": N, "exprs": [...]}.
+// ExprsJSON writes {"samples": N, "lost": L, "throttled": T, "exprs": [...]}.
 func ExprsJSON(w io.Writer, list []exprs.Summary, samples int, extra JSONExtra) error {
 	if list == nil {
 		list = []exprs.Summary{}
 	}
 	v := struct {
-		Samples  int             `json:"samples"`
-		Exprs    []exprs.Summary `json:"exprs"`
-		Warnings []string        `json:"warnings,omitempty"`
-	}{samples, list, extra.Warnings}
+		Samples   int             `json:"samples"`
+		Lost      uint64          `json:"lost"`
+		Throttled uint64          `json:"throttled"`
+		Exprs     []exprs.Summary `json:"exprs"`
+		Warnings  []string        `json:"warnings,omitempty"`
+	}{samples, extra.Lost, extra.Throttled, list, extra.Warnings}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)

@@ -687,3 +687,24 @@ func TestPprofMainFirst(t *testing.T) {
 		}
 	}
 }
+
+// LostNote is silent when nothing was lost, and says what was otherwise.
+func TestLostNote(t *testing.T) {
+	for _, c := range []struct {
+		lost, throttled uint64
+		want            string
+	}{
+		{0, 0, ""},
+		{12, 0, "12 samples lost while recording: these figures leave them out\n"},
+		{0, 3, "the sampling was throttled 3 times while recording: these figures leave out what it missed\n"},
+		{5, 2, "5 samples lost and the sampling throttled 2 times while recording: these figures leave them out\n"},
+	} {
+		var b bytes.Buffer
+		if err := LostNote(&b, c.lost, c.throttled); err != nil {
+			t.Fatal(err)
+		}
+		if b.String() != c.want {
+			t.Errorf("lost %d throttled %d: %q, want %q", c.lost, c.throttled, b.String(), c.want)
+		}
+	}
+}

@@ -24,6 +24,25 @@ func Summary(w io.Writer, samples int, lost, throttled uint64) error {
 	return err
 }
 
+// LostNote writes a line saying how many samples the recording lacks
+// (lost or throttled while recording), nothing when none: the header of
+// the views whose first line is not Summary's.
+func LostNote(w io.Writer, lost, throttled uint64) error {
+	if lost == 0 && throttled == 0 {
+		return nil
+	}
+	var err error
+	switch {
+	case lost > 0 && throttled > 0:
+		_, err = fmt.Fprintf(w, "%d samples lost and the sampling throttled %d times while recording: these figures leave them out\n", lost, throttled)
+	case lost > 0:
+		_, err = fmt.Fprintf(w, "%d samples lost while recording: these figures leave them out\n", lost)
+	default:
+		_, err = fmt.Fprintf(w, "the sampling was throttled %d times while recording: these figures leave out what it missed\n", throttled)
+	}
+	return err
+}
+
 func pct(f float64) string { return fmt.Sprintf("%.1f%%", 100*f) }
 func pm(f float64) string  { return fmt.Sprintf("±%.1f", 100*f) }
 

@@ -26,13 +26,17 @@ type statesJSON struct {
 	} `json:"threads"`
 }
 
-// recordStates records bin with --events cpu,wakeup, reads the TIDs it
-// prints ("role TID" lines) and returns them with culprit states' JSON and
-// the recording.
-func recordStates(t *testing.T, bin string, args ...string) (map[string]uint32, statesJSON, string) {
+// recordStates records bin with collector (culprit record --events
+// cpu,wakeup, unless given), reads the TIDs it prints ("role TID" lines)
+// and returns them with culprit states' JSON and the recording.
+func recordStates(t *testing.T, collector []string, bin string, args ...string) (map[string]uint32, statesJSON, string) {
 	t.Helper()
 	out := rec(t)
-	stdout := mustRun(t, append([]string{"record", "--events", "cpu,wakeup", "-o", out, "--", bin}, args...)...)
+	if collector == nil {
+		collector = []string{"record", "--events", "cpu,wakeup"}
+	}
+	cmd := append(append(append([]string(nil), collector...), "-o", out, "--", bin), args...)
+	stdout := mustRun(t, cmd...)
 	tids := map[string]uint32{}
 	for _, l := range strings.Split(stdout, "\n") {
 		var role string
@@ -49,11 +53,18 @@ func recordStates(t *testing.T, bin string, args ...string) (map[string]uint32, 
 }
 
 // A consumer blocked on a condition variable is woken by the producer that
-// fills the queue, every time.
+// fills the queue, every time; the sampling recorder and the tracer record
+// the same events.
 func TestStatesConsumerWokenByProducer(t *testing.T) {
 	testutil.NeedRoot(t)
 	bin := testutil.C(t, "prodcons", []string{"prodcons.c"}, "-O2", "-g", "-fno-omit-frame-pointer", "-pthread")
-	tids, st, _ := recordStates(t, bin, "200")
+	for _, collector := range [][]string{nil, {"trace", "--sched", "-f", "consume_item"}} {
+		t.Run(fmt.Sprint(collector), func(t *testing.T) { consumerWokenByProducer(t, collector, bin) })
+	}
+}
+
+func consumerWokenByProducer(t *testing.T, collector []string, bin string) {
+	tids, st, _ := recordStates(t, collector, bin, "200")
 	prod, cons := tids["producer"], tids["consumer"]
 	if prod == 0 || cons == 0 {
 		t.Fatalf("the program printed no TIDs: %v", tids)
@@ -89,7 +100,7 @@ func TestStatesLockWaitNamesHolder(t *testing.T) {
 	testutil.NeedRoot(t)
 	bin := testutil.C(t, "lockhold", []string{"lockhold.c"}, "-O2", "-g", "-fno-omit-frame-pointer", "-pthread")
 	const rounds = 40
-	tids, st, out := recordStates(t, bin, fmt.Sprint(rounds))
+	tids, st, out := recordStates(t, nil, bin, fmt.Sprint(rounds))
 	holder, waiter := tids["holder"], tids["waiter"]
 	if holder == 0 || waiter == 0 {
 		t.Fatalf("the program printed no TIDs: %v", tids)

@@ -146,7 +146,11 @@ max, p99; --calls FUNC lists the slowest calls), export --format chrome
 			for _, w := range res.Warnings {
 				warnf(stderr, "%s", w)
 			}
-			fmt.Fprintf(stderr, "culprit: %d calls of %d functions written to %s (%s); probes set in %s, removed in %s\n", res.Calls, res.Probes, o.Output, humanBytes(res.Bytes),
+			sched := ""
+			if o.Sched {
+				sched = fmt.Sprintf(" and %d scheduler events", res.Events)
+			}
+			fmt.Fprintf(stderr, "culprit: %d calls of %d functions%s written to %s (%s); probes set in %s, removed in %s\n", res.Calls, res.Probes, sched, o.Output, humanBytes(res.Bytes),
 				res.Attach.Round(time.Millisecond), res.Detach.Round(time.Millisecond))
 			if err := keepStats(exe, o.Output, stderr); err != nil {
 				warnf(stderr, "keeping the functions' statistics for the next trace: %v", err)
@@ -164,6 +168,7 @@ max, p99; --calls FUNC lists the slowest calls), export --format chrome
 	f.StringVar(&strategy, "strategy", "", "which functions of the program to trace besides -f (Perun's strategies): custom (only -f), all (every function symbol), userspace (all but the compiler's and C library's helpers: names starting __ or _ and a capital, _init, _fini, frame_dummy, the tm_clones), a_sampled and u_sampled (all and userspace with --sample 20 unless given)")
 	f.Uint32Var(&sample, "sample", 0, "record the first and every N-th call of every traced function (Perun's global sampling); a pattern's #N takes priority")
 	f.BoolVar(&o.Args, "args", false, "record each call's arguments (named and typed from DWARF) and its return value")
+	f.BoolVar(&o.Sched, "sched", false, "also record the threads' scheduler events (switches, with the blocking stack, and who woke whom), for culprit states")
 	f.IntVar(&o.Depth, "depth", 0, "record only calls made with fewer than this many traced calls open below them on their thread (1: the outermost traced calls); 0: all")
 	f.IntVar(&o.TimedHz, "timed-sampling", 0, "record calls only in alternate phases of 1/HZ seconds, gathering then dormant (Perun's timed sampling: a cpu-clock event flips a flag the probes read); 0: always")
 	f.Uint64Var(&o.Probing, "dynamic-probing", 0, "remove a function's probes once it has been called this many times (Perun's dynamic probing; the thesis uses 100000); 0: never")

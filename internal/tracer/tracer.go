@@ -21,6 +21,7 @@ import (
 	"github.com/culprit-dev/culprit/internal/collector"
 	"github.com/culprit-dev/culprit/internal/elfx"
 	"github.com/culprit-dev/culprit/internal/proc"
+	"github.com/culprit-dev/culprit/internal/recorder"
 	"github.com/culprit-dev/culprit/internal/recording"
 	"github.com/culprit-dev/culprit/internal/traceprog"
 )
@@ -52,13 +53,18 @@ type Options struct {
 	ProbingCheck    time.Duration // how often the counts are read (default 100 ms)
 	ProbingWait     time.Duration // first interval before setting probes again (default 1 s)
 	Duration        time.Duration // stop tracing after this long (0: until exit or signal)
-	Tool            string
+	// Sched also records the process's scheduler events: switches away
+	// (with prev_state and the blocking stack), switches onto a CPU and
+	// the wake-ups its threads make (recorder.OpenSched).
+	Sched bool
+	Tool  string
 }
 
 // Result summarises a trace.
 type Result struct {
 	Probes    int
 	Calls     uint64
+	Events    uint64 // scheduler events recorded (Options.Sched)
 	Lost      uint64 // call records the ring had no room for
 	Depth     uint64 // calls deeper than the shadow stack, not recorded
 	Unmatched uint64 // returns whose entry was not seen
@@ -81,6 +87,7 @@ type session struct {
 	isGo    bool
 	pidfd   int
 	probing probing
+	sched   *recorder.Sched // nil unless Options.Sched
 }
 
 // probing is the state of dynamic probing.
@@ -155,6 +162,9 @@ func (s *session) meta(m recording.Meta) {
 	}
 	if s.o.TimedHz > 0 {
 		m.Extra["timed_sampling_hz"] = fmt.Sprint(s.o.TimedHz)
+	}
+	if s.o.Sched {
+		m.Extra["sched"] = "1"
 	}
 	s.w.Write(&m)
 	for i, t := range s.targets {
@@ -248,7 +258,23 @@ func (s *session) record(c *traceprog.Call) {
 	s.res.Calls++
 }
 
+// openSched opens the scheduler events when asked for.
+func (s *session) openSched(pid int, launched bool) error {
+	if !s.o.Sched {
+		return nil
+	}
+	sc, err := recorder.OpenSched(s.w, pid, launched)
+	if err != nil {
+		return err
+	}
+	s.sched = sc
+	return nil
+}
+
 func (s *session) drain(wait time.Duration) {
+	if s.sched != nil {
+		s.sched.Drain()
+	}
 	if err := s.t.Read(wait, s.record); err != nil {
 		s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("reading call records: %v", err))
 	}
@@ -263,6 +289,17 @@ func (s *session) finish(exitCode int) (Result, error) {
 	s.res.Detach = time.Since(start)
 	s.drain(0)
 	s.t.Leftovers(monotonic(), s.record)
+	var events, eventsLost uint64
+	if s.sched != nil {
+		var warns []string
+		events, eventsLost, warns = s.sched.Close()
+		s.sched = nil
+		s.res.Warnings = append(s.res.Warnings, warns...)
+		s.res.Events = events
+		if eventsLost > 0 {
+			s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("%d scheduler events were lost: thread states around them may be wrong", eventsLost))
+		}
+	}
 	st := s.t.Stats()
 	s.res.Lost, s.res.Depth, s.res.Unmatched = st.Lost+st.NoThread, st.Depth, st.Unmatched
 	now := monotonic()
@@ -282,7 +319,7 @@ func (s *session) finish(exitCode int) (Result, error) {
 		s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("dynamic probing removed probes %d times after more than %d calls (%s): the counts of those functions stop there", n, s.o.Probing, strings.Join(names, ", ")))
 	}
 	s.res.ExitCode = exitCode
-	s.w.Write(&recording.End{Time: now, Lost: s.res.Lost + s.res.Depth, ExitCode: int32(exitCode), Calls: s.res.Calls})
+	s.w.Write(&recording.End{Time: now, Samples: events, Lost: s.res.Lost + s.res.Depth + eventsLost, ExitCode: int32(exitCode), Calls: s.res.Calls})
 	err := s.w.Close()
 	s.res.Bytes = s.w.Bytes()
 	s.t.Close()
@@ -293,6 +330,9 @@ func (s *session) finish(exitCode int) (Result, error) {
 }
 
 func (s *session) abandon() {
+	if s.sched != nil {
+		s.sched.Close()
+	}
 	s.t.Close()
 	s.w.Close()
 	os.Remove(s.o.Output)
@@ -390,6 +430,11 @@ func Launch(o Options, argv []string) (Result, error) {
 		s.abandon()
 		return Result{}, err
 	}
+	if err := s.openSched(pid, true); err != nil {
+		child.Kill()
+		s.abandon()
+		return Result{}, err
+	}
 	s.w.Write(&recording.Comm{Time: monotonic(), PID: uint32(pid), TID: uint32(pid), Exec: true, Name: proc.Comm(pid, pid)})
 	s.readMaps()
 	relay.Caught()
@@ -433,6 +478,10 @@ func Attach(o Options, pid int, stop <-chan struct{}) (Result, error) {
 	s.pid = pid
 	s.meta(recording.Meta{AttachPID: pid, Command: proc.Cmdline(pid)})
 	if err := s.attach(pid); err != nil {
+		s.abandon()
+		return Result{}, err
+	}
+	if err := s.openSched(pid, false); err != nil {
 		s.abandon()
 		return Result{}, err
 	}

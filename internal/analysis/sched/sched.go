@@ -227,6 +227,16 @@ func States(p *profile.Profile) (*Timeline, error) {
 			if ts.open && ts.cur.State == OnCPU {
 				break // a repeated switch-in: keep the interval
 			}
+			if ts.open && ts.cur.State.Blocked() && ts.early {
+				// No wake-up came while it slept: the one seen just before
+				// it left the CPU ended this sleep. It came while the
+				// kernel was switching the thread away (the switch is
+				// stamped after the state it reports was read), so the
+				// thread never slept: it waited for a CPU.
+				ts.cur.Waker, ts.cur.Interrupt, ts.cur.WakerStack = ts.earlyWaker, ts.earlyIRQ, ts.earlyStack
+				ts.close(ts.cur.From)
+				ts.start(ts.th.Intervals[len(ts.th.Intervals)-1].To, Runnable)
+			}
 			ts.close(s.Time)
 			ts.start(s.Time, OnCPU)
 			ts.early = false
@@ -258,7 +268,9 @@ func States(p *profile.Profile) (*Timeline, error) {
 			if ts.early && st == Runnable && s.Arg&recording.TaskStateMask == 0 && s.Arg != recording.TaskPreempted {
 				ts.cur.Waker, ts.cur.Interrupt, ts.cur.WakerStack = ts.earlyWaker, ts.earlyIRQ, ts.earlyStack
 			}
-			ts.early = false
+			// A wake-up seen while it ran ends a sleep it reports only if
+			// no later one does (see EventSwitchIn).
+			ts.early = ts.early && st.Blocked()
 		case recording.EventWakeup:
 			tl.Wakeups++
 			wakee := uint32(s.Arg)
@@ -276,6 +288,7 @@ func States(p *profile.Profile) (*Timeline, error) {
 				w.cur.Waker, w.cur.Interrupt, w.cur.WakerStack = waker, irq, s.Stack
 				w.close(s.Time)
 				w.start(s.Time, Runnable)
+				w.early = false
 			case w.open && w.cur.State == OnCPU:
 				w.early, w.earlyWaker, w.earlyIRQ, w.earlyStack = true, waker, irq, s.Stack
 			}

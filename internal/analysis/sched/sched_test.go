@@ -110,6 +110,42 @@ func TestStatesEarlyWakeup(t *testing.T) {
 	}
 }
 
+// A wake-up stamped just before the switch away that reports a sleep, and
+// no wake-up after it: the thread was woken while the kernel switched it
+// away, and waited for a CPU, not for its waker.
+func TestStatesWakeupDuringSwitch(t *testing.T) {
+	tl := states(t, prof(
+		ev{10, in, 2, 0, 0},
+		ev{15, in, 3, 0, 0},
+		ev{19, wake, 3, 2, 0},
+		ev{20, out, 2, recording.TaskInterruptible, 1},
+		ev{30, in, 2, 0, 0},
+		// Woken early, then a sleep that a later wake-up ends.
+		ev{40, wake, 3, 2, 0},
+		ev{41, out, 2, recording.TaskInterruptible, 1},
+		ev{50, wake, 3, 2, 0},
+		ev{55, in, 2, 0, 0},
+	))
+	got := tl.Thread(2).Intervals
+	want := []Interval{
+		{From: 10, To: 20, State: OnCPU},
+		{From: 20, To: 20, State: Lock, Waker: 3},
+		{From: 20, To: 30, State: Runnable},
+		{From: 30, To: 41, State: OnCPU},
+		{From: 41, To: 50, State: Lock, Waker: 3},
+		{From: 50, To: 55, State: Runnable},
+	}
+	if len(got) < len(want) {
+		t.Fatalf("thread 2: %+v", got)
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.From != w.From || g.To != w.To || g.State != w.State || g.Waker != w.Waker {
+			t.Errorf("interval %d: got %+v, want %+v", i, g, w)
+		}
+	}
+}
+
 // The path through a lock wait is the holder's; through the holder's own
 // wait, its waker's; a hand-off jumps to the thread that queued the work.
 func TestCriticalPath(t *testing.T) {

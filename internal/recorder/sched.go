@@ -1,0 +1,90 @@
+package recorder
+
+import (
+	"fmt"
+
+	"github.com/culprit-dev/culprit/internal/proc"
+	"github.com/culprit-dev/culprit/internal/recording"
+)
+
+// Sched records the scheduler events of --events wakeup (switches away with
+// the kernel's prev_state and the blocking stack, switches onto a CPU,
+// wake-ups with the waker's stack) of one process into a recording that
+// another collector writes: culprit trace --sched, whose calls then have
+// the thread states of internal/analysis/sched beside them. The events,
+// their rings and their decoding are the recorder's own; the caller drains
+// them from the goroutine that writes its other records.
+type Sched struct{ s *session }
+
+// OpenSched opens the events on process pid, writing into w. A launched
+// process stopped at its exec (launched) needs one inheriting event per
+// CPU, which follows every thread and child it creates; a running one gets
+// events on each of its threads, re-read until no new one appears.
+func OpenSched(w *recording.Writer, pid int, launched bool) (*Sched, error) {
+	o := Options{Events: []string{EventsWakeup}, StackBytes: 1024}
+	if err := o.setDefaults(); err != nil {
+		return nil, err
+	}
+	cpus, err := onlineCPUs()
+	if err != nil {
+		return nil, err
+	}
+	kinds, err := eventKinds(o.Events)
+	if err != nil {
+		return nil, err
+	}
+	s := &session{o: o, w: w, cpus: cpus, kinds: kinds, pidfd: -1,
+		spaces: map[uint32]*proc.Space{}, kseen: map[uint64]bool{}, kaddr: map[uint64]bool{},
+		exes: map[uint32]string{}, awaiting: map[uint32]bool{}}
+	if launched {
+		err = s.openEvents([]int{pid})
+	} else {
+		opened := map[int]bool{}
+		for round := 0; round < 10 && err == nil; round++ {
+			var tids, fresh []int
+			if tids, err = proc.Tasks(pid); err != nil {
+				break
+			}
+			for _, t := range tids {
+				if !opened[t] {
+					fresh = append(fresh, t)
+					opened[t] = true
+				}
+			}
+			if len(fresh) == 0 {
+				break
+			}
+			err = s.openEvents(fresh)
+		}
+	}
+	if err != nil {
+		s.close()
+		return nil, fmt.Errorf("scheduler events of %d: %w", pid, err)
+	}
+	if p, err := readProcess(pid); err == nil {
+		s.synthesize(p)
+	}
+	s.startKernelSymbols()
+	return &Sched{s: s}, nil
+}
+
+// Drain writes the events the rings hold.
+func (x *Sched) Drain() {
+	if err := x.s.drain(); err != nil {
+		x.s.warn("writing the recording: %v", err)
+	}
+}
+
+// Close stops the events, writes what is left and the kernel functions
+// their stacks name, and returns the events written, those lost and what
+// the user should know. The writer stays open.
+func (x *Sched) Close() (events, lost uint64, warnings []string) {
+	s := x.s
+	for _, e := range s.events {
+		e.Disable()
+	}
+	x.Drain()
+	s.close()
+	s.writeKernelSymbols(true)
+	return s.res.Samples, s.res.Lost, s.res.Warnings
+}

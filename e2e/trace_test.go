@@ -735,3 +735,44 @@ func TestTraceTypedReturn(t *testing.T) {
 		t.Errorf("narrow returned %v, the program printed %v", got, want)
 	}
 }
+
+// --usdt records each hit of a USDT probe, its semaphore set while traced
+// (the program builds app:costly's arguments only then, and counts it);
+// --line records each time a source line's code is reached.
+func TestTracePointProbes(t *testing.T) {
+	testutil.NeedRoot(t)
+	testutil.Need(t, fileExists("/usr/include/x86_64-linux-gnu/sys/sdt.h") || fileExists("/usr/include/sys/sdt.h"), "sys/sdt.h (Debian: systemtap-sdt-dev)")
+	bin := testutil.C(t, "usdtprog", []string{"usdtprog.c"}, "-O2", "-g")
+	src, err := os.ReadFile(filepath.Join(testutil.Targets(), "usdtprog.c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := 0
+	for i, l := range strings.Split(string(src), "\n") {
+		if strings.Contains(l, "/* LINE-PROBE */") {
+			line = i + 1
+		}
+	}
+	spec := "usdtprog.c:" + strconv.Itoa(line)
+	out, stdout := traceRun(t, []string{"--usdt", "app:tick", "--usdt", "app:costly", "--line", spec}, bin, "41")
+	want := counts(t, stdout)
+	r := traceReport(t, out)
+	for fn, w := range map[string]int{"app:tick": want["app:tick"], "app:costly": want["app:costly"], spec: want["line"]} {
+		if got, _ := r.calls(fn); got != w || w == 0 {
+			t.Errorf("%s: %d hits recorded, the program counted %d", fn, got, w)
+		}
+	}
+	if want["app:costly"] != 20 {
+		t.Errorf("app:costly ran %d times: its semaphore was not set while traced", want["app:costly"])
+	}
+	_, errs, code := run(t, "trace", "--usdt", "app:nosuch", "-o", rec(t), "--", bin)
+	if code == 0 || !strings.Contains(errs, "app:tick") {
+		t.Errorf("--usdt app:nosuch: exit %d, %s (want the probes it has)", code, errs)
+	}
+	_, errs, code = run(t, "trace", "--line", "usdtprog.c:2", "-o", rec(t), "--", bin)
+	if code == 0 || !strings.Contains(errs, "no code for line 2") {
+		t.Errorf("--line on a comment: exit %d, %s", code, errs)
+	}
+}
+
+func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }

@@ -32,6 +32,8 @@ func newTrace() *cobra.Command {
 		diffGit  string
 		strategy string
 		sample   uint32
+		lines    []string
+		usdts    []string
 	)
 	c := &cobra.Command{
 		Use:   "trace -f PATTERN[#N]... [flags] -- CMD [ARGS...]\n  culprit trace -f PATTERN[#N]... -p PID [--duration D]",
@@ -66,6 +68,20 @@ max, p99; --calls FUNC lists the slowest calls), export --format chrome
 				}
 				o.Patterns = append(o.Patterns, p)
 			}
+			for _, l := range lines {
+				p, err := tracer.ParseLine(l)
+				if err != nil {
+					return usageError{err}
+				}
+				o.Patterns = append(o.Patterns, p)
+			}
+			for _, u := range usdts {
+				p, err := tracer.ParseUSDT(u)
+				if err != nil {
+					return usageError{err}
+				}
+				o.Patterns = append(o.Patterns, p)
+			}
 			for _, l := range libs {
 				p, err := tracer.ParsePattern(l, true)
 				if err != nil {
@@ -93,7 +109,7 @@ max, p99; --calls FUNC lists the slowest calls), export --format chrome
 				}
 			}
 			if len(o.Patterns) == 0 {
-				return usagef("no function to trace: give -f PATTERN (a glob on symbol names, e.g. -f 'parse_*') or --lib LIB:PATTERN")
+				return usagef("nothing to trace: give -f PATTERN (a glob on symbol names, e.g. -f 'parse_*'), --lib LIB:PATTERN, --line FILE:LINE or --usdt PROVIDER:NAME")
 			}
 			if o.TimedHz < 0 || o.TimedHz > 10000 {
 				return usagef("--timed-sampling takes a frequency from 1 to 10000 (Hz), or 0 for off")
@@ -164,6 +180,8 @@ max, p99; --calls FUNC lists the slowest calls), export --format chrome
 	f := c.Flags()
 	f.SetInterspersed(false)
 	f.StringArrayVarP(&funcs, "func", "f", nil, "trace the functions of the program whose symbol names match this glob; PATTERN#N records the first and every N-th call; repeatable")
+	f.StringArrayVar(&lines, "line", nil, "record each time the program reaches a source line, FILE:LINE (from the DWARF line table; FILE may be a base name); repeatable")
+	f.StringArrayVar(&usdts, "usdt", nil, "record each hit of the program's USDT probe PROVIDER:NAME (sys/sdt.h; its semaphore is counted up while traced); repeatable")
 	f.StringArrayVar(&libs, "lib", nil, "trace functions of a shared library: LIB:PATTERN[#N], LIB a path or a name such as libc.so.6 or libz; repeatable")
 	f.StringVar(&strategy, "strategy", "", "which functions of the program to trace besides -f (Perun's strategies): custom (only -f), all (every function symbol), userspace (all but the compiler's and C library's helpers: names starting __ or _ and a capital, _init, _fini, frame_dummy, the tm_clones), a_sampled and u_sampled (all and userspace with --sample 20 unless given)")
 	f.Uint32Var(&sample, "sample", 0, "record the first and every N-th call of every traced function (Perun's global sampling); a pattern's #N takes priority")

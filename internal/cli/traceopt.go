@@ -127,7 +127,7 @@ type program struct {
 func readProgram(exe string, pid int, pats []tracer.Pattern) (*program, error) {
 	var own []tracer.Pattern
 	for _, p := range pats {
-		if p.Lib == "" {
+		if p.Lib == "" && !p.IsPoint() {
 			own = append(own, p)
 		}
 	}

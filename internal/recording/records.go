@@ -305,6 +305,10 @@ type Probe struct {
 // (longjmp, C++ unwinding, exit): its End is when that was noticed.
 const CallUnreturned = 1
 
+// CallPoint flags the hit of a point probe (a source line, a USDT probe):
+// Start = End.
+const CallPoint = 2
+
 // Call is one call of a traced function.
 type Call struct {
 	Start  uint64 // sample clock (CLOCK_MONOTONIC), ns

@@ -61,6 +61,9 @@ const (
 	// end is when that was noticed (the next traced entry or return on
 	// the thread), an upper bound.
 	Unreturned = 1
+	// Point marks a hit of a point probe (a source line, a USDT probe):
+	// Start = End, the time it was reached.
+	Point = 2
 )
 
 // pt_regs offsets (x86-64).
@@ -567,4 +570,77 @@ func flipProgram(m maps) asm.Instructions {
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("out"),
 		asm.Return(),
 	}
+}
+
+// hitProgram runs at a point probe (a source line, a USDT probe): it
+// writes a record of the hit, at the depth and under the traced caller
+// of the thread's shadow stack, without touching the stack.
+func hitProgram(m maps, o progOptions) asm.Instructions {
+	b := &builder{m: m, o: o}
+	b.emit(
+		asm.Mov.Reg(rCtx, asm.R1),
+		asm.FnGetAttachCookie.Call(),
+		asm.StoreMem(asm.RFP, slProbe, asm.R0, asm.DWord),
+		asm.FnKtimeGetNs.Call(),
+		asm.StoreMem(asm.RFP, slNow, asm.R0, asm.DWord),
+		asm.StoreImm(asm.RFP, slIdx, 0, asm.Word),
+		asm.StoreImm(asm.RFP, slCaller, 0, asm.Word),
+	)
+	b.threadKey()
+	b.lookup(m.stacks, slKey)
+	b.emit(
+		asm.JEq.Imm(asm.R0, 0, "nostack"),
+		asm.Mov.Reg(rThread, asm.R0),
+		asm.LoadMem(asm.R1, rThread, 0, asm.Word),
+		asm.JGT.Imm(asm.R1, MaxDepth, "nostack"),
+		asm.StoreMem(asm.RFP, slIdx, asm.R1, asm.Word),
+		asm.JEq.Imm(asm.R1, 0, "nostack"),
+		asm.Add.Imm(asm.R1, -1),
+		asm.Mul.Imm(asm.R1, frameSize),
+		asm.Mov.Reg(asm.R3, rThread),
+		asm.Add.Reg(asm.R3, asm.R1),
+		asm.LoadMem(asm.R2, asm.R3, stackHdr+fProbe, asm.Word),
+		asm.StoreMem(asm.RFP, slCaller, asm.R2, asm.Word),
+	)
+	b.mark("nostack")
+	b.emit(
+		asm.LoadMapPtr(asm.R1, m.events),
+		asm.Mov.Imm(asm.R2, RecordSize),
+		asm.Mov.Imm(asm.R3, 0),
+		asm.FnRingbufReserve.Call(),
+		asm.JEq.Imm(asm.R0, 0, "lost"),
+		asm.Mov.Reg(rTmp, asm.R0),
+		asm.LoadMem(asm.R1, asm.RFP, slNow, asm.DWord),
+		asm.StoreMem(rTmp, rStart, asm.R1, asm.DWord),
+		asm.StoreMem(rTmp, rEnd, asm.R1, asm.DWord),
+		asm.LoadMem(asm.R1, asm.RFP, slProbe, asm.Word),
+		asm.StoreMem(rTmp, rProbe, asm.R1, asm.Word),
+		asm.LoadMem(asm.R1, asm.RFP, slCaller, asm.Word),
+		asm.StoreMem(rTmp, rCaller, asm.R1, asm.Word),
+		asm.LoadMem(asm.R1, asm.RFP, slIdx, asm.Word),
+		asm.StoreMem(rTmp, rDepth, asm.R1, asm.Word),
+		asm.StoreImm(rTmp, rFlags, Point, asm.Word),
+		asm.Mov.Imm(asm.R1, 0),
+		asm.StoreMem(rTmp, rChild, asm.R1, asm.DWord),
+		asm.StoreMem(rTmp, rSite, asm.R1, asm.DWord),
+		asm.StoreMem(rTmp, rRet, asm.R1, asm.DWord),
+	)
+	for i := int16(0); i < MaxArgs; i++ {
+		b.emit(asm.StoreMem(rTmp, rArgs+8*i, asm.R1, asm.DWord))
+	}
+	b.emit(
+		asm.FnGetCurrentPidTgid.Call(),
+		asm.StoreMem(rTmp, rPidTgid, asm.R0, asm.DWord),
+		asm.Mov.Reg(asm.R1, rTmp),
+		asm.Mov.Imm(asm.R2, 1), // BPF_RB_NO_WAKEUP
+		asm.FnRingbufSubmit.Call(),
+		asm.Ja.Label("exit"),
+	)
+	b.mark("lost")
+	b.count(sLost)
+	b.emit(
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("exit"),
+		asm.Return(),
+	)
+	return b.ins
 }

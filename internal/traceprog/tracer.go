@@ -59,19 +59,25 @@ type Probe struct {
 	// take the place of a uretprobe (Go code, whose stacks move).
 	Rets  []uint64
 	Every uint32 // record the first and every Every-th call (0, 1: all)
+	// Point makes it a point probe: each time Offset is reached is
+	// recorded (flag Point), with no return probe.
+	Point bool
+	// RefCtr is the file offset of a USDT semaphore the kernel counts up
+	// while the probe is set (0: none).
+	RefCtr uint64
 }
 
 // Tracer holds the loaded programs, their maps and the attached links.
 type Tracer struct {
-	o                           Options
-	stacks, zero, counts, stats *ebpf.Map
-	events, phase               *ebpf.Map
-	entry, ret, retInsn, flip   *ebpf.Program
-	clockFD                     int
-	multi                       bool
-	links                       []link.Link
-	own                         map[uint32]*owned // probes with links of their own (AttachEach)
-	rd                          *ringbuf.Reader
+	o                              Options
+	stacks, zero, counts, stats    *ebpf.Map
+	events, phase                  *ebpf.Map
+	entry, ret, retInsn, flip, hit *ebpf.Program
+	clockFD                        int
+	multi                          bool
+	links                          []link.Link
+	own                            map[uint32]*owned // probes with links of their own (AttachEach)
+	rd                             *ringbuf.Reader
 }
 
 // Stats are the tracer's own counts of what it could not record.
@@ -150,6 +156,7 @@ func New(o Options) (*Tracer, error) {
 	// Named as internal/sampleprog's program is: culprit_PID.
 	name := fmt.Sprintf("culprit_%d", os.Getpid()%10000000)
 	t.entry = load(name, entryProgram(m, progOptions{Go: o.Go, Args: o.Args, Sampling: o.Sampling, Timed: o.TimedHz > 0, MaxDepth: int32(o.MaxDepth)}))
+	t.hit = load(name, hitProgram(m, progOptions{Go: o.Go}))
 	if o.Go {
 		t.retInsn = load(name, returnProgram(m, progOptions{Go: true, Args: o.Args, RetAdjust: 0}))
 	} else {
@@ -215,8 +222,25 @@ func (t *Tracer) Attach(path string, probes []Probe, pid int) error {
 	if err != nil {
 		return fmt.Errorf("opening %s: %w", path, err)
 	}
+	var points []Probe
+	for _, p := range probes {
+		if p.Point {
+			points = append(points, p)
+		}
+	}
+	if len(points) > 0 {
+		if err := t.attachPoints(ex, path, points, pid); err != nil {
+			return err
+		}
+		if len(points) == len(probes) {
+			return nil
+		}
+	}
 	var offs, cookies, roffs, rcookies []uint64
 	for _, p := range probes {
+		if p.Point {
+			continue
+		}
 		offs = append(offs, p.Offset)
 		cookies = append(cookies, uint64(p.ID))
 		if t.o.Go {
@@ -273,6 +297,39 @@ func (t *Tracer) Attach(path string, probes []Probe, pid int) error {
 		l, err := ex.Uprobe("", t.entry, &link.UprobeOptions{Address: off, Cookie: cookies[i], PID: pid})
 		if err != nil {
 			return fmt.Errorf("attaching a probe to %s at %#x: %w", path, off, explain(err))
+		}
+		t.links = append(t.links, l)
+	}
+	return nil
+}
+
+// attachPoints sets point probes: the hit program at each offset, with
+// USDT semaphores counted up while set.
+func (t *Tracer) attachPoints(ex *link.Executable, path string, points []Probe, pid int) error {
+	var offs, cookies, refs []uint64
+	anyRef := false
+	for _, p := range points {
+		offs = append(offs, p.Offset)
+		cookies = append(cookies, uint64(p.ID))
+		refs = append(refs, p.RefCtr)
+		anyRef = anyRef || p.RefCtr != 0
+	}
+	if t.multi {
+		opts := &link.UprobeMultiOptions{Addresses: offs, Cookies: cookies, PID: uint32(pid)}
+		if anyRef {
+			opts.RefCtrOffsets = refs
+		}
+		l, err := ex.UprobeMulti(nil, t.hit, opts)
+		if err != nil {
+			return fmt.Errorf("attaching %d point probes to %s: %w", len(offs), path, explain(err))
+		}
+		t.links = append(t.links, l)
+		return nil
+	}
+	for i, off := range offs {
+		l, err := ex.Uprobe("", t.hit, &link.UprobeOptions{Address: off, Cookie: cookies[i], PID: pid, RefCtrOffset: refs[i]})
+		if err != nil {
+			return fmt.Errorf("attaching a point probe to %s at %#x: %w", path, off, explain(err))
 		}
 		t.links = append(t.links, l)
 	}
@@ -503,7 +560,7 @@ func (t *Tracer) Close() {
 		unix.Close(t.clockFD)
 		t.clockFD = -1
 	}
-	for _, p := range []*ebpf.Program{t.entry, t.ret, t.retInsn, t.flip} {
+	for _, p := range []*ebpf.Program{t.entry, t.ret, t.retInsn, t.flip, t.hit} {
 		if p != nil {
 			p.Close()
 		}

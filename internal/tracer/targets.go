@@ -27,7 +27,13 @@ type Pattern struct {
 	// UserOnly leaves out the compiler's and the C library's helpers
 	// (Perun's userspace strategy): see helper.
 	UserOnly bool
+	// Line (FILE:LINE) or USDT (PROVIDER:NAME) make it a point probe
+	// instead of a glob: see points.go.
+	Line, USDT string
 }
+
+// IsPoint reports whether the pattern is a point probe.
+func (p Pattern) IsPoint() bool { return p.Line != "" || p.USDT != "" }
 
 // helper reports the functions a compiler or the C runtime adds to every
 // program: names reserved to the implementation (starting with __, or _
@@ -78,6 +84,10 @@ type Target struct {
 	Every    uint32
 	Params   []string // "name:code:type" (see paramCode) when arguments are recorded
 	Ret      string   // "code:type" of the return value when recorded and known
+	// Point: a source line or USDT probe, each hit recorded; RefCtr the
+	// file offset of its USDT semaphore (0: none).
+	Point  bool
+	RefCtr uint64
 }
 
 // findLib resolves a --lib name: a path as given, else a file of that name
@@ -209,6 +219,14 @@ func resolveObject(obj string, pats []Pattern, args bool, exclude map[string]boo
 	var out []Target
 	taken := map[uint64]bool{}
 	for _, p := range pats {
+		if p.IsPoint() {
+			ts, err := pointTargets(f, obj, bid, p)
+			if err != nil {
+				return nil, false, err
+			}
+			out = append(out, ts...)
+			continue
+		}
 		n := 0
 		for _, fs := range funcs {
 			if ok, _ := path.Match(p.Glob, fs.name); !ok || taken[fs.value] || p.UserOnly && helper(fs.name) {

@@ -182,7 +182,7 @@ func (s *session) attach(pid int) error {
 		if _, ok := byObj[t.Object]; !ok {
 			order = append(order, t.Object)
 		}
-		byObj[t.Object] = append(byObj[t.Object], traceprog.Probe{ID: uint32(i + 1), Offset: t.Offset, Rets: t.Rets, Every: t.Every})
+		byObj[t.Object] = append(byObj[t.Object], traceprog.Probe{ID: uint32(i + 1), Offset: t.Offset, Rets: t.Rets, Every: t.Every, Point: t.Point, RefCtr: t.RefCtr})
 	}
 	for _, obj := range order {
 		attach := s.t.Attach

@@ -776,3 +776,34 @@ func TestTracePointProbes(t *testing.T) {
 }
 
 func fileExists(p string) bool { _, err := os.Stat(p); return err == nil }
+
+// The pipelines keep the functions that took over 1% of the exclusive
+// time of an earlier trace, whatever the methods say: leaf, called more
+// than strict dynamic baseline's hard limit, stays with --optimize basic
+// and goes with --keep-hot 0.
+func TestTraceKeepHot(t *testing.T) {
+	testutil.NeedRoot(t)
+	t.Setenv("CULPRIT_TRACE_STATS", t.TempDir())
+	bin := testutil.C(t, "tracecalls", []string{"tracecalls.c"}, "-O2", "-g", "-pthread")
+	trace := func(extra ...string) (string, string) {
+		out := rec(t)
+		args := append(append([]string{"trace", "--optimize", "basic"}, extra...), "-f", "leaf", "-f", "fib", "-o", out, "--", bin, "leaf", "100001", "fib", "5")
+		_, errs, code := run(t, args...)
+		if code != 0 {
+			t.Fatalf("exit %d, %s", code, errs)
+		}
+		return out, errs
+	}
+	trace() // the first trace of the build: statistics only
+	out, errs := trace()
+	if !strings.Contains(errs, "1 functions over 1% of the exclusive time") {
+		t.Errorf("second trace: %s", errs)
+	}
+	if got, _ := traceReport(t, out).calls("leaf"); got != 100001 {
+		t.Errorf("leaf: %d calls recorded, want all 100001 (it is hot)", got)
+	}
+	out, _ = trace("--keep-hot", "0")
+	if got, _ := traceReport(t, out).calls("leaf"); got != 0 {
+		t.Errorf("--keep-hot 0: leaf traced %d times, want left out (call_limit)", got)
+	}
+}

@@ -137,6 +137,9 @@ max, p99; --calls FUNC lists the slowest calls), export --format chrome
 			if err := opt.pipeline(optimize, noOpt); err != nil {
 				return err
 			}
+			if opt.KeepHot < 0 {
+				opt.KeepHot = 0 // no pipeline: off unless given
+			}
 			if err := opt.validate(); err != nil {
 				return err
 			}
@@ -201,6 +204,7 @@ max, p99; --calls FUNC lists the slowest calls), export --format chrome
 	f.StringVar(&diffGit, "diff-git", "", "with --diff-tracing: also count as changed the functions the hunks of `git diff REV` (run here) name")
 	f.StringVar(&opt.Sampling, "dynamic-sampling", "", "record every N-th call of each function, N chosen from its call-graph level and an earlier trace's counts to aim at 10,000 (soft) or 1,000 (strict) records (Perun's dynamic sampling)")
 	f.StringVar(&optimize, "optimize", "", "a pipeline of Perun's optimizations: basic (call-graph shaping strict, dynamic baseline strict), advanced (diff tracing semi-strict, shaping soft, dynamic baseline and sampling soft) or full (diff tracing strict, shaping prune, static baseline, dynamic baseline and sampling soft, dynamic probing 100000); flags given set their method")
+	f.Float64Var(&opt.KeepHot, "keep-hot", -1, "keep, whatever call-graph shaping and the baselines say, the functions over this per cent of the exclusive time earlier traces of the build recorded (default 1 with --optimize, else 0: off)")
 	f.StringArrayVar(&noOpt, "no-optimize", nil, "switch off one method of the --optimize pipeline: "+strings.Join(optNames, ", ")+"; repeatable")
 	f.StringVarP(&o.Output, "output", "o", "culprit.rec", "recording file to write")
 	f.IntVarP(&pid, "pid", "p", 0, "attach to this running process instead of launching a command")

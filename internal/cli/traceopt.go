@@ -24,6 +24,10 @@ type optimizations struct {
 	Diff     string // diff tracing: soft, semi-strict, strict
 	Sampling string // dynamic sampling: soft, strict
 	Probing  uint64 // dynamic probing: the call threshold
+	// KeepHot > 0 protects from the methods that leave functions out
+	// those over KeepHot per cent of the exclusive time an earlier trace
+	// of the build recorded (on in the pipelines: 1).
+	KeepHot float64
 }
 
 // optNames are the names --no-optimize takes.
@@ -43,6 +47,9 @@ func (o *optimizations) pipeline(name string, off []string) error {
 		if *p == "" {
 			*p = v
 		}
+	}
+	if name != "" && o.KeepHot < 0 {
+		o.KeepHot = 1
 	}
 	switch name {
 	case "":
@@ -205,6 +212,24 @@ func preOptimize(o *tracer.Options, opt optimizations, exe string, pid int, diff
 				fmt.Fprintf(stderr, "culprit: diff tracing (%s) against %s: %d functions changed; %d of %d traced\n", opt.Diff, diffBase, len(changes), len(keep), len(pr.probed))
 			} else {
 				fmt.Fprintf(stderr, "culprit: diff tracing (%s) against %s: %d functions changed, kept whatever the other methods say\n", opt.Diff, diffBase, len(changes))
+			}
+		}
+	}
+	if opt.KeepHot > 0 && (opt.Shaping != "" || opt.Static != "" || opt.Baseline != "") {
+		if path, err := statsFile(exe); err == nil {
+			if st, err := readStats(path); err == nil {
+				hot := trace.Hot(st, opt.KeepHot/100)
+				if changed == nil {
+					changed = map[string]bool{}
+				}
+				n := 0
+				for _, f := range pr.probed {
+					if hot[f] && !changed[f] {
+						changed[f] = true
+						n++
+					}
+				}
+				fmt.Fprintf(stderr, "culprit: %d functions over %g%% of the exclusive time of earlier traces are kept whatever the methods say (--keep-hot)\n", n, opt.KeepHot)
 			}
 		}
 	}

@@ -21,6 +21,10 @@ type FuncStats struct {
 	Q1           float64 `json:"Q1"`
 	Q3           float64 `json:"Q3"`
 	IQR          float64 `json:"IQR"` // Q3 − Q1
+	// ExclTotal is the exclusive time of the recorded calls (inclusive
+	// less the traced callees'), not one of Perun's fields: culprit keeps
+	// the functions that took most of a run (Hot).
+	ExclTotal uint64 `json:"excl_total,omitempty"`
 	// Callees are the traced functions it called, with how many calls
 	// (for the wrapped filter).
 	Callees map[string]uint64 `json:"callees,omitempty"`
@@ -42,10 +46,12 @@ func quantile(v []uint64, q float64) float64 {
 // DynamicStats computes each traced function's Dynamic Stats, by name.
 func DynamicStats(p *profile.Profile) map[string]FuncStats {
 	durs := make([][]uint64, len(p.Probes))
+	excl := make([]uint64, len(p.Probes))
 	callees := make([]map[string]uint64, len(p.Probes))
 	for i := range p.Calls {
 		c := &p.Calls[i]
 		durs[c.Probe] = append(durs[c.Probe], c.Inclusive())
+		excl[c.Probe] += c.Exclusive()
 		if c.Caller >= 0 {
 			if callees[c.Caller] == nil {
 				callees[c.Caller] = map[string]uint64{}
@@ -60,7 +66,7 @@ func DynamicStats(p *profile.Profile) map[string]FuncStats {
 			continue
 		}
 		sort.Slice(v, func(a, b int) bool { return v[a] < v[b] })
-		s := FuncStats{SampledCount: uint64(len(v)), Sample: 1, Min: v[0], Max: v[len(v)-1], Callees: callees[i]}
+		s := FuncStats{SampledCount: uint64(len(v)), Sample: 1, Min: v[0], Max: v[len(v)-1], Callees: callees[i], ExclTotal: excl[i]}
 		if pr.Every > 1 {
 			s.Sample = uint64(pr.Every)
 		}
@@ -145,6 +151,30 @@ func DynamicBaseline(stats map[string]FuncStats, b Baseline, changed map[string]
 			if all {
 				out = append(out, Excluded{n, "wrapped"})
 			}
+		}
+	}
+	return out
+}
+
+// Hot returns the functions whose exclusive time in the stats (scaled
+// from the recorded calls to the calls made, for sampled ones) is over
+// share of the total: the ones a profile must not lose, whatever an
+// optimization says.
+func Hot(stats map[string]FuncStats, share float64) map[string]bool {
+	est := map[string]float64{}
+	var total float64
+	for f, s := range stats {
+		if s.SampledCount == 0 {
+			continue
+		}
+		e := float64(s.ExclTotal) * float64(max(s.Count, s.SampledCount)) / float64(s.SampledCount)
+		est[f] = e
+		total += e
+	}
+	out := map[string]bool{}
+	for f, e := range est {
+		if total > 0 && e > share*total {
+			out[f] = true
 		}
 	}
 	return out

@@ -105,3 +105,17 @@ func TestPrune(t *testing.T) {
 		t.Errorf("Prune kept %v, want %v", keep, want)
 	}
 }
+
+// Hot: exclusive time scaled to the calls made; over the share of the
+// total.
+func TestHot(t *testing.T) {
+	st := map[string]FuncStats{
+		"big":     {SampledCount: 10, Count: 10, ExclTotal: 900},
+		"sampled": {SampledCount: 10, Count: 100, ExclTotal: 10}, // ×10: 100
+		"small":   {SampledCount: 5, Count: 5, ExclTotal: 5},
+		"gone":    {},
+	}
+	if got := Hot(st, 0.01); !reflect.DeepEqual(got, map[string]bool{"big": true, "sampled": true}) {
+		t.Errorf("hot %v", got)
+	}
+}

@@ -496,3 +496,46 @@ func TestViewAnalysesBrowser(t *testing.T) {
 		}
 	}
 }
+
+// The off-CPU flame graph charges the stacks threads left the CPU with
+// with the time they stayed off: introperf_blocking's flusher alone sleeps
+// 400 times at least 0.5 ms, and no thread can be off longer than the run.
+func TestViewOffCPU(t *testing.T) {
+	ctx := chrome(t)
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "introperf_blocking", []string{"introperf_blocking.c"}, append(ipFlags, "-pthread")...)
+	r := rec(t)
+	start := time.Now()
+	recordEvents(t, r, bin, "100", "200")
+	wall := time.Since(start)
+	base, _ := startView(t, r)
+
+	sel := `#pages a[href="offcpu"]`
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(base),
+		chromedp.WaitVisible(chromedp.CSS(sel)),
+		chromedp.Click(chromedp.CSS(sel)),
+		chromedp.WaitVisible(chromedp.CSS(`#stack-chart .boxtext`)),
+	); err != nil {
+		t.Fatalf("off-CPU flame graph from the index: %v", err)
+	}
+	boxes := eval[string](t, ctx, `Array.from(document.querySelectorAll("#stack-chart .boxtext")).map(e => e.textContent).join("\n")`)
+	body := eval[string](t, ctx, `document.body.textContent`)
+	if !strings.Contains(body, "Type: off-cpu") {
+		t.Errorf("off-CPU flame graph: no \"Type: off-cpu\" in its details")
+	}
+	if !strings.Contains(boxes, "schedule") {
+		t.Errorf("off-CPU flame graph: no box of the scheduler's; boxes:\n%s", boxes)
+	}
+	// 5 threads: main, the flusher and 3 workers.
+	total, _ := pprofTotals(t, base+"offcpu/top")
+	if total < 200 || total > 5*float64(wall.Milliseconds()) {
+		t.Errorf("off-CPU total %.2fms, want at least the flusher's 400 sleeps of 0.5ms and at most 5 threads × the run's %v", total, wall)
+	}
+	// A recording without context switches says what the page needs.
+	plain := recordThreads(t)
+	other, _ := startView(t, plain)
+	if code, body := get(t, other+"offcpu"); code != http.StatusNotFound || !strings.Contains(body, "--events cpu,syscalls,sched") {
+		t.Errorf("offcpu of a recording without switches: %d\n%s", code, body)
+	}
+}

@@ -36,9 +36,10 @@ func newView() *cobra.Command {
 its URL: pprof's web UI (flame graph, call graph, top, peek, source,
 disassembly) on culprit's symbolized samples, a time view of the samples
 of each thread, where selecting a time range opens pprof's views on it, and
-the pages of the analyses the recordings can feed: latency (recorded with
---events cpu,syscalls,sched), traced calls (culprit trace), and with --base
-contexts and diagnose (recorded with --values).
+the pages of the analyses the recordings can feed: an off-CPU flame graph
+and latency (recorded with --events cpu,syscalls,sched), traced calls
+(culprit trace), and with --base contexts and diagnose (recorded with
+--values).
 It runs until interrupted (Ctrl-C).
 
 With --base, pprof's views show the difference from the base run, contexts
@@ -143,6 +144,9 @@ func viewInputs(ff *filterFlags, paths, bases []string, stderr io.Writer) (view.
 		all := flt
 		all.AllEvents = true
 		in.Events = whole.Apply(all)
+		if baseWhole != nil && kernelEvents(baseWhole) {
+			in.BaseEvents = baseWhole.Apply(all)
+		}
 	}
 	// IntroPerf infers latencies from consecutive events of a thread:
 	// dropping some by stack would join separate calls (see registerHide).

@@ -28,7 +28,7 @@ import (
 // stack is the function "[unknown]". TimeNanos is the wall time of the first
 // sample when a Meta gives the clock's origin.
 func WritePprof(w io.Writer, p *profile.Profile) error {
-	return buildPprof(p).Write(w)
+	return buildPprof(p, false).Write(w)
 }
 
 type fnKey struct{ name, file string }
@@ -43,7 +43,7 @@ type pprofBuilder struct {
 	user      map[*pprof.Mapping]bool // mappings of user objects (file offsets)
 }
 
-func buildPprof(p *profile.Profile) *pprof.Profile {
+func buildPprof(p *profile.Profile, offCPU bool) *pprof.Profile {
 	dp := int64(defaultPeriod(p))
 	out := &pprof.Profile{
 		SampleType: []*pprof.ValueType{
@@ -54,7 +54,11 @@ func buildPprof(p *profile.Profile) *pprof.Profile {
 		PeriodType:        &pprof.ValueType{Type: "cpu", Unit: "nanoseconds"},
 		Period:            dp,
 	}
-	if dp <= 1 && len(p.Samples) > 0 && p.Samples[0].Period > 0 {
+	if offCPU {
+		// Each sample is one span: no period stands for it.
+		out.SampleType = []*pprof.ValueType{{Type: "off-cpu", Unit: "nanoseconds"}, {Type: "switches", Unit: "count"}}
+		out.DefaultSampleType, out.PeriodType, out.Period = "off-cpu", nil, 0
+	} else if dp <= 1 && len(p.Samples) > 0 && p.Samples[0].Period > 0 {
 		out.Period = int64(p.Samples[0].Period / uint64(p.Samples[0].N()))
 	}
 	b := &pprofBuilder{
@@ -265,7 +269,12 @@ func (b *pprofBuilder) location(group []int32, frames []profile.Frame) *pprof.Lo
 
 // Pprof returns p as the pprof profile WritePprof writes, for code that
 // hands it to pprof's own packages (the web UI of culprit view).
-func Pprof(p *profile.Profile) *pprof.Profile { return buildPprof(p) }
+func Pprof(p *profile.Profile) *pprof.Profile { return buildPprof(p, false) }
+
+// PprofOffCPU is Pprof for an off-CPU profile (analysis/offcpu): each
+// sample's Period is the time its thread stayed off the CPU, the values
+// are off-CPU nanoseconds and switches.
+func PprofOffCPU(p *profile.Profile) *pprof.Profile { return buildPprof(p, true) }
 
 // widenToSegment widens a user object's mapping from the offsets sampled to
 // the whole file when an executable segment of it holds them, so that pprof's disassembly and source views, which read a few

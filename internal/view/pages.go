@@ -27,6 +27,7 @@ func (pg Page) missing(s *Server) string {
 // change.
 var Pages = []Page{
 	timePage,
+	offCPUPage,
 	latencyPage,
 	contextsPage,
 	diagnosePage,

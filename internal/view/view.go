@@ -45,8 +45,10 @@ type Inputs struct {
 	Profile *profile.Profile // the selected CPU samples (and traced calls), with their times
 	Events  *profile.Profile // Profile's selection with every event kind (system calls, context switches), or nil
 	Base    *profile.Profile // --base: the run to compare with, or nil
-	Names   []string         // the recordings of Profile
-	Bases   []string         // the recordings of Base
+	// BaseEvents is Base's selection with every event kind, or nil.
+	BaseEvents *profile.Profile
+	Names      []string // the recordings of Profile
+	Bases      []string // the recordings of Base
 
 	Latency  func() (*introperf.Result, error)    // latency inference on Profile's events, or nil
 	Contexts func() (introperf.Comparison, error) // Base's contexts against Profile's, or nil
@@ -199,6 +201,12 @@ func (s *Server) pprof(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
+	serveUI(w, r, handlers)
+}
+
+// serveUI serves a request for one of pprof's views, the path element
+// "rest" naming it, with the handlers of a pprof UI.
+func serveUI(w http.ResponseWriter, r *http.Request, handlers map[string]http.Handler) {
 	h := handlers["/"+r.PathValue("rest")]
 	if h == nil {
 		http.NotFound(w, r)

@@ -532,6 +532,16 @@ func TestViewOffCPU(t *testing.T) {
 	if total < 200 || total > 5*float64(wall.Milliseconds()) {
 		t.Errorf("off-CPU total %.2fms, want at least the flusher's 400 sleeps of 0.5ms and at most 5 threads × the run's %v", total, wall)
 	}
+	// With switches onto a CPU and wake-ups recorded, the spans are the
+	// thread states' intervals: the same bounds hold.
+	exact := rec(t)
+	start = time.Now()
+	mustRun(t, "record", "--events", "cpu,wakeup", "-o", exact, "--", bin, "100", "200")
+	wall = time.Since(start)
+	exactURL, _ := startView(t, exact)
+	if total, _ := pprofTotals(t, exactURL+"offcpu/top"); total < 200 || total > 5*float64(wall.Milliseconds()) {
+		t.Errorf("off-CPU total from thread states %.2fms, want at least 200ms and at most 5 threads × the run's %v", total, wall)
+	}
 	// A recording without context switches says what the page needs.
 	plain := recordThreads(t)
 	other, _ := startView(t, plain)

@@ -1,6 +1,7 @@
 package view
 
 import (
+	"fmt"
 	"net/http"
 
 	"github.com/culprit-dev/culprit/internal/analysis/offcpu"
@@ -23,10 +24,17 @@ var offCPUPage = Page{
 	Handler: func(s *Server) http.Handler {
 		var ui memo[map[string]http.Handler]
 		build := func() (map[string]http.Handler, error) {
-			q, _ := offcpu.Profile(s.in.Events)
+			q, _, err := offcpu.Profile(s.in.Events)
+			if err != nil {
+				return nil, err
+			}
 			var base *pprof.Profile
 			if s.in.BaseEvents != nil {
-				if b, st := offcpu.Profile(s.in.BaseEvents); st.Spans > 0 {
+				b, st, err := offcpu.Profile(s.in.BaseEvents)
+				if err != nil {
+					return nil, fmt.Errorf("the base: %w", err)
+				}
+				if st.Spans > 0 {
 					base = render.PprofOffCPU(b)
 				}
 			}

@@ -17,7 +17,10 @@ func TestProfile(t *testing.T) {
 		{Time: 400, TID: 2, Event: sw, Stack: 9}, // 2 was off 250 ns, and leaves again
 		{Time: 420, TID: 1, Event: cpu},
 	}}
-	q, st := Profile(p)
+	q, st, err := Profile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if st != (Stats{Switches: 3, Spans: 2, Total: 450}) {
 		t.Errorf("stats %+v, want 3 switches, 2 spans, 450 ns", st)
 	}

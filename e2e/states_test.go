@@ -64,7 +64,7 @@ func TestStatesConsumerWokenByProducer(t *testing.T) {
 }
 
 func consumerWokenByProducer(t *testing.T, collector []string, bin string) {
-	tids, st, _ := recordStates(t, collector, bin, "200")
+	tids, st, out := recordStates(t, collector, bin, "200")
 	prod, cons := tids["producer"], tids["consumer"]
 	if prod == 0 || cons == 0 {
 		t.Fatalf("the program printed no TIDs: %v", tids)
@@ -91,6 +91,40 @@ func consumerWokenByProducer(t *testing.T, collector []string, bin string) {
 	}
 	if !found {
 		t.Errorf("no timeline for the consumer (tid %d): %+v", cons, st)
+	}
+	if collector != nil {
+		return
+	}
+	// The Chrome trace draws each wake-up as a flow from the producer's
+	// lane to the consumer's.
+	var tr struct {
+		TraceEvents []struct {
+			Ph  string `json:"ph"`
+			Cat string `json:"cat"`
+			TID uint32 `json:"tid"`
+			ID  uint64 `json:"id"`
+		} `json:"traceEvents"`
+	}
+	if err := json.Unmarshal([]byte(mustRun(t, "export", "--format", "chrome", "-o", "-", out)), &tr); err != nil {
+		t.Fatal(err)
+	}
+	starts, ends := map[uint64]uint32{}, map[uint64]uint32{}
+	for _, e := range tr.TraceEvents {
+		switch {
+		case e.Cat == "wakeup" && e.Ph == "s":
+			starts[e.ID] = e.TID
+		case e.Cat == "wakeup" && e.Ph == "f":
+			ends[e.ID] = e.TID
+		}
+	}
+	flows := 0
+	for id, from := range starts {
+		if from == prod && ends[id] == cons {
+			flows++
+		}
+	}
+	if flows < 10 || len(starts) != len(ends) {
+		t.Errorf("%d wake-up flows from the producer to the consumer (%d starts, %d ends)", flows, len(starts), len(ends))
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/culprit-dev/culprit/internal/analysis/sched"
 	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/render"
 )
@@ -49,9 +50,22 @@ The formats: docs/cli.md (culprit export).`,
 			// pprof profiles, folded stacks and flame graphs are totals:
 			// samples merge as they are read. Speedscope and Chrome traces
 			// are timelines of every sample.
-			p, err := ff.load(args, c.ErrOrStderr(), format == "pprof" || format == "folded" || format == "svg")
+			p, whole, err := ff.loadWhole(args, c.ErrOrStderr(), format == "pprof" || format == "folded" || format == "svg")
 			if err != nil {
 				return err
+			}
+			if format == "chrome" {
+				// Threads' states and wake-ups, when the recording has them.
+				flt, err := ff.filter()
+				if err != nil {
+					return err
+				}
+				flt.AllEvents = true
+				tl, err := sched.States(whole.Apply(flt))
+				if err != nil && err != sched.ErrNoEvents {
+					return err
+				}
+				return writeOutput(c.OutOrStdout(), output, func(w io.Writer) error { return render.WriteChromeSched(w, p, tl) })
 			}
 			return writeOutput(c.OutOrStdout(), output, func(w io.Writer) error { return write(w, p) })
 		},

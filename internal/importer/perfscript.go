@@ -57,7 +57,11 @@ import (
 //     inlined function at depth d gets the region (object, d).
 //   - Tracepoint payloads: raw_syscalls "NR 1 (...)" / "NR 1 = 64";
 //     sched_switch "prev_comm=a prev_pid=1 prev_prio=120 prev_state=S ==> ..."
-//     or, with libtraceevent's plugin, "a:1 [120] S ==> b:2 [120]".
+//     or, with libtraceevent's plugin, "a:1 [120] S ==> b:2 [120]": a
+//     switch sample of the leaving thread, then a switch-in of the next one
+//     (not counted as an imported sample); sched_waking and sched_wakeup
+//     "comm=a pid=12 prio=120 target_cpu=001" (or "a:12 [120] CPU:001"): a
+//     wake-up of pid by the sample's thread.
 //   - Sample-less side-band lines (PERF_RECORD_*) and "#" comments (perf
 //     script --header) are passed over; CRLF line ends are accepted.
 //   - A file cut short: the sample the input ends in is left out.
@@ -612,6 +616,8 @@ func eventKind(ev string) (recording.Event, bool) {
 		return recording.EventSyscallExit, true
 	case ev == "sched:sched_switch":
 		return recording.EventSwitch, true
+	case ev == "sched:sched_waking", ev == "sched:sched_wakeup", ev == "sched:sched_wakeup_new":
+		return recording.EventWakeup, true
 	case isCPUEvent(ev):
 		return recording.EventCPU, true
 	}
@@ -659,6 +665,44 @@ func syscallNR(payload string) uint64 {
 	}
 	v, _ := strconv.ParseUint(m[1], 10, 64)
 	return v
+}
+
+// wokenTID reads the woken thread from a sched_waking or sched_wakeup
+// payload: "comm=a pid=12 prio=120 target_cpu=001", or with
+// libtraceevent's plugin "a:12 [120] CPU:001".
+func wokenTID(payload string) uint64 {
+	if i := strings.Index(payload, "pid="); i >= 0 {
+		f, _ := cutField(payload[i+len("pid="):])
+		v, _ := strconv.ParseUint(f, 10, 32)
+		return v
+	}
+	f, _ := cutField(payload)
+	if i := strings.LastIndexByte(f, ':'); i >= 0 {
+		v, _ := strconv.ParseUint(f[i+1:], 10, 32)
+		return v
+	}
+	return 0
+}
+
+// nextTID reads the thread a sched_switch payload switches to:
+// "... ==> next_comm=b next_pid=2 next_prio=120" or "... ==> b:2 [120]".
+func nextTID(payload string) (uint32, bool) {
+	i := strings.Index(payload, "==>")
+	if i < 0 {
+		return 0, false
+	}
+	rest := payload[i+3:]
+	if j := strings.Index(rest, "next_pid="); j >= 0 {
+		f, _ := cutField(rest[j+len("next_pid="):])
+		v, err := strconv.ParseUint(f, 10, 32)
+		return uint32(v), err == nil
+	}
+	f, _ := cutField(strings.TrimLeft(rest, " \t"))
+	if j := strings.LastIndexByte(f, ':'); j >= 0 {
+		v, err := strconv.ParseUint(f[j+1:], 10, 32)
+		return uint32(v), err == nil
+	}
+	return 0, false
 }
 
 // prevState reads the leaving thread's state from a sched_switch payload, as
@@ -877,6 +921,7 @@ type importer struct {
 	pre      *prescan
 	stats    Stats
 	comms    map[uint32]string
+	pids     map[uint32]uint32 // each thread's process, as its samples said
 	regions  map[regionKey]uint64
 	nUser    uint64
 	nKernel  uint64
@@ -897,6 +942,7 @@ func newImporter(w *recording.Writer, pre *prescan) *importer {
 	return &importer{w: w, pre: pre,
 		stats:   Stats{Events: map[string]int{}, Ignored: map[string]int{}},
 		comms:   map[uint32]string{},
+		pids:    map[uint32]uint32{},
 		regions: map[regionKey]uint64{},
 		usyms:   map[symKey]*symSpan{}, ksyms: map[symKey]*symSpan{},
 		exact:    map[exactKey]exactSym{},
@@ -1043,13 +1089,26 @@ func (im *importer) sample(s *sample) error {
 		arg = syscallNR(s.payload)
 	case recording.EventSwitch:
 		arg = prevState(s.payload)
+	case recording.EventWakeup:
+		arg = wokenTID(s.payload)
 	}
+	im.pids[s.tid] = pid
 	smp := recording.Sample{Time: s.time, PID: pid, TID: s.tid, CPU: s.cpu, Event: kind, Arg: arg}
 	if kind == recording.EventCPU {
 		smp.Period = s.period
 	}
 	if err := im.w.WriteSample(smp, im.kern, im.user); err != nil {
 		return err
+	}
+	if next, ok := nextTID(s.payload); ok && kind == recording.EventSwitch && next != 0 {
+		// The thread the CPU switches to enters it.
+		npid := im.pids[next]
+		if npid == 0 {
+			npid = next
+		}
+		if err := im.w.WriteSample(recording.Sample{Time: s.time, PID: npid, TID: next, CPU: s.cpu, Event: recording.EventSwitchIn}, nil, nil); err != nil {
+			return err
+		}
 	}
 	im.stats.Samples++
 	im.stats.Events[s.event]++

@@ -2,6 +2,7 @@ package importer
 
 import (
 	"bytes"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -222,7 +223,13 @@ func TestHeaders(t *testing.T) {
 				t.Fatalf("stats %+v", st)
 			}
 			s := p.Samples[0]
-			got := want{p.Threads[s.TID].Comm, s.PID, s.TID, s.CPU, s.Time, s.Period, s.Event, s.Arg, tc.perfEvent, len(p.Samples), len(p.Stacks[s.Stack])}
+			n := 0 // switch-ins of the next thread are not perf's samples
+			for _, x := range p.Samples {
+				if x.Event != recording.EventSwitchIn {
+					n++
+				}
+			}
+			got := want{p.Threads[s.TID].Comm, s.PID, s.TID, s.CPU, s.Time, s.Period, s.Event, s.Arg, tc.perfEvent, n, len(p.Stacks[s.Stack])}
 			if got != tc.want {
 				t.Errorf("got  %+v\nwant %+v", got, tc.want)
 			}
@@ -261,6 +268,29 @@ func TestParseFrame(t *testing.T) {
 		if ok != tc.ok || ok && got != tc.want {
 			t.Errorf("parseFrame(%q) = %+v, %v; want %+v, %v", tc.in, got, ok, tc.want, tc.ok)
 		}
+	}
+}
+
+// Switches give the next thread a switch-in; wake-ups name the woken thread.
+func TestSchedEvents(t *testing.T) {
+	text := "a  10 [001]  1.000001: sched:sched_switch: prev_comm=a prev_pid=10 prev_prio=120 prev_state=S ==> next_comm=b next_pid=11 next_prio=120\n\n" +
+		"b  11 [001]  1.000002: sched:sched_waking: comm=a pid=10 prio=120 target_cpu=001\n\n" +
+		"b  11 [001]  1.000003: sched:sched_wakeup: a:10 [120] CPU:001\n\n"
+	p, st := importText(t, text)
+	if st.Samples != 3 {
+		t.Errorf("stats %+v", st)
+	}
+	type ev struct {
+		e        recording.Event
+		tid, arg uint64
+	}
+	var got []ev
+	for _, s := range p.Samples {
+		got = append(got, ev{s.Event, uint64(s.TID), s.Arg})
+	}
+	want := []ev{{recording.EventSwitch, 10, 1}, {recording.EventSwitchIn, 11, 0}, {recording.EventWakeup, 11, 10}, {recording.EventWakeup, 11, 10}}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("samples %v, want %v", got, want)
 	}
 }
 
@@ -403,7 +433,7 @@ func TestEvents(t *testing.T) {
 a 1 [000] 1.000001:     33 instructions: 
 	            1108 D+0x8 (/usr/bin/app)
 
-a 1 [000] 1.000002: sched:sched_wakeup: comm=b pid=2 prio=120 target_cpu=001
+a 1 [000] 1.000002: irq:irq_handler_entry: irq=1 name=i8042
 	            1108 D+0x8 (/usr/bin/app)
 
 a 1 [000] 1.000003:     250000 cpu-clock: 
@@ -412,7 +442,7 @@ a 1 [000] 1.000003:     250000 cpu-clock:
 `
 	p, st := importText(t, text)
 	if st.Samples != 2 || !reflect.DeepEqual(st.Events, map[string]int{"cycles:P": 1, "cpu-clock": 1}) ||
-		!reflect.DeepEqual(st.Ignored, map[string]int{"instructions": 1, "sched:sched_wakeup": 1}) {
+		!reflect.DeepEqual(st.Ignored, map[string]int{"instructions": 1, "irq:irq_handler_entry": 1}) {
 		t.Errorf("stats %+v", st)
 	}
 	if len(p.Samples) != 2 || p.Samples[0].Period != 1000000 || p.Samples[1].Period != 250000 {

@@ -7,6 +7,7 @@ import (
 	"io"
 	"sort"
 
+	"github.com/culprit-dev/culprit/internal/analysis/sched"
 	"github.com/culprit-dev/culprit/internal/analysis/trace"
 	"github.com/culprit-dev/culprit/internal/profile"
 )
@@ -21,6 +22,9 @@ type ChromeEvent struct {
 	PID  uint32            `json:"pid"`
 	TID  uint32            `json:"tid"`
 	Args map[string]string `json:"args,omitempty"`
+	// ID and BP are a flow event's ("ph":"s" or "f") id and binding point.
+	ID uint64 `json:"id,omitempty"`
+	BP string `json:"bp,omitempty"`
 }
 
 // ChromeTrace is the top level of a Chrome trace event file.
@@ -57,9 +61,19 @@ type ChromeTrace struct {
 // Traced calls (culprit trace) are complete events of category "call",
 // one per call on its thread, with the call's arguments and exclusive
 // time in args.
-func WriteChrome(w io.Writer, p *profile.Profile) error {
+func WriteChrome(w io.Writer, p *profile.Profile) error { return WriteChromeSched(w, p, nil) }
+
+// WriteChromeSched is WriteChrome with the threads' scheduler states (nil:
+// none): each interval off the CPU is a complete event of category
+// "sched" named by its state ("runnable", "lock", "io", "sleep",
+// "stopped"), and each wake-up that ended a wait is a flow arrow (category
+// "wakeup") from a zero-length "wakes NAME" event on the waker's lane to
+// the start of the woken thread's runnable interval.
+func WriteChromeSched(w io.Writer, p *profile.Profile, tl *sched.Timeline) error {
 	cw := newChromeWriter(w)
-	for _, e := range chromeTrace(p).TraceEvents {
+	tr := chromeTrace(p)
+	tr.TraceEvents = append(tr.TraceEvents, schedEvents(p, tl)...)
+	for _, e := range tr.TraceEvents {
 		if err := cw.event(e); err != nil {
 			return err
 		}
@@ -281,6 +295,57 @@ func callEvents(p *profile.Profile, t chromeThread, idx []int, us func(uint64) f
 		}
 		evs = append(evs, ChromeEvent{Name: pr.Function, Cat: "call", Ph: "X", Ts: us(c.Start), Dur: &dur,
 			PID: t.pid, TID: t.tid, Args: args})
+	}
+	return evs
+}
+
+// schedEvents draws tl's intervals off the CPU and its wake-ups (see
+// WriteChromeSched), threads in TID order.
+func schedEvents(p *profile.Profile, tl *sched.Timeline) []ChromeEvent {
+	if tl == nil {
+		return nil
+	}
+	org := origin(p)
+	us := func(ns uint64) float64 {
+		if ns < org {
+			return -float64(org-ns) / 1e3
+		}
+		return float64(ns-org) / 1e3
+	}
+	tids := make([]uint32, 0, len(tl.Threads))
+	for tid := range tl.Threads {
+		tids = append(tids, tid)
+	}
+	sort.Slice(tids, func(i, j int) bool { return tids[i] < tids[j] })
+	var evs []ChromeEvent
+	flow := uint64(0)
+	for _, tid := range tids {
+		th := tl.Threads[tid]
+		for _, iv := range th.Intervals {
+			if iv.State == sched.OnCPU || iv.State == sched.Unknown {
+				continue
+			}
+			dur := float64(iv.Duration()) / 1e3
+			var args map[string]string
+			if iv.Waker != 0 {
+				args = map[string]string{"woken_by": fmt.Sprintf("%s (tid %d)", p.ThreadName(iv.Waker), iv.Waker)}
+			} else if iv.Interrupt {
+				args = map[string]string{"woken_by": "an interrupt"}
+			}
+			evs = append(evs, ChromeEvent{Name: iv.State.String(), Cat: "sched", Ph: "X", Ts: us(iv.From), Dur: &dur,
+				PID: th.PID, TID: tid, Args: args})
+			w := tl.Threads[iv.Waker]
+			if !iv.State.Blocked() || iv.Waker == 0 || w == nil {
+				continue
+			}
+			flow++
+			zero := 0.0
+			at := us(iv.To)
+			evs = append(evs,
+				ChromeEvent{Name: fmt.Sprintf("wakes %s (tid %d)", th.Name, tid), Cat: "wakeup", Ph: "X", Ts: at, Dur: &zero, PID: w.PID, TID: iv.Waker},
+				ChromeEvent{Name: "wakeup", Cat: "wakeup", Ph: "s", Ts: at, PID: w.PID, TID: iv.Waker, ID: flow},
+				ChromeEvent{Name: "wakeup", Cat: "wakeup", Ph: "f", BP: "e", Ts: at, PID: th.PID, TID: tid, ID: flow})
+		}
 	}
 	return evs
 }

@@ -1,11 +1,14 @@
 // prodcons: a producer thread hands items to a consumer thread over a
-// bounded queue guarded by a mutex and a condition variable. The consumer
-// blocks on the condition variable whenever the queue is empty, so every
-// one of its waits is ended by the producer. The producer works (spins) for
-// a while before each item, so that the consumer spends most of its time
-// blocked. Prints the threads' TIDs so that tests can check the waker.
+// queue guarded by a mutex and a condition variable. The consumer blocks on
+// the condition variable whenever the queue is empty, so every one of its
+// waits is ended by the producer. The producer works (spins) before each
+// item and queues it only once the consumer waits for it (a flag the
+// consumer sets under the mutex before it waits), so the consumer waits for
+// every item however the threads are scheduled. Prints the threads' TIDs
+// so that tests can check the waker.
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -16,7 +19,7 @@
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t nonempty = PTHREAD_COND_INITIALIZER;
 static int queue[QSIZE];
-static int head, tail, count, done;
+static int head, tail, count, done, waiting;
 static volatile unsigned long sink;
 
 __attribute__((noinline)) static void produce_work(int n) {
@@ -36,6 +39,12 @@ static void *producer(void *arg) {
 	for (int i = 0; i < items; i++) {
 		produce_work(1 + i % 3);
 		pthread_mutex_lock(&mu);
+		while (!waiting) { // until the consumer waits in pthread_cond_wait
+			pthread_mutex_unlock(&mu);
+			sched_yield();
+			pthread_mutex_lock(&mu);
+		}
+		waiting = 0;
 		queue[tail] = i;
 		tail = (tail + 1) % QSIZE;
 		count++;
@@ -55,8 +64,10 @@ static void *consumer(void *arg) {
 	fflush(stdout);
 	for (;;) {
 		pthread_mutex_lock(&mu);
-		while (count == 0 && !done)
+		while (count == 0 && !done) {
+			waiting = 1;
 			pthread_cond_wait(&nonempty, &mu);
+		}
 		if (count == 0 && done) {
 			pthread_mutex_unlock(&mu);
 			return NULL;

@@ -193,7 +193,13 @@ func reapOrphans(t *testing.T, code int) (int, []string) {
 	t.Helper()
 	n := 0
 	var bad []string
-	deadline := time.Now().Add(3 * time.Second)
+	// A process left running is waited for until it ends: on a loaded
+	// machine a 0.5 s command can take many seconds. One that stays
+	// stopped or traced across two looks a second apart is harmed at once;
+	// one that neither ends nor stops within a minute is stuck.
+	deadline := time.Now().Add(time.Minute)
+	stopped := map[int]bool{}
+	nextLook := time.Now().Add(time.Second)
 	for {
 		var ws unix.WaitStatus
 		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG|unix.WALL, nil)
@@ -202,7 +208,22 @@ func reapOrphans(t *testing.T, code int) (int, []string) {
 		}
 		if pid == 0 {
 			if time.Now().After(deadline) {
-				return n, append(bad, "a process culprit left neither ended nor wrote its pid within 3 s")
+				return n, append(bad, "a process culprit left neither ended nor wrote its pid within a minute")
+			}
+			if time.Now().After(nextLook) {
+				nextLook = time.Now().Add(time.Second)
+				now := map[int]bool{}
+				for _, c := range children() {
+					if err := threadStates(c); err != nil {
+						if stopped[c] {
+							unix.Kill(c, unix.SIGKILL)
+							bad = append(bad, fmt.Sprintf("process %d that culprit left: %v", c, err))
+							continue
+						}
+						now[c] = true
+					}
+				}
+				stopped = now
 			}
 			time.Sleep(5 * time.Millisecond)
 			continue
@@ -215,6 +236,35 @@ func reapOrphans(t *testing.T, code int) (int, []string) {
 			bad = append(bad, fmt.Sprintf("process %d that culprit left ended with %d (the command's own code is %d)", pid, got, code))
 		}
 	}
+}
+
+// children lists the processes whose parent is the test.
+func children() []int {
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	self := os.Getpid()
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// The fields after the command's name, which ends at the last ')'.
+		i := strings.LastIndexByte(string(b), ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(b[i+1:]))
+		if len(f) > 1 {
+			if ppid, _ := strconv.Atoi(f[1]); ppid == self {
+				out = append(out, pid)
+			}
+		}
+	}
+	return out
 }
 
 func phase(run bool) string {

@@ -326,16 +326,17 @@ func TestTraceLeavesNothing(t *testing.T) {
 	}
 	defer func() { target.Process.Kill(); target.Wait() }()
 	out := rec(t)
+	start := time.Now()
 	mustRun(t, "trace", "-f", "spin", "-p", strconv.Itoa(target.Process.Pid), "--duration", "2s", "-o", out)
+	ran := time.Since(start)
 	r := traceReport(t, out)
-	// Calls of 20 ms of wall-clock time each, however busy the machine:
-	// about 2 s / 20 ms of them end in the window, and some do. The
-	// probes stay live a little past --duration while they are detached
-	// (a grace period, longer on a busy machine: 102 calls were seen), so
-	// the bound allows half a second more; calls counted from before the
-	// attach would give up to 1000.
-	if got, _ := r.calls("spin"); got < 1 || got > 125 {
-		t.Errorf("-p for 2 s of 20 ms calls: %d spin calls", got)
+	// Calls of at least 20 ms of wall-clock time each, one after another:
+	// the probes live only while culprit runs (a little past --duration
+	// while they are detached, longer on a busy machine), so at most
+	// ran/20ms + 1 calls can end while they are attached; calls counted
+	// from before the attach would give up to 1000.
+	if got, _ := r.calls("spin"); got < 1 || got > int(ran/(20*time.Millisecond))+1 {
+		t.Errorf("-p for 2 s of 20 ms calls: %d spin calls while culprit ran %v", got, ran)
 	}
 	if err := target.Process.Signal(syscall.Signal(0)); err != nil {
 		t.Errorf("the target did not survive the trace: %v", err)

@@ -78,6 +78,9 @@ type Tracer struct {
 	links                          []link.Link
 	own                            map[uint32]*owned // probes with links of their own (AttachEach)
 	rd                             *ringbuf.Reader
+	// loadHit loads the point-probe program, the first time a point probe
+	// is set: a trace without point probes does without it.
+	loadHit func() (*ebpf.Program, error)
 }
 
 // Stats are the tracer's own counts of what it could not record.
@@ -156,7 +159,14 @@ func New(o Options) (*Tracer, error) {
 	// Named as internal/sampleprog's program is: culprit_PID.
 	name := fmt.Sprintf("culprit_%d", os.Getpid()%10000000)
 	t.entry = load(name, entryProgram(m, progOptions{Go: o.Go, Args: o.Args, Sampling: o.Sampling, Timed: o.TimedHz > 0, MaxDepth: int32(o.MaxDepth)}))
-	t.hit = load(name, hitProgram(m, progOptions{Go: o.Go}))
+	t.loadHit = func() (*ebpf.Program, error) {
+		p, err := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Name: name, Type: ebpf.Kprobe, AttachType: attach,
+			License: "GPL", Instructions: hitProgram(m, progOptions{Go: o.Go})}, ebpf.ProgramOptions{LogSizeStart: 1 << 20})
+		if err != nil {
+			return nil, explain(fmt.Errorf("loading %s: %w", name, err))
+		}
+		return p, nil
+	}
 	if o.Go {
 		t.retInsn = load(name, returnProgram(m, progOptions{Go: true, Args: o.Args, RetAdjust: 0}))
 	} else {
@@ -306,6 +316,13 @@ func (t *Tracer) Attach(path string, probes []Probe, pid int) error {
 // attachPoints sets point probes: the hit program at each offset, with
 // USDT semaphores counted up while set.
 func (t *Tracer) attachPoints(ex *link.Executable, path string, points []Probe, pid int) error {
+	if t.hit == nil {
+		p, err := t.loadHit()
+		if err != nil {
+			return err
+		}
+		t.hit = p
+	}
 	var offs, cookies, refs []uint64
 	anyRef := false
 	for _, p := range points {

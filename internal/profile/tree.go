@@ -10,7 +10,7 @@ import (
 // (report --tree, flame graphs): the samples whose stacks pass through it.
 type TreeNode struct {
 	Name    string // Frame.Name; "all" at the root; the process name at a process node
-	Object  string // the object's basename ("" at the root and processes); the first frame's, when frames of several objects share the name
+	Object  string // the object's basename ("" at the root and processes); that of most of its samples, when frames of several objects share the name
 	Kernel  bool
 	Inlined bool // every frame behind it was inlined into its caller
 	Process bool // a process node, under the root
@@ -19,6 +19,9 @@ type TreeNode struct {
 	// merges frames, so that the trees of two runs of a program rebuilt
 	// under another name match.
 	Children map[string]*TreeNode
+
+	id    int32 // CallTree's number for the node while it builds the tree
+	mixed bool  // frames of several objects lead to the node
 }
 
 // Self is the samples whose stacks end at n.
@@ -89,50 +92,186 @@ func (n *TreeNode) child(name, object string, kernel, inlined, process bool) *Tr
 // frame.
 func (p *Profile) CallTree(processes bool) *TreeNode {
 	root := &TreeNode{Name: "all", Children: map[string]*TreeNode{}}
-	// Samples sharing a stack and a process name go in together.
-	type key struct {
-		stack   int32
-		process string
+	// Samples sharing a stack and a process name go in together: the
+	// pairs are sorted and summed, processes numbered by name.
+	type count struct {
+		proc  int32
+		stack int32
+		n     int
 	}
-	perStack := map[key]int{}
+	var procs []string
+	procID := map[string]int32{}
+	counts := make([]count, 0, len(p.Samples))
 	for _, s := range p.Samples {
-		k := key{stack: s.Stack}
+		c := count{stack: s.Stack, n: s.N()}
 		if processes {
-			k.process = p.ProcessNameAt(s.PID, s.TID, s.Time)
+			name := p.ProcessNameAt(s.PID, s.TID, s.Time)
+			id, ok := procID[name]
+			if !ok {
+				id = int32(len(procs))
+				procs = append(procs, name)
+				procID[name] = id
+			}
+			c.proc = id
 		}
-		perStack[k] += s.N()
+		counts = append(counts, c)
 	}
-	// A frame under a given node always leads to the same child: each
-	// (node, frame) pair is looked up by name once.
-	type step struct {
-		parent *TreeNode
-		frame  int32
+	// In stack order, neighbours mostly share their outer frames (stacks
+	// are numbered as first seen), and the path of the previous stack is
+	// reused as far as the frames agree.
+	slices.SortFunc(counts, func(a, b count) int {
+		return cmp.Or(cmp.Compare(a.proc, b.proc), cmp.Compare(a.stack, b.stack))
+	})
+	keys := counts[:0]
+	for _, c := range counts {
+		if n := len(keys); n > 0 && keys[n-1].proc == c.proc && keys[n-1].stack == c.stack {
+			keys[n-1].n += c.n
+			continue
+		}
+		keys = append(keys, c)
 	}
-	next := map[step]*TreeNode{}
-	for k, c := range perStack {
-		n := root
-		n.Samples += c
+
+	b := treeBuilder{p: p, many: map[uint64]int32{}}
+	var (
+		prevProc  int32
+		prevStack []int32 // frames, outermost first
+		prevPath  []int32 // prevPath[i]: the edge of prevStack[i]
+		top       int32   // the node the stack's frames hang from
+	)
+	b.node(root)
+	for i, k := range keys {
+		c := k.n
+		root.Samples += c
+		if i == 0 || k.proc != prevProc {
+			prevProc, prevStack, prevPath = k.proc, prevStack[:0], prevPath[:0]
+			top = 0
+			if processes {
+				top = b.node(root.child(procs[k.proc], "", false, false, true))
+			}
+		}
 		if processes {
-			n = n.child(k.process, "", false, false, true)
-			n.Samples += c
+			b.nodes[top].Samples += c
 		}
 		st := p.StackAt(k.stack)
 		if len(st) == 0 {
-			n = n.child(Unknown, Unknown, false, false, false)
+			n := b.nodes[top].child(Unknown, Unknown, false, false, false)
 			n.Samples += c
 			continue
 		}
-		for i := len(st) - 1; i >= 0; i-- {
-			sk := step{n, st[i]}
-			ch, ok := next[sk]
-			if !ok {
-				f := p.FrameAt(st[i])
-				ch = n.child(f.Name(), f.ObjectName(), f.Kernel, f.Inlined, false)
-				next[sk] = ch
-			}
-			n = ch
-			n.Samples += c
+		// Frames shared with the previous stack, outermost first.
+		same := 0
+		for same < len(prevStack) && same < len(st) && prevStack[same] == st[len(st)-1-same] {
+			same++
+		}
+		prevStack, prevPath = prevStack[:same], prevPath[:same]
+		n := top
+		if same > 0 {
+			n = b.edges[prevPath[same-1]].child
+		}
+		for j := len(st) - 1 - same; j >= 0; j-- {
+			e := b.edge(n, st[j])
+			n = b.edges[e].child
+			prevStack = append(prevStack, st[j])
+			prevPath = append(prevPath, e)
+		}
+		for _, e := range prevPath {
+			b.edges[e].n += c
+			b.nodes[b.edges[e].child].Samples += c
 		}
 	}
+	b.pickObjects()
 	return root
+}
+
+// treeBuilder numbers the nodes of a call tree being built and the
+// (node, frame) steps between them, so that a frame under a node is looked
+// up by name once and the steps are counted.
+type treeBuilder struct {
+	p     *Profile
+	nodes []*TreeNode
+	edges []treeEdge
+	kids  [][]int32        // kids[node]: its edges, while few
+	many  map[uint64]int32 // (node, frame) → edge, for nodes with many
+	mixed []int32          // nodes reached through frames of several objects
+}
+
+type treeEdge struct {
+	frame, child int32
+	n            int // samples through the edge
+}
+
+// A node with more edges than this finds them in the map.
+const treeFew = 16
+
+// node numbers n (TreeNode.id is 0 until then; the root is node 0 and never
+// a child) and returns its number.
+func (b *treeBuilder) node(n *TreeNode) int32 {
+	if n.id != 0 || len(b.nodes) > 0 && b.nodes[0] == n {
+		return n.id
+	}
+	n.id = int32(len(b.nodes))
+	b.nodes = append(b.nodes, n)
+	b.kids = append(b.kids, nil)
+	return n.id
+}
+
+// edge returns the step from node n through frame, adding it (and the
+// child it leads to, unless a frame of the same name made it) if new.
+func (b *treeBuilder) edge(n, frame int32) int32 {
+	key := uint64(uint32(n))<<32 | uint64(uint32(frame))
+	if k := b.kids[n]; len(k) <= treeFew {
+		for _, e := range k {
+			if b.edges[e].frame == frame {
+				return e
+			}
+		}
+	} else if e, ok := b.many[key]; ok {
+		return e
+	}
+	f := b.p.FrameAt(frame)
+	obj := f.ObjectName()
+	c := b.nodes[n].child(f.Name(), obj, f.Kernel, f.Inlined, false)
+	if c.id != 0 && c.Object != obj && !c.mixed {
+		c.mixed = true
+		b.mixed = append(b.mixed, c.id)
+	}
+	e := int32(len(b.edges))
+	b.edges = append(b.edges, treeEdge{frame: frame, child: b.node(c)})
+	b.kids[n] = append(b.kids[n], e)
+	switch k := b.kids[n]; {
+	case len(k) == treeFew+1: // from now on in the map
+		for _, x := range k {
+			b.many[uint64(uint32(n))<<32|uint64(uint32(b.edges[x].frame))] = x
+		}
+	case len(k) > treeFew+1:
+		b.many[key] = e
+	}
+	return e
+}
+
+// pickObjects names the object of a node that frames of several objects
+// lead to by the one with the most samples through it (then the first in
+// name order).
+func (b *treeBuilder) pickObjects() {
+	if len(b.mixed) == 0 {
+		return
+	}
+	per := map[int32]map[string]int{}
+	for _, id := range b.mixed {
+		per[id] = map[string]int{}
+	}
+	for _, e := range b.edges {
+		if m := per[e.child]; m != nil {
+			m[b.p.FrameAt(e.frame).ObjectName()] += e.n
+		}
+	}
+	for _, id := range b.mixed {
+		best, bestN := "", -1
+		for obj, n := range per[id] {
+			if n > bestN || n == bestN && obj < best {
+				best, bestN = obj, n
+			}
+		}
+		b.nodes[id].Object = best
+	}
 }

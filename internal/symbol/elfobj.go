@@ -257,7 +257,7 @@ func (d *objData) loadOnce() error {
 		src = dbg
 	}
 	if src != nil {
-		if dw, err := src.DWARF(); err == nil {
+		if dw, err := dwarfData(src); err == nil {
 			if x, err := newDWIndex(dw, src.Section(".debug_info"), src.ByteOrder, d.isGo); err == nil {
 				d.dw = x
 			}

@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# culprit view on 1M samples: time to first paint, interaction latency and
+# memory, in headless Chromium (bench/viewtime, chromedp).
+#
+# bench/reporttarget (two threads, a four-level call tree; -O2 with frame
+# pointers) runs 2 s of CPU time per thread under `culprit record -F 49999`
+# (about 200k samples), and bench/replicate repeats that recording's samples
+# (real stacks, shifted in time) to 1M. Then RUNS times: culprit view is
+# started on it and Chromium, started beforehand, opens the time view and
+# pprof's flame graph, a time range's flame graph (a new pprof UI built on
+# the server) twice, and pprof's top view. Per run one line; then medians.
+#
+#   ready         culprit view started → URL printed (recording loaded,
+#                 pprof's UI of the whole profile built); and its CPU time
+#                 (user+sys, 10 ms ticks), which a busy machine does not inflate
+#   time paint    navigation to the time view → its heat map drawn
+#   time data     GET time/data once the page has it (what every later
+#                 visit costs)
+#   flame paint   navigation to pprof's flame graph → its boxes drawn; and
+#                 the server's CPU time for it
+#   range first   a range's flame graph the first time (profile filtered,
+#                 pprof UI built) → drawn; and the server's CPU time for it
+#   range again   the same range again → drawn
+#   top           GET pprof's top view
+#   peak RSS      culprit view's VmHWM at the end
+#
+#   bench/view.sh [RUNS]
+#
+# Needs root (culprit record), gcc, go and chromium.
+set -euo pipefail
+runs=${1:-5}
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=$root/bench/out/view
+mkdir -p "$out"
+CGO_ENABLED=0 go build -o "$out/culprit" "$root/cmd/culprit"
+(cd "$root" && go build -o "$out/viewtime" ./bench/viewtime)
+gcc -O2 -g -fno-omit-frame-pointer -pthread -o "$out/target" "$root/bench/reporttarget/main.c"
+chromium=$(command -v chromium || command -v chromium-browser)
+cd "$out"
+echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "# culprit $(git -C "$root" rev-parse --short HEAD), $("$chromium" --version 2>/dev/null | head -1), $(go version | cut -d' ' -f3)"
+./culprit record -F 49999 -o small.rec -- ./target 2 2 2>rec.txt >/dev/null
+(cd "$root" && go run ./bench/replicate -n 1000000 "$out/small.rec" "$out/big.rec")
+echo "# $(grep -o '[0-9]* samples written' rec.txt) recorded, repeated to 1000000 ($(stat -c %s big.rec) bytes)"
+: >runs.txt
+for ((i = 0; i < runs; i++)); do
+	./viewtime -culprit ./culprit -chromium "$chromium" big.rec | tee -a runs.txt
+done
+median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+get() { tr ' ' '\n' <runs.txt | grep "^$1=" | cut -d= -f2 | median; }
+echo
+echo "| samples | ready ms (CPU ms) | time view paint ms | time data ms | flame graph paint ms (server CPU ms) | range flame graph first ms (server CPU ms) | again ms | top ms | peak RSS MiB |"
+echo "|---|---|---|---|---|---|---|---|---|"
+echo "| 1000000 | $(get ready_ms) ($(get ready_cpu_ms)) | $(get time_view_paint_ms) | $(get time_data_ms) | $(get flamegraph_paint_ms) ($(get flamegraph_cpu_ms)) | $(get range_flamegraph_first_ms) ($(get range_cpu_ms)) | $(get range_flamegraph_again_ms) | $(get top_ms) | $(($(get peak_rss_kib | cut -d. -f1) / 1024)) |"
+echo "# load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -1,0 +1,168 @@
+// Command viewtime measures culprit view on a recording, in headless
+// Chromium driven through chromedp: the time until the URL is printed (the
+// recording loaded and pprof's UI of the whole profile built), the time
+// until the time view's heat map and pprof's flame graph are painted, the
+// latency of the interactions (the time view's data, selecting a range and
+// opening its flame graph, which builds a new pprof UI, and opening it
+// again), and the server's peak RSS. One line of key=value per run.
+//
+//	go run ./bench/viewtime -culprit ./culprit -chromium /usr/bin/chromium big.rec
+package main
+
+import (
+	"bufio"
+	"context"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/chromedp/chromedp"
+)
+
+func main() {
+	culprit := flag.String("culprit", "culprit", "the culprit binary")
+	chromium := flag.String("chromium", "chromium", "the Chromium binary")
+	flag.Parse()
+	if flag.NArg() != 1 {
+		fmt.Fprintln(os.Stderr, "usage: viewtime [-culprit PATH] [-chromium PATH] FILE.rec")
+		os.Exit(2)
+	}
+	if err := run(*culprit, *chromium, flag.Arg(0)); err != nil {
+		fmt.Fprintln(os.Stderr, "viewtime:", err)
+		os.Exit(1)
+	}
+}
+
+// cpuTime is the user and system CPU time process pid has used.
+func cpuTime(pid int) time.Duration {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// Fields after the command name, which ends with the last ')':
+	// utime and stime are the 12th and 13th, in clock ticks (100 Hz).
+	f := strings.Fields(string(b[strings.LastIndexByte(string(b), ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	u, _ := strconv.ParseInt(f[11], 10, 64)
+	s, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(u+s) * 10 * time.Millisecond
+}
+
+func ms(d time.Duration) string { return fmt.Sprintf("%.0f", d.Seconds()*1000) }
+
+func run(culprit, chromium, rec string) error {
+	dir, err := os.MkdirTemp("", "viewtime")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	actx, acancel := chromedp.NewExecAllocator(ctx,
+		chromedp.ExecPath(chromium), chromedp.UserDataDir(dir), chromedp.WindowSize(1400, 1000),
+		chromedp.Flag("headless", true), chromedp.Flag("no-sandbox", true), chromedp.Flag("disable-gpu", true),
+		chromedp.Flag("no-first-run", true), chromedp.Flag("disable-background-networking", true))
+	defer acancel()
+	bctx, bcancel := chromedp.NewContext(actx)
+	defer bcancel()
+	if err := chromedp.Do(bctx); err != nil { // the browser starts before the clock does
+		return err
+	}
+
+	start := time.Now()
+	cmd := exec.Command(culprit, "view", rec)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return err
+	}
+	if err := cmd.Start(); err != nil {
+		return err
+	}
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGINT)
+		_ = cmd.Wait()
+	}()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		return fmt.Errorf("culprit view printed no URL: %v", err)
+	}
+	base := strings.TrimSpace(line)
+	ready := time.Since(start)
+	pid := cmd.Process.Pid
+	readyCPU := cpuTime(pid)
+
+	t := time.Now()
+	if err := chromedp.Do(bctx, chromedp.Navigate(base+"time"),
+		chromedp.WaitVisible(chromedp.CSS(`#maps svg.heat path.cell`))); err != nil {
+		return fmt.Errorf("time view: %v", err)
+	}
+	timePaint := time.Since(t)
+	cells, err := chromedp.Run(bctx, chromedp.Evaluate[int](`data.threads[0].cells.flat().filter(v => v > 0).length`))
+	_ = err
+
+	// The time view's data alone, as the page fetches it.
+	t = time.Now()
+	resp, err := http.Get(base + "time/data")
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	data := time.Since(t)
+
+	t = time.Now()
+	c0 := cpuTime(pid)
+	if err := chromedp.Do(bctx, chromedp.Navigate(base+"pprof/all/flamegraph"),
+		chromedp.WaitVisible(chromedp.CSS(`#stack-chart .boxtext`))); err != nil {
+		return fmt.Errorf("flame graph: %v", err)
+	}
+	flame := time.Since(t)
+	flameCPU := cpuTime(pid) - c0
+
+	// A range: the second 20 ms of the recording's second half-second.
+	rng := "500ms-520ms"
+	t = time.Now()
+	c0 = cpuTime(pid)
+	if err := chromedp.Do(bctx, chromedp.Navigate(base+"pprof/"+rng+"/flamegraph"),
+		chromedp.WaitVisible(chromedp.CSS(`#stack-chart .boxtext`))); err != nil {
+		return fmt.Errorf("range flame graph: %v", err)
+	}
+	rangeFirst := time.Since(t)
+	rangeCPU := cpuTime(pid) - c0
+	t = time.Now()
+	if err := chromedp.Do(bctx, chromedp.Navigate(base+"pprof/"+rng+"/flamegraph"),
+		chromedp.WaitVisible(chromedp.CSS(`#stack-chart .boxtext`))); err != nil {
+		return fmt.Errorf("range flame graph again: %v", err)
+	}
+	rangeAgain := time.Since(t)
+
+	// pprof's top view of the whole profile over HTTP (no drawing).
+	t = time.Now()
+	resp, err = http.Get(base + "pprof/all/top")
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	top := time.Since(t)
+
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
+	if err != nil {
+		return err
+	}
+	var hwm string
+	for _, l := range strings.Split(string(status), "\n") {
+		if strings.HasPrefix(l, "VmHWM:") {
+			hwm = strings.Fields(l)[1]
+		}
+	}
+	fmt.Printf("ready_ms=%s ready_cpu_ms=%s time_view_paint_ms=%s cells=%d time_data_ms=%s flamegraph_paint_ms=%s flamegraph_cpu_ms=%s range_flamegraph_first_ms=%s range_cpu_ms=%s range_flamegraph_again_ms=%s top_ms=%s peak_rss_kib=%s\n",
+		ms(ready), ms(readyCPU), ms(timePaint), cells, ms(data), ms(flame), ms(flameCPU), ms(rangeFirst), ms(rangeCPU), ms(rangeAgain), ms(top), hwm)
+	return nil
+}

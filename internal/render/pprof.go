@@ -38,7 +38,8 @@ type pprofBuilder struct {
 	out       *pprof.Profile
 	mappings  map[string]*pprof.Mapping
 	functions map[fnKey]*pprof.Function
-	locations map[string]*pprof.Location
+	locations map[string]*pprof.Location // of physical frames with inlined ones, by their frame indexes
+	single    map[int32]*pprof.Location  // of physical frames alone, by frame index
 	stacks    map[int32][]*pprof.Location
 	user      map[*pprof.Mapping]bool // mappings of user objects (file offsets)
 }
@@ -66,6 +67,7 @@ func buildPprof(p *profile.Profile, offCPU bool) *pprof.Profile {
 		mappings:  map[string]*pprof.Mapping{},
 		functions: map[fnKey]*pprof.Function{},
 		locations: map[string]*pprof.Location{},
+		single:    map[int32]*pprof.Location{},
 		stacks:    map[int32][]*pprof.Location{},
 		user:      map[*pprof.Mapping]bool{},
 	}
@@ -73,17 +75,48 @@ func buildPprof(p *profile.Profile, offCPU bool) *pprof.Profile {
 		stack    int32
 		pid, tid uint32
 	}
+	// Samples of one thread and name share their label maps (pprof only
+	// reads them), and the samples and their values are allocated in
+	// blocks: a profile of many distinct stacks is then not mostly maps.
+	type labelKey struct {
+		pid, tid uint32
+		comm     string
+	}
+	type labelSet struct {
+		num map[string][]int64
+		str map[string][]string
+	}
+	labels := map[labelKey]labelSet{}
+	var (
+		block  []pprof.Sample
+		values []int64
+	)
 	merged := map[sampleKey]*pprof.Sample{}
 	for _, s := range p.Samples {
 		k := sampleKey{s.Stack, s.PID, s.TID}
 		ps := merged[k]
 		if ps == nil {
-			ps = &pprof.Sample{
-				Location: b.stack(s.Stack),
-				Value:    []int64{0, 0},
-				NumLabel: map[string][]int64{"pid": {int64(s.PID)}, "tid": {int64(s.TID)}},
-				Label:    map[string][]string{"comm": {p.ThreadNameAt(s.TID, s.Time)}},
+			lk := labelKey{s.PID, s.TID, p.ThreadNameAt(s.TID, s.Time)}
+			ls, ok := labels[lk]
+			if !ok {
+				ls = labelSet{
+					num: map[string][]int64{"pid": {int64(s.PID)}, "tid": {int64(s.TID)}},
+					str: map[string][]string{"comm": {lk.comm}},
+				}
+				labels[lk] = ls
 			}
+			if len(block) == cap(block) {
+				block = make([]pprof.Sample, 0, 1024)
+				values = make([]int64, 0, 2*1024)
+			}
+			values = append(values, 0, 0)
+			block = append(block, pprof.Sample{
+				Location: b.stack(s.Stack),
+				Value:    values[len(values)-2 : len(values) : len(values)],
+				NumLabel: ls.num,
+				Label:    ls.str,
+			})
+			ps = &block[len(block)-1]
 			merged[k] = ps
 			out.Sample = append(out.Sample, ps)
 		}
@@ -224,7 +257,7 @@ func (b *pprofBuilder) stack(i int32) []*pprof.Location {
 	var locs []*pprof.Location
 	st := b.p.StackAt(i)
 	if len(st) == 0 {
-		locs = []*pprof.Location{b.location([]int32{-1}, []profile.Frame{unknownFrame})}
+		locs = []*pprof.Location{b.location([]int32{-1})}
 	}
 	for j := 0; j < len(st); {
 		// A physical frame is a run of Inlined frames and the frame they
@@ -233,36 +266,52 @@ func (b *pprofBuilder) stack(i int32) []*pprof.Location {
 		for k+1 < len(st) && b.p.FrameAt(st[k]).Inlined {
 			k++
 		}
-		group := st[j : k+1]
-		frames := make([]profile.Frame, len(group))
-		for n, fi := range group {
-			frames[n] = b.p.FrameAt(fi)
-		}
-		locs = append(locs, b.location(group, frames))
+		locs = append(locs, b.location(st[j:k+1]))
 		j = k + 1
 	}
 	b.stacks[i] = locs
 	return locs
 }
 
-func (b *pprofBuilder) location(group []int32, frames []profile.Frame) *pprof.Location {
-	var key strings.Builder
-	for _, fi := range group {
-		key.WriteString(strconv.Itoa(int(fi)))
-		key.WriteByte(',')
+// location returns the location of a physical frame: frame indexes, the
+// inlined ones first; -1 alone is the "[unknown]" of an empty stack.
+func (b *pprofBuilder) location(group []int32) *pprof.Location {
+	var key string
+	if len(group) == 1 {
+		if l := b.single[group[0]]; l != nil {
+			return l
+		}
+	} else {
+		var kb strings.Builder
+		for _, fi := range group {
+			kb.WriteString(strconv.Itoa(int(fi)))
+			kb.WriteByte(',')
+		}
+		key = kb.String()
+		if l := b.locations[key]; l != nil {
+			return l
+		}
 	}
-	if l := b.locations[key.String()]; l != nil {
-		return l
+	frame := func(fi int32) profile.Frame {
+		if fi < 0 {
+			return unknownFrame
+		}
+		return b.p.FrameAt(fi)
 	}
-	phys := frames[len(frames)-1]
-	l := &pprof.Location{ID: uint64(len(b.out.Location) + 1), Address: frames[0].Offset}
+	first, phys := frame(group[0]), frame(group[len(group)-1])
+	l := &pprof.Location{ID: uint64(len(b.out.Location) + 1), Address: first.Offset}
 	if group[0] >= 0 {
 		l.Mapping = b.mapping(phys, l.Address)
 	}
-	for _, f := range frames {
+	for _, fi := range group {
+		f := frame(fi)
 		l.Line = append(l.Line, pprof.Line{Function: b.function(f), Line: int64(f.Line)})
 	}
-	b.locations[key.String()] = l
+	if len(group) == 1 {
+		b.single[group[0]] = l
+	} else {
+		b.locations[key] = l
+	}
 	b.out.Location = append(b.out.Location, l)
 	return l
 }

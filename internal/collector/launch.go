@@ -12,6 +12,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/culprit-dev/culprit/internal/rawfork"
 )
 
 // ErrCommandNotFound is wrapped when the command to profile does not exist.
@@ -73,16 +75,10 @@ func Start(argv []string, options int) (*Child, error) {
 	}
 	defer unix.Close(errp[0])
 
-	// As syscall.forkExec: no descriptor is created without CLOEXEC while
-	// the child is forked, and it is forked with every signal blocked (Go's
-	// handlers must not run in it); it restores this thread's mask itself.
-	all := ^uint64(0)
-	var old uint64
-	syscall.ForkLock.Lock()
-	syscall.RawSyscall6(syscall.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&all)), uintptr(unsafe.Pointer(&old)), 8, 0, 0)
-	pid, errno := forkGated(argv0, &argvp[0], &envp[0], gate[0], gate[1], errp[1], &old)
-	syscall.RawSyscall6(syscall.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&old)), 0, 8, 0, 0)
-	syscall.ForkLock.Unlock()
+	// The child restores this thread's signal mask itself.
+	pid, errno := rawfork.Fork(func(mask *uint64) (int, syscall.Errno) {
+		return forkGated(argv0, &argvp[0], &envp[0], gate[0], gate[1], errp[1], mask)
+	})
 	runtime.KeepAlive(argv0)
 	runtime.KeepAlive(argvp)
 	runtime.KeepAlive(envp)
@@ -214,30 +210,19 @@ func wait4(pid int, ws *unix.WaitStatus) (int, error) {
 // forkGated forks the calling thread into a child that waits until culprit
 // writes to the gate pipe (or exits: end-of-file), then restores the
 // signal mask and execs. If the exec fails it writes errno to errw and
-// exits 127. The child runs only raw system calls in this nosplit
-// function, as syscall.forkAndExecInChild does, so no Go runtime code runs
-// in it. Signals must be blocked by the caller; their handlers are reset
-// to the default before the mask is restored (ignored ones stay ignored,
-// as across exec).
+// exits 127. It is called through rawfork.Fork (signals blocked) and the
+// child runs only raw system calls (package rawfork). Handlers of signals
+// are reset to the default before the mask is restored (ignored ones stay
+// ignored, as across exec).
 //
 //go:nosplit
 //go:norace
 func forkGated(argv0 *byte, argv, envv **byte, gateR, gateW, errW int, mask *uint64) (int, syscall.Errno) {
-	r, _, e := syscall.RawSyscall6(syscall.SYS_CLONE, uintptr(syscall.SIGCHLD), 0, 0, 0, 0, 0)
-	if e != 0 {
-		return 0, e
+	if pid, e := rawfork.Clone(); pid != 0 || e != 0 {
+		return pid, e
 	}
-	if r != 0 {
-		return int(r), 0
-	}
-	syscall.RawSyscall(syscall.SYS_CLOSE, uintptr(gateW), 0, 0)
-	var b [1]byte
-	for {
-		_, _, e := syscall.RawSyscall(syscall.SYS_READ, uintptr(gateR), uintptr(unsafe.Pointer(&b[0])), 1)
-		if e != syscall.EINTR {
-			break
-		}
-	}
+	rawfork.Close(gateW)
+	rawfork.Await(gateR)
 	var act sigaction
 	for sig := uintptr(1); sig <= 64; sig++ {
 		if sig == uintptr(syscall.SIGKILL) || sig == uintptr(syscall.SIGSTOP) || sig == 32 || sig == 33 {
@@ -251,14 +236,13 @@ func forkGated(argv0 *byte, argv, envv **byte, gateR, gateW, errW int, mask *uin
 			syscall.RawSyscall6(syscall.SYS_RT_SIGACTION, sig, uintptr(unsafe.Pointer(&act)), 0, 8, 0, 0)
 		}
 	}
-	syscall.RawSyscall6(syscall.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(mask)), 0, 8, 0, 0)
-	_, _, e = syscall.RawSyscall(syscall.SYS_EXECVE, uintptr(unsafe.Pointer(argv0)), uintptr(unsafe.Pointer(argv)), uintptr(unsafe.Pointer(envv)))
+	rawfork.SetMask(mask)
+	_, _, e := syscall.RawSyscall(syscall.SYS_EXECVE, uintptr(unsafe.Pointer(argv0)), uintptr(unsafe.Pointer(argv)), uintptr(unsafe.Pointer(envv)))
 	v := uint32(e)
 	w := [4]byte{byte(v), byte(v >> 8), byte(v >> 16), byte(v >> 24)}
 	syscall.RawSyscall(syscall.SYS_WRITE, uintptr(errW), uintptr(unsafe.Pointer(&w[0])), 4)
-	for {
-		syscall.RawSyscall(syscall.SYS_EXIT_GROUP, 127, 0, 0)
-	}
+	rawfork.Exit(127)
+	return 0, 0
 }
 
 // sigaction is struct sigaction as rt_sigaction(2) takes it on x86-64.

@@ -10,6 +10,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/culprit-dev/culprit/internal/rawfork"
 )
 
 // OpenTask is perf_event_open; events bound to a task (pid or tid not -1)
@@ -125,13 +127,7 @@ func expediteRCU(knob string) (restore func()) {
 		unix.Close(fd)
 		return none
 	}
-	all := ^uint64(0)
-	var old uint64
-	syscall.ForkLock.Lock()
-	syscall.RawSyscall6(syscall.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&all)), uintptr(unsafe.Pointer(&old)), 8, 0, 0)
-	pid, errno := forkGuardian(fd, p[0], p[1])
-	syscall.RawSyscall6(syscall.SYS_RT_SIGPROCMASK, unix.SIG_SETMASK, uintptr(unsafe.Pointer(&old)), 0, 8, 0, 0)
-	syscall.ForkLock.Unlock()
+	pid, errno := rawfork.Fork(func(*uint64) (int, syscall.Errno) { return forkGuardian(fd, p[0], p[1]) })
 	unix.Close(p[0])
 	if errno != 0 {
 		unix.Close(p[1])
@@ -164,46 +160,23 @@ func expediteRCU(knob string) (restore func()) {
 }
 
 // forkGuardian forks the calling thread into the knob's guardian: it keeps
-// only the knob's descriptor and the pipe's read end, blocks every signal,
-// waits for a byte or end-of-file, and at end-of-file writes "0" to the
-// knob. Signals must be blocked by the caller. The child runs only raw
-// system calls in this nosplit function, so no Go runtime code runs in it.
+// only the knob's descriptor and the pipe's read end, with every signal
+// blocked, waits for a byte or end-of-file, and at end-of-file writes "0"
+// to the knob (as after a read that failed: the knob is not left at 1). It is called through rawfork.Fork and the child runs only
+// raw system calls (package rawfork).
 //
 //go:nosplit
 //go:norace
 func forkGuardian(knob, r, w int) (int, syscall.Errno) {
-	pid, _, e := syscall.RawSyscall6(syscall.SYS_CLONE, uintptr(syscall.SIGCHLD), 0, 0, 0, 0, 0)
-	if e != 0 {
-		return 0, e
+	if pid, e := rawfork.Clone(); pid != 0 || e != 0 {
+		return pid, e
 	}
-	if pid != 0 {
-		return int(pid), 0
-	}
-	syscall.RawSyscall(syscall.SYS_CLOSE, uintptr(w), 0, 0)
-	lo, hi := knob, r
-	if lo > hi {
-		lo, hi = hi, lo
-	}
-	if lo > 0 {
-		syscall.RawSyscall(unix.SYS_CLOSE_RANGE, 0, uintptr(lo-1), 0)
-	}
-	if hi > lo+1 {
-		syscall.RawSyscall(unix.SYS_CLOSE_RANGE, uintptr(lo+1), uintptr(hi-1), 0)
-	}
-	syscall.RawSyscall(unix.SYS_CLOSE_RANGE, uintptr(hi+1), ^uintptr(0)>>32, 0)
-	var b [1]byte
-	var n uintptr
-	for {
-		n, _, e = syscall.RawSyscall(syscall.SYS_READ, uintptr(r), uintptr(unsafe.Pointer(&b[0])), 1)
-		if e != syscall.EINTR {
-			break
-		}
-	}
-	if n == 0 && e == 0 {
+	rawfork.KeepOnly(knob, r) // w too
+	// End-of-file (or a failed read): culprit is gone.
+	if !rawfork.Await(r) {
 		zero := [1]byte{'0'}
 		syscall.RawSyscall6(syscall.SYS_PWRITE64, uintptr(knob), uintptr(unsafe.Pointer(&zero[0])), 1, 0, 0, 0)
 	}
-	for {
-		syscall.RawSyscall(syscall.SYS_EXIT_GROUP, 0, 0, 0)
-	}
+	rawfork.Exit(0)
+	return 0, 0
 }

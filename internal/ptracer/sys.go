@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/culprit-dev/culprit/internal/perf"
+	"github.com/culprit-dev/culprit/internal/rawfork"
 )
 
 // Thin wrappers around the system calls the collector makes at every stop.
@@ -301,30 +302,27 @@ func tracerOf(tid int) int {
 // goroutine that must wake the tracer (Ctrl-C, the stop channel, the end of
 // the duration) kills the sentinel, whose exit ends the wait.
 
-var sentinelMask = ^uint64(0)
+// forkSentinel forks the calling thread (through rawfork.Fork) into a
+// process that blocks every signal, asks to be killed with its parent,
+// closes its file descriptors and pauses forever.
+func forkSentinel() (int, syscall.Errno) {
+	parent := os.Getpid()
+	return rawfork.Fork(func(*uint64) (int, syscall.Errno) { return sentinel(parent) })
+}
 
-// forkSentinel forks the calling thread into a process that blocks every
-// signal, asks to be killed with its parent, closes its file descriptors
-// and pauses forever. The child runs only raw system calls in this nosplit
-// function, as syscall.forkAndExecInChild does, so no Go runtime code runs
-// in it.
+// sentinel is forkSentinel's fork; the child runs only raw system calls
+// (package rawfork), with every signal blocked from the fork on.
 //
 //go:nosplit
 //go:norace
-func forkSentinel() (int, syscall.Errno) {
-	parent, _, _ := syscall.RawSyscall(syscall.SYS_GETPID, 0, 0, 0)
-	r, _, e := syscall.RawSyscall6(syscall.SYS_CLONE, uintptr(syscall.SIGCHLD), 0, 0, 0, 0, 0)
-	if e != 0 {
-		return 0, e
+func sentinel(parent int) (int, syscall.Errno) {
+	if pid, e := rawfork.Clone(); pid != 0 || e != 0 {
+		return pid, e
 	}
-	if r != 0 {
-		return int(r), 0
-	}
-	syscall.RawSyscall6(syscall.SYS_RT_SIGPROCMASK, 2 /* SIG_SETMASK */, uintptr(unsafe.Pointer(&sentinelMask)), 0, 8, 0, 0)
 	syscall.RawSyscall6(syscall.SYS_PRCTL, syscall.PR_SET_PDEATHSIG, uintptr(syscall.SIGKILL), 0, 0, 0, 0)
-	syscall.RawSyscall6(unix.SYS_CLOSE_RANGE, 0, ^uintptr(0)>>32, 0, 0, 0, 0)
-	if ppid, _, _ := syscall.RawSyscall(syscall.SYS_GETPPID, 0, 0, 0); ppid != parent {
-		syscall.RawSyscall(syscall.SYS_EXIT_GROUP, 0, 0, 0) // the parent died before PDEATHSIG was set
+	rawfork.KeepOnly(-1, -1)
+	if ppid, _, _ := syscall.RawSyscall(syscall.SYS_GETPPID, 0, 0, 0); int(ppid) != parent {
+		rawfork.Exit(0) // the parent died before PDEATHSIG was set
 	}
 	for {
 		syscall.RawSyscall(syscall.SYS_PAUSE, 0, 0, 0)

@@ -1,9 +1,9 @@
 package sampleprog
 
 import (
-	"fmt"
-
 	"github.com/cilium/ebpf/asm"
+
+	"github.com/culprit-dev/culprit/internal/bpfasm"
 )
 
 // The program, in outline (each part only when Options ask for it):
@@ -25,33 +25,7 @@ import (
 // Counters live in the per-CPU scratch value, never in registers, so that
 // the verifier sees them as unknown bounded numbers and can prune the
 // unrolled branches instead of following every path.
-type builder struct {
-	ins   asm.Instructions
-	label int
-}
-
-func (b *builder) emit(ins ...asm.Instruction) { b.ins = append(b.ins, ins...) }
-
-func (b *builder) newLabel(what string) string {
-	b.label++
-	return fmt.Sprintf("%s_%d", what, b.label)
-}
-
-// lookup looks up the key on the stack at key in a map; R0 is then the
-// value's address or 0.
-func (b *builder) lookup(mapFD int, key int16) {
-	b.emit(
-		asm.LoadMapPtr(asm.R1, mapFD),
-		asm.Mov.Reg(asm.R2, asm.RFP),
-		asm.Add.Imm(asm.R2, int32(key)),
-		asm.FnMapLookupElem.Call(),
-	)
-}
-
-// mark attaches a label to the next instruction, a no-op jump target.
-func (b *builder) mark(label string) {
-	b.emit(asm.Mov.Imm(asm.R0, 0).WithSymbol(label))
-}
+type builder struct{ bpfasm.Builder }
 
 // Registers held across the program.
 const (
@@ -69,7 +43,7 @@ type maps struct {
 func program(m maps, o Options) asm.Instructions {
 	j := o.Jitter
 	b := &builder{}
-	b.emit(
+	b.Emit(
 		asm.Mov.Reg(rCtx, asm.R1),
 		asm.FnGetCurrentPidTgid.Call(),
 		asm.Mov.Reg(rSlot, asm.R0),
@@ -81,8 +55,8 @@ func program(m maps, o Options) asm.Instructions {
 		// Each thread counts down a random number of ticks between two
 		// kept samples; the others are dropped (return 0).
 		span := int32(j.Max - j.Min + 1)
-		b.lookup(m.jitter, -12)
-		b.emit(
+		b.Lookup(m.jitter, -12)
+		b.Emit(
 			asm.JNE.Imm(asm.R0, 0, "jhave"),
 			// A new thread: start its first countdown.
 			asm.FnGetPrandomU32.Call(),
@@ -113,9 +87,9 @@ func program(m maps, o Options) asm.Instructions {
 			asm.StoreMem(rPlan, 4, asm.R0, asm.Word),
 		)
 	}
-	b.emit(asm.StoreImm(asm.RFP, -8, 0, asm.Word))
-	b.lookup(m.scratch, -8)
-	b.emit(
+	b.Emit(asm.StoreImm(asm.RFP, -8, 0, asm.Word))
+	b.Lookup(m.scratch, -8)
+	b.Emit(
 		asm.JEq.Imm(asm.R0, 0, "keep"),
 		asm.Mov.Reg(rBuf, asm.R0),
 		asm.StoreImm(rBuf, scrOut, magic, asm.Word),
@@ -125,12 +99,12 @@ func program(m maps, o Options) asm.Instructions {
 		asm.StoreImm(rBuf, scrOut+20, 0, asm.Word),
 	)
 	if j.on() {
-		b.emit(
+		b.Emit(
 			asm.LoadMem(asm.R1, asm.RFP, -24, asm.Word),
 			asm.StoreMem(rBuf, scrOut+20, asm.R1, asm.Word),
 		)
 	}
-	b.emit(
+	b.Emit(
 		asm.FnKtimeGetNs.Call(),
 		asm.StoreMem(rBuf, scrOut+8, asm.R0, asm.DWord),
 	)
@@ -139,22 +113,22 @@ func program(m maps, o Options) asm.Instructions {
 	}
 
 	// Output the header and the copies.
-	b.mark("out")
-	b.emit(
+	b.Mark("out")
+	b.Emit(
 		asm.LoadMem(asm.R1, rBuf, scrN, asm.Word),
 	)
 	if !j.on() {
 		// Without jitter an empty snapshot says nothing, unless the
 		// planned ranges' record waits for it.
-		b.emit(
+		b.Emit(
 			asm.JNE.Imm(asm.R1, 0, "send"),
 			asm.LoadMem(asm.R2, rBuf, scrG, asm.Word),
 			asm.JEq.Imm(asm.R2, 0, "keep"),
 		)
 	}
-	b.mark("send")
-	b.emit(asm.LoadMem(asm.R1, rBuf, scrN, asm.Word))
-	b.emit(
+	b.Mark("send")
+	b.Emit(asm.LoadMem(asm.R1, rBuf, scrN, asm.Word))
+	b.Emit(
 		asm.JGT.Imm(asm.R1, MaxSlots, "keep"),
 		asm.StoreMem(rBuf, scrOut+16, asm.R1, asm.Word),
 		asm.Mov.Reg(asm.R5, asm.R1),
@@ -167,25 +141,25 @@ func program(m maps, o Options) asm.Instructions {
 		asm.Mov.Reg(asm.R1, rCtx),
 		asm.FnPerfEventOutput.Call(),
 	)
-	b.emit(
+	b.Emit(
 		asm.Mov.Imm(asm.R0, 1).WithSymbol("keep"),
 		asm.Return(),
 	)
 	if j.on() {
-		b.emit(
+		b.Emit(
 			asm.Mov.Imm(asm.R0, 0).WithSymbol("drop"),
 			asm.Return(),
 		)
 	}
-	return b.ins
+	return b.Ins
 }
 
 // snapshots emits the memory copies: the planned ranges, the registers and
 // red zone, and with Chase the pointers found in registers, stack and the
 // copies. It jumps to "out" when done.
 func (b *builder) snapshots(m maps, o Options) {
-	b.lookup(m.plans, -4)
-	b.emit(
+	b.Lookup(m.plans, -4)
+	b.Emit(
 		asm.JEq.Imm(asm.R0, 0, "out"),
 		asm.Mov.Reg(rPlan, asm.R0),
 	)
@@ -193,8 +167,8 @@ func (b *builder) snapshots(m maps, o Options) {
 	b.globals(m)
 
 	// The thread's user registers, whether the sample hit user or kernel mode.
-	b.mark("regs")
-	b.emit(
+	b.Mark("regs")
+	b.Emit(
 		asm.FnGetCurrentTaskBtf.Call(),
 		asm.Mov.Reg(asm.R1, asm.R0),
 		asm.FnTaskPtRegs.Call(),
@@ -209,7 +183,7 @@ func (b *builder) snapshots(m maps, o Options) {
 	// functions keep locals without moving it (-O0); the sample's stack
 	// copy starts at the stack pointer.
 	for _, off := range []int32{-128, -64} {
-		b.emit(
+		b.Emit(
 			asm.LoadMem(asm.R3, rBuf, scrRegs+ptRegsSP*8, asm.DWord),
 			asm.Add.Imm(asm.R3, off),
 			asm.Mov.Imm(asm.R2, SlotBytes),
@@ -217,25 +191,25 @@ func (b *builder) snapshots(m maps, o Options) {
 		b.copyAt()
 	}
 	if !o.Chase {
-		b.emit(asm.Ja.Label("out"))
+		b.Emit(asm.Ja.Label("out"))
 		return
 	}
-	b.emit(
+	b.Emit(
 		asm.LoadMem(asm.R1, rPlan, planFlags, asm.Word),
 		asm.And.Imm(asm.R1, flagChase),
 		asm.JEq.Imm(asm.R1, 0, "out"),
 	)
-	b.emit(
+	b.Emit(
 		asm.LoadMem(asm.R1, rBuf, scrN, asm.Word),
 		asm.StoreMem(rBuf, scrN0, asm.R1, asm.Word),
 	)
 	for k := 0; k < ptRegsGPRs; k++ {
-		b.emit(asm.LoadMem(asm.R3, rBuf, int16(scrRegs+k*8), asm.DWord))
+		b.Emit(asm.LoadMem(asm.R3, rBuf, int16(scrRegs+k*8), asm.DWord))
 		b.chase()
 	}
 
 	// The top of the stack, word by word.
-	b.emit(
+	b.Emit(
 		asm.LoadMem(asm.R3, rBuf, scrRegs+ptRegsSP*8, asm.DWord),
 		asm.Mov.Reg(asm.R1, rBuf),
 		asm.Add.Imm(asm.R1, scrStack),
@@ -244,19 +218,19 @@ func (b *builder) snapshots(m maps, o Options) {
 		asm.JNE.Imm(asm.R0, 0, "second"),
 	)
 	for w := 0; w < stackWords; w++ {
-		b.emit(asm.LoadMem(asm.R3, rBuf, int16(scrStack+w*8), asm.DWord))
+		b.Emit(asm.LoadMem(asm.R3, rBuf, int16(scrStack+w*8), asm.DWord))
 		b.chase()
 	}
 
 	// One more level: pointers inside the first copies the chase made.
-	b.mark("second")
-	b.emit(
+	b.Mark("second")
+	b.Emit(
 		asm.LoadMem(asm.R1, rBuf, scrN, asm.Word),
 		asm.StoreMem(rBuf, scrN1, asm.R1, asm.Word),
 	)
 	for s := 0; s < chaseSlots; s++ {
-		next := b.newLabel("nextslot")
-		b.emit(
+		next := b.NewLabel("nextslot")
+		b.Emit(
 			asm.LoadMem(asm.R1, rBuf, scrN0, asm.Word),
 			asm.Add.Imm(asm.R1, int32(s)),
 			asm.LoadMem(asm.R2, rBuf, scrN1, asm.Word),
@@ -270,13 +244,13 @@ func (b *builder) snapshots(m maps, o Options) {
 			asm.JNE.Imm(asm.R1, 0, next),
 		)
 		for w := 0; w < SlotBytes/8; w++ {
-			b.emit(
+			b.Emit(
 				asm.LoadMem(asm.R2, asm.RFP, -32, asm.DWord),
 				asm.LoadMem(asm.R3, asm.R2, int16(scrSlots+slotHdr+w*8), asm.DWord),
 			)
 			b.chase()
 		}
-		b.mark(next)
+		b.Mark(next)
 	}
 
 }
@@ -291,8 +265,8 @@ func (b *builder) globals(m maps) {
 		iSlot   = -40 // loop index
 		entSlot = -48 // the record's entry being written
 	)
-	b.lookup(m.gscratch, -8)
-	b.emit(
+	b.Lookup(m.gscratch, -8)
+	b.Emit(
 		asm.JEq.Imm(asm.R0, 0, "regs"),
 		asm.Mov.Reg(rSlot, asm.R0),
 		asm.Mov.Imm(asm.R1, 0),
@@ -300,8 +274,8 @@ func (b *builder) globals(m maps) {
 		asm.LoadMem(asm.R1, rPlan, planNAbs, asm.Word),
 		asm.JEq.Imm(asm.R1, 0, "regs"),
 	)
-	b.mark("gloop")
-	b.emit(
+	b.Mark("gloop")
+	b.Emit(
 		asm.LoadMem(asm.R1, asm.RFP, iSlot, asm.DWord),
 		asm.JGE.Imm(asm.R1, MaxAbs, "gdone"),
 		asm.LoadMem(asm.R2, rPlan, planNAbs, asm.Word),
@@ -327,8 +301,8 @@ func (b *builder) globals(m maps) {
 		asm.Ja.Label("ghave"),
 		asm.LoadMem(asm.R3, asm.R4, planEnts, asm.DWord).WithSymbol("gabs"),
 	)
-	b.mark("ghave")
-	b.emit(
+	b.Mark("ghave")
+	b.Emit(
 		asm.StoreMem(asm.R5, gEntries, asm.R3, asm.DWord),
 		asm.JEq.Imm(asm.R2, 0, "gnext"),
 		asm.JGT.Imm(asm.R2, MaxPiece, "gnext"),
@@ -339,16 +313,16 @@ func (b *builder) globals(m maps) {
 		asm.LoadMem(asm.R5, asm.RFP, entSlot, asm.DWord),
 		asm.StoreMem(asm.R5, gEntries+12, asm.R0, asm.Word),
 	)
-	b.mark("gnext")
-	b.emit(
+	b.Mark("gnext")
+	b.Emit(
 		asm.LoadMem(asm.R1, asm.RFP, iSlot, asm.DWord),
 		asm.Add.Imm(asm.R1, 1),
 		asm.StoreMem(asm.RFP, iSlot, asm.R1, asm.DWord),
 		asm.Ja.Label("gloop"),
 	)
 	// Output: the header, the entries, the bytes.
-	b.mark("gdone")
-	b.emit(
+	b.Mark("gdone")
+	b.Emit(
 		asm.StoreImm(rSlot, 0, gMagic, asm.Word),
 		asm.LoadMem(asm.R1, rBuf, scrOut+4, asm.Word),
 		asm.StoreMem(rSlot, 4, asm.R1, asm.Word),
@@ -374,30 +348,30 @@ func (b *builder) globals(m maps) {
 // chase copies SlotBytes at the address in R3 when it lies in one of the
 // plan's data ranges.
 func (b *builder) chase() {
-	yes, no := b.newLabel("in"), b.newLabel("out")
+	yes, no := b.NewLabel("in"), b.NewLabel("out")
 	for q := 0; q < MaxRanges; q++ {
-		next := b.newLabel("range")
+		next := b.NewLabel("range")
 		r := int16(planRanges + q*16)
-		b.emit(
+		b.Emit(
 			asm.LoadMem(asm.R1, rPlan, r, asm.DWord),
 			asm.JLT.Reg(asm.R3, asm.R1, next),
 			asm.LoadMem(asm.R1, rPlan, r+8, asm.DWord),
 			asm.JLT.Reg(asm.R3, asm.R1, yes),
 		)
-		b.mark(next)
+		b.Mark(next)
 	}
-	b.emit(asm.Ja.Label(no))
-	b.emit(asm.Mov.Imm(asm.R2, SlotBytes).WithSymbol(yes))
+	b.Emit(asm.Ja.Label(no))
+	b.Emit(asm.Mov.Imm(asm.R2, SlotBytes).WithSymbol(yes))
 	b.copyAt()
-	b.mark(no)
+	b.Mark(no)
 }
 
 // copyAt copies R2 bytes (at most SlotBytes) from the user address in R3
 // into the next free slot, recording address, length and the helper's
 // result; nothing when all slots are used.
 func (b *builder) copyAt() {
-	full, ok := b.newLabel("full"), b.newLabel("lenok")
-	b.emit(
+	full, ok := b.NewLabel("full"), b.NewLabel("lenok")
+	b.Emit(
 		asm.LoadMem(asm.R1, rBuf, scrN, asm.Word),
 		asm.JGT.Imm(asm.R1, MaxSlots-1, full),
 		asm.Mov.Reg(asm.R4, asm.R1),
@@ -410,13 +384,13 @@ func (b *builder) copyAt() {
 		asm.JLE.Imm(asm.R2, SlotBytes, ok),
 		asm.Mov.Imm(asm.R2, SlotBytes),
 	)
-	b.mark(ok)
-	b.emit(
+	b.Mark(ok)
+	b.Emit(
 		asm.StoreMem(rSlot, scrSlots+8, asm.R2, asm.Word),
 		asm.Mov.Reg(asm.R1, rSlot),
 		asm.Add.Imm(asm.R1, scrSlots+slotHdr),
 		asm.FnProbeReadUser.Call(),
 		asm.StoreMem(rSlot, scrSlots+12, asm.R0, asm.Word),
 	)
-	b.mark(full)
+	b.Mark(full)
 }

@@ -1,9 +1,9 @@
 package traceprog
 
 import (
-	"fmt"
-
 	"github.com/cilium/ebpf/asm"
+
+	"github.com/culprit-dev/culprit/internal/bpfasm"
 )
 
 // Shapes shared by the program and its reader. A thread's (or, in Go
@@ -123,60 +123,40 @@ type progOptions struct {
 }
 
 type builder struct {
-	ins   asm.Instructions
-	label int
-	m     maps
-	o     progOptions
-}
-
-func (b *builder) emit(ins ...asm.Instruction) { b.ins = append(b.ins, ins...) }
-
-func (b *builder) newLabel(what string) string {
-	b.label++
-	return fmt.Sprintf("%s_%d", what, b.label)
-}
-
-func (b *builder) mark(label string) { b.emit(asm.Mov.Imm(asm.R0, 0).WithSymbol(label)) }
-
-// lookup looks up the key at the stack slot key; R0 is the value or 0.
-func (b *builder) lookup(mapFD int, key int16) {
-	b.emit(
-		asm.LoadMapPtr(asm.R1, mapFD),
-		asm.Mov.Reg(asm.R2, asm.RFP),
-		asm.Add.Imm(asm.R2, int32(key)),
-		asm.FnMapLookupElem.Call(),
-	)
+	bpfasm.Builder
+	m maps
+	o progOptions
 }
 
 // count adds one to the per-CPU counter at off.
 func (b *builder) count(off int16) {
-	skip := b.newLabel("nocount")
-	b.emit(asm.StoreImm(asm.RFP, slKey32, 0, asm.Word))
-	b.lookup(b.m.stats, slKey32)
-	b.emit(
+	skip := b.NewLabel("nocount")
+	b.Emit(asm.StoreImm(asm.RFP, slKey32, 0, asm.Word))
+	b.Lookup(b.m.stats, slKey32)
+	b.Emit(
 		asm.JEq.Imm(asm.R0, 0, skip),
 		asm.LoadMem(asm.R1, asm.R0, off, asm.DWord),
 		asm.Add.Imm(asm.R1, 1),
 		asm.StoreMem(asm.R0, off, asm.R1, asm.DWord),
 	)
-	b.mark(skip)
+	b.Mark(skip)
 }
 
 // threadKey stores the shadow stack's key at slKey: the goroutine (R14
 // under Go's register ABI) or the thread.
 func (b *builder) threadKey() {
 	if b.o.Go {
-		b.emit(asm.LoadMem(asm.R0, rCtx, regR14, asm.DWord))
+		b.Emit(asm.LoadMem(asm.R0, rCtx, regR14, asm.DWord))
 	} else {
-		b.emit(asm.FnGetCurrentPidTgid.Call())
+		b.Emit(asm.FnGetCurrentPidTgid.Call())
 	}
-	b.emit(asm.StoreMem(asm.RFP, slKey, asm.R0, asm.DWord))
+	b.Emit(asm.StoreMem(asm.RFP, slKey, asm.R0, asm.DWord))
 }
 
 // frameAt points rFrame at frame R1 (an index the caller has bounded to
 // [0, MaxDepth-1]) of rThread's stack.
 func (b *builder) frameAt() {
-	b.emit(
+	b.Emit(
 		asm.Mul.Imm(asm.R1, frameSize),
 		asm.Mov.Reg(rFrame, rThread),
 		asm.Add.Imm(rFrame, stackHdr),
@@ -187,8 +167,8 @@ func (b *builder) frameAt() {
 // callerOf stores at slCaller the probe of the frame below frame R1 (0 for
 // the bottom one). R1 is preserved.
 func (b *builder) callerOf() {
-	none, done := b.newLabel("nocaller"), b.newLabel("caller")
-	b.emit(
+	none, done := b.NewLabel("nocaller"), b.NewLabel("caller")
+	b.Emit(
 		asm.StoreImm(asm.RFP, slCaller, 0, asm.Word),
 		asm.JEq.Imm(asm.R1, 0, none),
 		asm.JGT.Imm(asm.R1, MaxDepth-1, none),
@@ -200,17 +180,17 @@ func (b *builder) callerOf() {
 		asm.LoadMem(asm.R2, asm.R3, stackHdr+fProbe, asm.Word),
 		asm.StoreMem(asm.RFP, slCaller, asm.R2, asm.Word),
 	)
-	b.emit(asm.Ja.Label(done))
-	b.mark(none)
-	b.mark(done)
+	b.Emit(asm.Ja.Label(done))
+	b.Mark(none)
+	b.Mark(done)
 }
 
 // emit writes rFrame as a call record ending at slNow with flags; ret says
 // whether R0 at the probe is the return value. The frame's index is at
 // slIdx and its caller at slCaller. Frames marked flagSkip are not written.
 func (b *builder) emitCall(flags int32, ret bool) {
-	out, lost := b.newLabel("emitted"), b.newLabel("lost")
-	b.emit(
+	out, lost := b.NewLabel("emitted"), b.NewLabel("lost")
+	b.Emit(
 		asm.LoadMem(asm.R1, rFrame, fFlags, asm.Word),
 		asm.And.Imm(asm.R1, flagSkip),
 		asm.JNE.Imm(asm.R1, 0, out),
@@ -238,23 +218,23 @@ func (b *builder) emitCall(flags int32, ret bool) {
 	)
 	for i := int16(0); i < MaxArgs; i++ {
 		if b.o.Args {
-			b.emit(
+			b.Emit(
 				asm.LoadMem(asm.R1, rFrame, fArgs+8*i, asm.DWord),
 				asm.StoreMem(rTmp, rArgs+8*i, asm.R1, asm.DWord),
 			)
 		} else {
-			b.emit(asm.Mov.Imm(asm.R1, 0), asm.StoreMem(rTmp, rArgs+8*i, asm.R1, asm.DWord))
+			b.Emit(asm.Mov.Imm(asm.R1, 0), asm.StoreMem(rTmp, rArgs+8*i, asm.R1, asm.DWord))
 		}
 	}
 	if ret && b.o.Args {
-		b.emit(
+		b.Emit(
 			asm.LoadMem(asm.R1, rCtx, regAX, asm.DWord),
 			asm.StoreMem(rTmp, rRet, asm.R1, asm.DWord),
 		)
 	} else {
-		b.emit(asm.Mov.Imm(asm.R1, 0), asm.StoreMem(rTmp, rRet, asm.R1, asm.DWord))
+		b.Emit(asm.Mov.Imm(asm.R1, 0), asm.StoreMem(rTmp, rRet, asm.R1, asm.DWord))
 	}
-	b.emit(
+	b.Emit(
 		asm.FnGetCurrentPidTgid.Call(),
 		asm.StoreMem(rTmp, rPidTgid, asm.R0, asm.DWord),
 		// The reader is never woken: it drains the ring every 10 ms, and
@@ -266,17 +246,17 @@ func (b *builder) emitCall(flags int32, ret bool) {
 		asm.FnRingbufSubmit.Call(),
 		asm.Ja.Label(out),
 	)
-	b.mark(lost)
+	b.Mark(lost)
 	b.count(sLost)
-	b.mark(out)
+	b.Mark(out)
 }
 
 // addChild adds the duration of the frame just retired (rFrame, ending at
 // slNow) to its caller's child time, when it has one. R1 holds the
 // retired frame's index.
 func (b *builder) addChild() {
-	skip := b.newLabel("nochild")
-	b.emit(
+	skip := b.NewLabel("nochild")
+	b.Emit(
 		asm.JEq.Imm(asm.R1, 0, skip),
 		asm.JGT.Imm(asm.R1, MaxDepth-1, skip),
 		asm.Add.Imm(asm.R1, -1),
@@ -290,7 +270,7 @@ func (b *builder) addChild() {
 		asm.Add.Reg(asm.R3, asm.R2),
 		asm.StoreMem(asm.R4, stackHdr+fChild, asm.R3, asm.DWord),
 	)
-	b.mark(skip)
+	b.Mark(skip)
 }
 
 // popAbandoned retires, at most popsPerHit times, the top frame while it
@@ -300,9 +280,9 @@ func (b *builder) popAbandoned() {
 	if b.o.Go {
 		return
 	}
-	done := b.newLabel("popped")
+	done := b.NewLabel("popped")
 	for k := 0; k < popsPerHit; k++ {
-		b.emit(
+		b.Emit(
 			asm.LoadMem(asm.R1, rThread, 0, asm.Word),
 			asm.JEq.Imm(asm.R1, 0, done),
 			asm.JGT.Imm(asm.R1, MaxDepth, done),
@@ -310,35 +290,35 @@ func (b *builder) popAbandoned() {
 			asm.StoreMem(asm.RFP, slIdx, asm.R1, asm.Word),
 		)
 		b.frameAt()
-		b.emit(
+		b.Emit(
 			asm.LoadMem(asm.R2, rFrame, fSP, asm.DWord),
 			asm.LoadMem(asm.R3, asm.RFP, slSP, asm.DWord),
 		)
-		b.emit(asm.JGE.Reg(asm.R2, asm.R3, done))
-		b.emit(asm.LoadMem(asm.R1, asm.RFP, slIdx, asm.Word))
+		b.Emit(asm.JGE.Reg(asm.R2, asm.R3, done))
+		b.Emit(asm.LoadMem(asm.R1, asm.RFP, slIdx, asm.Word))
 		b.callerOf()
 		b.emitCall(Unreturned, false)
-		b.emit(
+		b.Emit(
 			asm.LoadMem(asm.R1, asm.RFP, slIdx, asm.Word),
 			asm.StoreMem(rThread, 0, asm.R1, asm.Word),
 			asm.JGT.Imm(asm.R1, MaxDepth-1, done),
 		)
 		b.addChild()
 	}
-	b.mark(done)
+	b.Mark(done)
 }
 
 // thread sets rThread to the shadow stack of the current thread, making
 // it when create is set; it exits when there is none.
 func (b *builder) thread(create bool) {
 	b.threadKey()
-	b.lookup(b.m.stacks, slKey)
-	have := b.newLabel("have")
-	b.emit(asm.JNE.Imm(asm.R0, 0, have))
+	b.Lookup(b.m.stacks, slKey)
+	have := b.NewLabel("have")
+	b.Emit(asm.JNE.Imm(asm.R0, 0, have))
 	if create {
-		b.emit(asm.StoreImm(asm.RFP, slKey32, 0, asm.Word))
-		b.lookup(b.m.zero, slKey32)
-		b.emit(
+		b.Emit(asm.StoreImm(asm.RFP, slKey32, 0, asm.Word))
+		b.Lookup(b.m.zero, slKey32)
+		b.Emit(
 			asm.JEq.Imm(asm.R0, 0, "exit"),
 			asm.Mov.Reg(asm.R3, asm.R0),
 			asm.LoadMapPtr(asm.R1, b.m.stacks),
@@ -347,21 +327,21 @@ func (b *builder) thread(create bool) {
 			asm.Mov.Imm(asm.R4, 1), // BPF_NOEXIST
 			asm.FnMapUpdateElem.Call(),
 		)
-		b.lookup(b.m.stacks, slKey)
-		b.emit(asm.JNE.Imm(asm.R0, 0, have))
+		b.Lookup(b.m.stacks, slKey)
+		b.Emit(asm.JNE.Imm(asm.R0, 0, have))
 		b.count(sNoThread)
 	} else {
 		b.count(sUnmatched)
 	}
-	b.emit(asm.Ja.Label("exit"))
-	b.emit(asm.Mov.Reg(rThread, asm.R0).WithSymbol(have))
+	b.Emit(asm.Ja.Label("exit"))
+	b.Emit(asm.Mov.Reg(rThread, asm.R0).WithSymbol(have))
 }
 
 // sampling keeps the first call and each N-th after it (N, the probe's
 // Every, in the counts map) and marks the others flagSkip.
 func (b *builder) sampling() {
-	b.lookup(b.m.counts, slKey32)
-	b.emit(
+	b.Lookup(b.m.counts, slKey32)
+	b.Emit(
 		asm.JEq.Imm(asm.R0, 0, "exit"),
 		// One atomic fetch-and-add both counts the call and gives this
 		// call its number (the count before it, into R1): concurrent
@@ -375,7 +355,7 @@ func (b *builder) sampling() {
 		asm.JEq.Imm(asm.R1, 0, "sampled"),
 		asm.StoreImm(asm.RFP, slFlags, flagSkip, asm.Word),
 	)
-	b.mark("sampled")
+	b.Mark("sampled")
 }
 
 // fetchAdd adds src to the doubleword at dst atomically and sets src to
@@ -393,7 +373,7 @@ func fetchAdd(dst, src asm.Register) asm.Instruction {
 // entryProgram runs at a traced function's first instruction.
 func entryProgram(m maps, o progOptions) asm.Instructions {
 	b := &builder{m: m, o: o}
-	b.emit(
+	b.Emit(
 		asm.Mov.Reg(rCtx, asm.R1),
 		asm.FnGetAttachCookie.Call(),
 		asm.StoreMem(asm.RFP, slProbe, asm.R0, asm.DWord),
@@ -403,9 +383,9 @@ func entryProgram(m maps, o progOptions) asm.Instructions {
 	if o.Timed {
 		// Dormant phase: the call is not entered at all (its return then
 		// finds another frame, or none, on top and is not recorded).
-		b.emit(asm.StoreImm(asm.RFP, slKey32, 0, asm.Word))
-		b.lookup(m.phase, slKey32)
-		b.emit(
+		b.Emit(asm.StoreImm(asm.RFP, slKey32, 0, asm.Word))
+		b.Lookup(m.phase, slKey32)
+		b.Emit(
 			asm.JEq.Imm(asm.R0, 0, "exit"),
 			asm.LoadMem(asm.R1, asm.R0, 0, asm.Word),
 			asm.JNE.Imm(asm.R1, 0, "exit"),
@@ -417,7 +397,7 @@ func entryProgram(m maps, o progOptions) asm.Instructions {
 		b.sampling()
 	}
 	b.thread(true)
-	b.emit(
+	b.Emit(
 		asm.LoadMem(asm.R1, rCtx, regSP, asm.DWord),
 		asm.StoreMem(asm.RFP, slSP, asm.R1, asm.DWord),
 		asm.FnKtimeGetNs.Call(),
@@ -427,26 +407,26 @@ func entryProgram(m maps, o progOptions) asm.Instructions {
 	// return. One at the same stack pointer is a caller that tail-called
 	// this function (its return is this one's).
 	b.popAbandoned()
-	b.emit(
+	b.Emit(
 		asm.LoadMem(asm.R1, rThread, 0, asm.Word),
 		asm.JLT.Imm(asm.R1, MaxDepth, "push"),
 		asm.Add.Imm(asm.R1, 1),
 		asm.StoreMem(rThread, 0, asm.R1, asm.Word),
 	)
 	b.count(sDepth)
-	b.emit(asm.Ja.Label("exit"))
-	b.emit(asm.Mov.Reg(rTmp, asm.R1).WithSymbol("push"))
+	b.Emit(asm.Ja.Label("exit"))
+	b.Emit(asm.Mov.Reg(rTmp, asm.R1).WithSymbol("push"))
 	b.frameAt()
 	if o.MaxDepth > 0 {
 		// Deeper calls are pushed (their returns must match) but not
 		// written.
-		b.emit(
+		b.Emit(
 			asm.JLT.Imm(rTmp, o.MaxDepth, "shallow"),
 			asm.StoreImm(asm.RFP, slFlags, flagSkip, asm.Word),
 		)
-		b.mark("shallow")
+		b.Mark("shallow")
 	}
-	b.emit(
+	b.Emit(
 		asm.Add.Imm(rTmp, 1),
 		asm.StoreMem(rThread, 0, rTmp, asm.Word),
 		asm.Mov.Imm(asm.R1, 0),
@@ -470,7 +450,7 @@ func entryProgram(m maps, o progOptions) asm.Instructions {
 			regs = []int16{regAX, regBX, regCX, regDI, regSI, regR8}
 		}
 		for i, r := range regs {
-			b.emit(
+			b.Emit(
 				asm.LoadMem(asm.R1, rCtx, r, asm.DWord),
 				asm.StoreMem(rFrame, fArgs+int16(8*i), asm.R1, asm.DWord),
 			)
@@ -478,22 +458,22 @@ func entryProgram(m maps, o progOptions) asm.Instructions {
 	}
 	// The clock is read last, so that the probe's own cost falls outside
 	// the call as far as it can.
-	b.emit(
+	b.Emit(
 		asm.FnKtimeGetNs.Call(),
 		asm.StoreMem(rFrame, fStart, asm.R0, asm.DWord),
 	)
-	b.emit(
+	b.Emit(
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("exit"),
 		asm.Return(),
 	)
-	return b.ins
+	return b.Ins
 }
 
 // returnProgram runs when a traced function returns: after the RET of a
 // uretprobe (RetAdjust 8), or at the RET instruction itself (0).
 func returnProgram(m maps, o progOptions) asm.Instructions {
 	b := &builder{m: m, o: o}
-	b.emit(
+	b.Emit(
 		asm.Mov.Reg(rCtx, asm.R1),
 		asm.FnKtimeGetNs.Call(),
 		asm.StoreMem(asm.RFP, slNow, asm.R0, asm.DWord),
@@ -507,7 +487,7 @@ func returnProgram(m maps, o progOptions) asm.Instructions {
 	b.thread(false)
 	// Frames below the returning one were left without a return.
 	b.popAbandoned()
-	b.emit(
+	b.Emit(
 		asm.LoadMem(asm.R1, rThread, 0, asm.Word),
 		asm.JEq.Imm(asm.R1, 0, "unmatched"),
 		asm.JLE.Imm(asm.R1, MaxDepth, "intop"),
@@ -520,7 +500,7 @@ func returnProgram(m maps, o progOptions) asm.Instructions {
 	)
 	b.frameAt()
 	if o.Go {
-		b.emit(
+		b.Emit(
 			asm.LoadMem(asm.R1, rFrame, fProbe, asm.Word),
 			asm.LoadMem(asm.R2, asm.RFP, slProbe, asm.Word),
 			asm.JNE.Reg(asm.R1, asm.R2, "unmatched"),
@@ -528,29 +508,29 @@ func returnProgram(m maps, o progOptions) asm.Instructions {
 	} else {
 		// A return whose entry was not seen (attached mid-call) has a
 		// frame of its caller, or none, on top.
-		b.emit(
+		b.Emit(
 			asm.LoadMem(asm.R1, rFrame, fSP, asm.DWord),
 			asm.LoadMem(asm.R2, asm.RFP, slSP, asm.DWord),
 			asm.JNE.Reg(asm.R1, asm.R2, "unmatched"),
 		)
 	}
-	b.emit(asm.LoadMem(asm.R1, asm.RFP, slIdx, asm.Word))
+	b.Emit(asm.LoadMem(asm.R1, asm.RFP, slIdx, asm.Word))
 	b.callerOf()
 	b.emitCall(0, true)
-	b.emit(
+	b.Emit(
 		asm.LoadMem(asm.R1, asm.RFP, slIdx, asm.Word),
 		asm.StoreMem(rThread, 0, asm.R1, asm.Word),
 		asm.JGT.Imm(asm.R1, MaxDepth-1, "exit"),
 	)
 	b.addChild()
-	b.emit(asm.Ja.Label("exit"))
-	b.mark("unmatched")
+	b.Emit(asm.Ja.Label("exit"))
+	b.Mark("unmatched")
 	b.count(sUnmatched)
-	b.emit(
+	b.Emit(
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("exit"),
 		asm.Return(),
 	)
-	return b.ins
+	return b.Ins
 }
 
 // flipProgram runs at each tick of the timed-sampling clock: it turns the
@@ -577,7 +557,7 @@ func flipProgram(m maps) asm.Instructions {
 // of the thread's shadow stack, without touching the stack.
 func hitProgram(m maps, o progOptions) asm.Instructions {
 	b := &builder{m: m, o: o}
-	b.emit(
+	b.Emit(
 		asm.Mov.Reg(rCtx, asm.R1),
 		asm.FnGetAttachCookie.Call(),
 		asm.StoreMem(asm.RFP, slProbe, asm.R0, asm.DWord),
@@ -587,8 +567,8 @@ func hitProgram(m maps, o progOptions) asm.Instructions {
 		asm.StoreImm(asm.RFP, slCaller, 0, asm.Word),
 	)
 	b.threadKey()
-	b.lookup(m.stacks, slKey)
-	b.emit(
+	b.Lookup(m.stacks, slKey)
+	b.Emit(
 		asm.JEq.Imm(asm.R0, 0, "nostack"),
 		asm.Mov.Reg(rThread, asm.R0),
 		asm.LoadMem(asm.R1, rThread, 0, asm.Word),
@@ -602,8 +582,8 @@ func hitProgram(m maps, o progOptions) asm.Instructions {
 		asm.LoadMem(asm.R2, asm.R3, stackHdr+fProbe, asm.Word),
 		asm.StoreMem(asm.RFP, slCaller, asm.R2, asm.Word),
 	)
-	b.mark("nostack")
-	b.emit(
+	b.Mark("nostack")
+	b.Emit(
 		asm.LoadMapPtr(asm.R1, m.events),
 		asm.Mov.Imm(asm.R2, RecordSize),
 		asm.Mov.Imm(asm.R3, 0),
@@ -626,9 +606,9 @@ func hitProgram(m maps, o progOptions) asm.Instructions {
 		asm.StoreMem(rTmp, rRet, asm.R1, asm.DWord),
 	)
 	for i := int16(0); i < MaxArgs; i++ {
-		b.emit(asm.StoreMem(rTmp, rArgs+8*i, asm.R1, asm.DWord))
+		b.Emit(asm.StoreMem(rTmp, rArgs+8*i, asm.R1, asm.DWord))
 	}
-	b.emit(
+	b.Emit(
 		asm.FnGetCurrentPidTgid.Call(),
 		asm.StoreMem(rTmp, rPidTgid, asm.R0, asm.DWord),
 		asm.Mov.Reg(asm.R1, rTmp),
@@ -636,11 +616,11 @@ func hitProgram(m maps, o progOptions) asm.Instructions {
 		asm.FnRingbufSubmit.Call(),
 		asm.Ja.Label("exit"),
 	)
-	b.mark("lost")
+	b.Mark("lost")
 	b.count(sLost)
-	b.emit(
+	b.Emit(
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("exit"),
 		asm.Return(),
 	)
-	return b.ins
+	return b.Ins
 }

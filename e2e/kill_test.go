@@ -202,7 +202,11 @@ func reapOrphans(t *testing.T, code int) (int, []string) {
 	nextLook := time.Now().Add(time.Second)
 	for {
 		var ws unix.WaitStatus
-		pid, err := unix.Wait4(-1, &ws, unix.WNOHANG|unix.WALL, nil)
+		// Children in this process group only: what culprit left (it runs
+		// in the group), not a helper another test started in a group of
+		// its own (testutil's PostgreSQL watcher lives as long as the test
+		// binary).
+		pid, err := unix.Wait4(0, &ws, unix.WNOHANG|unix.WALL, nil)
 		if err != nil {
 			return n, bad // ECHILD: nothing left
 		}
@@ -238,11 +242,12 @@ func reapOrphans(t *testing.T, code int) (int, []string) {
 	}
 }
 
-// children lists the processes whose parent is the test.
+// children lists the processes in the test's process group whose parent
+// is the test (see reapOrphans).
 func children() []int {
 	ents, _ := os.ReadDir("/proc")
 	var out []int
-	self := os.Getpid()
+	self, group := os.Getpid(), unix.Getpgrp()
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil {
@@ -257,9 +262,12 @@ func children() []int {
 		if i < 0 {
 			continue
 		}
+		// state ppid pgrp ...
 		f := strings.Fields(string(b[i+1:]))
-		if len(f) > 1 {
-			if ppid, _ := strconv.Atoi(f[1]); ppid == self {
+		if len(f) > 2 {
+			ppid, _ := strconv.Atoi(f[1])
+			pgrp, _ := strconv.Atoi(f[2])
+			if ppid == self && pgrp == group {
 				out = append(out, pid)
 			}
 		}

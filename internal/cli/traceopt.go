@@ -218,7 +218,7 @@ func preOptimize(o *tracer.Options, opt optimizations, exe string, pid int, diff
 	if opt.KeepHot > 0 && (opt.Shaping != "" || opt.Static != "" || opt.Baseline != "") {
 		if path, err := statsFile(exe); err == nil {
 			if st, err := readStats(path); err == nil {
-				hot := trace.Hot(st, opt.KeepHot/100)
+				hot := trace.Hot(st, opt.KeepHot/100, pr.root)
 				if changed == nil {
 					changed = map[string]bool{}
 				}

@@ -158,9 +158,13 @@ func DynamicBaseline(stats map[string]FuncStats, b Baseline, changed map[string]
 
 // Hot returns the functions whose exclusive time in the stats (scaled
 // from the recorded calls to the calls made, for sampled ones) is over
-// share of the total: the ones a profile must not lose, whatever an
-// optimization says.
-func Hot(stats map[string]FuncStats, share float64) map[string]bool {
+// share of the run, root's inclusive time when the stats have root, else
+// the sum of the exclusive times: the ones a profile must not lose,
+// whatever an optimization says. The stats merge traces: a function
+// traced again after its callees were left out has their time in its
+// exclusive time, which the sum would count twice, and root's time does
+// not.
+func Hot(stats map[string]FuncStats, share float64, root string) map[string]bool {
 	est := map[string]float64{}
 	var total float64
 	for f, s := range stats {
@@ -170,6 +174,9 @@ func Hot(stats map[string]FuncStats, share float64) map[string]bool {
 		e := float64(s.ExclTotal) * float64(max(s.Count, s.SampledCount)) / float64(s.SampledCount)
 		est[f] = e
 		total += e
+	}
+	if r, ok := stats[root]; ok && r.Total > 0 {
+		total = float64(r.Total)
 	}
 	out := map[string]bool{}
 	for f, e := range est {

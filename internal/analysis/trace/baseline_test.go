@@ -115,7 +115,12 @@ func TestHot(t *testing.T) {
 		"small":   {SampledCount: 5, Count: 5, ExclTotal: 5},
 		"gone":    {},
 	}
-	if got := Hot(st, 0.01); !reflect.DeepEqual(got, map[string]bool{"big": true, "sampled": true}) {
+	if got := Hot(st, 0.01, "main"); !reflect.DeepEqual(got, map[string]bool{"big": true, "sampled": true}) {
 		t.Errorf("hot %v", got)
+	}
+	// Against main's inclusive time: 1% of 100,000 is 1000.
+	st["main"] = FuncStats{SampledCount: 1, Count: 1, Total: 100000, ExclTotal: 10}
+	if got := Hot(st, 0.01, "main"); !reflect.DeepEqual(got, map[string]bool{}) {
+		t.Errorf("hot against main %v", got)
 	}
 }

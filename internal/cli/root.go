@@ -47,7 +47,7 @@ the process with the kernel's perf events, and explains where their time goes.
 	root.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return usageError{err}
 	})
-	root.AddCommand(newRecord(), newTrace(), newReport(), newDiff(), newExport(), newArchive(), newImport(), newLatency(), newContexts(), newStates(), newDiagnose(), newSchema(), newDemo(), newHistory(), newRun(), newModels(), newCheck(), newView(), newVersion())
+	root.AddCommand(newRecord(), newTrace(), newVariance(), newReport(), newDiff(), newExport(), newArchive(), newImport(), newLatency(), newContexts(), newStates(), newDiagnose(), newSchema(), newDemo(), newHistory(), newRun(), newModels(), newCheck(), newView(), newVersion())
 	root.PersistentFlags().StringVar(&storeSpec, "store", "", storeHelp)
 	return root
 }

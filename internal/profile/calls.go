@@ -10,6 +10,7 @@ type Probe struct {
 	Every    uint32   // every Every-th call was recorded (0, 1: all)
 	Params   []string // "name:code:type" of the recorded arguments (see recording.Probe)
 	Ret      string   // "code:type" of the return value (see recording.Probe)
+	Since    uint64   // when it was set (recording.Probe.Since)
 }
 
 // Call is one traced call of the model.

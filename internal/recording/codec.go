@@ -186,6 +186,7 @@ func encodePayload(e *enc, r Record) (Kind, error) {
 			e.str(p)
 		}
 		e.str(r.Ret)
+		e.u(r.Since)
 		return KindProbe, nil
 	case *Call:
 		if r == nil {
@@ -381,6 +382,7 @@ func decodePayload(k Kind, p []byte, slab *[]Sample) (r Record, ok bool) {
 			p.Params = append(p.Params, d.str())
 		}
 		p.Ret = d.str()
+		p.Since = d.u()
 		r = p
 	case KindCall:
 		var v [11]uint64

@@ -10,7 +10,7 @@ package recording
 const (
 	Magic        = "CULPRIT\x00"
 	MajorVersion = 1
-	MinorVersion = 4
+	MinorVersion = 5
 )
 
 // Kind identifies a record. New kinds may be added by later minor versions;
@@ -299,6 +299,11 @@ type Probe struct {
 	// Ret is the return value's "code:type", code as in Params ("" when
 	// not recorded, void, or not an integer, pointer or enum).
 	Ret string
+	// Since is when the probe was set (sample clock, ns; format 1.5): a
+	// probe set on a running program (culprit variance's refinement)
+	// sees only the calls entered from then on. 0: before the command's
+	// first instruction, or not known.
+	Since uint64
 }
 
 // CallUnreturned flags a call that did not return through its return probe

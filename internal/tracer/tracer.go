@@ -58,6 +58,16 @@ type Options struct {
 	// the wake-ups its threads make (recorder.OpenSched).
 	Sched bool
 	Tool  string
+	// Extra facts for the recording's Meta (e.g. culprit variance's
+	// interval definition).
+	Extra map[string]string
+	// Refine, when set, is offered every RefineCheck the calls recorded
+	// since probes were last set, with every probe so far; it returns more
+	// functions of the executable to probe, set at once on the running
+	// process (at most MoreProbes in all), or done to be asked no more.
+	Refine      func(calls []recording.Call, probes []recording.Probe) (more []string, done bool)
+	RefineCheck time.Duration
+	MoreProbes  int
 }
 
 // Result summarises a trace.
@@ -73,6 +83,7 @@ type Result struct {
 	Attach    time.Duration // setting every probe
 	Detach    time.Duration // removing them
 	Warnings  []string
+	Rounds    int // times probes were set (1, or more with Refine)
 }
 
 type session struct {
@@ -88,6 +99,10 @@ type session struct {
 	pidfd   int
 	probing probing
 	sched   *recorder.Sched // nil unless Options.Sched
+	exe     string
+	recs    []recording.Probe // the Probe records written
+	round   []recording.Call  // calls since probes were last set (Refine)
+	next    time.Time         // next Refine
 }
 
 // probing is the state of dynamic probing.
@@ -130,7 +145,16 @@ func prepare(o Options, exe string, pid int) (*session, error) {
 	if o.ProbingWait <= 0 {
 		o.ProbingWait = time.Second
 	}
-	t, err := traceprog.New(traceprog.Options{Go: isGo, Args: o.Args, Probes: len(targets), Sampling: sampling, TimedHz: o.TimedHz, MaxDepth: o.Depth})
+	if o.Refine != nil && o.MoreProbes <= 0 {
+		o.MoreProbes = 4096
+	}
+	if o.Refine == nil {
+		o.MoreProbes = 0
+	}
+	if o.RefineCheck <= 0 {
+		o.RefineCheck = 200 * time.Millisecond
+	}
+	t, err := traceprog.New(traceprog.Options{Go: isGo, Args: o.Args, Probes: len(targets) + o.MoreProbes, Sampling: sampling, TimedHz: o.TimedHz, MaxDepth: o.Depth})
 	if err != nil {
 		return nil, err
 	}
@@ -142,7 +166,8 @@ func prepare(o Options, exe string, pid int) (*session, error) {
 	if o.Args {
 		os.Chmod(o.Output, 0o600) // argument values are process memory
 	}
-	return &session{o: o, w: w, t: t, targets: targets, isGo: isGo, pidfd: -1, maps: &proc.Space{}, mapped: map[string]bool{}}, nil
+	return &session{o: o, w: w, t: t, targets: targets, isGo: isGo, pidfd: -1, maps: &proc.Space{}, mapped: map[string]bool{}, exe: exe,
+		next: time.Now().Add(o.RefineCheck)}, nil
 }
 
 func (s *session) meta(m recording.Meta) {
@@ -166,23 +191,45 @@ func (s *session) meta(m recording.Meta) {
 	if s.o.Sched {
 		m.Extra["sched"] = "1"
 	}
+	for k, v := range s.o.Extra {
+		m.Extra[k] = v
+	}
 	s.w.Write(&m)
-	for i, t := range s.targets {
-		s.w.Write(&recording.Probe{ID: uint32(i + 1), Function: t.Function, Object: t.Object, BuildID: t.BuildID,
-			Offset: t.Offset, Every: t.Every, Params: t.Params, Ret: t.Ret})
+}
+
+// probes writes the Probe records of targets from index first on, set at
+// since (0: before the command's first instruction).
+func (s *session) probes(first int, since uint64) {
+	for i, t := range s.targets[first:] {
+		p := recording.Probe{ID: uint32(first + i + 1), Function: t.Function, Object: t.Object, BuildID: t.BuildID,
+			Offset: t.Offset, Every: t.Every, Params: t.Params, Ret: t.Ret, Since: since}
+		s.w.Write(&p)
+		s.recs = append(s.recs, p)
 	}
 }
 
 // attach sets every probe, object by object, for process pid.
 func (s *session) attach(pid int) error {
 	start := time.Now()
+	if err := s.set(0, pid); err != nil {
+		return err
+	}
+	s.probing = probing{next: time.Now().Add(s.o.ProbingCheck), detached: map[uint32]time.Time{}, wait: map[uint32]time.Duration{}}
+	s.res.Attach = time.Since(start)
+	s.res.Probes = len(s.targets)
+	s.res.Rounds = 1
+	return nil
+}
+
+// set sets the probes of targets from index first on.
+func (s *session) set(first, pid int) error {
 	byObj := map[string][]traceprog.Probe{}
 	var order []string
-	for i, t := range s.targets {
+	for i, t := range s.targets[first:] {
 		if _, ok := byObj[t.Object]; !ok {
 			order = append(order, t.Object)
 		}
-		byObj[t.Object] = append(byObj[t.Object], traceprog.Probe{ID: uint32(i + 1), Offset: t.Offset, Rets: t.Rets, Every: t.Every, Point: t.Point, RefCtr: t.RefCtr})
+		byObj[t.Object] = append(byObj[t.Object], traceprog.Probe{ID: uint32(first + i + 1), Offset: t.Offset, Rets: t.Rets, Every: t.Every, Point: t.Point, RefCtr: t.RefCtr})
 	}
 	for _, obj := range order {
 		attach := s.t.Attach
@@ -193,10 +240,76 @@ func (s *session) attach(pid int) error {
 			return err
 		}
 	}
-	s.probing = probing{next: time.Now().Add(s.o.ProbingCheck), detached: map[uint32]time.Time{}, wait: map[uint32]time.Duration{}}
-	s.res.Attach = time.Since(start)
-	s.res.Probes = len(s.targets)
 	return nil
+}
+
+// refine offers the calls since probes were last set to o.Refine and sets
+// the probes it asks for on the running process.
+func (s *session) refine() {
+	if s.o.Refine == nil || time.Now().Before(s.next) {
+		return
+	}
+	s.next = time.Now().Add(s.o.RefineCheck)
+	more, done := s.o.Refine(s.round, s.recs)
+	if done {
+		s.o.Refine, s.round = nil, nil
+		return
+	}
+	if len(more) == 0 {
+		return
+	}
+	var pats []Pattern
+	for _, f := range more {
+		pats = append(pats, Pattern{Glob: globQuote(f)})
+	}
+	targets, _, err := Resolve(s.exe, s.pid, pats, s.o.Args)
+	if err != nil {
+		s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("adding probes: %v", err))
+		s.o.Refine, s.round = nil, nil
+		return
+	}
+	have := map[string]bool{}
+	for _, t := range s.targets {
+		have[fmt.Sprintf("%s\x00%x", t.Object, t.Offset)] = true
+	}
+	first := len(s.targets)
+	for _, t := range targets {
+		k := fmt.Sprintf("%s\x00%x", t.Object, t.Offset)
+		if have[k] {
+			continue
+		}
+		if len(s.targets)-s.res.Probes >= s.o.MoreProbes {
+			s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("refinement stopped at %d probes added: no room for more", s.o.MoreProbes))
+			break
+		}
+		have[k] = true
+		s.targets = append(s.targets, t)
+	}
+	if len(s.targets) == first {
+		s.o.Refine, s.round = nil, nil // nothing new to learn
+		return
+	}
+	if err := s.set(first, s.pid); err != nil {
+		s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("adding probes: %v", err))
+		s.targets = s.targets[:first]
+		s.o.Refine, s.round = nil, nil
+		return
+	}
+	s.probes(first, monotonic())
+	s.round = s.round[:0]
+	s.res.Rounds++
+}
+
+// globQuote makes a symbol name a glob that matches only itself.
+func globQuote(name string) string {
+	var b strings.Builder
+	for _, r := range name {
+		if strings.ContainsRune(`*?[]\`, r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // readMaps writes the executable mappings of the process not yet written.
@@ -256,6 +369,9 @@ func (s *session) record(c *traceprog.Call) {
 	}
 	s.w.Write(&rc)
 	s.res.Calls++
+	if s.o.Refine != nil {
+		s.round = append(s.round, rc)
+	}
 }
 
 // openSched opens the scheduler events when asked for.
@@ -384,6 +500,7 @@ func (s *session) probe() {
 // drains the ring; it reports whether the process has exited.
 func (s *session) wait() bool {
 	s.probe()
+	s.refine()
 	exited := false
 	if s.pidfd >= 0 {
 		fds := []unix.PollFd{{Fd: int32(s.pidfd), Events: unix.POLLIN}}
@@ -435,6 +552,7 @@ func Launch(o Options, argv []string) (Result, error) {
 		s.abandon()
 		return Result{}, err
 	}
+	s.probes(0, 0) // set before its first instruction
 	s.w.Write(&recording.Comm{Time: monotonic(), PID: uint32(pid), TID: uint32(pid), Exec: true, Name: proc.Comm(pid, pid)})
 	s.readMaps()
 	relay.Caught()
@@ -485,6 +603,7 @@ func Attach(o Options, pid int, stop <-chan struct{}) (Result, error) {
 		s.abandon()
 		return Result{}, err
 	}
+	s.probes(0, monotonic())
 	s.w.Write(&recording.Comm{Time: monotonic(), PID: uint32(pid), TID: uint32(pid), Name: proc.Comm(pid, pid)})
 	s.readMaps()
 	if fd, err := unix.PidfdOpen(pid, 0); err == nil {

@@ -1,0 +1,175 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/culprit-dev/culprit/internal/testutil"
+)
+
+type varianceJSON struct {
+	Intervals  int     `json:"intervals"`
+	Mean       float64 `json:"mean_ns"`
+	P99        float64 `json:"p99_ns"`
+	Rounds     int     `json:"rounds"`
+	RoundStart uint64  `json:"round_start_ns"`
+	Probes     int     `json:"probes"`
+	Height     int     `json:"tree_height"`
+	Breadth    int     `json:"tree_breadth"`
+	Factors    []struct {
+		Kind         string   `json:"kind"`
+		Names        []string `json:"names"`
+		Contribution float64  `json:"contribution"`
+		Leaf         bool     `json:"leaf"`
+		Sites        []struct {
+			Path string `json:"path"`
+		} `json:"sites"`
+	} `json:"factors"`
+}
+
+// varpoolRequests reads the per-request times varpool prints ("req START
+// t0 t1 ..."), keeping the requests begun at or after since.
+func varpoolRequests(t *testing.T, stdout string, since uint64) [][]float64 {
+	t.Helper()
+	var out [][]float64
+	sc := bufio.NewScanner(strings.NewReader(stdout))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) < 3 || f[0] != "req" {
+			continue
+		}
+		start, err := strconv.ParseUint(f[1], 10, 64)
+		if err != nil {
+			t.Fatalf("bad line %q", sc.Text())
+		}
+		if start < since {
+			continue
+		}
+		var row []float64
+		for _, s := range f[2:] {
+			v, err := strconv.ParseFloat(s, 64)
+			if err != nil {
+				t.Fatalf("bad line %q", sc.Text())
+			}
+			row = append(row, v)
+		}
+		out = append(out, row)
+	}
+	return out
+}
+
+// cov is the sample covariance of columns i and j.
+func cov(rows [][]float64, i, j int) float64 {
+	var mi, mj float64
+	for _, r := range rows {
+		mi += r[i]
+		mj += r[j]
+	}
+	n := float64(len(rows))
+	mi /= n
+	mj /= n
+	s := 0.0
+	for _, r := range rows {
+		s += (r[i] - mi) * (r[j] - mj)
+	}
+	return s / (n - 1)
+}
+
+// The columns of varpool's request lines.
+const (
+	vpHandle = iota
+	vpParse
+	vpProcess
+	vpLookup
+	vpCompute
+	vpRespond
+	vpA
+	vpB
+)
+
+func varianceRun(t *testing.T, mode, n, workers string) (varianceJSON, [][]float64) {
+	t.Helper()
+	bin := testutil.C(t, "varpool", []string{"varpool.c"}, "-O2", "-g", "-pthread")
+	out := rec(t)
+	stdout := mustRun(t, "variance", "--start", "handle", "--round-intervals", "500", "-o", out, "--", bin, mode, n, workers)
+	var r varianceJSON
+	if err := json.Unmarshal([]byte(mustRun(t, "variance", "-i", out, "--format", "json")), &r); err != nil {
+		t.Fatal(err)
+	}
+	reqs := varpoolRequests(t, stdout, r.RoundStart)
+	// The program's requests of the last round are culprit's intervals
+	// (the few that began while the probes were being set aside).
+	if len(reqs) < 1000 || math.Abs(float64(r.Intervals-len(reqs))) > 0.01*float64(len(reqs)) {
+		t.Fatalf("culprit used %d intervals; the program ran %d requests in the last round (want 1000 or more, and the same)", r.Intervals, len(reqs))
+	}
+	return r, reqs
+}
+
+// A thread-pool server where compute's variance dominates, two calls
+// below the interval's function: culprit starts from handle's callees,
+// breaks process down on the running program, and reports compute first
+// with its share of handle's variance within 5 points of the share the
+// program measures over the same requests.
+func TestVarianceDominantFunction(t *testing.T) {
+	testutil.NeedRoot(t)
+	r, reqs := varianceRun(t, "dominant", "5000", "8")
+	if r.Rounds < 2 || r.Height < 2 {
+		t.Errorf("%d rounds, tree height %d: compute is found only by refining process (want 2 rounds or more, height 2)", r.Rounds, r.Height)
+	}
+	if len(r.Factors) == 0 {
+		t.Fatal("no factor reported")
+	}
+	f := r.Factors[0]
+	if f.Kind != "variance" || len(f.Names) != 1 || f.Names[0] != "compute" {
+		t.Fatalf("first factor %s %v, want compute; factors %+v", f.Kind, f.Names, r.Factors)
+	}
+	truth := cov(reqs, vpCompute, vpCompute) / cov(reqs, vpHandle, vpHandle)
+	t.Logf("%d intervals, %d rounds, height %d, breadth %d; compute %.1f%% (program %.1f%%)", r.Intervals, r.Rounds, r.Height, r.Breadth, 100*f.Contribution, 100*truth)
+	if d := math.Abs(f.Contribution - truth); d > 0.05 {
+		t.Errorf("compute holds %.1f%% of the variance per culprit, %.1f%% per the program", 100*f.Contribution, 100*truth)
+	}
+	if len(f.Sites) != 1 || !strings.Contains(f.Sites[0].Path, "process") {
+		t.Errorf("compute's call sites %+v, want one, under process", f.Sites)
+	}
+}
+
+// Two functions slow in the same requests: their covariance is reported
+// as a factor, with 2·Cov's share within 5 points of the program's.
+func TestVarianceCovarianceFactor(t *testing.T) {
+	testutil.NeedRoot(t)
+	r, reqs := varianceRun(t, "together", "3000", "8")
+	truth := 2 * cov(reqs, vpA, vpB) / cov(reqs, vpHandle, vpHandle)
+	for _, f := range r.Factors {
+		if f.Kind == "covariance" && strings.Join(f.Names, ",") == "part_a,part_b" {
+			t.Logf("%d intervals; (part_a, part_b) %.1f%% (program %.1f%%)", r.Intervals, 100*f.Contribution, 100*truth)
+			if d := math.Abs(f.Contribution - truth); d > 0.05 {
+				t.Errorf("(part_a, part_b) holds %.1f%% of the variance per culprit, %.1f%% per the program", 100*f.Contribution, 100*truth)
+			}
+			return
+		}
+	}
+	t.Errorf("no covariance factor (part_a, part_b) among %+v (the program's 2·Cov share %.1f%%)", r.Factors, 100*truth)
+}
+
+// Bad input: clear errors, no stack trace.
+func TestVarianceBadInput(t *testing.T) {
+	bin := testutil.C(t, "varpool", []string{"varpool.c"}, "-O2", "-g", "-pthread")
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"variance", "--", bin, "dominant", "10", "1"}, "--start"},
+		{[]string{"variance", "--start", "handle", "--key", "id", "--", bin, "dominant", "10", "1"}, "--end"},
+		{[]string{"variance", "--start", "handle", "-d", "2", "--", bin}, "fraction"},
+		{[]string{"variance", "-i", "/nonexistent.rec"}, "nonexistent"},
+	} {
+		_, stderr, code := run(t, c.args...)
+		if code == 0 || !strings.Contains(stderr, c.want) || strings.Contains(stderr, "goroutine") {
+			t.Errorf("culprit %v: exit %d, stderr %q; want an error naming %q", c.args, code, stderr, c.want)
+		}
+	}
+}

@@ -1,0 +1,80 @@
+package variance
+
+import (
+	"fmt"
+
+	"github.com/culprit-dev/culprit/internal/profile"
+	"github.com/culprit-dev/culprit/internal/recording"
+)
+
+// The Meta.Extra keys that hold a recording's interval definition.
+const (
+	ExtraStart = "interval_start"
+	ExtraEnd   = "interval_end"
+	ExtraKey   = "interval_key"
+)
+
+// SpecOf reads the interval definition a recording made by culprit
+// variance carries.
+func SpecOf(metas []recording.Meta) (Spec, bool) {
+	for _, m := range metas {
+		if m.Extra[ExtraStart] != "" {
+			return Spec{Start: m.Extra[ExtraStart], End: m.Extra[ExtraEnd], Key: m.Extra[ExtraKey]}, true
+		}
+	}
+	return Spec{}, false
+}
+
+// FromProfile makes the analysis's input from a loaded recording's probes
+// and calls; call sites are named by the frame that made the call.
+func FromProfile(p *profile.Profile, spec Spec) Input {
+	in := Input{Spec: spec}
+	for _, pr := range p.Probes {
+		in.Probes = append(in.Probes, Probe{Function: pr.Function, Since: pr.Since, Params: pr.Params})
+	}
+	in.Calls = make([]Call, 0, len(p.Calls))
+	for _, c := range p.Calls {
+		in.Calls = append(in.Calls, Call{Start: c.Start, End: c.End, TID: c.TID, Probe: int(c.Probe), Site: int64(c.Site) + 1, Args: c.Args})
+	}
+	in.SiteName = func(s int64) string {
+		i := s - 1
+		if i < 0 || int(i) >= len(p.Frames) {
+			return ""
+		}
+		f := p.Frames[i]
+		if f.File == "" {
+			return f.Function
+		}
+		return fmt.Sprintf("%s:%d", baseName(f.File), f.Line)
+	}
+	return in
+}
+
+// FromRecords makes the analysis's input from call and probe records as a
+// collector holds them; call sites are their return addresses.
+func FromRecords(spec Spec, calls []recording.Call, probes []recording.Probe) Input {
+	in := Input{Spec: spec}
+	ids := map[uint32]int{}
+	for _, p := range probes {
+		ids[p.ID] = len(in.Probes)
+		in.Probes = append(in.Probes, Probe{Function: p.Function, Since: p.Since, Params: p.Params})
+	}
+	in.Calls = make([]Call, 0, len(calls))
+	for _, c := range calls {
+		i, ok := ids[c.Probe]
+		if !ok {
+			continue
+		}
+		in.Calls = append(in.Calls, Call{Start: c.Start, End: c.End, TID: c.TID, Probe: i, Site: int64(c.Site), Args: c.Args})
+	}
+	return in
+}
+
+func baseName(p string) string {
+	for i := len(p) - 1; i >= 0; i-- {
+		if p[i] == '/' {
+			return p[i+1:]
+		}
+	}
+	return p
+}

@@ -1,0 +1,674 @@
+// Package variance is VProfiler's variance analysis (Huang et al. 2017;
+// the algorithms as repaired in the project's notes, vprof-vprofiler.md
+// Part B) over traced calls: semantic intervals defined by a start and an
+// end function (and optionally a key that pairs them across threads), the
+// (interval, function, time) table with each function's body and the
+// interval's `other`, the variance tree Var(parent) = Σ Var(children) +
+// Var(body) + 2 Σ Cov, and factors ranked by Equation 4 with specificity
+// squared. Variances and covariances are gonum's (unbiased, n−1). It reads
+// calls and probes handed in, never files or the kernel.
+package variance
+
+import (
+	"cmp"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+
+	"gonum.org/v1/gonum/stat"
+
+	"github.com/culprit-dev/culprit/internal/expr"
+)
+
+// Spec defines the semantic interval.
+type Spec struct {
+	Start string // the function whose entry starts an interval
+	End   string // the function whose return ends it (Start again: each call is an interval)
+	// Key, when set, is an expression over the integer parameters of
+	// Start and End (as their DWARF names them); a start and an end with
+	// the same value are one interval, on whichever threads they ran.
+	Key string
+}
+
+// Probe is a traced function.
+type Probe struct {
+	Function string
+	// Since is when it was set (ns, the calls' clock); 0: from the start.
+	Since uint64
+	// Params are the recorded arguments, "name:code:type" (see
+	// recording.Probe), for Key.
+	Params []string
+}
+
+// Call is one traced call.
+type Call struct {
+	Start, End uint64
+	TID        uint32
+	Probe      int   // index into Input.Probes
+	Site       int64 // identifies the call site (0: unknown)
+	Args       []uint64
+}
+
+// Input is what the analysis reads.
+type Input struct {
+	Spec   Spec
+	Probes []Probe
+	Calls  []Call
+	// Heights are the functions' heights in the program's static call
+	// graph (the longest chain of calls below them; a leaf is 0). Missing
+	// functions are leaves; nil uses the heights of the observed tree.
+	Heights map[string]int
+	// SiteName names a call site for the report (nil: sites unnamed).
+	SiteName func(int64) string
+	K        int     // factors selected (default 3)
+	D        float64 // least contribution of a selected factor, a fraction of the root variance (default 0.05)
+}
+
+// Result is the analysis of one round of probes.
+type Result struct {
+	Spec      Spec    `json:"interval"`
+	Intervals int     `json:"intervals"`
+	Unpaired  int     `json:"unpaired"` // starts or ends without their other half
+	Mean      float64 `json:"mean_ns"`
+	Variance  float64 `json:"variance_ns2"`
+	StdDev    float64 `json:"stddev_ns"`
+	P50       float64 `json:"p50_ns"`
+	P99       float64 `json:"p99_ns"`
+	P999      float64 `json:"p999_ns"`
+	// Rounds is how many times probes were set (VProfiler's runs); the
+	// analysis uses the intervals of the last round, which had them all.
+	Rounds int `json:"rounds"`
+	// Since is when the last round's probes were set (ns, the calls'
+	// clock; 0: before the command started): its intervals began after.
+	Since   uint64 `json:"round_start_ns"`
+	Probes  int    `json:"probes"`
+	Height  int    `json:"tree_height"`  // levels of the variance tree below its root
+	Breadth int    `json:"tree_breadth"` // factors under the widest node
+	// Factors are the selected factors (Algorithm 1: top K by score,
+	// those over D); Ranked every factor by score.
+	Factors []*Factor `json:"factors"`
+	Ranked  []*Factor `json:"ranked"`
+	Tree    *TreeNode `json:"tree"`
+}
+
+// Factor is a variance or a covariance, summed over the places of the
+// tree where it occurs.
+type Factor struct {
+	Kind string `json:"kind"` // "variance" or "covariance"
+	// Names are the function (one, or two for a covariance); a body is
+	// named "F (self)", the interval's own time outside probed calls
+	// "other".
+	Names        []string `json:"names"`
+	Contribution float64  `json:"contribution"` // fraction of the root variance (covariances: 2·Cov)
+	Height       int      `json:"height"`
+	Specificity  float64  `json:"specificity"`
+	Score        float64  `json:"score"`
+	MeanNS       float64  `json:"mean_ns"` // mean time per interval (variances)
+	// Leaf is set for a function with no callees in the call graph, a
+	// body or other: nothing to break down.
+	Leaf  bool    `json:"leaf"`
+	Sites []*Site `json:"sites"`
+	fn    string  // the function a variance factor can be broken into
+}
+
+// Label names the factor: "f", "f (self)", "(f, g)".
+func (f *Factor) Label() string {
+	if len(f.Names) == 2 {
+		return "(" + f.Names[0] + ", " + f.Names[1] + ")"
+	}
+	return f.Names[0]
+}
+
+// Function is the probed function a variance factor stands for, "" for
+// bodies, other and covariances.
+func (f *Factor) Function() string { return f.fn }
+
+// Site is one place of the tree where a factor occurs: the calling path.
+type Site struct {
+	Letter       string  `json:"letter"` // A, B, ... when there are several
+	Path         string  `json:"path"`   // the calling chain from the root, e.g. "handle > parse @ server.c:42"
+	Contribution float64 `json:"contribution"`
+}
+
+// TreeNode is a node of the variance tree.
+type TreeNode struct {
+	Kind         string      `json:"kind"` // variance, covariance
+	Label        string      `json:"label"`
+	Contribution float64     `json:"contribution"`
+	Variance     float64     `json:"variance_ns2"` // Var, or Cov for covariances
+	MeanNS       float64     `json:"mean_ns"`
+	Children     []*TreeNode `json:"children,omitempty"`
+}
+
+// node is a calling path of the observed call tree: the function called
+// at a site from its parent node. Node 0 is the interval.
+type node struct {
+	parent   int
+	fn       string
+	site     int64
+	children map[[2]int64]int // (probe name index, site) → node
+	kids     []int
+}
+
+type interval struct {
+	start, end uint64
+	windows    []window
+}
+
+// window is a span of one thread that belongs to an interval: calls
+// inside it nest under the interval's root (skipping the call that is the
+// root itself, for Start == End).
+type window struct {
+	tid        uint32
+	start, end uint64
+	skip       int // index of the root call, -1 none
+}
+
+// Analyse builds the intervals, the variance tree and the factors.
+func Analyse(in Input) (*Result, error) {
+	if in.K <= 0 {
+		in.K = 3
+	}
+	if in.D == 0 {
+		in.D = 0.05
+	}
+	if in.Spec.Start == "" || in.Spec.End == "" {
+		return nil, fmt.Errorf("no interval: name its start and end functions")
+	}
+	res := &Result{Spec: in.Spec}
+	var cut uint64
+	sinces := map[uint64]bool{}
+	startP, endP := map[int]bool{}, map[int]bool{}
+	for i, p := range in.Probes {
+		sinces[p.Since] = true
+		cut = max(cut, p.Since)
+		if p.Function == in.Spec.Start {
+			startP[i] = true
+		}
+		if p.Function == in.Spec.End {
+			endP[i] = true
+		}
+	}
+	res.Rounds = len(sinces)
+	res.Since = cut
+	res.Probes = len(in.Probes)
+	if len(startP) == 0 {
+		return nil, fmt.Errorf("%s was not traced: no interval starts", in.Spec.Start)
+	}
+	if len(endP) == 0 {
+		return nil, fmt.Errorf("%s was not traced: no interval ends", in.Spec.End)
+	}
+	calls := slices.Clone(in.Calls)
+	slices.SortFunc(calls, func(a, b Call) int {
+		if c := cmp.Compare(a.TID, b.TID); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.Start, b.Start); c != 0 {
+			return c
+		}
+		return cmp.Compare(b.End, a.End) // outer first
+	})
+	ivs, unpaired, err := intervals(in, calls, startP, endP, cut)
+	if err != nil {
+		return nil, err
+	}
+	res.Unpaired = unpaired
+	res.Intervals = len(ivs)
+	if len(ivs) < 2 {
+		return res, fmt.Errorf("%d complete intervals from %s to %s: too few for a variance", len(ivs), in.Spec.Start, in.Spec.End)
+	}
+	// The (interval, node, time) table.
+	rootName := "interval"
+	if in.Spec.Start == in.Spec.End && in.Spec.Key == "" {
+		rootName = in.Spec.Start
+	}
+	nodes := []*node{{parent: -1, fn: rootName, children: map[[2]int64]int{}}}
+	fnIdx := map[string]int64{}
+	child := func(parent int, fn string, site int64) int {
+		fi, ok := fnIdx[fn]
+		if !ok {
+			fi = int64(len(fnIdx))
+			fnIdx[fn] = fi
+		}
+		k := [2]int64{fi, site}
+		if id, ok := nodes[parent].children[k]; ok {
+			return id
+		}
+		id := len(nodes)
+		nodes = append(nodes, &node{parent: parent, fn: fn, site: site, children: map[[2]int64]int{}})
+		nodes[parent].children[k] = id
+		nodes[parent].kids = append(nodes[parent].kids, id)
+		return id
+	}
+	byTID := map[uint32][]int{} // thread → its calls' indexes, in order
+	for i, c := range calls {
+		byTID[c.TID] = append(byTID[c.TID], i)
+	}
+	table := make([]map[int]float64, len(ivs))
+	durations := make([]float64, len(ivs))
+	for n, iv := range ivs {
+		row := map[int]float64{0: float64(iv.end - iv.start)}
+		durations[n] = float64(iv.end - iv.start)
+		for _, w := range iv.windows {
+			idx := byTID[w.tid]
+			first := sort.Search(len(idx), func(i int) bool { return calls[idx[i]].Start >= w.start })
+			var stack []struct {
+				end  uint64
+				node int
+			}
+			for _, ci := range idx[first:] {
+				c := calls[ci]
+				if c.Start > w.end {
+					break
+				}
+				if ci == w.skip || c.End > w.end {
+					continue
+				}
+				for len(stack) > 0 && stack[len(stack)-1].end < c.End {
+					stack = stack[:len(stack)-1]
+				}
+				parent := 0
+				if len(stack) > 0 {
+					parent = stack[len(stack)-1].node
+				}
+				id := child(parent, in.Probes[c.Probe].Function, c.Site)
+				row[id] += float64(c.End - c.Start)
+				stack = append(stack, struct {
+					end  uint64
+					node int
+				}{c.End, id})
+			}
+		}
+		table[n] = row
+	}
+	col := func(id int) []float64 {
+		x := make([]float64, len(table))
+		for i, r := range table {
+			x[i] = r[id]
+		}
+		return x
+	}
+	res.Mean, res.Variance = stat.MeanVariance(durations, nil)
+	res.StdDev = math.Sqrt(res.Variance)
+	sorted := slices.Clone(durations)
+	slices.Sort(sorted)
+	res.P50 = stat.Quantile(0.5, stat.Empirical, sorted, nil)
+	res.P99 = stat.Quantile(0.99, stat.Empirical, sorted, nil)
+	res.P999 = stat.Quantile(0.999, stat.Empirical, sorted, nil)
+	if res.Variance == 0 {
+		return res, fmt.Errorf("the %d intervals all took the same time: no variance to explain", len(ivs))
+	}
+
+	// Heights: the static call graph's, else the observed tree's.
+	heights := in.Heights
+	if heights == nil {
+		heights = map[string]int{}
+		var h func(id int) int
+		h = func(id int) int {
+			m := 0
+			for _, k := range nodes[id].kids {
+				m = max(m, h(k)+1)
+			}
+			if id != 0 {
+				heights[nodes[id].fn] = max(heights[nodes[id].fn], m)
+			}
+			return m
+		}
+		h(0)
+	}
+	top := 0 // the height of the root
+	if rootName != "interval" {
+		top = heights[rootName]
+	}
+	for _, k := range nodes[0].kids {
+		top = max(top, heights[nodes[k].fn]+1)
+	}
+
+	V := res.Variance
+	factors := map[string]*Factor{}
+	addFactor := func(kind string, names []string, fn string, height int, contri, mean float64, leaf bool, path string) {
+		key := kind + "\x00" + strings.Join(names, "\x00")
+		f := factors[key]
+		if f == nil {
+			spec := float64(max(top-height, 0))
+			f = &Factor{Kind: kind, Names: names, Height: height, Specificity: spec * spec, Leaf: leaf, fn: fn}
+			factors[key] = f
+		}
+		f.Contribution += contri
+		f.MeanNS += mean
+		f.Sites = append(f.Sites, &Site{Path: path, Contribution: contri})
+	}
+	pathOf := func(id int) string {
+		var parts []string
+		for ; id > 0; id = nodes[id].parent {
+			s := nodes[id].fn
+			if in.SiteName != nil && nodes[id].site != 0 {
+				if n := in.SiteName(nodes[id].site); n != "" {
+					s += " @ " + n
+				}
+			}
+			parts = append(parts, s)
+		}
+		slices.Reverse(parts)
+		return strings.Join(parts, " > ")
+	}
+	breadth, height := 0, 0
+	var build func(id int, x []float64, depth int) *TreeNode
+	build = func(id int, x []float64, depth int) *TreeNode {
+		n := nodes[id]
+		mean, v := stat.MeanVariance(x, nil)
+		tn := &TreeNode{Kind: "variance", Label: n.fn, Variance: v, Contribution: v / V, MeanNS: mean}
+		if len(n.kids) == 0 {
+			return tn
+		}
+		height = max(height, depth+1)
+		type part struct {
+			label, fn string
+			id        int // -1: the body
+			x         []float64
+			h         int
+		}
+		var parts []part
+		body := slices.Clone(x)
+		for _, k := range n.kids {
+			ck := col(k)
+			for i := range body {
+				body[i] -= ck[i]
+			}
+			parts = append(parts, part{label: nodes[k].fn, fn: nodes[k].fn, id: k, x: ck, h: heights[nodes[k].fn]})
+		}
+		bodyLabel := n.fn + " (self)"
+		if id == 0 {
+			bodyLabel = "other"
+		}
+		parts = append(parts, part{label: bodyLabel, id: -1, x: body})
+		m := len(parts)
+		breadth = max(breadth, m+m*(m-1)/2)
+		for _, p := range parts {
+			var c *TreeNode
+			if p.id >= 0 {
+				c = build(p.id, p.x, depth+1)
+				leaf := in.Heights != nil && heights[p.fn] == 0 || in.Heights == nil && len(nodes[p.id].kids) == 0
+				addFactor("variance", []string{p.label}, p.fn, p.h, c.Contribution, c.MeanNS, leaf, pathOf(p.id))
+			} else {
+				bm, bv := stat.MeanVariance(p.x, nil)
+				c = &TreeNode{Kind: "variance", Label: p.label, Variance: bv, Contribution: bv / V, MeanNS: bm}
+				path := pathOf(id)
+				if path == "" {
+					path = rootName
+				}
+				addFactor("variance", []string{p.label}, "", 0, c.Contribution, bm, true, path)
+			}
+			tn.Children = append(tn.Children, c)
+		}
+		for i := 0; i < m; i++ {
+			for j := i + 1; j < m; j++ {
+				cv := stat.Covariance(parts[i].x, parts[j].x, nil)
+				a, b := parts[i], parts[j]
+				names := []string{a.label, b.label}
+				if names[0] > names[1] {
+					names[0], names[1] = names[1], names[0]
+				}
+				tn.Children = append(tn.Children, &TreeNode{Kind: "covariance", Label: "(" + names[0] + ", " + names[1] + ")",
+					Variance: cv, Contribution: 2 * cv / V})
+				path := pathOf(id)
+				if path == "" {
+					path = rootName
+				}
+				addFactor("covariance", names, "", max(a.h, b.h), 2*cv/V, 0, true, path)
+			}
+		}
+		return tn
+	}
+	res.Tree = build(0, col(0), 0)
+	res.Height, res.Breadth = height, breadth
+	for _, f := range factors {
+		f.Score = f.Specificity * f.Contribution
+		slices.SortStableFunc(f.Sites, func(a, b *Site) int { return cmp.Compare(b.Contribution, a.Contribution) })
+		if len(f.Sites) > 1 {
+			for i, s := range f.Sites {
+				s.Letter = siteLetter(i)
+			}
+		}
+		res.Ranked = append(res.Ranked, f)
+	}
+	slices.SortStableFunc(res.Ranked, func(a, b *Factor) int {
+		if c := cmp.Compare(b.Score, a.Score); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(b.Contribution, a.Contribution); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Label(), b.Label())
+	})
+	res.Factors = Select(res.Ranked, in.K, in.D)
+	return res, nil
+}
+
+// Select is Algorithm 1's last step as the paper prints it: of the k
+// factors with the highest scores, those contributing more than d.
+func Select(ranked []*Factor, k int, d float64) []*Factor {
+	var out []*Factor
+	for i := 0; i < k && i < len(ranked); i++ {
+		if ranked[i].Contribution > d {
+			out = append(out, ranked[i])
+		}
+	}
+	return out
+}
+
+func siteLetter(i int) string {
+	s := ""
+	for i++; i > 0; i = (i - 1) / 26 {
+		s = string(rune('A'+(i-1)%26)) + s
+	}
+	return s
+}
+
+// intervals pairs starts and ends into intervals that began after cut.
+func intervals(in Input, calls []Call, startP, endP map[int]bool, cut uint64) ([]interval, int, error) {
+	var out []interval
+	unpaired := 0
+	if in.Spec.Key == "" {
+		// On each thread, an interval runs from a start's entry to the
+		// return of the next end (the start's own return when they are the
+		// same function).
+		same := in.Spec.Start == in.Spec.End
+		open := -1
+		var tid uint32
+		for i, c := range calls {
+			if c.TID != tid {
+				if open >= 0 {
+					unpaired++
+				}
+				open, tid = -1, c.TID
+			}
+			if same {
+				if startP[c.Probe] && c.Start >= cut {
+					out = append(out, interval{start: c.Start, end: c.End, windows: []window{{c.TID, c.Start, c.End, i}}})
+				}
+				continue
+			}
+			if startP[c.Probe] && c.Start >= cut {
+				if open >= 0 {
+					unpaired++
+				}
+				open = i
+			}
+			if endP[c.Probe] && open >= 0 && c.Start >= calls[open].Start {
+				s := calls[open]
+				out = append(out, interval{start: s.Start, end: c.End, windows: []window{{c.TID, s.Start, c.End, -1}}})
+				open = -1
+			}
+		}
+		if open >= 0 {
+			unpaired++
+		}
+		slices.SortFunc(out, func(a, b interval) int { return cmp.Compare(a.start, b.start) })
+		return out, unpaired, nil
+	}
+	if in.Spec.Start == in.Spec.End {
+		return nil, 0, fmt.Errorf("--key pairs a start with an end: give different --start and --end functions")
+	}
+	key, err := expr.Parse(in.Spec.Key)
+	if err != nil {
+		return nil, 0, fmt.Errorf("--key %q: %w", in.Spec.Key, err)
+	}
+	eval := func(c Call) (string, error) {
+		v, err := expr.Eval(key, argEnv{in.Probes[c.Probe], c.Args})
+		if err != nil {
+			return "", fmt.Errorf("--key %q in %s: %w", in.Spec.Key, in.Probes[c.Probe].Function, err)
+		}
+		return v.String(), nil
+	}
+	// Starts by time over every thread; each end closes the earliest open
+	// start with its key.
+	order := make([]int, len(calls))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(a, b int) int { return cmp.Compare(calls[a].Start, calls[b].Start) })
+	open := map[string][]int{}
+	type endAt struct {
+		i   int
+		key string
+	}
+	var ends []endAt
+	for _, i := range order {
+		c := calls[i]
+		if startP[c.Probe] && c.Start >= cut {
+			k, err := eval(c)
+			if err != nil {
+				return nil, 0, err
+			}
+			open[k] = append(open[k], i)
+		}
+		if endP[c.Probe] {
+			k, err := eval(c)
+			if err != nil {
+				return nil, 0, err
+			}
+			ends = append(ends, endAt{i, k})
+		}
+	}
+	// Ends by their return; each takes the earliest start of its key that
+	// began before it.
+	slices.SortStableFunc(ends, func(a, b endAt) int { return cmp.Compare(calls[a.i].End, calls[b.i].End) })
+	used := 0
+	for _, e := range ends {
+		q := open[e.key]
+		c := calls[e.i]
+		if len(q) == 0 || calls[q[0]].Start > c.Start {
+			if c.Start >= cut {
+				unpaired++
+			}
+			continue
+		}
+		s := calls[q[0]]
+		open[e.key] = q[1:]
+		used++
+		ws := []window{{s.TID, s.Start, s.End, -1}}
+		if e.i != q[0] {
+			ws = append(ws, window{c.TID, c.Start, c.End, -1})
+		}
+		out = append(out, interval{start: s.Start, end: c.End, windows: ws})
+	}
+	for _, q := range open {
+		unpaired += len(q)
+	}
+	slices.SortFunc(out, func(a, b interval) int { return cmp.Compare(a.start, b.start) })
+	return out, unpaired, nil
+}
+
+// argEnv evaluates a key over a call's recorded integer arguments.
+type argEnv struct {
+	p    Probe
+	args []uint64
+}
+
+func (e argEnv) Var(name string) (expr.Object, error) {
+	for i, p := range e.p.Params {
+		f := strings.SplitN(p, ":", 3)
+		if f[0] != name {
+			continue
+		}
+		if i >= len(e.args) {
+			return nil, fmt.Errorf("%s: %w", name, expr.ErrMissing)
+		}
+		v := e.args[i]
+		code := ""
+		if len(f) > 1 {
+			code = f[1]
+		}
+		if len(code) == 2 && (code[0] == 'i' || code[0] == 'u') {
+			bits := 8 * int(code[1]-'0')
+			if bits > 0 && bits < 64 {
+				v &= 1<<bits - 1
+				if code[0] == 'i' && v&(1<<(bits-1)) != 0 {
+					v |= ^uint64(0) << bits
+				}
+			}
+			if code[0] == 'i' {
+				return scalar{expr.IntValue(int64(v))}, nil
+			}
+		}
+		return scalar{expr.UintValue(v)}, nil
+	}
+	var names []string
+	for _, p := range e.p.Params {
+		names = append(names, strings.SplitN(p, ":", 2)[0])
+	}
+	if len(names) == 0 {
+		return nil, &expr.TypeError{Col: 1, Msg: fmt.Sprintf("%s has no parameter passed in an integer register that DWARF names", e.p.Function)}
+	}
+	return nil, &expr.TypeError{Col: 1, Msg: fmt.Sprintf("%s has no parameter %q (it has %s)", e.p.Function, name, strings.Join(names, ", "))}
+}
+
+// scalar is a parameter's value: a key reads the registers the probe
+// copied, not memory, so members and pointers are not followed.
+type scalar struct{ v expr.Scalar }
+
+func (s scalar) Member(name string, arrow bool) (expr.Object, error) {
+	return nil, &expr.TypeError{Col: 1, Msg: "a key reads parameters, not the memory they point to: name an integer parameter (e.g. --key id or --key 'fd*65536+seq')"}
+}
+func (s scalar) Index(int64) (expr.Object, error) { return s.Member("", false) }
+func (s scalar) Deref() (expr.Object, error)      { return s.Member("", false) }
+func (s scalar) Scalar() (expr.Scalar, error)     { return s.v, nil }
+
+// Heights gives each function of a call graph (callees by caller) its
+// height: the longest chain of calls below it, a function without callees
+// being 0. Calls that close a cycle (recursion) are not followed.
+func Heights(callees map[string][]string) map[string]int {
+	h := map[string]int{}
+	state := map[string]int{} // 1: on the path, 2: done
+	var visit func(f string) int
+	visit = func(f string) int {
+		switch state[f] {
+		case 1:
+			return -1 // a cycle: not a chain
+		case 2:
+			return h[f]
+		}
+		state[f] = 1
+		m := 0
+		for _, c := range callees[f] {
+			if v := visit(c); v >= 0 {
+				m = max(m, v+1)
+			}
+		}
+		state[f] = 2
+		h[f] = m
+		return m
+	}
+	names := make([]string, 0, len(callees))
+	for f := range callees {
+		names = append(names, f)
+	}
+	sort.Strings(names)
+	for _, f := range names {
+		visit(f)
+	}
+	return h
+}

@@ -1,0 +1,179 @@
+package variance
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+)
+
+// calls builds n intervals of root on thread 1, each calling the children
+// for the durations dur(i) gives, one after another, after a fixed body.
+func synth(n int, names []string, dur func(i int) []uint64) Input {
+	in := Input{Spec: Spec{Start: "root", End: "root"}}
+	in.Probes = append(in.Probes, Probe{Function: "root"})
+	for _, f := range names {
+		in.Probes = append(in.Probes, Probe{Function: f})
+	}
+	t := uint64(1000)
+	for i := range n {
+		d := dur(i)
+		start := t
+		t += 100 // body
+		for j, x := range d {
+			in.Calls = append(in.Calls, Call{Start: t, End: t + x, TID: 1, Probe: j + 1, Site: int64(10 + j)})
+			t += x
+		}
+		t += 50
+		in.Calls = append(in.Calls, Call{Start: start, End: t, TID: 1, Probe: 0})
+		t += 1000
+	}
+	return in
+}
+
+func factor(r *Result, label string) *Factor {
+	for _, f := range r.Ranked {
+		if f.Label() == label {
+			return f
+		}
+	}
+	return nil
+}
+
+// The tree's identity holds: the root's children (variances of the
+// children and the body, 2·covariances) add up to the root's variance.
+func TestTreeIdentityAndDominantFactor(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	in := synth(500, []string{"slow", "steady"}, func(i int) []uint64 {
+		return []uint64{1000 + uint64(rng.IntN(100000)), 5000 + uint64(rng.IntN(100))}
+	})
+	r, err := Analyse(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Intervals != 500 || r.Rounds != 1 {
+		t.Fatalf("%d intervals, %d rounds", r.Intervals, r.Rounds)
+	}
+	sum := 0.0
+	for _, c := range r.Tree.Children {
+		sum += c.Contribution
+	}
+	if math.Abs(sum-1) > 1e-9 {
+		t.Errorf("root's factors add up to %v, want 1", sum)
+	}
+	if len(r.Factors) == 0 || r.Factors[0].Label() != "slow" {
+		t.Fatalf("first factor %v, want slow", r.Factors)
+	}
+	if c := r.Factors[0].Contribution; c < 0.99 {
+		t.Errorf("slow's contribution %.3f, want about 1", c)
+	}
+	if r.Height != 1 || r.Breadth != 3+3 {
+		t.Errorf("height %d breadth %d, want 1 and 6", r.Height, r.Breadth)
+	}
+	if r.P50 <= 0 || r.P99 < r.P50 || r.P999 < r.P99 {
+		t.Errorf("quantiles %v %v %v", r.P50, r.P99, r.P999)
+	}
+}
+
+// Two functions slow together: each one's variance is a quarter of the
+// root's and their covariance (×2) half of it.
+func TestCovarianceFactor(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	in := synth(2000, []string{"a", "b"}, func(i int) []uint64 {
+		x := uint64(rng.IntN(100000))
+		return []uint64{1000 + x, 1000 + x}
+	})
+	in.Heights = map[string]int{"root": 1}
+	r, err := Analyse(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cov := factor(r, "(a, b)")
+	if cov == nil || math.Abs(cov.Contribution-0.5) > 0.01 {
+		t.Fatalf("covariance factor %+v, want contribution 0.5", cov)
+	}
+	if r.Factors[0] != cov {
+		t.Errorf("first factor %s, want (a, b)", r.Factors[0].Label())
+	}
+}
+
+// Specificity squared puts a child that holds most of its parent's
+// variance above the parent (the WriteLog/CopyData example).
+func TestSpecificityPrefersDeeper(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 6))
+	in := Input{Spec: Spec{Start: "root", End: "root"}, Probes: []Probe{{Function: "root"}, {Function: "writelog"}, {Function: "copydata"}}}
+	t0 := uint64(0)
+	for range 300 {
+		c := 1000 + uint64(rng.IntN(50000))
+		w := c + 200 + uint64(rng.IntN(3000))
+		in.Calls = append(in.Calls,
+			Call{Start: t0, End: t0 + w + 100, TID: 7, Probe: 0},
+			Call{Start: t0 + 50, End: t0 + 50 + w, TID: 7, Probe: 1, Site: 1},
+			Call{Start: t0 + 60, End: t0 + 60 + c, TID: 7, Probe: 2, Site: 2})
+		t0 += w + 1000
+	}
+	in.Heights = map[string]int{"root": 2, "writelog": 1}
+	r, err := Analyse(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Factors[0].Label() != "copydata" {
+		t.Errorf("first factor %s, want copydata; ranked %v", r.Factors[0].Label(), labels(r.Ranked))
+	}
+	if f := factor(r, "writelog"); f == nil || f.Contribution < r.Factors[0].Contribution {
+		t.Errorf("writelog %+v should contribute more than copydata yet rank lower", f)
+	}
+}
+
+// A key pairs a start on one thread with the end on another.
+func TestKeyPairsAcrossThreads(t *testing.T) {
+	in := Input{Spec: Spec{Start: "submit", End: "complete", Key: "id"},
+		Probes: []Probe{{Function: "submit", Params: []string{"id:i4:int"}}, {Function: "complete", Params: []string{"q:p8:struct q *", "id:i4:int"}}}}
+	for i := range 50 {
+		s := uint64(i * 10000)
+		wait := uint64(100 + (i%5)*500)
+		in.Calls = append(in.Calls,
+			Call{Start: s, End: s + 100, TID: 1, Probe: 0, Args: []uint64{uint64(i)}},
+			Call{Start: s + 100 + wait, End: s + 300 + wait, TID: 2, Probe: 1, Args: []uint64{0xdead, uint64(i)}})
+	}
+	r, err := Analyse(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Intervals != 50 || r.Unpaired != 0 {
+		t.Fatalf("%d intervals, %d unpaired", r.Intervals, r.Unpaired)
+	}
+	if r.Factors[0].Label() != "other" {
+		t.Errorf("first factor %s, want other (the hand-off wait)", r.Factors[0].Label())
+	}
+	in.Spec.Key = "q->id"
+	if _, err := Analyse(in); err == nil {
+		t.Error("a key through a pointer was accepted")
+	}
+	in.Spec.Key = "nosuch"
+	if _, err := Analyse(in); err == nil {
+		t.Error("a key naming no parameter was accepted")
+	}
+}
+
+// Probes set later (refinement) start a new round: only intervals begun
+// after the last probes were set are used.
+func TestRoundsUseLastProbes(t *testing.T) {
+	in := synth(100, []string{"a"}, func(i int) []uint64 { return []uint64{uint64(100 + i*i)} })
+	mid := in.Calls[len(in.Calls)/2].Start
+	in.Probes[1].Since = mid
+	r, err := Analyse(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Rounds != 2 || r.Intervals >= 100 || r.Intervals < 40 {
+		t.Errorf("%d rounds, %d intervals; want 2 and about 50", r.Rounds, r.Intervals)
+	}
+}
+
+func labels(fs []*Factor) []string {
+	var s []string
+	for _, f := range fs {
+		s = append(s, f.Label())
+	}
+	return s
+}

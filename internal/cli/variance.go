@@ -1,0 +1,314 @@
+package cli
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/culprit-dev/culprit/internal/analysis/variance"
+	"github.com/culprit-dev/culprit/internal/recording"
+	"github.com/culprit-dev/culprit/internal/render"
+	"github.com/culprit-dev/culprit/internal/tracer"
+)
+
+func newVariance() *cobra.Command {
+	var (
+		spec        variance.Spec
+		funcs       []string
+		pid         int
+		duration    time.Duration
+		output      string
+		input       string
+		format      string
+		k           int
+		d           float64
+		rounds      int
+		perRound    int
+		interactive bool
+		tree        bool
+	)
+	c := &cobra.Command{
+		Use:   "variance --start FUNC [--end FUNC] [flags] -- CMD [ARGS...]\n  culprit variance --start FUNC [--end FUNC] -p PID --duration D\n  culprit variance -i FILE",
+		Short: "Find the functions that make a request's latency vary (VProfiler)",
+		Long: `Variance times semantic intervals of an unmodified program (a request, a
+transaction) and splits the variance of their latency into the variances
+and covariances of the functions they call, down the call tree, as
+VProfiler does, with eBPF uprobes instead of rebuilding the program.
+
+An interval runs from the entry of --start to the return of --end (each
+call of --start when --end is not given or the same) on one thread; with
+--key, an expression over the integer parameters of both functions, a
+start and an end with the same key are one interval whatever threads ran
+them (the time between the start's return and the end's entry counts as
+other).
+
+culprit probes the start and end functions and, unless --functions names
+others, the functions --start calls (from the program's machine code).
+Once --round-intervals intervals have been timed it builds the variance
+tree, ranks its factors by contribution times specificity squared, and
+probes the callees of the chosen functions on the running program, until
+the chosen factors are leaves or stop changing (--rounds at most). The
+report is the last round's: interval count, mean, p50/p99/p99.9, and the
+top factors with their share of the variance and their call sites.
+
+Reread a recording with culprit variance -i FILE (other --k and -d, --tree,
+--format json); culprit report and export read it as a trace.`,
+		Example: `  culprit variance --start handle_request -- ./server --threads 4
+  culprit variance --start handle_request --functions 'parse_*,lookup' -- ./server
+  culprit variance --start submit --end complete --key id -- ./pipeline
+  culprit variance --start dispatch -p 1234 --duration 30s --format json
+  culprit variance -i variance.rec --tree`,
+		RunE: func(c *cobra.Command, args []string) error {
+			stderr := c.ErrOrStderr()
+			if format != "text" && format != "json" {
+				return usagef("unknown format %q: use text or json", format)
+			}
+			if k <= 0 {
+				return usagef("--k takes a positive number of factors")
+			}
+			if d < 0 || d >= 1 {
+				return usagef("-d is a fraction of the variance, from 0 to 1 (e.g. 0.05)")
+			}
+			if rounds < 1 || perRound < 2 {
+				return usagef("--rounds must be at least 1 and --round-intervals at least 2")
+			}
+			if input != "" {
+				if len(args) > 0 || pid != 0 {
+					return usagef("-i reads a recording: give no command or -p with it")
+				}
+				return varianceReport(c.OutOrStdout(), stderr, input, spec, k, d, format, tree)
+			}
+			if spec.Start == "" {
+				return usagef("no interval: give --start FUNC (and --end FUNC when another function ends it)")
+			}
+			if spec.End == "" {
+				spec.End = spec.Start
+			}
+			if spec.Key != "" && spec.End == spec.Start {
+				return usagef("--key pairs a start with an end on any thread: give an --end function other than --start")
+			}
+			exe := ""
+			if pid > 0 {
+				exe = fmt.Sprintf("/proc/%d/exe", pid)
+			} else if len(args) > 0 {
+				exe, _ = exec.LookPath(args[0])
+			}
+			var cg map[string][]string
+			if exe != "" {
+				g, err := tracer.CallGraph(exe)
+				if err != nil {
+					warnf(stderr, "%v: no automatic refinement", err)
+				}
+				cg = g
+			}
+			heights := variance.Heights(cg)
+			o := tracer.Options{Output: output, Duration: duration, Tool: "culprit " + Version, Args: spec.Key != "",
+				Extra: map[string]string{variance.ExtraStart: spec.Start, variance.ExtraEnd: spec.End, variance.ExtraKey: spec.Key}}
+			names := []string{spec.Start, spec.End}
+			if len(funcs) > 0 {
+				names = append(names, funcs...)
+			} else {
+				names = append(names, cg[spec.Start]...)
+				if spec.End != spec.Start {
+					names = append(names, cg[spec.End]...)
+				}
+			}
+			seen := map[string]bool{}
+			for _, n := range names {
+				if seen[n] {
+					continue
+				}
+				seen[n] = true
+				p, err := tracer.ParsePattern(n, false)
+				if err != nil {
+					return usageError{err}
+				}
+				o.Patterns = append(o.Patterns, p)
+			}
+			ref := &refiner{spec: spec, cg: cg, heights: heights, k: k, d: d, rounds: rounds, perRound: perRound,
+				interactive: interactive, stderr: stderr}
+			if cg != nil && rounds > 1 {
+				o.Refine = ref.refine
+			}
+			var res tracer.Result
+			err := start(pid, args,
+				func(stop <-chan struct{}) (err error) { res, err = tracer.Attach(o, pid, stop); return err },
+				func() (err error) { res, err = tracer.Launch(o, args); return err })
+			if err != nil {
+				return err
+			}
+			for _, w := range res.Warnings {
+				warnf(stderr, "%s", w)
+			}
+			fmt.Fprintf(stderr, "culprit: %d calls of %d functions in %d rounds written to %s (%s)\n", res.Calls, res.Probes+len(ref.added), res.Rounds, output, humanBytes(res.Bytes))
+			if err := varianceReport(c.OutOrStdout(), stderr, output, spec, k, d, format, tree); err != nil {
+				return err
+			}
+			if res.ExitCode > 0 {
+				return exitError{res.ExitCode}
+			}
+			return nil
+		},
+	}
+	f := c.Flags()
+	f.SetInterspersed(false)
+	f.StringVar(&spec.Start, "start", "", "the function whose entry starts an interval (a request, a transaction)")
+	f.StringVar(&spec.End, "end", "", "the function whose return ends it (default: --start, each call an interval)")
+	f.StringVar(&spec.Key, "key", "", "pair starts and ends across threads by this expression over both functions' integer parameters (DWARF names), e.g. id or 'fd*65536+seq'")
+	f.StringSliceVar(&funcs, "functions", nil, "functions (globs) to probe in the first round, comma-separated (default: those --start calls)")
+	f.IntVar(&k, "k", 3, "factors chosen in each round (VProfiler's k)")
+	f.Float64VarP(&d, "threshold", "d", 0.05, "least share of the variance a chosen factor has (VProfiler's d)")
+	f.IntVar(&rounds, "rounds", 8, "most rounds of probes (1: no refinement)")
+	f.IntVar(&perRound, "round-intervals", 1000, "intervals timed in a round before its factors are chosen")
+	f.BoolVar(&interactive, "interactive", false, "ask before breaking each chosen function down further")
+	f.BoolVar(&tree, "tree", false, "print the variance tree")
+	f.StringVar(&format, "format", "text", "output format: text or json")
+	f.StringVarP(&output, "output", "o", "variance.rec", "recording file to write")
+	f.StringVarP(&input, "input", "i", "", "analyse this recording of culprit variance instead of running anything")
+	f.IntVarP(&pid, "pid", "p", 0, "attach to this running process instead of launching a command")
+	f.DurationVar(&duration, "duration", 0, "stop after this long, e.g. 30s (default: until the command exits, or Ctrl-C)")
+	c.Flags().SortFlags = false
+	return c
+}
+
+// refiner is Algorithm 3 on the running program: after each round's
+// intervals, the chosen factors' functions have their callees probed.
+type refiner struct {
+	spec        variance.Spec
+	cg          map[string][]string
+	heights     map[string]int
+	k           int
+	d           float64
+	rounds      int
+	perRound    int
+	interactive bool
+	stderr      io.Writer
+	round       int
+	last        []string // the factors chosen last round
+	added       []string
+	in          *bufio.Reader
+}
+
+func (r *refiner) refine(calls []recording.Call, probes []recording.Probe) ([]string, bool) {
+	in := variance.FromRecords(r.spec, calls, probes)
+	in.Heights, in.K, in.D = r.heights, r.k, r.d
+	res, err := variance.Analyse(in)
+	if res == nil || res.Intervals < r.perRound {
+		return nil, false
+	}
+	if err != nil {
+		fmt.Fprintf(r.stderr, "culprit: round %d: %v; refinement stops\n", res.Rounds, err)
+		return nil, true
+	}
+	var chosen, labels []string
+	for _, f := range res.Factors {
+		chosen = append(chosen, f.Label())
+		labels = append(labels, fmt.Sprintf("%s %.1f%%", f.Label(), 100*f.Contribution))
+	}
+	fmt.Fprintf(r.stderr, "culprit: round %d: %d intervals, mean %s, p99 %s; factors: %s\n", res.Rounds, res.Intervals,
+		render.Duration(res.Mean), render.Duration(res.P99), strings.Join(labels, ", "))
+	if res.Rounds >= r.rounds || slices.Equal(chosen, r.last) {
+		return nil, true
+	}
+	r.last = chosen
+	probed := map[string]bool{}
+	for _, p := range probes {
+		probed[p.Function] = true
+	}
+	var more []string
+	for _, f := range res.Factors {
+		fn := f.Function()
+		if fn == "" {
+			continue
+		}
+		var kids []string
+		for _, c := range r.cg[fn] {
+			if !probed[c] {
+				kids = append(kids, c)
+			}
+		}
+		if len(kids) == 0 {
+			continue
+		}
+		if r.interactive && !r.ask(fmt.Sprintf("break %s (%.1f%% of the variance) down further, into %d callees?", fn, 100*f.Contribution, len(kids))) {
+			continue
+		}
+		for _, c := range kids {
+			probed[c] = true
+			more = append(more, c)
+		}
+	}
+	if len(more) == 0 {
+		return nil, true
+	}
+	fmt.Fprintf(r.stderr, "culprit: probing %d more functions: %s\n", len(more), abbreviate(more, 8))
+	r.added = append(r.added, more...)
+	return more, false
+}
+
+func (r *refiner) ask(q string) bool {
+	if r.in == nil {
+		tty, err := os.Open("/dev/tty")
+		if err != nil {
+			return false
+		}
+		r.in = bufio.NewReader(tty)
+	}
+	fmt.Fprintf(r.stderr, "culprit: %s [Y/n] ", q)
+	line, _ := r.in.ReadString('\n')
+	a := strings.ToLower(strings.TrimSpace(line))
+	return a == "" || a == "y" || a == "yes"
+}
+
+func abbreviate(names []string, n int) string {
+	if len(names) <= n {
+		return strings.Join(names, ", ")
+	}
+	return strings.Join(names[:n], ", ") + fmt.Sprintf(" and %d more", len(names)-n)
+}
+
+// varianceReport analyses a recording of culprit variance and prints it.
+func varianceReport(stdout, stderr io.Writer, path string, spec variance.Spec, k int, d float64, format string, tree bool) error {
+	p, err := loadProfile([]string{path}, stderr, true)
+	if err != nil {
+		return err
+	}
+	rec, ok := variance.SpecOf(p.Metas)
+	if spec.Start == "" {
+		if !ok {
+			return fmt.Errorf("%s was not made by culprit variance: give --start (and --end) to say what an interval is", path)
+		}
+		spec = rec
+	} else if spec.End == "" {
+		spec.End = spec.Start
+	}
+	if len(p.Probes) == 0 {
+		return fmt.Errorf("%s has no traced calls: record it with culprit variance or culprit trace", path)
+	}
+	in := variance.FromProfile(p, spec)
+	in.K, in.D = k, d
+	// Heights from the call graph of the object the start function is in.
+	for _, pr := range p.Probes {
+		if pr.Function == spec.Start {
+			if cg, err := tracer.CallGraph(pr.Object); err == nil {
+				in.Heights = variance.Heights(cg)
+			}
+			break
+		}
+	}
+	res, err := variance.Analyse(in)
+	if err != nil {
+		return err
+	}
+	if format == "json" {
+		return render.VarianceJSON(stdout, res)
+	}
+	return render.VarianceText(stdout, res, tree)
+}

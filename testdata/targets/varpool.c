@@ -1,0 +1,182 @@
+// A thread-pool server for culprit variance: W workers take N requests
+// from a shared queue and run handle(), which calls functions of known
+// lengths. The program times every function of every request itself and
+// prints each request ("req START_NS t[handle] t[parse] ..." in the order
+// of names[], ns, CLOCK_MONOTONIC as the probes' clock) and each
+// function's true share of the variance of handle's latency over all
+// requests ("share NAME X"; a pair "share a,b X" is 2·Cov).
+//
+//   varpool dominant N W   handle → parse, process → {lookup, compute},
+//                          respond; compute waits 10 ms more in one request
+//                          of five, everything else is steady
+//   varpool together N W   handle → parse, part_a, part_b, respond;
+//                          part_a and part_b both wait 10 ms more in one
+//                          request of three
+//
+// The slow parts sleep rather than spin: a busy machine's preemptions
+// then add little to the variance the program sets, which stays the
+// largest by far.
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define INLINE static inline __attribute__((always_inline))
+#define PROBED __attribute__((noinline))
+
+INLINE uint64_t now_ns(void) {
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + ts.tv_nsec;
+}
+
+// spin busies the CPU until ns have passed on the clock: the time does
+// not grow when the thread is preempted, so lengths stay as set.
+INLINE void spin(uint64_t ns) {
+	uint64_t end = now_ns() + ns;
+	while (now_ns() < end)
+		;
+}
+
+INLINE void wait_ns(uint64_t ns) {
+	struct timespec ts = {0, (long)ns};
+	nanosleep(&ts, NULL);
+}
+
+enum { F_HANDLE, F_PARSE, F_PROCESS, F_LOOKUP, F_COMPUTE, F_RESPOND, F_A, F_B, NF };
+static const char *names[NF] = {"handle", "parse", "process", "lookup", "compute", "respond", "part_a", "part_b"};
+
+struct req {
+	int id;
+	int heavy;
+	uint64_t start;  // when handle began
+	uint64_t t[NF]; // ns each function took
+};
+
+static struct req *reqs;
+static int nreq, next_req, together;
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+
+#define TIMED(r, f, body)                      \
+	do {                                     \
+		uint64_t t0_ = now_ns();             \
+		body;                                \
+		(r)->t[f] += now_ns() - t0_;         \
+	} while (0)
+
+PROBED void parse(struct req *r) { TIMED(r, F_PARSE, spin(10000)); }
+PROBED void lookup(struct req *r) { TIMED(r, F_LOOKUP, spin(5000)); }
+PROBED void compute(struct req *r) {
+	TIMED(r, F_COMPUTE, {
+		spin(20000);
+		if (r->heavy)
+			wait_ns(10000000);
+	});
+}
+PROBED void process(struct req *r) {
+	TIMED(r, F_PROCESS, {
+		lookup(r);
+		compute(r);
+		spin(5000);
+	});
+}
+PROBED void part_a(struct req *r) {
+	TIMED(r, F_A, {
+		spin(30000);
+		if (r->heavy)
+			wait_ns(10000000);
+	});
+}
+PROBED void part_b(struct req *r) {
+	TIMED(r, F_B, {
+		spin(30000);
+		if (r->heavy)
+			wait_ns(10000000);
+	});
+}
+PROBED void respond(struct req *r) { TIMED(r, F_RESPOND, spin(10000)); }
+
+PROBED void handle(struct req *r) {
+	r->start = now_ns();
+	TIMED(r, F_HANDLE, {
+		parse(r);
+		if (together) {
+			part_a(r);
+			part_b(r);
+		} else {
+			process(r);
+		}
+		respond(r);
+	});
+}
+
+static void *worker(void *arg) {
+	(void)arg;
+	for (;;) {
+		pthread_mutex_lock(&mu);
+		int i = next_req < nreq ? next_req++ : -1;
+		pthread_mutex_unlock(&mu);
+		if (i < 0)
+			return NULL;
+		handle(&reqs[i]);
+	}
+}
+
+static double cov(int f, int g) {
+	double mf = 0, mg = 0, s = 0;
+	for (int i = 0; i < nreq; i++) {
+		mf += reqs[i].t[f];
+		mg += reqs[i].t[g];
+	}
+	mf /= nreq;
+	mg /= nreq;
+	for (int i = 0; i < nreq; i++)
+		s += (reqs[i].t[f] - mf) * (reqs[i].t[g] - mg);
+	return s / (nreq - 1);
+}
+
+int main(int argc, char **argv) {
+	if (argc != 4 || (strcmp(argv[1], "dominant") && strcmp(argv[1], "together"))) {
+		fprintf(stderr, "usage: varpool dominant|together N WORKERS\n");
+		return 2;
+	}
+	together = !strcmp(argv[1], "together");
+	nreq = atoi(argv[2]);
+	int nw = atoi(argv[3]);
+	if (nreq < 2 || nw < 1 || nw > 64) {
+		fprintf(stderr, "varpool: N must be at least 2, WORKERS from 1 to 64\n");
+		return 2;
+	}
+	reqs = calloc(nreq, sizeof *reqs);
+	uint64_t x = 88172645463325252ull;
+	for (int i = 0; i < nreq; i++) {
+		x ^= x << 13;
+		x ^= x >> 7;
+		x ^= x << 17;
+		reqs[i].id = i;
+		reqs[i].heavy = together ? x % 3 == 0 : x % 5 == 0;
+	}
+	pthread_t th[64];
+	for (int i = 0; i < nw; i++)
+		pthread_create(&th[i], NULL, worker, NULL);
+	for (int i = 0; i < nw; i++)
+		pthread_join(th[i], NULL);
+	for (int i = 0; i < nreq; i++) {
+		printf("req %llu", (unsigned long long)reqs[i].start);
+		for (int f = 0; f < NF; f++)
+			printf(" %llu", (unsigned long long)reqs[i].t[f]);
+		printf("\n");
+	}
+	double v = cov(F_HANDLE, F_HANDLE);
+	if (together) {
+		printf("share part_a %.4f\n", cov(F_A, F_A) / v);
+		printf("share part_b %.4f\n", cov(F_B, F_B) / v);
+		printf("share part_a,part_b %.4f\n", 2 * cov(F_A, F_B) / v);
+	} else {
+		for (int f = F_PARSE; f <= F_RESPOND; f++)
+			printf("share %s %.4f\n", names[f], cov(f, f) / v);
+	}
+	return 0;
+}

@@ -17,6 +17,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"time"
 	"unsafe"
@@ -75,7 +76,8 @@ type Tracer struct {
 	entry, ret, retInsn, flip, hit *ebpf.Program
 	clockFD                        int
 	multi                          bool
-	links                          []link.Link
+	links                          []link.Link       // entry probes (and dynamic probing's)
+	rets                           []link.Link       // return probes
 	own                            map[uint32]*owned // probes with links of their own (AttachEach)
 	rd                             *ringbuf.Reader
 	// loadHit loads the point-probe program, the first time a point probe
@@ -281,7 +283,7 @@ func (t *Tracer) Attach(path string, probes []Probe, pid int) error {
 			if err != nil {
 				return fmt.Errorf("attaching %d return probes to %s: %w", len(roffs), path, explain(err))
 			}
-			t.links = append(t.links, l)
+			t.rets = append(t.rets, l)
 		}
 		l, err := ex.UprobeMulti(nil, t.entry, &link.UprobeMultiOptions{Addresses: offs, Cookies: cookies, PID: uint32(pid)})
 		if err != nil {
@@ -301,7 +303,7 @@ func (t *Tracer) Attach(path string, probes []Probe, pid int) error {
 		if err != nil {
 			return fmt.Errorf("attaching a return probe to %s at %#x: %w", path, off, explain(err))
 		}
-		t.links = append(t.links, l)
+		t.rets = append(t.rets, l)
 	}
 	for i, off := range offs {
 		l, err := ex.Uprobe("", t.entry, &link.UprobeOptions{Address: off, Cookie: cookies[i], PID: pid})
@@ -380,25 +382,24 @@ func (t *Tracer) AttachEach(path string, probes []Probe, pid int) error {
 }
 
 func (t *Tracer) setOwned(o *owned) error {
-	links := t.links
-	t.links = nil
+	links, rets := t.links, t.rets
+	t.links, t.rets = nil, nil
 	err := t.Attach(o.path, []Probe{o.p}, o.pid)
-	got := t.links
-	t.links = links
+	got, gotRets := t.links, t.rets
+	t.links, t.rets = links, rets
 	if err != nil {
-		for _, l := range got {
+		for _, l := range append(got, gotRets...) {
 			l.Close()
 		}
 		return err
 	}
-	// Attach sets the return link first.
-	if len(got) == 2 {
-		o.ret, o.entry = got[0], got[1]
-	} else if len(got) > 0 {
-		o.entry = got[len(got)-1]
-		for _, l := range got[:len(got)-1] {
-			t.links = append(t.links, l) // several RET probes (Go): kept
-		}
+	if len(got) > 0 {
+		o.entry = got[0]
+	}
+	if len(gotRets) == 1 {
+		o.ret = gotRets[0]
+	} else {
+		t.rets = append(t.rets, gotRets...) // several RET probes (Go): kept
 	}
 	return nil
 }
@@ -466,16 +467,29 @@ func (t *Tracer) ReattachProbe(id uint32) error {
 	return t.setOwned(o)
 }
 
-// Detach removes every probe. Calls in flight are then finished by
-// Leftovers.
+// retireWait is how long Detach leaves the return probes after removing
+// the entries, so that calls in flight return through them.
+const retireWait = 10 * time.Millisecond
+
+// Detach removes every probe: the entry probes first, then, after
+// retireWait, the return probes. Removing returns first (or both at
+// once) would leave every call entered while the links go (removing
+// thousands of probes takes a tenth of a second or more) on the shadow
+// stacks with no return, nested in each other. Calls still in flight are
+// finished by Leftovers.
 func (t *Tracer) Detach() {
-	ls := t.links
-	t.links = nil
+	entries, rets := t.links, t.rets
 	for _, o := range t.own {
-		ls = append(ls, o.entry, o.ret)
+		entries = append(entries, o.entry)
+		rets = append(rets, o.ret)
 		o.entry, o.ret = nil, nil
 	}
-	closeLinks(ls)
+	t.links, t.rets = nil, nil
+	closeLinks(entries)
+	if slices.ContainsFunc(rets, func(l link.Link) bool { return l != nil }) {
+		time.Sleep(retireWait)
+	}
+	closeLinks(rets)
 }
 
 // Read calls fn with each call record in the ring until wait has passed

@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"encoding/json"
 	"math"
+	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/culprit-dev/culprit/internal/testutil"
@@ -171,5 +173,69 @@ func TestVarianceBadInput(t *testing.T) {
 		if code == 0 || !strings.Contains(stderr, c.want) || strings.Contains(stderr, "goroutine") {
 			t.Errorf("culprit %v: exit %d, stderr %q; want an error naming %q", c.args, code, stderr, c.want)
 		}
+	}
+}
+
+// A key pairs each submit (main thread) with the complete of the same id
+// (consumer thread): every request is one interval, and the intervals'
+// mean is the program's own mean latency.
+func TestVarianceKeyAcrossThreads(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "varpool", []string{"varpool.c"}, "-O2", "-g", "-pthread")
+	out := rec(t)
+	stdout := mustRun(t, "variance", "--start", "submit", "--end", "complete", "--key", "id", "--rounds", "1", "-o", out, "--", bin, "handoff", "1000")
+	var r varianceJSON
+	if err := json.Unmarshal([]byte(mustRun(t, "variance", "-i", out, "--format", "json")), &r); err != nil {
+		t.Fatal(err)
+	}
+	n, sum := 0, 0.0
+	for _, l := range strings.Split(stdout, "\n") {
+		f := strings.Fields(l)
+		if len(f) == 3 && f[0] == "lat" {
+			v, err := strconv.ParseFloat(f[2], 64)
+			if err != nil {
+				t.Fatalf("bad line %q", l)
+			}
+			n++
+			sum += v
+		}
+	}
+	if n != 1000 || r.Intervals != n {
+		t.Fatalf("%d intervals, the program made %d requests (want 1000)", r.Intervals, n)
+	}
+	mean := sum / float64(n)
+	t.Logf("mean %.0f ns, the program's %.0f ns", r.Mean, mean)
+	// The program's clock reads sit inside the probed calls: culprit's
+	// intervals are longer by the probes' own time, a few µs.
+	if r.Mean < mean || r.Mean > mean*1.05+20000 {
+		t.Errorf("intervals' mean %.0f ns, the program's mean latency %.0f ns", r.Mean, mean)
+	}
+}
+
+// Attached to a running server (-p), culprit refines on it and leaves it
+// running; calls entered while the probes are being removed are not left
+// open (they would nest in each other and deepen the tree).
+func TestVarianceAttach(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "varpool", []string{"varpool.c"}, "-O2", "-g", "-pthread")
+	cmd := exec.Command(bin, "dominant", "1000000", "8")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	out := rec(t)
+	mustRun(t, "variance", "--start", "handle", "-p", strconv.Itoa(cmd.Process.Pid), "--duration", "4s", "--round-intervals", "300", "-o", out)
+	if err := cmd.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Fatalf("the server did not survive: %v", err)
+	}
+	var r varianceJSON
+	if err := json.Unmarshal([]byte(mustRun(t, "variance", "-i", out, "--format", "json")), &r); err != nil {
+		t.Fatal(err)
+	}
+	if r.Rounds < 2 || r.Height != 2 || r.Intervals < 300 {
+		t.Errorf("%d rounds, tree height %d, %d intervals: want 2 rounds or more, height 2 (handle > process > compute), 300 intervals or more", r.Rounds, r.Height, r.Intervals)
+	}
+	if len(r.Factors) == 0 || r.Factors[0].Names[0] != "compute" {
+		t.Errorf("factors %+v, want compute first", r.Factors)
 	}
 }

@@ -12,6 +12,11 @@
 //   varpool together N W   handle → parse, part_a, part_b, respond;
 //                          part_a and part_b both wait 10 ms more in one
 //                          request of three
+//   varpool handoff N      the main thread submit()s a request every 2 ms
+//                          into a queue; a consumer thread complete()s
+//                          them, one in four 2 ms slower; each request's
+//                          latency (submit's entry to complete's return)
+//                          is printed as "lat ID NS"
 //
 // The slow parts sleep rather than spin: a busy machine's preemptions
 // then add little to the variance the program sets, which stays the
@@ -112,6 +117,56 @@ PROBED void handle(struct req *r) {
 	});
 }
 
+// The hand-off queue: ids in a ring, a condition variable for the consumer.
+static int *ring, head, tail;
+static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
+static uint64_t *sub_at, *done_at;
+
+PROBED void submit(int id) {
+	sub_at[id] = now_ns();
+	spin(10000);
+	pthread_mutex_lock(&mu);
+	ring[tail++] = id;
+	pthread_cond_signal(&cv);
+	pthread_mutex_unlock(&mu);
+}
+
+PROBED void complete(int id) {
+	spin(20000);
+	if (id % 4 == 0)
+		wait_ns(2000000);
+	done_at[id] = now_ns();
+}
+
+static void *consumer(void *arg) {
+	(void)arg;
+	for (int n = 0; n < nreq; n++) {
+		pthread_mutex_lock(&mu);
+		while (head == tail)
+			pthread_cond_wait(&cv, &mu);
+		int id = ring[head++];
+		pthread_mutex_unlock(&mu);
+		complete(id);
+	}
+	return NULL;
+}
+
+static int handoff(void) {
+	ring = calloc(nreq, sizeof *ring);
+	sub_at = calloc(nreq, sizeof *sub_at);
+	done_at = calloc(nreq, sizeof *done_at);
+	pthread_t th;
+	pthread_create(&th, NULL, consumer, NULL);
+	for (int i = 0; i < nreq; i++) {
+		submit(i);
+		wait_ns(2000000);
+	}
+	pthread_join(th, NULL);
+	for (int i = 0; i < nreq; i++)
+		printf("lat %d %llu\n", i, (unsigned long long)(done_at[i] - sub_at[i]));
+	return 0;
+}
+
 static void *worker(void *arg) {
 	(void)arg;
 	for (;;) {
@@ -138,8 +193,16 @@ static double cov(int f, int g) {
 }
 
 int main(int argc, char **argv) {
+	if (argc == 3 && !strcmp(argv[1], "handoff")) {
+		nreq = atoi(argv[2]);
+		if (nreq < 1) {
+			fprintf(stderr, "varpool: N must be at least 1\n");
+			return 2;
+		}
+		return handoff();
+	}
 	if (argc != 4 || (strcmp(argv[1], "dominant") && strcmp(argv[1], "together"))) {
-		fprintf(stderr, "usage: varpool dominant|together N WORKERS\n");
+		fprintf(stderr, "usage: varpool dominant|together N WORKERS, or varpool handoff N\n");
 		return 2;
 	}
 	together = !strcmp(argv[1], "together");

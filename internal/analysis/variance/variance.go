@@ -49,6 +49,10 @@ type Call struct {
 	Probe      int   // index into Input.Probes
 	Site       int64 // identifies the call site (0: unknown)
 	Args       []uint64
+	// Unreturned: the call left without returning, or was open when
+	// tracing stopped; its end is an upper bound, so it never starts or
+	// ends an interval.
+	Unreturned bool
 }
 
 // Input is what the analysis reads.
@@ -485,6 +489,9 @@ func intervals(in Input, calls []Call, startP, endP map[int]bool, cut uint64) ([
 				}
 				open, tid = -1, c.TID
 			}
+			if c.Unreturned {
+				continue
+			}
 			if same {
 				if startP[c.Probe] && c.Start >= cut {
 					out = append(out, interval{start: c.Start, end: c.End, windows: []window{{c.TID, c.Start, c.End, i}}})
@@ -538,6 +545,9 @@ func intervals(in Input, calls []Call, startP, endP map[int]bool, cut uint64) ([
 	var ends []endAt
 	for _, i := range order {
 		c := calls[i]
+		if c.Unreturned {
+			continue
+		}
 		if startP[c.Probe] && c.Start >= cut {
 			k, err := eval(c)
 			if err != nil {

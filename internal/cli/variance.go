@@ -22,6 +22,7 @@ func newVariance() *cobra.Command {
 	var (
 		spec        variance.Spec
 		funcs       []string
+		libs        []string
 		pid         int
 		duration    time.Duration
 		output      string
@@ -120,6 +121,13 @@ Reread a recording with culprit variance -i FILE (other --k and -d, --tree,
 					names = append(names, cg[spec.End]...)
 				}
 			}
+			for _, l := range libs {
+				p, err := tracer.ParsePattern(l, true)
+				if err != nil {
+					return usageError{err}
+				}
+				o.Patterns = append(o.Patterns, p)
+			}
 			seen := map[string]bool{}
 			for _, n := range names {
 				if seen[n] {
@@ -163,6 +171,7 @@ Reread a recording with culprit variance -i FILE (other --k and -d, --tree,
 	f.StringVar(&spec.End, "end", "", "the function whose return ends it (default: --start, each call an interval)")
 	f.StringVar(&spec.Key, "key", "", "pair starts and ends across threads by this expression over both functions' integer parameters (DWARF names), e.g. id or 'fd*65536+seq'")
 	f.StringSliceVar(&funcs, "functions", nil, "functions (globs) to probe in the first round, comma-separated (default: those --start calls)")
+	f.StringArrayVar(&libs, "lib", nil, "also probe functions of a shared library in the first round: LIB:PATTERN, LIB a path or a name such as libevent; repeatable")
 	f.IntVar(&k, "k", 3, "factors chosen in each round (VProfiler's k)")
 	f.Float64VarP(&d, "threshold", "d", 0.05, "least share of the variance a chosen factor has (VProfiler's d)")
 	f.IntVar(&rounds, "rounds", 8, "most rounds of probes (1: no refinement)")

@@ -103,7 +103,11 @@ func treeText(b *strings.Builder, n *variance.TreeNode, indent string, last, roo
 	if n.Kind == "covariance" {
 		what = "2·Cov"
 	}
-	fmt.Fprintf(b, "%s%s%s %s %.1f%%", indent, branch, what, n.Label, 100*n.Contribution)
+	label := n.Label
+	if n.Site != "" {
+		label += " @ " + n.Site
+	}
+	fmt.Fprintf(b, "%s%s%s %s %.1f%%", indent, branch, what, label, 100*n.Contribution)
 	if n.Kind == "variance" {
 		fmt.Fprintf(b, "  (mean %s)", Duration(n.MeanNS))
 	}

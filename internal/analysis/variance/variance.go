@@ -140,6 +140,7 @@ type Site struct {
 type TreeNode struct {
 	Kind         string      `json:"kind"` // variance, covariance
 	Label        string      `json:"label"`
+	Site         string      `json:"site,omitempty"` // where it was called from, when known
 	Contribution float64     `json:"contribution"`
 	Variance     float64     `json:"variance_ns2"` // Var, or Cov for covariances
 	MeanNS       float64     `json:"mean_ns"`
@@ -344,6 +345,12 @@ func Analyse(in Input) (*Result, error) {
 		f.MeanNS += mean
 		f.Sites = append(f.Sites, &Site{Path: path, Contribution: contri})
 	}
+	siteName := func(site int64) string {
+		if in.SiteName == nil || site == 0 {
+			return ""
+		}
+		return in.SiteName(site)
+	}
 	pathOf := func(id int) string {
 		var parts []string
 		for ; id > 0; id = nodes[id].parent {
@@ -363,14 +370,15 @@ func Analyse(in Input) (*Result, error) {
 	build = func(id int, x []float64, depth int) *TreeNode {
 		n := nodes[id]
 		mean, v := stat.MeanVariance(x, nil)
-		tn := &TreeNode{Kind: "variance", Label: n.fn, Variance: v, Contribution: v / V, MeanNS: mean}
+		tn := &TreeNode{Kind: "variance", Label: n.fn, Site: siteName(n.site), Variance: v, Contribution: v / V, MeanNS: mean}
 		if len(n.kids) == 0 {
 			return tn
 		}
 		height = max(height, depth+1)
 		type part struct {
 			label, fn string
-			id        int // -1: the body
+			disp      string // the label, with the call site when a sibling has the same
+			id        int    // -1: the body
 			x         []float64
 			h         int
 		}
@@ -389,6 +397,18 @@ func Analyse(in Input) (*Result, error) {
 		}
 		parts = append(parts, part{label: bodyLabel, id: -1, x: body})
 		m := len(parts)
+		same := map[string]int{}
+		for _, p := range parts {
+			same[p.label]++
+		}
+		for i := range parts {
+			parts[i].disp = parts[i].label
+			if parts[i].id >= 0 && same[parts[i].label] > 1 {
+				if sn := siteName(nodes[parts[i].id].site); sn != "" {
+					parts[i].disp += " @ " + sn
+				}
+			}
+		}
 		breadth = max(breadth, m+m*(m-1)/2)
 		for _, p := range parts {
 			var c *TreeNode
@@ -412,10 +432,12 @@ func Analyse(in Input) (*Result, error) {
 				cv := stat.Covariance(parts[i].x, parts[j].x, nil)
 				a, b := parts[i], parts[j]
 				names := []string{a.label, b.label}
+				disp := []string{a.disp, b.disp}
 				if names[0] > names[1] {
 					names[0], names[1] = names[1], names[0]
+					disp[0], disp[1] = disp[1], disp[0]
 				}
-				tn.Children = append(tn.Children, &TreeNode{Kind: "covariance", Label: "(" + names[0] + ", " + names[1] + ")",
+				tn.Children = append(tn.Children, &TreeNode{Kind: "covariance", Label: "(" + disp[0] + ", " + disp[1] + ")",
 					Variance: cv, Contribution: 2 * cv / V})
 				path := pathOf(id)
 				if path == "" {

@@ -1,0 +1,123 @@
+#!/usr/bin/env bash
+# culprit variance on a real server, and what it costs.
+#
+# memcached 1.6.18 from Debian's source package (memcached=1.6.18-1+deb12u1,
+# Debian's patches only, -g -O2), 2 worker threads, serves mcmix over
+# loopback: 2 clients, each on its own connection, sending gets one after
+# another, one in ten for a 512 KiB value and the others for a 100-byte one.
+# The variance source is injected by the workload: the size of the value a
+# get returns.
+#
+#   1. evidence: culprit variance --start drive_machine (an interval is one
+#      event handled by a worker: read, parse, process, send), refining from
+#      drive_machine's callees; prints culprit's report.
+#   2. overhead: mcmix's throughput with the server alone and under culprit
+#      variance with about 500 probed functions (every function of memcached
+#      and as many of libevent's as make 500, one round), RUNS runs each;
+#      prints each run and the loss of the medians.
+#
+#   bench/variance.sh [-o OUTDIR] [-n OPS] [-r RUNS]
+#
+# Needs root, gcc, dpkg-dev and the Debian mirror (apt-get source).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=$root/bench/out/variance
+ops=20000
+runs=3
+while getopts "o:n:r:" opt; do
+	case $opt in
+	o) out=$OPTARG ;;
+	n) ops=$OPTARG ;;
+	r) runs=$OPTARG ;;
+	*) echo "usage: bench/variance.sh [-o OUTDIR] [-n OPS] [-r RUNS]" >&2; exit 2 ;;
+	esac
+done
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+culprit=$out/culprit
+CGO_ENABLED=0 go build -o "$culprit.new" "$root/cmd/culprit" && mv "$culprit.new" "$culprit"
+
+# Build memcached (once) and the load generator.
+mc=$out/memcached
+if [ ! -x "$mc/memcached" ]; then
+	. "$root/bench/bugs/debsrc.sh"
+	dpkg -s libevent-dev >/dev/null 2>&1 || apt-get install -y -qq libevent-dev >/dev/null
+	mkdir -p "$mc"
+	debsrc_fetch memcached 1.6.18-1+deb12u1 "$mc" /dev/null
+	(cd "$mc/src" && ./configure --disable-sasl --disable-extstore --disable-coverage && make -j"$(nproc)" memcached) >"$mc/build.log" 2>&1 || {
+		tail -n 30 "$mc/build.log" >&2
+		exit 1
+	}
+	cp "$mc/src/memcached" "$mc/memcached"
+fi
+cc -O2 -Wall -pthread -o "$out/mcmix" "$root/bench/variance/mcmix.c"
+
+tmp=$(mktemp -d)
+server=
+cleanup() {
+	[ -n "$server" ] && kill -KILL "$server" 2>/dev/null || true
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# serve LOG PREFIX...: memcached under PREFIX (nothing, or culprit ... --),
+# its output and PREFIX's in LOG, listening on $port once this returns.
+serve() {
+	log=$1
+	shift
+	port=$(( 20000 + RANDOM % 20000 ))
+	rm -f "$tmp/mc.pid"
+	"$@" "$mc/memcached" -U 0 -p "$port" -l 127.0.0.1 -t 2 -m 64 -u root -P "$tmp/mc.pid" >"$log" 2>&1 &
+	prefix_pid=$!
+	for _ in $(seq 1 600); do
+		if [ -s "$tmp/mc.pid" ] && (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+			server=$(cat "$tmp/mc.pid")
+			return 0
+		fi
+		kill -0 "$prefix_pid" 2>/dev/null || { echo "memcached exited early" >&2; exit 1; }
+		sleep 0.1
+	done
+	echo "memcached did not start listening" >&2
+	exit 1
+}
+
+# stop: SIGTERM to the server, then wait for its prefix (culprit reports).
+stop() {
+	kill -TERM "$server"
+	wait "$prefix_pid" || true
+	server=
+}
+
+echo "== evidence: culprit variance --start drive_machine, mcmix -t 2 -n $ops ($(date -u +%Y-%m-%d))"
+serve "$out/evidence.txt" "$culprit" variance --start drive_machine --round-intervals 2000 -o "$out/evidence.rec" --
+"$out/mcmix" -p "$port" -t 2 -n "$ops"
+stop
+cat "$out/evidence.txt"
+"$culprit" variance -i "$out/evidence.rec" --format json >"$out/evidence.json"
+
+# About 500 functions: every one of memcached's, then libevent's in name
+# order until 500.
+nmc=$(nm "$mc/memcached" | awk '$2 ~ /^[tT]$/' | wc -l)
+libevent=$(ldd "$mc/memcached" | awk '/libevent-/ { print $3 }')
+want=$(( 500 - nmc ))
+libpats=()
+if [ "$want" -gt 0 ]; then
+	while read -r f; do libpats+=(--lib "$libevent:$f"); done < <(nm -D --defined-only "$libevent" | awk '$2 == "T" { print $3 }' | sort -u | head -n "$want")
+fi
+
+echo "== overhead: mcmix -t 2 -n $ops ops/s, $runs runs each ($(date -u +%Y-%m-%d))"
+base=() prof=()
+for i in $(seq 1 "$runs"); do
+	serve "$tmp/alone.txt"
+	b=$("$out/mcmix" -p "$port" -t 2 -n "$ops" | awk '{ print $6 }')
+	stop
+	serve "$out/overhead.txt" "$culprit" variance --start drive_machine --functions '*' "${libpats[@]}" --rounds 1 -o "$out/overhead.rec" --
+	p=$("$out/mcmix" -p "$port" -t 2 -n "$ops" | awk '{ print $6 }')
+	stop
+	probes=$(grep -o 'of [0-9]* functions' "$out/overhead.txt" | head -n 1)
+	echo "run $i: alone $b ops/s, profiled ($probes) $p ops/s"
+	base+=("$b") prof+=("$p")
+done
+median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+mb=$(median "${base[@]}") mp=$(median "${prof[@]}")
+awk -v b="$mb" -v p="$mp" 'BEGIN { printf "median: alone %d ops/s, profiled %d ops/s, throughput loss %.1f%%\n", b, p, 100 * (1 - p / b) }'

@@ -473,6 +473,18 @@ func TestViewAnalysesBrowser(t *testing.T) {
 	if !strings.Contains(got, c.root) || !strings.Contains(got, c.pattern) {
 		t.Errorf("diagnose page names no %s with %s:\n%s", c.root, c.pattern, got)
 	}
+	// The root cause's variable, drawn for both kinds of run.
+	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(`#hist-0 svg.hist`))); err != nil {
+		t.Fatalf("diagnose page: no histogram: %v", err)
+	}
+	// [title, normal bars, buggy bars] of the histogram of the root cause.
+	hist := eval[[]any](t, ctx, `(() => {
+		const s = Array.from(document.querySelectorAll("section[id^=hist-]")).find(s => s.querySelector("h2").textContent.startsWith(`+strconv.Quote(c.root+": ")+`));
+		return s ? [s.querySelector("h2").textContent, s.querySelectorAll("rect.bar.run0").length, s.querySelectorAll("rect.bar.run1").length] : [];
+	})()`)
+	if len(hist) != 3 || hist[1].(float64) == 0 || hist[2].(float64) == 0 {
+		t.Errorf("diagnose page: histogram of %s's variable %v, want bars of both runs", c.root, hist)
+	}
 	// The time view draws a lane per sampled variable.
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate(values+"time"),

@@ -1,14 +1,18 @@
 package view
 
 import (
+	"fmt"
+	"html/template"
 	"io"
 	"net/http"
 	"strings"
 	"sync"
 
+	"github.com/culprit-dev/culprit/internal/analysis/exprs"
 	"github.com/culprit-dev/culprit/internal/analysis/introperf"
 	"github.com/culprit-dev/culprit/internal/analysis/trace"
 	"github.com/culprit-dev/culprit/internal/analysis/vprof"
+	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/render"
 )
 
@@ -40,7 +44,8 @@ func text(draw func(w io.Writer) error) (string, error) {
 type section struct {
 	ID, Title string
 	Text      string
-	Frame     string // a page of its own drawn into the report, by path
+	Frame     string        // a page of its own drawn into the report, by path
+	Drawing   template.HTML // a drawing of render's (SVG)
 }
 
 func (s *Server) report(w http.ResponseWriter, title string, secs []section) {
@@ -148,7 +153,8 @@ var diagnosePage = Page{
 				s.fail(w, "Diagnose", err)
 				return
 			}
-			s.report(w, "Diagnose", []section{{ID: "diagnosis", Title: "Ranked functions", Text: t}})
+			secs := []section{{ID: "diagnosis", Title: "Ranked functions", Text: t}}
+			s.report(w, "Diagnose", append(secs, s.histograms(d)...))
 		})
 	},
 }
@@ -188,3 +194,32 @@ var tracePage = Page{
 		})
 	},
 }
+
+// histograms draws, for the best-ranked functions whose variable told the
+// normal runs from the buggy ones, that variable's values in both.
+func (s *Server) histograms(d *vprof.Result) []section {
+	var out []section
+	for _, f := range d.Functions {
+		if len(out) == maxHistograms {
+			break
+		}
+		v := f.Var
+		if v == nil || !v.Anomalous {
+			continue
+		}
+		h := exprs.Histograms([]*profile.Profile{s.in.Base, s.p}, v.Name, v.Function, 24)
+		if h == nil {
+			continue
+		}
+		title := fmt.Sprintf("%s: the values of %s in the normal and buggy runs (told apart by its %s)", f.Name, v.Name, v.Dimension)
+		svg, err := text(func(w io.Writer) error { return render.HistogramsSVG(w, title, []string{"normal", "buggy"}, h) })
+		if err != nil {
+			continue
+		}
+		out = append(out, section{ID: fmt.Sprintf("hist-%d", len(out)), Title: title, Drawing: template.HTML(svg)})
+	}
+	return out
+}
+
+// maxHistograms is how many variables the diagnose page draws.
+const maxHistograms = 5

@@ -235,3 +235,55 @@ func series(times []uint64, vals []float64, start uint64, n int) []Point {
 	}
 	return out
 }
+
+// Histograms bins the values of one variable or expression (by name and
+// the function it is evaluated in; "#global" for globals) in each profile
+// over their common range, so that runs compare bin by bin: bins buckets,
+// or one when every value is the same. It returns nil when no profile has
+// a value of it.
+func Histograms(ps []*profile.Profile, name, function string, bins int) [][]Bin {
+	vals := make([][]float64, len(ps))
+	lo, hi, n := math.Inf(1), math.Inf(-1), 0
+	for i, p := range ps {
+		want := map[int32]bool{}
+		for j, src := range p.ValueSources {
+			if src.Name == name && src.Function == function {
+				want[int32(j)] = true
+			}
+		}
+		for _, v := range p.Values {
+			if !want[v.Source] || v.Missing() {
+				continue
+			}
+			x := v.Float64()
+			if math.IsNaN(x) || math.IsInf(x, 0) {
+				continue
+			}
+			vals[i] = append(vals[i], x)
+			lo, hi, n = math.Min(lo, x), math.Max(hi, x), n+1
+		}
+	}
+	if n == 0 || bins < 1 {
+		return nil
+	}
+	if lo == hi {
+		bins = 1
+	}
+	out := make([][]Bin, len(ps))
+	width := (hi - lo) / float64(bins)
+	for i := range out {
+		out[i] = make([]Bin, bins)
+		for k := range out[i] {
+			out[i][k] = Bin{Lo: lo + float64(k)*width, Hi: lo + float64(k+1)*width}
+		}
+		out[i][bins-1].Hi = hi
+		for _, x := range vals[i] {
+			k := bins - 1
+			if width > 0 {
+				k = min(int((x-lo)/width), bins-1)
+			}
+			out[i][k].Count++
+		}
+	}
+	return out
+}

@@ -102,3 +102,36 @@ func TestSeriesDownsampled(t *testing.T) {
 		t.Errorf("p90 %v p99 %v", s.P90, s.P99)
 	}
 }
+
+func TestHistograms(t *testing.T) {
+	mk := func(vals ...uint64) *profile.Profile {
+		p := &profile.Profile{ValueSources: []recording.ValueSource{{Name: "other", Function: "f"}, {Name: "n", Function: "f"}}}
+		for _, v := range vals {
+			p.Values = append(p.Values, profile.Value{Source: 1, Type: recording.ValueUint, Bits: v})
+			p.Values = append(p.Values, profile.Value{Source: 0, Type: recording.ValueUint, Bits: 1000})
+		}
+		return p
+	}
+	h := Histograms([]*profile.Profile{mk(0, 1, 2), mk(8, 10, 10)}, "n", "f", 5)
+	if len(h) != 2 || len(h[0]) != 5 || len(h[1]) != 5 {
+		t.Fatalf("histograms %+v, want two of 5 bins", h)
+	}
+	// Common range 0..10, bins of 2: [0,2) [2,4) [4,6) [6,8) [8,10].
+	want := [][]int{{2, 1, 0, 0, 0}, {0, 0, 0, 0, 3}}
+	for i := range want {
+		for k, c := range want[i] {
+			if h[i][k].Count != c {
+				t.Errorf("run %d bin %d [%g, %g): %d values, want %d", i, k, h[i][k].Lo, h[i][k].Hi, h[i][k].Count, c)
+			}
+		}
+	}
+	if h[1][4].Hi != 10 {
+		t.Errorf("last bin ends at %g, want 10", h[1][4].Hi)
+	}
+	if Histograms([]*profile.Profile{mk(1)}, "missing", "f", 5) != nil {
+		t.Errorf("histograms of a variable without values")
+	}
+	if h := Histograms([]*profile.Profile{mk(3, 3)}, "n", "f", 5); len(h[0]) != 1 || h[0][0].Count != 2 {
+		t.Errorf("one value: %+v, want one bin of 2", h)
+	}
+}

@@ -27,12 +27,8 @@ func (c *Child) Run(pidfd int, duration time.Duration, step func() (exited bool)
 			exited <- exit{code, err}
 		}()
 	}
-	var deadline <-chan time.Time
-	if duration > 0 {
-		t := time.NewTimer(duration)
-		defer t.Stop()
-		deadline = t.C
-	}
+	deadline, stopTimer := after(duration)
+	defer stopTimer()
 	for {
 		select {
 		case ex := <-exited:
@@ -53,4 +49,35 @@ func (c *Child) Run(pidfd int, duration time.Duration, step func() (exited bool)
 			return c.Wait()
 		}
 	}
+}
+
+// Follow is the loop of a collector attached to a running process: it
+// calls step (as Run does) until step reports that the process has exited,
+// stop is closed, or duration (when > 0) has passed. The process is not
+// culprit's child: its exit status is not culprit's to take.
+func Follow(stop <-chan struct{}, duration time.Duration, step func() (exited bool)) {
+	deadline, stopTimer := after(duration)
+	defer stopTimer()
+	for {
+		select {
+		case <-stop:
+			return
+		case <-deadline:
+			return
+		default:
+		}
+		if step() {
+			return
+		}
+	}
+}
+
+// after is a channel that receives once d has passed (nil, never, when d
+// is not positive) and what stops its timer.
+func after(d time.Duration) (<-chan time.Time, func() bool) {
+	if d <= 0 {
+		return nil, func() bool { return false }
+	}
+	t := time.NewTimer(d)
+	return t.C, t.Stop
 }

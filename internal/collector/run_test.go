@@ -115,3 +115,40 @@ func TestRunDuration(t *testing.T) {
 		}
 	}
 }
+
+// Follow ends when step reports an exit, when stop is closed, or when the
+// duration has passed, whichever comes first, and not before.
+func TestFollow(t *testing.T) {
+	idle := func(rounds *int) func() bool {
+		return func() bool {
+			*rounds++
+			time.Sleep(time.Millisecond)
+			return false
+		}
+	}
+	// step reports the exit on its third round.
+	rounds := 0
+	Follow(nil, 0, func() bool { rounds++; return rounds == 3 })
+	if rounds != 3 {
+		t.Errorf("exit at round 3: Follow made %d rounds", rounds)
+	}
+	// stop closed after some rounds.
+	stop := make(chan struct{})
+	rounds = 0
+	Follow(stop, 0, func() bool {
+		if rounds++; rounds == 5 {
+			close(stop)
+		}
+		return false
+	})
+	if rounds != 5 {
+		t.Errorf("stop closed at round 5: Follow made %d rounds", rounds)
+	}
+	// The duration.
+	rounds = 0
+	began := time.Now()
+	Follow(make(chan struct{}), 50*time.Millisecond, idle(&rounds))
+	if d := time.Since(began); d < 50*time.Millisecond || rounds == 0 {
+		t.Errorf("a 50ms duration: Follow returned after %v and %d rounds", d, rounds)
+	}
+}

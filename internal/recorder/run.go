@@ -115,16 +115,7 @@ func Launch(o Options, argv []string) (Result, error) {
 	defer oneCore()()
 	s.startKernelSymbols()
 
-	step := func() bool {
-		if s.wait() {
-			return true // the command has exited; finish drains what is left
-		}
-		if err := s.drain(); err != nil {
-			s.warn("writing the recording: %v", err)
-		}
-		return false
-	}
-	code, err := child.Run(s.pidfd, o.Duration, step, func() {
+	code, err := child.Run(s.pidfd, o.Duration, s.step, func() {
 		// Stop sampling; the command runs on and its exit code is kept.
 		for _, e := range s.events {
 			e.Disable()
@@ -168,6 +159,20 @@ func (s *session) wait() bool {
 	}
 	unix.Poll(fds, int(pollInterval/time.Millisecond))
 	return s.pidfd >= 0 && fds[len(fds)-1].Revents&(unix.POLLIN|unix.POLLHUP) != 0
+}
+
+// step is one round of the collector's loop (collector.Child.Run,
+// collector.Follow): it waits for data or the target's exit, drains the
+// rings unless the target has exited (finish drains what is left) and
+// reports whether it has.
+func (s *session) step() bool {
+	if s.wait() {
+		return true
+	}
+	if err := s.drain(); err != nil {
+		s.warn("writing the recording: %v", err)
+	}
+	return false
 }
 
 // watch opens a pidfd on the target, if the kernel allows.
@@ -228,29 +233,10 @@ func Attach(o Options, pid int, stop <-chan struct{}) (Result, error) {
 	s.synthesize(first)
 	s.watch(pid)
 	s.startKernelSymbols()
-	var deadline <-chan time.Time
-	if o.Duration > 0 {
-		deadline = time.After(o.Duration)
-	}
-loop:
-	for {
-		select {
-		case <-stop:
-			break loop
-		case <-deadline:
-			break loop
-		default:
-		}
-		if s.wait() {
-			break loop // the process exited; finish drains what is left
-		}
-		if err := s.drain(); err != nil {
-			s.warn("writing the recording: %v", err)
-		}
-		if !proc.Exists(pid) {
-			break
-		}
-	}
+	collector.Follow(stop, o.Duration, func() bool {
+		// A process that exited: finish drains what is left.
+		return s.step() || !proc.Exists(pid)
+	})
 	return s.finish()
 }
 

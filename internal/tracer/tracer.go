@@ -609,22 +609,6 @@ func Attach(o Options, pid int, stop <-chan struct{}) (Result, error) {
 	if fd, err := unix.PidfdOpen(pid, 0); err == nil {
 		s.pidfd = fd
 	}
-	var deadline <-chan time.Time
-	if o.Duration > 0 {
-		deadline = time.After(o.Duration)
-	}
-loop:
-	for {
-		select {
-		case <-stop:
-			break loop
-		case <-deadline:
-			break loop
-		default:
-		}
-		if s.wait() {
-			break
-		}
-	}
+	collector.Follow(stop, o.Duration, s.wait)
 	return s.finish(-1)
 }

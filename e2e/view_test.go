@@ -561,3 +561,22 @@ func TestViewOffCPU(t *testing.T) {
 		t.Errorf("offcpu of a recording without switches: %d\n%s", code, body)
 	}
 }
+
+// A recording of culprit variance has its variance tree page, which
+// shows what culprit variance -i --tree prints.
+func TestViewVariance(t *testing.T) {
+	ctx := chrome(t)
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "varpool", []string{"varpool.c"}, "-O2", "-g", "-pthread")
+	out := rec(t)
+	mustRun(t, "variance", "--start", "handle", "--round-intervals", "500", "-o", out, "--", bin, "dominant", "2000", "4")
+	base, _ := startView(t, out)
+	got := openPage(t, ctx, base, "variance", "variance")
+	want := mustRun(t, "variance", "-i", out, "--tree")
+	if strings.TrimSpace(got) != strings.TrimSpace(want) {
+		t.Errorf("variance page shows\n%s\nwant what culprit variance -i --tree prints:\n%s", got, want)
+	}
+	if !strings.Contains(got, "handle") {
+		t.Errorf("variance page names no handle, the interval's function:\n%s", got)
+	}
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/culprit-dev/culprit/internal/analysis/variance"
+	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/recording"
 	"github.com/culprit-dev/culprit/internal/render"
 	"github.com/culprit-dev/culprit/internal/tracer"
@@ -289,17 +290,30 @@ func varianceReport(stdout, stderr io.Writer, path string, spec variance.Spec, k
 	if err != nil {
 		return err
 	}
+	res, err := varianceOf(p, path, spec, k, d)
+	if err != nil {
+		return err
+	}
+	if format == "json" {
+		return render.VarianceJSON(stdout, res)
+	}
+	return render.VarianceText(stdout, res, tree)
+}
+
+// varianceOf runs the variance analysis on the traced calls of p, read
+// from path, with the interval spec (the recording's own when not given).
+func varianceOf(p *profile.Profile, path string, spec variance.Spec, k int, d float64) (*variance.Result, error) {
 	rec, ok := variance.SpecOf(p.Metas)
 	if spec.Start == "" {
 		if !ok {
-			return fmt.Errorf("%s was not made by culprit variance: give --start (and --end) to say what an interval is", path)
+			return nil, fmt.Errorf("%s was not made by culprit variance: give --start (and --end) to say what an interval is", path)
 		}
 		spec = rec
 	} else if spec.End == "" {
 		spec.End = spec.Start
 	}
 	if len(p.Probes) == 0 {
-		return fmt.Errorf("%s has no traced calls: record it with culprit variance or culprit trace", path)
+		return nil, fmt.Errorf("%s has no traced calls: record it with culprit variance or culprit trace", path)
 	}
 	in := variance.FromProfile(p, spec)
 	in.K, in.D = k, d
@@ -312,12 +326,5 @@ func varianceReport(stdout, stderr io.Writer, path string, spec variance.Spec, k
 			break
 		}
 	}
-	res, err := variance.Analyse(in)
-	if err != nil {
-		return err
-	}
-	if format == "json" {
-		return render.VarianceJSON(stdout, res)
-	}
-	return render.VarianceText(stdout, res, tree)
+	return variance.Analyse(in)
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/culprit-dev/culprit/internal/analysis/introperf"
+	"github.com/culprit-dev/culprit/internal/analysis/variance"
 	"github.com/culprit-dev/culprit/internal/analysis/vprof"
 	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/recording"
@@ -39,7 +40,7 @@ of each thread, where selecting a time range opens pprof's views on it, and
 the pages of the analyses the recordings can feed: an off-CPU flame graph
 and latency (recorded with --events cpu,syscalls,sched), traced calls
 (culprit trace), and with --base contexts and diagnose (recorded with
---values).
+--values), and the variance tree of a recording of culprit variance.
 It runs until interrupted (Ctrl-C).
 
 With --base, pprof's views show the difference from the base run, contexts
@@ -171,6 +172,11 @@ func viewInputs(ff *filterFlags, paths, bases []string, stderr io.Writer) (view.
 			ro := introperf.RankOptions{Scaled: true, Top: 10}
 			return introperf.Comparison{Base: rb, Buggy: rg, BaseName: strings.Join(bases, ","), BuggyName: strings.Join(paths, ","),
 				Options: ro, Paths: introperf.Rank(rb, rg, ro)}, nil
+		}
+	}
+	if _, ok := variance.SpecOf(p.Metas); ok && len(p.Probes) > 0 {
+		in.Variance = func() (*variance.Result, error) {
+			return varianceOf(p, strings.Join(paths, ", "), variance.Spec{}, 0, 0)
 		}
 	}
 	if baseWhole != nil && len(whole.Values) > 0 && len(baseWhole.Values) > 0 {

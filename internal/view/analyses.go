@@ -11,6 +11,7 @@ import (
 	"github.com/culprit-dev/culprit/internal/analysis/exprs"
 	"github.com/culprit-dev/culprit/internal/analysis/introperf"
 	"github.com/culprit-dev/culprit/internal/analysis/trace"
+	"github.com/culprit-dev/culprit/internal/analysis/variance"
 	"github.com/culprit-dev/culprit/internal/analysis/vprof"
 	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/render"
@@ -223,3 +224,30 @@ func (s *Server) histograms(d *vprof.Result) []section {
 
 // maxHistograms is how many variables the diagnose page draws.
 const maxHistograms = 5
+
+var variancePage = Page{
+	Path:  "variance",
+	Title: "Variance tree",
+	About: "which functions make the intervals' latency vary: the variance tree and its top factors (VProfiler; culprit variance)",
+	Needs: func(s *Server) string {
+		if s.in.Variance == nil {
+			return "needs a recording of culprit variance: culprit variance --start FUNC -o FILE -- CMD"
+		}
+		return ""
+	},
+	Handler: func(s *Server) http.Handler {
+		var res memo[*variance.Result]
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			v, err := res.get(s.in.Variance)
+			var t string
+			if err == nil {
+				t, err = text(func(w io.Writer) error { return render.VarianceText(w, v, true) })
+			}
+			if err != nil {
+				s.fail(w, "Variance tree", err)
+				return
+			}
+			s.report(w, "Variance tree", []section{{ID: "variance", Title: "Factors and tree", Text: t}})
+		})
+	},
+}

@@ -32,4 +32,5 @@ var Pages = []Page{
 	contextsPage,
 	diagnosePage,
 	tracePage,
+	variancePage,
 }

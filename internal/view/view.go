@@ -27,6 +27,7 @@ import (
 	pprof "github.com/google/pprof/profile"
 
 	"github.com/culprit-dev/culprit/internal/analysis/introperf"
+	"github.com/culprit-dev/culprit/internal/analysis/variance"
 	"github.com/culprit-dev/culprit/internal/analysis/vprof"
 	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/render"
@@ -53,6 +54,7 @@ type Inputs struct {
 	Latency  func() (*introperf.Result, error)    // latency inference on Profile's events, or nil
 	Contexts func() (introperf.Comparison, error) // Base's contexts against Profile's, or nil
 	Diagnose func() (*vprof.Result, error)        // Base as normal runs, Profile as buggy, or nil
+	Variance func() (*variance.Result, error)     // the variance tree of a recording of culprit variance, or nil
 }
 
 // Server answers the requests of one view of a profile.

@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"math"
 	"sort"
+	"strconv"
 
 	"github.com/culprit-dev/culprit/internal/analysis/sched"
 	"github.com/culprit-dev/culprit/internal/analysis/trace"
@@ -71,9 +73,10 @@ func WriteChrome(w io.Writer, p *profile.Profile) error { return WriteChromeSche
 // the start of the woken thread's runnable interval.
 func WriteChromeSched(w io.Writer, p *profile.Profile, tl *sched.Timeline) error {
 	cw := newChromeWriter(w)
-	tr := chromeTrace(p)
-	tr.TraceEvents = append(tr.TraceEvents, schedEvents(p, tl)...)
-	for _, e := range tr.TraceEvents {
+	if err := writeChromeSamples(cw, p); err != nil {
+		return err
+	}
+	for _, e := range schedEvents(p, tl) {
 		if err := cw.event(e); err != nil {
 			return err
 		}
@@ -140,17 +143,20 @@ func (c *chromeWriter) close() error {
 
 type chromeThread struct{ pid, tid uint32 }
 
-type openFrame struct {
-	name   string
-	kernel bool
-	object string
-	file   string
-	start  uint64
-	depth  int
+// chromeSpan is one complete event of a sample timeline while a thread's
+// events are put in order: frame is an index into Profile.Frames (-1: the
+// "[unknown]" of an empty stack).
+type chromeSpan struct {
+	start, end uint64
+	frame      int32
+	depth      int32
 }
 
-func chromeTrace(p *profile.Profile) ChromeTrace {
-	tr := ChromeTrace{TraceEvents: []ChromeEvent{}, DisplayTimeUnit: "ms"}
+// writeChromeSamples writes the metadata, sample and call events of
+// WriteChrome, thread by thread. A thread's events are kept as spans of a
+// few words until they are sorted and written, each frame's JSON is made
+// once: a timeline of a million samples is millions of events.
+func writeChromeSamples(cw *chromeWriter, p *profile.Profile) error {
 	samples := map[chromeThread][]profile.Sample{}
 	var threads []chromeThread
 	for _, s := range p.Samples {
@@ -180,94 +186,165 @@ func chromeTrace(p *profile.Profile) ChromeTrace {
 	for _, t := range threads {
 		if !seenPID[t.pid] {
 			seenPID[t.pid] = true
-			tr.TraceEvents = append(tr.TraceEvents, ChromeEvent{
+			if err := cw.event(ChromeEvent{
 				Name: "process_name", Ph: "M", PID: t.pid, TID: t.pid,
 				Args: map[string]string{"name": p.ProcessName(t.pid, t.tid)},
-			})
+			}); err != nil {
+				return err
+			}
 		}
-		tr.TraceEvents = append(tr.TraceEvents, ChromeEvent{
+		if err := cw.event(ChromeEvent{
 			Name: "thread_name", Ph: "M", PID: t.pid, TID: t.tid,
 			Args: map[string]string{"name": p.ThreadName(t.tid)},
-		})
+		}); err != nil {
+			return err
+		}
 	}
 	org := origin(p)
 	us := func(ns uint64) float64 { return float64(ns-org) / 1e3 }
+	fj := chromeFrames{p: p, json: map[int32][2][]byte{}}
+	var (
+		spans []chromeSpan
+		open  []chromeSpan // the frames open, root first (end unused)
+		buf   []byte
+	)
 	for _, t := range threads {
 		ss := samples[t]
 		sort.SliceStable(ss, func(i, j int) bool { return ss[i].Time < ss[j].Time })
-		var evs []ChromeEvent
-		var depths []int
-		var open []openFrame
+		spans = spans[:0]
+		open = open[:0]
 		closeFrom := func(n int, at uint64) {
 			for _, o := range open[n:] {
-				end := at
-				if end < o.start {
-					end = o.start
-				}
-				args := map[string]string{"object": o.object}
-				if o.file != "" {
-					args["file"] = o.file
-				}
-				cat := "user"
-				if o.kernel {
-					cat = "kernel"
-				}
-				dur := float64(end-o.start) / 1e3
-				evs = append(evs, ChromeEvent{
-					Name: o.name, Cat: cat, Ph: "X",
-					Ts: us(o.start), Dur: &dur,
-					PID: t.pid, TID: t.tid, Args: args,
-				})
-				depths = append(depths, o.depth)
+				o.end = max(at, o.start)
+				spans = append(spans, o)
 			}
 			open = open[:n]
 		}
 		var lastEnd, lastPeriod uint64
 		for i, s := range ss {
 			per := period(p, s)
-			frames := stackFrames(p, s.Stack)
-			// Root first.
-			for l, r := 0, len(frames)-1; l < r; l, r = l+1, r-1 {
-				frames[l], frames[r] = frames[r], frames[l]
+			st := p.StackAt(s.Stack)
+			unknown := len(st) == 0
+			depth := len(st)
+			if unknown {
+				depth = 1
+			}
+			// at(d) is the frame at depth d, root first.
+			at := func(d int) int32 {
+				if unknown {
+					return -1
+				}
+				return st[len(st)-1-d]
 			}
 			common := 0
 			if i > 0 && s.Time <= lastEnd+lastPeriod/2 {
-				for common < len(open) && common < len(frames) &&
-					open[common].name == frames[common].Name() && open[common].kernel == frames[common].Kernel {
+				for common < len(open) && common < depth && fj.same(open[common].frame, at(common)) {
 					common++
 				}
 				closeFrom(common, s.Time)
 			} else {
 				closeFrom(0, lastEnd)
 			}
-			for d := common; d < len(frames); d++ {
-				f := frames[d]
-				file := f.File
-				if file != "" && f.Line > 0 {
-					file = fmt.Sprintf("%s:%d", f.File, f.Line)
-				}
-				open = append(open, openFrame{name: f.Name(), kernel: f.Kernel, object: f.ObjectName(), file: file, start: s.Time, depth: d})
+			for d := common; d < depth; d++ {
+				open = append(open, chromeSpan{frame: at(d), start: s.Time, depth: int32(d)})
 			}
 			lastEnd, lastPeriod = s.Time+per, per
 		}
 		closeFrom(0, lastEnd)
-		order := make([]int, len(evs))
-		for i := range order {
-			order[i] = i
-		}
-		sort.SliceStable(order, func(a, b int) bool {
-			ea, eb := evs[order[a]], evs[order[b]]
-			if ea.Ts != eb.Ts {
-				return ea.Ts < eb.Ts
+		// In time order, parents before children; spans were made as
+		// they closed, children first.
+		sort.SliceStable(spans, func(a, b int) bool {
+			if spans[a].start != spans[b].start {
+				return spans[a].start < spans[b].start
 			}
-			return depths[order[a]] < depths[order[b]]
+			return spans[a].depth < spans[b].depth
 		})
-		for _, i := range order {
-			tr.TraceEvents = append(tr.TraceEvents, evs[i])
+		tail := fmt.Appendf(nil, `,"pid":%d,"tid":%d,"args":`, t.pid, t.tid)
+		for _, sp := range spans {
+			head, args := fj.get(sp.frame)
+			buf = append(buf[:0], head...)
+			buf = appendJSONFloat(buf, us(sp.start))
+			buf = append(buf, `,"dur":`...)
+			buf = appendJSONFloat(buf, float64(sp.end-sp.start)/1e3)
+			buf = append(buf, tail...)
+			buf = append(buf, args...)
+			buf = append(buf, '}')
+			if err := cw.raw(buf); err != nil {
+				return err
+			}
 		}
-		tr.TraceEvents = append(tr.TraceEvents, callEvents(p, t, calls[t], us)...)
+		for _, e := range callEvents(p, t, calls[t], us) {
+			if err := cw.event(e); err != nil {
+				return err
+			}
+		}
 	}
-	return tr
+	return nil
+}
+
+// chromeFrames makes the JSON of a frame's events once: the start of the
+// object up to "ts": and its args.
+type chromeFrames struct {
+	p    *profile.Profile
+	json map[int32][2][]byte
+}
+
+func (c *chromeFrames) frame(i int32) profile.Frame {
+	if i < 0 {
+		return unknownFrame
+	}
+	return c.p.FrameAt(i)
+}
+
+// same reports whether frames a and b are one event's: the same name, both
+// kernel or both user.
+func (c *chromeFrames) same(a, b int32) bool {
+	if a == b {
+		return true
+	}
+	fa, fb := c.frame(a), c.frame(b)
+	return fa.Kernel == fb.Kernel && fa.Name() == fb.Name()
+}
+
+func (c *chromeFrames) get(i int32) (head, args []byte) {
+	if j, ok := c.json[i]; ok {
+		return j[0], j[1]
+	}
+	f := c.frame(i)
+	cat := "user"
+	if f.Kernel {
+		cat = "kernel"
+	}
+	name, _ := json.Marshal(f.Name())
+	head = fmt.Appendf(nil, `{"name":%s,"cat":%q,"ph":"X","ts":`, name, cat)
+	a := map[string]string{"object": f.ObjectName()}
+	if f.File != "" {
+		a["file"] = f.File
+		if f.Line > 0 {
+			a["file"] = fmt.Sprintf("%s:%d", f.File, f.Line)
+		}
+	}
+	args, _ = json.Marshal(a)
+	c.json[i] = [2][]byte{head, args}
+	return head, args
+}
+
+// appendJSONFloat appends f as encoding/json writes a float64.
+func appendJSONFloat(b []byte, f float64) []byte {
+	abs := math.Abs(f)
+	format := byte('f')
+	if abs != 0 && (abs < 1e-6 || abs >= 1e21) {
+		format = 'e'
+	}
+	b = strconv.AppendFloat(b, f, format, -1, 64)
+	if format == 'e' {
+		// clean up e-09 to e-9
+		if n := len(b); n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
+			b[n-2] = b[n-1]
+			b = b[:n-1]
+		}
+	}
+	return b
 }
 
 // callEvents turns a thread's traced calls into complete events, in start

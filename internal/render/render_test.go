@@ -708,3 +708,16 @@ func TestLostNote(t *testing.T) {
 		}
 	}
 }
+
+// chromeTrace is the Chrome trace WriteChrome writes for p, decoded.
+func chromeTrace(p *profile.Profile) ChromeTrace {
+	var b bytes.Buffer
+	var tr ChromeTrace
+	if err := WriteChrome(&b, p); err != nil {
+		panic(err)
+	}
+	if err := json.Unmarshal(b.Bytes(), &tr); err != nil {
+		panic(err)
+	}
+	return tr
+}

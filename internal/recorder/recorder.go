@@ -120,7 +120,7 @@ type Result struct {
 // defaultStackBytes is how much user stack a sample copies unless
 // --stack-size says. In dwarf mode the copy is all the unwinder has: 16 KiB.
 // Expressions, rules and values read caller frames: 4 KiB. Otherwise, in fp
-// mode, it depends on the program (stackFor; auto is then true): 4 KiB
+// mode, it depends on the program (stackFor; auto is then true): 8 KiB
 // until then, so that the rings are sized for the larger.
 func (o *Options) defaultStackBytes() (n int, auto bool) {
 	switch {
@@ -129,25 +129,27 @@ func (o *Options) defaultStackBytes() (n int, auto bool) {
 	case o.State != nil:
 		return 4096, false
 	}
-	return 4096, true
+	return 8192, true
 }
 
 // stackFor is fp mode's stack copy for the program exe. The copy only
 // repairs what the frame-pointer chain skips. In a program that keeps frame
 // pointers (Go, or C built with -fno-omit-frame-pointer) that is a frameless
-// leaf's caller, a few dozen bytes, and the frames of libc between a sample
-// and the program: 1 KiB covers most (libcalls.c reaches main in 44% of its
-// snprintf and qsort samples, 100% with 4 KiB; docs/performance.md), and
-// costs each sample about 0.5 µs less than 4 KiB, a twentieth of fp mode's
-// overhead budget. A program built without frame pointers (-O2, most of
-// Debian) has its callers only in the copy: 4 KiB (Debian's xz: half of the
-// samples cut with 1 KiB, under a tenth with 4 KiB). Recordings say when
-// samples lost callers either way.
+// leaf's caller, a few dozen bytes, and the frames of libc, which keeps
+// none, between a sample and the program: 4 KiB (libcalls.c reaches main
+// in 48% of its snprintf and qsort samples with 1 KiB, 100% with 4 KiB;
+// docs/performance.md). A program built without frame pointers (-O2, most
+// of Debian) has its callers only in the copy: 8 KiB, since a frame holding
+// a buffer of a page or more is common (a block, BUFSIZ, PATH_MAX) and
+// hides every caller above it from a 4 KiB copy (vprof_wrong.c reaches
+// main in 28–44% of its samples with 4 KiB, 100% with 8 KiB). Each 4 KiB
+// more costs a sample about 1 µs, a tenth of a percent of the thread's
+// time at 999 Hz. Recordings say when samples lost callers either way.
 func stackFor(exe string) int {
 	if share, err := unwind.FramePointerShare(exe); err != nil || share >= 0.2 {
-		return 1024
+		return 4096
 	}
-	return 4096
+	return 8192
 }
 
 func (o *Options) setDefaults() error {

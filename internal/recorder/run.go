@@ -50,7 +50,7 @@ func Launch(o Options, argv []string) (Result, error) {
 		go func() {
 			defer func() {
 				if recover() != nil {
-					stackBytes <- 4096
+					stackBytes <- 8192
 				}
 			}()
 			stackBytes <- stackFor(path)

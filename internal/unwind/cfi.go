@@ -59,6 +59,10 @@ type loadSeg struct {
 type Table struct {
 	fdes  []fde
 	loads []loadSeg
+	// entry is the start of the FDE of an executable's main (ELF address;
+	// 0: none or not an executable). A stack copy that ends in main's
+	// frame, however large its frame, holds all of the program's callers.
+	entry uint64
 }
 
 // FramePointerShare is the share of the functions of the ELF object at path
@@ -211,7 +215,35 @@ func TableFromELF(f *elf.File) (*Table, error) {
 		}
 		return nil, ErrNoCFI
 	}
+	if main, ok := mainSymbol(f); ok {
+		if fd := t.find(main); fd != nil && fd.start == main {
+			t.entry = main
+		}
+	}
 	return t, nil
+}
+
+// mainSymbol returns the address of the function main of an executable
+// (a program interpreter or a fixed address says so; shared libraries are
+// not searched), from its symbol table.
+func mainSymbol(f *elf.File) (uint64, bool) {
+	exe := f.Type == elf.ET_EXEC
+	for _, p := range f.Progs {
+		exe = exe || p.Type == elf.PT_INTERP
+	}
+	if !exe {
+		return 0, false
+	}
+	syms, err := f.Symbols()
+	if err != nil {
+		return 0, false
+	}
+	for _, s := range syms {
+		if s.Name == "main" && elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 {
+			return s.Value, true
+		}
+	}
+	return 0, false
 }
 
 // sectionFDEs parses the FDEs of f's .eh_frame (eh) or .debug_frame: all of

@@ -54,6 +54,7 @@ type unwinder struct {
 	row   row
 	rem   rememberStack
 	cut   bool // stopped: see Cut
+	entry bool // the frame being unwound is the program's main (Table.entry)
 }
 
 type stepResult uint8
@@ -68,7 +69,8 @@ const (
 // innermost first: pcs[0] = regs[16] (the sampled IP), then return
 // addresses. At most max PCs are returned. complete is true when the
 // outermost frame was reached: CFI marks the return address undefined (as in
-// _start and clone), or the return address is 0.
+// _start and clone), or the return address is 0, or the program's outermost
+// frame: the copy ends in main's frame (Table's entry).
 //
 // Each frame is unwound with the CFI of the module that r resolves for its PC
 // (PC-1 for return addresses, which point after the call; the exact PC after
@@ -90,7 +92,9 @@ const (
 	// max frames were reached, or a read fell outside the copy in a frame
 	// that keeps a frame pointer (which leads on to its callers).
 	Stopped Stop = iota
-	// Complete: the outermost frame was reached.
+	// Complete: the outermost frame was reached, or the program's: the
+	// copy ends in the frame of an executable's main, whose caller is the
+	// C library's start code.
 	Complete
 	// Cut: the return address of a frame that keeps no frame pointer (a
 	// frameless leaf, libc and other code built without frame pointers:
@@ -160,10 +164,12 @@ func (u *unwinder) run(buf []uint64, regs Regs, stack StackCopy, r Resolver, max
 		}
 		var f *fde
 		var bias uint64
+		u.entry = false
 		if r != nil {
 			if m, ok := r.Resolve(lookup); ok && m.Table != nil {
 				bias = m.Bias
 				f = m.Table.find(lookup - bias)
+				u.entry = f != nil && m.Table.entry != 0 && f.start == m.Table.entry
 			}
 		}
 		var res stepResult
@@ -326,6 +332,12 @@ func (u *unwinder) stepCFI(f *fde, addr uint64, prevCFA uint64) (stepResult, uin
 	if valid&(1<<regRA) == 0 || valid&(1<<regRSP) == 0 {
 		u.cut = valid&(1<<regRA) == 0 && u.raBeyond(&rw.regs[regRA], cfa) &&
 			!(rw.cfa.kind == cfaRegOff && rw.cfa.reg == regRBP) && !u.keepsFP(cfa)
+		if u.cut && u.entry {
+			// main's caller lies beyond the copy: the C library's start
+			// code, not the program's. The program's stack is complete.
+			u.cut = false
+			return stepEnd, 0
+		}
 		return stepStop, 0
 	}
 	u.regs, u.valid = next, valid

@@ -14,14 +14,15 @@ import (
 )
 
 type varianceJSON struct {
-	Intervals  int     `json:"intervals"`
-	Mean       float64 `json:"mean_ns"`
-	P99        float64 `json:"p99_ns"`
-	Rounds     int     `json:"rounds"`
-	RoundStart uint64  `json:"round_start_ns"`
-	Probes     int     `json:"probes"`
-	Height     int     `json:"tree_height"`
-	Breadth    int     `json:"tree_breadth"`
+	Intervals  int                `json:"intervals"`
+	Mean       float64            `json:"mean_ns"`
+	P99        float64            `json:"p99_ns"`
+	Rounds     int                `json:"rounds"`
+	States     map[string]float64 `json:"states"`
+	RoundStart uint64             `json:"round_start_ns"`
+	Probes     int                `json:"probes"`
+	Height     int                `json:"tree_height"`
+	Breadth    int                `json:"tree_breadth"`
 	Factors    []struct {
 		Kind         string   `json:"kind"`
 		Names        []string `json:"names"`
@@ -237,5 +238,33 @@ func TestVarianceAttach(t *testing.T) {
 	}
 	if len(r.Factors) == 0 || r.Factors[0].Names[0] != "compute" {
 		t.Errorf("factors %+v, want compute first", r.Factors)
+	}
+}
+
+// With --sched the scheduler's switches and wake-ups are recorded too, and
+// each interval's time splits by state: compute mostly sleeps (its slow
+// requests wait in nanosleep), and the states add up to the mean.
+func TestVarianceSchedStates(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "varpool", []string{"varpool.c"}, "-O2", "-g", "-pthread")
+	out := rec(t)
+	mustRun(t, "variance", "--sched", "--start", "compute", "--rounds", "1", "-o", out, "--", bin, "dominant", "1500", "4")
+	var r varianceJSON
+	if err := json.Unmarshal([]byte(mustRun(t, "variance", "-i", out, "--format", "json")), &r); err != nil {
+		t.Fatal(err)
+	}
+	sum, top, topState := 0.0, 0.0, ""
+	for k, v := range r.States {
+		sum += v
+		if v > top {
+			top, topState = v, k
+		}
+	}
+	t.Logf("%d intervals, mean %.0f ns: %v", r.Intervals, r.Mean, r.States)
+	if topState != "sleep" {
+		t.Errorf("compute's time by state %v: want sleep the largest", r.States)
+	}
+	if math.Abs(sum-r.Mean) > 0.05*r.Mean {
+		t.Errorf("states add up to %.0f ns, the mean is %.0f ns", sum, r.Mean)
 	}
 }

@@ -7,11 +7,13 @@ import (
 	"os"
 	"os/exec"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/culprit-dev/culprit/internal/analysis/sched"
 	"github.com/culprit-dev/culprit/internal/analysis/variance"
 	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/recording"
@@ -35,6 +37,7 @@ func newVariance() *cobra.Command {
 		perRound    int
 		interactive bool
 		tree        bool
+		schedEv     bool
 	)
 	c := &cobra.Command{
 		Use:   "variance --start FUNC [--end FUNC] [flags] -- CMD [ARGS...]\n  culprit variance --start FUNC [--end FUNC] -p PID --duration D\n  culprit variance -i FILE",
@@ -111,15 +114,16 @@ Reread a recording with culprit variance -i FILE (other --k and -d, --tree,
 				cg = g
 			}
 			heights := variance.Heights(cg)
-			o := tracer.Options{Output: output, Duration: duration, Tool: "culprit " + Version, Args: spec.Key != "",
+			o := tracer.Options{Output: output, Duration: duration, Tool: "culprit " + Version, Args: spec.Key != "", Sched: schedEv,
 				Extra: map[string]string{variance.ExtraStart: spec.Start, variance.ExtraEnd: spec.End, variance.ExtraKey: spec.Key}}
 			names := []string{spec.Start, spec.End}
 			if len(funcs) > 0 {
 				names = append(names, funcs...)
 			} else {
-				names = append(names, cg[spec.Start]...)
-				if spec.End != spec.Start {
-					names = append(names, cg[spec.End]...)
+				for _, f := range append(slices.Clone(cg[spec.Start]), cg[spec.End]...) {
+					if tracer.Traceable(f) {
+						names = append(names, f)
+					}
 				}
 			}
 			for _, l := range libs {
@@ -178,6 +182,7 @@ Reread a recording with culprit variance -i FILE (other --k and -d, --tree,
 	f.IntVar(&rounds, "rounds", 8, "most rounds of probes (1: no refinement)")
 	f.IntVar(&perRound, "round-intervals", 1000, "intervals timed in a round before its factors are chosen")
 	f.BoolVar(&interactive, "interactive", false, "ask before breaking each chosen function down further")
+	f.BoolVar(&schedEv, "sched", false, "also record the scheduler's switches and wake-ups, to split each factor's time into on-CPU, runnable and blocked (lock, I/O, sleep), and a keyed interval's time between its threads along the critical path")
 	f.BoolVar(&tree, "tree", false, "print the variance tree")
 	f.StringVar(&format, "format", "text", "output format: text or json")
 	f.StringVarP(&output, "output", "o", "variance.rec", "recording file to write")
@@ -240,7 +245,7 @@ func (r *refiner) refine(calls []recording.Call, probes []recording.Probe) ([]st
 		}
 		var kids []string
 		for _, c := range r.cg[fn] {
-			if !probed[c] {
+			if !probed[c] && tracer.Traceable(c) {
 				kids = append(kids, c)
 			}
 		}
@@ -286,7 +291,7 @@ func abbreviate(names []string, n int) string {
 
 // varianceReport analyses a recording of culprit variance and prints it.
 func varianceReport(stdout, stderr io.Writer, path string, spec variance.Spec, k int, d float64, format string, tree bool) error {
-	p, err := loadProfile([]string{path}, stderr, true)
+	p, err := loadProfile([]string{path}, stderr, false)
 	if err != nil {
 		return err
 	}
@@ -326,5 +331,59 @@ func varianceOf(p *profile.Profile, path string, spec variance.Spec, k int, d fl
 			break
 		}
 	}
-	return variance.Analyse(in)
+	var warn string
+	if hasSched(p.Metas) {
+		if tl, err := sched.States(p); err != nil {
+			warn = fmt.Sprintf("no scheduler states: %v", err)
+		} else {
+			schedStates(&in, tl)
+		}
+	}
+	res, err := variance.Analyse(in)
+	if res != nil && warn != "" {
+		res.Warnings = append(res.Warnings, warn)
+	}
+	return res, err
+}
+
+func hasSched(metas []recording.Meta) bool {
+	for _, m := range metas {
+		if m.Extra["sched"] == "1" {
+			return true
+		}
+	}
+	return false
+}
+
+// schedStates gives the analysis the scheduler states of the recording's
+// threads: a call's time split into on-cpu, runnable, lock, io, sleep, and
+// a keyed interval's time between its threads along the critical path
+// (by the wait each stretch stands for).
+func schedStates(in *variance.Input, tl *sched.Timeline) {
+	in.States = func(tid uint32, from, to uint64) map[string]uint64 {
+		th := tl.Thread(tid)
+		if th == nil || to <= from {
+			return nil
+		}
+		iv := th.Intervals
+		i := sort.Search(len(iv), func(i int) bool { return iv[i].To > from })
+		out := map[string]uint64{}
+		for ; i < len(iv) && iv[i].From < to; i++ {
+			if lo, hi := max(iv[i].From, from), min(iv[i].To, to); hi > lo {
+				out[iv[i].State.String()] += hi - lo
+			}
+		}
+		return out
+	}
+	in.Gap = func(fromTID uint32, from uint64, toTID uint32, to uint64) map[string]uint64 {
+		out := map[string]uint64{}
+		for _, s := range tl.CriticalPath(from, sched.Point{TID: toTID, Time: to}, nil) {
+			k := s.State.String()
+			if s.Wait != sched.Unknown {
+				k = s.Wait.String()
+			}
+			out[k] += s.Duration()
+		}
+		return out
+	}
 }

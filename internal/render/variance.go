@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"sort"
 	"strings"
 
 	"github.com/culprit-dev/culprit/internal/analysis/variance"
@@ -24,6 +25,12 @@ func VarianceText(w io.Writer, r *variance.Result, tree bool) error {
 	}
 	fmt.Fprintf(&b, "%d intervals of %s: mean %s, stddev %s, p50 %s, p99 %s, p99.9 %s\n", r.Intervals, what,
 		Duration(r.Mean), Duration(r.StdDev), Duration(r.P50), Duration(r.P99), Duration(r.P999))
+	if s := statesText(r.States); s != "" {
+		fmt.Fprintf(&b, "time in an interval: %s\n", s)
+	}
+	for _, w := range r.Warnings {
+		fmt.Fprintf(&b, "warning: %s\n", w)
+	}
 	if r.Unpaired > 0 {
 		fmt.Fprintf(&b, "%d starts or ends had no other half (left out)\n", r.Unpaired)
 	}
@@ -78,6 +85,9 @@ func factorText(b *strings.Builder, n int, f *variance.Factor) {
 		kind = "mean " + Duration(f.MeanNS) + ", has unprobed callees"
 	}
 	fmt.Fprintf(b, "%2d. %5.1f%%  %s  (%s; score %.3g)\n", n, 100*f.Contribution, f.Label(), kind, f.Score)
+	if s := statesText(f.States); s != "" {
+		fmt.Fprintf(b, "      time: %s\n", s)
+	}
 	for i, s := range f.Sites {
 		if i == 4 {
 			fmt.Fprintf(b, "              and %d more call sites\n", len(f.Sites)-4)
@@ -135,4 +145,33 @@ func treeText(b *strings.Builder, n *variance.TreeNode, indent string, last, roo
 // chosen and ranked factors with their sites, and the whole tree.
 func VarianceJSON(w io.Writer, r *variance.Result) error {
 	return writeJSON(w, r)
+}
+
+// statesText says how a mean splits by scheduler state, largest first:
+// "lock 80%, on-cpu 15%, runnable 5%".
+func statesText(st map[string]float64) string {
+	total := 0.0
+	for _, v := range st {
+		total += v
+	}
+	if total <= 0 {
+		return ""
+	}
+	keys := make([]string, 0, len(st))
+	for k := range st {
+		keys = append(keys, k)
+	}
+	sort.Slice(keys, func(i, j int) bool {
+		if st[keys[i]] != st[keys[j]] {
+			return st[keys[i]] > st[keys[j]]
+		}
+		return keys[i] < keys[j]
+	})
+	var parts []string
+	for _, k := range keys {
+		if p := 100 * st[k] / total; p >= 0.5 {
+			parts = append(parts, fmt.Sprintf("%s %.0f%%", k, p))
+		}
+	}
+	return strings.Join(parts, ", ")
 }

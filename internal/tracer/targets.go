@@ -279,14 +279,19 @@ func untraceable(f *elf.File, fs funcSym) bool {
 			return true
 		}
 	}
-	switch fs.name {
+	return !Traceable(fs.name)
+}
+
+// Traceable reports whether a function of this name can be traced at all,
+// as far as its name tells: not the ELF entry point or a signal return
+// trampoline, and not the cold part GCC splits off a function (foo.cold,
+// foo.cold.12), which is jumped to from foo's body, in foo's frame.
+func Traceable(name string) bool {
+	switch name {
 	case "_start", "__restore_rt", "__sigreturn", "_dl_start", "_dl_start_user":
-		return true
+		return false
 	}
-	// GCC moves the unlikely paths of a function to a symbol of their
-	// own, foo.cold (foo.cold.12): they are jumped to from foo's body,
-	// in foo's frame.
-	return strings.Contains(fs.name, ".cold")
+	return !strings.Contains(name, ".cold")
 }
 
 func fileOffset(f *elf.File, vaddr uint64) (uint64, bool) {

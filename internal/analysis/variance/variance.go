@@ -66,8 +66,15 @@ type Input struct {
 	Heights map[string]int
 	// SiteName names a call site for the report (nil: sites unnamed).
 	SiteName func(int64) string
-	K        int     // factors selected (default 3)
-	D        float64 // least contribution of a selected factor, a fraction of the root variance (default 0.05)
+	// States, when set, splits a thread's time from..to by scheduler
+	// state ("on-cpu", "runnable", "lock", "io", "sleep", ...), ns each.
+	States func(tid uint32, from, to uint64) map[string]uint64
+	// Gap, when set, splits the time between a keyed interval's start
+	// call (on one thread) and its end call (on another) along the
+	// critical path, by the state it stands for.
+	Gap func(fromTID uint32, from uint64, toTID uint32, to uint64) map[string]uint64
+	K   int     // factors selected (default 3)
+	D   float64 // least contribution of a selected factor, a fraction of the root variance (default 0.05)
 }
 
 // Result is the analysis of one round of probes.
@@ -81,6 +88,10 @@ type Result struct {
 	P50       float64 `json:"p50_ns"`
 	P99       float64 `json:"p99_ns"`
 	P999      float64 `json:"p999_ns"`
+	// States splits the intervals' mean by scheduler state, when the
+	// recording has scheduler events (a keyed interval's time between its
+	// threads along the critical path, by the wait it stands for).
+	States map[string]float64 `json:"states,omitempty"`
 	// Rounds is how many times probes were set (VProfiler's runs); the
 	// analysis uses the intervals of the last round, which had them all.
 	Rounds int `json:"rounds"`
@@ -95,6 +106,8 @@ type Result struct {
 	Factors []*Factor `json:"factors"`
 	Ranked  []*Factor `json:"ranked"`
 	Tree    *TreeNode `json:"tree"`
+	// Warnings are what the user should know about the result.
+	Warnings []string `json:"warnings,omitempty"`
 }
 
 // Factor is a variance or a covariance, summed over the places of the
@@ -114,7 +127,10 @@ type Factor struct {
 	// body or other: nothing to break down.
 	Leaf  bool    `json:"leaf"`
 	Sites []*Site `json:"sites"`
-	fn    string  // the function a variance factor can be broken into
+	// States splits MeanNS by scheduler state (on-cpu, runnable, lock,
+	// io, sleep, ...), mean ns per interval, when the recording has them.
+	States map[string]float64 `json:"states,omitempty"`
+	fn     string             // the function a variance factor can be broken into
 }
 
 // Label names the factor: "f", "f (self)", "(f, g)".
@@ -138,13 +154,14 @@ type Site struct {
 
 // TreeNode is a node of the variance tree.
 type TreeNode struct {
-	Kind         string      `json:"kind"` // variance, covariance
-	Label        string      `json:"label"`
-	Site         string      `json:"site,omitempty"` // where it was called from, when known
-	Contribution float64     `json:"contribution"`
-	Variance     float64     `json:"variance_ns2"` // Var, or Cov for covariances
-	MeanNS       float64     `json:"mean_ns"`
-	Children     []*TreeNode `json:"children,omitempty"`
+	Kind         string             `json:"kind"` // variance, covariance
+	Label        string             `json:"label"`
+	Site         string             `json:"site,omitempty"` // where it was called from, when known
+	Contribution float64            `json:"contribution"`
+	Variance     float64            `json:"variance_ns2"` // Var, or Cov for covariances
+	MeanNS       float64            `json:"mean_ns"`
+	States       map[string]float64 `json:"states,omitempty"` // MeanNS by scheduler state
+	Children     []*TreeNode        `json:"children,omitempty"`
 }
 
 // node is a calling path of the observed call tree: the function called
@@ -160,6 +177,10 @@ type node struct {
 type interval struct {
 	start, end uint64
 	windows    []window
+	// gap is, for a keyed interval, the span between the start call's
+	// return and the end call's entry (its threads in gapTIDs).
+	gap     [2]uint64
+	gapTIDs [2]uint32
 }
 
 // window is a span of one thread that belongs to an interval: calls
@@ -252,10 +273,32 @@ func Analyse(in Input) (*Result, error) {
 		byTID[c.TID] = append(byTID[c.TID], i)
 	}
 	table := make([]map[int]float64, len(ivs))
+	states := map[int]map[string]float64{} // node → state → ns over every interval
+	addStates := func(id int, st map[string]uint64) {
+		if len(st) == 0 {
+			return
+		}
+		m := states[id]
+		if m == nil {
+			m = map[string]float64{}
+			states[id] = m
+		}
+		for k, v := range st {
+			m[k] += float64(v)
+		}
+	}
 	durations := make([]float64, len(ivs))
 	for n, iv := range ivs {
 		row := map[int]float64{0: float64(iv.end - iv.start)}
 		durations[n] = float64(iv.end - iv.start)
+		if in.States != nil {
+			for _, w := range iv.windows {
+				addStates(0, in.States(w.tid, w.start, w.end))
+			}
+			if in.Gap != nil && iv.gap[1] > iv.gap[0] {
+				addStates(0, in.Gap(iv.gapTIDs[0], iv.gap[0], iv.gapTIDs[1], iv.gap[1]))
+			}
+		}
 		for _, w := range iv.windows {
 			idx := byTID[w.tid]
 			first := sort.Search(len(idx), func(i int) bool { return calls[idx[i]].Start >= w.start })
@@ -280,6 +323,9 @@ func Analyse(in Input) (*Result, error) {
 				}
 				id := child(parent, in.Probes[c.Probe].Function, c.Site)
 				row[id] += float64(c.End - c.Start)
+				if in.States != nil {
+					addStates(id, in.States(c.TID, c.Start, c.End))
+				}
 				stack = append(stack, struct {
 					end  uint64
 					node int
@@ -331,9 +377,39 @@ func Analyse(in Input) (*Result, error) {
 		top = max(top, heights[nodes[k].fn]+1)
 	}
 
+	nIv := float64(len(ivs))
+	meanStates := func(id int) map[string]float64 {
+		if states[id] == nil {
+			return nil
+		}
+		m := map[string]float64{}
+		for k, v := range states[id] {
+			m[k] = v / nIv
+		}
+		return m
+	}
+	bodyStates := func(id int) map[string]float64 {
+		m := meanStates(id)
+		if m == nil {
+			return nil
+		}
+		for _, k := range nodes[id].kids {
+			for st, v := range meanStates(k) {
+				m[st] -= v
+			}
+		}
+		for st, v := range m {
+			if v <= 0 {
+				delete(m, st)
+			}
+		}
+		return m
+	}
+	res.States = meanStates(0)
+
 	V := res.Variance
 	factors := map[string]*Factor{}
-	addFactor := func(kind string, names []string, fn string, height int, contri, mean float64, leaf bool, path string) {
+	addFactor := func(kind string, names []string, fn string, height int, contri, mean float64, leaf bool, path string, st map[string]float64) {
 		key := kind + "\x00" + strings.Join(names, "\x00")
 		f := factors[key]
 		if f == nil {
@@ -343,6 +419,12 @@ func Analyse(in Input) (*Result, error) {
 		}
 		f.Contribution += contri
 		f.MeanNS += mean
+		for k, v := range st {
+			if f.States == nil {
+				f.States = map[string]float64{}
+			}
+			f.States[k] += v
+		}
 		f.Sites = append(f.Sites, &Site{Path: path, Contribution: contri})
 	}
 	siteName := func(site int64) string {
@@ -371,6 +453,7 @@ func Analyse(in Input) (*Result, error) {
 		n := nodes[id]
 		mean, v := stat.MeanVariance(x, nil)
 		tn := &TreeNode{Kind: "variance", Label: n.fn, Site: siteName(n.site), Variance: v, Contribution: v / V, MeanNS: mean}
+		tn.States = meanStates(id)
 		if len(n.kids) == 0 {
 			return tn
 		}
@@ -415,7 +498,8 @@ func Analyse(in Input) (*Result, error) {
 			if p.id >= 0 {
 				c = build(p.id, p.x, depth+1)
 				leaf := in.Heights != nil && heights[p.fn] == 0 || in.Heights == nil && len(nodes[p.id].kids) == 0
-				addFactor("variance", []string{p.label}, p.fn, p.h, c.Contribution, c.MeanNS, leaf, pathOf(p.id))
+				c.States = meanStates(p.id)
+				addFactor("variance", []string{p.label}, p.fn, p.h, c.Contribution, c.MeanNS, leaf, pathOf(p.id), c.States)
 			} else {
 				bm, bv := stat.MeanVariance(p.x, nil)
 				c = &TreeNode{Kind: "variance", Label: p.label, Variance: bv, Contribution: bv / V, MeanNS: bm}
@@ -423,7 +507,8 @@ func Analyse(in Input) (*Result, error) {
 				if path == "" {
 					path = rootName
 				}
-				addFactor("variance", []string{p.label}, "", 0, c.Contribution, bm, true, path)
+				c.States = bodyStates(id)
+				addFactor("variance", []string{p.label}, "", 0, c.Contribution, bm, true, path, c.States)
 			}
 			tn.Children = append(tn.Children, c)
 		}
@@ -443,7 +528,7 @@ func Analyse(in Input) (*Result, error) {
 				if path == "" {
 					path = rootName
 				}
-				addFactor("covariance", names, "", max(a.h, b.h), 2*cv/V, 0, true, path)
+				addFactor("covariance", names, "", max(a.h, b.h), 2*cv/V, 0, true, path, nil)
 			}
 		}
 		return tn
@@ -605,7 +690,11 @@ func intervals(in Input, calls []Call, startP, endP map[int]bool, cut uint64) ([
 		if e.i != q[0] {
 			ws = append(ws, window{c.TID, c.Start, c.End, -1})
 		}
-		out = append(out, interval{start: s.Start, end: c.End, windows: ws})
+		iv := interval{start: s.Start, end: c.End, windows: ws}
+		if c.Start > s.End {
+			iv.gap, iv.gapTIDs = [2]uint64{s.End, c.Start}, [2]uint32{s.TID, c.TID}
+		}
+		out = append(out, iv)
 	}
 	for _, q := range open {
 		unpaired += len(q)

@@ -177,3 +177,43 @@ func labels(fs []*Factor) []string {
 	}
 	return s
 }
+
+// With scheduler states, each factor's mean splits by state: a function
+// blocked on a lock shows lock time, the rest on-CPU time.
+func TestStatesSplit(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 8))
+	in := synth(300, []string{"waits", "works"}, func(i int) []uint64 {
+		return []uint64{1000 + uint64(rng.IntN(90000)), 2000}
+	})
+	// "waits" is the child at site 10: say its time is all lock wait.
+	var waits [][2]uint64
+	for _, c := range in.Calls {
+		if c.Probe == 1 {
+			waits = append(waits, [2]uint64{c.Start, c.End})
+		}
+	}
+	in.States = func(tid uint32, from, to uint64) map[string]uint64 {
+		lock := uint64(0)
+		for _, w := range waits {
+			lo, hi := max(w[0], from), min(w[1], to)
+			if hi > lo {
+				lock += hi - lo
+			}
+		}
+		return map[string]uint64{"lock": lock, "on-cpu": to - from - lock}
+	}
+	r, err := Analyse(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, k := factor(r, "waits"), factor(r, "works")
+	if w == nil || k == nil || math.Abs(w.States["lock"]-w.MeanNS) > 1 || w.States["on-cpu"] > 1 || math.Abs(k.States["on-cpu"]-k.MeanNS) > 1 {
+		t.Errorf("states: waits %+v, works %+v", w, k)
+	}
+	if o := factor(r, "other"); o == nil || o.States["lock"] > 1 || o.States["on-cpu"] < 100 {
+		t.Errorf("other's states %+v, want on-cpu only", o)
+	}
+	if r.States["lock"] <= 0 || r.States["on-cpu"] <= 0 {
+		t.Errorf("interval states %v", r.States)
+	}
+}

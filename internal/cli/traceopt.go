@@ -169,8 +169,8 @@ func readProgram(exe string, pid int, pats []tracer.Pattern) (*program, error) {
 // missing is switched off, saying why. Diff tracing alone keeps only what
 // changed; with other methods it protects what changed from them.
 func preOptimize(o *tracer.Options, opt optimizations, exe string, pid int, diffBase, diffGit string, pipeline bool, stderr io.Writer) error {
-	if opt.Shaping == "" && opt.Static == "" && opt.Diff == "" && opt.Sampling == "" && opt.Baseline == "" {
-		return nil
+	if exe == "" || opt.Shaping == "" && opt.Static == "" && opt.Diff == "" && opt.Sampling == "" && opt.Baseline == "" {
+		return nil // no program found: the launch says so
 	}
 	pr, err := readProgram(exe, pid, o.Patterns)
 	if err != nil {

@@ -1,6 +1,7 @@
 package dwarfx
 
 import (
+	"path/filepath"
 	"testing"
 
 	"github.com/culprit-dev/culprit/internal/testutil"
@@ -30,6 +31,10 @@ func TestGoBinary(t *testing.T) {
 	}
 	if n == nil || !n.IsParam {
 		t.Fatalf("no parameter n at entry: %s", info.Describe(fn.Entry))
+	}
+	// Go's DWARF gives a local a line but no file: its function's.
+	if filepath.Base(n.DeclFile) != "main.go" || n.DeclLine == 0 || n.DeclFile != fn.DeclFile {
+		t.Errorf("n declared at %s:%d, want main.go (main.spinAlpha's file %s)", n.DeclFile, n.DeclLine, fn.DeclFile)
 	}
 	if ty := n.Type(); ty.Kind != Int || ty.Size != 8 || ty.Name != "int" {
 		t.Errorf("n has type %+v", ty)

@@ -410,6 +410,11 @@ func (u *unit) newLocal(fn *Function, inl *Inline, d *die) *Variable {
 	}
 	v.IsParam = d.Tag == dwarf.TagFormalParameter
 	v.Func, v.Inline = fn, inl
+	if v.DeclFile == "" && inl == nil {
+		// Go gives a local its line only: it is declared in its
+		// function's file.
+		v.DeclFile = fn.DeclFile
+	}
 	v.ctx = &fn.ctx
 	if v.loc.kind == locExpr && len(v.loc.expr) > 0 && (v.loc.expr[0] == elfx.OpAddr || v.loc.expr[0] == elfx.OpAddrx) {
 		v.IsGlobal = true // a static local

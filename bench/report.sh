@@ -107,6 +107,11 @@ pair "report" "report a.rec" "go tool pprof -top a.pb.gz"
 for f in pprof folded svg; do
 	single "export --format $f" "export --format $f -o x.$f a.rec"
 done
+# The timelines (every sample in time order) against perf's dump of every
+# sample.
+ref_name="perf script"
+pair "export --format speedscope" "export --format speedscope -o x.speedscope a.rec" "perf script -i a.data"
+pair "export --format chrome" "export --format chrome -o x.chrome a.rec" "perf script -i a.data"
 
 echo
 (cd "$root" && go run ./bench/replicate -n 10000000 "$out/a.rec" "$out/big.rec")

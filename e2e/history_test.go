@@ -332,6 +332,33 @@ func TestHistoryCheck(t *testing.T) {
 		if out, _, code := inDir(t, repo, "history", "rm", "@HEAD:workload=ex"); code != 0 || !strings.Contains(out, "removed 3 runs") {
 			t.Errorf("history rm: %d %s", code, out)
 		}
+		// diagnose reads stored runs of sampled values as @REV too.
+		for _, n := range []string{"1000", "9000"} {
+			if _, stderr, code := inDir(t, repo, "run", "--workload", "vals", "--values", "--param", "n="+n, "--", "./prog", n); code != 0 {
+				t.Fatalf("run --values: exit %d\n%s", code, stderr)
+			}
+		}
+		out, stderr, code = inDir(t, repo, "diagnose", "--normal", "@HEAD:workload=vals,n=1000", "--buggy", "@HEAD:workload=vals,n=9000", "--format", "json")
+		var dj struct {
+			Normal    []struct{ Path string } `json:"normal"`
+			Buggy     []struct{ Path string } `json:"buggy"`
+			Functions []struct {
+				Name string `json:"name"`
+				Rank int    `json:"rank"`
+			} `json:"functions"`
+		}
+		if code != 0 || json.Unmarshal([]byte(out), &dj) != nil || len(dj.Normal) != 1 || len(dj.Buggy) != 1 {
+			t.Fatalf("diagnose of stored runs: exit %d\n%.600s\n%s", code, out, stderr)
+		}
+		scanRank := 0
+		for _, f := range dj.Functions {
+			if f.Name == "scan" {
+				scanRank = f.Rank
+			}
+		}
+		if scanRank != 1 {
+			t.Errorf("diagnose of stored runs ranks the quadratic scan %d, want 1st\n%.600s", scanRank, out)
+		}
 	})
 	t.Run("postgres", func(t *testing.T) {
 		t.Setenv("XDG_CACHE_HOME", t.TempDir()) // recordings read back are copied there

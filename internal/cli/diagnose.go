@@ -100,6 +100,13 @@ The methods, evidence and patterns: docs/cli.md (culprit diagnose), docs/vprof.m
 // diagnoseRuns runs vProf's analysis on the recordings of normal and buggy
 // runs, read one at a time.
 func diagnoseRuns(normal, buggy []string, o vprof.Options, different bool, stderr io.Writer) (*vprof.Result, error) {
+	normal, err := storedPaths(normal, stderr)
+	if err != nil {
+		return nil, err
+	}
+	if buggy, err = storedPaths(buggy, stderr); err != nil {
+		return nil, err
+	}
 	exes, err := sameBinary(normal, buggy, different)
 	if err != nil {
 		return nil, err

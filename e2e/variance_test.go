@@ -268,3 +268,47 @@ func TestVarianceSchedStates(t *testing.T) {
 		t.Errorf("states add up to %.0f ns, the mean is %.0f ns", sum, r.Mean)
 	}
 }
+
+// Lock contention: with --sched the factor that takes the mutex shows its
+// time as lock wait, and the thread holding the mutex (named "holder") is
+// named among the threads whose release ended the waits.
+func TestVarianceLockHolder(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "varpool", []string{"varpool.c"}, "-O2", "-g", "-pthread")
+	out := rec(t)
+	mustRun(t, "variance", "--sched", "--start", "handle", "--rounds", "1", "-o", out, "--", bin, "lock", "1500", "2")
+	var r struct {
+		Factors []struct {
+			Names   []string           `json:"names"`
+			States  map[string]float64 `json:"states"`
+			Holders map[string]float64 `json:"lock_holders"`
+		} `json:"factors"`
+	}
+	if err := json.Unmarshal([]byte(mustRun(t, "variance", "-i", out, "--format", "json")), &r); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range r.Factors {
+		if f.Names[0] != "locked_update" {
+			continue
+		}
+		t.Logf("locked_update: states %v, lock waits ended by %v", f.States, f.Holders)
+		total, byHolder, all := 0.0, 0.0, 0.0
+		for _, v := range f.States {
+			total += v
+		}
+		for k, v := range f.Holders {
+			all += v
+			if strings.HasPrefix(k, "holder[") {
+				byHolder += v
+			}
+		}
+		if f.States["lock"] < 0.3*total {
+			t.Errorf("locked_update's time by state %v: want lock 30%% or more", f.States)
+		}
+		if byHolder < 0.1*all {
+			t.Errorf("lock waits ended by %v: want the holder thread named", f.Holders)
+		}
+		return
+	}
+	t.Errorf("locked_update is not among the factors %+v", r.Factors)
+}

@@ -375,6 +375,28 @@ func schedStates(in *variance.Input, tl *sched.Timeline) {
 		}
 		return out
 	}
+	in.Holders = func(tid uint32, from, to uint64) map[string]uint64 {
+		th := tl.Thread(tid)
+		if th == nil || to <= from {
+			return nil
+		}
+		iv := th.Intervals
+		i := sort.Search(len(iv), func(i int) bool { return iv[i].To > from })
+		out := map[string]uint64{}
+		for ; i < len(iv) && iv[i].From < to; i++ {
+			if iv[i].State != sched.Lock || iv[i].Waker == 0 {
+				continue
+			}
+			if lo, hi := max(iv[i].From, from), min(iv[i].To, to); hi > lo {
+				name := "?"
+				if w := tl.Thread(iv[i].Waker); w != nil && w.Name != "" {
+					name = w.Name
+				}
+				out[fmt.Sprintf("%s[%d]", name, iv[i].Waker)] += hi - lo
+			}
+		}
+		return out
+	}
 	in.Gap = func(fromTID uint32, from uint64, toTID uint32, to uint64) map[string]uint64 {
 		out := map[string]uint64{}
 		for _, s := range tl.CriticalPath(from, sched.Point{TID: toTID, Time: to}, nil) {

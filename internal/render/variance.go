@@ -88,6 +88,9 @@ func factorText(b *strings.Builder, n int, f *variance.Factor) {
 	if s := statesText(f.States); s != "" {
 		fmt.Fprintf(b, "      time: %s\n", s)
 	}
+	if s := statesText(f.Holders); s != "" {
+		fmt.Fprintf(b, "      lock waits ended by: %s\n", s)
+	}
 	for i, s := range f.Sites {
 		if i == 4 {
 			fmt.Fprintf(b, "              and %d more call sites\n", len(f.Sites)-4)

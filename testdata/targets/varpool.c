@@ -12,6 +12,10 @@
 //   varpool together N W   handle → parse, part_a, part_b, respond;
 //                          part_a and part_b both wait 10 ms more in one
 //                          request of three
+//   varpool lock N W       handle → parse, locked_update, respond;
+//                          locked_update takes a mutex that a thread
+//                          named "holder" keeps for 4 ms at a time, every
+//                          8 ms: its waits are lock waits the holder ends
 //   varpool handoff N      the main thread submit()s a request every 2 ms
 //                          into a queue; a consumer thread complete()s
 //                          them, one in four 2 ms slower; each request's
@@ -21,6 +25,7 @@
 // The slow parts sleep rather than spin: a busy machine's preemptions
 // then add little to the variance the program sets, which stays the
 // largest by far.
+#define _GNU_SOURCE
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -61,7 +66,9 @@ struct req {
 };
 
 static struct req *reqs;
-static int nreq, next_req, together;
+static int nreq, next_req, together, locking;
+static volatile int done_work;
+static pthread_mutex_t big = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 
 #define TIMED(r, f, body)                      \
@@ -101,13 +108,34 @@ PROBED void part_b(struct req *r) {
 			wait_ns(10000000);
 	});
 }
+PROBED void locked_update(struct req *r) {
+	(void)r;
+	pthread_mutex_lock(&big);
+	spin(5000);
+	pthread_mutex_unlock(&big);
+}
+
+static void *holder(void *arg) {
+	(void)arg;
+	pthread_setname_np(pthread_self(), "holder");
+	while (!done_work) {
+		pthread_mutex_lock(&big);
+		wait_ns(4000000);
+		pthread_mutex_unlock(&big);
+		wait_ns(4000000);
+	}
+	return NULL;
+}
+
 PROBED void respond(struct req *r) { TIMED(r, F_RESPOND, spin(10000)); }
 
 PROBED void handle(struct req *r) {
 	r->start = now_ns();
 	TIMED(r, F_HANDLE, {
 		parse(r);
-		if (together) {
+		if (locking) {
+			locked_update(r);
+		} else if (together) {
 			part_a(r);
 			part_b(r);
 		} else {
@@ -201,11 +229,12 @@ int main(int argc, char **argv) {
 		}
 		return handoff();
 	}
-	if (argc != 4 || (strcmp(argv[1], "dominant") && strcmp(argv[1], "together"))) {
-		fprintf(stderr, "usage: varpool dominant|together N WORKERS, or varpool handoff N\n");
+	if (argc != 4 || (strcmp(argv[1], "dominant") && strcmp(argv[1], "together") && strcmp(argv[1], "lock"))) {
+		fprintf(stderr, "usage: varpool dominant|together|lock N WORKERS, or varpool handoff N\n");
 		return 2;
 	}
 	together = !strcmp(argv[1], "together");
+	locking = !strcmp(argv[1], "lock");
 	nreq = atoi(argv[2]);
 	int nw = atoi(argv[3]);
 	if (nreq < 2 || nw < 1 || nw > 64) {
@@ -221,11 +250,17 @@ int main(int argc, char **argv) {
 		reqs[i].id = i;
 		reqs[i].heavy = together ? x % 3 == 0 : x % 5 == 0;
 	}
-	pthread_t th[64];
+	pthread_t th[64], hold;
+	if (locking)
+		pthread_create(&hold, NULL, holder, NULL);
 	for (int i = 0; i < nw; i++)
 		pthread_create(&th[i], NULL, worker, NULL);
 	for (int i = 0; i < nw; i++)
 		pthread_join(th[i], NULL);
+	if (locking) {
+		done_work = 1;
+		pthread_join(hold, NULL);
+	}
 	for (int i = 0; i < nreq; i++) {
 		printf("req %llu", (unsigned long long)reqs[i].start);
 		for (int f = 0; f < NF; f++)

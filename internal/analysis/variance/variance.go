@@ -73,8 +73,11 @@ type Input struct {
 	// call (on one thread) and its end call (on another) along the
 	// critical path, by the state it stands for.
 	Gap func(fromTID uint32, from uint64, toTID uint32, to uint64) map[string]uint64
-	K   int     // factors selected (default 3)
-	D   float64 // least contribution of a selected factor, a fraction of the root variance (default 0.05)
+	// Holders, when set, gives the time a thread spent blocked on a lock
+	// from..to by the thread whose release ended each wait ("name[tid]").
+	Holders func(tid uint32, from, to uint64) map[string]uint64
+	K       int     // factors selected (default 3)
+	D       float64 // least contribution of a selected factor, a fraction of the root variance (default 0.05)
 }
 
 // Result is the analysis of one round of probes.
@@ -130,7 +133,10 @@ type Factor struct {
 	// States splits MeanNS by scheduler state (on-cpu, runnable, lock,
 	// io, sleep, ...), mean ns per interval, when the recording has them.
 	States map[string]float64 `json:"states,omitempty"`
-	fn     string             // the function a variance factor can be broken into
+	// Holders splits its lock waits by the thread whose release ended
+	// them ("name[tid]"), mean ns per interval, with scheduler events.
+	Holders map[string]float64 `json:"lock_holders,omitempty"`
+	fn      string             // the function a variance factor can be broken into
 }
 
 // Label names the factor: "f", "f (self)", "(f, g)".
@@ -273,7 +279,21 @@ func Analyse(in Input) (*Result, error) {
 		byTID[c.TID] = append(byTID[c.TID], i)
 	}
 	table := make([]map[int]float64, len(ivs))
-	states := map[int]map[string]float64{} // node → state → ns over every interval
+	states := map[int]map[string]float64{}  // node → state → ns over every interval
+	holders := map[int]map[string]float64{} // node → lock holder → ns of lock wait
+	addHolders := func(id int, h map[string]uint64) {
+		if len(h) == 0 {
+			return
+		}
+		m := holders[id]
+		if m == nil {
+			m = map[string]float64{}
+			holders[id] = m
+		}
+		for k, v := range h {
+			m[k] += float64(v)
+		}
+	}
 	addStates := func(id int, st map[string]uint64) {
 		if len(st) == 0 {
 			return
@@ -325,6 +345,9 @@ func Analyse(in Input) (*Result, error) {
 				row[id] += float64(c.End - c.Start)
 				if in.States != nil {
 					addStates(id, in.States(c.TID, c.Start, c.End))
+				}
+				if in.Holders != nil {
+					addHolders(id, in.Holders(c.TID, c.Start, c.End))
 				}
 				stack = append(stack, struct {
 					end  uint64
@@ -409,7 +432,7 @@ func Analyse(in Input) (*Result, error) {
 
 	V := res.Variance
 	factors := map[string]*Factor{}
-	addFactor := func(kind string, names []string, fn string, height int, contri, mean float64, leaf bool, path string, st map[string]float64) {
+	addFactor := func(kind string, names []string, fn string, height int, contri, mean float64, leaf bool, path string, st map[string]float64, hold map[string]float64) {
 		key := kind + "\x00" + strings.Join(names, "\x00")
 		f := factors[key]
 		if f == nil {
@@ -424,6 +447,12 @@ func Analyse(in Input) (*Result, error) {
 				f.States = map[string]float64{}
 			}
 			f.States[k] += v
+		}
+		for k, v := range hold {
+			if f.Holders == nil {
+				f.Holders = map[string]float64{}
+			}
+			f.Holders[k] += v / nIv
 		}
 		f.Sites = append(f.Sites, &Site{Path: path, Contribution: contri})
 	}
@@ -499,7 +528,7 @@ func Analyse(in Input) (*Result, error) {
 				c = build(p.id, p.x, depth+1)
 				leaf := in.Heights != nil && heights[p.fn] == 0 || in.Heights == nil && len(nodes[p.id].kids) == 0
 				c.States = meanStates(p.id)
-				addFactor("variance", []string{p.label}, p.fn, p.h, c.Contribution, c.MeanNS, leaf, pathOf(p.id), c.States)
+				addFactor("variance", []string{p.label}, p.fn, p.h, c.Contribution, c.MeanNS, leaf, pathOf(p.id), c.States, holders[p.id])
 			} else {
 				bm, bv := stat.MeanVariance(p.x, nil)
 				c = &TreeNode{Kind: "variance", Label: p.label, Variance: bv, Contribution: bv / V, MeanNS: bm}
@@ -508,7 +537,7 @@ func Analyse(in Input) (*Result, error) {
 					path = rootName
 				}
 				c.States = bodyStates(id)
-				addFactor("variance", []string{p.label}, "", 0, c.Contribution, bm, true, path, c.States)
+				addFactor("variance", []string{p.label}, "", 0, c.Contribution, bm, true, path, c.States, nil)
 			}
 			tn.Children = append(tn.Children, c)
 		}
@@ -528,7 +557,7 @@ func Analyse(in Input) (*Result, error) {
 				if path == "" {
 					path = rootName
 				}
-				addFactor("covariance", names, "", max(a.h, b.h), 2*cv/V, 0, true, path, nil)
+				addFactor("covariance", names, "", max(a.h, b.h), 2*cv/V, 0, true, path, nil, nil)
 			}
 		}
 		return tn

@@ -114,6 +114,7 @@ func TestViewSecurity(t *testing.T) {
 		t.Fatalf("GET %s: %d, want the index page\n%s", base, code, body)
 	}
 	for _, p := range []string{"/", "/time", "/time/data", "/pprof/all/flamegraph", "/pprof/all/download",
+		"/offcpu/flamegraph", "/latency", "/contexts/heatmap", "/diagnose", "/trace", "/variance",
 		"/" + token[:len(token)-1] + "0/", "/x" + token + "/time/data", "/time/data?token=" + token} {
 		if code, _ := get(t, root+p); code != http.StatusForbidden {
 			t.Errorf("GET %s without the token: %d, want 403", p, code)
@@ -138,6 +139,12 @@ func TestViewSecurity(t *testing.T) {
 		"pprof/all/" + url.PathEscape(rel),
 		"time/" + url.PathEscape(rel),
 		"time/data?file=" + q,
+		"offcpu/" + url.PathEscape(rel),
+		"offcpu/source?f=.&source_path=" + q,
+		"contexts/" + url.PathEscape(rel),
+		"diagnose?normal=" + q + "&buggy=" + q,
+		"trace?file=" + q,
+		"variance?i=" + q,
 		url.PathEscape(rel),
 	} {
 		code, body := get(t, base+p)

@@ -55,6 +55,46 @@ func TestSyscallAndSwitchEvents(t *testing.T) {
 	if n[recording.EventSwitch] == 0 {
 		t.Errorf("no context-switch events: %v", n)
 	}
+	// System call events carry the kernel's frames too by default, and so
+	// do switches (the blocking path).
+	kernelAt := map[recording.Event]int{}
+	for _, s := range p.Samples {
+		for _, fi := range p.Stacks[s.Stack] {
+			if p.Frames[fi].Kernel {
+				kernelAt[s.Event]++
+				break
+			}
+		}
+	}
+	if kernelAt[recording.EventSyscallEnter] == 0 || kernelAt[recording.EventSwitch] == 0 {
+		t.Errorf("events with kernel frames: %v, want system calls and switches", kernelAt)
+	}
+	// --syscall-user-stacks: the user frames, write_many's caller repaired
+	// as before, and no kernel frame.
+	out := rec(t)
+	mustRun(t, "record", "--events", "syscalls", "--syscall-user-stacks", "-o", out, "--", bin, "2000")
+	pu, err := loader.Load([]string{out}, loader.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	enters, kernel, caller := 0, 0, 0
+	for _, s := range pu.Samples {
+		if s.Event != recording.EventSyscallEnter || s.Arg != 1 {
+			continue
+		}
+		enters++
+		for _, fi := range pu.Stacks[s.Stack] {
+			switch f := pu.Frames[fi]; {
+			case f.Kernel:
+				kernel++
+			case f.Function == "write_many":
+				caller++
+			}
+		}
+	}
+	if enters < 1000 || kernel != 0 || caller < enters*95/100 {
+		t.Errorf("--syscall-user-stacks: %d write(2) entries, %d kernel frames, %d with write_many", enters, kernel, caller)
+	}
 	n10, _ := count("10")
 	if n10[255] != 0 {
 		t.Errorf("--event-period 10 lost %d samples", n10[255])

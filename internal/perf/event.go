@@ -47,6 +47,10 @@ type Config struct {
 	// ContextSwitch asks for a PERF_RECORD_SWITCH record each time a
 	// thread of the task enters or leaves a CPU (decoded as *Switch).
 	ContextSwitch bool
+	// NoKernelChain leaves the kernel's part out of the call chain
+	// (exclude_callchain_kernel): the kernel unwinder is the largest part
+	// of a tracepoint sample's cost (about 1.6 µs of 3.2 here).
+	NoKernelChain bool
 	Frequency     int // samples per second per thread
 	// ClockPeriod, when not 0, samples cpu-clock every ClockPeriod ns of
 	// CPU time instead of at Frequency (which the kernel adapts).
@@ -103,6 +107,9 @@ func (c Config) attr() *unix.PerfEventAttr {
 	}
 	if c.ContextSwitch {
 		a.Bits |= unix.PerfBitContextSwitch
+	}
+	if c.NoKernelChain {
+		a.Bits |= unix.PerfBitExcludeCallchainKernel
 	}
 	if c.ExcludeKernel {
 		a.Bits |= unix.PerfBitExcludeKernel

@@ -53,6 +53,10 @@ type Options struct {
 	// EventPeriod samples one in EventPeriod syscall or switch events
 	// (default 1: all), bounding the cost on syscall-heavy programs.
 	EventPeriod int
+	// SyscallUserStacks records system call events with their user frames
+	// only: the kernel's frames at those tracepoints are always the same
+	// entry path, and walking them is half of each event's cost.
+	SyscallUserStacks bool
 	// State, when set, samples program state (expressions, rules, vProf
 	// values) at each CPU sample, over what the sample carries: the
 	// registers, a copy of the top of the user stack and, when State is a
@@ -347,6 +351,13 @@ type eventKind struct {
 	// switches: its events also report switches onto a CPU
 	// (EventSwitchIn samples).
 	switches bool
+	// userChain: its samples need no kernel call chain. A wake-up's
+	// kernel frames are the waking primitive, which the woken thread's own
+	// switch away already shows; at the system call tracepoints they are
+	// always the same few (the entry, do_syscall_64, the tracing hook),
+	// left out with Options.SyscallUserStacks. Walking them is half of
+	// each event's cost (docs/performance.md).
+	userChain bool
 }
 
 // ring is a CPU's ring buffer for one event kind.
@@ -364,7 +375,7 @@ const (
 )
 
 // eventKinds resolves the --events list.
-func eventKinds(names []string) ([]eventKind, error) {
+func eventKinds(names []string, syscallUser bool) ([]eventKind, error) {
 	if len(names) == 0 {
 		names = []string{EventsCPU}
 	}
@@ -388,7 +399,7 @@ func eventKinds(names []string) ([]eventKind, error) {
 				if err != nil {
 					return nil, err
 				}
-				out = append(out, eventKind{event: tp.ev, tp: t, arg: "id"})
+				out = append(out, eventKind{event: tp.ev, tp: t, arg: "id", userChain: syscallUser})
 			}
 		case EventsSched:
 			t, err := perf.OpenTracepoint("sched:sched_switch")
@@ -404,7 +415,7 @@ func eventKinds(names []string) ([]eventKind, error) {
 			if err != nil {
 				return nil, err
 			}
-			out = append(out, eventKind{event: recording.EventWakeup, tp: t, arg: "pid", switches: true})
+			out = append(out, eventKind{event: recording.EventWakeup, tp: t, arg: "pid", switches: true, userChain: true})
 		default:
 			return nil, fmt.Errorf("unknown event %q: use cpu, syscalls, sched or wakeup (comma-separated)", n)
 		}
@@ -418,7 +429,7 @@ func newSession(o Options, meta recording.Meta) (*session, error) {
 	if err != nil {
 		return nil, err
 	}
-	kinds, err := eventKinds(o.Events)
+	kinds, err := eventKinds(o.Events, o.SyscallUserStacks)
 	if err != nil {
 		return nil, err
 	}
@@ -532,7 +543,7 @@ func (s *session) openKind(tids []int, k *eventKind, noSideband bool) error {
 	cfg := perf.Config{Frequency: s.o.Frequency, StackBytes: s.o.StackBytes, Inherit: true,
 		ExcludeKernel: s.o.UserOnly, MaxStack: 127,
 		Tracepoint: k.tp, Period: uint64(s.o.EventPeriod), NoSideband: noSideband,
-		ContextSwitch: k.switches}
+		ContextSwitch: k.switches, NoKernelChain: k.userChain}
 	if k.tp == nil && s.o.Jitter > 0 {
 		cfg.ClockPeriod = s.o.tickPeriod()
 	}

@@ -29,7 +29,7 @@ func OpenSched(w *recording.Writer, pid int, launched bool) (*Sched, error) {
 	if err != nil {
 		return nil, err
 	}
-	kinds, err := eventKinds(o.Events)
+	kinds, err := eventKinds(o.Events, false)
 	if err != nil {
 		return nil, err
 	}

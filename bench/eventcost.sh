@@ -1,0 +1,93 @@
+#!/bin/bash
+# eventcost.sh [RUNS] [REQUESTS]: the throughput a syscall-heavy loopback
+# server keeps while culprit records it with scheduler and system-call
+# events (issue: events must cost at most 10% of a server's throughput).
+#
+# The server is Debian's redis 7.0.15 built from source (-O2 -g) by
+# bench/bugs/redis-keys-glob/build.sh (its regression only slows KEYS with
+# glob patterns, which this load never sends), or the redis-server and
+# redis-benchmark found in $REDIS_DIR. redis-benchmark drives SET and GET
+# over loopback (8 clients, no pipelining: two system calls or more per
+# request). Each configuration runs RUNS times, interleaved; the table
+# gives the median requests per second of SET and GET together and its
+# loss against bare, the server's own CPU time per request, and the events
+# recorded and lost (median). $CULPRIT names a culprit binary to use instead
+# of building this tree's; $ORDER the configurations to run.
+set -euo pipefail
+runs=${1:-5}
+requests=${2:-100000}
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=${OUT:-$root/bench/out/eventcost}
+mkdir -p "$out"
+redis=${REDIS_DIR:-$out/redis}
+if [ ! -x "$redis/redis-server" ]; then
+	"$root/bench/bugs/redis-keys-glob/build.sh" "$redis"
+fi
+culprit=${CULPRIT:-}
+if [ -z "$culprit" ]; then
+	culprit=$out/culprit
+	(cd "$root" && go build -o "$culprit" ./cmd/culprit)
+fi
+c="$culprit record -o $out/run.rec"
+declare -A cfg=(
+	[bare]=""
+	[cpu]="$c --"
+	[sched]="$c --events cpu,sched --"
+	[wakeup]="$c --events cpu,wakeup --"
+	[syscalls]="$c --events cpu,syscalls --"
+	[all]="$c --events cpu,syscalls,sched --"
+	[syscalls-user]="$c --events cpu,syscalls --syscall-user-stacks --"
+	[all-user]="$c --events cpu,syscalls,sched --syscall-user-stacks --"
+)
+order=(${ORDER:-bare cpu sched wakeup syscalls all syscalls-user all-user})
+
+# one CONFIG: runs the server under CONFIG, drives it, prints "rps events lost".
+one() {
+	local tmp port pid rps
+	tmp=$(mktemp -d)
+	port=$((20000 + RANDOM % 20000))
+	# shellcheck disable=SC2086
+	${cfg[$1]} "$redis/redis-server" --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
+		--pidfile "$tmp/pid" --dir "$tmp" --logfile "$tmp/log" 2>"$tmp/culprit.err" &
+	local wrapper=$!
+	for _ in $(seq 1 300); do
+		[ -s "$tmp/pid" ] && (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+		sleep 0.05
+	done
+	rps=$("$redis/redis-benchmark" -h 127.0.0.1 -p "$port" -t set,get -n "$requests" -c 8 -r 100000 --csv 2>/dev/null |
+		awk -F'"' '/^"(SET|GET)"/ { n++; s += $4 } END { printf "%.0f", s / n }')
+	# The server's own CPU time (user + system) per request: what each
+	# event costs it, less sensitive to other load on the machine than
+	# the throughput.
+	local spid cpu
+	spid=$(cat "$tmp/pid")
+	cpu=$(awk -v n="$requests" -v hz="$(getconf CLK_TCK)" '{ printf "%.1f", ($14 + $15) / hz * 1e6 / (2 * n) }' "/proc/$spid/stat")
+	kill -TERM "$spid"
+	wait "$wrapper" || true
+	local ev=0 lost=0
+	if [ -n "${cfg[$1]}" ]; then
+		ev=$(sed -n "s/.*: \([0-9]*\) samples.*written.*/\1/p" "$tmp/culprit.err" | tail -1)
+		lost=$(grep -o '[0-9]* lost' "$tmp/culprit.err" | head -1 | cut -d' ' -f1 || true)
+	fi
+	echo "$rps ${ev:-0} ${lost:-0} $cpu"
+	rm -rf "$tmp"
+}
+
+declare -A res
+for ((r = 0; r < runs; r++)); do
+	for k in "${order[@]}"; do
+		res[$k]+="$(one "$k")"$'\n'
+	done
+done
+median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+base=$(printf '%s' "${res[bare]}" | awk '{ print $1 }' | median)
+printf "redis SET+GET, %d requests, 8 clients, %d runs (%s)\n" "$requests" "$runs" "$(date -u +%F)"
+printf "| configuration | requests/s | loss | server CPU µs/request | events recorded | lost |\n|---|---|---|---|---|---|\n"
+for k in "${order[@]}"; do
+	rps=$(printf '%s' "${res[$k]}" | awk '{ print $1 }' | median)
+	ev=$(printf '%s' "${res[$k]}" | awk '{ print $2 }' | median)
+	lost=$(printf '%s' "${res[$k]}" | awk '{ print $3 }' | median)
+	cpu=$(printf '%s' "${res[$k]}" | awk '{ print $4 }' | median)
+	printf "| %s | %s | %s | %s | %s | %s |\n" "$k" "$rps" \
+		"$(awk -v a="$rps" -v b="$base" 'BEGIN { printf "%+.1f%%", (a / b - 1) * 100 }')" "$cpu" "$ev" "$lost"
+done

@@ -480,6 +480,13 @@ func TestViewAnalysesBrowser(t *testing.T) {
 	if !strings.Contains(got, c.root) || !strings.Contains(got, c.pattern) {
 		t.Errorf("diagnose page names no %s with %s:\n%s", c.root, c.pattern, got)
 	}
+	// The root cause's name links to pprof's callers and callees of it.
+	href := eval[string](t, ctx, `(() => { const a = Array.from(document.querySelectorAll("#diagnosis a.fn")).find(a => a.textContent === `+strconv.Quote(c.root)+`); return a ? a.getAttribute("href") : ""; })()`)
+	if href == "" {
+		t.Errorf("diagnose page: %s is not a link", c.root)
+	} else if code, body := get(t, values+href); code != 200 || !strings.Contains(body, c.root) || strings.Contains(body, "no matches") {
+		t.Errorf("diagnose page's link %s: %d, want pprof's peek of %s:\n%.300s", href, code, c.root, body)
+	}
 	// The root cause's variable, drawn for both kinds of run.
 	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(`#hist-0 svg.hist`))); err != nil {
 		t.Fatalf("diagnose page: no histogram: %v", err)

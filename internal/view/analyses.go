@@ -47,9 +47,15 @@ type section struct {
 	Text      string
 	Frame     string        // a page of its own drawn into the report, by path
 	Drawing   template.HTML // a drawing of render's (SVG)
+	Linked    template.HTML // Text with the functions' names linked (report sets it)
 }
 
 func (s *Server) report(w http.ResponseWriter, title string, secs []section) {
+	for i := range secs {
+		if secs[i].Text != "" {
+			secs[i].Linked = template.HTML(s.linked(secs[i].Text))
+		}
+	}
 	s.html(w, "report.html", map[string]any{"Title": title, "Sections": secs, "Names": s.in.Names, "Bases": s.in.Bases})
 }
 

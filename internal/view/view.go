@@ -59,10 +59,13 @@ type Inputs struct {
 
 // Server answers the requests of one view of a profile.
 type Server struct {
-	in     Inputs
-	p      *profile.Profile // in.Profile
-	base   *pprof.Profile   // in.Base for pprof, or nil
-	nav    []link           // the links atop every page
+	in   Inputs
+	p    *profile.Profile // in.Profile
+	base *pprof.Profile   // in.Base for pprof, or nil
+	nav  []link           // the links atop every page
+
+	fnOnce sync.Once
+	fns    map[string]bool // the profile's function names (functions)
 	token  string
 	stderr io.Writer
 	mux    *http.ServeMux

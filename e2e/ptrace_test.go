@@ -247,7 +247,12 @@ func TestPtraceCtrlC(t *testing.T) {
 // first 60 samples (60 ms of CPU time at 999 Hz) in which either runs;
 // swallowed, one would run alone for hundreds of milliseconds. Counted in
 // samples, not in a wall-clock window, which a busy machine fills with
-// any amount of CPU time.
+// any amount of CPU time. They keep taking turns while both run: sysmon asks
+// for a preemption after 10 ms of wall time (20 at most with its own
+// sleep), which is never less CPU time, so no turn reaches 60 samples. A
+// preemption signal the kernel merged into a pending sample signal must
+// reach the runtime too, or it never preempts that thread again (a busy
+// machine leaves threads runnable with a signal pending for long).
 func TestPtraceGoProgram(t *testing.T) {
 	testutil.NeedRoot(t)
 	bin := testutil.Go(t, "gospin")
@@ -266,10 +271,9 @@ func TestPtraceGoProgram(t *testing.T) {
 		t.Fatal(err)
 	}
 	var a, b, n int
+	var streak, longest int // consecutive samples of one goroutine, the longest ended turn
+	last := ""
 	for _, s := range p.Samples {
-		if n == 60 {
-			break
-		}
 		alpha, beta := false, false
 		for _, fi := range p.Stacks[s.Stack] {
 			switch p.FrameAt(fi).Function {
@@ -279,19 +283,36 @@ func TestPtraceGoProgram(t *testing.T) {
 				beta = true
 			}
 		}
-		if alpha || beta {
-			n++
+		if alpha == beta {
+			continue
 		}
-		if alpha {
-			a++
-		}
+		who := "main.spinAlpha"
 		if beta {
-			b++
+			who = "main.spinBeta"
+		}
+		// A turn ends when the other goroutine runs; the last one,
+		// after the other has finished, does not.
+		if who == last {
+			streak++
+		} else {
+			longest = max(longest, streak)
+			last, streak = who, 1
+		}
+		if n < 60 {
+			n++
+			if alpha {
+				a++
+			} else {
+				b++
+			}
 		}
 	}
-	t.Logf("first %d samples in either: spinAlpha %d, spinBeta %d", n, a, b)
+	t.Logf("first %d samples in either: spinAlpha %d, spinBeta %d; longest turn %d samples", n, a, b, longest)
 	if n < 60 || a < 9 || b < 9 {
 		t.Errorf("goroutines did not take turns (first %d samples in either: spinAlpha %d, spinBeta %d): SIGURG not passed on?", n, a, b)
+	}
+	if longest >= 60 {
+		t.Errorf("one goroutine ran %d samples in a row: a preemption signal was lost", longest)
 	}
 }
 

@@ -16,7 +16,12 @@
 // the kernel sends that very thread a SIGURG with si_code POLL_IN. As a
 // tracee the thread stops in a signal-delivery-stop before any handler
 // runs; the collector takes the sample there and resumes the thread with
-// the signal suppressed. The kernel does the timing, exactly in the
+// the signal suppressed, or delivered if the process has a SIGURG handler:
+// a SIGURG sent while ours is pending (the Go runtime's preemption signal,
+// say, which a busy machine makes likely by leaving the thread runnable
+// with ours pending) is dropped by the kernel, so ours may stand for it
+// too, and the Go runtime sends a thread no other until one reaches its
+// handler. The kernel does the timing, exactly in the
 // thread's CPU time, and only the sampled thread stops. The event's count
 // (read(2)) gives the CPU time each sample stands for, so ticks the kernel
 // merged (a second overflow while the signal is still pending) show as
@@ -46,8 +51,7 @@
 // exec (collector.Start), not started under PTRACE_TRACEME. (perf's
 // sigtrap attribute, used before, sends a SIGTRAP that killed the target
 // in such a case.) A clean stop (Ctrl-C, SIGTERM, the duration, the stop
-// channel, an error) also consumes queued signals before detaching, so the
-// program's own SIGURG handler, if any, never sees one.
+// channel, an error) also consumes queued signals before detaching.
 package ptracer
 
 import (

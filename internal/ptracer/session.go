@@ -71,6 +71,11 @@ type process struct {
 	known    map[proc.Mapping]bool
 	refresh  uint64 // monotonic ns of the last maps read
 	missWait uint64 // ns to wait after refresh before a return address outside the maps causes another
+	// catches: the process has a handler for stopSignal (read from
+	// SigCgt, at most once per catchCheck while it has none; a handler
+	// stays known until exec). caught: monotonic ns of the last read.
+	catches bool
+	caught  uint64
 }
 
 // session is one recording in progress. All its methods run on the locked
@@ -326,6 +331,7 @@ func (s *session) addProcess(pid int, parent int) *process {
 	p := &process{pid: pid, space: &proc.Space{}, known: map[proc.Mapping]bool{}}
 	if pp := s.procs[parent]; pp != nil {
 		p.exe = pp.exe
+		p.catches = pp.catches // a fork keeps its parent's handlers
 		p.space = pp.space.Clone()
 		for m := range pp.known {
 			p.known[m] = true

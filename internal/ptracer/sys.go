@@ -28,7 +28,8 @@ const (
 	// thread. Its default action is to ignore it, so one left queued or
 	// pending when culprit is gone (killed with SIGKILL, say) is harmless.
 	// Go programs handle it (asynchronous preemption) and tolerate
-	// spurious ones by design.
+	// spurious ones by design; a process that handles it is delivered
+	// ours (see the package doc).
 	stopSignal = unix.SIGURG
 
 	fOwnerTID = 0 // F_OWNER_TID of struct f_owner_ex
@@ -279,6 +280,17 @@ func statusField(tid int, name string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// catchesSignal reports whether process pid has a handler for sig (its
+// bit in /proc/PID/status's SigCgt mask).
+func catchesSignal(pid int, sig unix.Signal) bool {
+	v, ok := statusField(pid, "SigCgt")
+	if !ok {
+		return false
+	}
+	m, err := strconv.ParseUint(v, 16, 64)
+	return err == nil && m&(1<<(uint(sig)-1)) != 0
 }
 
 func tgidOf(tid int) (int, bool) {

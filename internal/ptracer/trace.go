@@ -187,10 +187,18 @@ func (s *session) dispatch(pid int, ws unix.WaitStatus, t0 uint64) {
 		}
 	case 0:
 		// A signal-delivery-stop: ours is suppressed, any other delivered.
+		// Ours is delivered too if the process handles stopSignal: a
+		// standard signal sent while another is pending is dropped, so
+		// ours may stand for one the program sent itself as well (the Go
+		// runtime's preemption signal, which it never sends again to a
+		// thread until one reaches its handler).
 		if sig == stopSignal && s.mech == MechanismSignal && s.ourStop(t.tid) {
 			if t.fd >= 0 {
 				s.sample(t, t0)
 				sampled = true
+			}
+			if s.catchesStopSignal(t.pid, t0) {
+				t.resumeSig = int(sig)
 			}
 		} else {
 			t.resumeSig = int(sig)
@@ -220,6 +228,26 @@ func (s *session) ourStop(tid int) bool {
 		return false
 	}
 	return ours(&si)
+}
+
+// catchCheck is how often, at most, a process not known to handle
+// stopSignal has its handlers read again (ns).
+const catchCheck = 5_000_000
+
+// catchesStopSignal reports whether process pid has a handler for
+// stopSignal. A handler installed since the last read is missed for at
+// most catchCheck; one known stays known until exec.
+func (s *session) catchesStopSignal(pid int, now uint64) bool {
+	p := s.procs[pid]
+	if p == nil {
+		return false
+	}
+	if p.catches || (p.caught != 0 && now-p.caught < catchCheck) {
+		return p.catches
+	}
+	p.caught = now
+	p.catches = catchesSignal(pid, stopSignal)
+	return p.catches
 }
 
 // signalQueued reports whether one of our signals is queued for the thread.
@@ -334,6 +362,7 @@ func (s *session) execed(t *thread, now uint64) *thread {
 	p.space = &proc.Space{}
 	p.known = map[proc.Mapping]bool{}
 	p.missWait = 0
+	p.catches, p.caught = false, 0 // exec resets handlers
 	p.exe = proc.Exe(pid)
 	s.write(&recording.Comm{Time: now, PID: uint32(pid), TID: uint32(pid), Exec: true, Name: proc.Comm(pid, pid)})
 	s.readMaps(p, now)

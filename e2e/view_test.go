@@ -554,9 +554,17 @@ func TestViewOffCPU(t *testing.T) {
 		t.Errorf("off-CPU flame graph: no box of the scheduler's; boxes:\n%s", boxes)
 	}
 	// 5 threads: main, the flusher and 3 workers.
-	total, _ := pprofTotals(t, base+"offcpu/top")
+	total, _ := pprofTotals(t, base+"offcpu/all/top")
 	if total < 200 || total > 5*float64(wall.Milliseconds()) {
 		t.Errorf("off-CPU total %.2fms, want at least the flusher's 400 sleeps of 0.5ms and at most 5 threads × the run's %v", total, wall)
+	}
+	// A time range's off-CPU view holds the spans that began in it.
+	if part, _ := pprofTotals(t, base+"offcpu/0ms-100ms/top"); part <= 0 || part >= total {
+		t.Errorf("off-CPU total of the first 100ms %.2fms, want some of the whole run's %.2fms", part, total)
+	}
+	// The time view's range links open it too.
+	if _, body := get(t, base+"time"); !strings.Contains(body, `data-root="offcpu"`) {
+		t.Errorf("the time view links no off-CPU flame graph")
 	}
 	// With switches onto a CPU and wake-ups recorded, the spans are the
 	// thread states' intervals: the same bounds hold.
@@ -565,7 +573,7 @@ func TestViewOffCPU(t *testing.T) {
 	mustRun(t, "record", "--events", "cpu,wakeup", "-o", exact, "--", bin, "100", "200")
 	wall = time.Since(start)
 	exactURL, _ := startView(t, exact)
-	if total, _ := pprofTotals(t, exactURL+"offcpu/top"); total < 200 || total > 5*float64(wall.Milliseconds()) {
+	if total, _ := pprofTotals(t, exactURL+"offcpu/all/top"); total < 200 || total > 5*float64(wall.Milliseconds()) {
 		t.Errorf("off-CPU total from thread states %.2fms, want at least 200ms and at most 5 threads × the run's %v", total, wall)
 	}
 	// A recording without context switches says what the page needs.

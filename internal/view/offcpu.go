@@ -3,6 +3,7 @@ package view
 import (
 	"fmt"
 	"net/http"
+	"strings"
 
 	"github.com/culprit-dev/culprit/internal/analysis/offcpu"
 	"github.com/culprit-dev/culprit/internal/profile"
@@ -22,33 +23,64 @@ var offCPUPage = Page{
 		return ""
 	},
 	Handler: func(s *Server) http.Handler {
-		var ui memo[map[string]http.Handler]
-		build := func() (map[string]http.Handler, error) {
-			q, _, err := offcpu.Profile(s.in.Events)
-			if err != nil {
-				return nil, err
+		type profiles struct{ p, base *profile.Profile }
+		var whole memo[profiles]
+		spans := func() (profiles, error) {
+			var out profiles
+			var err error
+			if out.p, _, err = offcpu.Profile(s.in.Events); err != nil {
+				return out, err
 			}
-			var base *pprof.Profile
 			if s.in.BaseEvents != nil {
 				b, st, err := offcpu.Profile(s.in.BaseEvents)
 				if err != nil {
-					return nil, fmt.Errorf("the base: %w", err)
+					return out, fmt.Errorf("the base: %w", err)
 				}
 				if st.Spans > 0 {
-					base = render.PprofOffCPU(b)
+					out.base = b
 				}
 			}
-			return pprofUI(render.PprofOffCPU(q), base, s.stderr)
+			return out, nil
+		}
+		var uis uiCache
+		build := func(key string) (map[string]http.Handler, error) {
+			ps, err := whole.get(spans)
+			if err != nil {
+				return nil, err
+			}
+			p := ps.p
+			if key != "" {
+				from, to, _ := parseRange(key)
+				// The spans that began in the range (AllEvents: they are
+				// switches, not CPU samples).
+				p = p.Apply(profile.Filter{From: from, To: to, HasFrom: true, HasTo: true, AllEvents: true})
+			}
+			if len(p.Samples) == 0 {
+				return nil, fmt.Errorf("no thread left the CPU between %s", strings.Replace(key, "-", " and ", 1))
+			}
+			var base *pprof.Profile
+			if ps.base != nil {
+				base = render.PprofOffCPU(ps.base)
+			}
+			return pprofUI(render.PprofOffCPU(p), base, s.stderr)
 		}
 		mux := http.NewServeMux()
 		mux.HandleFunc("GET /offcpu", func(w http.ResponseWriter, r *http.Request) {
 			// Relative to the page's own path, which holds the token
 			// (http.Redirect would resolve it against the path without).
-			w.Header().Set("Location", "offcpu/flamegraph")
+			w.Header().Set("Location", "offcpu/all/flamegraph")
 			w.WriteHeader(http.StatusFound)
 		})
-		mux.HandleFunc("GET /offcpu/{rest...}", func(w http.ResponseWriter, r *http.Request) {
-			handlers, err := ui.get(build)
+		mux.HandleFunc("GET /offcpu/{range}/{rest...}", func(w http.ResponseWriter, r *http.Request) {
+			key := r.PathValue("range")
+			if key == "all" {
+				key = ""
+			}
+			if _, _, err := parseRange(key); err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			handlers, err := uis.get(key, func() (map[string]http.Handler, error) { return build(key) })
 			if err != nil {
 				s.fail(w, "Off-CPU flame graph", err)
 				return

@@ -35,7 +35,7 @@ var timePage = Page{
 		go func() { _, _ = data.get(build) }()
 		mux := http.NewServeMux()
 		mux.HandleFunc("GET /time", func(w http.ResponseWriter, r *http.Request) {
-			s.html(w, "time.html", map[string]any{"Pprof": pprofViews})
+			s.html(w, "time.html", map[string]any{"Pprof": pprofViews, "OffCPU": offCPUPage.missing(s) == ""})
 		})
 		mux.HandleFunc("GET /time/data", func(w http.ResponseWriter, r *http.Request) {
 			b, err := data.get(build)

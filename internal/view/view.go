@@ -70,9 +70,7 @@ type Server struct {
 	stderr io.Writer
 	mux    *http.ServeMux
 
-	mu    sync.Mutex
-	uis   map[string]map[string]http.Handler // pprof's UI per time range
-	order []string                           // keys of uis, oldest first
+	uis uiCache // pprof's UI per time range
 }
 
 // maxRanges is how many time ranges keep their pprof UI at once; the
@@ -87,7 +85,7 @@ func New(in Inputs, stderr io.Writer) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{in: in, p: in.Profile, token: hex.EncodeToString(b[:]), stderr: stderr,
-		mux: http.NewServeMux(), uis: map[string]map[string]http.Handler{}}
+		mux: http.NewServeMux()}
 	if in.Base != nil && len(in.Base.Samples) > 0 {
 		s.base = render.Pprof(in.Base)
 	}
@@ -251,29 +249,47 @@ func (s *Server) rangeProfile(key string) (*profile.Profile, error) {
 
 // ui returns pprof's UI for the time range key, built on first use.
 func (s *Server) ui(key string) (map[string]http.Handler, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if h, ok := s.uis[key]; ok {
+	return s.uis.get(key, func() (map[string]http.Handler, error) {
+		p, err := s.rangeProfile(key)
+		if err != nil {
+			return nil, err
+		}
+		if len(p.Samples) == 0 {
+			return nil, fmt.Errorf("no samples between %s", strings.Replace(key, "-", " and ", 1))
+		}
+		return pprofUI(render.Pprof(p), s.base, s.stderr)
+	})
+}
+
+// uiCache keeps pprof's UIs by time range: the whole profile's ("") for
+// good, the last maxRanges others.
+type uiCache struct {
+	mu    sync.Mutex
+	uis   map[string]map[string]http.Handler
+	order []string // keys of uis other than "", oldest first
+}
+
+// get returns the UI of key, built by build on first use.
+func (c *uiCache) get(key string, build func() (map[string]http.Handler, error)) (map[string]http.Handler, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if h, ok := c.uis[key]; ok {
 		return h, nil
 	}
-	p, err := s.rangeProfile(key)
+	h, err := build()
 	if err != nil {
 		return nil, err
 	}
-	if len(p.Samples) == 0 {
-		return nil, fmt.Errorf("no samples between %s", strings.Replace(key, "-", " and ", 1))
+	if c.uis == nil {
+		c.uis = map[string]map[string]http.Handler{}
 	}
-	h, err := pprofUI(render.Pprof(p), s.base, s.stderr)
-	if err != nil {
-		return nil, err
-	}
-	if key != "" { // the whole profile's UI stays
-		if len(s.order) == maxRanges {
-			delete(s.uis, s.order[0])
-			s.order = s.order[1:]
+	if key != "" {
+		if len(c.order) == maxRanges {
+			delete(c.uis, c.order[0])
+			c.order = c.order[1:]
 		}
-		s.order = append(s.order, key)
+		c.order = append(c.order, key)
 	}
-	s.uis[key] = h
+	c.uis[key] = h
 	return h, nil
 }

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"encoding/json"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/culprit-dev/culprit/internal/recording"
 	"github.com/culprit-dev/culprit/internal/testutil"
 )
 
@@ -422,16 +424,74 @@ func TestTraceDynamicProbing(t *testing.T) {
 	if got, _ := r.calls("spin"); got != 3 {
 		t.Errorf("spin: %d calls, want all 3 (under the threshold)", got)
 	}
-	// Two bursts of leaf calls a second apart: removed in each.
+	// Two bursts of leaf calls with a gap between them: removed in each,
+	// set again in the gap. How many times the probes come and go within
+	// a burst depends on its wall-clock length (a busy machine stretches
+	// it); the gap lasts as long as the first burst plus 1 s, longer than
+	// any wait set in that burst (each wait doubles the last, so the last
+	// is at most the time since the first removal plus 100 ms) plus one
+	// check.
 	out = rec(t)
-	_, errs, code := run(t, "trace", "--dynamic-probing", "1000", "--reattach", "--probing-wait", "100ms", "-f", "leaf", "-o", out,
-		"--", bin, "leaf", "200000", "spin", "1000", "1", "leaf", "200000")
-	if code != 0 || !strings.Contains(errs, "removed probes 2 times") {
+	_, errs, code := run(t, "trace", "--dynamic-probing", "1000", "--reattach", "--probing-wait", "100ms", "-f", "leaf", "-f", "spin", "-o", out,
+		"--", bin, "leaf", "200000", "gap", "1000", "leaf", "200000")
+	if code != 0 || !strings.Contains(errs, "dynamic probing removed probes") {
 		t.Errorf("reattach: exit %d, %s", code, errs)
 	}
-	if got, _ := traceReport(t, out).calls("leaf"); got <= 2000 || got >= 400000 {
-		t.Errorf("reattach: %d leaf calls recorded", got)
+	before, after := leafBursts(t, out)
+	if before <= 1000 || before >= 200000 || after <= 1000 || after >= 200000 {
+		t.Errorf("reattach: %d leaf calls recorded before the gap, %d after; want more than 1000 and fewer than 200000 in each", before, after)
 	}
+}
+
+// leafBursts counts the recorded calls of leaf that started before the
+// recording's one spin call and after it.
+func leafBursts(t *testing.T, path string) (before, after int) {
+	t.Helper()
+	r, err := recording.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	names := map[uint32]string{}
+	var leaf []uint64
+	var gap *recording.Call
+	for {
+		rec, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		switch x := rec.(type) {
+		case *recording.Probe:
+			names[x.ID] = x.Function
+		case *recording.Call:
+			switch names[x.Probe] {
+			case "leaf":
+				leaf = append(leaf, x.Start)
+			case "spin":
+				if gap != nil {
+					t.Fatalf("%s: more than one spin call", path)
+				}
+				gap = x
+			}
+		}
+	}
+	if gap == nil {
+		t.Fatalf("%s: no spin call", path)
+	}
+	for _, s := range leaf {
+		switch {
+		case s < gap.Start:
+			before++
+		case s > gap.End:
+			after++
+		default:
+			t.Errorf("a leaf call at %d, during the spin call (%d–%d)", s, gap.Start, gap.End)
+		}
+	}
+	return before, after
 }
 
 // Each trace keeps Perun's Dynamic Stats of its functions by build-id;

@@ -3,7 +3,8 @@
  * It prints one line per fact: "count FUNC N", "spin NS" (each spin call's
  * own duration by CLOCK_MONOTONIC), "args A B C" (each args3 call),
  * "narrow R" (what each narrow call returned).
- * Usage: tracecalls [fib N] [leaf N] [threads T N] [tail N] [jump N] [spin MS N] [args N] [plugin PATH N]
+ * Usage: tracecalls [fib N] [leaf N] [threads T N] [tail N] [jump N] [spin MS N] [gap MS] [args N] [plugin PATH N]
+ * gap MS makes one spin call as long as the previous command took plus MS.
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -95,7 +96,9 @@ static void *worker(void *arg) {
 
 int main(int argc, char **argv) {
 	long leafs = 0, fibs = 0, throwers = 0, jumpers = 0, spins = 0, argss = 0, plugins = 0;
+	long prev = 0; /* ns the previous command took */
 	for (int i = 1; i < argc; i++) {
+		long t0 = now_ns();
 		if (!strcmp(argv[i], "fib") && i + 1 < argc) {
 			int n = atoi(argv[++i]);
 			calls_fib = 0;
@@ -134,6 +137,10 @@ int main(int argc, char **argv) {
 			for (long k = 0; k < n; k++)
 				printf("spin %ld\n", spin(ms));
 			spins += n;
+		} else if (!strcmp(argv[i], "gap") && i + 1 < argc) {
+			long ms = atol(argv[++i]);
+			printf("spin %ld\n", spin(prev / 1000000 + ms));
+			spins++;
 		} else if (!strcmp(argv[i], "args") && i + 1 < argc) {
 			long n = atol(argv[++i]);
 			for (long k = 0; k < n; k++) {
@@ -165,6 +172,7 @@ int main(int argc, char **argv) {
 			fprintf(stderr, "bad argument %s\n", argv[i]);
 			return 2;
 		}
+		prev = now_ns() - t0;
 	}
 	printf("count leaf %ld\ncount fib %ld\ncount thrower %ld\ncount jumper %ld\ncount spin %ld\ncount args3 %ld\ncount plugin_work %ld\ncount tail_outer %ld\ncount tail_inner %ld\n",
 	       leafs, fibs, throwers, jumpers, spins, argss, plugins, calls_tail, calls_tail);

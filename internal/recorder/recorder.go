@@ -295,7 +295,7 @@ func monotonic() uint64 {
 
 // session is one recording in progress.
 type session struct {
-	ringsSmall bool // a ring is smaller than wanted (said once)
+	smallRings [2]int // the smallest ring mapped below the size wanted, and that size (pages)
 	o          Options
 	w          *recording.Writer
 	meta       recording.Meta // written by begin
@@ -507,15 +507,12 @@ func (s *session) addVDSO() {
 	}
 }
 
-// smallRing says, once, that a ring is smaller than wanted.
+// smallRing notes a ring smaller than wanted; finish says so if samples
+// were lost.
 func (s *session) smallRing(r *perf.Ring, want int) {
-	if r.Pages() >= want || s.ringsSmall {
-		return
+	if r.Pages() < want && (s.smallRings == [2]int{} || r.Pages() < s.smallRings[0]) {
+		s.smallRings = [2]int{r.Pages(), want}
 	}
-	s.ringsSmall = true
-	ps := os.Getpagesize() / 1024
-	s.warn("ring buffers of %d KiB per CPU instead of %d KiB: the locked-memory limit (kernel.perf_event_mlock_kb, ulimit -l) allows no more, "+
-		"so samples may be lost when the machine is busy; record as root, or raise the limit", r.Pages()*ps, want*ps)
 }
 
 // ring returns the ring of a CPU for an event kind, or nil.
@@ -937,6 +934,11 @@ func (s *session) finish() (Result, error) {
 		snapsLost = s.snap.tk.Lost
 	}
 	s.close()
+	if got, want := s.smallRings[0], s.smallRings[1]; want > 0 && s.res.Lost > 0 {
+		ps := os.Getpagesize() / 1024
+		s.warn("ring buffers were %d KiB per CPU instead of %d KiB: the locked-memory limit (kernel.perf_event_mlock_kb, ulimit -l) allows no more; "+
+			"record as root, or raise the limit, to lose fewer samples", got*ps, want*ps)
+	}
 	if snapsLost > 0 {
 		s.warn("%d memory snapshots lost (the recorder fell behind the BPF program's ring): heap and global values of their samples are recorded missing", snapsLost)
 	}

@@ -176,11 +176,31 @@ func TestHistoryCheck(t *testing.T) {
 		}
 		return c
 	}
+	// runsOf logs what a wrong model was fitted on: each stored run's
+	// samples and CPU time, and scan's fits at the commits involved.
+	runsOf := func(t *testing.T, store string, revs ...string) {
+		t.Helper()
+		args := []string{"history", "list"}
+		if store != "" {
+			args = append(args, "--store", store)
+		}
+		out, _, _ := inDir(t, repo, args...)
+		t.Logf("stored runs:\n%s", out)
+		for _, rev := range revs {
+			args := []string{"models", "--func", "^scan$"}
+			if store != "" {
+				args = append(args, "--store", store)
+			}
+			out, errs, _ := inDir(t, repo, append(args, rev)...)
+			t.Logf("models of scan at %.12s:\n%s%s", rev, out, errs)
+		}
+	}
 	verify := func(t *testing.T, store string) {
 		c := check(t, store, commits[1]+".."+commits[2], 1)
 		if len(c.Changes) != 1 || c.Changes[0].Function != "scan" || c.Changes[0].Kind != "degradation" ||
 			c.Changes[0].Base == nil || c.Changes[0].Base.Kind != "linear" || c.Changes[0].Target.Kind != "quadratic" {
 			t.Errorf("check version 2..3: want scan degraded linear → quadratic and nothing else, got %+v", c.Changes)
+			runsOf(t, store, commits[1], commits[2])
 		} else if !strings.Contains(c.Changes[0].Location, "n=9000") || c.Changes[0].Confidence < 0.8 {
 			t.Errorf("scan's degradation: location %q, confidence %.2f", c.Changes[0].Location, c.Changes[0].Confidence)
 		}
@@ -234,6 +254,7 @@ func TestHistoryCheck(t *testing.T) {
 		}
 		if kinds["scan"] != "quadratic" || kinds["setup"] != "linear" || kinds["checksum"] != "linear" {
 			t.Errorf("models of HEAD: %v", kinds)
+			runsOf(t, "", "HEAD")
 		}
 		if out, _, code := inDir(t, repo, "models", "--format", "svg", "--func", "^scan$"); code != 0 || !strings.Contains(out, "<svg") || !strings.Contains(out, "scan: quadratic") {
 			t.Errorf("models svg: exit %d\n%.300s", code, out)

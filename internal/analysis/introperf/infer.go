@@ -225,7 +225,7 @@ type inferer struct {
 // A context switch whose prev_state says the thread stayed runnable is a
 // preemption (or a yield): the thread waits for a CPU, not for anything
 // the program asked for. Its stack counts without the kernel's preemption
-// path (preempted), and the time from the switch to the thread's next event
+// path (preempted), as does a CPU sample taken on that path, and the time from the switch to the thread's next event
 // is taken out of the thread's clock. The thread resumed somewhere in that
 // window, so at most one event interval of its running is lost with each
 // preemption, while the waits of a busy machine are many times longer and
@@ -253,7 +253,7 @@ func Analyze(p *profile.Profile, o Options) *Result {
 		}
 		si := in.stack(s.Stack)
 		preempt := s.Event == recording.EventSwitch && runnable(s.Arg)
-		if preempt {
+		if preempt || s.Event == recording.EventCPU {
 			si = in.preempted(s.Stack, si)
 		}
 		if len(si.funcs) == 0 {
@@ -428,13 +428,14 @@ func SortInstances(list []Instance) {
 // for anything.
 func runnable(prevState uint64) bool { return prevState&0xff == 0 }
 
-// preempted returns the stack of a runnable context switch without the
-// kernel's preemption path: the frames from the interrupt or exception
-// entry, the return-to-user work or the scheduler entry on. Those frames
-// are where the kernel took the CPU away, not a context of the program, and
-// on a busy machine they would become long-lived "functions" whose latency
-// is only the time spent waiting for a CPU; that time stays with the
-// frames the program was in. A stack without such a frame is kept whole.
+// preempted returns a stack without the kernel's preemption path: from the
+// scheduler's entry (schedule, preempt_schedule*, cond_resched, or the
+// exit-to-user or irq-exit work that calls them) on, and from the interrupt
+// entry above it when the preemption came with an interrupt. Those frames
+// are where the kernel took the CPU away, not a context of the program; on
+// a busy machine they would become long-lived "functions" whose latency is
+// only the wait for a CPU. A stack without a scheduler frame is kept whole,
+// so an interrupt or a page fault that did not preempt stays a context.
 func (in *inferer) preempted(i int32, si *stackInfo) *stackInfo {
 	if i < 0 || int(i) >= len(in.cut) {
 		return si
@@ -443,10 +444,21 @@ func (in *inferer) preempted(i int32, si *stackInfo) *stackInfo {
 		return c
 	}
 	c := si
+	entry := -1
 	for d := si.user; d < len(si.funcs); d++ {
-		if fn := in.tree.Funcs.Get(si.funcs[d]); fn.Kernel && preemptionFrame(fn.Name) {
-			c = &stackInfo{funcs: si.funcs[:d], user: min(si.user, d)}
-			c.nodes, c.pid = in.tree.index(c.funcs, make([]*Node, 0, d))
+		fn := in.tree.Funcs.Get(si.funcs[d])
+		if !fn.Kernel {
+			continue
+		}
+		if entry < 0 && interruptEntry(fn.Name) {
+			entry = d
+		}
+		if schedulerEntry(fn.Name) {
+			if entry < 0 {
+				entry = d
+			}
+			c = &stackInfo{funcs: si.funcs[:entry], user: min(si.user, entry)}
+			c.nodes, c.pid = in.tree.index(c.funcs, make([]*Node, 0, entry))
 			break
 		}
 	}
@@ -454,12 +466,22 @@ func (in *inferer) preempted(i int32, si *stackInfo) *stackInfo {
 	return c
 }
 
-// preemptionFrame reports whether a kernel function starts the path by
-// which the kernel preempts a thread: interrupt and exception entry (x86-64
-// asm_*, arm64 el0*/el1*), the exit-to-user and irq-exit work, and the
-// scheduler's entry points.
-func preemptionFrame(name string) bool {
-	for _, p := range []string{"asm_", "el0t_", "el1h_", "el0_interrupt", "el1_interrupt", "irqentry_exit", "preempt_schedule"} {
+// interruptEntry reports whether a kernel function is an interrupt or
+// exception entry (x86-64 asm_*, arm64 el0*/el1*).
+func interruptEntry(name string) bool {
+	for _, p := range []string{"asm_", "el0t_", "el1h_", "el0_interrupt", "el1_interrupt"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
+}
+
+// schedulerEntry reports whether a kernel function starts the path by
+// which the kernel gives the CPU to another thread: the scheduler's entry
+// points and the exit-to-user and irq-exit work that calls them.
+func schedulerEntry(name string) bool {
+	for _, p := range []string{"irqentry_exit", "preempt_schedule"} {
 		if strings.HasPrefix(name, p) {
 			return true
 		}

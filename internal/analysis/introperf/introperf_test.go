@@ -488,6 +488,28 @@ func TestPreemptionIsNotLatency(t *testing.T) {
 	}
 }
 
+func TestPreemptionPathInCPUSamples(t *testing.T) {
+	// A CPU sample on the preemption path counts as its user frames; one
+	// in a page fault keeps its kernel frames.
+	ev := []event{
+		{t: 10, stack: []string{"main", "work"}, kind: recording.EventCPU},
+		{t: 11, stack: []string{"main", "work", "k:asm_sysvec_apic_timer_interrupt", "k:irqentry_exit_to_user_mode", "k:schedule"}, kind: recording.EventCPU},
+		{t: 12, stack: []string{"main", "work", "k:asm_exc_page_fault", "k:exc_page_fault"}, kind: recording.EventCPU},
+		{t: 13, stack: []string{"main", "work"}, kind: recording.EventCPU},
+	}
+	r := Analyze(build(ev), Options{KeepInstances: true})
+	seen := map[string]bool{}
+	for _, in := range r.Instances {
+		seen[r.Tree.Funcs.Get(in.Func).Name] = true
+	}
+	if seen["asm_sysvec_apic_timer_interrupt"] || seen["schedule"] || seen["irqentry_exit_to_user_mode"] {
+		t.Errorf("the preemption path became instances: %v", seen)
+	}
+	if !seen["exc_page_fault"] || !seen["asm_exc_page_fault"] {
+		t.Errorf("the page fault lost its frames: %v", seen)
+	}
+}
+
 func TestSyscallEnterStartsKernelFrames(t *testing.T) {
 	// The exit of the first call was lost: the second entry still starts new
 	// kernel instances.

@@ -38,23 +38,20 @@ func newTrace() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "trace -f PATTERN[#N]... [flags] -- CMD [ARGS...]\n  culprit trace -f PATTERN[#N]... -p PID [--duration D]",
 		Short: "Time every call of chosen functions of a command or a running process",
-		Long: `Trace times every call of the functions whose symbol names match the -f
-globs (and --lib LIB:PATTERN in shared libraries, also ones the program
-loads later with dlopen), with eBPF uprobes: each call's start, inclusive
-and exclusive duration (exclusive leaves out the traced calls it made),
-thread, depth and traced caller, and with --args its arguments by name and
-type from DWARF and its return value. A pattern ending in #N records the
-first and every N-th call of each function it matches.
+		Long: `Trace times every call of chosen functions with eBPF uprobes: each call's
+start, inclusive and exclusive duration, thread, depth and traced caller, and
+with --args its arguments and return value by their DWARF types. The probes
+are set before the program's first instruction and removed however culprit
+ends.
 
-The probes are set while the command is stopped at its exec, so no call is
-missed, and removed when culprit exits, however it ends. Recursion,
-threads, and calls that never return (longjmp, C++ exceptions) are
-counted correctly; in Go programs return probes sit on the RET
-instructions. Calls that could not be recorded are counted and reported.
+Most common uses:
+  culprit trace -f 'parse_*' -- ./prog input      every call of the parse functions
+  culprit trace -f '*' --optimize basic -- ./prog  the whole program, fewer probes
+  culprit trace -f handle_request -p PID --duration 10s
 
-Read the recording with culprit report (per function: calls, total, mean,
-max, p99; --calls FUNC lists the slowest calls), export --format chrome
-(every call on its thread's timeline) and diff.`,
+Read the recording with culprit report (--calls FUNC lists the slowest
+calls), export --format chrome and diff. Patterns (#N sampling, --lib,
+--line, --usdt), the optimizations and what is counted: docs/trace.md.`,
 		Example: `  culprit trace -f 'parse_*' -f compress -- ./server --port 8080
   culprit trace -f 'fib#100' --args -- ./fib 30
   culprit trace --lib libz.so.1:deflate -f main -- ./zip big.txt

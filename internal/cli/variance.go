@@ -43,28 +43,20 @@ func newVariance() *cobra.Command {
 		Use:   "variance --start FUNC [--end FUNC] [flags] -- CMD [ARGS...]\n  culprit variance --start FUNC [--end FUNC] -p PID --duration D\n  culprit variance -i FILE",
 		Short: "Find the functions that make a request's latency vary (VProfiler)",
 		Long: `Variance times semantic intervals of an unmodified program (a request, a
-transaction) and splits the variance of their latency into the variances
-and covariances of the functions they call, down the call tree, as
-VProfiler does, with eBPF uprobes instead of rebuilding the program.
+transaction) with eBPF uprobes and splits the variance of their latency into
+the variances and covariances of the functions they call, refining down the
+call tree on the running program, as VProfiler does without a rebuild.
 
-An interval runs from the entry of --start to the return of --end (each
-call of --start when --end is not given or the same) on one thread; with
---key, an expression over the integer parameters of both functions, a
-start and an end with the same key are one interval whatever threads ran
-them (the time between the start's return and the end's entry counts as
-other).
+Most common uses:
+  culprit variance --start handle_request -- ./server      each call is an interval
+  culprit variance --start recv_req --end send_reply --key 'id' -p PID
+  culprit variance -i variance.rec --tree                  reread, draw the tree
 
-culprit probes the start and end functions and, unless --functions names
-others, the functions --start calls (from the program's machine code).
-Once --round-intervals intervals have been timed it builds the variance
-tree, ranks its factors by contribution times specificity squared, and
-probes the callees of the chosen functions on the running program, until
-the chosen factors are leaves or stop changing (--rounds at most). The
-report is the last round's: interval count, mean, p50/p99/p99.9, and the
-top factors with their share of the variance and their call sites.
-
-Reread a recording with culprit variance -i FILE (other --k and -d, --tree,
---format json); culprit report and export read it as a trace.`,
+An interval is each call of --start, or runs from --start's entry to --end's
+return on one thread, or across threads when --key pairs them. The report:
+interval statistics, the top factors with their share of the variance and
+call sites, rounds, tree height and breadth. Method, flags and how it differs
+from VProfiler: docs/variance.md.`,
 		Example: `  culprit variance --start handle_request -- ./server --threads 4
   culprit variance --start handle_request --functions 'parse_*,lookup' -- ./server
   culprit variance --start submit --end complete --key id -- ./pipeline

@@ -34,22 +34,19 @@ func newView() *cobra.Command {
 		Use:   "view [FILE...] [--base FILE...] [--listen 127.0.0.1:0] [--open]",
 		Short: "Explore recordings in the browser: pprof's views, a time view and every analysis",
 		Long: `View serves recordings (default culprit.rec) as a local web page and prints
-its URL: pprof's web UI (flame graph, call graph, top, peek, source,
-disassembly) on culprit's symbolized samples, a time view of the samples
-of each thread, where selecting a time range opens pprof's views on it, and
-the pages of the analyses the recordings can feed: an off-CPU flame graph
-and latency (recorded with --events cpu,syscalls,sched), traced calls
-(culprit trace), and with --base contexts and diagnose (recorded with
---values), and the variance tree of a recording of culprit variance.
-It runs until interrupted (Ctrl-C).
+its URL: pprof's web UI on culprit's symbolized samples, a time view where
+selecting a range opens pprof's views on it, and a page for each analysis
+the recordings can feed (off-CPU, latency, contexts, diagnose, traced calls,
+variance). It runs until interrupted (Ctrl-C).
 
-With --base, pprof's views show the difference from the base run, contexts
-and diagnose compare the two runs (the base as the normal one) and the
-traced-calls page lists the changes per function.
+Most common uses:
+  culprit view                          culprit.rec in the browser
+  culprit view --base before.rec after.rec   every page as a comparison
+  culprit view --open --comm myprog run.rec
 
-The server listens on the loopback interface; the URL carries a random token
-and requests without it are refused. The filter flags select the samples
-every view shows.`,
+The server listens on the loopback interface and refuses requests without
+the random token in its URL. Pages and what each needs: docs/cli.md
+(culprit view).`,
 		Example: `  culprit view
   culprit view --base before.rec after.rec
   culprit view --open --comm myprog culprit.rec

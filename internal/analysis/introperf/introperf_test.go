@@ -431,6 +431,19 @@ func TestPerThread(t *testing.T) {
 	}
 }
 
+// instances analyses ev and lists its instances as
+// "function@start:conservative/aggressive", sorted.
+func instances(ev []event) []string {
+	r := Analyze(build(ev), Options{KeepInstances: true})
+	var got []string
+	for _, in := range r.Instances {
+		fn := r.Tree.Funcs.Get(in.Func)
+		got = append(got, fmt.Sprintf("%s@%d:%d/%d", fn.Name, in.Start, in.Conservative, in.Aggressive))
+	}
+	sort.Strings(got)
+	return got
+}
+
 func TestSyscallExitEndsKernelFrames(t *testing.T) {
 	// Two back-to-back write system calls: enter at 10, exit at 14, enter at
 	// 20, exit at 23. The kernel frames must form two instances, not one.
@@ -441,13 +454,7 @@ func TestSyscallExitEndsKernelFrames(t *testing.T) {
 		{t: 20, stack: k, kind: recording.EventSyscallEnter},
 		{t: 23, stack: k, kind: recording.EventSyscallExit},
 	}
-	r := Analyze(build(ev), Options{KeepInstances: true})
-	var got []string
-	for _, in := range r.Instances {
-		fn := r.Tree.Funcs.Get(in.Func)
-		got = append(got, fmt.Sprintf("%s@%d:%d/%d", fn.Name, in.Start, in.Conservative, in.Aggressive))
-	}
-	sort.Strings(got)
+	got := instances(ev)
 	want := []string{"do_syscall@10:4/10", "do_syscall@20:3/3", "entry@10:4/10", "entry@20:3/3", "main@10:13/13", "write@10:13/13"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("instances\n got %v\nwant %v", got, want)
@@ -467,13 +474,7 @@ func TestPreemptionIsNotLatency(t *testing.T) {
 			{t: 1012, stack: []string{"main", "other"}, kind: recording.EventCPU},
 			{t: 1014, stack: []string{"main", "other"}, kind: recording.EventCPU},
 		}
-		r := Analyze(build(ev), Options{KeepInstances: true})
-		var got []string
-		for _, in := range r.Instances {
-			fn := r.Tree.Funcs.Get(in.Func)
-			got = append(got, fmt.Sprintf("%s@%d:%d/%d", fn.Name, in.Start, in.Conservative, in.Aggressive))
-		}
-		sort.Strings(got)
+		got := instances(ev)
 		return got
 	}
 	if got, want := run(pre, 0), "main@10:4/4 other@1012:2/2 work@10:2/2"; strings.Join(got, " ") != want {
@@ -519,13 +520,7 @@ func TestSyscallEnterStartsKernelFrames(t *testing.T) {
 		{t: 20, stack: k, kind: recording.EventSyscallEnter},
 		{t: 23, stack: k, kind: recording.EventSyscallExit},
 	}
-	r := Analyze(build(ev), Options{KeepInstances: true})
-	var got []string
-	for _, in := range r.Instances {
-		fn := r.Tree.Funcs.Get(in.Func)
-		got = append(got, fmt.Sprintf("%s@%d:%d/%d", fn.Name, in.Start, in.Conservative, in.Aggressive))
-	}
-	sort.Strings(got)
+	got := instances(ev)
 	want := []string{"entry@10:0/10", "entry@20:3/3", "main@10:13/13"}
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("instances\n got %v\nwant %v", got, want)

@@ -868,3 +868,27 @@ func TestTraceKeepHot(t *testing.T) {
 		t.Errorf("--keep-hot 0: leaf traced %d times, want left out (call_limit)", got)
 	}
 }
+
+// A function the kernel will not probe (its first instruction has a lock
+// prefix) is left out with a warning that names it; the others are traced.
+func TestTraceRefusedProbe(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "lockprefix", []string{"lockprefix.c"}, "-O2", "-g")
+	out := rec(t)
+	_, stderr, code := run(t, "trace", "-f", "bump", "-f", "locked_inc", "-f", "main", "-o", out, "--", bin, "300")
+	if code != 0 || !strings.Contains(stderr, "refused the probes of 1 of the functions (locked_inc)") {
+		t.Fatalf("trace: exit %d\n%s", code, stderr)
+	}
+	r := traceReport(t, out)
+	if got, _ := r.calls("bump"); got != 300 {
+		t.Errorf("bump: %d calls traced, want 300", got)
+	}
+	if got, _ := r.calls("main"); got != 1 {
+		t.Errorf("main: %d calls traced, want 1", got)
+	}
+	// Alone, it is an error that says why.
+	_, stderr, code = run(t, "trace", "-f", "locked_inc", "-o", rec(t), "--", bin, "3")
+	if code == 0 || !strings.Contains(stderr, "refused to probe locked_inc") {
+		t.Errorf("trace of only the refused function: exit %d\n%s", code, stderr)
+	}
+}

@@ -83,6 +83,8 @@ type Tracer struct {
 	// loadHit loads the point-probe program, the first time a point probe
 	// is set: a trace without point probes does without it.
 	loadHit func() (*ebpf.Program, error)
+	// refused are the probes the kernel would not set (see Attach).
+	refused map[uint32]bool
 }
 
 // Stats are the tracer's own counts of what it could not record.
@@ -265,54 +267,132 @@ func (t *Tracer) Attach(path string, probes []Probe, pid int) error {
 			rcookies = append(rcookies, uint64(p.ID))
 		}
 	}
+	// The return probes first: a call whose entry was seen then always has
+	// its return seen. A probe whose return the kernel refuses gets no
+	// entry either.
+	ids := cookies
+	var firstErr error
+	refuse := func(id uint64, err error) {
+		if t.refused == nil {
+			t.refused = map[uint32]bool{}
+		}
+		t.refused[uint32(id)] = true
+		if firstErr == nil {
+			firstErr = err
+		}
+	}
 	if t.multi {
-		// The return probes first: a call whose entry was seen then
-		// always has its return seen.
 		retProg, ret := t.ret, true
 		if t.o.Go {
 			retProg, ret = t.retInsn, false
 		}
-		if len(roffs) > 0 {
-			opts := &link.UprobeMultiOptions{Addresses: roffs, Cookies: rcookies, PID: uint32(pid)}
-			var l link.Link
+		links, refused, err := attachSplit(roffs, rcookies, func(o, c []uint64) (link.Link, error) {
+			opts := &link.UprobeMultiOptions{Addresses: o, Cookies: c, PID: uint32(pid)}
 			if ret {
-				l, err = ex.UretprobeMulti(nil, retProg, opts)
+				return ex.UretprobeMulti(nil, retProg, opts)
+			}
+			return ex.UprobeMulti(nil, retProg, opts)
+		})
+		t.rets = append(t.rets, links...)
+		for _, id := range refused {
+			refuse(id, fmt.Errorf("attaching return probes to %s: %w", path, explain(err)))
+		}
+		offs, cookies = t.unrefused(offs, cookies)
+		links, refused, err = attachSplit(offs, cookies, func(o, c []uint64) (link.Link, error) {
+			return ex.UprobeMulti(nil, t.entry, &link.UprobeMultiOptions{Addresses: o, Cookies: c, PID: uint32(pid)})
+		})
+		t.links = append(t.links, links...)
+		for _, id := range refused {
+			refuse(id, fmt.Errorf("attaching entry probes to %s: %w", path, explain(err)))
+		}
+	} else {
+		for i, off := range roffs {
+			opts := &link.UprobeOptions{Address: off, Cookie: rcookies[i], PID: pid}
+			var l link.Link
+			if t.o.Go {
+				l, err = ex.Uprobe("", t.retInsn, opts)
 			} else {
-				l, err = ex.UprobeMulti(nil, retProg, opts)
+				l, err = ex.Uretprobe("", t.ret, opts)
 			}
 			if err != nil {
-				return fmt.Errorf("attaching %d return probes to %s: %w", len(roffs), path, explain(err))
+				refuse(rcookies[i], fmt.Errorf("attaching a return probe to %s at %#x: %w", path, off, explain(err)))
+				continue
 			}
 			t.rets = append(t.rets, l)
 		}
-		l, err := ex.UprobeMulti(nil, t.entry, &link.UprobeMultiOptions{Addresses: offs, Cookies: cookies, PID: uint32(pid)})
-		if err != nil {
-			return fmt.Errorf("attaching %d entry probes to %s: %w", len(offs), path, explain(err))
+		offs, cookies = t.unrefused(offs, cookies)
+		for i, off := range offs {
+			l, err := ex.Uprobe("", t.entry, &link.UprobeOptions{Address: off, Cookie: cookies[i], PID: pid})
+			if err != nil {
+				refuse(cookies[i], fmt.Errorf("attaching a probe to %s at %#x: %w", path, off, explain(err)))
+				continue
+			}
+			t.links = append(t.links, l)
 		}
-		t.links = append(t.links, l)
-		return nil
 	}
-	for i, off := range roffs {
-		opts := &link.UprobeOptions{Address: off, Cookie: rcookies[i], PID: pid}
-		var l link.Link
-		if t.o.Go {
-			l, err = ex.Uprobe("", t.retInsn, opts)
-		} else {
-			l, err = ex.Uretprobe("", t.ret, opts)
-		}
-		if err != nil {
-			return fmt.Errorf("attaching a return probe to %s at %#x: %w", path, off, explain(err))
-		}
-		t.rets = append(t.rets, l)
-	}
-	for i, off := range offs {
-		l, err := ex.Uprobe("", t.entry, &link.UprobeOptions{Address: off, Cookie: cookies[i], PID: pid})
-		if err != nil {
-			return fmt.Errorf("attaching a probe to %s at %#x: %w", path, off, explain(err))
-		}
-		t.links = append(t.links, l)
+	if firstErr != nil && len(t.refusedOf(ids)) == len(ids) {
+		return firstErr // nothing was set
 	}
 	return nil
+}
+
+// unrefused drops the probes the kernel refused from offs and cookies.
+func (t *Tracer) unrefused(offs, cookies []uint64) ([]uint64, []uint64) {
+	var o, c []uint64
+	for i, id := range cookies {
+		if !t.refused[uint32(id)] {
+			o, c = append(o, offs[i]), append(c, id)
+		}
+	}
+	return o, c
+}
+
+// refusedOf returns the ids among cookies the kernel refused.
+func (t *Tracer) refusedOf(cookies []uint64) []uint64 {
+	var out []uint64
+	for _, id := range cookies {
+		if t.refused[uint32(id)] {
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
+// Refused returns the probes the kernel would not set, sorted: an
+// instruction uprobes cannot single-step or emulate at the offset (a lock
+// prefix, for one), or any other refusal of that one address.
+func (t *Tracer) Refused() []uint32 {
+	var out []uint32
+	for id := range t.refused {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// attachSplit attaches the probes at offs (cookies: their ids) with one
+// call of try. When the kernel refuses the set, which it does as a whole
+// when it refuses any one address, the set is halved until the refused
+// probes are found: the others are attached, and their ids are returned
+// with the first error. Without a refusal it costs one call.
+func attachSplit(offs, cookies []uint64, try func(offs, cookies []uint64) (link.Link, error)) ([]link.Link, []uint64, error) {
+	if len(offs) == 0 {
+		return nil, nil, nil
+	}
+	l, err := try(offs, cookies)
+	if err == nil {
+		return []link.Link{l}, nil, nil
+	}
+	if len(offs) == 1 {
+		return nil, cookies, err
+	}
+	h := len(offs) / 2
+	l1, r1, e1 := attachSplit(offs[:h], cookies[:h], try)
+	l2, r2, e2 := attachSplit(offs[h:], cookies[h:], try)
+	if e1 == nil {
+		e1 = e2
+	}
+	return append(l1, l2...), append(r1, r2...), e1
 }
 
 // attachPoints sets point probes: the hit program at each offset, with
@@ -371,12 +451,25 @@ func (t *Tracer) AttachEach(path string, probes []Probe, pid int) error {
 	if t.own == nil {
 		t.own = map[uint32]*owned{}
 	}
+	set := 0
+	var firstErr error
 	for _, p := range probes {
 		o := &owned{path: path, p: p, pid: pid}
 		t.own[p.ID] = o
 		if err := t.setOwned(o); err != nil {
-			return err
+			if !t.refused[p.ID] {
+				return err
+			}
+			delete(t.own, p.ID) // refused alone: the others go on
+			if firstErr == nil {
+				firstErr = err
+			}
+			continue
 		}
+		set++
+	}
+	if set == 0 {
+		return firstErr
 	}
 	return nil
 }

@@ -103,6 +103,7 @@ type session struct {
 	recs    []recording.Probe // the Probe records written
 	round   []recording.Call  // calls since probes were last set (Refine)
 	next    time.Time         // next Refine
+	refused int               // probes the kernel refused, already said
 }
 
 // probing is the state of dynamic probing.
@@ -237,8 +238,28 @@ func (s *session) set(first, pid int) error {
 			attach = s.t.AttachEach // each probe can be removed alone
 		}
 		if err := attach(obj, byObj[obj], pid); err != nil {
+			if ids := s.t.Refused(); len(ids) > s.refused {
+				var names []string
+				for _, id := range ids[s.refused:] {
+					names = append(names, s.targets[id-1].Function)
+				}
+				return fmt.Errorf("the kernel refused to probe %s in %s (%w): trace other functions", strings.Join(names, ", "), obj, err)
+			}
 			return err
 		}
+	}
+	if ids := s.t.Refused(); len(ids) > s.refused {
+		var names []string
+		for _, id := range ids {
+			names = append(names, s.targets[id-1].Function)
+		}
+		names = names[s.refused:]
+		s.refused = len(ids)
+		n := len(names)
+		if n > 8 {
+			names = append(names[:8:8], fmt.Sprintf("and %d more", n-8))
+		}
+		s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("the kernel refused the probes of %d of the functions (%s): their calls are not traced", n, strings.Join(names, ", ")))
 	}
 	return nil
 }

@@ -225,15 +225,16 @@ type inferer struct {
 // A context switch whose prev_state says the thread stayed runnable is a
 // preemption (or a yield): the thread waits for a CPU, not for anything
 // the program asked for. Its stack counts without the kernel's preemption
-// path (preempted), as does a CPU sample taken on that path, and the time from the switch to the thread's next event
-// is taken out of the thread's clock. The thread resumed somewhere in that
-// window, so at most one event interval of its running is lost with each
-// preemption, while the waits of a busy machine are many times longer and
-// few: charged to what was open, they would add a noise as large as the
-// differences being ranked, most of all to callers' own time (the gap
-// between two callees). Latency here is what the program's own work and
-// waits took, not how busy the machine was. Instances keep their start on
-// the sample clock.
+// path (preempted), as does a CPU sample taken on that path, and the wait
+// is taken out of the thread's clock: exactly, up to the thread's switch
+// back onto a CPU when that was recorded (--events wakeup), else up to its
+// next event. The thread resumed somewhere in that window, so at most one
+// event interval of its running is lost with each preemption, while the
+// waits of a busy machine are many times longer and few: charged to what
+// was open, they would add a noise as large as the differences being
+// ranked, most of all to callers' own time (the gap between two callees).
+// Latency here is what the program's own work and waits took, not how busy
+// the machine was. Instances keep their start on the sample clock.
 //
 // Events whose stack is empty are skipped. It never fails: an empty profile
 // gives an empty result.
@@ -248,6 +249,15 @@ func Analyze(p *profile.Profile, o Options) *Result {
 	threads := map[uint64]*thread{}
 	var order []*thread
 	for _, s := range p.Samples {
+		if s.Event == recording.EventSwitchIn {
+			// The thread is back on a CPU: its wait since a preemption
+			// is known exactly (recorded with --events wakeup).
+			if th := threads[uint64(s.PID)<<32|uint64(s.TID)]; th != nil && th.preempted != 0 && s.Time > th.preempted {
+				th.waited += s.Time - th.preempted
+				th.preempted = 0
+			}
+			continue
+		}
 		if !set.Has(s.Event) {
 			continue
 		}

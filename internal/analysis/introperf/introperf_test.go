@@ -489,6 +489,23 @@ func TestPreemptionIsNotLatency(t *testing.T) {
 	}
 }
 
+func TestPreemptionWaitEndsAtSwitchIn(t *testing.T) {
+	// Preempted at 12, back on a CPU at 1008 (a recorded switch-in), next
+	// sampled at 1012 in another function: work ran 2 before the switch
+	// and 4 after it, which its aggressive latency keeps.
+	pre := []string{"main", "work", "k:asm_sysvec_apic_timer_interrupt", "k:irqentry_exit_to_user_mode", "k:schedule"}
+	ev := []event{
+		{t: 10, stack: []string{"main", "work"}, kind: recording.EventCPU},
+		{t: 12, stack: pre, kind: recording.EventSwitch},
+		{t: 1008, kind: recording.EventSwitchIn},
+		{t: 1012, stack: []string{"main", "other"}, kind: recording.EventCPU},
+		{t: 1014, stack: []string{"main", "other"}, kind: recording.EventCPU},
+	}
+	if got, want := instances(ev), "main@10:8/8 other@1012:2/2 work@10:2/6"; strings.Join(got, " ") != want {
+		t.Errorf("instances\n got %v\nwant %v", got, want)
+	}
+}
+
 func TestPreemptionPathInCPUSamples(t *testing.T) {
 	// A CPU sample on the preemption path counts as its user frames; one
 	// in a page fault keeps its kernel frames.

@@ -100,14 +100,44 @@ func Compare(base, new *profile.Profile, g profile.Grouping, byTotal bool) Resul
 		}
 		alone[k.name] = a
 	}
+	// A label in several objects of a run (_start in the program and in
+	// the dynamic loader, say) is paired along the objects the unambiguous
+	// labels paired, when they paired that object with one other only.
+	join := func(bk, nk key) {
+		b, n := rows[bk], rows[nk]
+		n.Base = b.Base
+		if b.Object != n.Object {
+			n.Object = b.Object + " → " + n.Object
+		}
+		delete(rows, bk)
+	}
+	renamed := map[string]string{} // base object → new object; "" when not one
 	for _, a := range alone {
 		if len(a[0]) == 1 && len(a[1]) == 1 {
-			b, n := rows[a[0][0]], rows[a[1][0]]
-			n.Base = b.Base
-			if b.Object != n.Object {
-				n.Object = b.Object + " → " + n.Object
+			bo, no := a[0][0].object, a[1][0].object
+			if to, seen := renamed[bo]; seen && to != no {
+				renamed[bo] = ""
+			} else if !seen {
+				renamed[bo] = no
 			}
-			delete(rows, a[0][0])
+		}
+	}
+	for _, a := range alone {
+		if len(a[0]) == 1 && len(a[1]) == 1 {
+			join(a[0][0], a[1][0])
+			continue
+		}
+		for _, bk := range a[0] {
+			to := renamed[bk.object]
+			if to == "" {
+				continue
+			}
+			for _, nk := range a[1] {
+				if nk.object == to {
+					join(bk, nk)
+					break
+				}
+			}
 		}
 	}
 	for _, r := range rows {

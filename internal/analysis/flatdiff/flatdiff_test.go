@@ -116,3 +116,39 @@ func TestCompareProcesses(t *testing.T) {
 		t.Errorf("by process: %+v", res.Rows)
 	}
 }
+
+// A label found in two objects of one run, _start in the program and in
+// the dynamic loader when a sample fell in the loader's start-up, is
+// still paired with the rebuilt program's along the objects main and
+// worker paired.
+func TestCompareRebuiltAmbiguous(t *testing.T) {
+	base := build(map[int][]profile.Frame{
+		0: {fr("worker", "/v1/app"), fr("main", "/v1/app"), fr("_start", "/v1/app")},
+		1: {fr("_dl_start", "/lib/ld.so"), fr("_start", "/lib/ld.so")},
+	}, map[int]int{0: 99, 1: 1})
+	new := build(map[int][]profile.Frame{
+		0: {fr("worker", "/v2/app2"), fr("main", "/v2/app2"), fr("_start", "/v2/app2")},
+	}, map[int]int{0: 200})
+	got := map[string][]Row{}
+	for _, r := range Compare(base, new, profile.ByFunction, true).Rows {
+		got[r.Name] = append(got[r.Name], r)
+	}
+	s := got["_start"]
+	if len(s) != 2 {
+		t.Fatalf("_start rows %+v, want the program's paired and the loader's alone", s)
+	}
+	for _, r := range s {
+		switch r.Object {
+		case "app → app2":
+			if r.Base.Total != 99 || r.New.Total != 200 {
+				t.Errorf("the program's _start %+v", r)
+			}
+		case "ld.so":
+			if r.Base.Total != 1 || r.New.Total != 0 {
+				t.Errorf("the loader's _start %+v", r)
+			}
+		default:
+			t.Errorf("_start in %q: not paired", r.Object)
+		}
+	}
+}

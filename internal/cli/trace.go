@@ -152,15 +152,9 @@ calls), export --format chrome and diff. Patterns (#N sampling, --lib,
 			if err := preOptimize(&o, opt, exe, pid, diffBase, diffGit, pipeline, stderr); err != nil {
 				return err
 			}
-			var res tracer.Result
-			err := start(pid, args,
-				func(stop <-chan struct{}) (err error) { res, err = tracer.Attach(o, pid, stop); return err },
-				func() (err error) { res, err = tracer.Launch(o, args); return err })
+			res, err := runTracer(o, pid, args, stderr)
 			if err != nil {
 				return err
-			}
-			for _, w := range res.Warnings {
-				warnf(stderr, "%s", w)
 			}
 			sched := ""
 			if o.Sched {
@@ -387,4 +381,20 @@ func dynamicSampling(exe string, pid int, pats []tracer.Pattern, levels map[stri
 	}
 	fmt.Fprintf(stderr, "culprit: dynamic sampling (%s): %d of %d functions sampled, up to 1 call in %d\n", phase, n, len(funcs), most)
 	return every, nil
+}
+
+// runTracer traces the launched command args, or process pid when it is
+// not 0, and prints the tracer's warnings.
+func runTracer(o tracer.Options, pid int, args []string, stderr io.Writer) (tracer.Result, error) {
+	var res tracer.Result
+	err := start(pid, args,
+		func(stop <-chan struct{}) (err error) { res, err = tracer.Attach(o, pid, stop); return err },
+		func() (err error) { res, err = tracer.Launch(o, args); return err })
+	if err != nil {
+		return res, err
+	}
+	for _, w := range res.Warnings {
+		warnf(stderr, "%s", w)
+	}
+	return res, nil
 }

@@ -142,15 +142,9 @@ from VProfiler: docs/variance.md.`,
 			if cg != nil && rounds > 1 {
 				o.Refine = ref.refine
 			}
-			var res tracer.Result
-			err := start(pid, args,
-				func(stop <-chan struct{}) (err error) { res, err = tracer.Attach(o, pid, stop); return err },
-				func() (err error) { res, err = tracer.Launch(o, args); return err })
+			res, err := runTracer(o, pid, args, stderr)
 			if err != nil {
 				return err
-			}
-			for _, w := range res.Warnings {
-				warnf(stderr, "%s", w)
 			}
 			fmt.Fprintf(stderr, "culprit: %d calls of %d functions in %d rounds written to %s (%s)\n", res.Calls, res.Probes+len(ref.added), res.Rounds, output, humanBytes(res.Bytes))
 			if err := varianceReport(c.OutOrStdout(), stderr, output, spec, k, d, format, tree); err != nil {
@@ -352,40 +346,42 @@ func hasSched(metas []recording.Meta) bool {
 // a keyed interval's time between its threads along the critical path
 // (by the wait each stretch stands for).
 func schedStates(in *variance.Input, tl *sched.Timeline) {
-	in.States = func(tid uint32, from, to uint64) map[string]uint64 {
+	// overlap calls fn with each of thread tid's state intervals that
+	// overlap [from, to) and the length of the overlap.
+	overlap := func(tid uint32, from, to uint64, fn func(iv sched.Interval, ns uint64)) bool {
 		th := tl.Thread(tid)
 		if th == nil || to <= from {
-			return nil
+			return false
 		}
 		iv := th.Intervals
-		i := sort.Search(len(iv), func(i int) bool { return iv[i].To > from })
-		out := map[string]uint64{}
-		for ; i < len(iv) && iv[i].From < to; i++ {
+		for i := sort.Search(len(iv), func(i int) bool { return iv[i].To > from }); i < len(iv) && iv[i].From < to; i++ {
 			if lo, hi := max(iv[i].From, from), min(iv[i].To, to); hi > lo {
-				out[iv[i].State.String()] += hi - lo
+				fn(iv[i], hi-lo)
 			}
+		}
+		return true
+	}
+	in.States = func(tid uint32, from, to uint64) map[string]uint64 {
+		out := map[string]uint64{}
+		if !overlap(tid, from, to, func(iv sched.Interval, ns uint64) { out[iv.State.String()] += ns }) {
+			return nil
 		}
 		return out
 	}
 	in.Holders = func(tid uint32, from, to uint64) map[string]uint64 {
-		th := tl.Thread(tid)
-		if th == nil || to <= from {
-			return nil
-		}
-		iv := th.Intervals
-		i := sort.Search(len(iv), func(i int) bool { return iv[i].To > from })
 		out := map[string]uint64{}
-		for ; i < len(iv) && iv[i].From < to; i++ {
-			if iv[i].State != sched.Lock || iv[i].Waker == 0 {
-				continue
+		ok := overlap(tid, from, to, func(iv sched.Interval, ns uint64) {
+			if iv.State != sched.Lock || iv.Waker == 0 {
+				return
 			}
-			if lo, hi := max(iv[i].From, from), min(iv[i].To, to); hi > lo {
-				name := "?"
-				if w := tl.Thread(iv[i].Waker); w != nil && w.Name != "" {
-					name = w.Name
-				}
-				out[fmt.Sprintf("%s[%d]", name, iv[i].Waker)] += hi - lo
+			name := "?"
+			if w := tl.Thread(iv.Waker); w != nil && w.Name != "" {
+				name = w.Name
 			}
+			out[fmt.Sprintf("%s[%d]", name, iv.Waker)] += ns
+		})
+		if !ok {
+			return nil
 		}
 		return out
 	}

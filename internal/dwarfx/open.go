@@ -103,48 +103,11 @@ func FromELF(f *elf.File) (*Info, error) {
 	if !hasDWARF(f) {
 		return nil, errors.New("no DWARF debug information (.debug_info)")
 	}
-	secs := map[string][]byte{}
-	for _, s := range f.Sections {
-		var name string
-		switch {
-		case strings.HasPrefix(s.Name, ".debug_"):
-			name = s.Name[7:]
-		case strings.HasPrefix(s.Name, ".zdebug_"):
-			name = s.Name[8:]
-		default:
-			continue
-		}
-		if s.Type == elf.SHT_NOBITS {
-			continue
-		}
-		if _, dup := secs[name]; dup {
-			continue
-		}
-		b, err := s.Data()
-		if err != nil {
-			return nil, fmt.Errorf("reading %s: %w", s.Name, err)
-		}
-		secs[name] = b
-	}
-	var d *dwarf.Data
-	var err error
-	if f.Type == elf.ET_REL {
-		d, err = f.DWARF()
-	} else {
-		d, err = dwarf.New(secs["abbrev"], nil, nil, secs["info"], secs["line"], nil, secs["ranges"], secs["str"])
-		if err == nil {
-			for _, n := range []string{"addr", "line_str", "str_offsets", "rnglists"} {
-				if b, ok := secs[n]; ok {
-					if err = d.AddSection(".debug_"+n, b); err != nil {
-						break
-					}
-				}
-			}
-		}
-	}
+	dw, err := elfx.DWARFData(f, "info", "loc", "loclists", "addr")
 	if err != nil {
 		return nil, err
 	}
+	d, secs := dw.Data, dw.Sections
 	i := &Info{
 		d:         d,
 		isGo:      elfx.IsGo(f),

@@ -1,6 +1,7 @@
 // Package elfx is the low-level layer under everything that reads ELF
 // objects and their DWARF: the GNU build-id note and the separate debug
-// file it names, a bounds-checked byte and LEB128 reader, the DWARF
+// file it names, the DWARF sections read once for debug/dwarf and for the
+// callers that decode raw sections (DWARFData), a bounds-checked byte and LEB128 reader, the DWARF
 // expression and call-frame opcode tables, the x86-64 DWARF register
 // numbers, and the source name of a function's DIE (clone suffixes,
 // demangling, abstract origins).

@@ -257,8 +257,8 @@ func (d *objData) loadOnce() error {
 		src = dbg
 	}
 	if src != nil {
-		if dw, err := dwarfData(src); err == nil {
-			if x, err := newDWIndex(dw, src.Section(".debug_info"), src.ByteOrder, d.isGo); err == nil {
+		if dw, err := elfx.DWARFData(src); err == nil {
+			if x, err := newDWIndex(dw.Data, src.Section(".debug_info"), src.ByteOrder, d.isGo); err == nil {
 				d.dw = x
 			}
 		}

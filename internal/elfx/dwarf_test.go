@@ -1,4 +1,4 @@
-package symbol
+package elfx
 
 import (
 	"debug/dwarf"
@@ -10,10 +10,11 @@ import (
 	"github.com/culprit-dev/culprit/internal/testutil"
 )
 
-// dwarfData reads the same units, ranges and line tables as f.DWARF() from
+// DWARFData reads the same units, ranges and line tables as f.DWARF() from
 // compressed and uncompressed DWARF 4 and 5 (ranges and rnglists, str and
 // line_str), and from a relocatable object, whose relocations only
-// f.DWARF() applies.
+// f.DWARF() applies; the raw sections asked for are returned on both paths,
+// the others not.
 func TestDWARFDataMatchesDebugElf(t *testing.T) {
 	for _, flags := range [][]string{
 		{"-O2", "-g", "-gdwarf-4"},
@@ -31,13 +32,19 @@ func TestDWARFDataMatchesDebugElf(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ours, err := dwarfData(f)
+		ours, err := DWARFData(f, "info")
 		if err != nil {
 			t.Fatalf("%v: %v", flags, err)
 		}
-		a, b := dwarfSummary(t, std), dwarfSummary(t, ours)
+		a, b := dwarfSummary(t, std), dwarfSummary(t, ours.Data)
 		if len(a) < 3 || !slices.Equal(a, b) {
-			t.Errorf("%v: debug/elf read %v, dwarfData %v", flags, a, b)
+			t.Errorf("%v: debug/elf read %v, DWARFData %v", flags, a, b)
+		}
+		if info := f.Section(".debug_info"); info == nil || len(ours.Sections["info"]) == 0 {
+			t.Errorf("%v: .debug_info asked for and not returned", flags)
+		}
+		if _, ok := ours.Sections["abbrev"]; ok {
+			t.Errorf("%v: .debug_abbrev returned without being asked for", flags)
 		}
 		f.Close()
 	}

@@ -312,3 +312,85 @@ func TestVarianceLockHolder(t *testing.T) {
 	}
 	t.Errorf("locked_update is not among the factors %+v", r.Factors)
 }
+
+// A request accepted on one thread, handed to a worker across a queue
+// (the issue's case (c)): --queue pairs each enqueue with the dequeue that
+// returned its item (by the pointer: enqueue's r is dequeue's return
+// value), so every request is one interval from accept_req's entry to
+// the worker's serve's return. The worker's slow_io, whose sleeps the
+// program sets, is the first factor within 5 points of the share the
+// program measures over the same requests, and the time in the queue is a
+// bucket of its own whose mean is the program's.
+func TestVarianceQueueHandoff(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "varqueue", []string{"varqueue.c"}, "-O2", "-g", "-pthread")
+	out := rec(t)
+	stdout := mustRun(t, "variance", "--start", "accept_req", "--end", "serve", "--queue", "enqueue:dequeue", "--queue-key", "r:return",
+		"--sched", "--rounds", "1", "-o", out, "--", bin, "600", "8")
+	var r struct {
+		varianceJSON
+		Tree struct {
+			Children []struct {
+				Kind   string             `json:"kind"`
+				Label  string             `json:"label"`
+				Mean   float64            `json:"mean_ns"`
+				States map[string]float64 `json:"states"`
+			} `json:"children"`
+		} `json:"tree"`
+	}
+	if err := json.Unmarshal([]byte(mustRun(t, "variance", "-i", out, "--format", "json")), &r); err != nil {
+		t.Fatal(err)
+	}
+	var n int
+	var lat, queued, share float64
+	for _, l := range strings.Split(stdout, "\n") {
+		f := strings.Fields(l)
+		switch {
+		case len(f) == 5 && f[0] == "req":
+			a, err1 := strconv.ParseFloat(f[2], 64)
+			b, err2 := strconv.ParseFloat(f[3], 64)
+			if err1 != nil || err2 != nil {
+				t.Fatalf("bad line %q", l)
+			}
+			n++
+			lat += a
+			queued += b
+		case len(f) == 3 && f[0] == "share" && f[1] == "slow_io":
+			share, _ = strconv.ParseFloat(f[2], 64)
+		}
+	}
+	if n != 600 || r.Intervals != n {
+		t.Fatalf("%d intervals, the program served %d requests (want 600)", r.Intervals, n)
+	}
+	lat /= float64(n)
+	queued /= float64(n)
+	// The program's clock reads sit inside the probed calls: culprit's
+	// intervals are longer by the probes' own time, a few µs.
+	if r.Mean < lat || r.Mean > lat*1.05+20000 {
+		t.Errorf("intervals' mean %.0f ns, the program's mean latency %.0f ns", r.Mean, lat)
+	}
+	if len(r.Factors) == 0 || r.Factors[0].Names[0] != "slow_io" {
+		t.Fatalf("factors %+v, want slow_io first", r.Factors)
+	}
+	t.Logf("slow_io %.1f%% of the variance, the program's %.1f%%", 100*r.Factors[0].Contribution, 100*share)
+	if math.Abs(r.Factors[0].Contribution-share) > 0.05 {
+		t.Errorf("slow_io's share %.3f, the program's %.3f", r.Factors[0].Contribution, share)
+	}
+	for _, c := range r.Tree.Children {
+		if c.Label != "queue wait" {
+			continue
+		}
+		// The program times from the insertion to the removal under the
+		// queue's mutex; culprit from enqueue's return to dequeue's: the
+		// two differ by the calls' tails (unlock, return, the probes).
+		t.Logf("queue wait: mean %.0f ns (%v), the program's %.0f ns", c.Mean, c.States, queued)
+		if math.Abs(c.Mean-queued) > 0.5*queued+20000 {
+			t.Errorf("queue wait's mean %.0f ns, the program's %.0f ns", c.Mean, queued)
+		}
+		if math.Abs(c.States["queued"]-c.Mean) > 1 {
+			t.Errorf("queue wait's states %v, want all queued", c.States)
+		}
+		return
+	}
+	t.Errorf("no queue wait under the interval: %+v", r.Tree.Children)
+}

@@ -38,6 +38,7 @@ func newVariance() *cobra.Command {
 		interactive bool
 		tree        bool
 		schedEv     bool
+		queue       string
 	)
 	c := &cobra.Command{
 		Use:   "variance --start FUNC [--end FUNC] [flags] -- CMD [ARGS...]\n  culprit variance --start FUNC [--end FUNC] -p PID --duration D\n  culprit variance -i FILE",
@@ -76,6 +77,21 @@ from VProfiler: docs/variance.md.`,
 			if rounds < 1 || perRound < 2 {
 				return usagef("--rounds must be at least 1 and --round-intervals at least 2")
 			}
+			if queue != "" {
+				enq, deq, ok := strings.Cut(queue, ":")
+				if !ok || enq == "" || deq == "" || strings.Contains(deq, ":") {
+					return usagef("--queue %q: want ENQUEUE:DEQUEUE, the functions that put an item in the queue and take it out, e.g. --queue push_job:pop_job", queue)
+				}
+				if spec.Key != "" {
+					return usagef("--key and --queue pair an interval's halves in two ways: give one (--queue-key pairs the queue's two ends)")
+				}
+				if spec.End == "" || spec.End == spec.Start {
+					return usagef("--queue hands an interval to another thread: give the --end function that thread runs")
+				}
+				spec.Enqueue, spec.Dequeue = enq, deq
+			} else if spec.QueueKey != "" {
+				return usagef("--queue-key pairs the ends of a --queue: give --queue ENQUEUE:DEQUEUE")
+			}
 			if input != "" {
 				if len(args) > 0 || pid != 0 {
 					return usagef("-i reads a recording: give no command or -p with it")
@@ -106,9 +122,13 @@ from VProfiler: docs/variance.md.`,
 				cg = g
 			}
 			heights := variance.Heights(cg)
-			o := tracer.Options{Output: output, Duration: duration, Tool: "culprit " + Version, Args: spec.Key != "", Sched: schedEv,
-				Extra: map[string]string{variance.ExtraStart: spec.Start, variance.ExtraEnd: spec.End, variance.ExtraKey: spec.Key}}
+			o := tracer.Options{Output: output, Duration: duration, Tool: "culprit " + Version, Args: spec.Key != "" || spec.QueueKey != "", Sched: schedEv,
+				Extra: map[string]string{variance.ExtraStart: spec.Start, variance.ExtraEnd: spec.End, variance.ExtraKey: spec.Key,
+					variance.ExtraQueue: spec.Queue(), variance.ExtraQueueKey: spec.QueueKey}}
 			names := []string{spec.Start, spec.End}
+			if spec.Enqueue != "" {
+				names = append(names, spec.Enqueue, spec.Dequeue)
+			}
 			if len(funcs) > 0 {
 				names = append(names, funcs...)
 			} else {
@@ -161,6 +181,8 @@ from VProfiler: docs/variance.md.`,
 	f.StringVar(&spec.Start, "start", "", "the function whose entry starts an interval (a request, a transaction)")
 	f.StringVar(&spec.End, "end", "", "the function whose return ends it (default: --start, each call an interval)")
 	f.StringVar(&spec.Key, "key", "", "pair starts and ends across threads by this expression over both functions' integer parameters (DWARF names), e.g. id or 'fd*65536+seq'")
+	f.StringVar(&queue, "queue", "", "ENQUEUE:DEQUEUE: the interval crosses a queue; the thread whose DEQUEUE returns the item its start's thread ENQUEUEd takes it over, up to that thread's next --end")
+	f.StringVar(&spec.QueueKey, "queue-key", "", "pair the queue's ends by an expression, EXPR or ENQ_EXPR:DEQ_EXPR (DEQUEUE's return value is `return`), e.g. 'job:return' (default: in order, a FIFO queue)")
 	f.StringSliceVar(&funcs, "functions", nil, "functions (globs) to probe in the first round, comma-separated (default: those --start calls)")
 	f.StringArrayVar(&libs, "lib", nil, "also probe functions of a shared library in the first round: LIB:PATTERN, LIB a path or a name such as libevent; repeatable")
 	f.IntVar(&k, "k", 3, "factors chosen in each round (VProfiler's k)")
@@ -300,8 +322,13 @@ func varianceOf(p *profile.Profile, path string, spec variance.Spec, k int, d fl
 			return nil, fmt.Errorf("%s was not made by culprit variance: give --start (and --end) to say what an interval is", path)
 		}
 		spec = rec
-	} else if spec.End == "" {
-		spec.End = spec.Start
+	} else {
+		if spec.End == "" {
+			spec.End = spec.Start
+		}
+		if spec.Enqueue == "" {
+			spec.Enqueue, spec.Dequeue, spec.QueueKey = rec.Enqueue, rec.Dequeue, rec.QueueKey
+		}
 	}
 	if len(p.Probes) == 0 {
 		return nil, fmt.Errorf("%s has no traced calls: record it with culprit variance or culprit trace", path)

@@ -22,6 +22,9 @@ func VarianceText(w io.Writer, r *variance.Result, tree bool) error {
 		if r.Spec.Key != "" {
 			what += " (key " + r.Spec.Key + ")"
 		}
+		if q := r.Spec.Queue(); q != "" {
+			what = r.Spec.Start + " … " + q + " … " + r.Spec.End
+		}
 	}
 	fmt.Fprintf(&b, "%d intervals of %s: mean %s, stddev %s, p50 %s, p99 %s, p99.9 %s\n", r.Intervals, what,
 		Duration(r.Mean), Duration(r.StdDev), Duration(r.P50), Duration(r.P99), Duration(r.P999))

@@ -2,6 +2,7 @@ package variance
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/recording"
@@ -12,6 +13,9 @@ const (
 	ExtraStart = "interval_start"
 	ExtraEnd   = "interval_end"
 	ExtraKey   = "interval_key"
+	// ExtraQueue is "ENQ:DEQ", ExtraQueueKey the queue's key.
+	ExtraQueue    = "interval_queue"
+	ExtraQueueKey = "interval_queue_key"
 )
 
 // SpecOf reads the interval definition a recording made by culprit
@@ -19,7 +23,9 @@ const (
 func SpecOf(metas []recording.Meta) (Spec, bool) {
 	for _, m := range metas {
 		if m.Extra[ExtraStart] != "" {
-			return Spec{Start: m.Extra[ExtraStart], End: m.Extra[ExtraEnd], Key: m.Extra[ExtraKey]}, true
+			s := Spec{Start: m.Extra[ExtraStart], End: m.Extra[ExtraEnd], Key: m.Extra[ExtraKey], QueueKey: m.Extra[ExtraQueueKey]}
+			s.Enqueue, s.Dequeue, _ = strings.Cut(m.Extra[ExtraQueue], ":")
+			return s, true
 		}
 	}
 	return Spec{}, false
@@ -30,11 +36,11 @@ func SpecOf(metas []recording.Meta) (Spec, bool) {
 func FromProfile(p *profile.Profile, spec Spec) Input {
 	in := Input{Spec: spec}
 	for _, pr := range p.Probes {
-		in.Probes = append(in.Probes, Probe{Function: pr.Function, Since: pr.Since, Params: pr.Params})
+		in.Probes = append(in.Probes, Probe{Function: pr.Function, Since: pr.Since, Params: pr.Params, Ret: pr.Ret})
 	}
 	in.Calls = make([]Call, 0, len(p.Calls))
 	for _, c := range p.Calls {
-		in.Calls = append(in.Calls, Call{Start: c.Start, End: c.End, TID: c.TID, Probe: int(c.Probe), Site: int64(c.Site) + 1, Args: c.Args, Unreturned: c.Unreturned()})
+		in.Calls = append(in.Calls, Call{Start: c.Start, End: c.End, TID: c.TID, Probe: int(c.Probe), Site: int64(c.Site) + 1, Args: c.Args, Ret: c.Ret, Unreturned: c.Unreturned()})
 	}
 	in.SiteName = func(s int64) string {
 		i := s - 1
@@ -57,7 +63,7 @@ func FromRecords(spec Spec, calls []recording.Call, probes []recording.Probe) In
 	ids := map[uint32]int{}
 	for _, p := range probes {
 		ids[p.ID] = len(in.Probes)
-		in.Probes = append(in.Probes, Probe{Function: p.Function, Since: p.Since, Params: p.Params})
+		in.Probes = append(in.Probes, Probe{Function: p.Function, Since: p.Since, Params: p.Params, Ret: p.Ret})
 	}
 	in.Calls = make([]Call, 0, len(calls))
 	for _, c := range calls {
@@ -65,7 +71,7 @@ func FromRecords(spec Spec, calls []recording.Call, probes []recording.Probe) In
 		if !ok {
 			continue
 		}
-		in.Calls = append(in.Calls, Call{Start: c.Start, End: c.End, TID: c.TID, Probe: i, Site: int64(c.Site), Args: c.Args, Unreturned: c.Flags&recording.CallUnreturned != 0})
+		in.Calls = append(in.Calls, Call{Start: c.Start, End: c.End, TID: c.TID, Probe: i, Site: int64(c.Site), Args: c.Args, Ret: c.Ret, Unreturned: c.Flags&recording.CallUnreturned != 0})
 	}
 	return in
 }
@@ -77,4 +83,12 @@ func baseName(p string) string {
 		}
 	}
 	return p
+}
+
+// Queue renders the spec's queue as ExtraQueue holds it ("" when none).
+func (s Spec) Queue() string {
+	if s.Enqueue == "" {
+		return ""
+	}
+	return s.Enqueue + ":" + s.Dequeue
 }

@@ -30,7 +30,22 @@ type Spec struct {
 	// Start and End (as their DWARF names them); a start and an end with
 	// the same value are one interval, on whichever threads they ran.
 	Key string
+	// Enqueue and Dequeue, when set, are a queue's two ends: an interval
+	// starts on one thread (Start), whose next Enqueue hands its item to
+	// the thread whose Dequeue returns it (a created-by edge), and ends at
+	// the return of that thread's next End call. QueueKey pairs the two
+	// calls: "EXPR" over both functions' parameters, or "EXPR:EXPR", the
+	// first over Enqueue's parameters, the second over Dequeue's with
+	// `return` its return value; empty pairs them in order (the n-th
+	// item enqueued is the n-th dequeued: a FIFO queue, empty when
+	// tracing began).
+	Enqueue, Dequeue, QueueKey string
 }
+
+// QueueWait labels the node of an interval's time in a queue: from the
+// return of the Enqueue that handed its item over to the return of the
+// Dequeue that took it.
+const QueueWait = "queue wait"
 
 // Probe is a traced function.
 type Probe struct {
@@ -40,6 +55,8 @@ type Probe struct {
 	// Params are the recorded arguments, "name:code:type" (see
 	// recording.Probe), for Key.
 	Params []string
+	// Ret is the return value's "code:type" ("" when not recorded).
+	Ret string
 }
 
 // Call is one traced call.
@@ -49,6 +66,7 @@ type Call struct {
 	Probe      int   // index into Input.Probes
 	Site       int64 // identifies the call site (0: unknown)
 	Args       []uint64
+	Ret        uint64
 	// Unreturned: the call left without returning, or was open when
 	// tracing stopped; its end is an upper bound, so it never starts or
 	// ends an interval.
@@ -175,6 +193,7 @@ type TreeNode struct {
 type node struct {
 	parent   int
 	fn       string
+	pseudo   bool // not a function: the queue wait
 	site     int64
 	children map[[2]int64]int // (probe name index, site) → node
 	kids     []int
@@ -187,6 +206,9 @@ type interval struct {
 	// return and the end call's entry (its threads in gapTIDs).
 	gap     [2]uint64
 	gapTIDs [2]uint32
+	// queue is, for an interval handed across a queue, the span from
+	// its Enqueue's return to its Dequeue's.
+	queue [2]uint64
 }
 
 // window is a span of one thread that belongs to an interval: calls
@@ -213,7 +235,14 @@ func Analyse(in Input) (*Result, error) {
 	var cut uint64
 	sinces := map[uint64]bool{}
 	startP, endP := map[int]bool{}, map[int]bool{}
+	enqP, deqP := map[int]bool{}, map[int]bool{}
 	for i, p := range in.Probes {
+		if p.Function == in.Spec.Enqueue {
+			enqP[i] = true
+		}
+		if p.Function == in.Spec.Dequeue {
+			deqP[i] = true
+		}
 		sinces[p.Since] = true
 		cut = max(cut, p.Since)
 		if p.Function == in.Spec.Start {
@@ -232,6 +261,9 @@ func Analyse(in Input) (*Result, error) {
 	if len(endP) == 0 {
 		return nil, fmt.Errorf("%s was not traced: no interval ends", in.Spec.End)
 	}
+	if in.Spec.Enqueue != "" && (len(enqP) == 0 || len(deqP) == 0) {
+		return nil, fmt.Errorf("%s or %s was not traced: no hand-offs across the queue", in.Spec.Enqueue, in.Spec.Dequeue)
+	}
 	calls := slices.Clone(in.Calls)
 	slices.SortFunc(calls, func(a, b Call) int {
 		if c := cmp.Compare(a.TID, b.TID); c != 0 {
@@ -242,7 +274,14 @@ func Analyse(in Input) (*Result, error) {
 		}
 		return cmp.Compare(b.End, a.End) // outer first
 	})
-	ivs, unpaired, err := intervals(in, calls, startP, endP, cut)
+	var ivs []interval
+	var unpaired int
+	var err error
+	if in.Spec.Enqueue != "" {
+		ivs, unpaired, err = queueIntervals(in, calls, startP, endP, enqP, deqP, cut)
+	} else {
+		ivs, unpaired, err = intervals(in, calls, startP, endP, cut)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -258,7 +297,7 @@ func Analyse(in Input) (*Result, error) {
 	}
 	nodes := []*node{{parent: -1, fn: rootName, children: map[[2]int64]int{}}}
 	fnIdx := map[string]int64{}
-	child := func(parent int, fn string, site int64) int {
+	child := func(parent int, fn string, site int64, pseudo bool) int {
 		fi, ok := fnIdx[fn]
 		if !ok {
 			fi = int64(len(fnIdx))
@@ -269,7 +308,7 @@ func Analyse(in Input) (*Result, error) {
 			return id
 		}
 		id := len(nodes)
-		nodes = append(nodes, &node{parent: parent, fn: fn, site: site, children: map[[2]int64]int{}})
+		nodes = append(nodes, &node{parent: parent, fn: fn, site: site, pseudo: pseudo, children: map[[2]int64]int{}})
 		nodes[parent].children[k] = id
 		nodes[parent].kids = append(nodes[parent].kids, id)
 		return id
@@ -319,6 +358,15 @@ func Analyse(in Input) (*Result, error) {
 				addStates(0, in.Gap(iv.gapTIDs[0], iv.gap[0], iv.gapTIDs[1], iv.gap[1]))
 			}
 		}
+		if q := iv.queue[1] - iv.queue[0]; q > 0 {
+			id := child(0, QueueWait, 0, true)
+			row[id] += float64(q)
+			if in.States != nil {
+				st := map[string]uint64{"queued": q}
+				addStates(0, st)
+				addStates(id, st)
+			}
+		}
 		for _, w := range iv.windows {
 			idx := byTID[w.tid]
 			first := sort.Search(len(idx), func(i int) bool { return calls[idx[i]].Start >= w.start })
@@ -341,7 +389,7 @@ func Analyse(in Input) (*Result, error) {
 				if len(stack) > 0 {
 					parent = stack[len(stack)-1].node
 				}
-				id := child(parent, in.Probes[c.Probe].Function, c.Site)
+				id := child(parent, in.Probes[c.Probe].Function, c.Site, false)
 				row[id] += float64(c.End - c.Start)
 				if in.States != nil {
 					addStates(id, in.States(c.TID, c.Start, c.End))
@@ -528,7 +576,11 @@ func Analyse(in Input) (*Result, error) {
 				c = build(p.id, p.x, depth+1)
 				leaf := in.Heights != nil && heights[p.fn] == 0 || in.Heights == nil && len(nodes[p.id].kids) == 0
 				c.States = meanStates(p.id)
-				addFactor("variance", []string{p.label}, p.fn, p.h, c.Contribution, c.MeanNS, leaf, pathOf(p.id), c.States, holders[p.id])
+				fn := p.fn
+				if nodes[p.id].pseudo {
+					fn, leaf = "", true
+				}
+				addFactor("variance", []string{p.label}, fn, p.h, c.Contribution, c.MeanNS, leaf, pathOf(p.id), c.States, holders[p.id])
 			} else {
 				bm, bv := stat.MeanVariance(p.x, nil)
 				c = &TreeNode{Kind: "variance", Label: p.label, Variance: bv, Contribution: bv / V, MeanNS: bm}
@@ -660,7 +712,7 @@ func intervals(in Input, calls []Call, startP, endP map[int]bool, cut uint64) ([
 		return nil, 0, fmt.Errorf("--key %q: %w", in.Spec.Key, err)
 	}
 	eval := func(c Call) (string, error) {
-		v, err := expr.Eval(key, argEnv{in.Probes[c.Probe], c.Args})
+		v, err := expr.Eval(key, argEnv{p: in.Probes[c.Probe], args: c.Args})
 		if err != nil {
 			return "", fmt.Errorf("--key %q in %s: %w", in.Spec.Key, in.Probes[c.Probe].Function, err)
 		}
@@ -732,13 +784,161 @@ func intervals(in Input, calls []Call, startP, endP map[int]bool, cut uint64) ([
 	return out, unpaired, nil
 }
 
-// argEnv evaluates a key over a call's recorded integer arguments.
+// queueIntervals builds the intervals handed across a queue: a start on
+// one thread, that thread's next Enqueue, the Dequeue paired with it on
+// another thread (by the queue key, or in order), and the first End that
+// thread calls after the Dequeue returned.
+func queueIntervals(in Input, calls []Call, startP, endP, enqP, deqP map[int]bool, cut uint64) ([]interval, int, error) {
+	enqKey, deqKey := in.Spec.QueueKey, in.Spec.QueueKey
+	if a, b, ok := strings.Cut(in.Spec.QueueKey, ":"); ok {
+		enqKey, deqKey = a, b
+	}
+	keyOf := func(src string) (func(Call) (string, error), error) {
+		if src == "" {
+			return nil, nil
+		}
+		n, err := expr.Parse(src)
+		if err != nil {
+			return nil, fmt.Errorf("--queue-key %q: %w", src, err)
+		}
+		return func(c Call) (string, error) {
+			v, err := expr.Eval(n, argEnv{p: in.Probes[c.Probe], args: c.Args, ret: c.Ret, hasRet: true})
+			if err != nil {
+				return "", fmt.Errorf("--queue-key %q in %s: %w", src, in.Probes[c.Probe].Function, err)
+			}
+			return v.String(), nil
+		}, nil
+	}
+	ek, err := keyOf(enqKey)
+	if err != nil {
+		return nil, 0, err
+	}
+	dk, err := keyOf(deqKey)
+	if err != nil {
+		return nil, 0, err
+	}
+	if (ek == nil) != (dk == nil) {
+		return nil, 0, fmt.Errorf("--queue-key %q: give an expression for both ends, ENQ_EXPR:DEQ_EXPR", in.Spec.QueueKey)
+	}
+	// Per thread, the indexes of its starts, ends and dequeues by entry.
+	type perThread struct{ starts, ends []int }
+	threads := map[uint32]*perThread{}
+	var enqs, deqs []int
+	for i, c := range calls {
+		if c.Unreturned {
+			continue
+		}
+		th := threads[c.TID]
+		if th == nil {
+			th = &perThread{}
+			threads[c.TID] = th
+		}
+		if startP[c.Probe] {
+			th.starts = append(th.starts, i)
+		}
+		if endP[c.Probe] {
+			th.ends = append(th.ends, i)
+		}
+		if enqP[c.Probe] {
+			enqs = append(enqs, i)
+		}
+		if deqP[c.Probe] {
+			deqs = append(deqs, i)
+		}
+	}
+	// Enqueues by entry, dequeues by return: an item can be taken out
+	// (and the dequeue return) before its enqueue has returned, not
+	// before it was entered.
+	slices.SortStableFunc(enqs, func(a, b int) int { return cmp.Compare(calls[a].Start, calls[b].Start) })
+	slices.SortStableFunc(deqs, func(a, b int) int { return cmp.Compare(calls[a].End, calls[b].End) })
+	// Pair each dequeue with an enqueue entered before it returned.
+	type pair struct{ enq, deq int }
+	var pairs []pair
+	if ek == nil {
+		for i, j := 0, 0; i < len(enqs) && j < len(deqs); j++ {
+			if calls[enqs[i]].Start > calls[deqs[j]].End {
+				continue // a dequeue of an item enqueued before tracing began
+			}
+			pairs = append(pairs, pair{enqs[i], deqs[j]})
+			i++
+		}
+	} else {
+		open := map[string][]int{}
+		e := 0
+		for _, d := range deqs {
+			for ; e < len(enqs) && calls[enqs[e]].Start <= calls[d].End; e++ {
+				k, err := ek(calls[enqs[e]])
+				if err != nil {
+					return nil, 0, err
+				}
+				open[k] = append(open[k], enqs[e])
+			}
+			k, err := dk(calls[d])
+			if err != nil {
+				return nil, 0, err
+			}
+			if q := open[k]; len(q) > 0 {
+				pairs = append(pairs, pair{q[0], d})
+				open[k] = q[1:]
+			}
+		}
+	}
+	var out []interval
+	unpaired := 0
+	usedStart, usedEnd := map[int]bool{}, map[int]bool{}
+	for _, p := range pairs {
+		e, d := calls[p.enq], calls[p.deq]
+		// The latest start on the enqueuing thread entered before the
+		// enqueue, and the first end on the dequeuing thread entered after
+		// the dequeue returned.
+		st := threads[e.TID].starts
+		i := sort.Search(len(st), func(i int) bool { return calls[st[i]].Start > e.Start }) - 1
+		if i < 0 || usedStart[st[i]] || calls[st[i]].Start < cut {
+			continue
+		}
+		th := threads[d.TID]
+		if th == nil {
+			continue
+		}
+		j := sort.Search(len(th.ends), func(j int) bool { return calls[th.ends[j]].Start >= d.End })
+		if j == len(th.ends) || usedEnd[th.ends[j]] {
+			unpaired++
+			continue
+		}
+		s, en := calls[st[i]], calls[th.ends[j]]
+		usedStart[st[i]], usedEnd[th.ends[j]] = true, true
+		out = append(out, interval{start: s.Start, end: en.End,
+			windows: []window{{s.TID, s.Start, e.End, -1}, {d.TID, d.End, en.End, -1}},
+			queue:   [2]uint64{min(e.End, d.End), d.End}})
+	}
+	for _, th := range threads {
+		for _, i := range th.starts {
+			if !usedStart[i] && calls[i].Start >= cut {
+				unpaired++
+			}
+		}
+	}
+	slices.SortFunc(out, func(a, b interval) int { return cmp.Compare(a.start, b.start) })
+	return out, unpaired, nil
+}
+
+// argEnv evaluates a key over a call's recorded integer arguments (and,
+// with hasRet, its return value as `return`).
 type argEnv struct {
-	p    Probe
-	args []uint64
+	p      Probe
+	args   []uint64
+	ret    uint64
+	hasRet bool
 }
 
 func (e argEnv) Var(name string) (expr.Object, error) {
+	if name == "return" && e.hasRet {
+		if e.p.Ret == "" {
+			return nil, &expr.TypeError{Col: 1, Msg: fmt.Sprintf("%s returns nothing culprit records (an integer or a pointer, as DWARF types it)", e.p.Function)}
+		}
+		code, _, _ := strings.Cut(e.p.Ret, ":")
+		return scalar{value(e.ret, code)}, nil
+	}
 	for i, p := range e.p.Params {
 		f := strings.SplitN(p, ":", 3)
 		if f[0] != name {
@@ -747,24 +947,11 @@ func (e argEnv) Var(name string) (expr.Object, error) {
 		if i >= len(e.args) {
 			return nil, fmt.Errorf("%s: %w", name, expr.ErrMissing)
 		}
-		v := e.args[i]
 		code := ""
 		if len(f) > 1 {
 			code = f[1]
 		}
-		if len(code) == 2 && (code[0] == 'i' || code[0] == 'u') {
-			bits := 8 * int(code[1]-'0')
-			if bits > 0 && bits < 64 {
-				v &= 1<<bits - 1
-				if code[0] == 'i' && v&(1<<(bits-1)) != 0 {
-					v |= ^uint64(0) << bits
-				}
-			}
-			if code[0] == 'i' {
-				return scalar{expr.IntValue(int64(v))}, nil
-			}
-		}
-		return scalar{expr.UintValue(v)}, nil
+		return scalar{value(e.args[i], code)}, nil
 	}
 	var names []string
 	for _, p := range e.p.Params {
@@ -774,6 +961,24 @@ func (e argEnv) Var(name string) (expr.Object, error) {
 		return nil, &expr.TypeError{Col: 1, Msg: fmt.Sprintf("%s has no parameter passed in an integer register that DWARF names", e.p.Function)}
 	}
 	return nil, &expr.TypeError{Col: 1, Msg: fmt.Sprintf("%s has no parameter %q (it has %s)", e.p.Function, name, strings.Join(names, ", "))}
+}
+
+// value reads a register as the integer its type code ("i4", "u8", "p",
+// ...) says.
+func value(v uint64, code string) expr.Scalar {
+	if len(code) == 2 && (code[0] == 'i' || code[0] == 'u') {
+		bits := 8 * int(code[1]-'0')
+		if bits > 0 && bits < 64 {
+			v &= 1<<bits - 1
+			if code[0] == 'i' && v&(1<<(bits-1)) != 0 {
+				v |= ^uint64(0) << bits
+			}
+		}
+		if code[0] == 'i' {
+			return expr.IntValue(int64(v))
+		}
+	}
+	return expr.UintValue(v)
 }
 
 // scalar is a parameter's value: a key reads the registers the probe

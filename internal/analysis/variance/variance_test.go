@@ -217,3 +217,77 @@ func TestStatesSplit(t *testing.T) {
 		t.Errorf("interval states %v", r.States)
 	}
 }
+
+// queueInput is n requests accepted on thread 1 (accept, which calls
+// enqueue), dequeued on threads 2 and 3 in turn and served there (serve,
+// which calls work); work's length and the queue wait vary.
+func queueInput(n int) Input {
+	in := Input{Spec: Spec{Start: "accept", End: "serve", Enqueue: "enqueue", Dequeue: "dequeue"},
+		Probes: []Probe{{Function: "accept"}, {Function: "enqueue", Params: []string{"r:p8:struct req *"}},
+			{Function: "dequeue", Ret: "p8:struct req *"}, {Function: "serve"}, {Function: "work"}}}
+	for i := range n {
+		s := uint64(i) * 100000
+		item := uint64(0x1000 + 64*(i%7)) // addresses reused
+		queued := uint64(500 + (i%3)*200)
+		work := uint64(1000 + (i%5)*10000)
+		tid := uint32(2 + i%2)
+		d := s + 300 + queued // the dequeue's return
+		in.Calls = append(in.Calls,
+			Call{Start: s, End: s + 300, TID: 1, Probe: 0},
+			Call{Start: s + 100, End: s + 300, TID: 1, Probe: 1, Args: []uint64{item}},
+			Call{Start: d - 2000, End: d, TID: tid, Probe: 2, Ret: item},
+			Call{Start: d + 50, End: d + 150 + work, TID: tid, Probe: 3},
+			Call{Start: d + 100, End: d + 100 + work, TID: tid, Probe: 4})
+	}
+	return in
+}
+
+// An interval handed across a queue: its time is the start thread's until
+// the enqueue returned, the queue wait, and the dequeuing thread's up to
+// its next serve's return; the queue's ends pair by key or in order.
+func TestQueueHandoff(t *testing.T) {
+	for _, key := range []string{"", "r:return"} {
+		in := queueInput(300)
+		in.Spec.QueueKey = key
+		r, err := Analyse(in)
+		if err != nil {
+			t.Fatalf("key %q: %v", key, err)
+		}
+		if r.Intervals != 300 || r.Unpaired != 0 {
+			t.Fatalf("key %q: %d intervals, %d unpaired", key, r.Intervals, r.Unpaired)
+		}
+		var q *TreeNode
+		sum := 0.0
+		for _, c := range r.Tree.Children {
+			sum += c.Contribution
+			if c.Label == QueueWait {
+				q = c
+			}
+		}
+		if math.Abs(sum-1) > 1e-9 {
+			t.Errorf("key %q: the root's factors add up to %v", key, sum)
+		}
+		if q == nil || math.Abs(q.MeanNS-700) > 1 {
+			t.Fatalf("key %q: queue wait %+v, want a node of mean 700 ns", key, q)
+		}
+		if r.Factors[0].Label() != "work" {
+			t.Errorf("key %q: first factor %s, want work; ranked %v", key, r.Factors[0].Label(), labels(r.Ranked))
+		}
+		if f := factor(r, QueueWait); f == nil || f.Function() != "" || !f.Leaf {
+			t.Errorf("key %q: queue wait factor %+v: want a leaf standing for no function", key, f)
+		}
+		if math.Abs(r.Mean-(300+700+150+21000)) > 1 {
+			t.Errorf("key %q: mean %v", key, r.Mean)
+		}
+	}
+	in := queueInput(10)
+	in.Spec.QueueKey = "nosuch:return"
+	if _, err := Analyse(in); err == nil {
+		t.Error("a queue key naming no parameter was accepted")
+	}
+	in.Spec.QueueKey = "r:return"
+	in.Probes[2].Ret = ""
+	if _, err := Analyse(in); err == nil {
+		t.Error("a queue key on a return value not recorded was accepted")
+	}
+}

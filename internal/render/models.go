@@ -66,6 +66,7 @@ func ModelsJSON(w io.Writer, fs []models.Function, xname, unit string) error {
 		Best     fitJSON      `json:"best"`
 		Fits     []fitJSON    `json:"fits"`
 		Smooth   []smoothJSON `json:"nonparametric"`
+		Outliers int          `json:"outliers"` // points a robust fit gave no weight
 	}
 	conv := func(f models.Fit) fitJSON {
 		return fitJSON{Kind: f.Kind.String(), B0: f.B0, B1: f.B1, R2: f.R2, Reliable: f.Reliable(), Formula: f.Formula(xname)}
@@ -76,7 +77,7 @@ func ModelsJSON(w io.Writer, fs []models.Function, xname, unit string) error {
 		Functions []fn   `json:"functions"`
 	}{X: xname, Unit: unit, Functions: []fn{}}
 	for _, f := range fs {
-		j := fn{Function: f.Name, Object: f.Object, Series: f.Series, X: f.X, Y: f.Y, Best: conv(f.Best)}
+		j := fn{Function: f.Name, Object: f.Object, Series: f.Series, X: f.X, Y: f.Y, Best: conv(f.Best), Outliers: f.Outliers}
 		for _, m := range f.Fits {
 			j.Fits = append(j.Fits, conv(m))
 		}

@@ -171,12 +171,20 @@ func distinct(x []float64) int {
 
 // R2 is 1 − SS_res/SS_tot of fitted values yhat for y (0 when y is
 // constant and fitted exactly, as the constant model).
-func R2(y, yhat []float64) float64 {
-	mean := stat.Mean(y, nil)
+func R2(y, yhat []float64) float64 { return WeightedR2(y, yhat, nil) }
+
+// WeightedR2 is 1 − Σw(y−ŷ)²/Σw(y−ȳ_w)², ȳ_w the weighted mean (nil w:
+// all 1, which is R2; statsmodels' WLS rsquared).
+func WeightedR2(y, yhat, w []float64) float64 {
+	mean := stat.Mean(y, w)
 	var res, tot float64
 	for i := range y {
-		res += (y[i] - yhat[i]) * (y[i] - yhat[i])
-		tot += (y[i] - mean) * (y[i] - mean)
+		wi := 1.0
+		if w != nil {
+			wi = w[i]
+		}
+		res += wi * (y[i] - yhat[i]) * (y[i] - yhat[i])
+		tot += wi * (y[i] - mean) * (y[i] - mean)
 	}
 	if tot == 0 {
 		return 0
@@ -187,8 +195,14 @@ func R2(y, yhat []float64) float64 {
 // FitKind fits one kind to the points. Kinds that need positive x (log,
 // power) or positive y (power, exponential) fail on other data.
 func FitKind(k Kind, x, y []float64) (Fit, error) {
-	if len(x) != len(y) {
-		return Fit{}, errors.New("x and y differ in length")
+	return FitKindWeighted(k, x, y, nil)
+}
+
+// FitKindWeighted fits one kind by weighted least squares (nil w: all 1);
+// R² is then the weighted R² (see WeightedR2).
+func FitKindWeighted(k Kind, x, y, w []float64) (Fit, error) {
+	if len(x) != len(y) || (w != nil && len(w) != len(x)) {
+		return Fit{}, errors.New("x, y and weights differ in length")
 	}
 	if distinct(x) < MinPoints {
 		return Fit{}, ErrTooFewPoints
@@ -201,7 +215,7 @@ func FitKind(k Kind, x, y []float64) (Fit, error) {
 	ty := append([]float64(nil), y...)
 	switch k {
 	case Constant:
-		f.B0 = stat.Mean(y, nil)
+		f.B0 = stat.Mean(y, w)
 		f.R2 = 0
 		return f, nil
 	case Logarithmic, Power:
@@ -228,7 +242,7 @@ func FitKind(k Kind, x, y []float64) (Fit, error) {
 			ty[i] = math.Log(v)
 		}
 	}
-	a, b := stat.LinearRegression(tx, ty, nil, false)
+	a, b := stat.LinearRegression(tx, ty, w, false)
 	switch k {
 	case Power, Exponential:
 		f.B0, f.B1 = b, math.Exp(a)
@@ -239,18 +253,23 @@ func FitKind(k Kind, x, y []float64) (Fit, error) {
 	for i, v := range x {
 		yhat[i] = f.Eval(v)
 	}
-	f.R2 = R2(y, yhat)
+	f.R2 = WeightedR2(y, yhat, w)
 	return f, nil
 }
 
 // FitAll fits every kind that applies to the data, in growth order.
 func FitAll(x, y []float64) ([]Fit, error) {
+	return FitAllWeighted(x, y, nil)
+}
+
+// FitAllWeighted fits every kind that applies by weighted least squares.
+func FitAllWeighted(x, y, w []float64) ([]Fit, error) {
 	if distinct(x) < MinPoints {
 		return nil, ErrTooFewPoints
 	}
 	var out []Fit
 	for _, k := range Kinds {
-		if f, err := FitKind(k, x, y); err == nil && !math.IsNaN(f.R2) {
+		if f, err := FitKindWeighted(k, x, y, w); err == nil && !math.IsNaN(f.R2) {
 			out = append(out, f)
 		}
 	}
@@ -284,6 +303,8 @@ type Function struct {
 	Fits         []Fit // every parametric kind that applies, in growth order
 	Best         Fit
 	Smooth       []Smooth // regressogram (Doane), SMA and SMM (window 3), EMA (λ 0.5), kernels (Silverman)
+	// Outliers is how many points a robust fit gave no weight.
+	Outliers int
 }
 
 // MaxKernelPoints is the most points Analyze runs kernel regression on (it
@@ -293,7 +314,26 @@ const MaxKernelPoints = 5000
 // Analyze fits the parametric models and the non-parametric ones with their
 // default settings.
 func Analyze(name, object, series string, x, y []float64) (Function, error) {
-	fits, err := FitAll(x, y)
+	return analyze(name, object, series, x, y, nil)
+}
+
+// AnalyzeRobust is Analyze with the parametric models fitted robustly
+// (RobustWeights); the non-parametric ones are unchanged.
+func AnalyzeRobust(name, object, series string, x, y []float64) (Function, error) {
+	w := RobustWeights(x, y)
+	f, err := analyze(name, object, series, x, y, w)
+	if w != nil {
+		for _, v := range w {
+			if v == 0 {
+				f.Outliers++
+			}
+		}
+	}
+	return f, err
+}
+
+func analyze(name, object, series string, x, y, w []float64) (Function, error) {
+	fits, err := FitAllWeighted(x, y, w)
 	if err != nil {
 		return Function{}, err
 	}

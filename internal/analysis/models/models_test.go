@@ -183,3 +183,63 @@ func TestNonParametric(t *testing.T) {
 		t.Error("EMA with decay 1 accepted")
 	}
 }
+
+// TestRobustOutliers: a quadratic series of 40 points with 3% noise and
+// three calls that took 20 times longer (preempted). Least squares lets the
+// three decide the model; the robust fit gives them no weight and recovers
+// the quadratic with its coefficients.
+func TestRobustOutliers(t *testing.T) {
+	var x, y []float64
+	for i := 1; i <= 40; i++ {
+		v := float64(i)
+		noise := 1 + 0.03*math.Sin(float64(i*7)) // deterministic, within ±3%
+		x = append(x, v)
+		y = append(y, (5+0.01*v*v)*noise)
+	}
+	for _, i := range []int{2, 5, 9} { // small x: far above the curve
+		y[i] = 20 * y[len(y)-1]
+	}
+	fits, err := FitAll(x, y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := Best(fits); b.Kind == Quadratic {
+		t.Fatalf("least squares already finds the quadratic (R² %.2f): the outliers do not test anything", b.R2)
+	}
+	f, err := AnalyzeRobust("f", "", "", x, y)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Best.Kind != Quadratic || !f.Best.Reliable() {
+		t.Fatalf("robust best %s (R² %.2f), want a reliable quadratic", f.Best.Kind, f.Best.R2)
+	}
+	if !close(f.Best.B1, 0.01, 0.05) || !close(f.Best.B0, 5, 0.05) {
+		t.Errorf("robust quadratic y = %g + %g·x², want 5 + 0.01·x²", f.Best.B0, f.Best.B1)
+	}
+	if f.Outliers != 3 {
+		t.Errorf("%d outliers, want 3", f.Outliers)
+	}
+}
+
+// TestRobustCleanData: without outliers the robust fit recovers the same
+// kind as least squares for each known function (and weighs every point).
+func TestRobustCleanData(t *testing.T) {
+	ref := loadReference(t)
+	for _, c := range ref.Cases {
+		f, err := AnalyzeRobust(c.Truth, "", "", ref.X, c.Y)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.Best.Kind.String() != c.Truth {
+			t.Errorf("%s: robust best %s (R² %.3f)", c.Truth, f.Best.Kind, f.Best.R2)
+		}
+	}
+}
+
+// TestRobustFewPoints: below MinRobustPoints, robust weights are not
+// computed.
+func TestRobustFewPoints(t *testing.T) {
+	if w := RobustWeights([]float64{1, 2, 3, 4}, []float64{1, 2, 30, 4}); w != nil {
+		t.Errorf("weights %v for 4 points", w)
+	}
+}

@@ -21,7 +21,7 @@ const hookMark = "# written by culprit check --install-hook"
 func newCheck() *cobra.Command {
 	var (
 		threshold, failAbove, z float64
-		x, format, output       string
+		x, arg, format, output  string
 		installHook             bool
 		hookRun                 []string
 	)
@@ -39,8 +39,10 @@ Most common uses:
   culprit check --install-hook           run and check after every commit
 
 Runs are paired by workload, parameters and collector options (culprit run
---workload, --param). The five methods, severity, confidence and location in
-detail: docs/history.md (Check).`,
+--workload, --param). Traced runs (culprit trace, then history add) are
+compared by their calls: each traced function's time per call, modelled
+against its arguments when trace --args recorded them. The five methods,
+severity, confidence and location in detail: docs/history.md (Check).`,
 		Example: `  culprit check                      # HEAD against its nearest stored ancestor
   culprit check v1.2..HEAD --format junit -o perf.xml
   culprit check --install-hook --hook-run 'make' --hook-run 'culprit run --param n=1000 -- ./prog 1000'`,
@@ -133,15 +135,15 @@ detail: docs/history.md (Check).`,
 			if err != nil {
 				return err
 			}
-			bc, err := checkRuns(st, bRuns, xname)
+			bc, err := checkRuns(st, bRuns, xname, true)
 			if err != nil {
 				return err
 			}
-			tc, err := checkRuns(st, tRuns, xname)
+			tc, err := checkRuns(st, tRuns, xname, true)
 			if err != nil {
 				return err
 			}
-			res := check.Compare(bc, tc, check.Options{Threshold: threshold / 100, Z: z, XName: xname})
+			res := check.Compare(bc, tc, check.Options{Threshold: threshold / 100, Z: z, XName: xname, Arg: arg})
 			if res.Pairs == 0 {
 				return fmt.Errorf("no run of %s pairs with a run of %s (same workload, parameters and collector options): culprit history list shows them", base[:12], target[:12])
 			}
@@ -170,6 +172,7 @@ detail: docs/history.md (Check).`,
 	f.Float64Var(&failAbove, "fail-above", 0, "exit 1 on a degradation of at least this many percent (default: --threshold)")
 	f.Float64Var(&z, "z", 3, "two-sample significance: |Z| at least this")
 	f.StringVar(&x, "x", "", "the input-size parameter for the model methods (default: the one that varies)")
+	f.StringVar(&arg, "arg", "", "traced runs: the argument (trace --args) calls' durations are modelled against (default: the one that explains most)")
 	f.StringVar(&format, "format", "text", "output format: text, json or junit")
 	f.StringVarP(&output, "output", "o", "-", "file to write (- for standard output)")
 	f.BoolVar(&installHook, "install-hook", false, "write a git post-commit hook that runs --hook-run commands, then culprit check")

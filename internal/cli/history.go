@@ -68,6 +68,11 @@ func collectorConfig(p *profile.Profile) string {
 	if c := m.Extra["collector"]; c != "" {
 		cfg = "collector=" + c + " " + cfg
 	}
+	if len(p.Calls) > 0 {
+		// Traced runs are compared by their calls, and the probes'
+		// overhead is in their sampled time: they pair with traced runs.
+		cfg = "traced " + cfg
+	}
 	return cfg
 }
 

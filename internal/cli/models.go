@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"io"
+	"math"
 	"regexp"
 	"sort"
 	"strconv"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/culprit-dev/culprit/internal/analysis/check"
 	"github.com/culprit-dev/culprit/internal/analysis/models"
+	"github.com/culprit-dev/culprit/internal/analysis/trace"
 	"github.com/culprit-dev/culprit/internal/render"
 	"github.com/culprit-dev/culprit/internal/store"
 )
@@ -66,24 +68,93 @@ func seriesKey(r store.Run, x string) string {
 	return r.Workload + "\x00" + store.ParamString(p) + "\x00" + r.Config
 }
 
-// checkRuns reads the function statistics of runs for package check.
-func checkRuns(st *store.Store, runs []store.Run, x string) ([]check.Run, error) {
+// checkRuns reads the function statistics of runs for package check; with
+// calls, a traced run's functions are its traced calls, read from its
+// recording (per-call exclusive durations and numeric arguments).
+func checkRuns(st *store.Store, runs []store.Run, x string, calls bool) ([]check.Run, error) {
 	var out []check.Run
 	for _, r := range runs {
-		funcs, err := st.Functions(r.ID)
-		if err != nil {
-			return nil, err
-		}
 		cr := check.Run{Pair: r.PairKey(), Series: seriesKey(r, x)}
 		if v, ok := r.Params[x]; ok && x != "" {
 			if f, err := strconv.ParseFloat(v, 64); err == nil {
 				cr.X, cr.HasX = f, true
 			}
 		}
+		if calls {
+			traced, err := st.TracedCalls(r.ID)
+			if err != nil {
+				return nil, err
+			}
+			if len(traced) > 0 {
+				if cr.Funcs, err = tracedFuncs(st, r); err != nil {
+					return nil, err
+				}
+				cr.Traced = true
+				out = append(out, cr)
+				continue
+			}
+		}
+		funcs, err := st.Functions(r.ID)
+		if err != nil {
+			return nil, err
+		}
 		for _, f := range funcs {
 			cr.Funcs = append(cr.Funcs, check.Func{Name: f.Name, Object: f.Object, Samples: f.Self, Amount: float64(f.SelfNS)})
 		}
 		out = append(out, cr)
+	}
+	return out, nil
+}
+
+// tracedFuncs reads a stored traced run's calls: per function, each
+// returned call's exclusive duration and the numeric arguments it had.
+func tracedFuncs(st *store.Store, r store.Run) ([]check.Func, error) {
+	path, err := st.RecordingPath(r.Recording)
+	if err != nil {
+		return nil, err
+	}
+	p, err := loadProfile([]string{path}, io.Discard, false)
+	if err != nil {
+		return nil, fmt.Errorf("run %d: %w", r.ID, err)
+	}
+	byName := map[string]*check.Func{}
+	var order []string
+	for _, c := range p.Calls {
+		if c.Unreturned() {
+			continue // its end is only a bound
+		}
+		pr := &p.Probes[c.Probe]
+		f := byName[pr.Function]
+		if f == nil {
+			f = &check.Func{Name: pr.Function, Object: pr.Object}
+			byName[pr.Function] = f
+			order = append(order, pr.Function)
+		}
+		for i, a := range trace.Args(pr, &c) {
+			v, ok := trace.Numeric(c.Args[i], pr.Params, i)
+			if !ok {
+				continue
+			}
+			if f.Args == nil {
+				f.Args = map[string][]float64{}
+			}
+			for len(f.Args[a.Name]) < len(f.Durations) {
+				f.Args[a.Name] = append(f.Args[a.Name], math.NaN())
+			}
+			f.Args[a.Name] = append(f.Args[a.Name], v)
+		}
+		f.Durations = append(f.Durations, float64(c.Exclusive()))
+		f.Amount += float64(c.Exclusive())
+	}
+	out := make([]check.Func, 0, len(order))
+	for _, n := range order {
+		f := byName[n]
+		for a := range f.Args {
+			for len(f.Args[a]) < len(f.Durations) {
+				f.Args[a] = append(f.Args[a], math.NaN())
+			}
+		}
+		out = append(out, *f)
 	}
 	return out, nil
 }
@@ -172,7 +243,7 @@ parameters and the non-parametric fits in detail: docs/history.md (Models).`,
 			if xname == "" {
 				return fmt.Errorf("no numeric parameter varies across the %d runs of %s: store runs at several input sizes (culprit run --param n=1000 -- CMD)", len(runs), rev)
 			}
-			crs, err := checkRuns(st, runs, xname)
+			crs, err := checkRuns(st, runs, xname, false)
 			if err != nil {
 				return err
 			}
@@ -307,7 +378,7 @@ func callOrderModels(args []string, re *regexp.Regexp, stderr io.Writer) ([]mode
 			xs = append(xs, float64(k+1))
 			ys = append(ys, float64(p.Calls[i].Inclusive())/1e9)
 		}
-		f, err := models.Analyze(pr.Function, pr.Object, "call order", xs, ys)
+		f, err := models.AnalyzeRobust(pr.Function, pr.Object, "call order", xs, ys)
 		if err != nil {
 			continue
 		}

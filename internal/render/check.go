@@ -39,8 +39,12 @@ func CheckText(w io.Writer, h CheckHeader, r check.Result) error {
 	}
 	fmt.Fprintln(w)
 	for _, c := range r.Changes {
-		fmt.Fprintf(w, "%s %s (%s): %s, %.3gs → %.3gs per run, confidence %.0f%%\n", strings.ToUpper(c.Kind[:1])+c.Kind[1:],
-			c.Function, c.Object, severityText(c.Severity), c.BaseNS/1e9, c.TargetNS/1e9, 100*c.Confidence)
+		per := "per run"
+		if c.Measure == check.PerCall {
+			per = fmt.Sprintf("per call (%d → %d calls)", c.BaseCalls, c.TgtCalls)
+		}
+		fmt.Fprintf(w, "%s %s (%s): %s, %.3gs → %.3gs %s, confidence %.0f%%\n", strings.ToUpper(c.Kind[:1])+c.Kind[1:],
+			c.Function, c.Object, severityText(c.Severity), c.BaseNS/1e9, c.TargetNS/1e9, per, 100*c.Confidence)
 		if c.Base != nil && c.Target != nil {
 			fmt.Fprintf(w, "  model      %s → %s (%s → %s)\n", c.Base.Kind, c.Target.Kind, c.Base.Formula, c.Target.Formula)
 		}

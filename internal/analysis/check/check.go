@@ -38,6 +38,19 @@
 //     the sub-intervals that changed are the change's
 //     location in the input (Perun's Local Statistics).
 //
+// Traced runs (culprit trace, stored with their recordings): a function
+// traced on both sides of a pair is compared by its calls instead. Its
+// amount is its mean exclusive duration per call (Perun's amount of a trace
+// resource is one call's duration), a 5% trimmed mean (TrimMean); two-sample is the Mann–Whitney test of
+// the two sides' per-call durations, so one run of each side suffices; and
+// when the calls' arguments were recorded (trace --args), the model methods
+// fit each call's duration against an argument (Options.Arg, or the numeric
+// argument whose best model has the highest R²) robustly (models.
+// RobustWeights: a preempted call does not decide the model), and local
+// statistics split that argument's range (each value, or up to
+// MaxArgIntervals bins of equal base counts). Without arguments, the x
+// parameter across pairs is used as for sampled runs.
+//
 // A function is reported when average-amount and two-sample agree (a change
 // larger than the threshold and beyond sampling noise); the model methods
 // then describe it. Severity is the relative change of its amount; the
@@ -50,6 +63,9 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
+
+	"gonum.org/v1/gonum/stat"
 
 	"github.com/culprit-dev/culprit/internal/analysis/models"
 )
@@ -59,6 +75,11 @@ type Func struct {
 	Name, Object string
 	Samples      int64   // self samples
 	Amount       float64 // self CPU time, ns
+	// Durations, in a traced run, is the exclusive duration (ns) of each
+	// recorded call; Args, per numeric argument recorded (--args), the
+	// value it had in each of those calls.
+	Durations []float64
+	Args      map[string][]float64
 }
 
 // Run is one run of one side.
@@ -67,6 +88,9 @@ type Run struct {
 	Series string  // the pairing key without the x parameter
 	X      float64 // the x parameter's value, when HasX
 	HasX   bool
+	// Traced says the run's functions are traced calls (culprit trace):
+	// their Durations are compared, not sampled time.
+	Traced bool
 	Funcs  []Func
 }
 
@@ -75,6 +99,9 @@ type Options struct {
 	Threshold float64 // relative change that counts (default 0.15)
 	Z         float64 // two-sample significance (default 3)
 	XName     string  // the x parameter's name, for locations
+	// Arg names the argument traced calls' durations are modelled against;
+	// empty: the numeric argument whose best model explains most.
+	Arg string
 }
 
 // Method is one method's verdict on one function.
@@ -90,7 +117,16 @@ type Model struct {
 	Kind    string  `json:"kind"`
 	Formula string  `json:"formula"`
 	R2      float64 `json:"r2"`
+	// X is what the model is a function of: the x parameter, or "arg:NAME"
+	// for traced calls modelled against an argument.
+	X string `json:"x"`
 }
+
+// Measures of a change's amount.
+const (
+	PerRun  = "self CPU time per run"
+	PerCall = "exclusive time per call"
+)
 
 // Change is one function that changed.
 type Change struct {
@@ -98,8 +134,11 @@ type Change struct {
 	Object     string   `json:"object"`
 	Kind       string   `json:"kind"`     // "degradation" or "optimization"
 	Severity   float64  `json:"severity"` // relative change of the amount, e.g. 2.1 = +210%
+	Measure    string   `json:"measure"`  // PerRun or PerCall
 	BaseNS     float64  `json:"base_ns"`  // mean amount per pair, base
 	TargetNS   float64  `json:"target_ns"`
+	BaseCalls  int      `json:"base_calls,omitempty"` // traced calls compared
+	TgtCalls   int      `json:"target_calls,omitempty"`
 	Z          float64  `json:"z"`
 	Confidence float64  `json:"confidence"`
 	Location   string   `json:"location,omitempty"` // where in the input, e.g. "n=4000, n=16000"
@@ -120,10 +159,28 @@ type agg struct {
 	samples float64
 	amount  float64
 	amounts []float64 // per run with the function
+	durs    []float64 // traced calls' durations, all runs
+	args    map[string][]float64
 	runs    int
 	x       float64
 	hasX    bool
 	series  string
+	traced  bool
+}
+
+// pt is one function in one pair.
+type pt struct {
+	x        float64
+	hasX     bool
+	series   string
+	bA, tA   float64 // mean amount per run (per call when traced)
+	z        float64
+	bS, tS   float64   // samples
+	bN, tN   float64   // runs
+	bD, tD   []float64 // traced calls' durations
+	bArgs    map[string][]float64
+	tArgs    map[string][]float64
+	pairName string
 }
 
 // Compare compares base and target runs.
@@ -148,7 +205,7 @@ func Compare(base, target []Run, o Options) Result {
 		s := side{runs: map[string]int{}, funcs: map[string]map[string]*agg{}, obj: map[string]string{}, meta: map[string]agg{}}
 		for _, r := range runs {
 			s.runs[r.Pair]++
-			s.meta[r.Pair] = agg{x: r.X, hasX: r.HasX, series: r.Series}
+			s.meta[r.Pair] = agg{x: r.X, hasX: r.HasX, series: r.Series, traced: r.Traced}
 			for _, f := range r.Funcs {
 				m := s.funcs[f.Name]
 				if m == nil {
@@ -163,6 +220,25 @@ func Compare(base, target []Run, o Options) Result {
 				a.samples += float64(f.Samples)
 				a.amount += f.Amount
 				a.amounts = append(a.amounts, f.Amount)
+				if r.Traced {
+					// Argument values stay aligned with durations: an
+					// argument a run did not record is padded with NaN.
+					for name, v := range f.Args {
+						if a.args == nil {
+							a.args = map[string][]float64{}
+						}
+						for len(a.args[name]) < len(a.durs) {
+							a.args[name] = append(a.args[name], math.NaN())
+						}
+						a.args[name] = append(a.args[name], v...)
+					}
+					a.durs = append(a.durs, f.Durations...)
+					for name := range a.args {
+						for len(a.args[name]) < len(a.durs) {
+							a.args[name] = append(a.args[name], math.NaN())
+						}
+					}
+				}
 				if s.obj[f.Name] == "" {
 					s.obj[f.Name] = f.Object
 				}
@@ -199,58 +275,80 @@ func Compare(base, target []Run, o Options) Result {
 		names[n] = true
 	}
 	res.Functions = len(names)
+	tracedPair := func(k string) bool { return b.meta[k].traced && t.meta[k].traced }
 	for name := range names {
-		c := Change{Function: name, Object: t.obj[name]}
+		c := Change{Function: name, Object: t.obj[name], Measure: PerRun}
 		if c.Object == "" {
 			c.Object = b.obj[name]
 		}
 		if bo, to := b.obj[name], t.obj[name]; bo != "" && to != "" && bo != to {
 			c.Object = bo + " → " + to
 		}
-		// Per pair: mean amount and samples per run.
-		type pt struct {
-			x        float64
-			hasX     bool
-			series   string
-			bA, tA   float64 // mean amount per run
-			z        float64
-			bS, tS   float64 // samples
-			bN, tN   float64 // runs
-			pairName string
+		// A function traced on both sides of some pair is compared by its
+		// calls' durations in the traced pairs; otherwise by sampled time
+		// in the sampled pairs.
+		traced := false
+		for _, k := range pairs {
+			if tracedPair(k) && b.funcs[name][k] != nil && t.funcs[name][k] != nil &&
+				len(b.funcs[name][k].durs) > 0 && len(t.funcs[name][k].durs) > 0 {
+				traced = true
+			}
+		}
+		if traced {
+			c.Measure = PerCall
 		}
 		var pts []pt
 		var sumB, sumT, sumZ float64
 		for _, k := range pairs {
+			if tracedPair(k) != traced {
+				continue
+			}
 			var p pt
 			p.pairName = k
 			p.bN, p.tN = float64(b.runs[k]), float64(t.runs[k])
-			if a := b.funcs[name][k]; a != nil {
-				p.bA, p.bS = a.amount/p.bN, a.samples
-			}
-			if a := t.funcs[name][k]; a != nil {
-				p.tA, p.tS = a.amount/p.tN, a.samples
-			}
 			m := t.meta[k]
 			p.x, p.hasX, p.series = m.x, m.hasX, m.series
-			if p.bN >= MinRunsMW && p.tN >= MinRunsMW {
-				var ba, ta []float64
-				if a := b.funcs[name][k]; a != nil {
-					ba = a.amounts
+			ba, ta := b.funcs[name][k], t.funcs[name][k]
+			if traced {
+				if ba == nil || ta == nil || len(ba.durs) == 0 || len(ta.durs) == 0 {
+					continue // called on one side only: no per-call comparison
 				}
-				if a := t.funcs[name][k]; a != nil {
-					ta = a.amounts
+				p.bD, p.tD = ba.durs, ta.durs
+				p.bArgs, p.tArgs = ba.args, ta.args
+				p.bA, p.tA = TrimMean(p.bD), TrimMean(p.tD)
+				p.z = MannWhitneyZ(p.bD, p.tD)
+				c.BaseCalls += len(p.bD)
+				c.TgtCalls += len(p.tD)
+			} else {
+				if ba != nil {
+					p.bA, p.bS = ba.amount/p.bN, ba.samples
 				}
-				p.z = MannWhitneyZ(padded(ba, int(p.bN)), padded(ta, int(p.tN)))
-			} else if v := p.tS/(p.tN*p.tN) + p.bS/(p.bN*p.bN); v > 0 {
-				p.z = (p.tS/p.tN - p.bS/p.bN) / math.Sqrt(v)
+				if ta != nil {
+					p.tA, p.tS = ta.amount/p.tN, ta.samples
+				}
+				if p.bN >= MinRunsMW && p.tN >= MinRunsMW {
+					var bv, tv []float64
+					if ba != nil {
+						bv = ba.amounts
+					}
+					if ta != nil {
+						tv = ta.amounts
+					}
+					p.z = MannWhitneyZ(padded(bv, int(p.bN)), padded(tv, int(p.tN)))
+				} else if v := p.tS/(p.tN*p.tN) + p.bS/(p.bN*p.bN); v > 0 {
+					p.z = (p.tS/p.tN - p.bS/p.bN) / math.Sqrt(v)
+				}
 			}
 			sumB += p.bA
 			sumT += p.tA
 			sumZ += p.z
 			pts = append(pts, p)
 		}
-		c.BaseNS, c.TargetNS = sumB/float64(len(pairs)), sumT/float64(len(pairs))
-		c.Z = sumZ / math.Sqrt(float64(len(pairs)))
+		if len(pts) == 0 {
+			continue
+		}
+		c.BaseNS, c.TargetNS = sumB/float64(len(pts)), sumT/float64(len(pts))
+		c.Z = sumZ / math.Sqrt(float64(len(pts)))
 		verdict := func(ratio float64) string {
 			switch {
 			case ratio >= 1+o.Threshold:
@@ -265,16 +363,23 @@ func Compare(base, target []Run, o Options) Result {
 			ratio = sumT / sumB
 		}
 		aat := verdict(ratio)
+		per := "per pair"
+		if traced {
+			per = "per call"
+		}
 		c.Methods = append(c.Methods, Method{Method: "average-amount", Verdict: aat, Value: ratio,
-			Detail: fmt.Sprintf("%.3gs → %.3gs per pair", c.BaseNS/1e9, c.TargetNS/1e9)})
+			Detail: fmt.Sprintf("%s → %s %s", seconds(c.BaseNS), seconds(c.TargetNS), per)})
 		ts := "none"
 		if c.Z >= o.Z {
 			ts = "degradation"
 		} else if c.Z <= -o.Z {
 			ts = "optimization"
 		}
-		c.Methods = append(c.Methods, Method{Method: "two-sample", Verdict: ts, Value: c.Z,
-			Detail: fmt.Sprintf("Z = %.1f over %d pairs (|Z| ≥ %g)", c.Z, len(pairs), o.Z)})
+		detail := fmt.Sprintf("Z = %.1f over %d pairs (|Z| ≥ %g)", c.Z, len(pts), o.Z)
+		if traced {
+			detail = fmt.Sprintf("Mann–Whitney Z = %.1f over %d → %d calls, %d pairs (|Z| ≥ %g)", c.Z, c.BaseCalls, c.TgtCalls, len(pts), o.Z)
+		}
+		c.Methods = append(c.Methods, Method{Method: "two-sample", Verdict: ts, Value: c.Z, Detail: detail})
 		if aat == "none" || aat != ts {
 			continue
 		}
@@ -284,70 +389,59 @@ func Compare(base, target []Run, o Options) Result {
 		} else {
 			c.Severity = math.Inf(1)
 		}
-		// Model methods, on the series with the most x values.
-		bySeries := map[string][]pt{}
-		for _, p := range pts {
-			if p.hasX {
-				bySeries[p.series] = append(bySeries[p.series], p)
+		var local []interval
+		if arg, xb, yb, xt, yt := argPoints(pts, o.Arg); arg != "" {
+			// Traced calls against an argument: each call is a point.
+			c.modelMethods(xb, yb, xt, yt, "arg:"+arg, arg, verdict)
+			local = argIntervals(arg, xb, yb, xt, yt)
+		} else {
+			// Model methods, on the series with the most x values.
+			bySeries := map[string][]pt{}
+			for _, p := range pts {
+				if p.hasX {
+					bySeries[p.series] = append(bySeries[p.series], p)
+				}
 			}
-		}
-		var best []pt
-		for _, s := range sortedKeys(bySeries) {
-			if len(bySeries[s]) > len(best) {
-				best = bySeries[s]
+			var best []pt
+			for _, s := range sortedKeys(bySeries) {
+				if len(bySeries[s]) > len(best) {
+					best = bySeries[s]
+				}
 			}
-		}
-		if len(best) >= models.MinPoints {
-			sort.Slice(best, func(i, j int) bool { return best[i].x < best[j].x })
-			var xs, yb, yt []float64
+			if len(best) >= models.MinPoints {
+				sort.Slice(best, func(i, j int) bool { return best[i].x < best[j].x })
+				var xs, yb, yt []float64
+				for _, p := range best {
+					xs = append(xs, p.x)
+					yb = append(yb, p.bA/1e9) // models in seconds
+					yt = append(yt, p.tA/1e9)
+				}
+				c.modelMethods(xs, yb, xs, yt, o.XName, o.XName, verdict)
+			}
+			// Local statistics: each measured x of the chosen series (or
+			// each pair when there is no x).
+			if len(best) == 0 {
+				best = pts
+			}
 			for _, p := range best {
-				xs = append(xs, p.x)
-				yb = append(yb, p.bA/1e9) // models in seconds
-				yt = append(yt, p.tA/1e9)
-			}
-			fb, errB := models.FitAll(xs, yb)
-			ft, errT := models.FitAll(xs, yt)
-			if errB == nil && errT == nil {
-				mb, mt := models.Best(fb), models.Best(ft)
-				c.Base = &Model{Kind: mb.Kind.String(), Formula: mb.Formula(o.XName), R2: mb.R2}
-				c.Target = &Model{Kind: mt.Kind.String(), Formula: mt.Formula(o.XName), R2: mt.R2}
-				order := "none"
-				if (mb.Reliable() || mb.Kind == models.Constant) && (mt.Reliable() || mt.Kind == models.Constant) {
-					if mt.Kind > mb.Kind {
-						order = "degradation"
-					} else if mt.Kind < mb.Kind {
-						order = "optimization"
-					}
+				iv := interval{bA: p.bA, tA: p.tA, z: p.z}
+				if p.hasX {
+					iv.where = o.XName + "=" + strconv.FormatFloat(p.x, 'g', -1, 64)
 				}
-				c.Methods = append(c.Methods, Method{Method: "model-order", Verdict: order, Value: float64(mt.Kind - mb.Kind),
-					Detail: fmt.Sprintf("%s (R² %.2f) → %s (R² %.2f)", mb.Kind, mb.R2, mt.Kind, mt.R2)})
-				lo, hi := xs[0], xs[len(xs)-1]
-				ib, it := mb.Integral(lo, hi), mt.Integral(lo, hi)
-				ir := math.Inf(1)
-				if ib > 0 {
-					ir = it / ib
-				}
-				c.Methods = append(c.Methods, Method{Method: "integral", Verdict: verdict(ir), Value: ir,
-					Detail: fmt.Sprintf("area under the model over %s in [%g, %g]: %.3g → %.3g s·%s", o.XName, lo, hi, ib, it, o.XName)})
+				local = append(local, iv)
 			}
-		}
-		// Local statistics: each measured x of the chosen series (or each
-		// pair when there is no x).
-		local := best
-		if len(local) == 0 {
-			local = pts
 		}
 		var where []string
 		changed := 0
-		for _, p := range local {
+		for _, iv := range local {
 			r := math.Inf(1)
-			if p.bA > 0 {
-				r = p.tA / p.bA
+			if iv.bA > 0 {
+				r = iv.tA / iv.bA
 			}
-			if verdict(r) == c.Kind && math.Abs(p.z) >= 1.96 {
+			if verdict(r) == c.Kind && math.Abs(iv.z) >= 1.96 {
 				changed++
-				if p.hasX {
-					where = append(where, o.XName+"="+strconv.FormatFloat(p.x, 'g', -1, 64))
+				if iv.where != "" {
+					where = append(where, iv.where)
 				}
 			}
 		}
@@ -357,12 +451,7 @@ func Compare(base, target []Run, o Options) Result {
 		}
 		c.Methods = append(c.Methods, Method{Method: "local-statistics", Verdict: lv, Value: float64(changed),
 			Detail: fmt.Sprintf("%d of %d sub-intervals changed", changed, len(local))})
-		for i, w := range where {
-			if i > 0 {
-				c.Location += ", "
-			}
-			c.Location += w
-		}
+		c.Location = strings.Join(where, ", ")
 		agree := 0
 		for _, m := range c.Methods {
 			if m.Verdict == c.Kind {
@@ -374,6 +463,11 @@ func Compare(base, target []Run, o Options) Result {
 	}
 	sort.Slice(res.Changes, func(i, j int) bool {
 		a, b := res.Changes[i], res.Changes[j]
+		// Traced functions (per-call amounts) first, then by the size of
+		// the change.
+		if (a.Measure == PerCall) != (b.Measure == PerCall) {
+			return a.Measure == PerCall
+		}
 		da, db := math.Abs(a.TargetNS-a.BaseNS), math.Abs(b.TargetNS-b.BaseNS)
 		if da != db {
 			return da > db
@@ -381,6 +475,212 @@ func Compare(base, target []Run, o Options) Result {
 		return a.Function < b.Function
 	})
 	return res
+}
+
+// Trim is the share of calls TrimMean drops at each end.
+const Trim = 0.05
+
+// TrimMean is the mean of v without its ⌊Trim·n⌋ smallest and largest
+// values (scipy.stats.trim_mean(v, 0.05)): a call preempted for a time
+// slice takes milliseconds among calls of microseconds, and a few such
+// calls would otherwise decide the mean.
+func TrimMean(v []float64) float64 {
+	s := append([]float64(nil), v...)
+	sort.Float64s(s)
+	k := int(Trim * float64(len(s)))
+	return stat.Mean(s[k:len(s)-k], nil)
+}
+
+func seconds(ns float64) string {
+	return strconv.FormatFloat(ns/1e9, 'g', 3, 64) + "s"
+}
+
+// modelMethods fits both sides' points and adds the model-order and
+// integral methods; xlabel names x in formulas and details.
+func (c *Change) modelMethods(xb, yb, xt, yt []float64, modelX, xlabel string, verdict func(float64) string) {
+	fit := func(x, y []float64) (models.Fit, error) {
+		fs, err := models.FitAllWeighted(x, y, models.RobustWeights(x, y))
+		if err != nil {
+			return models.Fit{}, err
+		}
+		return models.Best(fs), nil
+	}
+	mb, errB := fit(xb, yb)
+	mt, errT := fit(xt, yt)
+	if errB != nil || errT != nil {
+		return
+	}
+	c.Base = &Model{Kind: mb.Kind.String(), Formula: mb.Formula(xlabel), R2: mb.R2, X: modelX}
+	c.Target = &Model{Kind: mt.Kind.String(), Formula: mt.Formula(xlabel), R2: mt.R2, X: modelX}
+	order := "none"
+	if (mb.Reliable() || mb.Kind == models.Constant) && (mt.Reliable() || mt.Kind == models.Constant) {
+		if mt.Kind > mb.Kind {
+			order = "degradation"
+		} else if mt.Kind < mb.Kind {
+			order = "optimization"
+		}
+	}
+	c.Methods = append(c.Methods, Method{Method: "model-order", Verdict: order, Value: float64(mt.Kind - mb.Kind),
+		Detail: fmt.Sprintf("%s (R² %.2f) → %s (R² %.2f)", mb.Kind, mb.R2, mt.Kind, mt.R2)})
+	lo, hi := math.Max(mb.XMin, mt.XMin), math.Min(mb.XMax, mt.XMax)
+	if hi <= lo {
+		return
+	}
+	ib, it := mb.Integral(lo, hi), mt.Integral(lo, hi)
+	ir := math.Inf(1)
+	if ib > 0 {
+		ir = it / ib
+	}
+	c.Methods = append(c.Methods, Method{Method: "integral", Verdict: verdict(ir), Value: ir,
+		Detail: fmt.Sprintf("area under the model over %s in [%g, %g]: %.3g → %.3g s·%s", xlabel, lo, hi, ib, it, xlabel)})
+}
+
+// interval is one sub-interval of local statistics.
+type interval struct {
+	where  string
+	bA, tA float64
+	z      float64
+}
+
+// MaxModelCalls is the most calls per side the argument models take: more
+// are thinned to every k-th call (in recorded order), which keeps the
+// running median of the robust fit cheap and changes no model.
+const MaxModelCalls = 20000
+
+// argPoints picks the argument the traced calls' durations are modelled
+// against (want, or the one whose best model has the highest R² on either
+// side among the arguments with MinPoints or more distinct values on both
+// sides) and returns each side's points (x: the argument, y: seconds).
+func argPoints(pts []pt, want string) (string, []float64, []float64, []float64, []float64) {
+	collect := func(arg string, target bool) ([]float64, []float64) {
+		var xs, ys []float64
+		for _, p := range pts {
+			d, args := p.bD, p.bArgs
+			if target {
+				d, args = p.tD, p.tArgs
+			}
+			v := args[arg]
+			for i := range d {
+				if i < len(v) && !math.IsNaN(v[i]) {
+					xs = append(xs, v[i])
+					ys = append(ys, d[i]/1e9)
+				}
+			}
+		}
+		if n := len(xs); n > MaxModelCalls {
+			step := (n + MaxModelCalls - 1) / MaxModelCalls
+			k := 0
+			for i := 0; i < n; i += step {
+				xs[k], ys[k] = xs[i], ys[i]
+				k++
+			}
+			xs, ys = xs[:k], ys[:k]
+		}
+		return xs, ys
+	}
+	names := map[string]bool{}
+	for _, p := range pts {
+		for a := range p.bArgs {
+			if _, ok := p.tArgs[a]; ok {
+				names[a] = true
+			}
+		}
+	}
+	bestArg, bestR2 := "", math.Inf(-1)
+	var bx, by, tx, ty []float64
+	for _, a := range sortedKeys(names) {
+		if want != "" && a != want {
+			continue
+		}
+		xb, yb := collect(a, false)
+		xt, yt := collect(a, true)
+		if distinctCount(xb) < models.MinPoints || distinctCount(xt) < models.MinPoints {
+			continue
+		}
+		r2 := math.Inf(-1)
+		for _, side := range [][2][]float64{{xb, yb}, {xt, yt}} {
+			fs, err := models.FitAllWeighted(side[0], side[1], models.RobustWeights(side[0], side[1]))
+			if err == nil {
+				r2 = math.Max(r2, models.Best(fs).R2)
+			}
+		}
+		if r2 > bestR2 {
+			bestArg, bestR2, bx, by, tx, ty = a, r2, xb, yb, xt, yt
+		}
+	}
+	return bestArg, bx, by, tx, ty
+}
+
+func distinctCount(v []float64) int {
+	seen := map[float64]bool{}
+	for _, x := range v {
+		seen[x] = true
+	}
+	return len(seen)
+}
+
+// MaxArgIntervals is the most sub-intervals local statistics splits an
+// argument's range into.
+const MaxArgIntervals = 8
+
+// argIntervals splits the argument's values into sub-intervals: each
+// distinct value when there are at most MaxArgIntervals, else that many
+// bins of equal counts of the base's calls; per bin the mean durations and
+// the Mann–Whitney z of the two sides' calls.
+func argIntervals(arg string, xb, yb, xt, yt []float64) []interval {
+	vals := append([]float64(nil), xb...)
+	sort.Float64s(vals)
+	var edges []float64 // upper bounds, inclusive
+	if distinctCount(vals) <= MaxArgIntervals {
+		for i, v := range vals {
+			if i == 0 || v != vals[i-1] {
+				edges = append(edges, v)
+			}
+		}
+	} else {
+		for k := 1; k <= MaxArgIntervals; k++ {
+			e := vals[min(len(vals)-1, k*len(vals)/MaxArgIntervals-1)]
+			if len(edges) == 0 || e > edges[len(edges)-1] {
+				edges = append(edges, e)
+			}
+		}
+		edges[len(edges)-1] = math.Inf(1)
+	}
+	bin := func(x float64) int {
+		return sort.SearchFloat64s(edges, x) // first edge ≥ x
+	}
+	db := make([][]float64, len(edges))
+	dt := make([][]float64, len(edges))
+	for i, x := range xb {
+		if k := bin(x); k < len(edges) {
+			db[k] = append(db[k], yb[i])
+		}
+	}
+	for i, x := range xt {
+		if k := bin(x); k < len(edges) {
+			dt[k] = append(dt[k], yt[i])
+		}
+	}
+	var out []interval
+	lo := math.Inf(-1)
+	for k, e := range edges {
+		if len(db[k]) > 0 && len(dt[k]) > 0 {
+			iv := interval{bA: TrimMean(db[k]), tA: TrimMean(dt[k]), z: MannWhitneyZ(db[k], dt[k])}
+			switch {
+			case distinctCount(vals) <= MaxArgIntervals:
+				iv.where = arg + "=" + strconv.FormatFloat(e, 'g', -1, 64)
+			case math.IsInf(e, 1):
+				iv.where = arg + ">" + strconv.FormatFloat(lo, 'g', -1, 64)
+			case math.IsInf(lo, -1):
+				iv.where = arg + "≤" + strconv.FormatFloat(e, 'g', -1, 64)
+			default:
+				iv.where = arg + " in (" + strconv.FormatFloat(lo, 'g', -1, 64) + ", " + strconv.FormatFloat(e, 'g', -1, 64) + "]"
+			}
+			out = append(out, iv)
+		}
+		lo = e
+	}
+	return out
 }
 
 // MinRunsMW is how many runs each side needs for a pair to be tested with

@@ -3,6 +3,7 @@ package check
 import (
 	"fmt"
 	"math"
+	"strings"
 	"testing"
 )
 
@@ -109,5 +110,55 @@ func TestSeveralRunsPerSide(t *testing.T) {
 	clear := Compare(side(1000, 1010, 990, 1005, 995), side(1500, 1510, 1490, 1505, 1495), Options{Z: 2.5})
 	if len(clear.Changes) != 1 || clear.Changes[0].Kind != "degradation" {
 		t.Errorf("a clear change over five runs each: %+v", clear.Changes)
+	}
+}
+
+// tracedRun is one traced run: work(n) for n = 1..60, three calls each,
+// taking dur(n) ns, and other() at a constant 5 µs; every 50th call of
+// work was preempted (20 ms).
+func tracedRun(dur func(n float64) float64) Run {
+	r := Run{Pair: "prog", Series: "prog", Traced: true}
+	work := Func{Name: "work", Object: "prog", Args: map[string][]float64{}}
+	other := Func{Name: "other", Object: "prog"}
+	k := 0
+	for rep := 0; rep < 3; rep++ {
+		for n := 1.0; n <= 60; n++ {
+			k++
+			d := dur(n) * (1 + 0.02*math.Sin(float64(k)))
+			if k%50 == 0 {
+				d = 20e6
+			}
+			work.Durations = append(work.Durations, d)
+			work.Args["n"] = append(work.Args["n"], n)
+			work.Args["flags"] = append(work.Args["flags"], 0)
+			other.Durations = append(other.Durations, 5000*(1+0.02*math.Cos(float64(k))))
+		}
+	}
+	r.Funcs = []Func{work, other}
+	return r
+}
+
+// TestCompareTracedCalls: one traced run per side; work's per-call time
+// turns from linear to quadratic in its argument n. Check names work only,
+// by its calls, with the model change against n.
+func TestCompareTracedCalls(t *testing.T) {
+	base := []Run{tracedRun(func(n float64) float64 { return 500 * n })}
+	target := []Run{tracedRun(func(n float64) float64 { return 5000 + 60*n*n })}
+	res := Compare(base, target, Options{XName: "n"})
+	if len(res.Changes) != 1 {
+		t.Fatalf("changes %+v", res.Changes)
+	}
+	c := res.Changes[0]
+	if c.Function != "work" || c.Kind != "degradation" || c.Measure != PerCall || c.BaseCalls != 180 || c.TgtCalls != 180 {
+		t.Fatalf("change %+v", c)
+	}
+	if c.Base == nil || c.Target == nil || c.Base.Kind != "linear" || c.Target.Kind != "quadratic" || c.Target.X != "arg:n" {
+		t.Fatalf("models %+v → %+v (%+v)", c.Base, c.Target, c.Methods)
+	}
+	if c.Confidence != 1 {
+		t.Errorf("confidence %.2f: %+v", c.Confidence, c.Methods)
+	}
+	if !strings.HasPrefix(c.Location, "n") || !strings.Contains(c.Location, "n>") {
+		t.Errorf("location %q: the largest n changed most", c.Location)
 	}
 }

@@ -230,6 +230,35 @@ func Format(v uint64, code string) string {
 	return "0x" + strconv.FormatUint(v, 16)
 }
 
+// Numeric is the value of a call's i-th argument v as a number, when its
+// probe recorded the parameter as an integer or bool (codes i, u, b); not
+// for pointers or undecoded registers.
+func Numeric(v uint64, params []string, i int) (float64, bool) {
+	if i >= len(params) {
+		return 0, false
+	}
+	parts := strings.SplitN(params[i], ":", 3)
+	if len(parts) != 3 || len(parts[1]) < 2 {
+		return 0, false
+	}
+	switch parts[1][0] {
+	case 'i', 'u', 'b':
+	default:
+		return 0, false
+	}
+	x, err := strconv.ParseFloat(Format(v, parts[1]), 64)
+	if err != nil {
+		if b, err := strconv.ParseBool(Format(v, parts[1])); err == nil {
+			if b {
+				return 1, true
+			}
+			return 0, true
+		}
+		return 0, false
+	}
+	return x, true
+}
+
 // Slowest returns the n slowest calls (by inclusive time; 0: all) of the
 // functions whose names match re, slowest first.
 func Slowest(p *profile.Profile, re *regexp.Regexp, n int) []CallInfo {

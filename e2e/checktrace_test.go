@@ -1,0 +1,135 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/culprit-dev/culprit/internal/testutil"
+)
+
+// callsProg calls work(n) and other(n) for n = 1..40, ten times over. At
+// the second commit work's loop turns from linear to quadratic in n; other
+// stays as it is.
+const callsProg = `#include <stdio.h>
+
+static volatile unsigned long sink;
+
+__attribute__((noinline)) void work(long n) {
+	unsigned long h = 3;
+WORK
+	sink += h;
+}
+
+__attribute__((noinline)) void other(long n) {
+	unsigned long h = 5;
+	for (long i = 0; i < 20000 + (n & 1); i++) h = h * 3202034522624059733UL + (unsigned long)i;
+	sink += h;
+}
+
+int main(void) {
+	for (int r = 0; r < 10; r++)
+		for (long n = 1; n <= 40; n++) {
+			work(n);
+			other(n);
+		}
+	printf("%lu\n", sink);
+	return 0;
+}
+`
+
+const (
+	workLinear    = "\tfor (long i = 0; i < n * 1000; i++) h = h * 2862933555777941757UL + (unsigned long)i;"
+	workQuadratic = "\tfor (long i = 0; i < n; i++)\n\t\tfor (long j = 0; j < n * 100; j++) h = h * 2862933555777941757UL + (unsigned long)j;"
+)
+
+// TestCheckTracedCalls stores a trace (with arguments) of each of two
+// commits and checks that culprit check names exactly the function whose
+// per-call time grew, by its calls, with its model against its argument n
+// turning from linear to quadratic, a severity and a confidence.
+func TestCheckTracedCalls(t *testing.T) {
+	testutil.NeedRoot(t)
+	repo := t.TempDir()
+	recs := t.TempDir()
+	gitIn(t, repo, "init", "-q")
+	for i, body := range []string{workLinear, workQuadratic} {
+		src := strings.Replace(callsProg, "WORK", body, 1)
+		if err := os.WriteFile(filepath.Join(repo, "prog.c"), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		gitIn(t, repo, "add", "prog.c")
+		gitIn(t, repo, "commit", "-q", "-m", "version "+string(rune('1'+i)))
+		if out, err := exec.Command("gcc", "-O1", "-g", "-o", filepath.Join(repo, "prog"), filepath.Join(repo, "prog.c")).CombinedOutput(); err != nil {
+			t.Fatalf("gcc: %v\n%s", err, out)
+		}
+		rec := filepath.Join(recs, "t"+string(rune('1'+i))+".rec")
+		if _, stderr, code := inDir(t, repo, "trace", "--args", "-f", "work", "-f", "other", "-o", rec, "--", "./prog"); code != 0 {
+			t.Fatalf("trace at commit %d: exit %d\n%s", i+1, code, stderr)
+		}
+		if _, stderr, code := inDir(t, repo, "history", "add", rec); code != 0 {
+			t.Fatalf("history add at commit %d: exit %d\n%s", i+1, code, stderr)
+		}
+	}
+	out, stderr, code := inDir(t, repo, "check", "--format", "json")
+	if code != 1 {
+		t.Fatalf("check: exit %d, want 1 (a degradation)\n%s\n%s", code, out, stderr)
+	}
+	var c struct {
+		Pairs   int `json:"pairs"`
+		Changes []struct {
+			Function   string   `json:"function"`
+			Kind       string   `json:"kind"`
+			Measure    string   `json:"measure"`
+			Severity   *float64 `json:"severity"`
+			Confidence float64  `json:"confidence"`
+			BaseCalls  int      `json:"base_calls"`
+			TgtCalls   int      `json:"target_calls"`
+			Location   string   `json:"location"`
+			Base       *struct {
+				Kind string `json:"kind"`
+				X    string `json:"x"`
+			} `json:"base_model"`
+			Target *struct {
+				Kind string `json:"kind"`
+				X    string `json:"x"`
+			} `json:"target_model"`
+			Methods []struct {
+				Method  string `json:"method"`
+				Verdict string `json:"verdict"`
+			} `json:"methods"`
+		} `json:"changes"`
+	}
+	if err := json.Unmarshal([]byte(out), &c); err != nil {
+		t.Fatalf("check: %v\n%s", err, out)
+	}
+	if c.Pairs != 1 || len(c.Changes) != 1 {
+		t.Fatalf("check: %d pairs, changes:\n%s", c.Pairs, out)
+	}
+	ch := c.Changes[0]
+	if ch.Function != "work" || ch.Kind != "degradation" || ch.Measure != "exclusive time per call" {
+		t.Errorf("change %+v", ch)
+	}
+	// Mean work per call: 1000·20.5 iterations → 100·Σn²/40 = 55350.
+	if ch.Severity == nil || *ch.Severity < 0.5 {
+		t.Errorf("severity %v, want about +170%%", ch.Severity)
+	}
+	if ch.BaseCalls != 400 || ch.TgtCalls != 400 {
+		t.Errorf("%d → %d calls compared, want 400 each", ch.BaseCalls, ch.TgtCalls)
+	}
+	if ch.Base == nil || ch.Target == nil || ch.Base.Kind != "linear" || ch.Target.Kind != "quadratic" || ch.Target.X != "arg:n" {
+		t.Errorf("models %+v → %+v\n%s", ch.Base, ch.Target, out)
+	}
+	if ch.Confidence < 0.8 {
+		t.Errorf("confidence %.2f\n%s", ch.Confidence, out)
+	}
+	if !strings.Contains(ch.Location, "n") {
+		t.Errorf("location %q", ch.Location)
+	}
+	text, _, _ := inDir(t, repo, "check")
+	if !strings.Contains(text, "Degradation work") || !strings.Contains(text, "per call (400 → 400 calls)") || !strings.Contains(text, "linear → quadratic") {
+		t.Errorf("check text:\n%s", text)
+	}
+}

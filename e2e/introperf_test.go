@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -12,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/culprit-dev/culprit/internal/recording"
 	"github.com/culprit-dev/culprit/internal/testutil"
 )
 
@@ -574,4 +576,49 @@ func fmtDur(ns uint64) string {
 		return fmt.Sprintf("%.1fµs", float64(ns)/1e3)
 	}
 	return fmt.Sprintf("%dns", ns)
+}
+
+// TestLostRecordsSayWhere: with rings far too small for the run's system
+// call records, the kernel drops records; each drop is recorded with the
+// window it happened in, and contexts says how much was lost and where the
+// threads' inference was cut.
+func TestLostRecordsSayWhere(t *testing.T) {
+	testutil.NeedRoot(t)
+	plugin := testutil.C(t, "introperf_plugin.so", []string{"introperf_plugin.c"}, append(ipFlags, "-shared", "-fPIC")...)
+	host := testutil.C(t, "introperf_host", []string{"introperf_host.c"}, append(ipFlags, "-ldl")...)
+	out := filepath.Join(t.TempDir(), "lossy.rec")
+	// 8 pages (32 KiB) per CPU against 240,000 system call records with
+	// kernel call chains (about 40 MiB in half a second): drops happen
+	// however fast the recorder drains.
+	mustRun(t, "record", "--events", "cpu,syscalls,sched", "--mmap-pages", "8", "-o", out, "--", host, plugin, "300", "400")
+	r, err := recording.Open(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	var lost, windows uint64
+	for {
+		rec, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if l, ok := rec.(*recording.Lost); ok && l.Reason == recording.LostRing {
+			lost += l.Count
+			if l.Since == 0 || l.Since > l.Time {
+				t.Errorf("lost record without its window: %+v", *l)
+			} else {
+				windows++
+			}
+		}
+	}
+	if lost == 0 || windows == 0 {
+		t.Fatalf("no records lost with 8-page rings (lost %d, windows %d)", lost, windows)
+	}
+	text := mustRun(t, "contexts", "--base", out, "--buggy", out)
+	if !strings.Contains(text, fmt.Sprintf("%d records lost by the kernel, threads' inference cut at", lost)) {
+		t.Errorf("contexts does not say that %d records were lost:\n%.600s", lost, text)
+	}
 }

@@ -411,6 +411,9 @@ func (l *loader) readFile(idx int, path string, records *int, progress func(int)
 			} else {
 				l.p.Lost += v.Count
 			}
+			if v.Reason == recording.LostRing && v.Since != 0 && v.Since <= v.Time {
+				l.p.Gaps = append(l.p.Gaps, profile.Gap{From: v.Since, To: v.Time, CPU: v.CPU})
+			}
 		case *recording.KernelSymbol:
 			l.ksyms = append(l.ksyms, symbol.KernelSymbol{Addr: v.Addr, Size: v.Size, Name: v.Name, Module: v.Module})
 		case *recording.Object:

@@ -308,7 +308,7 @@ func (p *Profile) FrameAt(i int32) Frame {
 // empty stack (a kernel thread under KernelExclude, say) are kept; reports
 // show them as "[unknown]". Each distinct stack is examined once, however
 // many samples share it. Values are selected by time and task only. Threads,
-// Lost, Throttled, Metas, Sources, Warnings and StartTime are carried over
+// Lost, Throttled, Gaps, Metas, Sources, Warnings and StartTime are carried over
 // unchanged: lost and throttled counts are totals of the recording, not of
 // the window.
 func (p *Profile) Apply(f Filter) *Profile {
@@ -318,6 +318,7 @@ func (p *Profile) Apply(f Filter) *Profile {
 		names:     p.names,
 		Lost:      p.Lost,
 		Throttled: p.Throttled,
+		Gaps:      p.Gaps,
 		Metas:     p.Metas,
 		Sources:   p.Sources,
 		Warnings:  p.Warnings,

@@ -49,6 +49,14 @@ type Sample struct {
 	Arg    uint64          // the event's argument (syscall number, prev_state)
 }
 
+// Gap is a window of the sample clock, [From, To], in which the kernel
+// dropped records of CPU's ring; CPU is recording.AnyCPU when the ring
+// served every CPU.
+type Gap struct {
+	From, To uint64
+	CPU      uint32
+}
+
 // N is the number of samples s stands for: 1, or more in a merged profile.
 func (s Sample) N() int { return 1 + int(s.More) }
 
@@ -140,9 +148,14 @@ type Profile struct {
 	Threads   map[uint32]Thread
 	Lost      uint64 // samples the kernel or recorder dropped
 	Throttled uint64 // throttle events reported by the kernel
-	Metas     []recording.Meta
-	Sources   []Source
-	Warnings  []string // things the user should know, e.g. objects without symbols
+	// Gaps are the windows in which a CPU's ring dropped records, as far as
+	// the recording says (format 1.6), in the order read. A thread's
+	// events there may be missing: an analysis that follows a thread from
+	// event to event should not bridge one.
+	Gaps     []Gap
+	Metas    []recording.Meta
+	Sources  []Source
+	Warnings []string // things the user should know, e.g. objects without symbols
 	// ValueSources are the variables, expressions and counters whose values
 	// were sampled, merged across recordings by what they denote.
 	ValueSources []recording.ValueSource

@@ -341,6 +341,10 @@ type item struct {
 	time uint64
 	rec  any
 	kind *eventKind
+	// since and cpu place a *perf.Lost: the ring's previous record's time
+	// and the ring's CPU.
+	since uint64
+	cpu   uint32
 }
 
 // eventKind is one kind of sampled event.
@@ -364,6 +368,9 @@ type eventKind struct {
 type ring struct {
 	*perf.Ring
 	kind *eventKind
+	// last is the time of the last record read from the ring: records
+	// the kernel reports lost were dropped after it (recording.Lost.Since).
+	last uint64
 }
 
 // Event names accepted by Options.Events.
@@ -650,7 +657,8 @@ func (s *session) synthesize(p processState) {
 func (s *session) drain() error {
 	s.buf, s.items = s.buf[:0], s.items[:0]
 	s.dec.Reset()
-	for _, r := range s.rings {
+	for ri := range s.rings {
+		r := &s.rings[ri]
 		s.offs = s.offs[:0]
 		s.buf, s.offs = r.ReadAll(s.buf, s.offs)
 		for i, off := range s.offs {
@@ -669,7 +677,16 @@ func (s *session) drain() error {
 			if rec == nil {
 				continue
 			}
-			s.items = append(s.items, item{time: recTime(rec), rec: rec, kind: r.kind})
+			it := item{time: recTime(rec), rec: rec, kind: r.kind}
+			if _, ok := rec.(*perf.Lost); ok {
+				it.since, it.cpu = r.last, recording.AnyCPU
+				if r.Event.CPU >= 0 {
+					it.cpu = uint32(r.Event.CPU)
+				}
+			} else if it.time > r.last {
+				r.last = it.time
+			}
+			s.items = append(s.items, it)
 		}
 	}
 	s.drainSnapshots()
@@ -677,6 +694,10 @@ func (s *session) drain() error {
 	for _, it := range s.items {
 		if smp, ok := it.rec.(*perf.Sample); ok {
 			s.sample(smp, it.kind)
+			continue
+		}
+		if l, ok := it.rec.(*perf.Lost); ok {
+			s.lost(l, it.since, it.cpu)
 			continue
 		}
 		s.handle(it.rec)
@@ -762,15 +783,24 @@ func (s *session) handle(rec any) {
 			s.warn("writing the recording: %v", err)
 		}
 	case *perf.Lost:
-		reason := recording.LostRing
-		if r.Type == perf.RecordThrottle {
-			reason = recording.LostThrottled
-			s.res.Throttled += r.Count
-		} else {
-			s.res.Lost += r.Count
-		}
-		s.write(&recording.Lost{Time: r.Time, Reason: reason, Count: r.Count})
+		s.lost(r, 0, 0)
 	}
+}
+
+// lost writes a ring's report of dropped records; since is the time of
+// the ring's record before them (0 if unknown) and cpu the ring's CPU.
+func (s *session) lost(r *perf.Lost, since uint64, cpu uint32) {
+	l := &recording.Lost{Time: r.Time, Reason: recording.LostRing, Count: r.Count}
+	if r.Type == perf.RecordThrottle {
+		l.Reason = recording.LostThrottled
+		s.res.Throttled += r.Count
+	} else {
+		s.res.Lost += r.Count
+		if since != 0 && since <= r.Time {
+			l.Since, l.CPU = since, cpu
+		}
+	}
+	s.write(l)
 }
 
 func (s *session) space(pid uint32) *proc.Space {

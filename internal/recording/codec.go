@@ -93,6 +93,10 @@ func encodePayload(e *enc, r Record) (Kind, error) {
 		e.u(r.Time)
 		e.u(uint64(r.Reason))
 		e.u(r.Count)
+		if r.Since != 0 {
+			e.u(r.Since)
+			e.u(uint64(r.CPU))
+		}
 		return KindLost, nil
 	case *KernelSymbol:
 		if r == nil {
@@ -309,6 +313,8 @@ func decodePayload(k Kind, p []byte, slab *[]Sample) (r Record, ok bool) {
 		}
 		l.Reason = LostReason(reason)
 		l.Count = d.u()
+		l.Since = d.u()
+		l.CPU = d.u32()
 		r = l
 	case KindKernelSymbol:
 		s := new(KernelSymbol)

@@ -31,6 +31,7 @@ func allRecords() []Record {
 		&Sample{Time: 260000000000005, PID: 4123, TID: 4124, CPU: 1, StackID: 1, Event: EventSwitch, Arg: 1},
 		&Sample{Time: 260000000000005, PID: 4123, TID: 4124, Event: EventSyscallEnter, Arg: 231},
 		&Lost{Time: 260000000000006, Reason: LostThrottled, Count: 12},
+		&Lost{Time: 260000000000006, Reason: LostRing, Count: 3, Since: 260000000000001, CPU: 1},
 		&Symbol{PID: 4123, Addr: 0x7f0011223300, Size: 0x80, Name: "jit_fn", Object: "/tmp/perf-4123.map"},
 		&ValueSource{ID: 3, Class: SourceVariable, Name: "available_mem", Function: "#global", File: "mem.c", Line: 12,
 			Type: "unsigned long", Tags: "cond", Global: true, Pointer: true, Enum: "LOW=0,HIGH=7", Schema: "9f2c4e6a8b0d1f3e5a7c9e1b3d5f7a9c"},

@@ -10,7 +10,7 @@ package recording
 const (
 	Magic        = "CULPRIT\x00"
 	MajorVersion = 1
-	MinorVersion = 5
+	MinorVersion = 6
 )
 
 // Kind identifies a record. New kinds may be added by later minor versions;
@@ -198,7 +198,16 @@ type Lost struct {
 	Time   uint64
 	Reason LostReason
 	Count  uint64
+	// Since, for records a CPU's ring dropped (LostRing), is the time of
+	// the last record that ring kept before the drop, and CPU is that
+	// ring's CPU: the records were lost between Since and Time on CPU.
+	// Since is 0 when unknown (then CPU means nothing).
+	Since uint64
+	CPU   uint32
 }
+
+// AnyCPU is Lost.CPU for a ring that serves every CPU.
+const AnyCPU = ^uint32(0)
 
 // KernelSymbol names a kernel function that appeared in the recording's stacks,
 // so that kernel frames can be named on another machine or after a reboot.

@@ -52,6 +52,9 @@ func runLine(r *introperf.Result) string {
 	if r.Objects.Note != "" {
 		s += " (" + r.Objects.Note + ")"
 	}
+	if r.Lost > 0 {
+		s += fmt.Sprintf("; %d records lost by the kernel, threads' inference cut at %d windows of loss (record with larger rings: --mmap-pages)", r.Lost, r.Cut)
+	}
 	return s
 }
 

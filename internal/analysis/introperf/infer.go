@@ -155,8 +155,13 @@ type Result struct {
 	EventCounts map[recording.Event]int
 	Used        int
 	Empty       int
-	Start, End  uint64 // first and last time used, ns
-	Objects     Objects
+	// Lost is how many records the kernel dropped (Profile.Lost), and Cut
+	// how many times a thread's inference was ended at a window where its
+	// events may be missing (Profile.Gaps).
+	Lost       uint64
+	Cut        int
+	Start, End uint64 // first and last time used, ns
+	Objects    Objects
 }
 
 // KernelEvents is the number of system call and context switch events in
@@ -194,6 +199,7 @@ type thread struct {
 	// minus waited (see Analyze).
 	waited, preempted uint64
 	now               uint64 // the sample clock at the current event
+	cpu               uint32 // the CPU of the current event
 }
 
 type stackInfo struct {
@@ -213,6 +219,9 @@ type inferer struct {
 	// kernel's preemption path (see preempted).
 	cut   []*stackInfo
 	empty stackInfo
+	// froms and tos are the starts and ends of the profile's loss
+	// windows, each ordered by time.
+	froms, tos []profile.Gap
 }
 
 // Analyze runs the latency inference (Algorithm 2) on p: per thread, over
@@ -236,6 +245,19 @@ type inferer struct {
 // Latency here is what the program's own work and waits took, not how busy
 // the machine was. Instances keep their start on the sample clock.
 //
+// Records the kernel dropped leave holes in a thread's sequence of events
+// that no stack shows: a function that returned and another that was
+// called in a hole would be read as one instance lasting across it, and a
+// run that lost more records would grow for no reason of its own. When a
+// thread's next event lies past a window where its CPU's ring dropped
+// records (Profile.Gaps), the thread's open instances end at its last
+// event before the window and the next event starts afresh, as at the
+// thread's first event (counted in Result.Cut); the same at the window's
+// end. The window's events from the CPU's other rings (CPU samples while
+// system call records were dropped, say) make instances of their own, cut
+// off from what came before and after. No instance is read across a
+// window's edge, where a call may have ended and another begun unseen.
+//
 // Events whose stack is empty are skipped. It never fails: an empty profile
 // gives an empty result.
 func Analyze(p *profile.Profile, o Options) *Result {
@@ -245,7 +267,10 @@ func Analyze(p *profile.Profile, o Options) *Result {
 	}
 	tree := NewTree(o.Funcs)
 	res := &Result{Tree: tree, EventCounts: CountEvents(p)}
+	res.Lost = p.Lost
 	in := &inferer{p: p, tree: tree, res: res, keep: o.KeepInstances, cache: make([]*stackInfo, len(p.Stacks)), cut: make([]*stackInfo, len(p.Stacks))}
+	in.froms = slices.SortedFunc(slices.Values(p.Gaps), func(a, b profile.Gap) int { return cmp.Compare(a.From, b.From) })
+	in.tos = slices.SortedFunc(slices.Values(p.Gaps), func(a, b profile.Gap) int { return cmp.Compare(a.To, b.To) })
 	threads := map[uint64]*thread{}
 	var order []*thread
 	for _, s := range p.Samples {
@@ -277,6 +302,12 @@ func Analyze(p *profile.Profile, o Options) *Result {
 			threads[key] = th
 			order = append(order, th)
 			res.Threads = append(res.Threads, ThreadInfo{PID: s.PID, TID: s.TID, Comm: p.Threads[s.TID].Comm, First: s.Time})
+		} else if in.lostBetween(th.now, s.Time, th.cpu, s.CPU) {
+			for d := len(th.regs) - 1; d >= 0; d-- {
+				in.close(th, d, th.tLast)
+			}
+			th.last = nil
+			res.Cut++
 		}
 		info := &res.Threads[th.info]
 		info.Events++
@@ -295,7 +326,7 @@ func Analyze(p *profile.Profile, o Options) *Result {
 		if preempt {
 			th.preempted = s.Time
 		}
-		th.now = s.Time
+		th.now, th.cpu = s.Time, s.CPU
 		in.event(th, s.Time-th.waited, si, s.Event)
 	}
 	// Close everything still open at each thread's last event.
@@ -307,6 +338,29 @@ func Analyze(p *profile.Profile, o Options) *Result {
 	tree.Normalize()
 	res.Objects = classify(p, o.Loads)
 	return res
+}
+
+// lostBetween reports whether a thread's events at t0 (on CPU c0) and t1
+// (on c1) are on the two sides of a boundary of a loss window of either
+// CPU's ring: a window starts in [t0, t1) or ends in (t0, t1]. Events
+// inside a window come from the CPU's other rings (a window is one ring's:
+// the system call ring, say, while CPU samples were kept) and are used; the
+// inference is cut where the window starts and where it ends.
+func (in *inferer) lostBetween(t0, t1 uint64, c0, c1 uint32) bool {
+	on := func(g profile.Gap) bool { return g.CPU == c0 || g.CPU == c1 || g.CPU == recording.AnyCPU }
+	i, _ := slices.BinarySearchFunc(in.froms, t0, func(g profile.Gap, t uint64) int { return cmp.Compare(g.From, t) })
+	for ; i < len(in.froms) && in.froms[i].From < t1; i++ {
+		if on(in.froms[i]) {
+			return true
+		}
+	}
+	i, _ = slices.BinarySearchFunc(in.tos, t0+1, func(g profile.Gap, t uint64) int { return cmp.Compare(g.To, t) })
+	for ; i < len(in.tos) && in.tos[i].To <= t1; i++ {
+		if on(in.tos[i]) {
+			return true
+		}
+	}
+	return false
 }
 
 // stack returns the function ids and CCT nodes of profile stack i.

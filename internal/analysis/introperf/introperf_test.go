@@ -618,3 +618,48 @@ func TestIdleWait(t *testing.T) {
 		}
 	}
 }
+
+func TestLossWindowCutsThread(t *testing.T) {
+	// The thread's CPU dropped records between 25 and 90: work's instance
+	// ends at its last event before the window and a new one starts after
+	// it, instead of one instance across the window. A window of another
+	// CPU leaves the thread alone; an event inside the window (from
+	// another ring) is an instance of its own.
+	ev := []event{
+		{t: 10, stack: []string{"main", "work"}, kind: recording.EventCPU},
+		{t: 20, stack: []string{"main", "work"}, kind: recording.EventCPU},
+		{t: 100, stack: []string{"main", "work"}, kind: recording.EventCPU},
+		{t: 110, stack: []string{"main", "work"}, kind: recording.EventCPU},
+	}
+	run := func(g profile.Gap) (string, *Result) {
+		p := build(ev)
+		p.Gaps = []profile.Gap{g}
+		p.Lost = 7
+		r := Analyze(p, Options{KeepInstances: true})
+		var got []string
+		for _, in := range r.Instances {
+			got = append(got, fmt.Sprintf("%s@%d:%d/%d", r.Tree.Funcs.Get(in.Func).Name, in.Start, in.Conservative, in.Aggressive))
+		}
+		sort.Strings(got)
+		return strings.Join(got, " "), r
+	}
+	got, r := run(profile.Gap{From: 25, To: 90, CPU: 0})
+	if want := "main@100:10/10 main@10:10/10 work@100:10/10 work@10:10/10"; got != want || r.Cut != 1 || r.Lost != 7 {
+		t.Errorf("loss on the thread's CPU: instances\n got %v (cut %d, lost %d)\nwant %v (cut 1, lost 7)", got, r.Cut, r.Lost, want)
+	}
+	// The window may start at the thread's last event and end at its next.
+	if got, r := run(profile.Gap{From: 20, To: 100, CPU: recording.AnyCPU}); r.Cut != 1 {
+		t.Errorf("loss on a ring of every CPU from 20 to 100: cut %d, want 1 (%s)", r.Cut, got)
+	}
+	if got, r := run(profile.Gap{From: 25, To: 90, CPU: 1}); got != "main@10:100/100 work@10:100/100" || r.Cut != 0 {
+		t.Errorf("loss on another CPU: instances %v (cut %d), want one instance each", got, r.Cut)
+	}
+	if got, r := run(profile.Gap{From: 111, To: 200, CPU: 0}); r.Cut != 0 {
+		t.Errorf("loss after the last event: cut %d (%s)", r.Cut, got)
+	}
+	ev = append(ev[:2:2], append([]event{{t: 50, stack: []string{"main", "work"}, kind: recording.EventCPU}}, ev[2:]...)...)
+	got, r = run(profile.Gap{From: 25, To: 90, CPU: 0})
+	if want := "main@100:10/10 main@10:10/10 main@50:0/0 work@100:10/10 work@10:10/10 work@50:0/0"; got != want || r.Cut != 2 {
+		t.Errorf("an event inside the window: instances\n got %v (cut %d)\nwant %v (cut 2)", got, r.Cut, want)
+	}
+}

@@ -193,7 +193,13 @@ func (r *rec) done() *profile.Profile {
 // analyze runs the analysis with default options.
 func analyze(t testing.TB, normal, buggy []*profile.Profile) *Result {
 	t.Helper()
-	a, err := New(paperOptions())
+	return analyzeWith(t, paperOptions(), normal, buggy)
+}
+
+// analyzeWith runs the analysis with options o.
+func analyzeWith(t testing.TB, o Options, normal, buggy []*profile.Profile) *Result {
+	t.Helper()
+	a, err := New(o)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -453,23 +453,67 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 			fs[i].Through = fs[j].Name
 		}
 	}
+	// A function without evidence of its own whose time went, more than
+	// normally, into one callee: its own code did the same, but a call it
+	// makes took a larger part of its time (docs/vprof.md, "Calls that
+	// take longer").
+	for i, f := range ids {
+		fr := &fs[i]
+		if fr.Evidence != EvidenceNone || !fr.Share.Grew() {
+			continue
+		}
+		var best edge
+		var bestCh Share
+		for e, n := range bc.edges {
+			if e.caller != f || e.callee == f {
+				continue
+			}
+			if _, ok := idx[e.callee]; !ok {
+				continue
+			}
+			// The callee must not have been most of its time already (a
+			// wrapper's part only creeps from 98% to 100%).
+			part := share(nc.edges[e], nc.incl[f], n, bc.incl[f])
+			if part.Grew() && part.Normal <= MaxCallsPart && part.Change > bestCh.Change {
+				best, bestCh = e, part
+			}
+		}
+		if bestCh.Change > 0 {
+			fr.Calls = &Calls{Callee: fs[idx[best.callee]].Name, Normal: bestCh.Normal, Buggy: bestCh.Buggy}
+			if fr.Pattern == NoPattern {
+				fr.Pattern = MissingConstraint
+			}
+		}
+	}
 	// A function whose loop lingers on single iterations in the buggy runs
 	// (a loop variable whose values last longer) spends the growth of what
 	// it calls in those iterations: every function whose growth all occurs
-	// under it ranks below it.
+	// under it ranks below it. A function that decides on an input that
+	// differs spends the growth of the code it runs on that decision: the
+	// functions whose only evidence is their own time and whose growth all
+	// occurs under it rank below it, unless its own growth is less than
+	// half of theirs (main reads every option, and its share cannot grow
+	// by what it already holds).
 	lingers := map[int32]bool{}
 	for i, f := range ids {
 		if v := fs[i].Var; v != nil && v.Dimension == DimDuration && parseTags(v.Tags).loop && score[i] > 0 {
 			lingers[f] = true
 		}
+		if fs[i].Evidence == EvidenceInput && score[i] > 0 {
+			lingers[f] = true
+		}
 	}
-	below := make([][]int, len(ids)) // function → the lingering functions it ranks below
+	below := make([][]int, len(ids)) // function → the functions it ranks below
 	if len(lingers) > 0 {
 		nu, bu := nc.under(lingers), bc.under(lingers)
 		for f := range lingers {
+			fi := idx[f]
 			for g, n := range bu[f] {
 				j, ok := idx[g]
 				if !ok || !fs[j].Share.Grew() {
+					continue
+				}
+				if fs[fi].Evidence == EvidenceInput && (fs[j].Evidence != EvidenceOwnTime || 2*fs[fi].Share.Change < fs[j].Share.Change) {
 					continue
 				}
 				outside := share(nc.incl[g]-nu[f][g], nc.n, bc.incl[g]-n, bc.n)
@@ -516,6 +560,11 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 func ownWork(fr *FunctionResult) bool {
 	return fr.SelfShare.Grew() && fr.SelfShare.Change >= OwnShare*fr.Share.Change
 }
+
+// MaxCallsPart is the largest part of a function's normal time a callee
+// may have taken for its growth there to count as the function's calls
+// taking longer (3/4).
+const MaxCallsPart = 0.75
 
 // OwnShare is the part of a function's growth its own code must account
 // for to count as evidence (1/20).
@@ -629,6 +678,9 @@ func why(f *FunctionResult) string {
 	}
 	if f.Through != "" {
 		fmt.Fprintf(&b, "; encloses %s, which carries its growth", f.Through)
+	}
+	if c := f.Calls; c != nil {
+		fmt.Fprintf(&b, "; its calls of %s took %s of its time vs %s normally", c.Callee, pct(c.Buggy), pct(c.Normal))
 	}
 	if f.Pattern != NoPattern && f.Pattern != "" {
 		fmt.Fprintf(&b, " → %s", f.Pattern)

@@ -2,7 +2,10 @@ package vprof
 
 import (
 	"math"
+	"strings"
 	"testing"
+
+	"github.com/culprit-dev/culprit/internal/profile"
 )
 
 func TestShareSignificance(t *testing.T) {
@@ -157,5 +160,95 @@ func TestWhyLine(t *testing.T) {
 	}
 	if lr := lineRange([]Line{{File: "/s/cache.c", Line: 118}, {File: "/s/cache.c", Line: 112}, {File: "/s/x.c", Line: 9}}); lr != "cache.c:112–118" {
 		t.Errorf("lineRange %q", lr)
+	}
+}
+
+// A caller whose own code did the same while a larger part of its time went
+// into one callee gets that callee as its calls and the missing-constraint
+// pattern; the callee, whose own time grew, stays above it.
+func TestCallsTakeLonger(t *testing.T) {
+	mk := func(buggy bool) *profile.Profile {
+		fx := newFixture(t)
+		r := fx.create(t, "calls.rec")
+		n := r.variable("n", "dispatch_1", "long", "none", false)
+		work := 100
+		if buggy {
+			work = 900
+		}
+		for i := 0; i < 300; i++ {
+			r.tick(1, []string{"dispatch_1", "main"}, 0, val{n, 0, int64(i % 5)})
+		}
+		for i := 0; i < work; i++ {
+			r.tick(1, []string{"worker", "dispatch_1", "main"}, 0, val{n, 1, int64(i % 5)})
+		}
+		for i := 0; i < 600; i++ {
+			r.tick(1, []string{"main"}, 0)
+		}
+		return r.done()
+	}
+	res := analyzeWith(t, DefaultOptions(), []*profile.Profile{mk(false)}, []*profile.Profile{mk(true)})
+	d := res.fn(t, "dispatch_1")
+	if d.Calls == nil || d.Calls.Callee != "worker" || math.Abs(d.Calls.Normal-0.25) > 1e-9 || math.Abs(d.Calls.Buggy-0.75) > 1e-9 {
+		t.Fatalf("dispatch_1 calls %+v, want worker 25%% → 75%%", d.Calls)
+	}
+	if d.Pattern != MissingConstraint || !strings.Contains(d.Why, "its calls of worker took 75% of its time vs 25% normally") {
+		t.Errorf("dispatch_1: pattern %s, why %q", d.Pattern, d.Why)
+	}
+	if w := res.fn(t, "worker"); w.Evidence != EvidenceOwnTime || w.Rank > d.Rank {
+		t.Errorf("worker: evidence %s rank %d, dispatch_1 rank %d", w.Evidence, w.Rank, d.Rank)
+	}
+	if m := res.fn(t, "main"); m.Calls != nil {
+		t.Errorf("main, which did not grow, has calls %+v", m.Calls)
+	}
+}
+
+// A function that decides on an input that differs ranks above the code it
+// runs on that decision: a callee whose only evidence is its own time and
+// whose growth all occurs under it ranks below it.
+func TestInputTakesGrowth(t *testing.T) {
+	fx := newFixture(t)
+	mk := func(buggy bool) *profile.Profile {
+		r := fx.create(t, "input.rec")
+		cfg := r.variable("cfg_limit", "#global", "long", "none", false)
+		limit, work := int64(64), 10
+		if buggy {
+			limit, work = 512, 900
+		}
+		for i := 0; i < 300; i++ {
+			r.tick(1, []string{"dispatch_1", "main"}, 0, val{cfg, 1, limit})
+		}
+		for i := 0; i < work; i++ {
+			r.tick(1, []string{"worker", "dispatch_1", "main"}, 0, val{cfg, 2, limit})
+		}
+		for i := 0; i < 600; i++ {
+			r.tick(1, []string{"main"}, 0, val{cfg, 0, limit})
+		}
+		return r.done()
+	}
+	a, err := New(DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := fx.funcs["dispatch_1"]
+	a.SetReads(func(object string, off uint64, global string) (bool, bool) {
+		return global == "cfg_limit" && off >= d.off && off < d.off+d.size, true
+	})
+	if err := a.AddNormal(mk(false), Run{Path: "normal"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.AddBuggy(mk(true), Run{Path: "buggy"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	df, w := res.fn(t, "dispatch_1"), res.fn(t, "worker")
+	if df.Evidence != EvidenceInput || w.Evidence != EvidenceOwnTime {
+		t.Fatalf("evidence: dispatch_1 %s, worker %s", df.Evidence, w.Evidence)
+	}
+	if w.Share.Change <= df.Share.Change || df.Rank != 1 || w.Rank != 2 {
+		t.Errorf("ranks: dispatch_1 %d (growth %.3f), worker %d (growth %.3f); want the deciding function first",
+			df.Rank, df.Share.Change, w.Rank, w.Share.Change)
 	}
 }

@@ -146,14 +146,24 @@ type FunctionResult struct {
 	// kinds of run, SelfShare its own (innermost frame); Evidence what
 	// holds it responsible; Through the callee that carries all of its
 	// growth when it has no evidence of its own (it ranks just below it);
-	// Why one line that says all of this.
+	// Calls the callee that took a larger part of its time (its own code
+	// unchanged); Why one line that says all of this.
 	Score     float64  `json:"score"`
 	Share     Share    `json:"share"`
 	SelfShare Share    `json:"self_share"`
 	Evidence  Evidence `json:"evidence,omitempty"`
 	Through   string   `json:"through,omitempty"`
 	Input     string   `json:"input,omitempty"` // EvidenceInput: the global it reads
+	Calls     *Calls   `json:"calls,omitempty"`
 	Why       string   `json:"why,omitempty"`
+}
+
+// Calls is the part of a function's time (samples whose stack holds it)
+// spent in one callee, in the normal and the buggy runs.
+type Calls struct {
+	Callee string  `json:"callee"`
+	Normal float64 `json:"normal"`
+	Buggy  float64 `json:"buggy"`
 }
 
 // Result is a vProf diagnosis.

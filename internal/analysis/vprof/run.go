@@ -452,15 +452,23 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 		}
 		x := v.Float64()
 		pointer := va.src.Pointer
-		if !pointer {
+		// A NaN has no value to compare (NaN ≠ NaN: every NaN would be a
+		// value of its own, and two runs of a constant NaN disjoint); it
+		// counts only in the durations, which compare bits.
+		nan := math.IsNaN(x)
+		if !pointer && !nan {
 			ser.values = append(ser.values, x)
 		}
 		same := st.has && st.bits == v.Bits && st.kind == v.Type
 		var delta float64
-		hasDelta := st.has && !pointer
+		hasDelta := st.has && !pointer && !nan && !math.IsNaN(st.value)
 		if hasDelta {
 			delta = x - st.value
-			ser.deltas = append(ser.deltas, delta)
+			if math.IsNaN(delta) { // ±Inf − ±Inf
+				hasDelta, delta = false, 0
+			} else {
+				ser.deltas = append(ser.deltas, delta)
+			}
 		}
 		if st.has && !same {
 			ser.durations = append(ser.durations, float64(st.run))

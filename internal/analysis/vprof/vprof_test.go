@@ -785,3 +785,25 @@ func TestThin(t *testing.T) {
 		t.Errorf("lower median %g", m)
 	}
 }
+
+// A global holding NaN in every sample of both runs (redis's R_Nan) is
+// constant, not anomalous: NaN ≠ NaN must not make every sample a value of
+// its own and the two runs disjoint.
+func TestNaNConstant(t *testing.T) {
+	mk := func(buggy bool) *profile.Profile {
+		fx := newFixture(t)
+		r := fx.create(t, "nan.rec")
+		g := r.variable("R_Nan", "#global", "double", "none", false)
+		n := r.variable("n", "worker", "long", "loop", false)
+		for i := 0; i < 300; i++ {
+			r.tick(1, []string{"worker", "main"}, 0, val{n, 0, int64(i % 7)})
+			r.write(&recording.Value{Time: r.now, PID: r.pid, TID: 1, Source: g, Depth: 0,
+				Type: recording.ValueFloat, PC: fx.pc("worker", 4), Bits: math.Float64bits(math.NaN())})
+		}
+		return r.done()
+	}
+	res := analyze(t, []*profile.Profile{mk(false)}, []*profile.Profile{mk(true)})
+	if f := res.fn(t, "worker"); f.Discount != 0.8 {
+		t.Errorf("worker: discount %g from %q (%s), want 0.8: a constant NaN is no anomaly", f.Discount, f.Variable, f.Dimension)
+	}
+}

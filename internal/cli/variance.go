@@ -190,7 +190,7 @@ from VProfiler: docs/variance.md.`,
 	f.IntVar(&rounds, "rounds", 8, "most rounds of probes (1: no refinement)")
 	f.IntVar(&perRound, "round-intervals", 1000, "intervals timed in a round before its factors are chosen")
 	f.BoolVar(&interactive, "interactive", false, "ask before breaking each chosen function down further")
-	f.BoolVar(&schedEv, "sched", false, "also record the scheduler's switches and wake-ups, to split each factor's time into on-CPU, runnable and blocked (lock, I/O, sleep), and a keyed interval's time between its threads along the critical path")
+	f.BoolVar(&schedEv, "sched", false, "also record the scheduler's switches and wake-ups, to split each factor's time into on-CPU, runnable and blocked (lock, I/O, sleep) and follow each interval's critical path across threads: functions a waker ran while the interval waited become factors, 'F (waker)'")
 	f.BoolVar(&tree, "tree", false, "print the variance tree")
 	f.StringVar(&format, "format", "text", "output format: text or json")
 	f.StringVarP(&output, "output", "o", "variance.rec", "recording file to write")
@@ -370,8 +370,7 @@ func hasSched(metas []recording.Meta) bool {
 
 // schedStates gives the analysis the scheduler states of the recording's
 // threads: a call's time split into on-cpu, runnable, lock, io, sleep, and
-// a keyed interval's time between its threads along the critical path
-// (by the wait each stretch stands for).
+// each interval's critical path (wake-up edges and the queue's hand-offs).
 func schedStates(in *variance.Input, tl *sched.Timeline) {
 	// overlap calls fn with each of thread tid's state intervals that
 	// overlap [from, to) and the length of the overlap.
@@ -412,14 +411,18 @@ func schedStates(in *variance.Input, tl *sched.Timeline) {
 		}
 		return out
 	}
-	in.Gap = func(fromTID uint32, from uint64, toTID uint32, to uint64) map[string]uint64 {
-		out := map[string]uint64{}
-		for _, s := range tl.CriticalPath(from, sched.Point{TID: toTID, Time: to}, nil) {
-			k := s.State.String()
+	in.Path = func(from uint64, endTID uint32, end uint64, handoffs []variance.Handoff) []variance.Segment {
+		var hs []sched.Handoff
+		for _, h := range handoffs {
+			hs = append(hs, sched.Handoff{From: sched.Point{TID: h.FromTID, Time: h.From}, To: sched.Point{TID: h.ToTID, Time: h.To}})
+		}
+		var out []variance.Segment
+		for _, s := range tl.CriticalPath(from, sched.Point{TID: endTID, Time: end}, hs) {
+			sg := variance.Segment{TID: s.TID, From: s.From, To: s.To, State: s.State.String(), For: s.For}
 			if s.Wait != sched.Unknown {
-				k = s.Wait.String()
+				sg.Wait = s.Wait.String()
 			}
-			out[k] += s.Duration()
+			out = append(out, sg)
 		}
 		return out
 	}

@@ -14,8 +14,9 @@
 //                          request of three
 //   varpool lock N W       handle → parse, locked_update, respond;
 //                          locked_update takes a mutex that a thread
-//                          named "holder" keeps for 4 ms at a time, every
-//                          8 ms: its waits are lock waits the holder ends
+//                          named "holder" keeps for 4 ms at a time (in
+//                          hold_big), every 8 ms: its waits are lock waits
+//                          the holder ends
 //   varpool handoff N      the main thread submit()s a request every 2 ms
 //                          into a queue; a consumer thread complete()s
 //                          them, one in four 2 ms slower; each request's
@@ -115,13 +116,18 @@ PROBED void locked_update(struct req *r) {
 	pthread_mutex_unlock(&big);
 }
 
+// hold_big keeps the mutex 4 ms.
+PROBED void hold_big(void) {
+	pthread_mutex_lock(&big);
+	wait_ns(4000000);
+	pthread_mutex_unlock(&big);
+}
+
 static void *holder(void *arg) {
 	(void)arg;
 	pthread_setname_np(pthread_self(), "holder");
 	while (!done_work) {
-		pthread_mutex_lock(&big);
-		wait_ns(4000000);
-		pthread_mutex_unlock(&big);
+		hold_big();
 		wait_ns(4000000);
 	}
 	return NULL;

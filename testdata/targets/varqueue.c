@@ -8,8 +8,8 @@
 // The program times each request itself and prints, for each,
 // "req ACCEPT_NS LATENCY QUEUED SLOW_IO" (ns, CLOCK_MONOTONIC as the
 // probes' clock; latency from accept_req's entry to serve's end, queued
-// from the request's insertion in the queue to its removal, both under
-// the queue's mutex), then slow_io's true
+// from the end of enqueue to the end of dequeue, 0 when the worker's
+// dequeue ended first), then slow_io's true
 // share of the latency's variance ("share slow_io X").
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -51,10 +51,10 @@ static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
 
 PROBED void enqueue(struct req *r) {
 	pthread_mutex_lock(&mu);
-	r->enqueued = now_ns();
 	ring[tail++] = r;
 	pthread_cond_signal(&cv);
 	pthread_mutex_unlock(&mu);
+	r->enqueued = now_ns();
 }
 
 // dequeue returns the next request, NULL when the server stops.
@@ -63,9 +63,9 @@ PROBED struct req *dequeue(void) {
 	while (head == tail && !stopping)
 		pthread_cond_wait(&cv, &mu);
 	struct req *r = head < tail ? ring[head++] : NULL;
+	pthread_mutex_unlock(&mu);
 	if (r)
 		r->dequeued = now_ns();
-	pthread_mutex_unlock(&mu);
 	return r;
 }
 
@@ -142,7 +142,7 @@ int main(int argc, char **argv) {
 	for (int i = 0; i < nreq; i++) {
 		struct req *r = &reqs[i];
 		printf("req %llu %llu %llu %llu\n", (unsigned long long)r->accepted, (unsigned long long)(r->done - r->accepted),
-		       (unsigned long long)(r->dequeued - r->enqueued), (unsigned long long)r->slow);
+		       (unsigned long long)(r->dequeued > r->enqueued ? r->dequeued - r->enqueued : 0), (unsigned long long)r->slow);
 		ml += r->done - r->accepted;
 		ms += r->slow;
 	}

@@ -47,6 +47,31 @@ type Spec struct {
 // Dequeue that took it.
 const QueueWait = "queue wait"
 
+// Segment is a stretch of one thread's time on a critical path.
+type Segment struct {
+	TID      uint32
+	From, To uint64
+	State    string // the thread's own state ("on-cpu", "runnable", "sleep", "queued", ...)
+	// For is, when the segment stands for another thread's wait, that
+	// thread (the one the segment's thread woke), Wait its state ("lock",
+	// "io", "sleep"); 0 and "" on the interval's own threads.
+	For  uint32
+	Wait string
+}
+
+// Handoff is a created-by edge: work handed over by thread FromTID at
+// From and taken up by thread ToTID at To.
+type Handoff struct {
+	FromTID uint32
+	From    uint64
+	ToTID   uint32
+	To      uint64
+}
+
+// WakerSuffix marks a node of the tree that is a function another thread
+// ran while the interval waited on it.
+const WakerSuffix = " (waker)"
+
 // Probe is a traced function.
 type Probe struct {
 	Function string
@@ -87,10 +112,15 @@ type Input struct {
 	// States, when set, splits a thread's time from..to by scheduler
 	// state ("on-cpu", "runnable", "lock", "io", "sleep", ...), ns each.
 	States func(tid uint32, from, to uint64) map[string]uint64
-	// Gap, when set, splits the time between a keyed interval's start
-	// call (on one thread) and its end call (on another) along the
-	// critical path, by the state it stands for.
-	Gap func(fromTID uint32, from uint64, toTID uint32, to uint64) map[string]uint64
+	// Path, when set, is the critical path of a span (VProfiler's
+	// Algorithm 2 over the kernel's wake-ups, with the queue's hand-offs as
+	// created-by edges) that ends on thread endTID at end, back to from:
+	// segments in time order covering [from, end] exactly. It splits the
+	// intervals' time by state, and the calls of a thread whose segment
+	// stands for a wait of the interval (the lock holder while the
+	// interval waited on the lock) become nodes of the tree under the
+	// waiting call, named "F (waker)".
+	Path func(from uint64, endTID uint32, end uint64, handoffs []Handoff) []Segment
 	// Holders, when set, gives the time a thread spent blocked on a lock
 	// from..to by the thread whose release ended each wait ("name[tid]").
 	Holders func(tid uint32, from, to uint64) map[string]uint64
@@ -192,8 +222,9 @@ type TreeNode struct {
 // at a site from its parent node. Node 0 is the interval.
 type node struct {
 	parent   int
-	fn       string
-	pseudo   bool // not a function: the queue wait
+	fn       string // its label: the function, "F (waker)", the queue wait
+	probe    string // the function it times ("" for the queue wait)
+	pseudo   bool   // not a function: the queue wait
 	site     int64
 	children map[[2]int64]int // (probe name index, site) → node
 	kids     []int
@@ -202,10 +233,6 @@ type node struct {
 type interval struct {
 	start, end uint64
 	windows    []window
-	// gap is, for a keyed interval, the span between the start call's
-	// return and the end call's entry (its threads in gapTIDs).
-	gap     [2]uint64
-	gapTIDs [2]uint32
 	// queue is, for an interval handed across a queue, the span from
 	// its Enqueue's return to its Dequeue's.
 	queue [2]uint64
@@ -295,9 +322,9 @@ func Analyse(in Input) (*Result, error) {
 	if in.Spec.Start == in.Spec.End && in.Spec.Key == "" {
 		rootName = in.Spec.Start
 	}
-	nodes := []*node{{parent: -1, fn: rootName, children: map[[2]int64]int{}}}
+	nodes := []*node{{parent: -1, fn: rootName, probe: rootName, children: map[[2]int64]int{}}}
 	fnIdx := map[string]int64{}
-	child := func(parent int, fn string, site int64, pseudo bool) int {
+	child := func(parent int, fn, probe string, site int64, pseudo bool) int {
 		fi, ok := fnIdx[fn]
 		if !ok {
 			fi = int64(len(fnIdx))
@@ -308,7 +335,7 @@ func Analyse(in Input) (*Result, error) {
 			return id
 		}
 		id := len(nodes)
-		nodes = append(nodes, &node{parent: parent, fn: fn, site: site, pseudo: pseudo, children: map[[2]int64]int{}})
+		nodes = append(nodes, &node{parent: parent, fn: fn, probe: probe, site: site, pseudo: pseudo, children: map[[2]int64]int{}})
 		nodes[parent].children[k] = id
 		nodes[parent].kids = append(nodes[parent].kids, id)
 		return id
@@ -346,27 +373,108 @@ func Analyse(in Input) (*Result, error) {
 			m[k] += float64(v)
 		}
 	}
+	// The interval's calls placed in the tree, and the longest call of
+	// each thread (to find the calls overlapping a time).
+	type placedCall struct {
+		tid        uint32
+		start, end uint64
+		node       int
+	}
+	var placed []placedCall
+	longest := map[uint32]uint64{}
+	for _, c := range calls {
+		longest[c.TID] = max(longest[c.TID], c.End-c.Start)
+	}
+	var row map[int]float64
+	// wakers charges the calls a thread made while it stood on the
+	// critical path for a wait of the interval to nodes "F (waker)" under
+	// the innermost call that waited (the root when none did), nested as
+	// they were called, each with the time it overlapped the segment.
+	wakers := func(path []Segment, own map[uint32]bool) {
+		for _, sg := range path {
+			if sg.For == 0 || sg.TID == sg.For {
+				continue
+			}
+			// The interval's thread whose wait the segment stands for:
+			// a waker that was itself blocked stands, through its own
+			// waker's segments, for the thread it woke next.
+			waiter := sg.For
+			for range 64 {
+				if own[waiter] {
+					break
+				}
+				next := uint32(0)
+				for _, o := range path {
+					if o.TID == waiter && o.For != 0 && o.To >= sg.To {
+						next = o.For
+						break
+					}
+				}
+				if next == 0 {
+					break
+				}
+				waiter = next
+			}
+			parent := 0
+			var inner uint64 = math.MaxUint64
+			for _, pc := range placed {
+				if pc.tid == waiter && pc.start <= sg.From && pc.end >= sg.To && pc.end-pc.start < inner {
+					parent, inner = pc.node, pc.end-pc.start
+				}
+			}
+			idx := byTID[sg.TID]
+			lo := uint64(0)
+			if sg.From > longest[sg.TID] {
+				lo = sg.From - longest[sg.TID]
+			}
+			first := sort.Search(len(idx), func(i int) bool { return calls[idx[i]].Start >= lo })
+			var stack []struct {
+				end  uint64
+				node int
+			}
+			for _, ci := range idx[first:] {
+				c := calls[ci]
+				if c.Start >= sg.To {
+					break
+				}
+				from, to := max(c.Start, sg.From), min(c.End, sg.To)
+				if to <= from || c.Unreturned {
+					continue
+				}
+				for len(stack) > 0 && stack[len(stack)-1].end < c.End {
+					stack = stack[:len(stack)-1]
+				}
+				p := parent
+				if len(stack) > 0 {
+					p = stack[len(stack)-1].node
+				}
+				fn := in.Probes[c.Probe].Function
+				id := child(p, fn+WakerSuffix, fn, c.Site, false)
+				row[id] += float64(to - from)
+				if in.States != nil {
+					st := map[string]uint64{}
+					for k, v := range in.States(c.TID, from, to) {
+						st[k] = v
+					}
+					addStates(id, st)
+				}
+				stack = append(stack, struct {
+					end  uint64
+					node int
+				}{c.End, id})
+			}
+		}
+	}
 	durations := make([]float64, len(ivs))
 	for n, iv := range ivs {
-		row := map[int]float64{0: float64(iv.end - iv.start)}
+		row = map[int]float64{0: float64(iv.end - iv.start)}
 		durations[n] = float64(iv.end - iv.start)
-		if in.States != nil {
+		if in.States != nil && in.Path == nil {
 			for _, w := range iv.windows {
 				addStates(0, in.States(w.tid, w.start, w.end))
 			}
-			if in.Gap != nil && iv.gap[1] > iv.gap[0] {
-				addStates(0, in.Gap(iv.gapTIDs[0], iv.gap[0], iv.gapTIDs[1], iv.gap[1]))
-			}
 		}
-		if q := iv.queue[1] - iv.queue[0]; q > 0 {
-			id := child(0, QueueWait, 0, true)
-			row[id] += float64(q)
-			if in.States != nil {
-				st := map[string]uint64{"queued": q}
-				addStates(0, st)
-				addStates(id, st)
-			}
-		}
+		placed = placed[:0]
 		for _, w := range iv.windows {
 			idx := byTID[w.tid]
 			first := sort.Search(len(idx), func(i int) bool { return calls[idx[i]].Start >= w.start })
@@ -389,7 +497,9 @@ func Analyse(in Input) (*Result, error) {
 				if len(stack) > 0 {
 					parent = stack[len(stack)-1].node
 				}
-				id := child(parent, in.Probes[c.Probe].Function, c.Site, false)
+				fn := in.Probes[c.Probe].Function
+				id := child(parent, fn, fn, c.Site, false)
+				placed = append(placed, placedCall{c.TID, c.Start, c.End, id})
 				row[id] += float64(c.End - c.Start)
 				if in.States != nil {
 					addStates(id, in.States(c.TID, c.Start, c.End))
@@ -402,6 +512,41 @@ func Analyse(in Input) (*Result, error) {
 					node int
 				}{c.End, id})
 			}
+		}
+		if q := iv.queue[1] - iv.queue[0]; q > 0 {
+			id := child(0, QueueWait, "", 0, true)
+			row[id] += float64(q)
+			if in.States != nil {
+				st := map[string]uint64{"queued": q}
+				if in.Path == nil {
+					addStates(0, st)
+				}
+				addStates(id, st)
+			}
+		}
+		if in.Path != nil {
+			last := iv.windows[len(iv.windows)-1]
+			var hs []Handoff
+			if iv.queue[1] > 0 {
+				hs = []Handoff{{FromTID: iv.windows[0].tid, From: iv.queue[0], ToTID: last.tid, To: iv.queue[1]}}
+			}
+			path := in.Path(iv.start, last.tid, iv.end, hs)
+			st := map[string]uint64{}
+			for _, sg := range path {
+				k := sg.State
+				if sg.Wait != "" {
+					k = sg.Wait
+				}
+				st[k] += sg.To - sg.From
+			}
+			if in.States != nil {
+				addStates(0, st)
+			}
+			own := map[uint32]bool{}
+			for _, w := range iv.windows {
+				own[w.tid] = true
+			}
+			wakers(path, own)
 		}
 		table[n] = row
 	}
@@ -433,8 +578,8 @@ func Analyse(in Input) (*Result, error) {
 			for _, k := range nodes[id].kids {
 				m = max(m, h(k)+1)
 			}
-			if id != 0 {
-				heights[nodes[id].fn] = max(heights[nodes[id].fn], m)
+			if id != 0 && nodes[id].probe != "" {
+				heights[nodes[id].probe] = max(heights[nodes[id].probe], m)
 			}
 			return m
 		}
@@ -445,7 +590,7 @@ func Analyse(in Input) (*Result, error) {
 		top = heights[rootName]
 	}
 	for _, k := range nodes[0].kids {
-		top = max(top, heights[nodes[k].fn]+1)
+		top = max(top, heights[nodes[k].probe]+1)
 	}
 
 	nIv := float64(len(ivs))
@@ -549,7 +694,7 @@ func Analyse(in Input) (*Result, error) {
 			for i := range body {
 				body[i] -= ck[i]
 			}
-			parts = append(parts, part{label: nodes[k].fn, fn: nodes[k].fn, id: k, x: ck, h: heights[nodes[k].fn]})
+			parts = append(parts, part{label: nodes[k].fn, fn: nodes[k].probe, id: k, x: ck, h: heights[nodes[k].probe]})
 		}
 		bodyLabel := n.fn + " (self)"
 		if id == 0 {
@@ -578,7 +723,7 @@ func Analyse(in Input) (*Result, error) {
 				c.States = meanStates(p.id)
 				fn := p.fn
 				if nodes[p.id].pseudo {
-					fn, leaf = "", true
+					leaf = true
 				}
 				addFactor("variance", []string{p.label}, fn, p.h, c.Contribution, c.MeanNS, leaf, pathOf(p.id), c.States, holders[p.id])
 			} else {
@@ -772,9 +917,6 @@ func intervals(in Input, calls []Call, startP, endP map[int]bool, cut uint64) ([
 			ws = append(ws, window{c.TID, c.Start, c.End, -1})
 		}
 		iv := interval{start: s.Start, end: c.End, windows: ws}
-		if c.Start > s.End {
-			iv.gap, iv.gapTIDs = [2]uint64{s.End, c.Start}, [2]uint32{s.TID, c.TID}
-		}
 		out = append(out, iv)
 	}
 	for _, q := range open {

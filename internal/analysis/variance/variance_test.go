@@ -291,3 +291,70 @@ func TestQueueHandoff(t *testing.T) {
 		t.Error("a queue key on a return value not recorded was accepted")
 	}
 }
+
+// Along the critical path, a function another thread ran while the
+// interval waited on it is a node "F (waker)" under the call that waited,
+// with the time of the wait it stood for; a waker that was itself blocked
+// passes its own waker's time on to the interval's thread.
+func TestWakerFunctions(t *testing.T) {
+	rng := rand.New(rand.NewPCG(9, 10))
+	in := Input{Spec: Spec{Start: "handle", End: "handle"},
+		Probes: []Probe{{Function: "handle"}, {Function: "update"}, {Function: "hold"}, {Function: "relay"}}}
+	type wait struct{ from, to uint64 }
+	waits := map[uint64]wait{} // by the interval's start
+	for i := range 200 {
+		s := uint64(i) * 1_000_000
+		w := 1000 + uint64(rng.IntN(50000))
+		// Thread 1 handles; update blocks from s+200 until thread 3
+		// wakes it at s+200+w; thread 3 (relay) waited on thread 2
+		// (hold) until s+200+w/2.
+		in.Calls = append(in.Calls,
+			Call{Start: s, End: s + w + 500, TID: 1, Probe: 0},
+			Call{Start: s + 100, End: s + w + 300, TID: 1, Probe: 1, Site: 1},
+			Call{Start: s + 50, End: s + 200 + w/2 + 10, TID: 2, Probe: 2, Site: 2},
+			Call{Start: s + 150, End: s + 200 + w + 5, TID: 3, Probe: 3, Site: 3})
+		waits[s] = wait{s + 200, s + 200 + w}
+	}
+	in.Path = func(from uint64, endTID uint32, end uint64, _ []Handoff) []Segment {
+		w := waits[from]
+		mid := w.from + (w.to-w.from)/2
+		return []Segment{
+			{TID: 1, From: from, To: w.from, State: "on-cpu"},
+			{TID: 2, From: w.from, To: mid, State: "on-cpu", For: 3, Wait: "lock"},
+			{TID: 3, From: mid, To: w.to, State: "on-cpu", For: 1, Wait: "lock"},
+			{TID: 1, From: w.to, To: end, State: "on-cpu"},
+		}
+	}
+	in.States = func(tid uint32, from, to uint64) map[string]uint64 { return map[string]uint64{"on-cpu": to - from} }
+	r, err := Analyse(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var update *TreeNode
+	for _, c := range r.Tree.Children {
+		if c.Label == "update" {
+			update = c
+		}
+	}
+	if update == nil {
+		t.Fatalf("no update under the root: %+v", r.Tree.Children)
+	}
+	got := map[string]float64{}
+	for _, c := range update.Children {
+		got[c.Label] = c.MeanNS
+	}
+	var mean float64
+	for _, w := range waits {
+		mean += float64(w.to-w.from) / 2
+	}
+	mean /= float64(len(waits))
+	if math.Abs(got["hold (waker)"]-mean) > 1 || math.Abs(got["relay (waker)"]-mean) > 1 {
+		t.Errorf("update's children %v: want hold (waker) and relay (waker) each %.0f ns", got, mean)
+	}
+	if f := factor(r, "hold (waker)"); f == nil || f.Function() != "hold" {
+		t.Errorf("hold (waker) factor %+v: want it to stand for hold", f)
+	}
+	if r.States["lock"] == 0 || math.Abs(r.States["lock"]+r.States["on-cpu"]-r.Mean) > 1 {
+		t.Errorf("states %v, mean %v", r.States, r.Mean)
+	}
+}

@@ -10,9 +10,11 @@
 # pprof's flame graph, a time range's flame graph (a new pprof UI built on
 # the server) twice, and pprof's top view. Per run one line; then medians.
 #
-#   ready         culprit view started → URL printed (recording loaded,
-#                 pprof's UI of the whole profile built); and its CPU time
-#                 (user+sys, 10 ms ticks), which a busy machine does not inflate
+#   ready         culprit view started → URL printed (recording loaded);
+#                 and its CPU time (user+sys, 10 ms ticks), which a busy
+#                 machine does not inflate
+#   open          culprit view started → the index drawn in Chromium (its
+#                 links usable); and culprit's CPU time by then
 #   time paint    navigation to the time view → its heat map drawn
 #   time data     GET time/data once the page has it (what every later
 #                 visit costs)
@@ -49,7 +51,7 @@ done
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 get() { tr ' ' '\n' <runs.txt | grep "^$1=" | cut -d= -f2 | median; }
 echo
-echo "| samples | ready ms (CPU ms) | time view paint ms | time data ms | flame graph paint ms (server CPU ms) | range flame graph first ms (server CPU ms) | again ms | top ms | peak RSS MiB |"
-echo "|---|---|---|---|---|---|---|---|---|"
-echo "| 1000000 | $(get ready_ms) ($(get ready_cpu_ms)) | $(get time_view_paint_ms) | $(get time_data_ms) | $(get flamegraph_paint_ms) ($(get flamegraph_cpu_ms)) | $(get range_flamegraph_first_ms) ($(get range_cpu_ms)) | $(get range_flamegraph_again_ms) | $(get top_ms) | $(($(get peak_rss_kib | cut -d. -f1) / 1024)) |"
+echo "| samples | ready ms (CPU ms) | open ms (CPU ms) | time view paint ms | time data ms | flame graph paint ms (server CPU ms) | range flame graph first ms (server CPU ms) | again ms | top ms | peak RSS MiB |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
+echo "| 1000000 | $(get ready_ms) ($(get ready_cpu_ms)) | $(get open_ms) ($(get open_cpu_ms)) | $(get time_view_paint_ms) | $(get time_data_ms) | $(get flamegraph_paint_ms) ($(get flamegraph_cpu_ms)) | $(get range_flamegraph_first_ms) ($(get range_cpu_ms)) | $(get range_flamegraph_again_ms) | $(get top_ms) | $(($(get peak_rss_kib | cut -d. -f1) / 1024)) |"
 echo "# load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

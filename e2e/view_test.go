@@ -256,6 +256,41 @@ func TestViewBrowser(t *testing.T) {
 		}
 	}
 
+	// pprof's pages link back to culprit's, and a function chosen there
+	// (pprof's search box) goes along to the time view, whose maps then
+	// count only its samples: those of the one thread that runs spin_a.
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(base+"pprof/all/top"),
+		chromedp.WaitVisible(chromedp.CSS(`#culprit-nav a[data-fn]`)),
+		chromedp.SendKeys(chromedp.CSS(`#search`), "spin_a"),
+	); err != nil {
+		t.Fatalf("pprof's top view: %v", err)
+	}
+	navText := eval[string](t, ctx, `document.getElementById("culprit-nav").textContent`)
+	for _, want := range []string{"index", "Time view"} {
+		if !strings.Contains(navText, want) {
+			t.Errorf("pprof's page: culprit's links %q have no %q", navText, want)
+		}
+	}
+	timeHref := eval[string](t, ctx, `(() => { const a = document.querySelector("#culprit-nav a[data-fn]"); a.dispatchEvent(new Event("mouseenter")); return a.href; })()`)
+	if u, err := url.Parse(timeHref); err != nil || u.Query().Get("f") != "spin_a" || !strings.HasSuffix(u.Path, "/time") {
+		t.Fatalf("pprof's page: time view link %q after searching spin_a, want time?f=spin_a", timeHref)
+	}
+	if err := chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(`#culprit-nav a[data-fn]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#maps svg.heat path.cell`)),
+	); err != nil {
+		t.Fatalf("time view of spin_a: %v", err)
+	}
+	focused := eval[[]float64](t, ctx, `[data.threads.length, data.samples, data.threads.length > 1 ? data.threads[1].tid : 0]`)
+	shownFn := eval[string](t, ctx, `document.getElementById("fn").textContent`)
+	whole := eval[[]float64](t, ctx, `(() => { const x = new XMLHttpRequest(); x.open("GET", "time/data", false); x.send(); const d = JSON.parse(x.responseText);
+		return [d.samples, (d.threads.find(t => t.tid === `+strconv.Itoa(int(focused[2]))+`) || {samples: 0}).samples]; })()`)
+	if focused[0] != 2 || focused[1] <= 0 || focused[1] > whole[1] || focused[1] >= whole[0] || shownFn != "spin_a" {
+		t.Errorf("time view of spin_a (%q): %v threads drawn, %v samples; want all threads and spin_a's thread, at most that thread's %v of the %v samples",
+			shownFn, focused[0]-1, focused[1], whole[1], whole[0])
+	}
+
 	// The time view, opened from the index, draws a heat map per thread.
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate(base),
@@ -285,17 +320,7 @@ func TestViewBrowser(t *testing.T) {
 
 	// Selecting from the first cell to the middle one links pprof's views
 	// to that range, whose flame graph holds fewer samples.
-	// The cells with samples of the all-threads map, by index.
-	const full = `data.threads[0].cells.flat().map((v, k) => v > 0 ? k : -1).filter(k => k >= 0)`
-	first := eval[[]float64](t, ctx, `cellCenter(0, (`+full+`)[0])`)
-	mid := eval[[]float64](t, ctx, `(() => { const f = `+full+`; return cellCenter(0, f[Math.floor(f.length/2)]); })()`)
-	if err := chromedp.Do(ctx,
-		chromedp.MouseClickXY(first[0], first[1]),
-		chromedp.MouseClickXY(mid[0], mid[1]),
-		chromedp.WaitVisible(chromedp.CSS(`#maps svg.heat path.selected`)),
-	); err != nil {
-		t.Fatalf("selecting a range: %v", err)
-	}
+	selectHalf(t, ctx)
 	selText := eval[string](t, ctx, `document.getElementById("selection").textContent`)
 	href := eval[string](t, ctx, `document.querySelector('#links a[data-view="flamegraph"]').getAttribute("href")`)
 	if !strings.HasPrefix(selText, "Range ") || !regexp.MustCompile(`^pprof/\d+ms-\d+ms/flamegraph$`).MatchString(href) {
@@ -307,6 +332,23 @@ func TestViewBrowser(t *testing.T) {
 	}
 	if !strings.Contains(boxes, "spin_") {
 		t.Errorf("flame graph of %s names no spinning function:\n%s", href, boxes)
+	}
+}
+
+// selectHalf selects, in the time view open in ctx, the range from the
+// first cell with samples of the all-threads map to its middle one.
+func selectHalf(t *testing.T, ctx context.Context) {
+	t.Helper()
+	// The cells with samples of the all-threads map, by index.
+	const full = `data.threads[0].cells.flat().map((v, k) => v > 0 ? k : -1).filter(k => k >= 0)`
+	first := eval[[]float64](t, ctx, `cellCenter(0, (`+full+`)[0])`)
+	mid := eval[[]float64](t, ctx, `(() => { const f = `+full+`; return cellCenter(0, f[Math.floor(f.length/2)]); })()`)
+	if err := chromedp.Do(ctx,
+		chromedp.MouseClickXY(first[0], first[1]),
+		chromedp.MouseClickXY(mid[0], mid[1]),
+		chromedp.WaitVisible(chromedp.CSS(`#maps svg.heat path.selected`)),
+	); err != nil {
+		t.Fatalf("selecting a range: %v", err)
 	}
 }
 
@@ -445,6 +487,7 @@ func TestViewAnalysesBrowser(t *testing.T) {
 		}
 	}
 
+	var href string
 	kernel, _ := startView(t, "--base", fast, slow)
 	got := openPage(t, ctx, kernel, "latency", "latency")
 	same("latency", got, mustRun(t, "latency", slow))
@@ -477,6 +520,27 @@ func TestViewAnalysesBrowser(t *testing.T) {
 			t.Errorf("time view: no lane %q among\n%s", name, lanes)
 		}
 	}
+	// A range selected there re-targets the latency page: it shows what
+	// culprit latency prints of that window.
+	selectHalf(t, ctx)
+	href = eval[string](t, ctx, `document.querySelector('#links a[data-page="latency"]').getAttribute("href")`)
+	m := regexp.MustCompile(`^latency\?from=(\d+ms)&to=(\d+ms)$`).FindStringSubmatch(href)
+	if m == nil {
+		t.Fatalf("time view: latency link %q after selecting a range, want latency?from=Ams&to=Bms", href)
+	}
+	if err := chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(`#links a[data-page="latency"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#latency pre`)),
+	); err != nil {
+		t.Fatalf("latency page of a range: %v", err)
+	}
+	got = eval[string](t, ctx, `document.querySelector("#latency pre").textContent`)
+	same("latency of a range", got, mustRun(t, "latency", "--from", m[1], "--to", m[2], slow))
+	from, _ := time.ParseDuration(m[1])
+	to, _ := time.ParseDuration(m[2])
+	if rng := eval[string](t, ctx, `document.getElementById("range").textContent`); !strings.Contains(rng, "From "+from.String()+" to "+to.String()) {
+		t.Errorf("latency page of a range says %q, want its range, %s to %s", rng, from, to)
+	}
 	// These runs have no sampled values: the index says what diagnose needs.
 	if _, body := get(t, kernel); !strings.Contains(body, "culprit record --values") {
 		t.Errorf("index of runs without values does not say what diagnose needs:\n%s", body)
@@ -489,7 +553,7 @@ func TestViewAnalysesBrowser(t *testing.T) {
 		t.Errorf("diagnose page names no %s with %s:\n%s", c.root, c.pattern, got)
 	}
 	// The root cause's name links to pprof's callers and callees of it.
-	href := eval[string](t, ctx, `(() => { const a = Array.from(document.querySelectorAll("#diagnosis a.fn")).find(a => a.textContent === `+strconv.Quote(c.root)+`); return a ? a.getAttribute("href") : ""; })()`)
+	href = eval[string](t, ctx, `(() => { const a = Array.from(document.querySelectorAll("#diagnosis a.fn")).find(a => a.textContent === `+strconv.Quote(c.root)+`); return a ? a.getAttribute("href") : ""; })()`)
 	if href == "" {
 		t.Errorf("diagnose page: %s is not a link", c.root)
 	} else if code, body := get(t, values+href); code != 200 || !strings.Contains(body, c.root) || strings.Contains(body, "no matches") {
@@ -567,12 +631,26 @@ func TestViewOffCPU(t *testing.T) {
 		t.Errorf("off-CPU total %.2fms, want at least the flusher's 400 sleeps of 0.5ms and at most 5 threads × the run's %v", total, wall)
 	}
 	// A time range's off-CPU view holds the spans that began in it.
-	if part, _ := pprofTotals(t, base+"offcpu/0ms-100ms/top"); part <= 0 || part >= total {
+	part, _ := pprofTotals(t, base+"offcpu/0ms-100ms/top")
+	if part <= 0 || part >= total {
 		t.Errorf("off-CPU total of the first 100ms %.2fms, want some of the whole run's %.2fms", part, total)
 	}
-	// The time view's range links open it too.
-	if _, body := get(t, base+"time"); !strings.Contains(body, `data-root="offcpu"`) {
+	// The time view's range links open it too, through the page's
+	// from and to parameters.
+	if _, body := get(t, base+"time"); !strings.Contains(body, `data-page="offcpu"`) {
 		t.Errorf("the time view links no off-CPU flame graph")
+	}
+	if part2, _ := pprofTotals(t, base+"offcpu/0s-100ms/top"); part2 != part {
+		t.Errorf("off-CPU total of 0s-100ms %.2fms, of 0ms-100ms %.2fms: want the same", part2, part)
+	}
+	noRedirect := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	if resp, err := noRedirect.Get(base + "offcpu?from=0ms&to=100ms"); err != nil {
+		t.Fatal(err)
+	} else {
+		resp.Body.Close()
+		if loc := resp.Header.Get("Location"); loc != "offcpu/0s-100ms/flamegraph" {
+			t.Errorf("offcpu?from=0ms&to=100ms sends to %q, want offcpu/0s-100ms/flamegraph", loc)
+		}
 	}
 	// With switches onto a CPU and wake-ups recorded, the spans are the
 	// thread states' intervals: the same bounds hold.

@@ -1,6 +1,6 @@
 // Command viewtime measures culprit view on a recording, in headless
 // Chromium driven through chromedp: the time until the URL is printed (the
-// recording loaded and pprof's UI of the whole profile built), the time
+// recording loaded) and until the index is drawn from it, the time
 // until the time view's heat map and pprof's flame graph are painted, the
 // latency of the interactions (the time view's data, selecting a range and
 // opening its flame graph, which builds a new pprof UI, and opening it
@@ -99,6 +99,15 @@ func run(culprit, chromium, rec string) error {
 	pid := cmd.Process.Pid
 	readyCPU := cpuTime(pid)
 
+	// The index, as a user opens the URL: the page is usable once its
+	// links are drawn.
+	if err := chromedp.Do(bctx, chromedp.Navigate(base),
+		chromedp.WaitVisible(chromedp.CSS(`#pages a`))); err != nil {
+		return fmt.Errorf("index: %v", err)
+	}
+	open := time.Since(start)
+	openCPU := cpuTime(pid)
+
 	t := time.Now()
 	if err := chromedp.Do(bctx, chromedp.Navigate(base+"time"),
 		chromedp.WaitVisible(chromedp.CSS(`#maps svg.heat path.cell`))); err != nil {
@@ -162,7 +171,7 @@ func run(culprit, chromium, rec string) error {
 			hwm = strings.Fields(l)[1]
 		}
 	}
-	fmt.Printf("ready_ms=%s ready_cpu_ms=%s time_view_paint_ms=%s cells=%d time_data_ms=%s flamegraph_paint_ms=%s flamegraph_cpu_ms=%s range_flamegraph_first_ms=%s range_cpu_ms=%s range_flamegraph_again_ms=%s top_ms=%s peak_rss_kib=%s\n",
-		ms(ready), ms(readyCPU), ms(timePaint), cells, ms(data), ms(flame), ms(flameCPU), ms(rangeFirst), ms(rangeCPU), ms(rangeAgain), ms(top), hwm)
+	fmt.Printf("ready_ms=%s ready_cpu_ms=%s open_ms=%s open_cpu_ms=%s time_view_paint_ms=%s cells=%d time_data_ms=%s flamegraph_paint_ms=%s flamegraph_cpu_ms=%s range_flamegraph_first_ms=%s range_cpu_ms=%s range_flamegraph_again_ms=%s top_ms=%s peak_rss_kib=%s\n",
+		ms(ready), ms(readyCPU), ms(open), ms(openCPU), ms(timePaint), cells, ms(data), ms(flame), ms(flameCPU), ms(rangeFirst), ms(rangeCPU), ms(rangeAgain), ms(top), hwm)
 	return nil
 }

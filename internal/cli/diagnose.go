@@ -69,7 +69,7 @@ The methods, evidence and patterns: docs/cli.md (culprit diagnose), docs/vprof.m
 			if err := o.Check(); err != nil {
 				return usageError{err}
 			}
-			res, err := diagnoseRuns(normal, buggy, o, different, c.ErrOrStderr())
+			res, err := diagnoseRuns(normal, buggy, o, different, nil, c.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -98,8 +98,9 @@ The methods, evidence and patterns: docs/cli.md (culprit diagnose), docs/vprof.m
 }
 
 // diagnoseRuns runs vProf's analysis on the recordings of normal and buggy
-// runs, read one at a time.
-func diagnoseRuns(normal, buggy []string, o vprof.Options, different bool, stderr io.Writer) (*vprof.Result, error) {
+// runs, read one at a time; of the buggy runs, only what window selects
+// when it is not nil (the view's time range).
+func diagnoseRuns(normal, buggy []string, o vprof.Options, different bool, window *profile.Filter, stderr io.Writer) (*vprof.Result, error) {
 	normal, err := storedPaths(normal, stderr)
 	if err != nil {
 		return nil, err
@@ -129,6 +130,9 @@ func diagnoseRuns(normal, buggy []string, o vprof.Options, different bool, stder
 		if i < len(normal) {
 			err = a.AddNormal(p, info)
 		} else {
+			if window != nil {
+				p = p.Apply(*window)
+			}
 			err = a.AddBuggy(p, info)
 		}
 		if err != nil {

@@ -136,7 +136,12 @@ func viewInputs(ff *filterFlags, paths, bases []string, stderr io.Writer) (view.
 	}
 	set := introperf.EventsAll
 	kernelEvents := func(p *profile.Profile) bool {
-		return len(p.Samples) > introperf.CountEvents(p)[recording.EventCPU]
+		for _, s := range p.Samples {
+			if s.Event != recording.EventCPU {
+				return true
+			}
+		}
+		return false
 	}
 	if kernelEvents(whole) {
 		all := flt
@@ -150,19 +155,19 @@ func viewInputs(ff *filterFlags, paths, bases []string, stderr io.Writer) (view.
 	// dropping some by stack would join separate calls (see registerHide).
 	flt.Focus, flt.Ignore = nil, nil
 	if kernelEvents(whole) {
-		in.Latency = func() (*introperf.Result, error) {
-			_, r, err := analyzeRun(whole, paths, stderr, flt, set, introperf.Options{KeepInstances: true})
+		in.Latency = func(rng view.Range) (*introperf.Result, error) {
+			_, r, err := analyzeRun(whole, paths, stderr, rng.Narrow(flt), set, introperf.Options{KeepInstances: true})
 			return r, err
 		}
 	}
 	if baseWhole != nil && kernelEvents(whole) && kernelEvents(baseWhole) {
-		in.Contexts = func() (introperf.Comparison, error) {
+		in.Contexts = func(rng view.Range) (introperf.Comparison, error) {
 			funcs := introperf.NewFuncTable()
 			_, rb, err := analyzeRun(baseWhole, bases, stderr, flt, set, introperf.Options{Funcs: funcs})
 			if err != nil {
 				return introperf.Comparison{}, err
 			}
-			_, rg, err := analyzeRun(whole, paths, stderr, flt, set, introperf.Options{Funcs: funcs})
+			_, rg, err := analyzeRun(whole, paths, stderr, rng.Narrow(flt), set, introperf.Options{Funcs: funcs})
 			if err != nil {
 				return introperf.Comparison{}, err
 			}
@@ -172,13 +177,22 @@ func viewInputs(ff *filterFlags, paths, bases []string, stderr io.Writer) (view.
 		}
 	}
 	if _, ok := variance.SpecOf(p.Metas); ok && len(p.Probes) > 0 {
-		in.Variance = func() (*variance.Result, error) {
-			return varianceOf(p, strings.Join(paths, ", "), variance.Spec{}, 0, 0)
+		in.Variance = func(rng view.Range) (*variance.Result, error) {
+			q := p
+			if !rng.Whole() {
+				q = p.Apply(rng.Narrow(profile.Filter{AllEvents: true}))
+			}
+			return varianceOf(q, strings.Join(paths, ", "), variance.Spec{}, 0, 0)
 		}
 	}
 	if baseWhole != nil && len(whole.Values) > 0 && len(baseWhole.Values) > 0 {
-		in.Diagnose = func() (*vprof.Result, error) {
-			return diagnoseRuns(bases, paths, vprof.DefaultOptions(), false, stderr)
+		in.Diagnose = func(rng view.Range) (*vprof.Result, error) {
+			var window *profile.Filter
+			if !rng.Whole() {
+				w := rng.Narrow(profile.Filter{AllEvents: true})
+				window = &w
+			}
+			return diagnoseRuns(bases, paths, vprof.DefaultOptions(), false, window, stderr)
 		}
 	}
 	return in, nil

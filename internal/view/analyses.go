@@ -50,17 +50,33 @@ type section struct {
 	Linked    template.HTML // Text with the functions' names linked (report sets it)
 }
 
-func (s *Server) report(w http.ResponseWriter, title string, secs []section) {
+// report writes a page of sections of the time range rng.
+func (s *Server) report(w http.ResponseWriter, title string, rng Range, secs []section) {
 	for i := range secs {
 		if secs[i].Text != "" {
-			secs[i].Linked = template.HTML(s.linked(secs[i].Text))
+			secs[i].Linked = template.HTML(s.linked(secs[i].Text, rng))
 		}
 	}
-	s.html(w, "report.html", map[string]any{"Title": title, "Sections": secs, "Names": s.in.Names, "Bases": s.in.Bases})
+	s.html(w, "report.html", map[string]any{"Title": title, "Sections": secs, "Names": s.in.Names, "Bases": s.in.Bases,
+		"Range": rng, "RangeText": rangeText(rng)})
+}
+
+// rangeText says which part of the recordings a page shows, "" for all.
+func rangeText(r Range) string {
+	if r.Whole() {
+		return ""
+	}
+	return "From " + r.From.String() + " to " + r.To.String() + " after the first sample (the time view's selection)."
 }
 
 func (s *Server) fail(w http.ResponseWriter, title string, err error) {
 	w.WriteHeader(http.StatusUnprocessableEntity)
+	s.html(w, "missing.html", map[string]any{"Title": title, "Missing": err.Error()})
+}
+
+// badRange answers a request whose from and to parameters are wrong.
+func (s *Server) badRange(w http.ResponseWriter, title string, err error) {
+	w.WriteHeader(http.StatusBadRequest)
 	s.html(w, "missing.html", map[string]any{"Title": title, "Missing": err.Error()})
 }
 
@@ -74,10 +90,16 @@ var latencyPage = Page{
 		}
 		return ""
 	},
+	Ranged: true,
 	Handler: func(s *Server) http.Handler {
-		var res memo[*introperf.Result]
+		var res rangeMemo[*introperf.Result]
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			lat, err := res.get(s.in.Latency)
+			rng, err := requestRange(r)
+			if err != nil {
+				s.badRange(w, "Latency", err)
+				return
+			}
+			lat, err := res.get(rng, s.in.Latency)
 			var t string
 			if err == nil {
 				t, err = text(func(w io.Writer) error {
@@ -88,7 +110,7 @@ var latencyPage = Page{
 				s.fail(w, "Latency", err)
 				return
 			}
-			s.report(w, "Latency", []section{{ID: "latency", Title: "Slowest function instances", Text: t}})
+			s.report(w, "Latency", rng, []section{{ID: "latency", Title: "Slowest function instances", Text: t}})
 		})
 	},
 }
@@ -103,11 +125,17 @@ var contextsPage = Page{
 		}
 		return ""
 	},
+	Ranged: true,
 	Handler: func(s *Server) http.Handler {
-		var cmp memo[introperf.Comparison]
+		var cmp rangeMemo[introperf.Comparison]
 		mux := http.NewServeMux()
 		mux.HandleFunc("GET /contexts", func(w http.ResponseWriter, r *http.Request) {
-			c, err := cmp.get(s.in.Contexts)
+			rng, err := requestRange(r)
+			if err != nil {
+				s.badRange(w, "Contexts", err)
+				return
+			}
+			c, err := cmp.get(rng, s.in.Contexts)
 			var t string
 			if err == nil {
 				t, err = text(func(w io.Writer) error { return render.ContextsText(w, c) })
@@ -116,13 +144,18 @@ var contextsPage = Page{
 				s.fail(w, "Contexts", err)
 				return
 			}
-			s.report(w, "Contexts", []section{
-				{ID: "heatmap", Title: "Heat map of the ranked paths", Frame: "contexts/heatmap"},
+			s.report(w, "Contexts", rng, []section{
+				{ID: "heatmap", Title: "Heat map of the ranked paths", Frame: "contexts/heatmap" + rng.Query()},
 				{ID: "paths", Title: "Ranked paths", Text: t},
 			})
 		})
 		mux.HandleFunc("GET /contexts/heatmap", func(w http.ResponseWriter, r *http.Request) {
-			c, err := cmp.get(s.in.Contexts)
+			rng, err := requestRange(r)
+			if err != nil {
+				s.badRange(w, "Contexts", err)
+				return
+			}
+			c, err := cmp.get(rng, s.in.Contexts)
 			var t string
 			if err == nil {
 				t, err = text(func(w io.Writer) error { return render.ContextsHTML(w, c) })
@@ -148,10 +181,16 @@ var diagnosePage = Page{
 		}
 		return ""
 	},
+	Ranged: true,
 	Handler: func(s *Server) http.Handler {
-		var res memo[*vprof.Result]
+		var res rangeMemo[*vprof.Result]
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			d, err := res.get(s.in.Diagnose)
+			rng, err := requestRange(r)
+			if err != nil {
+				s.badRange(w, "Diagnose", err)
+				return
+			}
+			d, err := res.get(rng, s.in.Diagnose)
 			var t string
 			if err == nil {
 				t, err = text(func(w io.Writer) error { return render.DiagnoseText(w, d, 20) })
@@ -161,7 +200,7 @@ var diagnosePage = Page{
 				return
 			}
 			secs := []section{{ID: "diagnosis", Title: "Ranked functions", Text: t}}
-			s.report(w, "Diagnose", append(secs, s.histograms(d)...))
+			s.report(w, "Diagnose", rng, append(secs, s.histograms(d, rng)...))
 		})
 	},
 }
@@ -176,8 +215,18 @@ var tracePage = Page{
 		}
 		return ""
 	},
+	Ranged: true,
 	Handler: func(s *Server) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			rng, err := requestRange(r)
+			if err != nil {
+				s.badRange(w, "Traced calls", err)
+				return
+			}
+			p := s.p
+			if !rng.Whole() {
+				p = s.p.Apply(rng.Narrow(profile.Filter{AllEvents: true}))
+			}
 			var secs []section
 			add := func(id, title string, draw func(w io.Writer) error) {
 				t, err := text(draw)
@@ -188,23 +237,27 @@ var tracePage = Page{
 			}
 			if s.in.Base != nil && len(s.in.Base.Calls) > 0 {
 				add("diff", "Against the base", func(w io.Writer) error {
-					return render.TraceDiffText(w, trace.Diff(s.in.Base, s.p), 0)
+					return render.TraceDiffText(w, trace.Diff(s.in.Base, p), 0)
 				})
 			}
 			add("functions", "Per function", func(w io.Writer) error {
-				return render.TraceText(w, trace.Functions(s.p, false), s.p.Lost, 0)
+				return render.TraceText(w, trace.Functions(p, false), p.Lost, 0)
 			})
 			add("callers", "Per function and caller", func(w io.Writer) error {
-				return render.TraceText(w, trace.Functions(s.p, true), s.p.Lost, 0)
+				return render.TraceText(w, trace.Functions(p, true), p.Lost, 0)
 			})
-			s.report(w, "Traced calls", secs)
+			s.report(w, "Traced calls", rng, secs)
 		})
 	},
 }
 
 // histograms draws, for the best-ranked functions whose variable told the
 // normal runs from the buggy ones, that variable's values in both.
-func (s *Server) histograms(d *vprof.Result) []section {
+func (s *Server) histograms(d *vprof.Result, rng Range) []section {
+	buggy := s.p
+	if !rng.Whole() {
+		buggy = s.p.Apply(rng.Narrow(profile.Filter{AllEvents: true}))
+	}
 	var out []section
 	for _, f := range d.Functions {
 		if len(out) == maxHistograms {
@@ -214,7 +267,7 @@ func (s *Server) histograms(d *vprof.Result) []section {
 		if v == nil || !v.Anomalous {
 			continue
 		}
-		h := exprs.Histograms([]*profile.Profile{s.in.Base, s.p}, v.Name, v.Function, 24)
+		h := exprs.Histograms([]*profile.Profile{s.in.Base, buggy}, v.Name, v.Function, 24)
 		if h == nil {
 			continue
 		}
@@ -241,10 +294,16 @@ var variancePage = Page{
 		}
 		return ""
 	},
+	Ranged: true,
 	Handler: func(s *Server) http.Handler {
-		var res memo[*variance.Result]
+		var res rangeMemo[*variance.Result]
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			v, err := res.get(s.in.Variance)
+			rng, err := requestRange(r)
+			if err != nil {
+				s.badRange(w, "Variance tree", err)
+				return
+			}
+			v, err := res.get(rng, s.in.Variance)
 			var t string
 			if err == nil {
 				t, err = text(func(w io.Writer) error { return render.VarianceText(w, v, true) })
@@ -253,7 +312,7 @@ var variancePage = Page{
 				s.fail(w, "Variance tree", err)
 				return
 			}
-			s.report(w, "Variance tree", []section{{ID: "variance", Title: "Factors and tree", Text: t}})
+			s.report(w, "Variance tree", rng, []section{{ID: "variance", Title: "Factors and tree", Text: t}})
 		})
 	},
 }

@@ -27,8 +27,9 @@ func (s *Server) functions() map[string]bool {
 
 // linked escapes a report's text for HTML and makes every word that names
 // a function of the profile a link to pprof's callers-and-callees view of
-// it, so that a function seen on any page opens in pprof's views.
-func (s *Server) linked(text string) string {
+// it (of the time range rng), so that a function seen on any page opens
+// in pprof's views.
+func (s *Server) linked(text string, rng Range) string {
 	if !s.hasSamples() {
 		return html.EscapeString(text)
 	}
@@ -42,7 +43,7 @@ func (s *Server) linked(text string) string {
 		}
 		b.WriteString(html.EscapeString(text[last:m[0]]))
 		focus := url.QueryEscape("^" + regexp.QuoteMeta(name) + `\b`)
-		b.WriteString(`<a class="fn" href="pprof/all/peek?f=` + focus + `">` + html.EscapeString(name) + `</a>`)
+		b.WriteString(`<a class="fn" href="pprof/` + rng.Key() + `/peek?f=` + focus + `">` + html.EscapeString(name) + `</a>`)
 		last = m[1]
 	}
 	b.WriteString(html.EscapeString(text[last:]))

@@ -22,6 +22,7 @@ var offCPUPage = Page{
 		}
 		return ""
 	},
+	Ranged: true,
 	Handler: func(s *Server) http.Handler {
 		type profiles struct{ p, base *profile.Profile }
 		var whole memo[profiles]
@@ -66,9 +67,14 @@ var offCPUPage = Page{
 		}
 		mux := http.NewServeMux()
 		mux.HandleFunc("GET /offcpu", func(w http.ResponseWriter, r *http.Request) {
+			rng, err := requestRange(r)
+			if err != nil {
+				s.badRange(w, "Off-CPU flame graph", err)
+				return
+			}
 			// Relative to the page's own path, which holds the token
 			// (http.Redirect would resolve it against the path without).
-			w.Header().Set("Location", "offcpu/all/flamegraph")
+			w.Header().Set("Location", "offcpu/"+rng.Key()+"/flamegraph")
 			w.WriteHeader(http.StatusFound)
 		})
 		mux.HandleFunc("GET /offcpu/{range}/{rest...}", func(w http.ResponseWriter, r *http.Request) {
@@ -85,7 +91,7 @@ var offCPUPage = Page{
 				s.fail(w, "Off-CPU flame graph", err)
 				return
 			}
-			serveUI(w, r, handlers)
+			s.serveUI(w, r, handlers)
 		})
 		return mux
 	},

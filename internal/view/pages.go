@@ -13,6 +13,17 @@ type Page struct {
 	// lack ("" when they have it); the index then says so instead of
 	// linking to it.
 	Needs func(s *Server) string
+	// Ranged pages show a time range of the recordings when asked with
+	// ?from=FROM&to=TO (the time view's selection).
+	Ranged bool
+}
+
+// query is how a link asks the page for the time range r.
+func (pg Page) query(r Range) string {
+	if !pg.Ranged {
+		return ""
+	}
+	return r.Query()
 }
 
 func (pg Page) missing(s *Server) string {

@@ -1,10 +1,12 @@
 package view
 
 import (
+	"bytes"
 	"flag"
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -120,3 +122,80 @@ func (c *pprofConsole) PrintErr(a ...any) {
 func (pprofConsole) IsTerminal() bool                    { return false }
 func (pprofConsole) WantBrowser() bool                   { return false }
 func (pprofConsole) SetAutoComplete(func(string) string) {}
+
+// serveUI serves a request for one of pprof's views, the path element
+// "rest" naming it and "range" the time range, with the handlers of a
+// pprof UI. Its HTML pages get culprit's links atop them (pprofNav).
+func (s *Server) serveUI(w http.ResponseWriter, r *http.Request, handlers map[string]http.Handler) {
+	h := handlers["/"+r.PathValue("rest")]
+	if h == nil {
+		http.NotFound(w, r)
+		return
+	}
+	r2 := r.Clone(r.Context())
+	r2.URL.Path = "/" + r.PathValue("rest")
+	r2.URL.RawPath = ""
+	var rng Range
+	if from, to, err := parseRange(r.PathValue("range")); err == nil {
+		rng = Range{from, to}
+	}
+	bw := &bufferedWriter{header: w.Header()}
+	h.ServeHTTP(bw, r2)
+	body := bw.body.Bytes()
+	if strings.HasPrefix(w.Header().Get("Content-Type"), "text/html") {
+		if i := bytes.Index(body, []byte("<body>")); i >= 0 {
+			var nav bytes.Buffer
+			if err := templates.ExecuteTemplate(&nav, "pprofnav", s.pprofNav(rng)); err == nil {
+				i += len("<body>")
+				body = slices.Concat(body[:i], nav.Bytes(), body[i:])
+			}
+		}
+		w.Header().Del("Content-Length")
+	}
+	if bw.code != 0 {
+		w.WriteHeader(bw.code)
+	}
+	_, _ = w.Write(body)
+}
+
+// pprofNav is the links atop pprof's pages (two levels below the root,
+// pprof/RANGE/VIEW or offcpu/RANGE/VIEW), of the time range r: culprit's
+// index, the time view and the pages that can be shown. Those marked Fn
+// take the function selected in pprof's page along (its f parameter).
+func (s *Server) pprofNav(r Range) []navLink {
+	out := []navLink{{Path: "../../", Title: "index"}}
+	for _, pg := range s.shown {
+		l := navLink{Path: "../../" + pg.Path + pg.query(r), Title: pg.Title}
+		if pg.Path == timePath {
+			l.Fn = true
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+// navLink is a link of pprofNav.
+type navLink struct {
+	Path, Title string
+	Fn          bool // the function selected goes along as f
+}
+
+// bufferedWriter keeps a handler's response for serveUI to add to it.
+type bufferedWriter struct {
+	header http.Header
+	code   int
+	body   bytes.Buffer
+}
+
+func (b *bufferedWriter) Header() http.Header { return b.header }
+func (b *bufferedWriter) Write(p []byte) (int, error) {
+	if b.code == 0 {
+		b.code = http.StatusOK
+	}
+	return b.body.Write(p)
+}
+func (b *bufferedWriter) WriteHeader(code int) {
+	if b.code == 0 {
+		b.code = code
+	}
+}

@@ -2,12 +2,15 @@ package view
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"net/http"
+	"regexp"
 	"slices"
 	"time"
 
 	"github.com/culprit-dev/culprit/internal/analysis/exprs"
+	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/recording"
 )
 
@@ -17,10 +20,13 @@ const rowsPerSecond = 50
 // maxThreads is how many threads the time view draws, the busiest.
 const maxThreads = 16
 
+// timePath is the time view's path.
+const timePath = "time"
+
 var timePage = Page{
-	Path:  "time",
+	Path:  timePath,
 	Title: "Time view",
-	About: "samples over time per thread as heat maps (offset within the second × second), system calls, context switches and sampled values below them; select a range to open pprof's views on it",
+	About: "samples over time per thread as heat maps (offset within the second × second), system calls, context switches and sampled values below them; select a range to open pprof's views and the other pages on it",
 	Needs: func(s *Server) string {
 		if !s.hasSamples() {
 			return "needs CPU samples: culprit record"
@@ -28,19 +34,38 @@ var timePage = Page{
 		return ""
 	},
 	Handler: func(s *Server) http.Handler {
-		// The data is the same for every request: it is built once, from
-		// the moment the server starts, and sent as encoded.
-		var data memo[[]byte]
-		build := func() ([]byte, error) { return json.Marshal(s.heatMaps()) }
-		go func() { _, _ = data.get(build) }()
+		// The data is the same for every request: it is built once, in
+		// the background from the moment the server starts, and sent as
+		// encoded.
+		// With ?f=REGEXP (a function chosen on another page), the maps
+		// count only the samples with a frame matching it.
+		var data memos[string, []byte]
+		build := func(f string) ([]byte, error) {
+			p := s.p
+			if f != "" {
+				re, err := regexp.Compile(f)
+				if err != nil {
+					return nil, fmt.Errorf("f=%q: %v", f, err)
+				}
+				p = s.p.Apply(profile.Filter{Focus: re})
+			}
+			return json.Marshal(s.heatMaps(p))
+		}
+		s.warm = append(s.warm, func() { _, _ = data.get("", build) })
 		mux := http.NewServeMux()
 		mux.HandleFunc("GET /time", func(w http.ResponseWriter, r *http.Request) {
-			s.html(w, "time.html", map[string]any{"Pprof": pprofViews, "OffCPU": offCPUPage.missing(s) == ""})
+			var pages []link // the pages a range re-targets
+			for _, pg := range s.shown {
+				if pg.Ranged {
+					pages = append(pages, link{pg.Path, pg.Title})
+				}
+			}
+			s.html(w, "time.html", map[string]any{"Pprof": pprofViews, "Pages": pages})
 		})
 		mux.HandleFunc("GET /time/data", func(w http.ResponseWriter, r *http.Request) {
-			b, err := data.get(build)
+			b, err := data.get(r.URL.Query().Get("f"), build)
 			if err != nil {
-				http.Error(w, err.Error(), http.StatusInternalServerError)
+				http.Error(w, err.Error(), http.StatusBadRequest)
 				return
 			}
 			w.Header().Set("Content-Type", "application/json")
@@ -88,12 +113,12 @@ type Lane struct {
 // maxPoints is how many points a lane of values draws at most.
 const maxPoints = 800
 
-// heatMaps counts the samples per thread per cell, offsets from the
-// profile's first sample as --from and --to take them.
-func (s *Server) heatMaps() TimeData {
-	p := s.p
+// heatMaps counts the samples of p (the server's or a part of them) per
+// thread per cell, offsets from the profile's first sample as --from and
+// --to take them, on the time axis of all the server's samples.
+func (s *Server) heatMaps(p *profile.Profile) TimeData {
 	var last uint64
-	for _, smp := range p.Samples {
+	for _, smp := range s.p.Samples {
 		last = max(last, smp.Time)
 	}
 	secs := 1
@@ -110,7 +135,7 @@ func (s *Server) heatMaps() TimeData {
 	all := HeatMap{Name: "all threads", Cells: grid()}
 	per := map[uint32]*HeatMap{}
 	for _, smp := range p.Samples {
-		if smp.Time < p.StartTime {
+		if smp.Time < p.StartTime || smp.Time > last {
 			continue
 		}
 		d := smp.Time - p.StartTime

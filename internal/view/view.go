@@ -51,18 +51,20 @@ type Inputs struct {
 	Names      []string // the recordings of Profile
 	Bases      []string // the recordings of Base
 
-	Latency  func() (*introperf.Result, error)    // latency inference on Profile's events, or nil
-	Contexts func() (introperf.Comparison, error) // Base's contexts against Profile's, or nil
-	Diagnose func() (*vprof.Result, error)        // Base as normal runs, Profile as buggy, or nil
-	Variance func() (*variance.Result, error)     // the variance tree of a recording of culprit variance, or nil
+	// The analyses, each of the Range of Profile given (of the base run,
+	// always all of it), or nil.
+	Latency  func(Range) (*introperf.Result, error)    // latency inference on Profile's events
+	Contexts func(Range) (introperf.Comparison, error) // Base's contexts against Profile's
+	Diagnose func(Range) (*vprof.Result, error)        // Base as normal runs, Profile as buggy
+	Variance func(Range) (*variance.Result, error)     // the variance tree of a recording of culprit variance
 }
 
 // Server answers the requests of one view of a profile.
 type Server struct {
-	in   Inputs
-	p    *profile.Profile // in.Profile
-	base *pprof.Profile   // in.Base for pprof, or nil
-	nav  []link           // the links atop every page
+	in    Inputs
+	p     *profile.Profile // in.Profile
+	base  *pprof.Profile   // in.Base for pprof, or nil
+	shown []Page           // the pages in.Profile can feed
 
 	fnOnce sync.Once
 	fns    map[string]bool // the profile's function names (functions)
@@ -71,6 +73,10 @@ type Server struct {
 	mux    *http.ServeMux
 
 	uis uiCache // pprof's UI per time range
+
+	// warm are the page's builds that New starts in the background, in
+	// order; a page's Handler adds its own.
+	warm []func()
 }
 
 // maxRanges is how many time ranges keep their pprof UI at once; the
@@ -91,13 +97,9 @@ func New(in Inputs, stderr io.Writer) (*Server, error) {
 	}
 	s.mux.HandleFunc("GET /{$}", s.index)
 	s.mux.HandleFunc("/pprof/{range}/{rest...}", s.pprof)
-	s.nav = append(s.nav, link{"./", "index"})
-	if s.hasSamples() {
-		s.nav = append(s.nav, link{"pprof/all/flamegraph", "flame graph"})
-	}
 	for _, pg := range Pages {
 		if pg.missing(s) == "" {
-			s.nav = append(s.nav, link{pg.Path, pg.Title})
+			s.shown = append(s.shown, pg)
 		}
 	}
 	for _, pg := range Pages {
@@ -111,14 +113,20 @@ func New(in Inputs, stderr io.Writer) (*Server, error) {
 		s.mux.Handle("GET /"+pg.Path, h)
 		s.mux.Handle("GET /"+pg.Path+"/", h)
 	}
-	// Build the whole profile's UI now: a recording pprof cannot show
-	// fails here, before a URL is printed. (A trace of calls has no
-	// samples for it.)
+	// What the first views ask for is built in the background, one after
+	// the other, so that the URL is printed as soon as the recordings are
+	// loaded: the time view's data (cheap), then pprof's UI of the whole
+	// profile (a copy and an encoding of it). A request that comes first
+	// waits for it; pprof's errors show on its pages. (A trace of calls
+	// has no samples for it.)
 	if s.hasSamples() {
-		if _, err := s.ui(""); err != nil {
-			return nil, err
-		}
+		s.warm = append(s.warm, func() { _, _ = s.ui("") })
 	}
+	go func() {
+		for _, f := range s.warm {
+			f()
+		}
+	}()
 	return s, nil
 }
 
@@ -173,11 +181,25 @@ func (s *Server) index(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// nav is the links atop every page, of the time range r: the index,
+// pprof's flame graph and the pages that can be shown.
+func (s *Server) nav(r Range) []link {
+	out := []link{{"./", "index"}}
+	if s.hasSamples() {
+		out = append(out, link{"pprof/" + r.Key() + "/flamegraph", "flame graph"})
+	}
+	for _, pg := range s.shown {
+		out = append(out, link{pg.Path + pg.query(r), pg.Title})
+	}
+	return out
+}
+
 // html writes a page from the embedded templates; data's "Nav" is set to
-// the links every page carries: the index, pprof's flame graph and the
-// pages that can be shown.
+// the links of the time range data["Range"] (a Range; the whole recording
+// when unset).
 func (s *Server) html(w http.ResponseWriter, name string, data map[string]any) {
-	data["Nav"] = s.nav
+	r, _ := data["Range"].(Range)
+	data["Nav"] = s.nav(r)
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	if err := templates.ExecuteTemplate(w, name, data); err != nil {
 		fmt.Fprintf(s.stderr, "culprit view: %s: %v\n", name, err)
@@ -204,21 +226,7 @@ func (s *Server) pprof(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, err.Error(), http.StatusInternalServerError)
 		return
 	}
-	serveUI(w, r, handlers)
-}
-
-// serveUI serves a request for one of pprof's views, the path element
-// "rest" naming it, with the handlers of a pprof UI.
-func serveUI(w http.ResponseWriter, r *http.Request, handlers map[string]http.Handler) {
-	h := handlers["/"+r.PathValue("rest")]
-	if h == nil {
-		http.NotFound(w, r)
-		return
-	}
-	r2 := r.Clone(r.Context())
-	r2.URL.Path = "/" + r.PathValue("rest")
-	r2.URL.RawPath = ""
-	h.ServeHTTP(w, r2)
+	s.serveUI(w, r, handlers)
 }
 
 // parseRange parses "" (everything) or FROM-TO.

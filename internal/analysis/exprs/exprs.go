@@ -72,10 +72,15 @@ type key struct {
 func Summarize(p *profile.Profile, o Options) []Summary {
 	// The CPU time a value stands for is the period of the sample it was
 	// taken at (samples can be jittered, so periods differ).
-	period := make(map[key]float64, len(p.Samples))
-	for _, s := range p.Samples {
-		if s.Event == recording.EventCPU && s.Period > 0 {
-			period[key{s.TID, s.Time}] = float64(s.Period)
+	// Without values there is nothing to weigh (and a million samples
+	// would cost a map of a million entries).
+	var period map[key]float64
+	if len(p.Values) > 0 {
+		period = make(map[key]float64, len(p.Samples))
+		for _, s := range p.Samples {
+			if s.Event == recording.EventCPU && s.Period > 0 {
+				period[key{s.TID, s.Time}] = float64(s.Period)
+			}
 		}
 	}
 	type acc struct {

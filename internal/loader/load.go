@@ -52,24 +52,33 @@ type space struct {
 }
 
 func (sp *space) find(pc uint64) (mapping, bool) {
-	i := sort.Search(len(sp.maps), func(i int) bool { return sp.maps[i].end > pc })
-	if i < len(sp.maps) && sp.maps[i].start <= pc {
+	if i := sp.index(pc); i >= 0 {
 		return sp.maps[i], true
 	}
 	return mapping{}, false
 }
 
-// stackRec is a Stack record: its kernel addresses, then its user ones, at
-// off in loader.addrs0.
+// index returns the index of the mapping that holds pc, or -1.
+func (sp *space) index(pc uint64) int {
+	i := sort.Search(len(sp.maps), func(i int) bool { return sp.maps[i].end > pc })
+	if i < len(sp.maps) && sp.maps[i].start <= pc {
+		return i
+	}
+	return -1
+}
+
+// stackRec is a Stack record: its kernel addresses, then its user ones,
+// carved from loader.addrs0.
 type stackRec struct {
-	off        int
-	nkern, nus int32
+	addrs []uint64
+	nkern int32
+	set   bool
 }
 
 // stackRecs are the Stack records of a file by id: in a slice for the small
 // dense ids writers give, in a map for others.
 type stackRecs struct {
-	dense []stackRec // by id; nus < 0: none
+	dense []stackRec // by id; set: recorded
 	byID  map[uint64]stackRec
 }
 
@@ -79,7 +88,7 @@ func (r *stackRecs) put(id uint64, st stackRec, records uint64) {
 		return
 	}
 	for uint64(len(r.dense)) <= id {
-		r.dense = append(r.dense, stackRec{nus: -1})
+		r.dense = append(r.dense, stackRec{})
 	}
 	r.dense[id] = st
 }
@@ -87,7 +96,7 @@ func (r *stackRecs) put(id uint64, st stackRec, records uint64) {
 func (r *stackRecs) get(id uint64) (stackRec, bool) {
 	if id < uint64(len(r.dense)) {
 		st := r.dense[id]
-		return st, st.nus >= 0
+		return st, st.set
 	}
 	st, ok := r.byID[id]
 	return st, ok
@@ -185,10 +194,15 @@ func (t *mergeTable) grow() {
 	}
 }
 
-type addrKey struct {
-	obj    int32 // mapping.obj; 0 for kernel addresses
-	off    uint64
-	kernel bool
+// userKey is the key of a user address in loader.uaddrs: the object
+// (mapping.obj) in the top bits, the offset in the object below them; ok
+// is false for an object or offset too large for that, whose frames are
+// then not cached.
+func userKey(obj int32, off uint64) (k uint64, ok bool) {
+	if off >= 1<<40 || obj >= 1<<23 {
+		return 0, false
+	}
+	return uint64(obj)<<40 | off, true
 }
 
 // loader builds a Profile.
@@ -198,7 +212,7 @@ type loader struct {
 	spaces  map[uint32]*space
 	nextID  int
 	stacks  []*stackRecs // per file: Stack records by id
-	addrs0  []uint64     // the addresses of Stack records (stackRec)
+	addrs0  []uint64     // where the addresses of Stack records (stackRec) are carved from
 	arena   []int32      // where Profile.Stacks are carved from
 	scratch []int32      // the stack being symbolized
 	ksyms   []symbol.KernelSymbol
@@ -208,7 +222,9 @@ type loader struct {
 	objIDs  map[string]int32 // path and build-id → mapping.obj
 	objErr  map[string]bool
 	frames  map[profile.Frame]int32
-	addrs   map[addrKey][]int32
+	kaddrs  map[uint64]int32   // kernel address → its frame
+	uaddrs  map[uint64][]int32 // userKey → its frames, inlined ones first
+	hint    int                // index in its space of the mapping userFrames found last
 	// Samples are read with Stack the index of their stackKey in keys
 	// (keyIdx), resolved to frames once sorted (resolveStacks).
 	keyIdx      map[stackKey]int32
@@ -243,7 +259,8 @@ func Load(paths []string, o Options) (*profile.Profile, error) {
 		objErr: map[string]bool{},
 		objIDs: map[string]int32{},
 		frames: map[profile.Frame]int32{},
-		addrs:  map[addrKey][]int32{},
+		kaddrs: map[uint64]int32{},
+		uaddrs: map[uint64][]int32{},
 		keyIdx: map[stackKey]int32{},
 		merge:  o.Merge,
 		noSyms: map[string]bool{},
@@ -342,7 +359,7 @@ func (l *loader) readFile(idx int, path string, records *int, progress func(int)
 		return err
 	}
 	defer r.Close()
-	r.ReuseSamples()
+	r.Reuse()
 	l.spaces = map[uint32]*space{}
 	l.heads, l.fileRecords = l.heads[:0], 0
 	stacks := &stackRecs{byID: map[uint64]stackRec{}}
@@ -388,9 +405,7 @@ func (l *loader) readFile(idx int, path string, records *int, progress func(int)
 				}
 			}
 		case *recording.Stack:
-			stacks.put(v.ID, stackRec{off: len(l.addrs0), nkern: int32(len(v.Kernel)), nus: int32(len(v.User))}, l.fileRecords)
-			l.addrs0 = append(l.addrs0, v.Kernel...)
-			l.addrs0 = append(l.addrs0, v.User...)
+			stacks.put(v.ID, stackRec{addrs: l.carveAddrs(v.Kernel, v.User), nkern: int32(len(v.Kernel)), set: true}, l.fileRecords)
 		case *recording.Sample:
 			sp := l.spaces[v.PID]
 			if sp == nil {
@@ -555,7 +570,15 @@ func (l *loader) find(v *recording.Sample, k stackKey) (*mergeEntry, bool) {
 		}
 	}
 	if key < 0 {
-		key = l.keyIndex(k)
+		if dense && len(l.keyIdx) == 0 {
+			// No entry of the chain has k's space, and keys are only
+			// mapped for ids that were not dense (which stay dense once
+			// they are): k is new.
+			key = int32(len(l.keys))
+			l.keys = append(l.keys, k)
+		} else {
+			key = l.keyIndex(k)
+		}
 	}
 	l.entries = append(l.entries, mergeEntry{first: v.Time, last: v.Time, period: v.Period, arg: v.Arg,
 		pid: v.PID, tid: v.TID, cpu: v.CPU, space: space, stack: key, event: v.Event})
@@ -614,10 +637,9 @@ func (l *loader) resolveStacks() {
 func (l *loader) stack(k stackKey, pid uint32) int32 {
 	frames := l.scratch[:0]
 	if st, ok := l.stacks[k.file].get(k.stack); ok {
-		kern := l.addrs0[st.off : st.off+int(st.nkern)]
-		user := l.addrs0[st.off+int(st.nkern) : st.off+int(st.nkern+st.nus)]
+		kern, user := st.addrs[:st.nkern], st.addrs[st.nkern:]
 		for i, a := range kern {
-			frames = append(frames, l.kernelFrame(a, i > 0)...)
+			frames = append(frames, l.kernelFrame(a, i > 0))
 		}
 		for i, a := range user {
 			frames = append(frames, l.userFrames(pid, k.space, a, i > 0)...)
@@ -627,6 +649,26 @@ func (l *loader) stack(k stackKey, pid uint32) int32 {
 	idx := int32(len(l.p.Stacks))
 	l.p.Stacks = append(l.p.Stacks, l.carve(frames))
 	return idx
+}
+
+// addrsBlock is how many addresses a block of loader.addrs0 holds.
+const addrsBlock = 1 << 16
+
+// carveAddrs returns the addresses kern and then user in one slice carved
+// from l.addrs0: kept in blocks rather than in one slice copied at every
+// growth or allocated stack by stack.
+func (l *loader) carveAddrs(kern, user []uint64) []uint64 {
+	n := len(kern) + len(user)
+	if n == 0 {
+		return nil
+	}
+	if cap(l.addrs0)-len(l.addrs0) < n {
+		l.addrs0 = make([]uint64, 0, max(addrsBlock, n))
+	}
+	i := len(l.addrs0)
+	l.addrs0 = append(l.addrs0, kern...)
+	l.addrs0 = append(l.addrs0, user...)
+	return l.addrs0[i:len(l.addrs0):len(l.addrs0)]
 }
 
 // arenaBlock is how many frame indexes a block of loader.arena holds.
@@ -656,14 +698,13 @@ func (l *loader) intern(f profile.Frame) int32 {
 	return i
 }
 
-func (l *loader) kernelFrame(addr uint64, isReturn bool) []int32 {
+func (l *loader) kernelFrame(addr uint64, isReturn bool) int32 {
 	look := addr
 	if isReturn {
 		look--
 	}
-	k := addrKey{off: look, kernel: true}
-	if ids, ok := l.addrs[k]; ok {
-		return ids
+	if id, ok := l.kaddrs[look]; ok {
+		return id
 	}
 	f := profile.Frame{Object: "[kernel.kallsyms]", Offset: addr, Kernel: true}
 	if name, module, ok := l.ktab.Lookup(look); ok {
@@ -672,9 +713,9 @@ func (l *loader) kernelFrame(addr uint64, isReturn bool) []int32 {
 			f.Object = "[" + module + "]"
 		}
 	}
-	ids := []int32{l.intern(f)}
-	l.addrs[k] = ids
-	return ids
+	id := l.intern(f)
+	l.kaddrs[look] = id
+	return id
 }
 
 // userFrames symbolizes a user address: inlined frames first, innermost first.
@@ -683,7 +724,7 @@ func (l *loader) userFrames(pid uint32, sp *space, addr uint64, isReturn bool) [
 	if isReturn {
 		look--
 	}
-	m, ok := sp.find(look)
+	m, ok := l.mappingOf(sp, look)
 	if !ok {
 		if f, ok := l.namedSymbol(pid, look); ok {
 			return []int32{l.intern(f)}
@@ -691,8 +732,8 @@ func (l *loader) userFrames(pid uint32, sp *space, addr uint64, isReturn bool) [
 		return []int32{l.intern(profile.Frame{Object: "[unknown]", Offset: addr})}
 	}
 	off := look - m.start + m.pgoff
-	k := addrKey{obj: m.obj, off: off}
-	if ids, ok := l.addrs[k]; ok {
+	k, cache := userKey(m.obj, off)
+	if ids, ok := l.uaddrs[k]; ok && cache {
 		return ids
 	}
 	var ids []int32
@@ -717,8 +758,26 @@ func (l *loader) userFrames(pid uint32, sp *space, addr uint64, isReturn bool) [
 		}
 		ids = []int32{l.intern(f)}
 	}
-	l.addrs[k] = ids
+	if cache {
+		l.uaddrs[k] = ids
+	}
 	return ids
+}
+
+// mappingOf finds the mapping of sp that holds pc, trying first the one
+// found last: the addresses of a stack and of the stacks after it are
+// mostly in the same few objects.
+func (l *loader) mappingOf(sp *space, pc uint64) (mapping, bool) {
+	if l.hint < len(sp.maps) {
+		if m := sp.maps[l.hint]; m.start <= pc && pc < m.end {
+			return m, true
+		}
+	}
+	if i := sp.index(pc); i >= 0 {
+		l.hint = i
+		return sp.maps[i], true
+	}
+	return mapping{}, false
 }
 
 // namedSymbol finds a Symbol record of the process (or of every process)

@@ -241,8 +241,9 @@ func encodeSample(e *enc, s *Sample) {
 // false when the payload is malformed.
 //
 // Samples are carved out of slab, a block allocated a few hundred at a time,
-// to save an allocation per sample.
-func decodePayload(k Kind, p []byte, slab *[]Sample) (r Record, ok bool) {
+// to save an allocation per sample. A Stack is decoded into stack, reusing
+// its address slices, when stack is not nil.
+func decodePayload(k Kind, p []byte, slab *[]Sample, stack *Stack) (r Record, ok bool) {
 	d := dec{b: p}
 	switch k {
 	case KindSample:
@@ -261,13 +262,16 @@ func decodePayload(k Kind, p []byte, slab *[]Sample) (r Record, ok bool) {
 			Event: Event(v[7]), Arg: v[8]}
 		return s, true
 	case KindStack:
-		s := new(Stack)
+		s := stack
+		if s == nil {
+			s = new(Stack)
+		}
 		s.ID = d.u()
 		if s.ID == 0 {
 			return nil, false
 		}
-		s.Kernel = d.addrs()
-		s.User = d.addrs()
+		s.Kernel = d.addrs(s.Kernel[:0])
+		s.User = d.addrs(s.User[:0])
 		r = s
 	case KindMeta:
 		m := new(Meta)

@@ -263,17 +263,23 @@ func (d *dec) str() string {
 	return string(p)
 }
 
-func (d *dec) addrs() []uint64 {
+// addrs decodes a list of addresses into dst (nil: a new slice; none
+// decoded: dst itself).
+func (d *dec) addrs(dst []uint64) []uint64 {
 	n := d.u()
 	if n == 0 {
-		return nil
+		return dst
 	}
 	b := d.b[d.i:]
 	if n > uint64(len(b)) { // every address takes at least one byte
 		d.fail()
 		return nil
 	}
-	a := make([]uint64, n)
+	a := dst
+	if uint64(cap(a)) < n {
+		a = make([]uint64, n)
+	}
+	a = a[:n]
 	var prev uint64
 	j := 0
 	for i := range a {

@@ -62,8 +62,9 @@ type Reader struct {
 	sawEnd  bool
 
 	slab     []Sample // where decoded samples are allocated from
-	reuse    bool     // ReuseSamples: every Sample is decoded into one
+	reuse    bool     // Reuse: every Sample and every Stack is decoded into one
 	one      [1]Sample
+	stack    Stack // the Stack decoded into when reuse is set
 	pendTail int64 // offset of the incomplete tail when tail is set
 }
 
@@ -296,14 +297,15 @@ func (r *Reader) scan(from int64, keep bool) (q int64, found bool) {
 	return q, false
 }
 
-// ReuseSamples makes Next decode every Sample into the same record, so that
-// reading a recording does not allocate per sample: the *Sample Next returns
-// is then valid only until the following call. Other records are still
-// freshly allocated.
-func (r *Reader) ReuseSamples() { r.reuse = true }
+// Reuse makes Next decode every Sample into the same record, and every
+// Stack into the same record and address slices, so that reading a
+// recording does not allocate per sample or stack: the *Sample or *Stack
+// Next returns is then valid only until the following call. Other records
+// are still freshly allocated.
+func (r *Reader) Reuse() { r.reuse = true }
 
 // Next returns the next record, or io.EOF at the end of the data. Records
-// are freshly allocated and may be kept (but see ReuseSamples). Stack records are returned as
+// are freshly allocated and may be kept (but see Reuse). Stack records are returned as
 // *Stack; resolving a Sample's StackID is up to the caller. Records of kinds
 // this version does not know are skipped. The only errors besides io.EOF are
 // read errors of the underlying file.
@@ -331,10 +333,12 @@ func (r *Reader) Next() (Record, error) {
 				r.pos += int64(size)
 				continue
 			}
+			var stack *Stack
 			if r.reuse {
 				r.slab = r.one[:]
+				stack = &r.stack
 			}
-			rec, ok := decodePayload(k, payload, &r.slab)
+			rec, ok := decodePayload(k, payload, &r.slab, stack)
 			if !ok {
 				// A well-framed record whose payload does not decode:
 				// skip the frame as damage.

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -769,5 +770,57 @@ func TestSize(t *testing.T) {
 	}
 	if perStack > 60 {
 		t.Errorf("%.1f bytes per stack", perStack)
+	}
+}
+
+// TestReuse reads samples and stacks of varied lengths, each copied as it
+// is read, through one reused record each, and checks them against what
+// was written.
+func TestReuse(t *testing.T) {
+	recs := []Record{
+		&Stack{ID: 1, Kernel: []uint64{0xffffffff81000010, 0xffffffff81000020}, User: []uint64{0x401000, 0x401100, 0x401200}},
+		&Sample{Time: 10, PID: 1, TID: 2, StackID: 1, Period: 5},
+		&Stack{ID: 2, User: []uint64{0x402000}},
+		&Sample{Time: 11, PID: 1, TID: 3, StackID: 2, CPU: 1},
+		&Stack{ID: 3, Kernel: []uint64{0xffffffff81000030}},
+		&Stack{ID: 4, User: []uint64{0x403000, 0x403100, 0x403200, 0x403300, 0x403400, 0x403500}},
+		&Sample{Time: 12, PID: 1, TID: 2, StackID: 4, Event: EventSwitch, Arg: 1},
+	}
+	r, err := NewReader(bytes.NewReader(encodeRecords(t, recs)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Reuse()
+	var stack *Stack
+	var sample *Sample
+	for i, want := range recs {
+		rec, err := r.Next()
+		if err != nil {
+			t.Fatalf("record %d: %v", i, err)
+		}
+		switch got := rec.(type) {
+		case *Stack:
+			if stack != nil && got != stack {
+				t.Errorf("record %d: a new Stack record, want the reused one", i)
+			}
+			stack = got
+			w := want.(*Stack)
+			if got.ID != w.ID || !slices.Equal(got.Kernel, w.Kernel) || !slices.Equal(got.User, w.User) {
+				t.Errorf("record %d: got %+v, want %+v", i, got, w)
+			}
+		case *Sample:
+			if sample != nil && got != sample {
+				t.Errorf("record %d: a new Sample record, want the reused one", i)
+			}
+			sample = got
+			if *got != *want.(*Sample) {
+				t.Errorf("record %d: got %+v, want %+v", i, got, want)
+			}
+		default:
+			t.Fatalf("record %d: got %T, want %T", i, rec, want)
+		}
+	}
+	if _, err := r.Next(); !errors.Is(err, io.EOF) {
+		t.Errorf("after the records: %v, want io.EOF", err)
 	}
 }

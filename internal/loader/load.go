@@ -52,19 +52,11 @@ type space struct {
 }
 
 func (sp *space) find(pc uint64) (mapping, bool) {
-	if i := sp.index(pc); i >= 0 {
+	i := sort.Search(len(sp.maps), func(i int) bool { return sp.maps[i].end > pc })
+	if i < len(sp.maps) && sp.maps[i].start <= pc {
 		return sp.maps[i], true
 	}
 	return mapping{}, false
-}
-
-// index returns the index of the mapping that holds pc, or -1.
-func (sp *space) index(pc uint64) int {
-	i := sort.Search(len(sp.maps), func(i int) bool { return sp.maps[i].end > pc })
-	if i < len(sp.maps) && sp.maps[i].start <= pc {
-		return i
-	}
-	return -1
 }
 
 // stackRec is a Stack record: its kernel addresses, then its user ones,
@@ -194,6 +186,16 @@ func (t *mergeTable) grow() {
 	}
 }
 
+// spaceKey is the key of an address of a space version in loader.saddrs:
+// the version's id in the top bits, the address below them; ok is false
+// for an id or address too large for that.
+func spaceKey(sp *space, addr uint64) (k uint64, ok bool) {
+	if addr >= 1<<48 || sp.id >= 1<<15 {
+		return 0, false
+	}
+	return uint64(sp.id)<<48 | addr, true
+}
+
 // userKey is the key of a user address in loader.uaddrs: the object
 // (mapping.obj) in the top bits, the offset in the object below them; ok
 // is false for an object or offset too large for that, whose frames are
@@ -224,7 +226,7 @@ type loader struct {
 	frames  map[profile.Frame]int32
 	kaddrs  map[uint64]int32   // kernel address → its frame
 	uaddrs  map[uint64][]int32 // userKey → its frames, inlined ones first
-	hint    int                // index in its space of the mapping userFrames found last
+	saddrs  map[uint64][]int32 // spaceKey → the frames of the address in the space version
 	// Samples are read with Stack the index of their stackKey in keys
 	// (keyIdx), resolved to frames once sorted (resolveStacks).
 	keyIdx      map[stackKey]int32
@@ -261,6 +263,7 @@ func Load(paths []string, o Options) (*profile.Profile, error) {
 		frames: map[profile.Frame]int32{},
 		kaddrs: map[uint64]int32{},
 		uaddrs: map[uint64][]int32{},
+		saddrs: map[uint64][]int32{},
 		keyIdx: map[stackKey]int32{},
 		merge:  o.Merge,
 		noSyms: map[string]bool{},
@@ -724,14 +727,26 @@ func (l *loader) userFrames(pid uint32, sp *space, addr uint64, isReturn bool) [
 	if isReturn {
 		look--
 	}
-	m, ok := l.mappingOf(sp, look)
+	sk, cacheSpace := spaceKey(sp, look)
+	if ids, ok := l.saddrs[sk]; ok && cacheSpace {
+		return ids
+	}
+	m, ok := sp.find(look)
 	if !ok {
 		if f, ok := l.namedSymbol(pid, look); ok {
 			return []int32{l.intern(f)}
 		}
 		return []int32{l.intern(profile.Frame{Object: "[unknown]", Offset: addr})}
 	}
-	off := look - m.start + m.pgoff
+	ids := l.objectFrames(m, look-m.start+m.pgoff)
+	if cacheSpace {
+		l.saddrs[sk] = ids
+	}
+	return ids
+}
+
+// objectFrames symbolizes offset off of m's object.
+func (l *loader) objectFrames(m mapping, off uint64) []int32 {
 	k, cache := userKey(m.obj, off)
 	if ids, ok := l.uaddrs[k]; ok && cache {
 		return ids
@@ -762,22 +777,6 @@ func (l *loader) userFrames(pid uint32, sp *space, addr uint64, isReturn bool) [
 		l.uaddrs[k] = ids
 	}
 	return ids
-}
-
-// mappingOf finds the mapping of sp that holds pc, trying first the one
-// found last: the addresses of a stack and of the stacks after it are
-// mostly in the same few objects.
-func (l *loader) mappingOf(sp *space, pc uint64) (mapping, bool) {
-	if l.hint < len(sp.maps) {
-		if m := sp.maps[l.hint]; m.start <= pc && pc < m.end {
-			return m, true
-		}
-	}
-	if i := sp.index(pc); i >= 0 {
-		l.hint = i
-		return sp.maps[i], true
-	}
-	return mapping{}, false
 }
 
 // namedSymbol finds a Symbol record of the process (or of every process)

@@ -9,6 +9,7 @@ package loader
 
 import (
 	"cmp"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -60,17 +61,18 @@ func (sp *space) find(pc uint64) (mapping, bool) {
 }
 
 // stackRec is a Stack record: its kernel addresses, then its user ones,
-// carved from loader.addrs0.
+// each as the zigzag-encoded uvarint of its difference from the one
+// before, at off in block blk-1 of loader.addrBlocks, size bytes; a
+// third of what the addresses take as uint64s, as most differences are
+// small. blk is 0 for a stack id not recorded.
 type stackRec struct {
-	addrs []uint64
-	nkern int32
-	set   bool
+	blk, off, size, nkern int32
 }
 
 // stackRecs are the Stack records of a file by id: in a slice for the small
 // dense ids writers give, in a map for others.
 type stackRecs struct {
-	dense []stackRec // by id; set: recorded
+	dense []stackRec // by id
 	byID  map[uint64]stackRec
 }
 
@@ -88,7 +90,7 @@ func (r *stackRecs) put(id uint64, st stackRec, records uint64) {
 func (r *stackRecs) get(id uint64) (stackRec, bool) {
 	if id < uint64(len(r.dense)) {
 		st := r.dense[id]
-		return st, st.set
+		return st, st.blk != 0
 	}
 	st, ok := r.byID[id]
 	return st, ok
@@ -209,24 +211,24 @@ func userKey(obj int32, off uint64) (k uint64, ok bool) {
 
 // loader builds a Profile.
 type loader struct {
-	p       *profile.Profile
-	sym     *symbol.Symbolizer
-	spaces  map[uint32]*space
-	nextID  int
-	stacks  []*stackRecs // per file: Stack records by id
-	addrs0  []uint64     // where the addresses of Stack records (stackRec) are carved from
-	arena   []int32      // where Profile.Stacks are carved from
-	scratch []int32      // the stack being symbolized
-	ksyms   []symbol.KernelSymbol
-	ktab    *symbol.KernelTable
-	vdso    map[string]*symbol.Object
-	objs    map[string]*symbol.Object
-	objIDs  map[string]int32 // path and build-id → mapping.obj
-	objErr  map[string]bool
-	frames  map[profile.Frame]int32
-	kaddrs  map[uint64]int32   // kernel address → its frame
-	uaddrs  map[uint64][]int32 // userKey → its frames, inlined ones first
-	saddrs  map[uint64][]int32 // spaceKey → the frames of the address in the space version
+	p          *profile.Profile
+	sym        *symbol.Symbolizer
+	spaces     map[uint32]*space
+	nextID     int
+	stacks     []*stackRecs // per file: Stack records by id
+	addrBlocks [][]byte     // the addresses of Stack records (stackRec)
+	arena      []int32      // where Profile.Stacks are carved from
+	scratch    []int32      // the stack being symbolized
+	ksyms      []symbol.KernelSymbol
+	ktab       *symbol.KernelTable
+	vdso       map[string]*symbol.Object
+	objs       map[string]*symbol.Object
+	objIDs     map[string]int32 // path and build-id → mapping.obj
+	objErr     map[string]bool
+	frames     map[profile.Frame]int32
+	kaddrs     map[uint64]int32   // kernel address → its frame
+	uaddrs     map[uint64][]int32 // userKey → its frames, inlined ones first
+	saddrs     map[uint64][]int32 // spaceKey → the frames of the address in the space version
 	// Samples are read with Stack the index of their stackKey in keys
 	// (keyIdx), resolved to frames once sorted (resolveStacks).
 	keyIdx      map[stackKey]int32
@@ -408,7 +410,7 @@ func (l *loader) readFile(idx int, path string, records *int, progress func(int)
 				}
 			}
 		case *recording.Stack:
-			stacks.put(v.ID, stackRec{addrs: l.carveAddrs(v.Kernel, v.User), nkern: int32(len(v.Kernel)), set: true}, l.fileRecords)
+			stacks.put(v.ID, l.putAddrs(v.Kernel, v.User), l.fileRecords)
 		case *recording.Sample:
 			sp := l.spaces[v.PID]
 			if sp == nil {
@@ -621,6 +623,7 @@ func (l *loader) namesChangeWithin() bool {
 func (l *loader) resolveStacks() {
 	l.keyIdx, l.merged, l.heads = nil, mergeTable{}, nil // not needed any more: free them before symbolizing
 	final := make([]int32, len(l.keys))
+	l.p.Stacks = slices.Grow(l.p.Stacks, len(l.keys))
 	for i := range final {
 		final[i] = -1
 	}
@@ -632,7 +635,7 @@ func (l *loader) resolveStacks() {
 		}
 		s.Stack = final[k]
 	}
-	l.keys, l.stacks, l.addrs0 = nil, nil, nil
+	l.keys, l.stacks, l.addrBlocks = nil, nil, nil
 }
 
 // stack symbolizes the stack of key k, sampled in process pid, into a new
@@ -640,12 +643,17 @@ func (l *loader) resolveStacks() {
 func (l *loader) stack(k stackKey, pid uint32) int32 {
 	frames := l.scratch[:0]
 	if st, ok := l.stacks[k.file].get(k.stack); ok {
-		kern, user := st.addrs[:st.nkern], st.addrs[st.nkern:]
-		for i, a := range kern {
-			frames = append(frames, l.kernelFrame(a, i > 0))
-		}
-		for i, a := range user {
-			frames = append(frames, l.userFrames(pid, k.space, a, i > 0)...)
+		b := l.addrBlocks[st.blk-1][st.off : st.off+st.size]
+		var a uint64
+		for i := int32(0); len(b) > 0; i++ {
+			z, n := binary.Uvarint(b)
+			b = b[n:]
+			a += uint64(int64(z>>1) ^ -int64(z&1))
+			if i < st.nkern {
+				frames = append(frames, l.kernelFrame(a, i > 0))
+			} else {
+				frames = append(frames, l.userFrames(pid, k.space, a, i > st.nkern)...)
+			}
 		}
 	}
 	l.scratch = frames
@@ -654,24 +662,30 @@ func (l *loader) stack(k stackKey, pid uint32) int32 {
 	return idx
 }
 
-// addrsBlock is how many addresses a block of loader.addrs0 holds.
-const addrsBlock = 1 << 16
+// addrBlock is the size of a block of loader.addrBlocks.
+const addrBlock = 1 << 20
 
-// carveAddrs returns the addresses kern and then user in one slice carved
-// from l.addrs0: kept in blocks rather than in one slice copied at every
-// growth or allocated stack by stack.
-func (l *loader) carveAddrs(kern, user []uint64) []uint64 {
-	n := len(kern) + len(user)
-	if n == 0 {
-		return nil
+// putAddrs stores the addresses kern and then user of a Stack record in
+// l.addrBlocks.
+func (l *loader) putAddrs(kern, user []uint64) stackRec {
+	need := binary.MaxVarintLen64 * (len(kern) + len(user))
+	n := len(l.addrBlocks)
+	if n == 0 || cap(l.addrBlocks[n-1])-len(l.addrBlocks[n-1]) < need {
+		l.addrBlocks = append(l.addrBlocks, make([]byte, 0, max(addrBlock, need)))
+		n++
 	}
-	if cap(l.addrs0)-len(l.addrs0) < n {
-		l.addrs0 = make([]uint64, 0, max(addrsBlock, n))
+	b := l.addrBlocks[n-1]
+	off := len(b)
+	var prev uint64
+	for _, list := range [2][]uint64{kern, user} {
+		for _, a := range list {
+			d := int64(a - prev)
+			b = binary.AppendUvarint(b, uint64(d<<1)^uint64(d>>63))
+			prev = a
+		}
 	}
-	i := len(l.addrs0)
-	l.addrs0 = append(l.addrs0, kern...)
-	l.addrs0 = append(l.addrs0, user...)
-	return l.addrs0[i:len(l.addrs0):len(l.addrs0)]
+	l.addrBlocks[n-1] = b
+	return stackRec{blk: int32(n), off: int32(off), size: int32(len(b) - off), nkern: int32(len(kern))}
 }
 
 // arenaBlock is how many frame indexes a block of loader.arena holds.

@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/culprit-dev/culprit/internal/testutil"
 )
 
 // start starts argv and releases it, as a collector does before Run.
@@ -150,5 +152,41 @@ func TestFollow(t *testing.T) {
 	Follow(make(chan struct{}), 50*time.Millisecond, idle(&rounds))
 	if d := time.Since(began); d < 50*time.Millisecond || rounds == 0 {
 		t.Errorf("a 50ms duration: Follow returned after %v and %d rounds", d, rounds)
+	}
+}
+
+// TestLoopPriority: the loop's thread runs at loopNice while it collects
+// (when culprit may raise it) and is put back afterwards; the target keeps
+// the priority it was started with.
+func TestLoopPriority(t *testing.T) {
+	testutil.NeedRoot(t)
+	nice := func(who int) int {
+		p, err := unix.Getpriority(unix.PRIO_PROCESS, who)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return 20 - p
+	}
+	c := start(t, "sleep", "0.3")
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	before := nice(unix.Gettid())
+	var inLoop, target int
+	pidfd, _ := unix.PidfdOpen(c.Pid, 0)
+	rounds := 0
+	poll := pollStep(pidfd, &rounds)
+	if _, err := c.Run(pidfd, 0, func() bool {
+		if rounds == 0 {
+			inLoop, target = nice(unix.Gettid()), nice(c.Pid)
+		}
+		return poll()
+	}, func() {}); err != nil {
+		t.Fatal(err)
+	}
+	if inLoop != loopNice || target != before {
+		t.Errorf("nice in the loop %d (want %d), target's %d (want %d)", inLoop, loopNice, target, before)
+	}
+	if after := nice(unix.Gettid()); after != before {
+		t.Errorf("nice after the loop %d, want %d as before", after, before)
 	}
 }

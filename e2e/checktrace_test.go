@@ -128,6 +128,44 @@ func TestCheckTracedCalls(t *testing.T) {
 	if !strings.Contains(ch.Location, "n") {
 		t.Errorf("location %q", ch.Location)
 	}
+	// The stored per-function statistics of the traced run (Perun's
+	// Dynamic Stats): every call counted, quartiles in order.
+	out, stderr, code = inDir(t, repo, "history", "stats", "--format", "json")
+	if code != 0 {
+		t.Fatalf("history stats: exit %d\n%s", code, stderr)
+	}
+	var st struct {
+		Groups []struct {
+			Measure   string `json:"measure"`
+			Functions []struct {
+				Function     string   `json:"function"`
+				SampledCount int      `json:"sampled_count"`
+				Count        int      `json:"count"`
+				Sample       int      `json:"sample"`
+				Avg          float64  `json:"avg"`
+				RawMin       *float64 `json:"min"`
+				RawQ1        *float64 `json:"Q1"`
+				Median       *float64 `json:"median"`
+				RawQ3        *float64 `json:"Q3"`
+				RawMax       *float64 `json:"max"`
+				IQR          *float64 `json:"IQR"`
+			} `json:"functions"`
+		} `json:"groups"`
+	}
+	if err := json.Unmarshal([]byte(out), &st); err != nil || len(st.Groups) != 1 || len(st.Groups[0].Functions) != 2 {
+		t.Fatalf("history stats: %v\n%s", err, out)
+	}
+	for _, f := range st.Groups[0].Functions {
+		if f.SampledCount != 400 || f.Count != 400 || f.Sample != 1 || f.RawMin == nil || f.RawMax == nil || f.Median == nil || f.IQR == nil ||
+			!(*f.RawMin <= *f.RawQ1 && *f.RawQ1 <= *f.Median && *f.Median <= *f.RawQ3 && *f.RawQ3 <= *f.RawMax) ||
+			*f.IQR != *f.RawQ3-*f.RawQ1 || f.Avg < *f.RawMin || f.Avg > *f.RawMax {
+			t.Errorf("stats of %s: %+v", f.Function, f)
+		}
+	}
+	if text, _, code := inDir(t, repo, "history", "stats", "--exclusive", "--func", "^work$"); code != 0 ||
+		!strings.Contains(text, "exclusive duration per call") || !strings.Contains(text, "work (") || strings.Contains(text, "other (") {
+		t.Errorf("history stats --exclusive --func: exit %d\n%s", code, text)
+	}
 	text, _, _ := inDir(t, repo, "check")
 	if !strings.Contains(text, "Degradation work") || !strings.Contains(text, "per call (400 → 400 calls)") || !strings.Contains(text, "linear → quadratic") {
 		t.Errorf("check text:\n%s", text)

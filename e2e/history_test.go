@@ -277,6 +277,12 @@ func TestHistoryCheck(t *testing.T) {
 		if out, _, code := inDir(t, repo, "history", "show", "@HEAD:n=9000"); code != 0 || !strings.Contains(out, "params     n=9000") || !strings.Contains(out, "scan (prog)") {
 			t.Errorf("history show: exit %d\n%s", code, out)
 		}
+		// Sampled runs' statistics: one group per pairing key, a
+		// function's self time across its runs.
+		if out, _, code := inDir(t, repo, "history", "stats", "HEAD", "--func", "^scan$"); code != 0 || strings.Count(out, "self CPU time per run") != 3 ||
+			strings.Count(out, "scan (prog)") != 3 || !strings.Contains(out, "n=9000") {
+			t.Errorf("history stats of sampled runs: exit %d\n%s", code, out)
+		}
 		var runs []struct {
 			Commit string `json:"commit"`
 		}

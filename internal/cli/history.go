@@ -21,7 +21,7 @@ import (
 func newHistory() *cobra.Command {
 	c := &cobra.Command{
 		Use:   "history",
-		Short: "Keep recordings per git commit: add, list, show, rm, gc",
+		Short: "Keep recordings per git commit: add, list, show, stats, rm, gc",
 		Long: `History keeps recordings as runs of git commits, so that models and check can
 compare versions and every command reads a stored run as @REV
 (culprit report @HEAD~3, culprit diff @v1.2 @HEAD).
@@ -37,9 +37,10 @@ and the store in detail: docs/history.md.`,
 		Example: `  culprit history add --param n=1000 culprit.rec
   culprit history list
   culprit history show 3
+  culprit history stats @HEAD --func '^parse'
   culprit history rm @HEAD~5 && culprit history gc`,
 	}
-	c.AddCommand(newHistoryAdd(), newHistoryList(), newHistoryShow(), newHistoryRm(), newHistoryGC())
+	c.AddCommand(newHistoryAdd(), newHistoryList(), newHistoryShow(), newHistoryStats(), newHistoryRm(), newHistoryGC())
 	return c
 }
 
@@ -76,6 +77,10 @@ func collectorConfig(p *profile.Profile) string {
 	return cfg
 }
 
+func spread(d trace.Dist) store.Spread {
+	return store.Spread{Known: true, Min: float64(d.Min), Q1: d.Q1, Median: d.Median, Q3: d.Q3, Max: float64(d.Max)}
+}
+
 // addRecording reads a recording, computes each function's self and total
 // CPU time (its share of the samples times the run's sampled CPU time; kernel
 // time charged to the user code that was running, as Perun's tracer measures
@@ -100,7 +105,8 @@ func addRecording(st *store.Store, path string, r *store.Run, stderr io.Writer) 
 		for _, f := range trace.Functions(p, false) {
 			traced = append(traced, store.Traced{Name: f.Name, Object: f.Object, Calls: int64(f.Calls), Estimated: int64(f.Estimated),
 				InclTotal: int64(f.Incl.Total), InclMean: f.Incl.Mean, InclP50: int64(f.Incl.P50), InclP99: int64(f.Incl.P99),
-				InclMax: int64(f.Incl.Max), ExclTotal: int64(f.Excl.Total), ExclMean: f.Excl.Mean})
+				InclMax: int64(f.Incl.Max), ExclTotal: int64(f.Excl.Total), ExclMean: f.Excl.Mean, Sample: int64(max(f.Every, 1)),
+				InclSpread: spread(f.Incl), ExclSpread: spread(f.Excl)})
 		}
 	}
 	var cpu uint64

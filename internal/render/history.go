@@ -3,10 +3,12 @@ package render
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"text/tabwriter"
 	"time"
 
+	"github.com/culprit-dev/culprit/internal/analysis/trace"
 	"github.com/culprit-dev/culprit/internal/store"
 )
 
@@ -174,4 +176,110 @@ func RunJSON(w io.Writer, r store.Run, funcs []store.Func, traced []store.Traced
 		j.Functions = []funcJSON{}
 	}
 	return writeJSON(w, j)
+}
+
+// StatsGroup is the per-function statistics of one traced run, or of the
+// sampled runs that share a pairing key.
+type StatsGroup struct {
+	Runs     []int64
+	Commit   string
+	Workload string
+	Params   string
+	Measure  string // what the amounts are, with their unit
+	Funcs    []FuncStats
+}
+
+// FuncStats is one function's statistics in a group; Spread says whether
+// min, max and the quartiles are known (runs stored before the store kept
+// them have only count, total and mean).
+type FuncStats struct {
+	Function, Object string
+	Stats            trace.FuncStats
+	Spread           bool
+}
+
+// StatsText writes each group as a table, most total time first.
+func StatsText(w io.Writer, groups []StatsGroup, top int) error {
+	for i, g := range groups {
+		if i > 0 {
+			fmt.Fprintln(w)
+		}
+		ids := make([]string, len(g.Runs))
+		for k, id := range g.Runs {
+			ids[k] = strconv.FormatInt(id, 10)
+		}
+		noun := "run"
+		if len(ids) > 1 {
+			noun = "runs"
+		}
+		fmt.Fprintf(w, "%s %s of %s, workload %s", noun, strings.Join(ids, ", "), shortHash(g.Commit), g.Workload)
+		if g.Params != "" {
+			fmt.Fprintf(w, ", %s", g.Params)
+		}
+		fmt.Fprintf(w, ": %s\n", g.Measure)
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+		fmt.Fprintln(tw, "COUNT\tSAMPLED\tSAMPLE\tTOTAL\tAVG\tMIN\tQ1\tMEDIAN\tQ3\tMAX\tIQR\t FUNCTION\t")
+		for k, f := range g.Funcs {
+			if top > 0 && k == top {
+				fmt.Fprintf(tw, "\t\t\t\t\t\t\t\t\t\t\t (%d more)\t\n", len(g.Funcs)-top)
+				break
+			}
+			s := f.Stats
+			num := func(v float64) string {
+				if !f.Spread {
+					return "-"
+				}
+				return strconv.FormatFloat(v, 'f', 0, 64)
+			}
+			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t %s (%s)\t\n", s.Count, s.SampledCount, s.Sample, s.Total, s.Avg,
+				num(float64(s.Min)), num(s.Q1), num(s.Median), num(s.Q3), num(float64(s.Max)), num(s.IQR), f.Function, f.Object)
+		}
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// StatsJSON writes the groups with Perun's field names; min, max and the
+// quartiles are null when not known.
+func StatsJSON(w io.Writer, groups []StatsGroup) error {
+	type fn struct {
+		Function     string   `json:"function"`
+		Object       string   `json:"object"`
+		SampledCount uint64   `json:"sampled_count"`
+		Sample       uint64   `json:"sample"`
+		Count        uint64   `json:"count"`
+		Total        uint64   `json:"total"`
+		Avg          float64  `json:"avg"`
+		Min          *float64 `json:"min"`
+		Q1           *float64 `json:"Q1"`
+		Median       *float64 `json:"median"`
+		Q3           *float64 `json:"Q3"`
+		Max          *float64 `json:"max"`
+		IQR          *float64 `json:"IQR"`
+	}
+	type group struct {
+		Runs      []int64 `json:"runs"`
+		Commit    string  `json:"commit"`
+		Workload  string  `json:"workload"`
+		Params    string  `json:"params"`
+		Measure   string  `json:"measure"`
+		Functions []fn    `json:"functions"`
+	}
+	out := []group{}
+	for _, g := range groups {
+		j := group{Runs: g.Runs, Commit: g.Commit, Workload: g.Workload, Params: g.Params, Measure: g.Measure, Functions: []fn{}}
+		for _, f := range g.Funcs {
+			s := f.Stats
+			x := fn{Function: f.Function, Object: f.Object, SampledCount: s.SampledCount, Sample: s.Sample, Count: s.Count, Total: s.Total, Avg: s.Avg}
+			if f.Spread {
+				p := func(v float64) *float64 { return &v }
+				x.Min, x.Q1, x.Median, x.Q3, x.Max, x.IQR = p(float64(s.Min)), p(s.Q1), p(s.Median), p(s.Q3), p(float64(s.Max)), p(s.IQR)
+			}
+			j.Functions = append(j.Functions, x)
+		}
+		out = append(out, j)
+	}
+	return writeJSON(w, map[string]any{"groups": out})
 }

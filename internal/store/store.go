@@ -125,6 +125,18 @@ type Traced struct {
 	InclMean                    float64
 	ExclTotal                   int64 // without the traced calls it made
 	ExclMean                    float64
+	// Sample is the N of every-N-th tracing (1: every call); InclSpread
+	// and ExclSpread the quartiles of the calls' durations. Runs stored
+	// before the store kept them have Sample 0 and spreads not Known.
+	Sample                 int64
+	InclSpread, ExclSpread Spread
+}
+
+// Spread is how a function's call durations (ns) spread: minimum,
+// quartiles (linear interpolation, numpy's default) and maximum.
+type Spread struct {
+	Known                    bool
+	Min, Q1, Median, Q3, Max float64
 }
 
 // Store is an open store.
@@ -134,6 +146,23 @@ type Store struct {
 	dir      string // SQLite: the directory holding the database and recordings
 	cache    string // Postgres: where recordings are copied for reading
 	where    string
+}
+
+// values gives the spread's columns (Min, Q1, Median, Q3, Max), NULL when
+// not known.
+func (p Spread) values() [5]sql.NullFloat64 {
+	var out [5]sql.NullFloat64
+	for i, v := range []float64{p.Min, p.Q1, p.Median, p.Q3, p.Max} {
+		out[i] = sql.NullFloat64{Float64: v, Valid: p.Known}
+	}
+	return out
+}
+
+func spreadOf(v [5]sql.NullFloat64) Spread {
+	if !v[0].Valid {
+		return Spread{}
+	}
+	return Spread{Known: true, Min: v[0].Float64, Q1: v[1].Float64, Median: v[2].Float64, Q3: v[3].Float64, Max: v[4].Float64}
 }
 
 // IsPostgres says whether spec names a PostgreSQL database.
@@ -363,6 +392,23 @@ CREATE TABLE traced (
 	PRIMARY KEY (run_id, name, object)
 );`,
 	},
+	{
+		sqlite:   migrationSpread("REAL"),
+		postgres: migrationSpread("DOUBLE PRECISION"),
+	},
+}
+
+// migrationSpread adds Perun's Dynamic Stats fields the traced table did not
+// have: the sampling N and the quartiles of inclusive and exclusive
+// durations (NULL for runs stored before).
+func migrationSpread(real string) string {
+	cols := []string{"sample BIGINT", "incl_min " + real, "incl_q1 " + real, "incl_median " + real, "incl_q3 " + real,
+		"excl_min " + real, "excl_q1 " + real, "excl_median " + real, "excl_q3 " + real, "excl_max " + real}
+	var b strings.Builder
+	for _, c := range cols {
+		b.WriteString("ALTER TABLE traced ADD COLUMN " + c + ";\n")
+	}
+	return b.String()
 }
 
 // SchemaVersion is the number of migrations this culprit knows.
@@ -531,9 +577,12 @@ func (s *Store) Add(r *Run, path string, funcs []Func, traced []Traced) error {
 		}
 	}
 	for _, t := range traced {
-		if _, err := tx.Exec(s.q(`INSERT INTO traced (run_id, name, object, calls, estimated, incl_total, incl_mean, incl_p50, incl_p99, incl_max, excl_total, excl_mean)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`), r.ID, t.Name, t.Object, t.Calls, t.Estimated, t.InclTotal, t.InclMean,
-			t.InclP50, t.InclP99, t.InclMax, t.ExclTotal, t.ExclMean); err != nil {
+		sample := sql.NullInt64{Int64: t.Sample, Valid: t.Sample > 0}
+		in, ex := t.InclSpread.values(), t.ExclSpread.values()
+		if _, err := tx.Exec(s.q(`INSERT INTO traced (run_id, name, object, calls, estimated, incl_total, incl_mean, incl_p50, incl_p99, incl_max, excl_total, excl_mean,
+			sample, incl_min, incl_q1, incl_median, incl_q3, excl_min, excl_q1, excl_median, excl_q3, excl_max)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`), r.ID, t.Name, t.Object, t.Calls, t.Estimated, t.InclTotal, t.InclMean,
+			t.InclP50, t.InclP99, t.InclMax, t.ExclTotal, t.ExclMean, sample, in[0], in[1], in[2], in[3], ex[0], ex[1], ex[2], ex[3], ex[4]); err != nil {
 			return fmt.Errorf("adding traced-call statistics: %w", err)
 		}
 	}
@@ -618,7 +667,8 @@ func (s *Store) Functions(runID int64) ([]Func, error) {
 // TracedCalls returns a run's traced-call statistics, most inclusive time
 // first.
 func (s *Store) TracedCalls(runID int64) ([]Traced, error) {
-	rows, err := s.db.Query(s.q(`SELECT name, object, calls, estimated, incl_total, incl_mean, incl_p50, incl_p99, incl_max, excl_total, excl_mean
+	rows, err := s.db.Query(s.q(`SELECT name, object, calls, estimated, incl_total, incl_mean, incl_p50, incl_p99, incl_max, excl_total, excl_mean,
+		sample, incl_min, incl_q1, incl_median, incl_q3, excl_min, excl_q1, excl_median, excl_q3, excl_max
 		FROM traced WHERE run_id = ? ORDER BY incl_total DESC, name`), runID)
 	if err != nil {
 		return nil, fmt.Errorf("reading traced-call statistics: %w", err)
@@ -627,9 +677,15 @@ func (s *Store) TracedCalls(runID int64) ([]Traced, error) {
 	var out []Traced
 	for rows.Next() {
 		var t Traced
-		if err := rows.Scan(&t.Name, &t.Object, &t.Calls, &t.Estimated, &t.InclTotal, &t.InclMean, &t.InclP50, &t.InclP99, &t.InclMax, &t.ExclTotal, &t.ExclMean); err != nil {
+		var sample sql.NullInt64
+		var in, ex [5]sql.NullFloat64
+		if err := rows.Scan(&t.Name, &t.Object, &t.Calls, &t.Estimated, &t.InclTotal, &t.InclMean, &t.InclP50, &t.InclP99, &t.InclMax, &t.ExclTotal, &t.ExclMean,
+			&sample, &in[0], &in[1], &in[2], &in[3], &ex[0], &ex[1], &ex[2], &ex[3], &ex[4]); err != nil {
 			return nil, err
 		}
+		t.Sample = sample.Int64
+		in[4] = sql.NullFloat64{Float64: float64(t.InclMax), Valid: in[0].Valid}
+		t.InclSpread, t.ExclSpread = spreadOf(in), spreadOf(ex)
 		out = append(out, t)
 	}
 	return out, rows.Err()

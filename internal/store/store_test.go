@@ -48,7 +48,9 @@ func TestAddListRemoveGC(t *testing.T) {
 		funcs := []Func{{Name: "work", Object: "prog", Self: 40, Total: 45, SelfNS: 40e6, TotalNS: 45e6},
 			{Name: "main", Object: "prog", Self: 10, Total: 50, SelfNS: 10e6, TotalNS: 50e6}}
 		traced := []Traced{{Name: "work", Object: "prog", Calls: 100, Estimated: 100, InclTotal: 45e6, InclMean: 45e4,
-			InclP50: 44e4, InclP99: 60e4, InclMax: 70e4, ExclTotal: 40e6, ExclMean: 40e4}}
+			InclP50: 44e4, InclP99: 60e4, InclMax: 70e4, ExclTotal: 40e6, ExclMean: 40e4, Sample: 1,
+			InclSpread: Spread{Known: true, Min: 1e4, Q1: 3e4, Median: 44e4, Q3: 50e4, Max: 70e4},
+			ExclSpread: Spread{Known: true, Min: 1e3, Q1: 2.5e4, Median: 39e4, Q3: 45e4, Max: 65e4}}}
 		if err := s.Add(&r1, recA, funcs, traced); err != nil {
 			t.Fatal(err)
 		}
@@ -247,6 +249,11 @@ func TestMigrateFromVersion1(t *testing.T) {
 		r2 := Run{Commit: "c2", Workload: "w"}
 		if err := s.Add(&r2, rec, nil, []Traced{{Name: "f", Calls: 1}}); err != nil {
 			t.Fatal(err)
+		}
+		// Statistics without the spread (as runs stored before it) read
+		// back as not known, not as zeros.
+		if got, err := s.TracedCalls(r2.ID); err != nil || len(got) != 1 || got[0].InclSpread.Known || got[0].ExclSpread.Known || got[0].Sample != 0 {
+			t.Errorf("traced without spread: %+v, %v", got, err)
 		}
 		// A store newer than this culprit is refused.
 		if _, err := s.db.Exec(s.q(`INSERT INTO schema_migrations (version, applied) VALUES (?, 0)`), len(all)+1); err != nil {

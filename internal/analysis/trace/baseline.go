@@ -65,21 +65,29 @@ func DynamicStats(p *profile.Profile) map[string]FuncStats {
 		if len(v) == 0 {
 			continue
 		}
-		sort.Slice(v, func(a, b int) bool { return v[a] < v[b] })
-		s := FuncStats{SampledCount: uint64(len(v)), Sample: 1, Min: v[0], Max: v[len(v)-1], Callees: callees[i], ExclTotal: excl[i]}
-		if pr.Every > 1 {
-			s.Sample = uint64(pr.Every)
-		}
-		s.Count = s.SampledCount + (s.SampledCount-1)*(s.Sample-1)
-		for _, x := range v {
-			s.Total += x
-		}
-		s.Avg = float64(s.Total) / float64(len(v))
-		s.Median, s.Q1, s.Q3 = quantile(v, 0.5), quantile(v, 0.25), quantile(v, 0.75)
-		s.IQR = s.Q3 - s.Q1
+		s := Stats(v, uint64(pr.Every))
+		s.Callees, s.ExclTotal = callees[i], excl[i]
 		out[pr.Function] = s
 	}
 	return out
+}
+
+// Stats are the Dynamic Stats fields of amounts v (sorted in place)
+// recorded every sample-th time (0 or 1: every time).
+func Stats(v []uint64, sample uint64) FuncStats {
+	if len(v) == 0 {
+		return FuncStats{}
+	}
+	sort.Slice(v, func(a, b int) bool { return v[a] < v[b] })
+	s := FuncStats{SampledCount: uint64(len(v)), Sample: max(sample, 1), Min: v[0], Max: v[len(v)-1]}
+	s.Count = s.SampledCount + (s.SampledCount-1)*(s.Sample-1)
+	for _, x := range v {
+		s.Total += x
+	}
+	s.Avg = float64(s.Total) / float64(len(v))
+	s.Median, s.Q1, s.Q3 = quantile(v, 0.5), quantile(v, 0.25), quantile(v, 0.75)
+	s.IQR = s.Q3 - s.Q1
+	return s
 }
 
 // Baseline configures Perun's Dynamic Baseline (§7.2, Algorithm 2).

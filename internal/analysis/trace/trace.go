@@ -23,6 +23,11 @@ type Dist struct {
 	P50   uint64  `json:"p50_ns"`
 	P99   uint64  `json:"p99_ns"`
 	Max   uint64  `json:"max_ns"`
+	// Q1, Median and Q3 are the quartiles by linear interpolation
+	// (numpy's default, as Perun's Dynamic Stats have them).
+	Q1     float64 `json:"q1_ns"`
+	Median float64 `json:"median_ns"`
+	Q3     float64 `json:"q3_ns"`
 }
 
 func dist(v []uint64) Dist {
@@ -38,6 +43,7 @@ func dist(v []uint64) Dist {
 	d.Min, d.Max = v[0], v[len(v)-1]
 	d.P50 = rank(v, 0.50)
 	d.P99 = rank(v, 0.99)
+	d.Q1, d.Median, d.Q3 = quantile(v, 0.25), quantile(v, 0.5), quantile(v, 0.75)
 	return d
 }
 

@@ -652,6 +652,20 @@ func TestViewOffCPU(t *testing.T) {
 			t.Errorf("offcpu?from=0ms&to=100ms sends to %q, want offcpu/0s-100ms/flamegraph", loc)
 		}
 	}
+	// The time view draws each thread's spans off the CPU: the same spans,
+	// so the same total, and the blocking threads' among them.
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(base+"time"),
+		chromedp.WaitVisible(chromedp.CSS(`#lanes svg.lane.thread rect.offcpu`)),
+	); err != nil {
+		t.Fatalf("time view's thread lanes: %v", err)
+	}
+	lanes := eval[[]float64](t, ctx, `(() => { const l = data.lanes.filter(l => l.kind === "thread");
+		return [l.length, l.filter(l => (l.spans || []).length > 0).length, l.reduce((s, l) => s + (l.off_ms || 0), 0)]; })()`)
+	if lanes[1] < 2 || math.Abs(lanes[2]-total) > 0.005*total+0.1 {
+		t.Errorf("time view: %v thread lanes, %v with off-CPU spans, %.2fms off the CPU in all; want 2 threads at least and the off-CPU flame graph's %.2fms",
+			lanes[0], lanes[1], lanes[2], total)
+	}
 	// With switches onto a CPU and wake-ups recorded, the spans are the
 	// thread states' intervals: the same bounds hold.
 	exact := rec(t)

@@ -29,7 +29,7 @@ var offCPUPage = Page{
 		spans := func() (profiles, error) {
 			var out profiles
 			var err error
-			if out.p, _, err = offcpu.Profile(s.in.Events); err != nil {
+			if out.p, err = s.offCPU(); err != nil {
 				return out, err
 			}
 			if s.in.BaseEvents != nil {
@@ -95,6 +95,18 @@ var offCPUPage = Page{
 		})
 		return mux
 	},
+}
+
+// offCPU is the off-CPU profile of in.Events (analysis/offcpu), made once
+// for the off-CPU flame graph and the time view's thread lanes.
+func (s *Server) offCPU() (*profile.Profile, error) {
+	if s.in.Events == nil || !switches(s.in.Events.Samples) {
+		return nil, fmt.Errorf("no context switches recorded")
+	}
+	return s.offMemo.get(func() (*profile.Profile, error) {
+		p, _, err := offcpu.Profile(s.in.Events)
+		return p, err
+	})
 }
 
 // switches reports whether samples hold a context switch.

@@ -1,6 +1,7 @@
 package view
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -97,17 +98,23 @@ type TimeData struct {
 }
 
 // Lane is one row under the heat maps, on a linear time axis: the events
-// of a kind counted per cell (Counts[c*Rows+r], as the maps' cells), or
-// the values of a sampled expression (Points: ms from the start, value;
-// at most maxPoints, each the mean of a slice of the values).
+// of a kind counted per cell (Counts[c*Rows+r], as the maps' cells), the
+// values of a sampled expression (Points: ms from the start, value; at
+// most maxPoints, each the mean of a slice of the values), or one
+// thread's system calls and off-CPU spans.
 type Lane struct {
 	Name   string       `json:"name"`
-	Kind   string       `json:"kind"` // "events" or "values"
+	Kind   string       `json:"kind"` // "events", "values" or "thread"
+	TID    uint32       `json:"tid,omitempty"`
 	Total  int          `json:"total"`
 	Counts []int        `json:"counts,omitempty"`
 	Points [][2]float64 `json:"points,omitempty"`
 	Min    float64      `json:"min"`
 	Max    float64      `json:"max"`
+	// A thread's lane: Counts are its system calls, Spans its time off
+	// the CPU (ms from the start, from and to), OffMS their total.
+	Spans [][2]float64 `json:"spans,omitempty"`
+	OffMS float64      `json:"off_ms,omitempty"`
 }
 
 // maxPoints is how many points a lane of values draws at most.
@@ -181,8 +188,95 @@ func (s *Server) heatMaps(p *profile.Profile) TimeData {
 		}
 	}
 	out.Lanes = s.lanes(secs)
+	if s.in.Events != nil {
+		out.Lanes = append(out.Lanes, s.threadLanes(secs, out.SpanMS, out.Threads[1:])...)
+	}
 	return out
 }
+
+// threadLanes are one lane per thread with system calls or context
+// switches: its system calls per cell and the spans it spent off the CPU
+// (analysis/offcpu's, as the off-CPU flame graph charges them), the
+// threads drawn as heat maps first, then the others (threads that only
+// waited), at most maxThreads in all. Spans closer than a 1/maxSpans of
+// the recording are drawn as one.
+func (s *Server) threadLanes(secs int, spanMS float64, drawn []HeatMap) []Lane {
+	type acc struct {
+		l     *Lane
+		first uint64 // the thread's first event, for the order of the others
+	}
+	per := map[uint32]*acc{}
+	get := func(tid uint32, t uint64) *acc {
+		a := per[tid]
+		if a == nil {
+			a = &acc{l: &Lane{Kind: "thread", TID: tid, Name: s.in.Events.ThreadNameAt(tid, t)}, first: t}
+			per[tid] = a
+		}
+		return a
+	}
+	start := s.p.StartTime
+	for _, smp := range s.in.Events.Samples {
+		if smp.Event != recording.EventSyscallEnter || smp.Time < start {
+			continue
+		}
+		i := int((smp.Time - start) * rowsPerSecond / uint64(time.Second))
+		if i >= secs*rowsPerSecond {
+			continue
+		}
+		l := get(smp.TID, smp.Time).l
+		if l.Counts == nil {
+			l.Counts = make([]int, secs*rowsPerSecond)
+		}
+		l.Counts[i] += smp.N()
+		l.Total += smp.N()
+		l.Max = max(l.Max, float64(l.Counts[i]))
+	}
+	if off, err := s.offCPU(); err == nil {
+		gap := spanMS / maxSpans
+		for _, smp := range off.Samples {
+			if smp.Time < start {
+				continue
+			}
+			l := get(smp.TID, smp.Time).l
+			from := float64(smp.Time-start) / 1e6
+			to := from + float64(smp.Period)/1e6
+			l.OffMS += float64(smp.Period) / 1e6
+			if n := len(l.Spans); n > 0 && from-l.Spans[n-1][1] < gap {
+				l.Spans[n-1][1] = max(l.Spans[n-1][1], to)
+				continue
+			}
+			l.Spans = append(l.Spans, [2]float64{from, to})
+		}
+	}
+	var out []Lane
+	for _, h := range drawn {
+		if a := per[h.TID]; a != nil {
+			out = append(out, *a.l)
+			delete(per, h.TID)
+		}
+	}
+	rest := make([]*acc, 0, len(per))
+	for _, a := range per {
+		rest = append(rest, a)
+	}
+	slices.SortFunc(rest, func(a, b *acc) int {
+		if a.first != b.first {
+			return cmp.Compare(a.first, b.first)
+		}
+		return cmp.Compare(a.l.TID, b.l.TID)
+	})
+	for _, a := range rest {
+		out = append(out, *a.l)
+	}
+	if len(out) > maxThreads {
+		out = out[:maxThreads]
+	}
+	return out
+}
+
+// maxSpans is how many off-CPU spans a thread's lane draws at most: spans
+// closer than 1/maxSpans of the recording are joined.
+const maxSpans = 2000
 
 // lanes counts the system calls and context switches of the selected
 // threads per cell and summarises each sampled expression's values.

@@ -74,6 +74,8 @@ type Server struct {
 
 	uis uiCache // pprof's UI per time range
 
+	offMemo memo[*profile.Profile] // offCPU's
+
 	// warm are the page's builds that New starts in the background, in
 	// order; a page's Handler adds its own.
 	warm []func()

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"strings"
 	"time"
 
@@ -15,6 +17,8 @@ import (
 
 	"github.com/culprit-dev/culprit/internal/analysis/trace"
 	"github.com/culprit-dev/culprit/internal/elfx"
+	"github.com/culprit-dev/culprit/internal/loader"
+	"github.com/culprit-dev/culprit/internal/symbol"
 	"github.com/culprit-dev/culprit/internal/traceprog"
 	"github.com/culprit-dev/culprit/internal/tracer"
 )
@@ -141,10 +145,20 @@ calls), export --format chrome and diff. Patterns (#N sampling, --lib,
 				return err
 			}
 			if opt.Diff != "" && diffBase == "" && !pipeline {
-				return usagef("--diff-tracing compares with an older build of the program: give it with --diff-base PATH")
+				return usagef("--diff-tracing compares with an older build of the program: give it with --diff-base PATH or @REV (a stored run's)")
 			}
 			if (diffBase != "" || diffGit != "") && opt.Diff == "" {
 				return usagef("--diff-base and --diff-git go with --diff-tracing MODE or --optimize advanced|full")
+			}
+			if strings.HasPrefix(diffBase, "@") && opt.Diff != "" {
+				path, commit, err := storedProgram(diffBase, exe, stderr)
+				if err != nil {
+					return err
+				}
+				diffBase = path
+				if diffGit == "" {
+					diffGit = commit // the source diff from that commit, too
+				}
 			}
 			if o.Probing == 0 {
 				o.Probing = opt.Probing
@@ -191,7 +205,7 @@ calls), export --format chrome and diff. Patterns (#N sampling, --lib,
 	f.StringVar(&opt.Shaping, "call-graph-shaping", "", "leave out functions by the program's static call graph (Perun's call-graph shaping): match (those main cannot reach), soft or strict (trimming: also the lower levels, keeping the top half or quarter), prune (the bottom functions and short chains of their callers)")
 	f.StringVar(&opt.Static, "static-baseline", "", "leave out functions whose machine code bounds their time by a class at most this one, from the nesting of their loops (Perun's static baseline): constant, linear, quadratic, cubic or quartic")
 	f.StringVar(&opt.Diff, "diff-tracing", "", "trace only the functions that changed since an older build (--diff-base), compared by call graph and control-flow graph (Perun's diff tracing): soft (instruction counts), semi-strict (mnemonics) or strict (operands too)")
-	f.StringVar(&diffBase, "diff-base", "", "with --diff-tracing: the older build of the program to compare with")
+	f.StringVar(&diffBase, "diff-base", "", "with --diff-tracing: the older build of the program to compare with, a file or @REV (the program as a stored run of that commit recorded it; its git diff counts too)")
 	f.StringVar(&diffGit, "diff-git", "", "with --diff-tracing: also count as changed the functions the hunks of `git diff REV` (run here) name")
 	f.StringVar(&opt.Sampling, "dynamic-sampling", "", "record every N-th call of each function, N chosen from its call-graph level and an earlier trace's counts to aim at 10,000 (soft) or 1,000 (strict) records (Perun's dynamic sampling)")
 	f.StringVar(&optimize, "optimize", "", "a pipeline of Perun's optimizations: basic (call-graph shaping strict, dynamic baseline strict), advanced (diff tracing semi-strict, shaping soft, dynamic baseline and sampling soft) or full (diff tracing strict, shaping prune, static baseline, dynamic baseline and sampling soft, dynamic probing 100000); flags given set their method")
@@ -207,6 +221,63 @@ calls), export --format chrome and diff. Patterns (#N sampling, --lib,
 // statsFile is where the Dynamic Stats of traces of the executable with
 // build-id bid are kept: $CULPRIT_TRACE_STATS, else culprit/trace-stats in
 // the user's cache directory, one file per build-id.
+// storedProgram finds the build of the program exe that a stored run of
+// ref (@REV[:KEY=VALUE,...]) recorded: the newest such run's object of the
+// same base name, as archived by build-id when the run was added (or still
+// at its path, unchanged). It returns the file and the run's commit.
+func storedProgram(ref, exe string, stderr io.Writer) (string, string, error) {
+	if exe == "" {
+		return "", "", fmt.Errorf("--diff-base %s: the program to trace was not found", ref)
+	}
+	if strings.HasPrefix(exe, "/proc/") {
+		if p, err := os.Readlink(exe); err == nil {
+			exe = p
+		}
+	}
+	name := filepath.Base(exe)
+	st, err := openStore()
+	if err != nil {
+		return "", "", err
+	}
+	defer st.Close()
+	runs, err := storedRuns(st, ref)
+	if err != nil {
+		return "", "", fmt.Errorf("--diff-base: %w", err)
+	}
+	sort.Slice(runs, func(i, j int) bool { return runs[i].Added.After(runs[j].Added) })
+	for _, r := range runs {
+		rec, err := st.RecordingPath(r.Recording)
+		if err != nil {
+			return "", "", err
+		}
+		objs, err := loader.RecordedObjects([]string{rec})
+		if err != nil {
+			return "", "", err
+		}
+		for _, o := range objs {
+			if filepath.Base(o.Path) != name {
+				continue
+			}
+			if dir := symbol.ArchiveDir(); dir != "" {
+				if p := symbol.ArchivePath(dir, o.BuildID); fileExists(p) {
+					fmt.Fprintf(stderr, "culprit: diff tracing against %s as run %d of %.12s recorded it (build-id %x)\n", name, r.ID, r.Commit, o.BuildID)
+					return p, r.Commit, nil
+				}
+			}
+			if bytes.Equal(elfx.FileBuildID(o.Path), o.BuildID) {
+				fmt.Fprintf(stderr, "culprit: diff tracing against %s as run %d of %.12s recorded it (build-id %x)\n", o.Path, r.ID, r.Commit, o.BuildID)
+				return o.Path, r.Commit, nil
+			}
+		}
+	}
+	return "", "", fmt.Errorf("--diff-base %s: none of its %d stored runs recorded a %s still archived or on disk: store a run of that build (culprit run or history add) while it exists", ref, len(runs), name)
+}
+
+func fileExists(p string) bool {
+	fi, err := os.Stat(p)
+	return err == nil && fi.Mode().IsRegular()
+}
+
 func statsFile(exe string) (string, error) {
 	bid := elfx.FileBuildID(exe)
 	if len(bid) == 0 {

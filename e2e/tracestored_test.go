@@ -1,0 +1,67 @@
+package e2e
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/culprit-dev/culprit/internal/testutil"
+)
+
+// --diff-base @REV takes the older build from the store: a run of the
+// older commit was stored, the program was then rebuilt at the same path
+// from a source whose only change is a constant in tweak. Soft comparison
+// does not see a changed constant; the git diff from that commit (taken by
+// default with @REV) does.
+func TestTraceDiffBaseStored(t *testing.T) {
+	testutil.NeedRoot(t)
+	t.Setenv("CULPRIT_ARCHIVE", t.TempDir())
+	src, err := os.ReadFile(filepath.Join(testutil.Targets(), "difftrace.c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo := t.TempDir()
+	gitIn(t, repo, "init", "-q")
+	if err := os.WriteFile(filepath.Join(repo, "p.c"), src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, repo, "add", "p.c")
+	gitIn(t, repo, "commit", "-q", "-m", "older")
+	build := func() {
+		t.Helper()
+		if out, err := exec.Command("gcc", "-O2", "-g", "-o", filepath.Join(repo, "prog"), filepath.Join(repo, "p.c")).CombinedOutput(); err != nil {
+			t.Fatalf("gcc: %v\n%s", err, out)
+		}
+	}
+	build()
+	older := filepath.Join(t.TempDir(), "older.rec")
+	if _, stderr, code := inDir(t, repo, "trace", "-f", "main", "-o", older, "--", "./prog", "3"); code != 0 {
+		t.Fatalf("trace of the older build: exit %d\n%s", code, stderr)
+	}
+	if _, stderr, code := inDir(t, repo, "history", "add", older); code != 0 {
+		t.Fatalf("history add: exit %d\n%s", code, stderr)
+	}
+	newer := strings.Replace(string(src), "return a + 7;", "return a + 11;", 1)
+	if newer == string(src) {
+		t.Fatal("difftrace.c no longer has tweak's constant")
+	}
+	if err := os.WriteFile(filepath.Join(repo, "p.c"), []byte(newer), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	build() // the older build is gone from disk: only its archived copy is left
+	out := filepath.Join(t.TempDir(), "t.rec")
+	_, stderr, code := inDir(t, repo, "trace", "--diff-tracing", "soft", "--diff-base", "@HEAD", "-f", "*", "-o", out, "--", "./prog", "3")
+	if code != 0 || !strings.Contains(stderr, "as run 1 of") {
+		t.Fatalf("trace --diff-base @HEAD: exit %d\n%s", code, stderr)
+	}
+	if got := strings.Join(traced(t, out), " "); got != "main tweak" {
+		t.Errorf("traced %s: want main and tweak (named by the hunk of git diff HEAD)\n%s", got, stderr)
+	}
+	// A commit without runs: an error that says what to store.
+	gitIn(t, repo, "commit", "-qam", "newer")
+	if _, stderr, code := inDir(t, repo, "trace", "--diff-tracing", "soft", "--diff-base", "@HEAD", "-f", "*", "-o", out, "--", "./prog", "3"); code != 1 || !strings.Contains(stderr, "no runs of HEAD") {
+		t.Errorf("--diff-base @HEAD without runs: exit %d\n%s", code, stderr)
+	}
+}

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"encoding/json"
 	"math"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -423,4 +425,95 @@ func TestVarianceQueueHandoff(t *testing.T) {
 		return
 	}
 	t.Errorf("no queue wait under the interval: %+v", r.Tree.Children)
+}
+
+// Intervals marked in the source with culprit/interval.h: the main
+// thread marks each request's start, a worker its end, with the request's
+// id; culprit pairs the USDT marks by the id (arg1, the register the
+// header puts it in), times step_a and step_b on the worker between its
+// marks and reports step_b first at the program's own share.
+func TestVarianceUSDTMarks(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "varmarks", []string{"varmarks.c"}, "-O2", "-g", "-pthread", "-I"+filepath.Join(testutil.Root(), "include"))
+	out := rec(t)
+	stdout := mustRun(t, "variance", "--start", "usdt:culprit:interval_start", "--end", "usdt:culprit:interval_end", "--key", "arg1",
+		"--functions", "step_a,step_b", "--rounds", "1", "-o", out, "--", bin, "600", "8")
+	var r varianceJSON
+	if err := json.Unmarshal([]byte(mustRun(t, "variance", "-i", out, "--format", "json")), &r); err != nil {
+		t.Fatal(err)
+	}
+	n, sum, share := 0, 0.0, -1.0
+	for _, l := range strings.Split(stdout, "\n") {
+		f := strings.Fields(l)
+		switch {
+		case len(f) == 3 && f[0] == "lat":
+			v, err := strconv.ParseFloat(f[2], 64)
+			if err != nil {
+				t.Fatalf("bad line %q", l)
+			}
+			n++
+			sum += v
+		case len(f) == 3 && f[0] == "share" && f[1] == "step_b":
+			share, _ = strconv.ParseFloat(f[2], 64)
+		}
+	}
+	if n != 600 || r.Intervals != n {
+		t.Fatalf("%d intervals, the program made %d requests (want 600)", r.Intervals, n)
+	}
+	// The program reads its clock just after the start mark and just
+	// before the end mark: the marks' intervals hold the program's.
+	mean := sum / float64(n)
+	if r.Mean < mean || r.Mean > mean*1.05+20000 {
+		t.Errorf("intervals' mean %.0f ns, the program's %.0f ns", r.Mean, mean)
+	}
+	if len(r.Factors) == 0 || r.Factors[0].Names[0] != "step_b" {
+		t.Fatalf("factors %+v, want step_b first", r.Factors)
+	}
+	t.Logf("step_b %.1f%% of the variance, the program's %.1f%%", 100*r.Factors[0].Contribution, 100*share)
+	if math.Abs(r.Factors[0].Contribution-share) > 0.05 {
+		t.Errorf("step_b's share %.3f, the program's %.3f", r.Factors[0].Contribution, share)
+	}
+}
+
+// A Go program marked with the interval package: the main goroutine
+// starts each request, a worker goroutine ends it; culprit pairs the
+// marker functions' calls by their id parameter, one interval per
+// request with the program's mean latency.
+func TestVarianceGoMarks(t *testing.T) {
+	testutil.NeedRoot(t)
+	// gomarks imports the interval package of this module: built in
+	// module mode from the module's root.
+	bin := filepath.Join(t.TempDir(), "gomarks")
+	build := exec.Command("go", "build", "-o", bin, "./testdata/targets/gomarks")
+	build.Dir = testutil.Root()
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build gomarks: %v\n%s", err, b)
+	}
+	out := rec(t)
+	stdout := mustRun(t, "variance", "--start", "github.com/culprit-dev/culprit/interval.Start", "--end", "github.com/culprit-dev/culprit/interval.End",
+		"--key", "id", "--functions", "main.stepA,main.stepB", "--rounds", "1", "-o", out, "--", bin, "400", "8")
+	var r varianceJSON
+	if err := json.Unmarshal([]byte(mustRun(t, "variance", "-i", out, "--format", "json")), &r); err != nil {
+		t.Fatal(err)
+	}
+	n, sum := 0, 0.0
+	for _, l := range strings.Split(stdout, "\n") {
+		if f := strings.Fields(l); len(f) == 3 && f[0] == "lat" {
+			v, err := strconv.ParseFloat(f[2], 64)
+			if err != nil {
+				t.Fatalf("bad line %q", l)
+			}
+			n++
+			sum += v
+		}
+	}
+	if n != 400 || r.Intervals != n {
+		t.Fatalf("%d intervals, the program made %d requests (want 400)", r.Intervals, n)
+	}
+	mean := sum / float64(n)
+	t.Logf("mean %.0f ns, the program's %.0f ns", r.Mean, mean)
+	if r.Mean < mean || r.Mean > mean*1.05+20000 {
+		t.Errorf("intervals' mean %.0f ns, the program's %.0f ns", r.Mean, mean)
+	}
 }

@@ -51,6 +51,7 @@ call tree on the running program, as VProfiler does without a rebuild.
 Most common uses:
   culprit variance --start handle_request -- ./server      each call is an interval
   culprit variance --start recv_req --end send_reply --key 'id' -p PID
+  culprit variance --start usdt:culprit:interval_start --end usdt:culprit:interval_end --key arg1 --functions 'parse,handle_*' -- ./server
   culprit variance -i variance.rec --tree                  reread, draw the tree
 
 An interval is each call of --start, or runs from --start's entry to --end's
@@ -146,16 +147,27 @@ from VProfiler: docs/variance.md.`,
 				o.Patterns = append(o.Patterns, p)
 			}
 			seen := map[string]bool{}
+			marks := false
 			for _, n := range names {
 				if seen[n] {
 					continue
 				}
 				seen[n] = true
-				p, err := tracer.ParsePattern(n, false)
+				var p tracer.Pattern
+				var err error
+				if u, ok := strings.CutPrefix(n, variance.USDTPrefix); ok {
+					p, err = tracer.ParseUSDT(u)
+					marks = true
+				} else {
+					p, err = tracer.ParsePattern(n, false)
+				}
 				if err != nil {
 					return usageError{err}
 				}
 				o.Patterns = append(o.Patterns, p)
+			}
+			if marks && len(funcs) == 0 && len(libs) == 0 {
+				warnf(stderr, "the interval is marked by USDT probes: give --functions to time the functions called between the marks")
 			}
 			ref := &refiner{spec: spec, cg: cg, heights: heights, k: k, d: d, rounds: rounds, perRound: perRound,
 				interactive: interactive, stderr: stderr}
@@ -178,8 +190,8 @@ from VProfiler: docs/variance.md.`,
 	}
 	f := c.Flags()
 	f.SetInterspersed(false)
-	f.StringVar(&spec.Start, "start", "", "the function whose entry starts an interval (a request, a transaction)")
-	f.StringVar(&spec.End, "end", "", "the function whose return ends it (default: --start, each call an interval)")
+	f.StringVar(&spec.Start, "start", "", "the function whose entry starts an interval (a request, a transaction), or a USDT probe usdt:PROVIDER:NAME (culprit/interval.h's usdt:culprit:interval_start)")
+	f.StringVar(&spec.End, "end", "", "the function whose return ends it, or a USDT probe usdt:PROVIDER:NAME (default: --start, each call an interval)")
 	f.StringVar(&spec.Key, "key", "", "pair starts and ends across threads by this expression over both functions' integer parameters (DWARF names), e.g. id or 'fd*65536+seq'")
 	f.StringVar(&queue, "queue", "", "ENQUEUE:DEQUEUE: the interval crosses a queue; the thread whose DEQUEUE returns the item its start's thread ENQUEUEd takes it over, up to that thread's next --end")
 	f.StringVar(&spec.QueueKey, "queue-key", "", "pair the queue's ends by an expression, EXPR or ENQ_EXPR:DEQ_EXPR (DEQUEUE's return value is `return`), e.g. 'job:return' (default: in order, a FIFO queue)")

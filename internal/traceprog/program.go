@@ -605,8 +605,13 @@ func hitProgram(m maps, o progOptions) asm.Instructions {
 		asm.StoreMem(rTmp, rSite, asm.R1, asm.DWord),
 		asm.StoreMem(rTmp, rRet, asm.R1, asm.DWord),
 	)
-	for i := int16(0); i < MaxArgs; i++ {
-		b.Emit(asm.StoreMem(rTmp, rArgs+8*i, asm.R1, asm.DWord))
+	// With Args, the C argument registers as they are at the point (a
+	// USDT probe's arguments that its note places there).
+	for i, r := range []int16{regDI, regSI, regDX, regCX, regR8, regR9} {
+		if o.Args {
+			b.Emit(asm.LoadMem(asm.R1, rCtx, r, asm.DWord))
+		}
+		b.Emit(asm.StoreMem(rTmp, rArgs+8*int16(i), asm.R1, asm.DWord))
 	}
 	b.Emit(
 		asm.FnGetCurrentPidTgid.Call(),

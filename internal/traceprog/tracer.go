@@ -165,7 +165,7 @@ func New(o Options) (*Tracer, error) {
 	t.entry = load(name, entryProgram(m, progOptions{Go: o.Go, Args: o.Args, Sampling: o.Sampling, Timed: o.TimedHz > 0, MaxDepth: int32(o.MaxDepth)}))
 	t.loadHit = func() (*ebpf.Program, error) {
 		p, err := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Name: name, Type: ebpf.Kprobe, AttachType: attach,
-			License: "GPL", Instructions: hitProgram(m, progOptions{Go: o.Go})}, ebpf.ProgramOptions{LogSizeStart: 1 << 20})
+			License: "GPL", Instructions: hitProgram(m, progOptions{Go: o.Go, Args: o.Args})}, ebpf.ProgramOptions{LogSizeStart: 1 << 20})
 		if err != nil {
 			return nil, explain(fmt.Errorf("loading %s: %w", name, err))
 		}

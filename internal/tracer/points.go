@@ -105,6 +105,48 @@ func lineAddrs(f *elf.File, obj, spec string) ([]uint64, error) {
 // ELF virtual addresses.
 type usdtSite struct {
 	pc, sem uint64
+	args    string // the note's argument specs, e.g. "8@%rdi -4@%esi"
+}
+
+// usdtParams names a USDT probe's arguments that its note places in the C
+// argument registers the point probe copies (rdi, rsi, rdx, rcx, r8, r9),
+// as Params at those registers' positions: "argN:code:" (N from 1, code
+// from the spec's size and sign). Registers no argument uses are "_:u8:";
+// arguments elsewhere (memory, constants, other registers) are not named.
+func usdtParams(args string) []string {
+	pos := map[string]int{"rdi": 0, "edi": 0, "rsi": 1, "esi": 1, "rdx": 2, "edx": 2, "rcx": 3, "ecx": 3, "r8": 4, "r8d": 4, "r9": 5, "r9d": 5}
+	out := make([]string, 6)
+	last := -1
+	for i, a := range strings.Fields(args) {
+		size, loc, ok := strings.Cut(a, "@")
+		if !ok || !strings.HasPrefix(loc, "%") {
+			continue
+		}
+		p, ok := pos[loc[1:]]
+		if !ok {
+			continue
+		}
+		n, err := strconv.Atoi(size)
+		if err != nil || n == 0 || n < -8 || n > 8 {
+			continue
+		}
+		code := "u"
+		if n < 0 {
+			code, n = "i", -n
+		}
+		out[p] = fmt.Sprintf("arg%d:%s%d:", i+1, code, n)
+		last = max(last, p)
+	}
+	if last < 0 {
+		return nil
+	}
+	out = out[:last+1]
+	for i := range out {
+		if out[i] == "" {
+			out[i] = "_:u8:"
+		}
+	}
+	return out
 }
 
 // usdtSites reads the .note.stapsdt notes of f (SystemTap's sys/sdt.h
@@ -141,11 +183,15 @@ func usdtSites(f *elf.File, obj, spec string) ([]usdtSite, error) {
 			continue
 		}
 		pc, lbase, sem := le.Uint64(desc), le.Uint64(desc[8:]), le.Uint64(desc[16:])
-		strs := bytes.SplitN(desc[24:], []byte{0}, 3)
+		strs := bytes.SplitN(desc[24:], []byte{0}, 4)
 		if len(strs) < 2 {
 			continue
 		}
 		p, n := string(strs[0]), string(strs[1])
+		var args string
+		if len(strs) > 2 {
+			args = string(strs[2])
+		}
 		names = append(names, p+":"+n)
 		if p != prov || n != name {
 			continue
@@ -156,7 +202,7 @@ func usdtSites(f *elf.File, obj, spec string) ([]usdtSite, error) {
 				sem += base - lbase
 			}
 		}
-		out = append(out, usdtSite{pc, sem})
+		out = append(out, usdtSite{pc, sem, args})
 	}
 	if len(out) == 0 {
 		sort.Strings(names)
@@ -214,7 +260,7 @@ func pointTargets(f *elf.File, obj string, bid []byte, p Pattern) ([]Target, err
 		if !ok {
 			continue
 		}
-		t := Target{Object: obj, BuildID: bid, Function: p.USDT, Offset: off, Point: true}
+		t := Target{Object: obj, BuildID: bid, Function: p.USDT, Offset: off, Point: true, Params: usdtParams(s.args)}
 		if s.sem != 0 {
 			if t.RefCtr, ok = dataOffset(f, s.sem); !ok {
 				return nil, fmt.Errorf("--usdt %s: its semaphore at %#x is outside %s's segments", p.USDT, s.sem, obj)

@@ -95,3 +95,30 @@ func TestResolveErrors(t *testing.T) {
 		t.Errorf("args3 params %q, want %q", ts[0].Params, want)
 	}
 }
+
+// A USDT probe's arguments in the C argument registers are named argN at
+// their registers' positions; the others are not named.
+func TestUSDTParams(t *testing.T) {
+	for _, c := range []struct {
+		args string
+		want []string
+	}{
+		{"8@%rdi", []string{"arg1:u8:"}},
+		{"-4@%esi 8@%rdi", []string{"arg2:u8:", "arg1:i4:"}},
+		{"-8@%rax 8@%rdx", []string{"_:u8:", "_:u8:", "arg2:u8:"}},
+		{"-4@-20(%rbp) 8@$5", nil},
+		{"", nil},
+	} {
+		got := usdtParams(c.args)
+		if len(got) != len(c.want) {
+			t.Errorf("%q: %q, want %q", c.args, got, c.want)
+			continue
+		}
+		for i := range got {
+			if got[i] != c.want[i] {
+				t.Errorf("%q: %q, want %q", c.args, got, c.want)
+				break
+			}
+		}
+	}
+}

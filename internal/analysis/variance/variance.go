@@ -96,7 +96,19 @@ type Call struct {
 	// tracing stopped; its end is an upper bound, so it never starts or
 	// ends an interval.
 	Unreturned bool
+	// Point is the hit of a point probe (a USDT probe) or a call of a
+	// marker function (GoMarks): it marks an interval and is not a node
+	// of the tree.
+	Point bool
 }
+
+// GoMarks is the prefix of the marker functions of the Go package
+// github.com/culprit-dev/culprit/interval (Start, End), whose calls are
+// marks like USDT probes'.
+const GoMarks = "github.com/culprit-dev/culprit/interval."
+
+// IsMark reports whether a call of the traced function fn is a mark.
+func IsMark(fn string, point bool) bool { return point || strings.HasPrefix(fn, GoMarks) }
 
 // Input is what the analysis reads.
 type Input struct {
@@ -264,18 +276,18 @@ func Analyse(in Input) (*Result, error) {
 	startP, endP := map[int]bool{}, map[int]bool{}
 	enqP, deqP := map[int]bool{}, map[int]bool{}
 	for i, p := range in.Probes {
-		if p.Function == in.Spec.Enqueue {
+		if named(p.Function, in.Spec.Enqueue) {
 			enqP[i] = true
 		}
-		if p.Function == in.Spec.Dequeue {
+		if named(p.Function, in.Spec.Dequeue) {
 			deqP[i] = true
 		}
 		sinces[p.Since] = true
 		cut = max(cut, p.Since)
-		if p.Function == in.Spec.Start {
+		if named(p.Function, in.Spec.Start) {
 			startP[i] = true
 		}
-		if p.Function == in.Spec.End {
+		if named(p.Function, in.Spec.End) {
 			endP[i] = true
 		}
 	}
@@ -487,7 +499,7 @@ func Analyse(in Input) (*Result, error) {
 				if c.Start > w.end {
 					break
 				}
-				if ci == w.skip || c.End > w.end {
+				if ci == w.skip || c.End > w.end || c.Point {
 					continue
 				}
 				for len(stack) > 0 && stack[len(stack)-1].end < c.End {
@@ -784,6 +796,15 @@ func Analyse(in Input) (*Result, error) {
 	return res, nil
 }
 
+// USDTPrefix marks a USDT probe where a function is named: usdt:PROVIDER:NAME.
+const USDTPrefix = "usdt:"
+
+// named reports whether the probed function (or USDT probe PROVIDER:NAME)
+// fn is the one a spec names.
+func named(fn, name string) bool {
+	return name != "" && (fn == name || strings.HasPrefix(name, USDTPrefix) && fn == name[len(USDTPrefix):])
+}
+
 // Select is Algorithm 1's last step as the paper prints it: of the k
 // factors with the highest scores, those contributing more than d.
 func Select(ranked []*Factor, k int, d float64) []*Factor {
@@ -899,6 +920,15 @@ func intervals(in Input, calls []Call, startP, endP map[int]bool, cut uint64) ([
 	// Ends by their return; each takes the earliest start of its key that
 	// began before it.
 	slices.SortStableFunc(ends, func(a, b endAt) int { return cmp.Compare(calls[a.i].End, calls[b.i].End) })
+	prevEnd := map[int]uint64{} // an end → the return of the end before it on its thread
+	lastEnd := map[uint32]uint64{}
+	for _, e := range ends {
+		c := calls[e.i]
+		if t, ok := lastEnd[c.TID]; ok {
+			prevEnd[e.i] = t
+		}
+		lastEnd[c.TID] = c.End
+	}
 	used := 0
 	for _, e := range ends {
 		q := open[e.key]
@@ -912,9 +942,21 @@ func intervals(in Input, calls []Call, startP, endP map[int]bool, cut uint64) ([
 		s := calls[q[0]]
 		open[e.key] = q[1:]
 		used++
-		ws := []window{{s.TID, s.Start, s.End, -1}}
-		if e.i != q[0] {
-			ws = append(ws, window{c.TID, c.Start, c.End, -1})
+		// On one thread the interval is all the time between; across
+		// threads, the time inside the start's and the end's calls.
+		ws := []window{{s.TID, s.Start, c.End, -1}}
+		if s.TID != c.TID {
+			ws = []window{{s.TID, s.Start, s.End, -1}, {c.TID, c.Start, c.End, -1}}
+			if c.Point {
+				// An end mark: the ending thread's time since it last
+				// ended an interval (or since the start) is the
+				// interval's.
+				from := s.Start
+				if p, ok := prevEnd[e.i]; ok {
+					from = max(from, p)
+				}
+				ws[1].start = from
+			}
 		}
 		iv := interval{start: s.Start, end: c.End, windows: ws}
 		out = append(out, iv)

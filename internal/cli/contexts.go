@@ -23,6 +23,7 @@ func newContexts() *cobra.Command {
 		totals    bool
 		match     string
 		idle      bool
+		leaves    string
 		mean      bool
 	)
 	c := &cobra.Command{
@@ -81,11 +82,14 @@ The ranking, step by step: docs/cli.md (culprit contexts), docs/introperf.md.`,
 			if match != "context" && match != "leaf" {
 				return usagef("unknown --match %q: use context or leaf", match)
 			}
+			if leaves != "user" && leaves != "all" {
+				return usagef("unknown --leaves %q: use user or all", leaves)
+			}
 			if mean && totals {
 				return usagef("--mean and --totals are two rankings: give one (neither: totals scaled to the base run's length)")
 			}
 			ro := introperf.RankOptions{Mode: m, Inclusive: inclusive, Totals: totals, Scaled: !mean && !totals,
-				Top: top, LeafMatch: match == "leaf", Idle: idle}
+				Top: top, LeafMatch: match == "leaf", Idle: idle, AllLeaves: leaves == "all"}
 			cmp := introperf.Comparison{Base: rb, Buggy: rg, BaseName: base, BuggyName: buggy,
 				Options: ro, Paths: introperf.Rank(rb, rg, ro)}
 			return writeOutput(c.OutOrStdout(), output, func(w io.Writer) error {
@@ -112,6 +116,7 @@ The ranking, step by step: docs/cli.md (culprit contexts), docs/introperf.md.`,
 	f.BoolVar(&totals, "totals", false, "rank by total latency over all instances, unscaled")
 	f.BoolVar(&mean, "mean", false, "rank by the mean latency per instance (the paper's)")
 	f.StringVar(&match, "match", "context", "how a buggy frame finds its base latency: context (the base's node of the same calling context, wherever its path ends) or leaf (the paper's: only when the whole path is a root-to-leaf path of the base)")
+	f.StringVar(&leaves, "leaves", "user", "which paths to list: user (the costliest of the paths that differ only in kernel frames) or all (every root-to-leaf path, the paper's)")
 	f.BoolVar(&idle, "idle", false, "count time spent waiting for outside events (poll, epoll, select, accept, sleeps) as latency")
 	f.StringVar(&events, "events", "cpu,syscalls,sched", "events whose stacks are used: cpu, syscalls, sched")
 	f.StringVar(&ff.kernel, "kernel", "include", "kernel frames: include, exclude (merge contexts that differ only in the kernel) or only")

@@ -663,3 +663,62 @@ func TestLossWindowCutsThread(t *testing.T) {
 		t.Errorf("an event inside the window: instances\n got %v (cut %d)\nwant %v (cut 2)", got, r.Cut, want)
 	}
 }
+
+// Paths that differ only in their kernel frames are listed once by default,
+// the costliest of them; AllLeaves lists each, as the paper does.
+func TestRankOnePathPerUserContext(t *testing.T) {
+	var base, buggy []event
+	tm := uint64(0)
+	for i := 0; i < 10; i++ {
+		tm += 100
+		base = append(base, event{t: tm, stack: []string{"main", "work", "k:read"}})
+		tm += 100
+		base = append(base, event{t: tm, stack: []string{"main", "other"}})
+	}
+	tm = 0
+	for i := 0; i < 10; i++ {
+		tm += 100
+		buggy = append(buggy, event{t: tm, stack: []string{"main", "work", "k:read"}})
+		tm += 3000
+		buggy = append(buggy, event{t: tm, stack: []string{"main", "work", "k:irq"}})
+		tm += 100
+		buggy = append(buggy, event{t: tm, stack: []string{"main", "other"}})
+	}
+	funcs := NewFuncTable()
+	rb := Analyze(build(base), Options{Funcs: funcs})
+	rg := Analyze(build(buggy), Options{Funcs: funcs})
+	count := func(paths []RankedPath) (n int, ranks []int) {
+		for _, p := range paths {
+			if p.Frames[1].Func.Name == "work" {
+				n++
+			}
+			ranks = append(ranks, p.Rank)
+		}
+		return n, ranks
+	}
+	all := Rank(rb, rg, RankOptions{AllLeaves: true})
+	if n, _ := count(all); n != 2 {
+		t.Fatalf("AllLeaves: %d paths through work, want its 2 kernel variants", n)
+	}
+	one := Rank(rb, rg, RankOptions{})
+	n, ranks := count(one)
+	if n != 1 || len(one) != len(all)-1 {
+		t.Fatalf("default: %d paths through work of %d, want 1 of %d", n, len(one), len(all)-1)
+	}
+	for i, r := range ranks {
+		if r != i+1 {
+			t.Errorf("ranks %v, want 1..%d", ranks, len(ranks))
+		}
+	}
+	first := func(paths []RankedPath) string {
+		for _, p := range paths {
+			if p.Frames[1].Func.Name == "work" {
+				return strings.Join(p.Names(), ",")
+			}
+		}
+		return ""
+	}
+	if a, o := first(all), first(one); a != o {
+		t.Errorf("kept %s, not the costliest variant %s", o, a)
+	}
+}

@@ -35,6 +35,13 @@ type RankOptions struct {
 	// (see IdleWait); by default those frames and their callees count 0 in
 	// both runs.
 	Idle bool
+	// AllLeaves lists every root-to-leaf path, as the paper does. By
+	// default the paths that differ only in their kernel frames (the same
+	// user calling context entering the kernel by a system call, an
+	// interrupt or a context switch) are listed once, the costliest of them:
+	// otherwise one user context fills the top of the list with its kernel
+	// variants.
+	AllLeaves bool
 }
 
 // IdleWait says whether a function is a call that waits for an outside
@@ -250,15 +257,42 @@ func Rank(base, buggy *Result, o RankOptions) []RankedPath {
 		}
 		return keys[idx[a]] < keys[idx[b]]
 	})
-	sorted := make([]RankedPath, len(out))
-	for r, i := range idx {
-		sorted[r] = out[i]
-		sorted[r].Rank = r + 1
+	sorted := make([]RankedPath, 0, len(out))
+	seen := map[string]bool{}
+	for _, i := range idx {
+		if !o.AllLeaves {
+			k := out[i].userKey()
+			if seen[k] {
+				continue
+			}
+			seen[k] = true
+		}
+		rp := out[i]
+		rp.Rank = len(sorted) + 1
+		sorted = append(sorted, rp)
 	}
 	if o.Top > 0 && len(sorted) > o.Top {
 		sorted = sorted[:o.Top]
 	}
 	return sorted
+}
+
+// userKey names a path's frames outside the kernel; a path entirely in the
+// kernel (a kernel thread) is named by all of its frames.
+func (r RankedPath) userKey() string {
+	var b strings.Builder
+	for _, f := range r.Frames {
+		if f.Layer != LayerKernel {
+			b.WriteString(f.Func.Name)
+			b.WriteByte(0)
+			b.WriteString(f.Func.Object)
+			b.WriteByte(0)
+		}
+	}
+	if b.Len() == 0 {
+		return "k\x00" + strings.Join(r.Names(), "\x00")
+	}
+	return b.String()
 }
 
 // ownSum is the total own latency of every node of t (its root's total).

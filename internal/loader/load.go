@@ -239,6 +239,8 @@ type loader struct {
 	heads       []int32      // per stack id of the file: 1 + its first entry (find)
 	entries     []mergeEntry // merged samples while reading (Merge)
 	fileRecords uint64       // records read of the current file
+	batch       []batched    // samples read and not yet added (addSamples)
+	sink        int32        // what addSamples loads ahead, kept so that the loads are made
 	noSyms      map[string]bool
 	cut         int                             // samples recorded Truncated
 	syms        map[uint32][]recording.Symbol   // Symbol records by pid (0: all), sorted after reading
@@ -374,6 +376,9 @@ func (l *loader) readFile(idx int, path string, records *int, progress func(int)
 	src := profile.Source{Path: path}
 	for {
 		rec, err := r.Next()
+		if _, ok := rec.(*recording.Sample); !ok && len(l.batch) > 0 {
+			l.addSamples(idx, &src)
+		}
 		if err == io.EOF {
 			break
 		}
@@ -412,18 +417,9 @@ func (l *loader) readFile(idx int, path string, records *int, progress func(int)
 		case *recording.Stack:
 			stacks.put(v.ID, l.putAddrs(v.Kernel, v.User), l.fileRecords)
 		case *recording.Sample:
-			sp := l.spaces[v.PID]
-			if sp == nil {
-				sp = l.newSpace(nil)
-				l.spaces[v.PID] = sp
-			}
-			l.addSample(v, stackKey{file: idx, space: sp, stack: v.StackID})
-			src.Samples++
-			if v.Truncated {
-				l.cut++
-			}
-			if _, ok := l.p.Threads[v.TID]; !ok {
-				l.p.Threads[v.TID] = profile.Thread{PID: v.PID, TID: v.TID}
+			l.batch = append(l.batch, batched{Sample: *v, records: l.fileRecords})
+			if len(l.batch) == sampleBatch {
+				l.addSamples(idx, &src)
 			}
 		case *recording.Lost:
 			if v.Reason == recording.LostThrottled {
@@ -522,12 +518,64 @@ func (l *loader) addMapping(v *recording.Mmap) {
 // slice copied at every growth.
 const sampleChunk = 1 << 15
 
-// addSample adds the sample v of stack k, merged with those of its group
-// when merging.
-func (l *loader) addSample(v *recording.Sample, k stackKey) {
+// sampleBatch is how many consecutive samples addSamples takes at once.
+const sampleBatch = 64
+
+// batched is a sample read and not yet added, with the number of records
+// of its file read up to it.
+type batched struct {
+	recording.Sample
+	records uint64
+}
+
+// addSamples adds the samples of l.batch, read from file idx, and empties
+// it. When merging, it first loads the merged entry each sample's stack
+// id leads to, for all samples before adding any: the loads miss the
+// cache (a 1M-sample recording has some 100k entries, spread over
+// megabytes), and made one after the other they overlap, where the
+// lookups of one sample at a time would wait for each in turn.
+func (l *loader) addSamples(idx int, src *profile.Source) {
+	if l.merge {
+		var sink int32
+		for i := range l.batch {
+			if id := l.batch[i].StackID; id < uint64(len(l.heads)) {
+				sink += l.heads[id]
+			}
+		}
+		for i := range l.batch {
+			if id := l.batch[i].StackID; id < uint64(len(l.heads)) {
+				if e := l.heads[id]; e > 0 && int(e) <= len(l.entries) {
+					sink += l.entries[e-1].space
+				}
+			}
+		}
+		l.sink = sink
+	}
+	for i := range l.batch {
+		v := &l.batch[i].Sample
+		sp := l.spaces[v.PID]
+		if sp == nil {
+			sp = l.newSpace(nil)
+			l.spaces[v.PID] = sp
+		}
+		l.addSample(v, stackKey{file: idx, space: sp, stack: v.StackID}, l.batch[i].records)
+		src.Samples++
+		if v.Truncated {
+			l.cut++
+		}
+		if _, ok := l.p.Threads[v.TID]; !ok {
+			l.p.Threads[v.TID] = profile.Thread{PID: v.PID, TID: v.TID}
+		}
+	}
+	l.batch = l.batch[:0]
+}
+
+// addSample adds the sample v of stack k, read when records records of its
+// file were, merged with those of its group when merging.
+func (l *loader) addSample(v *recording.Sample, k stackKey, records uint64) {
 	s := profile.Sample{Time: v.Time, PID: v.PID, TID: v.TID, CPU: v.CPU, Period: v.Period, Event: v.Event, Arg: v.Arg}
 	if l.merge {
-		if e, ok := l.find(v, k); ok {
+		if e, ok := l.find(v, k, records); ok {
 			e.more++
 			e.period += v.Period
 			e.first = min(e.first, v.Time)
@@ -548,11 +596,11 @@ func (l *loader) addSample(v *recording.Sample, k stackKey) {
 // counts them from 1), so a sample's id indexes l.heads, the first of the
 // chain of entries of the id in this file; an id too large for that goes
 // to the hash table.
-func (l *loader) find(v *recording.Sample, k stackKey) (*mergeEntry, bool) {
+func (l *loader) find(v *recording.Sample, k stackKey, records uint64) (*mergeEntry, bool) {
 	next := int32(len(l.entries))
 	space := int32(k.space.id)
 	id := v.StackID
-	dense := id <= l.fileRecords+1024
+	dense := id <= records+1024
 	key := int32(-1) // the index of k in l.keys, when an entry of the chain has it
 	if dense {
 		if int(id) >= len(l.heads) {

@@ -231,23 +231,21 @@ type loader struct {
 	saddrs     map[uint64][]int32 // spaceKey → the frames of the address in the space version
 	// Samples are read with Stack the index of their stackKey in keys
 	// (keyIdx), resolved to frames once sorted (resolveStacks).
-	keyIdx      map[stackKey]int32
-	keys        []stackKey
-	chunks      [][]profile.Sample // samples as read, in chunks (not merged)
-	merge       bool
-	merged      mergeTable   // entry of each key with a large stack id (Merge)
-	heads       []int32      // per stack id of the file: 1 + its first entry (find)
-	entries     []mergeEntry // merged samples while reading (Merge)
-	fileRecords uint64       // records read of the current file
-	batch       []batched    // samples read and not yet added (addSamples)
-	sink        int32        // what addSamples loads ahead, kept so that the loads are made
-	noSyms      map[string]bool
-	cut         int                             // samples recorded Truncated
-	syms        map[uint32][]recording.Symbol   // Symbol records by pid (0: all), sorted after reading
-	vsrc        map[recording.ValueSource]int32 // value source (ID cleared) → index
-	vpcs        valuePCs                        // value PCs symbolized so far (lines.go)
-	names       profile.Naming                  // comm and fork records, resolved at the end
-	probes      map[probeKey]int32              // traced functions merged across files (calls.go)
+	keyIdx  map[stackKey]int32
+	keys    []stackKey
+	chunks  [][]profile.Sample // samples as read, in chunks (not merged)
+	merge   bool
+	merged  mergeTable   // entry of each key with a large stack id (Merge)
+	heads   []int32      // per stack id of the file: 1 + its first entry (find)
+	entries []mergeEntry // merged samples while reading (Merge)
+	sink    int32        // what addSamples loads ahead, kept so that the loads are made
+	noSyms  map[string]bool
+	cut     int                             // samples recorded Truncated
+	syms    map[uint32][]recording.Symbol   // Symbol records by pid (0: all), sorted after reading
+	vsrc    map[recording.ValueSource]int32 // value source (ID cleared) → index
+	vpcs    valuePCs                        // value PCs symbolized so far (lines.go)
+	names   profile.Naming                  // comm and fork records, resolved at the end
+	probes  map[probeKey]int32              // traced functions merged across files (calls.go)
 }
 
 // Load reads recordings and builds a symbolized Profile. Damaged or
@@ -368,121 +366,184 @@ func (l *loader) readFile(idx int, path string, records *int, progress func(int)
 	defer r.Close()
 	r.Reuse()
 	l.spaces = map[uint32]*space{}
-	l.heads, l.fileRecords = l.heads[:0], 0
+	l.heads = l.heads[:0]
 	stacks := &stackRecs{byID: map[uint64]stackRec{}}
 	l.stacks = append(l.stacks, stacks)
 	sources := map[uint32]int32{} // this file's ValueSource IDs → index
 	probes := map[uint32]int32{}  // this file's Probe IDs → index
 	src := profile.Source{Path: path}
-	for {
-		rec, err := r.Next()
-		if _, ok := rec.(*recording.Sample); !ok && len(l.batch) > 0 {
-			l.addSamples(idx, &src)
-		}
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return fmt.Errorf("reading %s: %w", path, err)
-		}
-		*records++
-		l.fileRecords++
-		if progress != nil && *records%100000 == 0 {
-			progress(*records)
-		}
-		switch v := rec.(type) {
-		case *recording.Meta:
-			l.p.Metas = append(l.p.Metas, *v)
-		case *recording.Mmap:
-			l.addMapping(v)
-		case *recording.Comm:
-			if v.Exec && v.PID == v.TID {
-				l.spaces[v.PID] = l.newSpace(nil)
-			}
-			l.p.Threads[v.TID] = profile.Thread{PID: v.PID, TID: v.TID, Comm: v.Name}
-			l.names.Comm(v.Time, v.PID, v.TID, v.Name)
-		case *recording.Task:
-			if !v.Exit && v.PID != v.PPID {
-				if parent, ok := l.spaces[v.PPID]; ok {
-					l.spaces[v.PID] = parent
+	batches, free := make(chan []item, 2), make(chan []item, 3)
+	for range cap(free) {
+		free <- make([]item, 0, itemBatch)
+	}
+	var rerr error
+	go func() {
+		defer close(batches)
+		rerr = l.readAhead(r, stacks, batches, free)
+	}()
+	base := *records
+	for b := range batches {
+		for i := 0; i < len(b); {
+			if b[i].rec == nil { // a run of samples
+				j := i + 1
+				for j < len(b) && b[j].rec == nil && j-i < sampleBatch {
+					j++
 				}
-			}
-			if !v.Exit {
-				l.names.Fork(*v)
-				if _, ok := l.p.Threads[v.TID]; !ok {
-					// Named as its parent is at the fork.
-					l.p.Threads[v.TID] = profile.Thread{PID: v.PID, TID: v.TID, Comm: l.p.Threads[v.PTID].Comm}
-				}
-			}
-		case *recording.Stack:
-			stacks.put(v.ID, l.putAddrs(v.Kernel, v.User), l.fileRecords)
-		case *recording.Sample:
-			l.batch = append(l.batch, batched{Sample: *v, records: l.fileRecords})
-			if len(l.batch) == sampleBatch {
-				l.addSamples(idx, &src)
-			}
-		case *recording.Lost:
-			if v.Reason == recording.LostThrottled {
-				l.p.Throttled += v.Count
-			} else {
-				l.p.Lost += v.Count
-			}
-			if v.Reason == recording.LostRing && v.Since != 0 && v.Since <= v.Time {
-				l.p.Gaps = append(l.p.Gaps, profile.Gap{From: v.Since, To: v.Time, CPU: v.CPU})
-			}
-		case *recording.KernelSymbol:
-			l.ksyms = append(l.ksyms, symbol.KernelSymbol{Addr: v.Addr, Size: v.Size, Name: v.Name, Module: v.Module})
-		case *recording.Object:
-			if o, err := l.sym.ObjectFromBytes(v.Name, v.Data); err == nil {
-				l.vdso[v.Name] = o
-			}
-		case *recording.Symbol:
-			l.syms[v.PID] = append(l.syms[v.PID], *v)
-		case *recording.ValueSource:
-			if idx, ok := sources[v.ID]; ok && v.Enum != "" {
-				// The same source again, now with its enumerators.
-				old := l.p.ValueSources[idx]
-				if old.Enum == "" {
-					old.Enum = v.Enum
-					if o, ok := l.vsrc[old]; !ok {
-						delete(l.vsrc, l.p.ValueSources[idx])
-						l.p.ValueSources[idx] = old
-						l.vsrc[old] = idx
-					} else {
-						sources[v.ID] = o
-					}
-				}
+				l.addSamples(idx, &src, b[i:j])
+				i = j
 				continue
 			}
-			key := *v
-			key.ID = 0
-			idx, ok := l.vsrc[key]
-			if !ok {
-				idx = int32(len(l.p.ValueSources))
-				l.p.ValueSources = append(l.p.ValueSources, key)
-				l.vsrc[key] = idx
-			}
-			sources[v.ID] = idx
-		case *recording.Value:
-			idx, ok := sources[v.Source]
-			if !ok {
-				continue // its definition was lost to damage
-			}
-			val := profile.Value{Time: v.Time, PID: v.PID, TID: v.TID, Source: idx,
-				Depth: v.Depth, Type: v.Type, PC: v.PC, Bits: v.Bits}
-			val.SetFrame(l.valueFrame(v.PID, v.PC, v.Depth))
-			l.p.Values = append(l.p.Values, val)
-		case *recording.Probe:
-			probes[v.ID] = l.addProbe(v)
-		case *recording.Call:
-			l.addCall(v, probes)
-		case *recording.End:
-			src.Complete = true
+			l.addRecord(&src, b[i].rec, sources, probes)
+			i++
 		}
+		if len(b) > 0 {
+			n := base + int(b[len(b)-1].records)
+			if progress != nil && n/100000 > *records/100000 {
+				progress(n)
+			}
+			*records = n
+		}
+		free <- b[:0]
+	}
+	if rerr != nil {
+		return fmt.Errorf("reading %s: %w", path, rerr)
 	}
 	src.Salvage = r.Salvage().String()
 	l.p.Sources = append(l.p.Sources, src)
 	return nil
+}
+
+// itemBatch is how many records readAhead sends at once.
+const itemBatch = 1024
+
+// item is a record read by readAhead: a sample (rec nil) or a record other
+// than a sample or stack, with the number of records of its file read up
+// to it.
+type item struct {
+	sample  recording.Sample
+	rec     recording.Record
+	records uint64
+}
+
+// readAhead reads the records of r, on its own goroutine while the
+// records read before it are added: it stores Stack records in stacks
+// (which nothing else touches while reading) and sends the others, in
+// order, in batches taken from free. It returns the read error, if any.
+func (l *loader) readAhead(r *recording.Reader, stacks *stackRecs, batches chan<- []item, free <-chan []item) error {
+	b := <-free
+	var n uint64
+	for {
+		rec, err := r.Next()
+		if err == io.EOF {
+			batches <- b
+			return nil
+		}
+		if err != nil {
+			batches <- b
+			return err
+		}
+		n++
+		switch v := rec.(type) {
+		case *recording.Stack:
+			stacks.put(v.ID, l.putAddrs(v.Kernel, v.User), n)
+			continue
+		case *recording.Sample:
+			b = append(b, item{sample: *v, records: n})
+		default:
+			b = append(b, item{rec: rec, records: n})
+		}
+		if len(b) == cap(b) {
+			batches <- b
+			b = <-free
+		}
+	}
+}
+
+// addRecord adds a record other than a Sample or a Stack, of a file whose
+// value sources and probes map to the loader's in sources and probes.
+func (l *loader) addRecord(src *profile.Source, rec recording.Record, sources, probes map[uint32]int32) {
+	switch v := rec.(type) {
+	case *recording.Meta:
+		l.p.Metas = append(l.p.Metas, *v)
+	case *recording.Mmap:
+		l.addMapping(v)
+	case *recording.Comm:
+		if v.Exec && v.PID == v.TID {
+			l.spaces[v.PID] = l.newSpace(nil)
+		}
+		l.p.Threads[v.TID] = profile.Thread{PID: v.PID, TID: v.TID, Comm: v.Name}
+		l.names.Comm(v.Time, v.PID, v.TID, v.Name)
+	case *recording.Task:
+		if !v.Exit && v.PID != v.PPID {
+			if parent, ok := l.spaces[v.PPID]; ok {
+				l.spaces[v.PID] = parent
+			}
+		}
+		if !v.Exit {
+			l.names.Fork(*v)
+			if _, ok := l.p.Threads[v.TID]; !ok {
+				// Named as its parent is at the fork.
+				l.p.Threads[v.TID] = profile.Thread{PID: v.PID, TID: v.TID, Comm: l.p.Threads[v.PTID].Comm}
+			}
+		}
+	case *recording.Lost:
+		if v.Reason == recording.LostThrottled {
+			l.p.Throttled += v.Count
+		} else {
+			l.p.Lost += v.Count
+		}
+		if v.Reason == recording.LostRing && v.Since != 0 && v.Since <= v.Time {
+			l.p.Gaps = append(l.p.Gaps, profile.Gap{From: v.Since, To: v.Time, CPU: v.CPU})
+		}
+	case *recording.KernelSymbol:
+		l.ksyms = append(l.ksyms, symbol.KernelSymbol{Addr: v.Addr, Size: v.Size, Name: v.Name, Module: v.Module})
+	case *recording.Object:
+		if o, err := l.sym.ObjectFromBytes(v.Name, v.Data); err == nil {
+			l.vdso[v.Name] = o
+		}
+	case *recording.Symbol:
+		l.syms[v.PID] = append(l.syms[v.PID], *v)
+	case *recording.ValueSource:
+		if idx, ok := sources[v.ID]; ok && v.Enum != "" {
+			// The same source again, now with its enumerators.
+			old := l.p.ValueSources[idx]
+			if old.Enum == "" {
+				old.Enum = v.Enum
+				if o, ok := l.vsrc[old]; !ok {
+					delete(l.vsrc, l.p.ValueSources[idx])
+					l.p.ValueSources[idx] = old
+					l.vsrc[old] = idx
+				} else {
+					sources[v.ID] = o
+				}
+			}
+			return
+		}
+		key := *v
+		key.ID = 0
+		idx, ok := l.vsrc[key]
+		if !ok {
+			idx = int32(len(l.p.ValueSources))
+			l.p.ValueSources = append(l.p.ValueSources, key)
+			l.vsrc[key] = idx
+		}
+		sources[v.ID] = idx
+	case *recording.Value:
+		idx, ok := sources[v.Source]
+		if !ok {
+			return // its definition was lost to damage
+		}
+		val := profile.Value{Time: v.Time, PID: v.PID, TID: v.TID, Source: idx,
+			Depth: v.Depth, Type: v.Type, PC: v.PC, Bits: v.Bits}
+		val.SetFrame(l.valueFrame(v.PID, v.PC, v.Depth))
+		l.p.Values = append(l.p.Values, val)
+	case *recording.Probe:
+		probes[v.ID] = l.addProbe(v)
+	case *recording.Call:
+		l.addCall(v, probes)
+	case *recording.End:
+		src.Complete = true
+	}
 }
 
 func (l *loader) newSpace(maps []mapping) *space {
@@ -521,29 +582,22 @@ const sampleChunk = 1 << 15
 // sampleBatch is how many consecutive samples addSamples takes at once.
 const sampleBatch = 64
 
-// batched is a sample read and not yet added, with the number of records
-// of its file read up to it.
-type batched struct {
-	recording.Sample
-	records uint64
-}
-
-// addSamples adds the samples of l.batch, read from file idx, and empties
-// it. When merging, it first loads the merged entry each sample's stack
-// id leads to, for all samples before adding any: the loads miss the
-// cache (a 1M-sample recording has some 100k entries, spread over
-// megabytes), and made one after the other they overlap, where the
-// lookups of one sample at a time would wait for each in turn.
-func (l *loader) addSamples(idx int, src *profile.Source) {
+// addSamples adds the samples of batch, read from file idx. When merging,
+// it first loads the merged entry each sample's stack id leads to, for
+// all samples before adding any: the loads miss the cache (a 1M-sample
+// recording has some 100k entries, spread over megabytes), and made one
+// after the other they overlap, where the lookups of one sample at a time
+// would wait for each in turn.
+func (l *loader) addSamples(idx int, src *profile.Source, batch []item) {
 	if l.merge {
 		var sink int32
-		for i := range l.batch {
-			if id := l.batch[i].StackID; id < uint64(len(l.heads)) {
+		for i := range batch {
+			if id := batch[i].sample.StackID; id < uint64(len(l.heads)) {
 				sink += l.heads[id]
 			}
 		}
-		for i := range l.batch {
-			if id := l.batch[i].StackID; id < uint64(len(l.heads)) {
+		for i := range batch {
+			if id := batch[i].sample.StackID; id < uint64(len(l.heads)) {
 				if e := l.heads[id]; e > 0 && int(e) <= len(l.entries) {
 					sink += l.entries[e-1].space
 				}
@@ -551,14 +605,14 @@ func (l *loader) addSamples(idx int, src *profile.Source) {
 		}
 		l.sink = sink
 	}
-	for i := range l.batch {
-		v := &l.batch[i].Sample
+	for i := range batch {
+		v := &batch[i].sample
 		sp := l.spaces[v.PID]
 		if sp == nil {
 			sp = l.newSpace(nil)
 			l.spaces[v.PID] = sp
 		}
-		l.addSample(v, stackKey{file: idx, space: sp, stack: v.StackID}, l.batch[i].records)
+		l.addSample(v, stackKey{file: idx, space: sp, stack: v.StackID}, batch[i].records)
 		src.Samples++
 		if v.Truncated {
 			l.cut++
@@ -567,7 +621,6 @@ func (l *loader) addSamples(idx int, src *profile.Source) {
 			l.p.Threads[v.TID] = profile.Thread{PID: v.PID, TID: v.TID}
 		}
 	}
-	l.batch = l.batch[:0]
 }
 
 // addSample adds the sample v of stack k, read when records records of its

@@ -79,7 +79,7 @@ func TestNoBPFLeftBehind(t *testing.T) {
 	defer cmd.Process.Kill()
 	pid := cmd.Process.Pid
 	waitFor(t, "culprit's BPF program while attached", loaded(pid))
-	waitSampling(t, pid)
+	waitSampling(t, pid, 1)
 	cmd.Process.Signal(os.Kill)
 	cmd.Wait()
 	// The kernel frees the program after the last event closes.

@@ -215,8 +215,9 @@ func TestPtraceCtrlC(t *testing.T) {
 	}
 	defer cmd.Process.Kill()
 	// Each thread sampled for 200 ms of its CPU time: about 200 samples of
-	// each at 999 Hz; the bound is 100.
-	waitSampling(t, cmd.Process.Pid)
+	// each at 999 Hz; the bound is 100. Sampled from when the collector
+	// has every thread's clock open.
+	waitSampling(t, cmd.Process.Pid, 3)
 	waitThreadsCPU(t, pid, 3, 200*time.Millisecond)
 	cmd.Process.Signal(os.Interrupt)
 	done := make(chan error, 1)

@@ -480,14 +480,16 @@ func TestNoLostSamples(t *testing.T) {
 	}
 
 	// One page cannot hold a sample with 4 KiB of stack: every one is lost,
-	// and record and report say so.
+	// and record and report say so. The kernel reports a drop only with the
+	// next record that fits (a small one: an exit, a mapping), so the count
+	// it reports can fall short of every sample the run took.
 	rec := filepath.Join(dir, "small.rec")
 	_, stderr, code := run(t, "record", "--mmap-pages", "1", "--expr", "hier*@worker@n", "-o", rec, "--", bin, "4")
 	if code != 0 || !strings.Contains(stderr, " lost)") {
 		t.Fatalf("a 1-page ring: exit %d, want the summary to count lost samples\n%s", code, stderr)
 	}
-	if f := flat(t, rec); f.Lost < 30 {
-		t.Errorf("a 1-page ring: %d lost, want every sample (30 or more)", f.Lost)
+	if f := flat(t, rec); f.Lost == 0 || f.Samples != 0 {
+		t.Errorf("a 1-page ring: %d samples written, %d lost; want none written and some lost", f.Samples, f.Lost)
 	}
 	for _, view := range [][]string{{"--exprs"}, {"--callers", "2"}, {"--peek", "worker"}} {
 		out, stderr, _ := run(t, append([]string{"report", rec}, view...)...)

@@ -109,22 +109,25 @@ func waitThreadsCPU(t *testing.T, pid, n int, d time.Duration) {
 	})
 }
 
-// waitSampling waits until the culprit process pid has opened a perf
-// event, as both collectors do on the target's threads to sample them.
-func waitSampling(t *testing.T, pid int) {
+// waitSampling waits until the culprit process pid has opened n perf
+// events, as both collectors do on the target's threads to sample them
+// (the ptrace collector one per thread, after seizing it: the first one
+// open says nothing of the other threads).
+func waitSampling(t *testing.T, pid, n int) {
 	t.Helper()
 	dir := fmt.Sprintf("/proc/%d/fd/", pid)
-	waitFor(t, fmt.Sprintf("culprit (%d) to open perf events", pid), func() bool {
+	waitFor(t, fmt.Sprintf("culprit (%d) to open %d perf events", pid, n), func() bool {
 		es, err := os.ReadDir(dir)
 		if err != nil {
 			t.Fatalf("culprit (%d) is gone", pid)
 		}
+		open := 0
 		for _, e := range es {
 			if l, _ := os.Readlink(dir + e.Name()); l == "anon_inode:[perf_event]" {
-				return true
+				open++
 			}
 		}
-		return false
+		return open >= n
 	})
 }
 
@@ -147,7 +150,7 @@ func attachFor(t *testing.T, pid int, d time.Duration, args ...string) {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
-	waitSampling(t, cmd.Process.Pid)
+	waitSampling(t, cmd.Process.Pid, 1)
 	waitCPU(t, pid, d)
 	cmd.Process.Signal(os.Interrupt)
 	done := make(chan error, 1)

@@ -259,6 +259,7 @@ func TestHistoryCheck(t *testing.T) {
 		if out, _, code := inDir(t, repo, "models", "--format", "svg", "--func", "^scan$"); code != 0 || !strings.Contains(out, "<svg") || !strings.Contains(out, "scan: quadratic") {
 			t.Errorf("models svg: exit %d\n%.300s", code, out)
 		}
+		viewHistory(t, repo, added[4][0])
 		// Stored runs read as @REV by the other commands.
 		out, stderr, code = inDir(t, repo, "report", "@HEAD:n=9000")
 		if code != 0 || !strings.Contains(out, "scan") {
@@ -443,5 +444,31 @@ func TestModelsCallOrder(t *testing.T) {
 	mustRun(t, "trace", "-f", "main", "-o", one, "--", bin)
 	if _, stderr, code := run(t, "models", "--x", "call-order", one); code != 1 || !strings.Contains(stderr, "3 or more calls") {
 		t.Errorf("one call: exit %d, %s", code, stderr)
+	}
+}
+
+// viewHistory checks culprit view's pages of the store, run in repo on
+// one of its recordings: the stored runs and HEAD's check show what
+// culprit history list and culprit check print, the models page what
+// culprit models prints, with a curve per function.
+func viewHistory(t *testing.T, repo, rec string) {
+	t.Helper()
+	ctx := chrome(t)
+	base, _ := startViewIn(t, repo, rec)
+	same := func(page, got, want string) {
+		t.Helper()
+		if strings.TrimSpace(got) != strings.TrimSpace(want) {
+			t.Errorf("%s page shows\n%s\nwant what the command prints:\n%s", page, got, want)
+		}
+	}
+	list, _, _ := inDir(t, repo, "history", "list")
+	same("stored runs", openPage(t, ctx, base, "history", "runs"), list)
+	check, _, _ := inDir(t, repo, "check")
+	same("HEAD's check", eval[string](t, ctx, `document.querySelector("#check pre").textContent`), check)
+	models, _, _ := inDir(t, repo, "models")
+	same("models", openPage(t, ctx, base, "models", "models"), models)
+	curves := eval[[]string](t, ctx, `Array.from(document.querySelectorAll("#curves svg text")).map(e => e.textContent).filter(s => s.includes(": "))`)
+	if !strings.Contains(strings.Join(curves, "\n"), "scan: quadratic") {
+		t.Errorf("models page: no curve titled scan: quadratic among %q", curves)
 	}
 }

@@ -60,7 +60,14 @@ func (b *lockedBuffer) String() string {
 // standard error; the server is interrupted when the test ends.
 func startView(t *testing.T, args ...string) (string, *lockedBuffer) {
 	t.Helper()
+	return startViewIn(t, "", args...)
+}
+
+// startViewIn is startView in the directory dir.
+func startViewIn(t *testing.T, dir string, args ...string) (string, *lockedBuffer) {
+	t.Helper()
 	cmd := exec.Command(culprit, append([]string{"view"}, args...)...)
+	cmd.Dir = dir
 	stderr := &lockedBuffer{}
 	cmd.Stderr = stderr
 	out, err := cmd.StdoutPipe()
@@ -116,7 +123,8 @@ func TestViewSecurity(t *testing.T) {
 		t.Fatalf("GET %s: %d, want the index page\n%s", base, code, body)
 	}
 	for _, p := range []string{"/", "/time", "/time/data", "/pprof/all/flamegraph", "/pprof/all/download",
-		"/offcpu/flamegraph", "/latency", "/contexts/heatmap", "/diagnose", "/trace", "/variance",
+		"/offcpu/flamegraph", "/latency", "/contexts/heatmap", "/contexts/cct", "/diagnose", "/trace", "/variance",
+		"/history", "/models", "/latency?from=0s&to=1s",
 		"/" + token[:len(token)-1] + "0/", "/x" + token + "/time/data", "/time/data?token=" + token} {
 		if code, _ := get(t, root+p); code != http.StatusForbidden {
 			t.Errorf("GET %s without the token: %d, want 403", p, code)
@@ -147,6 +155,11 @@ func TestViewSecurity(t *testing.T) {
 		"diagnose?normal=" + q + "&buggy=" + q,
 		"trace?file=" + q,
 		"variance?i=" + q,
+		"latency?from=" + q + "&to=" + q,
+		"time?f=" + q,
+		"time/data?f=" + q,
+		"history?store=" + q,
+		"models?store=" + q + "&rev=" + q,
 		url.PathEscape(rel),
 	} {
 		code, body := get(t, base+p)
@@ -506,6 +519,37 @@ func TestViewAnalysesBrowser(t *testing.T) {
 	}
 	if colored := coloredShare(t, shot); colored < 0.01 {
 		t.Errorf("contexts heat map: %.3f of its pixels colored, want a visible heat map", colored)
+	}
+	// The calling-context tree, laid out by graphviz: the nodes culprit
+	// contexts --format dot draws, those on ranked paths filled.
+	testutil.NeedTool(t, "dot")
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(kernel+"contexts"),
+		chromedp.WaitVisible(chromedp.CSS(`#cct iframe`)),
+		chromedp.Navigate(kernel+"contexts/cct"),
+		chromedp.WaitReady(chromedp.CSS(`g.node`)),
+	); err != nil {
+		t.Fatalf("contexts CCT: %v", err)
+	}
+	nodes := eval[[]string](t, ctx, `Array.from(document.querySelectorAll("g.node > title")).map(e => e.textContent)`)
+	filled := eval[int](t, ctx, `document.querySelectorAll('g.node polygon[fill="#ffe0d0"], g.node polygon[fill="#ff9f80"]').length`)
+	dot := mustRun(t, "contexts", "--base", fast, "--buggy", slow, "--format", "dot")
+	want := regexp.MustCompile(`(?m)^\s*(n\d+) \[label=`).FindAllStringSubmatch(dot, -1)
+	wantSet := map[string]bool{}
+	for _, m := range want {
+		wantSet[m[1]] = true
+	}
+	gotSet := map[string]bool{}
+	for _, n := range nodes {
+		gotSet[n] = true
+	}
+	if len(wantSet) < 2 || len(gotSet) != len(wantSet) || filled == 0 {
+		t.Errorf("contexts CCT: %d nodes (%d filled), want the %d of culprit contexts --format dot, the ranked paths' filled", len(gotSet), filled, len(wantSet))
+	}
+	for n := range wantSet {
+		if !gotSet[n] {
+			t.Errorf("contexts CCT: no node %s of culprit contexts --format dot", n)
+		}
 	}
 	// The time view marks their system calls and context switches.
 	if err := chromedp.Do(ctx,

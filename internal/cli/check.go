@@ -80,75 +80,16 @@ severity, confidence and location in detail: docs/history.md (Check).`,
 			if targetRev == "" {
 				targetRev = "HEAD"
 			}
-			target, _, err := commitOf(targetRev)
-			if err != nil {
-				return err
-			}
 			st, err := openStore()
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			tRuns, err := st.Runs(target)
+			h, res, err := checkCommits(st, baseRev, targetRev, x, check.Options{Threshold: threshold / 100, Z: z, Arg: arg})
 			if err != nil {
 				return err
 			}
-			if len(tRuns) == 0 {
-				return fmt.Errorf("no runs of %s (%s) in %s: culprit run -- CMD on that commit stores them", targetRev, target[:12], st.Where())
-			}
-			var base string
-			if baseRev != "" {
-				if base, _, err = commitOf(baseRev); err != nil {
-					return err
-				}
-			} else {
-				anc, err := ancestors(target+"~1", 1000)
-				if err != nil {
-					return fmt.Errorf("%s has no parent to compare with: give BASE..TARGET", targetRev)
-				}
-				stored, err := st.Runs()
-				if err != nil {
-					return err
-				}
-				have := map[string]bool{}
-				for _, r := range stored {
-					have[r.Commit] = true
-				}
-				for _, a := range anc {
-					if have[a] {
-						base = a
-						break
-					}
-				}
-				if base == "" {
-					return fmt.Errorf("no ancestor of %s has stored runs: store runs of an earlier commit, or give BASE..TARGET", targetRev)
-				}
-			}
-			bRuns, err := st.Runs(base)
-			if err != nil {
-				return err
-			}
-			if len(bRuns) == 0 {
-				return fmt.Errorf("no runs of %s (%s) in %s", baseRev, base[:12], st.Where())
-			}
-			xname, err := pickX(append(append([]store.Run(nil), bRuns...), tRuns...), x)
-			if err != nil {
-				return err
-			}
-			bc, err := checkRuns(st, bRuns, xname, true)
-			if err != nil {
-				return err
-			}
-			tc, err := checkRuns(st, tRuns, xname, true)
-			if err != nil {
-				return err
-			}
-			res := check.Compare(bc, tc, check.Options{Threshold: threshold / 100, Z: z, XName: xname, Arg: arg})
-			if res.Pairs == 0 {
-				return fmt.Errorf("no run of %s pairs with a run of %s (same workload, parameters and collector options): culprit history list shows them", base[:12], target[:12])
-			}
-			h := render.CheckHeader{Base: base, Target: target, BaseRuns: len(bRuns), TgtRuns: len(tRuns),
-				Threshold: threshold / 100, Z: z, FailAbove: failAbove / 100, XName: xname}
+			h.FailAbove = failAbove / 100
 			err = writeOutput(c.OutOrStdout(), output, func(w io.Writer) error {
 				switch format {
 				case "json":
@@ -224,4 +165,79 @@ func writeHook(stdout io.Writer, cmds []string) error {
 
 func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
+
+// checkCommits compares the stored runs of targetRev with those of baseRev
+// (when "", its nearest ancestor with stored runs), the model methods
+// against the parameter x (when "", the one that varies).
+func checkCommits(st *store.Store, baseRev, targetRev, x string, o check.Options) (render.CheckHeader, check.Result, error) {
+	fail := func(err error) (render.CheckHeader, check.Result, error) {
+		return render.CheckHeader{}, check.Result{}, err
+	}
+	target, _, err := commitOf(targetRev)
+	if err != nil {
+		return fail(err)
+	}
+	tRuns, err := st.Runs(target)
+	if err != nil {
+		return fail(err)
+	}
+	if len(tRuns) == 0 {
+		return fail(fmt.Errorf("no runs of %s (%s) in %s: culprit run -- CMD on that commit stores them", targetRev, target[:12], st.Where()))
+	}
+	var base string
+	if baseRev != "" {
+		if base, _, err = commitOf(baseRev); err != nil {
+			return fail(err)
+		}
+	} else {
+		anc, err := ancestors(target+"~1", 1000)
+		if err != nil {
+			return fail(fmt.Errorf("%s has no parent to compare with: give BASE..TARGET", targetRev))
+		}
+		stored, err := st.Runs()
+		if err != nil {
+			return fail(err)
+		}
+		have := map[string]bool{}
+		for _, r := range stored {
+			have[r.Commit] = true
+		}
+		for _, a := range anc {
+			if have[a] {
+				base = a
+				break
+			}
+		}
+		if base == "" {
+			return fail(fmt.Errorf("no ancestor of %s has stored runs: store runs of an earlier commit, or give BASE..TARGET", targetRev))
+		}
+	}
+	bRuns, err := st.Runs(base)
+	if err != nil {
+		return fail(err)
+	}
+	if len(bRuns) == 0 {
+		return fail(fmt.Errorf("no runs of %s (%s) in %s", baseRev, base[:12], st.Where()))
+	}
+	xname, err := pickX(append(append([]store.Run(nil), bRuns...), tRuns...), x)
+	if err != nil {
+		return fail(err)
+	}
+	bc, err := checkRuns(st, bRuns, xname, true)
+	if err != nil {
+		return fail(err)
+	}
+	tc, err := checkRuns(st, tRuns, xname, true)
+	if err != nil {
+		return fail(err)
+	}
+	o.XName = xname
+	res := check.Compare(bc, tc, o)
+	if res.Pairs == 0 {
+		return fail(fmt.Errorf("no run of %s pairs with a run of %s (same workload, parameters and collector options): culprit history list shows them", base[:12], target[:12]))
+	}
+	h := render.CheckHeader{Base: base, Target: target, BaseRuns: len(bRuns), TgtRuns: len(tRuns),
+		Threshold: o.Threshold, Z: o.Z, XName: xname}
+	return h, res, nil
 }

@@ -211,45 +211,14 @@ parameters and the non-parametric fits in detail: docs/history.md (Models).`,
 			if len(args) == 1 {
 				rev = strings.TrimPrefix(args[0], "@")
 			}
-			hash, _, err := commitOf(rev)
-			if err != nil {
-				return err
-			}
 			st, err := openStore()
 			if err != nil {
 				return err
 			}
 			defer st.Close()
-			runs, err := st.Runs(hash)
+			fs, xname, err := modelsAt(st, rev, x, workload, re, minShare/100)
 			if err != nil {
 				return err
-			}
-			if workload != "" {
-				var keep []store.Run
-				for _, r := range runs {
-					if r.Workload == workload {
-						keep = append(keep, r)
-					}
-				}
-				runs = keep
-			}
-			if len(runs) == 0 {
-				return fmt.Errorf("no runs of %s (%s) in %s: culprit run --param n=... -- CMD stores them", rev, hash[:12], st.Where())
-			}
-			xname, err := pickX(runs, x)
-			if err != nil {
-				return err
-			}
-			if xname == "" {
-				return fmt.Errorf("no numeric parameter varies across the %d runs of %s: store runs at several input sizes (culprit run --param n=1000 -- CMD)", len(runs), rev)
-			}
-			crs, err := checkRuns(st, runs, xname, false)
-			if err != nil {
-				return err
-			}
-			fs := fitFunctions(crs, re, minShare/100)
-			if len(fs) == 0 {
-				return fmt.Errorf("no function has runs at %d or more values of %s in %s", models.MinPoints, xname, rev)
 			}
 			return writeModels(c.OutOrStdout(), output, format, fs, xname)
 		},
@@ -262,6 +231,49 @@ parameters and the non-parametric fits in detail: docs/history.md (Models).`,
 	f.StringVar(&format, "format", "text", "output format: text, json or svg (scatter plots with the fitted curves)")
 	f.StringVarP(&output, "output", "o", "-", "file to write (- for standard output)")
 	return c
+}
+
+// modelsAt fits the functions (matching re, when not nil) of the stored
+// runs of rev (of workload, when not "") against the parameter x (when
+// "", the one that varies), those with at least minShare of some run's
+// samples; and returns the parameter's name.
+func modelsAt(st *store.Store, rev, x, workload string, re *regexp.Regexp, minShare float64) ([]models.Function, string, error) {
+	hash, _, err := commitOf(rev)
+	if err != nil {
+		return nil, "", err
+	}
+	runs, err := st.Runs(hash)
+	if err != nil {
+		return nil, "", err
+	}
+	if workload != "" {
+		var keep []store.Run
+		for _, r := range runs {
+			if r.Workload == workload {
+				keep = append(keep, r)
+			}
+		}
+		runs = keep
+	}
+	if len(runs) == 0 {
+		return nil, "", fmt.Errorf("no runs of %s (%s) in %s: culprit run --param n=... -- CMD stores them", rev, hash[:12], st.Where())
+	}
+	xname, err := pickX(runs, x)
+	if err != nil {
+		return nil, "", err
+	}
+	if xname == "" {
+		return nil, "", fmt.Errorf("no numeric parameter varies across the %d runs of %s: store runs at several input sizes (culprit run --param n=1000 -- CMD)", len(runs), rev)
+	}
+	crs, err := checkRuns(st, runs, xname, false)
+	if err != nil {
+		return nil, "", err
+	}
+	fs := fitFunctions(crs, re, minShare)
+	if len(fs) == 0 {
+		return nil, "", fmt.Errorf("no function has runs at %d or more values of %s in %s", models.MinPoints, xname, rev)
+	}
+	return fs, xname, nil
 }
 
 // fitFunctions fits each function of each series with points at enough x

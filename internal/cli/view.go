@@ -7,19 +7,25 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"os"
 	"os/exec"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/culprit-dev/culprit/internal/analysis/check"
 	"github.com/culprit-dev/culprit/internal/analysis/introperf"
+	"github.com/culprit-dev/culprit/internal/analysis/models"
 	"github.com/culprit-dev/culprit/internal/analysis/variance"
 	"github.com/culprit-dev/culprit/internal/analysis/vprof"
 	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/recording"
+	"github.com/culprit-dev/culprit/internal/render"
+	"github.com/culprit-dev/culprit/internal/store"
 	"github.com/culprit-dev/culprit/internal/view"
 )
 
@@ -195,7 +201,50 @@ func viewInputs(ff *filterFlags, paths, bases []string, stderr io.Writer) (view.
 			return diagnoseRuns(bases, paths, vprof.DefaultOptions(), false, window, stderr)
 		}
 	}
+	if storeExists() {
+		in.Runs = func() ([]store.Run, error) {
+			st, err := openStore()
+			if err != nil {
+				return nil, err
+			}
+			defer st.Close()
+			return st.Runs()
+		}
+		in.Models = func() ([]models.Function, string, error) {
+			st, err := openStore()
+			if err != nil {
+				return nil, "", err
+			}
+			defer st.Close()
+			return modelsAt(st, "HEAD", "", "", nil, 0.01)
+		}
+		in.Check = func() (render.CheckHeader, check.Result, error) {
+			st, err := openStore()
+			if err != nil {
+				return render.CheckHeader{}, check.Result{}, err
+			}
+			defer st.Close()
+			h, res, err := checkCommits(st, "", "HEAD", "", check.Options{Threshold: 0.15, Z: 3})
+			h.FailAbove = h.Threshold
+			return h, res, err
+		}
+	}
 	return in, nil
+}
+
+// storeExists reports whether there is a history store to show without
+// making one: --store or $CULPRIT_STORE, or .culprit at the root of the
+// git repository culprit runs in.
+func storeExists() bool {
+	if storeSpec != "" || os.Getenv("CULPRIT_STORE") != "" {
+		return true
+	}
+	root, err := repoRoot()
+	if err != nil {
+		return false
+	}
+	_, err = os.Stat(filepath.Join(root, store.Dir))
+	return err == nil
 }
 
 // loopback reports whether host names only this machine.

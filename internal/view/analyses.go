@@ -1,12 +1,17 @@
 package view
 
 import (
+	"bytes"
+	"context"
+	"errors"
 	"fmt"
 	"html/template"
 	"io"
 	"net/http"
+	"os/exec"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/culprit-dev/culprit/internal/analysis/exprs"
 	"github.com/culprit-dev/culprit/internal/analysis/introperf"
@@ -118,7 +123,7 @@ var latencyPage = Page{
 var contextsPage = Page{
 	Path:  "contexts",
 	Title: "Contexts",
-	About: "the calling contexts whose latency grew most from the base run, as a heat map and ranked paths (IntroPerf; culprit contexts)",
+	About: "the calling contexts whose latency grew most from the base run, as a heat map, ranked paths and the calling-context tree of both runs (IntroPerf; culprit contexts)",
 	Needs: func(s *Server) string {
 		if s.in.Contexts == nil {
 			return "needs a base run (--base FILE) and recordings with system call or context switch events: culprit record --events cpu,syscalls,sched"
@@ -147,7 +152,29 @@ var contextsPage = Page{
 			s.report(w, "Contexts", rng, []section{
 				{ID: "heatmap", Title: "Heat map of the ranked paths", Frame: "contexts/heatmap" + rng.Query()},
 				{ID: "paths", Title: "Ranked paths", Text: t},
+				{ID: "cct", Title: "Calling-context tree of both runs (buggy red, base blue; ranked paths filled)", Frame: "contexts/cct" + rng.Query()},
 			})
+		})
+		mux.HandleFunc("GET /contexts/cct", func(w http.ResponseWriter, r *http.Request) {
+			rng, err := requestRange(r)
+			if err != nil {
+				s.badRange(w, "Contexts", err)
+				return
+			}
+			c, err := cmp.get(rng, s.in.Contexts)
+			var svg []byte
+			if err == nil {
+				var dot bytes.Buffer
+				if err = render.ContextsDOT(&dot, c); err == nil {
+					svg, err = layout(r.Context(), dot.Bytes())
+				}
+			}
+			if err != nil {
+				s.fail(w, "Contexts", err)
+				return
+			}
+			w.Header().Set("Content-Type", "image/svg+xml")
+			_, _ = w.Write(svg)
 		})
 		mux.HandleFunc("GET /contexts/heatmap", func(w http.ResponseWriter, r *http.Request) {
 			rng, err := requestRange(r)
@@ -315,4 +342,24 @@ var variancePage = Page{
 			s.report(w, "Variance tree", rng, []section{{ID: "variance", Title: "Factors and tree", Text: t}})
 		})
 	},
+}
+
+// layout draws a graph of graphviz's dot language as SVG with graphviz's
+// dot, as pprof's graph view does: laying out a graph is graphviz's trade,
+// and no Go library does it.
+func layout(ctx context.Context, dot []byte) ([]byte, error) {
+	path, err := exec.LookPath("dot")
+	if err != nil {
+		return nil, errors.New("drawing the calling-context tree needs graphviz's dot: install graphviz (apt-get install graphviz)")
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, path, "-Tsvg")
+	cmd.Stdin = bytes.NewReader(dot)
+	var out, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &stderr
+	if err := cmd.Run(); err != nil {
+		return nil, fmt.Errorf("graphviz's dot: %v: %s", err, strings.TrimSpace(stderr.String()))
+	}
+	return out.Bytes(), nil
 }

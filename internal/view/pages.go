@@ -44,4 +44,6 @@ var Pages = []Page{
 	diagnosePage,
 	tracePage,
 	variancePage,
+	historyPage,
+	modelsPage,
 }

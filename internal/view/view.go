@@ -8,7 +8,9 @@
 // of its path (/TOKEN/...); others are refused with 403, so other users of
 // the machine cannot read the profiles. The server reads no file after it
 // starts other than the recorded objects and sources pprof's source and
-// disassembly views name: no request parameter is a path.
+// disassembly views name, and the history store cli hands over: no request
+// parameter is a path. The calling-context tree is laid out by graphviz's
+// dot, fed on its standard input.
 package view
 
 import (
@@ -26,11 +28,14 @@ import (
 
 	pprof "github.com/google/pprof/profile"
 
+	"github.com/culprit-dev/culprit/internal/analysis/check"
 	"github.com/culprit-dev/culprit/internal/analysis/introperf"
+	"github.com/culprit-dev/culprit/internal/analysis/models"
 	"github.com/culprit-dev/culprit/internal/analysis/variance"
 	"github.com/culprit-dev/culprit/internal/analysis/vprof"
 	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/render"
+	"github.com/culprit-dev/culprit/internal/store"
 )
 
 //go:embed pages/*.html
@@ -57,6 +62,13 @@ type Inputs struct {
 	Contexts func(Range) (introperf.Comparison, error) // Base's contexts against Profile's
 	Diagnose func(Range) (*vprof.Result, error)        // Base as normal runs, Profile as buggy
 	Variance func(Range) (*variance.Result, error)     // the variance tree of a recording of culprit variance
+
+	// The history store of the repository the server runs in, or nil:
+	// its runs, the models of HEAD's runs (and the parameter's name), and
+	// HEAD checked against its nearest ancestor with stored runs.
+	Runs   func() ([]store.Run, error)
+	Models func() ([]models.Function, string, error)
+	Check  func() (render.CheckHeader, check.Result, error)
 }
 
 // Server answers the requests of one view of a profile.

@@ -552,10 +552,115 @@ func flipProgram(m maps) asm.Instructions {
 	}
 }
 
+// ArgKind is where a USDT argument is.
+type ArgKind uint8
+
+// The kinds of USDT argument operands.
+const (
+	ArgConst ArgKind = iota + 1 // $imm: Off is the value
+	ArgReg                      // %reg: the register
+	ArgMem                      // off(%reg): memory at the register plus Off
+)
+
+// ArgSpec is one USDT probe argument as sys/sdt.h describes it
+// ("SIZE@OPERAND", e.g. -4@%edi, 8@-8(%rbp), 4@$5): where its value is at
+// the probe and how many bytes it has.
+type ArgSpec struct {
+	Kind ArgKind
+	Reg  int16 // pt_regs offset of the register (RegOffset)
+	Off  int64
+	Size int // 1, 2, 4 or 8 bytes
+}
+
+// regOffsets are the pt_regs offsets (x86-64) of the registers by every
+// name an operand may give them.
+var regOffsets = func() map[string]int16 {
+	m := map[string]int16{}
+	add := func(off int16, names ...string) {
+		for _, n := range names {
+			m[n] = off
+		}
+	}
+	add(0, "r15", "r15d", "r15w", "r15b")
+	add(8, "r14", "r14d", "r14w", "r14b")
+	add(16, "r13", "r13d", "r13w", "r13b")
+	add(24, "r12", "r12d", "r12w", "r12b")
+	add(32, "rbp", "ebp", "bp", "bpl")
+	add(40, "rbx", "ebx", "bx", "bl")
+	add(48, "r11", "r11d", "r11w", "r11b")
+	add(56, "r10", "r10d", "r10w", "r10b")
+	add(64, "r9", "r9d", "r9w", "r9b")
+	add(72, "r8", "r8d", "r8w", "r8b")
+	add(80, "rax", "eax", "ax", "al")
+	add(88, "rcx", "ecx", "cx", "cl")
+	add(96, "rdx", "edx", "dx", "dl")
+	add(104, "rsi", "esi", "si", "sil")
+	add(112, "rdi", "edi", "di", "dil")
+	add(128, "rip")
+	add(152, "rsp", "esp", "sp", "spl")
+	return m
+}()
+
+// RegOffset is the pt_regs offset of an x86-64 register named as in an
+// AT&T operand without its %, e.g. "edi" or "r12".
+func RegOffset(name string) (int16, bool) {
+	off, ok := regOffsets[name]
+	return off, ok
+}
+
+// usdtArgs fills the argument slots of the record at rTmp from the
+// probe's ArgSpecs, chosen by the probe id in slProbe, over the registers
+// copied before. A memory operand that cannot be read leaves its slot 0.
+func (b *builder) usdtArgs(points []Probe) {
+	done := b.NewLabel("argsdone")
+	for _, p := range points {
+		if len(p.Args) == 0 {
+			continue
+		}
+		next := b.NewLabel("argsnext")
+		b.Emit(
+			asm.LoadMem(asm.R1, asm.RFP, slProbe, asm.Word),
+			asm.JNE.Imm(asm.R1, int32(p.ID), next),
+		)
+		for i, a := range p.Args {
+			if i >= MaxArgs {
+				break
+			}
+			slot := rArgs + int16(8*i)
+			switch a.Kind {
+			case ArgConst:
+				b.Emit(asm.LoadImm(asm.R1, a.Off, asm.DWord), asm.StoreMem(rTmp, slot, asm.R1, asm.DWord))
+			case ArgReg:
+				b.Emit(asm.LoadMem(asm.R1, rCtx, a.Reg, asm.DWord), asm.StoreMem(rTmp, slot, asm.R1, asm.DWord))
+			case ArgMem:
+				size := int32(a.Size)
+				if size < 1 || size > 8 {
+					size = 8
+				}
+				b.Emit(
+					asm.Mov.Imm(asm.R1, 0), // the bytes not read stay 0
+					asm.StoreMem(rTmp, slot, asm.R1, asm.DWord),
+					asm.LoadMem(asm.R3, rCtx, a.Reg, asm.DWord),
+					asm.LoadImm(asm.R1, a.Off, asm.DWord),
+					asm.Add.Reg(asm.R3, asm.R1),
+					asm.Mov.Reg(asm.R1, rTmp),
+					asm.Add.Imm(asm.R1, int32(slot)),
+					asm.Mov.Imm(asm.R2, size),
+					asm.FnProbeReadUser.Call(),
+				)
+			}
+		}
+		b.Emit(asm.Ja.Label(done))
+		b.Mark(next)
+	}
+	b.Mark(done)
+}
+
 // hitProgram runs at a point probe (a source line, a USDT probe): it
 // writes a record of the hit, at the depth and under the traced caller
-// of the thread's shadow stack, without touching the stack.
-func hitProgram(m maps, o progOptions) asm.Instructions {
+// of the thread's shadow stack, without touching the stack; with the
+// points' ArgSpecs, their USDT arguments too.
+func hitProgram(m maps, o progOptions, points []Probe) asm.Instructions {
 	b := &builder{m: m, o: o}
 	b.Emit(
 		asm.Mov.Reg(rCtx, asm.R1),
@@ -613,6 +718,7 @@ func hitProgram(m maps, o progOptions) asm.Instructions {
 		}
 		b.Emit(asm.StoreMem(rTmp, rArgs+8*int16(i), asm.R1, asm.DWord))
 	}
+	b.usdtArgs(points)
 	b.Emit(
 		asm.FnGetCurrentPidTgid.Call(),
 		asm.StoreMem(rTmp, rPidTgid, asm.R0, asm.DWord),

@@ -66,6 +66,9 @@ type Probe struct {
 	// RefCtr is the file offset of a USDT semaphore the kernel counts up
 	// while the probe is set (0: none).
 	RefCtr uint64
+	// Args are a USDT point probe's arguments, recorded in the call
+	// record's argument slots.
+	Args []ArgSpec
 }
 
 // Tracer holds the loaded programs, their maps and the attached links.
@@ -82,7 +85,10 @@ type Tracer struct {
 	rd                             *ringbuf.Reader
 	// loadHit loads the point-probe program, the first time a point probe
 	// is set: a trace without point probes does without it.
-	loadHit func() (*ebpf.Program, error)
+	loadHit func(points []Probe) (*ebpf.Program, error)
+	// argHits are point-probe programs that also read USDT arguments, one
+	// per attachPoints call with such probes.
+	argHits []*ebpf.Program
 	// refused are the probes the kernel would not set (see Attach).
 	refused map[uint32]bool
 }
@@ -163,9 +169,9 @@ func New(o Options) (*Tracer, error) {
 	// Named as internal/sampleprog's program is: culprit_PID.
 	name := fmt.Sprintf("culprit_%d", os.Getpid()%10000000)
 	t.entry = load(name, entryProgram(m, progOptions{Go: o.Go, Args: o.Args, Sampling: o.Sampling, Timed: o.TimedHz > 0, MaxDepth: int32(o.MaxDepth)}))
-	t.loadHit = func() (*ebpf.Program, error) {
+	t.loadHit = func(points []Probe) (*ebpf.Program, error) {
 		p, err := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Name: name, Type: ebpf.Kprobe, AttachType: attach,
-			License: "GPL", Instructions: hitProgram(m, progOptions{Go: o.Go, Args: o.Args})}, ebpf.ProgramOptions{LogSizeStart: 1 << 20})
+			License: "GPL", Instructions: hitProgram(m, progOptions{Go: o.Go, Args: o.Args}, points)}, ebpf.ProgramOptions{LogSizeStart: 1 << 20})
 		if err != nil {
 			return nil, explain(fmt.Errorf("loading %s: %w", name, err))
 		}
@@ -398,12 +404,24 @@ func attachSplit(offs, cookies []uint64, try func(offs, cookies []uint64) (link.
 // attachPoints sets point probes: the hit program at each offset, with
 // USDT semaphores counted up while set.
 func (t *Tracer) attachPoints(ex *link.Executable, path string, points []Probe, pid int) error {
-	if t.hit == nil {
-		p, err := t.loadHit()
+	hit := t.hit
+	withArgs := false
+	for _, p := range points {
+		withArgs = withArgs || len(p.Args) > 0
+	}
+	if withArgs {
+		p, err := t.loadHit(points)
 		if err != nil {
 			return err
 		}
-		t.hit = p
+		t.argHits = append(t.argHits, p)
+		hit = p
+	} else if hit == nil {
+		p, err := t.loadHit(nil)
+		if err != nil {
+			return err
+		}
+		t.hit, hit = p, p
 	}
 	var offs, cookies, refs []uint64
 	anyRef := false
@@ -418,7 +436,7 @@ func (t *Tracer) attachPoints(ex *link.Executable, path string, points []Probe, 
 		if anyRef {
 			opts.RefCtrOffsets = refs
 		}
-		l, err := ex.UprobeMulti(nil, t.hit, opts)
+		l, err := ex.UprobeMulti(nil, hit, opts)
 		if err != nil {
 			return fmt.Errorf("attaching %d point probes to %s: %w", len(offs), path, explain(err))
 		}
@@ -426,7 +444,7 @@ func (t *Tracer) attachPoints(ex *link.Executable, path string, points []Probe, 
 		return nil
 	}
 	for i, off := range offs {
-		l, err := ex.Uprobe("", t.hit, &link.UprobeOptions{Address: off, Cookie: cookies[i], PID: pid, RefCtrOffset: refs[i]})
+		l, err := ex.Uprobe("", hit, &link.UprobeOptions{Address: off, Cookie: cookies[i], PID: pid, RefCtrOffset: refs[i]})
 		if err != nil {
 			return fmt.Errorf("attaching a point probe to %s at %#x: %w", path, off, explain(err))
 		}
@@ -684,7 +702,7 @@ func (t *Tracer) Close() {
 		unix.Close(t.clockFD)
 		t.clockFD = -1
 	}
-	for _, p := range []*ebpf.Program{t.entry, t.ret, t.retInsn, t.flip, t.hit} {
+	for _, p := range append([]*ebpf.Program{t.entry, t.ret, t.retInsn, t.flip, t.hit}, t.argHits...) {
 		if p != nil {
 			p.Close()
 		}

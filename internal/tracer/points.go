@@ -10,6 +10,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/culprit-dev/culprit/internal/traceprog"
 )
 
 // Point probes: a source line (--line FILE:LINE) or a USDT probe
@@ -102,51 +104,99 @@ func lineAddrs(f *elf.File, obj, spec string) ([]uint64, error) {
 }
 
 // usdtSite is one USDT probe site: its address and semaphore (0: none),
-// ELF virtual addresses.
+// ELF virtual addresses, and its argument operands as the note gives them.
 type usdtSite struct {
 	pc, sem uint64
-	args    string // the note's argument specs, e.g. "8@%rdi -4@%esi"
+	args    string
 }
 
-// usdtParams names a USDT probe's arguments that its note places in the C
-// argument registers the point probe copies (rdi, rsi, rdx, rcx, r8, r9),
-// as Params at those registers' positions: "argN:code:" (N from 1, code
-// from the spec's size and sign). Registers no argument uses are "_:u8:";
-// arguments elsewhere (memory, constants, other registers) are not named.
-func usdtParams(args string) []string {
-	pos := map[string]int{"rdi": 0, "edi": 0, "rsi": 1, "esi": 1, "rdx": 2, "edx": 2, "rcx": 3, "ecx": 3, "r8": 4, "r8d": 4, "r9": 5, "r9d": 5}
-	out := make([]string, 6)
-	last := -1
-	for i, a := range strings.Fields(args) {
-		size, loc, ok := strings.Cut(a, "@")
-		if !ok || !strings.HasPrefix(loc, "%") {
-			continue
+// ParseUSDTArgs reads a USDT probe's argument operands, as sys/sdt.h
+// writes them into the note on x86-64: space-separated SIZE@OPERAND, SIZE
+// the bytes, negative for a signed value (-4@%edi, 8@-8(%rbp), 4@$5,
+// 8@(%rax)); without SIZE@, 8 bytes unsigned. It returns the specs and the
+// "argN:code:type" parameters, up to the first operand it cannot read
+// (a symbol relative to %rip, or base+index·scale), and says why it
+// stopped there ("" when it read them all).
+func ParseUSDTArgs(s string) ([]traceprog.ArgSpec, []string, string) {
+	return parseUSDTArgs(s, nil)
+}
+
+// parseUSDTArgs is ParseUSDTArgs with global(%rip) operands too: global
+// resolves a symbol to the run-time offset from the probe's instruction
+// pointer to it.
+func parseUSDTArgs(s string, global func(sym string) (int64, bool)) ([]traceprog.ArgSpec, []string, string) {
+	var specs []traceprog.ArgSpec
+	var params []string
+	for i, op := range strings.Fields(s) {
+		if i >= traceprog.MaxArgs {
+			return specs, params, fmt.Sprintf("only the first %d arguments are recorded", traceprog.MaxArgs)
 		}
-		p, ok := pos[loc[1:]]
-		if !ok {
-			continue
+		size := 8
+		if at := strings.Index(op, "@"); at > 0 {
+			n, err := strconv.Atoi(op[:at])
+			if err != nil {
+				return specs, params, fmt.Sprintf("argument %d %q: unknown size", i+1, op)
+			}
+			size, op = n, op[at+1:]
 		}
-		n, err := strconv.Atoi(size)
-		if err != nil || n == 0 || n < -8 || n > 8 {
-			continue
+		abs := size
+		if abs < 0 {
+			abs = -abs
 		}
-		code := "u"
-		if n < 0 {
-			code, n = "i", -n
+		if abs != 1 && abs != 2 && abs != 4 && abs != 8 {
+			return specs, params, fmt.Sprintf("argument %d: size %d", i+1, size)
 		}
-		out[p] = fmt.Sprintf("arg%d:%s%d:", i+1, code, n)
-		last = max(last, p)
+		a := traceprog.ArgSpec{Size: abs}
+		switch {
+		case strings.HasPrefix(op, "$"):
+			v, err := strconv.ParseInt(op[1:], 0, 64)
+			if err != nil {
+				return specs, params, fmt.Sprintf("argument %d %q: not a number", i+1, op)
+			}
+			a.Kind, a.Off = traceprog.ArgConst, v
+		case strings.HasPrefix(op, "%"):
+			r, ok := traceprog.RegOffset(op[1:])
+			if !ok {
+				return specs, params, fmt.Sprintf("argument %d: register %s", i+1, op)
+			}
+			a.Kind, a.Reg = traceprog.ArgReg, r
+		case strings.HasSuffix(op, ")") && strings.Contains(op, "(%"):
+			open := strings.Index(op, "(")
+			reg := op[open+2 : len(op)-1]
+			r, ok := traceprog.RegOffset(reg)
+			if !ok {
+				return specs, params, fmt.Sprintf("argument %d %q: only off(%%reg) is read", i+1, op)
+			}
+			var off int64
+			if open > 0 {
+				v, err := strconv.ParseInt(op[:open], 0, 64)
+				switch {
+				case err == nil:
+					off = v
+				case reg == "rip" && global != nil:
+					// A global variable: sym(%rip) is the assembler's
+					// spelling of its address.
+					d, ok := global(op[:open])
+					if !ok {
+						return specs, params, fmt.Sprintf("argument %d %q: no symbol %s", i+1, op, op[:open])
+					}
+					off = d
+				default:
+					return specs, params, fmt.Sprintf("argument %d %q: an offset by symbol is not read", i+1, op)
+				}
+			}
+			a.Kind, a.Reg, a.Off = traceprog.ArgMem, r, off
+		default:
+			return specs, params, fmt.Sprintf("argument %d %q: unknown operand", i+1, op)
+		}
+		code, typ := "u", "uint"
+		if size < 0 {
+			code, typ = "i", "int"
+		}
+		specs = append(specs, a)
+		params = append(params, fmt.Sprintf("arg%d:%s%d:%s%d", i+1, code, abs, typ, abs*8))
 	}
-	if last < 0 {
-		return nil
-	}
-	out = out[:last+1]
-	for i := range out {
-		if out[i] == "" {
-			out[i] = "_:u8:"
-		}
-	}
-	return out
+	return specs, params, ""
 }
 
 // usdtSites reads the .note.stapsdt notes of f (SystemTap's sys/sdt.h
@@ -188,9 +238,9 @@ func usdtSites(f *elf.File, obj, spec string) ([]usdtSite, error) {
 			continue
 		}
 		p, n := string(strs[0]), string(strs[1])
-		var args string
+		args := ""
 		if len(strs) > 2 {
-			args = string(strs[2])
+			args, _, _ = strings.Cut(string(strs[2]), "\x00")
 		}
 		names = append(names, p+":"+n)
 		if p != prov || n != name {
@@ -215,6 +265,19 @@ func usdtSites(f *elf.File, obj, spec string) ([]usdtSite, error) {
 	return out, nil
 }
 
+// symbolValue is the address of a data or function symbol of f.
+func symbolValue(f *elf.File, name string) (uint64, bool) {
+	for _, get := range []func() ([]elf.Symbol, error){f.Symbols, f.DynamicSymbols} {
+		syms, _ := get()
+		for _, s := range syms {
+			if s.Name == name && s.Section != elf.SHN_UNDEF {
+				return s.Value, true
+			}
+		}
+	}
+	return 0, false
+}
+
 func dedup(s []string) []string {
 	var out []string
 	for i, v := range s {
@@ -236,8 +299,9 @@ func dataOffset(f *elf.File, vaddr uint64) (uint64, bool) {
 	return 0, false
 }
 
-// pointTargets resolves a --line or --usdt pattern in f.
-func pointTargets(f *elf.File, obj string, bid []byte, p Pattern) ([]Target, error) {
+// pointTargets resolves a --line or --usdt pattern in f; with args, a
+// USDT probe's arguments are read at each hit.
+func pointTargets(f *elf.File, obj string, bid []byte, p Pattern, args bool) ([]Target, error) {
 	var out []Target
 	if p.Line != "" {
 		addrs, err := lineAddrs(f, obj, p.Line)
@@ -260,7 +324,18 @@ func pointTargets(f *elf.File, obj string, bid []byte, p Pattern) ([]Target, err
 		if !ok {
 			continue
 		}
-		t := Target{Object: obj, BuildID: bid, Function: p.USDT, Offset: off, Point: true, Params: usdtParams(s.args)}
+		t := Target{Object: obj, BuildID: bid, Function: p.USDT, Offset: off, Point: true}
+		if args {
+			// Up to the first operand that cannot be read; the record's
+			// parameters say how many.
+			pc := s.pc
+			t.USDTArgs, t.Params, _ = parseUSDTArgs(s.args, func(sym string) (int64, bool) {
+				v, ok := symbolValue(f, sym)
+				// The uprobe's handler runs with the instruction pointer
+				// at the probed instruction: the site's address.
+				return int64(v) - int64(pc), ok
+			})
+		}
 		if s.sem != 0 {
 			if t.RefCtr, ok = dataOffset(f, s.sem); !ok {
 				return nil, fmt.Errorf("--usdt %s: its semaphore at %#x is outside %s's segments", p.USDT, s.sem, obj)

@@ -4,6 +4,7 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
+	"github.com/culprit-dev/culprit/internal/traceprog"
 	"os"
 	"path"
 	"path/filepath"
@@ -88,6 +89,8 @@ type Target struct {
 	// file offset of its USDT semaphore (0: none).
 	Point  bool
 	RefCtr uint64
+	// USDTArgs are a USDT probe's argument operands (with --args).
+	USDTArgs []traceprog.ArgSpec
 }
 
 // findLib resolves a --lib name: a path as given, else a file of that name
@@ -220,7 +223,7 @@ func resolveObject(obj string, pats []Pattern, args bool, exclude map[string]boo
 	taken := map[uint64]bool{}
 	for _, p := range pats {
 		if p.IsPoint() {
-			ts, err := pointTargets(f, obj, bid, p)
+			ts, err := pointTargets(f, obj, bid, p, args)
 			if err != nil {
 				return nil, false, err
 			}

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/culprit-dev/culprit/internal/testutil"
+	"github.com/culprit-dev/culprit/internal/traceprog"
 )
 
 func TestParsePattern(t *testing.T) {
@@ -96,29 +97,40 @@ func TestResolveErrors(t *testing.T) {
 	}
 }
 
-// A USDT probe's arguments in the C argument registers are named argN at
-// their registers' positions; the others are not named.
-func TestUSDTParams(t *testing.T) {
-	for _, c := range []struct {
-		args string
-		want []string
-	}{
-		{"8@%rdi", []string{"arg1:u8:"}},
-		{"-4@%esi 8@%rdi", []string{"arg2:u8:", "arg1:i4:"}},
-		{"-8@%rax 8@%rdx", []string{"_:u8:", "_:u8:", "arg2:u8:"}},
-		{"-4@-20(%rbp) 8@$5", nil},
-		{"", nil},
-	} {
-		got := usdtParams(c.args)
-		if len(got) != len(c.want) {
-			t.Errorf("%q: %q, want %q", c.args, got, c.want)
-			continue
+// USDT operands as sys/sdt.h writes them on x86-64.
+func TestParseUSDTArgs(t *testing.T) {
+	specs, params, why := ParseUSDTArgs("-4@%edi 8@-8(%rbp) 4@$5 -2@(%rax) 1@%r12b %rsi")
+	if why != "" || len(specs) != 6 {
+		t.Fatalf("%d specs, %q", len(specs), why)
+	}
+	want := []traceprog.ArgSpec{
+		{Kind: traceprog.ArgReg, Reg: 112, Size: 4},
+		{Kind: traceprog.ArgMem, Reg: 32, Off: -8, Size: 8},
+		{Kind: traceprog.ArgConst, Off: 5, Size: 4},
+		{Kind: traceprog.ArgMem, Reg: 80, Size: 2},
+		{Kind: traceprog.ArgReg, Reg: 24, Size: 1},
+		{Kind: traceprog.ArgReg, Reg: 104, Size: 8},
+	}
+	for i := range want {
+		if specs[i] != want[i] {
+			t.Errorf("spec %d: %+v, want %+v", i, specs[i], want[i])
 		}
-		for i := range got {
-			if got[i] != c.want[i] {
-				t.Errorf("%q: %q, want %q", c.args, got, c.want)
-				break
-			}
+	}
+	wantP := []string{"arg1:i4:int32", "arg2:u8:uint64", "arg3:u4:uint32", "arg4:i2:int16", "arg5:u1:uint8", "arg6:u8:uint64"}
+	for i := range wantP {
+		if params[i] != wantP[i] {
+			t.Errorf("param %d: %s, want %s", i, params[i], wantP[i])
 		}
+	}
+	// Up to the first operand that cannot be read, saying why.
+	specs, params, why = ParseUSDTArgs("-8@%rbx -8@sink(%rip) 8@%rax")
+	if len(specs) != 1 || len(params) != 1 || why == "" {
+		t.Errorf("symbol operand without a resolver: %d specs, %q", len(specs), why)
+	}
+	if specs, _, why := ParseUSDTArgs("-4@-4(%rbp,%rax,4)"); len(specs) != 0 || why == "" {
+		t.Errorf("base+index operand: %d specs, %q", len(specs), why)
+	}
+	if specs, _, why := ParseUSDTArgs("3@%eax"); len(specs) != 0 || why == "" {
+		t.Errorf("size 3: %d specs, %q", len(specs), why)
 	}
 }

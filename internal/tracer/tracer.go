@@ -230,7 +230,7 @@ func (s *session) set(first, pid int) error {
 		if _, ok := byObj[t.Object]; !ok {
 			order = append(order, t.Object)
 		}
-		byObj[t.Object] = append(byObj[t.Object], traceprog.Probe{ID: uint32(first + i + 1), Offset: t.Offset, Rets: t.Rets, Every: t.Every, Point: t.Point, RefCtr: t.RefCtr})
+		byObj[t.Object] = append(byObj[t.Object], traceprog.Probe{ID: uint32(first + i + 1), Offset: t.Offset, Rets: t.Rets, Every: t.Every, Point: t.Point, RefCtr: t.RefCtr, Args: t.USDTArgs})
 	}
 	for _, obj := range order {
 		attach := s.t.Attach

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/culprit-dev/culprit/internal/profile"
+	"github.com/culprit-dev/culprit/internal/recording"
 )
 
 // Dist summarises durations in ns.
@@ -284,8 +285,8 @@ func Slowest(p *profile.Profile, re *regexp.Regexp, n int) []CallInfo {
 		pr := &p.Probes[c.Probe]
 		ci := CallInfo{Function: pr.Function, Start: float64(c.Start-p.StartTime) / 1e9, Incl: c.Inclusive(), Excl: c.Exclusive(),
 			PID: c.PID, TID: c.TID, Depth: c.Depth, Caller: CallerName(p, c), Args: Args(pr, c), Unreturned: c.Unreturned()}
-		if len(c.Args) > 0 && !c.Unreturned() {
-			ci.Ret = Ret(pr, c)
+		if len(c.Args) > 0 && !c.Unreturned() && c.Flags&recording.CallPoint == 0 {
+			ci.Ret = Ret(pr, c) // a point hit has no return value
 		}
 		out = append(out, ci)
 	}

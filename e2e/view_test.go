@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"html"
 	"image/png"
 	"io"
 	"math"
@@ -274,7 +275,7 @@ func TestViewBrowser(t *testing.T) {
 	// count only its samples: those of the one thread that runs spin_a.
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate(base+"pprof/all/top"),
-		chromedp.WaitVisible(chromedp.CSS(`#culprit-nav a[data-fn]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#culprit-nav a[data-fn][href$="time"]`)),
 		chromedp.SendKeys(chromedp.CSS(`#search`), "spin_a"),
 	); err != nil {
 		t.Fatalf("pprof's top view: %v", err)
@@ -285,12 +286,12 @@ func TestViewBrowser(t *testing.T) {
 			t.Errorf("pprof's page: culprit's links %q have no %q", navText, want)
 		}
 	}
-	timeHref := eval[string](t, ctx, `(() => { const a = document.querySelector("#culprit-nav a[data-fn]"); a.dispatchEvent(new Event("mouseenter")); return a.href; })()`)
+	timeHref := eval[string](t, ctx, `(() => { const a = document.querySelector('#culprit-nav a[data-fn][href$="time"]'); a.dispatchEvent(new Event("mouseenter")); return a.href; })()`)
 	if u, err := url.Parse(timeHref); err != nil || u.Query().Get("f") != "spin_a" || !strings.HasSuffix(u.Path, "/time") {
 		t.Fatalf("pprof's page: time view link %q after searching spin_a, want time?f=spin_a", timeHref)
 	}
 	if err := chromedp.Do(ctx,
-		chromedp.Click(chromedp.CSS(`#culprit-nav a[data-fn]`)),
+		chromedp.Click(chromedp.CSS(`#culprit-nav a[data-fn][href*="time"]`)),
 		chromedp.WaitVisible(chromedp.CSS(`#maps svg.heat path.cell`)),
 	); err != nil {
 		t.Fatalf("time view of spin_a: %v", err)
@@ -302,6 +303,25 @@ func TestViewBrowser(t *testing.T) {
 	if focused[0] != 2 || focused[1] <= 0 || focused[1] > whole[1] || focused[1] >= whole[0] || shownFn != "spin_a" {
 		t.Errorf("time view of spin_a (%q): %v threads drawn, %v samples; want all threads and spin_a's thread, at most that thread's %v of the %v samples",
 			shownFn, focused[0]-1, focused[1], whole[1], whole[0])
+	}
+
+	// The function page, from pprof's page too: spin_a's samples, all of
+	// one thread, and the links that open it elsewhere.
+	if err := chromedp.Do(ctx,
+		chromedp.Navigate(base+"pprof/all/top"),
+		chromedp.WaitVisible(chromedp.CSS(`#culprit-nav a[data-fn][href$="fn"]`)),
+		chromedp.SendKeys(chromedp.CSS(`#search`), "spin_a"),
+	); err != nil {
+		t.Fatalf("pprof's top view: %v", err)
+	}
+	fnHref := eval[string](t, ctx, `(() => { const a = document.querySelector('#culprit-nav a[data-fn][href$="fn"]'); a.dispatchEvent(new Event("mouseenter")); return a.href; })()`)
+	if err := chromedp.Do(ctx, chromedp.Navigate(fnHref), chromedp.WaitVisible(chromedp.CSS(`#share`))); err != nil {
+		t.Fatalf("function page %s: %v", fnHref, err)
+	}
+	fnPage := eval[[]string](t, ctx, `[document.getElementById("names").textContent, String(document.querySelectorAll("#threads tr").length),
+		Array.from(document.querySelectorAll("#links a")).map(a => a.getAttribute("href")).join(" ")]`)
+	if !strings.Contains(fnPage[0], "spin_a") || fnPage[1] != "1" || !strings.Contains(fnPage[2], "time?f=spin_a") || !strings.Contains(fnPage[2], "pprof/all/flamegraph?f=spin_a") {
+		t.Errorf("function page of spin_a: functions %q, %s threads, links %q; want spin_a, one thread, the time view and pprof focused on it", fnPage[0], fnPage[1], fnPage[2])
 	}
 
 	// The time view, opened from the index, draws a heat map per thread.
@@ -596,12 +616,20 @@ func TestViewAnalysesBrowser(t *testing.T) {
 	if !strings.Contains(got, c.root) || !strings.Contains(got, c.pattern) {
 		t.Errorf("diagnose page names no %s with %s:\n%s", c.root, c.pattern, got)
 	}
-	// The root cause's name links to pprof's callers and callees of it.
+	// The root cause's name links to its function page, which links to
+	// pprof's callers and callees of it.
 	href = eval[string](t, ctx, `(() => { const a = Array.from(document.querySelectorAll("#diagnosis a.fn")).find(a => a.textContent === `+strconv.Quote(c.root)+`); return a ? a.getAttribute("href") : ""; })()`)
 	if href == "" {
 		t.Errorf("diagnose page: %s is not a link", c.root)
-	} else if code, body := get(t, values+href); code != 200 || !strings.Contains(body, c.root) || strings.Contains(body, "no matches") {
-		t.Errorf("diagnose page's link %s: %d, want pprof's peek of %s:\n%.300s", href, code, c.root, body)
+	} else {
+		code, body := get(t, values+href)
+		peek := regexp.MustCompile(`href="(pprof/all/peek\?f=[^"]*)"`).FindStringSubmatch(body)
+		if code != 200 || !strings.Contains(body, "<code>"+c.root+"</code>") || peek == nil {
+			t.Fatalf("diagnose page's link %s: %d, want the function page of %s:\n%.600s", href, code, c.root, body)
+		}
+		if code, body := get(t, values+html.UnescapeString(peek[1])); code != 200 || !strings.Contains(body, c.root) || strings.Contains(body, "no matches") {
+			t.Errorf("function page's link %s: %d, want pprof's peek of %s:\n%.300s", peek[1], code, c.root, body)
+		}
 	}
 	// The root cause's variable, drawn for both kinds of run.
 	if err := chromedp.Do(ctx, chromedp.WaitVisible(chromedp.CSS(`#hist-0 svg.hist`))); err != nil {

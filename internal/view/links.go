@@ -26,9 +26,8 @@ func (s *Server) functions() map[string]bool {
 }
 
 // linked escapes a report's text for HTML and makes every word that names
-// a function of the profile a link to pprof's callers-and-callees view of
-// it (of the time range rng), so that a function seen on any page opens
-// in pprof's views.
+// a function of the profile a link to the function page of it (of the
+// time range rng), which opens it in every view.
 func (s *Server) linked(text string, rng Range) string {
 	if !s.hasSamples() {
 		return html.EscapeString(text)
@@ -43,7 +42,11 @@ func (s *Server) linked(text string, rng Range) string {
 		}
 		b.WriteString(html.EscapeString(text[last:m[0]]))
 		focus := url.QueryEscape("^" + regexp.QuoteMeta(name) + `\b`)
-		b.WriteString(`<a class="fn" href="pprof/` + rng.Key() + `/peek?f=` + focus + `">` + html.EscapeString(name) + `</a>`)
+		href := functionPath + "?f=" + focus
+		if !rng.Whole() {
+			href = functionPath + rng.Query() + "&f=" + focus
+		}
+		b.WriteString(`<a class="fn" href="` + html.EscapeString(href) + `">` + html.EscapeString(name) + `</a>`)
 		last = m[1]
 	}
 	b.WriteString(html.EscapeString(text[last:]))

@@ -2,6 +2,7 @@ package view
 
 import (
 	"testing"
+	"time"
 
 	"github.com/culprit-dev/culprit/internal/profile"
 )
@@ -13,10 +14,15 @@ func TestLinked(t *testing.T) {
 	}
 	s := &Server{p: p}
 	got := s.linked("  1  spin_a (threads) <- main.work; spin_ab & a<b>", Range{})
-	want := `  1  <a class="fn" href="pprof/all/peek?f=%5Espin_a%5Cb">spin_a</a> (threads) &lt;- ` +
-		`<a class="fn" href="pprof/all/peek?f=%5Emain%5C.work%5Cb">main.work</a>; spin_ab &amp; a&lt;b&gt;`
+	want := `  1  <a class="fn" href="fn?f=%5Espin_a%5Cb">spin_a</a> (threads) &lt;- ` +
+		`<a class="fn" href="fn?f=%5Emain%5C.work%5Cb">main.work</a>; spin_ab &amp; a&lt;b&gt;`
 	if got != want {
 		t.Errorf("linked:\n got %s\nwant %s", got, want)
+	}
+	// Of a time range: the function page of that range.
+	got = s.linked("spin_a", Range{From: 500 * time.Millisecond, To: 2 * time.Second})
+	if want := `<a class="fn" href="fn?from=500ms&amp;to=2s&amp;f=%5Espin_a%5Cb">spin_a</a>`; got != want {
+		t.Errorf("linked of a range:\n got %s\nwant %s", got, want)
 	}
 	if got := (&Server{p: &profile.Profile{Frames: p.Frames}}).linked("spin_a <", Range{}); got != "spin_a &lt;" {
 		t.Errorf("without samples (no pprof views): %s", got)

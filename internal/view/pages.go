@@ -38,6 +38,7 @@ func (pg Page) missing(s *Server) string {
 // change.
 var Pages = []Page{
 	timePage,
+	functionPage,
 	offCPUPage,
 	latencyPage,
 	contextsPage,

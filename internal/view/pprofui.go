@@ -166,7 +166,7 @@ func (s *Server) pprofNav(r Range) []navLink {
 	out := []navLink{{Path: "../../", Title: "index"}}
 	for _, pg := range s.shown {
 		l := navLink{Path: "../../" + pg.Path + pg.query(r), Title: pg.Title}
-		if pg.Path == timePath {
+		if pg.Path == timePath || pg.Path == functionPath {
 			l.Fn = true
 		}
 		out = append(out, l)

@@ -422,9 +422,94 @@ func TestVarianceQueueHandoff(t *testing.T) {
 		if math.Abs(c.States["queued"]-c.Mean) > 1 {
 			t.Errorf("queue wait's states %v, want all queued", c.States)
 		}
+		varianceChrome(t, out, n)
 		return
 	}
 	t.Errorf("no queue wait under the interval: %+v", r.Tree.Children)
+}
+
+// varianceChrome exports the recording as a Chrome trace and checks that
+// it draws the n intervals, each with its critical path nested in it
+// (segments covering the interval, the queue wait among them when it is
+// not empty) and an arrow from the accepting thread to the worker.
+func varianceChrome(t *testing.T, out string, n int) {
+	t.Helper()
+	js := filepath.Join(t.TempDir(), "trace.json")
+	mustRun(t, "export", "--format", "chrome", "-o", js, out)
+	b, err := os.ReadFile(js)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tr struct {
+		TraceEvents []struct {
+			Name string  `json:"name"`
+			Cat  string  `json:"cat"`
+			Ph   string  `json:"ph"`
+			Ts   float64 `json:"ts"`
+			TID  uint32  `json:"tid"`
+			ID   uint64  `json:"id"`
+		} `json:"traceEvents"`
+	}
+	if err := json.Unmarshal(b, &tr); err != nil {
+		t.Fatal(err)
+	}
+	type span struct {
+		from, to, covered float64
+		queued            bool
+		depth             int
+		segFrom           float64
+	}
+	spans := map[uint64]*span{}
+	flows := map[uint64]uint32{}
+	arrows := 0
+	for _, e := range tr.TraceEvents {
+		switch {
+		case e.Cat == "interval" && e.Ph == "b":
+			sp := spans[e.ID]
+			if sp == nil {
+				sp = &span{from: e.Ts}
+				spans[e.ID] = sp
+			} else {
+				sp.segFrom = e.Ts
+				sp.queued = sp.queued || e.Name == "queued"
+			}
+			sp.depth++
+		case e.Cat == "interval" && e.Ph == "e":
+			sp := spans[e.ID]
+			if sp == nil {
+				t.Fatalf("an interval ends before it begins: %+v", e)
+			}
+			sp.depth--
+			if sp.depth == 0 {
+				sp.to = e.Ts
+			} else {
+				sp.covered += e.Ts - sp.segFrom
+			}
+		case e.Cat == "critical_path" && e.Ph == "s":
+			flows[e.ID] = e.TID
+		case e.Cat == "critical_path" && e.Ph == "f":
+			if from, ok := flows[e.ID]; ok && from != e.TID {
+				arrows++
+			}
+		}
+	}
+	if len(spans) != n || arrows < n {
+		t.Fatalf("the Chrome trace has %d intervals and %d arrows between threads; want %d and at least as many", len(spans), arrows, n)
+	}
+	queued := 0
+	for id, sp := range spans {
+		if math.Abs(sp.covered-(sp.to-sp.from)) > 0.01 {
+			t.Fatalf("interval %d: %.3f µs long, its critical path covers %.3f µs", id, sp.to-sp.from, sp.covered)
+		}
+		if sp.queued {
+			queued++
+		}
+	}
+	// A worker's dequeue can return before the enqueue that woke it
+	// (the woken worker preempts the accepting thread): no queue wait.
+	if queued == 0 {
+		t.Errorf("no interval's critical path has a queued segment")
+	}
 }
 
 // Intervals marked in the source with culprit/interval.h: the main

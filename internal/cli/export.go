@@ -2,10 +2,12 @@ package cli
 
 import (
 	"io"
+	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/culprit-dev/culprit/internal/analysis/sched"
+	"github.com/culprit-dev/culprit/internal/analysis/variance"
 	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/render"
 )
@@ -64,6 +66,21 @@ The formats: docs/cli.md (culprit export).`,
 				tl, err := sched.States(whole.Apply(flt))
 				if err != nil && err != sched.ErrNoEvents {
 					return err
+				}
+				// A recording of culprit variance: its intervals and their
+				// critical paths.
+				if spec, ok := variance.SpecOf(p.Metas); ok && len(p.Probes) > 0 {
+					res, err := varianceOf(p, strings.Join(args, ", "), variance.Spec{}, 0, 0, true, tl)
+					if err != nil && (res == nil || res.Spans == nil) {
+						return err
+					}
+					label := spec.Start
+					if spec.End != spec.Start {
+						label = spec.Start + " … " + spec.End
+					}
+					return writeOutput(c.OutOrStdout(), output, func(w io.Writer) error {
+						return render.WriteChromeIntervals(w, p, tl, label, res.Spans)
+					})
 				}
 				return writeOutput(c.OutOrStdout(), output, func(w io.Writer) error { return render.WriteChromeSched(w, p, tl) })
 			}

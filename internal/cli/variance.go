@@ -315,7 +315,7 @@ func varianceReport(stdout, stderr io.Writer, path string, spec variance.Spec, k
 	if err != nil {
 		return err
 	}
-	res, err := varianceOf(p, path, spec, k, d)
+	res, err := varianceOf(p, path, spec, k, d, false, nil)
 	if err != nil {
 		return err
 	}
@@ -326,8 +326,10 @@ func varianceReport(stdout, stderr io.Writer, path string, spec variance.Spec, k
 }
 
 // varianceOf runs the variance analysis on the traced calls of p, read
-// from path, with the interval spec (the recording's own when not given).
-func varianceOf(p *profile.Profile, path string, spec variance.Spec, k int, d float64) (*variance.Result, error) {
+// from path, with the interval spec (the recording's own when not given);
+// spans keeps each interval's span and critical path in the result; tl,
+// when given, is the recording's scheduler timeline (else made from p).
+func varianceOf(p *profile.Profile, path string, spec variance.Spec, k int, d float64, spans bool, tl *sched.Timeline) (*variance.Result, error) {
 	rec, ok := variance.SpecOf(p.Metas)
 	if spec.Start == "" {
 		if !ok {
@@ -346,7 +348,7 @@ func varianceOf(p *profile.Profile, path string, spec variance.Spec, k int, d fl
 		return nil, fmt.Errorf("%s has no traced calls: record it with culprit variance or culprit trace", path)
 	}
 	in := variance.FromProfile(p, spec)
-	in.K, in.D = k, d
+	in.K, in.D, in.Spans = k, d, spans
 	// Heights from the call graph of the object the start function is in.
 	for _, pr := range p.Probes {
 		if pr.Function == spec.Start {
@@ -357,7 +359,9 @@ func varianceOf(p *profile.Profile, path string, spec variance.Spec, k int, d fl
 		}
 	}
 	var warn string
-	if hasSched(p.Metas) {
+	if tl != nil {
+		schedStates(&in, tl)
+	} else if hasSched(p.Metas) {
 		if tl, err := sched.States(p); err != nil {
 			warn = fmt.Sprintf("no scheduler states: %v", err)
 		} else {

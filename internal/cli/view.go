@@ -188,7 +188,7 @@ func viewInputs(ff *filterFlags, paths, bases []string, stderr io.Writer) (view.
 			if !rng.Whole() {
 				q = p.Apply(rng.Narrow(profile.Filter{AllEvents: true}))
 			}
-			return varianceOf(q, strings.Join(paths, ", "), variance.Spec{}, 0, 0)
+			return varianceOf(q, strings.Join(paths, ", "), variance.Spec{}, 0, 0, false, nil)
 		}
 	}
 	if baseWhole != nil && len(whole.Values) > 0 && len(baseWhole.Values) > 0 {

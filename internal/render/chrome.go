@@ -8,9 +8,11 @@ import (
 	"math"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/culprit-dev/culprit/internal/analysis/sched"
 	"github.com/culprit-dev/culprit/internal/analysis/trace"
+	"github.com/culprit-dev/culprit/internal/analysis/variance"
 	"github.com/culprit-dev/culprit/internal/profile"
 )
 
@@ -423,6 +425,97 @@ func schedEvents(p *profile.Profile, tl *sched.Timeline) []ChromeEvent {
 				ChromeEvent{Name: "wakeup", Cat: "wakeup", Ph: "s", Ts: at, PID: w.PID, TID: iv.Waker, ID: flow},
 				ChromeEvent{Name: "wakeup", Cat: "wakeup", Ph: "f", BP: "e", Ts: at, PID: th.PID, TID: tid, ID: flow})
 		}
+	}
+	return evs
+}
+
+// WriteChromeIntervals is WriteChromeSched with the intervals of a
+// recording of culprit variance: each interval is an async slice
+// (category "interval", named label, one id per interval) on its
+// process's interval tracks; its critical path, when the recording has
+// scheduler events, is nested in it as async slices of the same id, one
+// per segment ("worker[12] on-cpu", "lock: holder[13] sleep" for a
+// thread standing for the interval's wait, "queued"), and each step of
+// the path from one thread to another is a flow arrow (category
+// "critical_path") between zero-length events on the two threads' lanes.
+// Without scheduler events a queue's hand-off is such an arrow.
+func WriteChromeIntervals(w io.Writer, p *profile.Profile, tl *sched.Timeline, label string, spans []variance.Span) error {
+	cw := newChromeWriter(w)
+	if err := writeChromeSamples(cw, p); err != nil {
+		return err
+	}
+	for _, e := range schedEvents(p, tl) {
+		if err := cw.event(e); err != nil {
+			return err
+		}
+	}
+	for _, e := range intervalEvents(p, label, spans) {
+		if err := cw.event(e); err != nil {
+			return err
+		}
+	}
+	return cw.close()
+}
+
+// intervalEvents draws the spans (see WriteChromeIntervals).
+func intervalEvents(p *profile.Profile, label string, spans []variance.Span) []ChromeEvent {
+	org := origin(p)
+	us := func(ns uint64) float64 {
+		if ns < org {
+			return -float64(org-ns) / 1e3
+		}
+		return float64(ns-org) / 1e3
+	}
+	pids := map[uint32]uint32{}
+	for _, c := range p.Calls {
+		pids[c.TID] = c.PID
+	}
+	name := func(tid uint32) string { return fmt.Sprintf("%s[%d]", p.ThreadName(tid), tid) }
+	// Flow ids above those of the wake-ups.
+	flow := uint64(1) << 32
+	zero := 0.0
+	var evs []ChromeEvent
+	for n, sp := range spans {
+		if len(sp.Threads) == 0 {
+			continue
+		}
+		id := uint64(n + 1)
+		pid := pids[sp.Threads[0]]
+		var threads []string
+		for _, t := range sp.Threads {
+			threads = append(threads, name(t))
+		}
+		evs = append(evs,
+			ChromeEvent{Name: label, Cat: "interval", Ph: "b", Ts: us(sp.Start), PID: pid, TID: sp.Threads[0], ID: id,
+				Args: map[string]string{"duration_us": fmt.Sprintf("%.3f", float64(sp.End-sp.Start)/1e3), "threads": strings.Join(threads, ", ")}})
+		arrow := func(from, to uint32, at uint64, what string) {
+			flow++
+			t := us(at)
+			evs = append(evs,
+				ChromeEvent{Name: what + " → " + name(to), Cat: "critical_path", Ph: "X", Ts: t, Dur: &zero, PID: pids[from], TID: from},
+				ChromeEvent{Name: what, Cat: "critical_path", Ph: "s", Ts: t, PID: pids[from], TID: from, ID: flow},
+				ChromeEvent{Name: what + " from " + name(from), Cat: "critical_path", Ph: "X", Ts: t, Dur: &zero, PID: pids[to], TID: to},
+				ChromeEvent{Name: what, Cat: "critical_path", Ph: "f", BP: "e", Ts: t, PID: pids[to], TID: to, ID: flow})
+		}
+		for i, sg := range sp.Path {
+			what := name(sg.TID) + " " + sg.State
+			switch {
+			case sg.State == "queued":
+				what = "queued"
+			case sg.For != 0:
+				what = sg.Wait + ": " + what
+			}
+			evs = append(evs,
+				ChromeEvent{Name: what, Cat: "interval", Ph: "b", Ts: us(sg.From), PID: pid, TID: sp.Threads[0], ID: id},
+				ChromeEvent{Name: what, Cat: "interval", Ph: "e", Ts: us(sg.To), PID: pid, TID: sp.Threads[0], ID: id})
+			if i > 0 && sp.Path[i-1].TID != sg.TID {
+				arrow(sp.Path[i-1].TID, sg.TID, sg.From, "critical path")
+			}
+		}
+		if len(sp.Path) == 0 && sp.Queue[1] > 0 && len(sp.Threads) > 1 {
+			arrow(sp.Threads[0], sp.Threads[len(sp.Threads)-1], sp.Queue[1], "hand-off")
+		}
+		evs = append(evs, ChromeEvent{Name: label, Cat: "interval", Ph: "e", Ts: us(sp.End), PID: pid, TID: sp.Threads[0], ID: id})
 	}
 	return evs
 }

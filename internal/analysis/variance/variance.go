@@ -136,8 +136,11 @@ type Input struct {
 	// Holders, when set, gives the time a thread spent blocked on a lock
 	// from..to by the thread whose release ended each wait ("name[tid]").
 	Holders func(tid uint32, from, to uint64) map[string]uint64
-	K       int     // factors selected (default 3)
-	D       float64 // least contribution of a selected factor, a fraction of the root variance (default 0.05)
+	// Spans, when set, keeps each interval's span and critical path in
+	// Result.Spans (for drawing them).
+	Spans bool
+	K     int     // factors selected (default 3)
+	D     float64 // least contribution of a selected factor, a fraction of the root variance (default 0.05)
 }
 
 // Result is the analysis of one round of probes.
@@ -171,6 +174,21 @@ type Result struct {
 	Tree    *TreeNode `json:"tree"`
 	// Warnings are what the user should know about the result.
 	Warnings []string `json:"warnings,omitempty"`
+	// Spans are the intervals, in start order, with Input.Spans.
+	Spans []Span `json:"-"`
+}
+
+// Span is one interval as it ran.
+type Span struct {
+	Start, End uint64
+	// Threads are the threads whose time is the interval's, the one it
+	// started on first and the one it ended on last.
+	Threads []uint32
+	// Queue is, for an interval handed across a queue, the span of its
+	// queue wait (zero otherwise).
+	Queue [2]uint64
+	// Path is its critical path, when the recording has scheduler events.
+	Path []Segment
 }
 
 // Factor is a variance or a covariance, summed over the places of the
@@ -477,6 +495,18 @@ func Analyse(in Input) (*Result, error) {
 			}
 		}
 	}
+	if in.Spans {
+		res.Spans = make([]Span, len(ivs))
+		for n, iv := range ivs {
+			sp := Span{Start: iv.start, End: iv.end, Queue: iv.queue}
+			for _, w := range iv.windows {
+				if !slices.Contains(sp.Threads, w.tid) {
+					sp.Threads = append(sp.Threads, w.tid)
+				}
+			}
+			res.Spans[n] = sp
+		}
+	}
 	durations := make([]float64, len(ivs))
 	for n, iv := range ivs {
 		row = map[int]float64{0: float64(iv.end - iv.start)}
@@ -543,6 +573,9 @@ func Analyse(in Input) (*Result, error) {
 				hs = []Handoff{{FromTID: iv.windows[0].tid, From: iv.queue[0], ToTID: last.tid, To: iv.queue[1]}}
 			}
 			path := in.Path(iv.start, last.tid, iv.end, hs)
+			if in.Spans {
+				res.Spans[n].Path = path
+			}
 			st := map[string]uint64{}
 			for _, sg := range path {
 				k := sg.State

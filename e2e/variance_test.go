@@ -25,15 +25,41 @@ type varianceJSON struct {
 	Probes     int                `json:"probes"`
 	Height     int                `json:"tree_height"`
 	Breadth    int                `json:"tree_breadth"`
-	Factors    []struct {
-		Kind         string   `json:"kind"`
-		Names        []string `json:"names"`
-		Contribution float64  `json:"contribution"`
-		Leaf         bool     `json:"leaf"`
-		Sites        []struct {
-			Path string `json:"path"`
-		} `json:"sites"`
-	} `json:"factors"`
+	Factors    []varianceFactor   `json:"factors"`
+	Ranked     []varianceFactor   `json:"ranked"`
+}
+
+type varianceFactor struct {
+	Kind         string   `json:"kind"`
+	Names        []string `json:"names"`
+	Contribution float64  `json:"contribution"`
+	Leaf         bool     `json:"leaf"`
+	Sites        []struct {
+		Path string `json:"path"`
+	} `json:"sites"`
+}
+
+// checkShare checks culprit's share of the variance for function fn
+// against the share the program measured over the same requests (within 5
+// points), and that fn is the first factor when that share is over half:
+// on a busy machine the scheduler's delays can outweigh what the program
+// sets, and then both measures say so.
+func checkShare(t *testing.T, r varianceJSON, fn string, share float64) {
+	t.Helper()
+	for _, f := range r.Ranked {
+		if f.Kind != "variance" || len(f.Names) != 1 || f.Names[0] != fn {
+			continue
+		}
+		t.Logf("%s %.1f%% of the variance, the program's %.1f%%", fn, 100*f.Contribution, 100*share)
+		if math.Abs(f.Contribution-share) > 0.05 {
+			t.Errorf("%s's share %.3f, the program's %.3f", fn, f.Contribution, share)
+		}
+		if share > 0.5 && (len(r.Factors) == 0 || r.Factors[0].Names[0] != fn) {
+			t.Errorf("factors %+v: want %s first", r.Factors, fn)
+		}
+		return
+	}
+	t.Errorf("%s is not a factor: %+v", fn, r.Ranked)
 }
 
 // varpoolRequests reads the per-request times varpool prints ("req START
@@ -402,13 +428,7 @@ func TestVarianceQueueHandoff(t *testing.T) {
 	if r.Mean < lat || r.Mean > lat*1.05+20000 {
 		t.Errorf("intervals' mean %.0f ns, the program's mean latency %.0f ns", r.Mean, lat)
 	}
-	if len(r.Factors) == 0 || r.Factors[0].Names[0] != "slow_io" {
-		t.Fatalf("factors %+v, want slow_io first", r.Factors)
-	}
-	t.Logf("slow_io %.1f%% of the variance, the program's %.1f%%", 100*r.Factors[0].Contribution, 100*share)
-	if math.Abs(r.Factors[0].Contribution-share) > 0.05 {
-		t.Errorf("slow_io's share %.3f, the program's %.3f", r.Factors[0].Contribution, share)
-	}
+	checkShare(t, r.varianceJSON, "slow_io", share)
 	for _, c := range r.Tree.Children {
 		if c.Label != "queue wait" {
 			continue
@@ -551,13 +571,7 @@ func TestVarianceUSDTMarks(t *testing.T) {
 	if r.Mean < mean || r.Mean > mean*1.05+20000 {
 		t.Errorf("intervals' mean %.0f ns, the program's %.0f ns", r.Mean, mean)
 	}
-	if len(r.Factors) == 0 || r.Factors[0].Names[0] != "step_b" {
-		t.Fatalf("factors %+v, want step_b first", r.Factors)
-	}
-	t.Logf("step_b %.1f%% of the variance, the program's %.1f%%", 100*r.Factors[0].Contribution, 100*share)
-	if math.Abs(r.Factors[0].Contribution-share) > 0.05 {
-		t.Errorf("step_b's share %.3f, the program's %.3f", r.Factors[0].Contribution, share)
-	}
+	checkShare(t, r, "step_b", share)
 }
 
 // A Go program marked with the interval package: the main goroutine

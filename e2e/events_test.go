@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/culprit-dev/culprit/internal/loader"
@@ -102,5 +104,58 @@ func TestSyscallAndSwitchEvents(t *testing.T) {
 	got := n10[recording.EventSyscallEnter]
 	if got < writes/10-50 || got > writes/10+50 {
 		t.Errorf("--event-period 10: %d syscall entries, want about %d", got, writes/10)
+	}
+}
+
+// --bpf-events records the same system call samples as perf's tracepoint
+// events: every write(2) of a loop as an entry and an exit with the same
+// stacks (kernel frames from the tracing hook, user frames repaired through
+// libc's wrapper to write_many), and nothing lost (the BPF ring holds the
+// whole run's records even if the recorder never drained it).
+func TestBPFSyscallEvents(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "syscalls", []string{"syscalls.c"}, "-O2", "-g")
+	const writes = 5000
+	stacks := func(args ...string) (map[string]int, *profile.Profile) {
+		out := rec(t)
+		mustRun(t, append(append([]string{"record", "--events", "cpu,syscalls"}, args...), "-o", out, "--", bin, "5000")...)
+		p, err := loader.Load([]string{out}, loader.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n := map[string]int{}
+		for _, s := range p.Samples {
+			if (s.Event != recording.EventSyscallEnter && s.Event != recording.EventSyscallExit) || s.Arg != 1 {
+				continue
+			}
+			key := fmt.Sprint(s.Event)
+			for _, fi := range p.Stacks[s.Stack] {
+				key += " " + p.Frames[fi].Function
+				if p.Frames[fi].Function == "main" {
+					break
+				}
+			}
+			n[key]++
+		}
+		return n, p
+	}
+	viaPerf, _ := stacks()
+	viaBPF, p := stacks("--bpf-events")
+	if p.Lost != 0 {
+		t.Errorf("%d records lost with --bpf-events", p.Lost)
+	}
+	// Each entry and exit of the loop's writes, one stack for each (the
+	// run's other writes, of the C library at exit, have other stacks).
+	want := 0
+	for k, c := range viaBPF {
+		if c >= writes {
+			want++
+			if !strings.Contains(k, "write_many") || viaPerf[k] == 0 {
+				t.Errorf("%d samples %q with --bpf-events, %d through perf", c, k, viaPerf[k])
+			}
+		}
+	}
+	if want != 2 {
+		t.Errorf("want one stack for the loop's entries and one for its exits, each %d times, with --bpf-events: %v\nthrough perf: %v", writes, viaBPF, viaPerf)
 	}
 }

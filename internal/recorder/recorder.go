@@ -27,6 +27,7 @@ import (
 	"github.com/culprit-dev/culprit/internal/recording"
 	"github.com/culprit-dev/culprit/internal/sampleprog"
 	"github.com/culprit-dev/culprit/internal/symbol"
+	"github.com/culprit-dev/culprit/internal/syscallprog"
 	"github.com/culprit-dev/culprit/internal/unwind"
 )
 
@@ -57,6 +58,11 @@ type Options struct {
 	// only: the kernel's frames at those tracepoints are always the same
 	// entry path, and walking them is half of each event's cost.
 	SyscallUserStacks bool
+	// BPFEvents records system call events with culprit's BPF program
+	// (internal/syscallprog) instead of perf's tracepoint events, where it
+	// can (fp mode, every event): the same samples at a fraction of the
+	// cost per system call.
+	BPFEvents bool
 	// State, when set, samples program state (expressions, rules, vProf
 	// values) at each CPU sample, over what the sample carries: the
 	// registers, a copy of the top of the user stack and, when State is a
@@ -76,6 +82,7 @@ type Options struct {
 	FastStart bool
 
 	autoStack bool     // StackBytes is to be chosen by stackFor once the program is known
+	ringGiven bool     // RingPages was given, not chosen
 	warnings  []string // said before the session existed
 }
 
@@ -192,6 +199,7 @@ func (o *Options) setDefaults() error {
 	if o.EventPeriod < 0 {
 		return fmt.Errorf("event period %d must be positive", o.EventPeriod)
 	}
+	o.ringGiven = o.RingPages != 0
 	if o.RingPages == 0 {
 		o.RingPages = ringPages(o.Frequency, o.StackBytes)
 	}
@@ -335,6 +343,16 @@ type session struct {
 	// after an exec it is the first executable file the kernel maps.
 	exes     map[uint32]string
 	awaiting map[uint32]bool // exec'd, executable mapping not seen yet
+
+	// sys records system call events when they go through the BPF
+	// program (syscalls.go); nil when through perf or not recorded.
+	sys       *syscallprog.Tracer
+	sysBuf    []byte     // the stack copies of the drain's records
+	sysEvents []sysEvent // the drain's records
+	sysStacks map[int64][]uint64
+	sysLast   uint64                  // time of the last record the program's ring kept
+	sysLost   uint64                  // records it dropped, as reported so far
+	pending   map[uint32]*pendingCall // by TID
 }
 
 type item struct {
@@ -362,6 +380,8 @@ type eventKind struct {
 	// left out with Options.SyscallUserStacks. Walking them is half of
 	// each event's cost (docs/performance.md).
 	userChain bool
+	// viaBPF: recorded by the system call program, not a perf event.
+	viaBPF bool
 }
 
 // ring is a CPU's ring buffer for one event kind.
@@ -456,6 +476,7 @@ func newSession(o Options, meta recording.Meta) (*session, error) {
 		s.startSnapshots(mainExe(meta))
 	}
 	s.exes, s.awaiting = map[uint32]string{}, map[uint32]bool{}
+	s.syscallsViaBPF()
 	meta.StartUnixNano = time.Now().UnixNano()
 	meta.StartClock = monotonic()
 	s.meta = meta
@@ -535,8 +556,18 @@ func (s *session) ring(cpu int, k *eventKind) *perf.Ring {
 // openEvents opens, for each thread in tids, one inheriting event per CPU and
 // event kind; the events of one CPU and kind share one ring.
 func (s *session) openEvents(tids []int) error {
+	sideband := false
 	for i := range s.kinds {
-		if err := s.openKind(tids, &s.kinds[i], i > 0); err != nil {
+		if s.kinds[i].viaBPF {
+			continue
+		}
+		if err := s.openKind(tids, &s.kinds[i], sideband); err != nil {
+			return err
+		}
+		sideband = true
+	}
+	if s.sys != nil {
+		if err := s.traceSyscalls(tids); err != nil {
 			return err
 		}
 	}
@@ -690,6 +721,9 @@ func (s *session) drain() error {
 		}
 	}
 	s.drainSnapshots()
+	if s.sys != nil {
+		s.drainSyscalls()
+	}
 	sort.SliceStable(s.items, func(i, j int) bool { return s.items[i].time < s.items[j].time })
 	for _, it := range s.items {
 		if smp, ok := it.rec.(*perf.Sample); ok {
@@ -698,6 +732,10 @@ func (s *session) drain() error {
 		}
 		if l, ok := it.rec.(*perf.Lost); ok {
 			s.lost(l, it.since, it.cpu)
+			continue
+		}
+		if e, ok := it.rec.(*sysEvent); ok {
+			s.syscall(e, it.kind)
 			continue
 		}
 		s.handle(it.rec)
@@ -771,6 +809,12 @@ func (s *session) handle(rec any) {
 		if exit && r.PID == r.TID {
 			delete(s.spaces, r.PID)
 			s.forget(r.PID)
+			if s.sys != nil {
+				s.sys.Remove(r.PID)
+			}
+		}
+		if exit && s.pending != nil {
+			delete(s.pending, r.TID)
 		}
 		s.write(&recording.Task{Exit: exit, Time: r.Time, PID: r.PID, PPID: r.PPID, TID: r.TID, PTID: r.PTID})
 	case *perf.Switch:
@@ -814,8 +858,17 @@ func (s *session) space(pid uint32) *proc.Space {
 
 // sample completes the user call chain and writes the sample.
 func (s *session) sample(r *perf.Sample, k *eventKind) {
-	user := r.User
-	truncated := false
+	user, truncated := s.userChain(r)
+	if truncated {
+		s.res.Truncated++
+	}
+	s.write1(r, k, user, truncated)
+}
+
+// userChain completes a sample's user call chain from its registers and
+// stack copy; truncated says it lost callers.
+func (s *session) userChain(r *perf.Sample) (user []uint64, truncated bool) {
+	user = r.User
 	if len(r.Regs) == perf.NumRegs {
 		regs := toDWARF(r.Regs)
 		sp := s.spaces[r.PID]
@@ -833,9 +886,12 @@ func (s *session) sample(r *perf.Sample, k *eventKind) {
 			truncated = true
 		}
 	}
-	if truncated {
-		s.res.Truncated++
-	}
+	return user, truncated
+}
+
+// write1 writes a sample whose user chain is complete, with the program
+// state it carries.
+func (s *session) write1(r *perf.Sample, k *eventKind, user []uint64, truncated bool) {
 	var sn *sampleprog.Snapshot
 	if k.event == recording.EventCPU {
 		sn = s.snapshotFor(r)
@@ -940,6 +996,10 @@ func (s *session) close() {
 		e.Close()
 	}
 	s.rings, s.events = nil, nil
+	if s.sys != nil {
+		s.sys.Close()
+		s.sys = nil
+	}
 	if s.pidfd >= 0 {
 		unix.Close(s.pidfd)
 		s.pidfd = -1

@@ -1,0 +1,206 @@
+package recorder
+
+import (
+	"fmt"
+	"os"
+
+	"github.com/culprit-dev/culprit/internal/perf"
+	"github.com/culprit-dev/culprit/internal/recording"
+	"github.com/culprit-dev/culprit/internal/syscallprog"
+)
+
+// System call events through a BPF program (internal/syscallprog), with
+// Options.BPFEvents: one walk of the user call chain per system call
+// instead of one per entry and one per exit, the kernel's entry path walked
+// once, no perf sample output, and threads of other processes turned away
+// in the kernel. The recorder writes the same EventSyscallEnter and
+// EventSyscallExit samples as from perf's tracepoint events: the exit
+// carries its entry's user stack (the thread did not leave the kernel
+// between them), and the entry's user chain is repaired from the copied
+// stack like any other sample's.
+//
+// perf's tracepoint events remain where the program cannot serve: dwarf
+// mode (its stack copies are as large as CPU samples'), --event-period
+// (the program records every call), --events without cpu or wakeup (no
+// other perf event reports the process's mappings), and kernels or users
+// the program is refused on (said in a warning).
+
+// sysCopyBytes is the stack the program copies at each entry in fp mode,
+// as perf's tracepoint events do: enough for the CFI repair of a system
+// call wrapper's frame and its callers'.
+const sysCopyBytes = 1024
+
+// sysRingBytes is the program's ring: 64 MiB, about 58 k system calls
+// with their stack copies, 0.15 s of the fastest loop of system calls
+// (docs/performance.md); rings of Options.RingPages per CPU when given.
+func (o *Options) sysRingBytes(cpus int) int {
+	if !o.ringGiven {
+		return 64 << 20
+	}
+	n := os.Getpagesize()
+	for n < o.RingPages*os.Getpagesize()*cpus {
+		n *= 2
+	}
+	return n
+}
+
+// sysEvent is one record of the program, kept for the drain's time order.
+type sysEvent struct {
+	ev   syscallprog.Event
+	copy [2]int // the stack copy's bounds in session.sysBuf
+}
+
+// pendingCall is a thread's system call entry waiting for its exit.
+type pendingCall struct {
+	nr           uint64
+	kernel, user []uint64
+	truncated    bool
+}
+
+// syscallsViaBPF loads the program when the recording's options allow it
+// and marks the system call kinds to be recorded by it.
+func (s *session) syscallsViaBPF() {
+	var sys []*eventKind
+	sideband := false
+	for i := range s.kinds {
+		k := &s.kinds[i]
+		switch k.event {
+		case recording.EventSyscallEnter, recording.EventSyscallExit:
+			sys = append(sys, k)
+		default:
+			sideband = true
+		}
+	}
+	if !s.o.BPFEvents || len(sys) == 0 || !sideband || s.o.CallGraph != CallGraphFP || s.o.EventPeriod > 1 {
+		return
+	}
+	t, err := syscallprog.New(syscallprog.Options{KernelStacks: !s.o.SyscallUserStacks && !s.o.UserOnly,
+		StackBytes: min(s.o.StackBytes, sysCopyBytes), RingBytes: s.o.sysRingBytes(len(s.cpus))})
+	if err != nil {
+		s.warn("system call events recorded through perf, at about twice the cost: %v", err)
+		return
+	}
+	s.sys = t
+	s.sysLast = monotonic() // nothing is lost before the program runs
+	s.pending = map[uint32]*pendingCall{}
+	s.sysStacks = map[int64][]uint64{}
+	for _, k := range sys {
+		k.viaBPF = true
+	}
+}
+
+// sysKind returns the kind recorded for an enter or exit.
+func (s *session) sysKind(exit bool) *eventKind {
+	want := recording.EventSyscallEnter
+	if exit {
+		want = recording.EventSyscallExit
+	}
+	for i := range s.kinds {
+		if s.kinds[i].event == want {
+			return &s.kinds[i]
+		}
+	}
+	return nil
+}
+
+// traceSyscalls has the program trace the processes of threads tids.
+func (s *session) traceSyscalls(tids []int) error {
+	for _, tid := range tids {
+		if err := s.sys.Add(uint32(tid)); err != nil {
+			return fmt.Errorf("tracing the system calls of %d: %w", tid, err)
+		}
+	}
+	return nil
+}
+
+// drainSyscalls adds the program's records to the drain's items.
+func (s *session) drainSyscalls() {
+	s.sysBuf = s.sysBuf[:0]
+	s.sysEvents = s.sysEvents[:0]
+	err := s.sys.Drain(func(ev *syscallprog.Event) {
+		e := sysEvent{ev: *ev}
+		e.ev.Stack = nil
+		e.copy[0] = len(s.sysBuf)
+		s.sysBuf = append(s.sysBuf, ev.Stack...)
+		e.copy[1] = len(s.sysBuf)
+		s.sysEvents = append(s.sysEvents, e)
+	})
+	if err != nil {
+		s.warn("reading system call events: %v", err)
+	}
+	since := s.sysLast
+	for i := range s.sysEvents {
+		e := &s.sysEvents[i]
+		s.items = append(s.items, item{time: e.ev.Time, rec: e, kind: s.sysKind(e.ev.Exit)})
+		s.sysLast = max(s.sysLast, e.ev.Time)
+	}
+	// Records the ring had no room for were dropped after the last one
+	// an earlier drain read (the ring keeps the oldest) and before now.
+	if n := s.sys.Lost(); n > s.sysLost {
+		now := monotonic()
+		s.items = append(s.items, item{time: now, rec: &perf.Lost{Header: perf.Header{Time: now}, Count: n - s.sysLost},
+			since: since, cpu: recording.AnyCPU})
+		s.sysLost = n
+	}
+}
+
+// sysStack returns a stack the program kept, cached: the program never
+// replaces a stack under an id.
+func (s *session) sysStack(id int64) []uint64 {
+	if id < 0 {
+		return nil
+	}
+	if st, ok := s.sysStacks[id]; ok {
+		return st
+	}
+	st := append([]uint64(nil), s.sys.Stack(id)...)
+	s.sysStacks[id] = st
+	return st
+}
+
+// syscall writes the sample of a system call entry or exit.
+func (s *session) syscall(e *sysEvent, k *eventKind) {
+	ev := &e.ev
+	if ev.Exit {
+		c := s.pending[ev.TID]
+		if c == nil || c.nr != ev.Nr {
+			return // entered before the recording started
+		}
+		delete(s.pending, ev.TID)
+		x := *c
+		if ks := s.sysStack(ev.KernStack); ks != nil {
+			x.kernel = ks // the exit's own hook
+		}
+		s.writeSyscall(ev, k, &x)
+		return
+	}
+	r := perf.Sample{Header: perf.Header{PID: ev.PID, TID: ev.TID, Time: ev.Time, CPU: ev.CPU},
+		IP: ev.IP, UserMode: true, ABI: 2, Kernel: s.sysStack(ev.KernStack), User: s.sysStack(ev.UserStack),
+		StackSP: ev.SP, Stack: s.sysBuf[e.copy[0]:e.copy[1]]}
+	if r.User == nil {
+		r.User = []uint64{ev.IP}
+	}
+	regs := make([]uint64, perf.NumRegs)
+	regs[perf.RegIP], regs[perf.RegSP], regs[perf.RegBP] = ev.IP, ev.SP, ev.BP
+	r.Regs = regs
+	user, truncated := s.userChain(&r)
+	if ev.UserStack < 0 {
+		truncated = true
+	}
+	c := &pendingCall{nr: ev.Nr, kernel: r.Kernel, user: user, truncated: truncated}
+	s.pending[ev.TID] = c
+	s.writeSyscall(ev, k, c)
+}
+
+func (s *session) writeSyscall(ev *syscallprog.Event, k *eventKind, c *pendingCall) {
+	if c.truncated {
+		s.res.Truncated++
+	}
+	s.kernelSymbols(c.kernel)
+	s.res.Samples++
+	smp := recording.Sample{Time: ev.Time, PID: ev.PID, TID: ev.TID, CPU: ev.CPU, Period: 1,
+		Truncated: c.truncated, Event: k.event, Arg: ev.Nr}
+	if err := s.w.WriteSample(smp, c.kernel, c.user); err != nil {
+		s.warn("writing the recording: %v", err)
+	}
+}

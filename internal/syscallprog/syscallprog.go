@@ -1,0 +1,510 @@
+// Package syscallprog records a process's system calls with a BPF program
+// on the raw_syscalls tracepoints, for `record --events syscalls`.
+//
+// perf's tracepoint events cost each system call two samples, each with its
+// own walk of the user (and kernel) call chain, a stack copy and perf's
+// output path, for every thread of the traced process (docs/performance.md:
+// about 3 µs per event). The program here runs at both tracepoints for
+// every thread of the machine but stops at once for threads of processes it
+// does not trace (one hash lookup on the thread group). For traced threads
+// it walks the call chain once per system call, at the entry, and keeps it
+// as an id in a stack map (bpf_get_stackid: a stack seen before is not
+// stored again), with the registers and the top of the stack that the
+// fp-mode CFI repair of the first frames reads; the exit writes a record of
+// a few words that the recorder pairs with its thread's entry (a thread's
+// user stack does not change during a system call). Records go to one BPF
+// ring buffer shared by the CPUs, drained by the recorder.
+//
+// Processes the traced ones fork are traced too: a program on
+// sched_process_fork adds the child's thread group when its parent's is
+// traced (the offset of task_struct.tgid comes from the kernel's BTF).
+//
+// cilium/ebpf loads the program and reads the maps; the program is written
+// with its asm package (package bpfasm), so that culprit needs no clang.
+package syscallprog
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+	"golang.org/x/sys/unix"
+
+	"github.com/culprit-dev/culprit/internal/bpfasm"
+)
+
+// Record kinds.
+const (
+	kindEnter = 1
+	kindExit  = 2
+)
+
+// Layout of the records the program writes (little-endian).
+const (
+	offKind    = 0  // u32
+	offCPU     = 4  // u32
+	offPidTgid = 8  // u64: tgid << 32 | tid
+	offTime    = 16 // u64: CLOCK_MONOTONIC ns
+	offNr      = 24 // u64: the system call number
+	offUStack  = 32 // s64: user stack id, or a negative error
+	offKStack  = 40 // s64: kernel stack id, -1 when not asked
+	offIP      = 48 // u64: user registers at the entry
+	offSP      = 56
+	offBP      = 64
+	offCopied  = 72 // u64: bytes of stack copied from SP
+	hdrSize    = 80
+	exitSize   = 48
+)
+
+// x86-64 struct pt_regs offsets (the user registers at the system call).
+const (
+	regCS     = 136
+	regBP     = 32
+	regOrigAX = 120
+	regIP     = 128
+	regSP     = 152
+)
+
+// kernelSkip is how many frames the kernel call chain leaves out at its
+// innermost end: the program itself, bpf_trace_run2 and
+// __bpf_trace_sys_enter, so that it starts at the tracing hook of the
+// system call entry as perf's call chain at the tracepoint does.
+const kernelSkip = 3
+
+// userCS64 is x86-64's __USER_CS: the code segment of 64-bit user code.
+const userCS64 = 0x33
+
+// MaxStack is the deepest call chain kept (perf's default, 127).
+const MaxStack = 127
+
+// Options say what the program records.
+type Options struct {
+	// KernelStacks records the kernel call chain at each entry as well.
+	KernelStacks bool
+	// StackBytes of user stack copied from SP at each entry (0: none),
+	// rounded up to 8 bytes.
+	StackBytes int
+	// RingBytes is the output ring's size, a power of two (0: 16 MiB).
+	RingBytes int
+}
+
+// Event is one record of the program: a system call's entry (with its
+// stacks) or exit.
+type Event struct {
+	Exit       bool
+	CPU        uint32
+	PID, TID   uint32
+	Time       uint64
+	Nr         uint64
+	UserStack  int64 // stack id, negative when the stack could not be kept
+	KernStack  int64 // stack id, negative when none
+	IP, SP, BP uint64
+	Stack      []byte // the copy from SP (valid until the next Drain)
+}
+
+// Tracer is the loaded and attached program with its maps.
+type Tracer struct {
+	tgids, stacks, ring, lost, kcache *ebpf.Map
+	progs                             []*ebpf.Program
+	links                             []link.Link
+	rd                                *ringbuf.Reader
+	rec                               ringbuf.Record
+	stackBuf                          []uint64
+}
+
+// New loads the programs and attaches them to the tracepoints. No process
+// is traced until Add.
+func New(o Options) (*Tracer, error) {
+	_ = unix.Setrlimit(unix.RLIMIT_MEMLOCK, &unix.Rlimit{Cur: unix.RLIM_INFINITY, Max: unix.RLIM_INFINITY})
+	tgidOff, err := taskTgidOffset()
+	if err != nil {
+		return nil, err
+	}
+	copyBytes := (o.StackBytes + 7) &^ 7
+	if copyBytes > 4096 {
+		copyBytes = 4096
+	}
+	ringBytes := o.RingBytes
+	if ringBytes == 0 {
+		ringBytes = 16 << 20
+	}
+	t := &Tracer{}
+	fail := func(err error) (*Tracer, error) {
+		t.Close()
+		return nil, explain(err)
+	}
+	if t.tgids, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_sctgid", Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: 4096}); err != nil {
+		return fail(err)
+	}
+	if t.stacks, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_scstack", Type: ebpf.StackTrace, KeySize: 4, ValueSize: MaxStack * 8, MaxEntries: 16384}); err != nil {
+		return fail(err)
+	}
+	if t.ring, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_scring", Type: ebpf.RingBuf, MaxEntries: uint32(ringBytes)}); err != nil {
+		return fail(err)
+	}
+	if t.lost, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_sclost", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: 1}); err != nil {
+		return fail(err)
+	}
+	if t.kcache, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_sckst", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 4}); err != nil {
+		return fail(err)
+	}
+	m := fds{tgids: t.tgids.FD(), stacks: t.stacks.FD(), ring: t.ring.FD(), lost: t.lost.FD(), kcache: t.kcache.FD()}
+	for _, p := range []struct {
+		tp  string
+		ins asm.Instructions
+	}{
+		{"sys_enter", enterProgram(m, o.KernelStacks, copyBytes)},
+		{"sys_exit", exitProgram(m, o.KernelStacks)},
+		{"sched_process_fork", forkProgram(m, tgidOff)},
+	} {
+		prog, err := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Name: fmt.Sprintf("culprit_%d", os.Getpid()%10000000),
+			Type: ebpf.RawTracepoint, License: "GPL", Instructions: p.ins}, ebpf.ProgramOptions{LogSizeStart: 1 << 16})
+		if err != nil {
+			return fail(err)
+		}
+		t.progs = append(t.progs, prog)
+		l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: p.tp, Program: prog})
+		if err != nil {
+			return fail(err)
+		}
+		t.links = append(t.links, l)
+	}
+	if t.rd, err = ringbuf.NewReader(t.ring); err != nil {
+		return fail(err)
+	}
+	t.rd.SetDeadline(time.Unix(1, 0))
+	return t, nil
+}
+
+// taskTgidOffset reads the offset of task_struct.tgid from the kernel's BTF.
+func taskTgidOffset() (int32, error) {
+	spec, err := btf.LoadKernelSpec()
+	if err != nil {
+		return 0, fmt.Errorf("reading the kernel's BTF (needed to follow forks): %w", err)
+	}
+	var task *btf.Struct
+	if err := spec.TypeByName("task_struct", &task); err != nil {
+		return 0, fmt.Errorf("task_struct in the kernel's BTF: %w", err)
+	}
+	for _, mb := range task.Members {
+		if mb.Name == "tgid" {
+			return int32(mb.Offset.Bytes()), nil
+		}
+	}
+	return 0, errors.New("no task_struct.tgid in the kernel's BTF")
+}
+
+func explain(err error) error {
+	switch {
+	case errors.Is(err, unix.EPERM), errors.Is(err, os.ErrPermission):
+		return fmt.Errorf("loading culprit's BPF system call program was refused (%v): run as root or grant CAP_BPF and CAP_PERFMON", err)
+	}
+	var ve *ebpf.VerifierError
+	if errors.As(err, &ve) {
+		return fmt.Errorf("the kernel's verifier refused culprit's BPF system call program: %v", ve)
+	}
+	return fmt.Errorf("culprit's BPF system call program cannot run on this kernel: %w", err)
+}
+
+// Add traces a thread group (a process) and the processes it forks.
+func (t *Tracer) Add(tgid uint32) error {
+	return t.tgids.Update(tgid, uint32(1), ebpf.UpdateAny)
+}
+
+// Remove stops tracing a process (it exited).
+func (t *Tracer) Remove(tgid uint32) { _ = t.tgids.Delete(tgid) }
+
+// Drain calls fn for each record in the ring, oldest first. The Event and
+// its Stack are reused.
+func (t *Tracer) Drain(fn func(*Event)) error {
+	var ev Event
+	for {
+		err := t.rd.ReadInto(&t.rec)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		b := t.rec.RawSample
+		if len(b) < exitSize {
+			continue
+		}
+		le := binary.LittleEndian
+		pt := le.Uint64(b[offPidTgid:])
+		ev = Event{Exit: le.Uint32(b[offKind:]) == kindExit, CPU: le.Uint32(b[offCPU:]),
+			PID: uint32(pt >> 32), TID: uint32(pt), Time: le.Uint64(b[offTime:]), Nr: le.Uint64(b[offNr:])}
+		ev.KernStack = int64(le.Uint64(b[offKStack:]))
+		if !ev.Exit && len(b) >= hdrSize {
+			ev.UserStack = int64(le.Uint64(b[offUStack:]))
+			ev.IP, ev.SP, ev.BP = le.Uint64(b[offIP:]), le.Uint64(b[offSP:]), le.Uint64(b[offBP:])
+			n := int(le.Uint64(b[offCopied:]))
+			ev.Stack = b[hdrSize:min(hdrSize+n, len(b))]
+		}
+		fn(&ev)
+	}
+}
+
+// Stack returns the call chain kept under id, innermost first; nil when
+// there is none. The slice is reused by the next call.
+func (t *Tracer) Stack(id int64) []uint64 {
+	if id < 0 {
+		return nil
+	}
+	if t.stackBuf == nil {
+		t.stackBuf = make([]uint64, MaxStack)
+	}
+	if err := t.stacks.Lookup(uint32(id), t.stackBuf); err != nil {
+		return nil
+	}
+	n := 0
+	for n < len(t.stackBuf) && t.stackBuf[n] != 0 {
+		n++
+	}
+	return t.stackBuf[:n]
+}
+
+// Lost is the number of records the ring had no room for.
+func (t *Tracer) Lost() uint64 {
+	var per []uint64
+	if err := t.lost.Lookup(uint32(0), &per); err != nil {
+		return 0
+	}
+	var n uint64
+	for _, v := range per {
+		n += v
+	}
+	return n
+}
+
+// Close detaches the programs and frees the maps.
+func (t *Tracer) Close() {
+	for _, l := range t.links {
+		l.Close()
+	}
+	for _, p := range t.progs {
+		p.Close()
+	}
+	if t.rd != nil {
+		t.rd.Close()
+	}
+	for _, m := range []*ebpf.Map{t.tgids, t.stacks, t.ring, t.lost, t.kcache} {
+		if m != nil {
+			m.Close()
+		}
+	}
+	*t = Tracer{}
+}
+
+type fds struct{ tgids, stacks, ring, lost, kcache int }
+
+// Registers the programs keep across helper calls.
+const (
+	rCtx  = asm.R6
+	rPT   = asm.R7 // pid_tgid
+	rRec  = asm.R8 // the reserved record
+	rRegs = asm.R9 // struct pt_regs *
+)
+
+// traced emits: rPT = pid_tgid; return 0 unless its tgid is in the map.
+func traced(b *bpfasm.Builder, m fds) {
+	b.Emit(
+		asm.Mov.Reg(rCtx, asm.R1),
+		asm.FnGetCurrentPidTgid.Call(),
+		asm.Mov.Reg(rPT, asm.R0),
+		asm.RSh.Imm(asm.R0, 32),
+		asm.StoreMem(asm.RFP, -8, asm.R0, asm.Word),
+	)
+	b.Lookup(m.tgids, -8)
+	b.Emit(
+		asm.JNE.Imm(asm.R0, 0, "traced"),
+		asm.Mov.Imm(asm.R0, 0),
+		asm.Return(),
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("traced"),
+	)
+}
+
+// reserve emits: rRec = a record of size bytes in the ring, or count it lost
+// and return.
+func reserve(b *bpfasm.Builder, m fds, size int32, kind int64) {
+	b.Emit(
+		asm.LoadMapPtr(asm.R1, m.ring),
+		asm.Mov.Imm(asm.R2, size),
+		asm.Mov.Imm(asm.R3, 0),
+		asm.FnRingbufReserve.Call(),
+		asm.JNE.Imm(asm.R0, 0, "reserved"),
+		asm.StoreImm(asm.RFP, -8, 0, asm.Word),
+	)
+	b.Lookup(m.lost, -8)
+	b.Emit(
+		asm.JEq.Imm(asm.R0, 0, "out"),
+		asm.Mov.Imm(asm.R1, 1),
+		asm.StoreXAdd(asm.R0, asm.R1, asm.DWord),
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("out"),
+		asm.Return(),
+		asm.Mov.Reg(rRec, asm.R0).WithSymbol("reserved"),
+		asm.StoreImm(rRec, offKind, kind, asm.Word),
+		asm.StoreMem(rRec, offPidTgid, rPT, asm.DWord),
+		asm.FnGetSmpProcessorId.Call(),
+		asm.StoreMem(rRec, offCPU, asm.R0, asm.Word),
+		asm.FnKtimeGetNs.Call(),
+		asm.StoreMem(rRec, offTime, asm.R0, asm.DWord),
+		// args[0] of both system call tracepoints: the user registers.
+		asm.LoadMem(rRegs, rCtx, 0, asm.DWord),
+	)
+}
+
+// readReg emits: rec[at] = regs->field (a kernel read).
+func readReg(b *bpfasm.Builder, at int16, field int32) {
+	b.Emit(
+		asm.Mov.Reg(asm.R1, rRec),
+		asm.Add.Imm(asm.R1, int32(at)),
+		asm.Mov.Imm(asm.R2, 8),
+		asm.Mov.Reg(asm.R3, rRegs),
+		asm.Add.Imm(asm.R3, field),
+		asm.FnProbeReadKernel.Call(),
+	)
+}
+
+func submit(b *bpfasm.Builder) {
+	b.Emit(
+		asm.Mov.Reg(asm.R1, rRec),
+		asm.Mov.Imm(asm.R2, 1), // BPF_RB_NO_WAKEUP: the recorder polls
+		asm.FnRingbufSubmit.Call(),
+		asm.Mov.Imm(asm.R0, 0),
+		asm.Return(),
+	)
+}
+
+// enterProgram: sys_enter(regs, id).
+func enterProgram(m fds, kernel bool, copyBytes int) asm.Instructions {
+	var b bpfasm.Builder
+	traced(&b, m)
+	reserve(&b, m, int32(hdrSize+copyBytes), kindEnter)
+	b.Emit(
+		asm.LoadMem(asm.R1, rCtx, 8, asm.DWord),
+		asm.StoreMem(rRec, offNr, asm.R1, asm.DWord),
+	)
+	b.Emit(
+		asm.Mov.Reg(asm.R1, rCtx),
+		asm.LoadMapPtr(asm.R2, m.stacks),
+		asm.Mov.Imm(asm.R3, 1<<8), // BPF_F_USER_STACK
+		asm.FnGetStackid.Call(),
+		asm.StoreMem(rRec, offUStack, asm.R0, asm.DWord),
+	)
+	kernelStack(&b, m, kernel, 0)
+	readReg(&b, offIP, regIP)
+	readReg(&b, offSP, regSP)
+	readReg(&b, offBP, regBP)
+	b.Emit(asm.Mov.Imm(asm.R1, 0), asm.StoreMem(rRec, offCopied, asm.R1, asm.DWord))
+	if copyBytes > 0 {
+		b.Emit(
+			asm.Mov.Reg(asm.R1, rRec),
+			asm.Add.Imm(asm.R1, hdrSize),
+			asm.Mov.Imm(asm.R2, int32(copyBytes)),
+			asm.LoadMem(asm.R3, rRec, offSP, asm.DWord),
+			asm.FnProbeReadUser.Call(),
+			asm.JNE.Imm(asm.R0, 0, "nocopy"),
+			asm.Mov.Imm(asm.R1, int32(copyBytes)),
+			asm.StoreMem(rRec, offCopied, asm.R1, asm.DWord),
+			asm.Mov.Imm(asm.R0, 0).WithSymbol("nocopy"),
+		)
+	}
+	submit(&b)
+	return b.Ins
+}
+
+// exitProgram: sys_exit(regs, ret). The system call number is the
+// registers' orig_ax, as the sys_exit tracepoint's id.
+func exitProgram(m fds, kernel bool) asm.Instructions {
+	var b bpfasm.Builder
+	traced(&b, m)
+	reserve(&b, m, exitSize, kindExit)
+	readReg(&b, offNr, regOrigAX)
+	kernelStack(&b, m, kernel, 2)
+	submit(&b)
+	return b.Ins
+}
+
+// kernelStack emits: rec.kstack = the kernel call chain's id, or -1 when
+// not asked. The chain at a system call tracepoint depends only on how the
+// call entered the kernel (the entry code, do_syscall_64 or the 32-bit
+// one, the tracing hook): the program walks it the first time for each
+// entry (64-bit or 32-bit code segment; slot+0 or +1, slot 0 for entries,
+// 2 for exits) and keeps its id in the kcache map, id+1 (0: not walked).
+func kernelStack(b *bpfasm.Builder, m fds, kernel bool, slot int32) {
+	b.Emit(
+		asm.Mov.Imm(asm.R1, -1),
+		asm.StoreMem(rRec, offKStack, asm.R1, asm.DWord),
+	)
+	if !kernel {
+		return
+	}
+	b.Emit(
+		asm.Mov.Reg(asm.R1, asm.RFP),
+		asm.Add.Imm(asm.R1, -16),
+		asm.Mov.Imm(asm.R2, 8),
+		asm.Mov.Reg(asm.R3, rRegs),
+		asm.Add.Imm(asm.R3, regCS),
+		asm.FnProbeReadKernel.Call(),
+		asm.LoadMem(asm.R1, asm.RFP, -16, asm.DWord),
+		asm.Mov.Imm(asm.R2, slot),
+		asm.JEq.Imm(asm.R1, userCS64, "cs64"),
+		asm.Add.Imm(asm.R2, 1),
+		asm.StoreMem(asm.RFP, -8, asm.R2, asm.Word).WithSymbol("cs64"),
+	)
+	b.Lookup(m.kcache, -8)
+	b.Emit(
+		asm.JEq.Imm(asm.R0, 0, "kdone"),
+		asm.StoreMem(asm.RFP, -24, asm.R0, asm.DWord),
+		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
+		asm.JEq.Imm(asm.R1, 0, "kwalk"),
+		asm.Add.Imm(asm.R1, -1),
+		asm.StoreMem(rRec, offKStack, asm.R1, asm.DWord),
+		asm.Ja.Label("kdone"),
+		asm.Mov.Reg(asm.R1, rCtx).WithSymbol("kwalk"),
+		asm.LoadMapPtr(asm.R2, m.stacks),
+		asm.Mov.Imm(asm.R3, kernelSkip),
+		asm.FnGetStackid.Call(),
+		asm.StoreMem(rRec, offKStack, asm.R0, asm.DWord),
+		asm.JSLT.Imm(asm.R0, 0, "kdone"),
+		asm.LoadMem(asm.R1, asm.RFP, -24, asm.DWord),
+		asm.Add.Imm(asm.R0, 1),
+		asm.StoreMem(asm.R1, 0, asm.R0, asm.DWord),
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("kdone"),
+	)
+}
+
+// forkProgram: sched_process_fork(parent, child): a traced process's child
+// is traced.
+func forkProgram(m fds, tgidOff int32) asm.Instructions {
+	var b bpfasm.Builder
+	traced(&b, m)
+	b.Emit(
+		asm.Mov.Reg(asm.R1, asm.RFP),
+		asm.Add.Imm(asm.R1, -16),
+		asm.Mov.Imm(asm.R2, 4),
+		asm.LoadMem(asm.R3, rCtx, 8, asm.DWord),
+		asm.Add.Imm(asm.R3, tgidOff),
+		asm.FnProbeReadKernel.Call(),
+		asm.JNE.Imm(asm.R0, 0, "done"),
+		asm.StoreImm(asm.RFP, -24, 1, asm.Word),
+		asm.LoadMapPtr(asm.R1, m.tgids),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, -16),
+		asm.Mov.Reg(asm.R3, asm.RFP),
+		asm.Add.Imm(asm.R3, -24),
+		asm.Mov.Imm(asm.R4, 0),
+		asm.FnMapUpdateElem.Call(),
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("done"),
+		asm.Return(),
+	)
+	return b.Ins
+}

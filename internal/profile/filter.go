@@ -33,6 +33,21 @@ func objectBase(obj string) string {
 	return b
 }
 
+// RuntimeObject reports whether an object (a path or a base name) is the C
+// runtime or the dynamic loader: libc, libpthread, libdl, librt, ld.so, the
+// vDSO. Their functions do what the program asks; a slowdown in them is the
+// slowdown of the code that calls them.
+func RuntimeObject(obj string) bool {
+	b := objectBase(obj)
+	for _, p := range []string{"libc.so", "libc-", "libpthread.so", "libpthread-", "ld-linux", "ld-musl",
+		"libdl.so", "librt.so", "[vdso]"} {
+		if strings.HasPrefix(b, p) {
+			return true
+		}
+	}
+	return false
+}
+
 // ObjectName is the short name of the frame's object: the basename of Object,
 // "[kernel.kallsyms]" for a kernel frame with no object, "[unknown]" otherwise.
 func (f Frame) ObjectName() string {

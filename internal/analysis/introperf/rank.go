@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/culprit-dev/culprit/internal/profile"
 )
 
 // RankOptions configure Rank.
@@ -141,18 +143,6 @@ func (r RankedPath) Verdict() string {
 	return v
 }
 
-// systemObject reports whether an object is the C runtime or the dynamic
-// loader, whose frames mostly carry the program's calls into the kernel.
-func systemObject(obj string) bool {
-	for _, p := range []string{"libc.so", "libc-", "libpthread.so", "libpthread-", "ld-linux", "ld-musl",
-		"libdl.so", "librt.so", "[vdso]"} {
-		if strings.HasPrefix(obj, p) {
-			return true
-		}
-	}
-	return false
-}
-
 // Names returns the path's function names, outermost first.
 func (r RankedPath) Names() []string {
 	out := make([]string, len(r.Frames))
@@ -236,7 +226,7 @@ func Rank(base, buggy *Result, o RankOptions) []RankedPath {
 		rp.Candidate = rp.Grew
 		for i := rp.Grew; i >= 0; i-- {
 			f := rp.Frames[i]
-			if f.Layer != LayerKernel && !systemObject(f.Func.Object) {
+			if f.Layer != LayerKernel && !profile.RuntimeObject(f.Func.Object) {
 				rp.Candidate = i
 				break
 			}

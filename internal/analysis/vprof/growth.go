@@ -16,6 +16,7 @@ import (
 type stackCounts struct {
 	n     float64
 	self  map[int32]float64
+	own   map[int32]float64 // self, with a system library's or the kernel's samples given to their nearest caller outside them
 	incl  map[int32]float64
 	edges map[edge]float64
 	paths []stackPath // the distinct stacks and their samples
@@ -29,13 +30,25 @@ type stackPath struct {
 type edge struct{ caller, callee int32 }
 
 func newStackCounts() stackCounts {
-	return stackCounts{self: map[int32]float64{}, incl: map[int32]float64{}, edges: map[edge]float64{}}
+	return stackCounts{self: map[int32]float64{}, own: map[int32]float64{}, incl: map[int32]float64{}, edges: map[edge]float64{}}
 }
 
-// add counts one sample whose stack holds the functions fs, innermost first.
-func (c *stackCounts) add(fs []int32) {
+// add counts one sample whose stack holds the functions fs, innermost first;
+// system says which functions are the C runtime's or the kernel's (nil:
+// none).
+func (c *stackCounts) add(fs []int32, system func(int32) bool) {
 	c.n++
 	c.self[fs[0]]++
+	o := fs[0]
+	if system != nil {
+		for _, f := range fs {
+			if !system(f) {
+				o = f
+				break
+			}
+		}
+	}
+	c.own[o]++
 	for i, f := range fs {
 		if !slicesContains(fs[:i], f) {
 			c.incl[f]++
@@ -70,6 +83,9 @@ func (c *stackCounts) merge(o stackCounts) {
 	c.n += o.n
 	for f, x := range o.self {
 		c.self[f] += x
+	}
+	for f, x := range o.own {
+		c.own[f] += x
 	}
 	for f, x := range o.incl {
 		c.incl[f] += x
@@ -375,7 +391,7 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 	for i, f := range ids {
 		fr := &fs[i]
 		fr.Share = share(nc.incl[f], nc.n, bc.incl[f], bc.n)
-		fr.SelfShare = share(nc.self[f], nc.n, bc.self[f], bc.n)
+		fr.SelfShare = share(nc.own[f], nc.n, bc.own[f], bc.n)
 		fr.Evidence = EvidenceNone
 		discount := o.DefaultDiscount
 		// The strongest evidence among its variables.
@@ -496,10 +512,10 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 	// by what it already holds).
 	lingers := map[int32]bool{}
 	for i, f := range ids {
-		if v := fs[i].Var; v != nil && v.Dimension == DimDuration && parseTags(v.Tags).loop && score[i] > 0 {
+		if lingering(&fs[i]) && score[i] > 0 {
 			lingers[f] = true
 		}
-		if fs[i].Evidence == EvidenceInput && score[i] > 0 {
+		if (fs[i].Evidence == EvidenceInput || longerLoop(&fs[i])) && score[i] > 0 {
 			lingers[f] = true
 		}
 	}
@@ -513,7 +529,7 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 				if !ok || !fs[j].Share.Grew() {
 					continue
 				}
-				if fs[fi].Evidence == EvidenceInput && (fs[j].Evidence != EvidenceOwnTime || 2*fs[fi].Share.Change < fs[j].Share.Change) {
+				if !lingering(&fs[fi]) && (fs[j].Evidence != EvidenceOwnTime || 2*fs[fi].Share.Change < fs[j].Share.Change) {
 					continue
 				}
 				outside := share(nc.incl[g]-nu[f][g], nc.n, bc.incl[g]-n, bc.n)
@@ -554,6 +570,39 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 	}
 }
 
+// lingering says whether a function's evidence is a loop variable whose
+// values last longer in the buggy runs.
+func lingering(fr *FunctionResult) bool {
+	v := fr.Var
+	return fr.Evidence == EvidenceVariable && v != nil && v.Dimension == DimDuration && parseTags(v.Tags).loop
+}
+
+// longerLoop says whether a function's evidence is a loop variable whose
+// values or steps went beyond the normal range: its loop ran more
+// iterations.
+func longerLoop(fr *FunctionResult) bool {
+	v := fr.Var
+	return fr.Evidence == EvidenceVariable && v != nil && v.Dimension != DimDuration && parseTags(v.Tags).loop && beyondNormal(v.Anomaly)
+}
+
+// beyondNormal says whether an anomaly's buggy values lie above the normal
+// range: the buggy median beyond the normal maximum, or above the normal
+// median with most buggy samples outside the normal range. The maximum of a
+// few hundred normal samples is an extreme order statistic that one outlier
+// moves; the second form reaches the same conclusion from the bulk of both
+// runs, so fewer samples do not flip the pattern. A delta counts below the
+// range too: a loop counter that restarts between two samples steps back by
+// about its own size, so steps far larger than normal in either direction
+// mean more iterations.
+func beyondNormal(an *Anomaly) bool {
+	if an == nil || !an.HasNormal {
+		return false
+	}
+	bulk := an.Outside*2 > an.Considered
+	return an.BuggyMedian > an.NormalMax || an.BuggyMedian > an.NormalMedian && bulk ||
+		an.Dimension == DimDelta && an.BuggyMedian < an.NormalMin && bulk
+}
+
 // ownWork says whether a function's own code did a material part of its
 // growth: its self share grew significantly, by at least OwnShare of the
 // growth of its inclusive share.
@@ -587,20 +636,7 @@ func (a *Analyzer) pattern(fr *FunctionResult) Pattern {
 		v := fr.Var
 		t := parseTags(v.Tags)
 		an := v.Anomaly
-		// Above the normal range: the buggy median beyond the normal
-		// maximum, or above the normal median with most buggy samples
-		// outside the normal range. The maximum of a few hundred normal
-		// samples is an extreme order statistic that one outlier moves;
-		// the second form reaches the same conclusion from the bulk of
-		// both runs, so fewer samples do not flip the pattern. A delta
-		// counts below the range too: a loop counter that restarts
-		// between two samples steps back by about its own size, so
-		// steps far larger than normal in either direction mean more
-		// iterations.
-		bulk := an != nil && an.Outside*2 > an.Considered
-		beyond := an != nil && an.HasNormal && (an.BuggyMedian > an.NormalMax ||
-			an.BuggyMedian > an.NormalMedian && bulk ||
-			an.Dimension == DimDelta && an.BuggyMedian < an.NormalMin && bulk)
+		beyond := beyondNormal(an)
 		within := an != nil && an.HasNormal && an.BuggyMedian >= an.NormalMin && an.BuggyMedian <= an.NormalMax
 		switch {
 		case t.cond && v.Dimension == DimValue && !within:

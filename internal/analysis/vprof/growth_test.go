@@ -31,9 +31,9 @@ func TestShareSignificance(t *testing.T) {
 func TestStackCounts(t *testing.T) {
 	c := newStackCounts()
 	// main(0) → a(1) → b(2), twice; main → a → a → c(3) (recursion) once.
-	c.add([]int32{2, 1, 0})
-	c.add([]int32{2, 1, 0})
-	c.add([]int32{3, 1, 1, 0})
+	c.add([]int32{2, 1, 0}, nil)
+	c.add([]int32{2, 1, 0}, nil)
+	c.add([]int32{3, 1, 1, 0}, nil)
 	c.paths = []stackPath{{fs: []int32{2, 1, 0}, n: 2}, {fs: []int32{3, 1, 1, 0}, n: 1}}
 	if c.n != 3 || c.incl[1] != 3 || c.incl[0] != 3 || c.self[2] != 2 || c.self[3] != 1 {
 		t.Errorf("counts: n %g incl %v self %v", c.n, c.incl, c.self)
@@ -250,5 +250,59 @@ func TestInputTakesGrowth(t *testing.T) {
 	if w.Share.Change <= df.Share.Change || df.Rank != 1 || w.Rank != 2 {
 		t.Errorf("ranks: dispatch_1 %d (growth %.3f), worker %d (growth %.3f); want the deciding function first",
 			df.Rank, df.Share.Change, w.Rank, w.Share.Change)
+	}
+}
+
+// The C runtime's and the kernel's samples are their nearest caller's own
+// time outside them.
+func TestOwnTimeOfRuntimeCallers(t *testing.T) {
+	a := &Analyzer{funcs: []fn{
+		{name: "main", object: "/bin/prog"},
+		{name: "compress", object: "/bin/prog"},
+		{name: "memset", object: "/usr/lib/x86_64-linux-gnu/libc.so.6"},
+		{name: "clear_page", object: "[kernel.kallsyms]", kernel: true},
+		{name: "hist_add", object: "/opt/lib/libhist.so"},
+	}}
+	c := newStackCounts()
+	c.add([]int32{3, 2, 1, 0}, a.system) // page fault in memset, called by compress
+	c.add([]int32{2, 1, 0}, a.system)
+	c.add([]int32{4, 0}, a.system) // a library of the program's own keeps its time
+	if c.own[1] != 2 || c.own[2] != 0 || c.own[3] != 0 || c.own[4] != 1 || c.self[2] != 1 || c.self[3] != 1 {
+		t.Errorf("own %v, self %v", c.own, c.self)
+	}
+}
+
+// A function whose loop variable went beyond its normal range ran more
+// iterations: the own-time callee whose growth all occurs under it ranks
+// below it.
+func TestLongerLoopTakesGrowth(t *testing.T) {
+	mk := func(buggy bool) *profile.Profile {
+		fx := newFixture(t)
+		r := fx.create(t, "loop.rec")
+		no := r.variable("no", "dispatch_1", "long", "loop,cond", false)
+		pages, work := 256, 10
+		if buggy {
+			pages, work = 1024, 900
+		}
+		g := lcg(7)
+		for i := 0; i < 300; i++ {
+			r.tick(1, []string{"dispatch_1", "main"}, 0, val{no, 0, g.intn(int64(pages))})
+		}
+		for i := 0; i < work; i++ {
+			r.tick(1, []string{"worker", "dispatch_1", "main"}, 0, val{no, 1, g.intn(int64(pages))})
+		}
+		for i := 0; i < 600; i++ {
+			r.tick(1, []string{"main"}, 0)
+		}
+		return r.done()
+	}
+	res := analyzeWith(t, DefaultOptions(), []*profile.Profile{mk(false)}, []*profile.Profile{mk(true)})
+	d, w := res.fn(t, "dispatch_1"), res.fn(t, "worker")
+	if d.Evidence != EvidenceVariable || d.Variable != "no" || w.Evidence != EvidenceOwnTime {
+		t.Fatalf("evidence: dispatch_1 %s (%s), worker %s", d.Evidence, d.Variable, w.Evidence)
+	}
+	if w.Share.Change <= d.Share.Change || d.Rank != 1 || w.Rank != 2 {
+		t.Errorf("ranks: dispatch_1 %d (growth %.3f), worker %d (growth %.3f); want the longer loop first",
+			d.Rank, d.Share.Change, w.Rank, w.Share.Change)
 	}
 }

@@ -165,6 +165,14 @@ func (a *Analyzer) fn(name, object string) int32 {
 	return i
 }
 
+// system says whether function f is the kernel's or the C runtime's
+// (profile.RuntimeObject): its own time is the work of its nearest caller
+// outside them.
+func (a *Analyzer) system(f int32) bool {
+	fn := a.funcs[f]
+	return fn.kernel || fn.object == profile.KernelObject || profile.RuntimeObject(fn.object)
+}
+
 func (a *Analyzer) loc(f profile.Frame) int32 {
 	l := loc{file: f.File, line: f.Line, function: f.Name()}
 	if i, ok := a.locIdx[l]; ok {
@@ -305,6 +313,9 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 				for i, fi := range st {
 					fr := p.FrameAt(fi)
 					fs[i] = a.fn(fr.Name(), fr.Object)
+					if fr.Kernel {
+						a.funcs[fs[i]].kernel = true
+					}
 					if f := &a.funcs[fs[i]]; !f.atOK && !fr.Kernel && fr.Offset > 0 && !fr.Inlined {
 						f.at, f.atOK = fr.Offset, true
 					}
@@ -313,7 +324,7 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 			stackFn[s.Stack] = fs
 		}
 		f := fs[0]
-		r.stacks.add(fs)
+		r.stacks.add(fs, a.system)
 		perStack[s.Stack]++
 		per := float64(s.Period)
 		if per == 0 {

@@ -174,8 +174,9 @@ type fn struct {
 	object string // as recorded (path)
 	// at is a file offset in object inside the function (from a stack
 	// frame), for ReadsFunc; ok when known.
-	at   uint64
-	atOK bool
+	at     uint64
+	atOK   bool
+	kernel bool // seen as a kernel frame
 }
 
 // loc is a source line where a value was read.

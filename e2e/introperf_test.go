@@ -503,6 +503,7 @@ func TestIntroPerfCoverage(t *testing.T) {
 			Start        uint64 `json:"start"`
 			Conservative uint64 `json:"conservative"`
 			Aggressive   uint64 `json:"aggressive"`
+			End          uint64 `json:"end"`
 		} `json:"instances"`
 	}
 	js := mustRun(t, "latency", "--format", "json", out)
@@ -515,8 +516,8 @@ func TestIntroPerfCoverage(t *testing.T) {
 		if in.Object != filepath.Base(bin) {
 			continue
 		}
-		s := doc.Origin + in.Start
-		inferred[in.Function] = append(inferred[in.Function], iv{s, s + in.Aggressive})
+		// On the clock of the ground truth, waits for a CPU included.
+		inferred[in.Function] = append(inferred[in.Function], iv{doc.Origin + in.Start, doc.Origin + in.End})
 	}
 	for _, l := range inferred {
 		sort.Slice(l, func(i, j int) bool { return l[i].start < l[j].start })

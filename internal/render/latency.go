@@ -203,6 +203,10 @@ func LatencyJSON(w io.Writer, r *introperf.Result, v LatencyView) error {
 		line = strconv.AppendUint(line, in.Conservative, 10)
 		line = append(line, ",\"aggressive\":"...)
 		line = strconv.AppendUint(line, in.Aggressive, 10)
+		line = append(line, ",\"seen\":"...)
+		line = strconv.AppendUint(line, in.Seen-r.Start, 10)
+		line = append(line, ",\"end\":"...)
+		line = strconv.AppendUint(line, in.End-r.Start, 10)
 		line = append(line, '}')
 		if _, err := bw.Write(line); err != nil {
 			return err
@@ -279,9 +283,9 @@ func slowestInstances(list []introperf.Instance, m introperf.Mode, n int) []intr
 
 // LatencyChrome writes the inferred instances as a Chrome trace event file
 // (JSON object form) for Perfetto or chrome://tracing: one lane per thread,
-// one complete event ("ph":"X") per instance, lasting its latency in mode m.
-// Instances of a thread nest: a callee's interval lies inside its caller's
-// in both modes. ts is in µs from the profile's first sample. Arguments give
+// one complete event ("ph":"X") per instance, from its first event to its
+// end in mode m on the sample clock (Instance.Span: waits for a CPU
+// included, so that a thread's instances nest in both modes). ts is in µs from the profile's first sample. Arguments give
 // both latencies in ns, the context id and the calling context.
 func LatencyChrome(w io.Writer, p *profile.Profile, r *introperf.Result, m introperf.Mode) error {
 	cw := newChromeWriter(w)
@@ -347,7 +351,7 @@ func LatencyChrome(w io.Writer, p *profile.Profile, r *introperf.Result, m intro
 		line = append(line, names[in.Func]...)
 		line = appendMicros(line, ts)
 		line = append(line, ",\"dur\":"...)
-		line = appendMicros(line, in.Latency(m))
+		line = appendMicros(line, in.Span(m)-in.Start)
 		line = append(line, ",\"pid\":"...)
 		line = strconv.AppendUint(line, uint64(in.PID), 10)
 		line = append(line, ",\"tid\":"...)

@@ -122,9 +122,24 @@ type Instance struct {
 	Start uint64 // ns, sample clock: the first event with the context
 	// Conservative is the time from Start to the last event with the same
 	// context; 0 for an instance seen in one event only. Aggressive runs to
-	// the event that broke the context (or the thread's last event). ns.
+	// the event that broke the context (or the thread's last event). ns, on
+	// the thread's own clock: without the waits of preemption (Analyze).
 	Conservative uint64
 	Aggressive   uint64
+	// Seen and End are the sample-clock times of the last event with the
+	// context and of the event that broke it: where the instance lies on a
+	// timeline, its waits for a CPU included. A thread's instances nest on
+	// the sample clock (Span), as its latencies do on its own clock.
+	Seen, End uint64
+}
+
+// Span returns the instance's end on the sample clock in mode m: the last
+// event with its context (conservative) or the event that broke it.
+func (in Instance) Span(m Mode) uint64 {
+	if m == Aggressive {
+		return in.End
+	}
+	return in.Seen
 }
 
 // Latency returns the instance's latency in mode m, ns.
@@ -181,8 +196,8 @@ func CountEvents(p *profile.Profile) map[recording.Event]int {
 }
 
 type reg struct {
-	ts, te uint64 // on the thread's own clock (see thread.waited)
-	start  uint64 // ts on the sample clock
+	ts, te      uint64 // on the thread's own clock (see thread.waited)
+	start, seen uint64 // ts and te on the sample clock
 	node   *Node
 	pid    int32
 	open   bool
@@ -427,9 +442,9 @@ func (in *inferer) event(th *thread, t uint64, si *stackInfo, ev recording.Event
 	for d := n - 1; d >= 0; d-- {
 		if d >= d0 {
 			in.close(th, d, t)
-			th.regs[d] = reg{ts: t, te: t, start: th.now, node: si.nodes[d], pid: si.pid, open: true}
+			th.regs[d] = reg{ts: t, te: t, start: th.now, seen: th.now, node: si.nodes[d], pid: si.pid, open: true}
 		} else {
-			th.regs[d].te = t
+			th.regs[d].te, th.regs[d].seen = t, th.now
 		}
 	}
 	th.last = si.funcs
@@ -439,7 +454,8 @@ func (in *inferer) event(th *thread, t uint64, si *stackInfo, ev recording.Event
 	th.tLast = t
 }
 
-// close is closeRegister: it ends the instance open at depth d at time t.
+// close is closeRegister: it ends the instance open at depth d at time t,
+// on the thread's own clock; th.now is the same moment on the sample clock.
 // An empty register is left alone.
 func (in *inferer) close(th *thread, d int, t uint64) {
 	if d >= len(th.regs) || !th.regs[d].open {
@@ -462,6 +478,7 @@ func (in *inferer) close(th *thread, d int, t uint64) {
 		in.res.Instances = append(in.res.Instances, Instance{
 			Func: v.Func, Node: v.ID, Path: r.pid, Depth: int32(d),
 			PID: info.PID, TID: info.TID, Start: r.start, Conservative: tc, Aggressive: ta,
+			Seen: r.seen, End: max(th.now, r.seen),
 		})
 	}
 }

@@ -722,3 +722,27 @@ func TestRankOnePathPerUserContext(t *testing.T) {
 		t.Errorf("kept %s, not the costliest variant %s", o, a)
 	}
 }
+
+func TestInstanceSpanKeepsWaits(t *testing.T) {
+	// Preempted at 12 until 1012: work's latency leaves the wait out, its
+	// span on the sample clock keeps it, so that main's span still holds
+	// work's and other's on a timeline.
+	pre := []string{"main", "work", "k:asm_sysvec_apic_timer_interrupt", "k:irqentry_exit_to_user_mode", "k:schedule", "k:__schedule"}
+	ev := []event{
+		{t: 10, stack: []string{"main", "work"}, kind: recording.EventCPU},
+		{t: 12, stack: pre, kind: recording.EventSwitch},
+		{t: 1012, stack: []string{"main", "other"}, kind: recording.EventCPU},
+		{t: 1014, stack: []string{"main", "other"}, kind: recording.EventCPU},
+	}
+	r := Analyze(build(ev), Options{KeepInstances: true})
+	var got []string
+	for _, in := range r.Instances {
+		got = append(got, fmt.Sprintf("%s@%d:%d/%d seen %d end %d", r.Tree.Funcs.Get(in.Func).Name, in.Start,
+			in.Conservative, in.Aggressive, in.Seen, in.End))
+	}
+	sort.Strings(got)
+	want := "main@10:4/4 seen 1014 end 1014|other@1012:2/2 seen 1014 end 1014|work@10:2/2 seen 12 end 1012"
+	if strings.Join(got, "|") != want {
+		t.Errorf("instances\n got %s\nwant %s", strings.Join(got, "|"), want)
+	}
+}

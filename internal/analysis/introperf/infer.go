@@ -198,9 +198,9 @@ func CountEvents(p *profile.Profile) map[recording.Event]int {
 type reg struct {
 	ts, te      uint64 // on the thread's own clock (see thread.waited)
 	start, seen uint64 // ts and te on the sample clock
-	node   *Node
-	pid    int32
-	open   bool
+	node        *Node
+	pid         int32
+	open        bool
 }
 
 type thread struct {

@@ -27,6 +27,9 @@ type Call struct {
 	Flags uint32 // recording.CallUnreturned
 	Args  []uint64
 	Ret   uint64
+	// Strs are the strings of the probe's first two char * parameters
+	// (code s8), as the call ended.
+	Strs []string
 }
 
 // Inclusive is the call's duration in ns.

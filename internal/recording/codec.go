@@ -211,6 +211,12 @@ func encodePayload(e *enc, r Record) (Kind, error) {
 			e.u(a)
 		}
 		e.u(r.Ret)
+		if len(r.Strs) > 0 {
+			e.u(uint64(len(r.Strs)))
+			for _, x := range r.Strs {
+				e.str(x)
+			}
+		}
 		return KindCall, nil
 	case nil:
 		return 0, fmt.Errorf("writing a nil record")
@@ -407,6 +413,14 @@ func decodePayload(k Kind, p []byte, slab *[]Sample, stack *Stack) (r Record, ok
 			d.uvarints(c.Args)
 		}
 		c.Ret = d.u()
+		if n := d.u(); n > 0 {
+			if n > uint64(len(d.b)) {
+				return nil, false
+			}
+			for range n {
+				c.Strs = append(c.Strs, d.str())
+			}
+		}
 		r = c
 	case KindSymbol:
 		y := new(Symbol)

@@ -10,7 +10,7 @@ package recording
 const (
 	Magic        = "CULPRIT\x00"
 	MajorVersion = 1
-	MinorVersion = 6
+	MinorVersion = 7
 )
 
 // Kind identifies a record. New kinds may be added by later minor versions;
@@ -337,6 +337,10 @@ type Call struct {
 	Flags  uint32 // CallUnreturned
 	Args   []uint64
 	Ret    uint64
+	// Strs (format 1.7) are the strings of the Probe's first two
+	// parameters of code s8 (char *), read when the call ended, at most
+	// 63 bytes each.
+	Strs []string
 }
 
 // End marks a clean end of recording with its totals. A file without an End

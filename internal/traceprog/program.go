@@ -44,6 +44,18 @@ const (
 	rArgs      = 56
 	rRet       = 104
 
+	// A call's strings (Options.Strings) travel in a record of their own,
+	// written just before the call's record on the same thread: its
+	// thread, the call's start and probe, then MaxStrs slots of StrLen
+	// bytes, each a NUL-terminated copy of a char * argument.
+	MaxStrs       = 2
+	StrLen        = 64
+	StrRecordSize = 24 + MaxStrs*StrLen
+	sPidTgid      = 0
+	sStart        = 8
+	sProbe        = 16
+	sSlots        = 24
+
 	// per-CPU counters
 	sLost      = 0
 	sDepth     = 8
@@ -91,6 +103,8 @@ const (
 	slKey32  = -48
 	slFlags  = -56
 	slCaller = -64
+	slStrKey = -72
+	slStrArg = -80 // the probe's string arguments: byte k the (index+1) of slot k's
 )
 
 // Registers held across helper calls.
@@ -103,6 +117,7 @@ const (
 
 type maps struct {
 	stacks, zero, counts, stats, events, phase int
+	strs                                       int // Strings: probe id → its string arguments
 }
 
 type progOptions struct {
@@ -120,6 +135,9 @@ type progOptions struct {
 	// one at entry by: 8 after a uretprobe (the RET has run), 0 at a probe
 	// on the RET instruction itself.
 	RetAdjust int32
+	// Strings: calls of probes with char * arguments (the strs map) are
+	// preceded by a record of those strings, read at the call's end.
+	Strings bool
 }
 
 type builder struct {
@@ -194,6 +212,11 @@ func (b *builder) emitCall(flags int32, ret bool) {
 		asm.LoadMem(asm.R1, rFrame, fFlags, asm.Word),
 		asm.And.Imm(asm.R1, flagSkip),
 		asm.JNE.Imm(asm.R1, 0, out),
+	)
+	if b.o.Strings {
+		b.emitStrings()
+	}
+	b.Emit(
 		asm.LoadMapPtr(asm.R1, b.m.events),
 		asm.Mov.Imm(asm.R2, RecordSize),
 		asm.Mov.Imm(asm.R3, 0),
@@ -249,6 +272,63 @@ func (b *builder) emitCall(flags int32, ret bool) {
 	b.Mark(lost)
 	b.count(sLost)
 	b.Mark(out)
+}
+
+// emitStrings writes the string record of the call in rFrame when its
+// probe has char * arguments: each read (bounded, NUL-terminated) from the
+// pointer the call was given, as it is when the call ends. A record the
+// ring has no room for is left out; its call is then shown without them.
+func (b *builder) emitStrings() {
+	none := b.NewLabel("nostrs")
+	b.Emit(
+		asm.LoadMem(asm.R1, rFrame, fProbe, asm.Word),
+		asm.StoreMem(asm.RFP, slStrKey, asm.R1, asm.Word),
+	)
+	b.Lookup(b.m.strs, slStrKey)
+	b.Emit(
+		asm.JEq.Imm(asm.R0, 0, none),
+		asm.LoadMem(asm.R1, asm.R0, 0, asm.Word),
+		asm.JEq.Imm(asm.R1, 0, none),
+		asm.StoreMem(asm.RFP, slStrArg, asm.R1, asm.Word),
+		asm.LoadMapPtr(asm.R1, b.m.events),
+		asm.Mov.Imm(asm.R2, StrRecordSize),
+		asm.Mov.Imm(asm.R3, 0),
+		asm.FnRingbufReserve.Call(),
+		asm.JEq.Imm(asm.R0, 0, none),
+		asm.Mov.Reg(rTmp, asm.R0),
+		asm.LoadMem(asm.R1, rFrame, fStart, asm.DWord),
+		asm.StoreMem(rTmp, sStart, asm.R1, asm.DWord),
+		asm.LoadMem(asm.R1, rFrame, fProbe, asm.Word),
+		asm.StoreMem(rTmp, sProbe, asm.R1, asm.Word),
+		asm.FnGetCurrentPidTgid.Call(),
+		asm.StoreMem(rTmp, sPidTgid, asm.R0, asm.DWord),
+	)
+	for k := int16(0); k < MaxStrs; k++ {
+		slot := sSlots + k*StrLen
+		done := b.NewLabel("strdone")
+		b.Emit(asm.Mov.Imm(asm.R1, 0), asm.StoreMem(rTmp, slot, asm.R1, asm.Byte))
+		for i := int16(0); i < MaxArgs; i++ {
+			skip := b.NewLabel("strskip")
+			b.Emit(
+				asm.LoadMem(asm.R1, asm.RFP, slStrArg+k, asm.Byte),
+				asm.JNE.Imm(asm.R1, int32(i+1), skip),
+				asm.LoadMem(asm.R3, rFrame, fArgs+8*i, asm.DWord),
+				asm.Mov.Reg(asm.R1, rTmp),
+				asm.Add.Imm(asm.R1, int32(slot)),
+				asm.Mov.Imm(asm.R2, StrLen),
+				asm.FnProbeReadUserStr.Call(),
+				asm.Ja.Label(done),
+			)
+			b.Mark(skip)
+		}
+		b.Mark(done)
+	}
+	b.Emit(
+		asm.Mov.Reg(asm.R1, rTmp),
+		asm.Mov.Imm(asm.R2, 1), // BPF_RB_NO_WAKEUP
+		asm.FnRingbufSubmit.Call(),
+	)
+	b.Mark(none)
 }
 
 // addChild adds the duration of the frame just retired (rFrame, ending at

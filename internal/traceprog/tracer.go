@@ -13,6 +13,7 @@
 package traceprog
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -50,6 +51,8 @@ type Options struct {
 	TimedHz int
 	// MaxDepth > 0 records only calls at a traced depth under it.
 	MaxDepth int
+	// Strings: some probe has char * arguments to copy (Probe.Strs).
+	Strings bool
 }
 
 // Probe is one traced function of an object.
@@ -69,6 +72,9 @@ type Probe struct {
 	// Args are a USDT point probe's arguments, recorded in the call
 	// record's argument slots.
 	Args []ArgSpec
+	// Strs are the (index+1) of up to MaxStrs char * arguments whose
+	// strings are copied (with Options.Strings); 0: none.
+	Strs [MaxStrs]uint8
 }
 
 // Tracer holds the loaded programs, their maps and the attached links.
@@ -89,6 +95,8 @@ type Tracer struct {
 	// argHits are point-probe programs that also read USDT arguments, one
 	// per attachPoints call with such probes.
 	argHits []*ebpf.Program
+	strs    *ebpf.Map              // Strings: probe id → its string arguments
+	pending map[uint32]pendingStrs // by thread: a string record before its call's
 	// refused are the probes the kernel would not set (see Attach).
 	refused map[uint32]bool
 }
@@ -113,6 +121,9 @@ type Call struct {
 	Flags      uint32 // Unreturned
 	Args       [MaxArgs]uint64
 	Ret        uint64
+	// Strs are the strings of the probe's Strs arguments, in that order
+	// (with Options.Strings; nil when none were recorded).
+	Strs []string
 }
 
 func explain(err error) error {
@@ -145,11 +156,17 @@ func New(o Options) (*Tracer, error) {
 	t.stats = mk(&ebpf.MapSpec{Name: "culprit_tstats", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: statsSize, MaxEntries: 1})
 	t.events = mk(&ebpf.MapSpec{Name: "culprit_calls", Type: ebpf.RingBuf, MaxEntries: RingBytes})
 	t.phase = mk(&ebpf.MapSpec{Name: "culprit_phase", Type: ebpf.Array, KeySize: 4, ValueSize: 4, MaxEntries: 1})
+	if o.Strings {
+		t.strs = mk(&ebpf.MapSpec{Name: "culprit_strs", Type: ebpf.Array, KeySize: 4, ValueSize: 4, MaxEntries: uint32(o.Probes + 1)})
+	}
 	if err != nil {
 		t.Close()
 		return nil, explain(fmt.Errorf("making the tracer's maps: %w", err))
 	}
 	m := maps{stacks: t.stacks.FD(), zero: t.zero.FD(), counts: t.counts.FD(), stats: t.stats.FD(), events: t.events.FD(), phase: t.phase.FD()}
+	if t.strs != nil {
+		m.strs = t.strs.FD()
+	}
 	attach := ebpf.AttachNone
 	if t.multi {
 		attach = ebpf.AttachTraceUprobeMulti
@@ -168,7 +185,7 @@ func New(o Options) (*Tracer, error) {
 	}
 	// Named as internal/sampleprog's program is: culprit_PID.
 	name := fmt.Sprintf("culprit_%d", os.Getpid()%10000000)
-	t.entry = load(name, entryProgram(m, progOptions{Go: o.Go, Args: o.Args, Sampling: o.Sampling, Timed: o.TimedHz > 0, MaxDepth: int32(o.MaxDepth)}))
+	t.entry = load(name, entryProgram(m, progOptions{Go: o.Go, Args: o.Args, Sampling: o.Sampling, Timed: o.TimedHz > 0, MaxDepth: int32(o.MaxDepth), Strings: o.Strings}))
 	t.loadHit = func(points []Probe) (*ebpf.Program, error) {
 		p, err := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Name: name, Type: ebpf.Kprobe, AttachType: attach,
 			License: "GPL", Instructions: hitProgram(m, progOptions{Go: o.Go, Args: o.Args}, points)}, ebpf.ProgramOptions{LogSizeStart: 1 << 20})
@@ -178,9 +195,9 @@ func New(o Options) (*Tracer, error) {
 		return p, nil
 	}
 	if o.Go {
-		t.retInsn = load(name, returnProgram(m, progOptions{Go: true, Args: o.Args, RetAdjust: 0}))
+		t.retInsn = load(name, returnProgram(m, progOptions{Go: true, Args: o.Args, RetAdjust: 0, Strings: o.Strings}))
 	} else {
-		t.ret = load(name, returnProgram(m, progOptions{Args: o.Args, RetAdjust: 8}))
+		t.ret = load(name, returnProgram(m, progOptions{Args: o.Args, RetAdjust: 8, Strings: o.Strings}))
 	}
 	if err == nil && o.TimedHz > 0 {
 		t.flip, err = ebpf.NewProgram(&ebpf.ProgramSpec{Name: name, Type: ebpf.PerfEvent, License: "GPL", Instructions: flipProgram(m)})
@@ -236,6 +253,9 @@ func (t *Tracer) Attach(path string, probes []Probe, pid int) error {
 		binary.LittleEndian.PutUint64(v[8:], uint64(p.Every))
 		if err := t.counts.Put(p.ID, v[:]); err != nil {
 			return fmt.Errorf("setting probe %d: %w", p.ID, err)
+		}
+		if err := t.setStrs(p); err != nil {
+			return err
 		}
 	}
 	ex, err := link.OpenExecutable(path)
@@ -469,6 +489,11 @@ func (t *Tracer) AttachEach(path string, probes []Probe, pid int) error {
 	if t.own == nil {
 		t.own = map[uint32]*owned{}
 	}
+	for _, p := range probes {
+		if err := t.setStrs(p); err != nil {
+			return err
+		}
+	}
 	set := 0
 	var firstErr error
 	for _, p := range probes {
@@ -603,12 +628,35 @@ func (t *Tracer) Detach() {
 	closeLinks(rets)
 }
 
+// setStrs tells the programs which of a probe's arguments are strings.
+func (t *Tracer) setStrs(p Probe) error {
+	if t.strs == nil || p.Strs == [MaxStrs]uint8{} {
+		return nil
+	}
+	var v [4]byte
+	copy(v[:], p.Strs[:])
+	if err := t.strs.Put(p.ID, v[:]); err != nil {
+		return fmt.Errorf("setting probe %d's strings: %w", p.ID, err)
+	}
+	return nil
+}
+
+// pendingStrs is a string record waiting for its call's record.
+type pendingStrs struct {
+	start uint64
+	probe uint32
+	strs  []string
+}
+
 // Read calls fn with each call record in the ring until wait has passed
-// with the ring empty (wait 0: only what is there now).
+// with the ring empty (wait 0: only what is there now). A call's string
+// record comes just before it from the same thread; it is joined to the
+// call with the same thread, start and probe.
 func (t *Tracer) Read(wait time.Duration, fn func(*Call)) error {
 	t.rd.SetDeadline(time.Now().Add(wait))
 	var rec ringbuf.Record
 	var c Call
+	le := binary.LittleEndian
 	for {
 		err := t.rd.ReadInto(&rec)
 		if errors.Is(err, os.ErrDeadlineExceeded) {
@@ -617,10 +665,33 @@ func (t *Tracer) Read(wait time.Duration, fn func(*Call)) error {
 		if err != nil {
 			return err
 		}
-		if len(rec.RawSample) < RecordSize {
+		b := rec.RawSample
+		if len(b) == StrRecordSize {
+			if t.pending == nil {
+				t.pending = map[uint32]pendingStrs{}
+			}
+			ps := pendingStrs{start: le.Uint64(b[sStart:]), probe: le.Uint32(b[sProbe:])}
+			for k := 0; k < MaxStrs; k++ {
+				slot := b[sSlots+k*StrLen : sSlots+(k+1)*StrLen]
+				if i := bytes.IndexByte(slot, 0); i >= 0 {
+					slot = slot[:i]
+				}
+				ps.strs = append(ps.strs, string(slot))
+			}
+			t.pending[uint32(le.Uint64(b[sPidTgid:]))] = ps
 			continue
 		}
-		decode(rec.RawSample, &c)
+		if len(b) < RecordSize {
+			continue
+		}
+		decode(b, &c)
+		c.Strs = nil
+		if ps, ok := t.pending[c.TID]; ok {
+			delete(t.pending, c.TID)
+			if ps.start == c.Start && ps.probe == c.Probe {
+				c.Strs = ps.strs
+			}
+		}
 		fn(&c)
 	}
 }
@@ -707,7 +778,7 @@ func (t *Tracer) Close() {
 			p.Close()
 		}
 	}
-	for _, m := range []*ebpf.Map{t.stacks, t.zero, t.counts, t.stats, t.events, t.phase} {
+	for _, m := range []*ebpf.Map{t.stacks, t.zero, t.counts, t.stats, t.events, t.phase, t.strs} {
 		if m != nil {
 			m.Close()
 		}

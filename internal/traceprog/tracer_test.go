@@ -3,6 +3,7 @@ package traceprog
 import (
 	"bytes"
 	"encoding/binary"
+	"reflect"
 	"testing"
 
 	"github.com/cilium/ebpf/asm"
@@ -49,7 +50,7 @@ func TestDecode(t *testing.T) {
 	decode(b, &c)
 	want := Call{Start: 100, End: 250, Child: 40, Site: 0x401234, PID: 7, TID: 9, Probe: 3, Caller: 2, Depth: 1, Flags: Unreturned, Ret: 5}
 	want.Args[5] = 66
-	if c != want {
+	if !reflect.DeepEqual(c, want) {
 		t.Errorf("decoded %+v, want %+v", c, want)
 	}
 }

@@ -437,7 +437,28 @@ func paramCode(t *dwarfx.Type) string {
 	case dwarfx.Bool:
 		return "b1"
 	case dwarfx.Pointer:
+		e := t.Elem
+		for e != nil && e.Kind == dwarfx.Typedef && e.Elem != nil {
+			e = e.Elem
+		}
+		if e != nil && e.Kind == dwarfx.Char && e.Size == 1 {
+			return "s8" // a C string: its bytes are copied too
+		}
 		return "p8"
 	}
 	return ""
+}
+
+// StrArgs gives the (index+1) of the first traceprog.MaxStrs parameters
+// with code s8 (char *), whose strings the tracer copies.
+func StrArgs(params []string) [traceprog.MaxStrs]uint8 {
+	var out [traceprog.MaxStrs]uint8
+	k := 0
+	for i, p := range params {
+		if parts := strings.SplitN(p, ":", 3); len(parts) == 3 && parts[1] == "s8" && k < traceprog.MaxStrs {
+			out[k] = uint8(i + 1)
+			k++
+		}
+	}
+	return out
 }

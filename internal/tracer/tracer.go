@@ -155,7 +155,13 @@ func prepare(o Options, exe string, pid int) (*session, error) {
 	if o.RefineCheck <= 0 {
 		o.RefineCheck = 200 * time.Millisecond
 	}
-	t, err := traceprog.New(traceprog.Options{Go: isGo, Args: o.Args, Probes: len(targets) + o.MoreProbes, Sampling: sampling, TimedHz: o.TimedHz, MaxDepth: o.Depth})
+	strs := false
+	for _, t := range targets {
+		strs = strs || strArgs(t) != [traceprog.MaxStrs]uint8{}
+	}
+	strs = o.Args && !isGo && (strs || o.MoreProbes > 0)
+	t, err := traceprog.New(traceprog.Options{Go: isGo, Args: o.Args, Probes: len(targets) + o.MoreProbes, Sampling: sampling, TimedHz: o.TimedHz, MaxDepth: o.Depth,
+		Strings: strs})
 	if err != nil {
 		return nil, err
 	}
@@ -198,6 +204,15 @@ func (s *session) meta(m recording.Meta) {
 	s.w.Write(&m)
 }
 
+// strArgs are the char * arguments of a traced function whose strings are
+// copied (none for point probes).
+func strArgs(t Target) [traceprog.MaxStrs]uint8 {
+	if t.Point {
+		return [traceprog.MaxStrs]uint8{}
+	}
+	return StrArgs(t.Params)
+}
+
 // probes writes the Probe records of targets from index first on, set at
 // since (0: before the command's first instruction).
 func (s *session) probes(first int, since uint64) {
@@ -230,7 +245,8 @@ func (s *session) set(first, pid int) error {
 		if _, ok := byObj[t.Object]; !ok {
 			order = append(order, t.Object)
 		}
-		byObj[t.Object] = append(byObj[t.Object], traceprog.Probe{ID: uint32(first + i + 1), Offset: t.Offset, Rets: t.Rets, Every: t.Every, Point: t.Point, RefCtr: t.RefCtr, Args: t.USDTArgs})
+		byObj[t.Object] = append(byObj[t.Object], traceprog.Probe{ID: uint32(first + i + 1), Offset: t.Offset, Rets: t.Rets, Every: t.Every, Point: t.Point, RefCtr: t.RefCtr, Args: t.USDTArgs,
+			Strs: strArgs(t)})
 	}
 	for _, obj := range order {
 		attach := s.t.Attach
@@ -388,6 +404,7 @@ func (s *session) record(c *traceprog.Call) {
 	if c.Flags&traceprog.Unreturned != 0 {
 		rc.Flags = recording.CallUnreturned
 	}
+	rc.Strs = c.Strs
 	s.w.Write(&rc)
 	s.res.Calls++
 	if s.o.Refine != nil {

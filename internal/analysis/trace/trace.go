@@ -182,6 +182,7 @@ type CallInfo struct {
 // them, by register (arg1..arg6, hexadecimal).
 func Args(pr *profile.Probe, c *profile.Call) []Arg {
 	var out []Arg
+	strs := 0 // char * parameters seen
 	for i, v := range c.Args {
 		if len(pr.Params) > 0 {
 			if i >= len(pr.Params) {
@@ -191,12 +192,36 @@ func Args(pr *profile.Probe, c *profile.Call) []Arg {
 			if len(parts) != 3 {
 				break
 			}
-			out = append(out, Arg{Name: parts[0], Type: parts[2], Value: Format(v, parts[1])})
+			val := Format(v, parts[1])
+			if parts[1] == "s8" {
+				if strs < len(c.Strs) {
+					val = CString(v, c.Strs[strs])
+				}
+				strs++
+			}
+			out = append(out, Arg{Name: parts[0], Type: parts[2], Value: val})
 			continue
 		}
 		out = append(out, Arg{Name: "arg" + strconv.Itoa(i+1), Value: "0x" + strconv.FormatUint(v, 16)})
 	}
 	return out
+}
+
+// MaxString is the most bytes of a string argument the tracer copies.
+const MaxString = 63
+
+// CString shows a char * argument: NULL, or the string its pointer v
+// pointed to, quoted and escaped as Go does, with … when it was cut at
+// MaxString bytes.
+func CString(v uint64, s string) string {
+	if v == 0 {
+		return "NULL"
+	}
+	q := strconv.Quote(s)
+	if len(s) >= MaxString {
+		q += "…"
+	}
+	return q
 }
 
 // Ret renders a call's return value by the return type its probe

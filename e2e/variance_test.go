@@ -616,3 +616,35 @@ func TestVarianceGoMarks(t *testing.T) {
 		t.Errorf("intervals' mean %.0f ns, the program's %.0f ns", r.Mean, mean)
 	}
 }
+
+// --attach: a request accepted on one thread and replied to by a worker,
+// paired by the request's pointer (--key r); the worker's serve call,
+// which holds slow_io, joins the interval of its key, so slow_io is a
+// factor at the program's own share. Without it slow_io is on no
+// interval's thread window and the time is other.
+func TestVarianceAttachFunction(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "varqueue", []string{"varqueue.c"}, "-O2", "-g", "-pthread")
+	out := rec(t)
+	stdout := mustRun(t, "variance", "--start", "accept_req", "--end", "reply", "--key", "r", "--attach", "serve",
+		"--rounds", "1", "-o", out, "--", bin, "400", "8")
+	var r varianceJSON
+	if err := json.Unmarshal([]byte(mustRun(t, "variance", "-i", out, "--format", "json")), &r); err != nil {
+		t.Fatal(err)
+	}
+	share := -1.0
+	n := 0
+	for _, l := range strings.Split(stdout, "\n") {
+		f := strings.Fields(l)
+		switch {
+		case len(f) == 5 && f[0] == "req":
+			n++
+		case len(f) == 3 && f[0] == "share" && f[1] == "slow_io":
+			share, _ = strconv.ParseFloat(f[2], 64)
+		}
+	}
+	if n != 400 || r.Intervals != n {
+		t.Fatalf("%d intervals, the program served %d requests (want 400)", r.Intervals, n)
+	}
+	checkShare(t, r, "slow_io", share)
+}

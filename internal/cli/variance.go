@@ -105,6 +105,9 @@ from VProfiler: docs/variance.md.`,
 			if spec.End == "" {
 				spec.End = spec.Start
 			}
+			if spec.Attach != "" && spec.Key == "" {
+				return usagef("--attach joins calls to the interval of their key: give --key (an expression over --start's, --end's and --attach's parameters)")
+			}
 			if spec.Key != "" && spec.End == spec.Start {
 				return usagef("--key pairs a start with an end on any thread: give an --end function other than --start")
 			}
@@ -124,16 +127,19 @@ from VProfiler: docs/variance.md.`,
 			}
 			heights := variance.Heights(cg)
 			o := tracer.Options{Output: output, Duration: duration, Tool: "culprit " + Version, Args: spec.Key != "" || spec.QueueKey != "", Sched: schedEv,
-				Extra: map[string]string{variance.ExtraStart: spec.Start, variance.ExtraEnd: spec.End, variance.ExtraKey: spec.Key,
+				Extra: map[string]string{variance.ExtraStart: spec.Start, variance.ExtraEnd: spec.End, variance.ExtraKey: spec.Key, variance.ExtraAttach: spec.Attach,
 					variance.ExtraQueue: spec.Queue(), variance.ExtraQueueKey: spec.QueueKey}}
 			names := []string{spec.Start, spec.End}
 			if spec.Enqueue != "" {
 				names = append(names, spec.Enqueue, spec.Dequeue)
 			}
+			if spec.Attach != "" {
+				names = append(names, spec.Attach)
+			}
 			if len(funcs) > 0 {
 				names = append(names, funcs...)
 			} else {
-				for _, f := range append(slices.Clone(cg[spec.Start]), cg[spec.End]...) {
+				for _, f := range append(append(slices.Clone(cg[spec.Start]), cg[spec.End]...), cg[spec.Attach]...) {
 					if tracer.Traceable(f) {
 						names = append(names, f)
 					}
@@ -193,6 +199,7 @@ from VProfiler: docs/variance.md.`,
 	f.StringVar(&spec.Start, "start", "", "the function whose entry starts an interval (a request, a transaction), or a USDT probe usdt:PROVIDER:NAME (culprit/interval.h's usdt:culprit:interval_start)")
 	f.StringVar(&spec.End, "end", "", "the function whose return ends it, or a USDT probe usdt:PROVIDER:NAME (default: --start, each call an interval)")
 	f.StringVar(&spec.Key, "key", "", "pair starts and ends across threads by this expression over both functions' integer parameters (DWARF names), e.g. id or 'fd*65536+seq'")
+	f.StringVar(&spec.Attach, "attach", "", "with --key, a function whose calls join the interval of their key while it is open (a worker taking a request up on another thread)")
 	f.StringVar(&queue, "queue", "", "ENQUEUE:DEQUEUE: the interval crosses a queue; the thread whose DEQUEUE returns the item its start's thread ENQUEUEd takes it over, up to that thread's next --end")
 	f.StringVar(&spec.QueueKey, "queue-key", "", "pair the queue's ends by an expression, EXPR or ENQ_EXPR:DEQ_EXPR (DEQUEUE's return value is `return`), e.g. 'job:return' (default: in order, a FIFO queue)")
 	f.StringSliceVar(&funcs, "functions", nil, "functions (globs) to probe in the first round, comma-separated (default: those --start calls)")

@@ -10,9 +10,10 @@ import (
 
 // The Meta.Extra keys that hold a recording's interval definition.
 const (
-	ExtraStart = "interval_start"
-	ExtraEnd   = "interval_end"
-	ExtraKey   = "interval_key"
+	ExtraStart  = "interval_start"
+	ExtraEnd    = "interval_end"
+	ExtraKey    = "interval_key"
+	ExtraAttach = "interval_attach"
 	// ExtraQueue is "ENQ:DEQ", ExtraQueueKey the queue's key.
 	ExtraQueue    = "interval_queue"
 	ExtraQueueKey = "interval_queue_key"
@@ -23,7 +24,7 @@ const (
 func SpecOf(metas []recording.Meta) (Spec, bool) {
 	for _, m := range metas {
 		if m.Extra[ExtraStart] != "" {
-			s := Spec{Start: m.Extra[ExtraStart], End: m.Extra[ExtraEnd], Key: m.Extra[ExtraKey], QueueKey: m.Extra[ExtraQueueKey]}
+			s := Spec{Start: m.Extra[ExtraStart], End: m.Extra[ExtraEnd], Key: m.Extra[ExtraKey], Attach: m.Extra[ExtraAttach], QueueKey: m.Extra[ExtraQueueKey]}
 			s.Enqueue, s.Dequeue, _ = strings.Cut(m.Extra[ExtraQueue], ":")
 			return s, true
 		}

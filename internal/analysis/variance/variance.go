@@ -30,6 +30,11 @@ type Spec struct {
 	// Start and End (as their DWARF names them); a start and an end with
 	// the same value are one interval, on whichever threads they ran.
 	Key string
+	// Attach, with Key, is a function whose calls join the interval
+	// whose key they have (Key over its parameters) when entered while
+	// that interval is open, up to their return or the interval's end: a
+	// worker's call that takes the request up.
+	Attach string
 	// Enqueue and Dequeue, when set, are a queue's two ends: an interval
 	// starts on one thread (Start), whose next Enqueue hands its item to
 	// the thread whose Dequeue returns it (a created-by edge), and ends at
@@ -567,7 +572,13 @@ func Analyse(in Input) (*Result, error) {
 			}
 		}
 		if in.Path != nil {
+			// The thread that ended it: its window ends with it.
 			last := iv.windows[len(iv.windows)-1]
+			for _, w := range iv.windows {
+				if w.end == iv.end {
+					last = w
+				}
+			}
 			var hs []Handoff
 			if iv.queue[1] > 0 {
 				hs = []Handoff{{FromTID: iv.windows[0].tid, From: iv.queue[0], ToTID: last.tid, To: iv.queue[1]}}
@@ -917,6 +928,17 @@ func intervals(in Input, calls []Call, startP, endP map[int]bool, cut uint64) ([
 		}
 		return v.String(), nil
 	}
+	attachP := map[int]bool{}
+	if in.Spec.Attach != "" {
+		for i, p := range in.Probes {
+			if named(p.Function, in.Spec.Attach) {
+				attachP[i] = true
+			}
+		}
+		if len(attachP) == 0 {
+			return nil, 0, fmt.Errorf("%s was not traced: nothing attaches to intervals", in.Spec.Attach)
+		}
+	}
 	// Starts by time over every thread; each end closes the earliest open
 	// start with its key.
 	order := make([]int, len(calls))
@@ -929,11 +951,18 @@ func intervals(in Input, calls []Call, startP, endP map[int]bool, cut uint64) ([
 		i   int
 		key string
 	}
-	var ends []endAt
+	var ends, attaches []endAt
 	for _, i := range order {
 		c := calls[i]
 		if c.Unreturned {
 			continue
+		}
+		if attachP[c.Probe] {
+			k, err := eval(c)
+			if err != nil {
+				return nil, 0, err
+			}
+			attaches = append(attaches, endAt{i, k})
 		}
 		if startP[c.Probe] && c.Start >= cut {
 			k, err := eval(c)
@@ -963,6 +992,7 @@ func intervals(in Input, calls []Call, startP, endP map[int]bool, cut uint64) ([
 		lastEnd[c.TID] = c.End
 	}
 	used := 0
+	keyOf := map[int]string{} // an interval of out → its key
 	for _, e := range ends {
 		q := open[e.key]
 		c := calls[e.i]
@@ -992,7 +1022,26 @@ func intervals(in Input, calls []Call, startP, endP map[int]bool, cut uint64) ([
 			}
 		}
 		iv := interval{start: s.Start, end: c.End, windows: ws}
+		keyOf[len(out)] = e.key
 		out = append(out, iv)
+	}
+	// Attached calls join the interval of their key that holds them.
+	if len(attaches) > 0 {
+		byKey := map[string][]int{}
+		for n, k := range keyOf {
+			byKey[k] = append(byKey[k], n)
+		}
+		for _, a := range attaches {
+			c := calls[a.i]
+			for _, n := range byKey[a.key] {
+				// A call entered while the interval is open; its time
+				// after the interval's end is not the interval's.
+				if iv := &out[n]; iv.start <= c.Start && c.Start < iv.end {
+					iv.windows = addWindow(iv.windows, window{c.TID, c.Start, min(c.End, iv.end), -1})
+					break
+				}
+			}
+		}
 	}
 	for _, q := range open {
 		unpaired += len(q)
@@ -1137,6 +1186,18 @@ func queueIntervals(in Input, calls []Call, startP, endP, enqP, deqP map[int]boo
 	}
 	slices.SortFunc(out, func(a, b interval) int { return cmp.Compare(a.start, b.start) })
 	return out, unpaired, nil
+}
+
+// addWindow adds w to ws, merged with a window of its thread it
+// overlaps (so no call is counted twice).
+func addWindow(ws []window, w window) []window {
+	for i := range ws {
+		if ws[i].tid == w.tid && ws[i].start <= w.end && w.start <= ws[i].end {
+			ws[i].start, ws[i].end = min(ws[i].start, w.start), max(ws[i].end, w.end)
+			return ws
+		}
+	}
+	return append(ws, w)
 }
 
 // argEnv evaluates a key over a call's recorded integer arguments (and,

@@ -358,3 +358,38 @@ func TestWakerFunctions(t *testing.T) {
 		t.Errorf("states %v, mean %v", r.States, r.Mean)
 	}
 }
+
+// --attach: a call on a third thread with the interval's key joins it,
+// and the calls made inside it are the interval's.
+func TestAttachJoinsInterval(t *testing.T) {
+	in := Input{Spec: Spec{Start: "submit", End: "complete", Key: "id"},
+		Probes: []Probe{{Function: "submit", Params: []string{"id:i4:int"}}, {Function: "complete", Params: []string{"id:i4:int"}},
+			{Function: "work", Params: []string{"id:i4:int"}}, {Function: "slow"}}}
+	for i := range 100 {
+		s := uint64(i) * 100000
+		slow := uint64(1000 + (i%4)*20000)
+		in.Calls = append(in.Calls,
+			Call{Start: s, End: s + 100, TID: 1, Probe: 0, Args: []uint64{uint64(i)}},
+			Call{Start: s + 200, End: s + 400 + slow, TID: 3, Probe: 2, Args: []uint64{uint64(i)}},
+			Call{Start: s + 300, End: s + 300 + slow, TID: 3, Probe: 3},
+			Call{Start: s + 500 + slow, End: s + 600 + slow, TID: 2, Probe: 1, Args: []uint64{uint64(i)}})
+	}
+	r, err := Analyse(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if factor(r, "slow") != nil {
+		t.Errorf("slow is a factor without --attach")
+	}
+	in.Spec.Attach = "work"
+	if r, err = Analyse(in); err != nil {
+		t.Fatal(err)
+	}
+	if r.Intervals != 100 || r.Factors[0].Label() != "slow" || r.Factors[0].Contribution < 0.99 {
+		t.Errorf("%d intervals, factors %v: want 100 and slow first with all the variance", r.Intervals, labels(r.Factors))
+	}
+	in.Spec.Attach = "nosuch"
+	if _, err := Analyse(in); err == nil {
+		t.Error("an attach function that was not traced was accepted")
+	}
+}

@@ -174,16 +174,27 @@ func TestVarianceCovarianceFactor(t *testing.T) {
 	testutil.NeedRoot(t)
 	r, reqs := varianceRun(t, "together", "3000", "8")
 	truth := 2 * cov(reqs, vpA, vpB) / cov(reqs, vpHandle, vpHandle)
-	for _, f := range r.Factors {
+	// Culprit's covariance matches the program's over the same requests;
+	// it is among the chosen factors when it is a sizeable share (a busy
+	// machine's long preemptions can swamp what the program sets, and
+	// then the program's own share is small too).
+	for _, f := range r.Ranked {
 		if f.Kind == "covariance" && strings.Join(f.Names, ",") == "part_a,part_b" {
 			t.Logf("%d intervals; (part_a, part_b) %.1f%% (program %.1f%%)", r.Intervals, 100*f.Contribution, 100*truth)
 			if d := math.Abs(f.Contribution - truth); d > 0.05 {
 				t.Errorf("(part_a, part_b) holds %.1f%% of the variance per culprit, %.1f%% per the program", 100*f.Contribution, 100*truth)
 			}
+			chosen := false
+			for _, c := range r.Factors {
+				chosen = chosen || c.Kind == "covariance" && strings.Join(c.Names, ",") == "part_a,part_b"
+			}
+			if truth > 0.1 && !chosen {
+				t.Errorf("(part_a, part_b) holds %.1f%% of the variance but is not among the factors %+v", 100*truth, r.Factors)
+			}
 			return
 		}
 	}
-	t.Errorf("no covariance factor (part_a, part_b) among %+v (the program's 2·Cov share %.1f%%)", r.Factors, 100*truth)
+	t.Errorf("no covariance factor (part_a, part_b) among %+v (the program's 2·Cov share %.1f%%)", r.Ranked, 100*truth)
 }
 
 // Bad input: clear errors, no stack trace.

@@ -11,7 +11,8 @@
 # request). Each configuration runs RUNS times, interleaved; the table
 # gives the median requests per second of SET and GET together and its
 # loss against bare, the server's own CPU time per request, and the events
-# recorded and lost (median). $CULPRIT names a culprit binary to use instead
+# recorded and lost (median). The -bpf configurations record the same
+# events with --bpf-events. $CULPRIT names a culprit binary to use instead
 # of building this tree's; $ORDER the configurations to run.
 set -euo pipefail
 runs=${1:-5}
@@ -38,8 +39,11 @@ declare -A cfg=(
 	[all]="$c --events cpu,syscalls,sched --"
 	[syscalls-user]="$c --events cpu,syscalls --syscall-user-stacks --"
 	[all-user]="$c --events cpu,syscalls,sched --syscall-user-stacks --"
+	[sched-bpf]="$c --events cpu,sched --bpf-events --"
+	[syscalls-bpf]="$c --events cpu,syscalls --bpf-events --"
+	[all-bpf]="$c --events cpu,syscalls,sched --bpf-events --"
 )
-order=(${ORDER:-bare cpu sched wakeup syscalls all syscalls-user all-user})
+order=(${ORDER:-bare cpu sched sched-bpf syscalls syscalls-bpf all all-bpf})
 
 # one CONFIG: runs the server under CONFIG, drives it, prints "rps events lost".
 one() {

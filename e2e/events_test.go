@@ -111,20 +111,27 @@ func TestSyscallAndSwitchEvents(t *testing.T) {
 // events: every write(2) of a loop as an entry and an exit with the same
 // stacks (kernel frames from the tracing hook, user frames repaired through
 // libc's wrapper to write_many), and nothing lost (the BPF ring holds the
-// whole run's records even if the recorder never drained it).
+// whole run's records even if the recorder never drained it); context
+// switches start at the scheduler function perf's do.
 func TestBPFSyscallEvents(t *testing.T) {
 	testutil.NeedRoot(t)
 	bin := testutil.C(t, "syscalls", []string{"syscalls.c"}, "-O2", "-g")
 	const writes = 5000
 	stacks := func(args ...string) (map[string]int, *profile.Profile) {
 		out := rec(t)
-		mustRun(t, append(append([]string{"record", "--events", "cpu,syscalls"}, args...), "-o", out, "--", bin, "5000")...)
+		mustRun(t, append(append([]string{"record", "--events", "cpu,syscalls,sched"}, args...), "-o", out, "--", bin, "5000")...)
 		p, err := loader.Load([]string{out}, loader.Options{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		n := map[string]int{}
 		for _, s := range p.Samples {
+			if s.Event == recording.EventSwitch {
+				if st := p.Stacks[s.Stack]; len(st) > 0 {
+					n["switch at "+p.Frames[st[0]].Function]++
+				}
+				continue
+			}
 			if (s.Event != recording.EventSyscallEnter && s.Event != recording.EventSyscallExit) || s.Arg != 1 {
 				continue
 			}
@@ -154,6 +161,18 @@ func TestBPFSyscallEvents(t *testing.T) {
 				t.Errorf("%d samples %q with --bpf-events, %d through perf", c, k, viaPerf[k])
 			}
 		}
+	}
+	switches := 0
+	for k, c := range viaBPF {
+		if strings.HasPrefix(k, "switch at ") {
+			switches += c
+			if viaPerf[k] == 0 {
+				t.Errorf("%d switches %q with --bpf-events, none through perf (%v)", c, k, viaPerf)
+			}
+		}
+	}
+	if switches == 0 {
+		t.Errorf("no context switch with --bpf-events: %v", viaBPF)
 	}
 	if want != 2 {
 		t.Errorf("want one stack for the loop's entries and one for its exits, each %d times, with --bpf-events: %v\nthrough perf: %v", writes, viaBPF, viaPerf)

@@ -58,7 +58,7 @@ func recordStates(t *testing.T, collector []string, bin string, args ...string) 
 func TestStatesConsumerWokenByProducer(t *testing.T) {
 	testutil.NeedRoot(t)
 	bin := testutil.C(t, "prodcons", []string{"prodcons.c"}, "-O2", "-g", "-fno-omit-frame-pointer", "-pthread")
-	for _, collector := range [][]string{nil, {"trace", "--sched", "-f", "consume_item"}} {
+	for _, collector := range [][]string{nil, {"record", "--events", "cpu,wakeup", "--bpf-events"}, {"trace", "--sched", "-f", "consume_item"}} {
 		t.Run(fmt.Sprint(collector), func(t *testing.T) { consumerWokenByProducer(t, collector, bin) })
 	}
 }
@@ -134,7 +134,13 @@ func TestStatesLockWaitNamesHolder(t *testing.T) {
 	testutil.NeedRoot(t)
 	bin := testutil.C(t, "lockhold", []string{"lockhold.c"}, "-O2", "-g", "-fno-omit-frame-pointer", "-pthread")
 	const rounds = 40
-	tids, st, out := recordStates(t, nil, bin, fmt.Sprint(rounds))
+	for _, collector := range [][]string{nil, {"record", "--events", "cpu,wakeup", "--bpf-events"}} {
+		t.Run(fmt.Sprint(collector), func(t *testing.T) { lockWaitNamesHolder(t, collector, bin, rounds) })
+	}
+}
+
+func lockWaitNamesHolder(t *testing.T, collector []string, bin string, rounds int) {
+	tids, st, out := recordStates(t, collector, bin, fmt.Sprint(rounds))
 	holder, waiter := tids["holder"], tids["waiter"]
 	if holder == 0 || waiter == 0 {
 		t.Fatalf("the program printed no TIDs: %v", tids)

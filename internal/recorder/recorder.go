@@ -58,10 +58,10 @@ type Options struct {
 	// only: the kernel's frames at those tracepoints are always the same
 	// entry path, and walking them is half of each event's cost.
 	SyscallUserStacks bool
-	// BPFEvents records system call events with culprit's BPF program
-	// (internal/syscallprog) instead of perf's tracepoint events, where it
-	// can (fp mode, every event): the same samples at a fraction of the
-	// cost per system call.
+	// BPFEvents records system call and context switch events with
+	// culprit's BPF program (internal/syscallprog) instead of perf's
+	// tracepoint events, where it can (fp mode, every event): the same
+	// samples at a fraction of the cost.
 	BPFEvents bool
 	// State, when set, samples program state (expressions, rules, vProf
 	// values) at each CPU sample, over what the sample carries: the

@@ -9,21 +9,22 @@ import (
 	"github.com/culprit-dev/culprit/internal/syscallprog"
 )
 
-// System call events through a BPF program (internal/syscallprog), with
-// Options.BPFEvents: one walk of the user call chain per system call
-// instead of one per entry and one per exit, the kernel's entry path walked
-// once, no perf sample output, and threads of other processes turned away
-// in the kernel. The recorder writes the same EventSyscallEnter and
-// EventSyscallExit samples as from perf's tracepoint events: the exit
-// carries its entry's user stack (the thread did not leave the kernel
-// between them), and the entry's user chain is repaired from the copied
-// stack like any other sample's.
+// System call and context switch events through a BPF program
+// (internal/syscallprog), with Options.BPFEvents: one walk of the user call
+// chain per system call instead of one per entry and one per exit, the
+// kernel's entry path walked once, no perf sample output, and threads of
+// other processes turned away in the kernel. The recorder writes the same EventSyscallEnter,
+// EventSyscallExit and EventSwitch samples as from perf's tracepoint
+// events: the exit carries its entry's user stack (the thread did not
+// leave the kernel between them), and user chains are repaired from the
+// copied stack like any other sample's.
 //
 // perf's tracepoint events remain where the program cannot serve: dwarf
 // mode (its stack copies are as large as CPU samples'), --event-period
-// (the program records every call), --events without cpu or wakeup (no
+// (the program records every event), --events without cpu or wakeup (no
 // other perf event reports the process's mappings), and kernels or users
-// the program is refused on (said in a warning).
+// the program is refused on (said in a warning); switches also for users
+// without kernel call chains.
 
 // sysCopyBytes is the stack the program copies at each entry in fp mode,
 // as perf's tracepoint events do: enough for the CFI repair of a system
@@ -58,15 +59,23 @@ type pendingCall struct {
 }
 
 // syscallsViaBPF loads the program when the recording's options allow it
-// and marks the system call kinds to be recorded by it.
+// and marks the system call and context switch kinds to be recorded by it.
 func (s *session) syscallsViaBPF() {
 	var sys []*eventKind
 	sideband := false
+	o := syscallprog.Options{KernelStacks: !s.o.SyscallUserStacks && !s.o.UserOnly,
+		StackBytes: min(s.o.StackBytes, sysCopyBytes), RingBytes: s.o.sysRingBytes(len(s.cpus))}
 	for i := range s.kinds {
 		k := &s.kinds[i]
 		switch k.event {
 		case recording.EventSyscallEnter, recording.EventSyscallExit:
 			sys = append(sys, k)
+			o.Syscalls = true
+		case recording.EventSwitch:
+			if !s.o.UserOnly { // the switch's kernel chain is its point
+				sys = append(sys, k)
+				o.Switches = true
+			}
 		default:
 			sideband = true
 		}
@@ -74,10 +83,9 @@ func (s *session) syscallsViaBPF() {
 	if !s.o.BPFEvents || len(sys) == 0 || !sideband || s.o.CallGraph != CallGraphFP || s.o.EventPeriod > 1 {
 		return
 	}
-	t, err := syscallprog.New(syscallprog.Options{KernelStacks: !s.o.SyscallUserStacks && !s.o.UserOnly,
-		StackBytes: min(s.o.StackBytes, sysCopyBytes), RingBytes: s.o.sysRingBytes(len(s.cpus))})
+	t, err := syscallprog.New(o)
 	if err != nil {
-		s.warn("system call events recorded through perf, at about twice the cost: %v", err)
+		s.warn("system call and context switch events recorded through perf, at about twice the cost: %v", err)
 		return
 	}
 	s.sys = t
@@ -89,11 +97,14 @@ func (s *session) syscallsViaBPF() {
 	}
 }
 
-// sysKind returns the kind recorded for an enter or exit.
-func (s *session) sysKind(exit bool) *eventKind {
+// sysKind returns the kind recorded for a record of the program.
+func (s *session) sysKind(ev *syscallprog.Event) *eventKind {
 	want := recording.EventSyscallEnter
-	if exit {
+	switch {
+	case ev.Exit:
 		want = recording.EventSyscallExit
+	case ev.Switch:
+		want = recording.EventSwitch
 	}
 	for i := range s.kinds {
 		if s.kinds[i].event == want {
@@ -131,7 +142,7 @@ func (s *session) drainSyscalls() {
 	since := s.sysLast
 	for i := range s.sysEvents {
 		e := &s.sysEvents[i]
-		s.items = append(s.items, item{time: e.ev.Time, rec: e, kind: s.sysKind(e.ev.Exit)})
+		s.items = append(s.items, item{time: e.ev.Time, rec: e, kind: s.sysKind(&e.ev)})
 		s.sysLast = max(s.sysLast, e.ev.Time)
 	}
 	// Records the ring had no room for were dropped after the last one
@@ -146,14 +157,20 @@ func (s *session) drainSyscalls() {
 
 // sysStack returns a stack the program kept, cached: the program never
 // replaces a stack under an id.
-func (s *session) sysStack(id int64) []uint64 {
+func (s *session) sysStack(id int64, kernel bool) []uint64 {
 	if id < 0 {
 		return nil
 	}
 	if st, ok := s.sysStacks[id]; ok {
 		return st
 	}
-	st := append([]uint64(nil), s.sys.Stack(id)...)
+	var st []uint64
+	if kernel {
+		st = s.sys.KernelStack(id)
+	} else {
+		st = s.sys.Stack(id)
+	}
+	st = append([]uint64(nil), st...)
 	s.sysStacks[id] = st
 	return st
 }
@@ -168,14 +185,14 @@ func (s *session) syscall(e *sysEvent, k *eventKind) {
 		}
 		delete(s.pending, ev.TID)
 		x := *c
-		if ks := s.sysStack(ev.KernStack); ks != nil {
+		if ks := s.sysStack(ev.KernStack, true); ks != nil {
 			x.kernel = ks // the exit's own hook
 		}
 		s.writeSyscall(ev, k, &x)
 		return
 	}
 	r := perf.Sample{Header: perf.Header{PID: ev.PID, TID: ev.TID, Time: ev.Time, CPU: ev.CPU},
-		IP: ev.IP, UserMode: true, ABI: 2, Kernel: s.sysStack(ev.KernStack), User: s.sysStack(ev.UserStack),
+		IP: ev.IP, UserMode: true, ABI: 2, Kernel: s.sysStack(ev.KernStack, true), User: s.sysStack(ev.UserStack, false),
 		StackSP: ev.SP, Stack: s.sysBuf[e.copy[0]:e.copy[1]]}
 	if r.User == nil {
 		r.User = []uint64{ev.IP}
@@ -188,6 +205,11 @@ func (s *session) syscall(e *sysEvent, k *eventKind) {
 		truncated = true
 	}
 	c := &pendingCall{nr: ev.Nr, kernel: r.Kernel, user: user, truncated: truncated}
+	if ev.Switch {
+		c.nr = syscallprog.SwitchState(ev.Nr)
+		s.writeSyscall(ev, k, c)
+		return
+	}
 	s.pending[ev.TID] = c
 	s.writeSyscall(ev, k, c)
 }
@@ -199,7 +221,7 @@ func (s *session) writeSyscall(ev *syscallprog.Event, k *eventKind, c *pendingCa
 	s.kernelSymbols(c.kernel)
 	s.res.Samples++
 	smp := recording.Sample{Time: ev.Time, PID: ev.PID, TID: ev.TID, CPU: ev.CPU, Period: 1,
-		Truncated: c.truncated, Event: k.event, Arg: ev.Nr}
+		Truncated: c.truncated, Event: k.event, Arg: c.nr}
 	if err := s.w.WriteSample(smp, c.kernel, c.user); err != nil {
 		s.warn("writing the recording: %v", err)
 	}

@@ -1,33 +1,43 @@
-// Package syscallprog records a process's system calls with a BPF program
-// on the raw_syscalls tracepoints, for `record --events syscalls`.
+// Package syscallprog records a process's system calls and context
+// switches with BPF programs on the raw_syscalls and sched_switch
+// tracepoints, for `record --events syscalls,sched`.
 //
 // perf's tracepoint events cost each system call two samples, each with its
 // own walk of the user (and kernel) call chain, a stack copy and perf's
 // output path, for every thread of the traced process (docs/performance.md:
-// about 3 µs per event). The program here runs at both tracepoints for
-// every thread of the machine but stops at once for threads of processes it
-// does not trace (one hash lookup on the thread group). For traced threads
-// it walks the call chain once per system call, at the entry, and keeps it
-// as an id in a stack map (bpf_get_stackid: a stack seen before is not
+// about 3 µs per event). The programs here run for every thread of the
+// machine but stop at once for threads of processes they do not trace (one
+// hash lookup on the thread group). For traced threads the system call
+// program walks the user call chain once per call, at the entry, and keeps
+// it as an id in a stack map (bpf_get_stackid: a stack seen before is not
 // stored again), with the registers and the top of the stack that the
-// fp-mode CFI repair of the first frames reads; the exit writes a record of
-// a few words that the recorder pairs with its thread's entry (a thread's
-// user stack does not change during a system call). Records go to one BPF
-// ring buffer shared by the CPUs, drained by the recorder.
+// fp-mode CFI repair of the first frames reads; the kernel chain there is
+// the same for every call that enters the kernel the same way, so it is
+// walked once per entry path (64-bit or 32-bit) and its id reused; the exit
+// writes a record of a few words that the recorder pairs with its thread's
+// entry (a thread's user stack does not change during a system call). The
+// switch program records the leaving thread's two chains (the kernel one
+// is the blocking path, walked each time), its user registers and stack
+// copy. Records go to one BPF ring buffer shared by the CPUs, drained by
+// the recorder.
 //
 // Processes the traced ones fork are traced too: a program on
 // sched_process_fork adds the child's thread group when its parent's is
-// traced (the offset of task_struct.tgid comes from the kernel's BTF).
+// traced (the offsets of task_struct's fields come from the kernel's BTF).
 //
-// cilium/ebpf loads the program and reads the maps; the program is written
-// with its asm package (package bpfasm), so that culprit needs no clang.
+// cilium/ebpf loads the programs and reads the maps; the programs are
+// written with its asm package (package bpfasm), so that culprit needs no
+// clang.
 package syscallprog
 
 import (
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/bits"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -42,8 +52,9 @@ import (
 
 // Record kinds.
 const (
-	kindEnter = 1
-	kindExit  = 2
+	kindEnter  = 1
+	kindExit   = 2
+	kindSwitch = 3
 )
 
 // Layout of the records the program writes (little-endian).
@@ -72,12 +83,6 @@ const (
 	regSP     = 152
 )
 
-// kernelSkip is how many frames the kernel call chain leaves out at its
-// innermost end: the program itself, bpf_trace_run2 and
-// __bpf_trace_sys_enter, so that it starts at the tracing hook of the
-// system call entry as perf's call chain at the tracepoint does.
-const kernelSkip = 3
-
 // userCS64 is x86-64's __USER_CS: the code segment of 64-bit user code.
 const userCS64 = 0x33
 
@@ -93,12 +98,19 @@ type Options struct {
 	StackBytes int
 	// RingBytes is the output ring's size, a power of two (0: 16 MiB).
 	RingBytes int
+	// Switches records each time a traced thread leaves a CPU
+	// (sched_switch), with its user and kernel call chains, the registers
+	// and the stack copy, and prev_state as Nr.
+	Switches bool
+	// Syscalls records system call entries and exits.
+	Syscalls bool
 }
 
 // Event is one record of the program: a system call's entry (with its
 // stacks) or exit.
 type Event struct {
 	Exit       bool
+	Switch     bool // a switch away: Nr is preempt << 32 | prev_state | exit_state
 	CPU        uint32
 	PID, TID   uint32
 	Time       uint64
@@ -117,13 +129,14 @@ type Tracer struct {
 	rd                                *ringbuf.Reader
 	rec                               ringbuf.Record
 	stackBuf                          []uint64
+	tracing                           tracingCode
 }
 
 // New loads the programs and attaches them to the tracepoints. No process
 // is traced until Add.
 func New(o Options) (*Tracer, error) {
 	_ = unix.Setrlimit(unix.RLIMIT_MEMLOCK, &unix.Rlimit{Cur: unix.RLIM_INFINITY, Max: unix.RLIM_INFINITY})
-	tgidOff, err := taskTgidOffset()
+	tgidOff, exitStateOff, err := taskOffsets()
 	if err != nil {
 		return nil, err
 	}
@@ -135,7 +148,7 @@ func New(o Options) (*Tracer, error) {
 	if ringBytes == 0 {
 		ringBytes = 16 << 20
 	}
-	t := &Tracer{}
+	t := &Tracer{tracing: readTracingCode()}
 	fail := func(err error) (*Tracer, error) {
 		t.Close()
 		return nil, explain(err)
@@ -156,14 +169,19 @@ func New(o Options) (*Tracer, error) {
 		return fail(err)
 	}
 	m := fds{tgids: t.tgids.FD(), stacks: t.stacks.FD(), ring: t.ring.FD(), lost: t.lost.FD(), kcache: t.kcache.FD()}
-	for _, p := range []struct {
+	type prog struct {
 		tp  string
 		ins asm.Instructions
-	}{
-		{"sys_enter", enterProgram(m, o.KernelStacks, copyBytes)},
-		{"sys_exit", exitProgram(m, o.KernelStacks)},
-		{"sched_process_fork", forkProgram(m, tgidOff)},
-	} {
+	}
+	progs := []prog{{"sched_process_fork", forkProgram(m, tgidOff)}}
+	if o.Syscalls {
+		progs = append(progs, prog{"sys_enter", enterProgram(m, o.KernelStacks, copyBytes)},
+			prog{"sys_exit", exitProgram(m, o.KernelStacks)})
+	}
+	if o.Switches {
+		progs = append(progs, prog{"sched_switch", switchProgram(m, copyBytes, exitStateOff)})
+	}
+	for _, p := range progs {
 		prog, err := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Name: fmt.Sprintf("culprit_%d", os.Getpid()%10000000),
 			Type: ebpf.RawTracepoint, License: "GPL", Instructions: p.ins}, ebpf.ProgramOptions{LogSizeStart: 1 << 16})
 		if err != nil {
@@ -183,22 +201,30 @@ func New(o Options) (*Tracer, error) {
 	return t, nil
 }
 
-// taskTgidOffset reads the offset of task_struct.tgid from the kernel's BTF.
-func taskTgidOffset() (int32, error) {
+// taskOffsets reads the offsets of task_struct.tgid and exit_state from
+// the kernel's BTF.
+func taskOffsets() (tgid, exitState int32, err error) {
 	spec, err := btf.LoadKernelSpec()
 	if err != nil {
-		return 0, fmt.Errorf("reading the kernel's BTF (needed to follow forks): %w", err)
+		return 0, 0, fmt.Errorf("reading the kernel's BTF (needed to follow forks): %w", err)
 	}
 	var task *btf.Struct
 	if err := spec.TypeByName("task_struct", &task); err != nil {
-		return 0, fmt.Errorf("task_struct in the kernel's BTF: %w", err)
+		return 0, 0, fmt.Errorf("task_struct in the kernel's BTF: %w", err)
 	}
+	tgid, exitState = -1, -1
 	for _, mb := range task.Members {
-		if mb.Name == "tgid" {
-			return int32(mb.Offset.Bytes()), nil
+		switch mb.Name {
+		case "tgid":
+			tgid = int32(mb.Offset.Bytes())
+		case "exit_state":
+			exitState = int32(mb.Offset.Bytes())
 		}
 	}
-	return 0, errors.New("no task_struct.tgid in the kernel's BTF")
+	if tgid < 0 || exitState < 0 {
+		return 0, 0, errors.New("no task_struct.tgid or exit_state in the kernel's BTF")
+	}
+	return tgid, exitState, nil
 }
 
 func explain(err error) error {
@@ -239,7 +265,8 @@ func (t *Tracer) Drain(fn func(*Event)) error {
 		}
 		le := binary.LittleEndian
 		pt := le.Uint64(b[offPidTgid:])
-		ev = Event{Exit: le.Uint32(b[offKind:]) == kindExit, CPU: le.Uint32(b[offCPU:]),
+		kind := le.Uint32(b[offKind:])
+		ev = Event{Exit: kind == kindExit, Switch: kind == kindSwitch, CPU: le.Uint32(b[offCPU:]),
 			PID: uint32(pt >> 32), TID: uint32(pt), Time: le.Uint64(b[offTime:]), Nr: le.Uint64(b[offNr:])}
 		ev.KernStack = int64(le.Uint64(b[offKStack:]))
 		if !ev.Exit && len(b) >= hdrSize {
@@ -269,6 +296,83 @@ func (t *Tracer) Stack(id int64) []uint64 {
 		n++
 	}
 	return t.stackBuf[:n]
+}
+
+// KernelStack is Stack for a kernel call chain, without its innermost
+// frames in the tracing code that ran the program (the program itself,
+// bpf_trace_runN, __bpf_trace_<tracepoint>): it starts where the
+// tracepoint is, as perf's call chain at a tracepoint does.
+func (t *Tracer) KernelStack(id int64) []uint64 {
+	st := t.Stack(id)
+	for len(st) > 0 && t.tracing.has(st[0]) {
+		st = st[1:]
+	}
+	return st
+}
+
+// tracingCode is where the kernel's BPF tracing code lies: outside the
+// kernel's text (the programs, JIT-compiled), and the functions that run
+// programs at tracepoints.
+type tracingCode struct {
+	text   [2]uint64   // _stext, _etext
+	ranges [][2]uint64 // bpf_trace_run*, __bpf_trace_*
+}
+
+func (c *tracingCode) has(pc uint64) bool {
+	if c.text[1] == 0 {
+		return false // addresses hidden (kptr_restrict): keep every frame
+	}
+	if pc < c.text[0] || pc >= c.text[1] {
+		return true
+	}
+	for _, r := range c.ranges {
+		if pc >= r[0] && pc < r[1] {
+			return true
+		}
+	}
+	return false
+}
+
+// readTracingCode reads /proc/kallsyms for tracingCode (a function ends
+// where the next symbol starts).
+func readTracingCode() tracingCode {
+	var c tracingCode
+	data, err := os.ReadFile("/proc/kallsyms")
+	if err != nil {
+		return c
+	}
+	open := -1 // the range waiting for its end
+	for len(data) > 0 {
+		line := data
+		if i := bytes.IndexByte(data, '\n'); i >= 0 {
+			line, data = data[:i], data[i+1:]
+		} else {
+			data = nil
+		}
+		f := bytes.Fields(line)
+		if len(f) < 3 {
+			continue
+		}
+		addr, err := strconv.ParseUint(string(f[0]), 16, 64)
+		if err != nil || addr == 0 {
+			continue
+		}
+		if open >= 0 {
+			c.ranges[open][1] = addr
+			open = -1
+		}
+		name := f[2]
+		switch {
+		case bytes.Equal(name, []byte("_stext")):
+			c.text[0] = addr
+		case bytes.Equal(name, []byte("_etext")):
+			c.text[1] = addr
+		case bytes.HasPrefix(name, []byte("bpf_trace_run")), bytes.HasPrefix(name, []byte("__bpf_trace_")):
+			c.ranges = append(c.ranges, [2]uint64{addr, addr + 1})
+			open = len(c.ranges) - 1
+		}
+	}
+	return c
 }
 
 // Lost is the number of records the ring had no room for.
@@ -356,8 +460,6 @@ func reserve(b *bpfasm.Builder, m fds, size int32, kind int64) {
 		asm.StoreMem(rRec, offCPU, asm.R0, asm.Word),
 		asm.FnKtimeGetNs.Call(),
 		asm.StoreMem(rRec, offTime, asm.R0, asm.DWord),
-		// args[0] of both system call tracepoints: the user registers.
-		asm.LoadMem(rRegs, rCtx, 0, asm.DWord),
 	)
 }
 
@@ -389,6 +491,8 @@ func enterProgram(m fds, kernel bool, copyBytes int) asm.Instructions {
 	traced(&b, m)
 	reserve(&b, m, int32(hdrSize+copyBytes), kindEnter)
 	b.Emit(
+		// args[0]: the user registers.
+		asm.LoadMem(rRegs, rCtx, 0, asm.DWord),
 		asm.LoadMem(asm.R1, rCtx, 8, asm.DWord),
 		asm.StoreMem(rRec, offNr, asm.R1, asm.DWord),
 	)
@@ -400,9 +504,16 @@ func enterProgram(m fds, kernel bool, copyBytes int) asm.Instructions {
 		asm.StoreMem(rRec, offUStack, asm.R0, asm.DWord),
 	)
 	kernelStack(&b, m, kernel, 0)
-	readReg(&b, offIP, regIP)
-	readReg(&b, offSP, regSP)
-	readReg(&b, offBP, regBP)
+	userRegs(&b, copyBytes)
+	submit(&b)
+	return b.Ins
+}
+
+// userRegs emits: the record's IP, SP and BP from rRegs, and the stack copy.
+func userRegs(b *bpfasm.Builder, copyBytes int) {
+	readReg(b, offIP, regIP)
+	readReg(b, offSP, regSP)
+	readReg(b, offBP, regBP)
 	b.Emit(asm.Mov.Imm(asm.R1, 0), asm.StoreMem(rRec, offCopied, asm.R1, asm.DWord))
 	if copyBytes > 0 {
 		b.Emit(
@@ -417,6 +528,72 @@ func enterProgram(m fds, kernel bool, copyBytes int) asm.Instructions {
 			asm.Mov.Imm(asm.R0, 0).WithSymbol("nocopy"),
 		)
 	}
+}
+
+// SwitchState is what the sched_switch tracepoint reports as prev_state
+// for a switch record's Nr (the kernel's __trace_sched_switch_state):
+// 0x100 (TASK_REPORT_MAX) for a preemption, else the bit of the task's
+// reported state (1 S, 2 D, 4 T, 8 t, 16 X, 32 Z, 64 P, 128 I), 0 running.
+func SwitchState(nr uint64) uint64 {
+	if nr>>32 != 0 {
+		return 0x100
+	}
+	st := uint32(nr)
+	state := st & 0x7f     // TASK_REPORT
+	if st&0x402 == 0x402 { // TASK_IDLE
+		state = 0x80
+	}
+	if st&0x1000 != 0 { // TASK_RTLOCK_WAIT
+		state = 2
+	}
+	if state == 0 {
+		return 0
+	}
+	return 1 << (bits.Len32(state) - 1)
+}
+
+// switchProgram: sched_switch(preempt, prev, next, prev_state), run by
+// prev: its user chain, its kernel chain (the blocking path: walked each
+// time), its user registers (task_pt_regs) and stack copy.
+func switchProgram(m fds, copyBytes int, exitStateOff int32) asm.Instructions {
+	var b bpfasm.Builder
+	traced(&b, m)
+	reserve(&b, m, int32(hdrSize+copyBytes), kindSwitch)
+	b.Emit(
+		// Nr = preempt << 32 | prev_state | prev->exit_state
+		asm.StoreImm(asm.RFP, -16, 0, asm.Word),
+		asm.Mov.Reg(asm.R1, asm.RFP),
+		asm.Add.Imm(asm.R1, -16),
+		asm.Mov.Imm(asm.R2, 4),
+		asm.LoadMem(asm.R3, rCtx, 8, asm.DWord),
+		asm.Add.Imm(asm.R3, exitStateOff),
+		asm.FnProbeReadKernel.Call(),
+		asm.LoadMem(asm.R1, asm.RFP, -16, asm.Word),
+		asm.LoadMem(asm.R2, rCtx, 24, asm.DWord),
+		asm.LSh.Imm(asm.R2, 32),
+		asm.RSh.Imm(asm.R2, 32),
+		asm.Or.Reg(asm.R1, asm.R2),
+		asm.LoadMem(asm.R2, rCtx, 0, asm.DWord),
+		asm.And.Imm(asm.R2, 1),
+		asm.LSh.Imm(asm.R2, 32),
+		asm.Or.Reg(asm.R1, asm.R2),
+		asm.StoreMem(rRec, offNr, asm.R1, asm.DWord),
+		asm.Mov.Reg(asm.R1, rCtx),
+		asm.LoadMapPtr(asm.R2, m.stacks),
+		asm.Mov.Imm(asm.R3, 1<<8), // BPF_F_USER_STACK
+		asm.FnGetStackid.Call(),
+		asm.StoreMem(rRec, offUStack, asm.R0, asm.DWord),
+		asm.Mov.Reg(asm.R1, rCtx),
+		asm.LoadMapPtr(asm.R2, m.stacks),
+		asm.Mov.Imm(asm.R3, 0),
+		asm.FnGetStackid.Call(),
+		asm.StoreMem(rRec, offKStack, asm.R0, asm.DWord),
+		asm.FnGetCurrentTaskBtf.Call(),
+		asm.Mov.Reg(asm.R1, asm.R0),
+		asm.FnTaskPtRegs.Call(),
+		asm.Mov.Reg(rRegs, asm.R0),
+	)
+	userRegs(&b, copyBytes)
 	submit(&b)
 	return b.Ins
 }
@@ -427,6 +604,7 @@ func exitProgram(m fds, kernel bool) asm.Instructions {
 	var b bpfasm.Builder
 	traced(&b, m)
 	reserve(&b, m, exitSize, kindExit)
+	b.Emit(asm.LoadMem(rRegs, rCtx, 0, asm.DWord))
 	readReg(&b, offNr, regOrigAX)
 	kernelStack(&b, m, kernel, 2)
 	submit(&b)
@@ -471,7 +649,7 @@ func kernelStack(b *bpfasm.Builder, m fds, kernel bool, slot int32) {
 		asm.Ja.Label("kdone"),
 		asm.Mov.Reg(asm.R1, rCtx).WithSymbol("kwalk"),
 		asm.LoadMapPtr(asm.R2, m.stacks),
-		asm.Mov.Imm(asm.R3, kernelSkip),
+		asm.Mov.Imm(asm.R3, 0),
 		asm.FnGetStackid.Call(),
 		asm.StoreMem(rRec, offKStack, asm.R0, asm.DWord),
 		asm.JSLT.Imm(asm.R0, 0, "kdone"),

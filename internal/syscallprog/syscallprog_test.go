@@ -4,6 +4,7 @@ import (
 	"os"
 	"runtime"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -16,7 +17,7 @@ import (
 func TestRecordsOwnSystemCalls(t *testing.T) {
 	testutil.NeedRoot(t)
 	for _, kernel := range []bool{false, true} {
-		tr, err := New(Options{KernelStacks: kernel, StackBytes: 256, RingBytes: 1 << 20})
+		tr, err := New(Options{Syscalls: true, KernelStacks: kernel, StackBytes: 256, RingBytes: 1 << 20})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -65,5 +66,65 @@ func TestRecordsOwnSystemCalls(t *testing.T) {
 			t.Errorf("%d records lost", l)
 		}
 		tr.Close()
+	}
+}
+
+// TestRecordsOwnSwitches traces this process's switches away: each of a
+// known number of sleeps on one thread leaves the CPU asleep
+// (interruptible), with both call chains and the user registers.
+func TestRecordsOwnSwitches(t *testing.T) {
+	testutil.NeedRoot(t)
+	tr, err := New(Options{Switches: true, StackBytes: 256, RingBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	runtime.LockOSThread()
+	tid := uint32(unix.Gettid())
+	if err := tr.Add(uint32(os.Getpid())); err != nil {
+		t.Fatal(err)
+	}
+	const n = 20
+	for i := 0; i < n; i++ {
+		ts := unix.NsecToTimespec(int64(time.Millisecond))
+		_ = unix.Nanosleep(&ts, nil)
+	}
+	tr.Remove(uint32(os.Getpid()))
+	runtime.UnlockOSThread()
+	asleep, other := 0, 0
+	err = tr.Drain(func(ev *Event) {
+		if ev.TID != tid {
+			return
+		}
+		if !ev.Switch {
+			t.Errorf("a record other than a switch: %+v", ev)
+			return
+		}
+		us := append([]uint64(nil), tr.Stack(ev.UserStack)...)
+		ks := tr.Stack(ev.KernStack)
+		if SwitchState(ev.Nr) == 1 && len(us) > 2 && us[0] == ev.IP && len(ks) > 3 && len(ev.Stack) == 256 {
+			asleep++
+		} else {
+			other++
+			t.Logf("state %#x: %d user frames (IP %#x), %d kernel, %d bytes copied", ev.Nr, len(us), ev.IP, len(ks), len(ev.Stack))
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Preemptions may add switches, asleep ones are exactly the sleeps.
+	if asleep != n {
+		t.Errorf("%d switches asleep with both chains and the stack copied, %d others; want %d asleep", asleep, other, n)
+	}
+}
+
+func TestSwitchState(t *testing.T) {
+	for _, c := range []struct{ nr, want uint64 }{
+		{0, 0}, {1, 1}, {2, 2}, {1 << 32, 0x100}, {1<<32 | 1, 0x100},
+		{0x402, 0x80}, {0x80 | 0x20, 0x20}, {0x1000, 2}, {0x100, 0}, {4, 4},
+	} {
+		if got := SwitchState(c.nr); got != c.want {
+			t.Errorf("SwitchState(%#x) = %#x, want %#x", c.nr, got, c.want)
+		}
 	}
 }

@@ -300,8 +300,9 @@ func (t *Tracer) Stack(id int64) []uint64 {
 
 // KernelStack is Stack for a kernel call chain, without its innermost
 // frames in the tracing code that ran the program (the program itself,
-// bpf_trace_runN, __bpf_trace_<tracepoint>): it starts where the
-// tracepoint is, as perf's call chain at a tracepoint does.
+// bpf_trace_runN, __bpf_trace_<tracepoint>, and __traceiter_<tracepoint>
+// when another tracer also attached to the tracepoint): it starts where
+// the tracepoint is, as perf's call chain at a tracepoint does.
 func (t *Tracer) KernelStack(id int64) []uint64 {
 	st := t.Stack(id)
 	for len(st) > 0 && t.tracing.has(st[0]) {
@@ -315,7 +316,7 @@ func (t *Tracer) KernelStack(id int64) []uint64 {
 // programs at tracepoints.
 type tracingCode struct {
 	text   [2]uint64   // _stext, _etext
-	ranges [][2]uint64 // bpf_trace_run*, __bpf_trace_*
+	ranges [][2]uint64 // bpf_trace_run*, __bpf_trace_*, __traceiter_*
 }
 
 func (c *tracingCode) has(pc uint64) bool {
@@ -367,7 +368,8 @@ func readTracingCode() tracingCode {
 			c.text[0] = addr
 		case bytes.Equal(name, []byte("_etext")):
 			c.text[1] = addr
-		case bytes.HasPrefix(name, []byte("bpf_trace_run")), bytes.HasPrefix(name, []byte("__bpf_trace_")):
+		case bytes.HasPrefix(name, []byte("bpf_trace_run")), bytes.HasPrefix(name, []byte("__bpf_trace_")),
+			bytes.HasPrefix(name, []byte("__traceiter_")):
 			c.ranges = append(c.ranges, [2]uint64{addr, addr + 1})
 			open = len(c.ranges) - 1
 		}

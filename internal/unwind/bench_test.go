@@ -1,10 +1,12 @@
 package unwind
 
 import (
+	"encoding/binary"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/culprit-dev/culprit/internal/elfx"
 	"github.com/culprit-dev/culprit/internal/testutil"
 )
 
@@ -95,5 +97,37 @@ func BenchmarkLoadTableLibc(b *testing.B) {
 		if _, err := LoadTable(path); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// BenchmarkCFIExpr evaluates the DWARF expressions CFI uses: the PLT's CFA
+// (rsp + 8 + (rip&15 >= 11 ? 8 : 0)), a register rule read from the stack
+// copy (a signal frame's ucontext), and a typical val_expression. Each must
+// allocate nothing: the unwinder runs them for every sample.
+func BenchmarkCFIExpr(b *testing.B) {
+	const sp = 0x7ffe0000
+	stack := make([]byte, 512)
+	binary.LittleEndian.PutUint64(stack[0xa8:], sp+0x100)
+	u := &unwinder{stack: StackCopy{SP: sp, Data: stack}, valid: 1<<numRegs - 1}
+	u.regs[regRSP] = sp
+	u.regs[regRA] = 0x401026
+	for _, c := range []struct {
+		name string
+		expr []byte
+		push bool
+		want uint64
+	}{
+		{"plt-cfa", []byte{elfx.OpBreg0 + 7, 8, elfx.OpBreg0 + 16, 0, elfx.OpLit0 + 15, elfx.OpAnd, elfx.OpLit0 + 11, elfx.OpGe, elfx.OpLit0 + 3, elfx.OpShl, elfx.OpPlus}, false, sp + 8},
+		{"sigframe-deref", []byte{elfx.OpBreg0 + 7, 0xa8, 0x01, elfx.OpDeref}, false, sp + 0x100},
+		{"val-expression", []byte{elfx.OpCallFrameCFA, elfx.OpConsts, 0x70, elfx.OpPlus}, true, sp + 0x20 - 16},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if v, ok := u.eval(c.expr, sp+0x20, c.push); !ok || v != c.want {
+					b.Fatalf("eval = %#x, %v; want %#x", v, ok, c.want)
+				}
+			}
+		})
 	}
 }

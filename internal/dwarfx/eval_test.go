@@ -124,43 +124,6 @@ func TestEvalOps(t *testing.T) {
 	}
 }
 
-func TestTypedArithmetic(t *testing.T) {
-	d := baseType{enc: ateFloat, size: 8}
-	f4 := baseType{enc: ateFloat, size: 4}
-	l := baseType{enc: ateSigned, size: 8}
-	u4 := baseType{enc: ateUnsigned, size: 4}
-	cases := []struct {
-		got  elem
-		want elem
-	}{
-		{convert(elem{v: uint64(^uint64(6)), t: l}, d), mkFloat(d, -7)},
-		{convert(elem{v: 0xffffffff, t: u4}, d), mkFloat(d, 4294967295)},
-		{convert(mkFloat(d, -2.75), l), elem{v: uint64(^uint64(1)), t: l}},
-		{convert(mkFloat(d, 1.5), f4), mkFloat(f4, 1.5)},
-		{convert(elem{v: 0x1_0000_0005}, u4), elem{v: 5, t: u4}},
-	}
-	for k, c := range cases {
-		if c.got != c.want {
-			t.Errorf("case %d: got %+v, want %+v", k, c.got, c.want)
-		}
-	}
-	sum, err := binop(elfx.OpPlus, mkFloat(d, 1.25), mkFloat(d, 2))
-	if err != nil || sum != mkFloat(d, 3.25) {
-		t.Errorf("1.25+2 = %+v %v", sum, err)
-	}
-	lt, err := binop(elfx.OpLt, mkFloat(d, -1), mkFloat(d, 2))
-	if err != nil || lt.v != 1 {
-		t.Errorf("-1<2 = %+v %v", lt, err)
-	}
-	if _, err := binop(elfx.OpPlus, mkFloat(d, 1), elem{v: 1, t: l}); !errors.Is(err, ErrMalformed) {
-		t.Errorf("float+int: %v", err)
-	}
-	w, _ := binop(elfx.OpPlus, elem{v: 0xffffffff, t: u4}, elem{v: 2, t: u4})
-	if w.v != 1 {
-		t.Errorf("u32 wrap: %+v", w)
-	}
-}
-
 // TestTypedExpressionFromGCC evaluates the DW_OP_convert/regval_type
 // expression GCC emits for s in mixed_sum at -O2:
 // s = (double)(long)rdi + (double)(long)rax + xmm1.
@@ -234,6 +197,6 @@ func FuzzEval(f *testing.F) {
 		if err == nil && size > 0 && v.Bytes != nil && len(v.Bytes) != int(size) {
 			t.Fatalf("%s: %d bytes for size %d", Disassemble(expr), len(v.Bytes), size)
 		}
-		skipOperands(0, &elfx.Reader{B: expr, End: len(expr)})
+		elfx.SkipOperands(0, &elfx.Reader{B: expr, End: len(expr)})
 	})
 }

@@ -18,7 +18,7 @@ func fakeUnit(version int, loc []byte) *unit {
 		addr = binary.LittleEndian.AppendUint64(addr, a)
 	}
 	i := &Info{
-		baseTypes: map[dwarf.Offset]baseType{0x2a: {enc: ateFloat, size: 8}, 0x38: {enc: ateSigned, size: 8}},
+		baseTypes: map[dwarf.Offset]elfx.BaseType{0x2a: {Enc: elfx.ATEFloat, Size: 8}, 0x38: {Enc: elfx.ATESigned, Size: 8}},
 		sec:       sections{info: make([]byte, 0x100), addr: addr, loc: loc, loclists: loc},
 	}
 	return &unit{info: i, version: version, addrSize: 8, lowPC: 0x400, addrBase: 8, hasAddrBase: true}

@@ -26,7 +26,7 @@ type Info struct {
 	// mu serialises the use of d (debug/dwarf's type cache is not safe for
 	// concurrent use) and guards the lazily filled maps below.
 	mu        sync.Mutex
-	baseTypes map[dwarf.Offset]baseType
+	baseTypes map[dwarf.Offset]elfx.BaseType
 	types     map[dwarf.Type]*Type
 	foreign   map[dwarf.Offset]*die // DIEs of other units reached by references
 
@@ -111,7 +111,7 @@ func FromELF(f *elf.File) (*Info, error) {
 	i := &Info{
 		d:         d,
 		isGo:      elfx.IsGo(f),
-		baseTypes: map[dwarf.Offset]baseType{},
+		baseTypes: map[dwarf.Offset]elfx.BaseType{},
 		types:     map[dwarf.Type]*Type{},
 		foreign:   map[dwarf.Offset]*die{},
 		unitAt:    map[dwarf.Offset]*unit{},

@@ -548,17 +548,17 @@ func (u *unit) debugAddr(idx uint64) (uint64, error) {
 }
 
 // baseType reads the DW_TAG_base_type at unit-relative offset off.
-func (u *unit) baseType(off uint64) (t baseType, err error) {
+func (u *unit) baseType(off uint64) (t elfx.BaseType, err error) {
 	i := u.info
 	abs := u.hdrOff + dwarf.Offset(off)
 	if off >= uint64(len(i.sec.info)) || abs < u.hdrOff {
-		return baseType{}, bad("base type offset %#x", off)
+		return elfx.BaseType{}, bad("base type offset %#x", off)
 	}
 	i.mu.Lock()
 	defer i.mu.Unlock()
 	defer func() {
 		if r := recover(); r != nil {
-			t, err = baseType{}, bad("base type at %#x: %v", abs, r)
+			t, err = elfx.BaseType{}, bad("base type at %#x: %v", abs, r)
 		}
 	}()
 	if t, ok := i.baseTypes[abs]; ok {
@@ -568,14 +568,14 @@ func (u *unit) baseType(off uint64) (t baseType, err error) {
 	r.Seek(abs)
 	e, err := r.Next()
 	if err != nil || e == nil || e.Offset != abs || e.Tag != dwarf.TagBaseType {
-		return baseType{}, bad("no base type at %#x", abs)
+		return elfx.BaseType{}, bad("no base type at %#x", abs)
 	}
 	enc, _ := e.Val(dwarf.AttrEncoding).(int64)
 	size, _ := e.Val(dwarf.AttrByteSize).(int64)
 	if size <= 0 || size > 255 || enc <= 0 || enc > 255 {
-		return baseType{}, bad("base type at %#x: size %d encoding %d", abs, size, enc)
+		return elfx.BaseType{}, bad("base type at %#x: size %d encoding %d", abs, size, enc)
 	}
-	t = baseType{enc: uint8(enc), size: uint8(size)}
+	t = elfx.BaseType{Enc: uint8(enc), Size: uint8(size)}
 	i.baseTypes[abs] = t
 	return t, nil
 }

@@ -1,7 +1,9 @@
 // Package elfx is the low-level layer under everything that reads ELF
 // objects and their DWARF: the GNU build-id note and the separate debug
 // file it names, the DWARF sections read once for debug/dwarf and for the
-// callers that decode raw sections (DWARFData), a bounds-checked byte and LEB128 reader, the DWARF
+// callers that decode raw sections (DWARFData), the DWARF expression
+// evaluator (Expr: dwarfx's variable locations and the unwinder's CFI
+// rules), a bounds-checked byte and LEB128 reader, the DWARF
 // expression and call-frame opcode tables, the x86-64 DWARF register
 // numbers, and the source name of a function's DIE (clone suffixes,
 // demangling, abstract origins).

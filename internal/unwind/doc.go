@@ -5,11 +5,13 @@
 //
 //   - Reading call frame information: the .eh_frame and .debug_frame sections
 //     of an ELF object (CIEs and FDEs, pointer encodings, compressed sections)
-//     into a Table of FDEs sorted by address, and evaluating CFA programs and
-//     the small DWARF expressions that CFI uses (the PLT CFA expression, the
-//     signal trampoline's register expressions). The parser is this package's
-//     own: it evaluates rows without allocating, which keeps per-sample cost
-//     low enough for the recorder to call it online.
+//     into a Table of FDEs sorted by address, and evaluating CFA programs;
+//     the DWARF expressions CFI uses (the PLT CFA expression, the signal
+//     trampoline's register expressions) are evaluated by elfx.Expr, the one
+//     DWARF expression evaluator, over the frame's registers and the stack
+//     copy. The parser is this package's own: it evaluates rows without
+//     allocating, which keeps per-sample cost low enough for the recorder to
+//     call it online.
 //   - Unwinding a copy of the stack (Unwind): CFI where an object maps the PC,
 //     a single frame-pointer step where it does not, stopping whenever a read
 //     falls outside the copy, a rule is unsupported, or the CFA fails to grow.

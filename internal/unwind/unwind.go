@@ -25,6 +25,23 @@ func (s *StackCopy) read8(addr uint64) (uint64, bool) {
 	return binary.LittleEndian.Uint64(s.Data[off:]), true
 }
 
+// read reads the k <= 8 little-endian bytes at addr from the copy.
+func (s *StackCopy) read(addr uint64, k int) (uint64, bool) {
+	if k == 8 {
+		return s.read8(addr)
+	}
+	off := addr - s.SP
+	n := uint64(len(s.Data))
+	if addr < s.SP || k < 0 || k > 8 || n < uint64(k) || off > n-uint64(k) {
+		return 0, false
+	}
+	var v uint64
+	for i := k - 1; i >= 0; i-- {
+		v = v<<8 | uint64(s.Data[off+uint64(i)])
+	}
+	return v, true
+}
+
 // Module says how to reach the CFI of the object mapped at a PC: the ELF
 // virtual address is pc - Bias (Bias = mapping start - mapping file offset +
 // segment p_offset - p_vaddr, with wrapping arithmetic; see Table.Bias).
@@ -345,214 +362,27 @@ func (u *unwinder) stepCFI(f *fde, addr uint64, prevCFA uint64) (stepResult, uin
 }
 
 // eval evaluates a DWARF expression over the current frame's registers and
-// the stack copy. With push, cfa is pushed first (register rules); the
-// result is the top of the stack.
+// the stack copy with elfx's evaluator. With push, cfa is pushed first
+// (register rules) and is the value of DW_OP_call_frame_cfa; the result is
+// the top of the stack.
 func (u *unwinder) eval(e []byte, cfa uint64, push bool) (uint64, bool) {
-	var st [16]uint64
-	sp := 0
+	m := elfx.Expr{
+		Regs: (*[elfx.NumGPRegs]uint64)(&u.regs), RegValid: u.valid,
+		Copy: u.stack.Data, CopyAddr: u.stack.SP,
+		MaxStack: 16,
+	}
+	m.Start(e)
 	if push {
-		st[0], sp = cfa, 1
-	}
-	b := elfx.Reader{B: e, End: len(e)}
-	for b.Off < b.End {
-		op := b.U8()
-		// Operand count checks.
-		need := 0
-		switch {
-		case op == elfx.OpDeref, op == elfx.OpDup, op == elfx.OpDrop, op == elfx.OpAbs, op == elfx.OpNeg, op == elfx.OpNot,
-			op == elfx.OpPlusUconst, op == elfx.OpBra, op == elfx.OpDerefSize:
-			need = 1
-		case op == elfx.OpOver, op == elfx.OpSwap, op >= elfx.OpAnd && op <= elfx.OpXor && op != elfx.OpNeg && op != elfx.OpNot && op != elfx.OpPlusUconst,
-			op >= elfx.OpEq && op <= elfx.OpNe:
-			need = 2
-		case op == elfx.OpRot:
-			need = 3
-		}
-		if sp < need {
+		m.CFA = cfa
+		if m.Push(cfa) != nil {
 			return 0, false
 		}
-		var v uint64
-		pushV := true
-		switch {
-		case op >= elfx.OpLit0 && op <= elfx.OpLit31:
-			v = uint64(op - elfx.OpLit0)
-		case op >= elfx.OpBreg0 && op <= elfx.OpBreg31:
-			reg := op - elfx.OpBreg0
-			off := b.SLEB()
-			if reg >= numRegs || u.valid&(1<<reg) == 0 {
-				return 0, false
-			}
-			v = u.regs[reg] + uint64(off)
-		default:
-			switch op {
-			case elfx.OpAddr:
-				v = b.U64()
-			case elfx.OpDeref:
-				sp--
-				var ok bool
-				if v, ok = u.stack.read8(st[sp]); !ok {
-					return 0, false
-				}
-			case elfx.OpDerefSize:
-				n := b.U8()
-				sp--
-				w, ok := u.stack.read8(st[sp])
-				if !ok || n == 0 || n > 8 {
-					return 0, false
-				}
-				if n < 8 {
-					w &= 1<<(8*uint(n)) - 1
-				}
-				v = w
-			case elfx.OpConst1u:
-				v = uint64(b.U8())
-			case elfx.OpConst1s:
-				v = uint64(int64(int8(b.U8())))
-			case elfx.OpConst2u:
-				v = uint64(b.U16())
-			case elfx.OpConst2s:
-				v = uint64(int64(int16(b.U16())))
-			case elfx.OpConst4u:
-				v = uint64(b.U32())
-			case elfx.OpConst4s:
-				v = uint64(int64(int32(b.U32())))
-			case elfx.OpConst8u, elfx.OpConst8s:
-				v = b.U64()
-			case elfx.OpConstu:
-				v = b.ULEB()
-			case elfx.OpConsts:
-				v = uint64(b.SLEB())
-			case elfx.OpDup:
-				v = st[sp-1]
-			case elfx.OpDrop:
-				sp--
-				pushV = false
-			case elfx.OpOver:
-				v = st[sp-2]
-			case elfx.OpPick:
-				i := int(b.U8())
-				if i >= sp {
-					return 0, false
-				}
-				v = st[sp-1-i]
-			case elfx.OpSwap:
-				st[sp-1], st[sp-2] = st[sp-2], st[sp-1]
-				pushV = false
-			case elfx.OpRot:
-				st[sp-1], st[sp-2], st[sp-3] = st[sp-2], st[sp-3], st[sp-1]
-				pushV = false
-			case elfx.OpAbs:
-				if int64(st[sp-1]) < 0 {
-					st[sp-1] = -st[sp-1]
-				}
-				pushV = false
-			case elfx.OpNeg:
-				st[sp-1] = -st[sp-1]
-				pushV = false
-			case elfx.OpNot:
-				st[sp-1] = ^st[sp-1]
-				pushV = false
-			case elfx.OpPlusUconst:
-				st[sp-1] += b.ULEB()
-				pushV = false
-			case elfx.OpNop:
-				pushV = false
-			case elfx.OpCallFrameCFA:
-				if !push {
-					return 0, false
-				}
-				v = cfa
-			case elfx.OpSkip, elfx.OpBra:
-				off := int64(int16(b.U16()))
-				if op == elfx.OpBra {
-					sp--
-					if st[sp] == 0 {
-						pushV = false
-						break
-					}
-				}
-				pos := int64(b.Off) + off
-				if pos < 0 || pos > int64(b.End) || off < 0 {
-					// Backward branches could loop; CFI never needs them.
-					return 0, false
-				}
-				b.Off = int(pos)
-				pushV = false
-			default:
-				if op >= elfx.OpAnd && op <= elfx.OpNe { // binary operators
-					y, x := st[sp-1], st[sp-2]
-					sp -= 2
-					switch op {
-					case elfx.OpAnd:
-						v = x & y
-					case elfx.OpDiv:
-						if y == 0 {
-							return 0, false
-						}
-						v = uint64(int64(x) / int64(y))
-					case elfx.OpMinus:
-						v = x - y
-					case elfx.OpMod:
-						if y == 0 {
-							return 0, false
-						}
-						v = x % y
-					case elfx.OpMul:
-						v = x * y
-					case elfx.OpOr:
-						v = x | y
-					case elfx.OpPlus:
-						v = x + y
-					case elfx.OpShl:
-						v = x << (y & 63)
-					case elfx.OpShr:
-						v = x >> (y & 63)
-					case elfx.OpShra:
-						v = uint64(int64(x) >> (y & 63))
-					case elfx.OpXor:
-						v = x ^ y
-					case elfx.OpEq:
-						v = b2u(x == y)
-					case elfx.OpGe:
-						v = b2u(int64(x) >= int64(y))
-					case elfx.OpGt:
-						v = b2u(int64(x) > int64(y))
-					case elfx.OpLe:
-						v = b2u(int64(x) <= int64(y))
-					case elfx.OpLt:
-						v = b2u(int64(x) < int64(y))
-					case elfx.OpNe:
-						v = b2u(x != y)
-					default:
-						return 0, false
-					}
-				} else {
-					// Register locations (DW_OP_reg*), regx, piece,
-					// calls and the rest: not values CFI can use.
-					return 0, false
-				}
-			}
-		}
-		if b.Bad {
-			return 0, false
-		}
-		if pushV {
-			if sp == len(st) {
-				return 0, false
-			}
-			st[sp] = v
-			sp++
-		}
 	}
-	if b.Bad || sp == 0 {
+	// Register locations (DW_OP_reg*), stack and implicit values and
+	// pieces are not values CFI can use.
+	if _, more, err := m.Next(); err != nil || more || m.Kind != elfx.LocMemory {
 		return 0, false
 	}
-	return st[sp-1], true
-}
-
-func b2u(b bool) uint64 {
-	if b {
-		return 1
-	}
-	return 0
+	top, ok := m.Top()
+	return top.V, ok
 }

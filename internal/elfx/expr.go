@@ -337,6 +337,9 @@ func (m *Expr) Next() (p Piece, more bool, err error) {
 			// expression or its piece.
 			return Piece{}, false, fmt.Errorf("%w: operation after a location description", ErrMalformed)
 		}
+		if m.fast(op, r) {
+			continue
+		}
 		if err := m.step(op, r); err != nil {
 			if m.Skip && errors.Is(err, ErrUnavailable) {
 				m.skipping = err
@@ -412,6 +415,58 @@ func (m *Expr) baseType(off uint64) (BaseType, error) {
 		return BaseType{}, fmt.Errorf("%w: typed operation without a unit", ErrMalformed)
 	}
 	return m.BaseType(off)
+}
+
+// fast executes the operations CFI rules are made of when they cannot
+// fail, in a function small enough to cost little per operation; it
+// returns false, having read nothing, for step to do the rest.
+func (m *Expr) fast(op byte, r *Reader) bool {
+	room := m.sp < len(m.buf)
+	switch {
+	case op >= OpLit0 && op <= OpLit31:
+		if room {
+			m.buf[m.sp] = Elem{V: uint64(op - OpLit0)}
+			m.sp++
+			return true
+		}
+	case op >= OpBreg0 && op <= OpBreg31:
+		n := op - OpBreg0
+		if room && m.Regs != nil && n < NumGPRegs && m.RegValid&(1<<n) != 0 {
+			m.buf[m.sp] = Elem{V: m.Regs[n] + uint64(r.SLEB())}
+			m.sp++
+			return true
+		}
+	case op == OpDeref:
+		if m.sp == 0 || m.sp > len(m.buf) || m.Copy == nil {
+			return false
+		}
+		top := &m.buf[m.sp-1]
+		off := top.V - m.CopyAddr
+		if top.V >= m.CopyAddr && len(m.Copy) >= 8 && off <= uint64(len(m.Copy))-8 {
+			*top = Elem{V: binary.LittleEndian.Uint64(m.Copy[off:])}
+			return true
+		}
+	case op == OpCallFrameCFA:
+		if room && m.CFA != 0 {
+			m.buf[m.sp] = Elem{V: m.CFA}
+			m.sp++
+			return true
+		}
+	case op == OpAnd, op == OpMinus, op == OpMul, op == OpOr, op == OpPlus, op == OpShl, op == OpShr, op == OpShra, op == OpXor,
+		op >= OpEq && op <= OpNe:
+		if m.sp < 2 || m.sp > len(m.buf) {
+			return false
+		}
+		a, b := &m.buf[m.sp-2], m.buf[m.sp-1]
+		if !a.T.Generic() || !b.T.Generic() {
+			return false
+		}
+		v, _ := intBinop(op, a.V, b.V, int64(a.V), int64(b.V), true, false) // cannot fail without division
+		*a = Elem{V: v}
+		m.sp--
+		return true
+	}
+	return false
 }
 
 // step executes op, whose operands follow in r.

@@ -20,7 +20,10 @@
 //     DW_AT_const_value. Variable.Location(pc) picks the expression valid at
 //     a PC, or reports none (optimized out there).
 //   - Evaluation (Location.Eval) of DWARF expressions in a Frame: registers,
-//     CFA, load bias and a memory reader supplied by the caller. Registers,
+//     CFA, load bias and a memory reader supplied by the caller. The stack
+//     machine is elfx.Expr, which the unwinder's CFI rules use too; this
+//     package gives it the unit and function (frame base, .debug_addr, base
+//     types) and assembles pieces and values. Registers,
 //     breg/bregx, fbreg through the function's DW_AT_frame_base,
 //     call_frame_cfa, addr/addrx/constx (biased), constants, stack and
 //     arithmetic operations, branches, deref/deref_size, stack_value,

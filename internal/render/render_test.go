@@ -721,3 +721,44 @@ func chromeTrace(p *profile.Profile) ChromeTrace {
 	}
 	return tr
 }
+
+// TestSpeedscopeBytes checks that the file is byte for byte what
+// json.Encoder writes for its content, HTML-escaped names included.
+func TestSpeedscopeBytes(t *testing.T) {
+	p := testProfile()
+	p.Frames[0].Function = "operator<<(A&, \"B\")"
+	for _, p := range []*profile.Profile{p, {}} {
+		var b bytes.Buffer
+		if err := WriteSpeedscope(&b, p); err != nil {
+			t.Fatal(err)
+		}
+		var v struct {
+			Schema string `json:"$schema"`
+			Shared struct {
+				Frames []ssFrame `json:"frames"`
+			} `json:"shared"`
+			Profiles []struct {
+				Type       string   `json:"type"`
+				Name       string   `json:"name"`
+				Unit       string   `json:"unit"`
+				StartValue uint64   `json:"startValue"`
+				EndValue   uint64   `json:"endValue"`
+				Samples    [][]int  `json:"samples"`
+				Weights    []uint64 `json:"weights"`
+			} `json:"profiles"`
+			Name               string `json:"name"`
+			ActiveProfileIndex int    `json:"activeProfileIndex"`
+			Exporter           string `json:"exporter"`
+		}
+		if err := json.Unmarshal(b.Bytes(), &v); err != nil {
+			t.Fatal(err)
+		}
+		var want bytes.Buffer
+		if err := json.NewEncoder(&want).Encode(v); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(b.Bytes(), want.Bytes()) {
+			t.Errorf("got\n%s\nwant\n%s", b.Bytes(), want.Bytes())
+		}
+	}
+}

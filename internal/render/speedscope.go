@@ -1,10 +1,12 @@
 package render
 
 import (
+	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
 	"sort"
+	"strconv"
 
 	"github.com/culprit-dev/culprit/internal/profile"
 )
@@ -18,28 +20,13 @@ type ssFrame struct {
 	Line int    `json:"line,omitempty"`
 }
 
+// ssProfile is the profile of one thread while it is made: its samples'
+// stack ids and weights.
 type ssProfile struct {
-	Type       string   `json:"type"`
-	Name       string   `json:"name"`
-	Unit       string   `json:"unit"`
-	StartValue uint64   `json:"startValue"`
-	EndValue   uint64   `json:"endValue"`
-	Samples    [][]int  `json:"samples"`
-	Weights    []uint64 `json:"weights"`
-	stackCache map[int32][]int
-}
-
-type ssFile struct {
-	Schema             string       `json:"$schema"`
-	Shared             ssShared     `json:"shared"`
-	Profiles           []*ssProfile `json:"profiles"`
-	Name               string       `json:"name"`
-	ActiveProfileIndex int          `json:"activeProfileIndex"`
-	Exporter           string       `json:"exporter"`
-}
-
-type ssShared struct {
-	Frames []ssFrame `json:"frames"`
+	name       string
+	start, end uint64
+	stacks     []int32
+	weights    []uint64
 }
 
 // WriteSpeedscope writes p in speedscope's file format: shared frames
@@ -49,14 +36,13 @@ type ssShared struct {
 // frame index lists root first and whose weights are the samples' periods in
 // nanoseconds. A profile's startValue is its first sample's time from the
 // profile's start, its endValue startValue plus the sum of its weights.
+//
+// The file is written as it is made rather than marshalled whole: each
+// stack's frame list is encoded once and copied for each of its samples,
+// and a thread's samples are kept as stack ids. Strings go through
+// encoding/json, so the bytes are those json.Encoder would write.
 func WriteSpeedscope(w io.Writer, p *profile.Profile) error {
-	out := ssFile{
-		Schema:   SpeedscopeSchema,
-		Shared:   ssShared{Frames: []ssFrame{}},
-		Profiles: []*ssProfile{},
-		Name:     commandName(p),
-		Exporter: "culprit",
-	}
+	frames := []ssFrame{}
 	frameIdx := map[ssFrame]int{}
 	frameOf := func(f profile.Frame) int {
 		k := ssFrame{Name: f.Name(), File: f.File, Line: f.Line}
@@ -65,12 +51,13 @@ func WriteSpeedscope(w io.Writer, p *profile.Profile) error {
 		}
 		i, ok := frameIdx[k]
 		if !ok {
-			i = len(out.Shared.Frames)
+			i = len(frames)
 			frameIdx[k] = i
-			out.Shared.Frames = append(out.Shared.Frames, k)
+			frames = append(frames, k)
 		}
 		return i
 	}
+	stacks := map[int32][]byte{} // a stack's frame indexes, root first, as JSON
 	type thread struct{ pid, tid uint32 }
 	byThread := map[thread]*ssProfile{}
 	var threads []thread
@@ -79,31 +66,29 @@ func WriteSpeedscope(w io.Writer, p *profile.Profile) error {
 		t := thread{s.PID, s.TID}
 		sp := byThread[t]
 		if sp == nil {
-			sp = &ssProfile{
-				Type:       "sampled",
-				Name:       fmt.Sprintf("%s (pid %d, tid %d)", p.ThreadName(s.TID), s.PID, s.TID),
-				Unit:       "nanoseconds",
-				StartValue: s.Time - org,
-				Samples:    [][]int{},
-				Weights:    []uint64{},
-				stackCache: map[int32][]int{},
-			}
+			sp = &ssProfile{name: fmt.Sprintf("%s (pid %d, tid %d)", p.ThreadName(s.TID), s.PID, s.TID), start: s.Time - org}
 			byThread[t] = sp
 			threads = append(threads, t)
 		}
-		idx, ok := sp.stackCache[s.Stack]
-		if !ok {
-			frames := stackFrames(p, s.Stack)
-			idx = make([]int, len(frames))
-			for i, f := range frames {
-				idx[len(frames)-1-i] = frameOf(f)
+		if _, ok := stacks[s.Stack]; !ok {
+			fs := stackFrames(p, s.Stack)
+			idx := make([]int, len(fs))
+			for i, f := range fs { // innermost first, as frames are numbered
+				idx[len(fs)-1-i] = frameOf(f)
 			}
-			sp.stackCache[s.Stack] = idx
+			b := []byte{'['}
+			for i, fi := range idx {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = strconv.AppendInt(b, int64(fi), 10)
+			}
+			stacks[s.Stack] = append(b, ']')
 		}
 		wt := period(p, s)
-		sp.Samples = append(sp.Samples, idx)
-		sp.Weights = append(sp.Weights, wt)
-		sp.EndValue += wt
+		sp.stacks = append(sp.stacks, s.Stack)
+		sp.weights = append(sp.weights, wt)
+		sp.end += wt
 	}
 	sort.Slice(threads, func(i, j int) bool {
 		if threads[i].pid != threads[j].pid {
@@ -111,10 +96,47 @@ func WriteSpeedscope(w io.Writer, p *profile.Profile) error {
 		}
 		return threads[i].tid < threads[j].tid
 	})
-	for _, t := range threads {
-		sp := byThread[t]
-		sp.EndValue += sp.StartValue
-		out.Profiles = append(out.Profiles, sp)
+	bw := bufio.NewWriterSize(w, 256<<10)
+	str := func(v any) {
+		b, _ := json.Marshal(v) // strings and frames: cannot fail
+		bw.Write(b)
 	}
-	return json.NewEncoder(w).Encode(out)
+	bw.WriteString(`{"$schema":`)
+	str(SpeedscopeSchema)
+	bw.WriteString(`,"shared":{"frames":`)
+	str(frames)
+	bw.WriteString(`},"profiles":[`)
+	var num []byte
+	for n, t := range threads {
+		sp := byThread[t]
+		if n > 0 {
+			bw.WriteByte(',')
+		}
+		bw.WriteString(`{"type":"sampled","name":`)
+		str(sp.name)
+		bw.WriteString(`,"unit":"nanoseconds","startValue":`)
+		bw.Write(strconv.AppendUint(num[:0], sp.start, 10))
+		bw.WriteString(`,"endValue":`)
+		bw.Write(strconv.AppendUint(num[:0], sp.end+sp.start, 10))
+		bw.WriteString(`,"samples":[`)
+		for i, st := range sp.stacks {
+			if i > 0 {
+				bw.WriteByte(',')
+			}
+			bw.Write(stacks[st])
+		}
+		bw.WriteString(`],"weights":[`)
+		for i, wt := range sp.weights {
+			if i > 0 {
+				bw.WriteByte(',')
+			}
+			num = strconv.AppendUint(num[:0], wt, 10)
+			bw.Write(num)
+		}
+		bw.WriteString(`]}`)
+	}
+	bw.WriteString(`],"name":`)
+	str(commandName(p))
+	bw.WriteString(`,"activeProfileIndex":0,"exporter":"culprit"}` + "\n")
+	return bw.Flush()
 }

@@ -472,7 +472,8 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 	// A function without evidence of its own whose time went, more than
 	// normally, into one callee: its own code did the same, but a call it
 	// makes took a larger part of its time (docs/vprof.md, "Calls that
-	// take longer").
+	// take longer"). It answers for its growth (discount 0), ranked just
+	// below that callee.
 	for i, f := range ids {
 		fr := &fs[i]
 		if fr.Evidence != EvidenceNone || !fr.Share.Grew() {
@@ -499,6 +500,9 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 			if fr.Pattern == NoPattern {
 				fr.Pattern = MissingConstraint
 			}
+			// It answers for that growth, just below the callee.
+			score[i] = fr.Share.Change
+			through[i], fr.Through = idx[best.callee], fs[idx[best.callee]].Name
 		}
 	}
 	// A function whose loop lingers on single iterations in the buggy runs
@@ -712,7 +716,7 @@ func why(f *FunctionResult) string {
 	if f.Evidence == EvidenceNewPath {
 		b.WriteString("; never ran in the normal runs")
 	}
-	if f.Through != "" {
+	if f.Through != "" && f.Calls == nil {
 		fmt.Fprintf(&b, "; encloses %s, which carries its growth", f.Through)
 	}
 	if c := f.Calls; c != nil {

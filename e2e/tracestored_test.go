@@ -65,3 +65,46 @@ func TestTraceDiffBaseStored(t *testing.T) {
 		t.Errorf("--diff-base @HEAD without runs: exit %d\n%s", code, stderr)
 	}
 }
+
+// --stats @REV: the dynamic baseline starts from a stored trace of that
+// commit, not from the last trace of this build (none here): leaf, called
+// more than strict's hard limit in the stored trace, is left out.
+func TestTraceStatsFromStore(t *testing.T) {
+	testutil.NeedRoot(t)
+	t.Setenv("CULPRIT_TRACE_STATS", t.TempDir()) // no earlier trace of the build
+	bin := testutil.C(t, "tracecalls", []string{"tracecalls.c"}, "-O2", "-g", "-pthread")
+	repo := t.TempDir()
+	gitIn(t, repo, "init", "-q")
+	if err := os.WriteFile(filepath.Join(repo, "README"), []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, repo, "add", "README")
+	gitIn(t, repo, "commit", "-q", "-m", "one")
+	args := []string{"-f", "leaf", "-f", "fib", "--", bin, "leaf", "100001", "fib", "5"}
+	// Without stored statistics: a usage error, then an error naming what
+	// to store.
+	if _, stderr, code := inDir(t, repo, append([]string{"trace", "--dynamic-baseline", "strict", "--stats", "HEAD", "-o", filepath.Join(repo, "x.rec")}, args...)...); code != 2 || !strings.Contains(stderr, "@REV") {
+		t.Errorf("--stats HEAD: exit %d\n%s", code, stderr)
+	}
+	if _, stderr, code := inDir(t, repo, append([]string{"trace", "--dynamic-baseline", "strict", "--stats", "@HEAD", "-o", filepath.Join(repo, "x.rec")}, args...)...); code != 1 || !strings.Contains(stderr, "no runs of HEAD") {
+		t.Errorf("--stats @HEAD with nothing stored: exit %d\n%s", code, stderr)
+	}
+	first := filepath.Join(t.TempDir(), "first.rec")
+	if _, stderr, code := inDir(t, repo, append([]string{"trace", "-o", first}, args...)...); code != 0 {
+		t.Fatalf("trace: exit %d\n%s", code, stderr)
+	}
+	if _, stderr, code := inDir(t, repo, "history", "add", first); code != 0 {
+		t.Fatalf("history add: exit %d\n%s", code, stderr)
+	}
+	if err := os.RemoveAll(os.Getenv("CULPRIT_TRACE_STATS")); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "t.rec")
+	_, stderr, code := inDir(t, repo, append([]string{"trace", "--dynamic-baseline", "strict", "--stats", "@HEAD", "-o", out}, args...)...)
+	if code != 0 || !strings.Contains(stderr, "dynamic baseline leaves out 1 functions (1 call_limit)") {
+		t.Fatalf("--stats @HEAD: exit %d\n%s", code, stderr)
+	}
+	if got := strings.Join(traced(t, out), " "); got != "fib" {
+		t.Errorf("traced %s, want fib only (leaf left out)", got)
+	}
+}

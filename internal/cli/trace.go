@@ -209,6 +209,7 @@ calls), export --format chrome and diff. Patterns (#N sampling, --lib,
 	f.StringVar(&diffGit, "diff-git", "", "with --diff-tracing: also count as changed the functions the hunks of `git diff REV` (run here) name")
 	f.StringVar(&opt.Sampling, "dynamic-sampling", "", "record every N-th call of each function, N chosen from its call-graph level and an earlier trace's counts to aim at 10,000 (soft) or 1,000 (strict) records (Perun's dynamic sampling)")
 	f.StringVar(&optimize, "optimize", "", "a pipeline of Perun's optimizations: basic (call-graph shaping strict, dynamic baseline strict), advanced (diff tracing semi-strict, shaping soft, dynamic baseline and sampling soft) or full (diff tracing strict, shaping prune, static baseline, dynamic baseline and sampling soft, dynamic probing 100000); flags given set their method")
+	f.StringVar(&opt.Stats, "stats", "", "the earlier statistics dynamic baseline, dynamic sampling and --keep-hot start from: @REV, a stored trace of that commit (default: the last trace of this build)")
 	f.Float64Var(&opt.KeepHot, "keep-hot", -1, "keep, whatever call-graph shaping and the baselines say, the functions over this per cent of the exclusive time earlier traces of the build recorded (default 1 with --optimize, else 0: off)")
 	f.StringArrayVar(&noOpt, "no-optimize", nil, "switch off one method of the --optimize pipeline: "+strings.Join(optNames, ", ")+"; repeatable")
 	f.StringVarP(&o.Output, "output", "o", "culprit.rec", "recording file to write")
@@ -278,6 +279,50 @@ func fileExists(p string) bool {
 	return err == nil && fi.Mode().IsRegular()
 }
 
+// earlierStats reads the Dynamic Stats the pre-run optimizations start
+// from: with ref (@REV[:KEY=VALUE]), those of the newest stored trace of
+// that commit whose command ran a program of exe's name, computed from its
+// recording as a trace computes them; otherwise those the last trace of
+// this build left (an error satisfying os.IsNotExist when there is none).
+func earlierStats(exe, ref string) (map[string]trace.FuncStats, error) {
+	if ref == "" {
+		path, err := statsFile(exe)
+		if err != nil {
+			return nil, err
+		}
+		return readStats(path)
+	}
+	st, err := openStore()
+	if err != nil {
+		return nil, err
+	}
+	defer st.Close()
+	runs, err := storedRuns(st, ref)
+	if err != nil {
+		return nil, fmt.Errorf("--stats: %w", err)
+	}
+	sort.Slice(runs, func(i, j int) bool { return runs[i].Added.After(runs[j].Added) })
+	name := filepath.Base(exe)
+	for _, r := range runs {
+		if len(r.Command) == 0 || filepath.Base(r.Command[0]) != name {
+			continue
+		}
+		if traced, err := st.TracedCalls(r.ID); err != nil || len(traced) == 0 {
+			continue
+		}
+		path, err := st.RecordingPath(r.Recording)
+		if err != nil {
+			return nil, err
+		}
+		p, err := loadProfile([]string{path}, io.Discard, false)
+		if err != nil {
+			return nil, err
+		}
+		return trace.DynamicStats(p), nil
+	}
+	return nil, fmt.Errorf("--stats %s: none of its %d stored runs is a trace of %s: store one (culprit trace, then culprit history add)", ref, len(runs), name)
+}
+
 func statsFile(exe string) (string, error) {
 	bid := elfx.FileBuildID(exe)
 	if len(bid) == 0 {
@@ -308,13 +353,9 @@ func readStats(path string) (map[string]trace.FuncStats, error) {
 
 // dynamicBaseline reads the stats an earlier trace of exe left and returns
 // the functions to leave out, saying how many and why.
-func dynamicBaseline(exe string, b trace.Baseline, changed map[string]bool, stderr io.Writer) (map[string]bool, error) {
-	path, err := statsFile(exe)
-	if err != nil {
-		return nil, err
-	}
-	st, err := readStats(path)
-	if os.IsNotExist(err) {
+func dynamicBaseline(exe, statsRef string, b trace.Baseline, changed map[string]bool, stderr io.Writer) (map[string]bool, error) {
+	st, err := earlierStats(exe, statsRef)
+	if os.IsNotExist(err) && statsRef == "" {
 		fmt.Fprintf(stderr, "culprit: dynamic baseline: no earlier trace of this build of %s, so nothing is left out this time (the statistics of this trace are kept for the next)\n", filepath.Base(exe))
 		return nil, nil
 	}
@@ -422,7 +463,7 @@ func shapeCallGraph(pr *program, mode string, changed map[string]bool, stderr io
 // dynamicSampling chooses each matched function's sample from its level in
 // exe's call graph (first trace of the build) or the counts of the
 // earlier trace.
-func dynamicSampling(exe string, pid int, pats []tracer.Pattern, levels map[string]int, sm trace.Sampling, stderr io.Writer) (map[string]uint32, error) {
+func dynamicSampling(exe, statsRef string, pid int, pats []tracer.Pattern, levels map[string]int, sm trace.Sampling, stderr io.Writer) (map[string]uint32, error) {
 	if exe == "" {
 		return nil, nil
 	}
@@ -434,9 +475,9 @@ func dynamicSampling(exe string, pid int, pats []tracer.Pattern, levels map[stri
 	for _, t := range targets {
 		funcs = append(funcs, t.Function)
 	}
-	var st map[string]trace.FuncStats
-	if path, err := statsFile(exe); err == nil {
-		st, _ = readStats(path)
+	st, err := earlierStats(exe, statsRef)
+	if err != nil && statsRef != "" {
+		return nil, err
 	}
 	every := trace.DynamicSampling(funcs, levels, st, sm)
 	n, most := 0, uint32(1)

@@ -28,6 +28,9 @@ type optimizations struct {
 	// those over KeepHot per cent of the exclusive time an earlier trace
 	// of the build recorded (on in the pipelines: 1).
 	KeepHot float64
+	// Stats (@REV) takes the earlier Dynamic Stats from a stored trace of
+	// that commit instead of the last trace of this build.
+	Stats string
 }
 
 // optNames are the names --no-optimize takes.
@@ -112,6 +115,12 @@ func (o *optimizations) validate() error {
 		if err != nil {
 			return err
 		}
+	}
+	if o.Stats != "" && !strings.HasPrefix(o.Stats, "@") {
+		return usagef("--stats %q: give @REV, a commit with a stored trace (culprit history add)", o.Stats)
+	}
+	if o.Stats != "" && o.Baseline == "" && o.Sampling == "" && o.KeepHot <= 0 {
+		return usagef("--stats goes with --dynamic-baseline, --dynamic-sampling, --keep-hot or --optimize: nothing else reads earlier statistics")
 	}
 	return nil
 }
@@ -216,21 +225,23 @@ func preOptimize(o *tracer.Options, opt optimizations, exe string, pid int, diff
 		}
 	}
 	if opt.KeepHot > 0 && (opt.Shaping != "" || opt.Static != "" || opt.Baseline != "") {
-		if path, err := statsFile(exe); err == nil {
-			if st, err := readStats(path); err == nil {
-				hot := trace.Hot(st, opt.KeepHot/100, pr.root)
-				if changed == nil {
-					changed = map[string]bool{}
-				}
-				n := 0
-				for _, f := range pr.probed {
-					if hot[f] && !changed[f] {
-						changed[f] = true
-						n++
-					}
-				}
-				fmt.Fprintf(stderr, "culprit: %d functions over %g%% of the exclusive time of earlier traces are kept whatever the methods say (--keep-hot)\n", n, opt.KeepHot)
+		st, err := earlierStats(exe, opt.Stats)
+		if err != nil && opt.Stats != "" {
+			return err
+		}
+		if err == nil {
+			hot := trace.Hot(st, opt.KeepHot/100, pr.root)
+			if changed == nil {
+				changed = map[string]bool{}
 			}
+			n := 0
+			for _, f := range pr.probed {
+				if hot[f] && !changed[f] {
+					changed[f] = true
+					n++
+				}
+			}
+			fmt.Fprintf(stderr, "culprit: %d functions over %g%% of the exclusive time of earlier traces are kept whatever the methods say (--keep-hot)\n", n, opt.KeepHot)
 		}
 	}
 	if opt.Shaping != "" && len(pr.probed) > 0 {
@@ -254,7 +265,7 @@ func preOptimize(o *tracer.Options, opt optimizations, exe string, pid int, diff
 		if !ok {
 			return usagef("--dynamic-baseline %q: use soft or strict", opt.Baseline)
 		}
-		ex, err := dynamicBaseline(exe, b, changed, stderr)
+		ex, err := dynamicBaseline(exe, opt.Stats, b, changed, stderr)
 		if err != nil {
 			return err
 		}
@@ -265,7 +276,7 @@ func preOptimize(o *tracer.Options, opt optimizations, exe string, pid int, diff
 		if !ok {
 			return usagef("--dynamic-sampling %q: use soft or strict", opt.Sampling)
 		}
-		every, err := dynamicSampling(exe, pid, o.Patterns, pr.levels, sm, stderr)
+		every, err := dynamicSampling(exe, opt.Stats, pid, o.Patterns, pr.levels, sm, stderr)
 		if err != nil {
 			return err
 		}

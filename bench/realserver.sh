@@ -24,7 +24,7 @@
 #
 # REQUESTS (default 20000), CLIENTS (default 4), OUTDIR (default
 # bench/out/realserver), CONFIGS (default "record values events"; bare
-# always runs). Needs root, gcc, make, python3, dpkg-dev and the Debian
+# always runs; events-bpf is events with --bpf-events). Needs root, gcc, make, python3, dpkg-dev and the Debian
 # source mirror.
 set -euo pipefail
 runs=${1:-3}
@@ -57,6 +57,7 @@ declare -A prefix=(
 	[record]="$culprit record -F $freq -o $outdir/record.rec --"
 	[values]="$culprit record -F $freq --values -o $outdir/values.rec --"
 	[events]="$culprit record -F $freq --events cpu,syscalls,sched -o $outdir/events.rec --"
+	[events-bpf]="$culprit record -F $freq --events cpu,syscalls,sched --bpf-events -o $outdir/events-bpf.rec --"
 )
 order=(bare ${CONFIGS:-record values events})
 

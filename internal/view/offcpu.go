@@ -86,7 +86,7 @@ var offCPUPage = Page{
 				http.Error(w, err.Error(), http.StatusBadRequest)
 				return
 			}
-			handlers, err := uis.get(key, func() (map[string]http.Handler, error) { return build(key) })
+			handlers, err := uis.get(key, build)
 			if err != nil {
 				s.fail(w, "Off-CPU flame graph", err)
 				return

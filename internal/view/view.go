@@ -84,7 +84,7 @@ type Server struct {
 	stderr io.Writer
 	mux    *http.ServeMux
 
-	uis uiCache // pprof's UI per time range
+	uis uiCache // pprof's UI per time range ("" the whole profile)
 
 	offMemo memo[*profile.Profile] // offCPU's
 
@@ -93,9 +93,15 @@ type Server struct {
 	warm []func()
 }
 
-// maxRanges is how many time ranges keep their pprof UI at once; the
-// oldest is dropped (and rebuilt if asked again).
+// maxRanges is how many time ranges keep their pprof UI (and their
+// analyses' results) at once; the oldest is dropped (and rebuilt if asked
+// again).
 const maxRanges = 8
+
+// uiCache keeps pprof's UIs by time range key: the whole profile's ("")
+// for good, the last maxRanges others. A range's build does not wait for
+// another's, but pprof's driver starts one UI at a time (pprofMu).
+type uiCache = memos[string, map[string]http.Handler]
 
 // New returns a server for in, whose samples keep their times (loaded
 // without merging). Its messages (pprof's errors) go to stderr.
@@ -271,7 +277,7 @@ func (s *Server) rangeProfile(key string) (*profile.Profile, error) {
 
 // ui returns pprof's UI for the time range key, built on first use.
 func (s *Server) ui(key string) (map[string]http.Handler, error) {
-	return s.uis.get(key, func() (map[string]http.Handler, error) {
+	return s.uis.get(key, func(key string) (map[string]http.Handler, error) {
 		p, err := s.rangeProfile(key)
 		if err != nil {
 			return nil, err
@@ -281,37 +287,4 @@ func (s *Server) ui(key string) (map[string]http.Handler, error) {
 		}
 		return pprofUI(render.Pprof(p), s.base, s.stderr)
 	})
-}
-
-// uiCache keeps pprof's UIs by time range: the whole profile's ("") for
-// good, the last maxRanges others.
-type uiCache struct {
-	mu    sync.Mutex
-	uis   map[string]map[string]http.Handler
-	order []string // keys of uis other than "", oldest first
-}
-
-// get returns the UI of key, built by build on first use.
-func (c *uiCache) get(key string, build func() (map[string]http.Handler, error)) (map[string]http.Handler, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if h, ok := c.uis[key]; ok {
-		return h, nil
-	}
-	h, err := build()
-	if err != nil {
-		return nil, err
-	}
-	if c.uis == nil {
-		c.uis = map[string]map[string]http.Handler{}
-	}
-	if key != "" {
-		if len(c.order) == maxRanges {
-			delete(c.uis, c.order[0])
-			c.order = c.order[1:]
-		}
-		c.order = append(c.order, key)
-	}
-	c.uis[key] = h
-	return h, nil
 }

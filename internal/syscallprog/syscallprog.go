@@ -129,7 +129,8 @@ type Tracer struct {
 	rd                                *ringbuf.Reader
 	rec                               ringbuf.Record
 	stackBuf                          []uint64
-	tracing                           tracingCode
+	tracing                           *tracingCode
+	tracingRead                       chan struct{} // closed when tracing is read
 }
 
 // New loads the programs and attaches them to the tracepoints. No process
@@ -148,7 +149,15 @@ func New(o Options) (*Tracer, error) {
 	if ringBytes == 0 {
 		ringBytes = 16 << 20
 	}
-	t := &Tracer{tracing: readTracingCode()}
+	// /proc/kallsyms takes the kernel 0.1 s to format on a quiet machine
+	// (1 s at load 30): read while the command starts, needed only when
+	// the first kernel chain is.
+	tc, read := &tracingCode{}, make(chan struct{})
+	t := &Tracer{tracing: tc, tracingRead: read}
+	go func() {
+		*tc = readTracingCode()
+		close(read)
+	}()
 	fail := func(err error) (*Tracer, error) {
 		t.Close()
 		return nil, explain(err)
@@ -305,6 +314,7 @@ func (t *Tracer) Stack(id int64) []uint64 {
 // the tracepoint is, as perf's call chain at a tracepoint does.
 func (t *Tracer) KernelStack(id int64) []uint64 {
 	st := t.Stack(id)
+	<-t.tracingRead
 	for len(st) > 0 && t.tracing.has(st[0]) {
 		st = st[1:]
 	}

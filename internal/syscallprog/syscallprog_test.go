@@ -112,9 +112,10 @@ func TestRecordsOwnSwitches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Preemptions may add switches, asleep ones are exactly the sleeps.
-	if asleep != n {
-		t.Errorf("%d switches asleep with both chains and the stack copied, %d others; want %d asleep", asleep, other, n)
+	// Each sleep leaves the CPU asleep; the runtime may park the thread
+	// too (the race detector's does), and preemptions add others.
+	if asleep < n {
+		t.Errorf("%d switches asleep with both chains and the stack copied, %d others; want at least %d asleep", asleep, other, n)
 	}
 }
 

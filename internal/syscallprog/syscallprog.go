@@ -32,12 +32,16 @@ package syscallprog
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"encoding/binary"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"math/bits"
 	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -48,6 +52,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/culprit-dev/culprit/internal/bpfasm"
+	"github.com/culprit-dev/culprit/internal/userfile"
 )
 
 // Record kinds.
@@ -151,7 +156,7 @@ func New(o Options) (*Tracer, error) {
 	}
 	// /proc/kallsyms takes the kernel 0.1 s to format on a quiet machine
 	// (1 s at load 30): read while the command starts, needed only when
-	// the first kernel chain is.
+	// the first kernel chain is, and cached until the next boot.
 	tc, read := &tracingCode{}, make(chan struct{})
 	t := &Tracer{tracing: tc, tracingRead: read}
 	go func() {
@@ -344,9 +349,71 @@ func (c *tracingCode) has(pc uint64) bool {
 	return false
 }
 
-// readTracingCode reads /proc/kallsyms for tracingCode (a function ends
-// where the next symbol starts).
+// readTracingCode returns tracingCode from a cache file of the running
+// kernel (its addresses change at each boot), else from /proc/kallsyms,
+// writing the cache.
 func readTracingCode() tracingCode {
+	path, ok := tracingCachePath()
+	if ok {
+		if c, err := loadTracingCode(path); err == nil {
+			return c
+		}
+	}
+	c := readKallsyms()
+	if ok && c.text[1] != 0 {
+		// Kernel addresses: 0600, and under sudo the user's (userfile).
+		if userfile.MkdirAll(filepath.Dir(path)) == nil {
+			_ = userfile.Replace(path, func(f *os.File) error {
+				_, err := fmt.Fprintf(f, "%x %x\n", c.text[0], c.text[1])
+				for _, r := range c.ranges {
+					if err == nil {
+						_, err = fmt.Fprintf(f, "%x %x\n", r[0], r[1])
+					}
+				}
+				return err
+			})
+		}
+	}
+	return c
+}
+
+func tracingCachePath() (string, bool) {
+	boot, err1 := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	rel, err2 := os.ReadFile("/proc/sys/kernel/osrelease")
+	dir, err3 := os.UserCacheDir()
+	if err1 != nil || err2 != nil || err3 != nil {
+		return "", false
+	}
+	h := sha256.Sum256(append(boot, rel...))
+	return filepath.Join(dir, "culprit", "bpftrace-"+hex.EncodeToString(h[:12])), true
+}
+
+func loadTracingCode(path string) (tracingCode, error) {
+	var c tracingCode
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return c, err
+	}
+	for i, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		var r [2]uint64
+		if _, err := fmt.Sscanf(l, "%x %x", &r[0], &r[1]); err != nil || r[0] >= r[1] {
+			return tracingCode{}, fmt.Errorf("%s: line %d: %q", path, i+1, l)
+		}
+		if i == 0 {
+			c.text = r
+		} else {
+			c.ranges = append(c.ranges, r)
+		}
+	}
+	if c.text[1] == 0 {
+		return tracingCode{}, fmt.Errorf("%s: empty", path)
+	}
+	return c, nil
+}
+
+// readKallsyms reads /proc/kallsyms for tracingCode (a function ends where
+// the next symbol starts).
+func readKallsyms() tracingCode {
 	var c tracingCode
 	data, err := os.ReadFile("/proc/kallsyms")
 	if err != nil {

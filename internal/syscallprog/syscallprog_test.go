@@ -2,6 +2,7 @@ package syscallprog
 
 import (
 	"os"
+	"reflect"
 	"runtime"
 	"testing"
 	"time"
@@ -127,5 +128,30 @@ func TestSwitchState(t *testing.T) {
 		if got := SwitchState(c.nr); got != c.want {
 			t.Errorf("SwitchState(%#x) = %#x, want %#x", c.nr, got, c.want)
 		}
+	}
+}
+
+// The tracing code's ranges read back from their cache file as read from
+// /proc/kallsyms.
+func TestTracingCodeCache(t *testing.T) {
+	testutil.NeedRoot(t)
+	c := readKallsyms()
+	if c.text[1] == 0 || len(c.ranges) == 0 {
+		t.Fatalf("no kernel text or tracing functions in /proc/kallsyms: %+v", c)
+	}
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	path, ok := tracingCachePath()
+	if !ok {
+		t.Fatal("no cache path")
+	}
+	if got := readTracingCode(); !reflect.DeepEqual(got, c) {
+		t.Fatalf("first read %+v, want %+v", got, c)
+	}
+	got, err := loadTracingCode(path)
+	if err != nil || !reflect.DeepEqual(got, c) {
+		t.Fatalf("from the cache: %+v, %v; want %+v", got, err, c)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("cache file %v, %v: want mode 0600", fi, err)
 	}
 }

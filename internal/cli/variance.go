@@ -198,7 +198,7 @@ from VProfiler: docs/variance.md.`,
 	f.SetInterspersed(false)
 	f.StringVar(&spec.Start, "start", "", "the function whose entry starts an interval (a request, a transaction), or a USDT probe usdt:PROVIDER:NAME (culprit/interval.h's usdt:culprit:interval_start)")
 	f.StringVar(&spec.End, "end", "", "the function whose return ends it, or a USDT probe usdt:PROVIDER:NAME (default: --start, each call an interval)")
-	f.StringVar(&spec.Key, "key", "", "pair starts and ends across threads by this expression over both functions' integer parameters (DWARF names), e.g. id or 'fd*65536+seq'")
+	f.StringVar(&spec.Key, "key", "", "pair starts and ends across threads by this expression over both functions' integer, pointer or char * (by its string) parameters (DWARF names), e.g. id or 'fd*65536+seq'")
 	f.StringVar(&spec.Attach, "attach", "", "with --key, a function whose calls join the interval of their key while it is open (a worker taking a request up on another thread)")
 	f.StringVar(&queue, "queue", "", "ENQUEUE:DEQUEUE: the interval crosses a queue; the thread whose DEQUEUE returns the item its start's thread ENQUEUEd takes it over, up to that thread's next --end")
 	f.StringVar(&spec.QueueKey, "queue-key", "", "pair the queue's ends by an expression, EXPR or ENQ_EXPR:DEQ_EXPR (DEQUEUE's return value is `return`), e.g. 'job:return' (default: in order, a FIFO queue)")

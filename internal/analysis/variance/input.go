@@ -41,7 +41,7 @@ func FromProfile(p *profile.Profile, spec Spec) Input {
 	}
 	in.Calls = make([]Call, 0, len(p.Calls))
 	for _, c := range p.Calls {
-		in.Calls = append(in.Calls, Call{Start: c.Start, End: c.End, TID: c.TID, Probe: int(c.Probe), Site: int64(c.Site) + 1, Args: c.Args, Ret: c.Ret, Unreturned: c.Unreturned(), Point: IsMark(p.Probes[c.Probe].Function, c.Flags&recording.CallPoint != 0)})
+		in.Calls = append(in.Calls, Call{Start: c.Start, End: c.End, TID: c.TID, Probe: int(c.Probe), Site: int64(c.Site) + 1, Args: c.Args, Ret: c.Ret, Strs: c.Strs, Unreturned: c.Unreturned(), Point: IsMark(p.Probes[c.Probe].Function, c.Flags&recording.CallPoint != 0)})
 	}
 	in.SiteName = func(s int64) string {
 		i := s - 1
@@ -72,7 +72,7 @@ func FromRecords(spec Spec, calls []recording.Call, probes []recording.Probe) In
 		if !ok {
 			continue
 		}
-		in.Calls = append(in.Calls, Call{Start: c.Start, End: c.End, TID: c.TID, Probe: i, Site: int64(c.Site), Args: c.Args, Ret: c.Ret, Unreturned: c.Flags&recording.CallUnreturned != 0, Point: IsMark(in.Probes[i].Function, c.Flags&recording.CallPoint != 0)})
+		in.Calls = append(in.Calls, Call{Start: c.Start, End: c.End, TID: c.TID, Probe: i, Site: int64(c.Site), Args: c.Args, Ret: c.Ret, Strs: c.Strs, Unreturned: c.Flags&recording.CallUnreturned != 0, Point: IsMark(in.Probes[i].Function, c.Flags&recording.CallPoint != 0)})
 	}
 	return in
 }

@@ -12,6 +12,7 @@ package variance
 import (
 	"cmp"
 	"fmt"
+	"hash/fnv"
 	"math"
 	"slices"
 	"sort"
@@ -97,6 +98,9 @@ type Call struct {
 	Site       int64 // identifies the call site (0: unknown)
 	Args       []uint64
 	Ret        uint64
+	// Strs are the strings of the probe's first char * parameters (see
+	// recording.Call), for a key over them.
+	Strs []string
 	// Unreturned: the call left without returning, or was open when
 	// tracing stopped; its end is an upper bound, so it never starts or
 	// ends an interval.
@@ -922,7 +926,7 @@ func intervals(in Input, calls []Call, startP, endP map[int]bool, cut uint64) ([
 		return nil, 0, fmt.Errorf("--key %q: %w", in.Spec.Key, err)
 	}
 	eval := func(c Call) (string, error) {
-		v, err := expr.Eval(key, argEnv{p: in.Probes[c.Probe], args: c.Args})
+		v, err := expr.Eval(key, argEnv{p: in.Probes[c.Probe], args: c.Args, strs: c.Strs})
 		if err != nil {
 			return "", fmt.Errorf("--key %q in %s: %w", in.Spec.Key, in.Probes[c.Probe].Function, err)
 		}
@@ -1068,7 +1072,7 @@ func queueIntervals(in Input, calls []Call, startP, endP, enqP, deqP map[int]boo
 			return nil, fmt.Errorf("--queue-key %q: %w", src, err)
 		}
 		return func(c Call) (string, error) {
-			v, err := expr.Eval(n, argEnv{p: in.Probes[c.Probe], args: c.Args, ret: c.Ret, hasRet: true})
+			v, err := expr.Eval(n, argEnv{p: in.Probes[c.Probe], args: c.Args, strs: c.Strs, ret: c.Ret, hasRet: true})
 			if err != nil {
 				return "", fmt.Errorf("--queue-key %q in %s: %w", src, in.Probes[c.Probe].Function, err)
 			}
@@ -1205,6 +1209,7 @@ func addWindow(ws []window, w window) []window {
 type argEnv struct {
 	p      Probe
 	args   []uint64
+	strs   []string
 	ret    uint64
 	hasRet bool
 }
@@ -1228,6 +1233,23 @@ func (e argEnv) Var(name string) (expr.Object, error) {
 		code := ""
 		if len(f) > 1 {
 			code = f[1]
+		}
+		if code == "s8" {
+			// A char * whose string was recorded: the expression
+			// language has no strings and a key is only compared, so
+			// the string stands as its 64-bit FNV-1a hash (equal
+			// strings, equal keys, whatever their addresses).
+			n := 0
+			for _, q := range e.p.Params[:i] {
+				if f := strings.SplitN(q, ":", 3); len(f) > 1 && f[1] == "s8" {
+					n++
+				}
+			}
+			if n < len(e.strs) && e.args[i] != 0 {
+				h := fnv.New64a()
+				h.Write([]byte(e.strs[n]))
+				return scalar{expr.UintValue(h.Sum64())}, nil
+			}
 		}
 		return scalar{value(e.args[i], code)}, nil
 	}
@@ -1260,11 +1282,12 @@ func value(v uint64, code string) expr.Scalar {
 }
 
 // scalar is a parameter's value: a key reads the registers the probe
-// copied, not memory, so members and pointers are not followed.
+// copied (and a char * parameter's recorded string), not memory, so
+// members and pointers are not followed.
 type scalar struct{ v expr.Scalar }
 
 func (s scalar) Member(name string, arrow bool) (expr.Object, error) {
-	return nil, &expr.TypeError{Col: 1, Msg: "a key reads parameters, not the memory they point to: name an integer parameter (e.g. --key id or --key 'fd*65536+seq')"}
+	return nil, &expr.TypeError{Col: 1, Msg: "a key reads parameters, not the memory they point to (only a char * parameter's string): name an integer, pointer or string parameter (e.g. --key id or --key 'fd*65536+seq')"}
 }
 func (s scalar) Index(int64) (expr.Object, error) { return s.Member("", false) }
 func (s scalar) Deref() (expr.Object, error)      { return s.Member("", false) }

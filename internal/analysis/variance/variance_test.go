@@ -393,3 +393,24 @@ func TestAttachJoinsInterval(t *testing.T) {
 		t.Error("an attach function that was not traced was accepted")
 	}
 }
+
+// A key over a char * parameter pairs by the recorded string, not by its
+// address.
+func TestKeyOverString(t *testing.T) {
+	in := Input{Spec: Spec{Start: "begin", End: "finish", Key: "name"},
+		Probes: []Probe{{Function: "begin", Params: []string{"name:s8:char *"}}, {Function: "finish", Params: []string{"n:i4:int", "name:s8:const char *"}}}}
+	for i := range 20 {
+		s := uint64(i) * 10000
+		name := []string{"alpha", "beta"}[i%2] + string(rune('a'+i))
+		in.Calls = append(in.Calls,
+			Call{Start: s, End: s + 100, TID: 1, Probe: 0, Args: []uint64{0x1000 + uint64(i)}, Strs: []string{name}},
+			Call{Start: s + 500 + uint64(i)*10, End: s + 600 + uint64(i)*10, TID: 2, Probe: 1, Args: []uint64{7, 0x9000 + uint64(i)}, Strs: []string{name}})
+	}
+	r, err := Analyse(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Intervals != 20 || r.Unpaired != 0 {
+		t.Errorf("%d intervals, %d unpaired: want 20 and 0", r.Intervals, r.Unpaired)
+	}
+}

@@ -588,10 +588,11 @@ func TestLostRecordsSayWhere(t *testing.T) {
 	plugin := testutil.C(t, "introperf_plugin.so", []string{"introperf_plugin.c"}, append(ipFlags, "-shared", "-fPIC")...)
 	host := testutil.C(t, "introperf_host", []string{"introperf_host.c"}, append(ipFlags, "-ldl")...)
 	out := filepath.Join(t.TempDir(), "lossy.rec")
-	// 8 pages (32 KiB) per CPU against 240,000 system call records with
-	// kernel call chains (about 40 MiB in half a second): drops happen
-	// however fast the recorder drains.
-	mustRun(t, "record", "--events", "cpu,syscalls,sched", "--mmap-pages", "8", "-o", out, "--", host, plugin, "300", "400")
+	// One page (4 KiB) per CPU holds two or three system call records
+	// (each with a 1 KiB stack copy and the kernel's call chain), against
+	// 240,000 of them in about half a second, one every 2 µs: the recorder,
+	// woken at a quarter of the ring, cannot empty it between two.
+	mustRun(t, "record", "--events", "cpu,syscalls,sched", "--mmap-pages", "1", "-o", out, "--", host, plugin, "300", "400")
 	r, err := recording.Open(out)
 	if err != nil {
 		t.Fatal(err)
@@ -616,7 +617,7 @@ func TestLostRecordsSayWhere(t *testing.T) {
 		}
 	}
 	if lost == 0 || windows == 0 {
-		t.Fatalf("no records lost with 8-page rings (lost %d, windows %d)", lost, windows)
+		t.Fatalf("no records lost with 1-page rings (lost %d, windows %d)", lost, windows)
 	}
 	text := mustRun(t, "contexts", "--base", out, "--buggy", out)
 	if !strings.Contains(text, fmt.Sprintf("%d records lost by the kernel, threads' inference cut at", lost)) {

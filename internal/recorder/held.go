@@ -87,7 +87,7 @@ func (s *session) adopt(h *heldRings) {
 		}
 		s.smallRing(r, s.o.RingPages)
 		s.events = append(s.events, h.events[i])
-		s.rings = append(s.rings, ring{Ring: r, kind: &s.kinds[0]})
+		s.rings = append(s.rings, ring{Ring: r, kind: &s.kinds[0], last: monotonic()})
 	}
 	h.events, h.rings = nil, nil
 }

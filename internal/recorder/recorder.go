@@ -388,8 +388,9 @@ type eventKind struct {
 type ring struct {
 	*perf.Ring
 	kind *eventKind
-	// last is the time of the last record read from the ring: records
-	// the kernel reports lost were dropped after it (recording.Lost.Since).
+	// last is the time of the last record read from the ring (at first,
+	// when it was mapped): records the kernel reports lost were dropped
+	// after it (recording.Lost.Since).
 	last uint64
 }
 
@@ -630,7 +631,7 @@ func (s *session) openKind(tids []int, k *eventKind, noSideband bool) error {
 				return err
 			}
 			s.smallRing(r, pages)
-			s.rings = append(s.rings, ring{Ring: r, kind: k})
+			s.rings = append(s.rings, ring{Ring: r, kind: k, last: monotonic()})
 		}
 	}
 	return nil

@@ -228,10 +228,18 @@ func TestVarianceKeyAcrossThreads(t *testing.T) {
 	if err := json.Unmarshal([]byte(mustRun(t, "variance", "-i", out, "--format", "json")), &r); err != nil {
 		t.Fatal(err)
 	}
+	checkLatencies(t, r, stdout, 1000)
+}
+
+// checkLatencies checks culprit's intervals against the latencies a
+// program printed ("lat ID NS"): one interval per request (want of them),
+// and a mean no lower than the program's (its clock reads sit inside the
+// probed span) and no higher than 5% + 20 µs (the probes' own time).
+func checkLatencies(t *testing.T, r varianceJSON, stdout string, want int) {
+	t.Helper()
 	n, sum := 0, 0.0
 	for _, l := range strings.Split(stdout, "\n") {
-		f := strings.Fields(l)
-		if len(f) == 3 && f[0] == "lat" {
+		if f := strings.Fields(l); len(f) == 3 && f[0] == "lat" {
 			v, err := strconv.ParseFloat(f[2], 64)
 			if err != nil {
 				t.Fatalf("bad line %q", l)
@@ -240,13 +248,11 @@ func TestVarianceKeyAcrossThreads(t *testing.T) {
 			sum += v
 		}
 	}
-	if n != 1000 || r.Intervals != n {
-		t.Fatalf("%d intervals, the program made %d requests (want 1000)", r.Intervals, n)
+	if n != want || r.Intervals != n {
+		t.Fatalf("%d intervals, the program made %d requests (want %d)", r.Intervals, n, want)
 	}
 	mean := sum / float64(n)
 	t.Logf("mean %.0f ns, the program's %.0f ns", r.Mean, mean)
-	// The program's clock reads sit inside the probed calls: culprit's
-	// intervals are longer by the probes' own time, a few µs.
 	if r.Mean < mean || r.Mean > mean*1.05+20000 {
 		t.Errorf("intervals' mean %.0f ns, the program's mean latency %.0f ns", r.Mean, mean)
 	}
@@ -383,8 +389,8 @@ func TestVarianceLockHolder(t *testing.T) {
 	t.Errorf("locked_update is not among the factors %+v", r.Factors)
 }
 
-// A request accepted on one thread, handed to a worker across a queue
-// (the case (c)): --queue pairs each enqueue with the dequeue that
+// A request accepted on one thread, handed to a worker across a queue:
+// --queue pairs each enqueue with the dequeue that
 // returned its item (by the pointer: enqueue's r is dequeue's return
 // value), so every request is one interval from accept_req's entry to
 // the worker's serve's return. The worker's slow_io, whose sleeps the
@@ -558,29 +564,14 @@ func TestVarianceUSDTMarks(t *testing.T) {
 	if err := json.Unmarshal([]byte(mustRun(t, "variance", "-i", out, "--format", "json")), &r); err != nil {
 		t.Fatal(err)
 	}
-	n, sum, share := 0, 0.0, -1.0
-	for _, l := range strings.Split(stdout, "\n") {
-		f := strings.Fields(l)
-		switch {
-		case len(f) == 3 && f[0] == "lat":
-			v, err := strconv.ParseFloat(f[2], 64)
-			if err != nil {
-				t.Fatalf("bad line %q", l)
-			}
-			n++
-			sum += v
-		case len(f) == 3 && f[0] == "share" && f[1] == "step_b":
-			share, _ = strconv.ParseFloat(f[2], 64)
-		}
-	}
-	if n != 600 || r.Intervals != n {
-		t.Fatalf("%d intervals, the program made %d requests (want 600)", r.Intervals, n)
-	}
 	// The program reads its clock just after the start mark and just
 	// before the end mark: the marks' intervals hold the program's.
-	mean := sum / float64(n)
-	if r.Mean < mean || r.Mean > mean*1.05+20000 {
-		t.Errorf("intervals' mean %.0f ns, the program's %.0f ns", r.Mean, mean)
+	checkLatencies(t, r, stdout, 600)
+	share := -1.0
+	for _, l := range strings.Split(stdout, "\n") {
+		if f := strings.Fields(l); len(f) == 3 && f[0] == "share" && f[1] == "step_b" {
+			share, _ = strconv.ParseFloat(f[2], 64)
+		}
 	}
 	checkShare(t, r, "step_b", share)
 }
@@ -607,25 +598,7 @@ func TestVarianceGoMarks(t *testing.T) {
 	if err := json.Unmarshal([]byte(mustRun(t, "variance", "-i", out, "--format", "json")), &r); err != nil {
 		t.Fatal(err)
 	}
-	n, sum := 0, 0.0
-	for _, l := range strings.Split(stdout, "\n") {
-		if f := strings.Fields(l); len(f) == 3 && f[0] == "lat" {
-			v, err := strconv.ParseFloat(f[2], 64)
-			if err != nil {
-				t.Fatalf("bad line %q", l)
-			}
-			n++
-			sum += v
-		}
-	}
-	if n != 400 || r.Intervals != n {
-		t.Fatalf("%d intervals, the program made %d requests (want 400)", r.Intervals, n)
-	}
-	mean := sum / float64(n)
-	t.Logf("mean %.0f ns, the program's %.0f ns", r.Mean, mean)
-	if r.Mean < mean || r.Mean > mean*1.05+20000 {
-		t.Errorf("intervals' mean %.0f ns, the program's %.0f ns", r.Mean, mean)
-	}
+	checkLatencies(t, r, stdout, 400)
 }
 
 // --attach: a request accepted on one thread and replied to by a worker,

@@ -632,3 +632,18 @@ func TestVarianceAttachFunction(t *testing.T) {
 	}
 	checkShare(t, r, "slow_io", share)
 }
+
+// A key over a char * parameter pairs by the string: begin gets the name
+// in the main thread's buffer, finish a copy at another address on the
+// consumer thread, and every request is one interval.
+func TestVarianceStringKey(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "varnames", []string{"varnames.c"}, "-O2", "-g", "-pthread")
+	out := rec(t)
+	stdout := mustRun(t, "variance", "--start", "begin", "--end", "finish", "--key", "name", "--rounds", "1", "-o", out, "--", bin, "300")
+	var r varianceJSON
+	if err := json.Unmarshal([]byte(mustRun(t, "variance", "-i", out, "--format", "json")), &r); err != nil {
+		t.Fatal(err)
+	}
+	checkLatencies(t, r, stdout, 300)
+}

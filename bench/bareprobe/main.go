@@ -1,9 +1,11 @@
 // Command bareprobe runs a command with the cheapest probes a tracer can
 // set on one function: an entry uprobe and a return uprobe (uprobe-multi
 // links, as culprit trace uses) whose BPF programs do nothing. It is the
-// floor bench/trace.sh compares tracers with.
+// floor bench/trace.sh compares tracers with. With -entry only the entry
+// probe is set, with -return only the return probe: their difference from
+// the pair is what each costs (bench/probecost.sh).
 //
-//	bareprobe BINARY FUNCTION -- CMD [ARGS...]
+//	bareprobe [-entry|-return] BINARY FUNCTION -- CMD [ARGS...]
 package main
 
 import (
@@ -17,17 +19,24 @@ import (
 )
 
 func main() {
-	if len(os.Args) < 5 || os.Args[3] != "--" {
-		fmt.Fprintln(os.Stderr, "usage: bareprobe BINARY FUNCTION -- CMD [ARGS...]")
+	args := os.Args[1:]
+	entry, ret := true, true
+	if len(args) > 0 && args[0] == "-entry" {
+		ret, args = false, args[1:]
+	} else if len(args) > 0 && args[0] == "-return" {
+		entry, args = false, args[1:]
+	}
+	if len(args) < 4 || args[2] != "--" {
+		fmt.Fprintln(os.Stderr, "usage: bareprobe [-entry|-return] BINARY FUNCTION -- CMD [ARGS...]")
 		os.Exit(2)
 	}
-	if err := run(os.Args[1], os.Args[2], os.Args[4:]); err != nil {
+	if err := run(args[0], args[1], args[3:], entry, ret); err != nil {
 		fmt.Fprintln(os.Stderr, "bareprobe:", err)
 		os.Exit(1)
 	}
 }
 
-func run(bin, fn string, argv []string) error {
+func run(bin, fn string, argv []string, entry, ret bool) error {
 	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{Name: "bareprobe", Type: ebpf.Kprobe, AttachType: ebpf.AttachTraceUprobeMulti,
 		License: "GPL", Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 0), asm.Return()}})
 	if err != nil {
@@ -38,16 +47,20 @@ func run(bin, fn string, argv []string) error {
 	if err != nil {
 		return err
 	}
-	ret, err := ex.UretprobeMulti([]string{fn}, prog, nil)
-	if err != nil {
-		return err
+	if ret {
+		l, err := ex.UretprobeMulti([]string{fn}, prog, nil)
+		if err != nil {
+			return err
+		}
+		defer l.Close()
 	}
-	defer ret.Close()
-	entry, err := ex.UprobeMulti([]string{fn}, prog, nil)
-	if err != nil {
-		return err
+	if entry {
+		l, err := ex.UprobeMulti([]string{fn}, prog, nil)
+		if err != nil {
+			return err
+		}
+		defer l.Close()
 	}
-	defer entry.Close()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	return cmd.Run()

@@ -214,6 +214,12 @@ func resolveObject(obj string, pats []Pattern, args bool, exclude map[string]boo
 		return nil, false, fmt.Errorf("%s has no function symbols (stripped?): nothing can be traced by name", obj)
 	}
 	sort.Slice(funcs, func(i, j int) bool { return funcs[i].name < funcs[j].name })
+	cold := map[string][]funcSym{} // foo → foo.cold, foo.cold.3: parts GCC split off
+	for _, fs := range funcs {
+		if i := strings.Index(fs.name, ".cold"); i > 0 {
+			cold[fs.name[:i]] = append(cold[fs.name[:i]], fs)
+		}
+	}
 	bid := elfx.BuildID(f)
 	var info *dwarfx.Info
 	if args {
@@ -250,6 +256,14 @@ func resolveObject(obj string, pats []Pattern, args bool, exclude map[string]boo
 				continue
 			}
 			t := Target{Object: obj, BuildID: bid, Function: fs.name, Offset: off, Every: p.Every}
+			if !isGo {
+				var parts [][]byte
+				var starts []uint64
+				for _, c := range cold[fs.name] {
+					parts, starts = append(parts, funcCode(f, c)), append(starts, c.value)
+				}
+				t.Offset += entrySite(funcCode(f, fs), fs.value, parts, starts)
+			}
 			if isGo {
 				body, rets, err := goProbes(f, fs)
 				if err != nil || len(rets) == 0 {
@@ -295,6 +309,151 @@ func Traceable(name string) bool {
 		return false
 	}
 	return !strings.Contains(name, ".cold")
+}
+
+// entrySite is where in the function fs the entry probe goes, as an
+// offset from its first instruction. x86-64 uprobes emulate a few
+// instructions in the trap (push of a register, nops, direct jumps, calls
+// and conditional jumps) and single-step every other one out of line: a
+// second trap, which costs the program about 9 µs more per call on the
+// machine of docs/performance.md (bench/probecost.sh). When the function
+// begins with instructions that change neither the stack pointer, nor an
+// argument register, nor memory (endbr64, test, cmp, a load into a scratch
+// register, ...) followed by one that is emulated, the probe goes on that
+// one: every call still passes it exactly once (nothing before it
+// branches, and no branch of the function's body or its cold parts comes
+// back to it or before it), with the same stack and arguments, so entry,
+// return probe and arguments are those of the first instruction. 0 when
+// there is no such instruction within the first few.
+func entrySite(code []byte, start uint64, parts [][]byte, partStarts []uint64) uint64 {
+	site := -1
+	for pc, n := 0, 0; pc < len(code) && n < 4; n++ {
+		if isEndbr(code[pc:]) {
+			pc += 4
+			continue
+		}
+		in, err := x86asm.Decode(code[pc:], 64)
+		if err != nil {
+			return 0
+		}
+		if emulated(in) {
+			site = pc
+			break
+		}
+		if !harmless(in) {
+			return 0
+		}
+		pc += in.Len
+	}
+	if site <= 0 {
+		return 0
+	}
+	// No branch may land on the site or before it: calls would pass it
+	// twice, or not at all.
+	for i, c := range append([][]byte{code}, parts...) {
+		base := start
+		if i > 0 {
+			base = partStarts[i-1]
+		}
+		for pc := 0; pc < len(c); {
+			if isEndbr(c[pc:]) {
+				pc += 4
+				continue
+			}
+			in, err := x86asm.Decode(c[pc:], 64)
+			if err != nil {
+				return 0 // not all of it decodes: keep the probe at the start
+			}
+			pc += in.Len
+			if rel, ok := in.Args[0].(x86asm.Rel); ok {
+				to := int64(base) + int64(pc) + int64(rel)
+				if to > int64(start) && to <= int64(start)+int64(site) {
+					return 0
+				}
+			}
+		}
+	}
+	return uint64(site)
+}
+
+// isEndbr reports whether code begins with endbr64, which x86asm does not
+// decode.
+func isEndbr(code []byte) bool {
+	return len(code) >= 4 && [4]byte(code[:4]) == [4]byte{0xf3, 0x0f, 0x1e, 0xfa}
+}
+
+// emulated reports the instructions x86-64 uprobes execute in the trap
+// itself (arch/x86/kernel/uprobes.c: branches, push of a register, nops).
+func emulated(in x86asm.Inst) bool {
+	switch in.Op {
+	case x86asm.JMP, x86asm.CALL, x86asm.JA, x86asm.JAE, x86asm.JB, x86asm.JBE, x86asm.JE, x86asm.JNE, x86asm.JG, x86asm.JGE,
+		x86asm.JL, x86asm.JLE, x86asm.JO, x86asm.JNO, x86asm.JP, x86asm.JNP, x86asm.JS, x86asm.JNS:
+		_, ok := in.Args[0].(x86asm.Rel)
+		return ok
+	case x86asm.PUSH:
+		r, ok := in.Args[0].(x86asm.Reg)
+		return ok && r >= x86asm.RAX && r <= x86asm.R15
+	case x86asm.NOP:
+		return true
+	}
+	return false
+}
+
+// harmless reports an instruction that writes no memory, neither the stack
+// pointer nor an argument register, and does not branch: flags and
+// scratch registers only.
+func harmless(in x86asm.Inst) bool {
+	switch in.Op {
+	case x86asm.TEST, x86asm.CMP:
+		return true
+	case x86asm.MOV, x86asm.MOVZX, x86asm.MOVSX, x86asm.MOVSXD, x86asm.LEA, x86asm.XOR, x86asm.AND, x86asm.OR, x86asm.ADD, x86asm.SUB:
+		r, ok := in.Args[0].(x86asm.Reg)
+		if !ok {
+			return false // a store
+		}
+		switch full(r) {
+		case x86asm.RSP, x86asm.RDI, x86asm.RSI, x86asm.RDX, x86asm.RCX, x86asm.R8, x86asm.R9:
+			return false
+		}
+		return full(r) >= x86asm.RAX && full(r) <= x86asm.R15
+	}
+	return false
+}
+
+// full is the 64-bit register r is part of (AL, AX, EAX: RAX).
+func full(r x86asm.Reg) x86asm.Reg {
+	switch {
+	case r >= x86asm.AL && r <= x86asm.R15B:
+		if r >= x86asm.SPB && r <= x86asm.DIB {
+			return r - x86asm.SPB + x86asm.RSP
+		}
+		if r >= x86asm.AH && r <= x86asm.BH {
+			return r - x86asm.AH + x86asm.RAX
+		}
+		if r <= x86asm.BL {
+			return r - x86asm.AL + x86asm.RAX
+		}
+		return r - x86asm.R8B + x86asm.R8
+	case r >= x86asm.AX && r <= x86asm.R15W:
+		return r - x86asm.AX + x86asm.RAX
+	case r >= x86asm.EAX && r <= x86asm.R15L:
+		return r - x86asm.EAX + x86asm.RAX
+	}
+	return r
+}
+
+// funcCode reads the bytes of fs.
+func funcCode(f *elf.File, fs funcSym) []byte {
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 && fs.value >= p.Vaddr && fs.end <= p.Vaddr+p.Filesz && fs.end > fs.value {
+			code := make([]byte, fs.end-fs.value)
+			if _, err := p.ReadAt(code, int64(fs.value-p.Vaddr)); err != nil {
+				return nil
+			}
+			return code
+		}
+	}
+	return nil
 }
 
 func fileOffset(f *elf.File, vaddr uint64) (uint64, bool) {

@@ -1,0 +1,38 @@
+/* Functions that differ only in their first instruction, the one a
+ * uprobe replaces: x86-64 uprobes emulate some instructions (push, nop,
+ * jumps) and single-step the others out of line, one more trap. */
+.text
+.globl f_nop5, f_push, f_test, f_endbr, f_mov, f_sub
+.type f_nop5,@function
+f_nop5: .byte 0x0f,0x1f,0x44,0x00,0x00
+ mov %rdi,%rax
+ ret
+.size f_nop5,.-f_nop5
+.type f_push,@function
+f_push: push %rbp
+ mov %rsp,%rbp
+ mov %rdi,%rax
+ pop %rbp
+ ret
+.size f_push,.-f_push
+.type f_test,@function
+f_test: test %rdi,%rdi
+ mov %rdi,%rax
+ ret
+.size f_test,.-f_test
+.type f_endbr,@function
+f_endbr: endbr64
+ mov %rdi,%rax
+ ret
+.size f_endbr,.-f_endbr
+.type f_mov,@function
+f_mov: mov %rdi,%rax
+ ret
+.size f_mov,.-f_mov
+.type f_sub,@function
+f_sub: sub $8,%rsp
+ mov %rdi,%rax
+ add $8,%rsp
+ ret
+.size f_sub,.-f_sub
+.section .note.GNU-stack,"",@progbits

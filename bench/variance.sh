@@ -10,26 +10,32 @@
 #
 #   1. evidence: culprit variance --start drive_machine (an interval is one
 #      event handled by a worker: read, parse, process, send), refining from
-#      drive_machine's callees; prints culprit's report.
-#   2. overhead: mcmix's throughput with the server alone and under culprit
-#      variance with about 500 probed functions (every function of memcached
-#      and as many of libevent's as make 500, one round), RUNS runs each;
-#      prints each run and the loss of the medians.
+#      drive_machine's callees, with the default trap budget, while mcmix
+#      runs for 2×SECONDS (with -n OPS: OPS gets per client; a short load
+#      can end inside the budget's first pause); prints culprit's report.
+#   2. overhead: mcmix's throughput over SECONDS with the server alone and
+#      under culprit variance with about 500 probed functions (every function
+#      of memcached and as many of libevent's as make 500, one round), both
+#      with every call traced (--trap-budget 0) and with the default trap
+#      budget (probes set in windows, paused between them), RUNS runs each,
+#      alternating; prints each run and the loss of the medians.
 #
-#   bench/variance.sh [-o OUTDIR] [-n OPS] [-r RUNS]
+#   bench/variance.sh [-o OUTDIR] [-n OPS] [-r RUNS] [-d SECONDS]
 #
 # Needs root, gcc, dpkg-dev and the Debian mirror (apt-get source).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$root/bench/out/variance
-ops=20000
+ops=
 runs=3
-while getopts "o:n:r:" opt; do
+secs=30
+while getopts "o:n:r:d:" opt; do
 	case $opt in
 	o) out=$OPTARG ;;
 	n) ops=$OPTARG ;;
 	r) runs=$OPTARG ;;
-	*) echo "usage: bench/variance.sh [-o OUTDIR] [-n OPS] [-r RUNS]" >&2; exit 2 ;;
+	d) secs=$OPTARG ;;
+	*) echo "usage: bench/variance.sh [-o OUTDIR] [-n OPS] [-r RUNS] [-d SECONDS]" >&2; exit 2 ;;
 	esac
 done
 mkdir -p "$out"
@@ -88,9 +94,11 @@ stop() {
 	server=
 }
 
-echo "== evidence: culprit variance --start drive_machine, mcmix -t 2 -n $ops ($(date -u +%Y-%m-%d))"
+load=(-d $((2 * secs)))
+[ -n "$ops" ] && load=(-n "$ops")
+echo "== evidence: culprit variance --start drive_machine, mcmix -t 2 ${load[*]} ($(date -u +%Y-%m-%d))"
 serve "$out/evidence.txt" "$culprit" variance --start drive_machine --round-intervals 2000 -o "$out/evidence.rec" --
-"$out/mcmix" -p "$port" -t 2 -n "$ops"
+"$out/mcmix" -p "$port" -t 2 "${load[@]}"
 stop
 cat "$out/evidence.txt"
 "$culprit" variance -i "$out/evidence.rec" --format json >"$out/evidence.json"
@@ -110,19 +118,24 @@ if [ "$want" -gt 0 ]; then
 	while read -r f; do libpats+=(--lib "$libevent:$f"); done < <(nm -D --defined-only "$libevent" | awk '$2 == "T" { print $3 }' | sort -u | head -n "$want")
 fi
 
-echo "== overhead: mcmix -t 2 -n $ops ops/s, $runs runs each ($(date -u +%Y-%m-%d))"
-base=() prof=()
+echo "== overhead: mcmix -t 2 -d $secs ops/s, $runs runs each ($(date -u +%Y-%m-%d))"
+base=() every=() prof=()
 for i in $(seq 1 "$runs"); do
 	serve "$tmp/alone.txt"
-	b=$("$out/mcmix" -p "$port" -t 2 -n "$ops" | awk '{ print $6 }')
+	b=$("$out/mcmix" -p "$port" -t 2 -d "$secs" | awk '{ print $6 }')
+	stop
+	serve "$out/every.txt" "$culprit" variance --start drive_machine --functions "$own" "${libpats[@]}" --rounds 1 --trap-budget 0 -o "$out/every.rec" --
+	e=$("$out/mcmix" -p "$port" -t 2 -d "$secs" | awk '{ print $6 }')
 	stop
 	serve "$out/overhead.txt" "$culprit" variance --start drive_machine --functions "$own" "${libpats[@]}" --rounds 1 -o "$out/overhead.rec" --
-	p=$("$out/mcmix" -p "$port" -t 2 -n "$ops" | awk '{ print $6 }')
+	p=$("$out/mcmix" -p "$port" -t 2 -d "$secs" | awk '{ print $6 }')
 	stop
 	probes=$(grep -o 'of [0-9]* functions' "$out/overhead.txt" | head -n 1)
-	echo "run $i: alone $b ops/s, profiled ($probes) $p ops/s"
-	base+=("$b") prof+=("$p")
+	off=$(grep -o 'off [0-9]* times, [0-9.]*[a-z]* in all' "$out/overhead.txt" | head -n 1 || true)
+	ivs=$("$culprit" variance -i "$out/overhead.rec" --format json | awk -F'[:,]' '/"intervals"/ { print $2; exit }')
+	echo "run $i: alone $b ops/s; $probes, every call $e ops/s; default trap budget $p ops/s (probes $off, $ivs intervals analysed)"
+	base+=("$b") every+=("$e") prof+=("$p")
 done
 median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-mb=$(median "${base[@]}") mp=$(median "${prof[@]}")
-awk -v b="$mb" -v p="$mp" 'BEGIN { printf "median: alone %d ops/s, profiled %d ops/s, throughput loss %.1f%%\n", b, p, 100 * (1 - p / b) }'
+mb=$(median "${base[@]}") me=$(median "${every[@]}") mp=$(median "${prof[@]}")
+awk -v b="$mb" -v e="$me" -v p="$mp" 'BEGIN { printf "median: alone %d ops/s; every call %d ops/s, loss %.1f%%; default trap budget %d ops/s, loss %.1f%%\n", b, e, 100 * (1 - e / b), p, 100 * (1 - p / b) }'

@@ -39,6 +39,8 @@ func newVariance() *cobra.Command {
 		tree        bool
 		schedEv     bool
 		queue       string
+		budget      float64
+		window      time.Duration
 	)
 	c := &cobra.Command{
 		Use:   "variance --start FUNC [--end FUNC] [flags] -- CMD [ARGS...]\n  culprit variance --start FUNC [--end FUNC] -p PID --duration D\n  culprit variance -i FILE",
@@ -74,6 +76,9 @@ from VProfiler: docs/variance.md.`,
 			}
 			if d < 0 || d >= 1 {
 				return usagef("-d is a fraction of the variance, from 0 to 1 (e.g. 0.05)")
+			}
+			if budget < 0 || window < 0 {
+				return usagef("--trap-budget and --window cannot be negative")
 			}
 			if rounds < 1 || perRound < 2 {
 				return usagef("--rounds must be at least 1 and --round-intervals at least 2")
@@ -127,6 +132,7 @@ from VProfiler: docs/variance.md.`,
 			}
 			heights := variance.Heights(cg)
 			o := tracer.Options{Output: output, Duration: duration, Tool: "culprit " + Version, Args: spec.Key != "" || spec.QueueKey != "", Sched: schedEv,
+				TrapBudget: budget, Window: window,
 				Extra: map[string]string{variance.ExtraStart: spec.Start, variance.ExtraEnd: spec.End, variance.ExtraKey: spec.Key, variance.ExtraAttach: spec.Attach,
 					variance.ExtraQueue: spec.Queue(), variance.ExtraQueueKey: spec.QueueKey}}
 			names := []string{spec.Start, spec.End}
@@ -210,6 +216,8 @@ from VProfiler: docs/variance.md.`,
 	f.IntVar(&perRound, "round-intervals", 1000, "intervals timed in a round before its factors are chosen")
 	f.BoolVar(&interactive, "interactive", false, "ask before breaking each chosen function down further")
 	f.BoolVar(&schedEv, "sched", false, "also record the scheduler's switches and wake-ups, to split each factor's time into on-CPU, runnable and blocked (lock, I/O, sleep) and follow each interval's critical path across threads: functions a waker ran while the interval waited become factors, 'F (waker)'")
+	f.Float64Var(&budget, "trap-budget", 10000, "most probe traps a second, on average (each costs the program 1-10 µs, two per call): above it the probes are set for --window at a time with pauses between, and only the intervals inside a window are analysed; 0: no limit")
+	f.DurationVar(&window, "window", time.Second, "with --trap-budget: how long the probes stay set at a time")
 	f.BoolVar(&tree, "tree", false, "print the variance tree")
 	f.StringVar(&format, "format", "text", "output format: text or json")
 	f.StringVarP(&output, "output", "o", "variance.rec", "recording file to write")
@@ -238,8 +246,8 @@ type refiner struct {
 	in          *bufio.Reader
 }
 
-func (r *refiner) refine(calls []recording.Call, probes []recording.Probe) ([]string, bool) {
-	in := variance.FromRecords(r.spec, calls, probes)
+func (r *refiner) refine(calls []recording.Call, probes []recording.Probe, off []recording.ProbesOff) ([]string, bool) {
+	in := variance.FromRecords(r.spec, calls, probes, off)
 	in.Heights, in.K, in.D = r.heights, r.k, r.d
 	res, err := variance.Analyse(in)
 	if res == nil || res.Intervals < r.perRound {

@@ -541,6 +541,8 @@ func (l *loader) addRecord(src *profile.Source, rec recording.Record, sources, p
 		probes[v.ID] = l.addProbe(v)
 	case *recording.Call:
 		l.addCall(v, probes)
+	case *recording.ProbesOff:
+		l.p.ProbesOff = append(l.p.ProbesOff, [2]uint64{v.Start, v.End})
 	case *recording.End:
 		src.Complete = true
 	}

@@ -164,6 +164,9 @@ type Profile struct {
 	// (culprit trace), ordered by start time.
 	Probes []Probe
 	Calls  []Call
+	// ProbesOff are the spans when every probe was removed (recording.
+	// ProbesOff, sample clock ns): calls overlapping them are incomplete.
+	ProbesOff [][2]uint64
 	// StartTime is the smallest sample time, used as the origin of --from/--to.
 	StartTime uint64
 	// names holds, per thread that was ever renamed (exec, prctl), its

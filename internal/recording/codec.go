@@ -218,6 +218,16 @@ func encodePayload(e *enc, r Record) (Kind, error) {
 			}
 		}
 		return KindCall, nil
+	case *ProbesOff:
+		if r == nil {
+			break
+		}
+		if r.End < r.Start {
+			return 0, fmt.Errorf("writing probes-off record: it ends before it starts")
+		}
+		e.u(r.Start)
+		e.u(r.End - r.Start)
+		return KindProbesOff, nil
 	case nil:
 		return 0, fmt.Errorf("writing a nil record")
 	default:
@@ -422,6 +432,13 @@ func decodePayload(k Kind, p []byte, slab *[]Sample, stack *Stack) (r Record, ok
 			}
 		}
 		r = c
+	case KindProbesOff:
+		var v [2]uint64
+		d.uvarints(v[:])
+		if d.bad || v[0]+v[1] < v[0] {
+			return nil, false
+		}
+		r = &ProbesOff{Start: v[0], End: v[0] + v[1]}
 	case KindSymbol:
 		y := new(Symbol)
 		y.PID = d.u32()

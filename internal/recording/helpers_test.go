@@ -43,6 +43,7 @@ func allRecords() []Record {
 		&Probe{ID: 2, Function: "main", Object: "/usr/bin/prog", Offset: 0x1040, Since: 123456789},
 		&Call{Start: 260000000000006, End: 260000000001006, Child: 400, PID: 4123, TID: 4124, Probe: 1, Caller: 2, Depth: 1, Site: 0x55a4c3e01239, Args: []uint64{20, 0x7ffc0000}, Ret: 6765, Strs: []string{"GET /", ""}},
 		&Call{Start: 260000000000006, End: 260000000000106, PID: 4123, TID: 4125, Probe: 2, Flags: CallUnreturned},
+		&ProbesOff{Start: 260000000000006, End: 260000000500006},
 		&End{Time: 260000000000007, Samples: 1, Lost: 12, Throttled: 3, ExitCode: -1, Calls: 2},
 	}
 }
@@ -50,7 +51,7 @@ func allRecords() []Record {
 // zeroRecords returns one record of every kind with every field zero.
 func zeroRecords() []Record {
 	return []Record{&Meta{}, &Mmap{}, &Comm{}, &Task{}, &Task{Exit: true}, &Stack{ID: 1},
-		&Sample{}, &Lost{}, &KernelSymbol{}, &Object{}, &End{}, &Symbol{}, &ValueSource{}, &Value{}, &Probe{ID: 1}, &Call{}}
+		&Sample{}, &Lost{}, &KernelSymbol{}, &Object{}, &End{}, &Symbol{}, &ValueSource{}, &Value{}, &Probe{ID: 1}, &Call{}, &ProbesOff{}}
 }
 
 // encodeRecords returns the bytes of a recording holding recs.

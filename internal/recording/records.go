@@ -10,7 +10,7 @@ package recording
 const (
 	Magic        = "CULPRIT\x00"
 	MajorVersion = 1
-	MinorVersion = 7
+	MinorVersion = 8
 )
 
 // Kind identifies a record. New kinds may be added by later minor versions;
@@ -34,6 +34,7 @@ const (
 	KindValue        Kind = 14 // Value: one sampled value (1.1)
 	KindProbe        Kind = 15 // Probe: a traced function (1.2)
 	KindCall         Kind = 16 // Call: one traced call (1.2)
+	KindProbesOff    Kind = 17 // ProbesOff: a span when every probe was removed (1.8)
 )
 
 // Record is implemented by every record type.
@@ -343,6 +344,15 @@ type Call struct {
 	Strs []string
 }
 
+// ProbesOff is a span when the tracer had removed every probe (culprit
+// variance's trap budget sets them in windows): calls in it, and calls
+// that were open across its edges, are missing or incomplete, so an
+// analysis leaves out whatever overlaps it. Start is when the removal
+// began, End when every probe was set again (or tracing ended).
+type ProbesOff struct {
+	Start, End uint64 // sample clock, ns
+}
+
 // End marks a clean end of recording with its totals. A file without an End
 // record was cut short (recorder killed) or is still being written.
 type End struct {
@@ -368,6 +378,7 @@ func (*ValueSource) Kind() Kind  { return KindValueSource }
 func (*Value) Kind() Kind        { return KindValue }
 func (*Probe) Kind() Kind        { return KindProbe }
 func (*Call) Kind() Kind         { return KindCall }
+func (*ProbesOff) Kind() Kind    { return KindProbesOff }
 func (t *Task) Kind() Kind {
 	if t.Exit {
 		return KindExit

@@ -53,6 +53,13 @@ type Options struct {
 	ProbingCheck    time.Duration // how often the counts are read (default 100 ms)
 	ProbingWait     time.Duration // first interval before setting probes again (default 1 s)
 	Duration        time.Duration // stop tracing after this long (0: until exit or signal)
+	// TrapBudget > 0 bounds the probes' traps per second, on average:
+	// the probes are set for Window at a time; when a window's traps
+	// (an entry and a return per call) came faster than TrapBudget, every
+	// probe is removed for as long as brings the average down to it, then
+	// set again. Each pause is a ProbesOff record.
+	TrapBudget float64
+	Window     time.Duration // default 1 s
 	// Sched also records the process's scheduler events: switches away
 	// (with prev_state and the blocking stack), switches onto a CPU and
 	// the wake-ups its threads make (recorder.OpenSched).
@@ -62,10 +69,11 @@ type Options struct {
 	// interval definition).
 	Extra map[string]string
 	// Refine, when set, is offered every RefineCheck the calls recorded
-	// since probes were last set, with every probe so far; it returns more
-	// functions of the executable to probe, set at once on the running
-	// process (at most MoreProbes in all), or done to be asked no more.
-	Refine      func(calls []recording.Call, probes []recording.Probe) (more []string, done bool)
+	// since probes were last set, with every probe so far and the spans
+	// when they were off (TrapBudget); it returns more functions of the
+	// executable to probe, set at once on the running process (at most
+	// MoreProbes in all), or done to be asked no more.
+	Refine      func(calls []recording.Call, probes []recording.Probe, off []recording.ProbesOff) (more []string, done bool)
 	RefineCheck time.Duration
 	MoreProbes  int
 }
@@ -84,6 +92,10 @@ type Result struct {
 	Detach    time.Duration // removing them
 	Warnings  []string
 	Rounds    int // times probes were set (1, or more with Refine)
+	// Pauses and Off are how many times, and how long in all, the probes
+	// were removed to keep within Options.TrapBudget.
+	Pauses int
+	Off    time.Duration
 }
 
 type session struct {
@@ -104,6 +116,18 @@ type session struct {
 	round   []recording.Call  // calls since probes were last set (Refine)
 	next    time.Time         // next Refine
 	refused int               // probes the kernel refused, already said
+	win     windows
+}
+
+// windows is the state of the trap budget's windows.
+type windows struct {
+	on       bool
+	since    time.Time // when the current window or pause began
+	until    time.Time // when it ends
+	traps    uint64    // the probes' traps counted when the window began
+	offStart uint64    // sample clock when the current pause began
+	off      []recording.ProbesOff
+	rate     float64 // traps per second in the last window that was over the budget
 }
 
 // probing is the state of dynamic probing.
@@ -136,7 +160,7 @@ func prepare(o Options, exe string, pid int) (*session, error) {
 		}
 		return nil, fmt.Errorf("no function of %s matches the patterns given", exe)
 	}
-	sampling := o.Probing > 0 // the programs count every probe's calls
+	sampling := o.Probing > 0 || o.TrapBudget > 0 // the programs count every probe's calls
 	for _, t := range targets {
 		sampling = sampling || t.Every > 1
 	}
@@ -151,6 +175,12 @@ func prepare(o Options, exe string, pid int) (*session, error) {
 	}
 	if o.Refine == nil {
 		o.MoreProbes = 0
+	}
+	if o.Window <= 0 {
+		o.Window = time.Second
+	}
+	if o.TrapBudget > 0 && o.Probing > 0 {
+		return nil, fmt.Errorf("a trap budget and dynamic probing both remove probes: use one")
 	}
 	if o.RefineCheck <= 0 {
 		o.RefineCheck = 200 * time.Millisecond
@@ -232,6 +262,7 @@ func (s *session) attach(pid int) error {
 	}
 	s.probing = probing{next: time.Now().Add(s.o.ProbingCheck), detached: map[uint32]time.Time{}, wait: map[uint32]time.Duration{}}
 	s.res.Attach = time.Since(start)
+	s.win = windows{on: true, since: time.Now(), until: time.Now().Add(s.o.Window)}
 	s.res.Probes = len(s.targets)
 	s.res.Rounds = 1
 	return nil
@@ -283,11 +314,11 @@ func (s *session) set(first, pid int) error {
 // refine offers the calls since probes were last set to o.Refine and sets
 // the probes it asks for on the running process.
 func (s *session) refine() {
-	if s.o.Refine == nil || time.Now().Before(s.next) {
+	if s.o.Refine == nil || time.Now().Before(s.next) || !s.win.on {
 		return
 	}
 	s.next = time.Now().Add(s.o.RefineCheck)
-	more, done := s.o.Refine(s.round, s.recs)
+	more, done := s.o.Refine(s.round, s.recs, s.win.off)
 	if done {
 		s.o.Refine, s.round = nil, nil
 		return
@@ -441,6 +472,20 @@ func (s *session) finish(exitCode int) (Result, error) {
 	start := time.Now()
 	s.t.Detach()
 	s.res.Detach = time.Since(start)
+	if !s.win.on {
+		off := recording.ProbesOff{Start: s.win.offStart, End: monotonic()}
+		s.win.off = append(s.win.off, off)
+		s.w.Write(&off)
+	}
+	if n := len(s.win.off); n > 0 {
+		var total uint64
+		for _, o := range s.win.off {
+			total += o.End - o.Start
+		}
+		s.res.Pauses, s.res.Off = n, time.Duration(total)
+		s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("the probes took %.0f traps a second, over the budget of %.0f (--trap-budget): they were off %d times, %s in all",
+			s.win.rate, s.o.TrapBudget, n, s.res.Off.Round(time.Millisecond)))
+	}
 	s.drain(0)
 	s.t.Leftovers(monotonic(), s.record)
 	var events, eventsLost uint64
@@ -534,10 +579,63 @@ func (s *session) probe() {
 	}
 }
 
+// traps counts the traps the probes have taken: an entry and a return
+// per call (one per hit of a point probe).
+func (s *session) traps() uint64 {
+	var n uint64
+	for i, t := range s.targets {
+		h := s.t.Hits(uint32(i + 1))
+		if !t.Point {
+			h *= 2
+		}
+		n += h
+	}
+	return n
+}
+
+// window keeps the probes' traps within o.TrapBudget: at the end of a
+// window whose traps came faster, every probe is removed for as long as
+// brings the average rate down to the budget; after that pause they are
+// set again for another window.
+func (s *session) window() {
+	if s.o.TrapBudget <= 0 {
+		return
+	}
+	now := time.Now()
+	if now.Before(s.win.until) {
+		return
+	}
+	if !s.win.on {
+		if err := s.set(0, s.pid); err != nil {
+			s.t.Detach()
+			s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("setting the probes again after a pause: %v; they stay off", err))
+			s.o.TrapBudget, s.o.Refine = 0, nil // the pause lasts to the end
+			return
+		}
+		off := recording.ProbesOff{Start: s.win.offStart, End: monotonic()}
+		s.win.off = append(s.win.off, off)
+		s.w.Write(&off)
+		s.win.on, s.win.since, s.win.until, s.win.traps = true, time.Now(), time.Now().Add(s.o.Window), s.traps()
+		return
+	}
+	traps := s.traps()
+	rate := float64(traps-s.win.traps) / now.Sub(s.win.since).Seconds()
+	if rate <= s.o.TrapBudget {
+		s.win.since, s.win.until, s.win.traps = now, now.Add(s.o.Window), traps
+		return
+	}
+	s.win.rate = rate
+	pause := time.Duration(float64(now.Sub(s.win.since)) * (rate/s.o.TrapBudget - 1))
+	s.win.offStart = monotonic()
+	s.t.Detach()
+	s.win.on, s.win.since, s.win.until = false, time.Now(), time.Now().Add(pause)
+}
+
 // wait waits up to pollInterval for the process to exit (pidfd), then
 // drains the ring; it reports whether the process has exited.
 func (s *session) wait() bool {
 	s.probe()
+	s.window()
 	s.refine()
 	exited := false
 	if s.pidfd >= 0 {
@@ -605,6 +703,7 @@ func Launch(o Options, argv []string) (Result, error) {
 	}
 	code, err := child.Run(s.pidfd, o.Duration, s.wait, func() {
 		s.t.Detach() // the command runs on untraced
+		s.o.TrapBudget, s.o.Refine = 0, nil
 	})
 	if err != nil {
 		s.res.Warnings = append(s.res.Warnings, err.Error())

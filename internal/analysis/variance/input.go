@@ -35,7 +35,7 @@ func SpecOf(metas []recording.Meta) (Spec, bool) {
 // FromProfile makes the analysis's input from a loaded recording's probes
 // and calls; call sites are named by the frame that made the call.
 func FromProfile(p *profile.Profile, spec Spec) Input {
-	in := Input{Spec: spec}
+	in := Input{Spec: spec, Off: p.ProbesOff}
 	for _, pr := range p.Probes {
 		in.Probes = append(in.Probes, Probe{Function: pr.Function, Since: pr.Since, Params: pr.Params, Ret: pr.Ret})
 	}
@@ -59,8 +59,11 @@ func FromProfile(p *profile.Profile, spec Spec) Input {
 
 // FromRecords makes the analysis's input from call and probe records as a
 // collector holds them; call sites are their return addresses.
-func FromRecords(spec Spec, calls []recording.Call, probes []recording.Probe) Input {
+func FromRecords(spec Spec, calls []recording.Call, probes []recording.Probe, off []recording.ProbesOff) Input {
 	in := Input{Spec: spec}
+	for _, o := range off {
+		in.Off = append(in.Off, [2]uint64{o.Start, o.End})
+	}
 	ids := map[uint32]int{}
 	for _, p := range probes {
 		ids[p.ID] = len(in.Probes)

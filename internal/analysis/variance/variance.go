@@ -124,6 +124,10 @@ type Input struct {
 	Spec   Spec
 	Probes []Probe
 	Calls  []Call
+	// Off are spans when every probe was removed (the tracer's trap
+	// budget): an interval overlapping one is left out, its calls
+	// incomplete.
+	Off [][2]uint64
 	// Heights are the functions' heights in the program's static call
 	// graph (the longest chain of calls below them; a leaf is 0). Missing
 	// functions are leaves; nil uses the heights of the observed tree.
@@ -172,10 +176,16 @@ type Result struct {
 	Rounds int `json:"rounds"`
 	// Since is when the last round's probes were set (ns, the calls'
 	// clock; 0: before the command started): its intervals began after.
-	Since   uint64 `json:"round_start_ns"`
-	Probes  int    `json:"probes"`
-	Height  int    `json:"tree_height"`  // levels of the variance tree below its root
-	Breadth int    `json:"tree_breadth"` // factors under the widest node
+	Since uint64 `json:"round_start_ns"`
+	// Off are the spans when the probes were off (Input.Off); Outside
+	// counts the intervals left out for overlapping one, OffNS is their
+	// total.
+	Off     [][2]uint64 `json:"probes_off,omitempty"`
+	Outside int         `json:"outside_windows,omitempty"`
+	OffNS   uint64      `json:"probes_off_ns,omitempty"`
+	Probes  int         `json:"probes"`
+	Height  int         `json:"tree_height"`  // levels of the variance tree below its root
+	Breadth int         `json:"tree_breadth"` // factors under the widest node
 	// Factors are the selected factors (Algorithm 1: top K by score,
 	// those over D); Ranked every factor by score.
 	Factors []*Factor `json:"factors"`
@@ -352,6 +362,23 @@ func Analyse(in Input) (*Result, error) {
 		return nil, err
 	}
 	res.Unpaired = unpaired
+	if len(in.Off) > 0 {
+		kept := ivs[:0]
+		for _, iv := range ivs {
+			if overlapsOff(in.Off, iv.start, iv.end) {
+				res.Outside++
+				continue
+			}
+			kept = append(kept, iv)
+		}
+		ivs = kept
+		res.Off = in.Off
+		for _, o := range in.Off {
+			res.OffNS += o[1] - o[0]
+		}
+		res.Warnings = append(res.Warnings, fmt.Sprintf("the probes were off for %s in %d pauses, to keep their traps within budget: the %d intervals that overlapped a pause were left out",
+			fmtNS(res.OffNS), len(in.Off), res.Outside))
+	}
 	res.Intervals = len(ivs)
 	if len(ivs) < 2 {
 		return res, fmt.Errorf("%d complete intervals from %s to %s: too few for a variance", len(ivs), in.Spec.Start, in.Spec.End)
@@ -874,6 +901,24 @@ func siteLetter(i int) string {
 }
 
 // intervals pairs starts and ends into intervals that began after cut.
+// overlapsOff reports whether from..to overlaps one of the spans.
+func overlapsOff(off [][2]uint64, from, to uint64) bool {
+	for _, o := range off {
+		if from <= o[1] && to >= o[0] {
+			return true
+		}
+	}
+	return false
+}
+
+// fmtNS formats ns as seconds or milliseconds.
+func fmtNS(ns uint64) string {
+	if ns >= 1e9 {
+		return fmt.Sprintf("%.1f s", float64(ns)/1e9)
+	}
+	return fmt.Sprintf("%.0f ms", float64(ns)/1e6)
+}
+
 func intervals(in Input, calls []Call, startP, endP map[int]bool, cut uint64) ([]interval, int, error) {
 	var out []interval
 	unpaired := 0

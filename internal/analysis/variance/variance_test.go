@@ -414,3 +414,42 @@ func TestKeyOverString(t *testing.T) {
 		t.Errorf("%d intervals, %d unpaired: want 20 and 0", r.Intervals, r.Unpaired)
 	}
 }
+
+// Intervals overlapping a span when the probes were off are left out,
+// and only those: their calls are incomplete (here, the slow child's
+// calls during the pause are missing, as a removed probe would miss
+// them).
+func TestIntervalsInPausesLeftOut(t *testing.T) {
+	in := synth(300, []string{"slow"}, func(i int) []uint64 { return []uint64{uint64(1000 + 10*i)} })
+	// Pause from the middle of interval 100 to the middle of interval 199.
+	var starts []uint64
+	for _, c := range in.Calls {
+		if c.Probe == 0 {
+			starts = append(starts, c.Start)
+		}
+	}
+	off := [2]uint64{starts[100] + 10, starts[199] + 10}
+	kept := in.Calls[:0]
+	for _, c := range in.Calls {
+		if c.Probe == 1 && c.Start > off[0] && c.Start < off[1] {
+			continue // not seen: the probe was off
+		}
+		kept = append(kept, c)
+	}
+	in.Calls = kept
+	in.Off = [][2]uint64{off}
+	r, err := Analyse(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Intervals != 200 || r.Outside != 100 || r.OffNS != off[1]-off[0] {
+		t.Fatalf("%d intervals, %d left out, %d ns off; want 200, 100 (100 to 199), %d", r.Intervals, r.Outside, r.OffNS, off[1]-off[0])
+	}
+	// Every interval kept has its child: the body's variance is nil.
+	if f := factor(r, "slow"); f == nil || f.Contribution < 0.99 {
+		t.Errorf("slow holds %v of the variance, want all of it (no interval with a call missing)", f)
+	}
+	if len(r.Warnings) == 0 {
+		t.Error("no warning says intervals were left out")
+	}
+}

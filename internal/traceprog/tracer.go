@@ -649,15 +649,22 @@ type pendingStrs struct {
 }
 
 // Read calls fn with each call record in the ring until wait has passed
-// with the ring empty (wait 0: only what is there now). A call's string
-// record comes just before it from the same thread; it is joined to the
-// call with the same thread, start and probe.
-func (t *Tracer) Read(wait time.Duration, fn func(*Call)) error {
-	t.rd.SetDeadline(time.Now().Add(wait))
+// with the ring empty (wait 0: only what is there now), or for at most
+// wait+limit when records keep coming (limit 0: no bound), so that a
+// caller polling other things is not held while the probes fill the ring
+// as fast as it is read. A call's string record comes just before it from
+// the same thread; it is joined to the call with the same thread, start
+// and probe (kept on the Tracer between reads).
+func (t *Tracer) Read(wait, limit time.Duration, fn func(*Call)) error {
+	start := time.Now()
+	t.rd.SetDeadline(start.Add(wait))
 	var rec ringbuf.Record
 	var c Call
 	le := binary.LittleEndian
-	for {
+	for n := 1; ; n++ {
+		if limit > 0 && n%1024 == 0 && time.Since(start) > wait+limit {
+			return nil
+		}
 		err := t.rd.ReadInto(&rec)
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			return nil

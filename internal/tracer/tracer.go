@@ -117,6 +117,11 @@ type session struct {
 	next    time.Time         // next Refine
 	refused int               // probes the kernel refused, already said
 	win     windows
+	// drainLimit bounds one drain while the command runs, so that the
+	// loop's other work (windows, refinement, dynamic probing) keeps its
+	// time when the probes fill the ring as fast as it is read; 0 at the
+	// end, to read everything.
+	drainLimit time.Duration
 }
 
 // windows is the state of the trap budget's windows.
@@ -204,7 +209,7 @@ func prepare(o Options, exe string, pid int) (*session, error) {
 		os.Chmod(o.Output, 0o600) // argument values are process memory
 	}
 	return &session{o: o, w: w, t: t, targets: targets, isGo: isGo, pidfd: -1, maps: &proc.Space{}, mapped: map[string]bool{}, exe: exe,
-		next: time.Now().Add(o.RefineCheck)}, nil
+		next: time.Now().Add(o.RefineCheck), drainLimit: 5 * pollInterval}, nil
 }
 
 func (s *session) meta(m recording.Meta) {
@@ -460,7 +465,7 @@ func (s *session) drain(wait time.Duration) {
 	if s.sched != nil {
 		s.sched.Drain()
 	}
-	if err := s.t.Read(wait, s.record); err != nil {
+	if err := s.t.Read(wait, s.drainLimit, s.record); err != nil {
 		s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("reading call records: %v", err))
 	}
 	s.w.Flush()
@@ -472,6 +477,7 @@ func (s *session) finish(exitCode int) (Result, error) {
 	start := time.Now()
 	s.t.Detach()
 	s.res.Detach = time.Since(start)
+	s.drainLimit = 0
 	if !s.win.on {
 		off := recording.ProbesOff{Start: s.win.offStart, End: monotonic()}
 		s.win.off = append(s.win.off, off)

@@ -9,13 +9,13 @@
 # own CPU time, so the figures hold on a busy machine; the median of REPS
 # runs. Needs root, gcc, go.
 #
-#   bench/probecost.sh [N] [REPS] [FIRST...]   (FIRST: push nop5 endbr mov test sub)
+#   bench/probecost.sh [N] [REPS] [FIRST...]   (FIRST: push nop5 endbr mov test sub cet)
 set -euo pipefail
 n=${1:-100000}
 reps=${2:-5}
 shift 2 || true
 firsts=("$@")
-[ ${#firsts[@]} -gt 0 ] || firsts=(push nop5 endbr mov)
+[ ${#firsts[@]} -gt 0 ] || firsts=(push nop5 endbr mov cet)
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$root/bench/out/probecost
 mkdir -p "$out"

@@ -20,7 +20,9 @@
 #      budget (probes set in windows, paused between them), RUNS runs each,
 #      alternating; prints each run and the loss of the medians.
 #
-#   bench/variance.sh [-o OUTDIR] [-n OPS] [-r RUNS] [-d SECONDS]
+#   bench/variance.sh [-o OUTDIR] [-n OPS] [-r RUNS] [-d SECONDS] [-O]
+#
+# -O runs the overhead part only.
 #
 # Needs root, gcc, dpkg-dev and the Debian mirror (apt-get source).
 set -euo pipefail
@@ -29,13 +31,15 @@ out=$root/bench/out/variance
 ops=
 runs=3
 secs=30
-while getopts "o:n:r:d:" opt; do
+only=
+while getopts "o:n:r:d:O" opt; do
 	case $opt in
 	o) out=$OPTARG ;;
 	n) ops=$OPTARG ;;
 	r) runs=$OPTARG ;;
 	d) secs=$OPTARG ;;
-	*) echo "usage: bench/variance.sh [-o OUTDIR] [-n OPS] [-r RUNS] [-d SECONDS]" >&2; exit 2 ;;
+	O) only=overhead ;;
+	*) echo "usage: bench/variance.sh [-o OUTDIR] [-n OPS] [-r RUNS] [-d SECONDS] [-O]" >&2; exit 2 ;;
 	esac
 done
 mkdir -p "$out"
@@ -94,14 +98,16 @@ stop() {
 	server=
 }
 
-load=(-d $((2 * secs)))
-[ -n "$ops" ] && load=(-n "$ops")
-echo "== evidence: culprit variance --start drive_machine, mcmix -t 2 ${load[*]} ($(date -u +%Y-%m-%d))"
-serve "$out/evidence.txt" "$culprit" variance --start drive_machine --round-intervals 2000 -o "$out/evidence.rec" --
-"$out/mcmix" -p "$port" -t 2 "${load[@]}"
-stop
-cat "$out/evidence.txt"
-"$culprit" variance -i "$out/evidence.rec" --format json >"$out/evidence.json"
+if [ -z "$only" ]; then
+	load=(-d $((2 * secs)))
+	[ -n "$ops" ] && load=(-n "$ops")
+	echo "== evidence: culprit variance --start drive_machine, mcmix -t 2 ${load[*]} ($(date -u +%Y-%m-%d))"
+	serve "$out/evidence.txt" "$culprit" variance --start drive_machine --round-intervals 2000 -o "$out/evidence.rec" --
+	"$out/mcmix" -p "$port" -t 2 "${load[@]}"
+	stop
+	cat "$out/evidence.txt"
+	"$culprit" variance -i "$out/evidence.rec" --format json >"$out/evidence.json"
+fi
 
 # About 500 functions: memcached's own (those with a size, less the cold
 # parts, the entry point and the few whose first instruction has a lock
@@ -132,8 +138,9 @@ for i in $(seq 1 "$runs"); do
 	stop
 	probes=$(grep -o 'of [0-9]* functions' "$out/overhead.txt" | head -n 1)
 	off=$(grep -o 'off [0-9]* times, [0-9.]*[a-z]* in all' "$out/overhead.txt" | head -n 1 || true)
-	ivs=$("$culprit" variance -i "$out/overhead.rec" --format json | awk -F'[:,]' '/"intervals"/ { print $2; exit }')
-	echo "run $i: alone $b ops/s; $probes, every call $e ops/s; default trap budget $p ops/s (probes $off, $ivs intervals analysed)"
+	ivs=$("$culprit" variance -i "$out/overhead.rec" --format json | awk -F'[:,]' '/"intervals"/ && !n++ { print $2 }')
+	echo "run $i: alone $b ops/s; $probes, every call $e ops/s; default trap budget $p ops/s (probes $off, $ivs intervals analysed)" |
+		awk -v b="$b" -v p="$p" '{ printf "%s; loss against this run alone %.1f%%\n", $0, 100 * (1 - p / b) }' 
 	base+=("$b") every+=("$e") prof+=("$p")
 done
 median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }

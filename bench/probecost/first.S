@@ -2,7 +2,7 @@
  * uprobe replaces: x86-64 uprobes emulate some instructions (push, nop,
  * jumps) and single-step the others out of line, one more trap. */
 .text
-.globl f_nop5, f_push, f_test, f_endbr, f_mov, f_sub
+.globl f_nop5, f_push, f_test, f_endbr, f_mov, f_sub, f_cet
 .type f_nop5,@function
 f_nop5: .byte 0x0f,0x1f,0x44,0x00,0x00
  mov %rdi,%rax
@@ -35,4 +35,14 @@ f_sub: sub $8,%rsp
  add $8,%rsp
  ret
 .size f_sub,.-f_sub
+/* As -fcf-protection code begins: endbr64, then the prologue. bareprobe
+ * probes the endbr64; culprit trace moves its probe to the push. */
+.type f_cet,@function
+f_cet: endbr64
+ push %rbp
+ mov %rsp,%rbp
+ mov %rdi,%rax
+ pop %rbp
+ ret
+.size f_cet,.-f_cet
 .section .note.GNU-stack,"",@progbits

@@ -184,6 +184,44 @@ func TestVarianceDominantFunction(t *testing.T) {
 	}
 }
 
+// A trap budget far under what the probes take: the probes are removed
+// after the first half-second window (and set again after each pause),
+// the pauses are in the report, and the intervals analysed are exactly
+// the program's requests that overlap no pause, with the dominant
+// callee's share within 5 points of the program's over those requests.
+func TestVarianceTrapBudgetPauses(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "varpool", []string{"varpool.c"}, "-O2", "-g", "-pthread")
+	out := rec(t)
+	// 4 probes, 8 traps a request: any pool serving over 125 requests a
+	// second takes more than 1000 traps a second; 40,000 requests last
+	// longer than the first window on any machine.
+	stdout := mustRun(t, "variance", "--start", "handle", "--rounds", "1", "--trap-budget", "1000", "--window", "500ms", "-o", out, "--", bin, "dominant", "40000", "8")
+	var r varianceJSON
+	if err := json.Unmarshal([]byte(mustRun(t, "variance", "-i", out, "--format", "json")), &r); err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Off) == 0 {
+		t.Fatal("no pause recorded: the probes' traps stayed under 1000 a second")
+	}
+	all := varpoolRequests(t, stdout, 0, nil)
+	reqs := varpoolRequests(t, stdout, r.RoundStart, r.Off)
+	t.Logf("%d pauses; %d intervals; the program's requests %d, %d overlapping no pause", len(r.Off), r.Intervals, len(all), len(reqs))
+	if len(reqs) >= len(all) || len(reqs) < 100 {
+		t.Fatalf("%d of the program's %d requests overlap no pause: want fewer than all, and 100 or more", len(reqs), len(all))
+	}
+	if d := math.Abs(float64(r.Intervals - len(reqs))); d > 0.01*float64(len(reqs))+3 {
+		t.Fatalf("culprit analysed %d intervals; the program ran %d requests outside the pauses", r.Intervals, len(reqs))
+	}
+	if len(r.Factors) == 0 || r.Factors[0].Names[0] != "process" {
+		t.Fatalf("factors %+v, want process first", r.Factors)
+	}
+	truth := cov(reqs, vpProcess, vpProcess) / cov(reqs, vpHandle, vpHandle)
+	if d := math.Abs(r.Factors[0].Contribution - truth); d > 0.05 {
+		t.Errorf("process holds %.1f%% of the variance per culprit, %.1f%% per the program over the same requests", 100*r.Factors[0].Contribution, 100*truth)
+	}
+}
+
 // Two functions slow in the same requests: their covariance is reported
 // as a factor, with 2·Cov's share within 5 points of the program's.
 func TestVarianceCovarianceFactor(t *testing.T) {

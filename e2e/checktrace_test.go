@@ -166,6 +166,12 @@ func TestCheckTracedCalls(t *testing.T) {
 		!strings.Contains(text, "exclusive duration per call") || !strings.Contains(text, "work (") || strings.Contains(text, "other (") {
 		t.Errorf("history stats --exclusive --func: exit %d\n%s", code, text)
 	}
+	if _, stderr, code := inDir(t, repo, "check", "--arg", "nosuch"); code != 2 || !strings.Contains(stderr, "no stored trace recorded an argument nosuch") {
+		t.Errorf("check --arg nosuch: exit %d\n%s", code, stderr)
+	}
+	if out, _, code := inDir(t, repo, "check", "--arg", "n", "--format", "json"); code != 1 || !strings.Contains(out, `"x": "arg:n"`) {
+		t.Errorf("check --arg n: exit %d\n%s", code, out)
+	}
 	text, _, _ := inDir(t, repo, "check")
 	if !strings.Contains(text, "Degradation work") || !strings.Contains(text, "per call (400 → 400 calls)") || !strings.Contains(text, "linear → quadratic") {
 		t.Errorf("check text:\n%s", text)

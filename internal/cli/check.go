@@ -122,6 +122,18 @@ severity, confidence and location in detail: docs/history.md (Check).`,
 	return c
 }
 
+// hasArg says whether some traced function of runs recorded argument name.
+func hasArg(runs []check.Run, name string) bool {
+	for _, r := range runs {
+		for _, f := range r.Funcs {
+			if _, ok := f.Args[name]; ok {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // writeHook installs the post-commit hook.
 func writeHook(stdout io.Writer, cmds []string) error {
 	if len(cmds) == 0 {
@@ -231,6 +243,9 @@ func checkCommits(st *store.Store, baseRev, targetRev, x string, o check.Options
 	tc, err := checkRuns(st, tRuns, xname, true)
 	if err != nil {
 		return fail(err)
+	}
+	if o.Arg != "" && !hasArg(bc, o.Arg) && !hasArg(tc, o.Arg) {
+		return fail(usagef("--arg %s: no stored trace recorded an argument %s (culprit trace --args records them)", o.Arg, o.Arg))
 	}
 	o.XName = xname
 	res := check.Compare(bc, tc, o)

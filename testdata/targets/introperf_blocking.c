@@ -9,8 +9,11 @@
  * (standing in for a slow device) inside flush_table_locked, and the workers
  * wait for the mutex in insert_entry. The threads are off the CPU for most
  * of the run: only the stacks taken at context switches show where they
- * wait. A base run uses ENTRIES <= FLUSH_SYNC. */
+ * wait. A base run uses ENTRIES <= FLUSH_SYNC. The flusher runs 4 * ROUNDS
+ * rounds and on until the workers are done, so the workers meet the lock
+ * held however slowly a busy machine runs them. */
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <time.h>
@@ -23,6 +26,7 @@ static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 static long table[1 << 16];
 static long table_len;
 static long rounds, entries;
+static atomic_int workers_done;
 volatile unsigned long sink;
 
 __attribute__((noinline)) long compute_entry(long r, long i) {
@@ -63,7 +67,7 @@ __attribute__((noinline)) void flush_table_locked(void) {
 
 __attribute__((noinline)) void *flusher(void *arg) {
 	(void)arg;
-	for (long r = 0; r < rounds * 4; r++) {
+	for (long r = 0; r < rounds * 4 || !atomic_load(&workers_done); r++) {
 		pthread_mutex_lock(&table_lock);
 		flush_table_locked();
 		pthread_mutex_unlock(&table_lock);
@@ -81,6 +85,7 @@ int main(int argc, char **argv) {
 		pthread_create(&w[i], NULL, worker, (void *)i);
 	for (int i = 0; i < WORKERS; i++)
 		pthread_join(w[i], NULL);
+	atomic_store(&workers_done, 1);
 	pthread_join(f, NULL);
 	printf("%lu\n", sink & 0xff);
 	return 0;

@@ -6,9 +6,13 @@
 package bpfasm
 
 import (
+	"errors"
 	"fmt"
+	"os"
 
+	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"golang.org/x/sys/unix"
 )
 
 // Builder accumulates a program's instructions.
@@ -38,4 +42,18 @@ func (b *Builder) Lookup(mapFD int, key int16) {
 		asm.Add.Imm(asm.R2, int32(key)),
 		asm.FnMapLookupElem.Call(),
 	)
+}
+
+// LoadError explains why the kernel would not load one of culprit's BPF
+// programs (what names it: "sampling", "system call") and what to do.
+func LoadError(what string, err error) error {
+	switch {
+	case errors.Is(err, unix.EPERM), errors.Is(err, os.ErrPermission):
+		return fmt.Errorf("loading culprit's BPF %s program was refused (%v): run as root or grant CAP_BPF and CAP_PERFMON", what, err)
+	}
+	var ve *ebpf.VerifierError
+	if errors.As(err, &ve) {
+		return fmt.Errorf("the kernel's verifier refused culprit's BPF %s program: %v", what, ve)
+	}
+	return fmt.Errorf("culprit's BPF %s program cannot run on this kernel: %w", what, err)
 }

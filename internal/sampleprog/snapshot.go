@@ -47,6 +47,8 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/perf"
 	"golang.org/x/sys/unix"
+
+	"github.com/culprit-dev/culprit/internal/bpfasm"
 )
 
 // Limits of one sample's snapshot. A plan beyond MaxAbs pieces or
@@ -280,17 +282,7 @@ func New(o Options) (*Taker, error) {
 	return t, nil
 }
 
-func explain(err error) error {
-	switch {
-	case errors.Is(err, unix.EPERM), errors.Is(err, os.ErrPermission):
-		return fmt.Errorf("loading culprit's BPF sampling program was refused (%v): run as root or grant CAP_BPF and CAP_PERFMON", err)
-	}
-	var ve *ebpf.VerifierError
-	if errors.As(err, &ve) {
-		return fmt.Errorf("the kernel's verifier refused culprit's BPF sampling program: %v", ve)
-	}
-	return fmt.Errorf("culprit's BPF sampling program cannot run on this kernel: %w", err)
-}
+func explain(err error) error { return bpfasm.LoadError("sampling", err) }
 
 // Attach makes the program run at every sample of a perf event; events the
 // event's task creates later (inherited events) run it too.

@@ -241,17 +241,7 @@ func taskOffsets() (tgid, exitState int32, err error) {
 	return tgid, exitState, nil
 }
 
-func explain(err error) error {
-	switch {
-	case errors.Is(err, unix.EPERM), errors.Is(err, os.ErrPermission):
-		return fmt.Errorf("loading culprit's BPF system call program was refused (%v): run as root or grant CAP_BPF and CAP_PERFMON", err)
-	}
-	var ve *ebpf.VerifierError
-	if errors.As(err, &ve) {
-		return fmt.Errorf("the kernel's verifier refused culprit's BPF system call program: %v", ve)
-	}
-	return fmt.Errorf("culprit's BPF system call program cannot run on this kernel: %w", err)
-}
+func explain(err error) error { return bpfasm.LoadError("system call", err) }
 
 // Add traces a thread group (a process) and the processes it forks.
 func (t *Tracer) Add(tgid uint32) error {

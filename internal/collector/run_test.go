@@ -70,7 +70,10 @@ func TestRunExitCode(t *testing.T) {
 			if err != nil || code != tc.code {
 				t.Errorf("exit code %d (%v), want %d", code, err, tc.code)
 			}
-			if rounds == 0 {
+			// With a pidfd, only step can see the exit. Without one, a
+			// command that exits before the loop's first round is
+			// reaped without any: the goroutine's status comes first.
+			if tc.pidfd && rounds == 0 {
 				t.Error("step was never called")
 			}
 			if !c.reaped {

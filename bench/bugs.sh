@@ -15,15 +15,18 @@
 #   vprof     rank and pattern by culprit diagnose --method vprof (the paper's algorithm)
 #   contexts  rank of the first path through the root cause by culprit contexts
 #
-# "-" means not ranked at all. A summary per split (dev, heldout, and new:
-# cases written after the method last changed, run once) follows:
+# "-" means not ranked at all. A summary per split (dev, heldout, new and
+# heldout2: cases written before a later round of changes to the method and
+# analysed only after it) follows:
 # how many cases each method ranks 1st and in the top 3, and right patterns.
 #
-#   bench/bugs.sh [-o OUTDIR] [-a] [CASE...]
+#   bench/bugs.sh [-o OUTDIR] [-a | -r] [CASE...]
 #
 #   -o OUTDIR  where builds and recordings go (default bench/out/bugs)
 #   -a         analyse again the recordings OUTDIR already holds (no new
 #              runs), e.g. after a change of the method
+#   -r         record only (build and record the runs, analyse nothing), e.g.
+#              for held-out cases whose results must not be seen yet
 #   CASE...    only these cases (default: every directory with a case.conf)
 #
 # Needs root (perf events), gcc, perf and jq; Debian cases also apt-get source.
@@ -31,11 +34,13 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$root/bench/out/bugs
 again=0
-while getopts "o:a" opt; do
+record_only=0
+while getopts "o:ar" opt; do
 	case $opt in
 	o) out=$OPTARG ;;
 	a) again=1 ;;
-	*) echo "usage: bench/bugs.sh [-o OUTDIR] [-a] [CASE...]" >&2; exit 2 ;;
+	r) record_only=1 ;;
+	*) echo "usage: bench/bugs.sh [-o OUTDIR] [-a | -r] [CASE...]" >&2; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -78,6 +83,10 @@ for c in "${cases[@]}"; do
 					{ echo "$c: culprit --events $mode run failed, see $log" >&2; exit 1; }
 			done
 		fi
+		if [ $record_only = 1 ]; then
+			echo "$c: recorded in $w" >&2
+			exit 0
+		fi
 		perf_rank=$(perf report -i "$w/buggy.perf" --no-children --sort symbol -g none --stdio -q 2>/dev/null |
 			sed -n 's/^ *[0-9.]*% *\[[.k]\] \([^ ]*\).*/\1/p' | rank "$ROOT_CAUSE")
 		report_rank=$("$culprit" report "$w/buggy.rec" --format json 2>/dev/null | jq -r '.entries[].name' | rank "$ROOT_CAUSE")
@@ -98,19 +107,21 @@ for c in "${cases[@]}"; do
 		mark() { [ "$1" = "$PATTERN" ] && echo "$1*" || echo "$1"; }
 		echo "$NAME $SPLIT $KIND $PATTERN $ROOT_CAUSE $perf_rank $report_rank $d_rank $(mark "$d_pat") $v_rank $(mark "$v_pat") $ctx_rank" >"$w/row.txt"
 	) || { echo "$c: failed" >&2; echo "$c ? ? ? ? ! ! ! ! ! ! !" >"$out/$c/row.txt"; }
+	[ $record_only = 1 ] && continue
 	rows+=("$(cat "$out/$c/row.txt")")
 done
+[ $record_only = 1 ] && exit 0
 
 fmt="%-13s %-8s %-6s %-19s %-22s %5s %7s %9s %-20s %6s %-20s %9s\n"
 printf "$fmt" case split kind pattern root-cause perf report diagnose "(pattern)" vprof "(pattern)" contexts
-for split in dev heldout new; do
+for split in dev heldout new heldout2; do
 	for r in "${rows[@]}"; do
 		set -- $r
 		[ "$2" = "$split" ] && printf "$fmt" "$@"
 	done
 done
 echo
-for split in dev heldout new; do
+for split in dev heldout new heldout2; do
 	printf '%s\n' "${rows[@]}" | awk -v s="$split" '
 		function top(x, k) { return x != "-" && x != "!" && x + 0 >= 1 && x + 0 <= k }
 		$2 == s {
@@ -121,7 +132,7 @@ for split in dev heldout new; do
 			c1 += top($12, 1); c3 += top($12, 3)
 		}
 		END {
-			if (!n) { if (s != "new") printf "%s: no cases\n", s; exit }
+			if (!n) { if (s != "new" && s != "heldout2") printf "%s: no cases\n", s; exit }
 			printf "%s (%d cases), 1st / top 3: perf %d/%d, report %d/%d, diagnose %d/%d (pattern %d), vprof %d/%d (pattern %d), contexts %d/%d\n",
 				s, n, p1, p3, r1, r3, d1, d3, dp, v1, v3, vp, c1, c3
 		}'

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -311,6 +312,15 @@ func Load(paths []string, o Options) (*profile.Profile, error) {
 		for i, c := range l.chunks {
 			l.p.Samples = append(l.p.Samples, c...)
 			l.chunks[i] = nil
+		}
+		if n >= 4*sampleChunk {
+			// The chunks, as large as the samples, are garbage now:
+			// collected at once, their memory serves what the loading
+			// and the view allocate next, rather than the heap
+			// growing to twice this peak before the collector's next
+			// turn.
+			l.chunks = nil
+			runtime.GC()
 		}
 	}
 	byTime := func(a, b profile.Sample) int { return cmp.Compare(a.Time, b.Time) }

@@ -435,16 +435,29 @@ func (p *Profile) Apply(f Filter) *Profile {
 		}
 		return remap[old] - 1, remap[old] > 0
 	}
-	q.Samples = make([]Sample, 0, len(p.Samples))
+	// While every sample is kept as it is, q shares p's samples (capped,
+	// so that an append to either copies): a timeline of millions of
+	// samples is not held twice for a selection that keeps them all.
 	merged := len(p.lasts) == len(p.Samples) && len(p.lasts) > 0
+	shared := true
+	unshare := func(i int) {
+		shared = false
+		q.Samples = append(make([]Sample, 0, len(p.Samples)), p.Samples[:i]...)
+		if merged {
+			q.lasts = append(make([]uint64, 0, len(p.lasts)), p.lasts[:i]...)
+		}
+	}
 	for i, s := range p.Samples {
-		if !f.AllEvents && s.Event != recording.EventCPU {
-			continue
+		ns, ok := int32(0), false
+		if (f.AllEvents || s.Event == recording.EventCPU) && inWindow(s.Time) && selected(s.PID, s.TID, s.Time) {
+			ns, ok = newStack(s.Stack)
 		}
-		if !inWindow(s.Time) || !selected(s.PID, s.TID, s.Time) {
-			continue
+		if shared {
+			if ok && ns == s.Stack {
+				continue
+			}
+			unshare(i)
 		}
-		ns, ok := newStack(s.Stack)
 		if !ok {
 			continue
 		}
@@ -452,6 +465,16 @@ func (p *Profile) Apply(f Filter) *Profile {
 		q.Samples = append(q.Samples, s)
 		if merged {
 			q.lasts = append(q.lasts, p.lasts[i])
+		}
+	}
+	if shared {
+		n := len(p.Samples)
+		q.Samples = p.Samples[:n:n]
+		if q.Samples == nil {
+			q.Samples = []Sample{}
+		}
+		if merged {
+			q.lasts = p.lasts[:n:n]
 		}
 	}
 	return q

@@ -143,47 +143,31 @@ func (c *chromeWriter) close() error {
 	return c.bw.Flush()
 }
 
-type chromeThread struct{ pid, tid uint32 }
-
-// chromeSpan is one complete event of a sample timeline while a thread's
-// events are put in order: frame is an index into Profile.Frames (-1: the
-// "[unknown]" of an empty stack).
-type chromeSpan struct {
-	start, end uint64
-	frame      int32
-	depth      int32
-}
-
 // writeChromeSamples writes the metadata, sample and call events of
-// WriteChrome, thread by thread. A thread's events are kept as spans of a
-// few words until they are sorted and written, each frame's JSON is made
-// once: a timeline of a million samples is millions of events.
+// WriteChrome, thread by thread. A timeline of a million samples is
+// millions of events, so none of them is held: a first pass over a
+// thread's samples notes how many root frames each sample shares with the
+// one before (or that the thread was off the CPU in between), and a second
+// pass writes each event as its frame begins, in time order, its end found
+// by looking ahead in those counts for the first sample that shares fewer
+// frames. Each frame's JSON is made once.
 func writeChromeSamples(cw *chromeWriter, p *profile.Profile) error {
-	samples := map[chromeThread][]profile.Sample{}
-	var threads []chromeThread
-	for _, s := range p.Samples {
-		t := chromeThread{s.PID, s.TID}
-		if _, ok := samples[t]; !ok {
-			threads = append(threads, t)
-		}
-		samples[t] = append(samples[t], s)
+	threads, samples := samplesByThread(p)
+	of := make(map[threadID][]int32, len(samples))
+	for i, ss := range samples {
+		of[threads[i]] = ss
 	}
-	calls := map[chromeThread][]int{}
+	calls := map[threadID][]int{}
 	for i, c := range p.Calls {
-		t := chromeThread{c.PID, c.TID}
-		if _, ok := samples[t]; !ok {
+		t := threadID{c.PID, c.TID}
+		if _, ok := of[t]; !ok {
 			if _, ok := calls[t]; !ok {
 				threads = append(threads, t)
 			}
 		}
 		calls[t] = append(calls[t], i)
 	}
-	sort.Slice(threads, func(i, j int) bool {
-		if threads[i].pid != threads[j].pid {
-			return threads[i].pid < threads[j].pid
-		}
-		return threads[i].tid < threads[j].tid
-	})
+	sort.Slice(threads, func(i, j int) bool { return threadLess(threads[i], threads[j]) })
 	seenPID := map[uint32]bool{}
 	for _, t := range threads {
 		if !seenPID[t.pid] {
@@ -203,84 +187,150 @@ func writeChromeSamples(cw *chromeWriter, p *profile.Profile) error {
 		}
 	}
 	org := origin(p)
-	us := func(ns uint64) float64 { return float64(ns-org) / 1e3 }
-	fj := chromeFrames{p: p, json: map[int32][2][]byte{}}
-	var (
-		spans []chromeSpan
-		open  []chromeSpan // the frames open, root first (end unused)
-		buf   []byte
-	)
+	tl := chromeTimeline{p: p, fj: chromeFrames{p: p, json: map[int32][2][]byte{}}, def: defaultPeriod(p)}
 	for _, t := range threads {
-		ss := samples[t]
-		sort.SliceStable(ss, func(i, j int) bool { return ss[i].Time < ss[j].Time })
-		spans = spans[:0]
-		open = open[:0]
-		closeFrom := func(n int, at uint64) {
-			for _, o := range open[n:] {
-				o.end = max(at, o.start)
-				spans = append(spans, o)
-			}
-			open = open[:n]
+		if err := tl.write(cw, t, of[t], org); err != nil {
+			return err
 		}
-		var lastEnd, lastPeriod uint64
-		for i, s := range ss {
-			per := period(p, s)
-			st := p.StackAt(s.Stack)
-			unknown := len(st) == 0
-			depth := len(st)
-			if unknown {
-				depth = 1
-			}
-			// at(d) is the frame at depth d, root first.
-			at := func(d int) int32 {
-				if unknown {
-					return -1
-				}
-				return st[len(st)-1-d]
-			}
-			common := 0
-			if i > 0 && s.Time <= lastEnd+lastPeriod/2 {
-				for common < len(open) && common < depth && fj.same(open[common].frame, at(common)) {
-					common++
-				}
-				closeFrom(common, s.Time)
-			} else {
-				closeFrom(0, lastEnd)
-			}
-			for d := common; d < depth; d++ {
-				open = append(open, chromeSpan{frame: at(d), start: s.Time, depth: int32(d)})
-			}
-			lastEnd, lastPeriod = s.Time+per, per
-		}
-		closeFrom(0, lastEnd)
-		// In time order, parents before children; spans were made as
-		// they closed, children first.
-		sort.SliceStable(spans, func(a, b int) bool {
-			if spans[a].start != spans[b].start {
-				return spans[a].start < spans[b].start
-			}
-			return spans[a].depth < spans[b].depth
-		})
-		tail := fmt.Appendf(nil, `,"pid":%d,"tid":%d,"args":`, t.pid, t.tid)
-		for _, sp := range spans {
-			head, args := fj.get(sp.frame)
-			buf = append(buf[:0], head...)
-			buf = appendJSONFloat(buf, us(sp.start))
-			buf = append(buf, `,"dur":`...)
-			buf = appendJSONFloat(buf, float64(sp.end-sp.start)/1e3)
-			buf = append(buf, tail...)
-			buf = append(buf, args...)
-			buf = append(buf, '}')
-			if err := cw.raw(buf); err != nil {
-				return err
-			}
-		}
+		us := func(ns uint64) float64 { return float64(ns-org) / 1e3 }
 		for _, e := range callEvents(p, t, calls[t], us) {
 			if err := cw.event(e); err != nil {
 				return err
 			}
 		}
 	}
+	return nil
+}
+
+// chromeTimeline writes the events of threads' samples (see WriteChrome),
+// its buffers reused from one thread to the next.
+type chromeTimeline struct {
+	p   *profile.Profile
+	fj  chromeFrames
+	def uint64 // the period of a sample without one
+	// shared[i] is how many root frames the thread's sample i shares with
+	// sample i-1, or -1 when the thread was off the CPU in between (and
+	// for the first sample).
+	shared []int32
+	// ends[d] is the sample at which the event of depth d begun last
+	// ends: the first later one with shared < d+1 (len(ss): none).
+	ends  []int
+	group []chromeSpan // events that begin at one time, not yet written
+	buf   []byte
+}
+
+// chromeSpan is one complete event of a sample timeline: frame is an
+// index into Profile.Frames (-1: the "[unknown]" of an empty stack).
+type chromeSpan struct {
+	start, end uint64
+	frame      int32
+	depth      int32
+}
+
+func (tl *chromeTimeline) period(s *profile.Sample) uint64 {
+	if s.Period > 0 {
+		return s.Period
+	}
+	return tl.def * uint64(s.N())
+}
+
+// stack is sample s's frames, leaf first; an empty stack is the one frame
+// "[unknown]".
+func (tl *chromeTimeline) stack(s *profile.Sample) []int32 {
+	if st := tl.p.StackAt(s.Stack); len(st) > 0 {
+		return st
+	}
+	return unknownStack
+}
+
+var unknownStack = []int32{-1}
+
+// write writes the events of thread t, whose samples are p.Samples[ss[i]].
+func (tl *chromeTimeline) write(cw *chromeWriter, t threadID, ss []int32, org uint64) error {
+	p := tl.p
+	if !sort.SliceIsSorted(ss, func(a, b int) bool { return p.Samples[ss[a]].Time < p.Samples[ss[b]].Time }) {
+		sort.SliceStable(ss, func(a, b int) bool { return p.Samples[ss[a]].Time < p.Samples[ss[b]].Time })
+	}
+	// Two consecutive samples are contiguous when the second starts no
+	// later than half a period after the first one's interval ends;
+	// between them, the events of the frames the two stacks share from
+	// the root down stay open.
+	tl.shared = tl.shared[:0]
+	var prev []int32
+	var lastEnd, lastPeriod uint64
+	for i, j := range ss {
+		s := &p.Samples[j]
+		st := tl.stack(s)
+		n := int32(-1)
+		if i > 0 && s.Time <= lastEnd+lastPeriod/2 {
+			n = 0
+			for int(n) < len(prev) && int(n) < len(st) && tl.fj.same(prev[len(prev)-1-int(n)], st[len(st)-1-int(n)]) {
+				n++
+			}
+		}
+		tl.shared = append(tl.shared, n)
+		per := tl.period(s)
+		prev, lastEnd, lastPeriod = st, s.Time+per, per
+	}
+	// endAt is where an event that ends at sample k (len(ss): after the
+	// last one) ends: at k's time, or where k-1's interval ends when the
+	// thread was off the CPU before k.
+	endAt := func(k int) uint64 {
+		if k == len(ss) || tl.shared[k] < 0 {
+			s := &p.Samples[ss[k-1]]
+			return s.Time + tl.period(s)
+		}
+		return p.Samples[ss[k]].Time
+	}
+	tl.ends = tl.ends[:0]
+	tl.group = tl.group[:0]
+	tail := fmt.Appendf(nil, `,"pid":%d,"tid":%d,"args":`, t.pid, t.tid)
+	for i, j := range ss {
+		s := &p.Samples[j]
+		st := tl.stack(s)
+		if len(tl.group) > 0 && tl.group[0].start != s.Time {
+			if err := tl.flush(cw, tail, org); err != nil {
+				return err
+			}
+		}
+		for d := max(tl.shared[i], 0); int(d) < len(st); d++ {
+			for len(tl.ends) <= int(d) {
+				tl.ends = append(tl.ends, -1)
+			}
+			k := tl.ends[d]
+			if k <= i {
+				for k = i + 1; k < len(ss) && tl.shared[k] > d; k++ {
+				}
+				tl.ends[d] = k
+			}
+			tl.group = append(tl.group, chromeSpan{start: s.Time, end: max(endAt(k), s.Time), frame: st[len(st)-1-int(d)], depth: d})
+		}
+	}
+	return tl.flush(cw, tail, org)
+}
+
+// flush writes the events in tl.group, which all begin at one time,
+// parents before children.
+func (tl *chromeTimeline) flush(cw *chromeWriter, tail []byte, org uint64) error {
+	g := tl.group
+	if !sort.SliceIsSorted(g, func(a, b int) bool { return g[a].depth < g[b].depth }) {
+		sort.SliceStable(g, func(a, b int) bool { return g[a].depth < g[b].depth })
+	}
+	for _, sp := range g {
+		head, args := tl.fj.get(sp.frame)
+		b := append(tl.buf[:0], head...)
+		b = appendJSONMicros(b, sp.start-org)
+		b = append(b, `,"dur":`...)
+		b = appendJSONMicros(b, sp.end-sp.start)
+		b = append(b, tail...)
+		b = append(b, args...)
+		b = append(b, '}')
+		tl.buf = b
+		if err := cw.raw(b); err != nil {
+			return err
+		}
+	}
+	tl.group = g[:0]
 	return nil
 }
 
@@ -331,6 +381,27 @@ func (c *chromeFrames) get(i int32) (head, args []byte) {
 	return head, args
 }
 
+// appendJSONMicros appends ns/1000 as encoding/json writes float64(ns)/1e3,
+// without the cost of finding a float's shortest form (latency's
+// appendMicros always writes three decimals). Below 1e15 ns (the float's spacing under 0.0005) the
+// decimal with at most three fraction digits is the one shortest number
+// that reads back as the float, which is what encoding/json writes.
+func appendJSONMicros(b []byte, ns uint64) []byte {
+	if ns >= 1e15 {
+		return appendJSONFloat(b, float64(ns)/1e3)
+	}
+	b = strconv.AppendUint(b, ns/1000, 10)
+	r := ns % 1000
+	if r == 0 {
+		return b
+	}
+	b = append(b, '.', byte('0'+r/100), byte('0'+r/10%10), byte('0'+r%10))
+	for b[len(b)-1] == '0' {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
 // appendJSONFloat appends f as encoding/json writes a float64.
 func appendJSONFloat(b []byte, f float64) []byte {
 	abs := math.Abs(f)
@@ -352,7 +423,7 @@ func appendJSONFloat(b []byte, f float64) []byte {
 // callEvents turns a thread's traced calls into complete events, in start
 // order and parents before children; arguments, the exclusive time and
 // calls that did not return are in args.
-func callEvents(p *profile.Profile, t chromeThread, idx []int, us func(uint64) float64) []ChromeEvent {
+func callEvents(p *profile.Profile, t threadID, idx []int, us func(uint64) float64) []ChromeEvent {
 	sort.SliceStable(idx, func(a, b int) bool {
 		ca, cb := &p.Calls[idx[a]], &p.Calls[idx[b]]
 		if ca.Start != cb.Start {

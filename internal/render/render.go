@@ -9,6 +9,8 @@ package render
 
 import (
 	"fmt"
+	"slices"
+	"sort"
 	"strings"
 
 	"github.com/culprit-dev/culprit/internal/profile"
@@ -84,4 +86,57 @@ func origin(p *profile.Profile) uint64 {
 		return p.StartTime
 	}
 	return first
+}
+
+// threadID is a thread of a timeline.
+type threadID struct{ pid, tid uint32 }
+
+func threadLess(a, b threadID) bool {
+	if a.pid != b.pid {
+		return a.pid < b.pid
+	}
+	return a.tid < b.tid
+}
+
+// samplesByThread returns the threads of p's samples in order of pid and
+// tid, and for each its samples' indices in p.Samples, in p's order: four
+// bytes a sample, where a timeline would otherwise copy its samples thread
+// by thread.
+func samplesByThread(p *profile.Profile) ([]threadID, [][]int32) {
+	number := map[threadID]int32{}
+	var (
+		threads []threadID
+		counts  []int32
+	)
+	for i := range p.Samples {
+		s := &p.Samples[i]
+		t := threadID{s.PID, s.TID}
+		n, ok := number[t]
+		if !ok {
+			n = int32(len(threads))
+			number[t] = n
+			threads = append(threads, t)
+			counts = append(counts, 0)
+		}
+		counts[n]++
+	}
+	sorted := slices.Clone(threads)
+	sort.Slice(sorted, func(i, j int) bool { return threadLess(sorted[i], sorted[j]) })
+	order := make([]int32, len(p.Samples))
+	next := make([]int32, len(threads)) // by number: where its next index goes
+	samples := make([][]int32, len(sorted))
+	at := int32(0)
+	for i, t := range sorted {
+		n := number[t]
+		next[n] = at
+		samples[i] = order[at : at+counts[n]]
+		at += counts[n]
+	}
+	for i := range p.Samples {
+		s := &p.Samples[i]
+		n := number[threadID{s.PID, s.TID}]
+		order[next[n]] = int32(i)
+		next[n]++
+	}
+	return sorted, samples
 }

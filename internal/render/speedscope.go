@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
 	"strconv"
 
 	"github.com/culprit-dev/culprit/internal/profile"
@@ -21,12 +20,11 @@ type ssFrame struct {
 }
 
 // ssProfile is the profile of one thread while it is made: its samples'
-// stack ids and weights.
+// indices in Profile.Samples.
 type ssProfile struct {
 	name       string
 	start, end uint64
-	stacks     []int32
-	weights    []uint64
+	samples    []int32
 }
 
 // WriteSpeedscope writes p in speedscope's file format: shared frames
@@ -39,7 +37,7 @@ type ssProfile struct {
 //
 // The file is written as it is made rather than marshalled whole: each
 // stack's frame list is encoded once and copied for each of its samples,
-// and a thread's samples are kept as stack ids. Strings go through
+// and a thread's samples are kept as their indices. Strings go through
 // encoding/json, so the bytes are those json.Encoder would write.
 func WriteSpeedscope(w io.Writer, p *profile.Profile) error {
 	frames := []ssFrame{}
@@ -58,44 +56,36 @@ func WriteSpeedscope(w io.Writer, p *profile.Profile) error {
 		return i
 	}
 	stacks := map[int32][]byte{} // a stack's frame indexes, root first, as JSON
-	type thread struct{ pid, tid uint32 }
-	byThread := map[thread]*ssProfile{}
-	var threads []thread
-	org := origin(p)
-	for _, s := range p.Samples {
-		t := thread{s.PID, s.TID}
-		sp := byThread[t]
-		if sp == nil {
-			sp = &ssProfile{name: fmt.Sprintf("%s (pid %d, tid %d)", p.ThreadName(s.TID), s.PID, s.TID), start: s.Time - org}
-			byThread[t] = sp
-			threads = append(threads, t)
+	for i := range p.Samples {   // frames numbered in the samples' order
+		st := p.Samples[i].Stack
+		if _, ok := stacks[st]; ok {
+			continue
 		}
-		if _, ok := stacks[s.Stack]; !ok {
-			fs := stackFrames(p, s.Stack)
-			idx := make([]int, len(fs))
-			for i, f := range fs { // innermost first, as frames are numbered
-				idx[len(fs)-1-i] = frameOf(f)
-			}
-			b := []byte{'['}
-			for i, fi := range idx {
-				if i > 0 {
-					b = append(b, ',')
-				}
-				b = strconv.AppendInt(b, int64(fi), 10)
-			}
-			stacks[s.Stack] = append(b, ']')
+		fs := stackFrames(p, st)
+		idx := make([]int, len(fs))
+		for i, f := range fs { // innermost first, as frames are numbered
+			idx[len(fs)-1-i] = frameOf(f)
 		}
-		wt := period(p, s)
-		sp.stacks = append(sp.stacks, s.Stack)
-		sp.weights = append(sp.weights, wt)
-		sp.end += wt
+		b := []byte{'['}
+		for i, fi := range idx {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = strconv.AppendInt(b, int64(fi), 10)
+		}
+		stacks[st] = append(b, ']')
 	}
-	sort.Slice(threads, func(i, j int) bool {
-		if threads[i].pid != threads[j].pid {
-			return threads[i].pid < threads[j].pid
+	org := origin(p)
+	threads, samples := samplesByThread(p)
+	profiles := make([]ssProfile, len(threads))
+	for n, ss := range samples {
+		first := &p.Samples[ss[0]]
+		sp := &profiles[n]
+		*sp = ssProfile{name: fmt.Sprintf("%s (pid %d, tid %d)", p.ThreadName(first.TID), first.PID, first.TID), start: first.Time - org, samples: ss}
+		for _, i := range ss {
+			sp.end += period(p, p.Samples[i])
 		}
-		return threads[i].tid < threads[j].tid
-	})
+	}
 	bw := bufio.NewWriterSize(w, 256<<10)
 	str := func(v any) {
 		b, _ := json.Marshal(v) // strings and frames: cannot fail
@@ -107,8 +97,8 @@ func WriteSpeedscope(w io.Writer, p *profile.Profile) error {
 	str(frames)
 	bw.WriteString(`},"profiles":[`)
 	var num []byte
-	for n, t := range threads {
-		sp := byThread[t]
+	for n := range profiles {
+		sp := &profiles[n]
 		if n > 0 {
 			bw.WriteByte(',')
 		}
@@ -119,18 +109,18 @@ func WriteSpeedscope(w io.Writer, p *profile.Profile) error {
 		bw.WriteString(`,"endValue":`)
 		bw.Write(strconv.AppendUint(num[:0], sp.end+sp.start, 10))
 		bw.WriteString(`,"samples":[`)
-		for i, st := range sp.stacks {
+		for i, j := range sp.samples {
 			if i > 0 {
 				bw.WriteByte(',')
 			}
-			bw.Write(stacks[st])
+			bw.Write(stacks[p.Samples[j].Stack])
 		}
 		bw.WriteString(`],"weights":[`)
-		for i, wt := range sp.weights {
+		for i, j := range sp.samples {
 			if i > 0 {
 				bw.WriteByte(',')
 			}
-			num = strconv.AppendUint(num[:0], wt, 10)
+			num = strconv.AppendUint(num[:0], period(p, p.Samples[j]), 10)
 			bw.Write(num)
 		}
 		bw.WriteString(`]}`)

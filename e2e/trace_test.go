@@ -856,16 +856,67 @@ func TestTraceKeepHot(t *testing.T) {
 		return out, errs
 	}
 	trace() // the first trace of the build: statistics only
-	out, errs := trace()
+	out, errs := trace("--no-optimize", "dynamic-probing")
 	if !strings.Contains(errs, "1 functions over 1% of the exclusive time") {
 		t.Errorf("second trace: %s", errs)
 	}
 	if got, _ := traceReport(t, out).calls("leaf"); got != 100001 {
 		t.Errorf("leaf: %d calls recorded, want all 100001 (it is hot)", got)
 	}
+	// By default the pipeline probes it dynamically: removed after 200
+	// calls (checked every 20 ms), set again after 1 s.
+	out, errs = trace()
+	if !strings.Contains(errs, "probed dynamically: removed after 200 calls") {
+		t.Errorf("third trace: %s", errs)
+	}
+	if got, _ := traceReport(t, out).calls("leaf"); got <= 200 || got >= 100001 {
+		t.Errorf("leaf probed dynamically: %d calls recorded, want over 200 and fewer than all 100001\n%s", got, errs)
+	}
 	out, _ = trace("--keep-hot", "0")
 	if got, _ := traceReport(t, out).calls("leaf"); got != 0 {
 		t.Errorf("--keep-hot 0: leaf traced %d times, want left out (call_limit)", got)
+	}
+}
+
+// --hot-from judges which functions are hot by an untraced sampling
+// profile: leaf, called 300,000 times for a few per cent of the run, is
+// kept by the basic pipeline and probed dynamically, its probes removed
+// after 200 calls; without dynamic probing every call is recorded.
+func TestTraceHotFrom(t *testing.T) {
+	testutil.NeedRoot(t)
+	t.Setenv("CULPRIT_TRACE_STATS", t.TempDir())
+	bin := testutil.C(t, "tracecalls", []string{"tracecalls.c"}, "-O2", "-g", "-pthread")
+	work := []string{bin, "leaf", "300000", "spin", "300", "1"}
+	ref := rec(t)
+	if _, errs, code := run(t, append([]string{"record", "-F", "4999", "-o", ref, "--"}, work...)...); code != 0 {
+		t.Fatalf("record: exit %d, %s", code, errs)
+	}
+	trace := func(extra ...string) (traceJSON, string) {
+		out := rec(t)
+		args := append(append([]string{"trace", "--optimize", "basic", "--hot-from", ref}, extra...), "-f", "leaf", "-f", "spin", "-f", "main", "-o", out, "--")
+		_, errs, code := run(t, append(args, work...)...)
+		if code != 0 {
+			t.Fatalf("trace %v: exit %d, %s", extra, code, errs)
+		}
+		return traceReport(t, out), errs
+	}
+	r, errs := trace()
+	if !strings.Contains(errs, "of the run's time by") || !strings.Contains(errs, "probed dynamically: removed after 200 calls") ||
+		!strings.Contains(errs, "dynamic probing removed probes") || !strings.Contains(errs, "leaf") {
+		t.Errorf("stderr:\n%s", errs)
+	}
+	if got, _ := r.calls("leaf"); got <= 200 || got >= 300000 {
+		t.Errorf("leaf: %d calls recorded, want over 200 and fewer than 300000\n%s", got, errs)
+	}
+	if got, _ := r.calls("spin"); got != 1 {
+		t.Errorf("spin: %d calls recorded, want 1", got)
+	}
+	r, errs = trace("--no-optimize", "dynamic-probing")
+	if got, _ := r.calls("leaf"); got != 300000 {
+		t.Errorf("without dynamic probing, leaf: %d calls recorded, want all 300000\n%s", got, errs)
+	}
+	if _, errs, code := run(t, "trace", "--hot-from", ref, "-f", "leaf", "-o", rec(t), "--", bin, "leaf", "1"); code != 2 || !strings.Contains(errs, "--hot-from goes with") {
+		t.Errorf("--hot-from alone: exit %d, %s", code, errs)
 	}
 }
 

@@ -8,24 +8,32 @@
 //	PRT   main's inclusive time in ms (the program's run; "-" if main was not traced)
 //	FC    functions whose best model of duration against call order has
 //	      R² ≥ 0.5 (internal/analysis/models), per cent of PLR
-//	hot   with a reference recording of the same program traced without
-//	      optimization: of its functions whose exclusive time is over 1% of
-//	      the run (the sum of all exclusive times), how many were probed here
+//	hot   with reference recordings of the same program and workload: of
+//	      the functions whose exclusive time is over 1% of the run, how many
+//	      were probed here. A reference of culprit record (CPU samples of
+//	      untraced runs, as many files as needed for enough samples) gives
+//	      the shares trace.SampledShares reads; a traced reference (without
+//	      optimization) its summed exclusive times, inflated by the probes'
+//	      own cost.
 //
-//	tracemetrics CASE.rec [REFERENCE.rec]
+//	tracemetrics CASE.rec [REFERENCE.rec...]
 package main
 
 import (
 	"fmt"
 	"os"
+	"sort"
 
 	"github.com/culprit-dev/culprit/internal/analysis/models"
+	"github.com/culprit-dev/culprit/internal/analysis/trace"
+	"github.com/culprit-dev/culprit/internal/elfx"
+	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/loader"
 )
 
 func main() {
-	if len(os.Args) < 2 || len(os.Args) > 3 {
-		fmt.Fprintln(os.Stderr, "usage: tracemetrics CASE.rec [REFERENCE.rec]")
+	if len(os.Args) < 2 {
+		fmt.Fprintln(os.Stderr, "usage: tracemetrics CASE.rec [REFERENCE.rec...]")
 		os.Exit(2)
 	}
 	if err := run(os.Args[1:]); err != nil {
@@ -71,39 +79,77 @@ func run(args []string) error {
 		fc = 100 * float64(reliable) / float64(plr)
 	}
 	hot := "-"
-	if len(args) == 2 {
-		ref, err := loader.Load([]string{args[1]}, loader.Options{})
+	if len(args) >= 2 {
+		ref, err := loader.Load(args[1:], loader.Options{})
 		if err != nil {
 			return err
 		}
-		excl := map[string]uint64{}
-		var total uint64
-		for i := range ref.Calls {
-			c := &ref.Calls[i]
-			excl[ref.Probes[c.Probe].Function] += c.Exclusive()
-			total += c.Exclusive()
+		over, err := hotSet(ref, p)
+		if err != nil {
+			return err
 		}
 		probed := map[string]bool{}
 		for _, pr := range p.Probes {
-			probed[pr.Function] = true
+			probed[elfx.StripClones(pr.Function)] = true
 		}
-		n, kept := 0, 0
+		kept := 0
 		var missing []string
-		for f, e := range excl {
-			if float64(e) > 0.01*float64(total) {
-				n++
-				if probed[f] {
-					kept++
-				} else {
-					missing = append(missing, f)
-				}
+		for _, f := range over {
+			if probed[f] {
+				kept++
+			} else {
+				missing = append(missing, f)
 			}
 		}
-		hot = fmt.Sprintf("%d/%d", kept, n)
+		hot = fmt.Sprintf("%d/%d", kept, len(over))
 		if len(missing) > 0 {
 			hot += fmt.Sprintf(" (not probed: %v)", missing)
 		}
 	}
 	fmt.Printf("%d\t%d\t%d\t%s\t%.1f\t%s\n", len(p.Probes), plr, len(p.Calls), prt, fc, hot)
 	return nil
+}
+
+// hotSet returns the functions over 1% of the run in the reference ref,
+// clone suffixes removed: by CPU samples if it has them, else by the
+// summed exclusive times of its traced calls.
+func hotSet(ref, traced *profile.Profile) ([]string, error) {
+	var out []string
+	if len(ref.Calls) == 0 {
+		exe := ""
+		for _, pr := range traced.Probes {
+			if pr.Function == "main" {
+				exe = pr.Object
+			}
+		}
+		if exe == "" {
+			return nil, fmt.Errorf("a sampled reference needs main traced, to know the executable")
+		}
+		shares, n := trace.SampledShares(ref, exe, "main")
+		if n == 0 {
+			return nil, fmt.Errorf("the reference has no CPU samples in %s", exe)
+		}
+		for f, s := range shares {
+			if s.Share > 0.01 {
+				out = append(out, f)
+			}
+		}
+		sort.Strings(out)
+		fmt.Fprintf(os.Stderr, "tracemetrics: %d samples under main in the reference\n", n)
+		return out, nil
+	}
+	excl := map[string]uint64{}
+	var total uint64
+	for i := range ref.Calls {
+		c := &ref.Calls[i]
+		excl[elfx.StripClones(ref.Probes[c.Probe].Function)] += c.Exclusive()
+		total += c.Exclusive()
+	}
+	for f, e := range excl {
+		if float64(e) > 0.01*float64(total) {
+			out = append(out, f)
+		}
+	}
+	sort.Strings(out)
+	return out, nil
 }

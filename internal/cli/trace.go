@@ -115,8 +115,8 @@ calls), export --format chrome and diff. Patterns (#N sampling, --lib,
 			if o.TimedHz < 0 || o.TimedHz > 10000 {
 				return usagef("--timed-sampling takes a frequency from 1 to 10000 (Hz), or 0 for off")
 			}
-			if o.Probing == 0 && (c.Flags().Changed("reattach") || c.Flags().Changed("probing-check") || c.Flags().Changed("probing-wait")) {
-				return usagef("--reattach, --probing-check and --probing-wait go with --dynamic-probing N")
+			if o.Probing == 0 && (c.Flags().Changed("reattach") || (c.Flags().Changed("probing-check") || c.Flags().Changed("probing-wait")) && optimize == "") {
+				return usagef("--reattach goes with --dynamic-probing N; --probing-check and --probing-wait with --dynamic-probing N or --optimize")
 			}
 			if o.ProbingCheck <= 0 || o.ProbingWait <= 0 {
 				return usagef("--probing-check and --probing-wait must be positive durations")
@@ -163,6 +163,15 @@ calls), export --format chrome and diff. Patterns (#N sampling, --lib,
 			if o.Probing == 0 {
 				o.Probing = opt.Probing
 			}
+			if c.Flags().Changed("dynamic-probing") {
+				opt.HotProbing = 0 // the threshold given is for every function
+			}
+			if opt.HotProbing > 0 && o.Probing == 0 && !c.Flags().Changed("probing-check") {
+				// Only the hot functions are checked: a few map reads,
+				// cheap to make often, and each check's delay is calls
+				// of the busiest functions traced in full.
+				o.ProbingCheck = 20 * time.Millisecond
+			}
 			if err := preOptimize(&o, opt, exe, pid, diffBase, diffGit, pipeline, stderr); err != nil {
 				return err
 			}
@@ -199,8 +208,8 @@ calls), export --format chrome and diff. Patterns (#N sampling, --lib,
 	f.IntVar(&o.TimedHz, "timed-sampling", 0, "record calls only in alternate phases of 1/HZ seconds, gathering then dormant (Perun's timed sampling: a cpu-clock event flips a flag the probes read); 0: always")
 	f.Uint64Var(&o.Probing, "dynamic-probing", 0, "remove a function's probes once it has been called this many times (Perun's dynamic probing; the thesis uses 100000); 0: never")
 	f.BoolVar(&o.ProbingReattach, "reattach", false, "with --dynamic-probing: set removed probes again after an interval (--probing-wait) that doubles each time")
-	f.DurationVar(&o.ProbingCheck, "probing-check", 100*time.Millisecond, "with --dynamic-probing: how often the call counts are read")
-	f.DurationVar(&o.ProbingWait, "probing-wait", time.Second, "with --reattach: the first interval before removed probes are set again")
+	f.DurationVar(&o.ProbingCheck, "probing-check", 100*time.Millisecond, "with --dynamic-probing or --optimize: how often the call counts are read")
+	f.DurationVar(&o.ProbingWait, "probing-wait", time.Second, "with --reattach or --optimize: the first interval before removed probes are set again")
 	f.StringVar(&opt.Baseline, "dynamic-baseline", "", "leave out the functions an earlier trace of the same build found called too often or too constant to be worth it (Perun's dynamic baseline): soft or strict")
 	f.StringVar(&opt.Shaping, "call-graph-shaping", "", "leave out functions by the program's static call graph (Perun's call-graph shaping): match (those main cannot reach), soft or strict (trimming: also the lower levels, keeping the top half or quarter), prune (the bottom functions and short chains of their callers)")
 	f.StringVar(&opt.Static, "static-baseline", "", "leave out functions whose machine code bounds their time by a class at most this one, from the nesting of their loops (Perun's static baseline): constant, linear, quadratic, cubic or quartic")
@@ -211,6 +220,7 @@ calls), export --format chrome and diff. Patterns (#N sampling, --lib,
 	f.StringVar(&optimize, "optimize", "", "a pipeline of Perun's optimizations: basic (call-graph shaping strict, dynamic baseline strict), advanced (diff tracing semi-strict, shaping soft, dynamic baseline and sampling soft) or full (diff tracing strict, shaping prune, static baseline, dynamic baseline and sampling soft, dynamic probing 100000); flags given set their method")
 	f.StringVar(&opt.Stats, "stats", "", "the earlier statistics dynamic baseline, dynamic sampling and --keep-hot start from: @REV, a stored trace of that commit (default: the last trace of this build)")
 	f.Float64Var(&opt.KeepHot, "keep-hot", -1, "keep, whatever call-graph shaping and the baselines say, the functions over this per cent of the exclusive time earlier traces of the build recorded (default 1 with --optimize, else 0: off)")
+	f.StringArrayVar(&opt.HotFrom, "hot-from", nil, "with --keep-hot or --optimize: judge which functions are hot by the CPU samples of this recording of culprit record of the same program and workload (untraced, so not inflated by the probes' cost) instead of earlier traces; repeatable, to pool runs")
 	f.StringArrayVar(&noOpt, "no-optimize", nil, "switch off one method of the --optimize pipeline: "+strings.Join(optNames, ", ")+"; repeatable")
 	f.StringVarP(&o.Output, "output", "o", "culprit.rec", "recording file to write")
 	f.IntVarP(&pid, "pid", "p", 0, "attach to this running process instead of launching a command")

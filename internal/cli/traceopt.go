@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/culprit-dev/culprit/internal/analysis/trace"
+	"github.com/culprit-dev/culprit/internal/elfx"
 	"github.com/culprit-dev/culprit/internal/schema"
 	"github.com/culprit-dev/culprit/internal/tracer"
 )
@@ -28,6 +29,15 @@ type optimizations struct {
 	// those over KeepHot per cent of the exclusive time an earlier trace
 	// of the build recorded (on in the pipelines: 1).
 	KeepHot float64
+	// HotFrom are recordings of culprit record of the same program and
+	// workload: KeepHot's shares are then their CPU samples' (untraced),
+	// not earlier traces'.
+	HotFrom []string
+	// HotProbing > 0 sets dynamic probing, with reattach, on the functions
+	// KeepHot protects: their probes are removed after this many calls and
+	// set again after an interval that doubles (the pipelines' way of
+	// keeping frequently called functions affordable).
+	HotProbing uint64
 	// Stats (@REV) takes the earlier Dynamic Stats from a stored trace of
 	// that commit instead of the last trace of this build.
 	Stats string
@@ -53,6 +63,16 @@ func (o *optimizations) pipeline(name string, off []string) error {
 	}
 	if name != "" && o.KeepHot < 0 {
 		o.KeepHot = 1
+	}
+	// The hot functions kept are probed dynamically with Perun's
+	// re-attaching threshold, probing_reattach_coefficient (0.2) times
+	// the threshold base of the pipeline's mode (strict in basic: 1,000;
+	// soft: 10,000), Table A.4.
+	switch name {
+	case "basic":
+		o.HotProbing = 1000 * 2 / 10
+	case "advanced", "full":
+		o.HotProbing = 10000 * 2 / 10
 	}
 	switch name {
 	case "":
@@ -89,7 +109,7 @@ func (o *optimizations) pipeline(name string, off []string) error {
 		case "dynamic-sampling":
 			o.Sampling = ""
 		case "dynamic-probing":
-			o.Probing = 0
+			o.Probing, o.HotProbing = 0, 0
 		default:
 			return usagef("--no-optimize %q: use one of %s", n, strings.Join(optNames, ", "))
 		}
@@ -118,6 +138,12 @@ func (o *optimizations) validate() error {
 	}
 	if o.Stats != "" && !strings.HasPrefix(o.Stats, "@") {
 		return usagef("--stats %q: give @REV, a commit with a stored trace (culprit history add)", o.Stats)
+	}
+	if len(o.HotFrom) > 0 && o.KeepHot <= 0 {
+		return usagef("--hot-from goes with --keep-hot PERCENT or --optimize: it says which functions are hot")
+	}
+	if len(o.HotFrom) > 0 && o.Stats != "" {
+		return usagef("--hot-from and --stats both say which functions are hot: give one")
 	}
 	if o.Stats != "" && o.Baseline == "" && o.Sampling == "" && o.KeepHot <= 0 {
 		return usagef("--stats goes with --dynamic-baseline, --dynamic-sampling, --keep-hot or --optimize: nothing else reads earlier statistics")
@@ -225,23 +251,32 @@ func preOptimize(o *tracer.Options, opt optimizations, exe string, pid int, diff
 		}
 	}
 	if opt.KeepHot > 0 && (opt.Shaping != "" || opt.Static != "" || opt.Baseline != "") {
-		st, err := earlierStats(exe, opt.Stats)
-		if err != nil && opt.Stats != "" {
+		hot, from, err := hotFunctions(pr, opt)
+		if err != nil {
 			return err
 		}
-		if err == nil {
-			hot := trace.Hot(st, opt.KeepHot/100, pr.root)
+		if hot != nil {
 			if changed == nil {
 				changed = map[string]bool{}
 			}
-			n := 0
+			var kept []string
 			for _, f := range pr.probed {
-				if hot[f] && !changed[f] {
+				if hot[elfx.StripClones(f)] && !changed[f] {
 					changed[f] = true
-					n++
+					kept = append(kept, f)
 				}
 			}
-			fmt.Fprintf(stderr, "culprit: %d functions over %g%% of the exclusive time of earlier traces are kept whatever the methods say (--keep-hot)\n", n, opt.KeepHot)
+			how := ""
+			if opt.HotProbing > 0 && len(kept) > 0 {
+				if o.ProbingFor == nil {
+					o.ProbingFor = map[string]uint64{}
+				}
+				for _, f := range kept {
+					o.ProbingFor[f] = opt.HotProbing
+				}
+				how = fmt.Sprintf(", probed dynamically: removed after %d calls, set again after %s, then twice as long each time", opt.HotProbing, o.ProbingWait)
+			}
+			fmt.Fprintf(stderr, "culprit: %d functions over %g%% of %s are kept whatever the methods say (--keep-hot)%s\n", len(kept), opt.KeepHot, from, how)
 		}
 	}
 	if opt.Shaping != "" && len(pr.probed) > 0 {
@@ -283,6 +318,44 @@ func preOptimize(o *tracer.Options, opt optimizations, exe string, pid int, diff
 		o.Every = every
 	}
 	return nil
+}
+
+// hotFunctions returns the functions (clone suffixes removed) over
+// opt.KeepHot per cent of the run, and where that was measured: by the CPU
+// samples of opt.HotFrom, counting a function as over when the upper end of
+// its share's two-sigma interval is, so that sampling noise does not drop
+// one; else by the exclusive times of earlier traces (nil when there are
+// none).
+func hotFunctions(pr *program, opt optimizations) (map[string]bool, string, error) {
+	if len(opt.HotFrom) > 0 {
+		p, err := loadProfile(opt.HotFrom, io.Discard, false)
+		if err != nil {
+			return nil, "", fmt.Errorf("--hot-from: %w", err)
+		}
+		shares, n := trace.SampledShares(p, pr.exe, pr.root)
+		if n == 0 {
+			return nil, "", fmt.Errorf("--hot-from: no CPU sample of %s has %s on its stack: record the same program with culprit record", strings.Join(opt.HotFrom, ", "), pr.root)
+		}
+		hot := map[string]bool{}
+		for f, s := range shares {
+			if s.Share+s.Err > opt.KeepHot/100 {
+				hot[f] = true
+			}
+		}
+		return hot, fmt.Sprintf("the run's time by %d CPU samples", n), nil
+	}
+	st, err := earlierStats(pr.exe, opt.Stats)
+	if err != nil && opt.Stats != "" {
+		return nil, "", err
+	}
+	if err != nil {
+		return nil, "", nil
+	}
+	hot := map[string]bool{}
+	for f := range trace.Hot(st, opt.KeepHot/100, pr.root) {
+		hot[elfx.StripClones(f)] = true
+	}
+	return hot, "the exclusive time of earlier traces", nil
 }
 
 // staticBaseline returns the probed functions of a class at most class

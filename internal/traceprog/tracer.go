@@ -88,6 +88,7 @@ type Tracer struct {
 	links                          []link.Link       // entry probes (and dynamic probing's)
 	rets                           []link.Link       // return probes
 	own                            map[uint32]*owned // probes with links of their own (AttachEach)
+	closing                        sync.WaitGroup    // DetachProbes' links still being closed
 	rd                             *ringbuf.Reader
 	// loadHit loads the point-probe program, the first time a point probe
 	// is set: a trace without point probes does without it.
@@ -551,7 +552,10 @@ func (t *Tracer) Hits(id uint32) uint64 {
 }
 
 // DetachProbes removes AttachEach probes: their entries first, then,
-// after wait (calls in flight return meanwhile), their returns.
+// after wait (calls in flight return meanwhile), their returns. It
+// returns at once: closing a uprobe link waits for an RCU grace period
+// (tens to hundreds of milliseconds on a busy machine), during which the
+// caller goes on checking other probes; Detach and Close wait for it.
 func (t *Tracer) DetachProbes(ids []uint32, wait time.Duration) {
 	var entries, rets []link.Link
 	for _, id := range ids {
@@ -565,11 +569,18 @@ func (t *Tracer) DetachProbes(ids []uint32, wait time.Duration) {
 		}
 		o.entry, o.ret = nil, nil
 	}
-	closeLinks(entries)
-	if len(rets) > 0 {
-		time.Sleep(wait)
-		closeLinks(rets)
+	if len(entries) == 0 {
+		return
 	}
+	t.closing.Add(1)
+	go func() {
+		defer t.closing.Done()
+		closeLinks(entries)
+		if len(rets) > 0 {
+			time.Sleep(wait)
+			closeLinks(rets)
+		}
+	}()
 }
 
 // closeLinks closes links, many at once: closing a uprobe link waits for
@@ -626,6 +637,7 @@ func (t *Tracer) Detach() {
 		time.Sleep(retireWait)
 	}
 	closeLinks(rets)
+	t.closing.Wait()
 }
 
 // setStrs tells the programs which of a probe's arguments are strings.

@@ -48,7 +48,12 @@ type Options struct {
 	// Probing > 0 removes a function's probes once it has been called
 	// Probing times (Perun's dynamic probing); with ProbingReattach they
 	// are set again after an interval that doubles each time.
-	Probing         uint64
+	Probing uint64
+	// ProbingFor sets dynamic probing's threshold of the functions it
+	// names, over Probing, always with reattach (a pipeline keeps the hot
+	// functions it protects affordable this way while the others are
+	// traced in full).
+	ProbingFor      map[string]uint64
 	ProbingReattach bool
 	ProbingCheck    time.Duration // how often the counts are read (default 100 ms)
 	ProbingWait     time.Duration // first interval before setting probes again (default 1 s)
@@ -140,7 +145,8 @@ type probing struct {
 	next     time.Time            // next check
 	detached map[uint32]time.Time // probe → when to set it again (zero: never)
 	wait     map[uint32]time.Duration
-	names    []string // functions detached, in order
+	base     map[uint32]uint64 // probe → its hits when last set again
+	names    []string          // functions detached, in order
 }
 
 func monotonic() uint64 {
@@ -165,7 +171,7 @@ func prepare(o Options, exe string, pid int) (*session, error) {
 		}
 		return nil, fmt.Errorf("no function of %s matches the patterns given", exe)
 	}
-	sampling := o.Probing > 0 || o.TrapBudget > 0 // the programs count every probe's calls
+	sampling := o.Probing > 0 || len(o.ProbingFor) > 0 || o.TrapBudget > 0 // the programs count every probe's calls
 	for _, t := range targets {
 		sampling = sampling || t.Every > 1
 	}
@@ -184,7 +190,7 @@ func prepare(o Options, exe string, pid int) (*session, error) {
 	if o.Window <= 0 {
 		o.Window = time.Second
 	}
-	if o.TrapBudget > 0 && o.Probing > 0 {
+	if o.TrapBudget > 0 && (o.Probing > 0 || len(o.ProbingFor) > 0) {
 		return nil, fmt.Errorf("a trap budget and dynamic probing both remove probes: use one")
 	}
 	if o.RefineCheck <= 0 {
@@ -265,7 +271,7 @@ func (s *session) attach(pid int) error {
 	if err := s.set(0, pid); err != nil {
 		return err
 	}
-	s.probing = probing{next: time.Now().Add(s.o.ProbingCheck), detached: map[uint32]time.Time{}, wait: map[uint32]time.Duration{}}
+	s.probing = probing{next: time.Now().Add(s.o.ProbingCheck), detached: map[uint32]time.Time{}, wait: map[uint32]time.Duration{}, base: map[uint32]uint64{}}
 	s.res.Attach = time.Since(start)
 	s.win = windows{on: true, since: time.Now(), until: time.Now().Add(s.o.Window)}
 	s.res.Probes = len(s.targets)
@@ -275,21 +281,29 @@ func (s *session) attach(pid int) error {
 
 // set sets the probes of targets from index first on.
 func (s *session) set(first, pid int) error {
-	byObj := map[string][]traceprog.Probe{}
-	var order []string
+	// Probes dynamic probing may remove get a link each, so that each can
+	// be removed alone; the others share a link per object.
+	type group struct {
+		obj  string
+		each bool
+	}
+	byObj := map[group][]traceprog.Probe{}
+	var order []group
 	for i, t := range s.targets[first:] {
-		if _, ok := byObj[t.Object]; !ok {
-			order = append(order, t.Object)
+		g := group{t.Object, s.probingLimit(first+i) > 0}
+		if _, ok := byObj[g]; !ok {
+			order = append(order, g)
 		}
-		byObj[t.Object] = append(byObj[t.Object], traceprog.Probe{ID: uint32(first + i + 1), Offset: t.Offset, Rets: t.Rets, Every: t.Every, Point: t.Point, RefCtr: t.RefCtr, Args: t.USDTArgs,
+		byObj[g] = append(byObj[g], traceprog.Probe{ID: uint32(first + i + 1), Offset: t.Offset, Rets: t.Rets, Every: t.Every, Point: t.Point, RefCtr: t.RefCtr, Args: t.USDTArgs,
 			Strs: strArgs(t)})
 	}
-	for _, obj := range order {
+	for _, g := range order {
+		obj := g.obj
 		attach := s.t.Attach
-		if s.o.Probing > 0 {
-			attach = s.t.AttachEach // each probe can be removed alone
+		if g.each {
+			attach = s.t.AttachEach
 		}
-		if err := attach(obj, byObj[obj], pid); err != nil {
+		if err := attach(obj, byObj[g], pid); err != nil {
 			if ids := s.t.Refused(); len(ids) > s.refused {
 				var names []string
 				for _, id := range ids[s.refused:] {
@@ -521,7 +535,15 @@ func (s *session) finish(exitCode int) (Result, error) {
 		if n > 8 {
 			names = append(names[:8:8], fmt.Sprintf("and %d more", n-8))
 		}
-		s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("dynamic probing removed probes %d times after more than %d calls (%s): the counts of those functions stop there", n, s.o.Probing, strings.Join(names, ", ")))
+		limit := fmt.Sprintf("more than %d calls", s.o.Probing)
+		if len(s.o.ProbingFor) > 0 {
+			limit = "their thresholds' calls"
+		}
+		what := "the counts of those functions stop there"
+		if s.o.ProbingReattach || len(s.o.ProbingFor) > 0 {
+			what = "their calls are recorded while the probes are set, the intervals between doubling"
+		}
+		s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("dynamic probing removed probes %d times after %s (%s): %s", n, limit, strings.Join(names, ", "), what))
 	}
 	s.res.ExitCode = exitCode
 	s.w.Write(&recording.End{Time: now, Samples: events, Lost: s.res.Lost + s.res.Depth + eventsLost, ExitCode: int32(exitCode), Calls: s.res.Calls})
@@ -548,7 +570,7 @@ func (s *session) abandon() {
 // after a drain interval, so that calls in flight return); with reattach,
 // it is set again after an interval that doubles at each removal.
 func (s *session) probe() {
-	if s.o.Probing == 0 || time.Now().Before(s.probing.next) {
+	if s.o.Probing == 0 && len(s.o.ProbingFor) == 0 || time.Now().Before(s.probing.next) {
 		return
 	}
 	now := time.Now()
@@ -557,21 +579,28 @@ func (s *session) probe() {
 	defer func() { s.t.DetachProbes(gone, pollInterval) }()
 	for i := range s.targets {
 		id := uint32(i + 1)
+		limit := s.probingLimit(i)
+		if limit == 0 {
+			continue
+		}
+		_, own := s.o.ProbingFor[s.targets[i].Function]
+		reattach := s.o.ProbingReattach || own
 		if at, off := s.probing.detached[id]; off {
-			if s.o.ProbingReattach && !at.IsZero() && now.After(at) {
+			if reattach && !at.IsZero() && now.After(at) {
 				if err := s.t.ReattachProbe(id); err == nil {
 					delete(s.probing.detached, id)
+					s.probing.base[id] = s.t.Hits(id)
 				}
 			}
 			continue
 		}
-		if s.t.Hits(id) <= s.o.Probing {
+		if s.t.Hits(id)-s.probing.base[id] <= limit {
 			continue
 		}
 		gone = append(gone, id)
 		s.probing.names = append(s.probing.names, s.targets[i].Function)
 		var again time.Time
-		if s.o.ProbingReattach {
+		if reattach {
 			w := s.probing.wait[id]
 			if w == 0 {
 				w = s.o.ProbingWait
@@ -583,6 +612,17 @@ func (s *session) probe() {
 		}
 		s.probing.detached[id] = again
 	}
+}
+
+// probingLimit is dynamic probing's threshold for target i: 0 for none.
+func (s *session) probingLimit(i int) uint64 {
+	if i >= len(s.targets) {
+		return 0
+	}
+	if n, ok := s.o.ProbingFor[s.targets[i].Function]; ok {
+		return n
+	}
+	return s.o.Probing
 }
 
 // traps counts the traps the probes have taken: an entry and a return

@@ -1,0 +1,73 @@
+package trace
+
+import (
+	"path/filepath"
+	"slices"
+
+	"github.com/culprit-dev/culprit/internal/elfx"
+	"github.com/culprit-dev/culprit/internal/profile"
+	"github.com/culprit-dev/culprit/internal/recording"
+)
+
+// Share is one function's share of a sampled run's time, with its
+// two-sigma binomial error (profile.Err).
+type Share struct {
+	Share float64
+	Err   float64
+}
+
+// SampledShares reads the exclusive time of the functions of the
+// executable exe (matched by base name) from the CPU samples of an
+// untraced run (culprit record), as a trace of every function of exe
+// would measure it: a sample counts for the innermost frame of its stack
+// that lies in exe, so time in the C library or the kernel on behalf of a
+// function is that function's, as a traced call's exclusive time includes
+// its untraced callees. Only samples with root (main, main.main for Go)
+// of exe on their stack count, when root is given: shares are of root's
+// inclusive time, as a trace measures the run (the loader's and the C
+// library's start and exit left out). Names are source-level, clone suffixes removed
+// (elfx.StripClones). It also returns the number of samples counted.
+//
+// This is the reference against which a trace's probe reductions are
+// judged: a trace measures functions' times inflated by its own probes'
+// cost, which falls on the frequently called ones.
+func SampledShares(p *profile.Profile, exe, root string) (map[string]Share, int) {
+	base := filepath.Base(exe)
+	in, isRoot := map[int32]bool{}, map[int32]bool{}
+	for i, f := range p.Frames {
+		in[int32(i)] = !f.Kernel && filepath.Base(f.Object) == base
+		isRoot[int32(i)] = in[int32(i)] && f.Function == root
+	}
+	counts := map[string]int{}
+	total := 0
+	for _, s := range p.Samples {
+		if s.Event != recording.EventCPU {
+			continue
+		}
+		st := p.StackAt(s.Stack)
+		if root != "" && !slices.ContainsFunc(st, func(fi int32) bool { return isRoot[fi] }) {
+			continue
+		}
+		for _, fi := range st {
+			if !in[fi] {
+				continue
+			}
+			f := p.FrameAt(fi)
+			if f.Inlined {
+				continue // charged to the function it is inlined into, as probes see it
+			}
+			name := f.Function
+			if name == "" {
+				name = profile.Unknown
+			}
+			counts[elfx.StripClones(name)] += s.N()
+			total += s.N()
+			break
+		}
+	}
+	out := make(map[string]Share, len(counts))
+	for f, n := range counts {
+		out[f] = Share{Share: float64(n) / float64(total), Err: profile.Err(n, total)}
+	}
+	return out, total
+}

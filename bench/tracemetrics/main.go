@@ -27,8 +27,8 @@ import (
 	"github.com/culprit-dev/culprit/internal/analysis/models"
 	"github.com/culprit-dev/culprit/internal/analysis/trace"
 	"github.com/culprit-dev/culprit/internal/elfx"
-	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/loader"
+	"github.com/culprit-dev/culprit/internal/profile"
 )
 
 func main() {

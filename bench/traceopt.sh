@@ -10,8 +10,11 @@
 #   PL     probed functions; PLR: those with a recorded call; calls: recorded
 #   FC     share of PLR whose best model of duration against call order has
 #          R² ≥ 0.5 (internal/analysis/models), %
-#   hot    of the functions over 1% of the exclusive time of the no-opt run,
-#          how many were probed
+#   hot    of the functions over 1% of the run's exclusive time, measured
+#          untraced, how many were probed: the reference is REFRUNS (default
+#          200) runs of culprit record -F 9999 of the same command; the
+#          "+hot" pipelines judge what is hot by the first half of them
+#          (--hot-from) and are checked against the other half
 # PL/PLR/calls/FC/hot are from the last run. The Dynamic Stats the iterative
 # methods read are the ones the earlier cases of this script left (a fresh
 # directory each time; no-opt runs first), as the thesis precomputes them.
@@ -35,6 +38,17 @@ mkdir -p "$out"
 (cd "$root" && go build -o "$out/culprit" ./cmd/culprit && go build -o "$out/tracemetrics" ./bench/tracemetrics)
 export CULPRIT_TRACE_STATS=$out/stats
 
+refruns=${REFRUNS:-200}
+mkdir -p "$out/ref"
+hotfrom=()
+for i in $(seq "$refruns"); do
+	"$out/culprit" record -F 9999 -o "$out/ref/$i.rec" -- "$bin" "$@" >/dev/null 2>&1 || { echo "culprit record failed" >&2; exit 1; }
+	[ "$i" -le $((refruns / 2)) ] && hotfrom+=(--hot-from "$out/ref/$i.rec")
+done
+check=()
+for i in $(seq $((refruns / 2 + 1)) "$refruns"); do check+=("$out/ref/$i.rec"); done
+HOT=${hotfrom[*]}
+
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }
 
 cases=(
@@ -55,9 +69,10 @@ cases=(
 	"p:b|--optimize basic --keep-hot 0"
 	"p:a|--optimize advanced --keep-hot 0"
 	"p:f|--optimize full --keep-hot 0"
-	"p:b+hot|--optimize basic"
-	"p:a+hot|--optimize advanced"
-	"p:f+hot|--optimize full"
+	"p:b+hot|--optimize basic $HOT"
+	"p:b+hot-dp|--optimize basic $HOT --no-optimize dynamic-probing"
+	"p:a+hot|--optimize advanced $HOT"
+	"p:f+hot|--optimize full $HOT"
 )
 if [ -n "${OLDER:-}" ]; then
 	cases+=(
@@ -68,7 +83,7 @@ if [ -n "${OLDER:-}" ]; then
 		"p:f+dt|--optimize full --diff-base $OLDER"
 	)
 fi
-printf '%-8s %8s %8s %8s %6s %6s %8s %6s  %s\n' case PT PRT RDV PL PLR calls FC hot
+printf '%-10s %8s %8s %8s %6s %6s %8s %6s  %s\n' case PT PRT RDV PL PLR calls FC hot
 for c in "${cases[@]}"; do
 	name=${c%%|*}
 	flags=${c#*|}
@@ -79,15 +94,14 @@ for c in "${cases[@]}"; do
 		# shellcheck disable=SC2086
 		"$out/culprit" trace $flags -f '*' -o "$out/case.rec" -- "$bin" "$@" >/dev/null 2>"$out/log" || { cat "$out/log"; exit 1; }
 		t1=$(date +%s%N)
-		[ "$name" = no-opt ] && cp "$out/case.rec" "$out/ref.rec"
-		m=$("$out/tracemetrics" "$out/case.rec" "$out/ref.rec")
+		m=$("$out/tracemetrics" "$out/case.rec" "${check[@]}" 2>/dev/null)
 		[ "$i" -eq 1 ] && [ "$reps" -gt 1 ] && continue
 		echo $(((t1 - t0) / 1000000)) >>"$out/pt"
 		echo "$m" | cut -f4 >>"$out/prt"
 		echo $(($(stat -c %s "$out/case.rec") / 1024)) >>"$out/rdv"
 	done
 	IFS=$'\t' read -r pl plr calls _ fc hot <<<"$m"
-	printf '%-8s %8s %8s %8s %6s %6s %8s %6s  %s\n' "$name" "$(median <"$out/pt")" "$(median <"$out/prt")" "$(median <"$out/rdv")" \
+	printf '%-10s %8s %8s %8s %6s %6s %8s %6s  %s\n' "$name" "$(median <"$out/pt")" "$(median <"$out/prt")" "$(median <"$out/rdv")" \
 		"$pl" "$plr" "$calls" "$fc" "$hot"
 done
 echo "$(date -u +%Y-%m-%dT%H:%MZ); $(uname -r); load: $(cut -d' ' -f1-3 /proc/loadavg)"

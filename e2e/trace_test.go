@@ -920,6 +920,33 @@ func TestTraceHotFrom(t *testing.T) {
 	}
 }
 
+// --trap-budget in trace is variance's: over the budget every probe is
+// removed for a pause, the calls made then are not recorded, and the
+// report says so. 300,000 traced calls take over 0.3 s at any per-call
+// cost a uprobe pair has (≥ 1 µs), so the first 50 ms window ends while
+// leaf is being called, far over 2,000 traps a second.
+func TestTraceTrapBudget(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "tracecalls", []string{"tracecalls.c"}, "-O2", "-g", "-pthread")
+	out := rec(t)
+	stdout, errs, code := run(t, "trace", "--trap-budget", "2000", "--window", "50ms", "-f", "leaf", "-o", out, "--", bin, "leaf", "300000")
+	if code != 0 || !strings.Contains(errs, "over the budget of 2000 (--trap-budget)") {
+		t.Fatalf("exit %d, %s", code, errs)
+	}
+	made := counts(t, stdout)["leaf"]
+	got, _ := traceReport(t, out).calls("leaf")
+	if made != 300000 || got == 0 || got >= made {
+		t.Errorf("%d of %d leaf calls recorded, want some but not all", got, made)
+	}
+	_, rerr, code := run(t, "report", out)
+	if code != 0 || !strings.Contains(rerr, "to keep within a trap budget (--trap-budget): calls made then are not counted") {
+		t.Errorf("report: exit %d, %s", code, rerr)
+	}
+	if _, errs, code := run(t, "trace", "--trap-budget", "100", "--dynamic-probing", "10", "-f", "leaf", "-o", rec(t), "--", bin, "leaf", "1"); code != 2 || !strings.Contains(errs, "use one") {
+		t.Errorf("--trap-budget with --dynamic-probing: exit %d, %s", code, errs)
+	}
+}
+
 // A function the kernel will not probe (its first instruction has a lock
 // prefix) is left out with a warning that names it; the others are traced.
 func TestTraceRefusedProbe(t *testing.T) {

@@ -248,6 +248,19 @@ func reportTrace(c *cobra.Command, ff filterFlags, args []string, format, calls 
 
 func traceView(c *cobra.Command, p *profile.Profile, format, calls string, byCaller bool, top int) error {
 	out := c.OutOrStdout()
+	for _, m := range p.Metas {
+		if hz := m.Extra["timed_sampling_hz"]; hz != "" {
+			p.Warnings = append(p.Warnings, fmt.Sprintf("calls were recorded only in alternate phases of 1/%s s (--timed-sampling): the counts are of the calls made in the gathering phases", hz))
+			break
+		}
+	}
+	if n := len(p.ProbesOff); n > 0 {
+		var off uint64
+		for _, o := range p.ProbesOff {
+			off += o[1] - o[0]
+		}
+		p.Warnings = append(p.Warnings, fmt.Sprintf("the probes were removed %d times, %s in all, to keep within a trap budget (--trap-budget): calls made then are not counted", n, time.Duration(off).Round(time.Millisecond)))
+	}
 	extra := render.JSONExtra{Sources: p.Sources, Warnings: p.Warnings, Lost: p.Lost}
 	if calls != "" {
 		re, err := regexp.Compile(calls)
@@ -266,12 +279,6 @@ func traceView(c *cobra.Command, p *profile.Profile, format, calls string, byCal
 			return render.CallsJSON(out, list, extra)
 		}
 		return render.CallsText(out, list)
-	}
-	for _, m := range p.Metas {
-		if hz := m.Extra["timed_sampling_hz"]; hz != "" {
-			p.Warnings = append(p.Warnings, fmt.Sprintf("calls were recorded only in alternate phases of 1/%s s (--timed-sampling): the counts are of the calls made in the gathering phases", hz))
-			break
-		}
 	}
 	fs := trace.Functions(p, byCaller)
 	if format == "json" {

@@ -163,8 +163,19 @@ calls), export --format chrome and diff. Patterns (#N sampling, --lib,
 			if o.Probing == 0 {
 				o.Probing = opt.Probing
 			}
-			if c.Flags().Changed("dynamic-probing") {
-				opt.HotProbing = 0 // the threshold given is for every function
+			if o.TrapBudget < 0 || o.Window <= 0 {
+				return usagef("--trap-budget cannot be negative and --window must be a positive duration")
+			}
+			if c.Flags().Changed("window") && o.TrapBudget == 0 {
+				return usagef("--window goes with --trap-budget N")
+			}
+			if o.TrapBudget > 0 && o.Probing > 0 {
+				return usagef("--trap-budget and --dynamic-probing both remove probes to bound the cost: use one")
+			}
+			if c.Flags().Changed("dynamic-probing") || o.TrapBudget > 0 {
+				// the threshold given is for every function; a trap
+				// budget bounds the hot functions' cost instead
+				opt.HotProbing = 0
 			}
 			if opt.HotProbing > 0 && o.Probing == 0 && !c.Flags().Changed("probing-check") {
 				// Only the hot functions are checked: a few map reads,
@@ -222,6 +233,8 @@ calls), export --format chrome and diff. Patterns (#N sampling, --lib,
 	f.Float64Var(&opt.KeepHot, "keep-hot", -1, "keep, whatever call-graph shaping and the baselines say, the functions over this per cent of the exclusive time earlier traces of the build recorded (default 1 with --optimize, else 0: off)")
 	f.StringArrayVar(&opt.HotFrom, "hot-from", nil, "with --keep-hot or --optimize: judge which functions are hot by the CPU samples of this recording of culprit record of the same program and workload (untraced, so not inflated by the probes' cost) instead of earlier traces; repeatable, to pool runs")
 	f.StringArrayVar(&noOpt, "no-optimize", nil, "switch off one method of the --optimize pipeline: "+strings.Join(optNames, ", ")+"; repeatable")
+	f.Float64Var(&o.TrapBudget, "trap-budget", 0, "most probe traps a second, on average (each costs the program 1-10 µs, two per call): above it every probe is removed for a pause after each --window, and the calls made then are not recorded (as culprit variance does); 0: no limit, every call recorded")
+	f.DurationVar(&o.Window, "window", time.Second, "with --trap-budget: how long the probes stay set at a time")
 	f.StringVarP(&o.Output, "output", "o", "culprit.rec", "recording file to write")
 	f.IntVarP(&pid, "pid", "p", 0, "attach to this running process instead of launching a command")
 	f.DurationVar(&o.Duration, "duration", 0, "stop tracing after this long, e.g. 500ms, 10s (default: until the command exits, or Ctrl-C)")

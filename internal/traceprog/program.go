@@ -639,17 +639,21 @@ type ArgKind uint8
 const (
 	ArgConst ArgKind = iota + 1 // $imm: Off is the value
 	ArgReg                      // %reg: the register
-	ArgMem                      // off(%reg): memory at the register plus Off
+	ArgMem                      // off(%reg) or off(%base,%index,scale): memory at Off plus the registers
 )
 
 // ArgSpec is one USDT probe argument as sys/sdt.h describes it
-// ("SIZE@OPERAND", e.g. -4@%edi, 8@-8(%rbp), 4@$5): where its value is at
-// the probe and how many bytes it has.
+// ("SIZE@OPERAND", e.g. -4@%edi, 8@-8(%rbp), 4@$5, -8@(%rsp,%rcx,8)):
+// where its value is at the probe and how many bytes it has.
 type ArgSpec struct {
 	Kind ArgKind
-	Reg  int16 // pt_regs offset of the register (RegOffset)
+	Reg  int16 // pt_regs offset of the register (RegOffset); ArgMem: the base, -1 for none
 	Off  int64
 	Size int // 1, 2, 4 or 8 bytes
+	// Index and Scale, for ArgMem with Scale > 0: the address also adds
+	// the register at pt_regs offset Index times Scale (1, 2, 4 or 8).
+	Index int16
+	Scale int
 }
 
 // regOffsets are the pt_regs offsets (x86-64) of the registers by every
@@ -720,7 +724,19 @@ func (b *builder) usdtArgs(points []Probe) {
 				b.Emit(
 					asm.Mov.Imm(asm.R1, 0), // the bytes not read stay 0
 					asm.StoreMem(rTmp, slot, asm.R1, asm.DWord),
-					asm.LoadMem(asm.R3, rCtx, a.Reg, asm.DWord),
+					asm.Mov.Imm(asm.R3, 0),
+				)
+				if a.Reg >= 0 {
+					b.Emit(asm.LoadMem(asm.R3, rCtx, a.Reg, asm.DWord))
+				}
+				if a.Scale > 0 {
+					b.Emit(
+						asm.LoadMem(asm.R1, rCtx, a.Index, asm.DWord),
+						asm.Mul.Imm(asm.R1, int32(a.Scale)),
+						asm.Add.Reg(asm.R3, asm.R1),
+					)
+				}
+				b.Emit(
 					asm.LoadImm(asm.R1, a.Off, asm.DWord),
 					asm.Add.Reg(asm.R3, asm.R1),
 					asm.Mov.Reg(asm.R1, rTmp),

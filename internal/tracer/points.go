@@ -115,8 +115,9 @@ type usdtSite struct {
 // the bytes, negative for a signed value (-4@%edi, 8@-8(%rbp), 4@$5,
 // 8@(%rax)); without SIZE@, 8 bytes unsigned. It returns the specs and the
 // "argN:code:type" parameters, up to the first operand it cannot read
-// (a symbol relative to %rip, or base+index·scale), and says why it
-// stopped there ("" when it read them all).
+// (a symbol relative to %rip), and says why it stopped there ("" when it
+// read them all). Memory operands may index: off(%base,%index,scale),
+// off(,%index,scale).
 func ParseUSDTArgs(s string) ([]traceprog.ArgSpec, []string, string) {
 	return parseUSDTArgs(s, nil)
 }
@@ -160,12 +161,24 @@ func parseUSDTArgs(s string, global func(sym string) (int64, bool)) ([]traceprog
 				return specs, params, fmt.Sprintf("argument %d: register %s", i+1, op)
 			}
 			a.Kind, a.Reg = traceprog.ArgReg, r
-		case strings.HasSuffix(op, ")") && strings.Contains(op, "(%"):
+		case strings.HasSuffix(op, ")") && (strings.Contains(op, "(%") || strings.Contains(op, "(,%")):
 			open := strings.Index(op, "(")
-			reg := op[open+2 : len(op)-1]
+			parts := strings.Split(op[open+1:len(op)-1], ",")
+			reg := strings.TrimPrefix(parts[0], "%")
 			r, ok := traceprog.RegOffset(reg)
-			if !ok {
-				return specs, params, fmt.Sprintf("argument %d %q: only off(%%reg) is read", i+1, op)
+			if reg == "" && len(parts) == 3 {
+				r, ok = -1, true // no base: off(,%index,scale)
+			}
+			if !ok || len(parts) == 2 || len(parts) > 3 || reg != "" && !strings.HasPrefix(parts[0], "%") {
+				return specs, params, fmt.Sprintf("argument %d %q: only off(%%reg) and off(%%base,%%index,scale) are read", i+1, op)
+			}
+			if len(parts) == 3 {
+				x, okx := traceprog.RegOffset(strings.TrimPrefix(parts[1], "%"))
+				sc, err := strconv.Atoi(parts[2])
+				if !okx || !strings.HasPrefix(parts[1], "%") || err != nil || sc != 1 && sc != 2 && sc != 4 && sc != 8 {
+					return specs, params, fmt.Sprintf("argument %d %q: only off(%%reg) and off(%%base,%%index,scale) are read", i+1, op)
+				}
+				a.Index, a.Scale = x, sc
 			}
 			var off int64
 			if open > 0 {

@@ -127,8 +127,25 @@ func TestParseUSDTArgs(t *testing.T) {
 	if len(specs) != 1 || len(params) != 1 || why == "" {
 		t.Errorf("symbol operand without a resolver: %d specs, %q", len(specs), why)
 	}
-	if specs, _, why := ParseUSDTArgs("-4@-4(%rbp,%rax,4)"); len(specs) != 0 || why == "" {
-		t.Errorf("base+index operand: %d specs, %q", len(specs), why)
+	// Indexed memory operands: base+index·scale+off, and without a base.
+	specs, params, why = ParseUSDTArgs("-4@-4(%rbp,%rax,4) 8@(,%rcx,8) -8@(%rsp,%rcx,8)")
+	wantX := []traceprog.ArgSpec{
+		{Kind: traceprog.ArgMem, Reg: 32, Off: -4, Size: 4, Index: 80, Scale: 4},
+		{Kind: traceprog.ArgMem, Reg: -1, Size: 8, Index: 88, Scale: 8},
+		{Kind: traceprog.ArgMem, Reg: 152, Size: 8, Index: 88, Scale: 8},
+	}
+	if why != "" || len(specs) != 3 || len(params) != 3 {
+		t.Fatalf("indexed operands: %d specs, %q", len(specs), why)
+	}
+	for i := range wantX {
+		if specs[i] != wantX[i] {
+			t.Errorf("indexed spec %d: %+v, want %+v", i, specs[i], wantX[i])
+		}
+	}
+	for _, bad := range []string{"8@(%rax,%rcx,3)", "8@(%rax,%rcx)", "8@(%rax,%nosuch,2)", "8@(rax,%rcx,2)"} {
+		if specs, _, why := ParseUSDTArgs(bad); len(specs) != 0 || why == "" {
+			t.Errorf("%s: %d specs, %q", bad, len(specs), why)
+		}
 	}
 	if specs, _, why := ParseUSDTArgs("3@%eax"); len(specs) != 0 || why == "" {
 		t.Errorf("size 3: %d specs, %q", len(specs), why)

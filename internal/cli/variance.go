@@ -15,6 +15,7 @@ import (
 
 	"github.com/culprit-dev/culprit/internal/analysis/sched"
 	"github.com/culprit-dev/culprit/internal/analysis/variance"
+	"github.com/culprit-dev/culprit/internal/expr"
 	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/recording"
 	"github.com/culprit-dev/culprit/internal/render"
@@ -135,6 +136,12 @@ from VProfiler: docs/variance.md.`,
 				TrapBudget: budget, Window: window,
 				Extra: map[string]string{variance.ExtraStart: spec.Start, variance.ExtraEnd: spec.End, variance.ExtraKey: spec.Key, variance.ExtraAttach: spec.Attach,
 					variance.ExtraQueue: spec.Queue(), variance.ExtraQueueKey: spec.QueueKey}}
+			// Keys through pointers (c->id) are read at the probes.
+			for _, k := range append([]string{spec.Key}, strings.Split(spec.QueueKey, ":")...) {
+				if readsMemory(k) {
+					o.Reads = append(o.Reads, k)
+				}
+			}
 			names := []string{spec.Start, spec.End}
 			if spec.Enqueue != "" {
 				names = append(names, spec.Enqueue, spec.Dequeue)
@@ -204,7 +211,7 @@ from VProfiler: docs/variance.md.`,
 	f.SetInterspersed(false)
 	f.StringVar(&spec.Start, "start", "", "the function whose entry starts an interval (a request, a transaction), or a USDT probe usdt:PROVIDER:NAME (culprit/interval.h's usdt:culprit:interval_start)")
 	f.StringVar(&spec.End, "end", "", "the function whose return ends it, or a USDT probe usdt:PROVIDER:NAME (default: --start, each call an interval)")
-	f.StringVar(&spec.Key, "key", "", "pair starts and ends across threads by this expression over both functions' integer, pointer or char * (by its string) parameters (DWARF names), e.g. id or 'fd*65536+seq'")
+	f.StringVar(&spec.Key, "key", "", "pair starts and ends across threads by this expression over both functions' integer, pointer or char * (by its string) parameters (DWARF names) and what their pointers point to (read at entry), e.g. id, 'fd*65536+seq' or 'c->id'")
 	f.StringVar(&spec.Attach, "attach", "", "with --key, a function whose calls join the interval of their key while it is open (a worker taking a request up on another thread)")
 	f.StringVar(&queue, "queue", "", "ENQUEUE:DEQUEUE: the interval crosses a queue; the thread whose DEQUEUE returns the item its start's thread ENQUEUEd takes it over, up to that thread's next --end")
 	f.StringVar(&spec.QueueKey, "queue-key", "", "pair the queue's ends by an expression, EXPR or ENQ_EXPR:DEQ_EXPR (DEQUEUE's return value is `return`), e.g. 'job:return' (default: in order, a FIFO queue)")
@@ -457,4 +464,31 @@ func schedStates(in *variance.Input, tl *sched.Timeline) {
 		}
 		return out
 	}
+}
+
+// readsMemory reports whether a key expression goes through memory (a
+// member, an element, a dereference) rather than only registers.
+func readsMemory(src string) bool {
+	if src == "" {
+		return false
+	}
+	n, err := expr.Parse(src)
+	if err != nil {
+		return false // the analysis says what is wrong with it
+	}
+	var walk func(expr.Node) bool
+	walk = func(n expr.Node) bool {
+		switch n := n.(type) {
+		case *expr.Member, *expr.Index:
+			return true
+		case *expr.Unary:
+			return n.Op == "*" || walk(n.X)
+		case *expr.Binary:
+			return walk(n.X) || walk(n.Y)
+		case *expr.Cast:
+			return walk(n.X)
+		}
+		return false
+	}
+	return walk(n)
 }

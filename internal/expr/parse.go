@@ -492,3 +492,21 @@ func Idents(n Node) []string {
 	walk(n)
 	return out
 }
+
+// Paths name what an expression reaches from a variable, the same way
+// wherever they are built: a collector that reads c->id at a probe names
+// the value so, and an evaluator finds it by the same name.
+
+// PathMember is p.name, or p->name when arrow.
+func PathMember(p, name string, arrow bool) string {
+	if arrow {
+		return p + "->" + name
+	}
+	return p + "." + name
+}
+
+// PathIndex is p[i].
+func PathIndex(p string, i int64) string { return fmt.Sprintf("%s[%d]", p, i) }
+
+// PathDeref is (*p).
+func PathDeref(p string) string { return "(*" + p + ")" }

@@ -304,7 +304,9 @@ type Probe struct {
 	Offset   uint64 // file offset of the entry
 	Every    uint32 // every Every-th call is recorded, the first always (0, 1: all)
 	// Params name the arguments Call.Args holds, in order, for --args:
-	// "name type" each, e.g. "n long"; empty when not recorded.
+	// "name:code:type" each, e.g. "n:i8:long"; empty when not recorded.
+	// After the registers' may come values of memory the probe read at
+	// entry, named by their path ("c->id:i4:int").
 	Params []string
 	// Ret is the return value's "code:type", code as in Params ("" when
 	// not recorded, void, or not an integer, pointer or enum).

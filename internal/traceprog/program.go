@@ -19,7 +19,19 @@ const (
 	// C++ unwinding) one probe hit retires; the rest go at later hits.
 	popsPerHit = 8
 
-	frameSize  = 88
+	// MaxReads is how many values of memory a call record carries
+	// (Probe.Reads), each MaxHops pointer steps at most from an argument.
+	MaxReads = 2
+	MaxHops  = 3
+	// A probe's reads, in the reads map: per read, the argument's index+1
+	// (0: none), the number of hops, the size of the last read, a pad
+	// byte, then MaxHops signed 32-bit offsets.
+	readSize      = 4 + 4*MaxHops
+	readsValue    = MaxReads * readSize
+	rdArg, rdHops = 0, 1
+	rdSize, rdOff = 2, 4
+
+	frameSize  = 104
 	fStart     = 0
 	fChild     = 8
 	fSP        = 16
@@ -27,11 +39,12 @@ const (
 	fProbe     = 32
 	fFlags     = 36
 	fArgs      = 40
+	fMem       = 88
 	stackHdr   = 8
 	threadSize = stackHdr + MaxDepth*frameSize
 
 	// RecordSize is the size of a call record in the ring buffer.
-	RecordSize = 112
+	RecordSize = 128
 	rStart     = 0
 	rEnd       = 8
 	rChild     = 16
@@ -43,6 +56,7 @@ const (
 	rFlags     = 52
 	rArgs      = 56
 	rRet       = 104
+	rMem       = 112
 
 	// A call's strings (Options.Strings) travel in a record of their own,
 	// written just before the call's record on the same thread: its
@@ -118,6 +132,7 @@ const (
 type maps struct {
 	stacks, zero, counts, stats, events, phase int
 	strs                                       int // Strings: probe id → its string arguments
+	reads                                      int // Reads: probe id → its memory reads
 }
 
 type progOptions struct {
@@ -138,6 +153,9 @@ type progOptions struct {
 	// Strings: calls of probes with char * arguments (the strs map) are
 	// preceded by a record of those strings, read at the call's end.
 	Strings bool
+	// Reads: probes with memory reads (the reads map) read them at entry,
+	// after the argument registers are copied (needs Args).
+	Reads bool
 }
 
 type builder struct {
@@ -249,6 +267,14 @@ func (b *builder) emitCall(flags int32, ret bool) {
 			b.Emit(asm.Mov.Imm(asm.R1, 0), asm.StoreMem(rTmp, rArgs+8*i, asm.R1, asm.DWord))
 		}
 	}
+	for k := int16(0); k < MaxReads; k++ {
+		if b.o.Reads {
+			b.Emit(asm.LoadMem(asm.R1, rFrame, fMem+8*k, asm.DWord))
+		} else {
+			b.Emit(asm.Mov.Imm(asm.R1, 0))
+		}
+		b.Emit(asm.StoreMem(rTmp, rMem+8*k, asm.R1, asm.DWord))
+	}
 	if ret && b.o.Args {
 		b.Emit(
 			asm.LoadMem(asm.R1, rCtx, regAX, asm.DWord),
@@ -329,6 +355,74 @@ func (b *builder) emitStrings() {
 		asm.FnRingbufSubmit.Call(),
 	)
 	b.Mark(none)
+}
+
+// readMem fills the frame's memory slots from the probe's reads (the
+// reads map, by the probe id at slProbe): each starts from an argument
+// register copied to the frame, and at each hop adds the hop's offset and
+// reads what is there, 8 bytes (a pointer) on the way and the read's size
+// at the last hop. A read that faults leaves its slot 0 (the helper clears
+// its buffer), and so does every hop after it. rTmp is free here.
+func (b *builder) readMem() {
+	done := b.NewLabel("readsdone")
+	b.Emit(asm.Mov.Imm(asm.R1, 0))
+	for k := int16(0); k < MaxReads; k++ {
+		b.Emit(asm.StoreMem(rFrame, fMem+8*k, asm.R1, asm.DWord))
+	}
+	b.Emit(
+		asm.LoadMem(asm.R1, asm.RFP, slProbe, asm.Word),
+		asm.StoreMem(asm.RFP, slStrKey, asm.R1, asm.Word),
+	)
+	b.Lookup(b.m.reads, slStrKey)
+	b.Emit(
+		asm.JEq.Imm(asm.R0, 0, done),
+		asm.Mov.Reg(rTmp, asm.R0),
+	)
+	for k := int16(0); k < MaxReads; k++ {
+		base, slot := k*readSize, fMem+8*k
+		next, got := b.NewLabel("readnext"), b.NewLabel("readarg")
+		b.Emit(asm.LoadMem(asm.R1, rTmp, base+rdArg, asm.Byte))
+		for i := int16(0); i < MaxArgs; i++ {
+			skip := b.NewLabel("readskip")
+			b.Emit(
+				asm.JNE.Imm(asm.R1, int32(i+1), skip),
+				asm.LoadMem(asm.R2, rFrame, fArgs+8*i, asm.DWord),
+				asm.StoreMem(rFrame, slot, asm.R2, asm.DWord),
+				asm.Ja.Label(got),
+			)
+			b.Mark(skip)
+		}
+		b.Emit(asm.Ja.Label(next)) // no argument: nothing to read
+		b.Mark(got)
+		for h := int16(0); h < MaxHops; h++ {
+			sized := b.NewLabel("readsized")
+			b.Emit(
+				asm.LoadMem(asm.R2, rTmp, base+rdHops, asm.Byte),
+				asm.JLE.Imm(asm.R2, int32(h), next),
+				asm.LoadMem(asm.R3, rFrame, slot, asm.DWord),
+				asm.LoadMem(asm.R1, rTmp, base+rdOff+4*h, asm.Word),
+				asm.LSh.Imm(asm.R1, 32),
+				asm.ArSh.Imm(asm.R1, 32),
+				asm.Add.Reg(asm.R3, asm.R1),
+				asm.Mov.Imm(asm.R4, 0),
+				asm.StoreMem(rFrame, slot, asm.R4, asm.DWord),
+				asm.Mov.Imm(asm.R4, 8),
+				asm.JNE.Imm(asm.R2, int32(h+1), sized),
+				asm.LoadMem(asm.R4, rTmp, base+rdSize, asm.Byte),
+				asm.JEq.Imm(asm.R4, 0, next),
+				asm.JGT.Imm(asm.R4, 8, next),
+			)
+			b.Mark(sized)
+			b.Emit(
+				asm.Mov.Reg(asm.R1, rFrame),
+				asm.Add.Imm(asm.R1, int32(slot)),
+				asm.Mov.Reg(asm.R2, asm.R4),
+				asm.FnProbeReadUser.Call(),
+			)
+		}
+		b.Mark(next)
+	}
+	b.Mark(done)
 }
 
 // addChild adds the duration of the frame just retired (rFrame, ending at
@@ -534,6 +628,9 @@ func entryProgram(m maps, o progOptions) asm.Instructions {
 				asm.LoadMem(asm.R1, rCtx, r, asm.DWord),
 				asm.StoreMem(rFrame, fArgs+int16(8*i), asm.R1, asm.DWord),
 			)
+		}
+		if o.Reads {
+			b.readMem()
 		}
 	}
 	// The clock is read last, so that the probe's own cost falls outside
@@ -805,6 +902,8 @@ func hitProgram(m maps, o progOptions, points []Probe) asm.Instructions {
 		asm.StoreMem(rTmp, rChild, asm.R1, asm.DWord),
 		asm.StoreMem(rTmp, rSite, asm.R1, asm.DWord),
 		asm.StoreMem(rTmp, rRet, asm.R1, asm.DWord),
+		asm.StoreMem(rTmp, rMem, asm.R1, asm.DWord),
+		asm.StoreMem(rTmp, rMem+8, asm.R1, asm.DWord),
 	)
 	// With Args, the C argument registers as they are at the point (a
 	// USDT probe's arguments that its note places there).

@@ -53,6 +53,8 @@ type Options struct {
 	MaxDepth int
 	// Strings: some probe has char * arguments to copy (Probe.Strs).
 	Strings bool
+	// Reads: some probe reads memory at entry (Probe.Reads; needs Args).
+	Reads bool
 }
 
 // Probe is one traced function of an object.
@@ -75,6 +77,19 @@ type Probe struct {
 	// Strs are the (index+1) of up to MaxStrs char * arguments whose
 	// strings are copied (with Options.Strings); 0: none.
 	Strs [MaxStrs]uint8
+	// Reads are up to MaxReads values of memory read at entry (with
+	// Options.Reads), recorded in Call.Mem in this order.
+	Reads []Read
+}
+
+// Read is a value of memory reached from an argument register: Offs[0]
+// is added to the register's value and 8 bytes (a pointer) read there,
+// Offs[1] added to that, and so on; the last hop reads Size bytes (1 to
+// 8), zero-extended. c->id is one hop, c->req->id two.
+type Read struct {
+	Arg  int     // 0-based argument register
+	Offs []int32 // 1 to MaxHops
+	Size int
 }
 
 // Tracer holds the loaded programs, their maps and the attached links.
@@ -97,6 +112,7 @@ type Tracer struct {
 	// per attachPoints call with such probes.
 	argHits []*ebpf.Program
 	strs    *ebpf.Map              // Strings: probe id → its string arguments
+	reads   *ebpf.Map              // Reads: probe id → its memory reads
 	pending map[uint32]pendingStrs // by thread: a string record before its call's
 	// refused are the probes the kernel would not set (see Attach).
 	refused map[uint32]bool
@@ -125,6 +141,9 @@ type Call struct {
 	// Strs are the strings of the probe's Strs arguments, in that order
 	// (with Options.Strings; nil when none were recorded).
 	Strs []string
+	// Mem are the values of the probe's Reads, in that order (0 where a
+	// read faulted).
+	Mem [MaxReads]uint64
 }
 
 func explain(err error) error {
@@ -160,6 +179,9 @@ func New(o Options) (*Tracer, error) {
 	if o.Strings {
 		t.strs = mk(&ebpf.MapSpec{Name: "culprit_strs", Type: ebpf.Array, KeySize: 4, ValueSize: 4, MaxEntries: uint32(o.Probes + 1)})
 	}
+	if o.Reads && o.Args {
+		t.reads = mk(&ebpf.MapSpec{Name: "culprit_reads", Type: ebpf.Array, KeySize: 4, ValueSize: readsValue, MaxEntries: uint32(o.Probes + 1)})
+	}
 	if err != nil {
 		t.Close()
 		return nil, explain(fmt.Errorf("making the tracer's maps: %w", err))
@@ -167,6 +189,9 @@ func New(o Options) (*Tracer, error) {
 	m := maps{stacks: t.stacks.FD(), zero: t.zero.FD(), counts: t.counts.FD(), stats: t.stats.FD(), events: t.events.FD(), phase: t.phase.FD()}
 	if t.strs != nil {
 		m.strs = t.strs.FD()
+	}
+	if t.reads != nil {
+		m.reads = t.reads.FD()
 	}
 	attach := ebpf.AttachNone
 	if t.multi {
@@ -186,7 +211,7 @@ func New(o Options) (*Tracer, error) {
 	}
 	// Named as internal/sampleprog's program is: culprit_PID.
 	name := fmt.Sprintf("culprit_%d", os.Getpid()%10000000)
-	t.entry = load(name, entryProgram(m, progOptions{Go: o.Go, Args: o.Args, Sampling: o.Sampling, Timed: o.TimedHz > 0, MaxDepth: int32(o.MaxDepth), Strings: o.Strings}))
+	t.entry = load(name, entryProgram(m, progOptions{Go: o.Go, Args: o.Args, Sampling: o.Sampling, Timed: o.TimedHz > 0, MaxDepth: int32(o.MaxDepth), Strings: o.Strings, Reads: t.reads != nil}))
 	t.loadHit = func(points []Probe) (*ebpf.Program, error) {
 		p, err := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Name: name, Type: ebpf.Kprobe, AttachType: attach,
 			License: "GPL", Instructions: hitProgram(m, progOptions{Go: o.Go, Args: o.Args}, points)}, ebpf.ProgramOptions{LogSizeStart: 1 << 20})
@@ -196,9 +221,9 @@ func New(o Options) (*Tracer, error) {
 		return p, nil
 	}
 	if o.Go {
-		t.retInsn = load(name, returnProgram(m, progOptions{Go: true, Args: o.Args, RetAdjust: 0, Strings: o.Strings}))
+		t.retInsn = load(name, returnProgram(m, progOptions{Go: true, Args: o.Args, RetAdjust: 0, Strings: o.Strings, Reads: t.reads != nil}))
 	} else {
-		t.ret = load(name, returnProgram(m, progOptions{Args: o.Args, RetAdjust: 8, Strings: o.Strings}))
+		t.ret = load(name, returnProgram(m, progOptions{Args: o.Args, RetAdjust: 8, Strings: o.Strings, Reads: t.reads != nil}))
 	}
 	if err == nil && o.TimedHz > 0 {
 		t.flip, err = ebpf.NewProgram(&ebpf.ProgramSpec{Name: name, Type: ebpf.PerfEvent, License: "GPL", Instructions: flipProgram(m)})
@@ -256,6 +281,9 @@ func (t *Tracer) Attach(path string, probes []Probe, pid int) error {
 			return fmt.Errorf("setting probe %d: %w", p.ID, err)
 		}
 		if err := t.setStrs(p); err != nil {
+			return err
+		}
+		if err := t.setReads(p); err != nil {
 			return err
 		}
 	}
@@ -494,6 +522,9 @@ func (t *Tracer) AttachEach(path string, probes []Probe, pid int) error {
 		if err := t.setStrs(p); err != nil {
 			return err
 		}
+		if err := t.setReads(p); err != nil {
+			return err
+		}
 	}
 	set := 0
 	var firstErr error
@@ -653,6 +684,34 @@ func (t *Tracer) setStrs(p Probe) error {
 	return nil
 }
 
+// setReads tells the entry program which memory a probe reads.
+func (t *Tracer) setReads(p Probe) error {
+	if len(p.Reads) == 0 {
+		return nil
+	}
+	if t.reads == nil {
+		return fmt.Errorf("probe %d reads memory, but the tracer was made without Options.Reads and Args", p.ID)
+	}
+	if len(p.Reads) > MaxReads {
+		return fmt.Errorf("probe %d: at most %d memory reads a probe, not %d", p.ID, MaxReads, len(p.Reads))
+	}
+	var v [readsValue]byte
+	for k, r := range p.Reads {
+		if r.Arg < 0 || r.Arg >= MaxArgs || len(r.Offs) == 0 || len(r.Offs) > MaxHops || r.Size < 1 || r.Size > 8 {
+			return fmt.Errorf("probe %d: read %d (argument %d, %d hops, %d bytes) is not one the programs make", p.ID, k, r.Arg, len(r.Offs), r.Size)
+		}
+		b := v[k*readSize:]
+		b[rdArg], b[rdHops], b[rdSize] = uint8(r.Arg+1), uint8(len(r.Offs)), uint8(r.Size)
+		for h, off := range r.Offs {
+			binary.LittleEndian.PutUint32(b[rdOff+4*h:], uint32(off))
+		}
+	}
+	if err := t.reads.Put(p.ID, v[:]); err != nil {
+		return fmt.Errorf("setting probe %d's memory reads: %w", p.ID, err)
+	}
+	return nil
+}
+
 // pendingStrs is a string record waiting for its call's record.
 type pendingStrs struct {
 	start uint64
@@ -731,6 +790,9 @@ func decode(b []byte, c *Call) {
 		c.Args[i] = le.Uint64(b[rArgs+8*i:])
 	}
 	c.Ret = le.Uint64(b[rRet:])
+	for k := range c.Mem {
+		c.Mem[k] = le.Uint64(b[rMem+8*k:])
+	}
 }
 
 // Leftovers calls fn with the calls still open in the shadow stacks at
@@ -759,6 +821,11 @@ func (t *Tracer) Leftovers(end uint64, fn func(*Call)) {
 			}
 			for a := range c.Args {
 				c.Args[a] = le.Uint64(f[fArgs+8*a:])
+			}
+			if t.reads != nil {
+				for k := range c.Mem {
+					c.Mem[k] = le.Uint64(f[fMem+8*k:])
+				}
 			}
 			fn(&c)
 		}
@@ -797,7 +864,7 @@ func (t *Tracer) Close() {
 			p.Close()
 		}
 	}
-	for _, m := range []*ebpf.Map{t.stacks, t.zero, t.counts, t.stats, t.events, t.phase, t.strs} {
+	for _, m := range []*ebpf.Map{t.stacks, t.zero, t.counts, t.stats, t.events, t.phase, t.strs, t.reads} {
 		if m != nil {
 			m.Close()
 		}

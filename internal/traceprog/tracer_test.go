@@ -14,7 +14,7 @@ import (
 // Every variant of the programs passes the kernel's verifier.
 func TestLoads(t *testing.T) {
 	testutil.NeedRoot(t)
-	for _, o := range []Options{{Probes: 1}, {Args: true, Probes: 3}, {Go: true, Probes: 2}, {Go: true, Args: true, Probes: 5000}, {Sampling: true, Probes: 4}, {Go: true, Sampling: true, Args: true, Probes: 4}, {TimedHz: 5, Sampling: true, Probes: 2}, {MaxDepth: 3, Probes: 2}, {Go: true, MaxDepth: 1, Args: true, Probes: 2}} {
+	for _, o := range []Options{{Probes: 1}, {Args: true, Probes: 3}, {Go: true, Probes: 2}, {Go: true, Args: true, Probes: 5000}, {Sampling: true, Probes: 4}, {Go: true, Sampling: true, Args: true, Probes: 4}, {TimedHz: 5, Sampling: true, Probes: 2}, {MaxDepth: 3, Probes: 2}, {Go: true, MaxDepth: 1, Args: true, Probes: 2}, {Args: true, Reads: true, Probes: 3}, {Args: true, Reads: true, Strings: true, Sampling: true, Probes: 3}} {
 		tr, err := New(o)
 		if err != nil {
 			t.Errorf("%+v: %v", o, err)
@@ -46,10 +46,12 @@ func TestDecode(t *testing.T) {
 	put(rFlags, Unreturned, 4)
 	put(rArgs+8*5, 66, 8)
 	put(rRet, 5, 8)
+	put(rMem+8, 77, 8)
 	var c Call
 	decode(b, &c)
 	want := Call{Start: 100, End: 250, Child: 40, Site: 0x401234, PID: 7, TID: 9, Probe: 3, Caller: 2, Depth: 1, Flags: Unreturned, Ret: 5}
 	want.Args[5] = 66
+	want.Mem[1] = 77
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("decoded %+v, want %+v", c, want)
 	}

@@ -91,6 +91,13 @@ type Target struct {
 	RefCtr uint64
 	// USDTArgs are a USDT probe's argument operands (with --args).
 	USDTArgs []traceprog.ArgSpec
+	// Entry is the function's symbol value (its DWARF low PC).
+	Entry uint64
+	// Reads are memory the probe reads at entry (PlanReads), recorded
+	// after the parameters' registers and named by ReadParams
+	// ("c->id:i4:int").
+	Reads      []traceprog.Read
+	ReadParams []string
 }
 
 // findLib resolves a --lib name: a path as given, else a file of that name
@@ -255,7 +262,7 @@ func resolveObject(obj string, pats []Pattern, args bool, exclude map[string]boo
 			if !ok {
 				continue
 			}
-			t := Target{Object: obj, BuildID: bid, Function: fs.name, Offset: off, Every: p.Every}
+			t := Target{Object: obj, BuildID: bid, Function: fs.name, Offset: off, Every: p.Every, Entry: fs.value}
 			if !isGo {
 				var parts [][]byte
 				var starts []uint64

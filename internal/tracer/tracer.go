@@ -81,6 +81,10 @@ type Options struct {
 	Refine      func(calls []recording.Call, probes []recording.Probe, off []recording.ProbesOff) (more []string, done bool)
 	RefineCheck time.Duration
 	MoreProbes  int
+	// Reads are expressions over the traced functions' parameters whose
+	// memory the probes read at entry, with Args (PlanReads): c->id
+	// records the id member of what c points to.
+	Reads []string
 }
 
 // Result summarises a trace.
@@ -201,8 +205,14 @@ func prepare(o Options, exe string, pid int) (*session, error) {
 		strs = strs || strArgs(t) != [traceprog.MaxStrs]uint8{}
 	}
 	strs = o.Args && !isGo && (strs || o.MoreProbes > 0)
+	if len(o.Reads) > 0 && !o.Args {
+		return nil, fmt.Errorf("reading memory at the probes needs the arguments recorded (Args)")
+	}
+	if err := PlanReads(targets, o.Reads); err != nil {
+		return nil, err
+	}
 	t, err := traceprog.New(traceprog.Options{Go: isGo, Args: o.Args, Probes: len(targets) + o.MoreProbes, Sampling: sampling, TimedHz: o.TimedHz, MaxDepth: o.Depth,
-		Strings: strs})
+		Strings: strs, Reads: len(o.Reads) > 0})
 	if err != nil {
 		return nil, err
 	}
@@ -259,7 +269,7 @@ func strArgs(t Target) [traceprog.MaxStrs]uint8 {
 func (s *session) probes(first int, since uint64) {
 	for i, t := range s.targets[first:] {
 		p := recording.Probe{ID: uint32(first + i + 1), Function: t.Function, Object: t.Object, BuildID: t.BuildID,
-			Offset: t.Offset, Every: t.Every, Params: t.Params, Ret: t.Ret, Since: since}
+			Offset: t.Offset, Every: t.Every, Params: append(t.Params[:len(t.Params):len(t.Params)], t.ReadParams...), Ret: t.Ret, Since: since}
 		s.w.Write(&p)
 		s.recs = append(s.recs, p)
 	}
@@ -295,7 +305,7 @@ func (s *session) set(first, pid int) error {
 			order = append(order, g)
 		}
 		byObj[g] = append(byObj[g], traceprog.Probe{ID: uint32(first + i + 1), Offset: t.Offset, Rets: t.Rets, Every: t.Every, Point: t.Point, RefCtr: t.RefCtr, Args: t.USDTArgs,
-			Strs: strArgs(t)})
+			Strs: strArgs(t), Reads: t.Reads})
 	}
 	for _, g := range order {
 		obj := g.obj
@@ -350,6 +360,14 @@ func (s *session) refine() {
 		pats = append(pats, Pattern{Glob: globQuote(f)})
 	}
 	targets, _, err := Resolve(s.exe, s.pid, pats, s.o.Args)
+	if err == nil {
+		// Callees need not have the expressions' parameters.
+		if PlanReads(targets, s.o.Reads) != nil {
+			for i := range targets {
+				targets[i].Reads, targets[i].ReadParams = nil, nil
+			}
+		}
+	}
 	if err != nil {
 		s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("adding probes: %v", err))
 		s.o.Refine, s.round = nil, nil
@@ -445,8 +463,9 @@ func (s *session) record(c *traceprog.Call) {
 		rc.PID = uint32(s.pid)
 	}
 	if s.o.Args {
-		if n := len(s.targets[c.Probe-1].Params); n > 0 {
-			rc.Args = append([]uint64(nil), c.Args[:n]...)
+		if t := &s.targets[c.Probe-1]; len(t.Params) > 0 {
+			rc.Args = append([]uint64(nil), c.Args[:len(t.Params)]...)
+			rc.Args = append(rc.Args, c.Mem[:len(t.Reads)]...)
 		} else {
 			rc.Args = append([]uint64(nil), c.Args[:]...)
 		}

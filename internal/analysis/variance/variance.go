@@ -1267,13 +1267,34 @@ func (e argEnv) Var(name string) (expr.Object, error) {
 		code, _, _ := strings.Cut(e.p.Ret, ":")
 		return scalar{value(e.ret, code)}, nil
 	}
+	if _, ok := e.param(name); ok {
+		return path{e: e, root: name, p: name}, nil
+	}
+	var names []string
+	for _, p := range e.p.Params {
+		if n := strings.SplitN(p, ":", 2)[0]; isName(n) {
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 {
+		return nil, &expr.TypeError{Col: 1, Msg: fmt.Sprintf("%s has no parameter passed in an integer register that DWARF names", e.p.Function)}
+	}
+	return nil, &expr.TypeError{Col: 1, Msg: fmt.Sprintf("%s has no parameter %q (it has %s)", e.p.Function, name, strings.Join(names, ", "))}
+}
+
+// isName: a parameter's name, not a value read through one ("c->id").
+func isName(s string) bool { return !strings.ContainsAny(s, "-.[(*") }
+
+// param finds the recorded value named name: a parameter, or memory the
+// probe read through one (named by its path, "c->id").
+func (e argEnv) param(name string) (expr.Scalar, bool) {
 	for i, p := range e.p.Params {
 		f := strings.SplitN(p, ":", 3)
 		if f[0] != name {
 			continue
 		}
 		if i >= len(e.args) {
-			return nil, fmt.Errorf("%s: %w", name, expr.ErrMissing)
+			return expr.Scalar{}, false
 		}
 		code := ""
 		if len(f) > 1 {
@@ -1293,19 +1314,12 @@ func (e argEnv) Var(name string) (expr.Object, error) {
 			if n < len(e.strs) && e.args[i] != 0 {
 				h := fnv.New64a()
 				h.Write([]byte(e.strs[n]))
-				return scalar{expr.UintValue(h.Sum64())}, nil
+				return expr.UintValue(h.Sum64()), true
 			}
 		}
-		return scalar{value(e.args[i], code)}, nil
+		return value(e.args[i], code), true
 	}
-	var names []string
-	for _, p := range e.p.Params {
-		names = append(names, strings.SplitN(p, ":", 2)[0])
-	}
-	if len(names) == 0 {
-		return nil, &expr.TypeError{Col: 1, Msg: fmt.Sprintf("%s has no parameter passed in an integer register that DWARF names", e.p.Function)}
-	}
-	return nil, &expr.TypeError{Col: 1, Msg: fmt.Sprintf("%s has no parameter %q (it has %s)", e.p.Function, name, strings.Join(names, ", "))}
+	return expr.Scalar{}, false
 }
 
 // value reads a register as the integer its type code ("i4", "u8", "p",
@@ -1326,17 +1340,40 @@ func value(v uint64, code string) expr.Scalar {
 	return expr.UintValue(v)
 }
 
-// scalar is a parameter's value: a key reads the registers the probe
-// copied (and a char * parameter's recorded string), not memory, so
-// members and pointers are not followed.
+// scalar is a value with nothing behind it (a return value).
 type scalar struct{ v expr.Scalar }
 
 func (s scalar) Member(name string, arrow bool) (expr.Object, error) {
-	return nil, &expr.TypeError{Col: 1, Msg: "a key reads parameters, not the memory they point to (only a char * parameter's string): name an integer, pointer or string parameter (e.g. --key id or --key 'fd*65536+seq')"}
+	return nil, &expr.TypeError{Col: 1, Msg: "a return value is read from its register: culprit does not follow it into memory"}
 }
 func (s scalar) Index(int64) (expr.Object, error) { return s.Member("", false) }
 func (s scalar) Deref() (expr.Object, error)      { return s.Member("", false) }
 func (s scalar) Scalar() (expr.Scalar, error)     { return s.v, nil }
+
+// path is a parameter, or what is reached through it: the probe read the
+// memory at entry when the trace was asked for it (the tracer's reads,
+// named by the same paths), and the value is found by its path.
+type path struct {
+	e       argEnv
+	root, p string
+}
+
+func (p path) Member(name string, arrow bool) (expr.Object, error) {
+	return path{p.e, p.root, expr.PathMember(p.p, name, arrow)}, nil
+}
+func (p path) Index(i int64) (expr.Object, error) {
+	return path{p.e, p.root, expr.PathIndex(p.p, i)}, nil
+}
+func (p path) Deref() (expr.Object, error) { return path{p.e, p.root, expr.PathDeref(p.p)}, nil }
+func (p path) Scalar() (expr.Scalar, error) {
+	if v, ok := p.e.param(p.p); ok {
+		return v, nil
+	}
+	if p.p == p.root {
+		return expr.Scalar{}, fmt.Errorf("%s: %w", p.p, expr.ErrMissing)
+	}
+	return expr.Scalar{}, &expr.TypeError{Col: 1, Msg: fmt.Sprintf("%s was not read at %s's entry: culprit variance reads the memory its key names at the probes of --start, --end and --attach (DWARF types the member); other recordings hold only what they were asked to read", p.p, p.e.p.Function)}
+}
 
 // Heights gives each function of a call graph (callees by caller) its
 // height: the longest chain of calls below it, a function without callees

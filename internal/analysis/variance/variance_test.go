@@ -3,6 +3,7 @@ package variance
 import (
 	"math"
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -145,9 +146,27 @@ func TestKeyPairsAcrossThreads(t *testing.T) {
 	if r.Factors[0].Label() != "other" {
 		t.Errorf("first factor %s, want other (the hand-off wait)", r.Factors[0].Label())
 	}
+	// Both functions get the struct; the key is a member of it.
+	in.Probes[0].Params = append(in.Probes[0].Params, "q:p8:struct q *")
+	for i := range in.Calls {
+		if c := &in.Calls[i]; c.Probe == 0 {
+			c.Args = append(c.Args, 0xbeef)
+		}
+	}
 	in.Spec.Key = "q->id"
-	if _, err := Analyse(in); err == nil {
-		t.Error("a key through a pointer was accepted")
+	if _, err := Analyse(in); err == nil || !strings.Contains(err.Error(), "not read") {
+		t.Errorf("a key through a pointer the probes did not read: %v", err)
+	}
+	// Read at the probes, it is a value of the call named by its path,
+	// after the registers.
+	in.Probes[0].Params = append(in.Probes[0].Params, "q->id:i4:int")
+	in.Probes[1].Params = append(in.Probes[1].Params, "q->id:i4:int")
+	for i := range in.Calls {
+		c := &in.Calls[i]
+		c.Args = append(c.Args, uint64(7000-i/2))
+	}
+	if r, err := Analyse(in); err != nil || r.Intervals != 50 || r.Unpaired != 0 {
+		t.Errorf("a key read through a pointer: %v", err)
 	}
 	in.Spec.Key = "nosuch"
 	if _, err := Analyse(in); err == nil {

@@ -369,6 +369,54 @@ func TestTraceLeavesNothing(t *testing.T) {
 	}
 }
 
+// Ctrl-C (SIGINT) of culprit trace -p ends the trace cleanly: the
+// recording is complete, the target runs on, and no probe or BPF program
+// stays behind.
+func TestTraceInterruptLeavesNothing(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "tracecalls", []string{"tracecalls.c"}, "-O2", "-g", "-pthread")
+	target := exec.Command(bin, "spin", "20", "1000")
+	if err := target.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { target.Process.Kill(); target.Wait() }()
+	out := rec(t)
+	cmd := exec.Command(culprit, "trace", "-f", "spin", "-p", strconv.Itoa(target.Process.Pid), "-o", out)
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for len(culpritPrograms(t, cmd.Process.Pid)) < 2 && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	if p := culpritPrograms(t, cmd.Process.Pid); len(p) != 2 {
+		t.Fatalf("while tracing: %v loaded, want the entry and return programs", p)
+	}
+	cmd.Process.Signal(os.Interrupt)
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("culprit trace after SIGINT: %v\n%s", err, errb.String())
+	}
+	// The kernel frees a closed program after a grace period.
+	deadline = time.Now().Add(2 * time.Second)
+	for len(culpritPrograms(t, cmd.Process.Pid)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if p := culpritPrograms(t, cmd.Process.Pid); len(p) != 0 {
+		t.Errorf("after SIGINT: %v still loaded", p)
+	}
+	if ev, err := os.ReadFile("/sys/kernel/tracing/uprobe_events"); err == nil && strings.Contains(string(ev), filepath.Base(bin)) {
+		t.Errorf("uprobe_events still names %s:\n%s", bin, ev)
+	}
+	if err := target.Process.Signal(syscall.Signal(0)); err != nil {
+		t.Errorf("the target did not survive the trace: %v", err)
+	}
+	if _, rerr, code := run(t, "report", out); code != 0 {
+		t.Errorf("report of the interrupted trace: exit %d, %s", code, rerr)
+	}
+}
+
 // -f '*' traces every function of the program but its entry point (not
 // called: a return probe there would overwrite argc), and the program runs
 // as it does untraced.

@@ -9,10 +9,11 @@
 //     per unit — parsed on the first lookup that lands in it — the concrete
 //     out-of-line functions (clones such as f.constprop.0 included, named
 //     after their DW_AT_abstract_origin), their lexical blocks and inlined
-//     calls, and their parameters and locals. Info.Function(pc) and
-//     Function.Variables(pc) are binary searches over sorted interval
-//     tables; FunctionsNamed, Functions, Global and Globals parse every
-//     unit on their first call.
+//     calls (the tree elfx.FuncWalker builds, from which the symbolizer
+//     makes frames too), and their parameters and locals.
+//     Info.Function(pc) and Function.Variables(pc) are binary searches
+//     over sorted interval tables; FunctionsNamed, Functions, Global and
+//     Globals parse every unit on their first call.
 //   - Locations: single expressions, DWARF 4 .debug_loc and DWARF 5
 //     .debug_loclists lists (every DW_LLE_* kind, base addresses, indexes
 //     into .debug_addr through DW_AT_addr_base and DW_FORM_loclistx through

@@ -78,3 +78,38 @@ func TestNamesAgreeWithSymbolizer(t *testing.T) {
 		t.Logf("%s: %d functions, %d addresses, %d in inlined calls", bin[strings.LastIndexByte(bin, '/')+1:], len(fns), checked, inlined)
 	}
 }
+
+// A function the linker dropped (--gc-sections) keeps its DWARF with its
+// address relocated to 0: it is no function of the program, for value
+// sampling as for the symbolizer (elfx.Ranges). Linked without
+// --gc-sections, it is one.
+func TestDroppedFunctionIsNone(t *testing.T) {
+	for _, c := range []struct {
+		flags []string
+		want  int
+	}{
+		{[]string{"-O2", "-g", "-ffunction-sections"}, 1},
+		{[]string{"-O2", "-g", "-ffunction-sections", "-Wl,--gc-sections"}, 0},
+	} {
+		bin := testutil.C(t, "gcsections", []string{"gcsections.c"}, c.flags...)
+		info, err := dwarfx.Open(bin)
+		if err != nil {
+			t.Fatal(err)
+		}
+		fns := info.FunctionsNamed("unused")
+		if len(fns) != c.want {
+			t.Errorf("%v: %d functions named unused, want %d", c.flags, len(fns), c.want)
+		}
+		for _, fn := range fns {
+			if fn.Entry == 0 {
+				t.Errorf("%v: unused at 0", c.flags)
+			}
+		}
+		if fn, ok := info.Function(8); ok {
+			t.Errorf("%v: %s at 8", c.flags, fn.Name)
+		}
+		if len(info.FunctionsNamed("used")) != 1 {
+			t.Errorf("%v: used not found", c.flags)
+		}
+	}
+}

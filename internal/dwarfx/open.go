@@ -19,13 +19,15 @@ import (
 // parsed on the first lookup that lands in it, and location lists and types
 // on first use of a variable.
 type Info struct {
-	path string
-	d    *dwarf.Data
-	isGo bool // built by Go: names as they are (elfx.FuncName)
+	path        string
+	d           *dwarf.Data
+	isGo        bool // built by Go: names as they are (elfx.FuncName)
+	relocatable bool // an ET_REL object: ranges may start at 0 (elfx.Ranges)
 
 	// mu serialises the use of d (debug/dwarf's type cache is not safe for
 	// concurrent use) and guards the lazily filled maps below.
 	mu        sync.Mutex
+	walk      *elfx.FuncWalker // builds units' function trees (elfx, as the symbolizer)
 	baseTypes map[dwarf.Offset]elfx.BaseType
 	types     map[dwarf.Type]*Type
 	foreign   map[dwarf.Offset]*die // DIEs of other units reached by references
@@ -109,12 +111,14 @@ func FromELF(f *elf.File) (*Info, error) {
 	}
 	d, secs := dw.Data, dw.Sections
 	i := &Info{
-		d:         d,
-		isGo:      elfx.IsGo(f),
-		baseTypes: map[dwarf.Offset]elfx.BaseType{},
-		types:     map[dwarf.Type]*Type{},
-		foreign:   map[dwarf.Offset]*die{},
-		unitAt:    map[dwarf.Offset]*unit{},
+		d:           d,
+		isGo:        elfx.IsGo(f),
+		relocatable: f.Type == elf.ET_REL,
+		walk:        elfx.NewFuncWalker(d, elfx.IsGo(f), f.Type == elf.ET_REL),
+		baseTypes:   map[dwarf.Offset]elfx.BaseType{},
+		types:       map[dwarf.Type]*Type{},
+		foreign:     map[dwarf.Offset]*die{},
+		unitAt:      map[dwarf.Offset]*unit{},
 		sec: sections{
 			info:     secs["info"],
 			loc:      secs["loc"],

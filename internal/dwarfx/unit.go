@@ -5,7 +5,6 @@ import (
 
 	"debug/dwarf"
 	"encoding/binary"
-	"sort"
 	"sync"
 	"sync/atomic"
 )
@@ -35,6 +34,7 @@ type unit struct {
 
 	// During parse only.
 	byOff map[dwarf.Offset]*die
+	nodes map[dwarf.Offset]*elfx.FuncNode // functions with code and inlined calls, by DIE
 }
 
 // die is a DIE with its children, built while parsing a unit.
@@ -94,27 +94,14 @@ func (u *unit) parse() {
 				u.err = bad("unit at %#x: %v", u.hdrOff, r)
 				u.fns, u.globals, u.fnIdx = nil, nil, ivIndex{}
 			}
-			u.byOff = nil
+			u.byOff, u.nodes = nil, nil
 			u.parsed.Store(true)
 		}()
-		u.byOff = map[dwarf.Offset]*die{}
-		root, err := i.readTree(u.dieOff, u.byOff)
-		if root == nil {
-			u.err = err
-			u.byOff = nil
-			return
-		}
+		root, err := u.readUnit()
 		u.err = err
-		if u.hasLines {
-			if lr, err := i.d.LineReader(root.Entry); err == nil && lr != nil {
-				for _, f := range lr.Files() {
-					name := ""
-					if f != nil {
-						name = f.Name
-					}
-					u.files = append(u.files, name)
-				}
-			}
+		if root == nil {
+			u.byOff, u.nodes = nil, nil
+			return
 		}
 		u.walkTop(root)
 		for k, fn := range u.fns {
@@ -123,8 +110,48 @@ func (u *unit) parse() {
 			}
 		}
 		u.fnIdx.build()
-		u.byOff = nil
+		u.byOff, u.nodes = nil, nil
 	})
+}
+
+// readUnit reads the unit's DIEs into byOff, as a tree under the returned
+// root, and its functions and inlined calls into nodes, in the one walk the
+// symbolizer's inline tree is built by. Callers hold i.mu.
+func (u *unit) readUnit() (*die, error) {
+	i := u.info
+	u.byOff = map[dwarf.Offset]*die{}
+	u.nodes = map[dwarf.Offset]*elfx.FuncNode{}
+	r := i.d.Reader()
+	r.Seek(u.dieOff)
+	e, err := r.Next()
+	if err != nil || e == nil {
+		return nil, err
+	}
+	root := &die{Entry: e}
+	u.byOff[e.Offset] = root
+	if u.hasLines {
+		if lr, err := i.d.LineReader(e); err == nil && lr != nil {
+			for _, f := range lr.Files() {
+				name := ""
+				if f != nil {
+					name = f.Name
+				}
+				u.files = append(u.files, name)
+			}
+		}
+	}
+	_, err = i.walk.Walk(r, e, u.files, func(e, parent *dwarf.Entry, n *elfx.FuncNode) bool {
+		d := &die{Entry: e}
+		u.byOff[e.Offset] = d
+		if p := u.byOff[parent.Offset]; p != nil {
+			p.kids = append(p.kids, d)
+		}
+		if n != nil {
+			u.nodes[e.Offset] = n
+		}
+		return true
+	})
+	return root, err
 }
 
 // walkTop visits the children of the unit (and of namespaces).
@@ -176,21 +203,6 @@ func (u *unit) dieAt(off dwarf.Offset) *die {
 	return t
 }
 
-// dieNames returns the naming attributes of the DIE at off.
-func (u *unit) dieNames(off dwarf.Offset) (elfx.DIENames, bool) {
-	d := u.dieAt(off)
-	if d == nil {
-		return elfx.DIENames{}, false
-	}
-	return elfx.NamesOf(d.Entry), true
-}
-
-// funcName names the subprogram or inlined subroutine d as the symbolizer
-// names its frames.
-func (u *unit) funcName(d *die) string {
-	return elfx.FuncName(d.Offset, u.info.isGo, u.dieNames)
-}
-
 // origin returns the DIE that d completes: its abstract origin or the
 // declaration it specifies.
 func (u *unit) origin(d *die) *die {
@@ -225,76 +237,28 @@ func (u *unit) decl(d *die) (string, int) {
 	return file, int(line)
 }
 
-func (u *unit) fileName(n any) string {
-	if k, ok := n.(int64); ok && k >= 0 && k < int64(len(u.files)) {
-		return u.files[k]
-	}
-	return ""
-}
-
 func hasPC(d *die) bool {
 	return d.Val(dwarf.AttrLowpc) != nil || d.Val(dwarf.AttrRanges) != nil
 }
 
-// ranges returns d's address ranges, sorted and without empty ones.
+// ranges returns the address ranges of a lexical block by the rule of
+// functions and inlined calls (elfx.Ranges).
 func (u *unit) ranges(d *die) [][2]uint64 {
-	var rs [][2]uint64
-	if d.Val(dwarf.AttrRanges) != nil {
-		r, err := u.info.d.Ranges(d.Entry)
-		if err != nil {
-			return nil
-		}
-		rs = r
-	} else if lo, ok := d.Val(dwarf.AttrLowpc).(uint64); ok {
-		switch hi := d.Val(dwarf.AttrHighpc).(type) {
-		case uint64:
-			rs = [][2]uint64{{lo, hi}}
-		case int64:
-			rs = [][2]uint64{{lo, lo + uint64(hi)}}
-		}
-	}
-	out := rs[:0]
-	for _, r := range rs {
-		if r[1] > r[0] {
-			out = append(out, r)
-		}
-	}
-	sort.Slice(out, func(a, b int) bool { return out[a][0] < out[b][0] })
-	return out
-}
-
-func entryPC(d *die, rs [][2]uint64) uint64 {
-	switch v := d.Val(dwarf.AttrEntrypc).(type) {
-	case uint64:
-		return v
-	case int64:
-		if lo, ok := d.Val(dwarf.AttrLowpc).(uint64); ok {
-			return lo + uint64(v)
-		}
-		if len(rs) > 0 {
-			return rs[0][0] + uint64(v)
-		}
-	}
-	if lo, ok := d.Val(dwarf.AttrLowpc).(uint64); ok {
-		return lo
-	}
-	if len(rs) > 0 {
-		return rs[0][0]
-	}
-	return 0
+	return elfx.Ranges(u.info.d, d.Entry, u.info.relocatable)
 }
 
 // addFunction records d if it is a concrete function with code.
 func (u *unit) addFunction(d *die) {
-	rs := u.ranges(d)
-	if len(rs) == 0 {
+	n := u.nodes[d.Offset]
+	if n == nil {
 		return
 	}
+	rs := n.Ranges
 	fn := &Function{
-		Name:    u.funcName(d),
+		Name:    n.Name,
 		Linkage: u.str(d, dwarf.AttrLinkageName),
 		Ranges:  rs,
-		Entry:   entryPC(d, rs),
+		Entry:   n.Entry,
 		Unit:    u.name,
 		u:       u,
 	}
@@ -349,18 +313,17 @@ func (u *unit) fill(fn *Function, sc *scope, d *die, inl *Inline) {
 			u.fill(fn, c, k, inl)
 			sc.kids = append(sc.kids, c)
 		case dwarf.TagInlinedSubroutine:
-			rs := u.ranges(k)
-			if len(rs) == 0 {
+			n := u.nodes[k.Offset]
+			if n == nil {
 				continue
 			}
-			cl, _ := k.Val(dwarf.AttrCallLine).(int64)
-			cc, _ := k.Val(dwarf.AttrCallColumn).(int64)
+			rs := n.Ranges
 			in := &Inline{
-				Name:       u.funcName(k),
-				CallFile:   u.fileName(k.Val(dwarf.AttrCallFile)),
-				CallLine:   int(cl),
-				CallColumn: int(cc),
-				Entry:      entryPC(k, rs),
+				Name:       n.Name,
+				CallFile:   n.CallFile,
+				CallLine:   n.CallLine,
+				CallColumn: n.CallColumn,
+				Entry:      n.Entry,
 				Ranges:     rs,
 				Parent:     inl,
 				Func:       fn,

@@ -21,14 +21,14 @@ type dwIndex struct {
 	d    *dwarf.Data
 	isGo bool
 
-	mu    sync.Mutex                     // serialises parsing (debug/dwarf readers share caches)
-	names map[dwarf.Offset]elfx.DIENames // subprogram naming attributes seen or read, by DIE offset
+	mu   sync.Mutex       // serialises parsing (debug/dwarf readers share caches)
+	walk *elfx.FuncWalker // builds each unit's function trees; under mu
 
 	cus    []cuRange // units with address ranges, sorted by lo
 	maxHi  []uint64  // maxHi[i] = max(cus[0..i].hi)
 	noRng  []*cuInfo // units without address ranges, parsed only when nothing else matches
 	noOnce sync.Once
-	noFns  funcIndex
+	noFns  elfx.FuncIndex
 }
 
 type cuRange struct {
@@ -43,7 +43,8 @@ type cuInfo struct {
 	parsed bool // set inside once (tests count parsed units)
 
 	lines []lineRow
-	fns   funcIndex
+	funcs []*elfx.FuncNode // functions with code, with their inlined calls
+	fns   elfx.FuncIndex
 }
 
 type lineRow struct {
@@ -53,108 +54,16 @@ type lineRow struct {
 	end  bool // end_sequence: no line from addr on
 }
 
-// inlNode is a concrete function (DW_TAG_subprogram with code) or an
-// inlined call (DW_TAG_inlined_subroutine) and the inlined calls within it.
-type inlNode struct {
-	name     string
-	ranges   [][2]uint64
-	callFile string // where this inlined call sits in its parent
-	callLine int
-	children []*inlNode
-	kids     *funcIndex // index of children's ranges when there are many
-}
-
-// child returns the inlined call directly within n that contains pc.
-func (n *inlNode) child(pc uint64) *inlNode {
-	if n.kids != nil {
-		return n.kids.find(pc)
-	}
-	for _, c := range n.children {
-		if c.contains(pc) {
-			return c
-		}
-	}
-	return nil
-}
-
-// indexKids builds child indexes for nodes with many inlined calls (large
-// functions with everything inlined into them), recursively.
-func (n *inlNode) indexKids() {
-	if len(n.children) > 8 {
-		var r []funcRange
-		for _, c := range n.children {
-			for _, rg := range c.ranges {
-				r = append(r, funcRange{rg[0], rg[1], c})
-			}
-		}
-		fi := newFuncIndex(r)
-		n.kids = &fi
-	}
-	for _, c := range n.children {
-		c.indexKids()
-	}
-}
-
-func (n *inlNode) contains(pc uint64) bool {
-	for _, r := range n.ranges {
-		if r[0] <= pc && pc < r[1] {
-			return true
-		}
-	}
-	return false
-}
-
-type funcRange struct {
-	lo, hi uint64
-	n      *inlNode
-}
-
-// funcIndex finds the out-of-line function containing an address.
-type funcIndex struct {
-	r     []funcRange // sorted by lo
-	maxHi []uint64
-}
-
-func newFuncIndex(r []funcRange) funcIndex {
-	sort.Slice(r, func(i, j int) bool { return r[i].lo < r[j].lo })
-	m := make([]uint64, len(r))
-	var hi uint64
-	for i, x := range r {
-		if x.hi > hi {
-			hi = x.hi
-		}
-		m[i] = hi
-	}
-	return funcIndex{r: r, maxHi: m}
-}
-
-// find returns the smallest function range containing pc (nested functions
-// lie inside their parents).
-func (f *funcIndex) find(pc uint64) *inlNode {
-	i := sort.Search(len(f.r), func(i int) bool { return f.r[i].lo > pc }) - 1
-	var best *funcRange
-	for ; i >= 0 && f.maxHi[i] > pc; i-- {
-		x := &f.r[i]
-		if pc < x.hi && (best == nil || x.hi-x.lo < best.hi-best.lo) {
-			best = x
-		}
-	}
-	if best == nil {
-		return nil
-	}
-	return best.n
-}
-
 // newDWIndex builds the unit index of d. info is the .debug_info section,
 // used only to count units so the walk can stop without decoding the last
 // unit's DIEs; it may be nil.
-func newDWIndex(d *dwarf.Data, info *elf.Section, order binary.ByteOrder, isGo bool) (x *dwIndex, err error) {
+func newDWIndex(d *dwarf.Data, info *elf.Section, order binary.ByteOrder, isGo, relocatable bool) (x *dwIndex, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			x, err = nil, fmt.Errorf("malformed DWARF: %v", r)
 		}
 	}()
-	x = &dwIndex{d: d, isGo: isGo, names: map[dwarf.Offset]elfx.DIENames{}}
+	x = &dwIndex{d: d, isGo: isGo, walk: elfx.NewFuncWalker(d, isGo, relocatable)}
 	nUnits := -1
 	if info != nil && info.Flags&elf.SHF_COMPRESSED == 0 && !strings.HasPrefix(info.Name, ".zdebug") {
 		// Counting reads 4 bytes per unit header; for a compressed
@@ -239,34 +148,34 @@ func countUnits(r io.ReadSeeker, order binary.ByteOrder) int {
 
 // lookup returns the function and inlined calls containing pc, outermost
 // first, and the line table's position for pc (that of the innermost one).
-func (x *dwIndex) lookup(pc uint64) (chain []*inlNode, file string, line int) {
-	chain = make([]*inlNode, 0, 4)
+func (x *dwIndex) lookup(pc uint64) (chain []*elfx.FuncNode, file string, line int) {
+	chain = make([]*elfx.FuncNode, 0, 4)
 	for _, cu := range x.unitsAt(pc) {
 		x.parse(cu)
-		n := cu.fns.find(pc)
+		n := cu.fns.Find(pc)
 		f, l := cu.lineAt(pc)
 		if n == nil && f == "" {
 			continue
 		}
-		for ; n != nil; n = n.child(pc) {
+		for ; n != nil; n = n.Child(pc) {
 			chain = append(chain, n)
 		}
 		return chain, f, l
 	}
 	if len(x.noRng) > 0 {
 		x.noOnce.Do(func() {
-			var all []funcRange
+			var all []*elfx.FuncNode
 			for _, cu := range x.noRng {
 				x.parse(cu)
-				all = append(all, cu.fns.r...)
+				all = append(all, cu.funcs...)
 			}
-			x.noFns = newFuncIndex(all)
+			x.noFns = elfx.NewFuncIndex(all)
 		})
-		if n := x.noFns.find(pc); n != nil {
+		if n := x.noFns.Find(pc); n != nil {
 			for _, cu := range x.noRng {
-				if cu.fns.find(pc) == n {
+				if cu.fns.Find(pc) == n {
 					f, l := cu.lineAt(pc)
-					for ; n != nil; n = n.child(pc) {
+					for ; n != nil; n = n.Child(pc) {
 						chain = append(chain, n)
 					}
 					return chain, f, l
@@ -321,7 +230,7 @@ func (x *dwIndex) parse(cu *cuInfo) {
 		defer x.mu.Unlock()
 		defer func() {
 			if r := recover(); r != nil {
-				cu.lines, cu.fns = nil, funcIndex{}
+				cu.lines, cu.funcs, cu.fns = nil, nil, elfx.FuncIndex{}
 			}
 		}()
 		cu.parsed = true
@@ -338,7 +247,7 @@ func (x *dwIndex) parseLocked(cu *cuInfo) {
 	}
 	compDir, _ := root.Val(dwarf.AttrCompDir).(string)
 	fix := fileNamer(compDir)
-	var files []*dwarf.LineFile
+	var files []string
 	if lr, err := x.d.LineReader(root); err == nil && lr != nil {
 		var le dwarf.LineEntry
 		for {
@@ -351,7 +260,13 @@ func (x *dwIndex) parseLocked(cu *cuInfo) {
 			}
 			cu.lines = append(cu.lines, row)
 		}
-		files = lr.Files()
+		for _, f := range lr.Files() {
+			name := ""
+			if f != nil {
+				name = fix(f.Name)
+			}
+			files = append(files, name)
+		}
 		sort.SliceStable(cu.lines, func(i, j int) bool {
 			a, b := &cu.lines[i], &cu.lines[j]
 			if a.addr != b.addr {
@@ -360,107 +275,8 @@ func (x *dwIndex) parseLocked(cu *cuInfo) {
 			return a.end && !b.end // a sequence's end before the next one's start
 		})
 	}
-	if !root.Children {
-		return
-	}
-
-	type pending struct {
-		n   *inlNode
-		off dwarf.Offset
-	}
-	var (
-		top   []funcRange
-		named []pending
-		stack []struct {
-			level int
-			n     *inlNode
-		}
-		level = 1
-	)
-	for {
-		e, err := r.Next()
-		if err != nil || e == nil {
-			break
-		}
-		if e.Tag == 0 {
-			level--
-			if level <= 0 {
-				break
-			}
-			continue
-		}
-		for len(stack) > 0 && stack[len(stack)-1].level >= level {
-			stack = stack[:len(stack)-1]
-		}
-		push := func(n *inlNode) {
-			stack = append(stack, struct {
-				level int
-				n     *inlNode
-			}{level, n})
-		}
-		switch e.Tag {
-		case dwarf.TagSubprogram:
-			x.noteNames(e)
-			rng, _ := x.d.Ranges(e)
-			rng = validRanges(rng)
-			if len(rng) == 0 {
-				// A declaration or abstract instance: no code inside.
-				r.SkipChildren()
-				continue
-			}
-			n := &inlNode{ranges: rng}
-			named = append(named, pending{n, e.Offset})
-			for _, rg := range rng {
-				top = append(top, funcRange{rg[0], rg[1], n})
-			}
-			if e.Children {
-				push(n)
-			}
-		case dwarf.TagInlinedSubroutine:
-			var parent *inlNode
-			if len(stack) > 0 {
-				parent = stack[len(stack)-1].n
-			}
-			rng, _ := x.d.Ranges(e)
-			rng = validRanges(rng)
-			if parent == nil || len(rng) == 0 {
-				r.SkipChildren()
-				continue
-			}
-			n := &inlNode{ranges: rng}
-			if v, ok := e.Val(dwarf.AttrCallFile).(int64); ok && v >= 0 && int(v) < len(files) && files[v] != nil {
-				n.callFile = fix(files[v].Name)
-			}
-			if v, ok := e.Val(dwarf.AttrCallLine).(int64); ok {
-				n.callLine = int(v)
-			}
-			named = append(named, pending{n, e.Offset})
-			parent.children = append(parent.children, n)
-			if e.Children {
-				push(n)
-			}
-		case dwarf.TagBaseType, dwarf.TagStructType, dwarf.TagClassType, dwarf.TagUnionType,
-			dwarf.TagEnumerationType, dwarf.TagArrayType, dwarf.TagSubroutineType,
-			dwarf.TagFormalParameter, dwarf.TagVariable, dwarf.TagCallSite,
-			dwarf.Tag(0x4109), dwarf.TagTypedef, dwarf.TagPointerType, dwarf.TagConstType:
-			r.SkipChildren()
-			continue
-		}
-		if e.Children {
-			level++
-		}
-	}
-	for _, p := range named {
-		p.n.name = elfx.FuncName(p.off, x.isGo, x.dieNames)
-	}
-	seen := map[*inlNode]bool{}
-	for _, t := range top {
-		if !seen[t.n] {
-			seen[t.n] = true
-			t.n.indexKids()
-		}
-	}
-	cu.fns = newFuncIndex(top)
+	cu.funcs, _ = x.walk.Walk(r, root, files, nil)
+	cu.fns = elfx.NewFuncIndex(cu.funcs)
 }
 
 // fileNamer returns a function completing the line table's file names with
@@ -485,39 +301,4 @@ func fileNamer(compDir string) func(string) string {
 		seen[name] = out
 		return out
 	}
-}
-
-func validRanges(rng [][2]uint64) [][2]uint64 {
-	out := rng[:0]
-	for _, r := range rng {
-		if r[1] > r[0] && r[0] != 0 {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
-func (x *dwIndex) noteNames(e *dwarf.Entry) {
-	if _, ok := x.names[e.Offset]; ok {
-		return
-	}
-	x.names[e.Offset] = elfx.NamesOf(e)
-}
-
-// dieNames returns the naming attributes of the DIE at off, from those seen
-// while parsing or read now. Called with x.mu held.
-func (x *dwIndex) dieNames(off dwarf.Offset) (elfx.DIENames, bool) {
-	if n, ok := x.names[off]; ok {
-		return n, n != elfx.DIENames{}
-	}
-	r := x.d.Reader()
-	r.Seek(off)
-	e, err := r.Next()
-	if err != nil || e == nil || e.Offset != off {
-		x.names[off] = elfx.DIENames{}
-		return elfx.DIENames{}, false
-	}
-	n := elfx.NamesOf(e)
-	x.names[off] = n
-	return n, true
 }

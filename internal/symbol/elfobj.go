@@ -258,7 +258,7 @@ func (d *objData) loadOnce() error {
 	}
 	if src != nil {
 		if dw, err := elfx.DWARFData(src); err == nil {
-			if x, err := newDWIndex(dw.Data, src.Section(".debug_info"), src.ByteOrder, d.isGo); err == nil {
+			if x, err := newDWIndex(dw.Data, src.Section(".debug_info"), src.ByteOrder, d.isGo, src.Type == elf.ET_REL); err == nil {
 				d.dw = x
 			}
 		}

@@ -19,12 +19,14 @@
 // the unwind tables (through package unwind's .eh_frame reader), so that a
 // stripped program's samples add up per function.
 //
-// Inlined frames come from a hand-written walk of DW_TAG_subprogram and
-// DW_TAG_inlined_subroutine DIEs: debug/dwarf decodes DIEs, ranges and line
-// tables (DWARF 5 included) but has no API for "which inlined calls contain
-// this pc", nor for a caller-side line (DW_AT_call_file/DW_AT_call_line).
-// The walk is done per compilation unit, lazily, on the first lookup landing
-// in the unit, so a large library is not parsed for one address.
+// Inlined frames come from the tree of functions and inlined calls that
+// elfx.FuncWalker builds (dwarfx hangs variables on the same tree):
+// debug/dwarf decodes DIEs, ranges and line tables (DWARF 5 included) but
+// has no API for "which inlined calls contain this pc", nor for a
+// caller-side line (DW_AT_call_file/DW_AT_call_line). The walk is done per
+// compilation unit, lazily, on the first lookup landing in the unit, and
+// skips what only describes data, so a large library is not parsed for one
+// address.
 package symbol
 
 import (
@@ -335,11 +337,11 @@ func (d *objData) lookupPC(pc uint64) (frames []Frame) {
 		if n := len(chain); n > 0 {
 			frames := make([]Frame, n)
 			for k := n - 1; k >= 0; k-- {
-				f := Frame{Function: chain[k].name, Symbol: sym, Inlined: k > 0}
+				f := Frame{Function: chain[k].Name, Symbol: sym, Inlined: k > 0}
 				if k == n-1 {
 					f.File, f.Line = file, line
 				} else {
-					f.File, f.Line = chain[k+1].callFile, chain[k+1].callLine
+					f.File, f.Line = chain[k+1].CallFile, chain[k+1].CallLine
 				}
 				frames[n-1-k] = f
 			}

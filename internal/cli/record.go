@@ -231,7 +231,11 @@ func start(pid int, args []string, attach func(stop <-chan struct{}) error, laun
 		sigs := make(chan os.Signal, 1)
 		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
 		defer signal.Stop(sigs)
-		go func() { <-sigs; close(stop) }()
+		go func() {
+			defer func() { recover() }() // a collector goroutine never ends culprit
+			<-sigs
+			close(stop)
+		}()
 		return attach(stop)
 	case len(args) == 0:
 		return usagef("no command to record: use culprit record -- CMD [ARGS...] or -p PID")

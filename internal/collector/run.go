@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"fmt"
 	"runtime"
 	"time"
 
@@ -56,6 +57,11 @@ func (c *Child) Run(pidfd int, duration time.Duration, step func() (exited bool)
 	if pidfd < 0 {
 		exited = make(chan exit, 1)
 		go func() {
+			defer func() {
+				if r := recover(); r != nil {
+					exited <- exit{-1, fmt.Errorf("waiting for the command: %v", r)}
+				}
+			}()
 			code, err := c.Wait()
 			exited <- exit{code, err}
 		}()

@@ -26,8 +26,9 @@ type Relay struct {
 func CatchSignals() *Relay {
 	r := &Relay{sigs: make(chan os.Signal, 4), caught: make(chan struct{}), done: make(chan struct{})}
 	go func() {
+		defer close(r.caught)
+		defer func() { recover() }() // a collector goroutine never ends culprit
 		signal.Notify(r.sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
-		close(r.caught)
 	}()
 	return r
 }
@@ -40,6 +41,7 @@ func (r *Relay) Caught() { <-r.caught }
 func (r *Relay) Forward(pid int) {
 	r.pid.Store(int64(pid))
 	go func() {
+		defer func() { recover() }() // a collector goroutine never ends culprit
 		interrupted := false
 		for {
 			select {

@@ -86,6 +86,13 @@ func DWARFData(f *elf.File, extra ...string) (DWARF, error) {
 	data := make([][]byte, len(want))
 	errs := make([]error, len(want))
 	read := func(i int) {
+		defer func() {
+			// debug/elf on a malformed compressed section; this runs
+			// on its own goroutine, where a panic would end culprit.
+			if r := recover(); r != nil {
+				errs[i] = fmt.Errorf("reading %s: %v", want[i].Name, r)
+			}
+		}()
 		b, err := want[i].Data()
 		if err != nil && uint64(len(b)) < want[i].Size {
 			errs[i] = fmt.Errorf("reading %s: %w", want[i].Name, err)

@@ -135,6 +135,7 @@ func expediteRCU(knob string) (restore func()) {
 		return none
 	}
 	go func() {
+		defer func() { recover() }() // a collector goroutine never ends culprit
 		var ws unix.WaitStatus
 		for {
 			if _, err := unix.Wait4(pid, &ws, 0, nil); err != unix.EINTR {

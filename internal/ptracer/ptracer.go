@@ -279,6 +279,7 @@ func Attach(o Options, pid int, stop <-chan struct{}) (Result, error) {
 	done := make(chan struct{})
 	defer close(done)
 	go func() {
+		defer func() { recover() }() // a collector goroutine never ends culprit
 		select {
 		case <-stop:
 			s.wake()

@@ -61,6 +61,7 @@ func holdRings(o Options) *heldRings {
 	}
 	go func() {
 		defer close(h.done)
+		defer func() { recover() }() // what is not kept is opened again by openKind
 		wg.Wait()
 		for i, r := range rings {
 			if r != nil {

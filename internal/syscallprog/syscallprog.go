@@ -160,8 +160,9 @@ func New(o Options) (*Tracer, error) {
 	tc, read := &tracingCode{}, make(chan struct{})
 	t := &Tracer{tracing: tc, tracingRead: read}
 	go func() {
+		defer close(read)
+		defer func() { recover() }() // no tracing code known: kernel chains keep their frames
 		*tc = readTracingCode()
-		close(read)
 	}()
 	fail := func(err error) (*Tracer, error) {
 		t.Close()

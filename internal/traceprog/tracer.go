@@ -629,8 +629,9 @@ func closeLinks(ls []link.Link) {
 		sem <- struct{}{}
 		go func() {
 			defer wg.Done()
+			defer func() { <-sem }()
+			defer func() { recover() }() // a collector goroutine never ends culprit
 			l.Close()
-			<-sem
 		}()
 	}
 	wg.Wait()

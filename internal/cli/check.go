@@ -168,7 +168,13 @@ func writeHook(stdout io.Writer, cmds []string) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return err
 	}
-	if err := os.WriteFile(path, []byte(b.String()), 0o755); err != nil {
+	if err := writeOutput(io.Discard, path, func(w io.Writer) error {
+		_, err := io.WriteString(w, b.String())
+		return err
+	}); err != nil {
+		return err
+	}
+	if err := os.Chmod(path, 0o755); err != nil { // git runs it
 		return err
 	}
 	fmt.Fprintf(stdout, "installed %s\n", path)

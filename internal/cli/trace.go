@@ -21,6 +21,7 @@ import (
 	"github.com/culprit-dev/culprit/internal/symbol"
 	"github.com/culprit-dev/culprit/internal/traceprog"
 	"github.com/culprit-dev/culprit/internal/tracer"
+	"github.com/culprit-dev/culprit/internal/userfile"
 )
 
 func newTrace() *cobra.Command {
@@ -433,14 +434,13 @@ func keepStats(exe, rec string, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+	if err := userfile.MkdirAll(filepath.Dir(path)); err != nil {
 		return err
 	}
-	tmp := path + ".tmp"
-	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+	return userfile.Replace(path, func(f *os.File) error {
+		_, err := f.Write(data)
 		return err
-	}
-	return os.Rename(tmp, path)
+	})
 }
 
 // shapeCallGraph returns the probed functions call-graph shaping leaves

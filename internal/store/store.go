@@ -44,6 +44,8 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // "pgx" database/sql driver
 	"golang.org/x/sys/unix"
 	_ "modernc.org/sqlite" // "sqlite" database/sql driver
+
+	"github.com/culprit-dev/culprit/internal/userfile"
 )
 
 // Dir is the directory, at a repository's root, of the default store.
@@ -180,13 +182,20 @@ func Open(spec string) (*Store, error) {
 }
 
 func openSQLite(dir string) (*Store, error) {
-	if err := os.MkdirAll(filepath.Join(dir, "recordings"), 0o755); err != nil {
+	// The store keeps recordings and what was measured of them: its files
+	// are the user's alone, as recordings are (userfile).
+	if err := userfile.MkdirAll(filepath.Join(dir, "recordings")); err != nil {
 		return nil, fmt.Errorf("creating the store: %w", err)
 	}
 	// Nothing of the store belongs in the repository.
 	ign := filepath.Join(dir, ".gitignore")
 	if _, err := os.Stat(ign); errors.Is(err, os.ErrNotExist) {
-		_ = os.WriteFile(ign, []byte("*\n"), 0o644)
+		if err := userfile.Replace(ign, func(f *os.File) error {
+			_, err := f.WriteString("*\n")
+			return err
+		}); err != nil {
+			return nil, fmt.Errorf("creating the store: %w", err)
+		}
 	}
 	path := filepath.Join(dir, "history.db")
 	// Turning a new database into WAL mode takes an exclusive lock without
@@ -198,6 +207,11 @@ func openSQLite(dir string) (*Store, error) {
 		return nil, err
 	}
 	defer unlock()
+	// SQLite creates a database 0644 and gives its journal files the
+	// database's mode and owner: create it first.
+	if err := createUserFile(path); err != nil {
+		return nil, fmt.Errorf("creating %s: %w", path, err)
+	}
 	dsn := "file:" + path + "?_pragma=busy_timeout(30000)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=foreign_keys(1)&_txlock=immediate"
 	db, err := sql.Open("sqlite", dsn)
 	if err != nil {
@@ -215,10 +229,30 @@ func openSQLite(dir string) (*Store, error) {
 	return s, nil
 }
 
+// createUserFile creates an empty file at path, userfile.FileMode and the
+// user's under sudo, unless there is one.
+func createUserFile(path string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, userfile.FileMode)
+	if errors.Is(err, os.ErrExist) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	err = userfile.Own(f)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
 // lockFile takes an exclusive advisory lock on path (created if needed)
 // and returns its release.
 func lockFile(path string) (func(), error) {
-	f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err := createUserFile(path); err != nil {
+		return nil, fmt.Errorf("creating the store's lock: %w", err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
 		return nil, fmt.Errorf("opening the store's lock: %w", err)
 	}
@@ -492,26 +526,13 @@ func (s *Store) blobPath(hash string) string {
 	return filepath.Join(s.dir, "recordings", hash+".rec")
 }
 
-// copyFile copies src to dst atomically (a temporary file renamed), 0600:
-// recordings hold copies of process memory.
+// copyFile copies src to dst whole or not at all, 0600 and the user's
+// under sudo (userfile.Replace): recordings hold copies of process memory.
 func copyFile(dst string, src io.Reader) error {
-	tmp, err := os.CreateTemp(filepath.Dir(dst), ".tmp-*")
-	if err != nil {
+	return userfile.Replace(dst, func(f *os.File) error {
+		_, err := io.Copy(f, src)
 		return err
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := io.Copy(tmp, src); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return err
-	}
-	if err := tmp.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp.Name(), dst)
+	})
 }
 
 // Add stores the recording at path and the run with its function
@@ -790,7 +811,7 @@ func (s *Store) RecordingPath(hash string) (string, error) {
 	if err := s.db.QueryRow(`SELECT data FROM blobs WHERE hash = $1`, hash).Scan(&data); err != nil {
 		return "", fmt.Errorf("reading the recording %s from the store: %w", hash[:12], err)
 	}
-	if err := os.MkdirAll(s.cache, 0o700); err != nil {
+	if err := userfile.MkdirAll(s.cache); err != nil {
 		return "", err
 	}
 	if err := copyFile(p, bytes.NewReader(data)); err != nil {

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -273,5 +274,40 @@ func TestPairKeyLeavesOutExpressions(t *testing.T) {
 	c := Run{Workload: "w", Params: map[string]string{"n": "20"}, Config: "freq=999"}
 	if a.PairKey() != b.PairKey() || a.PairKey() == c.PairKey() {
 		t.Errorf("pair keys %q %q %q", a.PairKey(), b.PairKey(), c.PairKey())
+	}
+}
+
+// A SQLite store's files hold recordings and what was measured of them:
+// created 0600 in 0700 directories, and under sudo (root with SUDO_UID)
+// the user's, who can then use the store without sudo.
+func TestStoreFilesUsers(t *testing.T) {
+	testutil.NeedRoot(t)
+	t.Setenv("SUDO_UID", "4321")
+	t.Setenv("SUDO_GID", "4322")
+	dir := filepath.Join(t.TempDir(), ".culprit")
+	s, err := Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := writeFile(t, t.TempDir(), "a.rec", "recording A")
+	r := Run{Commit: "c1", CommitTime: 100, Workload: "prog", Command: []string{"./prog"}}
+	if err := s.Add(&r, rec, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	files := []string{".gitignore", "history.db", "open.lock", filepath.Join("recordings", r.Recording+".rec")}
+	for _, name := range append([]string{".", "recordings"}, files...) {
+		fi, err := os.Lstat(filepath.Join(dir, name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := os.FileMode(0o600)
+		if fi.IsDir() {
+			want = 0o700
+		}
+		st := fi.Sys().(*syscall.Stat_t)
+		if st.Uid != 4321 || st.Gid != 4322 || fi.Mode().Perm() != want {
+			t.Errorf("%s: %d:%d %v, want 4321:4322 %v", name, st.Uid, st.Gid, fi.Mode().Perm(), want)
+		}
 	}
 }

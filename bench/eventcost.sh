@@ -1,7 +1,7 @@
 #!/bin/bash
 # eventcost.sh [RUNS] [REQUESTS]: the throughput a syscall-heavy loopback
 # server keeps while culprit records it with scheduler and system-call
-# events (issue: events must cost at most 10% of a server's throughput).
+# events (the target: events cost at most 10% of a server's throughput).
 #
 # The server is Debian's redis 7.0.15 built from source (-O2 -g) by
 # bench/bugs/redis-keys-glob/build.sh (its regression only slows KEYS with

@@ -11,8 +11,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 )
 
@@ -67,13 +69,35 @@ func cacheDir(t testing.TB) string {
 		t.Log("testutil: the package's TestMain does not call testutil.Main; the programs built for its tests stay in " + os.TempDir())
 	}
 	if buildDir == "" {
-		d, err := os.MkdirTemp("", "culprit-targets-")
+		removeOrphans()
+		d, err := os.MkdirTemp("", fmt.Sprintf("%s%d-", targetsPrefix, os.Getpid()))
 		if err != nil {
 			t.Fatalf("creating build dir: %v", err)
 		}
 		buildDir = d
 	}
 	return buildDir
+}
+
+// targetsPrefix starts the name of a test binary's build directory, followed
+// by the binary's process id.
+const targetsPrefix = "culprit-targets-"
+
+// removeOrphans removes the build directories of test binaries that are
+// gone without removing theirs (killed, or ended by -timeout, which skips
+// Run's cleanup).
+func removeOrphans() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), targetsPrefix+"*-*"))
+	for _, d := range dirs {
+		pid, _, ok := strings.Cut(strings.TrimPrefix(filepath.Base(d), targetsPrefix), "-")
+		n, err := strconv.Atoi(pid)
+		if !ok || err != nil || n <= 0 {
+			continue
+		}
+		if err := syscall.Kill(n, 0); err == syscall.ESRCH {
+			os.RemoveAll(d)
+		}
+	}
 }
 
 func key(parts ...string) string {

@@ -1,6 +1,7 @@
 // Package elfx is the low-level layer under everything that reads ELF
-// objects and their DWARF: the GNU build-id note and the separate debug
-// file it names, the DWARF sections read once for debug/dwarf and for the
+// objects and their DWARF: ELF notes (one reader, Notes, for the GNU
+// build-id and the tracer's USDT probes) and the separate debug file the
+// build-id names, the DWARF sections read once for debug/dwarf and for the
 // callers that decode raw sections (DWARFData), the DWARF expression
 // evaluator (Expr: dwarfx's variable locations and the unwinder's CFI
 // rules), a bounds-checked byte and LEB128 reader, the DWARF

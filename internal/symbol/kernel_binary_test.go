@@ -68,3 +68,22 @@ func BenchmarkKernelTableFromBinary(b *testing.B) {
 		}
 	}
 }
+
+// FuzzKernelTableFromBinary: any bytes are refused or give a table whose
+// lookups stay inside them; never a panic. The recorder maps the
+// kernel-symbol cache, a file on disk, and reads it in place.
+func FuzzKernelTableFromBinary(f *testing.F) {
+	f.Add(NewKernelTable([]KernelSymbol{{Addr: 0x1000, Size: 0x10, Name: "a"}, {Addr: 0x2000, Name: "b", Module: "m"}}).AppendBinary(nil), uint64(0x1008))
+	f.Add(NewKernelTable([]KernelSymbol{{Addr: 0xffffffff81000000, Name: "_text"}, {Addr: 0xffffffff81001000, Name: "do_one_initcall"}}).AppendBinary(nil), uint64(0xffffffff81001004))
+	f.Add(NewKernelTable(nil).AppendBinary(nil), uint64(0))
+	f.Fuzz(func(t *testing.T, b []byte, addr uint64) {
+		k, err := KernelTableFromBinary(b)
+		if err != nil {
+			return
+		}
+		for _, a := range []uint64{addr, addr - 1, addr + 1, 0, ^uint64(0)} {
+			k.Lookup(a)
+			k.Symbol(a)
+		}
+	})
+}

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/culprit-dev/culprit/internal/elfx"
 	"github.com/culprit-dev/culprit/internal/traceprog"
 )
 
@@ -230,19 +231,26 @@ func usdtSites(f *elf.File, obj, spec string) ([]usdtSite, error) {
 	if b := f.Section(".stapsdt.base"); b != nil {
 		base = b.Addr
 	}
-	var out []usdtSite
-	var names []string
-	le := binary.LittleEndian
-	align := func(n uint32) uint32 { return (n + 3) &^ 3 }
-	for len(data) >= 12 {
-		nsz, dsz, typ := le.Uint32(data), le.Uint32(data[4:]), le.Uint32(data[8:])
-		if uint64(12)+uint64(align(nsz))+uint64(align(dsz)) > uint64(len(data)) {
-			break
+	out, names := stapsdtSites(data, sec.Addralign, base, prov, name)
+	if len(out) == 0 {
+		sort.Strings(names)
+		names = dedup(names)
+		if len(names) > 12 {
+			names = append(names[:12], "…")
 		}
-		nm := data[12 : 12+nsz]
-		desc := data[12+align(nsz) : 12+align(nsz)+dsz]
-		data = data[12+align(nsz)+align(dsz):]
-		if typ != 3 || string(bytes.TrimRight(nm, "\x00")) != "stapsdt" || len(desc) < 24 {
+		return nil, fmt.Errorf("--usdt %s: %s has no such probe (it has %s)", spec, obj, strings.Join(names, ", "))
+	}
+	return out, nil
+}
+
+// stapsdtSites reads the sites of probe prov:name from the contents of a
+// .note.stapsdt section aligned to align, whose .stapsdt.base is at base;
+// names are all the probes the notes hold.
+func stapsdtSites(data []byte, align, base uint64, prov, name string) (out []usdtSite, names []string) {
+	le := binary.LittleEndian
+	for note := range elfx.Notes(data, le, align) {
+		desc := note.Desc
+		if note.Type != 3 || note.Name != "stapsdt" || len(desc) < 24 {
 			continue
 		}
 		pc, lbase, sem := le.Uint64(desc), le.Uint64(desc[8:]), le.Uint64(desc[16:])
@@ -267,15 +275,7 @@ func usdtSites(f *elf.File, obj, spec string) ([]usdtSite, error) {
 		}
 		out = append(out, usdtSite{pc, sem, args})
 	}
-	if len(out) == 0 {
-		sort.Strings(names)
-		names = dedup(names)
-		if len(names) > 12 {
-			names = append(names[:12], "…")
-		}
-		return nil, fmt.Errorf("--usdt %s: %s has no such probe (it has %s)", spec, obj, strings.Join(names, ", "))
-	}
-	return out, nil
+	return out, names
 }
 
 // symbolValue is the address of a data or function symbol of f.

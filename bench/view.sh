@@ -8,7 +8,7 @@
 # (real stacks, shifted in time) to 1M. Then RUNS times: culprit view is
 # started on it and Chromium, started beforehand, opens the time view and
 # pprof's flame graph, a time range's flame graph (a new pprof UI built on
-# the server) twice, and pprof's top view. Per run one line; then medians.
+# the server) twice, and pprof's other views. Per run one line; then medians.
 #
 #   ready         culprit view started → URL printed (recording loaded);
 #                 and its CPU time (user+sys, 10 ms ticks), which a busy
@@ -23,19 +23,35 @@
 #   range first   a range's flame graph the first time (profile filtered,
 #                 pprof UI built) → drawn; and the server's CPU time for it
 #   range again   the same range again → drawn
-#   top           GET pprof's top view
+#   top, graph    GET pprof's top and call graph views (function views,
+#                 built from the profile merged to functions)
+#   peek          GET pprof's callers/callees of worker (lines)
+#   source,       GET pprof's source and disassembly of worker (addresses;
+#   disasm        disasm runs objdump)
 #   peak RSS      culprit view's VmHWM at the end
 #
-#   bench/view.sh [RUNS]
+#   bench/view.sh [RUNS [BASE-REV]]
+#
+# With BASE-REV (a git revision), culprit built at that revision runs
+# too, each run right after the current one's on the same recording, and
+# a second row gives its medians: the two rows compare on one machine at
+# one load.
 #
 # Needs root (culprit record), gcc, go and chromium.
 set -euo pipefail
 runs=${1:-5}
+baserev=${2:-}
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$root/bench/out/view
 mkdir -p "$out"
 CGO_ENABLED=0 go build -o "$out/culprit" "$root/cmd/culprit"
 (cd "$root" && go build -o "$out/viewtime" ./bench/viewtime)
+if [[ -n $baserev ]]; then
+	tree=$(mktemp -d)
+	trap 'rm -rf "$tree"' EXIT
+	git -C "$root" archive "$baserev" | tar -x -C "$tree"
+	(cd "$tree" && CGO_ENABLED=0 go build -o "$out/culprit.base" ./cmd/culprit)
+fi
 gcc -O2 -g -fno-omit-frame-pointer -pthread -o "$out/target" "$root/bench/reporttarget/main.c"
 chromium=$(command -v chromium || command -v chromium-browser)
 cd "$out"
@@ -45,13 +61,24 @@ echo "# culprit $(git -C "$root" rev-parse --short HEAD), $("$chromium" --versio
 (cd "$root" && go run ./bench/replicate -n 1000000 "$out/small.rec" "$out/big.rec")
 echo "# $(grep -o '[0-9]* samples written' rec.txt) recorded, repeated to 1000000 ($(stat -c %s big.rec) bytes)"
 : >runs.txt
+: >runs.base.txt
 for ((i = 0; i < runs; i++)); do
 	./viewtime -culprit ./culprit -chromium "$chromium" big.rec | tee -a runs.txt
+	if [[ -n $baserev ]]; then
+		./viewtime -culprit ./culprit.base -chromium "$chromium" big.rec | tee -a runs.base.txt
+	fi
 done
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-get() { tr ' ' '\n' <runs.txt | grep "^$1=" | cut -d= -f2 | median; }
 echo
-echo "| samples | ready ms (CPU ms) | open ms (CPU ms) | time view paint ms | time data ms | flame graph paint ms (server CPU ms) | range flame graph first ms (server CPU ms) | again ms | top ms | peak RSS MiB |"
-echo "|---|---|---|---|---|---|---|---|---|---|"
-echo "| 1000000 | $(get ready_ms) ($(get ready_cpu_ms)) | $(get open_ms) ($(get open_cpu_ms)) | $(get time_view_paint_ms) | $(get time_data_ms) | $(get flamegraph_paint_ms) ($(get flamegraph_cpu_ms)) | $(get range_flamegraph_first_ms) ($(get range_cpu_ms)) | $(get range_flamegraph_again_ms) | $(get top_ms) | $(($(get peak_rss_kib | cut -d. -f1) / 1024)) |"
+echo "| culprit (1M samples) | ready ms (CPU ms) | open ms (CPU ms) | time view paint ms | time data ms | flame graph paint ms (server CPU ms) | range flame graph first ms (server CPU ms) | again ms | top ms | graph ms | peek ms | source ms | disasm ms | peak RSS MiB |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+row() {
+	local file=$1 name=$2
+	get() { tr ' ' '\n' <"$file" | grep "^$1=" | cut -d= -f2 | median; }
+	echo "| $name | $(get ready_ms) ($(get ready_cpu_ms)) | $(get open_ms) ($(get open_cpu_ms)) | $(get time_view_paint_ms) | $(get time_data_ms) | $(get flamegraph_paint_ms) ($(get flamegraph_cpu_ms)) | $(get range_flamegraph_first_ms) ($(get range_cpu_ms)) | $(get range_flamegraph_again_ms) | $(get top_ms) | $(get graph_ms) | $(get peek_ms) | $(get source_ms) | $(get disasm_ms) | $(($(get peak_rss_kib | cut -d. -f1) / 1024)) |"
+}
+row runs.txt "$(git -C "$root" rev-parse --short HEAD)"
+if [[ -n $baserev ]]; then
+	row runs.base.txt "$(git -C "$root" rev-parse --short "$baserev")"
+fi
 echo "# load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -14,6 +14,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/exec"
@@ -152,14 +153,24 @@ func run(culprit, chromium, rec string) error {
 	}
 	rangeAgain := time.Since(t)
 
-	// pprof's top view of the whole profile over HTTP (no drawing).
-	t = time.Now()
-	resp, err = http.Get(base + "pprof/all/top")
-	if err != nil {
-		return err
+	// pprof's other views of the whole profile over HTTP (the server's
+	// answer, no drawing): the function views, then those of lines and
+	// addresses, on the workers' function.
+	views := []string{"top", "graph", "peek?f=worker", "source?f=worker", "disasm?f=worker"}
+	viewMS := make([]string, len(views))
+	for i, v := range views {
+		t = time.Now()
+		resp, err = http.Get(base + "pprof/all/" + v)
+		if err != nil {
+			return err
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return fmt.Errorf("pprof's %s: %s", v, resp.Status)
+		}
+		viewMS[i] = ms(time.Since(t))
 	}
-	resp.Body.Close()
-	top := time.Since(t)
 
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
 	if err != nil {
@@ -171,7 +182,7 @@ func run(culprit, chromium, rec string) error {
 			hwm = strings.Fields(l)[1]
 		}
 	}
-	fmt.Printf("ready_ms=%s ready_cpu_ms=%s open_ms=%s open_cpu_ms=%s time_view_paint_ms=%s cells=%d time_data_ms=%s flamegraph_paint_ms=%s flamegraph_cpu_ms=%s range_flamegraph_first_ms=%s range_cpu_ms=%s range_flamegraph_again_ms=%s top_ms=%s peak_rss_kib=%s\n",
-		ms(ready), ms(readyCPU), ms(open), ms(openCPU), ms(timePaint), cells, ms(data), ms(flame), ms(flameCPU), ms(rangeFirst), ms(rangeCPU), ms(rangeAgain), ms(top), hwm)
+	fmt.Printf("ready_ms=%s ready_cpu_ms=%s open_ms=%s open_cpu_ms=%s time_view_paint_ms=%s cells=%d time_data_ms=%s flamegraph_paint_ms=%s flamegraph_cpu_ms=%s range_flamegraph_first_ms=%s range_cpu_ms=%s range_flamegraph_again_ms=%s top_ms=%s graph_ms=%s peek_ms=%s source_ms=%s disasm_ms=%s peak_rss_kib=%s\n",
+		ms(ready), ms(readyCPU), ms(open), ms(openCPU), ms(timePaint), cells, ms(data), ms(flame), ms(flameCPU), ms(rangeFirst), ms(rangeCPU), ms(rangeAgain), viewMS[0], viewMS[1], viewMS[2], viewMS[3], viewMS[4], hwm)
 	return nil
 }

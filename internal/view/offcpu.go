@@ -44,7 +44,7 @@ var offCPUPage = Page{
 			return out, nil
 		}
 		var uis uiCache
-		build := func(key string) (map[string]http.Handler, error) {
+		build := func(key string) (*pprofPages, error) {
 			ps, err := whole.get(spans)
 			if err != nil {
 				return nil, err

@@ -28,11 +28,125 @@ var pprofViews = []struct{ Path, Title string }{
 
 // pprofUI returns the handlers of pprof's web UI for prof, keyed by the
 // path below the UI's root ("/flamegraph", ...). With a base profile, every
-// view shows prof minus base (pprof's -diff_base). pprof's driver builds the
-// handlers and hands them to its HTTPServer option, which keeps them
-// instead of listening. The handlers that write pprof's settings file are
-// left out: the server only reads.
-func pprofUI(prof, base *pprof.Profile, stderr io.Writer) (map[string]http.Handler, error) {
+// view shows prof minus base (pprof's -diff_base).
+//
+// pprof's driver builds each page from the whole profile it was given,
+// afresh at every request (a copy through its encoding, then a merge to the
+// view's granularity), and its flame graph sends the browser one stack per
+// sample of that profile. culprit's profiles keep one sample per distinct
+// stack of addresses and thread, tens of thousands on a real run, which
+// pprof's function views merge to a few hundred. So each view is built
+// from the profile merged to the finest granularity it shows (grainOf):
+// the same pages from a profile up to a hundredth the size, and a flame
+// graph the browser draws at once. Each granularity's UI is built the
+// first time a view asks for it, or ahead by the returned pages' warm.
+func pprofUI(prof, base *pprof.Profile, stderr io.Writer) (*pprofPages, error) {
+	var uis [grains]struct {
+		once     sync.Once
+		handlers map[string]http.Handler
+		err      error
+	}
+	build := func(g grain) (map[string]http.Handler, error) {
+		u := &uis[g]
+		u.once.Do(func() {
+			p, b := prof, base
+			if g < byAddress {
+				p, b = merged(prof, g), merged(base, g)
+			}
+			u.handlers, u.err = driverUI(p, b, stderr)
+		})
+		return u.handlers, u.err
+	}
+	first, err := build(byFunction)
+	if err != nil {
+		return nil, err
+	}
+	handlers := map[string]http.Handler{}
+	for path := range first {
+		handlers[path] = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			hs, err := build(grainOf(r))
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			hs[path].ServeHTTP(w, r)
+		})
+	}
+	warm := func() {
+		for g := byFunction + 1; g < grains; g++ {
+			_, _ = build(g)
+		}
+	}
+	return &pprofPages{handlers: handlers, warm: warm}, nil
+}
+
+// pprofPages is pprof's web UI for one profile: its handlers by path, and
+// warm, which builds the UIs of the finer granularities ahead of their
+// first use.
+type pprofPages struct {
+	handlers map[string]http.Handler
+	warm     func()
+}
+
+// grain is a granularity pprof's views are built at.
+type grain int
+
+const (
+	byFunction grain = iota // function and file, inlined frames kept
+	byLine                  // and line
+	byAddress               // the whole profile
+	grains
+)
+
+// grainOf returns the granularity pprof's page asked for by r needs:
+// pprof's own default for the view (driver.go and webui.go: peek shows
+// lines, source and disassembly addresses, the others functions or
+// files), or finer when a parameter asks.
+func grainOf(r *http.Request) grain {
+	q := r.URL.Query()
+	switch {
+	case r.URL.Path == "/source" || r.URL.Path == "/disasm" || r.URL.Path == "/download",
+		q.Get("g") == "addresses", q.Has("noinlines"), q.Has("showcolumns"):
+		return byAddress
+	case r.URL.Path == "/peek", q.Get("g") == "lines":
+		return byLine
+	}
+	return byFunction
+}
+
+// merged returns p merged to granularity g (function and file, and for
+// byLine the line; inlined frames kept), its samples with the same stack
+// and labels summed. A nil p stays nil.
+func merged(p *pprof.Profile, g grain) *pprof.Profile {
+	if p == nil {
+		return nil
+	}
+	c := p.Copy()
+	if err := c.Aggregate(true, true, true, g == byLine, false, false); err != nil {
+		return p
+	}
+	// A profile without a period type (off-CPU time) comes out of Copy
+	// and Merge with an empty one, which pprof's pages then show: keep
+	// it without. (Merge needs one: it compares them through pointers.)
+	noPeriod := p.PeriodType == nil
+	if c.PeriodType == nil {
+		c.PeriodType = &pprof.ValueType{}
+	}
+	m, err := pprof.Merge([]*pprof.Profile{c})
+	if err != nil {
+		return p
+	}
+	if noPeriod {
+		m.PeriodType = nil
+	}
+	return m
+}
+
+// driverUI returns the handlers pprof's driver builds for prof and base:
+// it hands them to its HTTPServer option, which keeps them instead of
+// listening. The handlers that write pprof's settings file are left out:
+// the server only reads.
+func driverUI(prof, base *pprof.Profile, stderr io.Writer) (map[string]http.Handler, error) {
 	pprofMu.Lock() // the driver keeps global state while it starts
 	defer pprofMu.Unlock()
 	var handlers map[string]http.Handler
@@ -126,8 +240,8 @@ func (pprofConsole) SetAutoComplete(func(string) string) {}
 // serveUI serves a request for one of pprof's views, the path element
 // "rest" naming it and "range" the time range, with the handlers of a
 // pprof UI. Its HTML pages get culprit's links atop them (pprofNav).
-func (s *Server) serveUI(w http.ResponseWriter, r *http.Request, handlers map[string]http.Handler) {
-	h := handlers["/"+r.PathValue("rest")]
+func (s *Server) serveUI(w http.ResponseWriter, r *http.Request, pages *pprofPages) {
+	h := pages.handlers["/"+r.PathValue("rest")]
 	if h == nil {
 		http.NotFound(w, r)
 		return

@@ -101,7 +101,7 @@ const maxRanges = 8
 // uiCache keeps pprof's UIs by time range key: the whole profile's ("")
 // for good, the last maxRanges others. A range's build does not wait for
 // another's, but pprof's driver starts one UI at a time (pprofMu).
-type uiCache = memos[string, map[string]http.Handler]
+type uiCache = memos[string, *pprofPages]
 
 // New returns a server for in, whose samples keep their times (loaded
 // without merging). Its messages (pprof's errors) go to stderr.
@@ -136,11 +136,15 @@ func New(in Inputs, stderr io.Writer) (*Server, error) {
 	// What the first views ask for is built in the background, one after
 	// the other, so that the URL is printed as soon as the recordings are
 	// loaded: the time view's data (cheap), then pprof's UI of the whole
-	// profile (a copy and an encoding of it). A request that comes first
-	// waits for it; pprof's errors show on its pages. (A trace of calls
+	// profile (its function views first, then the views of lines and
+	// addresses). A request that comes first waits for it; pprof's errors show on its pages. (A trace of calls
 	// has no samples for it.)
 	if s.hasSamples() {
-		s.warm = append(s.warm, func() { _, _ = s.ui("") })
+		s.warm = append(s.warm, func() {
+			if pages, err := s.ui(""); err == nil {
+				pages.warm()
+			}
+		})
 	}
 	go func() {
 		for _, f := range s.warm {
@@ -276,8 +280,8 @@ func (s *Server) rangeProfile(key string) (*profile.Profile, error) {
 }
 
 // ui returns pprof's UI for the time range key, built on first use.
-func (s *Server) ui(key string) (map[string]http.Handler, error) {
-	return s.uis.get(key, func(key string) (map[string]http.Handler, error) {
+func (s *Server) ui(key string) (*pprofPages, error) {
+	return s.uis.get(key, func(key string) (*pprofPages, error) {
 		p, err := s.rangeProfile(key)
 		if err != nil {
 			return nil, err

@@ -64,7 +64,13 @@ How latencies are inferred: docs/cli.md (culprit latency), docs/introperf.md.`,
 			if len(args) > 0 {
 				path = args[0]
 			}
-			p, r, err := loadRun(path, c.ErrOrStderr(), flt, set, introperf.Options{KeepInstances: true})
+			// The text prints the slowest instances, selected as they are
+			// inferred; JSON and Chrome traces list them all in time order.
+			o := introperf.Options{KeepInstances: format != "text", Timeline: true}
+			if format == "text" {
+				o.Slowest = introperf.NewSlowest(m, top)
+			}
+			p, r, err := loadRun(path, c.ErrOrStderr(), flt, set, o)
 			if err != nil {
 				return err
 			}
@@ -75,7 +81,7 @@ How latencies are inferred: docs/cli.md (culprit latency), docs/introperf.md.`,
 				case "chrome":
 					return render.LatencyChrome(w, p, r, m)
 				}
-				return render.LatencyText(w, r, render.LatencyView{Mode: m, Top: top, Name: path})
+				return render.LatencyText(w, r, render.LatencyView{Mode: m, Top: top, Name: path, Slowest: o.Slowest})
 			})
 		},
 	}

@@ -2,7 +2,6 @@ package render
 
 import (
 	"bufio"
-	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -23,6 +22,9 @@ type LatencyView struct {
 	Mode introperf.Mode
 	Top  int    // text: instances to print (0: all)
 	Name string // the recording's name, for headers
+	// Slowest, when not nil, is the text's instances, selected while
+	// they were inferred (introperf.Options.Slowest); Top is then its n.
+	Slowest *introperf.Slowest
 }
 
 // fmtNS formats nanoseconds for people.
@@ -86,15 +88,24 @@ func LatencyText(w io.Writer, r *introperf.Result, v LatencyView) error {
 	if r.Empty > 0 {
 		fmt.Fprintf(bw, " (%d with empty stacks skipped)", r.Empty)
 	}
+	total := 0
+	for _, t := range r.Threads {
+		total += t.Instances
+	}
 	fmt.Fprintf(bw, "\n%d function instances in %d calling contexts, over %s\n",
-		len(r.Instances), r.Tree.Nodes(), fmtNS(float64(r.End-r.Start)))
-	list := slowestInstances(r.Instances, v.Mode, v.Top)
+		total, r.Tree.Nodes(), fmtNS(float64(r.End-r.Start)))
+	var list []introperf.Instance
+	if v.Slowest != nil {
+		list = v.Slowest.List()
+	} else {
+		list = slowestInstances(r.Instances, v.Mode, v.Top)
+	}
 	n := len(list)
 	if n == 0 {
 		fmt.Fprintln(bw, "no function instances")
 		return bw.Flush()
 	}
-	fmt.Fprintf(bw, "\nslowest instances (%d of %d), start from the first event:\n", n, len(r.Instances))
+	fmt.Fprintf(bw, "\nslowest instances (%d of %d), start from the first event:\n", n, total)
 	fmt.Fprintf(bw, "%12s %12s %12s %8s  %-s\n", "conservative", "aggressive", "start", "tid", "function (object)  context")
 	for _, in := range list {
 		fn := r.Tree.Funcs.Get(in.Func)
@@ -216,8 +227,12 @@ func LatencyJSON(w io.Writer, r *introperf.Result, v LatencyView) error {
 	return bw.Flush()
 }
 
-// timeline returns a copy of list in timeline order (SortInstances).
+// latencyTimeline returns list in timeline order (SortInstances): list
+// itself when it is (introperf.Options.Timeline), else a sorted copy.
 func latencyTimeline(list []introperf.Instance) []introperf.Instance {
+	if slices.IsSortedFunc(list, introperf.TimelineOrder) {
+		return list
+	}
 	out := append([]introperf.Instance(nil), list...)
 	introperf.SortInstances(out)
 	return out
@@ -226,59 +241,11 @@ func latencyTimeline(list []introperf.Instance) []introperf.Instance {
 // slowest returns the n instances with the largest latency in mode m
 // (all when n is 0), slowest first, ties by start.
 func slowestInstances(list []introperf.Instance, m introperf.Mode, n int) []introperf.Instance {
-	less := func(a, b introperf.Instance) int { // a before b: slower, then earlier
-		la, lb := a.Latency(m), b.Latency(m)
-		switch {
-		case la != lb:
-			return cmp.Compare(lb, la)
-		case a.Start != b.Start:
-			return cmp.Compare(a.Start, b.Start)
-		}
-		return cmp.Compare(a.Node, b.Node)
-	}
-	if n <= 0 || n >= len(list) {
-		out := append([]introperf.Instance(nil), list...)
-		slices.SortFunc(out, less)
-		return out
-	}
-	// A heap of the n slowest seen so far, its root the fastest of them.
-	h := make([]introperf.Instance, 0, n)
-	down := func(i int) {
-		for {
-			c := 2*i + 1
-			if c >= len(h) {
-				return
-			}
-			if c+1 < len(h) && less(h[c+1], h[c]) > 0 {
-				c++
-			}
-			if less(h[c], h[i]) <= 0 {
-				return
-			}
-			h[i], h[c] = h[c], h[i]
-			i = c
-		}
-	}
+	s := introperf.NewSlowest(m, n)
 	for _, in := range list {
-		if len(h) < n {
-			h = append(h, in)
-			for i := len(h) - 1; i > 0; {
-				p := (i - 1) / 2
-				if less(h[i], h[p]) <= 0 {
-					break
-				}
-				h[i], h[p] = h[p], h[i]
-				i = p
-			}
-			continue
-		}
-		if less(in, h[0]) < 0 {
-			h[0] = in
-			down(0)
-		}
+		s.Add(in)
 	}
-	slices.SortFunc(h, less)
-	return h
+	return s.List()
 }
 
 // LatencyChrome writes the inferred instances as a Chrome trace event file

@@ -104,6 +104,13 @@ type Options struct {
 	// KeepInstances keeps the list of inferred instances (the timeline) in
 	// Result.Instances; otherwise instances are only aggregated in the tree.
 	KeepInstances bool
+	// Timeline puts the kept instances in timeline order (SortInstances)
+	// rather than closing order: for a view that draws them all, without
+	// a sorted copy of millions of them.
+	Timeline bool
+	// Slowest, when not nil, is given every inferred instance: a view of
+	// the slowest ones that needs no list of them all.
+	Slowest *Slowest
 	// Loads are the times objects were first mapped (loader.ObjectLoads),
 	// used to tell dlopen'ed plug-ins from libraries loaded at start. Without
 	// them no object is called a plug-in.
@@ -162,7 +169,7 @@ type ThreadInfo struct {
 // Result is the analysis of one run.
 type Result struct {
 	Tree      *Tree
-	Instances []Instance // when Options.KeepInstances, in closing order
+	Instances []Instance // when Options.KeepInstances, in closing order (or timeline order: Options.Timeline)
 	Threads   []ThreadInfo
 	// EventCounts counts the profile's samples by event kind (all of them,
 	// used or not); Used is how many fed the inference. Empty counts events
@@ -225,11 +232,13 @@ type stackInfo struct {
 }
 
 type inferer struct {
-	p     *profile.Profile
-	tree  *Tree
-	res   *Result
-	keep  bool
-	cache []*stackInfo
+	p    *profile.Profile
+	tree *Tree
+	res  *Result
+	keep bool
+	// slowest is Options.Slowest.
+	slowest *Slowest
+	cache   []*stackInfo
 	// cut caches the stacks of runnable context switches, without the
 	// kernel's preemption path (see preempted).
 	cut   []*stackInfo
@@ -283,7 +292,7 @@ func Analyze(p *profile.Profile, o Options) *Result {
 	tree := NewTree(o.Funcs)
 	res := &Result{Tree: tree, EventCounts: CountEvents(p)}
 	res.Lost = p.Lost
-	in := &inferer{p: p, tree: tree, res: res, keep: o.KeepInstances, cache: make([]*stackInfo, len(p.Stacks)), cut: make([]*stackInfo, len(p.Stacks))}
+	in := &inferer{p: p, tree: tree, res: res, keep: o.KeepInstances, slowest: o.Slowest, cache: make([]*stackInfo, len(p.Stacks)), cut: make([]*stackInfo, len(p.Stacks))}
 	in.froms = slices.SortedFunc(slices.Values(p.Gaps), func(a, b profile.Gap) int { return cmp.Compare(a.From, b.From) })
 	in.tos = slices.SortedFunc(slices.Values(p.Gaps), func(a, b profile.Gap) int { return cmp.Compare(a.To, b.To) })
 	threads := map[uint64]*thread{}
@@ -352,6 +361,9 @@ func Analyze(p *profile.Profile, o Options) *Result {
 	}
 	tree.Normalize()
 	res.Objects = classify(p, o.Loads)
+	if o.Timeline {
+		SortInstances(res.Instances)
+	}
 	return res
 }
 
@@ -474,33 +486,29 @@ func (in *inferer) close(th *thread, d int, t uint64) {
 	v.Total[Aggressive] += ta
 	info := &in.res.Threads[th.info]
 	info.Instances++
-	if in.keep {
-		in.res.Instances = append(in.res.Instances, Instance{
+	if in.keep || in.slowest != nil {
+		inst := Instance{
 			Func: v.Func, Node: v.ID, Path: r.pid, Depth: int32(d),
 			PID: info.PID, TID: info.TID, Start: r.start, Conservative: tc, Aggressive: ta,
 			Seen: r.seen, End: max(th.now, r.seen),
-		})
+		}
+		if in.keep {
+			in.res.Instances = append(in.res.Instances, inst)
+		}
+		if in.slowest != nil {
+			in.slowest.Add(inst)
+		}
 	}
 }
 
 // SortInstances orders instances by process, thread, start and depth
 // (callers before callees), the timeline order.
-func SortInstances(list []Instance) {
-	slices.SortFunc(list, func(a, b Instance) int {
-		if c := cmp.Compare(a.PID, b.PID); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.TID, b.TID); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.Start, b.Start); c != 0 {
-			return c
-		}
-		if c := cmp.Compare(a.Depth, b.Depth); c != 0 {
-			return c
-		}
-		return cmp.Compare(a.Node, b.Node)
-	})
+func SortInstances(list []Instance) { slices.SortFunc(list, TimelineOrder) }
+
+// TimelineOrder compares a and b in the timeline order (SortInstances).
+func TimelineOrder(a, b Instance) int {
+	return cmp.Or(cmp.Compare(a.PID, b.PID), cmp.Compare(a.TID, b.TID), cmp.Compare(a.Start, b.Start),
+		cmp.Compare(a.Depth, b.Depth), cmp.Compare(a.Node, b.Node))
 }
 
 // runnable reports whether a context switch's prev_state says the thread

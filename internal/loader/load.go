@@ -234,7 +234,8 @@ type loader struct {
 	// (keyIdx), resolved to frames once sorted (resolveStacks).
 	keyIdx  map[stackKey]int32
 	keys    []stackKey
-	chunks  [][]profile.Sample // samples as read, in chunks (not merged)
+	chunks  chunks[profile.Sample] // samples as read (not merged)
+	values  chunks[profile.Value]  // values as read
 	merge   bool
 	merged  mergeTable   // entry of each key with a large stack id (Merge)
 	heads   []int32      // per stack id of the file: 1 + its first entry (find)
@@ -304,30 +305,27 @@ func Load(paths []string, o Options) (*profile.Profile, error) {
 		l.p.SetMerged(lasts)
 		l.entries = nil
 	} else {
-		n := 0
-		for _, c := range l.chunks {
-			n += len(c)
+		l.p.Samples = l.chunks.flat()
+		if l.p.Samples == nil {
+			l.p.Samples = []profile.Sample{}
 		}
-		l.p.Samples = make([]profile.Sample, 0, n)
-		for i, c := range l.chunks {
-			l.p.Samples = append(l.p.Samples, c...)
-			l.chunks[i] = nil
-		}
-		if n >= 4*sampleChunk {
-			// The chunks, as large as the samples, are garbage now:
-			// collected at once, their memory serves what the loading
-			// and the view allocate next, rather than the heap
-			// growing to twice this peak before the collector's next
-			// turn.
-			l.chunks = nil
-			runtime.GC()
-		}
+	}
+	l.p.Values = l.values.flat()
+	if len(l.p.Samples)+len(l.p.Values) >= 4*chunkLen {
+		// The chunks, as large as the samples and values, are garbage
+		// now: collected at once, their memory serves what the loading
+		// and the view allocate next, rather than the heap growing to
+		// twice this peak before the collector's next turn.
+		runtime.GC()
 	}
 	byTime := func(a, b profile.Sample) int { return cmp.Compare(a.Time, b.Time) }
 	if !slices.IsSortedFunc(l.p.Samples, byTime) {
 		slices.SortStableFunc(l.p.Samples, byTime)
 	}
-	slices.SortStableFunc(l.p.Values, func(a, b profile.Value) int { return cmp.Compare(a.Time, b.Time) })
+	valueTime := func(a, b profile.Value) int { return cmp.Compare(a.Time, b.Time) }
+	if !slices.IsSortedFunc(l.p.Values, valueTime) {
+		slices.SortStableFunc(l.p.Values, valueTime)
+	}
 	l.resolveStacks()
 	slices.SortStableFunc(l.p.Calls, func(a, b profile.Call) int { return cmp.Compare(a.Start, b.Start) })
 	if len(l.p.Samples) > 0 {
@@ -546,7 +544,7 @@ func (l *loader) addRecord(src *profile.Source, rec recording.Record, sources, p
 		val := profile.Value{Time: v.Time, PID: v.PID, TID: v.TID, Source: idx,
 			Depth: v.Depth, Type: v.Type, PC: v.PC, Bits: v.Bits}
 		val.SetFrame(l.valueFrame(v.PID, v.PC, v.Depth))
-		l.p.Values = append(l.p.Values, val)
+		l.values.add(val)
 	case *recording.Probe:
 		probes[v.ID] = l.addProbe(v)
 	case *recording.Call:
@@ -586,10 +584,37 @@ func (l *loader) addMapping(v *recording.Mmap) {
 	l.spaces[v.PID] = l.newSpace(out)
 }
 
-// sampleChunk is how many samples a chunk of loader.chunks holds: reading
-// appends to chunks, copied once into Profile.Samples, rather than to one
-// slice copied at every growth.
-const sampleChunk = 1 << 15
+// chunks collects a list as it is read, in chunks of chunkLen: copied
+// once into one slice (flat), rather than into a new one at every growth.
+type chunks[T any] struct {
+	list [][]T
+	n    int
+}
+
+const chunkLen = 1 << 15
+
+func (c *chunks[T]) add(v T) {
+	if k := len(c.list); k == 0 || len(c.list[k-1]) == chunkLen {
+		c.list = append(c.list, make([]T, 0, chunkLen))
+	}
+	last := &c.list[len(c.list)-1]
+	*last = append(*last, v)
+	c.n++
+}
+
+// flat returns the list in one slice (nil when empty) and empties c.
+func (c *chunks[T]) flat() []T {
+	if c.n == 0 {
+		return nil
+	}
+	out := make([]T, 0, c.n)
+	for i, ch := range c.list {
+		out = append(out, ch...)
+		c.list[i] = nil
+	}
+	*c = chunks[T]{}
+	return out
+}
 
 // sampleBatch is how many consecutive samples addSamples takes at once.
 const sampleBatch = 64
@@ -649,11 +674,7 @@ func (l *loader) addSample(v *recording.Sample, k stackKey, records uint64) {
 		return
 	}
 	s.Stack = l.keyIndex(k)
-	if n := len(l.chunks); n == 0 || len(l.chunks[n-1]) == sampleChunk {
-		l.chunks = append(l.chunks, make([]profile.Sample, 0, sampleChunk))
-	}
-	c := &l.chunks[len(l.chunks)-1]
-	*c = append(*c, s)
+	l.chunks.add(s)
 }
 
 // find returns the merged entry of v (stack k), or adds one for it and

@@ -11,13 +11,21 @@
 # machine falls on both sides alike: wall seconds, CPU seconds (user+sys) and
 # peak RSS, medians, and the median of the paired wall ratios.
 #
-# Finally the first recording is repeated to 10M samples (bench/replicate:
-# the same stacks, shifted in time) to show how report's memory grows with
-# the samples.
+# The timeline exports write to standard output, as perf script does, both
+# to /dev/null. The readers without a perf or pprof equivalent run alone,
+# RUNS times: latency and contexts on 1M events (a real recording of
+# testdata/targets/introperf_caller with every event kind, repeated by
+# bench/replicate) and diagnose on 1M value samples (bench/genvalues over a
+# real recording of testdata/targets/vprof_wrong).
+#
+# Finally the recordings are repeated to 10M samples, events and values
+# (bench/replicate: the same stacks, shifted in time) to show how each
+# reader's memory grows with the recording.
 #
 #   bench/report.sh [RUNS] [SECONDS]
 #
 # Needs root (perf record, culprit record), gcc, perf, go and GNU time.
+# Writes about 1 GB under bench/out/report.
 set -euo pipefail
 runs=${1:-5}
 secs=${2:-10}
@@ -45,7 +53,7 @@ median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a
 # measure CMD...: one run; prints "wall cpu rssKiB".
 measure() {
 	/usr/bin/time -o "$out/t.txt" -f "%e %U %S %M" "$@" >/dev/null 2>&1 || true
-	awk '{printf "%s %.2f %s\n", $1, $2+$3, $4}' "$out/t.txt"
+	tail -1 "$out/t.txt" | awk '{printf "%s %.2f %s\n", $1, $2+$3, $4}'
 }
 
 # pair NAME "CULPRIT ARGS" "REFERENCE COMMAND": RUNS interleaved runs.
@@ -110,19 +118,57 @@ done
 # The timelines (every sample in time order) against perf's dump of every
 # sample.
 ref_name="perf script"
-pair "export --format speedscope" "export --format speedscope -o x.speedscope a.rec" "perf script -i a.data"
-pair "export --format chrome" "export --format chrome -o x.chrome a.rec" "perf script -i a.data"
+pair "export --format speedscope" "export --format speedscope -o - a.rec" "perf script -i a.data"
+pair "export --format chrome" "export --format chrome -o - a.rec" "perf script -i a.data"
+
+# Readers without an equivalent, on 1M events or value samples.
+cflags=(-O2 -g -fno-omit-frame-pointer -fno-optimize-sibling-calls)
+gcc "${cflags[@]}" -o "$out/caller" "$root/testdata/targets/introperf_caller.c"
+gcc -O2 -g -pthread -o "$out/vprof_wrong" "$root/testdata/targets/vprof_wrong.c"
+(cd "$root" && go build -o "$out/replicate" ./bench/replicate && go build -o "$out/genvalues" ./bench/genvalues)
+"$c" record --events cpu,syscalls,sched -o seed.rec -- "$out/caller" 1000 >/dev/null 2>&1
+"$c" record --events cpu,syscalls,sched -o seed-base.rec -- "$out/caller" 256 >/dev/null 2>&1
+"$c" record -o vseed.rec -- "$out/vprof_wrong" buggy >/dev/null 2>&1
+"$out/replicate" -n 1000000 seed.rec ip.rec
+"$out/genvalues" -values 1000000 vseed.rec vn.rec vb.rec >/dev/null
+echo
+echo "# 1M events ($(stat -c %s ip.rec) bytes) and 1M value samples (2 × $(stat -c %s vn.rec) bytes)"
+echo "| command | wall s | CPU s | peak RSS MiB |"
+echo "|---|---|---|---|"
+for args in "latency ip.rec" "latency --format chrome -o - ip.rec" "contexts --base seed-base.rec --buggy ip.rec" \
+	"diagnose --normal vn.rec --buggy vb.rec"; do
+	: >"$out/pair.txt"
+	for ((i = 0; i < runs; i++)); do
+		measure $c $args >>"$out/pair.txt"
+	done
+	printf "| culprit %s | %.2f | %.2f | %d |\n" "$args" \
+		"$(awk '{print $1}' "$out/pair.txt" | median)" "$(awk '{print $2}' "$out/pair.txt" | median)" \
+		$(($(awk '{print $3}' "$out/pair.txt" | median) / 1024))
+done
 
 echo
-(cd "$root" && go run ./bench/replicate -n 10000000 "$out/a.rec" "$out/big.rec")
-echo "# 10M samples ($(stat -c %s big.rec) bytes): the first recording repeated"
-echo "| command | samples | wall s | CPU s | peak RSS MiB |"
+"$out/replicate" -n 10000000 a.rec big.rec
+"$out/replicate" -n 10000000 seed.rec ipbig.rec
+"$out/genvalues" -values 10000000 vseed.rec vbign.rec vbigb.rec >/dev/null
+echo "# 10M samples ($(stat -c %s big.rec) bytes): the first recording repeated; 10M events, 10M values likewise"
+echo "| command | records | wall s | CPU s | peak RSS MiB |"
 echo "|---|---|---|---|---|"
-for args in "report" "report --callers 5" "report --tree" "diff a.rec"; do
-	for f in a big; do
-		m=$(measure $c $args "$f.rec")
-		set -- $m
-		printf "| culprit %s | %s | %s | %s | %d |\n" "$args" "$([ $f = a ] && echo "$n_a" || echo 10000000)" "$1" "$2" $(($3 / 1024))
-	done
+# row ARGS RECORDS: one run.
+row() {
+	local m
+	m=$(measure $c $1)
+	set -- $m "$2" "$1"
+	printf "| culprit %s | %s | %s | %s | %d |\n" "$5" "$4" "$1" "$2" $(($3 / 1024))
+}
+for args in "report" "report --callers 5" "report --tree" "diff a.rec" "export --format speedscope -o -" "export --format chrome -o -"; do
+	row "$args a.rec" "$n_a"
+	row "$args big.rec" 10000000
 done
+for args in "latency" "latency --format chrome -o -" "contexts --base seed-base.rec --buggy"; do
+	row "$args ip.rec" 1000000
+	row "$args ipbig.rec" 10000000
+done
+row "diagnose --normal vn.rec --buggy vb.rec" 1000000
+row "diagnose --normal vbign.rec --buggy vbigb.rec" 10000000
+rm -f big.rec ipbig.rec vbign.rec vbigb.rec
 echo "# load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -15,14 +15,19 @@
 #      can end inside the budget's first pause); prints culprit's report.
 #   2. overhead: mcmix's throughput over SECONDS with the server alone and
 #      under culprit variance with about 500 probed functions (every function
-#      of memcached and as many of libevent's as make 500, one round), both
-#      with every call traced (--trap-budget 0) and with the default trap
-#      budget (probes set in windows, paused between them), RUNS runs each,
-#      alternating; prints each run and the loss of the medians.
+#      of memcached and as many of libevent's as make 500, one round) and the
+#      default trap budget (probes set in windows, paused between them), or
+#      the flags given with -x; RUNS pairs, alone and profiled one after the
+#      other, the order alternating. The server's speed on this machine
+#      moves with its load from run to run, so each pair gives a ratio and
+#      the report is the median of the ratios, with the server's own CPU
+#      time per get (which the load moves less) and culprit's CPU.
 #
-#   bench/variance.sh [-o OUTDIR] [-n OPS] [-r RUNS] [-d SECONDS] [-O]
+#   bench/variance.sh [-o OUTDIR] [-n OPS] [-r RUNS] [-d SECONDS] [-O] [-E] [-x 'FLAGS']
 #
-# -O runs the overhead part only.
+# -O runs the overhead part only; -E also runs every call traced
+# (--trap-budget 0) in each pair; -x gives culprit variance more flags for
+# the profiled runs (e.g. -x '--trap-budget 5000').
 #
 # Needs root, gcc, dpkg-dev and the Debian mirror (apt-get source).
 set -euo pipefail
@@ -32,14 +37,18 @@ ops=
 runs=3
 secs=30
 only=
-while getopts "o:n:r:d:O" opt; do
+every_too=
+extra=()
+while getopts "o:n:r:d:OEx:" opt; do
 	case $opt in
 	o) out=$OPTARG ;;
 	n) ops=$OPTARG ;;
 	r) runs=$OPTARG ;;
 	d) secs=$OPTARG ;;
 	O) only=overhead ;;
-	*) echo "usage: bench/variance.sh [-o OUTDIR] [-n OPS] [-r RUNS] [-d SECONDS] [-O]" >&2; exit 2 ;;
+	E) every_too=1 ;;
+	x) read -r -a extra <<<"$OPTARG" ;;
+	*) echo "usage: bench/variance.sh [-o OUTDIR] [-n OPS] [-r RUNS] [-d SECONDS] [-O] [-E] [-x 'FLAGS']" >&2; exit 2 ;;
 	esac
 done
 mkdir -p "$out"
@@ -124,25 +133,63 @@ if [ "$want" -gt 0 ]; then
 	while read -r f; do libpats+=(--lib "$libevent:$f"); done < <(nm -D --defined-only "$libevent" | awk '$2 == "T" { print $3 }' | sort -u | head -n "$want")
 fi
 
-echo "== overhead: mcmix -t 2 -d $secs ops/s, $runs runs each ($(date -u +%Y-%m-%d))"
-base=() every=() prof=()
+# cpu PID: the user+system CPU time of a process so far, in clock ticks.
+cpu() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
+hz=$(getconf CLK_TCK)
+
+# measure NAME LOG PREFIX...: one run of mcmix against memcached under
+# PREFIX; sets ops (ops/s), scpu (the server's CPU, µs per get) and ccpu
+# (culprit's CPU, % of one CPU over the run).
+measure() {
+	local name=$1 log=$2
+	shift 2
+	serve "$log" "$@"
+	local s0 c0 n
+	s0=$(cpu "$server") c0=$(cpu "$prefix_pid")
+	n=$("$out/mcmix" -p "$port" -t 2 -d "$secs")
+	ops=$(awk '{ print $6 }' <<<"$n")
+	local total
+	total=$(awk '{ print $2 }' <<<"$n")
+	scpu=$(awk -v a="$s0" -v b="$(cpu "$server")" -v n="$total" -v hz="$hz" 'BEGIN { printf "%.1f", (b - a) / hz * 1e6 / n }')
+	ccpu=0
+	if [ "$prefix_pid" != "$server" ] && [ $# -gt 0 ]; then
+		ccpu=$(awk -v a="$c0" -v b="$(cpu "$prefix_pid")" -v hz="$hz" -v s="$secs" 'BEGIN { printf "%.1f", (b - a) / hz / s * 100 }')
+	fi
+	stop
+}
+
+echo "== overhead: mcmix -t 2 -d $secs, $runs pairs alone/profiled, order alternating ($(date -u '+%Y-%m-%d %H:%M'))"
+echo "   profiled: culprit variance --start drive_machine, $(( nmc + ${#libpats[@]} / 2 )) functions, --rounds 1 ${extra[*]}"
+ratios=() cratios=() base=() prof=() every=()
 for i in $(seq 1 "$runs"); do
-	serve "$tmp/alone.txt"
-	b=$("$out/mcmix" -p "$port" -t 2 -d "$secs" | awk '{ print $6 }')
-	stop
-	serve "$out/every.txt" "$culprit" variance --start drive_machine --functions "$own" "${libpats[@]}" --rounds 1 --trap-budget 0 -o "$out/every.rec" --
-	e=$("$out/mcmix" -p "$port" -t 2 -d "$secs" | awk '{ print $6 }')
-	stop
-	serve "$out/overhead.txt" "$culprit" variance --start drive_machine --functions "$own" "${libpats[@]}" --rounds 1 -o "$out/overhead.rec" --
-	p=$("$out/mcmix" -p "$port" -t 2 -d "$secs" | awk '{ print $6 }')
-	stop
-	probes=$(grep -o 'of [0-9]* functions' "$out/overhead.txt" | head -n 1)
+	order=(alone prof)
+	[ $((i % 2)) -eq 0 ] && order=(prof alone)
+	for c in "${order[@]}"; do
+		if [ "$c" = alone ]; then
+			measure alone "$tmp/alone.txt"
+			b=$ops bs=$scpu
+		else
+			measure prof "$out/overhead.txt" "$culprit" variance --start drive_machine --functions "$own" "${libpats[@]}" --rounds 1 "${extra[@]}" -o "$out/overhead.rec" --
+			p=$ops ps=$scpu pc=$ccpu
+		fi
+	done
+	e=
+	if [ -n "$every_too" ]; then
+		measure every "$out/every.txt" "$culprit" variance --start drive_machine --functions "$own" "${libpats[@]}" --rounds 1 --trap-budget 0 -o "$out/every.rec" --
+		e="; every call traced $ops ops/s"
+		every+=("$ops")
+	fi
+	probes=$(grep -o 'of [0-9]* functions' "$out/overhead.txt" | head -n 1 || true)
 	off=$(grep -o 'off [0-9]* times, [0-9.]*[a-z]* in all' "$out/overhead.txt" | head -n 1 || true)
 	ivs=$("$culprit" variance -i "$out/overhead.rec" --format json | awk -F'[:,]' '/"intervals"/ && !n++ { print $2 }')
-	echo "run $i: alone $b ops/s; $probes, every call $e ops/s; default trap budget $p ops/s (probes $off, $ivs intervals analysed)" |
-		awk -v b="$b" -v p="$p" '{ printf "%s; loss against this run alone %.1f%%\n", $0, 100 * (1 - p / b) }' 
-	base+=("$b") every+=("$e") prof+=("$p")
+	r=$(awk -v b="$b" -v p="$p" 'BEGIN { printf "%.3f", p / b }')
+	cr=$(awk -v b="$bs" -v p="$ps" 'BEGIN { printf "%.3f", p / b }')
+	echo "pair $i (${order[*]}): alone $b ops/s, server ${bs} µs CPU/get; profiled $p ops/s, server ${ps} µs CPU/get, culprit ${pc}% of a CPU ($probes, probes $off, $ivs intervals)$e; throughput ratio $r, server CPU/get ratio $cr"
+	ratios+=("$r") cratios+=("$cr") base+=("$b") prof+=("$p")
 done
-median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-mb=$(median "${base[@]}") me=$(median "${every[@]}") mp=$(median "${prof[@]}")
-awk -v b="$mb" -v e="$me" -v p="$mp" 'BEGIN { printf "median: alone %d ops/s; every call %d ops/s, loss %.1f%%; default trap budget %d ops/s, loss %.1f%%\n", b, e, 100 * (1 - e / b), p, 100 * (1 - p / b) }'
+median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+mr=$(median "${ratios[@]}") mc=$(median "${cratios[@]}")
+awk -v r="$mr" -v c="$mc" -v b="$(median "${base[@]}")" -v p="$(median "${prof[@]}")" 'BEGIN { printf "median of the pairs: throughput loss %.1f%% (ratio %.3f), server CPU per get %+.1f%%; medians alone %d ops/s, profiled %d ops/s\n", 100 * (1 - r), r, 100 * (c - 1), b, p }'
+if [ -n "$every_too" ]; then
+	echo "every call traced: median $(median "${every[@]}") ops/s"
+fi

@@ -582,6 +582,30 @@ func (t *Tracer) Hits(id uint32) uint64 {
 	return binary.LittleEndian.Uint64(v[:8])
 }
 
+// AllHits returns how many times each probe's entry fired, indexed by
+// probe id (counted only with Options.Sampling), read in one batch where
+// the kernel allows it: a trap budget checks them every few ms.
+func (t *Tracer) AllHits() []uint64 {
+	n := int(t.counts.MaxEntries())
+	out := make([]uint64, n)
+	keys := make([]uint32, n)
+	vals := make([]byte, n*16)
+	var cursor ebpf.MapBatchCursor
+	got, err := t.counts.BatchLookup(&cursor, keys, vals, nil)
+	if err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+		for id := range out {
+			out[id] = t.Hits(uint32(id))
+		}
+		return out
+	}
+	for i := 0; i < got; i++ {
+		if k := int(keys[i]); k < n {
+			out[k] = binary.LittleEndian.Uint64(vals[16*i:])
+		}
+	}
+	return out
+}
+
 // DetachProbes removes AttachEach probes: their entries first, then,
 // after wait (calls in flight return meanwhile), their returns. It
 // returns at once: closing a uprobe link waits for an RCU grace period
@@ -644,6 +668,35 @@ func (t *Tracer) ReattachProbe(id uint32) error {
 		return nil
 	}
 	return t.setOwned(o)
+}
+
+// Pause removes every probe at once, entries and returns together, and
+// forgets the calls in flight: a probe's breakpoint stays while its return
+// probe does, and removing a link waits for the kernel's grace periods (a
+// second on a busy machine), so Detach's entries-first order keeps the
+// traps coming that long; a pause (a trap budget's) wants them gone now.
+// The calls open at that moment are neither recorded nor left on the
+// shadow stacks (they overlap the pause, which makes them incomplete
+// anyway). Attach sets the probes again.
+func (t *Tracer) Pause() {
+	ls := append(t.links, t.rets...)
+	for _, o := range t.own {
+		ls = append(ls, o.entry, o.ret)
+		o.entry, o.ret = nil, nil
+	}
+	t.links, t.rets = nil, nil
+	closeLinks(ls)
+	// No program runs now: closing a link waits for those in flight.
+	var key uint64
+	var keys []uint64
+	it := t.stacks.Iterate()
+	val := make([]byte, threadSize)
+	for it.Next(&key, &val) {
+		keys = append(keys, key)
+	}
+	for _, k := range keys {
+		t.stacks.Delete(k)
+	}
 }
 
 // retireWait is how long Detach leaves the return probes after removing

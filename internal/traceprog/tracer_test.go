@@ -82,3 +82,32 @@ func TestSamplingFetchesAtomically(t *testing.T) {
 		t.Errorf("%d atomic instructions in the sampling entry program, want 1", fetches)
 	}
 }
+
+// AllHits reads every probe's counter in one go, as Hits reads one.
+func TestAllHits(t *testing.T) {
+	testutil.NeedRoot(t)
+	tr, err := New(Options{Probes: 700, Sampling: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	for _, id := range []uint32{1, 3, 699, 700} {
+		var v [16]byte
+		binary.LittleEndian.PutUint64(v[:], uint64(id)*10)
+		if err := tr.counts.Put(id, v[:]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	all := tr.AllHits()
+	if len(all) != 701 {
+		t.Fatalf("%d counters, want 701", len(all))
+	}
+	for id, n := range all {
+		if n != tr.Hits(uint32(id)) {
+			t.Errorf("probe %d: AllHits %d, Hits %d", id, n, tr.Hits(uint32(id)))
+		}
+	}
+	if all[699] != 6990 || all[2] != 0 {
+		t.Errorf("probe 699: %d, probe 2: %d", all[699], all[2])
+	}
+}

@@ -141,7 +141,8 @@ type windows struct {
 	traps    uint64    // the probes' traps counted when the window began
 	offStart uint64    // sample clock when the current pause began
 	off      []recording.ProbesOff
-	rate     float64 // traps per second in the last window that was over the budget
+	rate     float64   // traps per second in the last window that was over the budget
+	checked  time.Time // when the window's traps were last counted
 }
 
 // probing is the state of dynamic probing.
@@ -648,8 +649,12 @@ func (s *session) probingLimit(i int) uint64 {
 // per call (one per hit of a point probe).
 func (s *session) traps() uint64 {
 	var n uint64
+	hits := s.t.AllHits()
 	for i, t := range s.targets {
-		h := s.t.Hits(uint32(i + 1))
+		if i+1 >= len(hits) {
+			break
+		}
+		h := hits[i+1]
 		if !t.Point {
 			h *= 2
 		}
@@ -658,17 +663,30 @@ func (s *session) traps() uint64 {
 	return n
 }
 
+// budgetCheck is how often a window's traps are counted before its end.
+const budgetCheck = 20 * time.Millisecond
+
 // window keeps the probes' traps within o.TrapBudget: at the end of a
 // window whose traps came faster, every probe is removed for as long as
 // brings the average rate down to the budget; after that pause they are
-// set again for another window.
+// set again for another window. A window ends early once its traps reach
+// what the whole window may take (TrapBudget × Window): at a rate far over
+// the budget a whole window would cost more than a short run's pauses
+// win back (a server that starts under culprit spends its first window
+// idle, so its first busy one came at full rate).
 func (s *session) window() {
 	if s.o.TrapBudget <= 0 {
 		return
 	}
 	now := time.Now()
 	if now.Before(s.win.until) {
-		return
+		if !s.win.on || now.Sub(s.win.checked) < budgetCheck {
+			return
+		}
+		s.win.checked = now
+		if float64(s.traps()-s.win.traps) < s.o.TrapBudget*s.o.Window.Seconds() {
+			return
+		}
 	}
 	if !s.win.on {
 		if err := s.set(0, s.pid); err != nil {
@@ -692,7 +710,7 @@ func (s *session) window() {
 	s.win.rate = rate
 	pause := time.Duration(float64(now.Sub(s.win.since)) * (rate/s.o.TrapBudget - 1))
 	s.win.offStart = monotonic()
-	s.t.Detach()
+	s.t.Pause()
 	s.win.on, s.win.since, s.win.until = false, time.Now(), time.Now().Add(pause)
 }
 

@@ -2,11 +2,14 @@ package e2e
 
 import (
 	"encoding/json"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/chromedp/chromedp"
 
 	"github.com/culprit-dev/culprit/internal/testutil"
 )
@@ -259,7 +262,7 @@ func TestHistoryCheck(t *testing.T) {
 		if out, _, code := inDir(t, repo, "models", "--format", "svg", "--func", "^scan$"); code != 0 || !strings.Contains(out, "<svg") || !strings.Contains(out, "scan: quadratic") {
 			t.Errorf("models svg: exit %d\n%.300s", code, out)
 		}
-		viewHistory(t, repo, added[4][0])
+		viewHistory(t, repo, added[4][0], commits[2], commits[0])
 		// Stored runs read as @REV by the other commands.
 		out, stderr, code = inDir(t, repo, "report", "@HEAD:n=9000")
 		if code != 0 || !strings.Contains(out, "scan") {
@@ -450,8 +453,10 @@ func TestModelsCallOrder(t *testing.T) {
 // viewHistory checks culprit view's pages of the store, run in repo on
 // one of its recordings: the stored runs and HEAD's check show what
 // culprit history list and culprit check print, the models page what
-// culprit models prints, with a curve per function.
-func viewHistory(t *testing.T, repo, rec string) {
+// culprit models prints, with a curve per function. Then without a
+// recording: the commit list's links open the check of the commit that
+// degraded and the models of the first, as the commands print them.
+func viewHistory(t *testing.T, repo, rec, degraded, first string) {
 	t.Helper()
 	ctx := chrome(t)
 	base, _ := startViewIn(t, repo, rec)
@@ -470,5 +475,39 @@ func viewHistory(t *testing.T, repo, rec string) {
 	curves := eval[[]string](t, ctx, `Array.from(document.querySelectorAll("#curves svg text")).map(e => e.textContent).filter(s => s.includes(": "))`)
 	if !strings.Contains(strings.Join(curves, "\n"), "scan: quadratic") {
 		t.Errorf("models page: no curve titled scan: quadratic among %q", curves)
+	}
+
+	// Without a recording, in the repository: the store's pages alone,
+	// each stored commit a link to its check and its models.
+	base, _ = startViewIn(t, repo)
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"history"),
+		chromedp.WaitVisible(chromedp.CSS(`#commits a.check`))); err != nil {
+		t.Fatalf("history page without a recording: %v", err)
+	}
+	if n := eval[int](t, ctx, `document.querySelectorAll("#commits a.check").length`); n != 5 {
+		t.Errorf("history page lists %d commits with runs, want 5", n)
+	}
+	follow := func(sel string) {
+		t.Helper()
+		eval[bool](t, ctx, `(document.querySelector('`+sel+`').click(), true)`)
+		waitJS(t, ctx, `location.search.includes("rev=")`)
+		waitJS(t, ctx, `document.readyState == "complete" && document.querySelector("#commits") != null`)
+	}
+	follow(`#commits a.check[data-rev="` + degraded + `"]`)
+	check, _, _ = inDir(t, repo, "check", degraded)
+	same("check of the degrading commit", eval[string](t, ctx, `document.querySelector("#check pre").textContent`), check)
+	if !strings.Contains(check, "scan") {
+		t.Errorf("check of %.12s names no scan:\n%s", degraded, check)
+	}
+	follow(`#commits a.models[data-rev="` + first + `"]`)
+	models, _, _ = inDir(t, repo, "models", first)
+	same("models of the first commit", eval[string](t, ctx, `document.querySelector("#models pre").textContent`), models)
+	if !strings.Contains(models, "scan") || !strings.Contains(models, "linear") {
+		t.Errorf("models of %.12s:\n%s", first, models)
+	}
+	for _, bad := range []string{"models?rev=HEAD", "history?rev=--output=x", "history?rev=0000000000"} {
+		if code, _ := get(t, base+bad); code != http.StatusBadRequest {
+			t.Errorf("GET %s: %d, want 400", bad, code)
+		}
 	}
 }

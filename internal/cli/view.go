@@ -116,6 +116,13 @@ the random token in its URL. Pages and what each needs: docs/cli.md
 // diagnose when both hold sampled values.
 func viewInputs(ff *filterFlags, paths, bases []string, stderr io.Writer) (view.Inputs, error) {
 	if len(paths) == 0 {
+		// In a repository with stored runs and no recording here, the
+		// pages of the store alone.
+		if _, err := os.Stat("culprit.rec"); errors.Is(err, os.ErrNotExist) && len(bases) == 0 && storeExists() {
+			in := view.Inputs{Profile: &profile.Profile{}}
+			storeInputs(&in)
+			return in, nil
+		}
 		paths = []string{"culprit.rec"}
 	}
 	in := view.Inputs{Names: paths, Bases: bases}
@@ -202,34 +209,39 @@ func viewInputs(ff *filterFlags, paths, bases []string, stderr io.Writer) (view.
 		}
 	}
 	if storeExists() {
-		in.Runs = func() ([]store.Run, error) {
-			st, err := openStore()
-			if err != nil {
-				return nil, err
-			}
-			defer st.Close()
-			return st.Runs()
-		}
-		in.Models = func() ([]models.Function, string, error) {
-			st, err := openStore()
-			if err != nil {
-				return nil, "", err
-			}
-			defer st.Close()
-			return modelsAt(st, "HEAD", "", "", nil, 0.01)
-		}
-		in.Check = func() (render.CheckHeader, check.Result, error) {
-			st, err := openStore()
-			if err != nil {
-				return render.CheckHeader{}, check.Result{}, err
-			}
-			defer st.Close()
-			h, res, err := checkCommits(st, "", "HEAD", "", check.Options{Threshold: 0.15, Z: 3})
-			h.FailAbove = h.Threshold
-			return h, res, err
-		}
+		storeInputs(&in)
 	}
 	return in, nil
+}
+
+// storeInputs sets up the pages of the history store.
+func storeInputs(in *view.Inputs) {
+	in.Runs = func() ([]store.Run, error) {
+		st, err := openStore()
+		if err != nil {
+			return nil, err
+		}
+		defer st.Close()
+		return st.Runs()
+	}
+	in.Models = func(commit string) ([]models.Function, string, error) {
+		st, err := openStore()
+		if err != nil {
+			return nil, "", err
+		}
+		defer st.Close()
+		return modelsAt(st, commit, "", "", nil, 0.01)
+	}
+	in.Check = func(commit string) (render.CheckHeader, check.Result, error) {
+		st, err := openStore()
+		if err != nil {
+			return render.CheckHeader{}, check.Result{}, err
+		}
+		defer st.Close()
+		h, res, err := checkCommits(st, "", commit, "", check.Options{Threshold: 0.15, Z: 3})
+		h.FailAbove = h.Threshold
+		return h, res, err
+	}
 }
 
 // storeExists reports whether there is a history store to show without

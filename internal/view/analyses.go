@@ -52,6 +52,7 @@ type section struct {
 	Text      string
 	Frame     string        // a page of its own drawn into the report, by path
 	Drawing   template.HTML // a drawing of render's (SVG)
+	HTML      template.HTML // markup of a page template (links)
 	Linked    template.HTML // Text with the functions' names linked (report sets it)
 }
 

@@ -64,11 +64,12 @@ type Inputs struct {
 	Variance func(Range) (*variance.Result, error)     // the variance tree of a recording of culprit variance
 
 	// The history store of the repository the server runs in, or nil:
-	// its runs, the models of HEAD's runs (and the parameter's name), and
-	// HEAD checked against its nearest ancestor with stored runs.
+	// its runs, the models of a commit's runs (and the parameter's name),
+	// and a commit checked against its nearest ancestor with stored runs.
+	// A commit is HEAD or the full hash of a stored one.
 	Runs   func() ([]store.Run, error)
-	Models func() ([]models.Function, string, error)
-	Check  func() (render.CheckHeader, check.Result, error)
+	Models func(commit string) ([]models.Function, string, error)
+	Check  func(commit string) (render.CheckHeader, check.Result, error)
 }
 
 // Server answers the requests of one view of a profile.

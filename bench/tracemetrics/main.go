@@ -14,7 +14,8 @@
 //	      untraced runs, as many files as needed for enough samples) gives
 //	      the shares trace.SampledShares reads; a traced reference (without
 //	      optimization) its summed exclusive times, inflated by the probes'
-//	      own cost.
+//	      own cost. A function not probed is said to be over 1% beyond
+//	      sampling noise when the lower end of its two-sigma interval is.
 //
 //	tracemetrics CASE.rec [REFERENCE.rec...]
 package main
@@ -84,7 +85,7 @@ func run(args []string) error {
 		if err != nil {
 			return err
 		}
-		over, err := hotSet(ref, p)
+		over, sure, err := hotSet(ref, p)
 		if err != nil {
 			return err
 		}
@@ -103,7 +104,17 @@ func run(args []string) error {
 		}
 		hot = fmt.Sprintf("%d/%d", kept, len(over))
 		if len(missing) > 0 {
-			hot += fmt.Sprintf(" (not probed: %v)", missing)
+			hot += fmt.Sprintf(" (not probed: %v", missing)
+			if sure != nil {
+				n := 0
+				for _, f := range missing {
+					if sure[f] {
+						n++
+					}
+				}
+				hot += fmt.Sprintf("; %d of them over 1%% beyond sampling noise", n)
+			}
+			hot += ")"
 		}
 	}
 	fmt.Printf("%d\t%d\t%d\t%s\t%.1f\t%s\n", len(p.Probes), plr, len(p.Calls), prt, fc, hot)
@@ -112,8 +123,10 @@ func run(args []string) error {
 
 // hotSet returns the functions over 1% of the run in the reference ref,
 // clone suffixes removed: by CPU samples if it has them, else by the
-// summed exclusive times of its traced calls.
-func hotSet(ref, traced *profile.Profile) ([]string, error) {
+// summed exclusive times of its traced calls. With samples it also says
+// which are over 1% beyond sampling noise (the lower end of the share's
+// two-sigma interval).
+func hotSet(ref, traced *profile.Profile) ([]string, map[string]bool, error) {
 	var out []string
 	if len(ref.Calls) == 0 {
 		exe := ""
@@ -123,20 +136,22 @@ func hotSet(ref, traced *profile.Profile) ([]string, error) {
 			}
 		}
 		if exe == "" {
-			return nil, fmt.Errorf("a sampled reference needs main traced, to know the executable")
+			return nil, nil, fmt.Errorf("a sampled reference needs main traced, to know the executable")
 		}
 		shares, n := trace.SampledShares(ref, exe, "main")
 		if n == 0 {
-			return nil, fmt.Errorf("the reference has no CPU samples in %s", exe)
+			return nil, nil, fmt.Errorf("the reference has no CPU samples in %s", exe)
 		}
+		sure := map[string]bool{}
 		for f, s := range shares {
 			if s.Share > 0.01 {
 				out = append(out, f)
+				sure[f] = s.Share-s.Err > 0.01
 			}
 		}
 		sort.Strings(out)
 		fmt.Fprintf(os.Stderr, "tracemetrics: %d samples under main in the reference\n", n)
-		return out, nil
+		return out, sure, nil
 	}
 	excl := map[string]uint64{}
 	var total uint64
@@ -151,5 +166,5 @@ func hotSet(ref, traced *profile.Profile) ([]string, error) {
 		}
 	}
 	sort.Strings(out)
-	return out, nil
+	return out, nil, nil
 }

@@ -248,6 +248,21 @@ func waitJS(t *testing.T, ctx context.Context, cond string) {
 	}
 }
 
+// fnLinked checks that the page shown has function names linked (the
+// elements sel finds) and that the first link opens that function's page.
+func fnLinked(t *testing.T, ctx context.Context, what, sel string) {
+	t.Helper()
+	links := eval[[][]string](t, ctx, `Array.from(document.querySelectorAll(`+strconv.Quote(sel)+`)).map(a => [a.textContent, new URL(a.getAttribute("href"), location.href).href])`)
+	if len(links) == 0 {
+		t.Errorf("%s: no function name is a link (%s)", what, sel)
+		return
+	}
+	name, href := links[0][0], links[0][1]
+	if code, body := get(t, href); code != 200 || !strings.Contains(body, "<code>"+html.EscapeString(name)+"</code>") {
+		t.Errorf("%s: the link of %s (%s) answers %d, want its function page:\n%.400s", what, name, href, code, body)
+	}
+}
+
 // flameGraph opens pprof's flame graph at u and returns the text of its
 // boxes and its total in ms.
 func flameGraph(t *testing.T, ctx context.Context, u string) (string, float64) {
@@ -558,6 +573,7 @@ func TestViewAnalysesBrowser(t *testing.T) {
 	if colored := coloredShare(t, shot); colored < 0.01 {
 		t.Errorf("contexts heat map: %.3f of its pixels colored, want a visible heat map", colored)
 	}
+	fnLinked(t, ctx, "contexts heat map", "td a.fn")
 	// The calling-context tree, laid out by graphviz: the nodes culprit
 	// contexts --format dot draws, those on ranked paths filled.
 	testutil.NeedTool(t, "dot")
@@ -589,6 +605,7 @@ func TestViewAnalysesBrowser(t *testing.T) {
 			t.Errorf("contexts CCT: no node %s of culprit contexts --format dot", n)
 		}
 	}
+	fnLinked(t, ctx, "contexts CCT", "g.node text a.fn")
 	// The time view marks their system calls and context switches.
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate(kernel+"time"),
@@ -661,6 +678,7 @@ func TestViewAnalysesBrowser(t *testing.T) {
 	if len(hist) != 3 || hist[1].(float64) == 0 || hist[2].(float64) == 0 {
 		t.Errorf("diagnose page: histogram of %s's variable %v, want bars of both runs", c.root, hist)
 	}
+	fnLinked(t, ctx, "diagnose histograms", "section[id^=hist-] h2 a.fn")
 	// The time view draws a lane per sampled variable.
 	if err := chromedp.Do(ctx,
 		chromedp.Navigate(values+"time"),

@@ -53,14 +53,19 @@ type section struct {
 	Frame     string        // a page of its own drawn into the report, by path
 	Drawing   template.HTML // a drawing of render's (SVG)
 	HTML      template.HTML // markup of a page template (links)
+	TitleHTML template.HTML // Title with the functions' names linked (report sets it)
 	Linked    template.HTML // Text with the functions' names linked (report sets it)
 }
 
 // report writes a page of sections of the time range rng.
 func (s *Server) report(w http.ResponseWriter, title string, rng Range, secs []section) {
 	for i := range secs {
+		secs[i].TitleHTML = template.HTML(s.linked(secs[i].Title, rng))
 		if secs[i].Text != "" {
 			secs[i].Linked = template.HTML(s.linked(secs[i].Text, rng))
+		}
+		if secs[i].Drawing != "" {
+			secs[i].Drawing = template.HTML(s.linkMarkup(string(secs[i].Drawing), rng, "", ""))
 		}
 	}
 	s.html(w, "report.html", map[string]any{"Title": title, "Sections": secs, "Names": s.in.Names, "Bases": s.in.Bases,
@@ -175,7 +180,7 @@ var contextsPage = Page{
 				return
 			}
 			w.Header().Set("Content-Type", "image/svg+xml")
-			_, _ = w.Write(svg)
+			_, _ = io.WriteString(w, s.linkMarkup(string(svg), rng, "../", "_top"))
 		})
 		mux.HandleFunc("GET /contexts/heatmap", func(w http.ResponseWriter, r *http.Request) {
 			rng, err := requestRange(r)
@@ -193,7 +198,7 @@ var contextsPage = Page{
 				return
 			}
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
-			_, _ = io.WriteString(w, t)
+			_, _ = io.WriteString(w, s.linkMarkup(t, rng, "../", "_top"))
 		})
 		return mux
 	},

@@ -28,3 +28,20 @@ func TestLinked(t *testing.T) {
 		t.Errorf("without samples (no pprof views): %s", got)
 	}
 }
+
+// In a drawing, names in text nodes are linked and the markup is kept:
+// tags, attributes, styles and tooltips (title) untouched, entities read
+// as their characters.
+func TestLinkMarkup(t *testing.T) {
+	p := &profile.Profile{Frames: []profile.Frame{{Function: "spin_a"}, {Function: "main"}}, Samples: []profile.Sample{{}}}
+	s := &Server{p: p}
+	svg := `<svg><style>.spin_a{fill:red}</style><g id="node1"><title>spin_a</title>` +
+		`<text x="1" y="2">spin_a&#45;&gt;main</text><text class="main">other</text></g><!-- main --></svg>`
+	got := s.linkMarkup(svg, Range{}, "../", "_top")
+	want := `<svg><style>.spin_a{fill:red}</style><g id="node1"><title>spin_a</title>` +
+		`<text x="1" y="2"><a class="fn" href="../fn?f=%5Espin_a%5Cb" target="_top">spin_a</a>-&gt;` +
+		`<a class="fn" href="../fn?f=%5Emain%5Cb" target="_top">main</a></text><text class="main">other</text></g><!-- main --></svg>`
+	if got != want {
+		t.Errorf("linkMarkup:\n got %s\nwant %s", got, want)
+	}
+}

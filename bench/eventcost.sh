@@ -33,15 +33,15 @@ c="$culprit record -o $out/run.rec"
 declare -A cfg=(
 	[bare]=""
 	[cpu]="$c --"
-	[sched]="$c --events cpu,sched --"
+	[sched]="$c --events cpu,sched --perf-events --"
 	[wakeup]="$c --events cpu,wakeup --"
-	[syscalls]="$c --events cpu,syscalls --"
-	[all]="$c --events cpu,syscalls,sched --"
-	[syscalls-user]="$c --events cpu,syscalls --syscall-user-stacks --"
-	[all-user]="$c --events cpu,syscalls,sched --syscall-user-stacks --"
-	[sched-bpf]="$c --events cpu,sched --bpf-events --"
-	[syscalls-bpf]="$c --events cpu,syscalls --bpf-events --"
-	[all-bpf]="$c --events cpu,syscalls,sched --bpf-events --"
+	[syscalls]="$c --events cpu,syscalls --perf-events --"
+	[all]="$c --events cpu,syscalls,sched --perf-events --"
+	[syscalls-user]="$c --events cpu,syscalls --syscall-user-stacks --perf-events --"
+	[all-user]="$c --events cpu,syscalls,sched --syscall-user-stacks --perf-events --"
+	[sched-bpf]="$c --events cpu,sched --"
+	[syscalls-bpf]="$c --events cpu,syscalls --"
+	[all-bpf]="$c --events cpu,syscalls,sched --"
 )
 order=(${ORDER:-bare cpu sched sched-bpf syscalls syscalls-bpf all all-bpf})
 

@@ -107,8 +107,8 @@ func TestSyscallAndSwitchEvents(t *testing.T) {
 	}
 }
 
-// --bpf-events records the same system call samples as perf's tracepoint
-// events: every write(2) of a loop as an entry and an exit with the same
+// culprit's BPF program (the default) records the same system call samples
+// as perf's tracepoint events (--perf-events): every write(2) of a loop as an entry and an exit with the same
 // stacks (kernel frames from the tracing hook, user frames repaired through
 // libc's wrapper to write_many), and nothing lost (the BPF ring holds the
 // whole run's records even if the recorder never drained it); context
@@ -146,10 +146,10 @@ func TestBPFSyscallEvents(t *testing.T) {
 		}
 		return n, p
 	}
-	viaPerf, _ := stacks()
-	viaBPF, p := stacks("--bpf-events")
+	viaPerf, _ := stacks("--perf-events")
+	viaBPF, p := stacks()
 	if p.Lost != 0 {
-		t.Errorf("%d records lost with --bpf-events", p.Lost)
+		t.Errorf("%d records lost through the BPF program", p.Lost)
 	}
 	// Each entry and exit of the loop's writes, one stack for each (the
 	// run's other writes, of the C library at exit, have other stacks).
@@ -158,7 +158,7 @@ func TestBPFSyscallEvents(t *testing.T) {
 		if c >= writes {
 			want++
 			if !strings.Contains(k, "write_many") || viaPerf[k] == 0 {
-				t.Errorf("%d samples %q with --bpf-events, %d through perf", c, k, viaPerf[k])
+				t.Errorf("%d samples %q through the BPF program, %d through perf", c, k, viaPerf[k])
 			}
 		}
 	}
@@ -167,14 +167,14 @@ func TestBPFSyscallEvents(t *testing.T) {
 		if strings.HasPrefix(k, "switch at ") {
 			switches += c
 			if viaPerf[k] == 0 {
-				t.Errorf("%d switches %q with --bpf-events, none through perf (%v)", c, k, viaPerf)
+				t.Errorf("%d switches %q through the BPF program, none through perf (%v)", c, k, viaPerf)
 			}
 		}
 	}
 	if switches == 0 {
-		t.Errorf("no context switch with --bpf-events: %v", viaBPF)
+		t.Errorf("no context switch through the BPF program: %v", viaBPF)
 	}
 	if want != 2 {
-		t.Errorf("want one stack for the loop's entries and one for its exits, each %d times, with --bpf-events: %v\nthrough perf: %v", writes, viaBPF, viaPerf)
+		t.Errorf("want one stack for the loop's entries and one for its exits, each %d times, through the BPF program: %v\nthrough perf: %v", writes, viaBPF, viaPerf)
 	}
 }

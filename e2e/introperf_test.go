@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/culprit-dev/culprit/internal/loader"
 	"github.com/culprit-dev/culprit/internal/recording"
 	"github.com/culprit-dev/culprit/internal/testutil"
 )
@@ -480,9 +481,17 @@ func readGroundTruth(t *testing.T, path, bin string) []gtInstance {
 
 // TestIntroPerfCoverage: on a program whose every call and return is known
 // (-finstrument-functions with a tracer in the program), the fraction of
-// ground-truth instances that the inference found, for all instances and for
-// the slowest 1% (IntroPerf §5.3: found = an inferred instance of the same
-// function whose interval overlaps).
+// ground-truth instances that the inference found (IntroPerf §5.3: found =
+// an inferred instance of the same function whose interval overlaps), for
+// all instances and for the slowest 1%.
+//
+// The method sees an instance only when one of the recording's events
+// (a CPU sample, a system call, a switch) falls inside it: those it must
+// find, whatever their share. The share itself depends on what the events
+// cost the program as much as on the method (a costlier event makes the
+// instances around system calls the slowest, and those always hold one),
+// so it is only logged; the paper's finding that slow instances are covered
+// better than the rest is asserted.
 func TestIntroPerfCoverage(t *testing.T) {
 	testutil.NeedRoot(t)
 	bin := testutil.C(t, "introperf_cov", []string{"introperf_cov.c"},
@@ -533,14 +542,37 @@ func TestIntroPerfCoverage(t *testing.T) {
 		}
 		return false
 	}
+	p, err := loader.Load([]string{out}, loader.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var times []uint64 // of every event recorded (one process, one thread)
+	for _, s := range p.Samples {
+		times = append(times, s.Time)
+	}
+	sort.Slice(times, func(i, j int) bool { return times[i] < times[j] })
+	seen := func(g gtInstance) bool {
+		i := sort.Search(len(times), func(i int) bool { return times[i] >= g.start })
+		return i < len(times) && times[i] <= g.end
+	}
 	sort.Slice(gt, func(i, j int) bool { return gt[i].end-gt[i].start > gt[j].end-gt[j].start })
 	top := len(gt) / 100
-	var all, slow int
+	// all and slow: found; seen: with an event inside, of which seenFound found.
+	var all, slow, seenAll, seenFound, seenSlow, seenSlowFound int
 	perFunc := map[string][2]int{}
+	var missed []string
 	for i, g := range gt {
-		ok := found(g)
+		ok, in := found(g), seen(g)
 		if ok {
 			all++
+		}
+		if in {
+			seenAll++
+			if ok {
+				seenFound++
+			} else if len(missed) < 10 {
+				missed = append(missed, fmt.Sprintf("%s [%d, %d]", g.name, g.start, g.end))
+			}
 		}
 		if i < top {
 			c := perFunc[g.name]
@@ -548,6 +580,12 @@ func TestIntroPerfCoverage(t *testing.T) {
 			if ok {
 				slow++
 				c[0]++
+			}
+			if in {
+				seenSlow++
+				if ok {
+					seenSlowFound++
+				}
 			}
 			perFunc[g.name] = c
 		}
@@ -561,8 +599,13 @@ func TestIntroPerfCoverage(t *testing.T) {
 	t.Logf("coverage of function instances: all %d/%d = %.1f%%; slowest 1%% (%d instances, ≥ %s): %d/%d = %.1f%%",
 		all, len(gt), 100*fracAll, top, fmtDur(gt[top-1].end-gt[top-1].start), slow, top, 100*fracSlow)
 	t.Logf("slowest 1%% by function (found/total): %s", strings.Join(parts, ", "))
-	if fracSlow < 0.5 {
-		t.Errorf("only %.1f%% of the slowest 1%% of instances were found", 100*fracSlow)
+	t.Logf("instances with an event inside: found %d/%d (slowest 1%%: %d/%d)", seenFound, seenAll, seenSlowFound, seenSlow)
+	if seenSlow < top/10 {
+		t.Errorf("only %d of the slowest %d instances hold an event (%d events recorded)", seenSlow, top, len(times))
+	}
+	if float64(seenFound) < 0.95*float64(seenAll) || float64(seenSlowFound) < 0.95*float64(seenSlow) {
+		t.Errorf("of the instances with an event inside, found %d/%d, slowest 1%% %d/%d: want 95%% or more; first missed: %s",
+			seenFound, seenAll, seenSlowFound, seenSlow, strings.Join(missed, ", "))
 	}
 	if fracSlow <= fracAll {
 		t.Errorf("the slowest instances (%.1f%%) should be covered better than all (%.1f%%)", 100*fracSlow, 100*fracAll)

@@ -58,7 +58,7 @@ func recordStates(t *testing.T, collector []string, bin string, args ...string) 
 func TestStatesConsumerWokenByProducer(t *testing.T) {
 	testutil.NeedRoot(t)
 	bin := testutil.C(t, "prodcons", []string{"prodcons.c"}, "-O2", "-g", "-fno-omit-frame-pointer", "-pthread")
-	for _, collector := range [][]string{nil, {"record", "--events", "cpu,wakeup", "--bpf-events"}, {"trace", "--sched", "-f", "consume_item"}} {
+	for _, collector := range [][]string{nil, {"record", "--events", "cpu,wakeup", "--perf-events"}, {"trace", "--sched", "-f", "consume_item"}} {
 		t.Run(fmt.Sprint(collector), func(t *testing.T) { consumerWokenByProducer(t, collector, bin) })
 	}
 }
@@ -134,7 +134,7 @@ func TestStatesLockWaitNamesHolder(t *testing.T) {
 	testutil.NeedRoot(t)
 	bin := testutil.C(t, "lockhold", []string{"lockhold.c"}, "-O2", "-g", "-fno-omit-frame-pointer", "-pthread")
 	const rounds = 40
-	for _, collector := range [][]string{nil, {"record", "--events", "cpu,wakeup", "--bpf-events"}} {
+	for _, collector := range [][]string{nil, {"record", "--events", "cpu,wakeup", "--perf-events"}} {
 		t.Run(fmt.Sprint(collector), func(t *testing.T) { lockWaitNamesHolder(t, collector, bin, rounds) })
 	}
 }

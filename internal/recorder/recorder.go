@@ -58,11 +58,11 @@ type Options struct {
 	// only: the kernel's frames at those tracepoints are always the same
 	// entry path, and walking them is half of each event's cost.
 	SyscallUserStacks bool
-	// BPFEvents records system call and context switch events with
-	// culprit's BPF program (internal/syscallprog) instead of perf's
-	// tracepoint events, where it can (fp mode, every event): the same
-	// samples at a fraction of the cost.
-	BPFEvents bool
+	// PerfEvents records system call and context switch events with
+	// perf's tracepoint events even where culprit's BPF program
+	// (internal/syscallprog; the default in fp mode, every event) could:
+	// the same samples at about twice the cost.
+	PerfEvents bool
 	// State, when set, samples program state (expressions, rules, vProf
 	// values) at each CPU sample, over what the sample carries: the
 	// registers, a copy of the top of the user stack and, when State is a

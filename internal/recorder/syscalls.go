@@ -10,21 +10,21 @@ import (
 )
 
 // System call and context switch events through a BPF program
-// (internal/syscallprog), with Options.BPFEvents: one walk of the user call
-// chain per system call instead of one per entry and one per exit, the
-// kernel's entry path walked once, no perf sample output, and threads of
-// other processes turned away in the kernel. The recorder writes the same EventSyscallEnter,
-// EventSyscallExit and EventSwitch samples as from perf's tracepoint
-// events: the exit carries its entry's user stack (the thread did not
-// leave the kernel between them), and user chains are repaired from the
-// copied stack like any other sample's.
+// (internal/syscallprog), by default: one walk of the user call chain per
+// system call instead of one per entry and one per exit, the kernel's entry
+// path walked once, no perf sample output, and threads of other processes
+// turned away in the kernel. The recorder writes the same
+// EventSyscallEnter, EventSyscallExit and EventSwitch samples as from
+// perf's tracepoint events: the exit carries its entry's user stack (the
+// thread did not leave the kernel between them), and user chains are
+// repaired from the copied stack like any other sample's.
 //
-// perf's tracepoint events remain where the program cannot serve: dwarf
-// mode (its stack copies are as large as CPU samples'), --event-period
-// (the program records every event), --events without cpu or wakeup (no
-// other perf event reports the process's mappings), and kernels or users
-// the program is refused on (said in a warning); switches also for users
-// without kernel call chains.
+// perf's tracepoint events remain with Options.PerfEvents and where the
+// program cannot serve: dwarf mode (its stack copies are as large as CPU
+// samples'), --event-period (the program records every event), --events
+// without cpu or wakeup (no other perf event reports the process's
+// mappings), and kernels or users the program is refused on (said in a
+// warning); switches also for users without kernel call chains.
 
 // sysCopyBytes is the stack the program copies at each entry in fp mode,
 // as perf's tracepoint events do: enough for the CFI repair of a system
@@ -80,7 +80,7 @@ func (s *session) syscallsViaBPF() {
 			sideband = true
 		}
 	}
-	if !s.o.BPFEvents || len(sys) == 0 || !sideband || s.o.CallGraph != CallGraphFP || s.o.EventPeriod > 1 {
+	if s.o.PerfEvents || len(sys) == 0 || !sideband || s.o.CallGraph != CallGraphFP || s.o.EventPeriod > 1 {
 		return
 	}
 	t, err := syscallprog.New(o)

@@ -51,11 +51,15 @@ type sysEvent struct {
 	copy [2]int // the stack copy's bounds in session.sysBuf
 }
 
-// pendingCall is a thread's system call entry waiting for its exit.
+// pendingCall is a thread's last system call entry: waiting for its exit,
+// or exited (a switch on the way back to user space, after the exit's
+// record, still takes the call's user chain).
 type pendingCall struct {
 	nr           uint64
 	kernel, user []uint64
 	truncated    bool
+	ip, sp       uint64 // the user registers at the entry
+	exited       bool
 }
 
 // syscallsViaBPF loads the program when the recording's options allow it
@@ -180,15 +184,28 @@ func (s *session) syscall(e *sysEvent, k *eventKind) {
 	ev := &e.ev
 	if ev.Exit {
 		c := s.pending[ev.TID]
-		if c == nil || c.nr != ev.Nr {
+		if c == nil || c.exited || c.nr != ev.Nr {
 			return // entered before the recording started
 		}
-		delete(s.pending, ev.TID)
+		c.exited = true
 		x := *c
 		if ks := s.sysStack(ev.KernStack, true); ks != nil {
 			x.kernel = ks // the exit's own hook
 		}
 		s.writeSyscall(ev, k, &x)
+		return
+	}
+	if ev.Switch && ev.UserStack == syscallprog.InCall {
+		// Inside a system call (or on its way back to user space): the
+		// user chain is its entry's, at the same registers.
+		c := &pendingCall{nr: syscallprog.SwitchState(ev.Nr), kernel: s.sysStack(ev.KernStack, true)}
+		if p := s.pending[ev.TID]; p != nil && p.nr == ev.CallNr && p.ip == ev.IP && p.sp == ev.SP {
+			c.user, c.truncated = p.user, p.truncated
+		} else {
+			// Its entry came before the recording started or was lost.
+			c.user, c.truncated = []uint64{ev.IP}, true
+		}
+		s.writeSyscall(ev, k, c)
 		return
 	}
 	r := perf.Sample{Header: perf.Header{PID: ev.PID, TID: ev.TID, Time: ev.Time, CPU: ev.CPU},
@@ -204,7 +221,7 @@ func (s *session) syscall(e *sysEvent, k *eventKind) {
 	if ev.UserStack < 0 {
 		truncated = true
 	}
-	c := &pendingCall{nr: ev.Nr, kernel: r.Kernel, user: user, truncated: truncated}
+	c := &pendingCall{nr: ev.Nr, kernel: r.Kernel, user: user, truncated: truncated, ip: ev.IP, sp: ev.SP}
 	if ev.Switch {
 		c.nr = syscallprog.SwitchState(ev.Nr)
 		s.writeSyscall(ev, k, c)

@@ -75,7 +75,8 @@ const (
 	offSP      = 56
 	offBP      = 64
 	offCopied  = 72 // u64: bytes of stack copied from SP
-	hdrSize    = 80
+	offCallNr  = 80 // u64: a switch's system call (orig_ax), when UserStack is InCall
+	hdrSize    = 88
 	exitSize   = 48
 )
 
@@ -94,6 +95,15 @@ const userCS64 = 0x33
 // MaxStack is the deepest call chain kept (perf's default, 127).
 const MaxStack = 127
 
+// InCall is a switch's UserStack when the thread left the CPU inside
+// system call CallNr (with Options.Syscalls): its user call chain is that
+// call's entry's, which the program did not walk again.
+const InCall = -1 << 20
+
+// maxSyscallNr bounds the system call numbers a switch is taken to be
+// inside of (x86-64's are below 512).
+const maxSyscallNr = 1023
+
 // Options say what the program records.
 type Options struct {
 	// KernelStacks records the kernel call chain at each entry as well.
@@ -105,7 +115,9 @@ type Options struct {
 	RingBytes int
 	// Switches records each time a traced thread leaves a CPU
 	// (sched_switch), with its user and kernel call chains, the registers
-	// and the stack copy, and prev_state as Nr.
+	// and the stack copy, and prev_state as Nr; with Syscalls, a switch
+	// inside a system call (entered by the syscall instruction) has no user
+	// chain or copy of its own but UserStack InCall and the call's number.
 	Switches bool
 	// Syscalls records system call entries and exits.
 	Syscalls bool
@@ -120,9 +132,10 @@ type Event struct {
 	PID, TID   uint32
 	Time       uint64
 	Nr         uint64
-	UserStack  int64 // stack id, negative when the stack could not be kept
+	UserStack  int64 // stack id, InCall, or negative when the stack could not be kept
 	KernStack  int64 // stack id, negative when none
 	IP, SP, BP uint64
+	CallNr     uint64 // with UserStack InCall: the system call the switch is inside
 	Stack      []byte // the copy from SP (valid until the next Drain)
 }
 
@@ -194,7 +207,7 @@ func New(o Options) (*Tracer, error) {
 			prog{"sys_exit", exitProgram(m, o.KernelStacks)})
 	}
 	if o.Switches {
-		progs = append(progs, prog{"sched_switch", switchProgram(m, copyBytes, exitStateOff)})
+		progs = append(progs, prog{"sched_switch", switchProgram(m, copyBytes, exitStateOff, o.Syscalls)})
 	}
 	for _, p := range progs {
 		prog, err := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Name: fmt.Sprintf("culprit_%d", os.Getpid()%10000000),
@@ -279,6 +292,7 @@ func (t *Tracer) Drain(fn func(*Event)) error {
 			ev.IP, ev.SP, ev.BP = le.Uint64(b[offIP:]), le.Uint64(b[offSP:]), le.Uint64(b[offBP:])
 			n := int(le.Uint64(b[offCopied:]))
 			ev.Stack = b[hdrSize:min(hdrSize+n, len(b))]
+			ev.CallNr = le.Uint64(b[offCallNr:])
 		}
 		fn(&ev)
 	}
@@ -623,9 +637,13 @@ func SwitchState(nr uint64) uint64 {
 }
 
 // switchProgram: sched_switch(preempt, prev, next, prev_state), run by
-// prev: its user chain, its kernel chain (the blocking path: walked each
-// time), its user registers (task_pt_regs) and stack copy.
-func switchProgram(m fds, copyBytes int, exitStateOff int32) asm.Instructions {
+// prev: its kernel chain (the blocking path: walked each time), its user
+// registers (task_pt_regs), and its user chain and stack copy, unless
+// inCall and the thread is inside a system call: the registers' orig_ax is
+// a system call number and the instruction before their IP is the syscall
+// instruction (an interrupt's orig_ax is negative; a page fault's error code
+// can look like a number, but the recorder then finds no entry pending).
+func switchProgram(m fds, copyBytes int, exitStateOff int32, inCall bool) asm.Instructions {
 	var b bpfasm.Builder
 	traced(&b, m)
 	reserve(&b, m, int32(hdrSize+copyBytes), kindSwitch)
@@ -650,11 +668,6 @@ func switchProgram(m fds, copyBytes int, exitStateOff int32) asm.Instructions {
 		asm.StoreMem(rRec, offNr, asm.R1, asm.DWord),
 		asm.Mov.Reg(asm.R1, rCtx),
 		asm.LoadMapPtr(asm.R2, m.stacks),
-		asm.Mov.Imm(asm.R3, 1<<8), // BPF_F_USER_STACK
-		asm.FnGetStackid.Call(),
-		asm.StoreMem(rRec, offUStack, asm.R0, asm.DWord),
-		asm.Mov.Reg(asm.R1, rCtx),
-		asm.LoadMapPtr(asm.R2, m.stacks),
 		asm.Mov.Imm(asm.R3, 0),
 		asm.FnGetStackid.Call(),
 		asm.StoreMem(rRec, offKStack, asm.R0, asm.DWord),
@@ -662,6 +675,39 @@ func switchProgram(m fds, copyBytes int, exitStateOff int32) asm.Instructions {
 		asm.Mov.Reg(asm.R1, asm.R0),
 		asm.FnTaskPtRegs.Call(),
 		asm.Mov.Reg(rRegs, asm.R0),
+	)
+	if inCall {
+		readReg(&b, offCallNr, regOrigAX)
+		readReg(&b, offIP, regIP)
+		b.Emit(
+			asm.LoadMem(asm.R1, rRec, offCallNr, asm.DWord),
+			asm.JGT.Imm(asm.R1, maxSyscallNr, "walk"),
+			asm.StoreImm(asm.RFP, -16, 0, asm.Word),
+			asm.Mov.Reg(asm.R1, asm.RFP),
+			asm.Add.Imm(asm.R1, -16),
+			asm.Mov.Imm(asm.R2, 2),
+			asm.LoadMem(asm.R3, rRec, offIP, asm.DWord),
+			asm.Add.Imm(asm.R3, -2),
+			asm.FnProbeReadUser.Call(),
+			asm.JNE.Imm(asm.R0, 0, "walk"),
+			asm.LoadMem(asm.R1, asm.RFP, -16, asm.Half),
+			asm.JNE.Imm(asm.R1, 0x050f, "walk"), // syscall: 0f 05
+			asm.Mov.Imm(asm.R1, InCall),
+			asm.StoreMem(rRec, offUStack, asm.R1, asm.DWord),
+			asm.Mov.Imm(asm.R1, 0),
+			asm.StoreMem(rRec, offCopied, asm.R1, asm.DWord),
+		)
+		readReg(&b, offSP, regSP)
+		readReg(&b, offBP, regBP)
+		submit(&b)
+		b.Emit(asm.Mov.Imm(asm.R0, 0).WithSymbol("walk"))
+	}
+	b.Emit(
+		asm.Mov.Reg(asm.R1, rCtx),
+		asm.LoadMapPtr(asm.R2, m.stacks),
+		asm.Mov.Imm(asm.R3, 1<<8), // BPF_F_USER_STACK
+		asm.FnGetStackid.Call(),
+		asm.StoreMem(rRec, offUStack, asm.R0, asm.DWord),
 	)
 	userRegs(&b, copyBytes)
 	submit(&b)

@@ -72,10 +72,19 @@ func TestRecordsOwnSystemCalls(t *testing.T) {
 
 // TestRecordsOwnSwitches traces this process's switches away: each of a
 // known number of sleeps on one thread leaves the CPU asleep
-// (interruptible), with both call chains and the user registers.
+// (interruptible), with both call chains and the user registers; with
+// system calls traced too, the switch inside each nanosleep refers to its
+// call (InCall, the call's number, its entry's registers) instead of
+// walking the user chain again.
 func TestRecordsOwnSwitches(t *testing.T) {
 	testutil.NeedRoot(t)
-	tr, err := New(Options{Switches: true, StackBytes: 256, RingBytes: 1 << 20})
+	for _, syscalls := range []bool{false, true} {
+		recordOwnSwitches(t, syscalls)
+	}
+}
+
+func recordOwnSwitches(t *testing.T, syscalls bool) {
+	tr, err := New(Options{Switches: true, Syscalls: syscalls, StackBytes: 256, RingBytes: 1 << 20})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -93,16 +102,36 @@ func TestRecordsOwnSwitches(t *testing.T) {
 	tr.Remove(uint32(os.Getpid()))
 	runtime.UnlockOSThread()
 	asleep, other := 0, 0
+	var entry *Event // the thread's system call entry pending, with syscalls
 	err = tr.Drain(func(ev *Event) {
 		if ev.TID != tid {
 			return
 		}
-		if !ev.Switch {
+		switch {
+		case syscalls && !ev.Switch && !ev.Exit:
+			e := *ev
+			entry = &e
+			return
+		case syscalls && ev.Exit:
+			entry = nil
+			return
+		case !ev.Switch:
 			t.Errorf("a record other than a switch: %+v", ev)
 			return
 		}
-		us := append([]uint64(nil), tr.Stack(ev.UserStack)...)
 		ks := tr.Stack(ev.KernStack)
+		if syscalls {
+			if SwitchState(ev.Nr) == 1 && ev.UserStack == InCall && ev.CallNr == unix.SYS_NANOSLEEP && entry != nil &&
+				entry.Nr == ev.CallNr && entry.IP == ev.IP && entry.SP == ev.SP && len(ks) > 3 && len(ev.Stack) == 0 {
+				asleep++
+			} else {
+				other++
+				t.Logf("state %#x: user stack %d, call %d (entry %+v), IP %#x, %d kernel frames, %d bytes copied",
+					ev.Nr, ev.UserStack, ev.CallNr, entry, ev.IP, len(ks), len(ev.Stack))
+			}
+			return
+		}
+		us := append([]uint64(nil), tr.Stack(ev.UserStack)...)
 		if SwitchState(ev.Nr) == 1 && len(us) > 2 && us[0] == ev.IP && len(ks) > 3 && len(ev.Stack) == 256 {
 			asleep++
 		} else {
@@ -116,7 +145,7 @@ func TestRecordsOwnSwitches(t *testing.T) {
 	// Each sleep leaves the CPU asleep; the runtime may park the thread
 	// too (the race detector's does), and preemptions add others.
 	if asleep < n {
-		t.Errorf("%d switches asleep with both chains and the stack copied, %d others; want at least %d asleep", asleep, other, n)
+		t.Errorf("syscalls=%v: %d switches asleep as expected, %d others; want at least %d asleep", syscalls, asleep, other, n)
 	}
 }
 

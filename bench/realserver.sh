@@ -24,8 +24,11 @@
 #
 # REQUESTS (default 20000), CLIENTS (default 4), OUTDIR (default
 # bench/out/realserver), CONFIGS (default "record values events"; bare
-# always runs; events-bpf is events with --bpf-events). Needs root, gcc, make, python3, dpkg-dev and the Debian
-# source mirror.
+# always runs; events-perf is events through perf's tracepoint events
+# (--perf-events); perf is `perf record -F FREQ -g`, for comparison: its
+# samples, lost samples (perf report --stats) and stacks reaching the
+# entry (perf script)). Needs root, gcc, make, python3, dpkg-dev, perf and
+# the Debian source mirror.
 set -euo pipefail
 runs=${1:-3}
 freq=${2:-999}
@@ -57,7 +60,8 @@ declare -A prefix=(
 	[record]="$culprit record -F $freq -o $outdir/record.rec --"
 	[values]="$culprit record -F $freq --values -o $outdir/values.rec --"
 	[events]="$culprit record -F $freq --events cpu,syscalls,sched -o $outdir/events.rec --"
-	[events-bpf]="$culprit record -F $freq --events cpu,syscalls,sched --bpf-events -o $outdir/events-bpf.rec --"
+	[events-perf]="$culprit record -F $freq --events cpu,syscalls,sched --perf-events -o $outdir/events-perf.rec --"
+	[perf]="perf record -q -F $freq -g -o $outdir/perf.data --"
 )
 order=(bare ${CONFIGS:-record values events})
 
@@ -97,6 +101,22 @@ print("%.0f" % (len(rates) / sum(1 / r for r in rates)) if rates else "nan")')
 		echo "$rps - - -"
 		return
 	fi
+	if [ "$cfg" = perf ]; then
+		local samples lost
+		samples=$(perf report -i "$outdir/perf.data" --stats 2>/dev/null | awk '/SAMPLE events:/ { print $3; exit }')
+		lost=$(perf report -D -i "$outdir/perf.data" 2>/dev/null | awk '/PERF_RECORD_LOST/ { n += $NF } END { print n + 0 }')
+		perf script -i "$outdir/perf.data" -F sym 2>/dev/null | python3 -c '
+import sys
+n = entry = 0
+for block in sys.stdin.read().split("\n\n"):
+    syms = block.split()
+    if not syms:
+        continue
+    n += 1
+    entry += "main" in syms or "start_thread" in syms
+print(sys.argv[1], sys.argv[2], sys.argv[3], "%.1f%%" % (100 * entry / max(n, 1)))' "$rps" "${samples:-0}" "$lost"
+		return
+	fi
 	"$culprit" report --format json "$outdir/$cfg.rec" | python3 -c '
 import json, sys
 d = json.load(sys.stdin)
@@ -116,15 +136,15 @@ done
 
 median() { sort -g | awk '{a[NR]=$1} END {if (NR == 0) {print "-"} else if (NR % 2) {print a[(NR+1)/2]} else {print (a[NR/2]+a[NR/2+1])/2}}'; }
 bare=$(printf '%s' "${res[bare]}" | awk '{print $1}' | median)
-printf '%-8s %12s %8s %8s %8s %8s\n' config throughput "vs bare" samples lost entry
+printf '%-12s %12s %8s %8s %8s %8s\n' config throughput "vs bare" samples lost entry
 for c in "${order[@]}"; do
 	col() { printf '%s' "${res[$c]}" | awk -v k="$1" '$k != "-" {sub(/%$/, "", $k); print $k}' | median; }
 	t=$(col 1)
 	rel=$(awk -v t="$t" -v b="$bare" 'BEGIN {printf "%+.1f%%", 100 * (t / b - 1)}')
 	if [ "$c" = bare ]; then
-		printf '%-8s %12s %8s %8s %8s %8s\n' "$c" "$t" - - - -
+		printf '%-12s %12s %8s %8s %8s %8s\n' "$c" "$t" - - - -
 	else
-		printf '%-8s %12s %8s %8s %8s %7s%%\n' "$c" "$t" "$rel" "$(col 2)" "$(col 3)" "$(col 4)"
+		printf '%-12s %12s %8s %8s %8s %7s%%\n' "$c" "$t" "$rel" "$(col 2)" "$(col 3)" "$(col 4)"
 	fi
 done
 echo "runs $runs, $freq Hz, $requests requests x 8 commands, $clients clients; load: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -105,7 +105,7 @@ print("%.0f" % (len(rates) / sum(1 / r for r in rates)) if rates else "nan")')
 		local samples lost
 		samples=$(perf report -i "$outdir/perf.data" --stats 2>/dev/null | awk '/SAMPLE events:/ { print $3; exit }')
 		lost=$(perf report -D -i "$outdir/perf.data" 2>/dev/null | awk '/PERF_RECORD_LOST/ { n += $NF } END { print n + 0 }')
-		perf script -i "$outdir/perf.data" -F sym 2>/dev/null | python3 -c '
+		perf script -i "$outdir/perf.data" -F ip,sym 2>/dev/null | python3 -c '
 import sys
 n = entry = 0
 for block in sys.stdin.read().split("\n\n"):

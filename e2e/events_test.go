@@ -201,3 +201,48 @@ func TestBPFSyscallEvents(t *testing.T) {
 		t.Errorf("want one stack for the loop's entries and one for its exits, each %d times, through the BPF program: %v\nthrough perf: %v", writes, viaBPF, viaPerf)
 	}
 }
+
+// A thread that blocks inside read(2) leaves the CPU with the user chain of
+// that call: the BPF program does not walk it again but the recorder takes
+// the call's entry's, which reaches the thread's loop and entry, for every
+// switch inside a read or write of the two threads handing a byte back and
+// forth.
+func TestSwitchInsideSystemCall(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "pingpong", []string{"pingpong.c"}, "-O2", "-g", "-fno-omit-frame-pointer", "-pthread")
+	out := rec(t)
+	mustRun(t, "record", "--events", "cpu,syscalls,sched", "-o", out, "--", bin, "2000")
+	p, err := loader.Load([]string{out}, loader.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	inside, complete := 0, 0
+	var bad []string
+	for _, s := range p.Samples {
+		if s.Event != recording.EventSwitch {
+			continue
+		}
+		var fs []string
+		io := false // the C library's read or write is on the stack
+		for _, fi := range p.Stacks[s.Stack] {
+			fn := p.Frames[fi].Function
+			fs = append(fs, fn)
+			io = io || fn == "read" || fn == "write" || strings.HasSuffix(fn, "libc_read") || strings.HasSuffix(fn, "libc_write")
+		}
+		f := strings.Join(fs, " ")
+		if !io || !strings.Contains(f, "entry_SYSCALL_64") {
+			continue
+		}
+		inside++
+		if strings.Contains(f, "ping_loop main") || strings.Contains(f, "pong_loop pong start_thread") {
+			complete++
+		} else if len(bad) < 5 {
+			bad = append(bad, f)
+		}
+	}
+	// The first reader waits for the first byte at least.
+	if inside == 0 || complete != inside {
+		t.Errorf("%d switches inside a read or write, %d with the loop's chain; others: %s", inside, complete, strings.Join(bad, "; "))
+	}
+	t.Logf("%d switches inside a read or write", inside)
+}

@@ -11,8 +11,9 @@
 # request). Each configuration runs RUNS times, interleaved; the table
 # gives the median requests per second of SET and GET together and its
 # loss against bare, the server's own CPU time per request, and the events
-# recorded and lost (median). The -bpf configurations record the same
-# events with --bpf-events. $CULPRIT names a culprit binary to use instead
+# recorded and lost (median). The -bpf configurations record the events
+# with culprit's BPF program (the default), the others with perf's
+# tracepoint events (--perf-events). $CULPRIT names a culprit binary to use instead
 # of building this tree's; $ORDER the configurations to run.
 set -euo pipefail
 runs=${1:-5}

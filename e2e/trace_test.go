@@ -995,6 +995,48 @@ func TestTraceTrapBudget(t *testing.T) {
 	}
 }
 
+// --args --read records struct members through pointer parameters,
+// named by their path: each begin and finish call's j->req->hdr.id (two
+// pointer steps and a nested member, offsets from DWARF) is one of the
+// ids the program printed, each id once per function.
+func TestTraceArgsStructFields(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "varfields", []string{"varfields.c"}, "-O2", "-g", "-pthread")
+	out, stdout := traceRun(t, []string{"--args", "--read", "j->req->hdr.id", "-f", "begin", "-f", "finish"}, bin, "40")
+	want := map[string]bool{}
+	for _, l := range strings.Split(stdout, "\n") {
+		if f := strings.Fields(l); len(f) == 3 && f[0] == "lat" {
+			want[f[1]] = true
+		}
+	}
+	if len(want) != 40 {
+		t.Fatalf("the program printed %d ids, want 40", len(want))
+	}
+	var a callsJSON
+	if err := json.Unmarshal([]byte(mustRun(t, "report", "--calls", "^(begin|finish)$", "--top", "0", "--format", "json", out)), &a); err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]map[string]bool{"begin": {}, "finish": {}}
+	for _, c := range a.Calls {
+		for _, x := range c.Args {
+			if x.Name == "j->req->hdr.id" {
+				if !want[x.Value] || seen[c.Function][x.Value] {
+					t.Errorf("%s: j->req->hdr.id=%s, not one of the program's ids or seen twice", c.Function, x.Value)
+				}
+				seen[c.Function][x.Value] = true
+			}
+		}
+	}
+	for fn, ids := range seen {
+		if len(ids) != 40 {
+			t.Errorf("%s: %d calls with j->req->hdr.id, want 40", fn, len(ids))
+		}
+	}
+	if _, errs, code := run(t, "trace", "--read", "j->prio", "-f", "begin", "-o", rec(t), "--", bin, "4"); code != 2 || !strings.Contains(errs, "--read goes with --args") {
+		t.Errorf("--read without --args: exit %d, %s", code, errs)
+	}
+}
+
 // A function the kernel will not probe (its first instruction has a lock
 // prefix) is left out with a warning that names it; the others are traced.
 func TestTraceRefusedProbe(t *testing.T) {

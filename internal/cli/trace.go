@@ -59,6 +59,7 @@ calls), export --format chrome and diff. Patterns (#N sampling, --lib,
 --line, --usdt), the optimizations and what is counted: docs/trace.md.`,
 		Example: `  culprit trace -f 'parse_*' -f compress -- ./server --port 8080
   culprit trace -f 'fib#100' --args -- ./fib 30
+  culprit trace -f 'send_*' --args --read 'b->len' -- ./server
   culprit trace --lib libz.so.1:deflate -f main -- ./zip big.txt
   culprit trace -f 'handle_*' -p 1234 --duration 10s`,
 		RunE: func(c *cobra.Command, args []string) error {
@@ -121,6 +122,9 @@ calls), export --format chrome and diff. Patterns (#N sampling, --lib,
 			}
 			if o.ProbingCheck <= 0 || o.ProbingWait <= 0 {
 				return usagef("--probing-check and --probing-wait must be positive durations")
+			}
+			if len(o.Reads) > 0 && !o.Args {
+				return usagef("--read goes with --args: it records a value the arguments point to")
 			}
 			if o.Depth < 0 || o.Depth > traceprog.MaxDepth {
 				return usagef("--depth takes a number of nested traced calls from 1 to %d, or 0 for all", traceprog.MaxDepth)
@@ -215,6 +219,7 @@ calls), export --format chrome and diff. Patterns (#N sampling, --lib,
 	f.StringVar(&strategy, "strategy", "", "which functions of the program to trace besides -f (Perun's strategies): custom (only -f), all (every function symbol), userspace (all but the compiler's and C library's helpers: names starting __ or _ and a capital, _init, _fini, frame_dummy, the tm_clones), a_sampled and u_sampled (all and userspace with --sample 20 unless given)")
 	f.Uint32Var(&sample, "sample", 0, "record the first and every N-th call of every traced function (Perun's global sampling); a pattern's #N takes priority")
 	f.BoolVar(&o.Args, "args", false, "record each call's arguments (named and typed from DWARF) and its return value")
+	f.StringArrayVar(&o.Reads, "read", nil, "with --args: also record, at each call's entry, what this expression over a pointer parameter reads (p->len, c->req->hdr.id, *p, p[2]; member offsets and types from DWARF), shown as p->len=4; at most 2 a function; repeatable")
 	f.BoolVar(&o.Sched, "sched", false, "also record the threads' scheduler events (switches, with the blocking stack, and who woke whom), for culprit states")
 	f.IntVar(&o.Depth, "depth", 0, "record only calls made with fewer than this many traced calls open below them on their thread (1: the outermost traced calls); 0: all")
 	f.IntVar(&o.TimedHz, "timed-sampling", 0, "record calls only in alternate phases of 1/HZ seconds, gathering then dormant (Perun's timed sampling: a cpu-clock event flips a flag the probes read); 0: always")

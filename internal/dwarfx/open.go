@@ -237,6 +237,7 @@ func (i *Info) readUnits() (err error) {
 			u.loclistsBase = uint64(v)
 		}
 		u.hasLines = e.Val(dwarf.AttrStmtList) != nil
+		u.lang, _ = e.Val(dwarf.AttrLanguage).(int64)
 		rs, err := i.d.Ranges(e)
 		if err != nil {
 			rs = nil
@@ -392,6 +393,37 @@ func (i *Info) Global(name string) (*Variable, bool) {
 		}
 	}
 	return best, best != nil
+}
+
+// GlobalFrom looks up a global named in code of function fn (a name or a
+// pattern): Global(name), else, in a program built by Go, the global of
+// fn's package, as Go's scoping resolves an unqualified name (limit in
+// main.work is main.limit).
+func (i *Info) GlobalFrom(fn, name string) (*Variable, bool) {
+	if v, ok := i.Global(name); ok || !i.isGo {
+		return v, ok
+	}
+	if pkg := GoPackage(fn); pkg != "" {
+		return i.Global(pkg + "." + name)
+	}
+	return nil, false
+}
+
+// GoPackage returns the package path of a Go function name ("main" of
+// "main.work", "example.com/a/b" of "example.com/a/b.(*T).M"), or "" when
+// the name has no package or the package part holds a pattern's
+// metacharacters.
+func GoPackage(fn string) string {
+	slash := strings.LastIndexByte(fn, '/')
+	dot := strings.IndexByte(fn[slash+1:], '.')
+	if dot <= 0 {
+		return ""
+	}
+	pkg := fn[:slash+1+dot]
+	if strings.ContainsAny(pkg, "*?[\\") {
+		return ""
+	}
+	return pkg
 }
 
 func fileMatches(path, want string) bool {

@@ -23,6 +23,7 @@ type unit struct {
 	hasAddrBase    bool
 	loclistsBase   uint64
 	hasLines       bool
+	lang           int64 // DW_AT_language
 
 	once    sync.Once
 	parsed  atomic.Bool // set when parse is done; err is then final
@@ -296,6 +297,7 @@ func (u *unit) fill(fn *Function, sc *scope, d *die, inl *Inline) {
 		switch k.Tag {
 		case dwarf.TagFormalParameter, dwarf.TagVariable:
 			if v := u.newLocal(fn, inl, k); v != nil {
+				v.scope = sc
 				sc.vars = append(sc.vars, v)
 			}
 		case dwarf.TagLexDwarfBlock:
@@ -354,6 +356,7 @@ func (u *unit) inherit(fn *Function, sc *scope, a *die, refd map[dwarf.Offset]bo
 		switch k.Tag {
 		case dwarf.TagFormalParameter, dwarf.TagVariable:
 			if v := u.newLocal(fn, inl, k); v != nil {
+				v.scope = sc
 				sc.vars = append(sc.vars, v)
 			}
 		case dwarf.TagLexDwarfBlock:

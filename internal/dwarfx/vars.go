@@ -2,6 +2,7 @@ package dwarfx
 
 import (
 	"debug/dwarf"
+	"encoding/binary"
 	"fmt"
 	"github.com/culprit-dev/culprit/internal/elfx"
 	"path/filepath"
@@ -149,6 +150,13 @@ func (s *scope) visible() []*Variable {
 	return s.vis
 }
 
+// langGo is DW_LANG_Go.
+const langGo = 0x16
+
+// IsGo reports whether the function was compiled by Go (its unit's
+// DW_AT_language).
+func (f *Function) IsGo() bool { return f.u != nil && f.u.lang == langGo }
+
 // Contains reports whether pc is in the function.
 func (f *Function) Contains(pc uint64) bool { return inRanges(f.Ranges, pc) }
 
@@ -251,6 +259,7 @@ type Variable struct {
 
 	u       *unit
 	ctx     *exprCtx
+	scope   *scope // the block, inlined call or function body declaring a local
 	typeOff dwarf.Offset
 	loc     attrLoc
 
@@ -312,6 +321,41 @@ func (v *Variable) Location(pc uint64) (Location, bool) {
 		return Location{Expr: e.expr, Lo: e.lo, Hi: e.hi, pc: pc, ctx: v.ctx}, true
 	}
 	return Location{}, false
+}
+
+// Unit returns the name of the compilation unit declaring v (a Go
+// package's import path for Go).
+func (v *Variable) Unit() string {
+	if v.u == nil {
+		return ""
+	}
+	return v.u.name
+}
+
+// IsGo reports whether v was declared in a unit compiled by Go.
+func (v *Variable) IsGo() bool { return v.u != nil && v.u.lang == langGo }
+
+// Scope returns the address ranges of the block, inlined call or function
+// body that declares a local variable: where its name is in scope. It is
+// nil for globals.
+func (v *Variable) Scope() [][2]uint64 {
+	if v.scope == nil {
+		return nil
+	}
+	return v.scope.ranges
+}
+
+// InRegister returns the location "in register reg" of v at pc, for a
+// caller that knows better than v's location list where v lives there
+// (ELF addresses; DWARF register numbers).
+func (v *Variable) InRegister(pc uint64, reg uint64) Location {
+	var e []byte
+	if reg <= 31 {
+		e = []byte{elfx.OpReg0 + byte(reg)}
+	} else {
+		e = binary.AppendUvarint([]byte{elfx.OpRegx}, reg)
+	}
+	return Location{Expr: e, Lo: pc, Hi: pc + 1, pc: pc, ctx: v.ctx}
 }
 
 // Read evaluates v at pc in frame f: Location(pc) evaluated for the size

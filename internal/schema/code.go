@@ -461,6 +461,7 @@ type Code struct {
 	clobber map[int]uint32
 	busy    map[int]bool
 	reads   map[readKey]bool
+	carried map[carriedKey][]carriedLoc
 }
 
 type readKey struct {
@@ -488,7 +489,7 @@ func OpenCode(path string) (*Code, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	c := &Code{text: t, cache: map[int]*cfg{}, clobber: map[int]uint32{}, busy: map[int]bool{},
-		objs: map[string][2]uint64{}, reads: map[readKey]bool{}}
+		objs: map[string][2]uint64{}, reads: map[readKey]bool{}, carried: map[carriedKey][]carriedLoc{}}
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_LOAD {
 			c.loads = append(c.loads, p.ProgHeader)

@@ -192,6 +192,10 @@ func (fa *fnAnalysis) liveness() {
 		ok  bool
 	}{}
 	fa.live = make([][]liveLoc, len(fa.code.insns))
+	var carried map[*dwarfx.Variable][]carriedLoc // Go: registers carrying a local beyond its list
+	if fa.fn.IsGo() {
+		carried = map[*dwarfx.Variable][]carriedLoc{}
+	}
 	for i := range fa.code.insns {
 		pc := fa.code.insns[i].pc
 		for _, v := range fa.fn.Variables(pc) {
@@ -200,6 +204,16 @@ func (fa *fnAnalysis) liveness() {
 				continue
 			}
 			l, ok := v.Location(pc)
+			if !ok && carried != nil && v.HasLocationList() {
+				ls, done := carried[v]
+				if !done {
+					ls = carriedIn(fa.code, v)
+					carried[v] = ls
+				}
+				if r, in := carriedAt(ls, pc); in {
+					l, ok = v.InRegister(pc, r), true
+				}
+			}
 			if !ok {
 				continue
 			}

@@ -79,7 +79,7 @@ func CheckSpec(sp *expr.Spec, exe string) []SpecProblem {
 		if locals[id] {
 			continue
 		}
-		if _, ok := in.Global(id); ok {
+		if _, ok := in.GlobalFrom(sp.Func, id); ok {
 			continue
 		}
 		msg := fmt.Sprintf("--expr %q: no variable %s in %s or among the globals of %s", sp.Text, id, sp.Func, base)
@@ -122,7 +122,7 @@ func CheckSpec(sp *expr.Spec, exe string) []SpecProblem {
 		if t, ok := vars[name]; ok {
 			return t
 		}
-		if g, ok := in.Global(name); ok {
+		if g, ok := in.GlobalFrom(sp.Func, name); ok {
 			return g.Type()
 		}
 		return nil

@@ -64,10 +64,11 @@ func (s *Sampler) GlobalMemory(exe string) []MemoryRange {
 			wants = append(wants, w)
 		}
 	}
-	for _, n := range s.expressions(exe) {
+	for _, fe := range s.expressions(exe) {
+		n := fe.n
 		name := n.String()
 		walkReach(n, func(id string) (uint64, *dwarfx.Type, bool) {
-			g, ok := in.Global(id)
+			g, ok := in.GlobalFrom(fe.fn, id)
 			if !ok {
 				return 0, nil, false
 			}
@@ -251,8 +252,8 @@ func walkReach(n expr.Node, global func(string) (uint64, *dwarfx.Type, bool), ty
 func (s *Sampler) NeedsHeap(exe string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, n := range s.expressions(exe) {
-		if derefs(n) {
+	for _, fe := range s.expressions(exe) {
+		if derefs(fe.n) {
 			return true
 		}
 	}
@@ -269,8 +270,8 @@ func (s *Sampler) NeedsHeap(exe string) bool {
 // schema of the main executable (given, or made for mainExe) has a pointer
 // local. Collectors use it to leave pointer chasing out altogether.
 func (s *Sampler) MayNeedHeap(mainExe string) bool {
-	for _, n := range s.expressions("") {
-		if derefs(n) {
+	for _, fe := range s.expressions("") {
+		if derefs(fe.n) {
 			return true
 		}
 	}
@@ -297,11 +298,11 @@ func hasPointerLocal(sc *schema.Schema) bool {
 
 // expressions lists the expressions the specs and the rules evaluate in the
 // executable ("": in any): spec expressions, rule conditions and captures.
-func (s *Sampler) expressions(exe string) []expr.Node {
-	var out []expr.Node
+func (s *Sampler) expressions(exe string) []fnExpr {
+	var out []fnExpr
 	for _, sp := range s.specs {
 		if exe == "" || sp.MatchProg(exe) {
-			out = append(out, sp.Expr)
+			out = append(out, fnExpr{sp.Func, sp.Expr})
 		}
 	}
 	if s.file == nil {
@@ -314,16 +315,22 @@ func (s *Sampler) expressions(exe string) []expr.Node {
 		}
 		for _, r := range p.Rules {
 			if r.Cond != nil {
-				out = append(out, r.Cond)
+				out = append(out, fnExpr{r.Func, r.Cond})
 			}
 			for _, a := range r.Actions {
 				if a.Expr != nil {
-					out = append(out, a.Expr)
+					out = append(out, fnExpr{r.Func, a.Expr})
 				}
 			}
 		}
 	}
 	return out
+}
+
+// fnExpr is an expression evaluated in the functions a pattern matches.
+type fnExpr struct {
+	fn string
+	n  expr.Node
 }
 
 // derefs reports whether an expression follows a pointer or indexes.

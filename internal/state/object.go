@@ -15,6 +15,7 @@ import (
 
 	"github.com/culprit-dev/culprit/internal/dwarfx"
 	"github.com/culprit-dev/culprit/internal/expr"
+	"github.com/culprit-dev/culprit/internal/schema"
 )
 
 // object is a typed program value: an expr.Object over DWARF.
@@ -308,6 +309,34 @@ type frameEnv struct {
 	fn    *dwarfx.Function
 	pc    uint64 // ELF address to look variables up at
 	frame *dwarfx.Frame
+	code  *schema.Code // the function's machine code when its compiler's location lists leave gaps (Go); else nil
+}
+
+// location returns where local v is at the frame's PC: its DWARF location,
+// else the register the machine code carries it in (schema.Code.Carried).
+func (e *frameEnv) location(v *dwarfx.Variable) (dwarfx.Location, bool) {
+	if l, ok := v.Location(e.pc); ok {
+		return l, true
+	}
+	if e.code != nil && !v.IsGlobal {
+		if r, ok := e.code.Carried(v, e.pc); ok {
+			return v.InRegister(e.pc, r), true
+		}
+	}
+	return dwarfx.Location{}, false
+}
+
+// read evaluates variable v in the frame.
+func (e *frameEnv) read(v *dwarfx.Variable) (dwarfx.Value, error) {
+	l, ok := e.location(v)
+	if !ok {
+		return dwarfx.Value{}, dwarfx.ErrOptimizedOut
+	}
+	size := v.Type().Size
+	if size <= 0 {
+		return v.Read(e.pc, e.frame) // (its error)
+	}
+	return l.Eval(e.frame, int(size))
 }
 
 // Type resolves a type name against the DWARF of the frame's object.
@@ -328,7 +357,7 @@ func (e *frameEnv) Var(name string) (expr.Object, error) {
 		}
 	}
 	if v == nil {
-		g, ok := e.info.Global(name)
+		g, ok := e.info.GlobalFrom(e.fn.Name, name)
 		if !ok {
 			return nil, missing("no variable %s in scope in %s here", name, e.fn.Name)
 		}
@@ -341,7 +370,7 @@ func (e *frameEnv) Var(name string) (expr.Object, error) {
 		}
 		v = g
 	}
-	val, err := v.Read(e.pc, e.frame)
+	val, err := e.read(v)
 	if err != nil {
 		if errors.Is(err, dwarfx.ErrUnavailable) || errors.Is(err, dwarfx.ErrOptimizedOut) {
 			return nil, missing("%s: %v", name, err)

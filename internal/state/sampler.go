@@ -13,6 +13,7 @@ import (
 	"github.com/culprit-dev/culprit/internal/expr"
 	"github.com/culprit-dev/culprit/internal/recording"
 	"github.com/culprit-dev/culprit/internal/rules"
+	"github.com/culprit-dev/culprit/internal/schema"
 	"github.com/culprit-dev/culprit/internal/unwind"
 )
 
@@ -45,6 +46,7 @@ type Sampler struct {
 	nextID  uint32
 	mu      sync.Mutex
 	infos   map[string]*dwarfx.Info // nil value: the object has no usable DWARF
+	codes   map[string]*schema.Code // machine code of objects, by path; nil value: unreadable
 	errs    map[int]string          // first non-missing error per spec (rule captures: -ID)
 	noDWARF map[string]bool
 }
@@ -56,7 +58,7 @@ func NewSampler(specs []*expr.Spec, rf *rules.File, firstID uint32) *Sampler {
 		firstID = 1
 	}
 	s := &Sampler{specs: specs, ids: make([]uint32, len(specs)), named: make([]bool, len(specs)), nextID: firstID,
-		infos: map[string]*dwarfx.Info{}, errs: map[int]string{}, noDWARF: map[string]bool{},
+		infos: map[string]*dwarfx.Info{}, codes: map[string]*schema.Code{}, errs: map[int]string{}, noDWARF: map[string]bool{},
 		ruleIDs: map[recording.ValueSource]uint32{}}
 	if rf != nil {
 		s.file, s.rules = rf, rules.NewEngine(rf)
@@ -100,6 +102,7 @@ type located struct {
 	pc    uint64 // ELF address
 	bias  uint64
 	depth int
+	code  *schema.Code // the object's machine code, for functions compiled by Go; else nil
 }
 
 // locate finds the function of every frame.
@@ -126,7 +129,11 @@ func (s *Sampler) locate(th Thread) []located {
 		if !ok {
 			continue
 		}
-		out = append(out, located{in, fn, pc - bias, bias, d})
+		var code *schema.Code
+		if fn.IsGo() {
+			code = s.code(path)
+		}
+		out = append(out, located{in, fn, pc - bias, bias, d, code})
 	}
 	return out
 }
@@ -134,7 +141,7 @@ func (s *Sampler) locate(th Thread) []located {
 func (th Thread) env(at located) *frameEnv {
 	f := th.Frames[at.depth]
 	frame := &dwarfx.Frame{Regs: f.Regs, RegValid: f.Valid, CFA: f.CFA, Bias: at.bias, Mem: th.Mem}
-	return &frameEnv{info: at.info, fn: at.fn, pc: at.pc, frame: frame}
+	return &frameEnv{info: at.info, fn: at.fn, pc: at.pc, frame: frame, code: at.code}
 }
 
 // value makes a Value record of an evaluation.

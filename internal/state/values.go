@@ -35,8 +35,7 @@ type valueState struct {
 	exes    map[string]*exeSchema // by executable path; nil value: not sampled
 	globals map[string][]valueVar // by executable path; nil map: globals are not sampled
 	ids     map[valueKey]uint32
-	codes   map[string]*schema.Code // machine code of objects, by path; nil value: unreadable
-	same    map[[2]string]bool      // sameFile answers: it resolves symbolic links with system calls
+	same    map[[2]string]bool // sameFile answers: it resolves symbolic links with system calls
 }
 
 // exeSchema is the schema of one executable, resolved against its DWARF.
@@ -71,8 +70,7 @@ func (s *Sampler) EnableValues(o ValueOptions) {
 	if o.Depth < 0 {
 		o.Depth = 3
 	}
-	s.values = &valueState{depth: o.Depth, schema: o.Schema, exes: map[string]*exeSchema{}, ids: map[valueKey]uint32{},
-		codes: map[string]*schema.Code{}}
+	s.values = &valueState{depth: o.Depth, schema: o.Schema, exes: map[string]*exeSchema{}, ids: map[valueKey]uint32{}}
 	if o.Globals {
 		s.values.globals = map[string][]valueVar{}
 	}
@@ -224,7 +222,7 @@ func (s *Sampler) sampleValues(th Thread, located []located, out []recording.Rec
 			if tags == "" {
 				continue // not in the schema
 			}
-			if _, ok := v.Location(at.pc); !ok {
+			if _, ok := env.location(v); !ok {
 				continue // not live here: not sampled (as vProf)
 			}
 			out = append(out, s.valueSource(es, valueVar{v: v, tags: tags}, at.fn.Name)...)
@@ -399,10 +397,10 @@ func (s *Sampler) clobbered(th Thread, max int) []uint32 {
 }
 
 func (s *Sampler) code(path string) *schema.Code {
-	c, ok := s.values.codes[path]
+	c, ok := s.codes[path]
 	if !ok {
 		c, _ = schema.OpenCode(path)
-		s.values.codes[path] = c
+		s.codes[path] = c
 	}
 	return c
 }

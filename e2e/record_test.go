@@ -381,23 +381,26 @@ func TestFPModeLibc(t *testing.T) {
 	bin := testutil.C(t, "libcalls", []string{"libcalls.c"}, "-O2", "-g", "-fno-omit-frame-pointer")
 	nofp := testutil.C(t, "libcalls-nofp", []string{"libcalls.c"}, "-O2", "-g", "-fomit-frame-pointer")
 	out := rec(t)
+	// Value sampling (which reads caller frames from the same copy) keeps
+	// the stacks complete too.
 	for _, c := range []struct {
 		bin   string
 		stack int
-	}{{bin, 4096}, {nofp, 8192}} {
-		_, stderr, code := run(t, "record", "-o", out, "--", c.bin, "3000")
+		flags []string
+	}{{bin, 4096, nil}, {nofp, 8192, nil}, {nofp, 8192, []string{"--values"}}, {bin, 4096, []string{"--values"}}} {
+		_, stderr, code := run(t, append(append([]string{"record", "-o", out}, c.flags...), "--", c.bin, "3000")...)
 		if code != 0 {
 			t.Fatalf("record: exit %d\n%s", code, stderr)
 		}
 		if n := stackBytes(t, out); n != c.stack {
-			t.Errorf("%s: stack copy %d bytes, want %d", filepath.Base(c.bin), n, c.stack)
+			t.Errorf("%s %v: stack copy %d bytes, want %d", filepath.Base(c.bin), c.flags, n, c.stack)
 		}
 		f := flat(t, out)
 		if m := f.total("main"); m < 0.99 || f.Samples < 300 {
-			t.Errorf("%s: main on %.1f%% of %d stacks, want ≥ 99%% of 300 or more", filepath.Base(c.bin), 100*m, f.Samples)
+			t.Errorf("%s %v: main on %.1f%% of %d stacks, want ≥ 99%% of 300 or more", filepath.Base(c.bin), c.flags, 100*m, f.Samples)
 		}
 		if strings.Contains(stderr, "lost callers") {
-			t.Errorf("%s: warns of callers lost:\n%s", filepath.Base(c.bin), stderr)
+			t.Errorf("%s %v: warns of callers lost:\n%s", filepath.Base(c.bin), c.flags, stderr)
 		}
 	}
 

@@ -130,15 +130,13 @@ type Result struct {
 
 // defaultStackBytes is how much user stack a sample copies unless
 // --stack-size says. In dwarf mode the copy is all the unwinder has: 16 KiB.
-// Expressions, rules and values read caller frames: 4 KiB. Otherwise, in fp
-// mode, it depends on the program (stackFor; auto is then true): 8 KiB
-// until then, so that the rings are sized for the larger.
+// In fp mode it depends on the program (stackFor; auto is then true), with
+// expressions, rules and values as without (their caller frames' slots are
+// in the same copy): 8 KiB until then, so that the rings are sized for the
+// larger.
 func (o *Options) defaultStackBytes() (n int, auto bool) {
-	switch {
-	case o.CallGraph == CallGraphDWARF:
+	if o.CallGraph == CallGraphDWARF {
 		return 16384, false
-	case o.State != nil:
-		return 4096, false
 	}
 	return 8192, true
 }

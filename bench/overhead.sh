@@ -11,6 +11,10 @@
 # costs of starting and ending weigh less on longer runs); CONFIGS="bare
 # culprit-fp" runs only those configurations (bare is always first), for
 # more runs of the comparison that matters in the same time.
+# TARGET=libcalls records testdata/targets/libcalls.c at -O2 without frame
+# pointers instead (time in Debian's libc, which keeps none: the case where
+# fp mode's stacks need the stack copy; ROUNDS defaults to 6000, about 2 s);
+# culprit-values is culprit-fp with --values.
 set -euo pipefail
 runs=${1:-7}
 freq=${2:-999}
@@ -18,12 +22,25 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 out=$root/bench/out
 mkdir -p "$out"
 CGO_ENABLED=0 go build -o "$out/culprit" "$root/cmd/culprit"
-gcc -O2 -g -fno-omit-frame-pointer -o "$out/hier" "$root/testdata/targets/hier.c"
-work=("$out/hier" "${ROUNDS:-80}")
+case ${TARGET:-hier} in
+hier)
+	gcc -O2 -g -fno-omit-frame-pointer -o "$out/hier" "$root/testdata/targets/hier.c"
+	work=("$out/hier" "${ROUNDS:-80}")
+	;;
+libcalls)
+	gcc -O2 -g -fomit-frame-pointer -o "$out/libcalls" "$root/testdata/targets/libcalls.c"
+	work=("$out/libcalls" "${ROUNDS:-6000}")
+	;;
+*)
+	echo "unknown TARGET $TARGET (hier or libcalls)" >&2
+	exit 2
+	;;
+esac
 
 declare -A cmds=(
 	[bare]=""
 	[culprit-fp]="$out/culprit record -F $freq --call-graph fp -o $out/culprit-fp.rec --"
+	[culprit-values]="$out/culprit record -F $freq --values -o $out/culprit-values.rec --"
 	[culprit-dwarf]="$out/culprit record -F $freq --call-graph dwarf -o $out/culprit-dwarf.rec --"
 	[perf-fp]="perf record -q -F $freq -e cpu-clock -g -o $out/perf-fp.data --"
 	[perf-dwarf]="perf record -q -F $freq -e cpu-clock --call-graph dwarf -o $out/perf-dwarf.data --"
@@ -74,7 +91,7 @@ for name in "${order[@]}"; do
 	printf "%-14s %10.3f %+9.1f%% %+11.2f%%  %s\n" "$name" "$m" "$(echo "($m / $base - 1) * 100" | bc -l)" "$(paired "$name")" "$ci"
 done
 printf "\nfiles of the last run (bytes, samples, bytes per sample):\n"
-for f in culprit-fp.rec culprit-dwarf.rec perf-fp.data perf-dwarf.data; do
+for f in culprit-fp.rec culprit-values.rec culprit-dwarf.rec perf-fp.data perf-dwarf.data; do
 	name=${f%.*}
 	[[ " ${order[*]} " == *" $name "* ]] || continue
 	if [[ $f == *.rec ]]; then

@@ -309,6 +309,7 @@ func TestExprMisspelledNames(t *testing.T) {
 	for _, c := range []struct{ spec, want string }{
 		{"generic*@consume@nosuchvar", `no variable nosuchvar in consume`},
 		{"generic*@consume@de->phse", `column 20: struct dictentry has no field phse: did you mean "phase"?`},
+		{"generic*@consume@de->v.(val", `column 24: want a field name after "."`},
 		{"generic*@consme@de", `no function consme in ` + base + `: did you mean "consume"?`},
 		{"gneeric" + base[7:] + "@consume@de", `the program pattern "gneeric` + base[7:] + `" does not match ` + base + `, the program sampled: did you mean "` + base + `"?`},
 		{"generic*@consume@((lsit *)de->v.val)->len", `no type lsit * in ` + base + `: did you mean "list"?`},
@@ -358,5 +359,48 @@ func TestExprLastFieldOfBigGlobal(t *testing.T) {
 	}
 	if first.Count != last.Count || first.Min != float64(base) || first.Max != float64(base) {
 		t.Errorf("big.f0: %+v, want %d wherever big.f119 was read", first, base)
+	}
+}
+
+// Forty fields of the global struct 16 bytes apart are forty pieces of
+// memory to copy at each sample (the plan merges only ranges at most 8
+// bytes apart), beyond the 32 an earlier collector copied: each reads the
+// value the program set, BASE + k for field k.
+func TestExprManyPiecesOfBigGlobal(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "bigglobal", []string{"bigglobal.c"}, "-O2", "-g")
+	const rounds, base = 3, 5000
+	out := rec(t)
+	args := []string{"record", "-o", out}
+	var fields []int
+	for k := 0; k < 119; k += 3 {
+		fields = append(fields, k)
+		args = append(args, "--expr", fmt.Sprintf("bigglobal*@spin@big.f%d", k))
+	}
+	if len(fields) <= 32 {
+		t.Fatalf("%d pieces: the test needs more than 32", len(fields))
+	}
+	stdout := mustRun(t, append(args, "--", bin, strconv.Itoa(rounds), strconv.Itoa(base))...)
+	if !strings.HasPrefix(stdout, fmt.Sprintf("%d %d ", base, rounds)) {
+		t.Fatalf("bigglobal printed %q", stdout)
+	}
+	e := exprReport(t, out)
+	if len(e.Exprs) != len(fields) {
+		t.Fatalf("%d exprs, want %d: %+v", len(e.Exprs), len(fields), e.Exprs)
+	}
+	for _, x := range e.Exprs {
+		var k int
+		if _, err := fmt.Sscanf(x.Expr, "big.f%d", &k); err != nil {
+			t.Fatalf("expr %q", x.Expr)
+		}
+		in := x.Count + x.Missing
+		if in < 50 {
+			t.Fatalf("%s: only %d samples in spin", x.Expr, in)
+		}
+		// A sample whose process had no plan yet (the first ones) is
+		// missing, never wrong.
+		if want := float64(base + k); x.Missing*20 > in || x.Min != want || x.Max != want {
+			t.Errorf("%s: %+v; want %v at (nearly) every sample", x.Expr, x, want)
+		}
 	}
 }

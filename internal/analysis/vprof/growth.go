@@ -96,6 +96,35 @@ func (c *stackCounts) merge(o stackCounts) {
 	c.paths = append(c.paths, o.paths...)
 }
 
+// threadRoots are the functions that are the outermost frame outside the
+// C runtime and the kernel (runtime) of every stack they are on: main and
+// threads' start routines.
+func (c *stackCounts) threadRoots(runtime func(int32) bool) map[int32]bool {
+	roots, inner := map[int32]bool{}, map[int32]bool{}
+	for _, p := range c.paths {
+		outer := -1
+		for i := len(p.fs) - 1; i >= 0; i-- {
+			if runtime == nil || !runtime(p.fs[i]) {
+				outer = i
+				break
+			}
+		}
+		if outer < 0 {
+			continue
+		}
+		roots[p.fs[outer]] = true
+		for _, f := range p.fs[:outer] {
+			if f != p.fs[outer] {
+				inner[f] = true
+			}
+		}
+	}
+	for f := range inner {
+		delete(roots, f)
+	}
+	return roots
+}
+
 // under counts, for each function in tops, the samples in which each
 // function appears below it (called from it, directly or not).
 func (c *stackCounts) under(tops map[int32]bool) map[int32]map[int32]float64 {
@@ -428,7 +457,7 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 				}
 			}
 		}
-		if fr.Evidence == EvidenceNone && nc.incl[f] == 0 && fr.Share.Grew() {
+		if fr.Evidence == EvidenceNone && nc.incl[f] == 0 && fr.Share.Grew() && absentBeyondChance(f, &nc, &bc) {
 			fr.Evidence = EvidenceNewPath
 			discount = 0
 		}
@@ -446,10 +475,12 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 	}
 	// A function without evidence whose growth all goes through one callee
 	// only encloses it: it ranks just below that callee.
+	// So does a function whose only evidence is a different mix of its
+	// usual values (docs/vprof.md, "A different mix of the usual values").
 	through := make([]int, len(ids))
 	for i, f := range ids {
 		through[i] = -1
-		if fs[i].Evidence != EvidenceNone || !fs[i].Share.Grew() {
+		if (fs[i].Evidence != EvidenceNone && !mixOnly(&fs[i])) || !fs[i].Share.Grew() {
 			continue
 		}
 		var top edge
@@ -500,9 +531,14 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 			if fr.Pattern == NoPattern {
 				fr.Pattern = MissingConstraint
 			}
-			// It answers for that growth, just below the callee.
+			// It answers for that growth, just below the callee; above it
+			// when the callee's only evidence is its own time, which is
+			// what more calls of it show (below).
 			score[i] = fr.Share.Change
 			through[i], fr.Through = idx[best.callee], fs[idx[best.callee]].Name
+			if fs[idx[best.callee]].Evidence == EvidenceOwnTime {
+				through[i], fr.Through = -1, ""
+			}
 		}
 	}
 	// A function whose loop lingers on single iterations in the buggy runs
@@ -514,12 +550,23 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 	// occurs under it rank below it, unless its own growth is less than
 	// half of theirs (main reads every option, and its share cannot grow
 	// by what it already holds).
+	// A thread's outermost function (main, a start routine) reads the
+	// options of everything its thread does: its reading one does not make
+	// the work below its decision.
+	roots := bc.threadRoots(func(f int32) bool {
+		// _start is the C runtime's entry code (crt1.o), linked into the
+		// executable itself.
+		return a.system(f) || a.funcs[f].name == "_start"
+	})
 	lingers := map[int32]bool{}
 	for i, f := range ids {
 		if lingering(&fs[i]) && score[i] > 0 {
 			lingers[f] = true
 		}
-		if (fs[i].Evidence == EvidenceInput || longerLoop(&fs[i])) && score[i] > 0 {
+		if (fs[i].Evidence == EvidenceInput && !roots[f] || longerLoop(&fs[i])) && score[i] > 0 {
+			lingers[f] = true
+		}
+		if fs[i].Calls != nil && through[i] < 0 && score[i] > 0 {
 			lingers[f] = true
 		}
 	}
@@ -533,7 +580,7 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 				if !ok || !fs[j].Share.Grew() {
 					continue
 				}
-				if !lingering(&fs[fi]) && (fs[j].Evidence != EvidenceOwnTime || 2*fs[fi].Share.Change < fs[j].Share.Change) {
+				if !lingering(&fs[fi]) && (!spends(&fs[j]) || 2*fs[fi].Share.Change < fs[j].Share.Change) {
 					continue
 				}
 				outside := share(nc.incl[g]-nu[f][g], nc.n, bc.incl[g]-n, bc.n)
@@ -572,6 +619,51 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 	for i := range fs {
 		fs[i].Why = why(&fs[i])
 	}
+}
+
+// NewPathExpected is how many normal samples a function must have been
+// expected to have, from its callers' normal samples, for their absence to
+// mean it never ran (a Poisson count with that mean is 0 with probability
+// below 5%).
+const NewPathExpected = 3.0
+
+// absentBeyondChance says whether function f, which no normal sample has on
+// its stack, would have been expected in at least NewPathExpected of them
+// had its callers called it as often as in the buggy runs: a callee of a
+// caller that itself ran in two normal samples is absent by chance. A
+// function without callers (a thread's first frame) counts as absent.
+func absentBeyondChance(f int32, nc, bc *stackCounts) bool {
+	var expected float64
+	callers := false
+	for e, n := range bc.edges {
+		if e.callee != f || e.caller == f || bc.incl[e.caller] == 0 {
+			continue
+		}
+		callers = true
+		expected += nc.incl[e.caller] * n / bc.incl[e.caller]
+	}
+	return !callers || expected >= NewPathExpected
+}
+
+// mixOnly says whether a function's only evidence is a variable whose buggy
+// values are its normal ones in another mix (the buggy median within the
+// normal range, as a value or a step), while its own code did not grow: the
+// items it handles differ, as they do under any function whose input
+// differs, and the extra time was spent in what it called on them.
+func mixOnly(fr *FunctionResult) bool {
+	v := fr.Var
+	if fr.Evidence != EvidenceVariable || v == nil || v.Anomaly == nil || ownWork(fr) {
+		return false
+	}
+	an := v.Anomaly
+	return (an.Dimension == DimValue || an.Dimension == DimDelta) && an.HasNormal &&
+		an.BuggyMedian >= an.NormalMin && an.BuggyMedian <= an.NormalMax
+}
+
+// spends says whether a function only spends time it is given: its only
+// evidence is its own time, or its calls of a callee taking longer.
+func spends(fr *FunctionResult) bool {
+	return fr.Evidence == EvidenceOwnTime || fr.Evidence == EvidenceNone && fr.Calls != nil
 }
 
 // lingering says whether a function's evidence is a loop variable whose
@@ -643,6 +735,12 @@ func (a *Analyzer) pattern(fr *FunctionResult) Pattern {
 		beyond := beyondNormal(an)
 		within := an != nil && an.HasNormal && an.BuggyMedian >= an.NormalMin && an.BuggyMedian <= an.NormalMax
 		switch {
+		case t.cond && v.Dimension == DimValue && beyond && ownWork(fr):
+			// A condition's values beyond their normal range where the
+			// function's own code did more of the work: the work grew
+			// with what it compares (a key, a count, a length), not with
+			// a decision to run something else.
+			return Scalability
 		case t.cond && v.Dimension == DimValue && !within:
 			return WrongConstraint
 		case t.loop && v.Dimension != DimDuration && beyond:

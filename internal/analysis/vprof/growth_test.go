@@ -165,7 +165,8 @@ func TestWhyLine(t *testing.T) {
 
 // A caller whose own code did the same while a larger part of its time went
 // into one callee gets that callee as its calls and the missing-constraint
-// pattern, and answers for its growth just below the callee.
+// pattern, and answers for its growth above the callee when the callee's
+// only evidence is its own time.
 func TestCallsTakeLonger(t *testing.T) {
 	mk := func(buggy bool) *profile.Profile {
 		fx := newFixture(t)
@@ -194,8 +195,9 @@ func TestCallsTakeLonger(t *testing.T) {
 	if d.Pattern != MissingConstraint || !strings.Contains(d.Why, "its calls of worker took 75% of its time vs 25% normally") {
 		t.Errorf("dispatch_1: pattern %s, why %q", d.Pattern, d.Why)
 	}
-	// It answers for its growth, just below the callee.
-	if w := res.fn(t, "worker"); w.Evidence != EvidenceOwnTime || d.Rank != w.Rank+1 || d.Through != "worker" ||
+	// It answers for its growth, above a callee whose only evidence is its
+	// own time (what more calls of it show).
+	if w := res.fn(t, "worker"); w.Evidence != EvidenceOwnTime || w.Rank != d.Rank+1 || d.Through != "" ||
 		d.Score <= (1-DefaultOptions().DefaultDiscount)*d.Share.Change {
 		t.Errorf("worker: evidence %s rank %d; dispatch_1 rank %d through %q score %g", w.Evidence, w.Rank, d.Rank, d.Through, d.Score)
 	}
@@ -306,5 +308,162 @@ func TestLongerLoopTakesGrowth(t *testing.T) {
 	if w.Share.Change <= d.Share.Change || d.Rank != 1 || w.Rank != 2 {
 		t.Errorf("ranks: dispatch_1 %d (growth %.3f), worker %d (growth %.3f); want the longer loop first",
 			d.Rank, d.Share.Change, w.Rank, w.Share.Change)
+	}
+}
+
+// A function whose only evidence is its usual values in another mix (the
+// buggy median inside the normal range) and whose own code did not grow
+// ranks just below the callee that carries its growth.
+func TestMixRanksBelowCallee(t *testing.T) {
+	mk := func(buggy bool) *profile.Profile {
+		fx := newFixture(t)
+		r := fx.create(t, "mix.rec")
+		i := r.variable("i", "dispatch_1", "long", "loop,cond", false)
+		mod, work := int64(10), 100
+		if buggy {
+			mod, work = 3, 900
+		}
+		for k := 0; k < 300; k++ {
+			r.tick(1, []string{"dispatch_1", "main"}, 0, val{i, 0, int64(k) % mod})
+		}
+		for k := 0; k < work; k++ {
+			r.tick(1, []string{"worker", "dispatch_1", "main"}, 0, val{i, 1, int64(k) % mod})
+		}
+		for k := 0; k < 600; k++ {
+			r.tick(1, []string{"main"}, 0)
+		}
+		return r.done()
+	}
+	res := analyzeWith(t, DefaultOptions(), []*profile.Profile{mk(false)}, []*profile.Profile{mk(true)})
+	d, w := res.fn(t, "dispatch_1"), res.fn(t, "worker")
+	if d.Evidence != EvidenceVariable || d.Var == nil || d.Var.Anomaly == nil {
+		t.Fatalf("dispatch_1: evidence %s, variable %+v", d.Evidence, d.Var)
+	}
+	if an := d.Var.Anomaly; an.BuggyMedian < an.NormalMin || an.BuggyMedian > an.NormalMax {
+		t.Fatalf("dispatch_1's anomaly is not a mix of the usual values: %+v", an)
+	}
+	if d.Through != "worker" || d.Rank != w.Rank+1 || !strings.Contains(d.Why, "encloses worker") {
+		t.Errorf("dispatch_1 rank %d through %q (%s); worker rank %d", d.Rank, d.Through, d.Why, w.Rank)
+	}
+}
+
+// A condition's values beyond their normal range are scalability where the
+// function's own code did the extra work, wrong-constraint where its callee
+// did.
+func TestConditionBeyondRangePattern(t *testing.T) {
+	mk := func(buggy, own bool) *profile.Profile {
+		fx := newFixture(t)
+		r := fx.create(t, "cond.rec")
+		key := r.variable("key", "dispatch_1", "long", "cond,args", false)
+		base, self, work := int64(0), 300, 100
+		if buggy {
+			base = 1000
+			if own {
+				self = 1500
+			} else {
+				work = 1500
+			}
+		}
+		g := lcg(3)
+		for k := 0; k < self; k++ {
+			r.tick(1, []string{"dispatch_1", "main"}, 0, val{key, 0, base + g.intn(100)})
+		}
+		for k := 0; k < work; k++ {
+			r.tick(1, []string{"worker", "dispatch_1", "main"}, 0, val{key, 1, base + g.intn(100)})
+		}
+		for k := 0; k < 600; k++ {
+			r.tick(1, []string{"main"}, 0)
+		}
+		return r.done()
+	}
+	for _, c := range []struct {
+		own  bool
+		want Pattern
+	}{{true, Scalability}, {false, WrongConstraint}} {
+		res := analyzeWith(t, DefaultOptions(), []*profile.Profile{mk(false, c.own)}, []*profile.Profile{mk(true, c.own)})
+		if d := res.fn(t, "dispatch_1"); d.Evidence != EvidenceVariable || d.Variable != "key" || d.Pattern != c.want {
+			t.Errorf("own work %v: dispatch_1 evidence %s (%s), pattern %s, want %s", c.own, d.Evidence, d.Variable, d.Pattern, c.want)
+		}
+	}
+}
+
+// A thread's outermost function reads the options of everything its thread
+// does: its reading one that differs does not rank it above the work that
+// grew under it.
+func TestThreadRootTakesNoGrowth(t *testing.T) {
+	fx := newFixture(t)
+	mk := func(buggy bool) *profile.Profile {
+		r := fx.create(t, "root.rec")
+		cfg := r.variable("cfg_limit", "#global", "long", "none", false)
+		limit, work := int64(64), 10
+		if buggy {
+			limit, work = 512, 900
+		}
+		for i := 0; i < 400; i++ {
+			r.tick(1, []string{"main"}, 0, val{cfg, 0, limit})
+		}
+		for i := 0; i < work; i++ {
+			r.tick(1, []string{"worker", "main"}, 0, val{cfg, 1, limit})
+		}
+		for i := 0; i < 900; i++ {
+			r.tick(2, []string{"dispatch_2"}, 0)
+		}
+		return r.done()
+	}
+	a, err := New(DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := fx.funcs["main"]
+	a.SetReads(func(object string, off uint64, global string) (bool, bool) {
+		return global == "cfg_limit" && off >= m.off && off < m.off+m.size, true
+	})
+	if err := a.AddNormal(mk(false), Run{Path: "normal"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.AddBuggy(mk(true), Run{Path: "buggy"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mf, w := res.fn(t, "main"), res.fn(t, "worker")
+	if mf.Evidence != EvidenceInput || w.Evidence != EvidenceOwnTime || 2*mf.Share.Change < w.Share.Change {
+		t.Fatalf("main: evidence %s growth %.3f; worker: evidence %s growth %.3f", mf.Evidence, mf.Share.Change, w.Evidence, w.Share.Change)
+	}
+	if mf.Rank < w.Rank {
+		t.Errorf("main (a thread's outermost function) ranks %d, above worker %d", mf.Rank, w.Rank)
+	}
+}
+
+// A callee absent from the normal runs is new only when its callers ran
+// there often enough for its absence not to be chance.
+func TestNewPathNeedsExpectedSamples(t *testing.T) {
+	mk := func(buggy bool, callerTicks int) *profile.Profile {
+		fx := newFixture(t)
+		r := fx.create(t, "new.rec")
+		n := r.variable("n", "main", "long", "none", false)
+		for i := 0; i < callerTicks; i++ {
+			r.tick(1, []string{"dispatch_1", "main"}, 0, val{n, 1, 1})
+		}
+		if buggy {
+			for i := 0; i < 300; i++ {
+				r.tick(1, []string{"worker", "dispatch_1", "main"}, 0, val{n, 2, 1})
+			}
+		}
+		for i := 0; i < 600; i++ {
+			r.tick(1, []string{"main"}, 0, val{n, 0, 1})
+		}
+		return r.done()
+	}
+	for _, c := range []struct {
+		callerTicks int
+		want        Evidence
+	}{{2, EvidenceOwnTime}, {300, EvidenceNewPath}} {
+		res := analyzeWith(t, DefaultOptions(), []*profile.Profile{mk(false, c.callerTicks)}, []*profile.Profile{mk(true, c.callerTicks)})
+		if w := res.fn(t, "worker"); w.Evidence != c.want {
+			t.Errorf("caller with %d normal samples: worker's evidence %s, want %s", c.callerTicks, w.Evidence, c.want)
+		}
 	}
 }

@@ -1074,18 +1074,35 @@ func intervals(in Input, calls []Call, startP, endP map[int]bool, cut uint64) ([
 		keyOf[len(out)] = e.key
 		out = append(out, iv)
 	}
-	// Attached calls join the interval of their key that holds them.
+	// Attached calls join the interval of their key that holds them (the
+	// latest begun, when several do). A key's intervals are searched by
+	// start, with the latest end so far, so that a server's thousands of
+	// intervals per key (a connection's) cost a search, not a scan.
 	if len(attaches) > 0 {
-		byKey := map[string][]int{}
+		type span struct {
+			n      int
+			maxEnd uint64
+		}
+		byKey := map[string][]span{}
 		for n, k := range keyOf {
-			byKey[k] = append(byKey[k], n)
+			byKey[k] = append(byKey[k], span{n: n})
+		}
+		for _, sp := range byKey {
+			slices.SortFunc(sp, func(a, b span) int { return cmp.Compare(out[a.n].start, out[b.n].start) })
+			var m uint64
+			for i := range sp {
+				m = max(m, out[sp[i].n].end)
+				sp[i].maxEnd = m
+			}
 		}
 		for _, a := range attaches {
 			c := calls[a.i]
-			for _, n := range byKey[a.key] {
+			sp := byKey[a.key]
+			j := sort.Search(len(sp), func(i int) bool { return out[sp[i].n].start > c.Start }) - 1
+			for ; j >= 0 && sp[j].maxEnd > c.Start; j-- {
 				// A call entered while the interval is open; its time
 				// after the interval's end is not the interval's.
-				if iv := &out[n]; iv.start <= c.Start && c.Start < iv.end {
+				if iv := &out[sp[j].n]; c.Start < iv.end {
 					iv.windows = addWindow(iv.windows, window{c.TID, c.Start, min(c.End, iv.end), -1})
 					break
 				}

@@ -113,33 +113,28 @@ func Generate(path string, o Options) (*Schema, error) {
 }
 
 // goOwnPackages returns, for an executable built by Go, whether a package
-// belongs to the program: its main package, a package of its main module
-// or of a dependency (from the module information, when built with it),
-// or one whose import path starts with a domain name. The rest is the Go
-// standard library (runtime, syscall, internal/...), linked into every Go
-// executable: its variables are not the program's, as a C program's libc
-// variables, which live in another object, are not. nil: not built by Go.
+// belongs to the program: its main package, or a package of its main
+// module (from the build information). Without module information (a
+// GOPATH build), a package whose import path starts with a domain name
+// counts as the program's too. The rest is libraries linked into the
+// executable: the Go standard library (runtime, syscall, internal/...) and
+// the modules it depends on. Their variables are not the program's, as a
+// C program's libc and other shared libraries' variables are not sampled.
+// nil: not built by Go.
 func goOwnPackages(f *elf.File, path string) func(pkg string) bool {
 	if !elfx.IsGo(f) {
 		return nil
 	}
-	var mods []string
+	module := ""
 	if bi, err := buildinfo.ReadFile(path); err == nil {
-		if bi.Main.Path != "" {
-			mods = append(mods, bi.Main.Path)
-		}
-		for _, d := range bi.Deps {
-			mods = append(mods, d.Path)
-		}
+		module = bi.Main.Path
 	}
 	return func(pkg string) bool {
-		if pkg == "main" {
+		switch {
+		case pkg == "main":
 			return true
-		}
-		for _, m := range mods {
-			if pkg == m || strings.HasPrefix(pkg, m+"/") {
-				return true
-			}
+		case module != "":
+			return pkg == module || strings.HasPrefix(pkg, module+"/")
 		}
 		// The go command's rule: a standard library path has no dot in
 		// its first element.

@@ -310,6 +310,8 @@ func TestExprMisspelledNames(t *testing.T) {
 		{"generic*@consume@nosuchvar", `no variable nosuchvar in consume`},
 		{"generic*@consume@de->phse", `column 20: struct dictentry has no field phse: did you mean "phase"?`},
 		{"generic*@consume@de->v.(val", `column 24: want a field name after "."`},
+		{"generic*@consume@de->v.val->len", `column 27: de->v.val points to void: cast it to the type it points to`},
+		{"generic*@consume@de->phase->x", `column 27: de->phase has type enum phase, not a pointer`},
 		{"generic*@consme@de", `no function consme in ` + base + `: did you mean "consume"?`},
 		{"gneeric" + base[7:] + "@consume@de", `the program pattern "gneeric` + base[7:] + `" does not match ` + base + `, the program sampled: did you mean "` + base + `"?`},
 		{"generic*@consume@((lsit *)de->v.val)->len", `no type lsit * in ` + base + `: did you mean "list"?`},

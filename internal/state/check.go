@@ -167,7 +167,18 @@ func checkFields(n expr.Node, typeOf func(string) *dwarfx.Type, in *dwarfx.Info)
 			}
 			u := t.Underlying()
 			if n.Arrow {
-				if u.Kind != dwarfx.Pointer || u.Elem == nil {
+				x := n.X.String()
+				switch {
+				case u.Kind == dwarfx.Pointer && (u.Elem == nil || u.Elem.Underlying().Kind == dwarfx.Void):
+					msg = fmt.Sprintf("%d: %s points to void: cast it to the type it points to, e.g. ((struct T *)%s)", n.Col, x, x)
+					return nil
+				case u.Kind != dwarfx.Pointer && (t.IsScalar() || u.Kind == dwarfx.Struct || u.Kind == dwarfx.Union || u.Kind == dwarfx.Class):
+					msg = fmt.Sprintf("%d: %s has type %s, not a pointer", n.Col, x, t.Name)
+					if !t.IsScalar() {
+						msg += ": use . for a member"
+					}
+					return nil
+				case u.Kind != dwarfx.Pointer:
 					return nil
 				}
 				u = u.Elem.Underlying()

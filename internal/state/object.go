@@ -98,7 +98,7 @@ func (o *object) at(t *dwarfx.Type, off int64, name string) (*object, error) {
 func (o *object) pointee(name string) (*object, error) {
 	u := o.t.Underlying()
 	if u.Kind != dwarfx.Pointer {
-		return nil, typeErr("%s is a %s, not a pointer", o.name, o.t.Name)
+		return nil, typeErr("%s has type %s, not a pointer", o.name, o.t.Name)
 	}
 	b, err := o.read(0, 8)
 	if err != nil {

@@ -276,7 +276,14 @@ func (s *Sampler) sampleSpecs(th Thread, frames []located) []recording.Record {
 			out = append(out, src)
 		}
 		if err != nil && !errors.Is(err, expr.ErrMissing) && s.errs[i] == "" {
-			s.errs[i] = sp.Text + ": " + err.Error()
+			msg := err.Error()
+			var te *expr.TypeError
+			if errors.As(err, &te) && te.Error() == msg && te.Col > 0 {
+				// The column in the whole spec, as the checks before the
+				// start give it.
+				msg = fmt.Sprintf("column %d: %s", te.Col+len(sp.Prog)+len(sp.Func)+2, te.Msg)
+			}
+			s.errs[i] = sp.Text + ": " + msg
 		}
 		out = append(out, value(th, s.ids[i], at.depth, v, err))
 	}

@@ -41,51 +41,140 @@ var pprofViews = []struct{ Path, Title string }{
 // graph the browser draws at once. Each granularity's UI is built the
 // first time a view asks for it, or ahead by the returned pages' warm.
 func pprofUI(prof, base *pprof.Profile, stderr io.Writer) (*pprofPages, error) {
-	var uis [grains]struct {
+	var uis [grains][2]struct {
 		once     sync.Once
 		handlers map[string]http.Handler
 		err      error
 	}
-	build := func(g grain) (map[string]http.Handler, error) {
-		u := &uis[g]
+	build := func(t tier, background bool) (map[string]http.Handler, error) {
+		u := &uis[t.grain][b2i(t.labels)]
+		if background {
+			waitRequests()
+		} else {
+			defer requesting()()
+		}
 		u.once.Do(func() {
-			p, b := prof, base
-			if g < byAddress {
-				p, b = merged(prof, g), merged(base, g)
-			}
-			u.handlers, u.err = driverUI(p, b, stderr)
+			u.handlers, u.err = driverUI(merged(prof, t), merged(base, t), stderr)
 		})
 		return u.handlers, u.err
 	}
-	first, err := build(byFunction)
+	first, err := build(tier{byFunction, false}, false)
 	if err != nil {
 		return nil, err
 	}
-	handlers := map[string]http.Handler{}
+	pages := &pprofPages{handlers: map[string]http.Handler{}}
 	for path := range first {
-		handlers[path] = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			hs, err := build(grainOf(r))
+		pages.handlers[path] = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			key := path + "?" + r.URL.RawQuery
+			if r.Method == http.MethodGet && pages.cached(w, key) {
+				return
+			}
+			hs, err := build(tierOf(r), false)
 			if err != nil {
 				http.Error(w, err.Error(), http.StatusInternalServerError)
 				return
 			}
-			hs[path].ServeHTTP(w, r)
+			bw := &bufferedWriter{header: http.Header{}}
+			hs[path].ServeHTTP(bw, r)
+			resp := &response{code: bw.code, header: bw.header, body: bw.body.Bytes()}
+			if r.Method == http.MethodGet && resp.code == http.StatusOK {
+				pages.keep(key, resp)
+			}
+			resp.write(w)
 		})
 	}
-	warm := func() {
+	pages.warm = func() {
 		for g := byFunction + 1; g < grains; g++ {
-			_, _ = build(g)
+			_, _ = build(tier{g, false}, true)
 		}
 	}
-	return &pprofPages{handlers: handlers, warm: warm}, nil
+	return pages, nil
 }
 
-// pprofPages is pprof's web UI for one profile: its handlers by path, and
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// pprofPages is pprof's web UI for one profile: its handlers by path;
 // warm, which builds the UIs of the finer granularities ahead of their
-// first use.
+// first use; and the responses its handlers gave, by path and query.
+//
+// pprof builds each page afresh from its profile at every request (a
+// copy of the profile, then a report), though a page depends only on
+// the profile and the request's path and query: so the last maxResponses
+// responses are kept and a request asked again is answered from them.
 type pprofPages struct {
 	handlers map[string]http.Handler
 	warm     func()
+
+	mu    sync.Mutex
+	resps map[string]*response
+	order []string // keys of resps, oldest first
+	size  int      // bytes of the bodies in resps
+}
+
+// Bounds of the responses a pprofPages keeps: how many and how many bytes
+// in all (the oldest go first); a larger response is not kept.
+const (
+	maxResponses     = 64
+	maxResponseBytes = 32 << 20
+)
+
+// response is a response of one of pprof's handlers.
+type response struct {
+	code   int
+	header http.Header
+	body   []byte
+}
+
+func (r *response) write(w http.ResponseWriter) {
+	for k, v := range r.header {
+		w.Header()[k] = slices.Clone(v)
+	}
+	if r.code != 0 {
+		w.WriteHeader(r.code)
+	}
+	_, _ = w.Write(r.body)
+}
+
+// cached writes the response kept for key to w, if there is one.
+func (p *pprofPages) cached(w http.ResponseWriter, key string) bool {
+	p.mu.Lock()
+	r := p.resps[key]
+	p.mu.Unlock()
+	if r == nil {
+		return false
+	}
+	r.write(w)
+	return true
+}
+
+// keep keeps r as the response for key, dropping the oldest ones past
+// the bounds.
+func (p *pprofPages) keep(key string, r *response) {
+	if len(r.body) > maxResponseBytes/4 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.resps == nil {
+		p.resps = map[string]*response{}
+	}
+	if _, ok := p.resps[key]; ok {
+		return
+	}
+	for len(p.order) > 0 && (len(p.order) >= maxResponses || p.size+len(r.body) > maxResponseBytes) {
+		old := p.order[0]
+		p.size -= len(p.resps[old].body)
+		delete(p.resps, old)
+		p.order = p.order[1:]
+	}
+	p.resps[key] = r
+	p.order = append(p.order, key)
+	p.size += len(r.body)
 }
 
 // grain is a granularity pprof's views are built at.
@@ -94,36 +183,63 @@ type grain int
 const (
 	byFunction grain = iota // function and file, inlined frames kept
 	byLine                  // and line
-	byAddress               // the whole profile
+	byAddress               // and address
 	grains
 )
 
-// grainOf returns the granularity pprof's page asked for by r needs:
-// pprof's own default for the view (driver.go and webui.go: peek shows
-// lines, source and disassembly addresses, the others functions or
-// files), or finer when a parameter asks.
-func grainOf(r *http.Request) grain {
+// tier is the profile a pprof page is built from: merged to a grain, and
+// with or without the samples' labels (thread id, pid and name).
+type tier struct {
+	grain
+	labels bool
+}
+
+// tierOf returns the profile pprof's page asked for by r needs. Its
+// granularity is pprof's own default for the view (driver.go and
+// webui.go: peek shows lines, source and disassembly addresses, the
+// others functions or files), or finer when a parameter asks. Labels
+// only matter to pages that filter by them (tag focus, ignore, show,
+// hide, or a saved configuration, which may) and to the download of the
+// profile: without them, a profile has one sample per stack rather than
+// per stack and thread, and each page copies and reads fewer.
+func tierOf(r *http.Request) tier {
 	q := r.URL.Query()
+	t := tier{grain: byFunction}
 	switch {
 	case r.URL.Path == "/source" || r.URL.Path == "/disasm" || r.URL.Path == "/download",
 		q.Get("g") == "addresses", q.Has("noinlines"), q.Has("showcolumns"):
-		return byAddress
+		t.grain = byAddress
 	case r.URL.Path == "/peek", q.Get("g") == "lines":
-		return byLine
+		t.grain = byLine
 	}
-	return byFunction
+	for _, p := range []string{"tf", "ti", "ts", "th", "config"} {
+		if q.Get(p) != "" {
+			t.labels = true
+		}
+	}
+	if r.URL.Path == "/download" {
+		t.labels = true
+	}
+	return t
 }
 
-// merged returns p merged to granularity g (function and file, and for
-// byLine the line; inlined frames kept), its samples with the same stack
-// and labels summed. A nil p stays nil.
-func merged(p *pprof.Profile, g grain) *pprof.Profile {
-	if p == nil {
-		return nil
+// merged returns p merged to tier t: to function and file, and for
+// byLine the line (inlined frames kept), or the whole p for byAddress;
+// without its samples' labels unless t keeps them; its samples with the
+// same stack and labels summed. A nil p stays nil, and p itself is
+// returned when there is nothing to merge.
+func merged(p *pprof.Profile, t tier) *pprof.Profile {
+	if p == nil || t == (tier{byAddress, true}) {
+		return p
 	}
 	c := p.Copy()
-	if err := c.Aggregate(true, true, true, g == byLine, false, false); err != nil {
+	if err := c.Aggregate(true, true, true, t.grain >= byLine, t.grain == byAddress, t.grain == byAddress); err != nil {
 		return p
+	}
+	if !t.labels {
+		for _, s := range c.Sample {
+			s.Label, s.NumLabel, s.NumUnit = nil, nil, nil
+		}
 	}
 	// A profile without a period type (off-CPU time) comes out of Copy
 	// and Merge with an empty one, which pprof's pages then show: keep
@@ -182,6 +298,40 @@ func driverUI(prof, base *pprof.Profile, stderr io.Writer) (map[string]http.Hand
 }
 
 var pprofMu sync.Mutex
+
+// Builds for requests come before builds ahead of use (warm): a build
+// ahead waits until no request's build is under way or waiting, so that a
+// time range's first page does not wait behind the whole profile's finer
+// UIs (the one under way when it comes still finishes first).
+var (
+	requestMu   sync.Mutex
+	requestDone = sync.NewCond(&requestMu)
+	requests    int // request builds under way or waiting
+)
+
+// requesting counts a request's build until the returned func is called.
+func requesting() func() {
+	requestMu.Lock()
+	requests++
+	requestMu.Unlock()
+	return func() {
+		requestMu.Lock()
+		requests--
+		if requests == 0 {
+			requestDone.Broadcast()
+		}
+		requestMu.Unlock()
+	}
+}
+
+// waitRequests waits until no request's build is under way or waiting.
+func waitRequests() {
+	requestMu.Lock()
+	for requests > 0 {
+		requestDone.Wait()
+	}
+	requestMu.Unlock()
+}
 
 // The sources the driver is told to fetch: names, not files.
 const (

@@ -1,6 +1,8 @@
 package view
 
 import (
+	"fmt"
+	"net/http"
 	"net/http/httptest"
 	"testing"
 
@@ -31,38 +33,86 @@ func TestMerged(t *testing.T) {
 				{Location: []*pprof.Location{locs[1], locs[2]}, Value: []int64{4}, NumLabel: map[string][]int64{"tid": {7}}},
 			},
 		}
-		fn := merged(p, byFunction)
+		fn := merged(p, tier{byFunction, true})
 		if len(fn.Sample) != 1 || fn.Sample[0].Value[0] != 7 {
 			t.Errorf("period %v: merged to functions: %d samples, want 1 of 7", period, len(fn.Sample))
 		}
 		if (fn.PeriodType == nil) != (period == nil) {
 			t.Errorf("period %v: merged profile's period type %v", period, fn.PeriodType)
 		}
-		if ln := merged(p, byLine); len(ln.Sample) != 2 {
+		if ln := merged(p, tier{byLine, true}); len(ln.Sample) != 2 {
 			t.Errorf("period %v: merged to lines: %d samples, want 2", period, len(ln.Sample))
 		}
-		if len(p.Sample) != 2 || p.Sample[0].Location[0].Address != 0x1010 {
+		// The same stack in two threads: one sample without labels,
+		// two with them.
+		p.Sample = append(p.Sample, &pprof.Sample{Location: []*pprof.Location{locs[0], locs[2]},
+			Value: []int64{5}, NumLabel: map[string][]int64{"tid": {8}}})
+		ad := merged(p, tier{byAddress, false})
+		byAddr := map[uint64]int64{}
+		for _, s := range ad.Sample {
+			byAddr[s.Location[0].Address] += s.Value[0]
+			if len(s.NumLabel)+len(s.Label) != 0 {
+				t.Errorf("period %v: merged without labels, a sample has %v", period, s.NumLabel)
+			}
+		}
+		if len(ad.Sample) != 2 || byAddr[0x1010] != 8 || byAddr[0x1020] != 4 {
+			t.Errorf("period %v: merged to addresses without labels: %d samples %v, want 2: 8 at 0x1010, 4 at 0x1020", period, len(ad.Sample), byAddr)
+		}
+		if ad := merged(p, tier{byAddress, true}); ad != p {
+			t.Errorf("period %v: the whole profile with labels is not the profile", period)
+		}
+		if fn := merged(p, tier{byFunction, false}); len(fn.Sample) != 1 || fn.Sample[0].Value[0] != 12 {
+			t.Errorf("period %v: merged to functions without labels: %d samples, want 1 of 12", period, len(fn.Sample))
+		}
+		if len(p.Sample) != 3 || p.Sample[0].NumLabel == nil || p.Sample[0].Location[0].Address != 0x1010 {
 			t.Errorf("period %v: merged changed its input", period)
 		}
 	}
 }
 
-func TestGrainOf(t *testing.T) {
-	for url, want := range map[string]grain{
-		"/flamegraph":           byFunction,
-		"/top":                  byFunction,
-		"/graph?f=x":            byFunction,
-		"/top?g=files":          byFunction,
-		"/peek?f=x":             byLine,
-		"/top?g=lines":          byLine,
-		"/source?f=x":           byAddress,
-		"/disasm?f=x":           byAddress,
-		"/download":             byAddress,
-		"/graph?g=addresses":    byAddress,
-		"/flamegraph?noinlines": byAddress,
+func TestTierOf(t *testing.T) {
+	for url, want := range map[string]tier{
+		"/flamegraph":           {byFunction, false},
+		"/top":                  {byFunction, false},
+		"/graph?f=x":            {byFunction, false},
+		"/top?g=files":          {byFunction, false},
+		"/top?tf=tid=7":         {byFunction, true},
+		"/flamegraph?th=comm":   {byFunction, true},
+		"/top?config=mine":      {byFunction, true},
+		"/peek?f=x":             {byLine, false},
+		"/top?g=lines":          {byLine, false},
+		"/peek?f=x&ti=pid=1":    {byLine, true},
+		"/source?f=x":           {byAddress, false},
+		"/disasm?f=x":           {byAddress, false},
+		"/download":             {byAddress, true},
+		"/graph?g=addresses":    {byAddress, false},
+		"/flamegraph?noinlines": {byAddress, false},
 	} {
-		if got := grainOf(httptest.NewRequest("GET", url, nil)); got != want {
-			t.Errorf("%s: grain %d, want %d", url, got, want)
+		if got := tierOf(httptest.NewRequest("GET", url, nil)); got != want {
+			t.Errorf("%s: tier %v, want %v", url, got, want)
 		}
+	}
+}
+
+// Responses are kept by key up to maxResponses, the oldest dropped first,
+// and a kept one is written back with its status, headers and body.
+func TestPagesKeep(t *testing.T) {
+	var p pprofPages
+	for i := range maxResponses + 1 {
+		p.keep(fmt.Sprint(i), &response{code: 200, header: http.Header{"Content-Type": {"text/plain"}}, body: []byte(fmt.Sprint("body ", i))})
+	}
+	if w := httptest.NewRecorder(); p.cached(w, "0") {
+		t.Errorf("the oldest response is still kept past %d", maxResponses)
+	}
+	w := httptest.NewRecorder()
+	if !p.cached(w, "1") {
+		t.Fatalf("response 1 not kept")
+	}
+	if w.Code != 200 || w.Header().Get("Content-Type") != "text/plain" || w.Body.String() != "body 1" {
+		t.Errorf("kept response written as %d %v %q", w.Code, w.Header(), w.Body)
+	}
+	p.keep("big", &response{code: 200, body: make([]byte, maxResponseBytes)})
+	if p.cached(httptest.NewRecorder(), "big") {
+		t.Errorf("a response of %d bytes was kept", maxResponseBytes)
 	}
 }

@@ -101,7 +101,8 @@ const maxRanges = 8
 
 // uiCache keeps pprof's UIs by time range key: the whole profile's ("")
 // for good, the last maxRanges others. A range's build does not wait for
-// another's, but pprof's driver starts one UI at a time (pprofMu).
+// another's, but pprof's driver starts one UI at a time (pprofMu); a
+// range's build goes before the builds ahead of use (requesting).
 type uiCache = memos[string, *pprofPages]
 
 // New returns a server for in, whose samples keep their times (loaded
@@ -283,6 +284,9 @@ func (s *Server) rangeProfile(key string) (*profile.Profile, error) {
 // ui returns pprof's UI for the time range key, built on first use.
 func (s *Server) ui(key string) (*pprofPages, error) {
 	return s.uis.get(key, func(key string) (*pprofPages, error) {
+		if key != "" { // a range's, asked for by a request
+			defer requesting()()
+		}
 		p, err := s.rangeProfile(key)
 		if err != nil {
 			return nil, err

@@ -28,6 +28,7 @@
 #   peek          GET pprof's callers/callees of worker (lines)
 #   source,       GET pprof's source and disassembly of worker (addresses;
 #   disasm        disasm runs objdump)
+#   again         the five GETs above once more: the slowest of them
 #   peak RSS      culprit view's VmHWM at the end
 #
 #   bench/view.sh [RUNS [BASE-REV]]
@@ -70,12 +71,12 @@ for ((i = 0; i < runs; i++)); do
 done
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 echo
-echo "| culprit (1M samples) | ready ms (CPU ms) | open ms (CPU ms) | time view paint ms | time data ms | flame graph paint ms (server CPU ms) | range flame graph first ms (server CPU ms) | again ms | top ms | graph ms | peek ms | source ms | disasm ms | peak RSS MiB |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| culprit (1M samples) | ready ms (CPU ms) | open ms (CPU ms) | time view paint ms | time data ms | flame graph paint ms (server CPU ms) | range flame graph first ms (server CPU ms) | again ms | top ms | graph ms | peek ms | source ms | disasm ms | views again, max ms | peak RSS MiB |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 row() {
 	local file=$1 name=$2
 	get() { tr ' ' '\n' <"$file" | grep "^$1=" | cut -d= -f2 | median; }
-	echo "| $name | $(get ready_ms) ($(get ready_cpu_ms)) | $(get open_ms) ($(get open_cpu_ms)) | $(get time_view_paint_ms) | $(get time_data_ms) | $(get flamegraph_paint_ms) ($(get flamegraph_cpu_ms)) | $(get range_flamegraph_first_ms) ($(get range_cpu_ms)) | $(get range_flamegraph_again_ms) | $(get top_ms) | $(get graph_ms) | $(get peek_ms) | $(get source_ms) | $(get disasm_ms) | $(($(get peak_rss_kib | cut -d. -f1) / 1024)) |"
+	echo "| $name | $(get ready_ms) ($(get ready_cpu_ms)) | $(get open_ms) ($(get open_cpu_ms)) | $(get time_view_paint_ms) | $(get time_data_ms) | $(get flamegraph_paint_ms) ($(get flamegraph_cpu_ms)) | $(get range_flamegraph_first_ms) ($(get range_cpu_ms)) | $(get range_flamegraph_again_ms) | $(get top_ms) | $(get graph_ms) | $(get peek_ms) | $(get source_ms) | $(get disasm_ms) | $(get views_again_max_ms) | $(($(get peak_rss_kib | cut -d. -f1) / 1024)) |"
 }
 row runs.txt "$(git -C "$root" rev-parse --short HEAD)"
 if [[ -n $baserev ]]; then

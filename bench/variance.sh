@@ -8,11 +8,12 @@
 # The variance source is injected by the workload: the size of the value a
 # get returns.
 #
-#   1. evidence: culprit variance --start drive_machine (an interval is one
-#      event handled by a worker: read, parse, process, send), refining from
-#      drive_machine's callees, with the default trap budget, while mcmix
-#      runs for 2×SECONDS (with -n OPS: OPS gets per client; a short load
-#      can end inside the budget's first pause); prints culprit's report.
+#   1. evidence: RUNS runs of culprit variance with requests as intervals
+#      (process_command_ascii's entry to conn_release_items' return, paired
+#      by the connection's socket read through the conn pointer, c->sfd;
+#      drive_machine attached), a trap budget of 50,000, while mcmix runs
+#      for SECONDS (with -n OPS: OPS gets per client); prints a row of
+#      VProfiler's Table 3 statistics per run and the last run's report.
 #   2. overhead: mcmix's throughput over SECONDS with the server alone and
 #      under culprit variance with about 500 probed functions (every function
 #      of memcached and as many of libevent's as make 500, one round) and the
@@ -29,7 +30,7 @@
 # (--trap-budget 0) in each pair; -x gives culprit variance more flags for
 # the profiled runs (e.g. -x '--trap-budget 5000').
 #
-# Needs root, gcc, dpkg-dev and the Debian mirror (apt-get source).
+# Needs root, gcc, python3, dpkg-dev and the Debian mirror (apt-get source).
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$root/bench/out/variance
@@ -108,14 +109,28 @@ stop() {
 }
 
 if [ -z "$only" ]; then
-	load=(-d $((2 * secs)))
+	load=(-d "$secs")
 	[ -n "$ops" ] && load=(-n "$ops")
-	echo "== evidence: culprit variance --start drive_machine, mcmix -t 2 ${load[*]} ($(date -u +%Y-%m-%d))"
-	serve "$out/evidence.txt" "$culprit" variance --start drive_machine --round-intervals 2000 -o "$out/evidence.rec" --
-	"$out/mcmix" -p "$port" -t 2 "${load[@]}"
-	stop
+	echo "== evidence: requests as intervals, mcmix -t 2 ${load[*]}, $runs runs ($(date -u '+%Y-%m-%d %H:%M'))"
+	echo "run | rounds | functions | intervals | mean µs | p99 µs | height | breadth | top 3 factors"
+	for i in $(seq 1 "$runs"); do
+		serve "$out/evidence.txt" "$culprit" variance --start process_command_ascii --end conn_release_items --key 'c->sfd' \
+			--attach drive_machine --round-intervals 2000 --trap-budget 50000 -o "$out/evidence.rec" --
+		"$out/mcmix" -p "$port" -t 2 "${load[@]}" >/dev/null
+		stop
+		if ! "$culprit" variance -i "$out/evidence.rec" --format json >"$out/evidence.json"; then
+			echo "$(date -u +%H:%M) | no report: the last round has no intervals (give -d more seconds)"
+			continue
+		fi
+		python3 - "$out/evidence.json" "$(date -u +%H:%M)" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+top = ", ".join("%s %.1f%%" % (" & ".join(f["names"]), 100 * f["contribution"]) for f in d["factors"][:3])
+print("%s | %d | %d | %d | %.0f | %.0f | %d | %d | %s" % (sys.argv[2], d["rounds"], d["probes"], d["intervals"],
+      d["mean_ns"] / 1e3, d["p99_ns"] / 1e3, d["tree_height"], d["tree_breadth"], top))
+PY
+	done
 	cat "$out/evidence.txt"
-	"$culprit" variance -i "$out/evidence.rec" --format json >"$out/evidence.json"
 fi
 
 # About 500 functions: memcached's own (those with a size, less the cold

@@ -14,11 +14,11 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
 
+	"github.com/culprit-dev/culprit/internal/chunked"
 	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/recording"
 	"github.com/culprit-dev/culprit/internal/symbol"
@@ -234,8 +234,8 @@ type loader struct {
 	// (keyIdx), resolved to frames once sorted (resolveStacks).
 	keyIdx  map[stackKey]int32
 	keys    []stackKey
-	chunks  chunks[profile.Sample] // samples as read (not merged)
-	values  chunks[profile.Value]  // values as read
+	chunks  chunked.List[profile.Sample] // samples as read (not merged)
+	values  chunked.List[profile.Value]  // values as read
 	merge   bool
 	merged  mergeTable   // entry of each key with a large stack id (Merge)
 	heads   []int32      // per stack id of the file: 1 + its first entry (find)
@@ -305,19 +305,12 @@ func Load(paths []string, o Options) (*profile.Profile, error) {
 		l.p.SetMerged(lasts)
 		l.entries = nil
 	} else {
-		l.p.Samples = l.chunks.flat()
+		l.p.Samples = l.chunks.Flat()
 		if l.p.Samples == nil {
 			l.p.Samples = []profile.Sample{}
 		}
 	}
-	l.p.Values = l.values.flat()
-	if len(l.p.Samples)+len(l.p.Values) >= 4*chunkLen {
-		// The chunks, as large as the samples and values, are garbage
-		// now: collected at once, their memory serves what the loading
-		// and the view allocate next, rather than the heap growing to
-		// twice this peak before the collector's next turn.
-		runtime.GC()
-	}
+	l.p.Values = l.values.Flat()
 	byTime := func(a, b profile.Sample) int { return cmp.Compare(a.Time, b.Time) }
 	if !slices.IsSortedFunc(l.p.Samples, byTime) {
 		slices.SortStableFunc(l.p.Samples, byTime)
@@ -544,7 +537,7 @@ func (l *loader) addRecord(src *profile.Source, rec recording.Record, sources, p
 		val := profile.Value{Time: v.Time, PID: v.PID, TID: v.TID, Source: idx,
 			Depth: v.Depth, Type: v.Type, PC: v.PC, Bits: v.Bits}
 		val.SetFrame(l.valueFrame(v.PID, v.PC, v.Depth))
-		l.values.add(val)
+		l.values.Add(val)
 	case *recording.Probe:
 		probes[v.ID] = l.addProbe(v)
 	case *recording.Call:
@@ -582,38 +575,6 @@ func (l *loader) addMapping(v *recording.Mmap) {
 	copy(out[i+1:], out[i:])
 	out[i] = m
 	l.spaces[v.PID] = l.newSpace(out)
-}
-
-// chunks collects a list as it is read, in chunks of chunkLen: copied
-// once into one slice (flat), rather than into a new one at every growth.
-type chunks[T any] struct {
-	list [][]T
-	n    int
-}
-
-const chunkLen = 1 << 15
-
-func (c *chunks[T]) add(v T) {
-	if k := len(c.list); k == 0 || len(c.list[k-1]) == chunkLen {
-		c.list = append(c.list, make([]T, 0, chunkLen))
-	}
-	last := &c.list[len(c.list)-1]
-	*last = append(*last, v)
-	c.n++
-}
-
-// flat returns the list in one slice (nil when empty) and empties c.
-func (c *chunks[T]) flat() []T {
-	if c.n == 0 {
-		return nil
-	}
-	out := make([]T, 0, c.n)
-	for i, ch := range c.list {
-		out = append(out, ch...)
-		c.list[i] = nil
-	}
-	*c = chunks[T]{}
-	return out
 }
 
 // sampleBatch is how many consecutive samples addSamples takes at once.
@@ -674,7 +635,7 @@ func (l *loader) addSample(v *recording.Sample, k stackKey, records uint64) {
 		return
 	}
 	s.Stack = l.keyIndex(k)
-	l.chunks.add(s)
+	l.chunks.Add(s)
 }
 
 // find returns the merged entry of v (stack k), or adds one for it and

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/culprit-dev/culprit/internal/chunked"
 	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/recording"
 )
@@ -238,7 +239,9 @@ type inferer struct {
 	keep bool
 	// slowest is Options.Slowest.
 	slowest *Slowest
-	cache   []*stackInfo
+	// kept is the instances kept (Options.KeepInstances), in closing order.
+	kept  chunked.List[Instance]
+	cache []*stackInfo
 	// cut caches the stacks of runnable context switches, without the
 	// kernel's preemption path (see preempted).
 	cut   []*stackInfo
@@ -361,6 +364,7 @@ func Analyze(p *profile.Profile, o Options) *Result {
 	}
 	tree.Normalize()
 	res.Objects = classify(p, o.Loads)
+	res.Instances = in.kept.Flat()
 	if o.Timeline {
 		SortInstances(res.Instances)
 	}
@@ -493,7 +497,7 @@ func (in *inferer) close(th *thread, d int, t uint64) {
 			Seen: r.seen, End: max(th.now, r.seen),
 		}
 		if in.keep {
-			in.res.Instances = append(in.res.Instances, inst)
+			in.kept.Add(inst)
 		}
 		if in.slowest != nil {
 			in.slowest.Add(inst)

@@ -63,27 +63,52 @@ func pprofUI(prof, base *pprof.Profile, stderr io.Writer) (*pprofPages, error) {
 		return nil, err
 	}
 	pages := &pprofPages{handlers: map[string]http.Handler{}}
+	// serve answers r for the view at path from the responses kept, or
+	// has pprof's handler build it and keeps it; requests for one page
+	// wait for one build.
+	serve := func(w http.ResponseWriter, r *http.Request, path string, background bool) {
+		key := path + "?" + r.URL.RawQuery
+		if r.Method == http.MethodGet {
+			unlock := pages.lockKey(key)
+			defer unlock()
+			if pages.cached(w, key) {
+				return
+			}
+		}
+		hs, err := build(tierOf(r), background)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		bw := &bufferedWriter{header: http.Header{}}
+		hs[path].ServeHTTP(bw, r)
+		resp := &response{code: bw.code, header: bw.header, body: bw.body.Bytes()}
+		if r.Method == http.MethodGet && resp.code == http.StatusOK {
+			pages.keep(key, resp)
+		}
+		resp.write(w)
+	}
 	for path := range first {
 		pages.handlers[path] = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			key := path + "?" + r.URL.RawQuery
-			if r.Method == http.MethodGet && pages.cached(w, key) {
-				return
-			}
-			hs, err := build(tierOf(r), false)
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusInternalServerError)
-				return
-			}
-			bw := &bufferedWriter{header: http.Header{}}
-			hs[path].ServeHTTP(bw, r)
-			resp := &response{code: bw.code, header: bw.header, body: bw.body.Bytes()}
-			if r.Method == http.MethodGet && resp.code == http.StatusOK {
-				pages.keep(key, resp)
-			}
-			resp.write(w)
+			serve(w, r, path, false)
 		})
 	}
+	// Ahead of use: the pages the index links to without a query that
+	// the profile merged to functions answers (their first visit then
+	// costs no more than a later one), then the UIs of lines and
+	// addresses.
 	pages.warm = func() {
+		for _, path := range []string{"/flamegraph", "/top", "/graph"} {
+			if first[path] == nil {
+				continue
+			}
+			r, err := http.NewRequest(http.MethodGet, path, nil)
+			if err != nil {
+				continue
+			}
+			waitRequests()
+			serve(&bufferedWriter{header: http.Header{}}, r, path, true)
+		}
 		for g := byFunction + 1; g < grains; g++ {
 			_, _ = build(tier{g, false}, true)
 		}
@@ -111,6 +136,7 @@ type pprofPages struct {
 	warm     func()
 
 	mu    sync.Mutex
+	keys  map[string]*sync.Mutex // held while a key's response is built
 	resps map[string]*response
 	order []string // keys of resps, oldest first
 	size  int      // bytes of the bodies in resps
@@ -138,6 +164,23 @@ func (r *response) write(w http.ResponseWriter) {
 		w.WriteHeader(r.code)
 	}
 	_, _ = w.Write(r.body)
+}
+
+// lockKey locks key's response until the returned func is called, so
+// that a page asked for twice at once is built once.
+func (p *pprofPages) lockKey(key string) func() {
+	p.mu.Lock()
+	if p.keys == nil {
+		p.keys = map[string]*sync.Mutex{}
+	}
+	m := p.keys[key]
+	if m == nil {
+		m = &sync.Mutex{}
+		p.keys[key] = m
+	}
+	p.mu.Unlock()
+	m.Lock()
+	return m.Unlock
 }
 
 // cached writes the response kept for key to w, if there is one.

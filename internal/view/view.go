@@ -138,8 +138,8 @@ func New(in Inputs, stderr io.Writer) (*Server, error) {
 	// What the first views ask for is built in the background, one after
 	// the other, so that the URL is printed as soon as the recordings are
 	// loaded: the time view's data (cheap), then pprof's UI of the whole
-	// profile (its function views first, then the views of lines and
-	// addresses). A request that comes first waits for it; pprof's errors show on its pages. (A trace of calls
+	// profile (its function views first, its flame graph, top and call
+	// graph pages, then the views of lines and addresses). A request that comes first waits for it; pprof's errors show on its pages. (A trace of calls
 	// has no samples for it.)
 	if s.hasSamples() {
 		s.warm = append(s.warm, func() {

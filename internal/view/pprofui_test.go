@@ -2,8 +2,10 @@ package view
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"testing"
 
 	pprof "github.com/google/pprof/profile"
@@ -114,5 +116,53 @@ func TestPagesKeep(t *testing.T) {
 	p.keep("big", &response{code: 200, body: make([]byte, maxResponseBytes)})
 	if p.cached(httptest.NewRecorder(), "big") {
 		t.Errorf("a response of %d bytes was kept", maxResponseBytes)
+	}
+}
+
+// After warm, the whole profile's flame graph, top and call graph are
+// answered from the responses kept, and they are pprof's pages of the
+// profile.
+func TestPagesWarm(t *testing.T) {
+	m := &pprof.Mapping{ID: 1, Start: 0x1000, Limit: 0x2000, File: "/bin/x", HasFunctions: true, HasLineNumbers: true}
+	leaf := &pprof.Function{ID: 1, Name: "leaf", Filename: "x.c"}
+	caller := &pprof.Function{ID: 2, Name: "caller", Filename: "x.c"}
+	locs := []*pprof.Location{
+		{ID: 1, Mapping: m, Address: 0x1010, Line: []pprof.Line{{Function: leaf, Line: 10}}},
+		{ID: 2, Mapping: m, Address: 0x1100, Line: []pprof.Line{{Function: caller, Line: 20}}},
+	}
+	p := &pprof.Profile{
+		SampleType: []*pprof.ValueType{{Type: "samples", Unit: "count"}},
+		PeriodType: &pprof.ValueType{Type: "cpu", Unit: "nanoseconds"},
+		Mapping:    []*pprof.Mapping{m},
+		Function:   []*pprof.Function{leaf, caller},
+		Location:   locs,
+		Sample: []*pprof.Sample{
+			{Location: locs, Value: []int64{3}, NumLabel: map[string][]int64{"tid": {7}}},
+		},
+	}
+	pages, err := pprofUI(p, nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, key := range []string{"/flamegraph?", "/top?", "/graph?"} {
+		if pages.cached(httptest.NewRecorder(), key) {
+			t.Errorf("%s kept before warm", key)
+		}
+	}
+	pages.warm()
+	for _, key := range []string{"/flamegraph?", "/top?"} {
+		w := httptest.NewRecorder()
+		if !pages.cached(w, key) {
+			t.Errorf("%s not kept after warm", key)
+			continue
+		}
+		if !strings.Contains(w.Body.String(), "caller") {
+			t.Errorf("%s: pprof's page does not name the caller", key)
+		}
+	}
+	w := httptest.NewRecorder()
+	pages.handlers["/top"].ServeHTTP(w, httptest.NewRequest("GET", "/top", nil))
+	if w.Code != 200 || !strings.Contains(w.Body.String(), "leaf") {
+		t.Errorf("top after warm: %d, without leaf", w.Code)
 	}
 }

@@ -2,8 +2,9 @@
 # Where a traced call's time goes: the CPU time a uprobe costs the traced
 # program per call, by the probed function's first instruction (the one a
 # uprobe replaces) and by probe: entry only, return only (a uretprobe also
-# traps at the entry, to take the return address), both, and culprit
-# trace's programs (shadow stack, one ring record per call); and the CPU
+# traps at the entry, to take the return address), both, culprit
+# trace's programs (shadow stack, one ring record per call) with and
+# without on-CPU time (--no-cpu-time); and the CPU
 # culprit itself spends per call (reading the ring, writing the
 # recording). The traced program (bench/probecost/probecalls) measures its
 # own CPU time, so the figures hold on a busy machine; the median of REPS
@@ -49,5 +50,6 @@ for f in "${firsts[@]}"; do
 	row "return" "$out/bareprobe" -return "$bin" "f_$f" --
 	row "entry+return" "$out/bareprobe" "$bin" "f_$f" --
 	row "culprit trace" "$out/culprit" trace -f "f_$f" -o "$out/t.rec" --
+	row "trace --no-cpu-time" "$out/culprit" trace --no-cpu-time -f "f_$f" -o "$out/t.rec" --
 done
 echo "N=$n calls, median of $reps runs; $(date -u +%Y-%m-%dT%H:%MZ); $(uname -r); load: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -6,7 +6,10 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/chromedp/chromedp"
@@ -409,14 +412,21 @@ func TestHistoryCheck(t *testing.T) {
 	})
 }
 
-// TestModelsCallOrder fits traced calls' durations against their order: one
+// TestModelsCallOrder fits traced calls' times against their order: one
 // point per returned call, each function with its best model; a recording
-// without enough calls is refused with the reason.
+// without enough calls is refused with the reason. The trace runs with a
+// busy loop per CPU: calls are timed on the CPU, and fitted robustly, so
+// preemptions do not decide the model. insert_sorted's work grows by
+// about 6 ns per recorded call (20 calls apart), 6 µs from first to last,
+// against about 9 µs of uprobe traps in every call whose cost varies by
+// up to 3 µs on this busy machine: the growth is what the fit sees.
 func TestModelsCallOrder(t *testing.T) {
 	testutil.NeedRoot(t)
 	bin := testutil.C(t, "callgrowth", []string{"callgrowth.c"}, "-O1", "-g")
 	rec := filepath.Join(t.TempDir(), "t.rec")
-	mustRun(t, "trace", "-f", "insert_sorted#4", "-f", "lookup", "-o", rec, "--", bin)
+	stop := busyLoops(runtime.NumCPU())
+	mustRun(t, "trace", "-f", "insert_sorted#20", "-f", "lookup#20", "-o", rec, "--", bin, "20000")
+	stop()
 	var m struct {
 		X         string `json:"x"`
 		Functions []struct {
@@ -432,16 +442,20 @@ func TestModelsCallOrder(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &m); err != nil {
 		t.Fatal(err)
 	}
-	calls := map[string]int{}
+	calls, kinds := map[string]int{}, map[string]string{}
 	for _, f := range m.Functions {
 		calls[f.Function] = len(f.X)
+		kinds[f.Function] = f.Best.Kind
 		if f.Best.Kind == "" || len(f.Fits) != 6 || f.X[0] != 1 || f.X[len(f.X)-1] != float64(len(f.X)) {
 			t.Errorf("%s: best %q, %d fits, x %v..%v", f.Function, f.Best.Kind, len(f.Fits), f.X[0], f.X[len(f.X)-1])
 		}
 	}
-	// 4000 calls of each; every fourth of insert_sorted is traced.
-	if m.X != "call" || calls["insert_sorted"] != 1000 || calls["lookup"] != 4000 {
+	// 20000 calls of each; every 20th is traced.
+	if m.X != "call" || calls["insert_sorted"] != 1000 || calls["lookup"] != 1000 {
 		t.Errorf("x %q, calls %v", m.X, calls)
+	}
+	if kinds["insert_sorted"] != "linear" || kinds["lookup"] != "constant" {
+		t.Errorf("best models %v, want insert_sorted linear, lookup constant\n%s", kinds, mustRun(t, "models", "--x", "call-order", rec))
 	}
 	one := filepath.Join(t.TempDir(), "one.rec")
 	mustRun(t, "trace", "-f", "main", "-o", one, "--", bin)
@@ -509,5 +523,24 @@ func viewHistory(t *testing.T, repo, rec, degraded, first string) {
 		if code, _ := get(t, base+bad); code != http.StatusBadRequest {
 			t.Errorf("GET %s: %d, want 400", bad, code)
 		}
+	}
+}
+
+// busyLoops keeps n goroutines spinning, as a busy machine's other work
+// would, until the returned function is called.
+func busyLoops(n int) (stop func()) {
+	var done atomic.Bool
+	var wg sync.WaitGroup
+	for range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for x := 0; !done.Load(); x++ {
+			}
+		}()
+	}
+	return func() {
+		done.Store(true)
+		wg.Wait()
 	}
 }

@@ -22,6 +22,7 @@ func newCheck() *cobra.Command {
 	var (
 		threshold, failAbove, z float64
 		x, arg, format, output  string
+		timeKind                string
 		installHook             bool
 		hookRun                 []string
 	)
@@ -62,6 +63,9 @@ severity, confidence and location in detail: docs/history.md (Check).`,
 			if format != "text" && format != "json" && format != "junit" {
 				return usagef("unknown format %q: use text, json or junit", format)
 			}
+			if timeKind != "cpu" && timeKind != "wall" {
+				return usagef("--time %q: use cpu or wall", timeKind)
+			}
 			if threshold <= 0 {
 				return usagef("--threshold takes a positive percentage")
 			}
@@ -85,7 +89,7 @@ severity, confidence and location in detail: docs/history.md (Check).`,
 				return err
 			}
 			defer st.Close()
-			h, res, err := checkCommits(st, baseRev, targetRev, x, check.Options{Threshold: threshold / 100, Z: z, Arg: arg})
+			h, res, err := checkCommits(st, baseRev, targetRev, x, check.Options{Threshold: threshold / 100, Z: z, Arg: arg, Wall: timeKind == "wall"})
 			if err != nil {
 				return err
 			}
@@ -114,6 +118,7 @@ severity, confidence and location in detail: docs/history.md (Check).`,
 	f.Float64Var(&z, "z", 3, "two-sample significance: |Z| at least this")
 	f.StringVar(&x, "x", "", "the input-size parameter for the model methods (default: the one that varies)")
 	f.StringVar(&arg, "arg", "", "traced runs: the argument (trace --args) calls' durations are modelled against (default: the one that explains most)")
+	f.StringVar(&timeKind, "time", "cpu", "traced runs: compare calls' time on the CPU (cpu; wall time where a recording did not measure it) or their wall durations (wall)")
 	f.StringVar(&format, "format", "text", "output format: text, json or junit")
 	f.StringVarP(&output, "output", "o", "-", "file to write (- for standard output)")
 	f.BoolVar(&installHook, "install-hook", false, "write a git post-commit hook that runs --hook-run commands, then culprit check")

@@ -145,6 +145,9 @@ func tracedFuncs(st *store.Store, r store.Run) ([]check.Func, error) {
 		}
 		f.Durations = append(f.Durations, float64(c.Exclusive()))
 		f.Amount += float64(c.Exclusive())
+		if c.HasCPU() {
+			f.CPU = append(f.CPU, float64(c.ExclusiveCPU()))
+		}
 	}
 	out := make([]check.Func, 0, len(order))
 	for _, n := range order {
@@ -154,6 +157,9 @@ func tracedFuncs(st *store.Store, r store.Run) ([]check.Func, error) {
 				f.Args[a] = append(f.Args[a], math.NaN())
 			}
 		}
+		if len(f.CPU) != len(f.Durations) {
+			f.CPU = nil // some call's on-CPU time is not known
+		}
 		out = append(out, *f)
 	}
 	return out, nil
@@ -162,6 +168,7 @@ func tracedFuncs(st *store.Store, r store.Run) ([]check.Func, error) {
 func newModels() *cobra.Command {
 	var (
 		x, fn, format, output, workload string
+		timeKind                        string
 		minShare                        float64
 	)
 	c := &cobra.Command{
@@ -200,8 +207,11 @@ parameters and the non-parametric fits in detail: docs/history.md (Models).`,
 					return usagef("--func %q: %v", fn, err)
 				}
 			}
+			if timeKind != "cpu" && timeKind != "wall" {
+				return usagef("--time %q: use cpu or wall", timeKind)
+			}
 			if x == "call-order" {
-				fs, err := callOrderModels(args, re, c.ErrOrStderr())
+				fs, err := callOrderModels(args, re, timeKind == "wall", c.ErrOrStderr())
 				if err != nil {
 					return err
 				}
@@ -227,6 +237,7 @@ parameters and the non-parametric fits in detail: docs/history.md (Models).`,
 	f.StringVar(&x, "x", "", "the parameter to fit against (default: the one that varies across the runs); expr:EXPR, the mean of an expression sampled with --expr; or call-order: traced calls' durations against their order in one recording")
 	f.StringVar(&fn, "func", "", "only functions whose names match this regular expression")
 	f.StringVar(&workload, "workload", "", "only runs of this workload")
+	f.StringVar(&timeKind, "time", "cpu", "call-order: model each call's time on the CPU (cpu; wall time for recordings that did not measure it) or its wall duration (wall)")
 	f.Float64Var(&minShare, "min-share", 1, "only functions with at least this percentage of the samples of some run")
 	f.StringVar(&format, "format", "text", "output format: text, json or svg (scatter plots with the fitted curves)")
 	f.StringVarP(&output, "output", "o", "-", "file to write (- for standard output)")
@@ -358,9 +369,11 @@ func writeModels(stdout io.Writer, output, format string, fs []models.Function, 
 	})
 }
 
-// callOrderModels fits each traced function's per-call inclusive duration
-// (s) against the call's order among the function's calls (1, 2, ...).
-func callOrderModels(args []string, re *regexp.Regexp, stderr io.Writer) ([]models.Function, error) {
+// callOrderModels fits each traced function's per-call inclusive time (s)
+// against the call's order among the function's calls (1, 2, ...): its
+// time on the CPU when every call of the function has it and wall is not
+// set, else its duration.
+func callOrderModels(args []string, re *regexp.Regexp, wall bool, stderr io.Writer) ([]models.Function, error) {
 	if len(args) > 1 {
 		return nil, usagef("--x call-order reads one recording of traced calls")
 	}
@@ -382,13 +395,24 @@ func callOrderModels(args []string, re *regexp.Regexp, stderr io.Writer) ([]mode
 			continue
 		}
 		sort.Slice(idx, func(a, b int) bool { return p.Calls[idx[a]].Start < p.Calls[idx[b]].Start })
+		cpu := !wall
+		for _, i := range idx {
+			if !p.Calls[i].Unreturned() && !p.Calls[i].HasCPU() {
+				cpu = false
+			}
+		}
 		var xs, ys []float64
 		for k, i := range idx {
-			if p.Calls[i].Unreturned() {
+			c := &p.Calls[i]
+			if c.Unreturned() {
 				continue // its end is only a bound
 			}
 			xs = append(xs, float64(k+1))
-			ys = append(ys, float64(p.Calls[i].Inclusive())/1e9)
+			if cpu {
+				ys = append(ys, float64(c.InclusiveCPU())/1e9)
+			} else {
+				ys = append(ys, float64(c.Inclusive())/1e9)
+			}
 		}
 		f, err := models.AnalyzeRobust(pr.Function, pr.Object, "call order", xs, ys)
 		if err != nil {

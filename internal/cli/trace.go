@@ -221,6 +221,7 @@ calls), export --format chrome and diff. Patterns (#N sampling, --lib,
 	f.BoolVar(&o.Args, "args", false, "record each call's arguments (named and typed from DWARF) and its return value")
 	f.StringArrayVar(&o.Reads, "read", nil, "with --args: also record, at each call's entry, what this expression over a pointer parameter reads (p->len, c->req->hdr.id, *p, p[2]; member offsets and types from DWARF), shown as p->len=4; at most 2 a function; repeatable")
 	f.BoolVar(&o.Sched, "sched", false, "also record the threads' scheduler events (switches, with the blocking stack, and who woke whom), for culprit states")
+	f.BoolVar(&o.NoCPU, "no-cpu-time", false, "do not measure each call's time on the CPU, only its wall duration (saves a BPF program on every context switch of the machine and two map lookups per call)")
 	f.IntVar(&o.Depth, "depth", 0, "record only calls made with fewer than this many traced calls open below them on their thread (1: the outermost traced calls); 0: all")
 	f.IntVar(&o.TimedHz, "timed-sampling", 0, "record calls only in alternate phases of 1/HZ seconds, gathering then dormant (Perun's timed sampling: a cpu-clock event flips a flag the probes read); 0: always")
 	f.Uint64Var(&o.Probing, "dynamic-probing", 0, "remove a function's probes once it has been called this many times (Perun's dynamic probing; the thesis uses 100000); 0: never")

@@ -130,6 +130,12 @@ func (tp *Tracepoint) Int(raw []byte, name string) (v uint64, ok bool) {
 	return 0, false
 }
 
+// Field gives the offset and size of a field of the tracepoint's record.
+func (tp *Tracepoint) Field(name string) (offset, size int, ok bool) {
+	f, ok := tp.fields[name]
+	return f.offset, f.size, ok
+}
+
 // owner returns the user ID owning a file.
 func owner(fi os.FileInfo) uint32 {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {

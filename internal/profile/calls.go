@@ -30,6 +30,10 @@ type Call struct {
 	// Strs are the strings of the probe's first two char * parameters
 	// (code s8), as the call ended.
 	Strs []string
+	// Off is the ns its thread was off the CPU during the call, ChildOff
+	// the part of it inside Child; known when Flags has
+	// recording.CallCPU.
+	Off, ChildOff uint64
 }
 
 // Inclusive is the call's duration in ns.
@@ -41,6 +45,34 @@ func (c *Call) Exclusive() uint64 {
 		return 0
 	}
 	return c.End - c.Start - c.Child
+}
+
+// HasCPU reports whether the call's on-CPU time is known.
+func (c *Call) HasCPU() bool { return c.Flags&recording.CallCPU != 0 }
+
+// InclusiveCPU is the ns the call's thread was on a CPU during the call
+// (HasCPU): its duration less the time the thread was preempted, blocked
+// or asleep.
+func (c *Call) InclusiveCPU() uint64 {
+	d := c.End - c.Start
+	if c.Off > d {
+		return 0
+	}
+	return d - c.Off
+}
+
+// ExclusiveCPU is InclusiveCPU without the on-CPU time of the traced
+// calls it made.
+func (c *Call) ExclusiveCPU() uint64 {
+	in := c.InclusiveCPU()
+	child := uint64(0)
+	if c.ChildOff < c.Child {
+		child = c.Child - c.ChildOff
+	}
+	if child > in {
+		return 0
+	}
+	return in - child
 }
 
 // Unreturned reports whether the call left without returning (longjmp,

@@ -42,6 +42,7 @@ func allRecords() []Record {
 		&Probe{ID: 1, Function: "fib", Object: "/usr/bin/prog", BuildID: []byte{1, 2, 3}, Offset: 0x1140, Every: 10, Params: []string{"n int", "s char *"}, Ret: "long"},
 		&Probe{ID: 2, Function: "main", Object: "/usr/bin/prog", Offset: 0x1040, Since: 123456789},
 		&Call{Start: 260000000000006, End: 260000000001006, Child: 400, PID: 4123, TID: 4124, Probe: 1, Caller: 2, Depth: 1, Site: 0x55a4c3e01239, Args: []uint64{20, 0x7ffc0000}, Ret: 6765, Strs: []string{"GET /", ""}},
+		&Call{Start: 260000000000006, End: 260000000090006, Child: 30000, PID: 4123, TID: 4124, Probe: 2, Flags: CallCPU, Off: 50000, ChildOff: 20000},
 		&Call{Start: 260000000000006, End: 260000000000106, PID: 4123, TID: 4125, Probe: 2, Flags: CallUnreturned},
 		&ProbesOff{Start: 260000000000006, End: 260000000500006},
 		&End{Time: 260000000000007, Samples: 1, Lost: 12, Throttled: 3, ExitCode: -1, Calls: 2},

@@ -10,7 +10,7 @@ package recording
 const (
 	Magic        = "CULPRIT\x00"
 	MajorVersion = 1
-	MinorVersion = 8
+	MinorVersion = 9
 )
 
 // Kind identifies a record. New kinds may be added by later minor versions;
@@ -326,6 +326,10 @@ const CallUnreturned = 1
 // Start = End.
 const CallPoint = 2
 
+// CallCPU flags a call whose thread's time off the CPU was measured
+// (Call.Off, Call.ChildOff; format 1.9), so that its on-CPU time is known.
+const CallCPU = 4
+
 // Call is one call of a traced function.
 type Call struct {
 	Start  uint64 // sample clock (CLOCK_MONOTONIC), ns
@@ -344,6 +348,10 @@ type Call struct {
 	// parameters of code s8 (char *), read when the call ended, at most
 	// 63 bytes each.
 	Strs []string
+	// Off (format 1.9, with CallCPU) is the ns the call's thread spent
+	// off the CPU (preempted, blocked, asleep) between its start and end;
+	// ChildOff the part of Off inside the traced calls it made (Child).
+	Off, ChildOff uint64
 }
 
 // ProbesOff is a span when the tracer had removed every probe (culprit

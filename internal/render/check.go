@@ -40,8 +40,11 @@ func CheckText(w io.Writer, h CheckHeader, r check.Result) error {
 	fmt.Fprintln(w)
 	for _, c := range r.Changes {
 		per := "per run"
-		if c.Measure == check.PerCall {
+		switch c.Measure {
+		case check.PerCall:
 			per = fmt.Sprintf("per call (%d → %d calls)", c.BaseCalls, c.TgtCalls)
+		case check.PerCallCPU:
+			per = fmt.Sprintf("on the CPU per call (%d → %d calls)", c.BaseCalls, c.TgtCalls)
 		}
 		fmt.Fprintf(w, "%s %s (%s): %s, %.3gs → %.3gs %s, confidence %.0f%%\n", strings.ToUpper(c.Kind[:1])+c.Kind[1:],
 			c.Function, c.Object, severityText(c.Severity), c.BaseNS/1e9, c.TargetNS/1e9, per, 100*c.Confidence)

@@ -81,7 +81,7 @@ func TraceJSON(w io.Writer, fs []trace.Function, extra JSONExtra) error {
 // CallsText lists calls, slowest first, with their arguments.
 func CallsText(w io.Writer, calls []trace.CallInfo) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%10s %10s %10s %8s %5s  %s\n", "incl", "excl", "start", "tid", "depth", "call")
+	fmt.Fprintf(&b, "%10s %10s %10s %10s %8s %5s  %s\n", "incl", "excl", "cpu", "start", "tid", "depth", "call")
 	for _, c := range calls {
 		var args []string
 		for _, a := range c.Args {
@@ -94,7 +94,11 @@ func CallsText(w io.Writer, calls []trace.CallInfo) error {
 		if c.Unreturned {
 			call += " (did not return)"
 		}
-		fmt.Fprintf(&b, "%10s %10s %9.3fs %8d %5d  %s <- %s\n", Duration(float64(c.Incl)), Duration(float64(c.Excl)),
+		cpu := "-"
+		if c.InclCPU != nil {
+			cpu = Duration(float64(*c.InclCPU))
+		}
+		fmt.Fprintf(&b, "%10s %10s %10s %9.3fs %8d %5d  %s <- %s\n", Duration(float64(c.Incl)), Duration(float64(c.Excl)), cpu,
 			c.Start, c.TID, c.Depth, call, c.Caller)
 	}
 	_, err := io.WriteString(w, b.String())

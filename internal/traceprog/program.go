@@ -31,7 +31,7 @@ const (
 	rdArg, rdHops = 0, 1
 	rdSize, rdOff = 2, 4
 
-	frameSize  = 104
+	frameSize  = 128
 	fStart     = 0
 	fChild     = 8
 	fSP        = 16
@@ -40,11 +40,14 @@ const (
 	fFlags     = 36
 	fArgs      = 40
 	fMem       = 88
+	fOff       = 104 // the thread's off-CPU total (offcpu map) at entry
+	fChildOff  = 112 // off-CPU ns inside the traced calls it made
+	fTid       = 120 // the thread it was entered on; 0: off-CPU time not known
 	stackHdr   = 8
 	threadSize = stackHdr + MaxDepth*frameSize
 
 	// RecordSize is the size of a call record in the ring buffer.
-	RecordSize = 128
+	RecordSize = 144
 	rStart     = 0
 	rEnd       = 8
 	rChild     = 16
@@ -57,6 +60,15 @@ const (
 	rArgs      = 56
 	rRet       = 104
 	rMem       = 112
+	rOff       = 128 // with flag CPU: ns its thread was off the CPU during the call
+	rChildOff  = 136 // with flag CPU: of those, inside traced calls it made
+
+	// The offcpu map: per thread (by thread id) when it last left the CPU
+	// (0: it is on one) and the ns it has spent off the CPU since it was
+	// first traced.
+	oOut      = 0
+	oTotal    = 8
+	offCPUVal = 16
 
 	// A call's strings (Options.Strings) travel in a record of their own,
 	// written just before the call's record on the same thread: its
@@ -90,6 +102,11 @@ const (
 	// Point marks a hit of a point probe (a source line, a USDT probe):
 	// Start = End, the time it was reached.
 	Point = 2
+	// CPU marks a call whose thread's off-CPU time was measured (Off,
+	// ChildOff): its on-CPU time is End − Start − Off. Not set when the
+	// call returned on another thread than it started on (a Go goroutine
+	// that moved) or the thread could not be followed (map full).
+	CPU = 4
 )
 
 // pt_regs offsets (x86-64).
@@ -118,7 +135,10 @@ const (
 	slFlags  = -56
 	slCaller = -64
 	slStrKey = -72
-	slStrArg = -80 // the probe's string arguments: byte k the (index+1) of slot k's
+	slStrArg = -80  // the probe's string arguments: byte k the (index+1) of slot k's
+	slOff    = -88  // the thread's off-CPU total now
+	slTid    = -96  // the thread (key of the offcpu map); 0: not followed
+	slNewOff = -112 // a new offcpu entry's zero value (offCPUVal bytes)
 )
 
 // Registers held across helper calls.
@@ -133,6 +153,7 @@ type maps struct {
 	stacks, zero, counts, stats, events, phase int
 	strs                                       int // Strings: probe id → its string arguments
 	reads                                      int // Reads: probe id → its memory reads
+	offcpu                                     int // CPU: thread → its off-CPU time
 }
 
 type progOptions struct {
@@ -156,6 +177,9 @@ type progOptions struct {
 	// Reads: probes with memory reads (the reads map) read them at entry,
 	// after the argument registers are copied (needs Args).
 	Reads bool
+	// CPU: each call also carries the off-CPU time of its thread during
+	// it, from the offcpu map that switchProgram keeps.
+	CPU bool
 }
 
 type builder struct {
@@ -256,7 +280,21 @@ func (b *builder) emitCall(flags int32, ret bool) {
 		asm.LoadMem(asm.R1, asm.RFP, slIdx, asm.Word),
 		asm.StoreMem(rTmp, rDepth, asm.R1, asm.Word),
 		asm.StoreImm(rTmp, rFlags, int64(flags), asm.Word),
+		asm.Mov.Imm(asm.R1, 0),
+		asm.StoreMem(rTmp, rOff, asm.R1, asm.DWord),
+		asm.StoreMem(rTmp, rChildOff, asm.R1, asm.DWord),
 	)
+	if b.o.CPU {
+		nocpu := b.NewLabel("nocpu")
+		b.offSince(nocpu)
+		b.Emit(
+			asm.StoreMem(rTmp, rOff, asm.R2, asm.DWord),
+			asm.LoadMem(asm.R1, rFrame, fChildOff, asm.DWord),
+			asm.StoreMem(rTmp, rChildOff, asm.R1, asm.DWord),
+			asm.StoreImm(rTmp, rFlags, int64(flags|CPU), asm.Word),
+		)
+		b.Mark(nocpu)
+	}
 	for i := int16(0); i < MaxArgs; i++ {
 		if b.o.Args {
 			b.Emit(
@@ -444,7 +482,74 @@ func (b *builder) addChild() {
 		asm.Add.Reg(asm.R3, asm.R2),
 		asm.StoreMem(asm.R4, stackHdr+fChild, asm.R3, asm.DWord),
 	)
+	if b.o.CPU {
+		// R4 (the caller's frame, less stackHdr) survives offSince.
+		b.offSince(skip)
+		b.Emit(
+			asm.LoadMem(asm.R3, asm.R4, stackHdr+fChildOff, asm.DWord),
+			asm.Add.Reg(asm.R3, asm.R2),
+			asm.StoreMem(asm.R4, stackHdr+fChildOff, asm.R3, asm.DWord),
+		)
+	}
 	b.Mark(skip)
+}
+
+// offSince sets R2 to the off-CPU ns of rFrame's thread since the frame
+// was entered (slOff less the frame's fOff), or jumps to unknown when the
+// frame was entered on another thread or its thread is not followed. It
+// uses R1 and R2 only.
+func (b *builder) offSince(unknown string) {
+	b.Emit(
+		asm.LoadMem(asm.R1, rFrame, fTid, asm.Word),
+		asm.JEq.Imm(asm.R1, 0, unknown),
+		asm.LoadMem(asm.R2, asm.RFP, slTid, asm.Word),
+		asm.JNE.Reg(asm.R1, asm.R2, unknown),
+		asm.LoadMem(asm.R2, asm.RFP, slOff, asm.DWord),
+		asm.LoadMem(asm.R1, rFrame, fOff, asm.DWord),
+		asm.Sub.Reg(asm.R2, asm.R1),
+	)
+}
+
+// readOff stores at slTid the current thread and at slOff its off-CPU
+// total, making its offcpu entry when create is set; slTid is 0 when the
+// thread has none (it is not followed).
+func (b *builder) readOff(create bool) {
+	if !b.o.CPU {
+		b.Emit(asm.StoreImm(asm.RFP, slTid, 0, asm.Word))
+		return
+	}
+	have, done := b.NewLabel("haveoff"), b.NewLabel("offdone")
+	b.Emit(
+		asm.FnGetCurrentPidTgid.Call(),
+		asm.StoreMem(asm.RFP, slTid, asm.R0, asm.Word),
+		asm.Mov.Imm(asm.R1, 0),
+		asm.StoreMem(asm.RFP, slOff, asm.R1, asm.DWord),
+	)
+	b.Lookup(b.m.offcpu, slTid)
+	b.Emit(asm.JNE.Imm(asm.R0, 0, have))
+	if create {
+		b.Emit(
+			asm.Mov.Imm(asm.R1, 0),
+			asm.StoreMem(asm.RFP, slNewOff, asm.R1, asm.DWord),
+			asm.StoreMem(asm.RFP, slNewOff+8, asm.R1, asm.DWord),
+			asm.LoadMapPtr(asm.R1, b.m.offcpu),
+			asm.Mov.Reg(asm.R2, asm.RFP),
+			asm.Add.Imm(asm.R2, slTid),
+			asm.Mov.Reg(asm.R3, asm.RFP),
+			asm.Add.Imm(asm.R3, slNewOff),
+			asm.Mov.Imm(asm.R4, 1), // BPF_NOEXIST
+			asm.FnMapUpdateElem.Call(),
+		)
+		b.Lookup(b.m.offcpu, slTid)
+		b.Emit(asm.JNE.Imm(asm.R0, 0, have))
+	}
+	b.Emit(
+		asm.StoreImm(asm.RFP, slTid, 0, asm.Word),
+		asm.Ja.Label(done),
+		asm.LoadMem(asm.R1, asm.R0, oTotal, asm.DWord).WithSymbol(have),
+		asm.StoreMem(asm.RFP, slOff, asm.R1, asm.DWord),
+	)
+	b.Mark(done)
 }
 
 // popAbandoned retires, at most popsPerHit times, the top frame while it
@@ -571,6 +676,7 @@ func entryProgram(m maps, o progOptions) asm.Instructions {
 		b.sampling()
 	}
 	b.thread(true)
+	b.readOff(true)
 	b.Emit(
 		asm.LoadMem(asm.R1, rCtx, regSP, asm.DWord),
 		asm.StoreMem(asm.RFP, slSP, asm.R1, asm.DWord),
@@ -605,6 +711,11 @@ func entryProgram(m maps, o progOptions) asm.Instructions {
 		asm.StoreMem(rThread, 0, rTmp, asm.Word),
 		asm.Mov.Imm(asm.R1, 0),
 		asm.StoreMem(rFrame, fChild, asm.R1, asm.DWord),
+		asm.StoreMem(rFrame, fChildOff, asm.R1, asm.DWord),
+		asm.LoadMem(asm.R1, asm.RFP, slOff, asm.DWord),
+		asm.StoreMem(rFrame, fOff, asm.R1, asm.DWord),
+		asm.LoadMem(asm.R1, asm.RFP, slTid, asm.Word),
+		asm.StoreMem(rFrame, fTid, asm.R1, asm.Word),
 		asm.LoadMem(asm.R1, asm.RFP, slSP, asm.DWord),
 		asm.StoreMem(rFrame, fSP, asm.R1, asm.DWord),
 		asm.LoadMem(asm.R1, asm.RFP, slProbe, asm.Word),
@@ -662,6 +773,7 @@ func returnProgram(m maps, o progOptions) asm.Instructions {
 		asm.StoreMem(asm.RFP, slSP, asm.R1, asm.DWord),
 	)
 	b.thread(false)
+	b.readOff(false)
 	// Frames below the returning one were left without a return.
 	b.popAbandoned()
 	b.Emit(
@@ -708,6 +820,46 @@ func returnProgram(m maps, o progOptions) asm.Instructions {
 		asm.Return(),
 	)
 	return b.Ins
+}
+
+// switchProgram runs at each context switch (the sched:sched_switch
+// tracepoint, in the leaving thread): a followed thread that leaves the
+// CPU notes when, and one that comes back adds the time it was away to
+// its off-CPU total. nextPid is the offset of next_pid in the
+// tracepoint's record. Threads are followed from their first traced
+// call (readOff), so every other switch costs two hash lookups.
+func switchProgram(m maps, nextPid int16) asm.Instructions {
+	return asm.Instructions{
+		asm.Mov.Reg(rCtx, asm.R1),
+		asm.FnKtimeGetNs.Call(),
+		asm.Mov.Reg(rTmp, asm.R0),
+		asm.FnGetCurrentPidTgid.Call(),
+		asm.StoreMem(asm.RFP, -4, asm.R0, asm.Word),
+		asm.LoadMapPtr(asm.R1, m.offcpu),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, -4),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "next"),
+		asm.StoreMem(asm.R0, oOut, rTmp, asm.DWord),
+		asm.LoadMem(asm.R1, rCtx, nextPid, asm.Word).WithSymbol("next"),
+		asm.StoreMem(asm.RFP, -4, asm.R1, asm.Word),
+		asm.LoadMapPtr(asm.R1, m.offcpu),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, -4),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "out"),
+		asm.LoadMem(asm.R1, asm.R0, oOut, asm.DWord),
+		asm.JEq.Imm(asm.R1, 0, "out"),
+		asm.Mov.Reg(asm.R2, rTmp),
+		asm.Sub.Reg(asm.R2, asm.R1),
+		asm.LoadMem(asm.R1, asm.R0, oTotal, asm.DWord),
+		asm.Add.Reg(asm.R1, asm.R2),
+		asm.StoreMem(asm.R0, oTotal, asm.R1, asm.DWord),
+		asm.Mov.Imm(asm.R1, 0),
+		asm.StoreMem(asm.R0, oOut, asm.R1, asm.DWord),
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("out"),
+		asm.Return(),
+	}
 }
 
 // flipProgram runs at each tick of the timed-sampling clock: it turns the
@@ -904,6 +1056,8 @@ func hitProgram(m maps, o progOptions, points []Probe) asm.Instructions {
 		asm.StoreMem(rTmp, rRet, asm.R1, asm.DWord),
 		asm.StoreMem(rTmp, rMem, asm.R1, asm.DWord),
 		asm.StoreMem(rTmp, rMem+8, asm.R1, asm.DWord),
+		asm.StoreMem(rTmp, rOff, asm.R1, asm.DWord),
+		asm.StoreMem(rTmp, rChildOff, asm.R1, asm.DWord),
 	)
 	// With Args, the C argument registers as they are at the point (a
 	// USDT probe's arguments that its note places there).

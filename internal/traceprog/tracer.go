@@ -30,6 +30,8 @@ import (
 	"github.com/cilium/ebpf/features"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
+
+	"github.com/culprit-dev/culprit/internal/perf"
 )
 
 // RingBytes is the size of the ring of call records: 16 MiB, about 150k
@@ -55,6 +57,11 @@ type Options struct {
 	Strings bool
 	// Reads: some probe reads memory at entry (Probe.Reads; needs Args).
 	Reads bool
+	// CPU measures each call's on-CPU time as well: a program on the
+	// sched:sched_switch tracepoint keeps every traced thread's time off
+	// the CPU, and each call record carries how much of it fell inside
+	// the call (Call.Off).
+	CPU bool
 }
 
 // Probe is one traced function of an object.
@@ -111,8 +118,11 @@ type Tracer struct {
 	// argHits are point-probe programs that also read USDT arguments, one
 	// per attachPoints call with such probes.
 	argHits []*ebpf.Program
-	strs    *ebpf.Map              // Strings: probe id → its string arguments
-	reads   *ebpf.Map              // Reads: probe id → its memory reads
+	strs    *ebpf.Map     // Strings: probe id → its string arguments
+	reads   *ebpf.Map     // Reads: probe id → its memory reads
+	offcpu  *ebpf.Map     // CPU: thread → when it left the CPU, its off-CPU total
+	swtch   *ebpf.Program // CPU: on sched:sched_switch
+	swLink  link.Link
 	pending map[uint32]pendingStrs // by thread: a string record before its call's
 	// refused are the probes the kernel would not set (see Attach).
 	refused map[uint32]bool
@@ -144,6 +154,10 @@ type Call struct {
 	// Mem are the values of the probe's Reads, in that order (0 where a
 	// read faulted).
 	Mem [MaxReads]uint64
+	// Off is how long the call's thread was off the CPU during the call
+	// (preempted, blocked, asleep), ChildOff how much of that fell in the
+	// traced calls it made; both measured only with flag CPU.
+	Off, ChildOff uint64
 }
 
 func explain(err error) error {
@@ -182,6 +196,9 @@ func New(o Options) (*Tracer, error) {
 	if o.Reads && o.Args {
 		t.reads = mk(&ebpf.MapSpec{Name: "culprit_reads", Type: ebpf.Array, KeySize: 4, ValueSize: readsValue, MaxEntries: uint32(o.Probes + 1)})
 	}
+	if o.CPU {
+		t.offcpu = mk(&ebpf.MapSpec{Name: "culprit_offcpu", Type: ebpf.Hash, KeySize: 4, ValueSize: offCPUVal, MaxEntries: 1 << 14})
+	}
 	if err != nil {
 		t.Close()
 		return nil, explain(fmt.Errorf("making the tracer's maps: %w", err))
@@ -192,6 +209,9 @@ func New(o Options) (*Tracer, error) {
 	}
 	if t.reads != nil {
 		m.reads = t.reads.FD()
+	}
+	if t.offcpu != nil {
+		m.offcpu = t.offcpu.FD()
 	}
 	attach := ebpf.AttachNone
 	if t.multi {
@@ -211,7 +231,7 @@ func New(o Options) (*Tracer, error) {
 	}
 	// Named as internal/sampleprog's program is: culprit_PID.
 	name := fmt.Sprintf("culprit_%d", os.Getpid()%10000000)
-	t.entry = load(name, entryProgram(m, progOptions{Go: o.Go, Args: o.Args, Sampling: o.Sampling, Timed: o.TimedHz > 0, MaxDepth: int32(o.MaxDepth), Strings: o.Strings, Reads: t.reads != nil}))
+	t.entry = load(name, entryProgram(m, progOptions{Go: o.Go, Args: o.Args, Sampling: o.Sampling, Timed: o.TimedHz > 0, MaxDepth: int32(o.MaxDepth), Strings: o.Strings, Reads: t.reads != nil, CPU: o.CPU}))
 	t.loadHit = func(points []Probe) (*ebpf.Program, error) {
 		p, err := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Name: name, Type: ebpf.Kprobe, AttachType: attach,
 			License: "GPL", Instructions: hitProgram(m, progOptions{Go: o.Go, Args: o.Args}, points)}, ebpf.ProgramOptions{LogSizeStart: 1 << 20})
@@ -221,9 +241,12 @@ func New(o Options) (*Tracer, error) {
 		return p, nil
 	}
 	if o.Go {
-		t.retInsn = load(name, returnProgram(m, progOptions{Go: true, Args: o.Args, RetAdjust: 0, Strings: o.Strings, Reads: t.reads != nil}))
+		t.retInsn = load(name, returnProgram(m, progOptions{Go: true, Args: o.Args, RetAdjust: 0, Strings: o.Strings, Reads: t.reads != nil, CPU: o.CPU}))
 	} else {
-		t.ret = load(name, returnProgram(m, progOptions{Args: o.Args, RetAdjust: 8, Strings: o.Strings, Reads: t.reads != nil}))
+		t.ret = load(name, returnProgram(m, progOptions{Args: o.Args, RetAdjust: 8, Strings: o.Strings, Reads: t.reads != nil, CPU: o.CPU}))
+	}
+	if err == nil && o.CPU {
+		err = t.startSwitch(m, name)
 	}
 	if err == nil && o.TimedHz > 0 {
 		t.flip, err = ebpf.NewProgram(&ebpf.ProgramSpec{Name: name, Type: ebpf.PerfEvent, License: "GPL", Instructions: flipProgram(m)})
@@ -241,6 +264,29 @@ func New(o Options) (*Tracer, error) {
 		return nil, explain(fmt.Errorf("reading the tracer's ring: %w", err))
 	}
 	return t, nil
+}
+
+// startSwitch loads the off-CPU accounting program and attaches it to
+// sched:sched_switch.
+func (t *Tracer) startSwitch(m maps, name string) error {
+	tp, err := perf.OpenTracepoint("sched:sched_switch")
+	if err != nil {
+		return fmt.Errorf("measuring on-CPU time: %w", err)
+	}
+	off, size, ok := tp.Field("next_pid")
+	if !ok || size != 4 {
+		return errors.New("measuring on-CPU time: this kernel's sched:sched_switch has no 4-byte next_pid")
+	}
+	t.swtch, err = ebpf.NewProgram(&ebpf.ProgramSpec{Name: name, Type: ebpf.TracePoint, License: "GPL",
+		Instructions: switchProgram(m, int16(off))})
+	if err != nil {
+		return fmt.Errorf("loading the off-CPU program: %w", err)
+	}
+	t.swLink, err = link.Tracepoint("sched", "sched_switch", t.swtch, nil)
+	if err != nil {
+		return fmt.Errorf("attaching to sched:sched_switch: %w", err)
+	}
+	return nil
 }
 
 // startClock opens the cpu-clock event that flips the phase hz times a
@@ -847,6 +893,8 @@ func decode(b []byte, c *Call) {
 	for k := range c.Mem {
 		c.Mem[k] = le.Uint64(b[rMem+8*k:])
 	}
+	c.Off = le.Uint64(b[rOff:])
+	c.ChildOff = le.Uint64(b[rChildOff:])
 }
 
 // Leftovers calls fn with the calls still open in the shadow stacks at
@@ -906,6 +954,10 @@ func (t *Tracer) Stats() Stats {
 // Close detaches every probe and frees the programs and maps.
 func (t *Tracer) Close() {
 	t.Detach()
+	if t.swLink != nil {
+		t.swLink.Close()
+		t.swLink = nil
+	}
 	if t.rd != nil {
 		t.rd.Close()
 	}
@@ -913,12 +965,12 @@ func (t *Tracer) Close() {
 		unix.Close(t.clockFD)
 		t.clockFD = -1
 	}
-	for _, p := range append([]*ebpf.Program{t.entry, t.ret, t.retInsn, t.flip, t.hit}, t.argHits...) {
+	for _, p := range append([]*ebpf.Program{t.entry, t.ret, t.retInsn, t.flip, t.hit, t.swtch}, t.argHits...) {
 		if p != nil {
 			p.Close()
 		}
 	}
-	for _, m := range []*ebpf.Map{t.stacks, t.zero, t.counts, t.stats, t.events, t.phase, t.strs, t.reads} {
+	for _, m := range []*ebpf.Map{t.stacks, t.zero, t.counts, t.stats, t.events, t.phase, t.strs, t.reads, t.offcpu} {
 		if m != nil {
 			m.Close()
 		}

@@ -39,6 +39,9 @@ type Options struct {
 	// Depth > 0 records only calls with fewer than Depth traced calls
 	// open below them on their thread.
 	Depth int
+	// NoCPU leaves out measuring each call's on-CPU time (the program on
+	// every context switch and a map lookup at each entry and return).
+	NoCPU bool
 	// Exclude names functions not to trace though the patterns match
 	// them (dynamic baseline).
 	Exclude map[string]bool
@@ -213,7 +216,7 @@ func prepare(o Options, exe string, pid int) (*session, error) {
 		return nil, err
 	}
 	t, err := traceprog.New(traceprog.Options{Go: isGo, Args: o.Args, Probes: len(targets) + o.MoreProbes, Sampling: sampling, TimedHz: o.TimedHz, MaxDepth: o.Depth,
-		Strings: strs, Reads: len(o.Reads) > 0})
+		Strings: strs, Reads: len(o.Reads) > 0, CPU: !o.NoCPU})
 	if err != nil {
 		return nil, err
 	}
@@ -473,6 +476,10 @@ func (s *session) record(c *traceprog.Call) {
 	}
 	if c.Flags&traceprog.Unreturned != 0 {
 		rc.Flags = recording.CallUnreturned
+	}
+	if c.Flags&traceprog.CPU != 0 {
+		rc.Flags |= recording.CallCPU
+		rc.Off, rc.ChildOff = c.Off, c.ChildOff
 	}
 	rc.Strs = c.Strs
 	s.w.Write(&rc)

@@ -1,5 +1,7 @@
-/* callgrowth: insert_sorted shifts more of a growing sorted array at each call
-   (culprit models --x call-order). */
+/* callgrowth [CALLS]: insert_sorted shifts more of a growing sorted array at
+   each call, so its time per call grows linearly with the call's order;
+   lookup's stays constant (culprit models --x call-order). CALLS calls of
+   each, 4000 unless given, at most 100000. */
 #include <stdio.h>
 #include <stdlib.h>
 static long list[100000]; static long len;
@@ -10,9 +12,10 @@ __attribute__((noinline)) long insert_sorted(long v) {
 	return i;
 }
 __attribute__((noinline)) long lookup(long v) { return list[v % (len ? len : 1)]; }
-int main(void) {
-	long s = 0;
-	for (long k = 0; k < 4000; k++) { s += insert_sorted((k * 7919) % 3001 - 3 * k); s += lookup(k); }
+int main(int argc, char **argv) {
+	long calls = argc > 1 ? atol(argv[1]) : 4000, s = 0;
+	if (calls < 0 || calls > 100000) calls = 100000;
+	for (long k = 0; k < calls; k++) { s += insert_sorted((k * 7919) % 3001 - 3 * k); s += lookup(k); }
 	printf("%ld\n", s);
 	return 0;
 }

@@ -80,6 +80,11 @@ type Func struct {
 	// value it had in each of those calls.
 	Durations []float64
 	Args      map[string][]float64
+	// CPU, in a traced run, is each call's exclusive time on the CPU (ns,
+	// aligned with Durations): without the time its thread was preempted,
+	// blocked or asleep. Nil when the recording did not measure it for
+	// every call.
+	CPU []float64
 }
 
 // Run is one run of one side.
@@ -102,6 +107,9 @@ type Options struct {
 	// Arg names the argument traced calls' durations are modelled against;
 	// empty: the numeric argument whose best model explains most.
 	Arg string
+	// Wall compares traced calls by their wall durations even where their
+	// on-CPU times are known (Func.CPU).
+	Wall bool
 }
 
 // Method is one method's verdict on one function.
@@ -126,6 +134,10 @@ type Model struct {
 const (
 	PerRun  = "self CPU time per run"
 	PerCall = "exclusive time per call"
+	// PerCallCPU is PerCall on the CPU: a function whose traced calls'
+	// on-CPU times are known on both sides is compared by them (unless
+	// Options.Wall), so that a busy machine's preemptions do not count.
+	PerCallCPU = "exclusive on-CPU time per call"
 )
 
 // Change is one function that changed.
@@ -160,6 +172,8 @@ type agg struct {
 	amount  float64
 	amounts []float64 // per run with the function
 	durs    []float64 // traced calls' durations, all runs
+	cpu     []float64 // their on-CPU times, when noCPU is not set
+	noCPU   bool      // some run's calls have no on-CPU times
 	args    map[string][]float64
 	runs    int
 	x       float64
@@ -233,6 +247,11 @@ func Compare(base, target []Run, o Options) Result {
 						a.args[name] = append(a.args[name], v...)
 					}
 					a.durs = append(a.durs, f.Durations...)
+					if len(f.CPU) == len(f.Durations) {
+						a.cpu = append(a.cpu, f.CPU...)
+					} else {
+						a.noCPU = true
+					}
 					for name := range a.args {
 						for len(a.args[name]) < len(a.durs) {
 							a.args[name] = append(a.args[name], math.NaN())
@@ -296,6 +315,16 @@ func Compare(base, target []Run, o Options) Result {
 		}
 		if traced {
 			c.Measure = PerCall
+			if !o.Wall && cpuKnown(pairs, b.funcs[name], t.funcs[name]) {
+				c.Measure = PerCallCPU
+				for _, k := range pairs {
+					for _, a := range []*agg{b.funcs[name][k], t.funcs[name][k]} {
+						if a != nil && len(a.durs) > 0 {
+							a.durs = a.cpu
+						}
+					}
+				}
+			}
 		}
 		var pts []pt
 		var sumB, sumT, sumZ float64
@@ -465,8 +494,8 @@ func Compare(base, target []Run, o Options) Result {
 		a, b := res.Changes[i], res.Changes[j]
 		// Traced functions (per-call amounts) first, then by the size of
 		// the change.
-		if (a.Measure == PerCall) != (b.Measure == PerCall) {
-			return a.Measure == PerCall
+		if (a.Measure != PerRun) != (b.Measure != PerRun) {
+			return a.Measure != PerRun
 		}
 		da, db := math.Abs(a.TargetNS-a.BaseNS), math.Abs(b.TargetNS-b.BaseNS)
 		if da != db {
@@ -759,4 +788,22 @@ func (r Result) Degraded(minSeverity float64) bool {
 		}
 	}
 	return false
+}
+
+// cpuKnown says whether every traced call of a function, on both sides
+// of every pair, has its on-CPU time.
+func cpuKnown(pairs []string, b, t map[string]*agg) bool {
+	any := false
+	for _, k := range pairs {
+		for _, a := range []*agg{b[k], t[k]} {
+			if a == nil || len(a.durs) == 0 {
+				continue
+			}
+			if a.noCPU || len(a.cpu) != len(a.durs) {
+				return false
+			}
+			any = true
+		}
+	}
+	return any
 }

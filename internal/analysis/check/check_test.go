@@ -162,3 +162,52 @@ func TestCompareTracedCalls(t *testing.T) {
 		t.Errorf("location %q: the largest n changed most", c.Location)
 	}
 }
+
+// withLoad gives every traced call of r an on-CPU time equal to what
+// dur(n) says, and makes its wall durations the target side's load: each
+// call of every function slowed by factor.
+func withLoad(r Run, factor float64) Run {
+	for i := range r.Funcs {
+		f := &r.Funcs[i]
+		f.CPU = append([]float64(nil), f.Durations...)
+		for k := range f.Durations {
+			f.Durations[k] *= factor
+		}
+	}
+	return r
+}
+
+// TestCompareTracedCPU: the target ran on a machine busy enough to stretch
+// every call's wall time by 2.5 while work alone changed on the CPU. By
+// on-CPU time only work is named (PerCallCPU); by wall time (Options.Wall)
+// other's calls seem 150% slower as well. A side without on-CPU times for
+// some run falls back to wall time.
+func TestCompareTracedCPU(t *testing.T) {
+	base := []Run{withLoad(tracedRun(func(n float64) float64 { return 500 * n }), 1)}
+	target := []Run{withLoad(tracedRun(func(n float64) float64 { return 5000 + 60*n*n }), 2.5)}
+	res := Compare(base, target, Options{XName: "n"})
+	if len(res.Changes) != 1 || res.Changes[0].Function != "work" || res.Changes[0].Measure != PerCallCPU {
+		t.Fatalf("on the CPU: changes %+v", res.Changes)
+	}
+	if c := res.Changes[0]; c.Base == nil || c.Target == nil || c.Base.Kind != "linear" || c.Target.Kind != "quadratic" {
+		t.Errorf("on the CPU: models %+v → %+v", c.Base, c.Target)
+	}
+	wall := Compare(base, target, Options{XName: "n", Wall: true})
+	names := map[string]string{}
+	for _, c := range wall.Changes {
+		names[c.Function] = c.Measure
+	}
+	if len(names) != 2 || names["other"] != PerCall || names["work"] != PerCall {
+		t.Errorf("wall time: changes %v, want work and other per call", names)
+	}
+	target[0].Funcs[1].CPU = nil
+	mixed := Compare(base, target, Options{XName: "n"})
+	for _, c := range mixed.Changes {
+		if c.Function == "other" && c.Measure != PerCall {
+			t.Errorf("other without on-CPU times on one side: measure %q", c.Measure)
+		}
+		if c.Function == "work" && c.Measure != PerCallCPU {
+			t.Errorf("work: measure %q", c.Measure)
+		}
+	}
+}

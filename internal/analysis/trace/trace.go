@@ -165,10 +165,14 @@ type Arg struct {
 
 // CallInfo is one call as the slowest-calls list shows it.
 type CallInfo struct {
-	Function   string  `json:"function"`
-	Start      float64 `json:"start_s"` // seconds from the profile's start
-	Incl       uint64  `json:"inclusive_ns"`
-	Excl       uint64  `json:"exclusive_ns"`
+	Function string  `json:"function"`
+	Start    float64 `json:"start_s"` // seconds from the profile's start
+	Incl     uint64  `json:"inclusive_ns"`
+	Excl     uint64  `json:"exclusive_ns"`
+	// InclCPU and ExclCPU are the same on the CPU: without the time the
+	// thread was preempted, blocked or asleep (nil when not measured).
+	InclCPU    *uint64 `json:"inclusive_cpu_ns,omitempty"`
+	ExclCPU    *uint64 `json:"exclusive_cpu_ns,omitempty"`
 	PID        uint32  `json:"pid"`
 	TID        uint32  `json:"tid"`
 	Depth      uint32  `json:"depth"`
@@ -310,6 +314,10 @@ func Slowest(p *profile.Profile, re *regexp.Regexp, n int) []CallInfo {
 		pr := &p.Probes[c.Probe]
 		ci := CallInfo{Function: pr.Function, Start: float64(c.Start-p.StartTime) / 1e9, Incl: c.Inclusive(), Excl: c.Exclusive(),
 			PID: c.PID, TID: c.TID, Depth: c.Depth, Caller: CallerName(p, c), Args: Args(pr, c), Unreturned: c.Unreturned()}
+		if c.HasCPU() {
+			in, ex := c.InclusiveCPU(), c.ExclusiveCPU()
+			ci.InclCPU, ci.ExclCPU = &in, &ex
+		}
 		if len(c.Args) > 0 && !c.Unreturned() && c.Flags&recording.CallPoint == 0 {
 			ci.Ret = Ret(pr, c) // a point hit has no return value
 		}

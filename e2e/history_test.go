@@ -405,6 +405,14 @@ func TestHistoryCheck(t *testing.T) {
 			}
 		}
 		verify(t, pg)
+		// culprit run stores into PostgreSQL as into SQLite.
+		if _, stderr, code := inDir(t, repo, "run", "--store", pg, "-F", "1999", "--workload", "pgrun", "--param", "n=1000", "--", "./prog", "1000"); code != 0 ||
+			!strings.Contains(stderr, "stored as run") {
+			t.Errorf("run --store postgres: exit %d\n%s", code, stderr)
+		}
+		if out, _, _ := inDir(t, repo, "history", "list", "--store", pg); !strings.Contains(out, "pgrun") {
+			t.Errorf("history list from PostgreSQL has no pgrun run:\n%s", out)
+		}
 		// Recordings come back out of the database.
 		if out, stderr, code := inDir(t, repo, "report", "--store", pg, "@HEAD:n=9000"); code != 0 || !strings.Contains(out, "scan") {
 			t.Errorf("report from PostgreSQL: exit %d\n%s\n%s", code, out, stderr)

@@ -10,8 +10,9 @@ import (
 // reference holds points from known functions with 3% noise and what numpy
 // computes for them (testdata/reference.py).
 type reference struct {
-	X     []float64 `json:"x"`
-	Cases []struct {
+	X       []float64 `json:"x"`
+	Weights []float64 `json:"weights"` // of the statsmodels WLS reference
+	Cases   []struct {
 		Truth string    `json:"truth"`
 		Y     []float64 `json:"y"`
 		Fits  map[string]struct {
@@ -22,6 +23,13 @@ type reference struct {
 		Silverman  float64   `json:"silverman"`
 		NWGaussian []float64 `json:"nw_gaussian"`
 		NWBox      []float64 `json:"nw_box"`
+		// R² of statsmodels' OLS, and coefficients and R² of its WLS with
+		// the Weights, for the kinds linear in y.
+		SMOLSR2 map[string]float64 `json:"statsmodels_ols_r2"`
+		SMWLS   map[string]struct {
+			B  []float64 `json:"b"`
+			R2 float64   `json:"r2"`
+		} `json:"statsmodels_wls"`
 	} `json:"cases"`
 }
 
@@ -73,6 +81,39 @@ func TestRecoverKnownFunctions(t *testing.T) {
 		}
 		if c.Truth != "constant" && !best.Reliable() {
 			t.Errorf("%s data: best model unreliable, R² %.4f", c.Truth, best.R2)
+		}
+	}
+}
+
+// TestStatsmodels: R² as statsmodels' OLS computes it, and weighted fits
+// (the robust fits' weighted least squares) with coefficients and R² as
+// its WLS computes them, for the kinds linear in y.
+func TestStatsmodels(t *testing.T) {
+	ref := loadReference(t)
+	if len(ref.Weights) != len(ref.X) {
+		t.Fatalf("%d reference weights for %d points", len(ref.Weights), len(ref.X))
+	}
+	for _, c := range ref.Cases {
+		if len(c.SMOLSR2) != 3 || len(c.SMWLS) != 3 {
+			t.Fatalf("%s: statsmodels references for %d and %d kinds, want 3", c.Truth, len(c.SMOLSR2), len(c.SMWLS))
+		}
+		for _, k := range []Kind{Logarithmic, Linear, Quadratic} {
+			f, err := FitKind(k, ref.X, c.Y)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := c.SMOLSR2[k.String()]; !close(f.R2, want, 1e-9) {
+				t.Errorf("%s data, %s model: R² %.12f, statsmodels OLS %.12f", c.Truth, k, f.R2, want)
+			}
+			w, err := FitKindWeighted(k, ref.X, c.Y, ref.Weights)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want := c.SMWLS[k.String()]
+			if !close(w.R2, want.R2, 1e-9) || !close(w.B0, want.B[0], 1e-7) || !close(w.B1, want.B[1], 1e-7) {
+				t.Errorf("%s data, weighted %s model: b = %g, %g, R² %.12f; statsmodels WLS %g, %g, %.12f",
+					c.Truth, k, w.B0, w.B1, w.R2, want.B[0], want.B[1], want.R2)
+			}
 		}
 	}
 }

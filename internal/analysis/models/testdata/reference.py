@@ -1,16 +1,21 @@
 #!/usr/bin/python3
-"""Reference values for models_test.go, computed with numpy.
+"""Reference values for models_test.go, computed with numpy and statsmodels.
 
 Points from known functions with 3% multiplicative noise (seeded), and for
 each model kind the coefficients and R² as numpy computes them: np.polyfit
 of y (or ln y) on the transformed x, R² = 1 - SS_res/SS_tot in the original
 y. Also the Doane bin count (np.histogram_bin_edges(..., 'doane')),
-Silverman's bandwidth and Nadaraya-Watson fitted values.
+Silverman's bandwidth and Nadaraya-Watson fitted values. For the kinds
+that are linear in y (logarithmic, linear, quadratic), R² as statsmodels'
+OLS computes it, and the coefficients and R² of statsmodels' WLS with the
+fixed weights WEIGHTS (its rsquared: 1 - sum w(y-yhat)^2 / sum w(y-ybar_w)^2).
 
-Run (Debian: apt-get install python3-numpy): /usr/bin/python3 testdata/reference.py > testdata/reference.json
+Run (Debian: apt-get install python3-numpy python3-statsmodels):
+/usr/bin/python3 testdata/reference.py > testdata/reference.json
 """
 import json
 import numpy as np
+import statsmodels.api as sm
 
 rng = np.random.default_rng(20260501)
 x = np.arange(1, 21, dtype=float)
@@ -56,13 +61,25 @@ def nw(x, y, h, kernel):
     return (k * y[None, :]).sum(1) / k.sum(1)
 
 
-out = {"x": x.tolist(), "cases": []}
+# Weights of the WLS reference: uneven, one point left out (weight 0), as
+# robust weights leave out an outlier.
+weights = np.array([0.25 + 0.75 * ((i * 7) % 5) / 4 for i in range(len(x))])
+weights[3] = 0.0
+
+out = {"x": x.tolist(), "weights": weights.tolist(), "cases": []}
 for name, f in truth.items():
     y = f(x) * (1 + 0.03 * rng.standard_normal(len(x)))
     fits = {}
     for kind in truth:
         coef, yhat = fit(kind, x, y)
         fits[kind] = {"b": coef, "r2": 0.0 if kind == "constant" else r2(y, yhat)}
+    sm_ols, sm_wls = {}, {}
+    for kind in ("logarithmic", "linear", "quadratic"):
+        tx = {"logarithmic": np.log(x), "linear": x, "quadratic": x**2}[kind]
+        X = sm.add_constant(tx)
+        sm_ols[kind] = float(sm.OLS(y, X).fit().rsquared)
+        w = sm.WLS(y, X, weights=weights).fit()
+        sm_wls[kind] = {"b": [float(w.params[0]), float(w.params[1])], "r2": float(w.rsquared)}
     h = silverman(x)
     out["cases"].append({
         "truth": name,
@@ -72,5 +89,7 @@ for name, f in truth.items():
         "silverman": h,
         "nw_gaussian": nw(x, y, h, "gaussian").tolist(),
         "nw_box": nw(x, y, 2.0, "box").tolist(),
+        "statsmodels_ols_r2": sm_ols,
+        "statsmodels_wls": sm_wls,
     })
 print(json.dumps(out, indent=1))

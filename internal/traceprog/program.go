@@ -857,7 +857,11 @@ func switchProgram(m maps, nextPid int16) asm.Instructions {
 		asm.StoreMem(asm.R0, oTotal, asm.R1, asm.DWord),
 		asm.Mov.Imm(asm.R1, 0),
 		asm.StoreMem(asm.R0, oOut, asm.R1, asm.DWord),
-		asm.Mov.Imm(asm.R0, 0).WithSymbol("out"),
+		// 1, not 0: the programs on a tracepoint filter it for every perf
+		// event on it (perf_trace_run_bpf_submit), so 0 would hide the
+		// machine's context switches from perf, culprit record --events
+		// and trace --sched.
+		asm.Mov.Imm(asm.R0, 1).WithSymbol("out"),
 		asm.Return(),
 	}
 }

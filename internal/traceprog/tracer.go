@@ -134,6 +134,10 @@ type Stats struct {
 	Depth     uint64 // calls not recorded: deeper than MaxDepth traced frames
 	Unmatched uint64 // returns whose entry was not seen (attached mid-call)
 	NoThread  uint64 // calls not recorded: the map of shadow stacks was full
+	// SwitchMisses are context switches the off-CPU program did not see:
+	// the kernel skips a tracepoint's programs on a CPU where another BPF
+	// program is running (its recursion check).
+	SwitchMisses uint64
 }
 
 // Call is one call record.
@@ -947,6 +951,11 @@ func (t *Tracer) Stats() Stats {
 		s.Depth += le.Uint64(v[sDepth:])
 		s.Unmatched += le.Uint64(v[sUnmatched:])
 		s.NoThread += le.Uint64(v[sNoThread:])
+	}
+	if t.swtch != nil {
+		if ps, err := t.swtch.Stats(); err == nil {
+			s.SwitchMisses = ps.RecursionMisses
+		}
 	}
 	return s
 }

@@ -548,6 +548,9 @@ func (s *session) finish(exitCode int) (Result, error) {
 	}
 	st := s.t.Stats()
 	s.res.Lost, s.res.Depth, s.res.Unmatched = st.Lost+st.NoThread, st.Depth, st.Unmatched
+	if st.SwitchMisses > 0 {
+		s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("%d context switches of the machine were not seen (another BPF program was running on that CPU): a call around one of them counts time off the CPU as on it", st.SwitchMisses))
+	}
 	now := monotonic()
 	if s.res.Lost > 0 {
 		s.w.Write(&recording.Lost{Time: now, Reason: recording.LostCalls, Count: s.res.Lost})

@@ -388,11 +388,11 @@ func TestTraceInterruptLeavesNothing(t *testing.T) {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(5 * time.Second)
-	for len(culpritPrograms(t, cmd.Process.Pid)) < 2 && time.Now().Before(deadline) {
+	for len(culpritPrograms(t, cmd.Process.Pid)) < 3 && time.Now().Before(deadline) {
 		time.Sleep(20 * time.Millisecond)
 	}
-	if p := culpritPrograms(t, cmd.Process.Pid); len(p) != 2 {
-		t.Fatalf("while tracing: %v loaded, want the entry and return programs", p)
+	if p := culpritPrograms(t, cmd.Process.Pid); len(p) != 3 {
+		t.Fatalf("while tracing: %v loaded, want the entry, return and context-switch programs", p)
 	}
 	cmd.Process.Signal(os.Interrupt)
 	if err := cmd.Wait(); err != nil {

@@ -793,7 +793,7 @@ func (r Result) Degraded(minSeverity float64) bool {
 // cpuKnown says whether every traced call of a function, on both sides
 // of every pair, has its on-CPU time.
 func cpuKnown(pairs []string, b, t map[string]*agg) bool {
-	any := false
+	found := false
 	for _, k := range pairs {
 		for _, a := range []*agg{b[k], t[k]} {
 			if a == nil || len(a.durs) == 0 {
@@ -802,8 +802,8 @@ func cpuKnown(pairs []string, b, t map[string]*agg) bool {
 			if a.noCPU || len(a.cpu) != len(a.durs) {
 				return false
 			}
-			any = true
+			found = true
 		}
 	}
-	return any
+	return found
 }

@@ -1018,11 +1018,18 @@ func (s *session) finish() (Result, error) {
 		e.Disable()
 	}
 	err := s.drain()
-	var snapsLost uint64
+	var snapsLost, sysReduced uint64
 	if s.snap != nil {
 		snapsLost = s.snap.tk.Lost
 	}
+	if s.sys != nil {
+		sysReduced = s.sys.Reduced()
+	}
 	s.close()
+	if sysReduced > 0 {
+		s.warn("%d system call or switch events were recorded without their stack copy, while the BPF program's ring was more than half full "+
+			"(the recorder fell behind): their stacks may miss the caller of a function without frame pointers; a larger --mmap-pages gives the ring more room", sysReduced)
+	}
 	if got, want := s.smallRings[0], s.smallRings[1]; want > 0 && s.res.Lost > 0 {
 		ps := os.Getpagesize() / 1024
 		s.warn("ring buffers were %d KiB per CPU instead of %d KiB: the locked-memory limit (kernel.perf_event_mlock_kb, ulimit -l) allows no more; "+

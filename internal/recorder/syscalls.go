@@ -60,6 +60,9 @@ type pendingCall struct {
 	truncated    bool
 	ip, sp       uint64 // the user registers at the entry
 	exited       bool
+	// reduced: recorded without the stack copy (the program's ring was
+	// filling; said in a warning of its own).
+	reduced bool
 }
 
 // syscallsViaBPF loads the program when the recording's options allow it
@@ -200,7 +203,7 @@ func (s *session) syscall(e *sysEvent, k *eventKind) {
 		// user chain is its entry's, at the same registers.
 		c := &pendingCall{nr: syscallprog.SwitchState(ev.Nr), kernel: s.sysStack(ev.KernStack, true)}
 		if p := s.pending[ev.TID]; p != nil && p.nr == ev.CallNr && p.ip == ev.IP && p.sp == ev.SP {
-			c.user, c.truncated = p.user, p.truncated
+			c.user, c.truncated, c.reduced = p.user, p.truncated, p.reduced
 		} else {
 			// Its entry came before the recording started or was lost.
 			c.user, c.truncated = []uint64{ev.IP}, true
@@ -221,7 +224,8 @@ func (s *session) syscall(e *sysEvent, k *eventKind) {
 	if ev.UserStack < 0 {
 		truncated = true
 	}
-	c := &pendingCall{nr: ev.Nr, kernel: r.Kernel, user: user, truncated: truncated, ip: ev.IP, sp: ev.SP}
+	c := &pendingCall{nr: ev.Nr, kernel: r.Kernel, user: user, truncated: truncated, ip: ev.IP, sp: ev.SP,
+		reduced: ev.Reduced}
 	if ev.Switch {
 		c.nr = syscallprog.SwitchState(ev.Nr)
 		s.writeSyscall(ev, k, c)
@@ -232,7 +236,7 @@ func (s *session) syscall(e *sysEvent, k *eventKind) {
 }
 
 func (s *session) writeSyscall(ev *syscallprog.Event, k *eventKind, c *pendingCall) {
-	if c.truncated {
+	if c.truncated && !c.reduced {
 		s.res.Truncated++
 	}
 	s.kernelSymbols(c.kernel)

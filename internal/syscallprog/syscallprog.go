@@ -18,8 +18,12 @@
 // entry (a thread's user stack does not change during a system call). The
 // switch program records the leaving thread's two chains (the kernel one
 // is the blocking path, walked each time), its user registers and stack
-// copy. Records go to one BPF ring buffer shared by the CPUs, drained by
-// the recorder.
+// copy (inside a system call it has the call's user chain instead, not
+// walked again). Records go to one BPF ring buffer shared by the CPUs,
+// drained by the recorder; once the ring is more than half full, entries
+// and switches are written without their stack copy (counted: Reduced), so
+// that a recorder falling behind loses a few repaired frames before it
+// loses records.
 //
 // Processes the traced ones fork are traced too: a program on
 // sched_process_fork adds the child's thread group when its parent's is
@@ -136,7 +140,10 @@ type Event struct {
 	KernStack  int64 // stack id, negative when none
 	IP, SP, BP uint64
 	CallNr     uint64 // with UserStack InCall: the system call the switch is inside
-	Stack      []byte // the copy from SP (valid until the next Drain)
+	// Reduced: an entry or switch recorded without its stack copy, the
+	// ring being more than half full.
+	Reduced bool
+	Stack   []byte // the copy from SP (valid until the next Drain)
 }
 
 // Tracer is the loaded and attached program with its maps.
@@ -149,6 +156,7 @@ type Tracer struct {
 	stackBuf                          []uint64
 	tracing                           *tracingCode
 	tracingRead                       chan struct{} // closed when tracing is read
+	copyBytes                         int
 }
 
 // New loads the programs and attaches them to the tracepoints. No process
@@ -171,7 +179,7 @@ func New(o Options) (*Tracer, error) {
 	// (1 s at load 30): read while the command starts, needed only when
 	// the first kernel chain is, and cached until the next boot.
 	tc, read := &tracingCode{}, make(chan struct{})
-	t := &Tracer{tracing: tc, tracingRead: read}
+	t := &Tracer{tracing: tc, tracingRead: read, copyBytes: copyBytes}
 	go func() {
 		defer close(read)
 		defer func() { recover() }() // no tracing code known: kernel chains keep their frames
@@ -190,7 +198,7 @@ func New(o Options) (*Tracer, error) {
 	if t.ring, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_scring", Type: ebpf.RingBuf, MaxEntries: uint32(ringBytes)}); err != nil {
 		return fail(err)
 	}
-	if t.lost, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_sclost", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: 1}); err != nil {
+	if t.lost, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_sclost", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: 2}); err != nil {
 		return fail(err)
 	}
 	if t.kcache, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_sckst", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 4}); err != nil {
@@ -203,11 +211,11 @@ func New(o Options) (*Tracer, error) {
 	}
 	progs := []prog{{"sched_process_fork", forkProgram(m, tgidOff)}}
 	if o.Syscalls {
-		progs = append(progs, prog{"sys_enter", enterProgram(m, o.KernelStacks, copyBytes)},
+		progs = append(progs, prog{"sys_enter", enterProgram(m, o.KernelStacks, copyBytes, ringBytes)},
 			prog{"sys_exit", exitProgram(m, o.KernelStacks)})
 	}
 	if o.Switches {
-		progs = append(progs, prog{"sched_switch", switchProgram(m, copyBytes, exitStateOff, o.Syscalls)})
+		progs = append(progs, prog{"sched_switch", switchProgram(m, copyBytes, ringBytes, exitStateOff, o.Syscalls)})
 	}
 	for _, p := range progs {
 		prog, err := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Name: fmt.Sprintf("culprit_%d", os.Getpid()%10000000),
@@ -293,6 +301,7 @@ func (t *Tracer) Drain(fn func(*Event)) error {
 			n := int(le.Uint64(b[offCopied:]))
 			ev.Stack = b[hdrSize:min(hdrSize+n, len(b))]
 			ev.CallNr = le.Uint64(b[offCallNr:])
+			ev.Reduced = t.copyBytes > 0 && len(b) < hdrSize+t.copyBytes
 		}
 		fn(&ev)
 	}
@@ -460,9 +469,15 @@ func readKallsyms() tracingCode {
 }
 
 // Lost is the number of records the ring had no room for.
-func (t *Tracer) Lost() uint64 {
+func (t *Tracer) Lost() uint64 { return t.count(0) }
+
+// Reduced is the number of records written without their stack copy
+// because the ring was more than half full.
+func (t *Tracer) Reduced() uint64 { return t.count(1) }
+
+func (t *Tracer) count(slot uint32) uint64 {
 	var per []uint64
-	if err := t.lost.Lookup(uint32(0), &per); err != nil {
+	if err := t.lost.Lookup(slot, &per); err != nil {
 		return 0
 	}
 	var n uint64
@@ -519,12 +534,36 @@ func traced(b *bpfasm.Builder, m fds) {
 	)
 }
 
-// reserve emits: rRec = a record of size bytes in the ring, or count it lost
-// and return.
-func reserve(b *bpfasm.Builder, m fds, size int32, kind int64) {
+// sizeSlot is the stack slot holding the size of a record with a stack
+// copy (copySize).
+const sizeSlot = -32
+
+// copySize emits: the record's size at sizeSlot, with the stack copy while
+// the ring is at most half full, else without it: the recorder repairs
+// fewer first frames of those records but loses none while the ring can
+// still take records of a header's size.
+func copySize(b *bpfasm.Builder, copyBytes, ringBytes int, m fds) {
 	b.Emit(
 		asm.LoadMapPtr(asm.R1, m.ring),
-		asm.Mov.Imm(asm.R2, size),
+		asm.Mov.Imm(asm.R2, 0), // BPF_RB_AVAIL_DATA: bytes not yet read
+		asm.FnRingbufQuery.Call(),
+		asm.Mov.Imm(asm.R2, int32(hdrSize+copyBytes)),
+		asm.JLE.Imm(asm.R0, int32(ringBytes/2), "sized"),
+		asm.Mov.Imm(asm.R2, hdrSize),
+		asm.StoreMem(asm.RFP, sizeSlot, asm.R2, asm.DWord).WithSymbol("sized"),
+	)
+}
+
+// reserve emits: rRec = a record of size bytes in the ring (size < 0: the
+// size at sizeSlot), or count it lost and return.
+func reserve(b *bpfasm.Builder, m fds, size int32, kind int64) {
+	b.Emit(asm.LoadMapPtr(asm.R1, m.ring))
+	if size < 0 {
+		b.Emit(asm.LoadMem(asm.R2, asm.RFP, sizeSlot, asm.DWord))
+	} else {
+		b.Emit(asm.Mov.Imm(asm.R2, size))
+	}
+	b.Emit(
 		asm.Mov.Imm(asm.R3, 0),
 		asm.FnRingbufReserve.Call(),
 		asm.JNE.Imm(asm.R0, 0, "reserved"),
@@ -570,10 +609,11 @@ func submit(b *bpfasm.Builder) {
 }
 
 // enterProgram: sys_enter(regs, id).
-func enterProgram(m fds, kernel bool, copyBytes int) asm.Instructions {
+func enterProgram(m fds, kernel bool, copyBytes, ringBytes int) asm.Instructions {
 	var b bpfasm.Builder
 	traced(&b, m)
-	reserve(&b, m, int32(hdrSize+copyBytes), kindEnter)
+	copySize(&b, copyBytes, ringBytes, m)
+	reserve(&b, m, -1, kindEnter)
 	b.Emit(
 		// args[0]: the user registers.
 		asm.LoadMem(rRegs, rCtx, 0, asm.DWord),
@@ -588,20 +628,32 @@ func enterProgram(m fds, kernel bool, copyBytes int) asm.Instructions {
 		asm.StoreMem(rRec, offUStack, asm.R0, asm.DWord),
 	)
 	kernelStack(&b, m, kernel, 0)
-	userRegs(&b, copyBytes)
+	userRegs(&b, m, copyBytes)
 	submit(&b)
 	return b.Ins
 }
 
-// userRegs emits: the record's IP, SP and BP from rRegs, and the stack copy.
-func userRegs(b *bpfasm.Builder, copyBytes int) {
+// userRegs emits: the record's IP, SP and BP from rRegs, and the stack copy
+// when the record has room for it (copySize), else a count of the record
+// as reduced.
+func userRegs(b *bpfasm.Builder, m fds, copyBytes int) {
 	readReg(b, offIP, regIP)
 	readReg(b, offSP, regSP)
 	readReg(b, offBP, regBP)
 	b.Emit(asm.Mov.Imm(asm.R1, 0), asm.StoreMem(rRec, offCopied, asm.R1, asm.DWord))
 	if copyBytes > 0 {
 		b.Emit(
-			asm.Mov.Reg(asm.R1, rRec),
+			asm.LoadMem(asm.R1, asm.RFP, sizeSlot, asm.DWord),
+			asm.JEq.Imm(asm.R1, int32(hdrSize+copyBytes), "copy"),
+			asm.StoreImm(asm.RFP, -8, 1, asm.Word),
+		)
+		b.Lookup(m.lost, -8)
+		b.Emit(
+			asm.JEq.Imm(asm.R0, 0, "nocopy"),
+			asm.Mov.Imm(asm.R1, 1),
+			asm.StoreXAdd(asm.R0, asm.R1, asm.DWord),
+			asm.Ja.Label("nocopy"),
+			asm.Mov.Reg(asm.R1, rRec).WithSymbol("copy"),
 			asm.Add.Imm(asm.R1, hdrSize),
 			asm.Mov.Imm(asm.R2, int32(copyBytes)),
 			asm.LoadMem(asm.R3, rRec, offSP, asm.DWord),
@@ -643,10 +695,11 @@ func SwitchState(nr uint64) uint64 {
 // a system call number and the instruction before their IP is the syscall
 // instruction (an interrupt's orig_ax is negative; a page fault's error code
 // can look like a number, but the recorder then finds no entry pending).
-func switchProgram(m fds, copyBytes int, exitStateOff int32, inCall bool) asm.Instructions {
+func switchProgram(m fds, copyBytes, ringBytes int, exitStateOff int32, inCall bool) asm.Instructions {
 	var b bpfasm.Builder
 	traced(&b, m)
-	reserve(&b, m, int32(hdrSize+copyBytes), kindSwitch)
+	copySize(&b, copyBytes, ringBytes, m)
+	reserve(&b, m, -1, kindSwitch)
 	b.Emit(
 		// Nr = preempt << 32 | prev_state | prev->exit_state
 		asm.StoreImm(asm.RFP, -16, 0, asm.Word),
@@ -709,7 +762,7 @@ func switchProgram(m fds, copyBytes int, exitStateOff int32, inCall bool) asm.In
 		asm.FnGetStackid.Call(),
 		asm.StoreMem(rRec, offUStack, asm.R0, asm.DWord),
 	)
-	userRegs(&b, copyBytes)
+	userRegs(&b, m, copyBytes)
 	submit(&b)
 	return b.Ins
 }

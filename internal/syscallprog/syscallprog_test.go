@@ -70,6 +70,56 @@ func TestRecordsOwnSystemCalls(t *testing.T) {
 	}
 }
 
+// TestCopiesLessBeforeDropping: with a ring of 256 KiB that is never read
+// while 2000 calls are made (about 2.3 MiB of records with their 1 KiB
+// copies, 300 KiB without), the records stop carrying the stack copy once
+// the ring is half full, and are dropped only when even those do not fit;
+// both are counted.
+func TestCopiesLessBeforeDropping(t *testing.T) {
+	testutil.NeedRoot(t)
+	tr, err := New(Options{Syscalls: true, StackBytes: 1024, RingBytes: 256 << 10})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	runtime.LockOSThread()
+	tid := uint32(unix.Gettid())
+	if err := tr.Add(uint32(os.Getpid())); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < 2000; i++ {
+		unix.Getppid()
+	}
+	tr.Remove(uint32(os.Getpid()))
+	runtime.UnlockOSThread()
+	full, reduced, fullAfter := 0, 0, 0
+	err = tr.Drain(func(ev *Event) {
+		if ev.TID != tid || ev.Exit || ev.Nr != unix.SYS_GETPPID {
+			return
+		}
+		switch {
+		case ev.Reduced:
+			reduced++
+		case reduced > 0:
+			fullAfter++
+		default:
+			full++
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if full == 0 || reduced == 0 || fullAfter != 0 {
+		t.Errorf("%d entries with the copy, then %d without (%d with it after those): want some of each, in that order", full, reduced, fullAfter)
+	}
+	if n := tr.Reduced(); n < uint64(reduced) {
+		t.Errorf("Reduced() = %d, want at least the %d entries of this thread without the copy", n, reduced)
+	}
+	if tr.Lost() == 0 {
+		t.Errorf("nothing lost from a 256 KiB ring never read")
+	}
+}
+
 // TestRecordsOwnSwitches traces this process's switches away: each of a
 // known number of sleeps on one thread leaves the CPU asleep
 // (interruptible), with both call chains and the user registers; with

@@ -44,6 +44,7 @@ runs=${1:-5}
 baserev=${2:-}
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$root/bench/out/view
+head=$(git -C "$root" rev-parse --short HEAD) # what is built below
 mkdir -p "$out"
 CGO_ENABLED=0 go build -o "$out/culprit" "$root/cmd/culprit"
 (cd "$root" && go build -o "$out/viewtime" ./bench/viewtime)
@@ -57,7 +58,7 @@ gcc -O2 -g -fno-omit-frame-pointer -pthread -o "$out/target" "$root/bench/report
 chromium=$(command -v chromium || command -v chromium-browser)
 cd "$out"
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
-echo "# culprit $(git -C "$root" rev-parse --short HEAD), $("$chromium" --version 2>/dev/null | head -1), $(go version | cut -d' ' -f3)"
+echo "# culprit $head, $("$chromium" --version 2>/dev/null | head -1), $(go version | cut -d' ' -f3)"
 ./culprit record -F 49999 -o small.rec -- ./target 2 2 2>rec.txt >/dev/null
 (cd "$root" && go run ./bench/replicate -n 1000000 "$out/small.rec" "$out/big.rec")
 echo "# $(grep -o '[0-9]* samples written' rec.txt) recorded, repeated to 1000000 ($(stat -c %s big.rec) bytes)"
@@ -78,7 +79,7 @@ row() {
 	get() { tr ' ' '\n' <"$file" | grep "^$1=" | cut -d= -f2 | median; }
 	echo "| $name | $(get ready_ms) ($(get ready_cpu_ms)) | $(get open_ms) ($(get open_cpu_ms)) | $(get time_view_paint_ms) | $(get time_data_ms) | $(get flamegraph_paint_ms) ($(get flamegraph_cpu_ms)) | $(get range_flamegraph_first_ms) ($(get range_cpu_ms)) | $(get range_flamegraph_again_ms) | $(get top_ms) | $(get graph_ms) | $(get peek_ms) | $(get source_ms) | $(get disasm_ms) | $(get views_again_max_ms) | $(($(get peak_rss_kib | cut -d. -f1) / 1024)) |"
 }
-row runs.txt "$(git -C "$root" rev-parse --short HEAD)"
+row runs.txt "$head"
 if [[ -n $baserev ]]; then
 	row runs.base.txt "$(git -C "$root" rev-parse --short "$baserev")"
 fi

@@ -143,7 +143,11 @@ func varianceRun(t *testing.T, mode, n, workers string) (varianceJSON, [][]float
 	t.Helper()
 	bin := testutil.C(t, "varpool", []string{"varpool.c"}, "-O2", "-g", "-pthread")
 	out := rec(t)
-	stdout := mustRun(t, "variance", "--start", "handle", "--round-intervals", "500", "-o", out, "--", bin, mode, n, workers)
+	// Every call is traced: the trap budget's windows end as soon as
+	// they have spent it, so on a busy machine its pauses could leave
+	// fewer than the rounds need (TestVarianceTrapBudgetPauses checks
+	// them).
+	stdout := mustRun(t, "variance", "--start", "handle", "--round-intervals", "500", "--trap-budget", "0", "-o", out, "--", bin, mode, n, workers)
 	var r varianceJSON
 	if err := json.Unmarshal([]byte(mustRun(t, "variance", "-i", out, "--format", "json")), &r); err != nil {
 		t.Fatal(err)

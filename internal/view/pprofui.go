@@ -136,7 +136,7 @@ type pprofPages struct {
 	warm     func()
 
 	mu    sync.Mutex
-	keys  map[string]*sync.Mutex // held while a key's response is built
+	keys  map[string]*keyLock // held while a key's response is built
 	resps map[string]*response
 	order []string // keys of resps, oldest first
 	size  int      // bytes of the bodies in resps
@@ -167,20 +167,35 @@ func (r *response) write(w http.ResponseWriter) {
 }
 
 // lockKey locks key's response until the returned func is called, so
-// that a page asked for twice at once is built once.
+// that a page asked for twice at once is built once. A key's lock is
+// kept while someone holds or waits for it.
 func (p *pprofPages) lockKey(key string) func() {
 	p.mu.Lock()
 	if p.keys == nil {
-		p.keys = map[string]*sync.Mutex{}
+		p.keys = map[string]*keyLock{}
 	}
-	m := p.keys[key]
-	if m == nil {
-		m = &sync.Mutex{}
-		p.keys[key] = m
+	l := p.keys[key]
+	if l == nil {
+		l = &keyLock{}
+		p.keys[key] = l
 	}
+	l.users++
 	p.mu.Unlock()
-	m.Lock()
-	return m.Unlock
+	l.Lock()
+	return func() {
+		l.Unlock()
+		p.mu.Lock()
+		if l.users--; l.users == 0 {
+			delete(p.keys, key)
+		}
+		p.mu.Unlock()
+	}
+}
+
+// keyLock is a key's lock and how many hold or wait for it.
+type keyLock struct {
+	sync.Mutex
+	users int
 }
 
 // cached writes the response kept for key to w, if there is one.

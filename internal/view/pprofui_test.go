@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -164,5 +165,40 @@ func TestPagesWarm(t *testing.T) {
 	pages.handlers["/top"].ServeHTTP(w, httptest.NewRequest("GET", "/top", nil))
 	if w.Code != 200 || !strings.Contains(w.Body.String(), "leaf") {
 		t.Errorf("top after warm: %d, without leaf", w.Code)
+	}
+}
+
+// A key's lock makes a second holder wait, and is forgotten once no one
+// holds or waits for it.
+func TestPagesLockKey(t *testing.T) {
+	var p pprofPages
+	unlock := p.lockKey("/top?")
+	got, done := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(done)
+		defer p.lockKey("/top?")()
+		close(got)
+	}()
+	users := func() int {
+		p.mu.Lock()
+		defer p.mu.Unlock()
+		if l := p.keys["/top?"]; l != nil {
+			return l.users
+		}
+		return 0
+	}
+	for users() != 2 { // the second holder is waiting
+		runtime.Gosched()
+	}
+	select {
+	case <-got:
+		t.Fatal("a second holder got the key's lock while it was held")
+	default:
+	}
+	p.lockKey("/graph?")() // another key does not wait
+	unlock()
+	<-done
+	if len(p.keys) != 0 {
+		t.Errorf("locks kept after use: %v", p.keys)
 	}
 }

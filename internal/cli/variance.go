@@ -390,6 +390,7 @@ func varianceOf(p *profile.Profile, path string, spec variance.Spec, k int, d fl
 			schedStates(&in, tl)
 		}
 	}
+	in.Fallback = true
 	res, err := variance.Analyse(in)
 	if res != nil && warn != "" {
 		res.Warnings = append(res.Warnings, warn)

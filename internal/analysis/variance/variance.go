@@ -124,6 +124,12 @@ type Input struct {
 	Spec   Spec
 	Probes []Probe
 	Calls  []Call
+	// Fallback: when the last round of probes saw fewer than 2 complete
+	// intervals (a run that ended just after refinement), report the
+	// round before it instead (a final report; a live round waits).
+	Fallback bool
+	// upTo > 0 leaves out the probes set after it (and their calls).
+	upTo uint64
 	// Off are spans when every probe was removed (the tracer's trap
 	// budget): an interval overlapping one is left out, its calls
 	// incomplete.
@@ -320,7 +326,9 @@ func Analyse(in Input) (*Result, error) {
 			deqP[i] = true
 		}
 		sinces[p.Since] = true
-		cut = max(cut, p.Since)
+		if in.upTo == 0 || p.Since <= in.upTo {
+			cut = max(cut, p.Since)
+		}
 		if named(p.Function, in.Spec.Start) {
 			startP[i] = true
 		}
@@ -341,6 +349,9 @@ func Analyse(in Input) (*Result, error) {
 		return nil, fmt.Errorf("%s or %s was not traced: no hand-offs across the queue", in.Spec.Enqueue, in.Spec.Dequeue)
 	}
 	calls := slices.Clone(in.Calls)
+	if in.upTo > 0 {
+		calls = slices.DeleteFunc(calls, func(c Call) bool { return in.Probes[c.Probe].Since > in.upTo })
+	}
 	slices.SortFunc(calls, func(a, b Call) int {
 		if c := cmp.Compare(a.TID, b.TID); c != 0 {
 			return c
@@ -381,6 +392,22 @@ func Analyse(in Input) (*Result, error) {
 	}
 	res.Intervals = len(ivs)
 	if len(ivs) < 2 {
+		// A run that ended soon after refinement set its last probes: the
+		// round before, with the probes it had, is the report.
+		var prev uint64
+		for s := range sinces {
+			if s < cut && s >= prev {
+				prev = s
+			}
+		}
+		if in.Fallback && prev < cut && len(sinces) > 1 {
+			before := in
+			before.upTo = max(prev, 1)
+			if r, err := Analyse(before); err == nil {
+				r.Warnings = append(r.Warnings, fmt.Sprintf("the last round of probes saw %d complete intervals: this is the round before it, without the %d functions the last one added", len(ivs), countAfter(in.Probes, before.upTo)))
+				return r, nil
+			}
+		}
 		return res, fmt.Errorf("%d complete intervals from %s to %s: too few for a variance", len(ivs), in.Spec.Start, in.Spec.End)
 	}
 	// The (interval, node, time) table.
@@ -1426,4 +1453,15 @@ func Heights(callees map[string][]string) map[string]int {
 		visit(f)
 	}
 	return h
+}
+
+// countAfter counts the probes set after t.
+func countAfter(ps []Probe, t uint64) int {
+	n := 0
+	for _, p := range ps {
+		if p.Since > t {
+			n++
+		}
+	}
+	return n
 }

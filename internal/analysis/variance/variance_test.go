@@ -472,3 +472,22 @@ func TestIntervalsInPausesLeftOut(t *testing.T) {
 		t.Error("no warning says intervals were left out")
 	}
 }
+
+// A last round that saw no complete interval (the run ended just after
+// refinement set its probes) gives the report of the round before it.
+func TestLastRoundEmptyFallsBack(t *testing.T) {
+	in := synth(100, []string{"a"}, func(i int) []uint64 { return []uint64{uint64(100 + i*i)} })
+	last := in.Calls[len(in.Calls)-1].End + 1
+	in.Probes[1].Since = last
+	if _, err := Analyse(in); err == nil {
+		t.Error("a live round with no interval was analysed (it should wait)")
+	}
+	in.Fallback = true
+	r, err := Analyse(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Intervals != 100 || r.Since != 0 || len(r.Warnings) == 0 || !strings.Contains(r.Warnings[len(r.Warnings)-1], "round before") {
+		t.Errorf("%d intervals from %d, warnings %q; want the first round's 100, said", r.Intervals, r.Since, r.Warnings)
+	}
+}

@@ -3,8 +3,10 @@ package cli
 import (
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -336,10 +338,12 @@ func fitFunctions(runs []check.Run, re *regexp.Regexp, minShare float64) []model
 		if !a.big {
 			continue
 		}
-		var xs, ys []float64
-		for x, n := range runsAt[k.series] {
-			xs = append(xs, x)
-			ys = append(ys, a.sum[x]/float64(n)) // a run without the function: 0
+		// In x's order: the fit's rounding, and so what it prints, does
+		// not then depend on a map's.
+		xs := slices.Sorted(maps.Keys(runsAt[k.series]))
+		ys := make([]float64, len(xs))
+		for i, x := range xs {
+			ys[i] = a.sum[x] / float64(runsAt[k.series][x]) // a run without the function: 0
 		}
 		f, err := models.Analyze(k.name, a.obj, strings.ReplaceAll(k.series, "\x00", " "), xs, ys)
 		if err != nil {

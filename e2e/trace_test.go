@@ -929,12 +929,15 @@ func TestTraceKeepHot(t *testing.T) {
 // --hot-from judges which functions are hot by an untraced sampling
 // profile: leaf, called 300,000 times for a few per cent of the run, is
 // kept by the basic pipeline and probed dynamically, its probes removed
-// after 200 calls; without dynamic probing every call is recorded.
+// after 200 calls; without dynamic probing every call is recorded. The
+// run's other work is a 30 ms spin: its time is the clock's, so leaf's
+// 1-3 ms stay well over 1% of the run however fast the machine is (and
+// more on a busy one, where the spin gets less of the CPU).
 func TestTraceHotFrom(t *testing.T) {
 	testutil.NeedRoot(t)
 	t.Setenv("CULPRIT_TRACE_STATS", t.TempDir())
 	bin := testutil.C(t, "tracecalls", []string{"tracecalls.c"}, "-O2", "-g", "-pthread")
-	work := []string{bin, "leaf", "300000", "spin", "300", "1"}
+	work := []string{bin, "leaf", "300000", "spin", "30", "1"}
 	ref := rec(t)
 	if _, errs, code := run(t, append([]string{"record", "-F", "4999", "-o", ref, "--"}, work...)...); code != 0 {
 		t.Fatalf("record: exit %d, %s", code, errs)

@@ -72,7 +72,11 @@ for c in "${cases[@]}"; do
 		log=$w/log.txt
 		if [ $again = 0 ] || [ ! -f "$w/buggy.ev.rec" ]; then
 			: >"$log"
-			"$dir/build.sh" "$w/build" >>"$log" 2>&1 || { echo "$c: build failed, see $log" >&2; exit 1; }
+			if [ -x "$dir/build.sh" ]; then
+				"$dir/build.sh" "$w/build"
+			else
+				"$root/bench/bugs/cprog.sh" "$dir" "$w/build"
+			fi >>"$log" 2>&1 || { echo "$c: build failed, see $log" >&2; exit 1; }
 			for mode in normal buggy; do
 				rm -f "$w/$mode.rec" "$w/$mode.ev.rec" "$w/$mode.perf"
 				"$dir/run.sh" "$w/build" $mode -- perf record -q -g -o "$w/$mode.perf" -- >>"$log" 2>&1 ||

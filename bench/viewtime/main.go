@@ -119,13 +119,10 @@ func run(culprit, chromium, rec string) error {
 	_ = err
 
 	// The time view's data alone, as the page fetches it.
-	t = time.Now()
-	resp, err := http.Get(base + "time/data")
+	data, err := timeGet(base+"time/data", "time view's data")
 	if err != nil {
 		return err
 	}
-	resp.Body.Close()
-	data := time.Since(t)
 
 	t = time.Now()
 	c0 := cpuTime(pid)
@@ -159,31 +156,22 @@ func run(culprit, chromium, rec string) error {
 	views := []string{"top", "graph", "peek?f=worker", "source?f=worker", "disasm?f=worker"}
 	viewMS := make([]string, len(views))
 	for i, v := range views {
-		t = time.Now()
-		resp, err = http.Get(base + "pprof/all/" + v)
+		d, err := timeGet(base+"pprof/all/"+v, v)
 		if err != nil {
 			return err
 		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			return fmt.Errorf("pprof's %s: %s", v, resp.Status)
-		}
-		viewMS[i] = ms(time.Since(t))
+		viewMS[i] = ms(d)
 	}
 
 	// The same views asked again: what returning to a view costs (pages
 	// are the same for the same profile and query). The slowest of them.
 	var again time.Duration
 	for _, v := range views {
-		t = time.Now()
-		resp, err = http.Get(base + "pprof/all/" + v)
+		d, err := timeGet(base+"pprof/all/"+v, v)
 		if err != nil {
 			return err
 		}
-		_, _ = io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		again = max(again, time.Since(t))
+		again = max(again, d)
 	}
 
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
@@ -199,4 +187,20 @@ func run(culprit, chromium, rec string) error {
 	fmt.Printf("ready_ms=%s ready_cpu_ms=%s open_ms=%s open_cpu_ms=%s time_view_paint_ms=%s cells=%d time_data_ms=%s flamegraph_paint_ms=%s flamegraph_cpu_ms=%s range_flamegraph_first_ms=%s range_cpu_ms=%s range_flamegraph_again_ms=%s top_ms=%s graph_ms=%s peek_ms=%s source_ms=%s disasm_ms=%s views_again_max_ms=%s peak_rss_kib=%s\n",
 		ms(ready), ms(readyCPU), ms(open), ms(openCPU), ms(timePaint), cells, ms(data), ms(flame), ms(flameCPU), ms(rangeFirst), ms(rangeCPU), ms(rangeAgain), viewMS[0], viewMS[1], viewMS[2], viewMS[3], viewMS[4], ms(again), hwm)
 	return nil
+}
+
+// timeGet times a GET of u, its body read whole; what names the page in
+// an error.
+func timeGet(u, what string) (time.Duration, error) {
+	t := time.Now()
+	resp, err := http.Get(u)
+	if err != nil {
+		return 0, err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("%s: %s", what, resp.Status)
+	}
+	return time.Since(t), nil
 }

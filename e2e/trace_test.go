@@ -163,7 +163,7 @@ func TestTraceCountsEveryCall(t *testing.T) {
 func TestTraceDurationsAndArgs(t *testing.T) {
 	testutil.NeedRoot(t)
 	bin := testutil.C(t, "tracecalls", []string{"tracecalls.c"}, "-O2", "-g", "-pthread")
-	out, stdout := traceRun(t, []string{"-f", "spin", "-f", "args3", "--args"}, bin, "spin", "2", "8", "spin", "5", "3", "args", "6")
+	out, stdout := traceRun(t, []string{"-f", "spin", "-f", "args3", "-f", "keep", "--args"}, bin, "spin", "2", "8", "spin", "5", "3", "args", "6")
 	var own []float64
 	var args [][]string
 	for _, l := range strings.Split(stdout, "\n") {
@@ -212,6 +212,28 @@ func TestTraceDurationsAndArgs(t *testing.T) {
 		if c.Ret != strconv.FormatInt(sum+b+cc, 10) {
 			t.Errorf("args3 call %d returned %s, want %d", i, c.Ret, sum+b+cc)
 		}
+	}
+	// keep is void: its calls show their arguments and no return value,
+	// though RAX held b at each return.
+	var k callsJSON
+	if err := json.Unmarshal([]byte(mustRun(t, "report", "--calls", "^keep$", "--top", "0", "--format", "json", out)), &k); err != nil {
+		t.Fatal(err)
+	}
+	sort.Slice(k.Calls, func(i, j int) bool { return k.Calls[i].Start < k.Calls[j].Start })
+	if len(k.Calls) != len(args) {
+		t.Fatalf("%d keep calls traced, the program made %d", len(k.Calls), len(args))
+	}
+	for i, c := range k.Calls {
+		var got []string
+		for _, x := range c.Args {
+			got = append(got, x.Name+"="+x.Value)
+		}
+		if want := "a=" + args[i][0] + " b=" + args[i][1]; strings.Join(got, " ") != want || c.Ret != "" {
+			t.Errorf("keep call %d: %v returning %q, want %s returning nothing", i, got, c.Ret, want)
+		}
+	}
+	if txt := mustRun(t, "report", "--calls", "^keep$", "--top", "0", out); strings.Contains(txt, ") = ") || !strings.Contains(txt, "keep(a=-7, b=0)") {
+		t.Errorf("report --calls of a void function:\n%s", txt)
 	}
 }
 

@@ -308,8 +308,9 @@ type Probe struct {
 	// After the registers' may come values of memory the probe read at
 	// entry, named by their path ("c->id:i4:int").
 	Params []string
-	// Ret is the return value's "code:type", code as in Params ("" when
-	// not recorded, void, or not an integer, pointer or enum).
+	// Ret is the return value's "code:type", code as in Params; RetVoid
+	// when DWARF says the function returns nothing; "" when not recorded,
+	// not known, or not an integer, pointer or enum.
 	Ret string
 	// Since is when the probe was set (sample clock, ns; format 1.5): a
 	// probe set on a running program (culprit variance's refinement)
@@ -317,6 +318,10 @@ type Probe struct {
 	// first instruction, or not known.
 	Since uint64
 }
+
+// RetVoid is Probe.Ret of a function whose DWARF type says it returns
+// nothing (void): its calls' Call.Ret is whatever RAX held, not a value.
+const RetVoid = "v:void"
 
 // CallUnreturned flags a call that did not return through its return probe
 // (longjmp, C++ unwinding, exit): its End is when that was noticed.

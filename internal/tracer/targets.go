@@ -4,13 +4,15 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
-	"github.com/culprit-dev/culprit/internal/traceprog"
 	"os"
 	"path"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/culprit-dev/culprit/internal/recording"
+	"github.com/culprit-dev/culprit/internal/traceprog"
 
 	"golang.org/x/arch/x86/x86asm"
 
@@ -557,8 +559,12 @@ func params(info *dwarfx.Info, entry uint64, isGo bool) (out []string, ret strin
 	}
 	// The return value is RAX: an integer, pointer or enum of up to 8
 	// bytes (Go's results are parameters named ~r0..., not read here).
-	if t := fn.Result(); t != nil && !isGo {
-		if code := paramCode(t); code != "" {
+	// A function DWARF types as void is marked so, that its RAX is not
+	// shown as a value.
+	if t := fn.Result(); !isGo {
+		if t == nil {
+			ret = recording.RetVoid
+		} else if code := paramCode(t); code != "" {
 			ret = code + ":" + t.Name
 		}
 	}

@@ -2,7 +2,8 @@
  * that a tracer's counts, durations and arguments can be checked exactly.
  * It prints one line per fact: "count FUNC N", "spin NS" (each spin call's
  * own duration by CLOCK_MONOTONIC), "args A B C" (each args3 call),
- * "narrow R" (what each narrow call returned).
+ * "narrow R" (what each narrow call returned); args also calls keep, which
+ * returns nothing.
  * Usage: tracecalls [fib N] [leaf N] [threads T N] [tail N] [jump N] [spin MS N] [gap MS] [args N] [plugin PATH N]
  * gap MS makes one spin call as long as the previous command took plus MS.
  */
@@ -75,6 +76,12 @@ REAL_CALLS long args3(long a, int b, unsigned c) { return a + b + c; }
 /* Returns an int in EAX: RAX's upper half is zero, so only its type
  * says that 0xfffffff9 is -7. */
 REAL_CALLS int narrow(int b) { return b - 7; }
+
+/* Returns nothing: RAX at its return is whatever it held (here b). */
+REAL_CALLS void keep(long a, int b) {
+	sink = a;
+	__asm__ volatile("" ::"a"((long)b));
+}
 
 /* At -O2 tail_outer jumps to tail_inner (a sibling call): both return
  * through the one return address. */
@@ -150,6 +157,7 @@ int main(int argc, char **argv) {
 				printf("args %ld %d %u\n", a, b, c);
 				sink = args3(a, b, c);
 				printf("narrow %d\n", narrow(b));
+				keep(a, b);
 			}
 			argss += n;
 		} else if (!strcmp(argv[i], "plugin") && i + 2 < argc) {

@@ -229,8 +229,11 @@ func CString(v uint64, s string) string {
 }
 
 // Ret renders a call's return value by the return type its probe
-// recorded, else as a signed decimal.
+// recorded, else as a signed decimal; "" for a void function.
 func Ret(pr *profile.Probe, c *profile.Call) string {
+	if pr.Ret == recording.RetVoid {
+		return ""
+	}
 	if code, _, ok := strings.Cut(pr.Ret, ":"); ok {
 		return Format(c.Ret, code)
 	}

@@ -21,6 +21,7 @@ import (
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/culprit-dev/culprit/internal/expr"
+	"github.com/culprit-dev/culprit/internal/recording"
 )
 
 // Spec defines the semantic interval.
@@ -1305,6 +1306,9 @@ type argEnv struct {
 
 func (e argEnv) Var(name string) (expr.Object, error) {
 	if name == "return" && e.hasRet {
+		if e.p.Ret == recording.RetVoid {
+			return nil, &expr.TypeError{Col: 1, Msg: fmt.Sprintf("%s returns void (its DWARF type)", e.p.Function)}
+		}
 		if e.p.Ret == "" {
 			return nil, &expr.TypeError{Col: 1, Msg: fmt.Sprintf("%s returns nothing culprit records (an integer or a pointer, as DWARF types it)", e.p.Function)}
 		}

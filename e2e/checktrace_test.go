@@ -156,6 +156,8 @@ func TestCheckTracedCalls(t *testing.T) {
 				Count        int      `json:"count"`
 				Sample       int      `json:"sample"`
 				Avg          float64  `json:"avg"`
+				Total        float64  `json:"total"`
+				Wall         bool     `json:"wall"`
 				RawMin       *float64 `json:"min"`
 				RawQ1        *float64 `json:"Q1"`
 				Median       *float64 `json:"median"`
@@ -168,6 +170,45 @@ func TestCheckTracedCalls(t *testing.T) {
 	if err := json.Unmarshal([]byte(out), &st); err != nil || len(st.Groups) != 1 || len(st.Groups[0].Functions) != 2 {
 		t.Fatalf("history stats: %v\n%s", err, out)
 	}
+	if st.Groups[0].Measure != "inclusive time on the CPU per call, ns" {
+		t.Errorf("history stats of a trace that measured time on the CPU: measure %q", st.Groups[0].Measure)
+	}
+	cpuTotal := map[string]float64{}
+	for _, f := range st.Groups[0].Functions {
+		cpuTotal[f.Function] = f.Total
+		if f.Wall {
+			t.Errorf("history stats: %s by wall time, its calls' time on the CPU was recorded", f.Function)
+		}
+	}
+	// A call's time on the CPU is its duration less the time its thread
+	// was off the CPU, so no function's total on the CPU exceeds its
+	// total duration.
+	out, _, code = inDir(t, repo, "history", "stats", "--time", "wall", "--format", "json")
+	var wall struct {
+		Groups []struct {
+			Measure   string `json:"measure"`
+			Functions []struct {
+				Function string  `json:"function"`
+				Total    float64 `json:"total"`
+			} `json:"functions"`
+		} `json:"groups"`
+	}
+	if err := json.Unmarshal([]byte(out), &wall); err != nil || code != 0 || len(wall.Groups) != 1 || wall.Groups[0].Measure != "inclusive duration per call, ns" {
+		t.Fatalf("history stats --time wall: exit %d, %v\n%s", code, err, out)
+	}
+	for _, f := range wall.Groups[0].Functions {
+		if cpuTotal[f.Function] > f.Total {
+			t.Errorf("%s: %.0f ns on the CPU, more than its %.0f ns of wall time", f.Function, cpuTotal[f.Function], f.Total)
+		}
+	}
+	// diff of the two traces: on the CPU unless told otherwise, and says so.
+	t1, t2 := filepath.Join(recs, "t1.rec"), filepath.Join(recs, "t2.rec")
+	if text := mustRun(t, "diff", t1, t2); !strings.HasPrefix(text, "times on the CPU") || !strings.Contains(text, "work\n") || strings.Contains(text, "(wall)") {
+		t.Errorf("diff of two traces:\n%s", text)
+	}
+	if text := mustRun(t, "diff", "--time", "wall", t1, t2); !strings.HasPrefix(text, "wall durations") {
+		t.Errorf("diff --time wall of two traces:\n%s", text)
+	}
 	for _, f := range st.Groups[0].Functions {
 		if f.SampledCount != 400 || f.Count != 400 || f.Sample != 1 || f.RawMin == nil || f.RawMax == nil || f.Median == nil || f.IQR == nil ||
 			!(*f.RawMin <= *f.RawQ1 && *f.RawQ1 <= *f.Median && *f.Median <= *f.RawQ3 && *f.RawQ3 <= *f.RawMax) ||
@@ -176,7 +217,7 @@ func TestCheckTracedCalls(t *testing.T) {
 		}
 	}
 	if text, _, code := inDir(t, repo, "history", "stats", "--exclusive", "--func", "^work$"); code != 0 ||
-		!strings.Contains(text, "exclusive duration per call") || !strings.Contains(text, "work (") || strings.Contains(text, "other (") {
+		!strings.Contains(text, "exclusive time on the CPU per call") || !strings.Contains(text, "work (") || strings.Contains(text, "other (") {
 		t.Errorf("history stats --exclusive --func: exit %d\n%s", code, text)
 	}
 	if _, stderr, code := inDir(t, repo, "check", "--arg", "nosuch"); code != 2 || !strings.Contains(stderr, "no stored trace recorded an argument nosuch") {

@@ -23,6 +23,7 @@ func newDiff() *cobra.Command {
 		output  string
 		list    string
 		srcPath string
+		timeK   string
 	)
 	c := &cobra.Command{
 		Use:   "diff [flags] BASE NEW",
@@ -56,6 +57,9 @@ Ranking, noise and renamed programs: docs/cli.md (culprit diff).`,
 			if err != nil {
 				return usagef("%v (or svg)", err)
 			}
+			if timeK != "cpu" && timeK != "wall" {
+				return usagef("--time %q: use cpu or wall", timeK)
+			}
 			if top < 0 {
 				return usagef("--top takes a positive number")
 			}
@@ -87,7 +91,7 @@ Ranking, noise and renamed programs: docs/cli.md (culprit diff).`,
 			}
 			return writeOutput(c.OutOrStdout(), output, func(w io.Writer) error {
 				if traced {
-					d := trace.Diff(base, cur)
+					d := trace.Diff(base, cur, timeK == "cpu")
 					if format == "json" {
 						return render.TraceDiffJSON(w, d)
 					}
@@ -121,6 +125,7 @@ Ranking, noise and renamed programs: docs/cli.md (culprit diff).`,
 	ff.register(f)
 	f.StringVar(&list, "list", "", "compare the source lines of the functions matching this regular expression")
 	f.StringVar(&srcPath, "source-path", "", "with --list: directories to look for source files in (colon-separated)")
+	f.StringVar(&timeK, "time", "cpu", "traced runs: compare calls' time on the CPU (cpu; wall time where a recording did not measure it) or their wall durations (wall)")
 	f.StringVar(&format, "format", "text", "output format: text, json or svg (a differential flame graph)")
 	f.StringVarP(&output, "output", "o", "-", "file to write (- for standard output)")
 	f.IntVar(&top, "top", 30, "rows to print in text output (0: all)")

@@ -20,6 +20,7 @@ func newHistoryStats() *cobra.Command {
 		format, fn, output string
 		exclusive          bool
 		top                int
+		timeK              string
 	)
 	c := &cobra.Command{
 		Use:   "stats [ID|@REV[:KEY=VALUE,...]]",
@@ -32,8 +33,11 @@ the runs that share a workload and parameters.
 Fields, as Perun's Dynamic Stats: sampled_count (calls recorded), sample
 (every N-th call traced), count (calls made, sampled_count +
 (sampled_count − 1)·(sample − 1)), total, min, max, avg, median, Q1, Q3 and
-IQR = Q3 − Q1 (quartiles by linear interpolation). Traced durations are
-inclusive, as Perun's are; --exclusive leaves out the traced callees' time.`,
+IQR = Q3 − Q1 (quartiles by linear interpolation). Traced times are
+inclusive, as Perun's are; --exclusive leaves out the traced callees' time.
+They are each call's time on the CPU, without the time its thread was
+preempted, blocked or asleep, where the trace measured it (--time wall:
+durations, Perun's measure); the first line of each run says which.`,
 		Example: `  culprit history stats
   culprit history stats @v1.2:workload=parse --func '^xml' --format json
   culprit history stats 12 --exclusive`,
@@ -46,6 +50,9 @@ inclusive, as Perun's are; --exclusive leaves out the traced callees' time.`,
 		RunE: func(c *cobra.Command, args []string) error {
 			if format != "text" && format != "json" {
 				return usagef("unknown format %q: use text or json", format)
+			}
+			if timeK != "cpu" && timeK != "wall" {
+				return usagef("--time %q: use cpu or wall", timeK)
 			}
 			var re *regexp.Regexp
 			if fn != "" {
@@ -70,7 +77,7 @@ inclusive, as Perun's are; --exclusive leaves out the traced callees' time.`,
 			if err != nil {
 				return err
 			}
-			groups, err := runStats(st, runs, exclusive, re)
+			groups, err := runStats(st, runs, exclusive, timeK == "cpu", re, c.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -83,7 +90,8 @@ inclusive, as Perun's are; --exclusive leaves out the traced callees' time.`,
 		},
 	}
 	f := c.Flags()
-	f.BoolVar(&exclusive, "exclusive", false, "traced runs: durations without the traced callees' time")
+	f.BoolVar(&exclusive, "exclusive", false, "traced runs: times without the traced callees' time")
+	f.StringVar(&timeK, "time", "cpu", "traced runs: each call's time on the CPU (cpu; wall time where the trace did not measure it) or its wall duration (wall)")
 	f.StringVar(&fn, "func", "", "only functions whose names match this regular expression")
 	f.IntVar(&top, "top", 20, "functions to print per run in text output, most total time first (0: all)")
 	f.StringVar(&format, "format", "text", "output format: text or json")
@@ -93,8 +101,11 @@ inclusive, as Perun's are; --exclusive leaves out the traced callees' time.`,
 }
 
 // runStats computes the statistics of runs: one group per traced run, one
-// per pairing key of the sampled runs.
-func runStats(st *store.Store, runs []store.Run, exclusive bool, re *regexp.Regexp) ([]render.StatsGroup, error) {
+// per pairing key of the sampled runs. A traced run's are computed from its
+// recording, by the calls' time on the CPU with cpu where it was measured;
+// from the statistics stored with the run (wall durations) when the
+// recording cannot be read.
+func runStats(st *store.Store, runs []store.Run, exclusive, cpu bool, re *regexp.Regexp, stderr io.Writer) ([]render.StatsGroup, error) {
 	sort.Slice(runs, func(i, j int) bool { return runs[i].ID < runs[j].ID })
 	var groups []render.StatsGroup
 	sampled := map[string][]store.Run{}
@@ -112,11 +123,29 @@ func runStats(st *store.Store, runs []store.Run, exclusive bool, re *regexp.Rege
 			sampled[k] = append(sampled[k], r)
 			continue
 		}
-		g := render.StatsGroup{Runs: []int64{r.ID}, Commit: r.Commit, Workload: r.Workload, Params: store.ParamString(r.Params),
-			Measure: "inclusive duration per call, ns"}
+		g := render.StatsGroup{Runs: []int64{r.ID}, Commit: r.Commit, Workload: r.Workload, Params: store.ParamString(r.Params)}
+		kind := "inclusive"
 		if exclusive {
-			g.Measure = "exclusive duration per call, ns"
+			kind = "exclusive"
 		}
+		fs, err := tracedStats(st, r, exclusive, cpu, re)
+		if err == nil {
+			g.Funcs = fs
+			g.Measure = kind + " duration per call, ns"
+			if cpu {
+				g.Measure = kind + " time on the CPU per call, ns"
+				for _, f := range fs {
+					if f.Wall {
+						g.Measure += "; (wall): wall duration, its time on the CPU was not measured"
+						break
+					}
+				}
+			}
+			groups = append(groups, g)
+			continue
+		}
+		warnf(stderr, "run %d: %v; its stored statistics are wall durations", r.ID, err)
+		g.Measure = kind + " duration per call, ns"
 		for _, t := range traced {
 			if re != nil && !re.MatchString(t.Name) {
 				continue
@@ -177,4 +206,43 @@ func runStats(st *store.Store, runs []store.Run, exclusive bool, re *regexp.Rege
 		return nil, fmt.Errorf("no stored runs to summarise")
 	}
 	return groups, nil
+}
+
+// tracedStats computes a stored traced run's Dynamic Stats from its
+// recording: by the calls' time on the CPU with cpu (a function whose
+// trace did not measure it for every returned call by wall durations,
+// marked Wall), else by wall durations; the most total time first.
+func tracedStats(st *store.Store, r store.Run, exclusive, cpu bool, re *regexp.Regexp) ([]render.FuncStats, error) {
+	path, err := st.RecordingPath(r.Recording)
+	if err != nil {
+		return nil, err
+	}
+	p, err := loadProfile([]string{path}, io.Discard, false)
+	if err != nil {
+		return nil, err
+	}
+	fs := trace.Functions(p, false)
+	if cpu {
+		fs = trace.FunctionsCPU(p, false)
+	}
+	var out []render.FuncStats
+	for _, f := range fs {
+		if re != nil && !re.MatchString(f.Name) {
+			continue
+		}
+		d := f.Incl
+		if exclusive {
+			d = f.Excl
+		}
+		s := trace.FuncStats{SampledCount: uint64(f.Calls), Sample: uint64(max(f.Every, 1)), Count: f.Estimated,
+			Total: d.Total, Avg: d.Mean, Min: d.Min, Max: d.Max, Q1: d.Q1, Median: d.Median, Q3: d.Q3, IQR: d.Q3 - d.Q1}
+		out = append(out, render.FuncStats{Function: f.Name, Object: f.Object, Stats: s, Spread: true, Wall: cpu && !f.OnCPU})
+	}
+	sort.SliceStable(out, func(i, j int) bool {
+		if out[i].Stats.Total != out[j].Stats.Total {
+			return out[i].Stats.Total > out[j].Stats.Total
+		}
+		return out[i].Function < out[j].Function
+	})
+	return out, nil
 }

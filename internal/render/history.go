@@ -196,6 +196,9 @@ type FuncStats struct {
 	Function, Object string
 	Stats            trace.FuncStats
 	Spread           bool
+	// Wall marks a traced function given by wall durations in a group
+	// measured on the CPU (its trace did not measure that time).
+	Wall bool
 }
 
 // StatsText writes each group as a table, most total time first.
@@ -231,8 +234,12 @@ func StatsText(w io.Writer, groups []StatsGroup, top int) error {
 				}
 				return strconv.FormatFloat(v, 'f', 0, 64)
 			}
+			wall := ""
+			if f.Wall {
+				wall = " (wall)"
+			}
 			fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%.0f\t%s\t%s\t%s\t%s\t%s\t%s\t %s (%s)\t\n", s.Count, s.SampledCount, s.Sample, s.Total, s.Avg,
-				num(float64(s.Min)), num(s.Q1), num(s.Median), num(s.Q3), num(float64(s.Max)), num(s.IQR), f.Function, f.Object)
+				num(float64(s.Min)), num(s.Q1), num(s.Median), num(s.Q3), num(float64(s.Max)), num(s.IQR), f.Function+wall, f.Object)
 		}
 		if err := tw.Flush(); err != nil {
 			return err
@@ -258,6 +265,7 @@ func StatsJSON(w io.Writer, groups []StatsGroup) error {
 		Q3           *float64 `json:"Q3"`
 		Max          *float64 `json:"max"`
 		IQR          *float64 `json:"IQR"`
+		Wall         bool     `json:"wall,omitempty"`
 	}
 	type group struct {
 		Runs      []int64 `json:"runs"`
@@ -272,7 +280,7 @@ func StatsJSON(w io.Writer, groups []StatsGroup) error {
 		j := group{Runs: g.Runs, Commit: g.Commit, Workload: g.Workload, Params: g.Params, Measure: g.Measure, Functions: []fn{}}
 		for _, f := range g.Funcs {
 			s := f.Stats
-			x := fn{Function: f.Function, Object: f.Object, SampledCount: s.SampledCount, Sample: s.Sample, Count: s.Count, Total: s.Total, Avg: s.Avg}
+			x := fn{Function: f.Function, Object: f.Object, SampledCount: s.SampledCount, Sample: s.Sample, Count: s.Count, Total: s.Total, Avg: s.Avg, Wall: f.Wall}
 			if f.Spread {
 				p := func(v float64) *float64 { return &v }
 				x.Min, x.Q1, x.Median, x.Q3, x.Max, x.IQR = p(float64(s.Min)), p(s.Q1), p(s.Median), p(s.Q3), p(float64(s.Max)), p(s.IQR)

@@ -118,8 +118,24 @@ func CallsJSON(w io.Writer, calls []trace.CallInfo, extra JSONExtra) error {
 }
 
 // TraceDiffText prints two traced runs compared per function.
+// A line first says whether the times are on the CPU or wall durations;
+// when they are mixed, the functions compared by wall time are marked.
 func TraceDiffText(w io.Writer, cs []trace.Change, top int) error {
 	var b strings.Builder
+	cpu := 0
+	for _, c := range cs {
+		if c.OnCPU {
+			cpu++
+		}
+	}
+	switch {
+	case len(cs) > 0 && cpu == len(cs):
+		b.WriteString("times on the CPU: without preemption, blocking and sleep (--time wall: durations)\n")
+	case cpu > 0:
+		b.WriteString("times on the CPU: without preemption, blocking and sleep; (wall): wall durations, a run did not measure that function's time on the CPU\n")
+	default:
+		b.WriteString("wall durations\n")
+	}
 	fmt.Fprintf(&b, "%10s %10s %10s %10s %10s %10s %8s  %s\n", "calls A", "calls B", "mean A", "mean B", "excl A", "excl B", "mean B/A", "function")
 	for i, c := range cs {
 		if top > 0 && i >= top {
@@ -130,8 +146,12 @@ func TraceDiffText(w io.Writer, cs []trace.Change, top int) error {
 		if c.MeanRatio > 0 {
 			ratio = fmt.Sprintf("%.3f", c.MeanRatio)
 		}
+		mark := ""
+		if !c.OnCPU && cpu > 0 {
+			mark = " (wall)"
+		}
 		fmt.Fprintf(&b, "%10d %10d %10s %10s %10s %10s %8s  %s\n", c.A.Calls, c.B.Calls,
-			Duration(c.A.Incl.Mean), Duration(c.B.Incl.Mean), Duration(float64(c.A.Excl.Total)), Duration(float64(c.B.Excl.Total)), ratio, c.Name)
+			Duration(c.A.Incl.Mean), Duration(c.B.Incl.Mean), Duration(float64(c.A.Excl.Total)), Duration(float64(c.B.Excl.Total)), ratio, c.Name+mark)
 	}
 	_, err := io.WriteString(w, b.String())
 	return err

@@ -270,7 +270,7 @@ var tracePage = Page{
 			}
 			if s.in.Base != nil && len(s.in.Base.Calls) > 0 {
 				add("diff", "Against the base", func(w io.Writer) error {
-					return render.TraceDiffText(w, trace.Diff(s.in.Base, p), 0)
+					return render.TraceDiffText(w, trace.Diff(s.in.Base, p, true), 0)
 				})
 			}
 			add("functions", "Per function", func(w io.Writer) error {

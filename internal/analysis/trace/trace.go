@@ -76,6 +76,9 @@ type Function struct {
 	Incl       Dist     `json:"inclusive"`
 	Excl       Dist     `json:"exclusive"`
 	Callers    []Caller `json:"callers,omitempty"`
+	// OnCPU says Incl and Excl (and the callers') are the calls' times on
+	// the CPU (FunctionsCPU), not their wall durations.
+	OnCPU bool `json:"on_cpu,omitempty"`
 }
 
 // CallerName names where a call was made from: the function containing
@@ -96,20 +99,68 @@ func CallerName(p *profile.Profile, c *profile.Call) string {
 // exclusive total first; with byCaller each also by caller, the largest
 // inclusive total first.
 func Functions(p *profile.Profile, byCaller bool) []Function {
+	return functions(p, byCaller, false)
+}
+
+// FunctionsCPU is Functions by the calls' time on the CPU: without the
+// time their thread was preempted, blocked or asleep (and, exclusive,
+// without their traced callees' on-CPU time). A function some of whose
+// returned calls have no on-CPU time (recorded with --no-cpu-time or
+// before the tracer measured it, a Go call that came back on another
+// thread) keeps its wall durations, with OnCPU false. Calls that did not
+// return have no on-CPU time: they are counted, not in the distributions.
+func FunctionsCPU(p *profile.Profile, byCaller bool) []Function {
+	return functions(p, byCaller, true)
+}
+
+// cpuKnown says, per probe, whether each of its returned calls has its
+// on-CPU time, and it has at least one.
+func cpuKnown(p *profile.Profile) []bool {
+	ok := make([]bool, len(p.Probes))
+	bad := make([]bool, len(p.Probes))
+	for i := range p.Calls {
+		c := &p.Calls[i]
+		switch {
+		case c.HasCPU():
+			ok[c.Probe] = true
+		case !c.Unreturned():
+			bad[c.Probe] = true
+		}
+	}
+	for i := range ok {
+		ok[i] = ok[i] && !bad[i]
+	}
+	return ok
+}
+
+func functions(p *profile.Profile, byCaller, cpu bool) []Function {
+	var onCPU []bool
+	if cpu {
+		onCPU = cpuKnown(p)
+	}
 	type acc struct {
 		incl, excl []uint64
 		unret      int
 		callers    map[string]*[2][]uint64
 	}
 	accs := make([]acc, len(p.Probes))
+	calls := make([]int, len(p.Probes))
 	for i := range p.Calls {
 		c := &p.Calls[i]
 		a := &accs[c.Probe]
-		a.incl = append(a.incl, c.Inclusive())
-		a.excl = append(a.excl, c.Exclusive())
+		calls[c.Probe]++
 		if c.Unreturned() {
 			a.unret++
 		}
+		incl, excl := c.Inclusive(), c.Exclusive()
+		if onCPU != nil && onCPU[c.Probe] {
+			if !c.HasCPU() {
+				continue // did not return: no time on the CPU
+			}
+			incl, excl = c.InclusiveCPU(), c.ExclusiveCPU()
+		}
+		a.incl = append(a.incl, incl)
+		a.excl = append(a.excl, excl)
 		if byCaller {
 			if a.callers == nil {
 				a.callers = map[string]*[2][]uint64{}
@@ -120,18 +171,18 @@ func Functions(p *profile.Profile, byCaller bool) []Function {
 				v = &[2][]uint64{}
 				a.callers[name] = v
 			}
-			v[0] = append(v[0], c.Inclusive())
-			v[1] = append(v[1], c.Exclusive())
+			v[0] = append(v[0], incl)
+			v[1] = append(v[1], excl)
 		}
 	}
 	var out []Function
 	for i, pr := range p.Probes {
 		a := &accs[i]
-		if len(a.incl) == 0 {
+		if calls[i] == 0 {
 			continue
 		}
-		f := Function{Name: pr.Function, Object: pr.Object, Calls: len(a.incl), Unreturned: a.unret,
-			Incl: dist(a.incl), Excl: dist(a.excl), Estimated: uint64(len(a.incl))}
+		f := Function{Name: pr.Function, Object: pr.Object, Calls: calls[i], Unreturned: a.unret,
+			Incl: dist(a.incl), Excl: dist(a.excl), Estimated: uint64(calls[i]), OnCPU: onCPU != nil && onCPU[i]}
 		if pr.Every > 1 {
 			f.Every = pr.Every
 			f.Estimated = uint64(f.Calls) + uint64(f.Calls-1)*uint64(pr.Every-1)
@@ -334,15 +385,50 @@ type Change struct {
 	Name string   `json:"function"`
 	A    Function `json:"a"`
 	B    Function `json:"b"`
-	// MeanRatio is B's mean inclusive duration over A's (0 when either
-	// run has no call of it).
+	// MeanRatio is B's mean inclusive time over A's (0 when either run
+	// has no call of it).
 	MeanRatio float64 `json:"mean_ratio"`
+	// OnCPU says both sides are compared by their calls' time on the CPU;
+	// false: by wall durations.
+	OnCPU bool `json:"on_cpu"`
 }
 
 // Diff compares the traced functions of two runs by name, the largest
-// change of exclusive total first.
-func Diff(a, b *profile.Profile) []Change {
+// change of exclusive total first. With cpu, a function is compared by
+// its calls' time on the CPU where both runs measured it for every
+// returned call (FunctionsCPU), else by wall durations; without, always
+// by wall durations.
+func Diff(a, b *profile.Profile, cpu bool) []Change {
 	fa, fb := Functions(a, false), Functions(b, false)
+	if cpu {
+		ca, cb := FunctionsCPU(a, false), FunctionsCPU(b, false)
+		ok := map[string]bool{}
+		for _, f := range ca {
+			ok[f.Name] = f.OnCPU
+		}
+		for _, f := range cb {
+			if v, seen := ok[f.Name]; seen {
+				ok[f.Name] = v && f.OnCPU
+			} else {
+				ok[f.Name] = f.OnCPU
+			}
+		}
+		pick := func(cpuF, wallF []Function) []Function {
+			out := make([]Function, len(wallF))
+			copy(out, wallF)
+			byCPU := map[string]Function{}
+			for _, f := range cpuF {
+				byCPU[f.Name] = f
+			}
+			for i := range out {
+				if f, found := byCPU[out[i].Name]; found && ok[f.Name] {
+					out[i] = f
+				}
+			}
+			return out
+		}
+		fa, fb = pick(ca, fa), pick(cb, fb)
+	}
 	byName := map[string]*Change{}
 	var names []string
 	for _, f := range fa {
@@ -365,6 +451,7 @@ func Diff(a, b *profile.Profile) []Change {
 		if c.A.Calls > 0 && c.B.Calls > 0 && c.A.Incl.Mean > 0 {
 			c.MeanRatio = c.B.Incl.Mean / c.A.Incl.Mean
 		}
+		c.OnCPU = (c.A.Calls == 0 || c.A.OnCPU) && (c.B.Calls == 0 || c.B.OnCPU)
 		out = append(out, *c)
 	}
 	delta := func(c Change) float64 { return math.Abs(float64(c.B.Excl.Total) - float64(c.A.Excl.Total)) }

@@ -295,6 +295,41 @@ func flameGraph(t *testing.T, ctx context.Context, u string) (string, float64) {
 	return boxes, v
 }
 
+// flameTrimmed checks that pprof's flame graph at u, whose stacks culprit
+// trims to those its first view draws, draws what pprof's page of all of
+// them (asked for with a pivot, p) draws; and that a frame clicked there,
+// which pprof's script draws without the server, is drawn as pprof's
+// page of all the stacks draws it.
+func flameTrimmed(t *testing.T, ctx context.Context, u string) {
+	t.Helper()
+	const drawn = `Array.from(document.querySelectorAll("#stack-chart .boxbg")).map(e => [e.style.left, e.style.top, e.style.width, e.textContent].join(" ")).join("\n")`
+	drawnAt := func(u string) string {
+		if err := chromedp.Do(ctx, chromedp.Navigate(u), chromedp.WaitVisible(chromedp.CSS(`#stack-chart .boxtext`))); err != nil {
+			t.Fatalf("flame graph %s: %v", u, err)
+		}
+		return eval[string](t, ctx, drawn)
+	}
+	whole := drawnAt(u + "?p=")
+	if got := drawnAt(u); got != whole {
+		t.Errorf("flame graph: drawn\n%s\nwhile pprof's page of all stacks draws\n%s", got, whole)
+	}
+	// The narrowest box named: pivoted there, what was trimmed below it
+	// is widest.
+	const click = `(() => {
+		const boxes = Array.from(document.querySelectorAll("#stack-chart .boxbg")).filter(e => e.textContent !== "");
+		boxes.sort((a, b) => parseFloat(a.style.width) - parseFloat(b.style.width));
+		for (const k of ["mousedown", "click"]) boxes[0].dispatchEvent(new MouseEvent(k, {bubbles: true, clientX: 1, clientY: 1}));
+		return new URL(location.href).searchParams.get("p");
+	})()`
+	p := eval[string](t, ctx, click)
+	wholePivot := drawnAt(u + "?p=" + url.QueryEscape(p))
+	drawnAt(u)
+	if p2 := eval[string](t, ctx, click); p2 != p || p == "" {
+		t.Fatalf("flame graph: the narrowest box clicked, the page pivots to %q, then %q", p, p2)
+	}
+	waitJS(t, ctx, drawn+" === "+strconv.Quote(wholePivot))
+}
+
 func TestViewBrowser(t *testing.T) {
 	ctx := chrome(t)
 	r := recordThreads(t)
@@ -307,6 +342,7 @@ func TestViewBrowser(t *testing.T) {
 			t.Errorf("pprof flame graph: no box %s; boxes:\n%s", fn, boxes)
 		}
 	}
+	flameTrimmed(t, ctx, base+"pprof/all/flamegraph")
 
 	// pprof's pages link back to culprit's, and a function chosen there
 	// (pprof's search box) goes along to the time view, whose maps then

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 	"sync"
@@ -80,9 +81,16 @@ func pprofUI(prof, base *pprof.Profile, stderr io.Writer) (*pprofPages, error) {
 			http.Error(w, err.Error(), http.StatusInternalServerError)
 			return
 		}
+		h := hs[path]
+		if path == flameStacksPath {
+			h = hs["/flamegraph"]
+		}
 		bw := &bufferedWriter{header: http.Header{}}
-		hs[path].ServeHTTP(bw, r)
+		h.ServeHTTP(bw, r)
 		resp := &response{code: bw.code, header: bw.header, body: bw.body.Bytes()}
+		if resp.code == http.StatusOK && (path == "/flamegraph" || path == flameStacksPath) {
+			resp = flameResponses(pages, resp, path, r.URL.Query())
+		}
 		if r.Method == http.MethodGet && resp.code == http.StatusOK {
 			pages.keep(key, resp)
 		}
@@ -91,6 +99,11 @@ func pprofUI(prof, base *pprof.Profile, stderr io.Writer) (*pprofPages, error) {
 	for path := range first {
 		pages.handlers[path] = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			serve(w, r, path, false)
+		})
+	}
+	if first["/flamegraph"] != nil {
+		pages.handlers[flameStacksPath] = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			serve(w, r, flameStacksPath, false)
 		})
 	}
 	// Ahead of use: the pages the index links to without a query that
@@ -114,6 +127,32 @@ func pprofUI(prof, base *pprof.Profile, stderr io.Writer) (*pprofPages, error) {
 		}
 	}
 	return pages, nil
+}
+
+// flameResponses returns what culprit serves for pprof's flame graph
+// page resp, asked for at path with query q: for the page, the page with
+// its stacks trimmed to what its first view draws (unless q pivots,
+// which only pprof's script reads), its whole stack set kept for the
+// request the page makes for it; for flameStacksPath, that stack set.
+func flameResponses(pages *pprofPages, resp *response, path string, q url.Values) *response {
+	js, err := flameStacksJSON(resp.body)
+	if err != nil {
+		if path == flameStacksPath {
+			return &response{code: http.StatusNotFound, header: http.Header{}, body: []byte(err.Error() + "\n")}
+		}
+		return resp
+	}
+	stacks := &response{code: http.StatusOK, header: http.Header{"Content-Type": {"application/json"}}, body: js}
+	sq := flameStacksQuery(q)
+	if path == flameStacksPath {
+		return stacks
+	}
+	if q.Has("p") {
+		return resp
+	}
+	pages.keep(flameStacksPath+"?"+sq, stacks)
+	page := trimFlamePage(resp.body, strings.TrimPrefix(flameStacksPath, "/")+"?"+sq)
+	return &response{code: resp.code, header: resp.header, body: page}
 }
 
 func b2i(b bool) int {

@@ -1,0 +1,152 @@
+package view
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	pprof "github.com/google/pprof/profile"
+)
+
+// nodeWeights returns the sum of |value| of the stacks through each node
+// (a stack's prefix), positive and negative apart, by the prefix.
+func nodeWeights(stacks []flameStack) map[string][2]int64 {
+	w := map[string][2]int64{}
+	for _, s := range stacks {
+		for d := 1; d <= len(s.Sources); d++ {
+			k := fmt.Sprint(s.Sources[:d])
+			v := w[k]
+			if s.Value < 0 {
+				v[1] -= s.Value
+			} else {
+				v[0] += s.Value
+			}
+			w[k] = v
+		}
+	}
+	return w
+}
+
+// Trimming keeps the width (positive and negative parts) of every node it
+// keeps, cuts only below nodes under the fraction, and sums the stacks
+// cut at one node, by sign.
+func TestTrimStacks(t *testing.T) {
+	stacks := []flameStack{
+		{Value: 1000, Sources: []int{0, 1, 2}},
+		{Value: 900, Sources: []int{0, 1, 3}},
+		{Value: 2, Sources: []int{0, 1, 4, 5}}, // node [0 1 4]: 2+3+(-1) = 6 by |value|
+		{Value: 3, Sources: []int{0, 1, 4, 6, 7}},
+		{Value: -1, Sources: []int{0, 1, 4, 6}},
+		{Value: 1, Sources: []int{0, 8, 9}}, // node [0 8]: 1
+		{Value: 100, Sources: []int{0, 1, 2, 9}},
+	}
+	out, ok := trimStacks(stacks, 10.0/2007) // under 10 is cut
+	if !ok {
+		t.Fatal("not trimmed")
+	}
+	want := []flameStack{
+		{Value: 1000, Sources: []int{0, 1, 2}},
+		{Value: 900, Sources: []int{0, 1, 3}},
+		{Value: 5, Sources: []int{0, 1, 4}},
+		{Value: -1, Sources: []int{0, 1, 4}},
+		{Value: 1, Sources: []int{0, 8}},
+		{Value: 100, Sources: []int{0, 1, 2, 9}},
+	}
+	if fmt.Sprint(out) != fmt.Sprint(want) {
+		t.Errorf("trimmed to\n%v\nwant\n%v", out, want)
+	}
+	before, after := nodeWeights(stacks), nodeWeights(out)
+	for k, w := range after {
+		if before[k] != w {
+			t.Errorf("node %s: %v after trimming, %v before", k, w, before[k])
+		}
+	}
+	for k, w := range before {
+		if _, kept := after[k]; !kept && w[0]+w[1] >= 10 {
+			t.Errorf("node %s of %v dropped", k, w)
+		}
+	}
+	if _, ok := trimStacks([]flameStack{{Value: 1, Sources: []int{0}}, {Value: 1, Sources: []int{1}}}, 0.5); ok {
+		t.Error("stacks of two roots trimmed")
+	}
+}
+
+// On a profile with a hot stack and thousands of slivers, the flame graph
+// page carries the stacks trimmed, and pprof's whole set is served for it
+// at flameStacksPath: the stack set of pprof's own page, which culprit
+// serves as pprof wrote it when the view is pivoted.
+func TestFlameGraphTrimmed(t *testing.T) {
+	m := &pprof.Mapping{ID: 1, Start: 0x1000, Limit: 0x100000, File: "/bin/x", HasFunctions: true}
+	mainFn := &pprof.Function{ID: 1, Name: "main", Filename: "x.c"}
+	hot := &pprof.Function{ID: 2, Name: "hot", Filename: "x.c"}
+	p := &pprof.Profile{
+		SampleType: []*pprof.ValueType{{Type: "samples", Unit: "count"}},
+		PeriodType: &pprof.ValueType{Type: "cpu", Unit: "nanoseconds"},
+		Mapping:    []*pprof.Mapping{m},
+		Function:   []*pprof.Function{mainFn, hot},
+		Location: []*pprof.Location{
+			{ID: 1, Mapping: m, Address: 0x1000, Line: []pprof.Line{{Function: mainFn}}},
+			{ID: 2, Mapping: m, Address: 0x1100, Line: []pprof.Line{{Function: hot}}},
+		},
+	}
+	p.Sample = append(p.Sample, &pprof.Sample{Location: []*pprof.Location{p.Location[1], p.Location[0]}, Value: []int64{1e6}})
+	// 3000 slivers of 1, under 30 rare callers of 100 each: a rare
+	// caller holds under 4/8192 of 1e6+3000.
+	const slivers, rare = 3000, 30
+	loc := func(name string) *pprof.Location {
+		id := uint64(len(p.Location) + 1)
+		f := &pprof.Function{ID: id, Name: name, Filename: "x.c"}
+		l := &pprof.Location{ID: id, Mapping: m, Address: 0x2000 + id, Line: []pprof.Line{{Function: f}}}
+		p.Function = append(p.Function, f)
+		p.Location = append(p.Location, l)
+		return l
+	}
+	var callers []*pprof.Location
+	for i := range rare {
+		callers = append(callers, loc(fmt.Sprintf("rare%d", i)))
+	}
+	for i := range slivers {
+		p.Sample = append(p.Sample, &pprof.Sample{Location: []*pprof.Location{loc(fmt.Sprintf("sliver%d", i)), callers[i%rare], p.Location[0]}, Value: []int64{1}})
+	}
+	pages, err := pprofUI(p, nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(path string) string {
+		w := httptest.NewRecorder()
+		pages.handlers[strings.SplitN(path, "?", 2)[0]].ServeHTTP(w, httptest.NewRequest("GET", path, nil))
+		if w.Code != 200 {
+			t.Fatalf("%s: %d %s", path, w.Code, w.Body)
+		}
+		return w.Body.String()
+	}
+	stacksOf := func(page string) flameStackSet {
+		js, _, _, err := flameStacks([]byte(page))
+		if err != nil {
+			t.Fatalf("no stacks in the page: %v", err)
+		}
+		var s flameStackSet
+		if err := json.Unmarshal(js, &s); err != nil {
+			t.Fatal(err)
+		}
+		return s
+	}
+	page := get("/flamegraph")
+	whole := get("/flamegraph?p=")
+	if !strings.Contains(page, "culpritWholeStacks(") || strings.Contains(whole, "culpritWholeStacks(") {
+		t.Fatal("the page is not trimmed, or the pivoted one is")
+	}
+	trimmed, all := stacksOf(page), stacksOf(whole)
+	if len(all.Stacks) != slivers+1 || len(trimmed.Stacks) != rare+1 {
+		t.Errorf("%d stacks trimmed to %d, want %d to %d (hot, and the slivers cut at their callers)", len(all.Stacks), len(trimmed.Stacks), slivers+1, rare+1)
+	}
+	if len(trimmed.Sources) != len(all.Sources) {
+		t.Errorf("%d sources trimmed, %d in all: the names' indexes differ", len(trimmed.Sources), len(all.Sources))
+	}
+	if js, _, _, _ := flameStacks([]byte(whole)); get("/flamegraph.json?") != string(js) {
+		t.Error("flamegraph.json is not pprof's stack set")
+	}
+}

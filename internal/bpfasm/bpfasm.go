@@ -12,6 +12,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
 	"golang.org/x/sys/unix"
 )
 
@@ -56,4 +57,32 @@ func LoadError(what string, err error) error {
 		return fmt.Errorf("the kernel's verifier refused culprit's BPF %s program: %v", what, ve)
 	}
 	return fmt.Errorf("culprit's BPF %s program cannot run on this kernel: %w", what, err)
+}
+
+// TaskOffsets returns the byte offsets of the named task_struct fields in
+// the running kernel, from its BTF, for programs that read the current
+// task (bpf_get_current_task). why says what needs them ("to follow
+// forks"), for the error when the kernel has no BTF or not those fields.
+func TaskOffsets(why string, fields ...string) ([]int32, error) {
+	spec, err := btf.LoadKernelSpec()
+	if err != nil {
+		return nil, fmt.Errorf("reading the kernel's BTF (needed %s): %w", why, err)
+	}
+	var task *btf.Struct
+	if err := spec.TypeByName("task_struct", &task); err != nil {
+		return nil, fmt.Errorf("task_struct in the kernel's BTF (needed %s): %w", why, err)
+	}
+	offs := make([]int32, len(fields))
+	for i, f := range fields {
+		offs[i] = -1
+		for _, mb := range task.Members {
+			if mb.Name == f {
+				offs[i] = int32(mb.Offset.Bytes())
+			}
+		}
+		if offs[i] < 0 {
+			return nil, fmt.Errorf("no task_struct.%s in the kernel's BTF (needed %s)", f, why)
+		}
+	}
+	return offs, nil
 }

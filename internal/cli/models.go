@@ -122,8 +122,11 @@ func tracedFuncs(st *store.Store, r store.Run) ([]check.Func, error) {
 	byName := map[string]*check.Func{}
 	var order []string
 	for _, c := range p.Calls {
-		if c.Unreturned() {
-			continue // its end is only a bound
+		if c.Unreturned() || c.CPULost() {
+			// Its end is only a bound, or its on-CPU time is missing
+			// while its function's others are known (the lists of
+			// durations, on-CPU times and arguments are paired).
+			continue
 		}
 		pr := &p.Probes[c.Probe]
 		f := byName[pr.Function]
@@ -401,15 +404,15 @@ func callOrderModels(args []string, re *regexp.Regexp, wall bool, stderr io.Writ
 		sort.Slice(idx, func(a, b int) bool { return p.Calls[idx[a]].Start < p.Calls[idx[b]].Start })
 		cpu := !wall
 		for _, i := range idx {
-			if !p.Calls[i].Unreturned() && !p.Calls[i].HasCPU() {
+			if c := &p.Calls[i]; !c.Unreturned() && !c.HasCPU() && !c.CPULost() {
 				cpu = false
 			}
 		}
 		var xs, ys []float64
 		for k, i := range idx {
 			c := &p.Calls[i]
-			if c.Unreturned() {
-				continue // its end is only a bound
+			if c.Unreturned() || (cpu && c.CPULost()) {
+				continue // its end is only a bound, or its on-CPU time is lost
 			}
 			xs = append(xs, float64(k+1))
 			if cpu {

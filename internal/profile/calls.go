@@ -75,6 +75,10 @@ func (c *Call) ExclusiveCPU() uint64 {
 	return in - child
 }
 
+// CPULost reports whether the call's on-CPU time was being measured but
+// is not known (recording.CallCPULost).
+func (c *Call) CPULost() bool { return c.Flags&recording.CallCPULost != 0 }
+
 // Unreturned reports whether the call left without returning (longjmp,
 // unwinding, exit): its end is an upper bound.
 func (c *Call) Unreturned() bool { return c.Flags&recording.CallUnreturned != 0 }

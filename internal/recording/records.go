@@ -335,6 +335,12 @@ const CallPoint = 2
 // (Call.Off, Call.ChildOff; format 1.9), so that its on-CPU time is known.
 const CallCPU = 4
 
+// CallCPULost flags a call whose time off the CPU was being measured but
+// one of its thread's context switches went unseen (the kernel did not
+// deliver it): its on-CPU time is not known, and analyses that compare
+// on-CPU times leave the call out rather than fall back to durations.
+const CallCPULost = 8
+
 // Call is one call of a traced function.
 type Call struct {
 	Start  uint64 // sample clock (CLOCK_MONOTONIC), ns

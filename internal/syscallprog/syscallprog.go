@@ -50,7 +50,6 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
-	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 	"golang.org/x/sys/unix"
@@ -163,7 +162,7 @@ type Tracer struct {
 // is traced until Add.
 func New(o Options) (*Tracer, error) {
 	_ = unix.Setrlimit(unix.RLIMIT_MEMLOCK, &unix.Rlimit{Cur: unix.RLIM_INFINITY, Max: unix.RLIM_INFINITY})
-	tgidOff, exitStateOff, err := taskOffsets()
+	offs, err := bpfasm.TaskOffsets("to follow forks", "tgid", "exit_state")
 	if err != nil {
 		return nil, err
 	}
@@ -209,13 +208,13 @@ func New(o Options) (*Tracer, error) {
 		tp  string
 		ins asm.Instructions
 	}
-	progs := []prog{{"sched_process_fork", forkProgram(m, tgidOff)}}
+	progs := []prog{{"sched_process_fork", forkProgram(m, offs[0])}}
 	if o.Syscalls {
 		progs = append(progs, prog{"sys_enter", enterProgram(m, o.KernelStacks, copyBytes, ringBytes)},
 			prog{"sys_exit", exitProgram(m, o.KernelStacks)})
 	}
 	if o.Switches {
-		progs = append(progs, prog{"sched_switch", switchProgram(m, copyBytes, ringBytes, exitStateOff, o.Syscalls)})
+		progs = append(progs, prog{"sched_switch", switchProgram(m, copyBytes, ringBytes, offs[1], o.Syscalls)})
 	}
 	for _, p := range progs {
 		prog, err := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Name: fmt.Sprintf("culprit_%d", os.Getpid()%10000000),
@@ -235,32 +234,6 @@ func New(o Options) (*Tracer, error) {
 	}
 	t.rd.SetDeadline(time.Unix(1, 0))
 	return t, nil
-}
-
-// taskOffsets reads the offsets of task_struct.tgid and exit_state from
-// the kernel's BTF.
-func taskOffsets() (tgid, exitState int32, err error) {
-	spec, err := btf.LoadKernelSpec()
-	if err != nil {
-		return 0, 0, fmt.Errorf("reading the kernel's BTF (needed to follow forks): %w", err)
-	}
-	var task *btf.Struct
-	if err := spec.TypeByName("task_struct", &task); err != nil {
-		return 0, 0, fmt.Errorf("task_struct in the kernel's BTF: %w", err)
-	}
-	tgid, exitState = -1, -1
-	for _, mb := range task.Members {
-		switch mb.Name {
-		case "tgid":
-			tgid = int32(mb.Offset.Bytes())
-		case "exit_state":
-			exitState = int32(mb.Offset.Bytes())
-		}
-	}
-	if tgid < 0 || exitState < 0 {
-		return 0, 0, errors.New("no task_struct.tgid or exit_state in the kernel's BTF")
-	}
-	return tgid, exitState, nil
 }
 
 func explain(err error) error { return bpfasm.LoadError("system call", err) }

@@ -43,6 +43,7 @@ const (
 	fOff       = 104 // the thread's off-CPU total (offcpu map) at entry
 	fChildOff  = 112 // off-CPU ns inside the traced calls it made
 	fTid       = 120 // the thread it was entered on; 0: off-CPU time not known
+	fSw        = 124 // the thread's unseen-switch mark (slSw) at entry
 	stackHdr   = 8
 	threadSize = stackHdr + MaxDepth*frameSize
 
@@ -64,11 +65,13 @@ const (
 	rChildOff  = 136 // with flag CPU: of those, inside traced calls it made
 
 	// The offcpu map: per thread (by thread id) when it last left the CPU
-	// (0: it is on one) and the ns it has spent off the CPU since it was
-	// first traced.
+	// (0: it is on one), the ns it has spent off the CPU since it was
+	// first traced, and how many of its context switches switchProgram
+	// saw (one when it left the CPU, one when it came back).
 	oOut      = 0
 	oTotal    = 8
-	offCPUVal = 16
+	oSeen     = 16
+	offCPUVal = 24
 
 	// A call's strings (Options.Strings) travel in a record of their own,
 	// written just before the call's record on the same thread: its
@@ -87,7 +90,8 @@ const (
 	sDepth     = 8
 	sUnmatched = 16
 	sNoThread  = 24
-	statsSize  = 32
+	sUnseen    = 32 // calls whose off-CPU time is not known: a switch went unseen
+	statsSize  = 40
 
 	flagSkip = 1 // frame: not sampled (#N), kept only for depth and callers
 )
@@ -105,8 +109,13 @@ const (
 	// CPU marks a call whose thread's off-CPU time was measured (Off,
 	// ChildOff): its on-CPU time is End − Start − Off. Not set when the
 	// call returned on another thread than it started on (a Go goroutine
-	// that moved) or the thread could not be followed (map full).
+	// that moved), the thread could not be followed (map full), or the
+	// kernel did not run switchProgram at one of the thread's context
+	// switches during the call (Stats.Unseen).
 	CPU = 4
+	// CPULost marks a call whose off-CPU time was being measured (not
+	// CPU): a context switch of its thread did not reach switchProgram.
+	CPULost = 8
 )
 
 // pt_regs offsets (x86-64).
@@ -138,7 +147,13 @@ const (
 	slStrArg = -80  // the probe's string arguments: byte k the (index+1) of slot k's
 	slOff    = -88  // the thread's off-CPU total now
 	slTid    = -96  // the thread (key of the offcpu map); 0: not followed
-	slNewOff = -112 // a new offcpu entry's zero value (offCPUVal bytes)
+	slNewOff = -120 // a new offcpu entry's zero value (offCPUVal bytes)
+	// slSw is 2·(the thread's context switches, as the kernel counts them
+	// in task_struct nvcsw+nivcsw) less those switchProgram saw (oSeen):
+	// it changes during a call only when a switch went unseen.
+	slSw      = -128
+	slTask    = -144 // a task_struct counter read by readOff
+	slTaskPtr = -152 // the current task_struct
 )
 
 // Registers held across helper calls.
@@ -180,6 +195,9 @@ type progOptions struct {
 	// CPU: each call also carries the off-CPU time of its thread during
 	// it, from the offcpu map that switchProgram keeps.
 	CPU bool
+	// Nvcsw, Nivcsw: the offsets of task_struct's context switch counts
+	// (CPU), which tell a call whose switches switchProgram all saw.
+	Nvcsw, Nivcsw int32
 }
 
 type builder struct {
@@ -285,14 +303,18 @@ func (b *builder) emitCall(flags int32, ret bool) {
 		asm.StoreMem(rTmp, rChildOff, asm.R1, asm.DWord),
 	)
 	if b.o.CPU {
-		nocpu := b.NewLabel("nocpu")
-		b.offSince(nocpu)
+		nocpu, unseen := b.NewLabel("nocpu"), b.NewLabel("unseen")
+		b.offSince(nocpu, unseen)
 		b.Emit(
 			asm.StoreMem(rTmp, rOff, asm.R2, asm.DWord),
 			asm.LoadMem(asm.R1, rFrame, fChildOff, asm.DWord),
 			asm.StoreMem(rTmp, rChildOff, asm.R1, asm.DWord),
 			asm.StoreImm(rTmp, rFlags, int64(flags|CPU), asm.Word),
+			asm.Ja.Label(nocpu),
 		)
+		b.Mark(unseen)
+		b.Emit(asm.StoreImm(rTmp, rFlags, int64(flags|CPULost), asm.Word))
+		b.count(sUnseen)
 		b.Mark(nocpu)
 	}
 	for i := int16(0); i < MaxArgs; i++ {
@@ -483,8 +505,9 @@ func (b *builder) addChild() {
 		asm.StoreMem(asm.R4, stackHdr+fChild, asm.R3, asm.DWord),
 	)
 	if b.o.CPU {
-		// R4 (the caller's frame, less stackHdr) survives offSince.
-		b.offSince(skip)
+		// R4 (the caller's frame, less stackHdr) survives offSince. A
+		// switch unseen in the child is unseen in the caller too.
+		b.offSince(skip, skip)
 		b.Emit(
 			asm.LoadMem(asm.R3, asm.R4, stackHdr+fChildOff, asm.DWord),
 			asm.Add.Reg(asm.R3, asm.R2),
@@ -496,24 +519,36 @@ func (b *builder) addChild() {
 
 // offSince sets R2 to the off-CPU ns of rFrame's thread since the frame
 // was entered (slOff less the frame's fOff), or jumps to unknown when the
-// frame was entered on another thread or its thread is not followed. It
-// uses R1 and R2 only.
-func (b *builder) offSince(unknown string) {
+// frame was entered on another thread or its thread is not followed, and
+// to unseen when one of the thread's context switches since then did not
+// reach switchProgram. It uses R1 and R2 only.
+func (b *builder) offSince(unknown, unseen string) {
 	b.Emit(
 		asm.LoadMem(asm.R1, rFrame, fTid, asm.Word),
 		asm.JEq.Imm(asm.R1, 0, unknown),
 		asm.LoadMem(asm.R2, asm.RFP, slTid, asm.Word),
 		asm.JNE.Reg(asm.R1, asm.R2, unknown),
+		asm.LoadMem(asm.R1, rFrame, fSw, asm.Word),
+		asm.LoadMem(asm.R2, asm.RFP, slSw, asm.Word),
+		asm.JNE.Reg(asm.R1, asm.R2, unseen),
 		asm.LoadMem(asm.R2, asm.RFP, slOff, asm.DWord),
 		asm.LoadMem(asm.R1, rFrame, fOff, asm.DWord),
 		asm.Sub.Reg(asm.R2, asm.R1),
 	)
 }
 
-// readOff stores at slTid the current thread and at slOff its off-CPU
-// total, making its offcpu entry when create is set; slTid is 0 when the
-// thread has none (it is not followed).
+// readOff stores at slTid the current thread, at slOff its off-CPU total
+// and at slSw its unseen-switch mark, making its offcpu entry when create
+// is set; slTid is 0 when the thread has none (it is not followed).
+//
+// The mark exists because the kernel does not always run the programs on
+// sched_switch: under load some switches reach no consumer at all (perf
+// misses them as well), and a missed return to the CPU would count the
+// rest of a call as on the CPU. task_struct's nvcsw+nivcsw count every
+// switch away; while the thread runs it has come back as often, so
+// 2·(nvcsw+nivcsw) − oSeen stays fixed exactly while every switch is seen.
 func (b *builder) readOff(create bool) {
+	b.Emit(asm.Mov.Imm(asm.R1, 0), asm.StoreMem(asm.RFP, slSw, asm.R1, asm.DWord))
 	if !b.o.CPU {
 		b.Emit(asm.StoreImm(asm.RFP, slTid, 0, asm.Word))
 		return
@@ -532,6 +567,7 @@ func (b *builder) readOff(create bool) {
 			asm.Mov.Imm(asm.R1, 0),
 			asm.StoreMem(asm.RFP, slNewOff, asm.R1, asm.DWord),
 			asm.StoreMem(asm.RFP, slNewOff+8, asm.R1, asm.DWord),
+			asm.StoreMem(asm.RFP, slNewOff+16, asm.R1, asm.DWord),
 			asm.LoadMapPtr(asm.R1, b.m.offcpu),
 			asm.Mov.Reg(asm.R2, asm.RFP),
 			asm.Add.Imm(asm.R2, slTid),
@@ -548,7 +584,34 @@ func (b *builder) readOff(create bool) {
 		asm.Ja.Label(done),
 		asm.LoadMem(asm.R1, asm.R0, oTotal, asm.DWord).WithSymbol(have),
 		asm.StoreMem(asm.RFP, slOff, asm.R1, asm.DWord),
+		asm.LoadMem(asm.R1, asm.R0, oSeen, asm.DWord),
+		asm.StoreMem(asm.RFP, slSw, asm.R1, asm.DWord),
+		asm.FnGetCurrentTask.Call(),
+		asm.StoreMem(asm.RFP, slTaskPtr, asm.R0, asm.DWord),
 	)
+	// slSw = 2·(nvcsw + nivcsw) − oSeen; a failed read leaves 0 at slTask.
+	for i, off := range []int32{b.o.Nvcsw, b.o.Nivcsw} {
+		b.Emit(
+			asm.Mov.Imm(asm.R1, 0),
+			asm.StoreMem(asm.RFP, slTask, asm.R1, asm.DWord),
+			asm.Mov.Reg(asm.R1, asm.RFP),
+			asm.Add.Imm(asm.R1, slTask),
+			asm.Mov.Imm(asm.R2, 8),
+			asm.LoadMem(asm.R3, asm.RFP, slTaskPtr, asm.DWord),
+			asm.Add.Imm(asm.R3, off),
+			asm.FnProbeReadKernel.Call(),
+			asm.LoadMem(asm.R1, asm.RFP, slTask, asm.DWord),
+			asm.Mul.Imm(asm.R1, 2),
+			asm.LoadMem(asm.R2, asm.RFP, slSw, asm.DWord),
+		)
+		if i == 0 {
+			// slSw holds oSeen.
+			b.Emit(asm.Sub.Reg(asm.R1, asm.R2))
+		} else {
+			b.Emit(asm.Add.Reg(asm.R1, asm.R2))
+		}
+		b.Emit(asm.StoreMem(asm.RFP, slSw, asm.R1, asm.DWord))
+	}
 	b.Mark(done)
 }
 
@@ -716,6 +779,8 @@ func entryProgram(m maps, o progOptions) asm.Instructions {
 		asm.StoreMem(rFrame, fOff, asm.R1, asm.DWord),
 		asm.LoadMem(asm.R1, asm.RFP, slTid, asm.Word),
 		asm.StoreMem(rFrame, fTid, asm.R1, asm.Word),
+		asm.LoadMem(asm.R1, asm.RFP, slSw, asm.Word),
+		asm.StoreMem(rFrame, fSw, asm.R1, asm.Word),
 		asm.LoadMem(asm.R1, asm.RFP, slSP, asm.DWord),
 		asm.StoreMem(rFrame, fSP, asm.R1, asm.DWord),
 		asm.LoadMem(asm.R1, asm.RFP, slProbe, asm.Word),
@@ -825,7 +890,7 @@ func returnProgram(m maps, o progOptions) asm.Instructions {
 // switchProgram runs at each context switch (the sched:sched_switch
 // tracepoint, in the leaving thread): a followed thread that leaves the
 // CPU notes when, and one that comes back adds the time it was away to
-// its off-CPU total. nextPid is the offset of next_pid in the
+// its off-CPU total; both count the switch in oSeen. nextPid is the offset of next_pid in the
 // tracepoint's record. Threads are followed from their first traced
 // call (readOff), so every other switch costs two hash lookups.
 func switchProgram(m maps, nextPid int16) asm.Instructions {
@@ -841,6 +906,9 @@ func switchProgram(m maps, nextPid int16) asm.Instructions {
 		asm.FnMapLookupElem.Call(),
 		asm.JEq.Imm(asm.R0, 0, "next"),
 		asm.StoreMem(asm.R0, oOut, rTmp, asm.DWord),
+		asm.LoadMem(asm.R1, asm.R0, oSeen, asm.DWord),
+		asm.Add.Imm(asm.R1, 1),
+		asm.StoreMem(asm.R0, oSeen, asm.R1, asm.DWord),
 		asm.LoadMem(asm.R1, rCtx, nextPid, asm.Word).WithSymbol("next"),
 		asm.StoreMem(asm.RFP, -4, asm.R1, asm.Word),
 		asm.LoadMapPtr(asm.R1, m.offcpu),
@@ -848,6 +916,9 @@ func switchProgram(m maps, nextPid int16) asm.Instructions {
 		asm.Add.Imm(asm.R2, -4),
 		asm.FnMapLookupElem.Call(),
 		asm.JEq.Imm(asm.R0, 0, "out"),
+		asm.LoadMem(asm.R1, asm.R0, oSeen, asm.DWord),
+		asm.Add.Imm(asm.R1, 1),
+		asm.StoreMem(asm.R0, oSeen, asm.R1, asm.DWord),
 		asm.LoadMem(asm.R1, asm.R0, oOut, asm.DWord),
 		asm.JEq.Imm(asm.R1, 0, "out"),
 		asm.Mov.Reg(asm.R2, rTmp),

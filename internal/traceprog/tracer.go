@@ -31,6 +31,7 @@ import (
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 
+	"github.com/culprit-dev/culprit/internal/bpfasm"
 	"github.com/culprit-dev/culprit/internal/perf"
 )
 
@@ -134,10 +135,11 @@ type Stats struct {
 	Depth     uint64 // calls not recorded: deeper than MaxDepth traced frames
 	Unmatched uint64 // returns whose entry was not seen (attached mid-call)
 	NoThread  uint64 // calls not recorded: the map of shadow stacks was full
-	// SwitchMisses are context switches the off-CPU program did not see:
-	// the kernel skips a tracepoint's programs on a CPU where another BPF
-	// program is running (its recursion check).
-	SwitchMisses uint64
+	// Unseen are calls recorded without their time on the CPU because one
+	// of their thread's context switches during them reached no program
+	// at all: the kernel did not deliver the tracepoint event, or skipped
+	// the program on a CPU where another BPF program was running.
+	Unseen uint64
 }
 
 // Call is one call record.
@@ -200,7 +202,14 @@ func New(o Options) (*Tracer, error) {
 	if o.Reads && o.Args {
 		t.reads = mk(&ebpf.MapSpec{Name: "culprit_reads", Type: ebpf.Array, KeySize: 4, ValueSize: readsValue, MaxEntries: uint32(o.Probes + 1)})
 	}
+	var cpuOpts progOptions
 	if o.CPU {
+		offs, terr := bpfasm.TaskOffsets("to measure calls' time on the CPU (--no-cpu-time does without)", "nvcsw", "nivcsw")
+		if terr != nil {
+			t.Close()
+			return nil, terr
+		}
+		cpuOpts = progOptions{CPU: true, Nvcsw: offs[0], Nivcsw: offs[1]}
 		t.offcpu = mk(&ebpf.MapSpec{Name: "culprit_offcpu", Type: ebpf.Hash, KeySize: 4, ValueSize: offCPUVal, MaxEntries: 1 << 14})
 	}
 	if err != nil {
@@ -233,9 +242,14 @@ func New(o Options) (*Tracer, error) {
 		}
 		return p
 	}
+	// cpu adds the options of --cpu-time to p.
+	cpu := func(p progOptions) progOptions {
+		p.CPU, p.Nvcsw, p.Nivcsw = cpuOpts.CPU, cpuOpts.Nvcsw, cpuOpts.Nivcsw
+		return p
+	}
 	// Named as internal/sampleprog's program is: culprit_PID.
 	name := fmt.Sprintf("culprit_%d", os.Getpid()%10000000)
-	t.entry = load(name, entryProgram(m, progOptions{Go: o.Go, Args: o.Args, Sampling: o.Sampling, Timed: o.TimedHz > 0, MaxDepth: int32(o.MaxDepth), Strings: o.Strings, Reads: t.reads != nil, CPU: o.CPU}))
+	t.entry = load(name, entryProgram(m, cpu(progOptions{Go: o.Go, Args: o.Args, Sampling: o.Sampling, Timed: o.TimedHz > 0, MaxDepth: int32(o.MaxDepth), Strings: o.Strings, Reads: t.reads != nil})))
 	t.loadHit = func(points []Probe) (*ebpf.Program, error) {
 		p, err := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Name: name, Type: ebpf.Kprobe, AttachType: attach,
 			License: "GPL", Instructions: hitProgram(m, progOptions{Go: o.Go, Args: o.Args}, points)}, ebpf.ProgramOptions{LogSizeStart: 1 << 20})
@@ -245,9 +259,9 @@ func New(o Options) (*Tracer, error) {
 		return p, nil
 	}
 	if o.Go {
-		t.retInsn = load(name, returnProgram(m, progOptions{Go: true, Args: o.Args, RetAdjust: 0, Strings: o.Strings, Reads: t.reads != nil, CPU: o.CPU}))
+		t.retInsn = load(name, returnProgram(m, cpu(progOptions{Go: true, Args: o.Args, RetAdjust: 0, Strings: o.Strings, Reads: t.reads != nil})))
 	} else {
-		t.ret = load(name, returnProgram(m, progOptions{Args: o.Args, RetAdjust: 8, Strings: o.Strings, Reads: t.reads != nil, CPU: o.CPU}))
+		t.ret = load(name, returnProgram(m, cpu(progOptions{Args: o.Args, RetAdjust: 8, Strings: o.Strings, Reads: t.reads != nil})))
 	}
 	if err == nil && o.CPU {
 		err = t.startSwitch(m, name)
@@ -951,11 +965,7 @@ func (t *Tracer) Stats() Stats {
 		s.Depth += le.Uint64(v[sDepth:])
 		s.Unmatched += le.Uint64(v[sUnmatched:])
 		s.NoThread += le.Uint64(v[sNoThread:])
-	}
-	if t.swtch != nil {
-		if ps, err := t.swtch.Stats(); err == nil {
-			s.SwitchMisses = ps.RecursionMisses
-		}
+		s.Unseen += le.Uint64(v[sUnseen:])
 	}
 	return s
 }

@@ -481,6 +481,9 @@ func (s *session) record(c *traceprog.Call) {
 		rc.Flags |= recording.CallCPU
 		rc.Off, rc.ChildOff = c.Off, c.ChildOff
 	}
+	if c.Flags&traceprog.CPULost != 0 {
+		rc.Flags |= recording.CallCPULost
+	}
 	rc.Strs = c.Strs
 	s.w.Write(&rc)
 	s.res.Calls++
@@ -548,8 +551,8 @@ func (s *session) finish(exitCode int) (Result, error) {
 	}
 	st := s.t.Stats()
 	s.res.Lost, s.res.Depth, s.res.Unmatched = st.Lost+st.NoThread, st.Depth, st.Unmatched
-	if st.SwitchMisses > 0 {
-		s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("%d context switches of the machine were not seen (another BPF program was running on that CPU): a call around one of them counts time off the CPU as on it", st.SwitchMisses))
+	if st.Unseen > 0 {
+		s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("%d calls have no time on the CPU, only their duration: the kernel did not show culprit every context switch of their thread (it drops some under load, and skips them on a CPU already running a BPF program)", st.Unseen))
 	}
 	now := monotonic()
 	if s.res.Lost > 0 {

@@ -108,7 +108,8 @@ func Functions(p *profile.Profile, byCaller bool) []Function {
 // returned calls have no on-CPU time (recorded with --no-cpu-time or
 // before the tracer measured it, a Go call that came back on another
 // thread) keeps its wall durations, with OnCPU false. Calls that did not
-// return have no on-CPU time: they are counted, not in the distributions.
+// return, and calls whose on-CPU time was lost (a context switch went
+// unseen), have none: they are counted, not in the distributions.
 func FunctionsCPU(p *profile.Profile, byCaller bool) []Function {
 	return functions(p, byCaller, true)
 }
@@ -123,7 +124,7 @@ func cpuKnown(p *profile.Profile) []bool {
 		switch {
 		case c.HasCPU():
 			ok[c.Probe] = true
-		case !c.Unreturned():
+		case !c.Unreturned() && !c.CPULost():
 			bad[c.Probe] = true
 		}
 	}
@@ -155,7 +156,7 @@ func functions(p *profile.Profile, byCaller, cpu bool) []Function {
 		incl, excl := c.Inclusive(), c.Exclusive()
 		if onCPU != nil && onCPU[c.Probe] {
 			if !c.HasCPU() {
-				continue // did not return: no time on the CPU
+				continue // did not return, or lost: no time on the CPU
 			}
 			incl, excl = c.InclusiveCPU(), c.ExclusiveCPU()
 		}

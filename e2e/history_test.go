@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"os"
 	"os/exec"
@@ -393,6 +394,7 @@ func TestHistoryCheck(t *testing.T) {
 		if scanRank != 1 {
 			t.Errorf("diagnose of stored runs ranks the quadratic scan %d, want 1st\n%.600s", scanRank, out)
 		}
+		largestThenEmpty(t, repo)
 	})
 	t.Run("postgres", func(t *testing.T) {
 		t.Setenv("XDG_CACHE_HOME", t.TempDir()) // recordings read back are copied there
@@ -416,6 +418,12 @@ func TestHistoryCheck(t *testing.T) {
 		// Recordings come back out of the database.
 		if out, stderr, code := inDir(t, repo, "report", "--store", pg, "@HEAD:n=9000"); code != 0 || !strings.Contains(out, "scan") {
 			t.Errorf("report from PostgreSQL: exit %d\n%s\n%s", code, out, stderr)
+		}
+		largestThenEmpty(t, repo, "--store", pg)
+		// The recordings of the removed runs are deleted at once: a run and
+		// its recording are written in one transaction.
+		if out, _, code := inDir(t, repo, "history", "gc", "--store", pg); code != 0 || !strings.HasPrefix(out, "deleted 16 recordings (") {
+			t.Errorf("history gc after rm --all: exit %d: %s", code, out)
 		}
 	})
 }
@@ -550,5 +558,46 @@ func busyLoops(n int) (stop func()) {
 	return func() {
 		done.Store(true)
 		wg.Wait()
+	}
+}
+
+// largestThenEmpty lists a store's runs by size, the largest first, checks
+// --top against the whole list, then removes every run.
+func largestThenEmpty(t *testing.T, repo string, store ...string) {
+	t.Helper()
+	type run struct {
+		ID   int64 `json:"id"`
+		Size int64 `json:"size"`
+	}
+	list := func(flags ...string) []run {
+		t.Helper()
+		var runs []run
+		out, stderr, code := inDir(t, repo, append(append([]string{"history", "list", "--format", "json"}, store...), flags...)...)
+		if code != 0 || json.Unmarshal([]byte(out), &runs) != nil {
+			t.Fatalf("history list %v: exit %d\n%s\n%s", flags, code, out, stderr)
+		}
+		return runs
+	}
+	all, top := list(), list("--sort", "size", "--top", "3")
+	if len(all) < 4 || len(top) != 3 {
+		t.Fatalf("history list --sort size --top 3: %d runs of %d", len(top), len(all))
+	}
+	for _, r := range all {
+		if r.Size <= 0 || r.Size > top[0].Size {
+			t.Errorf("run %d of %d bytes, the largest listed has %d", r.ID, r.Size, top[0].Size)
+		}
+	}
+	if top[0].Size < top[1].Size || top[1].Size < top[2].Size {
+		t.Errorf("--sort size: sizes %d, %d, %d, want the largest first", top[0].Size, top[1].Size, top[2].Size)
+	}
+	if _, stderr, code := inDir(t, repo, append([]string{"history", "rm", "--all", "12"}, store...)...); code != 2 || !strings.Contains(stderr, "not both") {
+		t.Errorf("history rm --all 12: exit %d, %s", code, stderr)
+	}
+	out, stderr, code := inDir(t, repo, append([]string{"history", "rm", "--all"}, store...)...)
+	if want := fmt.Sprintf("removed %d runs", len(all)); code != 0 || !strings.Contains(out, want) {
+		t.Errorf("history rm --all: exit %d, %q, want %q\n%s", code, out, want, stderr)
+	}
+	if out, stderr, _ := inDir(t, repo, append([]string{"history", "list"}, store...)...); out != "" || !strings.Contains(stderr, "no runs stored") {
+		t.Errorf("history list after rm --all: %q %q", out, stderr)
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -219,13 +220,25 @@ statistics computed now, while the recorded binaries still exist.`,
 }
 
 func newHistoryList() *cobra.Command {
-	var format string
+	var (
+		format, sortBy string
+		top            int
+	)
 	c := &cobra.Command{
 		Use:   "list [REV...]",
 		Short: "List stored runs, newest commit first",
+		Example: `  culprit history list                        every run, newest commit first
+  culprit history list HEAD HEAD~1            the runs of two commits
+  culprit history list --sort size --top 10   the ten largest recordings`,
 		RunE: func(c *cobra.Command, args []string) error {
 			if format != "text" && format != "json" {
 				return usagef("unknown format %q: use text or json", format)
+			}
+			if sortBy != "commit" && sortBy != "size" {
+				return usagef("unknown --sort %q: use commit or size", sortBy)
+			}
+			if top < 0 {
+				return usagef("--top %d: give a count of runs, or 0 for all", top)
 			}
 			var commits []string
 			for _, a := range args {
@@ -244,6 +257,12 @@ func newHistoryList() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if sortBy == "size" {
+				sort.SliceStable(runs, func(i, j int) bool { return runs[i].Size > runs[j].Size })
+			}
+			if top > 0 && len(runs) > top {
+				runs = runs[:top]
+			}
 			if format == "json" {
 				return render.HistoryJSON(c.OutOrStdout(), runs)
 			}
@@ -255,6 +274,8 @@ func newHistoryList() *cobra.Command {
 		},
 	}
 	c.Flags().StringVar(&format, "format", "text", "output format: text or json")
+	c.Flags().StringVar(&sortBy, "sort", "commit", "order: commit (newest first) or size (largest recording first)")
+	c.Flags().IntVar(&top, "top", 0, "list only the first N runs (0: all)")
 	return c
 }
 
@@ -373,12 +394,20 @@ func newHistoryShow() *cobra.Command {
 }
 
 func newHistoryRm() *cobra.Command {
-	return &cobra.Command{
+	var all bool
+	c := &cobra.Command{
 		Use:   "rm ID|@REV...",
 		Short: "Remove stored runs (their recordings go at the next gc)",
+		Example: `  culprit history rm 12 13             two runs by id
+  culprit history rm @HEAD~5           every run of a commit
+  culprit history rm @HEAD:n=9000      the runs of a commit with a parameter
+  culprit history rm --all && culprit history gc   empty the store`,
 		Args: func(c *cobra.Command, args []string) error {
-			if len(args) == 0 {
-				return usagef("rm takes run ids or @REV")
+			if all && len(args) > 0 {
+				return usagef("rm takes run ids or @REV, or --all, not both")
+			}
+			if !all && len(args) == 0 {
+				return usagef("rm takes run ids or @REV (or --all for every run)")
 			}
 			return nil
 		},
@@ -389,6 +418,15 @@ func newHistoryRm() *cobra.Command {
 			}
 			defer st.Close()
 			var ids []int64
+			if all {
+				runs, err := st.Runs()
+				if err != nil {
+					return err
+				}
+				for _, r := range runs {
+					ids = append(ids, r.ID)
+				}
+			}
 			for _, a := range args {
 				runs, err := storedRuns(st, a)
 				if err != nil {
@@ -406,6 +444,8 @@ func newHistoryRm() *cobra.Command {
 			return nil
 		},
 	}
+	c.Flags().BoolVar(&all, "all", false, "remove every stored run")
+	return c
 }
 
 func newHistoryGC() *cobra.Command {

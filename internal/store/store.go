@@ -762,12 +762,14 @@ func (s *Store) GC() (int, int64, error) {
 	}
 	rows.Close()
 	if s.postgres {
-		res, err := s.db.Exec(`DELETE FROM blobs b WHERE NOT EXISTS (SELECT 1 FROM runs r WHERE r.recording = b.hash)`)
+		// A run and its blob are written in one transaction: no grace.
+		var n, b int64
+		err := s.db.QueryRow(`WITH d AS (DELETE FROM blobs b WHERE NOT EXISTS (SELECT 1 FROM runs r WHERE r.recording = b.hash) RETURNING octet_length(b.data) AS n)
+SELECT count(*), COALESCE(sum(n), 0) FROM d`).Scan(&n, &b)
 		if err != nil {
 			return 0, 0, err
 		}
-		n, _ := res.RowsAffected()
-		return int(n), 0, nil
+		return int(n), b, nil
 	}
 	ents, err := os.ReadDir(filepath.Join(s.dir, "recordings"))
 	if err != nil {

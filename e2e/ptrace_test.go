@@ -248,12 +248,16 @@ func TestPtraceCtrlC(t *testing.T) {
 // first 60 samples (60 ms of CPU time at 999 Hz) in which either runs;
 // swallowed, one would run alone for hundreds of milliseconds. Counted in
 // samples, not in a wall-clock window, which a busy machine fills with
-// any amount of CPU time. They keep taking turns while both run: sysmon asks
-// for a preemption after 10 ms of wall time (20 at most with its own
-// sleep), which is never less CPU time, so no turn reaches 60 samples. A
+// any amount of CPU time. They keep taking turns while both run. A
 // preemption signal the kernel merged into a pending sample signal must
 // reach the runtime too, or it never preempts that thread again (a busy
-// machine leaves threads runnable with a signal pending for long).
+// machine leaves threads runnable with a signal pending for long): the
+// goroutine running then keeps the CPU until it finishes, so its turn is
+// the last one that ends. sysmon asks for a preemption after 10 ms of wall
+// time (20 at most with its own sleep), which is never less CPU time, but
+// on a busy machine sysmon's own thread can wait long to run, so a turn
+// can exceed 60 samples; one that the goroutines took turns after was not
+// a lost signal. The last turn to end must stay under 60 samples.
 func TestPtraceGoProgram(t *testing.T) {
 	testutil.NeedRoot(t)
 	bin := testutil.Go(t, "gospin")
@@ -272,7 +276,8 @@ func TestPtraceGoProgram(t *testing.T) {
 		t.Fatal(err)
 	}
 	var a, b, n int
-	var streak, longest int // consecutive samples of one goroutine, the longest ended turn
+	var streak int // consecutive samples of one goroutine
+	var turns []int // the turns that ended, in order
 	last := ""
 	for _, s := range p.Samples {
 		alpha, beta := false, false
@@ -296,7 +301,9 @@ func TestPtraceGoProgram(t *testing.T) {
 		if who == last {
 			streak++
 		} else {
-			longest = max(longest, streak)
+			if streak > 0 {
+				turns = append(turns, streak)
+			}
 			last, streak = who, 1
 		}
 		if n < 60 {
@@ -308,12 +315,15 @@ func TestPtraceGoProgram(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("first %d samples in either: spinAlpha %d, spinBeta %d; longest turn %d samples", n, a, b, longest)
+	t.Logf("first %d samples in either: spinAlpha %d, spinBeta %d; turns (samples) %v", n, a, b, turns)
 	if n < 60 || a < 9 || b < 9 {
 		t.Errorf("goroutines did not take turns (first %d samples in either: spinAlpha %d, spinBeta %d): SIGURG not passed on?", n, a, b)
 	}
-	if longest >= 60 {
-		t.Errorf("one goroutine ran %d samples in a row: a preemption signal was lost", longest)
+	if len(turns) == 0 {
+		t.Fatalf("no turn ended: one goroutine ran alone")
+	}
+	if end := turns[len(turns)-1]; end >= 60 {
+		t.Errorf("one goroutine ran its last %d samples in a row and the other never ran again before it finished: a preemption signal was lost", end)
 	}
 }
 

@@ -276,7 +276,7 @@ func TestPtraceGoProgram(t *testing.T) {
 		t.Fatal(err)
 	}
 	var a, b, n int
-	var streak int // consecutive samples of one goroutine
+	var streak int  // consecutive samples of one goroutine
 	var turns []int // the turns that ended, in order
 	last := ""
 	for _, s := range p.Samples {

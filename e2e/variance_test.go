@@ -25,6 +25,8 @@ type varianceJSON struct {
 	States     map[string]float64 `json:"states"`
 	RoundStart uint64             `json:"round_start_ns"`
 	Off        [][2]uint64        `json:"probes_off"`
+	LostOut    int                `json:"lost_calls_intervals"`
+	Warnings   []string           `json:"warnings"`
 	Probes     int                `json:"probes"`
 	Height     int                `json:"tree_height"`
 	Breadth    int                `json:"tree_breadth"`
@@ -225,6 +227,32 @@ func TestVarianceTrapBudgetPauses(t *testing.T) {
 	truth := cov(reqs, vpProcess, vpProcess) / cov(reqs, vpHandle, vpHandle)
 	if d := math.Abs(r.Factors[0].Contribution - truth); d > 0.05 {
 		t.Errorf("process holds %.1f%% of the variance per culprit, %.1f%% per the program over the same requests", 100*r.Factors[0].Contribution, 100*truth)
+	}
+}
+
+// Intervals in which the tracer dropped calls are left out: deeprec's
+// middle phase recurses deeper than the shadow stack holds, between two
+// phases of shallow rounds 100 ms away (the tracer reads its drop counts
+// every 10 ms and marks the span between two reads). Its 10 rounds are
+// left out, and at least one shallow phase is kept whole.
+func TestVarianceLostCallsLeftOut(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "deeprec", []string{"deeprec.c"}, "-O2", "-g")
+	out := rec(t)
+	_, stderr, code := run(t, "variance", "--start", "round_", "--functions", "round_,descend", "--trap-budget", "0", "--rounds", "1", "-o", out, "--", bin, "150")
+	if code != 0 || !strings.Contains(stderr, "nested deeper than 64 traced calls") {
+		t.Fatalf("variance: exit %d, want a warning that calls nested too deep were not recorded\n%s", code, stderr)
+	}
+	var r varianceJSON
+	if err := json.Unmarshal([]byte(mustRun(t, "variance", "-i", out, "--format", "json")), &r); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("%d intervals, %d left out for dropped calls", r.Intervals, r.LostOut)
+	if r.Intervals+r.LostOut != 310 || r.LostOut < 10 || r.Intervals < 150 {
+		t.Errorf("%d intervals kept, %d left out for dropped calls: want the 10 deep ones of 310 left out, and a shallow phase of 150 kept", r.Intervals, r.LostOut)
+	}
+	if !strings.Contains(strings.Join(r.Warnings, "\n"), "dropped calls") {
+		t.Errorf("no warning says intervals were left out: %q", r.Warnings)
 	}
 }
 

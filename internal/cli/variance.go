@@ -253,8 +253,8 @@ type refiner struct {
 	in          *bufio.Reader
 }
 
-func (r *refiner) refine(calls []recording.Call, probes []recording.Probe, off []recording.ProbesOff) ([]string, bool) {
-	in := variance.FromRecords(r.spec, calls, probes, off)
+func (r *refiner) refine(calls []recording.Call, probes []recording.Probe, off []recording.ProbesOff, lost []recording.Lost) ([]string, bool) {
+	in := variance.FromRecords(r.spec, calls, probes, off, lost)
 	in.Heights, in.K, in.D = r.heights, r.k, r.d
 	res, err := variance.Analyse(in)
 	if res == nil || res.Intervals < r.perRound {

@@ -496,6 +496,9 @@ func (l *loader) addRecord(src *profile.Source, rec recording.Record, sources, p
 		if v.Reason == recording.LostRing && v.Since != 0 && v.Since <= v.Time {
 			l.p.Gaps = append(l.p.Gaps, profile.Gap{From: v.Since, To: v.Time, CPU: v.CPU})
 		}
+		if (v.Reason == recording.LostCalls || v.Reason == recording.LostDepth) && v.Since != 0 && v.Since <= v.Time {
+			l.p.CallsLost = append(l.p.CallsLost, [2]uint64{v.Since, v.Time})
+		}
 	case *recording.KernelSymbol:
 		l.ksyms = append(l.ksyms, symbol.KernelSymbol{Addr: v.Addr, Size: v.Size, Name: v.Name, Module: v.Module})
 	case *recording.Object:

@@ -343,6 +343,7 @@ func (p *Profile) Apply(f Filter) *Profile {
 		ValueSources: p.ValueSources,
 		Probes:       p.Probes,
 		ProbesOff:    p.ProbesOff,
+		CallsLost:    p.CallsLost,
 	}
 	inWindow := func(t uint64) bool {
 		rel := time.Duration(int64(t - p.StartTime))

@@ -167,6 +167,10 @@ type Profile struct {
 	// ProbesOff are the spans when every probe was removed (recording.
 	// ProbesOff, sample clock ns): calls overlapping them are incomplete.
 	ProbesOff [][2]uint64
+	// CallsLost are the spans in which the tracer dropped calls (its ring
+	// was full, or they nested deeper than its shadow stack): calls
+	// overlapping them may miss callees.
+	CallsLost [][2]uint64
 	// StartTime is the smallest sample time, used as the origin of --from/--to.
 	StartTime uint64
 	// names holds, per thread that was ever renamed (exec, prctl), its

@@ -81,7 +81,9 @@ type Options struct {
 	// when they were off (TrapBudget); it returns more functions of the
 	// executable to probe, set at once on the running process (at most
 	// MoreProbes in all), or done to be asked no more.
-	Refine      func(calls []recording.Call, probes []recording.Probe, off []recording.ProbesOff) (more []string, done bool)
+	// lost are the spans in which the tracer dropped calls (Lost records
+	// with Since).
+	Refine      func(calls []recording.Call, probes []recording.Probe, off []recording.ProbesOff, lost []recording.Lost) (more []string, done bool)
 	RefineCheck time.Duration
 	MoreProbes  int
 	// Reads are expressions over the traced functions' parameters whose
@@ -129,6 +131,7 @@ type session struct {
 	next    time.Time         // next Refine
 	refused int               // probes the kernel refused, already said
 	win     windows
+	lost    losses
 	// drainLimit bounds one drain while the command runs, so that the
 	// loop's other work (windows, refinement, dynamic probing) keeps its
 	// time when the probes fill the ring as fast as it is read; 0 at the
@@ -146,6 +149,41 @@ type windows struct {
 	off      []recording.ProbesOff
 	rate     float64   // traps per second in the last window that was over the budget
 	checked  time.Time // when the window's traps were last counted
+}
+
+// losses are the tracer's counts of calls it could not record as last
+// read, and when.
+type losses struct {
+	calls, depth uint64
+	at           uint64 // sample clock just before they were read
+	spans        []recording.Lost
+}
+
+// noteLosses reads the tracer's counts of calls it could not record (ring
+// full, shadow stack full, nested too deep) and, for each that grew since
+// the last read, writes a Lost record spanning the two reads: the calls
+// were dropped in that span, so an analysis can leave out what overlaps
+// it (variance leaves out the intervals).
+func (s *session) noteLosses() {
+	before := monotonic()
+	st := s.t.Stats()
+	after := monotonic()
+	since := s.lost.at
+	if since == 0 {
+		since = 1 // before the first read: any time until now
+	}
+	calls := st.Lost + st.NoThread
+	for _, d := range []struct {
+		reason    recording.LostReason
+		now, prev uint64
+	}{{recording.LostCalls, calls, s.lost.calls}, {recording.LostDepth, st.Depth, s.lost.depth}} {
+		if d.now > d.prev {
+			rec := recording.Lost{Time: after, Since: since, Reason: d.reason, Count: d.now - d.prev, CPU: recording.AnyCPU}
+			s.w.Write(&rec)
+			s.lost.spans = append(s.lost.spans, rec)
+		}
+	}
+	s.lost.calls, s.lost.depth, s.lost.at = calls, st.Depth, before
 }
 
 // probing is the state of dynamic probing.
@@ -351,7 +389,7 @@ func (s *session) refine() {
 		return
 	}
 	s.next = time.Now().Add(s.o.RefineCheck)
-	more, done := s.o.Refine(s.round, s.recs, s.win.off)
+	more, done := s.o.Refine(s.round, s.recs, s.win.off, s.lost.spans)
 	if done {
 		s.o.Refine, s.round = nil, nil
 		return
@@ -512,6 +550,7 @@ func (s *session) drain(wait time.Duration) {
 	if err := s.t.Read(wait, s.drainLimit, s.record); err != nil {
 		s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("reading call records: %v", err))
 	}
+	s.noteLosses()
 	s.w.Flush()
 }
 
@@ -549,6 +588,7 @@ func (s *session) finish(exitCode int) (Result, error) {
 			s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("%d scheduler events were lost: thread states around them may be wrong", eventsLost))
 		}
 	}
+	s.noteLosses()
 	st := s.t.Stats()
 	s.res.Lost, s.res.Depth, s.res.Unmatched = st.Lost+st.NoThread, st.Depth, st.Unmatched
 	if st.Unseen > 0 {
@@ -556,11 +596,9 @@ func (s *session) finish(exitCode int) (Result, error) {
 	}
 	now := monotonic()
 	if s.res.Lost > 0 {
-		s.w.Write(&recording.Lost{Time: now, Reason: recording.LostCalls, Count: s.res.Lost})
 		s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("%d calls were not recorded: the ring of call records was full (trace fewer functions, or every N-th call with -f PATTERN#N)", s.res.Lost))
 	}
 	if s.res.Depth > 0 {
-		s.w.Write(&recording.Lost{Time: now, Reason: recording.LostDepth, Count: s.res.Depth})
 		s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("%d calls were not recorded: nested deeper than %d traced calls", s.res.Depth, traceprog.MaxDepth))
 	}
 	if n := len(s.probing.names); n > 0 {

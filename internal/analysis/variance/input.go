@@ -35,7 +35,7 @@ func SpecOf(metas []recording.Meta) (Spec, bool) {
 // FromProfile makes the analysis's input from a loaded recording's probes
 // and calls; call sites are named by the frame that made the call.
 func FromProfile(p *profile.Profile, spec Spec) Input {
-	in := Input{Spec: spec, Off: p.ProbesOff}
+	in := Input{Spec: spec, Off: p.ProbesOff, Lost: p.CallsLost}
 	for _, pr := range p.Probes {
 		in.Probes = append(in.Probes, Probe{Function: pr.Function, Since: pr.Since, Params: pr.Params, Ret: pr.Ret})
 	}
@@ -58,11 +58,17 @@ func FromProfile(p *profile.Profile, spec Spec) Input {
 }
 
 // FromRecords makes the analysis's input from call and probe records as a
-// collector holds them; call sites are their return addresses.
-func FromRecords(spec Spec, calls []recording.Call, probes []recording.Probe, off []recording.ProbesOff) Input {
+// collector holds them (with the spans it dropped calls in, Lost records
+// with Since); call sites are their return addresses.
+func FromRecords(spec Spec, calls []recording.Call, probes []recording.Probe, off []recording.ProbesOff, lost []recording.Lost) Input {
 	in := Input{Spec: spec}
 	for _, o := range off {
 		in.Off = append(in.Off, [2]uint64{o.Start, o.End})
+	}
+	for _, l := range lost {
+		if l.Since != 0 {
+			in.Lost = append(in.Lost, [2]uint64{l.Since, l.Time})
+		}
 	}
 	ids := map[uint32]int{}
 	for _, p := range probes {

@@ -135,6 +135,10 @@ type Input struct {
 	// budget): an interval overlapping one is left out, its calls
 	// incomplete.
 	Off [][2]uint64
+	// Lost are spans in which the tracer dropped calls (ring full, nested
+	// too deep): an interval overlapping one may lack some of its calls,
+	// whose time would count as its callers' own, so it is left out too.
+	Lost [][2]uint64
 	// Heights are the functions' heights in the program's static call
 	// graph (the longest chain of calls below them; a leaf is 0). Missing
 	// functions are leaves; nil uses the heights of the observed tree.
@@ -190,9 +194,12 @@ type Result struct {
 	Off     [][2]uint64 `json:"probes_off,omitempty"`
 	Outside int         `json:"outside_windows,omitempty"`
 	OffNS   uint64      `json:"probes_off_ns,omitempty"`
-	Probes  int         `json:"probes"`
-	Height  int         `json:"tree_height"`  // levels of the variance tree below its root
-	Breadth int         `json:"tree_breadth"` // factors under the widest node
+	// LostOut counts the intervals left out for overlapping a span in
+	// which the tracer dropped calls (Input.Lost).
+	LostOut int `json:"lost_calls_intervals,omitempty"`
+	Probes  int `json:"probes"`
+	Height  int `json:"tree_height"`  // levels of the variance tree below its root
+	Breadth int `json:"tree_breadth"` // factors under the widest node
 	// Factors are the selected factors (Algorithm 1: top K by score,
 	// those over D); Ranked every factor by score.
 	Factors []*Factor `json:"factors"`
@@ -390,6 +397,20 @@ func Analyse(in Input) (*Result, error) {
 		}
 		res.Warnings = append(res.Warnings, fmt.Sprintf("the probes were off for %s in %d pauses, to keep their traps within budget: the %d intervals that overlapped a pause were left out",
 			fmtNS(res.OffNS), len(in.Off), res.Outside))
+	}
+	if len(in.Lost) > 0 {
+		kept := ivs[:0]
+		for _, iv := range ivs {
+			if overlapsOff(in.Lost, iv.start, iv.end) {
+				res.LostOut++
+				continue
+			}
+			kept = append(kept, iv)
+		}
+		ivs = kept
+		if res.LostOut > 0 {
+			res.Warnings = append(res.Warnings, fmt.Sprintf("the tracer dropped calls (its ring was full, or they nested too deep) at %d moments: the %d intervals around them were left out, as their functions' times would be wrong", len(in.Lost), res.LostOut))
+		}
 	}
 	res.Intervals = len(ivs)
 	if len(ivs) < 2 {

@@ -473,6 +473,43 @@ func TestIntervalsInPausesLeftOut(t *testing.T) {
 	}
 }
 
+// Calls the tracer dropped (its ring full) in a span: the intervals around
+// them are left out, so the time of a missing call does not count as its
+// caller's own.
+func TestIntervalsWithLostCallsLeftOut(t *testing.T) {
+	in := synth(300, []string{"slow"}, func(i int) []uint64 { return []uint64{uint64(1000 + 10*i)} })
+	var starts []uint64
+	for _, c := range in.Calls {
+		if c.Probe == 0 {
+			starts = append(starts, c.Start)
+		}
+	}
+	// Two spans, inside intervals 50 and 120-121; slow's calls there were dropped.
+	lost := [][2]uint64{{starts[50] + 1, starts[50] + 2}, {starts[120] + 5, starts[121] + 5}}
+	kept := in.Calls[:0]
+	for _, c := range in.Calls {
+		if c.Probe == 1 && overlapsOff(lost, c.Start, c.End) {
+			continue
+		}
+		kept = append(kept, c)
+	}
+	in.Calls = kept
+	in.Lost = lost
+	r, err := Analyse(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Intervals != 297 || r.LostOut != 3 {
+		t.Fatalf("%d intervals, %d left out for lost calls; want 297, 3 (50, 120, 121)", r.Intervals, r.LostOut)
+	}
+	if f := factor(r, "slow"); f == nil || f.Contribution < 0.99 {
+		t.Errorf("slow holds %v of the variance, want all of it (no interval with a call missing)", f)
+	}
+	if len(r.Warnings) == 0 || !strings.Contains(strings.Join(r.Warnings, "\n"), "dropped calls") {
+		t.Errorf("no warning says intervals were left out for dropped calls: %q", r.Warnings)
+	}
+}
+
 // A last round that saw no complete interval (the run ended just after
 // refinement set its probes) gives the report of the round before it.
 func TestLastRoundEmptyFallsBack(t *testing.T) {

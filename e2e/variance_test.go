@@ -254,6 +254,30 @@ func TestVarianceLostCallsLeftOut(t *testing.T) {
 	if !strings.Contains(strings.Join(r.Warnings, "\n"), "dropped calls") {
 		t.Errorf("no warning says intervals were left out: %q", r.Warnings)
 	}
+	// The deep rounds' calls within the shadow stack's 64 frames (round_
+	// and 63 of descend's 80) are recorded whole: the returns of the
+	// deeper ones, which the kernel sets no return probe for, are not
+	// awaited.
+	var rep struct {
+		Functions []struct {
+			Function   string `json:"function"`
+			Calls      int    `json:"calls"`
+			Unreturned int    `json:"unreturned"`
+		} `json:"functions"`
+	}
+	if err := json.Unmarshal([]byte(mustRun(t, "report", "--format", "json", out)), &rep); err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]int{"round_": 310, "descend": 2*150*8 + 10*63}
+	for _, f := range rep.Functions {
+		if f.Calls != want[f.Function] || f.Unreturned != 0 {
+			t.Errorf("%s: %d calls (%d unreturned), want %d, all returned", f.Function, f.Calls, f.Unreturned, want[f.Function])
+		}
+		delete(want, f.Function)
+	}
+	if len(want) > 0 {
+		t.Errorf("not traced: %v", want)
+	}
 }
 
 // Two functions slow in the same requests: their covariance is reported

@@ -12,6 +12,9 @@ import (
 const (
 	// MaxDepth is how many nested traced calls a thread's shadow stack
 	// holds; calls deeper than that are counted (Stats.Depth), not recorded.
+	// It is the kernel's own limit: a thread with 64 return probes pending
+	// gets no more (MAX_URETPROBE_DEPTH, "omit uretprobe due to nestedness
+	// limit"), so a deeper call's return would never be seen.
 	MaxDepth = 64
 	// MaxArgs is how many argument registers a call record carries.
 	MaxArgs = 6
@@ -753,9 +756,17 @@ func entryProgram(m maps, o progOptions) asm.Instructions {
 	b.Emit(
 		asm.LoadMem(asm.R1, rThread, 0, asm.Word),
 		asm.JLT.Imm(asm.R1, MaxDepth, "push"),
-		asm.Add.Imm(asm.R1, 1),
-		asm.StoreMem(rThread, 0, asm.R1, asm.Word),
 	)
+	if o.Go {
+		// Probes on Go's RET instructions fire at any depth: count the
+		// call, so that its return finds it.
+		b.Emit(
+			asm.Add.Imm(asm.R1, 1),
+			asm.StoreMem(rThread, 0, asm.R1, asm.Word),
+		)
+	}
+	// A uretprobe is not set this deep (MaxDepth): nothing to count, as
+	// no return will come.
 	b.count(sDepth)
 	b.Emit(asm.Ja.Label("exit"))
 	b.Emit(asm.Mov.Reg(rTmp, asm.R1).WithSymbol("push"))

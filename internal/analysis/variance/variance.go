@@ -382,15 +382,7 @@ func Analyse(in Input) (*Result, error) {
 	}
 	res.Unpaired = unpaired
 	if len(in.Off) > 0 {
-		kept := ivs[:0]
-		for _, iv := range ivs {
-			if overlapsOff(in.Off, iv.start, iv.end) {
-				res.Outside++
-				continue
-			}
-			kept = append(kept, iv)
-		}
-		ivs = kept
+		ivs, res.Outside = leaveOut(ivs, in.Off)
 		res.Off = in.Off
 		for _, o := range in.Off {
 			res.OffNS += o[1] - o[0]
@@ -398,19 +390,8 @@ func Analyse(in Input) (*Result, error) {
 		res.Warnings = append(res.Warnings, fmt.Sprintf("the probes were off for %s in %d pauses, to keep their traps within budget: the %d intervals that overlapped a pause were left out",
 			fmtNS(res.OffNS), len(in.Off), res.Outside))
 	}
-	if len(in.Lost) > 0 {
-		kept := ivs[:0]
-		for _, iv := range ivs {
-			if overlapsOff(in.Lost, iv.start, iv.end) {
-				res.LostOut++
-				continue
-			}
-			kept = append(kept, iv)
-		}
-		ivs = kept
-		if res.LostOut > 0 {
-			res.Warnings = append(res.Warnings, fmt.Sprintf("the tracer dropped calls (its ring was full, or they nested too deep) at %d moments: the %d intervals around them were left out, as their functions' times would be wrong", len(in.Lost), res.LostOut))
-		}
+	if ivs, res.LostOut = leaveOut(ivs, in.Lost); res.LostOut > 0 {
+		res.Warnings = append(res.Warnings, fmt.Sprintf("the tracer dropped calls (its ring was full, or they nested too deep) at %d moments: the %d intervals around them were left out, as their functions' times would be wrong", len(in.Lost), res.LostOut))
 	}
 	res.Intervals = len(ivs)
 	if len(ivs) < 2 {
@@ -950,6 +931,21 @@ func siteLetter(i int) string {
 }
 
 // intervals pairs starts and ends into intervals that began after cut.
+// leaveOut removes, in place, the intervals that overlap one of the spans
+// and returns the rest and how many went.
+func leaveOut(ivs []interval, spans [][2]uint64) ([]interval, int) {
+	if len(spans) == 0 {
+		return ivs, 0
+	}
+	kept := ivs[:0]
+	for _, iv := range ivs {
+		if !overlapsOff(spans, iv.start, iv.end) {
+			kept = append(kept, iv)
+		}
+	}
+	return kept, len(ivs) - len(kept)
+}
+
 // overlapsOff reports whether from..to overlaps one of the spans.
 func overlapsOff(off [][2]uint64, from, to uint64) bool {
 	for _, o := range off {

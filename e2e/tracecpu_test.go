@@ -54,6 +54,7 @@ func TestTraceCPUTime(t *testing.T) {
 		Incl    uint64  `json:"inclusive_ns"`
 		InclCPU *uint64 `json:"inclusive_cpu_ns"`
 		ExclCPU *uint64 `json:"exclusive_cpu_ns"`
+		Lost    bool    `json:"cpu_lost"`
 	}
 	calls := func(rec, fn string) []call {
 		t.Helper()
@@ -75,6 +76,9 @@ func TestTraceCPUTime(t *testing.T) {
 				t.Fatalf("%s call %d: inclusive and exclusive time on the CPU not both known", fn, i)
 			}
 			if c.InclCPU == nil {
+				if !c.Lost {
+					t.Errorf("%s call %d: no time on the CPU, and not marked lost", fn, i)
+				}
 				continue
 			}
 			known++
@@ -105,7 +109,7 @@ func TestTraceCPUTime(t *testing.T) {
 	}
 	plain, _ := traceRun(t, []string{"--no-cpu-time", "-f", "work"}, bin, "1")
 	for _, c := range calls(plain, "work") {
-		if c.InclCPU != nil {
+		if c.InclCPU != nil || c.Lost {
 			t.Errorf("--no-cpu-time: a call with %d ns on the CPU", *c.InclCPU)
 		}
 	}

@@ -95,6 +95,9 @@ func CallsText(w io.Writer, calls []trace.CallInfo) error {
 			call += " (did not return)"
 		}
 		cpu := "-"
+		if c.CPULost {
+			cpu = "lost" // a context switch in it went unseen
+		}
 		if c.InclCPU != nil {
 			cpu = Duration(float64(*c.InclCPU))
 		}

@@ -232,6 +232,9 @@ type CallInfo struct {
 	Args       []Arg   `json:"args,omitempty"`
 	Ret        string  `json:"ret,omitempty"`
 	Unreturned bool    `json:"unreturned,omitempty"`
+	// CPULost: the time on the CPU was being measured but one of the
+	// thread's context switches in the call went unseen.
+	CPULost bool `json:"cpu_lost,omitempty"`
 }
 
 // Args decodes a call's arguments by its probe's parameters; without
@@ -368,7 +371,7 @@ func Slowest(p *profile.Profile, re *regexp.Regexp, n int) []CallInfo {
 		c := &p.Calls[i]
 		pr := &p.Probes[c.Probe]
 		ci := CallInfo{Function: pr.Function, Start: float64(c.Start-p.StartTime) / 1e9, Incl: c.Inclusive(), Excl: c.Exclusive(),
-			PID: c.PID, TID: c.TID, Depth: c.Depth, Caller: CallerName(p, c), Args: Args(pr, c), Unreturned: c.Unreturned()}
+			PID: c.PID, TID: c.TID, Depth: c.Depth, Caller: CallerName(p, c), Args: Args(pr, c), Unreturned: c.Unreturned(), CPULost: c.CPULost()}
 		if c.HasCPU() {
 			in, ex := c.InclusiveCPU(), c.ExclusiveCPU()
 			ci.InclCPU, ci.ExclCPU = &in, &ex

@@ -691,10 +691,20 @@ func (t *Tracer) DetachProbes(ids []uint32, wait time.Duration) {
 	if len(entries) == 0 {
 		return
 	}
-	t.closing.Add(1)
+	// Closing a link takes the probe's handler off at once and then
+	// waits for the grace period; the breakpoint goes only when the
+	// return link, which shares it, goes too. So the returns are closed
+	// wait after the entries' close begins, not after it ends: otherwise
+	// every call keeps trapping for the whole grace period (hundreds of
+	// milliseconds on a busy machine), the cost dynamic probing is there
+	// to remove.
+	t.closing.Add(2)
 	go func() {
 		defer t.closing.Done()
 		closeLinks(entries)
+	}()
+	go func() {
+		defer t.closing.Done()
 		if len(rets) > 0 {
 			time.Sleep(wait)
 			closeLinks(rets)

@@ -146,6 +146,9 @@ calls), export --format chrome and diff. Patterns (#N sampling, --lib,
 			if opt.KeepHot < 0 {
 				opt.KeepHot = 0 // no pipeline: off unless given
 			}
+			if opt.Budget < 0 {
+				opt.Budget = 0 // off unless given or in the basic pipeline
+			}
 			if err := opt.validate(); err != nil {
 				return err
 			}
@@ -238,6 +241,7 @@ calls), export --format chrome and diff. Patterns (#N sampling, --lib,
 	f.StringVar(&optimize, "optimize", "", "a pipeline of Perun's optimizations: basic (call-graph shaping strict, dynamic baseline strict), advanced (diff tracing semi-strict, shaping soft, dynamic baseline and sampling soft) or full (diff tracing strict, shaping prune, static baseline, dynamic baseline and sampling soft, dynamic probing 100000); flags given set their method")
 	f.StringVar(&opt.Stats, "stats", "", "the earlier statistics dynamic baseline, dynamic sampling and --keep-hot start from: @REV, a stored trace of that commit (default: the last trace of this build)")
 	f.Float64Var(&opt.KeepHot, "keep-hot", -1, "keep, whatever call-graph shaping and the baselines say, the functions over this per cent of the exclusive time earlier traces of the build recorded (default 1 with --optimize, else 0: off)")
+	f.Float64Var(&opt.Budget, "probe-budget", -1, "after the other methods, leave out the functions deepest in the call graph until at most this per cent of those matched (at least 10) are probed, counting those --keep-hot and diff tracing protect, which stay (default 10 with --optimize basic, else 0: off)")
 	f.StringArrayVar(&opt.HotFrom, "hot-from", nil, "with --keep-hot or --optimize: judge which functions are hot by the CPU samples of this recording of culprit record of the same program and workload (untraced, so not inflated by the probes' cost) instead of earlier traces; repeatable, to pool runs")
 	f.StringArrayVar(&noOpt, "no-optimize", nil, "switch off one method of the --optimize pipeline: "+strings.Join(optNames, ", ")+"; repeatable")
 	f.Float64Var(&o.TrapBudget, "trap-budget", 0, "most probe traps a second, on average (each costs the program 1-10 µs, two per call): above it every probe is removed for a pause after each --window, and the calls made then are not recorded (as culprit variance does); 0: no limit, every call recorded")

@@ -38,6 +38,11 @@ type optimizations struct {
 	// set again after an interval that doubles (the pipelines' way of
 	// keeping frequently called functions affordable).
 	HotProbing uint64
+	// Budget > 0 bounds the functions probed, after the other methods, to
+	// this per cent of those matched (at least 10), the protected ones
+	// counted (culprit's, on in the basic pipeline: 10, Perun's
+	// min_functions_ratio).
+	Budget float64
 	// Stats (@REV) takes the earlier Dynamic Stats from a stored trace of
 	// that commit instead of the last trace of this build.
 	Stats string
@@ -63,6 +68,9 @@ func (o *optimizations) pipeline(name string, off []string) error {
 	}
 	if name != "" && o.KeepHot < 0 {
 		o.KeepHot = 1
+	}
+	if name == "basic" && o.Budget < 0 {
+		o.Budget = 10
 	}
 	// The hot functions kept are probed dynamically with Perun's
 	// re-attaching threshold, probing_reattach_coefficient (0.2) times
@@ -204,7 +212,7 @@ func readProgram(exe string, pid int, pats []tracer.Pattern) (*program, error) {
 // missing is switched off, saying why. Diff tracing alone keeps only what
 // changed; with other methods it protects what changed from them.
 func preOptimize(o *tracer.Options, opt optimizations, exe string, pid int, diffBase, diffGit string, pipeline bool, stderr io.Writer) error {
-	if exe == "" || opt.Shaping == "" && opt.Static == "" && opt.Diff == "" && opt.Sampling == "" && opt.Baseline == "" {
+	if exe == "" || opt.Shaping == "" && opt.Static == "" && opt.Diff == "" && opt.Sampling == "" && opt.Baseline == "" && opt.Budget <= 0 {
 		return nil // no program found: the launch says so
 	}
 	pr, err := readProgram(exe, pid, o.Patterns)
@@ -250,7 +258,7 @@ func preOptimize(o *tracer.Options, opt optimizations, exe string, pid int, diff
 			}
 		}
 	}
-	if opt.KeepHot > 0 && (opt.Shaping != "" || opt.Static != "" || opt.Baseline != "") {
+	if opt.KeepHot > 0 && (opt.Shaping != "" || opt.Static != "" || opt.Baseline != "" || opt.Budget > 0) {
 		hot, from, err := hotFunctions(pr, opt)
 		if err != nil {
 			return err
@@ -305,6 +313,28 @@ func preOptimize(o *tracer.Options, opt optimizations, exe string, pid int, diff
 			return err
 		}
 		exclude(ex)
+	}
+	if opt.Budget > 0 && len(pr.probed) > 0 {
+		if pr.levels == nil {
+			fmt.Fprintf(stderr, "culprit: the probe budget is off: %s has no %s to order the functions from\n", filepath.Base(pr.exe), pr.root)
+		} else {
+			var left []string
+			for _, f := range pr.probed {
+				if !o.Exclude[f] {
+					left = append(left, f)
+				}
+			}
+			n := max(int(float64(len(pr.probed))*opt.Budget/100), 10)
+			ex := (&trace.CallGraph{Callees: pr.cg}).Budget(left, changed, pr.levels, n)
+			if len(ex) > 0 {
+				out := map[string]bool{}
+				for _, f := range ex {
+					out[f] = true
+				}
+				exclude(out)
+				fmt.Fprintf(stderr, "culprit: the probe budget (%g%% of %d functions) leaves out %d more of the %d left, those deepest in the call graph\n", opt.Budget, len(pr.probed), len(ex), len(left))
+			}
+		}
 	}
 	if opt.Sampling != "" {
 		sm, ok := map[string]trace.Sampling{"soft": trace.SamplingSoft, "strict": trace.SamplingStrict}[opt.Sampling]

@@ -65,6 +65,33 @@ func TestLevelsAndTrim(t *testing.T) {
 	}
 }
 
+// The budget keeps the protected functions and fills the rest by level,
+// then by how many functions each reaches; unreached ones go first.
+func TestBudget(t *testing.T) {
+	g := &CallGraph{Callees: map[string][]string{
+		"main": {"a", "x"}, "a": {"b", "c"}, "x": nil, "b": {"c"}, "c": nil, "orphan": {"c"},
+	}}
+	lv := g.Levels("main")
+	probed := []string{"a", "b", "c", "main", "orphan", "x"}
+	cases := []struct {
+		n         int
+		protected map[string]bool
+		want      []string
+	}{
+		{6, nil, nil},
+		{3, nil, []string{"b", "c", "orphan"}},      // main, then a (reaches 3) before x (reaches 1)
+		{2, nil, []string{"b", "c", "orphan", "x"}}, // level 1 cut: a reaches more than x
+		{3, map[string]bool{"c": true, "orphan": true}, []string{"a", "b", "x"}}, // two protected leave room for main only
+		{1, map[string]bool{"c": true, "b": true}, []string{"a", "main", "orphan", "x"}},
+	}
+	for _, c := range cases {
+		got := g.Budget(probed, c.protected, lv, c.n)
+		if !reflect.DeepEqual(got, c.want) {
+			t.Errorf("budget %d, protected %v: left out %v, want %v", c.n, c.protected, got, c.want)
+		}
+	}
+}
+
 func TestDynamicSampling(t *testing.T) {
 	lv := map[string]int{"main": 0, "a": 1, "b": 3, "deep": 40}
 	st := map[string]FuncStats{

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -1009,6 +1010,69 @@ func TestTraceHotFrom(t *testing.T) {
 	}
 	if _, errs, code := run(t, "trace", "--hot-from", ref, "-f", "leaf", "-o", rec(t), "--", bin, "leaf", "1"); code != 2 || !strings.Contains(errs, "--hot-from goes with") {
 		t.Errorf("--hot-from alone: exit %d, %s", code, errs)
+	}
+}
+
+// --probe-budget bounds the functions probed after every method to a
+// share of those matched (at least 10), in trimming's order: main, then
+// level 1, then level 2 by how much each reaches. The functions
+// --keep-hot protects count toward it and stay, however deep: hot, where
+// tracewide spends its time, three levels down.
+func TestTraceProbeBudget(t *testing.T) {
+	testutil.NeedRoot(t)
+	t.Setenv("CULPRIT_TRACE_STATS", t.TempDir())
+	bin := testutil.C(t, "tracewide", []string{"tracewide.c"}, "-O2", "-g")
+	written := regexp.MustCompile(`calls of (\d+) functions written`)
+	probed := func(errs string) int {
+		m := written.FindStringSubmatch(errs)
+		if m == nil {
+			t.Fatalf("no summary line in:\n%s", errs)
+		}
+		n, _ := strconv.Atoi(m[1])
+		return n
+	}
+	mids := func(r traceJSON, errs string) {
+		t.Helper()
+		for _, f := range []string{"main", "mid0", "mid1", "mid2", "mid3", "mid4", "mid5"} {
+			if got, _ := r.calls(f); got != 1 {
+				t.Errorf("%s: %d calls recorded, want 1 (the top levels come first)\n%s", f, got, errs)
+			}
+		}
+	}
+	out := rec(t)
+	_, errs, code := run(t, "trace", "--probe-budget", "10", "-f", "*", "-o", out, "--", bin, "1000")
+	if code != 0 || !strings.Contains(errs, "the probe budget (10% of") {
+		t.Fatalf("exit %d, %s", code, errs)
+	}
+	if n := probed(errs); n != 10 {
+		t.Errorf("%d functions probed, want 10 (the least the budget allows)\n%s", n, errs)
+	}
+	r := traceReport(t, out)
+	mids(r, errs)
+	if got, _ := r.calls("hot"); got != 0 {
+		t.Errorf("hot: %d calls recorded, want none: it is three levels down", got)
+	}
+
+	ref := rec(t)
+	if _, errs, code := run(t, "record", "-F", "4999", "-o", ref, "--", bin, "20000000"); code != 0 {
+		t.Fatalf("record: exit %d, %s", code, errs)
+	}
+	out = rec(t)
+	_, errs, code = run(t, "trace", "--optimize", "basic", "--hot-from", ref, "--no-optimize", "dynamic-probing", "-f", "*", "-o", out, "--", bin, "20000")
+	if code != 0 || !strings.Contains(errs, "the probe budget (10% of") {
+		t.Fatalf("exit %d, %s", code, errs)
+	}
+	if n := probed(errs); n != 10 {
+		t.Errorf("basic pipeline: %d functions probed, want 10\n%s", n, errs)
+	}
+	r = traceReport(t, out)
+	mids(r, errs)
+	if got, _ := r.calls("hot"); got != 20000 {
+		t.Errorf("hot: %d calls recorded, want all 20000: it is over 1%% of the run\n%s", got, errs)
+	}
+	_, errs, code = run(t, "trace", "--optimize", "basic", "--no-optimize", "call-graph-shaping", "--probe-budget", "0", "-f", "*", "-o", rec(t), "--", bin, "1")
+	if code != 0 || strings.Contains(errs, "probe budget") || probed(errs) <= 10 {
+		t.Errorf("--probe-budget 0: exit %d, %s", code, errs)
 	}
 }
 

@@ -71,6 +71,7 @@ cases=(
 	"p:f|--optimize full --keep-hot 0"
 	"p:b+hot|--optimize basic $HOT"
 	"p:b+hot-dp|--optimize basic $HOT --no-optimize dynamic-probing"
+	"p:b+hot-nb|--optimize basic $HOT --probe-budget 0"
 	"p:a+hot|--optimize advanced $HOT"
 	"p:f+hot|--optimize full $HOT"
 )

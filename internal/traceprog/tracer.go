@@ -694,20 +694,23 @@ func (t *Tracer) DetachProbes(ids []uint32, wait time.Duration) {
 	// Closing a link takes the probe's handler off at once and then
 	// waits for the grace period; the breakpoint goes only when the
 	// return link, which shares it, goes too. So the returns are closed
-	// wait after the entries' close begins, not after it ends: otherwise
-	// every call keeps trapping for the whole grace period (hundreds of
-	// milliseconds on a busy machine), the cost dynamic probing is there
-	// to remove.
+	// wait after every entry's close has begun, not after they end:
+	// otherwise every call keeps trapping for the whole grace period
+	// (hundreds of milliseconds on a busy machine), the cost dynamic
+	// probing is there to remove.
+	var begun sync.WaitGroup
+	begun.Add(len(entries))
 	t.closing.Add(2)
 	go func() {
 		defer t.closing.Done()
-		closeLinks(entries)
+		closeLinks(entries, begun.Done)
 	}()
 	go func() {
 		defer t.closing.Done()
 		if len(rets) > 0 {
+			begun.Wait()
 			time.Sleep(wait)
-			closeLinks(rets)
+			closeLinks(rets, nil)
 		}
 	}()
 }
@@ -715,12 +718,16 @@ func (t *Tracer) DetachProbes(ids []uint32, wait time.Duration) {
 // closeLinks closes links, many at once: closing a uprobe link waits for
 // an SRCU grace period, which closes made together share (one after the
 // other, thousands of per-probe links took minutes on a busy machine).
-func closeLinks(ls []link.Link) {
+// begun, if not nil, is called once per link as its close begins.
+func closeLinks(ls []link.Link, begun func()) {
 	const parallel = 256
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, parallel)
 	for _, l := range ls {
 		if l == nil {
+			if begun != nil {
+				begun()
+			}
 			continue
 		}
 		wg.Add(1)
@@ -729,6 +736,9 @@ func closeLinks(ls []link.Link) {
 			defer wg.Done()
 			defer func() { <-sem }()
 			defer func() { recover() }() // a collector goroutine never ends culprit
+			if begun != nil {
+				begun()
+			}
 			l.Close()
 		}()
 	}
@@ -759,7 +769,7 @@ func (t *Tracer) Pause() {
 		o.entry, o.ret = nil, nil
 	}
 	t.links, t.rets = nil, nil
-	closeLinks(ls)
+	closeLinks(ls, nil)
 	// No program runs now: closing a link waits for those in flight.
 	var key uint64
 	var keys []uint64
@@ -791,11 +801,11 @@ func (t *Tracer) Detach() {
 		o.entry, o.ret = nil, nil
 	}
 	t.links, t.rets = nil, nil
-	closeLinks(entries)
+	closeLinks(entries, nil)
 	if slices.ContainsFunc(rets, func(l link.Link) bool { return l != nil }) {
 		time.Sleep(retireWait)
 	}
-	closeLinks(rets)
+	closeLinks(rets, nil)
 	t.closing.Wait()
 }
 

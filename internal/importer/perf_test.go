@@ -217,22 +217,37 @@ func TestPerfCPUClock(t *testing.T) {
 }
 
 // TestPerfKernel: the kernel frames of write(2), from cpu-clock samples of
-// syscalls.
+// syscalls. Samples in the system call tracing hooks (syscall_trace_enter,
+// syscall_exit_work) are left out of the share: they run only while some
+// tool on the machine traces system calls (another profiler's BPF program
+// on raw_syscalls, say), and then they can take as much of each call as
+// the write itself.
 func TestPerfKernel(t *testing.T) {
 	bin := testutil.C(t, "syscalls", []string{"syscalls.c"}, "-O2", "-g")
 	text, counts := perfScript(t, []string{"-e", "cpu-clock", "-g"}, bin, "300000")
 	p, _ := importPerf(t, text, counts)
-	writes := 0
+	writes, hooked := 0, 0
 	for _, s := range p.Samples {
+		write, hook := false, false
 		for _, f := range frames(p, s) {
 			if f.Kernel && strings.Contains(f.Function, "sys_write") && f.Object == "[kernel.kallsyms]" {
-				writes++
-				break
+				write = true
+			}
+			if f.Kernel && (f.Function == "syscall_trace_enter" || f.Function == "syscall_exit_work") {
+				hook = true
 			}
 		}
+		switch {
+		case write:
+			writes++
+		case hook:
+			hooked++
+		}
 	}
-	if writes < len(p.Samples)/5 {
-		t.Errorf("%d of %d samples in a *sys_write* kernel function", writes, len(p.Samples))
+	rest := len(p.Samples) - hooked
+	t.Logf("%d of %d samples in a *sys_write* kernel function, %d more in system call tracing hooks", writes, rest, hooked)
+	if rest <= 0 || writes < rest/5 {
+		t.Errorf("%d of %d samples (%d more in tracing hooks) in a *sys_write* kernel function", writes, rest, hooked)
 	}
 }
 

@@ -16,9 +16,9 @@
 // sum((y−ŷ)²)/sum((y−ȳ)²)); the constant model explains no variance and has
 // R² 0 (it is the best model when no other is reliable). A fit needs at least 3 points with distinct x; it is reliable when
 // R² ≥ 0.5. The best model is the one with the highest R², except that a
-// model whose unexplained variance 1 − R² is at most twice the best's plus
-// BestTolerance counts as equally good, and then the one lowest in the order
-// constant < logarithmic < linear < quadratic < power < exponential wins:
+// reliable model whose unexplained variance 1 − R² is at most twice the
+// best's plus BestTolerance counts as equally good, and then the one lowest
+// in the order constant < logarithmic < linear < quadratic < power < exponential wins:
 // with few, noisy points power (any exponent) fits linear data a hair better
 // than the line does, and the simpler model is the truthful one.
 //
@@ -288,7 +288,10 @@ func Best(fits []Fit) Fit {
 		return fits[0]
 	}
 	for _, f := range fits { // in growth order
-		if f.Kind != Constant && 1-f.R2 <= 2*(1-top)+BestTolerance {
+		// An unreliable model is never as good: with a best R² of 0.6,
+		// twice its unexplained variance would let a logarithm that
+		// explains 0.2 of it beat the line.
+		if f.Kind != Constant && f.Reliable() && 1-f.R2 <= 2*(1-top)+BestTolerance {
 			return f
 		}
 	}

@@ -146,6 +146,20 @@ func TestModelOrderFromThreeSizes(t *testing.T) {
 	}
 }
 
+// TestBestIsReliable: a model that is not reliable itself never counts as
+// good as the best, however generous twice the best's unexplained variance
+// is when the best explains little more than half.
+func TestBestIsReliable(t *testing.T) {
+	fits := []Fit{{Kind: Constant}, {Kind: Logarithmic, R2: 0.38}, {Kind: Linear, R2: 0.59}, {Kind: Quadratic, R2: 0.60}}
+	if k := Best(fits).Kind; k != Linear {
+		t.Errorf("best of log 0.38, linear 0.59, quadratic 0.60: %s, want linear", k)
+	}
+	fits[2].R2 = 0.45 // quadratic alone is reliable
+	if k := Best(fits).Kind; k != Quadratic {
+		t.Errorf("best of log 0.38, linear 0.45, quadratic 0.60: %s, want quadratic", k)
+	}
+}
+
 func TestIntegral(t *testing.T) {
 	for _, f := range []Fit{{Kind: Constant, B0: 2}, {Kind: Logarithmic, B0: 1, B1: 2}, {Kind: Linear, B0: 1, B1: 2},
 		{Kind: Quadratic, B0: 1, B1: 2}, {Kind: Power, B0: 1.5, B1: 2}, {Kind: Exponential, B0: 0.3, B1: 2}} {

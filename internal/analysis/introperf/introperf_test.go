@@ -723,6 +723,46 @@ func TestRankOnePathPerUserContext(t *testing.T) {
 	}
 }
 
+// The kernel variants of a user context in an idle wait all cost the same
+// (the wait counts 0): the one listed is where the time went, the sleep,
+// not the variant first by name (here an interrupt taken on the way in).
+func TestRankIdleVariantByTime(t *testing.T) {
+	var base, buggy []event
+	tm := uint64(0)
+	for i := 0; i < 10; i++ {
+		tm += 100
+		base = append(base, event{t: tm, stack: []string{"main", "other"}, kind: recording.EventCPU})
+	}
+	tm = 0
+	for i := 0; i < 10; i++ {
+		tm += 100
+		buggy = append(buggy, event{t: tm, stack: []string{"main", "flush", "lib:nanosleep", "k:a_interrupt"}, kind: recording.EventCPU})
+		tm += 10
+		buggy = append(buggy, event{t: tm, stack: []string{"main", "flush", "lib:nanosleep", "k:do_nanosleep", "k:schedule"}, kind: recording.EventSwitch, arg: 1})
+		tm += 3000
+		buggy = append(buggy, event{t: tm, stack: []string{"main", "other"}, kind: recording.EventCPU})
+	}
+	funcs := NewFuncTable()
+	rb := Analyze(build(base), Options{Funcs: funcs})
+	rg := Analyze(build(buggy), Options{Funcs: funcs})
+	var costs []float64
+	for _, p := range Rank(rb, rg, RankOptions{AllLeaves: true}) {
+		if p.Frames[1].Func.Name == "flush" {
+			costs = append(costs, p.Cost)
+		}
+	}
+	if len(costs) != 2 || costs[0] != costs[1] {
+		t.Fatalf("the two variants through flush cost %v, want two equal costs", costs)
+	}
+	for _, p := range Rank(rb, rg, RankOptions{}) {
+		if p.Frames[1].Func.Name == "flush" {
+			if leaf := p.Frames[len(p.Frames)-1].Func.Name; leaf != "schedule" {
+				t.Errorf("listed the variant ending in %s, want the sleep (do_nanosleep > schedule)", leaf)
+			}
+		}
+	}
+}
+
 func TestInstanceSpanKeepsWaits(t *testing.T) {
 	// Preempted at 12 until 1012: work's latency leaves the wait out, its
 	// span on the sample clock keeps it, so that main's span still holds

@@ -40,9 +40,9 @@ type RankOptions struct {
 	// AllLeaves lists every root-to-leaf path, as the paper does. By
 	// default the paths that differ only in their kernel frames (the same
 	// user calling context entering the kernel by a system call, an
-	// interrupt or a context switch) are listed once, the costliest of them:
-	// otherwise one user context fills the top of the list with its kernel
-	// variants.
+	// interrupt or a context switch) are listed once, the costliest of them
+	// (of equal cost, the one costliest with idle waits counted): otherwise one
+	// user context fills the top of the list with its kernel variants.
 	AllLeaves bool
 }
 
@@ -110,6 +110,13 @@ type RankedPath struct {
 	Hottest   int         // index in Frames of the frame with Rank 1
 	Grew      int         // index in Frames of the frame whose latency grew most over the base
 	Candidate int         // index in Frames of the root-cause candidate (see Rank)
+	// whole is Cost with idle waits counted, in aggressive latencies: it
+	// orders paths of equal Cost, which are common when idle waits count 0
+	// or a wait's time goes to the callers it shares with the next event
+	// (conservative latencies): every kernel variant of one sleeping user
+	// context then costs the same, and the variant listed for that context
+	// is to be where its time went, the sleep, not the first by name.
+	whole float64
 }
 
 // CandidateFrame returns the root-cause candidate's frame.
@@ -158,13 +165,16 @@ func (r RankedPath) Names() []string {
 // functions in the same order, itself a root-to-leaf path there), or 0 when
 // the base run has no such path; it ranks each path's frames by their
 // latency in the buggy run and orders the paths by cost, highest first
-// (ties by path names). Both results must have been built by Analyze, which
-// normalises the trees. A nil base ranks the buggy run on its own.
+// (ties by the aggressive cost with idle waits counted, then by path
+// names). Both results must have been built by Analyze, which normalises
+// the trees. A nil base ranks the buggy run on its own.
 func Rank(base, buggy *Result, o RankOptions) []RankedPath {
 	if buggy == nil {
 		return nil
 	}
 	lat := o.Latency
+	wholeOpts := o
+	wholeOpts.Mode = Aggressive
 	scale := 1.0
 	if o.Scaled && base != nil {
 		if tb, tg := ownSum(base.Tree, o.Mode), ownSum(buggy.Tree, o.Mode); tb > 0 && tg > 0 {
@@ -191,6 +201,10 @@ func Rank(base, buggy *Result, o RankOptions) []RankedPath {
 			if baseNodes != nil && baseNodes[i] != nil {
 				pf.Base = lat(baseNodes[i])
 				pf.BaseCount = baseNodes[i].Count
+			}
+			rp.whole += wholeOpts.Latency(v) * scale
+			if baseNodes != nil && baseNodes[i] != nil {
+				rp.whole -= wholeOpts.Latency(baseNodes[i])
 			}
 			if idle {
 				pf.Latency, pf.Base = 0, 0
@@ -244,6 +258,9 @@ func Rank(base, buggy *Result, o RankOptions) []RankedPath {
 	sort.SliceStable(idx, func(a, b int) bool {
 		if out[idx[a]].Cost != out[idx[b]].Cost {
 			return out[idx[a]].Cost > out[idx[b]].Cost
+		}
+		if out[idx[a]].whole != out[idx[b]].whole {
+			return out[idx[a]].whole > out[idx[b]].whole
 		}
 		return keys[idx[a]] < keys[idx[b]]
 	})

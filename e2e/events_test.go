@@ -2,8 +2,14 @@ package e2e
 
 import (
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/culprit-dev/culprit/internal/loader"
 	"github.com/culprit-dev/culprit/internal/profile"
@@ -112,7 +118,10 @@ func TestSyscallAndSwitchEvents(t *testing.T) {
 // stacks (kernel frames from the tracing hook, user frames repaired through
 // libc's wrapper to write_many), and nothing lost (the BPF ring holds the
 // whole run's records even if the recorder never drained it); context
-// switches start at the scheduler function perf's do.
+// switches start at the scheduler function perf's do. Another tool tracing
+// the same tracepoints (another culprit's BPF program) runs meanwhile: it
+// makes the kernel call the probes through __traceiter_<tracepoint>, which
+// must not change the stacks.
 func TestBPFSyscallEvents(t *testing.T) {
 	testutil.NeedRoot(t)
 	bin := testutil.C(t, "syscalls", []string{"syscalls.c"}, "-O2", "-g")
@@ -157,8 +166,10 @@ func TestBPFSyscallEvents(t *testing.T) {
 		}
 		return n, p
 	}
+	stop := otherTracer(t)
 	viaPerf, _ := stacks("--perf-events")
 	viaBPF, p := stacks()
+	stop()
 	if p.Lost != 0 {
 		t.Errorf("%d records lost through the BPF program", p.Lost)
 	}
@@ -245,4 +256,34 @@ func TestSwitchInsideSystemCall(t *testing.T) {
 		t.Errorf("%d switches inside a read or write, %d with the loop's chain; others: %s", inside, complete, strings.Join(bad, "; "))
 	}
 	t.Logf("%d switches inside a read or write", inside)
+}
+
+// otherTracer runs another culprit recording system calls and context
+// switches through its BPF program (attached to raw_syscalls and
+// sched_switch for the whole machine, filtered by process), as another tool
+// tracing the machine would, until the returned function is called.
+func otherTracer(t *testing.T) (stop func()) {
+	t.Helper()
+	dir := t.TempDir()
+	ready := filepath.Join(dir, "pid")
+	// The program is attached before the command starts.
+	cmd := exec.Command(culprit, "record", "--events", "cpu,syscalls,sched", "-o", filepath.Join(dir, "other.rec"),
+		"--", "sh", "-c", "echo $$ >"+ready+".tmp && mv "+ready+".tmp "+ready+" && exec sleep 600")
+	var errb strings.Builder
+	cmd.Stderr = &errb
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var pid int
+	waitFor(t, "another culprit to start its command", func() bool {
+		b, err := os.ReadFile(ready)
+		pid, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		return err == nil && pid > 0
+	})
+	return func() {
+		unix.Kill(pid, unix.SIGKILL)
+		if err := cmd.Wait(); err != nil && cmd.ProcessState.ExitCode() != 128+int(unix.SIGKILL) {
+			t.Errorf("the other culprit: %v\n%s", err, errb.String())
+		}
+	}
 }

@@ -344,7 +344,10 @@ type session struct {
 
 	// sys records system call events when they go through the BPF
 	// program (syscalls.go); nil when through perf or not recorded.
-	sys       *syscallprog.Tracer
+	sys *syscallprog.Tracer
+	// tracing trims the tracing code off the kernel chains of perf's
+	// tracepoint samples; nil when no tracepoint is sampled.
+	tracing   *syscallprog.TracingCode
 	sysBuf    []byte     // the stack copies of the drain's records
 	sysEvents []sysEvent // the drain's records
 	sysStacks map[int64][]uint64
@@ -476,6 +479,11 @@ func newSession(o Options, meta recording.Meta) (*session, error) {
 	}
 	s.exes, s.awaiting = map[uint32]string{}, map[uint32]bool{}
 	s.syscallsViaBPF()
+	for _, k := range s.kinds {
+		if k.tp != nil && !k.userChain && s.tracing == nil {
+			s.tracing = syscallprog.NewTracingCode()
+		}
+	}
 	meta.StartUnixNano = time.Now().UnixNano()
 	meta.StartClock = monotonic()
 	s.meta = meta
@@ -916,6 +924,12 @@ func (s *session) write1(r *perf.Sample, k *eventKind, user []uint64, truncated 
 	if st.Drop {
 		s.res.Dropped++
 		return
+	}
+	if k.tp != nil && s.tracing != nil {
+		// Another tool's probe on the same tracepoint puts the kernel's
+		// probe iterator under perf's chain: cut, the chain starts at the
+		// tracepoint whatever else traces the machine.
+		r.Kernel = s.tracing.Trim(r.Kernel)
 	}
 	s.kernelSymbols(r.Kernel)
 	s.res.Samples++

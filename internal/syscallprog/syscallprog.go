@@ -153,8 +153,7 @@ type Tracer struct {
 	rd                                *ringbuf.Reader
 	rec                               ringbuf.Record
 	stackBuf                          []uint64
-	tracing                           *tracingCode
-	tracingRead                       chan struct{} // closed when tracing is read
+	tracing                           *TracingCode
 	copyBytes                         int
 }
 
@@ -174,16 +173,7 @@ func New(o Options) (*Tracer, error) {
 	if ringBytes == 0 {
 		ringBytes = 16 << 20
 	}
-	// /proc/kallsyms takes the kernel 0.1 s to format on a quiet machine
-	// (1 s at load 30): read while the command starts, needed only when
-	// the first kernel chain is, and cached until the next boot.
-	tc, read := &tracingCode{}, make(chan struct{})
-	t := &Tracer{tracing: tc, tracingRead: read, copyBytes: copyBytes}
-	go func() {
-		defer close(read)
-		defer func() { recover() }() // no tracing code known: kernel chains keep their frames
-		*tc = readTracingCode()
-	}()
+	t := &Tracer{tracing: NewTracingCode(), copyBytes: copyBytes}
 	fail := func(err error) (*Tracer, error) {
 		t.Close()
 		return nil, explain(err)
@@ -300,14 +290,43 @@ func (t *Tracer) Stack(id int64) []uint64 {
 }
 
 // KernelStack is Stack for a kernel call chain, without its innermost
-// frames in the tracing code that ran the program (the program itself,
-// bpf_trace_runN, __bpf_trace_<tracepoint>, and __traceiter_<tracepoint>
-// when another tracer also attached to the tracepoint): it starts where
-// the tracepoint is, as perf's call chain at a tracepoint does.
+// frames in the tracing code that ran the program (TracingCode.Trim): it
+// starts where the tracepoint is, as perf's call chain at a tracepoint does.
 func (t *Tracer) KernelStack(id int64) []uint64 {
-	st := t.Stack(id)
-	<-t.tracingRead
-	for len(st) > 0 && t.tracing.has(st[0]) {
+	return t.tracing.Trim(t.Stack(id))
+}
+
+// TracingCode is where the kernel's tracing code lies, read in the
+// background from /proc/kallsyms or its cache.
+type TracingCode struct {
+	c    tracingCode
+	read chan struct{} // closed when c is read
+}
+
+// NewTracingCode starts reading where the kernel's tracing code lies and
+// returns at once. /proc/kallsyms takes the kernel 0.1 s to format on a
+// quiet machine (1 s at load 30): it is read while the command starts,
+// needed only when the first kernel chain is, and cached until the next
+// boot.
+func NewTracingCode() *TracingCode {
+	tc := &TracingCode{read: make(chan struct{})}
+	go func() {
+		defer close(tc.read)
+		defer func() { recover() }() // no tracing code known: kernel chains keep their frames
+		tc.c = readTracingCode()
+	}()
+	return tc
+}
+
+// Trim returns a kernel call chain (innermost first) without its innermost
+// frames in the tracing code that ran at a tracepoint: a BPF program,
+// bpf_trace_runN, __bpf_trace_<tracepoint>, and __traceiter_<tracepoint>,
+// which runs the tracepoint's probes when more than one tool attached to
+// it (perf's own chain at the tracepoint then starts there too; with one
+// probe, the kernel calls it straight from the tracepoint's site).
+func (tc *TracingCode) Trim(st []uint64) []uint64 {
+	<-tc.read
+	for len(st) > 0 && tc.c.has(st[0]) {
 		st = st[1:]
 	}
 	return st

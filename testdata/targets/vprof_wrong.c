@@ -70,6 +70,7 @@ struct cleaner {
 	struct pages *pg;
 	atomic_int stop;
 	uint64_t out;
+	clockid_t paced_by; /* the CPU-time clock of the recovering thread */
 };
 
 static uint32_t crc_table[256];
@@ -255,8 +256,11 @@ noinline void recv_recovery_from_checkpoint(const struct log *log, const struct 
 	free(t);
 }
 
-/* The page cleaner wakes up every 4 ms, compresses the pages with a
- * run-length coder and sums the output (Fletcher). */
+/* The page cleaner runs a pass for every 4 ms of CPU time the recovery
+ * uses (every 4 ms on an idle machine): it compresses the pages with a
+ * run-length coder and sums the output (Fletcher). Paced by the recovery's
+ * CPU time, not the wall clock, its share of the run is the same however
+ * busy the machine is. */
 noinline int rle_page(const unsigned char *page, unsigned char *out)
 {
 	int o = 0;
@@ -281,16 +285,28 @@ noinline uint32_t fletcher32(const unsigned char *p, int n)
 	return b << 16 | a;
 }
 
+static long long cpu_ns(clockid_t clk)
+{
+	struct timespec ts;
+	clock_gettime(clk, &ts);
+	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
 noinline void *page_cleaner(void *arg)
 {
 	struct cleaner *c = arg;
 	unsigned char out[512];
 	uint64_t sum = 0;
-	struct timespec nap = {0, 4000000};
+	struct timespec nap = {0, 1000000};
+	long long next = 0;
 	while (!atomic_load_explicit(&c->stop, memory_order_relaxed)) {
-		for (int p = 0; p < N_PAGES; p++) {
-			int n = rle_page(c->pg->data[p], out);
-			sum += fletcher32(out, n);
+		long long now = cpu_ns(c->paced_by);
+		if (now >= next) {
+			for (int p = 0; p < N_PAGES; p++) {
+				int n = rle_page(c->pg->data[p], out);
+				sum += fletcher32(out, n);
+			}
+			next = now + 4000000;
 		}
 		nanosleep(&nap, NULL);
 	}
@@ -320,6 +336,7 @@ noinline uint64_t server_start(const struct config *cfg)
 	struct pool pool = {.n_pages = cfg->pool_pages, .n_reserved = RESERVED_PAGES};
 	struct pages *pg = calloc(1, sizeof *pg);
 	struct cleaner c = {.pg = pg};
+	pthread_getcpuclockid(pthread_self(), &c.paced_by);
 	pthread_t th;
 	pthread_create(&th, NULL, page_cleaner, &c);
 	recv_recovery_from_checkpoint(&log, &pool, pg);

@@ -278,13 +278,13 @@ func TestAttachDetach(t *testing.T) {
 	if f.Samples == 0 || f.Samples > maxSamples(c1-c0+20*time.Millisecond) || f.total("busy") < 0.5 {
 		t.Errorf("attach for 700ms: %d samples in %v of the target's CPU time, busy %.2f", f.Samples, c1-c0, f.total("busy"))
 	}
-	// Until Ctrl-C, sent once the target has used 400 ms of CPU time while
-	// sampled: at 999 Hz about 400 samples; half of them is the bound.
+	// Until Ctrl-C, sent once the recording holds 200 samples: all of them
+	// are in it when culprit ends.
 	out = rec(t)
-	attachFor(t, pid, 400*time.Millisecond, "-o", out)
+	attachFor(t, pid, out, 200)
 	f = flat(t, out)
 	if f.Samples < 200 || f.total("busy") < 0.5 {
-		t.Errorf("attach for 400 ms of CPU time: %d samples, busy %.2f", f.Samples, f.total("busy"))
+		t.Errorf("attach until 200 samples: %d samples, busy %.2f", f.Samples, f.total("busy"))
 	}
 	err := target.Wait()
 	if target.ProcessState.ExitCode() != 3 {

@@ -138,20 +138,25 @@ func alive(pid int) bool {
 	return ok
 }
 
-// attachFor runs culprit record -p pid with args until the process has used
-// d of CPU time while sampled, then stops culprit as Ctrl-C would; the test
-// fails if culprit does not end cleanly.
-func attachFor(t *testing.T, pid int, d time.Duration, args ...string) {
+// attachFor runs culprit record -p pid -o out with args until the recording,
+// still being written, holds n samples, then stops culprit as Ctrl-C would;
+// the test fails if culprit does not end cleanly. Counted in samples, not in
+// the CPU time /proc gives the process: that counts all of its time on a
+// CPU, the kernel's included, where a collector may sample user time only
+// (the ptrace collector's stops make much of it on a busy machine).
+func attachFor(t *testing.T, pid int, out string, n int, args ...string) {
 	t.Helper()
-	cmd := exec.Command(culprit, append([]string{"record", "-p", strconv.Itoa(pid)}, args...)...)
+	cmd := exec.Command(culprit, append([]string{"record", "-p", strconv.Itoa(pid), "-o", out}, args...)...)
 	var errb strings.Builder
 	cmd.Stderr = &errb
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
-	waitSampling(t, cmd.Process.Pid, 1)
-	waitCPU(t, pid, d)
+	waitFor(t, fmt.Sprintf("the recording to hold %d samples", n), func() bool {
+		_, got := samplesSoFar(t, out)
+		return got >= n
+	})
 	cmd.Process.Signal(os.Interrupt)
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()

@@ -438,8 +438,9 @@ func TestHistoryCheck(t *testing.T) {
 // element at each call, about 6.5 ns more per call: 40,000 calls, one in 40
 // traced, make it grow by some 13 µs from first to last, against about
 // 9 µs of uprobe traps in every call whose cost varies by up to 3 µs on a
-// busy machine, so the line explains nearly all of its variance and the
-// logarithm no more than 0.85. lookup does the same work at every call, but
+// busy machine: the line explains most of its variance (0.6 to 1.0 across
+// loads) and beats the logarithm by more than chance does with 1000
+// points. lookup does the same work at every call, but
 // its traps slow a little as insert_sorted's growing array crowds the
 // caches (0.1–0.3 µs over the run): a fit may call that growth linear, so
 // the test asks that lookup's fitted growth be small next to

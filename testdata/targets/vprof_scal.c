@@ -313,6 +313,7 @@ struct logwriter {
 	atomic_int stop;
 	uint64_t out;
 	clockid_t paced_by; /* the CPU-time clock of the thread serving requests */
+	long long due;      /* its time of the next pass, ns */
 };
 
 noinline uint64_t log_block_checksum(const unsigned char *p, int n)
@@ -326,23 +327,31 @@ noinline uint64_t log_block_checksum(const unsigned char *p, int n)
 /* The log writer checksums the buffer for every 1 ms of CPU time the
  * requests use (every 1 ms on an idle machine): paced by their CPU time,
  * not the wall clock, its share of the run is the same however busy the
- * machine is. */
+ * machine is. checksum_due waits for the next pass; 0 once the writer is
+ * to stop. */
+noinline int checksum_due(struct logwriter *lw)
+{
+	struct timespec nap = {0, 250000};
+	while (!atomic_load_explicit(&lw->stop, memory_order_relaxed)) {
+		struct timespec ts;
+		clock_gettime(lw->paced_by, &ts);
+		long long t = ts.tv_sec * 1000000000LL + ts.tv_nsec;
+		if (t >= lw->due) {
+			lw->due = t + 1000000;
+			return 1;
+		}
+		nanosleep(&nap, NULL);
+	}
+	return 0;
+}
+
 noinline void *log_writer(void *arg)
 {
 	struct logwriter *lw = arg;
 	uint64_t sum = 0;
-	struct timespec nap = {0, 250000};
-	long long next = 0;
-	while (!atomic_load_explicit(&lw->stop, memory_order_relaxed)) {
-		struct timespec ts;
-		clock_gettime(lw->paced_by, &ts);
-		long long now = ts.tv_sec * 1000000000LL + ts.tv_nsec;
-		if (now >= next) {
-			for (int off = 0; off < (int)sizeof lw->buf; off += 512)
-				sum += log_block_checksum(lw->buf + off, 512);
-			next = now + 1000000;
-		}
-		nanosleep(&nap, NULL);
+	while (checksum_due(lw)) {
+		for (int off = 0; off < (int)sizeof lw->buf; off += 512)
+			sum += log_block_checksum(lw->buf + off, 512);
 	}
 	lw->out = sum;
 	return NULL;

@@ -71,6 +71,7 @@ struct cleaner {
 	atomic_int stop;
 	uint64_t out;
 	clockid_t paced_by; /* the CPU-time clock of the recovering thread */
+	long long due;      /* its time of the next pass, ns */
 };
 
 static uint32_t crc_table[256];
@@ -292,23 +293,32 @@ static long long cpu_ns(clockid_t clk)
 	return ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+/* pass_due waits until the recovery has used 4 ms of CPU time since the
+ * cleaner's last pass; 0 once the cleaner is to stop. */
+noinline int pass_due(struct cleaner *c)
+{
+	struct timespec nap = {0, 1000000};
+	while (!atomic_load_explicit(&c->stop, memory_order_relaxed)) {
+		long long t = cpu_ns(c->paced_by);
+		if (t >= c->due) {
+			c->due = t + 4000000;
+			return 1;
+		}
+		nanosleep(&nap, NULL);
+	}
+	return 0;
+}
+
 noinline void *page_cleaner(void *arg)
 {
 	struct cleaner *c = arg;
 	unsigned char out[512];
 	uint64_t sum = 0;
-	struct timespec nap = {0, 1000000};
-	long long next = 0;
-	while (!atomic_load_explicit(&c->stop, memory_order_relaxed)) {
-		long long now = cpu_ns(c->paced_by);
-		if (now >= next) {
-			for (int p = 0; p < N_PAGES; p++) {
-				int n = rle_page(c->pg->data[p], out);
-				sum += fletcher32(out, n);
-			}
-			next = now + 4000000;
+	while (pass_due(c)) {
+		for (int p = 0; p < N_PAGES; p++) {
+			int n = rle_page(c->pg->data[p], out);
+			sum += fletcher32(out, n);
 		}
-		nanosleep(&nap, NULL);
 	}
 	c->out = sum;
 	return NULL;

@@ -25,9 +25,8 @@
 // that a recorder falling behind loses a few repaired frames before it
 // loses records.
 //
-// Processes the traced ones fork are traced too: a program on
-// sched_process_fork adds the child's thread group when its parent's is
-// traced (the offsets of task_struct's fields come from the kernel's BTF).
+// Processes the traced ones fork are traced too: the traced processes are
+// a follow.Set, shared with the recording's other programs.
 //
 // cilium/ebpf loads the programs and reads the maps; the programs are
 // written with its asm package (package bpfasm), so that culprit needs no
@@ -55,6 +54,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/culprit-dev/culprit/internal/bpfasm"
+	"github.com/culprit-dev/culprit/internal/follow"
 	"github.com/culprit-dev/culprit/internal/userfile"
 )
 
@@ -124,6 +124,9 @@ type Options struct {
 	Switches bool
 	// Syscalls records system call entries and exits.
 	Syscalls bool
+	// Follow is the set of processes traced (nil: New makes one of its
+	// own); Add and Remove change it.
+	Follow *follow.Set
 }
 
 // Event is one record of the program: a system call's entry (with its
@@ -147,21 +150,23 @@ type Event struct {
 
 // Tracer is the loaded and attached program with its maps.
 type Tracer struct {
-	tgids, stacks, ring, lost, kcache *ebpf.Map
-	progs                             []*ebpf.Program
-	links                             []link.Link
-	rd                                *ringbuf.Reader
-	rec                               ringbuf.Record
-	stackBuf                          []uint64
-	tracing                           *TracingCode
-	copyBytes                         int
+	follow                     *follow.Set
+	ownFollow                  bool // made by New, closed by Close
+	stacks, ring, lost, kcache *ebpf.Map
+	progs                      []*ebpf.Program
+	links                      []link.Link
+	rd                         *ringbuf.Reader
+	rec                        ringbuf.Record
+	stackBuf                   []uint64
+	tracing                    *TracingCode
+	copyBytes                  int
 }
 
 // New loads the programs and attaches them to the tracepoints. No process
 // is traced until Add.
 func New(o Options) (*Tracer, error) {
 	_ = unix.Setrlimit(unix.RLIMIT_MEMLOCK, &unix.Rlimit{Cur: unix.RLIM_INFINITY, Max: unix.RLIM_INFINITY})
-	offs, err := bpfasm.TaskOffsets("to follow forks", "tgid", "exit_state")
+	offs, err := bpfasm.TaskOffsets("to record switches", "exit_state")
 	if err != nil {
 		return nil, err
 	}
@@ -178,8 +183,13 @@ func New(o Options) (*Tracer, error) {
 		t.Close()
 		return nil, explain(err)
 	}
-	if t.tgids, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_sctgid", Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: 4096}); err != nil {
-		return fail(err)
+	t.follow = o.Follow
+	if t.follow == nil {
+		if t.follow, err = follow.New(); err != nil {
+			t.Close()
+			return nil, err
+		}
+		t.ownFollow = true
 	}
 	if t.stacks, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_scstack", Type: ebpf.StackTrace, KeySize: 4, ValueSize: MaxStack * 8, MaxEntries: 16384}); err != nil {
 		return fail(err)
@@ -193,18 +203,18 @@ func New(o Options) (*Tracer, error) {
 	if t.kcache, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_sckst", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 4}); err != nil {
 		return fail(err)
 	}
-	m := fds{tgids: t.tgids.FD(), stacks: t.stacks.FD(), ring: t.ring.FD(), lost: t.lost.FD(), kcache: t.kcache.FD()}
+	m := fds{tgids: t.follow.FD(), stacks: t.stacks.FD(), ring: t.ring.FD(), lost: t.lost.FD(), kcache: t.kcache.FD()}
 	type prog struct {
 		tp  string
 		ins asm.Instructions
 	}
-	progs := []prog{{"sched_process_fork", forkProgram(m, offs[0])}}
+	var progs []prog
 	if o.Syscalls {
 		progs = append(progs, prog{"sys_enter", enterProgram(m, o.KernelStacks, copyBytes, ringBytes)},
 			prog{"sys_exit", exitProgram(m, o.KernelStacks)})
 	}
 	if o.Switches {
-		progs = append(progs, prog{"sched_switch", switchProgram(m, copyBytes, ringBytes, offs[1], o.Syscalls)})
+		progs = append(progs, prog{"sched_switch", switchProgram(m, copyBytes, ringBytes, offs[0], o.Syscalls)})
 	}
 	for _, p := range progs {
 		prog, err := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Name: fmt.Sprintf("culprit_%d", os.Getpid()%10000000),
@@ -230,11 +240,11 @@ func explain(err error) error { return bpfasm.LoadError("system call", err) }
 
 // Add traces a thread group (a process) and the processes it forks.
 func (t *Tracer) Add(tgid uint32) error {
-	return t.tgids.Update(tgid, uint32(1), ebpf.UpdateAny)
+	return t.follow.Add(tgid)
 }
 
 // Remove stops tracing a process (it exited).
-func (t *Tracer) Remove(tgid uint32) { _ = t.tgids.Delete(tgid) }
+func (t *Tracer) Remove(tgid uint32) { t.follow.Remove(tgid) }
 
 // Drain calls fn for each record in the ring, oldest first. The Event and
 // its Stack are reused.
@@ -490,7 +500,10 @@ func (t *Tracer) Close() {
 	if t.rd != nil {
 		t.rd.Close()
 	}
-	for _, m := range []*ebpf.Map{t.tgids, t.stacks, t.ring, t.lost, t.kcache} {
+	if t.ownFollow {
+		t.follow.Close()
+	}
+	for _, m := range []*ebpf.Map{t.stacks, t.ring, t.lost, t.kcache} {
 		if m != nil {
 			m.Close()
 		}
@@ -819,31 +832,4 @@ func kernelStack(b *bpfasm.Builder, m fds, kernel bool, slot int32) {
 		asm.StoreMem(asm.R1, 0, asm.R0, asm.DWord),
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("kdone"),
 	)
-}
-
-// forkProgram: sched_process_fork(parent, child): a traced process's child
-// is traced.
-func forkProgram(m fds, tgidOff int32) asm.Instructions {
-	var b bpfasm.Builder
-	traced(&b, m)
-	b.Emit(
-		asm.Mov.Reg(asm.R1, asm.RFP),
-		asm.Add.Imm(asm.R1, -16),
-		asm.Mov.Imm(asm.R2, 4),
-		asm.LoadMem(asm.R3, rCtx, 8, asm.DWord),
-		asm.Add.Imm(asm.R3, tgidOff),
-		asm.FnProbeReadKernel.Call(),
-		asm.JNE.Imm(asm.R0, 0, "done"),
-		asm.StoreImm(asm.RFP, -24, 1, asm.Word),
-		asm.LoadMapPtr(asm.R1, m.tgids),
-		asm.Mov.Reg(asm.R2, asm.RFP),
-		asm.Add.Imm(asm.R2, -16),
-		asm.Mov.Reg(asm.R3, asm.RFP),
-		asm.Add.Imm(asm.R3, -24),
-		asm.Mov.Imm(asm.R4, 0),
-		asm.FnMapUpdateElem.Call(),
-		asm.Mov.Imm(asm.R0, 0).WithSymbol("done"),
-		asm.Return(),
-	)
-	return b.Ins
 }

@@ -1,0 +1,189 @@
+// Package follow keeps, in the kernel, the set of processes a recording
+// follows: a BPF hash map of thread group ids that a program on
+// sched_process_fork extends with the children of the processes in it, at
+// the fork, before the child runs. The BPF programs that record a target
+// (system calls and switches, internal/syscallprog; CPU samples of per-CPU
+// cpu-clock events, Filter) turn away every other thread with one lookup.
+//
+// The programs are written with cilium/ebpf's asm package (package
+// bpfasm), so that culprit needs no clang.
+package follow
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
+
+	"github.com/culprit-dev/culprit/internal/bpfasm"
+)
+
+// MaxProcesses bounds the processes followed at once.
+const MaxProcesses = 4096
+
+// Set is the followed processes and the program that adds their children.
+type Set struct {
+	tgids  *ebpf.Map
+	fork   *ebpf.Program
+	link   link.Link
+	filter *ebpf.Program // loaded by the first Filter
+}
+
+// New makes an empty set and attaches its fork program. Nothing outlives
+// the recorder: no object is pinned.
+func New() (*Set, error) {
+	// Kernels before 5.11 charge BPF memory to RLIMIT_MEMLOCK.
+	_ = unix.Setrlimit(unix.RLIMIT_MEMLOCK, &unix.Rlimit{Cur: unix.RLIM_INFINITY, Max: unix.RLIM_INFINITY})
+	tgidOff, err := TaskOffset("tgid")
+	if err != nil {
+		return nil, err
+	}
+	s := &Set{}
+	fail := func(err error) (*Set, error) {
+		s.Close()
+		return nil, bpfasm.LoadError("process-following", err)
+	}
+	if s.tgids, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_follow", Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: MaxProcesses}); err != nil {
+		return fail(err)
+	}
+	if s.fork, err = ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Name: progName(), Type: ebpf.RawTracepoint, License: "GPL",
+		Instructions: forkProgram(s.tgids.FD(), tgidOff)}, ebpf.ProgramOptions{LogSizeStart: 1 << 16}); err != nil {
+		return fail(err)
+	}
+	if s.link, err = link.AttachRawTracepoint(link.RawTracepointOptions{Name: "sched_process_fork", Program: s.fork}); err != nil {
+		return fail(err)
+	}
+	return s, nil
+}
+
+// progName names the programs after the process, so that a test can tell
+// them apart.
+func progName() string { return fmt.Sprintf("culprit_%d", os.Getpid()%10000000) }
+
+// Add follows a process (a thread group) and the processes it forks from
+// now on.
+func (s *Set) Add(tgid uint32) error {
+	return s.tgids.Update(tgid, uint32(1), ebpf.UpdateAny)
+}
+
+// Remove stops following a process (it exited).
+func (s *Set) Remove(tgid uint32) { _ = s.tgids.Delete(tgid) }
+
+// Has reports whether a process is followed.
+func (s *Set) Has(tgid uint32) bool {
+	var v uint32
+	return s.tgids.Lookup(tgid, &v) == nil
+}
+
+// FD is the map's file descriptor, for programs that test membership (Emit).
+func (s *Set) FD() int { return s.tgids.FD() }
+
+// Filter makes a sampling perf event (a per-CPU cpu-clock event) keep only
+// the samples of followed processes: the others are dropped in the
+// kernel's overflow handler before anything is written.
+func (s *Set) Filter(perfFD int) error {
+	if s.filter == nil {
+		var b bpfasm.Builder
+		Emit(&b, s.FD(), "keep")
+		b.Emit(
+			asm.Mov.Imm(asm.R0, 0),
+			asm.Return(),
+			asm.Mov.Imm(asm.R0, 1).WithSymbol("keep"),
+			asm.Return(),
+		)
+		p, err := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Name: progName(), Type: ebpf.PerfEvent, License: "GPL",
+			Instructions: b.Ins}, ebpf.ProgramOptions{LogSizeStart: 1 << 16})
+		if err != nil {
+			return bpfasm.LoadError("sample filter", err)
+		}
+		s.filter = p
+	}
+	if err := unix.IoctlSetInt(perfFD, unix.PERF_EVENT_IOC_SET_BPF, s.filter.FD()); err != nil {
+		return fmt.Errorf("attaching culprit's sample filter to a perf event: %w", err)
+	}
+	return nil
+}
+
+// Emit emits a test of the current thread's process: a jump to label when
+// it is followed, else on to the next instruction. It overwrites R0–R5
+// (save the context first) and the stack slot at -4 from R10.
+func Emit(b *bpfasm.Builder, fd int, label string) {
+	b.Emit(
+		asm.FnGetCurrentPidTgid.Call(),
+		asm.RSh.Imm(asm.R0, 32),
+		asm.StoreMem(asm.RFP, -4, asm.R0, asm.Word),
+	)
+	b.Lookup(fd, -4)
+	b.Emit(asm.JNE.Imm(asm.R0, 0, label))
+}
+
+// Close detaches the programs and frees the map.
+func (s *Set) Close() {
+	if s == nil {
+		return
+	}
+	if s.link != nil {
+		s.link.Close()
+	}
+	// cilium's Close methods accept nil: parts a failed New never made.
+	for _, c := range []interface{ Close() error }{s.fork, s.filter, s.tgids} {
+		c.Close()
+	}
+	*s = Set{}
+}
+
+// TaskOffset is the offset of a field of the kernel's task_struct, from
+// its BTF.
+func TaskOffset(field string) (int32, error) {
+	spec, err := btf.LoadKernelSpec()
+	if err != nil {
+		return 0, fmt.Errorf("reading the kernel's BTF (needed to follow forks): %w", err)
+	}
+	var task *btf.Struct
+	if err := spec.TypeByName("task_struct", &task); err != nil {
+		return 0, fmt.Errorf("task_struct in the kernel's BTF: %w", err)
+	}
+	for _, mb := range task.Members {
+		if mb.Name == field {
+			return int32(mb.Offset.Bytes()), nil
+		}
+	}
+	return 0, errors.New("no task_struct." + field + " in the kernel's BTF")
+}
+
+// forkProgram: sched_process_fork(parent, child), a raw tracepoint whose
+// arguments are the two task_structs: a followed process's child is
+// followed. A new thread of a followed process finds its thread group
+// there already.
+func forkProgram(fd int, tgidOff int32) asm.Instructions {
+	var b bpfasm.Builder
+	b.Emit(asm.Mov.Reg(asm.R6, asm.R1))
+	Emit(&b, fd, "followed")
+	b.Emit(
+		asm.Ja.Label("done"),
+		// The child's tgid: ctx->args[1] is the child's task_struct.
+		asm.Mov.Reg(asm.R1, asm.RFP).WithSymbol("followed"),
+		asm.Add.Imm(asm.R1, -16),
+		asm.Mov.Imm(asm.R2, 4),
+		asm.LoadMem(asm.R3, asm.R6, 8, asm.DWord),
+		asm.Add.Imm(asm.R3, tgidOff),
+		asm.FnProbeReadKernel.Call(),
+		asm.JNE.Imm(asm.R0, 0, "done"),
+		asm.StoreImm(asm.RFP, -24, 1, asm.Word),
+		asm.LoadMapPtr(asm.R1, fd),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, -16),
+		asm.Mov.Reg(asm.R3, asm.RFP),
+		asm.Add.Imm(asm.R3, -24),
+		asm.Mov.Imm(asm.R4, 0),
+		asm.FnMapUpdateElem.Call(),
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("done"),
+		asm.Return(),
+	)
+	return b.Ins
+}

@@ -41,6 +41,11 @@ const (
 type Config struct {
 	Tracepoint *Tracepoint // sample this tracepoint instead of cpu-clock
 	Period     uint64      // for tracepoints: one sample every Period hits (0 = 1)
+	// Sideband opens a dummy event that samples nothing: only its mmap,
+	// comm and task records (and switches with ContextSwitch) are written,
+	// with the sample's identifying fields, for cpu-clock events opened
+	// per CPU rather than on the task.
+	Sideband bool
 	// NoSideband leaves mmap, comm and task records to another event of the
 	// same task, so that they are not reported twice.
 	NoSideband bool
@@ -58,6 +63,7 @@ type Config struct {
 	StackBytes    int  // bytes of user stack copied per sample (0: none)
 	ExcludeKernel bool // sample user mode only (needed without privileges)
 	Inherit       bool // follow threads and children created after opening
+	Disabled      bool // opened stopped, until Enable
 	MaxStack      int  // deepest call chain the kernel walks (0: kernel default)
 	// UserRegs are the user registers sampled, perf_regs.h bits within
 	// RegsMask (0: RegsMask); the others decode as 0.
@@ -99,11 +105,17 @@ func (c Config) attr() *unix.PerfEventAttr {
 		// tracepoint whatever the period (perf_swevent_event), so leave it out.
 		a.Sample_type = a.Sample_type&^unix.PERF_SAMPLE_PERIOD | unix.PERF_SAMPLE_RAW
 	}
+	if c.Sideband {
+		a.Config = unix.PERF_COUNT_SW_DUMMY
+	}
 	if c.NoSideband {
 		a.Bits &^= unix.PerfBitMmap | unix.PerfBitMmap2 | unix.PerfBitComm | unix.PerfBitCommExec | unix.PerfBitTask
 	}
 	if c.Inherit {
 		a.Bits |= unix.PerfBitInherit
+	}
+	if c.Disabled {
+		a.Bits |= unix.PerfBitDisabled
 	}
 	if c.ContextSwitch {
 		a.Bits |= unix.PerfBitContextSwitch

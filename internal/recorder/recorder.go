@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/culprit-dev/culprit/internal/collector"
+	"github.com/culprit-dev/culprit/internal/follow"
 	"github.com/culprit-dev/culprit/internal/perf"
 	"github.com/culprit-dev/culprit/internal/proc"
 	"github.com/culprit-dev/culprit/internal/recording"
@@ -77,6 +78,16 @@ type Options struct {
 	// percent (0 to 90): the events tick jitterTicks() times faster and a
 	// BPF program keeps one tick in a random number of them.
 	Jitter float64
+	// ThreadClock samples CPU time with cpu-clock events on the target's
+	// threads (one per thread and CPU, inherited by new threads and
+	// children), as perf record -p does, instead of one event per CPU
+	// whose samples a BPF program keeps only for the followed processes
+	// (the default, as perf record -a, filtered). A thread's event restarts
+	// its timer each time the thread is switched in, which on a VM is an
+	// exit to the hypervisor: 2–3 µs per switch, +25–30% of the CPU time of
+	// a server that switches once per request (docs/performance.md).
+	// Chosen by itself where per-CPU events or BPF are refused.
+	ThreadClock bool
 	// FastStart cuts the launched command's wait for the kernel's first
 	// task-bound perf event by an expedited RCU grace period (perf.FastStart).
 	FastStart bool
@@ -323,6 +334,15 @@ type session struct {
 	kseen    map[uint64]bool // kernel function starts already written
 	kaddr    map[uint64]bool // kernel addresses already resolved
 
+	// follow is the set of processes followed in the kernel (nil without
+	// BPF); perCPU says CPU time is sampled by one cpu-clock event per CPU
+	// that it filters (cpuClocks: opened), the target's threads then
+	// having dummy events for the mmap, comm and task records.
+	follow    *follow.Set
+	perCPU        bool
+	cpuClocks     bool
+	clocksStarted bool
+
 	buf   []byte
 	offs  []int
 	items []item
@@ -474,6 +494,7 @@ func newSession(o Options, meta recording.Meta) (*session, error) {
 	s.pidfd = -1
 	s.state = o.State
 	s.mem, _ = o.State.(collector.MemoryState)
+	s.startFollowing()
 	if s.mem != nil || o.Jitter > 0 {
 		s.startSnapshots(mainExe(meta))
 	}
@@ -512,8 +533,12 @@ func (s *session) begin() {
 		}
 	}
 	meta.Event = strings.Join(evs, ",")
+	meta.Extra = map[string]string{}
 	if o.EventPeriod > 1 {
-		meta.Extra = map[string]string{"event_period": strconv.Itoa(o.EventPeriod)}
+		meta.Extra["event_period"] = strconv.Itoa(o.EventPeriod)
+	}
+	if s.perCPU {
+		meta.Extra["cpu_clock"] = "per-cpu"
 	}
 	meta.Frequency = o.Frequency
 	meta.CallGraph = o.CallGraph
@@ -578,7 +603,10 @@ func (s *session) openEvents(tids []int) error {
 			return err
 		}
 	}
-	return s.attachSnapshots()
+	if err := s.attachSnapshots(); err != nil {
+		return err
+	}
+	return s.startCPUClocks()
 }
 
 func (s *session) openKind(tids []int, k *eventKind, noSideband bool) error {
@@ -604,6 +632,20 @@ func (s *session) openKind(tids []int, k *eventKind, noSideband bool) error {
 			cfg.StackBytes = min(cfg.StackBytes, 1024)
 		}
 	}
+	if k.tp == nil && s.perCPU && !s.cpuClocks {
+		if err := s.openCPUClocks(cfg, k, pages); err != nil {
+			return err
+		}
+	}
+	if k.tp == nil && s.perCPU {
+		// CPU time comes from the per-CPU events: the threads' events
+		// only report what the samples need (mappings, names, forks),
+		// unless another kind's events do.
+		if noSideband {
+			return nil
+		}
+		cfg.Sideband = true
+	}
 	for _, tid := range tids {
 		for _, cpu := range s.cpus {
 			ev, err := perf.Open(cfg, tid, cpu, -1)
@@ -623,23 +665,62 @@ func (s *session) openKind(tids []int, k *eventKind, noSideband bool) error {
 				return err
 			}
 			s.events = append(s.events, ev)
-			if k.tp == nil {
+			if k.tp == nil && !s.perCPU {
 				s.clockEvents = append(s.clockEvents, ev)
 			}
-			if r := s.ring(cpu, k); r != nil {
-				if err := ev.SetOutput(r.Event); err != nil {
-					return err
-				}
-				continue
-			}
-			r, err := perf.MapRingAtMost(ev, pages, minRingPages)
-			if err != nil {
+			if err := s.output(ev, cpu, k, pages); err != nil {
 				return err
 			}
-			s.smallRing(r, pages)
-			s.rings = append(s.rings, ring{Ring: r, kind: k, last: monotonic()})
 		}
 	}
+	return nil
+}
+
+// openCPUClocks opens the cpu-clock event of each CPU, which samples
+// whatever runs there and keeps, in its BPF program, the samples of the
+// followed processes. Where the kernel refuses per-CPU events (a user
+// without CAP_PERFMON), it closes what it opened and falls back to events
+// on the threads.
+func (s *session) openCPUClocks(cfg perf.Config, k *eventKind, pages int) error {
+	cfg.Inherit, cfg.NoSideband, cfg.Disabled = false, true, true
+	var evs []*perf.Event
+	for _, cpu := range s.cpus {
+		ev, err := perf.Open(cfg, -1, cpu, -1)
+		if err != nil {
+			for _, e := range evs {
+				e.Close()
+			}
+			if errors.Is(err, perf.ErrPermission) {
+				s.perCPU = false
+				return nil
+			}
+			return err
+		}
+		evs = append(evs, ev)
+	}
+	s.cpuClocks = true
+	for i, ev := range evs {
+		s.events = append(s.events, ev)
+		s.clockEvents = append(s.clockEvents, ev)
+		if err := s.output(ev, s.cpus[i], k, pages); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// output sends an event's records to its CPU's ring for its kind, mapping
+// the ring if it is the first.
+func (s *session) output(ev *perf.Event, cpu int, k *eventKind, pages int) error {
+	if r := s.ring(cpu, k); r != nil {
+		return ev.SetOutput(r.Event)
+	}
+	r, err := perf.MapRingAtMost(ev, pages, minRingPages)
+	if err != nil {
+		return err
+	}
+	s.smallRing(r, pages)
+	s.rings = append(s.rings, ring{Ring: r, kind: k, last: monotonic()})
 	return nil
 }
 
@@ -816,6 +897,9 @@ func (s *session) handle(rec any) {
 		if exit && r.PID == r.TID {
 			delete(s.spaces, r.PID)
 			s.forget(r.PID)
+			if s.follow != nil {
+				s.follow.Remove(r.PID)
+			}
 			if s.sys != nil {
 				s.sys.Remove(r.PID)
 			}
@@ -1018,6 +1102,8 @@ func (s *session) close() {
 		s.pidfd = -1
 	}
 	s.closeSnapshots()
+	s.follow.Close()
+	s.follow = nil
 }
 
 // abandon undoes a session that could not start.

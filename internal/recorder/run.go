@@ -96,6 +96,11 @@ func Launch(o Options, argv []string) (Result, error) {
 	s.plan(uint32(pid), first.exe) // copies at samples from the first one
 	s.adopt(held)
 	s.o.StackBytes = <-stackBytes
+	if err := s.followProcess(pid); err != nil {
+		child.Kill()
+		s.abandon()
+		return Result{}, err
+	}
 	if err := s.openEvents([]int{pid}); err != nil {
 		child.Kill()
 		s.abandon()
@@ -202,6 +207,10 @@ func Attach(o Options, pid int, stop <-chan struct{}) (Result, error) {
 	}
 	s.begin()
 	defer oneCore()()
+	if err := s.followProcess(pid); err != nil {
+		s.abandon()
+		return Result{}, err
+	}
 	// Open on every thread; threads created meanwhile are picked up by
 	// listing again until the list is stable (later ones are inherited).
 	opened := map[int]bool{}

@@ -104,7 +104,7 @@ type snapLoad struct {
 // executable's schema follows a pointer.
 func (s *session) startSnapshots(mainExe string) {
 	l := &snapLoad{done: make(chan struct{})}
-	o := sampleprog.Options{Jitter: s.o.jitterRange(), Snapshots: s.mem != nil, Frequency: s.o.Frequency}
+	o := sampleprog.Options{Jitter: s.o.jitterRange(), Snapshots: s.mem != nil, Frequency: s.o.Frequency, Follow: s.follow}
 	go func() {
 		defer close(l.done)
 		defer func() {
@@ -149,7 +149,9 @@ func (s *session) attachSnapshots() error {
 	}
 	for ; s.attached < len(s.clockEvents); s.attached++ {
 		if err := s.snap.tk.Attach(s.clockEvents[s.attached].FD); err != nil {
-			if s.o.Jitter > 0 {
+			if s.o.Jitter > 0 || s.perCPU {
+				// Per-CPU events without their filter would record the
+				// whole machine.
 				return err
 			}
 			s.warn("heap and global values will be recorded missing: %v", err)

@@ -71,7 +71,7 @@ func (s *session) syscallsViaBPF() {
 	var sys []*eventKind
 	sideband := false
 	o := syscallprog.Options{KernelStacks: !s.o.SyscallUserStacks && !s.o.UserOnly,
-		StackBytes: min(s.o.StackBytes, sysCopyBytes), RingBytes: s.o.sysRingBytes(len(s.cpus))}
+		StackBytes: min(s.o.StackBytes, sysCopyBytes), RingBytes: s.o.sysRingBytes(len(s.cpus)), Follow: s.follow}
 	for i := range s.kinds {
 		k := &s.kinds[i]
 		switch k.event {

@@ -4,10 +4,12 @@ import (
 	"github.com/cilium/ebpf/asm"
 
 	"github.com/culprit-dev/culprit/internal/bpfasm"
+	"github.com/culprit-dev/culprit/internal/follow"
 )
 
 // The program, in outline (each part only when Options ask for it):
 //
+//	with a follow set: drop the sample (return 0) unless its process is in it
 //	with jitter: count this thread's tick down; drop the sample (return 0)
 //	    unless the countdown ends, then start a new random one
 //	buf = scratch[0]; header = {magic, tid, now, interval}; n = 0
@@ -37,14 +39,19 @@ const (
 
 // maps are the file descriptors of the program's maps.
 type maps struct {
-	plans, scratch, gscratch, events, jitter int
+	plans, scratch, gscratch, events, jitter, follow int
 }
 
 func program(m maps, o Options) asm.Instructions {
 	j := o.Jitter
 	b := &builder{}
+	b.Emit(asm.Mov.Reg(rCtx, asm.R1))
+	if m.follow >= 0 {
+		follow.Emit(&b.Builder, m.follow, "followed")
+		b.Emit(asm.Ja.Label("drop"))
+		b.Mark("followed")
+	}
 	b.Emit(
-		asm.Mov.Reg(rCtx, asm.R1),
 		asm.FnGetCurrentPidTgid.Call(),
 		asm.Mov.Reg(rSlot, asm.R0),
 		asm.StoreMem(asm.RFP, -12, asm.R0, asm.Word), // tid
@@ -145,7 +152,7 @@ func program(m maps, o Options) asm.Instructions {
 		asm.Mov.Imm(asm.R0, 1).WithSymbol("keep"),
 		asm.Return(),
 	)
-	if j.on() {
+	if j.on() || m.follow >= 0 {
 		b.Emit(
 			asm.Mov.Imm(asm.R0, 0).WithSymbol("drop"),
 			asm.Return(),

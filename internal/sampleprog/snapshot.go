@@ -49,6 +49,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/culprit-dev/culprit/internal/bpfasm"
+	"github.com/culprit-dev/culprit/internal/follow"
 )
 
 // Limits of one sample's snapshot. A plan beyond MaxAbs pieces or
@@ -161,6 +162,9 @@ type Options struct {
 	// half a second of the largest snapshots per CPU.
 	Frequency    int
 	PlannedBytes int
+	// Follow, when set, has the program keep only the samples of the
+	// processes in the set (per-CPU events sample every process).
+	Follow *follow.Set
 }
 
 // ringBytes is the output ring's size per CPU: half a second of snapshots
@@ -249,7 +253,10 @@ func New(o Options) (*Taker, error) {
 		t.Close()
 		return nil, explain(err)
 	}
-	m := maps{plans: t.plans.FD(), scratch: t.scratch.FD(), gscratch: -1, events: t.events.FD(), jitter: -1}
+	m := maps{plans: t.plans.FD(), scratch: t.scratch.FD(), gscratch: -1, events: t.events.FD(), jitter: -1, follow: -1}
+	if o.Follow != nil {
+		m.follow = o.Follow.FD()
+	}
 	if o.Snapshots {
 		t.gscratch, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_gscratch", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: gScrSize, MaxEntries: 1})
 		if err != nil {

@@ -1,0 +1,80 @@
+package recorder
+
+import (
+	"fmt"
+
+	"github.com/culprit-dev/culprit/internal/follow"
+	"github.com/culprit-dev/culprit/internal/recording"
+)
+
+// CPU time is sampled by one cpu-clock event per CPU, as perf record -a
+// does, not by events on the target's threads: a thread's event restarts
+// its timer each time the thread is switched in (an exit to the hypervisor
+// on a VM), which a server that blocks once per request pays at every
+// request; a CPU's timer runs on regardless. The samples of other
+// processes are dropped in the kernel by a BPF program on the events
+// (follow.Set.Filter, or the sampling program with it when that one runs)
+// that keeps those of the followed processes: the target, and each process
+// it forks, added at the fork (internal/follow). The target's threads keep
+// inherited events of their own, dummy ones that sample nothing, for the
+// mmap, comm, fork and exit records the samples are read with.
+//
+// What it changes: a thread's samples are those of the CPU's ticks that
+// find it running, every millisecond of the CPU's time at 999 Hz, not of
+// its own CPU time; right on average, as perf record -a. The kernel
+// prepares every tick's sample (its call chains) before the program drops
+// it, which costs the other processes of the machine what perf record -a
+// -g costs them. Where per-CPU events or BPF are refused (a user without
+// CAP_PERFMON or CAP_BPF), or with Options.ThreadClock, the events are the
+// threads' own as before.
+
+// startFollowing makes the set of followed processes when CPU time is to
+// come from per-CPU events; without it (BPF refused) they come from the
+// threads' events.
+func (s *session) startFollowing() {
+	cpu := false
+	for _, k := range s.kinds {
+		cpu = cpu || k.event == recording.EventCPU
+	}
+	if !cpu || s.o.ThreadClock || s.o.UserOnly {
+		return
+	}
+	f, err := follow.New()
+	if err != nil {
+		return
+	}
+	s.follow, s.perCPU = f, true
+}
+
+// followProcess has the per-CPU events keep the samples of process pid
+// and of the processes it forks.
+func (s *session) followProcess(pid int) error {
+	if s.follow == nil {
+		return nil
+	}
+	if err := s.follow.Add(uint32(pid)); err != nil {
+		return fmt.Errorf("following process %d: %w", pid, err)
+	}
+	return nil
+}
+
+// startCPUClocks gives the per-CPU events the filter where the sampling
+// program does not run on them, then starts them: they were opened
+// disabled, so that not one sample of another process is written.
+func (s *session) startCPUClocks() error {
+	if !s.cpuClocks || s.clocksStarted {
+		return nil
+	}
+	for _, ev := range s.clockEvents {
+		if s.snap == nil {
+			if err := s.follow.Filter(ev.FD); err != nil {
+				return err
+			}
+		}
+		if err := ev.Enable(); err != nil {
+			return fmt.Errorf("starting the cpu-clock events: %w", err)
+		}
+	}
+	s.clocksStarted = true
+	return nil
+}

@@ -338,7 +338,7 @@ type session struct {
 	// BPF); perCPU says CPU time is sampled by one cpu-clock event per CPU
 	// that it filters (cpuClocks: opened), the target's threads then
 	// having dummy events for the mmap, comm and task records.
-	follow    *follow.Set
+	follow        *follow.Set
 	perCPU        bool
 	cpuClocks     bool
 	clocksStarted bool

@@ -13,7 +13,13 @@
 # loss against bare, the server's own CPU time per request, and the events
 # recorded and lost (median). The -bpf configurations record the events
 # with culprit's BPF program (the default), the others with perf's
-# tracepoint events (--perf-events). $CULPRIT names a culprit binary to use instead
+# tracepoint events (--perf-events). CPU time comes from culprit's per-CPU
+# cpu-clock events (the default); the -thread configurations use the
+# threads' own events instead (--per-thread-clock), as perf record does:
+# perf is `perf record -F 999 -g` (per-thread events, inherited) and
+# perf-a `perf record -a -F 999 -g` (per-CPU events, every process of the
+# machine recorded), each with its samples and lost records from perf's
+# own count. $CULPRIT names a culprit binary to use instead
 # of building this tree's; $ORDER the configurations to run.
 set -euo pipefail
 runs=${1:-5}
@@ -43,6 +49,10 @@ declare -A cfg=(
 	[sched-bpf]="$c --events cpu,sched --"
 	[syscalls-bpf]="$c --events cpu,syscalls --"
 	[all-bpf]="$c --events cpu,syscalls,sched --"
+	[cpu-thread]="$c --per-thread-clock --"
+	[all-bpf-thread]="$c --events cpu,syscalls,sched --per-thread-clock --"
+	[perf]="perf record -F 999 -g -o $out/perf.data --"
+	[perf-a]="perf record -a -F 999 -g -o $out/perf.data --"
 )
 order=(${ORDER:-bare cpu sched sched-bpf syscalls syscalls-bpf all all-bpf})
 
@@ -70,7 +80,10 @@ one() {
 	kill -TERM "$spid"
 	wait "$wrapper" || true
 	local ev=0 lost=0
-	if [ -n "${cfg[$1]}" ]; then
+	if [ "${1%-a}" = perf ]; then
+		ev=$(sed -n 's/.*(\([0-9]*\) samples).*/\1/p' "$tmp/culprit.err" | tail -1)
+		lost=$(perf report -D -i "$out/perf.data" 2>/dev/null | awk '/PERF_RECORD_LOST/ { n += $NF } END { print n + 0 }')
+	elif [ -n "${cfg[$1]}" ]; then
 		ev=$(sed -n "s/.*: \([0-9]*\) samples.*written.*/\1/p" "$tmp/culprit.err" | tail -1)
 		lost=$(grep -o '[0-9]* lost' "$tmp/culprit.err" | head -1 | cut -d' ' -f1 || true)
 	fi

@@ -11,7 +11,9 @@
 #
 #   bench/samplegaps.sh [RUNS] [SECS] [FREQ]
 #
-# CONFIGS="culprit-fp perf-fp" runs only those (bare always runs);
+# CONFIGS="culprit-fp perf-fp" runs only those (bare always runs;
+# culprit-thread is culprit fp with --per-thread-clock, the threads' own
+# cpu-clock events instead of the per-CPU ones);
 # STACKS="512 4096" adds culprit fp with those --stack-size values
 # (culprit-fp-512, ...).
 #
@@ -33,6 +35,7 @@ gaps=$out/samplegaps.gaps
 declare -A cmds=(
 	[bare]=""
 	[culprit-fp]="$out/culprit record -F $freq --call-graph fp -o $out/samplegaps-fp.rec --"
+	[culprit-thread]="$out/culprit record -F $freq --call-graph fp --per-thread-clock -o $out/samplegaps-fp.rec --"
 	[culprit-dwarf]="$out/culprit record -F $freq --call-graph dwarf -o $out/samplegaps-dwarf.rec --"
 	[perf-fp]="perf record -q -k CLOCK_MONOTONIC -F $freq -e cpu-clock -g -o $out/samplegaps-perf.data --"
 	[perf-ip]="perf record -q -k CLOCK_MONOTONIC -F $freq -e cpu-clock -o $out/samplegaps-perf.data --"
@@ -51,7 +54,7 @@ for ((i = 0; i < runs; i++)); do
 		${cmds[$name]} "$out/spin" "$secs" "$gaps" >/dev/null 2>&1
 		case $name in
 		bare) line=$("$out/samplegaps" "$gaps") ;;
-		culprit-fp | culprit-fp-*) line=$("$out/samplegaps" "$gaps" "$out/samplegaps-fp.rec") ;;
+		culprit-fp | culprit-fp-* | culprit-thread) line=$("$out/samplegaps" "$gaps" "$out/samplegaps-fp.rec") ;;
 		culprit-dwarf) line=$("$out/samplegaps" "$gaps" "$out/samplegaps-dwarf.rec") ;;
 		perf-*)
 			perf script -i "$out/samplegaps-perf.data" -F time --ns 2>/dev/null >"$out/samplegaps-perf.times"

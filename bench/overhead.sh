@@ -14,7 +14,14 @@
 # TARGET=libcalls records testdata/targets/libcalls.c at -O2 without frame
 # pointers instead (time in Debian's libc, which keeps none: the case where
 # fp mode's stacks need the stack copy; ROUNDS defaults to 6000, about 2 s);
-# culprit-values is culprit-fp with --values.
+# culprit-values is culprit-fp with --values; culprit-thread is culprit-fp
+# with --per-thread-clock (cpu-clock events on the threads, not per CPU).
+# CPUTIME=1 measures the workload's own CPU time (user + system, from
+# /usr/bin/time, to 10 ms) instead of the wall time: what each sample's
+# interrupt costs the sampled thread is charged to it (this kernel has no
+# separate IRQ time accounting), and CPU time moves much less than wall
+# time when other processes share the CPUs; the recorder's start and end,
+# and its own CPU time, are left out.
 set -euo pipefail
 runs=${1:-7}
 freq=${2:-999}
@@ -40,6 +47,7 @@ esac
 declare -A cmds=(
 	[bare]=""
 	[culprit-fp]="$out/culprit record -F $freq --call-graph fp -o $out/culprit-fp.rec --"
+	[culprit-thread]="$out/culprit record -F $freq --call-graph fp --per-thread-clock -o $out/culprit-thread.rec --"
 	[culprit-values]="$out/culprit record -F $freq --values -o $out/culprit-values.rec --"
 	[culprit-dwarf]="$out/culprit record -F $freq --call-graph dwarf -o $out/culprit-dwarf.rec --"
 	[perf-fp]="perf record -q -F $freq -e cpu-clock -g -o $out/perf-fp.data --"
@@ -57,6 +65,11 @@ fi
 declare -A times
 for ((i = 0; i < runs; i++)); do
 	for name in "${order[@]}"; do
+		if [[ -n ${CPUTIME:-} ]]; then
+			${cmds[$name]} /usr/bin/time -o "$out/overhead.cpu" -f "%U %S" "${work[@]}" >/dev/null 2>&1
+			times[$name]+="$(awk '{print $1 + $2}' "$out/overhead.cpu") "
+			continue
+		fi
 		t0=$(date +%s.%N)
 		${cmds[$name]} "${work[@]}" >/dev/null 2>&1
 		t1=$(date +%s.%N)
@@ -91,7 +104,7 @@ for name in "${order[@]}"; do
 	printf "%-14s %10.3f %+9.1f%% %+11.2f%%  %s\n" "$name" "$m" "$(echo "($m / $base - 1) * 100" | bc -l)" "$(paired "$name")" "$ci"
 done
 printf "\nfiles of the last run (bytes, samples, bytes per sample):\n"
-for f in culprit-fp.rec culprit-values.rec culprit-dwarf.rec perf-fp.data perf-dwarf.data; do
+for f in culprit-fp.rec culprit-thread.rec culprit-values.rec culprit-dwarf.rec perf-fp.data perf-dwarf.data; do
 	name=${f%.*}
 	[[ " ${order[*]} " == *" $name "* ]] || continue
 	if [[ $f == *.rec ]]; then

@@ -138,7 +138,7 @@ Call-graph modes, collectors, events and values: docs/cli.md (culprit record).`,
 	f := c.Flags()
 	f.SetInterspersed(false)
 	f.IntVarP(&o.Frequency, "freq", "F", 999, "samples per second of CPU time per thread")
-	f.BoolVar(&o.ThreadClock, "per-thread-clock", false, "sample CPU time with a cpu-clock event on each thread of the target (inherited by new threads and children), as perf record -p, instead of one event per CPU whose samples a BPF program keeps for the target's processes, as perf record -a filtered (the default where BPF and per-CPU events are allowed: a thread's own event restarts its timer at each switch onto a CPU, which costs a server that blocks once per request, docs/performance.md)")
+	f.BoolVar(&o.ThreadClock, "per-thread-clock", false, "sample CPU time with a cpu-clock event on each thread of the target (inherited by new threads and children), as perf record -p, instead of one event per CPU whose samples a BPF program keeps for the target's processes, as perf record -a filtered (the default where BPF and per-CPU events are allowed, without --jitter: a thread's own event restarts its timer at each switch onto a CPU, which costs a server that blocks once per request, docs/performance.md)")
 	f.StringVar(&o.CallGraph, "call-graph", "fp", "how user stacks are unwound: fp (frame pointers, leaf repaired by CFI) or dwarf (copied stack, CFI)")
 	f.StringVarP(&o.Output, "output", "o", "culprit.rec", "recording file to write")
 	f.IntVarP(&pid, "pid", "p", 0, "attach to this running process instead of launching a command")

@@ -26,7 +26,9 @@ import (
 // it, which costs the other processes of the machine what perf record -a
 // -g costs them. Where per-CPU events or BPF are refused (a user without
 // CAP_PERFMON or CAP_BPF), or with Options.ThreadClock, the events are the
-// threads' own as before.
+// threads' own as before; also with jitter, whose clock ticks 4–10 times per
+// sample: per CPU, every CPU of the machine would take those interrupts
+// (8 µs each on a VM), busy with the target or not.
 
 // startFollowing makes the set of followed processes when CPU time is to
 // come from per-CPU events; without it (BPF refused) they come from the
@@ -36,7 +38,7 @@ func (s *session) startFollowing() {
 	for _, k := range s.kinds {
 		cpu = cpu || k.event == recording.EventCPU
 	}
-	if !cpu || s.o.ThreadClock || s.o.UserOnly {
+	if !cpu || s.o.ThreadClock || s.o.UserOnly || s.o.Jitter > 0 {
 		return
 	}
 	f, err := follow.New()

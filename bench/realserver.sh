@@ -25,7 +25,8 @@
 # REQUESTS (default 20000), CLIENTS (default 4), OUTDIR (default
 # bench/out/realserver), CONFIGS (default "record values events"; bare
 # always runs; events-perf is events through perf's tracepoint events
-# (--perf-events); perf is `perf record -F FREQ -g`, for comparison: its
+# (--perf-events); record-thread is record with --per-thread-clock (the
+# threads' own cpu-clock events); perf is `perf record -F FREQ -g`, for comparison: its
 # samples, lost samples (perf report --stats) and stacks reaching the
 # entry (perf script)). Needs root, gcc, make, python3, dpkg-dev, perf and
 # the Debian source mirror.
@@ -58,6 +59,7 @@ bench=$outdir/redis/redis-benchmark
 declare -A prefix=(
 	[bare]=""
 	[record]="$culprit record -F $freq -o $outdir/record.rec --"
+	[record-thread]="$culprit record -F $freq --per-thread-clock -o $outdir/record-thread.rec --"
 	[values]="$culprit record -F $freq --values -o $outdir/values.rec --"
 	[events]="$culprit record -F $freq --events cpu,syscalls,sched -o $outdir/events.rec --"
 	[events-perf]="$culprit record -F $freq --events cpu,syscalls,sched --perf-events -o $outdir/events-perf.rec --"

@@ -6,14 +6,21 @@
 package bpfasm
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
 	"golang.org/x/sys/unix"
+
+	"github.com/culprit-dev/culprit/internal/userfile"
 )
 
 // Builder accumulates a program's instructions.
@@ -63,7 +70,16 @@ func LoadError(what string, err error) error {
 // the running kernel, from its BTF, for programs that read the current
 // task (bpf_get_current_task). why says what needs them ("to follow
 // forks"), for the error when the kernel has no BTF or not those fields.
+// Parsing the kernel's BTF takes 20–40 ms here, which a launched command
+// would wait for at its exec, so the offsets of all of task_struct's
+// fields are cached on disk by kernel build (release and version string).
 func TaskOffsets(why string, fields ...string) ([]int32, error) {
+	path, cache := taskCache()
+	if cache {
+		if offs, ok := cachedOffsets(path, fields); ok {
+			return offs, nil
+		}
+	}
 	spec, err := btf.LoadKernelSpec()
 	if err != nil {
 		return nil, fmt.Errorf("reading the kernel's BTF (needed %s): %w", why, err)
@@ -84,5 +100,55 @@ func TaskOffsets(why string, fields ...string) ([]int32, error) {
 			return nil, fmt.Errorf("no task_struct.%s in the kernel's BTF (needed %s)", f, why)
 		}
 	}
+	if cache && userfile.MkdirAll(filepath.Dir(path)) == nil {
+		var text strings.Builder
+		for _, mb := range task.Members {
+			if mb.Name != "" && mb.Offset%8 == 0 {
+				fmt.Fprintf(&text, "%s %d\n", mb.Name, mb.Offset.Bytes())
+			}
+		}
+		_ = userfile.Replace(path, func(f *os.File) error {
+			_, err := f.WriteString(text.String())
+			return err
+		})
+	}
 	return offs, nil
+}
+
+// taskCache is the file of the running kernel's task_struct offsets.
+func taskCache() (string, bool) {
+	rel, err1 := os.ReadFile("/proc/sys/kernel/osrelease")
+	ver, err2 := os.ReadFile("/proc/sys/kernel/version")
+	dir, err3 := os.UserCacheDir()
+	if err1 != nil || err2 != nil || err3 != nil {
+		return "", false
+	}
+	h := sha256.New()
+	h.Write(rel)
+	h.Write(ver)
+	return filepath.Join(dir, "culprit", "task-"+hex.EncodeToString(h.Sum(nil)[:12])), true
+}
+
+// cachedOffsets reads fields' offsets from the cache; ok is false unless
+// it has every one.
+func cachedOffsets(path string, fields []string) (offs []int32, ok bool) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, false
+	}
+	all := map[string]int32{}
+	for _, line := range strings.Split(string(b), "\n") {
+		name, v, _ := strings.Cut(line, " ")
+		if n, err := strconv.ParseInt(v, 10, 32); err == nil {
+			all[name] = int32(n)
+		}
+	}
+	for _, f := range fields {
+		o, found := all[f]
+		if !found {
+			return nil, false
+		}
+		offs = append(offs, o)
+	}
+	return offs, true
 }

@@ -10,23 +10,15 @@
 package follow
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"strconv"
-	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
-	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 
 	"github.com/culprit-dev/culprit/internal/bpfasm"
-	"github.com/culprit-dev/culprit/internal/userfile"
 )
 
 // MaxProcesses bounds the processes followed at once.
@@ -45,10 +37,11 @@ type Set struct {
 func New() (*Set, error) {
 	// Kernels before 5.11 charge BPF memory to RLIMIT_MEMLOCK.
 	_ = unix.Setrlimit(unix.RLIMIT_MEMLOCK, &unix.Rlimit{Cur: unix.RLIM_INFINITY, Max: unix.RLIM_INFINITY})
-	tgidOff, err := TaskOffset("tgid")
+	offs, err := bpfasm.TaskOffsets("to follow forks", "tgid")
 	if err != nil {
 		return nil, err
 	}
+	tgidOff := offs[0]
 	s := &Set{}
 	fail := func(err error) (*Set, error) {
 		s.Close()
@@ -141,66 +134,6 @@ func (s *Set) Close() {
 		c.Close()
 	}
 	*s = Set{}
-}
-
-// TaskOffset is the offset of a field of the kernel's task_struct, from
-// its BTF. Parsing the kernel's BTF takes 40 ms here, which a launched
-// command would wait for at its exec, so the offsets found are cached on
-// disk by kernel build (release and version string).
-func TaskOffset(field string) (int32, error) {
-	path, cached := offsetCache()
-	if cached {
-		if b, err := os.ReadFile(path); err == nil {
-			for _, line := range strings.Split(string(b), "\n") {
-				name, v, ok := strings.Cut(line, " ")
-				if n, err := strconv.ParseInt(v, 10, 32); ok && err == nil && name == field {
-					return int32(n), nil
-				}
-			}
-		}
-	}
-	spec, err := btf.LoadKernelSpec()
-	if err != nil {
-		return 0, fmt.Errorf("reading the kernel's BTF (needed to follow forks): %w", err)
-	}
-	var task *btf.Struct
-	if err := spec.TypeByName("task_struct", &task); err != nil {
-		return 0, fmt.Errorf("task_struct in the kernel's BTF: %w", err)
-	}
-	var text strings.Builder
-	off := int32(-1)
-	for _, mb := range task.Members {
-		if mb.Name != "" && mb.Offset%8 == 0 {
-			fmt.Fprintf(&text, "%s %d\n", mb.Name, mb.Offset.Bytes())
-		}
-		if mb.Name == field {
-			off = int32(mb.Offset.Bytes())
-		}
-	}
-	if off < 0 {
-		return 0, errors.New("no task_struct." + field + " in the kernel's BTF")
-	}
-	if cached && userfile.MkdirAll(filepath.Dir(path)) == nil {
-		_ = userfile.Replace(path, func(f *os.File) error {
-			_, err := f.WriteString(text.String())
-			return err
-		})
-	}
-	return off, nil
-}
-
-// offsetCache is the file of the running kernel's task_struct offsets.
-func offsetCache() (string, bool) {
-	rel, err1 := os.ReadFile("/proc/sys/kernel/osrelease")
-	ver, err2 := os.ReadFile("/proc/sys/kernel/version")
-	dir, err3 := os.UserCacheDir()
-	if err1 != nil || err2 != nil || err3 != nil {
-		return "", false
-	}
-	h := sha256.New()
-	h.Write(rel)
-	h.Write(ver)
-	return filepath.Join(dir, "culprit", "task-"+hex.EncodeToString(h.Sum(nil)[:12])), true
 }
 
 // forkProgram: sched_process_fork(parent, child), a raw tracepoint whose

@@ -48,18 +48,3 @@ func TestForkFollowed(t *testing.T) {
 		t.Errorf("%d still in the set after Remove", self)
 	}
 }
-
-// The offsets read from the kernel's BTF and from the cache agree.
-func TestTaskOffsetCached(t *testing.T) {
-	a, err := TaskOffset("tgid")
-	if err != nil {
-		t.Fatal(err)
-	}
-	b, err := TaskOffset("tgid")
-	if err != nil || a != b || a <= 0 {
-		t.Errorf("tgid at %d, then %d (%v)", a, b, err)
-	}
-	if _, err := TaskOffset("no_such_field"); err == nil {
-		t.Errorf("a field task_struct lacks was found")
-	}
-}

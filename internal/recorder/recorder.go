@@ -949,6 +949,12 @@ func (s *session) space(pid uint32) *proc.Space {
 
 // sample completes the user call chain and writes the sample.
 func (s *session) sample(r *perf.Sample, k *eventKind) {
+	if r.PID == math.MaxUint32 || r.TID == math.MaxUint32 {
+		// A per-CPU event's tick in the last microseconds of a thread's
+		// exit, after the kernel has released its number (perf writes
+		// -1): which thread it was is no longer known.
+		return
+	}
 	user, truncated := s.userChain(r)
 	if truncated {
 		s.res.Truncated++

@@ -742,7 +742,7 @@ func (l *loader) stack(k stackKey, pid uint32) int32 {
 	frames := l.scratch[:0]
 	if st, ok := l.stacks[k.file].get(k.stack); ok {
 		b := l.addrBlocks[st.blk-1][st.off : st.off+st.size]
-		var a uint64
+		var a, inner uint64
 		for i := int32(0); len(b) > 0; i++ {
 			z, n := binary.Uvarint(b)
 			b = b[n:]
@@ -750,7 +750,11 @@ func (l *loader) stack(k stackKey, pid uint32) int32 {
 			if i < st.nkern {
 				frames = append(frames, l.kernelFrame(a, i > 0))
 			} else {
+				if i > st.nkern {
+					frames = append(frames, l.tailFrames(k.space, a, inner, i > st.nkern+1)...)
+				}
 				frames = append(frames, l.userFrames(pid, k.space, a, i > st.nkern)...)
+				inner = a
 			}
 		}
 	}
@@ -853,6 +857,33 @@ func (l *loader) userFrames(pid uint32, sp *space, addr uint64, isReturn bool) [
 	ids := l.objectFrames(m, look-m.start+m.pgoff)
 	if cacheSpace {
 		l.saddrs[sk] = ids
+	}
+	return ids
+}
+
+// tailFrames returns the frames that tail calls removed between the caller
+// frame at return address ret and the frame below it at inner (a return
+// address too when innerIsReturn), both in the space sp: the functions
+// through which ret's call reached inner's function (symbol.TailCalls),
+// innermost first, each at its jump, inlined frames included. Nil when both
+// are not in one object or nothing is missing.
+func (l *loader) tailFrames(sp *space, ret, inner uint64, innerIsReturn bool) []int32 {
+	if innerIsReturn {
+		inner--
+	}
+	m, ok := sp.find(ret - 1)
+	if !ok {
+		return nil
+	}
+	mi, ok := sp.find(inner)
+	if !ok || mi.obj != m.obj || m.obj == 0 {
+		return nil
+	}
+	var ids []int32
+	if obj := l.object(m); obj != nil {
+		for _, off := range obj.TailCalls(ret-m.start+m.pgoff, inner-mi.start+mi.pgoff) {
+			ids = append(ids, l.objectFrames(m, off)...)
+		}
 	}
 	return ids
 }

@@ -37,6 +37,11 @@ type objData struct {
 	cfi     *unwind.Table // unwind tables, loaded on first FunctionEntry; nil if none
 
 	cleanCache sync.Map // raw symbol → CleanName
+
+	tailMu sync.Mutex
+	tails  map[uint64][]tailJump  // function entry → its jumps to other functions (TailCalls)
+	calls  map[uint64]uint64      // return address → the target of the direct call before it, 0 if none
+	chains map[[2]uint64][]uint64 // (call target, inner function) → TailCalls' answer
 }
 
 // segment is a PT_LOAD program header: file [off, off+filesz) is mapped at

@@ -67,6 +67,34 @@ func TestDwarfModeReachesMain(t *testing.T) {
 	}
 }
 
+// Functions that end in a call are jumps at -O2 (tailcall.c: check jumps to
+// work, work to spin): their frames are recovered from the call before the
+// return address above the gap, in both unwinding modes.
+func TestTailCallFrames(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "tailcall", []string{"tailcall.c"}, "-O2", "-g", "-fno-omit-frame-pointer")
+	for _, mode := range []string{"fp", "dwarf"} {
+		t.Run(mode, func(t *testing.T) {
+			out := rec(t)
+			mustRun(t, "record", "--call-graph", mode, "-o", out, "--", bin, "2")
+			cl := callers(t, 5, out)
+			if cl.Samples < 100 {
+				t.Fatalf("only %d samples", cl.Samples)
+			}
+			chain := cl.share("spin", "work", "check", "step", "run")
+			t.Logf("%d samples, spin <- work <- check <- step <- run %.1f%%", cl.Samples, 100*chain)
+			if chain < 0.8 {
+				t.Errorf("spin <- work <- check <- step <- run has %.1f%% of the samples, want at least 80%%\n%+v", 100*chain, cl.Callers)
+			}
+			for _, r := range cl.Callers {
+				if p := strings.Join(r.Path, " <- "); strings.Contains(p, "spin <- step") || strings.Contains(p, "work <- step") {
+					t.Errorf("a path without the frames tail calls removed: %s (%.1f%%)", p, 100*r.Share)
+				}
+			}
+		})
+	}
+}
+
 // Inlined functions are frames of their own; GCC clones carry the source name.
 func TestInlinedFramesAndClones(t *testing.T) {
 	testutil.NeedRoot(t)

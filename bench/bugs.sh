@@ -29,6 +29,9 @@
 #              for held-out cases whose results must not be seen yet
 #   CASE...    only these cases (default: every directory with a case.conf)
 #
+# CULPRIT=BINARY uses that culprit instead of building this tree's (with -a:
+# another commit's method on the same recordings).
+#
 # Needs root (perf events), gcc, perf and jq; Debian cases also apt-get source.
 set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -47,7 +50,11 @@ shift $((OPTIND - 1))
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 culprit=$out/culprit
-CGO_ENABLED=0 go build -o "$culprit.new" "$root/cmd/culprit" && mv "$culprit.new" "$culprit"
+if [ -n "${CULPRIT:-}" ]; then
+	culprit=$(realpath "$CULPRIT") # another build, e.g. main's, to compare methods on the same recordings
+else
+	(cd "$root" && CGO_ENABLED=0 go build -o "$culprit.new" ./cmd/culprit) && mv "$culprit.new" "$culprit"
+fi
 
 cases=("$@")
 if [ ${#cases[@]} -eq 0 ]; then

@@ -541,6 +541,54 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 			}
 		}
 	}
+	// A function whose own code did its growth while its loops covered the
+	// same range as normally was called more often: the caller that called
+	// it more decides, and it ranks below that caller (docs/vprof.md, "More
+	// calls of the same work").
+	roots := bc.threadRoots(func(f int32) bool {
+		// _start is the C runtime's entry code (crt1.o), linked into the
+		// executable itself.
+		return a.system(f) || a.funcs[f].name == "_start"
+	})
+	calledMore := make([][]int, len(ids)) // function → the callers it ranks below for this
+	for i, g := range ids {
+		gr := &fs[i]
+		if !ownWork(gr) || !gr.Share.Grew() || a.system(g) {
+			continue
+		}
+		if gr.Evidence != EvidenceOwnTime && !(gr.Evidence == EvidenceVariable && inRange(gr.Var)) {
+			continue
+		}
+		loopVar, ok := a.sameWork(charged[g])
+		if !ok {
+			continue
+		}
+		var top edge
+		var topN float64
+		for e, n := range bc.edges {
+			if e.callee == g && e.caller != g && n > topN {
+				top, topN = e, n
+			}
+		}
+		j, ok := idx[top.caller]
+		if topN == 0 || !ok || a.system(top.caller) || roots[top.caller] {
+			continue
+		}
+		c := &fs[j]
+		if !c.Share.Grew() || !share(nc.edges[top], nc.n, topN, bc.n).Grew() {
+			continue
+		}
+		calledMore[i] = append(calledMore[i], j)
+		if c.Evidence == EvidenceNone || mixOnly(c) {
+			// It answers for its growth, above the callee it called more.
+			c.CalledMore = &CalledMore{Callee: gr.Name, Variable: loopVar}
+			if c.Pattern == NoPattern {
+				c.Pattern = MissingConstraint
+			}
+			score[j] = c.Share.Change
+			through[j], c.Through = -1, ""
+		}
+	}
 	// A function whose loop lingers on single iterations in the buggy runs
 	// (a loop variable whose values last longer) spends the growth of what
 	// it calls in those iterations: every function whose growth all occurs
@@ -553,11 +601,6 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 	// A thread's outermost function (main, a start routine) reads the
 	// options of everything its thread does: its reading one does not make
 	// the work below its decision.
-	roots := bc.threadRoots(func(f int32) bool {
-		// _start is the C runtime's entry code (crt1.o), linked into the
-		// executable itself.
-		return a.system(f) || a.funcs[f].name == "_start"
-	})
 	lingers := map[int32]bool{}
 	for i, f := range ids {
 		if lingering(&fs[i]) && score[i] > 0 {
@@ -590,6 +633,9 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 			}
 		}
 	}
+	for i, cs := range calledMore {
+		below[i] = append(below[i], cs...)
+	}
 	eff := make([]float64, len(ids))
 	state := make([]uint8, len(ids)) // 0 new, 1 in progress, 2 done
 	var resolve func(i int) float64
@@ -619,6 +665,59 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 	for i := range fs {
 		fs[i].Why = why(&fs[i])
 	}
+}
+
+// SameWorkSamples is how many samples in each kind of run a loop variable
+// needs for its range to say how much work a call did.
+const SameWorkSamples = 10
+
+// sameWork finds, among a function's variables, a loop variable (a local,
+// not a pointer) sampled in both kinds of run whose buggy values stay in
+// their normal range (inRange's test on its values): its loops covered the
+// same ground per call as normally. It returns the variable's name.
+func (a *Analyzer) sameWork(vars []int32) (string, bool) {
+	for _, vi := range vars {
+		v := a.vars[vi]
+		if v.src.Global || v.src.Pointer || !parseTags(v.src.Tags).loop || len(v.buggy.values) < SameWorkSamples {
+			continue
+		}
+		var normal []float64
+		for _, s := range v.normal {
+			if s != nil {
+				normal = append(normal, s.values...)
+			}
+		}
+		if len(normal) < SameWorkSamples {
+			continue
+		}
+		an := &Anomaly{Dimension: DimValue, HasNormal: true, NormalMin: normal[0], NormalMax: normal[0],
+			NormalMedian: median(normal), BuggyMedian: median(v.buggy.values)}
+		for _, x := range normal {
+			an.NormalMin, an.NormalMax = math.Min(an.NormalMin, x), math.Max(an.NormalMax, x)
+		}
+		hi := an.NormalMax + 0.05*math.Abs(an.NormalMax)
+		for _, x := range v.buggy.values {
+			an.Considered++
+			if x > hi {
+				an.Outside++
+			}
+		}
+		if an.BuggyMedian >= an.NormalMin && !beyondNormal(an) {
+			return v.src.Name, true
+		}
+	}
+	return "", false
+}
+
+// inRange says whether a variable's anomaly has its buggy median within the
+// normal range (a value or a step): the same items in another mix.
+func inRange(v *VariableResult) bool {
+	if v == nil || v.Anomaly == nil {
+		return false
+	}
+	an := v.Anomaly
+	return (an.Dimension == DimValue || an.Dimension == DimDelta) && an.HasNormal &&
+		an.BuggyMedian >= an.NormalMin && an.BuggyMedian <= an.NormalMax
 }
 
 // NewPathExpected is how many normal samples a function must have been
@@ -816,6 +915,9 @@ func why(f *FunctionResult) string {
 	}
 	if f.Through != "" && f.Calls == nil {
 		fmt.Fprintf(&b, "; encloses %s, which carries its growth", f.Through)
+	}
+	if c := f.CalledMore; c != nil {
+		fmt.Fprintf(&b, "; called %s more often, whose loops did the same work per call (%s in its normal range)", c.Callee, c.Variable)
 	}
 	if c := f.Calls; c != nil {
 		fmt.Fprintf(&b, "; its calls of %s took %s of its time vs %s normally", c.Callee, pct(c.Buggy), pct(c.Normal))

@@ -155,7 +155,17 @@ type FunctionResult struct {
 	Through   string   `json:"through,omitempty"`
 	Input     string   `json:"input,omitempty"` // EvidenceInput: the global it reads
 	Calls     *Calls   `json:"calls,omitempty"`
-	Why       string   `json:"why,omitempty"`
+	// CalledMore: a callee whose own code grew while its loop variable
+	// stayed in its normal range, which this function called more often.
+	CalledMore *CalledMore `json:"called_more,omitempty"`
+	Why        string      `json:"why,omitempty"`
+}
+
+// CalledMore names a callee that did the same work per call as normally
+// but was called more often, and its loop variable that says so.
+type CalledMore struct {
+	Callee   string `json:"callee"`
+	Variable string `json:"variable"`
 }
 
 // Calls is the part of a function's time (samples whose stack holds it)

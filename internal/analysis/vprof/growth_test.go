@@ -467,3 +467,43 @@ func TestNewPathNeedsExpectedSamples(t *testing.T) {
 		}
 	}
 }
+
+// sameWork: a loop variable whose buggy values stay in the normal range
+// says the loops did the same work per call; one beyond it, a pointer, a
+// global, a variable without the loop tag or with too few samples does not.
+func TestSameWork(t *testing.T) {
+	seq := func(lo, hi, step float64) []float64 {
+		var xs []float64
+		for x := lo; x <= hi; x += step {
+			xs = append(xs, x)
+		}
+		return xs
+	}
+	mk := func(name, tags string, normal, buggy []float64) *variable {
+		v := vr(normal, buggy)
+		v.src.Name, v.src.Tags = name, tags
+		return v
+	}
+	a := &Analyzer{}
+	a.vars = []*variable{
+		mk("i", "loop|cond", seq(0, 1000, 10), seq(100, 500, 5)),                           // same range, another mix
+		mk("j", "loop|cond", seq(0, 1000, 10), seq(800, 5000, 20)),                         // beyond: more iterations
+		mk("k", "cond", seq(0, 1000, 10), seq(100, 500, 5)),                                // not a loop variable
+		mk("n", "loop", seq(0, 1000, 10), seq(100, 140, 10)),                               // too few buggy samples
+		mk("m", "loop", seq(0, 1000, 10), append(seq(0, 400, 10), seq(1100, 3000, 10)...)), // the bulk beyond
+	}
+	ptr := mk("p", "loop", seq(0, 1000, 10), seq(100, 500, 5))
+	ptr.src.Pointer = true
+	glob := mk("g", "loop", seq(0, 1000, 10), seq(100, 500, 5))
+	glob.src.Global = true
+	a.vars = append(a.vars, ptr, glob)
+	for i, want := range []bool{true, false, false, false, false, false, false} {
+		name, ok := a.sameWork([]int32{int32(i)})
+		if ok != want || ok && name != a.vars[i].src.Name {
+			t.Errorf("%s: sameWork %q %v, want %v", a.vars[i].src.Name, name, ok, want)
+		}
+	}
+	if name, ok := a.sameWork([]int32{1, 2, 0}); !ok || name != "i" {
+		t.Errorf("among several: %q %v, want i", name, ok)
+	}
+}

@@ -274,6 +274,12 @@ func (a *Analyzer) classify(v *variable, c comparison) (varClass, int) {
 	if _, _, ok := runConstant(v); ok && (v.src.Global || !t.cond) {
 		return classInput, c.chosen
 	}
+	if t.args && !t.cond && !t.loop {
+		// Only passed on: the values are the input's, flowing through to
+		// the callee that decides on them, not a decision of this
+		// function's (docs/vprof.md, "Values only passed on").
+		return classNormal, c.chosen
+	}
 	// A delta anomaly that only says the variable advances more slowly
 	// between samples is what any loop enclosing a slowdown shows: leave it
 	// out and take the variable's next strongest dimension.
@@ -556,7 +562,7 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 		if !ownWork(gr) || !gr.Share.Grew() || a.system(g) {
 			continue
 		}
-		if gr.Evidence != EvidenceOwnTime && !(gr.Evidence == EvidenceVariable && inRange(gr.Var)) {
+		if gr.Evidence != EvidenceOwnTime && !(gr.Evidence == EvidenceVariable && noMore(gr.Var)) {
 			continue
 		}
 		loopVar, ok := a.sameWork(charged[g])
@@ -709,15 +715,15 @@ func (a *Analyzer) sameWork(vars []int32) (string, bool) {
 	return "", false
 }
 
-// inRange says whether a variable's anomaly has its buggy median within the
-// normal range (a value or a step): the same items in another mix.
-func inRange(v *VariableResult) bool {
+// noMore says whether a variable's anomaly is in its values or steps and
+// not above their normal range (beyondNormal): the same items in another
+// mix, or smaller ones, but not more work.
+func noMore(v *VariableResult) bool {
 	if v == nil || v.Anomaly == nil {
 		return false
 	}
 	an := v.Anomaly
-	return (an.Dimension == DimValue || an.Dimension == DimDelta) && an.HasNormal &&
-		an.BuggyMedian >= an.NormalMin && an.BuggyMedian <= an.NormalMax
+	return (an.Dimension == DimValue || an.Dimension == DimDelta) && an.HasNormal && !beyondNormal(an)
 }
 
 // NewPathExpected is how many normal samples a function must have been

@@ -15,9 +15,9 @@
 #   vprof     rank and pattern by culprit diagnose --method vprof (the paper's algorithm)
 #   contexts  rank of the first path through the root cause by culprit contexts
 #
-# "-" means not ranked at all. A summary per split (dev, heldout, new and
-# heldout2: cases written before a later round of changes to the method and
-# analysed only after it) follows:
+# "-" means not ranked at all. A summary per split (dev, heldout, new,
+# heldout2 and heldout3: cases written before a later round of changes to
+# the method and analysed only after it) follows:
 # how many cases each method ranks 1st and in the top 3, and right patterns.
 #
 #   bench/bugs.sh [-o OUTDIR] [-a | -r] [CASE...]
@@ -125,14 +125,14 @@ done
 
 fmt="%-13s %-8s %-6s %-19s %-22s %5s %7s %9s %-20s %6s %-20s %9s\n"
 printf "$fmt" case split kind pattern root-cause perf report diagnose "(pattern)" vprof "(pattern)" contexts
-for split in dev heldout new heldout2; do
+for split in dev heldout new heldout2 heldout3; do
 	for r in "${rows[@]}"; do
 		set -- $r
 		[ "$2" = "$split" ] && printf "$fmt" "$@"
 	done
 done
 echo
-for split in dev heldout new heldout2; do
+for split in dev heldout new heldout2 heldout3; do
 	printf '%s\n' "${rows[@]}" | awk -v s="$split" '
 		function top(x, k) { return x != "-" && x != "!" && x + 0 >= 1 && x + 0 <= k }
 		$2 == s {
@@ -143,7 +143,7 @@ for split in dev heldout new heldout2; do
 			c1 += top($12, 1); c3 += top($12, 3)
 		}
 		END {
-			if (!n) { if (s != "new" && s != "heldout2") printf "%s: no cases\n", s; exit }
+			if (!n) { if (s == "dev" || s == "heldout") printf "%s: no cases\n", s; exit }
 			printf "%s (%d cases), 1st / top 3: perf %d/%d, report %d/%d, diagnose %d/%d (pattern %d), vprof %d/%d (pattern %d), contexts %d/%d\n",
 				s, n, p1, p3, r1, r3, d1, d3, dp, v1, v3, vp, c1, c3
 		}'

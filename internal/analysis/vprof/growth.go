@@ -565,8 +565,8 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 		if gr.Evidence != EvidenceOwnTime && !(gr.Evidence == EvidenceVariable && noMore(gr.Var)) {
 			continue
 		}
-		loopVar, ok := a.sameWork(charged[g])
-		if !ok {
+		loopVar, more, ok := a.loopWork(charged[g])
+		if !ok || more {
 			continue
 		}
 		var top edge
@@ -642,6 +642,40 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 	for i, cs := range calledMore {
 		below[i] = append(below[i], cs...)
 	}
+	// A callee whose loops ran longer per call (a loop variable beyond its
+	// normal range) did more work on each call: a caller whose growth all
+	// occurs under it and whose evidence is a variable that neither
+	// lingers nor steps beyond its range ranks below it (docs/vprof.md,
+	// "More work per call stays with the callee").
+	longer := map[int32]bool{}
+	for i, g := range ids {
+		if ownWork(&fs[i]) && fs[i].Share.Grew() && !a.system(g) {
+			if _, more, ok := a.loopWork(charged[g]); ok && more {
+				longer[g] = true
+			}
+		}
+	}
+	callers := map[int32]bool{}
+	for i, f := range ids {
+		if len(longer) > 0 && fs[i].Evidence == EvidenceVariable && fs[i].Share.Grew() && !longer[f] &&
+			!lingering(&fs[i]) && !longerLoop(&fs[i]) {
+			callers[f] = true
+		}
+	}
+	if len(callers) > 0 {
+		nu, bu := nc.under(callers), bc.under(callers)
+		for f := range callers {
+			for g := range longer {
+				if g == f || bu[f][g] == 0 {
+					continue
+				}
+				outside := share(nc.incl[f]-nu[f][g], nc.n, bc.incl[f]-bu[f][g], bc.n)
+				if !outside.Grew() {
+					below[idx[f]] = append(below[idx[f]], idx[g])
+				}
+			}
+		}
+	}
 	eff := make([]float64, len(ids))
 	state := make([]uint8, len(ids)) // 0 new, 1 in progress, 2 done
 	var resolve func(i int) float64
@@ -677,42 +711,55 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 // needs for its range to say how much work a call did.
 const SameWorkSamples = 10
 
-// sameWork finds, among a function's variables, a loop variable (a local,
-// not a pointer) sampled in both kinds of run whose buggy values stay in
-// their normal range (inRange's test on its values): its loops covered the
-// same ground per call as normally. It returns the variable's name.
-func (a *Analyzer) sameWork(vars []int32) (string, bool) {
+// loopWork says, from a function's loop variables (locals, not pointers)
+// sampled in both kinds of run, how much work a call did: more when one's
+// buggy values went beyond their normal range (beyondNormal on its values:
+// its loop ran more iterations), the same when one's stayed within it and
+// none went beyond. It returns the variable that says so; ok is false when
+// no loop variable has enough samples.
+func (a *Analyzer) loopWork(vars []int32) (name string, more, ok bool) {
 	for _, vi := range vars {
-		v := a.vars[vi]
-		if v.src.Global || v.src.Pointer || !parseTags(v.src.Tags).loop || len(v.buggy.values) < SameWorkSamples {
+		n, beyond, known := a.loopRange(a.vars[vi])
+		if !known {
 			continue
 		}
-		var normal []float64
-		for _, s := range v.normal {
-			if s != nil {
-				normal = append(normal, s.values...)
-			}
+		if beyond {
+			return n, true, true
 		}
-		if len(normal) < SameWorkSamples {
-			continue
-		}
-		an := &Anomaly{Dimension: DimValue, HasNormal: true, NormalMin: normal[0], NormalMax: normal[0],
-			NormalMedian: median(normal), BuggyMedian: median(v.buggy.values)}
-		for _, x := range normal {
-			an.NormalMin, an.NormalMax = math.Min(an.NormalMin, x), math.Max(an.NormalMax, x)
-		}
-		hi := an.NormalMax + 0.05*math.Abs(an.NormalMax)
-		for _, x := range v.buggy.values {
-			an.Considered++
-			if x > hi {
-				an.Outside++
-			}
-		}
-		if an.BuggyMedian >= an.NormalMin && !beyondNormal(an) {
-			return v.src.Name, true
+		if !ok {
+			name, ok = n, true
 		}
 	}
-	return "", false
+	return name, false, ok
+}
+
+// loopRange is loopWork for one variable.
+func (a *Analyzer) loopRange(v *variable) (name string, beyond, ok bool) {
+	if v.src.Global || v.src.Pointer || !parseTags(v.src.Tags).loop || len(v.buggy.values) < SameWorkSamples {
+		return "", false, false
+	}
+	var normal []float64
+	for _, s := range v.normal {
+		if s != nil {
+			normal = append(normal, s.values...)
+		}
+	}
+	if len(normal) < SameWorkSamples {
+		return "", false, false
+	}
+	an := &Anomaly{Dimension: DimValue, HasNormal: true, NormalMin: normal[0], NormalMax: normal[0],
+		NormalMedian: median(normal), BuggyMedian: median(v.buggy.values)}
+	for _, x := range normal {
+		an.NormalMin, an.NormalMax = math.Min(an.NormalMin, x), math.Max(an.NormalMax, x)
+	}
+	hi := an.NormalMax + 0.05*math.Abs(an.NormalMax)
+	for _, x := range v.buggy.values {
+		an.Considered++
+		if x > hi {
+			an.Outside++
+		}
+	}
+	return v.src.Name, beyondNormal(an), true
 }
 
 // noMore says whether a variable's anomaly is in its values or steps and

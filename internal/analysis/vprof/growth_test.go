@@ -468,10 +468,11 @@ func TestNewPathNeedsExpectedSamples(t *testing.T) {
 	}
 }
 
-// sameWork: a loop variable whose buggy values stay in the normal range
-// says the loops did the same work per call; one beyond it, a pointer, a
-// global, a variable without the loop tag or with too few samples does not.
-func TestSameWork(t *testing.T) {
+// loopWork: a loop variable whose buggy values stay in the normal range
+// says the loops did no more work per call, one beyond it (in the median or
+// the bulk) that they did more; a pointer, a global, a variable without the
+// loop tag or with too few samples says nothing.
+func TestLoopWork(t *testing.T) {
 	seq := func(lo, hi, step float64) []float64 {
 		var xs []float64
 		for x := lo; x <= hi; x += step {
@@ -497,13 +498,19 @@ func TestSameWork(t *testing.T) {
 	glob := mk("g", "loop", seq(0, 1000, 10), seq(100, 500, 5))
 	glob.src.Global = true
 	a.vars = append(a.vars, ptr, glob)
-	for i, want := range []bool{true, false, false, false, false, false, false} {
-		name, ok := a.sameWork([]int32{int32(i)})
-		if ok != want || ok && name != a.vars[i].src.Name {
-			t.Errorf("%s: sameWork %q %v, want %v", a.vars[i].src.Name, name, ok, want)
+	for i, want := range []struct {
+		ok, more bool
+	}{{true, false}, {true, true}, {false, false}, {false, false}, {true, true}, {false, false}, {false, false}} {
+		name, more, ok := a.loopWork([]int32{int32(i)})
+		if ok != want.ok || more != want.more || ok && name != a.vars[i].src.Name {
+			t.Errorf("%s: loopWork %q more %v ok %v, want more %v ok %v", a.vars[i].src.Name, name, more, ok, want.more, want.ok)
 		}
 	}
-	if name, ok := a.sameWork([]int32{1, 2, 0}); !ok || name != "i" {
-		t.Errorf("among several: %q %v, want i", name, ok)
+	// One loop going beyond its range is more work, whatever the others do.
+	if name, more, ok := a.loopWork([]int32{2, 0, 1}); !ok || !more || name != "j" {
+		t.Errorf("among several: %q more %v ok %v, want j, more", name, more, ok)
+	}
+	if name, more, ok := a.loopWork([]int32{2, 0, 3}); !ok || more || name != "i" {
+		t.Errorf("among several in range: %q more %v ok %v, want i, not more", name, more, ok)
 	}
 }

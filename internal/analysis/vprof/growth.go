@@ -565,6 +565,12 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 		if gr.Evidence != EvidenceOwnTime && !(gr.Evidence == EvidenceVariable && noMore(gr.Var)) {
 			continue
 		}
+		// A recursive function makes more calls of itself on its own
+		// (redis-keys-glob's matcher backtracking): its caller did not
+		// decide them.
+		if bc.edges[edge{g, g}] > 0 {
+			continue
+		}
 		loopVar, more, ok := a.loopWork(charged[g])
 		if !ok || more {
 			continue
@@ -711,7 +717,8 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 // needs for its range to say how much work a call did.
 const SameWorkSamples = 10
 
-// loopWork says, from a function's loop variables (locals, not pointers)
+// loopWork says, from a function's loop variables (locals, not pointers nor
+// their targets)
 // sampled in both kinds of run, how much work a call did: more when one's
 // buggy values went beyond their normal range (beyondNormal on its values:
 // its loop ran more iterations), the same when one's stayed within it and
@@ -735,7 +742,10 @@ func (a *Analyzer) loopWork(vars []int32) (name string, more, ok bool) {
 
 // loopRange is loopWork for one variable.
 func (a *Analyzer) loopRange(v *variable) (name string, beyond, ok bool) {
-	if v.src.Global || v.src.Pointer || !parseTags(v.src.Tags).loop || len(v.buggy.values) < SameWorkSamples {
+	// A pointer's target (*p, sampled with the pointer's tags) holds data
+	// the loop walks over, not a count of its iterations.
+	if v.src.Global || v.src.Pointer || strings.HasPrefix(v.src.Name, "*") || !parseTags(v.src.Tags).loop ||
+		len(v.buggy.values) < SameWorkSamples {
 		return "", false, false
 	}
 	var normal []float64

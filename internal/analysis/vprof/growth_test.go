@@ -470,8 +470,8 @@ func TestNewPathNeedsExpectedSamples(t *testing.T) {
 
 // loopWork: a loop variable whose buggy values stay in the normal range
 // says the loops did no more work per call, one beyond it (in the median or
-// the bulk) that they did more; a pointer, a global, a variable without the
-// loop tag or with too few samples says nothing.
+// the bulk) that they did more; a pointer, its target, a global, a variable
+// without the loop tag or with too few samples says nothing.
 func TestLoopWork(t *testing.T) {
 	seq := func(lo, hi, step float64) []float64 {
 		var xs []float64
@@ -497,10 +497,11 @@ func TestLoopWork(t *testing.T) {
 	ptr.src.Pointer = true
 	glob := mk("g", "loop", seq(0, 1000, 10), seq(100, 500, 5))
 	glob.src.Global = true
-	a.vars = append(a.vars, ptr, glob)
+	target := mk("*p", "loop", seq(0, 1000, 10), seq(100, 500, 5))
+	a.vars = append(a.vars, ptr, glob, target)
 	for i, want := range []struct {
 		ok, more bool
-	}{{true, false}, {true, true}, {false, false}, {false, false}, {true, true}, {false, false}, {false, false}} {
+	}{{true, false}, {true, true}, {false, false}, {false, false}, {true, true}, {false, false}, {false, false}, {false, false}} {
 		name, more, ok := a.loopWork([]int32{int32(i)})
 		if ok != want.ok || more != want.more || ok && name != a.vars[i].src.Name {
 			t.Errorf("%s: loopWork %q more %v ok %v, want more %v ok %v", a.vars[i].src.Name, name, more, ok, want.more, want.ok)

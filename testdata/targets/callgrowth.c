@@ -1,14 +1,24 @@
 /* callgrowth [CALLS]: insert_sorted shifts more of a growing sorted array at
    each call, so its time per call grows linearly with the call's order;
    lookup's stays constant (culprit models --x call-order). CALLS calls of
-   each, 4000 unless given, at most 100000. */
+   each, 4000 unless given, at most 100000. Each element shifted also goes
+   through a chain of multiplications (a few ns of CPU work, no memory), so
+   that each call's growth stands well above the noise of a busy machine
+   while the array stays small enough not to crowd lookup's caches. */
 #include <stdio.h>
 #include <stdlib.h>
 static long list[100000]; static long len;
+static volatile unsigned long sink;
 __attribute__((noinline)) long insert_sorted(long v) {
 	long i = len;
-	while (i > 0 && list[i-1] > v) { list[i] = list[i-1]; i--; }
+	unsigned long h = 0;
+	while (i > 0 && list[i-1] > v) {
+		list[i] = list[i-1];
+		for (int r = 0; r < 4; r++) h = (h ^ (unsigned long)list[i]) * 0x9E3779B97F4A7C15UL;
+		i--;
+	}
 	list[i] = v; len++;
+	sink = h;
 	return i;
 }
 __attribute__((noinline)) long lookup(long v) { return list[v % (len ? len : 1)]; }

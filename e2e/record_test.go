@@ -510,21 +510,28 @@ func TestNoLostSamples(t *testing.T) {
 		}
 	}
 
-	// One page cannot hold a sample with 4 KiB of stack: every one is lost,
-	// and record and report say so. The kernel reports a drop only with the
-	// next record that fits (a small one: an exit, a mapping), so the count
-	// it reports can fall short of every sample the run took.
+	// One page cannot hold a sample with 4 KiB of stack: every one of the
+	// program's is lost, and record and report say so. The kernel reports a
+	// drop only with the next record that fits (a small one: an exit, a
+	// mapping), so the count it reports can fall short of every sample the
+	// run took. A tick while the process's memory is torn down at its exit
+	// has no user stack to copy and fits: such a sample can be written, in
+	// the kernel, never in the program's functions.
 	rec := filepath.Join(dir, "small.rec")
 	_, stderr, code := run(t, "record", "--mmap-pages", "1", "--expr", "hier*@worker@n", "-o", rec, "--", bin, "4")
 	if code != 0 || !strings.Contains(stderr, " lost)") {
 		t.Fatalf("a 1-page ring: exit %d, want the summary to count lost samples\n%s", code, stderr)
 	}
-	if f := flat(t, rec); f.Lost == 0 || f.Samples != 0 {
-		t.Errorf("a 1-page ring: %d samples written, %d lost; want none written and some lost", f.Samples, f.Lost)
+	f := flat(t, rec)
+	if f.Lost == 0 || f.total("worker")+f.total("main") > 0 {
+		t.Errorf("a 1-page ring: %d samples written (worker %.0f%%, main %.0f%%), %d lost; want none of the program's written and some lost",
+			f.Samples, 100*f.total("worker"), 100*f.total("main"), f.Lost)
 	}
 	for _, view := range [][]string{{"--exprs"}, {"--callers", "2"}, {"--peek", "worker"}} {
+		// Said with the figures, or with the error that nothing matched
+		// (a kernel sample at the exit can be all that was written).
 		out, stderr, _ := run(t, append([]string{"report", rec}, view...)...)
-		if !strings.Contains(out, "samples lost while recording") {
+		if !strings.Contains(out+stderr, "samples lost while recording") {
 			t.Errorf("report %v of a recording that lost samples: no word of them\n%s%s", view, out, stderr)
 		}
 	}

@@ -103,7 +103,7 @@ Ranking, noise and renamed programs: docs/cli.md (culprit diff).`,
 				if listRE != nil {
 					d := flatdiff.CompareLines(base, cur, listRE)
 					if len(d.Listings) == 0 {
-						return fmt.Errorf("no sampled function matches --list %q in either run: the busiest in the new run are %s", list, strings.Join(busiest(cur, 5), ", "))
+						return fmt.Errorf("no sampled function matches --list %q in either run: the busiest in the new run are %s%s", list, strings.Join(busiest(cur, 5), ", "), lostHint(base.Lost+cur.Lost))
 					}
 					read := sourceReader(srcPath)
 					if format == "json" {

@@ -168,6 +168,15 @@ func stackSelection(f *filterFlags) string {
 	return fmt.Sprintf("every sample has a frame matching --ignore %q", f.ignore)
 }
 
+// lostHint is what an error that found no matching function adds when
+// the recording lost samples: the function may have been in them.
+func lostHint(lost uint64) string {
+	if lost == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (%d samples lost while recording: it may have been among them; a larger --mmap-pages keeps them)", lost)
+}
+
 // busiest names the (at most n) functions with the most samples of their
 // own, with their self share, e.g. "worker (66.2%)".
 func busiest(p *profile.Profile, n int) []string {

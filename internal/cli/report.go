@@ -140,7 +140,7 @@ Views, selections and filters in detail: docs/cli.md (culprit report).`,
 			if peekRE != nil {
 				pk := p.Peeks(peekRE)
 				if len(pk) == 0 && p.SampleCount() > 0 {
-					return fmt.Errorf("no sampled function matches --peek %q: the busiest are %s", peek, strings.Join(busiest(p, 5), ", "))
+					return fmt.Errorf("no sampled function matches --peek %q: the busiest are %s%s", peek, strings.Join(busiest(p, 5), ", "), lostHint(p.Lost))
 				}
 				if format == "json" {
 					return render.PeekJSON(out, pk, p.SampleCount(), extra)
@@ -153,7 +153,7 @@ Views, selections and filters in detail: docs/cli.md (culprit report).`,
 			if listRE != nil {
 				ls := p.Listings(listRE)
 				if len(ls) == 0 && p.SampleCount() > 0 {
-					return fmt.Errorf("no sampled function matches --list %q: the busiest are %s", list, strings.Join(busiest(p, 5), ", "))
+					return fmt.Errorf("no sampled function matches --list %q: the busiest are %s%s", list, strings.Join(busiest(p, 5), ", "), lostHint(p.Lost))
 				}
 				read := sourceReader(srcPath)
 				var dis render.Disassembler

@@ -29,6 +29,29 @@ type stackPath struct {
 
 type edge struct{ caller, callee int32 }
 
+// heaviest is f's edge with the most samples, to a callee (out) or from a
+// caller, leaving out recursion; 0 samples when it has none.
+func (c *stackCounts) heaviest(f int32, out bool) (edge, float64) {
+	var top edge
+	var topN float64
+	var topFar int32
+	for e, n := range c.edges {
+		near, far := e.callee, e.caller
+		if out {
+			near, far = e.caller, e.callee
+		}
+		if near != f || far == f {
+			continue
+		}
+		// Of equal weight, the lower function index: the same answer
+		// whatever order the map gives.
+		if n > topN || (n == topN && n > 0 && far < topFar) {
+			top, topN, topFar = e, n, far
+		}
+	}
+	return top, topN
+}
+
 func newStackCounts() stackCounts {
 	return stackCounts{self: map[int32]float64{}, own: map[int32]float64{}, incl: map[int32]float64{}, edges: map[edge]float64{}}
 }
@@ -489,13 +512,7 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 		if (fs[i].Evidence != EvidenceNone && !mixOnly(&fs[i])) || !fs[i].Share.Grew() {
 			continue
 		}
-		var top edge
-		var topN float64
-		for e, n := range bc.edges {
-			if e.caller == f && e.callee != f && n > topN {
-				top, topN = e, n
-			}
-		}
+		top, topN := bc.heaviest(f, true)
 		if topN == 0 {
 			continue
 		}
@@ -528,7 +545,8 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 			// The callee must not have been most of its time already (a
 			// wrapper's part only creeps from 98% to 100%).
 			part := share(nc.edges[e], nc.incl[f], n, bc.incl[f])
-			if part.Grew() && part.Normal <= MaxCallsPart && part.Change > bestCh.Change {
+			better := part.Change > bestCh.Change || (part.Change == bestCh.Change && part.Change > 0 && e.callee < best.callee)
+			if part.Grew() && part.Normal <= MaxCallsPart && better {
 				best, bestCh = e, part
 			}
 		}
@@ -575,13 +593,7 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 		if !ok || more {
 			continue
 		}
-		var top edge
-		var topN float64
-		for e, n := range bc.edges {
-			if e.callee == g && e.caller != g && n > topN {
-				top, topN = e, n
-			}
-		}
+		top, topN := bc.heaviest(g, false)
 		j, ok := idx[top.caller]
 		if topN == 0 || !ok || a.system(top.caller) || roots[top.caller] {
 			continue

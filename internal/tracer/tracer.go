@@ -588,8 +588,7 @@ func (s *session) finish(exitCode int) (Result, error) {
 			s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("%d scheduler events were lost: thread states around them may be wrong", eventsLost))
 		}
 	}
-	s.noteLosses()
-	st := s.t.Stats()
+	st := s.t.Stats() // the drain above wrote the last drops' Lost records
 	s.res.Lost, s.res.Depth, s.res.Unmatched = st.Lost+st.NoThread, st.Depth, st.Unmatched
 	if st.Unseen > 0 {
 		s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("%d calls have no time on the CPU, only their duration: the kernel did not show culprit every context switch of their thread (it drops some under load, and skips them on a CPU already running a BPF program)", st.Unseen))

@@ -52,6 +52,25 @@ func (b *Builder) Lookup(mapFD int, key int16) {
 	)
 }
 
+// Update calls bpf_map_update_elem on the map mapFD with the key and the
+// value in the stack slots at offsets key and value from the frame
+// pointer, and flags (0: any, 1: BPF_NOEXIST); R0 is then 0 or an error.
+func (b *Builder) Update(mapFD int, key, value int16, flags int32) {
+	b.Emit(
+		asm.LoadMapPtr(asm.R1, mapFD),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, int32(key)),
+		asm.Mov.Reg(asm.R3, asm.RFP),
+		asm.Add.Imm(asm.R3, int32(value)),
+		asm.Mov.Imm(asm.R4, flags),
+		asm.FnMapUpdateElem.Call(),
+	)
+}
+
+// ProgName is the name of culprit's BPF programs: culprit_PID, so that
+// bpftool and the tests tell one culprit's programs from another's.
+func ProgName() string { return fmt.Sprintf("culprit_%d", os.Getpid()%10000000) }
+
 // LoadError explains why the kernel would not load one of culprit's BPF
 // programs (what names it: "sampling", "system call") and what to do.
 func LoadError(what string, err error) error {

@@ -11,7 +11,6 @@ package follow
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -50,7 +49,7 @@ func New() (*Set, error) {
 	if s.tgids, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_follow", Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: MaxProcesses}); err != nil {
 		return fail(err)
 	}
-	if s.fork, err = ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Name: progName(), Type: ebpf.RawTracepoint, License: "GPL",
+	if s.fork, err = ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Name: bpfasm.ProgName(), Type: ebpf.RawTracepoint, License: "GPL",
 		Instructions: forkProgram(s.tgids.FD(), tgidOff)}, ebpf.ProgramOptions{LogSizeStart: 1 << 16}); err != nil {
 		return fail(err)
 	}
@@ -59,10 +58,6 @@ func New() (*Set, error) {
 	}
 	return s, nil
 }
-
-// progName names the programs after the process, so that a test can tell
-// them apart.
-func progName() string { return fmt.Sprintf("culprit_%d", os.Getpid()%10000000) }
 
 // Add follows a process (a thread group) and the processes it forks from
 // now on.
@@ -95,7 +90,7 @@ func (s *Set) Filter(perfFD int) error {
 			asm.Mov.Imm(asm.R0, 1).WithSymbol("keep"),
 			asm.Return(),
 		)
-		p, err := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Name: progName(), Type: ebpf.PerfEvent, License: "GPL",
+		p, err := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Name: bpfasm.ProgName(), Type: ebpf.PerfEvent, License: "GPL",
 			Instructions: b.Ins}, ebpf.ProgramOptions{LogSizeStart: 1 << 16})
 		if err != nil {
 			return bpfasm.LoadError("sample filter", err)
@@ -155,13 +150,9 @@ func forkProgram(fd int, tgidOff int32) asm.Instructions {
 		asm.FnProbeReadKernel.Call(),
 		asm.JNE.Imm(asm.R0, 0, "done"),
 		asm.StoreImm(asm.RFP, -24, 1, asm.Word),
-		asm.LoadMapPtr(asm.R1, fd),
-		asm.Mov.Reg(asm.R2, asm.RFP),
-		asm.Add.Imm(asm.R2, -16),
-		asm.Mov.Reg(asm.R3, asm.RFP),
-		asm.Add.Imm(asm.R3, -24),
-		asm.Mov.Imm(asm.R4, 0),
-		asm.FnMapUpdateElem.Call(),
+	)
+	b.Update(fd, -16, -24, 0)
+	b.Emit(
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("done"),
 		asm.Return(),
 	)

@@ -71,13 +71,9 @@ func program(m maps, o Options) asm.Instructions {
 			asm.Add.Imm(asm.R0, int32(j.Min)),
 			asm.StoreMem(asm.RFP, -20, asm.R0, asm.Word),
 			asm.StoreMem(asm.RFP, -16, asm.R0, asm.Word),
-			asm.LoadMapPtr(asm.R1, m.jitter),
-			asm.Mov.Reg(asm.R2, asm.RFP),
-			asm.Add.Imm(asm.R2, -12),
-			asm.Mov.Reg(asm.R3, asm.RFP),
-			asm.Add.Imm(asm.R3, -20),
-			asm.Mov.Imm(asm.R4, 0),
-			asm.FnMapUpdateElem.Call(),
+		)
+		b.Update(m.jitter, -12, -20, 0)
+		b.Emit(
 			asm.Ja.Label("drop"),
 			asm.Mov.Reg(rPlan, asm.R0).WithSymbol("jhave"),
 			asm.LoadMem(asm.R1, rPlan, 0, asm.Word),

@@ -274,7 +274,7 @@ func New(o Options) (*Taker, error) {
 		m.jitter = t.jitter.FD()
 	}
 	// Named after the process, so that a test can tell its program apart.
-	t.prog, err = ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Name: fmt.Sprintf("culprit_%d", os.Getpid()%10000000), Type: ebpf.PerfEvent,
+	t.prog, err = ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Name: bpfasm.ProgName(), Type: ebpf.PerfEvent,
 		License: "GPL", Instructions: program(m, o)}, ebpf.ProgramOptions{LogSizeStart: 1 << 20})
 	if err != nil {
 		t.Close()

@@ -217,7 +217,7 @@ func New(o Options) (*Tracer, error) {
 		progs = append(progs, prog{"sched_switch", switchProgram(m, copyBytes, ringBytes, offs[0], o.Syscalls)})
 	}
 	for _, p := range progs {
-		prog, err := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Name: fmt.Sprintf("culprit_%d", os.Getpid()%10000000),
+		prog, err := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Name: bpfasm.ProgName(),
 			Type: ebpf.RawTracepoint, License: "GPL", Instructions: p.ins}, ebpf.ProgramOptions{LogSizeStart: 1 << 16})
 		if err != nil {
 			return fail(err)

@@ -571,14 +571,8 @@ func (b *builder) readOff(create bool) {
 			asm.StoreMem(asm.RFP, slNewOff, asm.R1, asm.DWord),
 			asm.StoreMem(asm.RFP, slNewOff+8, asm.R1, asm.DWord),
 			asm.StoreMem(asm.RFP, slNewOff+16, asm.R1, asm.DWord),
-			asm.LoadMapPtr(asm.R1, b.m.offcpu),
-			asm.Mov.Reg(asm.R2, asm.RFP),
-			asm.Add.Imm(asm.R2, slTid),
-			asm.Mov.Reg(asm.R3, asm.RFP),
-			asm.Add.Imm(asm.R3, slNewOff),
-			asm.Mov.Imm(asm.R4, 1), // BPF_NOEXIST
-			asm.FnMapUpdateElem.Call(),
 		)
+		b.Update(b.m.offcpu, slTid, slNewOff, 1) // BPF_NOEXIST
 		b.Lookup(b.m.offcpu, slTid)
 		b.Emit(asm.JNE.Imm(asm.R0, 0, have))
 	}

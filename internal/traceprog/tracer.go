@@ -248,7 +248,7 @@ func New(o Options) (*Tracer, error) {
 		return p
 	}
 	// Named as internal/sampleprog's program is: culprit_PID.
-	name := fmt.Sprintf("culprit_%d", os.Getpid()%10000000)
+	name := bpfasm.ProgName()
 	t.entry = load(name, entryProgram(m, cpu(progOptions{Go: o.Go, Args: o.Args, Sampling: o.Sampling, Timed: o.TimedHz > 0, MaxDepth: int32(o.MaxDepth), Strings: o.Strings, Reads: t.reads != nil})))
 	t.loadHit = func(points []Probe) (*ebpf.Program, error) {
 		p, err := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Name: name, Type: ebpf.Kprobe, AttachType: attach,

@@ -89,11 +89,17 @@ func LoadError(what string, err error) error {
 // the running kernel, from its BTF, for programs that read the current
 // task (bpf_get_current_task). why says what needs them ("to follow
 // forks"), for the error when the kernel has no BTF or not those fields.
-// Parsing the kernel's BTF takes 20–40 ms here, which a launched command
-// would wait for at its exec, so the offsets of all of task_struct's
-// fields are cached on disk by kernel build (release and version string).
 func TaskOffsets(why string, fields ...string) ([]int32, error) {
-	path, cache := taskCache()
+	return StructOffsets(why, "task_struct", fields...)
+}
+
+// StructOffsets returns the byte offsets of the named fields of a kernel
+// struct in the running kernel, from its BTF. Parsing the kernel's BTF
+// takes 20–40 ms here, which a launched command would wait for at its
+// exec, so the offsets of all of the struct's fields are cached on disk by
+// kernel build (release and version string).
+func StructOffsets(why, name string, fields ...string) ([]int32, error) {
+	path, cache := structCache(name)
 	if cache {
 		if offs, ok := cachedOffsets(path, fields); ok {
 			return offs, nil
@@ -103,25 +109,25 @@ func TaskOffsets(why string, fields ...string) ([]int32, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the kernel's BTF (needed %s): %w", why, err)
 	}
-	var task *btf.Struct
-	if err := spec.TypeByName("task_struct", &task); err != nil {
-		return nil, fmt.Errorf("task_struct in the kernel's BTF (needed %s): %w", why, err)
+	var st *btf.Struct
+	if err := spec.TypeByName(name, &st); err != nil {
+		return nil, fmt.Errorf("%s in the kernel's BTF (needed %s): %w", name, why, err)
 	}
 	offs := make([]int32, len(fields))
 	for i, f := range fields {
 		offs[i] = -1
-		for _, mb := range task.Members {
+		for _, mb := range st.Members {
 			if mb.Name == f {
 				offs[i] = int32(mb.Offset.Bytes())
 			}
 		}
 		if offs[i] < 0 {
-			return nil, fmt.Errorf("no task_struct.%s in the kernel's BTF (needed %s)", f, why)
+			return nil, fmt.Errorf("no %s.%s in the kernel's BTF (needed %s)", name, f, why)
 		}
 	}
 	if cache && userfile.MkdirAll(filepath.Dir(path)) == nil {
 		var text strings.Builder
-		for _, mb := range task.Members {
+		for _, mb := range st.Members {
 			if mb.Name != "" && mb.Offset%8 == 0 {
 				fmt.Fprintf(&text, "%s %d\n", mb.Name, mb.Offset.Bytes())
 			}
@@ -134,8 +140,9 @@ func TaskOffsets(why string, fields ...string) ([]int32, error) {
 	return offs, nil
 }
 
-// taskCache is the file of the running kernel's task_struct offsets.
-func taskCache() (string, bool) {
+// structCache is the file of the running kernel's offsets of a struct's
+// fields.
+func structCache(name string) (string, bool) {
 	rel, err1 := os.ReadFile("/proc/sys/kernel/osrelease")
 	ver, err2 := os.ReadFile("/proc/sys/kernel/version")
 	dir, err3 := os.UserCacheDir()
@@ -145,7 +152,7 @@ func taskCache() (string, bool) {
 	h := sha256.New()
 	h.Write(rel)
 	h.Write(ver)
-	return filepath.Join(dir, "culprit", "task-"+hex.EncodeToString(h.Sum(nil)[:12])), true
+	return filepath.Join(dir, "culprit", name+"-"+hex.EncodeToString(h.Sum(nil)[:12])), true
 }
 
 // cachedOffsets reads fields' offsets from the cache; ok is false unless

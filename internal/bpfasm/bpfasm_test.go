@@ -8,7 +8,7 @@ import (
 // The offsets read from the kernel's BTF and from the cache agree; a field
 // task_struct lacks is an error either way.
 func TestTaskOffsetsCached(t *testing.T) {
-	if path, ok := taskCache(); ok {
+	if path, ok := structCache("task_struct"); ok {
 		os.Remove(path)
 	}
 	a, err := TaskOffsets("for a test", "tgid", "pid")

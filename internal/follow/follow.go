@@ -1,7 +1,12 @@
 // Package follow keeps, in the kernel, the set of processes a recording
 // follows: a BPF hash map of thread group ids that a program on
 // sched_process_fork extends with the children of the processes in it, at
-// the fork, before the child runs. The BPF programs that record a target
+// the fork, before the child runs, and a program on sched_process_exit
+// shrinks when the last thread of a process exits. Both happen in the
+// kernel at the moment they happen: a process whose first thread exits
+// before the others is followed until its last one is gone, and its pid
+// leaves the set before the kernel can give it to another process (the
+// exit tracepoint fires before the task is released). The BPF programs that record a target
 // (system calls and switches, internal/syscallprog; CPU samples of per-CPU
 // cpu-clock events, Filter) turn away every other thread with one lookup.
 //
@@ -28,6 +33,8 @@ type Set struct {
 	tgids  *ebpf.Map
 	fork   *ebpf.Program
 	link   link.Link
+	exit   *ebpf.Program
+	exitL  link.Link
 	filter *ebpf.Program // loaded by the first Filter
 }
 
@@ -36,11 +43,15 @@ type Set struct {
 func New() (*Set, error) {
 	// Kernels before 5.11 charge BPF memory to RLIMIT_MEMLOCK.
 	_ = unix.Setrlimit(unix.RLIMIT_MEMLOCK, &unix.Rlimit{Cur: unix.RLIM_INFINITY, Max: unix.RLIM_INFINITY})
-	offs, err := bpfasm.TaskOffsets("to follow forks", "tgid")
+	offs, err := bpfasm.TaskOffsets("to follow forks and exits", "tgid", "signal")
 	if err != nil {
 		return nil, err
 	}
-	tgidOff := offs[0]
+	tgidOff, signalOff := offs[0], offs[1]
+	live, err := bpfasm.StructOffsets("to follow exits", "signal_struct", "live")
+	if err != nil {
+		return nil, err
+	}
 	s := &Set{}
 	fail := func(err error) (*Set, error) {
 		s.Close()
@@ -56,6 +67,13 @@ func New() (*Set, error) {
 	if s.link, err = link.AttachRawTracepoint(link.RawTracepointOptions{Name: "sched_process_fork", Program: s.fork}); err != nil {
 		return fail(err)
 	}
+	if s.exit, err = ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Name: bpfasm.ProgName(), Type: ebpf.RawTracepoint, License: "GPL",
+		Instructions: exitProgram(s.tgids.FD(), tgidOff, signalOff, live[0])}, ebpf.ProgramOptions{LogSizeStart: 1 << 16}); err != nil {
+		return fail(err)
+	}
+	if s.exitL, err = link.AttachRawTracepoint(link.RawTracepointOptions{Name: "sched_process_exit", Program: s.exit}); err != nil {
+		return fail(err)
+	}
 	return s, nil
 }
 
@@ -65,7 +83,8 @@ func (s *Set) Add(tgid uint32) error {
 	return s.tgids.Update(tgid, uint32(1), ebpf.UpdateAny)
 }
 
-// Remove stops following a process (it exited).
+// Remove stops following a process. A process that exits leaves the set
+// by itself.
 func (s *Set) Remove(tgid uint32) { _ = s.tgids.Delete(tgid) }
 
 // Has reports whether a process is followed.
@@ -121,11 +140,13 @@ func (s *Set) Close() {
 	if s == nil {
 		return
 	}
-	if s.link != nil {
-		s.link.Close()
+	for _, l := range []link.Link{s.link, s.exitL} {
+		if l != nil {
+			l.Close()
+		}
 	}
 	// cilium's Close methods accept nil: parts a failed New never made.
-	for _, c := range []interface{ Close() error }{s.fork, s.filter, s.tgids} {
+	for _, c := range []interface{ Close() error }{s.fork, s.exit, s.filter, s.tgids} {
 		c.Close()
 	}
 	*s = Set{}
@@ -153,6 +174,51 @@ func forkProgram(fd int, tgidOff int32) asm.Instructions {
 	)
 	b.Update(fd, -16, -24, 0)
 	b.Emit(
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("done"),
+		asm.Return(),
+	)
+	return b.Ins
+}
+
+// exitProgram: sched_process_exit(task), a raw tracepoint whose argument is
+// the exiting task_struct. The kernel has already counted the thread out
+// of its process (signal->live), so live is 0 for the last thread: its
+// process leaves the set. Any exit on the machine runs this, a deletion of
+// a key that is mostly absent.
+func exitProgram(fd int, tgidOff, signalOff, liveOff int32) asm.Instructions {
+	var b bpfasm.Builder
+	b.Emit(
+		asm.LoadMem(asm.R6, asm.R1, 0, asm.DWord), // ctx->args[0]: the task
+		// task->signal
+		asm.Mov.Reg(asm.R1, asm.RFP),
+		asm.Add.Imm(asm.R1, -16),
+		asm.Mov.Imm(asm.R2, 8),
+		asm.Mov.Reg(asm.R3, asm.R6),
+		asm.Add.Imm(asm.R3, signalOff),
+		asm.FnProbeReadKernel.Call(),
+		asm.JNE.Imm(asm.R0, 0, "done"),
+		// task->signal->live
+		asm.Mov.Reg(asm.R1, asm.RFP),
+		asm.Add.Imm(asm.R1, -8),
+		asm.Mov.Imm(asm.R2, 4),
+		asm.LoadMem(asm.R3, asm.RFP, -16, asm.DWord),
+		asm.Add.Imm(asm.R3, liveOff),
+		asm.FnProbeReadKernel.Call(),
+		asm.JNE.Imm(asm.R0, 0, "done"),
+		asm.LoadMem(asm.R0, asm.RFP, -8, asm.Word),
+		asm.JNE.Imm(asm.R0, 0, "done"),
+		// task->tgid, the key
+		asm.Mov.Reg(asm.R1, asm.RFP),
+		asm.Add.Imm(asm.R1, -4),
+		asm.Mov.Imm(asm.R2, 4),
+		asm.Mov.Reg(asm.R3, asm.R6),
+		asm.Add.Imm(asm.R3, tgidOff),
+		asm.FnProbeReadKernel.Call(),
+		asm.JNE.Imm(asm.R0, 0, "done"),
+		asm.LoadMapPtr(asm.R1, fd),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, -4),
+		asm.FnMapDeleteElem.Call(),
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("done"),
 		asm.Return(),
 	)

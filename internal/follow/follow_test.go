@@ -9,7 +9,7 @@ import (
 )
 
 // A followed process's children are followed from their fork, before they
-// run; other processes are not; Remove forgets one.
+// run, until they exit; other processes are not; Remove forgets one.
 func TestForkFollowed(t *testing.T) {
 	testutil.NeedRoot(t)
 	s, err := New()
@@ -42,6 +42,10 @@ func TestForkFollowed(t *testing.T) {
 	child.Wait()
 	if !followed {
 		t.Errorf("child %d of a followed process is not in the set", child.Process.Pid)
+	}
+	// Its exit took it out, before its pid was free for another process.
+	if s.Has(uint32(child.Process.Pid)) {
+		t.Errorf("child %d still in the set after it exited", child.Process.Pid)
 	}
 	s.Remove(self)
 	if s.Has(self) {

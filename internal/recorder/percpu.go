@@ -51,6 +51,7 @@ func (s *session) startFollowing() {
 // followProcess has the per-CPU events keep the samples of process pid
 // and of the processes it forks.
 func (s *session) followProcess(pid int) error {
+	s.threadStarted(uint32(pid), uint32(pid))
 	if s.follow == nil {
 		return nil
 	}
@@ -79,4 +80,41 @@ func (s *session) startCPUClocks() error {
 	}
 	s.clocksStarted = true
 	return nil
+}
+
+// threadStarted notes a thread of a followed process, for processEnded.
+func (s *session) threadStarted(pid, tid uint32) {
+	if s.threads == nil {
+		s.threads = map[uint32]map[uint32]bool{}
+	}
+	if s.threads[pid] == nil {
+		s.threads[pid] = map[uint32]bool{}
+	}
+	s.threads[pid][tid] = true
+}
+
+// processEnded reports, at the exit of thread tid, whether it was the last
+// of process pid, whose address space and value plans can then go. A
+// process's first thread can exit before the others (pthread_exit in
+// main), and its other threads are sampled on. The follow set knows in the
+// kernel (a process leaves it at its last thread's exit, which the kernel
+// reports before the exit record); without one, the process's threads seen
+// starting are counted, and a process none were seen for (threads that ran
+// before an attach) ends with its first thread, as perf's records alone
+// tell.
+func (s *session) processEnded(pid, tid uint32) bool {
+	threads := s.threads[pid]
+	delete(threads, tid)
+	if s.follow != nil {
+		if s.follow.Has(pid) {
+			return false
+		}
+		delete(s.threads, pid)
+		return true
+	}
+	if len(threads) > 0 || threads == nil && pid != tid {
+		return false
+	}
+	delete(s.threads, pid)
+	return true
 }

@@ -339,6 +339,7 @@ type session struct {
 	// that it filters (cpuClocks: opened), the target's threads then
 	// having dummy events for the mmap, comm and task records.
 	follow        *follow.Set
+	threads       map[uint32]map[uint32]bool // live threads by process, for processEnded
 	perCPU        bool
 	cpuClocks     bool
 	clocksStarted bool
@@ -894,15 +895,12 @@ func (s *session) handle(rec any) {
 				s.plan(r.PID, exe)
 			}
 		}
-		if exit && r.PID == r.TID {
+		if !exit {
+			s.threadStarted(r.PID, r.TID)
+		}
+		if exit && s.processEnded(r.PID, r.TID) {
 			delete(s.spaces, r.PID)
 			s.forget(r.PID)
-			if s.follow != nil {
-				s.follow.Remove(r.PID)
-			}
-			if s.sys != nil {
-				s.sys.Remove(r.PID)
-			}
 		}
 		if exit && s.pending != nil {
 			delete(s.pending, r.TID)

@@ -16,7 +16,7 @@
 #   contexts  rank of the first path through the root cause by culprit contexts
 #
 # "-" means not ranked at all. A summary per split (dev, heldout, new,
-# heldout2 and heldout3: cases written before a later round of changes to
+# heldout2, heldout3 and heldout4: cases written before a later round of changes to
 # the method and analysed only after it) follows:
 # how many cases each method ranks 1st and in the top 3, and right patterns.
 #
@@ -125,14 +125,14 @@ done
 
 fmt="%-13s %-8s %-6s %-19s %-22s %5s %7s %9s %-20s %6s %-20s %9s\n"
 printf "$fmt" case split kind pattern root-cause perf report diagnose "(pattern)" vprof "(pattern)" contexts
-for split in dev heldout new heldout2 heldout3; do
+for split in dev heldout new heldout2 heldout3 heldout4; do
 	for r in "${rows[@]}"; do
 		set -- $r
 		[ "$2" = "$split" ] && printf "$fmt" "$@"
 	done
 done
 echo
-for split in dev heldout new heldout2 heldout3; do
+for split in dev heldout new heldout2 heldout3 heldout4; do
 	printf '%s\n' "${rows[@]}" | awk -v s="$split" '
 		function top(x, k) { return x != "-" && x != "!" && x + 0 >= 1 && x + 0 <= k }
 		$2 == s {

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"sort"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -471,7 +472,7 @@ func TestModelsCallOrder(t *testing.T) {
 	for _, f := range m.Functions {
 		calls[f.Function] = len(f.X)
 		kinds[f.Function] = f.Best.Kind
-		if f.Best.Kind == "" || len(f.Fits) != 6 || f.X[0] != 1 || f.X[len(f.X)-1] != float64(len(f.X)) {
+		if f.Best.Kind == "" || len(f.Fits) != 6 || f.X[0] < 1 || f.X[len(f.X)-1] > 1000 || !sort.Float64sAreSorted(f.X) {
 			t.Errorf("%s: best %q, %d fits, x %v..%v", f.Function, f.Best.Kind, len(f.Fits), f.X[0], f.X[len(f.X)-1])
 			continue
 		}
@@ -483,9 +484,28 @@ func TestModelsCallOrder(t *testing.T) {
 		}
 		growth[f.Function] = best.Eval(f.X[len(f.X)-1]) - best.Eval(f.X[0])
 	}
-	// 10000 calls of each; every 10th is traced.
-	if m.X != "call" || calls["insert_sorted"] != 1000 || calls["lookup"] != 1000 {
-		t.Errorf("x %q, calls %v", m.X, calls)
+	// 10000 calls of each; every 10th is traced. A call during which a
+	// context switch reached no consumer (the kernel drops some on a busy
+	// machine) has no time on the CPU and is left out of the fit.
+	lost := map[string]int{}
+	for _, fn := range []string{"insert_sorted", "lookup"} {
+		var c struct {
+			Calls []struct {
+				Lost bool `json:"cpu_lost"`
+			}
+		}
+		if err := json.Unmarshal([]byte(mustRun(t, "report", "--calls", "^"+fn+"$", "--top", "0", "--format", "json", rec)), &c); err != nil {
+			t.Fatal(err)
+		}
+		for _, x := range c.Calls {
+			if x.Lost {
+				lost[fn]++
+			}
+		}
+	}
+	if m.X != "call" || calls["insert_sorted"] != 1000-lost["insert_sorted"] || calls["lookup"] != 1000-lost["lookup"] ||
+		lost["insert_sorted"]+lost["lookup"] > 20 {
+		t.Errorf("x %q, calls %v, without time on the CPU %v; want 1000 in all", m.X, calls, lost)
 	}
 	t.Logf("best models %v; fitted growth from first to last call: %.2g s insert_sorted, %.2g s lookup", kinds, growth["insert_sorted"], growth["lookup"])
 	if kinds["insert_sorted"] != "linear" || !(math.Abs(growth["lookup"]) < growth["insert_sorted"]/10) {

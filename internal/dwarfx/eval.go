@@ -90,6 +90,12 @@ type Frame struct {
 	// process, a stack copy, or a snapshot taken at the sample. A nil Mem
 	// or an error makes memory locations unavailable.
 	Mem func(addr uint64, buf []byte) error
+	// EntryValue returns the value general register reg had when the
+	// frame's function was entered, for locations that use
+	// DW_OP_entry_value; nil: such locations are unavailable
+	// (ErrEntryValue). Callers recover it from the caller's call site
+	// (Function.CallSite, CallSite.Value).
+	EntryValue func(reg uint64) (uint64, error)
 }
 
 // SetReg sets general register n (DWARF number) and marks it valid.
@@ -165,7 +171,8 @@ func exprIn(f *Frame, ctx *exprCtx, pc uint64, depth int) elfx.Expr {
 		Regs: &f.Regs, RegValid: f.RegValid,
 		XMM: &f.XMM, XMMValid: f.XMMValid,
 		CFA: f.CFA, Bias: f.Bias, Mem: f.Mem,
-		MaxStack: maxStack,
+		MaxStack:   maxStack,
+		EntryValue: f.EntryValue,
 	}
 	if ctx != nil && ctx.u != nil {
 		m.DebugAddr, m.BaseType = ctx.u.debugAddr, ctx.u.baseType

@@ -2,6 +2,7 @@ package dwarfx
 
 import (
 	"github.com/culprit-dev/culprit/internal/elfx"
+	"sort"
 
 	"debug/dwarf"
 	"encoding/binary"
@@ -274,8 +275,15 @@ func (u *unit) addFunction(d *die) {
 	fn.resultOff, _ = u.attr(d, dwarf.AttrType).(dwarf.Offset)
 	fn.ctx = exprCtx{u: u, fn: fn}
 	fn.root = &scope{ranges: rs}
+	fn.ids[0] = d.Offset
+	fn.ids[1], _ = d.Val(dwarf.AttrAbstractOrigin).(dwarf.Offset)
+	fn.ids[2], _ = d.Val(dwarf.AttrSpecification).(dwarf.Offset)
+	if a := u.dieAt(fn.ids[1]); a != nil && fn.ids[2] == 0 {
+		fn.ids[2], _ = a.Val(dwarf.AttrSpecification).(dwarf.Offset)
+	}
 	u.fns = append(u.fns, fn)
 	u.fill(fn, fn.root, d, nil)
+	sort.Slice(fn.calls, func(i, j int) bool { return fn.calls[i].Return < fn.calls[j].Return })
 	fn.root.index()
 	for _, v := range fn.root.vars {
 		if v.IsParam {
@@ -335,6 +343,10 @@ func (u *unit) fill(fn *Function, sc *scope, d *die, inl *Inline) {
 			sc.kids = append(sc.kids, c)
 		case dwarf.TagSubprogram:
 			u.addFunction(k) // a nested function (GNU C)
+		case dwarf.TagCallSite, tagGNUCallSite:
+			if c, ok := u.callSite(fn, k); ok {
+				fn.calls = append(fn.calls, c)
+			}
 		}
 	}
 	// Variables of the abstract instance that this concrete one does not
@@ -552,4 +564,63 @@ func (u *unit) parsedErr() error {
 		return nil
 	}
 	return u.err
+}
+
+// GCC's call sites before DWARF 5 (DW_TAG_GNU_call_site, ...).
+const (
+	tagGNUCallSite          dwarf.Tag  = 0x4109
+	tagGNUCallSiteParameter dwarf.Tag  = 0x410a
+	attrGNUCallSiteValue    dwarf.Attr = 0x2111
+)
+
+// callSite reads a call site DIE: its return address (DW_AT_call_return_pc;
+// DW_AT_low_pc of a GNU call site), the callee it names (DW_AT_call_origin;
+// DW_AT_abstract_origin of a GNU one) and the values of the register
+// parameters.
+func (u *unit) callSite(fn *Function, d *die) (CallSite, bool) {
+	c := CallSite{fn: fn}
+	ret, ok := d.Val(dwarf.AttrCallReturnPC).(uint64)
+	if !ok {
+		if ret, ok = d.Val(dwarf.AttrLowpc).(uint64); !ok {
+			return c, false
+		}
+	}
+	c.Return = ret
+	c.origin, _ = d.Val(dwarf.AttrCallOrigin).(dwarf.Offset)
+	if c.origin == 0 {
+		c.origin, _ = d.Val(dwarf.AttrAbstractOrigin).(dwarf.Offset)
+	}
+	// A declaration in this unit of a function defined in another is
+	// matched by name.
+	for o, depth := u.dieAt(c.origin), 0; o != nil && depth < 4; depth++ {
+		if n := u.str(o, dwarf.AttrLinkageName); n != "" {
+			c.originName = n
+			break
+		}
+		if n := u.str(o, dwarf.AttrName); n != "" {
+			c.originName = n
+			break
+		}
+		next := u.ref(o, dwarf.AttrAbstractOrigin)
+		if next == nil {
+			next = u.ref(o, dwarf.AttrSpecification)
+		}
+		o = next
+	}
+	for _, k := range d.kids {
+		if k.Tag != dwarf.TagCallSiteParameter && k.Tag != tagGNUCallSiteParameter {
+			continue
+		}
+		loc, _ := k.Val(dwarf.AttrLocation).([]byte)
+		val, _ := k.Val(dwarf.AttrCallValue).([]byte)
+		if val == nil {
+			val, _ = k.Val(attrGNUCallSiteValue).([]byte)
+		}
+		reg, ok := elfx.EntryReg(loc)
+		if !ok || len(val) == 0 {
+			continue
+		}
+		c.params = append(c.params, callParam{reg: reg, value: val})
+	}
+	return c, true
 }

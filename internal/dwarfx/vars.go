@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"github.com/culprit-dev/culprit/internal/elfx"
 	"path/filepath"
+	"sort"
 	"strings"
 	"sync"
 )
@@ -37,7 +38,84 @@ type Function struct {
 	frameBase attrLoc
 	root      *scope
 	params    []*Variable
-	resultOff dwarf.Offset // DW_AT_type: the return value's type (0: void)
+	resultOff dwarf.Offset    // DW_AT_type: the return value's type (0: void)
+	ids       [3]dwarf.Offset // its DIE, the DIE's abstract origin and specification: what call sites name it by
+	calls     []CallSite      // sorted by Return
+}
+
+// CallSite is a call the compiler described (DW_TAG_call_site, or GCC's
+// DW_TAG_GNU_call_site before DWARF 5): where it returns to, which function
+// it calls, and how to compute, in the caller's frame at the return
+// address, the values it passed in registers (DW_TAG_call_site_parameter).
+// A debugger recovers a callee's DW_OP_entry_value from them.
+type CallSite struct {
+	Return     uint64 // ELF address the call returns to
+	origin     dwarf.Offset
+	originName string
+	params     []callParam
+	fn         *Function // the caller
+}
+
+type callParam struct {
+	reg   uint64
+	value []byte // DW_AT_call_value, a DWARF expression
+}
+
+// CallSite returns the call of fn that returns to ret (an ELF address:
+// the caller frame's return address less the load bias).
+func (fn *Function) CallSite(ret uint64) (CallSite, bool) {
+	i := sort.Search(len(fn.calls), func(i int) bool { return fn.calls[i].Return >= ret })
+	if i < len(fn.calls) && fn.calls[i].Return == ret {
+		return fn.calls[i], true
+	}
+	return CallSite{}, false
+}
+
+// Calls reports whether the call is known to call callee directly: its
+// DIE names callee's (or callee's abstract origin or declaration), or a
+// declaration of the same name. An indirect call, or a call of another
+// function (that may have tail-called callee), is not: its parameters are
+// not callee's.
+func (c CallSite) Calls(callee *Function) bool {
+	if c.origin == 0 {
+		return false
+	}
+	for _, id := range callee.ids {
+		if id != 0 && id == c.origin {
+			return true
+		}
+	}
+	n := c.originName
+	return n != "" && (n == callee.Linkage || n == callee.Name || n == callee.dwName)
+}
+
+// Value returns the value the call passed in general register reg,
+// evaluating its DW_AT_call_value in the caller's frame f (the frame whose
+// return address is c.Return). It wraps ErrUnavailable when the call site
+// does not describe that register or its value cannot be computed there.
+func (c CallSite) Value(reg uint64, f *Frame) (uint64, error) {
+	for _, p := range c.params {
+		if p.reg != reg {
+			continue
+		}
+		m := exprIn(f, &c.fn.ctx, c.Return-1, 0)
+		m.Start(p.value)
+		if _, more, err := m.Next(); err != nil {
+			return 0, err
+		} else if more {
+			return 0, fmt.Errorf("%w: a call site value in pieces", ErrUnsupported)
+		}
+		switch m.Kind {
+		case elfx.LocReg:
+			return m.RegValue(m.Reg)
+		case elfx.LocMemory, elfx.LocStack:
+			if top, ok := m.Top(); ok {
+				return top.V, nil
+			}
+		}
+		return 0, fmt.Errorf("%w: call site value of %s", ErrUnavailable, elfx.RegName(reg))
+	}
+	return 0, fmt.Errorf("%w: the call site does not say what %s was", ErrUnavailable, elfx.RegName(reg))
 }
 
 // Inline is one inlined call: the body of function Name inlined into Func,

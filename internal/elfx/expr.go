@@ -154,6 +154,11 @@ type Expr struct {
 	FrameBase func() (uint64, error)
 	DebugAddr func(idx uint64) (uint64, error)
 	BaseType  func(off uint64) (BaseType, error)
+	// EntryValue returns the value general register reg had when the
+	// frame's function was entered (DW_OP_entry_value of a register),
+	// recovered by the caller from the call site; nil: unknown, and the
+	// operation fails with ErrEntryValue.
+	EntryValue func(reg uint64) (uint64, error)
 
 	// MaxStack bounds the stack: 0 or at least 8. 0 means 8 entries,
 	// which never allocates.
@@ -770,6 +775,21 @@ func (m *Expr) step(op byte, r *Reader) error {
 	case OpNop, OpGNUUninit:
 		return nil
 	}
+	if (op == OpEntryValue || op == OpGNUEntryValue) && m.EntryValue != nil {
+		block := r.Bytes(r.ULEB())
+		if r.Bad {
+			return nil
+		}
+		reg, ok := EntryReg(block)
+		if !ok {
+			return ErrEntryValue
+		}
+		v, err := m.EntryValue(reg)
+		if err != nil {
+			return err
+		}
+		return m.push(Elem{V: v})
+	}
 	// The remaining operations are not evaluated; their operands are
 	// consumed so that the next piece can still be evaluated.
 	if !SkipOperands(op, r) {
@@ -1005,4 +1025,32 @@ func Binop(op byte, a, b Elem) (Elem, error) {
 		return Elem{V: v}, nil // a comparison's result is generic
 	}
 	return Elem{V: v, T: t}.trunc(), nil
+}
+
+// EntryReg returns the general register whose value a DW_OP_entry_value
+// block asks for: a register location (DW_OP_regN, DW_OP_regx) or the
+// register's value (DW_OP_bregN 0, DW_OP_bregx N 0), the forms compilers
+// emit. Other blocks (memory at entry) are not recovered.
+func EntryReg(block []byte) (uint64, bool) {
+	r := Reader{B: block, End: len(block)}
+	var reg uint64
+	switch op := r.U8(); {
+	case op >= OpReg0 && op < OpReg0+32:
+		reg = uint64(op - OpReg0)
+	case op == OpRegx:
+		reg = r.ULEB()
+	case op >= OpBreg0 && op < OpBreg0+32:
+		reg = uint64(op - OpBreg0)
+		if r.SLEB() != 0 {
+			return 0, false
+		}
+	case op == OpBregx:
+		reg = r.ULEB()
+		if r.SLEB() != 0 {
+			return 0, false
+		}
+	default:
+		return 0, false
+	}
+	return reg, !r.Bad && r.Done() && reg < NumGPRegs
 }

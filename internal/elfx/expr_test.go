@@ -58,3 +58,27 @@ func TestBinopGeneric(t *testing.T) {
 		}
 	}
 }
+
+// The register of an entry value: a register location or its value; not
+// memory at entry, nor a register plus an offset.
+func TestEntryReg(t *testing.T) {
+	for _, c := range []struct {
+		block []byte
+		reg   uint64
+		ok    bool
+	}{
+		{[]byte{OpReg0 + 5}, 5, true},
+		{[]byte{OpRegx, 13}, 13, true},
+		{[]byte{OpBreg0 + 4, 0}, 4, true},
+		{[]byte{OpBreg0 + 4, 8}, 0, false},
+		{[]byte{OpBreg0 + 4, 0, OpDeref}, 0, false},
+		{[]byte{OpRegx, 40}, 0, false},
+		{[]byte{OpLit0}, 0, false},
+		{nil, 0, false},
+	} {
+		reg, ok := EntryReg(c.block)
+		if ok != c.ok || ok && reg != c.reg {
+			t.Errorf("EntryReg(% x) = %d, %v; want %d, %v", c.block, reg, ok, c.reg, c.ok)
+		}
+	}
+}

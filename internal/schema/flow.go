@@ -126,6 +126,11 @@ func classify(l dwarfx.Location) (varLoc, bool) {
 			}
 		}
 	}
+	if r, ok := computedFromOne(e); ok {
+		if i := dwarfRegIndex(r); i != noReg {
+			return varLoc{kind: inReg, reg: i}, true
+		}
+	}
 	var f dwarfx.Frame
 	f.CFA = sentCFA
 	f.SetReg(regRBP, sentRBP)
@@ -143,6 +148,42 @@ func classify(l dwarfx.Location) (varLoc, bool) {
 		}
 	}
 	return varLoc{}, false
+}
+
+// computedFromOne reports whether a location is a value (DW_OP_stack_value)
+// computed by arithmetic from one register's current value, constants and
+// values at the function's entry: GCC's description of a counter it turned
+// into a pointer walk, i = (rdi − entry_value(rdi)) / 24. The variable
+// then changes exactly when that register does, and its register is where
+// the analysis follows it (stepped in a loop, tested in a branch).
+func computedFromOne(e []byte) (uint64, bool) {
+	if len(e) < 2 || e[len(e)-1] != elfx.OpStackValue {
+		return 0, false
+	}
+	r := elfx.Reader{B: e[:len(e)-1], End: len(e) - 1}
+	reg, n := uint64(0), 0
+	for !r.Done() {
+		op := r.U8()
+		switch {
+		case op >= elfx.OpBreg0 && op <= elfx.OpBreg31:
+			reg, n = uint64(op-elfx.OpBreg0), n+1
+			r.SLEB()
+		case op >= elfx.OpLit0 && op <= elfx.OpLit0+31,
+			op >= elfx.OpConst1u && op <= elfx.OpConsts,
+			op >= elfx.OpAnd && op <= elfx.OpXor, // arithmetic
+			op == elfx.OpEntryValue, op == elfx.OpGNUEntryValue,
+			op == elfx.OpConvert, op == elfx.OpGNUConvert:
+			if !elfx.SkipOperands(op, &r) {
+				return 0, false
+			}
+		default:
+			return 0, false
+		}
+		if r.Bad {
+			return 0, false
+		}
+	}
+	return reg, n == 1
 }
 
 func (g *generator) analyse(fn *dwarfx.Function) []Entry {

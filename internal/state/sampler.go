@@ -138,10 +138,53 @@ func (s *Sampler) locate(th Thread) []located {
 	return out
 }
 
-func (th Thread) env(at located) *frameEnv {
-	f := th.Frames[at.depth]
-	frame := &dwarfx.Frame{Regs: f.Regs, RegValid: f.Valid, CFA: f.CFA, Bias: at.bias, Mem: th.Mem}
+// stackEnv gives the located frames of one sample their environments for
+// evaluating expressions: a caller frame gets, besides the registers CFI
+// restores, those that no function it called has written since
+// (restoreUnchanged), and a location that needs a register's value at the
+// function's entry (DW_OP_entry_value, which GCC emits at -O2 for a
+// counter turned into a pointer walk, and for parameters whose register
+// was reused) gets it from the caller's call site, as gdb does: the call
+// that returns to the caller frame's return address, if it calls this
+// function directly, says how to compute in the caller's frame what it
+// passed in that register (DW_TAG_call_site_parameter).
+type stackEnv struct {
+	s       *Sampler
+	th      Thread
+	located []located
+	clob    []uint32 // Sampler.clobbered, computed on first need
+}
+
+func (e *stackEnv) env(at located) *frameEnv {
+	f := e.th.Frames[at.depth]
+	frame := &dwarfx.Frame{Regs: f.Regs, RegValid: f.Valid, CFA: f.CFA, Bias: at.bias, Mem: e.th.Mem}
+	if at.depth > 0 {
+		if at.depth >= len(e.clob) {
+			e.clob = e.s.clobbered(e.th, max(at.depth, 4))
+		}
+		restoreUnchanged(frame, e.th.Frames[0], e.clob[at.depth])
+	}
+	frame.EntryValue = func(reg uint64) (uint64, error) { return e.entryValue(at, reg) }
 	return &frameEnv{info: at.info, fn: at.fn, pc: at.pc, frame: frame, code: at.code}
+}
+
+// entryValue recovers the value register reg had at the entry of at's
+// function from the call site in the frame above it.
+func (e *stackEnv) entryValue(at located, reg uint64) (uint64, error) {
+	for _, c := range e.located {
+		if c.depth < at.depth+1 {
+			continue
+		}
+		if c.depth > at.depth+1 || e.th.Frames[c.depth].Exact {
+			break
+		}
+		cs, ok := c.fn.CallSite(e.th.Frames[c.depth].PC - c.bias)
+		if !ok || !cs.Calls(at.fn) {
+			break
+		}
+		return cs.Value(reg, e.env(c).frame)
+	}
+	return 0, fmt.Errorf("%w: no call site of %s in the frame above says", dwarfx.ErrEntryValue, at.fn.Name)
 }
 
 // value makes a Value record of an evaluation.
@@ -173,10 +216,11 @@ func (s *Sampler) Apply(th Thread) Result {
 	}
 	// Find every frame's function once; specs, values and rules share it.
 	located := s.locate(th)
+	st := &stackEnv{s: s, th: th, located: located}
 	var res Result
-	res.Records = s.sampleSpecs(th, located)
+	res.Records = s.sampleSpecs(st)
 	if s.values != nil {
-		res.Records = s.sampleValues(th, located, res.Records)
+		res.Records = s.sampleValues(st, res.Records)
 	}
 	if s.rules == nil {
 		return res
@@ -186,7 +230,7 @@ func (s *Sampler) Apply(th Thread) Result {
 		frames[i].Env = noEnv{}
 	}
 	for _, at := range located {
-		frames[at.depth] = rules.Frame{Function: at.fn.Name, Env: th.env(at)}
+		frames[at.depth] = rules.Frame{Function: at.fn.Name, Env: st.env(at)}
 	}
 	o := s.rules.Sample(th.Exe, frames)
 	res.Drop, res.Keep = !o.Record, o.Backtrace
@@ -244,7 +288,8 @@ func (s *Sampler) info(path string) *dwarfx.Info {
 // innermost frame running a matching function, and returns the records to
 // write: a ValueSource the first time a spec is seen, then its Value (of
 // type ValueMissing when it cannot be evaluated at this sample).
-func (s *Sampler) sampleSpecs(th Thread, frames []located) []recording.Record {
+func (s *Sampler) sampleSpecs(st *stackEnv) []recording.Record {
+	th, frames := st.th, st.located
 	var out []recording.Record
 	for i, sp := range s.specs {
 		if !sp.MatchProg(th.Exe) {
@@ -260,7 +305,7 @@ func (s *Sampler) sampleSpecs(th Thread, frames []located) []recording.Record {
 		if at == nil {
 			continue // the function is not on the stack: nothing to sample
 		}
-		v, err := expr.Eval(sp.Expr, th.env(*at))
+		v, err := expr.Eval(sp.Expr, st.env(*at))
 		// The source is written when first seen, and again, once, with the
 		// enumerators when the first value shows it is an enum.
 		if enum := err == nil && v.Enum != nil && !s.named[i]; s.ids[i] == 0 || enum {

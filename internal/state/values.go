@@ -193,10 +193,10 @@ func (s *Sampler) valueSource(es *exeSchema, vv valueVar, fn string) []recording
 }
 
 // sampleValues appends the values of the thread's variables.
-func (s *Sampler) sampleValues(th Thread, located []located, out []recording.Record) []recording.Record {
+func (s *Sampler) sampleValues(st *stackEnv, out []recording.Record) []recording.Record {
+	th := st.th
 	exe := filepath.Clean(th.Exe)
-	var clob []uint32
-	for _, at := range located {
+	for _, at := range st.located {
 		if at.depth > s.values.depth {
 			break
 		}
@@ -207,13 +207,7 @@ func (s *Sampler) sampleValues(th Thread, located []located, out []recording.Rec
 		if es == nil {
 			continue // not a binary of the schema, or no DWARF
 		}
-		env := th.env(at)
-		if at.depth > 0 {
-			if clob == nil {
-				clob = s.clobbered(th, s.values.depth)
-			}
-			restoreUnchanged(env.frame, th.Frames[0], clob[at.depth])
-		}
+		env := st.env(at)
 		for _, v := range at.fn.Variables(at.pc) {
 			if v.IsGlobal || v.Type() == nil || !v.Type().IsScalar() {
 				continue

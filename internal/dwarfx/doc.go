@@ -31,9 +31,11 @@
 //     implicit_value, piece and bit_piece (pieces assembled, absent pieces
 //     reported as missing bytes), and the DWARF 5 typed operations
 //     (const_type, regval_type, deref_type, convert, reinterpret, with
-//     float arithmetic) that GCC emits at -O2. DW_OP_entry_value yields
-//     ErrEntryValue: a debugger may recover it from call-site parameters of
-//     the caller, which is a guess this package does not make. Unsupported:
+//     float arithmetic) that GCC emits at -O2. DW_OP_entry_value of a
+//     register asks Frame.EntryValue, which the caller answers from the
+//     caller frame's call site (Function.CallSite, CallSite.Calls,
+//     CallSite.Value: DW_TAG_call_site and its parameters, or GCC's GNU
+//     forms); without it, ErrEntryValue. Unsupported:
 //     TLS (form_tls_address), DWARF procedures (call2/call4/call_ref),
 //     implicit pointers (ErrImplicitPointer), xderef, push_object_address,
 //     typed values wider than 8 bytes.

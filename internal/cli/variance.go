@@ -251,11 +251,24 @@ type refiner struct {
 	last        []string // the factors chosen last round
 	added       []string
 	in          *bufio.Reader
+	// wakers are the functions the wake-ups ending the intervals' waits
+	// came from (--sched), opened those whose callees were proposed.
+	wakers []string
+	opened map[string]bool
 }
 
-func (r *refiner) refine(calls []recording.Call, probes []recording.Probe, off []recording.ProbesOff, lost []recording.Lost) ([]string, bool) {
+func (r *refiner) refine(calls []recording.Call, probes []recording.Probe, off []recording.ProbesOff, lost []recording.Lost, events []tracer.SchedEvent) ([]string, bool) {
 	in := variance.FromRecords(r.spec, calls, probes, off, lost)
 	in.Heights, in.K, in.D = r.heights, r.k, r.d
+	var live *liveSched
+	if len(events) > 0 {
+		// The critical paths as they ran: functions of a waker that are
+		// probed are factors "F (waker)", refined like the others.
+		if live = newLiveSched(events); live.tl != nil {
+			schedStates(&in, live.tl)
+			in.Spans = true
+		}
+	}
 	res, err := variance.Analyse(in)
 	if res == nil || res.Intervals < r.perRound {
 		return nil, false
@@ -271,14 +284,50 @@ func (r *refiner) refine(calls []recording.Call, probes []recording.Probe, off [
 	}
 	fmt.Fprintf(r.stderr, "culprit: round %d: %d intervals, mean %s, p99 %s; factors: %s\n", res.Rounds, res.Intervals,
 		render.Duration(res.Mean), render.Duration(res.P99), strings.Join(labels, ", "))
-	if res.Rounds >= r.rounds || slices.Equal(chosen, r.last) {
+	if res.Rounds >= r.rounds {
 		return nil, true
 	}
-	r.last = chosen
 	probed := map[string]bool{}
 	for _, p := range probes {
 		probed[p.Function] = true
 	}
+	// Functions of the threads that ended the intervals' waits, from the
+	// wake-ups' stacks, when they stand for enough of the variance. A
+	// probe's return trampoline hides the frames above it from the
+	// unwinder, so each is proposed the round its stack shows it. A
+	// waker that returned in none of the round's calls (its thread's
+	// loop) is timed by nothing: its callees are proposed instead.
+	var wk []string
+	if live != nil && live.tl != nil {
+		for _, f := range live.wakers(res, r.d) {
+			if !slices.Contains(r.wakers, f) {
+				r.wakers = append(r.wakers, f)
+			}
+		}
+		ret := returned(calls, probes)
+		for _, f := range r.wakers {
+			switch {
+			case !probed[f]:
+				if tracer.Traceable(f) {
+					wk = append(wk, f)
+				}
+			case !ret[f] && !r.opened[f]:
+				if r.opened == nil {
+					r.opened = map[string]bool{}
+				}
+				r.opened[f] = true
+				for _, c := range r.cg[f] {
+					if !probed[c] && tracer.Traceable(c) {
+						wk = append(wk, c)
+					}
+				}
+			}
+		}
+	}
+	if slices.Equal(chosen, r.last) && len(wk) == 0 {
+		return nil, true
+	}
+	r.last = chosen
 	var more []string
 	for _, f := range res.Factors {
 		fn := f.Function()
@@ -301,6 +350,18 @@ func (r *refiner) refine(calls []recording.Call, probes []recording.Probe, off [
 			probed[c] = true
 			more = append(more, c)
 		}
+	}
+	var woke []string
+	for _, c := range wk {
+		if probed[c] || r.interactive && !r.ask(fmt.Sprintf("probe %s, which a thread ending the intervals' waits ran?", c)) {
+			continue
+		}
+		probed[c] = true
+		woke = append(woke, c)
+	}
+	if len(woke) > 0 {
+		fmt.Fprintf(r.stderr, "culprit: probing %d functions of the threads that ended the intervals' waits: %s\n", len(woke), abbreviate(woke, 8))
+		more = append(more, woke...)
 	}
 	if len(more) == 0 {
 		return nil, true

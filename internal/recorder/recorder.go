@@ -375,6 +375,8 @@ type session struct {
 	sysLast   uint64                  // time of the last record the program's ring kept
 	sysLost   uint64                  // records it dropped, as reported so far
 	pending   map[uint32]*pendingCall // by TID
+	// onSched, when set, is shown each scheduler event written (Sched.OnEvent).
+	onSched func(smp recording.Sample, user []uint64)
 }
 
 type item struct {
@@ -911,9 +913,12 @@ func (s *session) handle(rec any) {
 			return // the sched_switch tracepoint reports it, with prev_state and stack
 		}
 		s.res.Samples++
-		if err := s.w.WriteSample(recording.Sample{Time: r.Time, PID: r.PID, TID: r.TID, CPU: r.CPU,
-			Event: recording.EventSwitchIn}, nil, nil); err != nil {
+		smp := recording.Sample{Time: r.Time, PID: r.PID, TID: r.TID, CPU: r.CPU, Event: recording.EventSwitchIn}
+		if err := s.w.WriteSample(smp, nil, nil); err != nil {
 			s.warn("writing the recording: %v", err)
+		}
+		if s.onSched != nil {
+			s.onSched(smp, nil)
 		}
 	case *perf.Lost:
 		s.lost(r, 0, 0)
@@ -1035,6 +1040,9 @@ func (s *session) write1(r *perf.Sample, k *eventKind, user []uint64, truncated 
 	}
 	if err := s.w.WriteSample(smp, r.Kernel, user); err != nil {
 		s.warn("writing the recording: %v", err)
+	}
+	if s.onSched != nil && (k.event == recording.EventSwitch || k.event == recording.EventWakeup) {
+		s.onSched(smp, user)
 	}
 }
 

@@ -68,6 +68,16 @@ func OpenSched(w *recording.Writer, pid int, launched bool) (*Sched, error) {
 	return &Sched{s: s}, nil
 }
 
+// OnEvent has fn shown every event as it is written, in the order the
+// drains write them: switches onto a CPU, switches away (Arg the
+// prev_state) and wake-ups (Arg the woken thread, with
+// recording.WakeupInterrupt), with the user call chain for switches away
+// and wake-ups (the waker's, innermost first; the slice is fn's only
+// during the call). A collector that adapts while the program runs (which
+// thread woke which, in which functions) reads them here instead of from
+// the recording.
+func (x *Sched) OnEvent(fn func(smp recording.Sample, user []uint64)) { x.s.onSched = fn }
+
 // Drain writes the events the rings hold.
 func (x *Sched) Drain() {
 	if err := x.s.drain(); err != nil {

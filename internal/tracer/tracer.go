@@ -82,8 +82,9 @@ type Options struct {
 	// executable to probe, set at once on the running process (at most
 	// MoreProbes in all), or done to be asked no more.
 	// lost are the spans in which the tracer dropped calls (Lost records
-	// with Since).
-	Refine      func(calls []recording.Call, probes []recording.Probe, off []recording.ProbesOff, lost []recording.Lost) (more []string, done bool)
+	// with Since); sched, with Sched, the scheduler events since probes
+	// were last set, wake-ups with the waker's functions.
+	Refine      func(calls []recording.Call, probes []recording.Probe, off []recording.ProbesOff, lost []recording.Lost, sched []SchedEvent) (more []string, done bool)
 	RefineCheck time.Duration
 	MoreProbes  int
 	// Reads are expressions over the traced functions' parameters whose
@@ -137,6 +138,11 @@ type session struct {
 	// time when the probes fill the ring as fast as it is read; 0 at the
 	// end, to read everything.
 	drainLimit time.Duration
+
+	// schedRound are the scheduler events since probes were last set
+	// (Refine with Sched), funcs names the executable's functions in them.
+	schedRound []SchedEvent
+	funcs      *funcTable
 }
 
 // windows is the state of the trap budget's windows.
@@ -389,9 +395,9 @@ func (s *session) refine() {
 		return
 	}
 	s.next = time.Now().Add(s.o.RefineCheck)
-	more, done := s.o.Refine(s.round, s.recs, s.win.off, s.lost.spans)
+	more, done := s.o.Refine(s.round, s.recs, s.win.off, s.lost.spans, s.schedRound)
 	if done {
-		s.o.Refine, s.round = nil, nil
+		s.o.Refine, s.round, s.schedRound = nil, nil, nil
 		return
 	}
 	if len(more) == 0 {
@@ -412,7 +418,7 @@ func (s *session) refine() {
 	}
 	if err != nil {
 		s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("adding probes: %v", err))
-		s.o.Refine, s.round = nil, nil
+		s.o.Refine, s.round, s.schedRound = nil, nil, nil
 		return
 	}
 	have := map[string]bool{}
@@ -433,17 +439,17 @@ func (s *session) refine() {
 		s.targets = append(s.targets, t)
 	}
 	if len(s.targets) == first {
-		s.o.Refine, s.round = nil, nil // nothing new to learn
+		s.o.Refine, s.round, s.schedRound = nil, nil, nil // nothing new to learn
 		return
 	}
 	if err := s.set(first, s.pid); err != nil {
 		s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("adding probes: %v", err))
 		s.targets = s.targets[:first]
-		s.o.Refine, s.round = nil, nil
+		s.o.Refine, s.round, s.schedRound = nil, nil, nil
 		return
 	}
 	s.probes(first, monotonic())
-	s.round = s.round[:0]
+	s.round, s.schedRound = s.round[:0], s.schedRound[:0]
 	s.res.Rounds++
 }
 
@@ -540,6 +546,9 @@ func (s *session) openSched(pid int, launched bool) error {
 		return err
 	}
 	s.sched = sc
+	if s.o.Refine != nil {
+		sc.OnEvent(s.onSched)
+	}
 	return nil
 }
 

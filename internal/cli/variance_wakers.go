@@ -1,0 +1,114 @@
+package cli
+
+import (
+	"cmp"
+	"slices"
+
+	"gonum.org/v1/gonum/stat"
+
+	"github.com/culprit-dev/culprit/internal/analysis/sched"
+	"github.com/culprit-dev/culprit/internal/analysis/variance"
+	"github.com/culprit-dev/culprit/internal/profile"
+	"github.com/culprit-dev/culprit/internal/recording"
+	"github.com/culprit-dev/culprit/internal/tracer"
+)
+
+// liveSched is the scheduler timeline of a round of culprit variance
+// --sched while the program runs, from the events the tracer passes to
+// refinement: the critical paths of the round's intervals, and which
+// functions of the executable each wake-up's waker was in.
+type liveSched struct {
+	tl    *sched.Timeline // nil: no usable events
+	funcs [][]string      // a wake-up stack's functions, by its index
+}
+
+// newLiveSched builds the timeline. The switches away carry no kernel
+// stack here, so every wait is "io": the path and its wakers are right,
+// the kind of wait is the recording's to tell.
+func newLiveSched(events []tracer.SchedEvent) *liveSched {
+	ls := &liveSched{}
+	p := &profile.Profile{Samples: make([]profile.Sample, 0, len(events))}
+	for _, e := range events {
+		st := int32(-1)
+		if len(e.Funcs) > 0 {
+			st = int32(len(ls.funcs))
+			ls.funcs = append(ls.funcs, e.Funcs)
+		}
+		p.Samples = append(p.Samples, profile.Sample{Time: e.Time, PID: e.PID, TID: e.TID, CPU: e.CPU, Stack: st, Event: e.Event, Arg: e.Arg})
+	}
+	// Each drain writes its records in time order; rings of different
+	// CPUs can interleave across drains.
+	slices.SortStableFunc(p.Samples, func(a, b profile.Sample) int { return cmp.Compare(a.Time, b.Time) })
+	p.Stacks = make([][]int32, len(ls.funcs)) // blocking stacks: none (classified as io)
+	if tl, err := sched.States(p); err == nil {
+		ls.tl = tl
+	}
+	return ls
+}
+
+// wakers are the functions of the executable on the stacks of the
+// wake-ups that ended waits on the intervals' critical paths (a waker's
+// own waits followed to its waker), those whose stretches of the paths
+// hold at least d of the intervals' latency variance (Cov(x_f, T) /
+// Var(T), x_f the time of interval T's path that a wake-up from f stood
+// for: these shares of a partition add up to 1), in the order seen.
+func (ls *liveSched) wakers(res *variance.Result, d float64) []string {
+	if ls.tl == nil || len(res.Spans) < 2 {
+		return nil
+	}
+	n := len(res.Spans)
+	T := make([]float64, n)
+	x := map[string][]float64{}
+	var order []string
+	for i, sp := range res.Spans {
+		T[i] = float64(sp.End - sp.Start)
+		for _, sg := range sp.Path {
+			if sg.For == 0 || slices.Contains(sp.Threads, sg.TID) {
+				continue // the interval's own threads: their calls are the tree's
+			}
+			th := ls.tl.Thread(sg.For)
+			if th == nil {
+				continue
+			}
+			iv, ok := th.At(sg.To)
+			if !ok || iv.Waker != sg.TID || iv.WakerStack < 0 || int(iv.WakerStack) >= len(ls.funcs) {
+				continue
+			}
+			for _, f := range ls.funcs[iv.WakerStack] {
+				col := x[f]
+				if col == nil {
+					col = make([]float64, n)
+					x[f] = col
+					order = append(order, f)
+				}
+				col[i] += float64(sg.To - sg.From)
+			}
+		}
+	}
+	v := stat.Variance(T, nil)
+	if v <= 0 {
+		return nil
+	}
+	var out []string
+	for _, f := range order {
+		if stat.Covariance(x[f], T, nil)/v >= d {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// returned are the functions with a call in calls that returned.
+func returned(calls []recording.Call, probes []recording.Probe) map[string]bool {
+	byID := map[uint32]string{}
+	for _, p := range probes {
+		byID[p.ID] = p.Function
+	}
+	out := map[string]bool{}
+	for _, c := range calls {
+		if c.Flags&recording.CallUnreturned == 0 {
+			out[byID[c.Probe]] = true
+		}
+	}
+	return out
+}

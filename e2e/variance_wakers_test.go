@@ -1,0 +1,90 @@
+package e2e
+
+import (
+	"bufio"
+	"encoding/json"
+	"math"
+	"strconv"
+	"strings"
+	"testing"
+
+	"gonum.org/v1/gonum/stat"
+
+	"github.com/culprit-dev/culprit/internal/testutil"
+)
+
+// A request that sleeps until a helper thread replies, and what makes it
+// vary runs on the helper, in slow_lookup: a function the interval's
+// thread never calls and no flag names. With --sched, refinement reads
+// the wake-ups' stacks while the program runs and probes the functions
+// of the thread that ended the waits, then their callees, so
+// "slow_lookup (waker)" is a chosen factor with its share of the
+// variance within 5 points of the share the program measures over the
+// same requests. Both shapes of helper: slow_lookup under a call that
+// returns (nested: serve, whose tail call to reply leaves only the
+// thread's loop on the stack), and straight under the thread's loop,
+// which never returns (flat).
+func TestVarianceWakerFound(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "varwake", []string{"varwake.c"}, "-O2", "-g", "-pthread")
+	for _, mode := range []string{"nested", "flat"} {
+		t.Run(mode, func(t *testing.T) {
+			out := rec(t)
+			// Every call is traced: a trap budget's pause forgets the
+			// helper's calls open across it (docs/variance.md).
+			stdout := mustRun(t, "variance", "--sched", "--trap-budget", "0", "--start", "handle", "--round-intervals", "300",
+				"-o", out, "--", bin, mode, "4000")
+			var r varianceJSON
+			if err := json.Unmarshal([]byte(mustRun(t, "variance", "-i", out, "--format", "json")), &r); err != nil {
+				t.Fatal(err)
+			}
+			var handle, slow []float64
+			sc := bufio.NewScanner(strings.NewReader(stdout))
+			for sc.Scan() {
+				f := strings.Fields(sc.Text())
+				if len(f) != 4 || f[0] != "req" {
+					continue
+				}
+				var v [3]uint64
+				for i := range v {
+					n, err := strconv.ParseUint(f[i+1], 10, 64)
+					if err != nil {
+						t.Fatalf("bad line %q", sc.Text())
+					}
+					v[i] = n
+				}
+				if v[0] >= r.RoundStart {
+					handle = append(handle, float64(v[1]))
+					slow = append(slow, float64(v[2]))
+				}
+			}
+			// The requests of the last round are culprit's intervals (but
+			// those around a call the tracer dropped, if any, and the few
+			// begun while the probes were being set).
+			if n := r.Intervals + r.LostOut; len(handle) < 300 || math.Abs(float64(n-len(handle))) > 0.01*float64(len(handle)) {
+				t.Fatalf("culprit used %d intervals (%d left out for lost calls); the program ran %d requests in the last round (want 300 or more, and the same)",
+					r.Intervals, r.LostOut, len(handle))
+			}
+			share := stat.Covariance(slow, slow, nil) / stat.Covariance(handle, handle, nil)
+			const fn = "slow_lookup (waker)"
+			for _, f := range r.Ranked {
+				if f.Kind != "variance" || len(f.Names) != 1 || f.Names[0] != fn {
+					continue
+				}
+				t.Logf("%d intervals, %d rounds, height %d: %s %.1f%% of the variance, the program's %.1f%%", r.Intervals, r.Rounds, r.Height, fn, 100*f.Contribution, 100*share)
+				if math.Abs(f.Contribution-share) > 0.05 {
+					t.Errorf("%s's share %.3f, the program's %.3f", fn, f.Contribution, share)
+				}
+				chosen := false
+				for _, c := range r.Factors {
+					chosen = chosen || len(c.Names) == 1 && c.Names[0] == fn
+				}
+				if !chosen {
+					t.Errorf("%s is not among the chosen factors %+v", fn, r.Factors)
+				}
+				return
+			}
+			t.Errorf("%s is not a factor: %+v", fn, r.Ranked)
+		})
+	}
+}

@@ -33,7 +33,7 @@ func TestVarianceWakerFound(t *testing.T) {
 			// Every call is traced: a trap budget's pause forgets the
 			// helper's calls open across it (docs/variance.md).
 			stdout := mustRun(t, "variance", "--sched", "--trap-budget", "0", "--start", "handle", "--round-intervals", "300",
-				"-o", out, "--", bin, mode, "4000")
+				"-o", out, "--", bin, mode, "3000")
 			var r varianceJSON
 			if err := json.Unmarshal([]byte(mustRun(t, "variance", "-i", out, "--format", "json")), &r); err != nil {
 				t.Fatal(err)

@@ -2,7 +2,7 @@
 // the main thread handle()s N requests one after the other; each hands
 // its job to a helper thread and sleeps until the helper says it is done.
 // What makes the requests' latency vary runs on the helper, in a function
-// the interval's thread never calls: slow_lookup, which waits 1.5 ms in
+// the interval's thread never calls: slow_lookup, which waits 4 ms in
 // one request of four and 100 µs in the others.
 //
 //   varwake nested N   helper_loop → take_job, serve → {slow_lookup,
@@ -58,7 +58,7 @@ static int stopping;
 
 PROBED void slow_lookup(struct job *j) {
 	uint64_t t0 = now_ns();
-	wait_ns(j->id % 4 == 0 ? 1500000 : 100000);
+	wait_ns(j->id % 4 == 0 ? 4000000 : 100000);
 	j->slow = now_ns() - t0;
 }
 

@@ -222,7 +222,7 @@ from VProfiler: docs/variance.md.`,
 	f.IntVar(&rounds, "rounds", 8, "most rounds of probes (1: no refinement)")
 	f.IntVar(&perRound, "round-intervals", 1000, "intervals timed in a round before its factors are chosen")
 	f.BoolVar(&interactive, "interactive", false, "ask before breaking each chosen function down further")
-	f.BoolVar(&schedEv, "sched", false, "also record the scheduler's switches and wake-ups, to split each factor's time into on-CPU, runnable and blocked (lock, I/O, sleep) and follow each interval's critical path across threads: functions a waker ran while the interval waited become factors, 'F (waker)'")
+	f.BoolVar(&schedEv, "sched", false, "also record the scheduler's switches and wake-ups, to split each factor's time into on-CPU, runnable and blocked (lock, I/O, sleep) and follow each interval's critical path across threads: functions a waker ran while the interval waited become factors, 'F (waker)', and refinement probes the functions on the wakers' stacks")
 	f.Float64Var(&budget, "trap-budget", 10000, "most probe traps a second, on average (each costs the program 1-10 µs, two per call): above it the probes are set for --window at a time with pauses between, and only the intervals inside a window are analysed; 0: no limit")
 	f.DurationVar(&window, "window", time.Second, "with --trap-budget: how long the probes stay set at a time")
 	f.BoolVar(&tree, "tree", false, "print the variance tree")

@@ -721,7 +721,8 @@ func TestVarianceGoMarks(t *testing.T) {
 // --attach: a request accepted on one thread and replied to by a worker,
 // paired by the request's pointer (--key r); the worker's serve call,
 // which holds slow_io, joins the interval of its key, so slow_io is a
-// factor at the program's own share. Without it slow_io is on no
+// factor at the program's own share (of the latency to reply's return,
+// over the spans the probes time). Without it slow_io is on no
 // interval's thread window and the time is other.
 func TestVarianceAttachFunction(t *testing.T) {
 	testutil.NeedRoot(t)
@@ -740,7 +741,7 @@ func TestVarianceAttachFunction(t *testing.T) {
 		switch {
 		case len(f) == 5 && f[0] == "req":
 			n++
-		case len(f) == 3 && f[0] == "share" && f[1] == "slow_io":
+		case len(f) == 3 && f[0] == "share_reply" && f[1] == "slow_io":
 			share, _ = strconv.ParseFloat(f[2], 64)
 		}
 	}

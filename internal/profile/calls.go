@@ -34,6 +34,9 @@ type Call struct {
 	// the part of it inside Child; known when Flags has
 	// recording.CallCPU.
 	Off, ChildOff uint64
+	// Goroutine is, in a Go program, the goroutine that made the call
+	// (recording.Call.Goroutine); 0 otherwise.
+	Goroutine uint64
 }
 
 // Inclusive is the call's duration in ns.

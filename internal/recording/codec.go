@@ -211,15 +211,18 @@ func encodePayload(e *enc, r Record) (Kind, error) {
 			e.u(a)
 		}
 		e.u(r.Ret)
-		if len(r.Strs) > 0 || r.Flags&CallCPU != 0 {
+		if len(r.Strs) > 0 || r.Flags&CallCPU != 0 || r.Goroutine != 0 {
 			e.u(uint64(len(r.Strs)))
 			for _, x := range r.Strs {
 				e.str(x)
 			}
 		}
-		if r.Flags&CallCPU != 0 {
+		if r.Flags&CallCPU != 0 || r.Goroutine != 0 {
 			e.u(r.Off)
 			e.u(r.ChildOff)
+		}
+		if r.Goroutine != 0 {
+			e.u(r.Goroutine)
 		}
 		return KindCall, nil
 	case *ProbesOff:
@@ -436,6 +439,7 @@ func decodePayload(k Kind, p []byte, slab *[]Sample, stack *Stack) (r Record, ok
 			}
 		}
 		c.Off, c.ChildOff = d.u(), d.u()
+		c.Goroutine = d.u()
 		r = c
 	case KindProbesOff:
 		var v [2]uint64

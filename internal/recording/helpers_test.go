@@ -44,6 +44,7 @@ func allRecords() []Record {
 		&Call{Start: 260000000000006, End: 260000000001006, Child: 400, PID: 4123, TID: 4124, Probe: 1, Caller: 2, Depth: 1, Site: 0x55a4c3e01239, Args: []uint64{20, 0x7ffc0000}, Ret: 6765, Strs: []string{"GET /", ""}},
 		&Call{Start: 260000000000006, End: 260000000090006, Child: 30000, PID: 4123, TID: 4124, Probe: 2, Flags: CallCPU, Off: 50000, ChildOff: 20000},
 		&Call{Start: 260000000000006, End: 260000000000106, PID: 4123, TID: 4125, Probe: 2, Flags: CallUnreturned},
+		&Call{Start: 260000000000006, End: 260000000000906, PID: 4123, TID: 4126, Probe: 2, Goroutine: 0xc000102000},
 		&ProbesOff{Start: 260000000000006, End: 260000000500006},
 		&End{Time: 260000000000007, Samples: 1, Lost: 12, Throttled: 3, ExitCode: -1, Calls: 2},
 	}

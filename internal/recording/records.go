@@ -10,7 +10,7 @@ package recording
 const (
 	Magic        = "CULPRIT\x00"
 	MajorVersion = 1
-	MinorVersion = 9
+	MinorVersion = 10
 )
 
 // Kind identifies a record. New kinds may be added by later minor versions;
@@ -363,6 +363,11 @@ type Call struct {
 	// off the CPU (preempted, blocked, asleep) between its start and end;
 	// ChildOff the part of Off inside the traced calls it made (Child).
 	Off, ChildOff uint64
+	// Goroutine (format 1.10) is, for a call of a Go program, the
+	// goroutine that made it (the address of its runtime g, unique among
+	// the goroutines alive at once): TID is the thread it returned on,
+	// and a goroutine that blocks can move between threads. 0 otherwise.
+	Goroutine uint64
 }
 
 // ProbesOff is a span when the tracer had removed every probe (culprit

@@ -50,8 +50,9 @@ const (
 	stackHdr   = 8
 	threadSize = stackHdr + MaxDepth*frameSize
 
-	// RecordSize is the size of a call record in the ring buffer.
-	RecordSize = 144
+	// RecordSize is the size of a call record in the ring buffer (not
+	// StrRecordSize: the reader tells them by their length).
+	RecordSize = 160
 	rStart     = 0
 	rEnd       = 8
 	rChild     = 16
@@ -66,6 +67,7 @@ const (
 	rMem       = 112
 	rOff       = 128 // with flag CPU: ns its thread was off the CPU during the call
 	rChildOff  = 136 // with flag CPU: of those, inside traced calls it made
+	rG         = 144 // Go: the goroutine's g (R14), its shadow stack's key; else 0
 
 	// The offcpu map: per thread (by thread id) when it last left the CPU
 	// (0: it is on one), the ns it has spent off the CPU since it was
@@ -234,6 +236,17 @@ func (b *builder) threadKey() {
 	b.Emit(asm.StoreMem(asm.RFP, slKey, asm.R0, asm.DWord))
 }
 
+// storeG writes the record's goroutine (rG): in Go programs the
+// shadow stack's key at slKey, the g, else 0.
+func (b *builder) storeG() {
+	if b.o.Go {
+		b.Emit(asm.LoadMem(asm.R1, asm.RFP, slKey, asm.DWord))
+	} else {
+		b.Emit(asm.Mov.Imm(asm.R1, 0))
+	}
+	b.Emit(asm.StoreMem(rTmp, rG, asm.R1, asm.DWord))
+}
+
 // frameAt points rFrame at frame R1 (an index the caller has bounded to
 // [0, MaxDepth-1]) of rThread's stack.
 func (b *builder) frameAt() {
@@ -305,6 +318,7 @@ func (b *builder) emitCall(flags int32, ret bool) {
 		asm.StoreMem(rTmp, rOff, asm.R1, asm.DWord),
 		asm.StoreMem(rTmp, rChildOff, asm.R1, asm.DWord),
 	)
+	b.storeG()
 	if b.o.CPU {
 		nocpu, unseen := b.NewLabel("nocpu"), b.NewLabel("unseen")
 		b.offSince(nocpu, unseen)
@@ -1139,6 +1153,7 @@ func hitProgram(m maps, o progOptions, points []Probe) asm.Instructions {
 		asm.StoreMem(rTmp, rOff, asm.R1, asm.DWord),
 		asm.StoreMem(rTmp, rChildOff, asm.R1, asm.DWord),
 	)
+	b.storeG()
 	// With Args, the C argument registers as they are at the point (a
 	// USDT probe's arguments that its note places there).
 	for i, r := range []int16{regDI, regSI, regDX, regCX, regR8, regR9} {

@@ -164,6 +164,11 @@ type Call struct {
 	// (preempted, blocked, asleep), ChildOff how much of that fell in the
 	// traced calls it made; both measured only with flag CPU.
 	Off, ChildOff uint64
+	// G is, in Go programs, the goroutine that made the call: the address
+	// of its runtime g (R14 under Go's register ABI), which its shadow
+	// stack is keyed by, so that a call that blocked and returned on
+	// another thread is still its goroutine's; 0 in other programs.
+	G uint64
 }
 
 func explain(err error) error {
@@ -933,6 +938,7 @@ func decode(b []byte, c *Call) {
 	}
 	c.Off = le.Uint64(b[rOff:])
 	c.ChildOff = le.Uint64(b[rChildOff:])
+	c.G = le.Uint64(b[rG:])
 }
 
 // Leftovers calls fn with the calls still open in the shadow stacks at
@@ -956,7 +962,9 @@ func (t *Tracer) Leftovers(end uint64, fn func(*Call)) {
 			if i > 0 {
 				c.Caller = le.Uint32(val[stackHdr+(i-1)*frameSize+fProbe:])
 			}
-			if !t.o.Go {
+			if t.o.Go {
+				c.G = key
+			} else {
 				c.PID, c.TID = uint32(key>>32), uint32(key)
 			}
 			for a := range c.Args {

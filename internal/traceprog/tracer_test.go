@@ -47,9 +47,10 @@ func TestDecode(t *testing.T) {
 	put(rArgs+8*5, 66, 8)
 	put(rRet, 5, 8)
 	put(rMem+8, 77, 8)
+	put(rG, 0xc000102000, 8)
 	var c Call
 	decode(b, &c)
-	want := Call{Start: 100, End: 250, Child: 40, Site: 0x401234, PID: 7, TID: 9, Probe: 3, Caller: 2, Depth: 1, Flags: Unreturned, Ret: 5}
+	want := Call{Start: 100, End: 250, Child: 40, Site: 0x401234, PID: 7, TID: 9, Probe: 3, Caller: 2, Depth: 1, Flags: Unreturned, Ret: 5, G: 0xc000102000}
 	want.Args[5] = 66
 	want.Mem[1] = 77
 	if !reflect.DeepEqual(c, want) {

@@ -506,7 +506,7 @@ func (s *session) record(c *traceprog.Call) {
 		return
 	}
 	rc := recording.Call{Start: c.Start, End: c.End, Child: c.Child, PID: c.PID, TID: c.TID, Probe: c.Probe,
-		Caller: c.Caller, Depth: c.Depth, Site: c.Site, Flags: c.Flags, Ret: c.Ret}
+		Caller: c.Caller, Depth: c.Depth, Site: c.Site, Flags: c.Flags, Ret: c.Ret, Goroutine: c.G}
 	if rc.PID == 0 && s.pid > 0 {
 		rc.PID = uint32(s.pid)
 	}

@@ -4,6 +4,9 @@ import (
 	"bufio"
 	"encoding/json"
 	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -90,4 +93,73 @@ func TestVarianceWakerFound(t *testing.T) {
 			t.Errorf("%s is not a factor: %+v", fn, r.Ranked)
 		})
 	}
+}
+
+// A Go program whose goroutines park inside the interval (slowStep
+// sleeps) and go on on whichever thread the scheduler gives them: its
+// calls are placed by goroutine, so every call of handle is an interval
+// whose tree holds its own goroutine's calls only. Without that, the
+// calls other goroutines made on the thread a request returned on were
+// nested into it. slowStep's mean time per interval and its share of the
+// variance are the program's own, over the same requests.
+func TestVarianceGoroutines(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := filepath.Join(t.TempDir(), "gogoroutines")
+	build := exec.Command("go", "build", "-o", bin, "./testdata/targets/gogoroutines")
+	build.Dir = testutil.Root()
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build gogoroutines: %v\n%s", err, b)
+	}
+	out := rec(t)
+	const n = 2000
+	stdout := mustRun(t, "variance", "--start", "main.handle", "--functions", "main.parse,main.slowStep,main.respond",
+		"--rounds", "1", "--trap-budget", "0", "-o", out, "--", bin, strconv.Itoa(n), "16")
+	var r struct {
+		varianceJSON
+		Ranked []struct {
+			Names        []string `json:"names"`
+			Kind         string   `json:"kind"`
+			Contribution float64  `json:"contribution"`
+			Mean         float64  `json:"mean_ns"`
+		} `json:"ranked"`
+	}
+	if err := json.Unmarshal([]byte(mustRun(t, "variance", "-i", out, "--format", "json")), &r); err != nil {
+		t.Fatal(err)
+	}
+	var handle, slow []float64
+	for _, l := range strings.Split(stdout, "\n") {
+		f := strings.Fields(l)
+		if len(f) != 4 || f[0] != "req" {
+			continue
+		}
+		h, err1 := strconv.ParseFloat(f[2], 64)
+		s, err2 := strconv.ParseFloat(f[3], 64)
+		if err1 != nil || err2 != nil {
+			t.Fatalf("bad line %q", l)
+		}
+		handle = append(handle, h)
+		slow = append(slow, s)
+	}
+	if len(handle) != n || r.Intervals+r.LostOut != n {
+		t.Fatalf("%d intervals (%d left out for lost calls), the program served %d requests (want %d)", r.Intervals, r.LostOut, len(handle), n)
+	}
+	share := stat.Covariance(slow, slow, nil) / stat.Covariance(handle, handle, nil)
+	mean := stat.Mean(slow, nil)
+	for _, f := range r.Ranked {
+		if f.Kind != "variance" || len(f.Names) != 1 || f.Names[0] != "main.slowStep" {
+			continue
+		}
+		t.Logf("%d intervals: main.slowStep %.1f%% of the variance, mean %.0f ns; the program's %.1f%%, %.0f ns", r.Intervals, 100*f.Contribution, f.Mean, 100*share, mean)
+		if math.Abs(f.Contribution-share) > 0.05 {
+			t.Errorf("main.slowStep's share %.3f, the program's %.3f", f.Contribution, share)
+		}
+		// The program's span and the probes' differ by the probes'
+		// traps at their ends, a few µs a call.
+		if f.Mean < 0.95*mean || f.Mean > 1.05*mean+20000 {
+			t.Errorf("main.slowStep's mean %.0f ns per interval, the program's %.0f ns", f.Mean, mean)
+		}
+		return
+	}
+	t.Errorf("main.slowStep is not a factor: %+v", r.Ranked)
 }

@@ -261,7 +261,7 @@ func (r *refiner) refine(calls []recording.Call, probes []recording.Probe, off [
 	in := variance.FromRecords(r.spec, calls, probes, off, lost)
 	in.Heights, in.K, in.D = r.heights, r.k, r.d
 	var live *liveSched
-	if len(events) > 0 {
+	if len(events) > 0 && !in.Goroutines {
 		// The critical paths as they ran: functions of a waker that are
 		// probed are factors "F (waker)", refined like the others.
 		if live = newLiveSched(events); live.tl != nil {
@@ -442,7 +442,9 @@ func varianceOf(p *profile.Profile, path string, spec variance.Spec, k int, d fl
 		}
 	}
 	var warn string
-	if tl != nil {
+	if in.Goroutines && (tl != nil || hasSched(p.Metas)) {
+		warn = "no scheduler states: they are the OS threads', and the calls of a Go program are placed by goroutine"
+	} else if tl != nil {
 		schedStates(&in, tl)
 	} else if hasSched(p.Metas) {
 		if tl, err := sched.States(p); err != nil {

@@ -40,9 +40,11 @@ func FromProfile(p *profile.Profile, spec Spec) Input {
 		in.Probes = append(in.Probes, Probe{Function: pr.Function, Since: pr.Since, Params: pr.Params, Ret: pr.Ret})
 	}
 	in.Calls = make([]Call, 0, len(p.Calls))
+	ls := lanes{}
 	for _, c := range p.Calls {
-		in.Calls = append(in.Calls, Call{Start: c.Start, End: c.End, TID: c.TID, Probe: int(c.Probe), Site: int64(c.Site) + 1, Args: c.Args, Ret: c.Ret, Strs: c.Strs, Unreturned: c.Unreturned(), Point: IsMark(p.Probes[c.Probe].Function, c.Flags&recording.CallPoint != 0)})
+		in.Calls = append(in.Calls, Call{Start: c.Start, End: c.End, TID: ls.of(c.Goroutine, c.TID), Probe: int(c.Probe), Site: int64(c.Site) + 1, Args: c.Args, Ret: c.Ret, Strs: c.Strs, Unreturned: c.Unreturned(), Point: IsMark(p.Probes[c.Probe].Function, c.Flags&recording.CallPoint != 0)})
 	}
+	in.Goroutines = len(ls) > 0
 	in.SiteName = func(s int64) string {
 		i := s - 1
 		if i < 0 || int(i) >= len(p.Frames) {
@@ -76,14 +78,40 @@ func FromRecords(spec Spec, calls []recording.Call, probes []recording.Probe, of
 		in.Probes = append(in.Probes, Probe{Function: p.Function, Since: p.Since, Params: p.Params, Ret: p.Ret})
 	}
 	in.Calls = make([]Call, 0, len(calls))
+	ls := lanes{}
 	for _, c := range calls {
 		i, ok := ids[c.Probe]
 		if !ok {
 			continue
 		}
-		in.Calls = append(in.Calls, Call{Start: c.Start, End: c.End, TID: c.TID, Probe: i, Site: int64(c.Site), Args: c.Args, Ret: c.Ret, Strs: c.Strs, Unreturned: c.Flags&recording.CallUnreturned != 0, Point: IsMark(in.Probes[i].Function, c.Flags&recording.CallPoint != 0)})
+		in.Calls = append(in.Calls, Call{Start: c.Start, End: c.End, TID: ls.of(c.Goroutine, c.TID), Probe: i, Site: int64(c.Site), Args: c.Args, Ret: c.Ret, Strs: c.Strs, Unreturned: c.Flags&recording.CallUnreturned != 0, Point: IsMark(in.Probes[i].Function, c.Flags&recording.CallPoint != 0)})
 	}
+	in.Goroutines = len(ls) > 0
 	return in
+}
+
+// GoroutineLane marks the number a goroutine of a Go program is given in
+// the place of a thread (Call.TID): Linux thread IDs stay below 2^22.
+const GoroutineLane = 1 << 31
+
+// lanes numbers the goroutines of a Go program's calls, in the order
+// their first calls come: a goroutine that blocks in a call and goes on
+// on another thread is one lane, and goroutines that took turns on a
+// thread are not mixed.
+type lanes map[uint64]uint32
+
+// of is the lane of a call made by goroutine g (its thread tid when g is
+// 0: not a Go program).
+func (l lanes) of(g uint64, tid uint32) uint32 {
+	if g == 0 {
+		return tid
+	}
+	id, ok := l[g]
+	if !ok {
+		id = GoroutineLane | uint32(len(l)+1)
+		l[g] = id
+	}
+	return id
 }
 
 func baseName(p string) string {

@@ -94,11 +94,13 @@ type Probe struct {
 // Call is one traced call.
 type Call struct {
 	Start, End uint64
-	TID        uint32
-	Probe      int   // index into Input.Probes
-	Site       int64 // identifies the call site (0: unknown)
-	Args       []uint64
-	Ret        uint64
+	// TID is the thread that made it or, in a Go program, its goroutine
+	// (GoroutineLane and a number for each goroutine: Input.Goroutines).
+	TID   uint32
+	Probe int   // index into Input.Probes
+	Site  int64 // identifies the call site (0: unknown)
+	Args  []uint64
+	Ret   uint64
 	// Strs are the strings of the probe's first char * parameters (see
 	// recording.Call), for a key over them.
 	Strs []string
@@ -125,6 +127,9 @@ type Input struct {
 	Spec   Spec
 	Probes []Probe
 	Calls  []Call
+	// Goroutines: the calls are placed by goroutine, not by thread (a Go
+	// program's); the scheduler's states, by thread, do not apply to them.
+	Goroutines bool
 	// Fallback: when the last round of probes saw fewer than 2 complete
 	// intervals (a run that ended just after refinement), report the
 	// round before it instead (a final report; a live round waits).

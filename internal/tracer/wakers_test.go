@@ -1,0 +1,42 @@
+package tracer
+
+import (
+	"debug/elf"
+	"os"
+	"testing"
+
+	"github.com/culprit-dev/culprit/internal/proc"
+	"github.com/culprit-dev/culprit/internal/testutil"
+)
+
+// A waker's return addresses name the executable's functions through the
+// mapping they fall in: any address inside a function (a return address
+// is looked up one byte back) names it, an address of another file or of
+// no mapping names nothing.
+func TestWakerFuncs(t *testing.T) {
+	bin := testutil.C(t, "tracecalls", []string{"tracecalls.c"}, "-O2", "-g", "-pthread")
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	w, m := testutil.Symbol(t, bin, "worker"), testutil.Symbol(t, bin, "main")
+	// The executable mapped at 0x555500000000 as the loader maps a PIE
+	// (file offset 0 at the mapping's start), and a library elsewhere.
+	const base = 0x555500000000
+	s := &session{exe: bin, maps: &proc.Space{}}
+	s.maps.Add(proc.Mapping{Start: base, End: base + 1<<24, Offset: 0, Path: bin, Perms: "r-xp"})
+	s.maps.Add(proc.Mapping{Start: 0x7f0000000000, End: 0x7f0000100000, Path: "/usr/lib/libc.so.6", Perms: "r-xp"})
+	at := func(sym elf.Symbol, delta uint64) uint64 { return base + testutil.ProgOffset(t, f, sym.Value) + delta }
+	// The first address is where the waker was (libc's), the others are
+	// return addresses: at(w, 1) names worker's first byte, at(w, 3) is
+	// worker again (each function once), at(m, m.Size), just past main's
+	// last byte, names main.
+	got := s.wakerFuncs([]uint64{0x7f0000000100, at(w, 1), at(w, 3), at(m, m.Size)})
+	if len(got) != 2 || got[0] != "worker" || got[1] != "main" {
+		t.Errorf("named %v, want [worker main]", got)
+	}
+	if _, err := os.Stat("/usr/lib/libc.so.6"); err == nil && s.funcs.isExe("/usr/lib/libc.so.6") {
+		t.Errorf("the C library is taken for the executable")
+	}
+}

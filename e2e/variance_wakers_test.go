@@ -176,7 +176,7 @@ func TestVarianceWakerFoundLockHolder(t *testing.T) {
 	bin := testutil.C(t, "varpool", []string{"varpool.c"}, "-O2", "-g", "-pthread")
 	out := rec(t)
 	mustRun(t, "variance", "--sched", "--trap-budget", "0", "--start", "handle", "--round-intervals", "300",
-		"-o", out, "--", bin, "lock", "6000", "2")
+		"-o", out, "--", bin, "lock", "12000", "2")
 	var r struct {
 		varianceJSON
 		Tree struct {

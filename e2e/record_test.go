@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"encoding/json"
 	"math"
 	"os"
 	"os/exec"
@@ -224,6 +225,33 @@ func TestDlopenPlugin(t *testing.T) {
 	objs := mustRun(t, "report", "--by", "object", out)
 	if !strings.Contains(objs, "plugin.so") {
 		t.Errorf("--by object does not show the plug-in:\n%s", objs)
+	}
+	// The plug-in carries its own DWARF: --values samples its variables
+	// too (dlmain passes n = 300000000).
+	vals := rec(t)
+	mustRun(t, "record", "--values", "-o", vals, "--", main, plugin)
+	var r struct {
+		Samples int
+		Exprs   []struct {
+			Expr, Function string
+			Count, Missing int
+			Min, Max       float64
+		}
+	}
+	if err := json.Unmarshal([]byte(mustRun(t, "report", "--exprs", "--format", "json", vals)), &r); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, e := range r.Exprs {
+		if e.Function == "plugin_inner" && e.Expr == "n" {
+			found = true
+			if e.Count < r.Samples*8/10 || e.Missing != 0 || e.Min != 300000000 || e.Max != 300000000 {
+				t.Errorf("plugin_inner's n: %d of %d samples, %d missing, %g..%g; want most, none missing, 300000000", e.Count, r.Samples, e.Missing, e.Min, e.Max)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("record --values sampled no variable of the plug-in:\n%s", mustRun(t, "report", "--exprs", vals))
 	}
 }
 

@@ -80,10 +80,12 @@ func (l *loader) valueFrame(pid uint32, pc uint64, depth uint8) int32 {
 }
 
 // Executables returns, for each recording (the files given to Load), the
-// program it ran: the object that holds the PC of the first Value record
-// (the program whose variables were sampled), or, in a recording without
-// values, the first file mapped executable. A file is read only up to its
-// first value. Empty Path: the recording maps no file.
+// program it ran: the executable of the process of the first Value record
+// (the program whose variables were sampled: the first file mapped after
+// its exec, else the object that holds the value's PC, which may be one of
+// its libraries), or, in a recording without values, the first file
+// mapped executable. A file is read only up to its first value. Empty
+// Path: the recording maps no file.
 func Executables(paths []string) ([]profile.Executable, error) {
 	out := make([]profile.Executable, len(paths))
 	for i, path := range paths {
@@ -103,6 +105,7 @@ func executable(path string) (profile.Executable, error) {
 	}
 	defer r.Close()
 	maps := map[uint32][]mapping{} // per process, sorted by start
+	exes := map[uint32]mapping{}   // per process: its first file mapping since its exec
 	var first profile.Executable
 	misses := 0 // values whose PC no mapping explains
 	for {
@@ -128,17 +131,29 @@ func executable(path string) (profile.Executable, error) {
 			if first.Path == "" && strings.HasPrefix(v.Path, "/") {
 				first = profile.Executable{Path: v.Path, BuildID: v.BuildID, PID: v.PID}
 			}
+			if _, ok := exes[v.PID]; !ok && strings.HasPrefix(v.Path, "/") {
+				exes[v.PID] = m
+			}
 		case *recording.Comm:
 			if v.Exec && v.PID == v.TID {
 				delete(maps, v.PID)
+				delete(exes, v.PID)
 			}
 		case *recording.Task:
 			if !v.Exit && v.PID != v.PPID {
 				if _, ok := maps[v.PID]; !ok {
 					maps[v.PID] = append([]mapping(nil), maps[v.PPID]...)
 				}
+				if e, ok := exes[v.PPID]; ok {
+					if _, ok := exes[v.PID]; !ok {
+						exes[v.PID] = e
+					}
+				}
 			}
 		case *recording.Value:
+			if e, ok := exes[v.PID]; ok {
+				return profile.Executable{Path: e.path, BuildID: e.buildID, PID: v.PID, FromValues: true}, nil
+			}
 			pc := v.PC
 			if v.Depth > 0 && pc > 0 {
 				pc--

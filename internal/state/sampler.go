@@ -97,6 +97,7 @@ type Result struct {
 
 // located is a frame whose function DWARF knows.
 type located struct {
+	obj   string // the object's path
 	info  *dwarfx.Info
 	fn    *dwarfx.Function
 	pc    uint64 // ELF address
@@ -117,9 +118,8 @@ func (s *Sampler) locate(th Thread) []located {
 		if !ok {
 			continue
 		}
-		if len(s.specs) == 0 && s.rules == nil && s.values != nil && filepath.Clean(path) != filepath.Clean(th.Exe) &&
-			!s.values.sameFile(path, th.Exe) {
-			continue // value sampling reads the executable's frames only: no need for a library's DWARF
+		if len(s.specs) == 0 && s.rules == nil && s.values != nil && !s.values.sampled(path, th.Exe) {
+			continue // value sampling does not read this object's frames: no need for its DWARF
 		}
 		in := s.info(path)
 		if in == nil {
@@ -133,7 +133,7 @@ func (s *Sampler) locate(th Thread) []located {
 		if fn.IsGo() {
 			code = s.code(path)
 		}
-		out = append(out, located{in, fn, pc - bias, bias, d, code})
+		out = append(out, located{path, in, fn, pc - bias, bias, d, code})
 	}
 	return out
 }

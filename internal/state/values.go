@@ -1,6 +1,7 @@
 package state
 
 import (
+	"debug/elf"
 	"encoding/hex"
 	"github.com/culprit-dev/culprit/internal/elfx"
 	"path/filepath"
@@ -13,11 +14,17 @@ import (
 )
 
 // Value sampling (vProf): at each sample, the value of every schema
-// variable of the main executable that is live at the sampled PC and at the
-// call-site PCs of the Depth caller frames, and of its schema globals
-// (struct members included) when memory can be read at the sample. The
-// schema (package schema) says which variables and carries their tags into
-// the ValueSource records.
+// variable that is live at the sampled PC and at the call-site PCs of the
+// Depth caller frames, and of the executable's schema globals (struct
+// members included) when memory can be read at the sample. The schema
+// (package schema) says which variables and carries their tags into the
+// ValueSource records. The objects sampled are the program's: the main
+// executable and the shared libraries that carry their own DWARF (the
+// program's own libraries and plug-ins, built with -g; a distribution's
+// libraries have theirs stripped into separate files, and their variables
+// are not the program's); with a given schema, the object it describes.
+// A library's globals are not sampled: the sampling program copies the
+// executable's.
 
 type valueVar struct {
 	v      *dwarfx.Variable
@@ -36,6 +43,39 @@ type valueState struct {
 	globals map[string][]valueVar // by executable path; nil map: globals are not sampled
 	ids     map[valueKey]uint32
 	same    map[[2]string]bool // sameFile answers: it resolves symbolic links with system calls
+	objs    map[string]bool    // sampled answers for objects other than the executable
+}
+
+// sampled reports whether the variables of the object at path are sampled
+// in a process whose executable is exe.
+func (v *valueState) sampled(path, exe string) bool {
+	if filepath.Clean(path) == filepath.Clean(exe) || v.sameFile(path, exe) {
+		return true
+	}
+	ok, seen := v.objs[path]
+	if !seen {
+		if v.schema != nil {
+			ok = schemaFor(v.schema, path)
+		} else {
+			ok = ownDWARF(path)
+		}
+		if v.objs == nil {
+			v.objs = map[string]bool{}
+		}
+		v.objs[path] = ok
+	}
+	return ok
+}
+
+// ownDWARF reports whether an object carries its DWARF in itself.
+func ownDWARF(path string) bool {
+	f, err := elf.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	s := f.Section(".debug_info")
+	return s != nil && s.Type != elf.SHT_NOBITS && s.Size > 0
 }
 
 // exeSchema is the schema of one executable, resolved against its DWARF.
@@ -200,10 +240,11 @@ func (s *Sampler) sampleValues(st *stackEnv, out []recording.Record) []recording
 		if at.depth > s.values.depth {
 			break
 		}
-		if filepath.Clean(at.info.Path()) != exe && !s.values.sameFile(at.info.Path(), exe) {
-			continue // only the main executable's variables
+		isExe := filepath.Clean(at.obj) == exe || s.values.sameFile(at.obj, exe)
+		if !isExe && !s.values.sampled(at.obj, exe) {
+			continue // not one of the program's objects
 		}
-		es := s.exeSchema(exe)
+		es := s.exeSchema(at.obj)
 		if es == nil {
 			continue // not a binary of the schema, or no DWARF
 		}
@@ -242,7 +283,7 @@ func (s *Sampler) sampleValues(st *stackEnv, out []recording.Record) []recording
 				out = append(out, value(th, s.values.ids[valueKey{v, derefMember}], at.depth, dv, derr))
 			}
 		}
-		if at.depth == 0 && s.values.globals != nil {
+		if at.depth == 0 && isExe && s.values.globals != nil {
 			gl, ok := s.values.globals[exe]
 			if !ok {
 				gl = es.schemaGlobals(at.info)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/culprit-dev/culprit/internal/analysis/trace"
 	"github.com/culprit-dev/culprit/internal/elfx"
+	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/schema"
 	"github.com/culprit-dev/culprit/internal/tracer"
 )
@@ -362,17 +364,22 @@ func hotFunctions(pr *program, opt optimizations) (map[string]bool, string, erro
 		if err != nil {
 			return nil, "", fmt.Errorf("--hot-from: %w", err)
 		}
-		shares, n := trace.SampledShares(p, pr.exe, pr.root)
+		counts, n, _ := trace.SampledCounts(p, pr.exe, pr.root)
 		if n == 0 {
 			return nil, "", fmt.Errorf("--hot-from: no CPU sample of %s has %s on its stack: record the same program with culprit record", strings.Join(opt.HotFrom, ", "), pr.root)
 		}
-		hot := map[string]bool{}
-		for f, s := range shares {
-			if s.Share+s.Err > opt.KeepHot/100 {
-				hot[f] = true
+		return sampledHot(counts, n, opt.KeepHot), fmt.Sprintf("the run's time by %d CPU samples", n), nil
+	}
+	if opt.Stats == "" {
+		if path, err := statsFile(pr.exe); err == nil {
+			c, err := readCPUStats(cpuStatsFile(path))
+			if err != nil && !os.IsNotExist(err) {
+				return nil, "", err
+			}
+			if c.Samples > 0 {
+				return sampledHot(c.Counts, c.Samples, opt.KeepHot), fmt.Sprintf("the time of %d earlier traces by %d CPU samples", c.Runs, c.Samples), nil
 			}
 		}
-		return hot, fmt.Sprintf("the run's time by %d CPU samples", n), nil
 	}
 	st, err := earlierStats(pr.exe, opt.Stats)
 	if err != nil && opt.Stats != "" {
@@ -386,6 +393,20 @@ func hotFunctions(pr *program, opt optimizations) (map[string]bool, string, erro
 		hot[elfx.StripClones(f)] = true
 	}
 	return hot, "the exclusive time of earlier traces", nil
+}
+
+// sampledHot are the functions whose share of total samples is over
+// percent, counting one as over when the upper end of its share's
+// two-sigma binomial interval is, so that sampling noise does not drop
+// one near the line.
+func sampledHot(counts map[string]int, total int, percent float64) map[string]bool {
+	hot := map[string]bool{}
+	for f, n := range counts {
+		if float64(n)/float64(total)+profile.Err(n, total) > percent/100 {
+			hot[f] = true
+		}
+	}
+	return hot
 }
 
 // staticBaseline returns the probed functions of a class at most class

@@ -2,26 +2,64 @@ package recorder
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/culprit-dev/culprit/internal/proc"
 	"github.com/culprit-dev/culprit/internal/recording"
 )
 
-// Sched records the scheduler events of --events wakeup (switches away with
-// the kernel's prev_state and the blocking stack, switches onto a CPU,
-// wake-ups with the waker's stack) of one process into a recording that
-// another collector writes: culprit trace --sched, whose calls then have
-// the thread states of internal/analysis/sched beside them. The events,
-// their rings and their decoding are the recorder's own; the caller drains
-// them from the goroutine that writes its other records.
-type Sched struct{ s *session }
+// Sched records events of one process beside another collector: the
+// scheduler events of --events wakeup (switches away with the kernel's
+// prev_state and the blocking stack, switches onto a CPU, wake-ups with the
+// waker's stack) into the recording that collector writes (culprit trace
+// --sched, whose calls then have the thread states of
+// internal/analysis/sched beside them), or CPU samples into a recording of
+// their own (OpenCPU). The events, their rings and their decoding are the
+// recorder's own; the caller drains them from the goroutine that writes its
+// other records.
+type Sched struct {
+	s   *session
+	own bool // the recording is the session's: Close ends it
+}
 
-// OpenSched opens the events on process pid, writing into w. A launched
-// process stopped at its exec (launched) needs one inheriting event per
-// CPU, which follows every thread and child it creates; a running one gets
-// events on each of its threads, re-read until no new one appears.
+// OpenSched opens the scheduler events on process pid, writing into w. A
+// launched process stopped at its exec (launched) needs one inheriting
+// event per CPU, which follows every thread and child it creates; a
+// running one gets events on each of its threads, re-read until no new one
+// appears.
 func OpenSched(w *recording.Writer, pid int, launched bool) (*Sched, error) {
 	o := Options{Events: []string{EventsWakeup}, StackBytes: 1024}
+	s, err := openBeside(o, w, pid, launched, nil)
+	if err != nil {
+		return nil, err
+	}
+	return &Sched{s: s}, nil
+}
+
+// OpenCPU samples the CPU time of process pid (launched: stopped at its
+// exec) at frequency Hz into a recording of its own at path, as culprit
+// record would (one cpu-clock event per CPU, filtered to the process and
+// its children, where the kernel allows it): a tracer's calls are timed
+// with its probes' cost inside them, its samples say where the time went
+// with that cost told apart (kernel frames of the trap). meta is written
+// first. Close ends the recording.
+func OpenCPU(path string, pid int, launched bool, frequency int, meta recording.Meta) (*Sched, error) {
+	w, err := recording.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	o := Options{Events: []string{EventsCPU}, Frequency: frequency, Output: path, StackBytes: stackFor(proc.Exe(pid))}
+	s, err := openBeside(o, w, pid, launched, &meta)
+	if err != nil {
+		w.Discard()
+		return nil, err
+	}
+	return &Sched{s: s, own: true}, nil
+}
+
+// openBeside opens the events of o on process pid, writing into w; with
+// meta, the recording is the session's and starts with it.
+func openBeside(o Options, w *recording.Writer, pid int, launched bool, meta *recording.Meta) (*session, error) {
 	if err := o.setDefaults(); err != nil {
 		return nil, err
 	}
@@ -36,6 +74,11 @@ func OpenSched(w *recording.Writer, pid int, launched bool) (*Sched, error) {
 	s := &session{o: o, w: w, cpus: cpus, kinds: kinds, pidfd: -1,
 		spaces: map[uint32]*proc.Space{}, kseen: map[uint64]bool{}, kaddr: map[uint64]bool{},
 		exes: map[uint32]string{}, awaiting: map[uint32]bool{}}
+	s.startFollowing()
+	if err := s.followProcess(pid); err != nil {
+		s.close()
+		return nil, err
+	}
 	if launched {
 		err = s.openEvents([]int{pid})
 	} else {
@@ -59,13 +102,18 @@ func OpenSched(w *recording.Writer, pid int, launched bool) (*Sched, error) {
 	}
 	if err != nil {
 		s.close()
-		return nil, fmt.Errorf("scheduler events of %d: %w", pid, err)
+		return nil, fmt.Errorf("%s events of %d: %w", o.Events[0], pid, err)
+	}
+	if meta != nil {
+		meta.StartUnixNano, meta.StartClock = time.Now().UnixNano(), monotonic()
+		s.meta = *meta
+		s.begin()
 	}
 	if p, err := readProcess(pid); err == nil {
 		s.synthesize(p)
 	}
 	s.startKernelSymbols()
-	return &Sched{s: s}, nil
+	return s, nil
 }
 
 // OnEvent has fn shown every event as it is written, in the order the
@@ -87,7 +135,8 @@ func (x *Sched) Drain() {
 
 // Close stops the events, writes what is left and the kernel functions
 // their stacks name, and returns the events written, those lost and what
-// the user should know. The writer stays open.
+// the user should know. A recording of its own (OpenCPU) is ended; else
+// the writer stays open.
 func (x *Sched) Close() (events, lost uint64, warnings []string) {
 	s := x.s
 	for _, e := range s.events {
@@ -96,5 +145,11 @@ func (x *Sched) Close() (events, lost uint64, warnings []string) {
 	x.Drain()
 	s.close()
 	s.writeKernelSymbols(true)
+	if x.own {
+		s.write(&recording.End{Time: monotonic(), Samples: s.res.Samples, Lost: s.res.Lost, Throttled: s.res.Throttled, ExitCode: -1})
+		if err := s.w.Close(); err != nil {
+			s.warn("writing %s: %v", s.o.Output, err)
+		}
+	}
 	return s.res.Samples, s.res.Lost, s.res.Warnings
 }

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"runtime"
+	"slices"
 	"strings"
 	"time"
 
@@ -72,7 +73,13 @@ type Options struct {
 	// (with prev_state and the blocking stack), switches onto a CPU and
 	// the wake-ups its threads make (recorder.OpenSched).
 	Sched bool
-	Tool  string
+	// CPUSamples, when set, is a recording that CPU samples of the
+	// process at CPUHz go to while it is traced (recorder.OpenCPU): where
+	// the run's time went, the probes' own cost told apart by the kernel
+	// frames of their traps, for choosing what the next trace keeps.
+	CPUSamples string
+	CPUHz      int
+	Tool       string
 	// Extra facts for the recording's Meta (e.g. culprit variance's
 	// interval definition).
 	Extra map[string]string
@@ -111,6 +118,9 @@ type Result struct {
 	// were removed to keep within Options.TrapBudget.
 	Pauses int
 	Off    time.Duration
+	// Removed are the functions dynamic probing removed the probes of at
+	// least once: their calls were recorded only while they were set.
+	Removed []string
 }
 
 type session struct {
@@ -126,6 +136,7 @@ type session struct {
 	pidfd   int
 	probing probing
 	sched   *recorder.Sched // nil unless Options.Sched
+	cpu     *recorder.Sched // nil unless Options.CPUSamples
 	exe     string
 	recs    []recording.Probe // the Probe records written
 	round   []recording.Call  // calls since probes were last set (Refine)
@@ -552,9 +563,42 @@ func (s *session) openSched(pid int, launched bool) error {
 	return nil
 }
 
+// openCPU starts the CPU samples when asked for. Where they cannot be
+// taken the trace goes on without them, saying so.
+func (s *session) openCPU(pid int, launched bool, meta recording.Meta) {
+	if s.o.CPUSamples == "" {
+		return
+	}
+	meta.Tool = s.o.Tool
+	c, err := recorder.OpenCPU(s.o.CPUSamples, pid, launched, s.o.CPUHz, meta)
+	if err != nil {
+		s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("sampling the CPU beside the trace: %v", err))
+		return
+	}
+	s.cpu = c
+}
+
+// closeCPU ends the CPU samples' recording.
+func (s *session) closeCPU() {
+	if s.cpu == nil {
+		return
+	}
+	_, lost, warns := s.cpu.Close()
+	s.cpu = nil
+	for _, w := range warns {
+		s.res.Warnings = append(s.res.Warnings, "CPU samples beside the trace: "+w)
+	}
+	if lost > 0 {
+		s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("%d CPU samples beside the trace were lost", lost))
+	}
+}
+
 func (s *session) drain(wait time.Duration) {
 	if s.sched != nil {
 		s.sched.Drain()
+	}
+	if s.cpu != nil {
+		s.cpu.Drain()
 	}
 	if err := s.t.Read(wait, s.drainLimit, s.record); err != nil {
 		s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("reading call records: %v", err))
@@ -585,6 +629,7 @@ func (s *session) finish(exitCode int) (Result, error) {
 			s.win.rate, s.o.TrapBudget, n, s.res.Off.Round(time.Millisecond)))
 	}
 	s.drain(0)
+	s.closeCPU()
 	s.t.Leftovers(monotonic(), s.record)
 	var events, eventsLost uint64
 	if s.sched != nil {
@@ -608,6 +653,11 @@ func (s *session) finish(exitCode int) (Result, error) {
 	}
 	if s.res.Depth > 0 {
 		s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("%d calls were not recorded: nested deeper than %d traced calls", s.res.Depth, traceprog.MaxDepth))
+	}
+	for _, f := range s.probing.names {
+		if !slices.Contains(s.res.Removed, f) {
+			s.res.Removed = append(s.res.Removed, f)
+		}
 	}
 	if n := len(s.probing.names); n > 0 {
 		names := s.probing.names
@@ -638,6 +688,10 @@ func (s *session) finish(exitCode int) (Result, error) {
 func (s *session) abandon() {
 	if s.sched != nil {
 		s.sched.Close()
+	}
+	if s.cpu != nil {
+		s.cpu.Close()
+		os.Remove(s.o.CPUSamples)
 	}
 	s.t.Close()
 	s.w.Close()
@@ -830,6 +884,7 @@ func Launch(o Options, argv []string) (Result, error) {
 		s.abandon()
 		return Result{}, err
 	}
+	s.openCPU(pid, true, recording.Meta{Command: argv})
 	s.probes(0, 0) // set before its first instruction
 	s.w.Write(&recording.Comm{Time: monotonic(), PID: uint32(pid), TID: uint32(pid), Exec: true, Name: proc.Comm(pid, pid)})
 	s.readMaps()
@@ -882,6 +937,7 @@ func Attach(o Options, pid int, stop <-chan struct{}) (Result, error) {
 		s.abandon()
 		return Result{}, err
 	}
+	s.openCPU(pid, false, recording.Meta{AttachPID: pid, Command: proc.Cmdline(pid)})
 	s.probes(0, monotonic())
 	s.w.Write(&recording.Comm{Time: monotonic(), PID: uint32(pid), TID: uint32(pid), Name: proc.Comm(pid, pid)})
 	s.readMaps()

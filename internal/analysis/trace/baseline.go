@@ -25,6 +25,11 @@ type FuncStats struct {
 	// less the traced callees'), not one of Perun's fields: culprit keeps
 	// the functions that took most of a run (Hot).
 	ExclTotal uint64 `json:"excl_total,omitempty"`
+	// Partial marks a function whose probes dynamic probing removed
+	// during the trace: its calls are those made while they were set, so
+	// Count is a lower bound of the calls made (the larger of this trace's
+	// and the earlier one's), and the durations a sample of them.
+	Partial bool `json:"partial,omitempty"`
 	// Callees are the traced functions it called, with how many calls
 	// (for the wrapped filter).
 	Callees map[string]uint64 `json:"callees,omitempty"`

@@ -3,6 +3,7 @@ package trace
 import (
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/culprit-dev/culprit/internal/elfx"
 	"github.com/culprit-dev/culprit/internal/profile"
@@ -32,20 +33,39 @@ type Share struct {
 // judged: a trace measures functions' times inflated by its own probes'
 // cost, which falls on the frequently called ones.
 func SampledShares(p *profile.Profile, exe, root string) (map[string]Share, int) {
+	counts, total, _ := SampledCounts(p, exe, root)
+	out := make(map[string]Share, len(counts))
+	for f, n := range counts {
+		out[f] = Share{Share: float64(n) / float64(total), Err: profile.Err(n, total)}
+	}
+	return out, total
+}
+
+// SampledCounts are SampledShares' sample counts by function, and their
+// total. Samples taken while the kernel handled a uprobe's trap (a kernel
+// frame of the breakpoint, the single step or the uprobe handlers on the
+// stack) are not counted but returned apart, as traps: in a traced run they
+// are the probes' own cost, which falls on the function probed, not the
+// program's; an untraced run has none.
+func SampledCounts(p *profile.Profile, exe, root string) (counts map[string]int, total, traps int) {
 	base := filepath.Base(exe)
-	in, isRoot := map[int32]bool{}, map[int32]bool{}
+	in, isRoot, isTrap := map[int32]bool{}, map[int32]bool{}, map[int32]bool{}
 	for i, f := range p.Frames {
 		in[int32(i)] = !f.Kernel && filepath.Base(f.Object) == base
 		isRoot[int32(i)] = in[int32(i)] && f.Function == root
+		isTrap[int32(i)] = f.Kernel && TrapFrame(f.Function) || f.Object == "[uprobes]"
 	}
-	counts := map[string]int{}
-	total := 0
+	counts = map[string]int{}
 	for _, s := range p.Samples {
 		if s.Event != recording.EventCPU {
 			continue
 		}
 		st := p.StackAt(s.Stack)
 		if root != "" && !slices.ContainsFunc(st, func(fi int32) bool { return isRoot[fi] }) {
+			continue
+		}
+		if slices.ContainsFunc(st, func(fi int32) bool { return isTrap[fi] }) {
+			traps += s.N()
 			continue
 		}
 		for _, fi := range st {
@@ -65,9 +85,23 @@ func SampledShares(p *profile.Profile, exe, root string) (map[string]Share, int)
 			break
 		}
 	}
-	out := make(map[string]Share, len(counts))
-	for f, n := range counts {
-		out[f] = Share{Share: float64(n) / float64(total), Err: profile.Err(n, total)}
+	return counts, total, traps
+}
+
+// TrapFrame says whether a kernel function is on the path of a uprobe's
+// trap on x86-64: the breakpoint's exception (exc_int3, do_int3_user), the
+// single step of the displaced instruction (exc_debug_user), the work done
+// on the way back to user mode (uprobe_notify_resume, handle_swbp,
+// handle_singlestep, the return trampoline's handle_trampoline) and the
+// handlers (uprobe_dispatcher, uprobe_multi_link_handler, the BPF
+// programs they run); also the uretprobe system call the return
+// trampoline makes. A user frame in the [uprobes] mapping (the trampoline,
+// or an instruction being single-stepped out of line) is a trap's too.
+func TrapFrame(fn string) bool {
+	for _, s := range []string{"int3", "exc_debug", "uprobe", "uretprobe", "handle_swbp", "handle_singlestep", "handle_trampoline", "bpf_prog_"} {
+		if strings.Contains(fn, s) {
+			return true
+		}
 	}
-	return out, total
+	return false
 }

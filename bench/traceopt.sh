@@ -14,7 +14,9 @@
 #          untraced, how many were probed: the reference is REFRUNS (default
 #          200) runs of culprit record -F 9999 of the same command; the
 #          "+hot" pipelines judge what is hot by the first half of them
-#          (--hot-from) and are checked against the other half
+#          (--hot-from) and are checked against the other half; "+auto"
+#          judges it by the CPU samples earlier traces of this script took
+#          beside their probes (culprit trace --cpu-sample)
 # PL/PLR/calls/FC/hot are from the last run. The Dynamic Stats the iterative
 # methods read are the ones the earlier cases of this script left (a fresh
 # directory each time; no-opt runs first), as the thesis precomputes them.
@@ -69,6 +71,7 @@ cases=(
 	"p:b|--optimize basic --keep-hot 0"
 	"p:a|--optimize advanced --keep-hot 0"
 	"p:f|--optimize full --keep-hot 0"
+	"p:b+auto|--optimize basic"
 	"p:b+hot|--optimize basic $HOT"
 	"p:b+hot-dp|--optimize basic $HOT --no-optimize dynamic-probing"
 	"p:b+hot-nb|--optimize basic $HOT --probe-budget 0"

@@ -533,6 +533,41 @@ func TestTraceDynamicProbing(t *testing.T) {
 	}
 }
 
+// A call still running when dynamic probing removes its function's entry
+// probe returns through the return probe, which stays while the call is
+// open: it is recorded with its duration, not as a call that did not
+// return. gate(N) lasts while 200,000 quick calls of gate are made (more
+// than 0.2 s traced, so the check every 5 ms removes the probes well
+// before) and 50 ms after they end.
+func TestTraceDynamicProbingOpenCall(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "tracecalls", []string{"tracecalls.c"}, "-O2", "-g", "-pthread")
+	out := rec(t)
+	stdout, errs, code := run(t, "trace", "--dynamic-probing", "1000", "--probing-check", "5ms", "--probing-wait", "10m", "-f", "gate", "-o", out,
+		"--", bin, "open", "200000")
+	if code != 0 || !strings.Contains(errs, "dynamic probing removed probes") {
+		t.Fatalf("exit %d, %s", code, errs)
+	}
+	var own int64
+	for _, l := range strings.Split(stdout, "\n") {
+		if v, ok := strings.CutPrefix(l, "open "); ok {
+			own, _ = strconv.ParseInt(v, 10, 64)
+		}
+	}
+	r := traceReport(t, out)
+	got, unret := r.calls("gate")
+	if got <= 1000 || got >= 200001 || unret != 0 || own <= 0 {
+		t.Fatalf("gate: %d calls recorded (want its probes removed after 1000), %d did not return; own duration %d ns", got, unret, own)
+	}
+	var slow callsJSON
+	if err := json.Unmarshal([]byte(mustRun(t, "report", "--calls", "^gate$", "--top", "1", "--format", "json", out)), &slow); err != nil {
+		t.Fatal(err)
+	}
+	if len(slow.Calls) != 1 || float64(slow.Calls[0].Incl) < 0.95*float64(own) || float64(slow.Calls[0].Incl) > float64(own) {
+		t.Errorf("the open call of gate: %+v, its own clock says %d ns", slow.Calls, own)
+	}
+}
+
 // leafBursts counts the recorded calls of leaf that started before the
 // recording's one spin call and after it.
 func leafBursts(t *testing.T, path string) (before, after int) {

@@ -111,7 +111,8 @@ type Tracer struct {
 	links                          []link.Link       // entry probes (and dynamic probing's)
 	rets                           []link.Link       // return probes
 	own                            map[uint32]*owned // probes with links of their own (AttachEach)
-	closing                        sync.WaitGroup    // DetachProbes' links still being closed
+	held                           map[uint32]*heldReturn
+	closing                        sync.WaitGroup // DetachProbes' links still being closed
 	rd                             *ringbuf.Reader
 	// loadHit loads the point-probe program, the first time a point probe
 	// is set: a trace without point probes does without it.
@@ -675,13 +676,19 @@ func (t *Tracer) AllHits() []uint64 {
 	return out
 }
 
-// DetachProbes removes AttachEach probes: their entries first, then,
-// after wait (calls in flight return meanwhile), their returns. It
+// DetachProbes removes AttachEach probes: their entries at once, their
+// returns once no call of the probe is open on any thread's shadow stack
+// any more, checked by RetireReturns from wait on, or at the latest after
+// hold (a call open longer is then recorded as one that did not return).
+// A removed entry stops new calls being recorded; the calls in flight
+// return through the return probe, which must stay until they have. It
 // returns at once: closing a uprobe link waits for an RCU grace period
 // (tens to hundreds of milliseconds on a busy machine), during which the
 // caller goes on checking other probes; Detach and Close wait for it.
-func (t *Tracer) DetachProbes(ids []uint32, wait time.Duration) {
-	var entries, rets []link.Link
+func (t *Tracer) DetachProbes(ids []uint32, wait, hold time.Duration) {
+	var entries []link.Link
+	now := time.Now()
+	begun := &sync.WaitGroup{}
 	for _, id := range ids {
 		o := t.own[id]
 		if o == nil || o.entry == nil {
@@ -689,35 +696,98 @@ func (t *Tracer) DetachProbes(ids []uint32, wait time.Duration) {
 		}
 		entries = append(entries, o.entry)
 		if o.ret != nil {
-			rets = append(rets, o.ret)
+			if t.held == nil {
+				t.held = map[uint32]*heldReturn{}
+			}
+			t.held[id] = &heldReturn{ret: o.ret, begun: begun, after: now.Add(wait), until: now.Add(max(hold, wait))}
 		}
 		o.entry, o.ret = nil, nil
 	}
 	if len(entries) == 0 {
 		return
 	}
-	// Closing a link takes the probe's handler off at once and then
-	// waits for the grace period; the breakpoint goes only when the
-	// return link, which shares it, goes too. So the returns are closed
-	// wait after every entry's close has begun, not after they end:
-	// otherwise every call keeps trapping for the whole grace period
-	// (hundreds of milliseconds on a busy machine), the cost dynamic
-	// probing is there to remove.
-	var begun sync.WaitGroup
 	begun.Add(len(entries))
-	t.closing.Add(2)
+	t.closing.Add(1)
 	go func() {
 		defer t.closing.Done()
 		closeLinks(entries, begun.Done)
 	}()
+}
+
+// heldReturn is the return link of a probe whose entry DetachProbes
+// removed, kept while calls of it are open.
+type heldReturn struct {
+	ret link.Link
+	// begun is done when the close of the entries removed with it has
+	// begun. The breakpoint, shared by a function's entry and return
+	// links, goes only with the second of them, and closing a link
+	// waits for a grace period (hundreds of milliseconds on a busy
+	// machine): were the return's close to wait for the entry's to end,
+	// every call would go on trapping that long, the cost dynamic
+	// probing is there to remove.
+	begun *sync.WaitGroup
+	after time.Time // not closed before
+	until time.Time // closed then, calls open or not
+}
+
+// RetireReturns closes the held return links (DetachProbes) of the probes
+// with no call open on any thread's shadow stack, and those held for as
+// long as they may be.
+func (t *Tracer) RetireReturns() {
+	if len(t.held) == 0 {
+		return
+	}
+	now := time.Now()
+	var open map[uint32]bool
+	var done []*heldReturn
+	for id, h := range t.held {
+		if now.Before(h.after) {
+			continue
+		}
+		if open == nil && now.Before(h.until) {
+			open = t.openProbes()
+		}
+		if now.Before(h.until) && open[id] {
+			continue
+		}
+		done = append(done, h)
+		delete(t.held, id)
+	}
+	t.closeHeld(done)
+}
+
+// closeHeld closes held return links in the background, each once its
+// entry's close has begun.
+func (t *Tracer) closeHeld(hs []*heldReturn) {
+	if len(hs) == 0 {
+		return
+	}
+	t.closing.Add(1)
 	go func() {
 		defer t.closing.Done()
-		if len(rets) > 0 {
-			begun.Wait()
-			time.Sleep(wait)
-			closeLinks(rets, nil)
+		var ls []link.Link
+		for _, h := range hs {
+			h.begun.Wait()
+			ls = append(ls, h.ret)
 		}
+		closeLinks(ls, nil)
 	}()
+}
+
+// openProbes are the probes with a call open on a thread's shadow stack.
+func (t *Tracer) openProbes() map[uint32]bool {
+	open := map[uint32]bool{}
+	var key uint64
+	val := make([]byte, threadSize)
+	le := binary.LittleEndian
+	it := t.stacks.Iterate()
+	for it.Next(&key, &val) {
+		depth := int(le.Uint32(val))
+		for i := min(depth, MaxDepth) - 1; i >= 0; i-- {
+			open[le.Uint32(val[stackHdr+i*frameSize+fProbe:])] = true
+		}
+	}
+	return open
 }
 
 // closeLinks closes links, many at once: closing a uprobe link waits for
@@ -756,7 +826,16 @@ func (t *Tracer) ReattachProbe(id uint32) error {
 	if o == nil || o.entry != nil {
 		return nil
 	}
-	return t.setOwned(o)
+	if err := t.setOwned(o); err != nil {
+		return err
+	}
+	// A return link still held goes now that there is a new one: the
+	// new one's program sees the returns of the calls in flight too.
+	if h := t.held[id]; h != nil {
+		delete(t.held, id)
+		t.closeHeld([]*heldReturn{h})
+	}
+	return nil
 }
 
 // Pause removes every probe at once, entries and returns together, and
@@ -772,6 +851,11 @@ func (t *Tracer) Pause() {
 	for _, o := range t.own {
 		ls = append(ls, o.entry, o.ret)
 		o.entry, o.ret = nil, nil
+	}
+	for id, h := range t.held {
+		h.begun.Wait()
+		ls = append(ls, h.ret)
+		delete(t.held, id)
 	}
 	t.links, t.rets = nil, nil
 	closeLinks(ls, nil)
@@ -805,8 +889,17 @@ func (t *Tracer) Detach() {
 		rets = append(rets, o.ret)
 		o.entry, o.ret = nil, nil
 	}
+	var held []*heldReturn
+	for id, h := range t.held {
+		held = append(held, h)
+		delete(t.held, id)
+	}
 	t.links, t.rets = nil, nil
 	closeLinks(entries, nil)
+	for _, h := range held {
+		h.begun.Wait()
+		rets = append(rets, h.ret)
+	}
 	if slices.ContainsFunc(rets, func(l link.Link) bool { return l != nil }) {
 		time.Sleep(retireWait)
 	}

@@ -709,7 +709,7 @@ func (s *session) probe() {
 	now := time.Now()
 	s.probing.next = now.Add(s.o.ProbingCheck)
 	var gone []uint32
-	defer func() { s.t.DetachProbes(gone, pollInterval) }()
+	defer func() { s.t.DetachProbes(gone, pollInterval, s.o.ProbingWait) }()
 	for i := range s.targets {
 		id := uint32(i + 1)
 		limit := s.probingLimit(i)
@@ -831,6 +831,7 @@ func (s *session) window() {
 // drains the ring; it reports whether the process has exited.
 func (s *session) wait() bool {
 	s.probe()
+	s.t.RetireReturns()
 	s.window()
 	s.refine()
 	exited := false

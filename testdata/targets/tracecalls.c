@@ -4,8 +4,11 @@
  * own duration by CLOCK_MONOTONIC), "args A B C" (each args3 call),
  * "narrow R" (what each narrow call returned); args also calls keep, which
  * returns nothing.
- * Usage: tracecalls [fib N] [leaf N] [threads T N] [tail N] [jump N] [spin MS N] [gap MS] [args N] [plugin PATH N]
+ * Usage: tracecalls [fib N] [leaf N] [threads T N] [tail N] [jump N] [spin MS N] [gap MS] [args N] [plugin PATH N] [open N]
  * gap MS makes one spin call as long as the previous command took plus MS.
+ * open N makes one call of gate on a thread that lasts while the main
+ * thread makes N more, and 50 ms after; it prints "open NS", that call's
+ * duration by the caller's clock.
  */
 #include <dlfcn.h>
 #include <pthread.h>
@@ -92,6 +95,28 @@ __attribute__((noipa)) long tail_outer(long n) {
 	return tail_inner(n + 1);
 }
 
+static volatile long gate_calls;
+
+/* Counts its call; gate(N > 0) returns 50 ms after N more calls of it
+ * have been made, gate(0) at once. */
+REAL_CALLS long gate(long n) {
+	long first = __sync_fetch_and_add(&gate_calls, 1);
+	if (n <= 0)
+		return 0;
+	while (gate_calls <= first + n) {
+		struct timespec ts = {0, 1000000};
+		nanosleep(&ts, NULL);
+	}
+	return spin(50);
+}
+
+static void *opener(void *arg) {
+	long t0 = now_ns();
+	gate((long)arg);
+	printf("open %ld\n", now_ns() - t0);
+	return NULL;
+}
+
 static long per_thread;
 
 static void *worker(void *arg) {
@@ -111,6 +136,17 @@ int main(int argc, char **argv) {
 			calls_fib = 0;
 			sink = fib(n);
 			fibs += calls_fib;
+		} else if (!strcmp(argv[i], "open") && i + 1 < argc) {
+			long n = atol(argv[++i]);
+			pthread_t th;
+			gate_calls = 0;
+			pthread_create(&th, NULL, opener, (void *)n);
+			while (gate_calls == 0)
+				;
+			for (long k = 0; k < n; k++)
+				gate(0);
+			pthread_join(th, NULL);
+			printf("count gate %ld\n", n + 1);
 		} else if (!strcmp(argv[i], "leaf") && i + 1 < argc) {
 			long n = atol(argv[++i]);
 			for (long k = 0; k < n; k++)

@@ -1114,6 +1114,41 @@ func TestTraceProbeBudget(t *testing.T) {
 	}
 }
 
+// Every trace samples the CPU beside its probes and pools the samples by
+// build: the next pipeline keeps what they say is over 1% of the run with
+// no profile given. In tracewide nearly all the time is hot's, three
+// levels down, where trimming leaves it out: the first basic trace (no
+// samples yet) does not probe it, the second does.
+func TestTraceKeepHotFromSamples(t *testing.T) {
+	testutil.NeedRoot(t)
+	dir := t.TempDir()
+	t.Setenv("CULPRIT_TRACE_STATS", dir)
+	bin := testutil.C(t, "tracewide", []string{"tracewide.c"}, "-O2", "-g")
+	trace := func() (traceJSON, string) {
+		out := rec(t)
+		_, errs, code := run(t, "trace", "--optimize", "basic", "-f", "*", "-o", out, "--", bin, "20000000")
+		if code != 0 {
+			t.Fatalf("exit %d, %s", code, errs)
+		}
+		return traceReport(t, out), errs
+	}
+	r, errs := trace()
+	if got, _ := r.calls("hot"); got != 0 || !strings.Contains(errs, "time kept for choosing the next trace's hot functions") {
+		t.Fatalf("first trace: hot has %d calls recorded, want none (no samples yet)\n%s", got, errs)
+	}
+	files, _ := filepath.Glob(filepath.Join(dir, "*"))
+	if len(files) != 2 || !slices.ContainsFunc(files, func(f string) bool { return strings.HasSuffix(f, ".cpu.json") }) {
+		t.Errorf("files kept: %v, want the stats and the pooled samples", files)
+	}
+	r, errs = trace()
+	if got, _ := r.calls("hot"); got < 200 || !strings.Contains(errs, "of the time of 1 earlier traces by") {
+		t.Errorf("second trace: hot has %d calls recorded, want it probed (at least its first 200)\n%s", got, errs)
+	}
+	if got, _ := r.calls("main"); got != 1 {
+		t.Errorf("second trace: main has %d calls, want 1", got)
+	}
+}
+
 // --trap-budget in trace is variance's: over the budget every probe is
 // removed for a pause, the calls made then are not recorded, and the
 // report says so. 300,000 traced calls take over 0.3 s at any per-call

@@ -53,3 +53,51 @@ func TestSampledShares(t *testing.T) {
 		t.Errorf("without a root: %d samples counted, want 15 (the loader's under _start too)", n)
 	}
 }
+
+// In a traced run, a sample taken in a uprobe's trap (the kernel's
+// breakpoint, single-step or uretprobe path, the handlers' BPF program,
+// or a user frame in the [uprobes] mapping) is the probes' cost: not the
+// program's time, counted apart.
+func TestSampledCountsTraps(t *testing.T) {
+	p := &profile.Profile{
+		Frames: []profile.Frame{
+			{Function: "work", Object: "/bin/prog"},                         // 0
+			{Function: "irqentry_exit_to_user_mode", Kernel: true},          // 1
+			{Function: "exc_debug_user", Kernel: true},                      // 2
+			{Function: "asm_exc_int3", Kernel: true},                        // 3
+			{Function: "__do_sys_uretprobe", Kernel: true},                  // 4
+			{Function: "bpf_prog_c11086e3eaa9a27f_culprit_1", Kernel: true}, // 5
+			{Function: "", Object: "[uprobes]"},                             // 6
+			{Function: "do_page_fault", Kernel: true},                       // 7
+			{Function: "leaf", Object: "/bin/prog"},                         // 8
+		},
+		Stacks: [][]int32{
+			{1, 2, 0}, // single step of work's first instruction
+			{1, 3, 0}, // the breakpoint
+			{4, 6, 8}, // the return trampoline's system call
+			{5, 0},    // the handler's program
+			{6, 0},    // the displaced instruction, out of line
+			{7, 0},    // a page fault in work: work's
+			{8, 0},    // leaf
+		},
+	}
+	for st, n := range []int{5, 4, 3, 2, 1, 6, 9} {
+		for range n {
+			p.Samples = append(p.Samples, profile.Sample{Stack: int32(st), Event: recording.EventCPU})
+		}
+	}
+	counts, total, traps := SampledCounts(p, "prog", "")
+	if total != 15 || traps != 15 || counts["work"] != 6 || counts["leaf"] != 9 || len(counts) != 2 {
+		t.Errorf("counts %v, %d counted, %d in traps; want work 6, leaf 9, 15 counted and 15 in traps", counts, total, traps)
+	}
+	for _, fn := range []string{"handle_swbp", "uprobe_notify_resume", "do_int3_user", "arch_uretprobe_hijack_return_addr"} {
+		if !TrapFrame(fn) {
+			t.Errorf("%s is not seen as a trap's frame", fn)
+		}
+	}
+	for _, fn := range []string{"do_page_fault", "schedule", "copy_user_generic", "do_syscall_64"} {
+		if TrapFrame(fn) {
+			t.Errorf("%s is seen as a trap's frame", fn)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -481,7 +482,14 @@ func keepStats(exe, rec, cpu string, removed []string, stderr io.Writer) error {
 	if cpu == "" {
 		return nil
 	}
-	return keepSamples(exe, path, cpu, stderr)
+	var probes []uint64
+	for _, pr := range p.Probes {
+		if filepath.Base(pr.Object) == filepath.Base(exe) {
+			probes = append(probes, pr.Offset)
+		}
+	}
+	slices.Sort(probes)
+	return keepSamples(exe, path, cpu, probes, stderr)
 }
 
 // cpuStats are the CPU samples traces of one build took beside their
@@ -551,8 +559,9 @@ func readCPUStats(path string) (cpuStats, error) {
 }
 
 // keepSamples adds the CPU samples of recording cpu, of the executable
-// exe, to the build's pool.
-func keepSamples(exe, statsPath, cpu string, stderr io.Writer) error {
+// exe, to the build's pool; probes are the file offsets of the entry
+// probes the trace set in exe (sorted).
+func keepSamples(exe, statsPath, cpu string, probes []uint64, stderr io.Writer) error {
 	if _, err := os.Stat(cpu); err != nil {
 		return nil // not taken: the tracer said why
 	}
@@ -565,7 +574,7 @@ func keepSamples(exe, statsPath, cpu string, stderr io.Writer) error {
 	// addresses on the stack with their trampoline's, so that the frames
 	// above a traced call, main's among them, are not seen. What runs of
 	// the executable outside main (constructors, exit handlers) is little.
-	counts, total, traps := trace.SampledCounts(p, exe, "")
+	counts, total, traps := trace.SampledCounts(p, exe, "", probes)
 	if total == 0 {
 		return nil // no sample of the executable's own code: a run too short to sample
 	}

@@ -364,7 +364,7 @@ func hotFunctions(pr *program, opt optimizations) (map[string]bool, string, erro
 		if err != nil {
 			return nil, "", fmt.Errorf("--hot-from: %w", err)
 		}
-		counts, n, _ := trace.SampledCounts(p, pr.exe, pr.root)
+		counts, n, _ := trace.SampledCounts(p, pr.exe, pr.root, nil)
 		if n == 0 {
 			return nil, "", fmt.Errorf("--hot-from: no CPU sample of %s has %s on its stack: record the same program with culprit record", strings.Join(opt.HotFrom, ", "), pr.root)
 		}

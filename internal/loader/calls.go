@@ -15,7 +15,7 @@ func (l *loader) addProbe(v *recording.Probe) int32 {
 		return i
 	}
 	i := int32(len(l.p.Probes))
-	l.p.Probes = append(l.p.Probes, profile.Probe{Function: v.Function, Object: v.Object, Every: v.Every, Params: v.Params, Ret: v.Ret, Since: v.Since})
+	l.p.Probes = append(l.p.Probes, profile.Probe{Function: v.Function, Object: v.Object, Offset: v.Offset, Every: v.Every, Params: v.Params, Ret: v.Ret, Since: v.Since})
 	l.probes[k] = i
 	return i
 }

@@ -7,6 +7,7 @@ import "github.com/culprit-dev/culprit/internal/recording"
 type Probe struct {
 	Function string
 	Object   string
+	Offset   uint64   // file offset of the entry probe in Object
 	Every    uint32   // every Every-th call was recorded (0, 1: all)
 	Params   []string // "name:code:type" of the recorded arguments (see recording.Probe)
 	Ret      string   // "code:type" of the return value (see recording.Probe)

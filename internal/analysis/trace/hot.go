@@ -33,7 +33,7 @@ type Share struct {
 // judged: a trace measures functions' times inflated by its own probes'
 // cost, which falls on the frequently called ones.
 func SampledShares(p *profile.Profile, exe, root string) (map[string]Share, int) {
-	counts, total, _ := SampledCounts(p, exe, root)
+	counts, total, _ := SampledCounts(p, exe, root, nil)
 	out := make(map[string]Share, len(counts))
 	for f, n := range counts {
 		out[f] = Share{Share: float64(n) / float64(total), Err: profile.Err(n, total)}
@@ -46,14 +46,25 @@ func SampledShares(p *profile.Profile, exe, root string) (map[string]Share, int)
 // frame of the breakpoint, the single step or the uprobe handlers on the
 // stack) are not counted but returned apart, as traps: in a traced run they
 // are the probes' own cost, which falls on the function probed, not the
-// program's; an untraced run has none.
-func SampledCounts(p *profile.Profile, exe, root string) (counts map[string]int, total, traps int) {
+// program's; an untraced run has none. probes are the file offsets of the
+// entry probes set in exe: a sample whose innermost frame is within the
+// instruction after one (trapAfter bytes) is counted as a trap's too. A
+// timer interrupt that comes due while the kernel handles a trap with
+// interrupts off is taken as soon as the program runs again, at the
+// instruction after the breakpoint, so that such samples are the trap's
+// time: half of those outside the traps' kernel frames in a trace of every
+// function of sqlite3.
+func SampledCounts(p *profile.Profile, exe, root string, probes []uint64) (counts map[string]int, total, traps int) {
 	base := filepath.Base(exe)
-	in, isRoot, isTrap := map[int32]bool{}, map[int32]bool{}, map[int32]bool{}
+	in, isRoot, isTrap, isAfter := map[int32]bool{}, map[int32]bool{}, map[int32]bool{}, map[int32]bool{}
 	for i, f := range p.Frames {
 		in[int32(i)] = !f.Kernel && filepath.Base(f.Object) == base
 		isRoot[int32(i)] = in[int32(i)] && f.Function == root
 		isTrap[int32(i)] = f.Kernel && TrapFrame(f.Function) || f.Object == "[uprobes]"
+		if in[int32(i)] && len(probes) > 0 {
+			k, _ := slices.BinarySearch(probes, f.Offset)
+			isAfter[int32(i)] = k > 0 && f.Offset-probes[k-1] <= trapAfter
+		}
 	}
 	counts = map[string]int{}
 	for _, s := range p.Samples {
@@ -64,7 +75,7 @@ func SampledCounts(p *profile.Profile, exe, root string) (counts map[string]int,
 		if root != "" && !slices.ContainsFunc(st, func(fi int32) bool { return isRoot[fi] }) {
 			continue
 		}
-		if slices.ContainsFunc(st, func(fi int32) bool { return isTrap[fi] }) {
+		if slices.ContainsFunc(st, func(fi int32) bool { return isTrap[fi] }) || len(st) > 0 && isAfter[st[0]] {
 			traps += s.N()
 			continue
 		}
@@ -87,6 +98,9 @@ func SampledCounts(p *profile.Profile, exe, root string) (counts map[string]int,
 	}
 	return counts, total, traps
 }
+
+// trapAfter bounds the length of a probed instruction (x86-64: 15 bytes).
+const trapAfter = 15
 
 // TrapFrame says whether a kernel function is on the path of a uprobe's
 // trap on x86-64: the breakpoint's exception (exc_int3, do_int3_user), the

@@ -86,7 +86,7 @@ func TestSampledCountsTraps(t *testing.T) {
 			p.Samples = append(p.Samples, profile.Sample{Stack: int32(st), Event: recording.EventCPU})
 		}
 	}
-	counts, total, traps := SampledCounts(p, "prog", "")
+	counts, total, traps := SampledCounts(p, "prog", "", nil)
 	if total != 15 || traps != 15 || counts["work"] != 6 || counts["leaf"] != 9 || len(counts) != 2 {
 		t.Errorf("counts %v, %d counted, %d in traps; want work 6, leaf 9, 15 counted and 15 in traps", counts, total, traps)
 	}

@@ -510,10 +510,10 @@ func cpuStatsFile(statsPath string) string {
 
 // Until the traces of a build have poolSamples CPU samples (outside the
 // probes' traps) the samples are taken at fastCPUHz, then at slowCPUHz.
-// The untraced part of a traced run is short (on sqlite3, 10–30 ms of a
-// run of seconds under every probe), so that at 999 Hz a trace adds 10–30
-// samples, and a function at 1% of the run is missed altogether in a
-// quarter of pools of 100; 2,000 samples measure a 1% share to ±0.45%.
+// A short program gives few samples (sqlite3's benchmark workload runs
+// 1.5 ms of its own code: 1.5 samples at 999 Hz), and a pool of 100 misses
+// a function at 1% of the run altogether in a third of cases; 2,000
+// samples measure a 1% share to ±0.45%.
 // A per-CPU tick costs every CPU an interrupt (8 µs on a VM): at 9999 Hz
 // about 8% of the traced program's time, at 999 Hz 0.8%.
 const (

@@ -514,8 +514,8 @@ func cpuStatsFile(statsPath string) string {
 // 1.5 ms of its own code: 1.5 samples at 999 Hz), and a pool of 100 misses
 // a function at 1% of the run altogether in a third of cases; 2,000
 // samples measure a 1% share to ±0.45%.
-// A per-CPU tick costs every CPU an interrupt (8 µs on a VM): at 9999 Hz
-// about 8% of the traced program's time, at 999 Hz 0.8%.
+// The samples cost the traced program +21% of its time at 9999 Hz and +4%
+// at 999 Hz (sqlite3's main under one probe, docs/performance.md).
 const (
 	poolSamples = 2000
 	fastCPUHz   = 9999

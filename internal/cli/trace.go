@@ -574,6 +574,11 @@ func keepSamples(exe, statsPath, cpu string, probes []uint64, stderr io.Writer) 
 	// addresses on the stack with their trampoline's, so that the frames
 	// above a traced call, main's among them, are not seen. What runs of
 	// the executable outside main (constructors, exit handlers) is little.
+	if strings.HasPrefix(exe, "/proc/") { // attached: the samples name the file
+		if path, err := os.Readlink(exe); err == nil {
+			exe = path
+		}
+	}
 	counts, total, traps := trace.SampledCounts(p, exe, "", probes)
 	if total == 0 {
 		return nil // no sample of the executable's own code: a run too short to sample

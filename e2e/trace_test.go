@@ -386,25 +386,35 @@ func TestTraceLeavesNothing(t *testing.T) {
 		t.Errorf("the target did not survive the trace: %v", err)
 	}
 
-	cmd := exec.Command(culprit, "trace", "-f", "spin", "-p", strconv.Itoa(target.Process.Pid), "-o", rec(t))
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for len(culpritPrograms(t, cmd.Process.Pid)) < 3 && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	if p := culpritPrograms(t, cmd.Process.Pid); len(p) != 3 {
-		t.Errorf("while tracing: %v loaded, want the entry, return and context-switch programs", p)
-	}
-	cmd.Process.Signal(os.Kill)
-	cmd.Wait()
-	deadline = time.Now().Add(2 * time.Second)
-	for len(culpritPrograms(t, cmd.Process.Pid)) > 0 && time.Now().Before(deadline) {
-		time.Sleep(50 * time.Millisecond)
-	}
-	if p := culpritPrograms(t, cmd.Process.Pid); len(p) != 0 {
-		t.Errorf("after SIGKILL of culprit: %v still loaded", p)
+	// Without the CPU samples a trace loads exactly the entry, return and
+	// context-switch programs; with them (the default) also the
+	// programs that follow the process and filter the per-CPU samples.
+	for _, c := range []struct {
+		flags []string
+		want  int
+		exact bool
+	}{{[]string{"--cpu-sample", "0"}, 3, true}, {nil, 4, false}} {
+		args := append(append([]string{"trace"}, c.flags...), "-f", "spin", "-p", strconv.Itoa(target.Process.Pid), "-o", rec(t))
+		cmd := exec.Command(culprit, args...)
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		deadline := time.Now().Add(5 * time.Second)
+		for len(culpritPrograms(t, cmd.Process.Pid)) < c.want && time.Now().Before(deadline) {
+			time.Sleep(20 * time.Millisecond)
+		}
+		if p := culpritPrograms(t, cmd.Process.Pid); len(p) < c.want || c.exact && len(p) != c.want {
+			t.Errorf("%v while tracing: %v loaded, want %d programs (the entry, return and context-switch programs; the samples' with them)", c.flags, p, c.want)
+		}
+		cmd.Process.Signal(os.Kill)
+		cmd.Wait()
+		deadline = time.Now().Add(2 * time.Second)
+		for len(culpritPrograms(t, cmd.Process.Pid)) > 0 && time.Now().Before(deadline) {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if p := culpritPrograms(t, cmd.Process.Pid); len(p) != 0 {
+			t.Errorf("%v after SIGKILL of culprit: %v still loaded", c.flags, p)
+		}
 	}
 	if ev, err := os.ReadFile("/sys/kernel/tracing/uprobe_events"); err == nil && strings.Contains(string(ev), filepath.Base(bin)) {
 		t.Errorf("uprobe_events still names %s:\n%s", bin, ev)

@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/culprit-dev/culprit/internal/analysis/trace"
 	"github.com/culprit-dev/culprit/internal/elfx"
 	"github.com/culprit-dev/culprit/internal/loader"
+	"github.com/culprit-dev/culprit/internal/proc"
 	"github.com/culprit-dev/culprit/internal/symbol"
 	"github.com/culprit-dev/culprit/internal/traceprog"
 	"github.com/culprit-dev/culprit/internal/tracer"
@@ -543,7 +545,16 @@ func cpuSamplesPath(exe string) string {
 	if err != nil || userfile.MkdirAll(filepath.Dir(path)) != nil {
 		return ""
 	}
-	return strings.TrimSuffix(path, ".json") + fmt.Sprintf(".%d.cpu.rec", os.Getpid())
+	base := strings.TrimSuffix(path, ".json")
+	// Those of traces that did not end (culprit killed) go.
+	old, _ := filepath.Glob(base + ".*.cpu.rec")
+	for _, f := range old {
+		pid, err := strconv.Atoi(strings.TrimSuffix(strings.TrimPrefix(f, base+"."), ".cpu.rec"))
+		if err == nil && pid != os.Getpid() && !proc.Exists(pid) {
+			os.Remove(f)
+		}
+	}
+	return base + fmt.Sprintf(".%d.cpu.rec", os.Getpid())
 }
 
 func readCPUStats(path string) (cpuStats, error) {

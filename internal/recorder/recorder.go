@@ -55,6 +55,16 @@ type Options struct {
 	// EventPeriod samples one in EventPeriod syscall or switch events
 	// (default 1: all), bounding the cost on syscall-heavy programs.
 	EventPeriod int
+	// SyscallLimit, above 0, is the most system calls per second each
+	// thread has recorded where culprit's BPF program records them (beyond
+	// a burst of SyscallBurst calls); the others are counted in the
+	// samples' period: a recorded call's entry and exit stand for it and
+	// the calls its thread made since its previous recorded one. 0
+	// records every call.
+	SyscallLimit int
+	// SyscallBurst is the calls a thread may make at once beyond
+	// SyscallLimit's rate.
+	SyscallBurst int
 	// SyscallUserStacks records system call events with their user frames
 	// only: the kernel's frames at those tracepoints are always the same
 	// entry path, and walking them is half of each event's cost.
@@ -134,9 +144,12 @@ type Result struct {
 	Throttled uint64
 	Truncated uint64 // samples whose user stack lost callers: not unwound to its outermost frame (dwarf mode), cut in frameless code (fp mode)
 	Dropped   uint64 // samples not recorded because rules had stopped capturing
-	Bytes     int64
-	ExitCode  int // the launched command's exit code (128+signal if killed); -1 when attached
-	Warnings  []string
+	// Syscalls is the system calls the target made while the BPF program
+	// recorded them, and SyscallsRecorded those recorded (SyscallLimit).
+	Syscalls, SyscallsRecorded uint64
+	Bytes                      int64
+	ExitCode                   int // the launched command's exit code (128+signal if killed); -1 when attached
+	Warnings                   []string
 }
 
 // defaultStackBytes is how much user stack a sample copies unless
@@ -207,6 +220,12 @@ func (o *Options) setDefaults() error {
 	}
 	if o.EventPeriod < 0 {
 		return fmt.Errorf("event period %d must be positive", o.EventPeriod)
+	}
+	if o.SyscallLimit < 0 || o.SyscallLimit > 1e9 {
+		return fmt.Errorf("system call limit %d is out of range: use 0 (every call) to 1000000000 a second", o.SyscallLimit)
+	}
+	if o.SyscallBurst < 0 || o.SyscallBurst > 1<<20 {
+		return fmt.Errorf("system call burst %d is out of range: use 0 to %d", o.SyscallBurst, 1<<20)
 	}
 	o.ringGiven = o.RingPages != 0
 	if o.RingPages == 0 {
@@ -372,9 +391,12 @@ type session struct {
 	sysBuf    []byte     // the stack copies of the drain's records
 	sysEvents []sysEvent // the drain's records
 	sysStacks map[int64][]uint64
-	sysLast   uint64                  // time of the last record the program's ring kept
-	sysLost   uint64                  // records it dropped, as reported so far
-	pending   map[uint32]*pendingCall // by TID
+	sysLast   uint64 // time of the last record the program's ring kept
+	sysLost   uint64 // records it dropped, as reported so far
+	// sysLimit and sysBurst: the system calls per second a thread records
+	// beyond a burst (Options.SyscallLimit), 0 when every call is.
+	sysLimit, sysBurst int
+	pending            map[uint32]*pendingCall // by TID
 	// onSched, when set, is shown each scheduler event written (Sched.OnEvent).
 	onSched func(smp recording.Sample, user []uint64)
 }
@@ -542,6 +564,9 @@ func (s *session) begin() {
 	}
 	if s.perCPU {
 		meta.Extra["cpu_clock"] = "per-cpu"
+	}
+	if s.sys != nil && s.sysLimit > 0 {
+		meta.Extra[recording.ExtraSyscallLimit] = fmt.Sprintf("%d/%d", s.sysLimit, s.sysBurst)
 	}
 	meta.Frequency = o.Frequency
 	meta.CallGraph = o.CallGraph
@@ -1136,8 +1161,13 @@ func (s *session) finish() (Result, error) {
 	}
 	if s.sys != nil {
 		sysReduced = s.sys.Reduced()
+		s.res.Syscalls += s.sys.Unrecorded()
 	}
 	s.close()
+	if n, r := s.res.Syscalls, s.res.SyscallsRecorded; n > r {
+		s.warn("%d of %d system calls recorded (%.0f%%): at most %d a second per thread beyond a burst of %d; each recorded call's samples stand for the calls its thread made since its previous recorded one (their period), and switches inside unrecorded calls are all recorded; --syscall-limit 0 records every call, at more cost (docs/performance.md)",
+			r, n, 100*float64(r)/float64(n), s.sysLimit, s.sysBurst)
+	}
 	if sysReduced > 0 {
 		s.warn("%d system call or switch events were recorded without their stack copy, while the BPF program's ring was more than half full "+
 			"(the recorder fell behind): their stacks may miss the caller of a function without frame pointers; a larger --mmap-pages gives the ring more room", sysReduced)

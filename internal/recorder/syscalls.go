@@ -63,6 +63,9 @@ type pendingCall struct {
 	// reduced: recorded without the stack copy (the program's ring was
 	// filling; said in a warning of its own).
 	reduced bool
+	// weight: the calls the entry stands for (itself and those of its
+	// thread not recorded since its previous recorded entry).
+	weight uint64
 }
 
 // syscallsViaBPF loads the program when the recording's options allow it
@@ -71,7 +74,8 @@ func (s *session) syscallsViaBPF() {
 	var sys []*eventKind
 	sideband := false
 	o := syscallprog.Options{KernelStacks: !s.o.SyscallUserStacks && !s.o.UserOnly,
-		StackBytes: min(s.o.StackBytes, sysCopyBytes), RingBytes: s.o.sysRingBytes(len(s.cpus)), Follow: s.follow}
+		StackBytes: min(s.o.StackBytes, sysCopyBytes), RingBytes: s.o.sysRingBytes(len(s.cpus)), Follow: s.follow,
+		Limit: s.o.SyscallLimit, LimitBurst: s.o.SyscallBurst}
 	for i := range s.kinds {
 		k := &s.kinds[i]
 		switch k.event {
@@ -96,6 +100,9 @@ func (s *session) syscallsViaBPF() {
 		return
 	}
 	s.sys = t
+	if o.Syscalls && o.Limit > 0 {
+		s.sysLimit, s.sysBurst = o.Limit, max(o.LimitBurst, 1)
+	}
 	s.sysLast = monotonic() // nothing is lost before the program runs
 	s.pending = map[uint32]*pendingCall{}
 	s.sysStacks = map[int64][]uint64{}
@@ -225,13 +232,15 @@ func (s *session) syscall(e *sysEvent, k *eventKind) {
 		truncated = true
 	}
 	c := &pendingCall{nr: ev.Nr, kernel: r.Kernel, user: user, truncated: truncated, ip: ev.IP, sp: ev.SP,
-		reduced: ev.Reduced}
+		reduced: ev.Reduced, weight: 1 + ev.Skipped}
 	if ev.Switch {
 		c.nr = syscallprog.SwitchState(ev.Nr)
 		s.writeSyscall(ev, k, c)
 		return
 	}
 	s.pending[ev.TID] = c
+	s.res.Syscalls += c.weight
+	s.res.SyscallsRecorded++
 	s.writeSyscall(ev, k, c)
 }
 
@@ -241,7 +250,7 @@ func (s *session) writeSyscall(ev *syscallprog.Event, k *eventKind, c *pendingCa
 	}
 	s.kernelSymbols(c.kernel)
 	s.res.Samples++
-	smp := recording.Sample{Time: ev.Time, PID: ev.PID, TID: ev.TID, CPU: ev.CPU, Period: 1,
+	smp := recording.Sample{Time: ev.Time, PID: ev.PID, TID: ev.TID, CPU: ev.CPU, Period: max(c.weight, 1),
 		Truncated: c.truncated, Event: k.event, Arg: c.nr}
 	if err := s.w.WriteSample(smp, c.kernel, c.user); err != nil {
 		s.warn("writing the recording: %v", err)

@@ -60,6 +60,14 @@ type Meta struct {
 	Extra map[string]string `json:"extra,omitempty"`
 }
 
+// ExtraSyscallLimit is the Meta.Extra key of the rule by which the
+// recorder left system calls out, "RATE/BURST": each thread recorded at
+// most RATE calls a second beyond a burst of BURST; the others are
+// counted in the Period of the samples of the thread's next recorded call
+// (its entry and exit each stand for Period calls). Absent: every call was
+// recorded (Period 1).
+const ExtraSyscallLimit = "syscall_limit"
+
 // Mmap is an executable mapping of a process, as the kernel reported it or as
 // read from /proc/PID/maps when attaching.
 type Mmap struct {

@@ -79,7 +79,8 @@ const (
 	offBP      = 64
 	offCopied  = 72 // u64: bytes of stack copied from SP
 	offCallNr  = 80 // u64: a switch's system call (orig_ax), when UserStack is InCall
-	hdrSize    = 88
+	offSkipped = 88 // u64: an entry's thread's calls not recorded since its previous recorded one
+	hdrSize    = 96
 	exitSize   = 48
 )
 
@@ -127,6 +128,17 @@ type Options struct {
 	// Follow is the set of processes traced (nil: New makes one of its
 	// own); Add and Remove change it.
 	Follow *follow.Set
+	// Limit, when above 0, is the most system calls per second a thread
+	// has recorded, beyond a burst of LimitBurst calls: a call whose entry
+	// comes sooner than its share (1/Limit s after the thread's previous
+	// recorded call, less the burst's credit) is counted, not recorded, and
+	// neither is its exit; the next recorded entry carries the count
+	// (Event.Skipped). A switch inside a call not recorded walks the user
+	// chain itself. 0 records every call.
+	Limit int
+	// LimitBurst is the calls a thread may make at once beyond Limit's
+	// rate (0: 1).
+	LimitBurst int
 }
 
 // Event is one record of the program: a system call's entry (with its
@@ -142,6 +154,9 @@ type Event struct {
 	KernStack  int64 // stack id, negative when none
 	IP, SP, BP uint64
 	CallNr     uint64 // with UserStack InCall: the system call the switch is inside
+	// Skipped is, at an entry, the calls of its thread not recorded
+	// (Options.Limit) since the thread's previous recorded entry.
+	Skipped uint64
 	// Reduced: an entry or switch recorded without its stack copy, the
 	// ring being more than half full.
 	Reduced bool
@@ -153,6 +168,7 @@ type Tracer struct {
 	follow                     *follow.Set
 	ownFollow                  bool // made by New, closed by Close
 	stacks, ring, lost, kcache *ebpf.Map
+	state                      *ebpf.Map // per thread, with Options.Limit
 	progs                      []*ebpf.Program
 	links                      []link.Link
 	rd                         *ringbuf.Reader
@@ -203,7 +219,16 @@ func New(o Options) (*Tracer, error) {
 	if t.kcache, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_sckst", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 4}); err != nil {
 		return fail(err)
 	}
-	m := fds{tgids: t.follow.FD(), stacks: t.stacks.FD(), ring: t.ring.FD(), lost: t.lost.FD(), kcache: t.kcache.FD()}
+	m := fds{tgids: t.follow.FD(), stacks: t.stacks.FD(), ring: t.ring.FD(), lost: t.lost.FD(), kcache: t.kcache.FD(), state: -1}
+	if o.Limit > 0 && o.Syscalls {
+		// An LRU map: threads that exited make room for new ones.
+		if t.state, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_scthr", Type: ebpf.LRUHash, KeySize: 4, ValueSize: stateSize, MaxEntries: 1 << 16}); err != nil {
+			return fail(err)
+		}
+		m.state = t.state.FD()
+		m.every = int32(min(1e9/int64(o.Limit), 1e9))
+		m.burst = int32(min(int64(max(o.LimitBurst, 1))*int64(m.every), 1<<30))
+	}
 	type prog struct {
 		tp  string
 		ins asm.Instructions
@@ -274,6 +299,7 @@ func (t *Tracer) Drain(fn func(*Event)) error {
 			n := int(le.Uint64(b[offCopied:]))
 			ev.Stack = b[hdrSize:min(hdrSize+n, len(b))]
 			ev.CallNr = le.Uint64(b[offCallNr:])
+			ev.Skipped = le.Uint64(b[offSkipped:])
 			ev.Reduced = t.copyBytes > 0 && len(b) < hdrSize+t.copyBytes
 		}
 		fn(&ev)
@@ -503,7 +529,7 @@ func (t *Tracer) Close() {
 	if t.ownFollow {
 		t.follow.Close()
 	}
-	for _, m := range []*ebpf.Map{t.stacks, t.ring, t.lost, t.kcache} {
+	for _, m := range []*ebpf.Map{t.stacks, t.ring, t.lost, t.kcache, t.state} {
 		if m != nil {
 			m.Close()
 		}
@@ -511,7 +537,113 @@ func (t *Tracer) Close() {
 	*t = Tracer{}
 }
 
-type fds struct{ tgids, stacks, ring, lost, kcache int }
+type fds struct {
+	tgids, stacks, ring, lost, kcache int
+	// state is the per-thread map of Options.Limit (-1: every call is
+	// recorded); a thread may record one call every `every` ns, with
+	// `burst` ns of credit.
+	state        int
+	every, burst int32
+}
+
+// Per-thread state (Options.Limit), in the state map keyed by thread id.
+const (
+	stTAT      = 0  // u64: the thread's next recorded call is due (GCRA's theoretical arrival time)
+	stSkipped  = 8  // u64: calls not recorded since the thread's last recorded entry
+	stRecorded = 16 // u64: 1 when the thread's last call was recorded
+	stateSize  = 24
+)
+
+// skippedSlot is the stack slot holding the entry's Skipped count.
+const skippedSlot = -40
+
+// Unrecorded is the number of system calls that Options.Limit kept from
+// the record and that no later recorded entry of their thread counts: the
+// calls each thread made after its last recorded one.
+func (t *Tracer) Unrecorded() uint64 {
+	if t.state == nil {
+		return 0
+	}
+	var n uint64
+	var k uint32
+	v := make([]byte, stateSize)
+	it := t.state.Iterate()
+	for it.Next(&k, &v) {
+		n += binary.LittleEndian.Uint64(v[stSkipped:])
+	}
+	return n
+}
+
+// limit emits, with a state map: the thread's state looked up (made when
+// missing) and the call counted and the program ended unless the thread
+// may record one now (a generic cell rate algorithm: one call every
+// m.every ns, m.burst ns of credit); a recorded call's Skipped count goes
+// to skippedSlot. A thread the map cannot hold records every call.
+func limit(b *bpfasm.Builder, m fds) {
+	b.Emit(storeImm64(asm.RFP, skippedSlot, 0))
+	if m.state < 0 {
+		return
+	}
+	b.Emit(asm.StoreMem(asm.RFP, -8, rPT, asm.Word)) // the thread id
+	b.Lookup(m.state, -8)
+	b.Emit(
+		asm.JNE.Imm(asm.R0, 0, "lim_have"),
+		storeImm64(asm.RFP, -64, 0),
+		storeImm64(asm.RFP, -56, 0),
+		storeImm64(asm.RFP, -48, 0),
+	)
+	b.Update(m.state, -8, -64, 1) // BPF_NOEXIST
+	b.Lookup(m.state, -8)
+	b.Emit(
+		asm.JEq.Imm(asm.R0, 0, "lim_go"),
+		asm.Mov.Reg(rRegs, asm.R0).WithSymbol("lim_have"),
+		asm.FnKtimeGetNs.Call(),
+		asm.LoadMem(asm.R1, rRegs, stTAT, asm.DWord),
+		asm.Mov.Reg(asm.R2, asm.R0),
+		asm.Add.Imm(asm.R2, m.burst),
+		asm.JGE.Reg(asm.R2, asm.R1, "lim_take"),
+		// Not this one: counted.
+		asm.LoadMem(asm.R1, rRegs, stSkipped, asm.DWord),
+		asm.Add.Imm(asm.R1, 1),
+		asm.StoreMem(rRegs, stSkipped, asm.R1, asm.DWord),
+		storeImm64(rRegs, stRecorded, 0),
+		asm.Mov.Imm(asm.R0, 0),
+		asm.Return(),
+		// tat = max(tat, now) + every
+		asm.JGE.Reg(asm.R1, asm.R0, "lim_late").WithSymbol("lim_take"),
+		asm.Mov.Reg(asm.R1, asm.R0),
+		asm.Add.Imm(asm.R1, m.every).WithSymbol("lim_late"),
+		asm.StoreMem(rRegs, stTAT, asm.R1, asm.DWord),
+		asm.LoadMem(asm.R1, rRegs, stSkipped, asm.DWord),
+		asm.StoreMem(asm.RFP, skippedSlot, asm.R1, asm.DWord),
+		storeImm64(rRegs, stSkipped, 0),
+		storeImm64(rRegs, stRecorded, 1),
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("lim_go"),
+	)
+}
+
+// storeImm64 is `*(u64 *)(dst + off) = v` (v sign-extended from 32 bits),
+// which asm.StoreImm does not emit.
+func storeImm64(dst asm.Register, off int16, v int32) asm.Instruction {
+	return asm.Instruction{OpCode: asm.StoreImmOp(asm.DWord), Dst: dst, Offset: off, Constant: int64(v)}
+}
+
+// recorded emits, with a state map: jump to label unless the thread's
+// last system call was recorded (a thread the map does not hold records
+// every call).
+func recorded(b *bpfasm.Builder, m fds, label string) {
+	if m.state < 0 {
+		return
+	}
+	b.Emit(asm.StoreMem(asm.RFP, -8, rPT, asm.Word))
+	b.Lookup(m.state, -8)
+	b.Emit(
+		asm.JEq.Imm(asm.R0, 0, "rec_yes"),
+		asm.LoadMem(asm.R1, asm.R0, stRecorded, asm.DWord),
+		asm.JEq.Imm(asm.R1, 0, label),
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("rec_yes"),
+	)
+}
 
 // Registers the programs keep across helper calls.
 const (
@@ -617,9 +749,12 @@ func submit(b *bpfasm.Builder) {
 func enterProgram(m fds, kernel bool, copyBytes, ringBytes int) asm.Instructions {
 	var b bpfasm.Builder
 	traced(&b, m)
+	limit(&b, m)
 	copySize(&b, copyBytes, ringBytes, m)
 	reserve(&b, m, -1, kindEnter)
 	b.Emit(
+		asm.LoadMem(asm.R1, asm.RFP, skippedSlot, asm.DWord),
+		asm.StoreMem(rRec, offSkipped, asm.R1, asm.DWord),
 		// args[0]: the user registers.
 		asm.LoadMem(rRegs, rCtx, 0, asm.DWord),
 		asm.LoadMem(asm.R1, rCtx, 8, asm.DWord),
@@ -706,6 +841,7 @@ func switchProgram(m fds, copyBytes, ringBytes int, exitStateOff int32, inCall b
 	copySize(&b, copyBytes, ringBytes, m)
 	reserve(&b, m, -1, kindSwitch)
 	b.Emit(
+		storeImm64(rRec, offSkipped, 0),
 		// Nr = preempt << 32 | prev_state | prev->exit_state
 		asm.StoreImm(asm.RFP, -16, 0, asm.Word),
 		asm.Mov.Reg(asm.R1, asm.RFP),
@@ -750,6 +886,9 @@ func switchProgram(m fds, copyBytes, ringBytes int, exitStateOff int32, inCall b
 			asm.JNE.Imm(asm.R0, 0, "walk"),
 			asm.LoadMem(asm.R1, asm.RFP, -16, asm.Half),
 			asm.JNE.Imm(asm.R1, 0x050f, "walk"), // syscall: 0f 05
+		)
+		recorded(&b, m, "walk") // a call not recorded has no user chain to refer to
+		b.Emit(
 			asm.Mov.Imm(asm.R1, InCall),
 			asm.StoreMem(rRec, offUStack, asm.R1, asm.DWord),
 			asm.Mov.Imm(asm.R1, 0),
@@ -777,11 +916,15 @@ func switchProgram(m fds, copyBytes, ringBytes int, exitStateOff int32, inCall b
 func exitProgram(m fds, kernel bool) asm.Instructions {
 	var b bpfasm.Builder
 	traced(&b, m)
+	recorded(&b, m, "x_not")
 	reserve(&b, m, exitSize, kindExit)
 	b.Emit(asm.LoadMem(rRegs, rCtx, 0, asm.DWord))
 	readReg(&b, offNr, regOrigAX)
 	kernelStack(&b, m, kernel, 2)
 	submit(&b)
+	if m.state >= 0 {
+		b.Emit(asm.Mov.Imm(asm.R0, 0).WithSymbol("x_not"), asm.Return())
+	}
 	return b.Ins
 }
 

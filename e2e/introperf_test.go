@@ -633,9 +633,10 @@ func TestLostRecordsSayWhere(t *testing.T) {
 	out := filepath.Join(t.TempDir(), "lossy.rec")
 	// One page (4 KiB) per CPU holds two or three system call records
 	// (each with a 1 KiB stack copy and the kernel's call chain), against
-	// 240,000 of them in about half a second, one every 2 µs: the recorder,
+	// 240,000 of them (every call: --syscall-limit 0) in about half a
+	// second, one every 2 µs: the recorder,
 	// woken at a quarter of the ring, cannot empty it between two.
-	mustRun(t, "record", "--events", "cpu,syscalls,sched", "--mmap-pages", "1", "-o", out, "--", host, plugin, "300", "400")
+	mustRun(t, "record", "--events", "cpu,syscalls,sched", "--syscall-limit", "0", "--mmap-pages", "1", "-o", out, "--", host, plugin, "300", "400")
 	r, err := recording.Open(out)
 	if err != nil {
 		t.Fatal(err)

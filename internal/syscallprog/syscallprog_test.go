@@ -1,6 +1,7 @@
 package syscallprog
 
 import (
+	"encoding/binary"
 	"os"
 	"reflect"
 	"runtime"
@@ -232,5 +233,138 @@ func TestTracingCodeCache(t *testing.T) {
 	}
 	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
 		t.Errorf("cache file %v, %v: want mode 0600", fi, err)
+	}
+}
+
+// TestLimitCountsWhatItLeavesOut: with Options.Limit, a thread records at
+// most Limit calls a second beyond its burst, by the records' own clock;
+// each recorded entry has its exit, no call left out has one, and the
+// entries' Skipped counts with what the thread's state holds after its
+// last recorded call add up to every call the thread made.
+func TestLimitCountsWhatItLeavesOut(t *testing.T) {
+	testutil.NeedRoot(t)
+	const limit, burst, n = 100, 10, 2000
+	tr, err := New(Options{Syscalls: true, StackBytes: 256, RingBytes: 1 << 20, Limit: limit, LimitBurst: burst})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	runtime.LockOSThread()
+	tid := uint32(unix.Gettid())
+	if err := tr.Add(uint32(os.Getpid())); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < n; i++ {
+		unix.Getppid()
+	}
+	tr.Remove(uint32(os.Getpid()))
+	runtime.UnlockOSThread()
+	var enters, exits, getppid, standFor uint64
+	var first, last uint64
+	pending := false
+	err = tr.Drain(func(ev *Event) {
+		if ev.TID != tid {
+			return
+		}
+		if ev.Exit {
+			if enters == 0 {
+				return // of the call that added the process, entered untraced
+			}
+			if !pending {
+				t.Errorf("an exit (call %d) without its entry", ev.Nr)
+			}
+			pending = false
+			exits++
+			return
+		}
+		if pending {
+			t.Errorf("an entry (call %d) while the previous one's exit is missing", ev.Nr)
+		}
+		pending = true
+		enters++
+		standFor += 1 + ev.Skipped
+		if ev.Nr == unix.SYS_GETPPID {
+			getppid++
+		}
+		if first == 0 {
+			first = ev.Time
+		}
+		last = ev.Time
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	v := make([]byte, stateSize)
+	if err := tr.state.Lookup(tid, &v); err != nil {
+		t.Fatalf("no state for thread %d: %v", tid, err)
+	}
+	tail := binary.LittleEndian.Uint64(v[stSkipped:])
+	// The state was made at the thread's first call after Add; the thread
+	// may make a few calls of the runtime's besides the loop's.
+	total := standFor + tail
+	if total < n || total > n+100 || tr.Unrecorded() < tail {
+		t.Errorf("entries stand for %d calls, %d after the last recorded one (Unrecorded %d): want the loop's %d and a few more",
+			standFor, tail, tr.Unrecorded(), n)
+	}
+	most := burst + (last-first)*limit/1e9 + 1
+	if enters > most || exits != enters || getppid == 0 || enters >= n {
+		t.Errorf("%d entries (%d of getppid) and %d exits recorded over %d ns: want at most %d, an exit for each and fewer than the %d calls",
+			enters, getppid, exits, last-first, most, n)
+	}
+	t.Logf("%d of %d calls recorded, %d after the last", enters, total, tail)
+}
+
+// TestSwitchInUnrecordedCall: a switch inside a system call that the limit
+// left out has no entry to refer to: it walks the user chain and copies
+// the stack itself, as outside a call.
+func TestSwitchInUnrecordedCall(t *testing.T) {
+	testutil.NeedRoot(t)
+	tr, err := New(Options{Switches: true, Syscalls: true, StackBytes: 256, RingBytes: 1 << 20, Limit: 1, LimitBurst: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	runtime.LockOSThread()
+	tid := uint32(unix.Gettid())
+	if err := tr.Add(uint32(os.Getpid())); err != nil {
+		t.Fatal(err)
+	}
+	const n = 20
+	for i := 0; i < n; i++ {
+		ts := unix.NsecToTimespec(int64(time.Millisecond))
+		_ = unix.Nanosleep(&ts, nil)
+	}
+	tr.Remove(uint32(os.Getpid()))
+	runtime.UnlockOSThread()
+	inCall, walked, entries := 0, 0, 0
+	err = tr.Drain(func(ev *Event) {
+		if ev.TID != tid {
+			return
+		}
+		if !ev.Switch {
+			if !ev.Exit {
+				entries++
+			}
+			return
+		}
+		if SwitchState(ev.Nr) != 1 {
+			return
+		}
+		us := tr.Stack(ev.UserStack)
+		switch {
+		case ev.UserStack == InCall:
+			inCall++
+		case len(us) > 2 && us[0] == ev.IP && len(ev.Stack) == 256:
+			walked++
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// One call a second with a burst of one: the first call is recorded
+	// (its sleep refers to it), the others in the same second are not.
+	if entries == 0 || entries > 2 || inCall > entries || walked+inCall < n || walked < n-2 {
+		t.Errorf("%d entries recorded; of the sleeps, %d refer to their call and %d walked their own chain: want %d in all, at most 2 referring",
+			entries, inCall, walked, n)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/culprit-dev/culprit/internal/analysis/introperf"
+	"github.com/culprit-dev/culprit/internal/recording"
 )
 
 // latencyName names the latency a comparison ranks by.
@@ -55,7 +56,25 @@ func runLine(r *introperf.Result) string {
 	if r.Lost > 0 {
 		s += fmt.Sprintf("; %d records lost by the kernel, threads' inference cut at %d windows of loss (record with larger rings: --mmap-pages)", r.Lost, r.Cut)
 	}
+	if n := syscallNote(r); n != "" {
+		s += "; " + n
+	}
 	return s
+}
+
+// syscallNote says how many system calls the recorder left out
+// (record --syscall-limit), or "" when it recorded every one.
+func syscallNote(r *introperf.Result) string {
+	rec := uint64(r.EventCounts[recording.EventSyscallEnter])
+	if r.Syscalls <= rec {
+		return ""
+	}
+	rule := ""
+	if rate, burst, ok := strings.Cut(r.SyscallLimit, "/"); ok {
+		rule = fmt.Sprintf(", at most %s a second per thread beyond a burst of %s", rate, burst)
+	}
+	return fmt.Sprintf("%d of %d system calls recorded (%.0f%%%s): the others have no kernel instances, and their threads' functions are seen at fewer moments (record --syscall-limit 0 for every call)",
+		rec, r.Syscalls, 100*float64(rec)/float64(r.Syscalls), rule)
 }
 
 // ContextsText prints the ranked paths: for each, its cost, the
@@ -120,6 +139,9 @@ type ctxRunJSON struct {
 	Plugins   []string       `json:"plugins"`
 	LoadTimes bool           `json:"load_times"`
 	Note      string         `json:"note,omitempty"`
+	// Syscalls: the system calls the recorded entries stand for (more
+	// than events' syscall-enter when record --syscall-limit left some out).
+	Syscalls uint64 `json:"syscalls"`
 }
 
 type ctxFrameJSON struct {
@@ -158,6 +180,7 @@ func toCtxRunJSON(name string, r *introperf.Result) ctxRunJSON {
 	j.Events = eventCounts(r.EventCounts)
 	j.Used, j.Threads, j.Contexts, j.Paths = r.Used, len(r.Threads), r.Tree.Nodes(), len(r.Tree.Leaves())
 	j.Main, j.LoadTimes, j.Note = r.Objects.Main, r.Objects.LoadTimes, r.Objects.Note
+	j.Syscalls = r.Syscalls
 	for p := range r.Objects.Plugins {
 		j.Plugins = append(j.Plugins, p)
 	}

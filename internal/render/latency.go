@@ -88,6 +88,9 @@ func LatencyText(w io.Writer, r *introperf.Result, v LatencyView) error {
 	if r.Empty > 0 {
 		fmt.Fprintf(bw, " (%d with empty stacks skipped)", r.Empty)
 	}
+	if n := syscallNote(r); n != "" {
+		fmt.Fprintf(bw, "\n%s", n)
+	}
 	total := 0
 	for _, t := range r.Threads {
 		total += t.Instances
@@ -161,9 +164,10 @@ func LatencyJSON(w io.Writer, r *introperf.Result, v LatencyView) error {
 		Origin   uint64           `json:"origin"`
 		Events   map[string]int   `json:"events"`
 		Used     int              `json:"used"`
+		Syscalls uint64           `json:"syscalls"`
 		Threads  []latThreadJSON  `json:"threads"`
 		Contexts []latContextJSON `json:"contexts"`
-	}{Mode: v.Mode.String(), Origin: r.Start, Events: eventCounts(r.EventCounts), Used: r.Used,
+	}{Mode: v.Mode.String(), Origin: r.Start, Events: eventCounts(r.EventCounts), Used: r.Used, Syscalls: r.Syscalls,
 		Threads: []latThreadJSON{}, Contexts: []latContextJSON{}}
 	for _, t := range r.Threads {
 		head.Threads = append(head.Threads, latThreadJSON{t.PID, t.TID, t.Comm, t.Events, t.Instances})

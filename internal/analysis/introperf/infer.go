@@ -181,10 +181,16 @@ type Result struct {
 	// Lost is how many records the kernel dropped (Profile.Lost), and Cut
 	// how many times a thread's inference was ended at a window where its
 	// events may be missing (Profile.Gaps).
-	Lost       uint64
-	Cut        int
-	Start, End uint64 // first and last time used, ns
-	Objects    Objects
+	Lost uint64
+	Cut  int
+	// Syscalls is how many system calls the recorded entries stand for
+	// (their samples' period): more than the entries when the recorder
+	// left calls out (SyscallLimit, the rule: "RATE/BURST", from the
+	// recording's metadata), whose kernel instances are then not inferred.
+	Syscalls     uint64
+	SyscallLimit string
+	Start, End   uint64 // first and last time used, ns
+	Objects      Objects
 }
 
 // KernelEvents is the number of system call and context switch events in
@@ -295,6 +301,11 @@ func Analyze(p *profile.Profile, o Options) *Result {
 	tree := NewTree(o.Funcs)
 	res := &Result{Tree: tree, EventCounts: CountEvents(p)}
 	res.Lost = p.Lost
+	for _, m := range p.Metas {
+		if l := m.Extra[recording.ExtraSyscallLimit]; l != "" {
+			res.SyscallLimit = l
+		}
+	}
 	in := &inferer{p: p, tree: tree, res: res, keep: o.KeepInstances, slowest: o.Slowest, cache: make([]*stackInfo, len(p.Stacks)), cut: make([]*stackInfo, len(p.Stacks))}
 	in.froms = slices.SortedFunc(slices.Values(p.Gaps), func(a, b profile.Gap) int { return cmp.Compare(a.From, b.From) })
 	in.tos = slices.SortedFunc(slices.Values(p.Gaps), func(a, b profile.Gap) int { return cmp.Compare(a.To, b.To) })
@@ -309,6 +320,9 @@ func Analyze(p *profile.Profile, o Options) *Result {
 				th.preempted = 0
 			}
 			continue
+		}
+		if s.Event == recording.EventSyscallEnter {
+			res.Syscalls += max(s.Period, uint64(s.More)+1) // a merged sample: their sum
 		}
 		if !set.Has(s.Event) {
 			continue

@@ -1155,18 +1155,23 @@ func (s *session) finish() (Result, error) {
 		e.Disable()
 	}
 	err := s.drain()
-	var snapsLost, sysReduced uint64
+	var snapsLost, sysReduced, switchesOut uint64
 	if s.snap != nil {
 		snapsLost = s.snap.tk.Lost
 	}
 	if s.sys != nil {
 		sysReduced = s.sys.Reduced()
 		s.res.Syscalls += s.sys.Unrecorded()
+		switchesOut = s.sys.SwitchesLeftOut()
 	}
 	s.close()
 	if n, r := s.res.Syscalls, s.res.SyscallsRecorded; n > r {
-		s.warn("%d of %d system calls recorded (%.0f%%): at most %d a second per thread beyond a burst of %d; each recorded call's samples stand for the calls its thread made since its previous recorded one (their period), and switches inside unrecorded calls are all recorded; --syscall-limit 0 records every call, at more cost (docs/performance.md)",
-			r, n, 100*float64(r)/float64(n), s.sysLimit, s.sysBurst)
+		sw := ""
+		if switchesOut > 0 {
+			sw = fmt.Sprintf(", and %d context switches inside calls left out were left out too", switchesOut)
+		}
+		s.warn("%d of %d system calls recorded (%.0f%%): each thread records at most %d events a second beyond a burst of %d; each recorded call's samples stand for the calls its thread made since its previous recorded one (their period)%s; --syscall-limit 0 records every call, at more cost (docs/performance.md)",
+			r, n, 100*float64(r)/float64(n), s.sysLimit, s.sysBurst, sw)
 	}
 	if sysReduced > 0 {
 		s.warn("%d system call or switch events were recorded without their stack copy, while the BPF program's ring was more than half full "+

@@ -213,7 +213,7 @@ func New(o Options) (*Tracer, error) {
 	if t.ring, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_scring", Type: ebpf.RingBuf, MaxEntries: uint32(ringBytes)}); err != nil {
 		return fail(err)
 	}
-	if t.lost, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_sclost", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: 2}); err != nil {
+	if t.lost, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_sclost", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: 3}); err != nil {
 		return fail(err)
 	}
 	if t.kcache, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_sckst", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 4}); err != nil {
@@ -496,6 +496,11 @@ func readKallsyms() tracingCode {
 	return c
 }
 
+// SwitchesLeftOut is the number of switches inside system calls that
+// Options.Limit left out which were left out too, their thread being over
+// its budget.
+func (t *Tracer) SwitchesLeftOut() uint64 { return t.count(2) }
+
 // Lost is the number of records the ring had no room for.
 func (t *Tracer) Lost() uint64 { return t.count(0) }
 
@@ -642,6 +647,50 @@ func recorded(b *bpfasm.Builder, m fds, label string) {
 		asm.LoadMem(asm.R1, asm.R0, stRecorded, asm.DWord),
 		asm.JEq.Imm(asm.R1, 0, label),
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("rec_yes"),
+	)
+}
+
+// budget emits, in the switch program with a state map: nothing when the
+// thread's last system call was recorded (the switch refers to it); else a
+// jump to walk when the thread may record one more event now (the
+// entries' rule, whose budget it takes), or the reserved record discarded,
+// counted (SwitchesLeftOut) and the program ended. A thread the map does
+// not hold walks.
+func budget(b *bpfasm.Builder, m fds, walk string) {
+	if m.state < 0 {
+		return
+	}
+	b.Emit(asm.StoreMem(asm.RFP, -8, rPT, asm.Word))
+	b.Lookup(m.state, -8)
+	b.Emit(
+		asm.JEq.Imm(asm.R0, 0, walk),
+		asm.LoadMem(asm.R1, asm.R0, stRecorded, asm.DWord),
+		asm.JNE.Imm(asm.R1, 0, "bud_in"),
+		asm.StoreMem(asm.RFP, -24, asm.R0, asm.DWord),
+		asm.FnKtimeGetNs.Call(),
+		asm.LoadMem(asm.R3, asm.RFP, -24, asm.DWord),
+		asm.LoadMem(asm.R1, asm.R3, stTAT, asm.DWord),
+		asm.Mov.Reg(asm.R2, asm.R0),
+		asm.Add.Imm(asm.R2, m.burst),
+		asm.JGE.Reg(asm.R2, asm.R1, "bud_take"),
+		asm.Mov.Reg(asm.R1, rRec),
+		asm.Mov.Imm(asm.R2, 1), // BPF_RB_NO_WAKEUP
+		asm.FnRingbufDiscard.Call(),
+		asm.StoreImm(asm.RFP, -8, 2, asm.Word),
+	)
+	b.Lookup(m.lost, -8)
+	b.Emit(
+		asm.JEq.Imm(asm.R0, 0, "bud_out"),
+		asm.Mov.Imm(asm.R1, 1),
+		asm.StoreXAdd(asm.R0, asm.R1, asm.DWord),
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("bud_out"),
+		asm.Return(),
+		asm.JGE.Reg(asm.R1, asm.R0, "bud_late").WithSymbol("bud_take"),
+		asm.Mov.Reg(asm.R1, asm.R0),
+		asm.Add.Imm(asm.R1, m.every).WithSymbol("bud_late"),
+		asm.StoreMem(asm.R3, stTAT, asm.R1, asm.DWord),
+		asm.Ja.Label(walk),
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("bud_in"),
 	)
 }
 
@@ -887,7 +936,9 @@ func switchProgram(m fds, copyBytes, ringBytes int, exitStateOff int32, inCall b
 			asm.LoadMem(asm.R1, asm.RFP, -16, asm.Half),
 			asm.JNE.Imm(asm.R1, 0x050f, "walk"), // syscall: 0f 05
 		)
-		recorded(&b, m, "walk") // a call not recorded has no user chain to refer to
+		// A call not recorded has no user chain to refer to: the switch
+		// walks it, within the thread's budget, or is left out.
+		budget(&b, m, "walk")
 		b.Emit(
 			asm.Mov.Imm(asm.R1, InCall),
 			asm.StoreMem(rRec, offUStack, asm.R1, asm.DWord),

@@ -316,10 +316,12 @@ func TestLimitCountsWhatItLeavesOut(t *testing.T) {
 
 // TestSwitchInUnrecordedCall: a switch inside a system call that the limit
 // left out has no entry to refer to: it walks the user chain and copies
-// the stack itself, as outside a call.
+// the stack itself when its thread's budget allows one more event, and is
+// left out and counted when not.
 func TestSwitchInUnrecordedCall(t *testing.T) {
 	testutil.NeedRoot(t)
-	tr, err := New(Options{Switches: true, Syscalls: true, StackBytes: 256, RingBytes: 1 << 20, Limit: 1, LimitBurst: 1})
+	const burst = 6
+	tr, err := New(Options{Switches: true, Syscalls: true, StackBytes: 256, RingBytes: 1 << 20, Limit: 1, LimitBurst: burst})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -336,14 +338,22 @@ func TestSwitchInUnrecordedCall(t *testing.T) {
 	}
 	tr.Remove(uint32(os.Getpid()))
 	runtime.UnlockOSThread()
-	inCall, walked, entries := 0, 0, 0
+	inCall, walked, entries, sleeps := 0, 0, 0, 0
+	var first, last uint64
 	err = tr.Drain(func(ev *Event) {
 		if ev.TID != tid {
 			return
 		}
+		if first == 0 {
+			first = ev.Time
+		}
+		last = ev.Time
 		if !ev.Switch {
 			if !ev.Exit {
 				entries++
+				if ev.Nr == unix.SYS_NANOSLEEP {
+					sleeps++
+				}
 			}
 			return
 		}
@@ -356,15 +366,21 @@ func TestSwitchInUnrecordedCall(t *testing.T) {
 			inCall++
 		case len(us) > 2 && us[0] == ev.IP && len(ev.Stack) == 256:
 			walked++
+		default:
+			t.Errorf("a switch asleep with %d user frames (IP %#x), %d bytes copied", len(us), ev.IP, len(ev.Stack))
 		}
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	// One call a second with a burst of one: the first call is recorded
-	// (its sleep refers to it), the others in the same second are not.
-	if entries == 0 || entries > 2 || inCall > entries || walked+inCall < n || walked < n-2 {
-		t.Errorf("%d entries recorded; of the sleeps, %d refer to their call and %d walked their own chain: want %d in all, at most 2 referring",
-			entries, inCall, walked, n)
+	// One event a second beyond a burst of 6, by the records' own clock:
+	// the first sleeps are recorded and their switches refer to them, the
+	// others' switches are left out (a switch finds budget only when some
+	// came due since its call's entry).
+	most := burst + int((last-first)/1e9) + 1
+	left := int(tr.SwitchesLeftOut())
+	if sleeps == 0 || entries+walked > most || inCall > sleeps || inCall+walked+left < n || left < n-most {
+		t.Errorf("%d entries recorded (%d sleeps); of the switches asleep, %d refer to their call, %d walked their own chain, %d left out: "+
+			"want %d sleeps in all, at most %d events recorded", entries, sleeps, inCall, walked, left, n, most)
 	}
 }

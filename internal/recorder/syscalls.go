@@ -205,6 +205,12 @@ func (s *session) syscall(e *sysEvent, k *eventKind) {
 		s.writeSyscall(ev, k, &x)
 		return
 	}
+	if ev.Switch && ev.UserStack == syscallprog.NoStack {
+		// Inside a call left out (SyscallLimit), its thread over budget:
+		// when and how it left the CPU, without stacks.
+		s.writeSyscall(ev, k, &pendingCall{nr: syscallprog.SwitchState(ev.Nr)})
+		return
+	}
 	if ev.Switch && ev.UserStack == syscallprog.InCall {
 		// Inside a system call (or on its way back to user space): the
 		// user chain is its entry's, at the same registers.

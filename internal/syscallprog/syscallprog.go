@@ -104,6 +104,11 @@ const MaxStack = 127
 // call's entry's, which the program did not walk again.
 const InCall = -1 << 20
 
+// NoStack is a switch's UserStack when it was recorded without call chains
+// nor stack copy: inside a system call that Options.Limit left out, its
+// thread being over its budget. Its time, state and registers are kept.
+const NoStack = -2 << 20
+
 // maxSyscallNr bounds the system call numbers a switch is taken to be
 // inside of (x86-64's are below 512).
 const maxSyscallNr = 1023
@@ -496,10 +501,10 @@ func readKallsyms() tracingCode {
 	return c
 }
 
-// SwitchesLeftOut is the number of switches inside system calls that
-// Options.Limit left out which were left out too, their thread being over
-// its budget.
-func (t *Tracer) SwitchesLeftOut() uint64 { return t.count(2) }
+// SwitchesBare is the number of switches inside system calls that
+// Options.Limit left out which were recorded without their stacks
+// (UserStack NoStack), their thread being over its budget.
+func (t *Tracer) SwitchesBare() uint64 { return t.count(2) }
 
 // Lost is the number of records the ring had no room for.
 func (t *Tracer) Lost() uint64 { return t.count(0) }
@@ -653,10 +658,9 @@ func recorded(b *bpfasm.Builder, m fds, label string) {
 // budget emits, in the switch program with a state map: nothing when the
 // thread's last system call was recorded (the switch refers to it); else a
 // jump to walk when the thread may record one more event now (the
-// entries' rule, whose budget it takes), or the reserved record discarded,
-// counted (SwitchesLeftOut) and the program ended. A thread the map does
-// not hold walks.
-func budget(b *bpfasm.Builder, m fds, walk string) {
+// entries' rule, whose budget it takes), or a count (SwitchesBare) and a
+// jump to bare. A thread the map does not hold walks.
+func budget(b *bpfasm.Builder, m fds, walk, bare string) {
 	if m.state < 0 {
 		return
 	}
@@ -673,18 +677,14 @@ func budget(b *bpfasm.Builder, m fds, walk string) {
 		asm.Mov.Reg(asm.R2, asm.R0),
 		asm.Add.Imm(asm.R2, m.burst),
 		asm.JGE.Reg(asm.R2, asm.R1, "bud_take"),
-		asm.Mov.Reg(asm.R1, rRec),
-		asm.Mov.Imm(asm.R2, 1), // BPF_RB_NO_WAKEUP
-		asm.FnRingbufDiscard.Call(),
 		asm.StoreImm(asm.RFP, -8, 2, asm.Word),
 	)
 	b.Lookup(m.lost, -8)
 	b.Emit(
-		asm.JEq.Imm(asm.R0, 0, "bud_out"),
+		asm.JEq.Imm(asm.R0, 0, bare),
 		asm.Mov.Imm(asm.R1, 1),
 		asm.StoreXAdd(asm.R0, asm.R1, asm.DWord),
-		asm.Mov.Imm(asm.R0, 0).WithSymbol("bud_out"),
-		asm.Return(),
+		asm.Ja.Label(bare),
 		asm.JGE.Reg(asm.R1, asm.R0, "bud_late").WithSymbol("bud_take"),
 		asm.Mov.Reg(asm.R1, asm.R0),
 		asm.Add.Imm(asm.R1, m.every).WithSymbol("bud_late"),
@@ -909,11 +909,6 @@ func switchProgram(m fds, copyBytes, ringBytes int, exitStateOff int32, inCall b
 		asm.LSh.Imm(asm.R2, 32),
 		asm.Or.Reg(asm.R1, asm.R2),
 		asm.StoreMem(rRec, offNr, asm.R1, asm.DWord),
-		asm.Mov.Reg(asm.R1, rCtx),
-		asm.LoadMapPtr(asm.R2, m.stacks),
-		asm.Mov.Imm(asm.R3, 0),
-		asm.FnGetStackid.Call(),
-		asm.StoreMem(rRec, offKStack, asm.R0, asm.DWord),
 		asm.FnGetCurrentTaskBtf.Call(),
 		asm.Mov.Reg(asm.R1, asm.R0),
 		asm.FnTaskPtRegs.Call(),
@@ -937,8 +932,9 @@ func switchProgram(m fds, copyBytes, ringBytes int, exitStateOff int32, inCall b
 			asm.JNE.Imm(asm.R1, 0x050f, "walk"), // syscall: 0f 05
 		)
 		// A call not recorded has no user chain to refer to: the switch
-		// walks it, within the thread's budget, or is left out.
-		budget(&b, m, "walk")
+		// walks it, within the thread's budget, or goes without stacks.
+		budget(&b, m, "walk", "bare")
+		switchKernelStack(&b, m)
 		b.Emit(
 			asm.Mov.Imm(asm.R1, InCall),
 			asm.StoreMem(rRec, offUStack, asm.R1, asm.DWord),
@@ -948,8 +944,22 @@ func switchProgram(m fds, copyBytes, ringBytes int, exitStateOff int32, inCall b
 		readReg(&b, offSP, regSP)
 		readReg(&b, offBP, regBP)
 		submit(&b)
+		if m.state >= 0 {
+			b.Emit(
+				asm.Mov.Imm(asm.R1, NoStack).WithSymbol("bare"),
+				asm.StoreMem(rRec, offUStack, asm.R1, asm.DWord),
+				asm.Mov.Imm(asm.R1, -1),
+				asm.StoreMem(rRec, offKStack, asm.R1, asm.DWord),
+				asm.Mov.Imm(asm.R1, 0),
+				asm.StoreMem(rRec, offCopied, asm.R1, asm.DWord),
+			)
+			readReg(&b, offSP, regSP)
+			readReg(&b, offBP, regBP)
+			submit(&b)
+		}
 		b.Emit(asm.Mov.Imm(asm.R0, 0).WithSymbol("walk"))
 	}
+	switchKernelStack(&b, m)
 	b.Emit(
 		asm.Mov.Reg(asm.R1, rCtx),
 		asm.LoadMapPtr(asm.R2, m.stacks),
@@ -960,6 +970,18 @@ func switchProgram(m fds, copyBytes, ringBytes int, exitStateOff int32, inCall b
 	userRegs(&b, m, copyBytes)
 	submit(&b)
 	return b.Ins
+}
+
+// switchKernelStack emits: the record's kernel call chain, the blocking
+// path, walked.
+func switchKernelStack(b *bpfasm.Builder, m fds) {
+	b.Emit(
+		asm.Mov.Reg(asm.R1, rCtx),
+		asm.LoadMapPtr(asm.R2, m.stacks),
+		asm.Mov.Imm(asm.R3, 0),
+		asm.FnGetStackid.Call(),
+		asm.StoreMem(rRec, offKStack, asm.R0, asm.DWord),
+	)
 }
 
 // exitProgram: sys_exit(regs, ret). The system call number is the

@@ -317,7 +317,7 @@ func TestLimitCountsWhatItLeavesOut(t *testing.T) {
 // TestSwitchInUnrecordedCall: a switch inside a system call that the limit
 // left out has no entry to refer to: it walks the user chain and copies
 // the stack itself when its thread's budget allows one more event, and is
-// left out and counted when not.
+// recorded without stacks (and counted) when not.
 func TestSwitchInUnrecordedCall(t *testing.T) {
 	testutil.NeedRoot(t)
 	const burst = 6
@@ -338,7 +338,7 @@ func TestSwitchInUnrecordedCall(t *testing.T) {
 	}
 	tr.Remove(uint32(os.Getpid()))
 	runtime.UnlockOSThread()
-	inCall, walked, entries, sleeps := 0, 0, 0, 0
+	inCall, walked, bare, entries, sleeps := 0, 0, 0, 0, 0
 	var first, last uint64
 	err = tr.Drain(func(ev *Event) {
 		if ev.TID != tid {
@@ -364,6 +364,8 @@ func TestSwitchInUnrecordedCall(t *testing.T) {
 		switch {
 		case ev.UserStack == InCall:
 			inCall++
+		case ev.UserStack == NoStack && ev.KernStack < 0 && len(ev.Stack) == 0 && ev.SP != 0:
+			bare++
 		case len(us) > 2 && us[0] == ev.IP && len(ev.Stack) == 256:
 			walked++
 		default:
@@ -375,12 +377,11 @@ func TestSwitchInUnrecordedCall(t *testing.T) {
 	}
 	// One event a second beyond a burst of 6, by the records' own clock:
 	// the first sleeps are recorded and their switches refer to them, the
-	// others' switches are left out (a switch finds budget only when some
-	// came due since its call's entry).
+	// others' switches go without stacks (a switch finds budget only when
+	// some came due since its call's entry).
 	most := burst + int((last-first)/1e9) + 1
-	left := int(tr.SwitchesLeftOut())
-	if sleeps == 0 || entries+walked > most || inCall > sleeps || inCall+walked+left < n || left < n-most {
-		t.Errorf("%d entries recorded (%d sleeps); of the switches asleep, %d refer to their call, %d walked their own chain, %d left out: "+
-			"want %d sleeps in all, at most %d events recorded", entries, sleeps, inCall, walked, left, n, most)
+	if sleeps == 0 || entries+walked > most || inCall > sleeps || inCall+walked+bare < n || bare < n-most || uint64(bare) > tr.SwitchesBare() {
+		t.Errorf("%d entries recorded (%d sleeps); of the switches asleep, %d refer to their call, %d walked their own chain, %d without stacks (%d counted): "+
+			"want %d sleeps in all, at most %d events with stacks", entries, sleeps, inCall, walked, bare, tr.SwitchesBare(), n, most)
 	}
 }

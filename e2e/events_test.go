@@ -71,12 +71,13 @@ func TestSyscallAndSwitchEvents(t *testing.T) {
 	made, _ := strconv.ParseUint(m[2], 10, 64)
 	// The calls after a thread's last recorded one are in the total only.
 	// A call left out is counted by the thread's next recorded entry,
-	// whatever its number: in this loop nearly always a write.
+	// whatever its number: in this loop nearly always a write, as are
+	// nearly all the calls after the last recorded one.
 	tail := made - stood[1]
-	if recorded != uint64(n[recording.EventSyscallEnter]) || made < stood[1] || stood[1]+tail < writes || stood[0] < writes*95/100 ||
+	if recorded != uint64(n[recording.EventSyscallEnter]) || made < stood[1] || stood[1]+tail < writes || stood[0]+tail < writes*95/100 ||
 		stood[2] > stood[1] || recorded >= made {
 		t.Errorf("%d of %d system calls recorded; %d entries standing for %d calls (%d of them writes), exits for %d; "+
-			"want the entries recorded, at least the loop's %d writes counted (95%% by writes) and fewer recorded", recorded, made,
+			"want the entries recorded, at least the loop's %d writes counted (95%% by writes or after the last) and fewer recorded", recorded, made,
 			n[recording.EventSyscallEnter], stood[1], stood[0], stood[2], writes)
 	}
 	t.Logf("%d of %d system calls recorded; the write entries stand for %d calls, %d calls after the last recorded ones", recorded, made, stood[0], tail)

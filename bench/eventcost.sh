@@ -13,7 +13,10 @@
 # loss against bare, the server's own CPU time per request, and the events
 # recorded and lost (median). The -bpf configurations record the events
 # with culprit's BPF program (the default), the others with perf's
-# tracepoint events (--perf-events). CPU time comes from culprit's per-CPU
+# tracepoint events (--perf-events); all-bpf records at most 5,000 system
+# calls a second per thread (the default --syscall-limit), all-bpf-every
+# every call, all-bpf-N at most N; the table then also gives the calls
+# recorded of those made (median). CPU time comes from culprit's per-CPU
 # cpu-clock events (the default); the -thread configurations use the
 # threads' own events instead (--per-thread-clock), as perf record does:
 # perf is `perf record -F 999 -g` (per-thread events, inherited) and
@@ -49,6 +52,9 @@ declare -A cfg=(
 	[sched-bpf]="$c --events cpu,sched --"
 	[syscalls-bpf]="$c --events cpu,syscalls --"
 	[all-bpf]="$c --events cpu,syscalls,sched --"
+	[all-bpf-every]="$c --events cpu,syscalls,sched --syscall-limit 0 --"
+	[all-bpf-20000]="$c --events cpu,syscalls,sched --syscall-limit 20000 --"
+	[all-bpf-2000]="$c --events cpu,syscalls,sched --syscall-limit 2000 --"
 	[cpu-thread]="$c --per-thread-clock --"
 	[all-bpf-thread]="$c --events cpu,syscalls,sched --per-thread-clock --"
 	[perf]="perf record -F 999 -g -o $out/perf.data --"
@@ -79,19 +85,21 @@ one() {
 	cpu=$(awk -v n="$requests" -v hz="$(getconf CLK_TCK)" '{ printf "%.1f", ($14 + $15) / hz * 1e6 / (2 * n) }' "/proc/$spid/stat")
 	kill -TERM "$spid"
 	wait "$wrapper" || true
-	local ev=0 lost=0
+	local ev=0 lost=0 calls=-
 	if [ "${1%-a}" = perf ]; then
 		ev=$(sed -n 's/.*(\([0-9]*\) samples).*/\1/p' "$tmp/culprit.err" | tail -1)
 		lost=$(perf report -D -i "$out/perf.data" 2>/dev/null | awk '/PERF_RECORD_LOST/ { n += $NF } END { print n + 0 }')
 	elif [ -n "${cfg[$1]}" ]; then
 		ev=$(sed -n "s/.*: \([0-9]*\) samples.*written.*/\1/p" "$tmp/culprit.err" | tail -1)
 		lost=$(grep -o '[0-9]* lost' "$tmp/culprit.err" | head -1 | cut -d' ' -f1 || true)
+		calls=$(sed -n 's/.* \([0-9]*\) of \([0-9]*\) system calls recorded.*/\1\/\2/p' "$tmp/culprit.err" | head -1)
 	fi
-	echo "$rps ${ev:-0} ${lost:-0} $cpu"
+	echo "$rps ${ev:-0} ${lost:-0} $cpu ${calls:--}"
 	rm -rf "$tmp"
 }
 
 declare -A res
+start="$(date -u +%H:%M), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 for ((r = 0; r < runs; r++)); do
 	for k in "${order[@]}"; do
 		res[$k]+="$(one "$k")"$'\n'
@@ -99,13 +107,17 @@ for ((r = 0; r < runs; r++)); do
 done
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 base=$(printf '%s' "${res[bare]}" | awk '{ print $1 }' | median)
+basecpu=$(printf '%s' "${res[bare]}" | awk '{ print $4 }' | median)
 printf "redis SET+GET, %d requests, 8 clients, %d runs (%s)\n" "$requests" "$runs" "$(date -u +%F)"
-printf "| configuration | requests/s | loss | server CPU µs/request | events recorded | lost |\n|---|---|---|---|---|---|\n"
+printf "from %s to %s, load average %s\n" "$start" "$(date -u +%H:%M)" "$(cut -d' ' -f1-3 /proc/loadavg)"
+printf "| configuration | requests/s | loss | server CPU µs/request | vs bare | events recorded | lost | system calls recorded |\n|---|---|---|---|---|---|---|---|\n"
 for k in "${order[@]}"; do
 	rps=$(printf '%s' "${res[$k]}" | awk '{ print $1 }' | median)
 	ev=$(printf '%s' "${res[$k]}" | awk '{ print $2 }' | median)
 	lost=$(printf '%s' "${res[$k]}" | awk '{ print $3 }' | median)
 	cpu=$(printf '%s' "${res[$k]}" | awk '{ print $4 }' | median)
-	printf "| %s | %s | %s | %s | %s | %s |\n" "$k" "$rps" \
-		"$(awk -v a="$rps" -v b="$base" 'BEGIN { printf "%+.1f%%", (a / b - 1) * 100 }')" "$cpu" "$ev" "$lost"
+	calls=$(printf '%s' "${res[$k]}" | awk '{ print $5 }' | sort -t/ -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
+	printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n" "$k" "$rps" \
+		"$(awk -v a="$rps" -v b="$base" 'BEGIN { printf "%+.1f%%", (a / b - 1) * 100 }')" "$cpu" \
+		"$(awk -v a="$cpu" -v b="$basecpu" 'BEGIN { printf "%+.0f%%", (a / b - 1) * 100 }')" "$ev" "$lost" "$calls"
 done

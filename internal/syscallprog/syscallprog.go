@@ -25,6 +25,13 @@
 // that a recorder falling behind loses a few repaired frames before it
 // loses records.
 //
+// With Options.Limit, each thread records at most Limit system calls a
+// second beyond a burst (a generic cell rate algorithm over a per-thread
+// map, at the entry): a call is recorded or left out whole, and the calls
+// left out are counted into the thread's next recorded entry. A switch
+// inside a call left out takes the same budget to walk its own chains, and
+// goes without them when there is none: its time and state are kept.
+//
 // Processes the traced ones fork are traced too: the traced processes are
 // a follow.Set, shared with the recording's other programs.
 //
@@ -138,8 +145,9 @@ type Options struct {
 	// comes sooner than its share (1/Limit s after the thread's previous
 	// recorded call, less the burst's credit) is counted, not recorded, and
 	// neither is its exit; the next recorded entry carries the count
-	// (Event.Skipped). A switch inside a call not recorded walks the user
-	// chain itself. 0 records every call.
+	// (Event.Skipped). A switch inside a call not recorded walks its own
+	// chains within the same budget, else it is recorded without them
+	// (UserStack NoStack; SwitchesBare counts them). 0 records every call.
 	Limit int
 	// LimitBurst is the calls a thread may make at once beyond Limit's
 	// rate (0: 1).

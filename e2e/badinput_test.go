@@ -29,6 +29,7 @@ func TestBadInputUsage(t *testing.T) {
 		{[]string{"record", "-F", "0", "-o", rec(t), "--", "true"}, "-F 0: the sampling frequency is in samples per second of CPU time, at least 1"},
 		{[]string{"record", "-F", "-5", "-o", rec(t), "--", "true"}, "-F -5"},
 		{[]string{"record", "--duration", "-1s", "-o", rec(t), "--", "true"}, "--duration -1s: a duration is positive"},
+		{[]string{"record", "--events", "cpu,syscalls", "--syscall-limit", "-1", "-o", rec(t), "--", "true"}, "--syscall-limit -1: system calls a second per thread"},
 		{[]string{"record", "-p", fmt.Sprint(kthread), "-o", rec(t), "--duration", "1s"}, "is a kernel thread, which runs no user code to profile"},
 		{[]string{"report", "--from", "50s", short}, "no samples in the window --from 50s: the recording's samples run from 0s to"},
 		{[]string{"schema", text}, "is not a compiled program (an ELF file): give the path of an executable or shared library built with -g"},

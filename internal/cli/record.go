@@ -61,6 +61,12 @@ Call-graph modes, collectors, events and values: docs/cli.md (culprit record).`,
 			if o.Duration < 0 {
 				return usagef("--duration %v: a duration is positive, e.g. 500ms or 10s (leave it out to record until the command exits, or Ctrl-C)", o.Duration)
 			}
+			if o.SyscallLimit < 0 || o.SyscallLimit > 1e9 {
+				return usagef("--syscall-limit %d: system calls a second per thread, 1 to 1000000000, or 0 to record every call", o.SyscallLimit)
+			}
+			if o.SyscallBurst < 0 || o.SyscallBurst > 1<<20 {
+				return usagef("--syscall-burst %d: system calls a thread may make at once beyond --syscall-limit, 0 to %d", o.SyscallBurst, 1<<20)
+			}
 			if pid != 0 {
 				if err := checkPID(pid); err != nil {
 					return err

@@ -313,7 +313,9 @@ func (t *Tracer) Drain(fn func(*Event)) error {
 			ev.Stack = b[hdrSize:min(hdrSize+n, len(b))]
 			ev.CallNr = le.Uint64(b[offCallNr:])
 			ev.Skipped = le.Uint64(b[offSkipped:])
-			ev.Reduced = t.copyBytes > 0 && len(b) < hdrSize+t.copyBytes
+			// Records that refer to their call, or have no chains, have no
+			// room for a copy.
+			ev.Reduced = t.copyBytes > 0 && len(b) < hdrSize+t.copyBytes && ev.UserStack != InCall && ev.UserStack != NoStack
 		}
 		fn(&ev)
 	}
@@ -751,6 +753,7 @@ func copySize(b *bpfasm.Builder, copyBytes, ringBytes int, m fds) {
 // reserve emits: rRec = a record of size bytes in the ring (size < 0: the
 // size at sizeSlot), or count it lost and return.
 func reserve(b *bpfasm.Builder, m fds, size int32, kind int64) {
+	reserved, out := b.NewLabel("reserved"), b.NewLabel("out")
 	b.Emit(asm.LoadMapPtr(asm.R1, m.ring))
 	if size < 0 {
 		b.Emit(asm.LoadMem(asm.R2, asm.RFP, sizeSlot, asm.DWord))
@@ -760,17 +763,17 @@ func reserve(b *bpfasm.Builder, m fds, size int32, kind int64) {
 	b.Emit(
 		asm.Mov.Imm(asm.R3, 0),
 		asm.FnRingbufReserve.Call(),
-		asm.JNE.Imm(asm.R0, 0, "reserved"),
+		asm.JNE.Imm(asm.R0, 0, reserved),
 		asm.StoreImm(asm.RFP, -8, 0, asm.Word),
 	)
 	b.Lookup(m.lost, -8)
 	b.Emit(
-		asm.JEq.Imm(asm.R0, 0, "out"),
+		asm.JEq.Imm(asm.R0, 0, out),
 		asm.Mov.Imm(asm.R1, 1),
 		asm.StoreXAdd(asm.R0, asm.R1, asm.DWord),
-		asm.Mov.Imm(asm.R0, 0).WithSymbol("out"),
+		asm.Mov.Imm(asm.R0, 0).WithSymbol(out),
 		asm.Return(),
-		asm.Mov.Reg(rRec, asm.R0).WithSymbol("reserved"),
+		asm.Mov.Reg(rRec, asm.R0).WithSymbol(reserved),
 		asm.StoreImm(rRec, offKind, kind, asm.Word),
 		asm.StoreMem(rRec, offPidTgid, rPT, asm.DWord),
 		asm.FnGetSmpProcessorId.Call(),
@@ -892,14 +895,105 @@ func SwitchState(nr uint64) uint64 {
 // a system call number and the instruction before their IP is the syscall
 // instruction (an interrupt's orig_ax is negative; a page fault's error code
 // can look like a number, but the recorder then finds no entry pending).
+// Inside a call that was recorded, the record (without room for a stack
+// copy) refers to the call's user chain; inside one the limit left out, the
+// switch walks its chains within its thread's budget (budget), else its
+// record has no chains.
 func switchProgram(m fds, copyBytes, ringBytes int, exitStateOff int32, inCall bool) asm.Instructions {
+	const slotNr, slotIP = -48, -56 // orig_ax and IP, read before the record is reserved
 	var b bpfasm.Builder
 	traced(&b, m)
+	b.Emit(
+		asm.FnGetCurrentTaskBtf.Call(),
+		asm.Mov.Reg(asm.R1, asm.R0),
+		asm.FnTaskPtRegs.Call(),
+		asm.Mov.Reg(rRegs, asm.R0),
+	)
+	if inCall {
+		readRegTo := func(slot int16, field int32) {
+			b.Emit(
+				asm.Mov.Reg(asm.R1, asm.RFP),
+				asm.Add.Imm(asm.R1, int32(slot)),
+				asm.Mov.Imm(asm.R2, 8),
+				asm.Mov.Reg(asm.R3, rRegs),
+				asm.Add.Imm(asm.R3, field),
+				asm.FnProbeReadKernel.Call(),
+				asm.JNE.Imm(asm.R0, 0, "walk"),
+			)
+		}
+		readRegTo(slotNr, regOrigAX)
+		b.Emit(
+			asm.LoadMem(asm.R1, asm.RFP, slotNr, asm.DWord),
+			asm.JGT.Imm(asm.R1, maxSyscallNr, "walk"),
+		)
+		readRegTo(slotIP, regIP)
+		b.Emit(
+			asm.StoreImm(asm.RFP, -16, 0, asm.Word),
+			asm.Mov.Reg(asm.R1, asm.RFP),
+			asm.Add.Imm(asm.R1, -16),
+			asm.Mov.Imm(asm.R2, 2),
+			asm.LoadMem(asm.R3, asm.RFP, slotIP, asm.DWord),
+			asm.Add.Imm(asm.R3, -2),
+			asm.FnProbeReadUser.Call(),
+			asm.JNE.Imm(asm.R0, 0, "walk"),
+			asm.LoadMem(asm.R1, asm.RFP, -16, asm.Half),
+			asm.JNE.Imm(asm.R1, 0x050f, "walk"), // syscall: 0f 05
+		)
+		// A call not recorded has no user chain to refer to: the switch
+		// walks it, within the thread's budget, or goes without chains.
+		budget(&b, m, "walk", "bare")
+		inCallRecord := func(user int32, kernel bool) {
+			reserve(&b, m, hdrSize, kindSwitch)
+			switchNr(&b, exitStateOff)
+			if kernel {
+				switchKernelStack(&b, m)
+			} else {
+				b.Emit(asm.Mov.Imm(asm.R1, -1), asm.StoreMem(rRec, offKStack, asm.R1, asm.DWord))
+			}
+			b.Emit(
+				asm.Mov.Imm(asm.R1, user),
+				asm.StoreMem(rRec, offUStack, asm.R1, asm.DWord),
+				asm.Mov.Imm(asm.R1, 0),
+				asm.StoreMem(rRec, offCopied, asm.R1, asm.DWord),
+				asm.StoreMem(rRec, offSkipped, asm.R1, asm.DWord),
+				asm.LoadMem(asm.R1, asm.RFP, slotNr, asm.DWord),
+				asm.StoreMem(rRec, offCallNr, asm.R1, asm.DWord),
+				asm.LoadMem(asm.R1, asm.RFP, slotIP, asm.DWord),
+				asm.StoreMem(rRec, offIP, asm.R1, asm.DWord),
+			)
+			readReg(&b, offSP, regSP)
+			readReg(&b, offBP, regBP)
+			submit(&b)
+		}
+		inCallRecord(InCall, true)
+		if m.state >= 0 {
+			b.Mark("bare")
+			inCallRecord(NoStack, false)
+		}
+		b.Mark("walk")
+	}
 	copySize(&b, copyBytes, ringBytes, m)
 	reserve(&b, m, -1, kindSwitch)
+	switchNr(&b, exitStateOff)
+	switchKernelStack(&b, m)
 	b.Emit(
-		storeImm64(rRec, offSkipped, 0),
-		// Nr = preempt << 32 | prev_state | prev->exit_state
+		asm.Mov.Imm(asm.R1, 0),
+		asm.StoreMem(rRec, offSkipped, asm.R1, asm.DWord),
+		asm.StoreMem(rRec, offCallNr, asm.R1, asm.DWord),
+		asm.Mov.Reg(asm.R1, rCtx),
+		asm.LoadMapPtr(asm.R2, m.stacks),
+		asm.Mov.Imm(asm.R3, 1<<8), // BPF_F_USER_STACK
+		asm.FnGetStackid.Call(),
+		asm.StoreMem(rRec, offUStack, asm.R0, asm.DWord),
+	)
+	userRegs(&b, m, copyBytes)
+	submit(&b)
+	return b.Ins
+}
+
+// switchNr emits: rec.Nr = preempt << 32 | prev_state | prev->exit_state.
+func switchNr(b *bpfasm.Builder, exitStateOff int32) {
+	b.Emit(
 		asm.StoreImm(asm.RFP, -16, 0, asm.Word),
 		asm.Mov.Reg(asm.R1, asm.RFP),
 		asm.Add.Imm(asm.R1, -16),
@@ -917,67 +1011,7 @@ func switchProgram(m fds, copyBytes, ringBytes int, exitStateOff int32, inCall b
 		asm.LSh.Imm(asm.R2, 32),
 		asm.Or.Reg(asm.R1, asm.R2),
 		asm.StoreMem(rRec, offNr, asm.R1, asm.DWord),
-		asm.FnGetCurrentTaskBtf.Call(),
-		asm.Mov.Reg(asm.R1, asm.R0),
-		asm.FnTaskPtRegs.Call(),
-		asm.Mov.Reg(rRegs, asm.R0),
 	)
-	if inCall {
-		readReg(&b, offCallNr, regOrigAX)
-		readReg(&b, offIP, regIP)
-		b.Emit(
-			asm.LoadMem(asm.R1, rRec, offCallNr, asm.DWord),
-			asm.JGT.Imm(asm.R1, maxSyscallNr, "walk"),
-			asm.StoreImm(asm.RFP, -16, 0, asm.Word),
-			asm.Mov.Reg(asm.R1, asm.RFP),
-			asm.Add.Imm(asm.R1, -16),
-			asm.Mov.Imm(asm.R2, 2),
-			asm.LoadMem(asm.R3, rRec, offIP, asm.DWord),
-			asm.Add.Imm(asm.R3, -2),
-			asm.FnProbeReadUser.Call(),
-			asm.JNE.Imm(asm.R0, 0, "walk"),
-			asm.LoadMem(asm.R1, asm.RFP, -16, asm.Half),
-			asm.JNE.Imm(asm.R1, 0x050f, "walk"), // syscall: 0f 05
-		)
-		// A call not recorded has no user chain to refer to: the switch
-		// walks it, within the thread's budget, or goes without stacks.
-		budget(&b, m, "walk", "bare")
-		switchKernelStack(&b, m)
-		b.Emit(
-			asm.Mov.Imm(asm.R1, InCall),
-			asm.StoreMem(rRec, offUStack, asm.R1, asm.DWord),
-			asm.Mov.Imm(asm.R1, 0),
-			asm.StoreMem(rRec, offCopied, asm.R1, asm.DWord),
-		)
-		readReg(&b, offSP, regSP)
-		readReg(&b, offBP, regBP)
-		submit(&b)
-		if m.state >= 0 {
-			b.Emit(
-				asm.Mov.Imm(asm.R1, NoStack).WithSymbol("bare"),
-				asm.StoreMem(rRec, offUStack, asm.R1, asm.DWord),
-				asm.Mov.Imm(asm.R1, -1),
-				asm.StoreMem(rRec, offKStack, asm.R1, asm.DWord),
-				asm.Mov.Imm(asm.R1, 0),
-				asm.StoreMem(rRec, offCopied, asm.R1, asm.DWord),
-			)
-			readReg(&b, offSP, regSP)
-			readReg(&b, offBP, regBP)
-			submit(&b)
-		}
-		b.Emit(asm.Mov.Imm(asm.R0, 0).WithSymbol("walk"))
-	}
-	switchKernelStack(&b, m)
-	b.Emit(
-		asm.Mov.Reg(asm.R1, rCtx),
-		asm.LoadMapPtr(asm.R2, m.stacks),
-		asm.Mov.Imm(asm.R3, 1<<8), // BPF_F_USER_STACK
-		asm.FnGetStackid.Call(),
-		asm.StoreMem(rRec, offUStack, asm.R0, asm.DWord),
-	)
-	userRegs(&b, m, copyBytes)
-	submit(&b)
-	return b.Ins
 }
 
 // switchKernelStack emits: the record's kernel call chain, the blocking

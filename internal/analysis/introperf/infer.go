@@ -419,7 +419,9 @@ func (in *inferer) stack(i int32) *stackInfo {
 	frames := in.p.StackAt(i)
 	// Cut the recorder's own kernel frames (the probe effect): a CPU sample
 	// that lands in perf's tracepoint handling has perf_* frames inside the
-	// traced kernel function; the stack ends where they start.
+	// traced kernel function, and one in a BPF program on a tracepoint (the
+	// recorder's system call program) its frame and the code that ran it;
+	// the stack ends where they start.
 	for k := len(frames) - 1; k >= 0; k-- {
 		if f := in.p.FrameAt(frames[k]); f.Kernel && tracerFrame(f.Function) {
 			frames = frames[k+1:]
@@ -601,7 +603,13 @@ func schedulerEntry(name string) bool {
 }
 
 // tracerFrame reports whether a kernel function belongs to perf's event
-// handling, which runs only because the program is being recorded.
+// handling or to a BPF program on a tracepoint and the code that runs it,
+// which run only because the program is being recorded.
 func tracerFrame(name string) bool {
-	return strings.HasPrefix(name, "perf_") || strings.HasPrefix(name, "__perf_")
+	for _, p := range []string{"perf_", "__perf_", "bpf_prog_", "bpf_trace_run", "__bpf_trace_", "__traceiter_"} {
+		if strings.HasPrefix(name, p) {
+			return true
+		}
+	}
+	return false
 }

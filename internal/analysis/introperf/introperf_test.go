@@ -786,3 +786,26 @@ func TestInstanceSpanKeepsWaits(t *testing.T) {
 		t.Errorf("instances\n got %s\nwant %s", strings.Join(got, "|"), want)
 	}
 }
+
+// A CPU sample in the recorder's own code (perf's tracepoint handling, a
+// BPF program on a tracepoint and the code that runs it) is cut where that
+// code starts: it makes no context of its own.
+func TestProbeEffectCut(t *testing.T) {
+	p := build([]event{
+		{t: 10, stack: []string{"main", "lib:write", "k:entry"}, kind: recording.EventSyscallEnter},
+		{t: 11, stack: []string{"main", "lib:write", "k:bpf_prog_c11086e3eaa9a27f_culprit_1"}},
+		{t: 12, stack: []string{"main", "lib:write", "k:entry", "k:__traceiter_sys_exit", "k:bpf_trace_run2"}},
+		{t: 13, stack: []string{"main", "lib:write", "k:entry", "k:perf_swevent_event"}},
+		{t: 14, stack: []string{"main", "lib:write", "k:entry"}, kind: recording.EventSyscallExit},
+	})
+	r := Analyze(p, Options{})
+	for _, fn := range r.Tree.Funcs.Funcs {
+		switch fn.Name {
+		case "bpf_prog_c11086e3eaa9a27f_culprit_1", "__traceiter_sys_exit", "bpf_trace_run2", "perf_swevent_event":
+			t.Errorf("a context of the recorder's own %s", fn.Name)
+		}
+	}
+	if !tracerFrame("bpf_prog_c11086e3eaa9a27f_culprit_1") || tracerFrame("bpf_probe_read_kernel") || tracerFrame("sys_bpf") {
+		t.Error("tracerFrame tells the recorder's code wrongly")
+	}
+}

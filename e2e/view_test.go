@@ -854,3 +854,37 @@ func TestViewVariance(t *testing.T) {
 		t.Errorf("variance page names no handle, the interval's function:\n%s", got)
 	}
 }
+
+// pprof's source and disassembly pages are built from the profile with
+// each stack's addresses once (a recursion's stacks at every depth become
+// one): on a recorded recursion they are the pages the whole profile
+// gives, which a hide parameter asks for (it reads the stacks' order),
+// less the hide's own note that it matched nothing.
+func TestViewSourceOncePerStack(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "deeprec", []string{"deeprec.c"}, "-O2", "-g")
+	r := rec(t)
+	mustRun(t, "record", "-o", r, "--", bin, "300000")
+	base, _ := startView(t, r)
+	errs := regexp.MustCompile(`<div id="errors">.*?</div></div>|<div id="errors"></div>`)
+	for _, v := range []string{"source?f=descend", "disasm?f=descend", "source?f=round_", "source?f=main", "disasm?f=round_"} {
+		code, once := get(t, base+"pprof/all/"+v)
+		code2, whole := get(t, base+"pprof/all/"+v+"&h=a%5E")
+		if code != http.StatusOK || code2 != http.StatusOK {
+			t.Errorf("%s: %d, and with a hide %d", v, code, code2)
+			continue
+		}
+		if !strings.Contains(whole, "Hide expression matched no samples") {
+			t.Errorf("%s with a hide matching nothing: pprof's note is not on the page", v)
+		}
+		once, whole = errs.ReplaceAllString(once, ""), errs.ReplaceAllString(whole, "")
+		if once != whole {
+			t.Errorf("%s: the page from stacks with each address once differs from the whole profile's:\n%s\nagainst\n%s", v, once, whole)
+		}
+		_, fn, _ := strings.Cut(v, "f=")
+		fn, _, _ = strings.Cut(fn, "&")
+		if !strings.Contains(once, fn) {
+			t.Errorf("%s: the page does not name %s", v, fn)
+		}
+	}
+}

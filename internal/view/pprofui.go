@@ -108,8 +108,8 @@ func pprofUI(prof, base *pprof.Profile, stderr io.Writer) (*pprofPages, error) {
 	}
 	// Ahead of use: the pages the index links to without a query that
 	// the profile merged to functions answers (their first visit then
-	// costs no more than a later one), then the UIs of lines and
-	// addresses.
+	// costs no more than a later one), then the UIs of lines (peek) and
+	// of addresses once per stack (source and disassembly).
 	pages.warm = func() {
 		for _, path := range []string{"/flamegraph", "/top", "/graph"} {
 			if first[path] == nil {
@@ -122,7 +122,7 @@ func pprofUI(prof, base *pprof.Profile, stderr io.Writer) (*pprofPages, error) {
 			waitRequests()
 			serve(&bufferedWriter{header: http.Header{}}, r, path, true)
 		}
-		for g := byFunction + 1; g < grains; g++ {
+		for _, g := range []grain{byLine, byAddressOnce} {
 			_, _ = build(tier{g, false}, true)
 		}
 	}
@@ -281,8 +281,25 @@ const (
 	byFunction grain = iota // function and file, inlined frames kept
 	byLine                  // and line
 	byAddress               // and address
+	// byAddressOnce is byAddress with each stack's frames once, in the
+	// order they first occur from the leaf: the stacks of a recursive
+	// call are many (one per path down the recursion) and become few.
+	// It serves the views that count a sample once at each address of
+	// its stack and read no call order (source and disassembly: pprof's
+	// report counts a recursive address once per sample, too).
+	byAddressOnce
 	grains
 )
+
+// addresses reports whether g keeps each frame's address.
+func (g grain) addresses() bool { return g >= byAddress }
+
+// onceParams are the query parameters of pprof's pages that read the
+// stacks only as sets of frames: the source or disassembly of the
+// functions matching f (f also focuses on the samples through them), of
+// the samples through none of i, of sample value si, in a unit and
+// syntax.
+var onceParams = map[string]bool{"f": true, "i": true, "si": true, "unit": true, "intel": true}
 
 // tier is the profile a pprof page is built from: merged to a grain, and
 // with or without the samples' labels (thread id, pid and name).
@@ -298,7 +315,9 @@ type tier struct {
 // only matter to pages that filter by them (tag focus, ignore, show,
 // hide, or a saved configuration, which may) and to the download of the
 // profile: without them, a profile has one sample per stack rather than
-// per stack and thread, and each page copies and reads fewer.
+// per stack and thread, and each page copies and reads fewer. Source
+// and disassembly with no parameter that reads a stack's order (hide,
+// show, prune, tags) are built from byAddressOnce.
 func tierOf(r *http.Request) tier {
 	q := r.URL.Query()
 	t := tier{grain: byFunction}
@@ -306,6 +325,9 @@ func tierOf(r *http.Request) tier {
 	case r.URL.Path == "/source" || r.URL.Path == "/disasm" || r.URL.Path == "/download",
 		q.Get("g") == "addresses", q.Has("noinlines"), q.Has("showcolumns"):
 		t.grain = byAddress
+		if r.URL.Path != "/download" && onlyParams(q, onceParams) {
+			t.grain = byAddressOnce
+		}
 	case r.URL.Path == "/peek", q.Get("g") == "lines":
 		t.grain = byLine
 	}
@@ -320,22 +342,48 @@ func tierOf(r *http.Request) tier {
 	return t
 }
 
+// onlyParams reports whether q has no parameter but those in allowed.
+func onlyParams(q url.Values, allowed map[string]bool) bool {
+	for k := range q {
+		if !allowed[k] {
+			return false
+		}
+	}
+	return true
+}
+
 // merged returns p merged to tier t: to function and file, and for
 // byLine the line (inlined frames kept), or the whole p for byAddress;
-// without its samples' labels unless t keeps them; its samples with the
-// same stack and labels summed. A nil p stays nil, and p itself is
-// returned when there is nothing to merge.
+// for byAddressOnce each stack's repeated frames dropped; without its
+// samples' labels unless t keeps them; its samples with the same stack
+// and labels summed. A nil p stays nil, and p itself is returned when
+// there is nothing to merge.
 func merged(p *pprof.Profile, t tier) *pprof.Profile {
 	if p == nil || t == (tier{byAddress, true}) {
 		return p
 	}
 	c := p.Copy()
-	if err := c.Aggregate(true, true, true, t.grain >= byLine, t.grain == byAddress, t.grain == byAddress); err != nil {
+	addrs := t.grain.addresses()
+	if err := c.Aggregate(true, true, true, t.grain >= byLine, addrs, addrs); err != nil {
 		return p
 	}
 	if !t.labels {
 		for _, s := range c.Sample {
 			s.Label, s.NumLabel, s.NumUnit = nil, nil, nil
+		}
+	}
+	if t.grain == byAddressOnce {
+		seen := map[*pprof.Location]bool{}
+		for _, s := range c.Sample {
+			clear(seen)
+			locs := s.Location[:0]
+			for _, l := range s.Location {
+				if !seen[l] {
+					seen[l] = true
+					locs = append(locs, l)
+				}
+			}
+			s.Location = locs
 		}
 	}
 	// A profile without a period type (off-CPU time) comes out of Copy

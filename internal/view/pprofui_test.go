@@ -3,9 +3,11 @@ package view
 import (
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 
@@ -61,6 +63,32 @@ func TestMerged(t *testing.T) {
 		if len(ad.Sample) != 2 || byAddr[0x1010] != 8 || byAddr[0x1020] != 4 {
 			t.Errorf("period %v: merged to addresses without labels: %d samples %v, want 2: 8 at 0x1010, 4 at 0x1020", period, len(ad.Sample), byAddr)
 		}
+		// A recursion: the same stack of addresses at two depths. Once
+		// per stack, both are leaf, rec, main: one sample of their sum.
+		rec := &pprof.Function{ID: 3, Name: "rec", Filename: "x.c"}
+		rl := &pprof.Location{ID: 4, Mapping: m, Address: 0x1200, Line: []pprof.Line{{Function: rec, Line: 30}}}
+		q := &pprof.Profile{SampleType: p.SampleType, PeriodType: period, Mapping: p.Mapping,
+			Function: []*pprof.Function{leaf, caller, rec}, Location: append(slices.Clone(locs), rl),
+			Sample: []*pprof.Sample{
+				{Location: []*pprof.Location{locs[0], rl, locs[2]}, Value: []int64{2}},
+				{Location: []*pprof.Location{locs[0], rl, rl, rl, locs[2]}, Value: []int64{5}},
+				{Location: []*pprof.Location{locs[1], rl, rl, locs[2], locs[2]}, Value: []int64{1}},
+			}}
+		once := merged(q, tier{byAddressOnce, false})
+		stacks := map[string]int64{}
+		for _, s := range once.Sample {
+			var ids []string
+			for _, l := range s.Location {
+				ids = append(ids, fmt.Sprint(l.Address))
+			}
+			stacks[strings.Join(ids, " ")] += s.Value[0]
+		}
+		if want := map[string]int64{"4112 4608 4352": 7, "4128 4608 4352": 1}; !maps.Equal(stacks, want) {
+			t.Errorf("period %v: merged to addresses once per stack: %v, want %v", period, stacks, want)
+		}
+		if len(q.Sample[1].Location) != 5 {
+			t.Errorf("period %v: merged once per stack changed its input", period)
+		}
 		if ad := merged(p, tier{byAddress, true}); ad != p {
 			t.Errorf("period %v: the whole profile with labels is not the profile", period)
 		}
@@ -85,8 +113,10 @@ func TestTierOf(t *testing.T) {
 		"/peek?f=x":             {byLine, false},
 		"/top?g=lines":          {byLine, false},
 		"/peek?f=x&ti=pid=1":    {byLine, true},
-		"/source?f=x":           {byAddress, false},
-		"/disasm?f=x":           {byAddress, false},
+		"/source?f=x":           {byAddressOnce, false},
+		"/disasm?f=x&si=cpu":    {byAddressOnce, false},
+		"/source?f=x&h=y":       {byAddress, false},
+		"/disasm?f=x&tf=tid=7":  {byAddress, true},
 		"/download":             {byAddress, true},
 		"/graph?g=addresses":    {byAddress, false},
 		"/flamegraph?noinlines": {byAddress, false},

@@ -55,7 +55,7 @@ func pprofUI(prof, base *pprof.Profile, stderr io.Writer) (*pprofPages, error) {
 			defer requesting()()
 		}
 		u.once.Do(func() {
-			u.handlers, u.err = driverUI(merged(prof, t), merged(base, t), stderr)
+			u.handlers, u.err = driverUI(merged(prof, t), merged(base, t), t.grain.addresses(), stderr)
 		})
 		return u.handlers, u.err
 	}
@@ -406,8 +406,10 @@ func merged(p *pprof.Profile, t tier) *pprof.Profile {
 // driverUI returns the handlers pprof's driver builds for prof and base:
 // it hands them to its HTTPServer option, which keeps them instead of
 // listening. The handlers that write pprof's settings file are left out:
-// the server only reads.
-func driverUI(prof, base *pprof.Profile, stderr io.Writer) (map[string]http.Handler, error) {
+// the server only reads. Only a UI of addresses (objects) opens the
+// recorded objects, with pprof's own object tool (objdump and a
+// symbolizer); the others have noObjects.
+func driverUI(prof, base *pprof.Profile, objects bool, stderr io.Writer) (map[string]http.Handler, error) {
 	pprofMu.Lock() // the driver keeps global state while it starts
 	defer pprofMu.Unlock()
 	var handlers map[string]http.Handler
@@ -418,7 +420,12 @@ func driverUI(prof, base *pprof.Profile, stderr io.Writer) (map[string]http.Hand
 	fs := &pprofFlags{FlagSet: flag.NewFlagSet("pprof", flag.ContinueOnError),
 		args: append(args, profileSource)}
 	fs.SetOutput(io.Discard)
+	var obj driver.ObjTool
+	if !objects {
+		obj = noObjects{}
+	}
 	err := driver.PProf(&driver.Options{
+		Obj:     obj,
 		Flagset: fs,
 		Fetch:   fetcher{prof, base},
 		UI:      &pprofConsole{stderr: stderr},
@@ -443,6 +450,22 @@ func driverUI(prof, base *pprof.Profile, stderr io.Writer) (map[string]http.Hand
 }
 
 var pprofMu sync.Mutex
+
+// noObjects is pprof's object tool for the UIs whose pages read no
+// object file (the flame graph, top, call graph and peek: the profile
+// names every frame), which opens none. pprof's own tool runs objdump
+// --version twice as each UI starts, to choose its objdump: llvm-objdump
+// loads LLVM's shared library for it, 20–200 ms of a time range's first
+// page, which builds a UI.
+type noObjects struct{}
+
+func (noObjects) Open(file string, _, _, _ uint64, _ string) (driver.ObjFile, error) {
+	return nil, fmt.Errorf("%s: this view reads no object file", file)
+}
+
+func (noObjects) Disasm(file string, _, _ uint64, _ bool) ([]driver.Inst, error) {
+	return nil, fmt.Errorf("%s: this view reads no object file", file)
+}
 
 // Builds for requests come before builds ahead of use (warm): a build
 // ahead waits until no request's build is under way or waiting, so that a

@@ -859,7 +859,8 @@ func TestViewVariance(t *testing.T) {
 // each stack's addresses once (a recursion's stacks at every depth become
 // one): on a recorded recursion they are the pages the whole profile
 // gives, which a hide parameter asks for (it reads the stacks' order),
-// less the hide's own note that it matched nothing.
+// less the hide's own note that it matched nothing. (pprof orders the
+// files of functions of equal time in map order: each query names one.)
 func TestViewSourceOncePerStack(t *testing.T) {
 	testutil.NeedRoot(t)
 	bin := testutil.C(t, "deeprec", []string{"deeprec.c"}, "-O2", "-g")
@@ -867,7 +868,7 @@ func TestViewSourceOncePerStack(t *testing.T) {
 	mustRun(t, "record", "-o", r, "--", bin, "300000")
 	base, _ := startView(t, r)
 	errs := regexp.MustCompile(`<div id="errors">.*?</div></div>|<div id="errors"></div>`)
-	for _, v := range []string{"source?f=descend", "disasm?f=descend", "source?f=round_", "source?f=main", "disasm?f=round_"} {
+	for _, v := range []string{"source?f=descend", "disasm?f=descend", "source?f=round_", "source?f=%5Emain%24", "disasm?f=round_"} {
 		code, once := get(t, base+"pprof/all/"+v)
 		code2, whole := get(t, base+"pprof/all/"+v+"&h=a%5E")
 		if code != http.StatusOK || code2 != http.StatusOK {
@@ -883,8 +884,41 @@ func TestViewSourceOncePerStack(t *testing.T) {
 		}
 		_, fn, _ := strings.Cut(v, "f=")
 		fn, _, _ = strings.Cut(fn, "&")
+		fn = strings.TrimSuffix(strings.TrimPrefix(fn, "%5E"), "%24")
 		if !strings.Contains(once, fn) {
 			t.Errorf("%s: the page does not name %s", v, fn)
 		}
+	}
+
+	// The pages read the recorded program with culprit's own reader: the
+	// source of descend, each line with its time and its instructions,
+	// and its disassembly, each instruction with its time and line.
+	_, src := get(t, base+"pprof/all/source?f=descend")
+	text := html.UnescapeString(regexp.MustCompile(`<[^>]*>`).ReplaceAllString(src, " "))
+	lineRe := regexp.MustCompile(`(?m)^\s*(\d+)\s+(\S+)\s+(\S+)\s+(.*)$`)
+	var timed, callLine bool
+	for _, m := range lineRe.FindAllStringSubmatch(text, -1) {
+		if m[3] != "." && strings.Contains(m[4], "descend(d - 1)") {
+			callLine = true
+		}
+		if m[2] != "." && strings.Contains(m[4], "sink") {
+			timed = true
+		}
+	}
+	if !callLine || !timed || !strings.Contains(text, "deeprec.c") {
+		t.Errorf("source of descend: the recursive call's line has no time (%v), no line touching sink has self time (%v), or deeprec.c is not named:\n%s", callLine, timed, text)
+	}
+	_, dis := get(t, base+"pprof/all/disasm?f=descend")
+	text = html.UnescapeString(regexp.MustCompile(`<[^>]*>`).ReplaceAllString(dis, " "))
+	insRe := regexp.MustCompile(`(?m)^\s*(\S+)\s+(\S+)\s+[0-9a-f]+: (\S+)`)
+	var ins, selfTimed int
+	for _, m := range insRe.FindAllStringSubmatch(text, -1) {
+		ins++
+		if m[1] != "." {
+			selfTimed++
+		}
+	}
+	if !strings.Contains(text, "ROUTINE ======================== descend") || ins < 4 || selfTimed == 0 || !strings.Contains(text, "deeprec.c:") {
+		t.Errorf("disassembly of descend: %d instructions, %d with self time:\n%s", ins, selfTimed, text)
 	}
 }

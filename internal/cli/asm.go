@@ -1,11 +1,10 @@
 package cli
 
 import (
+	"fmt"
 	"io"
 	"sort"
 	"strings"
-
-	"golang.org/x/arch/x86/x86asm"
 
 	"github.com/culprit-dev/culprit/internal/loader"
 	"github.com/culprit-dev/culprit/internal/profile"
@@ -25,29 +24,15 @@ const maxAsmBlocks = 8
 // puts each sample on the instruction holding its address (a caller's
 // address is within its call instruction).
 func disassembler(paths []string) (render.Disassembler, error) {
-	if len(paths) == 0 {
-		paths = []string{"culprit.rec"}
-	}
-	paths, err := storedPaths(paths, io.Discard)
+	open, err := recordedObjects(paths)
 	if err != nil {
 		return nil, err
 	}
-	recorded, err := loader.RecordedObjects(paths)
-	if err != nil {
-		return nil, err
-	}
-	ids := map[string][]byte{}
-	for _, o := range recorded {
-		if _, ok := ids[o.Path]; !ok {
-			ids[o.Path] = o.BuildID
-		}
-	}
-	sym := symbol.New(symbol.Options{})
 	return func(l profile.Listing) []render.AsmBlock {
 		if strings.HasPrefix(l.Path, "[") || l.Path == "" {
 			return []render.AsmBlock{{Note: "the code of " + l.Object + " is not in a file culprit reads"}}
 		}
-		obj, err := sym.Object(l.Path, ids[l.Path])
+		obj, err := open(l.Path)
 		if err != nil {
 			return []render.AsmBlock{{Note: err.Error()}}
 		}
@@ -91,6 +76,38 @@ func disassembler(paths []string) (render.Disassembler, error) {
 	}, nil
 }
 
+// recordedObjects returns a function that opens an object of the
+// recordings at paths by its path as it was recorded: the build-id must
+// match, or a copy kept by culprit archive stands in. Other paths are
+// refused.
+func recordedObjects(paths []string) (func(path string) (*symbol.Object, error), error) {
+	if len(paths) == 0 {
+		paths = []string{"culprit.rec"}
+	}
+	paths, err := storedPaths(paths, io.Discard)
+	if err != nil {
+		return nil, err
+	}
+	recorded, err := loader.RecordedObjects(paths)
+	if err != nil {
+		return nil, err
+	}
+	ids := map[string][]byte{}
+	for _, o := range recorded {
+		if _, ok := ids[o.Path]; !ok {
+			ids[o.Path] = o.BuildID
+		}
+	}
+	sym := symbol.New(symbol.Options{})
+	return func(path string) (*symbol.Object, error) {
+		id, ok := ids[path]
+		if !ok || strings.HasPrefix(path, "[") || path == "" {
+			return nil, fmt.Errorf("%q is not a file the recordings name", path)
+		}
+		return sym.Object(path, id)
+	}, nil
+}
+
 // decode disassembles a function's code, naming its source lines and the
 // functions it calls.
 func decode(obj *symbol.Object, code symbol.Code) render.AsmBlock {
@@ -98,28 +115,8 @@ func decode(obj *symbol.Object, code symbol.Code) render.AsmBlock {
 	if fr := obj.Lookup(code.Offset); len(fr) > 0 {
 		b.Function = fr[len(fr)-1].Function
 	}
-	for pos := 0; pos < len(code.Bytes); {
-		off, pc := code.Offset+uint64(pos), code.Addr+uint64(pos)
-		in := render.AsmInstr{Offset: off, Addr: pc}
-		inst, err := x86asm.Decode(code.Bytes[pos:], 64)
-		size := inst.Len
-		if err != nil || size == 0 {
-			in.Text, size = "(bad)", 1
-		} else {
-			in.Text = x86asm.GNUSyntax(inst, pc, nil)
-			if inst.Op == x86asm.CALL {
-				if rel, ok := inst.Args[0].(x86asm.Rel); ok {
-					if fr := obj.LookupAddr(pc + uint64(size) + uint64(int64(rel))); len(fr) > 0 && fr[len(fr)-1].Function != "" {
-						in.Text += "  # " + fr[len(fr)-1].Function
-					}
-				}
-			}
-		}
-		if fr := obj.Lookup(off); len(fr) > 0 {
-			in.File, in.Line = fr[0].File, fr[0].Line
-		}
-		b.Instrs = append(b.Instrs, in)
-		pos += size
+	for _, in := range obj.Disassemble(code, false) {
+		b.Instrs = append(b.Instrs, render.AsmInstr{Offset: in.Offset, Addr: in.Addr, Text: in.Text, File: in.File, Line: in.Line})
 	}
 	return b
 }

@@ -11,7 +11,9 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -26,6 +28,7 @@ import (
 	"github.com/culprit-dev/culprit/internal/recording"
 	"github.com/culprit-dev/culprit/internal/render"
 	"github.com/culprit-dev/culprit/internal/store"
+	"github.com/culprit-dev/culprit/internal/symbol"
 	"github.com/culprit-dev/culprit/internal/view"
 )
 
@@ -134,6 +137,17 @@ func viewInputs(ff *filterFlags, paths, bases []string, stderr io.Writer) (view.
 		return in, fmt.Errorf("no samples or traced calls to show in %s", strings.Join(paths, ", "))
 	}
 	in.Profile = p
+	// The recorded objects, listed on the first source or disassembly.
+	var objsOnce sync.Once
+	var objs func(string) (*symbol.Object, error)
+	var objsErr error
+	in.Objects = func(path string) (*symbol.Object, error) {
+		objsOnce.Do(func() { objs, objsErr = recordedObjects(append(slices.Clone(paths), bases...)) })
+		if objsErr != nil {
+			return nil, objsErr
+		}
+		return objs(path)
+	}
 	var baseWhole *profile.Profile
 	if len(bases) > 0 {
 		if in.Base, baseWhole, err = ff.loadWhole(bases, stderr, false); err != nil {

@@ -111,7 +111,7 @@ func TestFlameGraphTrimmed(t *testing.T) {
 	for i := range slivers {
 		p.Sample = append(p.Sample, &pprof.Sample{Location: []*pprof.Location{loc(fmt.Sprintf("sliver%d", i)), callers[i%rare], p.Location[0]}, Value: []int64{1}})
 	}
-	pages, err := pprofUI(p, nil, io.Discard)
+	pages, err := pprofUI(p, nil, nil, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -63,7 +63,7 @@ var offCPUPage = Page{
 			if ps.base != nil {
 				base = render.PprofOffCPU(ps.base)
 			}
-			return pprofUI(render.PprofOffCPU(p), base, s.stderr)
+			return pprofUI(render.PprofOffCPU(p), base, s.objs, s.stderr)
 		}
 		mux := http.NewServeMux()
 		mux.HandleFunc("GET /offcpu", func(w http.ResponseWriter, r *http.Request) {

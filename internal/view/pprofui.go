@@ -41,7 +41,9 @@ var pprofViews = []struct{ Path, Title string }{
 // the same pages from a profile up to a hundredth the size, and a flame
 // graph the browser draws at once. Each granularity's UI is built the
 // first time a view asks for it, or ahead by the returned pages' warm.
-func pprofUI(prof, base *pprof.Profile, stderr io.Writer) (*pprofPages, error) {
+// The UIs of addresses (source, disassembly) read the objects with objs,
+// or with pprof's own tool when it is nil.
+func pprofUI(prof, base *pprof.Profile, objs driver.ObjTool, stderr io.Writer) (*pprofPages, error) {
 	var uis [grains][2]struct {
 		once     sync.Once
 		handlers map[string]http.Handler
@@ -55,7 +57,11 @@ func pprofUI(prof, base *pprof.Profile, stderr io.Writer) (*pprofPages, error) {
 			defer requesting()()
 		}
 		u.once.Do(func() {
-			u.handlers, u.err = driverUI(merged(prof, t), merged(base, t), t.grain.addresses(), stderr)
+			var tool driver.ObjTool = noObjects{}
+			if t.grain.addresses() {
+				tool = objs
+			}
+			u.handlers, u.err = driverUI(merged(prof, t), merged(base, t), tool, stderr)
 		})
 		return u.handlers, u.err
 	}
@@ -406,10 +412,9 @@ func merged(p *pprof.Profile, t tier) *pprof.Profile {
 // driverUI returns the handlers pprof's driver builds for prof and base:
 // it hands them to its HTTPServer option, which keeps them instead of
 // listening. The handlers that write pprof's settings file are left out:
-// the server only reads. Only a UI of addresses (objects) opens the
-// recorded objects, with pprof's own object tool (objdump and a
-// symbolizer); the others have noObjects.
-func driverUI(prof, base *pprof.Profile, objects bool, stderr io.Writer) (map[string]http.Handler, error) {
+// the server only reads. obj reads the objects (nil: pprof's own tool,
+// objdump and a symbolizer).
+func driverUI(prof, base *pprof.Profile, obj driver.ObjTool, stderr io.Writer) (map[string]http.Handler, error) {
 	pprofMu.Lock() // the driver keeps global state while it starts
 	defer pprofMu.Unlock()
 	var handlers map[string]http.Handler
@@ -420,10 +425,6 @@ func driverUI(prof, base *pprof.Profile, objects bool, stderr io.Writer) (map[st
 	fs := &pprofFlags{FlagSet: flag.NewFlagSet("pprof", flag.ContinueOnError),
 		args: append(args, profileSource)}
 	fs.SetOutput(io.Discard)
-	var obj driver.ObjTool
-	if !objects {
-		obj = noObjects{}
-	}
 	err := driver.PProf(&driver.Options{
 		Obj:     obj,
 		Flagset: fs,

@@ -171,7 +171,7 @@ func TestPagesWarm(t *testing.T) {
 			{Location: locs, Value: []int64{3}, NumLabel: map[string][]int64{"tid": {7}}},
 		},
 	}
-	pages, err := pprofUI(p, nil, io.Discard)
+	pages, err := pprofUI(p, nil, nil, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

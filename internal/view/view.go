@@ -26,6 +26,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/pprof/driver"
 	pprof "github.com/google/pprof/profile"
 
 	"github.com/culprit-dev/culprit/internal/analysis/check"
@@ -36,6 +37,7 @@ import (
 	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/render"
 	"github.com/culprit-dev/culprit/internal/store"
+	"github.com/culprit-dev/culprit/internal/symbol"
 )
 
 //go:embed pages/*.html
@@ -63,6 +65,12 @@ type Inputs struct {
 	Diagnose func(Range) (*vprof.Result, error)        // Base as normal runs, Profile as buggy
 	Variance func(Range) (*variance.Result, error)     // the variance tree of a recording of culprit variance
 
+	// Objects opens a recorded object by its path, as it was recorded
+	// (a copy culprit archive kept when it changed since), for pprof's
+	// source and disassembly views; with nil they run pprof's own tool
+	// (objdump and a symbolizer) on the path.
+	Objects func(path string) (*symbol.Object, error)
+
 	// The history store of the repository the server runs in, or nil:
 	// its runs, the models of a commit's runs (and the parameter's name),
 	// and a commit checked against its nearest ancestor with stored runs.
@@ -85,7 +93,8 @@ type Server struct {
 	stderr io.Writer
 	mux    *http.ServeMux
 
-	uis uiCache // pprof's UI per time range ("" the whole profile)
+	uis  uiCache        // pprof's UI per time range ("" the whole profile)
+	objs driver.ObjTool // the objects for pprof's UIs (nil: pprof's own tool)
 
 	offMemo memo[*profile.Profile] // offCPU's
 
@@ -116,6 +125,9 @@ func New(in Inputs, stderr io.Writer) (*Server, error) {
 		mux: http.NewServeMux()}
 	if in.Base != nil && len(in.Base.Samples) > 0 {
 		s.base = render.Pprof(in.Base)
+	}
+	if in.Objects != nil {
+		s.objs = newObjTool(in.Objects)
 	}
 	s.mux.HandleFunc("GET /{$}", s.index)
 	s.mux.HandleFunc("/pprof/{range}/{rest...}", s.pprof)
@@ -294,6 +306,6 @@ func (s *Server) ui(key string) (*pprofPages, error) {
 		if len(p.Samples) == 0 {
 			return nil, fmt.Errorf("no samples between %s", strings.Replace(key, "-", " and ", 1))
 		}
-		return pprofUI(render.Pprof(p), s.base, s.stderr)
+		return pprofUI(render.Pprof(p), s.base, s.objs, s.stderr)
 	})
 }

@@ -61,7 +61,7 @@ echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, load average $(cut -d' 
 echo "# culprit $head, $("$chromium" --version 2>/dev/null | head -1), $(go version | cut -d' ' -f3)"
 ./culprit record -F 49999 -o small.rec -- ./target 2 2 2>rec.txt >/dev/null
 (cd "$root" && go run ./bench/replicate -n 1000000 "$out/small.rec" "$out/big.rec")
-echo "# $(grep -o '[0-9]* samples written' rec.txt) recorded, repeated to 1000000 ($(stat -c %s big.rec) bytes)"
+echo "# $(grep -o '[0-9]* samples' rec.txt | head -1) recorded, repeated to 1000000 ($(stat -c %s big.rec) bytes)"
 : >runs.txt
 : >runs.base.txt
 for ((i = 0; i < runs; i++)); do

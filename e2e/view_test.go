@@ -857,25 +857,33 @@ func TestViewVariance(t *testing.T) {
 
 // pprof's source and disassembly pages are built from the profile with
 // each stack's addresses once (a recursion's stacks at every depth become
-// one): on a recorded recursion they are the pages the whole profile
-// gives, which a hide parameter asks for (it reads the stacks' order),
-// less the hide's own note that it matched nothing. (pprof orders the
+// one), peek from the one with each stack's repeats cut: on a recorded
+// recursion they are the pages the whole profile of addresses or lines
+// gives, which a parameter they do not allow asks for, less a hide's own
+// note that it matched nothing. (pprof orders the
 // files of functions of equal time in map order: each query names one.)
-func TestViewSourceOncePerStack(t *testing.T) {
+func TestViewRecursionPages(t *testing.T) {
 	testutil.NeedRoot(t)
 	bin := testutil.C(t, "deeprec", []string{"deeprec.c"}, "-O2", "-g")
 	r := rec(t)
 	mustRun(t, "record", "-o", r, "--", bin, "300000")
 	base, _ := startView(t, r)
 	errs := regexp.MustCompile(`<div id="errors">.*?</div></div>|<div id="errors"></div>`)
-	for _, v := range []string{"source?f=descend", "disasm?f=descend", "source?f=round_", "source?f=%5Emain%24", "disasm?f=round_"} {
+	for _, v := range []string{"source?f=descend", "disasm?f=descend", "source?f=round_", "source?f=%5Emain%24", "disasm?f=round_",
+		"peek?f=descend", "peek?f=round_&h=main"} {
+		// A hide matching nothing, or for peek (which reads hides) the
+		// default node fraction: the whole profile of lines or addresses.
+		whole := "&h=a%5E"
+		if strings.HasPrefix(v, "peek") {
+			whole = "&nf=0.005"
+		}
 		code, once := get(t, base+"pprof/all/"+v)
-		code2, whole := get(t, base+"pprof/all/"+v+"&h=a%5E")
+		code2, whole := get(t, base+"pprof/all/"+v+whole)
 		if code != http.StatusOK || code2 != http.StatusOK {
-			t.Errorf("%s: %d, and with a hide %d", v, code, code2)
+			t.Errorf("%s: %d, and from the whole profile %d", v, code, code2)
 			continue
 		}
-		if !strings.Contains(whole, "Hide expression matched no samples") {
+		if !strings.HasPrefix(v, "peek") && !strings.Contains(whole, "Hide expression matched no samples") {
 			t.Errorf("%s with a hide matching nothing: pprof's note is not on the page", v)
 		}
 		once, whole = errs.ReplaceAllString(once, ""), errs.ReplaceAllString(whole, "")

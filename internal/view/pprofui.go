@@ -114,8 +114,9 @@ func pprofUI(prof, base *pprof.Profile, objs driver.ObjTool, stderr io.Writer) (
 	}
 	// Ahead of use: the pages the index links to without a query that
 	// the profile merged to functions answers (their first visit then
-	// costs no more than a later one), then the UIs of lines (peek) and
-	// of addresses once per stack (source and disassembly).
+	// costs no more than a later one), then the UIs of lines with
+	// repeats cut (peek) and of addresses once per stack (source and
+	// disassembly).
 	pages.warm = func() {
 		for _, path := range []string{"/flamegraph", "/top", "/graph"} {
 			if first[path] == nil {
@@ -128,7 +129,7 @@ func pprofUI(prof, base *pprof.Profile, objs driver.ObjTool, stderr io.Writer) (
 			waitRequests()
 			serve(&bufferedWriter{header: http.Header{}}, r, path, true)
 		}
-		for _, g := range []grain{byLine, byAddressOnce} {
+		for _, g := range []grain{byLineCut, byAddressOnce} {
 			_, _ = build(tier{g, false}, true)
 		}
 	}
@@ -286,7 +287,16 @@ type grain int
 const (
 	byFunction grain = iota // function and file, inlined frames kept
 	byLine                  // and line
-	byAddress               // and address
+	// byLineCut is byLine with each run of three or more repeats of a
+	// sequence of frames in a stack cut to two (a recursion's f f f g
+	// becomes f f g, f g f g f g becomes f g f g): the stack passes the
+	// same frames and the same calls (pairs of adjacent frames) in the
+	// same order of first occurrence, and ends at the same leaf, also
+	// with any frames hidden. pprof's call graph counts a sample once
+	// per frame and per call, so its nodes, edges and their weights are
+	// those of byLine (peek).
+	byLineCut
+	byAddress // and address
 	// byAddressOnce is byAddress with each stack's frames once, in the
 	// order they first occur from the leaf: the stacks of a recursive
 	// call are many (one per path down the recursion) and become few.
@@ -297,8 +307,17 @@ const (
 	grains
 )
 
-// addresses reports whether g keeps each frame's address.
+// lines reports whether g keeps each frame's line; addresses, its
+// address.
+func (g grain) lines() bool     { return g >= byLine }
 func (g grain) addresses() bool { return g >= byAddress }
+
+// cutParams are the query parameters of peek that read the stacks only
+// through pprof's call graph: the callers and callees of the functions
+// matching f (f also focuses on the samples through them), of the samples
+// through none of i, with the frames matching h hidden or only those
+// matching s shown, of sample value si, in a unit.
+var cutParams = map[string]bool{"f": true, "i": true, "h": true, "s": true, "si": true, "unit": true}
 
 // onceParams are the query parameters of pprof's pages that read the
 // stacks only as sets of frames: the source or disassembly of the
@@ -323,7 +342,8 @@ type tier struct {
 // profile: without them, a profile has one sample per stack rather than
 // per stack and thread, and each page copies and reads fewer. Source
 // and disassembly with no parameter that reads a stack's order (hide,
-// show, prune, tags) are built from byAddressOnce.
+// show, prune, tags) are built from byAddressOnce, and peek with no
+// parameter beyond the call graph's from byLineCut.
 func tierOf(r *http.Request) tier {
 	q := r.URL.Query()
 	t := tier{grain: byFunction}
@@ -336,6 +356,9 @@ func tierOf(r *http.Request) tier {
 		}
 	case r.URL.Path == "/peek", q.Get("g") == "lines":
 		t.grain = byLine
+		if r.URL.Path == "/peek" && onlyParams(q, cutParams) {
+			t.grain = byLineCut
+		}
 	}
 	for _, p := range []string{"tf", "ti", "ts", "th", "config"} {
 		if q.Get(p) != "" {
@@ -360,7 +383,8 @@ func onlyParams(q url.Values, allowed map[string]bool) bool {
 
 // merged returns p merged to tier t: to function and file, and for
 // byLine the line (inlined frames kept), or the whole p for byAddress;
-// for byAddressOnce each stack's repeated frames dropped; without its
+// for byLineCut each stack's repeats cut, for byAddressOnce its repeated
+// frames dropped; without its
 // samples' labels unless t keeps them; its samples with the same stack
 // and labels summed. A nil p stays nil, and p itself is returned when
 // there is nothing to merge.
@@ -370,12 +394,17 @@ func merged(p *pprof.Profile, t tier) *pprof.Profile {
 	}
 	c := p.Copy()
 	addrs := t.grain.addresses()
-	if err := c.Aggregate(true, true, true, t.grain >= byLine, addrs, addrs); err != nil {
+	if err := c.Aggregate(true, true, true, t.grain.lines(), addrs, addrs); err != nil {
 		return p
 	}
 	if !t.labels {
 		for _, s := range c.Sample {
 			s.Label, s.NumLabel, s.NumUnit = nil, nil, nil
+		}
+	}
+	if t.grain == byLineCut {
+		for _, s := range c.Sample {
+			s.Location = cutRepeats(s.Location)
 		}
 	}
 	if t.grain == byAddressOnce {
@@ -407,6 +436,29 @@ func merged(p *pprof.Profile, t tier) *pprof.Profile {
 		m.PeriodType = nil
 	}
 	return m
+}
+
+// cutRepeats cuts each run of three or more repeats of a sequence of
+// locations in stack to two, in place, and returns what is left. For
+// each length k of a sequence, a run of 2k locations each equal to the
+// one k further is three repeats of a sequence: its last repeat goes.
+func cutRepeats(stack []*pprof.Location) []*pprof.Location {
+	for k := 1; 3*k <= len(stack); k++ {
+		run := 0
+		for i := 0; i+k < len(stack); i++ {
+			if stack[i] != stack[i+k] {
+				run = 0
+				continue
+			}
+			if run++; run == 2*k {
+				// stack[i-2k+1 : i+k+1] is three repeats of a sequence of
+				// k: drop the last, then look again at this k.
+				stack = append(stack[:i+1], stack[i+k+1:]...)
+				run, i = 0, max(i-3*k, -1)
+			}
+		}
+	}
+	return stack
 }
 
 // driverUI returns the handlers pprof's driver builds for prof and base:

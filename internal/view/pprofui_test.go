@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"runtime"
@@ -110,7 +111,9 @@ func TestTierOf(t *testing.T) {
 		"/top?tf=tid=7":         {byFunction, true},
 		"/flamegraph?th=comm":   {byFunction, true},
 		"/top?config=mine":      {byFunction, true},
-		"/peek?f=x":             {byLine, false},
+		"/peek?f=x":             {byLineCut, false},
+		"/peek?f=x&h=y&si=cpu":  {byLineCut, false},
+		"/peek?f=x&calltree=1":  {byLine, false},
 		"/top?g=lines":          {byLine, false},
 		"/peek?f=x&ti=pid=1":    {byLine, true},
 		"/source?f=x":           {byAddressOnce, false},
@@ -230,5 +233,123 @@ func TestPagesLockKey(t *testing.T) {
 	<-done
 	if len(p.keys) != 0 {
 		t.Errorf("locks kept after use: %v", p.keys)
+	}
+}
+
+func TestCutRepeats(t *testing.T) {
+	locs := map[byte]*pprof.Location{}
+	stack := func(s string) []*pprof.Location {
+		var out []*pprof.Location
+		for _, c := range []byte(s) {
+			if locs[c] == nil {
+				locs[c] = &pprof.Location{ID: uint64(c)}
+			}
+			out = append(out, locs[c])
+		}
+		return out
+	}
+	str := func(st []*pprof.Location) string {
+		var b []byte
+		for _, l := range st {
+			b = append(b, byte(l.ID))
+		}
+		return string(b)
+	}
+	for in, want := range map[string]string{
+		"":              "",
+		"abc":           "abc",
+		"aab":           "aab",
+		"aaab":          "aab",
+		"xaaaaaaab":     "xaab",
+		"xababab":       "xabab",
+		"xabababababy":  "xababy",
+		"xabcabcabcabc": "xabcabc",
+		"abaabaaba":     "abaaba",
+		"aaabbbcccaaa":  "aabbccaa",
+		"abcabdabc":     "abcabdabc",
+	} {
+		if got := str(cutRepeats(stack(in))); got != want {
+			t.Errorf("cutRepeats(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
+
+// pprof's peek of a profile with its repeats cut is its peek of the
+// profile: stacks of a recursion through two call sites (pprof's merge
+// sort), random paths down it, a rare branch pprof trims, with frames
+// hidden and shown.
+func TestPeekCut(t *testing.T) {
+	m := &pprof.Mapping{ID: 1, Start: 0x1000, Limit: 0x9000, File: "/bin/x", HasFunctions: true, HasLineNumbers: true}
+	var fns []*pprof.Function
+	var locs []*pprof.Location
+	loc := func(name string, line int64) *pprof.Location {
+		fn := &pprof.Function{ID: uint64(len(fns) + 1), Name: name, SystemName: name, Filename: "x.c"}
+		fns = append(fns, fn)
+		l := &pprof.Location{ID: uint64(len(locs) + 1), Mapping: m, Address: 0x1000 + uint64(len(locs))*16,
+			Line: []pprof.Line{{Function: fn, Line: line}}}
+		locs = append(locs, l)
+		return l
+	}
+	mainL, sortL := loc("main", 10), loc("sort", 20)
+	left, right, merge := loc("msort", 30), loc("msort", 31), loc("msort", 32)
+	cmp, inl, rare := loc("cmp", 40), loc("swap", 50), loc("rare", 60)
+	inl.Line = append(inl.Line, pprof.Line{Function: fns[len(fns)-3], Line: 41}) // swap inlined into cmp
+	rng := rand.New(rand.NewPCG(1, 2))
+	p := &pprof.Profile{
+		SampleType: []*pprof.ValueType{{Type: "samples", Unit: "count"}},
+		PeriodType: &pprof.ValueType{Type: "cpu", Unit: "nanoseconds"},
+		Mapping:    []*pprof.Mapping{m}, Function: fns, Location: locs,
+	}
+	for range 3000 {
+		st := []*pprof.Location{mainL, sortL}
+		for range rng.IntN(14) {
+			switch rng.IntN(5) {
+			case 0, 1:
+				st = append(st, left)
+			case 2, 3:
+				st = append(st, right)
+			default:
+				st = append(st, left, right)
+			}
+		}
+		switch rng.IntN(20) {
+		case 0:
+			st = append(st, rare)
+		case 1, 2, 3:
+			st = append(st, merge, inl)
+		default:
+			st = append(st, merge, cmp)
+		}
+		slices.Reverse(st) // leaf first
+		p.Sample = append(p.Sample, &pprof.Sample{Location: st, Value: []int64{1 + rng.Int64N(3)}})
+	}
+	cut := merged(p, tier{byLineCut, false})
+	line := merged(p, tier{byLine, false})
+	if len(cut.Sample) >= len(line.Sample)*3/4 {
+		t.Errorf("cut: %d stacks of %d", len(cut.Sample), len(line.Sample))
+	}
+	cutUI, err := driverUI(cut, nil, noObjects{}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lineUI, err := driverUI(line, nil, noObjects{}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for q, fn := range map[string]string{"f=msort": "msort", "f=cmp": "cmp", "f=sort": "sort", "f=.": "msort", "f=msort&h=cmp": "msort",
+		"f=msort&s=msort|main": "msort", "f=main&i=rare": "main", "f=swap": "swap", "f=rare": "rare"} {
+		page := func(h map[string]http.Handler) string {
+			w := httptest.NewRecorder()
+			h["/peek"].ServeHTTP(w, httptest.NewRequest("GET", "/peek?"+q, nil))
+			if w.Code != 200 {
+				t.Errorf("peek?%s: %d %s", q, w.Code, w.Body)
+			}
+			return w.Body.String()
+		}
+		if a, b := page(cutUI), page(lineUI); a != b {
+			t.Errorf("peek?%s differs with repeats cut:\n%s\nagainst\n%s", q, a, b)
+		} else if !strings.Contains(a, fn) {
+			t.Errorf("peek?%s: no %s on the page", q, fn)
+		}
 	}
 }

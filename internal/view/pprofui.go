@@ -2,6 +2,7 @@ package view
 
 import (
 	"bytes"
+	"encoding/binary"
 	"flag"
 	"fmt"
 	"io"
@@ -392,7 +393,7 @@ func merged(p *pprof.Profile, t tier) *pprof.Profile {
 	if p == nil || t == (tier{byAddress, true}) {
 		return p
 	}
-	c := p.Copy()
+	c := copyProfile(p)
 	addrs := t.grain.addresses()
 	if err := c.Aggregate(true, true, true, t.grain.lines(), addrs, addrs); err != nil {
 		return p
@@ -421,6 +422,9 @@ func merged(p *pprof.Profile, t tier) *pprof.Profile {
 			s.Location = locs
 		}
 	}
+	if !t.labels {
+		return mergeStacks(c)
+	}
 	// A profile without a period type (off-CPU time) comes out of Copy
 	// and Merge with an empty one, which pprof's pages then show: keep
 	// it without. (Merge needs one: it compares them through pointers.)
@@ -436,6 +440,133 @@ func merged(p *pprof.Profile, t tier) *pprof.Profile {
 		m.PeriodType = nil
 	}
 	return m
+}
+
+// mergeStacks merges p's samples without labels as pprof's Merge does,
+// in a tenth of its time: its locations with the same mapping, address
+// and lines (after Aggregate) become one, numbered in the order the
+// samples first use them, and its samples with the same stack one, in
+// the order of their first, their values summed; samples of no value
+// go. Mappings and functions are kept as they are.
+func mergeStacks(p *pprof.Profile) *pprof.Profile {
+	type lineKey struct {
+		fn           *pprof.Function
+		line, column int64
+	}
+	type locKey struct {
+		m     *pprof.Mapping
+		addr  uint64
+		lines string // the lineKeys' indexes
+	}
+	lineIDs := map[lineKey]int{}
+	locIDs := map[locKey]*pprof.Location{}
+	byLoc := map[*pprof.Location]*pprof.Location{}
+	var kb []byte
+	loc := func(l *pprof.Location) *pprof.Location {
+		if m, ok := byLoc[l]; ok {
+			return m
+		}
+		kb = kb[:0]
+		for _, ln := range l.Line {
+			k := lineKey{ln.Function, ln.Line, ln.Column}
+			id, ok := lineIDs[k]
+			if !ok {
+				id = len(lineIDs)
+				lineIDs[k] = id
+			}
+			kb = binary.AppendUvarint(kb, uint64(id))
+		}
+		k := locKey{l.Mapping, l.Address, string(kb)}
+		m := locIDs[k]
+		if m == nil {
+			m = &pprof.Location{ID: uint64(len(locIDs) + 1), Mapping: l.Mapping, Address: l.Address,
+				Line: l.Line, IsFolded: l.IsFolded}
+			locIDs[k] = m
+		}
+		byLoc[l] = m
+		return m
+	}
+	out := &pprof.Profile{SampleType: p.SampleType, DefaultSampleType: p.DefaultSampleType, Comments: p.Comments,
+		DocURL: p.DocURL, DropFrames: p.DropFrames, KeepFrames: p.KeepFrames, TimeNanos: p.TimeNanos,
+		DurationNanos: p.DurationNanos, PeriodType: p.PeriodType, Period: p.Period,
+		Mapping: p.Mapping, Function: p.Function}
+	zero := func(s *pprof.Sample) bool { return !slices.ContainsFunc(s.Value, func(v int64) bool { return v != 0 }) }
+	samples := map[string]*pprof.Sample{}
+	for _, s := range p.Sample {
+		if zero(s) {
+			continue
+		}
+		stack := make([]*pprof.Location, len(s.Location))
+		kb2 := make([]byte, 0, 4*len(stack))
+		for i, l := range s.Location {
+			stack[i] = loc(l)
+			kb2 = binary.AppendUvarint(kb2, stack[i].ID)
+		}
+		if m := samples[string(kb2)]; m != nil {
+			for i := range m.Value {
+				m.Value[i] += s.Value[i]
+			}
+			continue
+		}
+		m := &pprof.Sample{Location: stack, Value: slices.Clone(s.Value)}
+		samples[string(kb2)] = m
+		out.Sample = append(out.Sample, m)
+	}
+	out.Sample = slices.DeleteFunc(out.Sample, zero) // values of both signs
+	out.Location = make([]*pprof.Location, len(locIDs))
+	for _, l := range locIDs {
+		out.Location[l.ID-1] = l
+	}
+	return out
+}
+
+// copyProfile returns a copy of p that merged may change: its mappings,
+// functions, locations and samples copied (its value types, and a
+// sample's labels and values shared: merged replaces, never changes
+// them). pprof's Copy encodes p
+// and decodes it again, 10-50 times as long on a profile of tens of
+// thousands of stacks.
+func copyProfile(p *pprof.Profile) *pprof.Profile {
+	c := &pprof.Profile{SampleType: p.SampleType, DefaultSampleType: p.DefaultSampleType, Comments: p.Comments,
+		DocURL: p.DocURL, DropFrames: p.DropFrames, KeepFrames: p.KeepFrames, TimeNanos: p.TimeNanos,
+		DurationNanos: p.DurationNanos, PeriodType: p.PeriodType, Period: p.Period}
+	maps := make(map[*pprof.Mapping]*pprof.Mapping, len(p.Mapping))
+	c.Mapping = make([]*pprof.Mapping, len(p.Mapping))
+	for i, m := range p.Mapping {
+		m2 := *m
+		c.Mapping[i], maps[m] = &m2, &m2
+	}
+	fns := make(map[*pprof.Function]*pprof.Function, len(p.Function))
+	c.Function = make([]*pprof.Function, len(p.Function))
+	for i, f := range p.Function {
+		f2 := *f
+		c.Function[i], fns[f] = &f2, &f2
+	}
+	locs := make(map[*pprof.Location]*pprof.Location, len(p.Location))
+	c.Location = make([]*pprof.Location, len(p.Location))
+	for i, l := range p.Location {
+		l2 := *l
+		if l.Mapping != nil {
+			l2.Mapping = maps[l.Mapping]
+		}
+		l2.Line = slices.Clone(l.Line)
+		for j := range l2.Line {
+			if f := l2.Line[j].Function; f != nil {
+				l2.Line[j].Function = fns[f]
+			}
+		}
+		c.Location[i], locs[l] = &l2, &l2
+	}
+	c.Sample = make([]*pprof.Sample, len(p.Sample))
+	for i, s := range p.Sample {
+		s2 := *s
+		s2.Location = make([]*pprof.Location, len(s.Location))
+		for j, l := range s.Location {
+			s2.Location[j] = locs[l]
+		}
+		c.Sample[i] = &s2
+	}
+	return c
 }
 
 // cutRepeats cuts each run of three or more repeats of a sequence of

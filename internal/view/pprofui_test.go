@@ -353,3 +353,86 @@ func TestPeekCut(t *testing.T) {
 		}
 	}
 }
+
+// mergeStacks gives the pages pprof's Merge gives, merged to each
+// granularity: stacks repeated in other threads, locations that become
+// one once aggregated, a sample of no value, a function inlined into
+// another.
+func TestMergeStacks(t *testing.T) {
+	m := &pprof.Mapping{ID: 1, Start: 0x1000, Limit: 0x9000, File: "/bin/x", HasFunctions: true, HasLineNumbers: true}
+	var fns []*pprof.Function
+	for i, name := range []string{"main", "work", "leaf", "inl"} {
+		fns = append(fns, &pprof.Function{ID: uint64(i + 1), Name: name, SystemName: name, Filename: "x.c"})
+	}
+	var locs []*pprof.Location
+	for i := range 40 {
+		fn := fns[1+i%3]
+		l := &pprof.Location{ID: uint64(i + 1), Mapping: m, Address: 0x1000 + uint64(i)*8,
+			Line: []pprof.Line{{Function: fn, Line: int64(10*(1+i%3) + i%4)}}}
+		if fn.Name == "inl" {
+			l.Line = append(l.Line, pprof.Line{Function: fns[1], Line: 99})
+		}
+		locs = append(locs, l)
+	}
+	root := &pprof.Location{ID: 41, Mapping: m, Address: 0x2000, Line: []pprof.Line{{Function: fns[0], Line: 5}}}
+	locs = append(locs, root)
+	rng := rand.New(rand.NewPCG(3, 4))
+	p := &pprof.Profile{
+		SampleType: []*pprof.ValueType{{Type: "samples", Unit: "count"}, {Type: "cpu", Unit: "nanoseconds"}},
+		PeriodType: &pprof.ValueType{Type: "cpu", Unit: "nanoseconds"}, Period: 1000,
+		Mapping: []*pprof.Mapping{m}, Function: fns, Location: locs,
+	}
+	for i := range 2000 {
+		st := []*pprof.Location{root}
+		for range 1 + rng.IntN(5) {
+			st = append(st, locs[rng.IntN(40)])
+		}
+		slices.Reverse(st)
+		v := int64(1 + rng.IntN(3))
+		if i == 7 {
+			v = 0
+		}
+		p.Sample = append(p.Sample, &pprof.Sample{Location: st, Value: []int64{v, 1000 * v},
+			NumLabel: map[string][]int64{"tid": {int64(rng.IntN(3))}}})
+	}
+	viaMerge := func(t tier) *pprof.Profile {
+		c := p.Copy()
+		addrs := t.grain.addresses()
+		if err := c.Aggregate(true, true, true, t.grain.lines(), addrs, addrs); err != nil {
+			panic(err)
+		}
+		for _, s := range c.Sample {
+			s.NumLabel = nil
+		}
+		r, err := pprof.Merge([]*pprof.Profile{c})
+		if err != nil {
+			panic(err)
+		}
+		return r
+	}
+	for _, g := range []grain{byFunction, byLine, byAddress} {
+		ours, theirs := merged(p, tier{g, false}), viaMerge(tier{g, false})
+		if len(ours.Sample) != len(theirs.Sample) || len(ours.Location) != len(theirs.Location) {
+			t.Errorf("grain %d: %d samples, %d locations; pprof's Merge: %d, %d", g, len(ours.Sample), len(ours.Location), len(theirs.Sample), len(theirs.Location))
+		}
+		a, err := driverUI(ours, nil, noObjects{}, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := driverUI(theirs, nil, noObjects{}, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, q := range []string{"/top", "/top?g=lines", "/peek?f=.", "/flamegraph", "/top?si=cpu"} {
+			page := func(h map[string]http.Handler) string {
+				r := httptest.NewRequest("GET", q, nil)
+				w := httptest.NewRecorder()
+				h[r.URL.Path].ServeHTTP(w, r)
+				return w.Body.String()
+			}
+			if x, y := page(a), page(b); x != y {
+				t.Errorf("grain %d, %s: the page differs from pprof's Merge's:\n%s\nagainst\n%s", g, q, x, y)
+			}
+		}
+	}
+}

@@ -12,6 +12,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -133,8 +134,14 @@ func run(culprit, chromium, rec string) error {
 	flame := time.Since(t)
 	flameCPU := cpuTime(pid) - c0
 
-	// A range: the second 20 ms of the recording's second half-second.
-	rng := "500ms-520ms"
+	// A range: the first cell of the time view's heat map (20 ms) with
+	// samples from half a second on (a busy machine may leave a target
+	// without the CPU for a while).
+	from, width, err := sampledCell(base + "time/data")
+	if err != nil {
+		return err
+	}
+	rng := fmt.Sprintf("%dms-%dms", from, from+width)
 	t = time.Now()
 	c0 = cpuTime(pid)
 	if err := chromedp.Do(bctx, chromedp.Navigate(base+"pprof/"+rng+"/flamegraph"),
@@ -203,4 +210,33 @@ func timeGet(u, what string) (time.Duration, error) {
 		return 0, fmt.Errorf("%s: %s", what, resp.Status)
 	}
 	return time.Since(t), nil
+}
+
+// sampledCell returns the first cell of the time view's heat map of all
+// threads (its data at u) with samples from half a second on: its start
+// and width in milliseconds.
+func sampledCell(u string) (from, width int, err error) {
+	resp, err := http.Get(u)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer resp.Body.Close()
+	var data struct {
+		Rows    int `json:"rows"`
+		Threads []struct {
+			Cells [][]int `json:"cells"`
+		} `json:"threads"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&data); err != nil || data.Rows == 0 || len(data.Threads) == 0 {
+		return 0, 0, fmt.Errorf("time view's data: %v", err)
+	}
+	width = 1000 / data.Rows
+	for s, col := range data.Threads[0].Cells {
+		for r, n := range col {
+			if n > 0 && s*1000+r*width >= 500 {
+				return s*1000 + r*width, width, nil
+			}
+		}
+	}
+	return 0, 0, fmt.Errorf("time view's data: no samples from 500 ms on")
 }

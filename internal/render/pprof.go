@@ -91,10 +91,37 @@ func buildPprof(p *profile.Profile, offCPU bool) *pprof.Profile {
 		block  []pprof.Sample
 		values []int64
 	)
+	// The samples made so far, by stack and thread (a map of uint64 keys
+	// is several times as fast as one of sampleKeys), and by sampleKey
+	// those whose thread number an earlier process had.
+	// The sample last found for each stack (most samples of a stack are
+	// a thread's) answers first.
+	type made struct {
+		s        *pprof.Sample
+		pid, tid uint32
+	}
+	byThread := map[uint64]made{}
 	merged := map[sampleKey]*pprof.Sample{}
+	last := make([]made, len(p.Stacks)+1)
 	for _, s := range p.Samples {
+		slot := int(s.Stack)
+		if slot < 0 || slot >= len(p.Stacks) {
+			slot = len(p.Stacks)
+		}
+		var ps *pprof.Sample
+		if l := last[slot]; l.s != nil && l.tid == s.TID && l.pid == s.PID && slot < len(p.Stacks) {
+			ps = l.s
+			ps.Value[0] += int64(period(p, s))
+			ps.Value[1] += int64(s.N())
+			continue
+		}
 		k := sampleKey{s.Stack, s.PID, s.TID}
-		ps := merged[k]
+		tk := uint64(uint32(s.Stack))<<32 | uint64(s.TID)
+		first, seen := byThread[tk]
+		ps = first.s
+		if seen && first.pid != s.PID {
+			ps = merged[k]
+		}
 		if ps == nil {
 			lk := labelKey{s.PID, s.TID, p.ThreadNameAt(s.TID, s.Time)}
 			ls, ok := labels[lk]
@@ -117,9 +144,14 @@ func buildPprof(p *profile.Profile, offCPU bool) *pprof.Profile {
 				Label:    ls.str,
 			})
 			ps = &block[len(block)-1]
-			merged[k] = ps
+			if !seen {
+				byThread[tk] = made{ps, s.PID, s.TID}
+			} else {
+				merged[k] = ps
+			}
 			out.Sample = append(out.Sample, ps)
 		}
+		last[slot] = made{ps, s.PID, s.TID}
 		ps.Value[0] += int64(period(p, s))
 		ps.Value[1] += int64(s.N())
 	}

@@ -762,3 +762,44 @@ func TestSpeedscopeBytes(t *testing.T) {
 		}
 	}
 }
+
+// One sample per stack, process and thread, whatever the order: a thread
+// number that a second process reuses, and threads taking turns on one
+// stack.
+func TestPprofSamplesByThread(t *testing.T) {
+	p := testProfile()
+	p.Samples = p.Samples[:0]
+	add := func(pid, tid uint32, stack int32) {
+		p.Samples = append(p.Samples, profile.Sample{Time: p.StartTime + uint64(len(p.Samples))*ms, PID: pid, TID: tid, Period: ms, Stack: stack})
+	}
+	for range 3 {
+		add(100, 100, 0)
+		add(100, 101, 0)
+		add(300, 100, 0) // thread number 100 again, in another process
+		add(100, 100, 0)
+		add(100, 101, 1)
+		add(200, 200, 0)
+	}
+	add(300, 100, 1)
+	pp := Pprof(p)
+	type key struct {
+		pid, tid int64
+		leaf     string
+	}
+	got := map[key]int64{}
+	for _, s := range pp.Sample {
+		k := key{s.NumLabel["pid"][0], s.NumLabel["tid"][0], s.Location[0].Line[0].Function.Name}
+		if _, dup := got[k]; dup {
+			t.Errorf("two samples of %v", k)
+		}
+		got[k] += s.Value[1]
+	}
+	leaf := func(st int32) string { return p.FrameAt(p.StackAt(st)[0]).Function }
+	want := map[key]int64{
+		{100, 100, leaf(0)}: 6, {100, 101, leaf(0)}: 3, {300, 100, leaf(0)}: 3,
+		{100, 101, leaf(1)}: 3, {200, 200, leaf(0)}: 3, {300, 100, leaf(1)}: 1,
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("samples %v, want %v", got, want)
+	}
+}

@@ -18,7 +18,8 @@ import (
 // whole, and the stacks cut at the same frame are summed. Every box at
 // least that wide keeps its width, its self gap and its place; the frame
 // a stack is cut at keeps its own width (under 4 pixels on a chart up to
-// 8,192 pixels wide, so not drawn); nothing it held is drawn. pprof's
+// 8,192 pixels wide, so not drawn); nothing it held is drawn; the
+// functions in no stack kept are sent as their place in the list. pprof's
 // script draws other views of the same stacks without asking the server
 // (a frame clicked becomes the root, a search pivots): the page fetches
 // the whole set (flameStacksPath, the same query) once it is drawn and
@@ -232,7 +233,8 @@ func abs(v int64) int64 {
 
 // withPlaces returns sources with their Places (the stack slots where
 // each occurs first in a stack, as pprof's report fills them) those of
-// stacks; ok is false when a stack names a source that is not there.
+// stacks, and those in none of stacks (but the root) with nothing else;
+// ok is false when a stack names a source that is not there.
 func withPlaces(sources []map[string]json.RawMessage, stacks []flameStack) (out []map[string]json.RawMessage, ok bool) {
 	places := make([][]flameSlot, len(sources))
 	for i := range places {
@@ -256,6 +258,13 @@ func withPlaces(sources []map[string]json.RawMessage, stacks []flameStack) (out 
 		b, err := json.Marshal(places[i])
 		if err != nil {
 			return nil, false
+		}
+		if len(places[i]) == 0 && i > 0 {
+			// In no stack drawn: only its place in the list matters
+			// (pprof's script reads sources by index), until the whole
+			// set comes.
+			out[i] = map[string]json.RawMessage{"Places": b}
+			continue
 		}
 		m := make(map[string]json.RawMessage, len(src))
 		for k, v := range src {

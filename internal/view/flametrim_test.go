@@ -146,6 +146,26 @@ func TestFlameGraphTrimmed(t *testing.T) {
 	if len(trimmed.Sources) != len(all.Sources) {
 		t.Errorf("%d sources trimmed, %d in all: the names' indexes differ", len(trimmed.Sources), len(all.Sources))
 	}
+	// The slivers are in no stack kept: sent as their places (none).
+	inStack := map[int]bool{}
+	for _, st := range trimmed.Stacks {
+		for _, i := range st.Sources {
+			inStack[i] = true
+		}
+	}
+	short := 0
+	for i, src := range trimmed.Sources {
+		_, named := src["FullName"]
+		if named != (inStack[i] || i == 0) || string(src["Places"]) == "" {
+			t.Errorf("source %d (in a stack kept: %v): %v", i, inStack[i], src)
+		}
+		if !named {
+			short++
+		}
+	}
+	if short != slivers {
+		t.Errorf("%d sources sent without their names, want the %d slivers", short, slivers)
+	}
 	if js, _, _, _ := flameStacks([]byte(whole)); get("/flamegraph.json?") != string(js) {
 		t.Error("flamegraph.json is not pprof's stack set")
 	}

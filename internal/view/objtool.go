@@ -9,6 +9,7 @@ import (
 
 	"github.com/google/pprof/driver"
 
+	"github.com/culprit-dev/culprit/internal/elfx"
 	"github.com/culprit-dev/culprit/internal/symbol"
 )
 
@@ -172,10 +173,8 @@ func (f *objFile) Symbols(r *regexp.Regexp, addr uint64) ([]*driver.Sym, error) 
 			continue
 		}
 		names := []string{s.Name}
-		if fr := f.obj.LookupAddr(s.Start); len(fr) > 0 {
-			if fn := fr[len(fr)-1].Function; fn != "" && fn != s.Name {
-				names = []string{fn, s.Name}
-			}
+		if fn := elfx.CleanName(s.Name); fn != "" && fn != s.Name {
+			names = []string{fn, s.Name}
 		}
 		if r != nil && !slices.ContainsFunc(names, r.MatchString) {
 			continue

@@ -84,3 +84,24 @@ func TestObjTool(t *testing.T) {
 		t.Errorf("objects opened %d times, want once each", opened)
 	}
 }
+
+// A GCC clone is found by the name culprit gives it in profiles, as
+// pprof's pages anchor it (^scale$), and shown under it.
+func TestObjToolClone(t *testing.T) {
+	bin := testutil.C(t, "inline", []string{"inline.c"}, "-O2", "-g")
+	sym := testutil.Symbol(t, bin, "scale.constprop.0")
+	s := symbol.New(symbol.Options{})
+	tool := newObjTool(func(path string) (*symbol.Object, error) { return s.Object(path, nil) })
+	f, err := tool.Open(bin, 0, 1<<20, 0, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms, err := f.Symbols(regexp.MustCompile(`^scale$`), 0)
+	if err != nil || len(syms) != 1 || syms[0].Start != sym.Value || len(syms[0].Name) != 2 ||
+		syms[0].Name[0] != "scale" || syms[0].Name[1] != "scale.constprop.0" {
+		t.Errorf("Symbols(^scale$) = %v, %v; want scale (scale.constprop.0) at 0x%x", syms, err, sym.Value)
+	}
+	if raw, _ := f.Symbols(regexp.MustCompile(`constprop`), 0); len(raw) != 1 {
+		t.Errorf("Symbols(constprop) = %v, want the clone by its symbol", raw)
+	}
+}

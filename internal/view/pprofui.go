@@ -42,8 +42,8 @@ var pprofViews = []struct{ Path, Title string }{
 // the same pages from a profile up to a hundredth the size, and a flame
 // graph the browser draws at once. Each granularity's UI is built the
 // first time a view asks for it, or ahead by the returned pages' warm.
-// The UIs of addresses (source, disassembly) read the objects with objs,
-// or with pprof's own tool when it is nil.
+// The UIs of addresses (source, disassembly) read the objects with objs
+// (none when it is nil), the others with noObjects.
 func pprofUI(prof, base *pprof.Profile, objs driver.ObjTool, stderr io.Writer) (*pprofPages, error) {
 	var uis [grains][2]struct {
 		once     sync.Once
@@ -59,7 +59,7 @@ func pprofUI(prof, base *pprof.Profile, objs driver.ObjTool, stderr io.Writer) (
 		}
 		u.once.Do(func() {
 			var tool driver.ObjTool = noObjects{}
-			if t.grain.addresses() {
+			if t.grain.addresses() && objs != nil {
 				tool = objs
 			}
 			u.handlers, u.err = driverUI(merged(prof, t), merged(base, t), tool, stderr)
@@ -595,8 +595,8 @@ func cutRepeats(stack []*pprof.Location) []*pprof.Location {
 // driverUI returns the handlers pprof's driver builds for prof and base:
 // it hands them to its HTTPServer option, which keeps them instead of
 // listening. The handlers that write pprof's settings file are left out:
-// the server only reads. obj reads the objects (nil: pprof's own tool,
-// objdump and a symbolizer).
+// the server only reads. obj reads the objects: culprit's, never pprof's
+// own tool (objdump and a symbolizer started at every request).
 func driverUI(prof, base *pprof.Profile, obj driver.ObjTool, stderr io.Writer) (map[string]http.Handler, error) {
 	pprofMu.Lock() // the driver keeps global state while it starts
 	defer pprofMu.Unlock()
@@ -637,7 +637,7 @@ var pprofMu sync.Mutex
 
 // noObjects is pprof's object tool for the UIs whose pages read no
 // object file (the flame graph, top, call graph and peek: the profile
-// names every frame), which opens none. pprof's own tool runs objdump
+// names every frame), and for servers given no objects: it opens none. pprof's own tool runs objdump
 // --version twice as each UI starts, to choose its objdump: llvm-objdump
 // loads LLVM's shared library for it, 20–200 ms of a time range's first
 // page, which builds a UI.

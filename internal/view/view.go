@@ -67,8 +67,7 @@ type Inputs struct {
 
 	// Objects opens a recorded object by its path, as it was recorded
 	// (a copy culprit archive kept when it changed since), for pprof's
-	// source and disassembly views; with nil they run pprof's own tool
-	// (objdump and a symbolizer) on the path.
+	// source and disassembly views; with nil they read no object.
 	Objects func(path string) (*symbol.Object, error)
 
 	// The history store of the repository the server runs in, or nil:
@@ -94,7 +93,7 @@ type Server struct {
 	mux    *http.ServeMux
 
 	uis  uiCache        // pprof's UI per time range ("" the whole profile)
-	objs driver.ObjTool // the objects for pprof's UIs (nil: pprof's own tool)
+	objs driver.ObjTool // the objects for pprof's UIs (nil: none)
 
 	offMemo memo[*profile.Profile] // offCPU's
 

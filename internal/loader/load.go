@@ -37,6 +37,13 @@ type Options struct {
 	// samples of one merged group were taken is read without merging, so
 	// that names as at each sample stay right.
 	Merge bool
+	// Stream reads the samples twice rather than holding them, for views
+	// that need them in time order: Load reads everything but keeps of
+	// each sample only what orders the distinct stacks, and the profile's
+	// samples (Profile.EachSample) are read again from the files, which
+	// stay open, in the order Load would have sorted them into (see
+	// stream.go). Profile.Samples is then empty. Merge takes precedence.
+	Stream bool
 }
 
 // mapping is an executable mapping known from the recording.
@@ -248,6 +255,8 @@ type loader struct {
 	vpcs    valuePCs                        // value PCs symbolized so far (lines.go)
 	names   profile.Naming                  // comm and fork records, resolved at the end
 	probes  map[probeKey]int32              // traced functions merged across files (calls.go)
+	stream  *streamState                    // Options.Stream (stream.go)
+	rec     uint64                          // the number of the record being added, in its file
 }
 
 // Load reads recordings and builds a symbolized Profile. Damaged or
@@ -275,6 +284,9 @@ func Load(paths []string, o Options) (*profile.Profile, error) {
 		vsrc:   map[recording.ValueSource]int32{},
 		probes: map[probeKey]int32{},
 	}
+	if o.Stream && !o.Merge {
+		l.stream = &streamState{}
+	}
 	if l.sym == nil {
 		l.sym = symbol.New(symbol.Options{})
 	}
@@ -289,7 +301,9 @@ func Load(paths []string, o Options) (*profile.Profile, error) {
 	for _, list := range l.syms {
 		sort.Slice(list, func(i, j int) bool { return list[i].Addr < list[j].Addr })
 	}
-	if l.merge {
+	if l.stream != nil {
+		l.endStream()
+	} else if l.merge {
 		if l.namesChangeWithin() {
 			o.Merge = false
 			return Load(paths, o)
@@ -312,19 +326,25 @@ func Load(paths []string, o Options) (*profile.Profile, error) {
 	}
 	l.p.Values = l.values.Flat()
 	byTime := func(a, b profile.Sample) int { return cmp.Compare(a.Time, b.Time) }
-	if !slices.IsSortedFunc(l.p.Samples, byTime) {
+	if l.stream == nil && !slices.IsSortedFunc(l.p.Samples, byTime) {
 		slices.SortStableFunc(l.p.Samples, byTime)
 	}
 	valueTime := func(a, b profile.Value) int { return cmp.Compare(a.Time, b.Time) }
 	if !slices.IsSortedFunc(l.p.Values, valueTime) {
 		slices.SortStableFunc(l.p.Values, valueTime)
 	}
-	l.resolveStacks()
+	if l.stream == nil {
+		l.resolveStacks()
+	}
 	slices.SortStableFunc(l.p.Calls, func(a, b profile.Call) int { return cmp.Compare(a.Start, b.Start) })
-	if len(l.p.Samples) > 0 {
+	hasSamples := len(l.p.Samples) > 0
+	if hasSamples {
 		l.p.StartTime = l.p.Samples[0].Time
 	}
-	if len(l.p.Calls) > 0 && (len(l.p.Samples) == 0 || l.p.Calls[0].Start < l.p.StartTime) {
+	if l.stream != nil && l.stream.count > 0 {
+		l.p.StartTime, hasSamples = l.stream.minTime, true
+	}
+	if len(l.p.Calls) > 0 && (!hasSamples || l.p.Calls[0].Start < l.p.StartTime) {
 		l.p.StartTime = l.p.Calls[0].Start
 	}
 	var missing []string
@@ -360,7 +380,7 @@ func (l *loader) cutWarning() string {
 }
 
 func (l *loader) readFile(idx int, path string, records *int, progress func(int)) error {
-	r, err := recording.Open(path)
+	r, err := l.open(path)
 	if err != nil {
 		return err
 	}
@@ -394,6 +414,7 @@ func (l *loader) readFile(idx int, path string, records *int, progress func(int)
 				i = j
 				continue
 			}
+			l.rec = b[i].records
 			l.addRecord(&src, b[i].rec, sources, probes)
 			i++
 		}
@@ -408,6 +429,9 @@ func (l *loader) readFile(idx int, path string, records *int, progress func(int)
 	}
 	if rerr != nil {
 		return fmt.Errorf("reading %s: %w", path, rerr)
+	}
+	if l.stream != nil {
+		l.stream.files[idx].records = uint64(*records - base)
 	}
 	src.Salvage = r.Salvage().String()
 	l.p.Sources = append(l.p.Sources, src)
@@ -470,14 +494,14 @@ func (l *loader) addRecord(src *profile.Source, rec recording.Record, sources, p
 		l.addMapping(v)
 	case *recording.Comm:
 		if v.Exec && v.PID == v.TID {
-			l.spaces[v.PID] = l.newSpace(nil)
+			l.setSpace(v.PID, l.newSpace(nil))
 		}
 		l.p.Threads[v.TID] = profile.Thread{PID: v.PID, TID: v.TID, Comm: v.Name}
 		l.names.Comm(v.Time, v.PID, v.TID, v.Name)
 	case *recording.Task:
 		if !v.Exit && v.PID != v.PPID {
 			if parent, ok := l.spaces[v.PPID]; ok {
-				l.spaces[v.PID] = parent
+				l.setSpace(v.PID, parent)
 			}
 		}
 		if !v.Exit {
@@ -577,7 +601,17 @@ func (l *loader) addMapping(v *recording.Mmap) {
 	out = append(out, mapping{})
 	copy(out[i+1:], out[i:])
 	out[i] = m
-	l.spaces[v.PID] = l.newSpace(out)
+	l.setSpace(v.PID, l.newSpace(out))
+}
+
+// setSpace makes sp the space of process pid from the record being added
+// on, noting it for a second reading of the samples (Options.Stream).
+func (l *loader) setSpace(pid uint32, sp *space) {
+	l.spaces[pid] = sp
+	if l.stream != nil {
+		f := l.stream.files[len(l.stream.files)-1]
+		f.spaces = append(f.spaces, spaceSet{rec: l.rec, pid: pid, sp: sp})
+	}
 }
 
 // sampleBatch is how many consecutive samples addSamples takes at once.
@@ -610,8 +644,9 @@ func (l *loader) addSamples(idx int, src *profile.Source, batch []item) {
 		v := &batch[i].sample
 		sp := l.spaces[v.PID]
 		if sp == nil {
+			l.rec = batch[i].records
 			sp = l.newSpace(nil)
-			l.spaces[v.PID] = sp
+			l.setSpace(v.PID, sp)
 		}
 		l.addSample(v, stackKey{file: idx, space: sp, stack: v.StackID}, batch[i].records)
 		src.Samples++
@@ -638,6 +673,10 @@ func (l *loader) addSample(v *recording.Sample, k stackKey, records uint64) {
 		return
 	}
 	s.Stack = l.keyIndex(k)
+	if l.stream != nil {
+		l.streamSample(&s)
+		return
+	}
 	l.chunks.Add(s)
 }
 

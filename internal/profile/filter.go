@@ -436,6 +436,30 @@ func (p *Profile) Apply(f Filter) *Profile {
 		}
 		return remap[old] - 1, remap[old] > 0
 	}
+	keep := func(s *Sample) bool {
+		ns, ok := int32(0), false
+		if (f.AllEvents || s.Event == recording.EventCPU) && inWindow(s.Time) && selected(s.PID, s.TID, s.Time) {
+			ns, ok = newStack(s.Stack)
+		}
+		s.Stack = ns
+		return ok
+	}
+	if p.stream != nil {
+		// Selected as the samples are read; q.Stacks grows as they are
+		// (examined stacks are decided as their first sample is met).
+		q.SetStream(-1, func(yield func(*Sample) bool) error {
+			return p.stream(func(s *Sample) bool {
+				if !keep(s) {
+					return true
+				}
+				return yield(s)
+			})
+		})
+		if !trims {
+			q.Stacks = p.Stacks
+		}
+		return q
+	}
 	// While every sample is kept as it is, q shares p's samples (capped,
 	// so that an append to either copies): a timeline of millions of
 	// samples is not held twice for a selection that keeps them all.
@@ -449,12 +473,10 @@ func (p *Profile) Apply(f Filter) *Profile {
 		}
 	}
 	for i, s := range p.Samples {
-		ns, ok := int32(0), false
-		if (f.AllEvents || s.Event == recording.EventCPU) && inWindow(s.Time) && selected(s.PID, s.TID, s.Time) {
-			ns, ok = newStack(s.Stack)
-		}
+		old := s.Stack
+		ok := keep(&s)
 		if shared {
-			if ok && ns == s.Stack {
+			if ok && s.Stack == old {
 				continue
 			}
 			unshare(i)
@@ -462,7 +484,6 @@ func (p *Profile) Apply(f Filter) *Profile {
 		if !ok {
 			continue
 		}
-		s.Stack = ns
 		q.Samples = append(q.Samples, s)
 		if merged {
 			q.lasts = append(q.lasts, p.lasts[i])

@@ -70,8 +70,19 @@ func (p *Profile) LastTime(i int) uint64 {
 }
 
 // SampleCount is the number of samples of p: len(p.Samples), unless p is
-// merged.
+// merged or streamed (a streamed profile selected by Apply counts its
+// samples by reading them, once).
 func (p *Profile) SampleCount() int {
+	if p.stream != nil {
+		if p.count < 0 {
+			n := 0
+			if p.EachSample(func(*Sample) bool { n++; return true }) == nil {
+				p.count = n
+			}
+			return n
+		}
+		return p.count
+	}
 	n := len(p.Samples)
 	for _, s := range p.Samples {
 		n += int(s.More)
@@ -176,6 +187,52 @@ type Profile struct {
 	// names holds, per thread that was ever renamed (exec, prctl), its
 	// names in time order, the first from time 0; Threads has the last one.
 	names map[uint32][]timedName
+	// stream, when set (SetStream), yields the samples, which Samples
+	// then does not hold; count is how many (-1: not known yet).
+	stream func(yield func(*Sample) bool) error
+	count  int
+}
+
+// SetStream makes p a streamed profile: its n samples are not held in
+// Samples but yielded, in time order, by each (which reads them again from
+// the recordings, and may fail doing so), every time EachSample is called.
+// A streamed profile is for views that go through the samples in time
+// order once or a few times (timelines, latency); p.Stacks must hold every
+// stack the samples name.
+func (p *Profile) SetStream(n int, each func(yield func(*Sample) bool) error) {
+	p.Samples, p.stream, p.count = nil, each, n
+}
+
+// Streamed reports whether p's samples are yielded by EachSample rather
+// than held in Samples.
+func (p *Profile) Streamed() bool { return p.stream != nil }
+
+// EachSample calls yield with each sample of p in time order (the order of
+// Samples) until it returns false. The sample is yield's to change; it is
+// not kept. Only a streamed profile can fail, when reading the recordings
+// again fails.
+func (p *Profile) EachSample(yield func(*Sample) bool) error {
+	if p.stream != nil {
+		return p.stream(yield)
+	}
+	for i := range p.Samples {
+		s := p.Samples[i]
+		if !yield(&s) {
+			break
+		}
+	}
+	return nil
+}
+
+// HasSamples reports whether p has a sample (for a streamed profile
+// selected by Apply, it reads up to the first).
+func (p *Profile) HasSamples() bool {
+	if p.stream == nil || p.count >= 0 {
+		return p.SampleCount() > 0
+	}
+	any := false
+	_ = p.EachSample(func(*Sample) bool { any = true; return false })
+	return any
 }
 
 // timedName is a thread's name from Time on.

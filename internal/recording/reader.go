@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"math"
 	"os"
 )
 
@@ -81,6 +82,13 @@ func Open(path string) (*Reader, error) {
 	}
 	r.c = f
 	return r, nil
+}
+
+// OpenAt reads f from its start, whatever its offset, without moving it
+// (reads go through ReadAt), so that a file may be read again while it
+// stays open; Close does not close f.
+func OpenAt(f *os.File) (*Reader, error) {
+	return newReader(io.NewSectionReader(f, 0, math.MaxInt64), f.Name())
 }
 
 // NewReader reads a recording from src, starting with its header.

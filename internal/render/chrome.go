@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -152,10 +153,14 @@ func (c *chromeWriter) close() error {
 // by looking ahead in those counts for the first sample that shares fewer
 // frames. Each frame's JSON is made once.
 func writeChromeSamples(cw *chromeWriter, p *profile.Profile) error {
-	threads, samples := samplesByThread(p)
-	of := make(map[threadID][]int32, len(samples))
-	for i, ss := range samples {
-		of[threads[i]] = ss
+	ts, err := byThread(p, true, nil)
+	if err != nil {
+		return err
+	}
+	threads := slices.Clone(ts.threads)
+	of := make(map[threadID]*sampleList, len(threads))
+	for i, t := range ts.threads {
+		of[t] = ts.lists[i]
 	}
 	calls := map[threadID][]int{}
 	for i, c := range p.Calls {
@@ -186,11 +191,14 @@ func writeChromeSamples(cw *chromeWriter, p *profile.Profile) error {
 			return err
 		}
 	}
-	org := origin(p)
-	tl := chromeTimeline{p: p, fj: chromeFrames{p: p, json: map[int32][2][]byte{}}, def: defaultPeriod(p)}
+	org := originOf(p, ts.first, ts.any)
+	tl := chromeTimeline{p: p, fj: chromeFrames{p: p, json: map[int32][2][]byte{}}}
 	for _, t := range threads {
-		if err := tl.write(cw, t, of[t], org); err != nil {
-			return err
+		if l := of[t]; l != nil {
+			if err := tl.write(cw, t, l, org); err != nil {
+				return err
+			}
+			l.buf = nil
 		}
 		us := func(ns uint64) float64 { return float64(ns-org) / 1e3 }
 		for _, e := range callEvents(p, t, calls[t], us) {
@@ -205,13 +213,16 @@ func writeChromeSamples(cw *chromeWriter, p *profile.Profile) error {
 // chromeTimeline writes the events of threads' samples (see WriteChrome),
 // its buffers reused from one thread to the next.
 type chromeTimeline struct {
-	p   *profile.Profile
-	fj  chromeFrames
-	def uint64 // the period of a sample without one
+	p  *profile.Profile
+	fj chromeFrames
 	// shared[i] is how many root frames the thread's sample i shares with
 	// sample i-1, or -1 when the thread was off the CPU in between (and
 	// for the first sample).
 	shared []int32
+	// endAt[k] is where an event that ends at sample k (len(shared):
+	// after the last one) ends: at k's time, or where k-1's interval ends
+	// when the thread was off the CPU before k.
+	endAt []uint64
 	// ends[d] is the sample at which the event of depth d begun last
 	// ends: the first later one with shared < d+1 (len(ss): none).
 	ends  []int
@@ -227,17 +238,10 @@ type chromeSpan struct {
 	depth      int32
 }
 
-func (tl *chromeTimeline) period(s *profile.Sample) uint64 {
-	if s.Period > 0 {
-		return s.Period
-	}
-	return tl.def * uint64(s.N())
-}
-
-// stack is sample s's frames, leaf first; an empty stack is the one frame
+// stack is a sample's frames, leaf first; an empty stack is the one frame
 // "[unknown]".
-func (tl *chromeTimeline) stack(s *profile.Sample) []int32 {
-	if st := tl.p.StackAt(s.Stack); len(st) > 0 {
+func (tl *chromeTimeline) stack(i int32) []int32 {
+	if st := tl.p.StackAt(i); len(st) > 0 {
 		return st
 	}
 	return unknownStack
@@ -245,52 +249,48 @@ func (tl *chromeTimeline) stack(s *profile.Sample) []int32 {
 
 var unknownStack = []int32{-1}
 
-// write writes the events of thread t, whose samples are p.Samples[ss[i]].
-func (tl *chromeTimeline) write(cw *chromeWriter, t threadID, ss []int32, org uint64) error {
-	p := tl.p
-	if !sort.SliceIsSorted(ss, func(a, b int) bool { return p.Samples[ss[a]].Time < p.Samples[ss[b]].Time }) {
-		sort.SliceStable(ss, func(a, b int) bool { return p.Samples[ss[a]].Time < p.Samples[ss[b]].Time })
-	}
+// write writes the events of thread t, whose samples are l's.
+func (tl *chromeTimeline) write(cw *chromeWriter, t threadID, l *sampleList, org uint64) error {
 	// Two consecutive samples are contiguous when the second starts no
 	// later than half a period after the first one's interval ends;
 	// between them, the events of the frames the two stacks share from
 	// the root down stay open.
 	tl.shared = tl.shared[:0]
+	tl.endAt = tl.endAt[:0]
 	var prev []int32
 	var lastEnd, lastPeriod uint64
-	for i, j := range ss {
-		s := &p.Samples[j]
-		st := tl.stack(s)
+	l.each(func(s tsample) {
+		st := tl.stack(s.stack)
 		n := int32(-1)
-		if i > 0 && s.Time <= lastEnd+lastPeriod/2 {
+		if len(tl.shared) > 0 && s.time <= lastEnd+lastPeriod/2 {
 			n = 0
 			for int(n) < len(prev) && int(n) < len(st) && tl.fj.same(prev[len(prev)-1-int(n)], st[len(st)-1-int(n)]) {
 				n++
 			}
 		}
-		tl.shared = append(tl.shared, n)
-		per := tl.period(s)
-		prev, lastEnd, lastPeriod = st, s.Time+per, per
-	}
-	// endAt is where an event that ends at sample k (len(ss): after the
-	// last one) ends: at k's time, or where k-1's interval ends when the
-	// thread was off the CPU before k.
-	endAt := func(k int) uint64 {
-		if k == len(ss) || tl.shared[k] < 0 {
-			s := &p.Samples[ss[k-1]]
-			return s.Time + tl.period(s)
+		end := s.time
+		if n < 0 {
+			end = lastEnd
 		}
-		return p.Samples[ss[k]].Time
-	}
+		tl.shared = append(tl.shared, n)
+		tl.endAt = append(tl.endAt, end)
+		prev, lastEnd, lastPeriod = st, s.time+s.period, s.period
+	})
+	tl.endAt = append(tl.endAt, lastEnd)
 	tl.ends = tl.ends[:0]
 	tl.group = tl.group[:0]
 	tail := fmt.Appendf(nil, `,"pid":%d,"tid":%d,"args":`, t.pid, t.tid)
-	for i, j := range ss {
-		s := &p.Samples[j]
-		st := tl.stack(s)
-		if len(tl.group) > 0 && tl.group[0].start != s.Time {
-			if err := tl.flush(cw, tail, org); err != nil {
-				return err
+	var err error
+	i := 0
+	l.each(func(s tsample) {
+		defer func() { i++ }()
+		if err != nil {
+			return
+		}
+		st := tl.stack(s.stack)
+		if len(tl.group) > 0 && tl.group[0].start != s.time {
+			if err = tl.flush(cw, tail, org); err != nil {
+				return
 			}
 		}
 		for d := max(tl.shared[i], 0); int(d) < len(st); d++ {
@@ -299,12 +299,15 @@ func (tl *chromeTimeline) write(cw *chromeWriter, t threadID, ss []int32, org ui
 			}
 			k := tl.ends[d]
 			if k <= i {
-				for k = i + 1; k < len(ss) && tl.shared[k] > d; k++ {
+				for k = i + 1; k < len(tl.shared) && tl.shared[k] > d; k++ {
 				}
 				tl.ends[d] = k
 			}
-			tl.group = append(tl.group, chromeSpan{start: s.Time, end: max(endAt(k), s.Time), frame: st[len(st)-1-int(d)], depth: d})
+			tl.group = append(tl.group, chromeSpan{start: s.time, end: max(tl.endAt[k], s.time), frame: st[len(st)-1-int(d)], depth: d})
 		}
+	})
+	if err != nil {
+		return err
 	}
 	return tl.flush(cw, tail, org)
 }

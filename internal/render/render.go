@@ -8,6 +8,8 @@
 package render
 
 import (
+	"cmp"
+	"encoding/binary"
 	"fmt"
 	"slices"
 	"sort"
@@ -81,11 +83,15 @@ func timeRange(p *profile.Profile) (first, end uint64, ok bool) {
 
 // origin is the time that exports count from: StartTime, or the first sample.
 func origin(p *profile.Profile) uint64 {
-	first, _, ok := timeRange(p)
-	if p.StartTime != 0 && (!ok || p.StartTime <= first) {
-		return p.StartTime
+	if p.Streamed() {
+		// The first sample read is the earliest.
+		var first uint64
+		any := false
+		_ = p.EachSample(func(s *profile.Sample) bool { first, any = s.Time, true; return false })
+		return originOf(p, first, any)
 	}
-	return first
+	first, _, ok := timeRange(p)
+	return originOf(p, first, ok)
 }
 
 // threadID is a thread of a timeline.
@@ -98,45 +104,121 @@ func threadLess(a, b threadID) bool {
 	return a.tid < b.tid
 }
 
-// samplesByThread returns the threads of p's samples in order of pid and
-// tid, and for each its samples' indices in p.Samples, in p's order: four
-// bytes a sample, where a timeline would otherwise copy its samples thread
-// by thread.
-func samplesByThread(p *profile.Profile) ([]threadID, [][]int32) {
-	number := map[threadID]int32{}
-	var (
-		threads []threadID
-		counts  []int32
-	)
-	for i := range p.Samples {
-		s := &p.Samples[i]
+// threadSamples are the samples of each thread of a profile, read once
+// in time order (Profile.EachSample) and kept as varints: a few bytes a
+// sample, where a timeline of millions of samples would otherwise hold
+// them all as Samples (or their indices, beside the Samples).
+type threadSamples struct {
+	threads []threadID // in order of pid and tid
+	lists   []*sampleList
+	first   uint64 // the earliest sample's time (any: there is one)
+	any     bool
+}
+
+// sampleList is a thread's samples: per sample the uvarints of its time
+// after the one before, its period's zigzag difference from the one before
+// and 1 + its stack.
+type sampleList struct {
+	buf       []byte
+	n         int
+	time, per uint64 // the last sample's
+	startTime uint64 // the first sample's
+	sum       uint64 // the periods' sum
+}
+
+// tsample is a sample of a thread as a timeline needs it.
+type tsample struct {
+	time, period uint64
+	stack        int32
+}
+
+// byThread reads p's samples into threadSamples, calling each (when not
+// nil) with every sample as it is read, in p's order. A profile's samples
+// are in time order; where a profile made by hand has them out of order,
+// each thread's are kept in p's order, or, with inTime, stably sorted by
+// time.
+func byThread(p *profile.Profile, inTime bool, each func(s *profile.Sample)) (*threadSamples, error) {
+	ts := &threadSamples{}
+	lists := map[threadID]*sampleList{}
+	var last *sampleList
+	var lastT threadID
+	add := func(s *profile.Sample) {
 		t := threadID{s.PID, s.TID}
-		n, ok := number[t]
-		if !ok {
-			n = int32(len(threads))
-			number[t] = n
-			threads = append(threads, t)
-			counts = append(counts, 0)
+		l := last
+		if l == nil || t != lastT {
+			if l = lists[t]; l == nil {
+				l = &sampleList{startTime: s.Time, time: s.Time}
+				lists[t] = l
+				ts.threads = append(ts.threads, t)
+			}
+			last, lastT = l, t
 		}
-		counts[n]++
+		if !ts.any || s.Time < ts.first {
+			ts.first, ts.any = s.Time, true
+		}
+		per := period(p, *s)
+		d := int64(per - l.per)
+		l.buf = binary.AppendUvarint(l.buf, s.Time-l.time) // mod 2^64 when out of order
+		l.buf = binary.AppendUvarint(l.buf, uint64(d<<1)^uint64(d>>63))
+		l.buf = binary.AppendUvarint(l.buf, uint64(int64(s.Stack)+1))
+		l.time, l.per = s.Time, per
+		l.sum += per
+		l.n++
 	}
-	sorted := slices.Clone(threads)
-	sort.Slice(sorted, func(i, j int) bool { return threadLess(sorted[i], sorted[j]) })
-	order := make([]int32, len(p.Samples))
-	next := make([]int32, len(threads)) // by number: where its next index goes
-	samples := make([][]int32, len(sorted))
-	at := int32(0)
-	for i, t := range sorted {
-		n := number[t]
-		next[n] = at
-		samples[i] = order[at : at+counts[n]]
-		at += counts[n]
+	byTime := func(a, b profile.Sample) int { return cmp.Compare(a.Time, b.Time) }
+	if inTime && !p.Streamed() && !slices.IsSortedFunc(p.Samples, byTime) {
+		order := make([]int32, len(p.Samples))
+		for i := range order {
+			order[i] = int32(i)
+			if each != nil {
+				s := p.Samples[i]
+				each(&s)
+			}
+		}
+		slices.SortStableFunc(order, func(a, b int32) int { return byTime(p.Samples[a], p.Samples[b]) })
+		for _, i := range order {
+			s := p.Samples[i]
+			add(&s)
+		}
+	} else if err := p.EachSample(func(s *profile.Sample) bool {
+		if each != nil {
+			each(s)
+		}
+		add(s)
+		return true
+	}); err != nil {
+		return nil, err
 	}
-	for i := range p.Samples {
-		s := &p.Samples[i]
-		n := number[threadID{s.PID, s.TID}]
-		order[next[n]] = int32(i)
-		next[n]++
+	sort.Slice(ts.threads, func(i, j int) bool { return threadLess(ts.threads[i], ts.threads[j]) })
+	ts.lists = make([]*sampleList, len(ts.threads))
+	for i, t := range ts.threads {
+		ts.lists[i] = lists[t]
 	}
-	return sorted, samples
+	return ts, nil
+}
+
+// each calls f with the thread's samples in time order.
+func (l *sampleList) each(f func(tsample)) {
+	b := l.buf
+	t, per := l.startTime, uint64(0)
+	for len(b) > 0 {
+		dt, n := binary.Uvarint(b)
+		b = b[n:]
+		z, n := binary.Uvarint(b)
+		b = b[n:]
+		st, n := binary.Uvarint(b)
+		b = b[n:]
+		t += dt
+		per += uint64(int64(z>>1) ^ -int64(z&1))
+		f(tsample{time: t, period: per, stack: int32(int64(st) - 1)})
+	}
+}
+
+// originOf is origin with the earliest sample's time given (any: there is
+// a sample).
+func originOf(p *profile.Profile, first uint64, any bool) uint64 {
+	if p.StartTime != 0 && (!any || p.StartTime <= first) {
+		return p.StartTime
+	}
+	return first
 }

@@ -19,14 +19,6 @@ type ssFrame struct {
 	Line int    `json:"line,omitempty"`
 }
 
-// ssProfile is the profile of one thread while it is made: its samples'
-// indices in Profile.Samples.
-type ssProfile struct {
-	name       string
-	start, end uint64
-	samples    []int32
-}
-
 // WriteSpeedscope writes p in speedscope's file format: shared frames
 // {name, file, line} (one per distinct name, file and line; kernel frames
 // have " [k]" appended to their name), and one "sampled" profile per thread,
@@ -37,7 +29,8 @@ type ssProfile struct {
 //
 // The file is written as it is made rather than marshalled whole: each
 // stack's frame list is encoded once and copied for each of its samples,
-// and a thread's samples are kept as their indices. Strings go through
+// and the samples are read once, in time order, and kept thread by thread
+// as a few bytes each (byThread). Strings go through
 // encoding/json, so the bytes are those json.Encoder would write.
 func WriteSpeedscope(w io.Writer, p *profile.Profile) error {
 	frames := []ssFrame{}
@@ -55,11 +48,11 @@ func WriteSpeedscope(w io.Writer, p *profile.Profile) error {
 		}
 		return i
 	}
-	stacks := map[int32][]byte{} // a stack's frame indexes, root first, as JSON
-	for i := range p.Samples {   // frames numbered in the samples' order
-		st := p.Samples[i].Stack
+	stacks := map[int32][]byte{}          // a stack's frame indexes, root first, as JSON
+	addStack := func(s *profile.Sample) { // frames numbered in the samples' order
+		st := s.Stack
 		if _, ok := stacks[st]; ok {
-			continue
+			return
 		}
 		fs := stackFrames(p, st)
 		idx := make([]int, len(fs))
@@ -75,17 +68,11 @@ func WriteSpeedscope(w io.Writer, p *profile.Profile) error {
 		}
 		stacks[st] = append(b, ']')
 	}
-	org := origin(p)
-	threads, samples := samplesByThread(p)
-	profiles := make([]ssProfile, len(threads))
-	for n, ss := range samples {
-		first := &p.Samples[ss[0]]
-		sp := &profiles[n]
-		*sp = ssProfile{name: fmt.Sprintf("%s (pid %d, tid %d)", p.ThreadName(first.TID), first.PID, first.TID), start: first.Time - org, samples: ss}
-		for _, i := range ss {
-			sp.end += period(p, p.Samples[i])
-		}
+	ts, err := byThread(p, false, addStack)
+	if err != nil {
+		return err
 	}
+	org := originOf(p, ts.first, ts.any)
 	bw := bufio.NewWriterSize(w, 256<<10)
 	str := func(v any) {
 		b, _ := json.Marshal(v) // strings and frames: cannot fail
@@ -97,32 +84,38 @@ func WriteSpeedscope(w io.Writer, p *profile.Profile) error {
 	str(frames)
 	bw.WriteString(`},"profiles":[`)
 	var num []byte
-	for n := range profiles {
-		sp := &profiles[n]
+	for n, t := range ts.threads {
+		l := ts.lists[n]
 		if n > 0 {
 			bw.WriteByte(',')
 		}
 		bw.WriteString(`{"type":"sampled","name":`)
-		str(sp.name)
+		str(fmt.Sprintf("%s (pid %d, tid %d)", p.ThreadName(t.tid), t.pid, t.tid))
+		start := l.startTime - org
 		bw.WriteString(`,"unit":"nanoseconds","startValue":`)
-		bw.Write(strconv.AppendUint(num[:0], sp.start, 10))
+		bw.Write(strconv.AppendUint(num[:0], start, 10))
 		bw.WriteString(`,"endValue":`)
-		bw.Write(strconv.AppendUint(num[:0], sp.end+sp.start, 10))
+		bw.Write(strconv.AppendUint(num[:0], l.sum+start, 10))
 		bw.WriteString(`,"samples":[`)
-		for i, j := range sp.samples {
-			if i > 0 {
+		sep := false
+		l.each(func(s tsample) {
+			if sep {
 				bw.WriteByte(',')
 			}
-			bw.Write(stacks[p.Samples[j].Stack])
-		}
+			sep = true
+			bw.Write(stacks[s.stack])
+		})
 		bw.WriteString(`],"weights":[`)
-		for i, j := range sp.samples {
-			if i > 0 {
+		sep = false
+		l.each(func(s tsample) {
+			if sep {
 				bw.WriteByte(',')
 			}
-			num = strconv.AppendUint(num[:0], period(p, p.Samples[j]), 10)
+			sep = true
+			num = strconv.AppendUint(num[:0], s.period, 10)
 			bw.Write(num)
-		}
+		})
+		l.buf = nil
 		bw.WriteString(`]}`)
 	}
 	bw.WriteString(`],"name":`)

@@ -1,0 +1,302 @@
+package loader
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"os"
+	"slices"
+
+	"github.com/culprit-dev/culprit/internal/profile"
+	"github.com/culprit-dev/culprit/internal/recording"
+)
+
+// Reading samples as a stream (Options.Stream).
+//
+// The first reading is Load's, except that a sample is not kept: it only
+// counts, gives its stack key the earliest (time, file, sample number) it
+// is seen at (the stack keys are then symbolized in that order, which is
+// the order in which Load meets them in its sorted samples, so that
+// Profile.Stacks are the same), and measures how late the file's samples
+// come: how far a sample's time lies before the latest time read before
+// it. Recordings are written nearly in time order (each drain of the
+// rings is sorted), so that lateness is a few milliseconds.
+//
+// The second reading (Profile.EachSample) reads each file again, from the
+// same open file, up to the record the first reading ended at (a file
+// still being written may have grown), replaying the first reading's
+// address-space versions at the records they were made at, so that each
+// sample finds its stack key. A sample waits in a heap until a sample
+// later than its time plus the file's lateness has been read: no sample
+// still to come can be earlier. Files are then merged by time, the earlier
+// file first at equal times, which is the order of Load's stable sort of
+// the samples of every file read one after the other. Memory follows the
+// samples within the lateness window, not the recording.
+
+// streamState is what the first reading keeps for the second.
+type streamState struct {
+	files   []*streamFile
+	firsts  []firstSample // by stack key (loader.keys)
+	count   int
+	minTime uint64
+	final   []int32 // by stack key: its index in Profile.Stacks
+}
+
+// streamFile is a file as the first reading left it.
+type streamFile struct {
+	f       *os.File
+	records uint64     // records read
+	samples uint64     // samples read
+	late    uint64     // the largest lateness of a sample, ns
+	maxTime uint64     // the latest sample time read so far
+	spaces  []spaceSet // address-space versions, in the order made
+}
+
+// spaceSet is an address-space version made when record rec was added.
+type spaceSet struct {
+	rec uint64
+	pid uint32
+	sp  *space
+}
+
+// firstSample is where a stack key is first met in time order.
+type firstSample struct {
+	time      uint64
+	file, pid uint32
+	seq       uint64 // the sample's number in its file
+}
+
+// open opens a recording, keeping the file open when streaming.
+func (l *loader) open(path string) (*recording.Reader, error) {
+	if l.stream == nil {
+		return recording.Open(path)
+	}
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("opening recording: %w", err)
+	}
+	r, err := recording.OpenAt(f)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	l.stream.files = append(l.stream.files, &streamFile{f: f})
+	return r, nil
+}
+
+// streamSample notes sample s (its Stack a stack key) in the first reading.
+func (l *loader) streamSample(s *profile.Sample) {
+	st := l.stream
+	file := len(st.files) - 1
+	f := st.files[file]
+	k := int(s.Stack)
+	for len(st.firsts) <= k {
+		st.firsts = append(st.firsts, firstSample{time: ^uint64(0)})
+	}
+	if fs := &st.firsts[k]; s.Time < fs.time {
+		*fs = firstSample{time: s.Time, file: uint32(file), pid: s.PID, seq: f.samples}
+	}
+	if f.samples > 0 && s.Time < f.maxTime {
+		f.late = max(f.late, f.maxTime-s.Time)
+	}
+	f.maxTime = max(f.maxTime, s.Time)
+	f.samples++
+	if st.count == 0 || s.Time < st.minTime {
+		st.minTime = s.Time
+	}
+	st.count++
+}
+
+// endStream symbolizes the stack keys in the order of their first sample
+// in time, as resolveStacks would, and gives the profile its samples as a
+// stream.
+func (l *loader) endStream() {
+	st := l.stream
+	order := make([]int32, len(l.keys))
+	for i := range order {
+		order[i] = int32(i)
+	}
+	slices.SortFunc(order, func(a, b int32) int {
+		x, y := &st.firsts[a], &st.firsts[b]
+		if c := cmp.Compare(x.time, y.time); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(x.file, y.file); c != 0 {
+			return c
+		}
+		return cmp.Compare(x.seq, y.seq)
+	})
+	l.merged, l.heads = mergeTable{}, nil
+	st.final = make([]int32, len(l.keys))
+	l.p.Stacks = slices.Grow(l.p.Stacks, len(l.keys))
+	for _, k := range order {
+		st.final[k] = l.stack(l.keys[k], st.firsts[k].pid)
+	}
+	st.firsts = nil
+	l.stacks, l.addrBlocks = nil, nil
+	keyIdx, keys := l.keyIdx, l.keys
+	l.keyIdx, l.keys = nil, nil
+	l.p.SetStream(st.count, func(yield func(*profile.Sample) bool) error {
+		return st.each(keyIdx, keys, yield)
+	})
+}
+
+// each reads the samples again, in time order, and yields each with its
+// stack resolved; it stops early when yield returns false.
+func (st *streamState) each(keyIdx map[stackKey]int32, keys []stackKey, yield func(*profile.Sample) bool) error {
+	cs := make([]*cursor, 0, len(st.files))
+	for i, f := range st.files {
+		c, err := newCursor(st, i, f, keyIdx)
+		if err != nil {
+			return err
+		}
+		cs = append(cs, c)
+	}
+	heads := make([]profile.Sample, len(cs))
+	live := make([]bool, len(cs))
+	for i, c := range cs {
+		ok, err := c.next(&heads[i])
+		if err != nil {
+			return err
+		}
+		live[i] = ok
+	}
+	for {
+		best := -1
+		for i := range cs {
+			if live[i] && (best < 0 || heads[i].Time < heads[best].Time) {
+				best = i
+			}
+		}
+		if best < 0 {
+			return nil
+		}
+		s := heads[best]
+		if !yield(&s) {
+			return nil
+		}
+		ok, err := cs[best].next(&heads[best])
+		if err != nil {
+			return err
+		}
+		live[best] = ok
+	}
+}
+
+// cursor reads one file's samples again, in time order.
+type cursor struct {
+	st      *streamState
+	file    int
+	f       *streamFile
+	r       *recording.Reader
+	keyIdx  map[stackKey]int32
+	spaces  map[uint32]*space
+	log     int    // the next entry of f.spaces to replay
+	n       uint64 // records read
+	seq     uint64 // samples read
+	maxTime uint64
+	done    bool
+	heap    sampleHeap
+}
+
+func newCursor(st *streamState, file int, f *streamFile, keyIdx map[stackKey]int32) (*cursor, error) {
+	r, err := recording.OpenAt(f.f)
+	if err != nil {
+		return nil, fmt.Errorf("reading %s again: %w", f.f.Name(), err)
+	}
+	r.Reuse()
+	return &cursor{st: st, file: file, f: f, r: r, keyIdx: keyIdx, spaces: map[uint32]*space{}}, nil
+}
+
+// next sets *s to the file's next sample in time order; false when there is
+// none left.
+func (c *cursor) next(s *profile.Sample) (bool, error) {
+	for {
+		if h := c.heap.items; len(h) > 0 && (c.done || h[0].s.Time+c.f.late < c.maxTime) {
+			*s = c.heap.pop()
+			return true, nil
+		}
+		if c.done {
+			return false, nil
+		}
+		if c.n == c.f.records {
+			c.done = true
+			continue
+		}
+		rec, err := c.r.Next()
+		if err == io.EOF {
+			c.done = true // the file was cut since the first reading
+			continue
+		}
+		if err != nil {
+			return false, fmt.Errorf("reading %s again: %w", c.f.f.Name(), err)
+		}
+		c.n++
+		for c.log < len(c.f.spaces) && c.f.spaces[c.log].rec <= c.n {
+			e := c.f.spaces[c.log]
+			c.spaces[e.pid] = e.sp
+			c.log++
+		}
+		v, ok := rec.(*recording.Sample)
+		if !ok {
+			continue
+		}
+		stack := int32(-1)
+		if k, ok := c.keyIdx[stackKey{file: c.file, space: c.spaces[v.PID], stack: v.StackID}]; ok {
+			stack = c.st.final[k]
+		}
+		c.heap.push(heapSample{seq: c.seq, s: profile.Sample{Time: v.Time, PID: v.PID, TID: v.TID, CPU: v.CPU,
+			Period: v.Period, Stack: stack, Event: v.Event, Arg: v.Arg}})
+		c.seq++
+		c.maxTime = max(c.maxTime, v.Time)
+	}
+}
+
+// heapSample is a sample waiting in a cursor's heap, seq its number in its
+// file.
+type heapSample struct {
+	seq uint64
+	s   profile.Sample
+}
+
+// sampleHeap is a min-heap of samples by time, then number.
+type sampleHeap struct{ items []heapSample }
+
+func (h *sampleHeap) less(i, j int) bool {
+	a, b := &h.items[i], &h.items[j]
+	return a.s.Time < b.s.Time || a.s.Time == b.s.Time && a.seq < b.seq
+}
+
+func (h *sampleHeap) push(x heapSample) {
+	h.items = append(h.items, x)
+	for i := len(h.items) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !h.less(i, p) {
+			break
+		}
+		h.items[i], h.items[p] = h.items[p], h.items[i]
+		i = p
+	}
+}
+
+func (h *sampleHeap) pop() profile.Sample {
+	top := h.items[0].s
+	n := len(h.items) - 1
+	h.items[0] = h.items[n]
+	h.items = h.items[:n]
+	for i := 0; ; {
+		l, r, m := 2*i+1, 2*i+2, i
+		if l < n && h.less(l, m) {
+			m = l
+		}
+		if r < n && h.less(r, m) {
+			m = r
+		}
+		if m == i {
+			break
+		}
+		h.items[i], h.items[m] = h.items[m], h.items[i]
+		i = m
+	}
+	return top
+}

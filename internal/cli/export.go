@@ -51,8 +51,15 @@ The formats: docs/cli.md (culprit export).`,
 			}
 			// pprof profiles, folded stacks and flame graphs are totals:
 			// samples merge as they are read. Speedscope and Chrome traces
-			// are timelines of every sample.
-			p, whole, err := ff.loadWhole(args, c.ErrOrStderr(), format == "pprof" || format == "folded" || format == "svg")
+			// are timelines of every sample, read from the recordings
+			// again in time order rather than held.
+			var p, whole *profile.Profile
+			var err error
+			if format == "speedscope" || format == "chrome" {
+				p, whole, err = ff.loadStream(args, c.ErrOrStderr())
+			} else {
+				p, whole, err = ff.loadWhole(args, c.ErrOrStderr(), format == "pprof" || format == "folded" || format == "svg")
+			}
 			if err != nil {
 				return err
 			}

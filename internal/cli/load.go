@@ -83,11 +83,24 @@ func (f *filterFlags) load(paths []string, stderr io.Writer, merge bool) (*profi
 // loadWhole is load that also returns everything the recordings hold,
 // before the flags' selection (every event kind included).
 func (f *filterFlags) loadWhole(paths []string, stderr io.Writer, merge bool) (*profile.Profile, *profile.Profile, error) {
+	return f.loadWith(paths, stderr, loader.Options{Merge: merge})
+}
+
+// loadStream is loadWhole for views that go through the samples in time
+// order (Profile.EachSample) and never look at Profile.Samples: the
+// samples are read again from the recordings rather than held
+// (loader.Options.Stream).
+func (f *filterFlags) loadStream(paths []string, stderr io.Writer) (*profile.Profile, *profile.Profile, error) {
+	return f.loadWith(paths, stderr, loader.Options{Stream: true})
+}
+
+func (f *filterFlags) loadWith(paths []string, stderr io.Writer, o loader.Options) (*profile.Profile, *profile.Profile, error) {
 	flt, err := f.filter()
 	if err != nil {
 		return nil, nil, err
 	}
-	p, err := loadProfile(paths, stderr, merge && !flt.HasFrom && !flt.HasTo)
+	o.Merge = o.Merge && !flt.HasFrom && !flt.HasTo
+	p, err := loadProfileWith(paths, stderr, o)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -98,14 +111,14 @@ func (f *filterFlags) loadWhole(paths []string, stderr io.Writer, merge bool) (*
 // selected applies flt to p, saying which selection left no sample.
 func (f *filterFlags) selected(p *profile.Profile, flt profile.Filter) (*profile.Profile, error) {
 	q := p.Apply(flt)
-	if len(q.Samples) > 0 || len(p.Samples) == 0 {
+	if q.HasSamples() || !p.HasSamples() {
 		return q, nil
 	}
 	if flt.HasFrom || flt.HasTo {
-		if w := p.Apply(profile.Filter{From: flt.From, To: flt.To, HasFrom: flt.HasFrom, HasTo: flt.HasTo, Kernel: flt.Kernel}); len(w.Samples) == 0 {
+		if w := p.Apply(profile.Filter{From: flt.From, To: flt.To, HasFrom: flt.HasFrom, HasTo: flt.HasTo, Kernel: flt.Kernel}); !w.HasSamples() {
 			var last uint64
-			for _, s := range p.Samples {
-				last = max(last, s.Time)
+			if err := p.EachSample(func(s *profile.Sample) bool { last = max(last, s.Time); return true }); err != nil {
+				return nil, err
 			}
 			span := time.Duration(0)
 			if last > p.StartTime {
@@ -116,7 +129,7 @@ func (f *filterFlags) selected(p *profile.Profile, flt profile.Filter) (*profile
 		}
 	}
 	if len(f.pids)+len(f.tids)+len(f.comms) > 0 {
-		if tasks := p.Apply(profile.Filter{PIDs: flt.PIDs, TIDs: flt.TIDs, Comms: flt.Comms}); len(tasks.Samples) == 0 {
+		if tasks := p.Apply(profile.Filter{PIDs: flt.PIDs, TIDs: flt.TIDs, Comms: flt.Comms}); !tasks.HasSamples() {
 			return nil, fmt.Errorf("no samples of the selected %s: the recording has samples of %s",
 				selection(f), strings.Join(processList(p), ", "))
 		}
@@ -124,7 +137,7 @@ func (f *filterFlags) selected(p *profile.Profile, flt profile.Filter) (*profile
 	if flt.Focus != nil || flt.Ignore != nil {
 		rest := flt
 		rest.Focus, rest.Ignore, rest.Hide = nil, nil, nil
-		if r := p.Apply(rest); len(r.Samples) > 0 {
+		if r := p.Apply(rest); r.HasSamples() {
 			return nil, fmt.Errorf("%s: the busiest functions are %s",
 				stackSelection(f), strings.Join(busiest(r, 5), ", "))
 		}
@@ -275,6 +288,12 @@ func (f *filterFlags) filter() (profile.Filter, error) {
 // loadProfile reads recordings (default culprit.rec), showing progress on a
 // terminal for large inputs, and prints what was salvaged from damaged files.
 func loadProfile(paths []string, stderr io.Writer, merge bool) (*profile.Profile, error) {
+	return loadProfileWith(paths, stderr, loader.Options{Merge: merge})
+}
+
+// loadProfileWith is loadProfile with the loader's options (Progress is
+// set here).
+func loadProfileWith(paths []string, stderr io.Writer, opts loader.Options) (*profile.Profile, error) {
 	if len(paths) == 0 {
 		paths = []string{"culprit.rec"}
 	}
@@ -288,7 +307,6 @@ func loadProfile(paths []string, stderr io.Writer, merge bool) (*profile.Profile
 			total += st.Size()
 		}
 	}
-	opts := loader.Options{Merge: merge}
 	if f, ok := stderr.(*os.File); ok && term.IsTerminal(int(f.Fd())) && total > 32<<20 {
 		// The total is not known (records, not bytes): a spinner and a count,
 		// removed when done.

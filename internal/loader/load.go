@@ -285,7 +285,7 @@ func Load(paths []string, o Options) (*profile.Profile, error) {
 		probes: map[probeKey]int32{},
 	}
 	if o.Stream && !o.Merge {
-		l.stream = &streamState{}
+		l.stream = &streamState{keyIdx: map[stackKey]int32{}}
 	}
 	if l.sym == nil {
 		l.sym = symbol.New(symbol.Options{})
@@ -672,11 +672,13 @@ func (l *loader) addSample(v *recording.Sample, k stackKey, records uint64) {
 		}
 		return
 	}
-	s.Stack = l.keyIndex(k)
 	if l.stream != nil {
+		f := l.stream.files[k.file]
+		s.Stack = l.stream.key(k.file, f, k.space, k.stack, k.stack <= records+1024, true)
 		l.streamSample(&s)
 		return
 	}
+	s.Stack = l.keyIndex(k)
 	l.chunks.Add(s)
 }
 

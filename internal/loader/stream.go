@@ -35,11 +35,18 @@ import (
 
 // streamState is what the first reading keeps for the second.
 type streamState struct {
+	// keys are the stack keys (loader.keys is not used), found through
+	// the files' heads and next, or keyIdx for ids that are not dense.
+	keys    []stackKey
+	keyIdx  map[stackKey]int32
 	files   []*streamFile
 	firsts  []firstSample // by stack key (loader.keys)
 	count   int
 	minTime uint64
 	final   []int32 // by stack key: its index in Profile.Stacks
+	// next[k] is 1 + the next stack key of the chain k is on: the keys of
+	// a file's stack id (streamFile.heads), whatever their space version.
+	next []int32
 }
 
 // streamFile is a file as the first reading left it.
@@ -50,6 +57,45 @@ type streamFile struct {
 	late    uint64     // the largest lateness of a sample, ns
 	maxTime uint64     // the latest sample time read so far
 	spaces  []spaceSet // address-space versions, in the order made
+	// heads[id] is 1 + the first stack key of stack id, for the small
+	// dense ids writers give; keys of other ids are in loader.keyIdx.
+	heads []int32
+}
+
+// key returns the stack key of stack id in space sp (file is f's index),
+// adding it when add is set; -1 when it is not known. Found, as the
+// samples' merged entries are (loader.find), through a slice indexed by
+// the stack id rather than by hashing the key.
+func (st *streamState) key(file int, f *streamFile, sp *space, id uint64, dense, add bool) int32 {
+	if id < uint64(len(f.heads)) {
+		for k := f.heads[id]; k != 0; k = st.next[k-1] {
+			if st.keys[k-1].space == sp {
+				return k - 1
+			}
+		}
+	}
+	sk := stackKey{file: file, space: sp, stack: id}
+	if len(st.keyIdx) > 0 {
+		if i, ok := st.keyIdx[sk]; ok {
+			return i
+		}
+	}
+	if !add {
+		return -1
+	}
+	k := int32(len(st.keys))
+	st.keys = append(st.keys, sk)
+	if !dense {
+		st.keyIdx[sk] = k
+		st.next = append(st.next, 0)
+		return k
+	}
+	if id >= uint64(len(f.heads)) {
+		f.heads = append(f.heads, make([]int32, int(id)+1-len(f.heads)+1024)...)
+	}
+	st.next = append(st.next, f.heads[id])
+	f.heads[id] = k + 1
+	return k
 }
 
 // spaceSet is an address-space version made when record rec was added.
@@ -112,6 +158,7 @@ func (l *loader) streamSample(s *profile.Sample) {
 // stream.
 func (l *loader) endStream() {
 	st := l.stream
+	l.keys = st.keys
 	order := make([]int32, len(l.keys))
 	for i := range order {
 		order[i] = int32(i)
@@ -134,19 +181,18 @@ func (l *loader) endStream() {
 	}
 	st.firsts = nil
 	l.stacks, l.addrBlocks = nil, nil
-	keyIdx, keys := l.keyIdx, l.keys
-	l.keyIdx, l.keys = nil, nil
-	l.p.SetStream(st.count, func(yield func(*profile.Sample) bool) error {
-		return st.each(keyIdx, keys, yield)
-	})
+	l.keys = nil
+	// The stream holds st, not the loader and the objects it symbolized
+	// with.
+	l.p.SetStream(st.count, st.each)
 }
 
 // each reads the samples again, in time order, and yields each with its
 // stack resolved; it stops early when yield returns false.
-func (st *streamState) each(keyIdx map[stackKey]int32, keys []stackKey, yield func(*profile.Sample) bool) error {
+func (st *streamState) each(yield func(*profile.Sample) bool) error {
 	cs := make([]*cursor, 0, len(st.files))
 	for i, f := range st.files {
-		c, err := newCursor(st, i, f, keyIdx)
+		c, err := newCursor(st, i, f)
 		if err != nil {
 			return err
 		}
@@ -189,7 +235,6 @@ type cursor struct {
 	file    int
 	f       *streamFile
 	r       *recording.Reader
-	keyIdx  map[stackKey]int32
 	spaces  map[uint32]*space
 	log     int    // the next entry of f.spaces to replay
 	n       uint64 // records read
@@ -199,13 +244,13 @@ type cursor struct {
 	heap    sampleHeap
 }
 
-func newCursor(st *streamState, file int, f *streamFile, keyIdx map[stackKey]int32) (*cursor, error) {
+func newCursor(st *streamState, file int, f *streamFile) (*cursor, error) {
 	r, err := recording.OpenAt(f.f)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s again: %w", f.f.Name(), err)
 	}
 	r.Reuse()
-	return &cursor{st: st, file: file, f: f, r: r, keyIdx: keyIdx, spaces: map[uint32]*space{}}, nil
+	return &cursor{st: st, file: file, f: f, r: r, spaces: map[uint32]*space{}}, nil
 }
 
 // next sets *s to the file's next sample in time order; false when there is
@@ -242,7 +287,7 @@ func (c *cursor) next(s *profile.Sample) (bool, error) {
 			continue
 		}
 		stack := int32(-1)
-		if k, ok := c.keyIdx[stackKey{file: c.file, space: c.spaces[v.PID], stack: v.StackID}]; ok {
+		if k := c.st.key(c.file, c.f, c.spaces[v.PID], v.StackID, false, false); k >= 0 {
 			stack = c.st.final[k]
 		}
 		c.heap.push(heapSample{seq: c.seq, s: profile.Sample{Time: v.Time, PID: v.PID, TID: v.TID, CPU: v.CPU,

@@ -126,16 +126,19 @@ func (fl *frameLabels) stack(st int32, buf []int32) []int32 {
 // are those of p.Stacks, else as a map.
 func (p *Profile) perStack() (counts []int, other map[int32]int) {
 	counts = make([]int, len(p.Stacks))
-	for _, s := range p.Samples {
+	// A streamed profile that cannot be read again has the samples read
+	// so far (reading it failed for the command that streamed it).
+	_ = p.EachSample(func(s *Sample) bool {
 		if s.Stack >= 0 && int(s.Stack) < len(counts) {
 			counts[s.Stack] += s.N()
-			continue
+			return true
 		}
 		if other == nil {
 			other = map[int32]int{}
 		}
 		other[s.Stack] += s.N()
-	}
+		return true
+	})
 	return counts, other
 }
 
@@ -214,7 +217,7 @@ func (p *Profile) taskRows(threads bool) []FlatRow {
 		name string
 	}
 	counts := map[key]int{}
-	for _, s := range p.Samples {
+	_ = p.EachSample(func(s *Sample) bool { // as perStack
 		k := key{s.PID, ""}
 		if threads {
 			k = key{s.TID, p.ThreadNameAt(s.TID, s.Time)}
@@ -222,7 +225,8 @@ func (p *Profile) taskRows(threads bool) []FlatRow {
 			k.name = p.ProcessNameAt(s.PID, s.TID, s.Time)
 		}
 		counts[k] += s.N()
-	}
+		return true
+	})
 	N := p.SampleCount()
 	rows := make([]FlatRow, 0, len(counts))
 	for k, n := range counts {

@@ -203,7 +203,10 @@ func States(p *profile.Profile) (*Timeline, error) {
 	}
 	cls := classifier{p: p, memo: map[int32]State{}}
 	first := true
-	for _, s := range p.Samples {
+	// Samples are read in time order, from the recordings again when p is
+	// streamed.
+	err := p.EachSample(func(sp *profile.Sample) bool {
+		s := *sp
 		var ts *tstate
 		switch s.Event {
 		case recording.EventSwitchIn, recording.EventSwitch, recording.EventWakeup:
@@ -212,9 +215,9 @@ func States(p *profile.Profile) (*Timeline, error) {
 			if ts = states[s.TID]; ts != nil {
 				ts.lastSeen = s.Time
 			}
-			continue
+			return true
 		default:
-			continue
+			return true
 		}
 		if first {
 			tl.Start, first = s.Time, false
@@ -293,6 +296,10 @@ func States(p *profile.Profile) (*Timeline, error) {
 				w.early, w.earlyWaker, w.earlyIRQ, w.earlyStack = true, waker, irq, s.Stack
 			}
 		}
+		return true
+	})
+	if err != nil {
+		return nil, err
 	}
 	if tl.SwitchIns == 0 && tl.Wakeups == 0 {
 		return nil, ErrNoEvents

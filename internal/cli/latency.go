@@ -103,7 +103,9 @@ How latencies are inferred: docs/cli.md (culprit latency), docs/introperf.md.`,
 // kernel events IntroPerf needs (unless only CPU samples were asked for), and
 // runs the latency inference on it.
 func loadRun(path string, stderr io.Writer, flt profile.Filter, set introperf.EventSet, o introperf.Options) (*profile.Profile, *introperf.Result, error) {
-	p, err := loadProfile([]string{path}, stderr, false)
+	// The inference goes through the samples in time order: they are read
+	// again from the recording rather than held.
+	p, err := loadProfileWith([]string{path}, stderr, loader.Options{Stream: true})
 	if err != nil {
 		return nil, nil, err
 	}
@@ -115,11 +117,14 @@ func loadRun(path string, stderr io.Writer, flt profile.Filter, set introperf.Ev
 // IntroPerf needs (unless only CPU samples were asked for).
 func analyzeRun(p *profile.Profile, paths []string, stderr io.Writer, flt profile.Filter, set introperf.EventSet, o introperf.Options) (*profile.Profile, *introperf.Result, error) {
 	path := strings.Join(paths, ", ")
-	if len(p.Samples) == 0 {
+	if !p.HasSamples() {
 		return nil, nil, fmt.Errorf("%s has no samples", path)
 	}
 	counts := introperf.CountEvents(p)
-	kernelEvents := len(p.Samples) - counts[0]
+	kernelEvents := -counts[0]
+	for _, n := range counts {
+		kernelEvents += n
+	}
 	if kernelEvents == 0 && set != introperf.EventsCPU {
 		return nil, nil, fmt.Errorf("%s has no system call or context switch events (only %d CPU samples), and IntroPerf infers latencies from the stacks of those events.\n"+
 			"Record with: culprit record --events cpu,syscalls,sched -o %s -- CMD ARGS...\n"+
@@ -134,6 +139,9 @@ func analyzeRun(p *profile.Profile, paths []string, stderr io.Writer, flt profil
 	o.Events = set
 	o.Loads = loads
 	r := introperf.Analyze(p, o)
+	if r.Err != nil {
+		return nil, nil, r.Err
+	}
 	if r.Used == 0 {
 		return nil, nil, fmt.Errorf("%s: no event with a stack among the selected events (%s)", path, set)
 	}

@@ -285,7 +285,7 @@ func Load(paths []string, o Options) (*profile.Profile, error) {
 		probes: map[probeKey]int32{},
 	}
 	if o.Stream && !o.Merge {
-		l.stream = &streamState{keyIdx: map[stackKey]int32{}}
+		l.stream = &streamState{keyIdx: map[stackKey]int32{}, events: map[recording.Event]int{}}
 	}
 	if l.sym == nil {
 		l.sym = symbol.New(symbol.Options{})

@@ -42,6 +42,7 @@ type streamState struct {
 	files   []*streamFile
 	firsts  []firstSample // by stack key (loader.keys)
 	count   int
+	events  map[recording.Event]int // samples by event kind
 	minTime uint64
 	final   []int32 // by stack key: its index in Profile.Stacks
 	// next[k] is 1 + the next stack key of the chain k is on: the keys of
@@ -151,6 +152,7 @@ func (l *loader) streamSample(s *profile.Sample) {
 		st.minTime = s.Time
 	}
 	st.count++
+	st.events[s.Event]++
 }
 
 // endStream symbolizes the stack keys in the order of their first sample
@@ -184,7 +186,7 @@ func (l *loader) endStream() {
 	l.keys = nil
 	// The stream holds st, not the loader and the objects it symbolized
 	// with.
-	l.p.SetStream(st.count, st.each)
+	l.p.SetStream(st.events, st.each)
 }
 
 // each reads the samples again, in time order, and yields each with its

@@ -447,14 +447,7 @@ func (p *Profile) Apply(f Filter) *Profile {
 	if p.stream != nil {
 		// Selected as the samples are read; q.Stacks grows as they are
 		// (examined stacks are decided as their first sample is met).
-		q.SetStream(-1, func(yield func(*Sample) bool) error {
-			return p.stream(func(s *Sample) bool {
-				if !keep(s) {
-					return true
-				}
-				return yield(s)
-			})
-		})
+		q.setSelectionStream(p, keep)
 		if !trims {
 			q.Stacks = p.Stacks
 		}

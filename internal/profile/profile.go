@@ -191,6 +191,9 @@ type Profile struct {
 	// then does not hold; count is how many (-1: not known yet).
 	stream func(yield func(*Sample) bool) error
 	count  int
+	// events counts a streamed profile's samples by event kind, or, in a
+	// selection of one (Apply), bounds them from above; nil: not known.
+	events map[recording.Event]int
 }
 
 // SetStream makes p a streamed profile: its n samples are not held in
@@ -199,8 +202,51 @@ type Profile struct {
 // A streamed profile is for views that go through the samples in time
 // order once or a few times (timelines, latency); p.Stacks must hold every
 // stack the samples name.
-func (p *Profile) SetStream(n int, each func(yield func(*Sample) bool) error) {
-	p.Samples, p.stream, p.count = nil, each, n
+func (p *Profile) SetStream(events map[recording.Event]int, each func(yield func(*Sample) bool) error) {
+	n := 0
+	for _, c := range events {
+		n += c
+	}
+	p.Samples, p.stream, p.count, p.events = nil, each, n, events
+}
+
+// EventCounts counts p's samples by event kind (a merged profile's
+// Samples as one each).
+func (p *Profile) EventCounts() map[recording.Event]int {
+	out := map[recording.Event]int{}
+	if p.stream != nil && p.count >= 0 && p.events != nil {
+		for e, n := range p.events {
+			if n > 0 {
+				out[e] = n
+			}
+		}
+		return out
+	}
+	_ = p.EachSample(func(s *Sample) bool { // as perStack
+		out[s.Event]++
+		return true
+	})
+	return out
+}
+
+// MayHaveEvent reports whether p may have samples of event kind e: false
+// only when it is known to have none.
+func (p *Profile) MayHaveEvent(e recording.Event) bool {
+	return p.events == nil || p.events[e] > 0
+}
+
+// setSelectionStream makes q, a selection of the streamed p, yield what
+// keep keeps of p's samples.
+func (q *Profile) setSelectionStream(p *Profile, keep func(*Sample) bool) {
+	q.stream = func(yield func(*Sample) bool) error {
+		return p.stream(func(s *Sample) bool {
+			if !keep(s) {
+				return true
+			}
+			return yield(s)
+		})
+	}
+	q.count, q.events = -1, p.events
 }
 
 // Streamed reports whether p's samples are yielded by EachSample rather

@@ -191,6 +191,9 @@ type Result struct {
 	SyscallLimit string
 	Start, End   uint64 // first and last time used, ns
 	Objects      Objects
+	// Err is why the samples of a streamed profile could not be read
+	// again (Profile.EachSample); the result is then incomplete.
+	Err error
 }
 
 // KernelEvents is the number of system call and context switch events in
@@ -201,13 +204,7 @@ func (r *Result) KernelEvents() int {
 }
 
 // CountEvents counts p's samples by event kind.
-func CountEvents(p *profile.Profile) map[recording.Event]int {
-	out := map[recording.Event]int{}
-	for _, s := range p.Samples {
-		out[s.Event]++
-	}
-	return out
-}
+func CountEvents(p *profile.Profile) map[recording.Event]int { return p.EventCounts() }
 
 type reg struct {
 	ts, te      uint64 // on the thread's own clock (see thread.waited)
@@ -291,7 +288,8 @@ type inferer struct {
 // off from what came before and after. No instance is read across a
 // window's edge, where a call may have ended and another begun unseen.
 //
-// Events whose stack is empty are skipped. It never fails: an empty profile
+// Events whose stack is empty are skipped. It fails only when the samples
+// of a streamed profile cannot be read again (Result.Err): an empty profile
 // gives an empty result.
 func Analyze(p *profile.Profile, o Options) *Result {
 	set := o.Events
@@ -311,7 +309,8 @@ func Analyze(p *profile.Profile, o Options) *Result {
 	in.tos = slices.SortedFunc(slices.Values(p.Gaps), func(a, b profile.Gap) int { return cmp.Compare(a.To, b.To) })
 	threads := map[uint64]*thread{}
 	var order []*thread
-	for _, s := range p.Samples {
+	err := p.EachSample(func(sp *profile.Sample) bool {
+		s := *sp
 		if s.Event == recording.EventSwitchIn {
 			// The thread is back on a CPU: its wait since a preemption
 			// is known exactly (recorded with --events wakeup).
@@ -319,13 +318,13 @@ func Analyze(p *profile.Profile, o Options) *Result {
 				th.waited += s.Time - th.preempted
 				th.preempted = 0
 			}
-			continue
+			return true
 		}
 		if s.Event == recording.EventSyscallEnter {
 			res.Syscalls += max(s.Period, uint64(s.More)+1) // a merged sample: their sum
 		}
 		if !set.Has(s.Event) {
-			continue
+			return true
 		}
 		si := in.stack(s.Stack)
 		preempt := s.Event == recording.EventSwitch && runnable(s.Arg)
@@ -334,7 +333,7 @@ func Analyze(p *profile.Profile, o Options) *Result {
 		}
 		if len(si.funcs) == 0 {
 			res.Empty++
-			continue
+			return true
 		}
 		key := uint64(s.PID)<<32 | uint64(s.TID)
 		th := threads[key]
@@ -369,6 +368,11 @@ func Analyze(p *profile.Profile, o Options) *Result {
 		}
 		th.now, th.cpu = s.Time, s.CPU
 		in.event(th, s.Time-th.waited, si, s.Event)
+		return true
+	})
+	if err != nil {
+		res.Err = err
+		return res
 	}
 	// Close everything still open at each thread's last event.
 	for _, th := range order {
@@ -408,8 +412,18 @@ func (in *inferer) lostBetween(t0, t1 uint64, c0, c1 uint32) bool {
 	return false
 }
 
+// grow makes room in the caches for stack i of a streamed selection, whose
+// stacks are made as its samples are read (Profile.Apply).
+func (in *inferer) grow(i int32) {
+	if n := len(in.p.Stacks); int(i) >= len(in.cache) && int(i) < n {
+		in.cache = append(in.cache, make([]*stackInfo, n-len(in.cache))...)
+		in.cut = append(in.cut, make([]*stackInfo, n-len(in.cut))...)
+	}
+}
+
 // stack returns the function ids and CCT nodes of profile stack i.
 func (in *inferer) stack(i int32) *stackInfo {
+	in.grow(i)
 	if i < 0 || int(i) >= len(in.cache) {
 		return &in.empty
 	}
@@ -546,6 +560,7 @@ func runnable(prevState uint64) bool { return prevState&0xff == 0 }
 // only the wait for a CPU. A stack without a scheduler frame is kept whole,
 // so an interrupt or a page fault that did not preempt stays a context.
 func (in *inferer) preempted(i int32, si *stackInfo) *stackInfo {
+	in.grow(i)
 	if i < 0 || int(i) >= len(in.cut) {
 		return si
 	}

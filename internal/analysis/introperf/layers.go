@@ -160,12 +160,14 @@ func classify(p *profile.Profile, loads []profile.ObjectLoad) Objects {
 	// of theirs (libc's early initialisation comes after that).
 	state := make([]int8, len(p.Stacks)) // 0 unknown, 1 running, 2 not yet
 	started := map[uint32]uint64{}
-	for _, s := range p.Samples {
+	// A streamed profile that cannot be read again has failed Analyze.
+	_ = p.EachSample(func(sp *profile.Sample) bool {
+		s := *sp
 		if _, ok := started[s.PID]; ok {
-			continue
+			return true
 		}
 		if s.Stack < 0 || int(s.Stack) >= len(state) {
-			continue
+			return true
 		}
 		if state[s.Stack] == 0 {
 			state[s.Stack] = 2
@@ -180,7 +182,8 @@ func classify(p *profile.Profile, loads []profile.ObjectLoad) Objects {
 		if state[s.Stack] == 1 {
 			started[s.PID] = s.Time
 		}
-	}
+		return true
+	})
 	after := map[string]bool{}
 	before := map[string]bool{}
 	for _, l := range loads {

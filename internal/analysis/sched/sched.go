@@ -182,6 +182,9 @@ func States(p *profile.Profile) (*Timeline, error) {
 			return nil, fmt.Errorf("the recording keeps one in %s scheduler events (--event-period): thread states need them all", n)
 		}
 	}
+	if p.Streamed() && !p.MayHaveEvent(recording.EventSwitchIn) && !p.MayHaveEvent(recording.EventWakeup) {
+		return nil, ErrNoEvents // known without reading the samples again
+	}
 	tl := &Timeline{Threads: map[uint32]*Thread{}}
 	states := map[uint32]*tstate{}
 	get := func(pid, tid uint32) *tstate {

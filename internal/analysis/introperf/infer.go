@@ -297,7 +297,7 @@ func Analyze(p *profile.Profile, o Options) *Result {
 		set = EventsAll
 	}
 	tree := NewTree(o.Funcs)
-	res := &Result{Tree: tree, EventCounts: CountEvents(p)}
+	res := &Result{Tree: tree, EventCounts: map[recording.Event]int{}}
 	res.Lost = p.Lost
 	for _, m := range p.Metas {
 		if l := m.Extra[recording.ExtraSyscallLimit]; l != "" {
@@ -309,8 +309,13 @@ func Analyze(p *profile.Profile, o Options) *Result {
 	in.tos = slices.SortedFunc(slices.Values(p.Gaps), func(a, b profile.Gap) int { return cmp.Compare(a.To, b.To) })
 	threads := map[uint64]*thread{}
 	var order []*thread
+	// One pass over the samples, in time order, counts them, finds when
+	// each process started its program and infers latencies.
+	started := newStarts(p)
 	err := p.EachSample(func(sp *profile.Sample) bool {
 		s := *sp
+		res.EventCounts[s.Event]++
+		started.see(sp)
 		if s.Event == recording.EventSwitchIn {
 			// The thread is back on a CPU: its wait since a preemption
 			// is known exactly (recorded with --events wakeup).
@@ -381,7 +386,7 @@ func Analyze(p *profile.Profile, o Options) *Result {
 		}
 	}
 	tree.Normalize()
-	res.Objects = classify(p, o.Loads)
+	res.Objects = classify(p, o.Loads, started.at)
 	res.Instances = in.kept.Flat()
 	if o.Timeline {
 		SortInstances(res.Instances)

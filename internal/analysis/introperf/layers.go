@@ -94,7 +94,7 @@ func (o *Objects) Layer(fn Func) Layer {
 // program runs).
 // Mappings synthesised when attaching to a running process all predate the
 // first event, so an attached recording shows no plug-ins.
-func classify(p *profile.Profile, loads []profile.ObjectLoad) Objects {
+func classify(p *profile.Profile, loads []profile.ObjectLoad, started map[uint32]uint64) Objects {
 	o := Objects{Plugins: map[string]bool{}}
 	var cmd string
 	for _, m := range p.Metas {
@@ -155,35 +155,10 @@ func classify(p *profile.Profile, loads []profile.ObjectLoad) Objects {
 	}
 	o.LoadTimes = true
 	// The program starts running at the first event of each process with a
-	// user frame in a file-backed object other than the dynamic loader: the
-	// loader maps every library the program needs before it runs any code
-	// of theirs (libc's early initialisation comes after that).
-	state := make([]int8, len(p.Stacks)) // 0 unknown, 1 running, 2 not yet
-	started := map[uint32]uint64{}
-	// A streamed profile that cannot be read again has failed Analyze.
-	_ = p.EachSample(func(sp *profile.Sample) bool {
-		s := *sp
-		if _, ok := started[s.PID]; ok {
-			return true
-		}
-		if s.Stack < 0 || int(s.Stack) >= len(state) {
-			return true
-		}
-		if state[s.Stack] == 0 {
-			state[s.Stack] = 2
-			for _, fi := range p.Stacks[s.Stack] {
-				f := p.FrameAt(fi)
-				if !f.Kernel && strings.HasPrefix(f.Object, "/") && !loaderObject(f.Object) {
-					state[s.Stack] = 1
-					break
-				}
-			}
-		}
-		if state[s.Stack] == 1 {
-			started[s.PID] = s.Time
-		}
-		return true
-	})
+	// user frame in a file-backed object other than the dynamic loader
+	// (started, by starts): the loader maps every library the program
+	// needs before it runs any code of theirs (libc's early initialisation
+	// comes after that).
 	after := map[string]bool{}
 	before := map[string]bool{}
 	for _, l := range loads {
@@ -206,6 +181,47 @@ func classify(p *profile.Profile, loads []profile.ObjectLoad) Objects {
 		o.Note = "no event ran the main program: plug-ins are not told apart from libraries"
 	}
 	return o
+}
+
+// starts finds, as every sample of a profile is seen in time order, the
+// time each process started running its program (see classify): its
+// first sample with a user frame in a file-backed object other than the
+// dynamic loader.
+type starts struct {
+	p     *profile.Profile
+	state []int8 // by stack: 0 unknown, 1 running, 2 not yet
+	at    map[uint32]uint64
+}
+
+func newStarts(p *profile.Profile) *starts {
+	return &starts{p: p, state: make([]int8, len(p.Stacks)), at: map[uint32]uint64{}}
+}
+
+// see sees sample s.
+func (st *starts) see(s *profile.Sample) {
+	if _, ok := st.at[s.PID]; ok {
+		return
+	}
+	if n := len(st.p.Stacks); int(s.Stack) >= len(st.state) && int(s.Stack) < n {
+		// A streamed selection's stacks are made as its samples are read.
+		st.state = append(st.state, make([]int8, n-len(st.state))...)
+	}
+	if s.Stack < 0 || int(s.Stack) >= len(st.state) {
+		return
+	}
+	if st.state[s.Stack] == 0 {
+		st.state[s.Stack] = 2
+		for _, fi := range st.p.Stacks[s.Stack] {
+			f := st.p.FrameAt(fi)
+			if !f.Kernel && strings.HasPrefix(f.Object, "/") && !loaderObject(f.Object) {
+				st.state[s.Stack] = 1
+				break
+			}
+		}
+	}
+	if st.state[s.Stack] == 1 {
+		st.at[s.PID] = s.Time
+	}
 }
 
 // loaderObject reports whether an object path is the dynamic loader.

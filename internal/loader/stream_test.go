@@ -1,0 +1,181 @@
+package loader
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"testing"
+
+	"github.com/culprit-dev/culprit/internal/profile"
+	"github.com/culprit-dev/culprit/internal/recording"
+)
+
+// streamed lists what a profile's samples say, in the order EachSample
+// yields them, each with its stack's frames: what a view that goes through
+// them in time order sees.
+func streamed(t *testing.T, p *profile.Profile) []string {
+	t.Helper()
+	var out []string
+	err := p.EachSample(func(s *profile.Sample) bool {
+		var frames []profile.Frame
+		for _, fi := range p.StackAt(s.Stack) {
+			frames = append(frames, p.FrameAt(fi))
+		}
+		out = append(out, fmt.Sprintf("%d %d/%d cpu%d %d %v %d %d %v", s.Time, s.PID, s.TID, s.CPU, s.Period, s.Event, s.Arg, s.Stack, frames))
+		return true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// sameAsLoad checks that reading paths as a stream gives what Load holds:
+// the same samples in the same order with the same stacks, unfiltered and
+// through filters.
+func sameAsLoad(t *testing.T, paths []string) {
+	t.Helper()
+	full, err := Load(paths, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := Load(paths, Options{Stream: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !st.Streamed() || len(st.Samples) != 0 {
+		t.Fatalf("streamed=%v with %d samples held", st.Streamed(), len(st.Samples))
+	}
+	if st.SampleCount() != full.SampleCount() || st.StartTime != full.StartTime {
+		t.Errorf("stream: %d samples from %d, Load: %d from %d", st.SampleCount(), st.StartTime, full.SampleCount(), full.StartTime)
+	}
+	if !reflect.DeepEqual(st.Stacks, full.Stacks) || !reflect.DeepEqual(st.Frames, full.Frames) ||
+		!reflect.DeepEqual(st.Threads, full.Threads) || !reflect.DeepEqual(st.EventCounts(), full.EventCounts()) {
+		t.Errorf("stacks, frames, threads or event counts differ")
+	}
+	for _, f := range []profile.Filter{{AllEvents: true}, {}, {Kernel: profile.KernelExclude}, {Comms: []string{"other"}},
+		{TIDs: []uint32{12}, Hide: regexp.MustCompile("dispatch"), AllEvents: true}, {Focus: regexp.MustCompile("dispatch_2")},
+		{HasFrom: true, From: 1000, HasTo: true, To: 5000}} {
+		a, b := streamed(t, full.Apply(f)), streamed(t, st.Apply(f))
+		if !reflect.DeepEqual(a, b) {
+			n := 0
+			for n < len(a) && n < len(b) && a[n] == b[n] {
+				n++
+			}
+			t.Errorf("filter %+v: %d samples streamed, %d loaded, first difference at %d", f, len(b), len(a), n)
+		}
+		if len(a) == 0 && f.Comms == nil {
+			t.Errorf("filter %+v: no sample", f)
+		}
+	}
+}
+
+// mapMidway writes a recording like mergeRec's with process 11's
+// executable mapped again in the middle of its samples (a new version of
+// its address space, whose samples are keyed by it), stacks seen late, and
+// samples out of time order by up to 300 ns.
+func mapMidway(t *testing.T, timeBase uint64) string {
+	bin, offs, bid := hierFuncs(t)
+	st, err := os.Stat(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const base = 0x555555554000
+	mm := &recording.Mmap{Time: 1, PID: 11, TID: 11, Start: base, Len: uint64(st.Size()), Path: bin, BuildID: bid}
+	recs := []recording.Record{
+		&recording.Meta{Frequency: 1000},
+		&recording.Comm{Time: 1, PID: 11, TID: 11, Exec: true, Name: "hier"},
+		mm,
+		&recording.Comm{Time: 2, PID: 11, TID: 12, Name: "hier"},
+		&recording.Comm{Time: 3, PID: 21, TID: 21, Exec: true, Name: "other"},
+	}
+	leaf := func(fn string, d uint64) uint64 { return base + offs[fn] + d }
+	ret := func(fn string) uint64 { return base + offs[fn] + 9 }
+	stacks := [][]uint64{
+		{leaf("worker", 4), ret("dispatch_1"), ret("main")},
+		{leaf("worker", 8), ret("dispatch_2"), ret("main")},
+		{leaf("dispatch_2", 2), ret("main")},
+		{leaf("main", 1)},
+	}
+	tasks := [][2]uint32{{11, 11}, {11, 12}, {21, 21}}
+	for i := range 3000 {
+		if i%700 == 0 && i/700 < len(stacks) {
+			recs = append(recs, &recording.Stack{ID: uint64(i/700 + 1), User: stacks[i/700]})
+		}
+		if i == 1500 {
+			again := *mm
+			again.Time = timeBase + uint64(10*i)
+			recs = append(recs, &again)
+		}
+		task := tasks[i%3]
+		// Each block of 30 written back to front: up to 290 ns late.
+		j := i - i%30 + 29 - i%30
+		s := &recording.Sample{Time: timeBase + uint64(10*j), PID: task[0], TID: task[1], CPU: uint32(i % 2),
+			Period: 1000, StackID: uint64(1 + (i*7)%min(len(stacks), 1+i/700))}
+		if i%9 == 0 {
+			s.Event, s.Arg = recording.EventSyscallEnter, uint64(i%4)
+		}
+		recs = append(recs, s)
+	}
+	recs = append(recs, &recording.End{Time: timeBase + 40000})
+	return writeRec(t, recs...)
+}
+
+func TestStreamSameAsLoad(t *testing.T) {
+	t.Run("drained out of order", func(t *testing.T) { sameAsLoad(t, []string{mergeRec(t, false, 0)}) })
+	t.Run("renamed", func(t *testing.T) { sameAsLoad(t, []string{mergeRec(t, true, 0)}) })
+	t.Run("large stack ids", func(t *testing.T) { sameAsLoad(t, []string{mergeRec(t, false, 1<<40)}) })
+	t.Run("mapped again", func(t *testing.T) { sameAsLoad(t, []string{mapMidway(t, 100)}) })
+	// Two files whose times interleave, and tie: merged by time, the
+	// first file's first at equal times.
+	t.Run("two files", func(t *testing.T) {
+		sameAsLoad(t, []string{mapMidway(t, 100), mapMidway(t, 105), mergeRec(t, false, 1<<40)})
+	})
+}
+
+// A file still being written is read up to its last complete record: the
+// stream yields what the first reading saw, however much has been written
+// since.
+func TestStreamGrowingFile(t *testing.T) {
+	whole, err := os.ReadFile(mapMidway(t, 100))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for _, cut := range []int{len(whole) / 3, len(whole)/2 + 7, len(whole) - 3} {
+		t.Run(fmt.Sprint(cut), func(t *testing.T) {
+			part := filepath.Join(dir, fmt.Sprintf("part%d.rec", cut))
+			if err := os.WriteFile(part, whole[:cut], 0o600); err != nil {
+				t.Fatal(err)
+			}
+			full, err := Load([]string{part}, Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			st, err := Load([]string{part}, Options{Stream: true})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if full.Sources[0].Complete || st.Sources[0].Complete || full.SampleCount() == 0 {
+				t.Fatalf("cut at %d: complete %v/%v, %d samples", cut, full.Sources[0].Complete, st.Sources[0].Complete, full.SampleCount())
+			}
+			// The rest is written before the samples are read again.
+			f, err := os.OpenFile(part, os.O_APPEND|os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := io.WriteString(f, string(whole[cut:])); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			for _, flt := range []profile.Filter{{AllEvents: true}, {}} {
+				if a, b := streamed(t, full.Apply(flt)), streamed(t, st.Apply(flt)); !reflect.DeepEqual(a, b) {
+					t.Errorf("filter %+v: %d samples streamed after the file grew, %d read before", flt, len(b), len(a))
+				}
+			}
+		})
+	}
+}

@@ -26,7 +26,7 @@ import (
 // same open file, up to the record the first reading ended at (a file
 // still being written may have grown), replaying the first reading's
 // address-space versions at the records they were made at, so that each
-// sample finds its stack key. A sample waits in a heap until a sample
+// sample finds its stack key. A sample waits (window) until a sample
 // later than its time plus the file's lateness has been read: no sample
 // still to come can be earlier. Files are then merged by time, the earlier
 // file first at equal times, which is the order of Load's stable sort of
@@ -243,7 +243,7 @@ type cursor struct {
 	seq     uint64 // samples read
 	maxTime uint64
 	done    bool
-	heap    sampleHeap
+	wait    window
 }
 
 func newCursor(st *streamState, file int, f *streamFile) (*cursor, error) {
@@ -259,8 +259,8 @@ func newCursor(st *streamState, file int, f *streamFile) (*cursor, error) {
 // none left.
 func (c *cursor) next(s *profile.Sample) (bool, error) {
 	for {
-		if h := c.heap.items; len(h) > 0 && (c.done || h[0].s.Time+c.f.late < c.maxTime) {
-			*s = c.heap.pop()
+		if t, ok := c.wait.first(); ok && (c.done || t+c.f.late < c.maxTime) {
+			*s = c.wait.pop()
 			return true, nil
 		}
 		if c.done {
@@ -292,15 +292,69 @@ func (c *cursor) next(s *profile.Sample) (bool, error) {
 		if k := c.st.key(c.file, c.f, c.spaces[v.PID], v.StackID, false, false); k >= 0 {
 			stack = c.st.final[k]
 		}
-		c.heap.push(heapSample{seq: c.seq, s: profile.Sample{Time: v.Time, PID: v.PID, TID: v.TID, CPU: v.CPU,
+		c.wait.push(heapSample{seq: c.seq, s: profile.Sample{Time: v.Time, PID: v.PID, TID: v.TID, CPU: v.CPU,
 			Period: v.Period, Stack: stack, Event: v.Event, Arg: v.Arg}})
 		c.seq++
 		c.maxTime = max(c.maxTime, v.Time)
 	}
 }
 
-// heapSample is a sample waiting in a cursor's heap, seq its number in its
-// file.
+// window holds the samples read but not yet yielded, by time, then
+// number: those that came in order in a queue, the others in a heap.
+// Recordings are nearly in time order, so most samples take the queue's
+// constant time rather than the heap's logarithm.
+type window struct {
+	queue []heapSample // queue[head:] wait, in order
+	head  int
+	heap  sampleHeap
+}
+
+func (w *window) push(x heapSample) {
+	if n := len(w.queue); n == w.head || x.s.Time >= w.queue[n-1].s.Time {
+		if w.head > 4096 && 2*w.head > n {
+			w.queue = w.queue[:copy(w.queue, w.queue[w.head:])]
+			w.head = 0
+		}
+		w.queue = append(w.queue, x)
+		return
+	}
+	w.heap.push(x)
+}
+
+// fromHeap reports whether the first sample is the heap's.
+func (w *window) fromHeap() bool {
+	if len(w.heap.items) == 0 {
+		return false
+	}
+	if w.head == len(w.queue) {
+		return true
+	}
+	h, q := &w.heap.items[0], &w.queue[w.head]
+	return h.s.Time < q.s.Time || h.s.Time == q.s.Time && h.seq < q.seq
+}
+
+// first is the time of the first sample; false when none waits.
+func (w *window) first() (uint64, bool) {
+	if w.fromHeap() {
+		return w.heap.items[0].s.Time, true
+	}
+	if w.head < len(w.queue) {
+		return w.queue[w.head].s.Time, true
+	}
+	return 0, false
+}
+
+// pop removes and returns the first sample; one must wait.
+func (w *window) pop() profile.Sample {
+	if w.fromHeap() {
+		return w.heap.pop()
+	}
+	w.head++
+	return w.queue[w.head-1].s
+}
+
+// heapSample is a sample waiting in a cursor's window, seq its number in
+// its file.
 type heapSample struct {
 	seq uint64
 	s   profile.Sample

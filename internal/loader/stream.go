@@ -272,8 +272,7 @@ func (c *cursor) next(s *profile.Sample) (bool, error) {
 		}
 		rec, err := c.r.Next()
 		if err == io.EOF {
-			c.done = true // the file was cut since the first reading
-			continue
+			return false, fmt.Errorf("reading %s again: it was cut since it was first read (%d of its %d records left): read it again", c.f.f.Name(), c.n, c.f.records)
 		}
 		if err != nil {
 			return false, fmt.Errorf("reading %s again: %w", c.f.f.Name(), err)

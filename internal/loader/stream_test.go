@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/culprit-dev/culprit/internal/profile"
@@ -177,5 +178,26 @@ func TestStreamGrowingFile(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A file cut between the two readings is an error, not fewer samples.
+func TestStreamCutFile(t *testing.T) {
+	path := mapMidway(t, 100)
+	st, err := Load([]string{path}, Options{Stream: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(path, fi.Size()/2); err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	err = st.EachSample(func(*profile.Sample) bool { n++; return true })
+	if err == nil || !strings.Contains(err.Error(), "cut since it was first read") {
+		t.Errorf("after %d samples: error %v, want that the file was cut", n, err)
 	}
 }

@@ -60,7 +60,11 @@ func sameAsLoad(t *testing.T, paths []string) {
 	for _, f := range []profile.Filter{{AllEvents: true}, {}, {Kernel: profile.KernelExclude}, {Comms: []string{"other"}},
 		{TIDs: []uint32{12}, Hide: regexp.MustCompile("dispatch"), AllEvents: true}, {Focus: regexp.MustCompile("dispatch_2")},
 		{HasFrom: true, From: 1000, HasTo: true, To: 5000}} {
-		a, b := streamed(t, full.Apply(f)), streamed(t, st.Apply(f))
+		qa, qb := full.Apply(f), st.Apply(f)
+		if qa.SampleCount() != qb.SampleCount() || !reflect.DeepEqual(qa.EventCounts(), qb.EventCounts()) || qa.HasSamples() != qb.HasSamples() {
+			t.Errorf("filter %+v: %d samples streamed (%v), %d loaded (%v)", f, qb.SampleCount(), qb.EventCounts(), qa.SampleCount(), qa.EventCounts())
+		}
+		a, b := streamed(t, qa), streamed(t, qb)
 		if !reflect.DeepEqual(a, b) {
 			n := 0
 			for n < len(a) && n < len(b) && a[n] == b[n] {

@@ -191,14 +191,16 @@ type Profile struct {
 	// then does not hold; count is how many (-1: not known yet).
 	stream func(yield func(*Sample) bool) error
 	count  int
-	// events counts a streamed profile's samples by event kind, or, in a
-	// selection of one (Apply), bounds them from above; nil: not known.
-	events map[recording.Event]int
+	// events counts a streamed profile's samples by event kind (nil: not
+	// known); bound bounds the counts from above, in a selection of one
+	// (Apply) too.
+	events, bound map[recording.Event]int
 }
 
-// SetStream makes p a streamed profile: its n samples are not held in
-// Samples but yielded, in time order, by each (which reads them again from
-// the recordings, and may fail doing so), every time EachSample is called.
+// SetStream makes p a streamed profile: its samples, counted by event kind
+// in events, are not held in Samples but yielded, in time order, by each
+// (which reads them again from the recordings, and may fail doing so),
+// every time EachSample is called.
 // A streamed profile is for views that go through the samples in time
 // order once or a few times (timelines, latency); p.Stacks must hold every
 // stack the samples name.
@@ -207,14 +209,14 @@ func (p *Profile) SetStream(events map[recording.Event]int, each func(yield func
 	for _, c := range events {
 		n += c
 	}
-	p.Samples, p.stream, p.count, p.events = nil, each, n, events
+	p.Samples, p.stream, p.count, p.events, p.bound = nil, each, n, events, events
 }
 
 // EventCounts counts p's samples by event kind (a merged profile's
 // Samples as one each).
 func (p *Profile) EventCounts() map[recording.Event]int {
 	out := map[recording.Event]int{}
-	if p.stream != nil && p.count >= 0 && p.events != nil {
+	if p.stream != nil && p.events != nil {
 		for e, n := range p.events {
 			if n > 0 {
 				out[e] = n
@@ -232,7 +234,7 @@ func (p *Profile) EventCounts() map[recording.Event]int {
 // MayHaveEvent reports whether p may have samples of event kind e: false
 // only when it is known to have none.
 func (p *Profile) MayHaveEvent(e recording.Event) bool {
-	return p.events == nil || p.events[e] > 0
+	return p.bound == nil || p.bound[e] > 0
 }
 
 // setSelectionStream makes q, a selection of the streamed p, yield what
@@ -246,7 +248,7 @@ func (q *Profile) setSelectionStream(p *Profile, keep func(*Sample) bool) {
 			return yield(s)
 		})
 	}
-	q.count, q.events = -1, p.events
+	q.count, q.events, q.bound = -1, nil, p.bound
 }
 
 // Streamed reports whether p's samples are yielded by EachSample rather
@@ -276,9 +278,9 @@ func (p *Profile) HasSamples() bool {
 	if p.stream == nil || p.count >= 0 {
 		return p.SampleCount() > 0
 	}
-	any := false
-	_ = p.EachSample(func(*Sample) bool { any = true; return false })
-	return any
+	found := false
+	_ = p.EachSample(func(*Sample) bool { found = true; return false })
+	return found
 }
 
 // timedName is a thread's name from Time on.

@@ -191,7 +191,7 @@ func writeChromeSamples(cw *chromeWriter, p *profile.Profile) error {
 			return err
 		}
 	}
-	org := originOf(p, ts.first, ts.any)
+	org := originOf(p, ts.first, ts.ok)
 	tl := chromeTimeline{p: p, fj: chromeFrames{p: p, json: map[int32][2][]byte{}}}
 	for _, t := range threads {
 		if l := of[t]; l != nil {

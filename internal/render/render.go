@@ -86,9 +86,9 @@ func origin(p *profile.Profile) uint64 {
 	if p.Streamed() {
 		// The first sample read is the earliest.
 		var first uint64
-		any := false
-		_ = p.EachSample(func(s *profile.Sample) bool { first, any = s.Time, true; return false })
-		return originOf(p, first, any)
+		ok := false
+		_ = p.EachSample(func(s *profile.Sample) bool { first, ok = s.Time, true; return false })
+		return originOf(p, first, ok)
 	}
 	first, _, ok := timeRange(p)
 	return originOf(p, first, ok)
@@ -111,8 +111,8 @@ func threadLess(a, b threadID) bool {
 type threadSamples struct {
 	threads []threadID // in order of pid and tid
 	lists   []*sampleList
-	first   uint64 // the earliest sample's time (any: there is one)
-	any     bool
+	first   uint64 // the earliest sample's time (ok: there is one)
+	ok      bool
 }
 
 // sampleList is a thread's samples: per sample the uvarints of its time
@@ -153,8 +153,8 @@ func byThread(p *profile.Profile, inTime bool, each func(s *profile.Sample)) (*t
 			}
 			last, lastT = l, t
 		}
-		if !ts.any || s.Time < ts.first {
-			ts.first, ts.any = s.Time, true
+		if !ts.ok || s.Time < ts.first {
+			ts.first, ts.ok = s.Time, true
 		}
 		per := period(p, *s)
 		d := int64(per - l.per)
@@ -214,10 +214,10 @@ func (l *sampleList) each(f func(tsample)) {
 	}
 }
 
-// originOf is origin with the earliest sample's time given (any: there is
+// originOf is origin with the earliest sample's time given (ok: there is
 // a sample).
-func originOf(p *profile.Profile, first uint64, any bool) uint64 {
-	if p.StartTime != 0 && (!any || p.StartTime <= first) {
+func originOf(p *profile.Profile, first uint64, ok bool) uint64 {
+	if p.StartTime != 0 && (!ok || p.StartTime <= first) {
 		return p.StartTime
 	}
 	return first

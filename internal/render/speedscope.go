@@ -72,7 +72,7 @@ func WriteSpeedscope(w io.Writer, p *profile.Profile) error {
 	if err != nil {
 		return err
 	}
-	org := originOf(p, ts.first, ts.any)
+	org := originOf(p, ts.first, ts.ok)
 	bw := bufio.NewWriterSize(w, 256<<10)
 	str := func(v any) {
 		b, _ := json.Marshal(v) // strings and frames: cannot fail

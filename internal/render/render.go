@@ -117,13 +117,31 @@ type threadSamples struct {
 
 // sampleList is a thread's samples: per sample the uvarints of its time
 // after the one before, its period's zigzag difference from the one before
-// and 1 + its stack.
+// and 1 + its stack, in blocks of listBlock bytes (a slice grown by
+// appending would copy itself and hold up to twice its length).
 type sampleList struct {
-	buf       []byte
+	buf       [][]byte
 	n         int
 	time, per uint64 // the last sample's
 	startTime uint64 // the first sample's
 	sum       uint64 // the periods' sum
+}
+
+// listBlock is the size of a block of a sampleList.
+const listBlock = 64 << 10
+
+// block is the block the next sample goes into: the last one, or a new one
+// when the last has no room for one more sample.
+func (l *sampleList) block() []byte {
+	if n := len(l.buf); n > 0 && cap(l.buf[n-1])-len(l.buf[n-1]) >= 3*binary.MaxVarintLen64 {
+		return l.buf[n-1]
+	}
+	size := listBlock
+	if len(l.buf) == 0 {
+		size = 256 // threads with few samples take little
+	}
+	l.buf = append(l.buf, make([]byte, 0, size))
+	return l.buf[len(l.buf)-1]
 }
 
 // tsample is a sample of a thread as a timeline needs it.
@@ -158,9 +176,11 @@ func byThread(p *profile.Profile, inTime bool, each func(s *profile.Sample)) (*t
 		}
 		per := period(p, *s)
 		d := int64(per - l.per)
-		l.buf = binary.AppendUvarint(l.buf, s.Time-l.time) // mod 2^64 when out of order
-		l.buf = binary.AppendUvarint(l.buf, uint64(d<<1)^uint64(d>>63))
-		l.buf = binary.AppendUvarint(l.buf, uint64(int64(s.Stack)+1))
+		b := l.block()
+		b = binary.AppendUvarint(b, s.Time-l.time) // mod 2^64 when out of order
+		b = binary.AppendUvarint(b, uint64(d<<1)^uint64(d>>63))
+		b = binary.AppendUvarint(b, uint64(int64(s.Stack)+1))
+		l.buf[len(l.buf)-1] = b
 		l.time, l.per = s.Time, per
 		l.sum += per
 		l.n++
@@ -199,8 +219,15 @@ func byThread(p *profile.Profile, inTime bool, each func(s *profile.Sample)) (*t
 
 // each calls f with the thread's samples in time order.
 func (l *sampleList) each(f func(tsample)) {
-	b := l.buf
 	t, per := l.startTime, uint64(0)
+	for _, b := range l.buf {
+		decodeSamples(b, &t, &per, f)
+	}
+}
+
+// decodeSamples calls f with the samples of block b, the times and periods
+// counted on from *t and *per.
+func decodeSamples(b []byte, t, per *uint64, f func(tsample)) {
 	for len(b) > 0 {
 		dt, n := binary.Uvarint(b)
 		b = b[n:]
@@ -208,9 +235,9 @@ func (l *sampleList) each(f func(tsample)) {
 		b = b[n:]
 		st, n := binary.Uvarint(b)
 		b = b[n:]
-		t += dt
-		per += uint64(int64(z>>1) ^ -int64(z&1))
-		f(tsample{time: t, period: per, stack: int32(int64(st) - 1)})
+		*t += dt
+		*per += uint64(int64(z>>1) ^ -int64(z&1))
+		f(tsample{time: *t, period: *per, stack: int32(int64(st) - 1)})
 	}
 }
 

@@ -255,8 +255,8 @@ func (tl *chromeTimeline) write(cw *chromeWriter, t threadID, l *sampleList, org
 	// later than half a period after the first one's interval ends;
 	// between them, the events of the frames the two stacks share from
 	// the root down stay open.
-	tl.shared = tl.shared[:0]
-	tl.endAt = tl.endAt[:0]
+	tl.shared = slices.Grow(tl.shared[:0], l.n)
+	tl.endAt = slices.Grow(tl.endAt[:0], l.n+1)
 	var prev []int32
 	var lastEnd, lastPeriod uint64
 	l.each(func(s tsample) {

@@ -42,7 +42,7 @@ echo "# culprit $(git -C "$root" rev-parse --short HEAD), $(perf version), $(go 
 for r in a b; do
 	"$c" record -F $rate -o "$r.rec" -- "$out/target" "$secs" 2 2>"$out/rec.txt" >/dev/null
 	perf record -q -F $rate -g -o "$r.data" -- "$out/target" "$secs" 2 2>/dev/null >/dev/null
-	declare "n_$r=$(grep -o '[0-9]* samples written' "$out/rec.txt" | cut -d' ' -f1)"
+	declare "n_$r=$(grep -o '[0-9]* samples' "$out/rec.txt" | head -1 | cut -d' ' -f1)"
 	echo "# run $r: culprit $(eval echo \$n_$r) samples ($(stat -c %s "$r.rec") bytes)," \
 		"perf $(perf report -i "$r.data" --stdio -g none --sort pid 2>/dev/null | grep -o '^# Samples: [0-9.]*[KM]*' | cut -d' ' -f3) samples ($(stat -c %s "$r.data") bytes)"
 done

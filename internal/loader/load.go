@@ -284,7 +284,7 @@ func Load(paths []string, o Options) (*profile.Profile, error) {
 		vsrc:   map[recording.ValueSource]int32{},
 		probes: map[probeKey]int32{},
 	}
-	if o.Stream && !o.Merge {
+	if o.Stream && !o.Merge && regularFiles(paths) {
 		l.stream = &streamState{keyIdx: map[stackKey]int32{}, events: map[recording.Event]int{}}
 	}
 	if l.sym == nil {

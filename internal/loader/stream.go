@@ -113,6 +113,18 @@ type firstSample struct {
 	seq       uint64 // the sample's number in its file
 }
 
+// regularFiles reports whether every path is a regular file, which can be
+// read twice: a pipe (culprit export ... /dev/stdin) is read once, its
+// samples held.
+func regularFiles(paths []string) bool {
+	for _, p := range paths {
+		if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
+			return false
+		}
+	}
+	return true
+}
+
 // open opens a recording, keeping the file open when streaming.
 func (l *loader) open(path string) (*recording.Reader, error) {
 	if l.stream == nil {

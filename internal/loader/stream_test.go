@@ -8,6 +8,7 @@ import (
 	"reflect"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/culprit-dev/culprit/internal/profile"
@@ -203,5 +204,38 @@ func TestStreamCutFile(t *testing.T) {
 	err = st.EachSample(func(*profile.Sample) bool { n++; return true })
 	if err == nil || !strings.Contains(err.Error(), "cut since it was first read") {
 		t.Errorf("after %d samples: error %v, want that the file was cut", n, err)
+	}
+}
+
+// A recording that cannot be read twice (a pipe) is read once, its samples
+// held: asking for a stream still gives them.
+func TestStreamFromPipe(t *testing.T) {
+	path := mapMidway(t, 100)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(t.TempDir(), "pipe")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		f, err := os.OpenFile(fifo, os.O_WRONLY, 0)
+		if err != nil {
+			return
+		}
+		f.Write(data)
+		f.Close()
+	}()
+	p, err := Load([]string{fifo}, Options{Stream: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	full, err := Load([]string{path}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if a, b := streamed(t, full), streamed(t, p); !reflect.DeepEqual(a, b) || len(a) == 0 {
+		t.Errorf("from a pipe: %d samples, from the file %d", len(b), len(a))
 	}
 }

@@ -40,7 +40,7 @@ type streamState struct {
 	keys    []stackKey
 	keyIdx  map[stackKey]int32
 	files   []*streamFile
-	firsts  []firstSample // by stack key (loader.keys)
+	firsts  []firstSample // by stack key
 	count   int
 	events  map[recording.Event]int // samples by event kind
 	minTime uint64

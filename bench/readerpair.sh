@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Two culprit binaries on the same recordings, as interleaved pairs (the
+# order alternating), for the readers that go through samples in time order:
+# the speedscope and Chrome exports of a 1M-sample run and of it repeated to
+# 10M, latency and contexts on 1M and 10M events. Prints one row per pair:
+# wall, CPU (user+sys) and peak RSS of each binary, and the load average.
+#
+#   bench/readerpair.sh OLD NEW [DIR]
+#
+# DIR (default bench/out/report, where bench/report.sh leaves them) holds
+# a.rec (1M samples), seed.rec and seed-base.rec (IntroPerf recordings);
+# the 1M- and 10M-record files are made from them with bench/replicate.
+# Needs GNU time and go.
+set -euo pipefail
+old=$(realpath "$1")
+new=$(realpath "$2")
+root=$(cd "$(dirname "$0")/.." && pwd)
+dir=${3:-$root/bench/out/report}
+cd "$dir"
+(cd "$root" && go build -o "$dir/replicate" ./bench/replicate)
+[ -f ip.rec ] || ./replicate -n 1000000 seed.rec ip.rec
+[ -f big.rec ] || ./replicate -n 10000000 a.rec big.rec
+[ -f ipbig.rec ] || ./replicate -n 10000000 seed.rec ipbig.rec
+m() {
+	/usr/bin/time -o t.txt -f "%e %U %S %M" "$@" >/dev/null 2>&1 || true
+	awk '{printf "%s s, %.2f s, %d MiB", $1, $2+$3, $4/1024}' t.txt
+}
+echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "| command | old: wall, CPU, RSS | new: wall, CPU, RSS | load |"
+echo "|---|---|---|---|"
+for args in "export --format speedscope -o - a.rec" "export --format chrome -o - a.rec" "latency ip.rec" \
+	"contexts --base seed-base.rec --buggy ip.rec" "export --format speedscope -o - big.rec" \
+	"export --format chrome -o - big.rec" "latency ipbig.rec" "contexts --base seed-base.rec --buggy ipbig.rec"; do
+	n=3
+	case $args in *big*) n=2 ;; esac
+	for ((i = 0; i < n; i++)); do
+		if ((i % 2 == 0)); then
+			o=$(m "$old" $args)
+			w=$(m "$new" $args)
+		else
+			w=$(m "$new" $args)
+			o=$(m "$old" $args)
+		fi
+		echo "| $args | $o | $w | $(cut -d' ' -f1 /proc/loadavg) |"
+	done
+done
+rm -f big.rec ipbig.rec t.txt
+echo "# end $(date -u '+%H:%M UTC'), load average $(cut -d' ' -f1-3 /proc/loadavg)"

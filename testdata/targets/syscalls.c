@@ -1,4 +1,6 @@
-/* Spends its time in the kernel: many small writes to /dev/null. */
+/* Spends its time in the kernel: many small writes to /dev/null, then
+ * one short sleep, so that the thread is switched away at least once while
+ * alive (a switch away that blocks, whatever the machine's load). */
 #include <fcntl.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -14,5 +16,6 @@ int main(int argc, char **argv) {
 	int fd = open("/dev/null", O_WRONLY);
 	if (fd < 0) return 1;
 	write_many(fd, n);
+	usleep(2000);
 	return 0;
 }

@@ -20,6 +20,8 @@
 # PL/PLR/calls/FC/hot are from the last run. The Dynamic Stats the iterative
 # methods read are the ones the earlier cases of this script left (a fresh
 # directory each time; no-opt runs first), as the thesis precomputes them.
+# REFFLAGS adds flags to the reference recordings (e.g. --call-graph dwarf
+# for a program built without frame pointers, whose stacks must reach main).
 # Diff tracing cases run only with OLDER set to an older build of BINARY;
 # CASES (an extended regexp on the case names, e.g. 'no-opt|p:.*') runs
 # only some (keep no-opt first: the others are compared with it).
@@ -44,7 +46,8 @@ refruns=${REFRUNS:-200}
 mkdir -p "$out/ref"
 hotfrom=()
 for i in $(seq "$refruns"); do
-	"$out/culprit" record -F 9999 -o "$out/ref/$i.rec" -- "$bin" "$@" >/dev/null 2>&1 || { echo "culprit record failed" >&2; exit 1; }
+	# shellcheck disable=SC2086
+	"$out/culprit" record -F 9999 ${REFFLAGS:-} -o "$out/ref/$i.rec" -- "$bin" "$@" >/dev/null 2>&1 || { echo "culprit record failed" >&2; exit 1; }
 	[ "$i" -le $((refruns / 2)) ] && hotfrom+=(--hot-from "$out/ref/$i.rec")
 done
 check=()

@@ -201,7 +201,7 @@ calls), export --format chrome and diff. Patterns (#N sampling, --lib,
 				return usagef("--cpu-sample takes a frequency from 1 to 10000 (Hz), or 0 for off")
 			}
 			if o.CPUHz < 0 {
-				o.CPUHz = cpuSampleRate(exe)
+				o.CPUHz = defaultCPUHz
 			}
 			if o.CPUHz > 0 {
 				o.CPUSamples = cpuSamplesPath(exe)
@@ -237,7 +237,7 @@ calls), export --format chrome and diff. Patterns (#N sampling, --lib,
 	f.BoolVar(&o.Args, "args", false, "record each call's arguments (named and typed from DWARF) and its return value")
 	f.StringArrayVar(&o.Reads, "read", nil, "with --args: also record, at each call's entry, what this expression over a pointer parameter reads (p->len, c->req->hdr.id, *p, p[2]; member offsets and types from DWARF), shown as p->len=4; at most 2 a function; repeatable")
 	f.BoolVar(&o.Sched, "sched", false, "also record the threads' scheduler events (switches, with the blocking stack, and who woke whom), for culprit states")
-	f.IntVar(&o.CPUHz, "cpu-sample", -1, "also sample where the traced program's time goes, this many times a second per CPU, and keep the counts with the build's statistics: --keep-hot and the pipelines judge what is hot by them (the probes' own traps told apart); 0: off (default 9999 until the build's traces have 2000 samples, then 999)")
+	f.IntVar(&o.CPUHz, "cpu-sample", -1, "also sample where the traced program's time goes, this many times a second per CPU, and keep the counts with the build's statistics: --keep-hot and the pipelines judge what is hot by them (the probes' own traps told apart); 0: off (default 999; 9999 fills the build's pool faster, at a cost to the traced calls' times)")
 	f.BoolVar(&o.NoCPU, "no-cpu-time", false, "do not measure each call's time on the CPU, only its wall duration (saves a BPF program on every context switch of the machine and two map lookups per call)")
 	f.IntVar(&o.Depth, "depth", 0, "record only calls made with fewer than this many traced calls open below them on their thread (1: the outermost traced calls); 0: all")
 	f.IntVar(&o.TimedHz, "timed-sampling", 0, "record calls only in alternate phases of 1/HZ seconds, gathering then dormant (Perun's timed sampling: a cpu-clock event flips a flag the probes read); 0: always")
@@ -510,29 +510,16 @@ func cpuStatsFile(statsPath string) string {
 	return strings.TrimSuffix(statsPath, ".json") + ".cpu.json"
 }
 
-// Until the traces of a build have poolSamples CPU samples (outside the
-// probes' traps) the samples are taken at fastCPUHz, then at slowCPUHz.
-// A short program gives few samples (sqlite3's benchmark workload runs
-// 1.5 ms of its own code: 1.5 samples at 999 Hz), and a pool of 100 misses
-// a function at 1% of the run altogether in a third of cases; 2,000
-// samples measure a 1% share to ±0.45%.
-// The samples cost the traced program +21% of its time at 9999 Hz and +4%
-// at 999 Hz (sqlite3's main under one probe, docs/performance.md).
-const (
-	poolSamples = 2000
-	fastCPUHz   = 9999
-	slowCPUHz   = 999
-)
-
-// cpuSampleRate is the default rate of the CPU samples of a trace of exe.
-func cpuSampleRate(exe string) int {
-	if path, err := statsFile(exe); err == nil {
-		if c, err := readCPUStats(cpuStatsFile(path)); err == nil && c.Samples >= poolSamples {
-			return slowCPUHz
-		}
-	}
-	return fastCPUHz
-}
+// defaultCPUHz is the default rate of a trace's CPU samples. The samples
+// cost the traced program +4% of its time at 999 Hz and +21% at 9999 Hz
+// (sqlite3's main under one probe, docs/performance.md), and that cost
+// falls on the traced calls' own times: at 9999 Hz a model of
+// callgrowth's insert_sorted against its call order came out quadratic
+// where it is linear (e2e TestModelsCallOrder). A short program then
+// pools few samples a trace (sqlite3's benchmark workload: about 1.5):
+// --cpu-sample 9999 fills a build's pool faster, for the traces run to
+// find its hot functions.
+const defaultCPUHz = 999
 
 // cpuSamplesPath is where a trace of exe writes its CPU samples, to be
 // pooled by keepStats and removed: beside the build's statistics; "" (no

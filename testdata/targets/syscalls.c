@@ -1,6 +1,6 @@
-/* Spends its time in the kernel: many small writes to /dev/null, then
- * one short sleep, so that the thread is switched away at least once while
- * alive (a switch away that blocks, whatever the machine's load). */
+/* Spends its time in the kernel: one short sleep, so that the thread is
+ * switched away at least once while alive (a switch away that blocks,
+ * whatever the machine's load), then many small writes to /dev/null. */
 #include <fcntl.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -15,7 +15,7 @@ int main(int argc, char **argv) {
 	long n = argc > 1 ? atol(argv[1]) : 2000000;
 	int fd = open("/dev/null", O_WRONLY);
 	if (fd < 0) return 1;
-	write_many(fd, n);
 	usleep(2000);
+	write_many(fd, n);
 	return 0;
 }

@@ -15,7 +15,7 @@ func TestFocusIgnoreHide(t *testing.T) {
 	testutil.NeedRoot(t)
 	bin := testutil.C(t, "hier-O2", []string{"hier.c"}, "-O2", "-g")
 	out := rec(t)
-	mustRun(t, "record", "-o", out, "--", bin, "6")
+	mustRun(t, "record", "-o", out, "--", bin, "10")
 	all := flat(t, out)
 	if all.Samples < 150 {
 		t.Fatalf("only %d samples", all.Samples)

@@ -51,7 +51,7 @@ func TestSyscallAndSwitchEvents(t *testing.T) {
 	n, p := count("1")
 	// Each recorded call's entry and exit stand for Period calls: the call
 	// and those its thread made since its previous recorded one.
-	var stood [3]uint64 // by event: all entries, all exits; [0]: write entries
+	var stood [3]uint64      // by event: all entries, all exits; [0]: write entries
 	var last *profile.Sample // the last recorded entry
 	for i := range p.Samples {
 		s := &p.Samples[i]

@@ -69,8 +69,8 @@ func Open(path string) (*Info, error) {
 	}
 	defer f.Close()
 	used := path
-	if !hasDWARF(f) {
-		if dp, df := elfx.DebugFile(f, path, []string{"/usr/lib/debug"}, hasDWARF); df != nil {
+	if !HasDWARF(f) {
+		if dp, df := elfx.DebugFile(f, path, []string{"/usr/lib/debug"}, HasDWARF); df != nil {
 			defer df.Close()
 			f, used = df, dp
 		}
@@ -87,7 +87,10 @@ func Open(path string) (*Info, error) {
 // Open found one), or "" for FromELF.
 func (i *Info) Path() string { return i.path }
 
-func hasDWARF(f *elf.File) bool {
+// HasDWARF reports whether an ELF file carries DWARF of its own (a
+// .debug_info or compressed .zdebug_info section with contents), not only
+// a link to a separate debug file.
+func HasDWARF(f *elf.File) bool {
 	s := f.Section(".debug_info")
 	if s == nil {
 		s = f.Section(".zdebug_info")
@@ -102,7 +105,7 @@ func FromELF(f *elf.File) (*Info, error) {
 	if f.Machine != elf.EM_X86_64 {
 		return nil, fmt.Errorf("dwarfx: %v objects are not supported (x86-64 only)", f.Machine)
 	}
-	if !hasDWARF(f) {
+	if !HasDWARF(f) {
 		return nil, errors.New("no DWARF debug information (.debug_info)")
 	}
 	dw, err := elfx.DWARFData(f, "info", "loc", "loclists", "addr")

@@ -74,8 +74,7 @@ func ownDWARF(path string) bool {
 		return false
 	}
 	defer f.Close()
-	s := f.Section(".debug_info")
-	return s != nil && s.Type != elf.SHT_NOBITS && s.Size > 0
+	return dwarfx.HasDWARF(f)
 }
 
 // exeSchema is the schema of one executable, resolved against its DWARF.

@@ -870,7 +870,7 @@ func TestViewRecursionPages(t *testing.T) {
 	base, _ := startView(t, r)
 	errs := regexp.MustCompile(`<div id="errors">.*?</div></div>|<div id="errors"></div>`)
 	for _, v := range []string{"source?f=descend", "disasm?f=descend", "source?f=round_", "source?f=%5Emain%24", "disasm?f=round_",
-		"peek?f=descend", "peek?f=round_&h=main"} {
+		"peek?f=descend", "peek?f=round_&h=%5Emain%24"} {
 		// A hide matching nothing, or for peek (which reads hides) the
 		// default node fraction: the whole profile of lines or addresses.
 		whole := "&h=a%5E"

@@ -123,7 +123,7 @@ func hasDebugInfo(path string) bool {
 		return false
 	}
 	defer f.Close()
-	return f.Section(".debug_info") != nil || f.Section(".zdebug_info") != nil
+	return elfx.HasDWARF(f)
 }
 
 // checkBinary refuses a path that is not a compiled program, saying what

@@ -69,8 +69,8 @@ func Open(path string) (*Info, error) {
 	}
 	defer f.Close()
 	used := path
-	if !HasDWARF(f) {
-		if dp, df := elfx.DebugFile(f, path, []string{"/usr/lib/debug"}, HasDWARF); df != nil {
+	if !elfx.HasDWARF(f) {
+		if dp, df := elfx.DebugFile(f, path, []string{"/usr/lib/debug"}, elfx.HasDWARF); df != nil {
 			defer df.Close()
 			f, used = df, dp
 		}
@@ -87,17 +87,6 @@ func Open(path string) (*Info, error) {
 // Open found one), or "" for FromELF.
 func (i *Info) Path() string { return i.path }
 
-// HasDWARF reports whether an ELF file carries DWARF of its own (a
-// .debug_info or compressed .zdebug_info section with contents), not only
-// a link to a separate debug file.
-func HasDWARF(f *elf.File) bool {
-	s := f.Section(".debug_info")
-	if s == nil {
-		s = f.Section(".zdebug_info")
-	}
-	return s != nil && s.Type != elf.SHT_NOBITS && s.Size > 0
-}
-
 // FromELF reads the DWARF of an open ELF file; f may be closed afterwards.
 // Relocatable objects (.o) are read through debug/elf, which applies
 // relocations to the DIEs but not to location lists.
@@ -105,7 +94,7 @@ func FromELF(f *elf.File) (*Info, error) {
 	if f.Machine != elf.EM_X86_64 {
 		return nil, fmt.Errorf("dwarfx: %v objects are not supported (x86-64 only)", f.Machine)
 	}
-	if !HasDWARF(f) {
+	if !elfx.HasDWARF(f) {
 		return nil, errors.New("no DWARF debug information (.debug_info)")
 	}
 	dw, err := elfx.DWARFData(f, "info", "loc", "loclists", "addr")

@@ -122,3 +122,14 @@ func fileCRC(p string) (uint32, error) {
 	}
 	return h.Sum32(), nil
 }
+
+// HasDWARF reports whether an ELF file carries DWARF of its own (a
+// .debug_info or compressed .zdebug_info section with contents), not only
+// a link to a separate debug file.
+func HasDWARF(f *elf.File) bool {
+	s := f.Section(".debug_info")
+	if s == nil {
+		s = f.Section(".zdebug_info")
+	}
+	return s != nil && s.Type != elf.SHT_NOBITS && s.Size > 0
+}

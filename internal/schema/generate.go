@@ -52,7 +52,7 @@ func Generate(path string, o Options) (*Schema, error) {
 	}
 	info, err := dwarfx.Open(path)
 	if err != nil {
-		if s := f.Section(".debug_info"); s == nil || s.Type == elf.SHT_NOBITS || s.Size == 0 {
+		if !elfx.HasDWARF(f) {
 			return nil, &NoDWARFError{Path: path}
 		}
 		return nil, err

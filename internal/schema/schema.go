@@ -408,7 +408,7 @@ func variablesOf(path string) (map[Key]bool, error) {
 	if err != nil {
 		if f, ferr := elf.Open(path); ferr == nil {
 			defer f.Close()
-			if sec := f.Section(".debug_info"); sec == nil || sec.Type == elf.SHT_NOBITS {
+			if !elfx.HasDWARF(f) {
 				return nil, &NoDWARFError{Path: path}
 			}
 		}

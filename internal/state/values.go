@@ -74,7 +74,7 @@ func ownDWARF(path string) bool {
 		return false
 	}
 	defer f.Close()
-	return dwarfx.HasDWARF(f)
+	return elfx.HasDWARF(f)
 }
 
 // exeSchema is the schema of one executable, resolved against its DWARF.

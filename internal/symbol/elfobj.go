@@ -232,7 +232,7 @@ func (d *objData) loadOnce() error {
 		}
 	}
 
-	hasDWARF := f.Section(".debug_info") != nil && f.Section(".debug_info").Type != elf.SHT_NOBITS
+	hasDWARF := elfx.HasDWARF(f)
 	var dbg *elf.File
 	if !hasDWARF && !d.standIn {
 		if p, df := elfx.DebugFile(f, d.path, d.debugDirs, debugUsable); df != nil {
@@ -279,10 +279,7 @@ func (d *objData) loadOnce() error {
 
 // debugUsable accepts a debug file with DWARF or a symbol table.
 func debugUsable(df *elf.File) bool {
-	if s := df.Section(".debug_info"); s != nil && s.Type != elf.SHT_NOBITS {
-		return true
-	}
-	return df.Section(".symtab") != nil
+	return elfx.HasDWARF(df) || df.Section(".symtab") != nil
 }
 
 // goTable reads Go's pclntab, which survives -ldflags=-s -w.

@@ -292,19 +292,26 @@ func (r *refiner) refine(calls []recording.Call, probes []recording.Probe, off [
 		probed[p.Function] = true
 	}
 	// Functions of the threads that ended the intervals' waits, from the
-	// wake-ups' stacks, when they stand for enough of the variance. A
-	// probe's return trampoline hides the frames above it from the
-	// unwinder, so each is proposed the round its stack shows it. A
-	// waker that returned in none of the round's calls (its thread's
-	// loop) is timed by nothing: its callees are proposed instead.
+	// wake-ups' stacks, chosen by their share of the variance and their
+	// specificity as factors are (k, d). A probe's return trampoline
+	// hides the frames above it from the unwinder, so each is proposed
+	// the round its stack shows it. A waker that returned in none of the
+	// round's calls (its thread's loop) is timed by nothing: its callees
+	// are proposed instead.
 	var wk []string
 	if live != nil && live.tl != nil {
-		for _, f := range live.wakers(res, r.d) {
-			if !slices.Contains(r.wakers, f) {
-				r.wakers = append(r.wakers, f)
-			}
-		}
 		ret := returned(calls, probes)
+		// The candidates: not yet chosen, and not timed by a probe
+		// already (a probed function that returns is a node of the
+		// tree, chosen or not as its factors are).
+		var cands []wakerShare
+		for _, w := range live.wakers(res) {
+			if slices.Contains(r.wakers, w.fn) || probed[w.fn] && ret[w.fn] || !probed[w.fn] && !tracer.Traceable(w.fn) {
+				continue
+			}
+			cands = append(cands, w)
+		}
+		r.wakers = append(r.wakers, selectWakers(cands, r.heights, res.Top, r.k, r.d)...)
 		for _, f := range r.wakers {
 			switch {
 			case !probed[f]:

@@ -46,13 +46,22 @@ func newLiveSched(events []tracer.SchedEvent) *liveSched {
 	return ls
 }
 
+// wakerShare is a function of the executable on the stacks of the
+// wake-ups that ended waits on the intervals' critical paths, with the
+// share of the intervals' latency variance its stretches of the paths
+// hold.
+type wakerShare struct {
+	fn    string
+	share float64
+}
+
 // wakers are the functions of the executable on the stacks of the
 // wake-ups that ended waits on the intervals' critical paths (a waker's
-// own waits followed to its waker), those whose stretches of the paths
-// hold at least d of the intervals' latency variance (Cov(x_f, T) /
-// Var(T), x_f the time of interval T's path that a wake-up from f stood
-// for: these shares of a partition add up to 1), in the order seen.
-func (ls *liveSched) wakers(res *variance.Result, d float64) []string {
+// own waits followed to its waker), each with the share of the
+// intervals' latency variance its stretches of the paths hold
+// (Cov(x_f, T) / Var(T), x_f the time of interval T's path that a
+// wake-up from f stood for), in the order seen.
+func (ls *liveSched) wakers(res *variance.Result) []wakerShare {
 	if ls.tl == nil || len(res.Spans) < 2 {
 		return nil
 	}
@@ -89,10 +98,40 @@ func (ls *liveSched) wakers(res *variance.Result, d float64) []string {
 	if v <= 0 {
 		return nil
 	}
-	var out []string
+	out := make([]wakerShare, 0, len(order))
 	for _, f := range order {
-		if stat.Covariance(x[f], T, nil)/v >= d {
-			out = append(out, f)
+		out = append(out, wakerShare{f, stat.Covariance(x[f], T, nil) / v})
+	}
+	return out
+}
+
+// selectWakers chooses among the wakers' functions as Algorithm 1
+// chooses factors: ranked by share × specificity², (H − h)² with h the
+// function's height in the static call graph and H the root's (top),
+// the k best, of which those whose share is over d.
+func selectWakers(ws []wakerShare, heights map[string]int, top, k int, d float64) []string {
+	type scored struct {
+		wakerShare
+		score float64
+	}
+	ranked := make([]scored, 0, len(ws))
+	for _, w := range ws {
+		s := float64(max(top-heights[w.fn], 0))
+		ranked = append(ranked, scored{w, w.share * s * s})
+	}
+	slices.SortStableFunc(ranked, func(a, b scored) int {
+		if c := cmp.Compare(b.score, a.score); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(b.share, a.share); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.fn, b.fn)
+	})
+	var out []string
+	for i := 0; i < k && i < len(ranked); i++ {
+		if ranked[i].share > d {
+			out = append(out, ranked[i].fn)
 		}
 	}
 	return out

@@ -205,6 +205,8 @@ type Result struct {
 	Probes  int `json:"probes"`
 	Height  int `json:"tree_height"`  // levels of the variance tree below its root
 	Breadth int `json:"tree_breadth"` // factors under the widest node
+	// Top is the root's height, H of the specificity (H − h)².
+	Top int `json:"-"`
 	// Factors are the selected factors (Algorithm 1: top K by score,
 	// those over D); Ranked every factor by score.
 	Factors []*Factor `json:"factors"`
@@ -882,7 +884,7 @@ func Analyse(in Input) (*Result, error) {
 		return tn
 	}
 	res.Tree = build(0, col(0), 0)
-	res.Height, res.Breadth = height, breadth
+	res.Height, res.Breadth, res.Top = height, breadth, top
 	for _, f := range factors {
 		f.Score = f.Specificity * f.Contribution
 		slices.SortStableFunc(f.Sites, func(a, b *Site) int { return cmp.Compare(b.Contribution, a.Contribution) })

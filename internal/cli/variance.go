@@ -297,7 +297,8 @@ func (r *refiner) refine(calls []recording.Call, probes []recording.Probe, off [
 	// hides the frames above it from the unwinder, so each is proposed
 	// the round its stack shows it. A waker that returned in none of the
 	// round's calls (its thread's loop) is timed by nothing: its callees
-	// are proposed instead.
+	// are proposed instead; so are those of a waker whose stacks show it
+	// is its thread's base, without probing it first.
 	var wk []string
 	if live != nil && live.tl != nil {
 		ret := returned(calls, probes)
@@ -314,7 +315,20 @@ func (r *refiner) refine(calls []recording.Call, probes []recording.Probe, off [
 		r.wakers = append(r.wakers, selectWakers(cands, r.heights, res.Top, r.k, r.d)...)
 		for _, f := range r.wakers {
 			switch {
-			case !probed[f]:
+			case !probed[f] && live.base[f] && !r.opened[f]:
+				// A waker thread's base (its start routine): it returns
+				// only when the thread ends, so its callees are probed
+				// at once rather than it first.
+				if r.opened == nil {
+					r.opened = map[string]bool{}
+				}
+				r.opened[f] = true
+				for _, c := range r.cg[f] {
+					if !probed[c] && tracer.Traceable(c) {
+						wk = append(wk, c)
+					}
+				}
+			case !probed[f] && !r.opened[f]:
 				if tracer.Traceable(f) {
 					wk = append(wk, f)
 				}

@@ -20,15 +20,21 @@ import (
 type liveSched struct {
 	tl    *sched.Timeline // nil: no usable events
 	funcs [][]string      // a wake-up stack's functions, by its index
+	// base are the functions seen as a waker thread's base (its start
+	// routine, or main: tracer.SchedEvent.Base).
+	base map[string]bool
 }
 
 // newLiveSched builds the timeline. The switches away carry no kernel
 // stack here, so every wait is "io": the path and its wakers are right,
 // the kind of wait is the recording's to tell.
 func newLiveSched(events []tracer.SchedEvent) *liveSched {
-	ls := &liveSched{}
+	ls := &liveSched{base: map[string]bool{}}
 	p := &profile.Profile{Samples: make([]profile.Sample, 0, len(events))}
 	for _, e := range events {
+		if e.Base != "" {
+			ls.base[e.Base] = true
+		}
 		st := int32(-1)
 		if len(e.Funcs) > 0 {
 			st = int32(len(ls.funcs))

@@ -20,6 +20,12 @@ type SchedEvent struct {
 	// waker's user stack at that moment, innermost first (each once):
 	// what the thread that ended a wait was doing when it ended it.
 	Funcs []string
+	// Base is, when the stack was unwound to the thread's first frame,
+	// the function of the executable the thread runs in, entered from
+	// outside it (a thread's start routine, called by the C library, or
+	// main): it returns only when the thread ends, so a probe on it
+	// times nothing of an interval.
+	Base string
 }
 
 // funcTable names the functions of the traced executable by address,
@@ -30,6 +36,7 @@ type funcTable struct {
 	funcs []funcSym // sorted by value
 	loads []elf.ProgHeader
 	same  map[string]bool // mapping path → it is the executable
+	entry string          // the function at the ELF entry point (_start)
 }
 
 func newFuncTable(path string) *funcTable {
@@ -53,7 +60,17 @@ func newFuncTable(path string) *funcTable {
 		t.funcs = append(t.funcs, funcSym{s.Name, s.Value, s.Value + s.Size})
 	}
 	sort.Slice(t.funcs, func(i, j int) bool { return t.funcs[i].value < t.funcs[j].value })
+	t.entry = t.byAddr(f.Entry)
 	return t
+}
+
+// byAddr returns the function of the executable at virtual address va.
+func (t *funcTable) byAddr(va uint64) string {
+	i := sort.Search(len(t.funcs), func(i int) bool { return t.funcs[i].end > va })
+	if i < len(t.funcs) && t.funcs[i].value <= va {
+		return t.funcs[i].name
+	}
+	return ""
 }
 
 // isExe reports whether a mapping's file is the executable.
@@ -76,24 +93,24 @@ func (t *funcTable) name(off uint64) string {
 		if off < p.Off || off >= p.Off+p.Filesz {
 			continue
 		}
-		va := off - p.Off + p.Vaddr
-		i := sort.Search(len(t.funcs), func(i int) bool { return t.funcs[i].end > va })
-		if i < len(t.funcs) && t.funcs[i].value <= va {
-			return t.funcs[i].name
-		}
-		return ""
+		return t.byAddr(off - p.Off + p.Vaddr)
 	}
 	return ""
 }
 
 // wakerFuncs names the executable's functions on a wake-up's user chain
 // (innermost first; return addresses are looked up one byte back, in the
-// call instruction).
-func (s *session) wakerFuncs(user []uint64) []string {
+// call instruction), and the thread's base function when the chain
+// reaches the thread's first frame: the outermost function of the
+// executable called from another object (the C library's thread start,
+// or its start of main), with nothing but other objects' frames and the
+// executable's entry point outside it.
+func (s *session) wakerFuncs(user []uint64) (out []string, base string) {
 	if s.funcs == nil {
 		s.funcs = newFuncTable(s.exe)
 	}
-	var out []string
+	last := "" // the executable's function of the frame before
+	outside := false
 	for i, pc := range user {
 		if i > 0 {
 			pc--
@@ -103,17 +120,33 @@ func (s *session) wakerFuncs(user []uint64) []string {
 			s.readMaps()
 			if m, ok = s.maps.Find(pc); !ok {
 				s.maps.Add(proc.Mapping{Start: pc, End: pc + 1}) // unknown: do not read again for it
-				continue
 			}
 		}
-		if !s.funcs.isExe(m.Path) {
+		if !ok || m.Path == "" || m.Path[0] != '/' {
+			// Not a file's code (a probe's return trampoline, an unknown
+			// address): the chain is cut here.
+			last, outside = "", false
 			continue
 		}
-		if n := s.funcs.name(pc - m.Start + m.Offset); n != "" && !slices.Contains(out, n) {
+		if !s.funcs.isExe(m.Path) {
+			if last != "" && !outside {
+				base, outside = last, true
+			}
+			continue
+		}
+		n := s.funcs.name(pc - m.Start + m.Offset)
+		if n == s.funcs.entry && outside {
+			continue // the entry point, below main
+		}
+		last, outside, base = n, false, ""
+		if n != "" && !slices.Contains(out, n) {
 			out = append(out, n)
 		}
 	}
-	return out
+	if !outside {
+		base = ""
+	}
+	return out, base
 }
 
 // onSched keeps the scheduler events of the current round for Refine.
@@ -123,7 +156,10 @@ func (s *session) onSched(smp recording.Sample, user []uint64) {
 	}
 	e := SchedEvent{Sample: smp}
 	if smp.Event == recording.EventWakeup && smp.Arg&recording.WakeupInterrupt == 0 {
-		e.Funcs = s.wakerFuncs(user)
+		e.Funcs, e.Base = s.wakerFuncs(user)
+		if smp.Truncated {
+			e.Base = "" // the chain lost callers: its outermost frame is not the thread's first
+		}
 	}
 	s.schedRound = append(s.schedRound, e)
 }

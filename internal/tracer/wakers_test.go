@@ -32,9 +32,31 @@ func TestWakerFuncs(t *testing.T) {
 	// return addresses: at(w, 1) names worker's first byte, at(w, 3) is
 	// worker again (each function once), at(m, m.Size), just past main's
 	// last byte, names main.
-	got := s.wakerFuncs([]uint64{0x7f0000000100, at(w, 1), at(w, 3), at(m, m.Size)})
-	if len(got) != 2 || got[0] != "worker" || got[1] != "main" {
-		t.Errorf("named %v, want [worker main]", got)
+	got, b := s.wakerFuncs([]uint64{0x7f0000000100, at(w, 1), at(w, 3), at(m, m.Size)})
+	if len(got) != 2 || got[0] != "worker" || got[1] != "main" || b != "" {
+		t.Errorf("named %v, base %q, want [worker main] and no base (the chain ends in the executable)", got, b)
+	}
+	// The thread's base: the outermost function of the executable called
+	// from another object, with only other objects' frames (and the entry
+	// point, below main) outside it; a chain cut by an address of no file
+	// (a return trampoline) or that goes back into the executable from
+	// another object (a callback) has no base there.
+	lib := uint64(0x7f0000000200)
+	entry := base + testutil.ProgOffset(t, f, f.Entry) + 1
+	for _, c := range []struct {
+		chain []uint64
+		want  string
+	}{
+		{[]uint64{lib, at(w, 1), lib, lib}, "worker"},
+		{[]uint64{lib, at(w, 1), at(m, 1), lib, entry}, "main"},
+		{[]uint64{lib, at(w, 1), lib, at(m, 1), lib}, "main"},
+		{[]uint64{lib, at(w, 1), 0xdead0000, lib}, ""},
+		{[]uint64{lib, at(w, 1), lib, 0xdead0000}, ""},
+		{[]uint64{lib, lib}, ""},
+	} {
+		if _, b := s.wakerFuncs(c.chain); b != c.want {
+			t.Errorf("chain %x: base %q, want %q", c.chain, b, c.want)
+		}
 	}
 	if _, err := os.Stat("/usr/lib/libc.so.6"); err == nil && s.funcs.isExe("/usr/lib/libc.so.6") {
 		t.Errorf("the C library is taken for the executable")

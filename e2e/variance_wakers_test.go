@@ -163,3 +163,54 @@ func TestVarianceGoroutines(t *testing.T) {
 	}
 	t.Errorf("main.slowStep is not a factor: %+v", r.Ranked)
 }
+
+// A held-out case for the same refinement: varpool's lock mode, written
+// before it, where a thread named "holder" keeps the mutex the requests'
+// locked_update takes for 4 ms at a time. Nothing names hold_big (the
+// holder's function, which handle never calls); with --sched the
+// wake-ups of the lock waits lead refinement to the holder's thread,
+// whose base function (its start routine, which never returns) has its
+// callees probed at once, and "hold_big (waker)" is a node of the tree
+// under locked_update and a factor. The run lasts about 0.4 s on a quiet
+// machine: two rounds fit in it, where probing the loop first made three.
+func TestVarianceWakerFoundLockHolder(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "varpool", []string{"varpool.c"}, "-O2", "-g", "-pthread")
+	out := rec(t)
+	mustRun(t, "variance", "--sched", "--trap-budget", "0", "--start", "handle", "--round-intervals", "300",
+		"-o", out, "--", bin, "lock", "12000", "2")
+	var r struct {
+		varianceJSON
+		Tree struct {
+			Children []struct {
+				Label    string `json:"label"`
+				Children []struct {
+					Label string  `json:"label"`
+					Mean  float64 `json:"mean_ns"`
+				} `json:"children"`
+			} `json:"children"`
+		} `json:"tree"`
+	}
+	if err := json.Unmarshal([]byte(mustRun(t, "variance", "-i", out, "--format", "json")), &r); err != nil {
+		t.Fatal(err)
+	}
+	const fn = "hold_big (waker)"
+	found := false
+	for _, c := range r.Tree.Children {
+		for _, k := range c.Children {
+			if c.Label == "locked_update" && k.Label == fn && k.Mean > 0 {
+				found = true
+				t.Logf("%d intervals, %d rounds: %s %.0f ns under locked_update", r.Intervals, r.Rounds, fn, k.Mean)
+			}
+		}
+	}
+	if !found {
+		t.Errorf("no %s under locked_update: %+v", fn, r.Tree.Children)
+	}
+	for _, f := range r.Ranked {
+		if f.Kind == "variance" && len(f.Names) == 1 && f.Names[0] == fn {
+			return
+		}
+	}
+	t.Errorf("%s is not a factor: %+v", fn, r.Ranked)
+}

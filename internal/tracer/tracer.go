@@ -166,6 +166,17 @@ type windows struct {
 	off      []recording.ProbesOff
 	rate     float64   // traps per second in the last window that was over the budget
 	checked  time.Time // when the window's traps were last counted
+	// cycle is when the probes began to be set for the current window
+	// (or when it followed a window within the budget), base the traps
+	// counted then: setting them costs traps too (the counts start at 0
+	// with each setting).
+	cycle time.Time
+	base  uint64
+	// removal are the traps counted while the probes were last removed;
+	// spent those of every cycle ended, begun when the first window did.
+	removal uint64
+	spent   uint64
+	begun   time.Time
 }
 
 // losses are the tracer's counts of calls it could not record as last
@@ -342,7 +353,7 @@ func (s *session) attach(pid int) error {
 	}
 	s.probing = probing{next: time.Now().Add(s.o.ProbingCheck), detached: map[uint32]time.Time{}, wait: map[uint32]time.Duration{}, base: map[uint32]uint64{}}
 	s.res.Attach = time.Since(start)
-	s.win = windows{on: true, since: time.Now(), until: time.Now().Add(s.o.Window)}
+	s.win = windows{on: true, since: time.Now(), until: time.Now().Add(s.o.Window), cycle: start, begun: start}
 	s.res.Probes = len(s.targets)
 	s.res.Rounds = 1
 	return nil
@@ -625,8 +636,12 @@ func (s *session) finish(exitCode int) (Result, error) {
 			total += o.End - o.Start
 		}
 		s.res.Pauses, s.res.Off = n, time.Duration(total)
-		s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("the probes took %.0f traps a second, over the budget of %.0f (--trap-budget): they were off %d times, %s in all",
-			s.win.rate, s.o.TrapBudget, n, s.res.Off.Round(time.Millisecond)))
+		spent := s.win.spent
+		if s.win.on {
+			spent += s.traps() - s.win.base
+		}
+		s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("the probes took %.0f traps a second, over the budget of %.0f (--trap-budget): they were off %d times, %s in all; %d traps in all, %.0f a second over the run",
+			s.win.rate, s.o.TrapBudget, n, s.res.Off.Round(time.Millisecond), spent, float64(spent)/time.Since(s.win.begun).Seconds()))
 	}
 	s.drain(0)
 	s.closeCPU()
@@ -797,11 +812,17 @@ func (s *session) window() {
 			return
 		}
 		s.win.checked = now
-		if float64(s.traps()-s.win.traps) < s.o.TrapBudget*s.o.Window.Seconds() {
+		// A window may take what a whole window at the budget would,
+		// or, when more, as many traps as the last removal of the
+		// probes cost: then about half of what a pause pays for goes
+		// to the window's intervals.
+		allow := max(s.o.TrapBudget*s.o.Window.Seconds(), float64(s.win.removal))
+		if float64(s.traps()-s.win.traps) < allow {
 			return
 		}
 	}
 	if !s.win.on {
+		cycle := time.Now()
 		if err := s.set(0, s.pid); err != nil {
 			s.t.Detach()
 			s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("setting the probes again after a pause: %v; they stay off", err))
@@ -812,19 +833,30 @@ func (s *session) window() {
 		s.win.off = append(s.win.off, off)
 		s.w.Write(&off)
 		s.win.on, s.win.since, s.win.until, s.win.traps = true, time.Now(), time.Now().Add(s.o.Window), s.traps()
+		s.win.cycle, s.win.base = cycle, 0
 		return
 	}
 	traps := s.traps()
 	rate := float64(traps-s.win.traps) / now.Sub(s.win.since).Seconds()
 	if rate <= s.o.TrapBudget {
 		s.win.since, s.win.until, s.win.traps = now, now.Add(s.o.Window), traps
+		s.win.cycle, s.win.base = now, traps
 		return
 	}
 	s.win.rate = rate
-	pause := time.Duration(float64(now.Sub(s.win.since)) * (rate/s.o.TrapBudget - 1))
 	s.win.offStart = monotonic()
 	s.t.Pause()
-	s.win.on, s.win.since, s.win.until = false, time.Now(), time.Now().Add(pause)
+	// Removing hundreds of probes takes from tens of milliseconds to
+	// seconds on a busy machine, the breakpoints going one by one while
+	// the program goes on trapping at the window's rate. The traps
+	// counted while they went, and while they were set, are the
+	// window's as much as its own: the pause makes the average over the
+	// whole cycle, from the setting's start, the budget.
+	after := s.traps()
+	s.win.removal = after - traps
+	s.win.spent += after - s.win.base
+	pause := time.Duration(float64(after-s.win.base)/s.o.TrapBudget*float64(time.Second)) - time.Since(s.win.cycle)
+	s.win.on, s.win.since, s.win.until = false, time.Now(), time.Now().Add(max(pause, 0))
 }
 
 // wait waits up to pollInterval for the process to exit (pidfd), then

@@ -42,6 +42,7 @@ func newVariance() *cobra.Command {
 		queue       string
 		budget      float64
 		window      time.Duration
+		setShare    float64
 	)
 	c := &cobra.Command{
 		Use:   "variance --start FUNC [--end FUNC] [flags] -- CMD [ARGS...]\n  culprit variance --start FUNC [--end FUNC] -p PID --duration D\n  culprit variance -i FILE",
@@ -80,6 +81,9 @@ from VProfiler: docs/variance.md.`,
 			}
 			if budget < 0 || window < 0 {
 				return usagef("--trap-budget and --window cannot be negative")
+			}
+			if setShare < 0 || setShare > 1 {
+				return usagef("--set-share is a fraction of the time, from 0 to 1")
 			}
 			if rounds < 1 || perRound < 2 {
 				return usagef("--rounds must be at least 1 and --round-intervals at least 2")
@@ -133,7 +137,7 @@ from VProfiler: docs/variance.md.`,
 			}
 			heights := variance.Heights(cg)
 			o := tracer.Options{Output: output, Duration: duration, Tool: "culprit " + Version, Args: spec.Key != "" || spec.QueueKey != "", Sched: schedEv,
-				TrapBudget: budget, Window: window,
+				TrapBudget: budget, Window: window, SetShare: setShare,
 				Extra: map[string]string{variance.ExtraStart: spec.Start, variance.ExtraEnd: spec.End, variance.ExtraKey: spec.Key, variance.ExtraAttach: spec.Attach,
 					variance.ExtraQueue: spec.Queue(), variance.ExtraQueueKey: spec.QueueKey}}
 			// Keys through pointers (c->id) are read at the probes.
@@ -225,6 +229,7 @@ from VProfiler: docs/variance.md.`,
 	f.BoolVar(&schedEv, "sched", false, "also record the scheduler's switches and wake-ups, to split each factor's time into on-CPU, runnable and blocked (lock, I/O, sleep) and follow each interval's critical path across threads: functions a waker ran while the interval waited become factors, 'F (waker)', and refinement probes the functions on the wakers' stacks")
 	f.Float64Var(&budget, "trap-budget", 10000, "most probe traps a second, on average (each costs the program 1-10 µs, two per call): above it the probes are set for --window at a time with pauses between, and only the intervals inside a window are analysed; 0: no limit")
 	f.DurationVar(&window, "window", time.Second, "with --trap-budget: how long the probes stay set at a time")
+	f.Float64Var(&setShare, "set-share", 0.05, "with --trap-budget: once over the budget, the most share of the time the probes are set, their setting and removal included (a trap's cost moves tenfold with the machine's load; this bounds what the probes take from the program); 0: no bound")
 	f.BoolVar(&tree, "tree", false, "print the variance tree")
 	f.StringVar(&format, "format", "text", "output format: text or json")
 	f.StringVarP(&output, "output", "o", "variance.rec", "recording file to write")

@@ -69,6 +69,13 @@ type Options struct {
 	// set again. Each pause is a ProbesOff record.
 	TrapBudget float64
 	Window     time.Duration // default 1 s
+	// SetShare, with TrapBudget, bounds the share of the time the probes
+	// are set (from the start of their setting to the end of their
+	// removal) once a window is over the budget: a trap's cost varies
+	// tenfold with the machine's load and the instruction probed, the
+	// share of the time the program runs with probes does not, and it
+	// bounds what the probes can take from it. 0: no bound.
+	SetShare float64
 	// Sched also records the process's scheduler events: switches away
 	// (with prev_state and the blocking stack), switches onto a CPU and
 	// the wake-ups its threads make (recorder.OpenSched).
@@ -177,6 +184,9 @@ type windows struct {
 	removal uint64
 	spent   uint64
 	begun   time.Time
+	// set is how long the probes were set in the cycles ended, their
+	// setting and removal included.
+	set time.Duration
 }
 
 // losses are the tracer's counts of calls it could not record as last
@@ -636,12 +646,14 @@ func (s *session) finish(exitCode int) (Result, error) {
 			total += o.End - o.Start
 		}
 		s.res.Pauses, s.res.Off = n, time.Duration(total)
-		spent := s.win.spent
+		spent, set := s.win.spent, s.win.set
 		if s.win.on {
 			spent += s.traps() - s.win.base
+			set += start.Sub(s.win.cycle) + s.res.Detach
 		}
-		s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("the probes took %.0f traps a second, over the budget of %.0f (--trap-budget): they were off %d times, %s in all; %d traps in all, %.0f a second over the run",
-			s.win.rate, s.o.TrapBudget, n, s.res.Off.Round(time.Millisecond), spent, float64(spent)/time.Since(s.win.begun).Seconds()))
+		run := time.Since(s.win.begun)
+		s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("the probes took %.0f traps a second, over the budget of %.0f (--trap-budget): they were off %d times, %s in all; %d traps in all, %.0f a second over the run; set %.1f%% of the time, setting and removal included",
+			s.win.rate, s.o.TrapBudget, n, s.res.Off.Round(time.Millisecond), spent, float64(spent)/run.Seconds(), 100*set.Seconds()/run.Seconds()))
 	}
 	s.drain(0)
 	s.closeCPU()
@@ -855,7 +867,13 @@ func (s *session) window() {
 	after := s.traps()
 	s.win.removal = after - traps
 	s.win.spent += after - s.win.base
-	pause := time.Duration(float64(after-s.win.base)/s.o.TrapBudget*float64(time.Second)) - time.Since(s.win.cycle)
+	on := time.Since(s.win.cycle)
+	s.win.set += on
+	cycle := time.Duration(float64(after-s.win.base) / s.o.TrapBudget * float64(time.Second))
+	if s.o.SetShare > 0 {
+		cycle = max(cycle, time.Duration(float64(on)/s.o.SetShare))
+	}
+	pause := cycle - on
 	s.win.on, s.win.since, s.win.until = false, time.Now(), time.Now().Add(max(pause, 0))
 }
 

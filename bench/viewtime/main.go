@@ -24,6 +24,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/chromedp/cdproto/cdp"
+	"github.com/chromedp/cdproto/performance"
 	"github.com/chromedp/chromedp"
 )
 
@@ -125,14 +127,17 @@ func run(culprit, chromium, rec string) error {
 		return err
 	}
 
+	var split []string // where Chromium's time went, per page drawn
 	t = time.Now()
 	c0 := cpuTime(pid)
+	m0 := chromeMetrics(bctx)
 	if err := chromedp.Do(bctx, chromedp.Navigate(base+"pprof/all/flamegraph"),
 		chromedp.WaitVisible(chromedp.CSS(`#stack-chart .boxtext`))); err != nil {
 		return fmt.Errorf("flame graph: %v", err)
 	}
 	flame := time.Since(t)
 	flameCPU := cpuTime(pid) - c0
+	split = append(split, pageSplit(bctx, "flame", m0))
 
 	// A range: the first cell of the time view's heat map (20 ms) with
 	// samples from half a second on (a busy machine may leave a target
@@ -144,18 +149,36 @@ func run(culprit, chromium, rec string) error {
 	rng := fmt.Sprintf("%dms-%dms", from, from+width)
 	t = time.Now()
 	c0 = cpuTime(pid)
+	m0 = chromeMetrics(bctx)
 	if err := chromedp.Do(bctx, chromedp.Navigate(base+"pprof/"+rng+"/flamegraph"),
 		chromedp.WaitVisible(chromedp.CSS(`#stack-chart .boxtext`))); err != nil {
 		return fmt.Errorf("range flame graph: %v", err)
 	}
 	rangeFirst := time.Since(t)
 	rangeCPU := cpuTime(pid) - c0
+	split = append(split, pageSplit(bctx, "range", m0))
+	m0 = chromeMetrics(bctx)
 	t = time.Now()
 	if err := chromedp.Do(bctx, chromedp.Navigate(base+"pprof/"+rng+"/flamegraph"),
 		chromedp.WaitVisible(chromedp.CSS(`#stack-chart .boxtext`))); err != nil {
 		return fmt.Errorf("range flame graph again: %v", err)
 	}
 	rangeAgain := time.Since(t)
+	split = append(split, pageSplit(bctx, "again", m0))
+
+	// A page of pprof's with no script of its own beyond the menus (top,
+	// from the responses kept): what any navigation costs Chromium here.
+	if _, err := timeGet(base+"pprof/all/top", "top"); err != nil {
+		return err
+	}
+	m0 = chromeMetrics(bctx)
+	t = time.Now()
+	if err := chromedp.Do(bctx, chromedp.Navigate(base+"pprof/all/top"),
+		chromedp.WaitVisible(chromedp.CSS(`#toptable tr`))); err != nil {
+		return fmt.Errorf("top: %v", err)
+	}
+	topPaint := time.Since(t)
+	split = append(split, pageSplit(bctx, "top", m0))
 
 	// pprof's other views of the whole profile over HTTP (the server's
 	// answer, no drawing): the function views, then those of lines and
@@ -191,8 +214,8 @@ func run(culprit, chromium, rec string) error {
 			hwm = strings.Fields(l)[1]
 		}
 	}
-	fmt.Printf("ready_ms=%s ready_cpu_ms=%s open_ms=%s open_cpu_ms=%s time_view_paint_ms=%s cells=%d time_data_ms=%s flamegraph_paint_ms=%s flamegraph_cpu_ms=%s range_flamegraph_first_ms=%s range_cpu_ms=%s range_flamegraph_again_ms=%s top_ms=%s graph_ms=%s peek_ms=%s source_ms=%s disasm_ms=%s views_again_max_ms=%s peak_rss_kib=%s\n",
-		ms(ready), ms(readyCPU), ms(open), ms(openCPU), ms(timePaint), cells, ms(data), ms(flame), ms(flameCPU), ms(rangeFirst), ms(rangeCPU), ms(rangeAgain), viewMS[0], viewMS[1], viewMS[2], viewMS[3], viewMS[4], ms(again), hwm)
+	fmt.Printf("ready_ms=%s ready_cpu_ms=%s open_ms=%s open_cpu_ms=%s time_view_paint_ms=%s cells=%d time_data_ms=%s flamegraph_paint_ms=%s flamegraph_cpu_ms=%s range_flamegraph_first_ms=%s range_cpu_ms=%s range_flamegraph_again_ms=%s top_ms=%s graph_ms=%s peek_ms=%s source_ms=%s disasm_ms=%s views_again_max_ms=%s peak_rss_kib=%s top_paint_ms=%s %s\n",
+		ms(ready), ms(readyCPU), ms(open), ms(openCPU), ms(timePaint), cells, ms(data), ms(flame), ms(flameCPU), ms(rangeFirst), ms(rangeCPU), ms(rangeAgain), viewMS[0], viewMS[1], viewMS[2], viewMS[3], viewMS[4], ms(again), hwm, ms(topPaint), strings.Join(split, " "))
 	return nil
 }
 
@@ -239,4 +262,62 @@ func sampledCell(u string) (from, width int, err error) {
 		}
 	}
 	return 0, 0, fmt.Errorf("time view's data: no samples from 500 ms on")
+}
+
+// chromeMetrics returns Chromium's run-time metrics of the page (script,
+// layout and style time as the renderer's threads counted it), or nil.
+func chromeMetrics(ctx context.Context) map[string]float64 {
+	m := map[string]float64{}
+	err := chromedp.Do(ctx, chromedp.Func(func(ctx context.Context, t *chromedp.Target) error {
+		if _, err := cdp.Call(ctx, t, performance.Enable, performance.EnableParams{TimeDomain: performance.EnableTimeDomainThreadTicks}); err != nil {
+			return err
+		}
+		r, err := cdp.Call(ctx, t, performance.GetMetrics, cdp.Empty{})
+		if err != nil {
+			return err
+		}
+		for _, x := range r.Metrics {
+			m[x.Name] = x.Value
+		}
+		return nil
+	}))
+	if err != nil {
+		return nil
+	}
+	return m
+}
+
+// pageSplit returns where the page drawn last spent its time, as
+// key=value pairs named after what: from the page's navigation timing
+// (the server's answer, its transfer, parsing with pprof's script up to
+// the DOM, the load event, the first paint with content) and the
+// renderer's thread time in script, layout and style since m0 (the
+// metrics before the navigation), with the boxes drawn and the page's
+// size.
+func pageSplit(ctx context.Context, what string, m0 map[string]float64) string {
+	js := `(() => {
+	  const n = performance.getEntriesByType('navigation')[0];
+	  const p = performance.getEntriesByName('first-contentful-paint')[0];
+	  return [n.responseStart - n.startTime, n.responseEnd - n.responseStart,
+	    n.domInteractive - n.responseEnd, n.loadEventEnd - n.domInteractive,
+	    p ? p.startTime : -1, n.transferSize || n.decodedBodySize,
+	    document.querySelectorAll('#stack-chart .boxbg').length];
+	})()`
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[[]float64](js))
+	if err != nil || len(v) != 7 {
+		return what + "_split=none"
+	}
+	out := fmt.Sprintf("%s_server_ms=%.0f %s_transfer_ms=%.0f %s_parse_ms=%.0f %s_toload_ms=%.0f %s_fcp_ms=%.0f %s_kb=%.0f %s_boxes=%.0f",
+		what, v[0], what, v[1], what, v[2], what, v[3], what, v[4], what, v[5]/1024, what, v[6])
+	m1 := chromeMetrics(ctx)
+	if m0 != nil && m1 != nil {
+		for _, k := range []string{"ScriptDuration", "LayoutDuration", "RecalcStyleDuration", "TaskDuration"} {
+			d := m1[k] - m0[k]
+			if d < 0 { // a new renderer: its counts start at the navigation
+				d = m1[k]
+			}
+			out += fmt.Sprintf(" %s_%s_ms=%.0f", what, strings.ToLower(strings.TrimSuffix(k, "Duration")), d*1000)
+		}
+	}
+	return out
 }

@@ -19,14 +19,18 @@ import (
 // least that wide keeps its width, its self gap and its place; the frame
 // a stack is cut at keeps its own width (under 4 pixels on a chart up to
 // 8,192 pixels wide, so not drawn); nothing it held is drawn; the
-// functions in no stack kept are sent as their place in the list. pprof's
-// script draws other views of the same stacks without asking the server
-// (a frame clicked becomes the root, a search pivots): the page fetches
-// the whole set (flameStacksPath, the same query) once it is drawn and
-// puts it in place of the trimmed one, so those views show every stack.
-// It is pprof's own JSON, untouched; pprof's Go packages that write it
-// are internal, so culprit reads it from the page, and serves the page
-// unchanged when the page is not what it expects.
+// functions in no stack kept are sent as an empty entry, which keeps the
+// others' indexes. No source carries its places (the stack slots where it
+// occurs): they follow from the stacks, and were two thirds of the page,
+// so the page's script fills them in (culpritPlaces) before pprof's
+// script reads them. pprof's script draws other views of the same stacks
+// without asking the server (a frame clicked becomes the root, a search
+// pivots): the page fetches the whole set (flameStacksPath, the same
+// query, also without places) once it is drawn and puts it in place of
+// the trimmed one, so those views show every stack. It is pprof's own
+// JSON otherwise; pprof's Go packages that write it are internal, so
+// culprit reads it from the page, and serves the page unchanged when the
+// page is not what it expects.
 
 // minFlameFraction is the narrowest box, as a fraction of the whole
 // profile, that a flame graph page keeps what is below: pprof draws no
@@ -81,9 +85,10 @@ func flameStacks(page []byte) (js []byte, start, end int, err error) {
 }
 
 // trimFlamePage returns pprof's flame graph page with its stacks trimmed
-// to what the first view draws and the script that fetches the whole set
-// from stacksURL, or page itself when it is not a flame graph page of the
-// shape culprit reads or trimming leaves it as it is.
+// to what the first view draws, its sources without their places, and
+// the script that fills the places in and fetches the whole set from
+// stacksURL; or page itself when it is not a flame graph page of the
+// shape culprit reads.
 func trimFlamePage(page []byte, stacksURL string) []byte {
 	js, start, end, err := flameStacks(page)
 	if err != nil {
@@ -95,10 +100,10 @@ func trimFlamePage(page []byte, stacksURL string) []byte {
 		return page
 	}
 	stacks, ok := trimStacks(set.Stacks, minFlameFraction)
-	if !ok || len(stacks) == len(set.Stacks) {
+	if !ok {
 		return page
 	}
-	sources, ok := withPlaces(set.Sources, stacks)
+	sources, ok := namedSources(set.Sources, stacks)
 	if !ok {
 		return page
 	}
@@ -131,17 +136,59 @@ func trimFlamePage(page []byte, stacksURL string) []byte {
 	return body
 }
 
-// flameScript puts the whole stack set in place of the trimmed one that
-// pprof's script draws first: fetched once the page is drawn, or at
-// once when the view changes without the server (history.pushState),
-// and drawn again then (pprof's script draws on popstate).
+// withoutPlaces returns pprof's stack set js with its sources'
+// Places left out (culpritPlaces fills them in from the stacks).
+func withoutPlaces(js []byte) ([]byte, error) {
+	var fields map[string]json.RawMessage
+	var set flameStackSet
+	if err := json.Unmarshal(js, &fields); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(js, &set); err != nil {
+		return nil, err
+	}
+	for _, src := range set.Sources {
+		delete(src, "Places")
+	}
+	b, err := json.Marshal(set.Sources)
+	if err != nil {
+		return nil, err
+	}
+	fields["Sources"] = b
+	return json.Marshal(fields)
+}
+
+// flameScript fills in the places of the stack sets culprit sends
+// (culpritPlaces) and puts the whole stack set in place of the trimmed
+// one that pprof's script draws first: fetched once the page is drawn,
+// or at once when the view changes without the server
+// (history.pushState), and drawn again then (pprof's script draws on
+// popstate).
+//
+// A source's places are the stack slots where it occurs first in a
+// stack, in the order of the stacks, as pprof's report fills them
+// (StackSet.fillPlaces): they follow from the stacks, and sent they
+// were two thirds of the page.
 const flameScript = `<script>
+function culpritPlaces(set) {
+  'use strict';
+  for (const src of set.Sources) src.Places = [];
+  set.Stacks.forEach((stack, i) => {
+    const seen = new Set();
+    stack.Sources.forEach((src, j) => {
+      if (seen.has(src)) return;
+      seen.add(src);
+      set.Sources[src].Places.push({Stack: i, Pos: j});
+    });
+  });
+  return set;
+}
 function culpritWholeStacks(stacks, url) {
   'use strict';
   let whole = null;
   const load = () => whole || (whole = fetch(url)
     .then(r => r.ok ? r.json() : Promise.reject(r.status))
-    .then(s => { stacks.Stacks = s.Stacks; stacks.Sources = s.Sources; return true; })
+    .then(s => { culpritPlaces(s); stacks.Stacks = s.Stacks; stacks.Sources = s.Sources; return true; })
     .catch(() => false));
   let done = false;
   const push = history.pushState;
@@ -152,7 +199,7 @@ function culpritWholeStacks(stacks, url) {
     }
   };
   window.addEventListener('load', () => setTimeout(() => load().then(ok => { done = ok; }), 0));
-  return stacks;
+  return culpritPlaces(stacks);
 }
 </script>`
 
@@ -231,46 +278,30 @@ func abs(v int64) int64 {
 	return v
 }
 
-// withPlaces returns sources with their Places (the stack slots where
-// each occurs first in a stack, as pprof's report fills them) those of
-// stacks, and those in none of stacks (but the root) with nothing else;
-// ok is false when a stack names a source that is not there.
-func withPlaces(sources []map[string]json.RawMessage, stacks []flameStack) (out []map[string]json.RawMessage, ok bool) {
-	places := make([][]flameSlot, len(sources))
-	for i := range places {
-		places[i] = []flameSlot{}
-	}
-	for i, s := range stacks {
-		seen := map[int]bool{}
-		for j, src := range s.Sources {
+// namedSources returns sources without their Places, and those in none
+// of stacks (but the root) as nothing at all (pprof's script reads
+// sources by index and draws only those in a stack); ok is false when a
+// stack names a source that is not there.
+func namedSources(sources []map[string]json.RawMessage, stacks []flameStack) (out []map[string]json.RawMessage, ok bool) {
+	in := make([]bool, len(sources))
+	for _, s := range stacks {
+		for _, src := range s.Sources {
 			if src < 0 || src >= len(sources) {
 				return nil, false
 			}
-			if seen[src] {
-				continue
-			}
-			seen[src] = true
-			places[src] = append(places[src], flameSlot{i, j})
+			in[src] = true
 		}
 	}
 	out = make([]map[string]json.RawMessage, len(sources))
 	for i, src := range sources {
-		b, err := json.Marshal(places[i])
-		if err != nil {
-			return nil, false
-		}
-		if len(places[i]) == 0 && i > 0 {
-			// In no stack drawn: only its place in the list matters
-			// (pprof's script reads sources by index), until the whole
-			// set comes.
-			out[i] = map[string]json.RawMessage{"Places": b}
-			continue
-		}
 		m := make(map[string]json.RawMessage, len(src))
-		for k, v := range src {
-			m[k] = v
+		if in[i] || i == 0 {
+			for k, v := range src {
+				if k != "Places" {
+					m[k] = v
+				}
+			}
 		}
-		m["Places"] = b
 		out[i] = m
 	}
 	return out, true

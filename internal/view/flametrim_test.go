@@ -156,7 +156,7 @@ func TestFlameGraphTrimmed(t *testing.T) {
 	short := 0
 	for i, src := range trimmed.Sources {
 		_, named := src["FullName"]
-		if named != (inStack[i] || i == 0) || string(src["Places"]) == "" {
+		if _, places := src["Places"]; named != (inStack[i] || i == 0) || places {
 			t.Errorf("source %d (in a stack kept: %v): %v", i, inStack[i], src)
 		}
 		if !named {
@@ -166,7 +166,49 @@ func TestFlameGraphTrimmed(t *testing.T) {
 	if short != slivers {
 		t.Errorf("%d sources sent without their names, want the %d slivers", short, slivers)
 	}
-	if js, _, _, _ := flameStacks([]byte(whole)); get("/flamegraph.json?") != string(js) {
-		t.Error("flamegraph.json is not pprof's stack set")
+	// flamegraph.json is pprof's stack set without the places, which
+	// follow from its stacks as the page's script fills them in.
+	var sent, pprofs struct {
+		Stacks  []flameStack
+		Sources []struct {
+			FullName string
+			Places   []flameSlot
+		}
 	}
+	js, _, _, _ := flameStacks([]byte(whole))
+	if err := json.Unmarshal([]byte(get("/flamegraph.json?")), &sent); err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(js, &pprofs); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(sent.Stacks) != fmt.Sprint(pprofs.Stacks) || len(sent.Sources) != len(pprofs.Sources) {
+		t.Fatalf("flamegraph.json: %d stacks, %d sources; pprof's page: %d, %d", len(sent.Stacks), len(sent.Sources), len(pprofs.Stacks), len(pprofs.Sources))
+	}
+	places := placesOf(sent.Stacks, len(sent.Sources))
+	for i, src := range sent.Sources {
+		if src.FullName != pprofs.Sources[i].FullName || src.Places != nil {
+			t.Errorf("flamegraph.json: source %d is %q with places %v; pprof's: %q", i, src.FullName, src.Places, pprofs.Sources[i].FullName)
+		}
+		if fmt.Sprint(places[i]) != fmt.Sprint(pprofs.Sources[i].Places) {
+			t.Errorf("source %d: places %v from the stacks, pprof's %v", i, places[i], pprofs.Sources[i].Places)
+		}
+	}
+}
+
+// placesOf returns the places of n sources in stacks as flameScript's
+// culpritPlaces fills them in: for each stack in order, the first
+// position of each source in it.
+func placesOf(stacks []flameStack, n int) [][]flameSlot {
+	out := make([][]flameSlot, n)
+	for i, s := range stacks {
+		seen := map[int]bool{}
+		for j, src := range s.Sources {
+			if !seen[src] {
+				seen[src] = true
+				out[src] = append(out[src], flameSlot{i, j})
+			}
+		}
+	}
+	return out
 }

@@ -142,6 +142,8 @@ func pprofUI(prof, base *pprof.Profile, objs driver.ObjTool, stderr io.Writer) (
 // its stacks trimmed to what its first view draws (unless q pivots,
 // which only pprof's script reads), its whole stack set kept for the
 // request the page makes for it; for flameStacksPath, that stack set.
+// Both leave out the sources' places, which the page's script fills in
+// from the stacks.
 func flameResponses(pages *pprofPages, resp *response, path string, q url.Values) *response {
 	js, err := flameStacksJSON(resp.body)
 	if err != nil {
@@ -150,13 +152,19 @@ func flameResponses(pages *pprofPages, resp *response, path string, q url.Values
 		}
 		return resp
 	}
+	if path != flameStacksPath && q.Has("p") {
+		return resp
+	}
+	if js, err = withoutPlaces(js); err != nil {
+		if path == flameStacksPath {
+			return &response{code: http.StatusInternalServerError, header: http.Header{}, body: []byte(err.Error() + "\n")}
+		}
+		return resp
+	}
 	stacks := &response{code: http.StatusOK, header: http.Header{"Content-Type": {"application/json"}}, body: js}
 	sq := flameStacksQuery(q)
 	if path == flameStacksPath {
 		return stacks
-	}
-	if q.Has("p") {
-		return resp
 	}
 	pages.keep(flameStacksPath+"?"+sq, stacks)
 	page := trimFlamePage(resp.body, strings.TrimPrefix(flameStacksPath, "/")+"?"+sq)

@@ -527,3 +527,46 @@ func TestNamesOverTime(t *testing.T) {
 		t.Errorf("--comm tool kept %+v", q.Samples)
 	}
 }
+
+// A time window of samples in time order is found by bisection; it
+// selects what a pass over every sample selects (bounds on equal
+// times, before the start, past the end), and samples out of order are
+// selected by that pass.
+func TestApplyWindow(t *testing.T) {
+	const start = 1000
+	times := []uint64{990, 1000, 1000, 1003, 1003, 1003, 1007, 1010, 1010, 1020}
+	brute := func(p *Profile, f Filter) []uint64 {
+		var out []uint64
+		for _, s := range p.Samples {
+			rel := time.Duration(int64(s.Time) - int64(start))
+			if (!f.HasFrom || rel >= f.From) && (!f.HasTo || rel < f.To) {
+				out = append(out, s.Time)
+			}
+		}
+		return out
+	}
+	for _, order := range [][]int{{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, {3, 0, 1, 2, 9, 4, 5, 6, 7, 8}} {
+		p := &Profile{StartTime: start, Stacks: [][]int32{{}}, Threads: map[uint32]Thread{}}
+		for _, i := range order {
+			p.Samples = append(p.Samples, Sample{Time: times[i], Event: recording.EventCPU})
+		}
+		sorted := order[0] == 0
+		for _, b := range []time.Duration{-20, -10, -1, 0, 1, 3, 4, 7, 10, 11, 20, 21, 50} {
+			for _, e := range []time.Duration{-5, 0, 3, 4, 10, 20, 21, 100} {
+				for _, f := range []Filter{{From: b, HasFrom: true, To: e, HasTo: true}, {From: b, HasFrom: true}, {To: e, HasTo: true}} {
+					var got []uint64
+					for _, s := range p.Apply(f).Samples {
+						got = append(got, s.Time)
+					}
+					if want := brute(p, f); fmt.Sprint(got) != fmt.Sprint(want) {
+						t.Errorf("sorted %v, from %v (%v) to %v (%v): %v, want %v", sorted, f.From, f.HasFrom, f.To, f.HasTo, got, want)
+					}
+				}
+			}
+		}
+		lo, hi := p.window(Filter{From: 3, HasFrom: true, To: 10, HasTo: true})
+		if sorted && (lo != 3 || hi != 7) || !sorted && (lo != 0 || hi != len(times)) {
+			t.Errorf("sorted %v: window [3ns, 10ns) is samples [%d, %d)", sorted, lo, hi)
+		}
+	}
+}

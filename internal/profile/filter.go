@@ -5,6 +5,7 @@ import (
 	"path"
 	"regexp"
 	"slices"
+	"sort"
 	"strings"
 	"time"
 
@@ -465,7 +466,16 @@ func (p *Profile) Apply(f Filter) *Profile {
 			q.lasts = append(make([]uint64, 0, len(p.lasts)), p.lasts[:i]...)
 		}
 	}
-	for i, s := range p.Samples {
+	// A time window of samples held in time order is one run of them,
+	// found by bisection: a window of a long recording reads its own
+	// samples, not all of them.
+	lo, hi := p.window(f)
+	if lo > 0 || hi < len(p.Samples) {
+		shared = false
+		q.Samples = make([]Sample, 0, hi-lo)
+	}
+	for i := lo; i < hi; i++ {
+		s := p.Samples[i]
 		old := s.Stack
 		ok := keep(&s)
 		if shared {
@@ -493,4 +503,36 @@ func (p *Profile) Apply(f Filter) *Profile {
 		}
 	}
 	return q
+}
+
+// window returns the run of p's samples that can lie in f's time window,
+// [lo, hi): all of them unless p holds its samples in time order, unmerged.
+func (p *Profile) window(f Filter) (lo, hi int) {
+	n := len(p.Samples)
+	if !f.HasFrom && !f.HasTo || p.Merged || len(p.lasts) > 0 || p.stream != nil {
+		return 0, n
+	}
+	for i := 1; i < n; i++ {
+		if p.Samples[i].Time < p.Samples[i-1].Time {
+			return 0, n
+		}
+	}
+	// At or after the bound d (from the start), as inWindow reads it.
+	from := func(d time.Duration) func(i int) bool {
+		return func(i int) bool {
+			t := p.Samples[i].Time
+			if t < p.StartTime {
+				return -time.Duration(int64(p.StartTime-t)) >= d
+			}
+			return time.Duration(int64(t-p.StartTime)) >= d
+		}
+	}
+	if f.HasFrom {
+		lo = sort.Search(n, from(f.From))
+	}
+	hi = n
+	if f.HasTo {
+		hi = max(lo, sort.Search(n, from(f.To)))
+	}
+	return lo, hi
 }

@@ -433,6 +433,9 @@ func TestViewBrowser(t *testing.T) {
 	if !strings.HasPrefix(selText, "Range ") || !regexp.MustCompile(`^pprof/\d+ms-\d+ms/flamegraph$`).MatchString(href) {
 		t.Fatalf("after selecting a range: %q, flame graph link %q", selText, href)
 	}
+	// The time view asked for the range's flame graph once the range
+	// was chosen, so that the link answers from what the server kept.
+	waitJS(t, ctx, `performance.getEntriesByType("resource").some(e => new URL(e.name).pathname.endsWith("/`+href+`"))`)
 	boxes, part := flameGraph(t, ctx, base+href)
 	if part <= 0 || part >= total {
 		t.Errorf("flame graph of %s: total %.2fms, want less than the whole recording's %.2fms", href, part, total)

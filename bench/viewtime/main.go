@@ -142,10 +142,11 @@ func run(culprit, chromium, rec string) error {
 	// A range: the first cell of the time view's heat map (20 ms) with
 	// samples from half a second on (a busy machine may leave a target
 	// without the CPU for a while).
-	from, width, err := sampledCell(base + "time/data")
+	cellsWith, width, err := sampledCells(base + "time/data")
 	if err != nil {
 		return err
 	}
+	from := cellsWith[0]
 	rng := fmt.Sprintf("%dms-%dms", from, from+width)
 	t = time.Now()
 	c0 = cpuTime(pid)
@@ -165,6 +166,32 @@ func run(culprit, chromium, rec string) error {
 	}
 	rangeAgain := time.Since(t)
 	split = append(split, pageSplit(bctx, "again", m0))
+
+	// Another range as a user opens it: chosen in the time view (a cell
+	// clicked twice), then its flame graph link clicked at once; the
+	// time view asks for the range's page as soon as it is chosen.
+	if err := chromedp.Do(bctx, chromedp.Navigate(base+"time"),
+		chromedp.WaitVisible(chromedp.CSS(`#maps svg.heat path.cell`))); err != nil {
+		return fmt.Errorf("time view: %v", err)
+	}
+	xy, err := chromedp.Run(bctx, chromedp.Evaluate[[]float64](fmt.Sprintf(`cellCenter(0, %d)`, cellsWith[1]/width)))
+	if err != nil || len(xy) != 2 {
+		return fmt.Errorf("time view: no cell at %d ms: %v", cellsWith[1], err)
+	}
+	t = time.Now()
+	c0 = cpuTime(pid)
+	m0 = chromeMetrics(bctx)
+	if err := chromedp.Do(bctx, chromedp.MouseClickXY(xy[0], xy[1]), chromedp.MouseClickXY(xy[0], xy[1]),
+		chromedp.Click(chromedp.CSS(`#links a[data-view="flamegraph"]`)),
+		chromedp.WaitVisible(chromedp.CSS(`#stack-chart .boxtext`))); err != nil {
+		return fmt.Errorf("range chosen in the time view: %v", err)
+	}
+	rangeChosen := time.Since(t)
+	rangeChosenCPU := cpuTime(pid) - c0
+	split = append(split, pageSplit(bctx, "chosen", m0))
+	if u, _ := chromedp.Run(bctx, chromedp.Evaluate[string](`location.pathname`)); !strings.HasSuffix(u, fmt.Sprintf("/pprof/%dms-%dms/flamegraph", cellsWith[1], cellsWith[1]+width)) {
+		return fmt.Errorf("range chosen in the time view: opened %s, want the range from %d ms", u, cellsWith[1])
+	}
 
 	// A page of pprof's with no script of its own beyond the menus (top,
 	// from the responses kept): what any navigation costs Chromium here.
@@ -214,8 +241,8 @@ func run(culprit, chromium, rec string) error {
 			hwm = strings.Fields(l)[1]
 		}
 	}
-	fmt.Printf("ready_ms=%s ready_cpu_ms=%s open_ms=%s open_cpu_ms=%s time_view_paint_ms=%s cells=%d time_data_ms=%s flamegraph_paint_ms=%s flamegraph_cpu_ms=%s range_flamegraph_first_ms=%s range_cpu_ms=%s range_flamegraph_again_ms=%s top_ms=%s graph_ms=%s peek_ms=%s source_ms=%s disasm_ms=%s views_again_max_ms=%s peak_rss_kib=%s top_paint_ms=%s %s\n",
-		ms(ready), ms(readyCPU), ms(open), ms(openCPU), ms(timePaint), cells, ms(data), ms(flame), ms(flameCPU), ms(rangeFirst), ms(rangeCPU), ms(rangeAgain), viewMS[0], viewMS[1], viewMS[2], viewMS[3], viewMS[4], ms(again), hwm, ms(topPaint), strings.Join(split, " "))
+	fmt.Printf("ready_ms=%s ready_cpu_ms=%s open_ms=%s open_cpu_ms=%s time_view_paint_ms=%s cells=%d time_data_ms=%s flamegraph_paint_ms=%s flamegraph_cpu_ms=%s range_flamegraph_first_ms=%s range_cpu_ms=%s range_flamegraph_again_ms=%s top_ms=%s graph_ms=%s peek_ms=%s source_ms=%s disasm_ms=%s views_again_max_ms=%s peak_rss_kib=%s top_paint_ms=%s range_chosen_ms=%s range_chosen_cpu_ms=%s %s\n",
+		ms(ready), ms(readyCPU), ms(open), ms(openCPU), ms(timePaint), cells, ms(data), ms(flame), ms(flameCPU), ms(rangeFirst), ms(rangeCPU), ms(rangeAgain), viewMS[0], viewMS[1], viewMS[2], viewMS[3], viewMS[4], ms(again), hwm, ms(topPaint), ms(rangeChosen), ms(rangeChosenCPU), strings.Join(split, " "))
 	return nil
 }
 
@@ -235,13 +262,13 @@ func timeGet(u, what string) (time.Duration, error) {
 	return time.Since(t), nil
 }
 
-// sampledCell returns the first cell of the time view's heat map of all
-// threads (its data at u) with samples from half a second on: its start
-// and width in milliseconds.
-func sampledCell(u string) (from, width int, err error) {
+// sampledCells returns the cells of the time view's heat map of all
+// threads (its data at u) with samples from half a second on: their
+// starts, and their width, in milliseconds; two at least.
+func sampledCells(u string) (from []int, width int, err error) {
 	resp, err := http.Get(u)
 	if err != nil {
-		return 0, 0, err
+		return nil, 0, err
 	}
 	defer resp.Body.Close()
 	var data struct {
@@ -251,17 +278,20 @@ func sampledCell(u string) (from, width int, err error) {
 		} `json:"threads"`
 	}
 	if err := json.NewDecoder(resp.Body).Decode(&data); err != nil || data.Rows == 0 || len(data.Threads) == 0 {
-		return 0, 0, fmt.Errorf("time view's data: %v", err)
+		return nil, 0, fmt.Errorf("time view's data: %v", err)
 	}
 	width = 1000 / data.Rows
 	for s, col := range data.Threads[0].Cells {
 		for r, n := range col {
 			if n > 0 && s*1000+r*width >= 500 {
-				return s*1000 + r*width, width, nil
+				from = append(from, s*1000+r*width)
 			}
 		}
 	}
-	return 0, 0, fmt.Errorf("time view's data: no samples from 500 ms on")
+	if len(from) < 2 {
+		return nil, 0, fmt.Errorf("time view's data: under two cells with samples from 500 ms on")
+	}
+	return from, width, nil
 }
 
 // chromeMetrics returns Chromium's run-time metrics of the page (script,

@@ -20,9 +20,19 @@
 #                 visit costs)
 #   flame paint   navigation to pprof's flame graph → its boxes drawn; and
 #                 the server's CPU time for it
-#   range first   a range's flame graph the first time (profile filtered,
-#                 pprof UI built) → drawn; and the server's CPU time for it
+#   range first   (once the server's builds ahead of use are over) a
+#                 range's flame graph, navigated to, the first time (profile
+#                 filtered, pprof UI built) → drawn; and the server's CPU
+#                 time for it
 #   range again   the same range again → drawn
+#   range chosen  another range chosen in the time view (its cell clicked
+#                 twice) and its flame graph link clicked at once → drawn;
+#                 and the server's CPU time for it
+#   top paint     navigation to pprof's top page (kept) → its table drawn:
+#                 what any of pprof's pages costs Chromium here
+#   renderer      per page drawn, the renderer's thread time (Chromium's
+#                 Performance.getMetrics TaskDuration, thread ticks: what
+#                 a busy machine does not inflate) and the page's kB
 #   top, graph    GET pprof's top and call graph views (function views,
 #                 built from the profile merged to functions)
 #   peek          GET pprof's callers/callees of worker (lines)
@@ -72,12 +82,12 @@ for ((i = 0; i < runs; i++)); do
 done
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 echo
-echo "| culprit (1M samples) | ready ms (CPU ms) | open ms (CPU ms) | time view paint ms | time data ms | flame graph paint ms (server CPU ms) | range flame graph first ms (server CPU ms) | again ms | top ms | graph ms | peek ms | source ms | disasm ms | views again, max ms | peak RSS MiB |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| culprit (1M samples) | ready ms (CPU ms) | open ms (CPU ms) | time view paint ms | time data ms | flame graph paint ms (server CPU ms) | range flame graph first ms (server CPU ms) | again ms | range chosen ms (server CPU ms) | top paint ms | renderer ms: flame, range, top (page kB) | top ms | graph ms | peek ms | source ms | disasm ms | views again, max ms | peak RSS MiB |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 row() {
 	local file=$1 name=$2
 	get() { tr ' ' '\n' <"$file" | grep "^$1=" | cut -d= -f2 | median; }
-	echo "| $name | $(get ready_ms) ($(get ready_cpu_ms)) | $(get open_ms) ($(get open_cpu_ms)) | $(get time_view_paint_ms) | $(get time_data_ms) | $(get flamegraph_paint_ms) ($(get flamegraph_cpu_ms)) | $(get range_flamegraph_first_ms) ($(get range_cpu_ms)) | $(get range_flamegraph_again_ms) | $(get top_ms) | $(get graph_ms) | $(get peek_ms) | $(get source_ms) | $(get disasm_ms) | $(get views_again_max_ms) | $(($(get peak_rss_kib | cut -d. -f1) / 1024)) |"
+	echo "| $name | $(get ready_ms) ($(get ready_cpu_ms)) | $(get open_ms) ($(get open_cpu_ms)) | $(get time_view_paint_ms) | $(get time_data_ms) | $(get flamegraph_paint_ms) ($(get flamegraph_cpu_ms)) | $(get range_flamegraph_first_ms) ($(get range_cpu_ms)) | $(get range_flamegraph_again_ms) | $(get range_chosen_ms) ($(get range_chosen_cpu_ms)) | $(get top_paint_ms) | $(get flame_task_ms), $(get range_task_ms), $(get top_task_ms) ($(get flame_kb), $(get range_kb), $(get top_kb)) | $(get top_ms) | $(get graph_ms) | $(get peek_ms) | $(get source_ms) | $(get disasm_ms) | $(get views_again_max_ms) | $(($(get peak_rss_kib | cut -d. -f1) / 1024)) |"
 }
 row runs.txt "$head"
 if [[ -n $baserev ]]; then

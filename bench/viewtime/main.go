@@ -139,6 +139,12 @@ func run(culprit, chromium, rec string) error {
 	flameCPU := cpuTime(pid) - c0
 	split = append(split, pageSplit(bctx, "flame", m0))
 
+	// The server's builds ahead of use (the views of lines and
+	// addresses) end before the ranges are asked for, so that the
+	// server CPU time of a range is the range's own: a user chooses a
+	// range later than the first view.
+	idle := waitIdle(pid)
+
 	// A range: the first cell of the time view's heat map (20 ms) with
 	// samples from half a second on (a busy machine may leave a target
 	// without the CPU for a while).
@@ -241,8 +247,8 @@ func run(culprit, chromium, rec string) error {
 			hwm = strings.Fields(l)[1]
 		}
 	}
-	fmt.Printf("ready_ms=%s ready_cpu_ms=%s open_ms=%s open_cpu_ms=%s time_view_paint_ms=%s cells=%d time_data_ms=%s flamegraph_paint_ms=%s flamegraph_cpu_ms=%s range_flamegraph_first_ms=%s range_cpu_ms=%s range_flamegraph_again_ms=%s top_ms=%s graph_ms=%s peek_ms=%s source_ms=%s disasm_ms=%s views_again_max_ms=%s peak_rss_kib=%s top_paint_ms=%s range_chosen_ms=%s range_chosen_cpu_ms=%s %s\n",
-		ms(ready), ms(readyCPU), ms(open), ms(openCPU), ms(timePaint), cells, ms(data), ms(flame), ms(flameCPU), ms(rangeFirst), ms(rangeCPU), ms(rangeAgain), viewMS[0], viewMS[1], viewMS[2], viewMS[3], viewMS[4], ms(again), hwm, ms(topPaint), ms(rangeChosen), ms(rangeChosenCPU), strings.Join(split, " "))
+	fmt.Printf("ready_ms=%s ready_cpu_ms=%s open_ms=%s open_cpu_ms=%s time_view_paint_ms=%s cells=%d time_data_ms=%s flamegraph_paint_ms=%s flamegraph_cpu_ms=%s range_flamegraph_first_ms=%s range_cpu_ms=%s range_flamegraph_again_ms=%s top_ms=%s graph_ms=%s peek_ms=%s source_ms=%s disasm_ms=%s views_again_max_ms=%s peak_rss_kib=%s top_paint_ms=%s range_chosen_ms=%s range_chosen_cpu_ms=%s idle_wait_ms=%s %s\n",
+		ms(ready), ms(readyCPU), ms(open), ms(openCPU), ms(timePaint), cells, ms(data), ms(flame), ms(flameCPU), ms(rangeFirst), ms(rangeCPU), ms(rangeAgain), viewMS[0], viewMS[1], viewMS[2], viewMS[3], viewMS[4], ms(again), hwm, ms(topPaint), ms(rangeChosen), ms(rangeChosenCPU), ms(idle), strings.Join(split, " "))
 	return nil
 }
 
@@ -292,6 +298,22 @@ func sampledCells(u string) (from []int, width int, err error) {
 		return nil, 0, fmt.Errorf("time view's data: under two cells with samples from 500 ms on")
 	}
 	return from, width, nil
+}
+
+// waitIdle waits, up to 30 s, until process pid has used no CPU time
+// for half a second, and returns how long it waited.
+func waitIdle(pid int) time.Duration {
+	t := time.Now()
+	last := cpuTime(pid)
+	for time.Since(t) < 30*time.Second {
+		time.Sleep(500 * time.Millisecond)
+		c := cpuTime(pid)
+		if c == last {
+			break
+		}
+		last = c
+	}
+	return time.Since(t)
 }
 
 // chromeMetrics returns Chromium's run-time metrics of the page (script,

@@ -26,8 +26,10 @@
 #                 time for it
 #   range again   the same range again → drawn
 #   range chosen  another range chosen in the time view (its cell clicked
-#                 twice) and its flame graph link clicked at once → drawn;
-#                 and the server's CPU time for it
+#                 twice), which asks the server for its flame graph; once
+#                 the server is idle again (a user takes about as long to
+#                 reach the link), its flame graph link clicked → drawn;
+#                 and the server's CPU time from the choice on
 #   top paint     navigation to pprof's top page (kept) → its table drawn:
 #                 what any of pprof's pages costs Chromium here
 #   renderer      per page drawn, the renderer's thread time (Chromium's

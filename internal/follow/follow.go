@@ -10,12 +10,19 @@
 // (system calls and switches, internal/syscallprog; CPU samples of per-CPU
 // cpu-clock events, Filter) turn away every other thread with one lookup.
 //
+// Programs that run at every system call may keep, per thread, whether its
+// process is followed (task storage, cheaper than the hash lookup) with the
+// set's generation (GenFD): Add and Remove change the generation, so that
+// a thread's cached answer from before is looked up again. A process the
+// fork program adds is new, and so are its threads: nothing cached.
+//
 // The programs are written with cilium/ebpf's asm package (package
 // bpfasm), so that culprit needs no clang.
 package follow
 
 import (
 	"fmt"
+	"sync/atomic"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -31,6 +38,8 @@ const MaxProcesses = 4096
 // Set is the followed processes and the program that adds their children.
 type Set struct {
 	tgids  *ebpf.Map
+	gen    *ebpf.Map // one u64: the generation, changed by Add and Remove
+	ngen   atomic.Uint64
 	fork   *ebpf.Program
 	link   link.Link
 	exit   *ebpf.Program
@@ -60,6 +69,12 @@ func New() (*Set, error) {
 	if s.tgids, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_follow", Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: MaxProcesses}); err != nil {
 		return fail(err)
 	}
+	if s.gen, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_fgen", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}); err != nil {
+		return fail(err)
+	}
+	if err := s.bump(); err != nil {
+		return fail(err)
+	}
 	if s.fork, err = ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Name: bpfasm.ProgName(), Type: ebpf.RawTracepoint, License: "GPL",
 		Instructions: forkProgram(s.tgids.FD(), tgidOff)}, ebpf.ProgramOptions{LogSizeStart: 1 << 16}); err != nil {
 		return fail(err)
@@ -80,12 +95,28 @@ func New() (*Set, error) {
 // Add follows a process (a thread group) and the processes it forks from
 // now on.
 func (s *Set) Add(tgid uint32) error {
-	return s.tgids.Update(tgid, uint32(1), ebpf.UpdateAny)
+	if err := s.tgids.Update(tgid, uint32(1), ebpf.UpdateAny); err != nil {
+		return err
+	}
+	return s.bump()
 }
 
 // Remove stops following a process. A process that exits leaves the set
 // by itself.
-func (s *Set) Remove(tgid uint32) { _ = s.tgids.Delete(tgid) }
+func (s *Set) Remove(tgid uint32) {
+	_ = s.tgids.Delete(tgid)
+	_ = s.bump()
+}
+
+// bump changes the generation, after the set changed: from 1 on, so that a
+// thread's zeroed cache never matches.
+func (s *Set) bump() error {
+	return s.gen.Update(uint32(0), s.ngen.Add(1), ebpf.UpdateAny)
+}
+
+// GenFD is the file descriptor of the generation map: an array of one u64,
+// at least 1, that changes each time Add or Remove changes the set.
+func (s *Set) GenFD() int { return s.gen.FD() }
 
 // Has reports whether a process is followed.
 func (s *Set) Has(tgid uint32) bool {
@@ -146,10 +177,10 @@ func (s *Set) Close() {
 		}
 	}
 	// cilium's Close methods accept nil: parts a failed New never made.
-	for _, c := range []interface{ Close() error }{s.fork, s.exit, s.filter, s.tgids} {
+	for _, c := range []interface{ Close() error }{s.fork, s.exit, s.filter, s.tgids, s.gen} {
 		c.Close()
 	}
-	*s = Set{}
+	s.tgids, s.gen, s.fork, s.link, s.exit, s.exitL, s.filter = nil, nil, nil, nil, nil, nil, nil
 }
 
 // forkProgram: sched_process_fork(parent, child), a raw tracepoint whose

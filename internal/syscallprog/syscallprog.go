@@ -6,8 +6,11 @@
 // own walk of the user (and kernel) call chain, a stack copy and perf's
 // output path, for every thread of the traced process (docs/performance.md:
 // about 3 µs per event). The programs here run for every thread of the
-// machine but stop at once for threads of processes they do not trace (one
-// hash lookup on the thread group). For traced threads the system call
+// machine but stop at once for threads of processes they do not trace:
+// each thread keeps, in task storage, whether its process is traced, with
+// the follow set's generation it found that under (follow.Set.GenFD), so
+// that a hook costs a task storage lookup and an array read, not a hash
+// lookup on the thread group, until the set changes. For traced threads the system call
 // program walks the user call chain once per call, at the entry, and keeps
 // it as an id in a stack map (bpf_get_stackid: a stack seen before is not
 // stored again), with the registers and the top of the stack that the
@@ -26,8 +29,8 @@
 // loses records.
 //
 // With Options.Limit, each thread records at most Limit system calls a
-// second beyond a burst (a generic cell rate algorithm over a per-thread
-// map, at the entry): a call is recorded or left out whole, and the calls
+// second beyond a burst (a generic cell rate algorithm over the thread's
+// task storage, at the entry): a call is recorded or left out whole, and the calls
 // left out are counted into the thread's next recorded entry. A switch
 // inside a call left out takes the same budget to walk its own chains, and
 // goes without them when there is none: its time and state are kept.
@@ -47,6 +50,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"math/bits"
 	"os"
 	"path/filepath"
@@ -56,6 +60,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 	"golang.org/x/sys/unix"
@@ -111,14 +116,14 @@ const MaxStack = 127
 // call's entry's, which the program did not walk again.
 const InCall = -1 << 20
 
+// maxSyscallNr bounds the system call numbers a switch is taken to be
+// inside of (x86-64's are below 512).
+const maxSyscallNr = 1023
+
 // NoStack is a switch's UserStack when it was recorded without call chains
 // nor stack copy: inside a system call that Options.Limit left out, its
 // thread being over its budget. Its time, state and registers are kept.
 const NoStack = -2 << 20
-
-// maxSyscallNr bounds the system call numbers a switch is taken to be
-// inside of (x86-64's are below 512).
-const maxSyscallNr = 1023
 
 // Options say what the program records.
 type Options struct {
@@ -181,7 +186,8 @@ type Tracer struct {
 	follow                     *follow.Set
 	ownFollow                  bool // made by New, closed by Close
 	stacks, ring, lost, kcache *ebpf.Map
-	state                      *ebpf.Map // per thread, with Options.Limit
+	thr                        *ebpf.Map // task storage: per thread, whether traced and Options.Limit's state
+	skipped                    uint64    // Σ Event.Skipped of the entries drained
 	progs                      []*ebpf.Program
 	links                      []link.Link
 	rd                         *ringbuf.Reader
@@ -226,19 +232,22 @@ func New(o Options) (*Tracer, error) {
 	if t.ring, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_scring", Type: ebpf.RingBuf, MaxEntries: uint32(ringBytes)}); err != nil {
 		return fail(err)
 	}
-	if t.lost, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_sclost", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: 3}); err != nil {
+	if t.lost, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_sclost", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: 4}); err != nil {
 		return fail(err)
 	}
 	if t.kcache, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_sckst", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 4}); err != nil {
 		return fail(err)
 	}
-	m := fds{tgids: t.follow.FD(), stacks: t.stacks.FD(), ring: t.ring.FD(), lost: t.lost.FD(), kcache: t.kcache.FD(), state: -1}
+	// Task storage needs BTF for its key and value; the kernel frees a
+	// thread's value with the thread.
+	if t.thr, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_scthr", Type: ebpf.TaskStorage, KeySize: 4, ValueSize: stateSize,
+		Flags: unix.BPF_F_NO_PREALLOC, Key: &btf.Int{Name: "int", Size: 4, Encoding: btf.Signed},
+		Value: &btf.Array{Type: &btf.Int{Name: "u64", Size: 8}, Index: &btf.Int{Name: "u32", Size: 4}, Nelems: stateSize / 8}}); err != nil {
+		return fail(err)
+	}
+	m := fds{tgids: t.follow.FD(), gen: t.follow.GenFD(), thr: t.thr.FD(), stacks: t.stacks.FD(), ring: t.ring.FD(), lost: t.lost.FD(), kcache: t.kcache.FD()}
 	if o.Limit > 0 && o.Syscalls {
-		// An LRU map: threads that exited make room for new ones.
-		if t.state, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_scthr", Type: ebpf.LRUHash, KeySize: 4, ValueSize: stateSize, MaxEntries: 1 << 16}); err != nil {
-			return fail(err)
-		}
-		m.state = t.state.FD()
+		m.limited = true
 		m.every = int32(min(1e9/int64(o.Limit), 1e9))
 		m.burst = int32(min(int64(max(o.LimitBurst, 1))*int64(m.every), 1<<30))
 	}
@@ -307,6 +316,9 @@ func (t *Tracer) Drain(fn func(*Event)) error {
 			PID: uint32(pt >> 32), TID: uint32(pt), Time: le.Uint64(b[offTime:]), Nr: le.Uint64(b[offNr:])}
 		ev.KernStack = int64(le.Uint64(b[offKStack:]))
 		if !ev.Exit && len(b) >= hdrSize {
+			if !ev.Switch {
+				t.skipped += le.Uint64(b[offSkipped:])
+			}
 			ev.UserStack = int64(le.Uint64(b[offUStack:]))
 			ev.IP, ev.SP, ev.BP = le.Uint64(b[offIP:]), le.Uint64(b[offSP:]), le.Uint64(b[offBP:])
 			n := int(le.Uint64(b[offCopied:]))
@@ -514,14 +526,14 @@ func readKallsyms() tracingCode {
 // SwitchesBare is the number of switches inside system calls that
 // Options.Limit left out which were recorded without their stacks
 // (UserStack NoStack), their thread being over its budget.
-func (t *Tracer) SwitchesBare() uint64 { return t.count(2) }
+func (t *Tracer) SwitchesBare() uint64 { return t.count(slotBare) }
 
 // Lost is the number of records the ring had no room for.
-func (t *Tracer) Lost() uint64 { return t.count(0) }
+func (t *Tracer) Lost() uint64 { return t.count(slotLost) }
 
 // Reduced is the number of records written without their stack copy
 // because the ring was more than half full.
-func (t *Tracer) Reduced() uint64 { return t.count(1) }
+func (t *Tracer) Reduced() uint64 { return t.count(slotReduced) }
 
 func (t *Tracer) count(slot uint32) uint64 {
 	var per []uint64
@@ -549,7 +561,7 @@ func (t *Tracer) Close() {
 	if t.ownFollow {
 		t.follow.Close()
 	}
-	for _, m := range []*ebpf.Map{t.stacks, t.ring, t.lost, t.kcache, t.state} {
+	for _, m := range []*ebpf.Map{t.stacks, t.ring, t.lost, t.kcache, t.thr} {
 		if m != nil {
 			m.Close()
 		}
@@ -558,20 +570,38 @@ func (t *Tracer) Close() {
 }
 
 type fds struct {
-	tgids, stacks, ring, lost, kcache int
-	// state is the per-thread map of Options.Limit (-1: every call is
-	// recorded); a thread may record one call every `every` ns, with
-	// `burst` ns of credit.
-	state        int
+	tgids, gen, thr, stacks, ring, lost, kcache int
+	// limited: Options.Limit is set; a thread may record one call every
+	// `every` ns, with `burst` ns of credit.
+	limited      bool
 	every, burst int32
 }
 
-// Per-thread state (Options.Limit), in the state map keyed by thread id.
+// Per-thread state, in the thr task storage.
 const (
-	stTAT      = 0  // u64: the thread's next recorded call is due (GCRA's theoretical arrival time)
-	stSkipped  = 8  // u64: calls not recorded since the thread's last recorded entry
-	stRecorded = 16 // u64: 1 when the thread's last call was recorded
-	stateSize  = 24
+	thGen      = 0  // u64: the follow set's generation thTraced was found under (0: never)
+	thTraced   = 8  // u64: 1 when the thread's process is traced
+	stTAT      = 16 // u64: the thread's next recorded call is due (GCRA's theoretical arrival time)
+	stSkipped  = 24 // u64: calls not recorded since the thread's last recorded entry
+	stRecorded = 32 // u64: 1 when the thread's last call was recorded
+	// thCall is 1 + the thread's last system call, with callInside while the
+	// thread is inside it (from its entry to its exit); 0: none since traced.
+	thCall    = 40
+	stateSize = 48
+
+	callInside = 1 << 63
+)
+
+// thrSlot is the stack slot holding the thread's state (0: none, the
+// kernel could not make it: the thread records every call).
+const thrSlot = -80
+
+// Slots of the lost map (per-CPU counts).
+const (
+	slotLost    = 0
+	slotReduced = 1
+	slotBare    = 2
+	slotSkipped = 3 // calls Options.Limit left out
 )
 
 // skippedSlot is the stack slot holding the entry's Skipped count.
@@ -580,43 +610,29 @@ const skippedSlot = -40
 // Unrecorded is the number of system calls that Options.Limit kept from
 // the record and that no later recorded entry of their thread counts: the
 // calls each thread made after its last recorded one.
+// Every call left out is counted as it is; those a recorded entry drained
+// already counts are not in the tail. Call it after the last Drain.
 func (t *Tracer) Unrecorded() uint64 {
-	if t.state == nil {
+	n := t.count(slotSkipped)
+	if n < t.skipped {
 		return 0
 	}
-	var n uint64
-	var k uint32
-	v := make([]byte, stateSize)
-	it := t.state.Iterate()
-	for it.Next(&k, &v) {
-		n += binary.LittleEndian.Uint64(v[stSkipped:])
-	}
-	return n
+	return n - t.skipped
 }
 
-// limit emits, with a state map: the thread's state looked up (made when
-// missing) and the call counted and the program ended unless the thread
-// may record one now (a generic cell rate algorithm: one call every
-// m.every ns, m.burst ns of credit); a recorded call's Skipped count goes
-// to skippedSlot. A thread the map cannot hold records every call.
+// limit emits, with Options.Limit: the call counted and the program ended
+// unless the thread may record one now (a generic cell rate algorithm over
+// the thread's state: one call every m.every ns, m.burst ns of credit); a
+// recorded call's Skipped count goes to skippedSlot. A thread without state
+// records every call.
 func limit(b *bpfasm.Builder, m fds) {
 	b.Emit(storeImm64(asm.RFP, skippedSlot, 0))
-	if m.state < 0 {
+	if !m.limited {
 		return
 	}
-	b.Emit(asm.StoreMem(asm.RFP, -8, rPT, asm.Word)) // the thread id
-	b.Lookup(m.state, -8)
 	b.Emit(
-		asm.JNE.Imm(asm.R0, 0, "lim_have"),
-		storeImm64(asm.RFP, -64, 0),
-		storeImm64(asm.RFP, -56, 0),
-		storeImm64(asm.RFP, -48, 0),
-	)
-	b.Update(m.state, -8, -64, 1) // BPF_NOEXIST
-	b.Lookup(m.state, -8)
-	b.Emit(
-		asm.JEq.Imm(asm.R0, 0, "lim_go"),
-		asm.Mov.Reg(rRegs, asm.R0).WithSymbol("lim_have"),
+		asm.LoadMem(rRegs, asm.RFP, thrSlot, asm.DWord),
+		asm.JEq.Imm(rRegs, 0, "lim_go"),
 		asm.FnKtimeGetNs.Call(),
 		asm.LoadMem(asm.R1, rRegs, stTAT, asm.DWord),
 		asm.Mov.Reg(asm.R2, asm.R0),
@@ -627,7 +643,14 @@ func limit(b *bpfasm.Builder, m fds) {
 		asm.Add.Imm(asm.R1, 1),
 		asm.StoreMem(rRegs, stSkipped, asm.R1, asm.DWord),
 		storeImm64(rRegs, stRecorded, 0),
-		asm.Mov.Imm(asm.R0, 0),
+		asm.StoreImm(asm.RFP, -8, slotSkipped, asm.Word),
+	)
+	b.Lookup(m.lost, -8)
+	b.Emit(
+		asm.JEq.Imm(asm.R0, 0, "lim_out"),
+		asm.Mov.Imm(asm.R1, 1),
+		asm.StoreXAdd(asm.R0, asm.R1, asm.DWord),
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("lim_out"),
 		asm.Return(),
 		// tat = max(tat, now) + every
 		asm.JGE.Reg(asm.R1, asm.R0, "lim_late").WithSymbol("lim_take"),
@@ -648,16 +671,15 @@ func storeImm64(dst asm.Register, off int16, v int32) asm.Instruction {
 	return asm.Instruction{OpCode: asm.StoreImmOp(asm.DWord), Dst: dst, Offset: off, Constant: int64(v)}
 }
 
-// recorded emits, with a state map: jump to label unless the thread's
-// last system call was recorded (a thread the map does not hold records
-// every call).
+// recorded emits, with Options.Limit: jump to label unless the thread's
+// last system call was recorded (a thread without state records every
+// call).
 func recorded(b *bpfasm.Builder, m fds, label string) {
-	if m.state < 0 {
+	if !m.limited {
 		return
 	}
-	b.Emit(asm.StoreMem(asm.RFP, -8, rPT, asm.Word))
-	b.Lookup(m.state, -8)
 	b.Emit(
+		asm.LoadMem(asm.R0, asm.RFP, thrSlot, asm.DWord),
 		asm.JEq.Imm(asm.R0, 0, "rec_yes"),
 		asm.LoadMem(asm.R1, asm.R0, stRecorded, asm.DWord),
 		asm.JEq.Imm(asm.R1, 0, label),
@@ -665,18 +687,17 @@ func recorded(b *bpfasm.Builder, m fds, label string) {
 	)
 }
 
-// budget emits, in the switch program with a state map: nothing when the
+// budget emits, in the switch program with Options.Limit: nothing when the
 // thread's last system call was recorded (the switch refers to it); else a
 // jump to walk when the thread may record one more event now (the
 // entries' rule, whose budget it takes), or a count (SwitchesBare) and a
-// jump to bare. A thread the map does not hold walks.
+// jump to bare. A thread without state walks.
 func budget(b *bpfasm.Builder, m fds, walk, bare string) {
-	if m.state < 0 {
+	if !m.limited {
 		return
 	}
-	b.Emit(asm.StoreMem(asm.RFP, -8, rPT, asm.Word))
-	b.Lookup(m.state, -8)
 	b.Emit(
+		asm.LoadMem(asm.R0, asm.RFP, thrSlot, asm.DWord),
 		asm.JEq.Imm(asm.R0, 0, walk),
 		asm.LoadMem(asm.R1, asm.R0, stRecorded, asm.DWord),
 		asm.JNE.Imm(asm.R1, 0, "bud_in"),
@@ -687,7 +708,7 @@ func budget(b *bpfasm.Builder, m fds, walk, bare string) {
 		asm.Mov.Reg(asm.R2, asm.R0),
 		asm.Add.Imm(asm.R2, m.burst),
 		asm.JGE.Reg(asm.R2, asm.R1, "bud_take"),
-		asm.StoreImm(asm.RFP, -8, 2, asm.Word),
+		asm.StoreImm(asm.RFP, -8, slotBare, asm.Word),
 	)
 	b.Lookup(m.lost, -8)
 	b.Emit(
@@ -712,12 +733,59 @@ const (
 	rRegs = asm.R9 // struct pt_regs *
 )
 
-// traced emits: rPT = pid_tgid; return 0 unless its tgid is in the map.
-func traced(b *bpfasm.Builder, m fds) {
+// traced emits: rPT = pid_tgid, the thread's state at thrSlot (0: none;
+// made if missing when create); return 0 unless its process is traced.
+// The thread's state says so, found under the follow set's generation;
+// under another (or without state), the set's hash map is asked, and its
+// answer kept in the state.
+func traced(b *bpfasm.Builder, m fds, create bool) {
+	flags := int32(0)
+	if create {
+		flags = 1 // BPF_LOCAL_STORAGE_GET_F_CREATE
+	}
+	const genSlot = -88
 	b.Emit(
 		asm.Mov.Reg(rCtx, asm.R1),
 		asm.FnGetCurrentPidTgid.Call(),
 		asm.Mov.Reg(rPT, asm.R0),
+		storeImm64(asm.RFP, thrSlot, 0),
+		asm.FnGetCurrentTaskBtf.Call(),
+		asm.Mov.Reg(asm.R2, asm.R0),
+		asm.LoadMapPtr(asm.R1, m.thr),
+		asm.Mov.Imm(asm.R3, 0),
+		asm.Mov.Imm(asm.R4, flags),
+		asm.FnTaskStorageGet.Call(),
+		asm.JEq.Imm(asm.R0, 0, "tr_ask"),
+		asm.StoreMem(asm.RFP, thrSlot, asm.R0, asm.DWord),
+		asm.StoreImm(asm.RFP, -8, 0, asm.Word),
+	)
+	b.Lookup(m.gen, -8)
+	b.Emit(
+		asm.JEq.Imm(asm.R0, 0, "tr_ask"),
+		asm.LoadMem(asm.R2, asm.R0, 0, asm.DWord),
+		asm.LoadMem(asm.R1, asm.RFP, thrSlot, asm.DWord),
+		asm.LoadMem(asm.R3, asm.R1, thGen, asm.DWord),
+		asm.JEq.Reg(asm.R3, asm.R2, "tr_known"),
+		asm.StoreMem(asm.RFP, genSlot, asm.R2, asm.DWord),
+		asm.Mov.Reg(asm.R0, rPT),
+		asm.RSh.Imm(asm.R0, 32),
+		asm.StoreMem(asm.RFP, -8, asm.R0, asm.Word),
+	)
+	b.Lookup(m.tgids, -8)
+	b.Emit(
+		asm.LoadMem(asm.R1, asm.RFP, thrSlot, asm.DWord),
+		asm.LoadMem(asm.R2, asm.RFP, genSlot, asm.DWord),
+		asm.StoreMem(asm.R1, thGen, asm.R2, asm.DWord),
+		asm.Mov.Imm(asm.R3, 0),
+		asm.JEq.Imm(asm.R0, 0, "tr_keep"),
+		asm.Mov.Imm(asm.R3, 1),
+		asm.StoreMem(asm.R1, thTraced, asm.R3, asm.DWord).WithSymbol("tr_keep"),
+		asm.LoadMem(asm.R3, asm.R1, thTraced, asm.DWord).WithSymbol("tr_known"),
+		asm.JNE.Imm(asm.R3, 0, "traced"),
+		asm.Mov.Imm(asm.R0, 0),
+		asm.Return(),
+		// No state: the set's map is asked.
+		asm.Mov.Reg(asm.R0, rPT).WithSymbol("tr_ask"),
 		asm.RSh.Imm(asm.R0, 32),
 		asm.StoreMem(asm.RFP, -8, asm.R0, asm.Word),
 	)
@@ -764,7 +832,7 @@ func reserve(b *bpfasm.Builder, m fds, size int32, kind int64) {
 		asm.Mov.Imm(asm.R3, 0),
 		asm.FnRingbufReserve.Call(),
 		asm.JNE.Imm(asm.R0, 0, reserved),
-		asm.StoreImm(asm.RFP, -8, 0, asm.Word),
+		asm.StoreImm(asm.RFP, -8, slotLost, asm.Word),
 	)
 	b.Lookup(m.lost, -8)
 	b.Emit(
@@ -783,8 +851,16 @@ func reserve(b *bpfasm.Builder, m fds, size int32, kind int64) {
 	)
 }
 
-// readReg emits: rec[at] = regs->field (a kernel read).
-func readReg(b *bpfasm.Builder, at int16, field int32) {
+// readReg emits: rec[at] = regs->field: a load where rRegs has the
+// kernel's type (task_pt_regs: direct), else a kernel read.
+func readReg(b *bpfasm.Builder, at int16, field int32, direct bool) {
+	if direct {
+		b.Emit(
+			asm.LoadMem(asm.R1, rRegs, int16(field), asm.DWord),
+			asm.StoreMem(rRec, at, asm.R1, asm.DWord),
+		)
+		return
+	}
 	b.Emit(
 		asm.Mov.Reg(asm.R1, rRec),
 		asm.Add.Imm(asm.R1, int32(at)),
@@ -808,7 +884,17 @@ func submit(b *bpfasm.Builder) {
 // enterProgram: sys_enter(regs, id).
 func enterProgram(m fds, kernel bool, copyBytes, ringBytes int) asm.Instructions {
 	var b bpfasm.Builder
-	traced(&b, m)
+	traced(&b, m, true)
+	b.Emit(
+		asm.LoadMem(asm.R1, asm.RFP, thrSlot, asm.DWord),
+		asm.JEq.Imm(asm.R1, 0, "e_nostate"),
+		asm.LoadMem(asm.R2, rCtx, 8, asm.DWord),
+		asm.Add.Imm(asm.R2, 1),
+		asm.LoadImm(asm.R3, math.MinInt64, asm.DWord), // the top bit: inside
+		asm.Or.Reg(asm.R2, asm.R3),
+		asm.StoreMem(asm.R1, thCall, asm.R2, asm.DWord),
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("e_nostate"),
+	)
 	limit(&b, m)
 	copySize(&b, copyBytes, ringBytes, m)
 	reserve(&b, m, -1, kindEnter)
@@ -828,7 +914,7 @@ func enterProgram(m fds, kernel bool, copyBytes, ringBytes int) asm.Instructions
 		asm.StoreMem(rRec, offUStack, asm.R0, asm.DWord),
 	)
 	kernelStack(&b, m, kernel, 0)
-	userRegs(&b, m, copyBytes)
+	userRegs(&b, m, copyBytes, false)
 	submit(&b)
 	return b.Ins
 }
@@ -836,16 +922,16 @@ func enterProgram(m fds, kernel bool, copyBytes, ringBytes int) asm.Instructions
 // userRegs emits: the record's IP, SP and BP from rRegs, and the stack copy
 // when the record has room for it (copySize), else a count of the record
 // as reduced.
-func userRegs(b *bpfasm.Builder, m fds, copyBytes int) {
-	readReg(b, offIP, regIP)
-	readReg(b, offSP, regSP)
-	readReg(b, offBP, regBP)
+func userRegs(b *bpfasm.Builder, m fds, copyBytes int, direct bool) {
+	readReg(b, offIP, regIP, direct)
+	readReg(b, offSP, regSP, direct)
+	readReg(b, offBP, regBP, direct)
 	b.Emit(asm.Mov.Imm(asm.R1, 0), asm.StoreMem(rRec, offCopied, asm.R1, asm.DWord))
 	if copyBytes > 0 {
 		b.Emit(
 			asm.LoadMem(asm.R1, asm.RFP, sizeSlot, asm.DWord),
 			asm.JEq.Imm(asm.R1, int32(hdrSize+copyBytes), "copy"),
-			asm.StoreImm(asm.RFP, -8, 1, asm.Word),
+			asm.StoreImm(asm.RFP, -8, slotReduced, asm.Word),
 		)
 		b.Lookup(m.lost, -8)
 		b.Emit(
@@ -892,17 +978,19 @@ func SwitchState(nr uint64) uint64 {
 // prev: its kernel chain (the blocking path: walked each time), its user
 // registers (task_pt_regs), and its user chain and stack copy, unless
 // inCall and the thread is inside a system call: the registers' orig_ax is
-// a system call number and the instruction before their IP is the syscall
-// instruction (an interrupt's orig_ax is negative; a page fault's error code
-// can look like a number, but the recorder then finds no entry pending).
-// Inside a call that was recorded, the record (without room for a stack
+// a system call number, and the thread's state says it is inside that call
+// (the system call programs mark it from its entry to its exit), or else
+// the instruction before the registers' IP is the syscall instruction (a
+// switch on the way back to user mode after the call's exit; a page
+// fault's error code can look like a number, but the recorder then finds
+// no entry pending). Inside a call that was recorded, the record (without room for a stack
 // copy) refers to the call's user chain; inside one the limit left out, the
 // switch walks its chains within its thread's budget (budget), else its
 // record has no chains.
 func switchProgram(m fds, copyBytes, ringBytes int, exitStateOff int32, inCall bool) asm.Instructions {
-	const slotNr, slotIP = -48, -56 // orig_ax and IP, read before the record is reserved
+	const slotNr, slotIP = -48, -56 // the call and IP, read before the record is reserved
 	var b bpfasm.Builder
-	traced(&b, m)
+	traced(&b, m, false)
 	b.Emit(
 		asm.FnGetCurrentTaskBtf.Call(),
 		asm.Mov.Reg(asm.R1, asm.R0),
@@ -910,25 +998,28 @@ func switchProgram(m fds, copyBytes, ringBytes int, exitStateOff int32, inCall b
 		asm.Mov.Reg(rRegs, asm.R0),
 	)
 	if inCall {
-		readRegTo := func(slot int16, field int32) {
-			b.Emit(
-				asm.Mov.Reg(asm.R1, asm.RFP),
-				asm.Add.Imm(asm.R1, int32(slot)),
-				asm.Mov.Imm(asm.R2, 8),
-				asm.Mov.Reg(asm.R3, rRegs),
-				asm.Add.Imm(asm.R3, field),
-				asm.FnProbeReadKernel.Call(),
-				asm.JNE.Imm(asm.R0, 0, "walk"),
-			)
-		}
-		readRegTo(slotNr, regOrigAX)
+		// Inside a system call: orig_ax is its number (an interrupt's is
+		// negative, a page fault's an error code). The thread's state says
+		// which call it is inside of, from its entry to its exit; after its
+		// exit (a switch on the way back to user mode) or without state,
+		// the instruction before IP must be syscall.
 		b.Emit(
-			asm.LoadMem(asm.R1, asm.RFP, slotNr, asm.DWord),
-			asm.JGT.Imm(asm.R1, maxSyscallNr, "walk"),
-		)
-		readRegTo(slotIP, regIP)
-		b.Emit(
-			asm.StoreImm(asm.RFP, -16, 0, asm.Word),
+			asm.LoadMem(asm.R3, rRegs, regOrigAX, asm.DWord),
+			asm.JGT.Imm(asm.R3, maxSyscallNr, "walk"),
+			asm.StoreMem(asm.RFP, slotNr, asm.R3, asm.DWord),
+			asm.LoadMem(asm.R1, rRegs, regIP, asm.DWord),
+			asm.StoreMem(asm.RFP, slotIP, asm.R1, asm.DWord),
+			asm.LoadMem(asm.R1, asm.RFP, thrSlot, asm.DWord),
+			asm.JEq.Imm(asm.R1, 0, "insn"),
+			asm.LoadMem(asm.R2, asm.R1, thCall, asm.DWord),
+			asm.Mov.Reg(asm.R4, asm.R2),
+			asm.RSh.Imm(asm.R4, 63),
+			asm.JEq.Imm(asm.R4, 0, "insn"),
+			asm.LSh.Imm(asm.R2, 1),
+			asm.RSh.Imm(asm.R2, 1),
+			asm.Add.Imm(asm.R2, -1),
+			asm.JEq.Reg(asm.R2, asm.R3, "inside"),
+			asm.StoreImm(asm.RFP, -16, 0, asm.Word).WithSymbol("insn"),
 			asm.Mov.Reg(asm.R1, asm.RFP),
 			asm.Add.Imm(asm.R1, -16),
 			asm.Mov.Imm(asm.R2, 2),
@@ -939,6 +1030,7 @@ func switchProgram(m fds, copyBytes, ringBytes int, exitStateOff int32, inCall b
 			asm.LoadMem(asm.R1, asm.RFP, -16, asm.Half),
 			asm.JNE.Imm(asm.R1, 0x050f, "walk"), // syscall: 0f 05
 		)
+		b.Mark("inside")
 		// A call not recorded has no user chain to refer to: the switch
 		// walks it, within the thread's budget, or goes without chains.
 		budget(&b, m, "walk", "bare")
@@ -961,12 +1053,12 @@ func switchProgram(m fds, copyBytes, ringBytes int, exitStateOff int32, inCall b
 				asm.LoadMem(asm.R1, asm.RFP, slotIP, asm.DWord),
 				asm.StoreMem(rRec, offIP, asm.R1, asm.DWord),
 			)
-			readReg(&b, offSP, regSP)
-			readReg(&b, offBP, regBP)
+			readReg(&b, offSP, regSP, true)
+			readReg(&b, offBP, regBP, true)
 			submit(&b)
 		}
 		inCallRecord(InCall, true)
-		if m.state >= 0 {
+		if m.limited {
 			b.Mark("bare")
 			inCallRecord(NoStack, false)
 		}
@@ -986,22 +1078,33 @@ func switchProgram(m fds, copyBytes, ringBytes int, exitStateOff int32, inCall b
 		asm.FnGetStackid.Call(),
 		asm.StoreMem(rRec, offUStack, asm.R0, asm.DWord),
 	)
-	userRegs(&b, m, copyBytes)
+	userRegs(&b, m, copyBytes, true)
 	submit(&b)
 	return b.Ins
 }
 
-// switchNr emits: rec.Nr = preempt << 32 | prev_state | prev->exit_state.
+// switchNr emits: rec.Nr = preempt << 32 | prev_state | prev->exit_state
+// (prev is the current task).
 func switchNr(b *bpfasm.Builder, exitStateOff int32) {
+	if exitStateOff <= math.MaxInt16 {
+		b.Emit(
+			asm.FnGetCurrentTaskBtf.Call(),
+			asm.LoadMem(asm.R1, asm.R0, int16(exitStateOff), asm.Word),
+		)
+	} else {
+		// Beyond a load's offset: a kernel read.
+		b.Emit(
+			asm.StoreImm(asm.RFP, -16, 0, asm.Word),
+			asm.Mov.Reg(asm.R1, asm.RFP),
+			asm.Add.Imm(asm.R1, -16),
+			asm.Mov.Imm(asm.R2, 4),
+			asm.LoadMem(asm.R3, rCtx, 8, asm.DWord),
+			asm.Add.Imm(asm.R3, exitStateOff),
+			asm.FnProbeReadKernel.Call(),
+			asm.LoadMem(asm.R1, asm.RFP, -16, asm.Word),
+		)
+	}
 	b.Emit(
-		asm.StoreImm(asm.RFP, -16, 0, asm.Word),
-		asm.Mov.Reg(asm.R1, asm.RFP),
-		asm.Add.Imm(asm.R1, -16),
-		asm.Mov.Imm(asm.R2, 4),
-		asm.LoadMem(asm.R3, rCtx, 8, asm.DWord),
-		asm.Add.Imm(asm.R3, exitStateOff),
-		asm.FnProbeReadKernel.Call(),
-		asm.LoadMem(asm.R1, asm.RFP, -16, asm.Word),
 		asm.LoadMem(asm.R2, rCtx, 24, asm.DWord),
 		asm.LSh.Imm(asm.R2, 32),
 		asm.RSh.Imm(asm.R2, 32),
@@ -1030,14 +1133,23 @@ func switchKernelStack(b *bpfasm.Builder, m fds) {
 // registers' orig_ax, as the sys_exit tracepoint's id.
 func exitProgram(m fds, kernel bool) asm.Instructions {
 	var b bpfasm.Builder
-	traced(&b, m)
+	traced(&b, m, true)
+	b.Emit(
+		asm.LoadMem(asm.R1, asm.RFP, thrSlot, asm.DWord),
+		asm.JEq.Imm(asm.R1, 0, "x_nostate"),
+		asm.LoadMem(asm.R2, asm.R1, thCall, asm.DWord),
+		asm.LSh.Imm(asm.R2, 1),
+		asm.RSh.Imm(asm.R2, 1),
+		asm.StoreMem(asm.R1, thCall, asm.R2, asm.DWord),
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("x_nostate"),
+	)
 	recorded(&b, m, "x_not")
 	reserve(&b, m, exitSize, kindExit)
 	b.Emit(asm.LoadMem(rRegs, rCtx, 0, asm.DWord))
-	readReg(&b, offNr, regOrigAX)
+	readReg(&b, offNr, regOrigAX, false)
 	kernelStack(&b, m, kernel, 2)
 	submit(&b)
-	if m.state >= 0 {
+	if m.limited {
 		b.Emit(asm.Mov.Imm(asm.R0, 0).WithSymbol("x_not"), asm.Return())
 	}
 	return b.Ins

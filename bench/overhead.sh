@@ -16,6 +16,9 @@
 # fp mode's stacks need the stack copy; ROUNDS defaults to 6000, about 2 s);
 # culprit-values is culprit-fp with --values; culprit-thread is culprit-fp
 # with --per-thread-clock (cpu-clock events on the threads, not per CPU).
+# A configuration named culprit-fp,ARG,ARG... is culprit-fp with the
+# given arguments (commas for spaces), to measure one option's cost paired
+# with the default: CONFIGS="culprit-fp culprit-fp,--stack-size,0".
 # CPUTIME=1 measures the workload's own CPU time (user + system, from
 # /usr/bin/time, to 10 ms) instead of the wall time: what each sample's
 # interrupt costs the sampled thread is charged to it (this kernel has no
@@ -58,11 +61,16 @@ if [[ -n ${CONFIGS:-} ]]; then
 	order=(bare)
 	for c in $CONFIGS; do
 		[[ $c == bare ]] && continue
+		if [[ $c == culprit-fp,* && -z ${cmds[$c]+set} ]]; then
+			extra=${c#culprit-fp,}
+			cmds[$c]="$out/culprit record -F $freq --call-graph fp ${extra//,/ } -o $out/culprit-extra.rec --"
+		fi
 		[[ -n ${cmds[$c]+set} ]] || { echo "unknown config $c (one of ${!cmds[*]})" >&2; exit 2; }
 		order+=("$c")
 	done
 fi
 declare -A times
+load0=$(cut -d" " -f1-3 /proc/loadavg)
 for ((i = 0; i < runs; i++)); do
 	for name in "${order[@]}"; do
 		if [[ -n ${CPUTIME:-} ]]; then
@@ -96,12 +104,12 @@ pairedci() {
 		printf "%+.2f%%..%+.2f%%", a[lo], a[hi] }'
 }
 base=$(echo "${times[bare]}" | median)
-printf "%-14s %10s %10s %12s  %s\n" config "median s" "vs bare" "paired" "paired 95% CI"
+printf "%-32s %10s %10s %12s  %s\n" config "median s" "vs bare" "paired" "paired 95% CI"
 for name in "${order[@]}"; do
 	m=$(echo "${times[$name]}" | median)
 	ci=""
 	[[ $name == bare ]] || ci=$(pairedci "$name")
-	printf "%-14s %10.3f %+9.1f%% %+11.2f%%  %s\n" "$name" "$m" "$(echo "($m / $base - 1) * 100" | bc -l)" "$(paired "$name")" "$ci"
+	printf "%-32s %10.3f %+9.1f%% %+11.2f%%  %s\n" "$name" "$m" "$(echo "($m / $base - 1) * 100" | bc -l)" "$(paired "$name")" "$ci"
 done
 printf "\nfiles of the last run (bytes, samples, bytes per sample):\n"
 for f in culprit-fp.rec culprit-thread.rec culprit-values.rec culprit-dwarf.rec perf-fp.data perf-dwarf.data; do
@@ -114,4 +122,4 @@ for f in culprit-fp.rec culprit-thread.rec culprit-values.rec culprit-dwarf.rec 
 	fi
 	printf "%-18s %10s %7s %8.1f\n" "$f" "$(stat -c %s "$out/$f")" "$n" "$(echo "$(stat -c %s "$out/$f") / $n" | bc -l)"
 done
-echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "load: $load0 at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end"

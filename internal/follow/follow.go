@@ -12,9 +12,10 @@
 //
 // Programs that run at every system call may keep, per thread, whether its
 // process is followed (task storage, cheaper than the hash lookup) with the
-// set's generation (GenFD): Add and Remove change the generation, so that
-// a thread's cached answer from before is looked up again. A process the
-// fork program adds is new, and so are its threads: nothing cached.
+// set's generation (GenFD): Add, Remove and the exit program change the
+// generation, so that a thread's cached answer from before is looked up
+// again. A process the fork program adds is new, and so are its threads:
+// nothing cached.
 //
 // The programs are written with cilium/ebpf's asm package (package
 // bpfasm), so that culprit needs no clang.
@@ -83,7 +84,7 @@ func New() (*Set, error) {
 		return fail(err)
 	}
 	if s.exit, err = ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Name: bpfasm.ProgName(), Type: ebpf.RawTracepoint, License: "GPL",
-		Instructions: exitProgram(s.tgids.FD(), tgidOff, signalOff, live[0])}, ebpf.ProgramOptions{LogSizeStart: 1 << 16}); err != nil {
+		Instructions: exitProgram(s.tgids.FD(), s.gen.FD(), tgidOff, signalOff, live[0])}, ebpf.ProgramOptions{LogSizeStart: 1 << 16}); err != nil {
 		return fail(err)
 	}
 	if s.exitL, err = link.AttachRawTracepoint(link.RawTracepointOptions{Name: "sched_process_exit", Program: s.exit}); err != nil {
@@ -108,14 +109,17 @@ func (s *Set) Remove(tgid uint32) {
 	_ = s.bump()
 }
 
-// bump changes the generation, after the set changed: from 1 on, so that a
-// thread's zeroed cache never matches.
+// bump changes the generation, after the set changed. The generation only
+// grows, so that no thread's cached one matches it again: the exit program
+// adds 1, and bump writes its own count in the upper 32 bits (from 1, so
+// that a thread's zeroed cache never matches), above any value before.
 func (s *Set) bump() error {
-	return s.gen.Update(uint32(0), s.ngen.Add(1), ebpf.UpdateAny)
+	return s.gen.Update(uint32(0), s.ngen.Add(1)<<32, ebpf.UpdateAny)
 }
 
 // GenFD is the file descriptor of the generation map: an array of one u64,
-// at least 1, that changes each time Add or Remove changes the set.
+// never 0, that grows each time Add, Remove or a followed process's exit
+// changes the set.
 func (s *Set) GenFD() int { return s.gen.FD() }
 
 // Has reports whether a process is followed.
@@ -216,7 +220,7 @@ func forkProgram(fd int, tgidOff int32) asm.Instructions {
 // of its process (signal->live), so live is 0 for the last thread: its
 // process leaves the set. Any exit on the machine runs this, a deletion of
 // a key that is mostly absent.
-func exitProgram(fd int, tgidOff, signalOff, liveOff int32) asm.Instructions {
+func exitProgram(fd, genFD int, tgidOff, signalOff, liveOff int32) asm.Instructions {
 	var b bpfasm.Builder
 	b.Emit(
 		asm.LoadMem(asm.R6, asm.R1, 0, asm.DWord), // ctx->args[0]: the task
@@ -250,6 +254,16 @@ func exitProgram(fd int, tgidOff, signalOff, liveOff int32) asm.Instructions {
 		asm.Mov.Reg(asm.R2, asm.RFP),
 		asm.Add.Imm(asm.R2, -4),
 		asm.FnMapDeleteElem.Call(),
+		// A followed process left: the generation changes, so that its
+		// exiting thread's cached answer is not used for its last switches.
+		asm.JNE.Imm(asm.R0, 0, "done"),
+		asm.StoreImm(asm.RFP, -8, 0, asm.Word),
+	)
+	b.Lookup(genFD, -8)
+	b.Emit(
+		asm.JEq.Imm(asm.R0, 0, "done"),
+		asm.Mov.Imm(asm.R1, 1),
+		asm.StoreXAdd(asm.R0, asm.R1, asm.DWord),
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("done"),
 		asm.Return(),
 	)

@@ -23,7 +23,10 @@
 # perf-a `perf record -a -F 999 -g` (per-CPU events, every process of the
 # machine recorded), each with its samples and lost records from perf's
 # own count. $CULPRIT names a culprit binary to use instead
-# of building this tree's; $ORDER the configurations to run.
+# of building this tree's; $ORDER the configurations to run. With $BASE
+# naming another culprit binary (an older build), each configuration X
+# has a twin X@base recording with it, to pair two builds in one run:
+# ORDER="bare all-bpf all-bpf@base".
 set -euo pipefail
 runs=${1:-5}
 requests=${2:-100000}
@@ -60,6 +63,11 @@ declare -A cfg=(
 	[perf]="perf record -F 999 -g -o $out/perf.data --"
 	[perf-a]="perf record -a -F 999 -g -o $out/perf.data --"
 )
+if [ -n "${BASE:-}" ]; then
+	for k in "${!cfg[@]}"; do
+		[[ ${cfg[$k]} == "$c "* ]] && cfg[$k@base]="$BASE record -o $out/run.rec${cfg[$k]#"$c"}"
+	done
+fi
 order=(${ORDER:-bare cpu sched sched-bpf syscalls syscalls-bpf all all-bpf})
 
 # one CONFIG: runs the server under CONFIG, drives it, prints "rps events lost".

@@ -15,7 +15,9 @@
 # culprit-thread is culprit fp with --per-thread-clock, the threads' own
 # cpu-clock events instead of the per-CPU ones);
 # STACKS="512 4096" adds culprit fp with those --stack-size values
-# (culprit-fp-512, ...).
+# (culprit-fp-512, ...); a configuration named culprit-fp,ARG,ARG... is
+# culprit fp with those arguments (commas for spaces), e.g.
+# CONFIGS="culprit-fp culprit-fp,--mmap-pages,128".
 #
 # Columns (medians over the runs): per-sample p50 and mean (µs), the
 # samples' share of the thread's time (mean × samples / run), and the time in
@@ -46,15 +48,20 @@ for n in ${STACKS:-}; do
 	order+=("culprit-fp-$n")
 done
 for name in "${order[@]}"; do
+	if [[ $name == culprit-fp,* && -z ${cmds[$name]+set} ]]; then
+		extra=${name#culprit-fp,}
+		cmds[$name]="$out/culprit record -F $freq --call-graph fp ${extra//,/ } -o $out/samplegaps-fp.rec --"
+	fi
 	[[ -n ${cmds[$name]+set} ]] || { echo "unknown config $name (one of ${!cmds[*]})" >&2; exit 2; }
 done
 declare -A p50 mean share other
+load0=$(cut -d' ' -f1-3 /proc/loadavg)
 for ((i = 0; i < runs; i++)); do
 	for name in "${order[@]}"; do
 		${cmds[$name]} "$out/spin" "$secs" "$gaps" >/dev/null 2>&1
 		case $name in
 		bare) line=$("$out/samplegaps" "$gaps") ;;
-		culprit-fp | culprit-fp-* | culprit-thread) line=$("$out/samplegaps" "$gaps" "$out/samplegaps-fp.rec") ;;
+		culprit-fp | culprit-fp-* | culprit-fp,* | culprit-thread) line=$("$out/samplegaps" "$gaps" "$out/samplegaps-fp.rec") ;;
 		culprit-dwarf) line=$("$out/samplegaps" "$gaps" "$out/samplegaps-dwarf.rec") ;;
 		perf-*)
 			perf script -i "$out/samplegaps-perf.data" -F time --ns 2>/dev/null >"$out/samplegaps-perf.times"
@@ -68,13 +75,13 @@ for ((i = 0; i < runs; i++)); do
 done
 
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
-printf "%-14s %12s %13s %14s %16s\n" config "p50 µs" "mean µs" "samples' %" "other gaps ms"
+printf "%-36s %12s %13s %14s %16s\n" config "p50 µs" "mean µs" "samples' %" "other gaps ms"
 for name in "${order[@]}"; do
 	if [[ $name == bare ]]; then
-		printf "%-14s %12s %13s %14s %16.1f\n" "$name" - - - "$(echo "${other[$name]}" | median)"
+		printf "%-36s %12s %13s %14s %16.1f\n" "$name" - - - "$(echo "${other[$name]}" | median)"
 		continue
 	fi
-	printf "%-14s %12.2f %13.2f %13.2f%% %16.1f\n" "$name" "$(echo "${p50[$name]}" | median)" \
+	printf "%-36s %12.2f %13.2f %13.2f%% %16.1f\n" "$name" "$(echo "${p50[$name]}" | median)" \
 		"$(echo "${mean[$name]}" | median)" "$(echo "${share[$name]}" | median)" "$(echo "${other[$name]}" | median)"
 done
-echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "load: $load0 at the start, $(cut -d' ' -f1-3 /proc/loadavg) at the end"

@@ -248,7 +248,7 @@ func TestBPFSyscallEvents(t *testing.T) {
 		if strings.HasPrefix(k, "switch at ") {
 			switches += c
 			if perfSwitches > 0 && viaPerf[k] == 0 {
-				t.Errorf("%d switches %q through the BPF program, none through perf (%v)", c, k, viaPerf)
+				t.Errorf("%d switches %q through the BPF program, none through perf (%v)\nBPF: %v", c, k, viaPerf, viaBPF)
 			}
 		}
 	}

@@ -157,6 +157,8 @@ type Options struct {
 	// LimitBurst is the calls a thread may make at once beyond Limit's
 	// rate (0: 1).
 	LimitBurst int
+
+	stackEntries int // the stack map's buckets (16384 when 0); tests make it small
 }
 
 // Event is one record of the program: a system call's entry (with its
@@ -183,18 +185,18 @@ type Event struct {
 
 // Tracer is the loaded and attached program with its maps.
 type Tracer struct {
-	follow                     *follow.Set
-	ownFollow                  bool // made by New, closed by Close
-	stacks, ring, lost, kcache *ebpf.Map
-	thr                        *ebpf.Map // task storage: per thread, whether traced and Options.Limit's state
-	skipped                    uint64    // Σ Event.Skipped of the entries drained
-	progs                      []*ebpf.Program
-	links                      []link.Link
-	rd                         *ringbuf.Reader
-	rec                        ringbuf.Record
-	stackBuf                   []uint64
-	tracing                    *TracingCode
-	copyBytes                  int
+	follow                            *follow.Set
+	ownFollow                         bool // made by New, closed by Close
+	stacks, spill, ring, lost, kcache *ebpf.Map
+	thr                               *ebpf.Map // task storage: per thread, whether traced and Options.Limit's state
+	skipped                           uint64    // Σ Event.Skipped of the entries drained
+	progs                             []*ebpf.Program
+	links                             []link.Link
+	rd                                *ringbuf.Reader
+	rec                               ringbuf.Record
+	stackBuf                          []uint64
+	tracing                           *TracingCode
+	copyBytes                         int
 }
 
 // New loads the programs and attaches them to the tracepoints. No process
@@ -226,7 +228,14 @@ func New(o Options) (*Tracer, error) {
 		}
 		t.ownFollow = true
 	}
-	if t.stacks, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_scstack", Type: ebpf.StackTrace, KeySize: 4, ValueSize: MaxStack * 8, MaxEntries: 16384}); err != nil {
+	entries := uint32(16384)
+	if o.stackEntries > 0 {
+		entries = uint32(o.stackEntries)
+	}
+	if t.stacks, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_scstack", Type: ebpf.StackTrace, KeySize: 4, ValueSize: MaxStack * 8, MaxEntries: entries}); err != nil {
+		return fail(err)
+	}
+	if t.spill, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_scspill", Type: ebpf.StackTrace, KeySize: 4, ValueSize: MaxStack * 8, MaxEntries: 2048}); err != nil {
 		return fail(err)
 	}
 	if t.ring, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_scring", Type: ebpf.RingBuf, MaxEntries: uint32(ringBytes)}); err != nil {
@@ -245,7 +254,7 @@ func New(o Options) (*Tracer, error) {
 		Value: &btf.Array{Type: &btf.Int{Name: "u64", Size: 8}, Index: &btf.Int{Name: "u32", Size: 4}, Nelems: stateSize / 8}}); err != nil {
 		return fail(err)
 	}
-	m := fds{tgids: t.follow.FD(), gen: t.follow.GenFD(), thr: t.thr.FD(), stacks: t.stacks.FD(), ring: t.ring.FD(), lost: t.lost.FD(), kcache: t.kcache.FD()}
+	m := fds{tgids: t.follow.FD(), gen: t.follow.GenFD(), thr: t.thr.FD(), stacks: t.stacks.FD(), spill: t.spill.FD(), ring: t.ring.FD(), lost: t.lost.FD(), kcache: t.kcache.FD()}
 	if o.Limit > 0 && o.Syscalls {
 		m.limited = true
 		m.every = int32(min(1e9/int64(o.Limit), 1e9))
@@ -342,7 +351,11 @@ func (t *Tracer) Stack(id int64) []uint64 {
 	if t.stackBuf == nil {
 		t.stackBuf = make([]uint64, MaxStack)
 	}
-	if err := t.stacks.Lookup(uint32(id), t.stackBuf); err != nil {
+	m := t.stacks
+	if id >= spillBase {
+		m, id = t.spill, id-spillBase
+	}
+	if err := m.Lookup(uint32(id), t.stackBuf); err != nil {
 		return nil
 	}
 	n := 0
@@ -561,7 +574,7 @@ func (t *Tracer) Close() {
 	if t.ownFollow {
 		t.follow.Close()
 	}
-	for _, m := range []*ebpf.Map{t.stacks, t.ring, t.lost, t.kcache, t.thr} {
+	for _, m := range []*ebpf.Map{t.stacks, t.spill, t.ring, t.lost, t.kcache, t.thr} {
 		if m != nil {
 			m.Close()
 		}
@@ -570,7 +583,7 @@ func (t *Tracer) Close() {
 }
 
 type fds struct {
-	tgids, gen, thr, stacks, ring, lost, kcache int
+	tgids, gen, thr, stacks, spill, ring, lost, kcache int
 	// limited: Options.Limit is set; a thread may record one call every
 	// `every` ns, with `burst` ns of credit.
 	limited      bool
@@ -906,13 +919,8 @@ func enterProgram(m fds, kernel bool, copyBytes, ringBytes int) asm.Instructions
 		asm.LoadMem(asm.R1, rCtx, 8, asm.DWord),
 		asm.StoreMem(rRec, offNr, asm.R1, asm.DWord),
 	)
-	b.Emit(
-		asm.Mov.Reg(asm.R1, rCtx),
-		asm.LoadMapPtr(asm.R2, m.stacks),
-		asm.Mov.Imm(asm.R3, 1<<8), // BPF_F_USER_STACK
-		asm.FnGetStackid.Call(),
-		asm.StoreMem(rRec, offUStack, asm.R0, asm.DWord),
-	)
+	b.Emit()
+	stackID(&b, m, 1<<8, offUStack) // BPF_F_USER_STACK
 	kernelStack(&b, m, kernel, 0)
 	userRegs(&b, m, copyBytes, false)
 	submit(&b)
@@ -1072,12 +1080,8 @@ func switchProgram(m fds, copyBytes, ringBytes int, exitStateOff int32, inCall b
 		asm.Mov.Imm(asm.R1, 0),
 		asm.StoreMem(rRec, offSkipped, asm.R1, asm.DWord),
 		asm.StoreMem(rRec, offCallNr, asm.R1, asm.DWord),
-		asm.Mov.Reg(asm.R1, rCtx),
-		asm.LoadMapPtr(asm.R2, m.stacks),
-		asm.Mov.Imm(asm.R3, 1<<8), // BPF_F_USER_STACK
-		asm.FnGetStackid.Call(),
-		asm.StoreMem(rRec, offUStack, asm.R0, asm.DWord),
 	)
+	stackID(&b, m, 1<<8, offUStack) // BPF_F_USER_STACK
 	userRegs(&b, m, copyBytes, true)
 	submit(&b)
 	return b.Ins
@@ -1120,12 +1124,35 @@ func switchNr(b *bpfasm.Builder, exitStateOff int32) {
 // switchKernelStack emits: the record's kernel call chain, the blocking
 // path, walked.
 func switchKernelStack(b *bpfasm.Builder, m fds) {
+	stackID(b, m, 0, offKStack)
+}
+
+// spillBase is added to the id of a call chain kept in the spill map.
+const spillBase = 1 << 24
+
+// stackID emits: the record's word at off = the id of the call chain
+// (flags 0: kernel, BPF_F_USER_STACK: user), negative when it cannot be
+// kept. A stack map keeps the first chain of each hash bucket and refuses
+// another one that lands in it (-EEXIST) rather than overwrite it, which
+// would change what earlier records' ids name; such a chain goes to the
+// spill map, a second stack map that holds only those, its id there plus
+// spillBase. Without it every later occurrence of the refused chain would
+// lose its frames, silently.
+func stackID(b *bpfasm.Builder, m fds, flags int32, off int16) {
+	done := b.NewLabel("stackid")
 	b.Emit(
 		asm.Mov.Reg(asm.R1, rCtx),
 		asm.LoadMapPtr(asm.R2, m.stacks),
-		asm.Mov.Imm(asm.R3, 0),
+		asm.Mov.Imm(asm.R3, flags),
 		asm.FnGetStackid.Call(),
-		asm.StoreMem(rRec, offKStack, asm.R0, asm.DWord),
+		asm.JNE.Imm(asm.R0, -int32(unix.EEXIST), done),
+		asm.Mov.Reg(asm.R1, rCtx),
+		asm.LoadMapPtr(asm.R2, m.spill),
+		asm.Mov.Imm(asm.R3, flags),
+		asm.FnGetStackid.Call(),
+		asm.JSLT.Imm(asm.R0, 0, done),
+		asm.Add.Imm(asm.R0, spillBase),
+		asm.StoreMem(rRec, off, asm.R0, asm.DWord).WithSymbol(done),
 	)
 }
 
@@ -1191,11 +1218,10 @@ func kernelStack(b *bpfasm.Builder, m fds, kernel bool, slot int32) {
 		asm.Add.Imm(asm.R1, -1),
 		asm.StoreMem(rRec, offKStack, asm.R1, asm.DWord),
 		asm.Ja.Label("kdone"),
-		asm.Mov.Reg(asm.R1, rCtx).WithSymbol("kwalk"),
-		asm.LoadMapPtr(asm.R2, m.stacks),
-		asm.Mov.Imm(asm.R3, 0),
-		asm.FnGetStackid.Call(),
-		asm.StoreMem(rRec, offKStack, asm.R0, asm.DWord),
+	)
+	b.Mark("kwalk")
+	stackID(b, m, 0, offKStack)
+	b.Emit(
 		asm.JSLT.Imm(asm.R0, 0, "kdone"),
 		asm.LoadMem(asm.R1, asm.RFP, -24, asm.DWord),
 		asm.Add.Imm(asm.R0, 1),

@@ -382,3 +382,66 @@ func TestSwitchInUnrecordedCall(t *testing.T) {
 			"want %d sleeps in all, at most %d events with stacks", entries, sleeps, inCall, walked, bare, tr.SwitchesBare(), n, most)
 	}
 }
+
+// TestStackBucketTaken: with a stack map of one bucket, the second user
+// chain lands in a bucket the first holds (bpf_get_stackid's -EEXIST); it
+// is kept in the spill map, and every entry of both call sites still has
+// its own chain (the two differ in the return address into this test:
+// the system call's assembly leaves no frame, so the fp walk goes from it
+// to the caller's caller).
+func TestStackBucketTaken(t *testing.T) {
+	testutil.NeedRoot(t)
+	tr, err := New(Options{Syscalls: true, StackBytes: 0, RingBytes: 1 << 20, stackEntries: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	runtime.LockOSThread()
+	tid := uint32(unix.Gettid())
+	if err := tr.Add(uint32(os.Getpid())); err != nil {
+		t.Fatal(err)
+	}
+	const n = 200
+	for i := 0; i < n; i++ {
+		getppidA()
+		getppidB()
+	}
+	tr.Remove(uint32(os.Getpid()))
+	runtime.UnlockOSThread()
+	ids := map[int64]int{}
+	chains := map[uint64]int{} // by the chain's second address
+	err = tr.Drain(func(ev *Event) {
+		if ev.TID != tid || ev.Nr != unix.SYS_GETPPID || ev.Exit {
+			return
+		}
+		ids[ev.UserStack]++
+		if s := tr.Stack(ev.UserStack); len(s) >= 2 && s[0] == ev.IP {
+			chains[s[1]]++
+		} else {
+			chains[0]++
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spilled := 0
+	for id := range ids {
+		if id >= spillBase {
+			spilled++
+		}
+	}
+	if len(chains) != 2 || chains[0] != 0 || spilled != 1 {
+		t.Errorf("entries by their chain's second address (0: no chain): %v, want two chains of %d; ids %v, %d of them spilled, want 1", chains, n, ids, spilled)
+	}
+	for pc, c := range chains {
+		if c != n {
+			t.Errorf("%d entries with the chain through %#x, want %d", c, pc, n)
+		}
+	}
+}
+
+//go:noinline
+func getppidA() { unix.Getppid() }
+
+//go:noinline
+func getppidB() { unix.Getppid() }

@@ -5,7 +5,8 @@
 //	PL    probed functions (probes set)
 //	PLR   probed functions with at least one recorded call
 //	calls calls recorded
-//	PRT   main's inclusive time in ms (the program's run; "-" if main was not traced)
+//	PRT   the root's inclusive time in ms (the program's run; "-" if the
+//	      root was not traced): its outermost call
 //	FC    functions whose best model of duration against call order has
 //	      R² ≥ 0.5 (internal/analysis/models), per cent of PLR
 //	hot   with reference recordings of the same program and workload: of
@@ -17,10 +18,16 @@
 //	      own cost. A function not probed is said to be over 1% beyond
 //	      sampling noise when the lower end of its two-sigma interval is.
 //
-//	tracemetrics CASE.rec [REFERENCE.rec...]
+// The root (--root, default main) is the function whose run is measured:
+// the samples of the reference count when it is on their stack, or a
+// function it tail-calls is (tracer.StackRoots: CPython's main jumps to
+// Py_BytesMain, so no sampled stack holds main).
+//
+//	tracemetrics [--root FUNC] CASE.rec [REFERENCE.rec...]
 package main
 
 import (
+	"flag"
 	"fmt"
 	"os"
 	"sort"
@@ -30,31 +37,34 @@ import (
 	"github.com/culprit-dev/culprit/internal/elfx"
 	"github.com/culprit-dev/culprit/internal/loader"
 	"github.com/culprit-dev/culprit/internal/profile"
+	"github.com/culprit-dev/culprit/internal/tracer"
 )
 
 func main() {
-	if len(os.Args) < 2 {
-		fmt.Fprintln(os.Stderr, "usage: tracemetrics CASE.rec [REFERENCE.rec...]")
+	root := flag.String("root", "main", "the function whose run is measured")
+	flag.Parse()
+	if flag.NArg() < 1 {
+		fmt.Fprintln(os.Stderr, "usage: tracemetrics [--root FUNC] CASE.rec [REFERENCE.rec...]")
 		os.Exit(2)
 	}
-	if err := run(os.Args[1:]); err != nil {
+	if err := run(*root, flag.Args()); err != nil {
 		fmt.Fprintln(os.Stderr, "tracemetrics:", err)
 		os.Exit(1)
 	}
 }
 
-func run(args []string) error {
+func run(root string, args []string) error {
 	p, err := loader.Load([]string{args[0]}, loader.Options{})
 	if err != nil {
 		return err
 	}
 	durs := make([][]float64, len(p.Probes))
-	prt := "-"
+	prt, depth := "-", -1
 	for i := range p.Calls {
 		c := &p.Calls[i]
 		durs[c.Probe] = append(durs[c.Probe], float64(c.Inclusive()))
-		if p.Probes[c.Probe].Function == "main" && c.Depth == 0 {
-			prt = fmt.Sprintf("%.1f", float64(c.Inclusive())/1e6)
+		if p.Probes[c.Probe].Function == root && (depth < 0 || int(c.Depth) < depth) {
+			prt, depth = fmt.Sprintf("%.1f", float64(c.Inclusive())/1e6), int(c.Depth)
 		}
 	}
 	plr, reliable := 0, 0
@@ -85,7 +95,7 @@ func run(args []string) error {
 		if err != nil {
 			return err
 		}
-		over, sure, err := hotSet(ref, p)
+		over, sure, err := hotSet(ref, p, root)
 		if err != nil {
 			return err
 		}
@@ -121,26 +131,33 @@ func run(args []string) error {
 	return nil
 }
 
-// hotSet returns the functions over 1% of the run in the reference ref,
-// clone suffixes removed: by CPU samples if it has them, else by the
+// hotSet returns the functions over 1% of the run of root in the
+// reference ref, clone suffixes removed: by CPU samples if it has them, else by the
 // summed exclusive times of its traced calls. With samples it also says
 // which are over 1% beyond sampling noise (the lower end of the share's
 // two-sigma interval).
-func hotSet(ref, traced *profile.Profile) ([]string, map[string]bool, error) {
+func hotSet(ref, traced *profile.Profile, root string) ([]string, map[string]bool, error) {
 	var out []string
 	if len(ref.Calls) == 0 {
 		exe := ""
 		for _, pr := range traced.Probes {
-			if pr.Function == "main" {
+			if pr.Function == root {
 				exe = pr.Object
 			}
 		}
 		if exe == "" {
-			return nil, nil, fmt.Errorf("a sampled reference needs main traced, to know the executable")
+			return nil, nil, fmt.Errorf("a sampled reference needs %s traced, to know the executable", root)
 		}
-		shares, n := trace.SampledShares(ref, exe, "main")
+		roots, err := tracer.StackRoots(exe, root)
+		if err != nil {
+			return nil, nil, err
+		}
+		if len(roots) == 0 {
+			return nil, nil, fmt.Errorf("%s has no function %s", exe, root)
+		}
+		shares, n := trace.SampledShares(ref, exe, roots)
 		if n == 0 {
-			return nil, nil, fmt.Errorf("the reference has no CPU samples in %s", exe)
+			return nil, nil, fmt.Errorf("the reference has no CPU samples in %s under %v", exe, roots)
 		}
 		sure := map[string]bool{}
 		for f, s := range shares {
@@ -150,7 +167,7 @@ func hotSet(ref, traced *profile.Profile) ([]string, map[string]bool, error) {
 			}
 		}
 		sort.Strings(out)
-		fmt.Fprintf(os.Stderr, "tracemetrics: %d samples under main in the reference\n", n)
+		fmt.Fprintf(os.Stderr, "tracemetrics: %d samples under %v in the reference\n", n, roots)
 		return out, sure, nil
 	}
 	excl := map[string]uint64{}

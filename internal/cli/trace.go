@@ -577,7 +577,7 @@ func keepSamples(exe, statsPath, cpu string, probes []uint64, stderr io.Writer) 
 			exe = path
 		}
 	}
-	counts, total, traps := trace.SampledCounts(p, exe, "", probes)
+	counts, total, traps := trace.SampledCounts(p, exe, nil, probes)
 	if total == 0 {
 		return nil // no sample of the executable's own code: a run too short to sample
 	}

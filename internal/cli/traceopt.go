@@ -364,9 +364,16 @@ func hotFunctions(pr *program, opt optimizations) (map[string]bool, string, erro
 		if err != nil {
 			return nil, "", fmt.Errorf("--hot-from: %w", err)
 		}
-		counts, n, _ := trace.SampledCounts(p, pr.exe, pr.root, nil)
+		roots, err := tracer.StackRoots(pr.exe, pr.root)
+		if err != nil {
+			return nil, "", err
+		}
+		counts, n, _ := trace.SampledCounts(p, pr.exe, roots, nil)
 		if n == 0 {
-			return nil, "", fmt.Errorf("--hot-from: no CPU sample of %s has %s on its stack: record the same program with culprit record", strings.Join(opt.HotFrom, ", "), pr.root)
+			if len(roots) == 0 {
+				return nil, "", fmt.Errorf("--hot-from: no CPU sample of %s is in %s: record the same program with culprit record", strings.Join(opt.HotFrom, ", "), filepath.Base(pr.exe))
+			}
+			return nil, "", fmt.Errorf("--hot-from: no CPU sample of %s has %s on its stack: record the same program with culprit record", strings.Join(opt.HotFrom, ", "), strings.Join(roots, " or "))
 		}
 		return sampledHot(counts, n, opt.KeepHot), fmt.Sprintf("the run's time by %d CPU samples", n), nil
 	}

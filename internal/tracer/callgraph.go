@@ -13,9 +13,45 @@ import (
 // instruction a CALL or JMP in it targets directly (calls through the PLT
 // or a register are not seen). Names are symbol names; each callee once.
 func CallGraph(path string) (map[string][]string, error) {
+	g, _, err := callGraph(path)
+	return g, err
+}
+
+// StackRoots returns root and the functions root hands its frame to by a
+// tail call (an unconditional JMP to a function's first instruction, as
+// CPython's main does to Py_BytesMain), and theirs in turn, read from the
+// disassembly of the executable at path. A sampled stack taken during
+// such a callee holds it where root would be, not root: these are the
+// names that mark a sample as taken under root. Nil (and no error) when
+// the executable has no function root.
+func StackRoots(path, root string) ([]string, error) {
+	_, tail, err := callGraph(path)
+	if err != nil {
+		return nil, err
+	}
+	if _, ok := tail[root]; !ok {
+		return nil, nil
+	}
+	out := []string{root}
+	seen := map[string]bool{root: true}
+	for i := 0; i < len(out); i++ {
+		for _, c := range tail[out[i]] {
+			if !seen[c] {
+				seen[c] = true
+				out = append(out, c)
+			}
+		}
+	}
+	return out, nil
+}
+
+// callGraph is CallGraph, and apart from it the tail calls: for each
+// function, those an unconditional JMP in it targets (every function has
+// an entry, nil if it makes none).
+func callGraph(path string) (g, tail map[string][]string, err error) {
 	f, err := elf.Open(path)
 	if err != nil {
-		return nil, fmt.Errorf("reading %s: %w", path, err)
+		return nil, nil, fmt.Errorf("reading %s: %w", path, err)
 	}
 	defer f.Close()
 	syms, _ := f.Symbols()
@@ -29,14 +65,14 @@ func CallGraph(path string) (map[string][]string, error) {
 		funcs = append(funcs, funcSym{s.Name, s.Value, s.Value + s.Size})
 	}
 	if len(funcs) == 0 {
-		return nil, fmt.Errorf("%s has no function symbols: no call graph", path)
+		return nil, nil, fmt.Errorf("%s has no function symbols: no call graph", path)
 	}
 	sort.Slice(funcs, func(i, j int) bool { return funcs[i].value < funcs[j].value })
 	byStart := map[uint64]string{}
 	for _, fs := range funcs {
 		byStart[fs.value] = fs.name
 	}
-	g := map[string][]string{}
+	g, tail = map[string][]string{}, map[string][]string{}
 	for _, fs := range funcs {
 		var sec *elf.Section
 		for _, s := range f.Sections {
@@ -52,7 +88,7 @@ func CallGraph(path string) (map[string][]string, error) {
 		if _, err := sec.ReadAt(code, int64(fs.value-sec.Addr)); err != nil {
 			continue
 		}
-		callees := map[string]bool{}
+		callees, jumps := map[string]bool{}, map[string]bool{}
 		for pc := 0; pc < len(code); {
 			in, err := x86asm.Decode(code[pc:], 64)
 			if err != nil {
@@ -66,6 +102,10 @@ func CallGraph(path string) (map[string][]string, error) {
 						callees[name] = true
 						g[fs.name] = append(g[fs.name], name)
 					}
+					if name, ok := byStart[target]; ok && name != fs.name && in.Op == x86asm.JMP && !jumps[name] {
+						jumps[name] = true
+						tail[fs.name] = append(tail[fs.name], name)
+					}
 				}
 			}
 			pc += in.Len
@@ -73,6 +113,9 @@ func CallGraph(path string) (map[string][]string, error) {
 		if _, ok := g[fs.name]; !ok {
 			g[fs.name] = nil
 		}
+		if _, ok := tail[fs.name]; !ok {
+			tail[fs.name] = nil
+		}
 	}
-	return g, nil
+	return g, tail, nil
 }

@@ -23,17 +23,18 @@ type Share struct {
 // would measure it: a sample counts for the innermost frame of its stack
 // that lies in exe, so time in the C library or the kernel on behalf of a
 // function is that function's, as a traced call's exclusive time includes
-// its untraced callees. Only samples with root (main, main.main for Go)
-// of exe on their stack count, when root is given: shares are of root's
-// inclusive time, as a trace measures the run (the loader's and the C
-// library's start and exit left out). Names are source-level, clone suffixes removed
+// its untraced callees. Only samples with one of roots (main, main.main
+// for Go, and what main tail-calls: tracer.StackRoots) of exe on their
+// stack count, when roots are given: shares are of root's inclusive time,
+// as a trace measures the run (the loader's and the C library's start and
+// exit left out). Names are source-level, clone suffixes removed
 // (elfx.StripClones). It also returns the number of samples counted.
 //
 // This is the reference against which a trace's probe reductions are
 // judged: a trace measures functions' times inflated by its own probes'
 // cost, which falls on the frequently called ones.
-func SampledShares(p *profile.Profile, exe, root string) (map[string]Share, int) {
-	counts, total, _ := SampledCounts(p, exe, root, nil)
+func SampledShares(p *profile.Profile, exe string, roots []string) (map[string]Share, int) {
+	counts, total, _ := SampledCounts(p, exe, roots, nil)
 	out := make(map[string]Share, len(counts))
 	for f, n := range counts {
 		out[f] = Share{Share: float64(n) / float64(total), Err: profile.Err(n, total)}
@@ -54,12 +55,12 @@ func SampledShares(p *profile.Profile, exe, root string) (map[string]Share, int)
 // instruction after the breakpoint, so that such samples are the trap's
 // time: half of those outside the traps' kernel frames in a trace of every
 // function of sqlite3.
-func SampledCounts(p *profile.Profile, exe, root string, probes []uint64) (counts map[string]int, total, traps int) {
+func SampledCounts(p *profile.Profile, exe string, roots []string, probes []uint64) (counts map[string]int, total, traps int) {
 	base := filepath.Base(exe)
 	in, isRoot, isTrap, isAfter := map[int32]bool{}, map[int32]bool{}, map[int32]bool{}, map[int32]bool{}
 	for i, f := range p.Frames {
 		in[int32(i)] = !f.Kernel && filepath.Base(f.Object) == base
-		isRoot[int32(i)] = in[int32(i)] && f.Function == root
+		isRoot[int32(i)] = in[int32(i)] && slices.Contains(roots, f.Function)
 		isTrap[int32(i)] = f.Kernel && TrapFrame(f.Function) || f.Object == "[uprobes]"
 		if in[int32(i)] && len(probes) > 0 {
 			k, _ := slices.BinarySearch(probes, f.Offset)
@@ -72,7 +73,7 @@ func SampledCounts(p *profile.Profile, exe, root string, probes []uint64) (count
 			continue
 		}
 		st := p.StackAt(s.Stack)
-		if root != "" && !slices.ContainsFunc(st, func(fi int32) bool { return isRoot[fi] }) {
+		if len(roots) > 0 && !slices.ContainsFunc(st, func(fi int32) bool { return isRoot[fi] }) {
 			continue
 		}
 		if slices.ContainsFunc(st, func(fi int32) bool { return isTrap[fi] }) || len(st) > 0 && isAfter[st[0]] {

@@ -39,7 +39,7 @@ func TestSampledShares(t *testing.T) {
 		}
 	}
 	p.Samples = append(p.Samples, profile.Sample{Stack: 1, Event: recording.EventSyscallEnter}) // not CPU time
-	got, n := SampledShares(p, "/elsewhere/prog", "main")
+	got, n := SampledShares(p, "/elsewhere/prog", []string{"main"})
 	if n != 10 {
 		t.Fatalf("%d samples counted, want 10 (those under main)", n)
 	}
@@ -49,7 +49,7 @@ func TestSampledShares(t *testing.T) {
 	if want := profile.Err(6, 10); got["work"].Err != want {
 		t.Errorf("work's error %g, want %g", got["work"].Err, want)
 	}
-	if _, n := SampledShares(p, "/bin/prog", ""); n != 15 {
+	if _, n := SampledShares(p, "/bin/prog", nil); n != 15 {
 		t.Errorf("without a root: %d samples counted, want 15 (the loader's under _start too)", n)
 	}
 }
@@ -86,7 +86,7 @@ func TestSampledCountsTraps(t *testing.T) {
 			p.Samples = append(p.Samples, profile.Sample{Stack: int32(st), Event: recording.EventCPU})
 		}
 	}
-	counts, total, traps := SampledCounts(p, "prog", "", nil)
+	counts, total, traps := SampledCounts(p, "prog", nil, nil)
 	if total != 15 || traps != 15 || counts["work"] != 6 || counts["leaf"] != 9 || len(counts) != 2 {
 		t.Errorf("counts %v, %d counted, %d in traps; want work 6, leaf 9, 15 counted and 15 in traps", counts, total, traps)
 	}

@@ -217,7 +217,7 @@ calls), export --format chrome and diff. Patterns (#N sampling, --lib,
 			}
 			fmt.Fprintf(stderr, "culprit: %d calls of %d functions%s written to %s (%s); probes set in %s, removed in %s\n", res.Calls, res.Probes, sched, o.Output, humanBytes(res.Bytes),
 				res.Attach.Round(time.Millisecond), res.Detach.Round(time.Millisecond))
-			if err := keepStats(exe, o.Output, o.CPUSamples, res.Removed, stderr); err != nil {
+			if err := keepStats(exe, o.Output, o.CPUSamples, o.CPUHz, res.Removed, stderr); err != nil {
 				warnf(stderr, "keeping the functions' statistics for the next trace: %v", err)
 			}
 			if res.ExitCode > 0 {
@@ -434,9 +434,9 @@ func dynamicBaseline(exe, statsRef string, b trace.Baseline, changed map[string]
 // this time keep their earlier stats, as in Perun). removed are the
 // functions dynamic probing removed: their counts are of the calls made
 // while their probes were set (FuncStats.Partial). cpu, when not "", is
-// the recording of the CPU samples taken beside the trace: their counts
-// are added to the build's (cpuStats).
-func keepStats(exe, rec, cpu string, removed []string, stderr io.Writer) error {
+// the recording of the CPU samples taken beside the trace, hz times a
+// second: their counts are added to the build's (cpuStats).
+func keepStats(exe, rec, cpu string, hz int, removed []string, stderr io.Writer) error {
 	if exe == "" {
 		return nil
 	}
@@ -491,7 +491,7 @@ func keepStats(exe, rec, cpu string, removed []string, stderr io.Writer) error {
 		}
 	}
 	slices.Sort(probes)
-	return keepSamples(exe, path, cpu, probes, stderr)
+	return keepSamples(exe, path, cpu, hz, probes, trace.TrapsLanding(p), stderr)
 }
 
 // cpuStats are the CPU samples traces of one build took beside their
@@ -502,6 +502,12 @@ type cpuStats struct {
 	Samples int            `json:"samples"` // counted: under the root, outside the probes' traps
 	Traps   int            `json:"traps"`   // taken in the probes' traps, not counted
 	Counts  map[string]int `json:"counts"`  // samples by function
+	// Traces are each trace's samples, rate and probe traps, and Exposure
+	// by function the probe traps that landed in it times the rate, summed
+	// over the traces: what trace.UntracedTotal reads to take the probes'
+	// indirect cost out of the total.
+	Traces   []trace.PooledTrace `json:"traces,omitempty"`
+	Exposure map[string]float64  `json:"exposure,omitempty"`
 }
 
 // cpuStatsFile is where the CPU samples of the build whose Dynamic Stats
@@ -556,10 +562,11 @@ func readCPUStats(path string) (cpuStats, error) {
 	return c, nil
 }
 
-// keepSamples adds the CPU samples of recording cpu, of the executable
-// exe, to the build's pool; probes are the file offsets of the entry
-// probes the trace set in exe (sorted).
-func keepSamples(exe, statsPath, cpu string, probes []uint64, stderr io.Writer) error {
+// keepSamples adds the CPU samples of recording cpu (hz a second), of
+// the executable exe, to the build's pool; probes are the file offsets of
+// the entry probes the trace set in exe (sorted), landing the probe traps
+// by function (trace.TrapsLanding).
+func keepSamples(exe, statsPath, cpu string, hz int, probes []uint64, landing map[string]int, stderr io.Writer) error {
 	if _, err := os.Stat(cpu); err != nil {
 		return nil // not taken: the tracer said why
 	}
@@ -588,6 +595,17 @@ func keepSamples(exe, statsPath, cpu string, probes []uint64, stderr io.Writer) 
 	}
 	if c.Counts == nil {
 		c.Counts = map[string]int{}
+	}
+	if c.Exposure == nil {
+		c.Exposure = map[string]float64{}
+	}
+	if len(c.Traces) == c.Runs { // every earlier trace was recorded so
+		k := 0
+		for f, n := range landing {
+			c.Exposure[f] += float64(hz) * float64(n)
+			k += n
+		}
+		c.Traces = append(c.Traces, trace.PooledTrace{Samples: total, Hz: hz, Traps: k})
 	}
 	c.Runs++
 	c.Samples += total

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -384,6 +385,12 @@ func hotFunctions(pr *program, opt optimizations) (map[string]bool, string, erro
 				return nil, "", err
 			}
 			if c.Samples > 0 {
+				if len(c.Traces) == c.Runs {
+					if total, d, ok := trace.UntracedTotal(c.Traces, c.Counts, c.Exposure); ok {
+						return sampledHot(c.Counts, int(math.Round(total)), opt.KeepHot),
+							fmt.Sprintf("the time of %d earlier traces by %d CPU samples, %.0f of them an untraced run's (each probe trap slowed the code after it by %.0f ns)", c.Runs, c.Samples, total, d*1e9), nil
+					}
+				}
 				return sampledHot(c.Counts, c.Samples, opt.KeepHot), fmt.Sprintf("the time of %d earlier traces by %d CPU samples", c.Runs, c.Samples), nil
 			}
 		}
@@ -409,7 +416,7 @@ func hotFunctions(pr *program, opt optimizations) (map[string]bool, string, erro
 func sampledHot(counts map[string]int, total int, percent float64) map[string]bool {
 	hot := map[string]bool{}
 	for f, n := range counts {
-		if float64(n)/float64(total)+profile.Err(n, total) > percent/100 {
+		if n >= total || float64(n)/float64(total)+profile.Err(n, total) > percent/100 {
 			hot[f] = true
 		}
 	}

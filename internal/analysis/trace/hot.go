@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"math"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -119,4 +120,72 @@ func TrapFrame(fn string) bool {
 		}
 	}
 	return false
+}
+
+// PooledTrace is what one trace added to a pool of CPU samples taken
+// beside probes: the samples it counted (SampledCounts' total), their
+// rate, and the probe traps it made (two a recorded call).
+type PooledTrace struct {
+	Samples int `json:"samples"`
+	Hz      int `json:"hz"`
+	Traps   int `json:"traps"`
+}
+
+// TrapsLanding counts, for each function (clone suffixes removed), the
+// probe traps of a traced run after which the program resumed in it:
+// the entry of each of its calls, and the return of each traced call it
+// made (the call's site). The code that runs just after a trap runs
+// slower (the kernel's entry and exit disturb the caches, the TLB and
+// the branch predictors), so these are where a trace's indirect cost
+// falls.
+func TrapsLanding(p *profile.Profile) map[string]int {
+	out := map[string]int{}
+	for i := range p.Calls {
+		c := &p.Calls[i]
+		out[elfx.StripClones(p.Probes[c.Probe].Function)]++
+		if c.Site >= 0 {
+			out[elfx.StripClones(p.FrameAt(c.Site).Function)]++
+		}
+	}
+	return out
+}
+
+// UntracedTotal estimates how many of the pooled samples counts (by
+// function, from traces) an untraced run would have taken: the program's
+// own code runs slower after each probe trap, so a traced run's samples
+// outside the traps grow with its traps. A least-squares line through
+// the traces' samples per second of sampling against their traps gives
+// the time each trap adds (its slope); each function's count less that
+// time for the traps that landed in it (exposure: the sum over traces of
+// rate × TrapsLanding) is its untraced estimate, at least 0, and their
+// sum the total. ok is false when the traces cannot give a slope (fewer
+// than two, or their trap counts within a factor of two of each other:
+// the pool must hold traces of many and of few probes) or it is not
+// positive.
+func UntracedTotal(traces []PooledTrace, counts map[string]int, exposure map[string]float64) (total float64, perTrap float64, ok bool) {
+	var n, sx, sy, sxx, sxy float64
+	minK, maxK := math.Inf(1), 0.0
+	for _, t := range traces {
+		if t.Hz <= 0 {
+			continue
+		}
+		x, y := float64(t.Traps), float64(t.Samples)/float64(t.Hz)
+		n++
+		sx += x
+		sy += y
+		sxx += x * x
+		sxy += x * y
+		minK, maxK = min(minK, x), max(maxK, x)
+	}
+	if n < 2 || maxK < 2*minK || n*sxx-sx*sx <= 0 {
+		return 0, 0, false
+	}
+	d := (n*sxy - sx*sy) / (n*sxx - sx*sx)
+	if d <= 0 {
+		return 0, 0, false
+	}
+	for f, c := range counts {
+		total += math.Max(0, float64(c)-d*exposure[f])
+	}
+	return total, d, total > 0
 }

@@ -101,3 +101,54 @@ func TestSampledCountsTraps(t *testing.T) {
 		}
 	}
 }
+
+// A trap lands in the function whose call it enters and in the one a
+// traced call returns to (its site).
+func TestTrapsLanding(t *testing.T) {
+	p := &profile.Profile{
+		Frames: []profile.Frame{{Function: "loop", Object: "/bin/prog"}},
+		Probes: []profile.Probe{{Function: "loop"}, {Function: "leaf.isra.0"}},
+		Calls: []profile.Call{
+			{Probe: 0, Caller: -1, Site: -1},
+			{Probe: 1, Caller: 0, Site: 0},
+			{Probe: 1, Caller: 0, Site: 0},
+		},
+	}
+	got := TrapsLanding(p)
+	if len(got) != 2 || got["loop"] != 3 || got["leaf"] != 2 {
+		t.Errorf("traps landing %v, want loop 3 (its entry, two returns to it), leaf 2", got)
+	}
+}
+
+// Traces of many and of few probe traps give the time a trap adds; a
+// function's count less that time for its own traps estimates it
+// untraced, and the total is their sum.
+func TestUntracedTotal(t *testing.T) {
+	// 100 samples a run untraced at 1000 Hz (0.1 s), and 2 µs of the
+	// program's own time lost to each trap: 2 samples per 1,000 traps.
+	const u, perTrap = 0.1, 2e-6
+	var traces []PooledTrace
+	for _, k := range []int{1000, 50000, 100000} {
+		traces = append(traces, PooledTrace{Samples: int((u + perTrap*float64(k)) * 1000), Hz: 1000, Traps: k})
+	}
+	// Pooled: far (start-up) 30 samples a run, no trap; near 70 a run and
+	// every trap.
+	counts := map[string]int{"far": 90, "near": 210 + 2 + 100 + 200}
+	exposure := map[string]float64{"near": 1000 * (1000 + 50000 + 100000)}
+	total, d, ok := UntracedTotal(traces, counts, exposure)
+	if !ok || math.Abs(d-perTrap) > 1e-9 || math.Abs(total-300) > 1e-6 {
+		t.Errorf("UntracedTotal = %g, %g, %v; want 300 samples, %g s a trap", total, d, ok, perTrap)
+	}
+	// A function's estimate is at least 0.
+	if total, _, _ := UntracedTotal(traces, map[string]int{"far": 90, "near": 10}, exposure); total != 90 {
+		t.Errorf("total %g, want 90: near's estimate is 0, not negative", total)
+	}
+	// Traces all of about the same traps give no slope.
+	same := []PooledTrace{{Samples: 300, Hz: 1000, Traps: 100000}, {Samples: 310, Hz: 1000, Traps: 150000}}
+	if _, _, ok := UntracedTotal(same, counts, exposure); ok {
+		t.Error("a slope from traps within a factor of two")
+	}
+	if _, _, ok := UntracedTotal(traces[:1], counts, exposure); ok {
+		t.Error("a slope from one trace")
+	}
+}

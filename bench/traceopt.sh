@@ -25,6 +25,11 @@
 # Diff tracing cases run only with OLDER set to an older build of BINARY;
 # CASES (an extended regexp on the case names, e.g. 'no-opt|p:.*') runs
 # only some (keep no-opt first: the others are compared with it).
+# TRACEFLAGS adds flags to every case's trace (e.g. --cpu-sample 9999, to
+# fill the build's pool of samples faster); ROOT names the function whose
+# run PRT and "hot" measure (default main; tracemetrics --root); OUT
+# moves the work directory (default bench/out/traceopt), so that two
+# programs can be measured at once.
 #
 #   bench/traceopt.sh BINARY [REPS] -- ARGS...
 #
@@ -36,7 +41,7 @@ reps=${2:-6}
 shift 2
 [ "${1:-}" = "--" ] && shift
 root=$(cd "$(dirname "$0")/.." && pwd)
-out=$root/bench/out/traceopt
+out=${OUT:-$root/bench/out/traceopt}
 rm -rf "$out"
 mkdir -p "$out"
 (cd "$root" && go build -o "$out/culprit" ./cmd/culprit && go build -o "$out/tracemetrics" ./bench/tracemetrics)
@@ -99,9 +104,9 @@ for c in "${cases[@]}"; do
 	for i in $(seq "$reps"); do
 		t0=$(date +%s%N)
 		# shellcheck disable=SC2086
-		"$out/culprit" trace $flags -f '*' -o "$out/case.rec" -- "$bin" "$@" >/dev/null 2>"$out/log" || { cat "$out/log"; exit 1; }
+		"$out/culprit" trace ${TRACEFLAGS:-} $flags -f '*' -o "$out/case.rec" -- "$bin" "$@" >/dev/null 2>"$out/log" || { cat "$out/log"; exit 1; }
 		t1=$(date +%s%N)
-		m=$("$out/tracemetrics" "$out/case.rec" "${check[@]}" 2>/dev/null)
+		m=$("$out/tracemetrics" --root "${ROOT:-main}" "$out/case.rec" "${check[@]}" 2>/dev/null)
 		[ "$i" -eq 1 ] && [ "$reps" -gt 1 ] && continue
 		echo $(((t1 - t0) / 1000000)) >>"$out/pt"
 		echo "$m" | cut -f4 >>"$out/prt"

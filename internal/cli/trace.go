@@ -491,7 +491,7 @@ func keepStats(exe, rec, cpu string, hz int, removed []string, stderr io.Writer)
 		}
 	}
 	slices.Sort(probes)
-	return keepSamples(exe, path, cpu, hz, probes, trace.TrapsLanding(p), stderr)
+	return keepSamples(exe, path, cpu, hz, probes, trace.TrapsLanding(p), trace.InnermostOpen(p), stderr)
 }
 
 // cpuStats are the CPU samples traces of one build took beside their
@@ -565,12 +565,13 @@ func readCPUStats(path string) (cpuStats, error) {
 // keepSamples adds the CPU samples of recording cpu (hz a second), of
 // the executable exe, to the build's pool; probes are the file offsets of
 // the entry probes the trace set in exe (sorted), landing the probe traps
-// by function (trace.TrapsLanding).
-func keepSamples(exe, statsPath, cpu string, hz int, probes []uint64, landing map[string]int, stderr io.Writer) error {
+// by function (trace.TrapsLanding), and open names the trace's innermost
+// call open at a time (trace.InnermostOpen).
+func keepSamples(exe, statsPath, cpu string, hz int, probes []uint64, landing map[string]int, open func(uint32, uint64) string, stderr io.Writer) error {
 	if _, err := os.Stat(cpu); err != nil {
 		return nil // not taken: the tracer said why
 	}
-	p, err := loadProfile([]string{cpu}, io.Discard, true)
+	p, err := loadProfile([]string{cpu}, io.Discard, false) // each sample's own time, for open
 	if err != nil {
 		return fmt.Errorf("the CPU samples: %w", err)
 	}
@@ -584,7 +585,7 @@ func keepSamples(exe, statsPath, cpu string, hz int, probes []uint64, landing ma
 			exe = path
 		}
 	}
-	counts, total, traps := trace.SampledCounts(p, exe, nil, probes)
+	counts, total, traps := trace.SampledCounts(p, exe, nil, probes, open)
 	if total == 0 {
 		return nil // no sample of the executable's own code: a run too short to sample
 	}

@@ -369,7 +369,7 @@ func hotFunctions(pr *program, opt optimizations) (map[string]bool, string, erro
 		if err != nil {
 			return nil, "", err
 		}
-		counts, n, _ := trace.SampledCounts(p, pr.exe, roots, nil)
+		counts, n, _ := trace.SampledCounts(p, pr.exe, roots, nil, nil)
 		if n == 0 {
 			if len(roots) == 0 {
 				return nil, "", fmt.Errorf("--hot-from: no CPU sample of %s is in %s: record the same program with culprit record", strings.Join(opt.HotFrom, ", "), filepath.Base(pr.exe))

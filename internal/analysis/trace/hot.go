@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"cmp"
 	"math"
 	"path/filepath"
 	"slices"
@@ -35,7 +36,7 @@ type Share struct {
 // judged: a trace measures functions' times inflated by its own probes'
 // cost, which falls on the frequently called ones.
 func SampledShares(p *profile.Profile, exe string, roots []string) (map[string]Share, int) {
-	counts, total, _ := SampledCounts(p, exe, roots, nil)
+	counts, total, _ := SampledCounts(p, exe, roots, nil, nil)
 	out := make(map[string]Share, len(counts))
 	for f, n := range counts {
 		out[f] = Share{Share: float64(n) / float64(total), Err: profile.Err(n, total)}
@@ -56,7 +57,16 @@ func SampledShares(p *profile.Profile, exe string, roots []string) (map[string]S
 // instruction after the breakpoint, so that such samples are the trap's
 // time: half of those outside the traps' kernel frames in a trace of every
 // function of sqlite3.
-func SampledCounts(p *profile.Profile, exe string, roots []string, probes []uint64) (counts map[string]int, total, traps int) {
+//
+// open, when not nil, names the innermost traced call open on a thread
+// at a time (InnermostOpen of the trace the samples were taken beside): a
+// sample outside the traps whose stack holds no frame of exe counts for
+// it. Such a stack was cut short by the trace itself (a return probe puts
+// its trampoline's address where the traced call's return address was:
+// time in a library function the call jumped to, or whose frames could
+// not be unwound past, shows no caller) or was taken outside every traced
+// call (the loader, exit), which then names none.
+func SampledCounts(p *profile.Profile, exe string, roots []string, probes []uint64, open func(tid uint32, t uint64) string) (counts map[string]int, total, traps int) {
 	base := filepath.Base(exe)
 	in, isRoot, isTrap, isAfter := map[int32]bool{}, map[int32]bool{}, map[int32]bool{}, map[int32]bool{}
 	for i, f := range p.Frames {
@@ -95,10 +105,68 @@ func SampledCounts(p *profile.Profile, exe string, roots []string, probes []uint
 			}
 			counts[elfx.StripClones(name)] += s.N()
 			total += s.N()
+			st = nil
 			break
+		}
+		if len(st) > 0 && open != nil {
+			if name := open(s.TID, s.Time); name != "" {
+				counts[elfx.StripClones(name)] += s.N()
+				total += s.N()
+			}
 		}
 	}
 	return counts, total, traps
+}
+
+// InnermostOpen returns a function that names the innermost call of p
+// open on thread tid at time t ("" when none is), as traced calls nest on
+// a thread: the last call to start at or before t, or the nearest of its
+// traced callers still open at t. Samples merged by the loader have one
+// time for many: give it an unmerged profile's samples.
+func InnermostOpen(p *profile.Profile) func(tid uint32, t uint64) string {
+	byTID := map[uint32][]int32{}
+	for i := range p.Calls {
+		byTID[p.Calls[i].TID] = append(byTID[p.Calls[i].TID], int32(i))
+	}
+	parent := make([]int32, len(p.Calls))
+	for _, calls := range byTID {
+		slices.SortFunc(calls, func(a, b int32) int {
+			ca, cb := &p.Calls[a], &p.Calls[b]
+			if ca.Start != cb.Start {
+				return cmp.Compare(ca.Start, cb.Start)
+			}
+			return cmp.Compare(cb.End, ca.End) // the outer first
+		})
+		var stack []int32
+		for _, i := range calls {
+			for len(stack) > 0 && p.Calls[stack[len(stack)-1]].End < p.Calls[i].Start {
+				stack = stack[:len(stack)-1]
+			}
+			parent[i] = -1
+			if len(stack) > 0 {
+				parent[i] = stack[len(stack)-1]
+			}
+			stack = append(stack, i)
+		}
+	}
+	return func(tid uint32, t uint64) string {
+		calls := byTID[tid]
+		k, _ := slices.BinarySearchFunc(calls, t, func(i int32, t uint64) int {
+			if p.Calls[i].Start <= t {
+				return -1
+			}
+			return 1
+		})
+		if k == 0 {
+			return ""
+		}
+		for i := calls[k-1]; i >= 0; i = parent[i] {
+			if p.Calls[i].End >= t {
+				return p.Probes[p.Calls[i].Probe].Function
+			}
+		}
+		return ""
+	}
 }
 
 // trapAfter bounds the length of a probed instruction (x86-64: 15 bytes).

@@ -86,7 +86,7 @@ func TestSampledCountsTraps(t *testing.T) {
 			p.Samples = append(p.Samples, profile.Sample{Stack: int32(st), Event: recording.EventCPU})
 		}
 	}
-	counts, total, traps := SampledCounts(p, "prog", nil, nil)
+	counts, total, traps := SampledCounts(p, "prog", nil, nil, nil)
 	if total != 15 || traps != 15 || counts["work"] != 6 || counts["leaf"] != 9 || len(counts) != 2 {
 		t.Errorf("counts %v, %d counted, %d in traps; want work 6, leaf 9, 15 counted and 15 in traps", counts, total, traps)
 	}
@@ -150,5 +150,54 @@ func TestUntracedTotal(t *testing.T) {
 	}
 	if _, _, ok := UntracedTotal(traces[:1], counts, exposure); ok {
 		t.Error("a slope from one trace")
+	}
+}
+
+// The innermost call open at a time, on its thread: nested calls, a
+// callee that returned before the time (its caller is), another thread's
+// calls apart.
+func TestInnermostOpen(t *testing.T) {
+	p := &profile.Profile{
+		Probes: []profile.Probe{{Function: "main"}, {Function: "parse"}, {Function: "leaf"}, {Function: "worker"}},
+		Calls: []profile.Call{
+			{Start: 10, End: 100, TID: 1, Probe: 0},
+			{Start: 20, End: 60, TID: 1, Probe: 1},
+			{Start: 30, End: 40, TID: 1, Probe: 2},
+			{Start: 45, End: 50, TID: 1, Probe: 2},
+			{Start: 15, End: 90, TID: 2, Probe: 3},
+		},
+	}
+	open := InnermostOpen(p)
+	for _, c := range []struct {
+		tid  uint32
+		t    uint64
+		want string
+	}{
+		{1, 5, ""}, {1, 10, "main"}, {1, 25, "parse"}, {1, 35, "leaf"},
+		{1, 42, "parse"}, {1, 47, "leaf"}, {1, 55, "parse"}, {1, 70, "main"},
+		{1, 150, ""}, {2, 50, "worker"}, {3, 50, ""},
+	} {
+		if got := open(c.tid, c.t); got != c.want {
+			t.Errorf("open(%d, %d) = %q, want %q", c.tid, c.t, got, c.want)
+		}
+	}
+	// A sample in a library whose stack the trace cut short (no frame of
+	// the executable) counts for the call open then; one with no call
+	// open (the loader) for nothing.
+	sp := &profile.Profile{
+		Frames: []profile.Frame{{Function: "malloc", Object: "/lib/libc.so.6"}, {Function: "parse", Object: "/bin/prog"}},
+		Stacks: [][]int32{{0}, {1}},
+		Samples: []profile.Sample{
+			{Stack: 0, TID: 1, Time: 35, Event: recording.EventCPU},
+			{Stack: 0, TID: 1, Time: 5, Event: recording.EventCPU},
+			{Stack: 1, TID: 1, Time: 25, Event: recording.EventCPU},
+		},
+	}
+	counts, total, _ := SampledCounts(sp, "prog", nil, nil, open)
+	if total != 2 || counts["leaf"] != 1 || counts["parse"] != 1 {
+		t.Errorf("counts %v, %d counted; want leaf 1 (open at its time), parse 1, 2 counted", counts, total)
+	}
+	if _, total, _ := SampledCounts(sp, "prog", nil, nil, nil); total != 1 {
+		t.Errorf("without open: %d counted, want 1", total)
 	}
 }

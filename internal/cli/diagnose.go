@@ -119,7 +119,9 @@ func diagnoseRuns(normal, buggy []string, o vprof.Options, different bool, windo
 	a.SetBlocks(blockFinder(exes, stderr))
 	a.SetReads(readsFinder(exes))
 	for i, path := range append(append([]string(nil), normal...), buggy...) {
-		p, err := loadProfile([]string{path}, stderr, false)
+		// Streamed: the analyzer takes the samples and values as they
+		// are read again, in time order, and keeps what it compares.
+		p, err := loadProfileWith([]string{path}, stderr, loader.Options{Stream: true})
 		if err != nil {
 			return nil, err
 		}

@@ -42,7 +42,10 @@ type Options struct {
 	// each sample only what orders the distinct stacks, and the profile's
 	// samples (Profile.EachSample) are read again from the files, which
 	// stay open, in the order Load would have sorted them into (see
-	// stream.go). Profile.Samples is then empty. Merge takes precedence.
+	// stream.go). Profile.Samples is then empty. Values likewise: Load
+	// keeps their count by source and the frames of their PCs, and
+	// Profile.EachValue reads them again; Profile.Values is empty. Merge
+	// takes precedence.
 	Stream bool
 }
 
@@ -474,6 +477,9 @@ func (l *loader) readAhead(r *recording.Reader, stacks *stackRecs, batches chan<
 			continue
 		case *recording.Sample:
 			b = append(b, item{sample: *v, records: n})
+		case *recording.Value:
+			x := *v // the reader reuses v
+			b = append(b, item{rec: &x, records: n})
 		default:
 			b = append(b, item{rec: rec, records: n})
 		}
@@ -542,7 +548,7 @@ func (l *loader) addRecord(src *profile.Source, rec recording.Record, sources, p
 					l.p.ValueSources[idx] = old
 					l.vsrc[old] = idx
 				} else {
-					sources[v.ID] = o
+					l.setSource(sources, v.ID, o)
 				}
 			}
 			return
@@ -555,7 +561,7 @@ func (l *loader) addRecord(src *profile.Source, rec recording.Record, sources, p
 			l.p.ValueSources = append(l.p.ValueSources, key)
 			l.vsrc[key] = idx
 		}
-		sources[v.ID] = idx
+		l.setSource(sources, v.ID, idx)
 	case *recording.Value:
 		idx, ok := sources[v.Source]
 		if !ok {
@@ -564,6 +570,10 @@ func (l *loader) addRecord(src *profile.Source, rec recording.Record, sources, p
 		val := profile.Value{Time: v.Time, PID: v.PID, TID: v.TID, Source: idx,
 			Depth: v.Depth, Type: v.Type, PC: v.PC, Bits: v.Bits}
 		val.SetFrame(l.valueFrame(v.PID, v.PC, v.Depth))
+		if l.stream != nil {
+			l.streamValue(&val)
+			return
+		}
 		l.values.Add(val)
 	case *recording.Probe:
 		probes[v.ID] = l.addProbe(v)

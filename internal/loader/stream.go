@@ -48,6 +48,11 @@ type streamState struct {
 	// next[k] is 1 + the next stack key of the chain k is on: the keys of
 	// a file's stack id (streamFile.heads), whatever their space version.
 	next []int32
+	// Values: counted by source, and the frames of their PCs per space
+	// version (the loader's cache, which the second reading looks up).
+	vcounts []profile.ValueCount
+	values  int
+	vpcs    valuePCs
 }
 
 // streamFile is a file as the first reading left it.
@@ -61,6 +66,50 @@ type streamFile struct {
 	// heads[id] is 1 + the first stack key of stack id, for the small
 	// dense ids writers give; keys of other ids are in loader.keyIdx.
 	heads []int32
+	// Values: how many, how late (as samples' late and maxTime), and the
+	// file's value source IDs as they were mapped, in the order mapped.
+	values      uint64
+	vlate, vmax uint64
+	sources     []sourceSet
+}
+
+// sourceSet is a file's value source ID mapped to a profile value source
+// when record rec was added.
+type sourceSet struct {
+	rec uint64
+	id  uint32
+	idx int32
+}
+
+// setSource maps the file's value source ID id to the profile's value
+// source idx from the record being added on, noting it for a second
+// reading of the values.
+func (l *loader) setSource(sources map[uint32]int32, id uint32, idx int32) {
+	sources[id] = idx
+	if l.stream != nil {
+		f := l.stream.files[len(l.stream.files)-1]
+		f.sources = append(f.sources, sourceSet{rec: l.rec, id: id, idx: idx})
+	}
+}
+
+// streamValue notes value v (its frame set) in the first reading.
+func (l *loader) streamValue(v *profile.Value) {
+	st := l.stream
+	f := st.files[len(st.files)-1]
+	if f.values > 0 && v.Time < f.vmax {
+		f.vlate = max(f.vlate, f.vmax-v.Time)
+	}
+	f.vmax = max(f.vmax, v.Time)
+	f.values++
+	st.values++
+	for len(st.vcounts) <= int(v.Source) {
+		st.vcounts = append(st.vcounts, profile.ValueCount{})
+	}
+	c := &st.vcounts[v.Source]
+	c.All++
+	if !v.Missing() {
+		c.Present++
+	}
 }
 
 // key returns the stack key of stack id in space sp (file is f's index),
@@ -199,6 +248,153 @@ func (l *loader) endStream() {
 	// The stream holds st, not the loader and the objects it symbolized
 	// with.
 	l.p.SetStream(st.events, st.each)
+	st.vpcs = l.vpcs
+	for len(st.vcounts) < len(l.p.ValueSources) {
+		st.vcounts = append(st.vcounts, profile.ValueCount{})
+	}
+	l.p.SetValueStream(st.vcounts, st.eachValue)
+}
+
+// eachValue reads the values again, in time order (as Load sorts them:
+// by time, then file, then read order), and yields each with its frame
+// set; it stops early when yield returns false.
+func (st *streamState) eachValue(yield func(*profile.Value) bool) error {
+	if st.values == 0 {
+		return nil
+	}
+	cs := make([]*valueCursor, 0, len(st.files))
+	heads := make([]profile.Value, 0, len(st.files))
+	for _, f := range st.files {
+		if f.values == 0 {
+			continue
+		}
+		r, err := recording.OpenAt(f.f)
+		if err != nil {
+			return fmt.Errorf("reading %s again: %w", f.f.Name(), err)
+		}
+		r.Reuse()
+		c := &valueCursor{st: st, f: f, r: r, spaces: map[uint32]*space{}, sources: map[uint32]int32{}}
+		var v profile.Value
+		ok, err := c.next(&v)
+		if err != nil {
+			return err
+		}
+		if ok {
+			cs = append(cs, c)
+			heads = append(heads, v)
+		}
+	}
+	var v profile.Value // yielded: one for all, as yield does not keep it
+	for len(cs) > 0 {
+		best := 0
+		for i := range cs {
+			if heads[i].Time < heads[best].Time {
+				best = i
+			}
+		}
+		v = heads[best]
+		if !yield(&v) {
+			return nil
+		}
+		ok, err := cs[best].next(&heads[best])
+		if err != nil {
+			return err
+		}
+		if !ok {
+			cs = slices.Delete(cs, best, best+1)
+			heads = slices.Delete(heads, best, best+1)
+		}
+	}
+	return nil
+}
+
+// valueCursor reads one file's values again, in time order.
+type valueCursor struct {
+	st        *streamState
+	f         *streamFile
+	r         *recording.Reader
+	spaces    map[uint32]*space
+	sources   map[uint32]int32
+	log, slog int    // the next entries of f.spaces and f.sources to replay
+	n         uint64 // records read
+	seq       uint64 // values read
+	maxTime   uint64
+	done      bool
+	wait      window[profile.Value]
+}
+
+// frame is the frame index the first reading gave a value's PC (as
+// loader.valueFrame), −1 for none.
+func (c *valueCursor) frame(pid uint32, pc uint64, depth uint8) int32 {
+	if pc == 0 || pc >= kernelStart {
+		return -1
+	}
+	sp := c.spaces[pid]
+	if sp == nil {
+		return -1
+	}
+	pcs := c.st.vpcs.spaces[sp.id]
+	if pcs == nil {
+		return -1
+	}
+	k := pc << 1
+	if depth > 0 {
+		k |= 1
+	}
+	if f, ok := pcs.frames[k]; ok {
+		return f
+	}
+	return -1
+}
+
+// next sets *v to the file's next value in time order; false when there is
+// none left.
+func (c *valueCursor) next(v *profile.Value) (bool, error) {
+	for {
+		if t, ok := c.wait.first(); ok && (c.done || t+c.f.vlate < c.maxTime) {
+			*v = c.wait.pop()
+			return true, nil
+		}
+		if c.done {
+			return false, nil
+		}
+		if c.seq == c.f.values || c.n == c.f.records {
+			c.done = true
+			continue
+		}
+		rec, err := c.r.Next()
+		if err == io.EOF {
+			return false, fmt.Errorf("reading %s again: it was cut since it was first read (%d of its %d records left): read it again", c.f.f.Name(), c.n, c.f.records)
+		}
+		if err != nil {
+			return false, fmt.Errorf("reading %s again: %w", c.f.f.Name(), err)
+		}
+		c.n++
+		for c.log < len(c.f.spaces) && c.f.spaces[c.log].rec <= c.n {
+			e := c.f.spaces[c.log]
+			c.spaces[e.pid] = e.sp
+			c.log++
+		}
+		for c.slog < len(c.f.sources) && c.f.sources[c.slog].rec <= c.n {
+			e := c.f.sources[c.slog]
+			c.sources[e.id] = e.idx
+			c.slog++
+		}
+		x, ok := rec.(*recording.Value)
+		if !ok {
+			continue
+		}
+		idx, ok := c.sources[x.Source]
+		if !ok {
+			continue // its definition was lost to damage, as in the first reading
+		}
+		val := profile.Value{Time: x.Time, PID: x.PID, TID: x.TID, Source: idx,
+			Depth: x.Depth, Type: x.Type, PC: x.PC, Bits: x.Bits}
+		val.SetFrame(c.frame(x.PID, x.PC, x.Depth))
+		c.wait.push(timed[profile.Value]{seq: c.seq, time: x.Time, v: val})
+		c.seq++
+		c.maxTime = max(c.maxTime, x.Time)
+	}
 }
 
 // each reads the samples again, in time order, and yields each with its
@@ -221,6 +417,7 @@ func (st *streamState) each(yield func(*profile.Sample) bool) error {
 		}
 		live[i] = ok
 	}
+	var s profile.Sample // yielded: one for all, as yield does not keep it
 	for {
 		best := -1
 		for i := range cs {
@@ -231,7 +428,7 @@ func (st *streamState) each(yield func(*profile.Sample) bool) error {
 		if best < 0 {
 			return nil
 		}
-		s := heads[best]
+		s = heads[best]
 		if !yield(&s) {
 			return nil
 		}
@@ -255,7 +452,7 @@ type cursor struct {
 	seq     uint64 // samples read
 	maxTime uint64
 	done    bool
-	wait    window
+	wait    window[profile.Sample]
 }
 
 func newCursor(st *streamState, file int, f *streamFile) (*cursor, error) {
@@ -303,25 +500,25 @@ func (c *cursor) next(s *profile.Sample) (bool, error) {
 		if k := c.st.key(c.file, c.f, c.spaces[v.PID], v.StackID, false, false); k >= 0 {
 			stack = c.st.final[k]
 		}
-		c.wait.push(heapSample{seq: c.seq, s: profile.Sample{Time: v.Time, PID: v.PID, TID: v.TID, CPU: v.CPU,
+		c.wait.push(timed[profile.Sample]{seq: c.seq, time: v.Time, v: profile.Sample{Time: v.Time, PID: v.PID, TID: v.TID, CPU: v.CPU,
 			Period: v.Period, Stack: stack, Event: v.Event, Arg: v.Arg}})
 		c.seq++
 		c.maxTime = max(c.maxTime, v.Time)
 	}
 }
 
-// window holds the samples read but not yet yielded, by time, then
-// number: those that came in order in a queue, the others in a heap.
-// Recordings are nearly in time order, so most samples take the queue's
-// constant time rather than the heap's logarithm.
-type window struct {
-	queue []heapSample // queue[head:] wait, in order
+// window holds the items (samples, values) read but not yet yielded, by
+// time, then number: those that came in order in a queue, the others in a
+// heap. Recordings are nearly in time order, so most items take the
+// queue's constant time rather than the heap's logarithm.
+type window[T any] struct {
+	queue []timed[T] // queue[head:] wait, in order
 	head  int
-	heap  sampleHeap
+	heap  timedHeap[T]
 }
 
-func (w *window) push(x heapSample) {
-	if n := len(w.queue); n == w.head || x.s.Time >= w.queue[n-1].s.Time {
+func (w *window[T]) push(x timed[T]) {
+	if n := len(w.queue); n == w.head || x.time >= w.queue[n-1].time {
 		if w.head > 4096 && 2*w.head > n {
 			w.queue = w.queue[:copy(w.queue, w.queue[w.head:])]
 			w.head = 0
@@ -332,8 +529,8 @@ func (w *window) push(x heapSample) {
 	w.heap.push(x)
 }
 
-// fromHeap reports whether the first sample is the heap's.
-func (w *window) fromHeap() bool {
+// fromHeap reports whether the first item is the heap's.
+func (w *window[T]) fromHeap() bool {
 	if len(w.heap.items) == 0 {
 		return false
 	}
@@ -341,45 +538,45 @@ func (w *window) fromHeap() bool {
 		return true
 	}
 	h, q := &w.heap.items[0], &w.queue[w.head]
-	return h.s.Time < q.s.Time || h.s.Time == q.s.Time && h.seq < q.seq
+	return h.time < q.time || h.time == q.time && h.seq < q.seq
 }
 
-// first is the time of the first sample; false when none waits.
-func (w *window) first() (uint64, bool) {
+// first is the time of the first item; false when none waits.
+func (w *window[T]) first() (uint64, bool) {
 	if w.fromHeap() {
-		return w.heap.items[0].s.Time, true
+		return w.heap.items[0].time, true
 	}
 	if w.head < len(w.queue) {
-		return w.queue[w.head].s.Time, true
+		return w.queue[w.head].time, true
 	}
 	return 0, false
 }
 
-// pop removes and returns the first sample; one must wait.
-func (w *window) pop() profile.Sample {
+// pop removes and returns the first item; one must wait.
+func (w *window[T]) pop() T {
 	if w.fromHeap() {
 		return w.heap.pop()
 	}
 	w.head++
-	return w.queue[w.head-1].s
+	return w.queue[w.head-1].v
 }
 
-// heapSample is a sample waiting in a cursor's window, seq its number in
-// its file.
-type heapSample struct {
-	seq uint64
-	s   profile.Sample
+// timed is an item waiting in a cursor's window: its time, and seq its
+// number in its file.
+type timed[T any] struct {
+	seq, time uint64
+	v         T
 }
 
-// sampleHeap is a min-heap of samples by time, then number.
-type sampleHeap struct{ items []heapSample }
+// timedHeap is a min-heap of items by time, then number.
+type timedHeap[T any] struct{ items []timed[T] }
 
-func (h *sampleHeap) less(i, j int) bool {
+func (h *timedHeap[T]) less(i, j int) bool {
 	a, b := &h.items[i], &h.items[j]
-	return a.s.Time < b.s.Time || a.s.Time == b.s.Time && a.seq < b.seq
+	return a.time < b.time || a.time == b.time && a.seq < b.seq
 }
 
-func (h *sampleHeap) push(x heapSample) {
+func (h *timedHeap[T]) push(x timed[T]) {
 	h.items = append(h.items, x)
 	for i := len(h.items) - 1; i > 0; {
 		p := (i - 1) / 2
@@ -391,8 +588,8 @@ func (h *sampleHeap) push(x heapSample) {
 	}
 }
 
-func (h *sampleHeap) pop() profile.Sample {
-	top := h.items[0].s
+func (h *timedHeap[T]) pop() T {
+	top := h.items[0].v
 	n := len(h.items) - 1
 	h.items[0] = h.items[n]
 	h.items = h.items[:n]

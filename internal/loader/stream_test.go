@@ -35,6 +35,22 @@ func streamed(t *testing.T, p *profile.Profile) []string {
 	return out
 }
 
+// streamedValues lists a profile's values, in the order EachValue yields
+// them, each with its frame.
+func streamedValues(t *testing.T, p *profile.Profile) []string {
+	t.Helper()
+	var out []string
+	err := p.EachValue(func(v *profile.Value) bool {
+		f, ok := p.ValueFrame(*v)
+		out = append(out, fmt.Sprintf("%d %d/%d src%d d%d %v %#x %d %v %+v", v.Time, v.PID, v.TID, v.Source, v.Depth, v.Type, v.PC, v.Bits, ok, f))
+		return true
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 // sameAsLoad checks that reading paths as a stream gives what Load holds:
 // the same samples in the same order with the same stacks, unfiltered and
 // through filters.
@@ -48,8 +64,19 @@ func sameAsLoad(t *testing.T, paths []string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !st.Streamed() || len(st.Samples) != 0 {
-		t.Fatalf("streamed=%v with %d samples held", st.Streamed(), len(st.Samples))
+	if !st.Streamed() || len(st.Samples) != 0 || len(st.Values) != 0 {
+		t.Fatalf("streamed=%v with %d samples and %d values held", st.Streamed(), len(st.Samples), len(st.Values))
+	}
+	ca, err := full.ValueCounts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cb, err := st.ValueCounts()
+	if err != nil || !reflect.DeepEqual(ca, cb) {
+		t.Errorf("value counts: streamed %v (%v), loaded %v", cb, err, ca)
+	}
+	if !reflect.DeepEqual(st.ValueSources, full.ValueSources) {
+		t.Errorf("value sources differ: streamed %v, loaded %v", st.ValueSources, full.ValueSources)
 	}
 	if st.SampleCount() != full.SampleCount() || st.StartTime != full.StartTime {
 		t.Errorf("stream: %d samples from %d, Load: %d from %d", st.SampleCount(), st.StartTime, full.SampleCount(), full.StartTime)
@@ -75,6 +102,14 @@ func sameAsLoad(t *testing.T, paths []string) {
 		}
 		if len(a) == 0 && f.Comms == nil {
 			t.Errorf("filter %+v: no sample", f)
+		}
+		va, vb := streamedValues(t, qa), streamedValues(t, qb)
+		if !reflect.DeepEqual(va, vb) {
+			n := 0
+			for n < len(va) && n < len(vb) && va[n] == vb[n] {
+				n++
+			}
+			t.Errorf("filter %+v: %d values streamed, %d loaded, first difference at %d", f, len(vb), len(va), n)
 		}
 	}
 }
@@ -125,6 +160,28 @@ func mapMidway(t *testing.T, timeBase uint64) string {
 			s.Event, s.Arg = recording.EventSyscallEnter, uint64(i%4)
 		}
 		recs = append(recs, s)
+		// Values read at the sample, as the recorder writes them: two
+		// variables, one whose source is defined again with its
+		// enumerators midway, at the leaf and in a caller, some missing
+		// or without a PC, and some of a process never mapped.
+		switch {
+		case i == 0:
+			recs = append(recs, &recording.ValueSource{ID: 1, Class: recording.SourceVariable, Name: "n", Function: "worker"},
+				&recording.ValueSource{ID: 2, Class: recording.SourceVariable, Name: "state", Function: "main", Type: "enum st"})
+		case i == 2000:
+			recs = append(recs, &recording.ValueSource{ID: 2, Class: recording.SourceVariable, Name: "state", Function: "main", Type: "enum st", Enum: "0=IDLE,1=BUSY"})
+		}
+		if i%3 != 2 {
+			st := stacks[(i*7)%min(len(stacks), 1+i/700)]
+			recs = append(recs, &recording.Value{Time: s.Time, PID: task[0], TID: task[1], Source: 1, PC: st[0], Bits: uint64(i % 17)},
+				&recording.Value{Time: s.Time, PID: task[0], TID: task[1], Source: 2, Depth: uint8(len(st) - 1), PC: st[len(st)-1], Bits: uint64(i % 2)})
+		}
+		switch i % 50 {
+		case 7:
+			recs = append(recs, &recording.Value{Time: s.Time, PID: task[0], TID: task[1], Source: 1, Type: recording.ValueMissing})
+		case 8:
+			recs = append(recs, &recording.Value{Time: s.Time, PID: 99, TID: 99, Source: 2, PC: 0x1234 + uint64(i)})
+		}
 	}
 	recs = append(recs, &recording.End{Time: timeBase + 40000})
 	return writeRec(t, recs...)

@@ -50,7 +50,7 @@ func (l *loader) valueFrame(pid uint32, pc uint64, depth uint8) int32 {
 	sp := l.spaces[pid]
 	if sp == nil {
 		sp = l.newSpace(nil)
-		l.spaces[pid] = sp
+		l.setSpace(pid, sp)
 	}
 	c := l.vpcs.last
 	if c == nil || c.space != sp.id {

@@ -354,6 +354,16 @@ func (p *Profile) Apply(f Filter) *Profile {
 		return (!f.HasFrom || rel >= f.From) && (!f.HasTo || rel < f.To)
 	}
 	selected := p.taskSelector(f)
+	if p.values != nil {
+		q.values = func(yield func(*Value) bool) error {
+			return p.values(func(v *Value) bool {
+				if !inWindow(v.Time) || !selected(v.PID, v.TID, v.Time) {
+					return true
+				}
+				return yield(v)
+			})
+		}
+	}
 	for _, v := range p.Values {
 		if inWindow(v.Time) && selected(v.PID, v.TID, v.Time) {
 			q.Values = append(q.Values, v)

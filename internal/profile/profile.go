@@ -195,6 +195,60 @@ type Profile struct {
 	// known); bound bounds the counts from above, in a selection of one
 	// (Apply) too.
 	events, bound map[recording.Event]int
+	// values, when set (SetValueStream), yields the values, which Values
+	// then does not hold; valueCounts counts them by source (nil: not
+	// known).
+	values      func(yield func(*Value) bool) error
+	valueCounts []ValueCount
+}
+
+// ValueCount counts the values of one value source: All of them, Present
+// those not Missing.
+type ValueCount struct{ All, Present int }
+
+// SetValueStream makes p's values streamed: counted by source in counts
+// (indexed like ValueSources), they are not held in Values but yielded, in
+// time order, by each (which reads them again from the recordings, and may
+// fail doing so), every time EachValue is called.
+func (p *Profile) SetValueStream(counts []ValueCount, each func(yield func(*Value) bool) error) {
+	p.Values, p.values, p.valueCounts = nil, each, counts
+}
+
+// EachValue calls yield with each value of p in time order (the order of
+// Values) until it returns false. The value is yield's to change; it is
+// not kept. Only a streamed profile can fail, when reading the recordings
+// again fails.
+func (p *Profile) EachValue(yield func(*Value) bool) error {
+	if p.values != nil {
+		return p.values(yield)
+	}
+	var v Value // yielded: one for all, as yield does not keep it
+	for i := range p.Values {
+		v = p.Values[i]
+		if !yield(&v) {
+			break
+		}
+	}
+	return nil
+}
+
+// ValueCounts counts p's values by source (indexed like ValueSources;
+// values of a source out of range are not counted).
+func (p *Profile) ValueCounts() ([]ValueCount, error) {
+	if p.valueCounts != nil {
+		return p.valueCounts, nil
+	}
+	out := make([]ValueCount, len(p.ValueSources))
+	err := p.EachValue(func(v *Value) bool {
+		if v.Source >= 0 && int(v.Source) < len(out) {
+			out[v.Source].All++
+			if !v.Missing() {
+				out[v.Source].Present++
+			}
+		}
+		return true
+	})
+	return out, err
 }
 
 // SetStream makes p a streamed profile: its samples, counted by event kind
@@ -263,8 +317,9 @@ func (p *Profile) EachSample(yield func(*Sample) bool) error {
 	if p.stream != nil {
 		return p.stream(yield)
 	}
+	var s Sample // yielded: one for all, as yield does not keep it
 	for i := range p.Samples {
-		s := p.Samples[i]
+		s = p.Samples[i]
 		if !yield(&s) {
 			break
 		}

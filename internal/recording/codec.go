@@ -266,7 +266,7 @@ func encodeSample(e *enc, s *Sample) {
 // Samples are carved out of slab, a block allocated a few hundred at a time,
 // to save an allocation per sample. A Stack is decoded into stack, reusing
 // its address slices, when stack is not nil.
-func decodePayload(k Kind, p []byte, slab *[]Sample, stack *Stack) (r Record, ok bool) {
+func decodePayload(k Kind, p []byte, slab *[]Sample, stack *Stack, value *Value) (r Record, ok bool) {
 	d := dec{b: p}
 	switch k {
 	case KindSample:
@@ -394,8 +394,12 @@ func decodePayload(k Kind, p []byte, slab *[]Sample, stack *Stack) (r Record, ok
 		if d.bad || a[1]|a[2]|a[3] > math.MaxUint32 || a[4]|a[5] > math.MaxUint8 {
 			return nil, false
 		}
-		r = &Value{Time: a[0], PID: uint32(a[1]), TID: uint32(a[2]), Source: uint32(a[3]),
+		if value == nil {
+			value = new(Value)
+		}
+		*value = Value{Time: a[0], PID: uint32(a[1]), TID: uint32(a[2]), Source: uint32(a[3]),
 			Depth: uint8(a[4]), Type: ValueKind(a[5]), PC: a[6], Bits: a[7]}
+		r = value
 	case KindProbe:
 		p := new(Probe)
 		p.ID = d.u32()

@@ -66,6 +66,7 @@ type Reader struct {
 	reuse    bool     // Reuse: every Sample and every Stack is decoded into one
 	one      [1]Sample
 	stack    Stack // the Stack decoded into when reuse is set
+	value    Value // the Value decoded into when reuse is set
 	pendTail int64 // offset of the incomplete tail when tail is set
 }
 
@@ -305,11 +306,11 @@ func (r *Reader) scan(from int64, keep bool) (q int64, found bool) {
 	return q, false
 }
 
-// Reuse makes Next decode every Sample into the same record, and every
-// Stack into the same record and address slices, so that reading a
-// recording does not allocate per sample or stack: the *Sample or *Stack
-// Next returns is then valid only until the following call. Other records
-// are still freshly allocated.
+// Reuse makes Next decode every Sample into the same record, every Value
+// into the same record, and every Stack into the same record and address
+// slices, so that reading a recording does not allocate per sample, value
+// or stack: the *Sample, *Value or *Stack Next returns is then valid only
+// until the following call. Other records are still freshly allocated.
 func (r *Reader) Reuse() { r.reuse = true }
 
 // Next returns the next record, or io.EOF at the end of the data. Records
@@ -342,11 +343,12 @@ func (r *Reader) Next() (Record, error) {
 				continue
 			}
 			var stack *Stack
+			var value *Value
 			if r.reuse {
 				r.slab = r.one[:]
-				stack = &r.stack
+				stack, value = &r.stack, &r.value
 			}
-			rec, ok := decodePayload(k, payload, &r.slab, stack)
+			rec, ok := decodePayload(k, payload, &r.slab, stack, value)
 			if !ok {
 				// A well-framed record whose payload does not decode:
 				// skip the frame as damage.

@@ -1,6 +1,7 @@
 package vprof
 
 import (
+	"iter"
 	"math"
 	"slices"
 	"sort"
@@ -212,23 +213,22 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 	}
 	var values, other int
 	perSource := make([]int, len(p.ValueSources))
-	for _, v := range p.Values {
-		if v.Source < 0 || int(v.Source) >= len(isVar) {
-			continue
+	counts, err := p.ValueCounts()
+	if err != nil {
+		return err
+	}
+	for i, c := range counts {
+		if i >= len(isVar) {
+			break
 		}
-		if !isVar[v.Source] {
-			other++
-		} else if !v.Missing() {
-			values++
-			perSource[v.Source]++
+		if !isVar[i] {
+			other += c.All
+		} else {
+			values += c.Present
+			perSource[i] = c.Present
 		}
 	}
-	cpu := 0
-	for _, s := range p.Samples {
-		if s.Event == recording.EventCPU {
-			cpu++
-		}
-	}
+	cpu := p.EventCounts()[recording.EventCPU]
 	r.info.Samples, r.info.Values = cpu, values
 	if values == 0 {
 		return &NoValuesError{Path: info.Path, Samples: cpu, Other: other}
@@ -293,15 +293,18 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 		}
 	}
 
-	period := defaultPeriod(p)
+	period, err := defaultPeriod(p)
+	if err != nil {
+		return err
+	}
 	// PC cost: the innermost frame of every CPU sample; stack counts: every
 	// function and call edge of its complete stack.
 	stackFn := map[int32][]int32{} // stack → functions, innermost first
 	perStack := map[int32]float64{}
 	var total float64
-	for _, s := range p.Samples {
+	err = p.EachSample(func(s *profile.Sample) bool {
 		if s.Event != recording.EventCPU {
-			continue
+			return true
 		}
 		fs, ok := stackFn[s.Stack]
 		if !ok {
@@ -332,6 +335,10 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 		}
 		r.pcCost[f] += per
 		total += per
+		return true
+	})
+	if err != nil {
+		return err
 	}
 	r.info.CPU = total / 1e9
 	for st, n := range perStack {
@@ -349,13 +356,29 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 	frameLoc := map[int32][2]int32{} // frame → line, block
 	var tick []owned                 // the values of one sample time
 	tickTime := uint64(0)
-	si := 0 // merge cursor into p.Samples
+	// The samples at the time of the values being charged, read along
+	// with the values (both come in time order).
+	var sampleErr error
+	nextSample, stopSamples := iter.Pull(func(yield func(profile.Sample) bool) {
+		sampleErr = p.EachSample(func(s *profile.Sample) bool { return yield(*s) })
+	})
+	defer stopSamples()
+	var at []profile.Sample // the samples of time atTime
+	atTime, ahead, hasAhead := uint64(0), profile.Sample{}, false
+	ahead, hasAhead = nextSample()
 	periodAt := func(t uint64, tid uint32) float64 {
-		for si < len(p.Samples) && p.Samples[si].Time < t {
-			si++
+		if len(at) == 0 || atTime != t {
+			at = at[:0]
+			for hasAhead && ahead.Time < t {
+				ahead, hasAhead = nextSample()
+			}
+			for hasAhead && ahead.Time == t {
+				at = append(at, ahead)
+				ahead, hasAhead = nextSample()
+			}
+			atTime = t
 		}
-		for k := si; k < len(p.Samples) && p.Samples[k].Time == t; k++ {
-			s := p.Samples[k]
+		for _, s := range at {
 			if s.TID == tid && s.Event == recording.EventCPU && s.Period > 0 {
 				return float64(s.Period)
 			}
@@ -384,13 +407,13 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 	states := make([][]stState, len(a.vars))
 	stTID := make([][]uint32, len(a.vars))
 	normalIdx := len(a.normal)
-	for _, v := range p.Values {
+	err = p.EachValue(func(v *profile.Value) bool {
 		if v.Source < 0 || int(v.Source) >= len(srcVar) || v.Missing() {
-			continue
+			return true
 		}
 		vi := srcVar[v.Source]
 		if vi < 0 {
-			continue
+			return true
 		}
 		va := a.vars[vi]
 		// The function the value is charged to: a local's own function, a
@@ -446,7 +469,7 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 			st = &states[vi][len(states[vi])-1]
 		}
 		if st.has && st.time == v.Time {
-			continue
+			return true
 		}
 		var ser *series
 		if buggy {
@@ -507,8 +530,16 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 			va.bs = append(va.bs, bsample{value: x, delta: delta, hasDelta: hasDelta, run: st.runID, loc: lb[0], block: lb[1]})
 		}
 		st.time, st.value, st.bits, st.kind, st.has = v.Time, x, v.Bits, v.Type, true
+		return true
+	})
+	if err != nil {
+		return err
 	}
 	flush()
+	stopSamples()
+	if sampleErr != nil {
+		return sampleErr
+	}
 	// Close the open runs.
 	for vi := range states {
 		va := a.vars[vi]
@@ -535,24 +566,27 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 // defaultPeriod is the CPU time a sample stands for when its record does not
 // say: the median period of the run's CPU samples, else 1/frequency, else
 // 1 ms.
-func defaultPeriod(p *profile.Profile) float64 {
+func defaultPeriod(p *profile.Profile) (float64, error) {
 	var ps []float64
-	for i, s := range p.Samples {
+	i := 0
+	err := p.EachSample(func(s *profile.Sample) bool {
 		if s.Event == recording.EventCPU && s.Period > 0 {
 			ps = append(ps, float64(s.Period))
 		}
-		if i > 10000 {
-			break
-		}
+		i++
+		return i <= 10001
+	})
+	if err != nil {
+		return 0, err
 	}
 	if len(ps) > 0 {
 		sort.Float64s(ps)
-		return ps[len(ps)/2]
+		return ps[len(ps)/2], nil
 	}
 	for _, m := range p.Metas {
 		if m.Frequency > 0 {
-			return 1e9 / float64(m.Frequency)
+			return 1e9 / float64(m.Frequency), nil
 		}
 	}
-	return 1e6
+	return 1e6, nil
 }

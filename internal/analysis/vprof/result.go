@@ -733,12 +733,12 @@ func (a *Analyzer) localise(v *variable, c comparison) *Anomaly {
 		var x float64
 		switch d {
 		case DimValue:
-			x = s.value
+			x = v.valueAt(s)
 		case DimDelta:
-			if !s.hasDelta {
+			var ok bool
+			if x, ok = v.deltaAt(s); !ok {
 				continue
 			}
-			x = s.delta
 		default:
 			x = float64(v.runs[s.run])
 		}

@@ -109,14 +109,31 @@ type series struct {
 	durations []float64 // lengths of runs of equal consecutive values
 }
 
-// bsample is a buggy-run sample of a variable, kept for localisation.
+// bsample is a buggy-run sample of a variable, kept for localisation. Its
+// value and delta are those of the buggy series (variable.buggy), kept
+// there once.
 type bsample struct {
-	value    float64
-	delta    float64
-	run      int32 // index into variable.runs
-	loc      int32 // index into Analyzer.locs, −1 unknown
-	block    int32 // index into Analyzer.blocks, −1 unknown
-	hasDelta bool
+	value int32 // index into buggy.values, −1: none kept (NaN, pointer)
+	delta int32 // index into buggy.deltas, −1: none
+	run   int32 // index into variable.runs
+	loc   int32 // index into Analyzer.locs, −1 unknown
+	block int32 // index into Analyzer.blocks, −1 unknown
+}
+
+// valueAt and deltaAt are a buggy sample's value (NaN when none was kept)
+// and delta (ok false when it has none).
+func (v *variable) valueAt(s bsample) float64 {
+	if s.value < 0 {
+		return math.NaN()
+	}
+	return v.buggy.values[s.value]
+}
+
+func (v *variable) deltaAt(s bsample) (float64, bool) {
+	if s.delta < 0 {
+		return 0, false
+	}
+	return v.buggy.deltas[s.delta], true
 }
 
 // runSchemas returns the schema identities of a run's variables, sorted;
@@ -490,7 +507,9 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 		// value of its own, and two runs of a constant NaN disjoint); it
 		// counts only in the durations, which compare bits.
 		nan := math.IsNaN(x)
+		vAt, dAt := int32(-1), int32(-1) // where x and the delta are kept
 		if !pointer && !nan {
+			vAt = int32(len(ser.values))
 			ser.values = append(ser.values, x)
 		}
 		same := st.has && st.bits == v.Bits && st.kind == v.Type
@@ -501,6 +520,7 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 			if math.IsNaN(delta) { // ±Inf − ±Inf
 				hasDelta, delta = false, 0
 			} else {
+				dAt = int32(len(ser.deltas))
 				ser.deltas = append(ser.deltas, delta)
 			}
 		}
@@ -527,7 +547,7 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 					frameLoc[fi] = lb
 				}
 			}
-			va.bs = append(va.bs, bsample{value: x, delta: delta, hasDelta: hasDelta, run: st.runID, loc: lb[0], block: lb[1]})
+			va.bs = append(va.bs, bsample{value: vAt, delta: dAt, run: st.runID, loc: lb[0], block: lb[1]})
 		}
 		st.time, st.value, st.bits, st.kind, st.has = v.Time, x, v.Bits, v.Type, true
 		return true

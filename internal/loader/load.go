@@ -19,6 +19,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/culprit-dev/culprit/internal/chunked"
 	"github.com/culprit-dev/culprit/internal/profile"
@@ -269,25 +270,46 @@ type loader struct {
 const loadGCPercent = 50
 
 // lowerGC lowers the garbage collector's target to loadGCPercent (unless
-// it is lower, or off) and returns what ends it: it restores the target
-// and collects once. Most of what Load holds at its peak is its own: the
-// symbolizer's tables of the objects it read (libc's DWARF, say), read
-// ahead batches, stack addresses, which it drops when it returns. Under
-// the default target the heap may grow to twice that peak before a
-// collection, and then the views grow it further over the loader's
-// garbage; the lower target while loading and one collection when it ends
-// keep the process's peak near 1.5× the loading's live heap, for a few
-// more collections of a heap that is small.
+// it is lower, or off) and returns what ends it: once no Load runs any
+// more, it restores the target and collects once. Most of what Load holds
+// at its peak is its own: the symbolizer's tables of the objects it read
+// (libc's DWARF, say), read-ahead batches, stack addresses, which it
+// drops when it returns. Under the default target the heap may grow to
+// twice that peak before a collection, and then the views grow it further
+// over the loader's garbage; the lower target while loading and one
+// collection when it ends keep the process's peak near 1.5× the loading's
+// live heap, for a few more collections of a heap that is small. Loads
+// may run at once (culprit view): the first saves the target, the last
+// restores it.
 func lowerGC() func() {
-	old := debug.SetGCPercent(loadGCPercent)
-	if old < 0 || old < loadGCPercent {
-		debug.SetGCPercent(old)
-		return func() {}
+	gcLoads.Lock()
+	defer gcLoads.Unlock()
+	if gcLoads.n == 0 {
+		gcLoads.old = debug.SetGCPercent(loadGCPercent)
+		if gcLoads.old < loadGCPercent { // off (−1) or lower: keep it
+			debug.SetGCPercent(gcLoads.old)
+		}
 	}
+	gcLoads.n++
 	return func() {
-		debug.SetGCPercent(old)
-		runtime.GC()
+		gcLoads.Lock()
+		gcLoads.n--
+		last := gcLoads.n == 0
+		if last {
+			debug.SetGCPercent(gcLoads.old)
+		}
+		gcLoads.Unlock()
+		if last {
+			runtime.GC()
+		}
 	}
+}
+
+// gcLoads counts the Loads running and the GC target before the first.
+var gcLoads struct {
+	sync.Mutex
+	n   int
+	old int
 }
 
 // Load reads recordings and builds a symbolized Profile. Damaged or

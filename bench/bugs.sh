@@ -3,31 +3,44 @@
 #
 # For every case in bench/bugs/<case>/ (the format: docs/accuracy.md) it
 # builds the program, records one normal and one buggy run with perf
-# (perf record -g), one of each with culprit record --values (for report and
-# diagnose) and one of each with culprit record --events cpu,syscalls,sched
+# (perf record -g), R of each with culprit record --values (for report and
+# diagnose; -R, default 1) and one of each with culprit record --events cpu,syscalls,sched
 # (for contexts; recorded apart because tracing every system call and
 # context switch costs kernel CPU time that would distort the CPU profiles
 # of servers), and prints one row per case:
 #
 #   perf      rank of the root cause by self time in the buggy run (perf report --no-children)
 #   report    the same by culprit report (self time)
-#   diagnose  rank and pattern by culprit diagnose (default method); * marks the right pattern
-#   vprof     rank and pattern by culprit diagnose --method vprof (the paper's algorithm)
+#   diagnose  by culprit diagnose (default method), one analysis per pair of
+#             recordings (normal k, buggy k): the median rank, and in how
+#             many of the R pairs it ranks 1st, in the top 3, and gives the
+#             right pattern
+#   vprof     the same by culprit diagnose --method vprof (the paper's algorithm)
 #   contexts  rank of the first path through the root cause by culprit contexts
+#   ranks     diagnose's rank in each pair; * marks the right pattern
 #
-# "-" means not ranked at all. A summary per split (dev, heldout, new,
-# heldout2, heldout3 and heldout4: cases written before a later round of changes to
-# the method and analysed only after it) follows:
-# how many cases each method ranks 1st and in the top 3, and right patterns.
+# "-" means not ranked at all (a median counts it below every rank). The own
+# cases and the Debian ones are printed in separate tables. A summary per
+# kind and split (dev, heldout, new, heldout2, heldout3 and heldout4: cases
+# written before a later round of changes to the method and analysed only
+# after it) follows: how many cases each method ranks 1st and in the top 3
+# (by the median over the pairs), the cases whose pattern is right in most
+# pairs, and of all pairs how many rank it 1st and in the top 3.
 #
-#   bench/bugs.sh [-o OUTDIR] [-a | -r] [CASE...]
+#   bench/bugs.sh [-o OUTDIR] [-R N] [-a | -r | -c] [CASE...]
 #
 #   -o OUTDIR  where builds and recordings go (default bench/out/bugs)
+#   -R N       record N normal and N buggy runs with --values (default 1, or
+#              $BUGS_R); with -a, analyse the first N pairs OUTDIR holds
 #   -a         analyse again the recordings OUTDIR already holds (no new
 #              runs), e.g. after a change of the method
 #   -r         record only (build and record the runs, analyse nothing), e.g.
 #              for held-out cases whose results must not be seen yet
+#   -c         keep the recordings OUTDIR already holds and record only the
+#              missing ones (after an interrupted run, or to add pairs)
 #   CASE...    only these cases (default: every directory with a case.conf)
+#
+# Pair 1 is normal.rec and buggy.rec, pair k > 1 normal.k.rec and buggy.k.rec.
 #
 # CULPRIT=BINARY uses that culprit instead of building this tree's (with -a:
 # another commit's method on the same recordings).
@@ -38,14 +51,21 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 out=$root/bench/out/bugs
 again=0
 record_only=0
-while getopts "o:ar" opt; do
+keep=0
+pairs=${BUGS_R:-1}
+while getopts "o:R:arc" opt; do
 	case $opt in
 	o) out=$OPTARG ;;
+	R) pairs=$OPTARG ;;
 	a) again=1 ;;
 	r) record_only=1 ;;
-	*) echo "usage: bench/bugs.sh [-o OUTDIR] [-a | -r] [CASE...]" >&2; exit 2 ;;
+	c) keep=1 ;;
+	*) echo "usage: bench/bugs.sh [-o OUTDIR] [-R N] [-a | -r | -c] [CASE...]" >&2; exit 2 ;;
 	esac
 done
+case $pairs in
+'' | *[!0-9]* | 0) echo "bench/bugs.sh: -R wants a count of 1 or more, not \"$pairs\"" >&2; exit 2 ;;
+esac
 shift $((OPTIND - 1))
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -77,21 +97,35 @@ for c in "${cases[@]}"; do
 		w=$out/$c
 		mkdir -p "$w"
 		log=$w/log.txt
+		# rec K: the suffix of pair K's value recordings.
+		rec() { [ "$1" = 1 ] && echo rec || echo "$1.rec"; }
 		if [ $again = 0 ] || [ ! -f "$w/buggy.ev.rec" ]; then
-			: >"$log"
+			[ $keep = 1 ] || : >"$log"
 			if [ -x "$dir/build.sh" ]; then
 				"$dir/build.sh" "$w/build"
 			else
 				"$root/bench/bugs/cprog.sh" "$dir" "$w/build"
 			fi >>"$log" 2>&1 || { echo "$c: build failed, see $log" >&2; exit 1; }
+			# have FILE: with -c, whether FILE was recorded already (else
+			# remove it).
+			have() { [ $keep = 1 ] && [ -s "$1" ] && return 0; rm -f "$1"; return 1; }
 			for mode in normal buggy; do
-				rm -f "$w/$mode.rec" "$w/$mode.ev.rec" "$w/$mode.perf"
-				"$dir/run.sh" "$w/build" $mode -- perf record -q -g -o "$w/$mode.perf" -- >>"$log" 2>&1 ||
+				have "$w/$mode.perf" ||
+					"$dir/run.sh" "$w/build" $mode -- perf record -q -g -o "$w/$mode.perf" -- >>"$log" 2>&1 ||
 					{ echo "$c: perf $mode run failed, see $log" >&2; exit 1; }
-				"$dir/run.sh" "$w/build" $mode -- "$culprit" record --values -o "$w/$mode.rec" -- >>"$log" 2>&1 ||
-					{ echo "$c: culprit --values $mode run failed, see $log" >&2; exit 1; }
-				"$dir/run.sh" "$w/build" $mode -- "$culprit" record --events cpu,syscalls,sched -o "$w/$mode.ev.rec" -- >>"$log" 2>&1 ||
+				have "$w/$mode.ev.rec" ||
+					"$dir/run.sh" "$w/build" $mode -- "$culprit" record --events cpu,syscalls,sched -o "$w/$mode.ev.rec" -- >>"$log" 2>&1 ||
 					{ echo "$c: culprit --events $mode run failed, see $log" >&2; exit 1; }
+			done
+			# The value recordings alternate normal and buggy, so that a
+			# change of the machine's load falls on both kinds.
+			for k in $(seq 1 "$pairs"); do
+				for mode in normal buggy; do
+					f=$w/$mode.$(rec "$k")
+					have "$f" ||
+						"$dir/run.sh" "$w/build" $mode -- "$culprit" record --values -o "$f" -- >>"$log" 2>&1 ||
+						{ echo "$c: culprit --values $mode run $k failed, see $log" >&2; exit 1; }
+				done
 			done
 		fi
 		if [ $record_only = 1 ]; then
@@ -101,51 +135,93 @@ for c in "${cases[@]}"; do
 		perf_rank=$(perf report -i "$w/buggy.perf" --no-children --sort symbol -g none --stdio -q 2>/dev/null |
 			sed -n 's/^ *[0-9.]*% *\[[.k]\] \([^ ]*\).*/\1/p' | rank "$ROOT_CAUSE")
 		report_rank=$("$culprit" report "$w/buggy.rec" --format json 2>/dev/null | jq -r '.entries[].name' | rank "$ROOT_CAUSE")
-		diag() { # diag JSON FLAGS...
-			local j=$w/$1
-			shift
-			"$culprit" diagnose --normal "$w/normal.rec" --buggy "$w/buggy.rec" --top 0 --format json "$@" >"$j" 2>>"$log" || { echo "- -"; return; }
+		diag() { # diag K JSON FLAGS...: rank and pattern on pair K
+			local k=$1 j=$w/$2
+			shift 2
+			"$culprit" diagnose --normal "$w/normal.$(rec "$k")" --buggy "$w/buggy.$(rec "$k")" --top 0 --format json "$@" >"$j" 2>>"$log" || { echo "- -"; return; }
 			r=$(jq -r '.functions[].name' "$j" | rank "$ROOT_CAUSE")
 			p=$(jq -r --arg n "$ROOT_CAUSE" '[.functions[] | select(.name == $n)][0].pattern // "-"' "$j")
 			echo "$r $p"
 		}
-		d=$(diag diagnose.json)
-		d_rank=${d% *} d_pat=${d#* }
-		v=$(diag vprof.json --method vprof)
-		v_rank=${v% *} v_pat=${v#* }
+		mark() { [ "$1" = "$PATTERN" ] && echo "$1*" || echo "$1"; }
+		: >"$w/pairs.txt"
+		for k in $(seq 1 "$pairs"); do
+			[ -f "$w/normal.$(rec "$k")" ] && [ -f "$w/buggy.$(rec "$k")" ] || break
+			sfx=; [ "$k" = 1 ] || sfx=.$k
+			d=$(diag "$k" "diagnose$sfx.json")
+			v=$(diag "$k" "vprof$sfx.json" --method vprof)
+			echo "$k ${d% *} $(mark "${d#* }") ${v% *} $(mark "${v#* }")" >>"$w/pairs.txt"
+		done
+		[ -s "$w/pairs.txt" ] || { echo "$c: no pair of value recordings in $w" >&2; exit 1; }
 		ctx_rank=$("$culprit" contexts --base "$w/normal.ev.rec" --buggy "$w/buggy.ev.rec" --top 0 --format json 2>>"$log" |
 			jq -r --arg n "$ROOT_CAUSE" '[.paths[] | select(any(.frames[]; .name == $n)) | .rank][0] // "-"')
-		mark() { [ "$1" = "$PATTERN" ] && echo "$1*" || echo "$1"; }
-		echo "$NAME $SPLIT $KIND $PATTERN $ROOT_CAUSE $perf_rank $report_rank $d_rank $(mark "$d_pat") $v_rank $(mark "$v_pat") $ctx_rank" >"$w/row.txt"
-	) || { echo "$c: failed" >&2; echo "$c ? ? ? ? ! ! ! ! ! ! !" >"$out/$c/row.txt"; }
+		# Per method: the median rank (the middle one, the worse of the two
+		# for an even count; "-" below every rank), the pairs ranking it 1st
+		# and in the top 3 and those with the right pattern, over the pairs.
+		summ() { # summ RANKFIELD PATFIELD
+			awk -v rf="$1" -v pf="$2" '
+				{ n++; r = $rf; x[n] = (r == "-" ? 1e9 : r + 0)
+				  if (r != "-" && r + 0 == 1) a++
+				  if (r != "-" && r + 0 <= 3) b++
+				  if ($pf ~ /\*$/) p++ }
+				END {
+					for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (x[j] < x[i]) { t = x[i]; x[i] = x[j]; x[j] = t }
+					m = x[int(n / 2) + 1]
+					printf "%s %d/%d %d/%d %d/%d", (m >= 1e9 ? "-" : m), a, n, b, n, p, n
+				}' "$w/pairs.txt"
+		}
+		ranks=$(awk '{ printf "%s%s%s", (NR > 1 ? "," : ""), $2, ($3 ~ /\*$/ ? "*" : "") }' "$w/pairs.txt")
+		echo "$NAME $SPLIT $KIND $PATTERN $ROOT_CAUSE $perf_rank $report_rank $(summ 2 3) $(summ 4 5) $ctx_rank $ranks" >"$w/row.txt"
+	) || { echo "$c: failed" >&2; echo "$c ? ? ? ? ! ! ! ! ! ! ! ! ! ! ! !" >"$out/$c/row.txt"; }
 	[ $record_only = 1 ] && continue
 	rows+=("$(cat "$out/$c/row.txt")")
 done
 [ $record_only = 1 ] && exit 0
 
-fmt="%-13s %-8s %-6s %-19s %-22s %5s %7s %9s %-20s %6s %-20s %9s\n"
-printf "$fmt" case split kind pattern root-cause perf report diagnose "(pattern)" vprof "(pattern)" contexts
-for split in dev heldout new heldout2 heldout3 heldout4; do
+fmt="%-21s %-8s %-19s %-28s %5s %6s | %4s %4s %4s %4s | %4s %4s %4s %4s | %8s  %s\n"
+for kind in own debian; do
+	n=0
 	for r in "${rows[@]}"; do
 		set -- $r
-		[ "$2" = "$split" ] && printf "$fmt" "$@"
+		[ "$3" = "$kind" ] && n=$((n + 1))
 	done
+	[ $n = 0 ] && continue
+	echo "== $kind cases"
+	printf "$fmt" "" "" "" "" "" "" "diagnose" "" "" "" "vprof" "" "" "" "" ""
+	printf "$fmt" case split pattern root-cause perf report med 1st top3 pat med 1st top3 pat contexts "diagnose ranks (* right pattern)"
+	for split in dev heldout new heldout2 heldout3 heldout4; do
+		for r in "${rows[@]}"; do
+			set -- $r
+			[ "$2" = "$split" ] && [ "$3" = "$kind" ] && printf "$fmt" "$1" "$2" "$4" "$5" "$6" "$7" "$8" "$9" "${10}" "${11}" "${12}" "${13}" "${14}" "${15}" "${16}" "${17}"
+		done
+	done
+	echo
 done
-echo
-for split in dev heldout new heldout2 heldout3 heldout4; do
-	printf '%s\n' "${rows[@]}" | awk -v s="$split" '
+# The summary: per kind and split, then per kind. A case counts 1st (top 3)
+# when its median rank is, and its pattern right when most pairs give it.
+summary() { # summary LABEL KIND SPLIT ("" = any)
+	printf '%s\n' "${rows[@]}" | awk -v label="$1" -v k="$2" -v s="$3" '
 		function top(x, k) { return x != "-" && x != "!" && x + 0 >= 1 && x + 0 <= k }
-		$2 == s {
+		function num(f, i) { split(f, q, "/"); return q[i] + 0 }
+		function most(f) { return num(f, 1) * 2 > num(f, 2) }
+		$3 == k && (s == "" || $2 == s) {
 			n++
 			p1 += top($6, 1); p3 += top($6, 3); r1 += top($7, 1); r3 += top($7, 3)
-			d1 += top($8, 1); d3 += top($8, 3); dp += ($9 ~ /\*$/)
-			v1 += top($10, 1); v3 += top($10, 3); vp += ($11 ~ /\*$/)
-			c1 += top($12, 1); c3 += top($12, 3)
+			d1 += top($8, 1); d3 += top($8, 3); dp += most($11)
+			v1 += top($12, 1); v3 += top($12, 3); vp += most($15)
+			c1 += top($16, 1); c3 += top($16, 3)
+			R += num($9, 2); D1 += num($9, 1); D3 += num($10, 1); DP += num($11, 1)
 		}
 		END {
-			if (!n) { if (s == "dev" || s == "heldout") printf "%s: no cases\n", s; exit }
-			printf "%s (%d cases), 1st / top 3: perf %d/%d, report %d/%d, diagnose %d/%d (pattern %d), vprof %d/%d (pattern %d), contexts %d/%d\n",
-				s, n, p1, p3, r1, r3, d1, d3, dp, v1, v3, vp, c1, c3
+			if (!n) exit
+			printf "%s (%d cases), 1st / top 3: perf %d/%d, report %d/%d, diagnose %d/%d (pattern %d), vprof %d/%d (pattern %d), contexts %d/%d; diagnose over %d pairs: 1st %d, top 3 %d, pattern %d\n",
+				label, n, p1, p3, r1, r3, d1, d3, dp, v1, v3, vp, c1, c3, R, D1, D3, DP
 		}'
+}
+for kind in own debian; do
+	for split in dev heldout new heldout2 heldout3 heldout4; do
+		summary "$kind $split" $kind $split
+	done
+	summary "$kind, all" $kind ""
 done
 echo "$(date -u +%Y-%m-%d), $((($(date +%s) - start))) s"

@@ -922,12 +922,19 @@ func (a *Analyzer) pattern(fr *FunctionResult) Pattern {
 		case v.Dimension == DimDuration:
 			// Values that last longer: a loop lingering on some items.
 			return MissingConstraint
-		case v.Dimension == DimValue && within && !ownWork(fr):
-			// The same values as normally, the time spread differently
-			// over them, and the function's own code no busier: its
-			// callees took longer on some items, which a check should
-			// have skipped.
+		case (v.Dimension == DimValue || v.Dimension == DimDelta) && within && !ownWork(fr):
+			// The same values (or steps) as normally, the time spread
+			// differently over them, and the function's own code no
+			// busier: its callees took longer on some items, which a
+			// check should have skipped.
 			return MissingConstraint
+		case (v.Dimension == DimValue || v.Dimension == DimDelta) && within:
+			// The usual values in another mix while the function's own
+			// code did more of the work: its loops ran longer on the
+			// items it always handles, which no decision of its own
+			// explains (a condition's values in their normal range are
+			// no wrong decision).
+			return Scalability
 		case t.cond:
 			return WrongConstraint
 		}

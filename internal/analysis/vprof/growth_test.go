@@ -387,6 +387,64 @@ func TestConditionBeyondRangePattern(t *testing.T) {
 	}
 }
 
+// A condition whose buggy values are its normal ones in another mix (the
+// buggy median inside the normal range) is no wrong decision: where the
+// function's own code did the extra work its loops ran longer on the usual
+// items (scalability), where its callee did, the callee took longer on
+// items a check should have skipped (missing-constraint).
+func TestConditionWithinRangePattern(t *testing.T) {
+	mk := func(buggy, own bool) *profile.Profile {
+		fx := newFixture(t)
+		r := fx.create(t, "mix.rec")
+		key := r.variable("key", "dispatch_1", "long", "cond,args", false)
+		self, work := 300, 100
+		if buggy {
+			if own {
+				self = 1500
+			} else {
+				work = 1500
+			}
+		}
+		g := lcg(5)
+		// Normal values spread over 0..999, buggy ones mostly 400..599:
+		// inside the normal range, another mix.
+		next := func() int64 {
+			if buggy && g.intn(10) < 9 {
+				return 400 + g.intn(200)
+			}
+			return g.intn(1000)
+		}
+		for k := 0; k < self; k++ {
+			r.tick(1, []string{"dispatch_1", "main"}, 0, val{key, 0, next()})
+		}
+		for k := 0; k < work; k++ {
+			r.tick(1, []string{"worker", "dispatch_1", "main"}, 0, val{key, 1, next()})
+		}
+		for k := 0; k < 600; k++ {
+			r.tick(1, []string{"main"}, 0)
+		}
+		return r.done()
+	}
+	for _, c := range []struct {
+		own  bool
+		want Pattern
+	}{{true, Scalability}, {false, MissingConstraint}} {
+		res := analyzeWith(t, DefaultOptions(), []*profile.Profile{mk(false, c.own)}, []*profile.Profile{mk(true, c.own)})
+		d := res.fn(t, "dispatch_1")
+		if d.Evidence != EvidenceVariable || d.Var == nil || d.Var.Anomaly == nil {
+			t.Errorf("own work %v: dispatch_1 evidence %s (%s)", c.own, d.Evidence, d.Variable)
+			continue
+		}
+		an := d.Var.Anomaly
+		if an.BuggyMedian < an.NormalMin || an.BuggyMedian > an.NormalMax {
+			t.Errorf("own work %v: not a mix of the usual values: %+v", c.own, an)
+		}
+		if d.Pattern != c.want {
+			t.Errorf("own work %v: dispatch_1 pattern %s from %s (%s), want %s", c.own, d.Pattern, d.Variable, an.Dimension, c.want)
+		}
+	}
+}
+
 // A thread's outermost function reads the options of everything its thread
 // does: its reading one that differs does not rank it above the work that
 // grew under it.

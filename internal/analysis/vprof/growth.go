@@ -59,9 +59,12 @@ func newStackCounts() stackCounts {
 // add counts one sample whose stack holds the functions fs, innermost first;
 // system says which functions are the C runtime's or the kernel's (nil:
 // none).
-func (c *stackCounts) add(fs []int32, system func(int32) bool) {
-	c.n++
-	c.self[fs[0]]++
+func (c *stackCounts) add(fs []int32, system func(int32) bool) { c.addN(fs, 1, system) }
+
+// addN counts w samples of one stack (add).
+func (c *stackCounts) addN(fs []int32, w float64, system func(int32) bool) {
+	c.n += w
+	c.self[fs[0]] += w
 	o := fs[0]
 	if system != nil {
 		for _, f := range fs {
@@ -71,10 +74,10 @@ func (c *stackCounts) add(fs []int32, system func(int32) bool) {
 			}
 		}
 	}
-	c.own[o]++
+	c.own[o] += w
 	for i, f := range fs {
 		if !slicesContains(fs[:i], f) {
-			c.incl[f]++
+			c.incl[f] += w
 		}
 		if i == 0 {
 			continue
@@ -88,10 +91,121 @@ func (c *stackCounts) add(fs []int32, system func(int32) bool) {
 			}
 		}
 		if !dup {
-			c.edges[e]++
+			c.edges[e] += w
 		}
 	}
 }
+
+// outermost is the thread a stack ran in, by its outermost function
+// outside the C runtime and the kernel (runtime): main, a start routine;
+// −1 when every frame is the runtime's.
+func outermost(fs []int32, runtime func(int32) bool) int32 {
+	for i := len(fs) - 1; i >= 0; i-- {
+		if runtime == nil || !runtime(fs[i]) {
+			return fs[i]
+		}
+	}
+	return -1
+}
+
+// sameThreadMix returns b's samples with the threads whose work did not
+// change (by their outermost function) given the share of the samples they
+// have in n, when another thread's work did change. A thread's work changed
+// when one of its functions outside the runtime (system), other than the
+// thread's outermost one, took a significantly different part of the
+// thread's samples, by at least MixChange of them. A thread that only ran
+// longer or got more of the CPU while another thread's work changed (a
+// background thread that runs as long as the rest works) is then no
+// growth; when no thread's work changed, a thread that took more of the
+// CPU is the change, and the samples are b's. The total is b's.
+func sameThreadMix(n, b *stackCounts, runtime, system func(int32) bool) stackCounts {
+	type thread struct {
+		n, b   float64
+		nc, bc stackCounts
+	}
+	ts := map[int32]*thread{}
+	get := func(t int32) *thread {
+		if ts[t] == nil {
+			ts[t] = &thread{nc: newStackCounts(), bc: newStackCounts()}
+		}
+		return ts[t]
+	}
+	for _, p := range n.paths {
+		t := get(outermost(p.fs, runtime))
+		t.n += p.n
+		t.nc.addN(p.fs, p.n, system)
+	}
+	for _, p := range b.paths {
+		t := get(outermost(p.fs, runtime))
+		t.b += p.n
+		t.bc.addN(p.fs, p.n, system)
+	}
+	changed := map[int32]bool{}
+	for id, t := range ts {
+		if t.n == 0 || t.b == 0 {
+			// A thread only one kind of run has is a change when it took
+			// a significant part, by at least MixChange, of that run's
+			// samples.
+			if s := share(t.n, n.n, t.b, b.n); math.Abs(s.Change) > 2*s.Err && math.Abs(s.Change) >= MixChange {
+				changed[id] = true
+			}
+			continue
+		}
+		for f := range t.bc.incl {
+			if f == id || system(f) {
+				continue
+			}
+			s := share(t.nc.incl[f], t.n, t.bc.incl[f], t.b)
+			if math.Abs(s.Change) > 2*s.Err && math.Abs(s.Change) >= MixChange {
+				changed[id] = true
+				break
+			}
+		}
+		if changed[id] {
+			continue
+		}
+		for f := range t.nc.incl {
+			if f == id || system(f) || t.bc.incl[f] > 0 {
+				continue
+			}
+			if s := share(t.nc.incl[f], t.n, 0, t.b); s.Normal >= MixChange && -s.Change > 2*s.Err {
+				changed[id] = true
+				break
+			}
+		}
+	}
+	// Pinned: the unchanged threads both kinds of run have.
+	var pinN, pinB float64
+	for id, t := range ts {
+		if !changed[id] && t.n > 0 && t.b > 0 {
+			pinN += t.n
+			pinB += t.b
+		}
+	}
+	out := newStackCounts()
+	if len(changed) == 0 || pinB == 0 || n.n == 0 || b.n == 0 {
+		out.merge(*b)
+		return out
+	}
+	// The pinned threads get their normal share of b's total; the changed
+	// ones share the rest in their buggy proportions.
+	pinTo := pinN / n.n * b.n
+	rest := (b.n - pinTo) / (b.n - pinB)
+	for _, p := range b.paths {
+		id := outermost(p.fs, runtime)
+		w := rest
+		if t := ts[id]; !changed[id] && t.n > 0 {
+			w = (ts[id].n / n.n * b.n) / ts[id].b
+		}
+		out.addN(p.fs, w*p.n, system)
+		out.paths = append(out.paths, stackPath{fs: p.fs, n: w * p.n})
+	}
+	return out
+}
+
+// MixChange is the part of a thread's samples by which one of its functions
+// must change for the thread's work to count as changed (1/20).
+const MixChange = 0.05
 
 func slicesContains(xs []int32, x int32) bool {
 	for _, y := range xs {
@@ -408,6 +522,10 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 	for _, r := range a.buggy {
 		bc.merge(r.stacks)
 	}
+	// A thread whose work did not change keeps its normal share of the
+	// buggy samples, when another thread's work changed (docs/vprof.md,
+	// "Threads that only ran longer").
+	bc = sameThreadMix(&nc, &bc, func(f int32) bool { return a.system(f) || a.funcs[f].name == "_start" }, a.system)
 	// Classes of the variables, and the inputs that differ.
 	classes := make([]varClass, len(a.vars))
 	dims := make([]int, len(a.vars))

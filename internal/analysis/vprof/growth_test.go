@@ -463,8 +463,14 @@ func TestThreadRootTakesNoGrowth(t *testing.T) {
 		for i := 0; i < work; i++ {
 			r.tick(1, []string{"worker", "main"}, 0, val{cfg, 1, limit})
 		}
+		// A second thread whose work changes too (so that neither thread
+		// keeps its normal share: "Threads that only ran longer").
 		for i := 0; i < 900; i++ {
-			r.tick(2, []string{"dispatch_2"}, 0)
+			if buggy && i%3 == 0 {
+				r.tick(2, []string{"dispatch_1", "dispatch_2"}, 0)
+			} else {
+				r.tick(2, []string{"dispatch_2"}, 0)
+			}
 		}
 		return r.done()
 	}
@@ -492,6 +498,51 @@ func TestThreadRootTakesNoGrowth(t *testing.T) {
 	}
 	if mf.Rank < w.Rank {
 		t.Errorf("main (a thread's outermost function) ranks %d, above worker %d", mf.Rank, w.Rank)
+	}
+}
+
+// A thread whose work did not change keeps its normal share of the buggy
+// samples when another thread's work changed: a background thread that
+// only ran longer while the other thread did more work does not grow. When
+// no thread's work changed, a thread that took more of the CPU grows.
+func TestThreadThatOnlyRanLonger(t *testing.T) {
+	mk := func(buggy, mainChanges bool) *profile.Profile {
+		fx := newFixture(t)
+		r := fx.create(t, "threads.rec")
+		key := r.variable("key", "dispatch_1", "long", "cond", false)
+		work, bg := 100, 300
+		if buggy {
+			bg = 3000
+			if mainChanges {
+				work = 900
+			}
+		}
+		for i := 0; i < 300; i++ {
+			r.tick(1, []string{"dispatch_1", "main"}, 0, val{key, 0, int64(i % 7)})
+		}
+		for i := 0; i < work; i++ {
+			r.tick(1, []string{"worker", "dispatch_1", "main"}, 0, val{key, 1, int64(i % 7)})
+		}
+		for i := 0; i < bg; i++ {
+			r.tick(2, []string{"dispatch_2"}, 0)
+		}
+		return r.done()
+	}
+	for _, mainChanges := range []bool{true, false} {
+		res := analyzeWith(t, DefaultOptions(), []*profile.Profile{mk(false, mainChanges)}, []*profile.Profile{mk(true, mainChanges)})
+		bg, w := res.fn(t, "dispatch_2"), res.fn(t, "worker")
+		if mainChanges {
+			if bg.Share.Grew() || bg.Score > 0 {
+				t.Errorf("the background thread grew: %+v, score %g", bg.Share, bg.Score)
+			}
+			if !w.Share.Grew() || w.Rank != 1 {
+				t.Errorf("worker: share %+v, rank %d, want the growth and rank 1", w.Share, w.Rank)
+			}
+			continue
+		}
+		if !bg.Share.Grew() || bg.Rank != 1 {
+			t.Errorf("no thread's work changed: dispatch_2 share %+v rank %d, want its growth and rank 1", bg.Share, bg.Rank)
+		}
 	}
 }
 

@@ -43,7 +43,8 @@
 # Pair 1 is normal.rec and buggy.rec, pair k > 1 normal.k.rec and buggy.k.rec.
 #
 # CULPRIT=BINARY uses that culprit instead of building this tree's (with -a:
-# another commit's method on the same recordings).
+# another commit's method on the same recordings). BUGS_JOBS=N analyses N
+# cases at a time with -a; BUGS_VPROF=0 leaves the vprof column out ("-").
 #
 # Needs root (perf events), gcc, perf and jq; Debian cases also apt-get source.
 set -euo pipefail
@@ -89,8 +90,13 @@ rank() { awk -v n="$1" '$0 == n { print NR; found = 1; exit } END { if (!found) 
 
 rows=()
 for c in "${cases[@]}"; do
+	[ -f "$root/bench/bugs/$c/case.conf" ] || { echo "no case $c ($root/bench/bugs/$c/case.conf missing)" >&2; exit 2; }
+done
+# one CASE: records and analyses it, leaving its row in OUTDIR/CASE/row.txt.
+one() {
+	c=$1
 	dir=$root/bench/bugs/$c
-	[ -f "$dir/case.conf" ] || { echo "no case $c ($dir/case.conf missing)" >&2; exit 2; }
+	mkdir -p "$out/$c"
 	(
 		# shellcheck disable=SC1091
 		. "$dir/case.conf"
@@ -149,7 +155,8 @@ for c in "${cases[@]}"; do
 			[ -f "$w/normal.$(rec "$k")" ] && [ -f "$w/buggy.$(rec "$k")" ] || break
 			sfx=; [ "$k" = 1 ] || sfx=.$k
 			d=$(diag "$k" "diagnose$sfx.json")
-			v=$(diag "$k" "vprof$sfx.json" --method vprof)
+			v="- -"
+			[ "${BUGS_VPROF:-1}" = 0 ] || v=$(diag "$k" "vprof$sfx.json" --method vprof)
 			echo "$k ${d% *} $(mark "${d#* }") ${v% *} $(mark "${v#* }")" >>"$w/pairs.txt"
 		done
 		[ -s "$w/pairs.txt" ] || { echo "$c: no pair of value recordings in $w" >&2; exit 1; }
@@ -173,10 +180,22 @@ for c in "${cases[@]}"; do
 		ranks=$(awk '{ printf "%s%s%s", (NR > 1 ? "," : ""), $2, ($3 ~ /\*$/ ? "*" : "") }' "$w/pairs.txt")
 		echo "$NAME $SPLIT $KIND $PATTERN $ROOT_CAUSE $perf_rank $report_rank $(summ 2 3) $(summ 4 5) $ctx_rank $ranks" >"$w/row.txt"
 	) || { echo "$c: failed" >&2; echo "$c ? ? ? ? ! ! ! ! ! ! ! ! ! ! ! !" >"$out/$c/row.txt"; }
-	[ $record_only = 1 ] && continue
+}
+# Analyses (-a) run JOBS cases at a time ($BUGS_JOBS, default 1);
+# recordings always one at a time, so that runs do not compete.
+jobs=${BUGS_JOBS:-1}
+[ $again = 1 ] || jobs=1
+for c in "${cases[@]}"; do
+	while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do
+		wait -n || true
+	done
+	one "$c" &
+done
+wait
+[ $record_only = 1 ] && exit 0
+for c in "${cases[@]}"; do
 	rows+=("$(cat "$out/$c/row.txt")")
 done
-[ $record_only = 1 ] && exit 0
 
 fmt="%-21s %-8s %-19s %-28s %5s %6s | %4s %4s %4s %4s | %4s %4s %4s %4s | %8s  %s\n"
 for kind in own debian; do

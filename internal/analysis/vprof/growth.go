@@ -109,8 +109,9 @@ func outermost(fs []int32, runtime func(int32) bool) int32 {
 }
 
 // sameThreadMix returns b's samples with the threads whose work did not
-// change (by their outermost function) given the share of the samples they
-// have in n, when another thread's work did change. A thread's work changed
+// change (by their outermost function) and that took more of b's samples
+// than of n's given the share of the samples they have in n, when another
+// thread's work did change. A thread's work changed
 // when one of its functions outside the runtime (system), other than the
 // thread's outermost one, took a significantly different part of the
 // thread's samples, by at least MixChange of them. A thread that only ran
@@ -174,10 +175,14 @@ func sameThreadMix(n, b *stackCounts, runtime, system func(int32) bool) stackCou
 			}
 		}
 	}
-	// Pinned: the unchanged threads both kinds of run have.
+	// Pinned: the unchanged threads both kinds of run have that took more
+	// of the buggy samples than of the normal ones. One that took less
+	// left room for the changed threads' growth, which is the change.
+	pinned := map[int32]bool{}
 	var pinN, pinB float64
 	for id, t := range ts {
-		if !changed[id] && t.n > 0 && t.b > 0 {
+		if !changed[id] && t.n > 0 && t.b > 0 && t.b/b.n > t.n/n.n {
+			pinned[id] = true
 			pinN += t.n
 			pinB += t.b
 		}
@@ -194,7 +199,7 @@ func sameThreadMix(n, b *stackCounts, runtime, system func(int32) bool) stackCou
 	for _, p := range b.paths {
 		id := outermost(p.fs, runtime)
 		w := rest
-		if t := ts[id]; !changed[id] && t.n > 0 {
+		if pinned[id] {
 			w = (ts[id].n / n.n * b.n) / ts[id].b
 		}
 		out.addN(p.fs, w*p.n, system)

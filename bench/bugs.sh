@@ -27,7 +27,7 @@
 # (by the median over the pairs), the cases whose pattern is right in most
 # pairs, and of all pairs how many rank it 1st and in the top 3.
 #
-#   bench/bugs.sh [-o OUTDIR] [-R N] [-a | -r | -c] [CASE...]
+#   bench/bugs.sh [-o OUTDIR] [-R N] [-a | -r | -c | -t] [CASE...]
 #
 #   -o OUTDIR  where builds and recordings go (default bench/out/bugs)
 #   -R N       record N normal and N buggy runs with --values (default 1, or
@@ -38,6 +38,8 @@
 #              for held-out cases whose results must not be seen yet
 #   -c         keep the recordings OUTDIR already holds and record only the
 #              missing ones (after an interrupted run, or to add pairs)
+#   -t         print the table of the analyses OUTDIR already holds (its
+#              row.txt files), running nothing
 #   CASE...    only these cases (default: every directory with a case.conf)
 #
 # Pair 1 is normal.rec and buggy.rec, pair k > 1 normal.k.rec and buggy.k.rec.
@@ -53,15 +55,17 @@ out=$root/bench/out/bugs
 again=0
 record_only=0
 keep=0
+table_only=0
 pairs=${BUGS_R:-1}
-while getopts "o:R:arc" opt; do
+while getopts "o:R:arct" opt; do
 	case $opt in
 	o) out=$OPTARG ;;
 	R) pairs=$OPTARG ;;
 	a) again=1 ;;
 	r) record_only=1 ;;
 	c) keep=1 ;;
-	*) echo "usage: bench/bugs.sh [-o OUTDIR] [-R N] [-a | -r | -c] [CASE...]" >&2; exit 2 ;;
+	t) table_only=1 ;;
+	*) echo "usage: bench/bugs.sh [-o OUTDIR] [-R N] [-a | -r | -c | -t] [CASE...]" >&2; exit 2 ;;
 	esac
 done
 case $pairs in
@@ -71,7 +75,9 @@ shift $((OPTIND - 1))
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 culprit=$out/culprit
-if [ -n "${CULPRIT:-}" ]; then
+if [ $table_only = 1 ]; then
+	: # nothing runs
+elif [ -n "${CULPRIT:-}" ]; then
 	culprit=$(realpath "$CULPRIT") # another build, e.g. main's, to compare methods on the same recordings
 else
 	(cd "$root" && CGO_ENABLED=0 go build -o "$culprit.new" ./cmd/culprit) && mv "$culprit.new" "$culprit"
@@ -186,6 +192,7 @@ one() {
 jobs=${BUGS_JOBS:-1}
 [ $again = 1 ] || jobs=1
 for c in "${cases[@]}"; do
+	[ $table_only = 1 ] && break
 	while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do
 		wait -n || true
 	done
@@ -194,7 +201,11 @@ done
 wait
 [ $record_only = 1 ] && exit 0
 for c in "${cases[@]}"; do
-	rows+=("$(cat "$out/$c/row.txt")")
+	if [ -f "$out/$c/row.txt" ]; then
+		rows+=("$(cat "$out/$c/row.txt")")
+	elif [ $table_only = 0 ]; then
+		echo "$c: no row" >&2
+	fi
 done
 
 fmt="%-21s %-8s %-19s %-28s %5s %6s | %4s %4s %4s %4s | %4s %4s %4s %4s | %8s  %s\n"

@@ -1031,6 +1031,10 @@ func (a *Analyzer) pattern(fr *FunctionResult) Pattern {
 		an := v.Anomaly
 		beyond := beyondNormal(an)
 		within := an != nil && an.HasNormal && an.BuggyMedian >= an.NormalMin && an.BuggyMedian <= an.NormalMax
+		// The usual items in another mix: values inside their normal
+		// range, or a loop counter's steps inside theirs (the steps of a
+		// compared value say nothing of the items).
+		mix := within && (v.Dimension == DimValue || v.Dimension == DimDelta && t.loop)
 		switch {
 		case t.cond && v.Dimension == DimValue && beyond && ownWork(fr):
 			// A condition's values beyond their normal range where the
@@ -1045,13 +1049,13 @@ func (a *Analyzer) pattern(fr *FunctionResult) Pattern {
 		case v.Dimension == DimDuration:
 			// Values that last longer: a loop lingering on some items.
 			return MissingConstraint
-		case (v.Dimension == DimValue || v.Dimension == DimDelta) && within && !ownWork(fr):
-			// The same values (or steps) as normally, the time spread
-			// differently over them, and the function's own code no
-			// busier: its callees took longer on some items, which a
+		case mix && !ownWork(fr):
+			// The same values (or a loop's steps) as normally, the time
+			// spread differently over them, and the function's own code
+			// no busier: its callees took longer on some items, which a
 			// check should have skipped.
 			return MissingConstraint
-		case (v.Dimension == DimValue || v.Dimension == DimDelta) && within:
+		case mix:
 			// The usual values in another mix while the function's own
 			// code did more of the work: its loops ran longer on the
 			// items it always handles, which no decision of its own

@@ -305,7 +305,21 @@ func TestDiagnoseSchemaIdentity(t *testing.T) {
 			t.Errorf("the same schema, code not run in the normal run: warning %q", w)
 		}
 	}
-	if len(d.Notes) != 1 || !strings.Contains(d.Notes[0], "rebuild:") || !strings.Contains(d.Notes[0], "did not run in the normal runs") {
+	// One note names rebuild's variables as code the normal run did not
+	// run; the only other note allowed is the mirror one, for a variable
+	// that only the normal run happened to sample (a caller's, on a busy
+	// machine that took few samples there).
+	rebuildNotes, otherNotes := 0, 0
+	for _, n := range d.Notes {
+		switch {
+		case strings.Contains(n, "rebuild:") && strings.Contains(n, "did not run in the normal runs"):
+			rebuildNotes++
+		case strings.Contains(n, "sampled in the normal runs only"):
+		default:
+			otherNotes++
+		}
+	}
+	if rebuildNotes != 1 || otherNotes != 0 {
 		t.Errorf("notes %q: want one naming rebuild's variables as code the normal run did not run", d.Notes)
 	}
 	if strings.Contains(text, "warning:") || !strings.Contains(text, "note: ") {

@@ -2,6 +2,7 @@ package stats
 
 import (
 	"math"
+	"math/rand/v2"
 	"testing"
 )
 
@@ -83,5 +84,35 @@ func TestHellinger(t *testing.T) {
 	}
 	if Hellinger(nil, nil) != 0 || Hellinger(a, nil) != 1 {
 		t.Error("empty samples")
+	}
+}
+
+// TestHellingerOrder: the distance does not depend on the samples' order,
+// to the last bit, and a NaN matches nothing.
+func TestHellingerOrder(t *testing.T) {
+	r := rand.New(rand.NewPCG(1, 2))
+	p, q := make([]float64, 5000), make([]float64, 3000)
+	for i := range p {
+		p[i] = float64(r.IntN(400)) / 7
+	}
+	for i := range q {
+		q[i] = float64(r.IntN(500)) / 7
+	}
+	want := Hellinger(p, q)
+	for k := 0; k < 5; k++ {
+		r.Shuffle(len(p), func(i, j int) { p[i], p[j] = p[j], p[i] })
+		r.Shuffle(len(q), func(i, j int) { q[i], q[j] = q[j], q[i] })
+		if h := Hellinger(p, q); h != want {
+			t.Fatalf("shuffled: %v, first %v", h, want)
+		}
+	}
+	if h := Hellinger([]float64{math.NaN()}, []float64{math.NaN()}); h != 1 {
+		t.Errorf("two NaNs: %v, want 1 (disjoint)", h)
+	}
+	nan := math.NaN()
+	// p = (NaN, 1), q = (1, 1): H² = (1/2 + (√.5 − 1)²)/2.
+	want = math.Sqrt((0.5 + math.Pow(math.Sqrt(0.5)-1, 2)) / 2)
+	if h := Hellinger([]float64{nan, 1}, []float64{1, 1}); math.Abs(h-want) > 1e-12 {
+		t.Errorf("NaN and 1 against 1, 1: %v, want %v", h, want)
 	}
 }

@@ -222,13 +222,7 @@ func (p *Profile) EachValue(yield func(*Value) bool) error {
 	if p.values != nil {
 		return p.values(yield)
 	}
-	var v Value // yielded: one for all, as yield does not keep it
-	for i := range p.Values {
-		v = p.Values[i]
-		if !yield(&v) {
-			break
-		}
-	}
+	yieldCopies(p.Values, yield)
 	return nil
 }
 
@@ -317,14 +311,21 @@ func (p *Profile) EachSample(yield func(*Sample) bool) error {
 	if p.stream != nil {
 		return p.stream(yield)
 	}
-	var s Sample // yielded: one for all, as yield does not keep it
-	for i := range p.Samples {
-		s = p.Samples[i]
-		if !yield(&s) {
-			break
+	yieldCopies(p.Samples, yield)
+	return nil
+}
+
+// yieldCopies calls yield with a copy of each element of xs in turn until
+// it returns false: one copy for all, as yield does not keep it, and the
+// element itself unchanged whatever yield does to it.
+func yieldCopies[T any](xs []T, yield func(*T) bool) {
+	var x T
+	for i := range xs {
+		x = xs[i]
+		if !yield(&x) {
+			return
 		}
 	}
-	return nil
 }
 
 // HasSamples reports whether p has a sample (for a streamed profile

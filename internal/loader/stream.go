@@ -273,7 +273,7 @@ func (st *streamState) eachValue(yield func(*profile.Value) bool) error {
 			return fmt.Errorf("reading %s again: %w", f.f.Name(), err)
 		}
 		r.Reuse()
-		c := &valueCursor{st: st, f: f, r: r, spaces: map[uint32]*space{}, sources: map[uint32]int32{}}
+		c := &valueCursor{rereader: rereader{f: f, r: r, spaces: map[uint32]*space{}}, st: st, sources: map[uint32]int32{}}
 		var v profile.Value
 		ok, err := c.next(&v)
 		if err != nil {
@@ -310,17 +310,14 @@ func (st *streamState) eachValue(yield func(*profile.Value) bool) error {
 
 // valueCursor reads one file's values again, in time order.
 type valueCursor struct {
-	st        *streamState
-	f         *streamFile
-	r         *recording.Reader
-	spaces    map[uint32]*space
-	sources   map[uint32]int32
-	log, slog int    // the next entries of f.spaces and f.sources to replay
-	n         uint64 // records read
-	seq       uint64 // values read
-	maxTime   uint64
-	done      bool
-	wait      window[profile.Value]
+	rereader
+	st      *streamState
+	sources map[uint32]int32
+	slog    int    // the next entry of f.sources to replay
+	seq     uint64 // values read
+	maxTime uint64
+	done    bool
+	wait    window[profile.Value]
 }
 
 // frame is the frame index the first reading gave a value's PC (as
@@ -362,18 +359,9 @@ func (c *valueCursor) next(v *profile.Value) (bool, error) {
 			c.done = true
 			continue
 		}
-		rec, err := c.r.Next()
-		if err == io.EOF {
-			return false, fmt.Errorf("reading %s again: it was cut since it was first read (%d of its %d records left): read it again", c.f.f.Name(), c.n, c.f.records)
-		}
+		rec, err := c.read()
 		if err != nil {
-			return false, fmt.Errorf("reading %s again: %w", c.f.f.Name(), err)
-		}
-		c.n++
-		for c.log < len(c.f.spaces) && c.f.spaces[c.log].rec <= c.n {
-			e := c.f.spaces[c.log]
-			c.spaces[e.pid] = e.sp
-			c.log++
+			return false, err
 		}
 		for c.slog < len(c.f.sources) && c.f.sources[c.slog].rec <= c.n {
 			e := c.f.sources[c.slog]
@@ -440,15 +428,41 @@ func (st *streamState) each(yield func(*profile.Sample) bool) error {
 	}
 }
 
+// rereader reads one file's records again, with the address spaces the
+// first reading had at each of them.
+type rereader struct {
+	f      *streamFile
+	r      *recording.Reader
+	spaces map[uint32]*space
+	log    int    // the next entry of f.spaces to replay
+	n      uint64 // records read
+}
+
+// read returns the file's next record, the address spaces replayed up to
+// it. A file that ends sooner than it did at the first reading was cut
+// since: an error.
+func (c *rereader) read() (recording.Record, error) {
+	rec, err := c.r.Next()
+	if err == io.EOF {
+		return nil, fmt.Errorf("reading %s again: it was cut since it was first read (%d of its %d records left): read it again", c.f.f.Name(), c.n, c.f.records)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading %s again: %w", c.f.f.Name(), err)
+	}
+	c.n++
+	for c.log < len(c.f.spaces) && c.f.spaces[c.log].rec <= c.n {
+		e := c.f.spaces[c.log]
+		c.spaces[e.pid] = e.sp
+		c.log++
+	}
+	return rec, nil
+}
+
 // cursor reads one file's samples again, in time order.
 type cursor struct {
+	rereader
 	st      *streamState
 	file    int
-	f       *streamFile
-	r       *recording.Reader
-	spaces  map[uint32]*space
-	log     int    // the next entry of f.spaces to replay
-	n       uint64 // records read
 	seq     uint64 // samples read
 	maxTime uint64
 	done    bool
@@ -461,7 +475,7 @@ func newCursor(st *streamState, file int, f *streamFile) (*cursor, error) {
 		return nil, fmt.Errorf("reading %s again: %w", f.f.Name(), err)
 	}
 	r.Reuse()
-	return &cursor{st: st, file: file, f: f, r: r, spaces: map[uint32]*space{}}, nil
+	return &cursor{rereader: rereader{f: f, r: r, spaces: map[uint32]*space{}}, st: st, file: file}, nil
 }
 
 // next sets *s to the file's next sample in time order; false when there is
@@ -479,18 +493,9 @@ func (c *cursor) next(s *profile.Sample) (bool, error) {
 			c.done = true
 			continue
 		}
-		rec, err := c.r.Next()
-		if err == io.EOF {
-			return false, fmt.Errorf("reading %s again: it was cut since it was first read (%d of its %d records left): read it again", c.f.f.Name(), c.n, c.f.records)
-		}
+		rec, err := c.read()
 		if err != nil {
-			return false, fmt.Errorf("reading %s again: %w", c.f.f.Name(), err)
-		}
-		c.n++
-		for c.log < len(c.f.spaces) && c.f.spaces[c.log].rec <= c.n {
-			e := c.f.spaces[c.log]
-			c.spaces[e.pid] = e.sp
-			c.log++
+			return false, err
 		}
 		v, ok := rec.(*recording.Sample)
 		if !ok {

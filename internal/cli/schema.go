@@ -2,7 +2,6 @@ package cli
 
 import (
 	"bytes"
-	"debug/elf"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -78,7 +77,7 @@ The tags and the file format: docs/cli.md (culprit schema), docs/vprof.md.`,
 func valuesSchema(values string, pid int, args []string, stderr io.Writer) (*schema.Schema, error) {
 	exe := mainExe(pid, args)
 	if values == "auto" {
-		if exe == "" || hasDebugInfo(exe) {
+		if exe == "" || elfx.FileHasDWARF(exe) {
 			// The recorder makes the schema while the command starts.
 			return nil, nil
 		}
@@ -113,17 +112,6 @@ func valuesSchema(values string, pid int, args []string, stderr io.Writer) (*sch
 		}
 	}
 	return sc, nil
-}
-
-// hasDebugInfo reports whether an ELF file has its own DWARF (a
-// .debug_info section, compressed or not).
-func hasDebugInfo(path string) bool {
-	f, err := elf.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	return elfx.HasDWARF(f)
 }
 
 // checkBinary refuses a path that is not a compiled program, saying what

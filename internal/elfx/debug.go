@@ -133,3 +133,14 @@ func HasDWARF(f *elf.File) bool {
 	}
 	return s != nil && s.Type != elf.SHT_NOBITS && s.Size > 0
 }
+
+// FileHasDWARF is HasDWARF of the ELF file at path; false when it cannot
+// be read as one.
+func FileHasDWARF(path string) bool {
+	f, err := elf.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	return HasDWARF(f)
+}

@@ -1,7 +1,6 @@
 package state
 
 import (
-	"debug/elf"
 	"encoding/hex"
 	"github.com/culprit-dev/culprit/internal/elfx"
 	"path/filepath"
@@ -57,7 +56,7 @@ func (v *valueState) sampled(path, exe string) bool {
 		if v.schema != nil {
 			ok = schemaFor(v.schema, path)
 		} else {
-			ok = ownDWARF(path)
+			ok = elfx.FileHasDWARF(path)
 		}
 		if v.objs == nil {
 			v.objs = map[string]bool{}
@@ -65,16 +64,6 @@ func (v *valueState) sampled(path, exe string) bool {
 		v.objs[path] = ok
 	}
 	return ok
-}
-
-// ownDWARF reports whether an object carries its DWARF in itself.
-func ownDWARF(path string) bool {
-	f, err := elf.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	return elfx.HasDWARF(f)
 }
 
 // exeSchema is the schema of one executable, resolved against its DWARF.

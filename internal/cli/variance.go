@@ -324,29 +324,13 @@ func (r *refiner) refine(calls []recording.Call, probes []recording.Probe, off [
 				// A waker thread's base (its start routine): it returns
 				// only when the thread ends, so its callees are probed
 				// at once rather than it first.
-				if r.opened == nil {
-					r.opened = map[string]bool{}
-				}
-				r.opened[f] = true
-				for _, c := range r.cg[f] {
-					if !probed[c] && tracer.Traceable(c) {
-						wk = append(wk, c)
-					}
-				}
+				wk = r.open(f, probed, wk)
 			case !probed[f] && !r.opened[f]:
 				if tracer.Traceable(f) {
 					wk = append(wk, f)
 				}
 			case !ret[f] && !r.opened[f]:
-				if r.opened == nil {
-					r.opened = map[string]bool{}
-				}
-				r.opened[f] = true
-				for _, c := range r.cg[f] {
-					if !probed[c] && tracer.Traceable(c) {
-						wk = append(wk, c)
-					}
-				}
+				wk = r.open(f, probed, wk)
 			}
 		}
 	}
@@ -395,6 +379,21 @@ func (r *refiner) refine(calls []recording.Call, probes []recording.Probe, off [
 	fmt.Fprintf(r.stderr, "culprit: probing %d more functions: %s\n", len(more), abbreviate(more, 8))
 	r.added = append(r.added, more...)
 	return more, false
+}
+
+// open marks f opened (its callees proposed instead of it) and appends to
+// wk its static callees that are neither probed nor untraceable.
+func (r *refiner) open(f string, probed map[string]bool, wk []string) []string {
+	if r.opened == nil {
+		r.opened = map[string]bool{}
+	}
+	r.opened[f] = true
+	for _, c := range r.cg[f] {
+		if !probed[c] && tracer.Traceable(c) {
+			wk = append(wk, c)
+		}
+	}
+	return wk
 }
 
 func (r *refiner) ask(q string) bool {

@@ -98,6 +98,26 @@ type checkJSON struct {
 	} `json:"changes"`
 }
 
+// changes says each change of c with its models' kinds (the JSON's
+// pointers print as addresses).
+func (c checkJSON) changes() string {
+	var b strings.Builder
+	for _, ch := range c.Changes {
+		base, tgt, sev := "none", "none", 0.0
+		if ch.Base != nil {
+			base = ch.Base.Kind
+		}
+		if ch.Target != nil {
+			tgt = ch.Target.Kind
+		}
+		if ch.Severity != nil {
+			sev = *ch.Severity
+		}
+		fmt.Fprintf(&b, "\n  %s %s %s → %s, severity %.2f, confidence %.2f, at %s", ch.Function, ch.Kind, base, tgt, sev, ch.Confidence, ch.Location)
+	}
+	return b.String()
+}
+
 // TestHistoryCheck builds a git repository of five commits of a C program,
 // stores runs of each at three input sizes, and checks that culprit check
 // names exactly the function that turned quadratic and the one that got
@@ -209,7 +229,7 @@ func TestHistoryCheck(t *testing.T) {
 		c := check(t, store, commits[1]+".."+commits[2], 1)
 		if len(c.Changes) != 1 || c.Changes[0].Function != "scan" || c.Changes[0].Kind != "degradation" ||
 			c.Changes[0].Base == nil || c.Changes[0].Base.Kind != "linear" || c.Changes[0].Target.Kind != "quadratic" {
-			t.Errorf("check version 2..3: want scan degraded linear → quadratic and nothing else, got %+v", c.Changes)
+			t.Errorf("check version 2..3: want scan degraded linear → quadratic and nothing else, got:%s", c.changes())
 			runsOf(t, store, commits[1], commits[2])
 		} else if !strings.Contains(c.Changes[0].Location, "n=9000") || c.Changes[0].Confidence < 0.8 {
 			t.Errorf("scan's degradation: location %q, confidence %.2f", c.Changes[0].Location, c.Changes[0].Confidence)
@@ -217,7 +237,7 @@ func TestHistoryCheck(t *testing.T) {
 		c = check(t, store, commits[2]+".."+commits[3], 0)
 		if len(c.Changes) != 1 || c.Changes[0].Function != "checksum" || c.Changes[0].Kind != "optimization" ||
 			c.Changes[0].Base.Kind != "linear" || c.Changes[0].Target.Kind != "linear" {
-			t.Errorf("check version 3..4: want checksum optimized and nothing else, got %+v", c.Changes)
+			t.Errorf("check version 3..4: want checksum optimized and nothing else, got:%s", c.changes())
 		} else if s := *c.Changes[0].Severity; s > -0.6 || s < -0.9 {
 			t.Errorf("checksum's severity %.2f, want about -0.75", s)
 		}

@@ -57,9 +57,16 @@ int main(int argc, char **argv) {
 }
 COMMENT`
 
+// The smallest and largest input sizes of the test's runs.
+const (
+	small = "500"
+	large = "18000"
+	reps  = 3 // runs of each commit at each size
+)
+
 const (
 	scanLinear    = "\tfor (long i = 0; i < n * 6000; i++) h = h * 2862933555777941757UL + (unsigned long)i;"
-	scanQuadratic = "\tfor (long i = 0; i < n; i++)\n\t\tfor (long j = 0; j < n * 6; j++) h = h * 2862933555777941757UL + (unsigned long)j;"
+	scanQuadratic = scanLinear + "\n\tfor (long i = 0; i < n; i++)\n\t\tfor (long j = 0; j < n * 3; j++) h = h * 2862933555777941757UL + (unsigned long)j;"
 )
 
 // gitIn runs git in dir as a fixed author and returns its trimmed output.
@@ -128,7 +135,11 @@ func TestHistoryCheck(t *testing.T) {
 	repo := t.TempDir()
 	recs := t.TempDir()
 	gitIn(t, repo, "init", "-q")
-	sizes := []string{"1000", "3000", "9000"}
+	// Sizes six times apart: with three sizes only 3× apart, run-to-run
+	// noise of 10% in CPU time (a busy two-core machine) made a line look
+	// logarithmic or quadratic in about one fit in twenty; 6× apart, in
+	// fewer than one in a thousand (simulated with models.Best).
+	sizes := []string{small, "3000", large}
 	type version struct{ scan, checksum, comment, extra string }
 	versions := []version{
 		{scanLinear, "12000", "", ""},
@@ -138,7 +149,6 @@ func TestHistoryCheck(t *testing.T) {
 		{scanQuadratic, "3000", "/* n: the input size */\n", ""},
 	}
 	var commits []string
-	var added [][]string // per commit: recording files
 	for i, v := range versions {
 		src := strings.NewReplacer("SCAN", v.scan, "CHECKSUM", v.checksum, "COMMENT", v.comment).Replace(histProg)
 		if err := os.WriteFile(filepath.Join(repo, "prog.c"), []byte(src), 0o644); err != nil {
@@ -154,19 +164,40 @@ func TestHistoryCheck(t *testing.T) {
 		gitIn(t, repo, "commit", "-q", "-m", "version "+string(rune('1'+i)))
 		commits = append(commits, gitIn(t, repo, "rev-parse", "HEAD"))
 		// The build output is untracked: it does not make the tree dirty.
-		if out, err := exec.Command("gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-o", filepath.Join(repo, "prog"), filepath.Join(repo, "prog.c")).CombinedOutput(); err != nil {
-			t.Fatalf("gcc: %v\n%s", err, out)
-		}
-		var files []string
-		for _, n := range sizes {
-			rec := filepath.Join(recs, "c"+string(rune('1'+i))+"-"+n+".rec")
-			if _, stderr, code := inDir(t, repo, "run", "-F", "1999", "-o", rec, "--param", "n="+n, "--", "./prog", n); code != 0 {
-				t.Fatalf("culprit run at commit %d, n=%s: exit %d\n%s", i+1, n, code, stderr)
+		// Each commit's binary is kept for the runs below; the last one
+		// is also ./prog, for the runs at HEAD.
+		for _, out := range []string{filepath.Join(repo, "build", commits[i][:12], "prog"), filepath.Join(repo, "prog")} {
+			os.MkdirAll(filepath.Dir(out), 0o755)
+			if b, err := exec.Command("gcc", "-O1", "-g", "-fno-omit-frame-pointer", "-o", out, filepath.Join(repo, "prog.c")).CombinedOutput(); err != nil {
+				t.Fatalf("gcc: %v\n%s", err, b)
 			}
-			files = append(files, rec)
 		}
-		added = append(added, files)
 	}
+	branch := gitIn(t, repo, "symbolic-ref", "--short", "HEAD")
+	// Three runs of each commit at each size, interleaved, each round
+	// starting at another commit. On a shared virtual machine the same
+	// code's CPU time grows 15% as load drifts over the test, and 2–3×
+	// for a second now and then: run in commit order, the drift reads as
+	// a change between commits, and one run alone can be a burst; the
+	// check takes the median of three runs.
+	added := make([][]string, len(versions)) // per commit: recording files
+	round := 0
+	for _, n := range sizes {
+		for r := range reps {
+			for k := range versions {
+				i := (round + k) % len(versions)
+				gitIn(t, repo, "checkout", "-q", commits[i])
+				rec := filepath.Join(recs, fmt.Sprintf("c%d-%s-%d.rec", i+1, n, r))
+				bin := "./" + filepath.Join("build", commits[i][:12], "prog")
+				if _, stderr, code := inDir(t, repo, "run", "-F", "1999", "-o", rec, "--param", "n="+n, "--", bin, n); code != 0 {
+					t.Fatalf("culprit run at commit %d, n=%s: exit %d\n%s", i+1, n, code, stderr)
+				}
+				added[i] = append(added[i], rec)
+			}
+			round++
+		}
+	}
+	gitIn(t, repo, "checkout", "-q", branch)
 
 	// A modified tracked file: run refuses, unless --dirty.
 	os.WriteFile(filepath.Join(repo, "prog.c"), []byte("/* edited */\n"), 0o644)
@@ -175,15 +206,15 @@ func TestHistoryCheck(t *testing.T) {
 		t.Errorf("run in a dirty tree: exit %d, stderr:\n%s", code, stderr)
 	}
 	_, stderr, code = inDir(t, repo, "run", "--dirty", "--workload", "dirty", "--", "./prog", "3000")
-	if code != 0 || !strings.Contains(stderr, "stored as run 16") {
+	if code != 0 || !strings.Contains(stderr, "stored as run 46") {
 		t.Fatalf("run --dirty: exit %d\n%s", code, stderr)
 	}
 	gitIn(t, repo, "checkout", "prog.c")
 	list, _, _ := inDir(t, repo, "history", "list")
-	if !strings.Contains(list, commits[4][:12]+"+dirty") || strings.Count(list, "\n") != 17 {
+	if !strings.Contains(list, commits[4][:12]+"+dirty") || strings.Count(list, "\n") != 47 {
 		t.Errorf("history list:\n%s", list)
 	}
-	if out, _, code := inDir(t, repo, "history", "rm", "16"); code != 0 || !strings.Contains(out, "removed 1 runs") {
+	if out, _, code := inDir(t, repo, "history", "rm", "46"); code != 0 || !strings.Contains(out, "removed 1 runs") {
 		t.Errorf("history rm: %d %s", code, out)
 	}
 
@@ -231,7 +262,7 @@ func TestHistoryCheck(t *testing.T) {
 			c.Changes[0].Base == nil || c.Changes[0].Base.Kind != "linear" || c.Changes[0].Target.Kind != "quadratic" {
 			t.Errorf("check version 2..3: want scan degraded linear → quadratic and nothing else, got:%s", c.changes())
 			runsOf(t, store, commits[1], commits[2])
-		} else if !strings.Contains(c.Changes[0].Location, "n=9000") || c.Changes[0].Confidence < 0.8 {
+		} else if !strings.Contains(c.Changes[0].Location, "n="+large) || c.Changes[0].Confidence < 0.8 {
 			t.Errorf("scan's degradation: location %q, confidence %.2f", c.Changes[0].Location, c.Changes[0].Confidence)
 		}
 		c = check(t, store, commits[2]+".."+commits[3], 0)
@@ -291,33 +322,33 @@ func TestHistoryCheck(t *testing.T) {
 		}
 		viewHistory(t, repo, added[4][0], commits[2], commits[0])
 		// Stored runs read as @REV by the other commands.
-		out, stderr, code = inDir(t, repo, "report", "@HEAD:n=9000")
+		out, stderr, code = inDir(t, repo, "report", "@HEAD:n="+large)
 		if code != 0 || !strings.Contains(out, "scan") {
-			t.Errorf("report @HEAD:n=9000: exit %d\n%s\n%s", code, out, stderr)
+			t.Errorf("report @HEAD:n=%s: exit %d\n%s\n%s", large, code, out, stderr)
 		}
-		out, stderr, code = inDir(t, repo, "diff", "@"+commits[1]+":n=9000", "@"+commits[2]+":n=9000")
+		out, stderr, code = inDir(t, repo, "diff", "@"+commits[1]+":n="+large, "@"+commits[2]+":n="+large)
 		if _, after, _ := strings.Cut(out, "name (self)\n"); code != 0 || !strings.HasSuffix(strings.SplitN(after, "\n", 2)[0], " scan") {
 			t.Errorf("diff of stored runs: exit %d\n%s\n%s", code, out, stderr)
 		}
-		if _, stderr, code := inDir(t, repo, "report", "@HEAD"); code != 0 || !strings.Contains(stderr, "names 3 runs") {
+		if _, stderr, code := inDir(t, repo, "report", "@HEAD"); code != 0 || !strings.Contains(stderr, "names 9 runs") {
 			t.Errorf("report @HEAD (three runs): exit %d, stderr %s", code, stderr)
 		}
 		if _, stderr, code := inDir(t, repo, "report", "@nosuchrev"); code != 1 || !strings.Contains(stderr, "not a commit") {
 			t.Errorf("report @nosuchrev: exit %d, stderr %s", code, stderr)
 		}
-		if out, _, code := inDir(t, repo, "history", "show", "@HEAD:n=9000"); code != 0 || !strings.Contains(out, "params     n=9000") || !strings.Contains(out, "scan (prog)") {
+		if out, _, code := inDir(t, repo, "history", "show", "@HEAD:n="+large); code != 0 || !strings.Contains(out, "params     n="+large) || !strings.Contains(out, "scan (prog)") {
 			t.Errorf("history show: exit %d\n%s", code, out)
 		}
 		// Sampled runs' statistics: one group per pairing key, a
 		// function's self time across its runs.
 		if out, _, code := inDir(t, repo, "history", "stats", "HEAD", "--func", "^scan$"); code != 0 || strings.Count(out, "self CPU time per run") != 3 ||
-			strings.Count(out, "scan (prog)") != 3 || !strings.Contains(out, "n=9000") {
+			strings.Count(out, "scan (prog)") != 3 || !strings.Contains(out, "n="+large) {
 			t.Errorf("history stats of sampled runs: exit %d\n%s", code, out)
 		}
 		var runs []struct {
 			Commit string `json:"commit"`
 		}
-		if out, _, code := inDir(t, repo, "history", "list", "--format", "json"); code != 0 || json.Unmarshal([]byte(out), &runs) != nil || len(runs) != 15 {
+		if out, _, code := inDir(t, repo, "history", "list", "--format", "json"); code != 0 || json.Unmarshal([]byte(out), &runs) != nil || len(runs) != 45 {
 			t.Errorf("history list --format json: exit %d, %d runs\n%.500s", code, len(runs), out)
 		}
 		// The removed dirty run's recording is younger than gc's grace period.
@@ -366,9 +397,11 @@ func TestHistoryCheck(t *testing.T) {
 			t.Errorf("a foreign hook was replaced: exit %d, %s", code, stderr)
 		}
 		// x from a sampled expression: scan's n, read in its frame.
-		for _, n := range sizes {
-			if _, stderr, code := inDir(t, repo, "run", "--workload", "ex", "-F", "1999", "--expr", "prog@scan@n", "--", "./prog", n); code != 0 {
-				t.Fatalf("run --expr: exit %d\n%s", code, stderr)
+		for range reps {
+			for _, n := range sizes {
+				if _, stderr, code := inDir(t, repo, "run", "--workload", "ex", "-F", "1999", "--expr", "prog@scan@n", "--", "./prog", n); code != 0 {
+					t.Fatalf("run --expr: exit %d\n%s", code, stderr)
+				}
 			}
 		}
 		out, stderr, code = inDir(t, repo, "models", "--workload", "ex", "--x", "expr:n", "--func", "^scan$", "--format", "json")
@@ -384,19 +417,19 @@ func TestHistoryCheck(t *testing.T) {
 		if code != 0 || json.Unmarshal([]byte(out), &em) != nil || len(em.Functions) != 1 {
 			t.Fatalf("models --x expr:n: exit %d\n%s\n%s", code, out, stderr)
 		}
-		if f := em.Functions[0]; f.Best.Kind != "quadratic" || len(f.X) != 3 || f.X[0] != 1000 || f.X[2] != 9000 {
+		if f := em.Functions[0]; f.Best.Kind != "quadratic" || len(f.X) != 3 || f.X[0] != 500 || f.X[2] != 18000 {
 			t.Errorf("scan against its sampled n: %+v", f)
 		}
-		if out, _, code := inDir(t, repo, "history", "rm", "@HEAD:workload=ex"); code != 0 || !strings.Contains(out, "removed 3 runs") {
+		if out, _, code := inDir(t, repo, "history", "rm", "@HEAD:workload=ex"); code != 0 || !strings.Contains(out, "removed 9 runs") {
 			t.Errorf("history rm: %d %s", code, out)
 		}
 		// diagnose reads stored runs of sampled values as @REV too.
-		for _, n := range []string{"1000", "9000"} {
+		for _, n := range []string{small, large} {
 			if _, stderr, code := inDir(t, repo, "run", "--workload", "vals", "--values", "--param", "n="+n, "--", "./prog", n); code != 0 {
 				t.Fatalf("run --values: exit %d\n%s", code, stderr)
 			}
 		}
-		out, stderr, code = inDir(t, repo, "diagnose", "--normal", "@HEAD:workload=vals,n=1000", "--buggy", "@HEAD:workload=vals,n=9000", "--format", "json")
+		out, stderr, code = inDir(t, repo, "diagnose", "--normal", "@HEAD:workload=vals,n="+small, "--buggy", "@HEAD:workload=vals,n="+large, "--format", "json")
 		var dj struct {
 			Normal    []struct{ Path string } `json:"normal"`
 			Buggy     []struct{ Path string } `json:"buggy"`
@@ -424,7 +457,7 @@ func TestHistoryCheck(t *testing.T) {
 		pg := testutil.Postgres(t)
 		for i, files := range added {
 			for j, f := range files {
-				if _, stderr, code := inDir(t, repo, "history", "add", "--store", pg, "--commit", commits[i], "--param", "n="+sizes[j], f); code != 0 {
+				if _, stderr, code := inDir(t, repo, "history", "add", "--store", pg, "--commit", commits[i], "--param", "n="+sizes[j/reps], f); code != 0 {
 					t.Fatalf("history add: exit %d\n%s", code, stderr)
 				}
 			}
@@ -439,13 +472,13 @@ func TestHistoryCheck(t *testing.T) {
 			t.Errorf("history list from PostgreSQL has no pgrun run:\n%s", out)
 		}
 		// Recordings come back out of the database.
-		if out, stderr, code := inDir(t, repo, "report", "--store", pg, "@HEAD:n=9000"); code != 0 || !strings.Contains(out, "scan") {
+		if out, stderr, code := inDir(t, repo, "report", "--store", pg, "@HEAD:n="+large); code != 0 || !strings.Contains(out, "scan") {
 			t.Errorf("report from PostgreSQL: exit %d\n%s\n%s", code, out, stderr)
 		}
 		largestThenEmpty(t, repo, "--store", pg)
 		// The recordings of the removed runs are deleted at once: a run and
 		// its recording are written in one transaction.
-		if out, _, code := inDir(t, repo, "history", "gc", "--store", pg); code != 0 || !strings.HasPrefix(out, "deleted 16 recordings (") {
+		if out, _, code := inDir(t, repo, "history", "gc", "--store", pg); code != 0 || !strings.HasPrefix(out, "deleted 46 recordings (") {
 			t.Errorf("history gc after rm --all: exit %d: %s", code, out)
 		}
 	})

@@ -293,12 +293,12 @@ func modelsAt(st *store.Store, rev, x, workload string, re *regexp.Regexp, minSh
 }
 
 // fitFunctions fits each function of each series with points at enough x
-// values (y: mean self CPU seconds per run at each x).
+// values (y: self CPU seconds per run at each x, check.RunAmount of its
+// runs there: the median from three runs on).
 func fitFunctions(runs []check.Run, re *regexp.Regexp, minShare float64) []models.Function {
 	type key struct{ series, name string }
 	type acc struct {
-		sum map[float64]float64
-		n   map[float64]int
+		at  map[float64][]float64 // self CPU seconds of each run with the function
 		obj string
 		big bool
 	}
@@ -320,6 +320,7 @@ func fitFunctions(runs []check.Run, re *regexp.Regexp, minShare float64) []model
 		for _, f := range r.Funcs {
 			total += f.Samples
 		}
+		inRun := map[key]float64{} // one amount per run, whatever objects a name is in
 		for _, f := range r.Funcs {
 			if re != nil && !re.MatchString(f.Name) {
 				continue
@@ -327,13 +328,16 @@ func fitFunctions(runs []check.Run, re *regexp.Regexp, minShare float64) []model
 			k := key{r.Series, f.Name}
 			a := data[k]
 			if a == nil {
-				a = &acc{sum: map[float64]float64{}, n: map[float64]int{}, obj: f.Object}
+				a = &acc{at: map[float64][]float64{}, obj: f.Object}
 				data[k] = a
 			}
-			a.sum[r.X] += f.Amount / 1e9
+			inRun[k] += f.Amount / 1e9
 			if total > 0 && float64(f.Samples) >= minShare*float64(total) {
 				a.big = true
 			}
+		}
+		for k, v := range inRun {
+			data[k].at[r.X] = append(data[k].at[r.X], v)
 		}
 	}
 	var out []models.Function
@@ -346,7 +350,7 @@ func fitFunctions(runs []check.Run, re *regexp.Regexp, minShare float64) []model
 		xs := slices.Sorted(maps.Keys(runsAt[k.series]))
 		ys := make([]float64, len(xs))
 		for i, x := range xs {
-			ys[i] = a.sum[x] / float64(runsAt[k.series][x]) // a run without the function: 0
+			ys[i] = check.RunAmount(a.at[x], runsAt[k.series][x]) // a run without the function: 0
 		}
 		f, err := models.Analyze(k.name, a.obj, strings.ReplaceAll(k.series, "\x00", " "), xs, ys)
 		if err != nil {

@@ -5,7 +5,8 @@
 //
 // Pairing: a base run and a target run are compared when their pairing keys
 // (workload, parameters and collector options) are equal; runs with the same
-// key on one side are averaged. A function is matched by name across the
+// key on one side are averaged (from MinRunsMW runs on, their median is
+// taken: see RunAmount). A function is matched by name across the
 // two versions (its object may have been rebuilt or renamed). Its amount in
 // a run is its self CPU time (sampled self share times the run's CPU time):
 // self, not total, so that a slower function does not make its callers look
@@ -169,7 +170,6 @@ type Result struct {
 
 type agg struct {
 	samples float64
-	amount  float64
 	amounts []float64 // per run with the function
 	durs    []float64 // traced calls' durations, all runs
 	cpu     []float64 // their on-CPU times, when noCPU is not set
@@ -232,7 +232,6 @@ func Compare(base, target []Run, o Options) Result {
 					m[r.Pair] = a
 				}
 				a.samples += float64(f.Samples)
-				a.amount += f.Amount
 				a.amounts = append(a.amounts, f.Amount)
 				if r.Traced {
 					// Argument values stay aligned with durations: an
@@ -350,10 +349,10 @@ func Compare(base, target []Run, o Options) Result {
 				c.TgtCalls += len(p.tD)
 			} else {
 				if ba != nil {
-					p.bA, p.bS = ba.amount/p.bN, ba.samples
+					p.bA, p.bS = RunAmount(ba.amounts, int(p.bN)), ba.samples
 				}
 				if ta != nil {
-					p.tA, p.tS = ta.amount/p.tN, ta.samples
+					p.tA, p.tS = RunAmount(ta.amounts, int(p.tN)), ta.samples
 				}
 				if p.bN >= MinRunsMW && p.tN >= MinRunsMW {
 					var bv, tv []float64
@@ -717,6 +716,30 @@ func argIntervals(arg string, xb, yb, xt, yt []float64) []interval {
 const MinRunsMW = 3
 
 // padded gives n per-run amounts: the runs without the function had 0.
+// RunAmount is a function's amount per run from its amounts in the runs that
+// had it, of runs runs in all (the others count 0): the mean, or from
+// MinRunsMW runs on the median. A run that another program slowed for a
+// while (on a shared or virtual machine the same code's CPU time can grow
+// 2–3× for a second) then does not decide the amount.
+func RunAmount(amounts []float64, runs int) float64 {
+	if runs <= 0 {
+		return 0
+	}
+	if runs < MinRunsMW {
+		var sum float64
+		for _, a := range amounts {
+			sum += a
+		}
+		return sum / float64(runs)
+	}
+	v := padded(amounts, runs)
+	sort.Float64s(v)
+	if runs%2 == 1 {
+		return v[runs/2]
+	}
+	return (v[runs/2-1] + v[runs/2]) / 2
+}
+
 func padded(a []float64, n int) []float64 {
 	out := append([]float64(nil), a...)
 	for len(out) < n {

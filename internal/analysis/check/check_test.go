@@ -113,6 +113,30 @@ func TestSeveralRunsPerSide(t *testing.T) {
 	}
 }
 
+// TestBurstDoesNotDecide: three pairs of three runs each, the target 10%
+// slower (under the threshold) and one target run per pair slowed 3× by
+// a burst of another program. The mean would call it a 73% degradation;
+// the median sees the 10%.
+func TestBurstDoesNotDecide(t *testing.T) {
+	var base, target []Run
+	for _, n := range []string{"1", "2", "3"} {
+		for i, a := range []float64{1000, 1002, 998} {
+			base = append(base, Run{Pair: n, Funcs: []Func{{Name: "f", Samples: int64(a), Amount: a * 1e6}}})
+			b := a * 1.1
+			if i == 2 {
+				b = a * 3
+			}
+			target = append(target, Run{Pair: n, Funcs: []Func{{Name: "f", Samples: int64(b), Amount: b * 1e6}}})
+		}
+	}
+	if r := Compare(base, target, Options{}); len(r.Changes) != 0 {
+		t.Errorf("a burst in one run of each pair decided the change: %+v", r.Changes)
+	}
+	if got := RunAmount([]float64{3, 1}, 4); got != 0.5 {
+		t.Errorf("median of 3, 1 and two runs without the function: %g, want 0.5", got)
+	}
+}
+
 // tracedRun is one traced run: work(n) for n = 1..60, three calls each,
 // taking dur(n) ns, and other() at a constant 5 µs; every 50th call of
 // work was preempted (20 ms).

@@ -59,8 +59,8 @@ COMMENT`
 
 // The smallest and largest input sizes of the test's runs.
 const (
-	small = "500"
-	large = "18000"
+	small = "1000"
+	large = "16000"
 	reps  = 3 // runs of each commit at each size
 )
 
@@ -135,11 +135,15 @@ func TestHistoryCheck(t *testing.T) {
 	repo := t.TempDir()
 	recs := t.TempDir()
 	gitIn(t, repo, "init", "-q")
-	// Sizes six times apart: with three sizes only 3× apart, run-to-run
+	// Sizes four times apart: with three sizes only 3× apart, run-to-run
 	// noise of 10% in CPU time (a busy two-core machine) made a line look
-	// logarithmic or quadratic in about one fit in twenty; 6× apart, in
-	// fewer than one in a thousand (simulated with models.Best).
-	sizes := []string{small, "3000", large}
+	// logarithmic or quadratic in one fit of one run per size in twenty;
+	// 4× apart, in one in 170 (simulated with models.Best), and less
+	// again on medians of three runs. The quadratic scan is 1.5× the
+	// linear one at the smallest size, 3× and 9× at the others: each
+	// size's three runs on each side then stay apart, as the check's
+	// Mann–Whitney test of three runs against three needs.
+	sizes := []string{small, "4000", large}
 	type version struct{ scan, checksum, comment, extra string }
 	versions := []version{
 		{scanLinear, "12000", "", ""},
@@ -417,7 +421,7 @@ func TestHistoryCheck(t *testing.T) {
 		if code != 0 || json.Unmarshal([]byte(out), &em) != nil || len(em.Functions) != 1 {
 			t.Fatalf("models --x expr:n: exit %d\n%s\n%s", code, out, stderr)
 		}
-		if f := em.Functions[0]; f.Best.Kind != "quadratic" || len(f.X) != 3 || f.X[0] != 500 || f.X[2] != 18000 {
+		if f := em.Functions[0]; f.Best.Kind != "quadratic" || len(f.X) != 3 || f.X[0] != 1000 || f.X[2] != 16000 {
 			t.Errorf("scan against its sampled n: %+v", f)
 		}
 		if out, _, code := inDir(t, repo, "history", "rm", "@HEAD:workload=ex"); code != 0 || !strings.Contains(out, "removed 9 runs") {

@@ -192,15 +192,15 @@ func (o Options) discountVar(v *variable, normals int) comparison {
 		if i < len(v.normal) && v.normal[i] != nil {
 			x = v.normal[i]
 		}
-		sampled := len(x.values) > 0 || len(x.durations) > 0
+		sampled := x.values.len() > 0 || x.durations.len() > 0
 		var dims []DimResult
 		if !v.src.Pointer {
 			if !meaningless(v.src.Name, v.src.Type) {
-				dims = append(dims, o.compareDim(DimValue, x.values, v.buggy.values, sampled))
+				dims = append(dims, o.compareDim(DimValue, x.values.floats(), v.buggy.values.floats(), sampled))
 			}
-			dims = append(dims, o.compareDim(DimDelta, x.deltas, v.buggy.deltas, sampled))
+			dims = append(dims, o.compareDim(DimDelta, x.deltas.floats(), v.buggy.deltas.floats(), sampled))
 		}
-		dims = append(dims, o.compareDim(DimDuration, x.durations, v.buggy.durations, sampled))
+		dims = append(dims, o.compareDim(DimDuration, x.durations.floats(), v.buggy.durations.floats(), sampled))
 		cs[i] = comparison{dims: dims, chosen: lowest(dims)}
 	}
 	sort.SliceStable(cs, func(i, j int) bool { return cs[i].discount() < cs[j].discount() })

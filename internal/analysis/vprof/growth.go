@@ -371,12 +371,12 @@ const (
 // runConstant reports whether v holds one value in all normal runs and
 // another one in all buggy runs, and the two values.
 func runConstant(v *variable) (normal, buggy float64, ok bool) {
-	if v.src.Pointer || len(v.buggy.values) == 0 {
+	if v.src.Pointer || v.buggy.values.len() == 0 {
 		return 0, 0, false
 	}
-	buggy = v.buggy.values[0]
-	for _, x := range v.buggy.values {
-		if x != buggy {
+	buggy = v.buggy.values.at(0)
+	for i, n := 0, v.buggy.values.len(); i < n; i++ {
+		if x := v.buggy.values.at(i); x != buggy {
 			return 0, 0, false
 		}
 	}
@@ -385,7 +385,8 @@ func runConstant(v *variable) (normal, buggy float64, ok bool) {
 		if s == nil {
 			continue
 		}
-		for _, x := range s.values {
+		for i, n := 0, s.values.len(); i < n; i++ {
+			x := s.values.at(i)
 			if !seen {
 				normal, seen = x, true
 			}
@@ -454,12 +455,12 @@ func (a *Analyzer) classify(v *variable, c comparison) (varClass, int) {
 // constant says whether every sample of v, normal and buggy, holds one
 // value.
 func constant(v *variable) bool {
-	if v.src.Pointer || len(v.buggy.values) == 0 {
+	if v.src.Pointer || v.buggy.values.len() == 0 {
 		return false
 	}
-	x := v.buggy.values[0]
-	for _, y := range v.buggy.values {
-		if y != x {
+	x := v.buggy.values.at(0)
+	for i, n := 0, v.buggy.values.len(); i < n; i++ {
+		if y := v.buggy.values.at(i); y != x {
 			return false
 		}
 	}
@@ -467,8 +468,8 @@ func constant(v *variable) bool {
 		if s == nil {
 			continue
 		}
-		for _, y := range s.values {
-			if y != x {
+		for i, n := 0, s.values.len(); i < n; i++ {
+			if y := s.values.at(i); y != x {
 				return false
 			}
 		}
@@ -482,13 +483,13 @@ func lastsLonger(v *variable) bool {
 	var nd []float64
 	for _, s := range v.normal {
 		if s != nil {
-			nd = append(nd, s.durations...)
+			nd = s.durations.appendTo(nd)
 		}
 	}
-	if len(nd) == 0 || len(v.buggy.durations) == 0 {
+	if len(nd) == 0 || v.buggy.durations.len() == 0 {
 		return len(nd) == 0
 	}
-	return median(v.buggy.durations) > median(nd)
+	return median(v.buggy.durations.floats()) > median(nd)
 }
 
 // slower says whether the variable's buggy deltas are smaller in magnitude
@@ -497,17 +498,17 @@ func slower(v *variable) bool {
 	var nd []float64
 	for _, s := range v.normal {
 		if s != nil {
-			for _, x := range s.deltas {
-				nd = append(nd, math.Abs(x))
+			for i, n := 0, s.deltas.len(); i < n; i++ {
+				nd = append(nd, math.Abs(s.deltas.at(i)))
 			}
 		}
 	}
-	if len(nd) == 0 || len(v.buggy.deltas) == 0 {
+	if len(nd) == 0 || v.buggy.deltas.len() == 0 {
 		return false
 	}
-	bd := make([]float64, len(v.buggy.deltas))
-	for i, x := range v.buggy.deltas {
-		bd[i] = math.Abs(x)
+	bd := make([]float64, v.buggy.deltas.len())
+	for i := range bd {
+		bd[i] = math.Abs(v.buggy.deltas.at(i))
 	}
 	return median(bd) < median(nd)
 }
@@ -880,25 +881,26 @@ func (a *Analyzer) loopRange(v *variable) (name string, beyond, ok bool) {
 	// A pointer's target (*p, sampled with the pointer's tags) holds data
 	// the loop walks over, not a count of its iterations.
 	if v.src.Global || v.src.Pointer || strings.HasPrefix(v.src.Name, "*") || !parseTags(v.src.Tags).loop ||
-		len(v.buggy.values) < SameWorkSamples {
+		v.buggy.values.len() < SameWorkSamples {
 		return "", false, false
 	}
 	var normal []float64
 	for _, s := range v.normal {
 		if s != nil {
-			normal = append(normal, s.values...)
+			normal = s.values.appendTo(normal)
 		}
 	}
 	if len(normal) < SameWorkSamples {
 		return "", false, false
 	}
 	an := &Anomaly{Dimension: DimValue, HasNormal: true, NormalMin: normal[0], NormalMax: normal[0],
-		NormalMedian: median(normal), BuggyMedian: median(v.buggy.values)}
+		NormalMedian: median(normal), BuggyMedian: median(v.buggy.values.floats())}
 	for _, x := range normal {
 		an.NormalMin, an.NormalMax = math.Min(an.NormalMin, x), math.Max(an.NormalMax, x)
 	}
 	hi := an.NormalMax + 0.05*math.Abs(an.NormalMax)
-	for _, x := range v.buggy.values {
+	for i, n := 0, v.buggy.values.len(); i < n; i++ {
+		x := v.buggy.values.at(i)
 		an.Considered++
 		if x > hi {
 			an.Outside++

@@ -48,8 +48,9 @@ func TestStackCounts(t *testing.T) {
 }
 
 func vr(normal, buggy []float64) *variable {
-	v := &variable{normal: []*series{{values: normal}}, buggy: series{values: buggy}}
-	d := func(xs []float64) (ds, durs []float64) {
+	v := &variable{normal: []*series{{values: numsOf(normal)}}, buggy: series{values: numsOf(buggy)}}
+	d := func(xs []float64) (nums, nums) {
+		var ds, durs []float64
 		run := 1
 		for i := 1; i < len(xs); i++ {
 			ds = append(ds, xs[i]-xs[i-1])
@@ -60,7 +61,7 @@ func vr(normal, buggy []float64) *variable {
 				run = 1
 			}
 		}
-		return ds, append(durs, float64(run))
+		return numsOf(ds), numsOf(append(durs, float64(run)))
 	}
 	v.normal[0].deltas, v.normal[0].durations = d(normal)
 	v.buggy.deltas, v.buggy.durations = d(buggy)
@@ -136,7 +137,7 @@ func TestClassify(t *testing.T) {
 		t.Errorf("cond local: class %d, want evidence", got)
 	}
 	// Never sampled normally: a new path, no evidence.
-	v = &variable{buggy: series{values: fill(3, 50), durations: []float64{50}}}
+	v = &variable{buggy: series{values: numsOf(fill(3, 50)), durations: numsOf([]float64{50})}}
 	if got, _ := a.classify(v, o.discountVar(v, 1)); got != classNewPath {
 		t.Errorf("buggy-only: class %d, want new path", got)
 	}

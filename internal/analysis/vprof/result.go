@@ -284,6 +284,9 @@ func (a *Analyzer) Result() (*Result, error) {
 	if len(a.normal) == 0 || len(a.buggy) == 0 {
 		return nil, ErrNoRuns
 	}
+	if err := a.locate(); err != nil {
+		return nil, err
+	}
 	o := a.opt
 	res := &Result{Options: o, Method: o.method()}
 	for _, r := range a.normal {
@@ -391,7 +394,7 @@ func (a *Analyzer) Result() (*Result, error) {
 		vr := &VariableResult{Name: v.src.Name, Function: v.src.Function, File: v.src.File, Line: v.src.Line,
 			Type: v.src.Type, Tags: v.src.Tags, Global: v.src.Global, Pointer: v.src.Pointer,
 			Discount: d.Discount, Dimension: d.Dimension, Anomalous: d.Rejected, Dimensions: c.dims,
-			NormalSamples: v.normalN, BuggySamples: len(v.bs), InNormalSchema: inN, InBuggySchema: v.inBuggy > 0}
+			NormalSamples: v.normalN, BuggySamples: v.buggyN, InNormalSchema: inN, InBuggySchema: v.inBuggy > 0}
 		v.result = vr
 		res.Variables = append(res.Variables, vr)
 	}
@@ -400,7 +403,7 @@ func (a *Analyzer) Result() (*Result, error) {
 	// to every function it was sampled in (in the buggy runs).
 	charged := map[int32][]int32{}
 	for i, v := range a.vars {
-		if len(v.bs) == 0 && v.normalN == 0 {
+		if v.buggyN == 0 && v.normalN == 0 {
 			continue
 		}
 		if !v.src.Global && v.owner >= 0 {
@@ -506,7 +509,7 @@ func (a *Analyzer) Result() (*Result, error) {
 		// Globals: only the functions whose code reads them.
 		charged = map[int32][]int32{}
 		for i, v := range a.vars {
-			if len(v.bs) == 0 && v.normalN == 0 {
+			if v.buggyN == 0 && v.normalN == 0 {
 				continue
 			}
 			if !v.src.Global && v.owner >= 0 {
@@ -695,22 +698,13 @@ func (a *Analyzer) history(f int32, ranks []map[int32]int) History {
 // code) and the lines they were read at.
 func (a *Analyzer) localise(v *variable, c comparison) *Anomaly {
 	d := c.dims[c.chosen].Dimension
-	pick := func(s *series) []float64 {
-		switch d {
-		case DimValue:
-			return s.values
-		case DimDelta:
-			return s.deltas
-		}
-		return s.durations
-	}
 	var normal []float64
 	for _, s := range v.normal {
 		if s != nil {
-			normal = append(normal, pick(s)...)
+			normal = s.pick(d).appendTo(normal)
 		}
 	}
-	buggy := pick(&v.buggy)
+	buggy := v.buggy.pick(d)
 	an := &Anomaly{Dimension: d, Lines: []Line{}, Blocks: []Block{}}
 	if len(normal) > 0 {
 		an.HasNormal = true
@@ -721,36 +715,13 @@ func (a *Analyzer) localise(v *variable, c comparison) *Anomaly {
 		}
 		an.NormalMedian = median(normal)
 	}
-	if len(buggy) > 0 {
-		an.BuggyMedian = median(buggy)
+	if buggy.len() > 0 {
+		an.BuggyMedian = median(buggy.floats())
 	}
-	lo := an.NormalMin - 0.05*math.Abs(an.NormalMin)
-	hi := an.NormalMax + 0.05*math.Abs(an.NormalMax)
-	outside := func(x float64) bool { return !an.HasNormal || x < lo || x > hi }
-	at := map[int32]int{}
-	inBlock := map[int32]int{}
-	for _, s := range v.bs {
-		var x float64
-		switch d {
-		case DimValue:
-			x = v.valueAt(s)
-		case DimDelta:
-			var ok bool
-			if x, ok = v.deltaAt(s); !ok {
-				continue
-			}
-		default:
-			x = float64(v.runs[s.run])
-		}
-		an.Considered++
-		if outside(x) {
-			an.Outside++
-			at[s.loc]++
-			if s.block >= 0 {
-				inBlock[s.block]++
-			}
-		}
-	}
+	// The buggy samples outside the normal range, found by locate.
+	wh := v.where[slices.Index(dimensions[:], d)]
+	an.Considered, an.Outside = wh.considered, wh.outside
+	at, inBlock := wh.at, wh.inBlock
 	for b, n := range inBlock {
 		bl := a.blocks[b]
 		bl.Samples = n

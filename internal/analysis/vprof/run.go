@@ -97,6 +97,10 @@ type runData struct {
 	pcCost  map[int32]float64 // function → ns of CPU time (self)
 	varCost map[int32]float64 // function → ns: value samples at distinct PCs per tick
 	stacks  stackCounts       // CPU samples counted over complete call stacks
+	// A buggy run's profile and its sources' variables (−1: none), read
+	// again to localise anomalies.
+	p      *profile.Profile
+	srcVar []int32
 }
 
 // raw returns the run's raw cost of f, in ns.
@@ -104,36 +108,9 @@ func (r *runData) raw(f int32) float64 { return math.Max(r.pcCost[f], r.varCost[
 
 // series are the samples of one variable in one dimension set.
 type series struct {
-	values    []float64 // one per variable, thread and tick
-	deltas    []float64 // value minus the previous one of the same variable and thread
-	durations []float64 // lengths of runs of equal consecutive values
-}
-
-// bsample is a buggy-run sample of a variable, kept for localisation. Its
-// value and delta are those of the buggy series (variable.buggy), kept
-// there once.
-type bsample struct {
-	value int32 // index into buggy.values, −1: none kept (NaN, pointer)
-	delta int32 // index into buggy.deltas, −1: none
-	run   int32 // index into variable.runs
-	loc   int32 // index into Analyzer.locs, −1 unknown
-	block int32 // index into Analyzer.blocks, −1 unknown
-}
-
-// valueAt and deltaAt are a buggy sample's value (NaN when none was kept)
-// and delta (ok false when it has none).
-func (v *variable) valueAt(s bsample) float64 {
-	if s.value < 0 {
-		return math.NaN()
-	}
-	return v.buggy.values[s.value]
-}
-
-func (v *variable) deltaAt(s bsample) (float64, bool) {
-	if s.delta < 0 {
-		return 0, false
-	}
-	return v.buggy.deltas[s.delta], true
+	values    nums // one per variable, thread and tick
+	deltas    nums // value minus the previous one of the same variable and thread
+	durations nums // lengths of runs of equal consecutive values
 }
 
 // runSchemas returns the schema identities of a run's variables, sorted;
@@ -159,17 +136,19 @@ func runSchemas(srcs []recording.ValueSource, isVar []bool) []string {
 // variable is one schema variable across runs.
 type variable struct {
 	src      recording.ValueSource
-	inNormal []bool    // per normal run: in its schema
-	inBuggy  int       // buggy runs whose schema has it
-	normal   []*series // per normal run (nil: no sample)
-	buggy    series    // every buggy run
-	bs       []bsample
-	runs     []int32         // run lengths of the buggy samples
+	inNormal []bool          // per normal run: in its schema
+	inBuggy  int             // buggy runs whose schema has it
+	normal   []*series       // per normal run (nil: no sample)
+	buggy    series          // every buggy run
+	buggyN   int             // samples in buggy runs
 	funcs    map[int32]int   // functions (of the PCs) it was sampled in, in buggy runs
 	readIn   map[int32]bool  // globals: of funcs, those whose code reads it or that nobody could tell
 	owner    int32           // for locals: the declaring function, −1 until seen
 	normalN  int             // samples in normal runs
 	result   *VariableResult // set by Result
+	// where is where the buggy samples outside the normal range were
+	// read, per dimension (DimValue, DimDelta, DimDuration); set by Result.
+	where [3]where
 }
 
 func (a *Analyzer) fn(name, object string) int32 {
@@ -216,9 +195,97 @@ type stState struct {
 	value float64
 	bits  uint64
 	kind  recording.ValueKind
-	run   int   // length of the current run of equal values
-	runID int32 // buggy: index into variable.runs
+	run   int // length of the current run of equal values
 	has   bool
+	// in: while localising, where the samples of the current run were
+	// read.
+	in []placeCount
+}
+
+// step is what one sample of a variable adds to its series.
+type step struct {
+	x        float64 // the value, when kept (not a pointer's, not NaN)
+	kept     bool
+	delta    float64 // the value minus the thread's previous one
+	hasDelta bool
+	closed   int  // the length of the run of equal values the sample ended
+	close    bool // a run ended
+	newRun   bool // the sample starts a run
+}
+
+// next takes value v into the state of its variable in its thread and says
+// what it adds to the series (pointer: the variable holds addresses, whose
+// values and deltas are not compared).
+func (st *stState) next(v *profile.Value, pointer bool) step {
+	x := v.Float64()
+	// A NaN has no value to compare (NaN ≠ NaN: every NaN would be a
+	// value of its own, and two runs of a constant NaN disjoint); it
+	// counts only in the durations, which compare bits.
+	nan := math.IsNaN(x)
+	var s step
+	if !pointer && !nan {
+		s.x, s.kept = x, true
+	}
+	same := st.has && st.bits == v.Bits && st.kind == v.Type
+	if st.has && !pointer && !nan && !math.IsNaN(st.value) {
+		if d := x - st.value; !math.IsNaN(d) { // ±Inf − ±Inf has none
+			s.delta, s.hasDelta = d, true
+		}
+	}
+	if st.has && !same {
+		s.closed, s.close = st.run, true
+	}
+	if same {
+		st.run++
+	} else {
+		st.run, s.newRun = 1, true
+	}
+	st.time, st.value, st.bits, st.kind, st.has = v.Time, x, v.Bits, v.Type, true
+	return s
+}
+
+// walker follows every variable of a run in each of its threads.
+type walker struct {
+	srcVar []int32 // source → variable, −1: not a variable
+	states [][]stState
+	tids   [][]uint32
+}
+
+func newWalker(srcVar []int32, vars int) *walker {
+	return &walker{srcVar: srcVar, states: make([][]stState, vars), tids: make([][]uint32, vars)}
+}
+
+// variable returns the variable of value v, −1 when v is not a sample of
+// one.
+func (w *walker) variable(v *profile.Value) int32 {
+	if v.Source < 0 || int(v.Source) >= len(w.srcVar) || v.Missing() {
+		return -1
+	}
+	return w.srcVar[v.Source]
+}
+
+// state returns the state of variable vi in v's thread, nil when v is not
+// the first sample of vi in its thread at its time: the distributions take
+// one sample per variable, thread and tick (a global read in several
+// frames of one sample counts once). Few threads per variable: a linear
+// search beats a map.
+func (w *walker) state(vi int32, v *profile.Value) *stState {
+	var st *stState
+	for j, tid := range w.tids[vi] {
+		if tid == v.TID {
+			st = &w.states[vi][j]
+			break
+		}
+	}
+	if st == nil {
+		w.tids[vi] = append(w.tids[vi], v.TID)
+		w.states[vi] = append(w.states[vi], stState{})
+		st = &w.states[vi][len(w.states[vi])-1]
+	}
+	if st.has && st.time == v.Time {
+		return nil
+	}
+	return st
 }
 
 func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
@@ -295,8 +362,6 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 		var ser *series
 		if buggy {
 			ser = &va.buggy
-			va.bs = slices.Grow(va.bs, n)
-			va.runs = slices.Grow(va.runs, n/4)
 		} else {
 			for len(va.normal) <= len(a.normal) {
 				va.normal = append(va.normal, nil)
@@ -305,8 +370,8 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 			va.normal[len(a.normal)] = ser
 		}
 		if !va.src.Pointer {
-			ser.values = slices.Grow(ser.values, n)
-			ser.deltas = slices.Grow(ser.deltas, n)
+			ser.values.grow(n)
+			ser.deltas.grow(n)
 		}
 	}
 
@@ -368,10 +433,9 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 		pc    uint64
 		owner int32
 	}
-	owners := map[int64]int32{}      // source<<32 | frame index → function
-	reads := map[int64]bool{}        // globals: source<<32 | frame index → read by the function's code (or unknown)
-	frameLoc := map[int32][2]int32{} // frame → line, block
-	var tick []owned                 // the values of one sample time
+	owners := map[int64]int32{} // source<<32 | frame index → function
+	reads := map[int64]bool{}   // globals: source<<32 | frame index → read by the function's code (or unknown)
+	var tick []owned            // the values of one sample time
 	tickTime := uint64(0)
 	// The samples at the time of the values being charged, read along
 	// with the values (both come in time order).
@@ -419,16 +483,10 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 		}
 		tick = tick[:0]
 	}
-	// Per variable, its threads' states (few threads per variable: a linear
-	// search beats a map).
-	states := make([][]stState, len(a.vars))
-	stTID := make([][]uint32, len(a.vars))
+	w := newWalker(srcVar, len(a.vars))
 	normalIdx := len(a.normal)
 	err = p.EachValue(func(v *profile.Value) bool {
-		if v.Source < 0 || int(v.Source) >= len(srcVar) || v.Missing() {
-			return true
-		}
-		vi := srcVar[v.Source]
+		vi := w.variable(v)
 		if vi < 0 {
 			return true
 		}
@@ -471,26 +529,14 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 		}
 		tick = append(tick, owned{tid: v.TID, pc: v.PC, owner: owner})
 
-		// Distributions: one sample per variable, thread and tick (a global
-		// read in several frames of one sample counts once).
-		var st *stState
-		for j, tid := range stTID[vi] {
-			if tid == v.TID {
-				st = &states[vi][j]
-				break
-			}
-		}
+		st := w.state(vi, v)
 		if st == nil {
-			stTID[vi] = append(stTID[vi], v.TID)
-			states[vi] = append(states[vi], stState{})
-			st = &states[vi][len(states[vi])-1]
-		}
-		if st.has && st.time == v.Time {
 			return true
 		}
 		var ser *series
 		if buggy {
 			ser = &va.buggy
+			va.buggyN++
 		} else {
 			for len(va.normal) <= normalIdx {
 				va.normal = append(va.normal, nil)
@@ -501,55 +547,16 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 			ser = va.normal[normalIdx]
 			va.normalN++
 		}
-		x := v.Float64()
-		pointer := va.src.Pointer
-		// A NaN has no value to compare (NaN ≠ NaN: every NaN would be a
-		// value of its own, and two runs of a constant NaN disjoint); it
-		// counts only in the durations, which compare bits.
-		nan := math.IsNaN(x)
-		vAt, dAt := int32(-1), int32(-1) // where x and the delta are kept
-		if !pointer && !nan {
-			vAt = int32(len(ser.values))
-			ser.values = append(ser.values, x)
+		s := st.next(v, va.src.Pointer)
+		if s.kept {
+			ser.values.add(s.x)
 		}
-		same := st.has && st.bits == v.Bits && st.kind == v.Type
-		var delta float64
-		hasDelta := st.has && !pointer && !nan && !math.IsNaN(st.value)
-		if hasDelta {
-			delta = x - st.value
-			if math.IsNaN(delta) { // ±Inf − ±Inf
-				hasDelta, delta = false, 0
-			} else {
-				dAt = int32(len(ser.deltas))
-				ser.deltas = append(ser.deltas, delta)
-			}
+		if s.hasDelta {
+			ser.deltas.add(s.delta)
 		}
-		if st.has && !same {
-			ser.durations = append(ser.durations, float64(st.run))
+		if s.close {
+			ser.durations.add(float64(s.closed))
 		}
-		if same {
-			st.run++
-		} else {
-			st.run = 1
-			if buggy {
-				st.runID = int32(len(va.runs))
-				va.runs = append(va.runs, 0)
-			}
-		}
-		if buggy {
-			va.runs[st.runID]++
-			lb := [2]int32{-1, -1}
-			if fi >= 0 {
-				var ok bool
-				if lb, ok = frameLoc[fi]; !ok {
-					fr := p.FrameAt(fi)
-					lb = [2]int32{a.loc(fr), a.block(fr)}
-					frameLoc[fi] = lb
-				}
-			}
-			va.bs = append(va.bs, bsample{value: vAt, delta: dAt, run: st.runID, loc: lb[0], block: lb[1]})
-		}
-		st.time, st.value, st.bits, st.kind, st.has = v.Time, x, v.Bits, v.Type, true
 		return true
 	})
 	if err != nil {
@@ -561,19 +568,22 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 		return sampleErr
 	}
 	// Close the open runs.
-	for vi := range states {
+	for vi := range w.states {
 		va := a.vars[vi]
-		for j := range states[vi] {
-			st := &states[vi][j]
+		for j := range w.states[vi] {
+			st := &w.states[vi][j]
 			if !st.has {
 				continue
 			}
 			if buggy {
-				va.buggy.durations = append(va.buggy.durations, float64(st.run))
+				va.buggy.durations.add(float64(st.run))
 			} else {
-				va.normal[normalIdx].durations = append(va.normal[normalIdx].durations, float64(st.run))
+				va.normal[normalIdx].durations.add(float64(st.run))
 			}
 		}
+	}
+	if buggy {
+		r.p, r.srcVar = p, srcVar
 	}
 	if buggy {
 		a.buggy = append(a.buggy, r)

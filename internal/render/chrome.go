@@ -157,6 +157,7 @@ func writeChromeSamples(cw *chromeWriter, p *profile.Profile) error {
 	if err != nil {
 		return err
 	}
+	defer ts.close()
 	threads := slices.Clone(ts.threads)
 	of := make(map[threadID]*sampleList, len(threads))
 	for i, t := range ts.threads {
@@ -259,7 +260,7 @@ func (tl *chromeTimeline) write(cw *chromeWriter, t threadID, l *sampleList, org
 	tl.endAt = slices.Grow(tl.endAt[:0], l.n+1)
 	var prev []int32
 	var lastEnd, lastPeriod uint64
-	l.each(func(s tsample) {
+	if err := l.each(func(s tsample) {
 		st := tl.stack(s.stack)
 		n := int32(-1)
 		if len(tl.shared) > 0 && s.time <= lastEnd+lastPeriod/2 {
@@ -275,14 +276,16 @@ func (tl *chromeTimeline) write(cw *chromeWriter, t threadID, l *sampleList, org
 		tl.shared = append(tl.shared, n)
 		tl.endAt = append(tl.endAt, end)
 		prev, lastEnd, lastPeriod = st, s.time+s.period, s.period
-	})
+	}); err != nil {
+		return err
+	}
 	tl.endAt = append(tl.endAt, lastEnd)
 	tl.ends = tl.ends[:0]
 	tl.group = tl.group[:0]
 	tail := fmt.Appendf(nil, `,"pid":%d,"tid":%d,"args":`, t.pid, t.tid)
 	var err error
 	i := 0
-	l.each(func(s tsample) {
+	rerr := l.each(func(s tsample) {
 		defer func() { i++ }()
 		if err != nil {
 			return
@@ -308,6 +311,9 @@ func (tl *chromeTimeline) write(cw *chromeWriter, t threadID, l *sampleList, org
 	})
 	if err != nil {
 		return err
+	}
+	if rerr != nil {
+		return rerr
 	}
 	return tl.flush(cw, tail, org)
 }

@@ -11,6 +11,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
+	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -107,24 +108,103 @@ func threadLess(a, b threadID) bool {
 // threadSamples are the samples of each thread of a profile, read once
 // in time order (Profile.EachSample) and kept as varints: a few bytes a
 // sample, where a timeline of millions of samples would otherwise hold
-// them all as Samples (or their indices, beside the Samples).
+// them all as Samples (or their indices, beside the Samples). Past
+// heldBytes of them, full blocks go to a temporary file (spill), so that
+// the memory stays the same however long the recording.
 type threadSamples struct {
 	threads []threadID // in order of pid and tid
 	lists   []*sampleList
 	first   uint64 // the earliest sample's time (ok: there is one)
 	ok      bool
+	spill   *spill
+}
+
+// close removes the temporary file, if any.
+func (ts *threadSamples) close() {
+	if ts != nil && ts.spill != nil {
+		ts.spill.close()
+	}
+}
+
+// heldBytes is how many bytes of full blocks the lists of a timeline keep
+// in memory; the blocks after those go to a temporary file.
+var heldBytes = 8 << 20
+
+// spill is the temporary file that takes the full blocks of the sample
+// lists once heldBytes are held. It is removed as soon as it is made, so
+// that nothing is left behind however the process ends.
+type spill struct {
+	f    *os.File
+	size int64
+	held int   // bytes of full blocks in memory
+	err  error // the first write error
+	free []byte
+}
+
+// keep takes block b, full: it returns it to stay in memory, or writes it
+// out and returns nil and where it went.
+func (s *spill) keep(b []byte) (kept []byte, off int64, n int) {
+	if s.err != nil || s.held+len(b) <= heldBytes {
+		s.held += len(b)
+		return b, 0, 0
+	}
+	if s.f == nil {
+		f, err := os.CreateTemp("", "culprit-timeline-*")
+		if err != nil {
+			s.err = fmt.Errorf("a temporary file for the timeline's samples: %w", err)
+			s.held += len(b)
+			return b, 0, 0
+		}
+		os.Remove(f.Name())
+		s.f = f
+	}
+	if _, err := s.f.WriteAt(b, s.size); err != nil {
+		s.err = fmt.Errorf("writing the timeline's samples to a temporary file: %w", err)
+		s.held += len(b)
+		return b, 0, 0
+	}
+	off, n = s.size, len(b)
+	s.size += int64(n)
+	s.free = b[:0]
+	return nil, off, n
+}
+
+// newBlock returns an empty block of the given capacity, reusing the last
+// block written out.
+func (s *spill) newBlock(size int) []byte {
+	if b := s.free; cap(b) >= size {
+		s.free = nil
+		return b
+	}
+	return make([]byte, 0, size)
+}
+
+func (s *spill) close() {
+	if s.f != nil {
+		s.f.Close()
+		s.f = nil
+	}
 }
 
 // sampleList is a thread's samples: per sample the uvarints of its time
 // after the one before, its period's zigzag difference from the one before
 // and 1 + its stack, in blocks of listBlock bytes (a slice grown by
-// appending would copy itself and hold up to twice its length).
+// appending would copy itself and hold up to twice its length); a block
+// written out to the spill file is nil in buf, at off[i] for n[i] bytes.
 type sampleList struct {
 	buf       [][]byte
+	out       []spilled // per block of buf; nil: none written out
 	n         int
 	time, per uint64 // the last sample's
 	startTime uint64 // the first sample's
 	sum       uint64 // the periods' sum
+	spill     *spill
+}
+
+// spilled is where a block written out lies in the spill file.
+type spilled struct {
+	off int64
+	n   int
 }
 
 // listBlock is the size of a block of a sampleList.
@@ -133,12 +213,23 @@ const listBlock = 64 << 10
 // block is the block the next sample goes into: the last one, or a new one
 // when the last has no room for one more sample.
 func (l *sampleList) block() []byte {
-	if n := len(l.buf); n > 0 && cap(l.buf[n-1])-len(l.buf[n-1]) >= 3*binary.MaxVarintLen64 {
+	n := len(l.buf)
+	if n > 0 && cap(l.buf[n-1])-len(l.buf[n-1]) >= 3*binary.MaxVarintLen64 {
 		return l.buf[n-1]
 	}
 	size := listBlock
-	if len(l.buf) == 0 {
+	if n == 0 {
 		size = 256 // threads with few samples take little
+	} else if l.spill != nil {
+		kept, off, bytes := l.spill.keep(l.buf[n-1])
+		if kept == nil {
+			for len(l.out) < n {
+				l.out = append(l.out, spilled{})
+			}
+			l.buf[n-1], l.out[n-1] = nil, spilled{off, bytes}
+		}
+		l.buf = append(l.buf, l.spill.newBlock(size))
+		return l.buf[len(l.buf)-1]
 	}
 	l.buf = append(l.buf, make([]byte, 0, size))
 	return l.buf[len(l.buf)-1]
@@ -156,7 +247,7 @@ type tsample struct {
 // each thread's are kept in p's order, or, with inTime, stably sorted by
 // time.
 func byThread(p *profile.Profile, inTime bool, each func(s *profile.Sample)) (*threadSamples, error) {
-	ts := &threadSamples{}
+	ts := &threadSamples{spill: &spill{}}
 	lists := map[threadID]*sampleList{}
 	var last *sampleList
 	var lastT threadID
@@ -165,7 +256,7 @@ func byThread(p *profile.Profile, inTime bool, each func(s *profile.Sample)) (*t
 		l := last
 		if l == nil || t != lastT {
 			if l = lists[t]; l == nil {
-				l = &sampleList{startTime: s.Time, time: s.Time}
+				l = &sampleList{startTime: s.Time, time: s.Time, spill: ts.spill}
 				lists[t] = l
 				ts.threads = append(ts.threads, t)
 			}
@@ -207,6 +298,11 @@ func byThread(p *profile.Profile, inTime bool, each func(s *profile.Sample)) (*t
 		add(s)
 		return true
 	}); err != nil {
+		ts.close()
+		return nil, err
+	}
+	if err := ts.spill.err; err != nil {
+		ts.close()
 		return nil, err
 	}
 	sort.Slice(ts.threads, func(i, j int) bool { return threadLess(ts.threads[i], ts.threads[j]) })
@@ -218,11 +314,21 @@ func byThread(p *profile.Profile, inTime bool, each func(s *profile.Sample)) (*t
 }
 
 // each calls f with the thread's samples in time order.
-func (l *sampleList) each(f func(tsample)) {
+func (l *sampleList) each(f func(tsample)) error {
 	t, per := l.startTime, uint64(0)
-	for _, b := range l.buf {
+	var rd []byte
+	for i, b := range l.buf {
+		if b == nil && i < len(l.out) {
+			o := l.out[i]
+			rd = slices.Grow(rd[:0], o.n)[:o.n]
+			if _, err := l.spill.f.ReadAt(rd, o.off); err != nil {
+				return fmt.Errorf("reading the timeline's samples from a temporary file: %w", err)
+			}
+			b = rd
+		}
 		decodeSamples(b, &t, &per, f)
 	}
+	return nil
 }
 
 // decodeSamples calls f with the samples of block b, the times and periods

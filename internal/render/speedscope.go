@@ -72,6 +72,7 @@ func WriteSpeedscope(w io.Writer, p *profile.Profile) error {
 	if err != nil {
 		return err
 	}
+	defer ts.close()
 	org := originOf(p, ts.first, ts.ok)
 	bw := bufio.NewWriterSize(w, 256<<10)
 	str := func(v any) {
@@ -98,23 +99,27 @@ func WriteSpeedscope(w io.Writer, p *profile.Profile) error {
 		bw.Write(strconv.AppendUint(num[:0], l.sum+start, 10))
 		bw.WriteString(`,"samples":[`)
 		sep := false
-		l.each(func(s tsample) {
+		if err := l.each(func(s tsample) {
 			if sep {
 				bw.WriteByte(',')
 			}
 			sep = true
 			bw.Write(stacks[s.stack])
-		})
+		}); err != nil {
+			return err
+		}
 		bw.WriteString(`],"weights":[`)
 		sep = false
-		l.each(func(s tsample) {
+		if err := l.each(func(s tsample) {
 			if sep {
 				bw.WriteByte(',')
 			}
 			sep = true
 			num = strconv.AppendUint(num[:0], s.period, 10)
 			bw.Write(num)
-		})
+		}); err != nil {
+			return err
+		}
 		l.buf = nil
 		bw.WriteString(`]}`)
 	}

@@ -1,0 +1,82 @@
+package render
+
+import (
+	"bytes"
+	"math/rand"
+	"testing"
+
+	"github.com/culprit-dev/culprit/internal/profile"
+	"github.com/culprit-dev/culprit/internal/recording"
+)
+
+// Timelines whose samples go to the temporary file past heldBytes are the
+// same, byte for byte, as those kept in memory: many blocks in several
+// threads, out-of-order blocks of times, periods that change.
+func TestTimelineSpill(t *testing.T) {
+	r := rand.New(rand.NewSource(5))
+	p := &profile.Profile{
+		Frames: []profile.Frame{
+			{Function: "main", Object: "/bin/a"},
+			{Function: "run", Object: "/bin/a", File: "a.c", Line: 3},
+			{Function: "leaf", Object: "/bin/a"},
+			{Function: "write", Object: "/lib/libc.so.6"},
+			{Function: "sys_write", Object: "[kernel.kallsyms]", Kernel: true},
+		},
+		Metas:     []recording.Meta{{Frequency: 1000}},
+		StartTime: 1000,
+	}
+	for range 20 {
+		st := make([]int32, 1+r.Intn(5))
+		for i := range st {
+			st[i] = int32(r.Intn(len(p.Frames)))
+		}
+		p.Stacks = append(p.Stacks, st)
+	}
+	tm := uint64(1000)
+	for range 120000 {
+		tm += uint64(r.Intn(3)) * 1000
+		if r.Intn(50) == 0 {
+			tm += uint64(r.Intn(1 << 30))
+		}
+		tid := uint32(100 + r.Intn(3))
+		p.Samples = append(p.Samples, profile.Sample{Time: tm, PID: 100, TID: tid, Period: uint64(1000 + r.Intn(3)),
+			Stack: int32(r.Intn(len(p.Stacks))), Event: recording.EventCPU})
+	}
+	write := func() (ss, ch []byte) {
+		var a, b bytes.Buffer
+		if err := WriteSpeedscope(&a, p); err != nil {
+			t.Fatal(err)
+		}
+		if err := WriteChrome(&b, p); err != nil {
+			t.Fatal(err)
+		}
+		return a.Bytes(), b.Bytes()
+	}
+	ss, ch := write()
+	defer func(h int) { heldBytes = h }(heldBytes)
+	heldBytes = 3 * listBlock
+	ts, err := byThread(p, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ts.spill.f == nil || ts.spill.size < 3*listBlock || ts.spill.held > heldBytes {
+		t.Fatalf("spilled %d bytes, held %d", ts.spill.size, ts.spill.held)
+	}
+	n := 0
+	for _, l := range ts.lists {
+		if err := l.each(func(tsample) { n++ }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ts.close()
+	if n != len(p.Samples) {
+		t.Fatalf("read back %d samples of %d", n, len(p.Samples))
+	}
+	ss2, ch2 := write()
+	if !bytes.Equal(ss, ss2) {
+		t.Error("speedscope differs when spilled")
+	}
+	if !bytes.Equal(ch, ch2) {
+		t.Error("Chrome differs when spilled")
+	}
+}

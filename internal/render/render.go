@@ -132,35 +132,34 @@ var heldBytes = 8 << 20
 
 // spill is the temporary file that takes the full blocks of the sample
 // lists once heldBytes are held. It is removed as soon as it is made, so
-// that nothing is left behind however the process ends.
+// that nothing is left behind however the process ends. Where no file can
+// be made or written (a full disk), the blocks stay in memory, as before.
 type spill struct {
 	f    *os.File
 	size int64
-	held int   // bytes of full blocks in memory
-	err  error // the first write error
+	held int  // bytes of full blocks in memory
+	off  bool // the file could not be made or written: blocks stay in memory
 	free []byte
 }
 
 // keep takes block b, full: it returns it to stay in memory, or writes it
 // out and returns nil and where it went.
 func (s *spill) keep(b []byte) (kept []byte, off int64, n int) {
-	if s.err != nil || s.held+len(b) <= heldBytes {
+	if s.off || s.held+len(b) <= heldBytes {
 		s.held += len(b)
 		return b, 0, 0
 	}
 	if s.f == nil {
 		f, err := os.CreateTemp("", "culprit-timeline-*")
 		if err != nil {
-			s.err = fmt.Errorf("a temporary file for the timeline's samples: %w", err)
-			s.held += len(b)
+			s.off, s.held = true, s.held+len(b)
 			return b, 0, 0
 		}
 		os.Remove(f.Name())
 		s.f = f
 	}
-	if _, err := s.f.WriteAt(b, s.size); err != nil {
-		s.err = fmt.Errorf("writing the timeline's samples to a temporary file: %w", err)
-		s.held += len(b)
+	if _, err := s.f.WriteAt(b, s.size); err != nil { // a full disk: memory it is
+		s.off, s.held = true, s.held+len(b)
 		return b, 0, 0
 	}
 	off, n = s.size, len(b)
@@ -298,10 +297,6 @@ func byThread(p *profile.Profile, inTime bool, each func(s *profile.Sample)) (*t
 		add(s)
 		return true
 	}); err != nil {
-		ts.close()
-		return nil, err
-	}
-	if err := ts.spill.err; err != nil {
 		ts.close()
 		return nil, err
 	}

@@ -79,4 +79,17 @@ func TestTimelineSpill(t *testing.T) {
 	if !bytes.Equal(ch, ch2) {
 		t.Error("Chrome differs when spilled")
 	}
+	// No temporary file to be had: the samples stay in memory.
+	t.Setenv("TMPDIR", t.TempDir()+"/missing")
+	ts, err = byThread(p, true, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ts.spill.f != nil || !ts.spill.off {
+		t.Errorf("spilled without a temporary directory")
+	}
+	ts.close()
+	if ss3, ch3 := write(); !bytes.Equal(ss, ss3) || !bytes.Equal(ch, ch3) {
+		t.Error("timelines differ without a temporary file")
+	}
 }

@@ -642,7 +642,7 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 		}
 		via := share(nc.edges[top], nc.n, topN, bc.n)
 		rest := share(nc.incl[f]-nc.edges[top], nc.n, bc.incl[f]-topN, bc.n)
-		if j, ok := idx[top.callee]; ok && via.Grew() && !rest.Grew() {
+		if j, ok := idx[top.callee]; ok && via.Grew() && !material(rest, fs[i].Share) {
 			through[i] = j
 			fs[i].Through = fs[j].Name
 		}
@@ -998,11 +998,18 @@ func beyondNormal(an *Anomaly) bool {
 		an.Dimension == DimDelta && an.BuggyMedian < an.NormalMin && bulk
 }
 
+// material says whether part of a function's growth (its own code's, or
+// that outside one call) is significant and at least OwnShare of the growth
+// of its inclusive share: less is no part of what it did differently.
+func material(part, whole Share) bool {
+	return part.Grew() && part.Change >= OwnShare*whole.Change
+}
+
 // ownWork says whether a function's own code did a material part of its
 // growth: its self share grew significantly, by at least OwnShare of the
 // growth of its inclusive share.
 func ownWork(fr *FunctionResult) bool {
-	return fr.SelfShare.Grew() && fr.SelfShare.Change >= OwnShare*fr.Share.Change
+	return material(fr.SelfShare, fr.Share)
 }
 
 // MaxCallsPart is the largest part of a function's normal time a callee

@@ -625,3 +625,46 @@ func TestLoopWork(t *testing.T) {
 		t.Errorf("among several in range: %q more %v ok %v, want i, not more", name, more, ok)
 	}
 }
+
+// A caller whose growth outside one callee is significant but immaterial
+// (below OwnShare of its growth) encloses that callee: with another mix of
+// its usual values as its only evidence it ranks just below it, not above.
+func TestImmaterialGrowthEncloses(t *testing.T) {
+	mk := func(buggy bool) *profile.Profile {
+		fx := newFixture(t)
+		r := fx.create(t, "encl.rec")
+		at := r.variable("at", "dispatch_1", "long", "cond", false)
+		i := r.variable("i", "worker", "long", "loop", false)
+		own, work := 2, 100
+		if buggy {
+			own, work = 25, 900
+		}
+		v := func(k int) int64 { // all of 0..999 normally, 100..299 in the buggy run
+			if buggy {
+				return 100 + int64(k*37%200)
+			}
+			return int64(k * 37 % 1000)
+		}
+		for k := 0; k < own; k++ {
+			r.tick(1, []string{"dispatch_1", "main"}, 0, val{at, 0, v(k)})
+		}
+		for k := 0; k < work; k++ {
+			r.tick(1, []string{"worker", "dispatch_2", "dispatch_1", "main"}, 0, val{at, 2, v(k)}, val{i, 0, int64(k % 50)})
+		}
+		for k := 0; k < 600; k++ {
+			r.tick(1, []string{"main"}, 0)
+		}
+		return r.done()
+	}
+	res := analyzeWith(t, DefaultOptions(), []*profile.Profile{mk(false)}, []*profile.Profile{mk(true)})
+	d1, d2 := res.fn(t, "dispatch_1"), res.fn(t, "dispatch_2")
+	if !d1.SelfShare.Grew() || ownWork(&d1) {
+		t.Fatalf("dispatch_1's own growth %+v of %+v: want significant and immaterial", d1.SelfShare, d1.Share)
+	}
+	if !mixOnly(&d1) {
+		t.Fatalf("dispatch_1: evidence %s, variable %+v: want another mix of its usual values", d1.Evidence, d1.Var)
+	}
+	if d1.Through != "dispatch_2" || d1.Rank != d2.Rank+1 {
+		t.Errorf("dispatch_1 rank %d through %q (%s); dispatch_2 rank %d (%s)", d1.Rank, d1.Through, d1.Why, d2.Rank, d2.Why)
+	}
+}

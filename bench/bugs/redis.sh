@@ -37,8 +37,14 @@ redis_run() {
 	"$@" "$out/redis-server" --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
 		--pidfile "$tmp/redis.pid" --dir "$tmp" --logfile "$tmp/redis.log" &
 	prefix_pid=$!
-	for _ in $(seq 1 300); do
+	# Under a recorder that makes the server's schema first, on a busy
+	# machine, the server can take minutes to listen; a benchmark started
+	# before it does never finishes (redis-benchmark spins after a refused
+	# first connection), so wait for it, up to 15 minutes.
+	ready=0
+	for _ in $(seq 1 9000); do
 		if [ -s "$tmp/redis.pid" ] && (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+			ready=1
 			break
 		fi
 		kill -0 "$prefix_pid" 2>/dev/null || {
@@ -48,6 +54,12 @@ redis_run() {
 		}
 		sleep 0.1
 	done
+	if [ $ready = 0 ]; then
+		echo "run.sh: redis-server did not accept connections on port $port within 15 minutes" >&2
+		kill -TERM "$prefix_pid" 2>/dev/null || true
+		wait "$prefix_pid" || true
+		return 1
+	fi
 	status=0
 	"$drive" || status=$?
 	kill -TERM "$(cat "$tmp/redis.pid")" 2>/dev/null || true

@@ -24,13 +24,23 @@ port=$(( 20000 + RANDOM % 20000 ))
 "$@" "$out/memcached" -U 0 -p "$port" -l 127.0.0.1 -t 2 -m 64 -Y "$tmp/auth" \
 	-P "$tmp/memcached.pid" -u root &
 prefix_pid=$!
-for _ in $(seq 1 300); do
+# Under a recorder that makes the server's schema first, on a busy machine,
+# the server can take minutes to listen: wait for it, up to 15 minutes.
+ready=0
+for _ in $(seq 1 9000); do
 	if [ -s "$tmp/memcached.pid" ] && (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+		ready=1
 		break
 	fi
 	kill -0 "$prefix_pid" 2>/dev/null || { echo "run.sh: memcached exited early" >&2; exit 1; }
 	sleep 0.1
 done
+if [ $ready = 0 ]; then
+	echo "run.sh: memcached did not accept connections on port $port within 15 minutes" >&2
+	kill -TERM "$prefix_pid" 2>/dev/null || true
+	wait "$prefix_pid" || true
+	exit 1
+fi
 status=0
 timeout 120 "$out/mcload" -p "$port" -u bench -k secret -t 2 -s 6 -n 3000 -d "$delay" || status=$?
 server=$(cat "$tmp/memcached.pid")

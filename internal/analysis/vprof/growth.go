@@ -585,6 +585,24 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 		}
 		if len(anomalous) > 0 {
 			best := a.mostAnomalous(anomalous, chosen)
+			// Of variables as anomalous as the strongest, one whose buggy
+			// values lie outside its normal range is the more direct
+			// evidence than one in another mix of its usual values
+			// (docs/vprof.md, "A different mix of the usual values").
+			if withinRange(a.localise(a.vars[best], chosen[best])) {
+				var outside []int32
+				for _, vi := range anomalous {
+					if vi == best || chosen[vi].dims[dims[vi]].Discount > chosen[best].dims[dims[best]].Discount {
+						continue
+					}
+					if !withinRange(a.localise(a.vars[vi], chosen[vi])) {
+						outside = append(outside, vi)
+					}
+				}
+				if len(outside) > 0 {
+					best = a.mostAnomalous(outside, chosen)
+				}
+			}
 			v := a.vars[best]
 			c := comparison{dims: comps[best].dims, chosen: dims[best]}
 			vr := *v.result
@@ -954,8 +972,13 @@ func mixOnly(fr *FunctionResult) bool {
 	if fr.Evidence != EvidenceVariable || v == nil || v.Anomaly == nil || ownWork(fr) {
 		return false
 	}
-	an := v.Anomaly
-	return (an.Dimension == DimValue || an.Dimension == DimDelta) && an.HasNormal &&
+	return withinRange(v.Anomaly)
+}
+
+// withinRange says whether an anomaly's buggy median, as a value or a step,
+// lies inside the normal range.
+func withinRange(an *Anomaly) bool {
+	return an != nil && (an.Dimension == DimValue || an.Dimension == DimDelta) && an.HasNormal &&
 		an.BuggyMedian >= an.NormalMin && an.BuggyMedian <= an.NormalMax
 }
 

@@ -668,3 +668,54 @@ func TestImmaterialGrowthEncloses(t *testing.T) {
 		t.Errorf("dispatch_1 rank %d through %q (%s); dispatch_2 rank %d (%s)", d1.Rank, d1.Through, d1.Why, d2.Rank, d2.Why)
 	}
 }
+
+// Of two variables equally anomalous, the one whose buggy values lie outside
+// its normal range is a function's evidence, not one in another mix of its
+// usual values, even with more samples.
+func TestOutsideRangeBeforeMix(t *testing.T) {
+	mk := func(buggy bool) *profile.Profile {
+		fx := newFixture(t)
+		r := fx.create(t, "outside.rec")
+		mix := r.variable("mix", "dispatch_1", "long", "cond", false)
+		lim := r.variable("lim", "dispatch_1", "long", "cond", false)
+		work := 100
+		if buggy {
+			work = 900
+		}
+		m := func(k int) int64 { // even 0..998 normally, odd 101..299 in the buggy run
+			if buggy {
+				return 101 + 2*int64(k%100)
+			}
+			return 2 * int64(k*37%500)
+		}
+		l := func(k int) int64 { // 60..69 normally, 500..509 in the buggy run
+			if buggy {
+				return 500 + int64(k%10)
+			}
+			return 60 + int64(k%10)
+		}
+		for k := 0; k < 300; k++ {
+			vals := []val{{mix, 0, m(k)}}
+			if k%3 == 0 {
+				vals = append(vals, val{lim, 0, l(k)})
+			}
+			r.tick(1, []string{"dispatch_1", "main"}, 0, vals...)
+		}
+		for k := 0; k < work; k++ {
+			r.tick(1, []string{"worker", "dispatch_1", "main"}, 0, val{mix, 1, m(k)})
+		}
+		for k := 0; k < 600; k++ {
+			r.tick(1, []string{"main"}, 0)
+		}
+		return r.done()
+	}
+	res := analyzeWith(t, DefaultOptions(), []*profile.Profile{mk(false)}, []*profile.Profile{mk(true)})
+	d := res.fn(t, "dispatch_1")
+	mv, lv := res.variable(t, "mix"), res.variable(t, "lim")
+	if mv.Discount != 0 || lv.Discount != 0 || mv.BuggySamples <= lv.BuggySamples {
+		t.Fatalf("want both anomalous (discounts %g, %g), mix with more samples (%d, %d)", mv.Discount, lv.Discount, mv.BuggySamples, lv.BuggySamples)
+	}
+	if d.Evidence != EvidenceVariable || d.Var == nil || d.Var.Name != "lim" || d.Pattern != WrongConstraint {
+		t.Errorf("dispatch_1: evidence %s variable %q pattern %s (%s); want lim, wrong-constraint", d.Evidence, d.Variable, d.Pattern, d.Why)
+	}
+}

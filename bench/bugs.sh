@@ -37,7 +37,8 @@
 #   -r         record only (build and record the runs, analyse nothing), e.g.
 #              for held-out cases whose results must not be seen yet
 #   -c         keep the recordings OUTDIR already holds and record only the
-#              missing ones (after an interrupted run, or to add pairs)
+#              missing ones (after an interrupted run, or to add pairs); a
+#              run that fails leaves no file behind to be kept
 #   -t         print the table of the analyses OUTDIR already holds (its
 #              row.txt files), running nothing
 #   CASE...    only these cases (default: every directory with a case.conf)
@@ -124,10 +125,10 @@ one() {
 			for mode in normal buggy; do
 				have "$w/$mode.perf" ||
 					"$dir/run.sh" "$w/build" $mode -- perf record -q -g -o "$w/$mode.perf" -- >>"$log" 2>&1 ||
-					{ echo "$c: perf $mode run failed, see $log" >&2; exit 1; }
+					{ rm -f "$w/$mode.perf"; echo "$c: perf $mode run failed, see $log" >&2; exit 1; }
 				have "$w/$mode.ev.rec" ||
 					"$dir/run.sh" "$w/build" $mode -- "$culprit" record --events cpu,syscalls,sched -o "$w/$mode.ev.rec" -- >>"$log" 2>&1 ||
-					{ echo "$c: culprit --events $mode run failed, see $log" >&2; exit 1; }
+					{ rm -f "$w/$mode.ev.rec"; echo "$c: culprit --events $mode run failed, see $log" >&2; exit 1; }
 			done
 			# The value recordings alternate normal and buggy, so that a
 			# change of the machine's load falls on both kinds.
@@ -136,7 +137,7 @@ one() {
 					f=$w/$mode.$(rec "$k")
 					have "$f" ||
 						"$dir/run.sh" "$w/build" $mode -- "$culprit" record --values -o "$f" -- >>"$log" 2>&1 ||
-						{ echo "$c: culprit --values $mode run $k failed, see $log" >&2; exit 1; }
+						{ rm -f "$f"; echo "$c: culprit --values $mode run $k failed, see $log" >&2; exit 1; }
 				done
 			done
 		fi

@@ -425,6 +425,13 @@ func TestViewBrowser(t *testing.T) {
 		t.Errorf("time view screenshot: %.3f of its pixels colored, want a visible heat map", colored)
 	}
 
+	// The time view shows pprof's flame graph of the whole recording
+	// under its maps; the page in that frame is marked, to tell whether
+	// a later drawing loaded another.
+	const frame = `document.getElementById("flame").contentWindow`
+	waitJS(t, ctx, `(() => { const w = `+frame+`; return !!(w && w.culpritFlame && w.culpritFlame.stacks && w.document.querySelector("#stack-chart .boxtext")); })()`)
+	eval[bool](t, ctx, `(`+frame+`.culpritMark = "whole") !== ""`)
+
 	// Selecting from the first cell to the middle one links pprof's views
 	// to that range, whose flame graph holds fewer samples.
 	selectHalf(t, ctx)
@@ -433,15 +440,92 @@ func TestViewBrowser(t *testing.T) {
 	if !strings.HasPrefix(selText, "Range ") || !regexp.MustCompile(`^pprof/\d+ms-\d+ms/flamegraph$`).MatchString(href) {
 		t.Fatalf("after selecting a range: %q, flame graph link %q", selText, href)
 	}
-	// The time view asked for the range's flame graph once the range
-	// was chosen, so that the link answers from what the server kept.
-	waitJS(t, ctx, `performance.getEntriesByType("resource").some(e => new URL(e.name).pathname.endsWith("/`+href+`"))`)
-	boxes, part := flameGraph(t, ctx, base+href)
-	if part <= 0 || part >= total {
-		t.Errorf("flame graph of %s: total %.2fms, want less than the whole recording's %.2fms", href, part, total)
+	// The frame draws the range's flame graph in place: the same page,
+	// its URL and legend the range's, and what the range's own page,
+	// loaded in the frame afterwards, draws.
+	stacksURL := strings.TrimSuffix(href, "/flamegraph") + "/flamegraph.json"
+	waitJS(t, ctx, `(`+frame+`.document.documentElement.dataset.culpritShown || "").endsWith("/`+stacksURL+`")`)
+	inPlace := eval[[]string](t, ctx, `(() => { const w = `+frame+`; return [String(w.culpritMark), w.location.pathname, `+frameLegend+`, `+frameDrawn+`]; })()`)
+	if inPlace[0] != "whole" || !strings.HasSuffix(inPlace[1], "/"+href) {
+		t.Errorf("range chosen: the frame shows %s (page marked %q), want %s drawn in the page it had", inPlace[1], inPlace[0], href)
 	}
-	if !strings.Contains(boxes, "spin_") {
-		t.Errorf("flame graph of %s names no spinning function:\n%s", href, boxes)
+	m := totalRE.FindStringSubmatch(inPlace[2])
+	if m == nil {
+		t.Fatalf("range drawn in place: no total in the frame's legend %q", inPlace[2])
+	}
+	part, _ := strconv.ParseFloat(m[1], 64)
+	if m[2] == "s" {
+		part *= 1000
+	}
+	if part <= 0 || part >= total {
+		t.Errorf("flame graph of %s drawn in place: total %.2fms, want less than the whole recording's %.2fms", href, part, total)
+	}
+	if !strings.Contains(inPlace[3], "spin_") {
+		t.Errorf("flame graph of %s drawn in place names no spinning function:\n%s", href, inPlace[3])
+	}
+	eval[bool](t, ctx, `(() => { document.getElementById("flame").src = `+frame+`.location.href; return true; })()`)
+	waitJS(t, ctx, `(() => { const w = `+frame+`; return w.culpritMark === undefined && w.document.readyState === "complete" && !!w.document.querySelector("#stack-chart .boxtext"); })()`)
+	loaded := eval[[]string](t, ctx, `(() => { const w = `+frame+`; return [`+frameLegend+`, `+frameDrawn+`]; })()`)
+	if loaded[0] != inPlace[2] || loaded[1] != inPlace[3] {
+		t.Errorf("flame graph of %s: drawn in place\n%s\n%s\nloaded\n%s\n%s", href, inPlace[2], inPlace[3], loaded[0], loaded[1])
+	}
+
+	flameFilterInPlace(t, ctx, base+"pprof/all/flamegraph", "spin_b")
+}
+
+// frameLegend is the lines of the legend of the flame graph in the time
+// view's frame (w).
+const frameLegend = `Array.from(w.document.querySelectorAll("#detailsbox div")).map(e => e.textContent).join("\n")`
+
+// frameDrawn is the boxes of the flame graph in the time view's frame
+// (w), as flameDrawn.
+const frameDrawn = `Array.from(w.document.querySelectorAll("#stack-chart .boxbg")).map(e => [e.style.left, e.style.top, e.style.width, e.textContent].join(" ")).join("\n")`
+
+// flameDrawn is the boxes of the flame graph shown: place, size and text.
+const flameDrawn = `Array.from(document.querySelectorAll("#stack-chart .boxbg")).map(e => [e.style.left, e.style.top, e.style.width, e.textContent].join(" ")).join("\n")`
+
+// flameFilterInPlace checks, on pprof's flame graph at u, that hiding fn
+// from pprof's action menu (a box of fn right-clicked) draws the graph
+// without fn in the same page, as the page of that query loaded afresh
+// draws it; and that going back draws fn again, in the same page.
+func flameFilterInPlace(t *testing.T, ctx context.Context, u, fn string) {
+	t.Helper()
+	if err := chromedp.Do(ctx, chromedp.Navigate(u), chromedp.WaitVisible(chromedp.CSS(`#stack-chart .boxtext`))); err != nil {
+		t.Fatalf("flame graph %s: %v", u, err)
+	}
+	whole := eval[string](t, ctx, flameDrawn)
+	opened := eval[bool](t, ctx, `(() => {
+		window.culpritMark = "page";
+		const box = Array.from(document.querySelectorAll("#stack-chart .boxbg")).find(e => e.textContent === `+strconv.Quote(fn)+`);
+		if (!box) return false;
+		const r = box.getBoundingClientRect();
+		box.dispatchEvent(new MouseEvent("contextmenu", {bubbles: true, cancelable: true, clientX: r.left + 2, clientY: r.top + 2}));
+		return getComputedStyle(document.getElementById("action-menu")).display === "block";
+	})()`)
+	if !opened {
+		t.Fatalf("flame graph %s: no box %s to right-click, or no action menu:\n%s", u, fn, whole)
+	}
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#action-hide`))); err != nil {
+		t.Fatalf("flame graph %s: hiding %s: %v", u, fn, err)
+	}
+	waitJS(t, ctx, `new URL(location.href).searchParams.has("h") && (document.documentElement.dataset.culpritShown || "").includes("flamegraph.json?")`)
+	state := eval[[]string](t, ctx, `[String(window.culpritMark), location.href, `+flameDrawn+`]`)
+	if state[0] != "page" {
+		t.Errorf("hiding %s loaded a new page (%s), want it drawn in place", fn, state[1])
+	}
+	if strings.Contains(state[2], fn) || state[2] == "" {
+		t.Errorf("hiding %s: drawn\n%s", fn, state[2])
+	}
+	eval[bool](t, ctx, `(() => { history.back(); return true; })()`)
+	waitJS(t, ctx, `!new URL(location.href).searchParams.has("h") && (document.documentElement.dataset.culpritShown || "").endsWith("/flamegraph.json") && `+flameDrawn+` !== ""`)
+	if back := eval[[]string](t, ctx, `[String(window.culpritMark), `+flameDrawn+`]`); back[0] != "page" || back[1] != whole {
+		t.Errorf("back from hiding %s: page marked %q, drawn\n%s\nwant\n%s", fn, back[0], back[1], whole)
+	}
+	if err := chromedp.Do(ctx, chromedp.Navigate(state[1]), chromedp.WaitVisible(chromedp.CSS(`#stack-chart .boxtext`))); err != nil {
+		t.Fatalf("flame graph %s: %v", state[1], err)
+	}
+	if loaded := eval[string](t, ctx, flameDrawn); loaded != state[2] {
+		t.Errorf("%s hidden: drawn in place\n%s\nloaded afresh\n%s", fn, state[2], loaded)
 	}
 }
 

@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"html"
 	"net/url"
+	"regexp"
 )
 
 // pprof's flame graph page sends the browser every stack of its report
@@ -48,6 +50,10 @@ var flameCall = []byte("stackViewer(")
 // wholeStacksCall is how culprit's flame graph page hands pprof's script
 // its trimmed stacks (flameScript).
 var wholeStacksCall = []byte("culpritWholeStacks(")
+
+// nodesCall is how culprit's flame graph page hands pprof's script the
+// sources' names, which a stack set drawn in place replaces.
+var nodesCall = []byte("culpritNodes(")
 
 // flameStackSet is the part of pprof's report.StackSet that trimming
 // changes; the rest is kept as it came.
@@ -121,11 +127,17 @@ func trimFlamePage(page []byte, stacksURL string) []byte {
 	if err != nil {
 		return page
 	}
+	nodesStart, nodesEnd, ok := flameNodes(page, end)
+	if !ok {
+		return page
+	}
 	var out bytes.Buffer
 	out.Grow(len(page))
 	out.Write(page[:start])
 	fmt.Fprintf(&out, "%s%s, %s)", wholeStacksCall, trimmed, u)
-	out.Write(page[end:])
+	out.Write(page[end:nodesStart])
+	fmt.Fprintf(&out, "%s%s)", nodesCall, page[nodesStart:nodesEnd])
+	out.Write(page[nodesEnd:])
 	body := out.Bytes()
 	if i := bytes.Index(body, []byte("<body>")); i >= 0 {
 		i += len("<body>")
@@ -136,9 +148,30 @@ func trimFlamePage(page []byte, stacksURL string) []byte {
 	return body
 }
 
+// flameNodes returns where the second argument of the stackViewer call
+// whose first ends at end in page (the sources' names, a JSON array)
+// starts and ends.
+func flameNodes(page []byte, end int) (start, stop int, ok bool) {
+	rest := bytes.TrimLeft(page[end:], " \t\n")
+	if !bytes.HasPrefix(rest, []byte(",")) {
+		return 0, 0, false
+	}
+	rest = bytes.TrimLeft(rest[1:], " \t\n")
+	start = len(page) - len(rest)
+	dec := json.NewDecoder(bytes.NewReader(rest))
+	var nodes []string
+	if err := dec.Decode(&nodes); err != nil {
+		return 0, 0, false
+	}
+	return start, start + int(dec.InputOffset()), true
+}
+
 // withoutPlaces returns pprof's stack set js with its sources'
-// Places left out (culpritPlaces fills them in from the stacks).
-func withoutPlaces(js []byte) ([]byte, error) {
+// Places left out (culpritPlaces fills them in from the stacks), and
+// with the lines of the page's legend as Legend (the page shows them
+// in its details; a stack set drawn in place of the page's puts its
+// own there).
+func withoutPlaces(js []byte, legend []string) ([]byte, error) {
 	var fields map[string]json.RawMessage
 	var set flameStackSet
 	if err := json.Unmarshal(js, &fields); err != nil {
@@ -155,23 +188,59 @@ func withoutPlaces(js []byte) ([]byte, error) {
 		return nil, err
 	}
 	fields["Sources"] = b
+	if fields["Legend"], err = json.Marshal(legend); err != nil {
+		return nil, err
+	}
 	return json.Marshal(fields)
 }
 
-// flameScript fills in the places of the stack sets culprit sends
-// (culpritPlaces) and puts the whole stack set in place of the trimmed
-// one that pprof's script draws first: fetched once the page is drawn,
-// or at once when the view changes without the server
-// (history.pushState), and drawn again then (pprof's script draws on
-// popstate).
+// detailsBox is where pprof's pages list their legend, a line per div.
+var detailsBox = []byte(`<div id="detailsbox">`)
+
+var legendLine = regexp.MustCompile(`^\s*<div>([^<]*)</div>`)
+
+// flameLegend returns the lines of the legend of pprof's page, as text.
+func flameLegend(page []byte) []string {
+	i := bytes.Index(page, detailsBox)
+	if i < 0 {
+		return nil
+	}
+	rest := page[i+len(detailsBox):]
+	lines := []string{}
+	for {
+		m := legendLine.FindSubmatchIndex(rest)
+		if m == nil {
+			return lines
+		}
+		lines = append(lines, html.UnescapeString(string(rest[m[2]:m[3]])))
+		rest = rest[m[1]:]
+	}
+}
+
+// flameScript is the script culprit's flame graph page runs before
+// pprof's. It fills in the places of the stack sets culprit sends
+// (culpritPlaces), puts the whole stack set in place of the trimmed one
+// that pprof's script draws first (culpritWholeStacks: fetched once the
+// page is drawn, or at once when the view changes without the server,
+// history.pushState, and drawn again then), and draws another query of
+// the flame graph in place of the page (culpritShow): a link to the same
+// page with another query (pprof's Refine and action menus: focus,
+// ignore, hide, show, show from, reset; its sample types) or another
+// time range (the time view, in which the page is a frame) fetches that
+// stack set (flameStacksPath) and hands it to pprof's script, which draws
+// on popstate, instead of loading a new page: what costs the browser is
+// loading pprof's page, not drawing it. The page's URL (history), the
+// sources' names pprof's search reads, its legend and culprit's links of
+// the range follow. Back and forward draw the set of the URL shown. Links
+// that leave the page leave the frame too.
 //
 // A source's places are the stack slots where it occurs first in a
 // stack, in the order of the stacks, as pprof's report fills them
 // (StackSet.fillPlaces): they follow from the stacks, and sent they
 // were two thirds of the page.
 const flameScript = `<script>
+"use strict";
 function culpritPlaces(set) {
-  'use strict';
   for (const src of set.Sources) src.Places = [];
   set.Stacks.forEach((stack, i) => {
     const seen = new Set();
@@ -183,24 +252,120 @@ function culpritPlaces(set) {
   });
   return set;
 }
+// culpritFlame is what pprof's script draws: its stack set and names
+// (the objects it was given, whose contents change), the URL of the set
+// (key: flamegraph.json with the page's query less the pivot), whether
+// it is whole, whether it is a difference (pprof's script reads that
+// once), and the last drawing in place (key, ms from the request).
+var culpritFlame = {stacks: null, nodes: null, key: "", whole: true, diff: false, wanted: "", last: null,
+  pushState: history.pushState.bind(history)};
+function culpritStacksURL(u) {
+  const j = new URL(u, location.href);
+  j.pathname = j.pathname.replace(/[^/]*$/, "flamegraph.json");
+  j.searchParams.delete("p");
+  j.hash = "";
+  return j.href;
+}
+function culpritNegative(set) { return set.Stacks.some(s => s.Value < 0); }
+function culpritNodes(nodes) { culpritFlame.nodes = nodes; return nodes; }
+function culpritLoad(key) {
+  return fetch(key).then(r => r.ok ? r.json() : Promise.reject(r.status)).catch(() => null);
+}
+// culpritPut makes set, fetched from key, the stack set pprof's script
+// draws next.
+function culpritPut(set, key) {
+  const f = culpritFlame, legend = set.Legend;
+  delete set.Legend;
+  culpritPlaces(set);
+  for (const k of Object.keys(f.stacks)) delete f.stacks[k];
+  Object.assign(f.stacks, set);
+  if (f.nodes) {
+    f.nodes.length = 0;
+    for (const s of set.Sources) f.nodes.push(s.FullName || "");
+    f.nodes[0] = ""; // the root
+  }
+  f.key = key;
+  f.whole = true;
+  const box = document.getElementById("detailsbox");
+  if (box && legend) box.replaceChildren(...legend.map(l => { const d = document.createElement("div"); d.textContent = l; return d; }));
+}
+function culpritDraw() { window.dispatchEvent(new PopStateEvent("popstate")); }
+// culpritRange points culprit's links of a time range at the page's.
+function culpritRange() {
+  const m = location.pathname.match(/\/([^/]+)\/[^/]*$/);
+  if (!m) return;
+  const [from, to] = m[1] === "all" ? [] : decodeURIComponent(m[1]).split("-");
+  for (const a of document.querySelectorAll("#culprit-nav a[data-ranged]")) {
+    const u = new URL(a.href);
+    if (to) { u.searchParams.set("from", from); u.searchParams.set("to", to); }
+    else { u.searchParams.delete("from"); u.searchParams.delete("to"); }
+    a.href = u.href;
+  }
+}
 function culpritWholeStacks(stacks, url) {
-  'use strict';
-  let whole = null;
-  const load = () => whole || (whole = fetch(url)
-    .then(r => r.ok ? r.json() : Promise.reject(r.status))
-    .then(s => { culpritPlaces(s); stacks.Stacks = s.Stacks; stacks.Sources = s.Sources; return true; })
-    .catch(() => false));
-  let done = false;
-  const push = history.pushState;
+  const f = culpritFlame;
+  f.stacks = stacks;
+  f.key = culpritStacksURL(location.href);
+  f.whole = false;
+  f.diff = culpritNegative(stacks);
+  const key = f.key, whole = new URL(url, location.href).href;
+  let loading = null;
+  const load = () => loading || (loading = culpritLoad(whole).then(set => {
+    if (!set || f.key !== key || f.whole) return false;
+    culpritPut(set, key);
+    return true;
+  }));
   history.pushState = function(...args) {
-    push.apply(this, args);
-    if (!done) {
-      load().then(ok => { if (ok) { done = true; window.dispatchEvent(new PopStateEvent('popstate')); } });
-    }
+    f.pushState(...args);
+    if (!f.whole) load().then(ok => { if (ok) culpritDraw(); });
   };
-  window.addEventListener('load', () => setTimeout(() => load().then(ok => { done = ok; }), 0));
+  window.addEventListener("load", () => setTimeout(load, 0));
   return culpritPlaces(stacks);
 }
+// culpritShow draws the flame graph page href in place of this one (push:
+// as a new entry of the history); or loads it when it cannot (a page of
+// another origin, an error, a difference where this page is none).
+function culpritShow(href, push) {
+  const f = culpritFlame, u = new URL(href, location.href), key = culpritStacksURL(u);
+  const t0 = performance.now();
+  const leave = () => { location.assign(u.href); return false; };
+  if (!f.stacks || u.origin !== location.origin) return Promise.resolve(leave());
+  f.wanted = key;
+  const have = key === f.key && f.whole;
+  return (have ? Promise.resolve(null) : culpritLoad(key)).then(set => {
+    if (f.wanted !== key) return false; // a later choice came first
+    if (!have && (!set || culpritNegative(set) !== f.diff)) return leave();
+    if (push) f.pushState(null, "", u.href);
+    if (set) culpritPut(set, key);
+    culpritRange();
+    // Emptied first, the chart is as wide as on a page loaded afresh
+    // (the old drawing's height may have added a scroll bar).
+    const chart = document.getElementById("stack-chart");
+    if (chart) { chart.replaceChildren(); chart.style.height = ""; }
+    culpritDraw();
+    return new Promise(done => requestAnimationFrame(() => setTimeout(() => {
+      f.last = {key: key, ms: performance.now() - t0};
+      document.documentElement.dataset.culpritShown = key;
+      done(true);
+    }, 0)));
+  });
+}
+window.addEventListener("popstate", () => {
+  const f = culpritFlame;
+  if (f.stacks && culpritStacksURL(location.href) !== f.key) culpritShow(location.href, false);
+});
+document.addEventListener("click", e => {
+  if (e.defaultPrevented || e.button !== 0 || e.ctrlKey || e.metaKey || e.shiftKey || e.altKey) return;
+  const a = e.target instanceof Element ? e.target.closest("a[href]") : null;
+  if (!a || (a.target && a.target !== "_self") || a.hasAttribute("download")) return;
+  const u = new URL(a.href, location.href);
+  if (culpritFlame.stacks && u.origin === location.origin && u.pathname === location.pathname) {
+    e.preventDefault();
+    culpritShow(u.href, true);
+  } else if (window.parent !== window) {
+    a.target = "_top";
+  }
+});
 </script>`
 
 // trimStacks cuts each stack after its first frame whose node (the frame

@@ -3,6 +3,7 @@ package view
 import (
 	"encoding/json"
 	"fmt"
+	"html"
 	"io"
 	"net/http/httptest"
 	"strings"
@@ -139,6 +140,13 @@ func TestFlameGraphTrimmed(t *testing.T) {
 	if !strings.Contains(page, "culpritWholeStacks(") || strings.Contains(whole, "culpritWholeStacks(") {
 		t.Fatal("the page is not trimmed, or the pivoted one is")
 	}
+	// The names pprof's search reads go through culpritNodes, which a
+	// stack set drawn in place replaces: the same as pprof's.
+	_, _, end, _ := flameStacks([]byte(whole))
+	ns, ne, ok := flameNodes([]byte(whole), end)
+	if !ok || !strings.Contains(page, "culpritNodes("+whole[ns:ne]+")") {
+		t.Errorf("the page hands pprof's script no names through culpritNodes, or not pprof's %.200s", whole[ns:])
+	}
 	trimmed, all := stacksOf(page), stacksOf(whole)
 	if len(all.Stacks) != slivers+1 || len(trimmed.Stacks) != rare+1 {
 		t.Errorf("%d stacks trimmed to %d, want %d to %d (hot, and the slivers cut at their callers)", len(all.Stacks), len(trimmed.Stacks), slivers+1, rare+1)
@@ -174,6 +182,7 @@ func TestFlameGraphTrimmed(t *testing.T) {
 			FullName string
 			Places   []flameSlot
 		}
+		Legend []string
 	}
 	js, _, _, _ := flameStacks([]byte(whole))
 	if err := json.Unmarshal([]byte(get("/flamegraph.json?")), &sent); err != nil {
@@ -184,6 +193,10 @@ func TestFlameGraphTrimmed(t *testing.T) {
 	}
 	if fmt.Sprint(sent.Stacks) != fmt.Sprint(pprofs.Stacks) || len(sent.Sources) != len(pprofs.Sources) {
 		t.Fatalf("flamegraph.json: %d stacks, %d sources; pprof's page: %d, %d", len(sent.Stacks), len(sent.Sources), len(pprofs.Stacks), len(pprofs.Sources))
+	}
+	// Its legend is the page's, line by line, as text.
+	if len(sent.Legend) < 2 || !strings.Contains(whole, "<div>"+html.EscapeString(sent.Legend[1])+"</div>") {
+		t.Errorf("flamegraph.json: legend %q, not the page's", sent.Legend)
 	}
 	places := placesOf(sent.Stacks, len(sent.Sources))
 	for i, src := range sent.Sources {

@@ -155,7 +155,7 @@ func flameResponses(pages *pprofPages, resp *response, path string, q url.Values
 	if path != flameStacksPath && q.Has("p") {
 		return resp
 	}
-	if js, err = withoutPlaces(js); err != nil {
+	if js, err = withoutPlaces(js, flameLegend(resp.body)); err != nil {
 		if path == flameStacksPath {
 			return &response{code: http.StatusInternalServerError, header: http.Header{}, body: []byte(err.Error() + "\n")}
 		}
@@ -789,7 +789,7 @@ func (s *Server) serveUI(w http.ResponseWriter, r *http.Request, pages *pprofPag
 func (s *Server) pprofNav(r Range) []navLink {
 	out := []navLink{{Path: "../../", Title: "index"}}
 	for _, pg := range s.shown {
-		l := navLink{Path: "../../" + pg.Path + pg.query(r), Title: pg.Title}
+		l := navLink{Path: "../../" + pg.Path + pg.query(r), Title: pg.Title, Ranged: pg.Ranged}
 		if pg.Path == timePath || pg.Path == functionPath {
 			l.Fn = true
 		}
@@ -802,6 +802,7 @@ func (s *Server) pprofNav(r Range) []navLink {
 type navLink struct {
 	Path, Title string
 	Fn          bool // the function selected goes along as f
+	Ranged      bool // of the time range (from and to)
 }
 
 // bufferedWriter keeps a handler's response for serveUI to add to it.

@@ -25,11 +25,22 @@
 #                 filtered, pprof UI built) → drawn; and the server's CPU
 #                 time for it
 #   range again   the same range again → drawn
-#   range chosen  another range chosen in the time view (its cell clicked
-#                 twice), which asks the server for its flame graph; once
-#                 the server is idle again (a user takes about as long to
-#                 reach the link), its flame graph link clicked → drawn;
-#                 and the server's CPU time from the choice on
+#   range in place  another range chosen in the time view (its cell
+#                 clicked twice), whose flame graph is drawn in place in
+#                 the time view's frame (its stacks fetched as JSON and
+#                 handed to pprof's script, no page loaded); the server
+#                 builds the range's pprof UI. Per interaction in place:
+#                 the page's own time (request → frame drawn, in the
+#                 renderer), the wall time seen from chromedp, the
+#                 renderer's thread time (Performance.getMetrics
+#                 TaskDuration) and the server's CPU time: the last two
+#                 are what a busy machine does not inflate
+#   in place again  the first range chosen again in the time view: the
+#                 server answers from what it kept; against "again",
+#                 which loads the same range's page
+#   filter in place  on the whole flame graph, a function (mid_compute)
+#                 hidden from pprof's action menu: drawn in place;
+#                 "loaded": the same query's page loaded afresh
 #   top paint     navigation to pprof's top page (kept) → its table drawn:
 #                 what any of pprof's pages costs Chromium here
 #   renderer      per page drawn, the renderer's thread time (Chromium's
@@ -82,14 +93,14 @@ for ((i = 0; i < runs; i++)); do
 		./viewtime -culprit ./culprit.base -chromium "$chromium" big.rec | tee -a runs.base.txt
 	fi
 done
-median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
+median() { sort -g | awk '{a[NR]=$1} END {print (NR == 0 ? "-" : NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 echo
-echo "| culprit (1M samples) | ready ms (CPU ms) | open ms (CPU ms) | time view paint ms | time data ms | flame graph paint ms (server CPU ms) | range flame graph first ms (server CPU ms) | again ms | range chosen ms (server CPU ms) | top paint ms | renderer ms: flame, range, top (page kB) | top ms | graph ms | peek ms | source ms | disasm ms | views again, max ms | peak RSS MiB |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| culprit (1M samples) | ready ms (CPU ms) | open ms (CPU ms) | time view paint ms | time data ms | flame graph paint ms (server CPU ms) | range flame graph first ms (server CPU ms) | again ms | range in place: page ms, wall ms (renderer ms, server CPU ms) | range in place again: page ms, wall ms (renderer ms) | filter in place: page ms, wall ms (renderer ms, server CPU ms) | filter loaded ms | top paint ms | renderer ms: flame, range, top (page kB) | top ms | graph ms | peek ms | source ms | disasm ms | views again, max ms | peak RSS MiB |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 row() {
 	local file=$1 name=$2
 	get() { tr ' ' '\n' <"$file" | grep "^$1=" | cut -d= -f2 | median; }
-	echo "| $name | $(get ready_ms) ($(get ready_cpu_ms)) | $(get open_ms) ($(get open_cpu_ms)) | $(get time_view_paint_ms) | $(get time_data_ms) | $(get flamegraph_paint_ms) ($(get flamegraph_cpu_ms)) | $(get range_flamegraph_first_ms) ($(get range_cpu_ms)) | $(get range_flamegraph_again_ms) | $(get range_chosen_ms) ($(get range_chosen_cpu_ms)) | $(get top_paint_ms) | $(get flame_task_ms), $(get range_task_ms), $(get top_task_ms) ($(get flame_kb), $(get range_kb), $(get top_kb)) | $(get top_ms) | $(get graph_ms) | $(get peek_ms) | $(get source_ms) | $(get disasm_ms) | $(get views_again_max_ms) | $(($(get peak_rss_kib | cut -d. -f1) / 1024)) |"
+	echo "| $name | $(get ready_ms) ($(get ready_cpu_ms)) | $(get open_ms) ($(get open_cpu_ms)) | $(get time_view_paint_ms) | $(get time_data_ms) | $(get flamegraph_paint_ms) ($(get flamegraph_cpu_ms)) | $(get range_flamegraph_first_ms) ($(get range_cpu_ms)) | $(get range_flamegraph_again_ms) | $(get range_inplace_page_ms), $(get range_inplace_ms) ($(get range_inplace_task_ms), $(get range_inplace_cpu_ms)) | $(get range_inplace_again_page_ms), $(get range_inplace_again_ms) ($(get range_inplace_again_task_ms)) | $(get filter_inplace_page_ms), $(get filter_inplace_ms) ($(get filter_inplace_task_ms), $(get filter_inplace_cpu_ms)) | $(get filter_loaded_ms) | $(get top_paint_ms) | $(get flame_task_ms), $(get range_task_ms), $(get top_task_ms) ($(get flame_kb), $(get range_kb), $(get top_kb)) | $(get top_ms) | $(get graph_ms) | $(get peek_ms) | $(get source_ms) | $(get disasm_ms) | $(get views_again_max_ms) | $(($(get peak_rss_kib | cut -d. -f1) / 1024)) |"
 }
 row runs.txt "$head"
 if [[ -n $baserev ]]; then

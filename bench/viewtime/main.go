@@ -29,9 +29,13 @@ import (
 	"github.com/chromedp/chromedp"
 )
 
+// hide is the function the filter measured hides.
+var hide string
+
 func main() {
 	culprit := flag.String("culprit", "culprit", "the culprit binary")
 	chromium := flag.String("chromium", "chromium", "the Chromium binary")
+	flag.StringVar(&hide, "hide", "mid_compute", "the function hidden on the flame graph (a box of that text)")
 	flag.Parse()
 	if flag.NArg() != 1 {
 		fmt.Fprintln(os.Stderr, "usage: viewtime [-culprit PATH] [-chromium PATH] FILE.rec")
@@ -173,35 +177,85 @@ func run(culprit, chromium, rec string) error {
 	rangeAgain := time.Since(t)
 	split = append(split, pageSplit(bctx, "again", m0))
 
-	// Another range as a user opens it: chosen in the time view (a cell
-	// clicked twice), then, once the server is idle again (the time
-	// view asks for the range's page as soon as it is chosen; a user
-	// takes about as long to reach the link), its flame graph link
-	// clicked. The CPU time is the server's from the choice on.
+	// Ranges as a user opens them: chosen in the time view (a cell
+	// clicked twice), which draws the range's flame graph in place in
+	// its frame, without loading a page. First another range (its
+	// stacks built on the server: a pprof UI of the range), then the
+	// range above again (the server answers from what it kept: what the
+	// browser costs, against range_flamegraph_again_ms, which loads the
+	// page). The time view and its frame are drawn, and the server idle,
+	// before each choice.
 	if err := chromedp.Do(bctx, chromedp.Navigate(base+"time"),
 		chromedp.WaitVisible(chromedp.CSS(`#maps svg.heat path.cell`))); err != nil {
 		return fmt.Errorf("time view: %v", err)
 	}
-	xy, err := chromedp.Run(bctx, chromedp.Evaluate[[]float64](fmt.Sprintf(`cellCenter(0, %d)`, cellsWith[1]/width)))
-	if err != nil || len(xy) != 2 {
-		return fmt.Errorf("time view: no cell at %d ms: %v", cellsWith[1], err)
-	}
-	c0 = cpuTime(pid)
-	if err := chromedp.Do(bctx, chromedp.MouseClickXY(xy[0], xy[1]), chromedp.MouseClickXY(xy[0], xy[1])); err != nil {
-		return fmt.Errorf("choosing a range in the time view: %v", err)
-	}
-	chosenWait := waitIdle(pid)
-	t = time.Now()
-	m0 = chromeMetrics(bctx)
-	if err := chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`#links a[data-view="flamegraph"]`)),
-		chromedp.WaitVisible(chromedp.CSS(`#stack-chart .boxtext`))); err != nil {
-		return fmt.Errorf("range chosen in the time view: %v", err)
-	}
-	rangeChosen := time.Since(t)
-	rangeChosenCPU := cpuTime(pid) - c0
-	split = append(split, pageSplit(bctx, "chosen", m0))
-	if u, _ := chromedp.Run(bctx, chromedp.Evaluate[string](`location.pathname`)); !strings.HasSuffix(u, fmt.Sprintf("/pprof/%dms-%dms/flamegraph", cellsWith[1], cellsWith[1]+width)) {
-		return fmt.Errorf("range chosen in the time view: opened %s, want the range from %d ms", u, cellsWith[1])
+	var inPlace []string
+	if ok, _ := chromedp.Run(bctx, chromedp.Evaluate[bool](`!!document.getElementById("flame")`)); ok {
+		for _, c := range []struct {
+			what string
+			from int
+		}{{"range_inplace", cellsWith[1]}, {"range_inplace_again", cellsWith[0]}} {
+			if err := waitFor(bctx, `(() => { const w = document.getElementById("flame").contentWindow; return !!(w.culpritFlame && w.culpritFlame.stacks && w.document.querySelector("#stack-chart .boxtext")); })()`); err != nil {
+				return fmt.Errorf("time view's flame graph: %v", err)
+			}
+			waitIdle(pid)
+			xy, err := chromedp.Run(bctx, chromedp.Evaluate[[]float64](fmt.Sprintf(`cellCenter(0, %d)`, c.from/width)))
+			if err != nil || len(xy) != 2 {
+				return fmt.Errorf("time view: no cell at %d ms: %v", c.from, err)
+			}
+			key := fmt.Sprintf("/pprof/%dms-%dms/flamegraph.json", c.from, c.from+width)
+			m, err := interaction(bctx, pid, c.what,
+				func() error {
+					return chromedp.Do(bctx, chromedp.MouseClickXY(xy[0], xy[1]), chromedp.MouseClickXY(xy[0], xy[1]))
+				},
+				`(() => { const w = document.getElementById("flame").contentWindow; return (w.document.documentElement.dataset.culpritShown || "").endsWith(`+strconv.Quote(key)+`); })()`,
+				`document.getElementById("flame").contentWindow.culpritFlame.last.ms`)
+			if err != nil {
+				return fmt.Errorf("range chosen in the time view: %v", err)
+			}
+			inPlace = append(inPlace, m)
+		}
+
+		// A filter chosen in pprof's menus on the whole flame graph (a
+		// function hidden from its action menu, opened on the function's
+		// box): drawn in place; then the same query's page loaded afresh.
+		if err := chromedp.Do(bctx, chromedp.Navigate(base+"pprof/all/flamegraph"),
+			chromedp.WaitVisible(chromedp.CSS(`#stack-chart .boxtext`))); err != nil {
+			return fmt.Errorf("flame graph: %v", err)
+		}
+		waitIdle(pid)
+		m, err := interaction(bctx, pid, "filter_inplace",
+			func() error {
+				ok, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`(() => {
+					const box = Array.from(document.querySelectorAll("#stack-chart .boxbg")).find(e => e.textContent === `+strconv.Quote(hide)+`);
+					if (!box) return false;
+					const r = box.getBoundingClientRect();
+					box.dispatchEvent(new MouseEvent("contextmenu", {bubbles: true, cancelable: true, clientX: r.left + 2, clientY: r.top + 2}));
+					return true;
+				})()`))
+				if err != nil || !ok {
+					return fmt.Errorf("no box %s to hide: %v", hide, err)
+				}
+				return chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`#action-hide`)))
+			},
+			`new URL(location.href).searchParams.has("h") && (document.documentElement.dataset.culpritShown || "").includes("flamegraph.json?")`,
+			`culpritFlame.last.ms`)
+		if err != nil {
+			return fmt.Errorf("hiding %s on the flame graph: %v", hide, err)
+		}
+		inPlace = append(inPlace, m)
+		hidden, err := chromedp.Run(bctx, chromedp.Evaluate[string](`location.href`))
+		if err != nil {
+			return err
+		}
+		m0 = chromeMetrics(bctx)
+		t = time.Now()
+		if err := chromedp.Do(bctx, chromedp.Navigate(hidden),
+			chromedp.WaitVisible(chromedp.CSS(`#stack-chart .boxtext`))); err != nil {
+			return fmt.Errorf("flame graph with %s hidden: %v", hide, err)
+		}
+		inPlace = append(inPlace, fmt.Sprintf("filter_loaded_ms=%s", ms(time.Since(t))))
+		split = append(split, pageSplit(bctx, "filter", m0))
 	}
 
 	// A page of pprof's with no script of its own beyond the menus (top,
@@ -252,9 +306,57 @@ func run(culprit, chromium, rec string) error {
 			hwm = strings.Fields(l)[1]
 		}
 	}
-	fmt.Printf("ready_ms=%s ready_cpu_ms=%s open_ms=%s open_cpu_ms=%s time_view_paint_ms=%s cells=%d time_data_ms=%s flamegraph_paint_ms=%s flamegraph_cpu_ms=%s range_flamegraph_first_ms=%s range_cpu_ms=%s range_flamegraph_again_ms=%s top_ms=%s graph_ms=%s peek_ms=%s source_ms=%s disasm_ms=%s views_again_max_ms=%s peak_rss_kib=%s top_paint_ms=%s range_chosen_ms=%s range_chosen_cpu_ms=%s chosen_wait_ms=%s idle_wait_ms=%s %s\n",
-		ms(ready), ms(readyCPU), ms(open), ms(openCPU), ms(timePaint), cells, ms(data), ms(flame), ms(flameCPU), ms(rangeFirst), ms(rangeCPU), ms(rangeAgain), viewMS[0], viewMS[1], viewMS[2], viewMS[3], viewMS[4], ms(again), hwm, ms(topPaint), ms(rangeChosen), ms(rangeChosenCPU), ms(chosenWait), ms(idle), strings.Join(split, " "))
+	fmt.Printf("ready_ms=%s ready_cpu_ms=%s open_ms=%s open_cpu_ms=%s time_view_paint_ms=%s cells=%d time_data_ms=%s flamegraph_paint_ms=%s flamegraph_cpu_ms=%s range_flamegraph_first_ms=%s range_cpu_ms=%s range_flamegraph_again_ms=%s top_ms=%s graph_ms=%s peek_ms=%s source_ms=%s disasm_ms=%s views_again_max_ms=%s peak_rss_kib=%s top_paint_ms=%s idle_wait_ms=%s %s %s\n",
+		ms(ready), ms(readyCPU), ms(open), ms(openCPU), ms(timePaint), cells, ms(data), ms(flame), ms(flameCPU), ms(rangeFirst), ms(rangeCPU), ms(rangeAgain), viewMS[0], viewMS[1], viewMS[2], viewMS[3], viewMS[4], ms(again), hwm, ms(topPaint), ms(idle), strings.Join(inPlace, " "), strings.Join(split, " "))
 	return nil
+}
+
+// interaction times what act starts in the page in ctx until the
+// JavaScript expression drawn holds (asked every 5 ms), as key=value
+// pairs named after what: the wall time seen from here; the page's own
+// time (the expression page, ms from the request to the frame drawn);
+// the renderer's thread time in script, layout, style and all its
+// tasks; and the server's (pid's) CPU time.
+func interaction(ctx context.Context, pid int, what string, act func() error, drawn, page string) (string, error) {
+	m0 := chromeMetrics(ctx)
+	c0 := cpuTime(pid)
+	t := time.Now()
+	if err := act(); err != nil {
+		return "", err
+	}
+	if err := waitFor(ctx, drawn); err != nil {
+		return "", err
+	}
+	wall := time.Since(t)
+	cpu := cpuTime(pid) - c0
+	m1 := chromeMetrics(ctx)
+	own, err := chromedp.Run(ctx, chromedp.Evaluate[float64](page))
+	if err != nil {
+		return "", err
+	}
+	out := fmt.Sprintf("%s_ms=%s %s_page_ms=%.0f %s_cpu_ms=%s", what, ms(wall), what, own, what, ms(cpu))
+	if m0 != nil && m1 != nil {
+		for _, k := range []string{"ScriptDuration", "LayoutDuration", "RecalcStyleDuration", "TaskDuration"} {
+			out += fmt.Sprintf(" %s_%s_ms=%.0f", what, strings.ToLower(strings.TrimSuffix(k, "Duration")), (m1[k]-m0[k])*1000)
+		}
+	}
+	return out, nil
+}
+
+// waitFor waits, up to a minute, until the JavaScript expression cond
+// holds in the page, asking every 5 ms.
+func waitFor(ctx context.Context, cond string) error {
+	t := time.Now()
+	for {
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](cond))
+		if err == nil && ok {
+			return nil
+		}
+		if time.Since(t) > time.Minute {
+			return fmt.Errorf("waiting for %s: %v", cond, err)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
 }
 
 // timeGet times a GET of u, its body read whole; what names the page in

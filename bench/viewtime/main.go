@@ -209,7 +209,7 @@ func run(culprit, chromium, rec string) error {
 					return chromedp.Do(bctx, chromedp.MouseClickXY(xy[0], xy[1]), chromedp.MouseClickXY(xy[0], xy[1]))
 				},
 				`(() => { const w = document.getElementById("flame").contentWindow; return (w.document.documentElement.dataset.culpritShown || "").endsWith(`+strconv.Quote(key)+`); })()`,
-				`document.getElementById("flame").contentWindow.culpritFlame.last.ms`)
+				`document.getElementById("flame").contentWindow.culpritFlame.last`)
 			if err != nil {
 				return fmt.Errorf("range chosen in the time view: %v", err)
 			}
@@ -239,7 +239,7 @@ func run(culprit, chromium, rec string) error {
 				return chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`#action-hide`)))
 			},
 			`new URL(location.href).searchParams.has("h") && (document.documentElement.dataset.culpritShown || "").includes("flamegraph.json?")`,
-			`culpritFlame.last.ms`)
+			`culpritFlame.last`)
 		if err != nil {
 			return fmt.Errorf("hiding %s on the flame graph: %v", hide, err)
 		}
@@ -314,7 +314,8 @@ func run(culprit, chromium, rec string) error {
 // interaction times what act starts in the page in ctx until the
 // JavaScript expression drawn holds (asked every 5 ms), as key=value
 // pairs named after what: the wall time seen from here; the page's own
-// time (the expression page, ms from the request to the frame drawn);
+// time (the expression page, culpritFlame.last: ms from the request to
+// the frame drawn, and of it fetch, put and draw);
 // the renderer's thread time in script, layout, style and all its
 // tasks; and the server's (pid's) CPU time.
 func interaction(ctx context.Context, pid int, what string, act func() error, drawn, page string) (string, error) {
@@ -330,11 +331,13 @@ func interaction(ctx context.Context, pid int, what string, act func() error, dr
 	wall := time.Since(t)
 	cpu := cpuTime(pid) - c0
 	m1 := chromeMetrics(ctx)
-	own, err := chromedp.Run(ctx, chromedp.Evaluate[float64](page))
+	own, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]any](page))
 	if err != nil {
 		return "", err
 	}
-	out := fmt.Sprintf("%s_ms=%s %s_page_ms=%.0f %s_cpu_ms=%s", what, ms(wall), what, own, what, ms(cpu))
+	num := func(k string) float64 { v, _ := own[k].(float64); return v }
+	out := fmt.Sprintf("%s_ms=%s %s_page_ms=%.0f %s_fetch_ms=%.0f %s_put_ms=%.0f %s_draw_ms=%.0f %s_cpu_ms=%s",
+		what, ms(wall), what, num("ms"), what, num("fetch"), what, num("put"), what, num("draw"), what, ms(cpu))
 	if m0 != nil && m1 != nil {
 		for _, k := range []string{"ScriptDuration", "LayoutDuration", "RecalcStyleDuration", "TaskDuration"} {
 			out += fmt.Sprintf(" %s_%s_ms=%.0f", what, strings.ToLower(strings.TrimSuffix(k, "Duration")), (m1[k]-m0[k])*1000)

@@ -335,6 +335,7 @@ function culpritShow(href, push) {
   return (have ? Promise.resolve(null) : culpritLoad(key)).then(set => {
     if (f.wanted !== key) return false; // a later choice came first
     if (!have && (!set || culpritNegative(set) !== f.diff)) return leave();
+    const t1 = performance.now();
     if (push) f.pushState(null, "", u.href);
     if (set) culpritPut(set, key);
     culpritRange();
@@ -342,9 +343,14 @@ function culpritShow(href, push) {
     // (the old drawing's height may have added a scroll bar).
     const chart = document.getElementById("stack-chart");
     if (chart) { chart.replaceChildren(); chart.style.height = ""; }
+    const t2 = performance.now();
     culpritDraw();
+    const t3 = performance.now();
     return new Promise(done => requestAnimationFrame(() => setTimeout(() => {
-      f.last = {key: key, ms: performance.now() - t0};
+      // ms: from the request to the frame drawn; of which fetch (the
+      // server's answer and its JSON parsed), put (the set in place),
+      // draw (pprof's script).
+      f.last = {key: key, ms: performance.now() - t0, fetch: t1 - t0, put: t2 - t1, draw: t3 - t2};
       document.documentElement.dataset.culpritShown = key;
       done(true);
     }, 0)));

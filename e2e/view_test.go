@@ -21,6 +21,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
 
 	"github.com/culprit-dev/culprit/internal/testutil"
@@ -494,6 +495,28 @@ func flameFilterInPlace(t *testing.T, ctx context.Context, u, fn string) {
 		t.Fatalf("flame graph %s: %v", u, err)
 	}
 	whole := eval[string](t, ctx, flameDrawn)
+	// Drawn: its chart is colored, and the frame under the mouse is
+	// named in the details.
+	shot, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.CSS(`#stack-chart`)))
+	if err != nil {
+		t.Fatalf("flame graph screenshot: %v", err)
+	}
+	if colored := coloredShare(t, shot); colored < 0.05 {
+		t.Errorf("flame graph screenshot: %.3f of its pixels colored, want its boxes", colored)
+	}
+	at := eval[[]float64](t, ctx, `(() => {
+		const box = Array.from(document.querySelectorAll("#stack-chart .boxbg")).find(e => e.textContent === `+strconv.Quote(fn)+`);
+		if (!box) return [];
+		const r = box.getBoundingClientRect();
+		return [r.left + r.width / 2, r.top + r.height / 2];
+	})()`)
+	if len(at) != 2 {
+		t.Fatalf("flame graph %s: no box %s:\n%s", u, fn, whole)
+	}
+	if err := chromedp.Do(ctx, chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, at[0], at[1])); err != nil {
+		t.Fatalf("flame graph %s: moving the mouse over %s: %v", u, fn, err)
+	}
+	waitJS(t, ctx, `document.getElementById("current-details-left").textContent === `+strconv.Quote(fn))
 	opened := eval[bool](t, ctx, `(() => {
 		window.culpritMark = "page";
 		const box = Array.from(document.querySelectorAll("#stack-chart .boxbg")).find(e => e.textContent === `+strconv.Quote(fn)+`);

@@ -40,8 +40,13 @@ import (
 const minFlameFraction = 4.0 / 8192
 
 // flameStacksPath is the path below a pprof UI's root of the whole stack
-// set of its flame graph, for the same query (JSON).
-const flameStacksPath = "/flamegraph.json"
+// set of its flame graph, for the same query (JSON); flameTrimmedPath,
+// of that set trimmed as the page's, which a flame graph drawn in place
+// draws first.
+const (
+	flameStacksPath  = "/flamegraph.json"
+	flameTrimmedPath = "/flamegraph.trimmed.json"
+)
 
 // flameCall is how pprof's flame graph page hands its stacks to its
 // script.
@@ -100,26 +105,7 @@ func trimFlamePage(page []byte, stacksURL string) []byte {
 	if err != nil {
 		return page
 	}
-	var fields map[string]json.RawMessage
-	var set flameStackSet
-	if json.Unmarshal(js, &fields) != nil || json.Unmarshal(js, &set) != nil {
-		return page
-	}
-	stacks, ok := trimStacks(set.Stacks, minFlameFraction)
-	if !ok {
-		return page
-	}
-	sources, ok := namedSources(set.Sources, stacks)
-	if !ok {
-		return page
-	}
-	var err1, err2 error
-	fields["Stacks"], err1 = json.Marshal(stacks)
-	fields["Sources"], err2 = json.Marshal(sources)
-	if err1 != nil || err2 != nil {
-		return page
-	}
-	trimmed, err := json.Marshal(fields)
+	trimmed, err := trimStackSet(js, nil)
 	if err != nil {
 		return page
 	}
@@ -164,6 +150,42 @@ func flameNodes(page []byte, end int) (start, stop int, ok bool) {
 		return 0, 0, false
 	}
 	return start, start + int(dec.InputOffset()), true
+}
+
+// trimStackSet returns pprof's stack set js with its stacks trimmed to
+// what a first view draws and its sources without their places, and the
+// fields of extra added; or an error when js is not a stack set of the
+// shape culprit reads.
+func trimStackSet(js []byte, extra map[string]any) ([]byte, error) {
+	var fields map[string]json.RawMessage
+	var set flameStackSet
+	if err := json.Unmarshal(js, &fields); err != nil {
+		return nil, err
+	}
+	if err := json.Unmarshal(js, &set); err != nil {
+		return nil, err
+	}
+	stacks, ok := trimStacks(set.Stacks, minFlameFraction)
+	if !ok {
+		return nil, fmt.Errorf("stacks of more than one root")
+	}
+	sources, ok := namedSources(set.Sources, stacks)
+	if !ok {
+		return nil, fmt.Errorf("a stack names a source that is not there")
+	}
+	var err error
+	if fields["Stacks"], err = json.Marshal(stacks); err != nil {
+		return nil, err
+	}
+	if fields["Sources"], err = json.Marshal(sources); err != nil {
+		return nil, err
+	}
+	for k, v := range extra {
+		if fields[k], err = json.Marshal(v); err != nil {
+			return nil, err
+		}
+	}
+	return json.Marshal(fields)
 }
 
 // withoutPlaces returns pprof's stack set js with its sources'
@@ -227,9 +249,10 @@ func flameLegend(page []byte) []string {
 // page with another query (pprof's Refine and action menus: focus,
 // ignore, hide, show, show from, reset; its sample types) or another
 // time range (the time view, in which the page is a frame) fetches that
-// stack set (flameStacksPath) and hands it to pprof's script, which draws
-// on popstate, instead of loading a new page: what costs the browser is
-// loading pprof's page, not drawing it. The page's URL (history), the
+// stack set, trimmed as the page's (flameTrimmedPath; the whole one,
+// flameStacksPath, once drawn), and hands it to pprof's script, which
+// draws on popstate, instead of loading a new page: what costs the
+// browser is loading pprof's page, not drawing it. The page's URL (history), the
 // sources' names pprof's search reads, its legend and culprit's links of
 // the range follow. Back and forward draw the set of the URL shown. Links
 // that leave the page leave the frame too.
@@ -258,7 +281,7 @@ function culpritPlaces(set) {
 // it is whole, whether it is a difference (pprof's script reads that
 // once), and the last drawing in place (key, ms from the request).
 var culpritFlame = {stacks: null, nodes: null, key: "", whole: true, diff: false, wanted: "", last: null,
-  pushState: history.pushState.bind(history)};
+  load: null, pushState: history.pushState.bind(history)};
 function culpritStacksURL(u) {
   const j = new URL(u, location.href);
   j.pathname = j.pathname.replace(/[^/]*$/, "flamegraph.json");
@@ -302,29 +325,39 @@ function culpritRange() {
     a.href = u.href;
   }
 }
-function culpritWholeStacks(stacks, url) {
+// culpritLater makes the whole set of key, fetched from url, the one
+// pprof's script draws in place of the trimmed one drawn: fetched once
+// asked for (culpritFlame.load), and drawn at once when the view changes
+// without the server (history.pushState: a frame clicked, a search).
+function culpritLater(key, url) {
   const f = culpritFlame;
-  f.stacks = stacks;
-  f.key = culpritStacksURL(location.href);
-  f.whole = false;
-  f.diff = culpritNegative(stacks);
-  const key = f.key, whole = new URL(url, location.href).href;
   let loading = null;
-  const load = () => loading || (loading = culpritLoad(whole).then(set => {
+  f.whole = false;
+  f.load = () => loading || (loading = culpritLoad(url).then(set => {
     if (!set || f.key !== key || f.whole) return false;
     culpritPut(set, key);
     return true;
   }));
-  history.pushState = function(...args) {
-    f.pushState(...args);
-    if (!f.whole) load().then(ok => { if (ok) culpritDraw(); });
-  };
-  window.addEventListener("load", () => setTimeout(load, 0));
+}
+history.pushState = function(...args) {
+  const f = culpritFlame;
+  f.pushState(...args);
+  if (!f.whole && f.load) f.load().then(ok => { if (ok) culpritDraw(); });
+};
+function culpritWholeStacks(stacks, url) {
+  const f = culpritFlame;
+  f.stacks = stacks;
+  f.key = culpritStacksURL(location.href);
+  f.diff = culpritNegative(stacks);
+  culpritLater(f.key, new URL(url, location.href).href);
+  window.addEventListener("load", () => setTimeout(f.load, 0));
   return culpritPlaces(stacks);
 }
 // culpritShow draws the flame graph page href in place of this one (push:
-// as a new entry of the history); or loads it when it cannot (a page of
-// another origin, an error, a difference where this page is none).
+// as a new entry of the history): its stacks trimmed as the page's
+// first, the whole set once drawn. Or it loads the page when it cannot
+// (a page of another origin, an error, a difference where this page is
+// none).
 function culpritShow(href, push) {
   const f = culpritFlame, u = new URL(href, location.href), key = culpritStacksURL(u);
   const t0 = performance.now();
@@ -332,12 +365,18 @@ function culpritShow(href, push) {
   if (!f.stacks || u.origin !== location.origin) return Promise.resolve(leave());
   f.wanted = key;
   const have = key === f.key && f.whole;
-  return (have ? Promise.resolve(null) : culpritLoad(key)).then(set => {
+  const trimmed = key.replace(/\/flamegraph\.json(\?|$)/, "/flamegraph.trimmed.json$1");
+  return (have ? Promise.resolve(null) : culpritLoad(trimmed)).then(set => {
     if (f.wanted !== key) return false; // a later choice came first
     if (!have && (!set || culpritNegative(set) !== f.diff)) return leave();
     const t1 = performance.now();
     if (push) f.pushState(null, "", u.href);
-    if (set) culpritPut(set, key);
+    if (set) {
+      const whole = set.Whole;
+      delete set.Whole;
+      culpritPut(set, key);
+      if (whole) culpritLater(key, new URL(whole, trimmed).href);
+    }
     culpritRange();
     // Emptied first, the chart is as wide as on a page loaded afresh
     // (the old drawing's height may have added a scroll bar).
@@ -352,6 +391,7 @@ function culpritShow(href, push) {
       // draw (pprof's script).
       f.last = {key: key, ms: performance.now() - t0, fetch: t1 - t0, put: t2 - t1, draw: t3 - t2};
       document.documentElement.dataset.culpritShown = key;
+      if (!f.whole) f.load();
       done(true);
     }, 0)));
   });

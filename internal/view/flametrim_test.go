@@ -194,6 +194,22 @@ func TestFlameGraphTrimmed(t *testing.T) {
 	if fmt.Sprint(sent.Stacks) != fmt.Sprint(pprofs.Stacks) || len(sent.Sources) != len(pprofs.Sources) {
 		t.Fatalf("flamegraph.json: %d stacks, %d sources; pprof's page: %d, %d", len(sent.Stacks), len(sent.Sources), len(pprofs.Stacks), len(pprofs.Sources))
 	}
+	// flamegraph.trimmed.json is the page's stacks and sources, with
+	// the legend and the whole set's URL.
+	var cut struct {
+		Stacks  []flameStack
+		Sources []map[string]json.RawMessage
+		Legend  []string
+		Whole   string
+	}
+	if err := json.Unmarshal([]byte(get("/flamegraph.trimmed.json?")), &cut); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(cut.Stacks) != fmt.Sprint(trimmed.Stacks) || fmt.Sprint(cut.Sources) != fmt.Sprint(trimmed.Sources) ||
+		fmt.Sprint(cut.Legend) != fmt.Sprint(sent.Legend) || cut.Whole != "flamegraph.json?" {
+		t.Errorf("flamegraph.trimmed.json: %d stacks, %d sources, legend %q, whole at %q; want the page's %d, %d, %q and flamegraph.json?",
+			len(cut.Stacks), len(cut.Sources), cut.Legend, cut.Whole, len(trimmed.Stacks), len(trimmed.Sources), sent.Legend)
+	}
 	// Its legend is the page's, line by line, as text.
 	if len(sent.Legend) < 2 || !strings.Contains(whole, "<div>"+html.EscapeString(sent.Legend[1])+"</div>") {
 		t.Errorf("flamegraph.json: legend %q, not the page's", sent.Legend)

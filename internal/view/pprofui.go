@@ -89,13 +89,14 @@ func pprofUI(prof, base *pprof.Profile, objs driver.ObjTool, stderr io.Writer) (
 			return
 		}
 		h := hs[path]
-		if path == flameStacksPath {
+		stacksPath := path == flameStacksPath || path == flameTrimmedPath
+		if stacksPath {
 			h = hs["/flamegraph"]
 		}
 		bw := &bufferedWriter{header: http.Header{}}
 		h.ServeHTTP(bw, r)
 		resp := &response{code: bw.code, header: bw.header, body: bw.body.Bytes()}
-		if resp.code == http.StatusOK && (path == "/flamegraph" || path == flameStacksPath) {
+		if resp.code == http.StatusOK && (path == "/flamegraph" || stacksPath) {
 			resp = flameResponses(pages, resp, path, r.URL.Query())
 		}
 		if r.Method == http.MethodGet && resp.code == http.StatusOK {
@@ -109,9 +110,11 @@ func pprofUI(prof, base *pprof.Profile, objs driver.ObjTool, stderr io.Writer) (
 		})
 	}
 	if first["/flamegraph"] != nil {
-		pages.handlers[flameStacksPath] = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-			serve(w, r, flameStacksPath, false)
-		})
+		for _, path := range []string{flameStacksPath, flameTrimmedPath} {
+			pages.handlers[path] = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				serve(w, r, path, false)
+			})
+		}
 	}
 	// Ahead of use: the pages the index links to without a query that
 	// the profile merged to functions answers (their first visit then
@@ -140,34 +143,44 @@ func pprofUI(prof, base *pprof.Profile, objs driver.ObjTool, stderr io.Writer) (
 // flameResponses returns what culprit serves for pprof's flame graph
 // page resp, asked for at path with query q: for the page, the page with
 // its stacks trimmed to what its first view draws (unless q pivots,
-// which only pprof's script reads), its whole stack set kept for the
-// request the page makes for it; for flameStacksPath, that stack set.
-// Both leave out the sources' places, which the page's script fills in
-// from the stacks.
+// which only pprof's script reads); for flameStacksPath, the page's
+// whole stack set; for flameTrimmedPath, that set trimmed as the page's,
+// with the whole set's URL as Whole. The whole set is kept for the
+// request the page or the trimmed set's reader makes for it. All leave
+// out the sources' places, which the page's script fills in from the
+// stacks.
 func flameResponses(pages *pprofPages, resp *response, path string, q url.Values) *response {
+	fail := func(code int, err error) *response {
+		if path == "/flamegraph" {
+			return resp
+		}
+		return &response{code: code, header: http.Header{}, body: []byte(err.Error() + "\n")}
+	}
 	js, err := flameStacksJSON(resp.body)
 	if err != nil {
-		if path == flameStacksPath {
-			return &response{code: http.StatusNotFound, header: http.Header{}, body: []byte(err.Error() + "\n")}
-		}
-		return resp
+		return fail(http.StatusNotFound, err)
 	}
-	if path != flameStacksPath && q.Has("p") {
+	if path == "/flamegraph" && q.Has("p") {
 		return resp
 	}
 	if js, err = withoutPlaces(js, flameLegend(resp.body)); err != nil {
-		if path == flameStacksPath {
-			return &response{code: http.StatusInternalServerError, header: http.Header{}, body: []byte(err.Error() + "\n")}
-		}
-		return resp
+		return fail(http.StatusInternalServerError, err)
 	}
 	stacks := &response{code: http.StatusOK, header: http.Header{"Content-Type": {"application/json"}}, body: js}
 	sq := flameStacksQuery(q)
+	wholeURL := strings.TrimPrefix(flameStacksPath, "/") + "?" + sq
 	if path == flameStacksPath {
 		return stacks
 	}
 	pages.keep(flameStacksPath+"?"+sq, stacks)
-	page := trimFlamePage(resp.body, strings.TrimPrefix(flameStacksPath, "/")+"?"+sq)
+	if path == flameTrimmedPath {
+		trimmed, err := trimStackSet(js, map[string]any{"Whole": wholeURL})
+		if err != nil {
+			return stacks // whole, then: it has no Whole to fetch
+		}
+		return &response{code: http.StatusOK, header: stacks.header, body: trimmed}
+	}
+	page := trimFlamePage(resp.body, wholeURL)
 	return &response{code: resp.code, header: resp.header, body: page}
 }
 

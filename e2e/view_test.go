@@ -130,6 +130,7 @@ func TestViewSecurity(t *testing.T) {
 		t.Fatalf("GET %s: %d, want the index page\n%s", base, code, body)
 	}
 	for _, p := range []string{"/", "/time", "/time/data", "/pprof/all/flamegraph", "/pprof/all/download",
+		"/pprof/all/flamegraph.json", "/pprof/all/flamegraph.trimmed.json",
 		"/offcpu/flamegraph", "/latency", "/contexts/heatmap", "/contexts/cct", "/diagnose", "/trace", "/variance",
 		"/history", "/models", "/latency?from=0s&to=1s",
 		"/" + wrong + "/", "/x" + token + "/time/data", "/time/data?token=" + token} {

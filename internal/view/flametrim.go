@@ -60,11 +60,43 @@ var wholeStacksCall = []byte("culpritWholeStacks(")
 // sources' names, which a stack set drawn in place replaces.
 var nodesCall = []byte("culpritNodes(")
 
-// flameStackSet is the part of pprof's report.StackSet that trimming
-// changes; the rest is kept as it came.
+// flameStackSet is pprof's report.StackSet as its flame graph page
+// sends it (JSON), decoded once, less the sources' places, which culprit
+// never sends; with the page's legend and, for a trimmed set, the whole
+// set's URL. Its fields are all of pprof's (TestFlameGraphTrimmed checks
+// that the page has no other): read typed, a set is decoded and encoded
+// in a fraction of the time that maps of its fields took.
 type flameStackSet struct {
+	Total   int64
+	Scale   float64
+	Type    string
+	Unit    string
 	Stacks  []flameStack
-	Sources []map[string]json.RawMessage
+	Sources []flameSource
+	Legend  []string `json:",omitempty"`
+	Whole   string   `json:",omitempty"`
+}
+
+// flameSource is pprof's report.StackSource less its Places; one in no
+// stack sent (absent) is sent as an empty object, which keeps the
+// indexes of the others.
+type flameSource struct {
+	FullName   string
+	FileName   string
+	UniqueName string
+	Inlined    bool
+	Display    []string
+	Self       int64
+	Color      int
+	absent     bool
+}
+
+func (s flameSource) MarshalJSON() ([]byte, error) {
+	if s.absent {
+		return []byte("{}"), nil
+	}
+	type plain flameSource
+	return json.Marshal(plain(s))
 }
 
 type flameStack struct {
@@ -77,35 +109,13 @@ type flameSlot struct {
 	Pos   int
 }
 
-// flameStacks returns the JSON of the stack set in pprof's flame graph
-// page (or culprit's trimmed one), and where it starts and ends in page.
-func flameStacks(page []byte) (js []byte, start, end int, err error) {
-	i := bytes.LastIndex(page, flameCall)
-	if i < 0 {
-		return nil, 0, 0, fmt.Errorf("no call of stackViewer")
-	}
-	start = i + len(flameCall)
-	start += len(wholeStacksCall) * b2i(bytes.HasPrefix(page[start:], wholeStacksCall)) // trimmed
-	dec := json.NewDecoder(bytes.NewReader(page[start:]))
-	var raw json.RawMessage
-	if err := dec.Decode(&raw); err != nil {
-		return nil, 0, 0, err
-	}
-	end = start + int(dec.InputOffset())
-	return page[start:end], start, end, nil
-}
-
-// trimFlamePage returns pprof's flame graph page with its stacks trimmed
-// to what the first view draws, its sources without their places, and
-// the script that fills the places in and fetches the whole set from
-// stacksURL; or page itself when it is not a flame graph page of the
-// shape culprit reads.
-func trimFlamePage(page []byte, stacksURL string) []byte {
-	js, start, end, err := flameStacks(page)
-	if err != nil {
-		return page
-	}
-	trimmed, err := trimStackSet(js, nil)
+// trimFlamePage returns pprof's flame graph page, whose stack set is
+// page[start:end], with trimmed (its set trimmed: trimmedSet) in place
+// of it and the script that fills the places in and fetches the whole
+// set from stacksURL; or page itself when it is not a flame graph page
+// of the shape culprit reads.
+func trimFlamePage(page []byte, trimmed *flameStackSet, start, end int, stacksURL string) []byte {
+	js, err := json.Marshal(trimmed)
 	if err != nil {
 		return page
 	}
@@ -120,7 +130,7 @@ func trimFlamePage(page []byte, stacksURL string) []byte {
 	var out bytes.Buffer
 	out.Grow(len(page))
 	out.Write(page[:start])
-	fmt.Fprintf(&out, "%s%s, %s)", wholeStacksCall, trimmed, u)
+	fmt.Fprintf(&out, "%s%s, %s)", wholeStacksCall, js, u)
 	out.Write(page[end:nodesStart])
 	fmt.Fprintf(&out, "%s%s)", nodesCall, page[nodesStart:nodesEnd])
 	out.Write(page[nodesEnd:])
@@ -152,19 +162,27 @@ func flameNodes(page []byte, end int) (start, stop int, ok bool) {
 	return start, start + int(dec.InputOffset()), true
 }
 
-// trimStackSet returns pprof's stack set js with its stacks trimmed to
-// what a first view draws and its sources without their places, and the
-// fields of extra added; or an error when js is not a stack set of the
-// shape culprit reads.
-func trimStackSet(js []byte, extra map[string]any) ([]byte, error) {
-	var fields map[string]json.RawMessage
-	var set flameStackSet
-	if err := json.Unmarshal(js, &fields); err != nil {
-		return nil, err
+// flamePageSet decodes the stack set in pprof's flame graph page (or
+// culprit's trimmed one) and returns where it starts and ends in page.
+func flamePageSet(page []byte) (set *flameStackSet, start, end int, err error) {
+	i := bytes.LastIndex(page, flameCall)
+	if i < 0 {
+		return nil, 0, 0, fmt.Errorf("not a flame graph page: no call of stackViewer")
 	}
-	if err := json.Unmarshal(js, &set); err != nil {
-		return nil, err
+	start = i + len(flameCall)
+	start += len(wholeStacksCall) * b2i(bytes.HasPrefix(page[start:], wholeStacksCall)) // trimmed
+	dec := json.NewDecoder(bytes.NewReader(page[start:]))
+	set = &flameStackSet{}
+	if err := dec.Decode(set); err != nil {
+		return nil, 0, 0, fmt.Errorf("not a flame graph page: %w", err)
 	}
+	return set, start, start + int(dec.InputOffset()), nil
+}
+
+// trimmedSet returns set with its stacks trimmed to what a first view
+// draws and the sources in none of them absent (set is unchanged), or an
+// error when set is not of the shape culprit reads.
+func trimmedSet(set *flameStackSet) (*flameStackSet, error) {
 	stacks, ok := trimStacks(set.Stacks, minFlameFraction)
 	if !ok {
 		return nil, fmt.Errorf("stacks of more than one root")
@@ -173,47 +191,9 @@ func trimStackSet(js []byte, extra map[string]any) ([]byte, error) {
 	if !ok {
 		return nil, fmt.Errorf("a stack names a source that is not there")
 	}
-	var err error
-	if fields["Stacks"], err = json.Marshal(stacks); err != nil {
-		return nil, err
-	}
-	if fields["Sources"], err = json.Marshal(sources); err != nil {
-		return nil, err
-	}
-	for k, v := range extra {
-		if fields[k], err = json.Marshal(v); err != nil {
-			return nil, err
-		}
-	}
-	return json.Marshal(fields)
-}
-
-// withoutPlaces returns pprof's stack set js with its sources'
-// Places left out (culpritPlaces fills them in from the stacks), and
-// with the lines of the page's legend as Legend (the page shows them
-// in its details; a stack set drawn in place of the page's puts its
-// own there).
-func withoutPlaces(js []byte, legend []string) ([]byte, error) {
-	var fields map[string]json.RawMessage
-	var set flameStackSet
-	if err := json.Unmarshal(js, &fields); err != nil {
-		return nil, err
-	}
-	if err := json.Unmarshal(js, &set); err != nil {
-		return nil, err
-	}
-	for _, src := range set.Sources {
-		delete(src, "Places")
-	}
-	b, err := json.Marshal(set.Sources)
-	if err != nil {
-		return nil, err
-	}
-	fields["Sources"] = b
-	if fields["Legend"], err = json.Marshal(legend); err != nil {
-		return nil, err
-	}
-	return json.Marshal(fields)
+	t := *set
+	t.Stacks, t.Sources = stacks, sources
+	return &t, nil
 }
 
 // detailsBox is where pprof's pages list their legend, a line per div.
@@ -489,11 +469,11 @@ func abs(v int64) int64 {
 	return v
 }
 
-// namedSources returns sources without their Places, and those in none
-// of stacks (but the root) as nothing at all (pprof's script reads
-// sources by index and draws only those in a stack); ok is false when a
-// stack names a source that is not there.
-func namedSources(sources []map[string]json.RawMessage, stacks []flameStack) (out []map[string]json.RawMessage, ok bool) {
+// namedSources returns sources with those in none of stacks (but the
+// root) absent (pprof's script reads sources by index and draws only
+// those in a stack); ok is false when a stack names a source that is not
+// there.
+func namedSources(sources []flameSource, stacks []flameStack) (out []flameSource, ok bool) {
 	in := make([]bool, len(sources))
 	for _, s := range stacks {
 		for _, src := range s.Sources {
@@ -503,29 +483,15 @@ func namedSources(sources []map[string]json.RawMessage, stacks []flameStack) (ou
 			in[src] = true
 		}
 	}
-	out = make([]map[string]json.RawMessage, len(sources))
+	out = make([]flameSource, len(sources))
 	for i, src := range sources {
-		m := make(map[string]json.RawMessage, len(src))
 		if in[i] || i == 0 {
-			for k, v := range src {
-				if k != "Places" {
-					m[k] = v
-				}
-			}
+			out[i] = src
+		} else {
+			out[i] = flameSource{absent: true}
 		}
-		out[i] = m
 	}
 	return out, true
-}
-
-// flameStacksJSON returns the stack set of pprof's flame graph page, as
-// JSON, or an error when page is not one.
-func flameStacksJSON(page []byte) ([]byte, error) {
-	js, _, _, err := flameStacks(page)
-	if err != nil {
-		return nil, fmt.Errorf("not a flame graph page: %w", err)
-	}
-	return js, nil
 }
 
 // flameStacksQuery is the query of the whole stack set's URL for a flame

@@ -1,6 +1,7 @@
 package view
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"html"
@@ -124,12 +125,16 @@ func TestFlameGraphTrimmed(t *testing.T) {
 		}
 		return w.Body.String()
 	}
-	stacksOf := func(page string) flameStackSet {
+	type rawSet struct {
+		Stacks  []flameStack
+		Sources []map[string]json.RawMessage
+	}
+	stacksOf := func(page string) rawSet {
 		js, _, _, err := flameStacks([]byte(page))
 		if err != nil {
 			t.Fatalf("no stacks in the page: %v", err)
 		}
-		var s flameStackSet
+		var s rawSet
 		if err := json.Unmarshal(js, &s); err != nil {
 			t.Fatal(err)
 		}
@@ -194,6 +199,28 @@ func TestFlameGraphTrimmed(t *testing.T) {
 	if fmt.Sprint(sent.Stacks) != fmt.Sprint(pprofs.Stacks) || len(sent.Sources) != len(pprofs.Sources) {
 		t.Fatalf("flamegraph.json: %d stacks, %d sources; pprof's page: %d, %d", len(sent.Stacks), len(sent.Sources), len(pprofs.Stacks), len(pprofs.Sources))
 	}
+	// flamegraph.json has every field of pprof's set, of every source
+	// but Places, with pprof's values (culprit reads them typed).
+	var sentRaw, pprofRaw map[string]json.RawMessage
+	var sentSrc, pprofSrc []map[string]json.RawMessage
+	sentJS := []byte(get("/flamegraph.json?"))
+	for _, err := range []error{json.Unmarshal(sentJS, &sentRaw), json.Unmarshal(js, &pprofRaw),
+		json.Unmarshal(sentRaw["Sources"], &sentSrc), json.Unmarshal(pprofRaw["Sources"], &pprofSrc)} {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for k, v := range pprofRaw {
+		if k != "Sources" && string(sentRaw[k]) != string(v) {
+			t.Errorf("flamegraph.json: %s is %.80s, pprof's %.80s", k, sentRaw[k], v)
+		}
+	}
+	for i, src := range pprofSrc {
+		delete(src, "Places")
+		if fmt.Sprint(src) != fmt.Sprint(sentSrc[i]) {
+			t.Errorf("flamegraph.json: source %d is %s, pprof's (less Places) %s", i, sentSrc[i], src)
+		}
+	}
 	// flamegraph.trimmed.json is the page's stacks and sources, with
 	// the legend and the whole set's URL.
 	var cut struct {
@@ -240,4 +267,23 @@ func placesOf(stacks []flameStack, n int) [][]flameSlot {
 		}
 	}
 	return out
+}
+
+// flameStacks returns the JSON of the stack set in pprof's flame graph
+// page (or culprit's trimmed one), as sent, and where it starts and ends
+// in page.
+func flameStacks(page []byte) (js []byte, start, end int, err error) {
+	i := bytes.LastIndex(page, flameCall)
+	if i < 0 {
+		return nil, 0, 0, fmt.Errorf("no call of stackViewer")
+	}
+	start = i + len(flameCall)
+	start += len(wholeStacksCall) * b2i(bytes.HasPrefix(page[start:], wholeStacksCall)) // trimmed
+	dec := json.NewDecoder(bytes.NewReader(page[start:]))
+	var raw json.RawMessage
+	if err := dec.Decode(&raw); err != nil {
+		return nil, 0, 0, err
+	}
+	end = start + int(dec.InputOffset())
+	return page[start:end], start, end, nil
 }

@@ -3,6 +3,7 @@ package view
 import (
 	"bytes"
 	"encoding/binary"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
@@ -156,14 +157,16 @@ func flameResponses(pages *pprofPages, resp *response, path string, q url.Values
 		}
 		return &response{code: code, header: http.Header{}, body: []byte(err.Error() + "\n")}
 	}
-	js, err := flameStacksJSON(resp.body)
-	if err != nil {
-		return fail(http.StatusNotFound, err)
-	}
 	if path == "/flamegraph" && q.Has("p") {
 		return resp
 	}
-	if js, err = withoutPlaces(js, flameLegend(resp.body)); err != nil {
+	set, start, end, err := flamePageSet(resp.body)
+	if err != nil {
+		return fail(http.StatusNotFound, err)
+	}
+	set.Legend = flameLegend(resp.body)
+	js, err := json.Marshal(set)
+	if err != nil {
 		return fail(http.StatusInternalServerError, err)
 	}
 	stacks := &response{code: http.StatusOK, header: http.Header{"Content-Type": {"application/json"}}, body: js}
@@ -173,14 +176,23 @@ func flameResponses(pages *pprofPages, resp *response, path string, q url.Values
 		return stacks
 	}
 	pages.keep(flameStacksPath+"?"+sq, stacks)
+	trimmed, err := trimmedSet(set)
 	if path == flameTrimmedPath {
-		trimmed, err := trimStackSet(js, map[string]any{"Whole": wholeURL})
 		if err != nil {
 			return stacks // whole, then: it has no Whole to fetch
 		}
-		return &response{code: http.StatusOK, header: stacks.header, body: trimmed}
+		trimmed.Whole = wholeURL
+		b, err := json.Marshal(trimmed)
+		if err != nil {
+			return stacks
+		}
+		return &response{code: http.StatusOK, header: stacks.header, body: b}
 	}
-	page := trimFlamePage(resp.body, wholeURL)
+	if err != nil {
+		return resp
+	}
+	trimmed.Legend = nil // the page shows it
+	page := trimFlamePage(resp.body, trimmed, start, end, wholeURL)
 	return &response{code: resp.code, header: resp.header, body: page}
 }
 

@@ -15,7 +15,10 @@
 #                 machine does not inflate
 #   open          culprit view started → the index drawn in Chromium (its
 #                 links usable); and culprit's CPU time by then
-#   time paint    navigation to the time view → its heat map drawn
+#   time paint    navigation to the time view → its heat map drawn (seen
+#                 from chromedp; in parentheses, the page's own time to the
+#                 frame that draws it, which the flame graph frame loading
+#                 after it does not delay)
 #   time data     GET time/data once the page has it (what every later
 #                 visit costs)
 #   flame paint   navigation to pprof's flame graph → its boxes drawn; and
@@ -95,12 +98,12 @@ for ((i = 0; i < runs; i++)); do
 done
 median() { sort -g | awk '{a[NR]=$1} END {print (NR == 0 ? "-" : NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 echo
-echo "| culprit (1M samples) | ready ms (CPU ms) | open ms (CPU ms) | time view paint ms | time data ms | flame graph paint ms (server CPU ms) | range flame graph first ms (server CPU ms) | again ms | range in place: page ms, wall ms (renderer ms, server CPU ms) | range in place again: page ms, wall ms (renderer ms) | filter in place: page ms, wall ms (renderer ms, server CPU ms) | filter loaded ms | top paint ms | renderer ms: flame, range, top (page kB) | top ms | graph ms | peek ms | source ms | disasm ms | views again, max ms | peak RSS MiB |"
+echo "| culprit (1M samples) | ready ms (CPU ms) | open ms (CPU ms) | time view paint ms (in page) | time data ms | flame graph paint ms (server CPU ms) | range flame graph first ms (server CPU ms) | again ms | range in place: page ms, wall ms (renderer ms, server CPU ms) | range in place again: page ms, wall ms (renderer ms) | filter in place: page ms, wall ms (renderer ms, server CPU ms) | filter loaded ms | top paint ms | renderer ms: flame, range, top (page kB) | top ms | graph ms | peek ms | source ms | disasm ms | views again, max ms | peak RSS MiB |"
 echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 row() {
 	local file=$1 name=$2
 	get() { tr ' ' '\n' <"$file" | grep "^$1=" | cut -d= -f2 | median; }
-	echo "| $name | $(get ready_ms) ($(get ready_cpu_ms)) | $(get open_ms) ($(get open_cpu_ms)) | $(get time_view_paint_ms) | $(get time_data_ms) | $(get flamegraph_paint_ms) ($(get flamegraph_cpu_ms)) | $(get range_flamegraph_first_ms) ($(get range_cpu_ms)) | $(get range_flamegraph_again_ms) | $(get range_inplace_page_ms), $(get range_inplace_ms) ($(get range_inplace_task_ms), $(get range_inplace_cpu_ms)) | $(get range_inplace_again_page_ms), $(get range_inplace_again_ms) ($(get range_inplace_again_task_ms)) | $(get filter_inplace_page_ms), $(get filter_inplace_ms) ($(get filter_inplace_task_ms), $(get filter_inplace_cpu_ms)) | $(get filter_loaded_ms) | $(get top_paint_ms) | $(get flame_task_ms), $(get range_task_ms), $(get top_task_ms) ($(get flame_kb), $(get range_kb), $(get top_kb)) | $(get top_ms) | $(get graph_ms) | $(get peek_ms) | $(get source_ms) | $(get disasm_ms) | $(get views_again_max_ms) | $(($(get peak_rss_kib | cut -d. -f1) / 1024)) |"
+	echo "| $name | $(get ready_ms) ($(get ready_cpu_ms)) | $(get open_ms) ($(get open_cpu_ms)) | $(get time_view_paint_ms) ($(get time_view_drawn_ms)) | $(get time_data_ms) | $(get flamegraph_paint_ms) ($(get flamegraph_cpu_ms)) | $(get range_flamegraph_first_ms) ($(get range_cpu_ms)) | $(get range_flamegraph_again_ms) | $(get range_inplace_page_ms), $(get range_inplace_ms) ($(get range_inplace_task_ms), $(get range_inplace_cpu_ms)) | $(get range_inplace_again_page_ms), $(get range_inplace_again_ms) ($(get range_inplace_again_task_ms)) | $(get filter_inplace_page_ms), $(get filter_inplace_ms) ($(get filter_inplace_task_ms), $(get filter_inplace_cpu_ms)) | $(get filter_loaded_ms) | $(get top_paint_ms) | $(get flame_task_ms), $(get range_task_ms), $(get top_task_ms) ($(get flame_kb), $(get range_kb), $(get top_kb)) | $(get top_ms) | $(get graph_ms) | $(get peek_ms) | $(get source_ms) | $(get disasm_ms) | $(get views_again_max_ms) | $(($(get peak_rss_kib | cut -d. -f1) / 1024)) |"
 }
 row runs.txt "$head"
 if [[ -n $baserev ]]; then

@@ -122,6 +122,12 @@ func run(culprit, chromium, rec string) error {
 		return fmt.Errorf("time view: %v", err)
 	}
 	timePaint := time.Since(t)
+	// The page's own time to its maps drawn (a mark it sets after the
+	// frame that draws them), when it sets one.
+	var mapsDrawn string
+	if v, err := chromedp.Run(bctx, chromedp.Evaluate[float64](`(() => { const m = performance.getEntriesByName("culprit-maps-drawn")[0]; return m ? m.startTime : -1; })()`)); err == nil && v >= 0 {
+		mapsDrawn = fmt.Sprintf("time_view_drawn_ms=%.0f", v)
+	}
 	cells, err := chromedp.Run(bctx, chromedp.Evaluate[int](`data.threads[0].cells.flat().filter(v => v > 0).length`))
 	_ = err
 
@@ -307,7 +313,7 @@ func run(culprit, chromium, rec string) error {
 		}
 	}
 	fmt.Printf("ready_ms=%s ready_cpu_ms=%s open_ms=%s open_cpu_ms=%s time_view_paint_ms=%s cells=%d time_data_ms=%s flamegraph_paint_ms=%s flamegraph_cpu_ms=%s range_flamegraph_first_ms=%s range_cpu_ms=%s range_flamegraph_again_ms=%s top_ms=%s graph_ms=%s peek_ms=%s source_ms=%s disasm_ms=%s views_again_max_ms=%s peak_rss_kib=%s top_paint_ms=%s idle_wait_ms=%s %s %s\n",
-		ms(ready), ms(readyCPU), ms(open), ms(openCPU), ms(timePaint), cells, ms(data), ms(flame), ms(flameCPU), ms(rangeFirst), ms(rangeCPU), ms(rangeAgain), viewMS[0], viewMS[1], viewMS[2], viewMS[3], viewMS[4], ms(again), hwm, ms(topPaint), ms(idle), strings.Join(inPlace, " "), strings.Join(split, " "))
+		ms(ready), ms(readyCPU), ms(open), ms(openCPU), ms(timePaint), cells, ms(data), ms(flame), ms(flameCPU), ms(rangeFirst), ms(rangeCPU), ms(rangeAgain), viewMS[0], viewMS[1], viewMS[2], viewMS[3], viewMS[4], ms(again), hwm, ms(topPaint), ms(idle), strings.Join(append(inPlace, mapsDrawn), " "), strings.Join(split, " "))
 	return nil
 }
 

@@ -68,6 +68,7 @@ const (
 	rOff       = 128 // with flag CPU: ns its thread was off the CPU during the call
 	rChildOff  = 136 // with flag CPU: of those, inside traced calls it made
 	rG         = 144 // Go: the goroutine's g (R14), its shadow stack's key; else 0
+	rGoid      = 152 // Go with GoidOff: the goroutine's id, read from its g; else 0
 
 	// The offcpu map: per thread (by thread id) when it last left the CPU
 	// (0: it is on one), the ns it has spent off the CPU since it was
@@ -179,6 +180,9 @@ type maps struct {
 type progOptions struct {
 	Go   bool // key shadow stacks by goroutine (R14), match returns by probe, Go's argument registers
 	Args bool // copy argument registers at entry and the return value
+	// GoidOff > 0 (Go): the offset of goid in the runtime's g, read into
+	// each record beside the g.
+	GoidOff int32
 	// Sampling: some probe records only every N-th call.
 	Sampling bool
 	// Timed: calls are recorded only while the phase map says gathering
@@ -237,14 +241,33 @@ func (b *builder) threadKey() {
 }
 
 // storeG writes the record's goroutine (rG): in Go programs the
-// shadow stack's key at slKey, the g, else 0.
+// shadow stack's key at slKey, the g, else 0; and with GoidOff its id
+// (rGoid, 0 when the read faults or there is no offset).
 func (b *builder) storeG() {
 	if b.o.Go {
 		b.Emit(asm.LoadMem(asm.R1, asm.RFP, slKey, asm.DWord))
 	} else {
 		b.Emit(asm.Mov.Imm(asm.R1, 0))
 	}
-	b.Emit(asm.StoreMem(rTmp, rG, asm.R1, asm.DWord))
+	b.Emit(
+		asm.StoreMem(rTmp, rG, asm.R1, asm.DWord),
+		asm.Mov.Imm(asm.R2, 0),
+		asm.StoreMem(rTmp, rGoid, asm.R2, asm.DWord),
+	)
+	if !b.o.Go || b.o.GoidOff <= 0 {
+		return
+	}
+	skip := b.NewLabel("nogoid")
+	b.Emit(
+		asm.JEq.Imm(asm.R1, 0, skip),
+		asm.Mov.Reg(asm.R3, asm.R1),
+		asm.Add.Imm(asm.R3, b.o.GoidOff),
+		asm.Mov.Reg(asm.R1, rTmp),
+		asm.Add.Imm(asm.R1, rGoid),
+		asm.Mov.Imm(asm.R2, 8),
+		asm.FnProbeReadUser.Call(),
+	)
+	b.Mark(skip)
 }
 
 // frameAt points rFrame at frame R1 (an index the caller has bounded to

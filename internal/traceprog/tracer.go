@@ -41,9 +41,13 @@ const RingBytes = 16 << 20
 
 // Options configure the programs.
 type Options struct {
-	Go     bool // the traced program is a Go program (goroutine stacks, RET probes)
-	Args   bool // record argument registers and return values
-	Probes int  // number of probes (IDs 1..Probes)
+	Go bool // the traced program is a Go program (goroutine stacks, RET probes)
+	// GoidOff > 0 (Go) is the offset of goid in the runtime's g struct
+	// (from the program's DWARF): each call also records its goroutine's
+	// id (Call.Goid).
+	GoidOff int
+	Args    bool // record argument registers and return values
+	Probes  int  // number of probes (IDs 1..Probes)
 	// Sampling is set when some probe records only every N-th call
 	// (Probe.Every > 1); without it every call is recorded.
 	Sampling bool
@@ -170,6 +174,10 @@ type Call struct {
 	// stack is keyed by, so that a call that blocked and returned on
 	// another thread is still its goroutine's; 0 in other programs.
 	G uint64
+	// Goid is, with Options.GoidOff, the id the runtime gave that
+	// goroutine (its goid, read from the g when the call ended; 0 when
+	// the read faulted or for a system goroutine g0).
+	Goid uint64
 }
 
 func explain(err error) error {
@@ -255,17 +263,17 @@ func New(o Options) (*Tracer, error) {
 	}
 	// Named as internal/sampleprog's program is: culprit_PID.
 	name := bpfasm.ProgName()
-	t.entry = load(name, entryProgram(m, cpu(progOptions{Go: o.Go, Args: o.Args, Sampling: o.Sampling, Timed: o.TimedHz > 0, MaxDepth: int32(o.MaxDepth), Strings: o.Strings, Reads: t.reads != nil})))
+	t.entry = load(name, entryProgram(m, cpu(progOptions{Go: o.Go, Args: o.Args, GoidOff: int32(o.GoidOff), Sampling: o.Sampling, Timed: o.TimedHz > 0, MaxDepth: int32(o.MaxDepth), Strings: o.Strings, Reads: t.reads != nil})))
 	t.loadHit = func(points []Probe) (*ebpf.Program, error) {
 		p, err := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Name: name, Type: ebpf.Kprobe, AttachType: attach,
-			License: "GPL", Instructions: hitProgram(m, progOptions{Go: o.Go, Args: o.Args}, points)}, ebpf.ProgramOptions{LogSizeStart: 1 << 20})
+			License: "GPL", Instructions: hitProgram(m, progOptions{Go: o.Go, Args: o.Args, GoidOff: int32(o.GoidOff)}, points)}, ebpf.ProgramOptions{LogSizeStart: 1 << 20})
 		if err != nil {
 			return nil, explain(fmt.Errorf("loading %s: %w", name, err))
 		}
 		return p, nil
 	}
 	if o.Go {
-		t.retInsn = load(name, returnProgram(m, cpu(progOptions{Go: true, Args: o.Args, RetAdjust: 0, Strings: o.Strings, Reads: t.reads != nil})))
+		t.retInsn = load(name, returnProgram(m, cpu(progOptions{Go: true, Args: o.Args, GoidOff: int32(o.GoidOff), RetAdjust: 0, Strings: o.Strings, Reads: t.reads != nil})))
 	} else {
 		t.ret = load(name, returnProgram(m, cpu(progOptions{Args: o.Args, RetAdjust: 8, Strings: o.Strings, Reads: t.reads != nil})))
 	}
@@ -1032,6 +1040,7 @@ func decode(b []byte, c *Call) {
 	c.Off = le.Uint64(b[rOff:])
 	c.ChildOff = le.Uint64(b[rChildOff:])
 	c.G = le.Uint64(b[rG:])
+	c.Goid = le.Uint64(b[rGoid:])
 }
 
 // Leftovers calls fn with the calls still open in the shadow stacks at

@@ -140,6 +140,7 @@ type session struct {
 	maps    *proc.Space
 	mapped  map[string]bool
 	isGo    bool
+	goids   goids // Go: each g's goroutine id (GoidOffset)
 	pidfd   int
 	probing probing
 	sched   *recorder.Sched // nil unless Options.Sched
@@ -291,7 +292,15 @@ func prepare(o Options, exe string, pid int) (*session, error) {
 	if err := PlanReads(targets, o.Reads); err != nil {
 		return nil, err
 	}
-	t, err := traceprog.New(traceprog.Options{Go: isGo, Args: o.Args, Probes: len(targets) + o.MoreProbes, Sampling: sampling, TimedHz: o.TimedHz, MaxDepth: o.Depth,
+	goidOff := 0
+	var goidWarn string
+	if isGo {
+		var err error
+		if goidOff, err = GoidOffset(exe); err != nil {
+			goidWarn = fmt.Sprintf("goroutines are named by the address of their runtime g, not their id: %v", err)
+		}
+	}
+	t, err := traceprog.New(traceprog.Options{Go: isGo, GoidOff: goidOff, Args: o.Args, Probes: len(targets) + o.MoreProbes, Sampling: sampling, TimedHz: o.TimedHz, MaxDepth: o.Depth,
 		Strings: strs, Reads: len(o.Reads) > 0, CPU: !o.NoCPU})
 	if err != nil {
 		return nil, err
@@ -304,8 +313,12 @@ func prepare(o Options, exe string, pid int) (*session, error) {
 	if o.Args {
 		os.Chmod(o.Output, 0o600) // argument values are process memory
 	}
-	return &session{o: o, w: w, t: t, targets: targets, isGo: isGo, pidfd: -1, maps: &proc.Space{}, mapped: map[string]bool{}, exe: exe,
-		next: time.Now().Add(o.RefineCheck), drainLimit: 5 * pollInterval}, nil
+	s := &session{o: o, w: w, t: t, targets: targets, isGo: isGo, goids: goids{}, pidfd: -1, maps: &proc.Space{}, mapped: map[string]bool{}, exe: exe,
+		next: time.Now().Add(o.RefineCheck), drainLimit: 5 * pollInterval}
+	if goidWarn != "" {
+		s.res.Warnings = append(s.res.Warnings, goidWarn)
+	}
+	return s, nil
 }
 
 func (s *session) meta(m recording.Meta) {
@@ -538,7 +551,7 @@ func (s *session) record(c *traceprog.Call) {
 		return
 	}
 	rc := recording.Call{Start: c.Start, End: c.End, Child: c.Child, PID: c.PID, TID: c.TID, Probe: c.Probe,
-		Caller: c.Caller, Depth: c.Depth, Site: c.Site, Flags: c.Flags, Ret: c.Ret, Goroutine: c.G}
+		Caller: c.Caller, Depth: c.Depth, Site: c.Site, Flags: c.Flags, Ret: c.Ret, Goroutine: s.goids.of(c.G, c.Goid)}
 	if rc.PID == 0 && s.pid > 0 {
 		rc.PID = uint32(s.pid)
 	}

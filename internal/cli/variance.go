@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"debug/elf"
 	"fmt"
 	"io"
 	"os"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/culprit-dev/culprit/internal/analysis/sched"
 	"github.com/culprit-dev/culprit/internal/analysis/variance"
+	"github.com/culprit-dev/culprit/internal/elfx"
 	"github.com/culprit-dev/culprit/internal/expr"
 	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/recording"
@@ -189,11 +191,33 @@ from VProfiler: docs/variance.md.`,
 				}
 				o.Patterns = append(o.Patterns, p)
 			}
+			// A Go program's goroutines park and are readied by the Go
+			// scheduler, which the kernel does not see: probe it.
+			var goReasons []string
+			if schedEv && exe != "" && isGoExe(exe) {
+				o.Args = true
+				o.Reads = append(o.Reads, variance.GoSchedReads...)
+				for _, n := range variance.GoSchedFuncs {
+					if !seen[n] {
+						seen[n] = true
+						p, err := tracer.ParsePattern(n, false)
+						if err != nil {
+							return usageError{err}
+						}
+						o.Patterns = append(o.Patterns, p)
+					}
+				}
+				if rs, err := tracer.GoWaitReasons(exe); err != nil {
+					warnf(stderr, "%v: every goroutine wait counts as lock", err)
+				} else {
+					goReasons = rs
+				}
+			}
 			if marks && len(funcs) == 0 && len(libs) == 0 {
 				warnf(stderr, "the interval is marked by USDT probes: give --functions to time the functions called between the marks")
 			}
 			ref := &refiner{spec: spec, cg: cg, heights: heights, k: k, d: d, rounds: rounds, perRound: perRound,
-				interactive: interactive, stderr: stderr}
+				interactive: interactive, stderr: stderr, goReasons: goReasons}
 			if cg != nil && rounds > 1 {
 				o.Refine = ref.refine
 			}
@@ -244,6 +268,7 @@ from VProfiler: docs/variance.md.`,
 // intervals, the chosen factors' functions have their callees probed.
 type refiner struct {
 	spec        variance.Spec
+	goReasons   []string // a Go program's wait reasons (tracer.GoWaitReasons)
 	cg          map[string][]string
 	heights     map[string]int
 	k           int
@@ -273,6 +298,9 @@ func (r *refiner) refine(calls []recording.Call, probes []recording.Probe, off [
 			schedStates(&in, live.tl)
 			in.Spans = true
 		}
+	} else if in.Go != nil {
+		schedStates(&in, variance.GoTimeline(in.Go, in.Calls, r.goReasons))
+		in.Spans = true
 	}
 	res, err := variance.Analyse(in)
 	if res == nil || res.Intervals < r.perRound {
@@ -467,8 +495,18 @@ func varianceOf(p *profile.Profile, path string, spec variance.Spec, k int, d fl
 		}
 	}
 	var warn string
-	if in.Goroutines && (tl != nil || hasSched(p.Metas)) {
-		warn = "no scheduler states: they are the OS threads', and the calls of a Go program are placed by goroutine"
+	if in.Go != nil {
+		// A Go program's states and critical paths are its goroutines'.
+		var reasons []string
+		for _, pr := range p.Probes {
+			if pr.Function == "runtime.gopark" {
+				reasons, _ = tracer.GoWaitReasons(pr.Object)
+				break
+			}
+		}
+		schedStates(&in, variance.GoTimeline(in.Go, in.Calls, reasons))
+	} else if in.Goroutines && (tl != nil || hasSched(p.Metas)) {
+		warn = "no scheduler states: they are the OS threads', and the calls of a Go program are placed by goroutine (record with --sched to probe the Go scheduler)"
 	} else if tl != nil {
 		schedStates(&in, tl)
 	} else if hasSched(p.Metas) {
@@ -528,8 +566,13 @@ func schedStates(in *variance.Input, tl *sched.Timeline) {
 				return
 			}
 			name := "?"
-			if w := tl.Thread(iv.Waker); w != nil && w.Name != "" {
+			w := tl.Thread(iv.Waker)
+			if w != nil && w.Name != "" {
 				name = w.Name
+			}
+			if iv.Waker&variance.GoroutineLane != 0 && w != nil {
+				out[name] += ns // "goroutine ID"
+				return
 			}
 			out[fmt.Sprintf("%s[%d]", name, iv.Waker)] += ns
 		})
@@ -580,4 +623,14 @@ func readsMemory(src string) bool {
 		return false
 	}
 	return walk(n)
+}
+
+// isGoExe reports whether the executable at path was built by Go.
+func isGoExe(path string) bool {
+	f, err := elf.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	return elfx.IsGo(f)
 }

@@ -42,9 +42,15 @@ func FromProfile(p *profile.Profile, spec Spec) Input {
 	in.Calls = make([]Call, 0, len(p.Calls))
 	ls := lanes{}
 	for _, c := range p.Calls {
-		in.Calls = append(in.Calls, Call{Start: c.Start, End: c.End, TID: ls.of(c.Goroutine, c.TID), Probe: int(c.Probe), Site: int64(c.Site) + 1, Args: c.Args, Ret: c.Ret, Strs: c.Strs, Unreturned: c.Unreturned(), Point: IsMark(p.Probes[c.Probe].Function, c.Flags&recording.CallPoint != 0)})
+		call := Call{Start: c.Start, End: c.End, TID: ls.of(c.Goroutine, c.TID), Probe: int(c.Probe), Site: int64(c.Site) + 1, Args: c.Args, Ret: c.Ret, Strs: c.Strs, Unreturned: c.Unreturned(), Point: IsMark(p.Probes[c.Probe].Function, c.Flags&recording.CallPoint != 0)}
+		if pr := p.Probes[c.Probe]; c.Goroutine != 0 && isGoSched(pr.Function) {
+			in.goSched(pr.Function, call, pr.Params, ls)
+			continue
+		}
+		in.Calls = append(in.Calls, call)
 	}
 	in.Goroutines = len(ls) > 0
+	in.nameLanes(ls)
 	in.SiteName = func(s int64) string {
 		i := s - 1
 		if i < 0 || int(i) >= len(p.Frames) {
@@ -84,9 +90,15 @@ func FromRecords(spec Spec, calls []recording.Call, probes []recording.Probe, of
 		if !ok {
 			continue
 		}
-		in.Calls = append(in.Calls, Call{Start: c.Start, End: c.End, TID: ls.of(c.Goroutine, c.TID), Probe: i, Site: int64(c.Site), Args: c.Args, Ret: c.Ret, Strs: c.Strs, Unreturned: c.Flags&recording.CallUnreturned != 0, Point: IsMark(in.Probes[i].Function, c.Flags&recording.CallPoint != 0)})
+		call := Call{Start: c.Start, End: c.End, TID: ls.of(c.Goroutine, c.TID), Probe: i, Site: int64(c.Site), Args: c.Args, Ret: c.Ret, Strs: c.Strs, Unreturned: c.Flags&recording.CallUnreturned != 0, Point: IsMark(in.Probes[i].Function, c.Flags&recording.CallPoint != 0)}
+		if pr := in.Probes[i]; c.Goroutine != 0 && isGoSched(pr.Function) {
+			in.goSched(pr.Function, call, pr.Params, ls)
+			continue
+		}
+		in.Calls = append(in.Calls, call)
 	}
 	in.Goroutines = len(ls) > 0
+	in.nameLanes(ls)
 	return in
 }
 
@@ -112,6 +124,26 @@ func (l lanes) of(g uint64, tid uint32) uint32 {
 		l[g] = id
 	}
 	return id
+}
+
+// goSched keeps a call of the Go scheduler's probes as a park or a
+// wake-up (Input.Go), not as a node of the tree.
+func (in *Input) goSched(fn string, c Call, params []string, ls lanes) {
+	if in.Go == nil {
+		in.Go = &GoSched{}
+	}
+	in.Go.add(fn, c.TID, c, params, ls)
+}
+
+// nameLanes records each goroutine lane's goroutine (Input.Go.Goids).
+func (in *Input) nameLanes(ls lanes) {
+	if in.Go == nil {
+		return
+	}
+	in.Go.Goids = map[uint32]uint64{}
+	for g, lane := range ls {
+		in.Go.Goids[lane] = g
+	}
 }
 
 func baseName(p string) string {

@@ -130,6 +130,9 @@ type Input struct {
 	// Goroutines: the calls are placed by goroutine, not by thread (a Go
 	// program's); the scheduler's states, by thread, do not apply to them.
 	Goroutines bool
+	// Go are the parks and wake-ups of a Go program's goroutines, from
+	// the probes on the runtime's scheduler (GoSchedFuncs); nil when none.
+	Go *GoSched
 	// Fallback: when the last round of probes saw fewer than 2 complete
 	// intervals (a run that ended just after refinement), report the
 	// round before it instead (a final report; a live round waits).

@@ -1,0 +1,130 @@
+package e2e
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"gonum.org/v1/gonum/stat"
+
+	"github.com/culprit-dev/culprit/internal/testutil"
+)
+
+// A Go net/http server on loopback (testdata/targets/gohandoff) hands
+// each request to a worker goroutine over a channel and waits in await
+// for its answer: what makes a request's latency vary is the worker's
+// work, on another goroutine that the kernel's wake-ups do not show (the
+// Go scheduler parks and readies goroutines on its threads). With --sched
+// culprit probes the Go scheduler, follows the hand-off from the waiting
+// goroutine to the worker, and reports "main.work (waker)" under
+// main.await at the share of the variance the program measures over the
+// same requests (within 5 points), the wait as lock time ended by the
+// worker, named by its goroutine id as the runtime's stack dump gives it.
+func TestVarianceGoHandoff(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := filepath.Join(t.TempDir(), "gohandoff")
+	build := exec.Command("go", "build", "-o", bin, "./testdata/targets/gohandoff")
+	build.Dir = testutil.Root()
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build gohandoff: %v\n%s", err, b)
+	}
+	out := rec(t)
+	const n = 1000
+	stdout := mustRun(t, "variance", "--sched", "--start", "main.handle", "--functions", "main.await,main.work",
+		"--rounds", "1", "--trap-budget", "0", "-o", out, "--", bin, strconv.Itoa(n))
+	var r struct {
+		varianceJSON
+		Ranked []struct {
+			Names        []string           `json:"names"`
+			Kind         string             `json:"kind"`
+			Contribution float64            `json:"contribution"`
+			Mean         float64            `json:"mean_ns"`
+			States       map[string]float64 `json:"states"`
+			Holders      map[string]float64 `json:"lock_holders"`
+		} `json:"ranked"`
+	}
+	if err := json.Unmarshal([]byte(mustRun(t, "variance", "-i", out, "--format", "json")), &r); err != nil {
+		t.Fatal(err)
+	}
+	var handle, work []float64
+	worker := ""
+	for _, l := range strings.Split(stdout, "\n") {
+		f := strings.Fields(l)
+		if len(f) == 3 && f[0] == "worker" && f[1] == "goroutine" {
+			worker = "goroutine " + f[2]
+		}
+		if len(f) != 4 || f[0] != "req" {
+			continue
+		}
+		h, err1 := strconv.ParseFloat(f[2], 64)
+		w, err2 := strconv.ParseFloat(f[3], 64)
+		if err1 != nil || err2 != nil {
+			t.Fatalf("bad line %q", l)
+		}
+		handle = append(handle, h)
+		work = append(work, w)
+	}
+	if worker == "" || len(handle) != n || r.Intervals+r.LostOut != n {
+		t.Fatalf("%d intervals (%d left out for lost calls), the program served %d requests (want %d); worker %q", r.Intervals, r.LostOut, len(handle), n, worker)
+	}
+	for _, w := range r.Warnings {
+		if strings.Contains(w, "scheduler states") {
+			t.Errorf("warning: %s", w)
+		}
+	}
+	share := stat.Covariance(work, handle, nil) / stat.Variance(handle, nil)
+	mean := stat.Mean(work, nil)
+	found := map[string]bool{}
+	for _, f := range r.Ranked {
+		if f.Kind != "variance" || len(f.Names) != 1 {
+			continue
+		}
+		switch f.Names[0] {
+		case "main.work (waker)":
+			found[f.Names[0]] = true
+			t.Logf("%d intervals: main.work (waker) %.1f%% of the variance, mean %.0f ns; the program's %.1f%%, %.0f ns", r.Intervals, 100*f.Contribution, f.Mean, 100*share, mean)
+			if math.Abs(f.Contribution-share) > 0.05 {
+				t.Errorf("main.work (waker)'s share %.3f, the program's %.3f", f.Contribution, share)
+			}
+			if f.Mean < 0.95*mean || f.Mean > 1.05*mean+20000 {
+				t.Errorf("main.work (waker)'s mean %.0f ns per interval, the program's %.0f ns", f.Mean, mean)
+			}
+		case "main.await":
+			found[f.Names[0]] = true
+			t.Logf("main.await: states %v, lock waits ended by %v", f.States, f.Holders)
+			// Most of await's time the worker holds the request: the wait
+			// is a lock wait (a wait on another goroutine) ended by the
+			// worker, whatever the runnable delays a busy machine adds.
+			var lock, all float64
+			for s, v := range f.States {
+				all += v
+				if s == "lock" {
+					lock = v
+				}
+			}
+			if lock < 0.5*all {
+				t.Errorf("main.await's lock time %.0f ns of %.0f", lock, all)
+			}
+			var most string
+			for h, v := range f.Holders {
+				if most == "" || v > f.Holders[most] {
+					most = h
+				}
+			}
+			if most != worker {
+				t.Errorf("main.await's lock waits ended most by %q, want the worker, %s (%v)", most, worker, f.Holders)
+			}
+		}
+	}
+	for _, fn := range []string{"main.work (waker)", "main.await"} {
+		if !found[fn] {
+			t.Errorf("%s is not a factor: %+v", fn, r.Ranked)
+		}
+	}
+}

@@ -299,7 +299,7 @@ func (r *refiner) refine(calls []recording.Call, probes []recording.Probe, off [
 			in.Spans = true
 		}
 	} else if in.Go != nil {
-		schedStates(&in, variance.GoTimeline(in.Go, in.Calls, r.goReasons))
+		schedStates(&in, goTimeline(in.Go, in.Calls, r.goReasons))
 		in.Spans = true
 	}
 	res, err := variance.Analyse(in)
@@ -504,7 +504,7 @@ func varianceOf(p *profile.Profile, path string, spec variance.Spec, k int, d fl
 				break
 			}
 		}
-		schedStates(&in, variance.GoTimeline(in.Go, in.Calls, reasons))
+		schedStates(&in, goTimeline(in.Go, in.Calls, reasons))
 	} else if in.Goroutines && (tl != nil || hasSched(p.Metas)) {
 		warn = "no scheduler states: they are the OS threads', and the calls of a Go program are placed by goroutine (record with --sched to probe the Go scheduler)"
 	} else if tl != nil {

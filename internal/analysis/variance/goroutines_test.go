@@ -3,67 +3,41 @@ package variance
 import (
 	"testing"
 
-	"github.com/culprit-dev/culprit/internal/analysis/sched"
+	"github.com/culprit-dev/culprit/internal/recording"
 )
 
-// A goroutine's timeline from its parks and the wake-ups that ended
-// them: blocked until the waker readied it, runnable until the park
-// returned; a park no wake-up ended (a timer's, the poller's) is blocked
-// throughout, in the state its reason names. The critical path of the
-// waiting goroutine goes through its waker.
-func TestGoTimeline(t *testing.T) {
-	ls := lanes{}
-	a, b := ls.of(7, 0), ls.of(9, 0) // a waits for b
-	reasons := []string{"", "chan receive", "sleep", "IO wait"}
-	g := &GoSched{}
-	params := []string{"c:p8:runtime.hchan *", "sg:p8:runtime.sudog *", "ep:p8:void *", "sg->g->goid:u8:uint64"}
-	// a parks on a channel at 100 until b sends at 150; a runs at 160.
-	g.add("runtime.gopark", a, Call{Start: 100, End: 160, Args: []uint64{0, 0, 1}}, nil, ls)
-	g.add("runtime.send", b, Call{Start: 150, End: 151, Args: []uint64{1, 2, 3, 7}}, params, ls)
-	// a sleeps from 200 to 260: no wake-up seen.
-	g.add("runtime.gopark", a, Call{Start: 200, End: 260, Args: []uint64{0, 0, 2}}, nil, ls)
-	// b waits for the network from 20 to 90.
-	g.add("runtime.gopark", b, Call{Start: 20, End: 90, Args: []uint64{0, 0, 3}}, nil, ls)
-	g.Goids = map[uint32]uint64{a: 7, b: 9}
-	calls := []Call{{Start: 50, End: 300, TID: a}, {Start: 10, End: 155, TID: b}}
-	tl := GoTimeline(g, calls, reasons)
-	want := []sched.Interval{
-		{From: 50, To: 100, State: sched.OnCPU},
-		{From: 100, To: 150, State: sched.Lock, Waker: b},
-		{From: 150, To: 160, State: sched.Runnable},
-		{From: 160, To: 200, State: sched.OnCPU},
-		{From: 200, To: 260, State: sched.Sleep},
-		{From: 260, To: 300, State: sched.OnCPU},
+// The calls of the Go scheduler's probes are parks and wake-ups, not
+// nodes of the tree: a park by the goroutine that made it, a wake-up from
+// that goroutine to the one whose id the probe read.
+func TestGoSchedCalls(t *testing.T) {
+	probes := []recording.Probe{
+		{ID: 1, Function: "main.handle"},
+		{ID: 2, Function: "runtime.gopark", Params: []string{"unlockf:p8:func()", "lock:p8:void *", "reason:u1:runtime.waitReason"}},
+		{ID: 3, Function: "runtime.send", Params: []string{"c:p8:runtime.hchan *", "sg:p8:runtime.sudog *", "ep:p8:void *", "sg->g->goid:u8:uint64"}},
+		{ID: 4, Function: "runtime.readyWithTime", Params: []string{"s:p8:runtime.sudog *", "traceskip:i8:int", "s->g->goid:u8:uint64"}},
 	}
-	th := tl.Thread(a)
-	if th == nil || th.Name != "goroutine 7" || len(th.Intervals) != len(want) {
-		t.Fatalf("goroutine a: %+v", th)
+	calls := []recording.Call{
+		{Start: 10, End: 300, Probe: 1, Goroutine: 7, TID: 100},
+		{Start: 100, End: 160, Probe: 2, Goroutine: 7, TID: 100, Args: []uint64{1, 2, 14}},
+		{Start: 150, End: 151, Probe: 3, Goroutine: 9, TID: 101, Args: []uint64{1, 2, 3, 7}},
+		{Start: 170, End: 171, Probe: 4, Goroutine: 9, TID: 101, Args: []uint64{1, 4, 0}}, // the read faulted
 	}
-	for i, w := range want {
-		got := th.Intervals[i]
-		if got.From != w.From || got.To != w.To || got.State != w.State || got.Waker != w.Waker {
-			t.Errorf("interval %d: %+v, want %+v", i, got, w)
-		}
+	in := FromRecords(Spec{Start: "main.handle", End: "main.handle"}, calls, probes, nil, nil)
+	if len(in.Calls) != 1 || in.Probes[in.Calls[0].Probe].Function != "main.handle" {
+		t.Fatalf("calls %+v", in.Calls)
 	}
-	if bt := tl.Thread(b); bt == nil || bt.Intervals[1].State != sched.IO || bt.Intervals[1].Waker != 0 {
-		t.Errorf("goroutine b: %+v", bt)
+	a := in.Calls[0].TID
+	if in.Go == nil || len(in.Go.Parks) != 1 || len(in.Go.Wakes) != 1 {
+		t.Fatalf("go %+v", in.Go)
 	}
-	// a's wait from 100 to 150 is b's time on the path.
-	path := tl.CriticalPath(90, sched.Point{TID: a, Time: 170}, nil)
-	var onB uint64
-	for _, s := range path {
-		if s.TID == b {
-			onB += s.Duration()
-			if s.For != a || s.Wait != sched.Lock {
-				t.Errorf("b's segment %+v does not stand for a's lock wait", s)
-			}
-		}
+	if p := in.Go.Parks[0]; p.Lane != a || p.Start != 100 || p.End != 160 || p.Reason != 14 {
+		t.Errorf("park %+v", p)
 	}
-	if onB != 50 {
-		t.Errorf("b's time on a's path %d, want 50: %+v", onB, path)
+	w := in.Go.Wakes[0]
+	if w.Wakee != a || w.Waker == a || w.Waker&GoroutineLane == 0 || w.Time != 150 {
+		t.Errorf("wake %+v", w)
 	}
-	// Unknown reasons (no table) are lock waits.
-	if GoState(2, nil) != sched.Lock || GoState(2, reasons) != sched.Sleep {
-		t.Error("GoState")
+	if in.Go.Goids[a] != 7 || in.Go.Goids[w.Waker] != 9 {
+		t.Errorf("goids %v", in.Go.Goids)
 	}
 }

@@ -128,3 +128,91 @@ func TestVarianceGoHandoff(t *testing.T) {
 		}
 	}
 }
+
+// The same server's mutex mode: each request takes a sync.Mutex in
+// main.lockedUpdate that a holder goroutine keeps taking to run
+// main.holdBig. The Go runtime's semaphore release readies the waiting
+// request, so the waits are ended by the holder's goroutine (by its id)
+// and the holder's main.holdBig, on the wait's critical path, is a
+// factor "main.holdBig (waker)" under main.lockedUpdate, found without
+// the kernel seeing any wake-up between them.
+func TestVarianceGoMutexHandoff(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := filepath.Join(t.TempDir(), "gohandoff")
+	build := exec.Command("go", "build", "-o", bin, "./testdata/targets/gohandoff")
+	build.Dir = testutil.Root()
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if b, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build gohandoff: %v\n%s", err, b)
+	}
+	out := rec(t)
+	const n = 1000
+	stdout := mustRun(t, "variance", "--sched", "--start", "main.handleMutex", "--functions", "main.lockedUpdate,main.holdBig",
+		"--rounds", "1", "--trap-budget", "0", "-o", out, "--", bin, strconv.Itoa(n), "mutex")
+	holder := ""
+	reqs := 0
+	for _, l := range strings.Split(stdout, "\n") {
+		f := strings.Fields(l)
+		if len(f) == 3 && f[0] == "holder" && f[1] == "goroutine" {
+			holder = "goroutine " + f[2]
+		}
+		if len(f) == 4 && f[0] == "req" {
+			reqs++
+		}
+	}
+	var r struct {
+		varianceJSON
+		Ranked []struct {
+			Names        []string           `json:"names"`
+			Kind         string             `json:"kind"`
+			Contribution float64            `json:"contribution"`
+			Mean         float64            `json:"mean_ns"`
+			Holders      map[string]float64 `json:"lock_holders"`
+			Sites        []struct {
+				Path string `json:"path"`
+			} `json:"sites"`
+		} `json:"ranked"`
+	}
+	if err := json.Unmarshal([]byte(mustRun(t, "variance", "-i", out, "--format", "json")), &r); err != nil {
+		t.Fatal(err)
+	}
+	if holder == "" || reqs != n || r.Intervals+r.LostOut != n {
+		t.Fatalf("%d intervals (%d left out for lost calls), the program served %d requests (want %d); holder %q", r.Intervals, r.LostOut, reqs, n, holder)
+	}
+	found := map[string]bool{}
+	for _, f := range r.Ranked {
+		if f.Kind != "variance" || len(f.Names) != 1 {
+			continue
+		}
+		switch f.Names[0] {
+		case "main.holdBig (waker)":
+			found[f.Names[0]] = true
+			t.Logf("main.holdBig (waker): %.1f%% of the variance, mean %.0f ns, at %v", 100*f.Contribution, f.Mean, f.Sites)
+			if f.Mean <= 0 || f.Contribution <= 0 {
+				t.Errorf("main.holdBig (waker): share %.3f, mean %.0f ns", f.Contribution, f.Mean)
+			}
+			for _, s := range f.Sites {
+				if !strings.Contains(s.Path, "main.lockedUpdate") {
+					t.Errorf("main.holdBig (waker) at %q, not under main.lockedUpdate", s.Path)
+				}
+			}
+		case "main.lockedUpdate":
+			found[f.Names[0]] = true
+			t.Logf("main.lockedUpdate: lock waits ended by %v", f.Holders)
+			var most string
+			for h, v := range f.Holders {
+				if most == "" || v > f.Holders[most] {
+					most = h
+				}
+			}
+			if most != holder {
+				t.Errorf("main.lockedUpdate's lock waits ended most by %q, want the holder, %s (%v)", most, holder, f.Holders)
+			}
+		}
+	}
+	for _, fn := range []string{"main.holdBig (waker)", "main.lockedUpdate"} {
+		if !found[fn] {
+			t.Errorf("%s is not a factor: %+v", fn, r.Ranked)
+		}
+	}
+}

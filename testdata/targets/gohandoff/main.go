@@ -1,14 +1,20 @@
 // gohandoff is a net/http server whose handler hands each request to a
 // single worker goroutine over a channel and waits for its answer on
-// another (in await): the latency of a request is mostly the worker's,
-// on another goroutine. It listens on loopback and sends itself N requests, one
-// after another, from a client in the same process. The worker's work
-// spins 2 ms for one request in four and 100 µs for the others. The
-// handler times each request and the worker each job, over the spans the
-// probes time, and the program prints "req ID HANDLE_NS WORK_NS" for
-// each and "worker goroutine GOID", the worker's id as the runtime's
-// stack dump names it.
-// Usage: gohandoff N
+// another (in await): the latency of a request is mostly the worker's, on
+// another goroutine. It listens on loopback and sends itself N requests,
+// one after another, from a client in the same process; the HTTP handler,
+// serve, runs each in handle. The worker's work spins 2 ms for one
+// request in four and 100 µs for the others. The program times each
+// handle and each work over the spans the probes time (from just before
+// the call to the function's last statement) and prints "req ID HANDLE_NS
+// WORK_NS" for each request and "worker goroutine GOID", the worker's id
+// as the runtime's stack dump names it.
+//
+// With "mutex", handleMutex instead takes a sync.Mutex in lockedUpdate
+// that a holder goroutine keeps taking to run holdBig (2 ms one time in
+// four, 200 µs the others) and releasing for 300 µs: a request's wait is
+// the holder's, and the program prints "holder goroutine GOID".
+// Usage: gohandoff N [chan|mutex]
 package main
 
 import (
@@ -20,14 +26,15 @@ import (
 	"os"
 	"runtime"
 	"strconv"
+	"sync"
 	"time"
 )
 
 type job struct {
-	id     int
-	t0     time.Time
-	done   chan struct{}
-	workNS time.Duration
+	id               int
+	t0               time.Time
+	done             chan struct{}
+	handleNS, workNS time.Duration
 }
 
 var jobs = make(chan *job)
@@ -78,21 +85,88 @@ var out = make(chan string, 1024)
 //go:noinline
 func await(j *job) { <-j.done }
 
+var (
+	mu    sync.Mutex
+	holds int
+)
+
 //go:noinline
-func handle(w http.ResponseWriter, r *http.Request) {
-	t0 := time.Now()
+func holdBig() {
+	holds++
+	if holds%4 == 0 {
+		spin(2 * time.Millisecond)
+	} else {
+		spin(200 * time.Microsecond)
+	}
+}
+
+// holder takes the lock in turns with the requests until stop closes.
+func holder(stop chan struct{}) {
+	fmt.Printf("holder goroutine %d\n", goid())
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		mu.Lock()
+		holdBig()
+		mu.Unlock()
+		spin(300 * time.Microsecond)
+	}
+}
+
+//go:noinline
+func lockedUpdate() {
+	mu.Lock()
+	spin(20 * time.Microsecond)
+	mu.Unlock()
+}
+
+//go:noinline
+func handleMutex(j *job) {
+	lockedUpdate()
+	j.handleNS = time.Since(j.t0)
+}
+
+// serveMutex is the HTTP handler of the mutex mode.
+func serveMutex(w http.ResponseWriter, r *http.Request) {
 	id, _ := strconv.Atoi(r.URL.Query().Get("id"))
-	j := &job{id: id, t0: t0, done: make(chan struct{})}
+	j := &job{id: id}
+	j.t0 = time.Now()
+	handleMutex(j)
+	io.WriteString(w, "ok\n")
+	out <- fmt.Sprintf("req %d %d 0", id, j.handleNS.Nanoseconds())
+}
+
+// handle is the request's interval: it hands the job to the worker and
+// waits; its last statement times it from just before the call.
+//
+//go:noinline
+func handle(j *job) {
 	jobs <- j
 	await(j)
+	j.handleNS = time.Since(j.t0)
+}
+
+// serve is the HTTP handler: the request's job, handle, the answer.
+func serve(w http.ResponseWriter, r *http.Request) {
+	id, _ := strconv.Atoi(r.URL.Query().Get("id"))
+	j := &job{id: id, done: make(chan struct{})}
+	j.t0 = time.Now()
+	handle(j)
 	io.WriteString(w, "ok\n")
-	out <- fmt.Sprintf("req %d %d %d", id, time.Since(t0).Nanoseconds(), j.workNS.Nanoseconds())
+	out <- fmt.Sprintf("req %d %d %d", id, j.handleNS.Nanoseconds(), j.workNS.Nanoseconds())
 }
 
 func main() {
-	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: gohandoff N")
+	if len(os.Args) < 2 || len(os.Args) > 3 || len(os.Args) == 3 && os.Args[2] != "chan" && os.Args[2] != "mutex" {
+		fmt.Fprintln(os.Stderr, "usage: gohandoff N [chan|mutex]")
 		os.Exit(2)
+	}
+	mode := "chan"
+	if len(os.Args) == 3 {
+		mode = os.Args[2]
 	}
 	n, err := strconv.Atoi(os.Args[1])
 	if err != nil || n < 2 {
@@ -104,8 +178,15 @@ func main() {
 		fmt.Fprintln(os.Stderr, "gohandoff:", err)
 		os.Exit(1)
 	}
-	go worker()
-	go http.Serve(ln, http.HandlerFunc(handle))
+	handler := http.HandlerFunc(serve)
+	stop := make(chan struct{})
+	if mode == "mutex" {
+		handler = serveMutex
+		go holder(stop)
+	} else {
+		go worker()
+	}
+	go http.Serve(ln, handler)
 	done := make(chan struct{})
 	go func() {
 		for s := range out {
@@ -123,6 +204,7 @@ func main() {
 		io.Copy(io.Discard, resp.Body)
 		resp.Body.Close()
 	}
+	close(stop)
 	close(out)
 	<-done
 }

@@ -372,8 +372,9 @@ type Call struct {
 	// ChildOff the part of Off inside the traced calls it made (Child).
 	Off, ChildOff uint64
 	// Goroutine (format 1.10) is, for a call of a Go program, the
-	// goroutine that made it (the address of its runtime g, unique among
-	// the goroutines alive at once): TID is the thread it returned on,
+	// goroutine that made it (its goid; without DWARF to find the goid
+	// in, the address of its runtime g, unique among the goroutines alive
+	// at once): TID is the thread it returned on,
 	// and a goroutine that blocks can move between threads. 0 otherwise.
 	Goroutine uint64
 }

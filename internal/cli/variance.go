@@ -159,7 +159,7 @@ from VProfiler: docs/variance.md.`,
 				names = append(names, funcs...)
 			} else {
 				for _, f := range append(append(slices.Clone(cg[spec.Start]), cg[spec.End]...), cg[spec.Attach]...) {
-					if tracer.Traceable(f) {
+					if probeable(f) {
 						names = append(names, f)
 					}
 				}
@@ -340,7 +340,7 @@ func (r *refiner) refine(calls []recording.Call, probes []recording.Probe, off [
 		// tree, chosen or not as its factors are).
 		var cands []wakerShare
 		for _, w := range live.wakers(res) {
-			if slices.Contains(r.wakers, w.fn) || probed[w.fn] && ret[w.fn] || !probed[w.fn] && !tracer.Traceable(w.fn) {
+			if slices.Contains(r.wakers, w.fn) || probed[w.fn] && ret[w.fn] || !probed[w.fn] && !probeable(w.fn) {
 				continue
 			}
 			cands = append(cands, w)
@@ -354,7 +354,7 @@ func (r *refiner) refine(calls []recording.Call, probes []recording.Probe, off [
 				// at once rather than it first.
 				wk = r.open(f, probed, wk)
 			case !probed[f] && !r.opened[f]:
-				if tracer.Traceable(f) {
+				if probeable(f) {
 					wk = append(wk, f)
 				}
 			case !ret[f] && !r.opened[f]:
@@ -374,7 +374,7 @@ func (r *refiner) refine(calls []recording.Call, probes []recording.Probe, off [
 		}
 		var kids []string
 		for _, c := range r.cg[fn] {
-			if !probed[c] && tracer.Traceable(c) {
+			if !probed[c] && probeable(c) {
 				kids = append(kids, c)
 			}
 		}
@@ -417,7 +417,7 @@ func (r *refiner) open(f string, probed map[string]bool, wk []string) []string {
 	}
 	r.opened[f] = true
 	for _, c := range r.cg[f] {
-		if !probed[c] && tracer.Traceable(c) {
+		if !probed[c] && probeable(c) {
 			wk = append(wk, c)
 		}
 	}

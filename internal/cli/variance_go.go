@@ -7,6 +7,7 @@ import (
 
 	"github.com/culprit-dev/culprit/internal/analysis/sched"
 	"github.com/culprit-dev/culprit/internal/analysis/variance"
+	"github.com/culprit-dev/culprit/internal/tracer"
 )
 
 // goState is the state a goroutine parked for reason is in: "sleep" for
@@ -110,4 +111,13 @@ func compare(a, b uint64) int {
 		return 1
 	}
 	return 0
+}
+
+// probeable reports whether refinement may propose f, a callee in the
+// static call graph: tracer.Traceable, and not the Go runtime's
+// morestack functions, which every Go function calls from its
+// stack-check prologue and which go back to the function's start instead
+// of returning (nothing to time; the tracer refuses them).
+func probeable(f string) bool {
+	return tracer.Traceable(f) && !strings.HasPrefix(f, "runtime.morestack")
 }

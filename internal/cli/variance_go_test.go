@@ -66,3 +66,13 @@ func TestGoTimeline(t *testing.T) {
 		t.Error("goState")
 	}
 }
+
+// Refinement never proposes Go's stack-growth functions, which every Go
+// function calls from its prologue and which do not return.
+func TestProbeable(t *testing.T) {
+	for f, want := range map[string]bool{"main.work": true, "runtime.morestack_noctxt.abi0": false, "runtime.morestack.abi0": false, "runtime.chansend1": true, "_start": false} {
+		if probeable(f) != want {
+			t.Errorf("probeable(%q) = %v", f, !want)
+		}
+	}
+}

@@ -506,7 +506,7 @@ func varianceOf(p *profile.Profile, path string, spec variance.Spec, k int, d fl
 		}
 		schedStates(&in, goTimeline(in.Go, in.Calls, reasons))
 	} else if in.Goroutines && (tl != nil || hasSched(p.Metas)) {
-		warn = "no scheduler states: they are the OS threads', and the calls of a Go program are placed by goroutine (record with --sched to probe the Go scheduler)"
+		warn = "no scheduler states: they are the OS threads', and the calls of a Go program are placed by goroutine, and the recording has no probes on the Go scheduler (culprit variance --sched sets them)"
 	} else if tl != nil {
 		schedStates(&in, tl)
 	} else if hasSched(p.Metas) {

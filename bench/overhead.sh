@@ -20,7 +20,8 @@
 # given arguments (commas for spaces), to measure one option's cost paired
 # with the default: CONFIGS="culprit-fp culprit-fp,--stack-size,0".
 # CPUTIME=1 measures the workload's own CPU time (user + system, from
-# /usr/bin/time, to 10 ms) instead of the wall time: what each sample's
+# its rusage at wait4, to the microsecond: bench/cputime; /usr/bin/time
+# gives 10 ms ticks) instead of the wall time: what each sample's
 # interrupt costs the sampled thread is charged to it (this kernel has no
 # separate IRQ time accounting), and CPU time moves much less than wall
 # time when other processes share the CPUs; the recorder's start and end,
@@ -32,6 +33,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 out=$root/bench/out
 mkdir -p "$out"
 CGO_ENABLED=0 go build -o "$out/culprit" "$root/cmd/culprit"
+[[ -z ${CPUTIME:-} ]] || (cd "$root" && CGO_ENABLED=0 go build -o "$out/cputime" ./bench/cputime)
 case ${TARGET:-hier} in
 hier)
 	gcc -O2 -g -fno-omit-frame-pointer -o "$out/hier" "$root/testdata/targets/hier.c"
@@ -74,8 +76,8 @@ load0=$(cut -d" " -f1-3 /proc/loadavg)
 for ((i = 0; i < runs; i++)); do
 	for name in "${order[@]}"; do
 		if [[ -n ${CPUTIME:-} ]]; then
-			${cmds[$name]} /usr/bin/time -o "$out/overhead.cpu" -f "%U %S" "${work[@]}" >/dev/null 2>&1
-			times[$name]+="$(awk '{print $1 + $2}' "$out/overhead.cpu") "
+			${cmds[$name]} "$out/cputime" "$out/overhead.cpu" "${work[@]}" >/dev/null 2>&1
+			times[$name]+="$(cat "$out/overhead.cpu") "
 			continue
 		fi
 		t0=$(date +%s.%N)

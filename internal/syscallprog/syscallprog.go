@@ -10,8 +10,10 @@
 // each thread keeps, in task storage, whether its process is traced, with
 // the follow set's generation it found that under (follow.Set.GenFD), so
 // that a hook costs a task storage lookup and an array read, not a hash
-// lookup on the thread group, until the set changes. For traced threads the system call
-// program walks the user call chain once per call, at the entry, and keeps
+// lookup on the thread group, until the set changes. Kernels without task
+// storage (before 5.11; HaveTaskStorage) keep the same state in an LRU hash
+// keyed by thread id, one hash lookup per hook. For traced threads the
+// system call program walks the user call chain once per call, at the entry, and keeps
 // it as an id in a stack map (bpf_get_stackid: a stack seen before is not
 // stored again), with the registers and the top of the stack that the
 // fp-mode CFI repair of the first frames reads; the kernel chain there is
@@ -61,6 +63,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
+	"github.com/cilium/ebpf/features"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 	"golang.org/x/sys/unix"
@@ -159,6 +162,9 @@ type Options struct {
 	LimitBurst int
 
 	stackEntries int // the stack map's buckets (16384 when 0); tests make it small
+	// threadHash keeps the per-thread state in the hash map keyed by
+	// thread id, as on kernels without task storage; tests force it.
+	threadHash bool
 }
 
 // Event is one record of the program: a system call's entry (with its
@@ -188,7 +194,8 @@ type Tracer struct {
 	follow                            *follow.Set
 	ownFollow                         bool // made by New, closed by Close
 	stacks, spill, ring, lost, kcache *ebpf.Map
-	thr                               *ebpf.Map // task storage: per thread, whether traced and Options.Limit's state
+	thr                               *ebpf.Map // per thread, whether traced and Options.Limit's state
+	threadHash                        bool      // thr is an LRU hash keyed by thread id, not task storage
 	skipped                           uint64    // Σ Event.Skipped of the entries drained
 	progs                             []*ebpf.Program
 	links                             []link.Link
@@ -247,14 +254,24 @@ func New(o Options) (*Tracer, error) {
 	if t.kcache, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_sckst", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 4}); err != nil {
 		return fail(err)
 	}
-	// Task storage needs BTF for its key and value; the kernel frees a
-	// thread's value with the thread.
-	if t.thr, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_scthr", Type: ebpf.TaskStorage, KeySize: 4, ValueSize: stateSize,
-		Flags: unix.BPF_F_NO_PREALLOC, Key: &btf.Int{Name: "int", Size: 4, Encoding: btf.Signed},
-		Value: &btf.Array{Type: &btf.Int{Name: "u64", Size: 8}, Index: &btf.Int{Name: "u32", Size: 4}, Nelems: stateSize / 8}}); err != nil {
+	t.threadHash = o.threadHash || !HaveTaskStorage()
+	if t.threadHash {
+		// Before task storage (Linux 5.11): an LRU hash keyed by thread
+		// id, whose values name the thread (pid_tgid) so that a thread
+		// that takes a dead one's id does not take its state; threads
+		// that exited make room for new ones.
+		t.thr, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_scthr", Type: ebpf.LRUHash, KeySize: 4, ValueSize: stateSize, MaxEntries: 1 << 16})
+	} else {
+		// Task storage needs BTF for its key and value; the kernel frees
+		// a thread's value with the thread.
+		t.thr, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_scthr", Type: ebpf.TaskStorage, KeySize: 4, ValueSize: stateSize,
+			Flags: unix.BPF_F_NO_PREALLOC, Key: &btf.Int{Name: "int", Size: 4, Encoding: btf.Signed},
+			Value: &btf.Array{Type: &btf.Int{Name: "u64", Size: 8}, Index: &btf.Int{Name: "u32", Size: 4}, Nelems: stateSize / 8}})
+	}
+	if err != nil {
 		return fail(err)
 	}
-	m := fds{tgids: t.follow.FD(), gen: t.follow.GenFD(), thr: t.thr.FD(), stacks: t.stacks.FD(), spill: t.spill.FD(), ring: t.ring.FD(), lost: t.lost.FD(), kcache: t.kcache.FD()}
+	m := fds{tgids: t.follow.FD(), gen: t.follow.GenFD(), thr: t.thr.FD(), threadHash: t.threadHash, stacks: t.stacks.FD(), spill: t.spill.FD(), ring: t.ring.FD(), lost: t.lost.FD(), kcache: t.kcache.FD()}
 	if o.Limit > 0 && o.Syscalls {
 		m.limited = true
 		m.every = int32(min(1e9/int64(o.Limit), 1e9))
@@ -293,6 +310,14 @@ func New(o Options) (*Tracer, error) {
 }
 
 func explain(err error) error { return bpfasm.LoadError("system call", err) }
+
+// HaveTaskStorage reports whether the kernel has task storage maps that
+// raw tracepoint programs may use (Linux 5.11): without, the per-thread
+// state is kept in a hash map keyed by thread id, a lookup more per hook.
+func HaveTaskStorage() bool {
+	return features.HaveMapType(ebpf.TaskStorage) == nil &&
+		features.HaveProgramHelper(ebpf.RawTracepoint, asm.FnTaskStorageGet) == nil
+}
 
 // Add traces a thread group (a process) and the processes it forks.
 func (t *Tracer) Add(tgid uint32) error {
@@ -584,6 +609,7 @@ func (t *Tracer) Close() {
 
 type fds struct {
 	tgids, gen, thr, stacks, spill, ring, lost, kcache int
+	threadHash                                         bool // thr is a hash keyed by thread id (Tracer.threadHash)
 	// limited: Options.Limit is set; a thread may record one call every
 	// `every` ns, with `burst` ns of credit.
 	limited      bool
@@ -599,8 +625,11 @@ const (
 	stRecorded = 32 // u64: 1 when the thread's last call was recorded
 	// thCall is 1 + the thread's last system call, with callInside while the
 	// thread is inside it (from its entry to its exit); 0: none since traced.
-	thCall    = 40
-	stateSize = 48
+	thCall = 40
+	// thPT is the thread's pid_tgid, in the hash map keyed by thread id
+	// (Options.threadHash): a value of another pid_tgid is a dead thread's.
+	thPT      = 48
+	stateSize = 56
 
 	callInside = 1 << 63
 )
@@ -762,16 +791,22 @@ func traced(b *bpfasm.Builder, m fds, create bool) {
 		asm.FnGetCurrentPidTgid.Call(),
 		asm.Mov.Reg(rPT, asm.R0),
 		storeImm64(asm.RFP, thrSlot, 0),
-		asm.FnGetCurrentTaskBtf.Call(),
-		asm.Mov.Reg(asm.R2, asm.R0),
-		asm.LoadMapPtr(asm.R1, m.thr),
-		asm.Mov.Imm(asm.R3, 0),
-		asm.Mov.Imm(asm.R4, flags),
-		asm.FnTaskStorageGet.Call(),
-		asm.JEq.Imm(asm.R0, 0, "tr_ask"),
-		asm.StoreMem(asm.RFP, thrSlot, asm.R0, asm.DWord),
-		asm.StoreImm(asm.RFP, -8, 0, asm.Word),
 	)
+	if m.threadHash {
+		threadHashState(b, m, create)
+	} else {
+		b.Emit(
+			asm.FnGetCurrentTaskBtf.Call(),
+			asm.Mov.Reg(asm.R2, asm.R0),
+			asm.LoadMapPtr(asm.R1, m.thr),
+			asm.Mov.Imm(asm.R3, 0),
+			asm.Mov.Imm(asm.R4, flags),
+			asm.FnTaskStorageGet.Call(),
+			asm.JEq.Imm(asm.R0, 0, "tr_ask"),
+			asm.StoreMem(asm.RFP, thrSlot, asm.R0, asm.DWord),
+		)
+	}
+	b.Emit(asm.StoreImm(asm.RFP, -8, 0, asm.Word))
 	b.Lookup(m.gen, -8)
 	b.Emit(
 		asm.JEq.Imm(asm.R0, 0, "tr_ask"),
@@ -809,6 +844,34 @@ func traced(b *bpfasm.Builder, m fds, create bool) {
 		asm.Return(),
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("traced"),
 	)
+}
+
+// threadHashState emits, with the state in a hash keyed by thread id: the
+// current thread's value at thrSlot, made (zero but for its pid_tgid) when
+// missing or a dead thread's and create, else a jump to tr_ask.
+func threadHashState(b *bpfasm.Builder, m fds, create bool) {
+	const valSlot = -160 // stateSize bytes for a new value
+	// The key: the thread id.
+	b.Emit(asm.StoreMem(asm.RFP, -8, rPT, asm.Word))
+	b.Lookup(m.thr, -8)
+	b.Emit(
+		asm.JEq.Imm(asm.R0, 0, "th_new"),
+		asm.LoadMem(asm.R1, asm.R0, thPT, asm.DWord),
+		asm.JEq.Reg(asm.R1, rPT, "th_have"),
+	)
+	have := asm.StoreMem(asm.RFP, thrSlot, asm.R0, asm.DWord).WithSymbol("th_have")
+	if !create {
+		b.Emit(asm.Ja.Label("tr_ask").WithSymbol("th_new"), have)
+		return
+	}
+	b.Mark("th_new")
+	for off := int16(0); off < stateSize; off += 8 {
+		b.Emit(storeImm64(asm.RFP, valSlot+off, 0))
+	}
+	b.Emit(asm.StoreMem(asm.RFP, valSlot+thPT, rPT, asm.DWord))
+	b.Update(m.thr, -8, valSlot, 0)
+	b.Lookup(m.thr, -8)
+	b.Emit(asm.JEq.Imm(asm.R0, 0, "tr_ask"), have)
 }
 
 // sizeSlot is the stack slot holding the size of a record with a stack

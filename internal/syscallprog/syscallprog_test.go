@@ -7,18 +7,58 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 
 	"github.com/culprit-dev/culprit/internal/testutil"
 )
+
+// threadStates runs f with the per-thread state in task storage (the
+// kernel must have it) and in the hash keyed by thread id that kernels
+// without it use.
+func threadStates(t *testing.T, f func(t *testing.T, hash bool)) {
+	t.Run("task-storage", func(t *testing.T) {
+		testutil.Need(t, HaveTaskStorage(), "task storage for raw tracepoint programs (Linux 5.11)")
+		f(t, false)
+	})
+	t.Run("thread-hash", func(t *testing.T) { f(t, true) })
+}
+
+// TestUsesTaskStorage: New keeps the per-thread state in task storage
+// where the kernel has it, in the hash where it does not, or when asked.
+func TestUsesTaskStorage(t *testing.T) {
+	testutil.NeedRoot(t)
+	for _, force := range []bool{false, true} {
+		tr, err := New(Options{Syscalls: true, threadHash: force})
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := force || !HaveTaskStorage()
+		if tr.threadHash != want {
+			t.Errorf("asked for the hash: %v; task storage: %v; the hash used: %v", force, HaveTaskStorage(), tr.threadHash)
+		}
+		info, err := tr.thr.Info()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want != (info.Type == ebpf.LRUHash) {
+			t.Errorf("the hash used: %v, the state's map is a %v", want, info.Type)
+		}
+		tr.Close()
+	}
+}
 
 // TestRecordsOwnSystemCalls traces this process, makes a known number of
 // getppid calls on one thread and checks each has an entry with its user
 // call chain and an exit, paired by thread.
 func TestRecordsOwnSystemCalls(t *testing.T) {
 	testutil.NeedRoot(t)
+	threadStates(t, recordOwnSystemCalls)
+}
+
+func recordOwnSystemCalls(t *testing.T, hash bool) {
 	for _, kernel := range []bool{false, true} {
-		tr, err := New(Options{Syscalls: true, KernelStacks: kernel, StackBytes: 256, RingBytes: 1 << 20})
+		tr, err := New(Options{Syscalls: true, KernelStacks: kernel, StackBytes: 256, RingBytes: 1 << 20, threadHash: hash})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -128,13 +168,15 @@ func TestCopiesLessBeforeDropping(t *testing.T) {
 // walking the user chain again.
 func TestRecordsOwnSwitches(t *testing.T) {
 	testutil.NeedRoot(t)
-	for _, syscalls := range []bool{false, true} {
-		recordOwnSwitches(t, syscalls)
-	}
+	threadStates(t, func(t *testing.T, hash bool) {
+		for _, syscalls := range []bool{false, true} {
+			recordOwnSwitches(t, syscalls, hash)
+		}
+	})
 }
 
-func recordOwnSwitches(t *testing.T, syscalls bool) {
-	tr, err := New(Options{Switches: true, Syscalls: syscalls, StackBytes: 256, RingBytes: 1 << 20})
+func recordOwnSwitches(t *testing.T, syscalls, hash bool) {
+	tr, err := New(Options{Switches: true, Syscalls: syscalls, StackBytes: 256, RingBytes: 1 << 20, threadHash: hash})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -242,8 +284,12 @@ func TestTracingCodeCache(t *testing.T) {
 // (Unrecorded) add up to every call the thread made.
 func TestLimitCountsWhatItLeavesOut(t *testing.T) {
 	testutil.NeedRoot(t)
+	threadStates(t, limitCountsWhatItLeavesOut)
+}
+
+func limitCountsWhatItLeavesOut(t *testing.T, hash bool) {
 	const limit, burst, n = 100, 10, 2000
-	tr, err := New(Options{Syscalls: true, StackBytes: 256, RingBytes: 1 << 20, Limit: limit, LimitBurst: burst})
+	tr, err := New(Options{Syscalls: true, StackBytes: 256, RingBytes: 1 << 20, Limit: limit, LimitBurst: burst, threadHash: hash})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -317,8 +363,12 @@ func TestLimitCountsWhatItLeavesOut(t *testing.T) {
 // recorded without stacks (and counted) when not.
 func TestSwitchInUnrecordedCall(t *testing.T) {
 	testutil.NeedRoot(t)
+	threadStates(t, switchInUnrecordedCall)
+}
+
+func switchInUnrecordedCall(t *testing.T, hash bool) {
 	const burst = 6
-	tr, err := New(Options{Switches: true, Syscalls: true, StackBytes: 256, RingBytes: 1 << 20, Limit: 1, LimitBurst: burst})
+	tr, err := New(Options{Switches: true, Syscalls: true, StackBytes: 256, RingBytes: 1 << 20, Limit: 1, LimitBurst: burst, threadHash: hash})
 	if err != nil {
 		t.Fatal(err)
 	}

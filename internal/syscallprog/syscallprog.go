@@ -22,9 +22,11 @@
 // writes a record of a few words that the recorder pairs with its thread's
 // entry (a thread's user stack does not change during a system call). The
 // switch program records the leaving thread's two chains (the kernel one
-// is the blocking path, walked each time), its user registers and stack
-// copy (inside a system call it has the call's user chain instead, not
-// walked again). Records go to one BPF ring buffer shared by the CPUs,
+// is the blocking path, walked each time but inside a system call, where a
+// thread that blocks again in the same call from the same user chain, in
+// the same state and as deep below the call's entry reuses the chain it
+// walked the last time), its user registers and stack copy (inside a
+// system call it has the call's user chain instead, not walked again). Records go to one BPF ring buffer shared by the CPUs,
 // drained by the recorder; once the ring is more than half full, entries
 // and switches are written without their stack copy (counted: Reduced), so
 // that a recorder falling behind loses a few repaired frames before it
@@ -248,7 +250,7 @@ func New(o Options) (*Tracer, error) {
 	if t.ring, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_scring", Type: ebpf.RingBuf, MaxEntries: uint32(ringBytes)}); err != nil {
 		return fail(err)
 	}
-	if t.lost, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_sclost", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: 4}); err != nil {
+	if t.lost, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_sclost", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: 5}); err != nil {
 		return fail(err)
 	}
 	if t.kcache, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_sckst", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 4}); err != nil {
@@ -566,6 +568,10 @@ func readKallsyms() tracingCode {
 // (UserStack NoStack), their thread being over its budget.
 func (t *Tracer) SwitchesBare() uint64 { return t.count(slotBare) }
 
+// kernelWalks is the number of kernel chains walked at switches inside
+// calls that could have reused their thread's last one (inCallKernelStack).
+func (t *Tracer) kernelWalks() uint64 { return t.count(slotKWalks) }
+
 // Lost is the number of records the ring had no room for.
 func (t *Tracer) Lost() uint64 { return t.count(slotLost) }
 
@@ -628,8 +634,34 @@ const (
 	thCall = 40
 	// thPT is the thread's pid_tgid, in the hash map keyed by thread id
 	// (Options.threadHash): a value of another pid_tgid is a dead thread's.
-	thPT      = 48
-	stateSize = 56
+	thPT = 48
+	// thUStack is the user chain's id at the thread's last recorded entry.
+	thUStack = 56
+	// thECtx is where the system call entry program's context lay on the
+	// thread's kernel stack at its last call (the kernel moves the stack
+	// by a random offset at each call, the same for everything below the
+	// entry); thSCtx, the switch program's, written to be read back as a
+	// number.
+	thECtx = 64
+	thSCtx = 72
+	// thKChains is kChains kernel chains of the thread's switches inside
+	// recorded calls that walked them, the one of a call number nr at
+	// (nr % kChains) * kChainSize: its id (kcStack), and what it was
+	// walked under: the call (kcNr), its entry's user chain (kcUser), the
+	// switch's state (kcState, a record's Nr) and the depth of the kernel
+	// stack at the switch below the call's entry (kcDepth; 0: none).
+	thKChains = 80
+	stateSize = thKChains + kChains*kChainSize
+)
+
+const (
+	kChains    = 4 // a power of two
+	kChainSize = 40
+	kcNr       = 0
+	kcUser     = 8
+	kcState    = 16
+	kcDepth    = 24
+	kcStack    = 32
 
 	callInside = 1 << 63
 )
@@ -644,6 +676,7 @@ const (
 	slotReduced = 1
 	slotBare    = 2
 	slotSkipped = 3 // calls Options.Limit left out
+	slotKWalks  = 4 // kernel chains walked at switches inside calls that might reuse one
 )
 
 // skippedSlot is the stack slot holding the entry's Skipped count.
@@ -676,6 +709,7 @@ func limit(b *bpfasm.Builder, m fds) {
 		asm.LoadMem(rRegs, asm.RFP, thrSlot, asm.DWord),
 		asm.JEq.Imm(rRegs, 0, "lim_go"),
 		asm.FnKtimeGetNs.Call(),
+		asm.StoreMem(asm.RFP, timeSlot, asm.R0, asm.DWord),
 		asm.LoadMem(asm.R1, rRegs, stTAT, asm.DWord),
 		asm.Mov.Reg(asm.R2, asm.R0),
 		asm.Add.Imm(asm.R2, m.burst),
@@ -745,6 +779,7 @@ func budget(b *bpfasm.Builder, m fds, walk, bare string) {
 		asm.JNE.Imm(asm.R1, 0, "bud_in"),
 		asm.StoreMem(asm.RFP, -24, asm.R0, asm.DWord),
 		asm.FnKtimeGetNs.Call(),
+		asm.StoreMem(asm.RFP, timeSlot, asm.R0, asm.DWord),
 		asm.LoadMem(asm.R3, asm.RFP, -24, asm.DWord),
 		asm.LoadMem(asm.R1, asm.R3, stTAT, asm.DWord),
 		asm.Mov.Reg(asm.R2, asm.R0),
@@ -791,9 +826,10 @@ func traced(b *bpfasm.Builder, m fds, create bool) {
 		asm.FnGetCurrentPidTgid.Call(),
 		asm.Mov.Reg(rPT, asm.R0),
 		storeImm64(asm.RFP, thrSlot, 0),
+		storeImm64(asm.RFP, timeSlot, 0),
 	)
 	if m.threadHash {
-		threadHashState(b, m, create)
+		threadHashState(b, m)
 	} else {
 		b.Emit(
 			asm.FnGetCurrentTaskBtf.Call(),
@@ -838,41 +874,64 @@ func traced(b *bpfasm.Builder, m fds, create bool) {
 		asm.StoreMem(asm.RFP, -8, asm.R0, asm.Word),
 	)
 	b.Lookup(m.tgids, -8)
-	b.Emit(
-		asm.JNE.Imm(asm.R0, 0, "traced"),
-		asm.Mov.Imm(asm.R0, 0),
-		asm.Return(),
-		asm.Mov.Imm(asm.R0, 0).WithSymbol("traced"),
-	)
+	if m.threadHash && create {
+		b.Emit(
+			asm.JNE.Imm(asm.R0, 0, "tr_new"),
+			asm.Mov.Imm(asm.R0, 0),
+			asm.Return(),
+		)
+		b.Mark("tr_new")
+		threadHashNew(b, m)
+		b.Emit(asm.Ja.Label("traced"))
+	} else {
+		b.Emit(
+			asm.JNE.Imm(asm.R0, 0, "traced"),
+			asm.Mov.Imm(asm.R0, 0),
+			asm.Return(),
+		)
+	}
+	b.Mark("traced")
 }
 
 // threadHashState emits, with the state in a hash keyed by thread id: the
-// current thread's value at thrSlot, made (zero but for its pid_tgid) when
-// missing or a dead thread's and create, else a jump to tr_ask.
-func threadHashState(b *bpfasm.Builder, m fds, create bool) {
-	const valSlot = -160 // stateSize bytes for a new value
+// current thread's value at thrSlot, or a jump to tr_ask when there is
+// none (or a dead thread's).
+func threadHashState(b *bpfasm.Builder, m fds) {
 	// The key: the thread id.
 	b.Emit(asm.StoreMem(asm.RFP, -8, rPT, asm.Word))
 	b.Lookup(m.thr, -8)
 	b.Emit(
-		asm.JEq.Imm(asm.R0, 0, "th_new"),
+		asm.JEq.Imm(asm.R0, 0, "tr_ask"),
 		asm.LoadMem(asm.R1, asm.R0, thPT, asm.DWord),
-		asm.JEq.Reg(asm.R1, rPT, "th_have"),
+		asm.JNE.Reg(asm.R1, rPT, "tr_ask"),
+		asm.StoreMem(asm.RFP, thrSlot, asm.R0, asm.DWord),
 	)
-	have := asm.StoreMem(asm.RFP, thrSlot, asm.R0, asm.DWord).WithSymbol("th_have")
-	if !create {
-		b.Emit(asm.Ja.Label("tr_ask").WithSymbol("th_new"), have)
-		return
-	}
-	b.Mark("th_new")
+}
+
+// threadHashNew emits, with the state in a hash keyed by thread id, for a
+// thread of a traced process that has none: a new value at thrSlot, zero
+// but for its pid_tgid (the generation 0 is never the set's: the next
+// call asks the set again and keeps its answer). Threads of the other
+// processes get none, so that they do not push the traced ones' out of
+// the LRU map.
+func threadHashNew(b *bpfasm.Builder, m fds) {
+	const valSlot = -104 - stateSize // stateSize bytes for the value
 	for off := int16(0); off < stateSize; off += 8 {
 		b.Emit(storeImm64(asm.RFP, valSlot+off, 0))
 	}
-	b.Emit(asm.StoreMem(asm.RFP, valSlot+thPT, rPT, asm.DWord))
+	b.Emit(
+		asm.StoreMem(asm.RFP, valSlot+thPT, rPT, asm.DWord),
+		asm.StoreMem(asm.RFP, -8, rPT, asm.Word),
+	)
 	b.Update(m.thr, -8, valSlot, 0)
 	b.Lookup(m.thr, -8)
-	b.Emit(asm.JEq.Imm(asm.R0, 0, "tr_ask"), have)
+	b.Emit(asm.StoreMem(asm.RFP, thrSlot, asm.R0, asm.DWord))
 }
+
+// timeSlot is the stack slot holding the clock read that decided on the
+// record (the limit's or the switch budget's), which its reservation takes
+// as the record's time instead of reading the clock again; 0: none.
+const timeSlot = -96
 
 // sizeSlot is the stack slot holding the size of a record with a stack
 // copy (copySize).
@@ -922,8 +981,10 @@ func reserve(b *bpfasm.Builder, m fds, size int32, kind int64) {
 		asm.StoreMem(rRec, offPidTgid, rPT, asm.DWord),
 		asm.FnGetSmpProcessorId.Call(),
 		asm.StoreMem(rRec, offCPU, asm.R0, asm.Word),
+		asm.LoadMem(asm.R0, asm.RFP, timeSlot, asm.DWord),
+		asm.JNE.Imm(asm.R0, 0, out+"_t"),
 		asm.FnKtimeGetNs.Call(),
-		asm.StoreMem(rRec, offTime, asm.R0, asm.DWord),
+		asm.StoreMem(rRec, offTime, asm.R0, asm.DWord).WithSymbol(out+"_t"),
 	)
 }
 
@@ -969,6 +1030,7 @@ func enterProgram(m fds, kernel bool, copyBytes, ringBytes int) asm.Instructions
 		asm.LoadImm(asm.R3, math.MinInt64, asm.DWord), // the top bit: inside
 		asm.Or.Reg(asm.R2, asm.R3),
 		asm.StoreMem(asm.R1, thCall, asm.R2, asm.DWord),
+		asm.StoreMem(asm.R1, thECtx, rCtx, asm.DWord),
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("e_nostate"),
 	)
 	limit(&b, m)
@@ -982,8 +1044,14 @@ func enterProgram(m fds, kernel bool, copyBytes, ringBytes int) asm.Instructions
 		asm.LoadMem(asm.R1, rCtx, 8, asm.DWord),
 		asm.StoreMem(rRec, offNr, asm.R1, asm.DWord),
 	)
-	b.Emit()
 	stackID(&b, m, 1<<8, offUStack) // BPF_F_USER_STACK
+	b.Emit(
+		asm.LoadMem(asm.R1, asm.RFP, thrSlot, asm.DWord),
+		asm.JEq.Imm(asm.R1, 0, "e_nouser"),
+		asm.LoadMem(asm.R2, rRec, offUStack, asm.DWord),
+		asm.StoreMem(asm.R1, thUStack, asm.R2, asm.DWord),
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("e_nouser"),
+	)
 	kernelStack(&b, m, kernel, 0)
 	userRegs(&b, m, copyBytes, false)
 	submit(&b)
@@ -1109,7 +1177,7 @@ func switchProgram(m fds, copyBytes, ringBytes int, exitStateOff int32, inCall b
 			reserve(&b, m, hdrSize, kindSwitch)
 			switchNr(&b, exitStateOff)
 			if kernel {
-				switchKernelStack(&b, m)
+				inCallKernelStack(&b, m, slotNr)
 			} else {
 				b.Emit(asm.Mov.Imm(asm.R1, -1), asm.StoreMem(rRec, offKStack, asm.R1, asm.DWord))
 			}
@@ -1188,6 +1256,83 @@ func switchNr(b *bpfasm.Builder, exitStateOff int32) {
 // path, walked.
 func switchKernelStack(b *bpfasm.Builder, m fds) {
 	stackID(b, m, 0, offKStack)
+}
+
+// inCallKernelStack emits, for a switch inside a recorded call: the
+// record's kernel call chain, the blocking path, walked unless the
+// thread's last walked switch inside a call blocked the same way: the same
+// call (at slotNr) from the same user chain, the same state, not a
+// preemption, and as deep in the kernel stack below the call's entry (the
+// distance from the entry program's context to this one's): its id is
+// reused. A server blocks in the same call from the same place over and
+// over, and each walk of the kernel chain costs microseconds. Preemptions
+// (which an interrupt makes anywhere) are walked each time.
+func inCallKernelStack(b *bpfasm.Builder, m fds, slotNr int16) {
+	const depthSlot = -104
+	b.Emit(
+		asm.LoadMem(asm.R1, asm.RFP, thrSlot, asm.DWord),
+		asm.JEq.Imm(asm.R1, 0, "ks_walk"),
+		asm.LoadMem(asm.R2, rRec, offNr, asm.DWord),
+		asm.Mov.Reg(asm.R3, asm.R2),
+		asm.RSh.Imm(asm.R3, 32),
+		asm.JNE.Imm(asm.R3, 0, "ks_walk"),
+		// The depth, from the two contexts read back as numbers.
+		asm.StoreMem(asm.R1, thSCtx, rCtx, asm.DWord),
+		asm.LoadMem(asm.R4, asm.R1, thSCtx, asm.DWord),
+		asm.LoadMem(asm.R3, asm.R1, thECtx, asm.DWord),
+		asm.Sub.Reg(asm.R4, asm.R3),
+		asm.StoreMem(asm.RFP, depthSlot, asm.R4, asm.DWord),
+		// The call's slot: R5 = R1 + thKChains + (nr % kChains) * kChainSize.
+		asm.LoadMem(asm.R5, asm.RFP, slotNr, asm.DWord),
+		asm.And.Imm(asm.R5, kChains-1),
+		asm.Mul.Imm(asm.R5, kChainSize),
+		asm.Add.Reg(asm.R5, asm.R1),
+		asm.LoadMem(asm.R3, asm.R5, thKChains+kcDepth, asm.DWord),
+		asm.JNE.Reg(asm.R3, asm.R4, "ks_miss"),
+		asm.LoadMem(asm.R3, asm.R5, thKChains+kcState, asm.DWord),
+		asm.JNE.Reg(asm.R3, asm.R2, "ks_miss"),
+		asm.LoadMem(asm.R2, asm.RFP, slotNr, asm.DWord),
+		asm.LoadMem(asm.R3, asm.R5, thKChains+kcNr, asm.DWord),
+		asm.JNE.Reg(asm.R3, asm.R2, "ks_miss"),
+		asm.LoadMem(asm.R2, asm.R1, thUStack, asm.DWord),
+		asm.LoadMem(asm.R3, asm.R5, thKChains+kcUser, asm.DWord),
+		asm.JNE.Reg(asm.R3, asm.R2, "ks_miss"),
+		asm.LoadMem(asm.R2, asm.R5, thKChains+kcStack, asm.DWord),
+		asm.StoreMem(rRec, offKStack, asm.R2, asm.DWord),
+		asm.Ja.Label("ks_done"),
+	)
+	b.Emit(asm.StoreImm(asm.RFP, -8, slotKWalks, asm.Word).WithSymbol("ks_miss"))
+	b.Lookup(m.lost, -8)
+	b.Emit(
+		asm.JEq.Imm(asm.R0, 0, "ks_count"),
+		asm.Mov.Imm(asm.R1, 1),
+		asm.StoreXAdd(asm.R0, asm.R1, asm.DWord),
+	)
+	b.Mark("ks_count")
+	stackID(b, m, 0, offKStack)
+	b.Emit(
+		asm.JSLT.Imm(asm.R0, 0, "ks_done"),
+		asm.LoadMem(asm.R1, asm.RFP, thrSlot, asm.DWord),
+		asm.JEq.Imm(asm.R1, 0, "ks_done"),
+		asm.LoadMem(asm.R2, asm.R1, thUStack, asm.DWord),
+		// Found again, not kept: the verifier's bounds of the slot.
+		asm.LoadMem(asm.R5, asm.RFP, slotNr, asm.DWord),
+		asm.And.Imm(asm.R5, kChains-1),
+		asm.Mul.Imm(asm.R5, kChainSize),
+		asm.Add.Reg(asm.R1, asm.R5),
+		asm.StoreMem(asm.R1, thKChains+kcUser, asm.R2, asm.DWord),
+		asm.StoreMem(asm.R1, thKChains+kcStack, asm.R0, asm.DWord),
+		asm.LoadMem(asm.R2, rRec, offNr, asm.DWord),
+		asm.StoreMem(asm.R1, thKChains+kcState, asm.R2, asm.DWord),
+		asm.LoadMem(asm.R2, asm.RFP, slotNr, asm.DWord),
+		asm.StoreMem(asm.R1, thKChains+kcNr, asm.R2, asm.DWord),
+		asm.LoadMem(asm.R2, asm.RFP, depthSlot, asm.DWord),
+		asm.StoreMem(asm.R1, thKChains+kcDepth, asm.R2, asm.DWord),
+		asm.Ja.Label("ks_done"),
+	)
+	b.Mark("ks_walk")
+	stackID(b, m, 0, offKStack)
+	b.Mark("ks_done")
 }
 
 // spillBase is added to the id of a call chain kept in the spill map.

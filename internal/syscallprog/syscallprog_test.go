@@ -241,6 +241,86 @@ func recordOwnSwitches(t *testing.T, syscalls, hash bool) {
 	}
 }
 
+// TestKernelChainReused: a thread that blocks in the same call from the
+// same place over and over has its kernel chain walked about once, the
+// later switches reusing its id; blocking in another call, its switches
+// get that call's own chain, never the other's.
+func TestKernelChainReused(t *testing.T) {
+	testutil.NeedRoot(t)
+	threadStates(t, kernelChainReused)
+}
+
+func kernelChainReused(t *testing.T, hash bool) {
+	tr, err := New(Options{Switches: true, Syscalls: true, KernelStacks: true, RingBytes: 1 << 20, threadHash: hash})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	runtime.LockOSThread()
+	tid := uint32(unix.Gettid())
+	if err := tr.Add(uint32(os.Getpid())); err != nil {
+		t.Fatal(err)
+	}
+	const rounds, n = 2, 20
+	for r := 0; r < rounds; r++ {
+		for i := 0; i < n; i++ {
+			ts := unix.NsecToTimespec(int64(time.Millisecond))
+			_ = unix.Nanosleep(&ts, nil)
+		}
+		for i := 0; i < n; i++ {
+			tv := unix.NsecToTimeval(int64(time.Millisecond))
+			_, _ = unix.Select(0, nil, nil, nil, &tv)
+		}
+	}
+	tr.Remove(uint32(os.Getpid()))
+	runtime.UnlockOSThread()
+	chains := map[uint64]map[int64]int{} // call: kernel chain id: switches
+	others := uint64(0)                  // other threads' switches inside calls that could reuse a chain
+	err = tr.Drain(func(ev *Event) {
+		if !ev.Switch || ev.UserStack != InCall || ev.Nr>>32 != 0 {
+			return
+		}
+		if ev.TID != tid || SwitchState(ev.Nr) != 1 {
+			others++
+			return
+		}
+		if chains[ev.CallNr] == nil {
+			chains[ev.CallNr] = map[int64]int{}
+		}
+		chains[ev.CallNr][ev.KernStack]++
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sleeps, selects := chains[unix.SYS_NANOSLEEP], chains[unix.SYS_PSELECT6]
+	count := func(m map[int64]int) (n int) {
+		for id, k := range m {
+			if id < 0 || len(tr.KernelStack(id)) < 3 {
+				t.Errorf("%d switches asleep with kernel chain %d: %x", k, id, tr.KernelStack(id))
+			}
+			n += k
+		}
+		return n
+	}
+	if count(sleeps) < rounds*n || count(selects) < rounds*n {
+		t.Errorf("switches asleep in nanosleep %v, in select %v (chain id: switches): want %d in each", sleeps, selects, rounds*n)
+	}
+	for id := range sleeps {
+		if selects[id] > 0 {
+			t.Errorf("nanosleep and select share kernel chain %d: %x", id, tr.KernelStack(id))
+		}
+	}
+	// This thread walks each call's chain about once (a few more times
+	// if its slots are taken by other calls in between); the counts take
+	// in the runtime's other threads, which may walk at each switch.
+	if w := tr.kernelWalks(); w > others+rounds*n/2 {
+		t.Errorf("%d kernel chains walked for %d switches asleep in calls here and %d in other threads: want this thread's reused",
+			w, 2*rounds*n, others)
+	} else {
+		t.Logf("%d kernel chains walked for %d switches asleep in calls here and %d in other threads", w, 2*rounds*n, others)
+	}
+}
+
 func TestSwitchState(t *testing.T) {
 	for _, c := range []struct{ nr, want uint64 }{
 		{0, 0}, {1, 1}, {2, 2}, {1 << 32, 0x100}, {1<<32 | 1, 0x100},

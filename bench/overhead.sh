@@ -25,7 +25,9 @@
 # interrupt costs the sampled thread is charged to it (this kernel has no
 # separate IRQ time accounting), and CPU time moves much less than wall
 # time when other processes share the CPUs; the recorder's start and end,
-# and its own CPU time, are left out.
+# and its own CPU time, are left out of that figure and given in a column
+# of their own (the whole command's CPU time less the workload's: the
+# recorder's reading and writing, which runs on the other CPU).
 set -euo pipefail
 runs=${1:-7}
 freq=${2:-999}
@@ -71,13 +73,16 @@ if [[ -n ${CONFIGS:-} ]]; then
 		order+=("$c")
 	done
 fi
-declare -A times
+declare -A times own
 load0=$(cut -d" " -f1-3 /proc/loadavg)
 for ((i = 0; i < runs; i++)); do
 	for name in "${order[@]}"; do
 		if [[ -n ${CPUTIME:-} ]]; then
-			${cmds[$name]} "$out/cputime" "$out/overhead.cpu" "${work[@]}" >/dev/null 2>&1
+			# shellcheck disable=SC2086
+			"$out/cputime" "$out/overhead.all" ${cmds[$name]} "$out/cputime" "$out/overhead.cpu" "${work[@]}" >/dev/null 2>"$out/overhead.err" ||
+				{ echo "round $((i + 1)), $name failed:" >&2; tail -5 "$out/overhead.err" >&2; exit 1; }
 			times[$name]+="$(cat "$out/overhead.cpu") "
+			own[$name]+="$(awk -v w="$(cat "$out/overhead.cpu")" '{ printf "%.6f", $1 - w }' "$out/overhead.all") "
 			continue
 		fi
 		t0=$(date +%s.%N)
@@ -106,12 +111,14 @@ pairedci() {
 		printf "%+.2f%%..%+.2f%%", a[lo], a[hi] }'
 }
 base=$(echo "${times[bare]}" | median)
-printf "%-32s %10s %10s %12s  %s\n" config "median s" "vs bare" "paired" "paired 95% CI"
+printf "%-32s %10s %10s %12s  %-18s %s\n" config "median s" "vs bare" "paired" "paired 95% CI" "${CPUTIME:+recorder CPU s}"
 for name in "${order[@]}"; do
 	m=$(echo "${times[$name]}" | median)
 	ci=""
 	[[ $name == bare ]] || ci=$(pairedci "$name")
-	printf "%-32s %10.3f %+9.1f%% %+11.2f%%  %s\n" "$name" "$m" "$(echo "($m / $base - 1) * 100" | bc -l)" "$(paired "$name")" "$ci"
+	rec=""
+	[[ -z ${CPUTIME:-} ]] || rec=$(echo "${own[$name]}" | median)
+	printf "%-32s %10.3f %+9.1f%% %+11.2f%%  %-18s %s\n" "$name" "$m" "$(echo "($m / $base - 1) * 100" | bc -l)" "$(paired "$name")" "$ci" "$rec"
 done
 printf "\nfiles of the last run (bytes, samples, bytes per sample):\n"
 for f in culprit-fp.rec culprit-thread.rec culprit-values.rec culprit-dwarf.rec perf-fp.data perf-dwarf.data; do

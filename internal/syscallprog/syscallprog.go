@@ -12,7 +12,8 @@
 // that a hook costs a task storage lookup and an array read, not a hash
 // lookup on the thread group, until the set changes. Kernels without task
 // storage (before 5.11; HaveTaskStorage) keep the same state in an LRU hash
-// keyed by thread id, one hash lookup per hook. For traced threads the
+// keyed by thread id, for threads of traced processes only: a hash lookup
+// per hook for those, two for the others. For traced threads the
 // system call program walks the user call chain once per call, at the entry, and keeps
 // it as an id in a stack map (bpf_get_stackid: a stack seen before is not
 // stored again), with the registers and the top of the stack that the

@@ -64,6 +64,7 @@ calls), export --format chrome and diff. Patterns (#N sampling, --lib,
   culprit trace -f 'fib#100' --args -- ./fib 30
   culprit trace -f 'send_*' --args --read 'b->len' -- ./server
   culprit trace --lib libz.so.1:deflate -f main -- ./zip big.txt
+  culprit trace --usdt app:request_start:request_done -- ./server
   culprit trace -f 'handle_*' -p 1234 --duration 10s`,
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Tool = "culprit " + Version
@@ -115,7 +116,7 @@ calls), export --format chrome and diff. Patterns (#N sampling, --lib,
 				}
 			}
 			if len(o.Patterns) == 0 {
-				return usagef("nothing to trace: give -f PATTERN (a glob on symbol names, e.g. -f 'parse_*'), --lib LIB:PATTERN, --line FILE:LINE or --usdt PROVIDER:NAME")
+				return usagef("nothing to trace: give -f PATTERN (a glob on symbol names, e.g. -f 'parse_*'), --lib LIB:PATTERN, --line FILE:LINE or --usdt PROVIDER:NAME[:END]")
 			}
 			if o.TimedHz < 0 || o.TimedHz > 10000 {
 				return usagef("--timed-sampling takes a frequency from 1 to 10000 (Hz), or 0 for off")
@@ -229,8 +230,8 @@ calls), export --format chrome and diff. Patterns (#N sampling, --lib,
 	f := c.Flags()
 	f.SetInterspersed(false)
 	f.StringArrayVarP(&funcs, "func", "f", nil, "trace the functions of the program whose symbol names match this glob; PATTERN#N records the first and every N-th call; repeatable")
-	f.StringArrayVar(&lines, "line", nil, "record each time the program reaches a source line, FILE:LINE (from the DWARF line table; FILE may be a base name); repeatable")
-	f.StringArrayVar(&usdts, "usdt", nil, "record each hit of the program's USDT probe PROVIDER:NAME (sys/sdt.h; its semaphore is counted up while traced); repeatable")
+	f.StringArrayVar(&lines, "line", nil, "record each time the program reaches a source line, [LIB@]FILE:LINE (from the DWARF line table; FILE may be a base name; LIB@: in that shared library); repeatable")
+	f.StringArrayVar(&usdts, "usdt", nil, "record each hit of the USDT probe [LIB@]PROVIDER:NAME (sys/sdt.h; its semaphore is counted up while traced), or time the code between two as a call, [LIB@]PROVIDER:BEGIN:END; repeatable")
 	f.StringArrayVar(&libs, "lib", nil, "trace functions of a shared library: LIB:PATTERN[#N], LIB a path or a name such as libc.so.6 or libz; repeatable")
 	f.StringVar(&strategy, "strategy", "", "which functions of the program to trace besides -f (Perun's strategies): custom (only -f), all (every function symbol), userspace (all but the compiler's and C library's helpers: names starting __ or _ and a capital, _init, _fini, frame_dummy, the tm_clones), a_sampled and u_sampled (all and userspace with --sample 20 unless given)")
 	f.Uint32Var(&sample, "sample", 0, "record the first and every N-th call of every traced function (Perun's global sampling); a pattern's #N takes priority")

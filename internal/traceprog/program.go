@@ -100,6 +100,10 @@ const (
 	statsSize  = 40
 
 	flagSkip = 1 // frame: not sampled (#N), kept only for depth and callers
+	// flagPair marks a USDT pair's frame whose function is known (its
+	// CFA rule): fSP is 9 below that CFA and fMem holds the function's
+	// return address.
+	flagPair = 2
 )
 
 // Flags of a call record.
@@ -136,6 +140,8 @@ const (
 	regDX  = 96
 	regSI  = 104
 	regDI  = 112
+	regIP  = 128
+	regBP  = 32
 	regSP  = 152
 )
 
@@ -160,6 +166,7 @@ const (
 	slSw      = -128
 	slTask    = -144 // a task_struct counter read by readOff
 	slTaskPtr = -152 // the current task_struct
+	slRet     = -160 // Pair: the return address of the begin's function
 )
 
 // Registers held across helper calls.
@@ -207,6 +214,12 @@ type progOptions struct {
 	// Nvcsw, Nivcsw: the offsets of task_struct's context switch counts
 	// (CPU), which tell a call whose switches switchProgram all saw.
 	Nvcsw, Nivcsw int32
+	// Pair: the programs of a USDT begin/end pair, whose begin is entered
+	// as a call's entry and whose end returns it. The begin is in the
+	// middle of a function (no return address on top of the stack: the
+	// call's site is the begin's own address); the end matches the open
+	// begin of its probe, not a stack pointer, and has no return value.
+	Pair bool
 }
 
 type builder struct {
@@ -651,8 +664,12 @@ func (b *builder) readOff(create bool) {
 
 // popAbandoned retires, at most popsPerHit times, the top frame while it
 // lies below the stack pointer at slSP: a frame longjmp or unwinding went
-// past. Go stacks move, so Go programs skip this.
-func (b *builder) popAbandoned() {
+// past. Go stacks move, so Go programs skip this. With Pair, at an end
+// (end set) the retiring stops at a frame of the end's own pair; at a
+// begin, a frame of the same pair at the same stack pointer goes too: the
+// code went from the begin back to it without passing the end (an early
+// return, a continue).
+func (b *builder) popAbandoned(end bool) {
 	if b.o.Go {
 		return
 	}
@@ -666,11 +683,46 @@ func (b *builder) popAbandoned() {
 			asm.StoreMem(asm.RFP, slIdx, asm.R1, asm.Word),
 		)
 		b.frameAt()
+		if b.o.Pair && end {
+			// The end's own begin is where the retiring stops, whatever
+			// its stack pointer (code between the two may push).
+			b.Emit(
+				asm.LoadMem(asm.R2, rFrame, fProbe, asm.Word),
+				asm.LoadMem(asm.R3, asm.RFP, slProbe, asm.Word),
+				asm.JEq.Reg(asm.R2, asm.R3, done),
+			)
+		}
 		b.Emit(
 			asm.LoadMem(asm.R2, rFrame, fSP, asm.DWord),
 			asm.LoadMem(asm.R3, asm.RFP, slSP, asm.DWord),
 		)
-		b.Emit(asm.JGE.Reg(asm.R2, asm.R3, done))
+		if b.o.Pair && !end {
+			// A pair's frame in the same place as this begin's: the
+			// same pair begun again in the same activation of its
+			// function, or another activation (its function returned
+			// and another was called from elsewhere at the same depth,
+			// with no traced event in between to retire it).
+			pop := b.NewLabel("pop")
+			b.Emit(
+				asm.JLT.Reg(asm.R2, asm.R3, pop),
+				asm.JGT.Reg(asm.R2, asm.R3, done),
+				asm.LoadMem(asm.R2, rFrame, fProbe, asm.Word),
+				asm.LoadMem(asm.R3, asm.RFP, slProbe, asm.Word),
+				asm.JEq.Reg(asm.R2, asm.R3, pop),
+				asm.LoadMem(asm.R2, rFrame, fFlags, asm.Word),
+				asm.And.Imm(asm.R2, flagPair),
+				asm.JEq.Imm(asm.R2, 0, done),
+				asm.LoadMem(asm.R2, asm.RFP, slFlags, asm.Word),
+				asm.And.Imm(asm.R2, flagPair),
+				asm.JEq.Imm(asm.R2, 0, done),
+				asm.LoadMem(asm.R2, rFrame, fMem, asm.DWord),
+				asm.LoadMem(asm.R3, asm.RFP, slRet, asm.DWord),
+				asm.JEq.Reg(asm.R2, asm.R3, done),
+			)
+			b.Mark(pop)
+		} else {
+			b.Emit(asm.JGE.Reg(asm.R2, asm.R3, done))
+		}
 		b.Emit(asm.LoadMem(asm.R1, asm.RFP, slIdx, asm.Word))
 		b.callerOf()
 		b.emitCall(Unreturned, false)
@@ -746,6 +798,75 @@ func fetchAdd(dst, src asm.Register) asm.Instruction {
 	return ins
 }
 
+// Pair begins' cookies carry, above the probe id, how to find the frame
+// of the function the begin is in (PairCFA).
+const (
+	cfaKnown = 1 << 30 // the rule below is known
+	cfaRBP   = 1 << 29 // CFA = rbp + off, else rsp + off
+	cfaOff   = 0xffff
+)
+
+// PairCFA is what a USDT pair begin's cookie carries above its probe id:
+// the CFA rule at the begin's address (CFA = rsp or rbp + off, from the
+// function's call frame information), or 0 when none is known.
+func PairCFA(rbp bool, off int64) uint32 {
+	if off <= 0 || off > cfaOff {
+		return 0
+	}
+	v := uint32(cfaKnown) | uint32(off)
+	if rbp {
+		v |= cfaRBP
+	}
+	return v
+}
+
+// pairFrame sets slSP, at a USDT pair's begin, to 9 below the CFA of the
+// function the begin is in, when its cookie gives the rule: just below
+// where the stack pointer was when that function was entered, so the
+// pair's frame is retired (popAbandoned) at the first traced event after
+// the function has returned, is not taken for the function's own return,
+// and is retired at a second begin of the same pair in the same
+// activation of the function. It also reads that function's return
+// address into slRet and marks the frame flagPair, which tells one
+// activation from another at the same depth. Without a rule, slSP is the
+// stack pointer itself.
+func (b *builder) pairFrame() {
+	done, bp := b.NewLabel("pairframe"), b.NewLabel("pairbp")
+	b.Emit(
+		asm.Mov.Imm(asm.R1, 0),
+		asm.StoreMem(asm.RFP, slRet, asm.R1, asm.DWord),
+		asm.LoadMem(asm.R1, asm.RFP, slProbe, asm.DWord),
+		asm.RSh.Imm(asm.R1, 32),
+		asm.Mov.Reg(asm.R2, asm.R1),
+		asm.And.Imm(asm.R2, cfaKnown),
+		asm.JEq.Imm(asm.R2, 0, done),
+		asm.Mov.Reg(asm.R2, asm.R1),
+		asm.And.Imm(asm.R2, cfaOff),
+		asm.LoadMem(asm.R3, rCtx, regSP, asm.DWord),
+		asm.Mov.Reg(asm.R4, asm.R1),
+		asm.And.Imm(asm.R4, cfaRBP),
+		asm.JEq.Imm(asm.R4, 0, bp),
+		asm.LoadMem(asm.R3, rCtx, regBP, asm.DWord),
+	)
+	b.Mark(bp)
+	b.Emit(
+		asm.Add.Reg(asm.R3, asm.R2),
+		asm.Add.Imm(asm.R3, -9),
+		asm.StoreMem(asm.RFP, slSP, asm.R3, asm.DWord),
+		// The function's return address, at CFA − 8.
+		asm.Mov.Reg(asm.R1, asm.RFP),
+		asm.Add.Imm(asm.R1, slRet),
+		asm.Mov.Imm(asm.R2, 8),
+		asm.Add.Imm(asm.R3, 1),
+		asm.FnProbeReadUser.Call(),
+		asm.JNE.Imm(asm.R0, 0, done),
+		asm.LoadMem(asm.R1, asm.RFP, slFlags, asm.Word),
+		asm.Or.Imm(asm.R1, flagPair),
+		asm.StoreMem(asm.RFP, slFlags, asm.R1, asm.Word),
+	)
+	b.Mark(done)
+}
+
 // entryProgram runs at a traced function's first instruction.
 func entryProgram(m maps, o progOptions) asm.Instructions {
 	b := &builder{m: m, o: o}
@@ -777,13 +898,18 @@ func entryProgram(m maps, o progOptions) asm.Instructions {
 	b.Emit(
 		asm.LoadMem(asm.R1, rCtx, regSP, asm.DWord),
 		asm.StoreMem(asm.RFP, slSP, asm.R1, asm.DWord),
+	)
+	if o.Pair {
+		b.pairFrame()
+	}
+	b.Emit(
 		asm.FnKtimeGetNs.Call(),
 		asm.StoreMem(asm.RFP, slNow, asm.R0, asm.DWord),
 	)
 	// Frames below this entry's stack pointer were left without a
 	// return. One at the same stack pointer is a caller that tail-called
 	// this function (its return is this one's).
-	b.popAbandoned()
+	b.popAbandoned(false)
 	b.Emit(
 		asm.LoadMem(asm.R1, rThread, 0, asm.Word),
 		asm.JLT.Imm(asm.R1, MaxDepth, "push"),
@@ -829,13 +955,27 @@ func entryProgram(m maps, o progOptions) asm.Instructions {
 		asm.StoreMem(rFrame, fProbe, asm.R1, asm.Word),
 		asm.LoadMem(asm.R1, asm.RFP, slFlags, asm.Word),
 		asm.StoreMem(rFrame, fFlags, asm.R1, asm.Word),
-		// The call site: the return address on top of the stack.
-		asm.Mov.Reg(asm.R1, rFrame),
-		asm.Add.Imm(asm.R1, fSite),
-		asm.Mov.Imm(asm.R2, 8),
-		asm.LoadMem(asm.R3, asm.RFP, slSP, asm.DWord),
-		asm.FnProbeReadUser.Call(),
 	)
+	if o.Pair {
+		// The begin's address, plus one: read as a return address (the
+		// byte before it is looked up), it names the begin's own line.
+		b.Emit(
+			asm.LoadMem(asm.R1, rCtx, regIP, asm.DWord),
+			asm.Add.Imm(asm.R1, 1),
+			asm.StoreMem(rFrame, fSite, asm.R1, asm.DWord),
+			asm.LoadMem(asm.R1, asm.RFP, slRet, asm.DWord),
+			asm.StoreMem(rFrame, fMem, asm.R1, asm.DWord),
+		)
+	} else {
+		b.Emit(
+			// The call site: the return address on top of the stack.
+			asm.Mov.Reg(asm.R1, rFrame),
+			asm.Add.Imm(asm.R1, fSite),
+			asm.Mov.Imm(asm.R2, 8),
+			asm.LoadMem(asm.R3, asm.RFP, slSP, asm.DWord),
+			asm.FnProbeReadUser.Call(),
+		)
+	}
 	if o.Args {
 		regs := []int16{regDI, regSI, regDX, regCX, regR8, regR9}
 		if o.Go {
@@ -865,7 +1005,8 @@ func entryProgram(m maps, o progOptions) asm.Instructions {
 }
 
 // returnProgram runs when a traced function returns: after the RET of a
-// uretprobe (RetAdjust 8), or at the RET instruction itself (0).
+// uretprobe (RetAdjust 8), or at the RET instruction itself (0); with
+// Pair, at a USDT pair's end (0).
 func returnProgram(m maps, o progOptions) asm.Instructions {
 	b := &builder{m: m, o: o}
 	b.Emit(
@@ -882,7 +1023,7 @@ func returnProgram(m maps, o progOptions) asm.Instructions {
 	b.thread(false)
 	b.readOff(false)
 	// Frames below the returning one were left without a return.
-	b.popAbandoned()
+	b.popAbandoned(true)
 	b.Emit(
 		asm.LoadMem(asm.R1, rThread, 0, asm.Word),
 		asm.JEq.Imm(asm.R1, 0, "unmatched"),
@@ -895,7 +1036,7 @@ func returnProgram(m maps, o progOptions) asm.Instructions {
 		asm.StoreMem(asm.RFP, slIdx, asm.R1, asm.Word),
 	)
 	b.frameAt()
-	if o.Go {
+	if o.Go || o.Pair {
 		b.Emit(
 			asm.LoadMem(asm.R1, rFrame, fProbe, asm.Word),
 			asm.LoadMem(asm.R2, asm.RFP, slProbe, asm.Word),
@@ -912,7 +1053,7 @@ func returnProgram(m maps, o progOptions) asm.Instructions {
 	}
 	b.Emit(asm.LoadMem(asm.R1, asm.RFP, slIdx, asm.Word))
 	b.callerOf()
-	b.emitCall(0, true)
+	b.emitCall(0, !o.Pair)
 	b.Emit(
 		asm.LoadMem(asm.R1, asm.RFP, slIdx, asm.Word),
 		asm.StoreMem(rThread, 0, asm.R1, asm.Word),

@@ -80,6 +80,15 @@ type Probe struct {
 	// Point makes it a point probe: each time Offset is reached is
 	// recorded (flag Point), with no return probe.
 	Point bool
+	// Ends make it a USDT begin/end pair: Offset and Begins are where its
+	// begin probe is, Ends where its end probe is; a call is entered at a
+	// begin and returns at the next end on its thread (its frame is
+	// matched by probe). EndRefCtr is the end probe's semaphore.
+	Begins, Ends []uint64
+	EndRefCtr    uint64
+	// BeginCFA are PairCFA of Offset, then of each of Begins (0 or
+	// missing: not known).
+	BeginCFA []uint32
 	// RefCtr is the file offset of a USDT semaphore the kernel counts up
 	// while the probe is set (0: none).
 	RefCtr uint64
@@ -121,6 +130,10 @@ type Tracer struct {
 	// loadHit loads the point-probe program, the first time a point probe
 	// is set: a trace without point probes does without it.
 	loadHit func(points []Probe) (*ebpf.Program, error)
+	// loadPair loads the entry and end programs of USDT pairs, the first
+	// time a pair is set.
+	loadPair           func() error
+	pairEntry, pairEnd *ebpf.Program
 	// argHits are point-probe programs that also read USDT arguments, one
 	// per attachPoints call with such probes.
 	argHits []*ebpf.Program
@@ -272,6 +285,31 @@ func New(o Options) (*Tracer, error) {
 		}
 		return p, nil
 	}
+	t.loadPair = func() error {
+		if t.pairEntry != nil {
+			return nil
+		}
+		var err error
+		mk := func(ins asm.Instructions) *ebpf.Program {
+			if err != nil {
+				return nil
+			}
+			var p *ebpf.Program
+			p, err = ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Name: name, Type: ebpf.Kprobe, AttachType: attach,
+				License: "GPL", Instructions: ins}, ebpf.ProgramOptions{LogSizeStart: 1 << 20})
+			return p
+		}
+		entry := mk(entryProgram(m, cpu(progOptions{Go: o.Go, Args: o.Args, Sampling: o.Sampling, Timed: o.TimedHz > 0, MaxDepth: int32(o.MaxDepth), Pair: true})))
+		end := mk(returnProgram(m, cpu(progOptions{Go: o.Go, Args: o.Args, RetAdjust: 0, Pair: true})))
+		if err != nil {
+			if entry != nil {
+				entry.Close()
+			}
+			return explain(fmt.Errorf("loading %s: %w", name, err))
+		}
+		t.pairEntry, t.pairEnd = entry, end
+		return nil
+	}
 	if o.Go {
 		t.retInsn = load(name, returnProgram(m, cpu(progOptions{Go: true, Args: o.Args, GoidOff: int32(o.GoidOff), RetAdjust: 0, Strings: o.Strings, Reads: t.reads != nil})))
 	} else {
@@ -369,23 +407,30 @@ func (t *Tracer) Attach(path string, probes []Probe, pid int) error {
 	if err != nil {
 		return fmt.Errorf("opening %s: %w", path, err)
 	}
-	var points []Probe
+	var points, pairs []Probe
 	for _, p := range probes {
 		if p.Point {
 			points = append(points, p)
+		} else if len(p.Ends) > 0 {
+			pairs = append(pairs, p)
 		}
 	}
 	if len(points) > 0 {
 		if err := t.attachPoints(ex, path, points, pid); err != nil {
 			return err
 		}
-		if len(points) == len(probes) {
-			return nil
+	}
+	if len(pairs) > 0 {
+		if err := t.attachPairs(ex, path, pairs, pid); err != nil {
+			return err
 		}
+	}
+	if len(points)+len(pairs) == len(probes) {
+		return nil
 	}
 	var offs, cookies, roffs, rcookies []uint64
 	for _, p := range probes {
-		if p.Point {
+		if p.Point || len(p.Ends) > 0 {
 			continue
 		}
 		offs = append(offs, p.Offset)
@@ -577,6 +622,66 @@ func (t *Tracer) attachPoints(ex *link.Executable, path string, points []Probe, 
 		}
 		t.links = append(t.links, l)
 	}
+	return nil
+}
+
+// attachPairs sets USDT begin/end pairs: the pair entry program at every
+// begin site and the pair end program at every end site, the ends first
+// (a call whose begin was seen then has its end seen), with their
+// semaphores counted up while set.
+func (t *Tracer) attachPairs(ex *link.Executable, path string, pairs []Probe, pid int) error {
+	if err := t.loadPair(); err != nil {
+		return err
+	}
+	var boffs, bcookies, brefs, eoffs, ecookies, erefs []uint64
+	for _, p := range pairs {
+		for i, off := range append([]uint64{p.Offset}, p.Begins...) {
+			cookie := uint64(p.ID)
+			if i < len(p.BeginCFA) {
+				cookie |= uint64(p.BeginCFA[i]) << 32
+			}
+			boffs, bcookies, brefs = append(boffs, off), append(bcookies, cookie), append(brefs, p.RefCtr)
+		}
+		for _, off := range p.Ends {
+			eoffs, ecookies, erefs = append(eoffs, off), append(ecookies, uint64(p.ID)), append(erefs, p.EndRefCtr)
+		}
+	}
+	set := func(prog *ebpf.Program, offs, cookies, refs []uint64, what string) ([]link.Link, error) {
+		anyRef := slices.ContainsFunc(refs, func(r uint64) bool { return r != 0 })
+		if t.multi {
+			opts := &link.UprobeMultiOptions{Addresses: offs, Cookies: cookies, PID: uint32(pid)}
+			if anyRef {
+				opts.RefCtrOffsets = refs
+			}
+			l, err := ex.UprobeMulti(nil, prog, opts)
+			if err != nil {
+				return nil, fmt.Errorf("attaching %d USDT %s probes to %s: %w", len(offs), what, path, explain(err))
+			}
+			return []link.Link{l}, nil
+		}
+		var ls []link.Link
+		for i, off := range offs {
+			l, err := ex.Uprobe("", prog, &link.UprobeOptions{Address: off, Cookie: cookies[i], PID: pid, RefCtrOffset: refs[i]})
+			if err != nil {
+				for _, l := range ls {
+					l.Close()
+				}
+				return nil, fmt.Errorf("attaching a USDT %s probe to %s at %#x: %w", what, path, off, explain(err))
+			}
+			ls = append(ls, l)
+		}
+		return ls, nil
+	}
+	ends, err := set(t.pairEnd, eoffs, ecookies, erefs, "end")
+	if err != nil {
+		return err
+	}
+	t.rets = append(t.rets, ends...)
+	begins, err := set(t.pairEntry, boffs, bcookies, brefs, "begin")
+	if err != nil {
+		return err
+	}
+	t.links = append(t.links, begins...)
 	return nil
 }
 
@@ -1114,7 +1219,7 @@ func (t *Tracer) Close() {
 		unix.Close(t.clockFD)
 		t.clockFD = -1
 	}
-	for _, p := range append([]*ebpf.Program{t.entry, t.ret, t.retInsn, t.flip, t.hit, t.swtch}, t.argHits...) {
+	for _, p := range append([]*ebpf.Program{t.entry, t.ret, t.retInsn, t.flip, t.hit, t.swtch, t.pairEntry, t.pairEnd}, t.argHits...) {
 		if p != nil {
 			p.Close()
 		}

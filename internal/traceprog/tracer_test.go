@@ -23,6 +23,10 @@ func TestLoads(t *testing.T) {
 		if s := tr.Stats(); s != (Stats{}) {
 			t.Errorf("%+v: fresh counters %+v", o, s)
 		}
+		// The programs of USDT begin/end pairs, loaded when one is set.
+		if err := tr.loadPair(); err != nil {
+			t.Errorf("%+v: pair programs: %v", o, err)
+		}
 		tr.Close()
 	}
 }

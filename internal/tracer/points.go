@@ -7,37 +7,66 @@ import (
 	"encoding/binary"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
 
 	"github.com/culprit-dev/culprit/internal/elfx"
 	"github.com/culprit-dev/culprit/internal/traceprog"
+	"github.com/culprit-dev/culprit/internal/unwind"
 )
 
 // Point probes: a source line (--line FILE:LINE) or a USDT probe
-// (--usdt PROVIDER:NAME), each hit recorded as it happens.
+// (--usdt PROVIDER:NAME), each hit recorded as it happens, and USDT
+// begin/end pairs (--usdt PROVIDER:BEGIN:END), each timed as a call. A
+// LIB@ prefix puts them in a shared library.
 
-// ParseLine reads FILE:LINE.
-func ParseLine(s string) (Pattern, error) {
-	i := strings.LastIndex(s, ":")
-	if i <= 0 {
-		return Pattern{}, fmt.Errorf("--line %q: want FILE:LINE, e.g. parse.c:120", s)
+// splitLib takes a LIB@ prefix off a --line or --usdt spec.
+func splitLib(flag, s string) (lib, rest string, err error) {
+	i := strings.Index(s, "@")
+	if i < 0 {
+		return "", s, nil
 	}
-	n, err := strconv.Atoi(s[i+1:])
+	if i == 0 || i == len(s)-1 {
+		return "", "", fmt.Errorf("--%s %q: want LIB@SPEC, LIB a library's path or name (libfoo.so.1, libfoo)", flag, s)
+	}
+	return s[:i], s[i+1:], nil
+}
+
+// ParseLine reads [LIB@]FILE:LINE.
+func ParseLine(s string) (Pattern, error) {
+	lib, spec, err := splitLib("line", s)
+	if err != nil {
+		return Pattern{}, err
+	}
+	i := strings.LastIndex(spec, ":")
+	if i <= 0 {
+		return Pattern{}, fmt.Errorf("--line %q: want [LIB@]FILE:LINE, e.g. parse.c:120", s)
+	}
+	n, err := strconv.Atoi(spec[i+1:])
 	if err != nil || n <= 0 {
 		return Pattern{}, fmt.Errorf("--line %q: the line must be a positive number", s)
 	}
-	return Pattern{Line: s}, nil
+	return Pattern{Lib: lib, Line: spec}, nil
 }
 
-// ParseUSDT reads PROVIDER:NAME.
+// ParseUSDT reads [LIB@]PROVIDER:NAME, or [LIB@]PROVIDER:BEGIN:END for a
+// pair of probes timed as one call from BEGIN to the next END on the
+// thread.
 func ParseUSDT(s string) (Pattern, error) {
-	prov, name, ok := strings.Cut(s, ":")
-	if !ok || prov == "" || name == "" || strings.Contains(name, ":") {
-		return Pattern{}, fmt.Errorf("--usdt %q: want PROVIDER:NAME, e.g. myapp:request_start", s)
+	lib, spec, err := splitLib("usdt", s)
+	if err != nil {
+		return Pattern{}, err
 	}
-	return Pattern{USDT: s}, nil
+	parts := strings.Split(spec, ":")
+	if len(parts) < 2 || len(parts) > 3 || slices.Contains(parts, "") {
+		return Pattern{}, fmt.Errorf("--usdt %q: want [LIB@]PROVIDER:NAME, e.g. myapp:request_start, or PROVIDER:BEGIN:END to time the code between two probes", s)
+	}
+	if len(parts) == 3 && parts[1] == parts[2] {
+		return Pattern{}, fmt.Errorf("--usdt %q: the begin and end probes must differ", s)
+	}
+	return Pattern{Lib: lib, USDT: spec}, nil
 }
 
 // lineAddrs returns the addresses where the code of source line spec
@@ -217,8 +246,7 @@ func parseUSDTArgs(s string, global func(sym string) (int64, bool)) ([]traceprog
 // format, also DTrace's on Linux) for provider:name. Each note holds the
 // probe's address, the link-time address of .stapsdt.base (to correct the
 // first for prelinking) and the semaphore's address.
-func usdtSites(f *elf.File, obj, spec string) ([]usdtSite, error) {
-	prov, name, _ := strings.Cut(spec, ":")
+func usdtSites(f *elf.File, obj, spec, prov, name string) ([]usdtSite, error) {
 	sec := f.Section(".note.stapsdt")
 	if sec == nil {
 		return nil, fmt.Errorf("--usdt %s: %s has no USDT probes (no .note.stapsdt section)", spec, obj)
@@ -238,7 +266,7 @@ func usdtSites(f *elf.File, obj, spec string) ([]usdtSite, error) {
 		if len(names) > 12 {
 			names = append(names[:12], "…")
 		}
-		return nil, fmt.Errorf("--usdt %s: %s has no such probe (it has %s)", spec, obj, strings.Join(names, ", "))
+		return nil, fmt.Errorf("--usdt %s: %s has no probe %s:%s (it has %s)", spec, obj, prov, name, strings.Join(names, ", "))
 	}
 	return out, nil
 }
@@ -328,7 +356,16 @@ func pointTargets(f *elf.File, obj string, bid []byte, p Pattern, args bool) ([]
 		}
 		return out, nil
 	}
-	sites, err := usdtSites(f, obj, p.USDT)
+	parts := strings.Split(p.USDT, ":")
+	if len(parts) == 3 {
+		t, err := pairTarget(f, obj, bid, p.USDT, parts[0], parts[1], parts[2])
+		if err != nil {
+			return nil, err
+		}
+		t.Every = p.Every
+		return []Target{t}, nil
+	}
+	sites, err := usdtSites(f, obj, p.USDT, parts[0], parts[1])
 	if err != nil {
 		return nil, err
 	}
@@ -357,4 +394,49 @@ func pointTargets(f *elf.File, obj string, bid []byte, p Pattern, args bool) ([]
 		out = append(out, t)
 	}
 	return out, nil
+}
+
+// pairTarget resolves a USDT begin/end pair: one target, entered at every
+// site of the begin probe and returned from at every site of the end.
+func pairTarget(f *elf.File, obj string, bid []byte, spec, prov, begin, end string) (Target, error) {
+	t := Target{Object: obj, BuildID: bid, Function: spec}
+	cfi, _ := unwind.TableFromELF(f) // none: each begin's frame is its stack pointer
+	for k, name := range []string{begin, end} {
+		sites, err := usdtSites(f, obj, spec, prov, name)
+		if err != nil {
+			return Target{}, err
+		}
+		for _, s := range sites {
+			off, ok := fileOffset(f, s.pc)
+			if !ok {
+				continue
+			}
+			var ref uint64
+			if s.sem != 0 {
+				if ref, ok = dataOffset(f, s.sem); !ok {
+					return Target{}, fmt.Errorf("--usdt %s: the semaphore of %s:%s at %#x is outside %s's segments", spec, prov, name, s.sem, obj)
+				}
+			}
+			if k == 0 {
+				var rule uint32
+				if cfi != nil {
+					if reg, off, ok := cfi.CFARule(s.pc); ok && (reg == 6 || reg == 7) {
+						rule = traceprog.PairCFA(reg == 6, off)
+					}
+				}
+				t.BeginCFA = append(t.BeginCFA, rule)
+				if !t.Pair {
+					t.Offset, t.RefCtr, t.Pair = off, ref, true
+				} else {
+					t.Begins = append(t.Begins, off)
+				}
+			} else {
+				t.Ends, t.EndRefCtr = append(t.Ends, off), ref
+			}
+		}
+	}
+	if !t.Pair || len(t.Ends) == 0 {
+		return Target{}, fmt.Errorf("--usdt %s: a probe of the pair is outside %s's code", spec, obj)
+	}
+	return t, nil
 }

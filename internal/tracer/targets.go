@@ -91,6 +91,13 @@ type Target struct {
 	// file offset of its USDT semaphore (0: none).
 	Point  bool
 	RefCtr uint64
+	// Pair: a USDT begin/end pair (--usdt PROVIDER:BEGIN:END), timed as
+	// a call from its begin (Offset, and Begins for more sites of it) to
+	// its end (Ends; EndRefCtr its semaphore).
+	Pair         bool
+	Begins, Ends []uint64
+	EndRefCtr    uint64
+	BeginCFA     []uint32 // traceprog.PairCFA of each begin site
 	// USDTArgs are a USDT probe's argument operands (with --args).
 	USDTArgs []traceprog.ArgSpec
 	// Entry is the function's symbol value (its DWARF low PC).

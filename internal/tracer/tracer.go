@@ -398,7 +398,7 @@ func (s *session) set(first, pid int) error {
 			order = append(order, g)
 		}
 		byObj[g] = append(byObj[g], traceprog.Probe{ID: uint32(first + i + 1), Offset: t.Offset, Rets: t.Rets, Every: t.Every, Point: t.Point, RefCtr: t.RefCtr, Args: t.USDTArgs,
-			Strs: strArgs(t), Reads: t.Reads})
+			Begins: t.Begins, Ends: t.Ends, EndRefCtr: t.EndRefCtr, BeginCFA: t.BeginCFA, Strs: strArgs(t), Reads: t.Reads})
 	}
 	for _, g := range order {
 		obj := g.obj
@@ -789,8 +789,8 @@ func (s *session) probe() {
 
 // probingLimit is dynamic probing's threshold for target i: 0 for none.
 func (s *session) probingLimit(i int) uint64 {
-	if i >= len(s.targets) {
-		return 0
+	if i >= len(s.targets) || s.targets[i].Pair {
+		return 0 // a USDT pair's several links are not removed alone
 	}
 	if n, ok := s.o.ProbingFor[s.targets[i].Function]; ok {
 		return n

@@ -64,3 +64,31 @@ func FuzzStapsdtSites(f *testing.F) {
 		}
 	})
 }
+
+// --usdt and --line take a LIB@ prefix, and --usdt a pair PROVIDER:BEGIN:END.
+func TestParsePointSpecs(t *testing.T) {
+	for s, want := range map[string]Pattern{
+		"app:tick":                       {USDT: "app:tick"},
+		"app:req_begin:req_end":          {USDT: "app:req_begin:req_end"},
+		"libfoo.so.1@app:tick":           {Lib: "libfoo.so.1", USDT: "app:tick"},
+		"/opt/lib/libfoo.so@app:a:b":     {Lib: "/opt/lib/libfoo.so", USDT: "app:a:b"},
+		"libfoo@lib:step_begin:step_end": {Lib: "libfoo", USDT: "lib:step_begin:step_end"},
+	} {
+		if p, err := ParseUSDT(s); err != nil || p != want {
+			t.Errorf("ParseUSDT(%q) = %+v, %v; want %+v", s, p, err, want)
+		}
+	}
+	for _, s := range []string{"app", "app:", ":tick", "app:a:a", "app:a:b:c", "@app:tick", "libfoo@", "lib@app::b"} {
+		if p, err := ParseUSDT(s); err == nil {
+			t.Errorf("ParseUSDT(%q) = %+v, want an error", s, p)
+		}
+	}
+	if p, err := ParseLine("libfoo.so@src/foo.c:12"); err != nil || p != (Pattern{Lib: "libfoo.so", Line: "src/foo.c:12"}) {
+		t.Errorf("ParseLine with a library: %+v, %v", p, err)
+	}
+	for _, s := range []string{"foo.c", "foo.c:0", "@foo.c:3", "lib@foo.c"} {
+		if p, err := ParseLine(s); err == nil {
+			t.Errorf("ParseLine(%q) = %+v, want an error", s, p)
+		}
+	}
+}

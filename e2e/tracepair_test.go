@@ -1,0 +1,124 @@
+package e2e
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/culprit-dev/culprit/internal/testutil"
+)
+
+// --usdt PROVIDER:BEGIN:END times the code between two USDT probes as a
+// call: each pair's duration agrees with the program's own clock (within
+// 5%, plus the time its thread was off the CPU, as for functions);
+// nested pairs (a recursion) keep their depths; a begin whose end the
+// code skipped (an early return) is counted as a call that did not
+// return, and is retired when its function has returned, so it is not
+// the caller of what runs next. LIB@ puts USDT pairs, USDT probes and
+// --line in a library the program dlopens, their semaphores counted up
+// there too. At -O2 the begins' frames are found by rsp, at -O0 by rbp.
+func TestTraceUSDTPairs(t *testing.T) {
+	testutil.NeedRoot(t)
+	testutil.Need(t, fileExists("/usr/include/x86_64-linux-gnu/sys/sdt.h") || fileExists("/usr/include/sys/sdt.h"), "sys/sdt.h (Debian: systemtap-sdt-dev)")
+	lib := testutil.C(t, "libusdtpair.so", []string{"usdtpairlib.c"}, "-shared", "-fPIC", "-O2", "-g")
+	src, err := os.ReadFile(filepath.Join(testutil.Targets(), "usdtpairlib.c"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	line := 0
+	for i, l := range strings.Split(string(src), "\n") {
+		if strings.Contains(l, "/* LIB-LINE */") {
+			line = i + 1
+		}
+	}
+	lineSpec := "usdtpairlib.c:" + strconv.Itoa(line)
+	const n, depth, tries, steps = 6, 4, 10, 50
+	for _, opt := range []string{"-O2", "-O0"} {
+		bin := testutil.C(t, "usdtpair"+opt, []string{"usdtpair.c"}, opt, "-g")
+		out, stdout := traceRun(t, []string{
+			"--usdt", "app:req_begin:req_end", "--usdt", "app:nest_begin:nest_end", "--usdt", "app:try_begin:try_end",
+			"--usdt", lib + "@lib:step_begin:step_end", "--usdt", filepath.Base(lib) + "@lib:tick", "--line", lib + "@" + lineSpec,
+		}, bin, strconv.Itoa(n), "2", strconv.Itoa(depth), strconv.Itoa(tries), lib, strconv.Itoa(steps))
+		want := counts(t, stdout)
+		if want["armed"] != n || want["lib:armed"] != steps {
+			t.Errorf("%s: the pairs' semaphores were set in %d of %d requests and %d of %d library steps", opt, want["armed"], n, want["lib:armed"], steps)
+		}
+		r := traceReport(t, out)
+		for fn, w := range map[string]int{"app:req_begin:req_end": want["app:req"], "app:nest_begin:nest_end": want["app:nest"],
+			"lib:step_begin:step_end": want["lib:step"], "lib:tick": want["lib:tick"], lineSpec: want["lib:line"]} {
+			if got, unret := r.calls(fn); got != w || unret != 0 || w == 0 {
+				t.Errorf("%s: %s: %d calls recorded (%d did not return), the program counted %d", opt, fn, got, unret, w)
+			}
+		}
+		// try_once returns before its end when i % 3 == 0.
+		got, unret := r.calls("app:try_begin:try_end")
+		if got-unret != want["app:try"] || unret != tries-want["app:try"] || want["app:try"] != tries-(tries+2)/3 {
+			t.Errorf("%s: try pairs: %d calls, %d did not return; the program ended %d of %d", opt, got, unret, want["app:try"], tries)
+		}
+
+		var own []float64
+		for _, l := range strings.Split(stdout, "\n") {
+			if f := strings.Fields(l); len(f) == 2 && f[0] == "req" {
+				v, _ := strconv.ParseFloat(f[1], 64)
+				own = append(own, v)
+			}
+		}
+		reqs := pairCalls(t, out, "^app:req_")
+		if len(reqs.Calls) != len(own) || len(own) != n {
+			t.Fatalf("%s: %d request pairs traced, the program timed %d (want %d)", opt, len(reqs.Calls), len(own), n)
+		}
+		for i, c := range reqs.Calls {
+			off := 0.0
+			if c.InclCPU != nil {
+				off = float64(c.Incl - *c.InclCPU)
+			}
+			d := (float64(c.Incl) - own[i]) / own[i]
+			if d < -0.05 || c.InclCPU != nil && d > 0.05+off/own[i] {
+				t.Errorf("%s: request %d: traced %d ns (%.0f ns of it off the CPU), the program measured %.0f ns (%.1f%%)", opt, i, c.Incl, off, own[i], 100*d)
+			}
+			if c.Caller != "main" {
+				t.Errorf("%s: request %d: caller %q, want main (the function the pair is in)", opt, i, c.Caller)
+			}
+		}
+		nest := pairCalls(t, out, "^app:nest_")
+		for i, c := range nest.Calls {
+			// Sorted by start: the outermost (depth 0) first, each
+			// holding the next.
+			if int(c.Depth) != i || i > 0 && c.Incl >= nest.Calls[i-1].Incl {
+				t.Errorf("%s: nested pair %d: depth %d, %d ns (the one around it: %d ns)", opt, i, c.Depth, c.Incl, nest.Calls[max(i-1, 0)].Incl)
+			}
+		}
+		// The last try_once left its pair open; the library's steps,
+		// called from main after it returned, are not inside it.
+		for _, c := range pairCalls(t, out, "^lib:step_").Calls {
+			if c.Depth != 0 {
+				t.Errorf("%s: a library step at depth %d under %q, want 0: an abandoned pair was not retired", opt, c.Depth, c.Caller)
+				break
+			}
+		}
+	}
+	for _, bad := range []string{"app:req_begin:req_begin", "app:a:b:c", "@app:x", "app:"} {
+		if _, errs, code := run(t, "trace", "--usdt", bad, "-o", rec(t), "--", "true"); code == 0 || !strings.Contains(errs, "--usdt") {
+			t.Errorf("--usdt %s: exit %d, %s", bad, code, errs)
+		}
+	}
+	bin := testutil.C(t, "usdtpair-O2", []string{"usdtpair.c"}, "-O2", "-g")
+	if _, errs, code := run(t, "trace", "--usdt", "app:req_begin:nosuch", "-o", rec(t), "--", bin); code == 0 || !strings.Contains(errs, "no probe app:nosuch") {
+		t.Errorf("--usdt app:req_begin:nosuch: exit %d, %s (want the probes it has)", code, errs)
+	}
+}
+
+// pairCalls lists the calls of the functions matching re, by start.
+func pairCalls(t *testing.T, rec, re string) callsJSON {
+	t.Helper()
+	var a callsJSON
+	if err := json.Unmarshal([]byte(mustRun(t, "report", "--calls", re, "--top", "0", "--format", "json", rec)), &a); err != nil {
+		t.Fatal(err)
+	}
+	sort.SliceStable(a.Calls, func(i, j int) bool { return a.Calls[i].Start < a.Calls[j].Start })
+	return a
+}

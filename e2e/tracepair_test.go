@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strconv"
 	"strings"
@@ -121,4 +122,53 @@ func pairCalls(t *testing.T, rec, re string) callsJSON {
 	}
 	sort.SliceStable(a.Calls, func(i, j int) bool { return a.Calls[i].Start < a.Calls[j].Start })
 	return a
+}
+
+// The CPU samples a trace takes beside its probes are kept in its
+// recording: report still shows the calls, and --by, --tree, --callers
+// and export read the samples as a profile's, where the untraced function
+// that burned the time shows. Without them (--cpu-sample 0) the sample
+// views say so.
+func TestTraceKeepsCPUSamples(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "tracecalls", []string{"tracecalls.c"}, "-O2", "-g", "-pthread")
+	out := rec(t)
+	stdout, errs, code := run(t, "trace", "-o", out, "-f", "fib", "--", bin, "fib", "15", "spin", "30", "4")
+	if code != 0 {
+		t.Fatalf("trace: exit %d: %s", code, errs)
+	}
+	m := regexp.MustCompile(`(\d+) CPU samples written to`).FindStringSubmatch(errs)
+	if m == nil {
+		t.Fatalf("culprit did not say how many CPU samples it kept: %s", errs)
+	}
+	kept, _ := strconv.Atoi(m[1])
+	want := counts(t, stdout)
+	if got, _ := traceReport(t, out).calls("fib"); got != want["fib"] || got == 0 {
+		t.Errorf("report on the trace: %d fib calls, the program counted %d", got, want["fib"])
+	}
+	f := flat(t, "--by", "function", out)
+	if f.Samples != kept || kept == 0 {
+		t.Errorf("report --by function on the trace: %d samples, culprit said it kept %d", f.Samples, kept)
+	}
+	spin := 0
+	for _, e := range f.Entries {
+		if e.Name == "spin" {
+			spin = e.TotalSamples
+		}
+	}
+	// spin (not traced) ran 4 × 30 ms on the CPU: at 999 Hz about 120
+	// samples; any at all shows they are the program's.
+	if spin == 0 {
+		t.Errorf("report --by function on the trace: no sample in spin, which ran 120 ms on the CPU: %+v", f.Entries)
+	}
+	if folded := mustRun(t, "export", "--format", "folded", "-o", "-", out); !strings.Contains(folded, ";spin") {
+		t.Errorf("export --format folded of the trace has no stack through spin:\n%.2000s", folded)
+	}
+	out0 := rec(t)
+	if _, errs, code := run(t, "trace", "--cpu-sample", "0", "-o", out0, "-f", "fib", "--", bin, "fib", "5"); code != 0 {
+		t.Fatalf("trace --cpu-sample 0: exit %d: %s", code, errs)
+	}
+	if _, errs, code := run(t, "report", "--tree", out0); code == 0 || !strings.Contains(errs, "--cpu-sample 0") {
+		t.Errorf("report --tree on a trace without samples: exit %d, %s", code, errs)
+	}
 }

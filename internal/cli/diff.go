@@ -80,13 +80,19 @@ Ranking, noise and renamed programs: docs/cli.md (culprit diff).`,
 			if err != nil {
 				return err
 			}
-			traced := len(base.Probes) > 0 && len(base.Samples) == 0 || len(cur.Probes) > 0 && len(cur.Samples) == 0
+			// Traces are compared per function, unless a view of CPU
+			// samples is asked for and both have them (those a trace
+			// takes beside its probes).
+			traced := len(base.Probes) > 0 || len(cur.Probes) > 0
+			if traced && (svg || listRE != nil || byTotal || c.Flags().Changed("by")) && len(base.Samples) > 0 && len(cur.Samples) > 0 {
+				traced = false
+			}
 			if traced {
 				if len(base.Probes) == 0 || len(cur.Probes) == 0 {
 					return usagef("one recording is a trace of function calls (culprit trace) and the other has CPU samples: diff compares two of a kind")
 				}
 				if svg || listRE != nil || byTotal || c.Flags().Changed("by") {
-					return usagef("two traces of function calls are compared per function: --by, --total, --list and --format svg read CPU samples")
+					return usagef("two traces of function calls are compared per function: --by, --total, --list and --format svg read CPU samples, which one of them does not have (--cpu-sample 0)")
 				}
 			}
 			return writeOutput(c.OutOrStdout(), output, func(w io.Writer) error {

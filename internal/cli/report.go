@@ -102,11 +102,16 @@ Views, selections and filters in detail: docs/cli.md (culprit report).`,
 				return err
 			}
 			out := c.OutOrStdout()
-			if len(p.Probes) > 0 && len(p.Samples) == 0 {
-				if tree || listRE != nil || peekRE != nil || callers > 0 || exprsOn || c.Flags().Changed("by") {
-					return usagef("this is a trace of function calls (culprit trace): report shows its functions, --by caller, or --calls REGEX; --tree, --list, --peek, --callers, --exprs and --by read CPU samples")
+			if len(p.Probes) > 0 {
+				// A trace: its calls, unless a view of CPU samples is asked
+				// for, which reads the samples the trace took beside its
+				// probes.
+				if !(tree || listRE != nil || peekRE != nil || callers > 0 || exprsOn || c.Flags().Changed("by")) {
+					return traceView(c, p, format, "", false, top)
 				}
-				return traceView(c, p, format, "", false, top)
+				if len(p.Samples) == 0 {
+					return usagef("this is a trace of function calls (culprit trace) without CPU samples (--cpu-sample 0): report shows its functions, --by caller, or --calls REGEX; --tree, --list, --peek, --callers, --exprs and --by read CPU samples")
+				}
 			}
 			if exprsOn {
 				o := exprs.Options{}

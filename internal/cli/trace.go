@@ -214,7 +214,10 @@ calls), export --format chrome and diff. Patterns (#N sampling, --lib,
 			}
 			sched := ""
 			if o.Sched {
-				sched = fmt.Sprintf(" and %d scheduler events", res.Events)
+				sched = fmt.Sprintf(", %d scheduler events", res.Events)
+			}
+			if res.Samples > 0 {
+				sched += fmt.Sprintf(", %d CPU samples", res.Samples)
 			}
 			fmt.Fprintf(stderr, "culprit: %d calls of %d functions%s written to %s (%s); probes set in %s, removed in %s\n", res.Calls, res.Probes, sched, o.Output, humanBytes(res.Bytes),
 				res.Attach.Round(time.Millisecond), res.Detach.Round(time.Millisecond))

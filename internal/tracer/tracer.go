@@ -10,6 +10,7 @@ package tracer
 
 import (
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"runtime"
@@ -112,6 +113,7 @@ type Result struct {
 	Probes    int
 	Calls     uint64
 	Events    uint64 // scheduler events recorded (Options.Sched)
+	Samples   uint64 // CPU samples kept in the recording (Options.CPUSamples)
 	Lost      uint64 // call records the ring had no room for
 	Depth     uint64 // calls deeper than the shadow stack, not recorded
 	Unmatched uint64 // returns whose entry was not seen
@@ -627,6 +629,54 @@ func (s *session) closeCPU() {
 	}
 }
 
+// keepCPU copies the CPU samples taken beside the trace into its
+// recording, as culprit record writes them (their mappings, threads and
+// stacks with them), so that report, export and view read them as a
+// profile's; it returns how many samples it copied. The recording of
+// their own stays for the build's pool.
+func (s *session) keepCPU() uint64 {
+	if s.o.CPUSamples == "" {
+		return 0
+	}
+	r, err := recording.Open(s.o.CPUSamples)
+	if err != nil {
+		if !os.IsNotExist(err) {
+			s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("keeping the CPU samples in the trace: %v", err))
+		}
+		return 0
+	}
+	defer r.Close()
+	stacks := map[uint64]*recording.Stack{}
+	var n uint64
+	for {
+		rec, err := r.Next()
+		if err != nil {
+			if err != io.EOF {
+				s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("keeping the CPU samples in the trace: %v", err))
+			}
+			break
+		}
+		switch v := rec.(type) {
+		case *recording.Meta, *recording.End:
+			// the trace's own
+		case *recording.Stack:
+			stacks[v.ID] = v
+		case *recording.Sample:
+			var kernel, user []uint64
+			if st := stacks[v.StackID]; st != nil {
+				kernel, user = st.Kernel, st.User
+			}
+			if s.w.WriteSample(*v, kernel, user) == nil {
+				n++
+			}
+		default:
+			s.w.Write(rec)
+		}
+	}
+	s.res.Samples = n
+	return n
+}
+
 func (s *session) drain(wait time.Duration) {
 	if s.sched != nil {
 		s.sched.Drain()
@@ -671,6 +721,7 @@ func (s *session) finish(exitCode int) (Result, error) {
 	s.drain(0)
 	s.closeCPU()
 	s.t.Leftovers(monotonic(), s.record)
+	samples := s.keepCPU()
 	var events, eventsLost uint64
 	if s.sched != nil {
 		var warns []string
@@ -715,7 +766,7 @@ func (s *session) finish(exitCode int) (Result, error) {
 		s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("dynamic probing removed probes %d times after %s (%s): %s", n, limit, strings.Join(names, ", "), what))
 	}
 	s.res.ExitCode = exitCode
-	s.w.Write(&recording.End{Time: now, Samples: events, Lost: s.res.Lost + s.res.Depth + eventsLost, ExitCode: int32(exitCode), Calls: s.res.Calls})
+	s.w.Write(&recording.End{Time: now, Samples: events + samples, Lost: s.res.Lost + s.res.Depth + eventsLost, ExitCode: int32(exitCode), Calls: s.res.Calls})
 	err := s.w.Close()
 	s.res.Bytes = s.w.Bytes()
 	s.t.Close()

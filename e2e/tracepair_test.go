@@ -137,7 +137,7 @@ func TestTraceKeepsCPUSamples(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("trace: exit %d: %s", code, errs)
 	}
-	m := regexp.MustCompile(`(\d+) CPU samples written to`).FindStringSubmatch(errs)
+	m := regexp.MustCompile(`written to .* with (\d+) CPU samples;`).FindStringSubmatch(errs)
 	if m == nil {
 		t.Fatalf("culprit did not say how many CPU samples it kept: %s", errs)
 	}

@@ -214,13 +214,14 @@ calls), export --format chrome and diff. Patterns (#N sampling, --lib,
 			}
 			sched := ""
 			if o.Sched {
-				sched = fmt.Sprintf(", %d scheduler events", res.Events)
+				sched = fmt.Sprintf(" and %d scheduler events", res.Events)
 			}
+			samples := ""
 			if res.Samples > 0 {
-				sched += fmt.Sprintf(", %d CPU samples", res.Samples)
+				samples = fmt.Sprintf(" with %d CPU samples", res.Samples)
 			}
-			fmt.Fprintf(stderr, "culprit: %d calls of %d functions%s written to %s (%s); probes set in %s, removed in %s\n", res.Calls, res.Probes, sched, o.Output, humanBytes(res.Bytes),
-				res.Attach.Round(time.Millisecond), res.Detach.Round(time.Millisecond))
+			fmt.Fprintf(stderr, "culprit: %d calls of %d functions%s written to %s (%s)%s; probes set in %s, removed in %s\n", res.Calls, res.Probes, sched, o.Output, humanBytes(res.Bytes),
+				samples, res.Attach.Round(time.Millisecond), res.Detach.Round(time.Millisecond))
 			if err := keepStats(exe, o.Output, o.CPUSamples, o.CPUHz, res.Removed, stderr); err != nil {
 				warnf(stderr, "keeping the functions' statistics for the next trace: %v", err)
 			}

@@ -1074,6 +1074,35 @@ func TestTraceHotFrom(t *testing.T) {
 // level 1, then level 2 by how much each reaches. The functions
 // --keep-hot protects count toward it and stay, however deep: hot, where
 // tracewide spends its time, three levels down.
+// When the functions kept as hot fill the probe budget by themselves,
+// the budget still leaves main probed: it costs one call and times the
+// run (twelve functions of about 8% each, a budget of 10).
+func TestTraceProbeBudgetKeepsRoot(t *testing.T) {
+	testutil.NeedRoot(t)
+	t.Setenv("CULPRIT_TRACE_STATS", t.TempDir())
+	bin := testutil.C(t, "tracehotwide", []string{"tracehotwide.c"}, "-O2", "-g")
+	ref := rec(t)
+	if _, errs, code := run(t, "record", "-F", "4999", "-o", ref, "--", bin, "20000000"); code != 0 {
+		t.Fatalf("record: exit %d, %s", code, errs)
+	}
+	out := rec(t)
+	_, errs, code := run(t, "trace", "--optimize", "basic", "--hot-from", ref, "--no-optimize", "dynamic-probing", "-f", "*", "-o", out, "--", bin, "1000")
+	// The hot functions alone are over the budget's 10 (the least it
+	// allows), which is what would leave main out.
+	if code != 0 || !strings.Contains(errs, "12 functions over 1%") {
+		t.Fatalf("exit %d, %s (want the twelve spins kept as hot)", code, errs)
+	}
+	r := traceReport(t, out)
+	if got, _ := r.calls("main"); got != 1 {
+		t.Errorf("main: %d calls recorded, want 1: the budget left the root out\n%s", got, errs)
+	}
+	for k := 0; k < 12; k++ {
+		if got, _ := r.calls("spin" + strconv.Itoa(k)); got != 1 {
+			t.Errorf("spin%d: %d calls recorded, want 1 (over 1%% of the run: kept)\n%s", k, got, errs)
+		}
+	}
+}
+
 func TestTraceProbeBudget(t *testing.T) {
 	testutil.NeedRoot(t)
 	t.Setenv("CULPRIT_TRACE_STATS", t.TempDir())

@@ -3,9 +3,6 @@ package e2e
 import (
 	"encoding/json"
 	"math"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -27,13 +24,7 @@ import (
 // worker, named by its goroutine id as the runtime's stack dump gives it.
 func TestVarianceGoHandoff(t *testing.T) {
 	testutil.NeedRoot(t)
-	bin := filepath.Join(t.TempDir(), "gohandoff")
-	build := exec.Command("go", "build", "-o", bin, "./testdata/targets/gohandoff")
-	build.Dir = testutil.Root()
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build gohandoff: %v\n%s", err, b)
-	}
+	bin := testutil.Go(t, "gohandoff")
 	out := rec(t)
 	const n = 1000
 	stdout := mustRun(t, "variance", "--sched", "--start", "main.handle", "--functions", "main.await,main.work",
@@ -138,13 +129,7 @@ func TestVarianceGoHandoff(t *testing.T) {
 // the kernel seeing any wake-up between them.
 func TestVarianceGoMutexHandoff(t *testing.T) {
 	testutil.NeedRoot(t)
-	bin := filepath.Join(t.TempDir(), "gohandoff")
-	build := exec.Command("go", "build", "-o", bin, "./testdata/targets/gohandoff")
-	build.Dir = testutil.Root()
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build gohandoff: %v\n%s", err, b)
-	}
+	bin := testutil.Go(t, "gohandoff")
 	out := rec(t)
 	const n = 1000
 	stdout := mustRun(t, "variance", "--sched", "--start", "main.handleMutex", "--functions", "main.lockedUpdate,main.holdBig",

@@ -4,9 +4,6 @@ import (
 	"bufio"
 	"encoding/json"
 	"math"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -104,13 +101,7 @@ func TestVarianceWakerFound(t *testing.T) {
 // variance are the program's own, over the same requests.
 func TestVarianceGoroutines(t *testing.T) {
 	testutil.NeedRoot(t)
-	bin := filepath.Join(t.TempDir(), "gogoroutines")
-	build := exec.Command("go", "build", "-o", bin, "./testdata/targets/gogoroutines")
-	build.Dir = testutil.Root()
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if b, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build gogoroutines: %v\n%s", err, b)
-	}
+	bin := testutil.Go(t, "gogoroutines")
 	out := rec(t)
 	const n = 2000
 	stdout := mustRun(t, "variance", "--start", "main.handle", "--functions", "main.parse,main.slowStep,main.respond",

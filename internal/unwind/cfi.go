@@ -32,6 +32,7 @@ type cie struct {
 	signal    bool   // 'S': frames of this CIE are signal trampolines
 	addrSize  int    // address size for .debug_frame absolute addresses
 	eh        bool   // from .eh_frame (pointer encodings apply)
+	goABI     bool   // Go's code (.debug_frame of a Go binary): no callee-saved registers
 	sec       []byte // whole section; instruction ranges index into it
 	secAddr   uint64 // ELF vaddr of the section (for pc-relative encodings)
 	insOff    uint32 // initial instructions
@@ -208,6 +209,15 @@ func TableFromELF(f *elf.File) (*Table, error) {
 	eh, errEH := sectionFDEs(f, true, 0)
 	dbg, errDbg := sectionFDEs(f, false, 0)
 	errs := []error{errEH, errDbg}
+	if elfx.IsGo(f) {
+		// The Go linker writes .debug_frame for Go's functions (C code
+		// linked in by cgo keeps its .eh_frame). Under Go's ABI every
+		// general-purpose register is caller-saved: a Go function
+		// preserves none for its caller, CFI or not.
+		for i := range dbg {
+			dbg[i].cie.goABI = true
+		}
+	}
 	t.fdes = mergeFDEs(eh, dbg)
 	if len(t.fdes) == 0 {
 		if err := errors.Join(errs...); err != nil {

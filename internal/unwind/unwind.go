@@ -58,9 +58,15 @@ type Resolver interface {
 
 // Register sets: callee-saved registers keep their values across calls
 // unless CFI says otherwise; the others are unknown in callers.
+// A Go function (Go's ABI) keeps only the stack and frame pointers and
+// the return address for its caller: after a sample in one, a register
+// of its caller holds the Go function's value, not the caller's (a
+// goroutine stopped in runtime.asyncPreempt has its caller's registers
+// on the stack, not in them).
 const (
 	allRegs     uint32 = 1<<numRegs - 1
 	calleeSaved uint32 = 1<<3 | 1<<regRBP | 1<<regRSP | 1<<12 | 1<<13 | 1<<14 | 1<<15 | 1<<regRA
+	goSaved     uint32 = 1<<regRBP | 1<<regRSP | 1<<regRA
 )
 
 // unwinder is the per-call state; it lives on Unwind's stack.
@@ -297,6 +303,10 @@ func (u *unwinder) stepCFI(f *fde, addr uint64, prevCFA uint64) (stepResult, uin
 	}
 	var next Regs
 	var valid uint32
+	saved := calleeSaved
+	if f.cie.goABI {
+		saved = goSaved
+	}
 	for i := 0; i < numRegs; i++ {
 		ru := &rw.regs[i]
 		bit := uint32(1) << i
@@ -316,7 +326,7 @@ func (u *unwinder) stepCFI(f *fde, addr uint64, prevCFA uint64) (stepResult, uin
 				if v, ok := u.stack.read8(cfa - 16); ok {
 					next[i], valid = v, valid|bit
 				}
-			case calleeSaved&bit != 0:
+			case saved&bit != 0:
 				next[i], valid = u.regs[i], valid|(u.valid&bit)
 			}
 		case ruleSame:

@@ -367,6 +367,12 @@ func TestUnwindGo(t *testing.T) {
 						continue
 					}
 					found++
+					// Go's ABI has no callee-saved registers: the
+					// caller of a Go function knows only its stack and
+					// frame pointers and return address.
+					if frames, _ := UnwindFrames(s.regs, s.stack, r, 64); cfiErr == nil && len(frames) > 1 && frames[1].Valid&^goSaved != 0 {
+						t.Errorf("tid %d: %s's caller keeps registers %#x of Go code", tid, names[0], frames[1].Valid&^goSaved)
+					}
 					// With CFI the chain is exact. Without it, the one
 					// frame-pointer step from a frameless spinAlpha yields its
 					// caller's caller, so only ask for a Go chain of 2+.

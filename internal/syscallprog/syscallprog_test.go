@@ -60,15 +60,7 @@ func recordOwnSystemCalls(t *testing.T, hash bool) {
 	for _, kernel := range []bool{false, true} {
 		// A ring that the runtime's other threads' records do not fill
 		// to half (where entries go without their copy) under load.
-		tr, err := New(Options{Syscalls: true, KernelStacks: kernel, StackBytes: 256, RingBytes: 4 << 20, threadHash: hash})
-		if err != nil {
-			t.Fatal(err)
-		}
-		runtime.LockOSThread()
-		tid := uint32(unix.Gettid())
-		if err := tr.Add(uint32(os.Getpid())); err != nil {
-			t.Fatal(err)
-		}
+		tr, tid := traceSelf(t, Options{Syscalls: true, KernelStacks: kernel, StackBytes: 256, RingBytes: 4 << 20, threadHash: hash})
 		const n = 1000
 		for i := 0; i < n; i++ {
 			unix.Getppid()
@@ -76,7 +68,7 @@ func recordOwnSystemCalls(t *testing.T, hash bool) {
 		tr.Remove(uint32(os.Getpid()))
 		runtime.UnlockOSThread()
 		enters, exits, withStack, withKernel, copied := 0, 0, 0, 0, 0
-		err = tr.Drain(func(ev *Event) {
+		err := tr.Drain(func(ev *Event) {
 			if ev.TID != tid || ev.Nr != unix.SYS_GETPPID || ev.PID != uint32(os.Getpid()) {
 				return
 			}
@@ -119,23 +111,15 @@ func recordOwnSystemCalls(t *testing.T, hash bool) {
 // both are counted.
 func TestCopiesLessBeforeDropping(t *testing.T) {
 	testutil.NeedRoot(t)
-	tr, err := New(Options{Syscalls: true, StackBytes: 1024, RingBytes: 256 << 10})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr, tid := traceSelf(t, Options{Syscalls: true, StackBytes: 1024, RingBytes: 256 << 10})
 	defer tr.Close()
-	runtime.LockOSThread()
-	tid := uint32(unix.Gettid())
-	if err := tr.Add(uint32(os.Getpid())); err != nil {
-		t.Fatal(err)
-	}
 	for i := 0; i < 2000; i++ {
 		unix.Getppid()
 	}
 	tr.Remove(uint32(os.Getpid()))
 	runtime.UnlockOSThread()
 	full, reduced, fullAfter := 0, 0, 0
-	err = tr.Drain(func(ev *Event) {
+	err := tr.Drain(func(ev *Event) {
 		if ev.TID != tid || ev.Exit || ev.Nr != unix.SYS_GETPPID {
 			return
 		}
@@ -178,16 +162,8 @@ func TestRecordsOwnSwitches(t *testing.T) {
 }
 
 func recordOwnSwitches(t *testing.T, syscalls, hash bool) {
-	tr, err := New(Options{Switches: true, Syscalls: syscalls, StackBytes: 256, RingBytes: 1 << 20, threadHash: hash})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr, tid := traceSelf(t, Options{Switches: true, Syscalls: syscalls, StackBytes: 256, RingBytes: 1 << 20, threadHash: hash})
 	defer tr.Close()
-	runtime.LockOSThread()
-	tid := uint32(unix.Gettid())
-	if err := tr.Add(uint32(os.Getpid())); err != nil {
-		t.Fatal(err)
-	}
 	const n = 20
 	for i := 0; i < n; i++ {
 		ts := unix.NsecToTimespec(int64(time.Millisecond))
@@ -197,7 +173,7 @@ func recordOwnSwitches(t *testing.T, syscalls, hash bool) {
 	runtime.UnlockOSThread()
 	asleep, other := 0, 0
 	var entry *Event // the thread's system call entry pending, with syscalls
-	err = tr.Drain(func(ev *Event) {
+	err := tr.Drain(func(ev *Event) {
 		if ev.TID != tid {
 			return
 		}
@@ -253,16 +229,8 @@ func TestKernelChainReused(t *testing.T) {
 }
 
 func kernelChainReused(t *testing.T, hash bool) {
-	tr, err := New(Options{Switches: true, Syscalls: true, KernelStacks: true, RingBytes: 1 << 20, threadHash: hash})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr, tid := traceSelf(t, Options{Switches: true, Syscalls: true, KernelStacks: true, RingBytes: 1 << 20, threadHash: hash})
 	defer tr.Close()
-	runtime.LockOSThread()
-	tid := uint32(unix.Gettid())
-	if err := tr.Add(uint32(os.Getpid())); err != nil {
-		t.Fatal(err)
-	}
 	const rounds, n = 2, 20
 	for r := 0; r < rounds; r++ {
 		for i := 0; i < n; i++ {
@@ -278,7 +246,7 @@ func kernelChainReused(t *testing.T, hash bool) {
 	runtime.UnlockOSThread()
 	chains := map[uint64]map[int64]int{} // call: kernel chain id: switches
 	others := uint64(0)                  // other threads' switches inside calls that could reuse a chain
-	err = tr.Drain(func(ev *Event) {
+	err := tr.Drain(func(ev *Event) {
 		if !ev.Switch || ev.UserStack != InCall || ev.Nr>>32 != 0 {
 			return
 		}
@@ -371,16 +339,8 @@ func TestLimitCountsWhatItLeavesOut(t *testing.T) {
 
 func limitCountsWhatItLeavesOut(t *testing.T, hash bool) {
 	const limit, burst, n = 100, 10, 2000
-	tr, err := New(Options{Syscalls: true, StackBytes: 256, RingBytes: 1 << 20, Limit: limit, LimitBurst: burst, threadHash: hash})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr, tid := traceSelf(t, Options{Syscalls: true, StackBytes: 256, RingBytes: 1 << 20, Limit: limit, LimitBurst: burst, threadHash: hash})
 	defer tr.Close()
-	runtime.LockOSThread()
-	tid := uint32(unix.Gettid())
-	if err := tr.Add(uint32(os.Getpid())); err != nil {
-		t.Fatal(err)
-	}
 	for i := 0; i < n; i++ {
 		unix.Getppid()
 	}
@@ -389,7 +349,7 @@ func limitCountsWhatItLeavesOut(t *testing.T, hash bool) {
 	var enters, exits, getppid, standFor uint64
 	var first, last uint64
 	pending := false
-	err = tr.Drain(func(ev *Event) {
+	err := tr.Drain(func(ev *Event) {
 		if ev.TID != tid {
 			return
 		}
@@ -446,16 +406,8 @@ func limitCountsWhatItLeavesOut(t *testing.T, hash bool) {
 func TestSwitchInUnrecordedCall(t *testing.T) {
 	testutil.NeedRoot(t)
 	const burst = 6
-	tr, err := New(Options{Switches: true, Syscalls: true, StackBytes: 256, RingBytes: 1 << 20, Limit: 1, LimitBurst: burst})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr, tid := traceSelf(t, Options{Switches: true, Syscalls: true, StackBytes: 256, RingBytes: 1 << 20, Limit: 1, LimitBurst: burst})
 	defer tr.Close()
-	runtime.LockOSThread()
-	tid := uint32(unix.Gettid())
-	if err := tr.Add(uint32(os.Getpid())); err != nil {
-		t.Fatal(err)
-	}
 	const n = 20
 	for i := 0; i < n; i++ {
 		ts := unix.NsecToTimespec(int64(time.Millisecond))
@@ -465,7 +417,7 @@ func TestSwitchInUnrecordedCall(t *testing.T) {
 	runtime.UnlockOSThread()
 	inCall, walked, bare, entries, sleeps := 0, 0, 0, 0, 0
 	var first, last uint64
-	err = tr.Drain(func(ev *Event) {
+	err := tr.Drain(func(ev *Event) {
 		if ev.TID != tid {
 			return
 		}
@@ -519,16 +471,8 @@ func TestSwitchInUnrecordedCall(t *testing.T) {
 // to the caller's caller).
 func TestStackBucketTaken(t *testing.T) {
 	testutil.NeedRoot(t)
-	tr, err := New(Options{Syscalls: true, StackBytes: 0, RingBytes: 1 << 20, stackEntries: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
+	tr, tid := traceSelf(t, Options{Syscalls: true, StackBytes: 0, RingBytes: 1 << 20, stackEntries: 1})
 	defer tr.Close()
-	runtime.LockOSThread()
-	tid := uint32(unix.Gettid())
-	if err := tr.Add(uint32(os.Getpid())); err != nil {
-		t.Fatal(err)
-	}
 	const n = 200
 	for i := 0; i < n; i++ {
 		getppidA()
@@ -538,7 +482,7 @@ func TestStackBucketTaken(t *testing.T) {
 	runtime.UnlockOSThread()
 	ids := map[int64]int{}
 	chains := map[uint64]int{} // by the chain's second address
-	err = tr.Drain(func(ev *Event) {
+	err := tr.Drain(func(ev *Event) {
 		if ev.TID != tid || ev.Nr != unix.SYS_GETPPID || ev.Exit {
 			return
 		}
@@ -573,3 +517,23 @@ func getppidA() { unix.Getppid() }
 
 //go:noinline
 func getppidB() { unix.Getppid() }
+
+// traceSelf starts a tracer with o on this test's own process, the
+// calling goroutine locked to its thread, and returns the tracer and
+// that thread's id; the caller closes the tracer and unlocks the thread.
+// Nothing after Add makes a system call: the tests count every one.
+func traceSelf(t *testing.T, o Options) (*Tracer, uint32) {
+	t.Helper()
+	tr, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	runtime.LockOSThread()
+	tid := uint32(unix.Gettid()) // before Add: its system call is not traced
+	if err := tr.Add(uint32(os.Getpid())); err != nil {
+		runtime.UnlockOSThread()
+		tr.Close()
+		t.Fatal(err)
+	}
+	return tr, tid
+}

@@ -29,17 +29,7 @@ func TestVarianceGoHandoff(t *testing.T) {
 	const n = 1000
 	stdout := mustRun(t, "variance", "--sched", "--start", "main.handle", "--functions", "main.await,main.work",
 		"--rounds", "1", "--trap-budget", "0", "-o", out, "--", bin, strconv.Itoa(n))
-	var r struct {
-		varianceJSON
-		Ranked []struct {
-			Names        []string           `json:"names"`
-			Kind         string             `json:"kind"`
-			Contribution float64            `json:"contribution"`
-			Mean         float64            `json:"mean_ns"`
-			States       map[string]float64 `json:"states"`
-			Holders      map[string]float64 `json:"lock_holders"`
-		} `json:"ranked"`
-	}
+	var r varianceJSON
 	if err := json.Unmarshal([]byte(mustRun(t, "variance", "-i", out, "--format", "json")), &r); err != nil {
 		t.Fatal(err)
 	}
@@ -102,13 +92,7 @@ func TestVarianceGoHandoff(t *testing.T) {
 			if lock < 0.5*all {
 				t.Errorf("main.await's lock time %.0f ns of %.0f", lock, all)
 			}
-			var most string
-			for h, v := range f.Holders {
-				if most == "" || v > f.Holders[most] {
-					most = h
-				}
-			}
-			if most != worker {
+			if most := mostHolder(f.Holders); most != worker {
 				t.Errorf("main.await's lock waits ended most by %q, want the worker, %s (%v)", most, worker, f.Holders)
 			}
 		}
@@ -145,19 +129,7 @@ func TestVarianceGoMutexHandoff(t *testing.T) {
 			reqs++
 		}
 	}
-	var r struct {
-		varianceJSON
-		Ranked []struct {
-			Names        []string           `json:"names"`
-			Kind         string             `json:"kind"`
-			Contribution float64            `json:"contribution"`
-			Mean         float64            `json:"mean_ns"`
-			Holders      map[string]float64 `json:"lock_holders"`
-			Sites        []struct {
-				Path string `json:"path"`
-			} `json:"sites"`
-		} `json:"ranked"`
-	}
+	var r varianceJSON
 	if err := json.Unmarshal([]byte(mustRun(t, "variance", "-i", out, "--format", "json")), &r); err != nil {
 		t.Fatal(err)
 	}
@@ -184,13 +156,7 @@ func TestVarianceGoMutexHandoff(t *testing.T) {
 		case "main.lockedUpdate":
 			found[f.Names[0]] = true
 			t.Logf("main.lockedUpdate: lock waits ended by %v", f.Holders)
-			var most string
-			for h, v := range f.Holders {
-				if most == "" || v > f.Holders[most] {
-					most = h
-				}
-			}
-			if most != holder {
+			if most := mostHolder(f.Holders); most != holder {
 				t.Errorf("main.lockedUpdate's lock waits ended most by %q, want the holder, %s (%v)", most, holder, f.Holders)
 			}
 		}
@@ -200,4 +166,15 @@ func TestVarianceGoMutexHandoff(t *testing.T) {
 			t.Errorf("%s is not a factor: %+v", fn, r.Ranked)
 		}
 	}
+}
+
+// mostHolder is the holder that ended the most lock-wait time.
+func mostHolder(holders map[string]float64) string {
+	var most string
+	for h, v := range holders {
+		if most == "" || v > holders[most] {
+			most = h
+		}
+	}
+	return most
 }

@@ -35,10 +35,13 @@ type varianceJSON struct {
 }
 
 type varianceFactor struct {
-	Kind         string   `json:"kind"`
-	Names        []string `json:"names"`
-	Contribution float64  `json:"contribution"`
-	Leaf         bool     `json:"leaf"`
+	Kind         string             `json:"kind"`
+	Names        []string           `json:"names"`
+	Contribution float64            `json:"contribution"`
+	Leaf         bool               `json:"leaf"`
+	Mean         float64            `json:"mean_ns"`
+	States       map[string]float64 `json:"states"`
+	Holders      map[string]float64 `json:"lock_holders"`
 	Sites        []struct {
 		Path string `json:"path"`
 	} `json:"sites"`

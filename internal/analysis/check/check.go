@@ -171,11 +171,11 @@ type Result struct {
 type agg struct {
 	samples float64
 	amounts []float64 // per run with the function
+	last    int       // 1 + the index of the last run that had the function
 	durs    []float64 // traced calls' durations, all runs
 	cpu     []float64 // their on-CPU times, when noCPU is not set
 	noCPU   bool      // some run's calls have no on-CPU times
 	args    map[string][]float64
-	runs    int
 	x       float64
 	hasX    bool
 	series  string
@@ -217,7 +217,7 @@ func Compare(base, target []Run, o Options) Result {
 	}
 	build := func(runs []Run) side {
 		s := side{runs: map[string]int{}, funcs: map[string]map[string]*agg{}, obj: map[string]string{}, meta: map[string]agg{}}
-		for _, r := range runs {
+		for ri, r := range runs {
 			s.runs[r.Pair]++
 			s.meta[r.Pair] = agg{x: r.X, hasX: r.HasX, series: r.Series, traced: r.Traced}
 			for _, f := range r.Funcs {
@@ -232,7 +232,14 @@ func Compare(base, target []Run, o Options) Result {
 					m[r.Pair] = a
 				}
 				a.samples += float64(f.Samples)
-				a.amounts = append(a.amounts, f.Amount)
+				// One amount per run: a name in two objects of a run
+				// (a static function, say) is one function here.
+				if a.last == ri+1 {
+					a.amounts[len(a.amounts)-1] += f.Amount
+				} else {
+					a.amounts = append(a.amounts, f.Amount)
+					a.last = ri + 1
+				}
 				if r.Traced {
 					// Argument values stay aligned with durations: an
 					// argument a run did not record is padded with NaN.

@@ -137,6 +137,25 @@ func TestBurstDoesNotDecide(t *testing.T) {
 	}
 }
 
+// TestNameInTwoObjects: a function name in two objects of each target run
+// (half its time in each) is one function with one amount per run, not two
+// runs of half the amount.
+func TestNameInTwoObjects(t *testing.T) {
+	var base, target []Run
+	for _, n := range []string{"1", "2", "3"} {
+		for _, a := range []float64{1000, 1002, 998} {
+			base = append(base, Run{Pair: n, Funcs: []Func{{Name: "f", Object: "a", Samples: int64(a), Amount: a * 1e6}}})
+			half := Func{Name: "f", Samples: int64(a / 2), Amount: a / 2 * 1e6}
+			inA, inB := half, half
+			inA.Object, inB.Object = "a", "b"
+			target = append(target, Run{Pair: n, Funcs: []Func{inA, inB}})
+		}
+	}
+	if r := Compare(base, target, Options{}); len(r.Changes) != 0 {
+		t.Errorf("a function split over two objects changed: %+v", r.Changes)
+	}
+}
+
 // tracedRun is one traced run: work(n) for n = 1..60, three calls each,
 // taking dur(n) ns, and other() at a constant 5 µs; every 50th call of
 // work was preempted (20 ms).

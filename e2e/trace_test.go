@@ -942,7 +942,7 @@ func TestTraceTypedReturn(t *testing.T) {
 // --line records each time a source line's code is reached.
 func TestTracePointProbes(t *testing.T) {
 	testutil.NeedRoot(t)
-	testutil.Need(t, fileExists("/usr/include/x86_64-linux-gnu/sys/sdt.h") || fileExists("/usr/include/sys/sdt.h"), "sys/sdt.h (Debian: systemtap-sdt-dev)")
+	needSDT(t)
 	bin := testutil.C(t, "usdtprog", []string{"usdtprog.c"}, "-O2", "-g")
 	src, err := os.ReadFile(filepath.Join(testutil.Targets(), "usdtprog.c"))
 	if err != nil {

@@ -24,7 +24,7 @@ import (
 // there too. At -O2 the begins' frames are found by rsp, at -O0 by rbp.
 func TestTraceUSDTPairs(t *testing.T) {
 	testutil.NeedRoot(t)
-	testutil.Need(t, fileExists("/usr/include/x86_64-linux-gnu/sys/sdt.h") || fileExists("/usr/include/sys/sdt.h"), "sys/sdt.h (Debian: systemtap-sdt-dev)")
+	needSDT(t)
 	lib := testutil.C(t, "libusdtpair.so", []string{"usdtpairlib.c"}, "-shared", "-fPIC", "-O2", "-g")
 	src, err := os.ReadFile(filepath.Join(testutil.Targets(), "usdtpairlib.c"))
 	if err != nil {

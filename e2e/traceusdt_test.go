@@ -19,7 +19,7 @@ import (
 // vals[i % 8] = 7·(i % 8) + 3.
 func TestTraceUSDTArgs(t *testing.T) {
 	testutil.NeedRoot(t)
-	testutil.Need(t, fileExists("/usr/include/x86_64-linux-gnu/sys/sdt.h") || fileExists("/usr/include/sys/sdt.h"), "sys/sdt.h (Debian: systemtap-sdt-dev)")
+	needSDT(t)
 	const n = 41
 	// What the program's loop computes: at odd i, before sink += work(i).
 	var sinks []int64
@@ -103,4 +103,10 @@ func joinArgs(v []string) string {
 		out += s
 	}
 	return out
+}
+
+// needSDT needs sys/sdt.h, for the test programs that declare USDT probes.
+func needSDT(t *testing.T) {
+	t.Helper()
+	testutil.Need(t, fileExists("/usr/include/x86_64-linux-gnu/sys/sdt.h") || fileExists("/usr/include/sys/sdt.h"), "sys/sdt.h (Debian: systemtap-sdt-dev)")
 }

@@ -156,8 +156,13 @@ func TestLaunch(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Logf("%+v", res)
-			if res.ExitCode != 3 || res.Mechanism != mech || res.Samples < 100 {
-				t.Errorf("exit %d, mechanism %s, %d samples; want 3, %s, ≥ 100", res.ExitCode, res.Mechanism, res.Samples, mech)
+			// The program spins for about 250 ms of CPU time: that many
+			// 1 ms ticks, each a sample or counted lost. How many got a
+			// sample of their own depends on when the collector ran (a
+			// poller on a busy machine merges ticks), so only a floor that
+			// any working session reaches is asserted for those.
+			if res.ExitCode != 3 || res.Mechanism != mech || res.Samples+res.Lost < 100 || res.Samples < 20 {
+				t.Errorf("exit %d, mechanism %s, %d samples and %d ticks lost; want 3, %s, ≥ 100 ticks, ≥ 20 samples", res.ExitCode, res.Mechanism, res.Samples, res.Lost, mech)
 			}
 			c := readRecording(t, o)
 			if c.meta == nil || c.meta.Event != Event || c.meta.Extra["collector"] != "ptrace" {

@@ -479,7 +479,8 @@ func TestSwitchInUnrecordedCall(t *testing.T) {
 
 // TestStackBucketTaken: with a stack map of one bucket, the second user
 // chain lands in a bucket the first holds (bpf_get_stackid's -EEXIST); it
-// is kept in the spill map, and every entry of both call sites still has
+// is kept in the spill map (both are when a runtime thread's chain took
+// the bucket first), and every entry of both call sites still has
 // its own chain (the two differ in the return address into this test:
 // the system call's assembly leaves no frame, so the fp walk goes from it
 // to the caller's caller).
@@ -516,8 +517,10 @@ func TestStackBucketTaken(t *testing.T) {
 			spilled++
 		}
 	}
-	if len(chains) != 2 || chains[0] != 0 || spilled != 1 {
-		t.Errorf("entries by their chain's second address (0: no chain): %v, want two chains of %d; ids %v, %d of them spilled, want 1", chains, n, ids, spilled)
+	// The one bucket holds one chain: the first of the two, or a chain of
+	// one of the runtime's threads that made a call before it.
+	if len(chains) != 2 || chains[0] != 0 || len(ids) != 2 || spilled < 1 {
+		t.Errorf("entries by their chain's second address (0: no chain): %v, want two chains of %d; ids %v, %d of them spilled, want 1 or 2", chains, n, ids, spilled)
 	}
 	for pc, c := range chains {
 		if c != n {

@@ -565,3 +565,84 @@ func traceSelf(t *testing.T, o Options) (*Tracer, uint32) {
 	}
 	return tr, tid
 }
+
+// BenchmarkThreadState measures what a system call costs with the
+// programs attached, per-thread state in task storage or in the hash
+// keyed by thread id (kernels without task storage), for a thread of a
+// traced process under the default limit (most of its calls left out,
+// counted) and for a thread of a process not traced (the programs run for
+// every thread of the machine). cpu-ns/op is the call with its hooks and
+// programs in the thread's own CPU time (ns/op is wall time, which other
+// work on a busy machine inflates); enter-ns and exit-ns are the programs' mean run times by the
+// kernel's own count (bpf_stats, every thread of the machine).
+//
+//	go test -run - -bench ThreadState -count 6 ./internal/syscallprog
+func BenchmarkThreadState(b *testing.B) {
+	testutil.NeedRoot(b)
+	stats, err := ebpf.EnableStats(unix.BPF_STATS_RUN_TIME)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer stats.Close()
+	b.Run("none", func(b *testing.B) { // no programs attached
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		getppidCPU(b)
+	})
+	for _, traced := range []bool{true, false} {
+		for _, hash := range []bool{false, true} {
+			name := map[bool]string{false: "task-storage", true: "thread-hash"}[hash]
+			name += map[bool]string{true: "/traced", false: "/untraced"}[traced]
+			b.Run(name, func(b *testing.B) {
+				if !hash && !HaveTaskStorage() {
+					b.Skip("no task storage for raw tracepoint programs")
+				}
+				o := Options{Syscalls: true, Switches: true, StackBytes: 256, Limit: 5000, LimitBurst: 256, threadHash: hash}
+				tr, err := New(o)
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer tr.Close()
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				if traced {
+					if err := tr.Add(uint32(os.Getpid())); err != nil {
+						b.Fatal(err)
+					}
+				}
+				before := make([]*ebpf.ProgramStats, 2)
+				for i := range before {
+					if before[i], err = tr.progs[i].Stats(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				getppidCPU(b)
+				for i, unit := range []string{"enter-ns", "exit-ns"} {
+					after, err := tr.progs[i].Stats()
+					if err != nil {
+						b.Fatal(err)
+					}
+					if runs := after.RunCount - before[i].RunCount; runs > 0 {
+						b.ReportMetric(float64(after.Runtime-before[i].Runtime)/float64(runs), unit)
+					}
+				}
+				tr.Remove(uint32(os.Getpid()))
+				_ = tr.Drain(func(*Event) {})
+			})
+		}
+	}
+}
+
+// getppidCPU makes b.N getppid calls and reports their mean cost in the
+// CPU time of the calling thread (locked to it).
+func getppidCPU(b *testing.B) {
+	var t0, t1 unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &t0)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		unix.Getppid()
+	}
+	b.StopTimer()
+	_ = unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &t1)
+	b.ReportMetric(float64(t1.Nano()-t0.Nano())/float64(b.N), "cpu-ns/op")
+}

@@ -573,10 +573,12 @@ func traceSelf(t *testing.T, o Options) (*Tracer, uint32) {
 // counted) and for a thread of a process not traced (the programs run for
 // every thread of the machine). cpu-ns/op is the call with its hooks and
 // programs in the thread's own CPU time (ns/op is wall time, which other
-// work on a busy machine inflates); enter-ns and exit-ns are the programs' mean run times by the
-// kernel's own count (bpf_stats, every thread of the machine).
+// work on a busy machine inflates); enter-ns and exit-ns are the
+// programs' mean run times by the kernel's own count (bpf_stats, every
+// thread of the machine). Run it a few times in a row to interleave the
+// modes:
 //
-//	go test -run - -bench ThreadState -count 6 ./internal/syscallprog
+//	go test -run - -bench ThreadState -benchtime 300000x ./internal/syscallprog
 func BenchmarkThreadState(b *testing.B) {
 	testutil.NeedRoot(b)
 	stats, err := ebpf.EnableStats(unix.BPF_STATS_RUN_TIME)

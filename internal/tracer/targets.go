@@ -102,6 +102,10 @@ type Target struct {
 	USDTArgs []traceprog.ArgSpec
 	// Entry is the function's symbol value (its DWARF low PC).
 	Entry uint64
+	// Code is the file offsets of the function's first byte and of the
+	// byte after its last (its symbol's size), for naming a return
+	// address as in it; zero for points and pairs.
+	Code [2]uint64
 	// Reads are memory the probe reads at entry (PlanReads), recorded
 	// after the parameters' registers and named by ReadParams
 	// ("c->id:i4:int").
@@ -271,7 +275,8 @@ func resolveObject(obj string, pats []Pattern, args bool, exclude map[string]boo
 			if !ok {
 				continue
 			}
-			t := Target{Object: obj, BuildID: bid, Function: fs.name, Offset: off, Every: p.Every, Entry: fs.value}
+			t := Target{Object: obj, BuildID: bid, Function: fs.name, Offset: off, Every: p.Every, Entry: fs.value,
+				Code: [2]uint64{off, off + fs.end - fs.value}}
 			if !isGo {
 				var parts [][]byte
 				var starts []uint64

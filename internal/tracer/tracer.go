@@ -10,7 +10,6 @@ package tracer
 
 import (
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"runtime"
@@ -627,54 +626,6 @@ func (s *session) closeCPU() {
 	if lost > 0 {
 		s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("%d CPU samples beside the trace were lost", lost))
 	}
-}
-
-// keepCPU copies the CPU samples taken beside the trace into its
-// recording, as culprit record writes them (their mappings, threads and
-// stacks with them), so that report, export and view read them as a
-// profile's; it returns how many samples it copied. The recording of
-// their own stays for the build's pool.
-func (s *session) keepCPU() uint64 {
-	if s.o.CPUSamples == "" {
-		return 0
-	}
-	r, err := recording.Open(s.o.CPUSamples)
-	if err != nil {
-		if !os.IsNotExist(err) {
-			s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("keeping the CPU samples in the trace: %v", err))
-		}
-		return 0
-	}
-	defer r.Close()
-	stacks := map[uint64]*recording.Stack{}
-	var n uint64
-	for {
-		rec, err := r.Next()
-		if err != nil {
-			if err != io.EOF {
-				s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("keeping the CPU samples in the trace: %v", err))
-			}
-			break
-		}
-		switch v := rec.(type) {
-		case *recording.Meta, *recording.End:
-			// the trace's own
-		case *recording.Stack:
-			stacks[v.ID] = v
-		case *recording.Sample:
-			var kernel, user []uint64
-			if st := stacks[v.StackID]; st != nil {
-				kernel, user = st.Kernel, st.User
-			}
-			if s.w.WriteSample(*v, kernel, user) == nil {
-				n++
-			}
-		default:
-			s.w.Write(rec)
-		}
-	}
-	s.res.Samples = n
-	return n
 }
 
 func (s *session) drain(wait time.Duration) {

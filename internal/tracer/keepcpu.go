@@ -1,0 +1,314 @@
+package tracer
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+
+	"github.com/culprit-dev/culprit/internal/proc"
+	"github.com/culprit-dev/culprit/internal/recording"
+)
+
+// keepCPU copies the CPU samples taken beside the trace into its
+// recording, as culprit record writes them (their mappings, threads and
+// stacks with them), so that report, export and view read them as a
+// profile's; it returns how many samples it copied. The recording of
+// their own stays for the build's pool.
+//
+// A return probe replaces the return address of each traced call in
+// flight with the address of the kernel's return trampoline, so a
+// sample's user stack holds that address where the traced functions'
+// callers should be (the frame-pointer chain goes on past it, the CFI
+// unwinder stops there). The trace knows which calls were in flight on
+// the sample's thread at its time and where each was to return, so each
+// trampoline is given back its call's return address (see fixStack).
+func (s *session) keepCPU() uint64 {
+	if s.o.CPUSamples == "" {
+		return 0
+	}
+	warn := func(err error) {
+		s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("keeping the CPU samples in the trace: %v", err))
+	}
+	r, err := recording.Open(s.o.CPUSamples)
+	if err != nil {
+		if !os.IsNotExist(err) {
+			warn(err)
+		}
+		return 0
+	}
+	fx, err := s.scanSamples(r)
+	r.Close()
+	if err != nil {
+		warn(err)
+		return 0
+	}
+	if len(fx.need) > 0 {
+		if err := s.w.Flush(); err == nil {
+			fx.pendingCalls(s.o.Output, s.targets)
+		}
+	}
+	if r, err = recording.Open(s.o.CPUSamples); err != nil {
+		warn(err)
+		return 0
+	}
+	defer r.Close()
+	stacks := map[uint64]*recording.Stack{}
+	var n uint64
+	var i int
+	for {
+		rec, err := r.Next()
+		if err != nil {
+			if err != io.EOF {
+				warn(err)
+			}
+			break
+		}
+		switch v := rec.(type) {
+		case *recording.Meta, *recording.End:
+			// the trace's own
+		case *recording.Stack:
+			stacks[v.ID] = v
+		case *recording.Sample:
+			var kernel, user []uint64
+			if st := stacks[v.StackID]; st != nil {
+				kernel, user = st.Kernel, st.User
+			}
+			smp := *v
+			if p, ok := fx.pending[i]; ok {
+				var cut bool
+				user, cut = fx.fixStack(smp.PID, user, p, s.targets)
+				smp.Truncated = smp.Truncated || cut
+			}
+			i++
+			if s.w.WriteSample(smp, kernel, user) == nil {
+				n++
+			}
+		default:
+			s.w.Write(rec)
+		}
+	}
+	s.res.Samples = n
+	return n
+}
+
+// stackFix is what keepCPU learns of the samples before copying them.
+type stackFix struct {
+	tramp  map[uint32]uint64      // process → its uprobe return trampoline
+	spaces map[uint32]*proc.Space // process → its executable mappings
+	bids   map[string][]byte      // object path → build-id
+	// need are the samples whose stacks hold a trampoline, by thread:
+	// their times, sorted, and their indexes among the samples.
+	need    map[uint32]*threadSamples
+	pending map[int][]pend // sample index → calls in flight at it
+}
+
+type threadSamples struct {
+	times []uint64
+	index []int
+}
+
+// pend is a traced call in flight at a sample.
+type pend struct {
+	start uint64
+	depth uint32
+	probe uint32
+	site  uint64
+}
+
+// scanSamples reads the side recording once for the trampolines'
+// addresses (the first page of the [uprobes] mapping), the mappings and
+// the samples whose user stacks hold a trampoline.
+func (s *session) scanSamples(r *recording.Reader) (*stackFix, error) {
+	fx := &stackFix{tramp: map[uint32]uint64{}, spaces: map[uint32]*proc.Space{}, bids: map[string][]byte{},
+		need: map[uint32]*threadSamples{}, pending: map[int][]pend{}}
+	type smp struct {
+		pid, tid uint32
+		time     uint64
+		stack    uint64
+	}
+	var samples []smp
+	stacks := map[uint64][]uint64{}
+	for {
+		rec, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		switch v := rec.(type) {
+		case *recording.Mmap:
+			if v.Path == "[uprobes]" {
+				fx.tramp[v.PID] = v.Start
+			}
+			if v.Prot&0x4 == 0 { // PROT_EXEC
+				continue
+			}
+			sp := fx.spaces[v.PID]
+			if sp == nil {
+				sp = &proc.Space{}
+				fx.spaces[v.PID] = sp
+			}
+			sp.Add(proc.Mapping{Start: v.Start, End: v.Start + v.Len, Offset: v.Pgoff, Path: v.Path})
+			if len(v.BuildID) > 0 {
+				fx.bids[v.Path] = v.BuildID
+			}
+		case *recording.Stack:
+			stacks[v.ID] = v.User
+		case *recording.Sample:
+			samples = append(samples, smp{v.PID, v.TID, v.Time, v.StackID})
+		}
+	}
+	for i, sm := range samples {
+		tr, ok := fx.tramp[sm.pid]
+		if !ok {
+			continue
+		}
+		for _, a := range stacks[sm.stack] {
+			if a == tr {
+				ts := fx.need[sm.tid]
+				if ts == nil {
+					ts = &threadSamples{}
+					fx.need[sm.tid] = ts
+				}
+				ts.times, ts.index = append(ts.times, sm.time), append(ts.index, i)
+				break
+			}
+		}
+	}
+	for _, ts := range fx.need {
+		sort.Sort(ts)
+	}
+	return fx, nil
+}
+
+func (ts *threadSamples) Len() int           { return len(ts.times) }
+func (ts *threadSamples) Less(i, j int) bool { return ts.times[i] < ts.times[j] }
+func (ts *threadSamples) Swap(i, j int) {
+	ts.times[i], ts.times[j] = ts.times[j], ts.times[i]
+	ts.index[i], ts.index[j] = ts.index[j], ts.index[i]
+}
+
+// returnProbed says the calls of t return through the kernel's
+// trampoline: a function's, not a point's, a pair's or Go code's (whose
+// return probes sit on its RET instructions).
+func returnProbed(t *Target) bool {
+	return !t.Point && !t.Pair && len(t.Rets) == 0
+}
+
+// pendingCalls reads the trace's call records from its file and notes,
+// for each sample that needs it, the return-probed calls in flight on
+// its thread at its time.
+func (fx *stackFix) pendingCalls(path string, targets []Target) {
+	r, err := recording.Open(path)
+	if err != nil {
+		return
+	}
+	defer r.Close()
+	r.Reuse()
+	for {
+		rec, err := r.Next()
+		if err != nil {
+			return
+		}
+		c, ok := rec.(*recording.Call)
+		if !ok || c.Probe == 0 || int(c.Probe) > len(targets) || !returnProbed(&targets[c.Probe-1]) || c.End <= c.Start {
+			continue
+		}
+		ts := fx.need[c.TID]
+		if ts == nil {
+			continue
+		}
+		i := sort.Search(len(ts.times), func(i int) bool { return ts.times[i] >= c.Start })
+		for ; i < len(ts.times) && ts.times[i] < c.End; i++ {
+			fx.pending[ts.index[i]] = append(fx.pending[ts.index[i]], pend{c.Start, c.Depth, c.Probe, c.Site})
+		}
+	}
+}
+
+// in says whether addr, in process pid, lies in the code of t.
+func (fx *stackFix) in(pid uint32, addr uint64, t *Target) bool {
+	if t.Code[1] == 0 {
+		return false
+	}
+	sp := fx.spaces[pid]
+	if sp == nil {
+		return false
+	}
+	m, ok := sp.Find(addr)
+	if !ok || m.Path != t.Object && (len(t.BuildID) == 0 || !bytes.Equal(fx.bids[m.Path], t.BuildID)) {
+		return false
+	}
+	off := addr - m.Start + m.Offset
+	return off >= t.Code[0] && off < t.Code[1]
+}
+
+// fixStack gives each trampoline address of a sample's user stack the
+// return address of the traced call it stands for, and returns the
+// stack and whether it lost callers.
+//
+// The calls in flight p are taken innermost first. A trampoline stands
+// for the innermost call not yet given whose function holds the frame
+// below it (a call the records show in flight but that is not on the
+// stack, one a longjmp went past or one entered a moment before the
+// kernel replaced its return address, is passed over); when none does (a
+// tail call to an untraced function), for the innermost not yet given.
+// At the stack's first frame the trampoline is where the program is
+// (returning through it): it stays, and its call's return address is
+// put after it. Where the unwinder stopped at a trampoline (it has no
+// unwind information) the stack goes on by the calls in flight for as
+// long as each one's return address lies in the function of the next
+// one out; an untraced function between them ends it, with callers lost.
+func (fx *stackFix) fixStack(pid uint32, user []uint64, p []pend, targets []Target) ([]uint64, bool) {
+	tr := fx.tramp[pid]
+	sort.Slice(p, func(i, j int) bool {
+		if p[i].start != p[j].start {
+			return p[i].start > p[j].start
+		}
+		return p[i].depth > p[j].depth
+	})
+	out := make([]uint64, 0, len(user)+len(p)+1)
+	k := 0          // the next call not yet given
+	var ref uint64  // the frame below, as an address inside its function
+	endsAt := false // the stack's last frame was a trampoline
+	for i, a := range user {
+		endsAt = false
+		if a != tr || k >= len(p) {
+			out = append(out, a)
+			ref = a
+			if i > 0 {
+				ref = a - 1
+			}
+			continue
+		}
+		j := k
+		if i > 0 {
+			for m := k; m < len(p); m++ {
+				if fx.in(pid, ref, &targets[p[m].probe-1]) {
+					j = m
+					break
+				}
+			}
+		}
+		k = j + 1
+		if i == 0 {
+			out = append(out, a)
+		}
+		out = append(out, p[j].site)
+		ref = p[j].site - 1
+		endsAt = true
+	}
+	if !endsAt {
+		return out, false
+	}
+	for ; k < len(p); k++ {
+		if !fx.in(pid, ref, &targets[p[k].probe-1]) {
+			return out, true
+		}
+		out = append(out, p[k].site)
+		ref = p[k].site - 1
+	}
+	return out, false
+}

@@ -166,8 +166,8 @@ func (s *session) scanSamples(r *recording.Reader) (*stackFix, error) {
 		if !ok {
 			continue
 		}
-		for _, a := range stacks[sm.stack] {
-			if a == tr {
+		for j, a := range stacks[sm.stack] {
+			if isTramp(j, a, tr) {
 				ts := fx.need[sm.tid]
 				if ts == nil {
 					ts = &threadSamples{}
@@ -189,6 +189,19 @@ func (ts *threadSamples) Less(i, j int) bool { return ts.times[i] < ts.times[j] 
 func (ts *threadSamples) Swap(i, j int) {
 	ts.times[i], ts.times[j] = ts.times[j], ts.times[i]
 	ts.index[i], ts.index[j] = ts.index[j], ts.index[i]
+}
+
+// trampBytes bounds the code of the return trampoline (on x86-64 four
+// pushes, a mov and the uretprobe system call, 13 bytes; an int3 where
+// that call is not used); the single-step slots of entry probes come
+// after it in the same page.
+const trampBytes = 16
+
+// isTramp says whether the i-th address of a user stack stands for the
+// trampoline tr: a return address equal to it, or the sampled IP inside
+// its code.
+func isTramp(i int, a, tr uint64) bool {
+	return a == tr || i == 0 && a >= tr && a-tr < trampBytes
 }
 
 // returnProbed says the calls of t return through the kernel's
@@ -257,7 +270,10 @@ func (fx *stackFix) in(pid uint32, addr uint64, t *Target) bool {
 // tail call to an untraced function), for the innermost not yet given.
 // At the stack's first frame the trampoline is where the program is
 // (returning through it): it stays, and its call's return address is
-// put after it. Where the unwinder stopped at a trampoline (it has no
+// put after it if that call is still in flight by the records (more
+// calls in flight than trampolines further up). While the kernel runs
+// the return's handlers the sampled IP may already be the call's return
+// address; the call not yet recorded as ended is then passed over. Where the unwinder stopped at a trampoline (it has no
 // unwind information) the stack goes on by the calls in flight for as
 // long as each one's return address lies in the function of the next
 // one out; an untraced function between them ends it, with callers lost.
@@ -275,7 +291,7 @@ func (fx *stackFix) fixStack(pid uint32, user []uint64, p []pend, targets []Targ
 	endsAt := false // the stack's last frame was a trampoline
 	for i, a := range user {
 		endsAt = false
-		if a != tr || k >= len(p) {
+		if !isTramp(i, a, tr) || k >= len(p) {
 			out = append(out, a)
 			ref = a
 			if i > 0 {
@@ -283,19 +299,36 @@ func (fx *stackFix) fixStack(pid uint32, user []uint64, p []pend, targets []Targ
 			}
 			continue
 		}
-		j := k
-		if i > 0 {
-			for m := k; m < len(p); m++ {
-				if fx.in(pid, ref, &targets[p[m].probe-1]) {
-					j = m
-					break
+		if i == 0 {
+			// The IP in the trampoline: its call may have been recorded
+			// as ended already (the kernel runs the return's handlers in
+			// the trampoline's system call), and then every call in
+			// flight has a trampoline further up the stack where the
+			// frame-pointer chain goes on.
+			n := 0
+			for _, b := range user[1:] {
+				if b == tr {
+					n++
 				}
+			}
+			out = append(out, a)
+			ref = 0
+			if len(p) > n {
+				out = append(out, p[0].site)
+				ref = p[0].site - 1
+				k = 1
+				endsAt = true
+			}
+			continue
+		}
+		j := k
+		for m := k; m < len(p); m++ {
+			if fx.in(pid, ref, &targets[p[m].probe-1]) {
+				j = m
+				break
 			}
 		}
 		k = j + 1
-		if i == 0 {
-			out = append(out, a)
-		}
 		out = append(out, p[j].site)
 		ref = p[j].site - 1
 		endsAt = true

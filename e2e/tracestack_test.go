@@ -1,0 +1,89 @@
+package e2e
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/culprit-dev/culprit/internal/testutil"
+)
+
+// TestTraceSampleStacks traces calls nested five deep (outer, rec four
+// times, work) and checks the CPU samples kept in the trace: the return
+// probes replace each traced call's return address on the stack with the
+// kernel's trampoline, and culprit gives them back, so every sample in
+// work has the whole chain main;outer;rec;rec;rec;rec;work, and every
+// sample inside a traced call reaches main without an unknown frame. Built with frame pointers (the kernel's frame-pointer
+// chain goes on past the trampolines) and without (the CFI unwinder of
+// the stack copy stops at the first one; the stack goes on through the
+// calls in flight).
+func TestTraceSampleStacks(t *testing.T) {
+	testutil.NeedRoot(t)
+	for _, v := range []struct{ name, flag string }{
+		{"fp", "-fno-omit-frame-pointer"},
+		{"cfi", "-fomit-frame-pointer"},
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			bin := testutil.C(t, "tracestack", []string{"tracestack.c"}, "-O2", "-g", v.flag)
+			out, stdout := traceRun(t, []string{"-f", "outer", "-f", "rec", "-f", "work"}, bin, "3", "3000000", "40")
+			want := counts(t, stdout)
+			if got, _ := traceReport(t, out).calls("work"); got != want["work"] || got == 0 {
+				t.Fatalf("%d work calls traced, the program made %d", got, want["work"])
+			}
+			folded := mustRun(t, "export", "--format", "folded", "-o", "-", out)
+			chain := "main;outer;rec;rec;rec;rec;work"
+			inWork, inTraced := 0, 0
+			for _, l := range strings.Split(strings.TrimSpace(folded), "\n") {
+				i := strings.LastIndexByte(l, ' ')
+				if i < 0 {
+					t.Fatalf("bad folded line %q", l)
+				}
+				n, err := strconv.Atoi(l[i+1:])
+				if err != nil {
+					t.Fatalf("bad folded line %q", l)
+				}
+				var user []string
+				entryTrap := false
+				for _, f := range strings.Split(l[:i], ";")[1:] { // the first is the command
+					if !strings.HasSuffix(f, "_[k]") {
+						user = append(user, f)
+					}
+					entryTrap = entryTrap || f == "asm_exc_int3_[k]"
+				}
+				if entryTrap {
+					// In an entry probe's breakpoint, before the kernel
+					// handles it, the IP is one past the probe, in the
+					// middle of the function's first instruction: its
+					// unwind rule there is not the stack's.
+					continue
+				}
+				stack := strings.Join(user, ";")
+				traced := false
+				for _, f := range user {
+					traced = traced || f == "outer" || f == "rec" || f == "work"
+				}
+				if !traced {
+					continue
+				}
+				inTraced += n
+				if strings.Contains(stack, "[unknown]") {
+					t.Errorf("%d samples inside a traced call with an unknown frame: %s", n, l)
+				}
+				if !strings.Contains(stack+";", "main;outer;") {
+					t.Errorf("%d samples inside a traced call do not reach main: %s", n, l)
+				}
+				if strings.Contains(stack, ";work") {
+					inWork += n
+					if !strings.Contains(stack, chain) {
+						t.Errorf("%d samples in work without the chain %s: %s", n, chain, l)
+					}
+				}
+			}
+			// work spins about 40 × 3 ms on the CPU: about 120 samples at
+			// 999 Hz, on a busy machine too (the clock counts CPU time).
+			if inWork < 10 {
+				t.Errorf("%d samples in work (%d inside traced calls), want most of ~120:\n%.3000s", inWork, inTraced, folded)
+			}
+		})
+	}
+}

@@ -1,0 +1,64 @@
+package tracer
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/culprit-dev/culprit/internal/proc"
+)
+
+// TestFixStack gives trampolines back the return addresses of the calls
+// in flight: in a frame-pointer chain that goes on past them, in a CFI
+// unwind that stopped at the first, with a call in flight that is not on
+// the stack (passed over), with the IP inside the trampoline, and with
+// an untraced function between traced ones (the stack ends there, cut).
+func TestFixStack(t *testing.T) {
+	const tr, exe = 0x7fffffffe000, "/bin/prog"
+	// Functions of the program at these file offsets, mapped at 0x400000
+	// from offset 0: main, a, b, c, untraced u.
+	code := map[string][2]uint64{"main": {0x1000, 0x1100}, "a": {0x1100, 0x1200}, "b": {0x1200, 0x1300}, "c": {0x1300, 0x1400}, "u": {0x1400, 0x1500}}
+	targets := []Target{
+		{Object: exe, Function: "a", Code: code["a"]},
+		{Object: exe, Function: "b", Code: code["b"]},
+		{Object: exe, Function: "c", Code: code["c"]},
+	}
+	at := func(fn string, off uint64) uint64 { return 0x400000 + code[fn][0] + off }
+	sp := &proc.Space{}
+	sp.Add(proc.Mapping{Start: 0x400000, End: 0x402000, Path: exe})
+	fx := &stackFix{tramp: map[uint32]uint64{7: tr}, spaces: map[uint32]*proc.Space{7: sp}}
+	// Calls in flight, outermost first: a from main, b from a, c from b.
+	a := pend{start: 10, depth: 0, probe: 1, site: at("main", 0x20)}
+	b := pend{start: 20, depth: 1, probe: 2, site: at("a", 0x10)}
+	c := pend{start: 30, depth: 2, probe: 3, site: at("b", 0x30)}
+	libc := uint64(0x7f0000001234)
+	for _, tc := range []struct {
+		name string
+		user []uint64
+		p    []pend
+		want []uint64
+		cut  bool
+	}{
+		{"fp chain", []uint64{at("c", 5), tr, tr, tr, libc}, []pend{a, b, c},
+			[]uint64{at("c", 5), c.site, b.site, a.site, libc}, false},
+		{"cfi stopped", []uint64{at("c", 5), tr}, []pend{c, a, b},
+			[]uint64{at("c", 5), c.site, b.site, a.site}, false},
+		{"stale call passed over", []uint64{at("b", 5), tr}, []pend{a, b, c},
+			[]uint64{at("b", 5), b.site, a.site}, false},
+		{"ip in the trampoline", []uint64{tr + 0xd}, []pend{a, b},
+			[]uint64{tr + 0xd, b.site, a.site}, false},
+		{"ip in the trampoline, its call ended", []uint64{tr + 0xd, tr, libc}, []pend{a},
+			[]uint64{tr + 0xd, a.site, libc}, false},
+		{"ip in the trampoline, its call in flight", []uint64{tr + 0xd, tr, libc}, []pend{a, b},
+			[]uint64{tr + 0xd, b.site, a.site, libc}, false},
+		{"untraced between", []uint64{at("c", 5), tr},
+			[]pend{a, b, {start: 30, depth: 2, probe: 3, site: at("u", 0x8)}},
+			[]uint64{at("c", 5), at("u", 0x8)}, true},
+		{"no call left", []uint64{at("c", 5), tr, tr}, []pend{c},
+			[]uint64{at("c", 5), c.site, tr}, false},
+	} {
+		got, cut := fx.fixStack(7, tc.user, tc.p, targets)
+		if !slices.Equal(got, tc.want) || cut != tc.cut {
+			t.Errorf("%s: got %x cut %v, want %x cut %v", tc.name, got, cut, tc.want, tc.cut)
+		}
+	}
+}

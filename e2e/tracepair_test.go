@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -40,7 +41,7 @@ func TestTraceUSDTPairs(t *testing.T) {
 	const n, depth, tries, steps = 6, 4, 10, 50
 	for _, opt := range []string{"-O2", "-O0"} {
 		bin := testutil.C(t, "usdtpair"+opt, []string{"usdtpair.c"}, opt, "-g")
-		out, stdout := traceRun(t, []string{
+		out, stdout := traceRun(t, []string{"--args",
 			"--usdt", "app:req_begin:req_end", "--usdt", "app:nest_begin:nest_end", "--usdt", "app:try_begin:try_end",
 			"--usdt", lib + "@lib:step_begin:step_end", "--usdt", filepath.Base(lib) + "@lib:tick", "--line", lib + "@" + lineSpec,
 		}, bin, strconv.Itoa(n), "2", strconv.Itoa(depth), strconv.Itoa(tries), lib, strconv.Itoa(steps))
@@ -84,6 +85,18 @@ func TestTraceUSDTPairs(t *testing.T) {
 			if c.Caller != "main" {
 				t.Errorf("%s: request %d: caller %q, want main (the function the pair is in)", opt, i, c.Caller)
 			}
+			// The begin's USDT argument is the request's number.
+			if got := pairArgs(c.Args); got != fmt.Sprintf("arg1=%d", i) {
+				t.Errorf("%s: request %d: arguments %q, want arg1=%d (the begin probe's)", opt, i, got, i)
+			}
+			if c.Ret != "" {
+				t.Errorf("%s: request %d: a return value %q", opt, i, c.Ret)
+			}
+		}
+		for i, c := range pairCalls(t, out, "^app:try_").Calls {
+			if got := pairArgs(c.Args); got != fmt.Sprintf("arg1=%d", i) {
+				t.Errorf("%s: try pair %d: arguments %q, want arg1=%d", opt, i, got, i)
+			}
 		}
 		nest := pairCalls(t, out, "^app:nest_")
 		for i, c := range nest.Calls {
@@ -91,6 +104,9 @@ func TestTraceUSDTPairs(t *testing.T) {
 			// holding the next.
 			if int(c.Depth) != i || i > 0 && c.Incl >= nest.Calls[i-1].Incl {
 				t.Errorf("%s: nested pair %d: depth %d, %d ns (the one around it: %d ns)", opt, i, c.Depth, c.Incl, nest.Calls[max(i-1, 0)].Incl)
+			}
+			if got := pairArgs(c.Args); got != fmt.Sprintf("arg1=%d", depth-i) {
+				t.Errorf("%s: nested pair %d: arguments %q, want arg1=%d (nest's d)", opt, i, got, depth-i)
 			}
 		}
 		// The last try_once left its pair open; the library's steps,
@@ -111,6 +127,15 @@ func TestTraceUSDTPairs(t *testing.T) {
 	if _, errs, code := run(t, "trace", "--usdt", "app:req_begin:nosuch", "-o", rec(t), "--", bin); code == 0 || !strings.Contains(errs, "no probe app:nosuch") {
 		t.Errorf("--usdt app:req_begin:nosuch: exit %d, %s (want the probes it has)", code, errs)
 	}
+}
+
+// pairArgs renders a call's arguments as NAME=VALUE, comma separated.
+func pairArgs(args []struct{ Name, Value string }) string {
+	var vals []string
+	for _, a := range args {
+		vals = append(vals, a.Name+"="+a.Value)
+	}
+	return strings.Join(vals, ",")
 }
 
 // pairCalls lists the calls of the functions matching re, by start.

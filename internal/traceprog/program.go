@@ -220,6 +220,10 @@ type progOptions struct {
 	// call's site is the begin's own address); the end matches the open
 	// begin of its probe, not a stack pointer, and has no return value.
 	Pair bool
+	// PairArgs (Pair with Args): the pairs whose begins' USDT arguments
+	// are read into the frame's argument slots, in place of the
+	// registers, chosen by probe id and begin site (PairSite).
+	PairArgs []Probe
 }
 
 type builder struct {
@@ -806,6 +810,20 @@ const (
 	cfaOff   = 0xffff
 )
 
+// A pair begin's cookie also carries the index of its site among the
+// pair's begins (Probe.Offset 0, then Begins), in bits 48–60, so that the
+// entry program reads that site's USDT arguments.
+const (
+	pairSiteShift = 48
+	maxPairSite   = 0x1fff
+)
+
+// PairSite is the cookie bits of the i-th begin site of a pair (sites
+// past maxPairSite share the last index and read no arguments).
+func PairSite(i int) uint64 {
+	return uint64(min(i, maxPairSite)) << pairSiteShift
+}
+
 // PairCFA is what a USDT pair begin's cookie carries above its probe id:
 // the CFA rule at the begin's address (CFA = rsp or rbp + off, from the
 // function's call frame information), or 0 when none is known.
@@ -989,6 +1007,9 @@ func entryProgram(m maps, o progOptions) asm.Instructions {
 		}
 		if o.Reads {
 			b.readMem()
+		}
+		if o.Pair && len(o.PairArgs) > 0 {
+			b.pairArgs(o.PairArgs)
 		}
 	}
 	// The clock is read last, so that the probe's own cost falls outside
@@ -1213,50 +1234,83 @@ func (b *builder) usdtArgs(points []Probe) {
 			asm.LoadMem(asm.R1, asm.RFP, slProbe, asm.Word),
 			asm.JNE.Imm(asm.R1, int32(p.ID), next),
 		)
-		for i, a := range p.Args {
-			if i >= MaxArgs {
-				break
-			}
-			slot := rArgs + int16(8*i)
-			switch a.Kind {
-			case ArgConst:
-				b.Emit(asm.LoadImm(asm.R1, a.Off, asm.DWord), asm.StoreMem(rTmp, slot, asm.R1, asm.DWord))
-			case ArgReg:
-				b.Emit(asm.LoadMem(asm.R1, rCtx, a.Reg, asm.DWord), asm.StoreMem(rTmp, slot, asm.R1, asm.DWord))
-			case ArgMem:
-				size := int32(a.Size)
-				if size < 1 || size > 8 {
-					size = 8
-				}
-				b.Emit(
-					asm.Mov.Imm(asm.R1, 0), // the bytes not read stay 0
-					asm.StoreMem(rTmp, slot, asm.R1, asm.DWord),
-					asm.Mov.Imm(asm.R3, 0),
-				)
-				if a.Reg >= 0 {
-					b.Emit(asm.LoadMem(asm.R3, rCtx, a.Reg, asm.DWord))
-				}
-				if a.Scale > 0 {
-					b.Emit(
-						asm.LoadMem(asm.R1, rCtx, a.Index, asm.DWord),
-						asm.Mul.Imm(asm.R1, int32(a.Scale)),
-						asm.Add.Reg(asm.R3, asm.R1),
-					)
-				}
-				b.Emit(
-					asm.LoadImm(asm.R1, a.Off, asm.DWord),
-					asm.Add.Reg(asm.R3, asm.R1),
-					asm.Mov.Reg(asm.R1, rTmp),
-					asm.Add.Imm(asm.R1, int32(slot)),
-					asm.Mov.Imm(asm.R2, size),
-					asm.FnProbeReadUser.Call(),
-				)
-			}
-		}
+		b.argSpecs(p.Args, rTmp, rArgs)
 		b.Emit(asm.Ja.Label(done))
 		b.Mark(next)
 	}
 	b.Mark(done)
+}
+
+// pairArgs fills the argument slots of the frame at rFrame from the
+// ArgSpecs of the pair's begin site that was hit, chosen by the probe id
+// and the site index the cookie in slProbe carries (PairSite).
+func (b *builder) pairArgs(pairs []Probe) {
+	done := b.NewLabel("pairargsdone")
+	for _, p := range pairs {
+		for i, specs := range p.BeginArgs {
+			if len(specs) == 0 || i >= maxPairSite {
+				continue
+			}
+			next := b.NewLabel("pairargsnext")
+			b.Emit(
+				asm.LoadMem(asm.R1, asm.RFP, slProbe, asm.Word),
+				asm.JNE.Imm(asm.R1, int32(p.ID), next),
+				asm.LoadMem(asm.R1, asm.RFP, slProbe, asm.DWord),
+				asm.RSh.Imm(asm.R1, pairSiteShift),
+				asm.And.Imm(asm.R1, maxPairSite),
+				asm.JNE.Imm(asm.R1, int32(i), next),
+			)
+			b.argSpecs(specs, rFrame, fArgs)
+			b.Emit(asm.Ja.Label(done))
+			b.Mark(next)
+		}
+	}
+	b.Mark(done)
+}
+
+// argSpecs writes the values of USDT operands into the 8-byte slots at
+// dst+base, over the registers of the probe's context.
+func (b *builder) argSpecs(specs []ArgSpec, dst asm.Register, base int16) {
+	for i, a := range specs {
+		if i >= MaxArgs {
+			break
+		}
+		slot := base + int16(8*i)
+		switch a.Kind {
+		case ArgConst:
+			b.Emit(asm.LoadImm(asm.R1, a.Off, asm.DWord), asm.StoreMem(dst, slot, asm.R1, asm.DWord))
+		case ArgReg:
+			b.Emit(asm.LoadMem(asm.R1, rCtx, a.Reg, asm.DWord), asm.StoreMem(dst, slot, asm.R1, asm.DWord))
+		case ArgMem:
+			size := int32(a.Size)
+			if size < 1 || size > 8 {
+				size = 8
+			}
+			b.Emit(
+				asm.Mov.Imm(asm.R1, 0), // the bytes not read stay 0
+				asm.StoreMem(dst, slot, asm.R1, asm.DWord),
+				asm.Mov.Imm(asm.R3, 0),
+			)
+			if a.Reg >= 0 {
+				b.Emit(asm.LoadMem(asm.R3, rCtx, a.Reg, asm.DWord))
+			}
+			if a.Scale > 0 {
+				b.Emit(
+					asm.LoadMem(asm.R1, rCtx, a.Index, asm.DWord),
+					asm.Mul.Imm(asm.R1, int32(a.Scale)),
+					asm.Add.Reg(asm.R3, asm.R1),
+				)
+			}
+			b.Emit(
+				asm.LoadImm(asm.R1, a.Off, asm.DWord),
+				asm.Add.Reg(asm.R3, asm.R1),
+				asm.Mov.Reg(asm.R1, dst),
+				asm.Add.Imm(asm.R1, int32(slot)),
+				asm.Mov.Imm(asm.R2, size),
+				asm.FnProbeReadUser.Call(),
+			)
+		}
+	}
 }
 
 // hitProgram runs at a point probe (a source line, a USDT probe): it

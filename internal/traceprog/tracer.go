@@ -89,6 +89,10 @@ type Probe struct {
 	// BeginCFA are PairCFA of Offset, then of each of Begins (0 or
 	// missing: not known).
 	BeginCFA []uint32
+	// BeginArgs (a pair's, with Options.Args) are the USDT arguments of
+	// its begin at Offset, then at each of Begins: recorded in the call
+	// record's argument slots in place of the registers.
+	BeginArgs [][]ArgSpec
 	// RefCtr is the file offset of a USDT semaphore the kernel counts up
 	// while the probe is set (0: none).
 	RefCtr uint64
@@ -130,12 +134,14 @@ type Tracer struct {
 	// loadHit loads the point-probe program, the first time a point probe
 	// is set: a trace without point probes does without it.
 	loadHit func(points []Probe) (*ebpf.Program, error)
-	// loadPair loads the entry and end programs of USDT pairs, the first
-	// time a pair is set.
-	loadPair           func() error
+	// loadPair loads the end program of USDT pairs the first time a pair
+	// is set, and returns the entry program for pairs: one shared by all,
+	// or with --args and begins that have USDT arguments one that reads
+	// those of these pairs.
+	loadPair           func(pairs []Probe) (*ebpf.Program, error)
 	pairEntry, pairEnd *ebpf.Program
-	// argHits are point-probe programs that also read USDT arguments, one
-	// per attachPoints call with such probes.
+	// argHits are point-probe and pair-entry programs that also read USDT
+	// arguments, one per attachPoints or attachPairs call with such probes.
 	argHits []*ebpf.Program
 	strs    *ebpf.Map     // Strings: probe id → its string arguments
 	reads   *ebpf.Map     // Reads: probe id → its memory reads
@@ -285,10 +291,7 @@ func New(o Options) (*Tracer, error) {
 		}
 		return p, nil
 	}
-	t.loadPair = func() error {
-		if t.pairEntry != nil {
-			return nil
-		}
+	t.loadPair = func(pairs []Probe) (*ebpf.Program, error) {
 		var err error
 		mk := func(ins asm.Instructions) *ebpf.Program {
 			if err != nil {
@@ -299,16 +302,35 @@ func New(o Options) (*Tracer, error) {
 				License: "GPL", Instructions: ins}, ebpf.ProgramOptions{LogSizeStart: 1 << 20})
 			return p
 		}
-		entry := mk(entryProgram(m, cpu(progOptions{Go: o.Go, Args: o.Args, Sampling: o.Sampling, Timed: o.TimedHz > 0, MaxDepth: int32(o.MaxDepth), Pair: true})))
-		end := mk(returnProgram(m, cpu(progOptions{Go: o.Go, Args: o.Args, RetAdjust: 0, Pair: true})))
-		if err != nil {
-			if entry != nil {
-				entry.Close()
+		pairOpts := progOptions{Go: o.Go, Args: o.Args, Sampling: o.Sampling, Timed: o.TimedHz > 0, MaxDepth: int32(o.MaxDepth), Pair: true}
+		if t.pairEnd == nil {
+			end := mk(returnProgram(m, cpu(progOptions{Go: o.Go, Args: o.Args, RetAdjust: 0, Pair: true})))
+			if err != nil {
+				return nil, explain(fmt.Errorf("loading %s: %w", name, err))
 			}
-			return explain(fmt.Errorf("loading %s: %w", name, err))
+			t.pairEnd = end
 		}
-		t.pairEntry, t.pairEnd = entry, end
-		return nil
+		withArgs := false
+		for _, p := range pairs {
+			withArgs = withArgs || o.Args && len(p.BeginArgs) > 0
+		}
+		if withArgs {
+			pairOpts.PairArgs = pairs
+			entry := mk(entryProgram(m, cpu(pairOpts)))
+			if err != nil {
+				return nil, explain(fmt.Errorf("loading %s: %w", name, err))
+			}
+			t.argHits = append(t.argHits, entry) // closed with the others
+			return entry, nil
+		}
+		if t.pairEntry == nil {
+			entry := mk(entryProgram(m, cpu(pairOpts)))
+			if err != nil {
+				return nil, explain(fmt.Errorf("loading %s: %w", name, err))
+			}
+			t.pairEntry = entry
+		}
+		return t.pairEntry, nil
 	}
 	if o.Go {
 		t.retInsn = load(name, returnProgram(m, cpu(progOptions{Go: true, Args: o.Args, GoidOff: int32(o.GoidOff), RetAdjust: 0, Strings: o.Strings, Reads: t.reads != nil})))
@@ -630,13 +652,14 @@ func (t *Tracer) attachPoints(ex *link.Executable, path string, points []Probe, 
 // (a call whose begin was seen then has its end seen), with their
 // semaphores counted up while set.
 func (t *Tracer) attachPairs(ex *link.Executable, path string, pairs []Probe, pid int) error {
-	if err := t.loadPair(); err != nil {
+	entry, err := t.loadPair(pairs)
+	if err != nil {
 		return err
 	}
 	var boffs, bcookies, brefs, eoffs, ecookies, erefs []uint64
 	for _, p := range pairs {
 		for i, off := range append([]uint64{p.Offset}, p.Begins...) {
-			cookie := uint64(p.ID)
+			cookie := uint64(p.ID) | PairSite(i)
 			if i < len(p.BeginCFA) {
 				cookie |= uint64(p.BeginCFA[i]) << 32
 			}
@@ -677,7 +700,7 @@ func (t *Tracer) attachPairs(ex *link.Executable, path string, pairs []Probe, pi
 		return err
 	}
 	t.rets = append(t.rets, ends...)
-	begins, err := set(t.pairEntry, boffs, bcookies, brefs, "begin")
+	begins, err := set(entry, boffs, bcookies, brefs, "begin")
 	if err != nil {
 		return err
 	}

@@ -23,9 +23,18 @@ func TestLoads(t *testing.T) {
 		if s := tr.Stats(); s != (Stats{}) {
 			t.Errorf("%+v: fresh counters %+v", o, s)
 		}
-		// The programs of USDT begin/end pairs, loaded when one is set.
-		if err := tr.loadPair(); err != nil {
+		// The programs of USDT begin/end pairs, loaded when one is set;
+		// with --args, an entry program that reads the begins' operands
+		// (a register, memory at base+index·scale+offset, a constant).
+		if _, err := tr.loadPair(nil); err != nil {
 			t.Errorf("%+v: pair programs: %v", o, err)
+		}
+		pairs := []Probe{{ID: 1, Begins: []uint64{0x20}, BeginArgs: [][]ArgSpec{
+			{{Kind: ArgReg, Reg: 112, Size: 4}, {Kind: ArgMem, Reg: 152, Index: 88, Scale: 8, Off: -8, Size: 8}},
+			{{Kind: ArgConst, Off: 5, Size: 4}, {Kind: ArgMem, Reg: -1, Off: 0x1000, Size: 2}},
+		}}}
+		if _, err := tr.loadPair(pairs); err != nil {
+			t.Errorf("%+v: pair programs with arguments: %v", o, err)
 		}
 		tr.Close()
 	}

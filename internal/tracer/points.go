@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/culprit-dev/culprit/internal/elfx"
+	"github.com/culprit-dev/culprit/internal/recording"
 	"github.com/culprit-dev/culprit/internal/traceprog"
 	"github.com/culprit-dev/culprit/internal/unwind"
 )
@@ -358,7 +359,7 @@ func pointTargets(f *elf.File, obj string, bid []byte, p Pattern, args bool) ([]
 	}
 	parts := strings.Split(p.USDT, ":")
 	if len(parts) == 3 {
-		t, err := pairTarget(f, obj, bid, p.USDT, parts[0], parts[1], parts[2])
+		t, err := pairTarget(f, obj, bid, p.USDT, parts[0], parts[1], parts[2], args)
 		if err != nil {
 			return nil, err
 		}
@@ -398,7 +399,11 @@ func pointTargets(f *elf.File, obj string, bid []byte, p Pattern, args bool) ([]
 
 // pairTarget resolves a USDT begin/end pair: one target, entered at every
 // site of the begin probe and returned from at every site of the end.
-func pairTarget(f *elf.File, obj string, bid []byte, spec, prov, begin, end string) (Target, error) {
+//
+// With args, each begin site's operands are read as a USDT probe's, up
+// to the first one culprit does not read at any site, and recorded as
+// the call's arguments.
+func pairTarget(f *elf.File, obj string, bid []byte, spec, prov, begin, end string, args bool) (Target, error) {
 	t := Target{Object: obj, BuildID: bid, Function: spec}
 	cfi, _ := unwind.TableFromELF(f) // none: each begin's frame is its stack pointer
 	for k, name := range []string{begin, end} {
@@ -425,6 +430,17 @@ func pairTarget(f *elf.File, obj string, bid []byte, spec, prov, begin, end stri
 					}
 				}
 				t.BeginCFA = append(t.BeginCFA, rule)
+				if args {
+					pc := s.pc
+					specs, names, _ := parseUSDTArgs(s.args, func(sym string) (int64, bool) {
+						v, ok := symbolValue(f, sym)
+						return int64(v) - int64(pc), ok
+					})
+					if len(t.BeginArgs) == 0 || len(names) < len(t.Params) {
+						t.Params = names
+					}
+					t.BeginArgs = append(t.BeginArgs, specs)
+				}
 				if !t.Pair {
 					t.Offset, t.RefCtr, t.Pair = off, ref, true
 				} else {
@@ -437,6 +453,15 @@ func pairTarget(f *elf.File, obj string, bid []byte, spec, prov, begin, end stri
 	}
 	if !t.Pair || len(t.Ends) == 0 {
 		return Target{}, fmt.Errorf("--usdt %s: a probe of the pair is outside %s's code", spec, obj)
+	}
+	for i := range t.BeginArgs {
+		t.BeginArgs[i] = t.BeginArgs[i][:len(t.Params)]
+	}
+	if len(t.Params) == 0 {
+		t.BeginArgs = nil
+	}
+	if args {
+		t.Ret = recording.RetVoid // an end returns no value
 	}
 	return t, nil
 }

@@ -100,6 +100,9 @@ type Target struct {
 	BeginCFA     []uint32 // traceprog.PairCFA of each begin site
 	// USDTArgs are a USDT probe's argument operands (with --args).
 	USDTArgs []traceprog.ArgSpec
+	// BeginArgs are a pair's begin's operands at each begin site (with
+	// --args), as many at each as Params names.
+	BeginArgs [][]traceprog.ArgSpec
 	// Entry is the function's symbol value (its DWARF low PC).
 	Entry uint64
 	// Code is the file offsets of the function's first byte and of the

@@ -32,7 +32,7 @@ func TestTraceSampleStacks(t *testing.T) {
 			}
 			folded := mustRun(t, "export", "--format", "folded", "-o", "-", out)
 			chain := "main;outer;rec;rec;rec;rec;work"
-			inWork, inTraced := 0, 0
+			inWork, inTraced, single := 0, 0, 0
 			for _, l := range strings.Split(strings.TrimSpace(folded), "\n") {
 				i := strings.LastIndexByte(l, ' ')
 				if i < 0 {
@@ -57,6 +57,14 @@ func TestTraceSampleStacks(t *testing.T) {
 					// unwind rule there is not the stack's.
 					continue
 				}
+				if len(user) < 2 {
+					// Not unwound past the sampled IP at all (the
+					// recorder did not know the mapping yet, say): no
+					// return address, so nothing of the trace's to
+					// check.
+					single += n
+					continue
+				}
 				stack := strings.Join(user, ";")
 				traced := false
 				for _, f := range user {
@@ -72,7 +80,7 @@ func TestTraceSampleStacks(t *testing.T) {
 				if !strings.Contains(stack+";", "main;outer;") {
 					t.Errorf("%d samples inside a traced call do not reach main: %s", n, l)
 				}
-				if strings.Contains(stack, ";work") {
+				if strings.HasSuffix(stack, ";work") || strings.Contains(stack, ";work;") {
 					inWork += n
 					if !strings.Contains(stack, chain) {
 						t.Errorf("%d samples in work without the chain %s: %s", n, chain, l)
@@ -82,7 +90,7 @@ func TestTraceSampleStacks(t *testing.T) {
 			// work spins about 40 × 3 ms on the CPU: about 120 samples at
 			// 999 Hz, on a busy machine too (the clock counts CPU time).
 			if inWork < 10 {
-				t.Errorf("%d samples in work (%d inside traced calls), want most of ~120:\n%.3000s", inWork, inTraced, folded)
+				t.Errorf("%d samples in work (%d inside traced calls, %d not unwound), want most of ~120:\n%.3000s", inWork, inTraced, single, folded)
 			}
 		})
 	}

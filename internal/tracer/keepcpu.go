@@ -49,6 +49,7 @@ func (s *session) keepCPU() uint64 {
 			fx.pendingCalls(s.o.Output, s.targets)
 		}
 	}
+
 	if r, err = recording.Open(s.o.CPUSamples); err != nil {
 		warn(err)
 		return 0
@@ -241,6 +242,17 @@ func (fx *stackFix) pendingCalls(path string, targets []Target) {
 	}
 }
 
+// mapped says whether addr lies in an executable mapping of process
+// pid.
+func (fx *stackFix) mapped(pid uint32, addr uint64) bool {
+	sp := fx.spaces[pid]
+	if sp == nil {
+		return false
+	}
+	_, ok := sp.Find(addr)
+	return ok
+}
+
 // in says whether addr, in process pid, lies in the code of t.
 func (fx *stackFix) in(pid uint32, addr uint64, t *Target) bool {
 	if t.Code[1] == 0 {
@@ -285,13 +297,43 @@ func (fx *stackFix) fixStack(pid uint32, user []uint64, p []pend, targets []Targ
 		}
 		return p[i].depth > p[j].depth
 	})
+	// A function a traced one jumped to (a tail call) found the
+	// trampoline on top of the stack at its entry: the kernel chains its
+	// return to its caller's, and the two share one return address, the
+	// caller's, while only the callee's frame is on the stack.
+	chained := func(m int) bool { return p[m].site == tr }
+	// next is the first call from m out that has a return address of
+	// its own.
+	next := func(m int) int {
+		for m < len(p) && chained(m) {
+			m++
+		}
+		return m
+	}
+	// holder is the call from k out whose function holds ref, as the
+	// call whose return address the trampoline above ref stands for (a
+	// chained one stands for the next); -1 when none does.
+	holder := func(k int, ref uint64) int {
+		for m := k; m < len(p); m++ {
+			if fx.in(pid, ref, &targets[p[m].probe-1]) {
+				return next(m)
+			}
+		}
+		return -1
+	}
 	out := make([]uint64, 0, len(user)+len(p)+1)
 	k := 0          // the next call not yet given
 	var ref uint64  // the frame below, as an address inside its function
 	endsAt := false // the stack's last frame was a trampoline
 	for i, a := range user {
+		if endsAt && !isTramp(i, a, tr) && !fx.mapped(pid, a) {
+			// Past a trampoline where the CFI unwinder stopped, the
+			// frame-pointer chain of code without frame pointers
+			// reads junk: not a return address into code.
+			break
+		}
 		endsAt = false
-		if !isTramp(i, a, tr) || k >= len(p) {
+		if !isTramp(i, a, tr) || next(k) >= len(p) {
 			out = append(out, a)
 			ref = a
 			if i > 0 {
@@ -305,28 +347,31 @@ func (fx *stackFix) fixStack(pid uint32, user []uint64, p []pend, targets []Targ
 			// the trampoline's system call), and then every call in
 			// flight has a trampoline further up the stack where the
 			// frame-pointer chain goes on.
-			n := 0
+			n, own := 0, 0
 			for _, b := range user[1:] {
 				if b == tr {
 					n++
 				}
 			}
+			for m := range p {
+				if !chained(m) {
+					own++
+				}
+			}
 			out = append(out, a)
 			ref = 0
-			if len(p) > n {
-				out = append(out, p[0].site)
-				ref = p[0].site - 1
-				k = 1
+			if own > n {
+				k = next(k)
+				out = append(out, p[k].site)
+				ref = p[k].site - 1
+				k++
 				endsAt = true
 			}
 			continue
 		}
-		j := k
-		for m := k; m < len(p); m++ {
-			if fx.in(pid, ref, &targets[p[m].probe-1]) {
-				j = m
-				break
-			}
+		j := holder(k, ref)
+		if j < 0 || j >= len(p) {
+			j = next(k)
 		}
 		k = j + 1
 		out = append(out, p[j].site)
@@ -336,12 +381,19 @@ func (fx *stackFix) fixStack(pid uint32, user []uint64, p []pend, targets []Targ
 	if !endsAt {
 		return out, false
 	}
-	for ; k < len(p); k++ {
+	// On through the calls in flight while each holds the return
+	// address before it (a chained one: the next's return address).
+	for k < len(p) {
 		if !fx.in(pid, ref, &targets[p[k].probe-1]) {
 			return out, true
 		}
-		out = append(out, p[k].site)
-		ref = p[k].site - 1
+		j := next(k)
+		if j >= len(p) {
+			break
+		}
+		out = append(out, p[j].site)
+		ref = p[j].site - 1
+		k = j + 1
 	}
 	return out, false
 }

@@ -9,9 +9,11 @@ import (
 
 // TestFixStack gives trampolines back the return addresses of the calls
 // in flight: in a frame-pointer chain that goes on past them, in a CFI
-// unwind that stopped at the first, with a call in flight that is not on
-// the stack (passed over), with the IP inside the trampoline, and with
-// an untraced function between traced ones (the stack ends there, cut).
+// unwind that stopped at the first (with or without junk after it), with
+// a call in flight that is not on the stack (passed over), with a call
+// tail-called from a traced one (sharing its caller's return address),
+// with the IP inside the trampoline, and with an untraced function
+// between traced ones (the stack ends there, cut).
 func TestFixStack(t *testing.T) {
 	const tr, exe = 0x7fffffffe000, "/bin/prog"
 	// Functions of the program at these file offsets, mapped at 0x400000
@@ -25,6 +27,7 @@ func TestFixStack(t *testing.T) {
 	at := func(fn string, off uint64) uint64 { return 0x400000 + code[fn][0] + off }
 	sp := &proc.Space{}
 	sp.Add(proc.Mapping{Start: 0x400000, End: 0x402000, Path: exe})
+	sp.Add(proc.Mapping{Start: 0x7f0000000000, End: 0x7f0000100000, Path: "/lib/libc.so.6"})
 	fx := &stackFix{tramp: map[uint32]uint64{7: tr}, spaces: map[uint32]*proc.Space{7: sp}}
 	// Calls in flight, outermost first: a from main, b from a, c from b.
 	a := pend{start: 10, depth: 0, probe: 1, site: at("main", 0x20)}
@@ -53,6 +56,12 @@ func TestFixStack(t *testing.T) {
 		{"untraced between", []uint64{at("c", 5), tr},
 			[]pend{a, b, {start: 30, depth: 2, probe: 3, site: at("u", 0x8)}},
 			[]uint64{at("c", 5), at("u", 0x8)}, true},
+		{"cfi stopped, junk from the fp chain after", []uint64{at("c", 5), tr, 0x43350000c3c50112, libc}, []pend{a, b, c},
+			[]uint64{at("c", 5), c.site, b.site, a.site}, false},
+		{"a tail call's return chained to its caller's", []uint64{at("u", 5), tr}, []pend{a, b, {start: 30, depth: 2, probe: 3, site: tr}},
+			[]uint64{at("u", 5), b.site, a.site}, false},
+		{"cfi stopped in a tail call's callee", []uint64{at("u", 5), at("c", 0x20), tr}, []pend{a, {start: 20, depth: 1, probe: 2, site: tr}, c},
+			[]uint64{at("u", 5), at("c", 0x20), c.site, a.site}, false},
 		{"no call left", []uint64{at("c", 5), tr, tr}, []pend{c},
 			[]uint64{at("c", 5), c.site, tr}, false},
 	} {

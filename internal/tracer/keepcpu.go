@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 
 	"github.com/culprit-dev/culprit/internal/proc"
@@ -291,12 +292,16 @@ func (fx *stackFix) in(pid uint32, addr uint64, t *Target) bool {
 // one out; an untraced function between them ends it, with callers lost.
 func (fx *stackFix) fixStack(pid uint32, user []uint64, p []pend, targets []Target) ([]uint64, bool) {
 	tr := fx.tramp[pid]
+	// A thread has one call open at each depth of its shadow stack: of
+	// two the records show in flight at one depth, the earlier is one
+	// found abandoned later (its end an upper bound), gone by then.
 	sort.Slice(p, func(i, j int) bool {
-		if p[i].start != p[j].start {
-			return p[i].start > p[j].start
+		if p[i].depth != p[j].depth {
+			return p[i].depth > p[j].depth
 		}
-		return p[i].depth > p[j].depth
+		return p[i].start > p[j].start
 	})
+	p = slices.CompactFunc(p, func(a, b pend) bool { return a.depth == b.depth })
 	// A function a traced one jumped to (a tail call) found the
 	// trampoline on top of the stack at its entry: the kernel chains its
 	// return to its caller's, and the two share one return address, the

@@ -62,6 +62,8 @@ func TestFixStack(t *testing.T) {
 			[]uint64{at("u", 5), b.site, a.site}, false},
 		{"cfi stopped in a tail call's callee", []uint64{at("u", 5), at("c", 0x20), tr}, []pend{a, {start: 20, depth: 1, probe: 2, site: tr}, c},
 			[]uint64{at("u", 5), at("c", 0x20), c.site, a.site}, false},
+		{"an abandoned call at a depth in flight", []uint64{at("c", 5), tr}, []pend{a, b, c, {start: 5, depth: 1, probe: 2, site: at("a", 0x40)}},
+			[]uint64{at("c", 5), c.site, b.site, a.site}, false},
 		{"no call left", []uint64{at("c", 5), tr, tr}, []pend{c},
 			[]uint64{at("c", 5), c.site, tr}, false},
 	} {

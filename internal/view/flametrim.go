@@ -112,8 +112,9 @@ type flameSlot struct {
 // trimFlamePage returns pprof's flame graph page, whose stack set is
 // page[start:end], with trimmed (its set trimmed: trimmedSet) in place
 // of it and the script that fills the places in and fetches the whole
-// set from stacksURL; or page itself when it is not a flame graph page
-// of the shape culprit reads.
+// set from stacksURL (none when stacksURL is empty: trimmed is the whole
+// set); or page itself when it is not a flame graph page of the shape
+// culprit reads.
 func trimFlamePage(page []byte, trimmed *flameStackSet, start, end int, stacksURL string) []byte {
 	js, err := json.Marshal(trimmed)
 	if err != nil {
@@ -260,8 +261,11 @@ function culpritPlaces(set) {
 // (key: flamegraph.json with the page's query less the pivot), whether
 // it is whole, whether it is a difference (pprof's script reads that
 // once), and the last drawing in place (key, ms from the request).
-var culpritFlame = {stacks: null, nodes: null, key: "", whole: true, diff: false, wanted: "", last: null,
-  load: null, pushState: history.pushState.bind(history)};
+// history.culpritPush is the browser's own pushState (culprit's other
+// script may have kept it already: a page put in place runs this again).
+if (!history.culpritPush) history.culpritPush = history.pushState.bind(history);
+var culpritFlame = {stacks: null, nodes: null, key: "", path: location.pathname, whole: true, diff: false, wanted: "", last: null,
+  load: null, pushState: history.culpritPush};
 function culpritStacksURL(u) {
   const j = new URL(u, location.href);
   j.pathname = j.pathname.replace(/[^/]*$/, "flamegraph.json");
@@ -319,18 +323,26 @@ function culpritLater(key, url) {
     return true;
   }));
 }
-history.pushState = function(...args) {
-  const f = culpritFlame;
-  f.pushState(...args);
-  if (!f.whole && f.load) f.load().then(ok => { if (ok) culpritDraw(); });
-};
+if (!history.culpritFlamePush) {
+  history.culpritFlamePush = true;
+  history.pushState = function(...args) {
+    const f = window.culpritFlame;
+    history.culpritPush(...args);
+    if (f && !f.whole && f.load) f.load().then(ok => { if (ok && f === window.culpritFlame) culpritDraw(); });
+  };
+}
 function culpritWholeStacks(stacks, url) {
   const f = culpritFlame;
   f.stacks = stacks;
   f.key = culpritStacksURL(location.href);
   f.diff = culpritNegative(stacks);
-  culpritLater(f.key, new URL(url, location.href).href);
-  window.addEventListener("load", () => setTimeout(f.load, 0));
+  if (url) {
+    culpritLater(f.key, new URL(url, location.href).href);
+    // On a page put in place of another (swapScript), the load event
+    // has been.
+    if (document.readyState === "complete") setTimeout(f.load, 0);
+    else window.addEventListener("load", () => setTimeout(f.load, 0));
+  }
   return culpritPlaces(stacks);
 }
 // culpritShow draws the flame graph page href in place of this one (push:
@@ -347,7 +359,7 @@ function culpritShow(href, push) {
   const have = key === f.key && f.whole;
   const trimmed = key.replace(/\/flamegraph\.json(\?|$)/, "/flamegraph.trimmed.json$1");
   return (have ? Promise.resolve(null) : culpritLoad(trimmed)).then(set => {
-    if (f.wanted !== key) return false; // a later choice came first
+    if (f.wanted !== key || window.culpritFlame !== f) return false; // a later choice came first
     if (!have && (!set || culpritNegative(set) !== f.diff)) return leave();
     const t1 = performance.now();
     if (push) f.pushState(null, "", u.href);
@@ -378,14 +390,14 @@ function culpritShow(href, push) {
 }
 window.addEventListener("popstate", () => {
   const f = culpritFlame;
-  if (f.stacks && culpritStacksURL(location.href) !== f.key) culpritShow(location.href, false);
+  if (f && f.stacks && location.pathname === f.path && culpritStacksURL(location.href) !== f.key) culpritShow(location.href, false);
 });
 document.addEventListener("click", e => {
   if (e.defaultPrevented || e.button !== 0 || e.ctrlKey || e.metaKey || e.shiftKey || e.altKey) return;
   const a = e.target instanceof Element ? e.target.closest("a[href]") : null;
   if (!a || (a.target && a.target !== "_self") || a.hasAttribute("download")) return;
   const u = new URL(a.href, location.href);
-  if (culpritFlame.stacks && u.origin === location.origin && u.pathname === location.pathname) {
+  if (culpritFlame && culpritFlame.stacks && u.origin === location.origin && u.pathname === location.pathname) {
     e.preventDefault();
     culpritShow(u.href, true);
   } else if (window.parent !== window) {

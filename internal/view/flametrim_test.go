@@ -141,9 +141,25 @@ func TestFlameGraphTrimmed(t *testing.T) {
 		return s
 	}
 	page := get("/flamegraph")
-	whole := get("/flamegraph?p=")
+	// pprof's own page, as its driver writes it.
+	raw, err := driverUI(merged(p, tier{byFunction, false}), nil, noObjects{}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rw := httptest.NewRecorder()
+	raw["/flamegraph"].ServeHTTP(rw, httptest.NewRequest("GET", "/flamegraph", nil))
+	whole := rw.Body.String()
 	if !strings.Contains(page, "culpritWholeStacks(") || strings.Contains(whole, "culpritWholeStacks(") {
-		t.Fatal("the page is not trimmed, or the pivoted one is")
+		t.Fatal("the page is not trimmed, or pprof's is")
+	}
+	// Pivoted, the page carries the whole set (pprof's script draws the
+	// pivot from it), and the script, with no set to fetch after.
+	pivoted := get("/flamegraph?p=x")
+	if !strings.Contains(pivoted, "culpritWholeStacks(") || !strings.Contains(pivoted, `}, "")`) || !strings.Contains(pivoted, "function culpritShow") {
+		t.Error("the pivoted page carries no whole set through culpritWholeStacks, or no script")
+	}
+	if ps := stacksOf(pivoted); len(ps.Stacks) != slivers+1 {
+		t.Errorf("the pivoted page has %d stacks, want all %d", len(ps.Stacks), slivers+1)
 	}
 	// The names pprof's search reads go through culpritNodes, which a
 	// stack set drawn in place replaces: the same as pprof's.

@@ -143,8 +143,8 @@ func pprofUI(prof, base *pprof.Profile, objs driver.ObjTool, stderr io.Writer) (
 
 // flameResponses returns what culprit serves for pprof's flame graph
 // page resp, asked for at path with query q: for the page, the page with
-// its stacks trimmed to what its first view draws (unless q pivots,
-// which only pprof's script reads); for flameStacksPath, the page's
+// its stacks trimmed to what its first view draws (when q pivots, which
+// only pprof's script reads, with its whole set); for flameStacksPath, the page's
 // whole stack set; for flameTrimmedPath, that set trimmed as the page's,
 // with the whole set's URL as Whole. The whole set is kept for the
 // request the page or the trimmed set's reader makes for it. All leave
@@ -156,9 +156,6 @@ func flameResponses(pages *pprofPages, resp *response, path string, q url.Values
 			return resp
 		}
 		return &response{code: code, header: http.Header{}, body: []byte(err.Error() + "\n")}
-	}
-	if path == "/flamegraph" && q.Has("p") {
-		return resp
 	}
 	set, start, end, err := flamePageSet(resp.body)
 	if err != nil {
@@ -176,6 +173,14 @@ func flameResponses(pages *pprofPages, resp *response, path string, q url.Values
 		return stacks
 	}
 	pages.keep(flameStacksPath+"?"+sq, stacks)
+	if path == "/flamegraph" && q.Has("p") {
+		// Pivoted: pprof's script draws from every stack at once, so the
+		// page carries the whole set, and the script that draws other
+		// queries in place.
+		whole := *set
+		whole.Legend = nil
+		return &response{code: resp.code, header: resp.header, body: trimFlamePage(resp.body, &whole, start, end, "")}
+	}
 	trimmed, err := trimmedSet(set)
 	if path == flameTrimmedPath {
 		if err != nil {
@@ -774,7 +779,8 @@ func (pprofConsole) SetAutoComplete(func(string) string) {}
 
 // serveUI serves a request for one of pprof's views, the path element
 // "rest" naming it and "range" the time range, with the handlers of a
-// pprof UI. Its HTML pages get culprit's links atop them (pprofNav).
+// pprof UI. Its HTML pages get culprit's links atop them (pprofNav), and
+// the script that puts another page of the UI in place (swapScript).
 func (s *Server) serveUI(w http.ResponseWriter, r *http.Request, pages *pprofPages) {
 	h := pages.handlers["/"+r.PathValue("rest")]
 	if h == nil {
@@ -795,6 +801,7 @@ func (s *Server) serveUI(w http.ResponseWriter, r *http.Request, pages *pprofPag
 		if i := bytes.Index(body, []byte("<body>")); i >= 0 {
 			var nav bytes.Buffer
 			if err := templates.ExecuteTemplate(&nav, "pprofnav", s.pprofNav(rng)); err == nil {
+				nav.WriteString(swapScriptHTML)
 				i += len("<body>")
 				body = slices.Concat(body[:i], nav.Bytes(), body[i:])
 			}

@@ -1,0 +1,141 @@
+package view
+
+import (
+	"encoding/json"
+	"strings"
+)
+
+// Loading one of pprof's pages costs the browser more than the server:
+// a new document, pprof's styles and scripts parsed and compiled again,
+// its data parsed. So a link from one of pprof's pages to another view
+// or query of the same UI (the same range: pprof's View, Sample, Refine
+// and Config menus, the flame graph's action menu, the title link) is
+// answered in place (swapScript): the page fetches the other page's
+// HTML, puts its head and body in place of its own in the same document,
+// and runs its scripts, after removing the listeners the old page's
+// scripts added to the window and the document (those on its elements go
+// with them). The URL follows (history.pushState), and back and forward
+// show the URL shown the same way. pprof's scripts run as they would on
+// the page loaded: they read the same elements and the same URL. A link
+// that leaves the UI (another range, culprit's pages, the download),
+// an error answer, or an answer that is not one of the UI's pages loads
+// the page instead. A flame graph page draws another query of itself in
+// place by its own script (flameScript), which swapScript leaves it to.
+
+// swapViews are the last path elements of pprof's pages that swapScript
+// puts in place: the views of pprofViews, and the UI's root (its call
+// graph).
+func swapViews() []string {
+	out := []string{""}
+	for _, v := range pprofViews {
+		out = append(out, v.Path)
+	}
+	return out
+}
+
+// swapScriptHTML is the script element serveUI puts in every HTML page
+// of pprof's UI, after culprit's links.
+var swapScriptHTML = func() string {
+	views, err := json.Marshal(swapViews())
+	if err != nil {
+		panic(err) // a constant list of strings
+	}
+	return strings.Replace(swapScript, "VIEWS", string(views), 1)
+}()
+
+// swapScript is marked data-culprit-swap: a page put in place carries it
+// too, and it is not run again (the first one's listeners stay).
+const swapScript = `<script data-culprit-swap>
+"use strict";
+(function () {
+  if (window.culpritSwap) return;
+  const views = VIEWS;
+  const push = history.pushState.bind(history);
+  history.culpritPush = push; // the page's own scripts may wrap pushState
+  const noHash = h => { const u = new URL(h, location.href); u.hash = ""; return u.href; };
+  const dir = p => p.replace(/[^/]*$/, "");
+  let shown = noHash(location.href), wanted = "";
+  // The listeners the page's scripts add to the window and the document,
+  // removed when another page is put in place.
+  let added = [];
+  const own = {};
+  for (const [name, target] of [["window", window], ["document", document]]) {
+    const add = target.addEventListener.bind(target), remove = target.removeEventListener.bind(target);
+    own[name] = add;
+    target.addEventListener = function (type, fn, opts) {
+      added.push([remove, type, fn, opts]);
+      add(type, fn, opts);
+    };
+  }
+  // inUI reports whether u is a page swapScript puts in place of this one.
+  function inUI(u) {
+    if (u.origin !== location.origin || dir(u.pathname) !== dir(location.pathname)) return false;
+    return views.includes(u.pathname.slice(dir(u.pathname).length));
+  }
+  // flameDraws reports whether this page is a flame graph that draws u
+  // itself (another query of the same page).
+  function flameDraws(u) {
+    return u.pathname === location.pathname && !!(window.culpritFlame && window.culpritFlame.stacks);
+  }
+  // swap puts the page href in place of this one (push: as a new entry of
+  // the history), or loads it when it cannot.
+  function swap(href, push1) {
+    const t0 = performance.now();
+    wanted = href;
+    const leave = () => { if (wanted === href) location.assign(href); return false; };
+    return fetch(href).then(r => {
+      if (!r.ok || !(r.headers.get("Content-Type") || "").startsWith("text/html")) return Promise.reject(r.status);
+      return r.text();
+    }).then(text => {
+      if (wanted !== href) return false; // a later choice came first
+      const t1 = performance.now();
+      const doc = new DOMParser().parseFromString(text, "text/html");
+      if (!doc.getElementById("culprit-nav") || !doc.querySelector("script[data-culprit-swap]")) return leave();
+      const t2 = performance.now();
+      if (push1) push(null, "", href);
+      shown = noHash(href);
+      for (const [remove, type, fn, opts] of added) remove(type, fn, opts);
+      added = [];
+      if (window.culpritFlame) window.culpritFlame = null;
+      document.title = doc.title;
+      document.head.replaceChildren(...Array.from(doc.head.childNodes, n => document.adoptNode(n)));
+      document.body.replaceWith(document.adoptNode(doc.body));
+      // Scripts parsed apart do not run: each is run by a copy of it.
+      for (const old of document.querySelectorAll("script")) {
+        if (old.hasAttribute("data-culprit-swap")) continue;
+        const s = document.createElement("script");
+        for (const a of old.attributes) s.setAttribute(a.name, a.value);
+        s.textContent = old.textContent;
+        old.replaceWith(s);
+      }
+      window.scrollTo(0, 0);
+      const t3 = performance.now();
+      return new Promise(done => requestAnimationFrame(() => setTimeout(() => {
+        // ms: from the click to the frame drawn; of which fetch (the
+        // server's answer), parse (the HTML) and run (put in place, and
+        // pprof's scripts run).
+        window.culpritSwapped = {href: href, ms: performance.now() - t0, fetch: t1 - t0, parse: t2 - t1, run: t3 - t2};
+        document.documentElement.dataset.culpritSwapped = href;
+        done(true);
+      }, 0)));
+    }).catch(leave);
+  }
+  window.culpritSwap = swap;
+  own.document("click", e => {
+    if (e.defaultPrevented || e.button !== 0 || e.ctrlKey || e.metaKey || e.shiftKey || e.altKey) return;
+    if (window.parent !== window) return; // a frame: its page's own script decides
+    const a = e.target instanceof Element ? e.target.closest("a[href]") : null;
+    if (!a || (a.target && a.target !== "_self") || a.hasAttribute("download")) return;
+    const u = new URL(a.href, location.href);
+    if (noHash(u.href) === noHash(location.href) || !inUI(u) || flameDraws(u)) return;
+    e.preventDefault();
+    swap(u.href, true);
+  });
+  own.window("popstate", () => {
+    const now = noHash(location.href);
+    if (now === shown) return;
+    if (flameDraws(new URL(now))) { shown = now; return; }
+    swap(now, false);
+  });
+})();
+</script>`

@@ -473,6 +473,118 @@ func TestViewBrowser(t *testing.T) {
 	}
 
 	flameFilterInPlace(t, ctx, base+"pprof/all/flamegraph", "spin_b")
+	pagesInPlace(t, ctx, base+"pprof/all/", "spin_b")
+}
+
+// topRows is the rows of pprof's top table shown.
+const topRows = `Array.from(document.querySelectorAll("#toptable tbody tr")).map(tr => tr.textContent).join("\n")`
+
+// menuClick opens pprof's menu menu and clicks its item item, as a user
+// does (the mouse pressed on the menu's name, then moved to the item and
+// clicked).
+func menuClick(t *testing.T, ctx context.Context, menu, item string) {
+	t.Helper()
+	if err := chromedp.Do(ctx,
+		chromedp.Click(chromedp.CSS(menu+" .menu-name")),
+		chromedp.WaitVisible(chromedp.CSS(item)),
+		chromedp.Click(chromedp.CSS(item)),
+	); err != nil {
+		t.Fatalf("menu %s, item %s: %v", menu, item, err)
+	}
+}
+
+// pagesInPlace checks, on pprof's UI at ui (its root), that a filter
+// chosen on the top page (fn's row selected, Refine, Hide) and another
+// view chosen from the View menu (the flame graph, the call graph) are
+// put in place of the page shown, in the same document, as the pages of
+// the same URLs loaded afresh draw them; and that back shows the pages
+// before, in the same document.
+func pagesInPlace(t *testing.T, ctx context.Context, ui, fn string) {
+	t.Helper()
+	if err := chromedp.Do(ctx, chromedp.Navigate(ui+"top"), chromedp.WaitVisible(chromedp.CSS(`#toptable tbody tr`))); err != nil {
+		t.Fatalf("top: %v", err)
+	}
+	wholeRows := eval[string](t, ctx, topRows)
+	at := eval[[]float64](t, ctx, `(() => {
+		window.culpritMark = "top";
+		const td = Array.from(document.querySelectorAll("#toptable tbody td")).find(e => e.textContent === `+strconv.Quote(fn)+`);
+		if (!td) return [];
+		const r = td.getBoundingClientRect();
+		return [r.left + r.width / 2, r.top + r.height / 2];
+	})()`)
+	if len(at) != 2 {
+		t.Fatalf("top: no row of %s:\n%s", fn, wholeRows)
+	}
+	if err := chromedp.Do(ctx, chromedp.MouseClickXY(at[0], at[1])); err != nil {
+		t.Fatalf("top: selecting %s: %v", fn, err)
+	}
+	menuClick(t, ctx, "#refine", "#hide")
+	waitJS(t, ctx, `new URL(location.href).searchParams.has("h") && (document.documentElement.dataset.culpritSwapped || "").includes("/top?") && !!document.querySelector("#toptable tbody tr")`)
+	hidden := eval[[]string](t, ctx, `[String(window.culpritMark), location.href, `+topRows+`]`)
+	if hidden[0] != "top" {
+		t.Errorf("hiding %s on top loaded a new page (%s), want it put in place", fn, hidden[1])
+	}
+	if strings.Contains(hidden[2], fn) || hidden[2] == "" || !strings.Contains(hidden[2], "spin_") {
+		t.Errorf("top with %s hidden (%s) shows\n%s", fn, hidden[1], hidden[2])
+	}
+
+	// The flame graph of the same query, from the View menu.
+	menuClick(t, ctx, "#view", "#flamegraph")
+	waitJS(t, ctx, `(document.documentElement.dataset.culpritSwapped || "").includes("/flamegraph?") && !!document.querySelector("#stack-chart .boxtext")`)
+	flame := eval[[]string](t, ctx, `[String(window.culpritMark), location.href, `+flameDrawn+`]`)
+	if flame[0] != "top" || !strings.Contains(flame[1], "/flamegraph?") {
+		t.Errorf("the flame graph chosen on top: %s, page marked %q, want it put in place", flame[1], flame[0])
+	}
+	if strings.Contains(flame[2], fn) || !strings.Contains(flame[2], "spin_") {
+		t.Errorf("flame graph with %s hidden, put in place, draws\n%s", fn, flame[2])
+	}
+	// pprof's script works on the page put in place: the frame under the
+	// mouse is named.
+	box := eval[[]float64](t, ctx, `(() => {
+		const box = Array.from(document.querySelectorAll("#stack-chart .boxbg")).find(e => e.textContent.startsWith("spin_"));
+		if (!box) return [];
+		const r = box.getBoundingClientRect();
+		return [r.left + r.width / 2, r.top + r.height / 2, 0];
+	})()`)
+	if len(box) != 3 {
+		t.Fatalf("flame graph put in place: no box of a spinning function")
+	}
+	if err := chromedp.Do(ctx, chromedp.MouseEvent(input.DispatchMouseEventTypeMouseMoved, box[0], box[1])); err != nil {
+		t.Fatalf("flame graph put in place: moving the mouse: %v", err)
+	}
+	waitJS(t, ctx, `document.getElementById("current-details-left").textContent.startsWith("spin_")`)
+
+	// The call graph, from the View menu of the flame graph put in place.
+	menuClick(t, ctx, "#view", "#graphbtn")
+	waitJS(t, ctx, `(document.documentElement.dataset.culpritSwapped || "").includes("/graph?") && !!document.querySelector("#graph svg")`)
+	graph := eval[[]string](t, ctx, `[String(window.culpritMark), location.href, document.querySelector("#graph svg").textContent]`)
+	if graph[0] != "top" || strings.Contains(graph[2], fn) || !strings.Contains(graph[2], "spin_") {
+		t.Errorf("call graph with %s hidden, put in place (page marked %q, %s), shows\n%.2000s", fn, graph[0], graph[1], graph[2])
+	}
+
+	// Back, twice: the flame graph, then top with fn hidden, in the same
+	// document.
+	eval[bool](t, ctx, `(() => { history.back(); return true; })()`)
+	waitJS(t, ctx, `location.href === `+strconv.Quote(flame[1])+` && (document.documentElement.dataset.culpritSwapped || "") === location.href && !!document.querySelector("#stack-chart .boxtext")`)
+	eval[bool](t, ctx, `(() => { history.back(); return true; })()`)
+	waitJS(t, ctx, `location.href === `+strconv.Quote(hidden[1])+` && (document.documentElement.dataset.culpritSwapped || "") === location.href && !!document.querySelector("#toptable tbody tr")`)
+	if back := eval[[]string](t, ctx, `[String(window.culpritMark), `+topRows+`]`); back[0] != "top" || back[1] != hidden[2] {
+		t.Errorf("back to top with %s hidden: page marked %q, rows\n%s\nwant\n%s", fn, back[0], back[1], hidden[2])
+	}
+
+	// What was put in place is what the pages loaded afresh show.
+	for _, c := range []struct{ url, ready, shown, want string }{
+		{hidden[1], `#toptable tbody tr`, topRows, hidden[2]},
+		{flame[1], `#stack-chart .boxtext`, flameDrawn, flame[2]},
+		{graph[1], `#graph svg`, `document.querySelector("#graph svg").textContent`, graph[2]},
+	} {
+		if err := chromedp.Do(ctx, chromedp.Navigate(c.url), chromedp.WaitVisible(chromedp.CSS(c.ready))); err != nil {
+			t.Fatalf("%s: %v", c.url, err)
+		}
+		if got := eval[string](t, ctx, c.shown); got != c.want {
+			t.Errorf("%s: put in place\n%.2000s\nloaded afresh\n%.2000s", c.url, c.want, got)
+		}
+	}
 }
 
 // frameLegend is the lines of the legend of the flame graph in the time

@@ -72,10 +72,10 @@ const swapScript = `<script data-culprit-swap>
     if (u.origin !== location.origin || dir(u.pathname) !== dir(location.pathname)) return false;
     return views.includes(u.pathname.slice(dir(u.pathname).length));
   }
-  // flameDraws reports whether this page is a flame graph that draws u
-  // itself (another query of the same page).
+  // flameDraws reports whether the page shown is a flame graph that
+  // draws u itself (another query of the same page).
   function flameDraws(u) {
-    return u.pathname === location.pathname && !!(window.culpritFlame && window.culpritFlame.stacks);
+    return u.pathname === new URL(shown).pathname && !!(window.culpritFlame && window.culpritFlame.stacks);
   }
   // swap puts the page href in place of this one (push: as a new entry of
   // the history), or loads it when it cannot.
@@ -98,7 +98,7 @@ const swapScript = `<script data-culprit-swap>
       added = [];
       if (window.culpritFlame) window.culpritFlame = null;
       document.title = doc.title;
-      document.head.replaceChildren(...Array.from(doc.head.childNodes, n => document.adoptNode(n)));
+      document.head.replaceChildren(...Array.from(doc.head.childNodes).map(n => document.adoptNode(n)));
       document.body.replaceWith(document.adoptNode(doc.body));
       // Scripts parsed apart do not run: each is run by a copy of it.
       for (const old of document.querySelectorAll("script")) {

@@ -410,6 +410,12 @@ func TestViewBrowser(t *testing.T) {
 		t.Fatalf("time view: %v", err)
 	}
 	cells := eval[int](t, ctx, `data.threads[0].cells.flat().filter(v => v > 0).length`)
+	// The page carries its data: what time/data answers.
+	if same := eval[bool](t, ctx, `(() => { const e = document.getElementById("time-data"); if (!e) return false;
+		const x = new XMLHttpRequest(); x.open("GET", "time/data", false); x.send();
+		return JSON.stringify(JSON.parse(e.textContent)) === JSON.stringify(JSON.parse(x.responseText)); })()`); !same {
+		t.Error("time view: the page carries no data, or not time/data's")
+	}
 	heads := eval[string](t, ctx, `Array.from(document.querySelectorAll("#maps h2")).map(e => e.textContent).join("\n")`)
 	shot, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.CSS(`#maps svg.heat`)))
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"sort"
 	"strconv"
 	"strings"
 	"syscall"
@@ -278,6 +279,61 @@ func run(culprit, chromium, rec string) error {
 	topPaint := time.Since(t)
 	split = append(split, pageSplit(bctx, "top", m0))
 
+	// pprof's pages put other pages of their UI in place: the whole
+	// flame graph chosen from top's View menu, then on top a function
+	// hidden (its row selected, Refine, Hide), against the same query's
+	// page loaded.
+	if ok, _ := chromedp.Run(bctx, chromedp.Evaluate[bool](`typeof window.culpritSwap === "function"`)); ok {
+		waitIdle(pid)
+		if err := chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`#view .menu-name`)), chromedp.WaitVisible(chromedp.CSS(`#flamegraph`))); err != nil {
+			return fmt.Errorf("top's View menu: %v", err)
+		}
+		m, err := interaction(bctx, pid, "flame_swap",
+			func() error { return chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`#flamegraph`))) },
+			`(document.documentElement.dataset.culpritSwapped || "").includes("/flamegraph") && !!document.querySelector("#stack-chart .boxtext")`,
+			`window.culpritSwapped`)
+		if err != nil {
+			return fmt.Errorf("the flame graph from top's View menu: %v", err)
+		}
+		inPlace = append(inPlace, m)
+		if err := chromedp.Do(bctx, chromedp.Navigate(base+"pprof/all/top"),
+			chromedp.WaitVisible(chromedp.CSS(`#toptable tr`))); err != nil {
+			return fmt.Errorf("top: %v", err)
+		}
+		xy, err := chromedp.Run(bctx, chromedp.Evaluate[[]float64](`(() => {
+			const td = Array.from(document.querySelectorAll("#toptable tbody td")).find(e => e.textContent === `+strconv.Quote(hide)+`);
+			if (!td) return [];
+			const r = td.getBoundingClientRect();
+			return [r.left + r.width / 2, r.top + r.height / 2];
+		})()`))
+		if err != nil || len(xy) != 2 {
+			return fmt.Errorf("top: no row of %s: %v", hide, err)
+		}
+		waitIdle(pid)
+		if err := chromedp.Do(bctx, chromedp.MouseClickXY(xy[0], xy[1]),
+			chromedp.Click(chromedp.CSS(`#refine .menu-name`)), chromedp.WaitVisible(chromedp.CSS(`#hide`))); err != nil {
+			return fmt.Errorf("top's Refine menu: %v", err)
+		}
+		m, err = interaction(bctx, pid, "top_filter_swap",
+			func() error { return chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`#hide`))) },
+			`new URL(location.href).searchParams.has("h") && (document.documentElement.dataset.culpritSwapped || "").includes("/top?") && !!document.querySelector("#toptable tbody tr")`,
+			`window.culpritSwapped`)
+		if err != nil {
+			return fmt.Errorf("hiding %s on top: %v", hide, err)
+		}
+		inPlace = append(inPlace, m)
+		hidden, err := chromedp.Run(bctx, chromedp.Evaluate[string](`location.href`))
+		if err != nil {
+			return err
+		}
+		t = time.Now()
+		if err := chromedp.Do(bctx, chromedp.Navigate(hidden),
+			chromedp.WaitVisible(chromedp.CSS(`#toptable tbody tr`))); err != nil {
+			return fmt.Errorf("top with %s hidden: %v", hide, err)
+		}
+		inPlace = append(inPlace, fmt.Sprintf("top_filter_loaded_ms=%s", ms(time.Since(t))))
+	}
+
 	// pprof's other views of the whole profile over HTTP (the server's
 	// answer, no drawing): the function views, then those of lines and
 	// addresses, on the workers' function.
@@ -320,8 +376,9 @@ func run(culprit, chromium, rec string) error {
 // interaction times what act starts in the page in ctx until the
 // JavaScript expression drawn holds (asked every 5 ms), as key=value
 // pairs named after what: the wall time seen from here; the page's own
-// time (the expression page, culpritFlame.last: ms from the request to
-// the frame drawn, and of it fetch, put and draw);
+// time (the expression page, culpritFlame.last or culpritSwapped: ms
+// from the request to the frame drawn, and its parts: fetch, put and
+// draw, or fetch, parse and run);
 // the renderer's thread time in script, layout, style and all its
 // tasks; and the server's (pid's) CPU time.
 func interaction(ctx context.Context, pid int, what string, act func() error, drawn, page string) (string, error) {
@@ -342,8 +399,17 @@ func interaction(ctx context.Context, pid int, what string, act func() error, dr
 		return "", err
 	}
 	num := func(k string) float64 { v, _ := own[k].(float64); return v }
-	out := fmt.Sprintf("%s_ms=%s %s_page_ms=%.0f %s_fetch_ms=%.0f %s_put_ms=%.0f %s_draw_ms=%.0f %s_cpu_ms=%s",
-		what, ms(wall), what, num("ms"), what, num("fetch"), what, num("put"), what, num("draw"), what, ms(cpu))
+	out := fmt.Sprintf("%s_ms=%s %s_page_ms=%.0f %s_cpu_ms=%s", what, ms(wall), what, num("ms"), what, ms(cpu))
+	var parts []string // the page's split of its time
+	for k, v := range own {
+		if _, ok := v.(float64); ok && k != "ms" {
+			parts = append(parts, k)
+		}
+	}
+	sort.Strings(parts)
+	for _, k := range parts {
+		out += fmt.Sprintf(" %s_%s_ms=%.0f", what, k, num(k))
+	}
 	if m0 != nil && m1 != nil {
 		for _, k := range []string{"ScriptDuration", "LayoutDuration", "RecalcStyleDuration", "TaskDuration"} {
 			out += fmt.Sprintf(" %s_%s_ms=%.0f", what, strings.ToLower(strings.TrimSuffix(k, "Duration")), (m1[k]-m0[k])*1000)

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
+	"html/template"
 	"math"
 	"net/http"
 	"regexp"
@@ -61,7 +62,16 @@ var timePage = Page{
 					pages = append(pages, link{pg.Path, pg.Title})
 				}
 			}
-			s.html(w, "time.html", map[string]any{"Pprof": pprofViews, "Pages": pages})
+			// The page carries its data (JSON; json.Marshal escapes <, >
+			// and &, so it cannot end the script element): its maps are
+			// drawn as it is parsed, without a request after it. When
+			// the data cannot be built (a wrong f), the page asks for
+			// it, and shows the answer.
+			var inline template.JS
+			if b, err := data.get(r.URL.Query().Get("f"), build); err == nil {
+				inline = template.JS(b)
+			}
+			s.html(w, "time.html", map[string]any{"Pprof": pprofViews, "Pages": pages, "Data": inline})
 		})
 		mux.HandleFunc("GET /time/data", func(w http.ResponseWriter, r *http.Request) {
 			b, err := data.get(r.URL.Query().Get("f"), build)

@@ -15,12 +15,12 @@
 #                 machine does not inflate
 #   open          culprit view started → the index drawn in Chromium (its
 #                 links usable); and culprit's CPU time by then
-#   time paint    navigation to the time view → its heat map drawn (seen
-#                 from chromedp; in parentheses, the page's own time to the
-#                 frame that draws it, which the flame graph frame loading
-#                 after it does not delay)
-#   time data     GET time/data once the page has it (what every later
-#                 visit costs)
+#   time paint    navigation to the time view (which carries its data)
+#                 → its heat map drawn (seen from chromedp; in
+#                 parentheses, the page's own time to the frame that
+#                 draws it, which the flame graph frame loading after it
+#                 does not delay)
+#   time data     GET time/data (what the page carries)
 #   flame paint   navigation to pprof's flame graph → its boxes drawn; and
 #                 the server's CPU time for it
 #   range first   (once the server's builds ahead of use are over) a
@@ -46,6 +46,14 @@
 #                 "loaded": the same query's page loaded afresh
 #   top paint     navigation to pprof's top page (kept) → its table drawn:
 #                 what any of pprof's pages costs Chromium here
+#   flame from top  the whole flame graph chosen in top's View menu, put
+#                 in place of top in the same document (its HTML fetched,
+#                 head and body swapped, pprof's scripts run): the page's
+#                 own time (click → frame drawn), wall, renderer thread
+#                 time and server CPU; against "flame graph paint"
+#   top filter    on top, a function (mid_compute) hidden (its row
+#                 selected, Refine, Hide): put in place, as above;
+#                 "loaded": the same query's page loaded afresh
 #   renderer      per page drawn, the renderer's thread time (Chromium's
 #                 Performance.getMetrics TaskDuration, thread ticks: what
 #                 a busy machine does not inflate) and the page's kB
@@ -98,12 +106,12 @@ for ((i = 0; i < runs; i++)); do
 done
 median() { sort -g | awk '{a[NR]=$1} END {print (NR == 0 ? "-" : NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 echo
-echo "| culprit (1M samples) | ready ms (CPU ms) | open ms (CPU ms) | time view paint ms (in page) | time data ms | flame graph paint ms (server CPU ms) | range flame graph first ms (server CPU ms) | again ms | range in place: page ms, wall ms (renderer ms, server CPU ms) | range in place again: page ms, wall ms (renderer ms) | filter in place: page ms, wall ms (renderer ms, server CPU ms) | filter loaded ms | top paint ms | renderer ms: flame, range, top (page kB) | top ms | graph ms | peek ms | source ms | disasm ms | views again, max ms | peak RSS MiB |"
-echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
+echo "| culprit (1M samples) | ready ms (CPU ms) | open ms (CPU ms) | time view paint ms (in page) | time data ms | flame graph paint ms (server CPU ms) | range flame graph first ms (server CPU ms) | again ms | range in place: page ms, wall ms (renderer ms, server CPU ms) | range in place again: page ms, wall ms (renderer ms) | filter in place: page ms, wall ms (renderer ms, server CPU ms) | filter loaded ms | top paint ms | flame from top in place: page ms, wall ms (renderer ms, server CPU ms) | top filter in place: page ms, wall ms (renderer ms, server CPU ms) | top filter loaded ms | renderer ms: flame, range, top (page kB) | top ms | graph ms | peek ms | source ms | disasm ms | views again, max ms | peak RSS MiB |"
+echo "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"
 row() {
 	local file=$1 name=$2
 	get() { tr ' ' '\n' <"$file" | grep "^$1=" | cut -d= -f2 | median; }
-	echo "| $name | $(get ready_ms) ($(get ready_cpu_ms)) | $(get open_ms) ($(get open_cpu_ms)) | $(get time_view_paint_ms) ($(get time_view_drawn_ms)) | $(get time_data_ms) | $(get flamegraph_paint_ms) ($(get flamegraph_cpu_ms)) | $(get range_flamegraph_first_ms) ($(get range_cpu_ms)) | $(get range_flamegraph_again_ms) | $(get range_inplace_page_ms), $(get range_inplace_ms) ($(get range_inplace_task_ms), $(get range_inplace_cpu_ms)) | $(get range_inplace_again_page_ms), $(get range_inplace_again_ms) ($(get range_inplace_again_task_ms)) | $(get filter_inplace_page_ms), $(get filter_inplace_ms) ($(get filter_inplace_task_ms), $(get filter_inplace_cpu_ms)) | $(get filter_loaded_ms) | $(get top_paint_ms) | $(get flame_task_ms), $(get range_task_ms), $(get top_task_ms) ($(get flame_kb), $(get range_kb), $(get top_kb)) | $(get top_ms) | $(get graph_ms) | $(get peek_ms) | $(get source_ms) | $(get disasm_ms) | $(get views_again_max_ms) | $(($(get peak_rss_kib | cut -d. -f1) / 1024)) |"
+	echo "| $name | $(get ready_ms) ($(get ready_cpu_ms)) | $(get open_ms) ($(get open_cpu_ms)) | $(get time_view_paint_ms) ($(get time_view_drawn_ms)) | $(get time_data_ms) | $(get flamegraph_paint_ms) ($(get flamegraph_cpu_ms)) | $(get range_flamegraph_first_ms) ($(get range_cpu_ms)) | $(get range_flamegraph_again_ms) | $(get range_inplace_page_ms), $(get range_inplace_ms) ($(get range_inplace_task_ms), $(get range_inplace_cpu_ms)) | $(get range_inplace_again_page_ms), $(get range_inplace_again_ms) ($(get range_inplace_again_task_ms)) | $(get filter_inplace_page_ms), $(get filter_inplace_ms) ($(get filter_inplace_task_ms), $(get filter_inplace_cpu_ms)) | $(get filter_loaded_ms) | $(get top_paint_ms) | $(get flame_swap_page_ms), $(get flame_swap_ms) ($(get flame_swap_task_ms), $(get flame_swap_cpu_ms)) | $(get top_filter_swap_page_ms), $(get top_filter_swap_ms) ($(get top_filter_swap_task_ms), $(get top_filter_swap_cpu_ms)) | $(get top_filter_loaded_ms) | $(get flame_task_ms), $(get range_task_ms), $(get top_task_ms) ($(get flame_kb), $(get range_kb), $(get top_kb)) | $(get top_ms) | $(get graph_ms) | $(get peek_ms) | $(get source_ms) | $(get disasm_ms) | $(get views_again_max_ms) | $(($(get peak_rss_kib | cut -d. -f1) / 1024)) |"
 }
 row runs.txt "$head"
 if [[ -n $baserev ]]; then

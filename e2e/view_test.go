@@ -578,11 +578,25 @@ func pagesInPlace(t *testing.T, ctx context.Context, ui, fn string) {
 		t.Errorf("back to top with %s hidden: page marked %q, rows\n%s\nwant\n%s", fn, back[0], back[1], hidden[2])
 	}
 
+	// The source of the functions searched for, from the View menu: a
+	// page whose head has a script of its own.
+	if err := chromedp.Do(ctx, chromedp.SendKeys(chromedp.CSS(`#search`), "spin_")); err != nil {
+		t.Fatalf("top: searching: %v", err)
+	}
+	menuClick(t, ctx, "#view", "#list")
+	waitJS(t, ctx, `(document.documentElement.dataset.culpritSwapped || "").includes("/source?") && !!document.querySelector("#content h2")`)
+	const sourceShown = `Array.from(document.querySelectorAll("#content h2, #content pre")).map(e => e.textContent).join("\n")`
+	source := eval[[]string](t, ctx, `[String(window.culpritMark), location.href, `+sourceShown+`, String(typeof pprof_toggle_asm)]`)
+	if source[0] != "top" || !strings.Contains(source[2], "spin_a") || source[3] != "function" {
+		t.Errorf("source of spin_ put in place (page marked %q, %s, its script %s) shows\n%.2000s", source[0], source[1], source[3], source[2])
+	}
+
 	// What was put in place is what the pages loaded afresh show.
 	for _, c := range []struct{ url, ready, shown, want string }{
 		{hidden[1], `#toptable tbody tr`, topRows, hidden[2]},
 		{flame[1], `#stack-chart .boxtext`, flameDrawn, flame[2]},
 		{graph[1], `#graph svg`, `document.querySelector("#graph svg").textContent`, graph[2]},
+		{source[1], `#content h2`, sourceShown, source[2]},
 	} {
 		if err := chromedp.Do(ctx, chromedp.Navigate(c.url), chromedp.WaitVisible(chromedp.CSS(c.ready))); err != nil {
 			t.Fatalf("%s: %v", c.url, err)

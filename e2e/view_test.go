@@ -453,9 +453,10 @@ func TestViewBrowser(t *testing.T) {
 	// loaded in the frame afterwards, draws.
 	stacksURL := strings.TrimSuffix(href, "/flamegraph") + "/flamegraph.json"
 	waitJS(t, ctx, `(`+frame+`.document.documentElement.dataset.culpritShown || "").endsWith("/`+stacksURL+`")`)
-	inPlace := eval[[]string](t, ctx, `(() => { const w = `+frame+`; return [String(w.culpritMark), w.location.pathname, `+frameLegend+`, `+frameDrawn+`]; })()`)
-	if inPlace[0] != "whole" || !strings.HasSuffix(inPlace[1], "/"+href) {
-		t.Errorf("range chosen: the frame shows %s (page marked %q), want %s drawn in the page it had", inPlace[1], inPlace[0], href)
+	inPlace := eval[[]string](t, ctx, `(() => { const w = `+frame+`; return [String(w.culpritMark), w.location.pathname, `+frameLegend+`, `+frameDrawn+`,
+		w.culpritFlame && w.culpritFlame.last ? w.culpritFlame.last.key : ""]; })()`)
+	if inPlace[0] != "whole" || !strings.HasSuffix(inPlace[1], "/"+href) || !strings.HasSuffix(inPlace[4], "/"+stacksURL) {
+		t.Errorf("range chosen: the frame shows %s (page marked %q, its stacks %q drawn in place), want %s drawn in the page it had", inPlace[1], inPlace[0], inPlace[4], href)
 	}
 	m := totalRE.FindStringSubmatch(inPlace[2])
 	if m == nil {

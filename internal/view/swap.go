@@ -48,7 +48,9 @@ var swapScriptHTML = func() string {
 const swapScript = `<script data-culprit-swap>
 "use strict";
 (function () {
-  if (window.culpritSwap) return;
+  // In a frame (the time view's flame graph), the page's own script
+  // draws what it can in place and sends other links to the top.
+  if (window.culpritSwap || window.parent !== window) return;
   const views = VIEWS;
   const push = history.pushState.bind(history);
   history.culpritPush = push; // the page's own scripts may wrap pushState
@@ -123,7 +125,6 @@ const swapScript = `<script data-culprit-swap>
   window.culpritSwap = swap;
   own.document("click", e => {
     if (e.defaultPrevented || e.button !== 0 || e.ctrlKey || e.metaKey || e.shiftKey || e.altKey) return;
-    if (window.parent !== window) return; // a frame: its page's own script decides
     const a = e.target instanceof Element ? e.target.closest("a[href]") : null;
     if (!a || (a.target && a.target !== "_self") || a.hasAttribute("download")) return;
     const u = new URL(a.href, location.href);

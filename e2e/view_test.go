@@ -516,6 +516,7 @@ func pagesInPlace(t *testing.T, ctx context.Context, ui, fn string) {
 		window.culpritMark = "top";
 		const td = Array.from(document.querySelectorAll("#toptable tbody td")).find(e => e.textContent === `+strconv.Quote(fn)+`);
 		if (!td) return [];
+		td.scrollIntoView({block: "center"});
 		const r = td.getBoundingClientRect();
 		return [r.left + r.width / 2, r.top + r.height / 2];
 	})()`)

@@ -303,6 +303,7 @@ func run(culprit, chromium, rec string) error {
 		xy, err := chromedp.Run(bctx, chromedp.Evaluate[[]float64](`(() => {
 			const td = Array.from(document.querySelectorAll("#toptable tbody td")).find(e => e.textContent === `+strconv.Quote(hide)+`);
 			if (!td) return [];
+			td.scrollIntoView({block: "center"});
 			const r = td.getBoundingClientRect();
 			return [r.left + r.width / 2, r.top + r.height / 2];
 		})()`))

@@ -4,7 +4,9 @@
 // until the time view's heat map and pprof's flame graph are painted, the
 // latency of the interactions (the time view's data, selecting a range and
 // opening its flame graph, which builds a new pprof UI, and opening it
-// again), and the server's peak RSS. One line of key=value per run.
+// again; a range and a filter drawn in place on the flame graph; the
+// flame graph chosen on top and a filter on top, put in place of the
+// page), and the server's peak RSS. One line of key=value per run.
 //
 //	go run ./bench/viewtime -culprit ./culprit -chromium /usr/bin/chromium big.rec
 package main

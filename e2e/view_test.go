@@ -481,6 +481,49 @@ func TestViewBrowser(t *testing.T) {
 
 	flameFilterInPlace(t, ctx, base+"pprof/all/flamegraph", "spin_b")
 	pagesInPlace(t, ctx, base+"pprof/all/", "spin_b")
+	ownPagesInPlace(t, ctx, base)
+}
+
+// ownPagesInPlace checks that culprit's own pages put the pprof page a
+// link leads to in place (the index's flame graph, the flame graph atop
+// the time view), in the same document and drawn as loaded afresh, and
+// that back from there shows the page before.
+func ownPagesInPlace(t *testing.T, ctx context.Context, base string) {
+	t.Helper()
+	for _, c := range []struct{ page, link string }{
+		{"", `#pprof a[href$="pprof/all/flamegraph"]`},
+		{"time", `#nav a[href$="/flamegraph"]`},
+	} {
+		if err := chromedp.Do(ctx, chromedp.Navigate(base+c.page), chromedp.WaitVisible(chromedp.CSS(c.link))); err != nil {
+			t.Fatalf("page %q: %v", c.page, err)
+		}
+		eval[bool](t, ctx, `(() => { window.culpritMark = "own"; return true; })()`)
+		if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(c.link))); err != nil {
+			t.Fatalf("page %q: clicking %s: %v", c.page, c.link, err)
+		}
+		// Put in place or loaded, the flame graph is drawn; then which.
+		waitJS(t, ctx, `location.pathname.endsWith("/flamegraph") && document.readyState === "complete" && !!document.querySelector("#stack-chart .boxtext") && (window.culpritMark !== "own" || (document.documentElement.dataset.culpritSwapped || "").includes("/flamegraph"))`)
+		got := eval[[]string](t, ctx, `[String(window.culpritMark), location.href, `+flameDrawn+`]`)
+		if got[0] != "own" || !strings.Contains(got[1], "/flamegraph") {
+			t.Fatalf("the flame graph from page %q: %s, page marked %q, want it put in place", c.page, got[1], got[0])
+		}
+		if !strings.Contains(got[2], "spin_") {
+			t.Errorf("the flame graph from page %q, put in place, draws\n%s", c.page, got[2])
+		}
+		if err := chromedp.Do(ctx, chromedp.Navigate(got[1]), chromedp.WaitVisible(chromedp.CSS(`#stack-chart .boxtext`))); err != nil {
+			t.Fatalf("flame graph loaded: %v", err)
+		}
+		if loaded := eval[string](t, ctx, flameDrawn); loaded != got[2] {
+			t.Errorf("the flame graph from page %q: put in place\n%s\nloaded\n%s", c.page, got[2], loaded)
+		}
+		// Back from a page put in place shows the page before it.
+		if err := chromedp.Do(ctx, chromedp.Navigate(base+c.page), chromedp.WaitVisible(chromedp.CSS(c.link)), chromedp.Click(chromedp.CSS(c.link))); err != nil {
+			t.Fatalf("page %q again: %v", c.page, err)
+		}
+		waitJS(t, ctx, `(document.documentElement.dataset.culpritSwapped || "").includes("/flamegraph")`)
+		eval[bool](t, ctx, `(() => { history.back(); return true; })()`)
+		waitJS(t, ctx, `!!document.querySelector(`+strconv.Quote(c.link)+`) && !document.documentElement.dataset.culpritSwapped`)
+	}
 }
 
 // topRows is the rows of pprof's top table shown.

@@ -2,6 +2,7 @@ package view
 
 import (
 	"encoding/json"
+	"html/template"
 	"strings"
 )
 
@@ -16,8 +17,10 @@ import (
 // scripts added to the window and the document (those on its elements go
 // with them). The URL follows (history.pushState), and back and forward
 // show the URL shown the same way. pprof's scripts run as they would on
-// the page loaded: they read the same elements and the same URL. A link
-// that leaves the UI (another range, culprit's pages, the download),
+// the page loaded: they read the same elements and the same URL. culprit's
+// own pages carry the script too, and put one of pprof's pages in place
+// when a link leads there (the index's views, the links atop each page).
+// A link that leaves the UI (another range, culprit's pages, the download),
 // an error answer, or an answer that is not one of the UI's pages loads
 // the page instead. A flame graph page draws another query of itself in
 // place by its own script (flameScript), which swapScript leaves it to.
@@ -40,6 +43,12 @@ var swapScriptHTML = func() string {
 	return strings.Replace(swapScript, "VIEWS", string(views), 1)
 }()
 
+// swapOwnHTML is the same script for culprit's own pages (the index, the
+// time view, the analyses' pages), before their own scripts: there it puts
+// in place only links to one of pprof's pages (any range), and leaves the
+// page's own history to the page.
+var swapOwnHTML = template.HTML(strings.Replace(swapScriptHTML, "<script data-culprit-swap>", "<script data-culprit-swap data-own>", 1))
+
 // swapScript is marked data-culprit-swap: a page put in place carries it
 // too, and it is not run again (the first one's listeners stay).
 const swapScript = `<script data-culprit-swap>
@@ -49,6 +58,9 @@ const swapScript = `<script data-culprit-swap>
   // draws what it can in place and sends other links to the top.
   if (window.culpritSwap || window.parent !== window) return;
   const views = VIEWS;
+  // On one of culprit's own pages (data-own), links to any of pprof's
+  // pages are put in place; on pprof's, those of the same UI.
+  let ownPage = !!(document.currentScript && document.currentScript.hasAttribute("data-own"));
   const push = history.pushState.bind(history);
   history.culpritPush = push; // the page's own scripts may wrap pushState
   const noHash = h => { const u = new URL(h, location.href); u.hash = ""; return u.href; };
@@ -68,7 +80,12 @@ const swapScript = `<script data-culprit-swap>
   }
   // inUI reports whether u is a page swapScript puts in place of this one.
   function inUI(u) {
-    if (u.origin !== location.origin || dir(u.pathname) !== dir(location.pathname)) return false;
+    if (u.origin !== location.origin) return false;
+    if (ownPage) {
+      const m = u.pathname.match(/\/pprof\/[^/]+\/([^/]*)$/);
+      return !!m && views.includes(m[1]);
+    }
+    if (dir(u.pathname) !== dir(location.pathname)) return false;
     return views.includes(u.pathname.slice(dir(u.pathname).length));
   }
   // flameDraws reports whether the page shown is a flame graph that
@@ -89,7 +106,9 @@ const swapScript = `<script data-culprit-swap>
       if (wanted !== href) return false; // a later choice came first
       const t1 = performance.now();
       const doc = new DOMParser().parseFromString(text, "text/html");
-      if (!doc.getElementById("culprit-nav") || !doc.querySelector("script[data-culprit-swap]")) return leave();
+      const next = doc.querySelector("script[data-culprit-swap]");
+      if (!doc.getElementById("culprit-nav") || !next) return leave();
+      ownPage = next.hasAttribute("data-own");
       const t2 = performance.now();
       if (push1) push(null, "", href);
       shown = noHash(href);
@@ -130,6 +149,7 @@ const swapScript = `<script data-culprit-swap>
     swap(u.href, true);
   });
   own.window("popstate", () => {
+    if (ownPage) return; // the page's own history, if any, is its own
     const now = noHash(location.href);
     if (now === shown) return;
     if (flameDraws(new URL(now))) { shown = now; return; }

@@ -237,6 +237,7 @@ func (s *Server) nav(r Range) []link {
 func (s *Server) html(w http.ResponseWriter, name string, data map[string]any) {
 	r, _ := data["Range"].(Range)
 	data["Nav"] = s.nav(r)
+	data["Swap"] = swapOwnHTML
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	if err := templates.ExecuteTemplate(w, name, data); err != nil {
 		fmt.Fprintf(s.stderr, "culprit view: %s: %v\n", name, err)

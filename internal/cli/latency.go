@@ -74,6 +74,7 @@ How latencies are inferred: docs/cli.md (culprit latency), docs/introperf.md.`,
 			if err != nil {
 				return err
 			}
+			defer r.Close()
 			return writeOutput(c.OutOrStdout(), output, func(w io.Writer) error {
 				switch format {
 				case "json":
@@ -140,6 +141,7 @@ func analyzeRun(p *profile.Profile, paths []string, stderr io.Writer, flt profil
 	o.Loads = loads
 	r := introperf.Analyze(p, o)
 	if r.Err != nil {
+		r.Close()
 		return nil, nil, r.Err
 	}
 	if r.Used == 0 {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -191,13 +190,14 @@ func LatencyJSON(w io.Writer, r *introperf.Result, v LatencyView) error {
 	for i, fn := range r.Tree.Funcs.Funcs {
 		names[i], objects[i] = jsonString(fn.Name), jsonString(fn.Object)
 	}
-	list := latencyTimeline(r.Instances)
 	var line []byte
-	for i, in := range list {
+	first := true
+	err = r.EachInstance(func(in introperf.Instance) error {
 		line = line[:0]
-		if i > 0 {
+		if !first {
 			line = append(line, ',')
 		}
+		first = false
 		line = append(line, "\n{\"function\":"...)
 		line = append(line, names[in.Func]...)
 		line = append(line, ",\"object\":"...)
@@ -223,23 +223,14 @@ func LatencyJSON(w io.Writer, r *introperf.Result, v LatencyView) error {
 		line = append(line, ",\"end\":"...)
 		line = strconv.AppendUint(line, in.End-r.Start, 10)
 		line = append(line, '}')
-		if _, err := bw.Write(line); err != nil {
-			return err
-		}
+		_, err := bw.Write(line)
+		return err
+	})
+	if err != nil {
+		return err
 	}
 	bw.WriteString("\n]}\n")
 	return bw.Flush()
-}
-
-// latencyTimeline returns list in timeline order (SortInstances): list
-// itself when it is (introperf.Options.Timeline), else a sorted copy.
-func latencyTimeline(list []introperf.Instance) []introperf.Instance {
-	if slices.IsSortedFunc(list, introperf.TimelineOrder) {
-		return list
-	}
-	out := append([]introperf.Instance(nil), list...)
-	introperf.SortInstances(out)
-	return out
 }
 
 // slowest returns the n instances with the largest latency in mode m
@@ -313,7 +304,7 @@ func LatencyChrome(w io.Writer, p *profile.Profile, r *introperf.Result, m intro
 		args[i] = strconv.AppendInt(args[i], int64(i), 10)
 	}
 	var line []byte
-	for _, in := range latencyTimeline(r.Instances) {
+	err := r.EachInstance(func(in introperf.Instance) error {
 		ts := uint64(0)
 		if in.Start > origin {
 			ts = in.Start - origin
@@ -333,9 +324,10 @@ func LatencyChrome(w io.Writer, p *profile.Profile, r *introperf.Result, m intro
 		line = append(line, ",\"aggressive_ns\":"...)
 		line = strconv.AppendUint(line, in.Aggressive, 10)
 		line = append(line, "}}"...)
-		if err := cw.raw(line); err != nil {
-			return err
-		}
+		return cw.raw(line)
+	})
+	if err != nil {
+		return err
 	}
 	return cw.close()
 }

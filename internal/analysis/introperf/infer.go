@@ -105,9 +105,10 @@ type Options struct {
 	// KeepInstances keeps the list of inferred instances (the timeline) in
 	// Result.Instances; otherwise instances are only aggregated in the tree.
 	KeepInstances bool
-	// Timeline puts the kept instances in timeline order (SortInstances)
-	// rather than closing order: for a view that draws them all, without
-	// a sorted copy of millions of them.
+	// Timeline keeps the instances for a view that lists them all in
+	// timeline order (SortInstances): they are read with
+	// Result.EachInstance, sorted in runs kept in a temporary file, and
+	// Result.Instances stays empty. Memory does not grow with their number.
 	Timeline bool
 	// Slowest, when not nil, is given every inferred instance: a view of
 	// the slowest ones that needs no list of them all.
@@ -170,7 +171,7 @@ type ThreadInfo struct {
 // Result is the analysis of one run.
 type Result struct {
 	Tree      *Tree
-	Instances []Instance // when Options.KeepInstances, in closing order (or timeline order: Options.Timeline)
+	Instances []Instance // when Options.KeepInstances without Options.Timeline, in closing order
 	Threads   []ThreadInfo
 	// EventCounts counts the profile's samples by event kind (all of them,
 	// used or not); Used is how many fed the inference. Empty counts events
@@ -194,6 +195,39 @@ type Result struct {
 	// Err is why the samples of a streamed profile could not be read
 	// again (Profile.EachSample); the result is then incomplete.
 	Err error
+	// timeline holds the instances with Options.Timeline.
+	timeline *timeline
+}
+
+// EachInstance calls fn with every kept instance in timeline order
+// (SortInstances) until fn returns an error, which it returns; it also
+// fails when the instances cannot be read back from their temporary file
+// (Options.Timeline). Without Options.Timeline it sorts a copy of
+// Instances.
+func (r *Result) EachInstance(fn func(Instance) error) error {
+	if r.timeline != nil {
+		return r.timeline.each(fn)
+	}
+	list := r.Instances
+	if !slices.IsSortedFunc(list, TimelineOrder) {
+		list = slices.Clone(list)
+		SortInstances(list)
+	}
+	for _, in := range list {
+		if err := fn(in); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Close removes the temporary file of the instances kept for
+// Options.Timeline, if any.
+func (r *Result) Close() error {
+	if r.timeline == nil {
+		return nil
+	}
+	return r.timeline.close()
 }
 
 // KernelEvents is the number of system call and context switch events in
@@ -242,9 +276,11 @@ type inferer struct {
 	keep bool
 	// slowest is Options.Slowest.
 	slowest *Slowest
-	// kept is the instances kept (Options.KeepInstances), in closing order.
-	kept  chunked.List[Instance]
-	cache []*stackInfo
+	// kept is the instances kept (Options.KeepInstances), in closing order,
+	// or, with Options.Timeline, timeline.
+	kept     chunked.List[Instance]
+	timeline *timeline
+	cache    []*stackInfo
 	// cut caches the stacks of runnable context switches, without the
 	// kernel's preemption path (see preempted).
 	cut   []*stackInfo
@@ -305,6 +341,10 @@ func Analyze(p *profile.Profile, o Options) *Result {
 		}
 	}
 	in := &inferer{p: p, tree: tree, res: res, keep: o.KeepInstances, slowest: o.Slowest, cache: make([]*stackInfo, len(p.Stacks)), cut: make([]*stackInfo, len(p.Stacks))}
+	if o.KeepInstances && o.Timeline {
+		in.timeline = &timeline{}
+		res.timeline = in.timeline
+	}
 	in.froms = slices.SortedFunc(slices.Values(p.Gaps), func(a, b profile.Gap) int { return cmp.Compare(a.From, b.From) })
 	in.tos = slices.SortedFunc(slices.Values(p.Gaps), func(a, b profile.Gap) int { return cmp.Compare(a.To, b.To) })
 	threads := map[uint64]*thread{}
@@ -387,9 +427,8 @@ func Analyze(p *profile.Profile, o Options) *Result {
 	}
 	tree.Normalize()
 	res.Objects = classify(p, o.Loads, started.at)
-	res.Instances = in.kept.Flat()
-	if o.Timeline {
-		SortInstances(res.Instances)
+	if in.timeline == nil {
+		res.Instances = in.kept.Flat()
 	}
 	return res
 }
@@ -531,7 +570,9 @@ func (in *inferer) close(th *thread, d int, t uint64) {
 			PID: info.PID, TID: info.TID, Start: r.start, Conservative: tc, Aggressive: ta,
 			Seen: r.seen, End: max(th.now, r.seen),
 		}
-		if in.keep {
+		if in.timeline != nil {
+			in.timeline.add(inst)
+		} else if in.keep {
 			in.kept.Add(inst)
 		}
 		if in.slowest != nil {

@@ -151,7 +151,8 @@ func (c *chromeWriter) close() error {
 // one before (or that the thread was off the CPU in between), and a second
 // pass writes each event as its frame begins, in time order, its end found
 // by looking ahead in those counts for the first sample that shares fewer
-// frames. Each frame's JSON is made once.
+// frames. The counts are kept like the samples (endList: past heldBytes,
+// in the temporary file). Each frame's JSON is made once.
 func writeChromeSamples(cw *chromeWriter, p *profile.Profile) error {
 	ts, err := byThread(p, true, nil)
 	if err != nil {
@@ -193,7 +194,7 @@ func writeChromeSamples(cw *chromeWriter, p *profile.Profile) error {
 		}
 	}
 	org := originOf(p, ts.first, ts.ok)
-	tl := chromeTimeline{p: p, fj: chromeFrames{p: p, json: map[int32][2][]byte{}}}
+	tl := chromeTimeline{p: p, fj: chromeFrames{p: p, json: map[int32][2][]byte{}}, spill: ts.spill}
 	for _, t := range threads {
 		if l := of[t]; l != nil {
 			if err := tl.write(cw, t, l, org); err != nil {
@@ -216,16 +217,21 @@ func writeChromeSamples(cw *chromeWriter, p *profile.Profile) error {
 type chromeTimeline struct {
 	p  *profile.Profile
 	fj chromeFrames
-	// shared[i] is how many root frames the thread's sample i shares with
-	// sample i-1, or -1 when the thread was off the CPU in between (and
-	// for the first sample).
-	shared []int32
-	// endAt[k] is where an event that ends at sample k (len(shared):
-	// after the last one) ends: at k's time, or where k-1's interval ends
-	// when the thread was off the CPU before k.
-	endAt []uint64
+	// recs holds per sample of the thread (and one after the last) the
+	// two numbers the events' ends are found from: shared, how many root
+	// frames the sample shares with the one before, or -1 when the thread
+	// was off the CPU in between (and for the first sample); endAt, where
+	// an event that ends at the sample ends: at its time, or where the
+	// sample before's interval ends when the thread was off the CPU
+	// before it (after the last sample: where its interval ends).
+	recs  endList
+	spill *spill
+	// cur reads recs in order; look[d] ahead for the events of depth d.
+	cur  endCursor
+	look []endCursor
 	// ends[d] is the sample at which the event of depth d begun last
-	// ends: the first later one with shared < d+1 (len(ss): none).
+	// ends: the first later one with shared < d+1 (the thread's sample
+	// count: none).
 	ends  []int
 	group []chromeSpan // events that begin at one time, not yet written
 	buf   []byte
@@ -256,14 +262,17 @@ func (tl *chromeTimeline) write(cw *chromeWriter, t threadID, l *sampleList, org
 	// later than half a period after the first one's interval ends;
 	// between them, the events of the frames the two stacks share from
 	// the root down stay open.
-	tl.shared = slices.Grow(tl.shared[:0], l.n)
-	tl.endAt = slices.Grow(tl.endAt[:0], l.n+1)
+	tl.recs.reset(tl.spill)
+	tl.cur = endCursor{base: noBlock}
+	for d := range tl.look {
+		tl.look[d].base, tl.look[d].buf = noBlock, nil
+	}
 	var prev []int32
 	var lastEnd, lastPeriod uint64
 	if err := l.each(func(s tsample) {
 		st := tl.stack(s.stack)
 		n := int32(-1)
-		if len(tl.shared) > 0 && s.time <= lastEnd+lastPeriod/2 {
+		if tl.recs.n > 0 && s.time <= lastEnd+lastPeriod/2 {
 			n = 0
 			for int(n) < len(prev) && int(n) < len(st) && tl.fj.same(prev[len(prev)-1-int(n)], st[len(st)-1-int(n)]) {
 				n++
@@ -273,13 +282,13 @@ func (tl *chromeTimeline) write(cw *chromeWriter, t threadID, l *sampleList, org
 		if n < 0 {
 			end = lastEnd
 		}
-		tl.shared = append(tl.shared, n)
-		tl.endAt = append(tl.endAt, end)
+		tl.recs.add(n, end)
 		prev, lastEnd, lastPeriod = st, s.time+s.period, s.period
 	}); err != nil {
 		return err
 	}
-	tl.endAt = append(tl.endAt, lastEnd)
+	nsamples := tl.recs.n
+	tl.recs.add(-1, lastEnd)
 	tl.ends = tl.ends[:0]
 	tl.group = tl.group[:0]
 	tail := fmt.Appendf(nil, `,"pid":%d,"tid":%d,"args":`, t.pid, t.tid)
@@ -296,17 +305,26 @@ func (tl *chromeTimeline) write(cw *chromeWriter, t threadID, l *sampleList, org
 				return
 			}
 		}
-		for d := max(tl.shared[i], 0); int(d) < len(st); d++ {
+		shared := tl.recs.sharedAt(&tl.cur, i)
+		for d := max(shared, 0); int(d) < len(st); d++ {
 			for len(tl.ends) <= int(d) {
 				tl.ends = append(tl.ends, -1)
 			}
+			for len(tl.look) <= int(d) {
+				tl.look = append(tl.look, endCursor{base: noBlock})
+			}
+			c := &tl.look[d]
 			k := tl.ends[d]
 			if k <= i {
-				for k = i + 1; k < len(tl.shared) && tl.shared[k] > d; k++ {
+				for k = i + 1; k < nsamples; k++ {
+					if tl.recs.sharedAt(c, k) <= d {
+						break
+					}
 				}
 				tl.ends[d] = k
 			}
-			tl.group = append(tl.group, chromeSpan{start: s.time, end: max(tl.endAt[k], s.time), frame: st[len(st)-1-int(d)], depth: d})
+			endAt := tl.recs.endAt(c, k)
+			tl.group = append(tl.group, chromeSpan{start: s.time, end: max(endAt, s.time), frame: st[len(st)-1-int(d)], depth: d})
 		}
 	})
 	if err != nil {
@@ -314,6 +332,9 @@ func (tl *chromeTimeline) write(cw *chromeWriter, t threadID, l *sampleList, org
 	}
 	if rerr != nil {
 		return rerr
+	}
+	if tl.recs.err != nil {
+		return tl.recs.err
 	}
 	return tl.flush(cw, tail, org)
 }

@@ -93,3 +93,61 @@ func TestTimelineSpill(t *testing.T) {
 		t.Error("timelines differ without a temporary file")
 	}
 }
+
+// A Chrome timeline's per-sample records read back through cursors that
+// move on by themselves, from blocks kept in memory and written out, and
+// give their memory back to the spill when the next thread starts.
+func TestEndListSpill(t *testing.T) {
+	defer func(h int) { heldBytes = h }(heldBytes)
+	heldBytes = 2 * endRecs * endRecBytes
+	r := rand.New(rand.NewSource(9))
+	s := &spill{}
+	defer s.close()
+	var l endList
+	l.reset(s)
+	n := 10*endRecs + 17
+	shared := make([]int32, n)
+	ends := make([]uint64, n)
+	for k := range n {
+		shared[k], ends[k] = int32(r.Intn(40))-1, r.Uint64()
+		l.add(shared[k], ends[k])
+	}
+	if s.f == nil || len(l.out) < 7 || l.held != heldBytes || s.held != heldBytes {
+		t.Fatalf("file %v, %d blocks out, %d held (spill %d)", s.f != nil, len(l.out), l.held, s.held)
+	}
+	cs := make([]endCursor, 3)
+	for i := range cs {
+		cs[i].base = noBlock
+	}
+	at := make([]int, len(cs))
+	for step := 0; step < 3*n; step++ {
+		i := r.Intn(len(cs))
+		if at[i] >= n {
+			continue
+		}
+		if sh, e := l.sharedAt(&cs[i], at[i]), l.endAt(&cs[i], at[i]); sh != shared[at[i]] || e != ends[at[i]] {
+			t.Fatalf("record %d: %d %d, want %d %d", at[i], sh, e, shared[at[i]], ends[at[i]])
+		}
+		at[i] += 1 + r.Intn(3*endRecs/2)
+	}
+	if l.err != nil {
+		t.Fatal(l.err)
+	}
+	l.reset(s)
+	if s.held != 0 || l.n != 0 {
+		t.Errorf("after reset: spill holds %d, %d records", s.held, l.n)
+	}
+	// A block that cannot be read back is an error.
+	for k := range 4 * endRecs {
+		l.add(1, uint64(k))
+	}
+	if l.blocks[2] != nil {
+		t.Fatalf("the third block is held")
+	}
+	s.f.Close()
+	c := endCursor{base: noBlock}
+	if l.sharedAt(&c, 2*endRecs); l.err == nil {
+		t.Errorf("no error reading a closed file")
+	}
+	s.f = nil
+}

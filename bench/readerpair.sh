@@ -2,7 +2,7 @@
 # Two culprit binaries on the same recordings, as interleaved pairs (the
 # order alternating), for the readers that go through samples in time order:
 # the speedscope and Chrome exports of a 1M-sample run and of it repeated to
-# 10M, latency and contexts on 1M and 10M events, diagnose on 1M and 10M
+# 10M, latency (text and Chrome) and contexts on 1M and 10M events, diagnose on 1M and 10M
 # value samples, and report on the 1M-sample run. Prints one row per pair:
 # wall, CPU (user+sys) and peak RSS of each binary, and the load average.
 #
@@ -36,8 +36,9 @@ echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), load average $(cut -d' ' -f1-3 /proc/l
 echo "| command | old: wall, CPU, RSS | new: wall, CPU, RSS | load |"
 echo "|---|---|---|---|"
 for args in "export --format speedscope -o - a.rec" "export --format chrome -o - a.rec" "latency ip.rec" \
-	"contexts --base seed-base.rec --buggy ip.rec" "export --format speedscope -o - big.rec" \
-	"export --format chrome -o - big.rec" "latency ipbig.rec" "contexts --base seed-base.rec --buggy ipbig.rec" \
+	"latency --format chrome -o - ip.rec" "contexts --base seed-base.rec --buggy ip.rec" \
+	"export --format speedscope -o - big.rec" "export --format chrome -o - big.rec" "latency ipbig.rec" \
+	"latency --format chrome -o - ipbig.rec" "contexts --base seed-base.rec --buggy ipbig.rec" \
 	"diagnose --normal vn.rec --buggy vb.rec" "diagnose --normal vbign.rec --buggy vbigb.rec" "report a.rec"; do
 	want "$args" || continue
 	n=3

@@ -25,7 +25,9 @@
 #   bench/report.sh [RUNS] [SECONDS]
 #
 # Needs root (perf record, culprit record), gcc, perf, go and GNU time.
-# Writes about 1 GB under bench/out/report.
+# Writes about 1 GB under bench/out/report. Each phase ends with a comment
+# line giving its wall time and the load average, so that a run's length
+# and how busy the machine was can be read from its output.
 set -euo pipefail
 runs=${1:-5}
 secs=${2:-10}
@@ -39,6 +41,13 @@ c=$out/culprit
 cd "$out"
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# culprit $(git -C "$root" rev-parse --short HEAD), $(perf version), $(go version | cut -d' ' -f3)"
+# phase NAME: how long the phase that just ended took.
+t0=$SECONDS
+tp=$SECONDS
+phase() {
+	echo "# $1: $((SECONDS - tp)) s (load average $(cut -d' ' -f1-3 /proc/loadavg))"
+	tp=$SECONDS
+}
 for r in a b; do
 	"$c" record -F $rate -o "$r.rec" -- "$out/target" "$secs" 2 2>"$out/rec.txt" >/dev/null
 	perf record -q -F $rate -g -o "$r.data" -- "$out/target" "$secs" 2 2>/dev/null >/dev/null
@@ -47,6 +56,7 @@ for r in a b; do
 		"perf $(perf report -i "$r.data" --stdio -g none --sort pid 2>/dev/null | grep -o '^# Samples: [0-9.]*[KM]*' | cut -d' ' -f3) samples ($(stat -c %s "$r.data") bytes)"
 done
 "$c" export --format pprof -o a.pb.gz a.rec 2>/dev/null
+phase "recording"
 
 median() { sort -g | awk '{a[NR]=$1} END {print (NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 
@@ -120,6 +130,7 @@ done
 ref_name="perf script"
 pair "export --format speedscope" "export --format speedscope -o - a.rec" "perf script -i a.data"
 pair "export --format chrome" "export --format chrome -o - a.rec" "perf script -i a.data"
+phase "pairs"
 
 # Readers without an equivalent, on 1M events or value samples.
 cflags=(-O2 -g -fno-omit-frame-pointer -fno-optimize-sibling-calls)
@@ -131,6 +142,7 @@ gcc -O2 -g -pthread -o "$out/vprof_wrong" "$root/testdata/targets/vprof_wrong.c"
 "$c" record -o vseed.rec -- "$out/vprof_wrong" buggy >/dev/null 2>&1
 "$out/replicate" -n 1000000 seed.rec ip.rec
 "$out/genvalues" -values 1000000 vseed.rec vn.rec vb.rec >/dev/null
+phase "IntroPerf and value recordings"
 echo
 echo "# 1M events ($(stat -c %s ip.rec) bytes) and 1M value samples (2 × $(stat -c %s vn.rec) bytes)"
 echo "| command | wall s | CPU s | peak RSS MiB |"
@@ -145,11 +157,13 @@ for args in "latency ip.rec" "latency --format chrome -o - ip.rec" "contexts --b
 		"$(awk '{print $1}' "$out/pair.txt" | median)" "$(awk '{print $2}' "$out/pair.txt" | median)" \
 		$(($(awk '{print $3}' "$out/pair.txt" | median) / 1024))
 done
+phase "1M events and values"
 
 echo
 "$out/replicate" -n 10000000 a.rec big.rec
 "$out/replicate" -n 10000000 seed.rec ipbig.rec
 "$out/genvalues" -values 10000000 vseed.rec vbign.rec vbigb.rec >/dev/null
+phase "10M recordings"
 echo "# 10M samples ($(stat -c %s big.rec) bytes): the first recording repeated; 10M events, 10M values likewise"
 echo "| command | records | wall s | CPU s | peak RSS MiB |"
 echo "|---|---|---|---|---|"
@@ -164,11 +178,12 @@ for args in "report" "report --callers 5" "report --tree" "diff a.rec" "export -
 	row "$args a.rec" "$n_a"
 	row "$args big.rec" 10000000
 done
-for args in "latency" "latency --format chrome -o -" "contexts --base seed-base.rec --buggy"; do
+for args in "latency" "latency --format chrome -o -" "latency --format json -o -" "contexts --base seed-base.rec --buggy"; do
 	row "$args ip.rec" 1000000
 	row "$args ipbig.rec" 10000000
 done
 row "diagnose --normal vn.rec --buggy vb.rec" 1000000
 row "diagnose --normal vbign.rec --buggy vbigb.rec" 10000000
 rm -f big.rec ipbig.rec vbign.rec vbigb.rec
-echo "# load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+phase "1M and 10M rows"
+echo "# total: $((SECONDS - t0)) s"

@@ -316,11 +316,7 @@ func (tl *chromeTimeline) write(cw *chromeWriter, t threadID, l *sampleList, org
 			c := &tl.look[d]
 			k := tl.ends[d]
 			if k <= i {
-				for k = i + 1; k < nsamples; k++ {
-					if tl.recs.sharedAt(c, k) <= d {
-						break
-					}
-				}
+				k = tl.recs.next(c, i+1, nsamples, d)
 				tl.ends[d] = k
 			}
 			endAt := tl.recs.endAt(c, k)

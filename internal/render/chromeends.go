@@ -95,6 +95,25 @@ func (l *endList) endAt(c *endCursor, k int) uint64 {
 	return binary.LittleEndian.Uint64(c.buf[(k-c.base)*endRecBytes+4:])
 }
 
+// next returns the first record from k on, before n, whose shared is at
+// most d (n: none), read through c a block at a time.
+func (l *endList) next(c *endCursor, k, n int, d int32) int {
+	for k < n {
+		if uint(k-c.base) >= endRecs {
+			l.load(c, k)
+		}
+		b := c.buf[(k-c.base)*endRecBytes:]
+		m := min(n-k, len(b)/endRecBytes)
+		for j := 0; j < m; j++ {
+			if int32(binary.LittleEndian.Uint32(b[j*endRecBytes:])) <= d {
+				return k + j
+			}
+		}
+		k += m
+	}
+	return n
+}
+
 // load points c at the block of record k, reading it back if it was
 // written out.
 func (l *endList) load(c *endCursor, k int) {

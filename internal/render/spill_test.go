@@ -128,6 +128,14 @@ func TestEndListSpill(t *testing.T) {
 		if sh, e := l.sharedAt(&cs[i], at[i]), l.endAt(&cs[i], at[i]); sh != shared[at[i]] || e != ends[at[i]] {
 			t.Fatalf("record %d: %d %d, want %d %d", at[i], sh, e, shared[at[i]], ends[at[i]])
 		}
+		d := int32(r.Intn(5)) - 1
+		want := at[i]
+		for want < n && shared[want] > d {
+			want++
+		}
+		if got := l.next(&cs[i], at[i], n, d); got != want {
+			t.Fatalf("next from %d at most %d: %d, want %d", at[i], d, got, want)
+		}
 		at[i] += 1 + r.Intn(3*endRecs/2)
 	}
 	if l.err != nil {

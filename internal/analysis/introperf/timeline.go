@@ -17,7 +17,7 @@ var runInstances = 1 << 17
 // them all in timeline order (Options.Timeline), in memory bounded as the
 // recording grows: an external merge sort. Instances gather in a buffer of
 // runInstances; a full buffer is sorted and written to a temporary file as
-// a run (delta-encoded varints, about a third of the instance's 64 bytes),
+// a run (delta-encoded varints, about a quarter of the instance's 64 bytes),
 // and the runs are merged when the instances are read (Result.EachInstance).
 // The file is removed as soon as it is made. Where no file can be made or
 // written, the runs stay in memory.
@@ -29,7 +29,6 @@ type timeline struct {
 	end  int64 // the file's size
 	off  bool  // no file: runs stay in memory
 	enc  []byte
-	n    int
 }
 
 // fileRun is where a sorted run lies in the timeline's file.
@@ -43,7 +42,6 @@ func (t *timeline) add(in Instance) {
 		t.buf = make([]Instance, 0, min(runInstances, 1024))
 	}
 	t.buf = append(t.buf, in)
-	t.n++
 	if len(t.buf) >= runInstances {
 		t.flush()
 	}

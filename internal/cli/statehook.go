@@ -19,8 +19,8 @@ func (h stateHook) Sample(t collector.Thread) collector.Verdict {
 	return collector.Verdict{Records: r.Records, Drop: r.Drop, Keep: r.Keep}
 }
 
-func (h stateHook) GlobalMemory(exe string) []collector.MemoryRange {
-	in := h.Sampler.GlobalMemory(exe)
+func (h stateHook) GlobalMemory(exe, obj string) []collector.MemoryRange {
+	in := h.Sampler.GlobalMemory(exe, obj)
 	out := make([]collector.MemoryRange, len(in))
 	for i, r := range in {
 		out[i] = collector.MemoryRange{Addr: r.Addr, Len: r.Len, From: r.From, PtrOff: r.PtrOff, Names: r.Names}

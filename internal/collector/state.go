@@ -28,10 +28,11 @@ type State interface {
 // interrupt).
 type MemoryState interface {
 	State
-	// GlobalMemory lists the ranges of exe's globals to copy at each
-	// sample, at ELF addresses (From < 0) or behind a pointer of another
-	// range.
-	GlobalMemory(exe string) []MemoryRange
+	// GlobalMemory lists the ranges of the globals of obj, an object
+	// mapped in processes of exe (exe itself or a shared library), to copy
+	// at each sample, at obj's ELF addresses (From < 0: add obj's load bias
+	// in the process) or behind a pointer of another range of the list.
+	GlobalMemory(exe, obj string) []MemoryRange
 	// NeedsHeap reports whether evaluating in exe follows pointers.
 	NeedsHeap(exe string) bool
 	// MayNeedHeap is NeedsHeap for the main executable, asked before the
@@ -40,7 +41,7 @@ type MemoryState interface {
 }
 
 // MemoryRange is memory a sample must copy: Len bytes at Addr (an ELF
-// address) when From < 0, else at the pointer found PtrOff bytes into the
+// address of the object planned) when From < 0, else at the pointer found PtrOff bytes into the
 // copy of range From. Names are the expressions and variables read there.
 type MemoryRange struct {
 	Addr   uint64

@@ -901,6 +901,8 @@ func (s *session) handle(rec any) {
 			s.exes[r.PID] = r.Path
 			delete(s.awaiting, r.PID)
 			s.plan(r.PID, r.Path)
+		} else {
+			s.mapped(r.PID)
 		}
 		s.write(&recording.Mmap{Time: r.Time, PID: r.PID, TID: r.TID, Start: r.Start, Len: r.Len, Pgoff: r.Pgoff,
 			Prot: r.Prot, Flags: r.Flags, BuildID: bid, Path: r.Path})

@@ -2,6 +2,7 @@ package recorder
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/culprit-dev/culprit/internal/collector"
@@ -28,7 +29,7 @@ type snaps struct {
 // exeNeeds is what an executable's plans copy, the same for all its
 // processes and all the run: found once per executable.
 type exeNeeds struct {
-	globals []collector.MemoryRange // ELF addresses
+	globals map[string][]collector.MemoryRange // by mapped object (the executable, libraries): ELF addresses
 	chase   bool
 	warned  bool // about globals left out
 }
@@ -80,9 +81,20 @@ func (sn *snaps) what(sampler collector.MemoryState, exe string) *exeNeeds {
 	if w, ok := sn.needs[exe]; ok {
 		return w
 	}
-	w := &exeNeeds{globals: sampler.GlobalMemory(exe), chase: sampler.NeedsHeap(exe)}
+	w := &exeNeeds{globals: map[string][]collector.MemoryRange{}, chase: sampler.NeedsHeap(exe)}
 	sn.needs[exe] = w
 	return w
+}
+
+// objectGlobals is what the plans of exe's processes copy of the globals of
+// obj, one of the objects they map.
+func (w *exeNeeds) objectGlobals(sampler collector.MemoryState, exe, obj string) []collector.MemoryRange {
+	rs, ok := w.globals[obj]
+	if !ok {
+		rs = sampler.GlobalMemory(exe, obj)
+		w.globals[obj] = rs
+	}
+	return rs
 }
 
 type snapPlan struct {
@@ -118,7 +130,7 @@ func (s *session) startSnapshots(mainExe string) {
 			o.Chase = s.mem.MayNeedHeap(mainExe)
 			// The ring follows what the main executable's samples copy.
 			if mainExe != "" {
-				o.PlannedBytes = total(s.mem.GlobalMemory(mainExe))
+				o.PlannedBytes = total(s.mem.GlobalMemory(mainExe, mainExe))
 			}
 		}
 		l.tk, l.err = sampleprog.New(o)
@@ -224,37 +236,69 @@ func (s *session) plan(pid uint32, exe string) {
 	if err != nil {
 		return
 	}
-	var bias uint64
-	haveBias := false
+	what := s.snap.what(s.mem, exe)
+	plan := &sampleprog.Plan{Chase: what.chase, Data: proc.DataRanges(int(pid), maps)}
+	// The globals of the executable, then of each library mapped (dlopen'ed
+	// ones from the first renewal after they are), each at its load bias
+	// in this process.
+	var all []collector.MemoryRange
+	add := func(obj string, m proc.Mapping) {
+		rs := what.objectGlobals(s.mem, exe, obj)
+		if len(rs) == 0 {
+			return
+		}
+		t := s.objs.Tables.Lookup(obj)
+		if t == nil {
+			return
+		}
+		bias, ok := t.Bias(m.Start, m.Offset)
+		if !ok {
+			return
+		}
+		first := len(all)
+		for _, r := range rs {
+			a, from := r.Addr, r.From
+			if from < 0 {
+				a += bias
+			} else {
+				from += first
+			}
+			plan.Abs = append(plan.Abs, sampleprog.Range{Addr: a, Len: r.Len, From: from, PtrOff: r.PtrOff})
+			all = append(all, r)
+		}
+	}
 	for _, m := range maps {
 		if m.Path == exe && m.Exec() {
-			if t := s.objs.Tables.Lookup(exe); t != nil {
-				bias, haveBias = t.Bias(m.Start, m.Offset)
-			}
+			add(exe, m)
 			break
 		}
 	}
-	what := s.snap.what(s.mem, exe)
-	plan := &sampleprog.Plan{Chase: what.chase, Data: proc.DataRanges(int(pid), maps)}
-	if haveBias {
-		ranges := what.globals
-		if !what.warned {
-			what.warned = true
-			if kept := sampleprog.Fit(lens(ranges)); kept < len(ranges) {
-				s.warn("%d bytes of globals to copy at each sample in %s, more than the %d (in %d pieces) culprit copies: these are recorded missing: %s",
-					total(ranges), exe, sampleprog.GlobalBytes, sampleprog.MaxAbs, leftOut(ranges, kept))
-			}
+	seen := map[string]bool{exe: true}
+	for _, m := range maps {
+		if m.Exec() && !seen[m.Path] && strings.HasPrefix(m.Path, "/") {
+			seen[m.Path] = true
+			add(m.Path, m)
 		}
-		for _, r := range ranges {
-			a := r.Addr
-			if r.From < 0 {
-				a += bias
-			}
-			plan.Abs = append(plan.Abs, sampleprog.Range{Addr: a, Len: r.Len, From: r.From, PtrOff: r.PtrOff})
-		}
+	}
+	if kept := sampleprog.Fit(lens(all)); kept < len(all) && !what.warned {
+		what.warned = true
+		s.warn("%d bytes of globals to copy at each sample in %s, more than the %d (in %d pieces) culprit copies: these are recorded missing: %s",
+			total(all), exe, sampleprog.GlobalBytes, sampleprog.MaxAbs, leftOut(all, kept))
 	}
 	if err := s.snap.tk.SetPlan(pid, plan); err != nil {
 		s.warn("heap and global values will be recorded missing: installing a memory plan: %v", err)
+	}
+}
+
+// mapped renews the plan of a process that has mapped code (a library
+// loaded at its start or with dlopen), whose globals the plan may copy.
+func (s *session) mapped(pid uint32) {
+	if s.snap == nil {
+		return
+	}
+	if p := s.snap.plans[pid]; p != nil {
+		p.at = time.Time{}
+		s.plan(pid, p.exe)
 	}
 }
 

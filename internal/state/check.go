@@ -25,10 +25,15 @@ type SpecProblem struct {
 // match it, the function pattern must name a function of it, and each name
 // the expression reads must be a parameter or local of that function or a
 // global, and each type it names a type of the program. It returns nil
-// when everything resolves or when the executable has no DWARF (which the
-// recorder reports itself).
+// when everything resolves, when the executable has no DWARF (which the
+// recorder reports itself), and for a spec whose pattern names a shared
+// object the executable is not (libfoo.so@FUNC@EXPR), which may be loaded
+// only later.
 func CheckSpec(sp *expr.Spec, exe string) []SpecProblem {
 	base := filepath.Base(exe)
+	if !sp.MatchProg(exe) && namesObject(sp) {
+		return nil // a shared object's spec: the object may be loaded later (dlopen)
+	}
 	if !sp.MatchProg(exe) {
 		msg := fmt.Sprintf("--expr %q: the program pattern %q does not match %s, the program sampled", sp.Text, sp.Prog, base)
 		if !hasGlob(sp.Prog) && misspelt(sp.Prog, base) {

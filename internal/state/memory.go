@@ -12,9 +12,10 @@ import (
 
 // MemoryRange is memory a collector that cannot stop the thread should copy
 // at each sample, so that globals are read as they were at the sample.
-// Addr is an ELF address of the executable (add the load bias) — or, when
-// From is not negative, an offset added to the pointer found PtrOff bytes
-// into the copy of range From.
+// Addr is an ELF address of the object the ranges were planned for (add
+// its load bias in the process) — or, when From is not negative, an offset
+// added to the pointer found PtrOff bytes into the copy of range From of
+// the same list.
 // Names are the expressions (and schema variables) that read the range.
 type MemoryRange struct {
 	Addr   uint64
@@ -27,18 +28,37 @@ type MemoryRange struct {
 // maxPiece is the longest range returned; longer objects are cut.
 const maxPiece = 4096
 
-// GlobalMemory lists the memory of the executable's globals that the specs,
-// the rules and value sampling read there, exactly: for an expression, the
+// GlobalMemory lists the memory of the globals of obj, an object mapped in
+// a process whose executable is exe (obj "" or exe: the executable itself;
+// else a shared library), that the specs, the rules and value sampling read
+// there, exactly: for an expression, the
 // bytes its member and constant-index accesses reach from a global
 // (cfg.limits[2]: 4 bytes; cfg: all of cfg), and when they reach a
 // pointer, up to 256 bytes it points to; with value sampling of globals,
 // the schema's global variables and struct members (package schema).
-// Ranges are merged when they nearly touch, then cut into pieces of at most
-// 4 KiB.
-func (s *Sampler) GlobalMemory(exe string) []MemoryRange {
+// In a library, the expressions are those of specs whose program pattern
+// names it (specMatchesObject), and value sampling reads its globals when
+// its variables are sampled (a library with its own DWARF, or the one a
+// given schema describes). Ranges are merged when they nearly touch, then
+// cut into pieces of at most 4 KiB.
+func (s *Sampler) GlobalMemory(exe, obj string) []MemoryRange {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	in := s.info(exe)
+	isExe := obj == "" || filepath.Clean(obj) == filepath.Clean(exe)
+	if obj == "" {
+		obj = exe
+	}
+	var exprs []fnExpr
+	for _, fe := range s.expressions(exe) {
+		if isExe && (fe.sp == nil || fe.sp.MatchProg(exe)) || !isExe && fe.sp != nil && specMatchesObject(fe.sp, obj) {
+			exprs = append(exprs, fe)
+		}
+	}
+	withValues := s.values != nil && s.values.globals != nil && (isExe || s.values.sampled(obj, exe))
+	if !isExe && len(exprs) == 0 && !withValues {
+		return nil // nothing reads this library's globals: not even its DWARF is needed
+	}
+	in := s.info(obj)
 	if in == nil {
 		return nil
 	}
@@ -64,7 +84,7 @@ func (s *Sampler) GlobalMemory(exe string) []MemoryRange {
 			wants = append(wants, w)
 		}
 	}
-	for _, fe := range s.expressions(exe) {
+	for _, fe := range exprs {
 		n := fe.n
 		name := n.String()
 		walkReach(n, func(id string) (uint64, *dwarfx.Type, bool) {
@@ -78,9 +98,9 @@ func (s *Sampler) GlobalMemory(exe string) []MemoryRange {
 			add(name, addr, t, size, true)
 		})
 	}
-	if s.values != nil && s.values.globals != nil {
-		// The globals of the executable's schema (none when it has none).
-		if es := s.exeSchema(filepath.Clean(exe)); es != nil {
+	if withValues {
+		// The globals of the object's schema (none when it has none).
+		if es := s.exeSchema(filepath.Clean(obj)); es != nil {
 			for _, vv := range es.schemaGlobals(in) {
 				a, ok := globalAddress(vv.v)
 				if !ok {
@@ -296,13 +316,15 @@ func hasPointerLocal(sc *schema.Schema) bool {
 	return false
 }
 
-// expressions lists the expressions the specs and the rules evaluate in the
-// executable ("": in any): spec expressions, rule conditions and captures.
+// expressions lists the expressions the specs and the rules evaluate in
+// processes of the executable ("": in any): spec expressions (those for the
+// executable and those for a shared object it may map), rule conditions and
+// captures.
 func (s *Sampler) expressions(exe string) []fnExpr {
 	var out []fnExpr
 	for _, sp := range s.specs {
-		if exe == "" || sp.MatchProg(exe) {
-			out = append(out, fnExpr{sp.Func, sp.Expr})
+		if exe == "" || sp.MatchProg(exe) || namesObject(sp) {
+			out = append(out, fnExpr{sp.Func, sp.Expr, sp})
 		}
 	}
 	if s.file == nil {
@@ -315,11 +337,11 @@ func (s *Sampler) expressions(exe string) []fnExpr {
 		}
 		for _, r := range p.Rules {
 			if r.Cond != nil {
-				out = append(out, fnExpr{r.Func, r.Cond})
+				out = append(out, fnExpr{r.Func, r.Cond, nil})
 			}
 			for _, a := range r.Actions {
 				if a.Expr != nil {
-					out = append(out, fnExpr{r.Func, a.Expr})
+					out = append(out, fnExpr{r.Func, a.Expr, nil})
 				}
 			}
 		}
@@ -331,6 +353,31 @@ func (s *Sampler) expressions(exe string) []fnExpr {
 type fnExpr struct {
 	fn string
 	n  expr.Node
+	sp *expr.Spec // the spec it comes from; nil: a rule's (the executable's)
+}
+
+// namesObject reports whether a spec's program pattern names a shared
+// object ("libfoo.so", "libfoo.so.*", "*.so"): the spec is evaluated in the
+// functions of the objects it matches, in any process that maps one, from
+// the moment it is mapped (dlopen included).
+func namesObject(sp *expr.Spec) bool { return strings.Contains(sp.Prog, ".so") }
+
+// specMatchesObject reports whether a spec naming a shared object matches
+// the object at path: its base name, or the base name without the version
+// after ".so" (libfoo.so for libfoo.so.1.2).
+func specMatchesObject(sp *expr.Spec, path string) bool {
+	if !namesObject(sp) {
+		return false
+	}
+	base := filepath.Base(path)
+	if ok, _ := filepath.Match(sp.Prog, base); ok {
+		return true
+	}
+	if i := strings.Index(base, ".so."); i >= 0 {
+		ok, _ := filepath.Match(sp.Prog, base[:i+3])
+		return ok
+	}
+	return false
 }
 
 // derefs reports whether an expression follows a pointer or indexes.

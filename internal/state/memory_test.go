@@ -20,7 +20,7 @@ func TestGlobalMemory(t *testing.T) {
 		t.Fatal(err)
 	}
 	s := NewSampler([]*expr.Spec{spec}, nil, 1)
-	got := s.GlobalMemory(bin)
+	got := s.GlobalMemory(bin, bin)
 	// Exactly the bytes read: limits[2], 4 bytes at offset 8.
 	if len(got) != 1 || got[0].Addr != cfg.Value+8 || got[0].Len != 4 || got[0].From != -1 {
 		t.Errorf("GlobalMemory = %+v, want one range of 4 bytes at %#x", got, cfg.Value+8)
@@ -31,14 +31,14 @@ func TestGlobalMemory(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got := NewSampler([]*expr.Spec{spec}, nil, 1).GlobalMemory(bin)
+		got := NewSampler([]*expr.Spec{spec}, nil, 1).GlobalMemory(bin, bin)
 		if len(got) != 1 || got[0].Addr != want[0] || uint64(got[0].Len) != want[1] {
 			t.Errorf("GlobalMemory(%s) = %+v, want %d bytes at %#x", src, got, want[1], want[0])
 		}
 	}
 	// A program the spec does not name: nothing to copy.
 	other, _ := expr.ParseSpec("other@process@cfg.scale")
-	if got := NewSampler([]*expr.Spec{other}, nil, 1).GlobalMemory(bin); len(got) != 0 {
+	if got := NewSampler([]*expr.Spec{other}, nil, 1).GlobalMemory(bin, ""); len(got) != 0 {
 		t.Errorf("GlobalMemory for a spec of another program = %+v", got)
 	}
 }

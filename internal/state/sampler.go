@@ -73,7 +73,7 @@ func (s *Sampler) Wants(exe string) bool {
 		return true
 	}
 	for _, sp := range s.specs {
-		if sp.MatchProg(exe) {
+		if sp.MatchProg(exe) || namesObject(sp) {
 			return true
 		}
 	}
@@ -292,12 +292,13 @@ func (s *Sampler) sampleSpecs(st *stackEnv) []recording.Record {
 	th, frames := st.th, st.located
 	var out []recording.Record
 	for i, sp := range s.specs {
-		if !sp.MatchProg(th.Exe) {
+		inExe := sp.MatchProg(th.Exe)
+		if !inExe && !namesObject(sp) {
 			continue
 		}
 		var at *located
 		for j := range frames {
-			if sp.MatchFunc(frames[j].fn.Name) {
+			if (inExe || specMatchesObject(sp, frames[j].obj)) && sp.MatchFunc(frames[j].fn.Name) {
 				at = &frames[j]
 				break
 			}

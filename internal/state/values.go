@@ -39,7 +39,7 @@ type valueState struct {
 	depth   int
 	schema  *schema.Schema        // given: only the executable it describes is sampled; nil: generated per executable
 	exes    map[string]*exeSchema // by executable path; nil value: not sampled
-	globals map[string][]valueVar // by executable path; nil map: globals are not sampled
+	globals map[string][]valueVar // by object path; nil map: globals are not sampled
 	ids     map[valueKey]uint32
 	same    map[[2]string]bool // sameFile answers: it resolves symbolic links with system calls
 	objs    map[string]bool    // sampled answers for objects other than the executable
@@ -271,11 +271,12 @@ func (s *Sampler) sampleValues(st *stackEnv, out []recording.Record) []recording
 				out = append(out, value(th, s.values.ids[valueKey{v, derefMember}], at.depth, dv, derr))
 			}
 		}
-		if at.depth == 0 && isExe && s.values.globals != nil {
-			gl, ok := s.values.globals[exe]
+		if at.depth == 0 && s.values.globals != nil {
+			obj := filepath.Clean(at.obj)
+			gl, ok := s.values.globals[obj]
 			if !ok {
 				gl = es.schemaGlobals(at.info)
-				s.values.globals[exe] = gl
+				s.values.globals[obj] = gl
 			}
 			for _, vv := range gl {
 				out = append(out, s.valueSource(es, vv, at.fn.Name)...)

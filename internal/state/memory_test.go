@@ -1,6 +1,8 @@
 package state
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/culprit-dev/culprit/internal/expr"
@@ -70,5 +72,51 @@ func TestMayNeedHeap(t *testing.T) {
 	}
 	if !NewSampler([]*expr.Spec{plain, chain}, nil, 1).MayNeedHeap("") {
 		t.Errorf("MayNeedHeap false with j->size for another program")
+	}
+}
+
+// A library's globals are planned for a spec whose program pattern names
+// the library (libfoo.so also matching libfoo.so.1), at the library's ELF
+// addresses, and for value sampling when the library has DWARF; the
+// executable's plan does not get them, nor another library's.
+func TestGlobalMemoryOfLibrary(t *testing.T) {
+	lib := testutil.C(t, "libglob.so", []string{"libglob.c"}, "-O2", "-g", "-shared", "-fPIC")
+	versioned := filepath.Join(t.TempDir(), "libglob.so.1.2")
+	if err := os.Symlink(lib, versioned); err != nil {
+		t.Fatal(err)
+	}
+	exe := testutil.C(t, "jobs", []string{"jobs.c"}, "-O2", "-g")
+	g := testutil.Symbol(t, lib, "gstate")
+	round := g.Value + 6*8 // after base and pad[5]
+	spec, err := expr.ParseSpec("libglob.so@glob_spin@gstate.round")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewSampler([]*expr.Spec{spec}, nil, 1)
+	if !s.Wants(exe) {
+		t.Errorf("a spec naming a library does not apply to a process that may map it")
+	}
+	got := s.GlobalMemory(exe, versioned)
+	if len(got) != 1 || got[0].Addr != round || got[0].Len != 8 || got[0].From != -1 {
+		t.Errorf("GlobalMemory(%s) = %+v, want 8 bytes at %#x", versioned, got, round)
+	}
+	if got := s.GlobalMemory(exe, lib); len(got) != 0 {
+		t.Errorf("GlobalMemory of %s (not named libglob.so) = %+v, want nothing", filepath.Base(lib), got)
+	}
+	if got := s.GlobalMemory(exe, exe); len(got) != 0 {
+		t.Errorf("the executable's plan holds a library spec's globals: %+v", got)
+	}
+	// Value sampling: the library's schema globals, gstate's members.
+	v := NewSampler(nil, nil, 1)
+	v.EnableValues(ValueOptions{Depth: -1, Globals: true})
+	got = v.GlobalMemory(exe, lib)
+	covered := false
+	for _, r := range got {
+		if r.From < 0 && r.Addr <= round && round+8 <= r.Addr+uint64(r.Len) {
+			covered = true
+		}
+	}
+	if !covered {
+		t.Errorf("--values plan of %s = %+v, want gstate.round (%#x) in it", lib, got, round)
 	}
 }

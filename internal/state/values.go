@@ -22,8 +22,6 @@ import (
 // program's own libraries and plug-ins, built with -g; a distribution's
 // libraries have theirs stripped into separate files, and their variables
 // are not the program's); with a given schema, the object it describes.
-// A library's globals are not sampled: the sampling program copies the
-// executable's.
 
 type valueVar struct {
 	v      *dwarfx.Variable

@@ -108,18 +108,21 @@ func outermost(fs []int32, runtime func(int32) bool) int32 {
 	return -1
 }
 
-// sameThreadMix returns b's samples with the threads whose work did not
-// change (by their outermost function) and that took more of b's samples
-// than of n's given the share of the samples they have in n, when another
-// thread's work did change. A thread's work changed
-// when one of its functions outside the runtime (system), other than the
-// thread's outermost one, took a significantly different part of the
-// thread's samples, by at least MixChange of them. A thread that only ran
-// longer or got more of the CPU while another thread's work changed (a
-// background thread that runs as long as the rest works) is then no
-// growth; when no thread's work changed, a thread that took more of the
-// CPU is the change, and the samples are b's. The total is b's.
-func sameThreadMix(n, b *stackCounts, runtime, system func(int32) bool) stackCounts {
+// sameThreadMix returns n's and b's samples with the threads whose work
+// did not change (by their outermost function) compared as what they did,
+// not as how long they ran, when another thread's work did change. A
+// thread's work changed when one of its functions outside the runtime
+// (system), other than the thread's outermost one, took a significantly
+// different part of the thread's samples, by at least MixChange of them.
+// When some thread's work changed, an unchanged thread that took more of
+// b's samples than of n's (a background thread that runs as long as the
+// rest works, or got more of the CPU) keeps its normal share of b's total,
+// the changed threads sharing the rest in their buggy proportions; an
+// unchanged thread that took no more of b's samples is left out of both
+// (it ran alongside the change, and its samples only dilute the changed
+// threads' in the shares). When no thread's work changed, a thread that
+// took more of the CPU is the change, and the samples are n's and b's.
+func sameThreadMix(n, b *stackCounts, runtime, system func(int32) bool) (stackCounts, stackCounts) {
 	type thread struct {
 		n, b   float64
 		nc, bc stackCounts
@@ -175,37 +178,27 @@ func sameThreadMix(n, b *stackCounts, runtime, system func(int32) bool) stackCou
 			}
 		}
 	}
-	// Pinned: the unchanged threads both kinds of run have that took more
-	// of the buggy samples than of the normal ones. One that took less
-	// left room for the changed threads' growth, which is the change.
-	pinned := map[int32]bool{}
-	var pinN, pinB float64
-	for id, t := range ts {
-		if !changed[id] && t.n > 0 && t.b > 0 && t.b/b.n > t.n/n.n {
-			pinned[id] = true
-			pinN += t.n
-			pinB += t.b
+	outN, outB := newStackCounts(), newStackCounts()
+	if len(changed) == 0 || n.n == 0 || b.n == 0 {
+		outN.merge(*n)
+		outB.merge(*b)
+		return outN, outB
+	}
+	// Left out: the unchanged threads.
+	for _, c := range []struct{ in, out *stackCounts }{{n, &outN}, {b, &outB}} {
+		for _, p := range c.in.paths {
+			if changed[outermost(p.fs, runtime)] {
+				c.out.addN(p.fs, p.n, system)
+				c.out.paths = append(c.out.paths, p)
+			}
 		}
 	}
-	out := newStackCounts()
-	if len(changed) == 0 || pinB == 0 || n.n == 0 || b.n == 0 {
-		out.merge(*b)
-		return out
+	if outN.n == 0 || outB.n == 0 {
+		outN, outB = newStackCounts(), newStackCounts()
+		outN.merge(*n)
+		outB.merge(*b)
 	}
-	// The pinned threads get their normal share of b's total; the changed
-	// ones share the rest in their buggy proportions.
-	pinTo := pinN / n.n * b.n
-	rest := (b.n - pinTo) / (b.n - pinB)
-	for _, p := range b.paths {
-		id := outermost(p.fs, runtime)
-		w := rest
-		if pinned[id] {
-			w = (ts[id].n / n.n * b.n) / ts[id].b
-		}
-		out.addN(p.fs, w*p.n, system)
-		out.paths = append(out.paths, stackPath{fs: p.fs, n: w * p.n})
-	}
-	return out
+	return outN, outB
 }
 
 // MixChange is the part of a thread's samples by which one of its functions
@@ -531,7 +524,7 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 	// A thread whose work did not change keeps its normal share of the
 	// buggy samples, when another thread's work changed (docs/vprof.md,
 	// "Threads that only ran longer").
-	bc = sameThreadMix(&nc, &bc, func(f int32) bool { return a.system(f) || a.funcs[f].name == "_start" }, a.system)
+	nc, bc = sameThreadMix(&nc, &bc, func(f int32) bool { return a.system(f) || a.funcs[f].name == "_start" }, a.system)
 	// Classes of the variables, and the inputs that differ.
 	classes := make([]varClass, len(a.vars))
 	dims := make([]int, len(a.vars))

@@ -719,3 +719,41 @@ func TestOutsideRangeBeforeMix(t *testing.T) {
 		t.Errorf("dispatch_1: evidence %s variable %q pattern %s (%s); want lim, wrong-constraint", d.Evidence, d.Variable, d.Pattern, d.Why)
 	}
 }
+
+// When one thread's work changed, the threads whose work did not are left
+// out of the comparison: a change inside the main thread is measured among
+// its own samples, not diluted by readers that run, unchanged, for as long
+// as it does (the readers took more of the buggy CPU here; with their
+// normal share of it the write-back's growth, 94% to 99% of the main
+// thread, was 2 points of the whole against an error of 2.3).
+func TestUnchangedThreadsLeftOut(t *testing.T) {
+	// main's own code: other work; dispatch_1 → worker: the write-back;
+	// dispatch_2, a thread of its own: the readers.
+	mk := func(buggy bool) *profile.Profile {
+		fx := newFixture(t)
+		r := fx.create(t, "threads.rec")
+		i0 := r.variable("r", "main", "int", "loop", false)
+		other, write, readers := 11, 163, 331
+		if buggy {
+			other, write, readers = 5, 840, 1806
+		}
+		for i := 0; i < other; i++ {
+			r.tick(1, []string{"main"}, 0, val{i0, 0, int64(i % 7)})
+		}
+		for i := 0; i < write; i++ {
+			r.tick(1, []string{"worker", "dispatch_1", "main"}, 0)
+		}
+		for i := 0; i < readers; i++ {
+			r.tick(2, []string{"dispatch_2"}, 0)
+		}
+		return r.done()
+	}
+	res := analyzeWith(t, DefaultOptions(), []*profile.Profile{mk(false)}, []*profile.Profile{mk(true)})
+	w, rd := res.fn(t, "dispatch_1"), res.fn(t, "dispatch_2")
+	if !w.Share.Grew() {
+		t.Errorf("dispatch_1 (the write-back): share %+v, want a significant growth", w.Share)
+	}
+	if rd.Share.Grew() || rd.Score > 0 || rd.Rank < w.Rank {
+		t.Errorf("dispatch_2 (the readers): share %+v, score %g, rank %d (dispatch_1 %d); want no growth, below", rd.Share, rd.Score, rd.Rank, w.Rank)
+	}
+}

@@ -275,13 +275,29 @@ func (s *Sampler) info(path string) *dwarfx.Info {
 	if in, ok := s.infos[path]; ok {
 		return in
 	}
+	// The same file under another name (a path through a symbolic link,
+	// as the command was launched, and the one the kernel maps): read once.
+	real := resolved(path)
+	if in, ok := s.infos[real]; ok {
+		s.infos[path] = in
+		return in
+	}
 	in, err := dwarfx.Open(path)
 	if err != nil {
 		s.noDWARF[path] = true
 		in = nil
 	}
-	s.infos[path] = in
+	s.infos[path], s.infos[real] = in, in
 	return in
+}
+
+// resolved is path with its symbolic links resolved, path itself when they
+// cannot be.
+func resolved(path string) string {
+	if r, err := filepath.EvalSymlinks(path); err == nil {
+		return r
+	}
+	return path
 }
 
 // sampleSpecs evaluates the specs that apply to the thread, each in the

@@ -108,6 +108,13 @@ func (s *Sampler) exeSchema(exe string) *exeSchema {
 	if es, ok := s.values.exes[exe]; ok {
 		return es
 	}
+	// The same file under another name: its schema is made once (making
+	// it takes seconds for a big program, while samples wait).
+	real := resolved(exe)
+	if es, ok := s.values.exes[real]; ok {
+		s.values.exes[exe] = es
+		return es
+	}
 	var sc *schema.Schema
 	if s.values.schema != nil {
 		if schemaFor(s.values.schema, exe) {
@@ -120,7 +127,7 @@ func (s *Sampler) exeSchema(exe string) *exeSchema {
 	if sc != nil {
 		es = &exeSchema{s: sc, id: sc.ID(), locals: map[*dwarfx.Variable]string{}}
 	}
-	s.values.exes[exe] = es
+	s.values.exes[exe], s.values.exes[real] = es, es
 	return es
 }
 

@@ -4,6 +4,8 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"errors"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/culprit-dev/culprit/internal/recording"
@@ -190,5 +192,28 @@ func TestValuesDereferencePointers(t *testing.T) {
 		case target == 0 && d.value.Type != recording.ValueMissing:
 			t.Errorf("*hits through a null pointer = %+v, want missing", d.value)
 		}
+	}
+}
+
+// The executable under two names, the path it was launched by (through a
+// symbolic link) and the one the kernel maps, has one DWARF reading and
+// one schema: making them again took seconds for a big program while the
+// samples waited, and the memory snapshots of that time were lost.
+func TestSchemaOncePerFile(t *testing.T) {
+	bin, _, _, _ := valuesBinary(t)
+	dir := t.TempDir()
+	link := filepath.Join(dir, "build")
+	if err := os.Symlink(filepath.Dir(bin), link); err != nil {
+		t.Fatal(err)
+	}
+	alias := filepath.Join(link, filepath.Base(bin))
+	s := NewSampler(nil, nil, 1)
+	s.EnableValues(ValueOptions{Depth: 3})
+	a, b := s.exeSchema(alias), s.exeSchema(bin)
+	if a == nil || a != b {
+		t.Errorf("schemas of %s and %s: %p, %p; want one", alias, bin, a, b)
+	}
+	if s.info(alias) == nil || s.info(alias) != s.info(bin) {
+		t.Errorf("DWARF of %s and %s read twice", alias, bin)
 	}
 }

@@ -337,6 +337,26 @@ func run(culprit, chromium, rec string) error {
 		inPlace = append(inPlace, fmt.Sprintf("top_filter_loaded_ms=%s", ms(time.Since(t))))
 	}
 
+	// culprit's own pages put pprof's pages in place too: the whole flame
+	// graph clicked on the index (against "flame graph paint", its page
+	// loaded).
+	if err := chromedp.Do(bctx, chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS(`#pprof a`))); err != nil {
+		return fmt.Errorf("index: %v", err)
+	}
+	if ok, _ := chromedp.Run(bctx, chromedp.Evaluate[bool](`typeof window.culpritSwap === "function"`)); ok {
+		waitIdle(pid)
+		m, err := interaction(bctx, pid, "flame_index_swap",
+			func() error {
+				return chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`#pprof a[href$="pprof/all/flamegraph"]`)))
+			},
+			`(document.documentElement.dataset.culpritSwapped || "").includes("/flamegraph") && !!document.querySelector("#stack-chart .boxtext")`,
+			`window.culpritSwapped`)
+		if err != nil {
+			return fmt.Errorf("the flame graph from the index: %v", err)
+		}
+		inPlace = append(inPlace, m)
+	}
+
 	// pprof's other views of the whole profile over HTTP (the server's
 	// answer, no drawing): the function views, then those of lines and
 	// addresses, on the workers' function.

@@ -22,13 +22,21 @@ import (
 // main.await at the share of the variance the program measures over the
 // same requests (within 5 points), the wait as lock time ended by the
 // worker, named by its goroutine id as the runtime's stack dump gives it.
-func TestVarianceGoHandoff(t *testing.T) {
+func TestVarianceGoHandoff(t *testing.T) { goHandoff(t, "chan") }
+
+// The same hand-off when the worker closes the request's channel: the
+// runtime readies the waiting goroutine on its scheduler's stack
+// (runtime.ready inside runtime.closechan), not on the worker's, and
+// culprit names the goroutine that closed it as the waker.
+func TestVarianceGoCloseHandoff(t *testing.T) { goHandoff(t, "close") }
+
+func goHandoff(t *testing.T, mode string) {
 	testutil.NeedRoot(t)
 	bin := testutil.Go(t, "gohandoff")
 	out := rec(t)
 	const n = 1000
 	stdout := mustRun(t, "variance", "--sched", "--start", "main.handle", "--functions", "main.await,main.work",
-		"--rounds", "1", "--trap-budget", "0", "-o", out, "--", bin, strconv.Itoa(n))
+		"--rounds", "1", "--trap-budget", "0", "-o", out, "--", bin, strconv.Itoa(n), mode)
 	var r varianceJSON
 	if err := json.Unmarshal([]byte(mustRun(t, "variance", "-i", out, "--format", "json")), &r); err != nil {
 		t.Fatal(err)

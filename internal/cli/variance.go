@@ -193,7 +193,7 @@ from VProfiler: docs/variance.md.`,
 			}
 			// A Go program's goroutines park and are readied by the Go
 			// scheduler, which the kernel does not see: probe it.
-			var goReasons []string
+			var goRT variance.GoRuntime
 			if schedEv && exe != "" && isGoExe(exe) {
 				o.Args = true
 				o.Reads = append(o.Reads, variance.GoSchedReads...)
@@ -207,17 +207,17 @@ from VProfiler: docs/variance.md.`,
 						o.Patterns = append(o.Patterns, p)
 					}
 				}
-				if rs, err := tracer.GoWaitReasons(exe); err != nil {
-					warnf(stderr, "%v: every goroutine wait counts as lock", err)
-				} else {
-					goReasons = rs
+				var errs []error
+				goRT, errs = goRuntimeOf(exe)
+				for _, err := range errs {
+					warnf(stderr, "%v", err)
 				}
 			}
 			if marks && len(funcs) == 0 && len(libs) == 0 {
 				warnf(stderr, "the interval is marked by USDT probes: give --functions to time the functions called between the marks")
 			}
 			ref := &refiner{spec: spec, cg: cg, heights: heights, k: k, d: d, rounds: rounds, perRound: perRound,
-				interactive: interactive, stderr: stderr, goReasons: goReasons}
+				interactive: interactive, stderr: stderr, goRT: goRT}
 			if cg != nil && rounds > 1 {
 				o.Refine = ref.refine
 			}
@@ -268,7 +268,7 @@ from VProfiler: docs/variance.md.`,
 // intervals, the chosen factors' functions have their callees probed.
 type refiner struct {
 	spec        variance.Spec
-	goReasons   []string // a Go program's wait reasons (tracer.GoWaitReasons)
+	goRT        variance.GoRuntime // a Go program's runtime (goRuntimeOf)
 	cg          map[string][]string
 	heights     map[string]int
 	k           int
@@ -299,7 +299,7 @@ func (r *refiner) refine(calls []recording.Call, probes []recording.Probe, off [
 			in.Spans = true
 		}
 	} else if in.Go != nil {
-		schedStates(&in, goTimeline(in.Go, in.Calls, r.goReasons))
+		schedStates(&in, goTimeline(in.Go, in.Calls, r.goRT))
 		in.Spans = true
 	}
 	res, err := variance.Analyse(in)
@@ -497,14 +497,14 @@ func varianceOf(p *profile.Profile, path string, spec variance.Spec, k int, d fl
 	var warn string
 	if in.Go != nil {
 		// A Go program's states and critical paths are its goroutines'.
-		var reasons []string
+		rt := variance.GoRuntime{PollRG: -1, PollWG: -1}
 		for _, pr := range p.Probes {
 			if pr.Function == "runtime.gopark" {
-				reasons, _ = tracer.GoWaitReasons(pr.Object)
+				rt, _ = goRuntimeOf(pr.Object)
 				break
 			}
 		}
-		schedStates(&in, goTimeline(in.Go, in.Calls, reasons))
+		schedStates(&in, goTimeline(in.Go, in.Calls, rt))
 	} else if in.Goroutines && (tl != nil || hasSched(p.Metas)) {
 		warn = "no scheduler states: they are the OS threads', and the calls of a Go program are placed by goroutine, and the recording has no probes on the Go scheduler (culprit variance --sched sets them)"
 	} else if tl != nil {

@@ -27,6 +27,24 @@ func goState(reason uint8, reasons []string) sched.State {
 	return sched.Lock
 }
 
+// goRuntimeOf reads what the analysis of the Go scheduler's probes needs
+// from the Go executable exe; errs say what could not be read, and what
+// is lost without it.
+func goRuntimeOf(exe string) (rt variance.GoRuntime, errs []error) {
+	rt.PollRG, rt.PollWG = -1, -1
+	if rs, err := tracer.GoWaitReasons(exe); err != nil {
+		errs = append(errs, fmt.Errorf("%v: every goroutine wait counts as lock", err))
+	} else {
+		rt.Reasons = rs
+	}
+	if rg, wg, err := tracer.GoPollOffsets(exe); err != nil {
+		errs = append(errs, fmt.Errorf("%v: the network poller's wake-ups have no waker", err))
+	} else {
+		rt.PollRG, rt.PollWG = int64(rg), int64(wg)
+	}
+	return rt, errs
+}
+
 // goTimeline makes the goroutines' timelines, by lane, from their parks
 // and wake-ups: a goroutine runs (on-cpu: the runtime ran it on a thread;
 // whether the kernel ran that thread is not told apart) from its first
@@ -34,7 +52,8 @@ func goState(reason uint8, reasons []string) sched.State {
 // to the wake-up that readied it (the waker the goroutine that did), then
 // runnable until the park returned. A park no seen wake-up ended is
 // blocked throughout. The threads' names are "goroutine ID".
-func goTimeline(g *variance.GoSched, calls []variance.Call, reasons []string) *sched.Timeline {
+func goTimeline(g *variance.GoSched, calls []variance.Call, rt variance.GoRuntime) *sched.Timeline {
+	reasons := rt.Reasons
 	tl := &sched.Timeline{Threads: map[uint32]*sched.Thread{}}
 	lo, hi := map[uint32]uint64{}, map[uint32]uint64{}
 	see := func(lane uint32, from, to uint64) {
@@ -57,8 +76,16 @@ func goTimeline(g *variance.GoSched, calls []variance.Call, reasons []string) *s
 		parks[p.Lane] = append(parks[p.Lane], p)
 	}
 	wakes := map[uint32][]variance.GoWake{}
-	for _, w := range g.Wakes {
-		see(w.Waker, w.Time, w.Time)
+	for _, w := range g.Wakeups(rt) {
+		if variance.IsRuntimeLane(w.Waker) {
+			// Not a goroutine: a thread with a name and no states (the
+			// critical path does not go on through it).
+			if tl.Threads[w.Waker] == nil {
+				tl.Threads[w.Waker] = &sched.Thread{TID: w.Waker, Name: variance.LaneName(w.Waker)}
+			}
+		} else {
+			see(w.Waker, w.Time, w.Time)
+		}
 		wakes[w.Wakee] = append(wakes[w.Wakee], w)
 		tl.Wakeups++
 	}

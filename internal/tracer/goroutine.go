@@ -116,3 +116,21 @@ func GoWaitReasons(exe string) ([]string, error) {
 	}
 	return out, nil
 }
+
+// GoPollOffsets are the byte offsets of rg and wg in the Go runtime's
+// pollDesc of the executable, from its DWARF: the words a goroutine
+// parked on a descriptor's readiness waits on (gopark's lock argument is
+// their address), which the network poller's runtime.netpollready clears.
+func GoPollOffsets(exe string) (rg, wg int, err error) {
+	info, err := dwarfx.Open(exe)
+	if err != nil {
+		return 0, 0, err
+	}
+	if rg, err = fieldOffset(info, "runtime.pollDesc", "rg", 8); err != nil {
+		return 0, 0, err
+	}
+	if wg, err = fieldOffset(info, "runtime.pollDesc", "wg", 8); err != nil {
+		return 0, 0, err
+	}
+	return rg, wg, nil
+}

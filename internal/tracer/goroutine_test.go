@@ -28,6 +28,15 @@ func TestGoRuntimeTables(t *testing.T) {
 	if off < 64 || off > 1024 || off%8 != 0 {
 		t.Errorf("goid at offset %d of runtime.g", off)
 	}
+	// The words a goroutine parked on a descriptor waits on: two of
+	// pollDesc's, after its link, fd and sequence fields.
+	rg, wg, err := GoPollOffsets(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rg == wg || rg < 8 || wg < 8 || rg%8 != 0 || wg%8 != 0 || rg > 256 || wg > 256 {
+		t.Errorf("pollDesc.rg at %d, wg at %d", rg, wg)
+	}
 	rs, err := GoWaitReasons(bin)
 	if err != nil {
 		t.Fatal(err)
@@ -50,5 +59,8 @@ func TestGoRuntimeTables(t *testing.T) {
 	}
 	if off, err := GoidOffset(stripped); err == nil {
 		t.Errorf("an executable without DWARF gave goid offset %d", off)
+	}
+	if rg, wg, err := GoPollOffsets(stripped); err == nil {
+		t.Errorf("an executable without DWARF gave pollDesc offsets %d, %d", rg, wg)
 	}
 }

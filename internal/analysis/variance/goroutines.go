@@ -16,17 +16,48 @@ import (
 //     goroutine waiting on the other side: it hands the value over and
 //     readies that goroutine, sg->g) and runtime.readyWithTime (a
 //     semaphore release: sync.Mutex, RWMutex, WaitGroup, Cond readying
-//     s->g): the calling goroutine wakes the one whose id the probe reads.
-//
-// Wake-ups the runtime makes on its own stack (timers, the network
-// poller) are not seen: such a park is blocked until it returns.
+//     s->g): the calling goroutine wakes the one whose id the probe reads;
+//   - runtime.ready, which every readying of a parked goroutine but the
+//     network poller's goes through (on the scheduler's own stack, g0,
+//     so the call does not say whose wake-up it is): the one it readies
+//     is gp. Its waker is told by the call of the thread it was made
+//     inside: runtime.closechan (a channel closed: the closing goroutine
+//     readies every waiter), runtime.goroutineReady (a timer of
+//     time.Sleep fired) or runtime.netpollgoready (a deadline of the
+//     network poller's fired): "(timer)"; inside send, recv or
+//     readyWithTime it is their wake-up, already taken; inside none, the
+//     runtime's own ("(runtime)");
+//   - runtime.netpollready: the network poller found a descriptor ready
+//     (its pollDesc pd, and mode 'r', 'w' or both) and readies the
+//     goroutines parked on it, those whose gopark's lock is &pd.rg or
+//     &pd.wg (at the offsets the executable's DWARF gives,
+//     GoRuntime.PollRG, PollWG): "(netpoll)".
 var (
-	GoSchedFuncs = []string{"runtime.gopark", "runtime.send", "runtime.recv", "runtime.readyWithTime"}
+	GoSchedFuncs = []string{"runtime.gopark", "runtime.send", "runtime.recv", "runtime.readyWithTime",
+		goReady, goClose, goTimer, goPollTimer, goPollReady}
 	// GoSchedReads read the woken goroutine's id at the waking probes.
-	GoSchedReads = []string{"sg->g->goid", "s->g->goid"}
+	GoSchedReads = []string{"sg->g->goid", "s->g->goid", "gp->goid"}
 )
 
-const goPark = "runtime.gopark"
+const (
+	goPark      = "runtime.gopark"
+	goReady     = "runtime.ready"
+	goClose     = "runtime.closechan"
+	goTimer     = "runtime.goroutineReady"
+	goPollTimer = "runtime.netpollgoready"
+	goPollReady = "runtime.netpollready"
+)
+
+// The lanes of the wakers that are not goroutines (GoSched.Names).
+const (
+	LaneTimer   = GoroutineLane | 1<<30 | 1
+	LaneNetpoll = GoroutineLane | 1<<30 | 2
+	LaneRuntime = GoroutineLane | 1<<30 | 3
+)
+
+// IsRuntimeLane reports whether lane is one of the wakers that are not
+// goroutines.
+func IsRuntimeLane(lane uint32) bool { return lane&(GoroutineLane|1<<30) == GoroutineLane|1<<30 }
 
 // isGoSched reports whether fn is one of GoSchedFuncs.
 func isGoSched(fn string) bool { return slices.Contains(GoSchedFuncs, fn) }
@@ -36,8 +67,30 @@ func isGoSched(fn string) bool { return slices.Contains(GoSchedFuncs, fn) }
 type GoPark struct {
 	Lane       uint32
 	Start, End uint64
-	Reason     uint8 // the runtime's waitReason
-	Open       bool  // still parked when tracing ended
+	Reason     uint8  // the runtime's waitReason
+	Lock       uint64 // gopark's lock argument (the network poller's: &pd.rg, &pd.wg)
+	Open       bool   // still parked when tracing ended
+}
+
+// goReadyCall is a call of runtime.ready on thread TID readying Wakee.
+type goReadyCall struct {
+	Time  uint64
+	TID   uint32
+	Wakee uint32
+}
+
+// goEnclosing is a call runtime.ready may be made inside of (fn), on
+// thread TID, by lane.
+type goEnclosing struct {
+	fn         string
+	Start, End uint64
+	TID, Lane  uint32
+}
+
+// goPoll is a call of runtime.netpollready.
+type goPoll struct {
+	Time     uint64
+	PD, Mode uint64
 }
 
 // GoWake is a goroutine (Waker, a lane) readying another (Wakee).
@@ -49,29 +102,151 @@ type GoWake struct {
 // GoSched are a Go program's parks and wake-ups, by lane.
 type GoSched struct {
 	Parks []GoPark
+	// Wakes are the wake-ups made on the waker's own stack (send, recv,
+	// readyWithTime); Wakeups adds those runtime.ready and the network
+	// poller made.
 	Wakes []GoWake
 	// Goids are the goroutine ids (as the recording names them) of the
 	// lanes.
 	Goids map[uint32]uint64
+
+	readies []goReadyCall
+	encl    []goEnclosing
+	polls   []goPoll
 }
 
-// add takes a call of one of GoSchedFuncs (fn), made on lane, as a park
-// or a wake-up. params name its recorded arguments: the parameters, then
-// the reads (a wake-up's GoSchedReads, the woken goroutine's id).
-func (g *GoSched) add(fn string, lane uint32, c Call, params []string, ls lanes) {
-	if fn == goPark {
-		var reason uint8
-		if len(c.Args) > 2 {
-			reason = uint8(c.Args[2])
+// GoRuntime are facts of a Go executable's runtime the analysis of its
+// scheduler's probes needs, read from the executable (they change between
+// Go releases).
+type GoRuntime struct {
+	// Reasons name the runtime's waitReasons (runtime.waitReasonStrings).
+	Reasons []string
+	// PollRG and PollWG are the offsets of rg and wg in runtime.pollDesc
+	// (-1: unknown, and the network poller's wake-ups are not told).
+	PollRG, PollWG int64
+}
+
+// LaneName is the name of a waker lane that is not a goroutine, "" for
+// others.
+func LaneName(lane uint32) string {
+	switch lane {
+	case LaneTimer:
+		return "(timer)"
+	case LaneNetpoll:
+		return "(netpoll)"
+	case LaneRuntime:
+		return "(runtime)"
+	}
+	return ""
+}
+
+// add takes a call of one of GoSchedFuncs (fn), made on lane (on thread
+// tid), as a park, a wake-up or what tells a wake-up's waker. params name
+// its recorded arguments: the parameters, then the reads (a wake-up's
+// GoSchedReads, the woken goroutine's id).
+func (g *GoSched) add(fn string, lane, tid uint32, c Call, params []string, ls lanes) {
+	arg := func(i int) uint64 {
+		if i < len(c.Args) {
+			return c.Args[i]
 		}
-		g.Parks = append(g.Parks, GoPark{Lane: lane, Start: c.Start, End: c.End, Reason: reason, Open: c.Unreturned})
+		return 0
+	}
+	switch fn {
+	case goPark:
+		g.Parks = append(g.Parks, GoPark{Lane: lane, Start: c.Start, End: c.End, Reason: uint8(arg(2)), Lock: arg(1), Open: c.Unreturned})
+		return
+	case goPollReady:
+		g.polls = append(g.polls, goPoll{Time: c.Start, PD: arg(1), Mode: arg(2)})
+		return
+	case goClose, goTimer, goPollTimer:
+		g.encl = append(g.encl, goEnclosing{fn: fn, Start: c.Start, End: c.End, TID: tid, Lane: lane})
 		return
 	}
 	for i, p := range params {
 		name, _, _ := strings.Cut(p, ":")
-		if i < len(c.Args) && c.Args[i] != 0 && slices.Contains(GoSchedReads, name) {
-			g.Wakes = append(g.Wakes, GoWake{Time: c.Start, Waker: lane, Wakee: ls.of(c.Args[i], 0)})
+		if i >= len(c.Args) || c.Args[i] == 0 || !slices.Contains(GoSchedReads, name) {
+			continue
+		}
+		if fn == goReady {
+			g.readies = append(g.readies, goReadyCall{Time: c.Start, TID: tid, Wakee: ls.of(c.Args[i], 0)})
 			return
 		}
+		g.Wakes = append(g.Wakes, GoWake{Time: c.Start, Waker: lane, Wakee: ls.of(c.Args[i], 0)})
+		g.encl = append(g.encl, goEnclosing{fn: fn, Start: c.Start, End: c.End, TID: tid, Lane: lane})
+		return
 	}
+}
+
+// Wakeups are all the wake-ups seen: Wakes, those of runtime.ready with
+// the waker its enclosing call tells, and the network poller's (rt gives
+// pollDesc's layout).
+func (g *GoSched) Wakeups(rt GoRuntime) []GoWake {
+	out := slices.Clone(g.Wakes)
+	encl := slices.Clone(g.encl)
+	slices.SortFunc(encl, func(a, b goEnclosing) int {
+		if a.TID != b.TID {
+			return int(a.TID) - int(b.TID)
+		}
+		return compareU64(a.Start, b.Start)
+	})
+	for _, r := range g.readies {
+		// The innermost call of the thread open at the ready: the last
+		// begun at or before it that had not ended.
+		var in *goEnclosing
+		i, _ := slices.BinarySearchFunc(encl, r, func(e goEnclosing, r goReadyCall) int {
+			if e.TID != r.TID {
+				return int(e.TID) - int(r.TID)
+			}
+			if e.Start <= r.Time {
+				return -1
+			}
+			return 1
+		})
+		for j := i - 1; j >= 0 && encl[j].TID == r.TID; j-- {
+			if encl[j].End >= r.Time {
+				in = &encl[j]
+				break
+			}
+		}
+		waker := uint32(LaneRuntime)
+		if in != nil {
+			switch in.fn {
+			case goClose:
+				waker = in.Lane
+			case goTimer, goPollTimer:
+				waker = LaneTimer
+			default:
+				continue // send, recv, readyWithTime: their own wake-up
+			}
+		}
+		out = append(out, GoWake{Time: r.Time, Waker: waker, Wakee: r.Wakee})
+	}
+	if rt.PollRG >= 0 && rt.PollWG >= 0 && len(g.polls) > 0 {
+		for _, p := range g.polls {
+			var locks []uint64
+			if p.Mode == 'r' || p.Mode == 'r'+'w' {
+				locks = append(locks, p.PD+uint64(rt.PollRG))
+			}
+			if p.Mode == 'w' || p.Mode == 'r'+'w' {
+				locks = append(locks, p.PD+uint64(rt.PollWG))
+			}
+			for _, k := range g.Parks {
+				if k.Start <= p.Time && (k.Open || k.End >= p.Time) && slices.Contains(locks, k.Lock) {
+					out = append(out, GoWake{Time: p.Time, Waker: LaneNetpoll, Wakee: k.Lane})
+				}
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(a, b GoWake) int { return compareU64(a.Time, b.Time) })
+	return out
+}
+
+func compareU64(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
 }

@@ -1,6 +1,7 @@
 package variance
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/culprit-dev/culprit/internal/recording"
@@ -39,5 +40,68 @@ func TestGoSchedCalls(t *testing.T) {
 	}
 	if in.Go.Goids[a] != 7 || in.Go.Goids[w.Waker] != 9 {
 		t.Errorf("goids %v", in.Go.Goids)
+	}
+}
+
+// Wake-ups the runtime makes on its scheduler's stack: runtime.ready's
+// waker is the call of its thread it was made inside (a goroutine's
+// closechan; a timer's goroutineReady; send's, already its own wake-up;
+// none: the runtime), and the network poller's readiness wakes the
+// goroutine parked on the descriptor's word the mode names.
+func TestGoRuntimeWakeups(t *testing.T) {
+	probes := []recording.Probe{
+		{ID: 1, Function: "main.handle"},
+		{ID: 2, Function: "runtime.gopark", Params: []string{"unlockf:p8:func()", "lock:p8:void *", "reason:u1:runtime.waitReason"}},
+		{ID: 3, Function: "runtime.send", Params: []string{"c:p8:runtime.hchan *", "sg:p8:runtime.sudog *", "ep:p8:void *", "sg->g->goid:u8:uint64"}},
+		{ID: 4, Function: "runtime.ready", Params: []string{"gp:p8:runtime.g *", "traceskip:i8:int", "next:u1:bool", "gp->goid:u8:uint64"}},
+		{ID: 5, Function: "runtime.closechan", Params: []string{"c:p8:runtime.hchan *"}},
+		{ID: 6, Function: "runtime.goroutineReady", Params: []string{"arg:p8:interface {}"}},
+		{ID: 7, Function: "runtime.netpollready", Params: []string{"toRun:p8:runtime.gList *", "pd:p8:runtime.pollDesc *", "mode:i4:int32"}},
+	}
+	const g0 = 0xc000001000 // a scheduler's g: its address names it
+	calls := []recording.Call{
+		{Start: 10, End: 900, Probe: 1, Goroutine: 7, TID: 100},
+		// Goroutine 9 closes a channel on thread 101: ready on g0 inside.
+		{Start: 100, End: 130, Probe: 5, Goroutine: 9, TID: 101},
+		{Start: 110, End: 112, Probe: 4, Goroutine: g0, TID: 101, Args: []uint64{1, 0, 1, 7}},
+		// The same thread later, in none of the calls: the runtime's.
+		{Start: 200, End: 202, Probe: 4, Goroutine: g0, TID: 101, Args: []uint64{1, 0, 1, 11}},
+		// A timer fires on thread 102.
+		{Start: 300, End: 320, Probe: 6, Goroutine: g0, TID: 102},
+		{Start: 305, End: 306, Probe: 4, Goroutine: g0, TID: 102, Args: []uint64{1, 0, 1, 12}},
+		// A send on 102 readies 13 itself: ready inside it is not another.
+		{Start: 400, End: 420, Probe: 3, Goroutine: 9, TID: 102, Args: []uint64{1, 2, 3, 13}},
+		{Start: 410, End: 411, Probe: 4, Goroutine: g0, TID: 102, Args: []uint64{1, 0, 1, 13}},
+		// Goroutines 14 and 15 wait to read and to write descriptor
+		// 0x5000 (rg at 16, wg at 24); it becomes readable at 600.
+		{Start: 500, End: 700, Probe: 2, Goroutine: 14, TID: 103, Args: []uint64{1, 0x5010, 2}},
+		{Start: 500, End: 800, Probe: 2, Goroutine: 15, TID: 104, Args: []uint64{1, 0x5018, 2}},
+		{Start: 600, End: 601, Probe: 7, Goroutine: g0, TID: 105, Args: []uint64{1, 0x5000, 'r'}},
+	}
+	in := FromRecords(Spec{Start: "main.handle", End: "main.handle"}, calls, probes, nil, nil)
+	if len(in.Calls) != 1 || in.Go == nil {
+		t.Fatalf("calls %+v, go %+v", in.Calls, in.Go)
+	}
+	lane := map[uint64]uint32{}
+	for l, g := range in.Go.Goids {
+		lane[g] = l
+	}
+	got := in.Go.Wakeups(GoRuntime{PollRG: 16, PollWG: 24})
+	want := []GoWake{
+		{Time: 110, Waker: lane[9], Wakee: lane[7]},
+		{Time: 200, Waker: LaneRuntime, Wakee: lane[11]},
+		{Time: 305, Waker: LaneTimer, Wakee: lane[12]},
+		{Time: 400, Waker: lane[9], Wakee: lane[13]},
+		{Time: 600, Waker: LaneNetpoll, Wakee: lane[14]},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("wake-ups\n%+v, want\n%+v", got, want)
+	}
+	// Without pollDesc's layout the poller's wake-up is not told.
+	if got := in.Go.Wakeups(GoRuntime{PollRG: -1, PollWG: -1}); len(got) != len(want)-1 {
+		t.Errorf("wake-ups without the poller's layout %+v", got)
+	}
+	if LaneName(LaneTimer) != "(timer)" || !IsRuntimeLane(LaneNetpoll) || IsRuntimeLane(lane[9]) {
+		t.Errorf("runtime lanes")
 	}
 }

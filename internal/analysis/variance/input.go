@@ -44,7 +44,7 @@ func FromProfile(p *profile.Profile, spec Spec) Input {
 	for _, c := range p.Calls {
 		call := Call{Start: c.Start, End: c.End, TID: ls.of(c.Goroutine, c.TID), Probe: int(c.Probe), Site: int64(c.Site) + 1, Args: c.Args, Ret: c.Ret, Strs: c.Strs, Unreturned: c.Unreturned(), Point: IsMark(p.Probes[c.Probe].Function, c.Flags&recording.CallPoint != 0)}
 		if pr := p.Probes[c.Probe]; c.Goroutine != 0 && isGoSched(pr.Function) {
-			in.goSched(pr.Function, call, pr.Params, ls)
+			in.goSched(pr.Function, call, c.TID, pr.Params, ls)
 			continue
 		}
 		in.Calls = append(in.Calls, call)
@@ -92,7 +92,7 @@ func FromRecords(spec Spec, calls []recording.Call, probes []recording.Probe, of
 		}
 		call := Call{Start: c.Start, End: c.End, TID: ls.of(c.Goroutine, c.TID), Probe: i, Site: int64(c.Site), Args: c.Args, Ret: c.Ret, Strs: c.Strs, Unreturned: c.Flags&recording.CallUnreturned != 0, Point: IsMark(in.Probes[i].Function, c.Flags&recording.CallPoint != 0)}
 		if pr := in.Probes[i]; c.Goroutine != 0 && isGoSched(pr.Function) {
-			in.goSched(pr.Function, call, pr.Params, ls)
+			in.goSched(pr.Function, call, c.TID, pr.Params, ls)
 			continue
 		}
 		in.Calls = append(in.Calls, call)
@@ -128,11 +128,11 @@ func (l lanes) of(g uint64, tid uint32) uint32 {
 
 // goSched keeps a call of the Go scheduler's probes as a park or a
 // wake-up (Input.Go), not as a node of the tree.
-func (in *Input) goSched(fn string, c Call, params []string, ls lanes) {
+func (in *Input) goSched(fn string, c Call, tid uint32, params []string, ls lanes) {
 	if in.Go == nil {
 		in.Go = &GoSched{}
 	}
-	in.Go.add(fn, c.TID, c, params, ls)
+	in.Go.add(fn, c.TID, tid, c, params, ls)
 }
 
 // nameLanes records each goroutine lane's goroutine (Input.Go.Goids).

@@ -10,11 +10,15 @@
 // WORK_NS" for each request and "worker goroutine GOID", the worker's id
 // as the runtime's stack dump names it.
 //
+// With "close", the worker ends each job by closing its channel instead
+// of sending on it: the runtime then readies the waiting handler on the
+// scheduler's own stack, not the worker's.
+//
 // With "mutex", handleMutex instead takes a sync.Mutex in lockedUpdate
 // that a holder goroutine keeps taking to run holdBig (2 ms one time in
 // four, 200 µs the others) and releasing for 300 µs: a request's wait is
 // the holder's, and the program prints "holder goroutine GOID".
-// Usage: gohandoff N [chan|mutex]
+// Usage: gohandoff N [chan|close|mutex]
 package main
 
 import (
@@ -37,7 +41,10 @@ type job struct {
 	handleNS, workNS time.Duration
 }
 
-var jobs = make(chan *job)
+var (
+	jobs    = make(chan *job)
+	closing bool // the worker closes a job's channel
+)
 
 func spin(d time.Duration) {
 	end := time.Now().Add(d)
@@ -61,7 +68,11 @@ func worker() {
 	fmt.Printf("worker goroutine %d\n", goid())
 	for j := range jobs {
 		work(j)
-		j.done <- struct{}{}
+		if closing {
+			close(j.done)
+		} else {
+			j.done <- struct{}{}
+		}
 	}
 }
 
@@ -160,14 +171,15 @@ func serve(w http.ResponseWriter, r *http.Request) {
 }
 
 func main() {
-	if len(os.Args) < 2 || len(os.Args) > 3 || len(os.Args) == 3 && os.Args[2] != "chan" && os.Args[2] != "mutex" {
-		fmt.Fprintln(os.Stderr, "usage: gohandoff N [chan|mutex]")
+	if len(os.Args) < 2 || len(os.Args) > 3 || len(os.Args) == 3 && os.Args[2] != "chan" && os.Args[2] != "close" && os.Args[2] != "mutex" {
+		fmt.Fprintln(os.Stderr, "usage: gohandoff N [chan|close|mutex]")
 		os.Exit(2)
 	}
 	mode := "chan"
 	if len(os.Args) == 3 {
 		mode = os.Args[2]
 	}
+	closing = mode == "close"
 	n, err := strconv.Atoi(os.Args[1])
 	if err != nil || n < 2 {
 		fmt.Fprintln(os.Stderr, "gohandoff: N must be at least 2")

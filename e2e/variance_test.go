@@ -204,10 +204,14 @@ func TestVarianceTrapBudgetPauses(t *testing.T) {
 	testutil.NeedRoot(t)
 	bin := testutil.C(t, "varpool", []string{"varpool.c"}, "-O2", "-g", "-pthread")
 	out := rec(t)
-	// 4 probes, 8 traps a request: any pool serving over 125 requests a
-	// second takes more than 1000 traps a second; 40,000 requests last
-	// longer than the first window on any machine.
-	stdout := mustRun(t, "variance", "--start", "handle", "--rounds", "1", "--trap-budget", "1000", "--window", "500ms", "-o", out, "--", bin, "dominant", "40000", "8")
+	// 4 probes, 8 traps a request: any pool serving over 500 requests a
+	// second takes more than 4000 traps a second; 40,000 requests last
+	// longer than the first window on any machine. A window ends once
+	// its traps reach the budget's 2000, about 250 requests: one window
+	// outside the pauses is enough intervals, however long a busy
+	// machine makes the pauses (with 1000 a second, a run that saw a
+	// single pause had 81).
+	stdout := mustRun(t, "variance", "--start", "handle", "--rounds", "1", "--trap-budget", "4000", "--window", "500ms", "-o", out, "--", bin, "dominant", "40000", "8")
 	var r varianceJSON
 	if err := json.Unmarshal([]byte(mustRun(t, "variance", "-i", out, "--format", "json")), &r); err != nil {
 		t.Fatal(err)
@@ -228,6 +232,7 @@ func TestVarianceTrapBudgetPauses(t *testing.T) {
 		t.Fatalf("factors %+v, want process first", r.Factors)
 	}
 	truth := cov(reqs, vpProcess, vpProcess) / cov(reqs, vpHandle, vpHandle)
+	t.Logf("process %.2f%% of the variance, the program's %.2f%%", 100*r.Factors[0].Contribution, 100*truth)
 	if d := math.Abs(r.Factors[0].Contribution - truth); d > 0.05 {
 		t.Errorf("process holds %.1f%% of the variance per culprit, %.1f%% per the program over the same requests", 100*r.Factors[0].Contribution, 100*truth)
 	}

@@ -1,6 +1,9 @@
 // A thread-pool server for culprit variance: W workers take N requests
 // from a shared queue and run handle(), which calls functions of known
-// lengths. The program times every function of every request itself and
+// lengths. The program times every function of every request itself, over
+// the span its probes time: from just before the call (in the caller; the
+// entry probe's trap, and a preemption on leaving it, are the callee's)
+// to the callee's last statement (the return probe's trap is not), and
 // prints each request ("req START_NS t[handle] t[parse] ..." in the order
 // of names[], ns, CLOCK_MONOTONIC as the probes' clock) and each
 // function's true share of the variance of handle's latency over all
@@ -62,8 +65,9 @@ static const char *names[NF] = {"handle", "parse", "process", "lookup", "compute
 struct req {
 	int id;
 	int heavy;
-	uint64_t start;  // when handle began
-	uint64_t t[NF]; // ns each function took
+	uint64_t start;  // when handle was called
+	uint64_t t[NF];  // ns each function took
+	uint64_t t0[NF]; // when its current call was made
 };
 
 static struct req *reqs;
@@ -72,42 +76,46 @@ static volatile int done_work;
 static pthread_mutex_t big = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 
-#define TIMED(r, f, body)                      \
-	do {                                     \
-		uint64_t t0_ = now_ns();             \
-		body;                                \
-		(r)->t[f] += now_ns() - t0_;         \
+// CALL times a call of f from just before it; the callee ENDs its time
+// at its last statement.
+#define CALL(r, f, call)               \
+	do {                               \
+		(r)->t0[f] = now_ns();         \
+		call;                          \
 	} while (0)
+#define END(r, f) ((r)->t[f] += now_ns() - (r)->t0[f])
 
-PROBED void parse(struct req *r) { TIMED(r, F_PARSE, spin(10000)); }
-PROBED void lookup(struct req *r) { TIMED(r, F_LOOKUP, spin(5000)); }
+PROBED void parse(struct req *r) {
+	spin(10000);
+	END(r, F_PARSE);
+}
+PROBED void lookup(struct req *r) {
+	spin(5000);
+	END(r, F_LOOKUP);
+}
 PROBED void compute(struct req *r) {
-	TIMED(r, F_COMPUTE, {
-		spin(20000);
-		if (r->heavy)
-			wait_ns(10000000);
-	});
+	spin(20000);
+	if (r->heavy)
+		wait_ns(10000000);
+	END(r, F_COMPUTE);
 }
 PROBED void process(struct req *r) {
-	TIMED(r, F_PROCESS, {
-		lookup(r);
-		compute(r);
-		spin(5000);
-	});
+	CALL(r, F_LOOKUP, lookup(r));
+	CALL(r, F_COMPUTE, compute(r));
+	spin(5000);
+	END(r, F_PROCESS);
 }
 PROBED void part_a(struct req *r) {
-	TIMED(r, F_A, {
-		spin(30000);
-		if (r->heavy)
-			wait_ns(10000000);
-	});
+	spin(30000);
+	if (r->heavy)
+		wait_ns(10000000);
+	END(r, F_A);
 }
 PROBED void part_b(struct req *r) {
-	TIMED(r, F_B, {
-		spin(30000);
-		if (r->heavy)
-			wait_ns(10000000);
-	});
+	spin(30000);
+	if (r->heavy)
+		wait_ns(10000000);
+	END(r, F_B);
 }
 PROBED void locked_update(struct req *r) {
 	(void)r;
@@ -133,22 +141,23 @@ static void *holder(void *arg) {
 	return NULL;
 }
 
-PROBED void respond(struct req *r) { TIMED(r, F_RESPOND, spin(10000)); }
+PROBED void respond(struct req *r) {
+	spin(10000);
+	END(r, F_RESPOND);
+}
 
 PROBED void handle(struct req *r) {
-	r->start = now_ns();
-	TIMED(r, F_HANDLE, {
-		parse(r);
-		if (locking) {
-			locked_update(r);
-		} else if (together) {
-			part_a(r);
-			part_b(r);
-		} else {
-			process(r);
-		}
-		respond(r);
-	});
+	CALL(r, F_PARSE, parse(r));
+	if (locking) {
+		locked_update(r);
+	} else if (together) {
+		CALL(r, F_A, part_a(r));
+		CALL(r, F_B, part_b(r));
+	} else {
+		CALL(r, F_PROCESS, process(r));
+	}
+	CALL(r, F_RESPOND, respond(r));
+	END(r, F_HANDLE);
 }
 
 // The hand-off queue: ids in a ring, a condition variable for the consumer.
@@ -209,7 +218,8 @@ static void *worker(void *arg) {
 		pthread_mutex_unlock(&mu);
 		if (i < 0)
 			return NULL;
-		handle(&reqs[i]);
+		CALL(&reqs[i], F_HANDLE, handle(&reqs[i]));
+		reqs[i].start = reqs[i].t0[F_HANDLE];
 	}
 }
 

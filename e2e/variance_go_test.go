@@ -48,7 +48,7 @@ func goHandoff(t *testing.T, mode string) {
 		if len(f) == 3 && f[0] == "worker" && f[1] == "goroutine" {
 			worker = "goroutine " + f[2]
 		}
-		if len(f) != 4 || f[0] != "req" {
+		if len(f) != 5 || f[0] != "req" {
 			continue
 		}
 		h, err1 := strconv.ParseFloat(f[2], 64)
@@ -112,6 +112,58 @@ func goHandoff(t *testing.T, mode string) {
 	}
 }
 
+// Refinement finds a Go waker's functions without their being named: the
+// worker goroutine that ends each request's wait (closing its channel,
+// which the runtime readies the waiter for on its scheduler's stack) made
+// the wake-ups in main.worker (the caller of runtime.closechan), which
+// round 2 probes; it never returns, so round 3 probes its callees, and
+// main.work is then "main.work (waker)", with the share of the variance
+// the program measures over the same requests (the last round's) within
+// 5 points.
+func TestVarianceGoWakerFound(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.Go(t, "gohandoff")
+	out := rec(t)
+	stdout := mustRun(t, "variance", "--sched", "--start", "main.handle", "--trap-budget", "0", "--round-intervals", "300",
+		"-o", out, "--", bin, "3000", "close")
+	var r varianceJSON
+	if err := json.Unmarshal([]byte(mustRun(t, "variance", "-i", out, "--format", "json")), &r); err != nil {
+		t.Fatal(err)
+	}
+	var handle, work []float64
+	for _, l := range strings.Split(stdout, "\n") {
+		f := strings.Fields(l)
+		if len(f) != 5 || f[0] != "req" {
+			continue
+		}
+		h, err1 := strconv.ParseFloat(f[2], 64)
+		w, err2 := strconv.ParseFloat(f[3], 64)
+		start, err3 := strconv.ParseUint(f[4], 10, 64)
+		if err1 != nil || err2 != nil || err3 != nil {
+			t.Fatalf("bad line %q", l)
+		}
+		if start >= r.RoundStart {
+			handle = append(handle, h)
+			work = append(work, w)
+		}
+	}
+	n := len(handle)
+	if r.Rounds < 3 || n < 100 || math.Abs(float64(r.Intervals+r.LostOut-n)) > 0.01*float64(n)+3 {
+		t.Fatalf("%d rounds; %d intervals (%d left out for lost calls), the program served %d requests in the last round", r.Rounds, r.Intervals, r.LostOut, n)
+	}
+	share := stat.Covariance(work, handle, nil) / stat.Variance(handle, nil)
+	for _, f := range r.Ranked {
+		if f.Kind == "variance" && len(f.Names) == 1 && f.Names[0] == "main.work (waker)" {
+			t.Logf("%d rounds, %d intervals: main.work (waker) %.1f%% of the variance, the program's %.1f%%", r.Rounds, r.Intervals, 100*f.Contribution, 100*share)
+			if math.Abs(f.Contribution-share) > 0.05 {
+				t.Errorf("main.work (waker)'s share %.3f, the program's %.3f", f.Contribution, share)
+			}
+			return
+		}
+	}
+	t.Errorf("main.work (waker) is not a factor (the program's share %.3f): %+v", share, r.Ranked)
+}
+
 // The same server's mutex mode: each request takes a sync.Mutex in
 // main.lockedUpdate that a holder goroutine keeps taking to run
 // main.holdBig. The Go runtime's semaphore release readies the waiting
@@ -133,7 +185,7 @@ func TestVarianceGoMutexHandoff(t *testing.T) {
 		if len(f) == 3 && f[0] == "holder" && f[1] == "goroutine" {
 			holder = "goroutine " + f[2]
 		}
-		if len(f) == 4 && f[0] == "req" {
+		if len(f) == 5 && f[0] == "req" {
 			reqs++
 		}
 	}

@@ -194,10 +194,15 @@ from VProfiler: docs/variance.md.`,
 			// A Go program's goroutines park and are readied by the Go
 			// scheduler, which the kernel does not see: probe it.
 			var goRT variance.GoRuntime
+			var goFunc func(uint64) string
 			if schedEv && exe != "" && isGoExe(exe) {
 				o.Args = true
 				o.Reads = append(o.Reads, variance.GoSchedReads...)
-				for _, n := range variance.GoSchedFuncs {
+				fns, err := tracer.FuncsIn(exe, variance.GoSchedFuncs)
+				if err != nil {
+					return err
+				}
+				for _, n := range fns {
 					if !seen[n] {
 						seen[n] = true
 						p, err := tracer.ParsePattern(n, false)
@@ -209,6 +214,7 @@ from VProfiler: docs/variance.md.`,
 				}
 				var errs []error
 				goRT, errs = goRuntimeOf(exe)
+				goFunc = tracer.FuncAt(exe)
 				for _, err := range errs {
 					warnf(stderr, "%v", err)
 				}
@@ -217,7 +223,7 @@ from VProfiler: docs/variance.md.`,
 				warnf(stderr, "the interval is marked by USDT probes: give --functions to time the functions called between the marks")
 			}
 			ref := &refiner{spec: spec, cg: cg, heights: heights, k: k, d: d, rounds: rounds, perRound: perRound,
-				interactive: interactive, stderr: stderr, goRT: goRT}
+				interactive: interactive, stderr: stderr, goRT: goRT, goFunc: goFunc}
 			if cg != nil && rounds > 1 {
 				o.Refine = ref.refine
 			}
@@ -268,7 +274,8 @@ from VProfiler: docs/variance.md.`,
 // intervals, the chosen factors' functions have their callees probed.
 type refiner struct {
 	spec        variance.Spec
-	goRT        variance.GoRuntime // a Go program's runtime (goRuntimeOf)
+	goRT        variance.GoRuntime  // a Go program's runtime (goRuntimeOf)
+	goFunc      func(uint64) string // names a Go program's return addresses (tracer.FuncAt)
 	cg          map[string][]string
 	heights     map[string]int
 	k           int
@@ -299,8 +306,13 @@ func (r *refiner) refine(calls []recording.Call, probes []recording.Probe, off [
 			in.Spans = true
 		}
 	} else if in.Go != nil {
-		schedStates(&in, goTimeline(in.Go, in.Calls, r.goRT))
+		// The goroutines' critical paths; the functions that made the
+		// wake-ups on them (the callers of the runtime's channel, select
+		// and mutex functions) are the wakers' to propose.
+		tl, funcs := goTimeline(in.Go, in.Calls, r.goRT, r.goFunc)
+		schedStates(&in, tl)
 		in.Spans = true
+		live = &liveSched{tl: tl, funcs: funcs, base: map[string]bool{}}
 	}
 	res, err := variance.Analyse(in)
 	if res == nil || res.Intervals < r.perRound {
@@ -504,7 +516,8 @@ func varianceOf(p *profile.Profile, path string, spec variance.Spec, k int, d fl
 				break
 			}
 		}
-		schedStates(&in, goTimeline(in.Go, in.Calls, rt))
+		tl, _ := goTimeline(in.Go, in.Calls, rt, nil)
+		schedStates(&in, tl)
 	} else if in.Goroutines && (tl != nil || hasSched(p.Metas)) {
 		warn = "no scheduler states: they are the OS threads', and the calls of a Go program are placed by goroutine, and the recording has no probes on the Go scheduler (culprit variance --sched sets them)"
 	} else if tl != nil {

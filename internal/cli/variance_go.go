@@ -52,8 +52,28 @@ func goRuntimeOf(exe string) (rt variance.GoRuntime, errs []error) {
 // to the wake-up that readied it (the waker the goroutine that did), then
 // runnable until the park returned. A park no seen wake-up ended is
 // blocked throughout. The threads' names are "goroutine ID".
-func goTimeline(g *variance.GoSched, calls []variance.Call, rt variance.GoRuntime) *sched.Timeline {
+func goTimeline(g *variance.GoSched, calls []variance.Call, rt variance.GoRuntime, name func(uint64) string) (*sched.Timeline, [][]string) {
 	reasons := rt.Reasons
+	// funcs are the wake-ups' functions (the blocked intervals'
+	// WakerStack), named by name.
+	var funcs [][]string
+	stack := map[string]int32{}
+	waker := func(w variance.GoWake) int32 {
+		if name == nil || w.Site == 0 {
+			return -1
+		}
+		f := name(w.Site)
+		if f == "" {
+			return -1
+		}
+		i, ok := stack[f]
+		if !ok {
+			i = int32(len(funcs))
+			stack[f] = i
+			funcs = append(funcs, []string{f})
+		}
+		return i
+	}
 	tl := &sched.Timeline{Threads: map[uint32]*sched.Thread{}}
 	lo, hi := map[uint32]uint64{}, map[uint32]uint64{}
 	see := func(lane uint32, from, to uint64) {
@@ -91,9 +111,9 @@ func goTimeline(g *variance.GoSched, calls []variance.Call, rt variance.GoRuntim
 	}
 	for lane, from := range lo {
 		th := &sched.Thread{TID: lane, Name: fmt.Sprintf("goroutine %d", g.Goids[lane])}
-		add := func(a, b uint64, st sched.State, waker uint32, open bool) {
+		add := func(a, b uint64, st sched.State, waker uint32, ws int32, open bool) {
 			if b > a || (b == a && open) {
-				th.Intervals = append(th.Intervals, sched.Interval{From: a, To: b, State: st, Waker: waker, WakerStack: -1, Stack: -1, Open: open})
+				th.Intervals = append(th.Intervals, sched.Interval{From: a, To: b, State: st, Waker: waker, WakerStack: ws, Stack: -1, Open: open})
 			}
 		}
 		ps := parks[lane]
@@ -105,19 +125,19 @@ func goTimeline(g *variance.GoSched, calls []variance.Call, rt variance.GoRuntim
 			if p.Start < t {
 				continue // overlaps the one before: not a park of its own
 			}
-			add(t, p.Start, sched.OnCPU, 0, false)
+			add(t, p.Start, sched.OnCPU, 0, -1, false)
 			st := goState(p.Reason, reasons)
 			i, _ := slices.BinarySearchFunc(ws, p.Start, func(w variance.GoWake, t uint64) int { return compare(w.Time, t) })
 			if i < len(ws) && ws[i].Time <= p.End && !p.Open {
-				add(p.Start, ws[i].Time, st, ws[i].Waker, false)
-				add(ws[i].Time, p.End, sched.Runnable, 0, false)
+				add(p.Start, ws[i].Time, st, ws[i].Waker, waker(ws[i]), false)
+				add(ws[i].Time, p.End, sched.Runnable, 0, -1, false)
 			} else {
-				add(p.Start, p.End, st, 0, p.Open)
+				add(p.Start, p.End, st, 0, -1, p.Open)
 			}
 			t = p.End
 			tl.Switches++
 		}
-		add(t, hi[lane], sched.OnCPU, 0, false)
+		add(t, hi[lane], sched.OnCPU, 0, -1, false)
 		if len(th.Intervals) == 0 {
 			continue
 		}
@@ -127,7 +147,7 @@ func goTimeline(g *variance.GoSched, calls []variance.Call, rt variance.GoRuntim
 		}
 		tl.End = max(tl.End, th.Intervals[len(th.Intervals)-1].To)
 	}
-	return tl
+	return tl, funcs
 }
 
 func compare(a, b uint64) int {

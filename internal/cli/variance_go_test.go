@@ -25,7 +25,7 @@ func TestGoTimeline(t *testing.T) {
 		Goids: map[uint32]uint64{a: 7, b: 9},
 	}
 	calls := []variance.Call{{Start: 50, End: 300, TID: a}, {Start: 10, End: 155, TID: b}}
-	tl := goTimeline(g, calls, variance.GoRuntime{Reasons: reasons, PollRG: -1, PollWG: -1})
+	tl, _ := goTimeline(g, calls, variance.GoRuntime{Reasons: reasons, PollRG: -1, PollWG: -1}, nil)
 	want := []sched.Interval{
 		{From: 50, To: 100, State: sched.OnCPU},
 		{From: 100, To: 150, State: sched.Lock, Waker: b},

@@ -134,3 +134,31 @@ func GoPollOffsets(exe string) (rg, wg int, err error) {
 	}
 	return rg, wg, nil
 }
+
+// FuncsIn are those of names that are functions of the executable's
+// symbol table, in their order: the runtime's functions a Go release
+// has (some are renamed or inlined between releases).
+func FuncsIn(exe string, names []string) ([]string, error) {
+	f, err := elf.Open(exe)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	if err != nil {
+		return nil, err
+	}
+	have := map[string]bool{}
+	for _, s := range syms {
+		if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Section != elf.SHN_UNDEF && s.Value != 0 {
+			have[s.Name] = true
+		}
+	}
+	var out []string
+	for _, n := range names {
+		if have[n] {
+			out = append(out, n)
+		}
+	}
+	return out, nil
+}

@@ -37,6 +37,12 @@ func TestGoRuntimeTables(t *testing.T) {
 	if rg == wg || rg < 8 || wg < 8 || rg%8 != 0 || wg%8 != 0 || rg > 256 || wg > 256 {
 		t.Errorf("pollDesc.rg at %d, wg at %d", rg, wg)
 	}
+	// The runtime's functions this release has: an unknown name is left
+	// out.
+	fs, err := FuncsIn(bin, []string{"runtime.gopark", "runtime.noSuchFunction", "runtime.chansend1"})
+	if err != nil || !slices.Equal(fs, []string{"runtime.gopark", "runtime.chansend1"}) {
+		t.Errorf("functions in the executable: %q, %v", fs, err)
+	}
 	rs, err := GoWaitReasons(bin)
 	if err != nil {
 		t.Fatal(err)

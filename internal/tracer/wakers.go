@@ -163,3 +163,16 @@ func (s *session) onSched(smp recording.Sample, user []uint64) {
 	}
 	s.schedRound = append(s.schedRound, e)
 }
+
+// FuncAt names the function of the executable a return address in it
+// (a virtual address of the file, as a non-PIE executable runs) is in:
+// the caller that made the call. "" when none.
+func FuncAt(exe string) func(ret uint64) string {
+	t := newFuncTable(exe)
+	return func(ret uint64) string {
+		if ret == 0 {
+			return ""
+		}
+		return t.byAddr(ret - 1)
+	}
+}

@@ -62,3 +62,24 @@ func TestWakerFuncs(t *testing.T) {
 		t.Errorf("the C library is taken for the executable")
 	}
 }
+
+// A return address names the function the call was made in: the address
+// just after the call may be the next function's first byte, so it is
+// looked up one byte back.
+func TestFuncAt(t *testing.T) {
+	bin := testutil.C(t, "tracecalls", []string{"tracecalls.c"}, "-O2", "-g", "-pthread")
+	w, m := testutil.Symbol(t, bin, "worker"), testutil.Symbol(t, bin, "main")
+	at := FuncAt(bin)
+	if got := at(w.Value + 1); got != "worker" {
+		t.Errorf("one byte into worker: %q", got)
+	}
+	if got := at(w.Value + w.Size); got != "worker" {
+		t.Errorf("worker's end (a call as its last instruction returns there): %q", got)
+	}
+	if got := at(m.Value + m.Size/2); got != "main" {
+		t.Errorf("inside main: %q", got)
+	}
+	if got := at(0); got != "" {
+		t.Errorf("no address: %q", got)
+	}
+}

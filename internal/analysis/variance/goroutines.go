@@ -27,14 +27,26 @@ import (
 //     network poller's fired): "(timer)"; inside send, recv or
 //     readyWithTime it is their wake-up, already taken; inside none, the
 //     runtime's own ("(runtime)");
+//   - the runtime's functions a program's own code calls to send, receive,
+//     select, close a channel or unlock a mutex (GoUserEntries): the
+//     return address of the one the waker was in names the program's
+//     function that made the wake-up (GoWake.Site), for refinement to
+//     probe;
 //   - runtime.netpollready: the network poller found a descriptor ready
 //     (its pollDesc pd, and mode 'r', 'w' or both) and readies the
 //     goroutines parked on it, those whose gopark's lock is &pd.rg or
 //     &pd.wg (at the offsets the executable's DWARF gives,
 //     GoRuntime.PollRG, PollWG): "(netpoll)".
 var (
-	GoSchedFuncs = []string{"runtime.gopark", "runtime.send", "runtime.recv", "runtime.readyWithTime",
-		goReady, goClose, goTimer, goPollTimer, goPollReady}
+	GoSchedFuncs = append([]string{"runtime.gopark", "runtime.send", "runtime.recv", "runtime.readyWithTime",
+		goReady, goTimer, goPollTimer, goPollReady}, GoUserEntries...)
+	// GoUserEntries are the functions of the runtime (and sync) that the
+	// compiler's code for a channel operation, a select or a mutex's
+	// Unlock calls (two names of the mutex's slow path: before Go 1.24
+	// and since). Those the executable has not are not probed.
+	GoUserEntries = []string{goClose, "runtime.chansend1", "runtime.chanrecv1", "runtime.chanrecv2", "runtime.selectgo",
+		"runtime.selectnbsend", "runtime.selectnbrecv", "sync.(*Mutex).unlockSlow", "internal/sync.(*Mutex).unlockSlow",
+		"sync.(*RWMutex).Unlock", "sync.(*RWMutex).RUnlock", "sync.(*WaitGroup).Add", "sync.(*Cond).Signal", "sync.(*Cond).Broadcast"}
 	// GoSchedReads read the woken goroutine's id at the waking probes.
 	GoSchedReads = []string{"sg->g->goid", "s->g->goid", "gp->goid"}
 )
@@ -80,11 +92,13 @@ type goReadyCall struct {
 }
 
 // goEnclosing is a call runtime.ready may be made inside of (fn), on
-// thread TID, by lane.
+// thread TID, by lane; or a call of GoUserEntries (Site its return
+// address).
 type goEnclosing struct {
 	fn         string
 	Start, End uint64
 	TID, Lane  uint32
+	Site       uint64
 }
 
 // goPoll is a call of runtime.netpollready.
@@ -97,6 +111,9 @@ type goPoll struct {
 type GoWake struct {
 	Time         uint64
 	Waker, Wakee uint32
+	// Site is the return address of the call of GoUserEntries the waker
+	// made it in (in the program's function that did it), 0 if none.
+	Site uint64
 }
 
 // GoSched are a Go program's parks and wake-ups, by lane.
@@ -113,6 +130,7 @@ type GoSched struct {
 	readies []goReadyCall
 	encl    []goEnclosing
 	polls   []goPoll
+	entries map[uint32][]goEnclosing // GoUserEntries' calls by lane
 }
 
 // GoRuntime are facts of a Go executable's runtime the analysis of its
@@ -158,8 +176,22 @@ func (g *GoSched) add(fn string, lane, tid uint32, c Call, params []string, ls l
 	case goPollReady:
 		g.polls = append(g.polls, goPoll{Time: c.Start, PD: arg(1), Mode: arg(2)})
 		return
-	case goClose, goTimer, goPollTimer:
+	case goTimer, goPollTimer:
 		g.encl = append(g.encl, goEnclosing{fn: fn, Start: c.Start, End: c.End, TID: tid, Lane: lane})
+		return
+	}
+	if slices.Contains(GoUserEntries, fn) {
+		e := goEnclosing{fn: fn, Start: c.Start, End: c.End, TID: tid, Lane: lane, Site: uint64(c.Site)}
+		if c.Unreturned {
+			e.End = ^uint64(0)
+		}
+		if fn == goClose {
+			g.encl = append(g.encl, e)
+		}
+		if g.entries == nil {
+			g.entries = map[uint32][]goEnclosing{}
+		}
+		g.entries[lane] = append(g.entries[lane], e)
 		return
 	}
 	for i, p := range params {
@@ -238,7 +270,30 @@ func (g *GoSched) Wakeups(rt GoRuntime) []GoWake {
 		}
 	}
 	slices.SortStableFunc(out, func(a, b GoWake) int { return compareU64(a.Time, b.Time) })
+	for _, es := range g.entries {
+		slices.SortFunc(es, func(a, b goEnclosing) int { return compareU64(a.Start, b.Start) })
+	}
+	for i, w := range out {
+		out[i].Site = g.site(w.Waker, w.Time)
+	}
 	return out
+}
+
+// site is the return address of the call of GoUserEntries lane was in at
+// t (they do not call each other: the last begun by t), 0 when none.
+// The entries are sorted by Start.
+func (g *GoSched) site(lane uint32, t uint64) uint64 {
+	es := g.entries[lane]
+	i, _ := slices.BinarySearchFunc(es, t, func(e goEnclosing, t uint64) int {
+		if e.Start <= t {
+			return -1
+		}
+		return 1
+	})
+	if i == 0 || es[i-1].End < t {
+		return 0
+	}
+	return es[i-1].Site
 }
 
 func compareU64(a, b uint64) int {

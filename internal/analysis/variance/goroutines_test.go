@@ -57,12 +57,13 @@ func TestGoRuntimeWakeups(t *testing.T) {
 		{ID: 5, Function: "runtime.closechan", Params: []string{"c:p8:runtime.hchan *"}},
 		{ID: 6, Function: "runtime.goroutineReady", Params: []string{"arg:p8:interface {}"}},
 		{ID: 7, Function: "runtime.netpollready", Params: []string{"toRun:p8:runtime.gList *", "pd:p8:runtime.pollDesc *", "mode:i4:int32"}},
+		{ID: 8, Function: "runtime.chansend1", Params: []string{"c:p8:runtime.hchan *", "elem:p8:void *"}},
 	}
 	const g0 = 0xc000001000 // a scheduler's g: its address names it
 	calls := []recording.Call{
 		{Start: 10, End: 900, Probe: 1, Goroutine: 7, TID: 100},
 		// Goroutine 9 closes a channel on thread 101: ready on g0 inside.
-		{Start: 100, End: 130, Probe: 5, Goroutine: 9, TID: 101},
+		{Start: 100, End: 130, Probe: 5, Goroutine: 9, TID: 101, Site: 0x401234},
 		{Start: 110, End: 112, Probe: 4, Goroutine: g0, TID: 101, Args: []uint64{1, 0, 1, 7}},
 		// The same thread later, in none of the calls: the runtime's.
 		{Start: 200, End: 202, Probe: 4, Goroutine: g0, TID: 101, Args: []uint64{1, 0, 1, 11}},
@@ -70,6 +71,9 @@ func TestGoRuntimeWakeups(t *testing.T) {
 		{Start: 300, End: 320, Probe: 6, Goroutine: g0, TID: 102},
 		{Start: 305, End: 306, Probe: 4, Goroutine: g0, TID: 102, Args: []uint64{1, 0, 1, 12}},
 		// A send on 102 readies 13 itself: ready inside it is not another.
+		// The program's code called chansend1 (at its return address
+		// 0x405678), the runtime send.
+		{Start: 395, End: 425, Probe: 8, Goroutine: 9, TID: 102, Site: 0x405678},
 		{Start: 400, End: 420, Probe: 3, Goroutine: 9, TID: 102, Args: []uint64{1, 2, 3, 13}},
 		{Start: 410, End: 411, Probe: 4, Goroutine: g0, TID: 102, Args: []uint64{1, 0, 1, 13}},
 		// Goroutines 14 and 15 wait to read and to write descriptor
@@ -88,10 +92,10 @@ func TestGoRuntimeWakeups(t *testing.T) {
 	}
 	got := in.Go.Wakeups(GoRuntime{PollRG: 16, PollWG: 24})
 	want := []GoWake{
-		{Time: 110, Waker: lane[9], Wakee: lane[7]},
+		{Time: 110, Waker: lane[9], Wakee: lane[7], Site: 0x401234},
 		{Time: 200, Waker: LaneRuntime, Wakee: lane[11]},
 		{Time: 305, Waker: LaneTimer, Wakee: lane[12]},
-		{Time: 400, Waker: lane[9], Wakee: lane[13]},
+		{Time: 400, Waker: lane[9], Wakee: lane[13], Site: 0x405678},
 		{Time: 600, Waker: LaneNetpoll, Wakee: lane[14]},
 	}
 	if !slices.Equal(got, want) {

@@ -7,7 +7,8 @@
 // request in four and 100 µs for the others. The program times each
 // handle and each work over the spans the probes time (from just before
 // the call to the function's last statement) and prints "req ID HANDLE_NS
-// WORK_NS" for each request and "worker goroutine GOID", the worker's id
+// WORK_NS START" for each request (START when handle was called, ns of
+// CLOCK_MONOTONIC, the probes' clock) and "worker goroutine GOID", the worker's id
 // as the runtime's stack dump names it.
 //
 // With "close", the worker ends each job by closing its channel instead
@@ -32,11 +33,18 @@ import (
 	"strconv"
 	"sync"
 	"time"
+	_ "unsafe" // go:linkname
 )
+
+// nanotime is the runtime's CLOCK_MONOTONIC reading, the probes' clock.
+//
+//go:linkname nanotime runtime.nanotime
+func nanotime() int64
 
 type job struct {
 	id               int
 	t0               time.Time
+	start            int64 // nanotime at t0
 	done             chan struct{}
 	handleNS, workNS time.Duration
 }
@@ -144,10 +152,10 @@ func handleMutex(j *job) {
 func serveMutex(w http.ResponseWriter, r *http.Request) {
 	id, _ := strconv.Atoi(r.URL.Query().Get("id"))
 	j := &job{id: id}
-	j.t0 = time.Now()
+	j.t0, j.start = time.Now(), nanotime()
 	handleMutex(j)
 	io.WriteString(w, "ok\n")
-	out <- fmt.Sprintf("req %d %d 0", id, j.handleNS.Nanoseconds())
+	out <- fmt.Sprintf("req %d %d 0 %d", id, j.handleNS.Nanoseconds(), j.start)
 }
 
 // handle is the request's interval: it hands the job to the worker and
@@ -164,10 +172,10 @@ func handle(j *job) {
 func serve(w http.ResponseWriter, r *http.Request) {
 	id, _ := strconv.Atoi(r.URL.Query().Get("id"))
 	j := &job{id: id, done: make(chan struct{})}
-	j.t0 = time.Now()
+	j.t0, j.start = time.Now(), nanotime()
 	handle(j)
 	io.WriteString(w, "ok\n")
-	out <- fmt.Sprintf("req %d %d %d", id, j.handleNS.Nanoseconds(), j.workNS.Nanoseconds())
+	out <- fmt.Sprintf("req %d %d %d %d", id, j.handleNS.Nanoseconds(), j.workNS.Nanoseconds(), j.start)
 }
 
 func main() {

@@ -174,7 +174,7 @@ func (g *GoSched) add(fn string, lane, tid uint32, c Call, params []string, ls l
 		g.Parks = append(g.Parks, GoPark{Lane: lane, Start: c.Start, End: c.End, Reason: uint8(arg(2)), Lock: arg(1), Open: c.Unreturned})
 		return
 	case goPollReady:
-		g.polls = append(g.polls, goPoll{Time: c.Start, PD: arg(1), Mode: arg(2)})
+		g.polls = append(g.polls, goPoll{Time: c.Start, PD: arg(1), Mode: uint64(uint32(arg(2)))})
 		return
 	case goTimer, goPollTimer:
 		g.encl = append(g.encl, goEnclosing{fn: fn, Start: c.Start, End: c.End, TID: tid, Lane: lane})

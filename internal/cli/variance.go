@@ -309,7 +309,13 @@ func (r *refiner) refine(calls []recording.Call, probes []recording.Probe, off [
 		// The goroutines' critical paths; the functions that made the
 		// wake-ups on them (the callers of the runtime's channel, select
 		// and mutex functions) are the wakers' to propose.
-		tl, funcs := goTimeline(in.Go, in.Calls, r.goRT, r.goFunc)
+		// The kernel's switches of the goroutines' threads tell when the
+		// thread of a running goroutine was preempted.
+		var kernel *sched.Timeline
+		if len(events) > 0 {
+			kernel = newLiveSched(events).tl
+		}
+		tl, funcs := goTimeline(in.Go, in.Calls, r.goRT, r.goFunc, kernel)
 		schedStates(&in, tl)
 		in.Spans = true
 		live = &liveSched{tl: tl, funcs: funcs, base: map[string]bool{}}
@@ -516,8 +522,14 @@ func varianceOf(p *profile.Profile, path string, spec variance.Spec, k int, d fl
 				break
 			}
 		}
-		tl, _ := goTimeline(in.Go, in.Calls, rt, nil)
-		schedStates(&in, tl)
+		// The kernel's timeline of the threads, when recorded: their
+		// preemptions while the runtime ran a goroutine.
+		kernel := tl
+		if kernel == nil && hasSched(p.Metas) {
+			kernel, _ = sched.States(p)
+		}
+		gtl, _ := goTimeline(in.Go, in.Calls, rt, nil, kernel)
+		schedStates(&in, gtl)
 	} else if in.Goroutines && (tl != nil || hasSched(p.Metas)) {
 		warn = "no scheduler states: they are the OS threads', and the calls of a Go program are placed by goroutine, and the recording has no probes on the Go scheduler (culprit variance --sched sets them)"
 	} else if tl != nil {

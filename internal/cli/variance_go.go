@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/culprit-dev/culprit/internal/analysis/sched"
@@ -52,7 +53,7 @@ func goRuntimeOf(exe string) (rt variance.GoRuntime, errs []error) {
 // to the wake-up that readied it (the waker the goroutine that did), then
 // runnable until the park returned. A park no seen wake-up ended is
 // blocked throughout. The threads' names are "goroutine ID".
-func goTimeline(g *variance.GoSched, calls []variance.Call, rt variance.GoRuntime, name func(uint64) string) (*sched.Timeline, [][]string) {
+func goTimeline(g *variance.GoSched, calls []variance.Call, rt variance.GoRuntime, name func(uint64) string, kernel *sched.Timeline) (*sched.Timeline, [][]string) {
 	reasons := rt.Reasons
 	// funcs are the wake-ups' functions (the blocked intervals'
 	// WakerStack), named by name.
@@ -116,16 +117,48 @@ func goTimeline(g *variance.GoSched, calls []variance.Call, rt variance.GoRuntim
 				th.Intervals = append(th.Intervals, sched.Interval{From: a, To: b, State: st, Waker: waker, WakerStack: ws, Stack: -1, Open: open})
 			}
 		}
+		// running adds a stretch the runtime ran the goroutine on thread
+		// tid (0: not known) in the states the kernel's timeline of that
+		// thread gives (preempted: runnable; in a blocking system call:
+		// blocked), on-cpu where it gives none.
+		running := func(a, b uint64, tid uint32) {
+			var kt *sched.Thread
+			if kernel != nil && tid != 0 {
+				kt = kernel.Thread(tid)
+			}
+			if kt == nil {
+				add(a, b, sched.OnCPU, 0, -1, false)
+				return
+			}
+			kiv := kt.Intervals
+			t := a
+			for i := sort.Search(len(kiv), func(i int) bool { return kiv[i].To > a }); i < len(kiv) && kiv[i].From < b && t < b; i++ {
+				lo, hi := max(kiv[i].From, t), min(kiv[i].To, b)
+				if hi <= lo {
+					continue
+				}
+				add(t, lo, sched.OnCPU, 0, -1, false)
+				st := kiv[i].State
+				if st == sched.Unknown {
+					st = sched.OnCPU
+				}
+				add(lo, hi, st, 0, -1, false)
+				t = hi
+			}
+			add(t, b, sched.OnCPU, 0, -1, false)
+		}
 		ps := parks[lane]
 		slices.SortFunc(ps, func(a, b variance.GoPark) int { return compare(a.Start, b.Start) })
 		ws := wakes[lane]
 		slices.SortFunc(ws, func(a, b variance.GoWake) int { return compare(a.Time, b.Time) })
 		t := from
+		var tid uint32 // the thread the goroutine runs on since t
 		for _, p := range ps {
 			if p.Start < t {
 				continue // overlaps the one before: not a park of its own
 			}
-			add(t, p.Start, sched.OnCPU, 0, -1, false)
+			running(t, p.Start, tid)
+			tid = p.TID
 			st := goState(p.Reason, reasons)
 			i, _ := slices.BinarySearchFunc(ws, p.Start, func(w variance.GoWake, t uint64) int { return compare(w.Time, t) })
 			if i < len(ws) && ws[i].Time <= p.End && !p.Open {
@@ -137,7 +170,7 @@ func goTimeline(g *variance.GoSched, calls []variance.Call, rt variance.GoRuntim
 			t = p.End
 			tl.Switches++
 		}
-		add(t, hi[lane], sched.OnCPU, 0, -1, false)
+		running(t, hi[lane], tid)
 		if len(th.Intervals) == 0 {
 			continue
 		}

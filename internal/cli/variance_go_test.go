@@ -25,7 +25,7 @@ func TestGoTimeline(t *testing.T) {
 		Goids: map[uint32]uint64{a: 7, b: 9},
 	}
 	calls := []variance.Call{{Start: 50, End: 300, TID: a}, {Start: 10, End: 155, TID: b}}
-	tl, _ := goTimeline(g, calls, variance.GoRuntime{Reasons: reasons, PollRG: -1, PollWG: -1}, nil)
+	tl, _ := goTimeline(g, calls, variance.GoRuntime{Reasons: reasons, PollRG: -1, PollWG: -1}, nil, nil)
 	want := []sched.Interval{
 		{From: 50, To: 100, State: sched.OnCPU},
 		{From: 100, To: 150, State: sched.Lock, Waker: b},
@@ -64,6 +64,51 @@ func TestGoTimeline(t *testing.T) {
 	// Unknown reasons (no table) are lock waits.
 	if goState(2, nil) != sched.Lock || goState(2, reasons) != sched.Sleep {
 		t.Error("goState")
+	}
+}
+
+// With the kernel's timeline of the threads, a goroutine's running
+// stretch is in the states of the thread its park returned on: preempted
+// there, runnable; in a blocking system call, blocked; where the kernel
+// shows nothing, the runtime's on-cpu.
+func TestGoTimelineKernel(t *testing.T) {
+	a := uint32(variance.GoroutineLane | 1)
+	g := &variance.GoSched{
+		Parks: []variance.GoPark{
+			{Lane: a, Start: 100, End: 160, Reason: 1, TID: 7}, // runs on thread 7 from 160
+			{Lane: a, Start: 260, End: 280, Reason: 1, TID: 8},
+		},
+		Goids: map[uint32]uint64{a: 5},
+	}
+	calls := []variance.Call{{Start: 50, End: 300, TID: a}}
+	kernel := &sched.Timeline{Threads: map[uint32]*sched.Thread{
+		7: {TID: 7, Intervals: []sched.Interval{
+			{From: 0, To: 170, State: sched.OnCPU},
+			{From: 170, To: 190, State: sched.Runnable}, // preempted
+			{From: 190, To: 200, State: sched.OnCPU},
+			{From: 200, To: 230, State: sched.IO}, // a read that blocked
+		}},
+	}}
+	tl, _ := goTimeline(g, calls, variance.GoRuntime{PollRG: -1, PollWG: -1}, nil, kernel)
+	want := []sched.Interval{
+		{From: 50, To: 100, State: sched.OnCPU}, // its thread before the first park not known
+		{From: 100, To: 160, State: sched.Lock},
+		{From: 160, To: 170, State: sched.OnCPU},
+		{From: 170, To: 190, State: sched.Runnable},
+		{From: 190, To: 200, State: sched.OnCPU},
+		{From: 200, To: 230, State: sched.IO},
+		{From: 230, To: 260, State: sched.OnCPU}, // past the kernel's last interval
+		{From: 260, To: 280, State: sched.Lock},
+		{From: 280, To: 300, State: sched.OnCPU}, // thread 8: no kernel timeline
+	}
+	th := tl.Thread(a)
+	if th == nil || len(th.Intervals) != len(want) {
+		t.Fatalf("goroutine: %+v", th)
+	}
+	for i, w := range want {
+		if got := th.Intervals[i]; got.From != w.From || got.To != w.To || got.State != w.State {
+			t.Errorf("interval %d: %+v, want %+v", i, got, w)
+		}
 	}
 }
 

@@ -82,6 +82,8 @@ type GoPark struct {
 	Reason     uint8  // the runtime's waitReason
 	Lock       uint64 // gopark's lock argument (the network poller's: &pd.rg, &pd.wg)
 	Open       bool   // still parked when tracing ended
+	// TID is the thread the goroutine ran on again (gopark returned on).
+	TID uint32
 }
 
 // goReadyCall is a call of runtime.ready on thread TID readying Wakee.
@@ -171,7 +173,7 @@ func (g *GoSched) add(fn string, lane, tid uint32, c Call, params []string, ls l
 	}
 	switch fn {
 	case goPark:
-		g.Parks = append(g.Parks, GoPark{Lane: lane, Start: c.Start, End: c.End, Reason: uint8(arg(2)), Lock: arg(1), Open: c.Unreturned})
+		g.Parks = append(g.Parks, GoPark{Lane: lane, Start: c.Start, End: c.End, Reason: uint8(arg(2)), Lock: arg(1), Open: c.Unreturned, TID: tid})
 		return
 	case goPollReady:
 		g.polls = append(g.polls, goPoll{Time: c.Start, PD: arg(1), Mode: uint64(uint32(arg(2)))})

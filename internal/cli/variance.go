@@ -198,7 +198,13 @@ from VProfiler: docs/variance.md.`,
 			if schedEv && exe != "" && isGoExe(exe) {
 				o.Args = true
 				o.Reads = append(o.Reads, variance.GoSchedReads...)
-				fns, err := tracer.FuncsIn(exe, variance.GoSchedFuncs)
+				want := variance.GoSchedFuncs
+				if cg != nil && rounds > 1 {
+					// Refinement names the wakers' functions by the
+					// runtime functions they called.
+					want = append(slices.Clone(want), variance.GoUserEntries...)
+				}
+				fns, err := tracer.FuncsIn(exe, want)
 				if err != nil {
 					return err
 				}

@@ -38,12 +38,14 @@ import (
 //     &pd.wg (at the offsets the executable's DWARF gives,
 //     GoRuntime.PollRG, PollWG): "(netpoll)".
 var (
-	GoSchedFuncs = append([]string{"runtime.gopark", "runtime.send", "runtime.recv", "runtime.readyWithTime",
-		goReady, goTimer, goPollTimer, goPollReady}, GoUserEntries...)
+	GoSchedFuncs = []string{"runtime.gopark", "runtime.send", "runtime.recv", "runtime.readyWithTime",
+		goReady, goClose, goTimer, goPollTimer, goPollReady}
 	// GoUserEntries are the functions of the runtime (and sync) that the
 	// compiler's code for a channel operation, a select or a mutex's
 	// Unlock calls (two names of the mutex's slow path: before Go 1.24
-	// and since). Those the executable has not are not probed.
+	// and since), probed for refinement only (they are most of the
+	// scheduler probes' calls). Those the executable has not are not
+	// probed.
 	GoUserEntries = []string{goClose, "runtime.chansend1", "runtime.chanrecv1", "runtime.chanrecv2", "runtime.selectgo",
 		"runtime.selectnbsend", "runtime.selectnbrecv", "sync.(*Mutex).unlockSlow", "internal/sync.(*Mutex).unlockSlow",
 		"sync.(*RWMutex).Unlock", "sync.(*RWMutex).RUnlock", "sync.(*WaitGroup).Add", "sync.(*Cond).Signal", "sync.(*Cond).Broadcast"}
@@ -72,7 +74,7 @@ const (
 func IsRuntimeLane(lane uint32) bool { return lane&(GoroutineLane|1<<30) == GoroutineLane|1<<30 }
 
 // isGoSched reports whether fn is one of GoSchedFuncs.
-func isGoSched(fn string) bool { return slices.Contains(GoSchedFuncs, fn) }
+func isGoSched(fn string) bool { return slices.Contains(GoSchedFuncs, fn) || slices.Contains(GoUserEntries, fn) }
 
 // GoPark is a goroutine parked by the runtime: from Start (gopark's
 // entry) to End (its return, when the goroutine ran again).

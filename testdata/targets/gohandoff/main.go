@@ -9,7 +9,8 @@
 // the call to the function's last statement) and prints "req ID HANDLE_NS
 // WORK_NS START" for each request (START when handle was called, ns of
 // CLOCK_MONOTONIC, the probes' clock) and "worker goroutine GOID", the worker's id
-// as the runtime's stack dump names it.
+// as the runtime's stack dump names it, and at the end "cpu USER_NS SYS_NS",
+// the process's CPU time (the probes' traps are its system time).
 //
 // With "close", the worker ends each job by closing its channel instead
 // of sending on it: the runtime then readies the waiting handler on the
@@ -32,6 +33,7 @@ import (
 	"runtime"
 	"strconv"
 	"sync"
+	"syscall"
 	"time"
 	_ "unsafe" // go:linkname
 )
@@ -227,4 +229,8 @@ func main() {
 	close(stop)
 	close(out)
 	<-done
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) == nil {
+		fmt.Printf("cpu %d %d\n", ru.Utime.Nano(), ru.Stime.Nano())
+	}
 }

@@ -73,8 +73,10 @@ const (
 // goroutines.
 func IsRuntimeLane(lane uint32) bool { return lane&(GoroutineLane|1<<30) == GoroutineLane|1<<30 }
 
-// isGoSched reports whether fn is one of GoSchedFuncs.
-func isGoSched(fn string) bool { return slices.Contains(GoSchedFuncs, fn) || slices.Contains(GoUserEntries, fn) }
+// isGoSched reports whether fn is one of GoSchedFuncs or GoUserEntries.
+func isGoSched(fn string) bool {
+	return slices.Contains(GoSchedFuncs, fn) || slices.Contains(GoUserEntries, fn)
+}
 
 // GoPark is a goroutine parked by the runtime: from Start (gopark's
 // entry) to End (its return, when the goroutine ran again).

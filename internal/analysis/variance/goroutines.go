@@ -260,6 +260,15 @@ func (g *GoSched) Wakeups(rt GoRuntime) []GoWake {
 		out = append(out, GoWake{Time: r.Time, Waker: waker, Wakee: r.Wakee})
 	}
 	if rt.PollRG >= 0 && rt.PollWG >= 0 && len(g.polls) > 0 {
+		// The parks by their lock argument (a descriptor's word), by
+		// start: one goroutine at a time waits on a word.
+		byLock := map[uint64][]int{}
+		for i, k := range g.Parks {
+			byLock[k.Lock] = append(byLock[k.Lock], i)
+		}
+		for _, is := range byLock {
+			slices.SortFunc(is, func(a, b int) int { return compareU64(g.Parks[a].Start, g.Parks[b].Start) })
+		}
 		for _, p := range g.polls {
 			var locks []uint64
 			if p.Mode == 'r' || p.Mode == 'r'+'w' {
@@ -268,8 +277,19 @@ func (g *GoSched) Wakeups(rt GoRuntime) []GoWake {
 			if p.Mode == 'w' || p.Mode == 'r'+'w' {
 				locks = append(locks, p.PD+uint64(rt.PollWG))
 			}
-			for _, k := range g.Parks {
-				if k.Start <= p.Time && (k.Open || k.End >= p.Time) && slices.Contains(locks, k.Lock) {
+			for _, l := range locks {
+				is := byLock[l]
+				// The last park on the word begun by the readiness.
+				j, _ := slices.BinarySearchFunc(is, p.Time, func(i int, t uint64) int {
+					if g.Parks[i].Start <= t {
+						return -1
+					}
+					return 1
+				})
+				if j == 0 {
+					continue
+				}
+				if k := g.Parks[is[j-1]]; k.Open || k.End >= p.Time {
 					out = append(out, GoWake{Time: p.Time, Waker: LaneNetpoll, Wakee: k.Lane})
 				}
 			}

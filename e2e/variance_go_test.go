@@ -20,8 +20,11 @@ import (
 // culprit probes the Go scheduler, follows the hand-off from the waiting
 // goroutine to the worker, and reports "main.work (waker)" under
 // main.await at the share of the variance the program measures over the
-// same requests (within 5 points), the wait as lock time ended by the
-// worker, named by its goroutine id as the runtime's stack dump gives it.
+// same requests (within 5 points; work's time after await began: on a
+// busy machine the worker can start a job before its handler comes to
+// wait for it, and that part is not on the request's critical path), the
+// wait as lock time ended by the worker, named by its goroutine id as
+// the runtime's stack dump gives it.
 func TestVarianceGoHandoff(t *testing.T) { goHandoff(t, "chan") }
 
 // The same hand-off when the worker closes the request's channel: the
@@ -48,11 +51,13 @@ func goHandoff(t *testing.T, mode string) {
 		if len(f) == 3 && f[0] == "worker" && f[1] == "goroutine" {
 			worker = "goroutine " + f[2]
 		}
-		if len(f) != 5 || f[0] != "req" {
+		if len(f) != 6 || f[0] != "req" {
 			continue
 		}
+		// work's time while the request waited for it (after await
+		// began): what stands on the request's critical path.
 		h, err1 := strconv.ParseFloat(f[2], 64)
-		w, err2 := strconv.ParseFloat(f[3], 64)
+		w, err2 := strconv.ParseFloat(f[5], 64)
 		if err1 != nil || err2 != nil {
 			t.Fatalf("bad line %q", l)
 		}
@@ -133,11 +138,11 @@ func TestVarianceGoWakerFound(t *testing.T) {
 	var handle, work []float64
 	for _, l := range strings.Split(stdout, "\n") {
 		f := strings.Fields(l)
-		if len(f) != 5 || f[0] != "req" {
+		if len(f) != 6 || f[0] != "req" {
 			continue
 		}
 		h, err1 := strconv.ParseFloat(f[2], 64)
-		w, err2 := strconv.ParseFloat(f[3], 64)
+		w, err2 := strconv.ParseFloat(f[5], 64) // work while the request waited
 		start, err3 := strconv.ParseUint(f[4], 10, 64)
 		if err1 != nil || err2 != nil || err3 != nil {
 			t.Fatalf("bad line %q", l)
@@ -185,7 +190,7 @@ func TestVarianceGoMutexHandoff(t *testing.T) {
 		if len(f) == 3 && f[0] == "holder" && f[1] == "goroutine" {
 			holder = "goroutine " + f[2]
 		}
-		if len(f) == 5 && f[0] == "req" {
+		if len(f) == 6 && f[0] == "req" {
 			reqs++
 		}
 	}

@@ -7,10 +7,14 @@
 // request in four and 100 µs for the others. The program times each
 // handle and each work over the spans the probes time (from just before
 // the call to the function's last statement) and prints "req ID HANDLE_NS
-// WORK_NS START" for each request (START when handle was called, ns of
-// CLOCK_MONOTONIC, the probes' clock) and "worker goroutine GOID", the worker's id
-// as the runtime's stack dump names it, and at the end "cpu USER_NS SYS_NS",
-// the process's CPU time (the probes' traps are its system time).
+// WORK_NS START WAITED_NS" for each request (START when handle was
+// called, ns of CLOCK_MONOTONIC, the probes' clock; WAITED_NS the part of
+// work's time after await began: the worker can start a job while the
+// handler, on a busy machine, has not yet come to wait for it, and that
+// part of work is not what the request waited on) and "worker goroutine
+// GOID", the worker's id as the runtime's stack dump names it, and at the
+// end "cpu USER_NS SYS_NS", the process's CPU time (the probes' traps are
+// its system time).
 //
 // With "close", the worker ends each job by closing its channel instead
 // of sending on it: the runtime then readies the waiting handler on the
@@ -47,6 +51,8 @@ type job struct {
 	id               int
 	t0               time.Time
 	start            int64 // nanotime at t0
+	awaitAt          int64 // nanotime when await began
+	workFrom, workTo int64 // nanotime when work began and ended
 	done             chan struct{}
 	handleNS, workNS time.Duration
 }
@@ -64,19 +70,25 @@ func spin(d time.Duration) {
 
 //go:noinline
 func work(j *job) {
-	t0 := time.Now()
 	if j.id%4 == 0 {
 		spin(2 * time.Millisecond)
 	} else {
 		spin(100 * time.Microsecond)
 	}
-	j.workNS = time.Since(t0)
+	j.workTo = nanotime()
+	j.workNS = time.Duration(j.workTo - j.workFrom)
+}
+
+// waited is the part of work's time after await began.
+func (j *job) waited() int64 {
+	return max(0, j.workTo-max(j.workFrom, j.awaitAt))
 }
 
 // worker serves the jobs one at a time.
 func worker() {
 	fmt.Printf("worker goroutine %d\n", goid())
 	for j := range jobs {
+		j.workFrom = nanotime()
 		work(j)
 		if closing {
 			close(j.done)
@@ -104,7 +116,10 @@ var out = make(chan string, 1024)
 // await waits for the worker to finish j.
 //
 //go:noinline
-func await(j *job) { <-j.done }
+func await(j *job) {
+	j.awaitAt = nanotime()
+	<-j.done
+}
 
 var (
 	mu    sync.Mutex
@@ -157,7 +172,7 @@ func serveMutex(w http.ResponseWriter, r *http.Request) {
 	j.t0, j.start = time.Now(), nanotime()
 	handleMutex(j)
 	io.WriteString(w, "ok\n")
-	out <- fmt.Sprintf("req %d %d 0 %d", id, j.handleNS.Nanoseconds(), j.start)
+	out <- fmt.Sprintf("req %d %d 0 %d 0", id, j.handleNS.Nanoseconds(), j.start)
 }
 
 // handle is the request's interval: it hands the job to the worker and
@@ -177,7 +192,7 @@ func serve(w http.ResponseWriter, r *http.Request) {
 	j.t0, j.start = time.Now(), nanotime()
 	handle(j)
 	io.WriteString(w, "ok\n")
-	out <- fmt.Sprintf("req %d %d %d %d", id, j.handleNS.Nanoseconds(), j.workNS.Nanoseconds(), j.start)
+	out <- fmt.Sprintf("req %d %d %d %d %d", id, j.handleNS.Nanoseconds(), j.workNS.Nanoseconds(), j.start, j.waited())
 }
 
 func main() {

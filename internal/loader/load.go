@@ -237,7 +237,10 @@ type loader struct {
 	ktab       *symbol.KernelTable
 	vdso       map[string]*symbol.Object
 	objs       map[string]*symbol.Object
-	objIDs     map[string]int32 // path and build-id → mapping.obj
+	objByID    []*symbol.Object // by mapping.obj: what object answered, when objKnown
+	objKnown   []bool
+	tails      map[tailKey][]int32 // tailFrames' answers
+	objIDs     map[string]int32    // path and build-id → mapping.obj
 	objErr     map[string]bool
 	frames     map[profile.Frame]int32
 	kaddrs     map[uint64]int32   // kernel address → its frame
@@ -330,6 +333,7 @@ func Load(paths []string, o Options) (*profile.Profile, error) {
 		sym:    o.Symbolizer,
 		vdso:   map[string]*symbol.Object{},
 		objs:   map[string]*symbol.Object{},
+		tails:  map[tailKey][]int32{},
 		objErr: map[string]bool{},
 		objIDs: map[string]int32{},
 		frames: map[profile.Frame]int32{},
@@ -590,6 +594,8 @@ func (l *loader) addRecord(src *profile.Source, rec recording.Record, sources, p
 	case *recording.Object:
 		if o, err := l.sym.ObjectFromBytes(v.Name, v.Data); err == nil {
 			l.vdso[v.Name] = o
+			l.objByID, l.objKnown = nil, nil // object's answers for v.Name change
+			clear(l.tails)
 		}
 	case *recording.Symbol:
 		l.syms[v.PID] = append(l.syms[v.PID], *v)
@@ -975,6 +981,26 @@ func (l *loader) userFrames(pid uint32, sp *space, addr uint64, isReturn bool) [
 // innermost first, each at its jump, inlined frames included. Nil when both
 // are not in one object or nothing is missing.
 func (l *loader) tailFrames(sp *space, ret, inner uint64, innerIsReturn bool) []int32 {
+	k := tailKey{space: sp.id, ret: ret, inner: inner, innerIsReturn: innerIsReturn}
+	if ids, ok := l.tails[k]; ok {
+		return ids
+	}
+	ids := l.findTailFrames(sp, ret, inner, innerIsReturn)
+	l.tails[k] = ids
+	return ids
+}
+
+// tailKey is the key of tailFrames' answers: distinct stacks share their
+// callers, and each pair of frames costs a decoded call instruction and
+// two symbol searches.
+type tailKey struct {
+	space         int
+	ret, inner    uint64
+	innerIsReturn bool
+}
+
+// findTailFrames is tailFrames without its cache.
+func (l *loader) findTailFrames(sp *space, ret, inner uint64, innerIsReturn bool) []int32 {
 	if innerIsReturn {
 		inner--
 	}
@@ -1055,6 +1081,22 @@ func (l *loader) namedSymbol(pid uint32, addr uint64) (profile.Frame, bool) {
 }
 
 func (l *loader) object(m mapping) *symbol.Object {
+	if m.obj > 0 && int(m.obj) < len(l.objKnown) && l.objKnown[m.obj] {
+		return l.objByID[m.obj]
+	}
+	o := l.findObject(m)
+	if m.obj > 0 {
+		for len(l.objKnown) <= int(m.obj) {
+			l.objKnown = append(l.objKnown, false)
+			l.objByID = append(l.objByID, nil)
+		}
+		l.objKnown[m.obj], l.objByID[m.obj] = true, o
+	}
+	return o
+}
+
+// findObject is object without its cache by mapping.obj.
+func (l *loader) findObject(m mapping) *symbol.Object {
 	if o, ok := l.vdso[m.path]; ok {
 		return o
 	}

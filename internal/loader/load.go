@@ -239,8 +239,8 @@ type loader struct {
 	objs       map[string]*symbol.Object
 	objByID    []*symbol.Object // by mapping.obj: what object answered, when objKnown
 	objKnown   []bool
-	tails      map[tailKey][]int32 // tailFrames' answers
-	objIDs     map[string]int32    // path and build-id → mapping.obj
+	tails      map[[2]uint64][]int32 // tailFrames' answers (see there)
+	objIDs     map[string]int32      // path and build-id → mapping.obj
 	objErr     map[string]bool
 	frames     map[profile.Frame]int32
 	kaddrs     map[uint64]int32   // kernel address → its frame
@@ -333,7 +333,7 @@ func Load(paths []string, o Options) (*profile.Profile, error) {
 		sym:    o.Symbolizer,
 		vdso:   map[string]*symbol.Object{},
 		objs:   map[string]*symbol.Object{},
-		tails:  map[tailKey][]int32{},
+		tails:  map[[2]uint64][]int32{},
 		objErr: map[string]bool{},
 		objIDs: map[string]int32{},
 		frames: map[profile.Frame]int32{},
@@ -979,24 +979,25 @@ func (l *loader) userFrames(pid uint32, sp *space, addr uint64, isReturn bool) [
 // address too when innerIsReturn), both in the space sp: the functions
 // through which ret's call reached inner's function (symbol.TailCalls),
 // innermost first, each at its jump, inlined frames included. Nil when both
-// are not in one object or nothing is missing.
+// are not in one object or nothing is missing. Distinct stacks share
+// their callers, and each pair of frames costs a decoded call instruction
+// and two symbol searches: answers are kept in l.tails by the spaceKey of
+// ret and by inner (its top bit set when innerIsReturn).
 func (l *loader) tailFrames(sp *space, ret, inner uint64, innerIsReturn bool) []int32 {
-	k := tailKey{space: sp.id, ret: ret, inner: inner, innerIsReturn: innerIsReturn}
+	k0, ok := spaceKey(sp, ret)
+	if !ok || inner >= 1<<63 {
+		return l.findTailFrames(sp, ret, inner, innerIsReturn)
+	}
+	k := [2]uint64{k0, inner}
+	if innerIsReturn {
+		k[1] |= 1 << 63
+	}
 	if ids, ok := l.tails[k]; ok {
 		return ids
 	}
 	ids := l.findTailFrames(sp, ret, inner, innerIsReturn)
 	l.tails[k] = ids
 	return ids
-}
-
-// tailKey is the key of tailFrames' answers: distinct stacks share their
-// callers, and each pair of frames costs a decoded call instruction and
-// two symbol searches.
-type tailKey struct {
-	space         int
-	ret, inner    uint64
-	innerIsReturn bool
 }
 
 // findTailFrames is tailFrames without its cache.

@@ -16,6 +16,12 @@ type Page struct {
 	// Ranged pages show a time range of the recordings when asked with
 	// ?from=FROM&to=TO (the time view's selection).
 	Ranged bool
+	// InPlace pages are put in place of another page when a link leads
+	// to them (swapScript): their scripts run again in a document that
+	// showed other pages before, so they declare no global with let or
+	// const, and add listeners only to their elements or through
+	// window's and document's addEventListener.
+	InPlace bool
 }
 
 // query is how a link asks the page for the time range r.

@@ -20,9 +20,11 @@ import (
 // the page loaded: they read the same elements and the same URL. culprit's
 // own pages carry the script too, and put one of pprof's pages in place
 // when a link leads there (the index's views, the links atop each page).
-// A link that leaves the UI (another range, culprit's pages, the download),
-// an error answer, or an answer that is not one of the UI's pages loads
-// the page instead. A flame graph page draws another query of itself in
+// From any page, the index and culprit's pages marked InPlace (the time
+// view) are put in place the same way. A link that leaves the UI (another
+// range, culprit's other pages, the download), an error answer, or an
+// answer that is not one of the pages culprit serves loads the page
+// instead. A flame graph page draws another query of itself in
 // place by its own script (flameScript), which swapScript leaves it to.
 
 // swapViews are the last path elements of pprof's pages that swapScript
@@ -36,18 +38,36 @@ func swapViews() []string {
 	return out
 }
 
-// swapScriptHTML is the script element serveUI puts in every HTML page
-// of pprof's UI, after culprit's links.
-var swapScriptHTML = func() string {
-	views, _ := json.Marshal(swapViews()) // strings: it cannot fail
-	return strings.Replace(swapScript, "VIEWS", string(views), 1)
-}()
+// swapOwnViews are the paths, below the server's root, of culprit's own
+// pages that swapScript puts in place: the index, and the pages marked
+// InPlace (their scripts run again in a document another page was put in
+// place of).
+func swapOwnViews() []string {
+	out := []string{""}
+	for _, pg := range Pages {
+		if pg.InPlace {
+			out = append(out, pg.Path)
+		}
+	}
+	return out
+}
 
-// swapOwnHTML is the same script for culprit's own pages (the index, the
-// time view, the analyses' pages), before their own scripts: there it puts
-// in place only links to one of pprof's pages (any range), and leaves the
-// page's own history to the page.
-var swapOwnHTML = template.HTML(strings.Replace(swapScriptHTML, "<script data-culprit-swap>", "<script data-culprit-swap data-own>", 1))
+// swapScriptHTML is the script element serveUI puts in every HTML page
+// of pprof's UI, after culprit's links; swapOwnHTML, the same script for
+// culprit's own pages (the index, the time view, the analyses' pages),
+// before their own scripts. Set by init: the pages' list, which it reads,
+// leads back to them.
+var (
+	swapScriptHTML string
+	swapOwnHTML    template.HTML
+)
+
+func init() {
+	views, _ := json.Marshal(swapViews()) // strings: it cannot fail
+	own, _ := json.Marshal(swapOwnViews())
+	swapScriptHTML = strings.NewReplacer("VIEWS", string(views), "OWNVIEWS", string(own)).Replace(swapScript)
+	swapOwnHTML = template.HTML(strings.Replace(swapScriptHTML, "<script data-culprit-swap>", "<script data-culprit-swap data-own>", 1))
+}
 
 // swapScript is marked data-culprit-swap: a page put in place carries it
 // too, and it is not run again (the first one's listeners stay).
@@ -57,9 +77,10 @@ const swapScript = `<script data-culprit-swap>
   // In a frame (the time view's flame graph), the page's own script
   // draws what it can in place and sends other links to the top.
   if (window.culpritSwap || window.parent !== window) return;
-  const views = VIEWS;
+  const views = VIEWS, ownViews = OWNVIEWS;
   // On one of culprit's own pages (data-own), links to any of pprof's
-  // pages are put in place; on pprof's, those of the same UI.
+  // pages are put in place; on pprof's, those of the same UI; on both,
+  // links to culprit's pages that can be put in place (ownViews).
   let ownPage = !!(document.currentScript && document.currentScript.hasAttribute("data-own"));
   const push = history.pushState.bind(history);
   history.culpritPush = push; // the page's own scripts may wrap pushState
@@ -78,9 +99,14 @@ const swapScript = `<script data-culprit-swap>
       add(type, fn, opts);
     };
   }
+  // root is the server's root, of the page at path p: culprit's pages
+  // are at the root, pprof's two levels below it (pprof/RANGE/VIEW).
+  const root = p => ownPage ? dir(p) : p.replace(/[^/]*\/[^/]*\/[^/]*$/, "");
   // inUI reports whether u is a page swapScript puts in place of this one.
   function inUI(u) {
     if (u.origin !== location.origin) return false;
+    const r = root(location.pathname);
+    if (u.pathname.startsWith(r) && ownViews.includes(u.pathname.slice(r.length))) return true;
     if (ownPage) {
       const m = u.pathname.match(/\/pprof\/[^/]+\/([^/]*)$/);
       return !!m && views.includes(m[1]);
@@ -98,7 +124,9 @@ const swapScript = `<script data-culprit-swap>
   function swap(href, push1) {
     const t0 = performance.now();
     wanted = href;
-    const leave = () => { if (wanted === href) location.assign(href); return false; };
+    // Loaded instead: as a new entry of the history, or in place of the
+    // entry back or forward led to.
+    const leave = () => { if (wanted === href) { if (push1) location.assign(href); else location.replace(href); } return false; };
     return fetch(href).then(r => {
       if (!r.ok || !(r.headers.get("Content-Type") || "").startsWith("text/html")) return Promise.reject(r.status);
       return r.text();
@@ -107,7 +135,7 @@ const swapScript = `<script data-culprit-swap>
       const t1 = performance.now();
       const doc = new DOMParser().parseFromString(text, "text/html");
       const next = doc.querySelector("script[data-culprit-swap]");
-      if (!doc.getElementById("culprit-nav") || !next) return leave();
+      if (!next) return leave(); // not one of the pages culprit serves
       ownPage = next.hasAttribute("data-own");
       const t2 = performance.now();
       if (push1) push(null, "", href);
@@ -148,8 +176,10 @@ const swapScript = `<script data-culprit-swap>
     e.preventDefault();
     swap(u.href, true);
   });
+  // Back and forward: the entries of this document's history are the
+  // pages put in place (culprit's pages push none of their own; a frame's
+  // are the frame's), so the URL shown is put in place too.
   own.window("popstate", () => {
-    if (ownPage) return; // the page's own history, if any, is its own
     const now = noHash(location.href);
     if (now === shown) return;
     if (flameDraws(new URL(now))) { shown = now; return; }

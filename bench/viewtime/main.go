@@ -6,7 +6,8 @@
 // opening its flame graph, which builds a new pprof UI, and opening it
 // again; a range and a filter drawn in place on the flame graph; the
 // flame graph chosen on top and a filter on top, put in place of the
-// page), and the server's peak RSS. One line of key=value per run.
+// page; the flame graph and the time view clicked on the index, put in
+// place of it), and the server's peak RSS. One line of key=value per run.
 //
 //	go run ./bench/viewtime -culprit ./culprit -chromium /usr/bin/chromium big.rec
 package main
@@ -355,6 +356,25 @@ func run(culprit, chromium, rec string) error {
 			return fmt.Errorf("the flame graph from the index: %v", err)
 		}
 		inPlace = append(inPlace, m)
+
+		// The time view clicked on the index, put in place of the index
+		// (against "time view paint", its page loaded): its maps drawn.
+		if err := chromedp.Do(bctx, chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS(`#pages a[href="time"]`))); err != nil {
+			return fmt.Errorf("index: %v", err)
+		}
+		// Builds before the time view was put in place load it: not timed
+		// here.
+		if ok, _ := chromedp.Run(bctx, chromedp.Evaluate[bool](`(window.culpritSwap.own || []).includes("time")`)); ok {
+			waitIdle(pid)
+			m, err = interaction(bctx, pid, "time_index_swap",
+				func() error { return chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`#pages a[href="time"]`))) },
+				`(document.documentElement.dataset.culpritSwapped || "").endsWith("/time") && !!document.querySelector("#maps svg.heat path.cell")`,
+				`window.culpritSwapped`)
+			if err != nil {
+				return fmt.Errorf("the time view from the index: %v", err)
+			}
+			inPlace = append(inPlace, m)
+		}
 	}
 
 	// pprof's other views of the whole profile over HTTP (the server's

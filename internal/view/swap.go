@@ -167,6 +167,7 @@ const swapScript = `<script data-culprit-swap>
     }).catch(leave);
   }
   window.culpritSwap = swap;
+  swap.own = ownViews; // culprit's pages it puts in place
   own.document("click", e => {
     if (e.defaultPrevented || e.button !== 0 || e.ctrlKey || e.metaKey || e.shiftKey || e.altKey) return;
     const a = e.target instanceof Element ? e.target.closest("a[href]") : null;

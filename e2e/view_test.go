@@ -521,9 +521,79 @@ func ownPagesInPlace(t *testing.T, ctx context.Context, base string) {
 			t.Fatalf("page %q again: %v", c.page, err)
 		}
 		waitJS(t, ctx, `(document.documentElement.dataset.culpritSwapped || "").includes("/flamegraph")`)
-		eval[bool](t, ctx, `(() => { history.back(); return true; })()`)
-		waitJS(t, ctx, `!!document.querySelector(`+strconv.Quote(c.link)+`) && !document.documentElement.dataset.culpritSwapped`)
+		eval[bool](t, ctx, `(() => { window.culpritMark = "back"; history.back(); return true; })()`)
+		waitJS(t, ctx, `!!document.querySelector(`+strconv.Quote(c.link)+`) && location.href === `+strconv.Quote(base+c.page))
+		if mark := eval[string](t, ctx, `String(window.culpritMark)`); mark != "back" {
+			t.Errorf("back from the flame graph to page %q: the page loaded (marked %q), want it put in place", c.page, mark)
+		}
 	}
+	timeInPlace(t, ctx, base)
+}
+
+// timeInPlace checks that the time view is put in place of the index
+// and of pprof's pages when a link leads there: in the same document, its
+// maps drawn from its data, its flame graph frame and range selection
+// working; and that back and forward put the index and the time view in
+// place again (the time view's script run a second time in the same
+// document).
+func timeInPlace(t *testing.T, ctx context.Context, base string) {
+	t.Helper()
+	const drawn = `location.pathname.endsWith("/time") && !!document.querySelector("#maps svg.heat path.cell")`
+	const frame = `document.getElementById("flame").contentWindow`
+	const frameDrawn = `(() => { const w = ` + frame + `; return !!(w && w.culpritFlame && w.culpritFlame.stacks && w.document.querySelector("#stack-chart .boxtext")); })()`
+	if err := chromedp.Do(ctx, chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS(`#pages a[href="time"]`))); err != nil {
+		t.Fatalf("index: %v", err)
+	}
+	eval[bool](t, ctx, `(() => { window.culpritMark = "index"; return true; })()`)
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#pages a[href="time"]`))); err != nil {
+		t.Fatalf("index: clicking the time view: %v", err)
+	}
+	// Put in place or loaded, the maps are drawn; then which.
+	waitJS(t, ctx, drawn)
+	if got := eval[[]string](t, ctx, `[String(window.culpritMark), document.documentElement.dataset.culpritSwapped || ""]`); got[0] != "index" || got[1] != base+"time" {
+		t.Fatalf("the time view from the index: page marked %q, put in place %q; want it put in place of the index", got[0], got[1])
+	}
+	maps := eval[string](t, ctx, `Array.from(document.querySelectorAll("#maps h2")).map(e => e.textContent).join("\n")`)
+	if same := eval[bool](t, ctx, `(() => { const x = new XMLHttpRequest(); x.open("GET", "time/data", false); x.send();
+		return JSON.stringify(data) === JSON.stringify(JSON.parse(x.responseText)); })()`); !same || !strings.Contains(maps, "all threads") {
+		t.Errorf("the time view put in place: maps %q, its data time/data's: %v", maps, same)
+	}
+	// Back: the index, put in place; forward: the time view again, its
+	// script run again in the same document. (Before a range is chosen:
+	// the frame's entries of the history come first.)
+	waitJS(t, ctx, frameDrawn)
+	eval[bool](t, ctx, `(() => { history.back(); return true; })()`)
+	waitJS(t, ctx, `location.href === `+strconv.Quote(base)+` && !!document.querySelector('#pages a[href="time"]')`)
+	if mark := eval[string](t, ctx, `String(window.culpritMark)`); mark != "index" {
+		t.Errorf("back from the time view put in place: the index loaded (marked %q), want it put in place", mark)
+	}
+	eval[bool](t, ctx, `(() => { history.forward(); return true; })()`)
+	waitJS(t, ctx, drawn)
+	again := eval[[]string](t, ctx, `[String(window.culpritMark), Array.from(document.querySelectorAll("#maps h2")).map(e => e.textContent).join("\n")]`)
+	if again[0] != "index" || again[1] != maps {
+		t.Errorf("forward to the time view: page marked %q, maps %q; want it put in place again, maps %q", again[0], again[1], maps)
+	}
+	waitJS(t, ctx, frameDrawn)
+	selectHalf(t, ctx)
+	href := eval[string](t, ctx, `document.querySelector('#links a[data-view="flamegraph"]').getAttribute("href")`)
+	if !regexp.MustCompile(`^pprof/\d+ms-\d+ms/flamegraph$`).MatchString(href) {
+		t.Fatalf("the time view put in place, a range selected: flame graph link %q", href)
+	}
+	waitJS(t, ctx, `(`+frame+`.document.documentElement.dataset.culpritShown || "").endsWith("/`+strings.TrimSuffix(href, "/flamegraph")+`/flamegraph.json")`)
+
+	// From pprof's page, the time view link atop it.
+	if err := chromedp.Do(ctx, chromedp.Navigate(base+"pprof/all/top"), chromedp.WaitVisible(chromedp.CSS(`#culprit-nav a[href$="time"]`))); err != nil {
+		t.Fatalf("top: %v", err)
+	}
+	eval[bool](t, ctx, `(() => { window.culpritMark = "top"; return true; })()`)
+	if err := chromedp.Do(ctx, chromedp.Click(chromedp.CSS(`#culprit-nav a[href$="time"]`))); err != nil {
+		t.Fatalf("top: clicking the time view: %v", err)
+	}
+	waitJS(t, ctx, drawn)
+	if got := eval[[]string](t, ctx, `[String(window.culpritMark), Array.from(document.querySelectorAll("#maps h2")).map(e => e.textContent).join("\n")]`); got[0] != "top" || got[1] != maps {
+		t.Errorf("the time view from top: page marked %q, maps %q; want it put in place of top, maps %q", got[0], got[1], maps)
+	}
+	waitJS(t, ctx, frameDrawn)
 }
 
 // topRows is the rows of pprof's top table shown.

@@ -303,3 +303,29 @@ func flameStacks(page []byte) (js []byte, start, end int, err error) {
 	end = start + int(dec.InputOffset())
 	return page[start:end], start, end, nil
 }
+
+// TestFlamePageSetPlaces checks that the stack set read from a page
+// without its places reads as the whole JSON does, and ends where it
+// does: places in the middle of a source and last, empty, and names that
+// hold the key's text in a string.
+func TestFlamePageSetPlaces(t *testing.T) {
+	set := `{"Total":3,"Scale":1,"Type":"cpu","Unit":"ms","Stacks":[{"Value":1,"Sources":[0,1]},{"Value":2,"Sources":[0,2]}],` +
+		`"Sources":[{"FullName":"root","FileName":"","UniqueName":"root","Inlined":false,"Display":["root"],"Places":[],"Self":0,"Color":0},` +
+		`{"FullName":"f\"Places\":[","FileName":"a.c","UniqueName":"f","Inlined":false,"Display":["Places"],"Places":[{"Stack":0,"Pos":1}],"Self":1,"Color":1},` +
+		`{"FullName":"Places","FileName":"b.c","UniqueName":"g","Inlined":true,"Display":["g"],"Self":2,"Color":2,"Places":[{"Stack":1,"Pos":1}]}]}`
+	page := []byte(`<script>stackViewer(` + set + `, ["root", "f", "Places"])</script>`)
+	got, start, end, err := flamePageSet(page)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want flameStackSet
+	if err := json.Unmarshal([]byte(set), &want); err != nil {
+		t.Fatal(err)
+	}
+	if string(page[start:end]) != set {
+		t.Errorf("set read at [%d:%d] = %.80s..., want the set", start, end, page[start:end])
+	}
+	if fmt.Sprint(*got) != fmt.Sprint(want) {
+		t.Errorf("set read\n%v\nwant\n%v", *got, want)
+	}
+}

@@ -6,7 +6,8 @@
 // serve, runs each in handle. The worker's work spins 2 ms for one
 // request in four and 100 µs for the others. The program times each
 // handle and each work over the spans the probes time (from just before
-// the call to the function's last statement) and prints "req ID HANDLE_NS
+// the call to the function's last statement, with a clock refinement
+// never probes: see clock) and prints "req ID HANDLE_NS
 // WORK_NS START WAITED_NS" for each request (START when handle was
 // called, ns of CLOCK_MONOTONIC, the probes' clock; WAITED_NS the part of
 // work's time after await began: the worker can start a job while the

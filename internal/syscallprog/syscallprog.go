@@ -163,6 +163,17 @@ type Options struct {
 	// LimitBurst is the calls a thread may make at once beyond Limit's
 	// rate (0: 1).
 	LimitBurst int
+	// WindowOn and WindowPeriod, when both above 0 (WindowOn below
+	// WindowPeriod), attach the system call programs (with Syscalls) for
+	// WindowOn of every WindowPeriod only: outside the windows no program
+	// runs at a system call, which then costs nothing. The switch program
+	// stays attached. Each window has a generation of its own, kept in
+	// the thread's state at its entries: a call entered before the window
+	// closed whose exit comes later is not recorded at its exit (its
+	// entry stays without one), and switches after the close take no call
+	// as theirs (they are inside calls left out). Windows are the
+	// Tracer's Windows.
+	WindowOn, WindowPeriod time.Duration
 
 	stackEntries int // the stack map's buckets (16384 when 0); tests make it small
 	// threadHash keeps the per-thread state in the hash map keyed by
@@ -197,6 +208,7 @@ type Tracer struct {
 	follow                            *follow.Set
 	ownFollow                         bool // made by New, closed by Close
 	stacks, spill, ring, lost, kcache *ebpf.Map
+	wgen                              *ebpf.Map // the window's generation (Options.WindowOn)
 	thr                               *ebpf.Map // per thread, whether traced and Options.Limit's state
 	threadHash                        bool      // thr is an LRU hash keyed by thread id, not task storage
 	skipped                           uint64    // Σ Event.Skipped of the entries drained
@@ -207,6 +219,7 @@ type Tracer struct {
 	stackBuf                          []uint64
 	tracing                           *TracingCode
 	copyBytes                         int
+	win                               *windows // nil: the system call programs stay attached
 }
 
 // New loads the programs and attaches them to the tracepoints. No process
@@ -275,6 +288,19 @@ func New(o Options) (*Tracer, error) {
 		return fail(err)
 	}
 	m := fds{tgids: t.follow.FD(), gen: t.follow.GenFD(), thr: t.thr.FD(), threadHash: t.threadHash, stacks: t.stacks.FD(), spill: t.spill.FD(), ring: t.ring.FD(), lost: t.lost.FD(), kcache: t.kcache.FD()}
+	windowed := o.Syscalls && o.WindowOn > 0 && o.WindowPeriod > o.WindowOn
+	if windowed {
+		if t.wgen, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_scwin", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}); err != nil {
+			return fail(err)
+		}
+		m.win = t.wgen.FD()
+		if o.Limit == 0 {
+			// The windows need the thread's state to say whether its
+			// last call was recorded, which the limit keeps: a limit
+			// no thread reaches.
+			o.Limit, o.LimitBurst = 1e9, 1<<20
+		}
+	}
 	if o.Limit > 0 && o.Syscalls {
 		m.limited = true
 		m.every = int32(min(1e9/int64(o.Limit), 1e9))
@@ -292,6 +318,7 @@ func New(o Options) (*Tracer, error) {
 	if o.Switches {
 		progs = append(progs, prog{"sched_switch", switchProgram(m, copyBytes, ringBytes, offs[0], o.Syscalls)})
 	}
+	attachStart := monotonicNow()
 	for _, p := range progs {
 		prog, err := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Name: bpfasm.ProgName(),
 			Type: ebpf.RawTracepoint, License: "GPL", Instructions: p.ins}, ebpf.ProgramOptions{LogSizeStart: 1 << 16})
@@ -309,6 +336,12 @@ func New(o Options) (*Tracer, error) {
 		return fail(err)
 	}
 	t.rd.SetDeadline(time.Unix(1, 0))
+	if windowed {
+		t.win = &windows{on: o.WindowOn, period: o.WindowPeriod, stop: make(chan struct{}), done: make(chan struct{})}
+		// The first window opened with the programs' attachment above.
+		t.win.spans = append(t.win.spans, Window{Start: attachStart, opened: monotonicNow()})
+		go t.cycle()
+	}
 	return t, nil
 }
 
@@ -594,8 +627,14 @@ func (t *Tracer) count(slot uint32) uint64 {
 
 // Close detaches the programs and frees the maps.
 func (t *Tracer) Close() {
+	if t.win != nil {
+		close(t.win.stop)
+		<-t.win.done
+	}
 	for _, l := range t.links {
-		l.Close()
+		if l != nil {
+			l.Close()
+		}
 	}
 	for _, p := range t.progs {
 		p.Close()
@@ -606,7 +645,7 @@ func (t *Tracer) Close() {
 	if t.ownFollow {
 		t.follow.Close()
 	}
-	for _, m := range []*ebpf.Map{t.stacks, t.spill, t.ring, t.lost, t.kcache, t.thr} {
+	for _, m := range []*ebpf.Map{t.stacks, t.spill, t.ring, t.lost, t.kcache, t.thr, t.wgen} {
 		if m != nil {
 			m.Close()
 		}
@@ -616,6 +655,7 @@ func (t *Tracer) Close() {
 
 type fds struct {
 	tgids, gen, thr, stacks, spill, ring, lost, kcache int
+	win                                                int  // the window generation's map (Options.WindowOn), 0: none
 	threadHash                                         bool // thr is a hash keyed by thread id (Tracer.threadHash)
 	// limited: Options.Limit is set; a thread may record one call every
 	// `every` ns, with `burst` ns of credit.
@@ -652,7 +692,10 @@ const (
 	// switch's state (kcState, a record's Nr) and the depth of the kernel
 	// stack at the switch below the call's entry (kcDepth; 0: none).
 	thKChains = 80
-	stateSize = thKChains + kChains*kChainSize
+	// thWin is the window generation at the thread's last entry
+	// (Options.WindowOn).
+	thWin     = thKChains + kChains*kChainSize
+	stateSize = thWin + 8
 )
 
 const (
@@ -739,6 +782,37 @@ func limit(b *bpfasm.Builder, m fds) {
 		storeImm64(rRegs, stSkipped, 0),
 		storeImm64(rRegs, stRecorded, 1),
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("lim_go"),
+	)
+}
+
+// stale emits, with windows (Options.WindowOn): when the thread's state
+// is of an earlier window than the current one, the state made to say
+// that the thread is in no call and that its last call was not recorded
+// (the call's exit, or the thread's next calls, may have come while the
+// programs were detached), under the current window.
+func stale(b *bpfasm.Builder, m fds) {
+	if m.win == 0 {
+		return
+	}
+	b.Emit(
+		asm.LoadMem(asm.R1, asm.RFP, thrSlot, asm.DWord),
+		asm.JEq.Imm(asm.R1, 0, "w_ok"),
+		asm.StoreImm(asm.RFP, -8, 0, asm.Word),
+	)
+	b.Lookup(m.win, -8)
+	b.Emit(
+		asm.JEq.Imm(asm.R0, 0, "w_ok"),
+		asm.LoadMem(asm.R4, asm.R0, 0, asm.DWord),
+		asm.LoadMem(asm.R1, asm.RFP, thrSlot, asm.DWord),
+		asm.LoadMem(asm.R3, asm.R1, thWin, asm.DWord),
+		asm.JEq.Reg(asm.R3, asm.R4, "w_ok"),
+		asm.LoadMem(asm.R2, asm.R1, thCall, asm.DWord),
+		asm.LSh.Imm(asm.R2, 1),
+		asm.RSh.Imm(asm.R2, 1),
+		asm.StoreMem(asm.R1, thCall, asm.R2, asm.DWord),
+		storeImm64(asm.R1, stRecorded, 0),
+		asm.StoreMem(asm.R1, thWin, asm.R4, asm.DWord),
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("w_ok"),
 	)
 }
 
@@ -1034,6 +1108,18 @@ func enterProgram(m fds, kernel bool, copyBytes, ringBytes int) asm.Instructions
 		asm.StoreMem(asm.R1, thECtx, rCtx, asm.DWord),
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("e_nostate"),
 	)
+	if m.win != 0 {
+		b.Emit(asm.StoreImm(asm.RFP, -8, 0, asm.Word))
+		b.Lookup(m.win, -8)
+		b.Emit(
+			asm.JEq.Imm(asm.R0, 0, "e_nowin"),
+			asm.LoadMem(asm.R2, asm.R0, 0, asm.DWord),
+			asm.LoadMem(asm.R1, asm.RFP, thrSlot, asm.DWord),
+			asm.JEq.Imm(asm.R1, 0, "e_nowin"),
+			asm.StoreMem(asm.R1, thWin, asm.R2, asm.DWord),
+			asm.Mov.Imm(asm.R0, 0).WithSymbol("e_nowin"),
+		)
+	}
 	limit(&b, m)
 	copySize(&b, copyBytes, ringBytes, m)
 	reserve(&b, m, -1, kindEnter)
@@ -1131,6 +1217,7 @@ func switchProgram(m fds, copyBytes, ringBytes int, exitStateOff int32, inCall b
 	const slotNr, slotIP = -48, -56 // the call and IP, read before the record is reserved
 	var b bpfasm.Builder
 	traced(&b, m, false)
+	stale(&b, m)
 	b.Emit(
 		asm.FnGetCurrentTaskBtf.Call(),
 		asm.Mov.Reg(asm.R1, asm.R0),
@@ -1370,6 +1457,7 @@ func stackID(b *bpfasm.Builder, m fds, flags int32, off int16) {
 func exitProgram(m fds, kernel bool) asm.Instructions {
 	var b bpfasm.Builder
 	traced(&b, m, true)
+	stale(&b, m)
 	b.Emit(
 		asm.LoadMem(asm.R1, asm.RFP, thrSlot, asm.DWord),
 		asm.JEq.Imm(asm.R1, 0, "x_nostate"),

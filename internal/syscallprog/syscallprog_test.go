@@ -648,3 +648,89 @@ func getppidCPU(b *testing.B) {
 	_ = unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &t1)
 	b.ReportMetric(float64(t1.Nano()-t0.Nano())/float64(b.N), "cpu-ns/op")
 }
+
+// TestWindows: with the system call programs attached in windows, every
+// call the thread made inside a window is recorded and none outside
+// (bounds from the thread's own clock reads around each call and the
+// windows' attachment times), and no exit pairs with an entry of an
+// earlier window: sleeps longer than a window cross its close, and their
+// exits in the next one are not recorded.
+func TestWindows(t *testing.T) {
+	testutil.NeedRoot(t)
+	threadStates(t, windowsRecordInside)
+}
+
+func windowsRecordInside(t *testing.T, hash bool) {
+	const n = 600
+	tr, tid := traceSelf(t, Options{Syscalls: true, Switches: true, StackBytes: 256, RingBytes: 4 << 20,
+		WindowOn: 2 * time.Millisecond, WindowPeriod: 6 * time.Millisecond, threadHash: hash})
+	defer tr.Close()
+	var around [n][2]uint64
+	sleep := unix.NsecToTimespec(int64(2500 * time.Microsecond))
+	for i := 0; i < n; i++ {
+		around[i][0] = monotonicNow()
+		if i%2 == 0 {
+			unix.Getppid()
+		} else {
+			_ = unix.Nanosleep(&sleep, nil)
+		}
+		around[i][1] = monotonicNow()
+	}
+	tr.Remove(uint32(os.Getpid()))
+	runtime.UnlockOSThread()
+	wins, err := tr.Windows()
+	if err != nil {
+		t.Fatal(err)
+	}
+	type entry struct {
+		nr, time uint64
+		exited   bool
+	}
+	var pending *entry
+	getppid, exits, crossed := 0, 0, 0
+	err = tr.Drain(func(ev *Event) {
+		if ev.TID != tid || ev.Switch {
+			return
+		}
+		if ev.Exit {
+			if pending == nil || pending.exited || pending.nr != ev.Nr {
+				return // the recorder's rule: an exit without its entry is not written
+			}
+			for _, w := range wins {
+				if w.Start > pending.time && w.Start < ev.Time {
+					crossed++
+					t.Errorf("an exit of call %d at %d pairs with an entry at %d, before the window opened at %d", ev.Nr, ev.Time, pending.time, w.Start)
+				}
+			}
+			pending.exited = true
+			exits++
+			return
+		}
+		pending = &entry{nr: ev.Nr, time: ev.Time}
+		if ev.Nr == unix.SYS_GETPPID {
+			getppid++
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sure, possible := 0, 0
+	for i := 0; i < n; i += 2 {
+		for _, w := range wins {
+			if around[i][0] >= w.opened && around[i][1] <= w.closing {
+				sure++
+			}
+			if around[i][1] >= w.Start && (w.End == 0 || around[i][0] <= w.End) {
+				possible++
+				break
+			}
+		}
+	}
+	// A call in flight at a window's close may still run the entry
+	// program (the detachment does not wait for it): one per window.
+	if possible == 0 || getppid < sure || getppid > possible+len(wins) {
+		t.Errorf("%d getppid entries recorded over %d windows: want at least the %d calls made inside a window and at most the %d that overlapped one (and one per window)",
+			getppid, len(wins), sure, possible)
+	}
+	t.Logf("%d windows; getppid: %d recorded, %d surely inside, %d overlapping; %d exits", len(wins), getppid, sure, possible, exits)
+}

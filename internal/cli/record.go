@@ -8,6 +8,7 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -34,6 +35,7 @@ func newRecord() *cobra.Command {
 		jitter    float64
 		values    string
 		depth     int
+		windows   string
 	)
 	c := &cobra.Command{
 		Use:   "record [flags] -- CMD [ARGS...]\n  culprit record -p PID [--duration D] [flags]",
@@ -66,6 +68,13 @@ Call-graph modes, collectors, events and values: docs/cli.md (culprit record).`,
 			}
 			if o.SyscallBurst < 0 || o.SyscallBurst > 1<<20 {
 				return usagef("--syscall-burst %d: system calls a thread may make at once beyond --syscall-limit, 0 to %d", o.SyscallBurst, 1<<20)
+			}
+			if windows != "" {
+				on, period, err := parseWindows(windows)
+				if err != nil {
+					return usageError{err}
+				}
+				o.SyscallWindowOn, o.SyscallWindowPeriod = on, period
 			}
 			if pid != 0 {
 				if err := checkPID(pid); err != nil {
@@ -153,6 +162,7 @@ Call-graph modes, collectors, events and values: docs/cli.md (culprit record).`,
 	f.IntVar(&o.EventPeriod, "event-period", 1, "with syscalls or sched: record one in N of those events, to bound the cost on syscall-heavy programs")
 	f.IntVar(&o.SyscallLimit, "syscall-limit", 5000, "with syscalls, where culprit's BPF program records them: record at most N system calls a second per thread (beyond a burst of --syscall-burst), counting the others in the period of the thread's next recorded call, to bound the cost on syscall-heavy programs; a context switch inside a call left out takes the same budget to keep its stacks, else it is recorded without them; 0 records every call (docs/performance.md)")
 	f.IntVar(&o.SyscallBurst, "syscall-burst", 256, "with --syscall-limit: the system calls a thread may make at once, beyond the limit's rate, that are all recorded")
+	f.StringVar(&windows, "syscall-windows", "", "with syscalls, where culprit's BPF program records them: record system calls only in the first ON of every PERIOD (ON/PERIOD, e.g. 10ms/100ms), no program running at a call outside them; each recorded call's period is scaled by PERIOD/ON, so counts and shares are estimates, and a call still in progress when its window closes has no exit (long calls count less); context switches are recorded all along (docs/introperf.md)")
 	f.BoolVar(&o.PerfEvents, "perf-events", false, "with syscalls or sched: record system calls and context switches with perf's tracepoint events instead of culprit's BPF program (used in fp mode without --event-period, with cpu or wakeup events): the same samples at about twice the cost (docs/performance.md)")
 	f.BoolVar(&o.SyscallUserStacks, "syscall-user-stacks", false, "with syscalls: record system call entries and exits with their user frames only (the kernel's frames there are always the same entry path; culprit latency and contexts then have no kernel instances for system calls); halves the cost per event where perf records them (dwarf mode, --event-period, --perf-events)")
 	f.StringArrayVar(&exprSpecs, "expr", nil, "sample an expression: 'PROG@FUNC@EXPR' evaluates EXPR (e.g. n, j->size, cfg.limits[2]) in the frame of FUNC whenever FUNC is on the stack of program PROG (globs; a PROG naming a shared object, libfoo.so, evaluates EXPR in that object's functions and globals in any process that maps it); repeatable; see culprit report --exprs")
@@ -345,4 +355,25 @@ func processUIDs(pid int) ([3]int, bool) {
 		}
 	}
 	return out, false
+}
+
+// parseWindows reads --syscall-windows ON/PERIOD.
+func parseWindows(s string) (on, period time.Duration, err error) {
+	a, b, ok := strings.Cut(s, "/")
+	if !ok {
+		return 0, 0, fmt.Errorf("--syscall-windows %q: ON/PERIOD, two durations, e.g. 10ms/100ms", s)
+	}
+	if on, err = time.ParseDuration(a); err != nil {
+		return 0, 0, fmt.Errorf("--syscall-windows %q: ON %q is not a duration, e.g. 10ms", s, a)
+	}
+	if period, err = time.ParseDuration(b); err != nil {
+		return 0, 0, fmt.Errorf("--syscall-windows %q: PERIOD %q is not a duration, e.g. 100ms", s, b)
+	}
+	if err := recorder.CheckSyscallWindows(on, period); err != nil {
+		return 0, 0, fmt.Errorf("--syscall-windows %q: %v", s, err)
+	}
+	if on == 0 {
+		return 0, 0, fmt.Errorf("--syscall-windows %q: ON is above 0", s)
+	}
+	return on, period, nil
 }

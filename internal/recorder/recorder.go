@@ -65,6 +65,13 @@ type Options struct {
 	// SyscallBurst is the calls a thread may make at once beyond
 	// SyscallLimit's rate.
 	SyscallBurst int
+	// SyscallWindowOn and SyscallWindowPeriod, both above 0, record system
+	// calls (where culprit's BPF program records them) only in the first
+	// SyscallWindowOn of every SyscallWindowPeriod: outside, a call costs
+	// nothing. Each recorded call's period is scaled by PERIOD/ON, so
+	// that counts are estimates of the whole run's. A call still open when
+	// its window closes has no exit recorded.
+	SyscallWindowOn, SyscallWindowPeriod time.Duration
 	// SyscallUserStacks records system call events with their user frames
 	// only: the kernel's frames at those tracepoints are always the same
 	// entry path, and walking them is half of each event's cost.
@@ -226,6 +233,9 @@ func (o *Options) setDefaults() error {
 	}
 	if o.SyscallBurst < 0 || o.SyscallBurst > 1<<20 {
 		return fmt.Errorf("system call burst %d is out of range: use 0 to %d", o.SyscallBurst, 1<<20)
+	}
+	if err := CheckSyscallWindows(o.SyscallWindowOn, o.SyscallWindowPeriod); err != nil {
+		return err
 	}
 	o.ringGiven = o.RingPages != 0
 	if o.RingPages == 0 {
@@ -396,7 +406,12 @@ type session struct {
 	// sysLimit and sysBurst: the system calls per second a thread records
 	// beyond a burst (Options.SyscallLimit), 0 when every call is.
 	sysLimit, sysBurst int
-	pending            map[uint32]*pendingCall // by TID
+	// sysScale is what each recorded call's weight is multiplied by
+	// (Options.SyscallWindowPeriod / SyscallWindowOn; 0: not windowed),
+	// sysFrac the fraction carried to the next, so that weights add up to
+	// the scaled counts.
+	sysScale, sysFrac float64
+	pending           map[uint32]*pendingCall // by TID
 	// onSched, when set, is shown each scheduler event written (Sched.OnEvent).
 	onSched func(smp recording.Sample, user []uint64)
 }
@@ -567,6 +582,9 @@ func (s *session) begin() {
 	}
 	if s.sys != nil && s.sysLimit > 0 {
 		meta.Extra[recording.ExtraSyscallLimit] = fmt.Sprintf("%d/%d", s.sysLimit, s.sysBurst)
+	}
+	if s.sys != nil && s.sysScale > 0 {
+		meta.Extra[recording.ExtraSyscallWindows] = fmt.Sprintf("%v/%v", o.SyscallWindowOn, o.SyscallWindowPeriod)
 	}
 	meta.Frequency = o.Frequency
 	meta.CallGraph = o.CallGraph
@@ -1163,11 +1181,26 @@ func (s *session) finish() (Result, error) {
 	}
 	if s.sys != nil {
 		sysReduced = s.sys.Reduced()
-		s.res.Syscalls += s.sys.Unrecorded()
+		s.res.Syscalls += s.sysWeight(s.sys.Unrecorded())
 		switchesOut = s.sys.SwitchesBare()
 	}
+	var windows []syscallprog.Window
+	var windowsErr error
+	if s.sys != nil && s.sysScale > 0 {
+		windows, windowsErr = s.sys.Windows()
+	}
 	s.close()
-	if n, r := s.res.Syscalls, s.res.SyscallsRecorded; n > r {
+	if windowsErr != nil {
+		s.warn("system calls were recorded only until: %v", windowsErr)
+	}
+	if n, r := s.res.Syscalls, s.res.SyscallsRecorded; s.sysScale > 0 {
+		limit := ""
+		if s.sysLimit > 0 && s.sysLimit < 1e9 {
+			limit = fmt.Sprintf(", each thread recording at most %d a second beyond a burst of %d in them", s.sysLimit, s.sysBurst)
+		}
+		s.warn("system calls recorded in %d windows of %v every %v%s: %d recorded stand for an estimated %d calls; counts and shares of system calls are estimates (each recorded call's samples carry its period scaled by %.3g); calls still in progress when their window closed have no exit recorded, which counts long calls less",
+			len(windows), s.o.SyscallWindowOn, s.o.SyscallWindowPeriod, limit, r, n, s.sysScale)
+	} else if n > r {
 		sw := ""
 		if switchesOut > 0 {
 			sw = fmt.Sprintf("; %d context switches inside calls left out were recorded without their stacks (when and how the thread left the CPU only)", switchesOut)

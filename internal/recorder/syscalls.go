@@ -2,7 +2,9 @@ package recorder
 
 import (
 	"fmt"
+	"math"
 	"os"
+	"time"
 
 	"github.com/culprit-dev/culprit/internal/perf"
 	"github.com/culprit-dev/culprit/internal/recording"
@@ -75,7 +77,8 @@ func (s *session) syscallsViaBPF() {
 	sideband := false
 	o := syscallprog.Options{KernelStacks: !s.o.SyscallUserStacks && !s.o.UserOnly,
 		StackBytes: min(s.o.StackBytes, sysCopyBytes), RingBytes: s.o.sysRingBytes(len(s.cpus)), Follow: s.follow,
-		Limit: s.o.SyscallLimit, LimitBurst: s.o.SyscallBurst}
+		Limit: s.o.SyscallLimit, LimitBurst: s.o.SyscallBurst,
+		WindowOn: s.o.SyscallWindowOn, WindowPeriod: s.o.SyscallWindowPeriod}
 	for i := range s.kinds {
 		k := &s.kinds[i]
 		switch k.event {
@@ -92,6 +95,9 @@ func (s *session) syscallsViaBPF() {
 		}
 	}
 	if s.o.PerfEvents || len(sys) == 0 || !sideband || s.o.CallGraph != CallGraphFP || s.o.EventPeriod > 1 {
+		if o.Syscalls && o.WindowOn > 0 {
+			s.warn("--syscall-windows applies where culprit's BPF program records system calls: perf's events record them all along")
+		}
 		return
 	}
 	t, err := syscallprog.New(o)
@@ -102,6 +108,9 @@ func (s *session) syscallsViaBPF() {
 	s.sys = t
 	if o.Syscalls && o.Limit > 0 {
 		s.sysLimit, s.sysBurst = o.Limit, max(o.LimitBurst, 1)
+	}
+	if o.Syscalls && o.WindowOn > 0 {
+		s.sysScale = float64(o.WindowPeriod) / float64(o.WindowOn)
 	}
 	s.sysLast = monotonic() // nothing is lost before the program runs
 	s.pending = map[uint32]*pendingCall{}
@@ -238,7 +247,7 @@ func (s *session) syscall(e *sysEvent, k *eventKind) {
 		truncated = true
 	}
 	c := &pendingCall{nr: ev.Nr, kernel: r.Kernel, user: user, truncated: truncated, ip: ev.IP, sp: ev.SP,
-		reduced: ev.Reduced, weight: 1 + ev.Skipped}
+		reduced: ev.Reduced, weight: s.sysWeight(1 + ev.Skipped)}
 	if ev.Switch {
 		c.nr = syscallprog.SwitchState(ev.Nr)
 		s.writeSyscall(ev, k, c)
@@ -248,6 +257,35 @@ func (s *session) syscall(e *sysEvent, k *eventKind) {
 	s.res.Syscalls += c.weight
 	s.res.SyscallsRecorded++
 	s.writeSyscall(ev, k, c)
+}
+
+// sysWeight returns what n calls recorded stand for: n, or n scaled by
+// PERIOD/ON in windows (Options.SyscallWindowOn), the fractions carried
+// from one call to the next.
+func (s *session) sysWeight(n uint64) uint64 {
+	if s.sysScale == 0 || n == 0 {
+		return n
+	}
+	w := float64(n)*s.sysScale + s.sysFrac
+	whole := math.Floor(w)
+	s.sysFrac = w - whole
+	return uint64(whole)
+}
+
+// CheckSyscallWindows says what is wrong with windows of on every period
+// (Options.SyscallWindowOn): none (both 0), or on above 0 and below
+// period.
+func CheckSyscallWindows(on, period time.Duration) error {
+	if on == 0 && period == 0 {
+		return nil
+	}
+	if on <= 0 || period <= 0 || on >= period {
+		return fmt.Errorf("system call windows %v of every %v: ON is above 0 and below PERIOD, e.g. 10ms/100ms", on, period)
+	}
+	if on < time.Millisecond {
+		return fmt.Errorf("system call windows of %v: at least 1ms (attaching the programs takes time of its own)", on)
+	}
+	return nil
 }
 
 func (s *session) writeSyscall(ev *syscallprog.Event, k *eventKind, c *pendingCall) {

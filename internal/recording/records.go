@@ -68,6 +68,13 @@ type Meta struct {
 // recorded (Period 1).
 const ExtraSyscallLimit = "syscall_limit"
 
+// ExtraSyscallWindows is the Meta.Extra key of the windows the recorder
+// recorded system calls in, "ON/PERIOD" (Go durations): the first ON of
+// every PERIOD; each recorded call's Period is scaled by PERIOD/ON, so
+// that counts and shares are estimates of the whole run's. Absent: calls
+// were recorded all along.
+const ExtraSyscallWindows = "syscall_windows"
+
 // Mmap is an executable mapping of a process, as the kernel reported it or as
 // read from /proc/PID/maps when attaching.
 type Mmap struct {

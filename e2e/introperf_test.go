@@ -140,6 +140,7 @@ func TestIntroPerfCallerRootCause(t *testing.T) {
 	base, buggy := filepath.Join(dir, "base.rec"), filepath.Join(dir, "buggy.rec")
 	recordEvents(t, base, bin, "256")
 	recordEvents(t, buggy, bin, "1000")
+	callerRanking(t, bin, base, buggy)
 
 	f := flat(t, buggy)
 	hot := flatRank(f, func(n, _ string) bool { return n == "checksum_block" })
@@ -150,51 +151,6 @@ func TestIntroPerfCallerRootCause(t *testing.T) {
 		if e.Name == "validate_session" && e.Self > 0.02 {
 			t.Errorf("CPU profile: validate_session has %.1f%% self time", 100*e.Self)
 		}
-	}
-
-	chainOK := func(p ctxPath) bool {
-		return p.chain("handle_request", "validate_session", "verify_history", "verify_entry", "checksum_block")
-	}
-	for _, mode := range []string{"conservative", "aggressive"} {
-		d := contextsJSON(t, base, buggy, "--mode", mode, "--top", "10")
-		t.Logf("%s:\n%s", mode, d.summary(3))
-		if len(d.Paths) == 0 {
-			t.Fatalf("%s: no paths", mode)
-		}
-		if filepath.Base(d.Buggy.Main) != filepath.Base(bin) {
-			t.Errorf("main program %q, want %s", d.Buggy.Main, bin)
-		}
-		// Conservative (the paper's mode): the buggy-only context is #1.
-		// Aggressive latencies also credit preemptions to whatever was
-		// interrupted, so there it need only be in the top 3.
-		want := 1
-		if mode == "aggressive" {
-			want = 3
-		}
-		var top *ctxPath
-		for i := range d.Paths {
-			if chainOK(d.Paths[i]) {
-				top = &d.Paths[i]
-				break
-			}
-		}
-		if top == nil || top.Rank > want {
-			t.Errorf("%s: no path through validate_session > verify_history > verify_entry > checksum_block in the top %d", mode, want)
-			continue
-		}
-		if top.InBase {
-			t.Errorf("%s: the verify_history context should be absent from the base run", mode)
-		}
-		v, c := top.index("validate_session"), top.index("checksum_block")
-		if top.Frames[c].Distance-top.Frames[v].Distance != 3 {
-			t.Errorf("%s: validate_session is %d frames above checksum_block, want 3", mode, top.Frames[c].Distance-top.Frames[v].Distance)
-		}
-		if mode == "aggressive" && top.Frames[v].Distance > -3 {
-			t.Errorf("aggressive: validate_session at distance %d from the hottest frame %s, want at least 3 frames above",
-				top.Frames[v].Distance, top.Frames[top.Hottest].Name)
-		}
-		t.Logf("%s: path #%d, hottest frame %s, validate_session at distance %+d, checksum_block at %+d",
-			mode, top.Rank, top.Frames[top.Hottest].Name, top.Frames[v].Distance, top.Frames[c].Distance)
 	}
 
 	// The other outputs work on the same recordings.
@@ -243,6 +199,126 @@ func TestIntroPerfCallerRootCause(t *testing.T) {
 	if slices == 0 || threads != 1 {
 		t.Errorf("chrome trace: %d validate_session slices, %d thread lanes", slices, threads)
 	}
+}
+
+// TestIntroPerfCallerWindows: with system calls recorded in windows
+// (--syscall-windows), the calling-context ranking of introperf_caller is
+// the same; the recording keeps the windows' rule, each recorded call's
+// period is scaled by PERIOD/ON, and the write entries' periods estimate
+// the program's own count of writes (4 a request) within a half: the
+// windows cover half the run, a few dozen of them.
+func TestIntroPerfCallerWindows(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "introperf_caller", []string{"introperf_caller.c"}, ipFlags...)
+	dir := t.TempDir()
+	base, buggy := filepath.Join(dir, "base.rec"), filepath.Join(dir, "buggy.rec")
+	const requests = 1000
+	for _, r := range []struct {
+		out string
+		n   int
+	}{{base, 256}, {buggy, requests}} {
+		args := []string{"record", "--events", "cpu,syscalls,sched", "--syscall-windows", "20ms/40ms", "-o", r.out, "--", bin, strconv.Itoa(r.n)}
+		_, errs, code := run(t, args...)
+		if code != 0 || !strings.Contains(errs, "counts and shares of system calls are estimates") {
+			t.Fatalf("culprit %v: exit %d, stderr:\n%s", args, code, errs)
+		}
+	}
+	callerRanking(t, bin, base, buggy)
+
+	r, err := recording.Open(buggy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	windows := ""
+	var writes, entries, odd uint64
+	for {
+		rec, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m, ok := rec.(*recording.Meta); ok {
+			windows = m.Extra[recording.ExtraSyscallWindows]
+		}
+		smp, ok := rec.(*recording.Sample)
+		if !ok || (smp.Event != recording.EventSyscallEnter && smp.Event != recording.EventSyscallExit) {
+			continue
+		}
+		if smp.Period%2 != 0 {
+			odd++
+		}
+		if smp.Event == recording.EventSyscallEnter {
+			entries++
+			if smp.Arg == 1 { // write on x86-64
+				writes += smp.Period
+			}
+		}
+	}
+	if windows != "20ms/40ms" {
+		t.Errorf("the recording's windows: %q, want 20ms/40ms", windows)
+	}
+	const own = 4 * requests
+	if entries == 0 || odd > 0 || writes < own/2 || writes > own*3/2 {
+		t.Errorf("%d system call entries; %d calls with a period not scaled by 2; the write entries stand for %d writes, want %d within a half",
+			entries, odd, writes, own)
+	}
+	t.Logf("%d entries; the write entries stand for %d of the program's %d writes", entries, writes, own)
+}
+
+// callerRanking checks the calling-context ranking of introperf_caller's
+// base and buggy recordings: the buggy-only context through
+// validate_session is #1 (conservative) or in the top 3 (aggressive),
+// with validate_session three frames above checksum_block.
+func callerRanking(t *testing.T, bin, base, buggy string) {
+	t.Helper()
+	chainOK := func(p ctxPath) bool {
+		return p.chain("handle_request", "validate_session", "verify_history", "verify_entry", "checksum_block")
+	}
+	for _, mode := range []string{"conservative", "aggressive"} {
+		d := contextsJSON(t, base, buggy, "--mode", mode, "--top", "10")
+		t.Logf("%s:\n%s", mode, d.summary(3))
+		if len(d.Paths) == 0 {
+			t.Fatalf("%s: no paths", mode)
+		}
+		if filepath.Base(d.Buggy.Main) != filepath.Base(bin) {
+			t.Errorf("main program %q, want %s", d.Buggy.Main, bin)
+		}
+		// Conservative (the paper's mode): the buggy-only context is #1.
+		// Aggressive latencies also credit preemptions to whatever was
+		// interrupted, so there it need only be in the top 3.
+		want := 1
+		if mode == "aggressive" {
+			want = 3
+		}
+		var top *ctxPath
+		for i := range d.Paths {
+			if chainOK(d.Paths[i]) {
+				top = &d.Paths[i]
+				break
+			}
+		}
+		if top == nil || top.Rank > want {
+			t.Errorf("%s: no path through validate_session > verify_history > verify_entry > checksum_block in the top %d", mode, want)
+			continue
+		}
+		if top.InBase {
+			t.Errorf("%s: the verify_history context should be absent from the base run", mode)
+		}
+		v, c := top.index("validate_session"), top.index("checksum_block")
+		if top.Frames[c].Distance-top.Frames[v].Distance != 3 {
+			t.Errorf("%s: validate_session is %d frames above checksum_block, want 3", mode, top.Frames[c].Distance-top.Frames[v].Distance)
+		}
+		if mode == "aggressive" && top.Frames[v].Distance > -3 {
+			t.Errorf("aggressive: validate_session at distance %d from the hottest frame %s, want at least 3 frames above",
+				top.Frames[v].Distance, top.Frames[top.Hottest].Name)
+		}
+		t.Logf("%s: path #%d, hottest frame %s, validate_session at distance %+d, checksum_block at %+d",
+			mode, top.Rank, top.Frames[top.Hottest].Name, top.Frames[v].Distance, top.Frames[c].Distance)
+	}
+
 }
 
 // TestIntroPerfPluginRootCause: the root cause is a dlopen'ed plug-in that

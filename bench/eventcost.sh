@@ -15,8 +15,10 @@
 # with culprit's BPF program (the default), the others with perf's
 # tracepoint events (--perf-events); all-bpf records at most 5,000 system
 # calls a second per thread (the default --syscall-limit), all-bpf-every
-# every call, all-bpf-N at most N; the table then also gives the calls
-# recorded of those made (median). CPU time comes from culprit's per-CPU
+# every call, all-bpf-N at most N, all-bpf-winN only in windows of N ms of
+# every 100 ms (--syscall-windows); the table then also gives the calls
+# recorded of those made (median; "~": the windows' estimate of those
+# made). CPU time comes from culprit's per-CPU
 # cpu-clock events (the default); the -thread configurations use the
 # threads' own events instead (--per-thread-clock), as perf record does:
 # perf is `perf record -F 999 -g` (per-thread events, inherited) and
@@ -58,6 +60,8 @@ declare -A cfg=(
 	[all-bpf-every]="$c --events cpu,syscalls,sched --syscall-limit 0 --"
 	[all-bpf-20000]="$c --events cpu,syscalls,sched --syscall-limit 20000 --"
 	[all-bpf-2000]="$c --events cpu,syscalls,sched --syscall-limit 2000 --"
+	[all-bpf-win10]="$c --events cpu,syscalls,sched --syscall-windows 10ms/100ms --"
+	[all-bpf-win20]="$c --events cpu,syscalls,sched --syscall-windows 20ms/100ms --"
 	[cpu-thread]="$c --per-thread-clock --"
 	[all-bpf-thread]="$c --events cpu,syscalls,sched --per-thread-clock --"
 	[perf]="perf record -F 999 -g -o $out/perf.data --"
@@ -101,6 +105,8 @@ one() {
 		ev=$(sed -n "s/.*: \([0-9]*\) samples.*written.*/\1/p" "$tmp/culprit.err" | tail -1)
 		lost=$(grep -o '[0-9]* lost' "$tmp/culprit.err" | head -1 | cut -d' ' -f1 || true)
 		calls=$(sed -n 's/.* \([0-9]*\) of \([0-9]*\) system calls recorded.*/\1\/\2/p' "$tmp/culprit.err" | head -1)
+		# In windows: recorded/estimated~ (an estimate of the calls made).
+		[ -n "$calls" ] || calls=$(sed -n 's/.*: \([0-9]*\) recorded stand for an estimated \([0-9]*\) calls.*/\1\/\2~/p' "$tmp/culprit.err" | head -1)
 	fi
 	echo "$rps ${ev:-0} ${lost:-0} $cpu ${calls:--}"
 	rm -rf "$tmp"

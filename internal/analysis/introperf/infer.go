@@ -190,8 +190,12 @@ type Result struct {
 	// recording's metadata), whose kernel instances are then not inferred.
 	Syscalls     uint64
 	SyscallLimit string
-	Start, End   uint64 // first and last time used, ns
-	Objects      Objects
+	// SyscallWindows is the windows the recorder recorded system calls in
+	// ("ON/PERIOD", from the recording's metadata; "": all along): then
+	// Syscalls is an estimate.
+	SyscallWindows string
+	Start, End     uint64 // first and last time used, ns
+	Objects        Objects
 	// Err is why the samples of a streamed profile could not be read
 	// again (Profile.EachSample); the result is then incomplete.
 	Err error
@@ -338,6 +342,9 @@ func Analyze(p *profile.Profile, o Options) *Result {
 	for _, m := range p.Metas {
 		if l := m.Extra[recording.ExtraSyscallLimit]; l != "" {
 			res.SyscallLimit = l
+		}
+		if w := m.Extra[recording.ExtraSyscallWindows]; w != "" {
+			res.SyscallWindows = w
 		}
 	}
 	in := &inferer{p: p, tree: tree, res: res, keep: o.KeepInstances, slowest: o.Slowest, cache: make([]*stackInfo, len(p.Stacks)), cut: make([]*stackInfo, len(p.Stacks))}

@@ -165,8 +165,10 @@ type Options struct {
 	LimitBurst int
 	// WindowOn and WindowPeriod, when both above 0 (WindowOn below
 	// WindowPeriod), attach the system call programs (with Syscalls) for
-	// WindowOn of every WindowPeriod only: outside the windows no program
-	// runs at a system call, which then costs nothing. The switch program
+	// WindowOn of every WindowPeriod only, the cycle starting at the first
+	// Add (the first window lasts from New to WindowOn after it): outside
+	// the windows no program runs at a system call, which then costs
+	// nothing. The switch program
 	// stays attached. Each window has a generation of its own, kept in
 	// the thread's state at its entries: a call entered before the window
 	// closed whose exit comes later is not recorded at its exit (its
@@ -340,7 +342,6 @@ func New(o Options) (*Tracer, error) {
 		t.win = &windows{on: o.WindowOn, period: o.WindowPeriod, stop: make(chan struct{}), done: make(chan struct{})}
 		// The first window opened with the programs' attachment above.
 		t.win.spans = append(t.win.spans, Window{Start: attachStart, opened: monotonicNow()})
-		go t.cycle()
 	}
 	return t, nil
 }
@@ -357,7 +358,16 @@ func HaveTaskStorage() bool {
 
 // Add traces a thread group (a process) and the processes it forks.
 func (t *Tracer) Add(tgid uint32) error {
-	return t.follow.Add(tgid)
+	if err := t.follow.Add(tgid); err != nil {
+		return err
+	}
+	if t.win != nil && !t.win.started {
+		// The windows' cycle starts with the first process traced: its
+		// first ON is recorded, however short the run.
+		t.win.started = true
+		go t.cycle()
+	}
+	return nil
 }
 
 // Remove stops tracing a process (it exited).
@@ -627,7 +637,7 @@ func (t *Tracer) count(slot uint32) uint64 {
 
 // Close detaches the programs and frees the maps.
 func (t *Tracer) Close() {
-	if t.win != nil {
+	if t.win != nil && t.win.started {
 		close(t.win.stop)
 		<-t.win.done
 	}

@@ -28,6 +28,7 @@ type windows struct {
 	spans      []Window
 	gen        uint64
 	err        error
+	started    bool // the cycle runs (from the first Add)
 }
 
 func monotonicNow() uint64 {
@@ -36,7 +37,7 @@ func monotonicNow() uint64 {
 	return uint64(ts.Nano())
 }
 
-// cycle detaches the system call programs after each window's WindowOn
+// cycle, from the first Add, detaches the system call programs after each window's WindowOn
 // and attaches them again at the next window's start, until Close. At a
 // window's close the entry program goes first, then the exit program (the
 // exits of calls entered before still pair with their entries), then the

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"sort"
@@ -148,9 +149,9 @@ func goTimeline(g *variance.GoSched, calls []variance.Call, rt variance.GoRuntim
 			add(t, b, sched.OnCPU, 0, -1, false)
 		}
 		ps := parks[lane]
-		slices.SortFunc(ps, func(a, b variance.GoPark) int { return compare(a.Start, b.Start) })
+		slices.SortFunc(ps, func(a, b variance.GoPark) int { return cmp.Compare(a.Start, b.Start) })
 		ws := wakes[lane]
-		slices.SortFunc(ws, func(a, b variance.GoWake) int { return compare(a.Time, b.Time) })
+		slices.SortFunc(ws, func(a, b variance.GoWake) int { return cmp.Compare(a.Time, b.Time) })
 		t := from
 		var tid uint32 // the thread the goroutine runs on since t
 		for _, p := range ps {
@@ -160,7 +161,7 @@ func goTimeline(g *variance.GoSched, calls []variance.Call, rt variance.GoRuntim
 			running(t, p.Start, tid)
 			tid = p.TID
 			st := goState(p.Reason, reasons)
-			i, _ := slices.BinarySearchFunc(ws, p.Start, func(w variance.GoWake, t uint64) int { return compare(w.Time, t) })
+			i, _ := slices.BinarySearchFunc(ws, p.Start, func(w variance.GoWake, t uint64) int { return cmp.Compare(w.Time, t) })
 			if i < len(ws) && ws[i].Time <= p.End && !p.Open {
 				add(p.Start, ws[i].Time, st, ws[i].Waker, waker(ws[i]), false)
 				add(ws[i].Time, p.End, sched.Runnable, 0, -1, false)
@@ -181,16 +182,6 @@ func goTimeline(g *variance.GoSched, calls []variance.Call, rt variance.GoRuntim
 		tl.End = max(tl.End, th.Intervals[len(th.Intervals)-1].To)
 	}
 	return tl, funcs
-}
-
-func compare(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // probeable reports whether refinement may propose f, a callee in the

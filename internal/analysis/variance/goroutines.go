@@ -1,6 +1,7 @@
 package variance
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 )
@@ -225,7 +226,7 @@ func (g *GoSched) Wakeups(rt GoRuntime) []GoWake {
 		if a.TID != b.TID {
 			return int(a.TID) - int(b.TID)
 		}
-		return compareU64(a.Start, b.Start)
+		return cmp.Compare(a.Start, b.Start)
 	})
 	for _, r := range g.readies {
 		// The innermost call of the thread open at the ready: the last
@@ -267,7 +268,7 @@ func (g *GoSched) Wakeups(rt GoRuntime) []GoWake {
 			byLock[k.Lock] = append(byLock[k.Lock], i)
 		}
 		for _, is := range byLock {
-			slices.SortFunc(is, func(a, b int) int { return compareU64(g.Parks[a].Start, g.Parks[b].Start) })
+			slices.SortFunc(is, func(a, b int) int { return cmp.Compare(g.Parks[a].Start, g.Parks[b].Start) })
 		}
 		for _, p := range g.polls {
 			var locks []uint64
@@ -295,9 +296,9 @@ func (g *GoSched) Wakeups(rt GoRuntime) []GoWake {
 			}
 		}
 	}
-	slices.SortStableFunc(out, func(a, b GoWake) int { return compareU64(a.Time, b.Time) })
+	slices.SortStableFunc(out, func(a, b GoWake) int { return cmp.Compare(a.Time, b.Time) })
 	for _, es := range g.entries {
-		slices.SortFunc(es, func(a, b goEnclosing) int { return compareU64(a.Start, b.Start) })
+		slices.SortFunc(es, func(a, b goEnclosing) int { return cmp.Compare(a.Start, b.Start) })
 	}
 	for i, w := range out {
 		out[i].Site = g.site(w.Waker, w.Time)
@@ -320,14 +321,4 @@ func (g *GoSched) site(lane uint32, t uint64) uint64 {
 		return 0
 	}
 	return es[i-1].Site
-}
-
-func compareU64(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }

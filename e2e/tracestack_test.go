@@ -16,82 +16,100 @@ import (
 // sample inside a traced call reaches main without an unknown frame. Built with frame pointers (the kernel's frame-pointer
 // chain goes on past the trampolines) and without (the CFI unwinder of
 // the stack copy stops at the first one; the stack goes on through the
-// calls in flight).
+// calls in flight). Also with many short calls, sampled at 9999 Hz, so
+// that many samples fall in the probes' breakpoints: one taken before the
+// kernel handled an entry probe's has its IP one byte past the probe, in
+// the middle of the function's first instruction, whose unwind rule
+// there is not the stack's; its callers must be right too.
 func TestTraceSampleStacks(t *testing.T) {
 	testutil.NeedRoot(t)
 	for _, v := range []struct{ name, flag string }{
 		{"fp", "-fno-omit-frame-pointer"},
 		{"cfi", "-fomit-frame-pointer"},
 	} {
-		t.Run(v.name, func(t *testing.T) {
-			bin := testutil.C(t, "tracestack", []string{"tracestack.c"}, "-O2", "-g", v.flag)
-			out, stdout := traceRun(t, []string{"-f", "outer", "-f", "rec", "-f", "work"}, bin, "3", "3000000", "40")
-			want := counts(t, stdout)
-			if got, _ := traceReport(t, out).calls("work"); got != want["work"] || got == 0 {
-				t.Fatalf("%d work calls traced, the program made %d", got, want["work"])
+		for _, w := range []struct {
+			name  string
+			flags []string
+			args  []string
+		}{
+			{"spin", nil, []string{"3", "3000000", "40"}},
+			{"calls", []string{"--cpu-sample", "9999"}, []string{"3", "300", "20000"}},
+		} {
+			t.Run(v.name+"/"+w.name, func(t *testing.T) {
+				sampleStacks(t, v.flag, w.flags, w.args, w.name == "spin")
+			})
+		}
+	}
+}
+
+func sampleStacks(t *testing.T, build string, flags, args []string, spin bool) {
+	bin := testutil.C(t, "tracestack", []string{"tracestack.c"}, "-O2", "-g", build)
+	out, stdout := traceRun(t, append([]string{"-f", "outer", "-f", "rec", "-f", "work"}, flags...), append([]string{bin}, args...)...)
+	want := counts(t, stdout)
+	if got, _ := traceReport(t, out).calls("work"); got != want["work"] || got == 0 {
+		t.Fatalf("%d work calls traced, the program made %d", got, want["work"])
+	}
+	folded := mustRun(t, "export", "--format", "folded", "-o", "-", out)
+	chain := "main;outer;rec;rec;rec;rec;work"
+	inWork, inTraced, single, entryTraps := 0, 0, 0, 0
+	for _, l := range strings.Split(strings.TrimSpace(folded), "\n") {
+		i := strings.LastIndexByte(l, ' ')
+		if i < 0 {
+			t.Fatalf("bad folded line %q", l)
+		}
+		n, err := strconv.Atoi(l[i+1:])
+		if err != nil {
+			t.Fatalf("bad folded line %q", l)
+		}
+		var user []string
+		entryTrap := false
+		for _, f := range strings.Split(l[:i], ";")[1:] { // the first is the command
+			if !strings.HasSuffix(f, "_[k]") {
+				user = append(user, f)
 			}
-			folded := mustRun(t, "export", "--format", "folded", "-o", "-", out)
-			chain := "main;outer;rec;rec;rec;rec;work"
-			inWork, inTraced, single := 0, 0, 0
-			for _, l := range strings.Split(strings.TrimSpace(folded), "\n") {
-				i := strings.LastIndexByte(l, ' ')
-				if i < 0 {
-					t.Fatalf("bad folded line %q", l)
-				}
-				n, err := strconv.Atoi(l[i+1:])
-				if err != nil {
-					t.Fatalf("bad folded line %q", l)
-				}
-				var user []string
-				entryTrap := false
-				for _, f := range strings.Split(l[:i], ";")[1:] { // the first is the command
-					if !strings.HasSuffix(f, "_[k]") {
-						user = append(user, f)
-					}
-					entryTrap = entryTrap || f == "asm_exc_int3_[k]"
-				}
-				if entryTrap {
-					// In an entry probe's breakpoint, before the kernel
-					// handles it, the IP is one past the probe, in the
-					// middle of the function's first instruction: its
-					// unwind rule there is not the stack's.
-					continue
-				}
-				if len(user) < 2 {
-					// Not unwound past the sampled IP at all (the
-					// recorder did not know the mapping yet, say): no
-					// return address, so nothing of the trace's to
-					// check.
-					single += n
-					continue
-				}
-				stack := strings.Join(user, ";")
-				traced := false
-				for _, f := range user {
-					traced = traced || f == "outer" || f == "rec" || f == "work"
-				}
-				if !traced {
-					continue
-				}
-				inTraced += n
-				if strings.Contains(stack, "[unknown]") {
-					t.Errorf("%d samples inside a traced call with an unknown frame: %s", n, l)
-				}
-				if !strings.Contains(stack+";", "main;outer;") {
-					t.Errorf("%d samples inside a traced call do not reach main: %s", n, l)
-				}
-				if strings.HasSuffix(stack, ";work") || strings.Contains(stack, ";work;") {
-					inWork += n
-					if !strings.Contains(stack, chain) {
-						t.Errorf("%d samples in work without the chain %s: %s", n, chain, l)
-					}
-				}
+			entryTrap = entryTrap || f == "asm_exc_int3_[k]"
+		}
+		if len(user) < 2 {
+			// Not unwound past the sampled IP at all (the
+			// recorder did not know the mapping yet, say): no
+			// return address, so nothing of the trace's to
+			// check.
+			single += n
+			continue
+		}
+		stack := strings.Join(user, ";")
+		traced := false
+		for _, f := range user {
+			traced = traced || f == "outer" || f == "rec" || f == "work"
+		}
+		if !traced {
+			continue
+		}
+		inTraced += n
+		if entryTrap {
+			entryTraps += n
+		}
+		if strings.Contains(stack, "[unknown]") {
+			t.Errorf("%d samples inside a traced call with an unknown frame: %s", n, l)
+		}
+		if !strings.Contains(stack+";", "main;outer;") {
+			t.Errorf("%d samples inside a traced call do not reach main: %s", n, l)
+		}
+		if strings.HasSuffix(stack, ";work") || strings.Contains(stack, ";work;") {
+			inWork += n
+			if !strings.Contains(stack, chain) {
+				t.Errorf("%d samples in work without the chain %s: %s", n, chain, l)
 			}
-			// work spins about 40 × 3 ms on the CPU: about 120 samples at
-			// 999 Hz, on a busy machine too (the clock counts CPU time).
-			if inWork < 10 {
-				t.Errorf("%d samples in work (%d inside traced calls, %d not unwound), want most of ~120:\n%.3000s", inWork, inTraced, single, folded)
-			}
-		})
+		}
+	}
+	// work spins about 40 × 3 ms on the CPU: about 120 samples at
+	// 999 Hz, on a busy machine too (the clock counts CPU time).
+	if spin && inWork < 10 {
+		t.Errorf("%d samples in work (%d inside traced calls, %d not unwound), want most of ~120:\n%.3000s", inWork, inTraced, single, folded)
+	}
+	// 120,000 calls trap 240,000 times, some 1 µs each: hundreds
+	// of samples at 9999 Hz in the breakpoint's kernel code.
+	if !spin && entryTraps < 10 {
+		t.Errorf("%d samples inside traced calls in the breakpoint's exception (%d inside traced calls, %d not unwound), want hundreds:\n%.3000s", entryTraps, inTraced, single, folded)
 	}
 }

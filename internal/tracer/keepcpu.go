@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"slices"
 	"sort"
+	"strings"
 
 	"github.com/culprit-dev/culprit/internal/proc"
 	"github.com/culprit-dev/culprit/internal/recording"
@@ -45,7 +47,7 @@ func (s *session) keepCPU() uint64 {
 		warn(err)
 		return 0
 	}
-	if len(fx.need) > 0 {
+	if len(fx.need) > 0 || len(fx.entry) > 0 {
 		if err := s.w.Flush(); err == nil {
 			fx.pendingCalls(s.o.Output, s.targets)
 		}
@@ -57,7 +59,7 @@ func (s *session) keepCPU() uint64 {
 	}
 	defer r.Close()
 	stacks := map[uint64]*recording.Stack{}
-	var n uint64
+	var n, stale uint64
 	var i int
 	for {
 		rec, err := r.Next()
@@ -78,10 +80,18 @@ func (s *session) keepCPU() uint64 {
 				kernel, user = st.Kernel, st.User
 			}
 			smp := *v
-			if p, ok := fx.pending[i]; ok {
+			p, ok := fx.pending[i]
+			if e, in := fx.entry[i]; in {
+				var cut bool
+				user, cut = fx.fixEntry(smp.PID, user, e, p, s.targets)
+				smp.Truncated = smp.Truncated || cut
+			} else if ok {
 				var cut bool
 				user, cut = fx.fixStack(smp.PID, user, p, s.targets)
 				smp.Truncated = smp.Truncated || cut
+			}
+			if tr, ok := fx.tramp[smp.PID]; ok && slices.Contains(user[min(1, len(user)):], tr) {
+				stale++
 			}
 			i++
 			if s.w.WriteSample(smp, kernel, user) == nil {
@@ -92,6 +102,9 @@ func (s *session) keepCPU() uint64 {
 		}
 	}
 	s.res.Samples = n
+	if stale > 0 {
+		s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("%d of the CPU samples kept in the trace show the return probes' trampoline ([uprobes]) in place of a caller: no call the trace recorded was in flight there (a call entered while the probes were being set or removed, whose return the kernel took over without its entry being recorded)", stale))
+	}
 	return n
 }
 
@@ -99,11 +112,30 @@ func (s *session) keepCPU() uint64 {
 type stackFix struct {
 	tramp  map[uint32]uint64      // process → its uprobe return trampoline
 	spaces map[uint32]*proc.Space // process → its executable mappings
-	bids   map[string][]byte      // object path → build-id
+	maps   map[uint32][]proc.Mapping
+	bids   map[string][]byte // object path → build-id
 	// need are the samples whose stacks hold a trampoline, by thread:
 	// their times, sorted, and their indexes among the samples.
 	need    map[uint32]*threadSamples
 	pending map[int][]pend // sample index → calls in flight at it
+	// entry are the samples taken in an entry probe's breakpoint before
+	// the kernel handled it, by index: the call being entered is the
+	// first its thread's records show starting after the sample (next,
+	// by thread, has those samples' times and indexes).
+	entry map[int]*entryTrap
+	next  map[uint32]*threadSamples
+}
+
+// entryTrap is a sample in the breakpoint of target's entry probe at
+// ip: with the IP one past it (after) or at it, and the call its
+// thread's records show starting next after the sample.
+type entryTrap struct {
+	target uint32 // 1-based, as Call.Probe
+	ip     uint64
+	after  bool
+	xol    bool // the IP in the slot where the kernel runs the probed instruction
+	next   pend
+	found  bool
 }
 
 type threadSamples struct {
@@ -123,8 +155,9 @@ type pend struct {
 // addresses (the first page of the [uprobes] mapping), the mappings and
 // the samples whose user stacks hold a trampoline.
 func (s *session) scanSamples(r *recording.Reader) (*stackFix, error) {
-	fx := &stackFix{tramp: map[uint32]uint64{}, spaces: map[uint32]*proc.Space{}, bids: map[string][]byte{},
-		need: map[uint32]*threadSamples{}, pending: map[int][]pend{}}
+	fx := &stackFix{tramp: map[uint32]uint64{}, spaces: map[uint32]*proc.Space{}, maps: map[uint32][]proc.Mapping{}, bids: map[string][]byte{},
+		need: map[uint32]*threadSamples{}, pending: map[int][]pend{},
+		entry: map[int]*entryTrap{}, next: map[uint32]*threadSamples{}}
 	type smp struct {
 		pid, tid uint32
 		time     uint64
@@ -132,6 +165,8 @@ func (s *session) scanSamples(r *recording.Reader) (*stackFix, error) {
 	}
 	var samples []smp
 	stacks := map[uint64][]uint64{}
+	kstacks := map[uint64][]uint64{}
+	var int3 [][2]uint64 // the breakpoint exception's kernel functions
 	for {
 		rec, err := r.Next()
 		if err == io.EOF {
@@ -153,29 +188,61 @@ func (s *session) scanSamples(r *recording.Reader) (*stackFix, error) {
 				sp = &proc.Space{}
 				fx.spaces[v.PID] = sp
 			}
-			sp.Add(proc.Mapping{Start: v.Start, End: v.Start + v.Len, Offset: v.Pgoff, Path: v.Path})
+			m := proc.Mapping{Start: v.Start, End: v.Start + v.Len, Offset: v.Pgoff, Path: v.Path}
+			sp.Add(m)
+			fx.maps[v.PID] = append(fx.maps[v.PID], m)
 			if len(v.BuildID) > 0 {
 				fx.bids[v.Path] = v.BuildID
 			}
 		case *recording.Stack:
 			stacks[v.ID] = v.User
+			if len(v.Kernel) > 0 {
+				kstacks[v.ID] = v.Kernel
+			}
+		case *recording.KernelSymbol:
+			if strings.Contains(v.Name, "exc_int3") {
+				int3 = append(int3, [2]uint64{v.Addr, v.Addr + v.Size})
+			}
 		case *recording.Sample:
 			samples = append(samples, smp{v.PID, v.TID, v.Time, v.StackID})
 		}
 	}
+	inInt3 := func(k []uint64) bool {
+		return slices.ContainsFunc(k, func(a uint64) bool {
+			return slices.ContainsFunc(int3, func(r [2]uint64) bool { return a >= r[0] && a < r[1] })
+		})
+	}
+	add := func(m map[uint32]*threadSamples, tid uint32, t uint64, i int) {
+		ts := m[tid]
+		if ts == nil {
+			ts = &threadSamples{}
+			m[tid] = ts
+		}
+		ts.times, ts.index = append(ts.times, t), append(ts.index, i)
+	}
 	for i, sm := range samples {
+		if u := stacks[sm.stack]; len(u) > 0 && (len(int3) > 0 && inInt3(kstacks[sm.stack]) || isXOL(fx.tramp, sm.pid, u[0])) {
+			e := &entryTrap{target: s.entryProbeAt(fx, sm.pid, u[0]-1), ip: u[0] - 1, after: true}
+			if e.target == 0 {
+				e = &entryTrap{target: s.entryProbeAt(fx, sm.pid, u[0]), ip: u[0]}
+			}
+			if e.target == 0 && isXOL(fx.tramp, sm.pid, u[0]) {
+				e = &entryTrap{xol: true, ip: u[0]}
+			}
+			if e.target > 0 || e.xol {
+				fx.entry[i] = e
+				add(fx.next, sm.tid, sm.time, i)
+				add(fx.need, sm.tid, sm.time, i)
+				continue
+			}
+		}
 		tr, ok := fx.tramp[sm.pid]
 		if !ok {
 			continue
 		}
 		for j, a := range stacks[sm.stack] {
 			if isTramp(j, a, tr) {
-				ts := fx.need[sm.tid]
-				if ts == nil {
-					ts = &threadSamples{}
-					fx.need[sm.tid] = ts
-				}
-				ts.times, ts.index = append(ts.times, sm.time), append(ts.index, i)
+				add(fx.need, sm.tid, sm.time, i)
 				break
 			}
 		}
@@ -183,7 +250,35 @@ func (s *session) scanSamples(r *recording.Reader) (*stackFix, error) {
 	for _, ts := range fx.need {
 		sort.Sort(ts)
 	}
+	for _, ts := range fx.next {
+		sort.Sort(ts)
+	}
 	return fx, nil
+}
+
+// entryProbeAt returns the target (1-based) whose entry probe is at addr
+// in process pid, a function's (whose calls the records give a return
+// address), or 0.
+func (s *session) entryProbeAt(fx *stackFix, pid uint32, addr uint64) uint32 {
+	sp := fx.spaces[pid]
+	if sp == nil {
+		return 0
+	}
+	m, ok := sp.Find(addr)
+	if !ok {
+		return 0
+	}
+	off := addr - m.Start + m.Offset
+	for i := range s.targets {
+		t := &s.targets[i]
+		if t.Offset != off || t.Point || t.Pair || t.Code[1] == 0 {
+			continue
+		}
+		if m.Path == t.Object || len(t.BuildID) > 0 && bytes.Equal(fx.bids[m.Path], t.BuildID) {
+			return uint32(i + 1)
+		}
+	}
+	return 0
 }
 
 func (ts *threadSamples) Len() int           { return len(ts.times) }
@@ -198,6 +293,18 @@ func (ts *threadSamples) Swap(i, j int) {
 // that call is not used); the single-step slots of entry probes come
 // after it in the same page.
 const trampBytes = 16
+
+// xolBytes bounds the [uprobes] mapping: its first page holds the
+// trampoline and the slots where the kernel runs probed instructions
+// out of line, one at a time per thread.
+const xolBytes = 4096
+
+// isXOL says whether ip, in process pid, is in a slot where the kernel
+// runs a probed instruction out of line.
+func isXOL(tramp map[uint32]uint64, pid uint32, ip uint64) bool {
+	tr, ok := tramp[pid]
+	return ok && ip >= tr+trampBytes && ip-tr < xolBytes
+}
 
 // isTramp says whether the i-th address of a user stack stands for the
 // trampoline tr: a return address equal to it, or the sampled IP inside
@@ -223,13 +330,32 @@ func (fx *stackFix) pendingCalls(path string, targets []Target) {
 	}
 	defer r.Close()
 	r.Reuse()
+	// first[tid][j]: the earliest call starting after the thread's j-th
+	// entry-trap sample and no later than the next one.
+	first := map[uint32][]*pend{}
+	defer fx.nextCalls(first)
 	for {
 		rec, err := r.Next()
 		if err != nil {
 			return
 		}
 		c, ok := rec.(*recording.Call)
-		if !ok || c.Probe == 0 || int(c.Probe) > len(targets) || !returnProbed(&targets[c.Probe-1]) || c.End <= c.Start {
+		if !ok || c.Probe == 0 || int(c.Probe) > len(targets) {
+			continue
+		}
+		if ts := fx.next[c.TID]; ts != nil && !targets[c.Probe-1].Point && !targets[c.Probe-1].Pair {
+			if j := sort.Search(len(ts.times), func(i int) bool { return ts.times[i] >= c.Start }) - 1; j >= 0 {
+				f := first[c.TID]
+				if f == nil {
+					f = make([]*pend, len(ts.times))
+					first[c.TID] = f
+				}
+				if f[j] == nil || f[j].start > c.Start {
+					f[j] = &pend{c.Start, c.Depth, c.Probe, c.Site}
+				}
+			}
+		}
+		if !returnProbed(&targets[c.Probe-1]) || c.End <= c.Start {
 			continue
 		}
 		ts := fx.need[c.TID]
@@ -239,6 +365,25 @@ func (fx *stackFix) pendingCalls(path string, targets []Target) {
 		i := sort.Search(len(ts.times), func(i int) bool { return ts.times[i] >= c.Start })
 		for ; i < len(ts.times) && ts.times[i] < c.End; i++ {
 			fx.pending[ts.index[i]] = append(fx.pending[ts.index[i]], pend{c.Start, c.Depth, c.Probe, c.Site})
+		}
+	}
+}
+
+// nextCalls gives each entry-trap sample the first call its thread's
+// records show starting after it (first: by thread, the earliest call
+// starting between each such sample and the next, as pendingCalls found
+// them).
+func (fx *stackFix) nextCalls(first map[uint32][]*pend) {
+	for tid, f := range first {
+		ts := fx.next[tid]
+		var next *pend
+		for j := len(f) - 1; j >= 0; j-- {
+			if f[j] != nil {
+				next = f[j]
+			}
+			if e := fx.entry[ts.index[j]]; e != nil && next != nil && next.probe == e.target {
+				e.next, e.found = *next, true
+			}
 		}
 	}
 }
@@ -401,4 +546,82 @@ func (fx *stackFix) fixStack(pid uint32, user []uint64, p []pend, targets []Targ
 		k = j + 1
 	}
 	return out, false
+}
+
+// fixEntry gives a sample taken in an entry probe's breakpoint its
+// stack where the unwinder read a junk caller. Before the kernel handles
+// the breakpoint the IP is one byte past the probe, in the function's
+// first instruction, not yet run: the unwind rule there (after a push,
+// say) is not the stack's. After the probe's programs ran, the kernel
+// emulates some instructions (a push) in steps, the stack pointer moved
+// before the IP. The caller is known from the records: the return
+// address of the call being entered, the first its thread starts after
+// the sample (before the handling) or the innermost in flight (after).
+// Where the unwound caller is either's, the stack stays as unwound (an
+// emulated instruction's state, or a probed instruction that moves no
+// stack pointer); else the IP goes back to the probe, its caller is the
+// call's return address, and the stack goes on by the calls in flight,
+// as above a trampoline where unwinding stopped (fixStack), then by the
+// unwound stack where that holds the same return address. Without the
+// call's record only the IP is kept, the stack cut after it.
+func (fx *stackFix) fixEntry(pid uint32, user []uint64, e *entryTrap, p []pend, targets []Target) ([]uint64, bool) {
+	// The innermost call in flight, if it is the probe's.
+	var prev *pend
+	for i := range p {
+		if prev == nil || p[i].depth > prev.depth || p[i].depth == prev.depth && p[i].start > prev.start {
+			prev = &p[i]
+		}
+	}
+	if e.xol && prev != nil {
+		// The probed instruction runs out of line after the probe's
+		// programs ran: the last probe hit, the innermost call's entry.
+		e.target = prev.probe
+		if e.ip = fx.probeAddr(pid, &targets[prev.probe-1]); e.ip == 0 {
+			return user, false
+		}
+	}
+	if prev != nil && prev.probe != e.target {
+		prev = nil
+	}
+	tr, ok := fx.tramp[pid]
+	if !e.xol && len(user) > 1 && (e.found && user[1] == e.next.site || prev != nil && (user[1] == prev.site || ok && user[1] == tr)) {
+		if len(p) > 0 {
+			return fx.fixStack(pid, user, p, targets)
+		}
+		return user, false
+	}
+	switch {
+	case e.xol && prev == nil:
+		return user, false
+	case e.after && e.found && ok:
+		// Not yet entered by the records: its return address stands
+		// where the trampoline would, innermost.
+		c := e.next
+		c.depth = math.MaxUint32
+		p = append(slices.Clone(p), c)
+	case !e.after && prev != nil && ok: // e.xol too
+	default:
+		return []uint64{e.ip}, true
+	}
+	out, cut := fx.fixStack(pid, []uint64{e.ip, tr}, p, targets)
+	last := out[len(out)-1]
+	if j := slices.Index(user[1:], last); j >= 0 && !slices.Contains(user[j+2:], tr) {
+		return append(out, user[j+2:]...), false
+	}
+	return out, cut
+}
+
+// probeAddr is the address of t's entry probe in process pid (0: not
+// mapped).
+func (fx *stackFix) probeAddr(pid uint32, t *Target) uint64 {
+	for _, m := range fx.maps[pid] {
+		if (m.Path == t.Object || len(t.BuildID) > 0 && bytes.Equal(fx.bids[m.Path], t.BuildID)) &&
+			t.Offset >= m.Offset && t.Offset-m.Offset < m.End-m.Start {
+			a := m.Start + t.Offset - m.Offset
+			if fx.in(pid, a, t) {
+				return a
+			}
+		}
+	}
+	return 0
 }

@@ -496,7 +496,7 @@ func keepStats(exe, rec, cpu string, hz int, removed []string, stderr io.Writer)
 		}
 	}
 	slices.Sort(probes)
-	return keepSamples(exe, path, cpu, hz, probes, trace.TrapsLanding(p), trace.InnermostOpen(p), stderr)
+	return keepSamples(exe, path, cpu, hz, probes, trace.ProbeTraps(p), trace.InnermostOpen(p), stderr)
 }
 
 // cpuStats are the CPU samples traces of one build took beside their
@@ -507,12 +507,10 @@ type cpuStats struct {
 	Samples int            `json:"samples"` // counted: under the root, outside the probes' traps
 	Traps   int            `json:"traps"`   // taken in the probes' traps, not counted
 	Counts  map[string]int `json:"counts"`  // samples by function
-	// Traces are each trace's samples, rate and probe traps, and Exposure
-	// by function the probe traps that landed in it times the rate, summed
-	// over the traces: what trace.UntracedTotal reads to take the probes'
-	// indirect cost out of the total.
-	Traces   []trace.PooledTrace `json:"traces,omitempty"`
-	Exposure map[string]float64  `json:"exposure,omitempty"`
+	// Traces are each trace's samples, rate and probe traps: what
+	// trace.UntracedTotal reads to take the probes' indirect cost out of
+	// the total.
+	Traces []trace.PooledTrace `json:"traces,omitempty"`
 }
 
 // cpuStatsFile is where the CPU samples of the build whose Dynamic Stats
@@ -569,10 +567,10 @@ func readCPUStats(path string) (cpuStats, error) {
 
 // keepSamples adds the CPU samples of recording cpu (hz a second), of
 // the executable exe, to the build's pool; probes are the file offsets of
-// the entry probes the trace set in exe (sorted), landing the probe traps
-// by function (trace.TrapsLanding), and open names the trace's innermost
+// the entry probes the trace set in exe (sorted), probeTraps how many times
+// they trapped (trace.ProbeTraps), and open names the trace's innermost
 // call open at a time (trace.InnermostOpen).
-func keepSamples(exe, statsPath, cpu string, hz int, probes []uint64, landing map[string]int, open func(uint32, uint64) string, stderr io.Writer) error {
+func keepSamples(exe, statsPath, cpu string, hz int, probes []uint64, probeTraps int, open func(uint32, uint64) string, stderr io.Writer) error {
 	if _, err := os.Stat(cpu); err != nil {
 		return nil // not taken: the tracer said why
 	}
@@ -602,16 +600,8 @@ func keepSamples(exe, statsPath, cpu string, hz int, probes []uint64, landing ma
 	if c.Counts == nil {
 		c.Counts = map[string]int{}
 	}
-	if c.Exposure == nil {
-		c.Exposure = map[string]float64{}
-	}
 	if len(c.Traces) == c.Runs { // every earlier trace was recorded so
-		k := 0
-		for f, n := range landing {
-			c.Exposure[f] += float64(hz) * float64(n)
-			k += n
-		}
-		c.Traces = append(c.Traces, trace.PooledTrace{Samples: total, Hz: hz, Traps: k})
+		c.Traces = append(c.Traces, trace.PooledTrace{Samples: total, Hz: hz, Traps: probeTraps})
 	}
 	c.Runs++
 	c.Samples += total

@@ -394,7 +394,7 @@ func hotFunctions(pr *program, opt optimizations) (map[string]bool, string, erro
 			}
 			if c.Samples > 0 {
 				if len(c.Traces) == c.Runs {
-					if total, d, ok := trace.UntracedTotal(c.Traces, c.Counts, c.Exposure); ok {
+					if total, d, ok := trace.UntracedTotal(c.Traces); ok {
 						return sampledHot(c.Counts, int(math.Round(total)), opt.KeepHot),
 							fmt.Sprintf("the time of %d earlier traces by %d CPU samples, %.0f of them an untraced run's (each probe trap slowed the code after it by %.0f ns)", c.Runs, c.Samples, total, d*1e9), nil
 					}

@@ -199,38 +199,36 @@ type PooledTrace struct {
 	Traps   int `json:"traps"`
 }
 
-// TrapsLanding counts, for each function (clone suffixes removed), the
-// probe traps of a traced run after which the program resumed in it:
-// the entry of each of its calls, and the return of each traced call it
-// made (the call's site). The code that runs just after a trap runs
-// slower (the kernel's entry and exit disturb the caches, the TLB and
-// the branch predictors), so these are where a trace's indirect cost
-// falls.
-func TrapsLanding(p *profile.Profile) map[string]int {
-	out := map[string]int{}
+// ProbeTraps counts the probe traps of a traced run: the entry of each
+// recorded call, and its return when it returned through a probe (a
+// call whose return address was known).
+func ProbeTraps(p *profile.Profile) int {
+	n := 0
 	for i := range p.Calls {
-		c := &p.Calls[i]
-		out[elfx.StripClones(p.Probes[c.Probe].Function)]++
-		if c.Site >= 0 {
-			out[elfx.StripClones(p.FrameAt(c.Site).Function)]++
+		n++
+		if p.Calls[i].Site >= 0 {
+			n++
 		}
 	}
-	return out
+	return n
 }
 
-// UntracedTotal estimates how many of the pooled samples counts (by
-// function, from traces) an untraced run would have taken: the program's
-// own code runs slower after each probe trap, so a traced run's samples
-// outside the traps grow with its traps. A least-squares line through
-// the traces' samples per second of sampling against their traps gives
-// the time each trap adds (its slope); each function's count less that
-// time for the traps that landed in it (exposure: the sum over traces of
-// rate × TrapsLanding) is its untraced estimate, at least 0, and their
-// sum the total. ok is false when the traces cannot give a slope (fewer
-// than two, or their trap counts within a factor of two of each other:
-// the pool must hold traces of many and of few probes) or it is not
-// positive.
-func UntracedTotal(traces []PooledTrace, counts map[string]int, exposure map[string]float64) (total float64, perTrap float64, ok bool) {
+// UntracedTotal estimates how many of the samples pooled from traces
+// an untraced run of each would have taken: the program's own code runs
+// slower after each probe trap, so a traced run's samples outside the
+// traps grow with its traps. A least-squares line through the traces'
+// seconds of samples against their traps gives the time each trap adds
+// (its slope, perTrap); each trace's samples less that time for its
+// traps, summed, is the total (the line's intercept, once a trace). It
+// is not taken function by function: where a trap's slowing falls (the
+// code it returns to, and on from there) is not known well enough, and
+// a function's share less an estimate of its own slowing, floored at 0,
+// leaves the rest of the slowing in the total, diluting every function
+// far from the probes. ok is false when the traces cannot give a slope
+// (fewer than two, or their trap counts within a factor of two of each
+// other: the pool must hold traces of many and of few probes), or it or
+// the total is not positive.
+func UntracedTotal(traces []PooledTrace) (total float64, perTrap float64, ok bool) {
 	var n, sx, sy, sxx, sxy float64
 	minK, maxK := math.Inf(1), 0.0
 	for _, t := range traces {
@@ -252,8 +250,10 @@ func UntracedTotal(traces []PooledTrace, counts map[string]int, exposure map[str
 	if d <= 0 {
 		return 0, 0, false
 	}
-	for f, c := range counts {
-		total += math.Max(0, float64(c)-d*exposure[f])
+	for _, t := range traces {
+		if t.Hz > 0 {
+			total += float64(t.Samples) - d*float64(t.Traps)*float64(t.Hz)
+		}
 	}
 	return total, d, total > 0
 }

@@ -2,6 +2,7 @@ package trace
 
 import (
 	"math"
+	"slices"
 	"testing"
 
 	"github.com/culprit-dev/culprit/internal/profile"
@@ -102,27 +103,26 @@ func TestSampledCountsTraps(t *testing.T) {
 	}
 }
 
-// A trap lands in the function whose call it enters and in the one a
-// traced call returns to (its site).
-func TestTrapsLanding(t *testing.T) {
+// A recorded call trapped at its entry, and at its return when it had
+// a return address.
+func TestProbeTraps(t *testing.T) {
 	p := &profile.Profile{
 		Frames: []profile.Frame{{Function: "loop", Object: "/bin/prog"}},
-		Probes: []profile.Probe{{Function: "loop"}, {Function: "leaf.isra.0"}},
+		Probes: []profile.Probe{{Function: "loop"}, {Function: "leaf"}},
 		Calls: []profile.Call{
 			{Probe: 0, Caller: -1, Site: -1},
 			{Probe: 1, Caller: 0, Site: 0},
 			{Probe: 1, Caller: 0, Site: 0},
 		},
 	}
-	got := TrapsLanding(p)
-	if len(got) != 2 || got["loop"] != 3 || got["leaf"] != 2 {
-		t.Errorf("traps landing %v, want loop 3 (its entry, two returns to it), leaf 2", got)
+	if got := ProbeTraps(p); got != 5 {
+		t.Errorf("%d probe traps, want 5", got)
 	}
 }
 
-// Traces of many and of few probe traps give the time a trap adds; a
-// function's count less that time for its own traps estimates it
-// untraced, and the total is their sum.
+// Traces of many and of few probe traps give the time a trap adds, and
+// the pool's samples less that time for every trace's traps are the
+// untraced runs' total, whichever functions the slowing fell on.
 func TestUntracedTotal(t *testing.T) {
 	// 100 samples a run untraced at 1000 Hz (0.1 s), and 2 µs of the
 	// program's own time lost to each trap: 2 samples per 1,000 traps.
@@ -131,25 +131,27 @@ func TestUntracedTotal(t *testing.T) {
 	for _, k := range []int{1000, 50000, 100000} {
 		traces = append(traces, PooledTrace{Samples: int((u + perTrap*float64(k)) * 1000), Hz: 1000, Traps: k})
 	}
-	// Pooled: far (start-up) 30 samples a run, no trap; near 70 a run and
-	// every trap.
-	counts := map[string]int{"far": 90, "near": 210 + 2 + 100 + 200}
-	exposure := map[string]float64{"near": 1000 * (1000 + 50000 + 100000)}
-	total, d, ok := UntracedTotal(traces, counts, exposure)
+	total, d, ok := UntracedTotal(traces)
 	if !ok || math.Abs(d-perTrap) > 1e-9 || math.Abs(total-300) > 1e-6 {
 		t.Errorf("UntracedTotal = %g, %g, %v; want 300 samples, %g s a trap", total, d, ok, perTrap)
 	}
-	// A function's estimate is at least 0.
-	if total, _, _ := UntracedTotal(traces, map[string]int{"far": 90, "near": 10}, exposure); total != 90 {
-		t.Errorf("total %g, want 90: near's estimate is 0, not negative", total)
+	// At another rate the samples of a trace count as many.
+	mixed := append(slices.Clone(traces), PooledTrace{Samples: int((u + perTrap*20000) * 10000), Hz: 10000, Traps: 20000})
+	if total, d, ok := UntracedTotal(mixed); !ok || math.Abs(d-perTrap) > 1e-9 || math.Abs(total-1300) > 1e-6 {
+		t.Errorf("with a trace at 10 kHz: UntracedTotal = %g, %g, %v; want 1300 samples", total, d, ok)
 	}
 	// Traces all of about the same traps give no slope.
 	same := []PooledTrace{{Samples: 300, Hz: 1000, Traps: 100000}, {Samples: 310, Hz: 1000, Traps: 150000}}
-	if _, _, ok := UntracedTotal(same, counts, exposure); ok {
+	if _, _, ok := UntracedTotal(same); ok {
 		t.Error("a slope from traps within a factor of two")
 	}
-	if _, _, ok := UntracedTotal(traces[:1], counts, exposure); ok {
+	if _, _, ok := UntracedTotal(traces[:1]); ok {
 		t.Error("a slope from one trace")
+	}
+	// A slope that leaves nothing is no estimate.
+	steep := []PooledTrace{{Samples: 10, Hz: 1000, Traps: 1000}, {Samples: 1000, Hz: 1000, Traps: 100000}, {Samples: 2, Hz: 1000, Traps: 1500}}
+	if total, _, ok := UntracedTotal(steep); ok && total <= 0 {
+		t.Errorf("total %g accepted", total)
 	}
 }
 

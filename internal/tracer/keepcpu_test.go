@@ -73,3 +73,63 @@ func TestFixStack(t *testing.T) {
 		}
 	}
 }
+
+// TestFixEntry gives samples in an entry probe's breakpoint their
+// callers: before the kernel handled it (the IP one past the probe, a
+// junk caller unwound; the call its thread starts next), while it
+// emulates the probed push (the IP at the probe; the innermost call in
+// flight), in the out-of-line single step; and keeps the unwound stack
+// where it holds the right caller or the trampoline.
+func TestFixEntry(t *testing.T) {
+	const tr, exe = 0x7fffffffe000, "/bin/prog"
+	code := map[string][2]uint64{"main": {0x1000, 0x1100}, "a": {0x1100, 0x1200}, "b": {0x1200, 0x1300}, "c": {0x1300, 0x1400}}
+	targets := []Target{
+		{Object: exe, Function: "a", Offset: code["a"][0], Code: code["a"]},
+		{Object: exe, Function: "b", Offset: code["b"][0], Code: code["b"]},
+		{Object: exe, Function: "c", Offset: code["c"][0], Code: code["c"]},
+	}
+	at := func(fn string, off uint64) uint64 { return 0x400000 + code[fn][0] + off }
+	m := proc.Mapping{Start: 0x400000, End: 0x402000, Path: exe}
+	libcMap := proc.Mapping{Start: 0x7f0000000000, End: 0x7f0000100000, Path: "/lib/libc.so.6"}
+	sp := &proc.Space{}
+	sp.Add(m)
+	sp.Add(libcMap)
+	fx := &stackFix{tramp: map[uint32]uint64{7: tr}, spaces: map[uint32]*proc.Space{7: sp},
+		maps: map[uint32][]proc.Mapping{7: {m, libcMap}}}
+	a := pend{start: 10, depth: 0, probe: 1, site: at("main", 0x20)}
+	b := pend{start: 20, depth: 1, probe: 2, site: at("a", 0x10)}
+	c := pend{start: 30, depth: 2, probe: 3, site: at("b", 0x30)}
+	libc := uint64(0x7f0000001234)
+	junk := uint64(0x7ffd4d267450)
+	for _, tc := range []struct {
+		name string
+		user []uint64
+		e    entryTrap
+		p    []pend
+		want []uint64
+		cut  bool
+	}{
+		{"before the handling", []uint64{at("c", 1), junk, libc}, entryTrap{target: 3, ip: at("c", 0), after: true, next: c, found: true}, []pend{a, b},
+			[]uint64{at("c", 0), c.site, b.site, a.site}, false},
+		{"before the handling, the caller skipped", []uint64{at("c", 1), a.site}, entryTrap{target: 3, ip: at("c", 0), after: true, next: c, found: true}, []pend{a, b},
+			[]uint64{at("c", 0), c.site, b.site, a.site}, false},
+		{"the push emulated, the IP not yet moved", []uint64{at("c", 0), junk}, entryTrap{target: 3, ip: at("c", 0)}, []pend{a, b, c},
+			[]uint64{at("c", 0), c.site, b.site, a.site}, false},
+		{"after the handling, the return hijacked", []uint64{at("c", 1), tr, tr, tr, libc}, entryTrap{target: 3, ip: at("c", 0), after: true}, []pend{a, b, c},
+			[]uint64{at("c", 1), c.site, b.site, a.site, libc}, false},
+		{"the caller unwound right", []uint64{at("c", 1), c.site, tr, tr, libc}, entryTrap{target: 3, ip: at("c", 0), after: true, next: c, found: true}, []pend{a, b},
+			[]uint64{at("c", 1), c.site, b.site, a.site, libc}, false},
+		{"the unwound stack taken up again at the same return address", []uint64{at("a", 1), junk, a.site, libc}, entryTrap{target: 1, ip: at("a", 0), after: true, next: a, found: true}, nil,
+			[]uint64{at("a", 0), a.site, libc}, false},
+		{"no record of the call", []uint64{at("c", 1), junk}, entryTrap{target: 3, ip: at("c", 0), after: true}, []pend{a, b},
+			[]uint64{at("c", 0)}, true},
+		{"the probed instruction run out of line", []uint64{tr + 0x80}, entryTrap{xol: true, ip: tr + 0x80}, []pend{a, b, c},
+			[]uint64{at("c", 0), c.site, b.site, a.site}, false},
+	} {
+		e := tc.e
+		got, cut := fx.fixEntry(7, tc.user, &e, tc.p, targets)
+		if !slices.Equal(got, tc.want) || cut != tc.cut {
+			t.Errorf("%s: got %x cut %v, want %x cut %v", tc.name, got, cut, tc.want, tc.cut)
+		}
+	}
+}

@@ -134,6 +134,9 @@ type entryTrap struct {
 	ip     uint64
 	after  bool
 	xol    bool // the IP in the slot where the kernel runs the probed instruction
+	// ret: in the return trampoline's system call, the IP already the
+	// return address, the stack pointer not yet the caller's.
+	ret bool
 	next   pend
 	found  bool
 }
@@ -166,7 +169,9 @@ func (s *session) scanSamples(r *recording.Reader) (*stackFix, error) {
 	var samples []smp
 	stacks := map[uint64][]uint64{}
 	kstacks := map[uint64][]uint64{}
-	var int3 [][2]uint64 // the breakpoint exception's kernel functions
+	// The kernel functions of the breakpoint's exception and of the
+	// return trampoline's system call.
+	var int3, uret [][2]uint64
 	for {
 		rec, err := r.Next()
 		if err == io.EOF {
@@ -203,13 +208,16 @@ func (s *session) scanSamples(r *recording.Reader) (*stackFix, error) {
 			if strings.Contains(v.Name, "exc_int3") {
 				int3 = append(int3, [2]uint64{v.Addr, v.Addr + v.Size})
 			}
+			if strings.Contains(v.Name, "sys_uretprobe") {
+				uret = append(uret, [2]uint64{v.Addr, v.Addr + v.Size})
+			}
 		case *recording.Sample:
 			samples = append(samples, smp{v.PID, v.TID, v.Time, v.StackID})
 		}
 	}
-	inInt3 := func(k []uint64) bool {
-		return slices.ContainsFunc(k, func(a uint64) bool {
-			return slices.ContainsFunc(int3, func(r [2]uint64) bool { return a >= r[0] && a < r[1] })
+	in := func(k []uint64, fns [][2]uint64) bool {
+		return len(fns) > 0 && slices.ContainsFunc(k, func(a uint64) bool {
+			return slices.ContainsFunc(fns, func(r [2]uint64) bool { return a >= r[0] && a < r[1] })
 		})
 	}
 	add := func(m map[uint32]*threadSamples, tid uint32, t uint64, i int) {
@@ -221,7 +229,12 @@ func (s *session) scanSamples(r *recording.Reader) (*stackFix, error) {
 		ts.times, ts.index = append(ts.times, t), append(ts.index, i)
 	}
 	for i, sm := range samples {
-		if u := stacks[sm.stack]; len(u) > 0 && (len(int3) > 0 && inInt3(kstacks[sm.stack]) || isXOL(fx.tramp, sm.pid, u[0])) {
+		if u := stacks[sm.stack]; len(u) > 0 && in(kstacks[sm.stack], uret) && !isTramp(0, u[0], fx.tramp[sm.pid]) && fx.mapped(sm.pid, u[0]) {
+			fx.entry[i] = &entryTrap{ret: true, ip: u[0]}
+			add(fx.need, sm.tid, sm.time, i)
+			continue
+		}
+		if u := stacks[sm.stack]; len(u) > 0 && (in(kstacks[sm.stack], int3) || isXOL(fx.tramp, sm.pid, u[0])) {
 			e := &entryTrap{target: s.entryProbeAt(fx, sm.pid, u[0]-1), ip: u[0] - 1, after: true}
 			if e.target == 0 {
 				e = &entryTrap{target: s.entryProbeAt(fx, sm.pid, u[0]), ip: u[0]}
@@ -572,6 +585,31 @@ func (fx *stackFix) fixEntry(pid uint32, user []uint64, e *entryTrap, p []pend, 
 			prev = &p[i]
 		}
 	}
+	tr, ok := fx.tramp[pid]
+	if e.ret {
+		// The call returning is the innermost in flight if its end is
+		// not yet recorded: the stack is its caller's.
+		if prev != nil && prev.site == e.ip {
+			p = slices.DeleteFunc(slices.Clone(p), func(c pend) bool { return c == *prev })
+		}
+		if !ok {
+			return user, false
+		}
+		out, cut := fx.fixStack(pid, []uint64{e.ip, tr}, p, targets)
+		if out[len(out)-1] == tr {
+			// No call in flight: an untraced function's caller, which
+			// the records do not know; the unwound one where it is in
+			// code (the frame-pointer chain's), else none.
+			if len(user) > 1 && user[1] != tr && fx.mapped(pid, user[1]) {
+				return fx.fixStack(pid, user, p, targets)
+			}
+			return out[:len(out)-1], true
+		}
+		if len(user) > 1 && user[1] == out[1] {
+			return fx.fixStack(pid, user, p, targets) // unwound right
+		}
+		return fx.takeUp(out, user, tr, cut)
+	}
 	if e.xol && prev != nil {
 		// The probed instruction runs out of line after the probe's
 		// programs ran: the last probe hit, the innermost call's entry.
@@ -583,7 +621,6 @@ func (fx *stackFix) fixEntry(pid uint32, user []uint64, e *entryTrap, p []pend, 
 	if prev != nil && prev.probe != e.target {
 		prev = nil
 	}
-	tr, ok := fx.tramp[pid]
 	if !e.xol && len(user) > 1 && (e.found && user[1] == e.next.site || prev != nil && (user[1] == prev.site || ok && user[1] == tr)) {
 		if len(p) > 0 {
 			return fx.fixStack(pid, user, p, targets)
@@ -604,8 +641,15 @@ func (fx *stackFix) fixEntry(pid uint32, user []uint64, e *entryTrap, p []pend, 
 		return []uint64{e.ip}, true
 	}
 	out, cut := fx.fixStack(pid, []uint64{e.ip, tr}, p, targets)
+	return fx.takeUp(out, user, tr, cut)
+}
+
+// takeUp goes on from a stack rebuilt from the records (out, cut when it
+// lost callers) by the unwound one (user) where that holds out's last
+// return address and no trampoline after it.
+func (fx *stackFix) takeUp(out, user []uint64, tr uint64, cut bool) ([]uint64, bool) {
 	last := out[len(out)-1]
-	if j := slices.Index(user[1:], last); j >= 0 && !slices.Contains(user[j+2:], tr) {
+	if j := slices.Index(user[1:], last); len(out) > 1 && j >= 0 && !slices.Contains(user[j+2:], tr) {
 		return append(out, user[j+2:]...), false
 	}
 	return out, cut

@@ -78,8 +78,10 @@ func TestFixStack(t *testing.T) {
 // callers: before the kernel handled it (the IP one past the probe, a
 // junk caller unwound; the call its thread starts next), while it
 // emulates the probed push (the IP at the probe; the innermost call in
-// flight), in the out-of-line single step; and keeps the unwound stack
-// where it holds the right caller or the trampoline.
+// flight), in the out-of-line single step, in the return trampoline's
+// system call (the IP the return address, the stack pointer not yet
+// moved); and keeps the unwound stack where it holds the right caller or
+// the trampoline.
 func TestFixEntry(t *testing.T) {
 	const tr, exe = 0x7fffffffe000, "/bin/prog"
 	code := map[string][2]uint64{"main": {0x1000, 0x1100}, "a": {0x1100, 0x1200}, "b": {0x1200, 0x1300}, "c": {0x1300, 0x1400}}
@@ -123,6 +125,14 @@ func TestFixEntry(t *testing.T) {
 			[]uint64{at("a", 0), a.site, libc}, false},
 		{"no record of the call", []uint64{at("c", 1), junk}, entryTrap{target: 3, ip: at("c", 0), after: true}, []pend{a, b},
 			[]uint64{at("c", 0)}, true},
+		{"returning, the stack pointer not yet the caller's", []uint64{c.site, junk}, entryTrap{ret: true, ip: c.site}, []pend{a, b, c},
+			[]uint64{c.site, b.site, a.site}, false},
+		{"returning, the call recorded as ended", []uint64{c.site, tr, tr}, entryTrap{ret: true, ip: c.site}, []pend{a, b},
+			[]uint64{c.site, b.site, a.site}, false},
+		{"returning into an untraced function, its caller unwound", []uint64{a.site, libc}, entryTrap{ret: true, ip: a.site}, []pend{a},
+			[]uint64{a.site, libc}, false},
+		{"returning into an untraced function, nothing unwound", []uint64{a.site, tr}, entryTrap{ret: true, ip: a.site}, []pend{a},
+			[]uint64{a.site}, true},
 		{"the probed instruction run out of line", []uint64{tr + 0x80}, entryTrap{xol: true, ip: tr + 0x80}, []pend{a, b, c},
 			[]uint64{at("c", 0), c.site, b.site, a.site}, false},
 	} {

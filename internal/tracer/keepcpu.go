@@ -136,9 +136,9 @@ type entryTrap struct {
 	xol    bool // the IP in the slot where the kernel runs the probed instruction
 	// ret: in the return trampoline's system call, the IP already the
 	// return address, the stack pointer not yet the caller's.
-	ret bool
-	next   pend
-	found  bool
+	ret   bool
+	next  pend
+	found bool
 }
 
 type threadSamples struct {

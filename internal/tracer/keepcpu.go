@@ -484,15 +484,25 @@ func (fx *stackFix) fixStack(pid uint32, user []uint64, p []pend, targets []Targ
 		}
 		return -1
 	}
+	// traced says the function holding ref is that of the next call in
+	// flight from k out with a return address of its own: ref's frame
+	// then returns through the trampoline.
+	traced := func(k int, ref uint64) bool {
+		m := next(k)
+		return m < len(p) && fx.in(pid, ref, &targets[p[m].probe-1])
+	}
 	out := make([]uint64, 0, len(user)+len(p)+1)
 	k := 0          // the next call not yet given
 	var ref uint64  // the frame below, as an address inside its function
 	endsAt := false // the stack's last frame was a trampoline
 	for i, a := range user {
-		if endsAt && !isTramp(i, a, tr) && !fx.mapped(pid, a) {
+		if endsAt && !isTramp(i, a, tr) && (!fx.mapped(pid, a) || traced(k, ref)) {
 			// Past a trampoline where the CFI unwinder stopped, the
 			// frame-pointer chain of code without frame pointers
-			// reads junk: not a return address into code.
+			// reads junk: not a return address into code, or not the
+			// trampoline where the caller is a traced call in flight
+			// (its return address is the trampoline's): stale return
+			// addresses on the stack are in code too.
 			break
 		}
 		endsAt = false

@@ -58,6 +58,8 @@ func TestFixStack(t *testing.T) {
 			[]uint64{at("c", 5), at("u", 0x8)}, true},
 		{"cfi stopped, junk from the fp chain after", []uint64{at("c", 5), tr, 0x43350000c3c50112, libc}, []pend{a, b, c},
 			[]uint64{at("c", 5), c.site, b.site, a.site}, false},
+		{"cfi stopped, stale return addresses from the fp chain after", []uint64{at("c", 5), tr, at("u", 0x30), at("b", 0x44), libc}, []pend{a, b, c},
+			[]uint64{at("c", 5), c.site, b.site, a.site}, false},
 		{"a tail call's return chained to its caller's", []uint64{at("u", 5), tr}, []pend{a, b, {start: 30, depth: 2, probe: 3, site: tr}},
 			[]uint64{at("u", 5), b.site, a.site}, false},
 		{"cfi stopped in a tail call's callee", []uint64{at("u", 5), at("c", 0x20), tr}, []pend{a, {start: 20, depth: 1, probe: 2, site: tr}, c},

@@ -103,7 +103,7 @@ func (s *session) keepCPU() uint64 {
 	}
 	s.res.Samples = n
 	if stale > 0 {
-		s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("%d of the CPU samples kept in the trace show the return probes' trampoline ([uprobes]) in place of a caller: no call the trace recorded was in flight there (a call entered while the probes were being set or removed, whose return the kernel took over without its entry being recorded)", stale))
+		s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("%d of the CPU samples kept in the trace show the return probes' trampoline ([uprobes]) in place of a caller: the call there was not recorded (one left out by #N or dynamic sampling, or entered while the probes were being set or removed), so its return address is not known", stale))
 	}
 	return n
 }

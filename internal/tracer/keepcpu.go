@@ -460,11 +460,36 @@ func (fx *stackFix) fixStack(pid uint32, user []uint64, p []pend, targets []Targ
 		return p[i].start > p[j].start
 	})
 	p = slices.CompactFunc(p, func(a, b pend) bool { return a.depth == b.depth })
+	if len(p) > 0 && slices.ContainsFunc(targets, func(t Target) bool { return t.Every > 1 && returnProbed(&t) }) {
+		// A call sampling left out (#N) has no record but its depth on
+		// the thread's stack, and the kernel took over its return all
+		// the same: each depth below the innermost call with no call
+		// in flight stands for one, whose trampoline stays (its return
+		// address is not known), so that the trampolines above it are
+		// given their own calls' return addresses.
+		all := make([]pend, 0, p[0].depth+1)
+		d := int64(p[0].depth)
+		for _, c := range p {
+			for ; d > int64(c.depth); d-- {
+				all = append(all, pend{depth: uint32(d)})
+			}
+			all = append(all, c)
+			d = int64(c.depth) - 1
+		}
+		for ; d >= 0; d-- {
+			all = append(all, pend{depth: uint32(d)})
+		}
+		p = all
+	}
 	// A function a traced one jumped to (a tail call) found the
 	// trampoline on top of the stack at its entry: the kernel chains its
 	// return to its caller's, and the two share one return address, the
 	// caller's, while only the callee's frame is on the stack.
-	chained := func(m int) bool { return p[m].site == tr }
+	chained := func(m int) bool { return p[m].site == tr && p[m].probe != 0 }
+	// holds says the function of call m, when known, holds addr.
+	holds := func(m int, addr uint64) bool {
+		return p[m].probe != 0 && fx.in(pid, addr, &targets[p[m].probe-1])
+	}
 	// next is the first call from m out that has a return address of
 	// its own.
 	next := func(m int) int {
@@ -477,8 +502,11 @@ func (fx *stackFix) fixStack(pid uint32, user []uint64, p []pend, targets []Targ
 	// call whose return address the trampoline above ref stands for (a
 	// chained one stands for the next); -1 when none does.
 	holder := func(k int, ref uint64) int {
+		if ref == 0 {
+			return -1 // the frame below not known: the next in order
+		}
 		for m := k; m < len(p); m++ {
-			if fx.in(pid, ref, &targets[p[m].probe-1]) {
+			if p[m].probe == 0 || holds(m, ref) { // a call left out is on the stack
 				return next(m)
 			}
 		}
@@ -489,11 +517,20 @@ func (fx *stackFix) fixStack(pid uint32, user []uint64, p []pend, targets []Targ
 	// then returns through the trampoline.
 	traced := func(k int, ref uint64) bool {
 		m := next(k)
-		return m < len(p) && fx.in(pid, ref, &targets[p[m].probe-1])
+		return m < len(p) && holds(m, ref)
 	}
 	out := make([]uint64, 0, len(user)+len(p)+1)
 	k := 0          // the next call not yet given
 	var ref uint64  // the frame below, as an address inside its function
+	// give puts call m's return address on the stack: the trampoline
+	// stays for a call left out, whose is not known.
+	give := func(m int) {
+		if p[m].probe == 0 {
+			out, ref = append(out, tr), 0
+			return
+		}
+		out, ref = append(out, p[m].site), p[m].site-1
+	}
 	endsAt := false // the stack's last frame was a trampoline
 	for i, a := range user {
 		if endsAt && !isTramp(i, a, tr) && (!fx.mapped(pid, a) || traced(k, ref)) {
@@ -535,8 +572,7 @@ func (fx *stackFix) fixStack(pid uint32, user []uint64, p []pend, targets []Targ
 			ref = 0
 			if own > n {
 				k = next(k)
-				out = append(out, p[k].site)
-				ref = p[k].site - 1
+				give(k)
 				k++
 				endsAt = true
 			}
@@ -547,8 +583,7 @@ func (fx *stackFix) fixStack(pid uint32, user []uint64, p []pend, targets []Targ
 			j = next(k)
 		}
 		k = j + 1
-		out = append(out, p[j].site)
-		ref = p[j].site - 1
+		give(j)
 		endsAt = true
 	}
 	if !endsAt {
@@ -557,15 +592,14 @@ func (fx *stackFix) fixStack(pid uint32, user []uint64, p []pend, targets []Targ
 	// On through the calls in flight while each holds the return
 	// address before it (a chained one: the next's return address).
 	for k < len(p) {
-		if !fx.in(pid, ref, &targets[p[k].probe-1]) {
+		if !holds(k, ref) {
 			return out, true
 		}
 		j := next(k)
 		if j >= len(p) {
 			break
 		}
-		out = append(out, p[j].site)
-		ref = p[j].site - 1
+		give(j)
 		k = j + 1
 	}
 	return out, false

@@ -74,6 +74,26 @@ func TestFixStack(t *testing.T) {
 			t.Errorf("%s: got %x cut %v, want %x cut %v", tc.name, got, cut, tc.want, tc.cut)
 		}
 	}
+	// With b sampled (#3), a call of b at depth 1 left out has no record:
+	// its trampoline stays, the others get their own calls' return
+	// addresses; where the unwinder stopped the stack ends at it.
+	sampled := slices.Clone(targets)
+	sampled[1].Every = 3
+	c2 := pend{start: 30, depth: 2, probe: 3, site: at("b", 0x30)}
+	for _, tc := range []struct {
+		name string
+		user []uint64
+		want []uint64
+		cut  bool
+	}{
+		{"fp chain", []uint64{at("c", 5), tr, tr, tr, libc}, []uint64{at("c", 5), c2.site, tr, a.site, libc}, false},
+		{"cfi stopped", []uint64{at("c", 5), tr}, []uint64{at("c", 5), c2.site}, true},
+	} {
+		got, cut := fx.fixStack(7, tc.user, []pend{a, c2}, sampled)
+		if !slices.Equal(got, tc.want) || cut != tc.cut {
+			t.Errorf("a call left out, %s: got %x cut %v, want %x cut %v", tc.name, got, cut, tc.want, tc.cut)
+		}
+	}
 }
 
 // TestFixEntry gives samples in an entry probe's breakpoint their

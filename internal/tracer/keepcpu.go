@@ -520,8 +520,8 @@ func (fx *stackFix) fixStack(pid uint32, user []uint64, p []pend, targets []Targ
 		return m < len(p) && holds(m, ref)
 	}
 	out := make([]uint64, 0, len(user)+len(p)+1)
-	k := 0          // the next call not yet given
-	var ref uint64  // the frame below, as an address inside its function
+	k := 0         // the next call not yet given
+	var ref uint64 // the frame below, as an address inside its function
 	// give puts call m's return address on the stack: the trampoline
 	// stays for a call left out, whose is not known.
 	give := func(m int) {

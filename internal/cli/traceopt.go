@@ -396,7 +396,7 @@ func hotFunctions(pr *program, opt optimizations) (map[string]bool, string, erro
 				if len(c.Traces) == c.Runs {
 					if total, d, ok := trace.UntracedTotal(c.Traces); ok {
 						return sampledHot(c.Counts, int(math.Round(total)), opt.KeepHot),
-							fmt.Sprintf("the time of %d earlier traces by %d CPU samples, %.0f of them an untraced run's (each probe trap slowed the code after it by %.0f ns)", c.Runs, c.Samples, total, d*1e9), nil
+							fmt.Sprintf("the time of %d earlier traces by %d CPU samples, %.0f of them an untraced run's (each probe trap slowed the code after it by %.0f ns)%s", c.Runs, c.Samples, total, d*1e9, fewSamples(total, opt.KeepHot)), nil
 					}
 				}
 				return sampledHot(c.Counts, c.Samples, opt.KeepHot), fmt.Sprintf("the time of %d earlier traces by %d CPU samples", c.Runs, c.Samples), nil
@@ -415,6 +415,18 @@ func hotFunctions(pr *program, opt optimizations) (map[string]bool, string, erro
 		hot[elfx.StripClones(f)] = true
 	}
 	return hot, "the exclusive time of earlier traces", nil
+}
+
+// fewSamples says, for a pool whose untraced total is total samples,
+// when a function at percent of the run has no sample in it more than
+// one time in twenty (fewer than 3 expected): the two-sigma rule never
+// keeps a function with none.
+func fewSamples(total, percent float64) string {
+	at := total * percent / 100
+	if at >= 3 {
+		return ""
+	}
+	return fmt.Sprintf("; too few to see every function over %g%%: one at the line has %.1f samples, none %.0f%% of the time (more traces, or --cpu-sample 9999, fill the pool)", percent, at, 100*math.Pow(1-percent/100, total))
 }
 
 // sampledHot are the functions whose share of total samples is over

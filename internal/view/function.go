@@ -7,6 +7,7 @@ import (
 	"slices"
 
 	"github.com/culprit-dev/culprit/internal/profile"
+	"github.com/culprit-dev/culprit/internal/recording"
 )
 
 // functionPath is the function page's path.
@@ -29,6 +30,13 @@ var functionPage = Page{
 		return ""
 	},
 	Handler: func(s *Server) http.Handler {
+		var merged rangeMemo[fnSamples]
+		var shown memos[fnKey, map[string]any]
+		merge := func(rng Range) (fnSamples, error) { return s.mergedSamples(rng), nil }
+		if s.hasSamples() {
+			// The whole recording's samples merged in the background.
+			s.warm = append(s.warm, func() { _, _ = merged.get(Range{}, merge) })
+		}
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			rng, err := requestRange(r)
 			if err != nil {
@@ -52,63 +60,160 @@ var functionPage = Page{
 				s.html(w, "function.html", data)
 				return
 			}
-			p := s.p
-			if !rng.Whole() {
-				p = s.p.Apply(rng.Narrow(profile.Filter{}))
-			}
-			in := p.Apply(profile.Filter{Focus: re})
-			type thread struct {
-				Name    string
-				TID     uint32
-				Samples int
-			}
-			per := map[uint32]*thread{}
-			for _, smp := range in.Samples {
-				t := per[smp.TID]
-				if t == nil {
-					t = &thread{Name: p.ThreadNameAt(smp.TID, smp.Time), TID: smp.TID}
-					per[smp.TID] = t
-				}
-				t.Samples += smp.N()
-			}
-			threads := make([]*thread, 0, len(per))
-			for _, t := range per {
-				threads = append(threads, t)
-			}
-			slices.SortFunc(threads, func(a, b *thread) int {
-				if a.Samples != b.Samples {
-					return b.Samples - a.Samples
-				}
-				return int(a.TID) - int(b.TID)
+			found, _ := shown.get(fnKey{rng, f}, func(k fnKey) (map[string]any, error) {
+				ms, _ := merged.get(rng, merge)
+				return s.function(ms, re, rng), nil
 			})
-			var names []string
-			for name := range s.functions() {
-				if re.MatchString(name) {
-					names = append(names, name)
-				}
+			for k, v := range found {
+				data[k] = v
 			}
-			slices.Sort(names)
-			const maxNames = 30
-			more := max(0, len(names)-maxNames)
-			names = names[:min(len(names), maxNames)]
-			q := "?f=" + url.QueryEscape(f)
-			var links []link
-			for _, v := range pprofViews {
-				links = append(links, link{"pprof/" + rng.Key() + "/" + v.Path + q, "pprof: " + v.Title})
-			}
-			for _, pg := range s.shown {
-				switch pg.Path {
-				case offCPUPage.Path:
-					links = append(links, link{"offcpu/" + rng.Key() + "/flamegraph" + q, pg.Title})
-				case timePath:
-					links = append(links, link{timePath + q, "Time view of its samples"})
-				}
-			}
-			data["Links"], data["Names"], data["More"], data["Threads"] = links, names, more, threads
-			data["Samples"], data["Total"] = total(in), total(p)
 			s.html(w, "function.html", data)
 		})
 	},
+}
+
+// fnKey is what the function page shows: a function (its f) of a time
+// range.
+type fnKey struct {
+	Range
+	F string
+}
+
+// fnSamples are a time range's samples merged by stack, thread and event
+// (a merged profile: each stands for those of its stack and thread, its
+// Time the first of theirs, in that order), and how many samples they
+// stand for. The function page selects a function's from them: as many
+// as there are distinct stacks per thread, not every sample.
+type fnSamples struct {
+	p     *profile.Profile
+	total int
+}
+
+// mergedSamples merges the samples of the time range rng (fnSamples).
+func (s *Server) mergedSamples(rng Range) fnSamples {
+	p := s.p
+	if !rng.Whole() {
+		p = s.p.Apply(rng.Narrow(profile.Filter{}))
+	}
+	// at[thread and event][stack] is the index+1 in out of the samples
+	// merged so far (stacks out of range are merged by the map too).
+	type key struct {
+		tid   uint32
+		event recording.Event
+	}
+	at := map[key][]int32{}
+	odd := map[struct {
+		key
+		stack int32
+	}]int{}
+	var (
+		out   []profile.Sample
+		lasts []uint64
+		total int
+		last  key
+		row   []int32
+	)
+	for i, smp := range p.Samples {
+		n := smp.N()
+		total += n
+		k := key{smp.TID, smp.Event}
+		if row == nil || k != last {
+			row = at[k]
+			if row == nil {
+				row = make([]int32, len(p.Stacks))
+				at[k] = row
+			}
+			last = k
+		}
+		var j int
+		ok := false
+		if smp.Stack >= 0 && int(smp.Stack) < len(row) {
+			j, ok = int(row[smp.Stack])-1, row[smp.Stack] > 0
+			if !ok {
+				row[smp.Stack] = int32(len(out) + 1)
+			}
+		} else {
+			ko := struct {
+				key
+				stack int32
+			}{k, smp.Stack}
+			j, ok = odd[ko]
+			if !ok {
+				odd[ko] = len(out)
+			}
+		}
+		if !ok {
+			out = append(out, smp)
+			lasts = append(lasts, p.LastTime(i))
+			continue
+		}
+		m := &out[j]
+		m.More += uint32(n)
+		m.Period += smp.Period
+		lasts[j] = max(lasts[j], p.LastTime(i))
+	}
+	q := &profile.Profile{Frames: p.Frames, Stacks: p.Stacks, Samples: out, Threads: p.Threads, StartTime: p.StartTime}
+	q.SetMerged(lasts)
+	return fnSamples{q, total}
+}
+
+// fnThread is a thread's row of the function page.
+type fnThread struct {
+	Name    string
+	TID     uint32
+	Samples int
+}
+
+// function is what the function page shows of the functions re matches
+// among the samples ms: the samples with one on the stack, per thread
+// (named as at its first), the functions' names, and the links to the
+// other views of them.
+func (s *Server) function(ms fnSamples, re *regexp.Regexp, rng Range) map[string]any {
+	in := ms.p.Apply(profile.Filter{Focus: re})
+	per := map[uint32]*fnThread{}
+	for _, smp := range in.Samples {
+		t := per[smp.TID]
+		if t == nil {
+			t = &fnThread{Name: s.p.ThreadNameAt(smp.TID, smp.Time), TID: smp.TID}
+			per[smp.TID] = t
+		}
+		t.Samples += smp.N()
+	}
+	threads := make([]*fnThread, 0, len(per))
+	for _, t := range per {
+		threads = append(threads, t)
+	}
+	slices.SortFunc(threads, func(a, b *fnThread) int {
+		if a.Samples != b.Samples {
+			return b.Samples - a.Samples
+		}
+		return int(a.TID) - int(b.TID)
+	})
+	var names []string
+	for name := range s.functions() {
+		if re.MatchString(name) {
+			names = append(names, name)
+		}
+	}
+	slices.Sort(names)
+	const maxNames = 30
+	more := max(0, len(names)-maxNames)
+	names = names[:min(len(names), maxNames)]
+	q := "?f=" + url.QueryEscape(re.String())
+	var links []link
+	for _, v := range pprofViews {
+		links = append(links, link{"pprof/" + rng.Key() + "/" + v.Path + q, "pprof: " + v.Title})
+	}
+	for _, pg := range s.shown {
+		switch pg.Path {
+		case offCPUPage.Path:
+			links = append(links, link{"offcpu/" + rng.Key() + "/flamegraph" + q, pg.Title})
+		case timePath:
+			links = append(links, link{timePath + q, "Time view of its samples"})
+		}
+	}
+	return map[string]any{"Links": links, "Names": names, "More": more, "Threads": threads,
+		"Samples": total(in), "Total": ms.total}
 }
 
 // total is the number of samples p's samples stand for.

@@ -16,13 +16,13 @@ type Page struct {
 	// Ranged pages show a time range of the recordings when asked with
 	// ?from=FROM&to=TO (the time view's selection).
 	Ranged bool
-	// InPlace pages are put in place of another page when a link leads
-	// to them (swapScript): their scripts run again in a document that
-	// showed other pages before, so they declare no global with let or
-	// const, and add listeners only to their elements or through
-	// window's and document's addEventListener.
-	InPlace bool
 }
+
+// Every page is put in place of the page a link or a form leads from
+// (swapScript), and that page back in place of it: a page's scripts run
+// again in a document that showed other pages before, so they declare
+// no global with let or const, and add listeners only to their elements
+// or through window's and document's addEventListener.
 
 // query is how a link asks the page for the time range r.
 func (pg Page) query(r Range) string {

@@ -8,24 +8,24 @@ import (
 
 // Loading one of pprof's pages costs the browser more than the server:
 // a new document, pprof's styles and scripts parsed and compiled again,
-// its data parsed. So a link from one of pprof's pages to another view
-// or query of the same UI (the same range: pprof's View, Sample, Refine
-// and Config menus, the flame graph's action menu, the title link) is
-// answered in place (swapScript): the page fetches the other page's
-// HTML, puts its head and body in place of its own in the same document,
-// and runs its scripts, after removing the listeners the old page's
-// scripts added to the window and the document (those on its elements go
-// with them). The URL follows (history.pushState), and back and forward
-// show the URL shown the same way. pprof's scripts run as they would on
-// the page loaded: they read the same elements and the same URL. culprit's
-// own pages carry the script too, and put one of pprof's pages in place
-// when a link leads there (the index's views, the links atop each page).
-// From any page, the index and culprit's pages marked InPlace (the time
-// view) are put in place the same way. A link that leaves the UI (another
-// range, culprit's other pages, the download), an error answer, or an
-// answer that is not one of the pages culprit serves loads the page
-// instead. A flame graph page draws another query of itself in
-// place by its own script (flameScript), which swapScript leaves it to.
+// its data parsed. So a link or a GET form from any page culprit serves
+// to another of them (swapScript) is answered in place: the page fetches
+// the other page's HTML, puts its head and body in place of its own in
+// the same document, and runs its scripts, after removing the listeners
+// the old page's scripts added to the window and the document (those on
+// its elements go with them). The URL follows (history.pushState; the
+// URL a redirect ends at), and back and forward show the URL shown the
+// same way. The pages' scripts run as they would on the page loaded: they
+// read the same elements and the same URL. The pages are the index,
+// every page of Pages, and the views of pprof's UIs (pprof's, of any
+// time range, and the off-CPU flame graph's): pprof's View, Sample,
+// Refine and Config menus, its flame graph's action menu and title link,
+// culprit's links atop every page, the index's, a function's links and
+// its form. A link that leaves them (a page's data or drawing, the
+// download), an error answer, or an answer that is not one of the pages
+// culprit serves loads the page instead. A flame graph page draws
+// another query of itself in place by its own script (flameScript),
+// which swapScript leaves it to.
 
 // swapViews are the last path elements of pprof's pages that swapScript
 // puts in place: the views of pprofViews, and the UI's root (its call
@@ -39,18 +39,18 @@ func swapViews() []string {
 }
 
 // swapOwnViews are the paths, below the server's root, of culprit's own
-// pages that swapScript puts in place: the index, and the pages marked
-// InPlace (their scripts run again in a document another page was put in
-// place of).
+// pages that swapScript puts in place: the index and every page.
 func swapOwnViews() []string {
 	out := []string{""}
 	for _, pg := range Pages {
-		if pg.InPlace {
-			out = append(out, pg.Path)
-		}
+		out = append(out, pg.Path)
 	}
 	return out
 }
+
+// swapUIs are the first path elements, below the server's root, of
+// pprof's UIs (UI/RANGE/VIEW): their views are put in place.
+func swapUIs() []string { return []string{"pprof", offCPUPage.Path} }
 
 // swapScriptHTML is the script element serveUI puts in every HTML page
 // of pprof's UI, after culprit's links; swapOwnHTML, the same script for
@@ -65,7 +65,8 @@ var (
 func init() {
 	views, _ := json.Marshal(swapViews()) // strings: it cannot fail
 	own, _ := json.Marshal(swapOwnViews())
-	swapScriptHTML = strings.NewReplacer("VIEWS", string(views), "OWNVIEWS", string(own)).Replace(swapScript)
+	uis, _ := json.Marshal(swapUIs())
+	swapScriptHTML = strings.NewReplacer("OWNVIEWS", string(own), "UIS", string(uis), "VIEWS", string(views)).Replace(swapScript)
 	swapOwnHTML = template.HTML(strings.Replace(swapScriptHTML, "<script data-culprit-swap>", "<script data-culprit-swap data-own>", 1))
 }
 
@@ -77,10 +78,10 @@ const swapScript = `<script data-culprit-swap>
   // In a frame (the time view's flame graph), the page's own script
   // draws what it can in place and sends other links to the top.
   if (window.culpritSwap || window.parent !== window) return;
-  const views = VIEWS, ownViews = OWNVIEWS;
-  // On one of culprit's own pages (data-own), links to any of pprof's
-  // pages are put in place; on pprof's, those of the same UI; on both,
-  // links to culprit's pages that can be put in place (ownViews).
+  // The pages put in place: below the server's root, culprit's
+  // (ownViews), and pprof's views (UI/RANGE/VIEW, UI one of uis).
+  const views = VIEWS, ownViews = OWNVIEWS, uis = UIS;
+  // On one of culprit's own pages (data-own) or on pprof's.
   let ownPage = !!(document.currentScript && document.currentScript.hasAttribute("data-own"));
   const push = history.pushState.bind(history);
   history.culpritPush = push; // the page's own scripts may wrap pushState
@@ -104,15 +105,12 @@ const swapScript = `<script data-culprit-swap>
   const root = p => ownPage ? dir(p) : p.replace(/[^/]*\/[^/]*\/[^/]*$/, "");
   // inUI reports whether u is a page swapScript puts in place of this one.
   function inUI(u) {
-    if (u.origin !== location.origin) return false;
     const r = root(location.pathname);
-    if (u.pathname.startsWith(r) && ownViews.includes(u.pathname.slice(r.length))) return true;
-    if (ownPage) {
-      const m = u.pathname.match(/\/pprof\/[^/]+\/([^/]*)$/);
-      return !!m && views.includes(m[1]);
-    }
-    if (dir(u.pathname) !== dir(location.pathname)) return false;
-    return views.includes(u.pathname.slice(dir(u.pathname).length));
+    if (u.origin !== location.origin || !u.pathname.startsWith(r)) return false;
+    const rel = u.pathname.slice(r.length);
+    if (ownViews.includes(rel)) return true;
+    const m = rel.match(/^([^/]+)\/[^/]+\/([^/]*)$/);
+    return !!m && uis.includes(m[1]) && views.includes(m[2]);
   }
   // flameDraws reports whether the page shown is a flame graph that
   // draws u itself (another query of the same page).
@@ -127,19 +125,22 @@ const swapScript = `<script data-culprit-swap>
     // Loaded instead: as a new entry of the history, or in place of the
     // entry back or forward led to.
     const leave = () => { if (wanted === href) { if (push1) location.assign(href); else location.replace(href); } return false; };
+    let to = href; // where a redirect ends (the off-CPU page's)
     return fetch(href).then(r => {
       if (!r.ok || !(r.headers.get("Content-Type") || "").startsWith("text/html")) return Promise.reject(r.status);
+      if (r.redirected) to = r.url;
       return r.text();
     }).then(text => {
       if (wanted !== href) return false; // a later choice came first
+      if (to !== href && (!inUI(new URL(to)) || !push1)) return leave();
       const t1 = performance.now();
       const doc = new DOMParser().parseFromString(text, "text/html");
       const next = doc.querySelector("script[data-culprit-swap]");
       if (!next) return leave(); // not one of the pages culprit serves
       ownPage = next.hasAttribute("data-own");
       const t2 = performance.now();
-      if (push1) push(null, "", href);
-      shown = noHash(href);
+      if (push1) push(null, "", to);
+      shown = noHash(to);
       for (const [remove, type, fn, opts] of added) remove(type, fn, opts);
       added = [];
       if (window.culpritFlame) window.culpritFlame = null;
@@ -160,8 +161,8 @@ const swapScript = `<script data-culprit-swap>
         // ms: from the click to the frame drawn; of which fetch (the
         // server's answer), parse (the HTML) and run (put in place, and
         // pprof's scripts run).
-        window.culpritSwapped = {href: href, ms: performance.now() - t0, fetch: t1 - t0, parse: t2 - t1, run: t3 - t2};
-        document.documentElement.dataset.culpritSwapped = href;
+        window.culpritSwapped = {href: to, ms: performance.now() - t0, fetch: t1 - t0, parse: t2 - t1, run: t3 - t2};
+        document.documentElement.dataset.culpritSwapped = to;
         done(true);
       }, 0)));
     }).catch(leave);
@@ -176,6 +177,18 @@ const swapScript = `<script data-culprit-swap>
     if (noHash(u.href) === noHash(location.href) || !inUI(u) || flameDraws(u)) return;
     e.preventDefault();
     swap(u.href, true);
+  });
+  // A form that asks for a page by GET (a function's name) is put in
+  // place as the link with its fields would be.
+  own.document("submit", e => {
+    const f = e.target;
+    if (e.defaultPrevented || !(f instanceof HTMLFormElement) || f.method !== "get" || (f.target && f.target !== "_self")) return;
+    const u = new URL(f.action, location.href);
+    u.search = new URLSearchParams(new FormData(f, e.submitter)).toString();
+    u.hash = "";
+    if (!inUI(u) || flameDraws(u)) return;
+    e.preventDefault();
+    swap(u.href, noHash(u.href) !== noHash(location.href));
   });
   // Back and forward: the entries of this document's history are the
   // pages put in place (culprit's pages push none of their own; a frame's

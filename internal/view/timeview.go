@@ -26,10 +26,9 @@ const maxThreads = 16
 const timePath = "time"
 
 var timePage = Page{
-	Path:    timePath,
-	Title:   "Time view",
-	InPlace: true,
-	About:   "samples over time per thread as heat maps (offset within the second × second), system calls, context switches and sampled values below them; select a range to open pprof's views and the other pages on it",
+	Path:  timePath,
+	Title: "Time view",
+	About: "samples over time per thread as heat maps (offset within the second × second), system calls, context switches and sampled values below them; select a range to open pprof's views and the other pages on it",
 	Needs: func(s *Server) string {
 		if !s.hasSamples() {
 			return "needs CPU samples: culprit record"

@@ -630,6 +630,11 @@ func viewHistory(t *testing.T, repo, rec, degraded, first string) {
 	if !strings.Contains(models, "scan") || !strings.Contains(models, "linear") {
 		t.Errorf("models of %.12s:\n%s", first, models)
 	}
+	// Each put in place of the other.
+	stepsInPlace(t, ctx, base,
+		inPlaceStep{"history", has(`#commits a.check`), clickJS(`#nav a[href="models"]`), has(`#models pre`)},
+		inPlaceStep{"models", has(`#models pre`), clickJS(`#commits a.check`), has(`#check pre`)},
+	)
 	for _, bad := range []string{"models?rev=HEAD", "history?rev=--output=x", "history?rev=0000000000"} {
 		if code, _ := get(t, base+bad); code != http.StatusBadRequest {
 			t.Errorf("GET %s: %d, want 400", bad, code)

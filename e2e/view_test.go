@@ -482,6 +482,16 @@ func TestViewBrowser(t *testing.T) {
 	flameFilterInPlace(t, ctx, base+"pprof/all/flamegraph", "spin_b")
 	pagesInPlace(t, ctx, base+"pprof/all/", "spin_b")
 	ownPagesInPlace(t, ctx, base)
+
+	// A function's page, from the index, by its form, from pprof's
+	// pages, and pprof's pages from it.
+	fnReady, threads := has(`form input[name="f"]`), has(`#threads tr`)
+	stepsInPlace(t, ctx, base,
+		inPlaceStep{"", has(`#pages a[href="fn"]`), clickJS(`#pages a[href="fn"]`), fnReady},
+		inPlaceStep{"fn", fnReady, `(() => { document.querySelector('form input[name="f"]').value = "spin_b"; document.querySelector("form button").click(); return true; })()`, threads},
+		inPlaceStep{"fn?f=spin_b", threads, clickJS(`#links a[href^="pprof/all/top"]`), has(`#toptable tbody tr`)},
+		inPlaceStep{"pprof/all/top", has(`#toptable tbody tr`), clickJS(`#culprit-nav a[href$="/fn"]`), fnReady},
+	)
 }
 
 // ownPagesInPlace checks that culprit's own pages put the pprof page a
@@ -1044,6 +1054,18 @@ func TestViewAnalysesBrowser(t *testing.T) {
 		t.Errorf("index of runs without values does not say what diagnose needs:\n%s", body)
 	}
 
+	// Each page put in place of another: from the index, culprit's links
+	// atop each page, pprof's off-CPU flame graph (its page a redirect
+	// leads to), a function's name.
+	lat, paths, boxes := has(`#latency pre`), has(`#paths pre`), has(`#stack-chart .boxtext`)
+	stepsInPlace(t, ctx, kernel,
+		inPlaceStep{"", has(`#pages a[href="latency"]`), clickJS(`#pages a[href="latency"]`), lat},
+		inPlaceStep{"latency", lat, clickJS(`#nav a[href="contexts"]`), paths},
+		inPlaceStep{"contexts", paths, clickJS(`#nav a[href="offcpu"]`), boxes},
+		inPlaceStep{"offcpu/all/flamegraph", boxes, clickJS(`#culprit-nav a[href$="/latency"]`), lat},
+		inPlaceStep{"latency", lat, clickJS(`#latency a.fn`), has(`#threads tr`)},
+	)
+
 	values, _ := startView(t, "--base", normal, buggy)
 	got = openPage(t, ctx, values, "diagnose", "diagnosis")
 	same("diagnose", got, mustRun(t, "diagnose", "--normal", normal, "--buggy", buggy))
@@ -1090,11 +1112,18 @@ func TestViewAnalysesBrowser(t *testing.T) {
 		t.Errorf("time view: the longest series of sampled values has %d points, want the run's", points)
 	}
 
+	diag := has(`#diagnosis pre`)
+	stepsInPlace(t, ctx, values,
+		inPlaceStep{"", has(`#pages a[href="diagnose"]`), clickJS(`#pages a[href="diagnose"]`), diag},
+		inPlaceStep{"diagnose", diag, clickJS(`#diagnosis a.fn`), has(`#threads tr`)},
+	)
+
 	traced, _ := startView(t, "--base", trace2, trace1)
 	got = openPage(t, ctx, traced, "trace", "functions")
 	same("trace", got, mustRun(t, "report", "--top", "0", trace1))
 	diff := eval[string](t, ctx, `document.querySelector("#diff pre").textContent`)
 	same("trace against the base", diff, mustRun(t, "diff", "--top", "0", trace2, trace1))
+	stepsInPlace(t, ctx, traced, inPlaceStep{"", has(`#pages a[href="trace"]`), clickJS(`#pages a[href="trace"]`), has(`#functions pre`)})
 	for _, fn := range []string{"spin_a", "spin_b", "spin_c"} {
 		if !strings.Contains(got, fn) {
 			t.Errorf("trace page names no %s:\n%s", fn, got)
@@ -1211,6 +1240,7 @@ func TestViewVariance(t *testing.T) {
 	if !strings.Contains(got, "handle") {
 		t.Errorf("variance page names no handle, the interval's function:\n%s", got)
 	}
+	stepsInPlace(t, ctx, base, inPlaceStep{"", has(`#pages a[href="variance"]`), clickJS(`#pages a[href="variance"]`), has(`#variance pre`)})
 }
 
 // pprof's source and disassembly pages are built from the profile with
@@ -1287,4 +1317,73 @@ func TestViewRecursionPages(t *testing.T) {
 	if !strings.Contains(text, "ROUTINE ======================== descend") || ins < 4 || selfTimed == 0 || !strings.Contains(text, "deeprec.c:") {
 		t.Errorf("disassembly of descend: %d instructions, %d with self time:\n%s", ins, selfTimed, text)
 	}
+}
+
+// pageShown is what the page shows: its title, and its text or, on a
+// flame graph, its boxes (flameDrawn).
+const pageShown = `document.title + "\n" + (document.querySelector("#stack-chart") ? ` + flameDrawn + ` : document.body.innerText)`
+
+// inPlaceStep is a page, a way to leave it for another page (a link
+// clicked, a form sent) and when each is drawn.
+type inPlaceStep struct {
+	from      string // the page, below the server's root
+	fromReady string // JavaScript: it is drawn
+	act       string // JavaScript: leads to another page
+	ready     string // JavaScript: the other page is drawn
+}
+
+// A link clicked: the click of the element sel (its own, as a link whose
+// page answers with a redirect is followed without waiting on it).
+func clickJS(sel string) string {
+	return `(document.querySelector(` + strconv.Quote(sel) + `).click(), true)`
+}
+
+// has is JavaScript: an element sel is there.
+func has(sel string) string { return `!!document.querySelector(` + strconv.Quote(sel) + `)` }
+
+// stepsInPlace checks, for each step, that the page the step leads to
+// from its page (below base) is put in place of it: the same document
+// (a mark survives), the URL it ends at pushed, drawn as that URL loaded
+// afresh; and that back then puts the page before in place again, drawn
+// as it was. It returns the URLs led to.
+func stepsInPlace(t *testing.T, ctx context.Context, base string, steps ...inPlaceStep) []string {
+	t.Helper()
+	var out []string
+	open := func(s inPlaceStep) string {
+		t.Helper()
+		if err := chromedp.Do(ctx, chromedp.Navigate(base+s.from)); err != nil {
+			t.Fatalf("%s: %v", s.from, err)
+		}
+		waitJS(t, ctx, `document.readyState === "complete" && `+s.fromReady)
+		shown := eval[string](t, ctx, pageShown)
+		eval[bool](t, ctx, `(() => { window.culpritMark = "before"; return true; })()`)
+		eval[bool](t, ctx, s.act)
+		// Put in place (the mark kept) or loaded, the page is drawn.
+		waitJS(t, ctx, `(window.culpritMark !== "before" || !!document.documentElement.dataset.culpritSwapped) && `+s.ready)
+		return shown
+	}
+	for _, s := range steps {
+		before := open(s)
+		got := eval[[]string](t, ctx, `[String(window.culpritMark), location.href, document.documentElement.dataset.culpritSwapped || "", `+pageShown+`]`)
+		if got[0] != "before" || got[2] != got[1] {
+			t.Fatalf("from %s (%s): %s loaded (marked %q, put in place %q), want it put in place", s.from, s.act, got[1], got[0], got[2])
+		}
+		out = append(out, got[1])
+		if err := chromedp.Do(ctx, chromedp.Navigate(got[1])); err != nil {
+			t.Fatalf("%s: %v", got[1], err)
+		}
+		waitJS(t, ctx, `document.readyState === "complete" && `+s.ready)
+		if loaded := eval[string](t, ctx, pageShown); loaded != got[3] {
+			t.Errorf("from %s, %s put in place shows\n%s\nloaded afresh\n%s", s.from, got[1], got[3], loaded)
+		}
+		// Back: the page before, put in place as it was.
+		open(s)
+		eval[bool](t, ctx, `(() => { history.back(); return true; })()`)
+		waitJS(t, ctx, `location.href === `+strconv.Quote(base+s.from)+` && (window.culpritMark !== "before" || document.documentElement.dataset.culpritSwapped === location.href) && `+s.fromReady)
+		back := eval[[]string](t, ctx, `[String(window.culpritMark), `+pageShown+`]`)
+		if back[0] != "before" || back[1] != before {
+			t.Errorf("back from %s to %s: marked %q, shows\n%s\nwant it put in place as it was\n%s", got[1], s.from, back[0], back[1], before)
+		}
+	}
+	return out
 }

@@ -6,8 +6,9 @@
 // opening its flame graph, which builds a new pprof UI, and opening it
 // again; a range and a filter drawn in place on the flame graph; the
 // flame graph chosen on top and a filter on top, put in place of the
-// page; the flame graph and the time view clicked on the index, put in
-// place of it), and the server's peak RSS. One line of key=value per run.
+// page; the flame graph, the time view and a function's page clicked on
+// the index, put in place of it; a function's page from its form and from
+// pprof's top, put in place), and the server's peak RSS. One line of key=value per run.
 //
 //	go run ./bench/viewtime -culprit ./culprit -chromium /usr/bin/chromium big.rec
 package main
@@ -375,7 +376,65 @@ func run(culprit, chromium, rec string) error {
 			}
 			inPlace = append(inPlace, m)
 		}
+		// A function's page: clicked on the index, then a function's
+		// name sent by its form, then clicked atop pprof's top of
+		// another function, each put in place; against it loaded.
+		// Builds before the function page was put in place load it.
+		if err := chromedp.Do(bctx, chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS(`#pages a[href="fn"]`))); err != nil {
+			return fmt.Errorf("index: %v", err)
+		}
+		if ok, _ := chromedp.Run(bctx, chromedp.Evaluate[bool](`(window.culpritSwap.own || []).includes("fn")`)); ok {
+			fnShown := func(q string) string {
+				return `(document.documentElement.dataset.culpritSwapped || "").endsWith("/fn` + q + `") && !!document.querySelector("form input[name=f]")`
+			}
+			waitIdle(pid)
+			m, err := interaction(bctx, pid, "fn_index_swap",
+				func() error { return chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`#pages a[href="fn"]`))) },
+				fnShown(""), `window.culpritSwapped`)
+			if err != nil {
+				return fmt.Errorf("the function page from the index: %v", err)
+			}
+			inPlace = append(inPlace, m)
+			waitIdle(pid)
+			m, err = interaction(bctx, pid, "fn_form_swap",
+				func() error {
+					return chromedp.Do(bctx, chromedp.SetValue(chromedp.CSS(`form input[name="f"]`), hide),
+						chromedp.Click(chromedp.CSS(`form button`)))
+				},
+				fnShown("?f="+hide)+` && !!document.querySelector("#threads tr")`, `window.culpritSwapped`)
+			if err != nil {
+				return fmt.Errorf("the function page of %s from its form: %v", hide, err)
+			}
+			inPlace = append(inPlace, m)
+			const other = "worker"
+			if err := chromedp.Do(bctx, chromedp.Navigate(base+"pprof/all/top?f="+other),
+				chromedp.WaitVisible(chromedp.CSS(`#culprit-nav a[href$="/fn"]`))); err != nil {
+				return fmt.Errorf("top of %s: %v", other, err)
+			}
+			waitIdle(pid)
+			m, err = interaction(bctx, pid, "fn_top_swap",
+				func() error { return chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`#culprit-nav a[href$="/fn"]`))) },
+				fnShown("?f="+other)+` && !!document.querySelector("#threads tr")`, `window.culpritSwapped`)
+			if err != nil {
+				return fmt.Errorf("the function page of %s from top: %v", other, err)
+			}
+			inPlace = append(inPlace, m)
+			waitIdle(pid)
+			t := time.Now()
+			if err := chromedp.Do(bctx, chromedp.Navigate(base+"fn?f="+hide), chromedp.WaitVisible(chromedp.CSS(`#threads tr`))); err != nil {
+				return fmt.Errorf("the function page of %s: %v", hide, err)
+			}
+			inPlace = append(inPlace, fmt.Sprintf("fn_loaded_ms=%s", ms(time.Since(t))))
+		}
 	}
+
+	// A function's page over HTTP, a function asked for the first time
+	// (the server's answer, no drawing).
+	fnGet, err := timeGet(base+"fn?f=^"+hide+"$", "fn")
+	if err != nil {
+		return err
+	}
+	inPlace = append(inPlace, fmt.Sprintf("fn_get_ms=%s", ms(fnGet)))
 
 	// pprof's other views of the whole profile over HTTP (the server's
 	// answer, no drawing): the function views, then those of lines and

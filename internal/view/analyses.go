@@ -16,7 +16,6 @@ import (
 	"github.com/culprit-dev/culprit/internal/analysis/exprs"
 	"github.com/culprit-dev/culprit/internal/analysis/introperf"
 	"github.com/culprit-dev/culprit/internal/analysis/trace"
-	"github.com/culprit-dev/culprit/internal/analysis/variance"
 	"github.com/culprit-dev/culprit/internal/analysis/vprof"
 	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/render"
@@ -57,8 +56,33 @@ type section struct {
 	Linked    template.HTML // Text with the functions' names linked (report sets it)
 }
 
+// rangePages keeps a page's HTML per time range (an analysis's result
+// drawn and its functions' names linked: the same for the same range).
+type rangePages = rangeMemo[[]byte]
+
+// cachedReport answers with the page of sections build makes of the time
+// range rng, made on the range's first request and kept (rangePages),
+// or the error build returns.
+func (s *Server) cachedReport(w http.ResponseWriter, pages *rangePages, title string, rng Range, build func(Range) ([]section, error)) {
+	body, err := pages.get(rng, func(rng Range) ([]byte, error) {
+		secs, err := build(rng)
+		if err != nil {
+			return nil, err
+		}
+		var b bytes.Buffer
+		s.report(&b, title, rng, secs)
+		return b.Bytes(), nil
+	})
+	if err != nil {
+		s.fail(w, title, err)
+		return
+	}
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	_, _ = w.Write(body)
+}
+
 // report writes a page of sections of the time range rng.
-func (s *Server) report(w http.ResponseWriter, title string, rng Range, secs []section) {
+func (s *Server) report(w io.Writer, title string, rng Range, secs []section) {
 	for i := range secs {
 		secs[i].TitleHTML = template.HTML(s.linked(secs[i].Title, rng))
 		if secs[i].Text != "" {
@@ -68,7 +92,7 @@ func (s *Server) report(w http.ResponseWriter, title string, rng Range, secs []s
 			secs[i].Drawing = template.HTML(s.linkMarkup(string(secs[i].Drawing), rng, "", ""))
 		}
 	}
-	s.html(w, "report.html", map[string]any{"Title": title, "Sections": secs, "Names": s.in.Names, "Bases": s.in.Bases,
+	s.execute(w, "report.html", map[string]any{"Title": title, "Sections": secs, "Names": s.in.Names, "Bases": s.in.Bases,
 		"Range": rng, "RangeText": rangeText(rng)})
 }
 
@@ -103,25 +127,23 @@ var latencyPage = Page{
 	},
 	Ranged: true,
 	Handler: func(s *Server) http.Handler {
-		var res rangeMemo[*introperf.Result]
+		var pages rangePages
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			rng, err := requestRange(r)
 			if err != nil {
 				s.badRange(w, "Latency", err)
 				return
 			}
-			lat, err := res.get(rng, s.in.Latency)
-			var t string
-			if err == nil {
-				t, err = text(func(w io.Writer) error {
+			s.cachedReport(w, &pages, "Latency", rng, func(rng Range) ([]section, error) {
+				lat, err := s.in.Latency(rng)
+				if err != nil {
+					return nil, err
+				}
+				t, err := text(func(w io.Writer) error {
 					return render.LatencyText(w, lat, render.LatencyView{Mode: introperf.Conservative, Top: 40, Name: strings.Join(s.in.Names, ", ")})
 				})
-			}
-			if err != nil {
-				s.fail(w, "Latency", err)
-				return
-			}
-			s.report(w, "Latency", rng, []section{{ID: "latency", Title: "Slowest function instances", Text: t}})
+				return []section{{ID: "latency", Title: "Slowest function instances", Text: t}}, err
+			})
 		})
 	},
 }
@@ -139,6 +161,7 @@ var contextsPage = Page{
 	Ranged: true,
 	Handler: func(s *Server) http.Handler {
 		var cmp rangeMemo[introperf.Comparison]
+		var pages rangePages
 		mux := http.NewServeMux()
 		mux.HandleFunc("GET /contexts", func(w http.ResponseWriter, r *http.Request) {
 			rng, err := requestRange(r)
@@ -146,19 +169,17 @@ var contextsPage = Page{
 				s.badRange(w, "Contexts", err)
 				return
 			}
-			c, err := cmp.get(rng, s.in.Contexts)
-			var t string
-			if err == nil {
-				t, err = text(func(w io.Writer) error { return render.ContextsText(w, c) })
-			}
-			if err != nil {
-				s.fail(w, "Contexts", err)
-				return
-			}
-			s.report(w, "Contexts", rng, []section{
-				{ID: "heatmap", Title: "Heat map of the ranked paths", Frame: "contexts/heatmap" + rng.Query()},
-				{ID: "paths", Title: "Ranked paths", Text: t},
-				{ID: "cct", Title: "Calling-context tree of both runs (buggy red, base blue; ranked paths filled)", Frame: "contexts/cct" + rng.Query()},
+			s.cachedReport(w, &pages, "Contexts", rng, func(rng Range) ([]section, error) {
+				c, err := cmp.get(rng, s.in.Contexts)
+				if err != nil {
+					return nil, err
+				}
+				t, err := text(func(w io.Writer) error { return render.ContextsText(w, c) })
+				return []section{
+					{ID: "heatmap", Title: "Heat map of the ranked paths", Frame: "contexts/heatmap" + rng.Query()},
+					{ID: "paths", Title: "Ranked paths", Text: t},
+					{ID: "cct", Title: "Calling-context tree of both runs (buggy red, base blue; ranked paths filled)", Frame: "contexts/cct" + rng.Query()},
+				}, err
 			})
 		})
 		mux.HandleFunc("GET /contexts/cct", func(w http.ResponseWriter, r *http.Request) {
@@ -216,24 +237,25 @@ var diagnosePage = Page{
 	},
 	Ranged: true,
 	Handler: func(s *Server) http.Handler {
-		var res rangeMemo[*vprof.Result]
+		var pages rangePages
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			rng, err := requestRange(r)
 			if err != nil {
 				s.badRange(w, "Diagnose", err)
 				return
 			}
-			d, err := res.get(rng, s.in.Diagnose)
-			var t string
-			if err == nil {
-				t, err = text(func(w io.Writer) error { return render.DiagnoseText(w, d, 20) })
-			}
-			if err != nil {
-				s.fail(w, "Diagnose", err)
-				return
-			}
-			secs := []section{{ID: "diagnosis", Title: "Ranked functions", Text: t}}
-			s.report(w, "Diagnose", rng, append(secs, s.histograms(d, rng)...))
+			s.cachedReport(w, &pages, "Diagnose", rng, func(rng Range) ([]section, error) {
+				d, err := s.in.Diagnose(rng)
+				if err != nil {
+					return nil, err
+				}
+				t, err := text(func(w io.Writer) error { return render.DiagnoseText(w, d, 20) })
+				if err != nil {
+					return nil, err
+				}
+				secs := []section{{ID: "diagnosis", Title: "Ranked functions", Text: t}}
+				return append(secs, s.histograms(d, rng)...), nil
+			})
 		})
 	},
 }
@@ -250,36 +272,39 @@ var tracePage = Page{
 	},
 	Ranged: true,
 	Handler: func(s *Server) http.Handler {
+		var pages rangePages
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			rng, err := requestRange(r)
 			if err != nil {
 				s.badRange(w, "Traced calls", err)
 				return
 			}
-			p := s.p
-			if !rng.Whole() {
-				p = s.p.Apply(rng.Narrow(profile.Filter{AllEvents: true}))
-			}
-			var secs []section
-			add := func(id, title string, draw func(w io.Writer) error) {
-				t, err := text(draw)
-				if err != nil {
-					t = err.Error()
+			s.cachedReport(w, &pages, "Traced calls", rng, func(rng Range) ([]section, error) {
+				p := s.p
+				if !rng.Whole() {
+					p = s.p.Apply(rng.Narrow(profile.Filter{AllEvents: true}))
 				}
-				secs = append(secs, section{ID: id, Title: title, Text: t})
-			}
-			if s.in.Base != nil && len(s.in.Base.Calls) > 0 {
-				add("diff", "Against the base", func(w io.Writer) error {
-					return render.TraceDiffText(w, trace.Diff(s.in.Base, p, true), 0)
+				var secs []section
+				add := func(id, title string, draw func(w io.Writer) error) {
+					t, err := text(draw)
+					if err != nil {
+						t = err.Error()
+					}
+					secs = append(secs, section{ID: id, Title: title, Text: t})
+				}
+				if s.in.Base != nil && len(s.in.Base.Calls) > 0 {
+					add("diff", "Against the base", func(w io.Writer) error {
+						return render.TraceDiffText(w, trace.Diff(s.in.Base, p, true), 0)
+					})
+				}
+				add("functions", "Per function", func(w io.Writer) error {
+					return render.TraceText(w, trace.Functions(p, false), p.Lost, 0)
 				})
-			}
-			add("functions", "Per function", func(w io.Writer) error {
-				return render.TraceText(w, trace.Functions(p, false), p.Lost, 0)
+				add("callers", "Per function and caller", func(w io.Writer) error {
+					return render.TraceText(w, trace.Functions(p, true), p.Lost, 0)
+				})
+				return secs, nil
 			})
-			add("callers", "Per function and caller", func(w io.Writer) error {
-				return render.TraceText(w, trace.Functions(p, true), p.Lost, 0)
-			})
-			s.report(w, "Traced calls", rng, secs)
 		})
 	},
 }
@@ -329,23 +354,21 @@ var variancePage = Page{
 	},
 	Ranged: true,
 	Handler: func(s *Server) http.Handler {
-		var res rangeMemo[*variance.Result]
+		var pages rangePages
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			rng, err := requestRange(r)
 			if err != nil {
 				s.badRange(w, "Variance tree", err)
 				return
 			}
-			v, err := res.get(rng, s.in.Variance)
-			var t string
-			if err == nil {
-				t, err = text(func(w io.Writer) error { return render.VarianceText(w, v, true) })
-			}
-			if err != nil {
-				s.fail(w, "Variance tree", err)
-				return
-			}
-			s.report(w, "Variance tree", rng, []section{{ID: "variance", Title: "Factors and tree", Text: t}})
+			s.cachedReport(w, &pages, "Variance tree", rng, func(rng Range) ([]section, error) {
+				v, err := s.in.Variance(rng)
+				if err != nil {
+					return nil, err
+				}
+				t, err := text(func(w io.Writer) error { return render.VarianceText(w, v, true) })
+				return []section{{ID: "variance", Title: "Factors and tree", Text: t}}, err
+			})
 		})
 	},
 }

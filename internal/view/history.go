@@ -112,7 +112,7 @@ func commitList(runs []store.Run, sel string) (section, error) {
 // revPage is a page of the store shown per commit: build makes its
 // sections for a stored commit's full hash ("" for HEAD).
 func revPage(s *Server, title string, build func(runs []store.Run, rev string) ([]section, error)) http.Handler {
-	var pages memos[string, []section]
+	var pages memos[string, []byte]
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		runs, err := s.in.Runs()
 		if err != nil {
@@ -124,19 +124,25 @@ func revPage(s *Server, title string, build func(runs []store.Run, rev string) (
 			s.badRange(w, title, err)
 			return
 		}
-		secs, err := pages.get(rev, func(rev string) ([]section, error) {
+		body, err := pages.get(rev, func(rev string) ([]byte, error) {
 			list, err := commitList(runs, rev)
 			if err != nil {
 				return nil, err
 			}
 			secs, err := build(runs, rev)
-			return append([]section{list}, secs...), err
+			if err != nil {
+				return nil, err
+			}
+			var b bytes.Buffer
+			s.report(&b, title, Range{}, append([]section{list}, secs...))
+			return b.Bytes(), nil
 		})
 		if err != nil {
 			s.fail(w, title, err)
 			return
 		}
-		s.report(w, title, Range{}, secs)
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		_, _ = w.Write(body)
 	})
 }
 

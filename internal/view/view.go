@@ -235,10 +235,15 @@ func (s *Server) nav(r Range) []link {
 // the links of the time range data["Range"] (a Range; the whole recording
 // when unset).
 func (s *Server) html(w http.ResponseWriter, name string, data map[string]any) {
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	s.execute(w, name, data)
+}
+
+// execute writes what html answers, the page alone.
+func (s *Server) execute(w io.Writer, name string, data map[string]any) {
 	r, _ := data["Range"].(Range)
 	data["Nav"] = s.nav(r)
 	data["Swap"] = swapOwnHTML
-	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	if err := templates.ExecuteTemplate(w, name, data); err != nil {
 		fmt.Fprintf(s.stderr, "culprit view: %s: %v\n", name, err)
 	}

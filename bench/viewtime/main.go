@@ -37,10 +37,16 @@ import (
 // hide is the function the filter measured hides.
 var hide string
 
+// events and eventsBase are the recordings (and base run) of kernel
+// events whose pages are timed: "" for none.
+var events, eventsBase string
+
 func main() {
 	culprit := flag.String("culprit", "culprit", "the culprit binary")
 	chromium := flag.String("chromium", "chromium", "the Chromium binary")
 	flag.StringVar(&hide, "hide", "mid_compute", "the function hidden on the flame graph (a box of that text)")
+	flag.StringVar(&events, "events", "", "a recording with system calls and context switches: its latency, contexts and off-CPU pages are timed too")
+	flag.StringVar(&eventsBase, "events-base", "", "the base run of -events (for its contexts page)")
 	flag.Parse()
 	if flag.NArg() != 1 {
 		fmt.Fprintln(os.Stderr, "usage: viewtime [-culprit PATH] [-chromium PATH] FILE.rec")
@@ -428,6 +434,14 @@ func run(culprit, chromium, rec string) error {
 		}
 	}
 
+	if events != "" {
+		m, err := eventPages(bctx, culprit)
+		if err != nil {
+			return fmt.Errorf("%s: %v", events, err)
+		}
+		inPlace = append(inPlace, m...)
+	}
+
 	// A function's page over HTTP, a function asked for the first time
 	// (the server's answer, no drawing).
 	fnGet, err := timeGet(base+"fn?f=^"+hide+"$", "fn")
@@ -473,6 +487,75 @@ func run(culprit, chromium, rec string) error {
 	fmt.Printf("ready_ms=%s ready_cpu_ms=%s open_ms=%s open_cpu_ms=%s time_view_paint_ms=%s cells=%d time_data_ms=%s flamegraph_paint_ms=%s flamegraph_cpu_ms=%s range_flamegraph_first_ms=%s range_cpu_ms=%s range_flamegraph_again_ms=%s top_ms=%s graph_ms=%s peek_ms=%s source_ms=%s disasm_ms=%s views_again_max_ms=%s peak_rss_kib=%s top_paint_ms=%s idle_wait_ms=%s %s %s\n",
 		ms(ready), ms(readyCPU), ms(open), ms(openCPU), ms(timePaint), cells, ms(data), ms(flame), ms(flameCPU), ms(rangeFirst), ms(rangeCPU), ms(rangeAgain), viewMS[0], viewMS[1], viewMS[2], viewMS[3], viewMS[4], ms(again), hwm, ms(topPaint), ms(idle), strings.Join(append(inPlace, mapsDrawn), " "), strings.Join(split, " "))
 	return nil
+}
+
+// eventPages times the pages of a recording of kernel events (events,
+// against eventsBase) on a server of its own: first GET of each (the
+// analysis run on the server, then kept), then each page clicked on
+// another, put in place of it: latency on the index, contexts atop
+// latency, the off-CPU flame graph atop contexts (its page a redirect to
+// pprof's flame graph), latency atop the off-CPU flame graph.
+func eventPages(bctx context.Context, culprit string) ([]string, error) {
+	cmd := exec.Command(culprit, "view", "--base", eventsBase, events)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGINT)
+		_ = cmd.Wait()
+	}()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		return nil, fmt.Errorf("culprit view printed no URL: %v", err)
+	}
+	base := strings.TrimSpace(line)
+	pid := cmd.Process.Pid
+	var res []string
+	for _, pg := range []struct{ key, path string }{{"latency", "latency"}, {"contexts", "contexts"}, {"offcpu", "offcpu/all/flamegraph"}} {
+		waitIdle(pid)
+		d, err := timeGet(base+pg.path, pg.key)
+		if err != nil {
+			return nil, err
+		}
+		res = append(res, fmt.Sprintf("%s_first_get_ms=%s", pg.key, ms(d)))
+	}
+	steps := []struct{ what, from, link, drawn string }{
+		{"latency_index_swap", "", `#pages a[href="latency"]`, `#latency pre`},
+		{"contexts_swap", "latency", `#nav a[href="contexts"]`, `#paths pre`},
+		{"offcpu_swap", "contexts", `#nav a[href="offcpu"]`, `#stack-chart .boxtext`},
+		{"latency_offcpu_swap", "offcpu/all/flamegraph", `#culprit-nav a[href$="/latency"]`, `#latency pre`},
+	}
+	// Builds before these pages were put in place load them: not timed.
+	if err := chromedp.Do(bctx, chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS(`#pages a`))); err != nil {
+		return nil, fmt.Errorf("index: %v", err)
+	}
+	if ok, _ := chromedp.Run(bctx, chromedp.Evaluate[bool](`!!window.culpritSwap && (window.culpritSwap.own || []).includes("latency")`)); !ok {
+		return res, nil
+	}
+	for _, st := range steps {
+		if err := chromedp.Do(bctx, chromedp.Navigate(base+st.from), chromedp.WaitVisible(chromedp.CSS(st.link))); err != nil {
+			return nil, fmt.Errorf("%s: %v", st.from, err)
+		}
+		waitIdle(pid)
+		m, err := interaction(bctx, pid, st.what,
+			// The link's own click: a click through a redirect, if the
+			// page is loaded, could wait on it for good.
+			func() error {
+				_, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`(document.querySelector(`+strconv.Quote(st.link)+`).click(), true)`))
+				return err
+			},
+			`!!document.documentElement.dataset.culpritSwapped && !!document.querySelector(`+strconv.Quote(st.drawn)+`)`,
+			`window.culpritSwapped`)
+		if err != nil {
+			return nil, fmt.Errorf("%s from %q: %v", st.what, st.from, err)
+		}
+		res = append(res, m)
+	}
+	return res, nil
 }
 
 // interaction times what act starts in the page in ctx until the

@@ -161,7 +161,7 @@ var contextsPage = Page{
 	Ranged: true,
 	Handler: func(s *Server) http.Handler {
 		var cmp rangeMemo[introperf.Comparison]
-		var pages rangePages
+		var pages, ccts, heats rangePages // the page, its two frames
 		mux := http.NewServeMux()
 		mux.HandleFunc("GET /contexts", func(w http.ResponseWriter, r *http.Request) {
 			rng, err := requestRange(r)
@@ -188,20 +188,26 @@ var contextsPage = Page{
 				s.badRange(w, "Contexts", err)
 				return
 			}
-			c, err := cmp.get(rng, s.in.Contexts)
-			var svg []byte
-			if err == nil {
-				var dot bytes.Buffer
-				if err = render.ContextsDOT(&dot, c); err == nil {
-					svg, err = layout(r.Context(), dot.Bytes())
+			// Laid out on the range's first request (graphviz's dot, of
+			// no request: its answer is kept) and kept.
+			svg, err := ccts.get(rng, func(rng Range) ([]byte, error) {
+				c, err := cmp.get(rng, s.in.Contexts)
+				if err != nil {
+					return nil, err
 				}
-			}
+				var dot bytes.Buffer
+				if err := render.ContextsDOT(&dot, c); err != nil {
+					return nil, err
+				}
+				svg, err := layout(context.Background(), dot.Bytes())
+				return []byte(s.linkMarkup(string(svg), rng, "../", "_top")), err
+			})
 			if err != nil {
 				s.fail(w, "Contexts", err)
 				return
 			}
 			w.Header().Set("Content-Type", "image/svg+xml")
-			_, _ = io.WriteString(w, s.linkMarkup(string(svg), rng, "../", "_top"))
+			_, _ = w.Write(svg)
 		})
 		mux.HandleFunc("GET /contexts/heatmap", func(w http.ResponseWriter, r *http.Request) {
 			rng, err := requestRange(r)
@@ -209,17 +215,20 @@ var contextsPage = Page{
 				s.badRange(w, "Contexts", err)
 				return
 			}
-			c, err := cmp.get(rng, s.in.Contexts)
-			var t string
-			if err == nil {
-				t, err = text(func(w io.Writer) error { return render.ContextsHTML(w, c) })
-			}
+			heat, err := heats.get(rng, func(rng Range) ([]byte, error) {
+				c, err := cmp.get(rng, s.in.Contexts)
+				if err != nil {
+					return nil, err
+				}
+				t, err := text(func(w io.Writer) error { return render.ContextsHTML(w, c) })
+				return []byte(s.linkMarkup(t, rng, "../", "_top")), err
+			})
 			if err != nil {
 				s.fail(w, "Contexts", err)
 				return
 			}
 			w.Header().Set("Content-Type", "text/html; charset=utf-8")
-			_, _ = io.WriteString(w, s.linkMarkup(t, rng, "../", "_top"))
+			_, _ = w.Write(heat)
 		})
 		return mux
 	},

@@ -243,3 +243,121 @@ func mostHolder(holders map[string]float64) string {
 	}
 	return most
 }
+
+// goWaitRun runs gohandoff in a wait mode (timer, net) under culprit
+// variance --sched with start, and returns the analysis, the program's
+// share of the latency variance its waiting function (nap, fetch) holds,
+// that function's mean time, and its output's lines.
+func goWaitRun(t *testing.T, mode, start, fn string) (r varianceJSON, share, mean float64, lines []string) {
+	testutil.NeedRoot(t)
+	bin := testutil.Go(t, "gohandoff")
+	out := rec(t)
+	const n = 600
+	stdout := mustRun(t, "variance", "--sched", "--start", start, "--functions", fn,
+		"--rounds", "1", "--trap-budget", "0", "-o", out, "--", bin, strconv.Itoa(n), mode)
+	if err := json.Unmarshal([]byte(mustRun(t, "variance", "-i", out, "--format", "json")), &r); err != nil {
+		t.Fatal(err)
+	}
+	var handle, wait []float64
+	lines = strings.Split(stdout, "\n")
+	for _, l := range lines {
+		f := strings.Fields(l)
+		if len(f) != 6 || f[0] != "req" {
+			continue
+		}
+		h, err1 := strconv.ParseFloat(f[2], 64)
+		w, err2 := strconv.ParseFloat(f[3], 64)
+		if err1 != nil || err2 != nil {
+			t.Fatalf("bad line %q", l)
+		}
+		handle = append(handle, h)
+		wait = append(wait, w)
+	}
+	if len(handle) != n || r.Intervals+r.LostOut != n {
+		t.Fatalf("%d intervals (%d left out for lost calls), the program served %d requests (want %d)", r.Intervals, r.LostOut, len(handle), n)
+	}
+	return r, stat.Covariance(wait, handle, nil) / stat.Variance(handle, nil), stat.Mean(wait, nil), lines
+}
+
+// sourceFactor is the factor named src, whose every site is under fn.
+func sourceFactor(t *testing.T, r varianceJSON, src, fn string) varianceFactor {
+	t.Helper()
+	for _, f := range r.Ranked {
+		if f.Kind != "variance" || len(f.Names) != 1 || f.Names[0] != src {
+			continue
+		}
+		for _, s := range f.Sites {
+			if !strings.HasSuffix(s.Path, fn+" > "+src) && !strings.Contains(s.Path, fn+" @") {
+				t.Errorf("%s at %q, not under %s", src, s.Path, fn)
+			}
+		}
+		return f
+	}
+	t.Fatalf("%s is not a factor: %+v", src, r.Ranked)
+	return varianceFactor{}
+}
+
+// A request that waits on a timer's channel (time.After, in main.nap):
+// the wait is the Go runtime's timer's, which fires on the scheduler's
+// stack. culprit shows it in the tree as "(timer)" under main.nap, as a
+// sleep ended by the timer, with the share of the variance the program
+// measures for nap (nap is the wait and little else) within 5 points.
+func TestVarianceGoTimerWait(t *testing.T) {
+	r, share, mean, _ := goWaitRun(t, "timer", "main.handleTimer", "main.nap")
+	f := sourceFactor(t, r, "(timer)", "main.nap")
+	t.Logf("%d intervals: (timer) %.1f%% of the variance, mean %.0f ns, states %v, ended by %v; the program's nap %.1f%%, %.0f ns",
+		r.Intervals, 100*f.Contribution, f.Mean, f.States, f.Holders, 100*share, mean)
+	if math.Abs(f.Contribution-share) > 0.05 {
+		t.Errorf("(timer)'s share %.3f, the program's nap %.3f", f.Contribution, share)
+	}
+	if f.Mean <= 0 || f.Mean > mean {
+		t.Errorf("(timer)'s mean %.0f ns per interval, more than nap's %.0f ns", f.Mean, mean)
+	}
+	if all := sum(f.States); f.States["sleep"] < 0.99*all {
+		t.Errorf("(timer)'s states %v: want a sleep", f.States)
+	}
+	if most := mostHolder(f.Holders); most != "(timer)" {
+		t.Errorf("(timer)'s waits ended by %v", f.Holders)
+	}
+}
+
+// A request that waits for a backend's answer on a loopback TCP
+// connection (main.fetch): the Go runtime's network poller readies it.
+// culprit shows the wait in the tree as "(netpoll)" under main.fetch, as
+// I/O ended by the poller's readiness of the connection's descriptor
+// (the one the program prints), with at most fetch's time and at least
+// half the share of the variance the program measures for fetch (the
+// rest is fetch's own time, its runnable wait after the poller readied
+// it among it).
+func TestVarianceGoNetWait(t *testing.T) {
+	r, share, mean, lines := goWaitRun(t, "net", "main.handleNet", "main.fetch")
+	fd := ""
+	for _, l := range lines {
+		if f := strings.Fields(l); len(f) == 3 && f[0] == "backend" && f[1] == "fd" {
+			fd = f[2]
+		}
+	}
+	f := sourceFactor(t, r, "(netpoll)", "main.fetch")
+	t.Logf("%d intervals: (netpoll) %.1f%% of the variance, mean %.0f ns, states %v, ended by %v; the program's fetch %.1f%%, %.0f ns, fd %s",
+		r.Intervals, 100*f.Contribution, f.Mean, f.States, f.Holders, 100*share, mean, fd)
+	if f.Contribution < share/2 || f.Contribution > share+0.05 {
+		t.Errorf("(netpoll)'s share %.3f, the program's fetch %.3f", f.Contribution, share)
+	}
+	if f.Mean <= 0 || f.Mean > mean {
+		t.Errorf("(netpoll)'s mean %.0f ns per interval, more than fetch's %.0f ns", f.Mean, mean)
+	}
+	if all := sum(f.States); f.States["io"] < 0.99*all {
+		t.Errorf("(netpoll)'s states %v: want I/O", f.States)
+	}
+	if most := mostHolder(f.Holders); fd == "" || most != "(netpoll) fd "+fd {
+		t.Errorf("(netpoll)'s waits ended by %v, want the connection's descriptor %q", f.Holders, fd)
+	}
+}
+
+func sum(m map[string]float64) float64 {
+	s := 0.0
+	for _, v := range m {
+		s += v
+	}
+	return s
+}

@@ -321,7 +321,7 @@ func (r *refiner) refine(calls []recording.Call, probes []recording.Probe, off [
 		if len(events) > 0 {
 			kernel = newLiveSched(events).tl
 		}
-		tl, funcs := goTimeline(in.Go, in.Calls, r.goRT, r.goFunc, kernel)
+		tl, funcs := goTimeline(in.Go, in.Calls, in.Probes, r.goRT, r.goFunc, kernel)
 		schedStates(&in, tl)
 		in.Spans = true
 		live = &liveSched{tl: tl, funcs: funcs, base: map[string]bool{}}
@@ -534,7 +534,7 @@ func varianceOf(p *profile.Profile, path string, spec variance.Spec, k int, d fl
 		if kernel == nil && hasSched(p.Metas) {
 			kernel, _ = sched.States(p)
 		}
-		gtl, _ := goTimeline(in.Go, in.Calls, rt, nil, kernel)
+		gtl, _ := goTimeline(in.Go, in.Calls, in.Probes, rt, nil, kernel)
 		schedStates(&in, gtl)
 	} else if in.Goroutines && (tl != nil || hasSched(p.Metas)) {
 		warn = "no scheduler states: they are the OS threads', and the calls of a Go program are placed by goroutine, and the recording has no probes on the Go scheduler (culprit variance --sched sets them)"
@@ -593,11 +593,11 @@ func schedStates(in *variance.Input, tl *sched.Timeline) {
 	in.Holders = func(tid uint32, from, to uint64) map[string]uint64 {
 		out := map[string]uint64{}
 		ok := overlap(tid, from, to, func(iv sched.Interval, ns uint64) {
-			if iv.State != sched.Lock || iv.Waker == 0 {
+			w := tl.Thread(iv.Waker)
+			if iv.Waker == 0 || iv.State != sched.Lock && !(iv.State.Blocked() && w != nil && w.Source) {
 				return
 			}
 			name := "?"
-			w := tl.Thread(iv.Waker)
 			if w != nil && w.Name != "" {
 				name = w.Name
 			}

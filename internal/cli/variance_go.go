@@ -53,26 +53,70 @@ func goRuntimeOf(exe string) (rt variance.GoRuntime, errs []error) {
 // traced call to its last end, except while parked: blocked from the park
 // to the wake-up that readied it (the waker the goroutine that did), then
 // runnable until the park returned. A park no seen wake-up ended is
-// blocked throughout. The threads' names are "goroutine ID".
-func goTimeline(g *variance.GoSched, calls []variance.Call, rt variance.GoRuntime, name func(uint64) string, kernel *sched.Timeline) (*sched.Timeline, [][]string) {
+// blocked throughout. The threads' names are "goroutine ID". A wait the
+// runtime's timers or network poller ended has a Source for its waker
+// ("(timer)", "(netpoll) fd N"): a timer's is a sleep, but for the part
+// before another goroutine armed the timer (a lock wait on that
+// goroutine); the poller's is the I/O wait.
+//
+// The blocked intervals' WakerStack index the wake-ups' functions: the
+// program's function that called the runtime's entry the wake-up was
+// made in (name names its return address), then the probed calls of the
+// waker open at that moment, innermost first (probes name the calls'
+// functions).
+func goTimeline(g *variance.GoSched, calls []variance.Call, probes []variance.Probe, rt variance.GoRuntime, name func(uint64) string, kernel *sched.Timeline) (*sched.Timeline, [][]string) {
 	reasons := rt.Reasons
+	// The calls of each lane, by start (outer first at a tie), for the
+	// probed calls a waker had open.
+	byLane := map[uint32][]int{}
+	for i, c := range calls {
+		if c.TID&variance.GoroutineLane != 0 && !c.Unreturned && !c.Point {
+			byLane[c.TID] = append(byLane[c.TID], i)
+		}
+	}
+	for _, is := range byLane {
+		slices.SortFunc(is, func(a, b int) int {
+			return cmp.Or(cmp.Compare(calls[a].Start, calls[b].Start), cmp.Compare(calls[b].End, calls[a].End))
+		})
+	}
 	// funcs are the wake-ups' functions (the blocked intervals'
-	// WakerStack), named by name.
+	// WakerStack).
 	var funcs [][]string
 	stack := map[string]int32{}
 	waker := func(w variance.GoWake) int32 {
-		if name == nil || w.Site == 0 {
+		var fs []string
+		if name != nil && w.Site != 0 {
+			if f := name(w.Site); f != "" {
+				fs = append(fs, f)
+			}
+		}
+		if probes != nil {
+			is := byLane[w.Waker]
+			n, _ := slices.BinarySearchFunc(is, w.Time, func(i int, t uint64) int {
+				if calls[i].Start <= t {
+					return -1
+				}
+				return 1
+			})
+			for j := n - 1; j >= 0; j-- {
+				c := calls[is[j]]
+				if c.End < w.Time {
+					continue
+				}
+				if f := probes[c.Probe].Function; !slices.Contains(fs, f) {
+					fs = append(fs, f)
+				}
+			}
+		}
+		if len(fs) == 0 {
 			return -1
 		}
-		f := name(w.Site)
-		if f == "" {
-			return -1
-		}
-		i, ok := stack[f]
+		k := strings.Join(fs, "\x00")
+		i, ok := stack[k]
 		if !ok {
 			i = int32(len(funcs))
-			stack[f] = i
-			funcs = append(funcs, []string{f})
+			stack[k] = i
+			funcs = append(funcs, fs)
 		}
 		return i
 	}
@@ -100,10 +144,13 @@ func goTimeline(g *variance.GoSched, calls []variance.Call, rt variance.GoRuntim
 	wakes := map[uint32][]variance.GoWake{}
 	for _, w := range g.Wakeups(rt) {
 		if variance.IsRuntimeLane(w.Waker) {
-			// Not a goroutine: a thread with a name and no states (the
-			// critical path does not go on through it).
+			// Not a goroutine: a source, with a name and no states.
 			if tl.Threads[w.Waker] == nil {
-				tl.Threads[w.Waker] = &sched.Thread{TID: w.Waker, Name: variance.LaneName(w.Waker)}
+				n := variance.LaneName(w.Waker)
+				if fd := variance.LaneFD(w.Waker); fd >= 0 {
+					n = fmt.Sprintf("%s fd %d", n, fd)
+				}
+				tl.Threads[w.Waker] = &sched.Thread{TID: w.Waker, Name: n, Source: true}
 			}
 		} else {
 			see(w.Waker, w.Time, w.Time)
@@ -163,7 +210,18 @@ func goTimeline(g *variance.GoSched, calls []variance.Call, rt variance.GoRuntim
 			st := goState(p.Reason, reasons)
 			i, _ := slices.BinarySearchFunc(ws, p.Start, func(w variance.GoWake, t uint64) int { return cmp.Compare(w.Time, t) })
 			if i < len(ws) && ws[i].Time <= p.End && !p.Open {
-				add(p.Start, ws[i].Time, st, ws[i].Waker, waker(ws[i]), false)
+				w := ws[i]
+				switch {
+				case w.Waker == variance.LaneTimer && w.Armed != 0 && w.Armed != lane && w.ArmedAt > p.Start && w.ArmedAt < w.Time:
+					// Waiting for the goroutine that armed the timer, then
+					// for the timer.
+					add(p.Start, w.ArmedAt, sched.Lock, w.Armed, -1, false)
+					add(w.ArmedAt, w.Time, sched.Sleep, w.Waker, -1, false)
+				case w.Waker == variance.LaneTimer:
+					add(p.Start, w.Time, sched.Sleep, w.Waker, -1, false)
+				default:
+					add(p.Start, w.Time, st, w.Waker, waker(w), false)
+				}
 				add(ws[i].Time, p.End, sched.Runnable, 0, -1, false)
 			} else {
 				add(p.Start, p.End, st, 0, -1, p.Open)

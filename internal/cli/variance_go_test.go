@@ -25,7 +25,7 @@ func TestGoTimeline(t *testing.T) {
 		Goids: map[uint32]uint64{a: 7, b: 9},
 	}
 	calls := []variance.Call{{Start: 50, End: 300, TID: a}, {Start: 10, End: 155, TID: b}}
-	tl, _ := goTimeline(g, calls, variance.GoRuntime{Reasons: reasons, PollRG: -1, PollWG: -1}, nil, nil)
+	tl, _ := goTimeline(g, calls, nil, variance.GoRuntime{Reasons: reasons, PollRG: -1, PollWG: -1}, nil, nil)
 	want := []sched.Interval{
 		{From: 50, To: 100, State: sched.OnCPU},
 		{From: 100, To: 150, State: sched.Lock, Waker: b},
@@ -89,7 +89,7 @@ func TestGoTimelineKernel(t *testing.T) {
 			{From: 200, To: 230, State: sched.IO}, // a read that blocked
 		}},
 	}}
-	tl, _ := goTimeline(g, calls, variance.GoRuntime{PollRG: -1, PollWG: -1}, nil, kernel)
+	tl, _ := goTimeline(g, calls, nil, variance.GoRuntime{PollRG: -1, PollWG: -1}, nil, kernel)
 	want := []sched.Interval{
 		{From: 50, To: 100, State: sched.OnCPU}, // its thread before the first park not known
 		{From: 100, To: 160, State: sched.Lock},

@@ -92,7 +92,7 @@ func factorText(b *strings.Builder, n int, f *variance.Factor) {
 		fmt.Fprintf(b, "      time: %s\n", s)
 	}
 	if s := statesText(f.Holders); s != "" {
-		fmt.Fprintf(b, "      lock waits ended by: %s\n", s)
+		fmt.Fprintf(b, "      waits ended by: %s\n", s)
 	}
 	for i, s := range f.Sites {
 		if i == 4 {

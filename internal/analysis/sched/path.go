@@ -46,7 +46,8 @@ const maxDepth = 64
 // the path as it is. A blocked interval with a known waker is replaced by
 // the waker's own path over the same span, up to the wake-up (so a lock
 // wait becomes the holder's time until it released the lock, a condition
-// wait the signaller's). A hand-off landing on the thread (a dequeue) ends
+// wait the signaller's); a wait a Source ended (a timer, the I/O a
+// poller waited on) is a segment of the source's, in the wait's state. A hand-off landing on the thread (a dequeue) ends
 // the walk on it: the path goes on in the thread that handed the work over,
 // from the hand-off's start, and the time between is Queued. Time before a
 // thread's first recorded event is Unknown.
@@ -128,7 +129,11 @@ func (w *walker) span(th *Thread, tid uint32, lo, hi uint64, depth int, forTID u
 			return
 		}
 		from := max(iv.From, lo)
-		if iv.State.Blocked() && iv.Waker != 0 && iv.Waker != tid && depth < maxDepth {
+		if src := w.tl.Threads[iv.Waker]; iv.State.Blocked() && src != nil && src.Source {
+			// A wait a source ended (a timer, the I/O a poller waited
+			// on): the wait itself, on the source, in the wait's state.
+			w.emit(Segment{TID: iv.Waker, From: from, To: t, State: iv.State, For: tid, Wait: iv.State})
+		} else if iv.State.Blocked() && iv.Waker != 0 && iv.Waker != tid && depth < maxDepth {
 			// The wait ends at the wake-up (iv.To): until then the path is
 			// the waker's.
 			w.walk(iv.Waker, from, t, depth+1, tid, iv.State)

@@ -96,6 +96,11 @@ type Thread struct {
 	PID, TID  uint32
 	Name      string
 	Intervals []Interval // in time order, contiguous
+	// Source marks a waker that is not a thread (the Go runtime's
+	// timers, its network poller): it has no timeline, and a wait it
+	// ended is on a critical path as that wait (its timer's delay, the
+	// I/O), in the waiter's state, not followed further.
+	Source bool
 }
 
 // At returns the interval of th covering time t (From < t ≤ To, or the

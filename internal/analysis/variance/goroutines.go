@@ -37,10 +37,19 @@ import (
 //     (its pollDesc pd, and mode 'r', 'w' or both) and readies the
 //     goroutines parked on it, those whose gopark's lock is &pd.rg or
 //     &pd.wg (at the offsets the executable's DWARF gives,
-//     GoRuntime.PollRG, PollWG): "(netpoll)".
+//     GoRuntime.PollRG, PollWG): "(netpoll)", with the descriptor
+//     (pd->fd) the wait was for;
+//   - runtime.(*timer).modify: a goroutine arms timer t (NewTimer,
+//     Reset, AfterFunc; time.Sleep's own timer too, on the scheduler's
+//     stack), and runtime.(*timer).unlockAndRun: timer t fires. A channel
+//     send made inside the run (a time.Timer's or time.After's channel)
+//     readies its receiver as "(timer)", armed by the goroutine of t's
+//     last arming before it fired: the wait until that arming is that
+//     goroutine's, the rest the timer's (GoWake.Armed). A time.Sleep's
+//     wake-up (goroutineReady) is the sleeper's own deliberate wait.
 var (
 	GoSchedFuncs = []string{"runtime.gopark", "runtime.send", "runtime.recv", "runtime.readyWithTime",
-		goReady, goClose, goTimer, goPollTimer, goPollReady}
+		goReady, goClose, goTimer, goPollTimer, goPollReady, goTimerArm, goTimerRun}
 	// GoUserEntries are the functions of the runtime (and sync) that the
 	// compiler's code for a channel operation, a select or a mutex's
 	// Unlock calls (two names of the mutex's slow path: before Go 1.24
@@ -51,8 +60,11 @@ var (
 		"runtime.selectnbsend", "runtime.selectnbrecv", "sync.(*Mutex).unlockSlow", "internal/sync.(*Mutex).unlockSlow",
 		"sync.(*RWMutex).Unlock", "sync.(*RWMutex).RUnlock", "sync.(*WaitGroup).Add", "sync.(*Cond).Signal", "sync.(*Cond).Broadcast"}
 	// GoSchedReads read the woken goroutine's id at the waking probes.
-	GoSchedReads = []string{"sg->g->goid", "s->g->goid", "gp->goid"}
+	GoSchedReads = []string{"sg->g->goid", "s->g->goid", "gp->goid", pollFD}
 )
+
+// pollFD reads the descriptor of the network poller's readiness.
+const pollFD = "pd->fd"
 
 const (
 	goPark      = "runtime.gopark"
@@ -61,6 +73,8 @@ const (
 	goTimer     = "runtime.goroutineReady"
 	goPollTimer = "runtime.netpollgoready"
 	goPollReady = "runtime.netpollready"
+	goTimerArm  = "runtime.(*timer).modify"
+	goTimerRun  = "runtime.(*timer).unlockAndRun"
 )
 
 // The lanes of the wakers that are not goroutines (GoSched.Names).
@@ -73,6 +87,23 @@ const (
 // IsRuntimeLane reports whether lane is one of the wakers that are not
 // goroutines.
 func IsRuntimeLane(lane uint32) bool { return lane&(GoroutineLane|1<<30) == GoroutineLane|1<<30 }
+
+// NetpollLane is the waker lane of the network poller's readiness of
+// descriptor fd (LaneNetpoll when fd is not known, < 0).
+func NetpollLane(fd int64) uint32 {
+	if fd < 0 || fd >= 1<<28 {
+		return LaneNetpoll
+	}
+	return GoroutineLane | 1<<30 | 1<<29 | uint32(fd)
+}
+
+// LaneFD is the descriptor of a NetpollLane, -1 when none.
+func LaneFD(lane uint32) int64 {
+	if IsRuntimeLane(lane) && lane&(1<<29) != 0 {
+		return int64(lane &^ (GoroutineLane | 1<<30 | 1<<29))
+	}
+	return -1
+}
 
 // isGoSched reports whether fn is one of GoSchedFuncs or GoUserEntries.
 func isGoSched(fn string) bool {
@@ -112,6 +143,15 @@ type goEnclosing struct {
 type goPoll struct {
 	Time     uint64
 	PD, Mode uint64
+	FD       int64 // pd->fd, -1 when not read
+}
+
+// goTimerCall is a call of runtime.(*timer).modify (an arming) or
+// unlockAndRun (a firing) of timer T, on thread TID by lane.
+type goTimerCall struct {
+	T          uint64
+	Start, End uint64
+	TID, Lane  uint32
 }
 
 // GoWake is a goroutine (Waker, a lane) readying another (Wakee).
@@ -121,6 +161,13 @@ type GoWake struct {
 	// Site is the return address of the call of GoUserEntries the waker
 	// made it in (in the program's function that did it), 0 if none.
 	Site uint64
+	// Armed is, for a timer's wake-up (Waker LaneTimer), the goroutine
+	// that armed the timer last before it fired, and ArmedAt when; 0
+	// when not known or the sleeper's own (time.Sleep).
+	Armed   uint32
+	ArmedAt uint64
+
+	tid uint32 // the thread the wake-up was made on
 }
 
 // GoSched are a Go program's parks and wake-ups, by lane.
@@ -138,6 +185,8 @@ type GoSched struct {
 	encl    []goEnclosing
 	polls   []goPoll
 	entries map[uint32][]goEnclosing // GoUserEntries' calls by lane
+	arms    map[uint64][]goTimerCall // the timers' armings, by timer
+	runs    []goTimerCall            // the timers' firings
 }
 
 // GoRuntime are facts of a Go executable's runtime the analysis of its
@@ -154,12 +203,12 @@ type GoRuntime struct {
 // LaneName is the name of a waker lane that is not a goroutine, "" for
 // others.
 func LaneName(lane uint32) string {
-	switch lane {
-	case LaneTimer:
+	switch {
+	case lane == LaneTimer:
 		return "(timer)"
-	case LaneNetpoll:
+	case lane == LaneNetpoll, LaneFD(lane) >= 0:
 		return "(netpoll)"
-	case LaneRuntime:
+	case lane == LaneRuntime:
 		return "(runtime)"
 	}
 	return ""
@@ -181,7 +230,26 @@ func (g *GoSched) add(fn string, lane, tid uint32, c Call, params []string, ls l
 		g.Parks = append(g.Parks, GoPark{Lane: lane, Start: c.Start, End: c.End, Reason: uint8(arg(2)), Lock: arg(1), Open: c.Unreturned, TID: tid})
 		return
 	case goPollReady:
-		g.polls = append(g.polls, goPoll{Time: c.Start, PD: arg(1), Mode: uint64(uint32(arg(2)))})
+		fd := int64(-1)
+		for i, p := range params {
+			if name, _, _ := strings.Cut(p, ":"); name == pollFD && i < len(c.Args) {
+				fd = int64(c.Args[i])
+			}
+		}
+		g.polls = append(g.polls, goPoll{Time: c.Start, PD: arg(1), Mode: uint64(uint32(arg(2))), FD: fd})
+		return
+	case goTimerArm:
+		if g.arms == nil {
+			g.arms = map[uint64][]goTimerCall{}
+		}
+		g.arms[arg(0)] = append(g.arms[arg(0)], goTimerCall{T: arg(0), Start: c.Start, End: c.End, TID: tid, Lane: lane})
+		return
+	case goTimerRun:
+		end := c.End
+		if c.Unreturned {
+			end = ^uint64(0)
+		}
+		g.runs = append(g.runs, goTimerCall{T: arg(0), Start: c.Start, End: end, TID: tid, Lane: lane})
 		return
 	case goTimer, goPollTimer:
 		g.encl = append(g.encl, goEnclosing{fn: fn, Start: c.Start, End: c.End, TID: tid, Lane: lane})
@@ -203,14 +271,14 @@ func (g *GoSched) add(fn string, lane, tid uint32, c Call, params []string, ls l
 	}
 	for i, p := range params {
 		name, _, _ := strings.Cut(p, ":")
-		if i >= len(c.Args) || c.Args[i] == 0 || !slices.Contains(GoSchedReads, name) {
+		if i >= len(c.Args) || c.Args[i] == 0 || name == pollFD || !slices.Contains(GoSchedReads, name) {
 			continue
 		}
 		if fn == goReady {
 			g.readies = append(g.readies, goReadyCall{Time: c.Start, TID: tid, Wakee: ls.of(c.Args[i], 0)})
 			return
 		}
-		g.Wakes = append(g.Wakes, GoWake{Time: c.Start, Waker: lane, Wakee: ls.of(c.Args[i], 0)})
+		g.Wakes = append(g.Wakes, GoWake{Time: c.Start, Waker: lane, Wakee: ls.of(c.Args[i], 0), tid: tid})
 		g.encl = append(g.encl, goEnclosing{fn: fn, Start: c.Start, End: c.End, TID: tid, Lane: lane})
 		return
 	}
@@ -221,6 +289,18 @@ func (g *GoSched) add(fn string, lane, tid uint32, c Call, params []string, ls l
 // pollDesc's layout).
 func (g *GoSched) Wakeups(rt GoRuntime) []GoWake {
 	out := slices.Clone(g.Wakes)
+	// A channel send made inside a timer's run (a time.Timer's channel)
+	// is the timer's wake-up, armed by the goroutine that armed it last.
+	runs := slices.Clone(g.runs)
+	slices.SortFunc(runs, func(a, b goTimerCall) int {
+		return cmp.Or(cmp.Compare(a.TID, b.TID), cmp.Compare(a.Start, b.Start))
+	})
+	for i, w := range out {
+		if r, ok := innermostRun(runs, w.tid, w.Time); ok {
+			out[i].Waker = LaneTimer
+			out[i].Armed, out[i].ArmedAt = g.armed(r)
+		}
+	}
 	encl := slices.Clone(g.encl)
 	slices.SortFunc(encl, func(a, b goEnclosing) int {
 		if a.TID != b.TID {
@@ -291,7 +371,7 @@ func (g *GoSched) Wakeups(rt GoRuntime) []GoWake {
 					continue
 				}
 				if k := g.Parks[is[j-1]]; k.Open || k.End >= p.Time {
-					out = append(out, GoWake{Time: p.Time, Waker: LaneNetpoll, Wakee: k.Lane})
+					out = append(out, GoWake{Time: p.Time, Waker: NetpollLane(p.FD), Wakee: k.Lane})
 				}
 			}
 		}
@@ -321,4 +401,35 @@ func (g *GoSched) site(lane uint32, t uint64) uint64 {
 		return 0
 	}
 	return es[i-1].Site
+}
+
+// innermostRun is the timer's run open on thread tid at t (runs sorted
+// by thread, then start).
+func innermostRun(runs []goTimerCall, tid uint32, t uint64) (goTimerCall, bool) {
+	i, _ := slices.BinarySearchFunc(runs, t, func(r goTimerCall, t uint64) int {
+		if r.TID != tid {
+			return cmp.Compare(r.TID, tid)
+		}
+		if r.Start <= t {
+			return -1
+		}
+		return 1
+	})
+	if i > 0 && runs[i-1].TID == tid && runs[i-1].End >= t {
+		return runs[i-1], true
+	}
+	return goTimerCall{}, false
+}
+
+// armed is the goroutine that armed the timer of run r last before it
+// fired, and when (0, 0 when no arming was seen).
+func (g *GoSched) armed(r goTimerCall) (uint32, uint64) {
+	var lane uint32
+	var at uint64
+	for _, a := range g.arms[r.T] {
+		if a.Start <= r.Start && a.Start >= at {
+			lane, at = a.Lane, a.Start
+		}
+	}
+	return lane, at
 }

@@ -166,7 +166,9 @@ type Input struct {
 	// waiting call, named "F (waker)".
 	Path func(from uint64, endTID uint32, end uint64, handoffs []Handoff) []Segment
 	// Holders, when set, gives the time a thread spent blocked on a lock
-	// from..to by the thread whose release ended each wait ("name[tid]").
+	// from..to by the thread whose release ended each wait ("name[tid]"),
+	// and a Go program's waits on its runtime's timers and network poller
+	// by source ("(timer)", "(netpoll) fd N").
 	Holders func(tid uint32, from, to uint64) map[string]uint64
 	// Spans, when set, keeps each interval's span and critical path in
 	// Result.Spans (for drawing them).
@@ -255,7 +257,9 @@ type Factor struct {
 	// io, sleep, ...), mean ns per interval, when the recording has them.
 	States map[string]float64 `json:"states,omitempty"`
 	// Holders splits its lock waits by the thread whose release ended
-	// them ("name[tid]"), mean ns per interval, with scheduler events.
+	// them ("name[tid]"), and a Go program's waits on timers and the
+	// network poller by source ("(netpoll) fd 7"), mean ns per interval,
+	// with scheduler events.
 	Holders map[string]float64 `json:"lock_holders,omitempty"`
 	fn      string             // the function a variance factor can be broken into
 }
@@ -495,7 +499,9 @@ func Analyse(in Input) (*Result, error) {
 	// wakers charges the calls a thread made while it stood on the
 	// critical path for a wait of the interval to nodes "F (waker)" under
 	// the innermost call that waited (the root when none did), nested as
-	// they were called, each with the time it overlapped the segment.
+	// they were called, each with the time it overlapped the segment; a
+	// wait a Go runtime's source ended (a timer, the network poller) to a
+	// node "(timer)", "(netpoll)" there.
 	wakers := func(path []Segment, own map[uint32]bool) {
 		for _, sg := range path {
 			if sg.For == 0 || sg.TID == sg.For {
@@ -527,6 +533,21 @@ func Analyse(in Input) (*Result, error) {
 				if pc.tid == waiter && pc.start <= sg.From && pc.end >= sg.To && pc.end-pc.start < inner {
 					parent, inner = pc.node, pc.end-pc.start
 				}
+			}
+			if IsRuntimeLane(sg.TID) {
+				// A wait the Go runtime's timer or network poller ended:
+				// a node of its own under the call that waited.
+				id := child(parent, LaneName(sg.TID), "", 0, true)
+				row[id] += float64(sg.To - sg.From)
+				st := sg.Wait
+				if st == "" {
+					st = sg.State
+				}
+				addStates(id, map[string]uint64{st: sg.To - sg.From})
+				if in.Holders != nil {
+					addHolders(id, in.Holders(sg.For, sg.From, sg.To))
+				}
+				continue
 			}
 			idx := byTID[sg.TID]
 			lo := uint64(0)

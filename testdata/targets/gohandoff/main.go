@@ -25,10 +25,20 @@
 // that a holder goroutine keeps taking to run holdBig (2 ms one time in
 // four, 200 µs the others) and releasing for 300 µs: a request's wait is
 // the holder's, and the program prints "holder goroutine GOID".
-// Usage: gohandoff N [chan|close|mutex]
+//
+// With "timer", handleTimer waits in nap on a timer's channel
+// (time.After) for 2 ms one time in four and 100 µs the others: the
+// wait is the timer's; and with "net", handleNet asks a backend goroutine
+// of the program over a loopback TCP connection, and waits in fetch for
+// its answer, which the backend sends after spinning 2 ms one time in
+// four and 100 µs the others: the wait is for the network poller (the
+// program prints "backend fd FD", its connection's descriptor). Both
+// print nap's or fetch's time in WORK_NS and WAITED_NS.
+// Usage: gohandoff N [chan|close|mutex|timer|net]
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
 	"io"
@@ -36,7 +46,9 @@ import (
 	"net/http"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -184,6 +196,78 @@ func serveMutex(w http.ResponseWriter, r *http.Request) {
 	out <- fmt.Sprintf("req %d %d 0 %d 0", id, j.handleNS.Nanoseconds(), j.start)
 }
 
+//go:noinline
+func nap(j *job) {
+	d := 100 * time.Microsecond
+	if j.id%4 == 0 {
+		d = 2 * time.Millisecond
+	}
+	j.workFrom = clock()
+	<-time.After(d)
+	j.workTo = clock()
+}
+
+//go:noinline
+func handleTimer(j *job) {
+	nap(j)
+	j.handleNS = time.Duration(clock() - j.start)
+}
+
+// backend answers each line it reads on c with a line, after spinning.
+func backend(c net.Conn) {
+	r := bufio.NewReader(c)
+	for {
+		l, err := r.ReadString('\n')
+		if err != nil {
+			return
+		}
+		id, _ := strconv.Atoi(strings.TrimSpace(l))
+		if id%4 == 0 {
+			spin(2 * time.Millisecond)
+		} else {
+			spin(100 * time.Microsecond)
+		}
+		if _, err := io.WriteString(c, l); err != nil {
+			return
+		}
+	}
+}
+
+var (
+	backendConn net.Conn
+	backendR    *bufio.Reader
+)
+
+//go:noinline
+func fetch(j *job) {
+	j.workFrom = clock()
+	fmt.Fprintf(backendConn, "%d\n", j.id)
+	if _, err := backendR.ReadString('\n'); err != nil {
+		fmt.Fprintln(os.Stderr, "gohandoff:", err)
+		os.Exit(1)
+	}
+	j.workTo = clock()
+}
+
+//go:noinline
+func handleNet(j *job) {
+	fetch(j)
+	j.handleNS = time.Duration(clock() - j.start)
+}
+
+// serveWait is the HTTP handler of the timer and net modes.
+func serveWait(handle func(*job)) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		id, _ := strconv.Atoi(r.URL.Query().Get("id"))
+		j := &job{id: id}
+		j.start = clock()
+		handle(j)
+		io.WriteString(w, "ok\n")
+		ns := j.workTo - j.workFrom
+		out <- fmt.Sprintf("req %d %d %d %d %d", id, j.handleNS.Nanoseconds(), ns, j.start, ns)
+	}
+}
+
 // handle is the request's interval: it hands the job to the worker and
 // waits; its last statement times it from just before the call.
 //
@@ -205,8 +289,8 @@ func serve(w http.ResponseWriter, r *http.Request) {
 }
 
 func main() {
-	if len(os.Args) < 2 || len(os.Args) > 3 || len(os.Args) == 3 && os.Args[2] != "chan" && os.Args[2] != "close" && os.Args[2] != "mutex" {
-		fmt.Fprintln(os.Stderr, "usage: gohandoff N [chan|close|mutex]")
+	if len(os.Args) < 2 || len(os.Args) > 3 || len(os.Args) == 3 && !slices.Contains([]string{"chan", "close", "mutex", "timer", "net"}, os.Args[2]) {
+		fmt.Fprintln(os.Stderr, "usage: gohandoff N [chan|close|mutex|timer|net]")
 		os.Exit(2)
 	}
 	mode := "chan"
@@ -226,10 +310,34 @@ func main() {
 	}
 	handler := http.HandlerFunc(serve)
 	stop := make(chan struct{})
-	if mode == "mutex" {
+	switch mode {
+	case "mutex":
 		handler = serveMutex
 		go holder(stop)
-	} else {
+	case "timer":
+		handler = serveWait(handleTimer)
+	case "net":
+		handler = serveWait(handleNet)
+		bl, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "gohandoff:", err)
+			os.Exit(1)
+		}
+		go func() {
+			c, err := bl.Accept()
+			if err == nil {
+				backend(c)
+			}
+		}()
+		if backendConn, err = net.Dial("tcp", bl.Addr().String()); err != nil {
+			fmt.Fprintln(os.Stderr, "gohandoff:", err)
+			os.Exit(1)
+		}
+		backendR = bufio.NewReader(backendConn)
+		if rc, err := backendConn.(*net.TCPConn).SyscallConn(); err == nil {
+			rc.Control(func(fd uintptr) { fmt.Printf("backend fd %d\n", fd) })
+		}
+	default:
 		go worker()
 	}
 	go http.Serve(ln, handler)

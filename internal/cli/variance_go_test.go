@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"slices"
 	"testing"
 
 	"github.com/culprit-dev/culprit/internal/analysis/sched"
@@ -109,6 +110,83 @@ func TestGoTimelineKernel(t *testing.T) {
 		if got := th.Intervals[i]; got.From != w.From || got.To != w.To || got.State != w.State {
 			t.Errorf("interval %d: %+v, want %+v", i, got, w)
 		}
+	}
+}
+
+// Waits the runtime's sources ended: a timer's wait is a sleep, but for
+// its part before another goroutine armed the timer (that goroutine's, a
+// lock wait); the poller's is I/O, on a source named by its descriptor.
+// On the critical path a source's wait is a segment of the source's, in
+// the wait's state, and the path does not go on through it. A
+// goroutine's wake-up names the function that made it (its site) and the
+// probed calls the waker had open, innermost first.
+func TestGoTimelineSources(t *testing.T) {
+	a, b, c := uint32(variance.GoroutineLane|1), uint32(variance.GoroutineLane|2), uint32(variance.GoroutineLane|3)
+	net := variance.NetpollLane(9)
+	g := &variance.GoSched{
+		Parks: []variance.GoPark{
+			{Lane: a, Start: 100, End: 210, Reason: 1}, // a timer's channel, armed by b at 150
+			{Lane: a, Start: 300, End: 360, Reason: 3}, // the network
+			{Lane: a, Start: 400, End: 460, Reason: 1}, // c's send
+		},
+		Wakes: []variance.GoWake{
+			{Time: 200, Waker: variance.LaneTimer, Wakee: a, Armed: b, ArmedAt: 150},
+			{Time: 350, Waker: net, Wakee: a},
+			{Time: 450, Waker: c, Wakee: a, Site: 0x401000},
+		},
+		Goids: map[uint32]uint64{a: 7, b: 9, c: 11},
+	}
+	probes := []variance.Probe{{Function: "main.handle"}, {Function: "main.loop"}, {Function: "main.step"}}
+	calls := []variance.Call{{Start: 50, End: 500, TID: a}, {Start: 10, End: 160, TID: b},
+		{Start: 400, End: 480, TID: c, Probe: 1}, {Start: 440, End: 452, TID: c, Probe: 2}, {Start: 453, End: 455, TID: c, Probe: 2}}
+	name := func(pc uint64) string {
+		if pc == 0x401000 {
+			return "main.send"
+		}
+		return ""
+	}
+	tl, funcs := goTimeline(g, calls, probes, variance.GoRuntime{Reasons: []string{"", "chan receive", "sleep", "IO wait"}, PollRG: -1, PollWG: -1}, name, nil)
+	want := []sched.Interval{
+		{From: 50, To: 100, State: sched.OnCPU},
+		{From: 100, To: 150, State: sched.Lock, Waker: b},
+		{From: 150, To: 200, State: sched.Sleep, Waker: variance.LaneTimer},
+		{From: 200, To: 210, State: sched.Runnable},
+		{From: 210, To: 300, State: sched.OnCPU},
+		{From: 300, To: 350, State: sched.IO, Waker: net},
+		{From: 350, To: 360, State: sched.Runnable},
+		{From: 360, To: 400, State: sched.OnCPU},
+		{From: 400, To: 450, State: sched.Lock, Waker: c},
+	}
+	th := tl.Thread(a)
+	if th == nil || len(th.Intervals) < len(want) {
+		t.Fatalf("goroutine a: %+v", th)
+	}
+	for i, w := range want {
+		if got := th.Intervals[i]; got.From != w.From || got.To != w.To || got.State != w.State || got.Waker != w.Waker {
+			t.Errorf("interval %d: %+v, want %+v", i, got, w)
+		}
+	}
+	if ws := th.Intervals[8].WakerStack; ws < 0 || int(ws) >= len(funcs) || !slices.Equal(funcs[ws], []string{"main.send", "main.step", "main.loop"}) {
+		t.Errorf("c's wake-up stack %d of %v", ws, funcs)
+	}
+	for lane, n := range map[uint32]string{variance.LaneTimer: "(timer)", net: "(netpoll) fd 9"} {
+		if src := tl.Thread(lane); src == nil || !src.Source || src.Name != n || len(src.Intervals) != 0 {
+			t.Errorf("source %s: %+v", n, src)
+		}
+	}
+	got := tl.CriticalPath(90, sched.Point{TID: a, Time: 370}, nil)
+	wantPath := []sched.Segment{
+		{TID: a, From: 90, To: 100, State: sched.OnCPU},
+		{TID: b, From: 100, To: 150, State: sched.OnCPU, For: a, Wait: sched.Lock},
+		{TID: variance.LaneTimer, From: 150, To: 200, State: sched.Sleep, For: a, Wait: sched.Sleep},
+		{TID: a, From: 200, To: 210, State: sched.Runnable},
+		{TID: a, From: 210, To: 300, State: sched.OnCPU},
+		{TID: net, From: 300, To: 350, State: sched.IO, For: a, Wait: sched.IO},
+		{TID: a, From: 350, To: 360, State: sched.Runnable},
+		{TID: a, From: 360, To: 370, State: sched.OnCPU},
+	}
+	if !slices.Equal(got, wantPath) {
+		t.Errorf("path\n%+v, want\n%+v", got, wantPath)
 	}
 }
 

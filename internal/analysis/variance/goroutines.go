@@ -381,7 +381,9 @@ func (g *GoSched) Wakeups(rt GoRuntime) []GoWake {
 		slices.SortFunc(es, func(a, b goEnclosing) int { return cmp.Compare(a.Start, b.Start) })
 	}
 	for i, w := range out {
-		out[i].Site = g.site(w.Waker, w.Time)
+		if w.Site == 0 {
+			out[i].Site = g.site(w.Waker, w.Time)
+		}
 	}
 	return out
 }

@@ -91,6 +91,9 @@ func TestGoRuntimeWakeups(t *testing.T) {
 		lane[g] = l
 	}
 	got := in.Go.Wakeups(GoRuntime{PollRG: 16, PollWG: 24})
+	for i := range got {
+		got[i].tid = 0
+	}
 	want := []GoWake{
 		{Time: 110, Waker: lane[9], Wakee: lane[7], Site: 0x401234},
 		{Time: 200, Waker: LaneRuntime, Wakee: lane[11]},
@@ -107,5 +110,63 @@ func TestGoRuntimeWakeups(t *testing.T) {
 	}
 	if LaneName(LaneTimer) != "(timer)" || !IsRuntimeLane(LaneNetpoll) || IsRuntimeLane(lane[9]) {
 		t.Errorf("runtime lanes")
+	}
+}
+
+// A timer's wake-ups: a channel send made inside the timer's run is the
+// timer's, not the goroutine's that ran it; armed by the goroutine whose
+// arming of that timer came last before it fired. A descriptor's
+// readiness names the descriptor (pd->fd read).
+func TestGoTimerWakeups(t *testing.T) {
+	probes := []recording.Probe{
+		{ID: 1, Function: "main.handle"},
+		{ID: 2, Function: "runtime.gopark", Params: []string{"unlockf:p8:func()", "lock:p8:void *", "reason:u1:runtime.waitReason"}},
+		{ID: 3, Function: "runtime.send", Params: []string{"c:p8:runtime.hchan *", "sg:p8:runtime.sudog *", "ep:p8:void *", "sg->g->goid:u8:uint64"}},
+		{ID: 4, Function: "runtime.(*timer).modify", Params: []string{"t:p8:runtime.timer *", "when:i8:int64"}},
+		{ID: 5, Function: "runtime.(*timer).unlockAndRun", Params: []string{"t:p8:runtime.timer *", "now:i8:int64"}},
+		{ID: 6, Function: "runtime.netpollready", Params: []string{"toRun:p8:runtime.gList *", "pd:p8:runtime.pollDesc *", "mode:i4:int32", "pd->fd:u8:uintptr"}},
+	}
+	const g0 = 0xc000001000
+	const tm, other = 0x7000, 0x8000 // two timers
+	calls := []recording.Call{
+		{Start: 10, End: 900, Probe: 1, Goroutine: 7, TID: 100},
+		// Goroutine 7 arms tm at 20 and waits from 50; goroutine 9 arms
+		// it again at 80 and another timer at 90; tm fires at 200 on
+		// thread 102's scheduler stack, sending on its channel.
+		{Start: 20, End: 21, Probe: 4, Goroutine: 7, TID: 100, Args: []uint64{tm, 1000}},
+		{Start: 50, End: 210, Probe: 2, Goroutine: 7, TID: 100, Args: []uint64{1, 0x9000, 2}},
+		{Start: 80, End: 81, Probe: 4, Goroutine: 9, TID: 101, Args: []uint64{tm, 1000}},
+		{Start: 90, End: 91, Probe: 4, Goroutine: 9, TID: 101, Args: []uint64{other, 1000}},
+		{Start: 200, End: 205, Probe: 5, Goroutine: g0, TID: 102, Args: []uint64{tm, 200}},
+		{Start: 201, End: 202, Probe: 3, Goroutine: g0, TID: 102, Args: []uint64{1, 2, 3, 7}},
+		// A send of the same scheduler's stack after the run: not the timer's.
+		{Start: 300, End: 301, Probe: 3, Goroutine: g0, TID: 102, Args: []uint64{1, 2, 3, 7}},
+		// Descriptor 9 (pollDesc 0x5000, rg at 16) readies goroutine 14.
+		{Start: 500, End: 700, Probe: 2, Goroutine: 14, TID: 103, Args: []uint64{1, 0x5010, 2}},
+		{Start: 600, End: 601, Probe: 6, Goroutine: g0, TID: 105, Args: []uint64{1, 0x5000, 'r', 9}},
+	}
+	in := FromRecords(Spec{Start: "main.handle", End: "main.handle"}, calls, probes, nil, nil)
+	if len(in.Calls) != 1 || in.Go == nil {
+		t.Fatalf("calls %+v, go %+v", in.Calls, in.Go)
+	}
+	lane := map[uint64]uint32{}
+	for l, g := range in.Go.Goids {
+		lane[g] = l
+	}
+	got := in.Go.Wakeups(GoRuntime{PollRG: 16, PollWG: 24})
+	for i := range got {
+		got[i].tid = 0
+	}
+	want := []GoWake{
+		{Time: 201, Waker: LaneTimer, Wakee: lane[7], Armed: lane[9], ArmedAt: 80},
+		{Time: 300, Waker: lane[g0], Wakee: lane[7]},
+		{Time: 600, Waker: NetpollLane(9), Wakee: lane[14]},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("wake-ups\n%+v, want\n%+v", got, want)
+	}
+	if LaneFD(NetpollLane(9)) != 9 || LaneName(NetpollLane(9)) != "(netpoll)" || !IsRuntimeLane(NetpollLane(9)) ||
+		LaneFD(LaneNetpoll) != -1 || NetpollLane(-1) != LaneNetpoll || LaneFD(lane[9]) != -1 {
+		t.Errorf("netpoll lanes")
 	}
 }

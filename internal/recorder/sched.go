@@ -75,6 +75,11 @@ func openBeside(o Options, w *recording.Writer, pid int, launched bool, meta *re
 		spaces: map[uint32]*proc.Space{}, kseen: map[uint64]bool{}, kaddr: map[uint64]bool{},
 		exes: map[uint32]string{}, awaiting: map[uint32]bool{}}
 	s.startFollowing()
+	// Switches away through culprit's BPF program, as culprit record
+	// takes them: perf's sched_switch events, inherited by a process's
+	// threads, miss some of a thread's switches with nothing lost (its
+	// thread states then disagree with the kernel's own schedstat).
+	s.syscallsViaBPF()
 	if err := s.followProcess(pid); err != nil {
 		s.close()
 		return nil, err

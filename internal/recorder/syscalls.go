@@ -90,6 +90,13 @@ func (s *session) syscallsViaBPF() {
 				sys = append(sys, k)
 				o.Switches = true
 			}
+		case recording.EventWakeup:
+			// perf's events record a traced thread's wake-ups, with its
+			// stack; the program those others make of traced threads
+			// (an interrupt on another task, another program), which
+			// perf's events, the waker's, do not see.
+			o.Wakeups = true
+			sideband = true
 		default:
 			sideband = true
 		}
@@ -128,6 +135,8 @@ func (s *session) sysKind(ev *syscallprog.Event) *eventKind {
 		want = recording.EventSyscallExit
 	case ev.Switch:
 		want = recording.EventSwitch
+	case ev.Waking:
+		want = recording.EventWakeup
 	}
 	for i := range s.kinds {
 		if s.kinds[i].event == want {
@@ -201,6 +210,20 @@ func (s *session) sysStack(id int64, kernel bool) []uint64 {
 // syscall writes the sample of a system call entry or exit.
 func (s *session) syscall(e *sysEvent, k *eventKind) {
 	ev := &e.ev
+	if ev.Waking {
+		// A wake-up of a traced thread by no traced thread: a sample of
+		// no thread (PID and TID 0), with the woken thread as perf's
+		// wake-ups have it.
+		s.res.Samples++
+		smp := recording.Sample{Time: ev.Time, CPU: ev.CPU, Period: 1, Event: recording.EventWakeup, Arg: uint64(ev.TID)}
+		if err := s.w.WriteSample(smp, nil, nil); err != nil {
+			s.warn("writing the recording: %v", err)
+		}
+		if s.onSched != nil {
+			s.onSched(smp, nil)
+		}
+		return
+	}
 	if ev.Exit {
 		c := s.pending[ev.TID]
 		if c == nil || c.exited || c.nr != ev.Nr {
@@ -298,5 +321,8 @@ func (s *session) writeSyscall(ev *syscallprog.Event, k *eventKind, c *pendingCa
 		Truncated: c.truncated, Event: k.event, Arg: c.nr}
 	if err := s.w.WriteSample(smp, c.kernel, c.user); err != nil {
 		s.warn("writing the recording: %v", err)
+	}
+	if s.onSched != nil && k.event == recording.EventSwitch {
+		s.onSched(smp, c.user)
 	}
 }

@@ -81,6 +81,7 @@ const (
 	kindEnter  = 1
 	kindExit   = 2
 	kindSwitch = 3
+	kindWaking = 4
 )
 
 // Layout of the records the program writes (little-endian).
@@ -148,6 +149,12 @@ type Options struct {
 	Switches bool
 	// Syscalls records system call entries and exits.
 	Syscalls bool
+	// Wakeups records each wake-up of a traced thread made outside the
+	// traced processes (sched_waking while another program, a kernel
+	// thread, the idle task or an interrupt on one of them runs): the
+	// woken thread and when (Event.Waking). Those a traced thread makes
+	// are perf's to record, with the waker's stack.
+	Wakeups bool
 	// Follow is the set of processes traced (nil: New makes one of its
 	// own); Add and Remove change it.
 	Follow *follow.Set
@@ -188,6 +195,9 @@ type Options struct {
 type Event struct {
 	Exit       bool
 	Switch     bool // a switch away: Nr is preempt << 32 | prev_state | exit_state
+	// Waking is a wake-up of thread PID/TID (woken) that a thread
+	// outside the traced processes made (Options.Wakeups).
+	Waking bool
 	CPU        uint32
 	PID, TID   uint32
 	Time       uint64
@@ -228,7 +238,7 @@ type Tracer struct {
 // is traced until Add.
 func New(o Options) (*Tracer, error) {
 	_ = unix.Setrlimit(unix.RLIMIT_MEMLOCK, &unix.Rlimit{Cur: unix.RLIM_INFINITY, Max: unix.RLIM_INFINITY})
-	offs, err := bpfasm.TaskOffsets("to record switches", "exit_state")
+	offs, err := bpfasm.TaskOffsets("to record switches", "exit_state", "tgid", "pid")
 	if err != nil {
 		return nil, err
 	}
@@ -320,6 +330,9 @@ func New(o Options) (*Tracer, error) {
 	if o.Switches {
 		progs = append(progs, prog{"sched_switch", switchProgram(m, copyBytes, ringBytes, offs[0], o.Syscalls)})
 	}
+	if o.Wakeups {
+		progs = append(progs, prog{"sched_waking", wakingProgram(m, offs[1], offs[2])})
+	}
 	attachStart := monotonicNow()
 	for _, p := range progs {
 		prog, err := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Name: bpfasm.ProgName(),
@@ -392,7 +405,7 @@ func (t *Tracer) Drain(fn func(*Event)) error {
 		le := binary.LittleEndian
 		pt := le.Uint64(b[offPidTgid:])
 		kind := le.Uint32(b[offKind:])
-		ev = Event{Exit: kind == kindExit, Switch: kind == kindSwitch, CPU: le.Uint32(b[offCPU:]),
+		ev = Event{Exit: kind == kindExit, Switch: kind == kindSwitch, Waking: kind == kindWaking, CPU: le.Uint32(b[offCPU:]),
 			PID: uint32(pt >> 32), TID: uint32(pt), Time: le.Uint64(b[offTime:]), Nr: le.Uint64(b[offNr:])}
 		ev.KernStack = int64(le.Uint64(b[offKStack:]))
 		if !ev.Exit && len(b) >= hdrSize {
@@ -1460,6 +1473,50 @@ func stackID(b *bpfasm.Builder, m fds, flags int32, off int16) {
 		asm.Add.Imm(asm.R0, spillBase),
 		asm.StoreMem(rRec, off, asm.R0, asm.DWord).WithSymbol(done),
 	)
+}
+
+// wakingProgram: sched_waking(p), a raw tracepoint whose argument is the
+// task being woken: a record of kind kindWaking, the woken thread's
+// pid_tgid and the time, when p's process is traced and the current
+// thread's (the waker, or the task an interrupt came on) is not.
+func wakingProgram(m fds, tgidOff, pidOff int32) asm.Instructions {
+	var b bpfasm.Builder
+	b.Emit(asm.Mov.Reg(rCtx, asm.R1))
+	follow.Emit(&b, m.tgids, "wk_out") // the waker's own: perf records it
+	read := func(slot int16, off int32) {
+		b.Emit(
+			asm.Mov.Reg(asm.R1, asm.RFP),
+			asm.Add.Imm(asm.R1, int32(slot)),
+			asm.Mov.Imm(asm.R2, 4),
+			asm.LoadMem(asm.R3, rCtx, 0, asm.DWord), // ctx->args[0]: the task
+			asm.Add.Imm(asm.R3, off),
+			asm.FnProbeReadKernel.Call(),
+			asm.JNE.Imm(asm.R0, 0, "wk_out"),
+		)
+	}
+	read(-16, tgidOff)
+	b.Lookup(m.tgids, -16)
+	b.Emit(asm.JEq.Imm(asm.R0, 0, "wk_out"))
+	read(-24, pidOff)
+	b.Emit(
+		asm.LoadMem(rPT, asm.RFP, -16, asm.Word),
+		asm.LSh.Imm(rPT, 32),
+		asm.LoadMem(asm.R1, asm.RFP, -24, asm.Word),
+		asm.Or.Reg(rPT, asm.R1),
+		storeImm64(asm.RFP, timeSlot, 0),
+	)
+	reserve(&b, m, exitSize, kindWaking)
+	b.Emit(
+		storeImm64(rRec, offNr, 0),
+		storeImm64(rRec, offUStack, -1),
+		storeImm64(rRec, offKStack, -1),
+	)
+	submit(&b)
+	b.Emit(
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("wk_out"),
+		asm.Return(),
+	)
+	return b.Ins
 }
 
 // exitProgram: sys_exit(regs, ret). The system call number is the

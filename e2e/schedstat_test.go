@@ -1,0 +1,70 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"testing"
+
+	"github.com/culprit-dev/culprit/internal/testutil"
+)
+
+// The threads' time by scheduler state agrees with the kernel's own
+// account of them: runq's threads (more than the CPUs, spinning, sleeping
+// and handing a token around) print, as their last act, their schedstat
+// (/proc/thread-self/schedstat: time on the CPU, time waiting on a run
+// queue); culprit's on-cpu and runnable time of each thread is within 5%
+// of them. It takes every switch of a thread (also its switches away
+// recorded beside a tracer's probes) and every wake-up of it, also those
+// no thread of the program made: a timer's interrupt wakes a sleeper on
+// whatever task the CPU runs, and without its wake-up the wait for a CPU
+// after it would count as sleep. Both recorders: culprit record's and the
+// one culprit trace --sched (and culprit variance --sched) runs.
+func TestStatesAgreeWithSchedstat(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "runq", []string{"runq.c"}, "-O2", "-g", "-fno-omit-frame-pointer", "-pthread")
+	for _, collector := range [][]string{{"record", "--events", "cpu,wakeup"}, {"trace", "--sched", "-f", "work"}} {
+		t.Run(collector[0], func(t *testing.T) {
+			out := rec(t)
+			cmd := append(append([]string(nil), collector...), "-o", out, "--", bin, "6", "300")
+			stdout := mustRun(t, cmd...)
+			type truth struct{ cpu, delay float64 }
+			want := map[uint32]truth{}
+			for _, l := range strings.Split(stdout, "\n") {
+				var tid uint32
+				var cpu, delay, n float64
+				if k, _ := fmt.Sscanf(l, "tid %d %f %f %f", &tid, &cpu, &delay, &n); k == 4 {
+					want[tid] = truth{cpu, delay}
+				}
+			}
+			if len(want) != 6 {
+				t.Fatalf("%d threads printed their schedstat, want 6:\n%s", len(want), stdout)
+			}
+			var st statesJSON
+			if err := json.Unmarshal([]byte(mustRun(t, "states", "--format", "json", out)), &st); err != nil {
+				t.Fatal(err)
+			}
+			seen := 0
+			for _, th := range st.Threads {
+				w, ok := want[th.TID]
+				if !ok {
+					continue
+				}
+				seen++
+				cpu, run := float64(th.NS["on-cpu"]), float64(th.NS["runnable"])
+				t.Logf("thread %d: on-cpu %.1f ms (schedstat %.1f), runnable %.1f ms (run_delay %.1f), sleep %.1f ms, lock %.1f ms",
+					th.TID, cpu/1e6, w.cpu/1e6, run/1e6, w.delay/1e6, float64(th.NS["sleep"])/1e6, float64(th.NS["lock"])/1e6)
+				if math.Abs(cpu-w.cpu) > 0.05*w.cpu {
+					t.Errorf("thread %d: on-cpu %.0f ns, the kernel's %.0f ns", th.TID, cpu, w.cpu)
+				}
+				if math.Abs(run-w.delay) > 0.05*w.delay {
+					t.Errorf("thread %d: runnable %.0f ns, the kernel's run_delay %.0f ns", th.TID, run, w.delay)
+				}
+			}
+			if seen != len(want) {
+				t.Errorf("%d of the %d threads in culprit states", seen, len(want))
+			}
+		})
+	}
+}

@@ -12,14 +12,15 @@ import (
 
 // The threads' time by scheduler state agrees with the kernel's own
 // account of them: runq's threads (more than the CPUs, spinning, sleeping
-// and handing a token around) print, as their last act, their schedstat
-// (/proc/thread-self/schedstat: time on the CPU, time waiting on a run
-// queue); culprit's on-cpu and runnable time of each thread is within 5%
-// of them. It takes every switch of a thread (also its switches away
-// recorded beside a tracer's probes) and every wake-up of it, also those
-// no thread of the program made: a timer's interrupt wakes a sleeper on
-// whatever task the CPU runs, and without its wake-up the wait for a CPU
-// after it would count as sleep. Both recorders: culprit record's and the
+// and handing a token around, then blocked for good) have their schedstat
+// printed (/proc/self/task/TID/schedstat: time on the CPU, time waiting
+// on a run queue); culprit's on-cpu and runnable time of each thread is
+// within 5% of them. It takes every switch of a thread (also its switches
+// away recorded beside a tracer's probes) and every wake-up of it, also
+// those no thread of the program made (a timer's interrupt wakes a
+// sleeper on whatever task the CPU runs: without its wake-up the wait for
+// a CPU after it would count as sleep) and a new thread's first (its wait
+// for a CPU from its creation). Both recorders: culprit record's and the
 // one culprit trace --sched (and culprit variance --sched) runs.
 func TestStatesAgreeWithSchedstat(t *testing.T) {
 	testutil.NeedRoot(t)

@@ -211,11 +211,13 @@ func (s *session) sysStack(id int64, kernel bool) []uint64 {
 func (s *session) syscall(e *sysEvent, k *eventKind) {
 	ev := &e.ev
 	if ev.Waking {
-		// A wake-up of a traced thread by no traced thread: a sample of
-		// no thread (PID and TID 0), with the woken thread as perf's
-		// wake-ups have it.
+		// A wake-up of a traced thread by no traced thread, a sample of
+		// no thread (PID and TID 0), or a new thread's first, by the
+		// thread that made it; the woken thread as perf's wake-ups have
+		// it.
 		s.res.Samples++
-		smp := recording.Sample{Time: ev.Time, CPU: ev.CPU, Period: 1, Event: recording.EventWakeup, Arg: uint64(ev.TID)}
+		smp := recording.Sample{Time: ev.Time, PID: uint32(ev.Nr >> 32), TID: uint32(ev.Nr), CPU: ev.CPU, Period: 1,
+			Event: recording.EventWakeup, Arg: uint64(ev.TID)}
 		if err := s.w.WriteSample(smp, nil, nil); err != nil {
 			s.warn("writing the recording: %v", err)
 		}

@@ -151,9 +151,11 @@ type Options struct {
 	Syscalls bool
 	// Wakeups records each wake-up of a traced thread made outside the
 	// traced processes (sched_waking while another program, a kernel
-	// thread, the idle task or an interrupt on one of them runs): the
-	// woken thread and when (Event.Waking). Those a traced thread makes
-	// are perf's to record, with the waker's stack.
+	// thread, the idle task or an interrupt on one of them runs), and
+	// each new thread's first (sched_wakeup_new, by the thread that
+	// created it): the woken thread, the waker when traced (Nr, its
+	// pid_tgid; 0 when not) and when (Event.Waking). The others a traced
+	// thread makes are perf's to record, with the waker's stack.
 	Wakeups bool
 	// Follow is the set of processes traced (nil: New makes one of its
 	// own); Add and Remove change it.
@@ -331,7 +333,8 @@ func New(o Options) (*Tracer, error) {
 		progs = append(progs, prog{"sched_switch", switchProgram(m, copyBytes, ringBytes, offs[0], o.Syscalls)})
 	}
 	if o.Wakeups {
-		progs = append(progs, prog{"sched_waking", wakingProgram(m, offs[1], offs[2])})
+		progs = append(progs, prog{"sched_waking", wakingProgram(m, offs[1], offs[2], false)},
+			prog{"sched_wakeup_new", wakingProgram(m, offs[1], offs[2], true)})
 	}
 	attachStart := monotonicNow()
 	for _, p := range progs {
@@ -1475,14 +1478,29 @@ func stackID(b *bpfasm.Builder, m fds, flags int32, off int16) {
 	)
 }
 
-// wakingProgram: sched_waking(p), a raw tracepoint whose argument is the
-// task being woken: a record of kind kindWaking, the woken thread's
-// pid_tgid and the time, when p's process is traced and the current
-// thread's (the waker, or the task an interrupt came on) is not.
-func wakingProgram(m fds, tgidOff, pidOff int32) asm.Instructions {
+// wakingProgram: sched_waking(p) or, with newTask, sched_wakeup_new(p),
+// raw tracepoints whose argument is the task being woken: a record of
+// kind kindWaking, the woken thread's pid_tgid, the waker's in Nr when
+// its process is traced (else 0) and the time, when p's process is
+// traced; for sched_waking only when the current thread's (the waker, or
+// the task an interrupt came on) is not, perf's events recording those.
+func wakingProgram(m fds, tgidOff, pidOff int32, newTask bool) asm.Instructions {
 	var b bpfasm.Builder
-	b.Emit(asm.Mov.Reg(rCtx, asm.R1))
-	follow.Emit(&b, m.tgids, "wk_out") // the waker's own: perf records it
+	b.Emit(
+		asm.Mov.Reg(rCtx, asm.R1),
+		storeImm64(asm.RFP, -32, 0), // the waker's pid_tgid when traced
+	)
+	if newTask {
+		follow.Emit(&b, m.tgids, "wk_traced")
+		b.Emit(
+			asm.Ja.Label("wk_woken"),
+			asm.FnGetCurrentPidTgid.Call().WithSymbol("wk_traced"),
+			asm.StoreMem(asm.RFP, -32, asm.R0, asm.DWord),
+			asm.Mov.Imm(asm.R0, 0).WithSymbol("wk_woken"),
+		)
+	} else {
+		follow.Emit(&b, m.tgids, "wk_out") // the waker's own: perf records it
+	}
 	read := func(slot int16, off int32) {
 		b.Emit(
 			asm.Mov.Reg(asm.R1, asm.RFP),
@@ -1507,7 +1525,8 @@ func wakingProgram(m fds, tgidOff, pidOff int32) asm.Instructions {
 	)
 	reserve(&b, m, exitSize, kindWaking)
 	b.Emit(
-		storeImm64(rRec, offNr, 0),
+		asm.LoadMem(asm.R1, asm.RFP, -32, asm.DWord),
+		asm.StoreMem(rRec, offNr, asm.R1, asm.DWord),
 		storeImm64(rRec, offUStack, -1),
 		storeImm64(rRec, offKStack, -1),
 	)

@@ -3,10 +3,11 @@
 // and passing a token around a ring: a thread waits on a condition
 // variable for its turn every few rounds. Its time is on the CPU,
 // waiting for one (others spin), asleep, and blocked on a lock the
-// thread before it in the ring ends. Each thread prints,
-// as its last act, its thread id and the kernel's schedstat of it
-// (/proc/thread-self/schedstat: time on the CPU, time waiting on a run
-// queue, times run): "tid TID CPU_NS RUN_DELAY_NS PCOUNT".
+// thread before it in the ring ends. Its rounds done, each thread blocks
+// for good, and main prints, for each, its thread id and the kernel's
+// schedstat of it (/proc/self/task/TID/schedstat: time on the CPU, time
+// waiting on a run queue, times run): "tid TID CPU_NS RUN_DELAY_NS
+// PCOUNT".
 // Usage: runq THREADS ROUNDS
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -20,7 +21,9 @@ static int nthreads, rounds;
 static int turn;
 static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t cv = PTHREAD_COND_INITIALIZER;
-static pthread_mutex_t out = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t donecv = PTHREAD_COND_INITIALIZER, never = PTHREAD_COND_INITIALIZER;
+static long tids[64];
+static int done;
 
 static long long now(void) {
 	struct timespec ts;
@@ -50,17 +53,14 @@ static void *run(void *arg) {
 			pthread_mutex_unlock(&mu);
 		}
 	}
-	char b[128];
-	FILE *f = fopen("/proc/thread-self/schedstat", "r");
-	if (!f || !fgets(b, sizeof b, f)) {
-		perror("runq: schedstat");
-		exit(1);
-	}
-	fclose(f);
-	pthread_mutex_lock(&out);
-	printf("tid %ld %s", (long)syscall(SYS_gettid), b);
-	fflush(stdout);
-	pthread_mutex_unlock(&out);
+	// Done: block for good (the process's exit ends the thread), so that
+	// main reads the kernel's final account of it.
+	pthread_mutex_lock(&mu);
+	tids[me] = syscall(SYS_gettid);
+	done++;
+	pthread_cond_signal(&donecv);
+	for (;;)
+		pthread_cond_wait(&never, &mu);
 	return 0;
 }
 
@@ -78,7 +78,21 @@ int main(int argc, char **argv) {
 	pthread_t th[64];
 	for (int i = 0; i < nthreads; i++)
 		pthread_create(&th[i], 0, run, (void *)(long)i);
-	for (int i = 0; i < nthreads; i++)
-		pthread_join(th[i], 0);
-	return 0;
+	pthread_mutex_lock(&mu);
+	while (done < nthreads)
+		pthread_cond_wait(&donecv, &mu);
+	pthread_mutex_unlock(&mu);
+	for (int i = 0; i < nthreads; i++) {
+		char p[64], b[128];
+		snprintf(p, sizeof p, "/proc/self/task/%ld/schedstat", tids[i]);
+		FILE *f = fopen(p, "r");
+		if (!f || !fgets(b, sizeof b, f)) {
+			perror("runq: schedstat");
+			return 1;
+		}
+		fclose(f);
+		printf("tid %ld %s", tids[i], b);
+	}
+	fflush(stdout);
+	_exit(0);
 }

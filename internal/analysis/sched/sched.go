@@ -302,6 +302,10 @@ func States(p *profile.Profile) (*Timeline, error) {
 				w.early = false
 			case w.open && w.cur.State == OnCPU:
 				w.early, w.earlyWaker, w.earlyIRQ, w.earlyStack = true, waker, irq, s.Stack
+			case !w.open && len(w.th.Intervals) == 0:
+				// A thread's first event (a new thread's first wake-up):
+				// it waits for a CPU from here.
+				w.start(s.Time, Runnable)
 			}
 		}
 		return true

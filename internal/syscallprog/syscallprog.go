@@ -197,9 +197,7 @@ type Options struct {
 type Event struct {
 	Exit       bool
 	Switch     bool // a switch away: Nr is preempt << 32 | prev_state | exit_state
-	// Waking is a wake-up of thread PID/TID (woken) that a thread
-	// outside the traced processes made (Options.Wakeups).
-	Waking bool
+	Waking     bool // a wake-up of thread PID/TID (Options.Wakeups): Nr is the waker's pid_tgid, 0 when not traced
 	CPU        uint32
 	PID, TID   uint32
 	Time       uint64

@@ -31,8 +31,10 @@ Most common uses:
   culprit states --format json run.rec        the same, for scripts
   culprit states --format json --intervals run.rec   every interval too
 
-Wake-ups by threads outside the recorded processes are not recorded: such a
-wait ends when the thread runs again, with no waker named.`,
+Wake-ups from outside the recorded processes (a timer's interrupt on another
+task, another program) end their waits with no waker named; with
+--perf-events they are not recorded, and such a wait ends when the thread runs
+again.`,
 		Example: `  culprit record --events cpu,wakeup -o run.rec -- ./server
   culprit states run.rec`,
 		Args: cobra.MaximumNArgs(1),

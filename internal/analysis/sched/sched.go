@@ -18,11 +18,14 @@
 // following wake-up edges into the waker while a thread was blocked, and
 // caller-given hand-off edges (a queue's enqueue → dequeue) between threads.
 //
-// What the kernel does not show: a thread woken by a thread outside the
-// recorded processes (another program, a kernel thread) has no wake-up
-// record; its blocked interval then ends when it next runs, with no waker
-// and no runnable part. A wake-up from interrupt context (a timer, a
-// device) names no thread either.
+// A wake-up no thread of the recorded processes made (an interrupt on
+// another task or the idle task, another program, a kernel thread) is
+// recorded as the wake-up of no thread (TID 0) where culprit's BPF
+// program records the switches; with perf's events (--perf-events) it is
+// not, and the blocked interval then ends when the thread next runs,
+// with no runnable part. A wake-up from interrupt context names no
+// thread either. A thread's first event may be a wake-up (a new
+// thread's): it is runnable from there.
 package sched
 
 import (

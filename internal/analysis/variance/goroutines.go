@@ -245,11 +245,9 @@ func (g *GoSched) add(fn string, lane, tid uint32, c Call, params []string, ls l
 		g.arms[arg(0)] = append(g.arms[arg(0)], goTimerCall{T: arg(0), Start: c.Start, End: c.End, TID: tid, Lane: lane})
 		return
 	case goTimerRun:
-		end := c.End
-		if c.Unreturned {
-			end = ^uint64(0)
-		}
-		g.runs = append(g.runs, goTimerCall{T: arg(0), Start: c.Start, End: end, TID: tid, Lane: lane})
+		// An unreturned run ends at its recorded end (an upper bound), not
+		// with the trace: the thread's later sends are not the timer's.
+		g.runs = append(g.runs, goTimerCall{T: arg(0), Start: c.Start, End: c.End, TID: tid, Lane: lane})
 		return
 	case goTimer, goPollTimer:
 		g.encl = append(g.encl, goEnclosing{fn: fn, Start: c.Start, End: c.End, TID: tid, Lane: lane})

@@ -218,3 +218,36 @@ func TestStatesRefuses(t *testing.T) {
 		t.Error("a recording of one in 10 events was accepted")
 	}
 }
+
+// A thread whose first event is a wake-up (a new thread's first, by the
+// thread that created it) waits for a CPU from there; a wake-up of no
+// thread (TID 0: made outside the recorded processes) ends a sleep with
+// no waker, the wait for a CPU after it runnable.
+func TestStatesFirstWakeupAndOutsideWaker(t *testing.T) {
+	p := prof(
+		ev{10, in, 2, 0, 0},
+		ev{20, wake, 2, 5, 0}, // 2 creates 5, which waits for a CPU
+		ev{40, in, 5, 0, 0},
+		ev{50, out, 5, recording.TaskInterruptible, 3}, // 5 sleeps
+		ev{80, wake, 0, 5, 0},                          // a timer's interrupt elsewhere
+		ev{95, in, 5, 0, 0},
+		ev{99, out, 2, recording.TaskPreempted, 0},
+	)
+	delete(p.Threads, 0)
+	tl := states(t, p)
+	th := tl.Thread(5)
+	want := []Interval{
+		{From: 20, To: 40, State: Runnable},
+		{From: 40, To: 50, State: OnCPU},
+		{From: 50, To: 80, State: Sleep},
+		{From: 80, To: 95, State: Runnable},
+	}
+	if th == nil || len(th.Intervals) < len(want) {
+		t.Fatalf("thread 5: %+v", th)
+	}
+	for i, w := range want {
+		if got := th.Intervals[i]; got.From != w.From || got.To != w.To || got.State != w.State || got.Waker != 0 {
+			t.Errorf("interval %d: %+v, want %+v", i, got, w)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"strconv"
 	"strings"
@@ -297,21 +298,38 @@ func sourceFactor(t *testing.T, r varianceJSON, src, fn string) varianceFactor {
 	return varianceFactor{}
 }
 
-// A request that waits on a timer's channel (time.After, in main.nap):
-// the wait is the Go runtime's timer's, which fires on the scheduler's
-// stack. culprit shows it in the tree as "(timer)" under main.nap, as a
-// sleep ended by the timer, with the share of the variance the program
-// measures for nap (nap is the wait and little else) within 5 points.
+// A request that waits on a timer's channel (time.After, in main.nap,
+// 2 ms one request in four, 100 µs the others): the wait is the Go
+// runtime's timer's, which fires on the scheduler's stack. culprit shows
+// it in the tree as "(timer)" under main.nap, as a sleep ended by the
+// timer, at least as long on average as the delays the program asked
+// for and at most nap's time, with at most the share of the variance
+// the program measures for nap and at least half of it (the rest is
+// nap's own: after the timer fired, the goroutine waits for a CPU, which
+// a busy machine makes long).
 func TestVarianceGoTimerWait(t *testing.T) {
-	r, share, mean, _ := goWaitRun(t, "timer", "main.handleTimer", "main.nap")
+	r, share, mean, lines := goWaitRun(t, "timer", "main.handleTimer", "main.nap")
+	var asked float64 // the mean delay asked for
+	n := 0
+	for _, l := range lines {
+		var id, h, w, st, w2 int64
+		if k, _ := fmt.Sscanf(l, "req %d %d %d %d %d", &id, &h, &w, &st, &w2); k == 5 {
+			asked += 100e3
+			if id%4 == 0 {
+				asked += 1900e3
+			}
+			n++
+		}
+	}
+	asked /= float64(n)
 	f := sourceFactor(t, r, "(timer)", "main.nap")
-	t.Logf("%d intervals: (timer) %.1f%% of the variance, mean %.0f ns, states %v, ended by %v; the program's nap %.1f%%, %.0f ns",
-		r.Intervals, 100*f.Contribution, f.Mean, f.States, f.Holders, 100*share, mean)
-	if math.Abs(f.Contribution-share) > 0.05 {
+	t.Logf("%d intervals: (timer) %.1f%% of the variance, mean %.0f ns, states %v, ended by %v; the program's nap %.1f%%, %.0f ns, asked %.0f ns",
+		r.Intervals, 100*f.Contribution, f.Mean, f.States, f.Holders, 100*share, mean, asked)
+	if f.Contribution < share/2 || f.Contribution > share+0.05 {
 		t.Errorf("(timer)'s share %.3f, the program's nap %.3f", f.Contribution, share)
 	}
-	if f.Mean <= 0 || f.Mean > mean {
-		t.Errorf("(timer)'s mean %.0f ns per interval, more than nap's %.0f ns", f.Mean, mean)
+	if f.Mean < 0.95*asked || f.Mean > mean {
+		t.Errorf("(timer)'s mean %.0f ns per interval: the delays asked for are %.0f ns, nap's time %.0f ns", f.Mean, asked, mean)
 	}
 	if all := sum(f.States); f.States["sleep"] < 0.99*all {
 		t.Errorf("(timer)'s states %v: want a sleep", f.States)

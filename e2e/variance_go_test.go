@@ -379,3 +379,56 @@ func sum(m map[string]float64) float64 {
 	}
 	return s
 }
+
+// A timer armed after the request began to wait for it: the handler
+// waits on a timer's channel (main.napReset) that the worker resets to
+// 100 µs once its work is done. The wait is the worker's until the
+// reset (the goroutine that armed the timer last before it fired), then
+// the timer's: "main.work (waker)" under main.napReset holds the share
+// of the variance the program measures for work's time while the
+// request waited, within 5 points, and "(timer)" there is a sleep at
+// least as long as the 100 µs asked for, on average.
+func TestVarianceGoTimerArmedByWaker(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.Go(t, "gohandoff")
+	out := rec(t)
+	const n = 600
+	stdout := mustRun(t, "variance", "--sched", "--start", "main.handleReset", "--functions", "main.napReset,main.work",
+		"--rounds", "1", "--trap-budget", "0", "-o", out, "--", bin, strconv.Itoa(n), "reset")
+	var r varianceJSON
+	if err := json.Unmarshal([]byte(mustRun(t, "variance", "-i", out, "--format", "json")), &r); err != nil {
+		t.Fatal(err)
+	}
+	var handle, work []float64
+	for _, l := range strings.Split(stdout, "\n") {
+		f := strings.Fields(l)
+		if len(f) != 6 || f[0] != "req" {
+			continue
+		}
+		h, err1 := strconv.ParseFloat(f[2], 64)
+		w, err2 := strconv.ParseFloat(f[5], 64)
+		if err1 != nil || err2 != nil {
+			t.Fatalf("bad line %q", l)
+		}
+		handle = append(handle, h)
+		work = append(work, w)
+	}
+	if len(handle) != n || r.Intervals+r.LostOut != n {
+		t.Fatalf("%d intervals (%d left out for lost calls), the program served %d requests (want %d)", r.Intervals, r.LostOut, len(handle), n)
+	}
+	share := stat.Covariance(work, handle, nil) / stat.Variance(handle, nil)
+	mean := stat.Mean(work, nil)
+	w := sourceFactor(t, r, "main.work (waker)", "main.napReset")
+	t.Logf("%d intervals: main.work (waker) %.1f%% of the variance, mean %.0f ns; the program's %.1f%%, %.0f ns", r.Intervals, 100*w.Contribution, w.Mean, 100*share, mean)
+	if math.Abs(w.Contribution-share) > 0.05 {
+		t.Errorf("main.work (waker)'s share %.3f, the program's %.3f", w.Contribution, share)
+	}
+	if w.Mean < 0.95*mean || w.Mean > 1.05*mean+20000 {
+		t.Errorf("main.work (waker)'s mean %.0f ns per interval, the program's %.0f ns", w.Mean, mean)
+	}
+	tm := sourceFactor(t, r, "(timer)", "main.napReset")
+	t.Logf("(timer): %.1f%% of the variance, mean %.0f ns, states %v", 100*tm.Contribution, tm.Mean, tm.States)
+	if all := sum(tm.States); tm.States["sleep"] < 0.99*all || tm.Mean < 0.95*100e3 {
+		t.Errorf("(timer): mean %.0f ns, states %v: want a sleep of at least the 100 µs asked for", tm.Mean, tm.States)
+	}
+}

@@ -34,7 +34,12 @@
 // four and 100 µs the others: the wait is for the network poller (the
 // program prints "backend fd FD", its connection's descriptor). Both
 // print nap's or fetch's time in WORK_NS and WAITED_NS.
-// Usage: gohandoff N [chan|close|mutex|timer|net]
+//
+// With "reset", handleReset hands the job to the worker with a timer
+// (time.NewTimer, an hour) and waits in napReset on the timer's channel;
+// the worker, its work done, resets the timer to 100 µs: the request's
+// wait is the worker's until the reset, then the timer's.
+// Usage: gohandoff N [chan|close|mutex|timer|net|reset]
 package main
 
 import (
@@ -75,12 +80,14 @@ type job struct {
 	awaitAt          int64 // nanotime when await began
 	workFrom, workTo int64 // nanotime when work began and ended
 	done             chan struct{}
+	timer            *time.Timer
 	handleNS, workNS time.Duration
 }
 
 var (
-	jobs    = make(chan *job)
-	closing bool // the worker closes a job's channel
+	jobs      = make(chan *job)
+	closing   bool // the worker closes a job's channel
+	resetting bool // the worker resets a job's timer
 )
 
 func spin(d time.Duration) {
@@ -111,7 +118,9 @@ func worker() {
 	for j := range jobs {
 		j.workFrom = clock()
 		work(j)
-		if closing {
+		if resetting {
+			j.timer.Reset(100 * time.Microsecond)
+		} else if closing {
 			close(j.done)
 		} else {
 			j.done <- struct{}{}
@@ -279,18 +288,38 @@ func handle(j *job) {
 }
 
 // serve is the HTTP handler: the request's job, handle, the answer.
+// napReset waits for the timer the worker resets.
+//
+//go:noinline
+func napReset(j *job) {
+	j.awaitAt = clock()
+	<-j.timer.C
+}
+
+//go:noinline
+func handleReset(j *job) {
+	jobs <- j
+	napReset(j)
+	j.handleNS = time.Duration(clock() - j.start)
+}
+
 func serve(w http.ResponseWriter, r *http.Request) {
 	id, _ := strconv.Atoi(r.URL.Query().Get("id"))
 	j := &job{id: id, done: make(chan struct{})}
 	j.start = clock()
-	handle(j)
+	if resetting {
+		j.timer = time.NewTimer(time.Hour)
+		handleReset(j)
+	} else {
+		handle(j)
+	}
 	io.WriteString(w, "ok\n")
 	out <- fmt.Sprintf("req %d %d %d %d %d", id, j.handleNS.Nanoseconds(), j.workNS.Nanoseconds(), j.start, j.waited())
 }
 
 func main() {
-	if len(os.Args) < 2 || len(os.Args) > 3 || len(os.Args) == 3 && !slices.Contains([]string{"chan", "close", "mutex", "timer", "net"}, os.Args[2]) {
-		fmt.Fprintln(os.Stderr, "usage: gohandoff N [chan|close|mutex|timer|net]")
+	if len(os.Args) < 2 || len(os.Args) > 3 || len(os.Args) == 3 && !slices.Contains([]string{"chan", "close", "mutex", "timer", "net", "reset"}, os.Args[2]) {
+		fmt.Fprintln(os.Stderr, "usage: gohandoff N [chan|close|mutex|timer|net|reset]")
 		os.Exit(2)
 	}
 	mode := "chan"
@@ -298,6 +327,7 @@ func main() {
 		mode = os.Args[2]
 	}
 	closing = mode == "close"
+	resetting = mode == "reset"
 	n, err := strconv.Atoi(os.Args[1])
 	if err != nil || n < 2 {
 		fmt.Fprintln(os.Stderr, "gohandoff: N must be at least 2")

@@ -12,7 +12,11 @@
 // called, ns of CLOCK_MONOTONIC, the probes' clock; WAITED_NS the part of
 // work's time after await began: the worker can start a job while the
 // handler, on a busy machine, has not yet come to wait for it, and that
-// part of work is not what the request waited on) and "worker goroutine
+// part of work is not what the request waited on; 0 when the handler had
+// not parked by the time the worker sent its answer, as a send that
+// finds no receiver waiting tells: preempted between await's start and
+// its park, it then takes the answer without parking, and work was never
+// what it waited on) and "worker goroutine
 // GOID", the worker's id as the runtime's stack dump names it, and at the
 // end "cpu USER_NS SYS_NS", the process's CPU time (the probes' traps are
 // its system time).
@@ -81,6 +85,7 @@ type job struct {
 	workFrom, workTo int64 // nanotime when work began and ended
 	done             chan struct{}
 	timer            *time.Timer
+	unparked         bool // the handler never parked for this job (chan mode)
 	handleNS, workNS time.Duration
 }
 
@@ -109,6 +114,9 @@ func work(j *job) {
 
 // waited is the part of work's time after await began.
 func (j *job) waited() int64 {
+	if j.unparked {
+		return 0
+	}
 	return max(0, j.workTo-max(j.workFrom, j.awaitAt))
 }
 
@@ -123,7 +131,15 @@ func worker() {
 		} else if closing {
 			close(j.done)
 		} else {
-			j.done <- struct{}{}
+			select {
+			case j.done <- struct{}{}: // the handler was parked, waiting
+			default:
+				// The handler has not come to wait yet (preempted after
+				// await began): it will find this send waiting and not
+				// park, and work was never what it waited on.
+				j.unparked = true
+				j.done <- struct{}{}
+			}
 		}
 	}
 }

@@ -462,6 +462,9 @@ type Code struct {
 	busy    map[int]bool
 	reads   map[readKey]bool
 	carried map[carriedKey][]carriedLoc
+
+	dataWords []uint64        // function entries held by the data (guard.go)
+	taken     map[uint64]bool // addresses code or data takes; nil until needed
 }
 
 type readKey struct {
@@ -510,6 +513,11 @@ func OpenCode(path string) (*Code, error) {
 		}
 	}
 	sort.Slice(c.syms, func(i, j int) bool { return c.syms[i].addr < c.syms[j].addr })
+	starts := make(map[uint64]bool, len(c.syms))
+	for _, s := range c.syms {
+		starts[s.addr] = true
+	}
+	c.dataWords = funcWords(f, starts)
 	return c, nil
 }
 

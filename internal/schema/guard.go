@@ -1,0 +1,274 @@
+package schema
+
+import (
+	"debug/elf"
+	"encoding/binary"
+
+	"golang.org/x/arch/x86/x86asm"
+)
+
+// Which function's answer decides a call: `if (should_sync(j))
+// journal_sync(j);` compiles to a call of the predicate, a test of its
+// return register and a conditional jump around the call (or the tail
+// jump) of the work. The differential method uses it to credit the
+// predicate with the calls it let through (docs/vprof.md, "A predicate
+// decides the calls").
+
+// maxGuardSteps bounds the blocks walked back from a call to the
+// conditional jump that guards it.
+const maxGuardSteps = 4
+
+// Decider names the function whose answer decides the calls of callee
+// made by the function holding addr: every direct call or tail jump to
+// callee's entry there is reached only through a conditional jump on the
+// return value of one function, called just before in the same block.
+// With callee "", the calls are every entry into the function holding
+// addr, from any function of the object: every direct call or tail jump
+// to it is so guarded by one function's answer, and its address is taken
+// nowhere (no instruction loads it, no word of data holds it: a call
+// through a pointer could enter it unguarded). ok is false when there is
+// no such call, some call is not guarded, or the guards differ.
+func (c *Code) Decider(addr uint64, callee string) (pred string, ok bool) {
+	i := c.symAt(addr)
+	if i < 0 {
+		return "", false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var target uint64
+	fns := []int{i}
+	if callee == "" {
+		target = c.syms[i].addr
+		if c.addressTaken(target) {
+			return "", false
+		}
+		fns = fns[:0]
+		for j := range c.syms {
+			fns = append(fns, j)
+		}
+	} else {
+		j := c.symByName(callee)
+		if j < 0 {
+			return "", false
+		}
+		target = c.syms[j].addr
+	}
+	for _, j := range fns {
+		g := c.cfgOf(j)
+		for k := range g.insns {
+			in := &g.insns[k]
+			if !in.ok {
+				continue
+			}
+			kind := kindOf(in.inst.Op)
+			if kind != opCall && kind != opJmp {
+				continue
+			}
+			if tg, direct := in.target(); !direct || tg != target || (kind == opJmp && inRanges(g.ranges, tg)) {
+				continue
+			}
+			p := c.guard(g, k, target)
+			if p == "" || (pred != "" && p != pred) {
+				return "", false
+			}
+			pred = p
+		}
+	}
+	return pred, pred != ""
+}
+
+// guard returns the function whose return value the conditional jump
+// guarding instruction k (a call or jump to target) tests, or "": the
+// jump's other edge must not lead to a call of target too (the compiler
+// may duplicate a call on both sides of a branch).
+func (c *Code) guard(g *cfg, k int, target uint64) string {
+	b := g.blockOf[k]
+	for step := 0; step < maxGuardSteps; step++ {
+		if b == g.entry || len(g.blocks[b].pred) != 1 {
+			return ""
+		}
+		d := g.blocks[b].pred[0]
+		last := &g.insns[g.blocks[d].last]
+		if last.ok && kindOf(last.inst.Op) == opJcc {
+			succ := g.blocks[d].succ
+			if len(succ) != 2 || succ[0] == succ[1] {
+				return ""
+			}
+			other := succ[0]
+			if other == b {
+				other = succ[1]
+			}
+			if g.reachesCall(other, d, target) {
+				return ""
+			}
+			return c.answerTested(g, d)
+		}
+		b = d
+	}
+	return ""
+}
+
+// reachesCall reports whether a call or tail jump to target is reachable
+// from block from without passing through block stop.
+func (g *cfg) reachesCall(from, stop int32, target uint64) bool {
+	seen := map[int32]bool{stop: true, from: true}
+	queue := []int32{from}
+	for len(queue) > 0 {
+		b := queue[0]
+		queue = queue[1:]
+		bl := &g.blocks[b]
+		for k := bl.first; k <= bl.last; k++ {
+			in := &g.insns[k]
+			if !in.ok {
+				continue
+			}
+			if kd := kindOf(in.inst.Op); kd == opCall || kd == opJmp {
+				if tg, direct := in.target(); direct && tg == target {
+					return true
+				}
+			}
+		}
+		for _, s := range bl.succ {
+			if !seen[s] {
+				seen[s] = true
+				queue = append(queue, s)
+			}
+		}
+	}
+	return false
+}
+
+// answerTested returns the function whose return value (rax) the flags of
+// block d's closing conditional jump were set from: a test of the
+// register with itself or a compare with a constant, right before the
+// jump, of a value a direct call in the same block returned (moves from
+// rax to rax between them allowed).
+func (c *Code) answerTested(g *cfg, d int32) string {
+	bl := &g.blocks[d]
+	k := bl.last - 1
+	if k < bl.first || !g.insns[k].ok {
+		return ""
+	}
+	t := &g.insns[k].inst
+	switch t.Op {
+	case x86asm.TEST:
+		if !isRAX(t.Args[0]) || t.Args[1] != t.Args[0] {
+			return ""
+		}
+	case x86asm.CMP:
+		if _, imm := t.Args[1].(x86asm.Imm); !isRAX(t.Args[0]) || !imm {
+			return ""
+		}
+	default:
+		return ""
+	}
+	for k--; k >= bl.first; k-- {
+		in := &g.insns[k]
+		if !in.ok {
+			return ""
+		}
+		if writeMask(in)&(1<<regRAX) == 0 {
+			continue
+		}
+		switch in.inst.Op {
+		case x86asm.MOV, x86asm.MOVZX, x86asm.MOVSX, x86asm.MOVSXD:
+			if isRAX(in.inst.Args[0]) && isRAX(in.inst.Args[1]) {
+				continue
+			}
+			return ""
+		}
+		if kindOf(in.inst.Op) != opCall {
+			return ""
+		}
+		tg, direct := in.target()
+		if !direct {
+			return ""
+		}
+		if j := c.symAt(tg); j >= 0 && c.syms[j].addr == tg {
+			return c.syms[j].name
+		}
+		return ""
+	}
+	return ""
+}
+
+// isRAX reports whether a is rax or a part of it.
+func isRAX(a x86asm.Arg) bool {
+	r, ok := a.(x86asm.Reg)
+	if !ok {
+		return false
+	}
+	idx, _ := regIndex(r)
+	return idx == regRAX
+}
+
+// addressTaken reports whether the address of the function at entry is
+// loaded by an instruction (a RIP-relative lea or mov, or an immediate)
+// or held by a word of the object's data (a pointer table, a relocation
+// of a position-independent one); c.mu is held.
+func (c *Code) addressTaken(entry uint64) bool {
+	if c.taken == nil {
+		c.taken = map[uint64]bool{}
+		for _, w := range c.dataWords {
+			c.taken[w] = true
+		}
+		for j := range c.syms {
+			g := c.cfgOf(j)
+			for k := range g.insns {
+				in := &g.insns[k]
+				if !in.ok || kindOf(in.inst.Op) != opOther {
+					continue
+				}
+				for _, a := range in.inst.Args {
+					switch a := a.(type) {
+					case x86asm.Mem:
+						if a.Base == x86asm.RIP && in.inst.Op == x86asm.LEA {
+							c.taken[in.next()+uint64(a.Disp)] = true
+						}
+					case x86asm.Imm:
+						c.taken[uint64(a)] = true
+					}
+				}
+			}
+		}
+	}
+	return c.taken[entry]
+}
+
+// funcWords returns the function entries that the object's data holds:
+// aligned 8-byte words of its allocated, non-executable sections, and the
+// addends of its relative relocations.
+func funcWords(f *elf.File, starts map[uint64]bool) []uint64 {
+	var out []uint64
+	for _, s := range f.Sections {
+		if s.Flags&elf.SHF_ALLOC == 0 || s.Flags&elf.SHF_EXECINSTR != 0 {
+			continue
+		}
+		var rela bool
+		switch s.Type {
+		case elf.SHT_PROGBITS, elf.SHT_INIT_ARRAY, elf.SHT_FINI_ARRAY:
+		case elf.SHT_RELA:
+			rela = true
+		default:
+			continue
+		}
+		data, err := s.Data()
+		if err != nil {
+			continue
+		}
+		if rela {
+			for o := 0; o+24 <= len(data); o += 24 {
+				if a := binary.LittleEndian.Uint64(data[o+16:]); starts[a] {
+					out = append(out, a)
+				}
+			}
+			continue
+		}
+		for o := (8 - int(s.Addr%8)) % 8; o+8 <= len(data); o += 8 {
+			if w := binary.LittleEndian.Uint64(data[o:]); starts[w] {
+				out = append(out, w)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,45 @@
+package schema
+
+import (
+	"testing"
+
+	"github.com/culprit-dev/culprit/internal/testutil"
+)
+
+// The function whose answer decides calls, on guard.c at -O0 (a call
+// after the test) and -O2 (a tail jump).
+func TestDecider(t *testing.T) {
+	for _, level := range levels {
+		t.Run(level, func(t *testing.T) {
+			bin := testutil.C(t, "guard"+level, []string{"guard.c"}, level, "-g")
+			c, err := OpenCode(bin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			at := func(name string) uint64 { a, _ := symbolAddr(t, bin, name); return a + 1 }
+			// Every entry into work is guarded by ready's answer.
+			if p, ok := c.Decider(at("work"), ""); !ok || p != "ready" {
+				t.Errorf("entries of work decided by %q, %v; want ready", p, ok)
+			}
+			if p, ok := c.Decider(at("step"), "work"); !ok || p != "ready" {
+				t.Errorf("step's calls of work decided by %q, %v; want ready", p, ok)
+			}
+			for _, tc := range []struct{ fn, callee, why string }{
+				{"always", "", "called unconditionally"},
+				{"step", "always", "called unconditionally"},
+				{"mixed", "", "one guarded call and one not"},
+				{"other", "mixed", "one guarded call and one not"},
+				{"taken", "", "its address is in a table"},
+				{"ready", "", "called unconditionally"},
+				{"step", "no_such_function", "no such callee"},
+			} {
+				if p, ok := c.Decider(at(tc.fn), tc.callee); ok {
+					t.Errorf("%s/%q: decided by %q; want none (%s)", tc.fn, tc.callee, p, tc.why)
+				}
+			}
+			if _, ok := c.Decider(1, ""); ok {
+				t.Error("an address outside every function has a decider")
+			}
+		})
+	}
+}

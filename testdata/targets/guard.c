@@ -1,0 +1,57 @@
+/* Calls decided by a predicate's answer, for schema's Decider:
+ * work is entered only where ready() said yes; always is called
+ * unconditionally; mixed once under ready() and once without;
+ * taken under ready() but its address is also in a table. */
+#include <stdio.h>
+
+#define noinline __attribute__((noinline))
+
+struct state {
+	long pending, limit, done;
+};
+
+noinline int ready(const struct state *s) { return s->pending >= s->limit; }
+
+noinline void work(struct state *s)
+{
+	for (long i = 0; i < s->pending; i++)
+		s->done += i ^ s->limit;
+	s->pending = 0;
+}
+
+noinline void always(struct state *s) { s->done += s->pending; }
+
+noinline void mixed(struct state *s) { s->done ^= s->pending; }
+
+noinline void taken(struct state *s) { s->done -= s->pending; }
+
+void (*volatile table[])(struct state *) = {taken};
+
+noinline void step(struct state *s, long n)
+{
+	s->pending += n;
+	always(s);
+	if (ready(s))
+		work(s);
+}
+
+noinline void other(struct state *s)
+{
+	if (ready(s))
+		mixed(s);
+	mixed(s);
+	if (ready(s))
+		taken(s);
+}
+
+int main(int argc, char **argv)
+{
+	struct state s = {0, argc + 3, 0};
+	for (long i = 0; i < 1000; i++) {
+		step(&s, i % 7);
+		other(&s);
+	}
+	table[0](&s);
+	printf("%ld\n", s.done + (long)argv[0][0]);
+	return 0;
+}

@@ -118,6 +118,8 @@ func diagnoseRuns(normal, buggy []string, o vprof.Options, different bool, windo
 	}
 	a.SetBlocks(blockFinder(exes, stderr))
 	a.SetReads(readsFinder(exes))
+	a.SetDeciders(deciderFinder(exes))
+	a.SetGuards(guardFinder(exes))
 	for i, path := range append(append([]string(nil), normal...), buggy...) {
 		// Streamed: the analyzer takes the samples and values as they
 		// are read again, in time order, and keeps what it compares.

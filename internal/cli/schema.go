@@ -205,26 +205,63 @@ func blockFinder(exes []profile.Executable, stderr io.Writer) vprof.BlockFunc {
 // global, from the machine code of the recorded objects (schema.Code); an
 // object whose file changed since the recording is not read.
 func readsFinder(exes []profile.Executable) vprof.ReadsFunc {
-	codes := map[string]*schema.Code{}
+	code := codeFinder(exes)
 	return func(object string, offset uint64, global string) (bool, bool) {
+		c, addr, ok := code(object, offset)
+		if !ok {
+			return false, false
+		}
+		return c.Reads(addr, global)
+	}
+}
+
+// deciderFinder tells the differential method which predicate's answer
+// decides calls, from the machine code of the recorded objects.
+func deciderFinder(exes []profile.Executable) vprof.DecideFunc {
+	code := codeFinder(exes)
+	return func(object string, offset uint64, callee string) (string, bool) {
+		c, addr, ok := code(object, offset)
+		if !ok {
+			return "", false
+		}
+		return c.Decider(addr, callee)
+	}
+}
+
+// guardFinder tells the differential method how a function's code decides
+// its calls of a callee, from the machine code of the recorded objects.
+func guardFinder(exes []profile.Executable) vprof.GuardFunc {
+	code := codeFinder(exes)
+	return func(object string, offset uint64, callee string) (bool, bool, bool) {
+		c, addr, ok := code(object, offset)
+		if !ok {
+			return false, false, false
+		}
+		return c.Guard(addr, callee)
+	}
+}
+
+// codeFinder opens the machine code of recorded objects, once each, and
+// converts a file offset to its address; an object whose file changed
+// since the recording (another build-id) is not read.
+func codeFinder(exes []profile.Executable) func(object string, offset uint64) (*schema.Code, uint64, bool) {
+	codes := map[string]*schema.Code{}
+	return func(object string, offset uint64) (*schema.Code, uint64, bool) {
 		c, ok := codes[object]
 		if !ok {
 			for _, e := range exes {
 				if e.Path == object && len(e.BuildID) > 0 && !bytes.Equal(elfx.FileBuildID(object), e.BuildID) {
 					codes[object] = nil
-					return false, false
+					return nil, 0, false
 				}
 			}
 			c, _ = schema.OpenCode(object)
 			codes[object] = c
 		}
 		if c == nil {
-			return false, false
+			return nil, 0, false
 		}
 		addr, ok := c.AddrOf(offset)
-		if !ok {
-			return false, false
-		}
-		return c.Reads(addr, global)
+		return c, addr, ok
 	}
 }

@@ -272,3 +272,109 @@ func funcWords(f *elf.File, starts map[uint64]bool) []uint64 {
 	}
 	return out
 }
+
+// Guard says how the function holding addr decides to call callee: guarded
+// when a call (or tail jump) of callee is control dependent on one of its
+// conditional jumps — one edge of the jump always leads to the call, the
+// other need not — and ordered when such a jump compares an order (above,
+// below, greater, less: a threshold) rather than equality or a sign. For a
+// call inside a loop only its innermost loop's body counts, a jump back to
+// the loop's header or out of the loop ending the path, and its exit tests
+// left out: whether an iteration calls it, not whether the loop runs. ok is
+// false when the
+// function makes no direct call of callee.
+func (c *Code) Guard(addr uint64, callee string) (guarded, ordered, ok bool) {
+	i := c.symAt(addr)
+	j := c.symByName(callee)
+	if i < 0 || j < 0 {
+		return false, false, false
+	}
+	target := c.syms[j].addr
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.cfgOf(i)
+	if g.loops == nil && len(g.blocks) > 0 {
+		g.findLoops()
+	}
+	for k := range g.insns {
+		in := &g.insns[k]
+		if !in.ok {
+			continue
+		}
+		if kd := kindOf(in.inst.Op); kd != opCall && kd != opJmp {
+			continue
+		}
+		if tg, direct := in.target(); !direct || tg != target {
+			continue
+		}
+		ok = true
+		site := g.blockOf[k]
+		var body map[int32]bool
+		header := int32(-1)
+		for _, l := range g.loops {
+			if l.body[site] && (body == nil || len(l.body) < len(body)) {
+				body, header = l.body, l.header
+			}
+		}
+		within := func(b int32) bool { return body == nil || body[b] }
+		// avoid: the blocks from which the path can end (return, leave
+		// the loop, go back to its header) without reaching the call.
+		avoid := map[int32]bool{}
+		var work []int32
+		for b := range g.blocks {
+			b := int32(b)
+			if b == site || !within(b) {
+				continue
+			}
+			end := len(g.blocks[b].succ) == 0
+			for _, s := range g.blocks[b].succ {
+				if !within(s) || s == header {
+					end = true
+				}
+			}
+			if end {
+				avoid[b] = true
+				work = append(work, b)
+			}
+		}
+		for len(work) > 0 {
+			b := work[len(work)-1]
+			work = work[:len(work)-1]
+			if b == header {
+				continue
+			}
+			for _, p := range g.blocks[b].pred {
+				if p != site && within(p) && !avoid[p] {
+					avoid[p] = true
+					work = append(work, p)
+				}
+			}
+		}
+		for d := range avoid {
+			bl := &g.blocks[d]
+			last := &g.insns[bl.last]
+			if !last.ok || kindOf(last.inst.Op) != opJcc || len(bl.succ) != 2 {
+				continue
+			}
+			decides := false
+			for _, s := range bl.succ {
+				if !within(s) {
+					decides = false // the loop's own exit test
+					break
+				}
+				if s != header && !avoid[s] {
+					decides = true // every path from s reaches the call
+				}
+			}
+			if !decides {
+				continue
+			}
+			guarded = true
+			switch last.inst.Op {
+			case x86asm.JA, x86asm.JAE, x86asm.JB, x86asm.JBE, x86asm.JG, x86asm.JGE, x86asm.JL, x86asm.JLE:
+				ordered = true
+			}
+		}
+	}
+	return guarded, ordered, ok
+}

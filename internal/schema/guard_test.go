@@ -43,3 +43,41 @@ func TestDecider(t *testing.T) {
 		})
 	}
 }
+
+// How a function's own code decides a call: not at all (in every
+// iteration of its loop), by an equality test, by a threshold.
+func TestGuard(t *testing.T) {
+	for _, level := range levels {
+		t.Run(level, func(t *testing.T) {
+			bin := testutil.C(t, "guard"+level, []string{"guard.c"}, level, "-g")
+			c, err := OpenCode(bin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			at, _ := symbolAddr(t, bin, "decide")
+			for _, tc := range []struct {
+				callee           string
+				guarded, ordered bool
+			}{
+				{"each", false, false},
+				{"fresh", true, false},
+				{"over", true, true},
+			} {
+				g, o, ok := c.Guard(at+1, tc.callee)
+				if !ok || g != tc.guarded || o != tc.ordered {
+					t.Errorf("decide's calls of %s: guarded %v, ordered %v, ok %v; want %v, %v, true", tc.callee, g, o, ok, tc.guarded, tc.ordered)
+				}
+			}
+			step, _ := symbolAddr(t, bin, "step")
+			if g, o, ok := c.Guard(step+1, "always"); !ok || g || o {
+				t.Errorf("step's call of always: guarded %v, ordered %v, ok %v; want none", g, o, ok)
+			}
+			if g, o, ok := c.Guard(step+1, "work"); !ok || !g || o {
+				t.Errorf("step's call of work, on ready's answer: guarded %v, ordered %v, ok %v; want guarded by an equality", g, o, ok)
+			}
+			if _, _, ok := c.Guard(step+1, "over"); ok {
+				t.Error("step calls over: ok")
+			}
+		})
+	}
+}

@@ -1,7 +1,9 @@
 /* Calls decided by a predicate's answer, for schema's Decider:
  * work is entered only where ready() said yes; always is called
  * unconditionally; mixed once under ready() and once without;
- * taken under ready() but its address is also in a table. */
+ * taken under ready() but its address is also in a table. decide calls
+ * each in every iteration of its loop, fresh under an equality test and
+ * over under a threshold. */
 #include <stdio.h>
 
 #define noinline __attribute__((noinline))
@@ -44,12 +46,29 @@ noinline void other(struct state *s)
 		taken(s);
 }
 
+noinline void over(struct state *s) { s->done += 2; }
+
+noinline void fresh(struct state *s) { s->done += 3; }
+
+noinline void each(struct state *s, long i) { s->done += i * s->limit; }
+
+noinline void decide(struct state *s, long n)
+{
+	for (long i = 0; i < n; i++)
+		each(s, i);
+	if (s->done == 0)
+		fresh(s);
+	if (s->pending > s->limit)
+		over(s);
+}
+
 int main(int argc, char **argv)
 {
 	struct state s = {0, argc + 3, 0};
 	for (long i = 0; i < 1000; i++) {
 		step(&s, i % 7);
 		other(&s);
+		decide(&s, i % 5);
 	}
 	table[0](&s);
 	printf("%ld\n", s.done + (long)argv[0][0]);

@@ -335,6 +335,9 @@ const (
 	// has it on its stack) and took a significant share of the buggy runs:
 	// the buggy input took a path the normal one never did.
 	EvidenceNewPath Evidence = "new-path"
+	// EvidenceDecides: it is the predicate whose answer decides every
+	// call of a function that was called more often (Decides names it).
+	EvidenceDecides Evidence = "decides"
 	// EvidenceNone: none of these; it only encloses the growth, if any.
 	EvidenceNone Evidence = "none"
 )
@@ -710,6 +713,7 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 		return a.system(f) || a.funcs[f].name == "_start"
 	})
 	calledMore := make([][]int, len(ids)) // function → the callers it ranks below for this
+	below := make([][]int, len(ids))      // function → the functions it ranks below
 	for i, g := range ids {
 		gr := &fs[i]
 		if !ownWork(gr) || !gr.Share.Grew() || a.system(g) {
@@ -742,10 +746,54 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 			// It answers for its growth, above the callee it called more.
 			c.CalledMore = &CalledMore{Callee: gr.Name, Variable: loopVar}
 			if c.Pattern == NoPattern {
-				c.Pattern = MissingConstraint
+				c.Pattern = a.callPattern(top.caller, gr.Name)
 			}
 			score[j] = c.Share.Change
 			through[j], c.Through = -1, ""
+		}
+	}
+	// A function only the buggy runs reached did its work in what it
+	// called: how it decides to call it says which constraint failed.
+	for i, f := range ids {
+		fr := &fs[i]
+		if fr.Evidence != EvidenceNewPath || fr.Pattern != NoPattern {
+			continue
+		}
+		if top, n := bc.heaviest(f, true); n > 0 {
+			if j, ok := idx[top.callee]; ok && !a.system(top.callee) {
+				if p := a.callPattern(f, fs[j].Name); p == WrongConstraint {
+					fr.Pattern = p
+				}
+			}
+		}
+	}
+	// The calls a caller made more often were taken on a predicate's
+	// answer: the predicate decided them, and ranks above the caller
+	// (docs/vprof.md, "A predicate decides the calls").
+	if a.decideOf != nil {
+		byName := map[[2]string]int{}
+		for i := range fs {
+			byName[[2]string{fs[i].Name, fs[i].Object}] = i
+		}
+		for j, f := range ids {
+			c := &fs[j]
+			if c.CalledMore == nil || score[j] <= 0 {
+				continue
+			}
+			p, ok := a.decider(f, c.CalledMore.Callee)
+			if !ok {
+				continue
+			}
+			pi, ok := byName[[2]string{p, c.Object}]
+			if !ok || pi == j || fs[pi].Evidence != EvidenceNone && fs[pi].Evidence != "" {
+				continue
+			}
+			pr := &fs[pi]
+			pr.Evidence, pr.Decides, pr.Pattern = EvidenceDecides, &Decides{Callee: c.Name}, WrongConstraint
+			pr.Discount = 0
+			score[pi] = math.Max(score[pi], score[j])
+			through[pi], pr.Through = -1, ""
+			below[j] = append(below[j], pi)
 		}
 	}
 	// A function whose loop lingers on single iterations in the buggy runs
@@ -772,7 +820,6 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 			lingers[f] = true
 		}
 	}
-	below := make([][]int, len(ids)) // function → the functions it ranks below
 	if len(lingers) > 0 {
 		nu, bu := nc.under(lingers), bc.under(lingers)
 		for f := range lingers {
@@ -1037,6 +1084,37 @@ const MaxCallsPart = 0.75
 // for to count as evidence (1/20).
 const OwnShare = 0.05
 
+// callPattern is the pattern of a function that answers for calls of
+// callee it made more often, or for the work of a callee on a path only
+// the buggy runs took: wrong-constraint when a threshold of its own
+// decides those calls (an ordered comparison guards them: the check
+// exists and let them through), missing-constraint otherwise (no check of
+// its own, or only tests of equality, presence or a flag, decides them: a
+// check that would have skipped them is missing).
+func (a *Analyzer) callPattern(f int32, callee string) Pattern {
+	fn := a.funcs[f]
+	if a.guardOf == nil || !fn.atOK {
+		return MissingConstraint
+	}
+	if guarded, ordered, ok := a.guardOf(fn.object, fn.at, callee); ok && guarded && ordered {
+		return WrongConstraint
+	}
+	return MissingConstraint
+}
+
+// decider names the function whose answer decides f's calls of callee,
+// or every entry into f, as the DecideFunc tells from an address inside f.
+func (a *Analyzer) decider(f int32, callee string) (string, bool) {
+	fn := a.funcs[f]
+	if a.decideOf == nil || !fn.atOK {
+		return "", false
+	}
+	if p, ok := a.decideOf(fn.object, fn.at, callee); ok {
+		return p, true
+	}
+	return a.decideOf(fn.object, fn.at, "")
+}
+
 // reads says whether function f's code reads the global named name, as
 // the ReadsFunc tells from an address inside f; false when it cannot tell.
 func (a *Analyzer) reads(f int32, name string) bool {
@@ -1152,6 +1230,9 @@ func why(f *FunctionResult) string {
 	}
 	if c := f.CalledMore; c != nil {
 		fmt.Fprintf(&b, "; called %s more often, whose loops did the same work per call (%s in its normal range)", c.Callee, c.Variable)
+	}
+	if d := f.Decides; d != nil {
+		fmt.Fprintf(&b, "; its answer decides every call of %s, which ran more often", d.Callee)
 	}
 	if c := f.Calls; c != nil {
 		fmt.Fprintf(&b, "; its calls of %s took %s of its time vs %s normally", c.Callee, pct(c.Buggy), pct(c.Normal))

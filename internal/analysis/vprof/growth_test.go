@@ -757,3 +757,86 @@ func TestUnchangedThreadsLeftOut(t *testing.T) {
 		t.Errorf("dispatch_2 (the readers): share %+v, score %g, rank %d (dispatch_1 %d); want no growth, below", rd.Share, rd.Score, rd.Rank, w.Rank)
 	}
 }
+
+// A caller that called a callee more often (the callee's loop did the same
+// work per call) answers for it; a predicate whose answer decides every
+// entry into that caller ranks above it, wrong-constraint; without one,
+// the caller's pattern says whether a threshold of its own decides the
+// calls (wrong-constraint) or nothing does (missing-constraint).
+func TestPredicateDecidesCalls(t *testing.T) {
+	fx := newFixture(t)
+	mk := func(buggy bool) *profile.Profile {
+		r := fx.create(t, "pred.rec")
+		i := r.variable("i", "worker", "long", "loop|cond", false)
+		calls := 200
+		if buggy {
+			calls = 800
+		}
+		for k := 0; k < calls; k++ {
+			r.tick(1, []string{"worker", "dispatch_1", "main"}, 0, val{i, 0, int64(k % 50)})
+		}
+		for k := 0; k < 600; k++ {
+			r.tick(1, []string{"main"}, 0)
+		}
+		for k := 0; k < 3; k++ {
+			r.tick(1, []string{"dispatch_2", "main"}, 0)
+		}
+		return r.done()
+	}
+	normal, buggy := mk(false), mk(true)
+	in := func(name string, off uint64) bool {
+		f := fx.funcs[name]
+		return off >= f.off && off < f.off+f.size
+	}
+	run := func(decide DecideFunc, guard GuardFunc) *Result {
+		a, err := New(DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.SetDeciders(decide)
+		a.SetGuards(guard)
+		if err := a.AddNormal(normal, Run{Path: "normal"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.AddBuggy(buggy, Run{Path: "buggy"}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := a.Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	noDecider := func(string, uint64, string) (string, bool) { return "", false }
+	for _, tc := range []struct {
+		guarded, ordered bool
+		want             Pattern
+	}{{false, false, MissingConstraint}, {true, false, MissingConstraint}, {true, true, WrongConstraint}} {
+		res := run(noDecider, func(_ string, off uint64, callee string) (bool, bool, bool) {
+			if in("dispatch_1", off) && callee == "worker" {
+				return tc.guarded, tc.ordered, true
+			}
+			return false, false, false
+		})
+		d := res.fn(t, "dispatch_1")
+		if d.CalledMore == nil || d.CalledMore.Callee != "worker" || d.Rank != 1 || d.Pattern != tc.want {
+			t.Errorf("guarded %v ordered %v: dispatch_1 rank %d, called more %+v, pattern %s; want 1st, worker, %s",
+				tc.guarded, tc.ordered, d.Rank, d.CalledMore, d.Pattern, tc.want)
+		}
+	}
+	res := run(func(_ string, off uint64, callee string) (string, bool) {
+		if in("dispatch_1", off) && callee == "" {
+			return "dispatch_2", true
+		}
+		return "", false
+	}, nil)
+	p, d := res.fn(t, "dispatch_2"), res.fn(t, "dispatch_1")
+	if p.Rank != 1 || d.Rank != 2 || p.Evidence != EvidenceDecides || p.Pattern != WrongConstraint ||
+		p.Decides == nil || p.Decides.Callee != "dispatch_1" || p.Score != d.Share.Change {
+		t.Errorf("predicate: rank %d evidence %s pattern %s decides %+v score %g; dispatch_1 rank %d growth %g",
+			p.Rank, p.Evidence, p.Pattern, p.Decides, p.Score, d.Rank, d.Share.Change)
+	}
+	if !strings.Contains(p.Why, "its answer decides every call of dispatch_1") {
+		t.Errorf("why: %q", p.Why)
+	}
+}

@@ -158,7 +158,15 @@ type FunctionResult struct {
 	// CalledMore: a callee whose own code grew while its loop variable
 	// stayed in its normal range, which this function called more often.
 	CalledMore *CalledMore `json:"called_more,omitempty"`
-	Why        string      `json:"why,omitempty"`
+	// Decides: the function, called more often, whose every call this
+	// predicate's answer decided.
+	Decides *Decides `json:"decides,omitempty"`
+	Why     string   `json:"why,omitempty"`
+}
+
+// Decides names the function whose calls a predicate's answer decided.
+type Decides struct {
+	Callee string `json:"callee"`
 }
 
 // CalledMore names a callee that did the same work per call as normally

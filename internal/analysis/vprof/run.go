@@ -26,6 +26,8 @@ type Analyzer struct {
 
 	blockOf  BlockFunc
 	readsOf  ReadsFunc
+	decideOf DecideFunc
+	guardOf  GuardFunc
 	blocks   []Block // distinct basic blocks where buggy values were read (Samples unused)
 	blockIdx map[blockKey]int32
 }
@@ -51,6 +53,29 @@ type ReadsFunc func(object string, offset uint64, global string) (reads, known b
 // charged to every function it was sampled in, as vProf does. Call it
 // before adding runs.
 func (a *Analyzer) SetReads(f ReadsFunc) { a.readsOf = f }
+
+// DecideFunc names the function whose answer decides calls, from the
+// machine code of the function holding a file offset of an object: with
+// callee "", every entry into that function; otherwise its calls of
+// callee. ok is false when no one function's answer guards them all.
+type DecideFunc func(object string, offset uint64, callee string) (predicate string, ok bool)
+
+// SetDeciders has the differential method credit a predicate with the
+// calls its answer let through (docs/vprof.md, "A predicate decides the
+// calls"); f reads the machine code. Call it before adding runs.
+func (a *Analyzer) SetDeciders(f DecideFunc) { a.decideOf = f }
+
+// GuardFunc says how the machine code of the function holding a file
+// offset of an object decides its calls of callee: guarded when a
+// conditional jump of its own decides whether a call is reached, ordered
+// when such a jump compares an order (a threshold) rather than equality;
+// ok is false when it cannot tell.
+type GuardFunc func(object string, offset uint64, callee string) (guarded, ordered, ok bool)
+
+// SetGuards has the differential method tell a wrong constraint from a
+// missing one by how a function decides the calls that grew
+// (docs/vprof.md, "Patterns"). Call it before adding runs.
+func (a *Analyzer) SetGuards(f GuardFunc) { a.guardOf = f }
 
 // SetBlocks has localisation report the basic blocks where anomalous values
 // were read, found by f (the analysis does not read machine code itself).

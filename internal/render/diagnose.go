@@ -206,13 +206,17 @@ func diagDetails(f vprof.FunctionResult) []string {
 	case f.Var != nil:
 		out = append(out, diagSummary(f.Var))
 		if a := f.Var.Anomaly; a != nil && f.Var.Anomalous && len(a.Lines) > 0 {
+			of := a.Outside
+			if of == 0 {
+				of = a.Over // only the mix changed: where the over-represented values were read
+			}
 			var parts []string
 			for i, l := range a.Lines {
 				if i == 5 {
 					parts = append(parts, fmt.Sprintf("… %d more lines", len(a.Lines)-5))
 					break
 				}
-				parts = append(parts, fmt.Sprintf("%s (%s)", l.String(), diagPercent(l.Samples, a.Outside)))
+				parts = append(parts, fmt.Sprintf("%s (%s)", l.String(), diagPercent(l.Samples, of)))
 			}
 			out = append(out, "seen at: "+strings.Join(parts, ", "))
 			if len(a.Blocks) > 0 {
@@ -222,7 +226,7 @@ func diagDetails(f vprof.FunctionResult) []string {
 						parts = append(parts, fmt.Sprintf("… %d more blocks", len(a.Blocks)-5))
 						break
 					}
-					parts = append(parts, fmt.Sprintf("%s %s (%s)", bl.Function, bl, diagPercent(bl.Samples, a.Outside)))
+					parts = append(parts, fmt.Sprintf("%s %s (%s)", bl.Function, bl, diagPercent(bl.Samples, of)))
 				}
 				out = append(out, "in blocks: "+strings.Join(parts, ", "))
 			}
@@ -274,8 +278,12 @@ func diagSummary(v *vprof.VariableResult) string {
 	if !v.Anomalous {
 		return s + "; distributions alike (DefaultDiscount)"
 	}
-	return s + fmt.Sprintf("; %s of buggy samples outside the normal range [%s, %s]",
+	s += fmt.Sprintf("; %s of buggy samples outside the normal range [%s, %s]",
 		diagPercent(a.Outside, a.Considered), diagNum(a.NormalMin), diagNum(a.NormalMax))
+	if a.Outside == 0 && a.Over > 0 {
+		s += fmt.Sprintf(", %s in values the buggy runs over-represent", diagPercent(a.Over, a.Considered))
+	}
+	return s
 }
 
 func diagNum(x float64) string { return vprof.FormatValue(x) }

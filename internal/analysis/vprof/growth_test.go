@@ -840,3 +840,55 @@ func TestPredicateDecidesCalls(t *testing.T) {
 		t.Errorf("why: %q", p.Why)
 	}
 }
+
+// A variable whose buggy values all lie in its normal range, in another
+// mix, is localised where the values the buggy runs over-represent were
+// read: here the one value that took more than half of the buggy samples
+// (a tenth of the normal ones), most of them read at the caller's call
+// site, and none of the other values.
+func TestLocaliseOverRepresented(t *testing.T) {
+	mk := func(buggy bool) *profile.Profile {
+		fx := newFixture(t)
+		r := fx.create(t, "mix.rec")
+		k := r.variable("k", "worker", "long", "cond", false)
+		x := uint32(1)
+		for i := 0; i < 1000; i++ {
+			x = x*1103515245 + 12345 // a fixed sequence: deltas over the whole range
+			v := int64(x>>16) % 10
+			if buggy && i%2 == 0 && v != 7 {
+				r.tick(1, []string{"worker", "dispatch_1", "main"}, 0, val{k, 1, 7})
+				continue
+			}
+			r.tick(1, []string{"worker", "dispatch_1", "main"}, 0, val{k, 0, v})
+		}
+		return r.done()
+	}
+	res := analyze(t, []*profile.Profile{mk(false)}, []*profile.Profile{mk(true)})
+	w := res.fn(t, "worker")
+	if w.Var == nil || w.Var.Anomaly == nil || !w.Var.Anomalous {
+		t.Fatalf("worker: no anomalous variable: %+v", w.Var)
+	}
+	an := w.Var.Anomaly
+	sevens, moved := 0, 0 // the buggy samples of 7; those read in dispatch_1
+	x := uint32(1)
+	for i := 0; i < 1000; i++ {
+		x = x*1103515245 + 12345
+		v := int64(x>>16) % 10
+		if i%2 == 0 && v != 7 {
+			moved++
+		}
+		if i%2 == 0 || v == 7 {
+			sevens++
+		}
+	}
+	if an.Dimension != DimValue || an.Outside != 0 || an.Over != sevens {
+		t.Errorf("%s: outside %d, over-represented %d; want value, 0 and the %d samples of 7", an.Dimension, an.Outside, an.Over, sevens)
+	}
+	total := 0
+	for _, l := range an.Lines {
+		total += l.Samples
+	}
+	if len(an.Lines) == 0 || an.Lines[0].Function != "dispatch_1" || an.Lines[0].Samples != moved || total != an.Over {
+		t.Errorf("lines %+v (total %d): want dispatch_1's call site first with %d samples, %d in all", an.Lines, total, moved, an.Over)
+	}
+}

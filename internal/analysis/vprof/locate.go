@@ -2,6 +2,7 @@ package vprof
 
 import (
 	"math"
+	"sort"
 
 	"github.com/culprit-dev/culprit/internal/profile"
 )
@@ -20,11 +21,25 @@ type where struct {
 	considered, outside int
 	at                  map[int32]int // line → samples outside
 	inBlock             map[int32]int // basic block → samples outside
+	// The same for the buggy samples inside the normal range whose values
+	// are over-represented in the buggy runs (mixBins).
+	over                int
+	overAt, overInBlock map[int32]int
 }
 
-func (w *where) count(outside bool, p placeCount) {
+func (w *where) count(outside, over bool, p placeCount) {
 	w.considered += p.n
 	if !outside {
+		if over {
+			w.over += p.n
+			if w.overAt == nil {
+				w.overAt, w.overInBlock = map[int32]int{}, map[int32]int{}
+			}
+			w.overAt[p.loc] += p.n
+			if p.block >= 0 {
+				w.overInBlock[p.block] += p.n
+			}
+		}
 		return
 	}
 	w.outside += p.n
@@ -35,6 +50,75 @@ func (w *where) count(outside bool, p placeCount) {
 	if p.block >= 0 {
 		w.inBlock[p.block] += p.n
 	}
+}
+
+// MixBins is how many quantiles of the normal samples bound the bins in
+// which a variable's buggy and normal mixes of values are compared.
+const MixBins = 10
+
+// mixBins divides a dimension's values into bins bounded by the normal
+// samples' quantiles (each bound value its own bin, so that a variable
+// with few distinct values has a bin per value) and marks the bins whose
+// share of the buggy samples exceeds their share of the normal ones by
+// more than two standard errors (the two-proportion test the shares of
+// time use): the values the buggy runs over-represent.
+type mixBins struct {
+	edges []float64
+	over  map[int]bool
+}
+
+func (m *mixBins) bin(x float64) int {
+	i := sort.SearchFloat64s(m.edges, x)
+	if i < len(m.edges) && m.edges[i] == x {
+		return 2*i + 1
+	}
+	return 2 * i
+}
+
+func (m *mixBins) overRepresented(x float64) bool {
+	return len(m.over) > 0 && !math.IsNaN(x) && m.over[m.bin(x)]
+}
+
+func newMixBins(normal []float64, buggy *nums) mixBins {
+	var m mixBins
+	if len(normal) == 0 || buggy.len() == 0 {
+		return m
+	}
+	s := append([]float64(nil), normal...)
+	sort.Float64s(s)
+	for k := 1; k < MixBins; k++ {
+		e := s[k*(len(s)-1)/MixBins]
+		if len(m.edges) == 0 || e > m.edges[len(m.edges)-1] {
+			m.edges = append(m.edges, e)
+		}
+	}
+	// The extremes are bins of their own too.
+	m.edges = append([]float64{s[0]}, m.edges...)
+	if s[len(s)-1] > m.edges[len(m.edges)-1] {
+		m.edges = append(m.edges, s[len(s)-1])
+	}
+	if m.edges[1] == m.edges[0] {
+		m.edges = m.edges[1:]
+	}
+	nc, bc := map[int]float64{}, map[int]float64{}
+	for _, x := range s {
+		nc[m.bin(x)]++
+	}
+	nb := 0.0
+	for i, n := 0, buggy.len(); i < n; i++ {
+		if x := buggy.at(i); !math.IsNaN(x) {
+			bc[m.bin(x)]++
+			nb++
+		}
+	}
+	nn := float64(len(s))
+	m.over = map[int]bool{}
+	for b, c := range bc {
+		if share(nc[b], nn, c, nb).Grew() {
+			m.over[b] = true
+		}
+	}
+	return m
 }
 
 // dimensions are the dimensions of variable.where, in its order.
@@ -93,19 +177,27 @@ func (o outsideRange) outside(x float64) bool { return !o.has || x < o.lo || x >
 // memory to its series.
 func (a *Analyzer) locate() error {
 	ranges := make([][3]outsideRange, len(a.vars))
+	mixes := make([][3]mixBins, len(a.vars))
 	for i, v := range a.vars {
 		v.where = [3]where{}
 		for d, dim := range dimensions {
 			ranges[i][d] = rangeOf(v, dim)
+			var normal []float64
+			for _, s := range v.normal {
+				if s != nil {
+					normal = s.pick(dim).appendTo(normal)
+				}
+			}
+			mixes[i][d] = newMixBins(normal, v.buggy.pick(dim))
 		}
 	}
 	for _, r := range a.buggy {
 		w := newWalker(r.srcVar, len(a.vars))
 		places := map[int32]placeCount{} // frame → line, block
 		closeRun := func(vi int32, st *stState, length int) {
-			wh, o := &a.vars[vi].where[2], ranges[vi][2]
+			wh, o, m := &a.vars[vi].where[2], ranges[vi][2], &mixes[vi][2]
 			for _, p := range st.in {
-				wh.count(o.outside(float64(length)), p)
+				wh.count(o.outside(float64(length)), m.overRepresented(float64(length)), p)
 			}
 			st.in = st.in[:0]
 		}
@@ -133,9 +225,9 @@ func (a *Analyzer) locate() error {
 			if s.kept {
 				x = s.x
 			}
-			va.where[0].count(ranges[vi][0].outside(x), pl)
+			va.where[0].count(ranges[vi][0].outside(x), mixes[vi][0].overRepresented(x), pl)
 			if s.hasDelta {
-				va.where[1].count(ranges[vi][1].outside(s.delta), pl)
+				va.where[1].count(ranges[vi][1].outside(s.delta), mixes[vi][1].overRepresented(s.delta), pl)
 			}
 			if s.close {
 				closeRun(vi, st, s.closed)

@@ -99,8 +99,14 @@ type Anomaly struct {
 	HasNormal    bool      `json:"has_normal"` // false: no normal sample, every buggy one is outside
 	Outside      int       `json:"outside"`    // buggy samples outside the normal range
 	Considered   int       `json:"considered"` // buggy samples in this dimension
-	Lines        []Line    `json:"lines"`      // where the samples outside were read, most first
-	Blocks       []Block   `json:"blocks"`     // the basic blocks they were read in, most first
+	// Over counts, when no buggy sample lies outside the normal range,
+	// the buggy samples whose values the buggy runs over-represent (their
+	// bin of the normal quantiles holds a significantly larger share of
+	// the buggy samples than of the normal ones); Lines and Blocks are
+	// then where those were read.
+	Over   int     `json:"over"`
+	Lines  []Line  `json:"lines"`  // where the samples outside (or over-represented) were read, most first
+	Blocks []Block `json:"blocks"` // the basic blocks they were read in, most first
 }
 
 // OutsideFraction is Outside/Considered.
@@ -730,6 +736,11 @@ func (a *Analyzer) localise(v *variable, c comparison) *Anomaly {
 	wh := v.where[slices.Index(dimensions[:], d)]
 	an.Considered, an.Outside = wh.considered, wh.outside
 	at, inBlock := wh.at, wh.inBlock
+	if wh.outside == 0 && wh.over > 0 {
+		// Only the mix changed: where the values the buggy runs
+		// over-represent were read.
+		an.Over, at, inBlock = wh.over, wh.overAt, wh.overInBlock
+	}
 	for b, n := range inBlock {
 		bl := a.blocks[b]
 		bl.Samples = n

@@ -746,7 +746,7 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 			// It answers for its growth, above the callee it called more.
 			c.CalledMore = &CalledMore{Callee: gr.Name, Variable: loopVar}
 			if c.Pattern == NoPattern {
-				c.Pattern = a.callPattern(top.caller, gr.Name)
+				c.Pattern, _ = a.callPattern(top.caller, gr.Name)
 			}
 			score[j] = c.Share.Change
 			through[j], c.Through = -1, ""
@@ -761,7 +761,7 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 		}
 		if top, n := bc.heaviest(f, true); n > 0 {
 			if j, ok := idx[top.callee]; ok && !a.system(top.callee) {
-				if p := a.callPattern(f, fs[j].Name); p == WrongConstraint {
+				if p, known := a.callPattern(f, fs[j].Name); known {
 					fr.Pattern = p
 				}
 			}
@@ -1091,15 +1091,16 @@ const OwnShare = 0.05
 // exists and let them through), missing-constraint otherwise (no check of
 // its own, or only tests of equality, presence or a flag, decides them: a
 // check that would have skipped them is missing).
-func (a *Analyzer) callPattern(f int32, callee string) Pattern {
+func (a *Analyzer) callPattern(f int32, callee string) (p Pattern, known bool) {
 	fn := a.funcs[f]
 	if a.guardOf == nil || !fn.atOK {
-		return MissingConstraint
+		return MissingConstraint, false
 	}
-	if guarded, ordered, ok := a.guardOf(fn.object, fn.at, callee); ok && guarded && ordered {
-		return WrongConstraint
+	guarded, ordered, ok := a.guardOf(fn.object, fn.at, callee)
+	if ok && guarded && ordered {
+		return WrongConstraint, true
 	}
-	return MissingConstraint
+	return MissingConstraint, ok
 }
 
 // decider names the function whose answer decides f's calls of callee,

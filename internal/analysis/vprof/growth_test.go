@@ -892,3 +892,60 @@ func TestLocaliseOverRepresented(t *testing.T) {
 		t.Errorf("lines %+v (total %d): want dispatch_1's call site first with %d samples, %d in all", an.Lines, total, moved, an.Over)
 	}
 }
+
+// A function only the buggy runs reached gets its pattern from how its
+// code decides the call of its heaviest callee: a threshold →
+// wrong-constraint, no guard or equality only → missing-constraint, not
+// known → none.
+func TestNewPathPattern(t *testing.T) {
+	fx := newFixture(t)
+	mk := func(buggy bool) *profile.Profile {
+		r := fx.create(t, "newpat.rec")
+		n := r.variable("n", "main", "long", "none", false)
+		if buggy {
+			for i := 0; i < 300; i++ {
+				r.tick(1, []string{"worker", "dispatch_2", "main"}, 0, val{n, 2, 1})
+			}
+		}
+		for i := 0; i < 600; i++ {
+			r.tick(1, []string{"main"}, 0, val{n, 0, 1})
+		}
+		return r.done()
+	}
+	normal, buggy := mk(false), mk(true)
+	d2 := fx.funcs["dispatch_2"]
+	for _, tc := range []struct {
+		guarded, ordered, known bool
+		want                    Pattern
+	}{
+		{true, true, true, WrongConstraint},
+		{true, false, true, MissingConstraint},
+		{false, false, true, MissingConstraint},
+		{false, false, false, NoPattern},
+	} {
+		a, err := New(DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.SetGuards(func(_ string, off uint64, callee string) (bool, bool, bool) {
+			if off >= d2.off && off < d2.off+d2.size && callee == "worker" {
+				return tc.guarded, tc.ordered, tc.known
+			}
+			return false, false, false
+		})
+		if err := a.AddNormal(normal, Run{Path: "normal"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.AddBuggy(buggy, Run{Path: "buggy"}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := a.Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d := res.fn(t, "dispatch_2"); d.Evidence != EvidenceNewPath || d.Pattern != tc.want {
+			t.Errorf("guarded %v ordered %v known %v: dispatch_2 evidence %s pattern %s, want new-path, %s",
+				tc.guarded, tc.ordered, tc.known, d.Evidence, d.Pattern, tc.want)
+		}
+	}
+}

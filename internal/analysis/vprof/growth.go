@@ -876,6 +876,38 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 			}
 		}
 	}
+	// A callee that answers for more calls its own threshold let through
+	// made the decision: a caller whose growth occurs under it (what grew
+	// elsewhere is not material) and
+	// whose evidence is a variable (the items it handles, which differ
+	// with the input) ranks below it (docs/vprof.md, "A threshold below
+	// decides").
+	deciders := map[int32]bool{}
+	for i, g := range ids {
+		if fs[i].CalledMore != nil && fs[i].Pattern == WrongConstraint && score[i] > 0 {
+			deciders[g] = true
+		}
+	}
+	if len(deciders) > 0 {
+		enclosing := map[int32]bool{}
+		for i, f := range ids {
+			if fs[i].Evidence == EvidenceVariable && fs[i].Share.Grew() && !ownWork(&fs[i]) && !deciders[f] {
+				enclosing[f] = true
+			}
+		}
+		nu, bu := nc.under(enclosing), bc.under(enclosing)
+		for f := range enclosing {
+			for g := range deciders {
+				if bu[f][g] == 0 {
+					continue
+				}
+				outside := share(nc.incl[f]-nu[f][g], nc.n, bc.incl[f]-bu[f][g], bc.n)
+				if !material(outside, fs[idx[f]].Share) {
+					below[idx[f]] = append(below[idx[f]], idx[g])
+				}
+			}
+		}
+	}
 	eff := make([]float64, len(ids))
 	state := make([]uint8, len(ids)) // 0 new, 1 in progress, 2 done
 	var resolve func(i int) float64

@@ -949,3 +949,57 @@ func TestNewPathPattern(t *testing.T) {
 		}
 	}
 }
+
+// A caller with variable evidence whose growth all occurs under a callee
+// that answers for more calls its own threshold let through ranks below
+// that callee; when no threshold decides them, the caller keeps its place.
+func TestThresholdBelowDecides(t *testing.T) {
+	fx := newFixture(t)
+	mk := func(buggy bool) *profile.Profile {
+		r := fx.create(t, "thr.rec")
+		i := r.variable("i", "worker", "long", "loop|cond", false)
+		at := r.variable("at", "dispatch_2", "long", "cond", false)
+		calls, base := 200, int64(0)
+		if buggy {
+			calls, base = 800, 100
+		}
+		for k := 0; k < calls; k++ {
+			r.tick(1, []string{"worker", "dispatch_1", "dispatch_2", "main"}, 0, val{i, 0, int64(k % 50)}, val{at, 2, base + int64(k%10)})
+		}
+		for k := 0; k < 600; k++ {
+			r.tick(1, []string{"main"}, 0)
+		}
+		return r.done()
+	}
+	normal, buggy := mk(false), mk(true)
+	d1 := fx.funcs["dispatch_1"]
+	for _, ordered := range []bool{true, false} {
+		a, err := New(DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.SetGuards(func(_ string, off uint64, callee string) (bool, bool, bool) {
+			if off >= d1.off && off < d1.off+d1.size && callee == "worker" {
+				return true, ordered, true
+			}
+			return false, false, false
+		})
+		if err := a.AddNormal(normal, Run{Path: "normal"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.AddBuggy(buggy, Run{Path: "buggy"}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := a.Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, c := res.fn(t, "dispatch_1"), res.fn(t, "dispatch_2")
+		if c.Evidence != EvidenceVariable || d.CalledMore == nil {
+			t.Fatalf("dispatch_2 evidence %s, dispatch_1 called more %+v: the setting is not the one tested", c.Evidence, d.CalledMore)
+		}
+		if ordered && (d.Rank != 1 || c.Rank <= d.Rank) || !ordered && c.Rank > d.Rank {
+			t.Errorf("threshold %v: dispatch_1 rank %d, dispatch_2 rank %d", ordered, d.Rank, c.Rank)
+		}
+	}
+}

@@ -463,8 +463,9 @@ type Code struct {
 	reads   map[readKey]bool
 	carried map[carriedKey][]carriedLoc
 
-	dataWords []uint64        // function entries held by the data (guard.go)
-	taken     map[uint64]bool // addresses code or data takes; nil until needed
+	dataWords []uint64         // function entries held by the data (guard.go)
+	taken     map[uint64]bool  // addresses code or data takes; nil until indexCalls
+	callers   map[uint64][]int // function entry → functions calling or jumping to it
 }
 
 type readKey struct {

@@ -39,12 +39,14 @@ func (c *Code) Decider(addr uint64, callee string) (pred string, ok bool) {
 	fns := []int{i}
 	if callee == "" {
 		target = c.syms[i].addr
-		if c.addressTaken(target) {
-			return "", false
+		for _, w := range c.dataWords {
+			if w == target {
+				return "", false // a pointer to it in the data
+			}
 		}
-		fns = fns[:0]
-		for j := range c.syms {
-			fns = append(fns, j)
+		fns = c.referrers(target)
+		if c.loadsAddress(fns, target) {
+			return "", false
 		}
 	} else {
 		j := c.symByName(callee)
@@ -202,37 +204,64 @@ func isRAX(a x86asm.Arg) bool {
 	return idx == regRAX
 }
 
-// addressTaken reports whether the address of the function at entry is
-// loaded by an instruction (a RIP-relative lea or mov, or an immediate)
-// or held by a word of the object's data (a pointer table, a relocation
-// of a position-independent one); c.mu is held.
-func (c *Code) addressTaken(entry uint64) bool {
-	if c.taken == nil {
-		c.taken = map[uint64]bool{}
-		for _, w := range c.dataWords {
-			c.taken[w] = true
-		}
-		for j := range c.syms {
-			g := c.cfgOf(j)
-			for k := range g.insns {
-				in := &g.insns[k]
-				if !in.ok || kindOf(in.inst.Op) != opOther {
+// referrers returns the functions whose code may refer to target: where
+// some 4 bytes, read as a displacement relative to the end of those bytes
+// (a call, a jump, a RIP-relative operand) or as an absolute address (an
+// immediate), give target, or a short jump's 1-byte displacement does. A scan of the raw bytes, so that a large binary
+// is not decoded whole for one question; the callers decode and check.
+func (c *Code) referrers(target uint64) []int {
+	var out []int
+	last := -1
+	for _, sec := range c.text.secs {
+		d := sec.data
+		for o := 0; o+2 <= len(d); o++ {
+			// A short jump (jmp or jcc rel8: a near tail call).
+			short := (d[o] == 0xeb || d[o]&0xf0 == 0x70) && sec.addr+uint64(o)+2+uint64(int64(int8(d[o+1]))) == target
+			if !short {
+				if o+4 > len(d) {
 					continue
 				}
-				for _, a := range in.inst.Args {
-					switch a := a.(type) {
-					case x86asm.Mem:
-						if a.Base == x86asm.RIP && in.inst.Op == x86asm.LEA {
-							c.taken[in.next()+uint64(a.Disp)] = true
-						}
-					case x86asm.Imm:
-						c.taken[uint64(a)] = true
+				w := binary.LittleEndian.Uint32(d[o:])
+				end := sec.addr + uint64(o) + 4
+				if end+uint64(int64(int32(w))) != target && uint64(w) != target {
+					continue
+				}
+			}
+			if j := c.symAt(sec.addr + uint64(o)); j >= 0 && j != last {
+				out = append(out, j)
+				last = j
+			}
+		}
+	}
+	return out
+}
+
+// loadsAddress reports whether one of the functions fns loads target's
+// address: a RIP-relative lea of it, or an immediate holding it; c.mu is
+// held.
+func (c *Code) loadsAddress(fns []int, target uint64) bool {
+	for _, j := range fns {
+		g := c.cfgOf(j)
+		for k := range g.insns {
+			in := &g.insns[k]
+			if !in.ok || kindOf(in.inst.Op) != opOther {
+				continue
+			}
+			for _, a := range in.inst.Args {
+				switch a := a.(type) {
+				case x86asm.Mem:
+					if a.Base == x86asm.RIP && in.inst.Op == x86asm.LEA && in.next()+uint64(a.Disp) == target {
+						return true
+					}
+				case x86asm.Imm:
+					if uint64(a) == target {
+						return true
 					}
 				}
 			}
 		}
 	}
-	return c.taken[entry]
+	return false
 }
 
 // funcWords returns the function entries that the object's data holds:

@@ -1227,7 +1227,8 @@ func why(f *FunctionResult) string {
 	var b strings.Builder
 	s := f.Share
 	fmt.Fprintf(&b, "%s of buggy time vs %s normal", pct(s.Buggy), pct(s.Normal))
-	if !s.Grew() {
+	if !s.Grew() && f.Decides == nil {
+		// A predicate's own time need not grow: its answer is its part.
 		b.WriteString(" (no significant growth)")
 	}
 	if ownWork(f) {

@@ -1205,7 +1205,7 @@ func (s *session) finish() (Result, error) {
 		if switchesOut > 0 {
 			sw = fmt.Sprintf("; %d context switches inside calls left out were recorded without their stacks (when and how the thread left the CPU only)", switchesOut)
 		}
-		s.warn("%d of %d system calls recorded (%.0f%%): each thread records at most %d events a second beyond a burst of %d; each recorded call's samples stand for the calls its thread made since its previous recorded one (their period)%s; --syscall-limit 0 records every call, at more cost (docs/performance.md)",
+		s.warn("%d of %d system calls recorded (%.0f%%): each thread records at most %d calls a second beyond a burst of %d; each recorded call's samples stand for the calls its thread made since its previous recorded one (their period)%s; --syscall-limit 0 records every call, at more cost (docs/performance.md)",
 			r, n, 100*float64(r)/float64(n), s.sysLimit, s.sysBurst, sw)
 	}
 	if sysReduced > 0 {

@@ -37,8 +37,8 @@
 // second beyond a burst (a generic cell rate algorithm over the thread's
 // task storage, at the entry): a call is recorded or left out whole, and the calls
 // left out are counted into the thread's next recorded entry. A switch
-// inside a call left out takes the same budget to walk its own chains, and
-// goes without them when there is none: its time and state are kept.
+// inside a call left out goes without chains: the recorded call that
+// counts it stands for it, and its time and state are kept.
 //
 // Processes the traced ones fork are traced too: the traced processes are
 // a follow.Set, shared with the recording's other programs.
@@ -128,8 +128,8 @@ const InCall = -1 << 20
 const maxSyscallNr = 1023
 
 // NoStack is a switch's UserStack when it was recorded without call chains
-// nor stack copy: inside a system call that Options.Limit left out, its
-// thread being over its budget. Its time, state and registers are kept.
+// nor stack copy: inside a system call that Options.Limit or the windows
+// left out. Its time, state and registers are kept.
 const NoStack = -2 << 20
 
 // Options say what the program records.
@@ -165,9 +165,9 @@ type Options struct {
 	// comes sooner than its share (1/Limit s after the thread's previous
 	// recorded call, less the burst's credit) is counted, not recorded, and
 	// neither is its exit; the next recorded entry carries the count
-	// (Event.Skipped). A switch inside a call not recorded walks its own
-	// chains within the same budget, else it is recorded without them
-	// (UserStack NoStack; SwitchesBare counts them). 0 records every call.
+	// (Event.Skipped). A switch inside a call not recorded is recorded
+	// without chains (UserStack NoStack; SwitchesBare counts them). 0
+	// records every call.
 	Limit int
 	// LimitBurst is the calls a thread may make at once beyond Limit's
 	// rate (0: 1).
@@ -182,7 +182,8 @@ type Options struct {
 	// the thread's state at its entries: a call entered before the window
 	// closed whose exit comes later is not recorded at its exit (its
 	// entry stays without one), and switches after the close take no call
-	// as theirs (they are inside calls left out). Windows are the
+	// as theirs (they are inside calls left out, recorded without
+	// chains). Windows are the
 	// Tracer's Windows.
 	WindowOn, WindowPeriod time.Duration
 
@@ -622,8 +623,8 @@ func readKallsyms() tracingCode {
 }
 
 // SwitchesBare is the number of switches inside system calls that
-// Options.Limit left out which were recorded without their stacks
-// (UserStack NoStack), their thread being over its budget.
+// Options.Limit or the windows left out, which were recorded without
+// their stacks (UserStack NoStack).
 func (t *Tracer) SwitchesBare() uint64 { return t.count(slotBare) }
 
 // kernelWalks is the number of kernel chains walked at switches inside
@@ -862,12 +863,14 @@ func recorded(b *bpfasm.Builder, m fds, label string) {
 	)
 }
 
-// budget emits, in the switch program with Options.Limit: nothing when the
-// thread's last system call was recorded (the switch refers to it); else a
-// jump to walk when the thread may record one more event now (the
-// entries' rule, whose budget it takes), or a count (SwitchesBare) and a
-// jump to bare. A thread without state walks.
-func budget(b *bpfasm.Builder, m fds, walk, bare string) {
+// leftOut emits, in the switch program with Options.Limit: nothing when
+// the thread's last system call was recorded (the switch refers to it);
+// else a count (SwitchesBare) and a jump to bare: a call left out (by the
+// limit, or outside a window) is represented by the recorded call that
+// counts it, and the stacks of its switches would be used by no analysis
+// while costing their walk. A thread without state records every call and
+// its switches walk.
+func leftOut(b *bpfasm.Builder, m fds, walk, bare string) {
 	if !m.limited {
 		return
 	}
@@ -875,15 +878,7 @@ func budget(b *bpfasm.Builder, m fds, walk, bare string) {
 		asm.LoadMem(asm.R0, asm.RFP, thrSlot, asm.DWord),
 		asm.JEq.Imm(asm.R0, 0, walk),
 		asm.LoadMem(asm.R1, asm.R0, stRecorded, asm.DWord),
-		asm.JNE.Imm(asm.R1, 0, "bud_in"),
-		asm.StoreMem(asm.RFP, -24, asm.R0, asm.DWord),
-		asm.FnKtimeGetNs.Call(),
-		asm.StoreMem(asm.RFP, timeSlot, asm.R0, asm.DWord),
-		asm.LoadMem(asm.R3, asm.RFP, -24, asm.DWord),
-		asm.LoadMem(asm.R1, asm.R3, stTAT, asm.DWord),
-		asm.Mov.Reg(asm.R2, asm.R0),
-		asm.Add.Imm(asm.R2, m.burst),
-		asm.JGE.Reg(asm.R2, asm.R1, "bud_take"),
+		asm.JNE.Imm(asm.R1, 0, "lo_in"),
 		asm.StoreImm(asm.RFP, -8, slotBare, asm.Word),
 	)
 	b.Lookup(m.lost, -8)
@@ -892,12 +887,7 @@ func budget(b *bpfasm.Builder, m fds, walk, bare string) {
 		asm.Mov.Imm(asm.R1, 1),
 		asm.StoreXAdd(asm.R0, asm.R1, asm.DWord),
 		asm.Ja.Label(bare),
-		asm.JGE.Reg(asm.R1, asm.R0, "bud_late").WithSymbol("bud_take"),
-		asm.Mov.Reg(asm.R1, asm.R0),
-		asm.Add.Imm(asm.R1, m.every).WithSymbol("bud_late"),
-		asm.StoreMem(asm.R3, stTAT, asm.R1, asm.DWord),
-		asm.Ja.Label(walk),
-		asm.Mov.Imm(asm.R0, 0).WithSymbol("bud_in"),
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("lo_in"),
 	)
 }
 
@@ -1028,7 +1018,7 @@ func threadHashNew(b *bpfasm.Builder, m fds) {
 }
 
 // timeSlot is the stack slot holding the clock read that decided on the
-// record (the limit's or the switch budget's), which its reservation takes
+// record (the limit's), which its reservation takes
 // as the record's time instead of reading the clock again; 0: none.
 const timeSlot = -96
 
@@ -1234,9 +1224,8 @@ func SwitchState(nr uint64) uint64 {
 // switch on the way back to user mode after the call's exit; a page
 // fault's error code can look like a number, but the recorder then finds
 // no entry pending). Inside a call that was recorded, the record (without room for a stack
-// copy) refers to the call's user chain; inside one the limit left out, the
-// switch walks its chains within its thread's budget (budget), else its
-// record has no chains.
+// copy) refers to the call's user chain; inside one left out (by the limit,
+// or outside a window), the record has no chains (leftOut).
 func switchProgram(m fds, copyBytes, ringBytes int, exitStateOff int32, inCall bool) asm.Instructions {
 	const slotNr, slotIP = -48, -56 // the call and IP, read before the record is reserved
 	var b bpfasm.Builder
@@ -1283,8 +1272,8 @@ func switchProgram(m fds, copyBytes, ringBytes int, exitStateOff int32, inCall b
 		)
 		b.Mark("inside")
 		// A call not recorded has no user chain to refer to: the switch
-		// walks it, within the thread's budget, or goes without chains.
-		budget(&b, m, "walk", "bare")
+		// goes without chains.
+		leftOut(&b, m, "walk", "bare")
 		inCallRecord := func(user int32, kernel bool) {
 			reserve(&b, m, hdrSize, kindSwitch)
 			switchNr(&b, exitStateOff)

@@ -411,9 +411,8 @@ func limitCountsWhatItLeavesOut(t *testing.T, hash bool) {
 }
 
 // TestSwitchInUnrecordedCall: a switch inside a system call that the limit
-// left out has no entry to refer to: it walks the user chain and copies
-// the stack itself when its thread's budget allows one more event, and is
-// recorded without stacks (and counted) when not.
+// left out has no entry to refer to: it is recorded without stacks (and
+// counted), never walking its own.
 func TestSwitchInUnrecordedCall(t *testing.T) {
 	testutil.NeedRoot(t)
 	const burst = 6
@@ -477,14 +476,13 @@ func TestSwitchInUnrecordedCall(t *testing.T) {
 			t.Errorf("%d switches asleep refer to call %d, which has no entry recorded", k, nr)
 		}
 	}
-	// One event a second beyond a burst of 6, by the records' own clock:
+	// One call a second beyond a burst of 6, by the records' own clock:
 	// the first sleeps are recorded and their switches refer to them, the
-	// others' switches go without stacks (a switch finds budget only when
-	// some came due since its call's entry).
+	// others' switches go without stacks, none walks its own.
 	most := burst + int((last-first)/1e9) + 1
-	if sleeps == 0 || entries+walked > most || inCall > sleeps || inCall+walked+bare < n || bare < n-most || uint64(bare) > tr.SwitchesBare() {
+	if sleeps == 0 || entries > most || walked != 0 || inCall > sleeps || inCall+bare < n || bare < n-most || uint64(bare) > tr.SwitchesBare() {
 		t.Errorf("%d entries recorded (%d sleeps); of the switches asleep, %d refer to their call, %d walked their own chain, %d without stacks (%d counted): "+
-			"want %d sleeps in all, at most %d events with stacks", entries, sleeps, inCall, walked, bare, tr.SwitchesBare(), n, most)
+			"want %d sleeps in all, at most %d entries, no switch walked", entries, sleeps, inCall, walked, bare, tr.SwitchesBare(), n, most)
 	}
 }
 
@@ -688,8 +686,23 @@ func windowsRecordInside(t *testing.T, hash bool) {
 	}
 	var pending *entry
 	getppid, exits, crossed := 0, 0, 0
+	inCall, bare, walked := 0, 0, 0 // switches asleep in a nanosleep
 	err = tr.Drain(func(ev *Event) {
-		if ev.TID != tid || ev.Switch {
+		if ev.TID != tid {
+			return
+		}
+		if ev.Switch {
+			if SwitchState(ev.Nr) != 1 {
+				return
+			}
+			switch {
+			case ev.UserStack == InCall && ev.CallNr == unix.SYS_NANOSLEEP:
+				inCall++
+			case ev.UserStack == NoStack && ev.CallNr == unix.SYS_NANOSLEEP:
+				bare++
+			case ev.UserStack >= 0 && afterSyscall(ev.IP):
+				walked++
+			}
 			return
 		}
 		if ev.Exit {
@@ -726,11 +739,35 @@ func windowsRecordInside(t *testing.T, hash bool) {
 			}
 		}
 	}
+	// Sleeps entered inside a window have their switch refer to them;
+	// those entered outside (two in three) were left out, and so their
+	// switches go without stacks: none walks its chains.
+	if walked != 0 || bare == 0 || inCall == 0 {
+		t.Errorf("switches asleep in nanosleep: %d refer to their call, %d without stacks, %d walked their own chains: want some of the first two and none walked",
+			inCall, bare, walked)
+	}
 	// A call in flight at a window's close may still run the entry
 	// program (the detachment does not wait for it): one per window.
 	if possible == 0 || getppid < sure || getppid > possible+len(wins) {
 		t.Errorf("%d getppid entries recorded over %d windows: want at least the %d calls made inside a window and at most the %d that overlapped one (and one per window)",
 			getppid, len(wins), sure, possible)
 	}
-	t.Logf("%d windows; getppid: %d recorded, %d surely inside, %d overlapping; %d exits", len(wins), getppid, sure, possible, exits)
+	t.Logf("%d windows; getppid: %d recorded, %d surely inside, %d overlapping; %d exits; switches asleep: %d in their call, %d bare",
+		len(wins), getppid, sure, possible, exits, inCall, bare)
+}
+
+// afterSyscall reports whether the instruction before pc, an address of
+// this process's code, is syscall (0f 05): a thread that left the CPU
+// there was inside a system call.
+func afterSyscall(pc uint64) bool {
+	f, err := os.Open("/proc/self/mem")
+	if err != nil || pc < 2 {
+		return false
+	}
+	defer f.Close()
+	var b [2]byte
+	if _, err := f.ReadAt(b[:], int64(pc-2)); err != nil {
+		return false
+	}
+	return b[0] == 0x0f && b[1] == 0x05
 }

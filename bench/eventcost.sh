@@ -16,7 +16,10 @@
 # tracepoint events (--perf-events); all-bpf records at most 5,000 system
 # calls a second per thread (the default --syscall-limit), all-bpf-every
 # every call, all-bpf-N at most N, all-bpf-winN only in windows of N ms of
-# every 100 ms (--syscall-windows); the table then also gives the calls
+# every 100 ms (--syscall-windows), all-bpf-auto in windows of 10 ms of
+# every 100 ms while the server makes more than 20,000 calls a second and
+# every call below (--syscall-windows auto), all-bpf-off all along
+# (--syscall-windows off); the table then also gives the calls
 # recorded of those made (median; "~": the windows' estimate of those
 # made). CPU time comes from culprit's per-CPU
 # cpu-clock events (the default); the -thread configurations use the
@@ -62,6 +65,8 @@ declare -A cfg=(
 	[all-bpf-2000]="$c --events cpu,syscalls,sched --syscall-limit 2000 --"
 	[all-bpf-win10]="$c --events cpu,syscalls,sched --syscall-windows 10ms/100ms --"
 	[all-bpf-win20]="$c --events cpu,syscalls,sched --syscall-windows 20ms/100ms --"
+	[all-bpf-auto]="$c --events cpu,syscalls,sched --syscall-windows auto --"
+	[all-bpf-off]="$c --events cpu,syscalls,sched --syscall-windows off --"
 	[cpu-thread]="$c --per-thread-clock --"
 	[all-bpf-thread]="$c --events cpu,syscalls,sched --per-thread-clock --"
 	[perf]="perf record -F 999 -g -o $out/perf.data --"

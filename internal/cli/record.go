@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -69,13 +70,11 @@ Call-graph modes, collectors, events and values: docs/cli.md (culprit record).`,
 			if o.SyscallBurst < 0 || o.SyscallBurst > 1<<20 {
 				return usagef("--syscall-burst %d: system calls a thread may make at once beyond --syscall-limit, 0 to %d", o.SyscallBurst, 1<<20)
 			}
-			if windows != "" {
-				on, period, err := parseWindows(windows)
-				if err != nil {
-					return usageError{err}
-				}
-				o.SyscallWindowOn, o.SyscallWindowPeriod = on, period
+			on, period, above, werr := parseWindows(windows)
+			if werr != nil {
+				return usageError{werr}
 			}
+			o.SyscallWindowOn, o.SyscallWindowPeriod, o.SyscallWindowAbove = on, period, above
 			if pid != 0 {
 				if err := checkPID(pid); err != nil {
 					return err
@@ -162,7 +161,7 @@ Call-graph modes, collectors, events and values: docs/cli.md (culprit record).`,
 	f.IntVar(&o.EventPeriod, "event-period", 1, "with syscalls or sched: record one in N of those events, to bound the cost on syscall-heavy programs")
 	f.IntVar(&o.SyscallLimit, "syscall-limit", 5000, "with syscalls, where culprit's BPF program records them: record at most N system calls a second per thread (beyond a burst of --syscall-burst), counting the others in the period of the thread's next recorded call, to bound the cost on syscall-heavy programs; a context switch inside a call left out is recorded without its stacks (when and how the thread left the CPU); 0 records every call (docs/performance.md)")
 	f.IntVar(&o.SyscallBurst, "syscall-burst", 256, "with --syscall-limit: the system calls a thread may make at once, beyond the limit's rate, that are all recorded")
-	f.StringVar(&windows, "syscall-windows", "", "with syscalls, where culprit's BPF program records them: record system calls only in the first ON of every PERIOD (ON/PERIOD, e.g. 10ms/100ms), no program running at a call outside them; each recorded call's period is scaled by PERIOD/ON, so counts and shares are estimates, and a call still in progress when its window closes has no exit (long calls count less); context switches are recorded all along, those inside calls left out (outside the windows) without stacks (docs/introperf.md)")
+	f.StringVar(&windows, "syscall-windows", "off", "with syscalls, where culprit's BPF program records them: record system calls only in the first ON of every PERIOD (ON/PERIOD, e.g. 10ms/100ms), no program running at a call outside them; each recorded call's period is scaled by PERIOD/ON, so counts and shares are estimates, and a call still in progress when its window closes has no exit (long calls count less); context switches are recorded all along, those inside calls left out (outside the windows) without stacks; auto records every call (within --syscall-limit) while the traced threads make at most "+strconv.Itoa(recorder.AutoWindowAbove)+" calls a second, and in windows of "+recorder.AutoWindowOn.String()+"/"+recorder.AutoWindowPeriod.String()+" above; off records calls all along (docs/introperf.md)")
 	f.BoolVar(&o.PerfEvents, "perf-events", false, "with syscalls or sched: record system calls and context switches with perf's tracepoint events instead of culprit's BPF program (used in fp mode without --event-period, with cpu or wakeup events): the same samples at about twice the cost (docs/performance.md)")
 	f.BoolVar(&o.SyscallUserStacks, "syscall-user-stacks", false, "with syscalls: record system call entries and exits with their user frames only (the kernel's frames there are always the same entry path; culprit latency and contexts then have no kernel instances for system calls); halves the cost per event where perf records them (dwarf mode, --event-period, --perf-events)")
 	f.StringArrayVar(&exprSpecs, "expr", nil, "sample an expression: 'PROG@FUNC@EXPR' evaluates EXPR (e.g. n, j->size, cfg.limits[2]) in the frame of FUNC whenever FUNC is on the stack of program PROG (globs; a PROG naming a shared object, libfoo.so, evaluates EXPR in that object's functions and globals in any process that maps it); repeatable; see culprit report --exprs")
@@ -357,11 +356,22 @@ func processUIDs(pid int) ([3]int, bool) {
 	return out, false
 }
 
-// parseWindows reads --syscall-windows ON/PERIOD.
-func parseWindows(s string) (on, period time.Duration, err error) {
+// parseWindows reads --syscall-windows ON/PERIOD, auto or off (on 0).
+func parseWindows(s string) (on, period time.Duration, above int, err error) {
+	switch s {
+	case "off":
+		return 0, 0, 0, nil
+	case "auto":
+		return recorder.AutoWindowOn, recorder.AutoWindowPeriod, recorder.AutoWindowAbove, nil
+	}
+	on, period, err = parseOnPeriod(s)
+	return on, period, 0, err
+}
+
+func parseOnPeriod(s string) (on, period time.Duration, err error) {
 	a, b, ok := strings.Cut(s, "/")
 	if !ok {
-		return 0, 0, fmt.Errorf("--syscall-windows %q: ON/PERIOD, two durations, e.g. 10ms/100ms", s)
+		return 0, 0, fmt.Errorf("--syscall-windows %q: ON/PERIOD, two durations, e.g. 10ms/100ms, or auto, or off", s)
 	}
 	if on, err = time.ParseDuration(a); err != nil {
 		return 0, 0, fmt.Errorf("--syscall-windows %q: ON %q is not a duration, e.g. 10ms", s, a)

@@ -72,6 +72,10 @@ type Options struct {
 	// that counts are estimates of the whole run's. A call still open when
 	// its window closes has no exit recorded.
 	SyscallWindowOn, SyscallWindowPeriod time.Duration
+	// SyscallWindowAbove, above 0 with the windows, records every call
+	// (within SyscallLimit) while the traced threads make at most that
+	// many calls a second, and in the windows only above it.
+	SyscallWindowAbove int
 	// SyscallUserStacks records system call events with their user frames
 	// only: the kernel's frames at those tracepoints are always the same
 	// entry path, and walking them is half of each event's cost.
@@ -406,12 +410,13 @@ type session struct {
 	// sysLimit and sysBurst: the system calls per second a thread records
 	// beyond a burst (Options.SyscallLimit), 0 when every call is.
 	sysLimit, sysBurst int
-	// sysScale is what each recorded call's weight is multiplied by
-	// (Options.SyscallWindowPeriod / SyscallWindowOn; 0: not windowed),
-	// sysFrac the fraction carried to the next, so that weights add up to
-	// the scaled counts.
-	sysScale, sysFrac float64
-	pending           map[uint32]*pendingCall // by TID
+	// sysWindows: system calls are recorded in windows (or may be,
+	// above a rate); each recorded call's weight is multiplied by its
+	// window's scale (syscallprog's Tracer.Scale), sysFrac the fraction
+	// carried to the next, so that weights add up to the scaled counts.
+	sysWindows bool
+	sysFrac    float64
+	pending    map[uint32]*pendingCall // by TID
 	// onSched, when set, is shown each scheduler event written (Sched.OnEvent).
 	onSched func(smp recording.Sample, user []uint64)
 }
@@ -583,8 +588,11 @@ func (s *session) begin() {
 	if s.sys != nil && s.sysLimit > 0 {
 		meta.Extra[recording.ExtraSyscallLimit] = fmt.Sprintf("%d/%d", s.sysLimit, s.sysBurst)
 	}
-	if s.sys != nil && s.sysScale > 0 {
+	if s.sys != nil && s.sysWindows {
 		meta.Extra[recording.ExtraSyscallWindows] = fmt.Sprintf("%v/%v", o.SyscallWindowOn, o.SyscallWindowPeriod)
+		if o.SyscallWindowAbove > 0 {
+			meta.Extra[recording.ExtraSyscallWindows] += fmt.Sprintf(">%d", o.SyscallWindowAbove)
+		}
 	}
 	meta.Frequency = o.Frequency
 	meta.CallGraph = o.CallGraph
@@ -1181,25 +1189,41 @@ func (s *session) finish() (Result, error) {
 	}
 	if s.sys != nil {
 		sysReduced = s.sys.Reduced()
-		s.res.Syscalls += s.sysWeight(s.sys.Unrecorded())
+		s.res.Syscalls += s.sysWeight(s.sys.Unrecorded(), s.sys.Scale(math.MaxUint64))
 		switchesOut = s.sys.SwitchesBare()
 	}
 	var windows []syscallprog.Window
 	var windowsErr error
-	if s.sys != nil && s.sysScale > 0 {
+	if s.sys != nil && s.sysWindows {
 		windows, windowsErr = s.sys.Windows()
 	}
 	s.close()
 	if windowsErr != nil {
 		s.warn("system calls were recorded only until: %v", windowsErr)
 	}
-	if n, r := s.res.Syscalls, s.res.SyscallsRecorded; s.sysScale > 0 {
-		limit := ""
+	var scaled []syscallprog.Window // windows whose calls stand for more than themselves
+	var steady time.Duration        // time the programs stayed attached, below the rate
+	end := monotonic()
+	for _, w := range windows {
+		switch {
+		case w.Scale > 1:
+			scaled = append(scaled, w)
+		case w.End == 0 && end > w.Start:
+			steady += time.Duration(end - w.Start) // still open
+		case w.End > w.Start:
+			steady += time.Duration(w.End - w.Start)
+		}
+	}
+	if n, r := s.res.Syscalls, s.res.SyscallsRecorded; len(scaled) > 0 {
+		limit, above := "", ""
 		if s.sysLimit > 0 && s.sysLimit < 1e9 {
 			limit = fmt.Sprintf(", each thread recording at most %d a second beyond a burst of %d in them", s.sysLimit, s.sysBurst)
 		}
-		s.warn("system calls recorded in %d windows of %v every %v%s: %d recorded stand for an estimated %d calls; counts and shares of system calls are estimates (each recorded call's samples carry its period scaled by %.3g); calls still in progress when their window closed have no exit recorded, which counts long calls less",
-			len(windows), s.o.SyscallWindowOn, s.o.SyscallWindowPeriod, limit, r, n, s.sysScale)
+		if s.o.SyscallWindowAbove > 0 {
+			above = fmt.Sprintf(" (the traced threads made more than %d calls a second; every call was recorded for %v, while they made fewer)", s.o.SyscallWindowAbove, steady.Round(time.Millisecond))
+		}
+		s.warn("system calls recorded in %d windows of %v every %v%s%s: %d recorded stand for an estimated %d calls; counts and shares of system calls are estimates (each call recorded in a window has its samples' period scaled by %.3g); calls still in progress when their window closed have no exit recorded, which counts long calls less; --syscall-windows off records calls all along, at more cost (docs/introperf.md)",
+			len(scaled), s.o.SyscallWindowOn, s.o.SyscallWindowPeriod, above, limit, r, n, scaled[0].Scale)
 	} else if n > r {
 		sw := ""
 		if switchesOut > 0 {

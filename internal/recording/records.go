@@ -71,8 +71,10 @@ const ExtraSyscallLimit = "syscall_limit"
 // ExtraSyscallWindows is the Meta.Extra key of the windows the recorder
 // recorded system calls in, "ON/PERIOD" (Go durations): the first ON of
 // every PERIOD; each recorded call's Period is scaled by PERIOD/ON, so
-// that counts and shares are estimates of the whole run's. Absent: calls
-// were recorded all along.
+// that counts and shares are estimates of the whole run's; "ON/PERIOD>N"
+// (record --syscall-windows auto): in windows while the traced threads
+// made more than N calls a second, every call (Period unscaled) while
+// they made fewer. Absent: calls were recorded all along.
 const ExtraSyscallWindows = "syscall_windows"
 
 // Mmap is an executable mapping of a process, as the kernel reported it or as

@@ -74,8 +74,12 @@ func syscallNote(r *introperf.Result) string {
 		rule = fmt.Sprintf(", at most %s a second per thread beyond a burst of %s", rate, burst)
 	}
 	if on, period, ok := strings.Cut(r.SyscallWindows, "/"); ok {
-		return fmt.Sprintf("%d system calls recorded in windows of %s every %s%s stand for an estimated %d: the others have no kernel instances, and their threads' functions are seen at fewer moments (record without --syscall-windows for calls all along)",
-			rec, on, period, rule, r.Syscalls)
+		above := ""
+		if p, a, ok := strings.Cut(period, ">"); ok {
+			period, above = p, fmt.Sprintf(" (while the traced threads made more than %s calls a second; every call below)", a)
+		}
+		return fmt.Sprintf("%d system calls recorded in windows of %s every %s%s%s stand for an estimated %d: the others have no kernel instances, and their threads' functions are seen at fewer moments (record --syscall-windows off for calls all along)",
+			rec, on, period, above, rule, r.Syscalls)
 	}
 	return fmt.Sprintf("%d of %d system calls recorded (%.0f%%%s): the others have no kernel instances, and their threads' functions are seen at fewer moments (record --syscall-limit 0 for every call)",
 		rec, r.Syscalls, 100*float64(rec)/float64(r.Syscalls), rule)

@@ -97,7 +97,7 @@ const (
 	offSP      = 56
 	offBP      = 64
 	offCopied  = 72 // u64: bytes of stack copied from SP
-	offCallNr  = 80 // u64: a switch's system call (orig_ax), when UserStack is InCall
+	offCallNr  = 80 // u64: a switch's system call (orig_ax), when UserStack is InCall; an entry's window generation
 	offSkipped = 88 // u64: an entry's thread's calls not recorded since its previous recorded one
 	hdrSize    = 96
 	exitSize   = 48
@@ -186,6 +186,13 @@ type Options struct {
 	// chains). Windows are the
 	// Tracer's Windows.
 	WindowOn, WindowPeriod time.Duration
+	// WindowAbove, when above 0 with WindowOn, keeps the system call
+	// programs attached while the traced threads make at most WindowAbove
+	// calls a second (measured over each WindowPeriod), every call
+	// recorded as without windows; above, the windows cycle, until a
+	// window's calls come at less than half that rate. Scale says what
+	// the calls of each window stand for.
+	WindowAbove int
 
 	stackEntries int // the stack map's buckets (16384 when 0); tests make it small
 	// threadHash keeps the per-thread state in the hash map keyed by
@@ -207,6 +214,10 @@ type Event struct {
 	KernStack  int64 // stack id, negative when none
 	IP, SP, BP uint64
 	CallNr     uint64 // with UserStack InCall: the system call the switch is inside
+	// Window is, at an entry, the generation of the window it was
+	// recorded in (Options.WindowOn; 0 without): Tracer.Scale says what
+	// its calls stand for.
+	Window uint64
 	// Skipped is, at an entry, the calls of its thread not recorded
 	// (Options.Limit) since the thread's previous recorded entry.
 	Skipped uint64
@@ -277,7 +288,7 @@ func New(o Options) (*Tracer, error) {
 	if t.ring, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_scring", Type: ebpf.RingBuf, MaxEntries: uint32(ringBytes)}); err != nil {
 		return fail(err)
 	}
-	if t.lost, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_sclost", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: 5}); err != nil {
+	if t.lost, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_sclost", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: 6}); err != nil {
 		return fail(err)
 	}
 	if t.kcache, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_sckst", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 4}); err != nil {
@@ -354,9 +365,15 @@ func New(o Options) (*Tracer, error) {
 	}
 	t.rd.SetDeadline(time.Unix(1, 0))
 	if windowed {
-		t.win = &windows{on: o.WindowOn, period: o.WindowPeriod, stop: make(chan struct{}), done: make(chan struct{})}
-		// The first window opened with the programs' attachment above.
-		t.win.spans = append(t.win.spans, Window{Start: attachStart, opened: monotonicNow()})
+		t.win = &windows{on: o.WindowOn, period: o.WindowPeriod, above: float64(o.WindowAbove), stop: make(chan struct{}), done: make(chan struct{})}
+		// The first window opened with the programs' attachment above;
+		// with a rate, it lasts while the calls stay below it.
+		scale := float64(o.WindowPeriod) / float64(o.WindowOn)
+		if o.WindowAbove > 0 {
+			scale = 1
+		}
+		t.win.scales = []float64{scale}
+		t.win.spans = append(t.win.spans, Window{Start: attachStart, opened: monotonicNow(), Scale: scale})
 	}
 	return t, nil
 }
@@ -419,6 +436,9 @@ func (t *Tracer) Drain(fn func(*Event)) error {
 			n := int(le.Uint64(b[offCopied:]))
 			ev.Stack = b[hdrSize:min(hdrSize+n, len(b))]
 			ev.CallNr = le.Uint64(b[offCallNr:])
+			if !ev.Switch {
+				ev.Window, ev.CallNr = ev.CallNr, 0
+			}
 			ev.Skipped = le.Uint64(b[offSkipped:])
 			// Records that refer to their call, or have no chains, have no
 			// room for a copy.
@@ -746,10 +766,15 @@ const (
 	slotBare    = 2
 	slotSkipped = 3 // calls Options.Limit left out
 	slotKWalks  = 4 // kernel chains walked at switches inside calls that might reuse one
+	slotCalls   = 5 // system calls of traced threads, with windows (Options.WindowOn)
 )
 
 // skippedSlot is the stack slot holding the entry's Skipped count.
 const skippedSlot = -40
+
+// winSlot is the entry program's stack slot holding the window's
+// generation (0 without windows).
+const winSlot = -64
 
 // Unrecorded is the number of system calls that Options.Limit kept from
 // the record and that no later recorded entry of their thread counts: the
@@ -1122,12 +1147,24 @@ func enterProgram(m fds, kernel bool, copyBytes, ringBytes int) asm.Instructions
 		asm.StoreMem(asm.R1, thECtx, rCtx, asm.DWord),
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("e_nostate"),
 	)
+	b.Emit(storeImm64(asm.RFP, winSlot, 0))
 	if m.win != 0 {
-		b.Emit(asm.StoreImm(asm.RFP, -8, 0, asm.Word))
+		// The window's generation, kept in the thread's state and the
+		// record; the traced threads' calls counted (slotCalls), for the
+		// windows' rate rule.
+		b.Emit(asm.StoreImm(asm.RFP, -8, slotCalls, asm.Word))
+		b.Lookup(m.lost, -8)
+		b.Emit(
+			asm.JEq.Imm(asm.R0, 0, "e_nocount"),
+			asm.Mov.Imm(asm.R1, 1),
+			asm.StoreXAdd(asm.R0, asm.R1, asm.DWord),
+			asm.StoreImm(asm.RFP, -8, 0, asm.Word).WithSymbol("e_nocount"),
+		)
 		b.Lookup(m.win, -8)
 		b.Emit(
 			asm.JEq.Imm(asm.R0, 0, "e_nowin"),
 			asm.LoadMem(asm.R2, asm.R0, 0, asm.DWord),
+			asm.StoreMem(asm.RFP, winSlot, asm.R2, asm.DWord),
 			asm.LoadMem(asm.R1, asm.RFP, thrSlot, asm.DWord),
 			asm.JEq.Imm(asm.R1, 0, "e_nowin"),
 			asm.StoreMem(asm.R1, thWin, asm.R2, asm.DWord),
@@ -1140,6 +1177,8 @@ func enterProgram(m fds, kernel bool, copyBytes, ringBytes int) asm.Instructions
 	b.Emit(
 		asm.LoadMem(asm.R1, asm.RFP, skippedSlot, asm.DWord),
 		asm.StoreMem(rRec, offSkipped, asm.R1, asm.DWord),
+		asm.LoadMem(asm.R1, asm.RFP, winSlot, asm.DWord),
+		asm.StoreMem(rRec, offCallNr, asm.R1, asm.DWord),
 		// args[0]: the user registers.
 		asm.LoadMem(rRegs, rCtx, 0, asm.DWord),
 		asm.LoadMem(asm.R1, rCtx, 8, asm.DWord),

@@ -1,6 +1,7 @@
 package syscallprog
 
 import (
+	"math"
 	"os"
 	"reflect"
 	"runtime"
@@ -770,4 +771,159 @@ func afterSyscall(pc uint64) bool {
 		return false
 	}
 	return b[0] == 0x0f && b[1] == 0x05
+}
+
+// TestWindowsAboveRate: with a rate (Options.WindowAbove), the programs
+// stay attached while the traced process makes few calls, every call
+// recorded as standing for itself; a loop of calls above the rate starts
+// the windows, whose calls stand for PERIOD/ON each and outside which
+// none is recorded; few calls again, and the programs stay attached for
+// good from the next window on. Bounds come from the thread's own clock
+// reads around each call and the windows' times, as in TestWindows.
+func TestWindowsAboveRate(t *testing.T) {
+	testutil.NeedRoot(t)
+	threadStates(t, windowsAboveRate)
+}
+
+func windowsAboveRate(t *testing.T, hash bool) {
+	const on, period = 2 * time.Millisecond, 6 * time.Millisecond
+	tr, tid := traceSelf(t, Options{Syscalls: true, RingBytes: 16 << 20,
+		WindowOn: on, WindowPeriod: period, WindowAbove: 20000, threadHash: hash})
+	defer tr.Close()
+	type call struct{ from, to uint64 }
+	var calls []call
+	getppid := func() {
+		c := call{from: monotonicNow()}
+		unix.Getppid()
+		c.to = monotonicNow()
+		calls = append(calls, c)
+	}
+	sleep := unix.NsecToTimespec(int64(2 * time.Millisecond))
+	slow := func() {
+		getppid()
+		_ = unix.Nanosleep(&sleep, nil)
+	}
+	// phase: 0 before any window of scale PERIOD/ON, 1 in them, 2 attached
+	// for good again after them; closed: the windows of scale PERIOD/ON
+	// closed.
+	phase := func() (p, closed int) {
+		wins, err := tr.Windows()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, w := range wins {
+			switch {
+			case w.Scale > 1:
+				p = 1
+				if w.End != 0 {
+					closed++
+				}
+			case p == 1 && w.End == 0:
+				p = 2
+			}
+		}
+		return p, closed
+	}
+	type entry struct {
+		time  uint64
+		scale float64
+	}
+	var entries []entry
+	drain := func() {
+		if err := tr.Drain(func(ev *Event) {
+			if ev.TID == tid && !ev.Switch && !ev.Exit && ev.Nr == unix.SYS_GETPPID {
+				entries = append(entries, entry{ev.Time, tr.Scale(ev.Window)})
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := 0; i < 30; i++ {
+		slow()
+	}
+	// A loop of calls until three windows have closed (the bound only
+	// keeps a broken cycle from looping for ever).
+	for i := 0; ; i++ {
+		if _, closed := phase(); closed >= 3 {
+			break
+		}
+		if i == 1e8 {
+			t.Fatal("no window opened after 100,000,000 calls")
+		}
+		getppid()
+		if i%4096 == 0 {
+			drain()
+		}
+	}
+	for i := 0; ; i++ {
+		if p, _ := phase(); p == 2 {
+			break
+		}
+		if i == 2000 {
+			wins, _ := tr.Windows()
+			for _, w := range wins[max(0, len(wins)-5):] {
+				t.Logf("span %d..%d scale %g", w.Start, w.End, w.Scale)
+			}
+			t.Fatalf("the programs were not attached for good again after 2,000 slow calls (%d spans)", len(wins))
+		}
+		slow()
+	}
+	for i := 0; i < 30; i++ {
+		slow()
+	}
+	wins, err := tr.Windows()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr.Remove(uint32(os.Getpid()))
+	runtime.UnlockOSThread()
+	drain()
+	ratio := float64(period) / float64(on)
+	// Each call by where it surely was: inside a span (from after its
+	// attachment to before its detachment; an open one to the end) of
+	// scale 1 or PERIOD/ON, or outside every span.
+	var sureSteady, sureScaled, sureOutside int
+	for _, c := range calls {
+		outside := true
+		for _, w := range wins {
+			closing := w.closing
+			if w.End == 0 {
+				closing = math.MaxUint64
+			}
+			if c.from >= w.opened && c.to <= closing {
+				if w.Scale == 1 {
+					sureSteady++
+				} else {
+					sureScaled++
+				}
+			}
+			if c.to >= w.Start && (w.End == 0 || c.from <= w.End) {
+				outside = false
+			}
+		}
+		if outside {
+			sureOutside++
+		}
+	}
+	var steady, scaled int
+	for _, e := range entries {
+		switch e.scale {
+		case 1:
+			steady++
+		case ratio:
+			scaled++
+		default:
+			t.Errorf("a call at %d stands for %g calls, want 1 or %g", e.time, e.scale, ratio)
+		}
+	}
+	// A call in flight at a span's end may run the entry program after
+	// it (the detachment, or the generation's change, does not wait for
+	// it): one per span.
+	if steady < sureSteady || scaled < sureScaled || steady+scaled > len(calls)-sureOutside+len(wins) ||
+		sureOutside == 0 || sureScaled == 0 || sureSteady < 60 {
+		t.Errorf("of %d getppid calls, recorded: %d standing for 1, %d for %g; surely made: %d attached below the rate, %d in windows, %d outside every window (%d spans)",
+			len(calls), steady, scaled, ratio, sureSteady, sureScaled, sureOutside, len(wins))
+	}
+	t.Logf("%d calls: %d recorded standing for 1 (%d surely below the rate), %d for %g (%d surely in windows), %d surely outside; %d spans",
+		len(calls), steady, sureSteady, scaled, ratio, sureScaled, sureOutside, len(wins))
 }

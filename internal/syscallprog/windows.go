@@ -14,6 +14,10 @@ import (
 // before their attachment to after their detachment; End 0: still open.
 type Window struct {
 	Start, End uint64
+	// Scale is what each call recorded in the window stands for:
+	// WindowPeriod/WindowOn, or 1 for a time the programs stayed attached
+	// (Options.WindowAbove: the calls came below the rate).
+	Scale float64
 	// opened (after the attachment) and closing (before the detachment):
 	// every call between them is recorded (in the tests: bounds).
 	opened, closing uint64
@@ -23,9 +27,11 @@ type Window struct {
 // call programs.
 type windows struct {
 	on, period time.Duration
+	above      float64 // Options.WindowAbove
 	stop, done chan struct{}
 	mu         sync.Mutex
 	spans      []Window
+	scales     []float64 // by generation
 	gen        uint64
 	err        error
 	started    bool // the cycle runs (from the first Add)
@@ -37,21 +43,56 @@ func monotonicNow() uint64 {
 	return uint64(ts.Nano())
 }
 
-// cycle, from the first Add, detaches the system call programs after each window's WindowOn
-// and attaches them again at the next window's start, until Close. At a
-// window's close the entry program goes first, then the exit program (the
-// exits of calls entered before still pair with their entries), then the
-// generation moves on, so that a state written in the window is of an
-// earlier one. At a window's start the exit program comes first: an exit
-// before the entry program runs finds its thread's state of an earlier
-// window and is not recorded.
+// cycle, from the first Add, detaches the system call programs after each
+// window's WindowOn and attaches them again at the next window's start,
+// until Close. At a window's close the entry program goes first, then the
+// exit program (the exits of calls entered before still pair with their
+// entries), then the generation moves on, so that a state written in the
+// window is of an earlier one. At a window's start the exit program comes
+// first: an exit before the entry program runs finds its thread's state
+// of an earlier window and is not recorded.
+//
+// With a rate (Options.WindowAbove), the programs stay attached (a window
+// of scale 1) while the traced threads' calls, counted by the entry
+// program, come at most at that rate over each period; above, the
+// generation moves on without a detachment and the windows cycle from
+// there; a window whose calls came at less than half the rate is followed
+// by programs attached for good again.
 func (t *Tracer) cycle() {
 	w := t.win
 	defer close(w.done)
+	ratio := float64(w.period) / float64(w.on)
 	attached := true
+	steady := w.above > 0 // attached, calls below the rate
+	resume := false       // steady again from the next attachment
+	callsAt, at := t.count(slotCalls), monotonicNow()
+	rate := func(now uint64) float64 {
+		calls := t.count(slotCalls)
+		r := float64(calls-callsAt) / (float64(now-at) / 1e9)
+		callsAt, at = calls, now
+		return r
+	}
+	// next moves the generation on to one whose calls stand for scale
+	// each, the window in progress ending at closing.
+	next := func(closing uint64, scale float64) error {
+		w.gen++
+		w.mu.Lock()
+		w.scales = append(w.scales, scale)
+		w.mu.Unlock()
+		err := t.wgen.Update(uint32(0), w.gen, 0)
+		w.mu.Lock()
+		w.spans[len(w.spans)-1].closing = closing
+		w.spans[len(w.spans)-1].End = monotonicNow()
+		w.mu.Unlock()
+		return err
+	}
 	for {
-		wait := w.on
-		if !attached {
+		wait := w.period
+		switch {
+		case steady:
+		case attached:
+			wait = w.on
+		default:
 			wait = w.period - w.on
 		}
 		timer := time.NewTimer(wait)
@@ -67,19 +108,36 @@ func (t *Tracer) cycle() {
 			return
 		case <-timer.C:
 		}
+		now := monotonicNow()
+		if steady {
+			if rate(now) <= w.above {
+				continue
+			}
+			// Above the rate: a window starts now, without a
+			// detachment, its calls standing for PERIOD/ON each.
+			if err := next(now, ratio); err != nil {
+				w.fail(fmt.Errorf("starting system call windows: %w", err))
+				return
+			}
+			w.mu.Lock()
+			w.spans = append(w.spans, Window{Start: now, opened: monotonicNow(), Scale: ratio})
+			w.mu.Unlock()
+			steady = false
+			callsAt, at = t.count(slotCalls), monotonicNow()
+			continue
+		}
 		if attached {
-			closing := monotonicNow()
 			for _, i := range []int{0, 1} {
 				t.links[i].Close()
 				t.links[i] = nil
 			}
-			w.gen++
-			err := t.wgen.Update(uint32(0), w.gen, 0)
-			w.mu.Lock()
-			w.spans[len(w.spans)-1].closing = closing
-			w.spans[len(w.spans)-1].End = monotonicNow()
-			w.mu.Unlock()
-			if err != nil {
+			scale := ratio
+			if w.above > 0 && rate(now) < w.above/2 {
+				// Calls came at less than half the rate: the programs
+				// stay attached from the next window on.
+				resume, scale = true, 1
+			}
+			if err := next(now, scale); err != nil {
 				w.fail(fmt.Errorf("closing a system call window: %w", err))
 				return
 			}
@@ -94,8 +152,10 @@ func (t *Tracer) cycle() {
 				t.links[i] = l
 			}
 			w.mu.Lock()
-			w.spans = append(w.spans, Window{Start: start, opened: monotonicNow()})
+			w.spans = append(w.spans, Window{Start: start, opened: monotonicNow(), Scale: w.scales[w.gen]})
 			w.mu.Unlock()
+			callsAt, at = t.count(slotCalls), monotonicNow()
+			steady, resume = resume, false
 		}
 		attached = !attached
 	}
@@ -117,4 +177,20 @@ func (t *Tracer) Windows() ([]Window, error) {
 	t.win.mu.Lock()
 	defer t.win.mu.Unlock()
 	return append([]Window(nil), t.win.spans...), t.win.err
+}
+
+// Scale returns what each call recorded in window generation gen (an
+// entry's Event.Window) stands for: 1 without windows or while the
+// programs stayed attached below the rate (Options.WindowAbove),
+// WindowPeriod/WindowOn in the windows.
+func (t *Tracer) Scale(gen uint64) float64 {
+	if t.win == nil {
+		return 1
+	}
+	t.win.mu.Lock()
+	defer t.win.mu.Unlock()
+	if gen < uint64(len(t.win.scales)) {
+		return t.win.scales[gen]
+	}
+	return t.win.scales[len(t.win.scales)-1]
 }

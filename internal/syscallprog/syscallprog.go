@@ -38,7 +38,8 @@
 // task storage, at the entry): a call is recorded or left out whole, and the calls
 // left out are counted into the thread's next recorded entry. A switch
 // inside a call left out goes without chains: the recorded call that
-// counts it stands for it, and its time and state are kept.
+// counts it stands for it, and its time and state are kept; a preemption
+// there walks its chains within the same budget.
 //
 // Processes the traced ones fork are traced too: the traced processes are
 // a follow.Set, shared with the recording's other programs.
@@ -166,8 +167,8 @@ type Options struct {
 	// recorded call, less the burst's credit) is counted, not recorded, and
 	// neither is its exit; the next recorded entry carries the count
 	// (Event.Skipped). A switch inside a call not recorded is recorded
-	// without chains (UserStack NoStack; SwitchesBare counts them). 0
-	// records every call.
+	// without chains (UserStack NoStack; SwitchesBare counts them), but
+	// for a preemption within the same budget. 0 records every call.
 	Limit int
 	// LimitBurst is the calls a thread may make at once beyond Limit's
 	// rate (0: 1).
@@ -890,11 +891,15 @@ func recorded(b *bpfasm.Builder, m fds, label string) {
 
 // leftOut emits, in the switch program with Options.Limit: nothing when
 // the thread's last system call was recorded (the switch refers to it);
-// else a count (SwitchesBare) and a jump to bare: a call left out (by the
-// limit, or outside a window) is represented by the recorded call that
-// counts it, and the stacks of its switches would be used by no analysis
-// while costing their walk. A thread without state records every call and
-// its switches walk.
+// else, for a thread that blocked (a call left out, by the limit or
+// outside a window, is represented by the recorded call that counts it,
+// and the stacks of its switches would cost their walk for no analysis),
+// a count (SwitchesBare) and a jump to bare. A preemption (the thread
+// stays runnable) walks its chains within the thread's budget (the
+// entries' rule, whose budget it takes), else goes bare too: latency
+// inference takes a preemption's wait for a CPU out of its thread's time
+// only from a switch with a stack. A thread without state records every
+// call and its switches walk.
 func leftOut(b *bpfasm.Builder, m fds, walk, bare string) {
 	if !m.limited {
 		return
@@ -904,7 +909,26 @@ func leftOut(b *bpfasm.Builder, m fds, walk, bare string) {
 		asm.JEq.Imm(asm.R0, 0, walk),
 		asm.LoadMem(asm.R1, asm.R0, stRecorded, asm.DWord),
 		asm.JNE.Imm(asm.R1, 0, "lo_in"),
-		asm.StoreImm(asm.RFP, -8, slotBare, asm.Word),
+		// Runnable: preempted, or a state of 0 (as SwitchState).
+		asm.LoadMem(asm.R1, rCtx, 0, asm.DWord),
+		asm.And.Imm(asm.R1, 1),
+		asm.JNE.Imm(asm.R1, 0, "lo_budget"),
+		asm.LoadMem(asm.R1, rCtx, 24, asm.DWord),
+		asm.Mov.Reg(asm.R2, asm.R1),
+		asm.And.Imm(asm.R2, 0x7f),
+		asm.JNE.Imm(asm.R2, 0, "lo_bare"),
+		asm.And.Imm(asm.R1, 0x1000), // TASK_RTLOCK_WAIT: blocked
+		asm.JNE.Imm(asm.R1, 0, "lo_bare"),
+		asm.LoadMem(asm.R0, asm.RFP, thrSlot, asm.DWord).WithSymbol("lo_budget"),
+		asm.StoreMem(asm.RFP, -24, asm.R0, asm.DWord),
+		asm.FnKtimeGetNs.Call(),
+		asm.StoreMem(asm.RFP, timeSlot, asm.R0, asm.DWord),
+		asm.LoadMem(asm.R3, asm.RFP, -24, asm.DWord),
+		asm.LoadMem(asm.R1, asm.R3, stTAT, asm.DWord),
+		asm.Mov.Reg(asm.R2, asm.R0),
+		asm.Add.Imm(asm.R2, m.burst),
+		asm.JGE.Reg(asm.R2, asm.R1, "lo_take"),
+		asm.StoreImm(asm.RFP, -8, slotBare, asm.Word).WithSymbol("lo_bare"),
 	)
 	b.Lookup(m.lost, -8)
 	b.Emit(
@@ -912,6 +936,12 @@ func leftOut(b *bpfasm.Builder, m fds, walk, bare string) {
 		asm.Mov.Imm(asm.R1, 1),
 		asm.StoreXAdd(asm.R0, asm.R1, asm.DWord),
 		asm.Ja.Label(bare),
+		// tat = max(tat, now) + every
+		asm.JGE.Reg(asm.R1, asm.R0, "lo_late").WithSymbol("lo_take"),
+		asm.Mov.Reg(asm.R1, asm.R0),
+		asm.Add.Imm(asm.R1, m.every).WithSymbol("lo_late"),
+		asm.StoreMem(asm.R3, stTAT, asm.R1, asm.DWord),
+		asm.Ja.Label(walk),
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("lo_in"),
 	)
 }
@@ -1043,7 +1073,7 @@ func threadHashNew(b *bpfasm.Builder, m fds) {
 }
 
 // timeSlot is the stack slot holding the clock read that decided on the
-// record (the limit's), which its reservation takes
+// record (the limit's or a preemption's budget), which its reservation takes
 // as the record's time instead of reading the clock again; 0: none.
 const timeSlot = -96
 
@@ -1264,7 +1294,8 @@ func SwitchState(nr uint64) uint64 {
 // fault's error code can look like a number, but the recorder then finds
 // no entry pending). Inside a call that was recorded, the record (without room for a stack
 // copy) refers to the call's user chain; inside one left out (by the limit,
-// or outside a window), the record has no chains (leftOut).
+// or outside a window), the record has no chains, but for a preemption
+// within its thread's budget (leftOut).
 func switchProgram(m fds, copyBytes, ringBytes int, exitStateOff int32, inCall bool) asm.Instructions {
 	const slotNr, slotIP = -48, -56 // the call and IP, read before the record is reserved
 	var b bpfasm.Builder
@@ -1311,7 +1342,7 @@ func switchProgram(m fds, copyBytes, ringBytes int, exitStateOff int32, inCall b
 		)
 		b.Mark("inside")
 		// A call not recorded has no user chain to refer to: the switch
-		// goes without chains.
+		// goes without chains (a preemption walks them within budget).
 		leftOut(&b, m, "walk", "bare")
 		inCallRecord := func(user int32, kernel bool) {
 			reserve(&b, m, hdrSize, kindSwitch)

@@ -1189,7 +1189,13 @@ func (s *session) finish() (Result, error) {
 	}
 	if s.sys != nil {
 		sysReduced = s.sys.Reduced()
-		s.res.Syscalls += s.sysWeight(s.sys.Unrecorded(), s.sys.Scale(math.MaxUint64))
+		// Calls left out after their thread's last recorded entry (in
+		// its window): those in windows stand for PERIOD/ON each.
+		win := s.sys.UnrecordedWindowed()
+		s.res.Syscalls += s.sys.Unrecorded() - min(win, s.sys.Unrecorded())
+		if win > 0 {
+			s.res.Syscalls += s.sysWeight(win, float64(s.o.SyscallWindowPeriod)/float64(s.o.SyscallWindowOn))
+		}
 		switchesOut = s.sys.SwitchesBare()
 	}
 	var windows []syscallprog.Window

@@ -237,6 +237,7 @@ type Tracer struct {
 	thr                               *ebpf.Map // per thread, whether traced and Options.Limit's state
 	threadHash                        bool      // thr is an LRU hash keyed by thread id, not task storage
 	skipped                           uint64    // Σ Event.Skipped of the entries drained
+	skippedWin                        uint64    // of those, in windows whose calls stand for PERIOD/ON
 	progs                             []*ebpf.Program
 	links                             []link.Link
 	rd                                *ringbuf.Reader
@@ -289,7 +290,7 @@ func New(o Options) (*Tracer, error) {
 	if t.ring, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_scring", Type: ebpf.RingBuf, MaxEntries: uint32(ringBytes)}); err != nil {
 		return fail(err)
 	}
-	if t.lost, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_sclost", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: 6}); err != nil {
+	if t.lost, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_sclost", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: 7}); err != nil {
 		return fail(err)
 	}
 	if t.kcache, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_sckst", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 4}); err != nil {
@@ -319,6 +320,12 @@ func New(o Options) (*Tracer, error) {
 			return fail(err)
 		}
 		m.win = t.wgen.FD()
+		if o.WindowAbove == 0 {
+			// Every window's calls stand for PERIOD/ON, the first's too.
+			if err := t.wgen.Update(uint32(0), uint64(1)<<windowedBit, 0); err != nil {
+				return fail(err)
+			}
+		}
 		if o.Limit == 0 {
 			// The windows need the thread's state to say whether its
 			// last call was recorded, which the limit keeps: a limit
@@ -438,7 +445,10 @@ func (t *Tracer) Drain(fn func(*Event)) error {
 			ev.Stack = b[hdrSize:min(hdrSize+n, len(b))]
 			ev.CallNr = le.Uint64(b[offCallNr:])
 			if !ev.Switch {
-				ev.Window, ev.CallNr = ev.CallNr, 0
+				ev.Window, ev.CallNr = ev.CallNr&^(1<<windowedBit), 0
+				if ev.Window != le.Uint64(b[offCallNr:]) {
+					t.skippedWin += le.Uint64(b[offSkipped:])
+				}
 			}
 			ev.Skipped = le.Uint64(b[offSkipped:])
 			// Records that refer to their call, or have no chains, have no
@@ -768,7 +778,15 @@ const (
 	slotSkipped = 3 // calls Options.Limit left out
 	slotKWalks  = 4 // kernel chains walked at switches inside calls that might reuse one
 	slotCalls   = 5 // system calls of traced threads, with windows (Options.WindowOn)
+	// slotSkippedWin: calls Options.Limit left out in windows whose calls
+	// stand for PERIOD/ON each (the others stand for themselves).
+	slotSkippedWin = 6
 )
+
+// windowedBit is set in the window map's value (and so in the thread
+// state's thWin and an entry's record) while the window's calls stand for
+// PERIOD/ON each; the bits below it are the generation.
+const windowedBit = 62
 
 // skippedSlot is the stack slot holding the entry's Skipped count.
 const skippedSlot = -40
@@ -788,6 +806,18 @@ func (t *Tracer) Unrecorded() uint64 {
 		return 0
 	}
 	return n - t.skipped
+}
+
+// UnrecordedWindowed is the part of Unrecorded left out in windows whose
+// calls stand for WindowPeriod/WindowOn each (Scale above 1): a thread's
+// calls left out are carried to its next recorded entry in the same
+// window only.
+func (t *Tracer) UnrecordedWindowed() uint64 {
+	n := t.count(slotSkippedWin)
+	if n < t.skippedWin {
+		return 0
+	}
+	return n - t.skippedWin
 }
 
 // limit emits, with Options.Limit: the call counted and the program ended
@@ -818,6 +848,17 @@ func limit(b *bpfasm.Builder, m fds) {
 	)
 	b.Lookup(m.lost, -8)
 	b.Emit(
+		asm.JEq.Imm(asm.R0, 0, "lim_win"),
+		asm.Mov.Imm(asm.R1, 1),
+		asm.StoreXAdd(asm.R0, asm.R1, asm.DWord),
+		// In a window whose calls stand for PERIOD/ON: counted apart.
+		asm.LoadMem(asm.R1, asm.RFP, winSlot, asm.DWord).WithSymbol("lim_win"),
+		asm.RSh.Imm(asm.R1, windowedBit),
+		asm.JEq.Imm(asm.R1, 0, "lim_out"),
+		asm.StoreImm(asm.RFP, -8, slotSkippedWin, asm.Word),
+	)
+	b.Lookup(m.lost, -8)
+	b.Emit(
 		asm.JEq.Imm(asm.R0, 0, "lim_out"),
 		asm.Mov.Imm(asm.R1, 1),
 		asm.StoreXAdd(asm.R0, asm.R1, asm.DWord),
@@ -840,7 +881,9 @@ func limit(b *bpfasm.Builder, m fds) {
 // is of an earlier window than the current one, the state made to say
 // that the thread is in no call and that its last call was not recorded
 // (the call's exit, or the thread's next calls, may have come while the
-// programs were detached), under the current window.
+// programs were detached), under the current window; the calls it left
+// out in the earlier one are no longer carried to its next recorded entry
+// (they stand for a window's scale of their own: Unrecorded).
 func stale(b *bpfasm.Builder, m fds) {
 	if m.win == 0 {
 		return
@@ -862,6 +905,7 @@ func stale(b *bpfasm.Builder, m fds) {
 		asm.RSh.Imm(asm.R2, 1),
 		asm.StoreMem(asm.R1, thCall, asm.R2, asm.DWord),
 		storeImm64(asm.R1, stRecorded, 0),
+		storeImm64(asm.R1, stSkipped, 0),
 		asm.StoreMem(asm.R1, thWin, asm.R4, asm.DWord),
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("w_ok"),
 	)
@@ -1166,6 +1210,7 @@ func submit(b *bpfasm.Builder) {
 func enterProgram(m fds, kernel bool, copyBytes, ringBytes int) asm.Instructions {
 	var b bpfasm.Builder
 	traced(&b, m, true)
+	stale(&b, m)
 	b.Emit(
 		asm.LoadMem(asm.R1, asm.RFP, thrSlot, asm.DWord),
 		asm.JEq.Imm(asm.R1, 0, "e_nostate"),

@@ -79,7 +79,11 @@ func (t *Tracer) cycle() {
 		w.mu.Lock()
 		w.scales = append(w.scales, scale)
 		w.mu.Unlock()
-		err := t.wgen.Update(uint32(0), w.gen, 0)
+		v := w.gen
+		if scale > 1 {
+			v |= 1 << windowedBit
+		}
+		err := t.wgen.Update(uint32(0), v, 0)
 		w.mu.Lock()
 		w.spans[len(w.spans)-1].closing = closing
 		w.spans[len(w.spans)-1].End = monotonicNow()

@@ -5,6 +5,7 @@ import (
 	"os"
 	"reflect"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 
@@ -926,4 +927,72 @@ func windowsAboveRate(t *testing.T, hash bool) {
 	}
 	t.Logf("%d calls: %d recorded standing for 1 (%d surely below the rate), %d for %g (%d surely in windows), %d surely outside; %d spans",
 		len(calls), steady, sureSteady, scaled, ratio, sureScaled, sureOutside, len(wins))
+}
+
+// TestWindowsLeftOutStayInTheirWindow: with a limit and windows above a
+// rate, the calls the limit leaves out while the programs stay attached
+// (standing for themselves) are not carried into an entry recorded in a
+// window (whose count stands for PERIOD/ON times as many): an entry of a
+// window counts only calls its thread made after the window started.
+func TestWindowsLeftOutStayInTheirWindow(t *testing.T) {
+	testutil.NeedRoot(t)
+	threadStates(t, func(t *testing.T, hash bool) {
+		tr, tid := traceSelf(t, Options{Syscalls: true, RingBytes: 4 << 20, Limit: 200, LimitBurst: 1,
+			WindowOn: 2 * time.Millisecond, WindowPeriod: 6 * time.Millisecond, WindowAbove: 20000, threadHash: hash})
+		defer tr.Close()
+		var ends []uint64 // the clock after each getppid
+		type entry struct{ gen, time, skipped uint64 }
+		var entries []entry // getppid's, recorded in windows
+		drain := func() {
+			if err := tr.Drain(func(ev *Event) {
+				if ev.TID == tid && !ev.Switch && !ev.Exit && ev.Nr == unix.SYS_GETPPID && tr.Scale(ev.Window) > 1 {
+					entries = append(entries, entry{ev.Window, ev.Time, ev.Skipped})
+				}
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Calls above the rate, most left out by the limit (one in 5 ms
+		// recorded), until three are recorded in windows; the bound only
+		// keeps a broken cycle from looping for ever.
+		for i := 0; len(entries) < 3; i++ {
+			if i == 1e8 {
+				t.Fatalf("%d calls recorded in windows after 100,000,000 calls", len(entries))
+			}
+			unix.Getppid()
+			ends = append(ends, monotonicNow())
+			if i%1024 == 0 {
+				drain()
+			}
+		}
+		wins, err := tr.Windows()
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr.Remove(uint32(os.Getpid()))
+		runtime.UnlockOSThread()
+		start := map[uint64]uint64{} // a window's start by its generation
+		for _, w := range wins {
+			start[w.gen] = w.Start
+		}
+		// The thread's other calls (a signal's return, the runtime's) are
+		// few: a margin for them.
+		const others = 64
+		for _, e := range entries {
+			s, ok := start[e.gen]
+			if !ok {
+				t.Errorf("an entry of generation %d, which no window has", e.gen)
+				continue
+			}
+			// Calls ending after the window's start, up to this entry:
+			// two a getppid, since monotonicNow is a system call too
+			// (x/sys's ClockGettime does not use the vDSO).
+			i, _ := slices.BinarySearch(ends, s)
+			j, _ := slices.BinarySearch(ends, e.time)
+			if made := j - i + 1; e.skipped+1 > uint64(2*made+others) {
+				t.Errorf("an entry of a window stands for %d calls left out before it, but its thread made %d calls in the window up to it", e.skipped, 2*made)
+			}
+		}
+		t.Logf("%d calls, %d entries in %d windows", len(ends), len(entries), len(wins))
+	})
 }

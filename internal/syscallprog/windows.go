@@ -21,6 +21,7 @@ type Window struct {
 	// opened (after the attachment) and closing (before the detachment):
 	// every call between them is recorded (in the tests: bounds).
 	opened, closing uint64
+	gen             uint64 // the generation of the calls recorded in it
 }
 
 // windows is the state of the cycle that attaches and detaches the system
@@ -124,7 +125,7 @@ func (t *Tracer) cycle() {
 				return
 			}
 			w.mu.Lock()
-			w.spans = append(w.spans, Window{Start: now, opened: monotonicNow(), Scale: ratio})
+			w.spans = append(w.spans, Window{Start: now, opened: monotonicNow(), Scale: ratio, gen: w.gen})
 			w.mu.Unlock()
 			steady = false
 			callsAt, at = t.count(slotCalls), monotonicNow()
@@ -156,7 +157,7 @@ func (t *Tracer) cycle() {
 				t.links[i] = l
 			}
 			w.mu.Lock()
-			w.spans = append(w.spans, Window{Start: start, opened: monotonicNow(), Scale: w.scales[w.gen]})
+			w.spans = append(w.spans, Window{Start: start, opened: monotonicNow(), Scale: w.scales[w.gen], gen: w.gen})
 			w.mu.Unlock()
 			callsAt, at = t.count(slotCalls), monotonicNow()
 			steady, resume = resume, false

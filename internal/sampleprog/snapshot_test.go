@@ -34,6 +34,7 @@ func TestLoads(t *testing.T) {
 	for _, o := range []Options{
 		{Snapshots: true, Chase: true}, {Snapshots: true}, {Jitter: Jitter{Min: 5, Max: 15}},
 		{Jitter: Jitter{Min: 10, Max: 10}, Snapshots: true, Chase: true}, {Jitter: Jitter{Min: 8, Max: 12}, Snapshots: true},
+		{Stack: true}, {Stack: true, Jitter: Jitter{Min: 8, Max: 12}}, {Stack: true, Snapshots: true, Chase: true},
 	} {
 		tk, err := New(o)
 		if err != nil {

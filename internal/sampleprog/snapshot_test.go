@@ -241,33 +241,44 @@ func TestStackCopies(t *testing.T) {
 		// With a top: the highest stack pointer of the first samples,
 		// plus a little, set while the program runs on.
 		var top, topSet uint64
-		for withTop && len(samples) < 10 {
-			time.Sleep(5 * time.Millisecond)
-			read()
-		}
-		if withTop {
-			for _, s := range samples {
-				top = max(top, s.StackSP+200)
-			}
-			if err := tk.SetTop(uint32(pid), top); err != nil {
+		byTime := map[uint32][]*Snapshot{}
+		drain := func() {
+			if err := tk.Drain(func(s *Snapshot) {
+				if s.IsStack {
+					byTime[s.TID] = append(byTime[s.TID], s)
+				}
+			}); err != nil {
 				t.Fatal(err)
 			}
-			var ts unix.Timespec
-			unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
-			topSet = uint64(ts.Nano())
 		}
-		if err := cmd.Wait(); err != nil {
+		// Both rings are read while the program runs (a few hundred
+		// 8 KiB samples, more on a busy machine).
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		for len(exited) == 0 {
+			time.Sleep(5 * time.Millisecond)
+			read()
+			drain()
+			if withTop && top == 0 && len(samples) >= 10 {
+				for _, s := range samples {
+					top = max(top, s.StackSP+200)
+				}
+				if err := tk.SetTop(uint32(pid), top); err != nil {
+					t.Fatal(err)
+				}
+				var ts unix.Timespec
+				unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+				topSet = uint64(ts.Nano())
+			}
+		}
+		if err := <-exited; err != nil {
 			t.Fatalf("target: %v", err)
 		}
 		ev.Disable()
 		read()
-		byTime := map[uint32][]*Snapshot{}
-		if err := tk.Drain(func(s *Snapshot) {
-			if s.IsStack {
-				byTime[s.TID] = append(byTime[s.TID], s)
-			}
-		}); err != nil {
-			t.Fatal(err)
+		drain()
+		if withTop && top == 0 {
+			t.Fatalf("%d samples before the program's end", len(samples))
 		}
 		if tk.Lost > 0 {
 			t.Fatalf("the program's ring lost %d records", tk.Lost)
@@ -278,9 +289,6 @@ func TestStackCopies(t *testing.T) {
 		copies := byTime[uint32(pid)]
 		// Drain reads the CPUs' rings one after the other.
 		slices.SortFunc(copies, func(a, b *Snapshot) int { return cmp.Compare(a.Time, b.Time) })
-		if len(copies) > 0 && len(samples) > 0 {
-			t.Logf("top %#x sp0 %#x pid %d: samples %d..%d, copies %d..%d, %d %d", top, samples[0].StackSP, pid, samples[0].Time, samples[len(samples)-1].Time, copies[0].Time, copies[len(copies)-1].Time, len(samples), len(copies))
-		}
 		if len(samples) < 20 || len(copies) != len(samples) {
 			t.Fatalf("top %v: %d samples, %d stack copies; want 20 or more, one each", withTop, len(samples), len(copies))
 		}

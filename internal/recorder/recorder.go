@@ -243,7 +243,15 @@ func (o *Options) setDefaults() error {
 	}
 	o.ringGiven = o.RingPages != 0
 	if o.RingPages == 0 {
-		o.RingPages = ringPages(o.Frequency, o.StackBytes)
+		stack := o.StackBytes
+		if o.CallGraph == CallGraphFP && o.autoStack && o.State == nil {
+			// The sampling program copies the stacks, sized per thread,
+			// into a ring of its own (stackcopy.go); this one keeps room
+			// for a quarter of a second of full copies where the program
+			// cannot load.
+			stack = min(stack, 2048)
+		}
+		o.RingPages = ringPages(o.Frequency, stack)
 	}
 	if o.RingPages&(o.RingPages-1) != 0 {
 		return fmt.Errorf("ring size of %d pages is not a power of two", o.RingPages)

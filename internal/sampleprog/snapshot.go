@@ -207,7 +207,9 @@ func (o Options) ringBytes() int {
 		per += gEntries + MaxAbs*gEntSize/4 + min(o.PlannedBytes, GlobalBytes)
 	}
 	if o.Stack {
-		per += stackHdr + 8192 + 8
+		// Copies sized per thread, a few hundred bytes to a KiB or two
+		// once the threads' tops are known, the full size (8 KiB) before.
+		per += stackHdr + 4096
 	}
 	per += 8 // the ring's record header
 	f := o.Frequency

@@ -168,7 +168,7 @@ func TestCopiesAtSamples(t *testing.T) {
 // asserts only that both variants load.
 func TestLoadTime(t *testing.T) {
 	testutil.NeedRoot(t)
-	for _, o := range []Options{{Snapshots: true, Chase: true}, {Snapshots: true}, {Jitter: Jitter{Min: 8, Max: 12}}} {
+	for _, o := range []Options{{Snapshots: true, Chase: true}, {Snapshots: true}, {Jitter: Jitter{Min: 8, Max: 12}}, {Stack: true}} {
 		t0 := time.Now()
 		tk, err := New(o)
 		if err != nil {

@@ -656,12 +656,8 @@ func (s *session) ring(cpu int, k *eventKind) *perf.Ring {
 // openEvents opens, for each thread in tids, one inheriting event per CPU and
 // event kind; the events of one CPU and kind share one ring.
 func (s *session) openEvents(tids []int) error {
-	if s.wantsBPFStack() {
-		// Who copies the stacks is decided before the first event opens.
-		if err := s.loadSnapshots(); err != nil {
-			return err
-		}
-		s.useBPFStack()
+	if err := s.decideStacks(); err != nil {
+		return err
 	}
 	sideband := false
 	for i := range s.kinds {

@@ -47,9 +47,21 @@ func (s *session) wantsBPFStack() bool {
 	return false
 }
 
-// useBPFStack decides, once the sampling program has loaded (or failed
-// to), who copies the cpu-clock samples' stacks: the program when it
-// loaded, perf otherwise.
+// decideStacks decides who copies the cpu-clock samples' stacks, before
+// the first event opens (and the Meta is written): the sampling program
+// when it is wanted and loaded, perf otherwise.
+func (s *session) decideStacks() error {
+	if !s.wantsBPFStack() {
+		return nil
+	}
+	if err := s.loadSnapshots(); err != nil {
+		return err
+	}
+	s.useBPFStack()
+	return nil
+}
+
+// useBPFStack has the sampling program copy the stacks if it loaded.
 func (s *session) useBPFStack() {
 	if s.stacks != nil || s.snap == nil || !s.snap.stack || s.o.StackBytes <= 0 || s.o.StackBytes > sampleprog.MaxStack {
 		return

@@ -173,6 +173,17 @@ func program(m maps, o Options) asm.Instructions {
 // rSlot.
 func (b *builder) stack(m maps) {
 	const spSlot = -56
+	// A sample in user mode has the user registers in its context; one in
+	// the kernel finds them in the task's pt_regs.
+	b.Emit(
+		asm.LoadMem(asm.R1, rCtx, ptRegsCS*8, asm.DWord),
+		asm.And.Imm(asm.R1, 3),
+		asm.JEq.Imm(asm.R1, 0, "skernel"),
+		asm.LoadMem(asm.R1, rCtx, ptRegsSP*8, asm.DWord),
+		asm.StoreMem(asm.RFP, spSlot, asm.R1, asm.DWord),
+		asm.Ja.Label("shave"),
+	)
+	b.Mark("skernel")
 	b.Emit(
 		asm.FnGetCurrentTaskBtf.Call(),
 		asm.Mov.Reg(asm.R1, asm.R0),
@@ -184,8 +195,9 @@ func (b *builder) stack(m maps) {
 		asm.Mov.Imm(asm.R2, 8),
 		asm.FnProbeReadKernel.Call(),
 		asm.JNE.Imm(asm.R0, 0, "sdone"),
-		asm.StoreImm(asm.RFP, -8, 0, asm.Word),
 	)
+	b.Mark("shave")
+	b.Emit(asm.StoreImm(asm.RFP, -8, 0, asm.Word))
 	b.Lookup(m.conf, -8)
 	b.Emit(
 		asm.JEq.Imm(asm.R0, 0, "sdone"),

@@ -132,6 +132,7 @@ const (
 const (
 	ptRegsWords = 21
 	ptRegsGPRs  = 15 // r15 … di
+	ptRegsCS    = 17
 	ptRegsSP    = 19
 )
 

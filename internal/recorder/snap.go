@@ -2,6 +2,7 @@ package recorder
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -121,6 +122,10 @@ func (s *session) startSnapshots(mainExe string) {
 	l := &snapLoad{done: make(chan struct{}), stack: s.wantsBPFStack()}
 	o := sampleprog.Options{Jitter: s.o.jitterRange(), Snapshots: s.mem != nil, Frequency: s.o.Frequency, Follow: s.follow,
 		Stack: s.wantsBPFStack()}
+	if s.o.ringGiven {
+		// --mmap-pages can give the program's ring more room too.
+		o.RingBytes = s.o.RingPages * os.Getpagesize()
+	}
 	go func() {
 		defer close(l.done)
 		defer func() {

@@ -195,6 +195,9 @@ type Options struct {
 	// Stack has the program copy the user stack at each sample (at most
 	// MaxStack bytes; SetStackBytes, SetTop).
 	Stack bool
+	// RingBytes is the least output ring size per CPU (a power of two of
+	// pages); the ring is larger when half a second of snapshots needs it.
+	RingBytes int
 }
 
 // ringBytes is the output ring's size per CPU: half a second of snapshots
@@ -222,7 +225,7 @@ func (o Options) ringBytes() int {
 	for n < need && n < 64<<20 {
 		n *= 2
 	}
-	return n
+	return max(n, o.RingBytes)
 }
 
 func (j Jitter) on() bool { return j.Max > 0 }

@@ -694,7 +694,10 @@ func (s *session) openKind(tids []int, k *eventKind, noSideband bool) error {
 		cfg.UserRegs = perf.RegsUnwind
 	}
 	if k.tp == nil && s.stacks != nil {
-		cfg.StackBytes = 0 // the sampling program copies it
+		// The sampling program copies it: the threads' events start once
+		// it is attached (attachSnapshots), lest a sample go without.
+		cfg.StackBytes = 0
+		cfg.Disabled = !s.perCPU
 	}
 	pages := s.o.RingPages
 	if k.tp != nil {

@@ -159,15 +159,22 @@ func (s *session) attachSnapshots() error {
 		return nil
 	}
 	for ; s.attached < len(s.clockEvents); s.attached++ {
-		if err := s.snap.tk.Attach(s.clockEvents[s.attached].FD); err != nil {
+		ev := s.clockEvents[s.attached]
+		if err := s.snap.tk.Attach(ev.FD); err != nil {
 			if s.o.Jitter > 0 || s.perCPU || s.stacks != nil {
 				// Per-CPU events without their filter would record the
-				// whole machine.
+				// whole machine; without the program, samples would have
+				// no stack copy.
 				return err
 			}
 			s.warn("heap and global values will be recorded missing: %v", err)
 			s.closeSnapshots()
 			return nil
+		}
+		if s.stacks != nil && !s.perCPU {
+			if err := ev.Enable(); err != nil {
+				return fmt.Errorf("starting the cpu-clock events: %w", err)
+			}
 		}
 	}
 	return nil
@@ -223,12 +230,12 @@ func (s *session) snapshotFor(r *perf.Sample) *sampleprog.Snapshot {
 	if s.snap == nil {
 		return nil
 	}
-	return s.snap.match(s.snap.pending, r, s.o.Frequency)
+	return matchRecord(s.snap.pending, r, s.o.Frequency)
 }
 
-// match takes the record of sample r from q, the records by CPU; nil when
-// there is none.
-func (sn *snaps) match(pending map[uint32][]*sampleprog.Snapshot, r *perf.Sample, frequency int) *sampleprog.Snapshot {
+// matchRecord takes the record of sample r from pending, the records by
+// CPU, oldest first; nil when there is none.
+func matchRecord(pending map[uint32][]*sampleprog.Snapshot, r *perf.Sample, frequency int) *sampleprog.Snapshot {
 	// The program runs in the sample's interrupt, microseconds from the
 	// moment the kernel stamps the sample (after it since Linux 6.3, which
 	// prepares the sample before running the program; before it on older

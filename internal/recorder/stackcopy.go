@@ -76,7 +76,7 @@ func (s *session) useBPFStack() {
 // record: ok false when the record is missing; sized when the copy ended
 // at the thread's top.
 func (s *session) stackCopyFor(r *perf.Sample) (ok, sized bool) {
-	c := s.snap.match(s.snap.stacks, r, s.o.Frequency)
+	c := matchRecord(s.snap.stacks, r, s.o.Frequency)
 	if c == nil {
 		s.stacks.missing++
 		return false, false

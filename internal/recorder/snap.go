@@ -119,7 +119,7 @@ type snapLoad struct {
 // and of its load time, only when an expression, a rule or the main
 // executable's schema follows a pointer.
 func (s *session) startSnapshots(mainExe string) {
-	l := &snapLoad{done: make(chan struct{}), stack: s.wantsBPFStack()}
+	l := &snapLoad{done: make(chan struct{})}
 	o := sampleprog.Options{Jitter: s.o.jitterRange(), Snapshots: s.mem != nil, Frequency: s.o.Frequency, Follow: s.follow,
 		Stack: s.wantsBPFStack()}
 	if s.o.ringGiven {
@@ -133,6 +133,13 @@ func (s *session) startSnapshots(mainExe string) {
 				l.tk, l.err = nil, fmt.Errorf("loading the BPF sampling program failed: %v", r)
 			}
 		}()
+		if o.Stack && !bpfStackFor(mainExe) {
+			o.Stack = false
+			if !o.Snapshots && o.Jitter.Max == 0 {
+				return // nothing for the program to do
+			}
+		}
+		l.stack = o.Stack
 		if o.Snapshots {
 			// With --values this makes the main executable's schema
 			// (tens of ms for a big program), while the command starts.
@@ -199,6 +206,9 @@ func (s *session) loadSnapshots() error {
 			s.warn("heap and global values will be recorded missing (%v); --collector ptrace reads them with the thread stopped", l.err)
 		}
 		return nil
+	}
+	if l.tk == nil {
+		return nil // not needed after all
 	}
 	s.snap = &snaps{tk: l.tk, plans: map[uint32]*snapPlan{}, needs: map[string]*exeNeeds{},
 		pending: map[uint32][]*sampleprog.Snapshot{}, stacks: map[uint32][]*sampleprog.Snapshot{}, stack: l.stack}

@@ -12,7 +12,8 @@ import (
 // depends on the thread: a loop a few frames below main needs the stack up
 // to main's frame, the same addresses sample after sample. perf's copy
 // (PERF_SAMPLE_STACK_USER) has one size per event, so in the default fp
-// mode the sampling program (internal/sampleprog) makes the copy instead,
+// mode, for programs without frame pointers (bpfStackFor), the sampling
+// program (internal/sampleprog) makes the copy instead,
 // in a record of its own paired with the sample like the snapshots: the
 // full size (stackFor) until an unwind of the thread's has completed, then
 // from the stack pointer up to the highest address that unwind needed
@@ -61,9 +62,22 @@ func (s *session) decideStacks() error {
 	return nil
 }
 
+// bpfStackFor says whether the sampling program is to copy the stacks of
+// the program exe in fp mode. It copies only where perf's copy is the
+// large one, in programs without frame pointers (8 KiB, stackFor): where
+// it is 4 KiB (programs that keep them, whose frame-pointer chain needs
+// only the first frames repaired) perf's copy costs a sample about what
+// the program's own record does (docs/performance.md) and stays.
+func bpfStackFor(exe string) bool {
+	return stackFor(exe) >= bpfStackMin
+}
+
+// bpfStackMin is the smallest full copy the sampling program makes.
+const bpfStackMin = 8192
+
 // useBPFStack has the sampling program copy the stacks if it loaded.
 func (s *session) useBPFStack() {
-	if s.stacks != nil || s.snap == nil || !s.snap.stack || s.o.StackBytes <= 0 || s.o.StackBytes > sampleprog.MaxStack {
+	if s.stacks != nil || s.snap == nil || !s.snap.stack || s.o.StackBytes < bpfStackMin || s.o.StackBytes > sampleprog.MaxStack {
 		return
 	}
 	if err := s.snap.tk.SetStackBytes(s.o.StackBytes); err != nil {

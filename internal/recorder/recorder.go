@@ -245,11 +245,12 @@ func (o *Options) setDefaults() error {
 	if o.RingPages == 0 {
 		stack := o.StackBytes
 		if o.CallGraph == CallGraphFP && o.autoStack && o.State == nil {
-			// The sampling program copies the stacks, sized per thread,
-			// into a ring of its own (stackcopy.go); this one keeps room
-			// for a quarter of a second of full copies where the program
-			// cannot load.
-			stack = min(stack, 2048)
+			// For programs without frame pointers the sampling program
+			// copies the stacks into a ring of its own (stackcopy.go):
+			// this one is sized for perf's 4 KiB copy of the others,
+			// which still holds nearly half a second of 8 KiB copies
+			// where the program cannot load.
+			stack = min(stack, 4096)
 		}
 		o.RingPages = ringPages(o.Frequency, stack)
 	}

@@ -225,7 +225,9 @@ func (s *session) drainSnapshots() {
 	err := s.snap.tk.Drain(func(sn *sampleprog.Snapshot) {
 		c := uint32(sn.CPU)
 		if sn.IsStack {
-			s.snap.stacks[c] = append(s.snap.stacks[c], sn)
+			if s.stacks != nil {
+				s.snap.stacks[c] = append(s.snap.stacks[c], sn)
+			}
 			return
 		}
 		s.snap.pending[c] = append(s.snap.pending[c], sn)

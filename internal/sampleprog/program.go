@@ -202,6 +202,7 @@ func (b *builder) stack(m maps) {
 	b.Emit(
 		asm.JEq.Imm(asm.R0, 0, "sdone"),
 		asm.LoadMem(asm.R1, asm.R0, 0, asm.Word),
+		asm.JEq.Imm(asm.R1, 0, "sdone"), // no copy asked for (SetStackBytes)
 		asm.StoreMem(asm.RFP, -64, asm.R1, asm.DWord),
 	)
 	b.Lookup(m.sscratch, -8)
@@ -258,7 +259,9 @@ func (b *builder) stack(m maps) {
 			asm.Sub.Reg(asm.R2, asm.R1),
 			asm.Mov.Reg(asm.R3, asm.R2),
 			asm.StoreMem(rPlan, 24, asm.R3, asm.Word).WithSymbol(fmt.Sprintf("sset%d", try)),
-			asm.StoreImm(rPlan, 28, stackFaulted, asm.Word),
+			asm.LoadMem(asm.R1, rPlan, 28, asm.Word),
+			asm.Or.Imm(asm.R1, stackFaulted),
+			asm.StoreMem(rPlan, 28, asm.R1, asm.Word),
 		)
 	}
 	b.Emit(asm.StoreImm(rPlan, 24, 0, asm.Word))

@@ -411,7 +411,8 @@ func Fit(lens []int) int {
 }
 
 // SetStackBytes sets the stack copy of a thread without a learned top (at
-// most MaxStack bytes).
+// most MaxStack bytes); until it is set, or with 0, the program copies no
+// stack.
 func (t *Taker) SetStackBytes(n int) error {
 	if t.conf == nil {
 		return errors.New("the program copies no stack")

@@ -187,16 +187,20 @@ func TestLoadTime(t *testing.T) {
 // (PERF_SAMPLE_STACK_USER) with the program attached and copying it too,
 // and compares the two at each sample: the program's copy starts at the
 // same stack pointer and holds the same bytes. Without a top the program
-// copies the full size; with the thread's top set (here the stack's start,
-// from /proc/PID/stat) it copies up to the top only, and says so.
+// copies the full size; with the thread's top set (here from the first
+// samples' stack pointers) it copies up to the top only, and says so.
+// Until a size is set it copies nothing.
 func TestStackCopies(t *testing.T) {
 	testutil.NeedRoot(t)
 	bin := testutil.C(t, "libcalls-nofp", []string{"libcalls.c"}, "-O2", "-g", "-fomit-frame-pointer")
-	for _, withTop := range []bool{false, true} {
+	for _, mode := range []string{"unset", "full", "top"} {
+		withTop := mode == "top"
 		tk, err := New(Options{Stack: true})
 		testutil.Need(t, err == nil, fmt.Sprint("BPF stack copies: ", err))
-		if err := tk.SetStackBytes(8192); err != nil {
-			t.Fatal(err)
+		if mode != "unset" {
+			if err := tk.SetStackBytes(8192); err != nil {
+				t.Fatal(err)
+			}
 		}
 		cmd := exec.Command(bin, "1500")
 		cmd.Stdout = nil
@@ -289,6 +293,12 @@ func TestStackCopies(t *testing.T) {
 		copies := byTime[uint32(pid)]
 		// Drain reads the CPUs' rings one after the other.
 		slices.SortFunc(copies, func(a, b *Snapshot) int { return cmp.Compare(a.Time, b.Time) })
+		if mode == "unset" {
+			if len(samples) < 20 || len(copies) != 0 {
+				t.Fatalf("no size set: %d samples, %d stack copies; want 20 or more, none", len(samples), len(copies))
+			}
+			continue
+		}
 		if len(samples) < 20 || len(copies) != len(samples) {
 			t.Fatalf("top %v: %d samples, %d stack copies; want 20 or more, one each", withTop, len(samples), len(copies))
 		}

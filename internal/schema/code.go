@@ -454,7 +454,8 @@ type Code struct {
 	syms  []codeSym // sorted by address
 	loads []elf.ProgHeader
 
-	objs map[string][2]uint64 // data symbols: name → [start, end)
+	objs    map[string][2]uint64   // data symbols: name → [start, end)
+	statics map[string][][2]uint64 // a function's static variable "v.N" → under "v"
 
 	mu      sync.Mutex
 	cache   map[int]*cfg
@@ -493,7 +494,7 @@ func OpenCode(path string) (*Code, error) {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	c := &Code{text: t, cache: map[int]*cfg{}, clobber: map[int]uint32{}, busy: map[int]bool{},
-		objs: map[string][2]uint64{}, reads: map[readKey]bool{}, carried: map[carriedKey][]carriedLoc{}}
+		objs: map[string][2]uint64{}, statics: map[string][][2]uint64{}, reads: map[readKey]bool{}, carried: map[carriedKey][]carriedLoc{}}
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_LOAD {
 			c.loads = append(c.loads, p.ProgHeader)
@@ -510,6 +511,9 @@ func OpenCode(path string) (*Code, error) {
 		if elf.ST_TYPE(s.Info) == elf.STT_OBJECT && s.Size > 0 && s.Value != 0 {
 			if _, dup := c.objs[s.Name]; !dup {
 				c.objs[s.Name] = [2]uint64{s.Value, s.Value + s.Size}
+			}
+			if base, ok := staticBase(s.Name); ok {
+				c.statics[base] = append(c.statics[base], [2]uint64{s.Value, s.Value + s.Size})
 			}
 		}
 	}
@@ -633,22 +637,45 @@ func (c *Code) Block(addr uint64) (Block, bool) {
 	return Block{}, false
 }
 
+// staticBase is the variable name of a static variable declared inside a
+// function, whose symbol GCC names "v.N" (N a number, since several
+// functions may each have a "v"); ok false for any other name.
+func staticBase(sym string) (string, bool) {
+	i := strings.LastIndexByte(sym, '.')
+	if i <= 0 || i == len(sym)-1 {
+		return "", false
+	}
+	for _, r := range sym[i+1:] {
+		if r < '0' || r > '9' {
+			return "", false
+		}
+	}
+	return sym[:i], true
+}
+
 // Reads says whether the machine code of the function holding addr
 // accesses the global variable named global (a member "cfg.limit" is
 // looked up as its variable "cfg"): an instruction whose memory operand
-// is RIP-relative or absolute and lands in the variable's symbol. known is
-// false when no function symbol holds addr or the symbol table has no
-// such variable (a stripped binary, a global of another object). Code
-// inlined into the function counts as its own; accesses through a pointer
-// to the variable are not seen.
+// is RIP-relative or absolute and lands in the variable's symbol. A name
+// without a symbol of its own is looked up as a function's static
+// variable (symbols "v.1", "v.2", ...: the code reads it when it reads
+// any of them). known is false when no function symbol holds addr or the
+// symbol table has no such variable (a stripped binary, a global of
+// another object). Code inlined into the function counts as its own;
+// accesses through a pointer to the variable are not seen.
 func (c *Code) Reads(addr uint64, global string) (reads, known bool) {
 	i := c.symAt(addr)
 	if i < 0 {
 		return false, false
 	}
 	name, _, _ := strings.Cut(global, ".")
-	r, ok := c.objs[name]
-	if !ok {
+	var ranges [][2]uint64
+	if r, ok := c.objs[name]; ok {
+		ranges = [][2]uint64{r}
+	} else {
+		ranges = c.statics[name]
+	}
+	if len(ranges) == 0 {
 		return false, false
 	}
 	c.mu.Lock()
@@ -678,8 +705,10 @@ func (c *Code) Reads(addr uint64, global string) (reads, known bool) {
 			default:
 				continue
 			}
-			if at >= r[0] && at < r[1] {
-				found = true
+			for _, r := range ranges {
+				if at >= r[0] && at < r[1] {
+					found = true
+				}
 			}
 		}
 	}

@@ -438,3 +438,49 @@ func TestReads(t *testing.T) {
 		}
 	}
 }
+
+// Reads of a static variable declared inside a function: its symbol is
+// "seen.N", looked up by the variable's name, at -O0 and -O2.
+func TestReadsStatic(t *testing.T) {
+	for _, level := range levels {
+		t.Run(level, func(t *testing.T) {
+			bin := testutil.C(t, "statics"+level, []string{"statics.c"}, level, "-g")
+			c, err := OpenCode(bin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, tc := range []struct {
+				fn    string
+				reads bool
+			}{{"count_a", true}, {"count_b", true}, {"plain", false}} {
+				at, _ := symbolAddr(t, bin, tc.fn)
+				if r, known := c.Reads(at+1, "seen"); !known || r != tc.reads {
+					t.Errorf("%s reads seen: %v, known %v; want %v", tc.fn, r, known, tc.reads)
+				}
+			}
+			if _, known := c.Reads(1, "seen"); known {
+				t.Error("an address outside every function is known")
+			}
+		})
+	}
+}
+
+func TestStaticBase(t *testing.T) {
+	for _, tc := range []struct {
+		sym, base string
+		ok        bool
+	}{
+		{"current_db.1", "current_db", true},
+		{"seen.12", "seen", true},
+		{"seen", "", false},
+		{"seen.", "", false},
+		{".1", "", false},
+		{"f.part.0", "f.part", true},
+		{"seen.x1", "", false},
+	} {
+		b, ok := staticBase(tc.sym)
+		if b != tc.base || ok != tc.ok {
+			t.Errorf("staticBase(%q) = %q, %v; want %q, %v", tc.sym, b, ok, tc.base, tc.ok)
+		}
+	}
+}

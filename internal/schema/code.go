@@ -9,6 +9,8 @@ import (
 	"sync"
 
 	"golang.org/x/arch/x86/x86asm"
+
+	"github.com/culprit-dev/culprit/internal/dwarfx"
 )
 
 // Machine code: the executable sections of an ELF file, decoded one
@@ -457,6 +459,10 @@ type Code struct {
 	objs    map[string][2]uint64   // data symbols: name → [start, end)
 	statics map[string][][2]uint64 // a function's static variable "v.N" → under "v"
 
+	path        string
+	membersOnce sync.Once
+	members     map[string][2]uint64 // "cfg.limit" → its bytes, from DWARF
+
 	mu      sync.Mutex
 	cache   map[int]*cfg
 	clobber map[int]uint32
@@ -493,7 +499,7 @@ func OpenCode(path string) (*Code, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	c := &Code{text: t, cache: map[int]*cfg{}, clobber: map[int]uint32{}, busy: map[int]bool{},
+	c := &Code{path: path, text: t, cache: map[int]*cfg{}, clobber: map[int]uint32{}, busy: map[int]bool{},
 		objs: map[string][2]uint64{}, statics: map[string][][2]uint64{}, reads: map[readKey]bool{}, carried: map[carriedKey][]carriedLoc{}}
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_LOAD {
@@ -653,22 +659,61 @@ func staticBase(sym string) (string, bool) {
 	return sym[:i], true
 }
 
+// memberRange is the bytes of the member "v.f" of a global struct, from
+// the object's DWARF (the members culprit schema lists: scalar, not bit
+// fields); ok false when the object has no DWARF or no such member.
+func (c *Code) memberRange(global string) ([2]uint64, bool) {
+	c.membersOnce.Do(func() {
+		c.members = map[string][2]uint64{}
+		info, err := dwarfx.Open(c.path)
+		if err != nil {
+			return
+		}
+		for _, v := range info.Globals() {
+			t := v.Type()
+			if v.Artificial || t == nil || t.Underlying().Kind != dwarfx.Struct {
+				continue
+			}
+			l, ok := v.Location(0)
+			if !ok || l.Const != nil {
+				continue
+			}
+			val, err := l.Eval(&dwarfx.Frame{}, 0)
+			if err != nil || !val.InMemory {
+				continue
+			}
+			for _, fl := range t.Underlying().Fields {
+				if fl.Name == "" || fl.Type == nil || !fl.Type.IsScalar() || fl.BitSize != 0 {
+					continue
+				}
+				lo := val.Addr + uint64(fl.Offset)
+				c.members[v.Name+"."+fl.Name] = [2]uint64{lo, lo + uint64(max(fl.Type.Underlying().Size, 1))}
+			}
+		}
+	})
+	r, ok := c.members[global]
+	return r, ok
+}
+
 // Reads says whether the machine code of the function holding addr
-// accesses the global variable named global (a member "cfg.limit" is
-// looked up as its variable "cfg"): an instruction whose memory operand
-// is RIP-relative or absolute and lands in the variable's symbol. A name
-// without a symbol of its own is looked up as a function's static
-// variable (symbols "v.1", "v.2", ...: the code reads it when it reads
-// any of them). known is false when no function symbol holds addr or the
-// symbol table has no such variable (a stripped binary, a global of
-// another object). Code inlined into the function counts as its own;
-// accesses through a pointer to the variable are not seen.
+// accesses the global variable named global: an instruction whose memory
+// operand is RIP-relative or absolute and lands in the variable's symbol.
+// A member "cfg.limit" is accessed where an operand overlaps the member's
+// bytes, or where an lea takes an address inside cfg (a pointer into the
+// struct reaches every member); without DWARF to place the member, where
+// cfg is accessed at all. A name without a symbol of its own is looked up
+// as a function's static variable (symbols "v.1", "v.2", ...: the code
+// reads it when it reads any of them). known is false when no function
+// symbol holds addr or the symbol table has no such variable (a stripped
+// binary, a global of another object). Code inlined into the function
+// counts as its own; accesses through a pointer to the variable are not
+// seen.
 func (c *Code) Reads(addr uint64, global string) (reads, known bool) {
 	i := c.symAt(addr)
 	if i < 0 {
 		return false, false
 	}
-	name, _, _ := strings.Cut(global, ".")
+	name, _, isMember := strings.Cut(global, ".")
 	var ranges [][2]uint64
 	if r, ok := c.objs[name]; ok {
 		ranges = [][2]uint64{r}
@@ -678,9 +723,18 @@ func (c *Code) Reads(addr uint64, global string) (reads, known bool) {
 	if len(ranges) == 0 {
 		return false, false
 	}
+	var part [2]uint64
+	precise := false
+	if isMember && len(ranges) == 1 {
+		part, precise = c.memberRange(global)
+	}
+	key := name
+	if precise {
+		key = global
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	k := readKey{fn: i, global: name}
+	k := readKey{fn: i, global: key}
 	if v, ok := c.reads[k]; ok {
 		return v, true
 	}
@@ -706,7 +760,15 @@ func (c *Code) Reads(addr uint64, global string) (reads, known bool) {
 				continue
 			}
 			for _, r := range ranges {
-				if at >= r[0] && at < r[1] {
+				if at < r[0] || at >= r[1] {
+					continue
+				}
+				if !precise || in.inst.Op == x86asm.LEA {
+					found = true
+					continue
+				}
+				end := at + uint64(max(in.inst.MemBytes, 1))
+				if at < part[1] && end > part[0] {
 					found = true
 				}
 			}

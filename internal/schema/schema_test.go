@@ -439,9 +439,10 @@ func TestReads(t *testing.T) {
 	}
 }
 
-// Reads of a static variable declared inside a function: its symbol is
-// "seen.N", looked up by the variable's name, at -O0 and -O2.
-func TestReadsStatic(t *testing.T) {
+// Reads of a static variable declared inside a function (its symbol is
+// "seen.N", looked up by the variable's name) and of a struct's members,
+// at -O0 and -O2.
+func TestReadsStaticAndMember(t *testing.T) {
 	for _, level := range levels {
 		t.Run(level, func(t *testing.T) {
 			bin := testutil.C(t, "statics"+level, []string{"statics.c"}, level, "-g")
@@ -460,6 +461,24 @@ func TestReadsStatic(t *testing.T) {
 			}
 			if _, known := c.Reads(1, "seen"); known {
 				t.Error("an address outside every function is known")
+			}
+			// A member is read where its own bytes are, or where the
+			// struct's address is taken.
+			for _, tc := range []struct {
+				fn, member string
+				reads      bool
+			}{
+				{"read_a", "opts.a", true},
+				{"read_a", "opts.b", false},
+				{"share", "opts.a", true},
+				{"share", "opts.b", true},
+				{"main", "opts.b", true},
+				{"plain", "opts.a", false},
+			} {
+				at, _ := symbolAddr(t, bin, tc.fn)
+				if r, known := c.Reads(at+1, tc.member); !known || r != tc.reads {
+					t.Errorf("%s reads %s: %v, known %v; want %v", tc.fn, tc.member, r, known, tc.reads)
+				}
 			}
 		})
 	}

@@ -1,6 +1,8 @@
-/* Static variables declared inside functions, whose symbols the compiler
- * names "v.N": count_a and count_b each keep a static "seen", plain keeps
- * none, for schema's Reads.
+/* Which code reads a global, for schema's Reads. Static variables
+ * declared inside functions, whose symbols the compiler names "v.N":
+ * count_a and count_b each keep a static "seen", plain keeps none.
+ * Members of a global struct: read_a reads opts.a only, share passes
+ * &opts on (every member reachable), main reads opts.b.
  *
  *   statics [n] */
 #include <stdio.h>
@@ -24,11 +26,21 @@ noinline long count_b(long x)
 
 noinline long plain(long x) { return x * 3 + 1; }
 
+struct options {
+	long a, b;
+} opts = {1, 2};
+
+noinline long read_a(long x) { return x + opts.a; }
+
+noinline long sum(const struct options *o) { return o->a + o->b; }
+
+noinline long share(long x) { return x * sum(&opts); }
+
 int main(int argc, char **argv)
 {
-	long n = argc > 1 ? atol(argv[1]) : 1000, r = 0;
+	long n = argc > 1 ? atol(argv[1]) : 1000, r = opts.b;
 	for (long i = 0; i < n; i++)
-		r += count_a(i) + count_b(i) + plain(i);
+		r += count_a(i) + count_b(i) + plain(i) + read_a(i) + share(i);
 	printf("%ld\n", r);
 	return 0;
 }

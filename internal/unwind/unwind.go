@@ -13,7 +13,6 @@ type Regs [17]uint64
 type StackCopy struct {
 	SP   uint64
 	Data []byte
-	hi   uint64 // the end of the highest read so far
 }
 
 // read8 reads the little-endian word at addr from the copy.
@@ -23,7 +22,6 @@ func (s *StackCopy) read8(addr uint64) (uint64, bool) {
 	if addr < s.SP || n < 8 || off > n-8 {
 		return 0, false
 	}
-	s.hi = max(s.hi, addr+8)
 	return binary.LittleEndian.Uint64(s.Data[off:]), true
 }
 
@@ -37,7 +35,6 @@ func (s *StackCopy) read(addr uint64, k int) (uint64, bool) {
 	if addr < s.SP || k < 0 || k > 8 || n < uint64(k) || off > n-uint64(k) {
 		return 0, false
 	}
-	s.hi = max(s.hi, addr+uint64(k))
 	var v uint64
 	for i := k - 1; i >= 0; i-- {
 		v = v<<8 | uint64(s.Data[off+uint64(i)])
@@ -81,11 +78,6 @@ type unwinder struct {
 	rem   rememberStack
 	cut   bool // stopped: see Cut
 	entry bool // the frame being unwound is the program's main (Table.entry)
-	// main was reached (and how much of the copy it took, the end of the
-	// highest read before its frame's): frames beyond are the C library's
-	// start code, not the program's
-	inMain    bool
-	mainReach uint64
 }
 
 type stepResult uint8
@@ -141,30 +133,15 @@ const (
 // too small), for a caller that unwinds sample after sample; it also says
 // why unwinding ended.
 func UnwindTo(buf []uint64, regs Regs, stack StackCopy, r Resolver, max int) (pcs []uint64, stop Stop) {
-	pcs, stop, _ = UnwindReach(buf, regs, stack, r, max)
-	return pcs, stop
-}
-
-// UnwindReach is UnwindTo that also says how much of the copy the unwind
-// needed: reach is the end of the highest word it read (0 if none), or
-// when it reached main, of the highest read before main's frame; so that
-// a copy of the same thread's stack up to reach, from a stack pointer at
-// or below this one, unwinds as far while the outer frames stay.
-func UnwindReach(buf []uint64, regs Regs, stack StackCopy, r Resolver, max int) (pcs []uint64, stop Stop, reach uint64) {
 	u := unwinder{}
-	stack.hi = 0
 	pcs, complete := u.run(buf, regs, stack, r, max, nil)
-	reach = u.stack.hi
-	if u.inMain {
-		reach = u.mainReach
-	}
 	switch {
 	case complete:
-		return pcs, Complete, reach
+		return pcs, Complete
 	case u.cut:
-		return pcs, Cut, reach
+		return pcs, Cut
 	}
-	return pcs, Stopped, reach
+	return pcs, Stopped
 }
 
 // Frame is the state of one unwound frame: what a debugger needs to read the
@@ -217,9 +194,6 @@ func (u *unwinder) run(buf []uint64, regs Regs, stack StackCopy, r Resolver, max
 				f = m.Table.find(lookup - bias)
 				u.entry = f != nil && m.Table.entry != 0 && f.start == m.Table.entry
 			}
-		}
-		if u.entry && !u.inMain {
-			u.inMain, u.mainReach = true, u.stack.hi
 		}
 		var res stepResult
 		var cfa uint64
@@ -385,10 +359,9 @@ func (u *unwinder) stepCFI(f *fde, addr uint64, prevCFA uint64) (stepResult, uin
 	if valid&(1<<regRA) == 0 || valid&(1<<regRSP) == 0 {
 		u.cut = valid&(1<<regRA) == 0 && u.raBeyond(&rw.regs[regRA], cfa) &&
 			!(rw.cfa.kind == cfaRegOff && rw.cfa.reg == regRBP) && !u.keepsFP(cfa)
-		if u.cut && u.inMain {
-			// main's caller (or its caller's) lies beyond the copy: the C
-			// library's start code, not the program's. The program's
-			// stack is complete.
+		if u.cut && u.entry {
+			// main's caller lies beyond the copy: the C library's start
+			// code, not the program's. The program's stack is complete.
 			u.cut = false
 			return stepEnd, 0
 		}

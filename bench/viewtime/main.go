@@ -41,12 +41,16 @@ var hide string
 // events whose pages are timed: "" for none.
 var events, eventsBase string
 
+// eventsOnly: only the pages of events are timed.
+var eventsOnly bool
+
 func main() {
 	culprit := flag.String("culprit", "culprit", "the culprit binary")
 	chromium := flag.String("chromium", "chromium", "the Chromium binary")
 	flag.StringVar(&hide, "hide", "mid_compute", "the function hidden on the flame graph (a box of that text)")
 	flag.StringVar(&events, "events", "", "a recording with system calls and context switches: its latency, contexts and off-CPU pages are timed too")
 	flag.StringVar(&eventsBase, "events-base", "", "the base run of -events (for its contexts page)")
+	flag.BoolVar(&eventsOnly, "events-only", false, "time only the pages of -events (FILE.rec is not opened)")
 	flag.Parse()
 	if flag.NArg() != 1 {
 		fmt.Fprintln(os.Stderr, "usage: viewtime [-culprit PATH] [-chromium PATH] FILE.rec")
@@ -94,6 +98,14 @@ func run(culprit, chromium, rec string) error {
 	defer bcancel()
 	if err := chromedp.Do(bctx); err != nil { // the browser starts before the clock does
 		return err
+	}
+	if eventsOnly {
+		res, err := eventPages(bctx, culprit)
+		if err != nil {
+			return err
+		}
+		fmt.Println(strings.Join(res, " "))
+		return nil
 	}
 
 	start := time.Now()
@@ -494,7 +506,9 @@ func run(culprit, chromium, rec string) error {
 // analysis run on the server, then kept), then each page clicked on
 // another, put in place of it: latency on the index, contexts atop
 // latency, the off-CPU flame graph atop contexts (its page a redirect to
-// pprof's flame graph), latency atop the off-CPU flame graph.
+// pprof's flame graph) twice (its frames loaded, and loading), the
+// off-CPU flame graph atop latency (no frames), latency atop the off-CPU
+// flame graph.
 func eventPages(bctx context.Context, culprit string) ([]string, error) {
 	cmd := exec.Command(culprit, "view", "--base", eventsBase, events)
 	out, err := cmd.StdoutPipe()
@@ -523,11 +537,19 @@ func eventPages(bctx context.Context, culprit string) ([]string, error) {
 		}
 		res = append(res, fmt.Sprintf("%s_first_get_ms=%s", pg.key, ms(d)))
 	}
-	steps := []struct{ what, from, link, drawn string }{
-		{"latency_index_swap", "", `#pages a[href="latency"]`, `#latency pre`},
-		{"contexts_swap", "latency", `#nav a[href="contexts"]`, `#paths pre`},
-		{"offcpu_swap", "contexts", `#nav a[href="offcpu"]`, `#stack-chart .boxtext`},
-		{"latency_offcpu_swap", "offcpu/all/flamegraph", `#culprit-nav a[href$="/latency"]`, `#latency pre`},
+	// Each click waits for the page and its frames loaded (the contexts
+	// page's heat map and tree), as a user sees it, but one (early): off-CPU
+	// clicked on contexts as soon as the link shows, its frames loading.
+	steps := []struct {
+		what, from, link, drawn string
+		early                   bool
+	}{
+		{"latency_index_swap", "", `#pages a[href="latency"]`, `#latency pre`, false},
+		{"contexts_swap", "latency", `#nav a[href="contexts"]`, `#paths pre`, false},
+		{"offcpu_swap", "contexts", `#nav a[href="offcpu"]`, `#stack-chart .boxtext`, false},
+		{"offcpu_early_swap", "contexts", `#nav a[href="offcpu"]`, `#stack-chart .boxtext`, true},
+		{"offcpu_latency_swap", "latency", `#nav a[href="offcpu"]`, `#stack-chart .boxtext`, false},
+		{"latency_offcpu_swap", "offcpu/all/flamegraph", `#culprit-nav a[href$="/latency"]`, `#latency pre`, false},
 	}
 	// Builds before these pages were put in place load them: not timed.
 	if err := chromedp.Do(bctx, chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS(`#pages a`))); err != nil {
@@ -540,7 +562,12 @@ func eventPages(bctx context.Context, culprit string) ([]string, error) {
 		if err := chromedp.Do(bctx, chromedp.Navigate(base+st.from), chromedp.WaitVisible(chromedp.CSS(st.link))); err != nil {
 			return nil, fmt.Errorf("%s: %v", st.from, err)
 		}
-		waitIdle(pid)
+		if !st.early {
+			if err := waitFor(bctx, `document.readyState === "complete"`); err != nil {
+				return nil, fmt.Errorf("%s: %v", st.from, err)
+			}
+			waitIdle(pid)
+		}
 		m, err := interaction(bctx, pid, st.what,
 			// The link's own click: a click through a redirect, if the
 			// page is loaded, could wait on it for good.

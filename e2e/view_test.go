@@ -1066,6 +1066,10 @@ func TestViewAnalysesBrowser(t *testing.T) {
 		inPlaceStep{"", has(`#pages a[href="latency"]`), clickJS(`#pages a[href="latency"]`), lat},
 		inPlaceStep{"latency", lat, clickJS(`#nav a[href="contexts"]`), paths},
 		inPlaceStep{"contexts", paths, clickJS(`#nav a[href="offcpu"]`), boxes},
+		// A function's name in the contexts page's frames (the heat map,
+		// HTML; the tree, SVG), which opens in the top page.
+		inPlaceStep{"contexts", inFrame(`#heatmap iframe`, `!!d.querySelector("a.fn")`), inFrame(`#heatmap iframe`, clickFn), has(`#share`)},
+		inPlaceStep{"contexts", inFrame(`#cct iframe`, `!!d.querySelector("a.fn")`), inFrame(`#cct iframe`, clickFn), has(`#share`)},
 		inPlaceStep{"offcpu/all/flamegraph", boxes, clickJS(`#culprit-nav a[href$="/latency"]`), lat},
 		inPlaceStep{"latency", lat, clickJS(`#latency a.fn`), has(`#share`)},
 	)
@@ -1341,6 +1345,16 @@ type inPlaceStep struct {
 func clickJS(sel string) string {
 	return `(document.querySelector(` + strconv.Quote(sel) + `).click(), true)`
 }
+
+// inFrame is JavaScript: the expression expr, of the document d of the
+// frame sel once loaded (false before).
+func inFrame(sel, expr string) string {
+	return `(() => { const f = document.querySelector(` + strconv.Quote(sel) + `), d = f && f.contentDocument; return !!d && d.readyState === "complete" && d.URL !== "about:blank" && (` + expr + `); })()`
+}
+
+// clickFn, in a frame's document d, clicks its first function's link (a
+// click event, as SVG's links have no click()).
+const clickFn = `(d.querySelector("a.fn").dispatchEvent(new MouseEvent("click", {bubbles: true, cancelable: true, view: d.defaultView})), true)`
 
 // has is JavaScript: an element sel is there.
 func has(sel string) string { return `!!document.querySelector(` + strconv.Quote(sel) + `)` }

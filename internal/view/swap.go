@@ -21,7 +21,8 @@ import (
 // time range, and the off-CPU flame graph's): pprof's View, Sample,
 // Refine and Config menus, its flame graph's action menu and title link,
 // culprit's links atop every page, the index's, a function's links and
-// its form. A link that leaves them (a page's data or drawing, the
+// its form, and the links of a page's frames that open in the top page
+// (a function's name in the contexts page's heat map and tree). A link that leaves them (a page's data or drawing, the
 // download), an error answer, or an answer that is not one of the pages
 // culprit serves loads the page instead. A flame graph page draws
 // another query of itself in place by its own script (flameScript),
@@ -190,6 +191,30 @@ const swapScript = `<script data-culprit-swap>
     e.preventDefault();
     swap(u.href, noHash(u.href) !== noHash(location.href));
   });
+  // A link in one of the page's frames (the contexts page's heat map and
+  // tree, the time view's flame graph) that opens in the top page
+  // (target _top) is put in place of it the same way. The frames are of
+  // the page's origin: their clicks are heard here, each frame's
+  // document as it loads.
+  function hookFrame(f) {
+    let d = null;
+    try { d = f.contentDocument; } catch (_) { return; }
+    if (!d || d.culpritHooked) return;
+    d.culpritHooked = true;
+    d.addEventListener("click", e => {
+      if (e.defaultPrevented || e.button !== 0 || e.ctrlKey || e.metaKey || e.shiftKey || e.altKey) return;
+      // Elements of the frame's window: not instances of this one's.
+      const a = e.target && e.target.closest ? e.target.closest("a") : null;
+      const href = a && (a.getAttribute("href") || a.getAttributeNS("http://www.w3.org/1999/xlink", "href"));
+      if (!href || a.getAttribute("target") !== "_top" || a.hasAttribute("download")) return;
+      const u = new URL(href, d.baseURI);
+      if (!inUI(u) || flameDraws(u)) return;
+      e.preventDefault();
+      swap(u.href, true);
+    });
+  }
+  own.document("load", e => { if (e.target && e.target.nodeName === "IFRAME") hookFrame(e.target); }, true);
+  for (const f of document.querySelectorAll("iframe")) hookFrame(f);
   // Back and forward: the entries of this document's history are the
   // pages put in place (culprit's pages push none of their own; a frame's
   // are the frame's), so the URL shown is put in place too.

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -612,11 +613,12 @@ func viewHistory(t *testing.T, repo, rec, degraded, first string) {
 	if n := eval[int](t, ctx, `document.querySelectorAll("#commits a.check").length`); n != 5 {
 		t.Errorf("history page lists %d commits with runs, want 5", n)
 	}
+	// A link followed: until the page shown is the link's (put in place
+	// or loaded; the page before may have a rev too).
 	follow := func(sel string) {
 		t.Helper()
-		eval[bool](t, ctx, `(document.querySelector('`+sel+`').click(), true)`)
-		waitJS(t, ctx, `location.search.includes("rev=")`)
-		waitJS(t, ctx, `document.readyState == "complete" && document.querySelector("#commits") != null`)
+		href := eval[string](t, ctx, `(() => { const a = document.querySelector('`+sel+`'); a.click(); return a.href; })()`)
+		waitJS(t, ctx, `location.href === `+strconv.Quote(href)+` && document.readyState == "complete" && document.querySelector("#commits") != null`)
 	}
 	follow(`#commits a.check[data-rev="` + degraded + `"]`)
 	check, _, _ = inDir(t, repo, "check", degraded)

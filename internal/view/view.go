@@ -135,8 +135,12 @@ func New(in Inputs, stderr io.Writer) (*Server, error) {
 			s.shown = append(s.shown, pg)
 		}
 	}
+	var shown []http.Handler // the pages the index links to, in s.shown's order
 	for _, pg := range Pages {
 		h := pg.Handler(s)
+		if pg.missing(s) == "" {
+			shown = append(shown, h)
+		}
 		if why := pg.missing(s); why != "" {
 			h = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				w.WriteHeader(http.StatusNotFound)
@@ -156,6 +160,21 @@ func New(in Inputs, stderr io.Writer) (*Server, error) {
 		s.warm = append(s.warm, func() {
 			if pages, err := s.ui(""); err == nil {
 				pages.warm()
+			}
+		})
+	}
+	// Last, every page the index links to, of the whole recording, so that
+	// a first click shows what was kept instead of running its analysis
+	// (each page keeps its results: rangePages, memos).
+	for i, h := range shown {
+		path := "/" + s.shown[i].Path
+		s.warm = append(s.warm, func() {
+			// A page that fails here fails again, with its message, when
+			// it is asked for; the server goes on.
+			defer func() { _ = recover() }()
+			r, err := http.NewRequest(http.MethodGet, path, nil)
+			if err == nil {
+				h.ServeHTTP(discard{}, r)
 			}
 		})
 	}
@@ -314,3 +333,11 @@ func (s *Server) ui(key string) (*pprofPages, error) {
 		return pprofUI(render.Pprof(p), s.base, s.objs, s.stderr)
 	})
 }
+
+// discard is the response writer of the builds ahead of use: what the
+// page's handler keeps is the point, not what it writes.
+type discard struct{}
+
+func (discard) Header() http.Header         { return http.Header{} }
+func (discard) Write(b []byte) (int, error) { return len(b), nil }
+func (discard) WriteHeader(int)             {}

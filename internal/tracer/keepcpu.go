@@ -12,6 +12,7 @@ import (
 
 	"github.com/culprit-dev/culprit/internal/proc"
 	"github.com/culprit-dev/culprit/internal/recording"
+	"github.com/culprit-dev/culprit/internal/traceprog"
 )
 
 // keepCPU copies the CPU samples taken beside the trace into its
@@ -460,7 +461,11 @@ func (fx *stackFix) fixStack(pid uint32, user []uint64, p []pend, targets []Targ
 		return p[i].start > p[j].start
 	})
 	p = slices.CompactFunc(p, func(a, b pend) bool { return a.depth == b.depth })
-	if len(p) > 0 && slices.ContainsFunc(targets, func(t Target) bool { return t.Every > 1 && returnProbed(&t) }) {
+	// A depth the shadow stack cannot hold says nothing of the calls
+	// below it: with #N, a call in flight can come with depth -1 (read as
+	// 2^32-1), and filling the depths under it would never end.
+	if len(p) > 0 && p[0].depth < traceprog.MaxDepth &&
+		slices.ContainsFunc(targets, func(t Target) bool { return t.Every > 1 && returnProbed(&t) }) {
 		// A call sampling left out (#N) has no record but its depth on
 		// the thread's stack, and the kernel took over its return all
 		// the same: each depth below the innermost call with no call

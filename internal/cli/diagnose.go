@@ -116,10 +116,11 @@ func diagnoseRuns(normal, buggy []string, o vprof.Options, different bool, windo
 	if err != nil {
 		return nil, usageError{err}
 	}
-	a.SetBlocks(blockFinder(exes, stderr))
-	a.SetReads(readsFinder(exes))
-	a.SetDeciders(deciderFinder(exes))
-	a.SetGuards(guardFinder(exes))
+	code := newCodeFinder(exes)
+	a.SetBlocks(blockFinder(code, stderr))
+	a.SetReads(readsFinder(code))
+	a.SetDeciders(deciderFinder(code))
+	a.SetGuards(guardFinder(code))
 	for i, path := range append(append([]string(nil), normal...), buggy...) {
 		// Streamed: the analyzer takes the samples and values as they
 		// are read again, in time order, and keeps what it compares.

@@ -170,30 +170,53 @@ func isELF(path string) bool {
 	return err == nil && string(b) == "\x7fELF"
 }
 
+// codeFinder opens the machine code of recorded objects, once each for
+// every question diagnose asks of it (blocks, reads, deciders, guards),
+// and converts a file offset to its address; an object whose file
+// changed since the recording (another build-id) is not read.
+type codeFinder struct {
+	exes    []profile.Executable
+	codes   map[string]*schema.Code
+	changed map[string]bool
+}
+
+func newCodeFinder(exes []profile.Executable) *codeFinder {
+	return &codeFinder{exes: exes, codes: map[string]*schema.Code{}, changed: map[string]bool{}}
+}
+
+func (cf *codeFinder) code(object string, offset uint64) (*schema.Code, uint64, bool) {
+	c, ok := cf.codes[object]
+	if !ok {
+		for _, e := range cf.exes {
+			if e.Path == object && len(e.BuildID) > 0 && !bytes.Equal(elfx.FileBuildID(object), e.BuildID) {
+				cf.codes[object] = nil
+				cf.changed[object] = true
+				return nil, 0, false
+			}
+		}
+		c, _ = schema.OpenCode(object)
+		cf.codes[object] = c
+	}
+	if c == nil {
+		return nil, 0, false
+	}
+	addr, ok := c.AddrOf(offset)
+	return c, addr, ok
+}
+
 // blockFinder finds the basic blocks of the recorded programs for
 // diagnose's localisation. An object whose file changed since it was
 // recorded (another build-id than its recording's) gets none, with one
 // warning.
-func blockFinder(exes []profile.Executable, stderr io.Writer) vprof.BlockFunc {
-	codes := map[string]*schema.Code{}
+func blockFinder(cf *codeFinder, stderr io.Writer) vprof.BlockFunc {
+	warned := map[string]bool{}
 	return func(object string, offset uint64) (string, uint64, uint64, bool) {
-		c, ok := codes[object]
+		c, addr, ok := cf.code(object, offset)
 		if !ok {
-			for _, e := range exes {
-				if e.Path == object && len(e.BuildID) > 0 && !bytes.Equal(elfx.FileBuildID(object), e.BuildID) {
-					warnf(stderr, "%s changed since it was recorded (another build-id): basic blocks are not given", object)
-					codes[object] = nil
-					return "", 0, 0, false
-				}
+			if cf.changed[object] && !warned[object] {
+				warned[object] = true
+				warnf(stderr, "%s changed since it was recorded (another build-id): basic blocks are not given", object)
 			}
-			c, _ = schema.OpenCode(object)
-			codes[object] = c
-		}
-		if c == nil {
-			return "", 0, 0, false
-		}
-		addr, ok := c.AddrOf(offset)
-		if !ok {
 			return "", 0, 0, false
 		}
 		b, ok := c.Block(addr)
@@ -204,10 +227,9 @@ func blockFinder(exes []profile.Executable, stderr io.Writer) vprof.BlockFunc {
 // readsFinder tells the differential method which functions' code reads a
 // global, from the machine code of the recorded objects (schema.Code); an
 // object whose file changed since the recording is not read.
-func readsFinder(exes []profile.Executable) vprof.ReadsFunc {
-	code := codeFinder(exes)
+func readsFinder(cf *codeFinder) vprof.ReadsFunc {
 	return func(object string, offset uint64, global string) (bool, bool) {
-		c, addr, ok := code(object, offset)
+		c, addr, ok := cf.code(object, offset)
 		if !ok {
 			return false, false
 		}
@@ -217,10 +239,9 @@ func readsFinder(exes []profile.Executable) vprof.ReadsFunc {
 
 // deciderFinder tells the differential method which predicate's answer
 // decides calls, from the machine code of the recorded objects.
-func deciderFinder(exes []profile.Executable) vprof.DecideFunc {
-	code := codeFinder(exes)
+func deciderFinder(cf *codeFinder) vprof.DecideFunc {
 	return func(object string, offset uint64, callee string) (string, bool) {
-		c, addr, ok := code(object, offset)
+		c, addr, ok := cf.code(object, offset)
 		if !ok {
 			return "", false
 		}
@@ -230,38 +251,12 @@ func deciderFinder(exes []profile.Executable) vprof.DecideFunc {
 
 // guardFinder tells the differential method how a function's code decides
 // its calls of a callee, from the machine code of the recorded objects.
-func guardFinder(exes []profile.Executable) vprof.GuardFunc {
-	code := codeFinder(exes)
+func guardFinder(cf *codeFinder) vprof.GuardFunc {
 	return func(object string, offset uint64, callee string) (bool, bool, bool) {
-		c, addr, ok := code(object, offset)
+		c, addr, ok := cf.code(object, offset)
 		if !ok {
 			return false, false, false
 		}
 		return c.Guard(addr, callee)
-	}
-}
-
-// codeFinder opens the machine code of recorded objects, once each, and
-// converts a file offset to its address; an object whose file changed
-// since the recording (another build-id) is not read.
-func codeFinder(exes []profile.Executable) func(object string, offset uint64) (*schema.Code, uint64, bool) {
-	codes := map[string]*schema.Code{}
-	return func(object string, offset uint64) (*schema.Code, uint64, bool) {
-		c, ok := codes[object]
-		if !ok {
-			for _, e := range exes {
-				if e.Path == object && len(e.BuildID) > 0 && !bytes.Equal(elfx.FileBuildID(object), e.BuildID) {
-					codes[object] = nil
-					return nil, 0, false
-				}
-			}
-			c, _ = schema.OpenCode(object)
-			codes[object] = c
-		}
-		if c == nil {
-			return nil, 0, false
-		}
-		addr, ok := c.AddrOf(offset)
-		return c, addr, ok
 	}
 }

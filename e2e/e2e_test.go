@@ -5,13 +5,16 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/culprit-dev/culprit/internal/recording"
 	"github.com/culprit-dev/culprit/internal/testutil"
 )
 
@@ -64,6 +67,27 @@ func inDir(t *testing.T, dir string, args ...string) (string, string, int) {
 		t.Fatalf("running culprit %v: %v", args, err)
 	}
 	return out.String(), errb.String(), code
+}
+
+// eachRecord calls f with each record of the recording at path, in
+// order, and fails the test if the recording cannot be read to its end.
+func eachRecord(t *testing.T, path string, f func(recording.Record)) {
+	t.Helper()
+	r, err := recording.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	for {
+		rec, err := r.Next()
+		if errors.Is(err, io.EOF) {
+			return
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		f(rec)
+	}
 }
 
 // mustRun runs culprit and fails the test on a non-zero exit.

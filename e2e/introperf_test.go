@@ -5,7 +5,6 @@ import (
 	"debug/elf"
 	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -225,27 +224,15 @@ func TestIntroPerfCallerWindows(t *testing.T) {
 	}
 	callerRanking(t, bin, base, buggy)
 
-	r, err := recording.Open(buggy)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
 	windows := ""
 	var writes, entries, odd uint64
-	for {
-		rec, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	eachRecord(t, buggy, func(rec recording.Record) {
 		if m, ok := rec.(*recording.Meta); ok {
 			windows = m.Extra[recording.ExtraSyscallWindows]
 		}
 		smp, ok := rec.(*recording.Sample)
 		if !ok || (smp.Event != recording.EventSyscallEnter && smp.Event != recording.EventSyscallExit) {
-			continue
+			return
 		}
 		if smp.Period%2 != 0 {
 			odd++
@@ -256,7 +243,7 @@ func TestIntroPerfCallerWindows(t *testing.T) {
 				writes += smp.Period
 			}
 		}
-	}
+	})
 	if windows != "20ms/40ms" {
 		t.Errorf("the recording's windows: %q, want 20ms/40ms", windows)
 	}
@@ -717,20 +704,8 @@ func TestLostRecordsSayWhere(t *testing.T) {
 	// second, one every 2 µs: the recorder,
 	// woken at a quarter of the ring, cannot empty it between two.
 	mustRun(t, "record", "--events", "cpu,syscalls,sched", "--syscall-limit", "0", "--mmap-pages", "1", "-o", out, "--", host, plugin, "300", "400")
-	r, err := recording.Open(out)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
 	var lost, windows uint64
-	for {
-		rec, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	eachRecord(t, out, func(rec recording.Record) {
 		if l, ok := rec.(*recording.Lost); ok && l.Reason == recording.LostRing {
 			lost += l.Count
 			if l.Since == 0 || l.Since > l.Time {
@@ -739,7 +714,7 @@ func TestLostRecordsSayWhere(t *testing.T) {
 				windows++
 			}
 		}
-	}
+	})
 	if lost == 0 || windows == 0 {
 		t.Fatalf("no records lost with 1-page rings (lost %d, windows %d)", lost, windows)
 	}

@@ -1,8 +1,6 @@
 package e2e
 
 import (
-	"errors"
-	"io"
 	"os/exec"
 	"testing"
 
@@ -36,23 +34,12 @@ func TestPerCPUClock(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("record %v: exit %d\n%s", mode, code, stderr)
 		}
-		r, err := recording.Open(out)
-		if err != nil {
-			t.Fatal(err)
-		}
 		tree := map[uint32]bool{}
 		samples := map[uint32]map[uint32]int{} // by PID, by TID
 		var end *recording.End
 		var lost uint64
 		perCPU := false
-		for {
-			rec, err := r.Next()
-			if errors.Is(err, io.EOF) {
-				break
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
+		eachRecord(t, out, func(rec recording.Record) {
 			switch x := rec.(type) {
 			case *recording.Meta:
 				perCPU = x.Extra["cpu_clock"] == "per-cpu"
@@ -66,15 +53,14 @@ func TestPerCPUClock(t *testing.T) {
 				end = x
 			case *recording.Sample:
 				if x.Event != recording.EventCPU {
-					continue
+					return
 				}
 				if samples[x.PID] == nil {
 					samples[x.PID] = map[uint32]int{}
 				}
 				samples[x.PID][x.TID]++
 			}
-		}
-		r.Close()
+		})
 		if !perCPU {
 			t.Errorf("record %v: the recording does not say its CPU time came from per-CPU events", mode)
 		}

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"os/exec"
@@ -78,27 +77,18 @@ func TestPtraceHierarchicalProfile(t *testing.T) {
 			if math.Abs(d2-2.0/3) > 0.05 || math.Abs(d1-1.0/3) > 0.05 {
 				t.Errorf("shares %.3f / %.3f, want 0.667 / 0.333 within 0.05\n%+v", d2, d1, cl.Callers)
 			}
-			r, err := recording.Open(out)
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer r.Close()
-			rec, err := r.Next()
-			if m, ok := rec.(*recording.Meta); err != nil || !ok || m.Event != "ptrace-cpu-clock" || m.Extra["collector"] != "ptrace" {
-				t.Errorf("first record %+v (%v), want the ptrace collector's Meta", rec, err)
-			}
+			var first recording.Record
 			var end *recording.End
-			for {
-				rec, err := r.Next()
-				if err == io.EOF {
-					break
-				}
-				if err != nil {
-					t.Fatal(err)
+			eachRecord(t, out, func(rec recording.Record) {
+				if first == nil {
+					first = rec
 				}
 				if e, ok := rec.(*recording.End); ok {
 					end = e
 				}
+			})
+			if m, ok := first.(*recording.Meta); !ok || m.Event != "ptrace-cpu-clock" || m.Extra["collector"] != "ptrace" {
+				t.Errorf("first record %+v, want the ptrace collector's Meta", first)
 			}
 			if end == nil || end.ExitCode != 0 || int(end.Samples) != cl.Samples {
 				t.Errorf("End record %+v, want exit code 0 and %d samples", end, cl.Samples)

@@ -3,7 +3,6 @@ package e2e
 import (
 	"bufio"
 	"encoding/json"
-	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -587,22 +586,10 @@ func TestTraceDynamicProbingOpenCall(t *testing.T) {
 // recording's one spin call and after it.
 func leafBursts(t *testing.T, path string) (before, after int) {
 	t.Helper()
-	r, err := recording.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
 	names := map[uint32]string{}
 	var leaf []uint64
 	var gap *recording.Call
-	for {
-		rec, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	eachRecord(t, path, func(rec recording.Record) {
 		switch x := rec.(type) {
 		case *recording.Probe:
 			names[x.ID] = x.Function
@@ -617,7 +604,7 @@ func leafBursts(t *testing.T, path string) (before, after int) {
 				gap = x
 			}
 		}
-	}
+	})
 	if gap == nil {
 		t.Fatalf("%s: no spin call", path)
 	}

@@ -67,7 +67,7 @@ const (
 
 const (
 	scanLinear    = "\tfor (long i = 0; i < n * 6000; i++) h = h * 2862933555777941757UL + (unsigned long)i;"
-	scanQuadratic = scanLinear + "\n\tfor (long i = 0; i < n; i++)\n\t\tfor (long j = 0; j < n * 3; j++) h = h * 2862933555777941757UL + (unsigned long)j;"
+	scanQuadratic = scanLinear + "\n\tfor (long i = 0; i < n; i++)\n\t\tfor (long j = 0; j < n * 6; j++) h = h * 2862933555777941757UL + (unsigned long)j;"
 )
 
 // gitIn runs git in dir as a fixed author and returns its trimmed output.
@@ -140,10 +140,12 @@ func TestHistoryCheck(t *testing.T) {
 	// noise of 10% in CPU time (a busy two-core machine) made a line look
 	// logarithmic or quadratic in one fit of one run per size in twenty;
 	// 4× apart, in one in 170 (simulated with models.Best), and less
-	// again on medians of three runs. The quadratic scan is 1.5× the
-	// linear one at the smallest size, 3× and 9× at the others: each
+	// again on medians of three runs. The quadratic scan is 2× the
+	// linear one at the smallest size, 5× and 17× at the others: each
 	// size's three runs on each side then stay apart, as the check's
-	// Mann–Whitney test of three runs against three needs.
+	// Mann–Whitney test of three runs against three needs (at 1.5× the
+	// smallest size's runs overlapped at a load of 20 on two cores, and
+	// with two of three sizes overlapping the combined Z stays under 3).
 	sizes := []string{small, "4000", large}
 	type version struct{ scan, checksum, comment, extra string }
 	versions := []version{
@@ -223,25 +225,6 @@ func TestHistoryCheck(t *testing.T) {
 		t.Errorf("history rm: %d %s", code, out)
 	}
 
-	check := func(t *testing.T, store string, spec string, wantCode int) checkJSON {
-		t.Helper()
-		args := []string{"check", "--format", "json", spec}
-		if store != "" {
-			args = append(args, "--store", store)
-		}
-		out, stderr, code := inDir(t, repo, args...)
-		if code != wantCode {
-			t.Fatalf("check %s: exit %d, want %d\n%s\n%s", spec, code, wantCode, out, stderr)
-		}
-		var c checkJSON
-		if err := json.Unmarshal([]byte(out), &c); err != nil {
-			t.Fatalf("check %s: %v\n%s", spec, err, out)
-		}
-		if c.Pairs != 3 {
-			t.Errorf("check %s: %d pairs, want 3", spec, c.Pairs)
-		}
-		return c
-	}
 	// runsOf logs what a wrong model was fitted on: each stored run's
 	// samples and CPU time, and scan's fits at the commits involved.
 	runsOf := func(t *testing.T, store string, revs ...string) {
@@ -260,6 +243,28 @@ func TestHistoryCheck(t *testing.T) {
 			out, errs, _ := inDir(t, repo, append(args, rev)...)
 			t.Logf("models of scan at %.12s:\n%s%s", rev, out, errs)
 		}
+	}
+	check := func(t *testing.T, store string, spec string, wantCode int) checkJSON {
+		t.Helper()
+		args := []string{"check", "--format", "json", spec}
+		if store != "" {
+			args = append(args, "--store", store)
+		}
+		out, stderr, code := inDir(t, repo, args...)
+		if code != wantCode {
+			if a, b, ok := strings.Cut(spec, ".."); ok {
+				runsOf(t, store, a, b)
+			}
+			t.Fatalf("check %s: exit %d, want %d\n%s\n%s", spec, code, wantCode, out, stderr)
+		}
+		var c checkJSON
+		if err := json.Unmarshal([]byte(out), &c); err != nil {
+			t.Fatalf("check %s: %v\n%s", spec, err, out)
+		}
+		if c.Pairs != 3 {
+			t.Errorf("check %s: %d pairs, want 3", spec, c.Pairs)
+		}
+		return c
 	}
 	verify := func(t *testing.T, store string) {
 		c := check(t, store, commits[1]+".."+commits[2], 1)
@@ -284,6 +289,7 @@ func TestHistoryCheck(t *testing.T) {
 		}
 		if len(got) != 2 || got["scan"] != "degradation" || got["checksum"] != "optimization" {
 			t.Errorf("check version 1..5: %+v", c.Changes)
+			runsOf(t, store, commits[0], commits[4])
 		}
 		// The default: HEAD against its nearest stored ancestor (a comment changed).
 		c = check(t, store, "HEAD", 0)

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"math"
 	"os"
 	"slices"
 	"sort"
@@ -345,9 +344,12 @@ func (fx *stackFix) pendingCalls(path string, targets []Target) {
 	defer r.Close()
 	r.Reuse()
 	// first[tid][j]: the earliest call starting after the thread's j-th
-	// entry-trap sample and no later than the next one.
+	// entry-trap sample and no later than the next one; ended[tid][j]:
+	// the earliest end of a call that returned (or of a point reached) in
+	// that span, 0 when none did.
 	first := map[uint32][]*pend{}
-	defer fx.nextCalls(first)
+	ended := map[uint32][]uint64{}
+	defer func() { fx.nextCalls(first, ended) }()
 	for {
 		rec, err := r.Next()
 		if err != nil {
@@ -356,6 +358,18 @@ func (fx *stackFix) pendingCalls(path string, targets []Target) {
 		c, ok := rec.(*recording.Call)
 		if !ok || c.Probe == 0 || int(c.Probe) > len(targets) {
 			continue
+		}
+		if ts := fx.next[c.TID]; ts != nil && c.Flags&recording.CallUnreturned == 0 {
+			if j := sort.Search(len(ts.times), func(i int) bool { return ts.times[i] >= c.End }) - 1; j >= 0 {
+				e := ended[c.TID]
+				if e == nil {
+					e = make([]uint64, len(ts.times))
+					ended[c.TID] = e
+				}
+				if e[j] == 0 || e[j] > c.End {
+					e[j] = c.End
+				}
+			}
 		}
 		if ts := fx.next[c.TID]; ts != nil && !targets[c.Probe-1].Point && !targets[c.Probe-1].Pair {
 			if j := sort.Search(len(ts.times), func(i int) bool { return ts.times[i] >= c.Start }) - 1; j >= 0 {
@@ -386,17 +400,27 @@ func (fx *stackFix) pendingCalls(path string, targets []Target) {
 // nextCalls gives each entry-trap sample the first call its thread's
 // records show starting after it (first: by thread, the earliest call
 // starting between each such sample and the next, as pendingCalls found
-// them).
-func (fx *stackFix) nextCalls(first map[uint32][]*pend) {
+// them). That is the call being entered only if nothing else happened on
+// the thread in between: a call that returned, or a point reached, before
+// it started (ended: by thread, the earliest such end between each
+// sample and the next) says the call entered had no record (one #N or
+// dynamic sampling left out) and a later one was taken for it. The calls
+// its entry found abandoned end in between too, but are marked so.
+func (fx *stackFix) nextCalls(first map[uint32][]*pend, ended map[uint32][]uint64) {
 	for tid, f := range first {
 		ts := fx.next[tid]
+		e := ended[tid]
 		var next *pend
+		var end uint64 // the earliest end after sample j
 		for j := len(f) - 1; j >= 0; j-- {
 			if f[j] != nil {
 				next = f[j]
 			}
-			if e := fx.entry[ts.index[j]]; e != nil && next != nil && next.probe == e.target {
-				e.next, e.found = *next, true
+			if e != nil && e[j] != 0 && (end == 0 || e[j] < end) {
+				end = e[j]
+			}
+			if t := fx.entry[ts.index[j]]; t != nil && next != nil && next.probe == t.target && (end == 0 || end >= next.start) {
+				t.next, t.found = *next, true
 			}
 		}
 	}
@@ -462,8 +486,8 @@ func (fx *stackFix) fixStack(pid uint32, user []uint64, p []pend, targets []Targ
 	})
 	p = slices.CompactFunc(p, func(a, b pend) bool { return a.depth == b.depth })
 	// A depth the shadow stack cannot hold says nothing of the calls
-	// below it: with #N, a call in flight can come with depth -1 (read as
-	// 2^32-1), and filling the depths under it would never end.
+	// below it, and filling the depths under it would not end soon: the
+	// records give none, but a damaged file could.
 	if len(p) > 0 && p[0].depth < traceprog.MaxDepth &&
 		slices.ContainsFunc(targets, func(t Target) bool { return t.Every > 1 && returnProbed(&t) }) {
 		// A call sampling left out (#N) has no record but its depth on
@@ -681,10 +705,11 @@ func (fx *stackFix) fixEntry(pid uint32, user []uint64, e *entryTrap, p []pend, 
 		return user, false
 	case e.after && e.found && ok:
 		// Not yet entered by the records: its return address stands
-		// where the trampoline would, innermost.
+		// where the trampoline would, innermost, at the depth its
+		// record gives. A call in flight at that depth or deeper is
+		// off the stack by then: its entry retires it as abandoned.
 		c := e.next
-		c.depth = math.MaxUint32
-		p = append(slices.Clone(p), c)
+		p = append(slices.DeleteFunc(slices.Clone(p), func(q pend) bool { return q.depth >= c.depth }), c)
 	case !e.after && prev != nil && ok: // e.xol too
 	default:
 		return []uint64{e.ip}, true

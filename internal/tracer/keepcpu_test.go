@@ -157,11 +157,56 @@ func TestFixEntry(t *testing.T) {
 			[]uint64{a.site}, true},
 		{"the probed instruction run out of line", []uint64{tr + 0x80}, entryTrap{xol: true, ip: tr + 0x80}, []pend{a, b, c},
 			[]uint64{at("c", 0), c.site, b.site, a.site}, false},
+		{"before the handling, calls a longjmp went past still in flight", []uint64{at("c", 1), junk}, entryTrap{target: 3, ip: at("c", 0), after: true, next: pend{start: 40, depth: 1, probe: 3, site: at("a", 0x30)}, found: true}, []pend{a, b, c},
+			[]uint64{at("c", 0), at("a", 0x30), a.site}, false},
 	} {
 		e := tc.e
 		got, cut := fx.fixEntry(7, tc.user, &e, tc.p, targets)
 		if !slices.Equal(got, tc.want) || cut != tc.cut {
 			t.Errorf("%s: got %x cut %v, want %x cut %v", tc.name, got, cut, tc.want, tc.cut)
+		}
+	}
+	// With a sampled (#3), a recursive call of a at depth 1 left out:
+	// the call being entered (depth 2, from it) is innermost at its own
+	// depth, and the stack ends at the call left out, whose return
+	// address is not known; it is not taken for the outer a's frame.
+	sampled := slices.Clone(targets)
+	sampled[0].Every = 3
+	e := entryTrap{target: 3, ip: at("c", 0), after: true, next: pend{start: 40, depth: 2, probe: 3, site: at("a", 0x10)}, found: true}
+	got, cut := fx.fixEntry(7, []uint64{at("c", 1), junk}, &e, []pend{a}, sampled)
+	if want := []uint64{at("c", 0), at("a", 0x10)}; !slices.Equal(got, want) || !cut {
+		t.Errorf("before the handling, a call left out below: got %x cut %v, want %x cut", got, cut, want)
+	}
+}
+
+// TestNextCalls takes the first call a thread starts after an entry-trap
+// sample for the call being entered only when no call returned, and no
+// point was reached, on the thread in between (then the call entered was
+// one sampling left out); a call its entry found abandoned does not
+// count (those are not in ended).
+func TestNextCalls(t *testing.T) {
+	call := pend{start: 250, depth: 0, probe: 1, site: 0x401020}
+	for _, tc := range []struct {
+		name  string
+		first []*pend
+		ended []uint64
+		found bool
+	}{
+		{"nothing in between", []*pend{nil, &call}, nil, true},
+		{"a return after it started", []*pend{nil, &call}, []uint64{0, 300}, true},
+		{"a return before it started", []*pend{nil, &call}, []uint64{0, 180}, false},
+		{"a return before the next sample", []*pend{nil, &call}, []uint64{150, 0}, false},
+		{"another function's call next", []*pend{{start: 150, probe: 2}, &call}, nil, false},
+	} {
+		fx := &stackFix{next: map[uint32]*threadSamples{9: {times: []uint64{100, 200}, index: []int{4, 5}}},
+			entry: map[int]*entryTrap{4: {target: 1}}}
+		ended := map[uint32][]uint64{}
+		if tc.ended != nil {
+			ended[9] = tc.ended
+		}
+		fx.nextCalls(map[uint32][]*pend{9: tc.first}, ended)
+		if e := fx.entry[4]; e.found != tc.found || tc.found && e.next != call {
+			t.Errorf("%s: found %v (%+v), want %v", tc.name, e.found, e.next, tc.found)
 		}
 	}
 }

@@ -45,6 +45,7 @@ type callsJSON struct {
 		Function string  `json:"function"`
 		Start    float64 `json:"start_s"`
 		Incl     uint64  `json:"inclusive_ns"`
+		Excl     uint64  `json:"exclusive_ns"`
 		InclCPU  *uint64 `json:"inclusive_cpu_ns"`
 		Depth    uint32  `json:"depth"`
 		Caller   string  `json:"caller"`

@@ -129,6 +129,67 @@ func TestTraceUSDTPairs(t *testing.T) {
 	}
 }
 
+// Two pairs interleaved in one function (A's begin, B's begin, A's end,
+// B's end): each end finds its own begin, though B's is on top when A's
+// end comes, and the program's own clock agrees with every pair's time;
+// A's exclusive time is the part before B began (B, begun inside it, is
+// time in a traced callee).
+func TestTraceUSDTInterleavedPairs(t *testing.T) {
+	testutil.NeedRoot(t)
+	needSDT(t)
+	const n = 5
+	for _, opt := range []string{"-O2", "-O0"} {
+		bin := testutil.C(t, "usdtoverlap"+opt, []string{"usdtoverlap.c"}, opt, "-g")
+		out, stdout := traceRun(t, []string{"--usdt", "app:a_begin:a_end", "--usdt", "app:b_begin:b_end"}, bin, strconv.Itoa(n), "2")
+		want := counts(t, stdout)
+		r := traceReport(t, out)
+		for _, fn := range []string{"a", "b"} {
+			if got, unret := r.calls("app:" + fn + "_begin:" + fn + "_end"); got != want["app:"+fn] || unret != 0 || got != n {
+				t.Errorf("%s: pair %s: %d calls recorded (%d did not return), the program counted %d", opt, fn, got, unret, want["app:"+fn])
+			}
+		}
+		own := map[string][]float64{}
+		for _, l := range strings.Split(stdout, "\n") {
+			if f := strings.Fields(l); len(f) == 2 && f[0] != "count" {
+				v, _ := strconv.ParseFloat(f[1], 64)
+				own[f[0]] = append(own[f[0]], v)
+			}
+		}
+		// near says a traced time agrees with the program's: never
+		// shorter by over 5%, longer by at most 5% and the call's time
+		// off the CPU (preemption between a probe and the program's
+		// clock), when that is known.
+		near := func(traced uint64, prog float64, off float64, known bool) bool {
+			d := (float64(traced) - prog) / prog
+			return d >= -0.05 && (!known || d <= 0.05+off/prog)
+		}
+		for _, fn := range []string{"a", "b"} {
+			calls := pairCalls(t, out, "^app:"+fn+"_").Calls
+			if len(calls) != n || len(own[fn]) != n || len(own["a-alone"]) != n {
+				t.Fatalf("%s: %d %s pairs traced, the program timed %d", opt, len(calls), fn, len(own[fn]))
+			}
+			for i, c := range calls {
+				off := 0.0
+				if c.InclCPU != nil {
+					off = float64(c.Incl - *c.InclCPU)
+				}
+				if !near(c.Incl, own[fn][i], off, c.InclCPU != nil) {
+					t.Errorf("%s: %s pair %d: traced %d ns (%.0f off the CPU), the program measured %.0f ns", opt, fn, i, c.Incl, off, own[fn][i])
+				}
+				if fn == "a" && !near(c.Excl, own["a-alone"][i], off, c.InclCPU != nil) {
+					t.Errorf("%s: a pair %d: exclusive %d ns, the program measured %.0f ns before b began", opt, i, c.Excl, own["a-alone"][i])
+				}
+				if fn == "b" && c.Excl != c.Incl {
+					t.Errorf("%s: b pair %d: exclusive %d ns of %d: it has no traced callee", opt, i, c.Excl, c.Incl)
+				}
+				if c.Depth != 0 || c.Caller != "overlap" {
+					t.Errorf("%s: %s pair %d: depth %d, caller %q, want 0 and overlap", opt, fn, i, c.Depth, c.Caller)
+				}
+			}
+		}
+	}
+}
+
 // pairArgs renders a call's arguments as NAME=VALUE, comma separated.
 func pairArgs(args []struct{ Name, Value string }) string {
 	var vals []string

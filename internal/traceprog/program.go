@@ -167,6 +167,7 @@ const (
 	slTask    = -144 // a task_struct counter read by readOff
 	slTaskPtr = -152 // the current task_struct
 	slRet     = -160 // Pair: the return address of the begin's function
+	slOverlap = -168 // Pair: at an interleaved end, when the frame above its begin's began
 )
 
 // Registers held across helper calls.
@@ -1057,7 +1058,13 @@ func returnProgram(m maps, o progOptions) asm.Instructions {
 		asm.StoreMem(asm.RFP, slIdx, asm.R1, asm.Word),
 	)
 	b.frameAt()
-	if o.Go || o.Pair {
+	if o.Pair && !o.Go {
+		b.Emit(
+			asm.LoadMem(asm.R1, rFrame, fProbe, asm.Word),
+			asm.LoadMem(asm.R2, asm.RFP, slProbe, asm.Word),
+			asm.JNE.Reg(asm.R1, asm.R2, "interleaved"),
+		)
+	} else if o.Go {
 		b.Emit(
 			asm.LoadMem(asm.R1, rFrame, fProbe, asm.Word),
 			asm.LoadMem(asm.R2, asm.RFP, slProbe, asm.Word),
@@ -1082,6 +1089,10 @@ func returnProgram(m maps, o progOptions) asm.Instructions {
 	)
 	b.addChild()
 	b.Emit(asm.Ja.Label("exit"))
+	if o.Pair && !o.Go {
+		b.Mark("interleaved")
+		b.endInterleaved()
+	}
 	b.Mark("unmatched")
 	b.count(sUnmatched)
 	b.Emit(
@@ -1089,6 +1100,94 @@ func returnProgram(m maps, o progOptions) asm.Instructions {
 		asm.Return(),
 	)
 	return b.Ins
+}
+
+// pairReach is how far below the top of a thread's shadow stack a pair's
+// end looks for its begin when another pair's begin came after it.
+const pairReach = 4
+
+// endInterleaved ends, at a pair's end whose begin is not on top of the
+// thread's shadow stack, the innermost open begin of its pair among the
+// pairReach frames below the top: pairs interleaved in one function (A's
+// begin, B's begin, A's end). Its frame leaves the middle of the stack:
+// the frames above it move down one place. The time the frame just above
+// it has been open counts as time in a traced callee of the pair that
+// ends (that frame was begun inside it), and only the part before that
+// frame began goes to its caller's callees, which the frame above adds
+// to when it ends: the caller's callee time is the union of the two. It
+// jumps to unmatched when no begin of the pair is within reach.
+func (b *builder) endInterleaved() {
+	found := b.NewLabel("ilfound")
+	for k := int32(2); k <= pairReach+1; k++ {
+		// R1 = depth − k, the index of the k-th frame from the top.
+		b.Emit(
+			asm.LoadMem(asm.R1, rThread, 0, asm.Word),
+			asm.JLT.Imm(asm.R1, k, "unmatched"),
+			asm.JGT.Imm(asm.R1, MaxDepth, "unmatched"),
+			asm.Add.Imm(asm.R1, -k),
+			asm.JGT.Imm(asm.R1, MaxDepth-2, "unmatched"),
+			asm.StoreMem(asm.RFP, slIdx, asm.R1, asm.Word),
+		)
+		b.frameAt()
+		b.Emit(
+			asm.LoadMem(asm.R1, rFrame, fProbe, asm.Word),
+			asm.LoadMem(asm.R2, asm.RFP, slProbe, asm.Word),
+			asm.JEq.Reg(asm.R1, asm.R2, found),
+		)
+	}
+	b.Emit(asm.Ja.Label("unmatched"))
+	b.Mark(found)
+	// rFrame is frame slIdx ≤ MaxDepth−2, so the frame above it is in
+	// the map value.
+	b.Emit(
+		asm.LoadMem(asm.R2, rFrame, frameSize+fStart, asm.DWord),
+		asm.StoreMem(asm.RFP, slOverlap, asm.R2, asm.DWord),
+		asm.LoadMem(asm.R3, asm.RFP, slNow, asm.DWord),
+		asm.Sub.Reg(asm.R3, asm.R2),
+		asm.LoadMem(asm.R1, rFrame, fChild, asm.DWord),
+		asm.Add.Reg(asm.R1, asm.R3),
+		asm.StoreMem(rFrame, fChild, asm.R1, asm.DWord),
+		asm.LoadMem(asm.R1, asm.RFP, slIdx, asm.Word),
+	)
+	b.callerOf()
+	b.emitCall(0, false)
+	// The caller's callees get the pair's time up to the overlap: its
+	// end is taken as where the frame above began. Off-CPU time is not
+	// split so: the frame's thread is forgotten, so none goes to the
+	// caller (the frame above adds its own when it ends).
+	b.Emit(
+		asm.LoadMem(asm.R1, asm.RFP, slOverlap, asm.DWord),
+		asm.StoreMem(asm.RFP, slNow, asm.R1, asm.DWord),
+		asm.StoreImm(rFrame, fTid, 0, asm.Word),
+		asm.LoadMem(asm.R1, asm.RFP, slIdx, asm.Word),
+	)
+	b.addChild()
+	// Each frame above moves down one place: frames slIdx+1 ... depth−1
+	// (at most pairReach of them).
+	for k := int32(0); k < pairReach; k++ {
+		b.Emit(
+			asm.LoadMem(asm.R1, asm.RFP, slIdx, asm.Word),
+			asm.Add.Imm(asm.R1, k),
+			asm.LoadMem(asm.R2, rThread, 0, asm.Word),
+			asm.Add.Imm(asm.R2, -1),
+			asm.JGE.Reg(asm.R1, asm.R2, "ilshifted"),
+			asm.JGT.Imm(asm.R1, MaxDepth-2, "ilshifted"),
+		)
+		b.frameAt()
+		for off := int16(0); off < frameSize; off += 8 {
+			b.Emit(
+				asm.LoadMem(asm.R3, rFrame, frameSize+off, asm.DWord),
+				asm.StoreMem(rFrame, off, asm.R3, asm.DWord),
+			)
+		}
+	}
+	b.Mark("ilshifted")
+	b.Emit(
+		asm.LoadMem(asm.R1, rThread, 0, asm.Word),
+		asm.Add.Imm(asm.R1, -1),
+		asm.StoreMem(rThread, 0, asm.R1, asm.Word),
+		asm.Ja.Label("exit"),
+	)
 }
 
 // switchProgram runs at each context switch (the sched:sched_switch

@@ -133,19 +133,25 @@ func TestTraceUSDTPairs(t *testing.T) {
 // B's end): each end finds its own begin, though B's is on top when A's
 // end comes, and the program's own clock agrees with every pair's time;
 // A's exclusive time is the part before B began (B, begun inside it, is
-// time in a traced callee).
+// time in a traced callee). Two requests of one pair open at once, the
+// first ending first, are told apart by the id their probes carry.
 func TestTraceUSDTInterleavedPairs(t *testing.T) {
 	testutil.NeedRoot(t)
 	needSDT(t)
 	const n = 5
 	for _, opt := range []string{"-O2", "-O0"} {
 		bin := testutil.C(t, "usdtoverlap"+opt, []string{"usdtoverlap.c"}, opt, "-g")
-		out, stdout := traceRun(t, []string{"--usdt", "app:a_begin:a_end", "--usdt", "app:b_begin:b_end"}, bin, strconv.Itoa(n), "2")
+		flags := []string{"--usdt", "app:a_begin:a_end", "--usdt", "app:b_begin:b_end", "--usdt", "app:req_begin:req_end"}
+		args := opt == "-O0" // ids are read with or without --args
+		if args {
+			flags = append(flags, "--args")
+		}
+		out, stdout := traceRun(t, flags, bin, strconv.Itoa(n), "2")
 		want := counts(t, stdout)
 		r := traceReport(t, out)
-		for _, fn := range []string{"a", "b"} {
-			if got, unret := r.calls("app:" + fn + "_begin:" + fn + "_end"); got != want["app:"+fn] || unret != 0 || got != n {
-				t.Errorf("%s: pair %s: %d calls recorded (%d did not return), the program counted %d", opt, fn, got, unret, want["app:"+fn])
+		for fn, w := range map[string]int{"a_begin:a_end": n, "b_begin:b_end": n, "req_begin:req_end": 2 * n} {
+			if got, unret := r.calls("app:" + fn); got != want["app:"+fn[:strings.Index(fn, "_")]] || unret != 0 || got != w {
+				t.Errorf("%s: pair %s: %d calls recorded (%d did not return), the program counted %d", opt, fn, got, unret, w)
 			}
 		}
 		own := map[string][]float64{}
@@ -185,6 +191,30 @@ func TestTraceUSDTInterleavedPairs(t *testing.T) {
 				if c.Depth != 0 || c.Caller != "overlap" {
 					t.Errorf("%s: %s pair %d: depth %d, caller %q, want 0 and overlap", opt, fn, i, c.Depth, c.Caller)
 				}
+			}
+		}
+		// By start: request 2i (the first), then 2i+1, which began
+		// inside it and ended after it.
+		reqs := pairCalls(t, out, "^app:req_").Calls
+		if len(reqs) != 2*n || len(own["first"]) != n || len(own["second"]) != n {
+			t.Fatalf("%s: %d requests traced, the program timed %d and %d", opt, len(reqs), len(own["first"]), len(own["second"]))
+		}
+		for i, c := range reqs {
+			prog := own[[]string{"first", "second"}[i%2]][i/2]
+			off := 0.0
+			if c.InclCPU != nil {
+				off = float64(c.Incl - *c.InclCPU)
+			}
+			if !near(c.Incl, prog, off, c.InclCPU != nil) {
+				t.Errorf("%s: request %d: traced %d ns (%.0f off the CPU), the program measured %.0f ns", opt, i, c.Incl, off, prog)
+			}
+			if args {
+				if got := pairArgs(c.Args); got != fmt.Sprintf("arg1=%d", i) {
+					t.Errorf("%s: request %d: arguments %q, want arg1=%d (its id)", opt, i, got, i)
+				}
+			}
+			if c.Depth != 0 || c.Caller != "byid" {
+				t.Errorf("%s: request %d: depth %d, caller %q, want 0 and byid", opt, i, c.Depth, c.Caller)
 			}
 		}
 	}

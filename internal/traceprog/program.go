@@ -168,6 +168,8 @@ const (
 	slTaskPtr = -152 // the current task_struct
 	slRet     = -160 // Pair: the return address of the begin's function
 	slOverlap = -168 // Pair: at an interleaved end, when the frame above its begin's began
+	slID      = -176 // PairIDs: the begin's or end's id
+	slHasID   = -184 // PairIDs: 1 when it was read
 )
 
 // Registers held across helper calls.
@@ -225,6 +227,10 @@ type progOptions struct {
 	// are read into the frame's argument slots, in place of the
 	// registers, chosen by probe id and begin site (PairSite).
 	PairArgs []Probe
+	// PairIDs (Pair, not Go): the pairs whose begins and ends carry an id
+	// (BeginID, EndID): a begin reads it into its frame's first argument
+	// slot, an end into slID, and an end returns the begin with its id.
+	PairIDs []Probe
 }
 
 type builder struct {
@@ -707,13 +713,43 @@ func (b *builder) popAbandoned(end bool) {
 			// function, or another activation (its function returned
 			// and another was called from elsewhere at the same depth,
 			// with no traced event in between to retire it).
-			pop := b.NewLabel("pop")
+			pop, other := b.NewLabel("pop"), b.NewLabel("otherpair")
 			b.Emit(
 				asm.JLT.Reg(asm.R2, asm.R3, pop),
 				asm.JGT.Reg(asm.R2, asm.R3, done),
 				asm.LoadMem(asm.R2, rFrame, fProbe, asm.Word),
 				asm.LoadMem(asm.R3, asm.RFP, slProbe, asm.Word),
-				asm.JEq.Reg(asm.R2, asm.R3, pop),
+				asm.JNE.Reg(asm.R2, asm.R3, other),
+			)
+			if len(b.o.PairIDs) > 0 {
+				// Begun with another id: a second request open at
+				// once, kept unless one is open below it in the same
+				// place already (two at most; more are taken for
+				// begins whose ends were skipped).
+				b.Emit(
+					asm.LoadMem(asm.R2, asm.RFP, slHasID, asm.Word),
+					asm.JEq.Imm(asm.R2, 0, pop),
+					asm.LoadMem(asm.R2, rFrame, fArgs, asm.DWord),
+					asm.LoadMem(asm.R3, asm.RFP, slID, asm.DWord),
+					asm.JEq.Reg(asm.R2, asm.R3, pop),
+					asm.LoadMem(asm.R2, asm.RFP, slIdx, asm.Word),
+					asm.JEq.Imm(asm.R2, 0, done),
+					asm.Add.Imm(asm.R2, -1),
+					asm.JGT.Imm(asm.R2, MaxDepth-1, done),
+					asm.Mul.Imm(asm.R2, frameSize),
+					asm.Mov.Reg(asm.R4, rThread),
+					asm.Add.Reg(asm.R4, asm.R2),
+					asm.LoadMem(asm.R2, asm.R4, stackHdr+fProbe, asm.Word),
+					asm.LoadMem(asm.R3, asm.RFP, slProbe, asm.Word),
+					asm.JNE.Reg(asm.R2, asm.R3, done),
+					asm.LoadMem(asm.R2, asm.R4, stackHdr+fSP, asm.DWord),
+					asm.LoadMem(asm.R3, asm.RFP, slSP, asm.DWord),
+					asm.JNE.Reg(asm.R2, asm.R3, done),
+				)
+			}
+			b.Emit(asm.Ja.Label(pop))
+			b.Mark(other)
+			b.Emit(
 				asm.LoadMem(asm.R2, rFrame, fFlags, asm.Word),
 				asm.And.Imm(asm.R2, flagPair),
 				asm.JEq.Imm(asm.R2, 0, done),
@@ -921,6 +957,10 @@ func entryProgram(m maps, o progOptions) asm.Instructions {
 	if o.Pair {
 		b.pairFrame()
 	}
+	if o.Pair && len(o.PairIDs) > 0 {
+		b.Emit(asm.StoreImm(asm.RFP, slHasID, 0, asm.Word))
+		b.pairIDs(o.PairIDs, false)
+	}
 	b.Emit(
 		asm.FnKtimeGetNs.Call(),
 		asm.StoreMem(asm.RFP, slNow, asm.R0, asm.DWord),
@@ -1013,6 +1053,18 @@ func entryProgram(m maps, o progOptions) asm.Instructions {
 			b.pairArgs(o.PairArgs)
 		}
 	}
+	if o.Pair && len(o.PairIDs) > 0 {
+		// The id goes in the first argument slot (after the arguments,
+		// whose first is the same operand, unmasked).
+		noid := b.NewLabel("noid")
+		b.Emit(
+			asm.LoadMem(asm.R1, asm.RFP, slHasID, asm.Word),
+			asm.JEq.Imm(asm.R1, 0, noid),
+			asm.LoadMem(asm.R1, asm.RFP, slID, asm.DWord),
+			asm.StoreMem(rFrame, fArgs, asm.R1, asm.DWord),
+		)
+		b.Mark(noid)
+	}
 	// The clock is read last, so that the probe's own cost falls outside
 	// the call as far as it can.
 	b.Emit(
@@ -1042,6 +1094,11 @@ func returnProgram(m maps, o progOptions) asm.Instructions {
 		asm.Add.Imm(asm.R1, -o.RetAdjust),
 		asm.StoreMem(asm.RFP, slSP, asm.R1, asm.DWord),
 	)
+	ids := o.Pair && !o.Go && len(o.PairIDs) > 0
+	if ids {
+		b.Emit(asm.StoreImm(asm.RFP, slHasID, 0, asm.Word))
+		b.pairIDs(o.PairIDs, true)
+	}
 	b.thread(false)
 	b.readOff(false)
 	// Frames below the returning one were left without a return.
@@ -1064,6 +1121,18 @@ func returnProgram(m maps, o progOptions) asm.Instructions {
 			asm.LoadMem(asm.R2, asm.RFP, slProbe, asm.Word),
 			asm.JNE.Reg(asm.R1, asm.R2, "interleaved"),
 		)
+		if ids {
+			// Its own pair on top, but begun with another id: a
+			// begin below with the end's id goes first.
+			b.Emit(
+				asm.LoadMem(asm.R1, asm.RFP, slHasID, asm.Word),
+				asm.JEq.Imm(asm.R1, 0, "pairtop"),
+				asm.LoadMem(asm.R1, rFrame, fArgs, asm.DWord),
+				asm.LoadMem(asm.R2, asm.RFP, slID, asm.DWord),
+				asm.JNE.Reg(asm.R1, asm.R2, "interleaved"),
+			)
+			b.Mark("pairtop")
+		}
 	} else if o.Go {
 		b.Emit(
 			asm.LoadMem(asm.R1, rFrame, fProbe, asm.Word),
@@ -1091,7 +1160,7 @@ func returnProgram(m maps, o progOptions) asm.Instructions {
 	b.Emit(asm.Ja.Label("exit"))
 	if o.Pair && !o.Go {
 		b.Mark("interleaved")
-		b.endInterleaved()
+		b.endInterleaved(ids)
 	}
 	b.Mark("unmatched")
 	b.count(sUnmatched)
@@ -1115,28 +1184,66 @@ const pairReach = 4
 // ends (that frame was begun inside it), and only the part before that
 // frame began goes to its caller's callees, which the frame above adds
 // to when it ends: the caller's callee time is the union of the two. It
-// jumps to unmatched when no begin of the pair is within reach.
-func (b *builder) endInterleaved() {
+// jumps to unmatched when no begin of the pair is within reach. With ids
+// (the end read one: slHasID), the begin must have the end's id; when
+// none within reach has, the innermost begin of the pair is taken, on
+// top (jumping back to pairtop) or below.
+func (b *builder) endInterleaved(ids bool) {
 	found := b.NewLabel("ilfound")
-	for k := int32(2); k <= pairReach+1; k++ {
-		// R1 = depth − k, the index of the k-th frame from the top.
-		b.Emit(
-			asm.LoadMem(asm.R1, rThread, 0, asm.Word),
-			asm.JLT.Imm(asm.R1, k, "unmatched"),
-			asm.JGT.Imm(asm.R1, MaxDepth, "unmatched"),
-			asm.Add.Imm(asm.R1, -k),
-			asm.JGT.Imm(asm.R1, MaxDepth-2, "unmatched"),
-			asm.StoreMem(asm.RFP, slIdx, asm.R1, asm.Word),
-		)
-		b.frameAt()
-		b.Emit(
-			asm.LoadMem(asm.R1, rFrame, fProbe, asm.Word),
-			asm.LoadMem(asm.R2, asm.RFP, slProbe, asm.Word),
-			asm.JEq.Reg(asm.R1, asm.R2, found),
-		)
+	// search looks at frames first..pairReach+1 from the top for one of
+	// the end's pair, with the end's id if byID; nomatch is where it goes
+	// when none is.
+	search := func(first int32, byID bool, nomatch string) {
+		for k := first; k <= pairReach+1; k++ {
+			next := b.NewLabel("ilnext")
+			// R1 = depth − k, the index of the k-th frame from the top.
+			b.Emit(
+				asm.LoadMem(asm.R1, rThread, 0, asm.Word),
+				asm.JLT.Imm(asm.R1, k, nomatch),
+				asm.JGT.Imm(asm.R1, MaxDepth, nomatch),
+				asm.Add.Imm(asm.R1, -k),
+				asm.JGT.Imm(asm.R1, MaxDepth-1, nomatch),
+				asm.StoreMem(asm.RFP, slIdx, asm.R1, asm.Word),
+			)
+			b.frameAt()
+			b.Emit(
+				asm.LoadMem(asm.R1, rFrame, fProbe, asm.Word),
+				asm.LoadMem(asm.R2, asm.RFP, slProbe, asm.Word),
+				asm.JNE.Reg(asm.R1, asm.R2, next),
+			)
+			if byID {
+				b.Emit(
+					asm.LoadMem(asm.R1, asm.RFP, slHasID, asm.Word),
+					asm.JEq.Imm(asm.R1, 0, found),
+					asm.LoadMem(asm.R1, rFrame, fArgs, asm.DWord),
+					asm.LoadMem(asm.R2, asm.RFP, slID, asm.DWord),
+					asm.JNE.Reg(asm.R1, asm.R2, next),
+				)
+			}
+			if k == 1 {
+				b.Emit(asm.Ja.Label("pairtop"))
+			} else {
+				b.Emit(asm.Ja.Label(found))
+			}
+			b.Mark(next)
+		}
+		b.Emit(asm.Ja.Label(nomatch))
 	}
-	b.Emit(asm.Ja.Label("unmatched"))
+	if ids {
+		byInnermost := b.NewLabel("ilinnermost")
+		search(2, true, byInnermost)
+		b.Mark(byInnermost)
+		search(1, false, "unmatched")
+	} else {
+		search(2, false, "unmatched")
+	}
 	b.Mark(found)
+	// The frame above must be in the map value: the begin is not on top.
+	b.Emit(
+		asm.LoadMem(asm.R1, asm.RFP, slIdx, asm.Word),
+		asm.JGT.Imm(asm.R1, MaxDepth-2, "unmatched"),
+	)
+	b.frameAt()
 	// rFrame is frame slIdx ≤ MaxDepth−2, so the frame above it is in
 	// the map value.
 	b.Emit(
@@ -1336,6 +1443,52 @@ func (b *builder) usdtArgs(points []Probe) {
 		b.argSpecs(p.Args, rTmp, rArgs)
 		b.Emit(asm.Ja.Label(done))
 		b.Mark(next)
+	}
+	b.Mark(done)
+}
+
+// pairIDs reads, for the pairs with ids, the id of the begin or of the
+// end at the site that was hit into slID, masked to its width, and sets
+// slHasID.
+func (b *builder) pairIDs(pairs []Probe, end bool) {
+	done := b.NewLabel("pairidsdone")
+	for _, p := range pairs {
+		ids := p.BeginID
+		if end {
+			ids = p.EndID
+		}
+		if len(p.BeginID) == 0 || len(p.EndID) == 0 {
+			continue
+		}
+		for i, spec := range ids {
+			if i >= maxPairSite {
+				break
+			}
+			next := b.NewLabel("pairidnext")
+			b.Emit(
+				asm.LoadMem(asm.R1, asm.RFP, slProbe, asm.Word),
+				asm.JNE.Imm(asm.R1, int32(p.ID), next),
+				asm.LoadMem(asm.R1, asm.RFP, slProbe, asm.DWord),
+				asm.RSh.Imm(asm.R1, pairSiteShift),
+				asm.And.Imm(asm.R1, maxPairSite),
+				asm.JNE.Imm(asm.R1, int32(i), next),
+			)
+			dst, slot := asm.RFP, int16(slID)
+			b.argSpecs([]ArgSpec{spec}, dst, slot)
+			if spec.Size < 8 {
+				b.Emit(
+					asm.LoadMem(asm.R1, dst, slot, asm.DWord),
+					asm.LoadImm(asm.R2, int64(1)<<(8*spec.Size)-1, asm.DWord),
+					asm.And.Reg(asm.R1, asm.R2),
+					asm.StoreMem(dst, slot, asm.R1, asm.DWord),
+				)
+			}
+			b.Emit(
+				asm.StoreImm(asm.RFP, slHasID, 1, asm.Word),
+				asm.Ja.Label(done),
+			)
+			b.Mark(next)
+		}
 	}
 	b.Mark(done)
 }

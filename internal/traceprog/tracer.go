@@ -93,6 +93,11 @@ type Probe struct {
 	// its begin at Offset, then at each of Begins: recorded in the call
 	// record's argument slots in place of the registers.
 	BeginArgs [][]ArgSpec
+	// BeginID and EndID (a pair's) are its first USDT operand at Offset
+	// and each of Begins, and at each of Ends: when given, an end returns
+	// the innermost open begin of its pair with the same value, if one
+	// is within reach (pairReach), else the innermost.
+	BeginID, EndID []ArgSpec
 	// RefCtr is the file offset of a USDT semaphore the kernel counts up
 	// while the probe is set (0: none).
 	RefCtr uint64
@@ -134,11 +139,11 @@ type Tracer struct {
 	// loadHit loads the point-probe program, the first time a point probe
 	// is set: a trace without point probes does without it.
 	loadHit func(points []Probe) (*ebpf.Program, error)
-	// loadPair loads the end program of USDT pairs the first time a pair
-	// is set, and returns the entry program for pairs: one shared by all,
-	// or with --args and begins that have USDT arguments one that reads
-	// those of these pairs.
-	loadPair           func(pairs []Probe) (*ebpf.Program, error)
+	// loadPair returns the entry and end programs for pairs: ones shared
+	// by all (loaded the first time a pair is set), or, with --args and
+	// begins that have USDT arguments or with pairs matched by an id,
+	// ones that read those of these pairs.
+	loadPair           func(pairs []Probe) (entry, end *ebpf.Program, err error)
 	pairEntry, pairEnd *ebpf.Program
 	// argHits are point-probe and pair-entry programs that also read USDT
 	// arguments, one per attachPoints or attachPairs call with such probes.
@@ -291,7 +296,7 @@ func New(o Options) (*Tracer, error) {
 		}
 		return p, nil
 	}
-	t.loadPair = func(pairs []Probe) (*ebpf.Program, error) {
+	t.loadPair = func(pairs []Probe) (*ebpf.Program, *ebpf.Program, error) {
 		var err error
 		mk := func(ins asm.Instructions) *ebpf.Program {
 			if err != nil {
@@ -303,34 +308,46 @@ func New(o Options) (*Tracer, error) {
 			return p
 		}
 		pairOpts := progOptions{Go: o.Go, Args: o.Args, Sampling: o.Sampling, Timed: o.TimedHz > 0, MaxDepth: int32(o.MaxDepth), Pair: true}
-		if t.pairEnd == nil {
-			end := mk(returnProgram(m, cpu(progOptions{Go: o.Go, Args: o.Args, RetAdjust: 0, Pair: true})))
+		endOpts := progOptions{Go: o.Go, Args: o.Args, RetAdjust: 0, Pair: true}
+		withArgs, withIDs := false, false
+		for _, p := range pairs {
+			withArgs = withArgs || o.Args && len(p.BeginArgs) > 0
+			withIDs = withIDs || !o.Go && len(p.BeginID) > 0 && len(p.EndID) > 0
+		}
+		end := t.pairEnd
+		if withIDs {
+			pairOpts.PairIDs, endOpts.PairIDs = pairs, pairs
+			end = mk(returnProgram(m, cpu(endOpts)))
 			if err != nil {
-				return nil, explain(fmt.Errorf("loading %s: %w", name, err))
+				return nil, nil, explain(fmt.Errorf("loading %s: %w", name, err))
+			}
+			t.argHits = append(t.argHits, end) // closed with the others
+		} else if end == nil {
+			end = mk(returnProgram(m, cpu(endOpts)))
+			if err != nil {
+				return nil, nil, explain(fmt.Errorf("loading %s: %w", name, err))
 			}
 			t.pairEnd = end
 		}
-		withArgs := false
-		for _, p := range pairs {
-			withArgs = withArgs || o.Args && len(p.BeginArgs) > 0
-		}
-		if withArgs {
-			pairOpts.PairArgs = pairs
+		if withArgs || withIDs {
+			if withArgs {
+				pairOpts.PairArgs = pairs
+			}
 			entry := mk(entryProgram(m, cpu(pairOpts)))
 			if err != nil {
-				return nil, explain(fmt.Errorf("loading %s: %w", name, err))
+				return nil, nil, explain(fmt.Errorf("loading %s: %w", name, err))
 			}
 			t.argHits = append(t.argHits, entry) // closed with the others
-			return entry, nil
+			return entry, end, nil
 		}
 		if t.pairEntry == nil {
 			entry := mk(entryProgram(m, cpu(pairOpts)))
 			if err != nil {
-				return nil, explain(fmt.Errorf("loading %s: %w", name, err))
+				return nil, nil, explain(fmt.Errorf("loading %s: %w", name, err))
 			}
 			t.pairEntry = entry
 		}
-		return t.pairEntry, nil
+		return t.pairEntry, end, nil
 	}
 	if o.Go {
 		t.retInsn = load(name, returnProgram(m, cpu(progOptions{Go: true, Args: o.Args, GoidOff: int32(o.GoidOff), RetAdjust: 0, Strings: o.Strings, Reads: t.reads != nil})))
@@ -652,7 +669,7 @@ func (t *Tracer) attachPoints(ex *link.Executable, path string, points []Probe, 
 // (a call whose begin was seen then has its end seen), with their
 // semaphores counted up while set.
 func (t *Tracer) attachPairs(ex *link.Executable, path string, pairs []Probe, pid int) error {
-	entry, err := t.loadPair(pairs)
+	entry, end, err := t.loadPair(pairs)
 	if err != nil {
 		return err
 	}
@@ -665,8 +682,8 @@ func (t *Tracer) attachPairs(ex *link.Executable, path string, pairs []Probe, pi
 			}
 			boffs, bcookies, brefs = append(boffs, off), append(bcookies, cookie), append(brefs, p.RefCtr)
 		}
-		for _, off := range p.Ends {
-			eoffs, ecookies, erefs = append(eoffs, off), append(ecookies, uint64(p.ID)), append(erefs, p.EndRefCtr)
+		for i, off := range p.Ends {
+			eoffs, ecookies, erefs = append(eoffs, off), append(ecookies, uint64(p.ID)|PairSite(i)), append(erefs, p.EndRefCtr)
 		}
 	}
 	set := func(prog *ebpf.Program, offs, cookies, refs []uint64, what string) ([]link.Link, error) {
@@ -695,7 +712,7 @@ func (t *Tracer) attachPairs(ex *link.Executable, path string, pairs []Probe, pi
 		}
 		return ls, nil
 	}
-	ends, err := set(t.pairEnd, eoffs, ecookies, erefs, "end")
+	ends, err := set(end, eoffs, ecookies, erefs, "end")
 	if err != nil {
 		return err
 	}

@@ -26,15 +26,21 @@ func TestLoads(t *testing.T) {
 		// The programs of USDT begin/end pairs, loaded when one is set;
 		// with --args, an entry program that reads the begins' operands
 		// (a register, memory at base+index·scale+offset, a constant).
-		if _, err := tr.loadPair(nil); err != nil {
+		if _, _, err := tr.loadPair(nil); err != nil {
 			t.Errorf("%+v: pair programs: %v", o, err)
 		}
 		pairs := []Probe{{ID: 1, Begins: []uint64{0x20}, BeginArgs: [][]ArgSpec{
 			{{Kind: ArgReg, Reg: 112, Size: 4}, {Kind: ArgMem, Reg: 152, Index: 88, Scale: 8, Off: -8, Size: 8}},
 			{{Kind: ArgConst, Off: 5, Size: 4}, {Kind: ArgMem, Reg: -1, Off: 0x1000, Size: 2}},
 		}}}
-		if _, err := tr.loadPair(pairs); err != nil {
+		if _, _, err := tr.loadPair(pairs); err != nil {
 			t.Errorf("%+v: pair programs with arguments: %v", o, err)
+		}
+		// Pairs matched by an id: the begins' and ends' first operands.
+		pairs[0].BeginID = []ArgSpec{{Kind: ArgReg, Reg: 112, Size: 4}, {Kind: ArgMem, Reg: 152, Off: 16, Size: 8}}
+		pairs[0].EndID = []ArgSpec{{Kind: ArgMem, Reg: -1, Off: 0x1000, Size: 4}}
+		if _, _, err := tr.loadPair(pairs); err != nil {
+			t.Errorf("%+v: pair programs with ids: %v", o, err)
 		}
 		tr.Close()
 	}

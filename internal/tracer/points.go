@@ -406,6 +406,8 @@ func pointTargets(f *elf.File, obj string, bid []byte, p Pattern, args bool) ([]
 func pairTarget(f *elf.File, obj string, bid []byte, spec, prov, begin, end string, args bool) (Target, error) {
 	t := Target{Object: obj, BuildID: bid, Function: spec}
 	cfi, _ := unwind.TableFromELF(f) // none: each begin's frame is its stack pointer
+	ids := [2][]traceprog.ArgSpec{}
+	hasID := true
 	for k, name := range []string{begin, end} {
 		sites, err := usdtSites(f, obj, spec, prov, name)
 		if err != nil {
@@ -415,6 +417,15 @@ func pairTarget(f *elf.File, obj string, bid []byte, spec, prov, begin, end stri
 			off, ok := fileOffset(f, s.pc)
 			if !ok {
 				continue
+			}
+			pc := s.pc
+			if first, _, _ := parseUSDTArgs(s.args, func(sym string) (int64, bool) {
+				v, ok := symbolValue(f, sym)
+				return int64(v) - int64(pc), ok
+			}); len(first) > 0 {
+				ids[k] = append(ids[k], first[0])
+			} else {
+				hasID = false
 			}
 			var ref uint64
 			if s.sem != 0 {
@@ -431,7 +442,6 @@ func pairTarget(f *elf.File, obj string, bid []byte, spec, prov, begin, end stri
 				}
 				t.BeginCFA = append(t.BeginCFA, rule)
 				if args {
-					pc := s.pc
 					specs, names, _ := parseUSDTArgs(s.args, func(sym string) (int64, bool) {
 						v, ok := symbolValue(f, sym)
 						return int64(v) - int64(pc), ok
@@ -453,6 +463,20 @@ func pairTarget(f *elf.File, obj string, bid []byte, spec, prov, begin, end stri
 	}
 	if !t.Pair || len(t.Ends) == 0 {
 		return Target{}, fmt.Errorf("--usdt %s: a probe of the pair is outside %s's code", spec, obj)
+	}
+	if hasID {
+		// Compared in the width of the narrowest site's operand: an
+		// int at one site and a long at another hold the same id.
+		w := 8
+		for _, a := range append(slices.Clone(ids[0]), ids[1]...) {
+			w = min(w, a.Size)
+		}
+		for k := range ids {
+			for i := range ids[k] {
+				ids[k][i].Size = w
+			}
+		}
+		t.BeginID, t.EndID = ids[0], ids[1]
 	}
 	for i := range t.BeginArgs {
 		t.BeginArgs[i] = t.BeginArgs[i][:len(t.Params)]

@@ -103,6 +103,10 @@ type Target struct {
 	// BeginArgs are a pair's begin's operands at each begin site (with
 	// --args), as many at each as Params names.
 	BeginArgs [][]traceprog.ArgSpec
+	// BeginID and EndID are a pair's first operand at each begin site and
+	// at each end site, when every site of both has one culprit reads:
+	// an end is matched to the begin with the same value (an id).
+	BeginID, EndID []traceprog.ArgSpec
 	// Entry is the function's symbol value (its DWARF low PC).
 	Entry uint64
 	// Code is the file offsets of the function's first byte and of the

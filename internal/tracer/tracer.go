@@ -398,7 +398,7 @@ func (s *session) set(first, pid int) error {
 		if _, ok := byObj[g]; !ok {
 			order = append(order, g)
 		}
-		byObj[g] = append(byObj[g], traceprog.Probe{ID: uint32(first + i + 1), Offset: t.Offset, Rets: t.Rets, Every: t.Every, Point: t.Point, RefCtr: t.RefCtr, Args: t.USDTArgs, BeginArgs: t.BeginArgs,
+		byObj[g] = append(byObj[g], traceprog.Probe{ID: uint32(first + i + 1), Offset: t.Offset, Rets: t.Rets, Every: t.Every, Point: t.Point, RefCtr: t.RefCtr, Args: t.USDTArgs, BeginArgs: t.BeginArgs, BeginID: t.BeginID, EndID: t.EndID,
 			Begins: t.Begins, Ends: t.Ends, EndRefCtr: t.EndRefCtr, BeginCFA: t.BeginCFA, Strs: strArgs(t), Reads: t.Reads})
 	}
 	for _, g := range order {

@@ -1,8 +1,12 @@
-/* Two USDT begin/end pairs interleaved in one function (sys/sdt.h):
+/* USDT begin/end pairs interleaved in one function (sys/sdt.h):
  * usdtoverlap N MS runs N rounds of
  *   app:a_begin, MS ms, app:b_begin, MS ms, app:a_end, MS ms, app:b_end
- * and prints, per round, "a NS", "a-alone NS" (a_begin to b_begin) and
- * "b NS" as the program timed them, then "count NAME N".
+ * printing "a NS", "a-alone NS" (a_begin to b_begin) and "b NS" as the
+ * program timed them, then N rounds of two requests of one pair, told
+ * apart by their id (the probes' argument), the first ending first:
+ *   app:req_begin(2i), MS ms, app:req_begin(2i+1), MS ms,
+ *   app:req_end(2i), MS ms, app:req_end(2i+1)
+ * printing "first NS" and "second NS"; then "count NAME N".
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -38,6 +42,22 @@ __attribute__((noipa)) static void overlap(int i, long ns) {
 	printf("a %ld\na-alone %ld\nb %ld\n", a1 - a0, b0 - a0, b1 - b0);
 }
 
+__attribute__((noipa)) static void byid(int i, long ns) {
+	int x = 2 * i, y = 2 * i + 1;
+	DTRACE_PROBE1(app, req_begin, x);
+	long x0 = now();
+	spin(ns);
+	long y0 = now();
+	DTRACE_PROBE1(app, req_begin, y);
+	spin(ns);
+	long x1 = now();
+	DTRACE_PROBE1(app, req_end, x);
+	spin(ns);
+	long y1 = now();
+	DTRACE_PROBE1(app, req_end, y);
+	printf("first %ld\nsecond %ld\n", x1 - x0, y1 - y0);
+}
+
 int main(int argc, char **argv) {
 	if (argc < 3) {
 		fprintf(stderr, "usage: usdtoverlap N MS\n");
@@ -47,6 +67,8 @@ int main(int argc, char **argv) {
 	long ms = atol(argv[2]);
 	for (int i = 0; i < n; i++)
 		overlap(i, ms * 1000000);
-	printf("count app:a %d\ncount app:b %d\n", n, n);
+	for (int i = 0; i < n; i++)
+		byid(i, ms * 1000000);
+	printf("count app:a %d\ncount app:b %d\ncount app:req %d\n", n, n, 2 * n);
 	return 0;
 }

@@ -51,6 +51,9 @@ type Info struct {
 
 	names   typeNames
 	fnNames nameSet
+
+	staticsOnce sync.Once
+	staticAt    map[uint64]dwarf.Offset // fixed address → type DIE (statics.go)
 }
 
 type sections struct {

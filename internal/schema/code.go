@@ -461,7 +461,9 @@ type Code struct {
 
 	path        string
 	membersOnce sync.Once
-	members     map[string][2]uint64 // "cfg.limit" → its bytes, from DWARF
+	dwarf       *dwarfx.Info // nil: no DWARF; read for member placement only
+	membersMu   sync.Mutex
+	members     map[string]memberPlace // "cfg.limit" → its bytes, from DWARF
 
 	mu      sync.Mutex
 	cache   map[int]*cfg
@@ -659,40 +661,46 @@ func staticBase(sym string) (string, bool) {
 	return sym[:i], true
 }
 
-// memberRange is the bytes of the member "v.f" of a global struct, from
-// the object's DWARF (the members culprit schema lists: scalar, not bit
-// fields); ok false when the object has no DWARF or no such member.
-func (c *Code) memberRange(global string) ([2]uint64, bool) {
+// memberRange is the bytes of the member f of the global struct at base
+// (its symbol's address), "v.f" named global, from the type DWARF gives
+// the variable at that address (a scalar member, not a bit field, as
+// culprit schema lists them); ok false when the object has no DWARF, the
+// variable is no struct or it has no such member. The DWARF is opened
+// once per object, and only the variables' types are read
+// (dwarfx.Info.StaticType), not every function.
+func (c *Code) memberRange(global string, base uint64) ([2]uint64, bool) {
 	c.membersOnce.Do(func() {
-		c.members = map[string][2]uint64{}
-		info, err := dwarfx.Open(c.path)
-		if err != nil {
-			return
-		}
-		for _, v := range info.Globals() {
-			t := v.Type()
-			if v.Artificial || t == nil || t.Underlying().Kind != dwarfx.Struct {
-				continue
-			}
-			l, ok := v.Location(0)
-			if !ok || l.Const != nil {
-				continue
-			}
-			val, err := l.Eval(&dwarfx.Frame{}, 0)
-			if err != nil || !val.InMemory {
-				continue
-			}
-			for _, fl := range t.Underlying().Fields {
-				if fl.Name == "" || fl.Type == nil || !fl.Type.IsScalar() || fl.BitSize != 0 {
-					continue
-				}
-				lo := val.Addr + uint64(fl.Offset)
-				c.members[v.Name+"."+fl.Name] = [2]uint64{lo, lo + uint64(max(fl.Type.Underlying().Size, 1))}
-			}
-		}
+		c.members = map[string]memberPlace{}
+		c.dwarf, _ = dwarfx.Open(c.path)
 	})
-	r, ok := c.members[global]
-	return r, ok
+	if c.dwarf == nil {
+		return [2]uint64{}, false
+	}
+	c.membersMu.Lock()
+	defer c.membersMu.Unlock()
+	if p, ok := c.members[global]; ok {
+		return p.r, p.ok
+	}
+	var p memberPlace
+	_, field, _ := strings.Cut(global, ".")
+	if t, ok := c.dwarf.StaticType(base); ok && t.Underlying().Kind == dwarfx.Struct {
+		for _, fl := range t.Underlying().Fields {
+			if fl.Name != field || fl.Type == nil || !fl.Type.IsScalar() || fl.BitSize != 0 {
+				continue
+			}
+			lo := base + uint64(fl.Offset)
+			p = memberPlace{r: [2]uint64{lo, lo + uint64(max(fl.Type.Underlying().Size, 1))}, ok: true}
+			break
+		}
+	}
+	c.members[global] = p
+	return p.r, p.ok
+}
+
+// memberPlace is where memberRange placed a member, or that it could not.
+type memberPlace struct {
+	r  [2]uint64
+	ok bool
 }
 
 // Reads says whether the machine code of the function holding addr
@@ -726,7 +734,7 @@ func (c *Code) Reads(addr uint64, global string) (reads, known bool) {
 	var part [2]uint64
 	precise := false
 	if isMember && len(ranges) == 1 {
-		part, precise = c.memberRange(global)
+		part, precise = c.memberRange(global, ranges[0][0])
 	}
 	key := name
 	if precise {

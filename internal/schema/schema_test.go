@@ -441,6 +441,7 @@ func TestReads(t *testing.T) {
 
 // Reads of a static variable declared inside a function (its symbol is
 // "seen.N", looked up by the variable's name) and of a struct's members,
+// a global's or a function's static's (placed by its symbol's address),
 // at -O0 and -O2.
 func TestReadsStaticAndMember(t *testing.T) {
 	for _, level := range levels {
@@ -474,6 +475,9 @@ func TestReadsStaticAndMember(t *testing.T) {
 				{"share", "opts.b", true},
 				{"main", "opts.b", true},
 				{"plain", "opts.a", false},
+				{"tally_a", "tally.a", true},
+				{"tally_a", "tally.b", false},
+				{"read_a", "tally.a", false},
 			} {
 				at, _ := symbolAddr(t, bin, tc.fn)
 				if r, known := c.Reads(at+1, tc.member); !known || r != tc.reads {

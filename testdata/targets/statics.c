@@ -2,7 +2,8 @@
  * declared inside functions, whose symbols the compiler names "v.N":
  * count_a and count_b each keep a static "seen", plain keeps none.
  * Members of a global struct: read_a reads opts.a only, share passes
- * &opts on (every member reachable), main reads opts.b.
+ * &opts on (every member reachable), main reads opts.b. A function's
+ * static struct: tally_a keeps "tally" and reads tally.a only.
  *
  *   statics [n] */
 #include <stdio.h>
@@ -32,6 +33,13 @@ struct options {
 
 noinline long read_a(long x) { return x + opts.a; }
 
+noinline long tally_a(long x)
+{
+	static struct options tally;
+	tally.a += x;
+	return tally.a;
+}
+
 noinline long sum(const struct options *o) { return o->a + o->b; }
 
 noinline long share(long x) { return x * sum(&opts); }
@@ -40,7 +48,7 @@ int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 1000, r = opts.b;
 	for (long i = 0; i < n; i++)
-		r += count_a(i) + count_b(i) + plain(i) + read_a(i) + share(i);
+		r += count_a(i) + count_b(i) + plain(i) + read_a(i) + share(i) + tally_a(i);
 	printf("%ld\n", r);
 	return 0;
 }

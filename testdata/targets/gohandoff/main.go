@@ -23,7 +23,10 @@
 //
 // With "close", the worker ends each job by closing its channel instead
 // of sending on it: the runtime then readies the waiting handler on the
-// scheduler's own stack, not the worker's.
+// scheduler's own stack, not the worker's. The handler tells a job it
+// never parked for by trying its receive before it waits (WAITED_NS 0
+// when the channel was closed already); a close that lands between that
+// try and the park, a few instructions, is not told.
 //
 // With "mutex", handleMutex instead takes a sync.Mutex in lockedUpdate
 // that a holder goroutine keeps taking to run holdBig (2 ms one time in
@@ -85,7 +88,7 @@ type job struct {
 	workFrom, workTo int64 // nanotime when work began and ended
 	done             chan struct{}
 	timer            *time.Timer
-	unparked         bool // the handler never parked for this job (chan mode)
+	unparked         bool // the handler never parked for this job (chan, close)
 	handleNS, workNS time.Duration
 }
 
@@ -164,6 +167,19 @@ var out = make(chan string, 1024)
 //go:noinline
 func await(j *job) {
 	j.awaitAt = clock()
+	if closing {
+		// A close cannot be tried the way a send is: the handler tries
+		// its receive instead. When the channel is closed already, the
+		// handler was kept from coming to wait (preempted after await
+		// began) until the work was done, takes the close without
+		// parking, and work was never what it waited on.
+		select {
+		case <-j.done:
+			j.unparked = true
+			return
+		default:
+		}
+	}
 	<-j.done
 }
 

@@ -432,3 +432,62 @@ func TestVarianceGoTimerArmedByWaker(t *testing.T) {
 		t.Errorf("(timer): mean %.0f ns, states %v: want a sleep of at least the 100 µs asked for", tm.Mean, tm.States)
 	}
 }
+
+// A request handed to a time.AfterFunc's function (gohandoff's after
+// mode: main.handleAfter arms it, 2 ms one time in three and 100 µs the
+// others, and waits in main.await for the goroutine the timer starts to
+// run main.work and close the job's channel). That goroutine did not
+// exist when the request began to wait: culprit follows its created-by
+// edge to the timer armed by the handler, so the wait is "(timer)"
+// under main.await, a sleep, then "main.work (waker)", whose share of
+// the variance is the program's (within 5 points). (timer)'s mean is at
+// most the program's mean time from await's start to the function's
+// first statement (which also holds the new goroutine's wait for a CPU)
+// and at least half of what the delays asked for leave after await began.
+func TestVarianceGoAfterFunc(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.Go(t, "gohandoff")
+	out := rec(t)
+	const n = 600
+	stdout := mustRun(t, "variance", "--sched", "--start", "main.handleAfter", "--functions", "main.await,main.work",
+		"--rounds", "1", "--trap-budget", "0", "-o", out, "--", bin, strconv.Itoa(n), "after")
+	var r varianceJSON
+	if err := json.Unmarshal([]byte(mustRun(t, "variance", "-i", out, "--format", "json")), &r); err != nil {
+		t.Fatal(err)
+	}
+	var handle, work, left, fired []float64
+	for _, l := range strings.Split(stdout, "\n") {
+		var id, armed, fire, h, w, st, waited int64
+		if k, _ := fmt.Sscanf(l, "after %d %d %d", &id, &armed, &fire); k == 3 {
+			asked := int64(100e3)
+			if id%3 == 0 {
+				asked = 2e6
+			}
+			left = append(left, float64(max(0, asked-armed)))
+			fired = append(fired, float64(fire))
+		}
+		if k, _ := fmt.Sscanf(l, "req %d %d %d %d %d", &id, &h, &w, &st, &waited); k == 5 {
+			handle = append(handle, float64(h))
+			work = append(work, float64(waited))
+		}
+	}
+	if len(handle) != n || len(left) != n || r.Intervals+r.LostOut != n {
+		t.Fatalf("%d intervals (%d left out for lost calls), the program served %d requests (want %d)", r.Intervals, r.LostOut, len(handle), n)
+	}
+	share := stat.Covariance(work, handle, nil) / stat.Variance(handle, nil)
+	tm := sourceFactor(t, r, "(timer)", "main.await")
+	t.Logf("%d intervals: (timer) %.1f%%, mean %.0f ns, states %v; asked after await began %.0f ns, to the function's start %.0f ns",
+		r.Intervals, 100*tm.Contribution, tm.Mean, tm.States, stat.Mean(left, nil), stat.Mean(fired, nil))
+	if tm.Mean < 0.5*stat.Mean(left, nil) || tm.Mean > stat.Mean(fired, nil) {
+		t.Errorf("(timer)'s mean %.0f ns per interval: the delays asked for leave %.0f ns after await began, the function began %.0f ns after it",
+			tm.Mean, stat.Mean(left, nil), stat.Mean(fired, nil))
+	}
+	if all := sum(tm.States); tm.States["sleep"] < 0.99*all {
+		t.Errorf("(timer)'s states %v: want a sleep", tm.States)
+	}
+	w := sourceFactor(t, r, "main.work (waker)", "main.await")
+	t.Logf("main.work (waker) %.1f%% of the variance, mean %.0f ns; the program's %.1f%%, %.0f ns", 100*w.Contribution, w.Mean, 100*share, stat.Mean(work, nil))
+	if math.Abs(w.Contribution-share) > 0.05 {
+		t.Errorf("main.work (waker)'s share %.3f, the program's %.3f", w.Contribution, share)
+	}
+}

@@ -57,7 +57,10 @@ func goRuntimeOf(exe string) (rt variance.GoRuntime, errs []error) {
 // runtime's timers or network poller ended has a Source for its waker
 // ("(timer)", "(netpoll) fd N"): a timer's is a sleep, but for the part
 // before another goroutine armed the timer (a lock wait on that
-// goroutine); the poller's is the I/O wait.
+// goroutine); the poller's is the I/O wait. A goroutine a
+// time.AfterFunc's timer started begins as the timer's sleep since its
+// arming, then runnable from its creation, with a created-by edge
+// (Handoffs) to the goroutine that armed the timer.
 //
 // The blocked intervals' WakerStack index the wake-ups' functions: the
 // program's function that called the runtime's entry the wake-up was
@@ -141,17 +144,24 @@ func goTimeline(g *variance.GoSched, calls []variance.Call, probes []variance.Pr
 		see(p.Lane, p.Start, p.End)
 		parks[p.Lane] = append(parks[p.Lane], p)
 	}
+	source := func(lane uint32) {
+		// Not a goroutine: a source, with a name and no states.
+		if tl.Threads[lane] == nil {
+			n := variance.LaneName(lane)
+			if fd := variance.LaneFD(lane); fd >= 0 {
+				n = fmt.Sprintf("%s fd %d", n, fd)
+			}
+			tl.Threads[lane] = &sched.Thread{TID: lane, Name: n, Source: true}
+		}
+	}
+	created := map[uint32]variance.GoCreate{}
+	for _, c := range g.Created() {
+		created[c.Lane] = c
+	}
 	wakes := map[uint32][]variance.GoWake{}
 	for _, w := range g.Wakeups(rt) {
 		if variance.IsRuntimeLane(w.Waker) {
-			// Not a goroutine: a source, with a name and no states.
-			if tl.Threads[w.Waker] == nil {
-				n := variance.LaneName(w.Waker)
-				if fd := variance.LaneFD(w.Waker); fd >= 0 {
-					n = fmt.Sprintf("%s fd %d", n, fd)
-				}
-				tl.Threads[w.Waker] = &sched.Thread{TID: w.Waker, Name: n, Source: true}
-			}
+			source(w.Waker)
 		} else {
 			see(w.Waker, w.Time, w.Time)
 		}
@@ -194,6 +204,18 @@ func goTimeline(g *variance.GoSched, calls []variance.Call, probes []variance.Pr
 				t = hi
 			}
 			add(t, b, sched.OnCPU, 0, -1, false)
+		}
+		if c, ok := created[lane]; ok && c.At <= from {
+			// A goroutine a time.AfterFunc's timer started: queued to
+			// run by the timer's run, and before that the timer's wait
+			// since the goroutine that armed it did (a created-by edge
+			// to that goroutine).
+			if c.Armed != 0 && c.Armed != lane && c.ArmedAt < c.At {
+				source(variance.LaneTimer)
+				add(c.ArmedAt, c.At, sched.Sleep, variance.LaneTimer, -1, false)
+				tl.Handoffs = append(tl.Handoffs, sched.Handoff{From: sched.Point{TID: c.Armed, Time: c.ArmedAt}, To: sched.Point{TID: lane, Time: c.ArmedAt}})
+			}
+			add(c.At, from, sched.Runnable, 0, -1, false)
 		}
 		ps := parks[lane]
 		slices.SortFunc(ps, func(a, b variance.GoPark) int { return cmp.Compare(a.Start, b.Start) })

@@ -6,6 +6,7 @@ import (
 
 	"github.com/culprit-dev/culprit/internal/analysis/sched"
 	"github.com/culprit-dev/culprit/internal/analysis/variance"
+	"github.com/culprit-dev/culprit/internal/recording"
 )
 
 // A goroutine's timeline from its parks and the wake-ups that ended
@@ -196,6 +197,86 @@ func TestProbeable(t *testing.T) {
 	for f, want := range map[string]bool{"main.work": true, "runtime.morestack_noctxt.abi0": false, "runtime.morestack.abi0": false, "runtime.chansend1": true, "_start": false} {
 		if probeable(f) != want {
 			t.Errorf("probeable(%q) = %v", f, !want)
+		}
+	}
+}
+
+// A goroutine time.AfterFunc's timer started is, before its first call,
+// the timer's sleep since the arming, then runnable from its creation;
+// the wait of a goroutine it ends is on the critical path as its work,
+// then that sleep, and a path that reaches back before the arming goes
+// on in the goroutine that armed the timer (a created-by edge).
+func TestGoTimelineAfterFunc(t *testing.T) {
+	probes := []recording.Probe{
+		{ID: 1, Function: "main.handle"},
+		{ID: 2, Function: "runtime.gopark", Params: []string{"unlockf:p8:func()", "lock:p8:void *", "reason:u1:runtime.waitReason"}},
+		{ID: 3, Function: "runtime.ready", Params: []string{"gp:p8:runtime.g *", "traceskip:i8:int", "next:u1:bool", "gp->goid:u8:uint64"}},
+		{ID: 4, Function: "runtime.(*timer).modify", Params: []string{"t:p8:runtime.timer *", "when:i8:int64"}},
+		{ID: 5, Function: "runtime.(*timer).unlockAndRun", Params: []string{"t:p8:runtime.timer *", "now:i8:int64"}},
+		{ID: 6, Function: "time.goFunc", Params: []string{"arg:p8:interface {}", "seq:u8:uintptr", "delta:i8:int64"}},
+		{ID: 7, Function: "runtime.runqput", Params: []string{"pp:p8:runtime.p *", "gp:p8:runtime.g *", "next:u1:bool", "gp->goid:u8:uint64"}},
+		{ID: 8, Function: "runtime.closechan", Params: []string{"c:p8:runtime.hchan *"}},
+		{ID: 9, Function: "main.work"},
+	}
+	const g0 = 0xc000001000
+	const tm = 0x7000
+	calls := []recording.Call{
+		// Goroutine 7 (handle, 10 to 400) arms tm at 20 and waits on a
+		// channel from 50 to 320.
+		{Start: 10, End: 400, Probe: 1, Goroutine: 7, TID: 100},
+		{Start: 20, End: 21, Probe: 4, Goroutine: 7, TID: 100, Args: []uint64{tm, 1000}},
+		{Start: 50, End: 320, Probe: 2, Goroutine: 7, TID: 100, Args: []uint64{1, 0x9000, 1}},
+		// tm fires at 200; its goFunc queues goroutine 20 at 210, which
+		// runs work from 240 and closes the channel at 300.
+		{Start: 200, End: 230, Probe: 5, Goroutine: g0, TID: 102, Args: []uint64{tm, 200}},
+		{Start: 205, End: 225, Probe: 6, Goroutine: g0, TID: 102, Args: []uint64{1, 0, 0}},
+		{Start: 210, End: 211, Probe: 7, Goroutine: g0, TID: 102, Args: []uint64{1, 2, 1, 20}},
+		{Start: 240, End: 290, Probe: 9, Goroutine: 20, TID: 103},
+		{Start: 295, End: 310, Probe: 8, Goroutine: 20, TID: 103},
+		{Start: 300, End: 301, Probe: 3, Goroutine: g0, TID: 103, Args: []uint64{1, 0, 1, 7}},
+	}
+	in := variance.FromRecords(variance.Spec{Start: "main.handle", End: "main.handle"}, calls, probes, nil, nil)
+	lane := map[uint64]uint32{}
+	for l, g := range in.Go.Goids {
+		lane[g] = l
+	}
+	a, f := lane[7], lane[20]
+	tl, _ := goTimeline(in.Go, in.Calls, in.Probes, variance.GoRuntime{Reasons: []string{"", "chan receive"}, PollRG: -1, PollWG: -1}, nil, nil)
+	want := []sched.Interval{
+		{From: 20, To: 210, State: sched.Sleep, Waker: variance.LaneTimer},
+		{From: 210, To: 240, State: sched.Runnable},
+		{From: 240, To: 300, State: sched.OnCPU}, // to its last event, the wake-up
+	}
+	th := tl.Thread(f)
+	if th == nil || len(th.Intervals) != len(want) {
+		t.Fatalf("the AfterFunc's goroutine: %+v", th)
+	}
+	for i, w := range want {
+		if got := th.Intervals[i]; got.From != w.From || got.To != w.To || got.State != w.State || got.Waker != w.Waker {
+			t.Errorf("interval %d: %+v, want %+v", i, got, w)
+		}
+	}
+	// Goroutine 7's wait, 50 to 300: the goroutine's work and runnable
+	// time, and before them the timer's sleep since 50; 7 runs 10 to 50
+	// and 320 to 400, runnable from the wake-up to 320.
+	by := map[uint32]map[sched.State]uint64{}
+	for _, s := range tl.CriticalPath(10, sched.Point{TID: a, Time: 400}, nil) {
+		if by[s.TID] == nil {
+			by[s.TID] = map[sched.State]uint64{}
+		}
+		by[s.TID][s.State] += s.Duration()
+	}
+	if by[f][sched.OnCPU] != 60 || by[f][sched.Runnable] != 30 || by[variance.LaneTimer][sched.Sleep] != 160 ||
+		by[a][sched.OnCPU] != 120 || by[a][sched.Runnable] != 20 {
+		t.Errorf("path by goroutine and state: %v", by)
+	}
+	// From before the arming, the goroutine's path goes on in the one
+	// that armed the timer.
+	path := tl.CriticalPath(5, sched.Point{TID: f, Time: 300}, nil)
+	for _, s := range path {
+		if s.From < 20 && s.TID != a || s.From >= 20 && s.TID == a || s.From == 20 && s.TID != variance.LaneTimer {
+			t.Errorf("path from before the arming: %+v", path)
+			break
 		}
 	}
 }

@@ -49,7 +49,8 @@ const maxDepth = 64
 // wait the signaller's); a wait a Source ended (a timer, the I/O a
 // poller waited on) is a segment of the source's, in the wait's state. A hand-off landing on the thread (a dequeue) ends
 // the walk on it: the path goes on in the thread that handed the work over,
-// from the hand-off's start, and the time between is Queued. Time before a
+// from the hand-off's start, and the time between is Queued (the
+// timeline's own Handoffs too). Time before a
 // thread's first recorded event is Unknown.
 func (tl *Timeline) CriticalPath(from uint64, end Point, handoffs []Handoff) []Segment {
 	if end.Time <= from {
@@ -87,7 +88,7 @@ func (w *walker) emit(s Segment) {
 func (w *walker) handoff(tid uint32, lo, hi uint64) (Handoff, bool) {
 	var best Handoff
 	found := false
-	for _, h := range w.handoffs {
+	for _, h := range slices.Concat(w.handoffs, w.tl.Handoffs) {
 		if h.To.TID == tid && h.To.Time > lo && h.To.Time <= hi && (!found || h.To.Time > best.To.Time) {
 			best, found = h, true
 		}

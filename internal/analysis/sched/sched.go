@@ -140,6 +140,10 @@ type Timeline struct {
 	// and SwitchIns the switches onto a CPU.
 	Wakeups, Switches, SwitchIns int
 	Warnings                     []string
+	// Handoffs are the created-by edges the timeline knows itself (a Go
+	// goroutine a timer armed by another started), which CriticalPath
+	// follows with those its caller gives.
+	Handoffs []Handoff
 }
 
 // Thread returns the timeline of tid, or nil.

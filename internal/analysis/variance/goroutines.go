@@ -46,10 +46,24 @@ import (
 //     readies its receiver as "(timer)", armed by the goroutine of t's
 //     last arming before it fired: the wait until that arming is that
 //     goroutine's, the rest the timer's (GoWake.Armed). A time.Sleep's
-//     wake-up (goroutineReady) is the sleeper's own deliberate wait.
+//     wake-up (goroutineReady) is the sleeper's own deliberate wait. A
+//     network deadline's wake-up (netpollgoready) is the timer's inside
+//     a timer's run; outside one a goroutine set a deadline already
+//     past or closed the descriptor (net/http aborts a pending read so),
+//     and the wake-up is that goroutine's;
+//   - time.goFunc, a time.AfterFunc timer's function, which starts the
+//     function on a goroutine of its own, and runtime.runqput (reading
+//     the goroutine it queues, gp): a runqput inside a goFunc on the
+//     same thread is that goroutine's creation, a created-by edge
+//     (GoCreate) from the goroutine that armed the timer;
+//   - a wake-up by runtime.ready inside none of the calls above is the
+//     runtime's own, named by the wait it ends when the runtime's name
+//     for its reason says whose it is: "(GC)" for the garbage
+//     collector's waits (an allocation's assist waiting for credit, the
+//     sweeper, the finalizers), else "(runtime)".
 var (
 	GoSchedFuncs = []string{"runtime.gopark", "runtime.send", "runtime.recv", "runtime.readyWithTime",
-		goReady, goClose, goTimer, goPollTimer, goPollReady, goTimerArm, goTimerRun}
+		goReady, goClose, goTimer, goPollTimer, goPollReady, goTimerArm, goTimerRun, goAfterFunc, goRunqput}
 	// GoUserEntries are the functions of the runtime (and sync) that the
 	// compiler's code for a channel operation, a select or a mutex's
 	// Unlock calls (two names of the mutex's slow path: before Go 1.24
@@ -75,6 +89,8 @@ const (
 	goPollReady = "runtime.netpollready"
 	goTimerArm  = "runtime.(*timer).modify"
 	goTimerRun  = "runtime.(*timer).unlockAndRun"
+	goAfterFunc = "time.goFunc"
+	goRunqput   = "runtime.runqput"
 )
 
 // The lanes of the wakers that are not goroutines (GoSched.Names).
@@ -82,6 +98,7 @@ const (
 	LaneTimer   = GoroutineLane | 1<<30 | 1
 	LaneNetpoll = GoroutineLane | 1<<30 | 2
 	LaneRuntime = GoroutineLane | 1<<30 | 3
+	LaneGC      = GoroutineLane | 1<<30 | 4
 )
 
 // IsRuntimeLane reports whether lane is one of the wakers that are not
@@ -170,6 +187,17 @@ type GoWake struct {
 	tid uint32 // the thread the wake-up was made on
 }
 
+// GoCreate is a goroutine (Lane) a time.AfterFunc's timer started: At
+// when the timer's run queued it, Fired when the run began, and Armed
+// the goroutine that armed the timer last before it fired, at ArmedAt
+// (0, 0 when no arming was seen).
+type GoCreate struct {
+	Lane      uint32
+	At, Fired uint64
+	Armed     uint32
+	ArmedAt   uint64
+}
+
 // GoSched are a Go program's parks and wake-ups, by lane.
 type GoSched struct {
 	Parks []GoPark
@@ -187,6 +215,8 @@ type GoSched struct {
 	entries map[uint32][]goEnclosing // GoUserEntries' calls by lane
 	arms    map[uint64][]goTimerCall // the timers' armings, by timer
 	runs    []goTimerCall            // the timers' firings
+	funcs   []goTimerCall            // the calls of AfterFunc timers' function
+	puts    []goReadyCall            // the goroutines queued to run (runqput)
 }
 
 // GoRuntime are facts of a Go executable's runtime the analysis of its
@@ -210,6 +240,8 @@ func LaneName(lane uint32) string {
 		return "(netpoll)"
 	case lane == LaneRuntime:
 		return "(runtime)"
+	case lane == LaneGC:
+		return "(GC)"
 	}
 	return ""
 }
@@ -251,6 +283,16 @@ func (g *GoSched) add(fn string, lane, tid uint32, c Call, params []string, ls l
 		return
 	case goTimer, goPollTimer:
 		g.encl = append(g.encl, goEnclosing{fn: fn, Start: c.Start, End: c.End, TID: tid, Lane: lane})
+		return
+	case goAfterFunc:
+		g.funcs = append(g.funcs, goTimerCall{Start: c.Start, End: c.End, TID: tid, Lane: lane})
+		return
+	case goRunqput:
+		for i, p := range params {
+			if name, _, _ := strings.Cut(p, ":"); name == "gp->goid" && i < len(c.Args) && c.Args[i] != 0 {
+				g.puts = append(g.puts, goReadyCall{Time: c.Start, TID: tid, Wakee: ls.of(c.Args[i], 0)})
+			}
+		}
 		return
 	}
 	if slices.Contains(GoUserEntries, fn) {
@@ -330,11 +372,21 @@ func (g *GoSched) Wakeups(rt GoRuntime) []GoWake {
 			switch in.fn {
 			case goClose:
 				waker = in.Lane
-			case goTimer, goPollTimer:
+			case goTimer:
 				waker = LaneTimer
+			case goPollTimer:
+				// A deadline's timer fired, or (outside a timer's run,
+				// when the runs are probed) a goroutine set a deadline
+				// already past or closed the descriptor.
+				waker = LaneTimer
+				if _, ok := innermostRun(runs, r.TID, r.Time); !ok && len(runs) > 0 {
+					waker = in.Lane
+				}
 			default:
 				continue // send, recv, readyWithTime: their own wake-up
 			}
+		} else if g.gcWait(r.Wakee, r.Time, rt.Reasons) {
+			waker = LaneGC
 		}
 		out = append(out, GoWake{Time: r.Time, Waker: waker, Wakee: r.Wakee})
 	}
@@ -383,6 +435,60 @@ func (g *GoSched) Wakeups(rt GoRuntime) []GoWake {
 			out[i].Site = g.site(w.Waker, w.Time)
 		}
 	}
+	return out
+}
+
+// gcWait reports whether the park of lane open at t waits for the
+// garbage collector, by the runtime's name of its reason (reasons).
+func (g *GoSched) gcWait(lane uint32, t uint64, reasons []string) bool {
+	for _, p := range g.Parks {
+		if p.Lane == lane && p.Start <= t && (p.Open || p.End >= t) && int(p.Reason) < len(reasons) {
+			return gcReason(reasons[p.Reason])
+		}
+	}
+	return false
+}
+
+// gcReason reports whether the runtime's name of a waitReason is one of
+// the garbage collector's ("GC assist wait", "GC sweep wait", "garbage
+// collection", "finalizer wait", "force gc (idle)", ...).
+func gcReason(r string) bool {
+	l := strings.ToLower(r)
+	return strings.HasPrefix(l, "gc ") || strings.Contains(l, " gc") || strings.Contains(l, "garbage collection") ||
+		r == "finalizer wait" || r == "cleanup wait"
+}
+
+// Created are the goroutines time.AfterFunc's timers started (a
+// runqput inside a call of time.goFunc on its thread, inside the
+// timer's run), with the goroutine that armed each timer.
+func (g *GoSched) Created() []GoCreate {
+	if len(g.funcs) == 0 || len(g.puts) == 0 {
+		return nil
+	}
+	funcs := slices.Clone(g.funcs)
+	slices.SortFunc(funcs, func(a, b goTimerCall) int {
+		return cmp.Or(cmp.Compare(a.TID, b.TID), cmp.Compare(a.Start, b.Start))
+	})
+	runs := slices.Clone(g.runs)
+	slices.SortFunc(runs, func(a, b goTimerCall) int {
+		return cmp.Or(cmp.Compare(a.TID, b.TID), cmp.Compare(a.Start, b.Start))
+	})
+	var out []GoCreate
+	seen := map[uint32]bool{}
+	for _, p := range g.puts {
+		f, ok := innermostRun(funcs, p.TID, p.Time)
+		if !ok || seen[p.Wakee] {
+			continue
+		}
+		seen[p.Wakee] = true
+		c := GoCreate{Lane: p.Wakee, At: p.Time, Fired: f.Start}
+		if r, ok := innermostRun(runs, f.TID, f.Start); ok {
+			c.Fired = r.Start
+			c.Armed, c.ArmedAt = g.armed(r)
+		}
+		out = append(out, c)
+	}
+	slices.SortFunc(out, func(a, b GoCreate) int { return cmp.Compare(a.At, b.At) })
 	return out
 }
 

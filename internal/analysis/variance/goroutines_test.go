@@ -170,3 +170,86 @@ func TestGoTimerWakeups(t *testing.T) {
 		t.Errorf("netpoll lanes")
 	}
 }
+
+// A goroutine time.AfterFunc's timer started (a runqput inside
+// time.goFunc inside the timer's run) was created by the goroutine that
+// armed the timer; a network deadline's wake-up is the timer's inside a
+// timer's run, and outside one the goroutine's that set the deadline; a
+// wake-up the runtime made inside none of the probed calls is the
+// garbage collector's when the wait it ends is one of the collector's.
+func TestGoAfterFuncDeadlinesGC(t *testing.T) {
+	probes := []recording.Probe{
+		{ID: 1, Function: "main.handle"},
+		{ID: 2, Function: "runtime.gopark", Params: []string{"unlockf:p8:func()", "lock:p8:void *", "reason:u1:runtime.waitReason"}},
+		{ID: 3, Function: "runtime.ready", Params: []string{"gp:p8:runtime.g *", "traceskip:i8:int", "next:u1:bool", "gp->goid:u8:uint64"}},
+		{ID: 4, Function: "runtime.(*timer).modify", Params: []string{"t:p8:runtime.timer *", "when:i8:int64"}},
+		{ID: 5, Function: "runtime.(*timer).unlockAndRun", Params: []string{"t:p8:runtime.timer *", "now:i8:int64"}},
+		{ID: 6, Function: "time.goFunc", Params: []string{"arg:p8:interface {}", "seq:u8:uintptr", "delta:i8:int64"}},
+		{ID: 7, Function: "runtime.runqput", Params: []string{"pp:p8:runtime.p *", "gp:p8:runtime.g *", "next:u1:bool", "gp->goid:u8:uint64"}},
+		{ID: 8, Function: "runtime.netpollgoready", Params: []string{"gp:p8:runtime.g *", "traceskip:i8:int"}},
+	}
+	reasons := []string{"", "chan receive", "IO wait", "GC assist wait"}
+	const g0 = 0xc000001000
+	const tm, dl = 0x7000, 0x7100 // an AfterFunc's timer, a deadline's
+	calls := []recording.Call{
+		{Start: 10, End: 900, Probe: 1, Goroutine: 7, TID: 100},
+		// Goroutine 7 arms tm at 20 (AfterFunc) and another timer's
+		// arming of tm by no one follows; tm fires at 200 on thread 102,
+		// whose goFunc queues the new goroutine 20 at 210.
+		{Start: 20, End: 21, Probe: 4, Goroutine: 7, TID: 100, Args: []uint64{tm, 1000}},
+		{Start: 200, End: 230, Probe: 5, Goroutine: g0, TID: 102, Args: []uint64{tm, 200}},
+		{Start: 205, End: 225, Probe: 6, Goroutine: g0, TID: 102, Args: []uint64{1, 0, 0}},
+		{Start: 210, End: 211, Probe: 7, Goroutine: g0, TID: 102, Args: []uint64{1, 2, 1, 20}},
+		// A runqput outside a goFunc (a ready's) creates nothing.
+		{Start: 250, End: 251, Probe: 7, Goroutine: g0, TID: 102, Args: []uint64{1, 2, 1, 21}},
+		// Goroutine 9 sets a deadline already past at 500: its
+		// netpollgoready readies goroutine 14, parked on the network.
+		{Start: 400, End: 520, Probe: 2, Goroutine: 14, TID: 103, Args: []uint64{1, 0x5010, 2}},
+		{Start: 500, End: 510, Probe: 8, Goroutine: 9, TID: 104, Args: []uint64{1, 0}},
+		{Start: 505, End: 506, Probe: 3, Goroutine: g0, TID: 104, Args: []uint64{1, 0, 1, 14}},
+		// Deadline dl's timer fires at 600: the wake-up of 15 is the timer's.
+		{Start: 550, End: 640, Probe: 2, Goroutine: 15, TID: 105, Args: []uint64{1, 0x6010, 2}},
+		{Start: 600, End: 620, Probe: 5, Goroutine: g0, TID: 102, Args: []uint64{dl, 600}},
+		{Start: 605, End: 610, Probe: 8, Goroutine: g0, TID: 102, Args: []uint64{1, 0}},
+		{Start: 606, End: 607, Probe: 3, Goroutine: g0, TID: 102, Args: []uint64{1, 0, 1, 15}},
+		// Goroutine 16's allocation waits for the collector's credit;
+		// goroutine 17 waits on a channel; both readied in no probed call.
+		{Start: 650, End: 720, Probe: 2, Goroutine: 16, TID: 106, Args: []uint64{1, 0, 3}},
+		{Start: 650, End: 730, Probe: 2, Goroutine: 17, TID: 107, Args: []uint64{1, 0, 1}},
+		{Start: 700, End: 701, Probe: 3, Goroutine: g0, TID: 108, Args: []uint64{1, 0, 1, 16}},
+		{Start: 710, End: 711, Probe: 3, Goroutine: g0, TID: 108, Args: []uint64{1, 0, 1, 17}},
+	}
+	in := FromRecords(Spec{Start: "main.handle", End: "main.handle"}, calls, probes, nil, nil)
+	if len(in.Calls) != 1 || in.Go == nil {
+		t.Fatalf("calls %+v, go %+v", in.Calls, in.Go)
+	}
+	lane := map[uint64]uint32{}
+	for l, g := range in.Go.Goids {
+		lane[g] = l
+	}
+	if got, want := in.Go.Created(), []GoCreate{{Lane: lane[20], At: 210, Fired: 200, Armed: lane[7], ArmedAt: 20}}; !slices.Equal(got, want) {
+		t.Errorf("created %+v, want %+v", got, want)
+	}
+	got := in.Go.Wakeups(GoRuntime{Reasons: reasons, PollRG: -1, PollWG: -1})
+	for i := range got {
+		got[i].tid = 0
+	}
+	want := []GoWake{
+		{Time: 505, Waker: lane[9], Wakee: lane[14]},
+		{Time: 606, Waker: LaneTimer, Wakee: lane[15]},
+		{Time: 700, Waker: LaneGC, Wakee: lane[16]},
+		{Time: 710, Waker: LaneRuntime, Wakee: lane[17]},
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("wake-ups\n%+v, want\n%+v", got, want)
+	}
+	if LaneName(LaneGC) != "(GC)" || !IsRuntimeLane(LaneGC) {
+		t.Errorf("the GC's lane")
+	}
+	for r, gc := range map[string]bool{"GC assist wait": true, "garbage collection scan": true, "force gc (idle)": true,
+		"finalizer wait": true, "GC worker (idle)": true, "chan receive": false, "sync.Mutex.Lock": false, "IO wait": false} {
+		if gcReason(r) != gc {
+			t.Errorf("gcReason(%q) = %v", r, !gc)
+		}
+	}
+}

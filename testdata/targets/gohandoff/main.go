@@ -46,7 +46,15 @@
 // (time.NewTimer, an hour) and waits in napReset on the timer's channel;
 // the worker, its work done, resets the timer to 100 µs: the request's
 // wait is the worker's until the reset, then the timer's.
-// Usage: gohandoff N [chan|close|mutex|timer|net|reset]
+//
+// With "after", handleAfter arms a time.AfterFunc (2 ms one time in
+// three, 100 µs the others) whose function, on a goroutine of its own,
+// runs work and closes the job's channel, and waits for it in await:
+// the request's wait is the timer's, then that goroutine's work. The
+// program prints "after ID ARMED_NS FIRED_NS": from arming the timer to
+// await's start, and from await's start to the function's first
+// statement (0 when it began before).
+// Usage: gohandoff N [chan|close|mutex|timer|net|reset|after]
 package main
 
 import (
@@ -85,6 +93,7 @@ type job struct {
 	id               int
 	start            int64 // nanotime just before handle's call
 	awaitAt          int64 // nanotime when await began
+	armedAt          int64 // nanotime when handleAfter armed its timer
 	workFrom, workTo int64 // nanotime when work began and ended
 	done             chan struct{}
 	timer            *time.Timer
@@ -96,6 +105,7 @@ var (
 	jobs      = make(chan *job)
 	closing   bool // the worker closes a job's channel
 	resetting bool // the worker resets a job's timer
+	afterMode bool // a time.AfterFunc's goroutine does the job
 )
 
 func spin(d time.Duration) {
@@ -319,6 +329,24 @@ func handle(j *job) {
 	j.handleNS = time.Duration(clock() - j.start)
 }
 
+// handleAfter arms a timer whose function does the job, and waits for it.
+//
+//go:noinline
+func handleAfter(j *job) {
+	d := 100 * time.Microsecond
+	if j.id%3 == 0 {
+		d = 2 * time.Millisecond
+	}
+	j.armedAt = clock()
+	time.AfterFunc(d, func() {
+		j.workFrom = clock()
+		work(j)
+		close(j.done)
+	})
+	await(j)
+	j.handleNS = time.Duration(clock() - j.start)
+}
+
 // serve is the HTTP handler: the request's job, handle, the answer.
 // napReset waits for the timer the worker resets.
 //
@@ -339,10 +367,14 @@ func serve(w http.ResponseWriter, r *http.Request) {
 	id, _ := strconv.Atoi(r.URL.Query().Get("id"))
 	j := &job{id: id, done: make(chan struct{})}
 	j.start = clock()
-	if resetting {
+	switch {
+	case resetting:
 		j.timer = time.NewTimer(time.Hour)
 		handleReset(j)
-	} else {
+	case afterMode:
+		handleAfter(j)
+		out <- fmt.Sprintf("after %d %d %d", id, j.awaitAt-j.armedAt, max(0, j.workFrom-j.awaitAt))
+	default:
 		handle(j)
 	}
 	io.WriteString(w, "ok\n")
@@ -350,16 +382,17 @@ func serve(w http.ResponseWriter, r *http.Request) {
 }
 
 func main() {
-	if len(os.Args) < 2 || len(os.Args) > 3 || len(os.Args) == 3 && !slices.Contains([]string{"chan", "close", "mutex", "timer", "net", "reset"}, os.Args[2]) {
-		fmt.Fprintln(os.Stderr, "usage: gohandoff N [chan|close|mutex|timer|net|reset]")
+	if len(os.Args) < 2 || len(os.Args) > 3 || len(os.Args) == 3 && !slices.Contains([]string{"chan", "close", "mutex", "timer", "net", "reset", "after"}, os.Args[2]) {
+		fmt.Fprintln(os.Stderr, "usage: gohandoff N [chan|close|mutex|timer|net|reset|after]")
 		os.Exit(2)
 	}
 	mode := "chan"
 	if len(os.Args) == 3 {
 		mode = os.Args[2]
 	}
-	closing = mode == "close"
+	closing = mode == "close" || mode == "after"
 	resetting = mode == "reset"
+	afterMode = mode == "after"
 	n, err := strconv.Atoi(os.Args[1])
 	if err != nil || n < 2 {
 		fmt.Fprintln(os.Stderr, "gohandoff: N must be at least 2")
@@ -399,6 +432,7 @@ func main() {
 		if rc, err := backendConn.(*net.TCPConn).SyscallConn(); err == nil {
 			rc.Control(func(fd uintptr) { fmt.Printf("backend fd %d\n", fd) })
 		}
+	case "after":
 	default:
 		go worker()
 	}

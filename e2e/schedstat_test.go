@@ -25,7 +25,25 @@ import (
 func TestStatesAgreeWithSchedstat(t *testing.T) {
 	testutil.NeedRoot(t)
 	bin := testutil.C(t, "runq", []string{"runq.c"}, "-O2", "-g", "-fno-omit-frame-pointer", "-pthread")
-	for _, collector := range [][]string{{"record", "--events", "cpu,wakeup"}, {"trace", "--sched", "-f", "work"}} {
+	statesAgree(t, bin, "work")
+}
+
+// The same for a Go program, testdata/targets/gorunq (runq in Go: each
+// goroutine locked to a thread of its own, so that the threads are the
+// goroutines): its threads park in futex waits whenever their goroutine
+// parks (time.Sleep, a channel), and another thread of the runtime hands
+// the goroutine back and wakes them. Their on-cpu and runnable time is
+// within 5% of the kernel's too: Go's threads need nothing C's do not.
+func TestStatesAgreeWithSchedstatGo(t *testing.T) {
+	testutil.NeedRoot(t)
+	statesAgree(t, testutil.Go(t, "gorunq"), "main.work")
+}
+
+// statesAgree runs bin (runq's arguments, its output) under both
+// recorders (trace's with fn traced) and compares each thread's on-cpu
+// and runnable time with the schedstat it printed.
+func statesAgree(t *testing.T, bin, fn string) {
+	for _, collector := range [][]string{{"record", "--events", "cpu,wakeup"}, {"trace", "--sched", "-f", fn}} {
 		t.Run(collector[0], func(t *testing.T) {
 			out := rec(t)
 			cmd := append(append([]string(nil), collector...), "-o", out, "--", bin, "6", "300")

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -440,7 +441,8 @@ func TestVarianceGoTimerArmedByWaker(t *testing.T) {
 // exist when the request began to wait: culprit follows its created-by
 // edge to the timer armed by the handler, so the wait is "(timer)"
 // under main.await, a sleep, then "main.work (waker)", whose share of
-// the variance is the program's (within 5 points). (timer)'s mean is at
+// the variance with its covariances is the program's Cov(work,
+// latency) / Var(latency) (within 5 points). (timer)'s mean is at
 // most the program's mean time from await's start to the function's
 // first statement (which also holds the new goroutine's wait for a CPU)
 // and at least half of what the delays asked for leave after await began.
@@ -485,9 +487,21 @@ func TestVarianceGoAfterFunc(t *testing.T) {
 	if all := sum(tm.States); tm.States["sleep"] < 0.99*all {
 		t.Errorf("(timer)'s states %v: want a sleep", tm.States)
 	}
+	// The program's share is Cov(work, T) / Var(T): work's variance and
+	// its covariances with the interval's other parts, which a busy
+	// machine makes large here (the timer fires late and work runs long
+	// together); culprit reports the covariances as factors of their own,
+	// each 2·Cov / Var(T).
 	w := sourceFactor(t, r, "main.work (waker)", "main.await")
-	t.Logf("main.work (waker) %.1f%% of the variance, mean %.0f ns; the program's %.1f%%, %.0f ns", 100*w.Contribution, w.Mean, 100*share, stat.Mean(work, nil))
-	if math.Abs(w.Contribution-share) > 0.05 {
-		t.Errorf("main.work (waker)'s share %.3f, the program's %.3f", w.Contribution, share)
+	got := w.Contribution
+	for _, f := range r.Ranked {
+		if f.Kind == "covariance" && slices.Contains(f.Names, "main.work (waker)") {
+			got += f.Contribution / 2
+		}
+	}
+	t.Logf("main.work (waker) %.1f%% of the variance (%.1f%% with its covariances), mean %.0f ns; the program's %.1f%%, %.0f ns",
+		100*w.Contribution, 100*got, w.Mean, 100*share, stat.Mean(work, nil))
+	if math.Abs(got-share) > 0.05 {
+		t.Errorf("main.work (waker)'s share with its covariances %.3f, the program's %.3f", got, share)
 	}
 }

@@ -41,7 +41,8 @@ func TestStatesAgreeWithSchedstatGo(t *testing.T) {
 
 // statesAgree runs bin (runq's arguments, its output) under both
 // recorders (trace's with fn traced) and compares each thread's on-cpu
-// and runnable time with the schedstat it printed.
+// and runnable time, up to the time the program printed ("at NS"), with
+// the schedstat it printed.
 func statesAgree(t *testing.T, bin, fn string) {
 	for _, collector := range [][]string{{"record", "--events", "cpu,wakeup"}, {"trace", "--sched", "-f", fn}} {
 		t.Run(collector[0], func(t *testing.T) {
@@ -50,18 +51,33 @@ func statesAgree(t *testing.T, bin, fn string) {
 			stdout := mustRun(t, cmd...)
 			type truth struct{ cpu, delay float64 }
 			want := map[uint32]truth{}
+			var at uint64 // when the program read the schedstats
 			for _, l := range strings.Split(stdout, "\n") {
 				var tid uint32
 				var cpu, delay, n float64
 				if k, _ := fmt.Sscanf(l, "tid %d %f %f %f", &tid, &cpu, &delay, &n); k == 4 {
 					want[tid] = truth{cpu, delay}
 				}
+				fmt.Sscanf(l, "at %d", &at)
 			}
-			if len(want) != 6 {
-				t.Fatalf("%d threads printed their schedstat, want 6:\n%s", len(want), stdout)
+			if len(want) != 6 || at == 0 {
+				t.Fatalf("%d threads printed their schedstat, want 6, at %d:\n%s", len(want), at, stdout)
 			}
-			var st statesJSON
-			if err := json.Unmarshal([]byte(mustRun(t, "states", "--format", "json", out)), &st); err != nil {
+			// Each thread's time by state up to the reading: the threads'
+			// exit after it (every thread woken to die, one of them
+			// unmapping the process's memory: milliseconds on a busy
+			// machine) is not in the account read.
+			var st struct {
+				Threads []struct {
+					TID       uint32 `json:"tid"`
+					Intervals []struct {
+						From  uint64 `json:"from"`
+						To    uint64 `json:"to"`
+						State string `json:"state"`
+					} `json:"intervals"`
+				} `json:"threads"`
+			}
+			if err := json.Unmarshal([]byte(mustRun(t, "states", "--format", "json", "--intervals", out)), &st); err != nil {
 				t.Fatal(err)
 			}
 			seen := 0
@@ -71,9 +87,15 @@ func statesAgree(t *testing.T, bin, fn string) {
 					continue
 				}
 				seen++
-				cpu, run := float64(th.NS["on-cpu"]), float64(th.NS["runnable"])
+				ns := map[string]float64{}
+				for _, iv := range th.Intervals {
+					if to := min(iv.To, at); to > iv.From {
+						ns[iv.State] += float64(to - iv.From)
+					}
+				}
+				cpu, run := ns["on-cpu"], ns["runnable"]
 				t.Logf("thread %d: on-cpu %.1f ms (schedstat %.1f), runnable %.1f ms (run_delay %.1f), sleep %.1f ms, lock %.1f ms",
-					th.TID, cpu/1e6, w.cpu/1e6, run/1e6, w.delay/1e6, float64(th.NS["sleep"])/1e6, float64(th.NS["lock"])/1e6)
+					th.TID, cpu/1e6, w.cpu/1e6, run/1e6, w.delay/1e6, ns["sleep"]/1e6, ns["lock"]/1e6)
 				if math.Abs(cpu-w.cpu) > 0.05*w.cpu {
 					t.Errorf("thread %d: on-cpu %.0f ns, the kernel's %.0f ns", th.TID, cpu, w.cpu)
 				}

@@ -7,7 +7,7 @@
 // for good, and main prints, for each, its thread id and the kernel's
 // schedstat of it (/proc/self/task/TID/schedstat: time on the CPU, time
 // waiting on a run queue, times run): "tid TID CPU_NS RUN_DELAY_NS
-// PCOUNT".
+// PCOUNT", after "at NS", the time it read them (CLOCK_MONOTONIC).
 // Usage: runq THREADS ROUNDS
 #define _GNU_SOURCE
 #include <pthread.h>
@@ -82,6 +82,9 @@ int main(int argc, char **argv) {
 	while (done < nthreads)
 		pthread_cond_wait(&donecv, &mu);
 	pthread_mutex_unlock(&mu);
+	// The time of the account (CLOCK_MONOTONIC, the recordings' clock):
+	// the threads' exit after it is not in their schedstat.
+	printf("at %lld\n", now());
 	for (int i = 0; i < nthreads; i++) {
 		char p[64], b[128];
 		snprintf(p, sizeof p, "/proc/self/task/%ld/schedstat", tids[i]);

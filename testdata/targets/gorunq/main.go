@@ -6,7 +6,8 @@
 // each goroutine blocks for good on its thread, and main prints, for
 // each, its thread's id and the kernel's schedstat of it
 // (/proc/self/task/TID/schedstat: time on the CPU, time waiting on a run
-// queue, times run): "tid TID CPU_NS RUN_DELAY_NS PCOUNT".
+// queue, times run): "tid TID CPU_NS RUN_DELAY_NS PCOUNT", after "at NS",
+// the time it read them (CLOCK_MONOTONIC).
 // Usage: gorunq GOROUTINES ROUNDS
 package main
 
@@ -18,7 +19,13 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+	_ "unsafe" // go:linkname
 )
+
+// nanotime is the runtime's CLOCK_MONOTONIC reading.
+//
+//go:linkname nanotime runtime.nanotime
+func nanotime() int64
 
 // work spins for d of the wall clock.
 //
@@ -68,6 +75,9 @@ func main() {
 	for i := range tids {
 		tids[i] = <-out
 	}
+	// The time of the account (CLOCK_MONOTONIC, the recordings' clock):
+	// the threads' exit after it is not in their schedstat.
+	fmt.Printf("at %d\n", nanotime())
 	for _, tid := range tids {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/self/task/%d/schedstat", tid))
 		f := bytes.Fields(b)

@@ -505,3 +505,43 @@ func TestVarianceGoAfterFunc(t *testing.T) {
 		t.Errorf("main.work (waker)'s share with its covariances %.3f, the program's %.3f", got, share)
 	}
 }
+
+// The network poller's wait followed to the writer: gohandoff's unix
+// mode asks its backend goroutine over a Unix socket, where the kernel
+// hands the answer over in the backend's write system call, which wakes
+// the poller's thread from its epoll wait (on TCP's loopback the answer
+// is delivered in a softirq, whose wake-up names no thread, and the wait
+// stays the poller's: TestVarianceGoNetWait). The request's wait is then
+// the backend goroutine's until its write: "main.answer (waker)" under
+// main.fetch, its mean per interval at most the program's mean time of
+// answer while fetch waited to read (culprit's part begins where the
+// request parked, after that) and at least half of it.
+func TestVarianceGoUnixWait(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.Go(t, "gohandoff")
+	out := rec(t)
+	const n = 600
+	stdout := mustRun(t, "variance", "--sched", "--start", "main.handleNet", "--functions", "main.fetch,main.answer",
+		"--rounds", "1", "--trap-budget", "0", "-o", out, "--", bin, strconv.Itoa(n), "unix")
+	var r varianceJSON
+	if err := json.Unmarshal([]byte(mustRun(t, "variance", "-i", out, "--format", "json")), &r); err != nil {
+		t.Fatal(err)
+	}
+	var answer []float64
+	for _, l := range strings.Split(stdout, "\n") {
+		var id, ns int64
+		if k, _ := fmt.Sscanf(l, "answer %d %d", &id, &ns); k == 2 {
+			answer = append(answer, float64(ns))
+		}
+	}
+	if len(answer) != n || r.Intervals+r.LostOut != n {
+		t.Fatalf("%d intervals (%d left out for lost calls), the program answered %d requests (want %d)", r.Intervals, r.LostOut, len(answer), n)
+	}
+	mean := stat.Mean(answer, nil)
+	f := sourceFactor(t, r, "main.answer (waker)", "main.fetch")
+	t.Logf("%d intervals: main.answer (waker) %.1f%% of the variance, mean %.0f ns, states %v; the program's answer while fetch waited %.0f ns",
+		r.Intervals, 100*f.Contribution, f.Mean, f.States, mean)
+	if f.Mean < 0.5*mean || f.Mean > 1.05*mean+20000 {
+		t.Errorf("main.answer (waker)'s mean %.0f ns per interval, the program's %.0f ns", f.Mean, mean)
+	}
+}

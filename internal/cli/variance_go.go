@@ -57,7 +57,10 @@ func goRuntimeOf(exe string) (rt variance.GoRuntime, errs []error) {
 // runtime's timers or network poller ended has a Source for its waker
 // ("(timer)", "(netpoll) fd N"): a timer's is a sleep, but for the part
 // before another goroutine armed the timer (a lock wait on that
-// goroutine); the poller's is the I/O wait. A goroutine a
+// goroutine); the poller's is the I/O wait, but for the part before a
+// goroutine of the program wrote what made the descriptor ready, when
+// the kernel's wake-up of the poller's thread says so (that
+// goroutine's). A goroutine a
 // time.AfterFunc's timer started begins as the timer's sleep since its
 // arming, then runnable from its creation, with a created-by edge
 // (Handoffs) to the goroutine that armed the timer.
@@ -140,9 +143,65 @@ func goTimeline(g *variance.GoSched, calls []variance.Call, probes []variance.Pr
 		see(c.TID, c.Start, c.End)
 	}
 	parks := map[uint32][]variance.GoPark{}
+	resumed := map[uint32][]variance.GoPark{} // by the thread they returned on, by End
 	for _, p := range g.Parks {
 		see(p.Lane, p.Start, p.End)
 		parks[p.Lane] = append(parks[p.Lane], p)
+		if p.TID != 0 && !p.Open {
+			resumed[p.TID] = append(resumed[p.TID], p)
+		}
+	}
+	for _, ps := range parks {
+		slices.SortFunc(ps, func(a, b variance.GoPark) int { return cmp.Compare(a.Start, b.Start) })
+	}
+	for _, ps := range resumed {
+		slices.SortFunc(ps, func(a, b variance.GoPark) int { return cmp.Compare(a.End, b.End) })
+	}
+	// on is the goroutine running on thread tid at t: the last one whose
+	// park returned on it by t, when it has not parked again since; 0
+	// when not known.
+	on := func(tid uint32, t uint64) uint32 {
+		ps := resumed[tid]
+		i := sort.Search(len(ps), func(i int) bool { return ps[i].End > t })
+		if i == 0 {
+			return 0
+		}
+		last := ps[i-1]
+		own := parks[last.Lane]
+		j := sort.Search(len(own), func(j int) bool { return own[j].Start >= last.End })
+		if j < len(own) && own[j].Start <= t {
+			return 0
+		}
+		return last.Lane
+	}
+	// writer is, for the network poller's wake-up w, the goroutine whose
+	// write made the descriptor ready, and when: the poller's thread
+	// waited in the kernel for I/O (epoll_wait) until a thread of the
+	// program woke it, then ran without waiting again to the readiness,
+	// and the waker is the goroutine that thread ran at the wake-up. 0
+	// when the kernel does not say (the poller found the readiness
+	// without waiting, an interrupt or another program woke it: I/O
+	// from outside the program).
+	writer := func(w variance.GoWake) (uint32, uint64) {
+		if kernel == nil || w.Poller == 0 {
+			return 0, 0
+		}
+		kt := kernel.Thread(w.Poller)
+		if kt == nil {
+			return 0, 0
+		}
+		iv := kt.Intervals
+		j := sort.Search(len(iv), func(i int) bool { return iv[i].To >= w.Time }) - 1
+		if j+1 < len(iv) && iv[j+1].From < w.Time {
+			j++ // the interval the readiness is in
+		}
+		for j >= 0 && (iv[j].State == sched.OnCPU || iv[j].State == sched.Runnable) {
+			j--
+		}
+		if j < 0 || iv[j].State != sched.IO || iv[j].Waker == 0 || iv[j].Interrupt || iv[j].Waker == w.Poller {
+			return 0, 0
+		}
+		return on(iv[j].Waker, iv[j].To), iv[j].To
 	}
 	source := func(lane uint32) {
 		// Not a goroutine: a source, with a name and no states.
@@ -218,7 +277,6 @@ func goTimeline(g *variance.GoSched, calls []variance.Call, probes []variance.Pr
 			add(c.At, from, sched.Runnable, 0, -1, false)
 		}
 		ps := parks[lane]
-		slices.SortFunc(ps, func(a, b variance.GoPark) int { return cmp.Compare(a.Start, b.Start) })
 		ws := wakes[lane]
 		slices.SortFunc(ws, func(a, b variance.GoWake) int { return cmp.Compare(a.Time, b.Time) })
 		t := from
@@ -241,6 +299,15 @@ func goTimeline(g *variance.GoSched, calls []variance.Call, probes []variance.Pr
 					add(w.ArmedAt, w.Time, sched.Sleep, w.Waker, -1, false)
 				case w.Waker == variance.LaneTimer:
 					add(p.Start, w.Time, sched.Sleep, w.Waker, -1, false)
+				case variance.LaneName(w.Waker) == "(netpoll)":
+					// Waiting for the goroutine whose write made the
+					// descriptor ready, then for the poller.
+					if wr, at := writer(w); wr != 0 && wr != lane && at > p.Start && at < w.Time {
+						add(p.Start, at, st, wr, -1, false)
+						add(at, w.Time, st, w.Waker, waker(w), false)
+					} else {
+						add(p.Start, w.Time, st, w.Waker, waker(w), false)
+					}
 				default:
 					add(p.Start, w.Time, st, w.Waker, waker(w), false)
 				}

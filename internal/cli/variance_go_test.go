@@ -280,3 +280,69 @@ func TestGoTimelineAfterFunc(t *testing.T) {
 		}
 	}
 }
+
+// A wait the network poller ended is the writer's until its write, when
+// the kernel says who that was: the poller's thread waited for I/O
+// until a thread of the program woke it, then ran to the readiness
+// without waiting again, and the goroutine that thread ran at the
+// wake-up (the last whose park returned on it, not parked since) is the
+// writer; the rest is the poller's. A poller woken by an interrupt is
+// I/O from outside the program: the whole wait is the poller's.
+func TestGoTimelineNetWriter(t *testing.T) {
+	a, b := uint32(variance.GoroutineLane|1), uint32(variance.GoroutineLane|2)
+	net := variance.NetpollLane(9)
+	g := &variance.GoSched{
+		Parks: []variance.GoPark{
+			{Lane: a, Start: 100, End: 300, Reason: 3},        // the network
+			{Lane: b, Start: 20, End: 80, Reason: 1, TID: 60}, // b runs on thread 60 from 80
+			{Lane: a, Start: 400, End: 600, Reason: 3},        // the network again
+		},
+		Wakes: []variance.GoWake{
+			{Time: 250, Waker: net, Wakee: a, Poller: 50},
+			{Time: 550, Waker: net, Wakee: a, Poller: 50},
+		},
+		Goids: map[uint32]uint64{a: 7, b: 9},
+	}
+	calls := []variance.Call{{Start: 50, End: 700, TID: a}, {Start: 10, End: 260, TID: b}}
+	kernel := &sched.Timeline{Threads: map[uint32]*sched.Thread{
+		50: {TID: 50, Intervals: []sched.Interval{
+			{From: 0, To: 200, State: sched.IO, Waker: 60}, // epoll_wait, until thread 60's write
+			{From: 200, To: 210, State: sched.Runnable},
+			{From: 210, To: 270, State: sched.OnCPU},
+			{From: 270, To: 500, State: sched.IO, Interrupt: true},
+			{From: 500, To: 560, State: sched.OnCPU},
+		}},
+	}}
+	tl, _ := goTimeline(g, calls, nil, variance.GoRuntime{Reasons: []string{"", "chan receive", "sleep", "IO wait"}, PollRG: -1, PollWG: -1}, nil, kernel)
+	want := []sched.Interval{
+		{From: 50, To: 100, State: sched.OnCPU},
+		{From: 100, To: 200, State: sched.IO, Waker: b},
+		{From: 200, To: 250, State: sched.IO, Waker: net},
+		{From: 250, To: 300, State: sched.Runnable},
+		{From: 300, To: 400, State: sched.OnCPU},
+		{From: 400, To: 550, State: sched.IO, Waker: net},
+		{From: 550, To: 600, State: sched.Runnable},
+	}
+	th := tl.Thread(a)
+	if th == nil || len(th.Intervals) < len(want) {
+		t.Fatalf("goroutine a: %+v", th)
+	}
+	for i, w := range want {
+		if got := th.Intervals[i]; got.From != w.From || got.To != w.To || got.State != w.State || got.Waker != w.Waker {
+			t.Errorf("interval %d: %+v, want %+v", i, got, w)
+		}
+	}
+	// On the path the writer's time stands for a's I/O wait.
+	var onB uint64
+	for _, s := range tl.CriticalPath(90, sched.Point{TID: a, Time: 300}, nil) {
+		if s.TID == b {
+			onB += s.Duration()
+			if s.For != a || s.Wait != sched.IO {
+				t.Errorf("b's segment %+v does not stand for a's I/O wait", s)
+			}
+		}
+	}
+	if onB != 100 {
+		t.Errorf("b's time on a's path %d, want 100", onB)
+	}
+}

@@ -156,11 +156,12 @@ type goEnclosing struct {
 	Site       uint64
 }
 
-// goPoll is a call of runtime.netpollready.
+// goPoll is a call of runtime.netpollready, on thread TID.
 type goPoll struct {
 	Time     uint64
 	PD, Mode uint64
 	FD       int64 // pd->fd, -1 when not read
+	TID      uint32
 }
 
 // goTimerCall is a call of runtime.(*timer).modify (an arming) or
@@ -183,6 +184,11 @@ type GoWake struct {
 	// when not known or the sleeper's own (time.Sleep).
 	Armed   uint32
 	ArmedAt uint64
+
+	// Poller is, for the network poller's wake-up, the thread that ran
+	// the poller (whose wait in the kernel the descriptor's readiness
+	// ended, when it waited).
+	Poller uint32
 
 	tid uint32 // the thread the wake-up was made on
 }
@@ -268,7 +274,7 @@ func (g *GoSched) add(fn string, lane, tid uint32, c Call, params []string, ls l
 				fd = int64(c.Args[i])
 			}
 		}
-		g.polls = append(g.polls, goPoll{Time: c.Start, PD: arg(1), Mode: uint64(uint32(arg(2))), FD: fd})
+		g.polls = append(g.polls, goPoll{Time: c.Start, PD: arg(1), Mode: uint64(uint32(arg(2))), FD: fd, TID: tid})
 		return
 	case goTimerArm:
 		if g.arms == nil {
@@ -421,7 +427,7 @@ func (g *GoSched) Wakeups(rt GoRuntime) []GoWake {
 					continue
 				}
 				if k := g.Parks[is[j-1]]; k.Open || k.End >= p.Time {
-					out = append(out, GoWake{Time: p.Time, Waker: NetpollLane(p.FD), Wakee: k.Lane})
+					out = append(out, GoWake{Time: p.Time, Waker: NetpollLane(p.FD), Wakee: k.Lane, Poller: p.TID})
 				}
 			}
 		}

@@ -99,7 +99,7 @@ func TestGoRuntimeWakeups(t *testing.T) {
 		{Time: 200, Waker: LaneRuntime, Wakee: lane[11]},
 		{Time: 305, Waker: LaneTimer, Wakee: lane[12]},
 		{Time: 400, Waker: lane[9], Wakee: lane[13], Site: 0x405678},
-		{Time: 600, Waker: LaneNetpoll, Wakee: lane[14]},
+		{Time: 600, Waker: LaneNetpoll, Wakee: lane[14], Poller: 105},
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("wake-ups\n%+v, want\n%+v", got, want)
@@ -160,7 +160,7 @@ func TestGoTimerWakeups(t *testing.T) {
 	want := []GoWake{
 		{Time: 201, Waker: LaneTimer, Wakee: lane[7], Armed: lane[9], ArmedAt: 80},
 		{Time: 300, Waker: lane[g0], Wakee: lane[7]},
-		{Time: 600, Waker: NetpollLane(9), Wakee: lane[14]},
+		{Time: 600, Waker: NetpollLane(9), Wakee: lane[14], Poller: 105},
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("wake-ups\n%+v, want\n%+v", got, want)

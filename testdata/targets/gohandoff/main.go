@@ -38,8 +38,10 @@
 // wait is the timer's; and with "net", handleNet asks a backend goroutine
 // of the program over a loopback TCP connection, and waits in fetch for
 // its answer, which the backend sends after spinning 2 ms one time in
-// four and 100 µs the others: the wait is for the network poller (the
-// program prints "backend fd FD", its connection's descriptor). Both
+// four and 100 µs the others (in answer): the wait is the backend's,
+// whose write the network poller finds (the program prints "backend fd
+// FD", its connection's descriptor, "backend goroutine GOID", and for
+// each request "answer ID NS", answer's time after fetch began to read). Both
 // print nap's or fetch's time in WORK_NS and WAITED_NS.
 //
 // With "reset", handleReset hands the job to the worker with a timer
@@ -54,7 +56,11 @@
 // program prints "after ID ARMED_NS FIRED_NS": from arming the timer to
 // await's start, and from await's start to the function's first
 // statement (0 when it began before).
-// Usage: gohandoff N [chan|close|mutex|timer|net|reset|after]
+//
+// With "unix", the same as "net" over a Unix socket: the kernel hands
+// the backend's answer over in its write system call, where TCP's
+// loopback delivers it in a softirq.
+// Usage: gohandoff N [chan|close|mutex|timer|net|unix|reset|after]
 package main
 
 import (
@@ -65,6 +71,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -264,8 +271,10 @@ func handleTimer(j *job) {
 	j.handleNS = time.Duration(clock() - j.start)
 }
 
-// backend answers each line it reads on c with a line, after spinning.
+// backend answers each line it reads on c with a line, after spinning
+// in answer.
 func backend(c net.Conn) {
+	fmt.Printf("backend goroutine %d\n", goid())
 	r := bufio.NewReader(c)
 	for {
 		l, err := r.ReadString('\n')
@@ -273,15 +282,27 @@ func backend(c net.Conn) {
 			return
 		}
 		id, _ := strconv.Atoi(strings.TrimSpace(l))
-		if id%4 == 0 {
-			spin(2 * time.Millisecond)
-		} else {
-			spin(100 * time.Microsecond)
-		}
+		answer(id)
 		if _, err := io.WriteString(c, l); err != nil {
 			return
 		}
 	}
+}
+
+// answers are when answer ran for each request id ([2]int64: from, to).
+var answers sync.Map
+
+// answer is the backend's work for request id.
+//
+//go:noinline
+func answer(id int) {
+	from := clock()
+	if id%4 == 0 {
+		spin(2 * time.Millisecond)
+	} else {
+		spin(100 * time.Microsecond)
+	}
+	answers.Store(id, [2]int64{from, clock()})
 }
 
 var (
@@ -293,6 +314,7 @@ var (
 func fetch(j *job) {
 	j.workFrom = clock()
 	fmt.Fprintf(backendConn, "%d\n", j.id)
+	j.awaitAt = clock()
 	if _, err := backendR.ReadString('\n'); err != nil {
 		fmt.Fprintln(os.Stderr, "gohandoff:", err)
 		os.Exit(1)
@@ -316,6 +338,11 @@ func serveWait(handle func(*job)) http.HandlerFunc {
 		io.WriteString(w, "ok\n")
 		ns := j.workTo - j.workFrom
 		out <- fmt.Sprintf("req %d %d %d %d %d", id, j.handleNS.Nanoseconds(), ns, j.start, ns)
+		if a, ok := answers.Load(id); ok {
+			// The backend's answer while the request waited for it.
+			t := a.([2]int64)
+			out <- fmt.Sprintf("answer %d %d", id, max(0, t[1]-max(t[0], j.awaitAt)))
+		}
 	}
 }
 
@@ -382,8 +409,8 @@ func serve(w http.ResponseWriter, r *http.Request) {
 }
 
 func main() {
-	if len(os.Args) < 2 || len(os.Args) > 3 || len(os.Args) == 3 && !slices.Contains([]string{"chan", "close", "mutex", "timer", "net", "reset", "after"}, os.Args[2]) {
-		fmt.Fprintln(os.Stderr, "usage: gohandoff N [chan|close|mutex|timer|net|reset|after]")
+	if len(os.Args) < 2 || len(os.Args) > 3 || len(os.Args) == 3 && !slices.Contains([]string{"chan", "close", "mutex", "timer", "net", "unix", "reset", "after"}, os.Args[2]) {
+		fmt.Fprintln(os.Stderr, "usage: gohandoff N [chan|close|mutex|timer|net|unix|reset|after]")
 		os.Exit(2)
 	}
 	mode := "chan"
@@ -411,9 +438,14 @@ func main() {
 		go holder(stop)
 	case "timer":
 		handler = serveWait(handleTimer)
-	case "net":
+	case "net", "unix":
 		handler = serveWait(handleNet)
-		bl, err := net.Listen("tcp", "127.0.0.1:0")
+		network, addr := "tcp", "127.0.0.1:0"
+		if mode == "unix" {
+			network, addr = "unix", filepath.Join(os.TempDir(), fmt.Sprintf("gohandoff-%d.sock", os.Getpid()))
+			defer os.Remove(addr)
+		}
+		bl, err := net.Listen(network, addr)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "gohandoff:", err)
 			os.Exit(1)
@@ -424,12 +456,12 @@ func main() {
 				backend(c)
 			}
 		}()
-		if backendConn, err = net.Dial("tcp", bl.Addr().String()); err != nil {
+		if backendConn, err = net.Dial(network, bl.Addr().String()); err != nil {
 			fmt.Fprintln(os.Stderr, "gohandoff:", err)
 			os.Exit(1)
 		}
 		backendR = bufio.NewReader(backendConn)
-		if rc, err := backendConn.(*net.TCPConn).SyscallConn(); err == nil {
+		if rc, err := backendConn.(syscall.Conn).SyscallConn(); err == nil {
 			rc.Control(func(fd uintptr) { fmt.Printf("backend fd %d\n", fd) })
 		}
 	case "after":

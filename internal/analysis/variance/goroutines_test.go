@@ -193,9 +193,8 @@ func TestGoAfterFuncDeadlinesGC(t *testing.T) {
 	const tm, dl = 0x7000, 0x7100 // an AfterFunc's timer, a deadline's
 	calls := []recording.Call{
 		{Start: 10, End: 900, Probe: 1, Goroutine: 7, TID: 100},
-		// Goroutine 7 arms tm at 20 (AfterFunc) and another timer's
-		// arming of tm by no one follows; tm fires at 200 on thread 102,
-		// whose goFunc queues the new goroutine 20 at 210.
+		// Goroutine 7 arms tm at 20 (AfterFunc); tm fires at 200 on
+		// thread 102, whose goFunc queues the new goroutine 20 at 210.
 		{Start: 20, End: 21, Probe: 4, Goroutine: 7, TID: 100, Args: []uint64{tm, 1000}},
 		{Start: 200, End: 230, Probe: 5, Goroutine: g0, TID: 102, Args: []uint64{tm, 200}},
 		{Start: 205, End: 225, Probe: 6, Goroutine: g0, TID: 102, Args: []uint64{1, 0, 0}},

@@ -56,14 +56,22 @@ import (
 //     the goroutine it queues, gp): a runqput inside a goFunc on the
 //     same thread is that goroutine's creation, a created-by edge
 //     (GoCreate) from the goroutine that armed the timer;
-//   - a wake-up by runtime.ready inside none of the calls above is the
-//     runtime's own, named by the wait it ends when the runtime's name
-//     for its reason says whose it is: "(GC)" for the garbage
-//     collector's waits (an allocation's assist waiting for credit, the
-//     sweeper, the finalizers), else "(runtime)".
+//   - a wake-up by runtime.ready inside the garbage collector's
+//     functions that ready goroutines (GoGCFuncs: the end of a cycle's
+//     marking, the scan of a root that resumes a goroutine stopped to
+//     scan its stack, a mark worker's drain) is the collector's,
+//     "(GC)"; inside none of the calls above it is the runtime's own,
+//     "(GC)" too when the wait it ends is one of the collector's by the
+//     runtime's name for its reason (an allocation's assist waiting for
+//     credit, the sweeper, the finalizers), else "(runtime)".
 var (
 	GoSchedFuncs = []string{"runtime.gopark", "runtime.send", "runtime.recv", "runtime.readyWithTime",
-		goReady, goClose, goTimer, goPollTimer, goPollReady, goTimerArm, goTimerRun, goAfterFunc, goRunqput}
+		goReady, goClose, goTimer, goPollTimer, goPollReady, goTimerArm, goTimerRun, goAfterFunc, goRunqput,
+		"runtime.gcMarkDone", "runtime.markroot", "runtime.gcBgMarkWorker.func2"}
+	// GoGCFuncs are the garbage collector's functions a runtime.ready is
+	// made inside of (probed with GoSchedFuncs; they run only while a
+	// collection does).
+	GoGCFuncs = []string{"runtime.gcMarkDone", "runtime.markroot", "runtime.gcBgMarkWorker.func2"}
 	// GoUserEntries are the functions of the runtime (and sync) that the
 	// compiler's code for a channel operation, a select or a mutex's
 	// Unlock calls (two names of the mutex's slow path: before Go 1.24
@@ -290,6 +298,13 @@ func (g *GoSched) add(fn string, lane, tid uint32, c Call, params []string, ls l
 	case goTimer, goPollTimer:
 		g.encl = append(g.encl, goEnclosing{fn: fn, Start: c.Start, End: c.End, TID: tid, Lane: lane})
 		return
+	case GoGCFuncs[0], GoGCFuncs[1], GoGCFuncs[2]:
+		e := goEnclosing{fn: fn, Start: c.Start, End: c.End, TID: tid, Lane: lane}
+		if c.Unreturned {
+			e.End = ^uint64(0)
+		}
+		g.encl = append(g.encl, e)
+		return
 	case goAfterFunc:
 		g.funcs = append(g.funcs, goTimerCall{Start: c.Start, End: c.End, TID: tid, Lane: lane})
 		return
@@ -380,6 +395,8 @@ func (g *GoSched) Wakeups(rt GoRuntime) []GoWake {
 				waker = in.Lane
 			case goTimer:
 				waker = LaneTimer
+			case GoGCFuncs[0], GoGCFuncs[1], GoGCFuncs[2]:
+				waker = LaneGC
 			case goPollTimer:
 				// A deadline's timer fired, or (outside a timer's run,
 				// when the runs are probed) a goroutine set a deadline

@@ -175,8 +175,9 @@ func TestGoTimerWakeups(t *testing.T) {
 // time.goFunc inside the timer's run) was created by the goroutine that
 // armed the timer; a network deadline's wake-up is the timer's inside a
 // timer's run, and outside one the goroutine's that set the deadline; a
-// wake-up the runtime made inside none of the probed calls is the
-// garbage collector's when the wait it ends is one of the collector's.
+// wake-up the runtime made inside the collector's functions, or inside
+// none of the probed calls ending one of the collector's waits, is the
+// garbage collector's.
 func TestGoAfterFuncDeadlinesGC(t *testing.T) {
 	probes := []recording.Probe{
 		{ID: 1, Function: "main.handle"},
@@ -187,6 +188,7 @@ func TestGoAfterFuncDeadlinesGC(t *testing.T) {
 		{ID: 6, Function: "time.goFunc", Params: []string{"arg:p8:interface {}", "seq:u8:uintptr", "delta:i8:int64"}},
 		{ID: 7, Function: "runtime.runqput", Params: []string{"pp:p8:runtime.p *", "gp:p8:runtime.g *", "next:u1:bool", "gp->goid:u8:uint64"}},
 		{ID: 8, Function: "runtime.netpollgoready", Params: []string{"gp:p8:runtime.g *", "traceskip:i8:int"}},
+		{ID: 9, Function: "runtime.markroot", Params: []string{"gcw:p8:runtime.gcWork *", "i:u4:uint32", "flushBgCredit:u1:bool"}},
 	}
 	reasons := []string{"", "chan receive", "IO wait", "GC assist wait"}
 	const g0 = 0xc000001000
@@ -217,6 +219,10 @@ func TestGoAfterFuncDeadlinesGC(t *testing.T) {
 		{Start: 650, End: 730, Probe: 2, Goroutine: 17, TID: 107, Args: []uint64{1, 0, 1}},
 		{Start: 700, End: 701, Probe: 3, Goroutine: g0, TID: 108, Args: []uint64{1, 0, 1, 16}},
 		{Start: 710, End: 711, Probe: 3, Goroutine: g0, TID: 108, Args: []uint64{1, 0, 1, 17}},
+		// A root's scan resumes goroutine 18, stopped to scan its stack.
+		{Start: 800, End: 850, Probe: 2, Goroutine: 18, TID: 109, Args: []uint64{1, 0, 1}},
+		{Start: 820, End: 830, Probe: 9, Goroutine: g0, TID: 110, Args: []uint64{1, 5, 0}},
+		{Start: 825, End: 826, Probe: 3, Goroutine: g0, TID: 110, Args: []uint64{1, 0, 1, 18}},
 	}
 	in := FromRecords(Spec{Start: "main.handle", End: "main.handle"}, calls, probes, nil, nil)
 	if len(in.Calls) != 1 || in.Go == nil {
@@ -238,6 +244,7 @@ func TestGoAfterFuncDeadlinesGC(t *testing.T) {
 		{Time: 606, Waker: LaneTimer, Wakee: lane[15]},
 		{Time: 700, Waker: LaneGC, Wakee: lane[16]},
 		{Time: 710, Waker: LaneRuntime, Wakee: lane[17]},
+		{Time: 825, Waker: LaneGC, Wakee: lane[18]},
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("wake-ups\n%+v, want\n%+v", got, want)

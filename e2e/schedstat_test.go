@@ -34,8 +34,8 @@ func TestStatesAgreeWithSchedstat(t *testing.T) {
 // parks (time.Sleep, a channel), and another thread of the runtime hands
 // the goroutine back and wakes them. Their on-cpu time is within 5% of
 // the kernel's, each thread's, and their runnable time summed over the
-// threads: under two busy loops, in two runs of three, one thread of six
-// came out 10-15% short of its run_delay (70-95 ms of waiting for a CPU
+// threads: under two busy loops, in three runs of nine, one thread of
+// six came out 7-15% short of its run_delay (50-95 ms of waiting for a CPU
 // counted as the futex wait before it, as if a wake-up were missed, with
 // no event lost: not explained), the others within 1%.
 func TestStatesAgreeWithSchedstatGo(t *testing.T) {

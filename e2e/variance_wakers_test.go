@@ -158,27 +158,39 @@ func TestVarianceGoroutines(t *testing.T) {
 
 // A held-out case for the same refinement: varpool's lock mode, written
 // before it, where a thread named "holder" keeps the mutex the requests'
-// locked_update takes for 4 ms at a time. Nothing names hold_big (the
-// holder's function, which handle never calls); with --sched the
-// wake-ups of the lock waits lead refinement to the holder's thread,
-// whose base function (its start routine, which never returns) has its
-// callees probed at once, and "hold_big (waker)" is a node of the tree
-// under locked_update and a factor. The run lasts about 0.4 s on a quiet
-// machine: two rounds fit in it, where probing the loop first made three.
+// locked_update takes for 20 ms at a time, every 40 ms. Nothing names
+// hold_big (the holder's function, which handle never calls); with
+// --sched the wake-ups of the lock waits lead refinement to the holder's
+// thread, whose base function (its start routine, which never returns)
+// has its callees probed at once, and "hold_big (waker)" is a node of the
+// tree under locked_update and a factor. Two rounds: the second proposes
+// nothing more, so it lasts to the program's end.
 //
-// The premise is that the lock waits make most of the variance. On a
-// machine saturated by other processes (a load of 25 on two cores), the
-// preemptions of respond's and parse's spins by them made more, in one
-// run of three: the first round's factors were respond 51%, other 39%,
-// locked_update 8%, and refinement rightly went there. culprit and the
-// program run at nice -15 (inherited by the program), so the machine's
-// other load takes little of their time and the premise holds.
+// The premise is that the lock waits make a share of the variance over d
+// (5%) in round 1, against the machine's other load. That load's
+// preemptions are the program's too, and culprit rightly counts them: a
+// worker preempted inside locked_update is runnable there (its own time),
+// and one that blocks behind it waits on it, not on the holder. On two
+// cores at a load of 20 to 30 a woken worker waited up to 9 ms for a CPU
+// even at nice -15 (the scheduler shares the CPUs between sessions
+// before it weighs nice), and with 4 ms holds every 8 ms the holder's
+// share of round 1 fell as low as 5%. Holding 20 ms every 40 ms keeps
+// the fraction of requests that wait and the program's pace, and makes
+// each wait 5 times longer, so the lock waits' variance, per unit of
+// run time, grows 5 times while the preemptions' stays: the holder's
+// share of round 1, paired runs at load 20 to 25, was 0.36 to 0.85
+// against 0.13 to 0.83 with 4 ms. A round holds at least 3200
+// intervals, twice what the two workers serve, untraced, in one 20 ms
+// free stretch, so that every round 1 spans a whole hold; 24000
+// requests leave round 2 more than 5 holds on a quiet machine. culprit
+// and the program run at nice -15 (inherited by the program), which
+// spares them the load of their own session.
 func TestVarianceWakerFoundLockHolder(t *testing.T) {
 	testutil.NeedRoot(t)
 	bin := testutil.C(t, "varpool", []string{"varpool.c"}, "-O2", "-g", "-pthread")
 	out := rec(t)
 	args := []string{"-n", "-15", culprit, "variance", "--sched", "--trap-budget", "0", "--start", "handle",
-		"--round-intervals", "300", "-o", out, "--", bin, "lock", "12000", "2"}
+		"--round-intervals", "3200", "-o", out, "--", bin, "lock", "24000", "2", "20"}
 	if b, err := exec.Command("nice", args...).CombinedOutput(); err != nil {
 		t.Fatalf("nice %s: %v\n%s", strings.Join(args, " "), err, b)
 	}

@@ -15,13 +15,14 @@
 //   varpool together N W   handle → parse, part_a, part_b, respond;
 //                          part_a and part_b both wait 10 ms more in one
 //                          request of three
-//   varpool lock N W       handle → parse, locked_update, respond;
+//   varpool lock N W [MS]  handle → parse, locked_update, respond;
 //                          locked_update takes a mutex that a thread
-//                          named "holder" keeps for 4 ms at a time (in
-//                          hold_big), every 8 ms: its waits are lock waits
-//                          the holder ends; the holder's own waits for the
-//                          mutex (a worker keeps it 5 µs) inside hold_big
-//                          are printed, summed, as "holder_wait NS"
+//                          named "holder" keeps for MS ms at a time (in
+//                          hold_big; 4 if not given), every 2·MS ms: its
+//                          waits are lock waits the holder ends; the
+//                          holder's own waits for the mutex (a worker
+//                          keeps it 5 µs) inside hold_big are printed,
+//                          summed, as "holder_wait NS"
 //   varpool handoff N      the main thread submit()s a request every 2 ms
 //                          into a queue; a consumer thread complete()s
 //                          them, one in four 2 ms slower; each request's
@@ -57,7 +58,7 @@ INLINE void spin(uint64_t ns) {
 }
 
 INLINE void wait_ns(uint64_t ns) {
-	struct timespec ts = {0, (long)ns};
+	struct timespec ts = {(time_t)(ns / 1000000000u), (long)(ns % 1000000000u)};
 	nanosleep(&ts, NULL);
 }
 
@@ -126,14 +127,15 @@ PROBED void locked_update(struct req *r) {
 	pthread_mutex_unlock(&big);
 }
 
-static uint64_t holder_wait; // ns hold_big waited for the mutex
+static uint64_t holder_wait;         // ns hold_big waited for the mutex
+static uint64_t hold_ns = 4000000;   // how long hold_big keeps it
 
-// hold_big keeps the mutex 4 ms.
+// hold_big keeps the mutex hold_ns.
 PROBED void hold_big(void) {
 	uint64_t t = now_ns();
 	pthread_mutex_lock(&big);
 	holder_wait += now_ns() - t;
-	wait_ns(4000000);
+	wait_ns(hold_ns);
 	pthread_mutex_unlock(&big);
 }
 
@@ -142,7 +144,7 @@ static void *holder(void *arg) {
 	pthread_setname_np(pthread_self(), "holder");
 	while (!done_work) {
 		hold_big();
-		wait_ns(4000000);
+		wait_ns(hold_ns);
 	}
 	return NULL;
 }
@@ -251,12 +253,21 @@ int main(int argc, char **argv) {
 		}
 		return handoff();
 	}
-	if (argc != 4 || (strcmp(argv[1], "dominant") && strcmp(argv[1], "together") && strcmp(argv[1], "lock"))) {
-		fprintf(stderr, "usage: varpool dominant|together|lock N WORKERS, or varpool handoff N\n");
+	locking = argc >= 2 && !strcmp(argv[1], "lock");
+	if ((argc != 4 && !(locking && argc == 5)) ||
+	    (strcmp(argv[1], "dominant") && strcmp(argv[1], "together") && !locking)) {
+		fprintf(stderr, "usage: varpool dominant|together N WORKERS, varpool lock N WORKERS [HOLD_MS], or varpool handoff N\n");
 		return 2;
 	}
 	together = !strcmp(argv[1], "together");
-	locking = !strcmp(argv[1], "lock");
+	if (argc == 5) {
+		int ms = atoi(argv[4]);
+		if (ms < 1 || ms > 1000) {
+			fprintf(stderr, "varpool: HOLD_MS must be from 1 to 1000\n");
+			return 2;
+		}
+		hold_ns = (uint64_t)ms * 1000000u;
+	}
 	nreq = atoi(argv[2]);
 	int nw = atoi(argv[3]);
 	if (nreq < 2 || nw < 1 || nw > 64) {

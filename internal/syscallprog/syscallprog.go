@@ -15,8 +15,8 @@
 // keyed by thread id, for threads of traced processes only: a hash lookup
 // per hook for those, two for the others. For traced threads the
 // system call program walks the user call chain once per call, at the entry, and keeps
-// it as an id in a stack map (bpf_get_stackid: a stack seen before is not
-// stored again), with the registers and the top of the stack that the
+// it as an id, a hash of its addresses, in a hash map (a chain seen before
+// is not stored again; stackID says why not a stack map), with the registers and the top of the stack that the
 // fp-mode CFI repair of the first frames reads; the kernel chain there is
 // the same for every call that enters the kernel the same way, so it is
 // walked once per entry path (64-bit or 32-bit) and its id reused; the exit
@@ -195,7 +195,7 @@ type Options struct {
 	// the calls of each window stand for.
 	WindowAbove int
 
-	stackEntries int // the stack map's buckets (16384 when 0); tests make it small
+	stackEntries int // the call chains kept (stackEntries when 0); tests make it small
 	// threadHash keeps the per-thread state in the hash map keyed by
 	// thread id, as on kernels without task storage; tests force it.
 	threadHash bool
@@ -230,22 +230,22 @@ type Event struct {
 
 // Tracer is the loaded and attached program with its maps.
 type Tracer struct {
-	follow                            *follow.Set
-	ownFollow                         bool // made by New, closed by Close
-	stacks, spill, ring, lost, kcache *ebpf.Map
-	wgen                              *ebpf.Map // the window's generation (Options.WindowOn)
-	thr                               *ebpf.Map // per thread, whether traced and Options.Limit's state
-	threadHash                        bool      // thr is an LRU hash keyed by thread id, not task storage
-	skipped                           uint64    // Σ Event.Skipped of the entries drained
-	skippedWin                        uint64    // of those, in windows whose calls stand for PERIOD/ON
-	progs                             []*ebpf.Program
-	links                             []link.Link
-	rd                                *ringbuf.Reader
-	rec                               ringbuf.Record
-	stackBuf                          []uint64
-	tracing                           *TracingCode
-	copyBytes                         int
-	win                               *windows // nil: the system call programs stay attached
+	follow                              *follow.Set
+	ownFollow                           bool // made by New, closed by Close
+	stacks, scratch, ring, lost, kcache *ebpf.Map
+	wgen                                *ebpf.Map // the window's generation (Options.WindowOn)
+	thr                                 *ebpf.Map // per thread, whether traced and Options.Limit's state
+	threadHash                          bool      // thr is an LRU hash keyed by thread id, not task storage
+	skipped                             uint64    // Σ Event.Skipped of the entries drained
+	skippedWin                          uint64    // of those, in windows whose calls stand for PERIOD/ON
+	progs                               []*ebpf.Program
+	links                               []link.Link
+	rd                                  *ringbuf.Reader
+	rec                                 ringbuf.Record
+	stackBuf                            []uint64
+	tracing                             *TracingCode
+	copyBytes                           int
+	win                                 *windows // nil: the system call programs stay attached
 }
 
 // New loads the programs and attaches them to the tracepoints. No process
@@ -277,14 +277,17 @@ func New(o Options) (*Tracer, error) {
 		}
 		t.ownFollow = true
 	}
-	entries := uint32(16384)
+	entries := uint32(stackEntries)
 	if o.stackEntries > 0 {
 		entries = uint32(o.stackEntries)
 	}
-	if t.stacks, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_scstack", Type: ebpf.StackTrace, KeySize: 4, ValueSize: MaxStack * 8, MaxEntries: entries}); err != nil {
+	// The call chains, keyed by a hash of their addresses (stackID): a
+	// hash map's element is never replaced nor emptied while it is read,
+	// unlike a stack map's bucket.
+	if t.stacks, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_scstack", Type: ebpf.Hash, KeySize: 8, ValueSize: MaxStack * 8, MaxEntries: entries}); err != nil {
 		return fail(err)
 	}
-	if t.spill, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_scspill", Type: ebpf.StackTrace, KeySize: 4, ValueSize: MaxStack * 8, MaxEntries: 2048}); err != nil {
+	if t.scratch, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_scwalk", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: MaxStack * 8, MaxEntries: walkers}); err != nil {
 		return fail(err)
 	}
 	if t.ring, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_scring", Type: ebpf.RingBuf, MaxEntries: uint32(ringBytes)}); err != nil {
@@ -313,7 +316,7 @@ func New(o Options) (*Tracer, error) {
 	if err != nil {
 		return fail(err)
 	}
-	m := fds{tgids: t.follow.FD(), gen: t.follow.GenFD(), thr: t.thr.FD(), threadHash: t.threadHash, stacks: t.stacks.FD(), spill: t.spill.FD(), ring: t.ring.FD(), lost: t.lost.FD(), kcache: t.kcache.FD()}
+	m := fds{tgids: t.follow.FD(), gen: t.follow.GenFD(), thr: t.thr.FD(), threadHash: t.threadHash, stacks: t.stacks.FD(), scratch: t.scratch.FD(), ring: t.ring.FD(), lost: t.lost.FD(), kcache: t.kcache.FD()}
 	windowed := o.Syscalls && o.WindowOn > 0 && o.WindowPeriod > o.WindowOn
 	if windowed {
 		if t.wgen, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_scwin", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}); err != nil {
@@ -468,18 +471,19 @@ func (t *Tracer) Stack(id int64) []uint64 {
 	if t.stackBuf == nil {
 		t.stackBuf = make([]uint64, MaxStack)
 	}
-	m := t.stacks
-	if id >= spillBase {
-		m, id = t.spill, id-spillBase
-	}
-	if err := m.Lookup(uint32(id), t.stackBuf); err != nil {
+	return t.readStack(id, t.stackBuf)
+}
+
+// readStack is Stack into buf (MaxStack long).
+func (t *Tracer) readStack(id int64, buf []uint64) []uint64 {
+	if err := t.stacks.Lookup(uint64(id), buf); err != nil {
 		return nil
 	}
 	n := 0
-	for n < len(t.stackBuf) && t.stackBuf[n] != 0 {
+	for n < len(buf) && buf[n] != 0 {
 		n++
 	}
-	return t.stackBuf[:n]
+	return buf[:n]
 }
 
 // KernelStack is Stack for a kernel call chain, without its innermost
@@ -701,7 +705,7 @@ func (t *Tracer) Close() {
 	if t.ownFollow {
 		t.follow.Close()
 	}
-	for _, m := range []*ebpf.Map{t.stacks, t.spill, t.ring, t.lost, t.kcache, t.thr, t.wgen} {
+	for _, m := range []*ebpf.Map{t.stacks, t.scratch, t.ring, t.lost, t.kcache, t.thr, t.wgen} {
 		if m != nil {
 			m.Close()
 		}
@@ -710,9 +714,13 @@ func (t *Tracer) Close() {
 }
 
 type fds struct {
-	tgids, gen, thr, stacks, spill, ring, lost, kcache int
-	win                                                int  // the window generation's map (Options.WindowOn), 0: none
-	threadHash                                         bool // thr is a hash keyed by thread id (Tracer.threadHash)
+	tgids, gen, thr, stacks, scratch, ring, lost, kcache int
+	// walker is the program's buffer in scratch (walkEnter, walkExit,
+	// walkSwitch): the programs do not run nested on a CPU, but a buffer
+	// each costs nothing.
+	walker     int32
+	win        int  // the window generation's map (Options.WindowOn), 0: none
+	threadHash bool // thr is a hash keyed by thread id (Tracer.threadHash)
 	// limited: Options.Limit is set; a thread may record one call every
 	// `every` ns, with `burst` ns of credit.
 	limited      bool
@@ -1208,6 +1216,7 @@ func submit(b *bpfasm.Builder) {
 
 // enterProgram: sys_enter(regs, id).
 func enterProgram(m fds, kernel bool, copyBytes, ringBytes int) asm.Instructions {
+	m.walker = walkEnter
 	var b bpfasm.Builder
 	traced(&b, m, true)
 	stale(&b, m)
@@ -1342,6 +1351,7 @@ func SwitchState(nr uint64) uint64 {
 // or outside a window), the record has no chains, but for a preemption
 // within its thread's budget (leftOut).
 func switchProgram(m fds, copyBytes, ringBytes int, exitStateOff int32, inCall bool) asm.Instructions {
+	m.walker = walkSwitch
 	const slotNr, slotIP = -48, -56 // the call and IP, read before the record is reserved
 	var b bpfasm.Builder
 	traced(&b, m, false)
@@ -1551,31 +1561,97 @@ func inCallKernelStack(b *bpfasm.Builder, m fds, slotNr int16) {
 	b.Mark("ks_done")
 }
 
-// spillBase is added to the id of a call chain kept in the spill map.
-const spillBase = 1 << 24
+// stackEntries is how many distinct call chains a recording keeps (user
+// and kernel ones together); a chain beyond has no id (a negative one).
+const stackEntries = 16384 + 2048
 
-// stackID emits: the record's word at off = the id of the call chain
-// (flags 0: kernel, BPF_F_USER_STACK: user), negative when it cannot be
-// kept. A stack map keeps the first chain of each hash bucket and refuses
-// another one that lands in it (-EEXIST) rather than overwrite it, which
-// would change what earlier records' ids name; such a chain goes to the
-// spill map, a second stack map that holds only those, its id there plus
-// spillBase. Without it every later occurrence of the refused chain would
-// lose its frames, silently.
+// Buffers of the scratch map, one per program that walks chains.
+const (
+	walkEnter  = 0
+	walkExit   = 1
+	walkSwitch = 2
+	walkers    = 3
+)
+
+// Stack slots of stackID.
+const (
+	idSlot   = -360 // the chain's id
+	walkSlot = -368 // the program's buffer
+)
+
+// Constants of the chains' hash: a multiply-xor of each address (each
+// step a bijection of the hash so far, for the same address), then
+// splitmix64's final mix.
+const (
+	hashSeed  uint64 = 0x9e3779b97f4a7c15
+	hashMul   uint64 = 0xff51afd7ed558ccd
+	hashFinal uint64 = 0xc4ceb9fe1a85ec53
+)
+
+// imm64 is x as a 64-bit immediate's bits.
+func imm64(x uint64) int64 { return int64(x) }
+
+// stackID emits: the record's word at off (and R0) = the id of the call
+// chain (flags 0: kernel, BPF_F_USER_STACK: user), negative when it cannot
+// be kept. The chain is walked into the program's buffer (bpf_get_stack,
+// which zeroes what follows it), and its id is a hash of its addresses
+// (62 bits, so that it is never negative); the chain is added to the
+// stacks map under that id unless there already. The id names its
+// chain's content: a chain that a reader reads while a program adds
+// another, or that two programs add at once, keeps its id, which a stack
+// map's (bpf_get_stackid) does not: a bucket a reader copies is empty for
+// that time, and a chain of the same bucket walked then takes it and its
+// id, which then names the chain put back.
 func stackID(b *bpfasm.Builder, m fds, flags int32, off int16) {
-	done := b.NewLabel("stackid")
+	done, hashed, have := b.NewLabel("stackid"), b.NewLabel("hashed"), b.NewLabel("have")
+	b.Emit(asm.StoreImm(asm.RFP, -8, int64(m.walker), asm.Word))
+	b.Lookup(m.scratch, -8)
 	b.Emit(
+		asm.Mov.Reg(asm.R2, asm.R0),
+		asm.Mov.Imm(asm.R0, -int32(unix.ENOMEM)),
+		asm.JEq.Imm(asm.R2, 0, done),
+		asm.StoreMem(asm.RFP, walkSlot, asm.R2, asm.DWord),
 		asm.Mov.Reg(asm.R1, rCtx),
-		asm.LoadMapPtr(asm.R2, m.stacks),
-		asm.Mov.Imm(asm.R3, flags),
-		asm.FnGetStackid.Call(),
-		asm.JNE.Imm(asm.R0, -int32(unix.EEXIST), done),
-		asm.Mov.Reg(asm.R1, rCtx),
-		asm.LoadMapPtr(asm.R2, m.spill),
-		asm.Mov.Imm(asm.R3, flags),
-		asm.FnGetStackid.Call(),
+		asm.Mov.Imm(asm.R3, MaxStack*8),
+		asm.Mov.Imm(asm.R4, flags),
+		asm.FnGetStack.Call(),
 		asm.JSLT.Imm(asm.R0, 0, done),
-		asm.Add.Imm(asm.R0, spillBase),
+		asm.LoadMem(asm.R1, asm.RFP, walkSlot, asm.DWord),
+		asm.LoadImm(asm.R2, imm64(hashSeed^uint64(flags)), asm.DWord),
+		asm.LoadImm(asm.R4, imm64(hashMul), asm.DWord),
+	)
+	for i := int16(0); i < MaxStack; i++ {
+		b.Emit(
+			asm.LoadMem(asm.R3, asm.R1, i*8, asm.DWord),
+			asm.JEq.Imm(asm.R3, 0, hashed),
+			asm.Xor.Reg(asm.R2, asm.R3),
+			asm.Mul.Reg(asm.R2, asm.R4),
+		)
+	}
+	b.Emit(
+		asm.Mov.Reg(asm.R3, asm.R2).WithSymbol(hashed),
+		asm.RSh.Imm(asm.R3, 33),
+		asm.Xor.Reg(asm.R2, asm.R3),
+		asm.LoadImm(asm.R4, imm64(hashFinal), asm.DWord),
+		asm.Mul.Reg(asm.R2, asm.R4),
+		asm.Mov.Reg(asm.R3, asm.R2),
+		asm.RSh.Imm(asm.R3, 33),
+		asm.Xor.Reg(asm.R2, asm.R3),
+		asm.RSh.Imm(asm.R2, 2),
+		asm.StoreMem(asm.RFP, idSlot, asm.R2, asm.DWord),
+	)
+	b.Lookup(m.stacks, idSlot)
+	b.Emit(
+		asm.JNE.Imm(asm.R0, 0, have),
+		asm.LoadMapPtr(asm.R1, m.stacks),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, idSlot),
+		asm.LoadMem(asm.R3, asm.RFP, walkSlot, asm.DWord),
+		asm.Mov.Imm(asm.R4, 1), // BPF_NOEXIST: another program may have added it since
+		asm.FnMapUpdateElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, have),
+		asm.JNE.Imm(asm.R0, -int32(unix.EEXIST), done),
+		asm.LoadMem(asm.R0, asm.RFP, idSlot, asm.DWord).WithSymbol(have),
 		asm.StoreMem(rRec, off, asm.R0, asm.DWord).WithSymbol(done),
 	)
 }
@@ -1643,6 +1719,7 @@ func wakingProgram(m fds, tgidOff, pidOff int32, newTask bool) asm.Instructions 
 // exitProgram: sys_exit(regs, ret). The system call number is the
 // registers' orig_ax, as the sys_exit tracepoint's id.
 func exitProgram(m fds, kernel bool) asm.Instructions {
+	m.walker = walkExit
 	var b bpfasm.Builder
 	traced(&b, m, true)
 	stale(&b, m)

@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -488,55 +489,53 @@ func TestSwitchInUnrecordedCall(t *testing.T) {
 	}
 }
 
-// TestStackBucketTaken: with a stack map of one bucket, the second user
-// chain lands in a bucket the first holds (bpf_get_stackid's -EEXIST); it
-// is kept in the spill map (both are when a runtime thread's chain took
-// the bucket first), and every entry of both call sites still has
-// its own chain (the two differ in the return address into this test:
-// the system call's assembly leaves no frame, so the fp walk goes from it
-// to the caller's caller).
-func TestStackBucketTaken(t *testing.T) {
+// TestStacksFull: with room for one call chain, the first one walked is
+// kept and every later different one has no id (a negative one), never
+// the kept one's: entries of two call sites each have their own chain or
+// none.
+func TestStacksFull(t *testing.T) {
 	testutil.NeedRoot(t)
 	tr, tid := traceSelf(t, Options{Syscalls: true, StackBytes: 0, RingBytes: 1 << 20, stackEntries: 1})
 	defer tr.Close()
 	const n = 200
 	for i := 0; i < n; i++ {
-		getppidA()
-		getppidB()
+		siteA()
+		siteB()
 	}
 	tr.Remove(uint32(os.Getpid()))
 	runtime.UnlockOSThread()
 	ids := map[int64]int{}
-	chains := map[uint64]int{} // by the chain's second address
+	sites := map[string]int{}
 	err := tr.Drain(func(ev *Event) {
-		if ev.TID != tid || ev.Nr != unix.SYS_GETPPID || ev.Exit {
+		if ev.Exit {
 			return
 		}
 		ids[ev.UserStack]++
-		if s := tr.Stack(ev.UserStack); len(s) >= 2 && s[0] == ev.IP {
-			chains[s[1]]++
-		} else {
-			chains[0]++
+		if ev.TID != tid || ev.Nr != unix.SYS_GETPPID && ev.Nr != unix.SYS_GETPGID {
+			return
+		}
+		want := map[bool]string{true: "A", false: "B"}[ev.Nr == unix.SYS_GETPPID]
+		s := tr.Stack(ev.UserStack)
+		switch {
+		case ev.UserStack < 0:
+			sites["none"]++
+		case len(s) < 2 || s[0] != ev.IP || !strings.HasSuffix(funcs(s[1:2]), ".site"+want+" "):
+			t.Errorf("a call through site%s has chain %d: %s", want, ev.UserStack, funcs(s))
+		default:
+			sites[want]++
 		}
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	spilled := 0
+	kept := 0
 	for id := range ids {
-		if id >= spillBase {
-			spilled++
+		if id >= 0 {
+			kept++
 		}
 	}
-	// The one bucket holds one chain: the first of the two, or a chain of
-	// one of the runtime's threads that made a call before it.
-	if len(chains) != 2 || chains[0] != 0 || len(ids) != 2 || spilled < 1 {
-		t.Errorf("entries by their chain's second address (0: no chain): %v, want two chains of %d; ids %v, %d of them spilled, want 1 or 2", chains, n, ids, spilled)
-	}
-	for pc, c := range chains {
-		if c != n {
-			t.Errorf("%d entries with the chain through %#x, want %d", c, pc, n)
-		}
+	if kept != 1 || sites["A"]+sites["B"]+sites["none"] != 2*n || sites["A"] > 0 && sites["B"] > 0 || sites["none"] < n {
+		t.Errorf("chains kept %d (ids: entries %v), want 1; this thread's entries by site %v, want %d in all, one site at most with chains", kept, ids, sites, 2*n)
 	}
 }
 
@@ -995,4 +994,58 @@ func TestWindowsLeftOutStayInTheirWindow(t *testing.T) {
 		}
 		t.Logf("%d calls, %d entries in %d windows", len(ends), len(entries), len(wins))
 	})
+}
+
+// BenchmarkRecordedCall measures what a recorded system call costs with
+// both chains (the user one walked at each call, the kernel one walked once
+// and reused): cpu-ns/op in the calling thread's CPU time, and the entry
+// and exit programs' mean run times by the kernel's count (bpf_stats).
+//
+//	go test -run - -bench RecordedCall -benchtime 200000x ./internal/syscallprog
+func BenchmarkRecordedCall(b *testing.B) {
+	testutil.NeedRoot(b)
+	stats, err := ebpf.EnableStats(unix.BPF_STATS_RUN_TIME)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer stats.Close()
+	tr, err := New(Options{Syscalls: true, KernelStacks: true, StackBytes: 256})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer tr.Close()
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := tr.Add(uint32(os.Getpid())); err != nil {
+		b.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { // the recorder's part: the ring drained
+		for {
+			select {
+			case <-done:
+				return
+			case <-time.After(10 * time.Millisecond):
+				_ = tr.Drain(func(*Event) {})
+			}
+		}
+	}()
+	before := make([]*ebpf.ProgramStats, 2)
+	for i := range before {
+		if before[i], err = tr.progs[i].Stats(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	getppidCPU(b)
+	close(done)
+	for i, unit := range []string{"enter-ns", "exit-ns"} {
+		after, err := tr.progs[i].Stats()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if runs := after.RunCount - before[i].RunCount; runs > 0 {
+			b.ReportMetric(float64(after.Runtime-before[i].Runtime)/float64(runs), unit)
+		}
+	}
+	tr.Remove(uint32(os.Getpid()))
 }

@@ -87,6 +87,9 @@ func LatencyText(w io.Writer, r *introperf.Result, v LatencyView) error {
 	if r.Empty > 0 {
 		fmt.Fprintf(bw, " (%d with empty stacks skipped)", r.Empty)
 	}
+	if r.Probe > 0 {
+		fmt.Fprintf(bw, " (%d in the recorder's own code skipped)", r.Probe)
+	}
 	if n := syscallNote(r); n != "" {
 		fmt.Fprintf(bw, "\n%s", n)
 	}

@@ -175,10 +175,12 @@ type Result struct {
 	Threads   []ThreadInfo
 	// EventCounts counts the profile's samples by event kind (all of them,
 	// used or not); Used is how many fed the inference. Empty counts events
-	// skipped because their stack was empty.
+	// skipped because their stack was empty, Probe those skipped because
+	// they landed in the recorder's own code (tracerFrame).
 	EventCounts map[recording.Event]int
 	Used        int
 	Empty       int
+	Probe       int
 	// Lost is how many records the kernel dropped (Profile.Lost), and Cut
 	// how many times a thread's inference was ended at a window where its
 	// events may be missing (Profile.Gaps).
@@ -270,7 +272,8 @@ type stackInfo struct {
 	funcs []int32 // root first
 	nodes []*Node // root first
 	pid   int32
-	user  int // frames before the first kernel frame (root side)
+	user  int  // frames before the first kernel frame (root side)
+	probe bool // the stack holds the recorder's own code: no funcs
 }
 
 type inferer struct {
@@ -383,6 +386,10 @@ func Analyze(p *profile.Profile, o Options) *Result {
 		if preempt || s.Event == recording.EventCPU {
 			si = in.preempted(s.Stack, si)
 		}
+		if si.probe {
+			res.Probe++
+			return true
+		}
 		if len(si.funcs) == 0 {
 			res.Empty++
 			return true
@@ -482,15 +489,22 @@ func (in *inferer) stack(i int32) *stackInfo {
 		return si
 	}
 	frames := in.p.StackAt(i)
-	// Cut the recorder's own kernel frames (the probe effect): a CPU sample
-	// that lands in perf's tracepoint handling has perf_* frames inside the
-	// traced kernel function, and one in a BPF program on a tracepoint (the
-	// recorder's system call program) its frame and the code that ran it;
-	// the stack ends where they start.
-	for k := len(frames) - 1; k >= 0; k-- {
-		if f := in.p.FrameAt(frames[k]); f.Kernel && tracerFrame(f.Function) {
-			frames = frames[k+1:]
-			break
+	// An event in the recorder's own code (the probe effect) is skipped: a
+	// CPU sample that lands in perf's tracepoint handling has perf_* frames
+	// inside the traced kernel function, one in a BPF program on a
+	// tracepoint (the recorder's system call program) its frame and the
+	// code that ran it, and a preemption where such a program ends its
+	// frames under the scheduler's. Cut where that code starts, the stack
+	// would end in a kernel function that the other events do not show
+	// (syscall_trace_enter, syscall_exit_work with the recorder's system
+	// call program): a context of its own, which the run compared with
+	// may by chance not have, and then ranks with all of its callers'
+	// latency as growth.
+	for _, fi := range frames {
+		if f := in.p.FrameAt(fi); f.Kernel && tracerFrame(f.Function) {
+			si := &stackInfo{probe: true}
+			in.cache[i] = si
+			return si
 		}
 	}
 	si := &stackInfo{funcs: make([]int32, len(frames))}

@@ -787,23 +787,31 @@ func TestInstanceSpanKeepsWaits(t *testing.T) {
 	}
 }
 
-// A CPU sample in the recorder's own code (perf's tracepoint handling, a
-// BPF program on a tracepoint and the code that runs it) is cut where that
-// code starts: it makes no context of its own.
+// An event in the recorder's own code (perf's tracepoint handling, a BPF
+// program on a tracepoint and the code that runs it) is skipped: it makes
+// no context of its own, neither of that code nor of the kernel function
+// it ran under (syscall_exit_work, where the system call program runs at a
+// call's exit), which no other event shows and which a comparison with
+// another run would rank with its callers' whole latency, in place of the
+// paths with the same user frames.
 func TestProbeEffectCut(t *testing.T) {
 	p := build([]event{
 		{t: 10, stack: []string{"main", "lib:write", "k:entry"}, kind: recording.EventSyscallEnter},
 		{t: 11, stack: []string{"main", "lib:write", "k:bpf_prog_c11086e3eaa9a27f_culprit_1"}},
 		{t: 12, stack: []string{"main", "lib:write", "k:entry", "k:__traceiter_sys_exit", "k:bpf_trace_run2"}},
 		{t: 13, stack: []string{"main", "lib:write", "k:entry", "k:perf_swevent_event"}},
-		{t: 14, stack: []string{"main", "lib:write", "k:entry"}, kind: recording.EventSyscallExit},
+		{t: 14, stack: []string{"main", "lib:write", "k:entry", "k:syscall_exit_work", "k:__bpf_trace_sys_exit", "k:bpf_prog_c11086e3eaa9a27f_culprit_1"}},
+		{t: 15, stack: []string{"main", "lib:write", "k:entry"}, kind: recording.EventSyscallExit},
 	})
 	r := Analyze(p, Options{})
 	for _, fn := range r.Tree.Funcs.Funcs {
 		switch fn.Name {
-		case "bpf_prog_c11086e3eaa9a27f_culprit_1", "__traceiter_sys_exit", "bpf_trace_run2", "perf_swevent_event":
+		case "bpf_prog_c11086e3eaa9a27f_culprit_1", "__traceiter_sys_exit", "bpf_trace_run2", "perf_swevent_event", "syscall_exit_work":
 			t.Errorf("a context of the recorder's own %s", fn.Name)
 		}
+	}
+	if r.Probe != 4 || r.Used != 2 {
+		t.Errorf("%d events in the recorder's code skipped, %d used; want 4 and 2", r.Probe, r.Used)
 	}
 	if !tracerFrame("bpf_prog_c11086e3eaa9a27f_culprit_1") || tracerFrame("bpf_probe_read_kernel") || tracerFrame("sys_bpf") {
 		t.Error("tracerFrame tells the recorder's code wrongly")

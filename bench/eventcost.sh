@@ -19,7 +19,10 @@
 # every 100 ms (--syscall-windows), all-bpf-auto in windows of 10 ms of
 # every 100 ms while the server makes more than 20,000 calls a second and
 # every call below (--syscall-windows auto), all-bpf-off all along
-# (--syscall-windows off); the table then also gives the calls
+# (--syscall-windows off), all-bpf-wakeup as all-bpf with wakeup events
+# (perf's sched_waking events on the traced threads, with their stacks,
+# and the BPF program on sched_waking and sched_wakeup_new for the wake-ups
+# others make of them); the table then also gives the calls
 # recorded of those made (median; "~": the windows' estimate of those
 # made). CPU time comes from culprit's per-CPU
 # cpu-clock events (the default); the -thread configurations use the
@@ -67,6 +70,7 @@ declare -A cfg=(
 	[all-bpf-win20]="$c --events cpu,syscalls,sched --syscall-windows 20ms/100ms --"
 	[all-bpf-auto]="$c --events cpu,syscalls,sched --syscall-windows auto --"
 	[all-bpf-off]="$c --events cpu,syscalls,sched --syscall-windows off --"
+	[all-bpf-wakeup]="$c --events cpu,syscalls,sched,wakeup --"
 	[cpu-thread]="$c --per-thread-clock --"
 	[all-bpf-thread]="$c --events cpu,syscalls,sched --per-thread-clock --"
 	[perf]="perf record -F 999 -g -o $out/perf.data --"

@@ -841,11 +841,29 @@ func windowsAboveRate(t *testing.T, hash bool) {
 	for i := 0; i < 30; i++ {
 		slow()
 	}
-	// A loop of calls until three windows have closed (the bound only
-	// keeps a broken cycle from looping for ever).
+	// outside: whether the call surely fell outside every span (its
+	// thread could have been off the CPU for a whole gap between windows
+	// on a busy machine, making no call there).
+	outside := func(c call, wins []Window) bool {
+		for _, w := range wins {
+			if c.to >= w.Start && (w.End == 0 || c.from <= w.End) {
+				return false
+			}
+		}
+		return true
+	}
+	// A loop of calls until three windows have closed and a call fell
+	// surely outside every window (the bound only keeps a broken cycle
+	// from looping for ever).
 	for i := 0; ; i++ {
-		if _, closed := phase(); closed >= 3 {
-			break
+		if _, closed := phase(); closed >= 3 && i%256 == 0 {
+			wins, err := tr.Windows()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if slices.ContainsFunc(calls, func(c call) bool { return outside(c, wins) }) {
+				break
+			}
 		}
 		if i == 1e8 {
 			t.Fatal("no window opened after 100,000,000 calls")
@@ -884,7 +902,6 @@ func windowsAboveRate(t *testing.T, hash bool) {
 	// scale 1 or PERIOD/ON, or outside every span.
 	var sureSteady, sureScaled, sureOutside int
 	for _, c := range calls {
-		outside := true
 		for _, w := range wins {
 			closing := w.closing
 			if w.End == 0 {
@@ -897,11 +914,8 @@ func windowsAboveRate(t *testing.T, hash bool) {
 					sureScaled++
 				}
 			}
-			if c.to >= w.Start && (w.End == 0 || c.from <= w.End) {
-				outside = false
-			}
 		}
-		if outside {
+		if outside(c, wins) {
 			sureOutside++
 		}
 	}

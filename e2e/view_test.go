@@ -1362,7 +1362,8 @@ func has(sel string) string { return `!!document.querySelector(` + strconv.Quote
 // stepsInPlace checks, for each step, that the page the step leads to
 // from its page (below base) is put in place of it: the same document
 // (a mark survives), the URL it ends at pushed, drawn as that URL loaded
-// afresh; and that back then puts the page before in place again, drawn
+// afresh; that back then puts the page before in place again, drawn as it
+// was; and that forward then puts the page led to in place again, drawn
 // as it was. It returns the URLs led to.
 func stepsInPlace(t *testing.T, ctx context.Context, base string, steps ...inPlaceStep) []string {
 	t.Helper()
@@ -1401,6 +1402,13 @@ func stepsInPlace(t *testing.T, ctx context.Context, base string, steps ...inPla
 		back := eval[[]string](t, ctx, `[String(window.culpritMark), `+pageShown+`]`)
 		if back[0] != "before" || back[1] != before {
 			t.Errorf("back from %s to %s: marked %q, shows\n%s\nwant it put in place as it was\n%s", got[1], s.from, back[0], back[1], before)
+		}
+		// Forward: the page led to, put in place again as it was.
+		eval[bool](t, ctx, `(() => { history.forward(); return true; })()`)
+		waitJS(t, ctx, `location.href === `+strconv.Quote(got[1])+` && (window.culpritMark !== "before" || document.documentElement.dataset.culpritSwapped === location.href) && `+s.ready)
+		fwd := eval[[]string](t, ctx, `[String(window.culpritMark), `+pageShown+`]`)
+		if fwd[0] != "before" || fwd[1] != got[3] {
+			t.Errorf("forward from %s to %s: marked %q, shows\n%s\nwant it put in place as it was\n%s", s.from, got[1], fwd[0], fwd[1], got[3])
 		}
 	}
 	return out

@@ -44,6 +44,15 @@ var events, eventsBase string
 // eventsOnly: only the pages of events are timed.
 var eventsOnly bool
 
+// The inputs of the analyses' pages timed ("" for none): normal and
+// buggy recordings with sampled values (diagnose), a base trace and a
+// trace (traced calls), a recording of culprit variance, and a git
+// repository with a history store (history and models).
+var diagNormal, diagBuggy, traceBase, traceRec, varianceRec, storeDir string
+
+// analysesOnly: only the analyses' pages are timed.
+var analysesOnly bool
+
 func main() {
 	culprit := flag.String("culprit", "culprit", "the culprit binary")
 	chromium := flag.String("chromium", "chromium", "the Chromium binary")
@@ -51,6 +60,13 @@ func main() {
 	flag.StringVar(&events, "events", "", "a recording with system calls and context switches: its latency, contexts and off-CPU pages are timed too")
 	flag.StringVar(&eventsBase, "events-base", "", "the base run of -events (for its contexts page)")
 	flag.BoolVar(&eventsOnly, "events-only", false, "time only the pages of -events (FILE.rec is not opened)")
+	flag.StringVar(&diagNormal, "diagnose-normal", "", "a normal run recorded with sampled values: with -diagnose-buggy, the diagnose page is timed")
+	flag.StringVar(&diagBuggy, "diagnose-buggy", "", "a buggy run recorded with sampled values")
+	flag.StringVar(&traceBase, "trace-base", "", "the base trace of -trace")
+	flag.StringVar(&traceRec, "trace", "", "a trace of function calls (culprit trace): its page is timed")
+	flag.StringVar(&varianceRec, "variance", "", "a recording of culprit variance: its page is timed")
+	flag.StringVar(&storeDir, "store", "", "a git repository with runs stored (culprit run): the history and models pages are timed, culprit view run there")
+	flag.BoolVar(&analysesOnly, "analyses-only", false, "time only the analyses' pages (-diagnose-*, -trace, -variance, -store; FILE.rec is not opened)")
 	flag.Parse()
 	if flag.NArg() != 1 {
 		fmt.Fprintln(os.Stderr, "usage: viewtime [-culprit PATH] [-chromium PATH] FILE.rec")
@@ -101,6 +117,14 @@ func run(culprit, chromium, rec string) error {
 	}
 	if eventsOnly {
 		res, err := eventPages(bctx, culprit)
+		if err != nil {
+			return err
+		}
+		fmt.Println(strings.Join(res, " "))
+		return nil
+	}
+	if analysesOnly {
+		res, err := analysisPages(bctx, culprit)
 		if err != nil {
 			return err
 		}
@@ -454,6 +478,12 @@ func run(culprit, chromium, rec string) error {
 		inPlace = append(inPlace, m...)
 	}
 
+	am, err := analysisPages(bctx, culprit)
+	if err != nil {
+		return err
+	}
+	inPlace = append(inPlace, am...)
+
 	// A function's page over HTTP, a function asked for the first time
 	// (the server's answer, no drawing).
 	fnGet, err := timeGet(base+"fn?f=^"+hide+"$", "fn")
@@ -766,4 +796,183 @@ func pageSplit(ctx context.Context, what string, m0 map[string]float64) string {
 		}
 	}
 	return out
+}
+
+// analysisPage is one of the analyses' pages timed: its key in the
+// output, its path, what shows it drawn, and the clicks on it timed
+// besides the index's.
+type analysisPage struct {
+	key, path, drawn string
+	clicks           []pageClick
+}
+
+// pageClick is a link clicked on a page (from, below the server's
+// root), timed as what: the page it leads to is drawn when drawn holds.
+// An optional link may not be there (a function's name links only when
+// the recordings have samples of it): then it is not timed.
+type pageClick struct {
+	what, from, link, drawn string
+	optional                bool
+}
+
+// analysisServer is a culprit view of the analyses' inputs: its key, the
+// directory it runs in ("" here), its arguments and its pages.
+type analysisServer struct {
+	key, dir string
+	args     []string
+	pages    []analysisPage
+}
+
+// analysisServers are the servers of the inputs given by flags.
+func analysisServers() []analysisServer {
+	var out []analysisServer
+	if diagNormal != "" && diagBuggy != "" {
+		out = append(out, analysisServer{"diagnose", "", []string{"--base", diagNormal, diagBuggy}, []analysisPage{
+			{"diagnose", "diagnose", `#diagnosis pre`, []pageClick{
+				{"diagnose_fn_swap", "diagnose", `#diagnosis a.fn`, `#share`, false},
+			}},
+		}})
+	}
+	if traceRec != "" {
+		args := []string{traceRec}
+		if traceBase != "" {
+			args = []string{"--base", traceBase, traceRec}
+		}
+		out = append(out, analysisServer{"trace", "", args, []analysisPage{
+			{"trace", "trace", `#functions pre`, []pageClick{
+				{"trace_fn_swap", "trace", `#functions a.fn`, `#share`, true},
+			}},
+		}})
+	}
+	if varianceRec != "" {
+		out = append(out, analysisServer{"variance", "", []string{varianceRec}, []analysisPage{
+			{"variance", "variance", `#variance pre`, []pageClick{
+				{"variance_fn_swap", "variance", `#variance a.fn`, `#share`, true},
+			}},
+		}})
+	}
+	if storeDir != "" {
+		out = append(out, analysisServer{"store", storeDir, nil, []analysisPage{
+			{"history", "history", `#runs pre`, []pageClick{
+				{"models_history_swap", "history", `#nav a[href="models"]`, `#models pre`, false},
+			}},
+			{"models", "models", `#models pre`, []pageClick{
+				// Another commit's check and models: the oldest's.
+				{"history_rev_swap", "models", `#commits tr:last-child a.check`, `#check pre`, false},
+				{"models_rev_swap", "models", `#commits tr:last-child a.models`, `#models pre`, false},
+			}},
+		}})
+	}
+	return out
+}
+
+// analysisPages times the pages of the analyses' inputs, a server of
+// their own each: culprit view started → URL printed (ready) and → the
+// index drawn (open); then each page's first GET at once (what a click
+// as soon as the index shows waits: the build ahead of use, the analysis
+// run, if it has not ended); then, the server idle, each page loaded
+// afresh (paint: navigation → drawn, and the renderer's split), clicked on
+// the index and put in place, twice (first and again), and the links on
+// it timed, put in place.
+func analysisPages(bctx context.Context, culprit string) ([]string, error) {
+	var res []string
+	for _, sv := range analysisServers() {
+		r, err := analysisServerPages(bctx, culprit, sv)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %v", sv.key, err)
+		}
+		res = append(res, r...)
+	}
+	return res, nil
+}
+
+func analysisServerPages(bctx context.Context, culprit string, sv analysisServer) ([]string, error) {
+	start := time.Now()
+	cmd := exec.Command(culprit, append([]string{"view"}, sv.args...)...)
+	cmd.Dir = sv.dir
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	defer func() {
+		_ = cmd.Process.Signal(syscall.SIGINT)
+		_ = cmd.Wait()
+	}()
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		return nil, fmt.Errorf("culprit view printed no URL: %v", err)
+	}
+	base := strings.TrimSpace(line)
+	ready := time.Since(start)
+	pid := cmd.Process.Pid
+	if err := chromedp.Do(bctx, chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS(`#pages a`))); err != nil {
+		return nil, fmt.Errorf("index: %v", err)
+	}
+	open := time.Since(start)
+	res := []string{fmt.Sprintf("%s_ready_ms=%s %s_open_ms=%s %s_open_cpu_ms=%s", sv.key, ms(ready), sv.key, ms(open), sv.key, ms(cpuTime(pid)))}
+	for _, pg := range sv.pages {
+		d, err := timeGet(base+pg.path, pg.key)
+		if err != nil {
+			return nil, err
+		}
+		res = append(res, fmt.Sprintf("%s_first_get_ms=%s", pg.key, ms(d)))
+	}
+	// The builds ahead of use end; the whole build's CPU time.
+	waitIdle(pid)
+	res = append(res, fmt.Sprintf("%s_built_cpu_ms=%s", sv.key, ms(cpuTime(pid))))
+	for _, pg := range sv.pages {
+		m0 := chromeMetrics(bctx)
+		t := time.Now()
+		if err := chromedp.Do(bctx, chromedp.Navigate(base+pg.path), chromedp.WaitVisible(chromedp.CSS(pg.drawn))); err != nil {
+			return nil, fmt.Errorf("%s: %v", pg.path, err)
+		}
+		res = append(res, fmt.Sprintf("%s_paint_ms=%s", pg.key, ms(time.Since(t))), pageSplit(bctx, pg.key, m0))
+		clicks := []pageClick{
+			{pg.key + "_index_swap", "", `#pages a[href="` + pg.path + `"]`, pg.drawn, false},
+			{pg.key + "_index_again_swap", "", `#pages a[href="` + pg.path + `"]`, pg.drawn, false},
+		}
+		for _, c := range append(clicks, pg.clicks...) {
+			m, err := clickInPlace(bctx, pid, base, c)
+			if err != nil {
+				return nil, err
+			}
+			if m != "" {
+				res = append(res, m)
+			}
+		}
+	}
+	return res, nil
+}
+
+// clickInPlace loads the page c.from, waits until it and its frames are
+// loaded and the server (pid) idle, and times c's link clicked until the
+// page it leads to is put in place and drawn.
+func clickInPlace(bctx context.Context, pid int, base string, c pageClick) (string, error) {
+	if err := chromedp.Do(bctx, chromedp.Navigate(base+c.from)); err != nil {
+		return "", fmt.Errorf("%s: %v", c.from, err)
+	}
+	if err := waitFor(bctx, `document.readyState === "complete"`); err != nil {
+		return "", fmt.Errorf("%s: %v", c.from, err)
+	}
+	if ok, _ := chromedp.Run(bctx, chromedp.Evaluate[bool](`!!document.querySelector(`+strconv.Quote(c.link)+`)`)); !ok {
+		if c.optional {
+			return "", nil
+		}
+		return "", fmt.Errorf("%s: no %s", c.from, c.link)
+	}
+	waitIdle(pid)
+	m, err := interaction(bctx, pid, c.what,
+		func() error {
+			_, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`(document.querySelector(`+strconv.Quote(c.link)+`).click(), true)`))
+			return err
+		},
+		`!!document.documentElement.dataset.culpritSwapped && !!document.querySelector(`+strconv.Quote(c.drawn)+`)`,
+		`window.culpritSwapped`)
+	if err != nil {
+		return "", fmt.Errorf("%s from %q: %v", c.what, c.from, err)
+	}
+	return m, nil
 }

@@ -82,6 +82,19 @@
 #                 loaded (the contexts page's heat map and tree) and the
 #                 server idle; "off-CPU early" is off-CPU clicked on
 #                 contexts as soon as its link shows, its frames loading
+#   analyses' pages  (a table of their own) diagnose, traced calls,
+#                 variance, stored runs and models, each input on a server
+#                 of its own (below): ready and open as above; first GET,
+#                 the page asked for as soon as the index is drawn (what
+#                 a first click waits: the page's build ahead of use, its
+#                 analysis run, if not over); the server's CPU time once
+#                 its builds ahead are over; paint, the page loaded by
+#                 navigation → drawn (renderer ms, kB); then, the server
+#                 idle, the page clicked on the index, put in place, the
+#                 first time and again; and links on it, put in place: a
+#                 function's name (diagnose, traced calls, variance, when
+#                 linked), models atop the stored runs, the oldest
+#                 commit's check and models atop the models
 #   renderer      per page drawn, the renderer's thread time (Chromium's
 #                 Performance.getMetrics TaskDuration, thread ticks: what
 #                 a busy machine does not inflate) and the page's kB
@@ -100,10 +113,23 @@
 # a second row gives its medians: the two rows compare on one machine at
 # one load.
 #
-# Needs root (culprit record), gcc, go and chromium.
+# The analyses' inputs, made here: for diagnose, a normal and a buggy
+# recording with sampled values (testdata/targets/vprof_wrong.c recorded,
+# its samples repeated with values written at each by bench/genvalues,
+# DIAG_VALUES value samples in the two together, default 4M: about 60k
+# CPU samples and 2M values each); for traced calls, `culprit trace -f
+# fib` of testdata/targets/tracecalls.c, fib 24 (150,049 calls) against
+# fib 22 as base; for variance, `culprit variance --start handle` of
+# testdata/targets/varpool.c, 2000 requests on 4 workers; for the stored
+# runs and models, a git repository of 4 commits of a program whose scan
+# turns quadratic at the third, each run 2 times at n = 1000, 2000 and
+# 4000 (`culprit run --param n=N`, 24 runs), culprit view run there.
+#
+# Needs root (culprit record), gcc, git, go and chromium.
 set -euo pipefail
 runs=${1:-5}
 baserev=${2:-}
+diag_values=${DIAG_VALUES:-4000000}
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$root/bench/out/view
 head=$(git -C "$root" rev-parse --short HEAD) # what is built below
@@ -127,12 +153,61 @@ echo "# $(grep -o '[0-9]* samples' rec.txt | head -1) recorded, repeated to 1000
 ./culprit record --events cpu,syscalls,sched -F 49999 -o events.rec -- ./target 2 2 2>rec.events.txt >/dev/null
 (cd "$root" && go run ./bench/replicate -n 1000000 "$out/events.rec" "$out/bigevents.rec")
 echo "# with kernel events: $(grep -o '[0-9]* samples' rec.events.txt | head -1) recorded (samples and events), repeated to 1000000, against the recording as base"
+
+# The analyses' inputs.
+(cd "$root" && go build -o "$out/genvalues" ./bench/genvalues)
+gcc -O2 -g -pthread -o "$out/vprof_wrong" "$root/testdata/targets/vprof_wrong.c"
+./culprit record -o vprof-seed.rec -- ./vprof_wrong buggy >/dev/null 2>rec.seed.txt
+./genvalues -values "$diag_values" vprof-seed.rec vprof-normal.rec vprof-buggy.rec 2>/dev/null
+echo "# diagnose: $(./culprit report --top 1 vprof-buggy.rec 2>/dev/null | grep -o '^[0-9]* samples') and $((diag_values / 2)) values in each of the normal and buggy recordings (vprof_wrong's samples repeated, values by bench/genvalues)"
+gcc -O2 -g -pthread -o "$out/tracecalls" "$root/testdata/targets/tracecalls.c"
+./culprit trace -f fib -o trace-base.rec -- ./tracecalls fib 22 >/dev/null 2>&1
+./culprit trace -f fib -o trace.rec -- ./tracecalls fib 24 >/dev/null 2>rec.trace.txt
+echo "# traced calls: $(grep -o '[0-9]* calls' rec.trace.txt | head -1) of fib 24 against fib 22"
+gcc -O2 -g -pthread -o "$out/varpool" "$root/testdata/targets/varpool.c"
+./culprit variance --start handle --round-intervals 500 -o variance.rec -- ./varpool dominant 2000 4 >/dev/null 2>&1
+echo "# variance: 2000 requests of varpool dominant on 4 workers"
+# The history store: 4 commits (the second documentation only), the scan
+# quadratic from the third, the checksum 4x faster at the fourth.
+rm -rf store store-runs
+mkdir -p store store-runs
+git -C store init -q
+for i in 1 2 3 4; do
+	case $i in
+	1 | 2) scan='for (long i = 0; i < n * 6000; i++) h = h * 2862933555777941757UL + (unsigned long)i;' ;;
+	*) scan='for (long i = 0; i < n; i++) for (long j = 0; j < n * 3; j++) h = h * 2862933555777941757UL + (unsigned long)j;' ;;
+	esac
+	checksum=$((i == 4 ? 3000 : 12000))
+	cat >store/prog.c <<EOF
+#include <stdio.h>
+#include <stdlib.h>
+static volatile unsigned long sink;
+__attribute__((noinline)) void setup(long n) { unsigned long h = 1; for (long i = 0; i < n * 6000; i++) h = h * 6364136223846793005UL + (unsigned long)i; sink += h; }
+__attribute__((noinline)) void scan(long n) { unsigned long h = 3; $scan sink += h; }
+__attribute__((noinline)) void checksum(long n) { unsigned long h = 7; for (long i = 0; i < n * $checksum; i++) h = h * 3202034522624059733UL + (unsigned long)i; sink += h; }
+int main(int argc, char **argv) { long n = argc > 1 ? atol(argv[1]) : 1000; setup(n); scan(n); checksum(n); printf("%lu\n", sink); return 0; }
+EOF
+	if ((i == 2)); then # documentation only
+		echo "prog: a program for the bench" >store/README.md
+		git -C store add README.md
+	fi
+	git -C store add prog.c
+	git -C store -c user.name=bench -c user.email=bench@example.com commit -q -m "version $i"
+	gcc -O1 -g -fno-omit-frame-pointer -o store/prog store/prog.c
+	for n in 1000 2000 4000; do
+		for r in 1 2; do
+			(cd store && ../culprit run -F 1999 -o "../store-runs/c$i-$n-$r.rec" --param n=$n -- ./prog $n >/dev/null 2>&1)
+		done
+	done
+done
+echo "# stored runs: 4 commits, 2 runs each at n = 1000, 2000, 4000"
+analyses=(-diagnose-normal vprof-normal.rec -diagnose-buggy vprof-buggy.rec -trace-base trace-base.rec -trace trace.rec -variance variance.rec -store store)
 : >runs.txt
 : >runs.base.txt
 for ((i = 0; i < runs; i++)); do
-	./viewtime -culprit ./culprit -chromium "$chromium" -events bigevents.rec -events-base events.rec big.rec | tee -a runs.txt
+	./viewtime -culprit ./culprit -chromium "$chromium" -events bigevents.rec -events-base events.rec "${analyses[@]}" big.rec | tee -a runs.txt
 	if [[ -n $baserev ]]; then
-		./viewtime -culprit ./culprit.base -chromium "$chromium" -events bigevents.rec -events-base events.rec big.rec | tee -a runs.base.txt
+		./viewtime -culprit ./culprit.base -chromium "$chromium" -events bigevents.rec -events-base events.rec "${analyses[@]}" big.rec | tee -a runs.base.txt
 	fi
 done
 median() { sort -g | awk '{a[NR]=$1} END {print (NR == 0 ? "-" : NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
@@ -147,5 +222,33 @@ row() {
 row runs.txt "$head"
 if [[ -n $baserev ]]; then
 	row runs.base.txt "$(git -C "$root" rev-parse --short "$baserev")"
+fi
+# The analyses' pages: a row per page and build.
+echo
+echo "| culprit | page | ready ms | open ms | first GET ms | server CPU ms, builds over | paint ms (renderer ms, kB) | from index in place: page ms, wall ms (renderer ms, server CPU ms) | again | links in place: page ms, wall ms (renderer ms, server CPU ms) |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
+arow() {
+	local file=$1 name=$2 srv=$3 pg=$4
+	shift 4
+	get() { tr ' ' '\n' <"$file" | grep "^$1=" | cut -d= -f2 | median; }
+	swap() { echo "$(get "$1"_page_ms), $(get "$1"_ms) ($(get "$1"_task_ms), $(get "$1"_cpu_ms))"; }
+	local links="" l
+	for l in "$@"; do
+		if grep -q "$l"_page_ms= "$file"; then
+			links+="${links:+; }${l%_swap}: $(swap "$l")"
+		fi
+	done
+	echo "| $name | $pg | $(get "$srv"_ready_ms) | $(get "$srv"_open_ms) | $(get "$pg"_first_get_ms) | $(get "$srv"_built_cpu_ms) | $(get "$pg"_paint_ms) ($(get "$pg"_task_ms), $(get "$pg"_kb)) | $(swap "$pg"_index_swap) | $(swap "$pg"_index_again_swap) | ${links:--} |"
+}
+arows() {
+	arow "$1" "$2" diagnose diagnose diagnose_fn_swap
+	arow "$1" "$2" trace trace trace_fn_swap
+	arow "$1" "$2" variance variance variance_fn_swap
+	arow "$1" "$2" store history models_history_swap
+	arow "$1" "$2" store models history_rev_swap models_rev_swap
+}
+arows runs.txt "$head"
+if [[ -n $baserev ]]; then
+	arows runs.base.txt "$(git -C "$root" rev-parse --short "$baserev")"
 fi
 echo "# load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

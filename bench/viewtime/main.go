@@ -23,6 +23,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -887,6 +888,13 @@ func analysisPages(bctx context.Context, culprit string) ([]string, error) {
 }
 
 func analysisServerPages(bctx context.Context, culprit string, sv analysisServer) ([]string, error) {
+	if sv.dir != "" && strings.Contains(culprit, "/") { // a path from here
+		abs, err := filepath.Abs(culprit)
+		if err != nil {
+			return nil, err
+		}
+		culprit = abs
+	}
 	start := time.Now()
 	cmd := exec.Command(culprit, append([]string{"view"}, sv.args...)...)
 	cmd.Dir = sv.dir

@@ -8,7 +8,10 @@
 // flame graph chosen on top and a filter on top, put in place of the
 // page; the flame graph, the time view and a function's page clicked on
 // the index, put in place of it; a function's page from its form and from
-// pprof's top, put in place), and the server's peak RSS. One line of key=value per run.
+// pprof's top, put in place), and the server's peak RSS; and, each on a
+// server of its own, the pages of the analyses' inputs given (diagnose,
+// traced calls, variance, stored runs and models: analysisPages). One
+// line of key=value per run.
 //
 //	go run ./bench/viewtime -culprit ./culprit -chromium /usr/bin/chromium big.rec
 package main

@@ -149,10 +149,10 @@ echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, load average $(cut -d' 
 echo "# culprit $head, $("$chromium" --version 2>/dev/null | head -1), $(go version | cut -d' ' -f3)"
 ./culprit record -F 49999 -o small.rec -- ./target 2 2 2>rec.txt >/dev/null
 (cd "$root" && go run ./bench/replicate -n 1000000 "$out/small.rec" "$out/big.rec")
-echo "# $(grep -o '[0-9]* samples' rec.txt | head -1) recorded, repeated to 1000000 ($(stat -c %s big.rec) bytes)"
+echo "# $(grep -o '[0-9][0-9]* samples' rec.txt | tail -1) recorded, repeated to 1000000 ($(stat -c %s big.rec) bytes)"
 ./culprit record --events cpu,syscalls,sched -F 49999 -o events.rec -- ./target 2 2 2>rec.events.txt >/dev/null
 (cd "$root" && go run ./bench/replicate -n 1000000 "$out/events.rec" "$out/bigevents.rec")
-echo "# with kernel events: $(grep -o '[0-9]* samples' rec.events.txt | head -1) recorded (samples and events), repeated to 1000000, against the recording as base"
+echo "# with kernel events: $(grep -o '[0-9][0-9]* samples' rec.events.txt | tail -1) recorded (samples and events), repeated to 1000000, against the recording as base"
 
 # The analyses' inputs.
 (cd "$root" && go build -o "$out/genvalues" ./bench/genvalues)

@@ -1465,14 +1465,7 @@ func (b *builder) pairIDs(pairs []Probe, end bool) {
 				break
 			}
 			next := b.NewLabel("pairidnext")
-			b.Emit(
-				asm.LoadMem(asm.R1, asm.RFP, slProbe, asm.Word),
-				asm.JNE.Imm(asm.R1, int32(p.ID), next),
-				asm.LoadMem(asm.R1, asm.RFP, slProbe, asm.DWord),
-				asm.RSh.Imm(asm.R1, pairSiteShift),
-				asm.And.Imm(asm.R1, maxPairSite),
-				asm.JNE.Imm(asm.R1, int32(i), next),
-			)
+			b.pairSite(p.ID, i, next)
 			dst, slot := asm.RFP, int16(slID)
 			b.argSpecs([]ArgSpec{spec}, dst, slot)
 			if spec.Size < 8 {
@@ -1493,6 +1486,19 @@ func (b *builder) pairIDs(pairs []Probe, end bool) {
 	b.Mark(done)
 }
 
+// pairSite emits: a jump to next unless the cookie in slProbe names
+// probe id's pair site i (PairSite).
+func (b *builder) pairSite(id uint32, i int, next string) {
+	b.Emit(
+		asm.LoadMem(asm.R1, asm.RFP, slProbe, asm.Word),
+		asm.JNE.Imm(asm.R1, int32(id), next),
+		asm.LoadMem(asm.R1, asm.RFP, slProbe, asm.DWord),
+		asm.RSh.Imm(asm.R1, pairSiteShift),
+		asm.And.Imm(asm.R1, maxPairSite),
+		asm.JNE.Imm(asm.R1, int32(i), next),
+	)
+}
+
 // pairArgs fills the argument slots of the frame at rFrame from the
 // ArgSpecs of the pair's begin site that was hit, chosen by the probe id
 // and the site index the cookie in slProbe carries (PairSite).
@@ -1504,14 +1510,7 @@ func (b *builder) pairArgs(pairs []Probe) {
 				continue
 			}
 			next := b.NewLabel("pairargsnext")
-			b.Emit(
-				asm.LoadMem(asm.R1, asm.RFP, slProbe, asm.Word),
-				asm.JNE.Imm(asm.R1, int32(p.ID), next),
-				asm.LoadMem(asm.R1, asm.RFP, slProbe, asm.DWord),
-				asm.RSh.Imm(asm.R1, pairSiteShift),
-				asm.And.Imm(asm.R1, maxPairSite),
-				asm.JNE.Imm(asm.R1, int32(i), next),
-			)
+			b.pairSite(p.ID, i, next)
 			b.argSpecs(specs, rFrame, fArgs)
 			b.Emit(asm.Ja.Label(done))
 			b.Mark(next)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/culprit-dev/culprit/internal/loader"
+	"github.com/culprit-dev/culprit/internal/recording"
 	"github.com/culprit-dev/culprit/internal/testutil"
 )
 
@@ -415,19 +416,29 @@ func TestSignalPassedToCommand(t *testing.T) {
 
 // stackBytes is the stack copy a recording was made with.
 func stackBytes(t *testing.T, out string) int {
+	n, _ := stackCopy(t, out)
+	return n
+}
+
+// stackCopy is a recording's stack copy size and how it was sized
+// (recording.ExtraStackCopy).
+func stackCopy(t *testing.T, out string) (int, string) {
 	t.Helper()
 	p, err := loader.Load([]string{out}, loader.Options{})
 	if err != nil || len(p.Metas) == 0 {
 		t.Fatalf("loading %s: %v", out, err)
 	}
-	return p.Metas[0].StackBytes
+	return p.Metas[0].StackBytes, p.Metas[0].Extra[recording.ExtraStackCopy]
 }
 
 // In fp mode a libc-heavy program (qsort and snprintf, whose libc frames
 // keep no frame pointer) has complete stacks by default: built with frame
 // pointers it gets a 4 KiB stack copy, which reaches through libc's frames
 // to the program's, whose chain leads on; built without, 8 KiB, which
-// holds its whole stack. main is then on at least 99% of the stacks (3000
+// holds its whole stack. By default, without frame pointers, each thread's
+// copy ends where its earlier unwinds needed it to (the BPF sampling
+// program makes it); with --stack-size, perf copies the size given: the
+// stacks reach main either way. main is then on at least 99% of the stacks (3000
 // rounds are some 600 samples; the dynamic loader's start and the exit,
 // outside main, take about a millisecond, one or two samples). A 1 KiB
 // copy reaches through libc only so far: samples in snprintf lose callers,
@@ -443,13 +454,17 @@ func TestFPModeLibc(t *testing.T) {
 		bin   string
 		stack int
 		flags []string
-	}{{bin, 4096, nil}, {nofp, 8192, nil}, {nofp, 8192, []string{"--values"}}, {bin, 4096, []string{"--values"}}} {
+	}{{bin, 4096, nil}, {nofp, 8192, nil}, {nofp, 8192, []string{"--stack-size", "8192"}}, {nofp, 8192, []string{"--values"}}, {bin, 4096, []string{"--values"}}} {
 		_, stderr, code := run(t, append(append([]string{"record", "-o", out}, c.flags...), "--", c.bin, "3000")...)
 		if code != 0 {
 			t.Fatalf("record: exit %d\n%s", code, stderr)
 		}
-		if n := stackBytes(t, out); n != c.stack {
+		n, how := stackCopy(t, out)
+		if n != c.stack {
 			t.Errorf("%s %v: stack copy %d bytes, want %d", filepath.Base(c.bin), c.flags, n, c.stack)
+		}
+		if want := map[bool]string{true: recording.StackCopyThreadTop}[c.flags == nil && c.stack == 8192]; how != want {
+			t.Errorf("%s %v: stack copy sized %q, want %q", filepath.Base(c.bin), c.flags, how, want)
 		}
 		f := flat(t, out)
 		if m := f.total("main"); m < 0.99 || f.Samples < 300 {

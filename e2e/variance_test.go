@@ -398,8 +398,11 @@ func TestVarianceAttach(t *testing.T) {
 	if err := json.Unmarshal([]byte(mustRun(t, "variance", "-i", out, "--format", "json")), &r); err != nil {
 		t.Fatal(err)
 	}
-	if r.Rounds < 2 || r.Height != 2 || r.Intervals < 300 {
-		t.Errorf("%d rounds, tree height %d, %d intervals: want 2 rounds or more, height 2 (handle > process > compute), 300 intervals or more", r.Rounds, r.Height, r.Intervals)
+	// A second round means the first served its 300 intervals; the
+	// analysis is of the last round, whatever the 4 s left of it (283
+	// intervals once at a load of 20).
+	if r.Rounds < 2 || r.Height != 2 || r.Intervals == 0 {
+		t.Errorf("%d rounds, tree height %d, %d intervals: want 2 rounds or more, height 2 (handle > process > compute), and intervals in the last", r.Rounds, r.Height, r.Intervals)
 	}
 	if len(r.Factors) == 0 || r.Factors[0].Names[0] != "compute" {
 		t.Errorf("factors %+v, want compute first", r.Factors)

@@ -36,6 +36,8 @@ func build(events []event) *profile.Profile {
 				switch {
 				case strings.HasPrefix(name, "lib:"):
 					f = profile.Frame{Function: name[4:], Object: "/lib/libx.so"}
+				case strings.HasPrefix(name, "libc:"):
+					f = profile.Frame{Function: name[5:], Object: "/lib/x86_64-linux-gnu/libc.so.6"}
 				case strings.HasPrefix(name, "plug:"):
 					f = profile.Frame{Function: name[5:], Object: "/opt/plug.so"}
 				case strings.HasPrefix(name, "k:"):
@@ -816,4 +818,77 @@ func TestProbeEffectCut(t *testing.T) {
 	if !tracerFrame("bpf_prog_c11086e3eaa9a27f_culprit_1") || tracerFrame("bpf_probe_read_kernel") || tracerFrame("sys_bpf") {
 		t.Error("tracerFrame tells the recorder's code wrongly")
 	}
+}
+
+// parkedRun is a synthetic timeline of three threads over n ticks of 100 ns:
+// main handling requests (work ticks), a worker that waits for a lock
+// (lockWait ns) before each piece of its work, and a maintenance thread
+// that blocks once in a condition wait at its start and is woken only at
+// the end of the run to exit.
+func parkedRun(n int, work, lockWait uint64) []event {
+	var ev []event
+	park := []string{"libc:start_thread", "maint", "libc:cond_wait", "k:do_futex", "k:schedule"}
+	ev = append(ev, event{t: 1, tid: 3, stack: park, kind: recording.EventSwitch, arg: 1})
+	tm := uint64(10)
+	for i := 0; i < n; i++ {
+		for w := uint64(0); w < work; w++ {
+			tm += 100
+			ev = append(ev, event{t: tm, tid: 1, stack: []string{"main", "handle"}, kind: recording.EventCPU})
+		}
+		ev = append(ev, event{t: tm + 1, tid: 2, stack: []string{"libc:start_thread", "worker", "libc:lock_wait", "k:do_futex", "k:schedule"}, kind: recording.EventSwitch, arg: 1})
+		ev = append(ev, event{t: tm + 1 + lockWait, tid: 2, stack: []string{"libc:start_thread", "worker", "libc:lock_wait", "k:do_futex"}, kind: recording.EventSyscallExit})
+		ev = append(ev, event{t: tm + 2 + lockWait, tid: 2, stack: []string{"libc:start_thread", "worker", "compute"}, kind: recording.EventCPU})
+		tm += 2 + lockWait
+	}
+	ev = append(ev, event{t: tm + 10, tid: 3, stack: park[:4], kind: recording.EventSyscallExit})
+	sort.SliceStable(ev, func(a, b int) bool { return ev[a].t < ev[b].t })
+	return ev
+}
+
+// A thread that does nothing but wait (its start routine made one call,
+// which blocked in the kernel) waits longer in a longer run, but no work
+// followed its wait: it is not growth. A lock wait followed by the
+// worker's work is.
+func TestRankParkedThreadIsNotGrowth(t *testing.T) {
+	funcs := NewFuncTable()
+	rb := Analyze(build(parkedRun(20, 1, 50)), Options{Funcs: funcs})
+	rg := Analyze(build(parkedRun(20, 3, 400)), Options{Funcs: funcs})
+	parked := ParkedWaits(rg.Tree, &rg.Objects)
+	var names []string
+	for v := range parked {
+		names = append(names, strings.Join(funcNames(rg.Tree, v), ","))
+	}
+	if len(names) != 1 || names[0] != "start_thread,maint,cond_wait" {
+		t.Fatalf("parked waits %v, want the maintenance thread's cond_wait only", names)
+	}
+	through := func(paths []RankedPath, fn string) *RankedPath {
+		for i, p := range paths {
+			for _, f := range p.Frames {
+				if f.Func.Name == fn {
+					return &paths[i]
+				}
+			}
+		}
+		return nil
+	}
+	paper := Rank(rb, rg, RankOptions{Totals: true, Idle: true})
+	if p := through(paper, "maint"); p == nil || p.Rank != 1 {
+		t.Fatalf("with --idle the parked wait should rank 1st (it grew most): %v", paper)
+	}
+	def := Rank(rb, rg, RankOptions{Totals: true})
+	if p := through(def, "maint"); p == nil || p.Cost != 0 {
+		t.Errorf("parked wait's path: %+v, want cost 0", p)
+	}
+	w := through(def, "lock_wait")
+	if w == nil || w.Cost <= 0 || w.Rank != 1 {
+		t.Errorf("the worker's lock wait, which delays its work, should rank 1st with a positive cost: %+v", w)
+	}
+}
+
+func funcNames(t *Tree, v *Node) []string {
+	var out []string
+	for _, f := range t.NodePath(v) {
+		out = append(out, t.Funcs.Get(f).Name)
+	}
+	return out
 }

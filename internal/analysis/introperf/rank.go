@@ -34,8 +34,8 @@ type RankOptions struct {
 	// that context ends in the base.
 	LeafMatch bool
 	// Idle counts the time a thread waits in a readiness or sleep call
-	// (see IdleWait); by default those frames and their callees count 0 in
-	// both runs.
+	// (see IdleWait) and a parked thread's wait (see ParkedWaits); by
+	// default those frames and their callees count 0 in both runs.
 	Idle bool
 	// AllLeaves lists every root-to-leaf path, as the paper does. By
 	// default the paths that differ only in their kernel frames (the same
@@ -65,6 +65,60 @@ func IdleWait(name string) bool {
 		return true
 	}
 	return false
+}
+
+// ParkedWaits returns the nodes of t that are a parked thread's wait: the
+// one call a thread's start routine made, when that call stayed in the C
+// runtime and the kernel and blocked there (a stack through the
+// scheduler). The start routine is the outermost frame outside the C
+// runtime and the kernel (below clone and start_thread); it parks when no
+// stack ended in its own code and it called nothing else. Such a thread
+// did no work in the run: whenever its wait ended (a wake-up, if any), the
+// thread made no other call and ran none of its own code before it waited
+// again or exited, so no work of the program followed the wait and none
+// was delayed by its length. A maintenance or logging thread waiting on a
+// condition variable for the whole run is parked; a worker whose lock wait
+// is followed by its work (another call, or its own code) is not, and
+// neither is a wrapper that only takes a lock, since its caller's work
+// follows.
+func ParkedWaits(t *Tree, objs *Objects) map[*Node]bool {
+	out := map[*Node]bool{}
+	outside := func(v *Node) bool {
+		fn := t.Funcs.Get(v.Func)
+		return objs.Layer(fn) == LayerKernel || profile.RuntimeObject(fn.Object)
+	}
+	var walk func(v *Node)
+	walk = func(v *Node) {
+		for _, c := range v.Children {
+			if outside(c) {
+				walk(c)
+				continue
+			}
+			// c is a start routine: the outermost frame of its own.
+			if c.PathID >= 0 || len(c.Children) != 1 {
+				continue
+			}
+			w := c.Children[0]
+			blocked, inside := false, true
+			stack := []*Node{w}
+			for len(stack) > 0 && inside {
+				x := stack[len(stack)-1]
+				stack = stack[:len(stack)-1]
+				if !outside(x) {
+					inside = false
+				}
+				if n := strings.TrimLeft(t.Funcs.Get(x.Func).Name, "_"); n == "schedule" {
+					blocked = true
+				}
+				stack = append(stack, x.Children...)
+			}
+			if inside && blocked {
+				out[w] = true
+			}
+		}
+	}
+	walk(t.Root)
+	return out
 }
 
 // Latency returns node v's latency under o: its normalised own latency
@@ -181,6 +235,10 @@ func Rank(base, buggy *Result, o RankOptions) []RankedPath {
 			scale = tb / tg
 		}
 	}
+	var parked map[*Node]bool
+	if !o.Idle {
+		parked = ParkedWaits(buggy.Tree, &buggy.Objects)
+	}
 	var out []RankedPath
 	for _, leaf := range buggy.Tree.Leaves() {
 		chain := Chain(leaf)
@@ -196,7 +254,7 @@ func Rank(base, buggy *Result, o RankOptions) []RankedPath {
 		idle := false
 		for i, v := range chain {
 			fn := buggy.Tree.Funcs.Get(v.Func)
-			idle = idle || (!o.Idle && IdleWait(fn.Name))
+			idle = idle || (!o.Idle && (IdleWait(fn.Name) || parked[v]))
 			pf := PathFrame{Func: fn, Node: v, Latency: lat(v) * scale, Count: v.Count, Layer: buggy.Objects.Layer(fn)}
 			if baseNodes != nil && baseNodes[i] != nil {
 				pf.Base = lat(baseNodes[i])

@@ -109,7 +109,7 @@ The ranking, step by step: docs/cli.md (culprit contexts), docs/introperf.md.`,
 	f.StringVar(&base, "base", "", "recording of a run that behaves well (required)")
 	f.StringVar(&buggy, "buggy", "", "recording of the slow run (required)")
 	f.IntVar(&top, "top", 10, "paths to show (0: all)")
-	f.StringVar(&mode, "mode", "conservative", "latency estimate: conservative or aggressive")
+	f.StringVar(&mode, "mode", introperf.RankMode.String(), "latency estimate: aggressive (to the event that broke the context) or conservative (first to last event with the context)")
 	f.StringVar(&format, "format", "text", "output format: text, json, dot or html")
 	f.StringVarP(&output, "output", "o", "-", "file to write (- for standard output)")
 	f.BoolVar(&inclusive, "inclusive", false, "rank by raw (inclusive) latencies instead of normalised own time")

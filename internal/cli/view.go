@@ -198,7 +198,7 @@ func viewInputs(ff *filterFlags, paths, bases []string, stderr io.Writer) (view.
 			if err != nil {
 				return introperf.Comparison{}, err
 			}
-			ro := introperf.RankOptions{Scaled: true, Top: 10}
+			ro := introperf.RankOptions{Mode: introperf.RankMode, Scaled: true, Top: 10}
 			return introperf.Comparison{Base: rb, Buggy: rg, BaseName: strings.Join(bases, ","), BuggyName: strings.Join(paths, ","),
 				Options: ro, Paths: introperf.Rank(rb, rg, ro)}, nil
 		}

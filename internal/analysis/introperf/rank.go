@@ -8,6 +8,13 @@ import (
 	"github.com/culprit-dev/culprit/internal/profile"
 )
 
+// RankMode is the latency estimate contexts ranks by unless told
+// otherwise: aggressive. A short function called many times (a parser, a
+// check in a request handler) is mostly seen in one event per call, where
+// its conservative latency is 0 and its time goes to the caller whose
+// context stayed open; its aggressive latency runs to the next event.
+const RankMode = Aggressive
+
 // RankOptions configure Rank.
 type RankOptions struct {
 	Mode Mode

@@ -820,11 +820,12 @@ func TestProbeEffectCut(t *testing.T) {
 	}
 }
 
-// parkedRun is a synthetic timeline of three threads over n ticks of 100 ns:
-// main handling requests (work ticks), a worker that waits for a lock
+// parkedRun is a synthetic timeline of three threads over n rounds: main
+// handling requests (work ticks of 100 ns), a worker that waits for a lock
 // (lockWait ns) before each piece of its work, and a maintenance thread
-// that blocks once in a condition wait at its start and is woken only at
-// the end of the run to exit.
+// that blocks in a condition wait, is woken every fifth round only to
+// signal another condition and wait again, and at the end of the run to
+// exit.
 func parkedRun(n int, work, lockWait uint64) []event {
 	var ev []event
 	park := []string{"libc:start_thread", "maint", "libc:cond_wait", "k:do_futex", "k:schedule"}
@@ -839,14 +840,22 @@ func parkedRun(n int, work, lockWait uint64) []event {
 		ev = append(ev, event{t: tm + 1 + lockWait, tid: 2, stack: []string{"libc:start_thread", "worker", "libc:lock_wait", "k:do_futex"}, kind: recording.EventSyscallExit})
 		ev = append(ev, event{t: tm + 2 + lockWait, tid: 2, stack: []string{"libc:start_thread", "worker", "compute"}, kind: recording.EventCPU})
 		tm += 2 + lockWait
+		if i%5 == 4 {
+			ev = append(ev, event{t: tm + 3, tid: 3, stack: park[:4], kind: recording.EventSyscallExit})
+			ev = append(ev, event{t: tm + 4, tid: 3, stack: []string{"libc:start_thread", "maint", "libc:cond_signal", "k:do_futex"}, kind: recording.EventSyscallEnter})
+			ev = append(ev, event{t: tm + 5, tid: 3, stack: []string{"libc:start_thread", "maint", "libc:cond_signal", "k:do_futex"}, kind: recording.EventSyscallExit})
+			ev = append(ev, event{t: tm + 6, tid: 3, stack: park, kind: recording.EventSwitch, arg: 1})
+			tm += 6
+		}
 	}
 	ev = append(ev, event{t: tm + 10, tid: 3, stack: park[:4], kind: recording.EventSyscallExit})
 	sort.SliceStable(ev, func(a, b int) bool { return ev[a].t < ev[b].t })
 	return ev
 }
 
-// A thread that does nothing but wait (its start routine made one call,
-// which blocked in the kernel) waits longer in a longer run, but no work
+// A thread that does nothing but wait (below its start routine only C
+// runtime calls: a condition wait that blocked in the kernel and the
+// signal it sends when woken) waits longer in a longer run, but no work
 // followed its wait: it is not growth. A lock wait followed by the
 // worker's work is.
 func TestRankParkedThreadIsNotGrowth(t *testing.T) {

@@ -74,20 +74,21 @@ func IdleWait(name string) bool {
 	return false
 }
 
-// ParkedWaits returns the nodes of t that are a parked thread's wait: the
-// one call a thread's start routine made, when that call stayed in the C
-// runtime and the kernel and blocked there (a stack through the
-// scheduler). The start routine is the outermost frame outside the C
-// runtime and the kernel (below clone and start_thread); it parks when no
-// stack ended in its own code and it called nothing else. Such a thread
-// did no work in the run: whenever its wait ended (a wake-up, if any), the
-// thread made no other call and ran none of its own code before it waited
-// again or exited, so no work of the program followed the wait and none
-// was delayed by its length. A maintenance or logging thread waiting on a
-// condition variable for the whole run is parked; a worker whose lock wait
-// is followed by its work (another call, or its own code) is not, and
-// neither is a wrapper that only takes a lock, since its caller's work
-// follows.
+// ParkedWaits returns the nodes of t that are a parked thread's waits:
+// the calls of a thread's start routine that blocked in the kernel (a stack
+// through the scheduler), when the thread ran nothing but the C runtime and
+// the kernel below its start routine and no event saw the start routine's
+// own code running (no stack ended in it). The start routine is the
+// outermost frame outside the C runtime and the kernel (below clone and
+// start_thread). Such a thread did no work in the run: whenever a wait
+// ended (a wake-up, if any), the thread ran none of the program's code
+// before it waited again or exited, only waits and the synchronisation
+// around them (a signal, an unlock), so no work followed the wait and none
+// was delayed by its length. A maintenance, crawler or logging thread
+// waiting on a condition variable for work that did not come is parked; a
+// worker whose lock wait is followed by its work (a call into the program
+// or a library, or its own code) is not, and neither is a wrapper that
+// only takes a lock, since its caller's work follows.
 func ParkedWaits(t *Tree, objs *Objects) map[*Node]bool {
 	out := map[*Node]bool{}
 	outside := func(v *Node) bool {
@@ -102,25 +103,33 @@ func ParkedWaits(t *Tree, objs *Objects) map[*Node]bool {
 				continue
 			}
 			// c is a start routine: the outermost frame of its own.
-			if c.PathID >= 0 || len(c.Children) != 1 {
+			if c.PathID >= 0 {
 				continue
 			}
-			w := c.Children[0]
-			blocked, inside := false, true
-			stack := []*Node{w}
-			for len(stack) > 0 && inside {
-				x := stack[len(stack)-1]
-				stack = stack[:len(stack)-1]
-				if !outside(x) {
-					inside = false
+			var blocked []*Node
+			inside := true
+			for _, w := range c.Children {
+				b := false
+				stack := []*Node{w}
+				for len(stack) > 0 && inside {
+					x := stack[len(stack)-1]
+					stack = stack[:len(stack)-1]
+					if !outside(x) {
+						inside = false
+					}
+					if n := strings.TrimLeft(t.Funcs.Get(x.Func).Name, "_"); n == "schedule" {
+						b = true
+					}
+					stack = append(stack, x.Children...)
 				}
-				if n := strings.TrimLeft(t.Funcs.Get(x.Func).Name, "_"); n == "schedule" {
-					blocked = true
+				if b {
+					blocked = append(blocked, w)
 				}
-				stack = append(stack, x.Children...)
 			}
-			if inside && blocked {
-				out[w] = true
+			if inside {
+				for _, w := range blocked {
+					out[w] = true
+				}
 			}
 		}
 	}

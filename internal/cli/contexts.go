@@ -117,7 +117,7 @@ The ranking, step by step: docs/cli.md (culprit contexts), docs/introperf.md.`,
 	f.BoolVar(&mean, "mean", false, "rank by the mean latency per instance (the paper's)")
 	f.StringVar(&match, "match", "context", "how a buggy frame finds its base latency: context (the base's node of the same calling context, wherever its path ends) or leaf (the paper's: only when the whole path is a root-to-leaf path of the base)")
 	f.StringVar(&leaves, "leaves", "user", "which paths to list: user (the costliest of the paths that differ only in kernel frames) or all (every root-to-leaf path, the paper's)")
-	f.BoolVar(&idle, "idle", false, "count time spent waiting for outside events (poll, epoll, select, accept, sleeps) as latency")
+	f.BoolVar(&idle, "idle", false, "count time spent waiting for outside events (poll, epoll, select, accept, sleeps) and a parked thread's waits as latency")
 	f.StringVar(&events, "events", "cpu,syscalls,sched", "events whose stacks are used: cpu, syscalls, sched")
 	f.StringVar(&ff.kernel, "kernel", "include", "kernel frames: include, exclude (merge contexts that differ only in the kernel) or only")
 	ff.registerHide(f, "contexts")

@@ -80,7 +80,8 @@ func IdleWait(name string) bool {
 // the kernel below its start routine and no event saw the start routine's
 // own code running (no stack ended in it). The start routine is the
 // outermost frame outside the C runtime and the kernel (below clone and
-// start_thread). Such a thread did no work in the run: whenever a wait
+// start_thread; a frame of no known object, the root of a truncated stack,
+// is not one). Such a thread did no work in the run: whenever a wait
 // ended (a wake-up, if any), the thread ran none of the program's code
 // before it waited again or exited, only waits and the synchronisation
 // around them (a signal, an unlock), so no work followed the wait and none
@@ -102,8 +103,10 @@ func ParkedWaits(t *Tree, objs *Objects) map[*Node]bool {
 				walk(c)
 				continue
 			}
-			// c is a start routine: the outermost frame of its own.
-			if c.PathID >= 0 {
+			// c is a start routine: the outermost frame of its own. A
+			// frame of no known object is a truncated stack's root, not
+			// a start routine.
+			if c.PathID >= 0 || objs.Layer(t.Funcs.Get(c.Func)) == LayerUnknown {
 				continue
 			}
 			var blocked []*Node

@@ -8,12 +8,13 @@ import (
 	"github.com/culprit-dev/culprit/internal/profile"
 )
 
-// RankMode is the latency estimate contexts ranks by unless told
-// otherwise: aggressive. A short function called many times (a parser, a
-// check in a request handler) is mostly seen in one event per call, where
-// its conservative latency is 0 and its time goes to the caller whose
-// context stayed open; its aggressive latency runs to the next event.
-const RankMode = Aggressive
+// RankMode is the latency estimate contexts and the view rank by unless
+// told otherwise: conservative. Aggressive latencies (--mode aggressive)
+// rank the root cause higher on the bug corpus: a short function called
+// many times is mostly seen in one event per call, where its conservative
+// latency is 0 and its time goes to the caller whose context stayed open,
+// while its aggressive latency runs to the next event (docs/introperf.md).
+const RankMode = Conservative
 
 // RankOptions configure Rank.
 type RankOptions struct {

@@ -3,7 +3,6 @@ package e2e
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -572,7 +571,11 @@ func TestModelsCallOrder(t *testing.T) {
 		t.Errorf("x %q, calls %v, without time on the CPU %v; want 1000 in all", m.X, calls, lost)
 	}
 	t.Logf("best models %v; fitted growth from first to last call: %.2g s insert_sorted, %.2g s lookup", kinds, growth["insert_sorted"], growth["lookup"])
-	if kinds["insert_sorted"] != "linear" || !(math.Abs(growth["lookup"]) < growth["insert_sorted"]/10) {
+	// lookup may also come out a little faster towards the end (once on
+	// an idle machine: -4.6 µs against insert_sorted's +38 µs, R² 0.56):
+	// its first calls find the array cold. Growth is what it must not
+	// show; a decline is bounded by a quarter of insert_sorted's growth.
+	if g, gi := growth["lookup"], growth["insert_sorted"]; kinds["insert_sorted"] != "linear" || !(g < gi/10) || !(g > -gi/4) {
 		t.Errorf("best models %v, want insert_sorted linear, lookup growing less than a tenth as much\n%s", kinds, mustRun(t, "models", "--x", "call-order", rec))
 	}
 	one := filepath.Join(t.TempDir(), "one.rec")

@@ -83,18 +83,11 @@ func (i *Info) fixedAddr(expr []byte, off dwarf.Offset) (uint64, bool) {
 	case len(expr) == 9 && expr[0] == elfx.OpAddr:
 		return binary.LittleEndian.Uint64(expr[1:]), true
 	case len(expr) >= 2 && (expr[0] == elfx.OpAddrx || expr[0] == elfx.OpGNUAddrIndex):
-		var idx uint64
-		var shift uint
-		n := 1
-		for ; n < len(expr); n++ {
-			idx |= uint64(expr[n]&0x7f) << shift
-			shift += 7
-			if expr[n]&0x80 == 0 {
-				break
-			}
-		}
+		r := elfx.NewReader(expr)
+		r.Off = 1
+		idx := r.ULEB()
 		u := i.unitOf(off)
-		if n != len(expr)-1 || u == nil {
+		if r.Bad || r.Left() != 0 || u == nil {
 			return 0, false
 		}
 		a, err := u.debugAddr(idx)

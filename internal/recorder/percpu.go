@@ -118,3 +118,32 @@ func (s *session) processEnded(pid, tid uint32) bool {
 	delete(s.threads, pid)
 	return true
 }
+
+// endProcess lets the address space and value plan of an ended process go
+// at the end of the next drain, not at once. The follow set says whether a
+// process is gone now, not when its exit record was written: the recorder
+// handles records a drain behind the kernel, so an exit record can be
+// handled after the whole process is gone while samples its other threads
+// took before that are still to come, later in the same drain or, written
+// after this drain read their ring, in the next one (none after that: the
+// process was gone when this drain handled the exit). Unwound without
+// their process's mappings, such samples would end at their first frame.
+func (s *session) endProcess(pid uint32) {
+	if s.ended == nil {
+		s.ended = map[uint32]uint64{}
+	}
+	if _, ok := s.ended[pid]; !ok {
+		s.ended[pid] = s.drains
+	}
+}
+
+// dropEnded forgets the processes that ended before this drain began.
+func (s *session) dropEnded() {
+	for pid, at := range s.ended {
+		if at < s.drains {
+			delete(s.ended, pid)
+			delete(s.spaces, pid)
+			s.forget(pid)
+		}
+	}
+}

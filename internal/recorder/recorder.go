@@ -358,6 +358,8 @@ type session struct {
 	res        Result
 
 	spaces   map[uint32]*proc.Space // address spaces by pid
+	ended    map[uint32]uint64      // processes that ended, by pid: the drain that saw it (endProcess)
+	drains   uint64                 // drains begun
 	objs     collector.Objects
 	ktab     *symbol.KernelTable // loaded in the background (kcache.go)
 	kready   chan struct{}       // closed when ktab and kwarn are set; nil: not started
@@ -828,6 +830,7 @@ func (s *session) synthesize(p processState) {
 
 // drain reads every ring, orders the records by time and handles them.
 func (s *session) drain() error {
+	s.drains++
 	s.buf, s.items = s.buf[:0], s.items[:0]
 	s.dec.Reset()
 	for ri := range s.rings {
@@ -883,6 +886,7 @@ func (s *session) drain() error {
 		s.handle(it.rec)
 	}
 	s.items = s.items[:0]
+	s.dropEnded()
 	s.writeKernelSymbols(false)
 	return s.w.Flush()
 }
@@ -934,6 +938,7 @@ func (s *session) handle(rec any) {
 			Prot: r.Prot, Flags: r.Flags, BuildID: bid, Path: r.Path})
 	case *perf.Comm:
 		if r.Exec && r.PID == r.TID {
+			delete(s.ended, r.PID)
 			s.spaces[r.PID] = &proc.Space{}
 			delete(s.exes, r.PID)
 			s.awaiting[r.PID] = true
@@ -942,6 +947,7 @@ func (s *session) handle(rec any) {
 	case *perf.Task:
 		exit := r.Type == perf.RecordExit
 		if !exit && r.PID != r.PPID {
+			delete(s.ended, r.PID)
 			if parent, ok := s.spaces[r.PPID]; ok {
 				s.spaces[r.PID] = parent.Clone()
 			}
@@ -954,8 +960,7 @@ func (s *session) handle(rec any) {
 			s.threadStarted(r.PID, r.TID)
 		}
 		if exit && s.processEnded(r.PID, r.TID) {
-			delete(s.spaces, r.PID)
-			s.forget(r.PID)
+			s.endProcess(r.PID)
 		}
 		if exit && s.pending != nil {
 			delete(s.pending, r.TID)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/culprit-dev/culprit/internal/loader"
+	"github.com/culprit-dev/culprit/internal/recording"
 	"github.com/culprit-dev/culprit/internal/testutil"
 )
 
@@ -415,21 +416,96 @@ func TestSignalPassedToCommand(t *testing.T) {
 
 // stackBytes is the stack copy a recording was made with.
 func stackBytes(t *testing.T, out string) int {
+	n, _ := stackCopy(t, out)
+	return n
+}
+
+// stackCopy is a recording's stack copy size and how it was sized
+// (recording.ExtraStackCopy).
+// callTree is a recording's call tree (report --tree), every node.
+type callTree []callNode
+
+type callNode struct {
+	Name     string     `json:"name"`
+	Samples  int        `json:"total_samples"`
+	Children []callNode `json:"children"`
+}
+
+func tree(t *testing.T, out string) callTree {
+	t.Helper()
+	var tr struct {
+		Tree callTree `json:"tree"`
+	}
+	js := mustRun(t, "report", "--tree", "--min-share", "0", "--format", "json", out)
+	if err := json.Unmarshal([]byte(js), &tr); err != nil {
+		t.Fatalf("tree JSON: %v\n%s", err, js)
+	}
+	return tr.Tree
+}
+
+// oneNode counts the samples under the largest of name's nodes, and under
+// all of them.
+func (tr callTree) oneNode(name string) (one, all int) {
+	var walk func([]callNode)
+	walk = func(ns []callNode) {
+		for _, n := range ns {
+			if n.Name == name {
+				one, all = max(one, n.Samples), all+n.Samples
+				continue
+			}
+			walk(n.Children)
+		}
+	}
+	walk(tr)
+	return one, all
+}
+
+// under counts the samples through name whose stacks pass one of the
+// entries on the way out, and those whose stacks do not.
+func (tr callTree) under(name string, entries ...string) (in, out int) {
+	var walk func([]callNode, bool)
+	walk = func(ns []callNode, entered bool) {
+		for _, n := range ns {
+			switch {
+			case n.Name == name && entered:
+				in += n.Samples
+			case n.Name == name:
+				out += n.Samples
+			default:
+				walk(n.Children, entered || slices.Contains(entries, n.Name))
+			}
+		}
+	}
+	walk(tr, false)
+	return in, out
+}
+
+func stackCopy(t *testing.T, out string) (int, string) {
 	t.Helper()
 	p, err := loader.Load([]string{out}, loader.Options{})
 	if err != nil || len(p.Metas) == 0 {
 		t.Fatalf("loading %s: %v", out, err)
 	}
-	return p.Metas[0].StackBytes
+	return p.Metas[0].StackBytes, p.Metas[0].Extra[recording.ExtraStackCopy]
 }
 
 // In fp mode a libc-heavy program (qsort and snprintf, whose libc frames
 // keep no frame pointer) has complete stacks by default: built with frame
 // pointers it gets a 4 KiB stack copy, which reaches through libc's frames
 // to the program's, whose chain leads on; built without, 8 KiB, which
-// holds its whole stack. main is then on at least 99% of the stacks (3000
+// holds its whole stack. By default, without frame pointers, each thread's
+// copy ends where its earlier unwinds needed it to (the BPF sampling
+// program makes it); with --stack-size, perf copies the size given: the
+// stacks reach main either way. main is then on at least 99% of the stacks (3000
 // rounds are some 600 samples; the dynamic loader's start and the exit,
-// outside main, take about a millisecond, one or two samples). A 1 KiB
+// outside main, take about a millisecond, one or two samples). Without
+// frame pointers the stacks through main have one root, whoever copies
+// them (with frame pointers, where the chain out of main ends depends on
+// what libc's start code left in rbp): a sized copy that ended short of
+// where the full copy's unwinds did would give the program's samples two,
+// splitting main in trees and flame graphs. Every sample in the
+// comparator qsort calls, or in the function calling snprintf, reaches
+// main, with either copy. A 1 KiB
 // copy reaches through libc only so far: samples in snprintf lose callers,
 // and the recording says so and how to get them; dwarf mode reaches main.
 func TestFPModeLibc(t *testing.T) {
@@ -443,19 +519,32 @@ func TestFPModeLibc(t *testing.T) {
 		bin   string
 		stack int
 		flags []string
-	}{{bin, 4096, nil}, {nofp, 8192, nil}, {nofp, 8192, []string{"--values"}}, {bin, 4096, []string{"--values"}}} {
+	}{{bin, 4096, nil}, {nofp, 8192, nil}, {nofp, 8192, []string{"--stack-size", "8192"}}, {nofp, 8192, []string{"--values"}}, {bin, 4096, []string{"--values"}}} {
 		_, stderr, code := run(t, append(append([]string{"record", "-o", out}, c.flags...), "--", c.bin, "3000")...)
 		if code != 0 {
 			t.Fatalf("record: exit %d\n%s", code, stderr)
 		}
-		if n := stackBytes(t, out); n != c.stack {
+		n, how := stackCopy(t, out)
+		if n != c.stack {
 			t.Errorf("%s %v: stack copy %d bytes, want %d", filepath.Base(c.bin), c.flags, n, c.stack)
+		}
+		if want := map[bool]string{true: recording.StackCopyThreadTop}[c.flags == nil && c.stack == 8192]; how != want {
+			t.Errorf("%s %v: stack copy sized %q, want %q", filepath.Base(c.bin), c.flags, how, want)
 		}
 		f := flat(t, out)
 		if m := f.total("main"); m < 0.99 || f.Samples < 300 {
 			t.Errorf("%s %v: main on %.1f%% of %d stacks, want ≥ 99%% of 300 or more", filepath.Base(c.bin), c.flags, 100*m, f.Samples)
 		}
-		if strings.Contains(stderr, "lost callers") {
+		tr := tree(t, out)
+		if one, all := tr.oneNode("main"); c.stack == 8192 && one < all*99/100 {
+			t.Errorf("%s %v: main's stacks have several roots: %d of %d samples under its largest node", filepath.Base(c.bin), c.flags, one, all)
+		}
+		for _, fn := range []string{"cmp", "formatting"} {
+			if in, out := tr.under(fn, "main"); in == 0 || out > 0 {
+				t.Errorf("%s %v: %d samples through %s reach main, %d do not", filepath.Base(c.bin), c.flags, in, fn, out)
+			}
+		}
+		if strings.Contains(stderr, "lost callers") || strings.Contains(stderr, "lost outer callers") {
 			t.Errorf("%s %v: warns of callers lost:\n%s", filepath.Base(c.bin), c.flags, stderr)
 		}
 	}
@@ -485,6 +574,51 @@ func TestFPModeLibc(t *testing.T) {
 	}
 	if len(f.Warnings) > 0 {
 		t.Errorf("dwarf mode: report warns %q", f.Warnings)
+	}
+}
+
+// Threads of a libc-heavy program without frame pointers, each a few
+// frames deep (libthreads.c): an 8 KiB copy holds every stack whole, from
+// libc's frames to _start or clone, and so does the copy sized per thread
+// by default, from a thread's first samples to its last: every stack
+// through main reaches _start, every one through a thread's function
+// reaches start_thread, and each has one node in the call tree; every
+// sample in the threads' work reaches main or the thread's function, and
+// at least 99% of all do (the others: the dynamic loader, exits).
+func TestFPModeThreads(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "libthreads-nofp", []string{"libthreads.c"}, "-O2", "-g", "-fomit-frame-pointer", "-pthread")
+	out := rec(t)
+	for _, sized := range []bool{true, false} {
+		args := []string{"record", "-o", out}
+		if !sized {
+			args = append(args, "--stack-size", "8192")
+		}
+		_, stderr, code := run(t, append(args, "--", bin, "4000")...)
+		if code != 0 {
+			t.Fatalf("record: exit %d\n%s", code, stderr)
+		}
+		if _, how := stackCopy(t, out); how != map[bool]string{true: recording.StackCopyThreadTop}[sized] {
+			t.Errorf("sized %v: stack copy %q", sized, how)
+		}
+		if strings.Contains(stderr, "lost") {
+			t.Errorf("sized %v: warns:\n%s", sized, stderr)
+		}
+		f, tr := flat(t, out), tree(t, out)
+		for _, c := range [][2]string{{"main", "_start"}, {"thread", "start_thread"}} {
+			if in, out := tr.under(c[0], c[1]); in < f.Samples/10 || out > 0 {
+				t.Errorf("sized %v: %d samples through %s reach %s, %d do not", sized, in, c[0], c[1], out)
+			}
+			if one, all := tr.oneNode(c[0]); one < all*99/100 {
+				t.Errorf("sized %v: %s's stacks have several roots: %d of %d samples under its largest node", sized, c[0], one, all)
+			}
+		}
+		if in, out := tr.under("work", "main", "thread"); in == 0 || out > 0 {
+			t.Errorf("sized %v: %d samples through work reach main or thread, %d do not", sized, in, out)
+		}
+		if reach := f.total("main") + f.total("thread"); reach < 0.99 || f.Samples < 300 {
+			t.Errorf("sized %v: main or thread on %.1f%% of %d stacks, want ≥ 99%% of 300 or more", sized, 100*reach, f.Samples)
+		}
 	}
 }
 

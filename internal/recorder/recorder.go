@@ -243,7 +243,16 @@ func (o *Options) setDefaults() error {
 	}
 	o.ringGiven = o.RingPages != 0
 	if o.RingPages == 0 {
-		o.RingPages = ringPages(o.Frequency, o.StackBytes)
+		stack := o.StackBytes
+		if o.CallGraph == CallGraphFP && o.autoStack && o.State == nil {
+			// For programs without frame pointers the sampling program
+			// copies the stacks into a ring of its own (stackcopy.go):
+			// this one is sized for perf's 4 KiB copy of the others,
+			// which still holds nearly half a second of 8 KiB copies
+			// where the program cannot load.
+			stack = min(stack, 4096)
+		}
+		o.RingPages = ringPages(o.Frequency, stack)
 	}
 	if o.RingPages&(o.RingPages-1) != 0 {
 		return fmt.Errorf("ring size of %d pages is not a power of two", o.RingPages)
@@ -393,6 +402,9 @@ type session struct {
 	snapLoad    *snapLoad
 	clockEvents []*perf.Event
 	attached    int
+	// stacks: the sampling program copies the cpu-clock samples' stacks
+	// (stackcopy.go); nil: perf does.
+	stacks *stackTops
 	// exes is each process's executable, for expression specs and rules;
 	// after an exec it is the first executable file the kernel maps.
 	exes     map[uint32]string
@@ -542,7 +554,7 @@ func newSession(o Options, meta recording.Meta) (*session, error) {
 	s.state = o.State
 	s.mem, _ = o.State.(collector.MemoryState)
 	s.startFollowing()
-	if s.mem != nil || o.Jitter > 0 {
+	if s.mem != nil || o.Jitter > 0 || s.wantsBPFStack() {
 		s.startSnapshots(mainExe(meta))
 	}
 	s.exes, s.awaiting = map[uint32]string{}, map[uint32]bool{}
@@ -586,6 +598,9 @@ func (s *session) begin() {
 	}
 	if s.perCPU {
 		meta.Extra["cpu_clock"] = "per-cpu"
+	}
+	if s.stacks != nil {
+		meta.Extra[recording.ExtraStackCopy] = recording.StackCopyThreadTop
 	}
 	if s.sys != nil && s.sysLimit > 0 {
 		meta.Extra[recording.ExtraSyscallLimit] = fmt.Sprintf("%d/%d", s.sysLimit, s.sysBurst)
@@ -644,6 +659,9 @@ func (s *session) ring(cpu int, k *eventKind) *perf.Ring {
 // openEvents opens, for each thread in tids, one inheriting event per CPU and
 // event kind; the events of one CPU and kind share one ring.
 func (s *session) openEvents(tids []int) error {
+	if err := s.decideStacks(); err != nil {
+		return err
+	}
 	sideband := false
 	for i := range s.kinds {
 		if s.kinds[i].viaBPF {
@@ -677,6 +695,12 @@ func (s *session) openKind(tids []int, k *eventKind, noSideband bool) error {
 		// The stack copy only repairs the first frames, by CFI, which needs
 		// BP, SP and IP: 0.5 µs less per sample than all 17 registers.
 		cfg.UserRegs = perf.RegsUnwind
+	}
+	if k.tp == nil && s.stacks != nil {
+		// The sampling program copies it: the threads' events start once
+		// it is attached (attachSnapshots), lest a sample go without.
+		cfg.StackBytes = 0
+		cfg.Disabled = !s.perCPU
 	}
 	pages := s.o.RingPages
 	if k.tp != nil {
@@ -937,6 +961,9 @@ func (s *session) handle(rec any) {
 		s.write(&recording.Mmap{Time: r.Time, PID: r.PID, TID: r.TID, Start: r.Start, Len: r.Len, Pgoff: r.Pgoff,
 			Prot: r.Prot, Flags: r.Flags, BuildID: bid, Path: r.Path})
 	case *perf.Comm:
+		if r.Exec {
+			s.threadGone(r.TID)
+		}
 		if r.Exec && r.PID == r.TID {
 			delete(s.ended, r.PID)
 			s.spaces[r.PID] = &proc.Space{}
@@ -964,6 +991,9 @@ func (s *session) handle(rec any) {
 		}
 		if exit && s.pending != nil {
 			delete(s.pending, r.TID)
+		}
+		if exit {
+			s.threadGone(r.TID)
 		}
 		s.write(&recording.Task{Exit: exit, Time: r.Time, PID: r.PID, PPID: r.PPID, TID: r.TID, PTID: r.PTID})
 	case *perf.Switch:
@@ -1016,7 +1046,11 @@ func (s *session) sample(r *perf.Sample, k *eventKind) {
 		// -1): which thread it was is no longer known.
 		return
 	}
-	user, truncated := s.userChain(r)
+	learn, sized := false, false
+	if s.stacks != nil && k.event == recording.EventCPU && len(r.Regs) == perf.NumRegs {
+		learn, sized = s.stackCopyFor(r)
+	}
+	user, truncated := s.unwindUser(r, learn, sized)
 	if truncated {
 		s.res.Truncated++
 	}
@@ -1026,6 +1060,12 @@ func (s *session) sample(r *perf.Sample, k *eventKind) {
 // userChain completes a sample's user call chain from its registers and
 // stack copy; truncated says it lost callers.
 func (s *session) userChain(r *perf.Sample) (user []uint64, truncated bool) {
+	return s.unwindUser(r, false, false)
+}
+
+// unwindUser is userChain that, with learn, learns the thread's stack top
+// from the unwind (learnTop; sized: the copy ended at the thread's top).
+func (s *session) unwindUser(r *perf.Sample, learn, sized bool) (user []uint64, truncated bool) {
 	user = r.User
 	if len(r.Regs) == perf.NumRegs {
 		regs := toDWARF(r.Regs)
@@ -1034,8 +1074,13 @@ func (s *session) userChain(r *perf.Sample) (user []uint64, truncated bool) {
 			sp = s.refreshSpace(r.PID)
 		}
 		res := s.objs.In(sp)
-		cfi, stop := unwind.UnwindTo(s.pcs, regs, unwind.StackCopy{SP: r.StackSP, Data: r.Stack}, &res, 256)
+		cfi, stop, need := unwind.UnwindReach(s.pcs, regs, unwind.StackCopy{SP: r.StackSP, Data: r.Stack}, &res, 256)
 		s.pcs = cfi // reused: Merge copies
+		if learn && s.learnTop(r.TID, stop, need, sized) {
+			// The sized copy ended below what the thread's outermost
+			// frames need: its outer callers are missing.
+			truncated = true
+		}
 		user = unwind.Merge(cfi, r.User, stop == unwind.Complete)
 		// In dwarf mode the copy is the only source of callers; in fp mode
 		// the frame-pointer chain goes on wherever the copy ends inside
@@ -1252,7 +1297,13 @@ func (s *session) finish() (Result, error) {
 		s.warn("ring buffers were %d KiB per CPU instead of %d KiB: the locked-memory limit (kernel.perf_event_mlock_kb, ulimit -l) allows no more; "+
 			"record as root, or raise the limit, to lose fewer samples", got*ps, want*ps)
 	}
-	if snapsLost > 0 {
+	if s.stacks != nil && s.stacks.missing > 0 {
+		s.warn("%d samples lost their stack copy (the recorder fell behind the BPF program's ring): callers in code without frame pointers may be missing from them; a larger --mmap-pages gives the rings more room", s.stacks.missing)
+	}
+	if s.stacks != nil && s.stacks.short > 0 {
+		s.warn("%d samples lost outer callers: their stack copy, sized to what their thread's earlier stacks needed, ended short (they are marked truncated, and their threads copy the full %d bytes again); --stack-size %d copies the full size at every sample", s.stacks.short, s.o.StackBytes, s.o.StackBytes)
+	}
+	if snapsLost > 0 && s.mem != nil {
 		s.warn("%d memory snapshots lost (the recorder fell behind the BPF program's ring): heap and global values of their samples are recorded missing", snapsLost)
 	}
 	s.writeKernelSymbols(true)

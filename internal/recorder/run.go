@@ -205,6 +205,10 @@ func Attach(o Options, pid int, stop <-chan struct{}) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
+	if err := s.decideStacks(); err != nil {
+		s.abandon()
+		return Result{}, err
+	}
 	s.begin()
 	defer oneCore()()
 	if err := s.followProcess(pid); err != nil {

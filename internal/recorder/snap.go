@@ -2,6 +2,7 @@ package recorder
 
 import (
 	"fmt"
+	"os"
 	"strings"
 	"time"
 
@@ -24,6 +25,8 @@ type snaps struct {
 	plans   map[uint32]*snapPlan
 	needs   map[string]*exeNeeds              // by executable
 	pending map[uint32][]*sampleprog.Snapshot // by CPU, oldest first
+	stacks  map[uint32][]*sampleprog.Snapshot // the stack copies' records, by CPU, oldest first
+	stack   bool                              // the program copies stacks
 }
 
 // exeNeeds is what an executable's plans copy, the same for all its
@@ -105,9 +108,10 @@ type snapPlan struct {
 // snapLoad is the BPF program being loaded (the kernel's verifier takes
 // about 40 ms) while the command starts.
 type snapLoad struct {
-	done chan struct{}
-	tk   *sampleprog.Taker
-	err  error
+	done  chan struct{}
+	tk    *sampleprog.Taker
+	err   error
+	stack bool // the program copies stacks
 }
 
 // startSnapshots starts loading the BPF program in the background, with
@@ -116,7 +120,12 @@ type snapLoad struct {
 // executable's schema follows a pointer.
 func (s *session) startSnapshots(mainExe string) {
 	l := &snapLoad{done: make(chan struct{})}
-	o := sampleprog.Options{Jitter: s.o.jitterRange(), Snapshots: s.mem != nil, Frequency: s.o.Frequency, Follow: s.follow}
+	o := sampleprog.Options{Jitter: s.o.jitterRange(), Snapshots: s.mem != nil, Frequency: s.o.Frequency, Follow: s.follow,
+		Stack: s.wantsBPFStack()}
+	if s.o.ringGiven {
+		// --mmap-pages can give the program's ring more room too.
+		o.RingBytes = s.o.RingPages * os.Getpagesize()
+	}
 	go func() {
 		defer close(l.done)
 		defer func() {
@@ -124,6 +133,13 @@ func (s *session) startSnapshots(mainExe string) {
 				l.tk, l.err = nil, fmt.Errorf("loading the BPF sampling program failed: %v", r)
 			}
 		}()
+		if o.Stack && !bpfStackFor(mainExe) {
+			o.Stack = false
+			if !o.Snapshots && o.Jitter.Max == 0 {
+				return // nothing for the program to do
+			}
+		}
+		l.stack = o.Stack
 		if o.Snapshots {
 			// With --values this makes the main executable's schema
 			// (tens of ms for a big program), while the command starts.
@@ -143,34 +159,59 @@ func (s *session) startSnapshots(mainExe string) {
 // heap and globals are recorded missing, and the user is told why once; but
 // jitter, which only the program does, is an error.
 func (s *session) attachSnapshots() error {
-	if l := s.snapLoad; l != nil {
-		<-l.done
-		s.snapLoad = nil
-		if l.err != nil {
-			if s.o.Jitter > 0 {
-				return fmt.Errorf("--jitter needs culprit's BPF sampling program (or use --collector ptrace): %w", l.err)
-			}
-			s.warn("heap and global values will be recorded missing (%v); --collector ptrace reads them with the thread stopped", l.err)
-		} else {
-			s.snap = &snaps{tk: l.tk, plans: map[uint32]*snapPlan{}, needs: map[string]*exeNeeds{},
-				pending: map[uint32][]*sampleprog.Snapshot{}}
-		}
+	if err := s.loadSnapshots(); err != nil {
+		return err
 	}
 	if s.snap == nil {
 		return nil
 	}
 	for ; s.attached < len(s.clockEvents); s.attached++ {
-		if err := s.snap.tk.Attach(s.clockEvents[s.attached].FD); err != nil {
-			if s.o.Jitter > 0 || s.perCPU {
+		ev := s.clockEvents[s.attached]
+		if err := s.snap.tk.Attach(ev.FD); err != nil {
+			if s.o.Jitter > 0 || s.perCPU || s.stacks != nil {
 				// Per-CPU events without their filter would record the
-				// whole machine.
+				// whole machine; without the program, samples would have
+				// no stack copy.
 				return err
 			}
 			s.warn("heap and global values will be recorded missing: %v", err)
 			s.closeSnapshots()
 			return nil
 		}
+		if s.stacks != nil && !s.perCPU {
+			if err := ev.Enable(); err != nil {
+				return fmt.Errorf("starting the cpu-clock events: %w", err)
+			}
+		}
 	}
+	return nil
+}
+
+// loadSnapshots waits for the program the first time. Without the program
+// heap and globals are recorded missing, and the user is told why once;
+// stacks are copied by perf; but jitter, which only the program does, is
+// an error.
+func (s *session) loadSnapshots() error {
+	l := s.snapLoad
+	if l == nil {
+		return nil
+	}
+	<-l.done
+	s.snapLoad = nil
+	if l.err != nil {
+		if s.o.Jitter > 0 {
+			return fmt.Errorf("--jitter needs culprit's BPF sampling program (or use --collector ptrace): %w", l.err)
+		}
+		if s.mem != nil {
+			s.warn("heap and global values will be recorded missing (%v); --collector ptrace reads them with the thread stopped", l.err)
+		}
+		return nil
+	}
+	if l.tk == nil {
+		return nil // not needed after all
+	}
+	s.snap = &snaps{tk: l.tk, plans: map[uint32]*snapPlan{}, needs: map[string]*exeNeeds{},
+		pending: map[uint32][]*sampleprog.Snapshot{}, stacks: map[uint32][]*sampleprog.Snapshot{}, stack: l.stack}
 	return nil
 }
 
@@ -183,6 +224,12 @@ func (s *session) drainSnapshots() {
 	}
 	err := s.snap.tk.Drain(func(sn *sampleprog.Snapshot) {
 		c := uint32(sn.CPU)
+		if sn.IsStack {
+			if s.stacks != nil {
+				s.snap.stacks[c] = append(s.snap.stacks[c], sn)
+			}
+			return
+		}
 		s.snap.pending[c] = append(s.snap.pending[c], sn)
 	})
 	if err != nil {
@@ -195,13 +242,19 @@ func (s *session) snapshotFor(r *perf.Sample) *sampleprog.Snapshot {
 	if s.snap == nil {
 		return nil
 	}
+	return matchRecord(s.snap.pending, r, s.o.Frequency)
+}
+
+// matchRecord takes the record of sample r from pending, the records by
+// CPU, oldest first; nil when there is none.
+func matchRecord(pending map[uint32][]*sampleprog.Snapshot, r *perf.Sample, frequency int) *sampleprog.Snapshot {
 	// The program runs in the sample's interrupt, microseconds from the
 	// moment the kernel stamps the sample (after it since Linux 6.3, which
 	// prepares the sample before running the program; before it on older
 	// kernels). A sample whose own snapshot is missing (its process not
 	// planned yet, a full ring) must not take its neighbour's.
-	window := min(uint64(200*time.Microsecond), uint64(time.Second)/uint64(4*s.o.Frequency))
-	q := s.snap.pending[r.CPU]
+	window := min(uint64(200*time.Microsecond), uint64(time.Second)/uint64(4*frequency))
+	q := pending[r.CPU]
 	var found *sampleprog.Snapshot
 	i := 0
 	for ; i < len(q) && q[i].Time <= r.Time+window; i++ {
@@ -211,7 +264,7 @@ func (s *session) snapshotFor(r *perf.Sample) *sampleprog.Snapshot {
 			break
 		}
 	}
-	s.snap.pending[r.CPU] = append(q[:0], q[i:]...)
+	pending[r.CPU] = append(q[:0], q[i:]...)
 	return found
 }
 

@@ -77,6 +77,15 @@ const ExtraSyscallLimit = "syscall_limit"
 // they made fewer. Absent: calls were recorded all along.
 const ExtraSyscallWindows = "syscall_windows"
 
+// ExtraStackCopy is the Meta.Extra key of how the user stack copy of CPU
+// samples was sized: StackCopyThreadTop when each thread's copy went from
+// the stack pointer up to what its earlier unwinds needed (at most
+// StackBytes). Absent: StackBytes at every sample.
+const ExtraStackCopy = "stack_copy"
+
+// StackCopyThreadTop is ExtraStackCopy's value for copies sized per thread.
+const StackCopyThreadTop = "thread-top"
+
 // Mmap is an executable mapping of a process, as the kernel reported it or as
 // read from /proc/PID/maps when attaching.
 type Mmap struct {

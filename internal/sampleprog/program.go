@@ -1,6 +1,8 @@
 package sampleprog
 
 import (
+	"fmt"
+
 	"github.com/cilium/ebpf/asm"
 
 	"github.com/culprit-dev/culprit/internal/bpfasm"
@@ -22,6 +24,8 @@ import (
 //	    for each general-purpose register pointing into a data range: copy 64 bytes there
 //	    copy the top of the stack; for each word pointing into a data range: copy
 //	    for each of the first copies the chase made, for each word pointing into a data range: copy
+//	with Stack: the user stack from SP up to the thread's learned top
+//	    (tops[tid]), or the full size without one, output as a record
 //	output header and n copies; return 1 (the kernel then writes the sample)
 //
 // Counters live in the per-CPU scratch value, never in registers, so that
@@ -40,6 +44,7 @@ const (
 // maps are the file descriptors of the program's maps.
 type maps struct {
 	plans, scratch, gscratch, events, jitter, follow int
+	sscratch, tops, conf                             int // the stack copy's (-1: none)
 }
 
 func program(m maps, o Options) asm.Instructions {
@@ -117,6 +122,9 @@ func program(m maps, o Options) asm.Instructions {
 
 	// Output the header and the copies.
 	b.Mark("out")
+	if m.sscratch >= 0 {
+		b.stack(m)
+	}
 	b.Emit(
 		asm.LoadMem(asm.R1, rBuf, scrN, asm.Word),
 	)
@@ -155,6 +163,120 @@ func program(m maps, o Options) asm.Instructions {
 		)
 	}
 	return b.Ins
+}
+
+// stack copies the user stack from the stack pointer, as many bytes as the
+// thread's learned top asks (the full size from the configuration without
+// one, or when the stack pointer lies outside it), into a record of its
+// own. A copy that faults (the end of the stack's mapping) is retried up
+// to lower page boundaries. It keeps rCtx and rBuf and uses rPlan and
+// rSlot.
+func (b *builder) stack(m maps) {
+	const spSlot = -56
+	// A sample in user mode has the user registers in its context; one in
+	// the kernel finds them in the task's pt_regs.
+	b.Emit(
+		asm.LoadMem(asm.R1, rCtx, ptRegsCS*8, asm.DWord),
+		asm.And.Imm(asm.R1, 3),
+		asm.JEq.Imm(asm.R1, 0, "skernel"),
+		asm.LoadMem(asm.R1, rCtx, ptRegsSP*8, asm.DWord),
+		asm.StoreMem(asm.RFP, spSlot, asm.R1, asm.DWord),
+		asm.Ja.Label("shave"),
+	)
+	b.Mark("skernel")
+	b.Emit(
+		asm.FnGetCurrentTaskBtf.Call(),
+		asm.Mov.Reg(asm.R1, asm.R0),
+		asm.FnTaskPtRegs.Call(),
+		asm.Mov.Reg(asm.R3, asm.R0),
+		asm.Add.Imm(asm.R3, ptRegsSP*8),
+		asm.Mov.Reg(asm.R1, asm.RFP),
+		asm.Add.Imm(asm.R1, spSlot),
+		asm.Mov.Imm(asm.R2, 8),
+		asm.FnProbeReadKernel.Call(),
+		asm.JNE.Imm(asm.R0, 0, "sdone"),
+	)
+	b.Mark("shave")
+	b.Emit(asm.StoreImm(asm.RFP, -8, 0, asm.Word))
+	b.Lookup(m.conf, -8)
+	b.Emit(
+		asm.JEq.Imm(asm.R0, 0, "sdone"),
+		asm.LoadMem(asm.R1, asm.R0, 0, asm.Word),
+		asm.JEq.Imm(asm.R1, 0, "sdone"), // no copy asked for (SetStackBytes)
+		asm.StoreMem(asm.RFP, -64, asm.R1, asm.DWord),
+	)
+	b.Lookup(m.sscratch, -8)
+	b.Emit(
+		asm.JEq.Imm(asm.R0, 0, "sdone"),
+		asm.Mov.Reg(rPlan, asm.R0),
+		asm.StoreImm(rPlan, 0, stackMagic, asm.Word),
+		asm.LoadMem(asm.R1, rBuf, scrOut+4, asm.Word),
+		asm.StoreMem(rPlan, 4, asm.R1, asm.Word),
+		asm.LoadMem(asm.R1, rBuf, scrOut+8, asm.DWord),
+		asm.StoreMem(rPlan, 8, asm.R1, asm.DWord),
+		asm.LoadMem(asm.R1, asm.RFP, spSlot, asm.DWord),
+		asm.StoreMem(rPlan, 16, asm.R1, asm.DWord),
+		asm.LoadMem(asm.R1, asm.RFP, -64, asm.DWord),
+		asm.StoreMem(rPlan, 24, asm.R1, asm.Word),
+		asm.StoreImm(rPlan, 28, 0, asm.Word),
+		// tid, for the key
+		asm.LoadMem(asm.R1, rBuf, scrOut+4, asm.Word),
+		asm.StoreMem(asm.RFP, -68, asm.R1, asm.Word),
+	)
+	b.Lookup(m.tops, -68)
+	b.Emit(
+		asm.JEq.Imm(asm.R0, 0, "sfull"),
+		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord), // the top
+		asm.LoadMem(asm.R2, asm.RFP, spSlot, asm.DWord),
+		asm.JLE.Reg(asm.R1, asm.R2, "sfull"),
+		asm.Sub.Reg(asm.R1, asm.R2),
+		asm.Add.Imm(asm.R1, 7),
+		asm.And.Imm(asm.R1, ^7),
+		asm.LoadMem(asm.R2, asm.RFP, -64, asm.DWord),
+		asm.JGE.Reg(asm.R1, asm.R2, "sfull"),
+		asm.StoreMem(rPlan, 24, asm.R1, asm.Word),
+		asm.StoreImm(rPlan, 28, stackSized, asm.Word),
+	)
+	b.Mark("sfull")
+	for try := 0; try < stackTries; try++ {
+		b.Emit(
+			asm.LoadMem(asm.R2, rPlan, 24, asm.Word),
+			asm.JEq.Imm(asm.R2, 0, "ssend"),
+			asm.JGT.Imm(asm.R2, MaxStack, "sdone"),
+			asm.Mov.Reg(asm.R1, rPlan),
+			asm.Add.Imm(asm.R1, stackHdr),
+			asm.LoadMem(asm.R3, asm.RFP, spSlot, asm.DWord),
+			asm.FnProbeReadUser.Call(),
+			asm.JEq.Imm(asm.R0, 0, "ssend"),
+			// A fault: end at the page boundary below the end instead.
+			asm.LoadMem(asm.R1, asm.RFP, spSlot, asm.DWord),
+			asm.LoadMem(asm.R2, rPlan, 24, asm.Word),
+			asm.Add.Reg(asm.R2, asm.R1),
+			asm.Add.Imm(asm.R2, -1),
+			asm.And.Imm(asm.R2, ^4095),
+			asm.Mov.Imm(asm.R3, 0),
+			asm.JLE.Reg(asm.R2, asm.R1, fmt.Sprintf("sset%d", try)),
+			asm.Sub.Reg(asm.R2, asm.R1),
+			asm.Mov.Reg(asm.R3, asm.R2),
+			asm.StoreMem(rPlan, 24, asm.R3, asm.Word).WithSymbol(fmt.Sprintf("sset%d", try)),
+			asm.LoadMem(asm.R1, rPlan, 28, asm.Word),
+			asm.Or.Imm(asm.R1, stackFaulted),
+			asm.StoreMem(rPlan, 28, asm.R1, asm.Word),
+		)
+	}
+	b.Emit(asm.StoreImm(rPlan, 24, 0, asm.Word))
+	b.Mark("ssend")
+	b.Emit(
+		asm.LoadMem(asm.R5, rPlan, 24, asm.Word),
+		asm.JGT.Imm(asm.R5, MaxStack, "sdone"),
+		asm.Add.Imm(asm.R5, stackHdr),
+		asm.Mov.Reg(asm.R4, rPlan),
+		asm.LoadMapPtr(asm.R2, m.events),
+		asm.LoadImm(asm.R3, 0xffffffff, asm.DWord), // BPF_F_CURRENT_CPU
+		asm.Mov.Reg(asm.R1, rCtx),
+		asm.FnPerfEventOutput.Call(),
+	)
+	b.Mark("sdone")
 }
 
 // snapshots emits the memory copies: the planned ranges, the registers and

@@ -30,6 +30,14 @@
 // thread and CLOCK_MONOTONIC time so the collector can pair it with its
 // sample (the program runs before the kernel writes the sample).
 //
+// Stack copies: with Stack the program also copies the user stack, in place
+// of perf's PERF_SAMPLE_STACK_USER, whose size is fixed per event: from the
+// stack pointer up to the top the collector learned for the thread (the
+// highest address its last complete unwind read, SetTop), or the full size
+// (SetStackBytes) for a thread without one. A sampled thread in a loop a
+// few frames below main then copies a few hundred bytes instead of 8 KiB.
+// Each copy is a record of its own, paired with its sample like the others.
+//
 // Memory the program did not copy is missing, never guessed. The program is
 // built instruction by instruction with cilium/ebpf's asm package rather
 // than compiled from C: it is small, generated from a few constants, and
@@ -108,10 +116,23 @@ const (
 	gScrSize = gOutMax + MaxPiece
 )
 
+// Stack record layout: magic u32, tid u32, time u64, sp u64, len u32,
+// flags u32, then len bytes of stack from sp.
+const (
+	stackMagic   = 0x4b545343 // "CSTK"
+	stackHdr     = 32
+	stackSized   = 1 // the copy ends at the thread's learned top
+	stackFaulted = 2 // the copy ends at a page boundary below the size asked: memory beyond faulted
+	stackTries   = 4
+	// MaxStack is the largest stack copy the program makes.
+	MaxStack = 16 << 10
+)
+
 // x86-64 struct pt_regs word indices.
 const (
 	ptRegsWords = 21
 	ptRegsGPRs  = 15 // r15 … di
+	ptRegsCS    = 17
 	ptRegsSP    = 19
 )
 
@@ -146,6 +167,12 @@ type Snapshot struct {
 	Interval uint32 // with jitter: the ticks this sample stands for
 	Chunks   []Chunk
 	globals  bool // the record of planned ranges alone
+	// A stack record (IsStack) holds only the stack copied from StackSP;
+	// Sized says it ended at the thread's learned top.
+	IsStack bool
+	Sized   bool
+	StackSP uint64
+	Stack   []byte
 }
 
 // Jitter is the range of ticks between two kept samples; zero: no jitter.
@@ -165,6 +192,12 @@ type Options struct {
 	// Follow, when set, has the program keep only the samples of the
 	// processes in the set (per-CPU events sample every process).
 	Follow *follow.Set
+	// Stack has the program copy the user stack at each sample (at most
+	// MaxStack bytes; SetStackBytes, SetTop).
+	Stack bool
+	// RingBytes is the least output ring size per CPU (a power of two of
+	// pages); the ring is larger when half a second of snapshots needs it.
+	RingBytes int
 }
 
 // ringBytes is the output ring's size per CPU: half a second of snapshots
@@ -177,6 +210,11 @@ func (o Options) ringBytes() int {
 	if o.PlannedBytes > 0 {
 		per += gEntries + MaxAbs*gEntSize/4 + min(o.PlannedBytes, GlobalBytes)
 	}
+	if o.Stack {
+		// Copies sized per thread, a few hundred bytes to a KiB or two
+		// once the threads' tops are known, the full size (8 KiB) before.
+		per += stackHdr + 4096
+	}
 	per += 8 // the ring's record header
 	f := o.Frequency
 	if f <= 0 {
@@ -187,7 +225,7 @@ func (o Options) ringBytes() int {
 	for n < need && n < 64<<20 {
 		n *= 2
 	}
-	return n
+	return max(n, o.RingBytes)
 }
 
 func (j Jitter) on() bool { return j.Max > 0 }
@@ -219,6 +257,7 @@ var ErrNotCopied = errors.New("not copied at the sample (not a planned global no
 // Taker is the loaded program with its maps and output reader.
 type Taker struct {
 	plans, scratch, gscratch, events, jitter *ebpf.Map
+	sscratch, tops, conf                     *ebpf.Map
 	prog                                     *ebpf.Program
 	rd                                       *perf.Reader
 	rec                                      perf.Record
@@ -253,7 +292,22 @@ func New(o Options) (*Taker, error) {
 		t.Close()
 		return nil, explain(err)
 	}
-	m := maps{plans: t.plans.FD(), scratch: t.scratch.FD(), gscratch: -1, events: t.events.FD(), jitter: -1, follow: -1}
+	m := maps{plans: t.plans.FD(), scratch: t.scratch.FD(), gscratch: -1, events: t.events.FD(), jitter: -1, follow: -1,
+		sscratch: -1, tops: -1, conf: -1}
+	if o.Stack {
+		t.sscratch, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_sscratch", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: stackHdr + MaxStack, MaxEntries: 1})
+		if err == nil {
+			t.tops, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_tops", Type: ebpf.LRUHash, KeySize: 4, ValueSize: 8, MaxEntries: 1 << 16})
+		}
+		if err == nil {
+			t.conf, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_sconf", Type: ebpf.Array, KeySize: 4, ValueSize: 4, MaxEntries: 1})
+		}
+		if err != nil {
+			t.Close()
+			return nil, explain(err)
+		}
+		m.sscratch, m.tops, m.conf = t.sscratch.FD(), t.tops.FD(), t.conf.FD()
+	}
 	if o.Follow != nil {
 		m.follow = o.Follow.FD()
 	}
@@ -356,6 +410,33 @@ func Fit(lens []int) int {
 	return len(lens)
 }
 
+// SetStackBytes sets the stack copy of a thread without a learned top (at
+// most MaxStack bytes); until it is set, or with 0, the program copies no
+// stack.
+func (t *Taker) SetStackBytes(n int) error {
+	if t.conf == nil {
+		return errors.New("the program copies no stack")
+	}
+	return t.conf.Put(uint32(0), uint32(min(max(n, 0), MaxStack)&^7))
+}
+
+// SetTop has the thread tid's samples copy the stack from their stack
+// pointer up to top (when it lies above it, and less than the full size
+// away); 0 forgets the thread's top.
+func (t *Taker) SetTop(tid uint32, top uint64) error {
+	if t.tops == nil {
+		return nil
+	}
+	if top == 0 {
+		err := t.tops.Delete(tid)
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			err = nil
+		}
+		return err
+	}
+	return t.tops.Put(tid, top)
+}
+
 // DeletePlan forgets a process.
 func (t *Taker) DeletePlan(pid uint32) {
 	_ = t.plans.Delete(pid)
@@ -377,6 +458,10 @@ func (t *Taker) Drain(fn func(*Snapshot)) error {
 		}
 		s, ok := Decode(t.rec.RawSample, t.rec.CPU)
 		if !ok {
+			continue
+		}
+		if s.IsStack {
+			fn(s)
 			continue
 		}
 		// The planned ranges come in a record of their own, just before
@@ -404,6 +489,15 @@ func (t *Taker) Drain(fn func(*Snapshot)) error {
 // Decode parses one output record of the program.
 func Decode(b []byte, cpu int) (*Snapshot, bool) {
 	le := binary.LittleEndian
+	if len(b) >= stackHdr && le.Uint32(b) == stackMagic {
+		n := int(le.Uint32(b[24:]))
+		if n > len(b)-stackHdr {
+			return nil, false
+		}
+		fl := le.Uint32(b[28:])
+		return &Snapshot{TID: le.Uint32(b[4:]), Time: le.Uint64(b[8:]), CPU: cpu, IsStack: true,
+			Sized: fl&stackSized != 0, StackSP: le.Uint64(b[16:]), Stack: append([]byte(nil), b[stackHdr:stackHdr+n]...)}, true
+	}
 	if len(b) >= outHdr && le.Uint32(b) == gMagic {
 		return decodeGlobals(b, cpu), true
 	}
@@ -451,7 +545,7 @@ func (t *Taker) Close() {
 		t.rd.Close()
 	}
 	// cilium's Close methods accept nil: parts a failed New never made.
-	for _, c := range []interface{ Close() error }{t.prog, t.events, t.scratch, t.gscratch, t.plans, t.jitter} {
+	for _, c := range []interface{ Close() error }{t.prog, t.events, t.scratch, t.gscratch, t.plans, t.jitter, t.sscratch, t.tops, t.conf} {
 		c.Close()
 	}
 }

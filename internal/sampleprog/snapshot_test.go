@@ -2,11 +2,15 @@ package sampleprog
 
 import (
 	"bufio"
+	"cmp"
 	"encoding/binary"
 	"fmt"
 	"os/exec"
+	"slices"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/culprit-dev/culprit/internal/perf"
 	"github.com/culprit-dev/culprit/internal/proc"
@@ -30,6 +34,7 @@ func TestLoads(t *testing.T) {
 	for _, o := range []Options{
 		{Snapshots: true, Chase: true}, {Snapshots: true}, {Jitter: Jitter{Min: 5, Max: 15}},
 		{Jitter: Jitter{Min: 10, Max: 10}, Snapshots: true, Chase: true}, {Jitter: Jitter{Min: 8, Max: 12}, Snapshots: true},
+		{Stack: true}, {Stack: true, Jitter: Jitter{Min: 8, Max: 12}}, {Stack: true, Snapshots: true, Chase: true},
 	} {
 		tk, err := New(o)
 		if err != nil {
@@ -163,7 +168,7 @@ func TestCopiesAtSamples(t *testing.T) {
 // asserts only that both variants load.
 func TestLoadTime(t *testing.T) {
 	testutil.NeedRoot(t)
-	for _, o := range []Options{{Snapshots: true, Chase: true}, {Snapshots: true}, {Jitter: Jitter{Min: 8, Max: 12}}} {
+	for _, o := range []Options{{Snapshots: true, Chase: true}, {Snapshots: true}, {Jitter: Jitter{Min: 8, Max: 12}}, {Stack: true}} {
 		t0 := time.Now()
 		tk, err := New(o)
 		if err != nil {
@@ -174,5 +179,164 @@ func TestLoadTime(t *testing.T) {
 		n, _ := info.VerifiedInstructions()
 		t.Logf("%+v: load %v, %d instructions, %d verified", o, d, len(program(maps{}, o)), n)
 		tk.Close()
+	}
+}
+
+// TestStackCopies runs a real program (libc-heavy, without frame pointers)
+// under a cpu-clock event that copies the user stack itself
+// (PERF_SAMPLE_STACK_USER) with the program attached and copying it too,
+// and compares the two at each sample: the program's copy starts at the
+// same stack pointer and holds the same bytes. Without a top the program
+// copies the full size; with the thread's top set (here from the first
+// samples' stack pointers) it copies up to the top only, and says so.
+// Until a size is set it copies nothing.
+func TestStackCopies(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "libcalls-nofp", []string{"libcalls.c"}, "-O2", "-g", "-fomit-frame-pointer")
+	for _, mode := range []string{"unset", "full", "top"} {
+		withTop := mode == "top"
+		tk, err := New(Options{Stack: true})
+		testutil.Need(t, err == nil, fmt.Sprint("BPF stack copies: ", err))
+		if mode != "unset" {
+			if err := tk.SetStackBytes(8192); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cmd := exec.Command(bin, "1500")
+		cmd.Stdout = nil
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		pid := cmd.Process.Pid
+		ev, err := perf.Open(perf.Config{Frequency: 999, StackBytes: 8192, UserRegs: perf.RegsUnwind, Disabled: true}, pid, -1, -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ring, err := perf.MapRing(ev, 2048)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tk.Attach(ev.FD); err != nil {
+			t.Fatal(err)
+		}
+		if err := ev.Enable(); err != nil {
+			t.Fatal(err)
+		}
+		var samples []*perf.Sample
+		read := func() {
+			buf, offs := ring.ReadAll(nil, nil)
+			for i, off := range offs {
+				end := len(buf)
+				if i+1 < len(offs) {
+					end = offs[i+1]
+				}
+				rec, err := perf.Decode(buf[off:end], ev.Layout)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if s, ok := rec.(*perf.Sample); ok && s.TID == uint32(pid) {
+					samples = append(samples, s)
+				}
+				if l, ok := rec.(*perf.Lost); ok {
+					t.Fatalf("perf's ring lost %d records", l.Count)
+				}
+			}
+		}
+		// With a top: the highest stack pointer of the first samples,
+		// plus a little, set while the program runs on.
+		var top, topSet uint64
+		byTime := map[uint32][]*Snapshot{}
+		drain := func() {
+			if err := tk.Drain(func(s *Snapshot) {
+				if s.IsStack {
+					byTime[s.TID] = append(byTime[s.TID], s)
+				}
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// Both rings are read while the program runs (a few hundred
+		// 8 KiB samples, more on a busy machine).
+		exited := make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		for len(exited) == 0 {
+			time.Sleep(5 * time.Millisecond)
+			read()
+			drain()
+			if withTop && top == 0 && len(samples) >= 10 {
+				for _, s := range samples {
+					top = max(top, s.StackSP+200)
+				}
+				if err := tk.SetTop(uint32(pid), top); err != nil {
+					t.Fatal(err)
+				}
+				var ts unix.Timespec
+				unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+				topSet = uint64(ts.Nano())
+			}
+		}
+		if err := <-exited; err != nil {
+			t.Fatalf("target: %v", err)
+		}
+		ev.Disable()
+		read()
+		drain()
+		if withTop && top == 0 {
+			t.Fatalf("%d samples before the program's end", len(samples))
+		}
+		if tk.Lost > 0 {
+			t.Fatalf("the program's ring lost %d records", tk.Lost)
+		}
+		ring.Close()
+		ev.Close()
+		tk.Close()
+		copies := byTime[uint32(pid)]
+		// Drain reads the CPUs' rings one after the other.
+		slices.SortFunc(copies, func(a, b *Snapshot) int { return cmp.Compare(a.Time, b.Time) })
+		if mode == "unset" {
+			if len(samples) < 20 || len(copies) != 0 {
+				t.Fatalf("no size set: %d samples, %d stack copies; want 20 or more, none", len(samples), len(copies))
+			}
+			continue
+		}
+		if len(samples) < 20 || len(copies) != len(samples) {
+			t.Fatalf("top %v: %d samples, %d stack copies; want 20 or more, one each", withTop, len(samples), len(copies))
+		}
+		sized, short := 0, 0
+		for i, s := range samples {
+			c := copies[i]
+			d := int64(c.Time) - int64(s.Time)
+			if d < -200000 || d > 200000 {
+				for j := max(i-3, 0); j < min(i+3, len(samples)); j++ {
+					t.Logf("%d: sample %d copy %d sp %x/%x len %d", j, samples[j].Time, copies[j].Time, samples[j].StackSP, copies[j].StackSP, len(copies[j].Stack))
+				}
+				t.Fatalf("sample %d at %d, its stack copy at %d", i, s.Time, c.Time)
+			}
+			if c.StackSP != s.StackSP {
+				t.Fatalf("sample %d: the program copied from %#x, perf from %#x", i, c.StackSP, s.StackSP)
+			}
+			n := min(len(c.Stack), len(s.Stack))
+			if string(c.Stack[:n]) != string(s.Stack[:n]) {
+				t.Fatalf("sample %d: the copies differ in their first %d bytes", i, n)
+			}
+			want := len(s.Stack)
+			if withTop && c.Time > topSet && top > s.StackSP && top-s.StackSP < 8192 {
+				want = int(top-s.StackSP+7) &^ 7
+				if !c.Sized {
+					t.Errorf("sample %d: %d bytes up to the top, not said to be", i, len(c.Stack))
+				}
+				sized++
+			}
+			if len(c.Stack) != want {
+				t.Errorf("sample %d: the program copied %d bytes, want %d (perf %d, sp %#x, top %#x)", i, len(c.Stack), want, len(s.Stack), s.StackSP, top)
+			}
+			if len(c.Stack) < 8192 {
+				short++
+			}
+		}
+		t.Logf("top %v: %d samples, %d copies up to the top, %d shorter than 8 KiB", withTop, len(samples), sized, short)
+		if withTop && sized < len(samples)/2 {
+			t.Errorf("%d of %d copies ended at the top; want half or more", sized, len(samples))
+		}
 	}
 }

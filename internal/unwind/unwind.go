@@ -13,6 +13,8 @@ type Regs [17]uint64
 type StackCopy struct {
 	SP   uint64
 	Data []byte
+	hi   uint64 // the end of the highest read so far
+	over bool   // a read fell past the copy's end
 }
 
 // read8 reads the little-endian word at addr from the copy.
@@ -20,8 +22,10 @@ func (s *StackCopy) read8(addr uint64) (uint64, bool) {
 	off := addr - s.SP
 	n := uint64(len(s.Data))
 	if addr < s.SP || n < 8 || off > n-8 {
+		s.over = s.over || addr >= s.SP
 		return 0, false
 	}
+	s.hi = max(s.hi, addr+8)
 	return binary.LittleEndian.Uint64(s.Data[off:]), true
 }
 
@@ -33,8 +37,10 @@ func (s *StackCopy) read(addr uint64, k int) (uint64, bool) {
 	off := addr - s.SP
 	n := uint64(len(s.Data))
 	if addr < s.SP || k < 0 || k > 8 || n < uint64(k) || off > n-uint64(k) {
+		s.over = s.over || addr >= s.SP && k > 0
 		return 0, false
 	}
+	s.hi = max(s.hi, addr+uint64(k))
 	var v uint64
 	for i := k - 1; i >= 0; i-- {
 		v = v<<8 | uint64(s.Data[off+uint64(i)])
@@ -78,6 +84,12 @@ type unwinder struct {
 	rem   rememberStack
 	cut   bool // stopped: see Cut
 	entry bool // the frame being unwound is the program's main (Table.entry)
+	// main was reached: frames beyond are the C library's start code, not
+	// the program's
+	inMain bool
+	// endCut: the unwind ended complete because the copy was cut in or
+	// beyond main's frame, short of the outermost frame
+	endCut bool
 }
 
 type stepResult uint8
@@ -133,15 +145,44 @@ const (
 // too small), for a caller that unwinds sample after sample; it also says
 // why unwinding ended.
 func UnwindTo(buf []uint64, regs Regs, stack StackCopy, r Resolver, max int) (pcs []uint64, stop Stop) {
+	pcs, stop, _ = UnwindReach(buf, regs, stack, r, max)
+	return pcs, stop
+}
+
+// Need is what of the stack copy an unwind needed (UnwindReach).
+type Need struct {
+	// Top is the end of the highest word the unwind read when it was
+	// complete, 0 otherwise: a copy of the same thread's stack up to Top,
+	// from a stack pointer at or below this one, unwinds as far while the
+	// outer frames stay.
+	Top uint64
+	// Outermost says the unwind reached the thread's outermost frame (the
+	// return address undefined, as in _start and clone, or 0); else a
+	// complete unwind ended cut in or beyond main's frame, where the C
+	// library's start code lies beyond the copy.
+	Outermost bool
+	// Over says a read fell past the copy's end: a larger copy would have
+	// let the unwind go on.
+	Over bool
+}
+
+// UnwindReach is UnwindTo that also says what of the copy the unwind
+// needed.
+func UnwindReach(buf []uint64, regs Regs, stack StackCopy, r Resolver, max int) (pcs []uint64, stop Stop, need Need) {
 	u := unwinder{}
+	stack.hi, stack.over = 0, false
 	pcs, complete := u.run(buf, regs, stack, r, max, nil)
+	if complete {
+		need.Top, need.Outermost = u.stack.hi, !u.endCut
+	}
+	need.Over = u.stack.over
 	switch {
 	case complete:
-		return pcs, Complete
+		return pcs, Complete, need
 	case u.cut:
-		return pcs, Cut
+		return pcs, Cut, need
 	}
-	return pcs, Stopped
+	return pcs, Stopped, need
 }
 
 // Frame is the state of one unwound frame: what a debugger needs to read the
@@ -195,6 +236,7 @@ func (u *unwinder) run(buf []uint64, regs Regs, stack StackCopy, r Resolver, max
 				u.entry = f != nil && m.Table.entry != 0 && f.start == m.Table.entry
 			}
 		}
+		u.inMain = u.inMain || u.entry
 		var res stepResult
 		var cfa uint64
 		if f != nil {
@@ -359,10 +401,11 @@ func (u *unwinder) stepCFI(f *fde, addr uint64, prevCFA uint64) (stepResult, uin
 	if valid&(1<<regRA) == 0 || valid&(1<<regRSP) == 0 {
 		u.cut = valid&(1<<regRA) == 0 && u.raBeyond(&rw.regs[regRA], cfa) &&
 			!(rw.cfa.kind == cfaRegOff && rw.cfa.reg == regRBP) && !u.keepsFP(cfa)
-		if u.cut && u.entry {
-			// main's caller lies beyond the copy: the C library's start
-			// code, not the program's. The program's stack is complete.
-			u.cut = false
+		if u.cut && u.inMain {
+			// main's caller (or its caller's) lies beyond the copy: the C
+			// library's start code, not the program's. The program's
+			// stack is complete.
+			u.cut, u.endCut = false, true
 			return stepEnd, 0
 		}
 		return stepStop, 0

@@ -277,12 +277,27 @@ func checkCuts(t *testing.T, i int, u unwound, r *procResolver) {
 	t.Helper()
 	var buf []uint64
 	stops := map[Stop]int{}
+	endCuts := 0
 	for n := 8; n < len(u.stack.Data); n += 8 {
 		short := u.stack
 		short.Data = short.Data[:n]
-		pcs, stop := UnwindTo(buf, u.regs, short, r, 64)
+		pcs, stop, need := UnwindReach(buf, u.regs, short, r, 64)
 		buf = pcs
 		stops[stop]++
+		if stop == Complete && !need.Outermost {
+			// Cut in or beyond main: a copy up to what it read ends the
+			// same way.
+			if need.Top <= short.SP || need.Top-short.SP > uint64(n) {
+				t.Fatalf("stop %d, %d bytes: complete in main, need %+v from %#x", i, n, need, short.SP)
+			}
+			again := short
+			again.Data = again.Data[:need.Top-short.SP]
+			pcs2, stop2, need2 := UnwindReach(nil, u.regs, again, r, 64)
+			if !slices.Equal(pcs2, pcs) || stop2 != Complete || need2.Outermost || need2.Top != need.Top {
+				t.Fatalf("stop %d, %d bytes: complete in main with %s, %+v; %d bytes: %s, %v, %+v", i, n, chain(r.symbolize(pcs)), need, need.Top-short.SP, chain(r.symbolize(pcs2)), stop2, need2)
+			}
+			endCuts++
+		}
 		if len(pcs) > len(u.pcs) || !slices.Equal(pcs, u.pcs[:len(pcs)]) {
 			t.Fatalf("stop %d, %d bytes: %s is not a prefix of %s", i, n, chain(r.symbolize(pcs)), chain(u.names))
 		}
@@ -290,8 +305,8 @@ func checkCuts(t *testing.T, i int, u unwound, r *procResolver) {
 		switch {
 		case stop == Complete:
 			// The whole chain, or the program's: main's caller (libc's
-			// start code) beyond the copy.
-			if len(pcs) != len(u.pcs) && !matchName(last, "main") {
+			// start code), or its caller, beyond the copy.
+			if len(pcs) != len(u.pcs) && !slices.ContainsFunc(r.symbolize(pcs), func(n string) bool { return matchName(n, "main") }) {
 				t.Fatalf("stop %d, %d bytes: complete with %d of %d frames, ending in %s", i, n, len(pcs), len(u.pcs), last)
 			}
 		case stop == Stopped && !matchName(last, "level_4"):
@@ -300,8 +315,24 @@ func checkCuts(t *testing.T, i int, u unwound, r *procResolver) {
 			t.Fatalf("stop %d, %d bytes: cut in level_4, whose CFA is rbp-based", i, n)
 		}
 	}
-	if stops[Cut] == 0 || stops[Stopped] == 0 {
-		t.Errorf("stop %d: cuts gave %v, want some Cut and some Stopped", i, stops)
+	if stops[Cut] == 0 || stops[Stopped] == 0 || endCuts == 0 {
+		t.Errorf("stop %d: cuts gave %v, %d complete in main, want some Cut, some Stopped and some complete in main", i, stops, endCuts)
+	}
+	// The copy up to what the whole copy's unwind needed unwinds to the
+	// same outermost frame; 8 bytes less does not, and says it wanted more.
+	_, stop, need := UnwindReach(nil, u.regs, u.stack, r, 64)
+	if stop != Complete || !need.Outermost || need.Top <= u.stack.SP || need.Top-u.stack.SP > uint64(len(u.stack.Data)) || need.Over {
+		t.Fatalf("stop %d: the whole copy's unwind: %v, need %+v from %#x", i, stop, need, u.stack.SP)
+	}
+	for _, n := range []uint64{need.Top - u.stack.SP, need.Top - u.stack.SP - 8} {
+		short := u.stack
+		short.Data = short.Data[:n]
+		pcs, stop, sneed := UnwindReach(nil, u.regs, short, r, 64)
+		names := r.symbolize(pcs)
+		whole := stop == Complete && sneed.Outermost && slices.Equal(pcs, u.pcs) && sneed.Top == need.Top && !sneed.Over
+		if n == need.Top-u.stack.SP && !whole || n < need.Top-u.stack.SP && (whole || !sneed.Over || sneed.Outermost) {
+			t.Fatalf("stop %d: %d bytes of %d needed: %s, %v, %+v", i, n, need.Top-u.stack.SP, chain(names), stop, sneed)
+		}
 	}
 }
 

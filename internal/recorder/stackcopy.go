@@ -1,0 +1,178 @@
+package recorder
+
+import (
+	"github.com/culprit-dev/culprit/internal/perf"
+	"github.com/culprit-dev/culprit/internal/recording"
+	"github.com/culprit-dev/culprit/internal/sampleprog"
+	"github.com/culprit-dev/culprit/internal/unwind"
+)
+
+// Stack copies sized per thread: in fp mode the stack copy only repairs
+// what the frame-pointer chain skips, and how much of the stack that takes
+// depends on the thread: a loop a few frames below main needs the stack up
+// to the start code's frames, the same addresses sample after sample.
+// perf's copy (PERF_SAMPLE_STACK_USER) has one size per event, so in the
+// default fp mode, for programs without frame pointers (bpfStackFor), the
+// sampling program (internal/sampleprog) makes the copy instead, in a
+// record of its own paired with the sample like the snapshots: the full
+// size (stackFor) until an unwind of a full copy of the thread's was
+// complete, then from the stack pointer up to the highest address that
+// unwind read (unwind.Need): the thread's top.
+//
+// The unwind that sets the top ends where the full copy's would: at the
+// thread's outermost frame (_start, clone), the top then a little above
+// what it read; or, where main's frame is larger than the full copy, cut
+// in main's frame or beyond it (in the C library's start code), the top
+// then exactly what it read, so that the sized copies end in the same
+// frame and the samples of a thread do not have two roots. Every frame of
+// a later sample lies between its stack pointer and those outer frames,
+// which stay where they are while the thread lives, so the sized copy
+// holds what the unwind reads. Where it does not (a thread that switches
+// stacks, CFI that reads above its frame), the unwind of the sized copy
+// wants bytes past its end (Need.Over) and ends short of where the top's
+// unwind did: the sample is marked truncated, counted and said at the
+// end, and the thread copies the full size again and learns its top anew;
+// after maxShort such samples it keeps the full size. A top only grows.
+// Value sampling, expressions and rules read caller frames and pointers
+// into the stack from the same copy and keep perf's fixed-size copy.
+
+// topMargin is added to what an unwind that reached the outermost frame
+// needed: a little more than nothing.
+const topMargin = 64
+
+// maxShort is how many samples of a thread may find their sized copy
+// short before the thread keeps the full size.
+const maxShort = 2
+
+// stackTops is the per-thread state of the copies.
+type stackTops struct {
+	tops    map[uint32]threadTop // by thread: the top set in the program's map
+	shorts  map[uint32]int       // by thread: samples whose sized copy was short
+	missing uint64               // samples whose copy was not found (lost)
+	short   uint64               // samples whose sized copy was short
+}
+
+// threadTop is a thread's top and whether the unwind it came from reached
+// the thread's outermost frame.
+type threadTop struct {
+	top       uint64
+	outermost bool
+}
+
+// wantsBPFStack says whether the cpu-clock samples should have their stack
+// copied by the sampling program rather than by perf.
+func (s *session) wantsBPFStack() bool {
+	if s.o.CallGraph != CallGraphFP || !s.o.autoStack || s.state != nil {
+		return false
+	}
+	for _, k := range s.kinds {
+		if k.event == recording.EventCPU {
+			return true
+		}
+	}
+	return false
+}
+
+// decideStacks decides who copies the cpu-clock samples' stacks, before
+// the first event opens (and the Meta is written): the sampling program
+// when it is wanted and loaded, perf otherwise.
+func (s *session) decideStacks() error {
+	if !s.wantsBPFStack() {
+		return nil
+	}
+	if err := s.loadSnapshots(); err != nil {
+		return err
+	}
+	s.useBPFStack()
+	return nil
+}
+
+// bpfStackFor says whether the sampling program is to copy the stacks of
+// the program exe in fp mode. It copies only where perf's copy is the
+// large one, in programs without frame pointers (8 KiB, stackFor): where
+// it is 4 KiB (programs that keep them, whose frame-pointer chain needs
+// only the first frames repaired) perf's copy costs a sample about what
+// the program's own record does (docs/performance.md) and stays.
+func bpfStackFor(exe string) bool {
+	return stackFor(exe) >= bpfStackMin
+}
+
+// bpfStackMin is the smallest full copy the sampling program makes.
+const bpfStackMin = 8192
+
+// useBPFStack has the sampling program copy the stacks if it loaded.
+func (s *session) useBPFStack() {
+	if s.stacks != nil || s.snap == nil || !s.snap.stack || s.o.StackBytes < bpfStackMin || s.o.StackBytes > sampleprog.MaxStack {
+		return
+	}
+	if err := s.snap.tk.SetStackBytes(s.o.StackBytes); err != nil {
+		return
+	}
+	s.stacks = &stackTops{tops: map[uint32]threadTop{}, shorts: map[uint32]int{}}
+}
+
+// stackCopyFor gives a cpu-clock sample its stack copy from the program's
+// record: ok false when the record is missing; sized when the copy ended
+// at the thread's top.
+func (s *session) stackCopyFor(r *perf.Sample) (ok, sized bool) {
+	c := matchRecord(s.snap.stacks, r, s.o.Frequency)
+	if c == nil {
+		s.stacks.missing++
+		return false, false
+	}
+	r.Stack, r.StackSP = c.Stack, c.StackSP
+	return true, c.Sized
+}
+
+// learnTop learns the thread's top from an unwind of one of its samples
+// (stop and need, as unwind.UnwindReach says; sized: the copy ended at the
+// thread's top). short says the sized copy ended short of where the
+// unwind that set the top did: the thread copies the full size again.
+func (s *session) learnTop(tid uint32, stop unwind.Stop, need unwind.Need, sized bool) (short bool) {
+	cur, ok := s.stacks.tops[tid]
+	if sized {
+		if need.Over && (!need.Outermost && cur.outermost || stop != unwind.Complete) {
+			s.stacks.short++
+			s.stacks.shorts[tid]++
+			s.forgetTop(tid)
+			return true
+		}
+		if !need.Outermost {
+			return false
+		}
+	}
+	if stop != unwind.Complete || need.Top == 0 || s.stacks.shorts[tid] >= maxShort || ok && cur.outermost && !need.Outermost {
+		return false
+	}
+	t := threadTop{top: need.Top, outermost: need.Outermost}
+	if t.outermost {
+		t.top = (need.Top + topMargin + 63) &^ 63
+	}
+	if ok && t.top <= cur.top && t.outermost == cur.outermost {
+		return false
+	}
+	if ok {
+		t.top = max(t.top, cur.top) // a top only grows
+	}
+	if s.snap.tk.SetTop(tid, t.top) == nil {
+		s.stacks.tops[tid] = t
+	}
+	return false
+}
+
+// forgetTop forgets a thread's top: it outgrew it.
+func (s *session) forgetTop(tid uint32) {
+	if _, ok := s.stacks.tops[tid]; ok {
+		delete(s.stacks.tops, tid)
+		_ = s.snap.tk.SetTop(tid, 0)
+	}
+}
+
+// threadGone forgets what a thread learned: it exited or exec'd.
+func (s *session) threadGone(tid uint32) {
+	if s.stacks == nil {
+		return
+	}
+	s.forgetTop(tid)
+	delete(s.stacks.shorts, tid)
+}

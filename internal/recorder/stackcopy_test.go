@@ -1,0 +1,60 @@
+package recorder
+
+import (
+	"testing"
+
+	"github.com/culprit-dev/culprit/internal/sampleprog"
+	"github.com/culprit-dev/culprit/internal/unwind"
+)
+
+// learnTop's decisions, sample after sample of one thread: the top comes
+// from complete unwinds of full copies (a little above an outermost
+// frame's reads, exactly a cut in main's), only grows, is never lowered
+// from an outermost frame to main's, and a sized copy that ends short of
+// where the top's unwind did is counted, marks its sample and sends the
+// thread back to full copies, for good after maxShort of them. (The Taker
+// without maps sets no top in a kernel; the session's own map is what is
+// checked.)
+func TestLearnTop(t *testing.T) {
+	s := &session{stacks: &stackTops{tops: map[uint32]threadTop{}, shorts: map[uint32]int{}},
+		snap: &snaps{tk: &sampleprog.Taker{}}}
+	const tid = 7
+	outer := func(top uint64) unwind.Need { return unwind.Need{Top: top, Outermost: true} }
+	inMain := func(top uint64) unwind.Need { return unwind.Need{Top: top, Over: true} }
+	steps := []struct {
+		name  string
+		stop  unwind.Stop
+		need  unwind.Need
+		sized bool
+		short bool
+		top   threadTop // after the step; zero: none
+	}{
+		{"full copy, cut in main's frame", unwind.Complete, inMain(0x1008), false, false, threadTop{0x1008, false}},
+		{"sized, cut in main's frame as well", unwind.Complete, inMain(0x1008), true, false, threadTop{0x1008, false}},
+		{"full copy, cut in main deeper", unwind.Complete, inMain(0x0f00), false, false, threadTop{0x1008, false}},
+		{"full copy, to _start", unwind.Complete, outer(0x1200), false, false, threadTop{0x1240, true}},
+		{"full copy, cut in main again: no lower", unwind.Complete, inMain(0x1100), false, false, threadTop{0x1240, true}},
+		{"sized, to _start", unwind.Complete, outer(0x1200), true, false, threadTop{0x1240, true}},
+		{"sized, stopped without wanting more", unwind.Stopped, unwind.Need{}, true, false, threadTop{0x1240, true}},
+		{"sized, ends in main wanting more", unwind.Complete, inMain(0x1238), true, true, threadTop{}},
+		{"full copy, to _start again", unwind.Complete, outer(0x1300), false, false, threadTop{0x1340, true}},
+		{"sized, cut in libc wanting more", unwind.Cut, unwind.Need{Over: true}, true, true, threadTop{}},
+		{"full copy after two short: no top", unwind.Complete, outer(0x1300), false, false, threadTop{}},
+	}
+	for _, st := range steps {
+		if short := s.learnTop(tid, st.stop, st.need, st.sized); short != st.short {
+			t.Errorf("%s: short %v, want %v", st.name, short, st.short)
+		}
+		if got := s.stacks.tops[tid]; got != st.top {
+			t.Errorf("%s: top %+v, want %+v", st.name, got, st.top)
+		}
+	}
+	if s.stacks.short != 2 {
+		t.Errorf("%d short copies counted, want 2", s.stacks.short)
+	}
+	s.threadGone(tid)
+	s.learnTop(tid, unwind.Complete, outer(0x1300), false)
+	if got := s.stacks.tops[tid]; got != (threadTop{0x1340, true}) {
+		t.Errorf("a new thread of the same number: top %+v", got)
+	}
+}

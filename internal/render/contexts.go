@@ -156,6 +156,7 @@ type ctxFrameJSON struct {
 	Name        string  `json:"name"`
 	Object      string  `json:"object"`
 	Latency     float64 `json:"latency"`
+	Inclusive   float64 `json:"inclusive"`
 	Rank        int     `json:"rank"`
 	Distance    int     `json:"distance"`
 	BaseLatency float64 `json:"base_latency"`
@@ -214,7 +215,7 @@ func ContextsJSON(w io.Writer, c introperf.Comparison) error {
 			Layer: cf.Layer.Key(), Binary: cf.Func.Path, External: cf.Layer.External(), Verdict: p.Verdict(),
 			Frames: []ctxFrameJSON{}}
 		for _, f := range p.Frames {
-			jp.Frames = append(jp.Frames, ctxFrameJSON{Name: f.Func.Name, Object: f.Func.Object, Latency: f.Latency,
+			jp.Frames = append(jp.Frames, ctxFrameJSON{Name: f.Func.Name, Object: f.Func.Object, Latency: f.Latency, Inclusive: f.Inclusive,
 				Rank: f.Rank, Distance: f.Distance, BaseLatency: f.Base, Delta: f.Delta(), Count: f.Count,
 				BaseCount: f.BaseCount, Layer: f.Layer.Key(), Path: f.Func.Path})
 		}
@@ -407,15 +408,20 @@ func heatColour(x float64) string {
 
 // ContextsHTML writes a self-contained heat map of the ranked paths (IntroPerf
 // Figure 7): one row per path, hottest first; columns are the path's frames,
-// outermost first; each cell is coloured by the frame's latency on a log10
-// scale across the whole map and marked with its distance from the path's
-// hottest frame (0); the root-cause candidate is outlined.
+// outermost first; each cell is coloured by the frame's inclusive latency
+// (PathFrame.Inclusive) on a log10 scale across the whole map and marked
+// with its distance from the path's hottest frame (0); the root-cause
+// candidate is outlined. Inclusive, not own, latency: a row then reads as
+// the time each caller spent down to the leaf, whichever estimate ranks
+// (aggressive latencies leave the own time mostly in the leaves,
+// conservative ones in the callers whose context stayed open), and the
+// ranking's own latencies are in each cell's title.
 func ContextsHTML(w io.Writer, c introperf.Comparison) error {
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for _, p := range c.Paths {
 		for _, f := range p.Frames {
-			if f.Latency > 0 {
-				l := math.Log10(f.Latency)
+			if f.Inclusive > 0 {
+				l := math.Log10(f.Inclusive)
 				lo, hi = math.Min(lo, l), math.Max(hi, l)
 			}
 		}
@@ -445,8 +451,8 @@ td.cold{background:#eee}
 </style></head><body>
 <h1>Top calling contexts</h1>
 <p>buggy <b>%s</b>: %s<br>base <b>%s</b>: %s</p>
-<p>%s mode, %s latency (%s). Colour: latency on a log10 scale from %s (blue) to %s (red).
-Numbers: distance from the hottest frame (0) in the path; outlined: root-cause candidate (largest increase over the base).</p>
+<p>Ranked by %s mode, %s latency (%s). Colour: each frame's inclusive latency (its own and its callees' in that context) on a log10 scale from %s (blue) to %s (red); grey: none, or an idle wait that counts 0.
+Numbers: distance from the hottest frame (0, the highest own latency) in the path; outlined: root-cause candidate (largest increase over the base).</p>
 <p class="legend">`,
 		esc(runBase(c.BaseName)), esc(runBase(c.BuggyName)),
 		esc(runBase(c.BuggyName)), esc(runLine(c.Buggy)), esc(runBase(c.BaseName)), esc(runLine(c.Base)),
@@ -465,7 +471,7 @@ Numbers: distance from the hottest frame (0) in the path; outlined: root-cause c
 		fmt.Fprintf(bw, "<tr><td>%d</td><td>%s</td><td title=\"%s\">%s<br><small>%s, %s</small></td>",
 			p.Rank, esc(signedNS(p.Cost)), esc(p.Verdict()), esc(trimTo(cf.Func.Name, 32)), esc(cf.Func.Object), esc(cf.Layer.String()))
 		for i, f := range p.Frames {
-			x := scale(f.Latency)
+			x := scale(f.Inclusive)
 			class := "f"
 			style := ""
 			if x < 0 {
@@ -476,8 +482,8 @@ Numbers: distance from the hottest frame (0) in the path; outlined: root-cause c
 			if i == p.Candidate {
 				class += " cand"
 			}
-			title := fmt.Sprintf("%s (%s, %s)\nbuggy %s ×%d, base %s ×%d, increase %s\nrank %d in path, distance %+d",
-				f.Func.Name, f.Func.Path, f.Layer, fmtNS(f.Latency), f.Count, fmtNS(f.Base), f.BaseCount, signedNS(f.Delta()), f.Rank, f.Distance)
+			title := fmt.Sprintf("%s (%s, %s)\ninclusive %s\nown: buggy %s ×%d, base %s ×%d, increase %s\nrank %d in path, distance %+d",
+				f.Func.Name, f.Func.Path, f.Layer, fmtNS(f.Inclusive), fmtNS(f.Latency), f.Count, fmtNS(f.Base), f.BaseCount, signedNS(f.Delta()), f.Rank, f.Distance)
 			fmt.Fprintf(bw, `<td class="%s"%s title="%s">%s<span>%+d</span></td>`, class, style, esc(title), esc(trimTo(f.Func.Name, 24)), f.Distance)
 		}
 		fmt.Fprintln(bw, "</tr>")

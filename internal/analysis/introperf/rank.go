@@ -161,9 +161,17 @@ func (o RankOptions) Latency(v *Node) float64 {
 
 // PathFrame is one frame of a ranked path.
 type PathFrame struct {
-	Func      Func
-	Node      *Node   // the buggy run's node
-	Latency   float64 // latency in the buggy run, ns: mean own latency per instance (see RankOptions.Latency)
+	Func    Func
+	Node    *Node   // the buggy run's node
+	Latency float64 // latency in the buggy run, ns: mean own latency per instance (see RankOptions.Latency)
+	// Inclusive is the frame's inclusive latency in the buggy run, ns: its
+	// own and its callees' in this calling context, aggregated and scaled
+	// as Latency (the raw μ, or the total). It is what the heat map shows:
+	// own latencies sit wherever the estimate leaves the time (aggressive
+	// ones mostly in the leaves), inclusive ones are read down a path as
+	// the time each caller spent. 0, as Latency, where the frame counts 0
+	// (an idle wait and its callees).
+	Inclusive float64
 	Base      float64 // the same in the base run's equivalent path; 0 when the path is not in the base
 	Count     int64   // instances in the buggy run
 	BaseCount int64   // instances in the base run
@@ -247,6 +255,8 @@ func Rank(base, buggy *Result, o RankOptions) []RankedPath {
 		return nil
 	}
 	lat := o.Latency
+	incOpts := o
+	incOpts.Inclusive = true
 	wholeOpts := o
 	wholeOpts.Mode = Aggressive
 	scale := 1.0
@@ -275,7 +285,7 @@ func Rank(base, buggy *Result, o RankOptions) []RankedPath {
 		for i, v := range chain {
 			fn := buggy.Tree.Funcs.Get(v.Func)
 			idle = idle || (!o.Idle && (IdleWait(fn.Name) || parked[v]))
-			pf := PathFrame{Func: fn, Node: v, Latency: lat(v) * scale, Count: v.Count, Layer: buggy.Objects.Layer(fn)}
+			pf := PathFrame{Func: fn, Node: v, Latency: lat(v) * scale, Inclusive: incOpts.Latency(v) * scale, Count: v.Count, Layer: buggy.Objects.Layer(fn)}
 			if baseNodes != nil && baseNodes[i] != nil {
 				pf.Base = lat(baseNodes[i])
 				pf.BaseCount = baseNodes[i].Count
@@ -285,7 +295,7 @@ func Rank(base, buggy *Result, o RankOptions) []RankedPath {
 				rp.whole -= wholeOpts.Latency(baseNodes[i])
 			}
 			if idle {
-				pf.Latency, pf.Base = 0, 0
+				pf.Latency, pf.Base, pf.Inclusive = 0, 0, 0
 			}
 			rp.Cost += pf.Latency - pf.Base
 			rp.Frames[i] = pf

@@ -390,11 +390,23 @@ func Analyze(p *profile.Profile, o Options) *Result {
 			res.Probe++
 			return true
 		}
+		key := uint64(s.PID)<<32 | uint64(s.TID)
 		if len(si.funcs) == 0 {
 			res.Empty++
+			// A preemption recorded without stacks (the recorder had
+			// spent the thread's budget for walking them) still says
+			// the thread waits for a CPU from here: that wait leaves
+			// its clock like any other preemption's. Else it would be
+			// charged to whatever was open, mostly to the outermost
+			// frames, which every path of the program shares.
+			if th := threads[key]; th != nil && preempt {
+				if th.preempted != 0 && s.Time > th.preempted {
+					th.waited += s.Time - th.preempted
+				}
+				th.preempted = s.Time
+			}
 			return true
 		}
-		key := uint64(s.PID)<<32 | uint64(s.TID)
 		th := threads[key]
 		if th == nil {
 			th = &thread{info: len(res.Threads)}

@@ -491,6 +491,29 @@ func TestPreemptionIsNotLatency(t *testing.T) {
 	}
 }
 
+func TestPreemptionWithoutStack(t *testing.T) {
+	// The recorder spent the thread's budget for walking chains: its
+	// preemption at 12 is recorded with its state and no stack. The wait
+	// until 1012 still leaves the thread's clock (else main, open across
+	// it, would take 1,000 of own time that no path of the run has); a
+	// blocked thread's switch without a stack keeps its wait.
+	run := func(state uint64) string {
+		ev := []event{
+			{t: 10, stack: []string{"main", "work"}, kind: recording.EventCPU},
+			{t: 12, kind: recording.EventSwitch, arg: state},
+			{t: 1012, stack: []string{"main", "other"}, kind: recording.EventCPU},
+			{t: 1014, stack: []string{"main", "other"}, kind: recording.EventCPU},
+		}
+		return strings.Join(instances(ev), " ")
+	}
+	if got, want := run(0), "main@10:4/4 other@1012:2/2 work@10:0/2"; got != want {
+		t.Errorf("preempted (R), no stack: instances\n got %v\nwant %v", got, want)
+	}
+	if got, want := run(1), "main@10:1004/1004 other@1012:2/2 work@10:0/1002"; got != want {
+		t.Errorf("blocked (S), no stack: instances\n got %v\nwant %v", got, want)
+	}
+}
+
 func TestPreemptionWaitEndsAtSwitchIn(t *testing.T) {
 	// Preempted at 12, back on a CPU at 1008 (a recorded switch-in), next
 	// sampled at 1012 in another function: work ran 2 before the switch

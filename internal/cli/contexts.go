@@ -24,6 +24,7 @@ func newContexts() *cobra.Command {
 		match     string
 		idle      bool
 		leaves    string
+		cost      string
 		mean      bool
 	)
 	c := &cobra.Command{
@@ -88,8 +89,11 @@ The ranking, step by step: docs/cli.md (culprit contexts), docs/introperf.md.`,
 			if mean && totals {
 				return usagef("--mean and --totals are two rankings: give one (neither: totals scaled to the base run's length)")
 			}
+			if cost != "growth" && cost != "net" {
+				return usagef("unknown --cost %q: use growth or net", cost)
+			}
 			ro := introperf.RankOptions{Mode: m, Inclusive: inclusive, Totals: totals, Scaled: !mean && !totals,
-				Top: top, LeafMatch: match == "leaf", Idle: idle, AllLeaves: leaves == "all"}
+				Top: top, LeafMatch: match == "leaf", Idle: idle, AllLeaves: leaves == "all", Net: cost == "net"}
 			cmp := introperf.Comparison{Base: rb, Buggy: rg, BaseName: base, BuggyName: buggy,
 				Options: ro, Paths: introperf.Rank(rb, rg, ro)}
 			return writeOutput(c.OutOrStdout(), output, func(w io.Writer) error {
@@ -116,6 +120,7 @@ The ranking, step by step: docs/cli.md (culprit contexts), docs/introperf.md.`,
 	f.BoolVar(&totals, "totals", false, "rank by total latency over all instances, unscaled")
 	f.BoolVar(&mean, "mean", false, "rank by the mean latency per instance (the paper's)")
 	f.StringVar(&match, "match", "context", "how a buggy frame finds its base latency: context (the base's node of the same calling context, wherever its path ends) or leaf (the paper's: only when the whole path is a root-to-leaf path of the base)")
+	f.StringVar(&cost, "cost", "growth", "a path's cost: growth (the sum of its frames' increases; a frame whose latency fell counts 0) or net (the sum of their changes, the paper's)")
 	f.StringVar(&leaves, "leaves", "user", "which paths to list: user (the costliest of the paths that differ only in kernel frames) or all (every root-to-leaf path, the paper's)")
 	f.BoolVar(&idle, "idle", false, "count time spent waiting for outside events (poll, epoll, select, accept, sleeps) and a parked thread's waits as latency")
 	f.StringVar(&events, "events", "cpu,syscalls,sched", "events whose stacks are used: cpu, syscalls, sched")

@@ -33,6 +33,14 @@ func aggregateName(c introperf.Comparison) string {
 	return "mean"
 }
 
+// costName names how a comparison sums a path's cost.
+func costName(c introperf.Comparison) string {
+	if c.Options.Net {
+		return "net"
+	}
+	return "growth"
+}
+
 func runLine(r *introperf.Result) string {
 	if r == nil {
 		return "none"
@@ -98,7 +106,7 @@ func ContextsText(w io.Writer, c introperf.Comparison) error {
 	case c.Options.Totals:
 		per = "in total"
 	}
-	fmt.Fprintf(bw, "IntroPerf calling-context ranking: %s latencies, %s time %s\n", c.Options.Mode, latencyName(c), per)
+	fmt.Fprintf(bw, "IntroPerf calling-context ranking: %s latencies, %s time %s; a path's cost: %s\n", c.Options.Mode, latencyName(c), per, costName(c))
 	fmt.Fprintf(bw, "buggy %s: %s\n", runBase(c.BuggyName), runLine(c.Buggy))
 	fmt.Fprintf(bw, "base  %s: %s\n", runBase(c.BaseName), runLine(c.Base))
 	if len(c.Paths) == 0 {
@@ -203,11 +211,12 @@ func ContextsJSON(w io.Writer, c introperf.Comparison) error {
 		Mode      string        `json:"mode"`
 		Latency   string        `json:"latency"`
 		Aggregate string        `json:"aggregate"`
+		Cost      string        `json:"cost"`
 		Unit      string        `json:"unit"`
 		Base      ctxRunJSON    `json:"base"`
 		Buggy     ctxRunJSON    `json:"buggy"`
 		Paths     []ctxPathJSON `json:"paths"`
-	}{Mode: c.Options.Mode.String(), Latency: latencyName(c), Aggregate: aggregateName(c), Unit: "ns",
+	}{Mode: c.Options.Mode.String(), Latency: latencyName(c), Aggregate: aggregateName(c), Cost: costName(c), Unit: "ns",
 		Base: toCtxRunJSON(c.BaseName, c.Base), Buggy: toCtxRunJSON(c.BuggyName, c.Buggy), Paths: []ctxPathJSON{}}
 	for _, p := range c.Paths {
 		cf := p.CandidateFrame()

@@ -317,10 +317,11 @@ func TestRank(t *testing.T) {
 		if !second.InBase || second.Rank != 2 || top.Rank != 1 || top.Cost < second.Cost {
 			t.Errorf("ordering: %+v / %+v", top.Rank, second.Rank)
 		}
-		// The second path exists in the base: its cost is the difference.
+		// The second path exists in the base: its cost is its frames'
+		// growth.
 		var diff float64
 		for _, f := range second.Frames {
-			diff += f.Latency - f.Base
+			diff += max(0, f.Latency-f.Base)
 		}
 		if second.Cost != diff {
 			t.Errorf("cost %v, want %v", second.Cost, diff)
@@ -352,6 +353,57 @@ func TestRank(t *testing.T) {
 	// A nil base ranks the buggy run alone.
 	if p := Rank(nil, rg, RankOptions{Top: 1}); len(p) != 1 || p[0].InBase {
 		t.Errorf("nil base: %+v", p)
+	}
+}
+
+func TestRankGrowthNotCancelled(t *testing.T) {
+	// Base: loop spends the run in its own code, then tick runs briefly.
+	// Buggy: as long, but loop now calls a new scan that takes most of
+	// its time, and tick runs a little longer. The scan path's growth is
+	// the run's change; loop's own time fell by as much, since the time
+	// moved into its callee. Summed with that fall (Net, the paper's
+	// cost) the scan path costs about nothing and the tick path ranks
+	// first; by growth the scan path ranks first, its cost the sum of its
+	// frames' increases.
+	var base, buggy []event
+	for tm := uint64(100); tm <= 1000; tm += 100 {
+		base = append(base, event{t: tm, stack: []string{"main", "loop"}, kind: recording.EventCPU})
+	}
+	base = append(base, event{t: 1100, stack: []string{"main", "tick"}, kind: recording.EventCPU},
+		event{t: 1200, stack: []string{"main", "tick"}, kind: recording.EventCPU})
+	buggy = append(buggy, event{t: 100, stack: []string{"main", "loop"}, kind: recording.EventCPU})
+	for tm := uint64(200); tm <= 900; tm += 100 {
+		buggy = append(buggy, event{t: tm, stack: []string{"main", "loop", "scan"}, kind: recording.EventCPU})
+	}
+	for tm := uint64(1000); tm <= 1300; tm += 100 {
+		buggy = append(buggy, event{t: tm, stack: []string{"main", "tick"}, kind: recording.EventCPU})
+	}
+	funcs := NewFuncTable()
+	rb := Analyze(build(base), Options{Funcs: funcs})
+	rg := Analyze(build(buggy), Options{Funcs: funcs})
+	for _, net := range []bool{false, true} {
+		paths := Rank(rb, rg, RankOptions{Mode: Aggressive, Scaled: true, Net: net})
+		if len(paths) != 2 {
+			t.Fatalf("net %v: %d paths, want 2", net, len(paths))
+		}
+		want := "main,loop,scan"
+		if net {
+			want = "main,tick"
+		}
+		if got := strings.Join(paths[0].Names(), ","); got != want {
+			t.Errorf("net %v: first path %s (cost %.0f), want %s; second %v (cost %.0f)", net, got, paths[0].Cost, want, paths[1].Names(), paths[1].Cost)
+		}
+		for _, p := range paths {
+			var sum float64
+			for _, f := range p.Frames {
+				if d := f.Delta(); d > 0 || net {
+					sum += d
+				}
+			}
+			if p.Cost != sum {
+				t.Errorf("net %v: %v costs %v, want %v", net, p.Names(), p.Cost, sum)
+			}
+		}
 	}
 }
 

@@ -46,6 +46,13 @@ type RankOptions struct {
 	// (see IdleWait) and a parked thread's wait (see ParkedWaits); by
 	// default those frames and their callees count 0 in both runs.
 	Idle bool
+	// Net sums every frame's change into a path's cost, as the paper
+	// does, so a frame whose latency fell takes its fall off the growth
+	// of the others. By default a path's cost is its frames' growth: a
+	// frame that lost time (its time went to a new callee, or an outer
+	// frame's share shrank as the work below it grew) counts 0, since its
+	// fall is no evidence against its callees' growth.
+	Net bool
 	// AllLeaves lists every root-to-leaf path, as the paper does. By
 	// default the paths that differ only in their kernel frames (the same
 	// user calling context entering the kernel by a system call, an
@@ -187,7 +194,7 @@ func (f PathFrame) Delta() float64 { return f.Latency - f.Base }
 // RankedPath is a root-to-leaf calling context of the buggy run with its cost.
 type RankedPath struct {
 	Rank      int
-	Cost      float64     // Σ over the frames of (Latency − Base), ns
+	Cost      float64     // Σ over the frames of max(0, Latency − Base) (with Net, of Latency − Base), ns
 	InBase    bool        // an equivalent path (same functions, same order) is a root-to-leaf path of the base run
 	Frames    []PathFrame // outermost first
 	Hottest   int         // index in Frames of the frame with Rank 1
@@ -243,7 +250,8 @@ func (r RankedPath) Names() []string {
 }
 
 // Rank is DiffRankPaths of Algorithm 3: for each root-to-leaf path of the
-// buggy run it computes the cost Σ(μ'_x − μ_x) over the frames of the path,
+// buggy run it computes the cost Σ max(0, μ'_x − μ_x) over the frames of
+// the path (Σ(μ'_x − μ_x) with Net, the paper's),
 // where μ_x belongs to the equivalent path of the base run (the same
 // functions in the same order, itself a root-to-leaf path there), or 0 when
 // the base run has no such path; it ranks each path's frames by their
@@ -298,7 +306,9 @@ func Rank(base, buggy *Result, o RankOptions) []RankedPath {
 			if idle {
 				pf.Latency, pf.Base, pf.Inclusive = 0, 0, 0
 			}
-			rp.Cost += pf.Latency - pf.Base
+			if d := pf.Latency - pf.Base; d > 0 || o.Net {
+				rp.Cost += d
+			}
 			rp.Frames[i] = pf
 		}
 		order := make([]int, len(chain))

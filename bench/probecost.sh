@@ -6,9 +6,14 @@
 # trace's programs (shadow stack, one ring record per call) with and
 # without on-CPU time (--no-cpu-time); and the CPU
 # culprit itself spends per call (reading the ring, writing the
-# recording). The traced program (bench/probecost/probecalls) measures its
-# own CPU time, so the figures hold on a busy machine; the median of REPS
-# runs. Needs root, gcc, go.
+# recording); and, when installed (Debian packages of those names),
+# bpftrace (start time per thread in a map, the duration into a histogram;
+# and printing each call) and uftrace (patches the code in the process).
+# The traced program (bench/probecost/probecalls) measures its own CPU
+# time, so the figures hold on a busy machine; the configurations run in
+# turn, REPS rounds, and each figure is its median. "vs bare" is a
+# configuration's cost per call over the bare entry+return pair's. Needs
+# root, gcc, go.
 #
 #   bench/probecost.sh [N] [REPS] [FIRST...]   (FIRST: push nop5 endbr mov test sub cet)
 set -euo pipefail
@@ -24,32 +29,65 @@ gcc -O2 -o "$out/probecalls" "$root/bench/probecost/probecalls.c" "$root/bench/p
 (cd "$root" && go build -o "$out/culprit" ./cmd/culprit && go build -o "$out/bareprobe" ./bench/bareprobe)
 bin=$out/probecalls
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
-# cpu PREFIX...: the median CPU µs of the traced program, and of
-# everything (PREFIX and program), "prog total".
-cpu() {
+# One configuration a line: its name, then the command put before the
+# program (none: untraced).
+configs() {
 	local f=$1
-	shift
-	for _ in $(seq "$reps"); do
-		/usr/bin/time -f "time %U %S" -o "$out/time" "$@" "$bin" "$f" "$n" >"$out/prog" 2>/dev/null
-		p=$(awk '/^cpu_us/ { print $2 }' "$out/prog")
-		t=$(awk '/^time/ { printf "%d", ($2 + $3) * 1000000 }' "$out/time")
-		echo "$p $t"
-	done | sort -n | awk '{p[NR]=$1; t[NR]=$2} END {m=int((NR+1)/2); print p[m], t[m]}'
+	echo "untraced|"
+	echo "entry|$out/bareprobe -entry $bin f_$f --"
+	echo "return|$out/bareprobe -return $bin f_$f --"
+	echo "entry+return|$out/bareprobe $bin f_$f --"
+	echo "culprit trace|$out/culprit trace -f f_$f -o $out/t.rec --"
+	echo "trace --no-cpu-time|$out/culprit trace --no-cpu-time -f f_$f -o $out/t.rec --"
+	if command -v bpftrace >/dev/null; then
+		# As bench/trace.sh runs them: a histogram of the durations, and
+		# each call's printed. bpftrace -c runs the program.
+		echo "bpftrace (histogram)|bpftrace -e @uprobe:$bin:f_$f { @s[tid] = nsecs; } uretprobe:$bin:f_$f /@s[tid]/ { @d = hist(nsecs - @s[tid]); delete(@s[tid]); }@ -c"
+		echo "bpftrace (each call)|bpftrace -e @uprobe:$bin:f_$f { @s[tid] = nsecs; } uretprobe:$bin:f_$f /@s[tid]/ { printf(\"%d %d\\n\", tid, nsecs - @s[tid]); delete(@s[tid]); }@ -c"
+	fi
+	if command -v uftrace >/dev/null; then
+		echo "uftrace -P|uftrace record -d $out/uftrace.data -P f_$f"
+	fi
 }
-printf "%-6s %-22s %16s %20s\n" first probe "program µs/call" "tracer's own µs/call"
+# run F PREFIX: one run; prints the program's CPU µs and everything's.
+run() {
+	local f=$1 prefix=$2
+	if [[ $prefix == bpftrace* ]]; then
+		# The script between @…@ is one argument; -c takes the command.
+		local script=${prefix#*@}
+		script=${script%@*}
+		/usr/bin/time -f "time %U %S" -o "$out/time" bpftrace -e "$script" -c "$bin $f $n" >"$out/prog" 2>/dev/null
+	else
+		# shellcheck disable=SC2086
+		/usr/bin/time -f "time %U %S" -o "$out/time" $prefix "$bin" "$f" "$n" >"$out/prog" 2>/dev/null
+	fi
+	p=$(awk '/^cpu_us/ { print $2 }' "$out/prog")
+	t=$(awk '/^time/ { printf "%d", ($2 + $3) * 1000000 }' "$out/time")
+	echo "$p $t"
+}
+printf "%-6s %-22s %16s %20s %8s\n" first probe "program µs/call" "tracer's own µs/call" "vs bare"
 for f in "${firsts[@]}"; do
-	read -r b _ < <(cpu "$f")
-	row() {
-		local name=$1 p t
-		shift
-		read -r p t < <(cpu "$f" "$@")
-		awk -v name="$name" -v f="$f" -v p="$p" -v t="$t" -v b="$b" -v n="$n" \
-			'BEGIN { printf "%-6s %-22s %16.2f %20.2f\n", f, name, (p - b) / n, (t - p) / n }'
-	}
-	row "entry" "$out/bareprobe" -entry "$bin" "f_$f" --
-	row "return" "$out/bareprobe" -return "$bin" "f_$f" --
-	row "entry+return" "$out/bareprobe" "$bin" "f_$f" --
-	row "culprit trace" "$out/culprit" trace -f "f_$f" -o "$out/t.rec" --
-	row "trace --no-cpu-time" "$out/culprit" trace --no-cpu-time -f "f_$f" -o "$out/t.rec" --
+	mapfile -t cs < <(configs "$f")
+	rm -f "$out"/runs.*
+	# The configurations interleaved, a run of each in turn, so that a
+	# change in the machine's load falls on all of them alike.
+	for _ in $(seq "$reps"); do
+		for i in "${!cs[@]}"; do
+			run "$f" "${cs[$i]#*|}" >>"$out/runs.$i"
+		done
+	done
+	read -r b _ < <(awk '{print $1}' "$out/runs.0" | median)
+	bare=""
+	for i in "${!cs[@]}"; do
+		[ "$i" -eq 0 ] && continue
+		p=$(awk '{print $1}' "$out/runs.$i" | median)
+		t=$(awk '{print $2}' "$out/runs.$i" | median)
+		per=$(awk -v p="$p" -v b="$b" -v n="$n" 'BEGIN { printf "%.4f", (p - b) / n }')
+		[ "${cs[$i]%%|*}" = "entry+return" ] && bare=$per
+		vs=-
+		[ -n "$bare" ] && vs=$(awk -v a="$per" -v b="$bare" 'BEGIN { printf "%.2f", a / b }')
+		awk -v name="${cs[$i]%%|*}" -v f="$f" -v p="$p" -v t="$t" -v per="$per" -v n="$n" -v vs="$vs" \
+			'BEGIN { printf "%-6s %-22s %16.2f %20.2f %8s\n", f, name, per, (t - p) / n, vs }'
+	done
 done
-echo "N=$n calls, median of $reps runs; $(date -u +%Y-%m-%dT%H:%MZ); $(uname -r); load: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "N=$n calls, median of $reps interleaved runs; $(date -u +%Y-%m-%dT%H:%MZ); $(uname -r); load: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -507,9 +507,11 @@ type cpuStats struct {
 	Samples int            `json:"samples"` // counted: under the root, outside the probes' traps
 	Traps   int            `json:"traps"`   // taken in the probes' traps, not counted
 	Counts  map[string]int `json:"counts"`  // samples by function
-	// Traces are each trace's samples, rate and probe traps: what
-	// trace.UntracedTotal reads to take the probes' indirect cost out of
-	// the total.
+	// Traces are each trace's samples, rate, probe traps and counts by
+	// function: trace.UntracedTotal reads the first three to take the
+	// probes' indirect cost out of the total; the counts let a pool be
+	// judged again trace by trace (bench/tracepool). Pools written before
+	// the counts were kept have traces without them.
 	Traces []trace.PooledTrace `json:"traces,omitempty"`
 }
 
@@ -600,9 +602,10 @@ func keepSamples(exe, statsPath, cpu string, hz int, probes []uint64, probeTraps
 	if c.Counts == nil {
 		c.Counts = map[string]int{}
 	}
-	if len(c.Traces) == c.Runs { // every earlier trace was recorded so
-		c.Traces = append(c.Traces, trace.PooledTrace{Samples: total, Hz: hz, Traps: probeTraps})
-	}
+	// Each trace is kept with its counts, also in a pool begun before
+	// they were (whose earlier traces keep only their totals, or nothing:
+	// such a pool is judged by its pooled counts alone, as before).
+	c.Traces = append(c.Traces, trace.PooledTrace{Samples: total, Hz: hz, Traps: probeTraps, Counts: counts})
 	c.Runs++
 	c.Samples += total
 	c.Traps += traps

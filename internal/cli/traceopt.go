@@ -14,7 +14,6 @@ import (
 
 	"github.com/culprit-dev/culprit/internal/analysis/trace"
 	"github.com/culprit-dev/culprit/internal/elfx"
-	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/schema"
 	"github.com/culprit-dev/culprit/internal/tracer"
 )
@@ -384,7 +383,7 @@ func hotFunctions(pr *program, opt optimizations) (map[string]bool, string, erro
 			}
 			return nil, "", fmt.Errorf("--hot-from: no CPU sample of %s has %s on its stack: record the same program with culprit record", strings.Join(opt.HotFrom, ", "), strings.Join(roots, " or "))
 		}
-		return sampledHot(counts, n, opt.KeepHot), fmt.Sprintf("the run's time by %d CPU samples", n), nil
+		return trace.SampledHot(counts, n, opt.KeepHot), fmt.Sprintf("the run's time by %d CPU samples", n), nil
 	}
 	if opt.Stats == "" {
 		if path, err := statsFile(pr.exe); err == nil {
@@ -395,11 +394,11 @@ func hotFunctions(pr *program, opt optimizations) (map[string]bool, string, erro
 			if c.Samples > 0 {
 				if len(c.Traces) == c.Runs {
 					if total, d, ok := trace.UntracedTotal(c.Traces); ok {
-						return sampledHot(c.Counts, int(math.Round(total)), opt.KeepHot),
+						return trace.SampledHot(c.Counts, int(math.Round(total)), opt.KeepHot),
 							fmt.Sprintf("the time of %d earlier traces by %d CPU samples, %.0f of them an untraced run's (each probe trap slowed the code after it by %.0f ns)%s", c.Runs, c.Samples, total, d*1e9, fewSamples(total, opt.KeepHot)), nil
 					}
 				}
-				return sampledHot(c.Counts, c.Samples, opt.KeepHot), fmt.Sprintf("the time of %d earlier traces by %d CPU samples", c.Runs, c.Samples), nil
+				return trace.SampledHot(c.Counts, c.Samples, opt.KeepHot), fmt.Sprintf("the time of %d earlier traces by %d CPU samples", c.Runs, c.Samples), nil
 			}
 		}
 	}
@@ -427,20 +426,6 @@ func fewSamples(total, percent float64) string {
 		return ""
 	}
 	return fmt.Sprintf("; too few to see every function over %g%%: one at the line has %.1f samples, none %.0f%% of the time (more traces, or --cpu-sample 9999, fill the pool)", percent, at, 100*math.Pow(1-percent/100, total))
-}
-
-// sampledHot are the functions whose share of total samples is over
-// percent, counting one as over when the upper end of its share's
-// two-sigma binomial interval is, so that sampling noise does not drop
-// one near the line.
-func sampledHot(counts map[string]int, total int, percent float64) map[string]bool {
-	hot := map[string]bool{}
-	for f, n := range counts {
-		if n >= total || float64(n)/float64(total)+profile.Err(n, total) > percent/100 {
-			hot[f] = true
-		}
-	}
-	return hot
 }
 
 // staticBaseline returns the probed functions of a class at most class

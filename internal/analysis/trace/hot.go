@@ -197,6 +197,10 @@ type PooledTrace struct {
 	Samples int `json:"samples"`
 	Hz      int `json:"hz"`
 	Traps   int `json:"traps"`
+	// Counts are the trace's samples by function (SampledCounts'
+	// counts), what UntracedByFunction fits. A pool written before they
+	// were kept has traces without them.
+	Counts map[string]int `json:"counts,omitempty"`
 }
 
 // ProbeTraps counts the probe traps of a traced run: the entry of each
@@ -256,4 +260,102 @@ func UntracedTotal(traces []PooledTrace) (total float64, perTrap float64, ok boo
 		}
 	}
 	return total, d, total > 0
+}
+
+// SampledHot are the functions whose share of total samples is over
+// percent, counting one as over when the upper end of its share's
+// two-sigma binomial interval is, so that sampling noise does not drop
+// one near the line.
+func SampledHot(counts map[string]int, total int, percent float64) map[string]bool {
+	hot := map[string]bool{}
+	for f, n := range counts {
+		if n >= total || float64(n)/float64(total)+profile.Err(n, total) > percent/100 {
+			hot[f] = true
+		}
+	}
+	return hot
+}
+
+// FittedHot are the functions whose untraced samples, fitted function by
+// function (UntracedByFunction), are over percent of the pool's untraced
+// total, counting one as over when the upper end of its two-sigma
+// interval is.
+func FittedHot(by map[string]Untraced, total float64, percent float64) map[string]bool {
+	hot := map[string]bool{}
+	for f, u := range by {
+		if u.Samples >= total || u.Samples+u.Err > total*percent/100 {
+			hot[f] = true
+		}
+	}
+	return hot
+}
+
+// Untraced is one function's samples in a pool of traces as untraced
+// runs of each would have taken them, and two standard deviations of
+// that estimate.
+type Untraced struct {
+	Samples float64
+	Err     float64
+}
+
+// UntracedByFunction fits UntracedTotal's line function by function:
+// each function's seconds of samples in each trace against the trace's
+// probe traps. A function's intercept is its time in an untraced run; its
+// slope, the slowing the traps left in its code. So a function seen only
+// in traces of many probes (the code after their traps, the interpreter
+// loops a trace of every function slows) is judged by the traces of few,
+// where the program ran at its own speed, and a call-heavy function's
+// samples under a trace of everything count as its traps' cost rather
+// than its time. The estimates are linear in each trace's counts: a
+// function's untraced samples are Σ c_t·n_t over its counts n_t in the
+// traces, with the weights c_t of the line's intercept, and Err is two
+// standard deviations of that sum taking each count as Poisson (variance
+// n_t). The functions' estimates sum to UntracedTotal's total, as least
+// squares is linear in the samples; one can be below 0 (its samples
+// fell in traces of many traps, fewer in those of few than the line
+// asks). Only traces with counts are read; ok is false as for
+// UntracedTotal, or when any of them has no counts.
+func UntracedByFunction(traces []PooledTrace) (by map[string]Untraced, total, perTrap float64, ok bool) {
+	var use []PooledTrace
+	for _, t := range traces {
+		if t.Hz <= 0 {
+			continue
+		}
+		if t.Counts == nil && t.Samples > 0 {
+			return nil, 0, 0, false
+		}
+		use = append(use, t)
+	}
+	total, perTrap, ok = UntracedTotal(use)
+	if !ok {
+		return nil, 0, 0, false
+	}
+	var n, sx, sxx, h float64
+	for _, t := range use {
+		x := float64(t.Traps)
+		n++
+		sx += x
+		sxx += x * x
+		h += x * float64(t.Hz)
+	}
+	d := n*sxx - sx*sx
+	type sum struct{ u, v float64 }
+	sums := map[string]sum{}
+	for _, t := range use {
+		// The slope is Σ v_t·y_t with y_t = n_t/hz_t; the untraced
+		// samples are Σ n_t less the slope times Σ hz_t·x_t.
+		v := (n*float64(t.Traps) - sx) / d
+		c := 1 - h*v/float64(t.Hz)
+		for f, k := range t.Counts {
+			s := sums[f]
+			s.u += c * float64(k)
+			s.v += c * c * float64(k)
+			sums[f] = s
+		}
+	}
+	by = make(map[string]Untraced, len(sums))
+	for f, s := range sums {
+		by[f] = Untraced{Samples: s.u, Err: 2 * math.Sqrt(s.v)}
+	}
+	return by, total, perTrap, true
 }

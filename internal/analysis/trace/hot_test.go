@@ -203,3 +203,100 @@ func TestInnermostOpen(t *testing.T) {
 		t.Errorf("without open: %d counted, want 1", total)
 	}
 }
+
+// Fitted function by function, a function's samples that grow with the
+// traps go to the slope and those that do not to its untraced time; the
+// functions' estimates sum to the pool's untraced total.
+func TestUntracedByFunction(t *testing.T) {
+	// At 1000 Hz: "loop" 50 samples a run and 1 more per 1,000 traps
+	// (the code after the traps), "leaf" 20 and none more, "near" none
+	// untraced and 2 per 1,000 traps.
+	var traces []PooledTrace
+	for _, k := range []int{2000, 50000, 100000, 100000} {
+		c := map[string]int{"loop": 50 + k/1000, "leaf": 20, "near": 2 * k / 1000}
+		traces = append(traces, PooledTrace{Samples: c["loop"] + c["leaf"] + c["near"], Hz: 1000, Traps: k, Counts: c})
+	}
+	by, total, d, ok := UntracedByFunction(traces)
+	if !ok {
+		t.Fatal("no fit")
+	}
+	want := map[string]float64{"loop": 200, "leaf": 80, "near": 0}
+	sum := 0.0
+	for f, w := range want {
+		if math.Abs(by[f].Samples-w) > 1e-6 {
+			t.Errorf("%s: %g untraced samples, want %g", f, by[f].Samples, w)
+		}
+		sum += by[f].Samples
+	}
+	if tt, dd, _ := UntracedTotal(traces); math.Abs(sum-total) > 1e-6 || math.Abs(tt-total) > 1e-6 || math.Abs(dd-d) > 1e-15 {
+		t.Errorf("functions sum to %g; total %g, UntracedTotal's %g", sum, total, tt)
+	}
+	if by["leaf"].Err <= 0 || by["near"].Err <= 0 {
+		t.Errorf("errors %+v", by)
+	}
+	// One sample in a trace of many traps is mostly the traps'; one in a
+	// trace of few is the program's.
+	traces[3].Counts["once"] = 1
+	traces[3].Samples++
+	traces[0].Counts["seen"] = 1
+	traces[0].Samples++
+	by, _, _, _ = UntracedByFunction(traces)
+	if u := by["once"]; u.Samples+u.Err >= 1 {
+		t.Errorf("once, in a trace of 100,000 traps: %+v", u)
+	}
+	if u := by["seen"]; u.Samples < 1 {
+		t.Errorf("seen, in a trace of 2,000 traps: %+v", u)
+	}
+	// A trace without counts (a pool written before they were kept)
+	// cannot be fitted.
+	old := append(slices.Clone(traces), PooledTrace{Samples: 90, Hz: 1000, Traps: 40000})
+	if _, _, _, ok := UntracedByFunction(old); ok {
+		t.Error("a fit with a trace without counts")
+	}
+}
+
+// A pool like lua5.4's (six traces of every function, one of the basic
+// pipeline, a few samples of the program's own code in each): by its
+// pooled counts every function with a sample is hot; fitted by function,
+// one seen once under a trace of every function is not, while one seen in
+// the trace of few probes is, and so are the interpreter loop and one
+// whose samples do not grow with the traps.
+func TestFittedHot(t *testing.T) {
+	var traces []PooledTrace
+	pooled := map[string]int{}
+	for i := range 7 {
+		k, c := 165800, map[string]int{"luaV_execute": 40, "luaH_get": 2}
+		if i == 6 {
+			k, c = 26180, map[string]int{"luaV_execute": 8, "luaH_get": 2, "str_find_aux": 1}
+		}
+		if i == 2 {
+			c["luaC_step"] = 1
+		}
+		n := 0
+		for f, v := range c {
+			n += v
+			pooled[f] += v
+		}
+		traces = append(traces, PooledTrace{Samples: n, Hz: 9999, Traps: k, Counts: c})
+	}
+	by, total, _, ok := UntracedByFunction(traces)
+	if !ok {
+		t.Fatal("no fit")
+	}
+	got := FittedHot(by, total, 1)
+	for f, want := range map[string]bool{"luaV_execute": true, "luaH_get": true, "str_find_aux": true, "luaC_step": false} {
+		if got[f] != want {
+			t.Errorf("%s: hot %v, want %v (%+v of %g)", f, got[f], want, by[f], total)
+		}
+	}
+	n := 0
+	for _, v := range pooled {
+		n += v
+	}
+	if !SampledHot(pooled, int(math.Round(total)), 1)["luaC_step"] {
+		t.Error("the pooled rule does not keep a function seen once")
+	}
+	if SampledHot(map[string]int{"a": 1, "b": 999}, 1000, 1)["a"] || !SampledHot(map[string]int{"a": 6, "b": 994}, 1000, 1)["a"] {
+		t.Error("SampledHot: 1 of 1000 kept or 6 of 1000 not")
+	}
+}

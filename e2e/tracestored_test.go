@@ -108,3 +108,48 @@ func TestTraceStatsFromStore(t *testing.T) {
 		t.Errorf("traced %s, want fib only (leaf left out)", got)
 	}
 }
+
+// --stats @REV with the pipelines: the hot functions are judged by the
+// CPU samples of the trace stored for that commit, as by the build's pool
+// without it. In tracewide nearly all the time is hot's, three levels
+// down, where trimming leaves it out: the stored trace did not probe it,
+// so its Dynamic Stats say nothing of it, but its samples do.
+func TestTraceKeepHotFromStore(t *testing.T) {
+	testutil.NeedRoot(t)
+	t.Setenv("CULPRIT_ARCHIVE", t.TempDir())
+	stats := t.TempDir()
+	t.Setenv("CULPRIT_TRACE_STATS", stats)
+	bin := testutil.C(t, "tracewide", []string{"tracewide.c"}, "-O2", "-g")
+	repo := t.TempDir()
+	gitIn(t, repo, "init", "-q")
+	if err := os.WriteFile(filepath.Join(repo, "README"), []byte("x\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	gitIn(t, repo, "add", "README")
+	gitIn(t, repo, "commit", "-q", "-m", "one")
+	first := filepath.Join(t.TempDir(), "first.rec")
+	if _, stderr, code := inDir(t, repo, "trace", "--optimize", "basic", "-f", "*", "-o", first, "--", bin, "20000000"); code != 0 {
+		t.Fatalf("trace: exit %d\n%s", code, stderr)
+	}
+	if got, _ := traceReport(t, first).calls("hot"); got != 0 {
+		t.Fatalf("first trace: hot has %d calls recorded, want none (nothing says it is hot yet)", got)
+	}
+	if _, stderr, code := inDir(t, repo, "history", "add", first); code != 0 {
+		t.Fatalf("history add: exit %d\n%s", code, stderr)
+	}
+	if err := os.RemoveAll(stats); err != nil { // the build's pool is gone: only the stored trace is left
+		t.Fatal(err)
+	}
+	out := filepath.Join(t.TempDir(), "t.rec")
+	_, stderr, code := inDir(t, repo, "trace", "--optimize", "basic", "--stats", "@HEAD", "-f", "*", "-o", out, "--", bin, "20000000")
+	if code != 0 || !strings.Contains(stderr, "the trace stored for HEAD by") {
+		t.Fatalf("--stats @HEAD: exit %d\n%s", code, stderr)
+	}
+	r := traceReport(t, out)
+	if got, _ := r.calls("hot"); got < 200 {
+		t.Errorf("hot has %d calls recorded, want it probed (at least its first 200)\n%s", got, stderr)
+	}
+	if got, _ := r.calls("main"); got != 1 {
+		t.Errorf("main has %d calls, want 1", got)
+	}
+}

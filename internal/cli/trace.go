@@ -21,6 +21,7 @@ import (
 	"github.com/culprit-dev/culprit/internal/elfx"
 	"github.com/culprit-dev/culprit/internal/loader"
 	"github.com/culprit-dev/culprit/internal/proc"
+	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/symbol"
 	"github.com/culprit-dev/culprit/internal/traceprog"
 	"github.com/culprit-dev/culprit/internal/tracer"
@@ -345,6 +346,16 @@ func earlierStats(exe, ref string) (map[string]trace.FuncStats, error) {
 		}
 		return readStats(path)
 	}
+	p, err := storedTrace(exe, ref)
+	if err != nil {
+		return nil, err
+	}
+	return trace.DynamicStats(p), nil
+}
+
+// storedTrace loads the newest trace stored in the history store for
+// commit ref (@REV) whose command ran a program named as exe is.
+func storedTrace(exe, ref string) (*profile.Profile, error) {
 	st, err := openStore()
 	if err != nil {
 		return nil, err
@@ -367,11 +378,7 @@ func earlierStats(exe, ref string) (map[string]trace.FuncStats, error) {
 		if err != nil {
 			return nil, err
 		}
-		p, err := loadProfile([]string{path}, io.Discard, false)
-		if err != nil {
-			return nil, err
-		}
-		return trace.DynamicStats(p), nil
+		return loadProfile([]string{path}, io.Discard, false) // each sample's own time, for trace.InnermostOpen
 	}
 	return nil, fmt.Errorf("--stats %s: none of its %d stored runs is a trace of %s: store one (culprit trace, then culprit history add)", ref, len(runs), name)
 }
@@ -489,6 +496,13 @@ func keepStats(exe, rec, cpu string, hz int, removed []string, stderr io.Writer)
 	if cpu == "" {
 		return nil
 	}
+	return keepSamples(exe, path, cpu, hz, entryOffsets(p, exe), trace.ProbeTraps(p), trace.InnermostOpen(p), stderr)
+}
+
+// entryOffsets are the file offsets of the entry probes trace p set in
+// exe (matched by base name), sorted: what trace.SampledCounts takes as
+// its probes.
+func entryOffsets(p *profile.Profile, exe string) []uint64 {
 	var probes []uint64
 	for _, pr := range p.Probes {
 		if filepath.Base(pr.Object) == filepath.Base(exe) {
@@ -496,7 +510,7 @@ func keepStats(exe, rec, cpu string, hz int, removed []string, stderr io.Writer)
 		}
 	}
 	slices.Sort(probes)
-	return keepSamples(exe, path, cpu, hz, probes, trace.ProbeTraps(p), trace.InnermostOpen(p), stderr)
+	return probes
 }
 
 // cpuStats are the CPU samples traces of one build took beside their

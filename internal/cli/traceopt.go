@@ -364,8 +364,10 @@ func preOptimize(o *tracer.Options, opt optimizations, exe string, pid int, diff
 // opt.KeepHot per cent of the run, and where that was measured: by the CPU
 // samples of opt.HotFrom, counting a function as over when the upper end of
 // its share's two-sigma interval is, so that sampling noise does not drop
-// one; else by the exclusive times of earlier traces (nil when there are
-// none).
+// one; else by the CPU samples earlier traces took beside their probes:
+// the build's pool, or with opt.Stats (@REV) the trace stored for that
+// commit; else by the exclusive times those traces recorded (nil when
+// there are none).
 func hotFunctions(pr *program, opt optimizations) (map[string]bool, string, error) {
 	if len(opt.HotFrom) > 0 {
 		p, err := loadProfile(opt.HotFrom, io.Discard, false)
@@ -402,10 +404,23 @@ func hotFunctions(pr *program, opt optimizations) (map[string]bool, string, erro
 			}
 		}
 	}
-	st, err := earlierStats(pr.exe, opt.Stats)
-	if err != nil && opt.Stats != "" {
-		return nil, "", err
+	if opt.Stats != "" {
+		// The stored trace's own CPU samples, as the pool's would be: a
+		// commit's trace stands for the traces of this build.
+		p, err := storedTrace(pr.exe, opt.Stats)
+		if err != nil {
+			return nil, "", err
+		}
+		if counts, n, _ := trace.SampledCounts(p, pr.exe, nil, entryOffsets(p, pr.exe), trace.InnermostOpen(p)); n > 0 {
+			return trace.SampledHot(counts, n, opt.KeepHot), fmt.Sprintf("the time of the trace stored for %s by %d CPU samples", strings.TrimPrefix(opt.Stats, "@"), n), nil
+		}
+		hot := map[string]bool{}
+		for f := range trace.Hot(trace.DynamicStats(p), opt.KeepHot/100, pr.root) {
+			hot[elfx.StripClones(f)] = true
+		}
+		return hot, fmt.Sprintf("the exclusive time of the trace stored for %s (it has no CPU samples of %s)", strings.TrimPrefix(opt.Stats, "@"), filepath.Base(pr.exe)), nil
 	}
+	st, err := earlierStats(pr.exe, "")
 	if err != nil {
 		return nil, "", nil
 	}

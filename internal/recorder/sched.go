@@ -158,3 +158,15 @@ func (x *Sched) Close() (events, lost uint64, warnings []string) {
 	}
 	return s.res.Samples, s.res.Lost, s.res.Warnings
 }
+
+// Mapping returns the mapping of process pid that holds addr, as the
+// events' mmap records have described it so far: one of a library the
+// process loaded and then exited with, whose /proc maps are gone, is
+// still known.
+func (s *Sched) Mapping(pid uint32, addr uint64) (proc.Mapping, bool) {
+	sp := s.s.spaces[pid]
+	if sp == nil {
+		return proc.Mapping{}, false
+	}
+	return sp.Find(addr)
+}

@@ -537,14 +537,43 @@ func (s *session) readMaps() {
 	}
 }
 
+// mappedBySamples writes the mapping of process pid (the traced one when
+// 0) that holds addr as the CPU samples' session knows it, and says
+// whether it knew one.
+func (s *session) mappedBySamples(pid uint32, addr uint64) bool {
+	if s.cpu == nil {
+		return false
+	}
+	if pid == 0 {
+		pid = uint32(s.pid)
+	}
+	m, ok := s.cpu.Mapping(pid, addr)
+	if !ok || m.Path == "" {
+		return false
+	}
+	s.maps.Add(m)
+	s.mapped[fmt.Sprintf("%x-%x-%x-%s", m.Start, m.End, m.Offset, m.Path)] = true
+	var bid []byte
+	if m.Path[0] == '/' {
+		bid = elfx.FileBuildID(m.Path)
+	}
+	s.w.Write(&recording.Mmap{Time: monotonic(), PID: pid, TID: pid, Start: m.Start, Len: m.End - m.Start,
+		Pgoff: m.Offset, Prot: unix.PROT_READ | unix.PROT_EXEC, BuildID: bid, Path: m.Path})
+	return true
+}
+
 // record writes one call; a call site outside every known mapping (a
-// library loaded since) makes the mappings be read again.
+// library loaded since) makes the mappings be read again, and when the
+// process has gone (a library it loaded shortly before it exited) the
+// CPU samples' session is asked, which has followed its mmaps.
 func (s *session) record(c *traceprog.Call) {
 	if c.Site != 0 && s.pid > 0 {
 		if _, ok := s.maps.Find(c.Site); !ok {
 			s.readMaps()
 			if _, ok := s.maps.Find(c.Site); !ok {
-				s.maps.Add(proc.Mapping{Start: c.Site, End: c.Site + 1}) // unknown: do not read again for it
+				if !s.mappedBySamples(c.PID, c.Site) {
+					s.maps.Add(proc.Mapping{Start: c.Site, End: c.Site + 1}) // unknown: do not read again for it
+				}
 			}
 		}
 	}

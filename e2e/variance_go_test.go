@@ -387,8 +387,8 @@ func sum(m map[string]float64) float64 {
 // reset (the goroutine that armed the timer last before it fired), then
 // the timer's: "main.work (waker)" under main.napReset holds the share
 // of the variance the program measures for work's time while the
-// request waited, within 5 points, and "(timer)" there is a sleep at
-// least as long as the 100 µs asked for, on average.
+// request waited (its variance's), within 5 points, and "(timer)" there
+// is a sleep at least as long as the 100 µs asked for, on average.
 func TestVarianceGoTimerArmedByWaker(t *testing.T) {
 	testutil.NeedRoot(t)
 	bin := testutil.Go(t, "gohandoff")
@@ -417,10 +417,17 @@ func TestVarianceGoTimerArmedByWaker(t *testing.T) {
 	if len(handle) != n || r.Intervals+r.LostOut != n {
 		t.Fatalf("%d intervals (%d left out for lost calls), the program served %d requests (want %d)", r.Intervals, r.LostOut, len(handle), n)
 	}
-	share := stat.Covariance(work, handle, nil) / stat.Variance(handle, nil)
+	// A factor's share is its variance's: the program's Var(work) /
+	// Var(T), not Cov(work, T) / Var(T), which adds work's covariances
+	// with the interval's other parts. Those are large here on a busy
+	// machine: the timer fires milliseconds late, by as much as work
+	// lasts, and its delay covaries with work's time, either way (up to 7
+	// points of the share); culprit reports them as factors of their own.
+	share := stat.Variance(work, nil) / stat.Variance(handle, nil)
 	mean := stat.Mean(work, nil)
 	w := sourceFactor(t, r, "main.work (waker)", "main.napReset")
-	t.Logf("%d intervals: main.work (waker) %.1f%% of the variance, mean %.0f ns; the program's %.1f%%, %.0f ns", r.Intervals, 100*w.Contribution, w.Mean, 100*share, mean)
+	t.Logf("%d intervals: main.work (waker) %.1f%% of the variance, mean %.0f ns; the program's %.1f%% (%.1f%% with its covariances), %.0f ns",
+		r.Intervals, 100*w.Contribution, w.Mean, 100*share, 100*stat.Covariance(work, handle, nil)/stat.Variance(handle, nil), mean)
 	if math.Abs(w.Contribution-share) > 0.05 {
 		t.Errorf("main.work (waker)'s share %.3f, the program's %.3f", w.Contribution, share)
 	}

@@ -138,7 +138,7 @@ from VProfiler: docs/variance.md.`,
 				cg = g
 			}
 			heights := variance.Heights(cg)
-			o := tracer.Options{Output: output, Duration: duration, Tool: "culprit " + Version, Args: spec.Key != "" || spec.QueueKey != "", Sched: schedEv,
+			o := tracer.Options{Output: output, Duration: duration, Tool: "culprit " + Version, Args: spec.Key != "" || spec.QueueKey != "", Sched: schedEv, SchedPathOnly: true,
 				TrapBudget: budget, Window: window, SetShare: setShare,
 				Extra: map[string]string{variance.ExtraStart: spec.Start, variance.ExtraEnd: spec.End, variance.ExtraKey: spec.Key, variance.ExtraAttach: spec.Attach,
 					variance.ExtraQueue: spec.Queue(), variance.ExtraQueueKey: spec.QueueKey}}

@@ -113,9 +113,13 @@ type Options struct {
 	// task-bound perf event by an expedited RCU grace period (perf.FastStart).
 	FastStart bool
 
-	autoStack bool     // StackBytes is to be chosen by stackFor once the program is known
-	ringGiven bool     // RingPages was given, not chosen
-	warnings  []string // said before the session existed
+	autoStack bool // StackBytes is to be chosen by stackFor once the program is known
+	ringGiven bool // RingPages was given, not chosen
+	// blockingChainsOnly: switches away without user chains, and with
+	// the kernel chain only when the thread blocked (OpenSched:
+	// syscallprog.Options.BlockingChainsOnly).
+	blockingChainsOnly bool
+	warnings           []string // said before the session existed
 }
 
 // NoStackCopy as Options.StackBytes copies no user stack (0 chooses one):

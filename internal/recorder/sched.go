@@ -26,9 +26,14 @@ type Sched struct {
 // launched process stopped at its exec (launched) needs one inheriting
 // event per CPU, which follows every thread and child it creates; a
 // running one gets events on each of its threads, re-read until no new one
-// appears.
-func OpenSched(w *recording.Writer, pid int, launched bool) (*Sched, error) {
-	o := Options{Events: []string{EventsWakeup}, StackBytes: 1024}
+// appears. With pathOnly the switches away carry what a critical path
+// needs: their state, and a blocked thread's kernel chain, which tells a
+// lock wait, a sleep and I/O apart; no user chains, and no chains for a
+// preemption, which an off-CPU profile would charge its wait to
+// (syscallprog.Options.BlockingChainsOnly; where perf's events record the
+// switches, they carry their chains).
+func OpenSched(w *recording.Writer, pid int, launched, pathOnly bool) (*Sched, error) {
+	o := Options{Events: []string{EventsWakeup}, StackBytes: 1024, blockingChainsOnly: pathOnly}
 	s, err := openBeside(o, w, pid, launched, nil)
 	if err != nil {
 		return nil, err

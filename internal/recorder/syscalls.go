@@ -78,7 +78,8 @@ func (s *session) syscallsViaBPF() {
 	o := syscallprog.Options{KernelStacks: !s.o.SyscallUserStacks && !s.o.UserOnly,
 		StackBytes: min(s.o.StackBytes, sysCopyBytes), RingBytes: s.o.sysRingBytes(len(s.cpus)), Follow: s.follow,
 		Limit: s.o.SyscallLimit, LimitBurst: s.o.SyscallBurst,
-		WindowOn: s.o.SyscallWindowOn, WindowPeriod: s.o.SyscallWindowPeriod, WindowAbove: s.o.SyscallWindowAbove}
+		WindowOn: s.o.SyscallWindowOn, WindowPeriod: s.o.SyscallWindowPeriod, WindowAbove: s.o.SyscallWindowAbove,
+		BlockingChainsOnly: s.o.blockingChainsOnly}
 	for i := range s.kinds {
 		k := &s.kinds[i]
 		switch k.event {
@@ -238,9 +239,10 @@ func (s *session) syscall(e *sysEvent, k *eventKind) {
 		return
 	}
 	if ev.Switch && ev.UserStack == syscallprog.NoStack {
-		// Inside a call left out (SyscallLimit), its thread over budget:
-		// when and how it left the CPU, without stacks.
-		s.writeSyscall(ev, k, &pendingCall{nr: syscallprog.SwitchState(ev.Nr)})
+		// Inside a call left out (SyscallLimit), its thread over budget,
+		// or recorded without user chains (BlockingChainsOnly): when and
+		// how it left the CPU, with the blocking path when walked.
+		s.writeSyscall(ev, k, &pendingCall{nr: syscallprog.SwitchState(ev.Nr), kernel: s.sysStack(ev.KernStack, true)})
 		return
 	}
 	if ev.Switch && ev.UserStack == syscallprog.InCall {

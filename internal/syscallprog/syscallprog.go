@@ -148,6 +148,11 @@ type Options struct {
 	// inside a system call (entered by the syscall instruction) has no user
 	// chain or copy of its own but UserStack InCall and the call's number.
 	Switches bool
+	// BlockingChainsOnly, with Switches and without Syscalls, records a
+	// switch without user chain, registers or stack copy (UserStack
+	// NoStack), and with its kernel chain only when the thread blocked
+	// (blockingSwitchProgram).
+	BlockingChainsOnly bool
 	// Syscalls records system call entries and exits.
 	Syscalls bool
 	// Wakeups records each wake-up of a traced thread made outside the
@@ -350,7 +355,9 @@ func New(o Options) (*Tracer, error) {
 		progs = append(progs, prog{"sys_enter", enterProgram(m, o.KernelStacks, copyBytes, ringBytes)},
 			prog{"sys_exit", exitProgram(m, o.KernelStacks)})
 	}
-	if o.Switches {
+	if o.Switches && o.BlockingChainsOnly && !o.Syscalls {
+		progs = append(progs, prog{"sched_switch", blockingSwitchProgram(m, offs[0])})
+	} else if o.Switches {
 		progs = append(progs, prog{"sched_switch", switchProgram(m, copyBytes, ringBytes, offs[0], o.Syscalls)})
 	}
 	if o.Wakeups {

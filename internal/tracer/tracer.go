@@ -80,6 +80,10 @@ type Options struct {
 	// (with prev_state and the blocking stack), switches onto a CPU and
 	// the wake-ups its threads make (recorder.OpenSched).
 	Sched bool
+	// SchedPathOnly, with Sched, records of the switches away only what
+	// a critical path needs (recorder.OpenSched's pathOnly): their state,
+	// and a blocked thread's kernel chain (the kind of wait).
+	SchedPathOnly bool
 	// CPUSamples, when set, is a recording that CPU samples of the
 	// process at CPUHz go to while it is traced (recorder.OpenCPU): where
 	// the run's time went, the probes' own cost told apart by the kernel
@@ -616,7 +620,7 @@ func (s *session) openSched(pid int, launched bool) error {
 	if !s.o.Sched {
 		return nil
 	}
-	sc, err := recorder.OpenSched(s.w, pid, launched)
+	sc, err := recorder.OpenSched(s.w, pid, launched, s.o.SchedPathOnly)
 	if err != nil {
 		return err
 	}

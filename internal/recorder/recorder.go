@@ -464,6 +464,10 @@ type eventKind struct {
 	// left out with Options.SyscallUserStacks. Walking them is half of
 	// each event's cost (docs/performance.md).
 	userChain bool
+	// switchesOnly: the BPF program records these events
+	// (syscallprog.Options.WakerStacks); perf's event reports only the
+	// switches onto a CPU (and the sideband), as a dummy event.
+	switchesOnly bool
 	// viaBPF: recorded by the system call program, not a perf event.
 	viaBPF bool
 }
@@ -692,6 +696,9 @@ func (s *session) openKind(tids []int, k *eventKind, noSideband bool) error {
 		ExcludeKernel: s.o.UserOnly, MaxStack: 127,
 		Tracepoint: k.tp, Period: uint64(s.o.EventPeriod), NoSideband: noSideband,
 		ContextSwitch: k.switches, NoKernelChain: k.userChain}
+	if k.switchesOnly {
+		cfg.Tracepoint, cfg.Sideband = nil, true
+	}
 	if k.tp == nil && s.o.Jitter > 0 {
 		cfg.ClockPeriod = s.o.tickPeriod()
 	}

@@ -97,6 +97,10 @@ func (s *session) syscallsViaBPF() {
 			// (an interrupt on another task, another program), which
 			// perf's events, the waker's, do not see.
 			o.Wakeups = true
+			// Where only the critical path is wanted, the program
+			// records them all, with the waker's stack; the others
+			// (a traced thread waking one that is not) are not.
+			o.WakerStacks = s.o.blockingChainsOnly
 			sideband = true
 		default:
 			sideband = true
@@ -123,6 +127,11 @@ func (s *session) syscallsViaBPF() {
 	s.sysStacks = map[int64][]uint64{}
 	for _, k := range sys {
 		k.viaBPF = true
+	}
+	for i := range s.kinds {
+		if s.kinds[i].event == recording.EventWakeup && o.WakerStacks {
+			s.kinds[i].switchesOnly = true
+		}
 	}
 }
 
@@ -213,15 +222,39 @@ func (s *session) syscall(e *sysEvent, k *eventKind) {
 		// A wake-up of a traced thread by no traced thread, a sample of
 		// no thread (PID and TID 0), or a new thread's first, by the
 		// thread that made it; the woken thread as perf's wake-ups have
-		// it.
+		// it. With WakerStacks, also one by a traced thread, with its
+		// user chain as perf's sample would have it, or made by an
+		// interrupt on it.
 		s.res.Samples++
 		smp := recording.Sample{Time: ev.Time, PID: uint32(ev.Nr >> 32), TID: uint32(ev.Nr), CPU: ev.CPU, Period: 1,
 			Event: recording.EventWakeup, Arg: uint64(ev.TID)}
-		if err := s.w.WriteSample(smp, nil, nil); err != nil {
+		var user []uint64
+		switch {
+		case ev.UserStack == syscallprog.FromInterrupt:
+			smp.Arg |= recording.WakeupInterrupt
+		case ev.Nr != 0 && ev.IP != 0:
+			r := perf.Sample{Header: perf.Header{PID: smp.PID, TID: smp.TID, Time: ev.Time, CPU: ev.CPU},
+				IP: ev.IP, UserMode: true, ABI: 2, User: s.sysStack(ev.UserStack, false),
+				StackSP: ev.SP, Stack: s.sysBuf[e.copy[0]:e.copy[1]]}
+			if r.User == nil {
+				r.User = []uint64{ev.IP}
+			}
+			regs := make([]uint64, perf.NumRegs)
+			regs[perf.RegIP], regs[perf.RegSP], regs[perf.RegBP] = ev.IP, ev.SP, ev.BP
+			r.Regs = regs
+			user, smp.Truncated = s.userChain(&r)
+			if ev.UserStack < 0 {
+				smp.Truncated = true
+			}
+			if smp.Truncated {
+				s.res.Truncated++
+			}
+		}
+		if err := s.w.WriteSample(smp, nil, user); err != nil {
 			s.warn("writing the recording: %v", err)
 		}
 		if s.onSched != nil {
-			s.onSched(smp, nil)
+			s.onSched(smp, user)
 		}
 		return
 	}

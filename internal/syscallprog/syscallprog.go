@@ -163,6 +163,13 @@ type Options struct {
 	// pid_tgid; 0 when not) and when (Event.Waking). The others a traced
 	// thread makes are perf's to record, with the waker's stack.
 	Wakeups bool
+	// WakerStacks, with Wakeups, records the wake-ups of traced threads
+	// that traced threads make too (perf's events then need record none),
+	// with the waker's user chain, registers and stack copy, or
+	// UserStack FromInterrupt when an interrupt on a traced thread made
+	// it; wake-ups of threads not traced are not recorded
+	// (wakerStacksProgram).
+	WakerStacks bool
 	// Follow is the set of processes traced (nil: New makes one of its
 	// own); Add and Remove change it.
 	Follow *follow.Set
@@ -257,7 +264,7 @@ type Tracer struct {
 // is traced until Add.
 func New(o Options) (*Tracer, error) {
 	_ = unix.Setrlimit(unix.RLIMIT_MEMLOCK, &unix.Rlimit{Cur: unix.RLIM_INFINITY, Max: unix.RLIM_INFINITY})
-	offs, err := bpfasm.TaskOffsets("to record switches", "exit_state", "tgid", "pid")
+	offs, err := bpfasm.TaskOffsets("to record switches", "exit_state", "tgid", "pid", "stack")
 	if err != nil {
 		return nil, err
 	}
@@ -360,9 +367,13 @@ func New(o Options) (*Tracer, error) {
 	} else if o.Switches {
 		progs = append(progs, prog{"sched_switch", switchProgram(m, copyBytes, ringBytes, offs[0], o.Syscalls)})
 	}
+	if o.Wakeups && o.WakerStacks {
+		progs = append(progs, prog{"sched_waking", wakerStacksProgram(m, offs[1], offs[2], offs[3], copyBytes, ringBytes)})
+	} else if o.Wakeups {
+		progs = append(progs, prog{"sched_waking", wakingProgram(m, offs[1], offs[2], false)})
+	}
 	if o.Wakeups {
-		progs = append(progs, prog{"sched_waking", wakingProgram(m, offs[1], offs[2], false)},
-			prog{"sched_wakeup_new", wakingProgram(m, offs[1], offs[2], true)})
+		progs = append(progs, prog{"sched_wakeup_new", wakingProgram(m, offs[1], offs[2], true)})
 	}
 	attachStart := monotonicNow()
 	for _, p := range progs {
@@ -463,7 +474,7 @@ func (t *Tracer) Drain(fn func(*Event)) error {
 			ev.Skipped = le.Uint64(b[offSkipped:])
 			// Records that refer to their call, or have no chains, have no
 			// room for a copy.
-			ev.Reduced = t.copyBytes > 0 && len(b) < hdrSize+t.copyBytes && ev.UserStack != InCall && ev.UserStack != NoStack
+			ev.Reduced = t.copyBytes > 0 && len(b) < hdrSize+t.copyBytes && ev.UserStack != InCall && ev.UserStack != NoStack && ev.UserStack != FromInterrupt
 		}
 		fn(&ev)
 	}
@@ -1577,7 +1588,8 @@ const (
 	walkEnter  = 0
 	walkExit   = 1
 	walkSwitch = 2
-	walkers    = 3
+	walkWaking = 3 // wakerStacksProgram
+	walkers    = 4
 )
 
 // Stack slots of stackID.

@@ -19,10 +19,12 @@ const FromInterrupt = -3 << 20
 // the record's, the waker's in Nr when its process is traced (else 0,
 // UserStack -1); for a traced waker, its user chain (UserStack), the
 // user registers at its entry into the kernel and the stack copy from
-// its SP, as a switch's, or UserStack FromInterrupt and no copy when the
-// tracepoint was hit on an interrupt's stack (not inside the current
-// task's kernel stack: x86-64 runs hard and soft interrupts on the CPU's
-// own stack). A wake-up of a thread not traced is not recorded: no critical
+// its SP, as a switch's, or UserStack FromInterrupt and no copy when an
+// interrupt made it: the tracepoint was hit on an interrupt's stack (not
+// inside the current task's kernel stack: x86-64 runs the hard and soft
+// interrupts that come in kernel mode on the CPU's own stack), or on the
+// task's stack under the registers an interrupt that came in user mode
+// saved (orig_ax negative). A wake-up of a thread not traced is not recorded: no critical
 // path of the traced processes goes through it, and a server wakes its
 // clients at every reply.
 func wakerStacksProgram(m fds, tgidOff, pidOff, stackOff int32, copyBytes, ringBytes int) asm.Instructions {
@@ -113,6 +115,12 @@ func wakerStacksProgram(m fds, tgidOff, pidOff, stackOff int32, copyBytes, ringB
 		asm.Sub.Reg(asm.R1, asm.R3),
 		asm.Sub.Reg(asm.R2, asm.R3),
 		asm.JGE.Reg(asm.R1, asm.R2, "wv_irq"),
+		// An interrupt that came in user mode runs on the task's stack,
+		// under the registers it saved there, whose orig_ax is negative
+		// (the vector's complement, or -1); a system call's is its number
+		// and an exception's its error code.
+		asm.LoadMem(asm.R1, rRegs, regOrigAX, asm.DWord),
+		asm.JSLT.Imm(asm.R1, 0, "wv_irq"),
 	)
 	stackID(&b, m, 1<<8, offUStack) // BPF_F_USER_STACK
 	userRegs(&b, m, copyBytes, true)

@@ -92,3 +92,70 @@ func TestWakerStacks(t *testing.T) {
 		}
 	})
 }
+
+// TestWakerStacksInterrupt: a timer's interrupt that wakes a traced
+// thread while another traced thread runs in user mode on that CPU is
+// not that thread's wake-up: both pinned to one CPU, the sleeper's 1 ms
+// sleeps end while the spinner spins, and no wake-up of the sleeper is
+// recorded as the spinner's with its stack; those the interrupt made on
+// it are FromInterrupt.
+func TestWakerStacksInterrupt(t *testing.T) {
+	testutil.NeedRoot(t)
+	threadStates(t, func(t *testing.T, hash bool) {
+		tr, tid := traceSelf(t, Options{Wakeups: true, WakerStacks: true, StackBytes: 256, RingBytes: 1 << 20, threadHash: hash})
+		defer tr.Close()
+		var cpu unix.CPUSet
+		cpu.Set(0)
+		if err := unix.SchedSetaffinity(0, &cpu); err != nil {
+			t.Fatal(err)
+		}
+		sleeper := make(chan int)
+		done := make(chan struct{})
+		go func() {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			unix.SchedSetaffinity(0, &cpu)
+			sleeper <- unix.Gettid()
+			for i := 0; i < 20; i++ {
+				ts := unix.NsecToTimespec(int64(time.Millisecond))
+				unix.Nanosleep(&ts, nil)
+			}
+			close(done)
+		}()
+		stid := <-sleeper
+		// Before it ran, the runtime may have woken the sleeper's thread
+		// from the spinner's to start its goroutine: a wake-up of its own.
+		var ts unix.Timespec
+		unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+		since := uint64(ts.Nano())
+		// Spin in user mode until the sleeper is done (a channel poll
+		// is a few loads, no system call).
+		for spinning := true; spinning; {
+			select {
+			case <-done:
+				spinning = false
+			default:
+			}
+		}
+		tr.Remove(uint32(os.Getpid()))
+		runtime.UnlockOSThread()
+		interrupts := 0
+		err := tr.Drain(func(ev *Event) {
+			if !ev.Waking || ev.TID != uint32(stid) || uint32(ev.Nr) != tid || ev.Time < since {
+				return
+			}
+			if ev.UserStack == FromInterrupt {
+				interrupts++
+			} else {
+				t.Errorf("the sleeper's wake-up recorded as the spinner's: user stack %d, IP %#x", ev.UserStack, ev.IP)
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The spinner is not always on the CPU when a timer fires (the
+		// sleeper's own switches, other tasks on a busy machine), so no
+		// count is asked for; the log says how many there were.
+		t.Logf("%d of the sleeper's 20 wake-ups made by an interrupt on the spinner", interrupts)
+	})
+}

@@ -6,6 +6,7 @@ import (
 	"io"
 	"runtime/debug"
 	"strings"
+	"sync"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -99,8 +100,39 @@ The methods, evidence and patterns: docs/cli.md (culprit diagnose), docs/vprof.m
 
 // diagnoseRuns runs vProf's analysis on the recordings of normal and buggy
 // runs, read one at a time; of the buggy runs, only what window selects
-// when it is not nil (the view's time range).
+// (nil: everything).
 func diagnoseRuns(normal, buggy []string, o vprof.Options, different bool, window *profile.Filter, stderr io.Writer) (*vprof.Result, error) {
+	d, err := newDiagnoser(normal, buggy, o, different, stderr)
+	if err != nil {
+		return nil, err
+	}
+	// Streamed: the analyzer takes the samples and values as they are
+	// read again, in time order, and keeps what it compares. A profile
+	// is no longer needed once added: its memory is given back before
+	// the next run loads.
+	return d.run(func(path string) (*profile.Profile, error) {
+		return loadProfileWith([]string{path}, stderr, loader.Options{Stream: true})
+	}, debug.FreeOSMemory, window)
+}
+
+// diagnoser runs vProf's analysis on the recordings of normal and buggy
+// runs of one program, as often as asked (culprit view: once per time
+// range), reading the program's machine code (basic blocks, reads,
+// deciders, guards) once for every analysis it runs.
+type diagnoser struct {
+	mu            sync.Mutex // one analysis at a time: the code's caches are not shared
+	o             vprof.Options
+	normal, buggy []string // the recordings (stored runs resolved)
+	exes          []profile.Executable
+	blocks        vprof.BlockFunc
+	reads         vprof.ReadsFunc
+	deciders      vprof.DecideFunc
+	guards        vprof.GuardFunc
+}
+
+// newDiagnoser checks the runs (one program, unless different) and
+// prepares their analysis with o.
+func newDiagnoser(normal, buggy []string, o vprof.Options, different bool, stderr io.Writer) (*diagnoser, error) {
 	normal, err := storedPaths(normal, stderr)
 	if err != nil {
 		return nil, err
@@ -112,27 +144,38 @@ func diagnoseRuns(normal, buggy []string, o vprof.Options, different bool, windo
 	if err != nil {
 		return nil, err
 	}
-	a, err := vprof.New(o)
-	if err != nil {
+	if _, err := vprof.New(o); err != nil {
 		return nil, usageError{err}
 	}
 	code := newCodeFinder(exes)
-	a.SetBlocks(blockFinder(code, stderr))
-	a.SetReads(readsFinder(code))
-	a.SetDeciders(deciderFinder(code))
-	a.SetGuards(guardFinder(code))
-	for i, path := range append(append([]string(nil), normal...), buggy...) {
-		// Streamed: the analyzer takes the samples and values as they
-		// are read again, in time order, and keeps what it compares.
-		p, err := loadProfileWith([]string{path}, stderr, loader.Options{Stream: true})
+	return &diagnoser{o: o, normal: normal, buggy: buggy, exes: exes, blocks: blockFinder(code, stderr),
+		reads: readsFinder(code), deciders: deciderFinder(code), guards: guardFinder(code)}, nil
+}
+
+// run analyses the runs, each profile loaded by load from its recording's
+// path (normal runs first) and, after it is added, done called (nil: not);
+// of the buggy runs, only what window selects (nil: everything).
+func (d *diagnoser) run(load func(path string) (*profile.Profile, error), done func(), window *profile.Filter) (*vprof.Result, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	a, err := vprof.New(d.o)
+	if err != nil {
+		return nil, usageError{err}
+	}
+	a.SetBlocks(d.blocks)
+	a.SetReads(d.reads)
+	a.SetDeciders(d.deciders)
+	a.SetGuards(d.guards)
+	for i, path := range append(append([]string(nil), d.normal...), d.buggy...) {
+		p, err := load(path)
 		if err != nil {
 			return nil, err
 		}
 		info := vprof.Run{Path: path}
-		if exes[i].Path != "" {
-			info.Executable = exes[i].String()
+		if d.exes[i].Path != "" {
+			info.Executable = d.exes[i].String()
 		}
-		if i < len(normal) {
+		if i < len(d.normal) {
 			err = a.AddNormal(p, info)
 		} else {
 			if window != nil {
@@ -143,9 +186,9 @@ func diagnoseRuns(normal, buggy []string, o vprof.Options, different bool, windo
 		if err != nil {
 			return nil, err
 		}
-		// The profile is no longer needed (the analyzer keeps what
-		// it uses): give its memory back before the next run loads.
-		debug.FreeOSMemory()
+		if done != nil {
+			done()
+		}
 	}
 	return a.Result()
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/culprit-dev/culprit/internal/analysis/models"
 	"github.com/culprit-dev/culprit/internal/analysis/variance"
 	"github.com/culprit-dev/culprit/internal/analysis/vprof"
+	"github.com/culprit-dev/culprit/internal/loader"
 	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/recording"
 	"github.com/culprit-dev/culprit/internal/render"
@@ -213,19 +214,46 @@ func viewInputs(ff *filterFlags, paths, bases []string, stderr io.Writer) (view.
 		}
 	}
 	if baseWhole != nil && len(whole.Values) > 0 && len(baseWhole.Values) > 0 {
-		in.Diagnose = func(rng view.Range) (*vprof.Result, error) {
-			var window *profile.Filter
-			if !rng.Whole() {
-				w := rng.Narrow(profile.Filter{AllEvents: true})
-				window = &w
-			}
-			return diagnoseRuns(bases, paths, vprof.DefaultOptions(), false, window, stderr)
-		}
+		in.Diagnose = viewDiagnose(bases, paths, baseWhole, whole, stderr)
 	}
 	if storeExists() {
 		storeInputs(&in)
 	}
 	return in, nil
+}
+
+// viewDiagnose is the diagnose page's analysis: the base's recordings as
+// normal runs, the viewed ones as buggy, with vProf's defaults. A side of
+// one recording is the profile the view loaded of it (baseWhole, whole:
+// every page reads the same load); a side of several is several runs,
+// each read from its recording on every analysis. The machine code of
+// the program is read once for every time range's analysis.
+func viewDiagnose(bases, paths []string, baseWhole, whole *profile.Profile, stderr io.Writer) func(view.Range) (*vprof.Result, error) {
+	d, err := newDiagnoser(bases, paths, vprof.DefaultOptions(), false, stderr)
+	if err != nil {
+		return func(view.Range) (*vprof.Result, error) { return nil, err }
+	}
+	loaded := map[string]*profile.Profile{}
+	if len(d.normal) == 1 {
+		loaded[d.normal[0]] = baseWhole
+	}
+	if len(d.buggy) == 1 {
+		loaded[d.buggy[0]] = whole
+	}
+	load := func(path string) (*profile.Profile, error) {
+		if p := loaded[path]; p != nil {
+			return p, nil
+		}
+		return loadProfileWith([]string{path}, stderr, loader.Options{Stream: true})
+	}
+	return func(rng view.Range) (*vprof.Result, error) {
+		var window *profile.Filter
+		if !rng.Whole() {
+			w := rng.Narrow(profile.Filter{AllEvents: true})
+			window = &w
+		}
+		return d.run(load, nil, window)
+	}
 }
 
 // storeInputs sets up the pages of the history store.

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/culprit-dev/culprit/internal/analysis/exprs"
@@ -28,14 +29,48 @@ import (
 // memo runs an analysis the first time its page is asked for and keeps
 // the result (or the error) for every later request.
 type memo[T any] struct {
-	o   sync.Once
-	v   T
-	err error
+	o       sync.Once
+	v       T
+	err     error
+	started atomic.Int64 // unix ns when run started (0: not yet)
+	done    chan struct{}
+	init    sync.Once
 }
 
 func (m *memo[T]) get(run func() (T, error)) (T, error) {
-	m.o.Do(func() { m.v, m.err = run() })
+	m.init.Do(func() { m.done = make(chan struct{}) })
+	m.o.Do(func() {
+		m.started.Store(time.Now().UnixNano())
+		defer close(m.done)
+		// A build that fails this way fails with a message, not the
+		// server (builds run in the background too).
+		defer func() {
+			if r := recover(); r != nil {
+				m.err = fmt.Errorf("internal error: %v", r)
+			}
+		}()
+		m.v, m.err = run()
+	})
 	return m.v, m.err
+}
+
+// within returns run's result if it is ready within wait (run started in
+// the background when it has not yet), else ok false and how long it has
+// been running.
+func (m *memo[T]) within(wait time.Duration, run func() (T, error)) (v T, err error, ok bool, running time.Duration) {
+	m.init.Do(func() { m.done = make(chan struct{}) })
+	go func() { _, _ = m.get(run) }()
+	t := time.NewTimer(wait)
+	defer t.Stop()
+	select {
+	case <-m.done:
+		return m.v, m.err, true, 0
+	case <-t.C:
+	}
+	if st := m.started.Load(); st != 0 {
+		running = time.Since(time.Unix(0, st))
+	}
+	return v, nil, false, running
 }
 
 // text draws with a render function into a string.
@@ -63,8 +98,12 @@ type rangePages = rangeMemo[[]byte]
 // cachedReport answers with the page of sections build makes of the time
 // range rng, made on the range's first request and kept (rangePages),
 // or the error build returns.
-func (s *Server) cachedReport(w http.ResponseWriter, pages *rangePages, title string, rng Range, build func(Range) ([]section, error)) {
-	body, err := pages.get(rng, func(rng Range) ([]byte, error) {
+//
+// A request does not wait for a build longer than buildWait: it is
+// answered with a page that says the page is being built and for how
+// long, and asks again (the builds ahead of use wait: waitBuilt).
+func (s *Server) cachedReport(w http.ResponseWriter, r *http.Request, pages *rangePages, title string, rng Range, build func(Range) ([]section, error)) {
+	run := func(rng Range) ([]byte, error) {
 		secs, err := build(rng)
 		if err != nil {
 			return nil, err
@@ -72,13 +111,43 @@ func (s *Server) cachedReport(w http.ResponseWriter, pages *rangePages, title st
 		var b bytes.Buffer
 		s.report(&b, title, rng, secs)
 		return b.Bytes(), nil
-	})
+	}
+	var body []byte
+	var err error
+	if r.Context().Value(waitBuilt{}) != nil {
+		body, err = pages.get(rng, run)
+	} else {
+		var ok bool
+		var running time.Duration
+		body, err, ok, running = pages.within(rng, buildWait, run)
+		if !ok {
+			s.building(w, title, rng, running)
+			return
+		}
+	}
 	if err != nil {
 		s.fail(w, title, err)
 		return
 	}
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	_, _ = w.Write(body)
+}
+
+// buildWait is how long a request waits for its page's build before it is
+// answered with a page that says the page is being built.
+const buildWait = 50 * time.Millisecond
+
+// waitBuilt is the context key of the builds ahead of use, which wait for
+// the page they build.
+type waitBuilt struct{}
+
+// building answers a request for a page whose build is not over: the
+// page says so, for how long it has been built, and asks for itself again
+// (put in place, as a link would) until it is built.
+func (s *Server) building(w http.ResponseWriter, title string, rng Range, running time.Duration) {
+	w.Header().Set("Cache-Control", "no-store")
+	s.html(w, "building.html", map[string]any{"Title": title, "Range": rng, "RangeText": rangeText(rng),
+		"Running": running.Round(100 * time.Millisecond).String()})
 }
 
 // report writes a page of sections of the time range rng.
@@ -134,7 +203,7 @@ var latencyPage = Page{
 				s.badRange(w, "Latency", err)
 				return
 			}
-			s.cachedReport(w, &pages, "Latency", rng, func(rng Range) ([]section, error) {
+			s.cachedReport(w, r, &pages, "Latency", rng, func(rng Range) ([]section, error) {
 				lat, err := s.in.Latency(rng)
 				if err != nil {
 					return nil, err
@@ -169,7 +238,7 @@ var contextsPage = Page{
 				s.badRange(w, "Contexts", err)
 				return
 			}
-			s.cachedReport(w, &pages, "Contexts", rng, func(rng Range) ([]section, error) {
+			s.cachedReport(w, r, &pages, "Contexts", rng, func(rng Range) ([]section, error) {
 				c, err := cmp.get(rng, s.in.Contexts)
 				if err != nil {
 					return nil, err
@@ -253,7 +322,7 @@ var diagnosePage = Page{
 				s.badRange(w, "Diagnose", err)
 				return
 			}
-			s.cachedReport(w, &pages, "Diagnose", rng, func(rng Range) ([]section, error) {
+			s.cachedReport(w, r, &pages, "Diagnose", rng, func(rng Range) ([]section, error) {
 				d, err := s.in.Diagnose(rng)
 				if err != nil {
 					return nil, err
@@ -288,7 +357,7 @@ var tracePage = Page{
 				s.badRange(w, "Traced calls", err)
 				return
 			}
-			s.cachedReport(w, &pages, "Traced calls", rng, func(rng Range) ([]section, error) {
+			s.cachedReport(w, r, &pages, "Traced calls", rng, func(rng Range) ([]section, error) {
 				p := s.p
 				if !rng.Whole() {
 					p = s.p.Apply(rng.Narrow(profile.Filter{AllEvents: true}))
@@ -370,7 +439,7 @@ var variancePage = Page{
 				s.badRange(w, "Variance tree", err)
 				return
 			}
-			s.cachedReport(w, &pages, "Variance tree", rng, func(rng Range) ([]section, error) {
+			s.cachedReport(w, r, &pages, "Variance tree", rng, func(rng Range) ([]section, error) {
 				v, err := s.in.Variance(rng)
 				if err != nil {
 					return nil, err

@@ -86,6 +86,17 @@ type memos[K comparable, T any] struct {
 // get returns run's result for r, run once per key kept; requests for
 // other keys do not wait for it.
 func (c *memos[K, T]) get(r K, run func(K) (T, error)) (T, error) {
+	return c.memo(r).get(func() (T, error) { return run(r) })
+}
+
+// within is get that waits for run's result at most wait (see
+// memo.within).
+func (c *memos[K, T]) within(r K, wait time.Duration, run func(K) (T, error)) (T, error, bool, time.Duration) {
+	return c.memo(r).within(wait, func() (T, error) { return run(r) })
+}
+
+// memo returns the memo of r, made and kept if it is not.
+func (c *memos[K, T]) memo(r K) *memo[T] {
 	c.mu.Lock()
 	m, ok := c.runs[r]
 	if !ok {
@@ -104,5 +115,5 @@ func (c *memos[K, T]) get(r K, run func(K) (T, error)) (T, error) {
 		}
 	}
 	c.mu.Unlock()
-	return m.get(func() (T, error) { return run(r) })
+	return m
 }

@@ -14,6 +14,7 @@
 package view
 
 import (
+	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"embed"
@@ -172,7 +173,7 @@ func New(in Inputs, stderr io.Writer) (*Server, error) {
 			// A page that fails here fails again, with its message, when
 			// it is asked for; the server goes on.
 			defer func() { _ = recover() }()
-			r, err := http.NewRequest(http.MethodGet, path, nil)
+			r, err := http.NewRequestWithContext(context.WithValue(context.Background(), waitBuilt{}, true), http.MethodGet, path, nil)
 			if err == nil {
 				h.ServeHTTP(discard{}, r)
 			}

@@ -4,6 +4,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -63,5 +64,66 @@ func TestPagesBuiltAhead(t *testing.T) {
 	}
 	if n := calls.Load(); n != 1 {
 		t.Errorf("latency ran %d times, want 1 (built ahead, then kept)", n)
+	}
+}
+
+// TestPageBuilding checks that a request for a page whose analysis is
+// still running is answered at once with a page that says so, and the
+// page itself once the analysis is over.
+func TestPageBuilding(t *testing.T) {
+	release := make(chan struct{})
+	var calls atomic.Int32
+	in := Inputs{Profile: &profile.Profile{}, Names: []string{"a.rec"},
+		Latency: func(Range) (*introperf.Result, error) {
+			calls.Add(1)
+			<-release
+			return &introperf.Result{Tree: introperf.NewTree(introperf.NewFuncTable())}, nil
+		}}
+	s, err := New(in, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(path string) *httptest.ResponseRecorder {
+		t.Helper()
+		got := make(chan *httptest.ResponseRecorder, 1)
+		go func() {
+			w := httptest.NewRecorder()
+			s.ServeHTTP(w, httptest.NewRequest(http.MethodGet, s.Path()+path, nil))
+			got <- w
+		}()
+		select {
+		case w := <-got:
+			return w
+		case <-time.After(2 * time.Minute): // a hang, not a timing
+			t.Fatalf("GET %s waited for the analysis to end", path)
+			return nil
+		}
+	}
+	for _, path := range []string{"latency", "latency?from=0s&to=1s"} {
+		w := get(path)
+		body := w.Body.String()
+		if w.Code != http.StatusOK || !strings.Contains(body, `id="building"`) || !strings.Contains(body, "culpritSwap(href, false)") {
+			t.Errorf("GET %s while its analysis runs: %d\n%s\nwant the page saying it is being built, asking again", path, w.Code, body)
+		}
+		if w.Header().Get("Cache-Control") != "no-store" {
+			t.Errorf("GET %s while its analysis runs: Cache-Control %q, want no-store", path, w.Header().Get("Cache-Control"))
+		}
+	}
+	close(release)
+	for _, path := range []string{"latency", "latency?from=0s&to=1s"} {
+		var body string
+		deadline := time.Now().Add(2 * time.Minute) // a hang, not a timing
+		for time.Now().Before(deadline) {
+			if body = get(path).Body.String(); !strings.Contains(body, `id="building"`) {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		if !strings.Contains(body, `<section id="latency">`) {
+			t.Errorf("GET %s after its analysis: want the page\n%s", path, body)
+		}
+	}
+	if n := calls.Load(); n != 2 {
+		t.Errorf("latency ran %d times, want 2 (the whole recording and the range, each once)", n)
 	}
 }

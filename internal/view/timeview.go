@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"regexp"
 	"slices"
+	"strconv"
 	"time"
 
 	"github.com/culprit-dev/culprit/internal/analysis/exprs"
@@ -73,6 +74,32 @@ var timePage = Page{
 			}
 			s.html(w, "time.html", map[string]any{"Pprof": pprofViews, "Pages": pages, "Data": inline})
 		})
+		// A lane of values, asked for by the page once its maps are
+		// drawn: ?src=K (the lane's source), of the range from, to.
+		mux.HandleFunc("GET /time/values", func(w http.ResponseWriter, r *http.Request) {
+			rng, err := requestRange(r)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadRequest)
+				return
+			}
+			src, err := strconv.Atoi(r.URL.Query().Get("src"))
+			if err != nil || src < 0 || src >= len(s.p.ValueSources) {
+				http.Error(w, fmt.Sprintf("src=%q: want the index of a sampled expression, 0 to %d", r.URL.Query().Get("src"), len(s.p.ValueSources)-1), http.StatusBadRequest)
+				return
+			}
+			l, err := s.valueLane(src, rng)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			b, err := json.Marshal(l)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
+			w.Header().Set("Content-Type", "application/json")
+			_, _ = w.Write(b)
+		})
 		mux.HandleFunc("GET /time/data", func(w http.ResponseWriter, r *http.Request) {
 			b, err := data.get(r.URL.Query().Get("f"), build)
 			if err != nil {
@@ -111,10 +138,13 @@ type TimeData struct {
 // of a kind counted per cell (Counts[c*Rows+r], as the maps' cells), the
 // values of a sampled expression (Points: ms from the start, value; at
 // most maxPoints, each the mean of a slice of the values), or one
-// thread's system calls and off-CPU spans.
+// thread's system calls and off-CPU spans. The time data names the lanes
+// of values (Src, Total) without their points: the page asks for each
+// (time/values, valueLane).
 type Lane struct {
 	Name   string       `json:"name"`
 	Kind   string       `json:"kind"` // "events", "values" or "thread"
+	Src    int          `json:"src"`  // a lane of values: its source, index of Profile.ValueSources
 	TID    uint32       `json:"tid,omitempty"`
 	Total  int          `json:"total"`
 	Counts []int        `json:"counts,omitempty"`
@@ -318,24 +348,79 @@ func (s *Server) lanes(secs int) []Lane {
 			}
 		}
 	}
-	for _, sum := range exprs.Summarize(s.p, exprs.Options{Series: maxPoints}) {
-		if len(sum.Series) == 0 {
-			continue
-		}
-		name := sum.Expr
-		if sum.Function != "" {
-			name = sum.Function + ": " + name
-		}
-		l := Lane{Name: name, Kind: "values", Total: sum.Count, Min: sum.Min, Max: sum.Max}
-		for _, pt := range sum.Series {
-			if math.IsNaN(pt.Value) || math.IsInf(pt.Value, 0) {
-				continue
-			}
-			l.Points = append(l.Points, [2]float64{pt.T * 1000, pt.Value})
-		}
-		if len(l.Points) > 0 {
-			out = append(out, l)
+	// The lanes of values: named, counted; their points come on request.
+	counts, err := s.p.ValueCounts()
+	if err != nil {
+		return out
+	}
+	for i, c := range counts {
+		if c.Present > 0 {
+			out = append(out, Lane{Name: valueName(s.p.ValueSources[i]), Kind: "values", Src: i, Total: c.Present})
 		}
 	}
 	return out
+}
+
+// valueName is how a lane names a sampled expression.
+func valueName(src recording.ValueSource) string {
+	if src.Function != "" {
+		return src.Function + ": " + src.Name
+	}
+	return src.Name
+}
+
+// sourceValues are the values of one sampled expression, in time order,
+// those present and finite.
+type sourceValues struct {
+	times []uint64
+	vals  []float64
+}
+
+// values returns the server's values by source, read once.
+func (s *Server) values() ([]sourceValues, error) {
+	return s.valuesMemo.get(func() ([]sourceValues, error) {
+		out := make([]sourceValues, len(s.p.ValueSources))
+		err := s.p.EachValue(func(v *profile.Value) bool {
+			if v.Source < 0 || int(v.Source) >= len(out) || v.Missing() {
+				return true
+			}
+			f := v.Float64()
+			if math.IsNaN(f) || math.IsInf(f, 0) {
+				return true
+			}
+			sv := &out[v.Source]
+			sv.times = append(sv.times, v.Time)
+			sv.vals = append(sv.vals, f)
+			return true
+		})
+		return out, err
+	})
+}
+
+// valueLane is the lane of the values of source src in the range rng: on
+// the time view's axis (ms from the first sample), at most maxPoints.
+func (s *Server) valueLane(src int, rng Range) (Lane, error) {
+	all, err := s.values()
+	if err != nil {
+		return Lane{}, err
+	}
+	sv := all[src]
+	lo, hi := 0, len(sv.times)
+	if !rng.Whole() {
+		from, to := s.p.StartTime+uint64(rng.From), s.p.StartTime+uint64(rng.To)
+		lo, _ = slices.BinarySearch(sv.times, from)
+		hi, _ = slices.BinarySearch(sv.times, to)
+	}
+	l := Lane{Name: valueName(s.p.ValueSources[src]), Kind: "values", Src: src, Total: hi - lo}
+	if hi == lo {
+		return l, nil
+	}
+	l.Min, l.Max = sv.vals[lo], sv.vals[lo]
+	for _, v := range sv.vals[lo:hi] {
+		l.Min, l.Max = min(l.Min, v), max(l.Max, v)
+	}
+	for _, pt := range exprs.Series(sv.times[lo:hi], sv.vals[lo:hi], s.p.StartTime, maxPoints) {
+		l.Points = append(l.Points, [2]float64{pt.T * 1000, pt.Value})
+	}
+	return l, nil
 }

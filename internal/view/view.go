@@ -96,7 +96,8 @@ type Server struct {
 	uis  uiCache        // pprof's UI per time range ("" the whole profile)
 	objs driver.ObjTool // the objects for pprof's UIs (nil: none)
 
-	offMemo memo[*profile.Profile] // offCPU's
+	offMemo    memo[*profile.Profile] // offCPU's
+	valuesMemo memo[[]sourceValues]   // the time view's values by source
 
 	// warm are the page's builds that New starts in the background, in
 	// order; a page's Handler adds its own.
@@ -163,6 +164,11 @@ func New(in Inputs, stderr io.Writer) (*Server, error) {
 				pages.warm()
 			}
 		})
+	}
+	// Then the time view's values by source, which its lanes of values
+	// ask for once its maps are drawn.
+	if len(s.p.ValueSources) > 0 {
+		s.warm = append(s.warm, func() { _, _ = s.values() })
 	}
 	// Last, every page the index links to, of the whole recording, so that
 	// a first click shows what was kept instead of running its analysis

@@ -131,7 +131,7 @@ func Summarize(p *profile.Profile, o Options) []Summary {
 				s.Hist = histogram(sorted, o.Bins)
 			}
 			if o.Series > 0 {
-				s.Series = series(a.times, a.vals, p.StartTime, o.Series)
+				s.Series = Series(a.times, a.vals, p.StartTime, o.Series)
 			}
 			s.Names = names(src.Enum, a.vals, a.weights, wsum)
 		}
@@ -212,8 +212,10 @@ func histogram(sorted []float64, bins int) []Bin {
 	return out
 }
 
-// series keeps at most n points, averaging the values of each time slice.
-func series(times []uint64, vals []float64, start uint64, n int) []Point {
+// Series keeps at most n points of the values vals taken at times (in
+// time order), averaging the values of each slice of them; T is seconds
+// from start.
+func Series(times []uint64, vals []float64, start uint64, n int) []Point {
 	if len(vals) <= n {
 		out := make([]Point, len(vals))
 		for i := range vals {

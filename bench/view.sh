@@ -85,9 +85,13 @@
 #   analyses' pages  (a table of their own) diagnose, traced calls,
 #                 variance, stored runs and models, each input on a server
 #                 of its own (below): ready and open as above; first GET,
-#                 the page asked for as soon as the index is drawn (what
-#                 a first click waits: the page's build ahead of use, its
-#                 analysis run, if not over); the server's CPU time once
+#                 the page asked for as soon as the index is drawn (a
+#                 page not yet built is answered at once with a page
+#                 saying so); built, from then until the page itself
+#                 is answered (its build ahead of use, its analysis
+#                 run, if not over); for diagnose, its time view opened
+#                 right after the index: the maps drawn, and every lane
+#                 of sampled values drawn; the server's CPU time once
 #                 its builds ahead are over; paint, the page loaded by
 #                 navigation → drawn (renderer ms, kB); then, the server
 #                 idle, the page clicked on the index, put in place, the
@@ -225,7 +229,7 @@ if [[ -n $baserev ]]; then
 fi
 # The analyses' pages: a row per page and build.
 echo
-echo "| culprit | page | ready ms | open ms | first GET ms | server CPU ms, builds over | paint ms (renderer ms, kB) | from index in place: page ms, wall ms (renderer ms, server CPU ms) | again | links in place: page ms, wall ms (renderer ms, server CPU ms) |"
+echo "| culprit | page | ready ms | open ms | first GET ms (built ms) | server CPU ms, builds over | paint ms (renderer ms, kB) | from index in place: page ms, wall ms (renderer ms, server CPU ms) | again | links in place: page ms, wall ms (renderer ms, server CPU ms) |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
 arow() {
 	local file=$1 name=$2 srv=$3 pg=$4
@@ -238,7 +242,7 @@ arow() {
 			links+="${links:+; }${l%_swap}: $(swap "$l")"
 		fi
 	done
-	echo "| $name | $pg | $(get "$srv"_ready_ms) | $(get "$srv"_open_ms) | $(get "$pg"_first_get_ms) | $(get "$srv"_built_cpu_ms) | $(get "$pg"_paint_ms) ($(get "$pg"_task_ms), $(get "$pg"_kb)) | $(swap "$pg"_index_swap) | $(swap "$pg"_index_again_swap) | ${links:--} |"
+	echo "| $name | $pg | $(get "$srv"_ready_ms) | $(get "$srv"_open_ms) | $(get "$pg"_first_get_ms) ($(get "$pg"_built_ms)) | $(get "$srv"_built_cpu_ms) | $(get "$pg"_paint_ms) ($(get "$pg"_task_ms), $(get "$pg"_kb)) | $(swap "$pg"_index_swap) | $(swap "$pg"_index_again_swap) | ${links:--} |"
 }
 arows() {
 	arow "$1" "$2" diagnose diagnose diagnose_fn_swap
@@ -250,5 +254,15 @@ arows() {
 arows runs.txt "$head"
 if [[ -n $baserev ]]; then
 	arows runs.base.txt "$(git -C "$root" rev-parse --short "$baserev")"
+fi
+# diagnose's time view, opened at once: maps, then every lane of values.
+tv() {
+	local file=$1 name=$2
+	get() { tr ' ' '\n' <"$file" | grep "^$1=" | cut -d= -f2 | median; }
+	echo "# $name: diagnose's time view opened at once: maps drawn $(get diagnose_time_paint_ms) ms, its $(get diagnose_time_lanes) lanes of values drawn $(get diagnose_time_lanes_ms) ms after navigation"
+}
+tv runs.txt "$head"
+if [[ -n $baserev ]]; then
+	tv runs.base.txt "$(git -C "$root" rev-parse --short "$baserev")"
 fi
 echo "# load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -18,6 +18,7 @@ package main
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
@@ -341,7 +342,7 @@ func run(culprit, chromium, rec string) error {
 		m, err := interaction(bctx, pid, "flame_swap",
 			func() error { return chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`#flamegraph`))) },
 			`(document.documentElement.dataset.culpritSwapped || "").includes("/flamegraph") && !!document.querySelector("#stack-chart .boxtext")`,
-			`window.culpritSwapped`)
+			swapTiming)
 		if err != nil {
 			return fmt.Errorf("the flame graph from top's View menu: %v", err)
 		}
@@ -368,7 +369,7 @@ func run(culprit, chromium, rec string) error {
 		m, err = interaction(bctx, pid, "top_filter_swap",
 			func() error { return chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`#hide`))) },
 			`new URL(location.href).searchParams.has("h") && (document.documentElement.dataset.culpritSwapped || "").includes("/top?") && !!document.querySelector("#toptable tbody tr")`,
-			`window.culpritSwapped`)
+			swapTiming)
 		if err != nil {
 			return fmt.Errorf("hiding %s on top: %v", hide, err)
 		}
@@ -398,7 +399,7 @@ func run(culprit, chromium, rec string) error {
 				return chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`#pprof a[href$="pprof/all/flamegraph"]`)))
 			},
 			`(document.documentElement.dataset.culpritSwapped || "").includes("/flamegraph") && !!document.querySelector("#stack-chart .boxtext")`,
-			`window.culpritSwapped`)
+			swapTiming)
 		if err != nil {
 			return fmt.Errorf("the flame graph from the index: %v", err)
 		}
@@ -416,7 +417,7 @@ func run(culprit, chromium, rec string) error {
 			m, err = interaction(bctx, pid, "time_index_swap",
 				func() error { return chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`#pages a[href="time"]`))) },
 				`(document.documentElement.dataset.culpritSwapped || "").endsWith("/time") && !!document.querySelector("#maps svg.heat path.cell")`,
-				`window.culpritSwapped`)
+				swapTiming)
 			if err != nil {
 				return fmt.Errorf("the time view from the index: %v", err)
 			}
@@ -436,7 +437,7 @@ func run(culprit, chromium, rec string) error {
 			waitIdle(pid)
 			m, err := interaction(bctx, pid, "fn_index_swap",
 				func() error { return chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`#pages a[href="fn"]`))) },
-				fnShown(""), `window.culpritSwapped`)
+				fnShown(""), swapTiming)
 			if err != nil {
 				return fmt.Errorf("the function page from the index: %v", err)
 			}
@@ -447,7 +448,7 @@ func run(culprit, chromium, rec string) error {
 					return chromedp.Do(bctx, chromedp.SetValue(chromedp.CSS(`form input[name="f"]`), hide),
 						chromedp.Click(chromedp.CSS(`form button`)))
 				},
-				fnShown("?f="+hide)+` && !!document.querySelector("#threads tr")`, `window.culpritSwapped`)
+				fnShown("?f="+hide)+` && !!document.querySelector("#threads tr")`, swapTiming)
 			if err != nil {
 				return fmt.Errorf("the function page of %s from its form: %v", hide, err)
 			}
@@ -460,7 +461,7 @@ func run(culprit, chromium, rec string) error {
 			waitIdle(pid)
 			m, err = interaction(bctx, pid, "fn_top_swap",
 				func() error { return chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`#culprit-nav a[href$="/fn"]`))) },
-				fnShown("?f="+other)+` && !!document.querySelector("#threads tr")`, `window.culpritSwapped`)
+				fnShown("?f="+other)+` && !!document.querySelector("#threads tr")`, swapTiming)
 			if err != nil {
 				return fmt.Errorf("the function page of %s from top: %v", other, err)
 			}
@@ -610,7 +611,7 @@ func eventPages(bctx context.Context, culprit string) ([]string, error) {
 				return err
 			},
 			`!!document.documentElement.dataset.culpritSwapped && !!document.querySelector(`+strconv.Quote(st.drawn)+`)`,
-			`window.culpritSwapped`)
+			swapTiming)
 		if err != nil {
 			return nil, fmt.Errorf("%s from %q: %v", st.what, st.from, err)
 		}
@@ -664,6 +665,26 @@ func interaction(ctx context.Context, pid int, what string, act func() error, dr
 	return out, nil
 }
 
+// swapTiming is the page's split of a page put in place
+// (window.culpritSwapped: fetch, parse, run) with the fetch's own split
+// from the browser's resource timing of it: queue (fetch called → request
+// sent: a connection made or waited for), connect (a new connection's
+// setup, 0 when one was reused), wait (request sent → first byte of the
+// answer: the server's time and the loopback's) and body (first byte →
+// last). The timings are cleared after, so that the buffer never fills.
+const swapTiming = `(() => {
+  const s = Object.assign({}, window.culpritSwapped);
+  const e = performance.getEntriesByType("resource").filter(e => e.initiatorType === "fetch").pop();
+  if (e) {
+    s.fetch_queue = e.requestStart - e.startTime;
+    s.fetch_connect = e.connectEnd - e.connectStart;
+    s.fetch_wait = e.responseStart - e.requestStart;
+    s.fetch_body = e.responseEnd - e.responseStart;
+  }
+  performance.clearResourceTimings();
+  return s;
+})()`
+
 // waitFor waits, up to a minute, until the JavaScript expression cond
 // holds in the page, asking every 5 ms.
 func waitFor(ctx context.Context, cond string) error {
@@ -694,6 +715,31 @@ func timeGet(u, what string) (time.Duration, error) {
 		return 0, fmt.Errorf("%s: %s", what, resp.Status)
 	}
 	return time.Since(t), nil
+}
+
+// timeBuilt asks for the page at u until it is built (the server
+// answers a page not yet built at once, saying so: id="building") and
+// returns how long that took, from its first request.
+func timeBuilt(u, what string) (time.Duration, error) {
+	t := time.Now()
+	for {
+		resp, err := http.Get(u)
+		if err != nil {
+			return 0, err
+		}
+		body, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil {
+			return 0, err
+		}
+		if resp.StatusCode != http.StatusOK {
+			return 0, fmt.Errorf("%s: %s", what, resp.Status)
+		}
+		if !bytes.Contains(body, []byte(`id="building"`)) {
+			return time.Since(t), nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 // sampledCells returns the cells of the time view's heat map of all
@@ -825,6 +871,7 @@ type analysisServer struct {
 	key, dir string
 	args     []string
 	pages    []analysisPage
+	values   bool // the recordings hold sampled values: the time view's lanes of them are timed
 }
 
 // analysisServers are the servers of the inputs given by flags.
@@ -835,7 +882,7 @@ func analysisServers() []analysisServer {
 			{"diagnose", "diagnose", `#diagnosis pre`, []pageClick{
 				{"diagnose_fn_swap", "diagnose", `#diagnosis a.fn`, `#share`, false},
 			}},
-		}})
+		}, true})
 	}
 	if traceRec != "" {
 		args := []string{traceRec}
@@ -846,14 +893,14 @@ func analysisServers() []analysisServer {
 			{"trace", "trace", `#functions pre`, []pageClick{
 				{"trace_fn_swap", "trace", `#functions a.fn`, `#share`, true},
 			}},
-		}})
+		}, false})
 	}
 	if varianceRec != "" {
 		out = append(out, analysisServer{"variance", "", []string{varianceRec}, []analysisPage{
 			{"variance", "variance", `#variance pre`, []pageClick{
 				{"variance_fn_swap", "variance", `#variance a.fn`, `#share`, true},
 			}},
-		}})
+		}, false})
 	}
 	if storeDir != "" {
 		out = append(out, analysisServer{"store", storeDir, nil, []analysisPage{
@@ -865,7 +912,7 @@ func analysisServers() []analysisServer {
 				{"history_rev_swap", "models", `#commits tr:last-child a.check`, `#check pre`, false},
 				{"models_rev_swap", "models", `#commits tr:last-child a.models`, `#models pre`, false},
 			}},
-		}})
+		}, false})
 	}
 	return out
 }
@@ -924,12 +971,34 @@ func analysisServerPages(bctx context.Context, culprit string, sv analysisServer
 	}
 	open := time.Since(start)
 	res := []string{fmt.Sprintf("%s_ready_ms=%s %s_open_ms=%s %s_open_cpu_ms=%s", sv.key, ms(ready), sv.key, ms(open), sv.key, ms(cpuTime(pid)))}
+	if sv.values {
+		// The time view opened at once: its maps drawn, then every lane
+		// of values (each asked for once the maps are drawn).
+		t := time.Now()
+		if err := chromedp.Do(bctx, chromedp.Navigate(base+"time"), chromedp.WaitVisible(chromedp.CSS(`#maps svg.heat`))); err != nil {
+			return nil, fmt.Errorf("time view: %v", err)
+		}
+		maps := time.Since(t)
+		if err := waitFor(bctx, `document.querySelectorAll("#lanes svg.lane.values").length > 0 && !document.querySelector("#lanes svg.lane.values.pending")`); err != nil {
+			return nil, err
+		}
+		lanes := time.Since(t)
+		n, _ := chromedp.Run(bctx, chromedp.Evaluate[int](`document.querySelectorAll("#lanes svg.lane.values polyline").length`))
+		res = append(res, fmt.Sprintf("%s_time_paint_ms=%s %s_time_lanes_ms=%s %s_time_lanes=%d", sv.key, ms(maps), sv.key, ms(lanes), sv.key, n))
+		if err := chromedp.Do(bctx, chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS(`#pages a`))); err != nil {
+			return nil, fmt.Errorf("index: %v", err)
+		}
+	}
 	for _, pg := range sv.pages {
 		d, err := timeGet(base+pg.path, pg.key)
 		if err != nil {
 			return nil, err
 		}
-		res = append(res, fmt.Sprintf("%s_first_get_ms=%s", pg.key, ms(d)))
+		b, err := timeBuilt(base+pg.path, pg.key)
+		if err != nil {
+			return nil, err
+		}
+		res = append(res, fmt.Sprintf("%s_first_get_ms=%s %s_built_ms=%s", pg.key, ms(d), pg.key, ms(b)))
 	}
 	// The builds ahead of use end; the whole build's CPU time.
 	waitIdle(pid)
@@ -981,7 +1050,7 @@ func clickInPlace(bctx context.Context, pid int, base string, c pageClick) (stri
 			return err
 		},
 		`!!document.documentElement.dataset.culpritSwapped && !!document.querySelector(`+strconv.Quote(c.drawn)+`)`,
-		`window.culpritSwapped`)
+		swapTiming)
 	if err != nil {
 		return "", fmt.Errorf("%s from %q: %v", c.what, c.from, err)
 	}

@@ -369,11 +369,13 @@ func valueName(src recording.ValueSource) string {
 	return src.Name
 }
 
-// sourceValues are the values of one sampled expression, in time order,
-// those present and finite.
+// sourceValues are the values of one sampled expression present, in time
+// order: the finite ones (times, vals) and the times of the others
+// (NaN, infinities: counted, not drawn).
 type sourceValues struct {
 	times []uint64
 	vals  []float64
+	odd   []uint64
 }
 
 // values returns the server's values by source, read once.
@@ -385,10 +387,11 @@ func (s *Server) values() ([]sourceValues, error) {
 				return true
 			}
 			f := v.Float64()
+			sv := &out[v.Source]
 			if math.IsNaN(f) || math.IsInf(f, 0) {
+				sv.odd = append(sv.odd, v.Time)
 				return true
 			}
-			sv := &out[v.Source]
 			sv.times = append(sv.times, v.Time)
 			sv.vals = append(sv.vals, f)
 			return true
@@ -405,13 +408,18 @@ func (s *Server) valueLane(src int, rng Range) (Lane, error) {
 		return Lane{}, err
 	}
 	sv := all[src]
-	lo, hi := 0, len(sv.times)
-	if !rng.Whole() {
-		from, to := s.p.StartTime+uint64(rng.From), s.p.StartTime+uint64(rng.To)
-		lo, _ = slices.BinarySearch(sv.times, from)
-		hi, _ = slices.BinarySearch(sv.times, to)
+	// The values from From up to To, as Filter selects them.
+	within := func(times []uint64) (int, int) {
+		if rng.Whole() {
+			return 0, len(times)
+		}
+		lo, _ := slices.BinarySearch(times, s.p.StartTime+uint64(rng.From))
+		hi, _ := slices.BinarySearch(times, s.p.StartTime+uint64(rng.To))
+		return lo, hi
 	}
-	l := Lane{Name: valueName(s.p.ValueSources[src]), Kind: "values", Src: src, Total: hi - lo}
+	lo, hi := within(sv.times)
+	olo, ohi := within(sv.odd)
+	l := Lane{Name: valueName(s.p.ValueSources[src]), Kind: "values", Src: src, Total: hi - lo + ohi - olo}
 	if hi == lo {
 		return l, nil
 	}

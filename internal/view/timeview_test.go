@@ -1,0 +1,111 @@
+package view
+
+import (
+	"encoding/json"
+	"io"
+	"math"
+	"net/http"
+	"net/http/httptest"
+	"testing"
+
+	"github.com/culprit-dev/culprit/internal/profile"
+	"github.com/culprit-dev/culprit/internal/recording"
+)
+
+// TestValueLanes checks that the time view's data names and counts the
+// lanes of sampled values without their points, and that each lane's
+// points come on request, of the whole recording or of a range: the
+// values of that source alone in it, missing and non-finite ones left
+// out.
+func TestValueLanes(t *testing.T) {
+	const start = 1_000_000_000
+	p := &profile.Profile{
+		Frames:       []profile.Frame{{Function: "main"}},
+		Stacks:       [][]int32{{0}},
+		Threads:      map[uint32]profile.Thread{1: {PID: 1, TID: 1, Comm: "main"}},
+		StartTime:    start,
+		ValueSources: []recording.ValueSource{{Name: "n", Function: "work"}, {Name: "g"}, {Name: "never"}},
+	}
+	// 4 s of samples every 10 ms, each with a value of n (its time in ms),
+	// one of g (NaN every 10th) and a missing one of never.
+	for i := range 400 {
+		tm := uint64(start + i*10_000_000)
+		p.Samples = append(p.Samples, profile.Sample{Time: tm, PID: 1, TID: 1, Period: 10_000_000, Event: recording.EventCPU})
+		p.Values = append(p.Values,
+			profile.Value{Time: tm, PID: 1, TID: 1, Source: 0, Type: recording.ValueInt, Bits: uint64(i * 10)},
+			profile.Value{Time: tm, PID: 1, TID: 1, Source: 1, Type: recording.ValueFloat, Bits: math.Float64bits(float64(i % 7))},
+			profile.Value{Time: tm, PID: 1, TID: 1, Source: 2, Type: recording.ValueMissing})
+		if i%10 == 0 {
+			p.Values[len(p.Values)-2].Bits = math.Float64bits(math.NaN())
+		}
+	}
+	s, err := New(Inputs{Profile: p, Names: []string{"a.rec"}}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(path string, v any) int {
+		t.Helper()
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, httptest.NewRequest(http.MethodGet, s.Path()+path, nil))
+		if w.Code == http.StatusOK {
+			if err := json.Unmarshal(w.Body.Bytes(), v); err != nil {
+				t.Fatalf("GET %s: %v\n%s", path, err, w.Body)
+			}
+		}
+		return w.Code
+	}
+	var data TimeData
+	if code := get("time/data", &data); code != http.StatusOK {
+		t.Fatalf("GET time/data: %d", code)
+	}
+	var lanes []Lane
+	for _, l := range data.Lanes {
+		if l.Kind == "values" {
+			lanes = append(lanes, l)
+		}
+	}
+	if len(lanes) != 2 || lanes[0].Name != "work: n" || lanes[0].Src != 0 || lanes[0].Total != 400 ||
+		lanes[1].Name != "g" || lanes[1].Src != 1 || lanes[1].Total != 400 {
+		t.Fatalf("time data's lanes of values: %+v; want work: n and g (400 values each, NaN counted), never (none) left out", lanes)
+	}
+	for _, l := range lanes {
+		if len(l.Points) > 0 {
+			t.Errorf("time data's lane %s carries %d points, want none (asked for apart)", l.Name, len(l.Points))
+		}
+	}
+	for _, c := range []struct {
+		query          string
+		total          int
+		min, max       float64
+		firstMS, maxMS float64
+	}{
+		{"src=0", 400, 0, 3990, 0, 3990},
+		{"src=0&from=1s&to=2s", 100, 1000, 1990, 1000, 1990},
+		{"src=1", 400, 0, 6, 10, 3990},
+	} {
+		var l Lane
+		if code := get("time/values?"+c.query, &l); code != http.StatusOK {
+			t.Fatalf("GET time/values?%s: %d", c.query, code)
+		}
+		if l.Total != c.total || l.Min != c.min || l.Max != c.max || len(l.Points) == 0 || len(l.Points) > maxPoints {
+			t.Errorf("time/values?%s: %d values, %v to %v, %d points; want %d, %v to %v, 1 to %d points",
+				c.query, l.Total, l.Min, l.Max, len(l.Points), c.total, c.min, c.max, maxPoints)
+			continue
+		}
+		if first, last := l.Points[0][0], l.Points[len(l.Points)-1][0]; first < c.firstMS || last > c.maxMS {
+			t.Errorf("time/values?%s: points from %v to %v ms, want within %v to %v", c.query, first, last, c.firstMS, c.maxMS)
+		}
+		for _, pt := range l.Points {
+			if math.IsNaN(pt[1]) || pt[1] < c.min || pt[1] > c.max {
+				t.Errorf("time/values?%s: point %v outside %v to %v", c.query, pt, c.min, c.max)
+				break
+			}
+		}
+	}
+	for _, q := range []string{"src=3", "src=-1", "src=x", "", "src=0&from=2s"} {
+		var l Lane
+		if code := get("time/values?"+q, &l); code != http.StatusBadRequest {
+			t.Errorf("GET time/values?%s: %d, want 400", q, code)
+		}
+	}
+}

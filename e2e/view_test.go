@@ -166,6 +166,8 @@ func TestViewSecurity(t *testing.T) {
 		"latency?from=" + q + "&to=" + q,
 		"time?f=" + q,
 		"time/data?f=" + q,
+		"time/values?src=0&from=" + q + "&to=" + q,
+		"time/values?src=" + q,
 		"history?store=" + q,
 		"models?store=" + q + "&rev=" + q,
 		url.PathEscape(rel),

@@ -59,6 +59,11 @@ func (m *memo[T]) get(run func() (T, error)) (T, error) {
 // been running.
 func (m *memo[T]) within(wait time.Duration, run func() (T, error)) (v T, err error, ok bool, running time.Duration) {
 	m.init.Do(func() { m.done = make(chan struct{}) })
+	select {
+	case <-m.done:
+		return m.v, m.err, true, 0
+	default:
+	}
 	go func() { _, _ = m.get(run) }()
 	t := time.NewTimer(wait)
 	defer t.Stop()

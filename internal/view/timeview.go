@@ -74,25 +74,35 @@ var timePage = Page{
 			}
 			s.html(w, "time.html", map[string]any{"Pprof": pprofViews, "Pages": pages, "Data": inline})
 		})
-		// A lane of values, asked for by the page once its maps are
-		// drawn: ?src=K (the lane's source), of the range from, to.
+		// Lanes of values, asked for by the page once its maps are
+		// drawn: ?src=K (a lane's source; repeated for several, at most
+		// maxLanesAsked), of the range from, to; answered as a list.
 		mux.HandleFunc("GET /time/values", func(w http.ResponseWriter, r *http.Request) {
 			rng, err := requestRange(r)
 			if err != nil {
 				http.Error(w, err.Error(), http.StatusBadRequest)
 				return
 			}
-			src, err := strconv.Atoi(r.URL.Query().Get("src"))
-			if err != nil || src < 0 || src >= len(s.p.ValueSources) {
-				http.Error(w, fmt.Sprintf("src=%q: want the index of a sampled expression, 0 to %d", r.URL.Query().Get("src"), len(s.p.ValueSources)-1), http.StatusBadRequest)
+			srcs := r.URL.Query()["src"]
+			if len(srcs) == 0 || len(srcs) > maxLanesAsked {
+				http.Error(w, fmt.Sprintf("want 1 to %d src parameters, the lanes' sources", maxLanesAsked), http.StatusBadRequest)
 				return
 			}
-			l, err := s.valueLane(src, rng)
-			if err != nil {
-				http.Error(w, err.Error(), http.StatusInternalServerError)
-				return
+			lanes := make([]Lane, 0, len(srcs))
+			for _, q := range srcs {
+				src, err := strconv.Atoi(q)
+				if err != nil || src < 0 || src >= len(s.p.ValueSources) {
+					http.Error(w, fmt.Sprintf("src=%q: want the index of a sampled expression, 0 to %d", q, len(s.p.ValueSources)-1), http.StatusBadRequest)
+					return
+				}
+				l, err := s.valueLane(src, rng)
+				if err != nil {
+					http.Error(w, err.Error(), http.StatusInternalServerError)
+					return
+				}
+				lanes = append(lanes, l)
 			}
-			b, err := json.Marshal(l)
+			b, err := json.Marshal(lanes)
 			if err != nil {
 				http.Error(w, err.Error(), http.StatusInternalServerError)
 				return
@@ -159,6 +169,10 @@ type Lane struct {
 
 // maxPoints is how many points a lane of values draws at most.
 const maxPoints = 800
+
+// maxLanesAsked is how many lanes of values one request asks for at most
+// (the page asks for lanesAsked at a time).
+const maxLanesAsked = 64
 
 // heatMaps counts the samples of p (the server's or a part of them) per
 // thread per cell, offsets from the profile's first sample as --from and

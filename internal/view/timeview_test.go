@@ -83,10 +83,11 @@ func TestValueLanes(t *testing.T) {
 		{"src=0&from=1s&to=2s", 100, 1000, 1990, 1000, 1990},
 		{"src=1", 400, 0, 6, 10, 3990},
 	} {
-		var l Lane
-		if code := get("time/values?"+c.query, &l); code != http.StatusOK {
-			t.Fatalf("GET time/values?%s: %d", c.query, code)
+		var ls []Lane
+		if code := get("time/values?"+c.query, &ls); code != http.StatusOK || len(ls) != 1 {
+			t.Fatalf("GET time/values?%s: %d, %d lanes", c.query, code, len(ls))
 		}
+		l := ls[0]
 		if l.Total != c.total || l.Min != c.min || l.Max != c.max || len(l.Points) == 0 || len(l.Points) > maxPoints {
 			t.Errorf("time/values?%s: %d values, %v to %v, %d points; want %d, %v to %v, 1 to %d points",
 				c.query, l.Total, l.Min, l.Max, len(l.Points), c.total, c.min, c.max, maxPoints)
@@ -102,10 +103,23 @@ func TestValueLanes(t *testing.T) {
 			}
 		}
 	}
-	for _, q := range []string{"src=3", "src=-1", "src=x", "", "src=0&from=2s"} {
-		var l Lane
+	// Several lanes at once: each as asked alone, in the order asked.
+	var two, one, zero []Lane
+	get("time/values?src=1&src=0&from=1s&to=2s", &two)
+	get("time/values?src=1&from=1s&to=2s", &one)
+	get("time/values?src=0&from=1s&to=2s", &zero)
+	if len(two) != 2 || len(one) != 1 || len(zero) != 1 || two[0].Src != 1 || two[1].Src != 0 ||
+		two[0].Total != one[0].Total || two[1].Total != zero[0].Total || len(two[1].Points) != len(zero[0].Points) {
+		t.Errorf("time/values?src=1&src=0: %+v\nwant the lanes of src=1 and src=0 asked alone", two)
+	}
+	many := "src=0"
+	for range maxLanesAsked {
+		many += "&src=0"
+	}
+	for _, q := range []string{"src=3", "src=-1", "src=x", "", "src=0&from=2s", "src=0&src=9", many} {
+		var l []Lane
 		if code := get("time/values?"+q, &l); code != http.StatusBadRequest {
-			t.Errorf("GET time/values?%s: %d, want 400", q, code)
+			t.Errorf("GET time/values?%.40s: %d, want 400", q, code)
 		}
 	}
 }

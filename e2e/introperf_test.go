@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/culprit-dev/culprit/internal/loader"
 	"github.com/culprit-dev/culprit/internal/recording"
@@ -226,13 +227,21 @@ func TestIntroPerfCallerWindows(t *testing.T) {
 
 	windows := ""
 	var writes, entries, odd uint64
+	var spans []recording.SyscallWindow
+	var times []uint64 // of the entries
 	eachRecord(t, buggy, func(rec recording.Record) {
 		if m, ok := rec.(*recording.Meta); ok {
 			windows = m.Extra[recording.ExtraSyscallWindows]
 		}
+		if w, ok := rec.(*recording.SyscallWindow); ok {
+			spans = append(spans, *w)
+		}
 		smp, ok := rec.(*recording.Sample)
 		if !ok || (smp.Event != recording.EventSyscallEnter && smp.Event != recording.EventSyscallExit) {
 			return
+		}
+		if smp.Event == recording.EventSyscallEnter {
+			times = append(times, smp.Time)
 		}
 		if smp.Period%2 != 0 {
 			odd++
@@ -253,6 +262,25 @@ func TestIntroPerfCallerWindows(t *testing.T) {
 			entries, odd, writes, own)
 	}
 	t.Logf("%d entries; the write entries stand for %d of the program's %d writes", entries, writes, own)
+
+	// The recording says when its windows were open: each of 20ms of
+	// every 40ms, in order, apart, and every recorded entry in one.
+	for i, w := range spans {
+		if w.On != uint64(20*time.Millisecond) || w.Period != uint64(40*time.Millisecond) || w.End < w.Start ||
+			(i > 0 && w.Start < spans[i-1].End) {
+			t.Errorf("window %d of %d: %+v (the one before: %+v)", i, len(spans), w, spans[max(i-1, 0)])
+		}
+	}
+	outside := 0
+	for _, tm := range times {
+		i := sort.Search(len(spans), func(i int) bool { return spans[i].End >= tm })
+		if i == len(spans) || spans[i].Start > tm {
+			outside++
+		}
+	}
+	if len(spans) == 0 || outside > 0 {
+		t.Errorf("%d windows recorded; %d of %d entries outside them", len(spans), outside, len(times))
+	}
 }
 
 // callerRanking checks the calling-context ranking of introperf_caller's

@@ -6,6 +6,8 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/culprit-dev/culprit/internal/analysis/introperf"
+	"github.com/culprit-dev/culprit/internal/loader"
+	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/render"
 )
 
@@ -72,11 +74,22 @@ The ranking, step by step: docs/cli.md (culprit contexts), docs/introperf.md.`,
 			}
 			funcs := introperf.NewFuncTable()
 			stderr := c.ErrOrStderr()
-			_, rb, err := loadRun(base, stderr, flt, set, introperf.Options{Funcs: funcs})
+			// The inference goes through the samples in time order: they
+			// are read again from the recordings rather than held.
+			pb, err := loadProfileWith([]string{base}, stderr, loader.Options{Stream: true})
 			if err != nil {
 				return err
 			}
-			_, rg, err := loadRun(buggy, stderr, flt, set, introperf.Options{Funcs: funcs})
+			pg, err := loadProfileWith([]string{buggy}, stderr, loader.Options{Stream: true})
+			if err != nil {
+				return err
+			}
+			likeB, likeG := likeWithLike(stderr, pb, pg, base, buggy)
+			_, rb, err := analyzeRun(pb, []string{base}, stderr, flt, set, introperf.Options{Funcs: funcs, Like: likeB})
+			if err != nil {
+				return err
+			}
+			_, rg, err := analyzeRun(pg, []string{buggy}, stderr, flt, set, introperf.Options{Funcs: funcs, Like: likeG})
 			if err != nil {
 				return err
 			}
@@ -128,4 +141,21 @@ The ranking, step by step: docs/cli.md (culprit contexts), docs/introperf.md.`,
 	ff.registerHide(f, "contexts")
 	f.SortFlags = false
 	return c
+}
+
+// likeWithLike returns, for a base and a buggy run, the windows each is to
+// be thinned to (introperf.Options.Like): the other's. Where one was
+// recorded in windows whose times its recording does not hold, and the
+// other otherwise, it says that their system calls are not compared alike.
+func likeWithLike(stderr io.Writer, base, buggy *profile.Profile, baseName, buggyName string) (forBase, forBuggy *introperf.Regime) {
+	gb, gg := introperf.RegimeOf(base), introperf.RegimeOf(buggy)
+	for _, u := range []struct {
+		g, o        *introperf.Regime
+		name, other string
+	}{{&gb, &gg, baseName, buggyName}, {&gg, &gb, buggyName, baseName}} {
+		if u.g.Unknown && !u.o.Unknown {
+			warnf(stderr, "%s: its system calls were recorded in windows whose times it does not hold (recorded by an older culprit): %s cannot be thinned to them, and the two runs' system calls are not compared alike", u.name, u.other)
+		}
+	}
+	return &gg, &gb
 }

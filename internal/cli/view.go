@@ -191,11 +191,12 @@ func viewInputs(ff *filterFlags, paths, bases []string, stderr io.Writer) (view.
 	if baseWhole != nil && kernelEvents(whole) && kernelEvents(baseWhole) {
 		in.Contexts = func(rng view.Range) (introperf.Comparison, error) {
 			funcs := introperf.NewFuncTable()
-			_, rb, err := analyzeRun(baseWhole, bases, stderr, flt, set, introperf.Options{Funcs: funcs})
+			likeB, likeG := likeWithLike(stderr, baseWhole, whole, strings.Join(bases, ","), strings.Join(paths, ","))
+			_, rb, err := analyzeRun(baseWhole, bases, stderr, flt, set, introperf.Options{Funcs: funcs, Like: likeB})
 			if err != nil {
 				return introperf.Comparison{}, err
 			}
-			_, rg, err := analyzeRun(whole, paths, stderr, rng.Narrow(flt), set, introperf.Options{Funcs: funcs})
+			_, rg, err := analyzeRun(whole, paths, stderr, rng.Narrow(flt), set, introperf.Options{Funcs: funcs, Like: likeG})
 			if err != nil {
 				return introperf.Comparison{}, err
 			}

@@ -643,6 +643,8 @@ func (l *loader) addRecord(src *profile.Source, rec recording.Record, sources, p
 		l.addCall(v, probes)
 	case *recording.ProbesOff:
 		l.p.ProbesOff = append(l.p.ProbesOff, [2]uint64{v.Start, v.End})
+	case *recording.SyscallWindow:
+		l.p.SyscallWindows = append(l.p.SyscallWindows, *v)
 	case *recording.End:
 		src.Complete = true
 	}

@@ -345,6 +345,8 @@ func (p *Profile) Apply(f Filter) *Profile {
 		Probes:       p.Probes,
 		ProbesOff:    p.ProbesOff,
 		CallsLost:    p.CallsLost,
+
+		SyscallWindows: p.SyscallWindows,
 	}
 	inWindow := func(t uint64) bool {
 		rel := time.Duration(int64(t - p.StartTime))

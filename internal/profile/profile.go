@@ -182,6 +182,11 @@ type Profile struct {
 	// was full, or they nested deeper than its shadow stack): calls
 	// overlapping them may miss callees.
 	CallsLost [][2]uint64
+	// SyscallWindows are the spans in which system calls were recorded
+	// (recording.SyscallWindow), in the order read; none when calls were
+	// recorded all along or the recording predates them (see Metas'
+	// recording.ExtraSyscallWindows).
+	SyscallWindows []recording.SyscallWindow
 	// StartTime is the smallest sample time, used as the origin of --from/--to.
 	StartTime uint64
 	// names holds, per thread that was ever renamed (exec, prctl), its

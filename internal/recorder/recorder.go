@@ -434,7 +434,9 @@ type session struct {
 	// carried to the next, so that weights add up to the scaled counts.
 	sysWindows bool
 	sysFrac    float64
-	pending    map[uint32]*pendingCall // by TID
+	// sysWindowsOut: the windows written so far (writeWindows).
+	sysWindowsOut int
+	pending       map[uint32]*pendingCall // by TID
 	// onSched, when set, is shown each scheduler event written (Sched.OnEvent).
 	onSched func(smp recording.Sample, user []uint64)
 }
@@ -1265,6 +1267,7 @@ func (s *session) finish() (Result, error) {
 		windows, windowsErr = s.sys.Windows()
 	}
 	s.close()
+	s.writeWindows(windows, true)
 	if windowsErr != nil {
 		s.warn("system calls were recorded only until: %v", windowsErr)
 	}

@@ -179,6 +179,10 @@ func (s *session) drainSyscalls() {
 	if err != nil {
 		s.warn("reading system call events: %v", err)
 	}
+	if s.sysWindows {
+		w, _ := s.sys.Windows()
+		s.writeWindows(w, false)
+	}
 	since := s.sysLast
 	for i := range s.sysEvents {
 		e := &s.sysEvents[i]
@@ -315,6 +319,27 @@ func (s *session) syscall(e *sysEvent, k *eventKind) {
 	s.res.Syscalls += c.weight
 	s.res.SyscallsRecorded++
 	s.writeSyscall(ev, k, c)
+}
+
+// writeWindows writes the system call windows of ws (Tracer.Windows) not
+// written yet that have closed, and with last the one still open, ending
+// now: the analyses that compare two runs need to know when each run
+// recorded its calls, and at what scale.
+func (s *session) writeWindows(ws []syscallprog.Window, last bool) {
+	for ; s.sysWindowsOut < len(ws); s.sysWindowsOut++ {
+		w := ws[s.sysWindowsOut]
+		if w.End == 0 {
+			if !last {
+				return
+			}
+			w.End = max(monotonic(), w.Start)
+		}
+		r := recording.SyscallWindow{Start: w.Start, End: w.End}
+		if w.Scale > 1 {
+			r.On, r.Period = uint64(s.o.SyscallWindowOn), uint64(s.o.SyscallWindowPeriod)
+		}
+		s.write(&r)
+	}
 }
 
 // sysWeight returns what n calls recorded stand for: n, or n scaled by

@@ -235,6 +235,18 @@ func encodePayload(e *enc, r Record) (Kind, error) {
 		e.u(r.Start)
 		e.u(r.End - r.Start)
 		return KindProbesOff, nil
+	case *SyscallWindow:
+		if r == nil {
+			break
+		}
+		if r.End < r.Start {
+			return 0, fmt.Errorf("writing system call window record: it ends before it starts")
+		}
+		e.u(r.Start)
+		e.u(r.End - r.Start)
+		e.u(r.On)
+		e.u(r.Period)
+		return KindSyscallWindow, nil
 	case nil:
 		return 0, fmt.Errorf("writing a nil record")
 	default:
@@ -452,6 +464,13 @@ func decodePayload(k Kind, p []byte, slab *[]Sample, stack *Stack, value *Value)
 			return nil, false
 		}
 		r = &ProbesOff{Start: v[0], End: v[0] + v[1]}
+	case KindSyscallWindow:
+		var v [4]uint64
+		d.uvarints(v[:])
+		if d.bad || v[0]+v[1] < v[0] {
+			return nil, false
+		}
+		r = &SyscallWindow{Start: v[0], End: v[0] + v[1], On: v[2], Period: v[3]}
 	case KindSymbol:
 		y := new(Symbol)
 		y.PID = d.u32()

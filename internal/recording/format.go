@@ -34,7 +34,7 @@ const (
 var castagnoli = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
 
 // knownKind reports whether k is a record kind of this version.
-func knownKind(k Kind) bool { return k >= KindMeta && k <= KindProbesOff }
+func knownKind(k Kind) bool { return k >= KindMeta && k <= KindSyscallWindow }
 
 // String returns the kind's name, e.g. "sample".
 func (k Kind) String() string {
@@ -73,6 +73,8 @@ func (k Kind) String() string {
 		return "call"
 	case KindProbesOff:
 		return "probes-off"
+	case KindSyscallWindow:
+		return "syscall-window"
 	}
 	return "kind(" + itoa(uint64(k)) + ")"
 }

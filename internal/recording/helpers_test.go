@@ -46,6 +46,8 @@ func allRecords() []Record {
 		&Call{Start: 260000000000006, End: 260000000000106, PID: 4123, TID: 4125, Probe: 2, Flags: CallUnreturned},
 		&Call{Start: 260000000000006, End: 260000000000906, PID: 4123, TID: 4126, Probe: 2, Goroutine: 0xc000102000},
 		&ProbesOff{Start: 260000000000006, End: 260000000500006},
+		&SyscallWindow{Start: 260000000000006, End: 260000010000006, On: 10000000, Period: 100000000},
+		&SyscallWindow{Start: 260000000000006, End: 260000200000006},
 		&End{Time: 260000000000007, Samples: 1, Lost: 12, Throttled: 3, ExitCode: -1, Calls: 2},
 	}
 }
@@ -53,7 +55,7 @@ func allRecords() []Record {
 // zeroRecords returns one record of every kind with every field zero.
 func zeroRecords() []Record {
 	return []Record{&Meta{}, &Mmap{}, &Comm{}, &Task{}, &Task{Exit: true}, &Stack{ID: 1},
-		&Sample{}, &Lost{}, &KernelSymbol{}, &Object{}, &End{}, &Symbol{}, &ValueSource{}, &Value{}, &Probe{ID: 1}, &Call{}, &ProbesOff{}}
+		&Sample{}, &Lost{}, &KernelSymbol{}, &Object{}, &End{}, &Symbol{}, &ValueSource{}, &Value{}, &Probe{ID: 1}, &Call{}, &ProbesOff{}, &SyscallWindow{}}
 }
 
 // encodeRecords returns the bytes of a recording holding recs.

@@ -10,7 +10,7 @@ package recording
 const (
 	Magic        = "CULPRIT\x00"
 	MajorVersion = 1
-	MinorVersion = 10
+	MinorVersion = 11
 )
 
 // Kind identifies a record. New kinds may be added by later minor versions;
@@ -18,23 +18,24 @@ const (
 type Kind uint8
 
 const (
-	KindMeta         Kind = 1  // Meta: what was recorded, how, where
-	KindMmap         Kind = 2  // Mmap: an executable mapping of a process
-	KindComm         Kind = 3  // Comm: a thread's command name (exec or rename)
-	KindFork         Kind = 4  // Task: a thread or process was created
-	KindExit         Kind = 5  // Task: a thread or process ended
-	KindStack        Kind = 6  // Stack: a call stack, referenced by samples
-	KindSample       Kind = 7  // Sample: one CPU-time sample
-	KindLost         Kind = 8  // Lost: samples or records the kernel or recorder dropped
-	KindKernelSymbol Kind = 9  // KernelSymbol: a kernel function seen in stacks
-	KindObject       Kind = 10 // Object: an in-memory object image, e.g. the vDSO
-	KindEnd          Kind = 11 // End: the recording finished cleanly
-	KindSymbol       Kind = 12 // Symbol: a user function named at record or import time (1.1)
-	KindValueSource  Kind = 13 // ValueSource: a variable, expression or counter whose values are sampled (1.1)
-	KindValue        Kind = 14 // Value: one sampled value (1.1)
-	KindProbe        Kind = 15 // Probe: a traced function (1.2)
-	KindCall         Kind = 16 // Call: one traced call (1.2)
-	KindProbesOff    Kind = 17 // ProbesOff: a span when every probe was removed (1.8)
+	KindMeta          Kind = 1  // Meta: what was recorded, how, where
+	KindMmap          Kind = 2  // Mmap: an executable mapping of a process
+	KindComm          Kind = 3  // Comm: a thread's command name (exec or rename)
+	KindFork          Kind = 4  // Task: a thread or process was created
+	KindExit          Kind = 5  // Task: a thread or process ended
+	KindStack         Kind = 6  // Stack: a call stack, referenced by samples
+	KindSample        Kind = 7  // Sample: one CPU-time sample
+	KindLost          Kind = 8  // Lost: samples or records the kernel or recorder dropped
+	KindKernelSymbol  Kind = 9  // KernelSymbol: a kernel function seen in stacks
+	KindObject        Kind = 10 // Object: an in-memory object image, e.g. the vDSO
+	KindEnd           Kind = 11 // End: the recording finished cleanly
+	KindSymbol        Kind = 12 // Symbol: a user function named at record or import time (1.1)
+	KindValueSource   Kind = 13 // ValueSource: a variable, expression or counter whose values are sampled (1.1)
+	KindValue         Kind = 14 // Value: one sampled value (1.1)
+	KindProbe         Kind = 15 // Probe: a traced function (1.2)
+	KindCall          Kind = 16 // Call: one traced call (1.2)
+	KindProbesOff     Kind = 17 // ProbesOff: a span when every probe was removed (1.8)
+	KindSyscallWindow Kind = 18 // SyscallWindow: a span system calls were recorded in (1.11)
 )
 
 // Record is implemented by every record type.
@@ -406,6 +407,30 @@ type ProbesOff struct {
 	Start, End uint64 // sample clock, ns
 }
 
+// SyscallWindow is a span of time in which the recorder's system call
+// programs were attached (record --syscall-windows): calls entered in it
+// were recorded (within the limit, ExtraSyscallLimit); calls outside every
+// window of a recording that has them were not, and context switches
+// inside those calls carry no stacks. The windows are the same for every
+// traced thread. Each recorded call stands for Period/On calls (its
+// samples' Period is scaled by that); On 0 marks a span in which the
+// programs stayed attached and every call stands for itself (record
+// --syscall-windows auto, while the traced threads made few calls). A
+// recording without windows (and without ExtraSyscallWindows) recorded
+// calls all along.
+type SyscallWindow struct {
+	Start, End uint64 // sample clock, ns
+	On, Period uint64 // ns; On 0: every call stands for itself
+}
+
+// Scale returns what each call recorded in the window stands for.
+func (w SyscallWindow) Scale() float64 {
+	if w.On == 0 || w.Period <= w.On {
+		return 1
+	}
+	return float64(w.Period) / float64(w.On)
+}
+
 // End marks a clean end of recording with its totals. A file without an End
 // record was cut short (recorder killed) or is still being written.
 type End struct {
@@ -417,21 +442,22 @@ type End struct {
 	Calls     uint64 // traced calls recorded (1.2)
 }
 
-func (*Meta) Kind() Kind         { return KindMeta }
-func (*Mmap) Kind() Kind         { return KindMmap }
-func (*Comm) Kind() Kind         { return KindComm }
-func (*Stack) Kind() Kind        { return KindStack }
-func (*Sample) Kind() Kind       { return KindSample }
-func (*Lost) Kind() Kind         { return KindLost }
-func (*KernelSymbol) Kind() Kind { return KindKernelSymbol }
-func (*Object) Kind() Kind       { return KindObject }
-func (*End) Kind() Kind          { return KindEnd }
-func (*Symbol) Kind() Kind       { return KindSymbol }
-func (*ValueSource) Kind() Kind  { return KindValueSource }
-func (*Value) Kind() Kind        { return KindValue }
-func (*Probe) Kind() Kind        { return KindProbe }
-func (*Call) Kind() Kind         { return KindCall }
-func (*ProbesOff) Kind() Kind    { return KindProbesOff }
+func (*Meta) Kind() Kind          { return KindMeta }
+func (*Mmap) Kind() Kind          { return KindMmap }
+func (*Comm) Kind() Kind          { return KindComm }
+func (*Stack) Kind() Kind         { return KindStack }
+func (*Sample) Kind() Kind        { return KindSample }
+func (*Lost) Kind() Kind          { return KindLost }
+func (*KernelSymbol) Kind() Kind  { return KindKernelSymbol }
+func (*Object) Kind() Kind        { return KindObject }
+func (*End) Kind() Kind           { return KindEnd }
+func (*Symbol) Kind() Kind        { return KindSymbol }
+func (*ValueSource) Kind() Kind   { return KindValueSource }
+func (*Value) Kind() Kind         { return KindValue }
+func (*Probe) Kind() Kind         { return KindProbe }
+func (*Call) Kind() Kind          { return KindCall }
+func (*ProbesOff) Kind() Kind     { return KindProbesOff }
+func (*SyscallWindow) Kind() Kind { return KindSyscallWindow }
 func (t *Task) Kind() Kind {
 	if t.Exit {
 		return KindExit

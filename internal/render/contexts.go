@@ -74,6 +74,11 @@ func runLine(r *introperf.Result) string {
 // (record --syscall-limit), or "" when it recorded every one.
 func syscallNote(r *introperf.Result) string {
 	rec := uint64(r.EventCounts[recording.EventSyscallEnter])
+	if r.ThinnedCalls > 0 || r.ThinnedSwitches > 0 {
+		// Thinned to the compared run's windows (introperf.Options.Like).
+		return fmt.Sprintf("thinned to the other run's system call windows, to compare like with like: %d system calls left out where that run recorded in windows and this one all along, %d context switches inside them without stacks; %d calls kept stand for an estimated %d",
+			r.ThinnedCalls, r.ThinnedSwitches, rec, r.Syscalls)
+	}
 	if r.Syscalls <= rec {
 		return ""
 	}

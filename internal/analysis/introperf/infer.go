@@ -117,6 +117,12 @@ type Options struct {
 	// used to tell dlopen'ed plug-ins from libraries loaded at start. Without
 	// them no object is called a plug-in.
 	Loads []profile.ObjectLoad
+	// Like, when not nil, is when the run this one is compared with
+	// recorded its system calls (RegimeOf): where that run was recorded in
+	// windows and this one all along, this one's events are thinned to
+	// the other's windows (see Analyze), so that the two are compared
+	// like with like.
+	Like *Regime
 }
 
 // Instance is one inferred function instance: a function that stayed in the
@@ -196,8 +202,14 @@ type Result struct {
 	// ("ON/PERIOD", from the recording's metadata; "": all along): then
 	// Syscalls is an estimate.
 	SyscallWindows string
-	Start, End     uint64 // first and last time used, ns
-	Objects        Objects
+	// ThinnedCalls and ThinnedSwitches are the system calls left out, and
+	// the context switches inside them left without their stacks, to
+	// thin the run to the windows of the run it is compared with
+	// (Options.Like); Thinned says that some of its events were.
+	ThinnedCalls, ThinnedSwitches int
+	Thinned                       bool
+	Start, End                    uint64 // first and last time used, ns
+	Objects                       Objects
 	// Err is why the samples of a streamed profile could not be read
 	// again (Profile.EachSample); the result is then incomplete.
 	Err error
@@ -362,10 +374,29 @@ func Analyze(p *profile.Profile, o Options) *Result {
 	// One pass over the samples, in time order, counts them, finds when
 	// each process started its program and infers latencies.
 	started := newStarts(p)
+	thin := newThinning(p, o.Like)
+	var frac float64 // of the thinned calls' scaled count
 	err := p.EachSample(func(sp *profile.Sample) bool {
 		s := *sp
-		res.EventCounts[s.Event]++
 		started.see(sp)
+		scale := 1.0
+		if thin != nil {
+			var keep bool
+			if keep, scale = thin.keep(sp); !keep || scale != 1 {
+				res.Thinned = true
+			}
+			if !keep {
+				switch s.Event {
+				case recording.EventSwitch:
+					res.EventCounts[s.Event]++
+					res.ThinnedSwitches++
+				case recording.EventSyscallEnter:
+					res.ThinnedCalls++
+				}
+				return true
+			}
+		}
+		res.EventCounts[s.Event]++
 		if s.Event == recording.EventSwitchIn {
 			// The thread is back on a CPU: its wait since a preemption
 			// is known exactly (recorded with --events wakeup).
@@ -376,7 +407,13 @@ func Analyze(p *profile.Profile, o Options) *Result {
 			return true
 		}
 		if s.Event == recording.EventSyscallEnter {
-			res.Syscalls += max(s.Period, uint64(s.More)+1) // a merged sample: their sum
+			n := max(s.Period, uint64(s.More)+1) // a merged sample: their sum
+			if scale != 1 {
+				w := float64(n)*scale + frac
+				n = uint64(w)
+				frac = w - float64(n)
+			}
+			res.Syscalls += n
 		}
 		if !set.Has(s.Event) {
 			return true

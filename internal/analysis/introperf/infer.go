@@ -343,6 +343,16 @@ type inferer struct {
 // off from what came before and after. No instance is read across a
 // window's edge, where a call may have ended and another begun unseen.
 //
+// With Options.Like (the run it is compared with recorded its system
+// calls in windows, record --syscall-windows), the times at which that run
+// was windowed and this one recorded every call are thinned to that run's
+// windows (thinning): calls outside them are left out with their exits,
+// blocking context switches inside those calls are skipped as stackless,
+// and kept calls stand for the other's scale (Result.Syscalls), so that
+// kernel instances and the moments user functions are seen at come at
+// the same rate in both runs (counted in Result.ThinnedCalls and
+// ThinnedSwitches).
+//
 // Events whose stack is empty are skipped. It fails only when the samples
 // of a streamed profile cannot be read again (Result.Err): an empty profile
 // gives an empty result.

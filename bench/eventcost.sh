@@ -14,7 +14,8 @@
 # recorded and lost (median). The -bpf configurations record the events
 # with culprit's BPF program (the default), the others with perf's
 # tracepoint events (--perf-events); all-bpf records at most 5,000 system
-# calls a second per thread (the default --syscall-limit), all-bpf-every
+# calls a second per thread (the default --syscall-limit) in the default
+# --syscall-windows auto (as all-bpf-auto), all-bpf-every
 # every call, all-bpf-N at most N, all-bpf-winN only in windows of N ms of
 # every 100 ms (--syscall-windows), all-bpf-auto in windows of 10 ms of
 # every 100 ms while the server makes more than 20,000 calls a second and
@@ -34,7 +35,10 @@
 # of building this tree's; $ORDER the configurations to run. With $BASE
 # naming another culprit binary (an older build), each configuration X
 # has a twin X@base recording with it, to pair two builds in one run:
-# ORDER="bare all-bpf all-bpf@base".
+# ORDER="bare all-bpf all-bpf@base". A run whose server does not start,
+# or whose benchmark does not finish, stops the script with a message
+# saying which and the ends of the server's log and the recorder's
+# messages ($START_WAIT, $RUN_WAIT: see one below).
 set -euo pipefail
 runs=${1:-5}
 requests=${2:-100000}
@@ -83,26 +87,87 @@ if [ -n "${BASE:-}" ]; then
 fi
 order=(${ORDER:-bare cpu sched sched-bpf syscalls syscalls-bpf all all-bpf})
 
-# one CONFIG: runs the server under CONFIG, drives it, prints "rps events lost".
+# fail MSG TMP: says why a run of the bench failed, with the ends of the
+# server's log and of the recorder's messages, and stops the server.
+fail() {
+	echo "eventcost.sh: $1" >&2
+	for f in "$2/log" "$2/culprit.err"; do
+		if [ -s "$f" ]; then
+			echo "--- last lines of $(basename "$f"):" >&2
+			tail -5 "$f" >&2
+		fi
+	done
+	[ -s "$2/pid" ] && kill -TERM "$(cat "$2/pid")" 2>/dev/null
+	[ -n "${wrapper:-}" ] && kill -TERM "$wrapper" 2>/dev/null
+	[ -n "${wrapper:-}" ] && wait "$wrapper" 2>/dev/null
+	rm -rf "$2"
+	exit 1
+}
+
+# freeport prints a loopback port below the kernel's ephemeral range (so
+# no client connection holds it) on which nothing listens.
+freeport() {
+	local lo p
+	lo=$(cut -f1 /proc/sys/net/ipv4/ip_local_port_range)
+	[ "$lo" -gt 21000 ] || lo=40000
+	for _ in $(seq 1 100); do
+		p=$((20000 + RANDOM % (lo - 20000)))
+		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return; }
+	done
+	echo "eventcost.sh: no free port found between 20000 and $lo" >&2
+	return 1
+}
+
+# one CONFIG: runs the server under CONFIG, drives it, prints "rps events
+# lost cpu calls". redis-benchmark waits for a server that never accepts
+# its connections (one that failed to start: a port taken, a recorder that
+# refused to start) spinning forever, and one that dies during the run is
+# an error of its own: so the benchmark starts only once this run's server
+# (its pidfile's process, alive) accepts connections, the wait ends with
+# an error when the server or its recorder exits or after $START_WAIT
+# seconds (default 120), and a benchmark still running after $RUN_WAIT
+# seconds (default 60 plus one per 500 requests) is stopped with an error.
 one() {
-	local tmp port pid rps
+	local tmp port rps spid
 	tmp=$(mktemp -d)
-	port=$((20000 + RANDOM % 20000))
+	port=$(freeport) || fail "$1: no port to run redis on" "$tmp"
 	# shellcheck disable=SC2086
 	${cfg[$1]} "$redis/redis-server" --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
 		--pidfile "$tmp/pid" --dir "$tmp" --logfile "$tmp/log" 2>"$tmp/culprit.err" &
-	local wrapper=$!
-	for _ in $(seq 1 300); do
-		[ -s "$tmp/pid" ] && (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
+	wrapper=$!
+	local deadline=$((SECONDS + ${START_WAIT:-120}))
+	while :; do
+		if [ -s "$tmp/pid" ] && kill -0 "$(cat "$tmp/pid")" 2>/dev/null &&
+			(exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
+			break
+		fi
+		if ! kill -0 "$wrapper" 2>/dev/null; then
+			wait "$wrapper"
+			fail "$1: the server (or its recorder) exited with status $? before accepting connections on port $port" "$tmp"
+		fi
+		[ $SECONDS -lt "$deadline" ] ||
+			fail "$1: redis-server did not accept connections on port $port within ${START_WAIT:-120} s" "$tmp"
 		sleep 0.05
 	done
-	rps=$("$redis/redis-benchmark" -h 127.0.0.1 -p "$port" -t set,get -n "$requests" -c 8 -r 100000 --csv 2>/dev/null |
-		awk -F'"' '/^"(SET|GET)"/ { n++; s += $4 } END { printf "%.0f", s / n }')
+	spid=$(cat "$tmp/pid")
+	"$redis/redis-benchmark" -h 127.0.0.1 -p "$port" -t set,get -n "$requests" -c 8 -r 100000 --csv >"$tmp/bench.csv" 2>"$tmp/bench.err" &
+	local bench=$! limit=$((${RUN_WAIT:-$((60 + requests / 500))}))
+	deadline=$((SECONDS + limit))
+	while kill -0 "$bench" 2>/dev/null; do
+		if [ $SECONDS -ge "$deadline" ]; then
+			kill -TERM "$bench" 2>/dev/null
+			wait "$bench" 2>/dev/null
+			fail "$1: redis-benchmark did not finish $requests requests within $limit s (server on port $port $(kill -0 "$spid" 2>/dev/null && echo alive || echo gone))" "$tmp"
+		fi
+		sleep 0.2
+	done
+	wait "$bench" || fail "$1: redis-benchmark failed ($(tail -1 "$tmp/bench.err"))" "$tmp"
+	rps=$(awk -F'"' '/^"(SET|GET)"/ { n++; s += $4 } END { if (n) printf "%.0f", s / n }' "$tmp/bench.csv")
+	[ -n "$rps" ] || fail "$1: redis-benchmark printed no SET or GET rate ($(tail -1 "$tmp/bench.err"))" "$tmp"
 	# The server's own CPU time (user + system) per request: what each
 	# event costs it, less sensitive to other load on the machine than
 	# the throughput.
-	local spid cpu
-	spid=$(cat "$tmp/pid")
+	local cpu
 	cpu=$(awk -v n="$requests" -v hz="$(getconf CLK_TCK)" '{ printf "%.1f", ($14 + $15) / hz * 1e6 / (2 * n) }' "/proc/$spid/stat")
 	kill -TERM "$spid"
 	wait "$wrapper" || true
@@ -125,7 +190,8 @@ declare -A res
 start="$(date -u +%H:%M), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 for ((r = 0; r < runs; r++)); do
 	for k in "${order[@]}"; do
-		res[$k]+="$(one "$k")"$'\n'
+		line=$(one "$k") || exit 1
+		res[$k]+="$line"$'\n'
 	done
 done
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }

@@ -208,8 +208,18 @@ type Result struct {
 	// (Options.Like); Thinned says that some of its events were.
 	ThinnedCalls, ThinnedSwitches int
 	Thinned                       bool
-	Start, End                    uint64 // first and last time used, ns
-	Objects                       Objects
+	// WindowCut is how many times a thread's inference was ended at a
+	// gap between system call windows (its own, or those it was thinned
+	// to), where its calls were not recorded.
+	WindowCut int
+	// Between is how many events were skipped because they lay between
+	// system call windows (their own run's, or those it was thinned to):
+	// there the run recorded CPU samples and preemptions only, and a
+	// caller seen at a CPU sample would be given, as its own, all the
+	// time its callees took unseen.
+	Between    int
+	Start, End uint64 // first and last time used, ns
+	Objects    Objects
 	// Err is why the samples of a streamed profile could not be read
 	// again (Profile.EachSample); the result is then incomplete.
 	Err error
@@ -264,6 +274,7 @@ type reg struct {
 	node        *Node
 	pid         int32
 	open        bool
+	scale       uint64 // what the instance stands for (thread.scale)
 }
 
 type thread struct {
@@ -277,7 +288,11 @@ type thread struct {
 	// minus waited (see Analyze).
 	waited, preempted uint64
 	now               uint64 // the sample clock at the current event
-	cpu               uint32 // the CPU of the current event
+	slot              slot   // where now lies in the system call windows
+	// scale is what an instance opened now stands for: the scale of
+	// the system call window it lies in (edges), else 1.
+	scale uint64
+	cpu   uint32 // the CPU of the current event
 }
 
 type stackInfo struct {
@@ -385,26 +400,35 @@ func Analyze(p *profile.Profile, o Options) *Result {
 	// each process started its program and infers latencies.
 	started := newStarts(p)
 	thin := newThinning(p, o.Like)
+	edge := newEdges(p, thin)
 	var frac float64 // of the thinned calls' scaled count
 	err := p.EachSample(func(sp *profile.Sample) bool {
 		s := *sp
 		started.see(sp)
-		scale := 1.0
+		scale, keep := 1.0, true
 		if thin != nil {
-			var keep bool
 			if keep, scale = thin.keep(sp); !keep || scale != 1 {
 				res.Thinned = true
 			}
-			if !keep {
-				switch s.Event {
-				case recording.EventSwitch:
-					res.EventCounts[s.Event]++
-					res.ThinnedSwitches++
-				case recording.EventSyscallEnter:
-					res.ThinnedCalls++
-				}
-				return true
+		}
+		var sl slot
+		if edge != nil {
+			sl = edge.slot(s.Time)
+		}
+		if !keep || sl.gap {
+			switch {
+			case !keep && s.Event == recording.EventSyscallEnter:
+				res.ThinnedCalls++
+			case !keep && s.Event == recording.EventSwitch && !sl.gap:
+				res.ThinnedSwitches++
 			}
+			if keep || s.Event == recording.EventSwitch {
+				res.EventCounts[s.Event]++ // a switch made bare is one still
+			}
+			if sl.gap && (keep || s.Event == recording.EventSwitch) {
+				res.Between++ // between windows: see edges
+			}
+			return true
 		}
 		res.EventCounts[s.Event]++
 		if s.Event == recording.EventSwitchIn {
@@ -466,7 +490,15 @@ func Analyze(p *profile.Profile, o Options) *Result {
 			}
 			th.last = nil
 			res.Cut++
+		} else if edge != nil && cut(th.slot, sl) {
+			for d := len(th.regs) - 1; d >= 0; d-- {
+				in.close(th, d, th.tLast)
+			}
+			th.last = nil
+			res.WindowCut++
 		}
+		th.slot = sl
+		th.scale = max(sl.scale, 1)
 		info := &res.Threads[th.info]
 		info.Events++
 		info.Last = s.Time
@@ -612,7 +644,7 @@ func (in *inferer) event(th *thread, t uint64, si *stackInfo, ev recording.Event
 	for d := n - 1; d >= 0; d-- {
 		if d >= d0 {
 			in.close(th, d, t)
-			th.regs[d] = reg{ts: t, te: t, start: th.now, seen: th.now, node: si.nodes[d], pid: si.pid, open: true}
+			th.regs[d] = reg{ts: t, te: t, start: th.now, seen: th.now, node: si.nodes[d], pid: si.pid, open: true, scale: th.scale}
 		} else {
 			th.regs[d].te, th.regs[d].seen = t, th.now
 		}
@@ -639,9 +671,11 @@ func (in *inferer) close(th *thread, d int, t uint64) {
 	}
 	tc := r.te - r.ts
 	v := r.node
-	v.Count++
-	v.Total[Conservative] += tc
-	v.Total[Aggressive] += ta
+	// An instance in a system call window stands for the window's scale
+	// of them (edges).
+	v.Count += int64(r.scale)
+	v.Total[Conservative] += tc * r.scale
+	v.Total[Aggressive] += ta * r.scale
 	info := &in.res.Threads[th.info]
 	info.Instances++
 	if in.keep || in.slowest != nil {

@@ -81,31 +81,96 @@ func (g *Regime) AllAlong() bool {
 // its last window's state goes on (its windows' grid, when they were
 // scaled).
 func (g *Regime) Windowed(rel uint64) (windowed, in bool, scale float64) {
+	windowed, in, scale, _ = g.locate(rel)
+	return windowed, in, scale
+}
+
+// locate is Windowed, with the index of the window rel lies in or
+// after (past the last window, of its grid's).
+func (g *Regime) locate(rel uint64) (windowed, in bool, scale float64, k int64) {
 	ws := g.Windows
 	if len(ws) == 0 {
-		return false, true, 1
+		return false, true, 1, 0
 	}
 	i, _ := slices.BinarySearchFunc(ws, rel, func(w RegimeWindow, t uint64) int { return cmp.Compare(w.Start, t+1) })
 	// ws[i-1] is the last window starting at or before rel.
 	if i == 0 {
-		return false, true, 1
+		return false, true, 1, 0
 	}
 	w := ws[i-1]
+	k = int64(i - 1)
 	if w.On == 0 {
 		if rel < w.End || i == len(ws) {
-			return false, true, 1
+			return false, true, 1, k
 		}
 		// After a steady span: detached until the next window.
-		return true, false, 1
+		return true, false, 1, k
 	}
 	sc := recording.SyscallWindow{On: w.On, Period: w.Period}.Scale()
 	if rel < w.End {
-		return true, true, sc
+		return true, true, sc, k
 	}
-	if i == len(ws) && w.Period > 0 && (rel-w.Start)%w.Period < w.End-w.Start {
-		return true, true, sc // the grid of the last window, beyond it
+	if i == len(ws) && w.Period > 0 {
+		// The grid of the last window, beyond it.
+		n := (rel - w.Start) / w.Period
+		return true, (rel-w.Start)%w.Period < w.End-w.Start, sc, k + int64(n)
 	}
-	return true, false, sc
+	return true, false, sc, k
+}
+
+// slot is where a time lies in the system call windows that apply to a
+// run: its own (src 1), the compared run's it is thinned to (src 2), or
+// none (src 0: calls recorded all along); in window k or in the gap after
+// it.
+type slot struct {
+	src   int8
+	gap   bool
+	k     int64
+	scale uint64 // what each call recorded in the window stands for
+}
+
+// edges tells where a run's windows open and close: between two events
+// of a thread on either side of a gap between windows its calls were not
+// recorded, and a function that returned and another that was called
+// there would be read as one instance lasting across it (as across a
+// loss window, Profile.Gaps), so the inference is cut there.
+type edges struct {
+	own, like Regime
+	thin      bool // thinned to like's windows
+}
+
+func newEdges(p *profile.Profile, t *thinning) *edges {
+	if t != nil {
+		return &edges{own: t.own, like: t.like, thin: true}
+	}
+	g := RegimeOf(p)
+	if g.AllAlong() || g.Unknown {
+		return nil
+	}
+	return &edges{own: g}
+}
+
+func (e *edges) slot(t uint64) slot {
+	rel := uint64(0)
+	if t > e.own.origin {
+		rel = t - e.own.origin
+	}
+	if w, in, sc, k := e.own.locate(rel); w {
+		return slot{src: 1, gap: !in, k: k, scale: uint64(sc + 0.5)}
+	}
+	if e.thin {
+		if w, in, sc, k := e.like.locate(rel); w {
+			return slot{src: 2, gap: !in, k: k, scale: uint64(sc + 0.5)}
+		}
+	}
+	return slot{scale: 1}
+}
+
+// cut reports whether a thread's events in slots a and b have a gap
+// between windows between them: only from calls recorded all along into
+// a window is there none (the programs stay attached).
+func cut(a, b slot) bool {
+	return a != b && (a.src != 0 || b.gap)
 }
 
 // thinning thins the events of a run that recorded its system calls all

@@ -211,3 +211,38 @@ func TestRegimeWindowed(t *testing.T) {
 		t.Errorf("past a last steady span: windowed %v in %v", w, in)
 	}
 }
+
+// TestWindowedEstimates: a run recorded in windows estimates the latency
+// totals of the same run recorded all along (each instance in a window
+// stands for PERIOD/ON): its CPU samples between windows, where no call
+// was recorded, are skipped, so that serve is not given the time of the
+// reads it made unseen there as its own.
+func TestWindowedEstimates(t *testing.T) {
+	const n = 2000
+	t0 := uint64(1e9)
+	all := build(server(t0, n))
+	all.Metas = []recording.Meta{{StartClock: t0}}
+	var ws []recording.SyscallWindow
+	for s := uint64(0); s < n*ms; s += 100 * ms {
+		ws = append(ws, recording.SyscallWindow{Start: t0 + s, End: t0 + s + 10*ms, On: 10 * ms, Period: 100 * ms})
+	}
+	win := windowed(server(t0, n), ws)
+	win.Metas = []recording.Meta{{StartClock: t0, Extra: map[string]string{recording.ExtraSyscallWindows: "10ms/100ms"}}}
+	ra, rw := Analyze(all, Options{}), Analyze(win, Options{})
+	if rw.Between == 0 || rw.WindowCut == 0 {
+		t.Errorf("windowed run: %d events between windows skipped, %d cuts at their edges", rw.Between, rw.WindowCut)
+	}
+	for _, path := range [][]string{{"main", "serve"}, {"main", "serve", "read"}, {"main", "serve", "read", "entry_SYSCALL_64", "do_syscall_64", "ksys_read"}} {
+		va, vw := ra.Tree.Lookup(ids(ra.Tree, path...)), rw.Tree.Lookup(ids(rw.Tree, path...))
+		if va == nil || vw == nil {
+			t.Fatalf("%v: not in both runs", path)
+		}
+		for _, m := range []Mode{Conservative, Aggressive} {
+			a, w := float64(va.Own[m]), float64(vw.Own[m])
+			t.Logf("%s %v: own %.1f ms all along, %.1f ms estimated in windows; count %d, %d", strings.Join(path, ";"), m, a/1e6, w/1e6, va.Count, vw.Count)
+			if w < a*0.9 || w > a*1.1 {
+				t.Errorf("%s %v: own time %.1f ms estimated in windows, %.1f ms all along: want within 10%%", strings.Join(path, ";"), m, w/1e6, a/1e6)
+			}
+		}
+	}
+}

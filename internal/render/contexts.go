@@ -67,6 +67,9 @@ func runLine(r *introperf.Result) string {
 	if n := syscallNote(r); n != "" {
 		s += "; " + n
 	}
+	if r.Between > 0 || r.WindowCut > 0 {
+		s += fmt.Sprintf("; %d events between system call windows skipped, threads' inference cut at %d window edges, instances in windows counted PERIOD/ON times", r.Between, r.WindowCut)
+	}
 	return s
 }
 

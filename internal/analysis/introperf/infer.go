@@ -199,7 +199,8 @@ type Result struct {
 	Syscalls     uint64
 	SyscallLimit string
 	// SyscallWindows is the windows the recorder recorded system calls in
-	// ("ON/PERIOD", from the recording's metadata; "": all along): then
+	// ("ON/PERIOD", from the recording's metadata; "": all along, or
+	// auto windows that never went above the rate): then
 	// Syscalls is an estimate.
 	SyscallWindows string
 	// ThinnedCalls and ThinnedSwitches are the system calls left out, and
@@ -386,6 +387,9 @@ func Analyze(p *profile.Profile, o Options) *Result {
 		if w := m.Extra[recording.ExtraSyscallWindows]; w != "" {
 			res.SyscallWindows = w
 		}
+	}
+	if g := RegimeOf(p); res.SyscallWindows != "" && g.AllAlong() {
+		res.SyscallWindows = "" // auto, never above the rate
 	}
 	in := &inferer{p: p, tree: tree, res: res, keep: o.KeepInstances, slowest: o.Slowest, cache: make([]*stackInfo, len(p.Stacks)), cut: make([]*stackInfo, len(p.Stacks))}
 	if o.KeepInstances && o.Timeline {

@@ -367,7 +367,12 @@ type inferer struct {
 // and kept calls stand for the other's scale (Result.Syscalls), so that
 // kernel instances and the moments user functions are seen at come at
 // the same rate in both runs (counted in Result.ThinnedCalls and
-// ThinnedSwitches).
+// ThinnedSwitches). In a run's windows with a scale above 1 (its own, or
+// those it is thinned to), the events between windows are skipped
+// (Result.Between), each thread's inference is cut at a window's edges as
+// at a loss window (Result.WindowCut), and each instance inferred in a
+// window counts its scale times in the tree, so that the tree estimates
+// the whole run (edges).
 //
 // Events whose stack is empty are skipped. It fails only when the samples
 // of a streamed profile cannot be read again (Result.Err): an empty profile

@@ -14,7 +14,8 @@ const ms = uint64(1e6)
 
 // server returns the events of a thread serving requests every ms for n
 // ms from t0: a read that blocks every third request (entry, switch,
-// exit), a CPU sample parsing, and every fifth request a preemption.
+// exit), a CPU sample parsing or looking up (every other request), and
+// every fifth request a preemption.
 func server(t0 uint64, n int) []event {
 	var ev []event
 	call := []string{"main", "serve", "libc:read", "k:entry_SYSCALL_64", "k:do_syscall_64", "k:ksys_read"}
@@ -26,7 +27,11 @@ func server(t0 uint64, n int) []event {
 				kind: recording.EventSwitch, arg: 1})
 		}
 		ev = append(ev, event{t: t + 300_000, stack: call, kind: recording.EventSyscallExit, arg: 0})
-		ev = append(ev, event{t: t + 500_000, stack: []string{"main", "serve", "parse"}, kind: recording.EventCPU})
+		work := []string{"main", "serve", "parse"}
+		if i%2 == 1 {
+			work = []string{"main", "serve", "lookup"}
+		}
+		ev = append(ev, event{t: t + 500_000, stack: work, kind: recording.EventCPU})
 		if i%5 == 0 {
 			ev = append(ev, event{t: t + 700_000, stack: []string{"main", "serve", "parse", "k:asm_sysvec_apic_timer_interrupt", "k:irqentry_exit", "k:schedule", "k:__schedule"},
 				kind: recording.EventSwitch, arg: 0})
@@ -232,7 +237,7 @@ func TestWindowedEstimates(t *testing.T) {
 	if rw.Between == 0 || rw.WindowCut == 0 {
 		t.Errorf("windowed run: %d events between windows skipped, %d cuts at their edges", rw.Between, rw.WindowCut)
 	}
-	for _, path := range [][]string{{"main", "serve"}, {"main", "serve", "read"}, {"main", "serve", "read", "entry_SYSCALL_64", "do_syscall_64", "ksys_read"}} {
+	for _, path := range [][]string{{"main", "serve"}, {"main", "serve", "parse"}, {"main", "serve", "read", "entry_SYSCALL_64", "do_syscall_64", "ksys_read"}} {
 		va, vw := ra.Tree.Lookup(ids(ra.Tree, path...)), rw.Tree.Lookup(ids(rw.Tree, path...))
 		if va == nil || vw == nil {
 			t.Fatalf("%v: not in both runs", path)

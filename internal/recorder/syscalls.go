@@ -219,6 +219,25 @@ func (s *session) sysStack(id int64, kernel bool) []uint64 {
 	return st
 }
 
+// eventUser completes the user call chain of a system call program's
+// event of thread tid of pid, from its user chain, registers and stack
+// copy, as perf's sample would have it (kernel: its kernel chain);
+// truncated says it lost callers.
+func (s *session) eventUser(e *sysEvent, pid, tid uint32, kernel []uint64) (user []uint64, truncated bool) {
+	ev := &e.ev
+	r := perf.Sample{Header: perf.Header{PID: pid, TID: tid, Time: ev.Time, CPU: ev.CPU},
+		IP: ev.IP, UserMode: true, ABI: 2, Kernel: kernel, User: s.sysStack(ev.UserStack, false),
+		StackSP: ev.SP, Stack: s.sysBuf[e.copy[0]:e.copy[1]]}
+	if r.User == nil {
+		r.User = []uint64{ev.IP}
+	}
+	regs := make([]uint64, perf.NumRegs)
+	regs[perf.RegIP], regs[perf.RegSP], regs[perf.RegBP] = ev.IP, ev.SP, ev.BP
+	r.Regs = regs
+	user, truncated = s.userChain(&r)
+	return user, truncated || ev.UserStack < 0
+}
+
 // syscall writes the sample of a system call entry or exit.
 func (s *session) syscall(e *sysEvent, k *eventKind) {
 	ev := &e.ev
@@ -237,19 +256,7 @@ func (s *session) syscall(e *sysEvent, k *eventKind) {
 		case ev.UserStack == syscallprog.FromInterrupt:
 			smp.Arg |= recording.WakeupInterrupt
 		case ev.Nr != 0 && ev.IP != 0:
-			r := perf.Sample{Header: perf.Header{PID: smp.PID, TID: smp.TID, Time: ev.Time, CPU: ev.CPU},
-				IP: ev.IP, UserMode: true, ABI: 2, User: s.sysStack(ev.UserStack, false),
-				StackSP: ev.SP, Stack: s.sysBuf[e.copy[0]:e.copy[1]]}
-			if r.User == nil {
-				r.User = []uint64{ev.IP}
-			}
-			regs := make([]uint64, perf.NumRegs)
-			regs[perf.RegIP], regs[perf.RegSP], regs[perf.RegBP] = ev.IP, ev.SP, ev.BP
-			r.Regs = regs
-			user, smp.Truncated = s.userChain(&r)
-			if ev.UserStack < 0 {
-				smp.Truncated = true
-			}
+			user, smp.Truncated = s.eventUser(e, smp.PID, smp.TID, nil)
 			if smp.Truncated {
 				s.res.Truncated++
 			}
@@ -295,20 +302,9 @@ func (s *session) syscall(e *sysEvent, k *eventKind) {
 		s.writeSyscall(ev, k, c)
 		return
 	}
-	r := perf.Sample{Header: perf.Header{PID: ev.PID, TID: ev.TID, Time: ev.Time, CPU: ev.CPU},
-		IP: ev.IP, UserMode: true, ABI: 2, Kernel: s.sysStack(ev.KernStack, true), User: s.sysStack(ev.UserStack, false),
-		StackSP: ev.SP, Stack: s.sysBuf[e.copy[0]:e.copy[1]]}
-	if r.User == nil {
-		r.User = []uint64{ev.IP}
-	}
-	regs := make([]uint64, perf.NumRegs)
-	regs[perf.RegIP], regs[perf.RegSP], regs[perf.RegBP] = ev.IP, ev.SP, ev.BP
-	r.Regs = regs
-	user, truncated := s.userChain(&r)
-	if ev.UserStack < 0 {
-		truncated = true
-	}
-	c := &pendingCall{nr: ev.Nr, kernel: r.Kernel, user: user, truncated: truncated, ip: ev.IP, sp: ev.SP,
+	kernel := s.sysStack(ev.KernStack, true)
+	user, truncated := s.eventUser(e, ev.PID, ev.TID, kernel)
+	c := &pendingCall{nr: ev.Nr, kernel: kernel, user: user, truncated: truncated, ip: ev.IP, sp: ev.SP,
 		reduced: ev.Reduced, weight: s.sysWeight(1+ev.Skipped, s.sys.Scale(ev.Window))}
 	if ev.Switch {
 		c.nr = syscallprog.SwitchState(ev.Nr)

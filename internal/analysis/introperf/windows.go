@@ -85,6 +85,11 @@ func (g *Regime) Windowed(rel uint64) (windowed, in bool, scale float64) {
 	return windowed, in, scale
 }
 
+// WindowedAt is Windowed at t, a time on the recording's clock.
+func (g *Regime) WindowedAt(t uint64) (windowed, in bool, scale float64) {
+	return g.Windowed(max(t, g.origin) - g.origin)
+}
+
 // locate is Windowed, with the index of the window rel lies in or
 // after (past the last window, of its grid's).
 func (g *Regime) locate(rel uint64) (windowed, in bool, scale float64, k int64) {

@@ -86,6 +86,13 @@ if [ -n "${BASE:-}" ]; then
 	done
 fi
 order=(${ORDER:-bare cpu sched sched-bpf syscalls syscalls-bpf all all-bpf})
+case " ${order[*]} " in
+*" bare "*) ;;
+*)
+	echo "eventcost: ORDER must include bare: every configuration is compared with it" >&2
+	exit 2
+	;;
+esac
 
 # fail MSG TMP: says why a run of the bench failed, with the ends of the
 # server's log and of the recorder's messages, and stops the server.

@@ -165,6 +165,20 @@ func program(m maps, o Options) asm.Instructions {
 	return b.Ins
 }
 
+// recordHeader writes the first 16 bytes of a record of the program's own
+// (the stack copy's, the globals'), at dst: its magic, then the sample's
+// thread id and time as the main header has them (scrOut+4, scrOut+8).
+// It uses R1.
+func (b *builder) recordHeader(dst asm.Register, magic int64) {
+	b.Emit(
+		asm.StoreImm(dst, 0, magic, asm.Word),
+		asm.LoadMem(asm.R1, rBuf, scrOut+4, asm.Word),
+		asm.StoreMem(dst, 4, asm.R1, asm.Word),
+		asm.LoadMem(asm.R1, rBuf, scrOut+8, asm.DWord),
+		asm.StoreMem(dst, 8, asm.R1, asm.DWord),
+	)
+}
+
 // stack copies the user stack from the stack pointer, as many bytes as the
 // thread's learned top asks (the full size from the configuration without
 // one, or when the stack pointer lies outside it), into a record of its
@@ -209,11 +223,9 @@ func (b *builder) stack(m maps) {
 	b.Emit(
 		asm.JEq.Imm(asm.R0, 0, "sdone"),
 		asm.Mov.Reg(rPlan, asm.R0),
-		asm.StoreImm(rPlan, 0, stackMagic, asm.Word),
-		asm.LoadMem(asm.R1, rBuf, scrOut+4, asm.Word),
-		asm.StoreMem(rPlan, 4, asm.R1, asm.Word),
-		asm.LoadMem(asm.R1, rBuf, scrOut+8, asm.DWord),
-		asm.StoreMem(rPlan, 8, asm.R1, asm.DWord),
+	)
+	b.recordHeader(rPlan, stackMagic)
+	b.Emit(
 		asm.LoadMem(asm.R1, asm.RFP, spSlot, asm.DWord),
 		asm.StoreMem(rPlan, 16, asm.R1, asm.DWord),
 		asm.LoadMem(asm.R1, asm.RFP, -64, asm.DWord),
@@ -447,12 +459,8 @@ func (b *builder) globals(m maps) {
 	)
 	// Output: the header, the entries, the bytes.
 	b.Mark("gdone")
+	b.recordHeader(rSlot, gMagic)
 	b.Emit(
-		asm.StoreImm(rSlot, 0, gMagic, asm.Word),
-		asm.LoadMem(asm.R1, rBuf, scrOut+4, asm.Word),
-		asm.StoreMem(rSlot, 4, asm.R1, asm.Word),
-		asm.LoadMem(asm.R1, rBuf, scrOut+8, asm.DWord),
-		asm.StoreMem(rSlot, 8, asm.R1, asm.DWord),
 		asm.LoadMem(asm.R1, asm.RFP, iSlot, asm.DWord),
 		asm.StoreMem(rSlot, 16, asm.R1, asm.Word),
 		asm.LoadMem(asm.R5, rPlan, planGTotal, asm.Word),

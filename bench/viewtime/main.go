@@ -138,25 +138,12 @@ func run(culprit, chromium, rec string) error {
 	}
 
 	start := time.Now()
-	cmd := exec.Command(culprit, "view", rec)
-	out, err := cmd.StdoutPipe()
+	base, pid, stop, err := startView(culprit, "", rec)
 	if err != nil {
 		return err
 	}
-	if err := cmd.Start(); err != nil {
-		return err
-	}
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGINT)
-		_ = cmd.Wait()
-	}()
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		return fmt.Errorf("culprit view printed no URL: %v", err)
-	}
-	base := strings.TrimSpace(line)
+	defer stop()
 	ready := time.Since(start)
-	pid := cmd.Process.Pid
 	readyCPU := cpuTime(pid)
 
 	// The index, as a user opens the URL: the page is usable once its
@@ -521,7 +508,7 @@ func run(culprit, chromium, rec string) error {
 		again = max(again, d)
 	}
 
-	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
+	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
 		return err
 	}
@@ -536,6 +523,31 @@ func run(culprit, chromium, rec string) error {
 	return nil
 }
 
+// startView starts `culprit view ARGS` in dir ("": here) and waits for
+// the URL it prints: the server's base URL and process id, and stop, which
+// interrupts it and waits for it to end.
+func startView(culprit, dir string, args ...string) (base string, pid int, stop func(), err error) {
+	cmd := exec.Command(culprit, append([]string{"view"}, args...)...)
+	cmd.Dir = dir
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", 0, nil, err
+	}
+	if err := cmd.Start(); err != nil {
+		return "", 0, nil, err
+	}
+	stop = func() {
+		_ = cmd.Process.Signal(syscall.SIGINT)
+		_ = cmd.Wait()
+	}
+	line, err := bufio.NewReader(out).ReadString('\n')
+	if err != nil {
+		stop()
+		return "", 0, nil, fmt.Errorf("culprit view printed no URL: %v", err)
+	}
+	return strings.TrimSpace(line), cmd.Process.Pid, stop, nil
+}
+
 // eventPages times the pages of a recording of kernel events (events,
 // against eventsBase) on a server of its own: first GET of each (the
 // analysis run on the server, then kept), then each page clicked on
@@ -545,24 +557,11 @@ func run(culprit, chromium, rec string) error {
 // off-CPU flame graph atop latency (no frames), latency atop the off-CPU
 // flame graph.
 func eventPages(bctx context.Context, culprit string) ([]string, error) {
-	cmd := exec.Command(culprit, "view", "--base", eventsBase, events)
-	out, err := cmd.StdoutPipe()
+	base, pid, stop, err := startView(culprit, "", "--base", eventsBase, events)
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGINT)
-		_ = cmd.Wait()
-	}()
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		return nil, fmt.Errorf("culprit view printed no URL: %v", err)
-	}
-	base := strings.TrimSpace(line)
-	pid := cmd.Process.Pid
+	defer stop()
 	var res []string
 	for _, pg := range []struct{ key, path string }{{"latency", "latency"}, {"contexts", "contexts"}, {"offcpu", "offcpu/all/flamegraph"}} {
 		waitIdle(pid)
@@ -946,26 +945,12 @@ func analysisServerPages(bctx context.Context, culprit string, sv analysisServer
 		culprit = abs
 	}
 	start := time.Now()
-	cmd := exec.Command(culprit, append([]string{"view"}, sv.args...)...)
-	cmd.Dir = sv.dir
-	out, err := cmd.StdoutPipe()
+	base, pid, stop, err := startView(culprit, sv.dir, sv.args...)
 	if err != nil {
 		return nil, err
 	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	defer func() {
-		_ = cmd.Process.Signal(syscall.SIGINT)
-		_ = cmd.Wait()
-	}()
-	line, err := bufio.NewReader(out).ReadString('\n')
-	if err != nil {
-		return nil, fmt.Errorf("culprit view printed no URL: %v", err)
-	}
-	base := strings.TrimSpace(line)
+	defer stop()
 	ready := time.Since(start)
-	pid := cmd.Process.Pid
 	if err := chromedp.Do(bctx, chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS(`#pages a`))); err != nil {
 		return nil, fmt.Errorf("index: %v", err)
 	}

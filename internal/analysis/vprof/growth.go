@@ -3,6 +3,7 @@ package vprof
 import (
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -338,6 +339,9 @@ const (
 	// EvidenceDecides: it is the predicate whose answer decides every
 	// call of a function that was called more often (Decides names it).
 	EvidenceDecides Evidence = "decides"
+	// EvidenceRange: two of its pointers delimit a range longer than
+	// normally, and no function above it held such a range (Range).
+	EvidenceRange Evidence = "range"
 	// EvidenceNone: none of these; it only encloses the growth, if any.
 	EvidenceNone Evidence = "none"
 )
@@ -908,6 +912,50 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 			}
 		}
 	}
+	// A function two of whose pointers delimit a range longer than any
+	// in the normal runs, below no function that held such a range, was
+	// handed what it was handed normally and made the longer range its
+	// callees work on: it answers for its growth, and every function whose
+	// growth all occurs under it ranks below it (docs/vprof.md, "A range
+	// longer than it was handed").
+	if tops := a.grownRanges(idx, fs, roots, &bc); len(tops) > 0 {
+		in := map[int32]bool{}
+		for f := range tops {
+			in[f] = true
+		}
+		nu, bu := nc.under(in), bc.under(in)
+		for f, rg := range tops {
+			fi := idx[f]
+			fr := &fs[fi]
+			fr.Range = rg
+			if fr.Evidence == EvidenceNone {
+				fr.Evidence = EvidenceRange
+			}
+			if fr.Pattern == NoPattern {
+				fr.Pattern = MissingConstraint
+			}
+			fr.Discount = 0
+			score[fi] = fr.Share.Change
+			through[fi], fr.Through = -1, ""
+			keep := below[fi][:0]
+			for _, j := range below[fi] {
+				if bu[f][ids[j]] == 0 {
+					keep = append(keep, j)
+				}
+			}
+			below[fi] = keep
+			for g, n := range bu[f] {
+				j, ok := idx[g]
+				if !ok || j == fi || !fs[j].Share.Grew() {
+					continue
+				}
+				outside := share(nc.incl[g]-nu[f][g], nc.n, bc.incl[g]-n, bc.n)
+				if !outside.Grew() {
+					below[j] = append(below[j], fi)
+				}
+			}
+		}
+	}
 	eff := make([]float64, len(ids))
 	state := make([]uint8, len(ids)) // 0 new, 1 in progress, 2 done
 	var resolve func(i int) float64
@@ -1265,6 +1313,9 @@ func why(f *FunctionResult) string {
 	if c := f.CalledMore; c != nil {
 		fmt.Fprintf(&b, "; called %s more often, whose loops did the same work per call (%s in its normal range)", c.Callee, c.Variable)
 	}
+	if r := f.Range; r != nil {
+		fmt.Fprintf(&b, "; its pointers %s..%s lie %s bytes apart (normally at most %s)", r.Start, r.End, num(r.BuggyMedian), num(r.NormalMax))
+	}
 	if d := f.Decides; d != nil {
 		fmt.Fprintf(&b, "; its answer decides every call of %s, which ran more often", d.Callee)
 	}
@@ -1313,3 +1364,58 @@ func num(x float64) string {
 
 // FormatValue formats a variable's value as the why lines do.
 func FormatValue(x float64) string { return num(x) }
+
+// RangeMargin is how far beyond the longest normal range (a fraction of
+// it) a buggy range's median must lie, as the localisation's margin.
+const RangeMargin = 0.05
+
+// grownRanges returns the functions whose share grew, two of whose pointer
+// locals delimit a range (never negative, sampled at least SameWorkSamples
+// times in each kind of run) whose buggy median lies beyond its longest
+// normal length, and above which no other such function lies in any buggy
+// stack: the top of the grown ranges. A thread's outermost function and
+// the C runtime's are left out.
+func (a *Analyzer) grownRanges(idx map[int32]int, fs []FunctionResult, roots map[int32]bool, bc *stackCounts) map[int32]*Range {
+	grown := map[int32]*Range{}
+	for k, rs := range a.ranges {
+		if rs.before && rs.after || rs.normal.len() < SameWorkSamples || rs.buggy.len() < SameWorkSamples {
+			continue
+		}
+		j, ok := idx[k.fn]
+		if !ok || a.system(k.fn) || roots[k.fn] || !fs[j].Share.Grew() {
+			continue
+		}
+		nmax := slices.Max(rs.normal.floats())
+		bmed := median(rs.buggy.floats())
+		if bmed <= nmax+RangeMargin*math.Abs(nmax) {
+			continue
+		}
+		r := &Range{Start: k.start, End: k.end, NormalMax: nmax, BuggyMedian: bmed}
+		if rs.before {
+			r.Start, r.End = k.end, k.start
+		}
+		if old, ok := grown[k.fn]; !ok || r.BuggyMedian/math.Max(r.NormalMax, 1) > old.BuggyMedian/math.Max(old.NormalMax, 1) {
+			grown[k.fn] = r
+		}
+	}
+	if len(grown) == 0 {
+		return nil
+	}
+	tops := map[int32]*Range{}
+	for f, r := range grown {
+		tops[f] = r
+	}
+	for _, p := range bc.paths {
+		for i, f := range p.fs {
+			if grown[f] == nil {
+				continue
+			}
+			for _, g := range p.fs[i+1:] {
+				if g != f && grown[g] != nil {
+					delete(tops, f)
+				}
+			}
+		}
+	}
+	return tops
+}

@@ -1003,3 +1003,63 @@ func TestThresholdBelowDecides(t *testing.T) {
 		}
 	}
 }
+
+// A function two of whose pointers delimit a longer range than any in the
+// normal runs, with no such function above it, made the longer range its
+// callee works on: it ranks above that callee, whose own time grew. Two
+// pointers whose order changes from sample to sample delimit no range (how
+// the function then ranks is other rules' business).
+func TestRangeLongerThanHanded(t *testing.T) {
+	mk := func(buggy, ordered bool) *profile.Profile {
+		fx := newFixture(t)
+		r := fx.create(t, "range.rec")
+		start := r.variable("start", "dispatch_1", "const char *", "args", true)
+		end := r.variable("end", "dispatch_1", "const char *", "args", true)
+		g := lcg(11)
+		work := 100
+		if buggy {
+			work = 700
+		}
+		const at = 0x7f0000000000
+		for i := 0; i < 300; i++ {
+			r.tick(1, []string{"dispatch_1", "main"}, 0, val{start, 0, at}, val{end, 0, at + 8192})
+		}
+		for i := 0; i < work; i++ {
+			s, n := int64(at), int64(8192)
+			if buggy {
+				n = 8192 * (1 + int64(i))
+			}
+			e := s + n
+			if !ordered && g.intn(2) == 0 {
+				s, e = e, s
+			}
+			r.tick(1, []string{"worker", "dispatch_1", "main"}, 0, val{start, 1, s}, val{end, 1, e})
+		}
+		for i := 0; i < 600; i++ {
+			r.tick(1, []string{"main"}, 0)
+		}
+		return r.done()
+	}
+	for _, ordered := range []bool{true, false} {
+		res := analyzeWith(t, DefaultOptions(), []*profile.Profile{mk(false, ordered)}, []*profile.Profile{mk(true, ordered)})
+		d, w := res.fn(t, "dispatch_1"), res.fn(t, "worker")
+		if w.Evidence != EvidenceOwnTime {
+			t.Fatalf("ordered %v: worker's evidence %s, want own-time", ordered, w.Evidence)
+		}
+		if !ordered {
+			if d.Range != nil || d.Evidence == EvidenceRange {
+				t.Errorf("unordered pointers: dispatch_1 has a range %+v (evidence %s)", d.Range, d.Evidence)
+			}
+			continue
+		}
+		if d.Range == nil || d.Range.Start != "start" || d.Range.End != "end" || d.Range.NormalMax != 8192 {
+			t.Fatalf("dispatch_1's range: %+v, want start..end, normally at most 8192", d.Range)
+		}
+		if d.Rank != 1 || w.Rank != 2 || d.Pattern != MissingConstraint {
+			t.Errorf("ranks: dispatch_1 %d (%s, %s), worker %d; want dispatch_1 first", d.Rank, d.Evidence, d.Pattern, w.Rank)
+		}
+		if !strings.Contains(d.Why, "start..end lie") {
+			t.Errorf("why: %q", d.Why)
+		}
+	}
+}

@@ -167,7 +167,21 @@ type FunctionResult struct {
 	// Decides: the function, called more often, whose every call this
 	// predicate's answer decided.
 	Decides *Decides `json:"decides,omitempty"`
-	Why     string   `json:"why,omitempty"`
+	// Range: two of its pointers delimit a range longer than any in the
+	// normal runs, while no function above it held one: it made the
+	// longer range its callees work on.
+	Range *Range `json:"range,omitempty"`
+	Why   string `json:"why,omitempty"`
+}
+
+// Range is the length (end − start, in bytes) of a range two pointer
+// locals of a function delimit: the longest in the normal runs and the
+// buggy runs' median.
+type Range struct {
+	Start       string  `json:"start"`
+	End         string  `json:"end"`
+	NormalMax   float64 `json:"normal_max"`
+	BuggyMedian float64 `json:"buggy_median"`
 }
 
 // Decides names the function whose calls a predicate's answer decided.

@@ -30,6 +30,25 @@ type Analyzer struct {
 	guardOf  GuardFunc
 	blocks   []Block // distinct basic blocks where buggy values were read (Samples unused)
 	blockIdx map[blockKey]int32
+	// ranges: the lengths of the ranges two pointers of one frame delimit
+	// (docs/vprof.md, "A range longer than it was handed").
+	ranges map[rangeKey]*rangeSamples
+}
+
+// rangeKey is a pair of pointer locals of one function, of one type, by
+// name (in the order of their names).
+type rangeKey struct {
+	fn         int32
+	start, end string
+}
+
+// rangeSamples are the distances between two pointers, one per tick and
+// frame where both were read, in the normal and the buggy runs; before and
+// after say whether the second pointer was seen below and above the
+// first: a range keeps its order in every sample.
+type rangeSamples struct {
+	normal, buggy nums
+	before, after bool
 }
 
 // BlockFunc finds the basic block of machine code holding a file offset of
@@ -491,7 +510,53 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 		}
 		return period
 	}
+	// The pointer locals of one tick, for the ranges two of them delimit.
+	type framePtr struct {
+		tid   uint32
+		depth uint8
+		owner int32
+		vi    int32
+		at    uint64
+	}
+	var ptrs []framePtr
 	flush := func() {
+		for i, x := range ptrs {
+			for _, y := range ptrs[i+1:] {
+				if x.tid != y.tid || x.depth != y.depth || x.owner != y.owner || x.vi == y.vi {
+					continue
+				}
+				vx, vy := a.vars[x.vi], a.vars[y.vi]
+				if vx.src.Type != vy.src.Type || vx.src.Name == vy.src.Name {
+					continue
+				}
+				if vy.src.Name < vx.src.Name {
+					x, y, vx, vy = y, x, vy, vx
+				}
+				k := rangeKey{fn: x.owner, start: vx.src.Name, end: vy.src.Name}
+				if a.ranges == nil {
+					a.ranges = map[rangeKey]*rangeSamples{}
+				}
+				rs := a.ranges[k]
+				if rs == nil {
+					rs = &rangeSamples{}
+					a.ranges[k] = rs
+				}
+				d := int64(y.at - x.at)
+				switch {
+				case d > 0:
+					rs.after = true
+				case d < 0:
+					rs.before = true
+					d = -d
+				}
+				if buggy {
+					rs.buggy.add(float64(d))
+				} else {
+					rs.normal.add(float64(d))
+				}
+			}
+		}
+		ptrs = ptrs[:0]
 		// Value samples with distinct PCs per tick: several variables read
 		// at one PC in one sample count once for the function.
 		for i, o := range tick {
@@ -553,6 +618,9 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 			tickTime = v.Time
 		}
 		tick = append(tick, owned{tid: v.TID, pc: v.PC, owner: owner})
+		if va.src.Pointer && !va.src.Global {
+			ptrs = append(ptrs, framePtr{tid: v.TID, depth: v.Depth, owner: owner, vi: vi, at: v.Bits})
+		}
 
 		st := w.state(vi, v)
 		if st == nil {

@@ -71,3 +71,75 @@ func TestBlockingChainsOnly(t *testing.T) {
 		}
 	})
 }
+
+// TestBlockedKernelChainReused: with Options.BlockingChainsOnly (no
+// system call records), a thread that blocks in the same call from the
+// same place over and over has its kernel chain walked about once, the
+// later switches reusing it; blocking in another call from the same
+// place (Go's system call entry), its switches get that call's chain,
+// never the other's.
+func TestBlockedKernelChainReused(t *testing.T) {
+	testutil.NeedRoot(t)
+	sleep, sel := kernelSymbol(t, "__x64_sys_nanosleep"), kernelSymbol(t, "__x64_sys_pselect6")
+	threadStates(t, func(t *testing.T, hash bool) {
+		tr, tid := traceSelf(t, Options{Switches: true, BlockingChainsOnly: true, StackBytes: 256, RingBytes: 1 << 20, threadHash: hash})
+		defer tr.Close()
+		const rounds, n = 2, 20
+		for r := 0; r < rounds; r++ {
+			for i := 0; i < n; i++ {
+				ts := unix.NsecToTimespec(int64(time.Millisecond))
+				_ = unix.Nanosleep(&ts, nil)
+			}
+			for i := 0; i < n; i++ {
+				tv := unix.NsecToTimeval(int64(time.Millisecond))
+				_, _ = unix.Select(0, nil, nil, nil, &tv)
+			}
+		}
+		tr.Remove(uint32(os.Getpid()))
+		runtime.UnlockOSThread()
+		in := func(r symRange, chain []uint64) bool {
+			for _, pc := range chain {
+				if r.has(pc) {
+					return true
+				}
+			}
+			return false
+		}
+		sleeps, selects, others := 0, 0, uint64(0)
+		err := tr.Drain(func(ev *Event) {
+			if !ev.Switch || ev.Nr>>32 != 0 || SwitchState(ev.Nr) != 1 {
+				return
+			}
+			if ev.TID != tid {
+				others++
+				return
+			}
+			ks := tr.KernelStack(ev.KernStack)
+			s, x := in(sleep, ks), in(sel, ks)
+			switch {
+			case s && !x:
+				sleeps++
+			case x && !s:
+				selects++
+			default:
+				t.Errorf("asleep with kernel chain %d, in nanosleep %v, in pselect6 %v: %x", ev.KernStack, s, x, ks)
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// A sleep a signal cut short, or one the thread was preempted
+		// before for longer than its timer, need not leave the CPU asleep.
+		if sleeps < rounds*n*3/4 || selects < rounds*n*3/4 {
+			t.Errorf("%d switches asleep in nanosleep, %d in pselect6: want about %d each", sleeps, selects, rounds*n)
+		}
+		// This thread walks each call's chain about once; the count takes
+		// in the runtime's other threads, which may walk at each switch.
+		if w := tr.kernelWalks(); w > others+rounds*n/2 {
+			t.Errorf("%d kernel chains walked for %d switches asleep here and %d in other threads: want this thread's reused",
+				w, sleeps+selects, others)
+		} else {
+			t.Logf("%d kernel chains walked for %d switches asleep here and %d in other threads", w, sleeps+selects, others)
+		}
+	})
+}

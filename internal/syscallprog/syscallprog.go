@@ -802,7 +802,7 @@ const (
 	slotReduced = 1
 	slotBare    = 2
 	slotSkipped = 3 // calls Options.Limit left out
-	slotKWalks  = 4 // kernel chains walked at switches inside calls that might reuse one
+	slotKWalks  = 4 // kernel chains walked at switches that might reuse one (blocked ones without Syscalls: all)
 	slotCalls   = 5 // system calls of traced threads, with windows (Options.WindowOn)
 	// slotSkippedWin: calls Options.Limit left out in windows whose calls
 	// stand for PERIOD/ON each (the others stand for themselves).

@@ -15,7 +15,12 @@
 # measurement's start. A loaded machine moves the throughput far more
 # than the CPU per get.
 #
-#   bench/variance-sched.sh [-o OUT] [-r RUNS] [-d SECONDS]
+#   bench/variance-sched.sh [-o OUT] [-r RUNS] [-d SECONDS] [-c CULPRIT] [-P]
+#
+# -c runs another culprit binary (default: built from this tree). -P pins
+# the server's threads to CPU 0, mcmix and culprit to CPU 1: where the
+# scheduler places the server's and the clients' threads otherwise moves
+# the throughput by tens of percent from run to run on a busy machine.
 #
 # Needs root and a built bench/out/variance.
 set -euo pipefail
@@ -23,12 +28,16 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 out=$root/bench/out/variance
 runs=3
 secs=10
-while getopts "o:r:d:" opt; do
+bin=
+pin=
+while getopts "o:r:d:c:P" opt; do
 	case $opt in
 	o) out=$OPTARG ;;
 	r) runs=$OPTARG ;;
 	d) secs=$OPTARG ;;
-	*) echo "usage: bench/variance-sched.sh [-o OUT] [-r RUNS] [-d SECONDS]" >&2; exit 2 ;;
+	c) bin=$OPTARG ;;
+	P) pin=1 ;;
+	*) echo "usage: bench/variance-sched.sh [-o OUT] [-r RUNS] [-d SECONDS] [-c CULPRIT] [-P]" >&2; exit 2 ;;
 	esac
 done
 mc=$out/memcached/src/memcached
@@ -40,7 +49,9 @@ cleanup() {
 	rm -rf "$tmp"
 }
 trap cleanup EXIT
-(cd "$root" && go build -o "$tmp/culprit" ./cmd/culprit)
+if [ -n "$bin" ]; then cp "$bin" "$tmp/culprit"; else (cd "$root" && go build -o "$tmp/culprit" ./cmd/culprit); fi
+on1=()
+[ -n "$pin" ] && on1=(taskset -c 1)
 
 cpu() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
 hz=$(getconf CLK_TCK)
@@ -51,7 +62,7 @@ measure() {
 	[ "$1" = sched ] && flags=(--sched "${flags[@]}")
 	local port=$((20000 + RANDOM % 20000))
 	rm -f "$tmp/mc.pid"
-	"$tmp/culprit" variance "${flags[@]}" -- "$mc" -U 0 -p "$port" -l 127.0.0.1 -t 2 -m 64 -u root -P "$tmp/mc.pid" >"$tmp/log" 2>&1 &
+	"${on1[@]}" "$tmp/culprit" variance "${flags[@]}" -- "$mc" -U 0 -p "$port" -l 127.0.0.1 -t 2 -m 64 -u root -P "$tmp/mc.pid" >"$tmp/log" 2>&1 &
 	prefix_pid=$!
 	for _ in $(seq 1 600); do
 		if [ -s "$tmp/mc.pid" ] && (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
@@ -62,9 +73,10 @@ measure() {
 		sleep 0.1
 	done
 	[ -n "$server" ] || { echo "memcached did not start listening" >&2; exit 1; }
+	[ -n "$pin" ] && taskset -a -p -c 0 "$server" >/dev/null
 	local s0 n
 	s0=$(cpu "$server")
-	n=$("$out/mcmix" -p "$port" -t 2 -d "$secs")
+	n=$("${on1[@]}" "$out/mcmix" -p "$port" -t 2 -d "$secs")
 	ops=$(awk '{ print $6 }' <<<"$n")
 	scpu=$(awk -v a="$s0" -v b="$(cpu "$server")" -v n="$(awk '{ print $2 }' <<<"$n")" -v hz="$hz" 'BEGIN { printf "%.1f", (b - a) / hz * 1e6 / n }')
 	kill -TERM "$server"
@@ -72,7 +84,7 @@ measure() {
 	server=
 }
 
-echo "memcached under culprit variance --start drive_machine, plain and --sched; mcmix -t 2 -d $secs; $runs runs; $(nproc) CPUs; $(date -u +%FT%TZ)"
+echo "memcached under culprit variance --start drive_machine, plain and --sched; mcmix -t 2 -d $secs; $runs runs; $(nproc) CPUs${pin:+, pinned (server CPU 0, mcmix and culprit CPU 1)}; $(date -u +%FT%TZ)"
 printf "%-4s %-6s %10s %10s  %s\n" run config gets/s cpu_us/get load
 rs=() cs=()
 for ((r = 1; r <= runs; r++)); do
@@ -91,5 +103,10 @@ for ((r = 1; r <= runs; r++)); do
 	unset o c
 done
 med() { printf '%s\n' "$@" | sort -n | awk '{ a[NR] = $1 } END { print (NR % 2) ? a[(NR + 1) / 2] : (a[NR / 2] + a[NR / 2 + 1]) / 2 }'; }
-echo "median throughput ratio sched/plain $(med "${rs[@]}") (runs: ${rs[*]})"
-echo "median CPU per get ratio sched/plain $(med "${cs[@]}") (runs: ${cs[*]})"
+# boot RATIO...: a 95% bootstrap interval of the median (2000 resamples).
+boot() {
+	printf '%s\n' "$@" | awk 'function med(a, n,   i, j, t) { for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t } return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+		{ v[NR] = $1 } END { srand(1); for (b = 1; b <= 2000; b++) { for (i = 1; i <= NR; i++) s[i] = v[int(rand() * NR) + 1]; m[b] = med(s, NR) } med(m, 2000); printf "%.3f-%.3f", m[50], m[1950] }'
+}
+echo "median throughput ratio sched/plain $(med "${rs[@]}"), 95% bootstrap interval $(boot "${rs[@]}") (runs: ${rs[*]})"
+echo "median CPU per get ratio sched/plain $(med "${cs[@]}"), 95% bootstrap interval $(boot "${cs[@]}") (runs: ${cs[*]})"

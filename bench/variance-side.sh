@@ -16,7 +16,20 @@
 # order. The report is each run's ratio, its median, the servers' CPU time
 # per get and the machine's load.
 #
-#   bench/variance-side.sh [-r RUNS] [-d SECONDS] [-c CULPRIT] [-x 'FLAGS']
+#   bench/variance-side.sh [-r RUNS] [-d SECONDS] [-c CULPRIT] [-x 'FLAGS'] [-P] [-s]
+#
+# -s compares variance --sched with plain variance instead: the first
+# server runs under culprit variance --start drive_machine --rounds 1
+# --trap-budget 0 (every call of drive_machine traced; "alone" below), the
+# second under the same with --sched (and -x's flags).
+#
+# -P pins: both servers' threads to CPU 0, the loads and culprit to CPU 1.
+# Unpinned, where the scheduler places two servers and four clients on two
+# CPUs decides much of each run's throughput (the control's ratios spread
+# 0.57-1.59); pinned, the two servers share one CPU, which the scheduler
+# divides evenly between their threads, and the ratio is that of the gets
+# each serves for the same CPU time. culprit's own CPU is then not taken
+# from the server: it is reported beside.
 #
 # -c runs another culprit binary (default: built from this tree); -c none
 # runs the second server alone too, the control (its ratio is the
@@ -30,13 +43,17 @@ secs=20
 culprit=
 extra=()
 control=
-while getopts "r:d:c:x:" opt; do
+pin=
+sched=
+while getopts "r:d:c:x:Ps" opt; do
 	case $opt in
 	r) runs=$OPTARG ;;
 	d) secs=$OPTARG ;;
 	c) culprit=$OPTARG ;;
 	x) read -r -a extra <<<"$OPTARG" ;;
-	*) echo "usage: bench/variance-side.sh [-r RUNS] [-d SECONDS] [-c CULPRIT] [-x 'FLAGS']" >&2; exit 2 ;;
+	P) pin=1 ;;
+	s) sched=1 ;;
+	*) echo "usage: bench/variance-side.sh [-r RUNS] [-d SECONDS] [-c CULPRIT] [-x 'FLAGS'] [-P] [-s]" >&2; exit 2 ;;
 	esac
 done
 mc=$out/memcached/memcached
@@ -67,6 +84,15 @@ libpats=()
 while read -r f; do libpats+=(--lib "$libevent:$f"); done < <(nm -D --defined-only "$libevent" | awk '$2 == "T" { print $3 }' | sort -u | head -n $((500 - nmc)))
 
 cpu() { awk '{ print $14 + $15 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
+# on1 runs culprit on CPU 1 with -P (the same process: $! is culprit's).
+on1=()
+[ -n "$pin" ] && on1=(taskset -c 1)
+# on CPU CMD...: runs CMD on CPU with -P, else as it is.
+on() {
+	local c=$1
+	shift
+	if [ -n "$pin" ]; then taskset -c "$c" "$@"; else "$@"; fi
+}
 hz=$(getconf CLK_TCK)
 # up PIDFILE PORT: waits until the server of PIDFILE listens on PORT.
 up() {
@@ -80,14 +106,26 @@ up() {
 	exit 1
 }
 
-echo "== side by side: memcached alone and under culprit variance (${nmc} + $(( ${#libpats[@]} / 2 )) functions, --rounds 1 ${extra[*]}), mcmix -t 2 -d $secs each, $runs runs ($(date -u '+%Y-%m-%d %H:%M'))"
+[ -n "$sched" ] && echo "== side by side: memcached under culprit variance --start drive_machine --rounds 1 --trap-budget 0 (\"alone\") and the same with --sched ${extra[*]} (\"profiled\")"
+echo "== side by side${pin:+, pinned (servers CPU 0, loads and culprit CPU 1)}: memcached alone and under culprit variance (${nmc} + $(( ${#libpats[@]} / 2 )) functions, --rounds 1 ${extra[*]}), mcmix -t 2 -d $secs each, $runs runs ($(date -u '+%Y-%m-%d %H:%M'))"
 ratios=() cratios=()
 for i in $(seq 1 "$runs"); do
 	pa=$(( 20000 + RANDOM % 10000 )) pb=$(( 30000 + RANDOM % 10000 ))
 	[ $((i % 2)) -eq 0 ] && { t=$pa; pa=$pb; pb=$t; }
 	rm -f "$tmp/a.pid" "$tmp/b.pid"
 	load0=$(cut -d' ' -f1 /proc/loadavg)
-	start_alone() { "$mc" -U 0 -p "$pa" -l 127.0.0.1 -t 2 -m 64 -u root -P "$tmp/a.pid" >"$tmp/a.log" 2>&1 & pids+=($!); }
+	apid=
+	start_alone() {
+		if [ -n "$sched" ]; then
+			"${on1[@]}" "$culprit" variance --start drive_machine --rounds 1 --trap-budget 0 -o "$tmp/a.rec" -- \
+				"$mc" -U 0 -p "$pa" -l 127.0.0.1 -t 2 -m 64 -u root -P "$tmp/a.pid" >"$tmp/a.log" 2>&1 &
+			apid=$!
+			pids+=("$apid")
+			return
+		fi
+		"$mc" -U 0 -p "$pa" -l 127.0.0.1 -t 2 -m 64 -u root -P "$tmp/a.pid" >"$tmp/a.log" 2>&1 &
+		pids+=($!)
+	}
 	start_prof() {
 		if [ -n "$control" ]; then
 			"$mc" -U 0 -p "$pb" -l 127.0.0.1 -t 2 -m 64 -u root -P "$tmp/b.pid" >"$tmp/b.log" 2>&1 &
@@ -95,7 +133,14 @@ for i in $(seq 1 "$runs"); do
 			pids+=("$cpid")
 			return
 		fi
-		"$culprit" variance --start drive_machine --functions "$(paste -sd, "$tmp/own")" "${libpats[@]}" --rounds 1 "${extra[@]}" -o "$tmp/b.rec" -- \
+		if [ -n "$sched" ]; then
+			"${on1[@]}" "$culprit" variance --sched --start drive_machine --rounds 1 --trap-budget 0 "${extra[@]}" -o "$tmp/b.rec" -- \
+				"$mc" -U 0 -p "$pb" -l 127.0.0.1 -t 2 -m 64 -u root -P "$tmp/b.pid" >"$tmp/b.log" 2>&1 &
+			cpid=$!
+			pids+=("$cpid")
+			return
+		fi
+		"${on1[@]}" "$culprit" variance --start drive_machine --functions "$(paste -sd, "$tmp/own")" "${libpats[@]}" --rounds 1 "${extra[@]}" -o "$tmp/b.rec" -- \
 			"$mc" -U 0 -p "$pb" -l 127.0.0.1 -t 2 -m 64 -u root -P "$tmp/b.pid" >"$tmp/b.log" 2>&1 &
 		cpid=$!
 		pids+=("$cpid")
@@ -104,20 +149,25 @@ for i in $(seq 1 "$runs"); do
 	up "$tmp/a.pid" "$pa"
 	up "$tmp/b.pid" "$pb"
 	sa=$(cat "$tmp/a.pid") sb=$(cat "$tmp/b.pid")
+	if [ -n "$pin" ]; then
+		taskset -a -p -c 0 "$sa" >/dev/null
+		taskset -a -p -c 0 "$sb" >/dev/null
+	fi
 	a0=$(cpu "$sa") b0=$(cpu "$sb") c0=$(cpu "$cpid")
 	if [ $((i % 2)) -eq 1 ]; then
-		"$out/mcmix" -p "$pa" -t 2 -d "$secs" >"$tmp/a.out" &
+		on 1 "$out/mcmix" -p "$pa" -t 2 -d "$secs" >"$tmp/a.out" &
 		ma=$!
-		"$out/mcmix" -p "$pb" -t 2 -d "$secs" >"$tmp/b.out"
+		on 1 "$out/mcmix" -p "$pb" -t 2 -d "$secs" >"$tmp/b.out"
 	else
-		"$out/mcmix" -p "$pb" -t 2 -d "$secs" >"$tmp/b.out" &
+		on 1 "$out/mcmix" -p "$pb" -t 2 -d "$secs" >"$tmp/b.out" &
 		ma=$!
-		"$out/mcmix" -p "$pa" -t 2 -d "$secs" >"$tmp/a.out"
+		on 1 "$out/mcmix" -p "$pa" -t 2 -d "$secs" >"$tmp/a.out"
 	fi
 	wait "$ma"
 	a1=$(cpu "$sa") b1=$(cpu "$sb") c1=$(cpu "$cpid")
 	kill -TERM "$sa" "$sb"
 	wait "$cpid" || true
+	[ -z "$apid" ] || wait "$apid" || true
 	load1=$(cut -d' ' -f1 /proc/loadavg)
 	oa=$(awk '{ print $6 }' "$tmp/a.out") ob=$(awk '{ print $6 }' "$tmp/b.out")
 	na=$(awk '{ print $2 }' "$tmp/a.out") nb=$(awk '{ print $2 }' "$tmp/b.out")
@@ -132,5 +182,10 @@ for i in $(seq 1 "$runs"); do
 	pids=()
 done
 median() { printf '%s\n' "$@" | sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+# boot RATIO...: a 95% bootstrap interval of the median (2000 resamples).
+boot() {
+	printf '%s\n' "$@" | awk 'function med(a, n,   i, j, t) { for (i = 2; i <= n; i++) { t = a[i]; for (j = i - 1; j >= 1 && a[j] > t; j--) a[j + 1] = a[j]; a[j + 1] = t } return (n % 2) ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }
+		{ v[NR] = $1 } END { srand(1); for (b = 1; b <= 2000; b++) { for (i = 1; i <= NR; i++) s[i] = v[int(rand() * NR) + 1]; m[b] = med(s, NR) } med(m, 2000); printf "%.3f-%.3f", m[50], m[1950] }'
+}
 mr=$(median "${ratios[@]}") mc2=$(median "${cratios[@]}")
-awk -v r="$mr" -v c="$mc2" -v all="${ratios[*]}" 'BEGIN { printf "median of %d runs: throughput loss %.1f%% (ratio %.3f; runs %s), server CPU per get %+.1f%%\n", split(all, x, " "), 100 * (1 - r), r, all, 100 * (c - 1) }'
+awk -v r="$mr" -v c="$mc2" -v all="${ratios[*]}" -v bi="$(boot "${ratios[@]}")" -v bc="$(boot "${cratios[@]}")" 'BEGIN { printf "median of %d runs: throughput loss %.1f%% (ratio %.3f, 95%% bootstrap interval %s; runs %s), server CPU per get %+.1f%% (ratio interval %s)\n", split(all, x, " "), 100 * (1 - r), r, bi, all, 100 * (c - 1), bc }'

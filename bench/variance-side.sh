@@ -94,6 +94,8 @@ on() {
 	if [ -n "$pin" ]; then taskset -c "$c" "$@"; else "$@"; fi
 }
 hz=$(getconf CLK_TCK)
+# switches PID: the context switches of its threads so far.
+switches() { cat /proc/"$1"/task/*/status 2>/dev/null | awk '/ctxt_switches/ { n += $2 } END { print n + 0 }'; }
 # up PIDFILE PORT: waits until the server of PIDFILE listens on PORT.
 up() {
 	for _ in $(seq 1 600); do
@@ -154,6 +156,7 @@ for i in $(seq 1 "$runs"); do
 		taskset -a -p -c 0 "$sb" >/dev/null
 	fi
 	a0=$(cpu "$sa") b0=$(cpu "$sb") c0=$(cpu "$cpid")
+	xa0=$(switches "$sa") xb0=$(switches "$sb")
 	if [ $((i % 2)) -eq 1 ]; then
 		on 1 "$out/mcmix" -p "$pa" -t 2 -d "$secs" >"$tmp/a.out" &
 		ma=$!
@@ -165,6 +168,7 @@ for i in $(seq 1 "$runs"); do
 	fi
 	wait "$ma"
 	a1=$(cpu "$sa") b1=$(cpu "$sb") c1=$(cpu "$cpid")
+	xa1=$(switches "$sa") xb1=$(switches "$sb")
 	kill -TERM "$sa" "$sb"
 	wait "$cpid" || true
 	[ -z "$apid" ] || wait "$apid" || true
@@ -175,9 +179,11 @@ for i in $(seq 1 "$runs"); do
 	gb=$(awk -v a="$b0" -v b="$b1" -v n="$nb" -v hz="$hz" 'BEGIN { printf "%.1f", (b - a) / hz * 1e6 / n }')
 	cc=$(awk -v a="$c0" -v b="$c1" -v hz="$hz" -v s="$secs" 'BEGIN { printf "%.1f", (b - a) / hz / s * 100 }')
 	off=$(grep -o 'off [0-9]* times, [0-9.]*[a-z]* in all.*included' "$tmp/b.log" | head -n 1 || true)
+	xa=$(awk -v a="$xa0" -v b="$xa1" -v n="$na" 'BEGIN { printf "%.2f", (b - a) / n }')
+	xb=$(awk -v a="$xb0" -v b="$xb1" -v n="$nb" 'BEGIN { printf "%.2f", (b - a) / n }')
 	r=$(awk -v a="$oa" -v b="$ob" 'BEGIN { printf "%.3f", b / a }')
 	cr=$(awk -v a="$ga" -v b="$gb" 'BEGIN { printf "%.3f", b / a }')
-	echo "run $i (load $load0-$load1): alone $oa ops/s, $ga µs CPU/get; profiled $ob ops/s, $gb µs CPU/get, culprit ${cc}% of a CPU (probes $off); ratio $r, CPU/get ratio $cr"
+	echo "run $i (load $load0-$load1): alone $oa ops/s, $ga µs CPU/get, $xa switches/get; profiled $ob ops/s, $gb µs CPU/get, $xb switches/get, culprit ${cc}% of a CPU (probes $off); ratio $r, CPU/get ratio $cr"
 	ratios+=("$r") cratios+=("$cr")
 	pids=()
 done

@@ -773,6 +773,8 @@ const (
 	// walked under: the call (kcNr), its entry's user chain (kcUser), the
 	// switch's state (kcState, a record's Nr) and the depth of the kernel
 	// stack at the switch below the call's entry (kcDepth; 0: none).
+	// Without Syscalls, blockedKernelStack keeps a blocked switch's chains
+	// there instead: kcUser its user IP, kcDepth its user SP.
 	thKChains = 80
 	// thWin is the window generation at the thread's last entry
 	// (Options.WindowOn).

@@ -50,6 +50,12 @@ type Options struct {
 	// Profile.EachValue reads them again; Profile.Values is empty. Merge
 	// takes precedence.
 	Stream bool
+	// StreamValues reads the values as Stream does (counted by source on
+	// the first reading, read again by Profile.EachValue), the samples
+	// held as without it: for views that keep the samples and go through
+	// the values on request only. Stream implies it; Merge takes
+	// precedence.
+	StreamValues bool
 }
 
 // mapping is an executable mapping known from the recording.
@@ -347,8 +353,8 @@ func Load(paths []string, o Options) (*profile.Profile, error) {
 		vsrc:   map[recording.ValueSource]int32{},
 		probes: map[probeKey]int32{},
 	}
-	if o.Stream && !o.Merge && regularFiles(paths) {
-		l.stream = &streamState{keyIdx: map[stackKey]int32{}, events: map[recording.Event]int{}}
+	if (o.Stream || o.StreamValues) && !o.Merge && regularFiles(paths) {
+		l.stream = &streamState{samples: o.Stream, keyIdx: map[stackKey]int32{}, events: map[recording.Event]int{}}
 	}
 	if l.sym == nil {
 		l.sym = symbol.New(symbol.Options{})
@@ -364,7 +370,8 @@ func Load(paths []string, o Options) (*profile.Profile, error) {
 	for _, list := range l.syms {
 		sort.Slice(list, func(i, j int) bool { return list[i].Addr < list[j].Addr })
 	}
-	if l.stream != nil {
+	streamed := l.stream != nil && l.stream.samples
+	if streamed {
 		l.endStream()
 	} else if l.merge {
 		if l.namesChangeWithin() {
@@ -388,15 +395,18 @@ func Load(paths []string, o Options) (*profile.Profile, error) {
 		}
 	}
 	l.p.Values = l.values.Flat()
+	if l.stream != nil {
+		l.endValues()
+	}
 	byTime := func(a, b profile.Sample) int { return cmp.Compare(a.Time, b.Time) }
-	if l.stream == nil && !slices.IsSortedFunc(l.p.Samples, byTime) {
+	if !streamed && !slices.IsSortedFunc(l.p.Samples, byTime) {
 		slices.SortStableFunc(l.p.Samples, byTime)
 	}
 	valueTime := func(a, b profile.Value) int { return cmp.Compare(a.Time, b.Time) }
 	if !slices.IsSortedFunc(l.p.Values, valueTime) {
 		slices.SortStableFunc(l.p.Values, valueTime)
 	}
-	if l.stream == nil {
+	if !streamed {
 		l.resolveStacks()
 	}
 	slices.SortStableFunc(l.p.Calls, func(a, b profile.Call) int { return cmp.Compare(a.Start, b.Start) })
@@ -461,24 +471,32 @@ func (l *loader) readFile(idx int, path string, records *int, progress func(int)
 		free <- make([]item, 0, itemBatch)
 	}
 	var rerr error
+	var vs *valueSkip
+	if l.stream != nil {
+		vs = &valueSkip{}
+	}
 	go func() {
 		defer close(batches)
-		rerr = l.readAhead(r, stacks, batches, free)
+		rerr = l.readAhead(r, stacks, vs, batches, free)
 	}()
 	base := *records
 	for b := range batches {
 		for i := 0; i < len(b); {
-			if b[i].rec == nil { // a run of samples
+			if b[i].rec == nil && b[i].tally == nil { // a run of samples
 				j := i + 1
-				for j < len(b) && b[j].rec == nil && j-i < sampleBatch {
+				for j < len(b) && b[j].rec == nil && b[j].tally == nil && j-i < sampleBatch {
 					j++
 				}
 				l.addSamples(idx, &src, b[i:j])
 				i = j
 				continue
 			}
-			l.rec = b[i].records
-			l.addRecord(&src, b[i].rec, sources, probes)
+			if b[i].tally != nil {
+				l.addTally(b[i].tally, sources)
+			} else {
+				l.rec = b[i].records
+				l.addRecord(&src, b[i].rec, sources, probes)
+			}
 			i++
 		}
 		if len(b) > 0 {
@@ -494,7 +512,10 @@ func (l *loader) readFile(idx int, path string, records *int, progress func(int)
 		return fmt.Errorf("reading %s: %w", path, rerr)
 	}
 	if l.stream != nil {
-		l.stream.files[idx].records = uint64(*records - base)
+		f := l.stream.files[idx]
+		f.records = uint64(*records - base)
+		f.values, f.vlate = vs.values, vs.late
+		l.stream.values += int(vs.values)
 	}
 	src.Salvage = r.Salvage().String()
 	l.p.Sources = append(l.p.Sources, src)
@@ -504,31 +525,47 @@ func (l *loader) readFile(idx int, path string, records *int, progress func(int)
 // itemBatch is how many records readAhead sends at once.
 const itemBatch = 1024
 
-// item is a record read by readAhead: a sample (rec nil) or a record other
-// than a sample or stack, with the number of records of its file read up
-// to it.
+// item is a record read by readAhead: a sample (rec and tally nil), a
+// record other than a sample or stack, or a tally of skipped values, with
+// the number of records of its file read up to it.
 type item struct {
 	sample  recording.Sample
 	rec     recording.Record
+	tally   *valueTally
 	records uint64
 }
 
 // readAhead reads the records of r, on its own goroutine while the
 // records read before it are added: it stores Stack records in stacks
 // (which nothing else touches while reading) and sends the others, in
-// order, in batches taken from free. It returns the read error, if any.
-func (l *loader) readAhead(r *recording.Reader, stacks *stackRecs, batches chan<- []item, free <-chan []item) error {
+// order, in batches taken from free; with vs, it keeps Value records to
+// itself (see valueSkip). It returns the read error, if any.
+func (l *loader) readAhead(r *recording.Reader, stacks *stackRecs, vs *valueSkip, batches chan<- []item, free <-chan []item) error {
 	b := <-free
 	var n uint64
+	send := func(it item) {
+		b = append(b, it)
+		if len(b) == cap(b) {
+			batches <- b
+			b = <-free
+		}
+	}
+	end := func(err error) error {
+		if vs != nil {
+			if t := vs.flush(); t != nil {
+				send(item{tally: t, records: n})
+			}
+		}
+		batches <- b
+		return err
+	}
 	for {
 		rec, err := r.Next()
 		if err == io.EOF {
-			batches <- b
-			return nil
+			return end(nil)
 		}
 		if err != nil {
-			batches <- b
-			return err
+			return end(err)
 		}
 		n++
 		switch v := rec.(type) {
@@ -536,16 +573,29 @@ func (l *loader) readAhead(r *recording.Reader, stacks *stackRecs, batches chan<
 			stacks.put(v.ID, l.putAddrs(v.Kernel, v.User), n)
 			continue
 		case *recording.Sample:
-			b = append(b, item{sample: *v, records: n})
+			if vs != nil && vs.newPID(v.PID) {
+				if t := vs.flush(); t != nil {
+					send(item{tally: t, records: n - 1})
+				}
+			}
+			send(item{sample: *v, records: n})
 		case *recording.Value:
+			if vs != nil {
+				vs.add(v, n)
+				continue
+			}
 			x := *v // the reader reuses v
-			b = append(b, item{rec: &x, records: n})
+			send(item{rec: &x, records: n})
 		default:
-			b = append(b, item{rec: rec, records: n})
-		}
-		if len(b) == cap(b) {
-			batches <- b
-			b = <-free
+			if vs != nil {
+				if s, ok := v.(*recording.ValueSource); ok {
+					vs.define(s.ID)
+				}
+				if t := vs.flush(); t != nil {
+					send(item{tally: t, records: n - 1})
+				}
+			}
+			send(item{rec: rec, records: n})
 		}
 	}
 }
@@ -632,10 +682,6 @@ func (l *loader) addRecord(src *profile.Source, rec recording.Record, sources, p
 		val := profile.Value{Time: v.Time, PID: v.PID, TID: v.TID, Source: idx,
 			Depth: v.Depth, Type: v.Type, PC: v.PC, Bits: v.Bits}
 		val.SetFrame(l.valueFrame(v.PID, v.PC, v.Depth))
-		if l.stream != nil {
-			l.streamValue(&val)
-			return
-		}
 		l.values.Add(val)
 	case *recording.Probe:
 		probes[v.ID] = l.addProbe(v)
@@ -746,7 +792,7 @@ func (l *loader) addSample(v *recording.Sample, k stackKey, records uint64) {
 		}
 		return
 	}
-	if l.stream != nil {
+	if l.stream != nil && l.stream.samples {
 		f := l.stream.files[k.file]
 		s.Stack = l.stream.key(k.file, f, k.space, k.stack, k.stack <= records+1024, true)
 		l.streamSample(&s)

@@ -35,6 +35,9 @@ import (
 
 // streamState is what the first reading keeps for the second.
 type streamState struct {
+	// samples is set when the samples are streamed (Options.Stream);
+	// the values always are.
+	samples bool
 	// keys are the stack keys (loader.keys is not used), found through
 	// the files' heads and next, or keyIdx for ids that are not dense.
 	keys    []stackKey
@@ -89,26 +92,6 @@ func (l *loader) setSource(sources map[uint32]int32, id uint32, idx int32) {
 	if l.stream != nil {
 		f := l.stream.files[len(l.stream.files)-1]
 		f.sources = append(f.sources, sourceSet{rec: l.rec, id: id, idx: idx})
-	}
-}
-
-// streamValue notes value v (its frame set) in the first reading.
-func (l *loader) streamValue(v *profile.Value) {
-	st := l.stream
-	f := st.files[len(st.files)-1]
-	if f.values > 0 && v.Time < f.vmax {
-		f.vlate = max(f.vlate, f.vmax-v.Time)
-	}
-	f.vmax = max(f.vmax, v.Time)
-	f.values++
-	st.values++
-	for len(st.vcounts) <= int(v.Source) {
-		st.vcounts = append(st.vcounts, profile.ValueCount{})
-	}
-	c := &st.vcounts[v.Source]
-	c.All++
-	if !v.Missing() {
-		c.Present++
 	}
 }
 
@@ -248,6 +231,11 @@ func (l *loader) endStream() {
 	// The stream holds st, not the loader and the objects it symbolized
 	// with.
 	l.p.SetStream(st.events, st.each)
+}
+
+// endValues gives the profile its values as a stream.
+func (l *loader) endValues() {
+	st := l.stream
 	st.vpcs = l.vpcs
 	for len(st.vcounts) < len(l.p.ValueSources) {
 		st.vcounts = append(st.vcounts, profile.ValueCount{})
@@ -613,4 +601,158 @@ func (h *timedHeap[T]) pop() T {
 		i = m
 	}
 	return top
+}
+
+// Values on the first reading (Options.Stream, Options.StreamValues).
+//
+// readAhead keeps the Value records to itself (valueSkip): it counts them
+// by the file's source ID, All and Present, measures how late they come
+// (as streamSample does for samples), and notes the PCs they were read at
+// (process, PC, caller frame or not), once each, with the record of the
+// first. It hands what it noted to the loader (a valueTally) before any
+// record that changes what a PC means or which source an ID is, that is
+// any record other than a sample, before a sample of a process it has not
+// seen a sample of (the loader then gives the process an address space,
+// which a value of it before may have had to make), and at the end of the
+// file. The loader symbolizes each PC noted, in the order of their first
+// values, as it would have at that value (loader.valueFrame, with the
+// same record number for a space it makes), so that the frames and their
+// order in Profile.Frames are those of a load that holds the values; and
+// it adds the counts to the sources the IDs map to, which no record in
+// between changed. A value of an ID not defined yet is dropped, as
+// addRecord drops it (its definition was lost to damage). The values are
+// then read again, decoded in full, only by Profile.EachValue.
+
+// valuePC is a PC a value was read at: the caller bit (depth > 0) in pid's
+// low bit, and rec the record of its first value.
+type valuePC struct {
+	pid, pc, rec uint64
+}
+
+// valueTally is what readAhead noted of the values since its last tally.
+type valueTally struct {
+	pcs    []valuePC
+	counts []sourceCount
+}
+
+// sourceCount counts the values of one of a file's source IDs.
+type sourceCount struct {
+	id             uint32
+	all, present int
+}
+
+// valueSkip is readAhead's state for the values it keeps to itself.
+type valueSkip struct {
+	defined map[uint32]bool // source IDs defined so far
+	pids    map[uint32]bool // processes of samples read
+	// Noted since the last tally: counts by source ID (an ID's index in
+	// counts in slot, plus one), the PCs in the order of their first value
+	// and the set of them; last is the last PC noted, which most values
+	// share with the one before (the values of a sample come together).
+	counts []sourceCount
+	slot   map[uint32]int
+	pcs    []valuePC
+	seen   map[[2]uint64]bool
+	last   [2]uint64
+	// The file's values, how late they come, the latest time read.
+	values, late, max uint64
+}
+
+// define notes that source ID id is defined from here on.
+func (vs *valueSkip) define(id uint32) {
+	if vs.defined == nil {
+		vs.defined = map[uint32]bool{}
+	}
+	vs.defined[id] = true
+}
+
+// newPID reports whether no sample of process pid was read before.
+func (vs *valueSkip) newPID(pid uint32) bool {
+	if vs.pids[pid] {
+		return false
+	}
+	if vs.pids == nil {
+		vs.pids = map[uint32]bool{}
+	}
+	vs.pids[pid] = true
+	return true
+}
+
+// add notes value v, record rec of its file.
+func (vs *valueSkip) add(v *recording.Value, rec uint64) {
+	if !vs.defined[v.Source] {
+		return
+	}
+	if vs.values > 0 && v.Time < vs.max {
+		vs.late = max(vs.late, vs.max-v.Time)
+	}
+	vs.max = max(vs.max, v.Time)
+	vs.values++
+	i := vs.slot[v.Source]
+	if i == 0 {
+		if vs.slot == nil {
+			vs.slot = map[uint32]int{}
+		}
+		vs.counts = append(vs.counts, sourceCount{id: v.Source})
+		i = len(vs.counts)
+		vs.slot[v.Source] = i
+	}
+	c := &vs.counts[i-1]
+	c.all++
+	if v.Type != recording.ValueMissing {
+		c.present++
+	}
+	if v.PC == 0 || v.PC >= kernelStart {
+		return // not symbolized (valueFrame)
+	}
+	k := [2]uint64{uint64(v.PID) << 1, v.PC}
+	if v.Depth > 0 {
+		k[0] |= 1
+	}
+	if k == vs.last && len(vs.pcs) > 0 {
+		return
+	}
+	vs.last = k
+	if vs.seen[k] {
+		return
+	}
+	if vs.seen == nil {
+		vs.seen = map[[2]uint64]bool{}
+	}
+	vs.seen[k] = true
+	vs.pcs = append(vs.pcs, valuePC{pid: k[0], pc: k[1], rec: rec})
+}
+
+// flush returns what was noted since the last tally, nil if nothing.
+func (vs *valueSkip) flush() *valueTally {
+	if len(vs.counts) == 0 {
+		return nil
+	}
+	t := &valueTally{pcs: vs.pcs, counts: vs.counts}
+	vs.pcs, vs.counts = nil, nil
+	clear(vs.slot)
+	clear(vs.seen)
+	return t
+}
+
+// addTally symbolizes the PCs of t and counts its values, of a file whose
+// source IDs map to the profile's sources in sources.
+func (l *loader) addTally(t *valueTally, sources map[uint32]int32) {
+	for _, k := range t.pcs {
+		l.rec = k.rec
+		depth := uint8(k.pid & 1)
+		l.valueFrame(uint32(k.pid>>1), k.pc, depth)
+	}
+	st := l.stream
+	for _, c := range t.counts {
+		idx, ok := sources[c.id]
+		if !ok {
+			continue // not reached: readAhead counts defined IDs only
+		}
+		for len(st.vcounts) <= int(idx) {
+			st.vcounts = append(st.vcounts, profile.ValueCount{})
+		}
+		st.vcounts[idx].All += c.all
+		st.vcounts[idx].Present += c.present
+	}
 }

@@ -52,8 +52,9 @@ func streamedValues(t *testing.T, p *profile.Profile) []string {
 }
 
 // sameAsLoad checks that reading paths as a stream gives what Load holds:
-// the same samples in the same order with the same stacks, unfiltered and
-// through filters.
+// the same samples in the same order with the same stacks, and the same
+// values with the same frames, unfiltered and through filters; with the
+// samples streamed, and with only the values streamed.
 func sameAsLoad(t *testing.T, paths []string) {
 	t.Helper()
 	full, err := Load(paths, Options{})
@@ -67,6 +68,24 @@ func sameAsLoad(t *testing.T, paths []string) {
 	if !st.Streamed() || len(st.Samples) != 0 || len(st.Values) != 0 {
 		t.Fatalf("streamed=%v with %d samples and %d values held", st.Streamed(), len(st.Samples), len(st.Values))
 	}
+	sameAs(t, full, st)
+	sv, err := Load(paths, Options{StreamValues: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sv.Streamed() || len(sv.Samples) != full.SampleCount() || len(sv.Values) != 0 {
+		t.Fatalf("values streamed: streamed=%v with %d samples and %d values held", sv.Streamed(), len(sv.Samples), len(sv.Values))
+	}
+	if !reflect.DeepEqual(sv.Samples, full.Samples) {
+		t.Errorf("values streamed: the samples held differ")
+	}
+	sameAs(t, full, sv)
+}
+
+// sameAs checks that st, a load of full's recordings streaming samples or
+// values, says what full does.
+func sameAs(t *testing.T, full, st *profile.Profile) {
+	t.Helper()
 	ca, err := full.ValueCounts()
 	if err != nil {
 		t.Fatal(err)
@@ -181,6 +200,11 @@ func mapMidway(t *testing.T, timeBase uint64) string {
 			recs = append(recs, &recording.Value{Time: s.Time, PID: task[0], TID: task[1], Source: 1, Type: recording.ValueMissing})
 		case 8:
 			recs = append(recs, &recording.Value{Time: s.Time, PID: 99, TID: 99, Source: 2, PC: 0x1234 + uint64(i)})
+		}
+		if i == 8 {
+			// A sample of that process after its first values: the
+			// address space its values made is the sample's.
+			recs = append(recs, &recording.Sample{Time: s.Time + 1, PID: 99, TID: 99, Period: 1000, StackID: 1})
 		}
 	}
 	recs = append(recs, &recording.End{Time: timeBase + 40000})

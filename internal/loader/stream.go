@@ -637,7 +637,7 @@ type valueTally struct {
 
 // sourceCount counts the values of one of a file's source IDs.
 type sourceCount struct {
-	id             uint32
+	id           uint32
 	all, present int
 }
 

@@ -130,7 +130,13 @@ func viewInputs(ff *filterFlags, paths, bases []string, stderr io.Writer) (view.
 		paths = []string{"culprit.rec"}
 	}
 	in := view.Inputs{Names: paths, Bases: bases}
-	p, whole, err := ff.loadWhole(paths, stderr, false)
+	// The samples held, the values read again on request (the time
+	// view's lanes, diagnose): they are most of what recordings of
+	// sampled values hold.
+	load := func(paths []string) (*profile.Profile, *profile.Profile, error) {
+		return ff.loadWith(paths, stderr, loader.Options{StreamValues: true})
+	}
+	p, whole, err := load(paths)
 	if err != nil {
 		return in, err
 	}
@@ -151,7 +157,7 @@ func viewInputs(ff *filterFlags, paths, bases []string, stderr io.Writer) (view.
 	}
 	var baseWhole *profile.Profile
 	if len(bases) > 0 {
-		if in.Base, baseWhole, err = ff.loadWhole(bases, stderr, false); err != nil {
+		if in.Base, baseWhole, err = load(bases); err != nil {
 			return in, err
 		}
 		if len(in.Base.Samples) == 0 && len(in.Base.Calls) == 0 {
@@ -214,7 +220,7 @@ func viewInputs(ff *filterFlags, paths, bases []string, stderr io.Writer) (view.
 			return varianceOf(q, strings.Join(paths, ", "), variance.Spec{}, 0, 0, false, nil)
 		}
 	}
-	if baseWhole != nil && len(whole.Values) > 0 && len(baseWhole.Values) > 0 {
+	if baseWhole != nil && hasValues(whole) && hasValues(baseWhole) {
 		in.Diagnose = viewDiagnose(bases, paths, baseWhole, whole, stderr)
 	}
 	if storeExists() {
@@ -255,6 +261,20 @@ func viewDiagnose(bases, paths []string, baseWhole, whole *profile.Profile, stde
 		}
 		return d.run(load, nil, window)
 	}
+}
+
+// hasValues reports whether p has sampled values.
+func hasValues(p *profile.Profile) bool {
+	counts, err := p.ValueCounts()
+	if err != nil {
+		return false
+	}
+	for _, c := range counts {
+		if c.All > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // storeInputs sets up the pages of the history store.

@@ -408,8 +408,8 @@ func (s *Server) histograms(d *vprof.Result, rng Range) []section {
 		if v == nil || !v.Anomalous {
 			continue
 		}
-		h := exprs.Histograms([]*profile.Profile{s.in.Base, buggy}, v.Name, v.Function, 24)
-		if h == nil {
+		h, err := exprs.Histograms([]*profile.Profile{s.in.Base, buggy}, v.Name, v.Function, 24)
+		if err != nil || h == nil {
 			continue
 		}
 		title := fmt.Sprintf("%s: the values of %s in the normal and buggy runs (told apart by its %s)", f.Name, v.Name, v.Dimension)

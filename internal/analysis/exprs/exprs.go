@@ -247,8 +247,9 @@ func Series(times []uint64, vals []float64, start uint64, n int) []Point {
 // the function it is evaluated in; "#global" for globals) in each profile
 // over their common range, so that runs compare bin by bin: bins buckets,
 // or one when every value is the same. It returns nil when no profile has
-// a value of it.
-func Histograms(ps []*profile.Profile, name, function string, bins int) [][]Bin {
+// a value of it, and an error when reading a profile's values again
+// (Profile.EachValue) fails.
+func Histograms(ps []*profile.Profile, name, function string, bins int) ([][]Bin, error) {
 	vals := make([][]float64, len(ps))
 	lo, hi, n := math.Inf(1), math.Inf(-1), 0
 	for i, p := range ps {
@@ -258,20 +259,24 @@ func Histograms(ps []*profile.Profile, name, function string, bins int) [][]Bin 
 				want[int32(j)] = true
 			}
 		}
-		for _, v := range p.Values {
+		err := p.EachValue(func(v *profile.Value) bool {
 			if !want[v.Source] || v.Missing() {
-				continue
+				return true
 			}
 			x := v.Float64()
 			if math.IsNaN(x) || math.IsInf(x, 0) {
-				continue
+				return true
 			}
 			vals[i] = append(vals[i], x)
 			lo, hi, n = math.Min(lo, x), math.Max(hi, x), n+1
+			return true
+		})
+		if err != nil {
+			return nil, err
 		}
 	}
 	if n == 0 || bins < 1 {
-		return nil
+		return nil, nil
 	}
 	if lo == hi {
 		bins = 1
@@ -292,5 +297,5 @@ func Histograms(ps []*profile.Profile, name, function string, bins int) [][]Bin 
 			out[i][k].Count++
 		}
 	}
-	return out
+	return out, nil
 }

@@ -112,7 +112,10 @@ func TestHistograms(t *testing.T) {
 		}
 		return p
 	}
-	h := Histograms([]*profile.Profile{mk(0, 1, 2), mk(8, 10, 10)}, "n", "f", 5)
+	h, err := Histograms([]*profile.Profile{mk(0, 1, 2), mk(8, 10, 10)}, "n", "f", 5)
+	if err != nil {
+		t.Fatal(err)
+	}
 	if len(h) != 2 || len(h[0]) != 5 || len(h[1]) != 5 {
 		t.Fatalf("histograms %+v, want two of 5 bins", h)
 	}
@@ -128,10 +131,10 @@ func TestHistograms(t *testing.T) {
 	if h[1][4].Hi != 10 {
 		t.Errorf("last bin ends at %g, want 10", h[1][4].Hi)
 	}
-	if Histograms([]*profile.Profile{mk(1)}, "missing", "f", 5) != nil {
+	if h, _ := Histograms([]*profile.Profile{mk(1)}, "missing", "f", 5); h != nil {
 		t.Errorf("histograms of a variable without values")
 	}
-	if h := Histograms([]*profile.Profile{mk(3, 3)}, "n", "f", 5); len(h[0]) != 1 || h[0][0].Count != 2 {
+	if h, _ := Histograms([]*profile.Profile{mk(3, 3)}, "n", "f", 5); len(h[0]) != 1 || h[0][0].Count != 2 {
 		t.Errorf("one value: %+v, want one bin of 2", h)
 	}
 }

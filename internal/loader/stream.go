@@ -643,14 +643,18 @@ type sourceCount struct {
 
 // valueSkip is readAhead's state for the values it keeps to itself.
 type valueSkip struct {
-	defined map[uint32]bool // source IDs defined so far
+	// slot[id] is 0 for a source ID not defined so far, 1 for one not
+	// counted since the last tally, else 2 + the index of its count in
+	// counts: in a slice for the small dense IDs writers give, in a map
+	// for others.
+	slot    []int32
+	slotMap map[uint32]int32
 	pids    map[uint32]bool // processes of samples read
-	// Noted since the last tally: counts by source ID (an ID's index in
-	// counts in slot, plus one), the PCs in the order of their first value
-	// and the set of them; last is the last PC noted, which most values
-	// share with the one before (the values of a sample come together).
+	// Noted since the last tally: counts by source ID, the PCs in the
+	// order of their first value and the set of them; last is the last PC
+	// noted, which most values share with the one before (the values of
+	// a sample come together).
 	counts []sourceCount
-	slot   map[uint32]int
 	pcs    []valuePC
 	seen   map[[2]uint64]bool
 	last   [2]uint64
@@ -658,12 +662,44 @@ type valueSkip struct {
 	values, late, max uint64
 }
 
+// denseSources bounds the source IDs valueSkip.slot holds.
+const denseSources = 1 << 16
+
+// slotOf is where source ID id's slot is, nil for an ID not defined.
+func (vs *valueSkip) slotOf(id uint32) *int32 {
+	if id < uint32(len(vs.slot)) {
+		if vs.slot[id] == 0 {
+			return nil
+		}
+		return &vs.slot[id]
+	}
+	if id < denseSources {
+		return nil
+	}
+	if _, ok := vs.slotMap[id]; !ok {
+		return nil
+	}
+	x := vs.slotMap[id] // a copy, written back by add
+	return &x
+}
+
 // define notes that source ID id is defined from here on.
 func (vs *valueSkip) define(id uint32) {
-	if vs.defined == nil {
-		vs.defined = map[uint32]bool{}
+	if id < denseSources {
+		for uint32(len(vs.slot)) <= id {
+			vs.slot = append(vs.slot, 0)
+		}
+		if vs.slot[id] == 0 {
+			vs.slot[id] = 1
+		}
+		return
 	}
-	vs.defined[id] = true
+	if vs.slotMap == nil {
+		vs.slotMap = map[uint32]int32{}
+	}
+	if _, ok := vs.slotMap[id]; !ok {
+		vs.slotMap[id] = 1
+	}
 }
 
 // newPID reports whether no sample of process pid was read before.
@@ -680,7 +716,8 @@ func (vs *valueSkip) newPID(pid uint32) bool {
 
 // add notes value v, record rec of its file.
 func (vs *valueSkip) add(v *recording.Value, rec uint64) {
-	if !vs.defined[v.Source] {
+	slot := vs.slotOf(v.Source)
+	if slot == nil {
 		return
 	}
 	if vs.values > 0 && v.Time < vs.max {
@@ -688,16 +725,14 @@ func (vs *valueSkip) add(v *recording.Value, rec uint64) {
 	}
 	vs.max = max(vs.max, v.Time)
 	vs.values++
-	i := vs.slot[v.Source]
-	if i == 0 {
-		if vs.slot == nil {
-			vs.slot = map[uint32]int{}
-		}
+	if *slot == 1 {
 		vs.counts = append(vs.counts, sourceCount{id: v.Source})
-		i = len(vs.counts)
-		vs.slot[v.Source] = i
+		*slot = int32(len(vs.counts)) + 1
+		if v.Source >= denseSources {
+			vs.slotMap[v.Source] = *slot
+		}
 	}
-	c := &vs.counts[i-1]
+	c := &vs.counts[*slot-2]
 	c.all++
 	if v.Type != recording.ValueMissing {
 		c.present++
@@ -729,8 +764,14 @@ func (vs *valueSkip) flush() *valueTally {
 		return nil
 	}
 	t := &valueTally{pcs: vs.pcs, counts: vs.counts}
+	for _, c := range vs.counts {
+		if c.id < denseSources {
+			vs.slot[c.id] = 1
+		} else {
+			vs.slotMap[c.id] = 1
+		}
+	}
 	vs.pcs, vs.counts = nil, nil
-	clear(vs.slot)
 	clear(vs.seen)
 	return t
 }

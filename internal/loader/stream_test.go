@@ -180,26 +180,26 @@ func mapMidway(t *testing.T, timeBase uint64) string {
 		}
 		recs = append(recs, s)
 		// Values read at the sample, as the recorder writes them: two
-		// variables, one whose source is defined again with its
+		// variables (one of an ID too large to index a slice by), one whose source is defined again with its
 		// enumerators midway, at the leaf and in a caller, some missing
 		// or without a PC, and some of a process never mapped.
 		switch {
 		case i == 0:
 			recs = append(recs, &recording.ValueSource{ID: 1, Class: recording.SourceVariable, Name: "n", Function: "worker"},
-				&recording.ValueSource{ID: 2, Class: recording.SourceVariable, Name: "state", Function: "main", Type: "enum st"})
+				&recording.ValueSource{ID: 70000, Class: recording.SourceVariable, Name: "state", Function: "main", Type: "enum st"})
 		case i == 2000:
-			recs = append(recs, &recording.ValueSource{ID: 2, Class: recording.SourceVariable, Name: "state", Function: "main", Type: "enum st", Enum: "0=IDLE,1=BUSY"})
+			recs = append(recs, &recording.ValueSource{ID: 70000, Class: recording.SourceVariable, Name: "state", Function: "main", Type: "enum st", Enum: "0=IDLE,1=BUSY"})
 		}
 		if i%3 != 2 {
 			st := stacks[(i*7)%min(len(stacks), 1+i/700)]
 			recs = append(recs, &recording.Value{Time: s.Time, PID: task[0], TID: task[1], Source: 1, PC: st[0], Bits: uint64(i % 17)},
-				&recording.Value{Time: s.Time, PID: task[0], TID: task[1], Source: 2, Depth: uint8(len(st) - 1), PC: st[len(st)-1], Bits: uint64(i % 2)})
+				&recording.Value{Time: s.Time, PID: task[0], TID: task[1], Source: 70000, Depth: uint8(len(st) - 1), PC: st[len(st)-1], Bits: uint64(i % 2)})
 		}
 		switch i % 50 {
 		case 7:
 			recs = append(recs, &recording.Value{Time: s.Time, PID: task[0], TID: task[1], Source: 1, Type: recording.ValueMissing})
 		case 8:
-			recs = append(recs, &recording.Value{Time: s.Time, PID: 99, TID: 99, Source: 2, PC: 0x1234 + uint64(i)})
+			recs = append(recs, &recording.Value{Time: s.Time, PID: 99, TID: 99, Source: 70000, PC: 0x1234 + uint64(i)})
 		}
 		if i == 8 {
 			// A sample of that process after its first values: the

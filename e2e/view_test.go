@@ -1418,3 +1418,47 @@ func stepsInPlace(t *testing.T, ctx context.Context, base string, steps ...inPla
 	}
 	return out
 }
+
+// Diagnose with several recordings on each side: each is loaded once, on
+// the first analysis, and kept for the next, so that a time range's
+// analysis after the recordings were moved away answers as the whole
+// recordings' did.
+func TestViewDiagnoseSeveral(t *testing.T) {
+	testutil.NeedRoot(t)
+	c := vprofCases[0]
+	bin := c.bin(t)
+	var normal, buggy []string
+	for range 2 {
+		n, b := rec(t), rec(t)
+		mustRun(t, append([]string{"record", "--values", "-o", n, "--", bin}, c.normal...)...)
+		mustRun(t, append([]string{"record", "--values", "-o", b, "--", bin}, c.buggy...)...)
+		normal, buggy = append(normal, n), append(buggy, b)
+	}
+	base, stderr := startView(t, append([]string{"--base", strings.Join(normal, ",")}, buggy...)...)
+	// A page being built says so; asked again until it is there (go
+	// test's timeout bounds a hang).
+	built := func(page string) string {
+		t.Helper()
+		for {
+			code, body := get(t, base+page)
+			if code != http.StatusOK {
+				t.Fatalf("GET %s: %d\n%.800s\nstderr:\n%s", page, code, body, stderr)
+			}
+			if !strings.Contains(body, `id="building"`) {
+				return body
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	if body := built("diagnose"); !strings.Contains(body, c.root) {
+		t.Fatalf("diagnose of 2 normal and 2 buggy runs names no %s:\n%.2000s", c.root, body)
+	}
+	for _, p := range append(normal, buggy...) {
+		if err := os.Rename(p, p+".moved"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if body := built("diagnose?from=0s&to=1h"); !strings.Contains(body, c.root) {
+		t.Errorf("diagnose of a range, the recordings moved away, names no %s:\n%.2000s", c.root, body)
+	}
+}

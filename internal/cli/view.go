@@ -233,8 +233,9 @@ func viewInputs(ff *filterFlags, paths, bases []string, stderr io.Writer) (view.
 // normal runs, the viewed ones as buggy, with vProf's defaults. A side of
 // one recording is the profile the view loaded of it (baseWhole, whole:
 // every page reads the same load); a side of several is several runs,
-// each read from its recording on every analysis. The machine code of
-// the program is read once for every time range's analysis.
+// each loaded from its recording once, on the first analysis. The
+// machine code of the program is read once for every time range's
+// analysis.
 func viewDiagnose(bases, paths []string, baseWhole, whole *profile.Profile, stderr io.Writer) func(view.Range) (*vprof.Result, error) {
 	d, err := newDiagnoser(bases, paths, vprof.DefaultOptions(), false, stderr)
 	if err != nil {
@@ -247,11 +248,19 @@ func viewDiagnose(bases, paths []string, baseWhole, whole *profile.Profile, stde
 	if len(d.buggy) == 1 {
 		loaded[d.buggy[0]] = whole
 	}
+	// A recording of a side of several is loaded on the first analysis
+	// and kept (its samples and values streamed: what is held is its
+	// stacks and counts) for the next: d.run calls load under its lock.
 	load := func(path string) (*profile.Profile, error) {
 		if p := loaded[path]; p != nil {
 			return p, nil
 		}
-		return loadProfileWith([]string{path}, stderr, loader.Options{Stream: true})
+		p, err := loadProfileWith([]string{path}, stderr, loader.Options{Stream: true})
+		if err != nil {
+			return nil, err
+		}
+		loaded[path] = p
+		return p, nil
 	}
 	return func(rng view.Range) (*vprof.Result, error) {
 		var window *profile.Filter

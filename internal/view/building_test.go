@@ -41,16 +41,39 @@ func TestPageBuildingBrowser(t *testing.T) {
 	defer hs.Close()
 	base := hs.URL + s.Path()
 
-	// A hang guard, not a timing: the machine may be busy.
+	bctx, eval, wait := headless(t, path)
+	if err := chromedp.Do(bctx, chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS(`#pages a[href="latency"]`))); err != nil {
+		t.Fatal(err)
+	}
+	before := eval(`(() => { window.culpritMark = "index"; return history.length; })()`)
+	eval(`(document.querySelector('#pages a[href="latency"]').click(), true)`)
+	wait(`!!document.getElementById("building") && location.href === ` + strconv.Quote(base+"latency"))
+	if got := eval(`[String(window.culpritMark), history.length]`).([]any); got[0] != "index" || got[1].(float64) != before.(float64)+1 {
+		t.Fatalf("the page being built: marked %v, history %v entries (before %v); want it put in place of the index, one entry pushed", got[0], got[1], before)
+	}
+	released = true
+	close(release)
+	wait(`!!document.querySelector("#latency pre")`)
+	if got := eval(`[String(window.culpritMark), history.length, location.href, document.documentElement.dataset.culpritSwapped || ""]`).([]any); got[0] != "index" ||
+		got[1].(float64) != before.(float64)+1 || got[2] != base+"latency" || got[3] != base+"latency" {
+		t.Errorf("the page once built: marked %v, history %v entries (before %v), at %v, put in place %q; want it put in place at the same URL, no entry pushed", got[0], got[1], before, got[2], got[3])
+	}
+}
+
+// headless starts headless Chromium (path) for a test: its context, eval
+// (the value of a JavaScript expression) and wait (until a JavaScript
+// condition holds; a hang guard of 4 minutes, not a timing: the machine
+// may be busy).
+func headless(t *testing.T, path string) (context.Context, func(string) any, func(string)) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
+	t.Cleanup(cancel)
 	actx, acancel := chromedp.NewExecAllocator(ctx,
 		chromedp.ExecPath(path), chromedp.UserDataDir(t.TempDir()), chromedp.WindowSize(1200, 900),
 		chromedp.Flag("headless", true), chromedp.Flag("no-sandbox", true), chromedp.Flag("disable-gpu", true),
 		chromedp.Flag("no-first-run", true), chromedp.Flag("disable-background-networking", true))
-	defer acancel()
+	t.Cleanup(acancel)
 	bctx, bcancel := chromedp.NewContext(actx)
-	defer bcancel()
+	t.Cleanup(bcancel)
 	eval := func(expr string) any {
 		t.Helper()
 		v, err := chromedp.Run(bctx, chromedp.Evaluate[any](expr))
@@ -72,20 +95,5 @@ func TestPageBuildingBrowser(t *testing.T) {
 			}
 		}
 	}
-	if err := chromedp.Do(bctx, chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS(`#pages a[href="latency"]`))); err != nil {
-		t.Fatal(err)
-	}
-	before := eval(`(() => { window.culpritMark = "index"; return history.length; })()`)
-	eval(`(document.querySelector('#pages a[href="latency"]').click(), true)`)
-	wait(`!!document.getElementById("building") && location.href === ` + strconv.Quote(base+"latency"))
-	if got := eval(`[String(window.culpritMark), history.length]`).([]any); got[0] != "index" || got[1].(float64) != before.(float64)+1 {
-		t.Fatalf("the page being built: marked %v, history %v entries (before %v); want it put in place of the index, one entry pushed", got[0], got[1], before)
-	}
-	released = true
-	close(release)
-	wait(`!!document.querySelector("#latency pre")`)
-	if got := eval(`[String(window.culpritMark), history.length, location.href, document.documentElement.dataset.culpritSwapped || ""]`).([]any); got[0] != "index" ||
-		got[1].(float64) != before.(float64)+1 || got[2] != base+"latency" || got[3] != base+"latency" {
-		t.Errorf("the page once built: marked %v, history %v entries (before %v), at %v, put in place %q; want it put in place at the same URL, no entry pushed", got[0], got[1], before, got[2], got[3])
-	}
+	return bctx, eval, wait
 }

@@ -1,0 +1,96 @@
+package view
+
+import (
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/culprit-dev/culprit/internal/profile"
+	"github.com/culprit-dev/culprit/internal/recording"
+	"github.com/culprit-dev/culprit/internal/testutil"
+)
+
+// TestLaneRangeBrowser checks, in headless Chromium, that a range
+// selected in the time view's maps is what its lanes of values draw: the
+// values of that range asked for (summarised for the lane's width) and
+// drawn across the lane, and the whole recording again from the link the
+// lanes then show.
+func TestLaneRangeBrowser(t *testing.T) {
+	path := testutil.NeedTool(t, "chromium")
+	const start = 1_000_000_000
+	p := &profile.Profile{
+		Frames:       []profile.Frame{{Function: "main"}},
+		Stacks:       [][]int32{{0}},
+		Threads:      map[uint32]profile.Thread{1: {PID: 1, TID: 1, Comm: "main"}},
+		StartTime:    start,
+		ValueSources: []recording.ValueSource{{Name: "n", Function: "work"}},
+	}
+	// 4 s of samples every 10 ms, each with a value of n: its time in ms.
+	for i := range 400 {
+		tm := uint64(start + i*10_000_000)
+		p.Samples = append(p.Samples, profile.Sample{Time: tm, PID: 1, TID: 1, Period: 10_000_000, Event: recording.EventCPU})
+		p.Values = append(p.Values, profile.Value{Time: tm, PID: 1, TID: 1, Source: 0, Type: recording.ValueInt, Bits: uint64(i * 10)})
+	}
+	s, err := New(Inputs{Profile: p, Names: []string{"a.rec"}}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var asked []string // the queries of time/values
+	hs := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasSuffix(r.URL.Path, "/time/values") {
+			mu.Lock()
+			asked = append(asked, r.URL.RawQuery)
+			mu.Unlock()
+		}
+		s.ServeHTTP(w, r)
+	}))
+	defer hs.Close()
+	base := hs.URL + s.Path()
+	bctx, eval, wait := headless(t, path)
+	if err := chromedp.Do(bctx, chromedp.Navigate(base+"time")); err != nil {
+		t.Fatal(err)
+	}
+	lane := `document.querySelector("#lanes svg.lane.values:not(.pending) polyline")`
+	wait(`!!` + lane)
+	// The second second selected: its first cell, then its last.
+	eval(`(() => {
+		const svg = document.querySelector("#maps svg.heat");
+		const click = k => { const [x, y] = cellCenter(0, k); svg.dispatchEvent(new MouseEvent("click", {clientX: x, clientY: y, bubbles: true})); };
+		click(data.rows); click(2 * data.rows - 1);
+		return true;
+	})()`)
+	wait(`document.getElementById("lanes").dataset.range === "1000-2000" && !!` + lane)
+	// The lane's points span its width: the range's values, 1000 to
+	// 1990, from its left edge to its right.
+	got := eval(`(() => {
+		const pts = ` + lane + `.getAttribute("points").trim().split(" ").map(p => +p.split(",")[0]);
+		return [pts[0], pts[pts.length - 1], pts.length, document.querySelector("#lanes h2").textContent];
+	})()`).([]any)
+	if x0, x1 := got[0].(float64), got[1].(float64); x0 > 15 || x1 < float64(1100-15) {
+		t.Errorf("the range's lane draws from x %v to %v (%v points), want across its width (0 to 1100)", x0, x1, got[2])
+	}
+	if h := got[3].(string); h != "work: n: 100 values, 1000 to 1990" {
+		t.Errorf("the range's lane is titled %q, want its 100 values, 1000 to 1990", h)
+	}
+	mu.Lock()
+	ranged := false
+	for _, q := range asked {
+		ranged = ranged || strings.Contains(q, "from=1000ms&to=2000ms")
+	}
+	mu.Unlock()
+	if !ranged {
+		t.Errorf("the lanes asked for %q, none of the range", asked)
+	}
+	// Back to the whole recording.
+	eval(`(document.getElementById("lanes-whole").click(), true)`)
+	wait(`document.getElementById("lanes").dataset.range === "" && !!` + lane)
+	if h := eval(`document.querySelector("#lanes h2").textContent`).(string); h != "work: n: 400 values, 0 to 3990" {
+		t.Errorf("the whole recording's lane is titled %q, want its 400 values, 0 to 3990", h)
+	}
+}

@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -133,10 +134,28 @@ func viewInputs(ff *filterFlags, paths, bases []string, stderr io.Writer) (view.
 	// The samples held, the values read again on request (the time
 	// view's lanes, diagnose): they are most of what recordings of
 	// sampled values hold.
-	load := func(paths []string) (*profile.Profile, *profile.Profile, error) {
+	// The base run is loaded at once on another goroutine (a load keeps
+	// about one CPU busy), what it says held until the viewed
+	// recordings' load has said its own, in that order as before.
+	load := func(paths []string, stderr io.Writer) (*profile.Profile, *profile.Profile, error) {
 		return ff.loadWith(paths, stderr, loader.Options{StreamValues: true})
 	}
-	p, whole, err := load(paths)
+	var base struct {
+		p, whole *profile.Profile
+		err      error
+		said     bytes.Buffer
+	}
+	baseDone := make(chan struct{})
+	if len(bases) > 0 {
+		go func() {
+			defer close(baseDone)
+			base.p, base.whole, base.err = load(bases, &base.said)
+		}()
+	} else {
+		close(baseDone)
+	}
+	p, whole, err := load(paths, stderr)
+	<-baseDone
 	if err != nil {
 		return in, err
 	}
@@ -157,7 +176,8 @@ func viewInputs(ff *filterFlags, paths, bases []string, stderr io.Writer) (view.
 	}
 	var baseWhole *profile.Profile
 	if len(bases) > 0 {
-		if in.Base, baseWhole, err = load(bases); err != nil {
+		_, _ = stderr.Write(base.said.Bytes())
+		if in.Base, baseWhole, err = base.p, base.whole, base.err; err != nil {
 			return in, err
 		}
 		if len(in.Base.Samples) == 0 && len(in.Base.Calls) == 0 {

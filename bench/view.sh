@@ -91,7 +91,9 @@
 #                 is answered (its build ahead of use, its analysis
 #                 run, if not over); for diagnose, its time view opened
 #                 right after the index: the maps drawn, and every lane
-#                 of sampled values drawn; the server's CPU time once
+#                 of sampled values drawn, then a range selected in its
+#                 maps twice (a second, then the next), its lanes of
+#                 values drawn again for it; the server's CPU time once
 #                 its builds ahead are over; paint, the page loaded by
 #                 navigation → drawn (renderer ms, kB); then, the server
 #                 idle, the page clicked on the index, put in place, the
@@ -121,7 +123,10 @@
 # recording with sampled values (testdata/targets/vprof_wrong.c recorded,
 # its samples repeated with values written at each by bench/genvalues,
 # DIAG_VALUES value samples in the two together, default 4M: about 60k
-# CPU samples and 2M values each); for traced calls, `culprit trace -f
+# CPU samples and 2M values each; and at 1M samples, a row of its own,
+# DIAG_BIG_VALUES in the two, default 64M: 1M CPU samples and 32M values
+# each, 1 GB a recording, which BASE-REV does not run: a culprit that
+# holds every value would need some 13 GB); for traced calls, `culprit trace -f
 # fib` of testdata/targets/tracecalls.c, fib 24 (150,049 calls) against
 # fib 22 as base; for variance, `culprit variance --start handle` of
 # testdata/targets/varpool.c, 2000 requests on 4 workers; for the stored
@@ -134,6 +139,7 @@ set -euo pipefail
 runs=${1:-5}
 baserev=${2:-}
 diag_values=${DIAG_VALUES:-4000000}
+diag_big_values=${DIAG_BIG_VALUES:-64000000}
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$root/bench/out/view
 head=$(git -C "$root" rev-parse --short HEAD) # what is built below
@@ -164,6 +170,8 @@ gcc -O2 -g -pthread -o "$out/vprof_wrong" "$root/testdata/targets/vprof_wrong.c"
 ./culprit record -o vprof-seed.rec -- ./vprof_wrong buggy >/dev/null 2>rec.seed.txt
 ./genvalues -values "$diag_values" vprof-seed.rec vprof-normal.rec vprof-buggy.rec 2>/dev/null
 echo "# diagnose: $(./culprit report --top 1 vprof-buggy.rec 2>/dev/null | grep -o '^[0-9]* samples') and $((diag_values / 2)) values in each of the normal and buggy recordings (vprof_wrong's samples repeated, values by bench/genvalues)"
+./genvalues -values "$diag_big_values" vprof-seed.rec vprof-normal-big.rec vprof-buggy-big.rec 2>/dev/null
+echo "# diagnose at scale: $(./culprit report --top 1 vprof-buggy-big.rec 2>/dev/null | grep -o '^[0-9]* samples') and $((diag_big_values / 2)) values in each ($(stat -c %s vprof-buggy-big.rec) bytes)"
 gcc -O2 -g -pthread -o "$out/tracecalls" "$root/testdata/targets/tracecalls.c"
 ./culprit trace -f fib -o trace-base.rec -- ./tracecalls fib 22 >/dev/null 2>&1
 ./culprit trace -f fib -o trace.rec -- ./tracecalls fib 24 >/dev/null 2>rec.trace.txt
@@ -208,11 +216,13 @@ echo "# stored runs: 4 commits, 2 runs each at n = 1000, 2000, 4000"
 analyses=(-diagnose-normal vprof-normal.rec -diagnose-buggy vprof-buggy.rec -trace-base trace-base.rec -trace trace.rec -variance variance.rec -store store)
 : >runs.txt
 : >runs.base.txt
+: >runs.big.txt
 for ((i = 0; i < runs; i++)); do
 	./viewtime -culprit ./culprit -chromium "$chromium" -events bigevents.rec -events-base events.rec "${analyses[@]}" big.rec | tee -a runs.txt
 	if [[ -n $baserev ]]; then
 		./viewtime -culprit ./culprit.base -chromium "$chromium" -events bigevents.rec -events-base events.rec "${analyses[@]}" big.rec | tee -a runs.base.txt
 	fi
+	./viewtime -analyses-only -culprit ./culprit -chromium "$chromium" -diagnose-key diagbig -diagnose-normal vprof-normal-big.rec -diagnose-buggy vprof-buggy-big.rec x | tee -a runs.big.txt
 done
 median() { sort -g | awk '{a[NR]=$1} END {print (NR == 0 ? "-" : NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 echo
@@ -229,7 +239,7 @@ if [[ -n $baserev ]]; then
 fi
 # The analyses' pages: a row per page and build.
 echo
-echo "| culprit | page | ready ms | open ms | first GET ms (built ms) | server CPU ms, builds over | paint ms (renderer ms, kB) | from index in place: page ms, wall ms (renderer ms, server CPU ms) | again | links in place: page ms, wall ms (renderer ms, server CPU ms) |"
+echo "| culprit | page | ready ms (CPU ms) | open ms | first GET ms (built ms) | server CPU ms, builds over | paint ms (renderer ms, kB) | from index in place: page ms, wall ms (renderer ms, server CPU ms) | again | links in place: page ms, wall ms (renderer ms, server CPU ms) |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
 arow() {
 	local file=$1 name=$2 srv=$3 pg=$4
@@ -242,7 +252,7 @@ arow() {
 			links+="${links:+; }${l%_swap}: $(swap "$l")"
 		fi
 	done
-	echo "| $name | $pg | $(get "$srv"_ready_ms) | $(get "$srv"_open_ms) | $(get "$pg"_first_get_ms) ($(get "$pg"_built_ms)) | $(get "$srv"_built_cpu_ms) | $(get "$pg"_paint_ms) ($(get "$pg"_task_ms), $(get "$pg"_kb)) | $(swap "$pg"_index_swap) | $(swap "$pg"_index_again_swap) | ${links:--} |"
+	echo "| $name | $pg | $(get "$srv"_ready_ms) ($(get "$srv"_ready_cpu_ms)) | $(get "$srv"_open_ms) | $(get "$pg"_first_get_ms) ($(get "$pg"_built_ms)) | $(get "$srv"_built_cpu_ms) | $(get "$pg"_paint_ms) ($(get "$pg"_task_ms), $(get "$pg"_kb)) | $(swap "$pg"_index_swap) | $(swap "$pg"_index_again_swap) | ${links:--} |"
 }
 arows() {
 	arow "$1" "$2" diagnose diagnose diagnose_fn_swap
@@ -252,6 +262,7 @@ arows() {
 	arow "$1" "$2" store models history_rev_swap models_rev_swap
 }
 arows runs.txt "$head"
+arow runs.big.txt "$head, 1M samples and $((diag_big_values / 2)) values a side" diagbig diagbig diagbig_fn_swap
 if [[ -n $baserev ]]; then
 	arows runs.base.txt "$(git -C "$root" rev-parse --short "$baserev")"
 fi
@@ -259,9 +270,11 @@ fi
 tv() {
 	local file=$1 name=$2
 	get() { tr ' ' '\n' <"$file" | grep "^$1=" | cut -d= -f2 | median; }
-	echo "# $name: diagnose's time view opened at once: maps drawn $(get diagnose_time_paint_ms) ms, its $(get diagnose_time_lanes) lanes of values drawn $(get diagnose_time_lanes_ms) ms after navigation"
+	local k=${3:-diagnose}
+	echo "# $name: $k's time view opened at once: maps drawn $(get "$k"_time_paint_ms) ms, its $(get "$k"_time_lanes) lanes of values drawn $(get "$k"_time_lanes_ms) ms after navigation; a range selected, its lanes drawn $(get "$k"_lanes_range1_ms) ms, another $(get "$k"_lanes_range2_ms) ms"
 }
 tv runs.txt "$head"
+tv runs.big.txt "$head" diagbig
 if [[ -n $baserev ]]; then
 	tv runs.base.txt "$(git -C "$root" rev-parse --short "$baserev")"
 fi

@@ -55,6 +55,10 @@ var eventsOnly bool
 // repository with a history store (history and models).
 var diagNormal, diagBuggy, traceBase, traceRec, varianceRec, storeDir string
 
+// diagKey names the diagnose server's figures (several inputs' runs
+// told apart).
+var diagKey string
+
 // analysesOnly: only the analyses' pages are timed.
 var analysesOnly bool
 
@@ -67,6 +71,7 @@ func main() {
 	flag.BoolVar(&eventsOnly, "events-only", false, "time only the pages of -events (FILE.rec is not opened)")
 	flag.StringVar(&diagNormal, "diagnose-normal", "", "a normal run recorded with sampled values: with -diagnose-buggy, the diagnose page is timed")
 	flag.StringVar(&diagBuggy, "diagnose-buggy", "", "a buggy run recorded with sampled values")
+	flag.StringVar(&diagKey, "diagnose-key", "diagnose", "the name of the diagnose server's figures (KEY_ready_ms, ...)")
 	flag.StringVar(&traceBase, "trace-base", "", "the base trace of -trace")
 	flag.StringVar(&traceRec, "trace", "", "a trace of function calls (culprit trace): its page is timed")
 	flag.StringVar(&varianceRec, "variance", "", "a recording of culprit variance: its page is timed")
@@ -877,9 +882,9 @@ type analysisServer struct {
 func analysisServers() []analysisServer {
 	var out []analysisServer
 	if diagNormal != "" && diagBuggy != "" {
-		out = append(out, analysisServer{"diagnose", "", []string{"--base", diagNormal, diagBuggy}, []analysisPage{
-			{"diagnose", "diagnose", `#diagnosis pre`, []pageClick{
-				{"diagnose_fn_swap", "diagnose", `#diagnosis a.fn`, `#share`, false},
+		out = append(out, analysisServer{diagKey, "", []string{"--base", diagNormal, diagBuggy}, []analysisPage{
+			{diagKey, "diagnose", `#diagnosis pre`, []pageClick{
+				{diagKey + "_fn_swap", "diagnose", `#diagnosis a.fn`, `#share`, false},
 			}},
 		}, true})
 	}
@@ -951,11 +956,12 @@ func analysisServerPages(bctx context.Context, culprit string, sv analysisServer
 	}
 	defer stop()
 	ready := time.Since(start)
+	readyCPU := cpuTime(pid)
 	if err := chromedp.Do(bctx, chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS(`#pages a`))); err != nil {
 		return nil, fmt.Errorf("index: %v", err)
 	}
 	open := time.Since(start)
-	res := []string{fmt.Sprintf("%s_ready_ms=%s %s_open_ms=%s %s_open_cpu_ms=%s", sv.key, ms(ready), sv.key, ms(open), sv.key, ms(cpuTime(pid)))}
+	res := []string{fmt.Sprintf("%s_ready_ms=%s %s_ready_cpu_ms=%s %s_open_ms=%s %s_open_cpu_ms=%s", sv.key, ms(ready), sv.key, ms(readyCPU), sv.key, ms(open), sv.key, ms(cpuTime(pid)))}
 	if sv.values {
 		// The time view opened at once: its maps drawn, then every lane
 		// of values (each asked for once the maps are drawn).
@@ -970,6 +976,26 @@ func analysisServerPages(bctx context.Context, culprit string, sv analysisServer
 		lanes := time.Since(t)
 		n, _ := chromedp.Run(bctx, chromedp.Evaluate[int](`document.querySelectorAll("#lanes svg.lane.values polyline").length`))
 		res = append(res, fmt.Sprintf("%s_time_paint_ms=%s %s_time_lanes_ms=%s %s_time_lanes=%d", sv.key, ms(maps), sv.key, ms(lanes), sv.key, n))
+		// A range selected in the maps (the first second's cells, or the
+		// first cell's of a shorter recording), the server idle: its
+		// lanes of values drawn (each asked for again), twice (the
+		// second range another).
+		for i, cells := range []string{"0, data.rows - 1", "data.rows, 2 * data.rows - 1"} {
+			waitIdle(pid)
+			t := time.Now()
+			if _, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`(() => {
+				const svg = document.querySelector("#maps svg.heat");
+				const click = k => { k = Math.min(k, data.seconds * data.rows - 1); const [x, y] = cellCenter(0, k); svg.dispatchEvent(new MouseEvent("click", {clientX: x, clientY: y, bubbles: true})); };
+				for (const k of [`+cells+`]) click(k);
+				return true;
+			})()`)); err != nil {
+				return nil, fmt.Errorf("time view range: %v", err)
+			}
+			if err := waitFor(bctx, `!!document.getElementById("lanes").dataset.range && !document.querySelector("#lanes svg.lane.values.pending")`); err != nil {
+				return nil, err
+			}
+			res = append(res, fmt.Sprintf("%s_lanes_range%d_ms=%s", sv.key, i+1, ms(time.Since(t))))
+		}
 		if err := chromedp.Do(bctx, chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS(`#pages a`))); err != nil {
 			return nil, fmt.Errorf("index: %v", err)
 		}

@@ -222,7 +222,7 @@ for ((i = 0; i < runs; i++)); do
 	if [[ -n $baserev ]]; then
 		./viewtime -culprit ./culprit.base -chromium "$chromium" -events bigevents.rec -events-base events.rec "${analyses[@]}" big.rec | tee -a runs.base.txt
 	fi
-	./viewtime -analyses-only -culprit ./culprit -chromium "$chromium" -diagnose-key diagbig -diagnose-normal vprof-normal-big.rec -diagnose-buggy vprof-buggy-big.rec x | tee -a runs.big.txt
+	./viewtime -analyses-only -deadline 40m -culprit ./culprit -chromium "$chromium" -diagnose-key diagbig -diagnose-normal vprof-normal-big.rec -diagnose-buggy vprof-buggy-big.rec x | tee -a runs.big.txt
 done
 median() { sort -g | awk '{a[NR]=$1} END {print (NR == 0 ? "-" : NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 echo

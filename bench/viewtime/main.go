@@ -62,6 +62,9 @@ var diagKey string
 // analysesOnly: only the analyses' pages are timed.
 var analysesOnly bool
 
+// deadline bounds a run (a hang guard).
+var deadline time.Duration
+
 func main() {
 	culprit := flag.String("culprit", "culprit", "the culprit binary")
 	chromium := flag.String("chromium", "chromium", "the Chromium binary")
@@ -76,6 +79,7 @@ func main() {
 	flag.StringVar(&traceRec, "trace", "", "a trace of function calls (culprit trace): its page is timed")
 	flag.StringVar(&varianceRec, "variance", "", "a recording of culprit variance: its page is timed")
 	flag.StringVar(&storeDir, "store", "", "a git repository with runs stored (culprit run): the history and models pages are timed, culprit view run there")
+	flag.DurationVar(&deadline, "deadline", 5*time.Minute, "the longest a run may take (a hang guard: the analyses of large inputs take minutes)")
 	flag.BoolVar(&analysesOnly, "analyses-only", false, "time only the analyses' pages (-diagnose-*, -trace, -variance, -store; FILE.rec is not opened)")
 	flag.Parse()
 	if flag.NArg() != 1 {
@@ -113,7 +117,7 @@ func run(culprit, chromium, rec string) error {
 		return err
 	}
 	defer os.RemoveAll(dir)
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), deadline)
 	defer cancel()
 	actx, acancel := chromedp.NewExecAllocator(ctx,
 		chromedp.ExecPath(chromium), chromedp.UserDataDir(dir), chromedp.WindowSize(1400, 1000),
@@ -689,8 +693,9 @@ const swapTiming = `(() => {
   return s;
 })()`
 
-// waitFor waits, up to a minute, until the JavaScript expression cond
-// holds in the page, asking every 5 ms.
+// waitFor waits, up to a fifth of the deadline (a minute by default),
+// until the JavaScript expression cond holds in the page, asking every
+// 5 ms.
 func waitFor(ctx context.Context, cond string) error {
 	t := time.Now()
 	for {
@@ -698,7 +703,7 @@ func waitFor(ctx context.Context, cond string) error {
 		if err == nil && ok {
 			return nil
 		}
-		if time.Since(t) > time.Minute {
+		if time.Since(t) > deadline/5 {
 			return fmt.Errorf("waiting for %s: %v", cond, err)
 		}
 		time.Sleep(5 * time.Millisecond)
@@ -783,7 +788,7 @@ func sampledCells(u string) (from []int, width int, err error) {
 func waitIdle(pid int) time.Duration {
 	t := time.Now()
 	last := cpuTime(pid)
-	for time.Since(t) < 30*time.Second {
+	for time.Since(t) < deadline/10 {
 		time.Sleep(500 * time.Millisecond)
 		c := cpuTime(pid)
 		if c == last {

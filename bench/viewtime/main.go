@@ -783,8 +783,9 @@ func sampledCells(u string) (from []int, width int, err error) {
 	return from, width, nil
 }
 
-// waitIdle waits, up to a tenth of the deadline (30 s by default), until process pid has used no CPU time
-// for half a second, and returns how long it waited.
+// waitIdle waits, up to a tenth of the deadline (30 s by default),
+// until process pid has used no CPU time for half a second, and returns
+// how long it waited.
 func waitIdle(pid int) time.Duration {
 	t := time.Now()
 	last := cpuTime(pid)

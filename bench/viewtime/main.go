@@ -986,7 +986,13 @@ func analysisServerPages(bctx context.Context, culprit string, sv analysisServer
 		// first cell's of a shorter recording), the server idle: its
 		// lanes of values drawn (each asked for again), twice (the
 		// second range another).
+		// (A build whose lanes draw the whole recording only has no
+		// showLanes: not timed.)
+		hasRange, _ := chromedp.Run(bctx, chromedp.Evaluate[bool](`typeof showLanes === "function"`))
 		for i, cells := range []string{"0, data.rows - 1", "data.rows, 2 * data.rows - 1"} {
+			if !hasRange {
+				break
+			}
 			waitIdle(pid)
 			t := time.Now()
 			if _, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`(() => {

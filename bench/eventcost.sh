@@ -39,6 +39,14 @@
 # or whose benchmark does not finish, stops the script with a message
 # saying which and the ends of the server's log and the recorder's
 # messages ($START_WAIT, $RUN_WAIT: see one below).
+#
+# Besides the server's CPU time per request over its whole life (its
+# start-up included), the table gives it over the benchmark alone ("in
+# the load"), and the recorder's own CPU time before the benchmark (its
+# start-up, ms) and during it (µs per request): what it takes from the
+# two CPUs the server and the benchmark share. $SETTLE seconds (default
+# 0) are waited between the server accepting and the benchmark, to tell
+# the recorder's start-up overlapping a short load from the load's cost.
 set -euo pipefail
 runs=${1:-5}
 requests=${2:-100000}
@@ -125,6 +133,12 @@ freeport() {
 	return 1
 }
 
+# cpuns PID: the CPU time of PID's live threads in nanoseconds (their
+# schedstat), 0 if it has none.
+cpuns() {
+	cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ n += $1 } END { printf "%.0f", n }'
+}
+
 # one CONFIG: runs the server under CONFIG, drives it, prints "rps events
 # lost cpu calls". redis-benchmark waits for a server that never accepts
 # its connections (one that failed to start: a port taken, a recorder that
@@ -157,6 +171,10 @@ one() {
 		sleep 0.05
 	done
 	spid=$(cat "$tmp/pid")
+	[ "${SETTLE:-0}" = 0 ] || sleep "$SETTLE"
+	local s0 r0
+	s0=$(cpuns "$spid")
+	r0=$(cpuns "$wrapper")
 	"$redis/redis-benchmark" -h 127.0.0.1 -p "$port" -t set,get -n "$requests" -c 8 -r 100000 --csv >"$tmp/bench.csv" 2>"$tmp/bench.err" &
 	local bench=$! limit=$((${RUN_WAIT:-$((60 + requests / 500))}))
 	deadline=$((SECONDS + limit))
@@ -169,6 +187,9 @@ one() {
 		sleep 0.2
 	done
 	wait "$bench" || fail "$1: redis-benchmark failed ($(tail -1 "$tmp/bench.err"))" "$tmp"
+	local s1 r1
+	s1=$(cpuns "$spid")
+	r1=$(cpuns "$wrapper")
 	rps=$(awk -F'"' '/^"(SET|GET)"/ { n++; s += $4 } END { if (n) printf "%.0f", s / n }' "$tmp/bench.csv")
 	[ -n "$rps" ] || fail "$1: redis-benchmark printed no SET or GET rate ($(tail -1 "$tmp/bench.err"))" "$tmp"
 	# The server's own CPU time (user + system) per request: what each
@@ -189,7 +210,17 @@ one() {
 		# In windows: recorded/estimated~ (an estimate of the calls made).
 		[ -n "$calls" ] || calls=$(sed -n 's/.*: \([0-9]*\) recorded stand for an estimated \([0-9]*\) calls.*/\1\/\2~/p' "$tmp/culprit.err" | head -1)
 	fi
-	echo "$rps ${ev:-0} ${lost:-0} $cpu ${calls:--}"
+	# The server's CPU time per request during the benchmark only (its
+	# start-up left out), and the recorder's own CPU time before the
+	# benchmark (ms: its start-up) and during it (µs per request).
+	local lcpu rstart rload
+	lcpu=$(awk -v a="$s0" -v b="$s1" -v n="$requests" 'BEGIN { printf "%.2f", (b - a) / 1e3 / (2 * n) }')
+	rstart=0 rload=0
+	if [ "$wrapper" != "$spid" ]; then
+		rstart=$(awk -v a="$r0" 'BEGIN { printf "%.0f", a / 1e6 }')
+		rload=$(awk -v a="$r0" -v b="$r1" -v n="$requests" 'BEGIN { printf "%.2f", (b - a) / 1e3 / (2 * n) }')
+	fi
+	echo "$rps ${ev:-0} ${lost:-0} $cpu ${calls:--} $lcpu $rstart $rload"
 	rm -rf "$tmp"
 }
 
@@ -206,14 +237,20 @@ base=$(printf '%s' "${res[bare]}" | awk '{ print $1 }' | median)
 basecpu=$(printf '%s' "${res[bare]}" | awk '{ print $4 }' | median)
 printf "redis SET+GET, %d requests, 8 clients, %d runs (%s)\n" "$requests" "$runs" "$(date -u +%F)"
 printf "from %s to %s, load average %s\n" "$start" "$(date -u +%H:%M)" "$(cut -d' ' -f1-3 /proc/loadavg)"
-printf "| configuration | requests/s | loss | server CPU µs/request | vs bare | events recorded | lost | system calls recorded |\n|---|---|---|---|---|---|---|---|\n"
+baseload=$(printf '%s' "${res[bare]}" | awk '{ print $6 }' | median)
+printf "| configuration | requests/s | loss | server CPU µs/request | vs bare | in the load | vs bare | recorder CPU ms before the load | µs/request in it | events recorded | lost | system calls recorded |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n"
 for k in "${order[@]}"; do
 	rps=$(printf '%s' "${res[$k]}" | awk '{ print $1 }' | median)
 	ev=$(printf '%s' "${res[$k]}" | awk '{ print $2 }' | median)
 	lost=$(printf '%s' "${res[$k]}" | awk '{ print $3 }' | median)
 	cpu=$(printf '%s' "${res[$k]}" | awk '{ print $4 }' | median)
 	calls=$(printf '%s' "${res[$k]}" | awk '{ print $5 }' | sort -t/ -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }')
-	printf "| %s | %s | %s | %s | %s | %s | %s | %s |\n" "$k" "$rps" \
+	lcpu=$(printf '%s' "${res[$k]}" | awk '{ print $6 }' | median)
+	rstart=$(printf '%s' "${res[$k]}" | awk '{ print $7 }' | median)
+	rload=$(printf '%s' "${res[$k]}" | awk '{ print $8 }' | median)
+	printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n" "$k" "$rps" \
 		"$(awk -v a="$rps" -v b="$base" 'BEGIN { printf "%+.1f%%", (a / b - 1) * 100 }')" "$cpu" \
-		"$(awk -v a="$cpu" -v b="$basecpu" 'BEGIN { printf "%+.0f%%", (a / b - 1) * 100 }')" "$ev" "$lost" "$calls"
+		"$(awk -v a="$cpu" -v b="$basecpu" 'BEGIN { printf "%+.0f%%", (a / b - 1) * 100 }')" \
+		"$lcpu" "$(awk -v a="$lcpu" -v b="$baseload" 'BEGIN { printf "%+.0f%%", (a / b - 1) * 100 }')" \
+		"$rstart" "$rload" "$ev" "$lost" "$calls"
 done

@@ -134,9 +134,10 @@ freeport() {
 }
 
 # cpuns PID: the CPU time of PID's live threads in nanoseconds (their
-# schedstat), 0 if it has none.
+# schedstat), 0 if it has none (a thread that exits while it is read is
+# left out).
 cpuns() {
-	cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ n += $1 } END { printf "%.0f", n }'
+	{ cat /proc/"$1"/task/*/schedstat 2>/dev/null || true; } | awk '{ n += $1 } END { printf "%.0f", n }'
 }
 
 # one CONFIG: runs the server under CONFIG, drives it, prints "rps events

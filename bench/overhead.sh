@@ -28,6 +28,21 @@
 # and its own CPU time, are left out of that figure and given in a column
 # of their own (the whole command's CPU time less the workload's: the
 # recorder's reading and writing, which runs on the other CPU).
+#
+# Resolving a point or two on this VM, whose speed drifts by ±5% over
+# minutes: each round runs the configurations in the opposite order of
+# the round before (bare first, then bare last), so a drift that is
+# linear over two rounds weighs on bare and on each configuration alike;
+# many short runs (ROUNDS small, 50-200 rounds) keep each pair's runs
+# seconds apart. Next to the paired median and its sign-test interval,
+# the table gives the paired mean with a 95% bootstrap interval (2000
+# resamples of the rounds) and the paired ratios' standard deviation, so
+# a run says itself whether it resolved what it was after (an interval
+# narrower than the difference sought). DIFF="A B" also prints the
+# paired difference of two configurations, A less B, per round over its
+# bare run: with A culprit-fp and B culprit-fp,-F,99 (the same recorder
+# sampling a tenth as often, its start and end alike), what 900 samples a
+# second cost the workload, the recorder's fixed costs cancelled.
 set -euo pipefail
 runs=${1:-7}
 freq=${2:-999}
@@ -76,7 +91,12 @@ fi
 declare -A times own
 load0=$(cut -d" " -f1-3 /proc/loadavg)
 for ((i = 0; i < runs; i++)); do
-	for name in "${order[@]}"; do
+	round=("${order[@]}")
+	if ((i % 2)); then
+		round=()
+		for ((j = ${#order[@]} - 1; j >= 0; j--)); do round+=("${order[j]}"); done
+	fi
+	for name in "${round[@]}"; do
 		if [[ -n ${CPUTIME:-} ]]; then
 			# shellcheck disable=SC2086
 			"$out/cputime" "$out/overhead.all" ${cmds[$name]} "$out/cputime" "$out/overhead.cpu" "${work[@]}" >/dev/null 2>"$out/overhead.err" ||
@@ -110,16 +130,42 @@ pairedci() {
 		if (lo < 1) lo = 1; hi = NR + 1 - lo
 		printf "%+.2f%%..%+.2f%%", a[lo], a[hi] }'
 }
+# The mean of the paired ratios (percent, one a line on stdin), a 95%
+# percentile bootstrap interval of that mean (2000 resamples) and their
+# standard deviation.
+bootmean() {
+	local x lo hi
+	x=$(cat)
+	read -r lo hi < <(echo "$x" | awk 'BEGIN { srand(1) } { a[NR] = $1 } END {
+		for (b = 1; b <= 2000; b++) {
+			t = 0
+			for (k = 1; k <= NR; k++) t += a[int(rand() * NR) + 1]
+			print t / NR
+		}
+	}' | sort -g | sed -n '50p;1951p' | paste -sd' ')
+	echo "$x" | awk -v lo="$lo" -v hi="$hi" '{ s += $1; q += $1 * $1 } END {
+		m = s / NR; sd = (NR > 1) ? sqrt((q - s * s / NR) / (NR - 1)) : 0
+		printf "%+.2f%% %+.2f%%..%+.2f%% %.2f\n", m, lo, hi, sd }'
+}
 base=$(echo "${times[bare]}" | median)
-printf "%-32s %10s %10s %12s  %-18s %s\n" config "median s" "vs bare" "paired" "paired 95% CI" "${CPUTIME:+recorder CPU s}"
+printf "%-32s %10s %10s %12s  %-18s %10s  %-18s %6s %s\n" config "median s" "vs bare" "paired" "paired 95% CI" "mean" "mean 95% CI" "sd" "${CPUTIME:+recorder CPU s}"
 for name in "${order[@]}"; do
 	m=$(echo "${times[$name]}" | median)
-	ci=""
-	[[ $name == bare ]] || ci=$(pairedci "$name")
+	ci="" bm="" bci="" sd=""
+	[[ $name == bare ]] || { ci=$(pairedci "$name"); read -r bm bci sd < <(ratios "$name" | bootmean); }
 	rec=""
 	[[ -z ${CPUTIME:-} ]] || rec=$(echo "${own[$name]}" | median)
-	printf "%-32s %10.3f %+9.1f%% %+11.2f%%  %-18s %s\n" "$name" "$m" "$(echo "($m / $base - 1) * 100" | bc -l)" "$(paired "$name")" "$ci" "$rec"
+	printf "%-32s %10.3f %+9.1f%% %+11.2f%%  %-18s %10s  %-18s %6s %s\n" "$name" "$m" "$(echo "($m / $base - 1) * 100" | bc -l)" "$(paired "$name")" "$ci" "$bm" "$bci" "$sd" "$rec"
 done
+if [[ -n ${DIFF:-} ]]; then
+	read -r da db <<<"$DIFF"
+	[[ -n ${times[$da]+set} && -n ${times[$db]+set} ]] || { echo "DIFF names configurations not run: $DIFF" >&2; exit 2; }
+	d=$(paste -d' ' <(ratios "$da") <(ratios "$db") | awk '{ print $1 - $2 }')
+	read -r bm bci sd < <(echo "$d" | bootmean)
+	printf "\n%s less %s, per round over its bare run: median %+.2f%%, mean %s (95%% CI %s, sd %s)\n" "$da" "$db" \
+		"$(echo "$d" | median)" "$bm" "$bci" "$sd"
+fi
+echo "rounds: $runs, each in the opposite order of the one before"
 printf "\nfiles of the last run (bytes, samples, bytes per sample):\n"
 for f in culprit-fp.rec culprit-thread.rec culprit-values.rec culprit-dwarf.rec perf-fp.data perf-dwarf.data; do
 	name=${f%.*}

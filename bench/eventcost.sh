@@ -47,6 +47,9 @@
 # two CPUs the server and the benchmark share. $SETTLE seconds (default
 # 0) are waited between the server accepting and the benchmark, to tell
 # the recorder's start-up overlapping a short load from the load's cost.
+# The last column is the share of the benchmark's time in which every
+# system call was recorded (from the recording's windows,
+# bench/windowshare; the rest in windows or between them).
 set -euo pipefail
 runs=${1:-5}
 requests=${2:-100000}
@@ -62,6 +65,7 @@ if [ -z "$culprit" ]; then
 	culprit=$out/culprit
 	(cd "$root" && go build -o "$culprit" ./cmd/culprit)
 fi
+(cd "$root" && go build -o "$out/windowshare" ./bench/windowshare)
 c="$culprit record -o $out/run.rec"
 declare -A cfg=(
 	[bare]=""
@@ -176,6 +180,8 @@ one() {
 	local s0 r0
 	s0=$(cpuns "$spid")
 	r0=$(cpuns "$wrapper")
+	local t0 t1
+	t0=$("$out/windowshare" now)
 	"$redis/redis-benchmark" -h 127.0.0.1 -p "$port" -t set,get -n "$requests" -c 8 -r 100000 --csv >"$tmp/bench.csv" 2>"$tmp/bench.err" &
 	local bench=$! limit=$((${RUN_WAIT:-$((60 + requests / 500))}))
 	deadline=$((SECONDS + limit))
@@ -188,6 +194,7 @@ one() {
 		sleep 0.2
 	done
 	wait "$bench" || fail "$1: redis-benchmark failed ($(tail -1 "$tmp/bench.err"))" "$tmp"
+	t1=$("$out/windowshare" now)
 	local s1 r1
 	s1=$(cpuns "$spid")
 	r1=$(cpuns "$wrapper")
@@ -221,7 +228,14 @@ one() {
 		rstart=$(awk -v a="$r0" 'BEGIN { printf "%.0f", a / 1e6 }')
 		rload=$(awk -v a="$r0" -v b="$r1" -v n="$requests" 'BEGIN { printf "%.2f", (b - a) / 1e3 / (2 * n) }')
 	fi
-	echo "$rps ${ev:-0} ${lost:-0} $cpu ${calls:--} $lcpu $rstart $rload"
+	# The share of the benchmark's time in which every system call was
+	# recorded (the windows' share is the rest, less between windows).
+	local along=-
+	if [[ ${cfg[$1]} == *"--events "*syscalls* && ${cfg[$1]} != *--perf-events* && ${1%-a} != perf ]]; then
+		along=$("$out/windowshare" "$out/run.rec" "$t0" "$t1" |
+			awk -v d="$((t1 - t0))" '{ printf "%.1f%%", $2 * 1e6 / d * 100 }')
+	fi
+	echo "$rps ${ev:-0} ${lost:-0} $cpu ${calls:--} $lcpu $rstart $rload $along"
 	rm -rf "$tmp"
 }
 
@@ -239,7 +253,7 @@ basecpu=$(printf '%s' "${res[bare]}" | awk '{ print $4 }' | median)
 printf "redis SET+GET, %d requests, 8 clients, %d runs (%s)\n" "$requests" "$runs" "$(date -u +%F)"
 printf "from %s to %s, load average %s\n" "$start" "$(date -u +%H:%M)" "$(cut -d' ' -f1-3 /proc/loadavg)"
 baseload=$(printf '%s' "${res[bare]}" | awk '{ print $6 }' | median)
-printf "| configuration | requests/s | loss | server CPU µs/request | vs bare | in the load | vs bare | recorder CPU ms before the load | µs/request in it | events recorded | lost | system calls recorded |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+printf "| configuration | requests/s | loss | server CPU µs/request | vs bare | in the load | vs bare | recorder CPU ms before the load | µs/request in it | events recorded | lost | system calls recorded | every call recorded, share of the load |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
 for k in "${order[@]}"; do
 	rps=$(printf '%s' "${res[$k]}" | awk '{ print $1 }' | median)
 	ev=$(printf '%s' "${res[$k]}" | awk '{ print $2 }' | median)
@@ -249,9 +263,10 @@ for k in "${order[@]}"; do
 	lcpu=$(printf '%s' "${res[$k]}" | awk '{ print $6 }' | median)
 	rstart=$(printf '%s' "${res[$k]}" | awk '{ print $7 }' | median)
 	rload=$(printf '%s' "${res[$k]}" | awk '{ print $8 }' | median)
-	printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n" "$k" "$rps" \
+	along=$(printf '%s' "${res[$k]}" | awk '{ print $9 }' | median)
+	printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n" "$k" "$rps" \
 		"$(awk -v a="$rps" -v b="$base" 'BEGIN { printf "%+.1f%%", (a / b - 1) * 100 }')" "$cpu" \
 		"$(awk -v a="$cpu" -v b="$basecpu" 'BEGIN { printf "%+.0f%%", (a / b - 1) * 100 }')" \
 		"$lcpu" "$(awk -v a="$lcpu" -v b="$baseload" 'BEGIN { printf "%+.0f%%", (a / b - 1) * 100 }')" \
-		"$rstart" "$rload" "$ev" "$lost" "$calls"
+		"$rstart" "$rload" "$ev" "$lost" "$calls" "$along"
 done

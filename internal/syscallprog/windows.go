@@ -58,12 +58,12 @@ func monotonicNow() uint64 {
 // program, come at most at that rate over any period; above, the
 // generation moves on without a detachment and the windows cycle from
 // there; a window whose calls came at less than half the rate is followed
-// by programs attached for good again. The count is checked every
-// WindowOn over the period before (a sliding period), not once a period:
-// a load that starts (or comes back after a lull) is found within about
-// WindowOn, not a period or two later, and each period more of it with
-// every call recorded costs the program what the windows are there to
-// save (on redis under a load of 0.6 s, a fifth of it was recorded so).
+// by programs attached for good again. From a period after the programs
+// became steady, the count is checked every WindowOn over the period
+// before (a sliding period), not once a period: a load that starts later
+// (a server's, after its start-up) is found within about WindowOn, not a
+// period or two later; each period more of it with every call recorded
+// costs the program what the windows are there to save.
 func (t *Tracer) cycle() {
 	w := t.win
 	defer close(w.done)
@@ -76,16 +76,19 @@ func (t *Tracer) cycle() {
 	// more, the oldest first (from the time it became steady).
 	type mark struct{ at, calls uint64 }
 	marks := []mark{{at, callsAt}}
-	// over says whether the calls of the period before now (or of the
-	// time since steady, if shorter) came above the rate.
+	// over says whether the calls of the period before now came above
+	// the rate. Not before a whole period has passed since the programs
+	// became steady: a rate over a period needs one, and a run shorter
+	// than a period is recorded call by call, as before the check was
+	// sliding (a burst of calls at a short run's start is not a load).
 	over := func(now uint64) bool {
 		calls := t.count(slotCalls)
 		marks = append(marks, mark{now, calls})
 		for len(marks) > 1 && now-marks[1].at >= uint64(w.period) {
 			marks = marks[1:]
 		}
-		span := max(now-marks[0].at, uint64(w.period))
-		return float64(calls-marks[0].calls) > w.above*float64(span)/1e9
+		span := now - marks[0].at
+		return span >= uint64(w.period) && float64(calls-marks[0].calls) > w.above*float64(span)/1e9
 	}
 	rate := func(now uint64) float64 {
 		calls := t.count(slotCalls)

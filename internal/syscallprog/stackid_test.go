@@ -93,8 +93,11 @@ func TestStackIDsNameTheirChains(t *testing.T) {
 	}()
 	// Other readers read every chain known again and again while the
 	// threads walk theirs.
+	var readers sync.WaitGroup
 	for h := 0; h < 2; h++ {
+		readers.Add(1)
 		go func() {
+			defer readers.Done()
 			buf := make([]uint64, MaxStack)
 			for {
 				select {
@@ -142,6 +145,9 @@ func TestStackIDsNameTheirChains(t *testing.T) {
 	tr.Remove(uint32(os.Getpid()))
 	close(stop)
 	<-drained
+	// The readers end before the tracer is closed (deferred): one still
+	// reading then would find its maps gone.
+	readers.Wait()
 	checked := map[string]int{}
 	bad := 0
 	// Each worker calls getppid through siteA and getpgid (Getpgrp) through siteB

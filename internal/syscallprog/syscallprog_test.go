@@ -818,7 +818,9 @@ func windowsAboveRate(t *testing.T, hash bool) {
 				if w.End != 0 {
 					closed++
 				}
-			case p == 1 && w.End == 0:
+			case p == 1 && w.End == 0 && w.opened != math.MaxUint64:
+				// Attached for good (a window is listed from before
+				// its attachment, opened once attached).
 				p = 2
 			}
 		}
@@ -852,16 +854,28 @@ func windowsAboveRate(t *testing.T, hash bool) {
 		}
 		return true
 	}
-	// A loop of calls until three windows have closed and a call fell
-	// surely outside every window (the bound only keeps a broken cycle
-	// from looping for ever).
+	// inScaled: whether the call surely fell inside a closed window of
+	// scale PERIOD/ON (a busy machine can keep the thread off the CPU
+	// for a whole window, or several).
+	inScaled := func(c call, wins []Window) bool {
+		for _, w := range wins {
+			if w.Scale > 1 && w.End != 0 && c.from >= w.opened && c.to <= w.closing {
+				return true
+			}
+		}
+		return false
+	}
+	// A loop of calls until three windows have closed, a call fell
+	// surely outside every window and one surely inside a window (the
+	// bound only keeps a broken cycle from looping for ever).
 	for i := 0; ; i++ {
 		if _, closed := phase(); closed >= 3 && i%256 == 0 {
 			wins, err := tr.Windows()
 			if err != nil {
 				t.Fatal(err)
 			}
-			if slices.ContainsFunc(calls, func(c call) bool { return outside(c, wins) }) {
+			if slices.ContainsFunc(calls, func(c call) bool { return outside(c, wins) }) &&
+				slices.ContainsFunc(calls, func(c call) bool { return inScaled(c, wins) }) {
 				break
 			}
 		}

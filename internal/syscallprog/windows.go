@@ -2,6 +2,7 @@ package syscallprog
 
 import (
 	"fmt"
+	"math"
 	"sync"
 	"time"
 
@@ -171,17 +172,30 @@ func (t *Tracer) cycle() {
 				return
 			}
 		} else {
-			start := monotonicNow()
+			// Listed from before the attachment: a reader of Windows
+			// meanwhile sees the window that a call made now may be
+			// recorded in, never a gap that later turns out a window;
+			// opened (no call surely recorded) is set once attached.
+			w.mu.Lock()
+			w.spans = append(w.spans, Window{Start: monotonicNow(), opened: math.MaxUint64, Scale: w.scales[w.gen], gen: w.gen})
+			w.mu.Unlock()
 			for _, i := range []int{1, 0} {
 				l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: [2]string{"sys_enter", "sys_exit"}[i], Program: t.progs[i]})
 				if err != nil {
+					w.mu.Lock()
+					w.spans = w.spans[:len(w.spans)-1]
+					w.mu.Unlock()
+					if i == 0 {
+						t.links[1].Close()
+						t.links[1] = nil
+					}
 					w.fail(fmt.Errorf("opening a system call window: %w", err))
 					return
 				}
 				t.links[i] = l
 			}
 			w.mu.Lock()
-			w.spans = append(w.spans, Window{Start: start, opened: monotonicNow(), Scale: w.scales[w.gen], gen: w.gen})
+			w.spans[len(w.spans)-1].opened = monotonicNow()
 			w.mu.Unlock()
 			callsAt, at = t.count(slotCalls), monotonicNow()
 			marks = append(marks[:0], mark{at, callsAt})

@@ -1202,9 +1202,21 @@ func TestTraceTrapBudget(t *testing.T) {
 	if made != 300000 || got == 0 || got >= made {
 		t.Errorf("%d of %d leaf calls recorded, want some but not all", got, made)
 	}
-	_, rerr, code := run(t, "report", out)
-	if code != 0 || !strings.Contains(rerr, "to keep within a trap budget (--trap-budget): calls made then are not counted") {
-		t.Errorf("report: exit %d, %s", code, rerr)
+	// Every view of the trace says so, and says each warning once (the
+	// samples taken in the probes' traps bring warnings of their own).
+	budget := "to keep within a trap budget (--trap-budget): calls made then are not counted"
+	for _, args := range [][]string{{"report", out}, {"report", "--calls", "leaf", out}} {
+		_, rerr, code := run(t, args...)
+		if code != 0 || strings.Count(rerr, budget) != 1 {
+			t.Errorf("%s: exit %d, want the trap budget's warning once: %s", strings.Join(args[:len(args)-1], " "), code, rerr)
+		}
+		seen := map[string]bool{}
+		for _, l := range strings.Split(strings.TrimSpace(rerr), "\n") {
+			if l != "" && seen[l] {
+				t.Errorf("%s: %q printed twice", strings.Join(args[:len(args)-1], " "), l)
+			}
+			seen[l] = true
+		}
 	}
 	if _, errs, code := run(t, "trace", "--trap-budget", "100", "--dynamic-probing", "10", "-f", "leaf", "-o", rec(t), "--", bin, "leaf", "1"); code != 2 || !strings.Contains(errs, "use one") {
 		t.Errorf("--trap-budget with --dynamic-probing: exit %d, %s", code, errs)

@@ -3,6 +3,7 @@ package cli
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -253,9 +254,12 @@ func reportTrace(c *cobra.Command, ff filterFlags, args []string, format, calls 
 
 func traceView(c *cobra.Command, p *profile.Profile, format, calls string, byCaller bool, top int) error {
 	out := c.OutOrStdout()
+	// Loading printed the recording's own warnings; the ones about how the
+	// calls were recorded are added here, for every view of the trace.
+	var own []string
 	for _, m := range p.Metas {
 		if hz := m.Extra["timed_sampling_hz"]; hz != "" {
-			p.Warnings = append(p.Warnings, fmt.Sprintf("calls were recorded only in alternate phases of 1/%s s (--timed-sampling): the counts are of the calls made in the gathering phases", hz))
+			own = append(own, fmt.Sprintf("calls were recorded only in alternate phases of 1/%s s (--timed-sampling): the counts are of the calls made in the gathering phases", hz))
 			break
 		}
 	}
@@ -264,9 +268,14 @@ func traceView(c *cobra.Command, p *profile.Profile, format, calls string, byCal
 		for _, o := range p.ProbesOff {
 			off += o[1] - o[0]
 		}
-		p.Warnings = append(p.Warnings, fmt.Sprintf("the probes were removed %d times, %s in all, to keep within a trap budget (--trap-budget): calls made then are not counted", n, time.Duration(off).Round(time.Millisecond)))
+		own = append(own, fmt.Sprintf("the probes were removed %d times, %s in all, to keep within a trap budget (--trap-budget): calls made then are not counted", n, time.Duration(off).Round(time.Millisecond)))
 	}
-	extra := render.JSONExtra{Sources: p.Sources, Warnings: p.Warnings, Lost: p.Lost}
+	extra := render.JSONExtra{Sources: p.Sources, Warnings: append(slices.Clip(p.Warnings), own...), Lost: p.Lost}
+	if format != "json" {
+		for _, w := range own {
+			warnf(c.ErrOrStderr(), "%s", w)
+		}
+	}
 	if calls != "" {
 		re, err := regexp.Compile(calls)
 		if err != nil {
@@ -288,9 +297,6 @@ func traceView(c *cobra.Command, p *profile.Profile, format, calls string, byCal
 	fs := trace.Functions(p, byCaller)
 	if format == "json" {
 		return render.TraceJSON(out, fs, extra)
-	}
-	for _, w := range p.Warnings {
-		warnf(c.ErrOrStderr(), "%s", w)
 	}
 	return render.TraceText(out, fs, p.Lost, top)
 }

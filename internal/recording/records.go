@@ -368,6 +368,12 @@ const CallCPU = 4
 // on-CPU times leave the call out rather than fall back to durations.
 const CallCPULost = 8
 
+// CallChained flags a call a traced caller jumped to (a tail call): the
+// kernel chained its return to the caller's, so its Site is the caller's
+// return address, and while it ran the stack held the kernel's return
+// trampoline (the [uprobes] mapping) in that place.
+const CallChained = 16
+
 // Call is one call of a traced function.
 type Call struct {
 	Start  uint64 // sample clock (CLOCK_MONOTONIC), ns
@@ -378,8 +384,8 @@ type Call struct {
 	Probe  uint32 // a Probe defined earlier in the file
 	Caller uint32 // the Probe of the traced call it was made from; 0: none
 	Depth  uint32 // traced calls open below it on its thread
-	Site   uint64 // return address: the instruction after the call
-	Flags  uint32 // CallUnreturned
+	Site   uint64 // return address: the instruction after the call; 0: not known (a call that did not return)
+	Flags  uint32 // CallUnreturned, CallPoint, CallCPU, CallCPULost, CallChained
 	Args   []uint64
 	Ret    uint64
 	// Strs (format 1.7) are the strings of the Probe's first two

@@ -104,6 +104,8 @@ const (
 	// CFA rule): fSP is 9 below that CFA and fMem holds the function's
 	// return address.
 	flagPair = 2
+	// flagChained marks a frame entered by a tail call (Chained).
+	flagChained = 4
 )
 
 // Flags of a call record.
@@ -126,6 +128,11 @@ const (
 	// CPULost marks a call whose off-CPU time was being measured (not
 	// CPU): a context switch of its thread did not reach switchProgram.
 	CPULost = 8
+	// Chained marks a call a traced caller jumped to (a tail call): the
+	// kernel chained its return to the caller's, so its Site is the
+	// caller's return address, where the stack held the return
+	// trampoline at its entry.
+	Chained = 16
 )
 
 // pt_regs offsets (x86-64).
@@ -164,8 +171,6 @@ const (
 	// in task_struct nvcsw+nivcsw) less those switchProgram saw (oSeen):
 	// it changes during a call only when a switch went unseen.
 	slSw      = -128
-	slTask    = -144 // a task_struct counter read by readOff
-	slTaskPtr = -152 // the current task_struct
 	slRet     = -160 // Pair: the return address of the begin's function
 	slOverlap = -168 // Pair: at an interleaved end, when the frame above its begin's began
 	slID      = -176 // PairIDs: the begin's or end's id
@@ -262,6 +267,17 @@ func (b *builder) threadKey() {
 		b.Emit(asm.FnGetCurrentPidTgid.Call())
 	}
 	b.Emit(asm.StoreMem(asm.RFP, slKey, asm.R0, asm.DWord))
+}
+
+// pidTgid sets R0 to the current thread's bpf_get_current_pid_tgid: in
+// programs other than Go's, the shadow stack's key at slKey, which is
+// that (a helper call costs tens of ns a hit).
+func (b *builder) pidTgid() {
+	if b.o.Go {
+		b.Emit(asm.FnGetCurrentPidTgid.Call())
+	} else {
+		b.Emit(asm.LoadMem(asm.R0, asm.RFP, slKey, asm.DWord))
+	}
 }
 
 // storeG writes the record's goroutine (rG): in Go programs the
@@ -381,6 +397,18 @@ func (b *builder) emitCall(flags int32, ret bool) {
 		b.count(sUnseen)
 		b.Mark(nocpu)
 	}
+	if !b.o.Go && !b.o.Pair {
+		notail := b.NewLabel("notail")
+		b.Emit(
+			asm.LoadMem(asm.R1, rFrame, fFlags, asm.Word),
+			asm.And.Imm(asm.R1, flagChained),
+			asm.JEq.Imm(asm.R1, 0, notail),
+			asm.LoadMem(asm.R1, rTmp, rFlags, asm.Word),
+			asm.Or.Imm(asm.R1, Chained),
+			asm.StoreMem(rTmp, rFlags, asm.R1, asm.Word),
+		)
+		b.Mark(notail)
+	}
 	for i := int16(0); i < MaxArgs; i++ {
 		if b.o.Args {
 			b.Emit(
@@ -407,8 +435,8 @@ func (b *builder) emitCall(flags int32, ret bool) {
 	} else {
 		b.Emit(asm.Mov.Imm(asm.R1, 0), asm.StoreMem(rTmp, rRet, asm.R1, asm.DWord))
 	}
+	b.pidTgid()
 	b.Emit(
-		asm.FnGetCurrentPidTgid.Call(),
 		asm.StoreMem(rTmp, rPidTgid, asm.R0, asm.DWord),
 		// The reader is never woken: it drains the ring every 10 ms, and
 		// a wake-up per call would cost more than the call's probes. The
@@ -450,9 +478,9 @@ func (b *builder) emitStrings() {
 		asm.StoreMem(rTmp, sStart, asm.R1, asm.DWord),
 		asm.LoadMem(asm.R1, rFrame, fProbe, asm.Word),
 		asm.StoreMem(rTmp, sProbe, asm.R1, asm.Word),
-		asm.FnGetCurrentPidTgid.Call(),
-		asm.StoreMem(rTmp, sPidTgid, asm.R0, asm.DWord),
 	)
+	b.pidTgid()
+	b.Emit(asm.StoreMem(rTmp, sPidTgid, asm.R0, asm.DWord))
 	for k := int16(0); k < MaxStrs; k++ {
 		slot := sSlots + k*StrLen
 		done := b.NewLabel("strdone")
@@ -618,8 +646,8 @@ func (b *builder) readOff(create bool) {
 		return
 	}
 	have, done := b.NewLabel("haveoff"), b.NewLabel("offdone")
+	b.pidTgid()
 	b.Emit(
-		asm.FnGetCurrentPidTgid.Call(),
 		asm.StoreMem(asm.RFP, slTid, asm.R0, asm.Word),
 		asm.Mov.Imm(asm.R1, 0),
 		asm.StoreMem(asm.RFP, slOff, asm.R1, asm.DWord),
@@ -644,32 +672,17 @@ func (b *builder) readOff(create bool) {
 		asm.StoreMem(asm.RFP, slOff, asm.R1, asm.DWord),
 		asm.LoadMem(asm.R1, asm.R0, oSeen, asm.DWord),
 		asm.StoreMem(asm.RFP, slSw, asm.R1, asm.DWord),
-		asm.FnGetCurrentTask.Call(),
-		asm.StoreMem(asm.RFP, slTaskPtr, asm.R0, asm.DWord),
+		// slSw = 2·(nvcsw + nivcsw) − oSeen, read straight from the
+		// task_struct (a BTF pointer: a faulting read gives 0).
+		asm.FnGetCurrentTaskBtf.Call(),
+		asm.LoadMem(asm.R1, asm.R0, int16(b.o.Nvcsw), asm.DWord),
+		asm.LoadMem(asm.R2, asm.R0, int16(b.o.Nivcsw), asm.DWord),
+		asm.Add.Reg(asm.R1, asm.R2),
+		asm.Mul.Imm(asm.R1, 2),
+		asm.LoadMem(asm.R2, asm.RFP, slSw, asm.DWord),
+		asm.Sub.Reg(asm.R1, asm.R2),
+		asm.StoreMem(asm.RFP, slSw, asm.R1, asm.DWord),
 	)
-	// slSw = 2·(nvcsw + nivcsw) − oSeen; a failed read leaves 0 at slTask.
-	for i, off := range []int32{b.o.Nvcsw, b.o.Nivcsw} {
-		b.Emit(
-			asm.Mov.Imm(asm.R1, 0),
-			asm.StoreMem(asm.RFP, slTask, asm.R1, asm.DWord),
-			asm.Mov.Reg(asm.R1, asm.RFP),
-			asm.Add.Imm(asm.R1, slTask),
-			asm.Mov.Imm(asm.R2, 8),
-			asm.LoadMem(asm.R3, asm.RFP, slTaskPtr, asm.DWord),
-			asm.Add.Imm(asm.R3, off),
-			asm.FnProbeReadKernel.Call(),
-			asm.LoadMem(asm.R1, asm.RFP, slTask, asm.DWord),
-			asm.Mul.Imm(asm.R1, 2),
-			asm.LoadMem(asm.R2, asm.RFP, slSw, asm.DWord),
-		)
-		if i == 0 {
-			// slSw holds oSeen.
-			b.Emit(asm.Sub.Reg(asm.R1, asm.R2))
-		} else {
-			b.Emit(asm.Add.Reg(asm.R1, asm.R2))
-		}
-		b.Emit(asm.StoreMem(asm.RFP, slSw, asm.R1, asm.DWord))
-	}
 	b.Mark(done)
 }
 
@@ -763,6 +776,14 @@ func (b *builder) popAbandoned(end bool) {
 			b.Mark(pop)
 		} else {
 			b.Emit(asm.JGE.Reg(asm.R2, asm.R3, done))
+		}
+		if !end {
+			// An entry reads the clock at its end only; a frame it
+			// retires (rarely) ends now.
+			b.Emit(
+				asm.FnKtimeGetNs.Call(),
+				asm.StoreMem(asm.RFP, slNow, asm.R0, asm.DWord),
+			)
 		}
 		b.Emit(asm.LoadMem(asm.R1, asm.RFP, slIdx, asm.Word))
 		b.callerOf()
@@ -922,6 +943,31 @@ func (b *builder) pairFrame() {
 	b.Mark(done)
 }
 
+// chained marks the frame being entered flagChained when the top frame
+// has the same stack pointer: a caller that jumped to this function (a
+// tail call), whose return address the kernel's trampoline already
+// holds. The kernel chains the two returns, and this one's comes back
+// with the caller's return address.
+func (b *builder) chained() {
+	no := b.NewLabel("nochain")
+	b.Emit(
+		asm.LoadMem(asm.R1, rThread, 0, asm.Word),
+		asm.JEq.Imm(asm.R1, 0, no),
+		asm.JGT.Imm(asm.R1, MaxDepth, no),
+		asm.Add.Imm(asm.R1, -1),
+		asm.Mul.Imm(asm.R1, frameSize),
+		asm.Mov.Reg(asm.R2, rThread),
+		asm.Add.Reg(asm.R2, asm.R1),
+		asm.LoadMem(asm.R3, asm.R2, stackHdr+fSP, asm.DWord),
+		asm.LoadMem(asm.R4, asm.RFP, slSP, asm.DWord),
+		asm.JNE.Reg(asm.R3, asm.R4, no),
+		asm.LoadMem(asm.R1, asm.RFP, slFlags, asm.Word),
+		asm.Or.Imm(asm.R1, flagChained),
+		asm.StoreMem(asm.RFP, slFlags, asm.R1, asm.Word),
+	)
+	b.Mark(no)
+}
+
 // entryProgram runs at a traced function's first instruction.
 func entryProgram(m maps, o progOptions) asm.Instructions {
 	b := &builder{m: m, o: o}
@@ -961,14 +1007,13 @@ func entryProgram(m maps, o progOptions) asm.Instructions {
 		b.Emit(asm.StoreImm(asm.RFP, slHasID, 0, asm.Word))
 		b.pairIDs(o.PairIDs, false)
 	}
-	b.Emit(
-		asm.FnKtimeGetNs.Call(),
-		asm.StoreMem(asm.RFP, slNow, asm.R0, asm.DWord),
-	)
 	// Frames below this entry's stack pointer were left without a
 	// return. One at the same stack pointer is a caller that tail-called
 	// this function (its return is this one's).
 	b.popAbandoned(false)
+	if !o.Go && !o.Pair {
+		b.chained()
+	}
 	b.Emit(
 		asm.LoadMem(asm.R1, rThread, 0, asm.Word),
 		asm.JLT.Imm(asm.R1, MaxDepth, "push"),
@@ -1025,7 +1070,7 @@ func entryProgram(m maps, o progOptions) asm.Instructions {
 			asm.LoadMem(asm.R1, asm.RFP, slRet, asm.DWord),
 			asm.StoreMem(rFrame, fMem, asm.R1, asm.DWord),
 		)
-	} else {
+	} else if o.Go {
 		b.Emit(
 			// The call site: the return address on top of the stack.
 			asm.Mov.Reg(asm.R1, rFrame),
@@ -1033,6 +1078,15 @@ func entryProgram(m maps, o progOptions) asm.Instructions {
 			asm.Mov.Imm(asm.R2, 8),
 			asm.LoadMem(asm.R3, asm.RFP, slSP, asm.DWord),
 			asm.FnProbeReadUser.Call(),
+		)
+	} else {
+		// The call site comes with the return (the IP a uretprobe
+		// returns to): reading the stack here would cost the call more
+		// than all the rest of the entry. A call that never returns
+		// keeps none.
+		b.Emit(
+			asm.Mov.Imm(asm.R1, 0),
+			asm.StoreMem(rFrame, fSite, asm.R1, asm.DWord),
 		)
 	}
 	if o.Args {
@@ -1087,9 +1141,17 @@ func returnProgram(m maps, o progOptions) asm.Instructions {
 		asm.Mov.Reg(rCtx, asm.R1),
 		asm.FnKtimeGetNs.Call(),
 		asm.StoreMem(asm.RFP, slNow, asm.R0, asm.DWord),
-		asm.Mov.Reg(asm.R1, rCtx),
-		asm.FnGetAttachCookie.Call(),
-		asm.StoreMem(asm.RFP, slProbe, asm.R0, asm.DWord),
+	)
+	if o.Go || o.Pair {
+		// The return is matched by its probe; a uretprobe's by its
+		// stack pointer, and its probe is its frame's.
+		b.Emit(
+			asm.Mov.Reg(asm.R1, rCtx),
+			asm.FnGetAttachCookie.Call(),
+			asm.StoreMem(asm.RFP, slProbe, asm.R0, asm.DWord),
+		)
+	}
+	b.Emit(
 		asm.LoadMem(asm.R1, rCtx, regSP, asm.DWord),
 		asm.Add.Imm(asm.R1, -o.RetAdjust),
 		asm.StoreMem(asm.RFP, slSP, asm.R1, asm.DWord),
@@ -1146,6 +1208,9 @@ func returnProgram(m maps, o progOptions) asm.Instructions {
 			asm.LoadMem(asm.R1, rFrame, fSP, asm.DWord),
 			asm.LoadMem(asm.R2, asm.RFP, slSP, asm.DWord),
 			asm.JNE.Reg(asm.R1, asm.R2, "unmatched"),
+			// The call site: where the uretprobe returns to.
+			asm.LoadMem(asm.R1, rCtx, regIP, asm.DWord),
+			asm.StoreMem(rFrame, fSite, asm.R1, asm.DWord),
 		)
 	}
 	b.Emit(asm.LoadMem(asm.R1, asm.RFP, slIdx, asm.Word))

@@ -103,7 +103,7 @@ func (s *session) keepCPU() uint64 {
 	}
 	s.res.Samples = n
 	if stale > 0 {
-		s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("%d of the CPU samples kept in the trace show the return probes' trampoline ([uprobes]) in place of a caller: the call there was not recorded (one left out by #N or dynamic sampling, or entered while the probes were being set or removed), so its return address is not known", stale))
+		s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("%d of the CPU samples kept in the trace show the return probes' trampoline ([uprobes]) in place of a caller: the call there was not recorded (one left out by #N or dynamic sampling, or entered while the probes were being set or removed) or did not return (longjmp, exit, still open when tracing stopped), so its return address is not known", stale))
 	}
 	return n
 }
@@ -379,7 +379,7 @@ func (fx *stackFix) pendingCalls(path string, targets []Target) {
 					first[c.TID] = f
 				}
 				if f[j] == nil || f[j].start > c.Start {
-					f[j] = &pend{c.Start, c.Depth, c.Probe, c.Site}
+					f[j] = &pend{c.Start, c.Depth, c.Probe, fx.siteOf(c)}
 				}
 			}
 		}
@@ -392,9 +392,22 @@ func (fx *stackFix) pendingCalls(path string, targets []Target) {
 		}
 		i := sort.Search(len(ts.times), func(i int) bool { return ts.times[i] >= c.Start })
 		for ; i < len(ts.times) && ts.times[i] < c.End; i++ {
-			fx.pending[ts.index[i]] = append(fx.pending[ts.index[i]], pend{c.Start, c.Depth, c.Probe, c.Site})
+			fx.pending[ts.index[i]] = append(fx.pending[ts.index[i]], pend{c.Start, c.Depth, c.Probe, fx.siteOf(c)})
 		}
 	}
+}
+
+// siteOf is the return address call c's stack held while it ran: the
+// trampoline's for a call a traced caller jumped to (its record's Site
+// is its caller's return address, which the kernel's chained return
+// went back to).
+func (fx *stackFix) siteOf(c *recording.Call) uint64 {
+	if c.Flags&recording.CallChained != 0 {
+		if tr, ok := fx.tramp[c.PID]; ok {
+			return tr
+		}
+	}
+	return c.Site
 }
 
 // nextCalls gives each entry-trap sample the first call its thread's
@@ -552,9 +565,10 @@ func (fx *stackFix) fixStack(pid uint32, user []uint64, p []pend, targets []Targ
 	k := 0         // the next call not yet given
 	var ref uint64 // the frame below, as an address inside its function
 	// give puts call m's return address on the stack: the trampoline
-	// stays for a call left out, whose is not known.
+	// stays for a call left out, or one that never returned (longjmp,
+	// exit, still open when tracing stopped), whose is not known.
 	give := func(m int) {
-		if p[m].probe == 0 {
+		if p[m].probe == 0 || p[m].site == 0 {
 			out, ref = append(out, tr), 0
 			return
 		}

@@ -12,10 +12,12 @@
 # The traced program (bench/probecost/probecalls) measures its own CPU
 # time, so the figures hold on a busy machine; the configurations run in
 # turn, REPS rounds, and each figure is its median. "vs bare" is a
-# configuration's cost per call over the bare entry+return pair's. Needs
-# root, gcc, go.
+# configuration's cost per call over the bare entry+return pair's. With
+# BASE=PATH (another build of culprit, e.g. main's) its two trace rows run
+# too, in the same rounds, so that two builds are compared side by side.
+# Needs root, gcc, go.
 #
-#   bench/probecost.sh [N] [REPS] [FIRST...]   (FIRST: push nop5 endbr mov test sub cet)
+#   [BASE=culprit] bench/probecost.sh [N] [REPS] [FIRST...]   (FIRST: push nop5 endbr mov test sub cet)
 set -euo pipefail
 n=${1:-100000}
 reps=${2:-5}
@@ -39,6 +41,10 @@ configs() {
 	echo "entry+return|$out/bareprobe $bin f_$f --"
 	echo "culprit trace|$out/culprit trace -f f_$f -o $out/t.rec --"
 	echo "trace --no-cpu-time|$out/culprit trace --no-cpu-time -f f_$f -o $out/t.rec --"
+	if [ -n "${BASE:-}" ]; then
+		echo "BASE trace|$BASE trace -f f_$f -o $out/t.rec --"
+		echo "BASE --no-cpu-time|$BASE trace --no-cpu-time -f f_$f -o $out/t.rec --"
+	fi
 	if command -v bpftrace >/dev/null; then
 		# As bench/trace.sh runs them: a histogram of the durations, and
 		# each call's printed. bpftrace -c runs the program.

@@ -175,6 +175,7 @@ const (
 	slOverlap = -168 // Pair: at an interleaved end, when the frame above its begin's began
 	slID      = -176 // PairIDs: the begin's or end's id
 	slHasID   = -184 // PairIDs: 1 when it was read
+	slTask    = -192 // with CPU, not Go: the current task_struct (a BTF pointer)
 )
 
 // Registers held across helper calls.
@@ -222,6 +223,9 @@ type progOptions struct {
 	// Nvcsw, Nivcsw: the offsets of task_struct's context switch counts
 	// (CPU), which tell a call whose switches switchProgram all saw.
 	Nvcsw, Nivcsw int32
+	// Pid, Tgid: the offsets of task_struct's pid and tgid (CPU, not
+	// Go), from which the thread's key is made.
+	Pid, Tgid int32
 	// Pair: the programs of a USDT begin/end pair, whose begin is entered
 	// as a call's entry and whose end returns it. The begin is in the
 	// middle of a function (no return address on top of the stack: the
@@ -260,10 +264,25 @@ func (b *builder) count(off int16) {
 
 // threadKey stores the shadow stack's key at slKey: the goroutine (R14
 // under Go's register ABI) or the thread.
+//
+// With CPU (not Go) the key is read from the current task_struct, as
+// bpf_get_current_pid_tgid makes it (tgid << 32 | pid), and the task is
+// kept at slTask for readOff: one helper call for both.
 func (b *builder) threadKey() {
-	if b.o.Go {
+	switch {
+	case b.o.Go:
 		b.Emit(asm.LoadMem(asm.R0, rCtx, regR14, asm.DWord))
-	} else {
+	case b.o.CPU:
+		b.Emit(
+			asm.FnGetCurrentTaskBtf.Call(),
+			asm.StoreMem(asm.RFP, slTask, asm.R0, asm.DWord),
+			asm.LoadMem(asm.R1, asm.R0, int16(b.o.Tgid), asm.Word),
+			asm.LSh.Imm(asm.R1, 32),
+			asm.LoadMem(asm.R2, asm.R0, int16(b.o.Pid), asm.Word),
+			asm.Or.Reg(asm.R1, asm.R2),
+			asm.Mov.Reg(asm.R0, asm.R1),
+		)
+	default:
 		b.Emit(asm.FnGetCurrentPidTgid.Call())
 	}
 	b.Emit(asm.StoreMem(asm.RFP, slKey, asm.R0, asm.DWord))
@@ -672,9 +691,15 @@ func (b *builder) readOff(create bool) {
 		asm.StoreMem(asm.RFP, slOff, asm.R1, asm.DWord),
 		asm.LoadMem(asm.R1, asm.R0, oSeen, asm.DWord),
 		asm.StoreMem(asm.RFP, slSw, asm.R1, asm.DWord),
-		// slSw = 2·(nvcsw + nivcsw) − oSeen, read straight from the
-		// task_struct (a BTF pointer: a faulting read gives 0).
-		asm.FnGetCurrentTaskBtf.Call(),
+	)
+	// slSw = 2·(nvcsw + nivcsw) − oSeen, read straight from the
+	// task_struct (a BTF pointer: a faulting read gives 0).
+	if b.o.Go {
+		b.Emit(asm.FnGetCurrentTaskBtf.Call())
+	} else {
+		b.Emit(asm.LoadMem(asm.R0, asm.RFP, slTask, asm.DWord))
+	}
+	b.Emit(
 		asm.LoadMem(asm.R1, asm.R0, int16(b.o.Nvcsw), asm.DWord),
 		asm.LoadMem(asm.R2, asm.R0, int16(b.o.Nivcsw), asm.DWord),
 		asm.Add.Reg(asm.R1, asm.R2),

@@ -17,6 +17,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"sync"
@@ -242,12 +243,16 @@ func New(o Options) (*Tracer, error) {
 	}
 	var cpuOpts progOptions
 	if o.CPU {
-		offs, terr := bpfasm.TaskOffsets("to measure calls' time on the CPU (--no-cpu-time does without)", "nvcsw", "nivcsw")
+		offs, terr := bpfasm.TaskOffsets("to measure calls' time on the CPU (--no-cpu-time does without)", "nvcsw", "nivcsw", "pid", "tgid")
+		if terr == nil && slices.ContainsFunc(offs, func(o int32) bool { return o > math.MaxInt16-8 }) {
+			// A BPF load's offset is 16 bits.
+			terr = errors.New("measuring calls' time on the CPU: this kernel's task_struct is too large to read its switch counts (--no-cpu-time does without)")
+		}
 		if terr != nil {
 			t.Close()
 			return nil, terr
 		}
-		cpuOpts = progOptions{CPU: true, Nvcsw: offs[0], Nivcsw: offs[1]}
+		cpuOpts = progOptions{CPU: true, Nvcsw: offs[0], Nivcsw: offs[1], Pid: offs[2], Tgid: offs[3]}
 		t.offcpu = mk(&ebpf.MapSpec{Name: "culprit_offcpu", Type: ebpf.Hash, KeySize: 4, ValueSize: offCPUVal, MaxEntries: 1 << 14})
 	}
 	if err != nil {
@@ -282,7 +287,7 @@ func New(o Options) (*Tracer, error) {
 	}
 	// cpu adds the options of --cpu-time to p.
 	cpu := func(p progOptions) progOptions {
-		p.CPU, p.Nvcsw, p.Nivcsw = cpuOpts.CPU, cpuOpts.Nvcsw, cpuOpts.Nivcsw
+		p.CPU, p.Nvcsw, p.Nivcsw, p.Pid, p.Tgid = cpuOpts.CPU, cpuOpts.Nvcsw, cpuOpts.Nivcsw, cpuOpts.Pid, cpuOpts.Tgid
 		return p
 	}
 	// Named as internal/sampleprog's program is: culprit_PID.

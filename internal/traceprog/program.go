@@ -8,7 +8,7 @@ import (
 
 // Shapes shared by the program and its reader. A thread's (or, in Go
 // programs, a goroutine's) shadow stack is one value of the stacks map:
-// its depth, then MaxDepth frames.
+// its header (stackHdr bytes), then MaxDepth frames.
 const (
 	// MaxDepth is how many nested traced calls a thread's shadow stack
 	// holds; calls deeper than that are counted (Stats.Depth), not recorded.
@@ -47,8 +47,15 @@ const (
 	fChildOff  = 112 // off-CPU ns inside the traced calls it made
 	fTid       = 120 // the thread it was entered on; 0: off-CPU time not known
 	fSw        = 124 // the thread's unseen-switch mark (slSw) at entry
-	stackHdr   = 8
 	threadSize = stackHdr + MaxDepth*frameSize
+	// A shadow stack's header: its depth, then (not Go) the thread's
+	// bpf_get_current_pid_tgid and its off-CPU fields (oOut, oTotal,
+	// oSeen, at hOff): a program other than Go's keys the shadow stack by
+	// the thread id alone, so that switchProgram finds it by next_pid,
+	// and each hit needs one map lookup for both.
+	hPidTgid = 8
+	hOff     = 16
+	stackHdr = hOff + offCPUVal
 
 	// RecordSize is the size of a call record in the ring buffer (not
 	// StrRecordSize: the reader tells them by their length).
@@ -70,7 +77,8 @@ const (
 	rG         = 144 // Go: the goroutine's g (R14), its shadow stack's key; else 0
 	rGoid      = 152 // Go with GoidOff: the goroutine's id, read from its g; else 0
 
-	// The offcpu map: per thread (by thread id) when it last left the CPU
+	// The offcpu map (Go; other programs keep these in the shadow
+	// stack's header, at hOff): per thread (by thread id) when it last left the CPU
 	// (0: it is on one), the ns it has spent off the CPU since it was
 	// first traced, and how many of its context switches switchProgram
 	// saw (one when it left the CPU, one when it came back).
@@ -176,6 +184,7 @@ const (
 	slID      = -176 // PairIDs: the begin's or end's id
 	slHasID   = -184 // PairIDs: 1 when it was read
 	slTask    = -192 // with CPU, not Go: the current task_struct (a BTF pointer)
+	slPidTgid = -200 // not Go: the thread's bpf_get_current_pid_tgid
 )
 
 // Registers held across helper calls.
@@ -265,13 +274,18 @@ func (b *builder) count(off int16) {
 // threadKey stores the shadow stack's key at slKey: the goroutine (R14
 // under Go's register ABI) or the thread.
 //
-// With CPU (not Go) the key is read from the current task_struct, as
-// bpf_get_current_pid_tgid makes it (tgid << 32 | pid), and the task is
-// kept at slTask for readOff: one helper call for both.
+// Other programs' key is the thread id, and slPidTgid holds what
+// bpf_get_current_pid_tgid gives (tgid << 32 | pid); with CPU both are
+// read from the current task_struct, which is kept at slTask for
+// readOff: one helper call for all three.
 func (b *builder) threadKey() {
 	switch {
 	case b.o.Go:
-		b.Emit(asm.LoadMem(asm.R0, rCtx, regR14, asm.DWord))
+		b.Emit(
+			asm.LoadMem(asm.R0, rCtx, regR14, asm.DWord),
+			asm.StoreMem(asm.RFP, slKey, asm.R0, asm.DWord),
+		)
+		return
 	case b.o.CPU:
 		b.Emit(
 			asm.FnGetCurrentTaskBtf.Call(),
@@ -285,17 +299,22 @@ func (b *builder) threadKey() {
 	default:
 		b.Emit(asm.FnGetCurrentPidTgid.Call())
 	}
-	b.Emit(asm.StoreMem(asm.RFP, slKey, asm.R0, asm.DWord))
+	b.Emit(
+		asm.StoreMem(asm.RFP, slPidTgid, asm.R0, asm.DWord),
+		asm.LSh.Imm(asm.R0, 32),
+		asm.RSh.Imm(asm.R0, 32),
+		asm.StoreMem(asm.RFP, slKey, asm.R0, asm.DWord),
+	)
 }
 
 // pidTgid sets R0 to the current thread's bpf_get_current_pid_tgid: in
-// programs other than Go's, the shadow stack's key at slKey, which is
-// that (a helper call costs tens of ns a hit).
+// programs other than Go's, the one threadKey kept at slPidTgid (a
+// helper call costs tens of ns a hit).
 func (b *builder) pidTgid() {
 	if b.o.Go {
 		b.Emit(asm.FnGetCurrentPidTgid.Call())
 	} else {
-		b.Emit(asm.LoadMem(asm.R0, asm.RFP, slKey, asm.DWord))
+		b.Emit(asm.LoadMem(asm.R0, asm.RFP, slPidTgid, asm.DWord))
 	}
 }
 
@@ -649,8 +668,9 @@ func (b *builder) offSince(unknown, unseen string) {
 }
 
 // readOff stores at slTid the current thread, at slOff its off-CPU total
-// and at slSw its unseen-switch mark, making its offcpu entry when create
-// is set; slTid is 0 when the thread has none (it is not followed).
+// and at slSw its unseen-switch mark: from the shadow stack's header, or
+// in Go programs from the offcpu map, making its entry when create is
+// set; slTid is 0 when the thread has none (it is not followed).
 //
 // The mark exists because the kernel does not always run the programs on
 // sched_switch: under load some switches reach no consumer at all (perf
@@ -671,22 +691,32 @@ func (b *builder) readOff(create bool) {
 		asm.Mov.Imm(asm.R1, 0),
 		asm.StoreMem(asm.RFP, slOff, asm.R1, asm.DWord),
 	)
-	b.Lookup(b.m.offcpu, slTid)
-	b.Emit(asm.JNE.Imm(asm.R0, 0, have))
-	if create {
-		b.Emit(
-			asm.Mov.Imm(asm.R1, 0),
-			asm.StoreMem(asm.RFP, slNewOff, asm.R1, asm.DWord),
-			asm.StoreMem(asm.RFP, slNewOff+8, asm.R1, asm.DWord),
-			asm.StoreMem(asm.RFP, slNewOff+16, asm.R1, asm.DWord),
-		)
-		b.Update(b.m.offcpu, slTid, slNewOff, 1) // BPF_NOEXIST
+	if b.o.Go {
 		b.Lookup(b.m.offcpu, slTid)
 		b.Emit(asm.JNE.Imm(asm.R0, 0, have))
+		if create {
+			b.Emit(
+				asm.Mov.Imm(asm.R1, 0),
+				asm.StoreMem(asm.RFP, slNewOff, asm.R1, asm.DWord),
+				asm.StoreMem(asm.RFP, slNewOff+8, asm.R1, asm.DWord),
+				asm.StoreMem(asm.RFP, slNewOff+16, asm.R1, asm.DWord),
+			)
+			b.Update(b.m.offcpu, slTid, slNewOff, 1) // BPF_NOEXIST
+			b.Lookup(b.m.offcpu, slTid)
+			b.Emit(asm.JNE.Imm(asm.R0, 0, have))
+		}
+		b.Emit(
+			asm.StoreImm(asm.RFP, slTid, 0, asm.Word),
+			asm.Ja.Label(done),
+		)
+	} else {
+		// In the shadow stack's header.
+		b.Emit(
+			asm.Mov.Reg(asm.R0, rThread),
+			asm.Add.Imm(asm.R0, hOff),
+		)
 	}
 	b.Emit(
-		asm.StoreImm(asm.RFP, slTid, 0, asm.Word),
-		asm.Ja.Label(done),
 		asm.LoadMem(asm.R1, asm.R0, oTotal, asm.DWord).WithSymbol(have),
 		asm.StoreMem(asm.RFP, slOff, asm.R1, asm.DWord),
 		asm.LoadMem(asm.R1, asm.R0, oSeen, asm.DWord),
@@ -850,6 +880,13 @@ func (b *builder) thread(create bool) {
 	}
 	b.Emit(asm.Ja.Label("exit"))
 	b.Emit(asm.Mov.Reg(rThread, asm.R0).WithSymbol(have))
+	if !b.o.Go {
+		// Its process, for the calls still open when tracing stops.
+		b.Emit(
+			asm.LoadMem(asm.R1, asm.RFP, slPidTgid, asm.DWord),
+			asm.StoreMem(rThread, hPidTgid, asm.R1, asm.DWord),
+		)
+	}
 }
 
 // sampling keeps the first call and each N-th after it (N, the probe's
@@ -1390,44 +1427,56 @@ func (b *builder) endInterleaved(ids bool) {
 // switchProgram runs at each context switch (the sched:sched_switch
 // tracepoint, in the leaving thread): a followed thread that leaves the
 // CPU notes when, and one that comes back adds the time it was away to
-// its off-CPU total; both count the switch in oSeen. nextPid is the offset of next_pid in the
-// tracepoint's record. Threads are followed from their first traced
-// call (readOff), so every other switch costs two hash lookups.
-func switchProgram(m maps, nextPid int16) asm.Instructions {
+// its off-CPU total; both count the switch in oSeen. nextPid is the
+// offset of next_pid in the tracepoint's record. The fields are in the
+// offcpu map (goroutines: Go programs) or in the header of the thread's
+// shadow stack (the stacks map, keyed by thread id). Threads are followed
+// from their first traced call (readOff), so every other switch costs
+// two hash lookups.
+func switchProgram(m maps, nextPid int16, goroutines bool) asm.Instructions {
+	mp, base := m.stacks, int16(hOff)
+	if goroutines {
+		mp, base = m.offcpu, 0
+	}
 	return asm.Instructions{
 		asm.Mov.Reg(rCtx, asm.R1),
 		asm.FnKtimeGetNs.Call(),
 		asm.Mov.Reg(rTmp, asm.R0),
 		asm.FnGetCurrentPidTgid.Call(),
-		asm.StoreMem(asm.RFP, -4, asm.R0, asm.Word),
-		asm.LoadMapPtr(asm.R1, m.offcpu),
+		// The key: the thread id, 4 bytes (offcpu) or 8 (stacks).
+		asm.Mov.Imm(asm.R1, 0),
+		asm.StoreMem(asm.RFP, -8, asm.R1, asm.DWord),
+		asm.StoreMem(asm.RFP, keyAt(goroutines), asm.R0, asm.Word),
+		asm.LoadMapPtr(asm.R1, mp),
 		asm.Mov.Reg(asm.R2, asm.RFP),
-		asm.Add.Imm(asm.R2, -4),
+		asm.Add.Imm(asm.R2, int32(keyAt(goroutines))),
 		asm.FnMapLookupElem.Call(),
 		asm.JEq.Imm(asm.R0, 0, "next"),
-		asm.StoreMem(asm.R0, oOut, rTmp, asm.DWord),
-		asm.LoadMem(asm.R1, asm.R0, oSeen, asm.DWord),
+		asm.StoreMem(asm.R0, base+oOut, rTmp, asm.DWord),
+		asm.LoadMem(asm.R1, asm.R0, base+oSeen, asm.DWord),
 		asm.Add.Imm(asm.R1, 1),
-		asm.StoreMem(asm.R0, oSeen, asm.R1, asm.DWord),
-		asm.LoadMem(asm.R1, rCtx, nextPid, asm.Word).WithSymbol("next"),
-		asm.StoreMem(asm.RFP, -4, asm.R1, asm.Word),
-		asm.LoadMapPtr(asm.R1, m.offcpu),
+		asm.StoreMem(asm.R0, base+oSeen, asm.R1, asm.DWord),
+		asm.Mov.Imm(asm.R1, 0).WithSymbol("next"),
+		asm.StoreMem(asm.RFP, -8, asm.R1, asm.DWord),
+		asm.LoadMem(asm.R1, rCtx, nextPid, asm.Word),
+		asm.StoreMem(asm.RFP, keyAt(goroutines), asm.R1, asm.Word),
+		asm.LoadMapPtr(asm.R1, mp),
 		asm.Mov.Reg(asm.R2, asm.RFP),
-		asm.Add.Imm(asm.R2, -4),
+		asm.Add.Imm(asm.R2, int32(keyAt(goroutines))),
 		asm.FnMapLookupElem.Call(),
 		asm.JEq.Imm(asm.R0, 0, "out"),
-		asm.LoadMem(asm.R1, asm.R0, oSeen, asm.DWord),
+		asm.LoadMem(asm.R1, asm.R0, base+oSeen, asm.DWord),
 		asm.Add.Imm(asm.R1, 1),
-		asm.StoreMem(asm.R0, oSeen, asm.R1, asm.DWord),
-		asm.LoadMem(asm.R1, asm.R0, oOut, asm.DWord),
+		asm.StoreMem(asm.R0, base+oSeen, asm.R1, asm.DWord),
+		asm.LoadMem(asm.R1, asm.R0, base+oOut, asm.DWord),
 		asm.JEq.Imm(asm.R1, 0, "out"),
 		asm.Mov.Reg(asm.R2, rTmp),
 		asm.Sub.Reg(asm.R2, asm.R1),
-		asm.LoadMem(asm.R1, asm.R0, oTotal, asm.DWord),
+		asm.LoadMem(asm.R1, asm.R0, base+oTotal, asm.DWord),
 		asm.Add.Reg(asm.R1, asm.R2),
-		asm.StoreMem(asm.R0, oTotal, asm.R1, asm.DWord),
+		asm.StoreMem(asm.R0, base+oTotal, asm.R1, asm.DWord),
 		asm.Mov.Imm(asm.R1, 0),
-		asm.StoreMem(asm.R0, oOut, asm.R1, asm.DWord),
+		asm.StoreMem(asm.R0, base+oOut, asm.R1, asm.DWord),
 		// 1, not 0: the programs on a tracepoint filter it for every perf
 		// event on it (perf_trace_run_bpf_submit), so 0 would hide the
 		// machine's context switches from perf, culprit record --events
@@ -1435,6 +1484,15 @@ func switchProgram(m maps, nextPid int16) asm.Instructions {
 		asm.Mov.Imm(asm.R0, 1).WithSymbol("out"),
 		asm.Return(),
 	}
+}
+
+// keyAt is where switchProgram's key starts on its stack: a 4-byte
+// thread id for the offcpu map, 8 bytes (the id, then zeros) for stacks.
+func keyAt(goroutines bool) int16 {
+	if goroutines {
+		return -4
+	}
+	return -8
 }
 
 // flipProgram runs at each tick of the timed-sampling clock: it turns the

@@ -151,7 +151,7 @@ type Tracer struct {
 	argHits []*ebpf.Program
 	strs    *ebpf.Map     // Strings: probe id → its string arguments
 	reads   *ebpf.Map     // Reads: probe id → its memory reads
-	offcpu  *ebpf.Map     // CPU: thread → when it left the CPU, its off-CPU total
+	offcpu  *ebpf.Map     // CPU, Go: thread → when it left the CPU, its off-CPU total (else in stacks)
 	swtch   *ebpf.Program // CPU: on sched:sched_switch
 	swLink  link.Link
 	pending map[uint32]pendingStrs // by thread: a string record before its call's
@@ -253,7 +253,10 @@ func New(o Options) (*Tracer, error) {
 			return nil, terr
 		}
 		cpuOpts = progOptions{CPU: true, Nvcsw: offs[0], Nivcsw: offs[1], Pid: offs[2], Tgid: offs[3]}
-		t.offcpu = mk(&ebpf.MapSpec{Name: "culprit_offcpu", Type: ebpf.Hash, KeySize: 4, ValueSize: offCPUVal, MaxEntries: 1 << 14})
+		if o.Go {
+			// Other programs keep these in their shadow stacks.
+			t.offcpu = mk(&ebpf.MapSpec{Name: "culprit_offcpu", Type: ebpf.Hash, KeySize: 4, ValueSize: offCPUVal, MaxEntries: 1 << 14})
+		}
 	}
 	if err != nil {
 		t.Close()
@@ -392,7 +395,7 @@ func (t *Tracer) startSwitch(m maps, name string) error {
 		return errors.New("measuring on-CPU time: this kernel's sched:sched_switch has no 4-byte next_pid")
 	}
 	t.swtch, err = ebpf.NewProgram(&ebpf.ProgramSpec{Name: name, Type: ebpf.TracePoint, License: "GPL",
-		Instructions: switchProgram(m, int16(off))})
+		Instructions: switchProgram(m, int16(off), t.o.Go)})
 	if err != nil {
 		return fmt.Errorf("loading the off-CPU program: %w", err)
 	}
@@ -1217,7 +1220,8 @@ func (t *Tracer) Leftovers(end uint64, fn func(*Call)) {
 			if t.o.Go {
 				c.G = key
 			} else {
-				c.PID, c.TID = uint32(key>>32), uint32(key)
+				pt := le.Uint64(val[hPidTgid:])
+				c.PID, c.TID = uint32(pt>>32), uint32(pt)
 			}
 			for a := range c.Args {
 				c.Args[a] = le.Uint64(f[fArgs+8*a:])

@@ -62,12 +62,18 @@ run() {
 		# The script between @…@ is one argument; -c takes the command.
 		local script=${prefix#*@}
 		script=${script%@*}
-		/usr/bin/time -f "time %U %S" -o "$out/time" bpftrace -e "$script" -c "$bin $f $n" >"$out/prog" 2>/dev/null
+		/usr/bin/time -f "time %U %S" -o "$out/time" bpftrace -e "$script" -c "$bin $f $n" >"$out/prog" 2>"$out/err" || true
 	else
 		# shellcheck disable=SC2086
-		/usr/bin/time -f "time %U %S" -o "$out/time" $prefix "$bin" "$f" "$n" >"$out/prog" 2>/dev/null
+		/usr/bin/time -f "time %U %S" -o "$out/time" $prefix "$bin" "$f" "$n" >"$out/prog" 2>"$out/err" || true
 	fi
 	p=$(awk '/^cpu_us/ { print $2 }' "$out/prog")
+	if [ -z "$p" ]; then
+		# A run that did not finish says nothing of the cost: left out
+		# of the medians, and said.
+		echo "run of ${prefix%% *} failed: $(tail -n 2 "$out/err" | tr '\n' ' ')" >&2
+		return
+	fi
 	t=$(awk '/^time/ { printf "%d", ($2 + $3) * 1000000 }' "$out/time")
 	echo "$p $t"
 }

@@ -1,0 +1,49 @@
+#!/usr/bin/env bash
+# What culprit trace's BPF programs cost a call, as the kernel measures
+# them (kernel.bpf_stats_enabled, set for the run and put back after): for
+# each build of culprit given, in turn, REPS rounds, a run of
+# `culprit trace --cpu-sample 0 -f f_FIRST -- probecalls FIRST N` (the
+# program of bench/probecost.sh) with and without --no-cpu-time, and each
+# program's mean run time (entry, return, the one on sched_switch) as
+# bench/bpfstats reads it at the last moment the run's programs are
+# loaded. The counting itself adds about 45 ns to each run (two clock
+# reads; an empty program reads so). Needs root, gcc, go.
+#
+#   bench/traceprogcost.sh [N] [REPS] [FIRST] [CULPRIT...]   (default: this tree's build)
+set -euo pipefail
+n=${1:-1500000}
+reps=${2:-2}
+first=${3:-push}
+shift 3 || true
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=$root/bench/out/traceprogcost
+mkdir -p "$out"
+gcc -O2 -o "$out/probecalls" "$root/bench/probecost/probecalls.c" "$root/bench/probecost/first.S"
+(cd "$root" && go build -o "$out/bpfstats" ./bench/bpfstats)
+builds=("$@")
+if [ ${#builds[@]} -eq 0 ]; then
+	(cd "$root" && go build -o "$out/culprit" ./cmd/culprit)
+	builds=("$out/culprit")
+fi
+old=$(sysctl -n kernel.bpf_stats_enabled)
+trap 'sysctl -qw kernel.bpf_stats_enabled=$old' EXIT
+sysctl -qw kernel.bpf_stats_enabled=1
+for _ in $(seq "$reps"); do
+	for b in "${builds[@]}"; do
+		for flag in "" --no-cpu-time; do
+			# shellcheck disable=SC2086
+			"$b" trace --cpu-sample 0 $flag -f "f_$first" -o "$out/t.rec" -- "$out/probecalls" "$first" "$n" >"$out/prog" 2>"$out/err" &
+			pid=$!
+			: >"$out/last"
+			while kill -0 "$pid" 2>/dev/null; do
+				"$out/bpfstats" "$pid" >"$out/now" 2>/dev/null || true
+				[ -s "$out/now" ] && cp "$out/now" "$out/last"
+				sleep 0.3
+			done
+			wait "$pid" || { cat "$out/err" >&2; exit 1; }
+			# Loaded in order: entry, return, then the switch program.
+			echo "$b ${flag:-(on-CPU time)} $(awk '/^cpu_us/ {printf "program %.2f µs/call", $2 / '"$n"'}' "$out/prog"): $(awk '{printf "%s%s", sep, $(NF-2); sep=" / "}' "$out/last") per run (entry / return / switch)"
+		done
+	done
+done
+echo "N=$n calls of f_$first; $(date -u +%Y-%m-%dT%H:%MZ); $(uname -r); load: $(cut -d' ' -f1-3 /proc/loadavg)"

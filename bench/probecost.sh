@@ -71,7 +71,7 @@ run() {
 	if [ -z "$p" ]; then
 		# A run that did not finish says nothing of the cost: left out
 		# of the medians, and said.
-		echo "run of ${prefix%% *} failed: $(tail -n 2 "$out/err" | tr '\n' ' ')" >&2
+		echo "run of ${prefix%% *} gave no figure (its output: $(head -c 200 "$out/prog" | tr '\n' ' '); $(grep -v "^time" "$out/time" | tr '\n' ' ') $(tail -n 2 "$out/err" | tr '\n' ' '))" >&2
 		return
 	fi
 	t=$(awk '/^time/ { printf "%d", ($2 + $3) * 1000000 }' "$out/time")

@@ -6,6 +6,7 @@
 package recorder
 
 import (
+	"debug/elf"
 	"errors"
 	"fmt"
 	"math"
@@ -22,6 +23,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/culprit-dev/culprit/internal/collector"
+	"github.com/culprit-dev/culprit/internal/elfx"
 	"github.com/culprit-dev/culprit/internal/follow"
 	"github.com/culprit-dev/culprit/internal/perf"
 	"github.com/culprit-dev/culprit/internal/proc"
@@ -43,7 +45,7 @@ type Options struct {
 	Output     string        // recording file
 	Frequency  int           // samples per second per thread (default 999)
 	CallGraph  string        // "fp" or "dwarf"
-	StackBytes int           // user stack bytes copied per sample (0: defaultStackBytes, or stackFor the program)
+	StackBytes int           // user stack bytes copied per sample (0: defaultStackBytes)
 	RingPages  int           // data pages per CPU ring (0: chosen from the stack size)
 	Duration   time.Duration // stop after this long (0: until the command exits or a signal)
 	Tool       string        // "culprit <version>", stored in the recording
@@ -113,7 +115,7 @@ type Options struct {
 	// task-bound perf event by an expedited RCU grace period (perf.FastStart).
 	FastStart bool
 
-	autoStack bool // StackBytes is to be chosen by stackFor once the program is known
+	autoStack bool // StackBytes is the default, which the sampling program may size per thread
 	ringGiven bool // RingPages was given, not chosen
 	// blockingChainsOnly: switches away without user chains, and with
 	// the kernel chain only when the thread blocked (OpenSched:
@@ -171,33 +173,40 @@ type Result struct {
 // --stack-size says. In dwarf mode the copy is all the unwinder has: 16 KiB.
 // In fp mode it depends on the program (stackFor; auto is then true), with
 // expressions, rules and values as without (their caller frames' slots are
-// in the same copy): 8 KiB until then, so that the rings are sized for the
-// larger.
+// in the same copy): fpStackBytes until then, so that the rings are sized
+// for the larger.
 func (o *Options) defaultStackBytes() (n int, auto bool) {
 	if o.CallGraph == CallGraphDWARF {
 		return 16384, false
 	}
-	return 8192, true
+	return fpStackBytes, true
 }
 
+// fpStackBytes is fp mode's full stack copy.
+const fpStackBytes = 8192
+
 // stackFor is fp mode's stack copy for the program exe. The copy only
-// repairs what the frame-pointer chain skips. In a program that keeps frame
-// pointers (Go, or C built with -fno-omit-frame-pointer) that is a frameless
-// leaf's caller, a few dozen bytes, and the frames of libc, which keeps
-// none, between a sample and the program: 4 KiB (libcalls.c reaches main
-// in 48% of its snprintf and qsort samples with 1 KiB, 100% with 4 KiB;
-// docs/performance.md). A program built without frame pointers (-O2, most
-// of Debian) has its callers only in the copy: 8 KiB, since a frame holding
-// a buffer of a page or more is common (a block, BUFSIZ, PATH_MAX) and
-// hides every caller above it from a 4 KiB copy (vprof_wrong.c reaches
-// main in 28–44% of its samples with 4 KiB, 100% with 8 KiB). Each 4 KiB
-// more costs a sample about 1 µs, a tenth of a percent of the thread's
-// time at 999 Hz. Recordings say when samples lost callers either way.
+// repairs what the frame-pointer chain skips, and what it skips is not the
+// program's choice alone: a C program built with frame pointers still runs
+// in the libraries it calls, which on Debian keep none (libc, zlib,
+// libbz2), and a frame of a page or more (a block, BUFSIZ, PATH_MAX,
+// libbz2's sort tables) hides every caller above it from a 4 KiB copy
+// (bzip2 built with frame pointers reached main in 56% of its samples with
+// 4 KiB; vprof_wrong.c, -O2, in 28–44%): fpStackBytes, which the sampling
+// program then sizes per thread (stackcopy.go). Go programs get 4 KiB,
+// copied by perf: every Go frame keeps rbp, the copy repairs only a cgo or
+// libc leaf's caller, and a thread runs one goroutine's stack after
+// another, so no top of its stack exists to size copies by.
 func stackFor(exe string) int {
-	if share, err := unwind.FramePointerShare(exe); err != nil || share >= 0.2 {
+	f, err := elf.Open(exe)
+	if err != nil {
+		return fpStackBytes
+	}
+	defer f.Close()
+	if elfx.IsGo(f) {
 		return 4096
 	}
-	return 8192
+	return fpStackBytes
 }
 
 func (o *Options) setDefaults() error {
@@ -1089,7 +1098,7 @@ func (s *session) unwindUser(r *perf.Sample, learn, sized bool) (user []uint64, 
 		res := s.objs.In(sp)
 		cfi, stop, need := unwind.UnwindReach(s.pcs, regs, unwind.StackCopy{SP: r.StackSP, Data: r.Stack}, &res, 256)
 		s.pcs = cfi // reused: Merge copies
-		if learn && s.learnTop(r.TID, stop, need, sized) {
+		if learn && s.learnTop(r.TID, r.StackSP, stop, need, sized) {
 			// The sized copy ended below what the thread's outermost
 			// frames need: its outer callers are missing.
 			truncated = true
@@ -1097,8 +1106,15 @@ func (s *session) unwindUser(r *perf.Sample, learn, sized bool) (user []uint64, 
 		user = unwind.Merge(cfi, r.User, stop == unwind.Complete)
 		// In dwarf mode the copy is the only source of callers; in fp mode
 		// the frame-pointer chain goes on wherever the copy ends inside
-		// frames that keep rbp, so only a cut in frameless code loses some.
-		if s.o.CallGraph == CallGraphDWARF && stop != unwind.Complete || stop == unwind.Cut {
+		// frames that keep rbp, so only a cut in frameless code loses
+		// some, or a copy that ended inside a frame keeping rbp, short of
+		// main's, where the chain did not lead (frameless code below it
+		// used rbp for its own data): the chain then adds nothing to the
+		// copy's frames.
+		switch {
+		case s.o.CallGraph == CallGraphDWARF && stop != unwind.Complete, stop == unwind.Cut:
+			truncated = true
+		case stop == unwind.Stopped && need.Over && !need.InMain && len(user) <= len(cfi):
 			truncated = true
 		}
 	}

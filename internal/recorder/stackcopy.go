@@ -12,13 +12,27 @@ import (
 // depends on the thread: a loop a few frames below main needs the stack up
 // to the start code's frames, the same addresses sample after sample.
 // perf's copy (PERF_SAMPLE_STACK_USER) has one size per event, so in the
-// default fp mode, for programs without frame pointers (bpfStackFor), the
-// sampling program (internal/sampleprog) makes the copy instead, in a
-// record of its own paired with the sample like the snapshots: the full
-// size (stackFor) until an unwind of a full copy of the thread's was
+// default fp mode, for every program but Go's (bpfStackFor), the sampling
+// program (internal/sampleprog) makes the copy instead, in a record of its
+// own paired with the sample like the snapshots: the full size
+// (fpStackBytes) until an unwind of a full copy of the thread's was
 // complete, then from the stack pointer up to the highest address that
-// unwind read (unwind.Need): the thread's top.
+// unwind read (unwind.Need): the thread's top, however far above the stack
+// pointer it lies (at most sampleprog.MaxStack).
 //
+// A frame of a page or more above another (bzip2's input block above
+// libbz2's sort tables) can put a thread's outer frames more than the full
+// size above its stack pointer from its first sample on: no full copy then
+// unwinds complete and the thread would never learn a top. Such a thread,
+// once a full copy's unwind wanted more (Need.Over), gets a reach instead
+// (reachOf): its copies go three quarters of MaxStack above that sample's
+// stack pointer until one unwinds complete and gives it its real top. Its
+// samples before the first drain lose their callers. A full size of
+// MaxStack would spare those but cost every thread whose outer frames are
+// large (libcalls' main holds 8 KiB of arrays): its copies would reach
+// _start through them, 10 KB a sample, where the 8 KiB copy ends cut in
+// main's frame and sets a top there, 1.4 KB.
+
 // The unwind that sets the top ends where the full copy's would: at the
 // thread's outermost frame (_start, clone), the top then a little above
 // what it read; or, where main's frame is larger than the full copy, cut
@@ -53,11 +67,19 @@ type stackTops struct {
 }
 
 // threadTop is a thread's top and whether the unwind it came from reached
-// the thread's outermost frame.
+// the thread's outermost frame; reach says it came from no unwind but is
+// a reach (reachOf).
 type threadTop struct {
 	top       uint64
 	outermost bool
+	reach     bool
 }
+
+// reachOf is the top given a thread none of whose full copies unwound
+// complete because they ended inside its frames, at stack pointer sp:
+// three quarters of MaxStack above it, leaving a quarter for deeper
+// samples.
+func reachOf(sp uint64) uint64 { return sp + sampleprog.MaxStack*3/4 }
 
 // wantsBPFStack says whether the cpu-clock samples should have their stack
 // copied by the sampling program rather than by perf.
@@ -88,11 +110,8 @@ func (s *session) decideStacks() error {
 }
 
 // bpfStackFor says whether the sampling program is to copy the stacks of
-// the program exe in fp mode. It copies only where perf's copy is the
-// large one, in programs without frame pointers (8 KiB, stackFor): where
-// it is 4 KiB (programs that keep them, whose frame-pointer chain needs
-// only the first frames repaired) perf's copy costs a sample about what
-// the program's own record does (docs/performance.md) and stays.
+// the program exe in fp mode: wherever perf's copy would be the full
+// size (stackFor), so for every program but Go's.
 func bpfStackFor(exe string) bool {
 	return stackFor(exe) >= bpfStackMin
 }
@@ -125,11 +144,18 @@ func (s *session) stackCopyFor(r *perf.Sample) (ok, sized bool) {
 }
 
 // learnTop learns the thread's top from an unwind of one of its samples
-// (stop and need, as unwind.UnwindReach says; sized: the copy ended at the
-// thread's top). short says the sized copy ended short of where the
+// (sp its stack pointer; stop and need, as unwind.UnwindReach says; sized:
+// the copy ended at the thread's top). short says the sized copy ended short of where the
 // unwind that set the top did: the thread copies the full size again.
-func (s *session) learnTop(tid uint32, stop unwind.Stop, need unwind.Need, sized bool) (short bool) {
+func (s *session) learnTop(tid uint32, sp uint64, stop unwind.Stop, need unwind.Need, sized bool) (short bool) {
 	cur, ok := s.stacks.tops[tid]
+	if !sized && !ok && stop != unwind.Complete && need.Over && sp != 0 && s.stacks.shorts[tid] < maxShort {
+		t := threadTop{top: reachOf(sp), reach: true}
+		if s.snap.tk.SetTop(tid, t.top) == nil {
+			s.stacks.tops[tid] = t
+		}
+		return false
+	}
 	if sized {
 		if need.Over && (!need.Outermost && cur.outermost || stop != unwind.Complete) {
 			s.stacks.short++
@@ -148,11 +174,11 @@ func (s *session) learnTop(tid uint32, stop unwind.Stop, need unwind.Need, sized
 	if t.outermost {
 		t.top = (need.Top + topMargin + 63) &^ 63
 	}
-	if ok && t.top <= cur.top && t.outermost == cur.outermost {
+	if ok && !cur.reach && t.top <= cur.top && t.outermost == cur.outermost {
 		return false
 	}
-	if ok {
-		t.top = max(t.top, cur.top) // a top only grows
+	if ok && !cur.reach {
+		t.top = max(t.top, cur.top) // a top only grows; a reach is replaced
 	}
 	if s.snap.tk.SetTop(tid, t.top) == nil {
 		s.stacks.tops[tid] = t

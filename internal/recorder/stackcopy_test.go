@@ -29,20 +29,20 @@ func TestLearnTop(t *testing.T) {
 		short bool
 		top   threadTop // after the step; zero: none
 	}{
-		{"full copy, cut in main's frame", unwind.Complete, inMain(0x1008), false, false, threadTop{0x1008, false}},
-		{"sized, cut in main's frame as well", unwind.Complete, inMain(0x1008), true, false, threadTop{0x1008, false}},
-		{"full copy, cut in main deeper", unwind.Complete, inMain(0x0f00), false, false, threadTop{0x1008, false}},
-		{"full copy, to _start", unwind.Complete, outer(0x1200), false, false, threadTop{0x1240, true}},
-		{"full copy, cut in main again: no lower", unwind.Complete, inMain(0x1100), false, false, threadTop{0x1240, true}},
-		{"sized, to _start", unwind.Complete, outer(0x1200), true, false, threadTop{0x1240, true}},
-		{"sized, stopped without wanting more", unwind.Stopped, unwind.Need{}, true, false, threadTop{0x1240, true}},
+		{"full copy, cut in main's frame", unwind.Complete, inMain(0x1008), false, false, threadTop{0x1008, false, false}},
+		{"sized, cut in main's frame as well", unwind.Complete, inMain(0x1008), true, false, threadTop{0x1008, false, false}},
+		{"full copy, cut in main deeper", unwind.Complete, inMain(0x0f00), false, false, threadTop{0x1008, false, false}},
+		{"full copy, to _start", unwind.Complete, outer(0x1200), false, false, threadTop{0x1240, true, false}},
+		{"full copy, cut in main again: no lower", unwind.Complete, inMain(0x1100), false, false, threadTop{0x1240, true, false}},
+		{"sized, to _start", unwind.Complete, outer(0x1200), true, false, threadTop{0x1240, true, false}},
+		{"sized, stopped without wanting more", unwind.Stopped, unwind.Need{}, true, false, threadTop{0x1240, true, false}},
 		{"sized, ends in main wanting more", unwind.Complete, inMain(0x1238), true, true, threadTop{}},
-		{"full copy, to _start again", unwind.Complete, outer(0x1300), false, false, threadTop{0x1340, true}},
+		{"full copy, to _start again", unwind.Complete, outer(0x1300), false, false, threadTop{0x1340, true, false}},
 		{"sized, cut in libc wanting more", unwind.Cut, unwind.Need{Over: true}, true, true, threadTop{}},
 		{"full copy after two short: no top", unwind.Complete, outer(0x1300), false, false, threadTop{}},
 	}
 	for _, st := range steps {
-		if short := s.learnTop(tid, st.stop, st.need, st.sized); short != st.short {
+		if short := s.learnTop(tid, 0x800, st.stop, st.need, st.sized); short != st.short {
 			t.Errorf("%s: short %v, want %v", st.name, short, st.short)
 		}
 		if got := s.stacks.tops[tid]; got != st.top {
@@ -53,8 +53,40 @@ func TestLearnTop(t *testing.T) {
 		t.Errorf("%d short copies counted, want 2", s.stacks.short)
 	}
 	s.threadGone(tid)
-	s.learnTop(tid, unwind.Complete, outer(0x1300), false)
-	if got := s.stacks.tops[tid]; got != (threadTop{0x1340, true}) {
+	s.learnTop(tid, 0x800, unwind.Complete, outer(0x1300), false)
+	if got := s.stacks.tops[tid]; got != (threadTop{0x1340, true, false}) {
 		t.Errorf("a new thread of the same number: top %+v", got)
+	}
+}
+
+// A thread whose full copies never unwind complete because they end
+// inside its frames gets a reach above its stack pointer instead of no
+// top; the first complete unwind of a copy that reach gave replaces it,
+// lower or not; a thread that went short maxShort times gets no reach.
+func TestLearnTopReach(t *testing.T) {
+	s := &session{stacks: &stackTops{tops: map[uint32]threadTop{}, shorts: map[uint32]int{}},
+		snap: &snaps{tk: &sampleprog.Taker{}}}
+	const tid, sp = 9, 0x7000
+	over := unwind.Need{Over: true}
+	s.learnTop(tid, sp, unwind.Stopped, unwind.Need{}, false)
+	if _, ok := s.stacks.tops[tid]; ok {
+		t.Errorf("a stop not wanting more gave a top: %+v", s.stacks.tops[tid])
+	}
+	s.learnTop(tid, sp, unwind.Stopped, over, false)
+	if got, want := s.stacks.tops[tid], (threadTop{reachOf(sp), false, true}); got != want {
+		t.Fatalf("full copy ending in its frames: top %+v, want %+v", got, want)
+	}
+	if reachOf(sp)-sp > sampleprog.MaxStack || reachOf(sp)-sp <= fpStackBytes {
+		t.Errorf("reach %d bytes: not between the full copy and the largest", reachOf(sp)-sp)
+	}
+	s.learnTop(tid, sp, unwind.Complete, unwind.Need{Top: sp + 0x2400, Outermost: true}, true)
+	if got, want := s.stacks.tops[tid], (threadTop{(sp + 0x2400 + topMargin + 63) &^ 63, true, false}); got != want {
+		t.Errorf("complete unwind of a reached copy: top %+v, want %+v", got, want)
+	}
+	s.threadGone(tid)
+	s.stacks.shorts[tid] = maxShort
+	s.learnTop(tid, sp, unwind.Stopped, over, false)
+	if _, ok := s.stacks.tops[tid]; ok {
+		t.Errorf("a thread short %d times got a reach", maxShort)
 	}
 }

@@ -25,7 +25,8 @@ import (
 //	    copy the top of the stack; for each word pointing into a data range: copy
 //	    for each of the first copies the chase made, for each word pointing into a data range: copy
 //	with Stack: the user stack from SP up to the thread's learned top
-//	    (tops[tid]), or the full size without one, output as a record
+//	    (tops[tid], at most MaxStack above), or the full size without one,
+//	    output as a record
 //	output header and n copies; return 1 (the kernel then writes the sample)
 //
 // Counters live in the per-CPU scratch value, never in registers, so that
@@ -180,8 +181,9 @@ func (b *builder) recordHeader(dst asm.Register, magic int64) {
 }
 
 // stack copies the user stack from the stack pointer, as many bytes as the
-// thread's learned top asks (the full size from the configuration without
-// one, or when the stack pointer lies outside it), into a record of its
+// thread's learned top asks, up to MaxStack, whatever the full size (the
+// full size from the configuration without one, or when the stack pointer
+// lies outside it or MaxStack below it), into a record of its
 // own. A copy that faults (the end of the stack's mapping) is retried up
 // to lower page boundaries. It keeps rCtx and rBuf and uses rPlan and
 // rSlot.
@@ -244,8 +246,7 @@ func (b *builder) stack(m maps) {
 		asm.Sub.Reg(asm.R1, asm.R2),
 		asm.Add.Imm(asm.R1, 7),
 		asm.And.Imm(asm.R1, ^7),
-		asm.LoadMem(asm.R2, asm.RFP, -64, asm.DWord),
-		asm.JGE.Reg(asm.R1, asm.R2, "sfull"),
+		asm.JGT.Imm(asm.R1, MaxStack, "sfull"),
 		asm.StoreMem(rPlan, 24, asm.R1, asm.Word),
 		asm.StoreImm(rPlan, 28, stackSized, asm.Word),
 	)

@@ -123,7 +123,12 @@ const (
 	stackHdr     = 32
 	stackSized   = 1 // the copy ends at the thread's learned top
 	stackFaulted = 2 // the copy ends at a page boundary below the size asked: memory beyond faulted
-	stackTries   = 4
+	// stackTries is how many copies a sample tries, each ending a page
+	// lower after a fault: enough for a full copy to end at any page
+	// boundary between the stack pointer and MaxStack above it (a main
+	// thread's first samples may have less than a page of stack above
+	// them).
+	stackTries = MaxStack/4096 + 1
 	// MaxStack is the largest stack copy the program makes.
 	MaxStack = 16 << 10
 )
@@ -421,8 +426,9 @@ func (t *Taker) SetStackBytes(n int) error {
 }
 
 // SetTop has the thread tid's samples copy the stack from their stack
-// pointer up to top (when it lies above it, and less than the full size
-// away); 0 forgets the thread's top.
+// pointer up to top (when it lies above it, and at most MaxStack away,
+// which may be more than the full size: a thread's outer frames may lie
+// beyond the full size); 0 forgets the thread's top.
 func (t *Taker) SetTop(tid uint32, top uint64) error {
 	if t.tops == nil {
 		return nil

@@ -66,48 +66,6 @@ type Table struct {
 	entry uint64
 }
 
-// FramePointerShare is the share of the functions of the ELF object at path
-// that keep a frame pointer: 1 for Go code (on amd64 every function with a
-// frame does, though its CFI describes an rsp-based CFA); otherwise the share
-// of functions whose CFA is rbp-based in the middle of their code, as GCC and
-// Clang emit with -fno-omit-frame-pointer (their leaf functions may still
-// omit it: such programs score 0.25 to 0.8), where -O2 code has one only
-// where a function needs it (alloca, realigned stacks: about 0 to 0.03). It
-// reads about 512 functions spread over .eh_frame (or .debug_frame): 0.05 ms
-// for a small program, 1.1 ms for gdb's 20,000 functions; stubs under 16
-// bytes are not counted.
-func FramePointerShare(path string) (float64, error) {
-	f, err := elf.Open(path)
-	if err != nil {
-		return 0, err
-	}
-	defer f.Close()
-	if f.Section(".gopclntab") != nil || f.Section(".go.buildinfo") != nil {
-		return 1, nil
-	}
-	fdes, _ := sectionFDEs(f, true, 512)
-	if len(fdes) == 0 {
-		fdes, _ = sectionFDEs(f, false, 512)
-	}
-	var rw row
-	var rem rememberStack
-	fp, seen := 0, 0
-	for i := range fdes {
-		f := &fdes[i]
-		if f.end-f.start < 16 {
-			continue
-		}
-		seen++
-		if rowAt(f, f.start+(f.end-f.start)/2, &rw, &rem) && rw.cfa.kind == cfaRegOff && rw.cfa.reg == regRBP {
-			fp++
-		}
-	}
-	if seen == 0 {
-		return 0, ErrNoCFI
-	}
-	return float64(fp) / float64(seen), nil
-}
-
 // Len returns the number of FDEs in the table.
 func (t *Table) Len() int { return len(t.fdes) }
 

@@ -234,32 +234,3 @@ func TestNoCFI(t *testing.T) {
 		t.Fatal("cache loaded libc twice")
 	}
 }
-
-// FramePointerShare tells programs that keep frame pointers (C built with
-// -fno-omit-frame-pointer, whose leaves may still omit them; Go) from code
-// built without (-O2 C, Debian's libc).
-func TestFramePointerShare(t *testing.T) {
-	for _, tc := range []struct {
-		name  string
-		path  string
-		keeps bool
-	}{
-		{"C -O2 -fno-omit-frame-pointer", testutil.C(t, "hier-fp", []string{"hier.c"}, "-O2", "-fno-omit-frame-pointer"), true},
-		{"C -O0 -fno-omit-frame-pointer", testutil.C(t, "deep-O0", []string{"deep.c"}, "-O0", "-fno-omit-frame-pointer"), true},
-		{"C -O2 -fomit-frame-pointer", testutil.C(t, "deep-nofp", []string{"deep.c"}, "-O2", "-fomit-frame-pointer"), false},
-		{"Go", testutil.Go(t, "gospin"), true},
-		{"libc", libcPath(t), false},
-	} {
-		share, err := FramePointerShare(tc.path)
-		if err != nil {
-			t.Fatalf("%s: %v", tc.name, err)
-		}
-		t.Logf("%s: %.2f", tc.name, share)
-		if keeps := share >= 0.2; keeps != tc.keeps {
-			t.Errorf("%s: share %.2f, want keeping frame pointers %v", tc.name, share, tc.keeps)
-		}
-	}
-	if _, err := FramePointerShare("/nonexistent"); err == nil {
-		t.Error("no error for a missing file")
-	}
-}

@@ -164,6 +164,9 @@ type Need struct {
 	// Over says a read fell past the copy's end: a larger copy would have
 	// let the unwind go on.
 	Over bool
+	// InMain says the unwind reached the frame of the executable's main:
+	// whatever it stopped short of is the C library's start code.
+	InMain bool
 }
 
 // UnwindReach is UnwindTo that also says what of the copy the unwind
@@ -175,7 +178,7 @@ func UnwindReach(buf []uint64, regs Regs, stack StackCopy, r Resolver, max int) 
 	if complete {
 		need.Top, need.Outermost = u.stack.hi, !u.endCut
 	}
-	need.Over = u.stack.over
+	need.Over, need.InMain = u.stack.over, u.inMain
 	switch {
 	case complete:
 		return pcs, Complete, need
@@ -399,15 +402,17 @@ func (u *unwinder) stepCFI(f *fde, addr uint64, prevCFA uint64) (stepResult, uin
 		}
 	}
 	if valid&(1<<regRA) == 0 || valid&(1<<regRSP) == 0 {
-		u.cut = valid&(1<<regRA) == 0 && u.raBeyond(&rw.regs[regRA], cfa) &&
-			!(rw.cfa.kind == cfaRegOff && rw.cfa.reg == regRBP) && !u.keepsFP(cfa)
-		if u.cut && u.inMain {
+		beyond := valid&(1<<regRA) == 0 && u.raBeyond(&rw.regs[regRA], cfa)
+		if beyond && u.inMain {
 			// main's caller (or its caller's) lies beyond the copy: the C
 			// library's start code, not the program's. The program's
-			// stack is complete.
+			// stack is complete, whether main keeps a frame pointer or
+			// not (the chain beyond it, where rbp still leads, is the
+			// start code's).
 			u.cut, u.endCut = false, true
 			return stepEnd, 0
 		}
+		u.cut = beyond && !(rw.cfa.kind == cfaRegOff && rw.cfa.reg == regRBP) && !u.keepsFP(cfa)
 		return stepStop, 0
 	}
 	u.regs, u.valid = next, valid

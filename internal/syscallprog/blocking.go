@@ -91,13 +91,8 @@ func blockedKernelStack(b *bpfasm.Builder, m fds) {
 	if m.threadHash {
 		threadHashNew(b, m)
 	} else {
+		currentTaskStorage(b, m, 1) // BPF_LOCAL_STORAGE_GET_F_CREATE
 		b.Emit(
-			asm.FnGetCurrentTaskBtf.Call(),
-			asm.Mov.Reg(asm.R2, asm.R0),
-			asm.LoadMapPtr(asm.R1, m.thr),
-			asm.Mov.Imm(asm.R3, 0),
-			asm.Mov.Imm(asm.R4, 1), // BPF_LOCAL_STORAGE_GET_F_CREATE
-			asm.FnTaskStorageGet.Call(),
 			asm.StoreMem(asm.RFP, thrSlot, asm.R0, asm.DWord),
 		)
 	}

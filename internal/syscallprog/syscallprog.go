@@ -1047,13 +1047,8 @@ func traced(b *bpfasm.Builder, m fds, create bool) {
 	if m.threadHash {
 		threadHashState(b, m)
 	} else {
+		currentTaskStorage(b, m, flags)
 		b.Emit(
-			asm.FnGetCurrentTaskBtf.Call(),
-			asm.Mov.Reg(asm.R2, asm.R0),
-			asm.LoadMapPtr(asm.R1, m.thr),
-			asm.Mov.Imm(asm.R3, 0),
-			asm.Mov.Imm(asm.R4, flags),
-			asm.FnTaskStorageGet.Call(),
 			asm.JEq.Imm(asm.R0, 0, "tr_ask"),
 			asm.StoreMem(asm.RFP, thrSlot, asm.R0, asm.DWord),
 		)
@@ -1810,5 +1805,19 @@ func kernelStack(b *bpfasm.Builder, m fds, kernel bool, slot int32) {
 		asm.Add.Imm(asm.R0, 1),
 		asm.StoreMem(asm.R1, 0, asm.R0, asm.DWord),
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("kdone"),
+	)
+}
+
+// currentTaskStorage emits the lookup of the current thread's entry in the
+// per-thread task storage (R0 the entry, or 0), with flags as
+// bpf_task_storage_get's (BPF_LOCAL_STORAGE_GET_F_CREATE: 1).
+func currentTaskStorage(b *bpfasm.Builder, m fds, flags int32) {
+	b.Emit(
+		asm.FnGetCurrentTaskBtf.Call(),
+		asm.Mov.Reg(asm.R2, asm.R0),
+		asm.LoadMapPtr(asm.R1, m.thr),
+		asm.Mov.Imm(asm.R3, 0),
+		asm.Mov.Imm(asm.R4, flags),
+		asm.FnTaskStorageGet.Call(),
 	)
 }

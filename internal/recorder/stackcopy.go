@@ -32,7 +32,7 @@ import (
 // large (libcalls' main holds 8 KiB of arrays): its copies would reach
 // _start through them, 10 KB a sample, where the 8 KiB copy ends cut in
 // main's frame and sets a top there, 1.4 KB.
-
+//
 // The unwind that sets the top ends where the full copy's would: at the
 // thread's outermost frame (_start, clone), the top then a little above
 // what it read; or, where main's frame is larger than the full copy, cut

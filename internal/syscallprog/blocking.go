@@ -118,18 +118,7 @@ func blockedKernelStack(b *bpfasm.Builder, m fds) {
 		asm.StoreMem(rRec, offKStack, asm.R2, asm.DWord),
 		asm.Ja.Label(done),
 	)
-	// countWalk emits: one more chain walked (slotKWalks), at label.
-	countWalk := func(label, counted string) {
-		b.Emit(asm.StoreImm(asm.RFP, -8, slotKWalks, asm.Word).WithSymbol(label))
-		b.Lookup(m.lost, -8)
-		b.Emit(
-			asm.JEq.Imm(asm.R0, 0, counted),
-			asm.Mov.Imm(asm.R1, 1),
-			asm.StoreXAdd(asm.R0, asm.R1, asm.DWord),
-		)
-		b.Mark(counted)
-	}
-	countWalk(miss, count)
+	countWalk(b, m, miss, count)
 	stackID(b, m, 0, offKStack)
 	b.Emit(
 		asm.JSLT.Imm(asm.R0, 0, done),
@@ -151,7 +140,7 @@ func blockedKernelStack(b *bpfasm.Builder, m fds) {
 		asm.StoreMem(asm.R5, thKChains+kcDepth, asm.R2, asm.DWord),
 		asm.Ja.Label(done),
 	)
-	countWalk(walk, b.NewLabel("bk_counted"))
+	countWalk(b, m, walk, b.NewLabel("bk_counted"))
 	stackID(b, m, 0, offKStack)
 	b.Mark(done)
 }

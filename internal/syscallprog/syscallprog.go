@@ -1542,14 +1542,7 @@ func inCallKernelStack(b *bpfasm.Builder, m fds, slotNr int16) {
 		asm.StoreMem(rRec, offKStack, asm.R2, asm.DWord),
 		asm.Ja.Label("ks_done"),
 	)
-	b.Emit(asm.StoreImm(asm.RFP, -8, slotKWalks, asm.Word).WithSymbol("ks_miss"))
-	b.Lookup(m.lost, -8)
-	b.Emit(
-		asm.JEq.Imm(asm.R0, 0, "ks_count"),
-		asm.Mov.Imm(asm.R1, 1),
-		asm.StoreXAdd(asm.R0, asm.R1, asm.DWord),
-	)
-	b.Mark("ks_count")
+	countWalk(b, m, "ks_miss", "ks_count")
 	stackID(b, m, 0, offKStack)
 	b.Emit(
 		asm.JSLT.Imm(asm.R0, 0, "ks_done"),
@@ -1820,4 +1813,17 @@ func currentTaskStorage(b *bpfasm.Builder, m fds, flags int32) {
 		asm.Mov.Imm(asm.R4, flags),
 		asm.FnTaskStorageGet.Call(),
 	)
+}
+
+// countWalk emits, at label, one more kernel chain walked (slotKWalks of
+// the counters), going on at counted.
+func countWalk(b *bpfasm.Builder, m fds, label, counted string) {
+	b.Emit(asm.StoreImm(asm.RFP, -8, slotKWalks, asm.Word).WithSymbol(label))
+	b.Lookup(m.lost, -8)
+	b.Emit(
+		asm.JEq.Imm(asm.R0, 0, counted),
+		asm.Mov.Imm(asm.R1, 1),
+		asm.StoreXAdd(asm.R0, asm.R1, asm.DWord),
+	)
+	b.Mark(counted)
 }

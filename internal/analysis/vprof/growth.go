@@ -2,6 +2,7 @@ package vprof
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 	"sort"
@@ -1401,10 +1402,7 @@ func (a *Analyzer) grownRanges(idx map[int32]int, fs []FunctionResult, roots map
 	if len(grown) == 0 {
 		return nil
 	}
-	tops := map[int32]*Range{}
-	for f, r := range grown {
-		tops[f] = r
-	}
+	tops := maps.Clone(grown)
 	for _, p := range bc.paths {
 		for i, f := range p.fs {
 			if grown[f] == nil {

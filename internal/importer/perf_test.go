@@ -217,15 +217,25 @@ func TestPerfCPUClock(t *testing.T) {
 }
 
 // TestPerfKernel: the kernel frames of write(2), from cpu-clock samples of
-// syscalls. Samples in the system call tracing hooks (syscall_trace_enter,
-// syscall_exit_work) are left out of the share: they run only while some
-// tool on the machine traces system calls (another profiler's BPF program
-// on raw_syscalls, say), and then they can take as much of each call as
-// the write itself.
+// syscalls: every sample perf's text puts in a *sys_write* kernel function
+// is imported there, with the kernel's object. The share of such samples
+// is the machine's, not the importer's (on a loaded machine preemption and
+// interrupts on the way back to user mode take a part that grows with the
+// load; another tool tracing system calls adds time in syscall_trace_enter
+// and syscall_exit_work), so it is logged and only required to be there.
 func TestPerfKernel(t *testing.T) {
 	bin := testutil.C(t, "syscalls", []string{"syscalls.c"}, "-O2", "-g")
 	text, counts := perfScript(t, []string{"-e", "cpu-clock", "-g"}, bin, "300000")
-	p, _ := importPerf(t, text, counts)
+	p, want := importPerf(t, text, counts)
+	perfWrites := 0
+	for _, w := range want {
+		for j, name := range w.names {
+			if w.kernel[j] && strings.Contains(name, "sys_write") {
+				perfWrites++
+				break
+			}
+		}
+	}
 	writes, hooked := 0, 0
 	for _, s := range p.Samples {
 		write, hook := false, false
@@ -244,10 +254,13 @@ func TestPerfKernel(t *testing.T) {
 			hooked++
 		}
 	}
-	rest := len(p.Samples) - hooked
-	t.Logf("%d of %d samples in a *sys_write* kernel function, %d more in system call tracing hooks", writes, rest, hooked)
-	if rest <= 0 || writes < rest/5 {
-		t.Errorf("%d of %d samples (%d more in tracing hooks) in a *sys_write* kernel function", writes, rest, hooked)
+	t.Logf("%d of %d samples in a *sys_write* kernel function, %d more in system call tracing hooks", writes, len(p.Samples)-hooked, hooked)
+	if writes != perfWrites {
+		t.Errorf("%d samples imported in a *sys_write* function of [kernel.kallsyms], perf's text has %d", writes, perfWrites)
+	}
+	// 300,000 writes take a second or more: at 999 Hz, hundreds of samples.
+	if writes < 50 {
+		t.Errorf("%d samples in a *sys_write* kernel function, want 50 or more", writes)
 	}
 }
 

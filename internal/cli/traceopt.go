@@ -230,6 +230,7 @@ func preOptimize(o *tracer.Options, opt optimizations, exe string, pid int, diff
 		}
 	}
 	var changed map[string]bool
+	var doubtful map[string]float64 // hot by the interval only: the budget's to trade
 	if opt.Diff != "" {
 		switch {
 		case diffBase == "" && pipeline:
@@ -261,7 +262,7 @@ func preOptimize(o *tracer.Options, opt optimizations, exe string, pid int, diff
 		}
 	}
 	if opt.KeepHot > 0 && (opt.Shaping != "" || opt.Static != "" || opt.Baseline != "" || opt.Budget > 0) {
-		hot, from, err := hotFunctions(pr, opt)
+		hot, doubt, from, err := hotFunctions(pr, opt)
 		if err != nil {
 			return err
 		}
@@ -271,9 +272,19 @@ func preOptimize(o *tracer.Options, opt optimizations, exe string, pid int, diff
 			}
 			var kept []string
 			for _, f := range pr.probed {
-				if hot[elfx.StripClones(f)] && !changed[f] {
-					changed[f] = true
-					kept = append(kept, f)
+				g := elfx.StripClones(f)
+				if !hot[g] || changed[f] {
+					continue
+				}
+				kept = append(kept, f)
+				changed[f] = true
+				if d, ok := doubt[g]; ok && opt.Budget > 0 {
+					// Protected from the methods, but not from the
+					// budget: it takes them before the others.
+					if doubtful == nil {
+						doubtful = map[string]float64{}
+					}
+					doubtful[f] = d
 				}
 			}
 			how := ""
@@ -281,12 +292,20 @@ func preOptimize(o *tracer.Options, opt optimizations, exe string, pid int, diff
 				if o.ProbingFor == nil {
 					o.ProbingFor = map[string]uint64{}
 				}
+				st, _ := earlierStats(exe, opt.Stats)
+				lower := 0
 				for _, f := range kept {
-					o.ProbingFor[f] = opt.HotProbing
+					o.ProbingFor[f] = trace.HotThreshold(st[f].Count, opt.HotProbing)
+					if o.ProbingFor[f] < opt.HotProbing {
+						lower++
+					}
 				}
-				how = fmt.Sprintf(", probed dynamically: removed after %d calls, set again after %s, then twice as long each time", opt.HotProbing, o.ProbingWait)
+				how = fmt.Sprintf(", probed dynamically: removed after %d calls (%d of them after a tenth of the calls earlier traces saw, at least %d), set again after %s, then twice as long each time", opt.HotProbing, lower, trace.MinHotCalls, o.ProbingWait)
 			}
 			fmt.Fprintf(stderr, "culprit: %d functions over %g%% of %s are kept whatever the methods say (--keep-hot)%s\n", len(kept), opt.KeepHot, from, how)
+			if len(doubtful) > 0 {
+				fmt.Fprintf(stderr, "culprit: %d of them are judged so only by the samples' noise (under %g%% by their share), and give way to the probe budget\n", len(doubtful), opt.KeepHot)
+			}
 		}
 	}
 	if opt.Shaping != "" && len(pr.probed) > 0 {
@@ -333,16 +352,22 @@ func preOptimize(o *tracer.Options, opt optimizations, exe string, pid int, diff
 			// 36 of 177 against 17) was traced without main.
 			protected := map[string]bool{pr.root: true}
 			for f := range changed {
-				protected[f] = true
+				if _, d := doubtful[f]; !d {
+					protected[f] = true
+				}
 			}
-			ex := (&trace.CallGraph{Callees: pr.cg}).Budget(left, protected, pr.levels, n)
+			ex := (&trace.CallGraph{Callees: pr.cg}).Budget(left, protected, doubtful, pr.levels, n)
 			if len(ex) > 0 {
 				out := map[string]bool{}
 				for _, f := range ex {
 					out[f] = true
 				}
 				exclude(out)
-				fmt.Fprintf(stderr, "culprit: the probe budget (%g%% of %d functions) leaves out %d more of the %d left, those deepest in the call graph\n", opt.Budget, len(pr.probed), len(ex), len(left))
+				why := "those deepest in the call graph"
+				if d := len(slices.DeleteFunc(ex, func(f string) bool { _, ok := doubtful[f]; return !ok })); d > 0 {
+					why = fmt.Sprintf("%d of them judged over %g%% only by the samples' noise, the smallest shares", d, opt.KeepHot)
+				}
+				fmt.Fprintf(stderr, "culprit: the probe budget (%g%% of %d functions) leaves out %d more of the %d left, %s\n", opt.Budget, len(pr.probed), len(out), len(left), why)
 			}
 		}
 	}
@@ -367,40 +392,43 @@ func preOptimize(o *tracer.Options, opt optimizations, exe string, pid int, diff
 // one; else by the CPU samples earlier traces took beside their probes:
 // the build's pool, or with opt.Stats (@REV) the trace stored for that
 // commit; else by the exclusive times those traces recorded (nil when
-// there are none).
-func hotFunctions(pr *program, opt optimizations) (map[string]bool, string, error) {
+// there are none). doubt are those of them judged so only by the upper
+// end of their share's interval, with their shares (trace.SampledDoubtful;
+// none when judged by exclusive times).
+func hotFunctions(pr *program, opt optimizations) (hot map[string]bool, doubt map[string]float64, from string, err error) {
 	if len(opt.HotFrom) > 0 {
 		p, err := loadProfile(opt.HotFrom, io.Discard, false)
 		if err != nil {
-			return nil, "", fmt.Errorf("--hot-from: %w", err)
+			return nil, nil, "", fmt.Errorf("--hot-from: %w", err)
 		}
 		roots, err := tracer.StackRoots(pr.exe, pr.root)
 		if err != nil {
-			return nil, "", err
+			return nil, nil, "", err
 		}
 		counts, n, _ := trace.SampledCounts(p, pr.exe, roots, nil, nil)
 		if n == 0 {
 			if len(roots) == 0 {
-				return nil, "", fmt.Errorf("--hot-from: no CPU sample of %s is in %s: record the same program with culprit record", strings.Join(opt.HotFrom, ", "), filepath.Base(pr.exe))
+				return nil, nil, "", fmt.Errorf("--hot-from: no CPU sample of %s is in %s: record the same program with culprit record", strings.Join(opt.HotFrom, ", "), filepath.Base(pr.exe))
 			}
-			return nil, "", fmt.Errorf("--hot-from: no CPU sample of %s has %s on its stack: record the same program with culprit record", strings.Join(opt.HotFrom, ", "), strings.Join(roots, " or "))
+			return nil, nil, "", fmt.Errorf("--hot-from: no CPU sample of %s has %s on its stack: record the same program with culprit record", strings.Join(opt.HotFrom, ", "), strings.Join(roots, " or "))
 		}
-		return trace.SampledHot(counts, n, opt.KeepHot), fmt.Sprintf("the run's time by %d CPU samples", n), nil
+		return trace.SampledHot(counts, n, opt.KeepHot), trace.SampledDoubtful(counts, n, opt.KeepHot), fmt.Sprintf("the run's time by %d CPU samples", n), nil
 	}
 	if opt.Stats == "" {
 		if path, err := statsFile(pr.exe); err == nil {
 			c, err := readCPUStats(cpuStatsFile(path))
 			if err != nil && !os.IsNotExist(err) {
-				return nil, "", err
+				return nil, nil, "", err
 			}
 			if c.Samples > 0 {
 				if len(c.Traces) == c.Runs {
 					if total, d, ok := trace.UntracedTotal(c.Traces); ok {
-						return trace.SampledHot(c.Counts, int(math.Round(total)), opt.KeepHot),
+						t := int(math.Round(total))
+						return trace.SampledHot(c.Counts, t, opt.KeepHot), trace.SampledDoubtful(c.Counts, t, opt.KeepHot),
 							fmt.Sprintf("the time of %d earlier traces by %d CPU samples, %.0f of them an untraced run's (each probe trap slowed the code after it by %.0f ns)%s", c.Runs, c.Samples, total, d*1e9, fewSamples(total, opt.KeepHot)), nil
 					}
 				}
-				return trace.SampledHot(c.Counts, c.Samples, opt.KeepHot), fmt.Sprintf("the time of %d earlier traces by %d CPU samples", c.Runs, c.Samples), nil
+				return trace.SampledHot(c.Counts, c.Samples, opt.KeepHot), trace.SampledDoubtful(c.Counts, c.Samples, opt.KeepHot), fmt.Sprintf("the time of %d earlier traces by %d CPU samples", c.Runs, c.Samples), nil
 			}
 		}
 	}
@@ -409,26 +437,26 @@ func hotFunctions(pr *program, opt optimizations) (map[string]bool, string, erro
 		// commit's trace stands for the traces of this build.
 		p, err := storedTrace(pr.exe, opt.Stats)
 		if err != nil {
-			return nil, "", err
+			return nil, nil, "", err
 		}
 		if counts, n, _ := trace.SampledCounts(p, pr.exe, nil, entryOffsets(p, pr.exe), trace.InnermostOpen(p)); n > 0 {
-			return trace.SampledHot(counts, n, opt.KeepHot), fmt.Sprintf("the time of the trace stored for %s by %d CPU samples", strings.TrimPrefix(opt.Stats, "@"), n), nil
+			return trace.SampledHot(counts, n, opt.KeepHot), trace.SampledDoubtful(counts, n, opt.KeepHot), fmt.Sprintf("the time of the trace stored for %s by %d CPU samples", strings.TrimPrefix(opt.Stats, "@"), n), nil
 		}
 		hot := map[string]bool{}
 		for f := range trace.Hot(trace.DynamicStats(p), opt.KeepHot/100, pr.root) {
 			hot[elfx.StripClones(f)] = true
 		}
-		return hot, fmt.Sprintf("the exclusive time of the trace stored for %s (it has no CPU samples of %s)", strings.TrimPrefix(opt.Stats, "@"), filepath.Base(pr.exe)), nil
+		return hot, nil, fmt.Sprintf("the exclusive time of the trace stored for %s (it has no CPU samples of %s)", strings.TrimPrefix(opt.Stats, "@"), filepath.Base(pr.exe)), nil
 	}
 	st, err := earlierStats(pr.exe, "")
 	if err != nil {
-		return nil, "", nil
+		return nil, nil, "", nil
 	}
-	hot := map[string]bool{}
+	hot = map[string]bool{}
 	for f := range trace.Hot(st, opt.KeepHot/100, pr.root) {
 		hot[elfx.StripClones(f)] = true
 	}
-	return hot, "the exclusive time of earlier traces", nil
+	return hot, nil, "the exclusive time of earlier traces", nil
 }
 
 // fewSamples says, for a pool whose untraced total is total samples,

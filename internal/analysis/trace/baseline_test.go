@@ -76,16 +76,20 @@ func TestBudget(t *testing.T) {
 	cases := []struct {
 		n         int
 		protected map[string]bool
+		prefer    map[string]float64
 		want      []string
 	}{
-		{6, nil, nil},
-		{3, nil, []string{"b", "c", "orphan"}},      // main, then a (reaches 3) before x (reaches 1)
-		{2, nil, []string{"b", "c", "orphan", "x"}}, // level 1 cut: a reaches more than x
-		{3, map[string]bool{"c": true, "orphan": true}, []string{"a", "b", "x"}}, // two protected leave room for main only
-		{1, map[string]bool{"c": true, "b": true}, []string{"a", "main", "orphan", "x"}},
+		{6, nil, nil, nil},
+		{3, nil, nil, []string{"b", "c", "orphan"}},                                   // main, then a (reaches 3) before x (reaches 1)
+		{2, nil, nil, []string{"b", "c", "orphan", "x"}},                              // level 1 cut: a reaches more than x
+		{3, map[string]bool{"c": true, "orphan": true}, nil, []string{"a", "b", "x"}}, // two protected leave room for main only
+		{1, map[string]bool{"c": true, "b": true}, nil, []string{"a", "main", "orphan", "x"}},
+		// Preferred functions come before the levels, the largest first.
+		{3, map[string]bool{"main": true}, map[string]float64{"orphan": 0.5, "c": 0.9}, []string{"a", "b", "x"}},
+		{2, map[string]bool{"main": true}, map[string]float64{"orphan": 0.5, "c": 0.9}, []string{"a", "b", "orphan", "x"}},
 	}
 	for _, c := range cases {
-		got := g.Budget(probed, c.protected, lv, c.n)
+		got := g.Budget(probed, c.protected, c.prefer, lv, c.n)
 		if !reflect.DeepEqual(got, c.want) {
 			t.Errorf("budget %d, protected %v: left out %v, want %v", c.n, c.protected, got, c.want)
 		}

@@ -146,7 +146,9 @@ func (g *CallGraph) Trim(probed map[string]bool, levels map[string]int, ratio fl
 }
 
 // Budget returns which of the functions probed to leave out so that at
-// most n stay: the protected ones always stay (they count toward n), the
+// most n stay: the protected ones always stay (they count toward n), then
+// those in prefer, the largest value first (the functions judged hot only
+// because sampling noise cannot rule it out, by their share), then the
 // others in trimming's order — by level from the top, within a level
 // those that reach the most functions first, then by name; functions
 // without a level (not reached from the root) come last. Trimming's size
@@ -154,7 +156,7 @@ func (g *CallGraph) Trim(probed map[string]bool, levels map[string]int, ratio fl
 // shape (on sqlite3 a quarter of the levels hold 10.4% of the functions,
 // on lua5.4 2%); a budget bounds it, counting the functions other methods
 // protect, which trimming does not see.
-func (g *CallGraph) Budget(probed []string, protected map[string]bool, levels map[string]int, n int) []string {
+func (g *CallGraph) Budget(probed []string, protected map[string]bool, prefer map[string]float64, levels map[string]int, n int) []string {
 	var rest []string
 	kept := 0
 	for _, f := range probed {
@@ -179,6 +181,14 @@ func (g *CallGraph) Budget(probed []string, protected map[string]bool, levels ma
 	}
 	sort.Slice(rest, func(i, j int) bool {
 		a, b := rest[i], rest[j]
+		va, pa := prefer[a]
+		vb, pb := prefer[b]
+		if pa != pb {
+			return pa
+		}
+		if pa && va != vb {
+			return va > vb
+		}
 		if la, lb := level(a), level(b); la != lb {
 			return la < lb
 		}

@@ -276,6 +276,47 @@ func SampledHot(counts map[string]int, total int, percent float64) map[string]bo
 	return hot
 }
 
+// SampledDoubtful are the functions SampledHot judges hot only by the
+// upper end of their share's interval (the share itself at most
+// percent), with their shares: on a pool too small to tell a function at
+// the line from one far under it, most of the functions judged hot are
+// these (any function with two samples), and a probe budget may leave
+// them out, the smallest share first, where it never leaves out one
+// whose share is over the line.
+func SampledDoubtful(counts map[string]int, total int, percent float64) map[string]float64 {
+	out := map[string]float64{}
+	hot := SampledHot(counts, total, percent)
+	for f, n := range counts {
+		if s := float64(n) / float64(total); hot[f] && n < total && s <= percent/100 {
+			out[f] = s
+		}
+	}
+	return out
+}
+
+// HotThreshold is dynamic probing's call threshold for a function the
+// pipelines keep for its time: base (Perun's re-attaching threshold),
+// but at most a tenth of count, the calls earlier traces saw it make in
+// a run (0: not known), and at least MinHotCalls. A fixed threshold
+// removes nothing from a function called a few hundred times a run, and
+// on a short run those are most of the hot ones (lua5.4: 123 judged hot,
+// 65 of them called more than 200 times, their threshold 15,000 of the
+// run's 90,000 calls); a tenth of each function's calls bounds what the
+// kept functions cost to a tenth of tracing them fully, the order by
+// which the basic pipeline cuts the probes.
+func HotThreshold(count, base uint64) uint64 {
+	if count == 0 {
+		return base
+	}
+	return min(base, max(MinHotCalls, count/10))
+}
+
+// MinHotCalls is the fewest calls of a function kept for its time that
+// dynamic probing records before removing its probes: the median of 20
+// calls is off by about a quarter of their standard deviation (1.25/√20),
+// enough for Perun's median and quartiles to place a function's calls.
+const MinHotCalls = 20
+
 // FittedHot are the functions whose untraced samples, fitted function by
 // function (UntracedByFunction), are over percent of the pool's untraced
 // total, counting one as over when the upper end of its two-sigma

@@ -300,3 +300,38 @@ func TestFittedHot(t *testing.T) {
 		t.Error("SampledHot: 1 of 1000 kept or 6 of 1000 not")
 	}
 }
+
+// Functions judged hot only by their interval's upper end are the
+// doubtful ones; one whose share is over the line is not.
+func TestSampledDoubtful(t *testing.T) {
+	counts := map[string]int{"big": 30, "over": 2, "once": 1}
+	// Of 100: big 30% and over 2% are over 1% by their share; once (1%)
+	// is judged hot by its interval only.
+	d := SampledDoubtful(counts, 100, 1)
+	if _, ok := d["big"]; ok || len(d) != 1 || d["once"] != 0.01 {
+		t.Errorf("doubtful of 100: %v", d)
+	}
+	if !SampledHot(counts, 100, 1)["once"] {
+		t.Error("once is not judged hot")
+	}
+	// Of 300: over (0.67%) is doubtful; once (0.33%) is not hot at all.
+	d = SampledDoubtful(counts, 300, 1)
+	if _, ok := d["over"]; !ok || len(d) != 1 {
+		t.Errorf("doubtful of 300: %v", d)
+	}
+}
+
+func TestHotThreshold(t *testing.T) {
+	for _, c := range []struct{ count, base, want uint64 }{
+		{0, 200, 200},     // never traced: Perun's threshold
+		{90000, 200, 200}, // called often: Perun's threshold
+		{1500, 200, 150},  // a tenth of its calls
+		{100, 200, 20},    // at least MinHotCalls
+		{100, 10, 10},     // never over the base
+		{100000, 2000, 2000},
+	} {
+		if got := HotThreshold(c.count, c.base); got != c.want {
+			t.Errorf("HotThreshold(%d, %d) = %d, want %d", c.count, c.base, got, c.want)
+		}
+	}
+}

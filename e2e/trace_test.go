@@ -1288,3 +1288,25 @@ func TestTraceRefusedProbe(t *testing.T) {
 		t.Errorf("trace of only the refused function: exit %d\n%s", code, stderr)
 	}
 }
+
+// A trace whose probes cost the program more than its own code warns,
+// with the function called most and what cuts the traps; one whose
+// probes cost little does not. leaf(10) takes a few ns against the two
+// traps' µs, so 300,000 traced calls spend far more time in the traps
+// than in the program however busy the machine (a busier one slows the
+// traps too); 3 calls of a 30 ms spin spend almost none there.
+func TestTraceWarnsProbeCost(t *testing.T) {
+	testutil.NeedRoot(t)
+	t.Setenv("CULPRIT_TRACE_STATS", t.TempDir())
+	bin := testutil.C(t, "tracecalls", []string{"tracecalls.c"}, "-O2", "-g", "-pthread")
+	out := rec(t)
+	_, errs, code := run(t, "trace", "-f", "leaf", "-o", out, "--", bin, "leaf", "300000")
+	if code != 0 || !strings.Contains(errs, "the probes cost the program more time than its own code") ||
+		!strings.Contains(errs, "leaf (300000 calls)") || !strings.Contains(errs, "--dynamic-probing N") {
+		t.Errorf("hot leaf: exit %d, want a warning naming leaf:\n%s", code, errs)
+	}
+	_, errs, code = run(t, "trace", "-f", "spin", "-o", out, "--", bin, "spin", "30", "3")
+	if code != 0 || strings.Contains(errs, "the probes cost") {
+		t.Errorf("three spins: exit %d, want no cost warning:\n%s", code, errs)
+	}
+}

@@ -471,7 +471,8 @@ func keepStats(exe, rec, cpu string, hz int, removed []string, stderr io.Writer)
 	for _, f := range removed {
 		partial[f] = true
 	}
-	for name, s := range trace.DynamicStats(p) {
+	now := trace.DynamicStats(p)
+	for name, s := range now {
 		if partial[name] {
 			s.Partial = true
 			if old, ok := st[name]; ok && old.Count > s.Count {
@@ -496,7 +497,57 @@ func keepStats(exe, rec, cpu string, hz int, removed []string, stderr io.Writer)
 	if cpu == "" {
 		return nil
 	}
-	return keepSamples(exe, path, cpu, hz, entryOffsets(p, exe), trace.ProbeTraps(p), trace.InnermostOpen(p), stderr)
+	own, traps, err := keepSamples(exe, path, cpu, hz, entryOffsets(p, exe), trace.ProbeTraps(p), trace.InnermostOpen(p), stderr)
+	if err != nil {
+		return err
+	}
+	if w := probeCost(own, traps, now); w != "" {
+		warnf(stderr, "%s", w)
+	}
+	return nil
+}
+
+// probeCost warns when the probes cost the traced program more CPU time
+// than its own code took: own and traps are the CPU samples taken beside
+// the trace in the executable's code and in the probes' traps, st the
+// trace's calls by function. The ratio is a lower bound of the slowing:
+// the program's own code also runs slower after each trap (caches,
+// branch predictors), and that time is counted as its own. "" when the
+// probes cost less, or too few samples were taken to tell (fewer than
+// 20).
+func probeCost(own, traps int, st map[string]trace.FuncStats) string {
+	if traps <= own || own+traps < 20 {
+		return ""
+	}
+	type fc struct {
+		name  string
+		calls uint64
+	}
+	var fs []fc
+	var all uint64
+	for f, s := range st {
+		fs = append(fs, fc{f, s.Count})
+		all += s.Count
+	}
+	sort.Slice(fs, func(i, j int) bool {
+		if fs[i].calls != fs[j].calls {
+			return fs[i].calls > fs[j].calls
+		}
+		return fs[i].name < fs[j].name
+	})
+	var busy []string
+	for _, f := range fs[:min(len(fs), 3)] {
+		busy = append(busy, fmt.Sprintf("%s (%d calls)", f.name, f.calls))
+	}
+	slow := "it spent no sampled time in its own code"
+	if r := float64(own+traps) / float64(max(own, 1)); own > 0 && r >= 10 {
+		slow = fmt.Sprintf("it ran at least %.0f× slower than untraced", r)
+	} else if own > 0 {
+		slow = fmt.Sprintf("it ran at least %.1f× slower than untraced", r)
+	}
+	return fmt.Sprintf("the probes cost the program more time than its own code: %d of its CPU samples were in their traps, %d in its code: %s (each traced call traps twice, 1-11 µs). %d calls were made, most by %s. "+
+		"To trace at less cost, remove a function's probes after N calls (--dynamic-probing N, or --optimize basic, which does so for the functions it keeps), bound the traps a second (--trap-budget N), or trace fewer functions; sampling (-f 'PATTERN#N', --sample N) cuts the records, not the traps",
+		traps, own, slow, all, strings.Join(busy, ", "))
 }
 
 // entryOffsets are the file offsets of the entry probes trace p set in
@@ -586,13 +637,13 @@ func readCPUStats(path string) (cpuStats, error) {
 // the entry probes the trace set in exe (sorted), probeTraps how many times
 // they trapped (trace.ProbeTraps), and open names the trace's innermost
 // call open at a time (trace.InnermostOpen).
-func keepSamples(exe, statsPath, cpu string, hz int, probes []uint64, probeTraps int, open func(uint32, uint64) string, stderr io.Writer) error {
+func keepSamples(exe, statsPath, cpu string, hz int, probes []uint64, probeTraps int, open func(uint32, uint64) string, stderr io.Writer) (own, traps int, err error) {
 	if _, err := os.Stat(cpu); err != nil {
-		return nil // not taken: the tracer said why
+		return 0, 0, nil // not taken: the tracer said why
 	}
 	p, err := loadProfile([]string{cpu}, io.Discard, false) // each sample's own time, for open
 	if err != nil {
-		return fmt.Errorf("the CPU samples: %w", err)
+		return 0, 0, fmt.Errorf("the CPU samples: %w", err)
 	}
 	// Every sample with a frame of the executable counts, not only those
 	// under main as with --hot-from: the return probes replace return
@@ -606,12 +657,12 @@ func keepSamples(exe, statsPath, cpu string, hz int, probes []uint64, probeTraps
 	}
 	counts, total, traps := trace.SampledCounts(p, exe, nil, probes, open)
 	if total == 0 {
-		return nil // no sample of the executable's own code: a run too short to sample
+		return 0, traps, nil // no sample of the executable's own code: a run too short to sample
 	}
 	path := cpuStatsFile(statsPath)
 	c, err := readCPUStats(path)
 	if err != nil && !os.IsNotExist(err) {
-		return err
+		return 0, 0, err
 	}
 	if c.Counts == nil {
 		c.Counts = map[string]int{}
@@ -628,17 +679,17 @@ func keepSamples(exe, statsPath, cpu string, hz int, probes []uint64, probeTraps
 	}
 	data, err := json.MarshalIndent(c, "", " ")
 	if err != nil {
-		return err
+		return 0, 0, err
 	}
 	if err := userfile.Replace(path, func(f *os.File) error {
 		_, err := f.Write(data)
 		return err
 	}); err != nil {
-		return err
+		return 0, 0, err
 	}
 	fmt.Fprintf(stderr, "culprit: %d CPU samples of %s's time kept for choosing the next trace's hot functions (%d more in the probes' traps, not counted); %d from %d traces of this build\n",
 		total, filepath.Base(exe), traps, c.Samples, c.Runs)
-	return nil
+	return total, traps, nil
 }
 
 // shapeCallGraph returns the probed functions call-graph shaping leaves

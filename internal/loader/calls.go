@@ -1,6 +1,8 @@
 package loader
 
 import (
+	"slices"
+
 	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/recording"
 )
@@ -42,6 +44,12 @@ func (l *loader) addCall(v *recording.Call, probes map[uint32]int32) bool {
 		if ids := l.userFrames(v.PID, sp, v.Site, true); len(ids) > 0 && l.p.Frames[ids[0]].Function != "" {
 			site = ids[0]
 		}
+	}
+	if len(l.p.Calls) == cap(l.p.Calls) {
+		// Doubled, not grown by append's quarter for large slices: a
+		// trace of millions of calls spent most of its load copying
+		// them as they grew.
+		l.p.Calls = slices.Grow(l.p.Calls, max(len(l.p.Calls), 1024))
 	}
 	l.p.Calls = append(l.p.Calls, profile.Call{Start: v.Start, End: v.End, Child: v.Child, PID: v.PID, TID: v.TID,
 		Probe: pi, Caller: ci, Depth: v.Depth, Site: site, Flags: v.Flags, Args: v.Args, Ret: v.Ret, Strs: v.Strs,

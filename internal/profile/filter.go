@@ -323,7 +323,8 @@ func (p *Profile) FrameAt(i int32) Frame {
 // kernel frames only and drops samples that have none. Samples left with an
 // empty stack (a kernel thread under KernelExclude, say) are kept; reports
 // show them as "[unknown]". Each distinct stack is examined once, however
-// many samples share it. Values are selected by time and task only. Threads,
+// many samples share it. Values and calls are selected by time and task
+// only (shared with p when neither is selected by). Threads,
 // Lost, Throttled, Gaps, Metas, Sources, Warnings and StartTime are carried over
 // unchanged: lost and throttled counts are totals of the recording, not of
 // the window.
@@ -366,14 +367,20 @@ func (p *Profile) Apply(f Filter) *Profile {
 			})
 		}
 	}
-	for _, v := range p.Values {
-		if inWindow(v.Time) && selected(v.PID, v.TID, v.Time) {
-			q.Values = append(q.Values, v)
+	if !f.HasFrom && !f.HasTo && !f.selectsTasks() {
+		// Every value and call is kept: shared, not copied (a trace of
+		// millions of calls took seconds to copy for each report).
+		q.Values, q.Calls = p.Values, p.Calls
+	} else {
+		for _, v := range p.Values {
+			if inWindow(v.Time) && selected(v.PID, v.TID, v.Time) {
+				q.Values = append(q.Values, v)
+			}
 		}
-	}
-	for _, c := range p.Calls {
-		if inWindow(c.Start) && selected(c.PID, c.TID, c.Start) {
-			q.Calls = append(q.Calls, c)
+		for _, c := range p.Calls {
+			if inWindow(c.Start) && selected(c.PID, c.TID, c.Start) {
+				q.Calls = append(q.Calls, c)
+			}
 		}
 	}
 	focus := p.frameMatcher(f.Focus)

@@ -147,9 +147,16 @@ func functions(p *profile.Profile, byCaller, cpu bool) []Function {
 	accs := make([]acc, len(p.Probes))
 	calls := make([]int, len(p.Probes))
 	for i := range p.Calls {
+		calls[p.Calls[i].Probe]++
+	}
+	for i, n := range calls {
+		// Sized first: a function of millions of calls otherwise
+		// copies its durations over and over as they grow.
+		accs[i].incl, accs[i].excl = make([]uint64, 0, n), make([]uint64, 0, n)
+	}
+	for i := range p.Calls {
 		c := &p.Calls[i]
 		a := &accs[c.Probe]
-		calls[c.Probe]++
 		if c.Unreturned() {
 			a.unret++
 		}

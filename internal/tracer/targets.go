@@ -1,6 +1,7 @@
 package tracer
 
 import (
+	"debug/dwarf"
 	"debug/elf"
 	"errors"
 	"fmt"
@@ -308,6 +309,14 @@ func resolveObject(obj string, pats []Pattern, args bool, exclude map[string]boo
 			n++
 		}
 		if n == 0 && !strings.ContainsAny(p.Glob, "*?[") {
+			if callers := inlinedInto(f, p.Glob); len(callers) > 0 {
+				more := ""
+				if len(callers) > 8 {
+					more = fmt.Sprintf(" and %d more", len(callers)-8)
+					callers = callers[:8]
+				}
+				return nil, false, fmt.Errorf("%s has no function %s to probe: the compiler inlined it everywhere it is called, into %s%s (an inlined call has no entry or return of its own): trace those, or its lines with --line FILE:LINE", obj, p.Glob, strings.Join(callers, ", "), more)
+			}
 			return nil, false, fmt.Errorf("%s has no function %s", obj, p.Glob)
 		}
 	}
@@ -651,5 +660,51 @@ func StrArgs(params []string) [traceprog.MaxStrs]uint8 {
 			k++
 		}
 	}
+	return out
+}
+
+// inlinedInto names the functions with code that the DWARF of f says a
+// function called name was inlined into (at any depth: the outermost
+// function is named), sorted; nil when there are none or f has no DWARF.
+func inlinedInto(f *elf.File, name string) (out []string) {
+	d, err := f.DWARF()
+	if err != nil {
+		return nil
+	}
+	defer func() {
+		if recover() != nil { // debug/dwarf panics on some malformed input
+			out = nil
+		}
+	}()
+	w := elfx.NewFuncWalker(d, elfx.IsGo(f), f.Type == elf.ET_REL)
+	r := d.Reader()
+	seen := map[string]bool{}
+	var has func(n *elfx.FuncNode) bool
+	has = func(n *elfx.FuncNode) bool {
+		for _, c := range n.Children {
+			if c.Name == name || has(c) {
+				return true
+			}
+		}
+		return false
+	}
+	for {
+		root, err := r.Next()
+		if err != nil || root == nil {
+			break
+		}
+		if root.Tag != dwarf.TagCompileUnit && root.Tag != dwarf.TagPartialUnit {
+			r.SkipChildren()
+			continue
+		}
+		funcs, _ := w.Walk(r, root, nil, nil)
+		for _, fn := range funcs {
+			if !seen[fn.Name] && has(fn) {
+				seen[fn.Name] = true
+				out = append(out, fn.Name)
+			}
+		}
+	}
+	sort.Strings(out)
 	return out
 }

@@ -3,6 +3,7 @@ package tracer
 import (
 	"debug/elf"
 	"os"
+	"strings"
 	"testing"
 
 	"github.com/culprit-dev/culprit/internal/testutil"
@@ -149,5 +150,19 @@ func TestParseUSDTArgs(t *testing.T) {
 	}
 	if specs, _, why := ParseUSDTArgs("3@%eax"); len(specs) != 0 || why == "" {
 		t.Errorf("size 3: %d specs, %q", len(specs), why)
+	}
+}
+
+// A function the compiler inlined everywhere has no symbol to probe: the
+// error says so and names the functions it was inlined into.
+func TestResolveInlinedOnly(t *testing.T) {
+	bin := testutil.C(t, "values-O2", []string{"values.c"}, "-O2", "-g")
+	_, _, err := Resolve(bin, 0, []Pattern{{Glob: "weigh"}}, false)
+	if err == nil || !strings.Contains(err.Error(), "inlined it everywhere it is called, into main (") {
+		t.Errorf("weigh, inlined into main: %v", err)
+	}
+	_, _, err = Resolve(bin, 0, []Pattern{{Glob: "no_such_function"}}, false)
+	if err == nil || strings.Contains(err.Error(), "inlined") {
+		t.Errorf("a missing function: %v", err)
 	}
 }

@@ -514,7 +514,7 @@ func (l *loader) readFile(idx int, path string, records *int, progress func(int)
 	if l.stream != nil {
 		f := l.stream.files[idx]
 		f.records = uint64(*records - base)
-		f.values, f.vlate = vs.values, vs.late
+		f.values, f.vlate, f.runs = vs.values, vs.late, vs.runs
 		l.stream.values += int(vs.values)
 	}
 	src.Salvage = r.Salvage().String()
@@ -559,6 +559,9 @@ func (l *loader) readAhead(r *recording.Reader, stacks *stackRecs, vs *valueSkip
 		batches <- b
 		return err
 	}
+	if vs != nil {
+		r.SkipValues(vs.indexed)
+	}
 	for {
 		rec, err := r.Next()
 		if err == io.EOF {
@@ -569,6 +572,11 @@ func (l *loader) readAhead(r *recording.Reader, stacks *stackRecs, vs *valueSkip
 		}
 		n++
 		switch v := rec.(type) {
+		case *recording.ValueIndex:
+			vs.addIndex(v, n)
+			vs.runs = append(vs.runs, n)
+			n += v.Count - 1
+			continue
 		case *recording.Stack:
 			stacks.put(v.ID, l.putAddrs(v.Kernel, v.User), n)
 			continue

@@ -74,6 +74,10 @@ type streamFile struct {
 	values      uint64
 	vlate, vmax uint64
 	sources     []sourceSet
+	// runs are the runs of values the first reading stepped over
+	// (recording.Reader.SkipValues): the records of their first values, in
+	// order. A second reading of the samples steps over them too.
+	runs []uint64
 }
 
 // sourceSet is a file's value source ID mapped to a profile value source
@@ -438,6 +442,9 @@ func (c *rereader) read() (recording.Record, error) {
 		return nil, fmt.Errorf("reading %s again: %w", c.f.f.Name(), err)
 	}
 	c.n++
+	if x, ok := rec.(*recording.ValueIndex); ok {
+		c.n += x.Count - 1 // a run the first reading stepped over too
+	}
 	for c.log < len(c.f.spaces) && c.f.spaces[c.log].rec <= c.n {
 		e := c.f.spaces[c.log]
 		c.spaces[e.pid] = e.sp
@@ -463,7 +470,17 @@ func newCursor(st *streamState, file int, f *streamFile) (*cursor, error) {
 		return nil, fmt.Errorf("reading %s again: %w", f.f.Name(), err)
 	}
 	r.Reuse()
-	return &cursor{rereader: rereader{f: f, r: r, spaces: map[uint32]*space{}}, st: st, file: file}, nil
+	c := &cursor{rereader: rereader{f: f, r: r, spaces: map[uint32]*space{}}, st: st, file: file}
+	if len(f.runs) > 0 {
+		runs := f.runs
+		r.SkipValues(func(*recording.ValueIndex) bool {
+			for len(runs) > 0 && runs[0] < c.n+1 {
+				runs = runs[1:]
+			}
+			return len(runs) > 0 && runs[0] == c.n+1
+		})
+	}
+	return c, nil
 }
 
 // next sets *s to the file's next sample in time order; false when there is
@@ -660,6 +677,8 @@ type valueSkip struct {
 	last   [2]uint64
 	// The file's values, how late they come, the latest time read.
 	values, late, max uint64
+	// The runs of values stepped over (streamFile.runs).
+	runs []uint64
 }
 
 // denseSources bounds the source IDs valueSkip.slot holds.
@@ -756,6 +775,60 @@ func (vs *valueSkip) add(v *recording.Value, rec uint64) {
 	}
 	vs.seen[k] = true
 	vs.pcs = append(vs.pcs, valuePC{pid: k[0], pc: k[1], rec: rec})
+}
+
+// indexed reports whether the run of values x indexes may be noted from x
+// (addIndex) instead of its values: when every source of it is defined,
+// as a value of an undefined source is not noted.
+func (vs *valueSkip) indexed(x *recording.ValueIndex) bool {
+	for _, s := range x.Sources {
+		if vs.slotOf(s.ID) == nil {
+			return false
+		}
+	}
+	return true
+}
+
+// addIndex notes the run of values x indexes, as add would each of its
+// values; the first is record rec of its file.
+func (vs *valueSkip) addIndex(x *recording.ValueIndex, rec uint64) {
+	if vs.values > 0 && x.MinTime < vs.max {
+		vs.late = max(vs.late, vs.max-x.MinTime)
+	}
+	vs.late = max(vs.late, x.Late)
+	vs.max = max(vs.max, x.MaxTime)
+	vs.values += x.Count
+	for _, s := range x.Sources {
+		slot := vs.slotOf(s.ID)
+		if *slot == 1 {
+			vs.counts = append(vs.counts, sourceCount{id: s.ID})
+			*slot = int32(len(vs.counts)) + 1
+			if s.ID >= denseSources {
+				vs.slotMap[s.ID] = *slot
+			}
+		}
+		c := &vs.counts[*slot-2]
+		c.all += int(s.All)
+		c.present += int(s.Present)
+	}
+	for _, p := range x.PCs {
+		if p.PC == 0 || p.PC >= kernelStart {
+			continue // not symbolized (valueFrame)
+		}
+		k := [2]uint64{uint64(p.PID) << 1, p.PC}
+		if p.Caller {
+			k[0] |= 1
+		}
+		if vs.seen[k] {
+			continue
+		}
+		if vs.seen == nil {
+			vs.seen = map[[2]uint64]bool{}
+		}
+		vs.seen[k] = true
+		vs.pcs = append(vs.pcs, valuePC{pid: k[0], pc: k[1], rec: rec + p.First})
+	}
+	vs.last = [2]uint64{} // no PC's key (PC 0 is not noted)
 }
 
 // flush returns what was noted since the last tally, nil if nothing.

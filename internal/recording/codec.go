@@ -247,6 +247,8 @@ func encodePayload(e *enc, r Record) (Kind, error) {
 		e.u(r.On)
 		e.u(r.Period)
 		return KindSyscallWindow, nil
+	case *ValueIndex:
+		return 0, fmt.Errorf("writing value index record: a Writer writes them itself, before the values they index")
 	case nil:
 		return 0, fmt.Errorf("writing a nil record")
 	default:
@@ -471,6 +473,12 @@ func decodePayload(k Kind, p []byte, slab *[]Sample, stack *Stack, value *Value)
 			return nil, false
 		}
 		r = &SyscallWindow{Start: v[0], End: v[0] + v[1], On: v[2], Period: v[3]}
+	case KindValueIndex:
+		x, ok := decodeValueIndex(&d)
+		if !ok {
+			return nil, false
+		}
+		r = x
 	case KindSymbol:
 		y := new(Symbol)
 		y.PID = d.u32()
@@ -486,4 +494,70 @@ func decodePayload(k Kind, p []byte, slab *[]Sample, stack *Stack, value *Value)
 		return nil, false
 	}
 	return r, true
+}
+
+// encodeValueIndex appends x's payload to e (docs/format.md §4.18).
+func encodeValueIndex(e *enc, x *ValueIndex) {
+	e.u(x.Size)
+	e.u(x.Count)
+	e.u(x.MinTime)
+	e.u(x.MaxTime - x.MinTime)
+	e.u(x.Late)
+	e.u(uint64(len(x.Sources)))
+	for _, s := range x.Sources {
+		e.u(uint64(s.ID))
+		e.u(s.All)
+		e.u(s.Present)
+	}
+	e.u(uint64(len(x.PCs)))
+	for _, p := range x.PCs {
+		e.u(uint64(p.PID))
+		flags := uint64(0)
+		if p.Caller {
+			flags = 1
+		}
+		e.u(flags)
+		e.u(p.PC)
+		e.u(p.First)
+	}
+	e.mark = len(e.b) // the lists' counts are not trailing zeros to leave out
+}
+
+// decodeValueIndex reads a ValueIndex payload; false when it is malformed
+// or contradicts itself (a count beyond the run, a time range that wraps).
+func decodeValueIndex(d *dec) (*ValueIndex, bool) {
+	x := &ValueIndex{Size: d.u(), Count: d.u(), MinTime: d.u()}
+	span := d.u()
+	x.MaxTime = x.MinTime + span
+	x.Late = d.u()
+	if x.MaxTime < x.MinTime || x.Count == 0 || x.Size < x.Count || d.bad {
+		return nil, false
+	}
+	n := d.u()
+	if n > uint64(len(d.b)-d.i)/3 || n > x.Count {
+		return nil, false
+	}
+	x.Sources = make([]IndexedSource, n)
+	for i := range x.Sources {
+		s := &x.Sources[i]
+		s.ID, s.All, s.Present = d.u32(), d.u(), d.u()
+		if s.Present > s.All || s.All > x.Count {
+			return nil, false
+		}
+	}
+	n = d.u()
+	if n > uint64(len(d.b)-d.i)/4 || n > x.Count {
+		return nil, false
+	}
+	x.PCs = make([]IndexedPC, n)
+	for i := range x.PCs {
+		p := &x.PCs[i]
+		p.PID = d.u32()
+		p.Caller = d.u()&1 != 0
+		p.PC, p.First = d.u(), d.u()
+		if p.First >= x.Count {
+			return nil, false
+		}
+	}
+	return x, !d.bad
 }

@@ -34,7 +34,7 @@ const (
 var castagnoli = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
 
 // knownKind reports whether k is a record kind of this version.
-func knownKind(k Kind) bool { return k >= KindMeta && k <= KindSyscallWindow }
+func knownKind(k Kind) bool { return k >= KindMeta && k <= KindValueIndex }
 
 // String returns the kind's name, e.g. "sample".
 func (k Kind) String() string {
@@ -75,6 +75,8 @@ func (k Kind) String() string {
 		return "probes-off"
 	case KindSyscallWindow:
 		return "syscall-window"
+	case KindValueIndex:
+		return "value-index"
 	}
 	return "kind(" + itoa(uint64(k)) + ")"
 }

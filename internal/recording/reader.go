@@ -68,6 +68,12 @@ type Reader struct {
 	stack    Stack // the Stack decoded into when reuse is set
 	value    Value // the Value decoded into when reuse is set
 	pendTail int64 // offset of the incomplete tail when tail is set
+
+	// SkipValues: which runs to skip, and the source as it reads at an
+	// offset and seeks.
+	skip func(*ValueIndex) bool
+	ra   io.ReaderAt
+	sk   io.Seeker
 }
 
 // Open opens the recording at path and reads its header.
@@ -313,6 +319,71 @@ func (r *Reader) scan(from int64, keep bool) (q int64, found bool) {
 // until the following call. Other records are still freshly allocated.
 func (r *Reader) Reuse() { r.reuse = true }
 
+// SkipValues makes Next step over a run of Value records that a
+// ValueIndex precedes (a Writer indexes runs of values) when accept, given
+// the index, returns true and the whole run is in the file: Next returns
+// the *ValueIndex in place of the run, whose values count as records read
+// (Salvage), unread: neither their bytes nor their CRCs are read. accept
+// is called on Next's goroutine; the index is the caller's to keep. A run
+// that is not skipped, or that no index precedes (a file written before
+// format 1.12, or cut before its run was indexed), is read value by value
+// as always. SkipValues reports false, and does nothing, when the
+// recording is not read from a file (Open, OpenAt), which it needs to seek.
+//
+// Without SkipValues, Next reads every Value and never returns a
+// ValueIndex.
+func (r *Reader) SkipValues(accept func(*ValueIndex) bool) bool {
+	ra, ok1 := r.src.(io.ReaderAt)
+	sk, ok2 := r.src.(io.Seeker)
+	if !ok1 || !ok2 || accept == nil {
+		return false
+	}
+	r.skip, r.ra, r.sk = accept, ra, sk
+	return true
+}
+
+// skipRun is Next's answer to the ValueIndex in payload, whose frame of
+// size bytes is at pos: the index, with pos after its run, when the run is
+// to be skipped; nil, with pos after the index, otherwise.
+func (r *Reader) skipRun(payload []byte, size int) *ValueIndex {
+	at := r.pos
+	r.pos += int64(size)
+	if r.skip == nil {
+		return nil
+	}
+	d := dec{b: payload}
+	x, ok := decodeValueIndex(&d)
+	if !ok || x.Size > math.MaxInt64/2 {
+		return nil
+	}
+	end := r.pos + int64(x.Size)
+	if end <= at || !r.holds(end) || !r.skip(x) {
+		return nil
+	}
+	if end <= r.off+int64(len(r.buf)) {
+		r.pos = end
+	} else {
+		if _, err := r.sk.Seek(end, io.SeekStart); err != nil {
+			// The source is where it was: read the run.
+			r.sk.Seek(r.off+int64(len(r.buf)), io.SeekStart)
+			return nil
+		}
+		r.buf, r.off, r.pos = r.buf[:0], end, end
+	}
+	r.records += int64(x.Count)
+	return x
+}
+
+// holds reports whether the file holds the bytes before offset end.
+func (r *Reader) holds(end int64) bool {
+	if end <= r.off+int64(len(r.buf)) {
+		return true
+	}
+	var b [1]byte
+	n, _ := r.ra.ReadAt(b[:], end-1)
+	return n == 1
+}
+
 // Next returns the next record, or io.EOF at the end of the data. Records
 // are freshly allocated and may be kept (but see Reuse). Stack records are returned as
 // *Stack; resolving a Sample's StackID is up to the caller. Records of kinds
@@ -337,6 +408,12 @@ func (r *Reader) Next() (Record, error) {
 		switch st {
 		case frameOK:
 			r.tail = false
+			if k == KindValueIndex {
+				if x := r.skipRun(payload, size); x != nil {
+					return x, nil
+				}
+				continue
+			}
 			if !knownKind(k) {
 				r.unknown++
 				r.pos += int64(size)

@@ -10,7 +10,7 @@ package recording
 const (
 	Magic        = "CULPRIT\x00"
 	MajorVersion = 1
-	MinorVersion = 11
+	MinorVersion = 12
 )
 
 // Kind identifies a record. New kinds may be added by later minor versions;
@@ -36,6 +36,7 @@ const (
 	KindCall          Kind = 16 // Call: one traced call (1.2)
 	KindProbesOff     Kind = 17 // ProbesOff: a span when every probe was removed (1.8)
 	KindSyscallWindow Kind = 18 // SyscallWindow: a span system calls were recorded in (1.11)
+	KindValueIndex    Kind = 19 // ValueIndex: a summary of the Value records right after it (1.12)
 )
 
 // Record is implemented by every record type.
@@ -437,6 +438,38 @@ func (w SyscallWindow) Scale() float64 {
 	return float64(w.Period) / float64(w.On)
 }
 
+// ValueIndex summarizes the run of Value records that follows it in the
+// file, so that a reader that needs only what it says can step over the run
+// unread (Reader.SkipValues). A Writer writes it itself, before each run of
+// values it buffered; Next does not return it unless asked to skip values.
+type ValueIndex struct {
+	Size  uint64 // bytes of the run: Count whole Value frames
+	Count uint64
+	// The earliest and latest Time of the run's values, and the largest
+	// lateness among them: how far a value's Time lies before the latest
+	// Time of the values before it in the run.
+	MinTime, MaxTime, Late uint64
+	Sources                []IndexedSource // by source ID, in the order of their first value
+	PCs                    []IndexedPC     // each distinct PC once, in the order of its first value
+}
+
+// IndexedSource counts the values of one source in a run: All of them,
+// Present those not ValueMissing.
+type IndexedSource struct {
+	ID           uint32
+	All, Present uint64
+}
+
+// IndexedPC is a PC values of a run were read at, PC ≠ 0: in process PID,
+// at depth 0 (Caller false) or in a caller frame; First is the position in
+// the run of its first value (0 for the run's first).
+type IndexedPC struct {
+	PID    uint32
+	Caller bool
+	PC     uint64
+	First  uint64
+}
+
 // End marks a clean end of recording with its totals. A file without an End
 // record was cut short (recorder killed) or is still being written.
 type End struct {
@@ -464,6 +497,7 @@ func (*Probe) Kind() Kind         { return KindProbe }
 func (*Call) Kind() Kind          { return KindCall }
 func (*ProbesOff) Kind() Kind     { return KindProbesOff }
 func (*SyscallWindow) Kind() Kind { return KindSyscallWindow }
+func (*ValueIndex) Kind() Kind    { return KindValueIndex }
 func (t *Task) Kind() Kind {
 	if t.Exit {
 		return KindExit

@@ -37,6 +37,12 @@ type Writer struct {
 	stacks    map[uint64]uint64
 	stackCap  int
 	lastStack uint64 // the last stack ID handed out
+
+	vals valueRun
+	// Processes a Sample was written of; last is the last of them.
+	sampled map[uint32]bool
+	lastPID uint32
+	anyPID  bool
 }
 
 // Create creates (or truncates) the file at path and writes the header. The
@@ -167,9 +173,27 @@ func (w *Writer) write(p []byte) {
 // *KernelSymbol, *Object, *End). Samples written with Write keep their
 // StackID as it is; a Writer that also serves WriteSample owns the stack IDs,
 // so do not mix Stack records written by hand with WriteSample.
+//
+// Value records are held back and written in runs, each after a
+// ValueIndex that summarizes it (see valueRun): a run ends before any
+// record other than a Stack or a Sample of a process a Sample was written
+// of before, when it reaches maxRun bytes, and at Flush and Close.
 func (w *Writer) Write(r Record) error {
 	if w.err != nil {
 		return w.err
+	}
+	switch v := r.(type) {
+	case *Value:
+		if v != nil {
+			return w.holdValue(v)
+		}
+	case *Stack:
+	case *Sample:
+		if v != nil {
+			w.sample(v.PID)
+		}
+	default:
+		w.writeValues()
 	}
 	e := w.begin()
 	k, err := encodePayload(&e, r)
@@ -179,14 +203,50 @@ func (w *Writer) Write(r Record) error {
 	return w.finish(&e, k)
 }
 
+// sample notes that a Sample of process pid is about to be written,
+// writing the values held first if it is the process's first: a reader
+// gives a process an address space at its first sample, which a value of
+// it before may have had to make (and the reader then symbolizes that
+// value in it).
+func (w *Writer) sample(pid uint32) {
+	if w.anyPID && pid == w.lastPID {
+		return
+	}
+	w.lastPID, w.anyPID = pid, true
+	if w.sampled[pid] {
+		return
+	}
+	if w.sampled == nil {
+		w.sampled = map[uint32]bool{}
+	}
+	w.sampled[pid] = true
+	w.writeValues()
+}
+
 // begin starts a payload in the scratch buffer, after room for the head.
 func (w *Writer) begin() enc { return enc{b: w.scratch[:maxHead], mark: maxHead} }
 
 // finish frames the payload in e and writes it.
 func (w *Writer) finish(e *enc, k Kind) error {
+	frame, err := w.frame(e, k)
+	if err != nil {
+		return err
+	}
+	w.write(frame)
+	if cap(e.b) <= 1<<20 {
+		w.scratch = e.b[:0] // keep a grown buffer, unless a huge record grew it
+	}
+	if k == KindSample {
+		w.nsamp++
+	}
+	return w.err
+}
+
+// frame frames the payload in e, in e's buffer.
+func (w *Writer) frame(e *enc, k Kind) ([]byte, error) {
 	n := e.mark - maxHead
 	if n > MaxPayload {
-		return fmt.Errorf("writing %s record: payload of %d bytes exceeds the limit of %d", k, n, MaxPayload)
+		return nil, fmt.Errorf("writing %s record: payload of %d bytes exceeds the limit of %d", k, n, MaxPayload)
 	}
 	// The head goes right before the payload: kind, then uvarint length.
 	var lb [binary.MaxVarintLen64]byte
@@ -197,14 +257,7 @@ func (w *Writer) finish(e *enc, k Kind) error {
 	copy(b[start+1:], lb[:ln])
 	frame := b[start:]
 	frame = binary.LittleEndian.AppendUint32(frame, crc32.Checksum(frame, castagnoli()))
-	w.write(frame)
-	if cap(e.b) <= 1<<20 {
-		w.scratch = e.b[:0] // keep a grown buffer, unless a huge record grew it
-	}
-	if k == KindSample {
-		w.nsamp++
-	}
-	return w.err
+	return frame, nil
 }
 
 // WriteSample writes s with its call stack, deduplicating stacks: the first
@@ -239,6 +292,7 @@ func (w *Writer) WriteSample(s Sample, kernel, user []uint64) error {
 		}
 		s.StackID = id
 	}
+	w.sample(s.PID)
 	e := w.begin()
 	encodeSample(&e, &s)
 	return w.finish(&e, KindSample)
@@ -274,6 +328,7 @@ func (w *Writer) Flush() error {
 	if w.err != nil {
 		return w.err
 	}
+	w.writeValues()
 	if err := w.bw.Flush(); err != nil {
 		w.err = fmt.Errorf("writing %s: %w", w.name, err)
 	}
@@ -301,4 +356,144 @@ func (w *Writer) Samples() uint64 { return w.nsamp }
 
 // Bytes returns the number of bytes written so far, header included (some may
 // still be buffered).
-func (w *Writer) Bytes() int64 { return w.bytes }
+func (w *Writer) Bytes() int64 { return w.bytes + int64(len(w.vals.frames)) }
+
+// Runs of values (format 1.12).
+//
+// A Writer holds Value records back and writes them as a run, right after
+// a ValueIndex that says what a reader's first pass over the values needs:
+// their counts by source, their times' range and lateness, and each PC
+// they were read at once. A reader that needs no more (Reader.SkipValues)
+// steps over the run unread. Holding values back moves them after the
+// Samples and Stacks written meanwhile, never across another record: a
+// reader meets each value with the same address spaces, the same sources
+// and the same values before it. A run with fewer than minIndexed values
+// is written without an index, as is every value of a Writer killed
+// before it wrote its run (nothing of that run reaches the file, as
+// nothing of its buffer would).
+
+// maxRun is the size at which a run of values is written, and minIndexed
+// the fewest values a run has to have to be indexed.
+const (
+	maxRun     = 1 << 20
+	minIndexed = 16
+)
+
+// valueRun is the run of values a Writer holds: their frames and their
+// index so far.
+type valueRun struct {
+	frames []byte
+	index  ValueIndex
+	// slot[id] is 1 + the index in index.Sources of source ID id, for IDs
+	// below len(slot); slots of other IDs are in slotMap.
+	slot    []int32
+	slotMap map[uint32]int32
+	seen    map[[2]uint64]bool // PCs noted: PID<<1 | caller, PC
+	last    [2]uint64          // the PC noted last
+}
+
+// holdValue adds v to the run of values held.
+func (w *Writer) holdValue(v *Value) error {
+	e := w.begin()
+	k, err := encodePayload(&e, v)
+	if err != nil {
+		return err
+	}
+	frame, err := w.frame(&e, k)
+	if err != nil {
+		return err
+	}
+	r := &w.vals
+	r.frames = append(r.frames, frame...)
+	x := &r.index
+	switch {
+	case x.Count == 0:
+		x.MinTime, x.MaxTime = v.Time, v.Time
+	case v.Time < x.MaxTime:
+		x.Late = max(x.Late, x.MaxTime-v.Time)
+		x.MinTime = min(x.MinTime, v.Time)
+	default:
+		x.MaxTime = v.Time
+	}
+	x.Count++
+	x.Size += uint64(len(frame))
+	c := r.source(v.Source)
+	c.All++
+	if v.Type != ValueMissing {
+		c.Present++
+	}
+	if v.PC != 0 {
+		k := [2]uint64{uint64(v.PID) << 1, v.PC}
+		if v.Depth > 0 {
+			k[0] |= 1
+		}
+		if k != r.last || len(x.PCs) == 0 {
+			r.last = k
+			if !r.seen[k] {
+				if r.seen == nil {
+					r.seen = map[[2]uint64]bool{}
+				}
+				r.seen[k] = true
+				x.PCs = append(x.PCs, IndexedPC{PID: v.PID, Caller: v.Depth > 0, PC: v.PC, First: x.Count - 1})
+			}
+		}
+	}
+	if len(r.frames) >= maxRun {
+		w.writeValues()
+	}
+	return w.err
+}
+
+// source returns the count of source ID id's values in the run, adding
+// it.
+func (r *valueRun) source(id uint32) *IndexedSource {
+	x := &r.index
+	var i int32
+	if id < 1<<16 {
+		for uint32(len(r.slot)) <= id {
+			r.slot = append(r.slot, 0)
+		}
+		i = r.slot[id]
+	} else {
+		i = r.slotMap[id]
+	}
+	if i == 0 {
+		x.Sources = append(x.Sources, IndexedSource{ID: id})
+		i = int32(len(x.Sources))
+		if id < 1<<16 {
+			r.slot[id] = i
+		} else {
+			if r.slotMap == nil {
+				r.slotMap = map[uint32]int32{}
+			}
+			r.slotMap[id] = i
+		}
+	}
+	return &x.Sources[i-1]
+}
+
+// writeValues writes the run of values held, after its index.
+func (w *Writer) writeValues() {
+	r := &w.vals
+	x := &r.index
+	if x.Count == 0 {
+		return
+	}
+	if x.Count >= minIndexed {
+		e := w.begin()
+		encodeValueIndex(&e, x)
+		if frame, err := w.frame(&e, KindValueIndex); err == nil {
+			w.write(frame)
+		} // else too large to index (not reached with maxRun): the values stand alone
+	}
+	w.write(r.frames)
+	for _, s := range x.Sources {
+		if s.ID < 1<<16 {
+			r.slot[s.ID] = 0
+		}
+	}
+	clear(r.slotMap)
+	clear(r.seen)
+	r.frames = r.frames[:0]
+	*x = ValueIndex{Sources: x.Sources[:0], PCs: x.PCs[:0]}
+}

@@ -138,6 +138,10 @@ func sameAs(t *testing.T, full, st *profile.Profile) {
 // its address space, whose samples are keyed by it), stacks seen late, and
 // samples out of time order by up to 300 ns.
 func mapMidway(t *testing.T, timeBase uint64) string {
+	return writeRec(t, mapMidwayRecs(t, timeBase)...)
+}
+
+func mapMidwayRecs(t *testing.T, timeBase uint64) []recording.Record {
 	bin, offs, bid := hierFuncs(t)
 	st, err := os.Stat(bin)
 	if err != nil {
@@ -208,7 +212,7 @@ func mapMidway(t *testing.T, timeBase uint64) string {
 		}
 	}
 	recs = append(recs, &recording.End{Time: timeBase + 40000})
-	return writeRec(t, recs...)
+	return recs
 }
 
 func TestStreamSameAsLoad(t *testing.T) {
@@ -318,5 +322,144 @@ func TestStreamFromPipe(t *testing.T) {
 	}
 	if a, b := streamed(t, full), streamed(t, p); !reflect.DeepEqual(a, b) || len(a) == 0 {
 		t.Errorf("from a pipe: %d samples, from the file %d", len(b), len(a))
+	}
+}
+
+// A recording whose values a Writer indexed (format 1.12), its runs
+// stepped over by the first reading and by the samples' second, loads as
+// the same records written without an index, each value where the
+// recorder wrote it (a Writer flushed after every record writes no run
+// long enough to index).
+func TestStreamValueIndex(t *testing.T) {
+	recs := mapMidwayRecs(t, 100)
+	indexed := writeRec(t, recs...)
+	plain := filepath.Join(t.TempDir(), "plain.rec")
+	w, err := recording.Create(plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		if err := w.Write(r); err != nil {
+			t.Fatal(err)
+		}
+		if err := w.Flush(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	runs := func(path string) (n int) {
+		r, err := recording.Open(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer r.Close()
+		r.SkipValues(func(*recording.ValueIndex) bool { return true })
+		for {
+			rec, err := r.Next()
+			if err == io.EOF {
+				return n
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, ok := rec.(*recording.ValueIndex); ok {
+				n++
+			}
+		}
+	}
+	if n, m := runs(indexed), runs(plain); n < 2 || m != 0 {
+		t.Fatalf("%d runs of values indexed, %d in the file written record by record", n, m)
+	}
+	full, err := Load([]string{plain}, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, o := range []Options{{}, {Stream: true}, {StreamValues: true}} {
+		p, err := Load([]string{indexed}, o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sameAs(t, full, p)
+		if fmt.Sprint(p.Sources[0].Salvage, p.Sources[0].Complete) != fmt.Sprint(full.Sources[0].Salvage, full.Sources[0].Complete) {
+			t.Errorf("%+v: source %+v, unindexed %+v", o, p.Sources[0], full.Sources[0])
+		}
+	}
+	sameAsLoad(t, []string{indexed, plain})
+}
+
+// skim notes the values of the recording at path as the first reading
+// does (readAhead), stepping over indexed runs when skip is set, and
+// returns what it noted: the tallies in order and the file's totals.
+func skim(t *testing.T, path string, skip bool) string {
+	t.Helper()
+	r, err := recording.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	vs := &valueSkip{}
+	if skip {
+		r.SkipValues(vs.indexed)
+	}
+	var out []string
+	note := func() {
+		if x := vs.flush(); x != nil {
+			out = append(out, fmt.Sprintf("%+v", *x))
+		}
+	}
+	var n uint64
+	for {
+		rec, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		n++
+		switch v := rec.(type) {
+		case *recording.ValueIndex:
+			vs.addIndex(v, n)
+			n += v.Count - 1
+		case *recording.Value:
+			vs.add(v, n)
+		case *recording.Stack:
+		case *recording.Sample:
+			if vs.newPID(v.PID) {
+				note()
+			}
+		default:
+			if s, ok := v.(*recording.ValueSource); ok {
+				vs.define(s.ID)
+			}
+			note()
+		}
+	}
+	note()
+	return fmt.Sprintf("%d records, %d values, late %d, max %d, tallies %v", n, vs.values, vs.late, vs.max, out)
+}
+
+// The first reading notes from an index what it notes from the run's
+// values: the same tallies (counts by source, each PC with the record of
+// its first value), lateness and latest time.
+func TestValueIndexNotes(t *testing.T) {
+	recs := mapMidwayRecs(t, 100)
+	// Late values across runs too: a run's values earlier than the
+	// values before it.
+	for i, r := range recs {
+		if v, ok := r.(*recording.Value); ok && i%401 == 0 {
+			v.Time -= 700
+		}
+	}
+	path := writeRec(t, recs...)
+	a, b := skim(t, path, false), skim(t, path, true)
+	if a != b {
+		t.Errorf("noted from the values:\n%s\nfrom the indexes:\n%s", a, b)
+	}
+	var n, values, late int
+	if _, err := fmt.Sscanf(a, "%d records, %d values, late %d", &n, &values, &late); err != nil || late < 700 {
+		t.Errorf("no value 700 ns late (%v): %s", err, a[:min(len(a), 200)])
 	}
 }

@@ -137,8 +137,11 @@ func viewInputs(ff *filterFlags, paths, bases []string, stderr io.Writer) (view.
 	// The base run is loaded at once on another goroutine (a load keeps
 	// about one CPU busy), what it says held until the viewed
 	// recordings' load has said its own, in that order as before.
+	// The two loads share their objects: each object's symbols and
+	// debugging information read once (libc's, for one, takes 0.3 s).
+	sym := symbol.New(symbol.Options{})
 	load := func(paths []string, stderr io.Writer) (*profile.Profile, *profile.Profile, error) {
-		return ff.loadWith(paths, stderr, loader.Options{StreamValues: true})
+		return ff.loadWith(paths, stderr, loader.Options{StreamValues: true, Symbolizer: sym})
 	}
 	var base struct {
 		p, whole *profile.Profile

@@ -171,7 +171,7 @@ type Lane struct {
 const maxPoints = 800
 
 // maxLanesAsked is how many lanes of values one request asks for at most
-// (the page asks for lanesAsked at a time).
+// (the page asks for its lanes in 3 requests at once, more past 3 × 64).
 const maxLanesAsked = 64
 
 // heatMaps counts the samples of p (the server's or a part of them) per

@@ -327,8 +327,9 @@ func (r *Reader) Reuse() { r.reuse = true }
 // is called on Next's goroutine; the index is the caller's to keep. A run
 // that is not skipped, or that no index precedes (a file written before
 // format 1.12, or cut before its run was indexed), is read value by value
-// as always. SkipValues reports false, and does nothing, when the
-// recording is not read from a file (Open, OpenAt), which it needs to seek.
+// as always. SkipValues reports false, and does nothing, when the source
+// cannot both seek and read at an offset (a pipe): Open's and OpenAt's
+// files can.
 //
 // Without SkipValues, Next reads every Value and never returns a
 // ValueIndex.

@@ -475,10 +475,11 @@ type eventKind struct {
 	// left out with Options.SyscallUserStacks. Walking them is half of
 	// each event's cost (docs/performance.md).
 	userChain bool
-	// switchesOnly: the BPF program records these events
-	// (syscallprog.Options.WakerStacks); perf's event reports only the
-	// switches onto a CPU (and the sideband), as a dummy event.
-	switchesOnly bool
+	// sidebandOnly: the BPF program records these events
+	// (syscallprog.Options.WakerStacks) and the switches onto a CPU
+	// (syscallprog.Options.SwitchIns); perf's event reports only the
+	// sideband (mappings, names, forks), as a dummy event.
+	sidebandOnly bool
 	// viaBPF: recorded by the system call program, not a perf event.
 	viaBPF bool
 }
@@ -707,7 +708,7 @@ func (s *session) openKind(tids []int, k *eventKind, noSideband bool) error {
 		ExcludeKernel: s.o.UserOnly, MaxStack: 127,
 		Tracepoint: k.tp, Period: uint64(s.o.EventPeriod), NoSideband: noSideband,
 		ContextSwitch: k.switches, NoKernelChain: k.userChain}
-	if k.switchesOnly {
+	if k.sidebandOnly {
 		cfg.Tracepoint, cfg.Sideband = nil, true
 	}
 	if k.tp == nil && s.o.Jitter > 0 {
@@ -1022,16 +1023,21 @@ func (s *session) handle(rec any) {
 		if r.Out {
 			return // the sched_switch tracepoint reports it, with prev_state and stack
 		}
-		s.res.Samples++
-		smp := recording.Sample{Time: r.Time, PID: r.PID, TID: r.TID, CPU: r.CPU, Event: recording.EventSwitchIn}
-		if err := s.w.WriteSample(smp, nil, nil); err != nil {
-			s.warn("writing the recording: %v", err)
-		}
-		if s.onSched != nil {
-			s.onSched(smp, nil)
-		}
+		s.switchIn(recording.Sample{Time: r.Time, PID: r.PID, TID: r.TID, CPU: r.CPU, Event: recording.EventSwitchIn})
 	case *perf.Lost:
 		s.lost(r, 0, 0)
+	}
+}
+
+// switchIn writes the sample of a switch onto a CPU, from perf's switch
+// record or the BPF switch program's.
+func (s *session) switchIn(smp recording.Sample) {
+	s.res.Samples++
+	if err := s.w.WriteSample(smp, nil, nil); err != nil {
+		s.warn("writing the recording: %v", err)
+	}
+	if s.onSched != nil {
+		s.onSched(smp, nil)
 	}
 }
 

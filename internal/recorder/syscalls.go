@@ -106,6 +106,9 @@ func (s *session) syscallsViaBPF() {
 			sideband = true
 		}
 	}
+	// The switches onto a CPU come with the switches away: the program's
+	// are stamped at the kernel's pick, perf's after the context switch.
+	o.SwitchIns = o.Switches && o.Wakeups
 	if s.o.PerfEvents || len(sys) == 0 || !sideband || s.o.CallGraph != CallGraphFP || s.o.EventPeriod > 1 {
 		if o.Syscalls && o.WindowOn > 0 && o.WindowAbove == 0 {
 			s.warn("--syscall-windows applies where culprit's BPF program records system calls: perf's events record them all along")
@@ -129,8 +132,12 @@ func (s *session) syscallsViaBPF() {
 		k.viaBPF = true
 	}
 	for i := range s.kinds {
-		if s.kinds[i].event == recording.EventWakeup && o.WakerStacks {
-			s.kinds[i].switchesOnly = true
+		k := &s.kinds[i]
+		if k.event == recording.EventWakeup && o.SwitchIns {
+			k.switches = false
+		}
+		if k.event == recording.EventWakeup && o.WakerStacks {
+			k.sidebandOnly = true
 		}
 	}
 }
@@ -241,6 +248,10 @@ func (s *session) eventUser(e *sysEvent, pid, tid uint32, kernel []uint64) (user
 // syscall writes the sample of a system call entry or exit.
 func (s *session) syscall(e *sysEvent, k *eventKind) {
 	ev := &e.ev
+	if ev.SwitchIn {
+		s.switchIn(recording.Sample{Time: ev.Time, PID: ev.PID, TID: ev.TID, CPU: ev.CPU, Event: recording.EventSwitchIn})
+		return
+	}
 	if ev.Waking {
 		// A wake-up of a traced thread by no traced thread, a sample of
 		// no thread (PID and TID 0), or a new thread's first, by the

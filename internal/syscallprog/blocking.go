@@ -18,9 +18,10 @@ import (
 // server that switches for each request costs it microseconds a switch.
 // A thread that blocks again where it blocked before reuses that chain
 // (blockedKernelStack).
-func blockingSwitchProgram(m fds, exitStateOff int32) asm.Instructions {
+func blockingSwitchProgram(m fds, exitStateOff int32, in *switchIns) asm.Instructions {
 	m.walker = walkSwitch
 	var b bpfasm.Builder
+	switchInRecord(&b, m, in)
 	traced(&b, m, false)
 	stale(&b, m)
 	reserve(&b, m, hdrSize, kindSwitch)

@@ -143,3 +143,83 @@ func TestBlockedKernelChainReused(t *testing.T) {
 		}
 	})
 }
+
+// TestSwitchIns: with Options.SwitchIns each switch program records the
+// traced thread's switches onto a CPU: after each switch away a switch
+// in of the same thread, a sleep's no sooner than the sleep's end, on
+// the CPU its next switch away leaves (a running thread does not move)
+// and before that, and one for each sleep.
+func TestSwitchIns(t *testing.T) {
+	testutil.NeedRoot(t)
+	for _, o := range []Options{
+		{Switches: true, SwitchIns: true, BlockingChainsOnly: true, StackBytes: 256, RingBytes: 1 << 20},
+		{Switches: true, SwitchIns: true, StackBytes: 256, RingBytes: 1 << 20},
+	} {
+		name := "all-chains"
+		if o.BlockingChainsOnly {
+			name = "blocking-chains"
+		}
+		t.Run(name, func(t *testing.T) {
+			threadStates(t, func(t *testing.T, hash bool) {
+				o.threadHash = hash
+				tr, tid := traceSelf(t, o)
+				defer tr.Close()
+				const n = 20
+				for i := 0; i < n; i++ {
+					ts := unix.NsecToTimespec(int64(time.Millisecond))
+					_ = unix.Nanosleep(&ts, nil)
+				}
+				tr.Remove(uint32(os.Getpid()))
+				runtime.UnlockOSThread()
+				var evs []Event
+				err := tr.Drain(func(ev *Event) {
+					if ev.TID == tid {
+						if ev.PID != uint32(os.Getpid()) {
+							t.Errorf("a record of thread %d in process %d, want %d", ev.TID, ev.PID, os.Getpid())
+						}
+						evs = append(evs, *ev)
+					}
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				ins, outs, asleep := 0, 0, 0
+				for i, ev := range evs {
+					if !ev.SwitchIn {
+						if ev.Switch {
+							outs++
+						}
+						continue
+					}
+					ins++
+					if ev.Switch || ev.Waking || ev.Exit {
+						t.Fatalf("a switch-in of another kind too: %+v", ev)
+					}
+					if i == 0 {
+						// It ran from Add on: its first switch is away.
+						t.Errorf("the thread's first record is a switch-in: %+v", ev)
+						continue
+					}
+					prev := evs[i-1]
+					if !prev.Switch || prev.Time > ev.Time {
+						t.Errorf("switch-in at %d after %+v, want after a switch away", ev.Time, prev)
+					}
+					if SwitchState(prev.Nr) == 1 {
+						asleep++
+						if ev.Time-prev.Time < uint64(time.Millisecond) {
+							t.Errorf("switched in %v after it went to sleep for 1ms", time.Duration(ev.Time-prev.Time))
+						}
+					}
+					if i+1 < len(evs) && evs[i+1].Switch {
+						if next := evs[i+1]; next.CPU != ev.CPU || next.Time <= ev.Time {
+							t.Errorf("switched in on CPU %d at %d, away from CPU %d at %d", ev.CPU, ev.Time, next.CPU, next.Time)
+						}
+					}
+				}
+				if asleep < n-2 || outs-ins > 1 || ins-outs > 1 {
+					t.Errorf("%d switches in (%d after a sleep), %d away, for %d sleeps", ins, asleep, outs, n)
+				}
+			})
+		})
+	}
+}

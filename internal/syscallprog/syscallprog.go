@@ -79,10 +79,11 @@ import (
 
 // Record kinds.
 const (
-	kindEnter  = 1
-	kindExit   = 2
-	kindSwitch = 3
-	kindWaking = 4
+	kindEnter    = 1
+	kindExit     = 2
+	kindSwitch   = 3
+	kindWaking   = 4
+	kindSwitchIn = 5
 )
 
 // Layout of the records the program writes (little-endian).
@@ -153,6 +154,12 @@ type Options struct {
 	// NoStack), and with its kernel chain only when the thread blocked
 	// (blockingSwitchProgram).
 	BlockingChainsOnly bool
+	// SwitchIns, with Switches, records each time a traced thread is
+	// switched onto a CPU too (Event.SwitchIn), stamped where the switch
+	// program runs: at the kernel's pick of the thread, before the context
+	// switch, as the kernel's own account of its run time (schedstat)
+	// starts there (switchInRecord).
+	SwitchIns bool
 	// Syscalls records system call entries and exits.
 	Syscalls bool
 	// Wakeups records each wake-up of a traced thread made outside the
@@ -219,6 +226,7 @@ type Event struct {
 	Exit       bool
 	Switch     bool // a switch away: Nr is preempt << 32 | prev_state | exit_state
 	Waking     bool // a wake-up of thread PID/TID (Options.Wakeups): Nr is the waker's pid_tgid, 0 when not traced
+	SwitchIn   bool // thread PID/TID is switched onto CPU (Options.SwitchIns)
 	CPU        uint32
 	PID, TID   uint32
 	Time       uint64
@@ -362,10 +370,14 @@ func New(o Options) (*Tracer, error) {
 		progs = append(progs, prog{"sys_enter", enterProgram(m, o.KernelStacks, copyBytes, ringBytes)},
 			prog{"sys_exit", exitProgram(m, o.KernelStacks)})
 	}
+	var in *switchIns
+	if o.SwitchIns {
+		in = &switchIns{tgidOff: offs[1], pidOff: offs[2]}
+	}
 	if o.Switches && o.BlockingChainsOnly && !o.Syscalls {
-		progs = append(progs, prog{"sched_switch", blockingSwitchProgram(m, offs[0])})
+		progs = append(progs, prog{"sched_switch", blockingSwitchProgram(m, offs[0], in)})
 	} else if o.Switches {
-		progs = append(progs, prog{"sched_switch", switchProgram(m, copyBytes, ringBytes, offs[0], o.Syscalls)})
+		progs = append(progs, prog{"sched_switch", switchProgram(m, copyBytes, ringBytes, offs[0], o.Syscalls, in)})
 	}
 	if o.Wakeups && o.WakerStacks {
 		progs = append(progs, prog{"sched_waking", wakerStacksProgram(m, offs[1], offs[2], offs[3], copyBytes, ringBytes)})
@@ -453,7 +465,7 @@ func (t *Tracer) Drain(fn func(*Event)) error {
 		le := binary.LittleEndian
 		pt := le.Uint64(b[offPidTgid:])
 		kind := le.Uint32(b[offKind:])
-		ev = Event{Exit: kind == kindExit, Switch: kind == kindSwitch, Waking: kind == kindWaking, CPU: le.Uint32(b[offCPU:]),
+		ev = Event{Exit: kind == kindExit, Switch: kind == kindSwitch, Waking: kind == kindWaking, SwitchIn: kind == kindSwitchIn, CPU: le.Uint32(b[offCPU:]),
 			PID: uint32(pt >> 32), TID: uint32(pt), Time: le.Uint64(b[offTime:]), Nr: le.Uint64(b[offNr:])}
 		ev.KernStack = int64(le.Uint64(b[offKStack:]))
 		if !ev.Exit && len(b) >= hdrSize {
@@ -1167,6 +1179,13 @@ func copySize(b *bpfasm.Builder, copyBytes, ringBytes int, m fds) {
 // reserve emits: rRec = a record of size bytes in the ring (size < 0: the
 // size at sizeSlot), or count it lost and return.
 func reserve(b *bpfasm.Builder, m fds, size int32, kind int64) {
+	reserveOr(b, m, size, kind, "")
+}
+
+// reserveOr is reserve, but for a record the ring has no room for it
+// jumps to label fail (after counting it lost) instead of returning; ""
+// returns.
+func reserveOr(b *bpfasm.Builder, m fds, size int32, kind int64, fail string) {
 	reserved, out := b.NewLabel("reserved"), b.NewLabel("out")
 	b.Emit(asm.LoadMapPtr(asm.R1, m.ring))
 	if size < 0 {
@@ -1186,7 +1205,13 @@ func reserve(b *bpfasm.Builder, m fds, size int32, kind int64) {
 		asm.Mov.Imm(asm.R1, 1),
 		asm.StoreXAdd(asm.R0, asm.R1, asm.DWord),
 		asm.Mov.Imm(asm.R0, 0).WithSymbol(out),
-		asm.Return(),
+	)
+	if fail != "" {
+		b.Emit(asm.Ja.Label(fail))
+	} else {
+		b.Emit(asm.Return())
+	}
+	b.Emit(
 		asm.Mov.Reg(rRec, asm.R0).WithSymbol(reserved),
 		asm.StoreImm(rRec, offKind, kind, asm.Word),
 		asm.StoreMem(rRec, offPidTgid, rPT, asm.DWord),
@@ -1220,13 +1245,78 @@ func readReg(b *bpfasm.Builder, at int16, field int32, direct bool) {
 }
 
 func submit(b *bpfasm.Builder) {
+	submitOn(b)
+	b.Emit(
+		asm.Mov.Imm(asm.R0, 0),
+		asm.Return(),
+	)
+}
+
+// submitOn emits the record's submission, the program going on after it.
+func submitOn(b *bpfasm.Builder) {
 	b.Emit(
 		asm.Mov.Reg(asm.R1, rRec),
 		asm.Mov.Imm(asm.R2, 1), // BPF_RB_NO_WAKEUP: the recorder polls
 		asm.FnRingbufSubmit.Call(),
-		asm.Mov.Imm(asm.R0, 0),
-		asm.Return(),
 	)
+}
+
+// switchIns places the fields of struct task_struct a switch program
+// reads of the thread it switches to (Options.SwitchIns).
+type switchIns struct{ tgidOff, pidOff int32 }
+
+// switchInRecord emits, first in a switch program (R1 its context):
+// when next's process is traced, a record of kind kindSwitchIn, next's
+// pid_tgid as the record's. The sched_switch tracepoint is hit after the
+// scheduler picked next and before the context switch, where the kernel
+// starts next's run time (sched_info_arrive), so the stamp is the pick's;
+// perf's switch records are written once the switch is done, microseconds
+// later on a busy machine, and each was a record more (in and out) at
+// every switch of a traced thread. Every switch of the machine pays two
+// kernel reads and a lookup in the follow set for next; those of the
+// traced threads a record of 48 bytes. R1 is the context again after it.
+func switchInRecord(b *bpfasm.Builder, m fds, in *switchIns) {
+	if in == nil {
+		return
+	}
+	const slotTGID, slotTID = -16, -24
+	done := b.NewLabel("si_done")
+	b.Emit(
+		asm.Mov.Reg(rCtx, asm.R1),
+		storeImm64(asm.RFP, slotTGID, 0),
+		storeImm64(asm.RFP, slotTID, 0),
+	)
+	read := func(slot int16, off int32) {
+		b.Emit(
+			asm.Mov.Reg(asm.R1, asm.RFP),
+			asm.Add.Imm(asm.R1, int32(slot)),
+			asm.Mov.Imm(asm.R2, 4),
+			asm.LoadMem(asm.R3, rCtx, 16, asm.DWord), // ctx->args[2]: next
+			asm.Add.Imm(asm.R3, off),
+			asm.FnProbeReadKernel.Call(),
+			asm.JNE.Imm(asm.R0, 0, done),
+		)
+	}
+	read(slotTGID, in.tgidOff)
+	b.Lookup(m.tgids, slotTGID)
+	b.Emit(asm.JEq.Imm(asm.R0, 0, done))
+	read(slotTID, in.pidOff)
+	b.Emit(
+		asm.LoadMem(rPT, asm.RFP, slotTGID, asm.Word),
+		asm.LSh.Imm(rPT, 32),
+		asm.LoadMem(asm.R1, asm.RFP, slotTID, asm.Word),
+		asm.Or.Reg(rPT, asm.R1),
+		storeImm64(asm.RFP, timeSlot, 0),
+	)
+	reserveOr(b, m, exitSize, kindSwitchIn, done)
+	b.Emit(
+		storeImm64(rRec, offNr, 0),
+		storeImm64(rRec, offUStack, -1),
+		storeImm64(rRec, offKStack, -1),
+	)
+	submitOn(b)
+	b.Mark(done)
+	b.Emit(asm.Mov.Reg(asm.R1, rCtx))
 }
 
 // enterProgram: sys_enter(regs, id).
@@ -1365,10 +1455,11 @@ func SwitchState(nr uint64) uint64 {
 // copy) refers to the call's user chain; inside one left out (by the limit,
 // or outside a window), the record has no chains, but for a preemption
 // within its thread's budget (leftOut).
-func switchProgram(m fds, copyBytes, ringBytes int, exitStateOff int32, inCall bool) asm.Instructions {
+func switchProgram(m fds, copyBytes, ringBytes int, exitStateOff int32, inCall bool, in *switchIns) asm.Instructions {
 	m.walker = walkSwitch
 	const slotNr, slotIP = -48, -56 // the call and IP, read before the record is reserved
 	var b bpfasm.Builder
+	switchInRecord(&b, m, in)
 	traced(&b, m, false)
 	stale(&b, m)
 	b.Emit(

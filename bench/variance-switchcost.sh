@@ -13,7 +13,11 @@
 # what --sched added to plain's. plain's own figure includes the probes on
 # main's callee handle(), called once a round.
 #
-#   bench/variance-switchcost.sh [-r RUNS] [-n ROUNDS] [CULPRIT...]
+# -f runs switchpair's threads SCHED_FIFO (priority 10): on a machine other
+# jobs load, their threads then do not share its CPU (the figures above
+# moved by a factor of two between runs at load 25 without it).
+#
+#   bench/variance-switchcost.sh [-r RUNS] [-n ROUNDS] [-f] [CULPRIT...]
 #
 # Each CULPRIT (default: built from this tree) is a --sched configuration
 # of its own, to compare builds; plain runs the first. Needs root.
@@ -21,11 +25,13 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 runs=3
 rounds=100000
-while getopts "r:n:" opt; do
+fifo=
+while getopts "r:n:f" opt; do
 	case $opt in
 	r) runs=$OPTARG ;;
 	n) rounds=$OPTARG ;;
-	*) echo "usage: bench/variance-switchcost.sh [-r RUNS] [-n ROUNDS] [CULPRIT...]" >&2; exit 2 ;;
+	f) fifo=10 ;;
+	*) echo "usage: bench/variance-switchcost.sh [-r RUNS] [-n ROUNDS] [-f] [CULPRIT...]" >&2; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -40,10 +46,10 @@ fi
 # one CULPRIT [FLAG]: prints switchpair's CPU ns per round. (culprit exits
 # non-zero: one interval of main is too few for a variance.)
 one() {
-	SWITCHPAIR_CPU=0 taskset -c 1 "$1" variance ${2:+"$2"} --start main --rounds 1 --trap-budget 0 -o "$tmp/v.rec" -- "$tmp/switchpair" "$rounds" >"$tmp/out" 2>&1 || true
+	SWITCHPAIR_CPU=0 SWITCHPAIR_FIFO=$fifo taskset -c 1 "$1" variance ${2:+"$2"} --start main --rounds 1 --trap-budget 0 -o "$tmp/v.rec" -- "$tmp/switchpair" "$rounds" >"$tmp/out" 2>&1 || true
 	awk '/^switchpair / { print $5 }' "$tmp/out"
 }
-echo "switchpair $rounds rounds on CPU 0, culprit on CPU 1; $runs runs; $(date -u +%FT%TZ)"
+echo "switchpair $rounds rounds on CPU 0${fifo:+ (SCHED_FIFO $fifo)}, culprit on CPU 1; $runs runs; $(date -u +%FT%TZ)"
 for ((r = 1; r <= runs; r++)); do
 	load=$(cut -d' ' -f1 /proc/loadavg)
 	p=$(one "${bins[0]}")

@@ -4,7 +4,11 @@
  * other thread. Prints its own CPU time per round (getrusage: the
  * threads' time, with what the kernel's hooks and BPF programs cost them)
  * and its wall time per round. A load for the cost per context switch of
- * culprit variance --sched (bench/variance-switchcost.sh).
+ * culprit variance --sched (bench/variance-switchcost.sh). With
+ * SWITCHPAIR_FIFO=PRIO both threads run SCHED_FIFO at PRIO: on a busy
+ * machine no other task's thread takes their CPU from them then (but for
+ * the kernel's RT throttling, 5% of each second), so that its CPU time per
+ * round is not inflated by other tasks' turns on it.
  *
  *   switchpair N */
 #define _GNU_SOURCE
@@ -34,6 +38,14 @@ int main(int argc, char **argv) {
 	CPU_ZERO(&set);
 	CPU_SET(cpu ? atoi(cpu) : 0, &set);
 	if (sched_setaffinity(0, sizeof set, &set) != 0) return 1;
+	const char *fifo = getenv("SWITCHPAIR_FIFO");
+	if (fifo && *fifo) {
+		struct sched_param sp = {.sched_priority = atoi(fifo)};
+		if (sched_setscheduler(0, SCHED_FIFO, &sp) != 0) {
+			perror("switchpair: SCHED_FIFO");
+			return 1;
+		}
+	}
 	if (pipe(a) || pipe(b)) return 1;
 	struct timespec t0, t1;
 	pthread_t t;

@@ -16,7 +16,10 @@
 # order. The report is each run's ratio, its median, the servers' CPU time
 # per get and the machine's load.
 #
-#   bench/variance-side.sh [-r RUNS] [-d SECONDS] [-c CULPRIT] [-x 'FLAGS'] [-P] [-s]
+#   bench/variance-side.sh [-o OUT] [-r RUNS] [-d SECONDS] [-c CULPRIT] [-x 'FLAGS'] [-P] [-s]
+#
+# -o is bench/variance.sh's OUT, where it built memcached (default
+# bench/out/variance).
 #
 # -s compares variance --sched with plain variance instead: the first
 # server runs under culprit variance --start drive_machine --rounds 1
@@ -45,15 +48,16 @@ extra=()
 control=
 pin=
 sched=
-while getopts "r:d:c:x:Ps" opt; do
+while getopts "o:r:d:c:x:Ps" opt; do
 	case $opt in
+	o) out=$OPTARG ;;
 	r) runs=$OPTARG ;;
 	d) secs=$OPTARG ;;
 	c) culprit=$OPTARG ;;
 	x) read -r -a extra <<<"$OPTARG" ;;
 	P) pin=1 ;;
 	s) sched=1 ;;
-	*) echo "usage: bench/variance-side.sh [-r RUNS] [-d SECONDS] [-c CULPRIT] [-x 'FLAGS'] [-P] [-s]" >&2; exit 2 ;;
+	*) echo "usage: bench/variance-side.sh [-o OUT] [-r RUNS] [-d SECONDS] [-c CULPRIT] [-x 'FLAGS'] [-P] [-s]" >&2; exit 2 ;;
 	esac
 done
 mc=$out/memcached/memcached

@@ -38,8 +38,8 @@ func main() {
 		info, err := p.Info()
 		if err == nil && strings.HasPrefix(info.Name, prefix) {
 			if st, err := p.Stats(); err == nil {
-				fmt.Printf("%s: %d runs, %v in all, %v per run\n", info.Name, st.RunCount, st.Runtime,
-					st.Runtime/time.Duration(max(st.RunCount, 1)))
+				fmt.Printf("%s: %d runs, %v in all, %v per run, %d not run (recursion)\n", info.Name, st.RunCount, st.Runtime,
+					st.Runtime/time.Duration(max(st.RunCount, 1)), st.RecursionMisses)
 			}
 		}
 		p.Close()

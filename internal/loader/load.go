@@ -1017,6 +1017,14 @@ func (l *loader) userFrames(pid uint32, sp *space, addr uint64, isReturn bool) [
 		return ids
 	}
 	m, ok := sp.find(look)
+	if !ok && isReturn {
+		// A return address one past the end of every mapping's code:
+		// the first byte of the [uprobes] page, where the kernel put its
+		// return trampoline in place of a traced call's return address.
+		if m, ok := sp.find(addr); ok && m.path == profile.UprobesObject {
+			return []int32{l.intern(profile.Frame{Function: profile.Uretprobe, Object: m.path, Offset: addr - m.start + m.pgoff})}
+		}
+	}
 	if !ok {
 		if f, ok := l.namedSymbol(pid, look); ok {
 			return []int32{l.intern(f)}

@@ -15,6 +15,18 @@ import (
 // Unknown names a sample whose stack is empty, and an object that is not known.
 const Unknown = "[unknown]"
 
+// UprobesObject is the Object of frames in the page the kernel maps into a
+// process with uprobes: the return probes' trampoline, then the slots
+// where probed instructions run out of line.
+const UprobesObject = "[uprobes]"
+
+// Uretprobe is the Function of a return address that is the return
+// probes' trampoline: a return probe armed on a call in flight put the
+// trampoline's address in place of the call's return address (the frame
+// of the function that made the call), and nothing in the sample says
+// which function that was. The frames after it are the unwinder's.
+const Uretprobe = "[uretprobe]"
+
 // KernelObject is the Object of core kernel frames.
 const KernelObject = "[kernel.kallsyms]"
 

@@ -72,7 +72,7 @@ func SampledCounts(p *profile.Profile, exe string, roots []string, probes []uint
 	for i, f := range p.Frames {
 		in[int32(i)] = !f.Kernel && filepath.Base(f.Object) == base
 		isRoot[int32(i)] = in[int32(i)] && slices.Contains(roots, f.Function)
-		isTrap[int32(i)] = f.Kernel && TrapFrame(f.Function) || f.Object == "[uprobes]"
+		isTrap[int32(i)] = f.Kernel && TrapFrame(f.Function) || f.Object == profile.UprobesObject && f.Function != profile.Uretprobe
 		if in[int32(i)] && len(probes) > 0 {
 			k, _ := slices.BinarySearch(probes, f.Offset)
 			isAfter[int32(i)] = k > 0 && f.Offset-probes[k-1] <= trapAfter
@@ -180,7 +180,9 @@ const trapAfter = 15
 // handlers (uprobe_dispatcher, uprobe_multi_link_handler, the BPF
 // programs they run); also the uretprobe system call the return
 // trampoline makes. A user frame in the [uprobes] mapping (the trampoline,
-// or an instruction being single-stepped out of line) is a trap's too.
+// or an instruction being single-stepped out of line) is a trap's too,
+// but not a return address there (profile.Uretprobe): that is a traced
+// call in flight whose return probe is armed, not a trap being handled.
 func TrapFrame(fn string) bool {
 	for _, s := range []string{"int3", "exc_debug", "uprobe", "uretprobe", "handle_swbp", "handle_singlestep", "handle_trampoline", "bpf_prog_"} {
 		if strings.Contains(fn, s) {

@@ -58,7 +58,8 @@ func TestSampledShares(t *testing.T) {
 // In a traced run, a sample taken in a uprobe's trap (the kernel's
 // breakpoint, single-step or uretprobe path, the handlers' BPF program,
 // or a user frame in the [uprobes] mapping) is the probes' cost: not the
-// program's time, counted apart.
+// program's time, counted apart. A return address that is the return
+// probes' trampoline is not a trap: the sample is the program's.
 func TestSampledCountsTraps(t *testing.T) {
 	p := &profile.Profile{
 		Frames: []profile.Frame{
@@ -71,6 +72,7 @@ func TestSampledCountsTraps(t *testing.T) {
 			{Function: "", Object: "[uprobes]"},                             // 6
 			{Function: "do_page_fault", Kernel: true},                       // 7
 			{Function: "leaf", Object: "/bin/prog"},                         // 8
+			{Function: "[uretprobe]", Object: "[uprobes]"},                  // 9
 		},
 		Stacks: [][]int32{
 			{1, 2, 0}, // single step of work's first instruction
@@ -80,16 +82,17 @@ func TestSampledCountsTraps(t *testing.T) {
 			{6, 0},    // the displaced instruction, out of line
 			{7, 0},    // a page fault in work: work's
 			{8, 0},    // leaf
+			{8, 9},    // leaf, inside a traced call whose return probe is armed: leaf's
 		},
 	}
-	for st, n := range []int{5, 4, 3, 2, 1, 6, 9} {
+	for st, n := range []int{5, 4, 3, 2, 1, 6, 9, 7} {
 		for range n {
 			p.Samples = append(p.Samples, profile.Sample{Stack: int32(st), Event: recording.EventCPU})
 		}
 	}
 	counts, total, traps := SampledCounts(p, "prog", nil, nil, nil)
-	if total != 15 || traps != 15 || counts["work"] != 6 || counts["leaf"] != 9 || len(counts) != 2 {
-		t.Errorf("counts %v, %d counted, %d in traps; want work 6, leaf 9, 15 counted and 15 in traps", counts, total, traps)
+	if total != 22 || traps != 15 || counts["work"] != 6 || counts["leaf"] != 16 || len(counts) != 2 {
+		t.Errorf("counts %v, %d counted, %d in traps; want work 6, leaf 16, 22 counted and 15 in traps", counts, total, traps)
 	}
 	for _, fn := range []string{"handle_swbp", "uprobe_notify_resume", "do_int3_user", "arch_uretprobe_hijack_return_addr"} {
 		if !TrapFrame(fn) {

@@ -1,6 +1,8 @@
 package e2e
 
 import (
+	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -111,5 +113,66 @@ func sampleStacks(t *testing.T, build string, flags, args []string, spin bool) {
 	// of samples at 9999 Hz in the breakpoint's kernel code.
 	if !spin && entryTraps < 10 {
 		t.Errorf("%d samples inside traced calls in the breakpoint's exception (%d inside traced calls, %d not unwound), want hundreds:\n%.3000s", entryTraps, inTraced, single, folded)
+	}
+}
+
+// TestTraceAttachedSampleStacks traces the nested calls of tracestack in a
+// running process (-p) for a while and checks that no CPU sample kept in
+// the trace has an unknown frame or the return probes' trampoline
+// ([uretprobe]) in place of a caller: the samples end before the probes
+// are removed, since a call entered while they are being removed can have
+// its return probe armed and no record to give its return address back.
+// Every sample inside a traced call, outside the probes' own page, reaches
+// main.
+func TestTraceAttachedSampleStacks(t *testing.T) {
+	testutil.NeedRoot(t)
+	for _, v := range []struct{ name, flag string }{
+		{"fp", "-fno-omit-frame-pointer"},
+		{"cfi", "-fomit-frame-pointer"},
+	} {
+		t.Run(v.name, func(t *testing.T) {
+			bin := testutil.C(t, "tracestack", []string{"tracestack.c"}, "-O2", "-g", v.flag)
+			target := exec.Command(bin, "3", "3000000", "1000000")
+			if err := target.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() { target.Process.Kill(); target.Wait() }()
+			out := rec(t)
+			mustRun(t, "trace", "-f", "outer", "-f", "rec", "-f", "work", "-p", strconv.Itoa(target.Process.Pid), "--duration", "2s", "-o", out)
+			folded := mustRun(t, "export", "--format", "folded", "-o", "-", out)
+			inWork := 0
+			for _, l := range strings.Split(strings.TrimSpace(folded), "\n") {
+				i := strings.LastIndexByte(l, ' ')
+				n, err := strconv.Atoi(l[i+1:])
+				if i < 0 || err != nil {
+					t.Fatalf("bad folded line %q", l)
+				}
+				var user []string
+				for _, f := range strings.Split(l[:i], ";")[1:] { // the first is the command
+					if !strings.HasSuffix(f, "_[k]") {
+						user = append(user, f)
+					}
+				}
+				stack := strings.Join(user, ";")
+				if strings.Contains(stack, "[unknown]") || strings.Contains(stack, "[uretprobe]") {
+					t.Errorf("%d samples with an unknown or trampoline frame: %s", n, l)
+				}
+				traced := slices.ContainsFunc(user, func(f string) bool { return f == "outer" || f == "rec" || f == "work" })
+				if !traced || strings.HasPrefix(user[len(user)-1], "[uprobes]") {
+					continue
+				}
+				if !strings.Contains(stack+";", "main;outer;") {
+					t.Errorf("%d samples inside a traced call do not reach main: %s", n, l)
+				}
+				if strings.HasSuffix(stack, ";work") {
+					inWork += n
+				}
+			}
+			// work spins on the CPU most of the 2 s: hundreds of
+			// samples at 999 Hz, on a busy machine too.
+			if inWork < 50 {
+				t.Errorf("%d samples in work, want hundreds:\n%.3000s", inWork, folded)
+			}
+		})
 	}
 }

@@ -678,6 +678,11 @@ func (s *session) drain(wait time.Duration) {
 // finish detaches, drains what is left, closes calls still open and ends
 // the recording.
 func (s *session) finish(exitCode int) (Result, error) {
+	// The CPU samples end before the probes are removed: a call entered
+	// while they are being removed can have its return probe armed (its
+	// trampoline on the stack) and no record, so a sample then could
+	// not be given its callers.
+	s.closeCPU()
 	start := time.Now()
 	s.t.Detach()
 	s.res.Detach = time.Since(start)
@@ -703,7 +708,6 @@ func (s *session) finish(exitCode int) (Result, error) {
 			s.win.rate, s.o.TrapBudget, n, s.res.Off.Round(time.Millisecond), spent, float64(spent)/run.Seconds(), 100*set.Seconds()/run.Seconds()))
 	}
 	s.drain(0)
-	s.closeCPU()
 	s.t.Leftovers(monotonic(), s.record)
 	samples := s.keepCPU()
 	var events, eventsLost uint64

@@ -590,13 +590,13 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 			// values lie outside its normal range is the more direct
 			// evidence than one in another mix of its usual values
 			// (docs/vprof.md, "A different mix of the usual values").
-			if withinRange(a.localise(a.vars[best], chosen[best])) {
+			if withinRange(a.localise(a.vars[best], chosen[best], -1)) {
 				var outside []int32
 				for _, vi := range anomalous {
 					if vi == best || chosen[vi].dims[dims[vi]].Discount > chosen[best].dims[dims[best]].Discount {
 						continue
 					}
-					if !withinRange(a.localise(a.vars[vi], chosen[vi])) {
+					if !withinRange(a.localise(a.vars[vi], chosen[vi], -1)) {
 						outside = append(outside, vi)
 					}
 				}
@@ -610,7 +610,7 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 			vr.Dimension = c.dims[c.chosen].Dimension
 			vr.Discount = c.dims[c.chosen].Discount
 			vr.Anomalous = true
-			vr.Anomaly = a.localise(v, c)
+			vr.Anomaly = a.localise(v, c, f)
 			fr.Var = &vr
 			fr.Variable = vr.Name
 			fr.Dimension = vr.Dimension

@@ -1063,3 +1063,57 @@ func TestRangeLongerThanHanded(t *testing.T) {
 		}
 	}
 }
+
+// A global read in several functions gives each of them the lines where it
+// was read while charged to it, not every line it was read at: worker's
+// lines are worker's, dispatch_2's its call site, in both methods. The
+// variable's own anomaly places each sample once, in its innermost frame.
+func TestGlobalLinesPerFunction(t *testing.T) {
+	fx := newFixture(t)
+	mk := func(buggy bool) *profile.Profile {
+		r := fx.create(t, "lines.rec")
+		g := r.variable("g_state", "#global", "long", "cond", false)
+		off, work := int64(0), 200
+		if buggy {
+			off, work = 1000, 900
+		}
+		for i := 0; i < work; i++ {
+			r.tick(1, []string{"worker", "dispatch_2", "main"}, 0, val{g, 0, off + int64(i%50)}, val{g, 1, off + int64(i%50)})
+		}
+		for i := 0; i < 300; i++ {
+			r.tick(1, []string{"dispatch_1", "main"}, 0, val{g, 0, off + int64(i%50)})
+		}
+		return r.done()
+	}
+	normal, buggy := mk(false), mk(true)
+	for _, o := range []Options{paperOptions(), DefaultOptions()} {
+		res := analyzeWith(t, o, []*profile.Profile{normal}, []*profile.Profile{buggy})
+		want := map[string]int{"worker": 900, "dispatch_2": 900, "dispatch_1": 300}
+		for name, n := range want {
+			f := res.fn(t, name)
+			if f.Variable != "g_state" {
+				t.Errorf("%s: %s: evidence from %q, want g_state", o.Method, name, f.Variable)
+				continue
+			}
+			total := 0
+			for _, l := range f.Lines {
+				total += l.Samples
+				if l.Function != name {
+					t.Errorf("%s: %s has a line of %s: %+v", o.Method, name, l.Function, l)
+				}
+			}
+			if total != n {
+				t.Errorf("%s: %s's lines hold %d samples, want its own %d: %+v", o.Method, name, total, n, f.Lines)
+			}
+		}
+		if o.method() == MethodVprof {
+			in := map[string]int{}
+			for _, l := range res.variable(t, "g_state").Anomaly.Lines {
+				in[l.Function] += l.Samples
+			}
+			if len(in) != 2 || in["worker"] != 900 || in["dispatch_1"] != 300 {
+				t.Errorf("g_state's anomaly places its samples %v, want worker 900, dispatch_1 300", in)
+			}
+		}
+	}
+}

@@ -8,10 +8,26 @@ import (
 )
 
 // placeCount is a number of buggy samples read at one source line and
-// basic block (indexes into Analyzer.locs and Analyzer.blocks, −1 unknown).
+// basic block (indexes into Analyzer.locs and Analyzer.blocks, −1 unknown)
+// and charged to one function (index into Analyzer.funcs): n samples, and
+// extra reads of samples counted at another place (a global read in
+// several frames of one sample is one sample of its distributions, read
+// in each of those frames' functions).
 type placeCount struct {
 	loc, block int32
-	n          int
+	fn         int32
+	n, extra   int
+}
+
+// place is a line or a block (index into Analyzer.locs or Analyzer.blocks)
+// where a variable was read while charged to function fn: a global is
+// charged to the function of each PC it was read at, and each of those
+// functions is localised to its own places, not to every place the global
+// was read at. extra marks the reads of a sample counted elsewhere: they
+// place it in their function, not in the variable's own count.
+type place struct {
+	fn, i int32
+	extra bool
 }
 
 // where is where a variable's buggy samples fall against the normal range
@@ -19,12 +35,12 @@ type placeCount struct {
 // outside were read.
 type where struct {
 	considered, outside int
-	at                  map[int32]int // line → samples outside
-	inBlock             map[int32]int // basic block → samples outside
+	at                  map[place]int // line → samples outside
+	inBlock             map[place]int // basic block → samples outside
 	// The same for the buggy samples inside the normal range whose values
 	// are over-represented in the buggy runs (mixBins).
 	over                int
-	overAt, overInBlock map[int32]int
+	overAt, overInBlock map[place]int
 }
 
 func (w *where) count(outside, over bool, p placeCount) {
@@ -33,22 +49,33 @@ func (w *where) count(outside, over bool, p placeCount) {
 		if over {
 			w.over += p.n
 			if w.overAt == nil {
-				w.overAt, w.overInBlock = map[int32]int{}, map[int32]int{}
+				w.overAt, w.overInBlock = map[place]int{}, map[place]int{}
 			}
-			w.overAt[p.loc] += p.n
-			if p.block >= 0 {
-				w.overInBlock[p.block] += p.n
-			}
+			p.addTo(w.overAt, w.overInBlock)
 		}
 		return
 	}
 	w.outside += p.n
 	if w.at == nil {
-		w.at, w.inBlock = map[int32]int{}, map[int32]int{}
+		w.at, w.inBlock = map[place]int{}, map[place]int{}
 	}
-	w.at[p.loc] += p.n
-	if p.block >= 0 {
-		w.inBlock[p.block] += p.n
+	p.addTo(w.at, w.inBlock)
+}
+
+// addTo adds p's samples and extra reads to the counts of its line and
+// block.
+func (p placeCount) addTo(at, inBlock map[place]int) {
+	for _, k := range [2]struct {
+		n     int
+		extra bool
+	}{{p.n, false}, {p.extra, true}} {
+		if k.n == 0 {
+			continue
+		}
+		at[place{p.fn, p.loc, k.extra}] += k.n
+		if p.block >= 0 {
+			inBlock[place{p.fn, p.block, k.extra}] += k.n
+		}
 	}
 }
 
@@ -119,6 +146,18 @@ func newMixBins(normal []float64, buggy *nums) mixBins {
 		}
 	}
 	return m
+}
+
+// place adds p to the places of the current run of equal values.
+func (st *stState) place(p placeCount) {
+	for i := range st.in {
+		if q := &st.in[i]; q.loc == p.loc && q.block == p.block && q.fn == p.fn {
+			q.n += p.n
+			q.extra += p.extra
+			return
+		}
+	}
+	st.in = append(st.in, p)
 }
 
 // dimensions are the dimensions of variable.where, in its order.
@@ -193,7 +232,7 @@ func (a *Analyzer) locate() error {
 	}
 	for _, r := range a.buggy {
 		w := newWalker(r.srcVar, len(a.vars))
-		places := map[int32]placeCount{} // frame → line, block
+		places := map[int32]placeCount{} // frame → line, block, function of the PC
 		closeRun := func(vi int32, st *stState, length int) {
 			wh, o, m := &a.vars[vi].where[2], ranges[vi][2], &mixes[vi][2]
 			for _, p := range st.in {
@@ -206,39 +245,51 @@ func (a *Analyzer) locate() error {
 			if vi < 0 {
 				return true
 			}
-			st := w.state(vi, v)
-			if st == nil {
-				return true
-			}
+			st := w.thread(vi, v)
 			va := a.vars[vi]
-			s := st.next(v, va.src.Pointer)
-			pl := placeCount{loc: -1, block: -1, n: 1}
+			pl := placeCount{loc: -1, block: -1, fn: a.fn(profile.Unknown, profile.Unknown), n: 1}
 			if fi := v.FrameIndex(); fi >= 0 {
 				var ok bool
 				if pl, ok = places[fi]; !ok {
 					fr := r.p.FrameAt(fi)
-					pl = placeCount{loc: a.loc(fr), block: a.block(fr), n: 1}
+					pl = placeCount{loc: a.loc(fr), block: a.block(fr), fn: a.fn(fr.Name(), fr.Object), n: 1}
 					places[fi] = pl
 				}
 			}
+			if !va.src.Global {
+				// A local is charged to its own function, wherever
+				// (in which inlined callee) it was read.
+				pl.fn = va.owner
+			}
+			if st.has && st.time == v.Time {
+				// Read again in another frame of the same sample: the
+				// same sample, placed in this frame's function too.
+				pl.n, pl.extra = 0, 1
+				for d, seen := range st.seen {
+					if seen.counted {
+						va.where[d].count(seen.outside, seen.over, pl)
+					}
+				}
+				st.place(pl)
+				return true
+			}
+			s := st.next(v, va.src.Pointer)
 			x := math.NaN() // a value not kept (NaN, a pointer's)
 			if s.kept {
 				x = s.x
 			}
-			va.where[0].count(ranges[vi][0].outside(x), mixes[vi][0].overRepresented(x), pl)
+			st.seen[0].outside, st.seen[0].over = ranges[vi][0].outside(x), mixes[vi][0].overRepresented(x)
+			st.seen[0].counted = true
+			va.where[0].count(st.seen[0].outside, st.seen[0].over, pl)
+			st.seen[1].counted = s.hasDelta
 			if s.hasDelta {
-				va.where[1].count(ranges[vi][1].outside(s.delta), mixes[vi][1].overRepresented(s.delta), pl)
+				st.seen[1].outside, st.seen[1].over = ranges[vi][1].outside(s.delta), mixes[vi][1].overRepresented(s.delta)
+				va.where[1].count(st.seen[1].outside, st.seen[1].over, pl)
 			}
 			if s.close {
 				closeRun(vi, st, s.closed)
 			}
-			for i := range st.in {
-				if st.in[i].loc == pl.loc && st.in[i].block == pl.block {
-					st.in[i].n++
-					return true
-				}
-			}
-			st.in = append(st.in, pl)
+			st.place(pl)
 			return true
 		})
 		if err != nil {

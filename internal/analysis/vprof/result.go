@@ -509,10 +509,11 @@ func (a *Analyzer) Result() (*Result, error) {
 				fr.Dimension = DimDefault
 			}
 			if vr.Anomaly == nil {
-				vr.Anomaly = a.localise(v, comps[best])
+				vr.Anomaly = a.localise(v, comps[best], -1)
 			}
 			if vr.Anomalous {
-				fr.Lines, fr.Blocks = vr.Anomaly.Lines, vr.Anomaly.Blocks
+				own := a.localise(v, comps[best], f)
+				fr.Lines, fr.Blocks = own.Lines, own.Blocks
 			}
 			basic := false
 			for _, i := range vars {
@@ -723,8 +724,10 @@ func (a *Analyzer) history(f int32, ranks []map[int32]int) History {
 // localise compares a variable's normal and buggy samples in the dimension
 // that set its discount: the normal range (pooled over the normal runs), the
 // buggy samples outside it (beyond 5% of the bound's magnitude, as vProf's
-// code) and the lines they were read at.
-func (a *Analyzer) localise(v *variable, c comparison) *Anomaly {
+// code) and the lines they were read at: with fn ≥ 0 only those read while
+// charged to function fn (a global read in several functions gives each
+// its own lines), else all of them.
+func (a *Analyzer) localise(v *variable, c comparison, fn int32) *Anomaly {
 	d := c.dims[c.chosen].Dimension
 	var normal []float64
 	for _, s := range v.normal {
@@ -756,9 +759,12 @@ func (a *Analyzer) localise(v *variable, c comparison) *Anomaly {
 		an.Over, at, inBlock = wh.over, wh.overAt, wh.overInBlock
 	}
 	for b, n := range inBlock {
-		bl := a.blocks[b]
+		if (fn >= 0 && b.fn != fn) || (fn < 0 && b.extra) {
+			continue
+		}
+		bl := a.blocks[b.i]
 		bl.Samples = n
-		an.Blocks = append(an.Blocks, bl)
+		an.Blocks = mergeBlock(an.Blocks, bl)
 	}
 	sort.Slice(an.Blocks, func(i, j int) bool {
 		x, y := an.Blocks[i], an.Blocks[j]
@@ -774,11 +780,14 @@ func (a *Analyzer) localise(v *variable, c comparison) *Anomaly {
 		an.Blocks = an.Blocks[:20]
 	}
 	for l, n := range at {
-		line := Line{Function: "[unknown]", Samples: n}
-		if l >= 0 {
-			line = Line{File: a.locs[l].file, Line: a.locs[l].line, Function: a.locs[l].function, Samples: n}
+		if (fn >= 0 && l.fn != fn) || (fn < 0 && l.extra) {
+			continue
 		}
-		an.Lines = append(an.Lines, line)
+		line := Line{Function: "[unknown]", Samples: n}
+		if l.i >= 0 {
+			line = Line{File: a.locs[l.i].file, Line: a.locs[l.i].line, Function: a.locs[l.i].function, Samples: n}
+		}
+		an.Lines = mergeLine(an.Lines, line)
 	}
 	sort.Slice(an.Lines, func(i, j int) bool {
 		x, y := an.Lines[i], an.Lines[j]
@@ -794,6 +803,29 @@ func (a *Analyzer) localise(v *variable, c comparison) *Anomaly {
 		an.Lines = an.Lines[:20]
 	}
 	return an
+}
+
+// mergeLine adds l to ls, or its samples to the same line already there
+// (read while charged to different functions).
+func mergeLine(ls []Line, l Line) []Line {
+	for i := range ls {
+		if ls[i].File == l.File && ls[i].Line == l.Line && ls[i].Function == l.Function {
+			ls[i].Samples += l.Samples
+			return ls
+		}
+	}
+	return append(ls, l)
+}
+
+// mergeBlock is mergeLine for basic blocks.
+func mergeBlock(bs []Block, b Block) []Block {
+	for i := range bs {
+		if bs[i].Object == b.Object && bs[i].Start == b.Start {
+			bs[i].Samples += b.Samples
+			return bs
+		}
+	}
+	return append(bs, b)
 }
 
 // median returns the median of xs (the lower middle element for an even

@@ -242,8 +242,12 @@ type stState struct {
 	run   int // length of the current run of equal values
 	has   bool
 	// in: while localising, where the samples of the current run were
-	// read.
-	in []placeCount
+	// read; seen: how the sample of the current tick compared with the
+	// normal range in the value and delta dimensions (outside it, or
+	// over-represented in it), for the same variable read again in other
+	// frames of that tick.
+	in   []placeCount
+	seen [2]struct{ counted, outside, over bool }
 }
 
 // step is what one sample of a variable adds to its series.
@@ -314,6 +318,15 @@ func (w *walker) variable(v *profile.Value) int32 {
 // frames of one sample counts once). Few threads per variable: a linear
 // search beats a map.
 func (w *walker) state(vi int32, v *profile.Value) *stState {
+	st := w.thread(vi, v)
+	if st.has && st.time == v.Time {
+		return nil
+	}
+	return st
+}
+
+// thread returns the state of variable vi in v's thread, made when new.
+func (w *walker) thread(vi int32, v *profile.Value) *stState {
 	var st *stState
 	for j, tid := range w.tids[vi] {
 		if tid == v.TID {
@@ -325,9 +338,6 @@ func (w *walker) state(vi int32, v *profile.Value) *stState {
 		w.tids[vi] = append(w.tids[vi], v.TID)
 		w.states[vi] = append(w.states[vi], stState{})
 		st = &w.states[vi][len(w.states[vi])-1]
-	}
-	if st.has && st.time == v.Time {
-		return nil
 	}
 	return st
 }

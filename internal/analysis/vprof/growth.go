@@ -409,6 +409,11 @@ func (a *Analyzer) classify(v *variable, c comparison) (varClass, int) {
 	if d.unsampled() {
 		return classNewPath, c.chosen
 	}
+	if identity(v.src.Type) {
+		// It names which file, device, process or user, not how much:
+		// it differs between any two runs, whatever their inputs.
+		return classNormal, c.chosen
+	}
 	if constant(v) {
 		// One value in every sample of both kinds of run: its durations are
 		// the lengths of the runs, nothing the program did.
@@ -451,6 +456,31 @@ func (a *Analyzer) classify(v *variable, c comparison) (varClass, int) {
 		return classSlower, c.chosen
 	}
 	return classAnomaly, best
+}
+
+// identityTypes are the C library's types whose values name an object
+// rather than measure anything: an inode, a device, a process, thread,
+// user or group, an IPC key, a clock or timer. Two runs get other ones
+// whatever their inputs (a file written anew has another inode, a process
+// another pid), so their differences are neither inputs nor anomalies
+// (docs/vprof.md, "Identities are not inputs").
+var identityTypes = map[string]bool{
+	"ino_t": true, "ino64_t": true, "dev_t": true, "pid_t": true, "uid_t": true, "gid_t": true,
+	"id_t": true, "key_t": true, "clockid_t": true, "timer_t": true, "pthread_t": true,
+}
+
+// identity says whether a variable of type typ (as the schema names it:
+// DWARF's type name, qualifiers and the C library's leading underscores
+// aside) holds an identity (identityTypes).
+func identity(typ string) bool {
+	for {
+		t := strings.TrimPrefix(strings.TrimPrefix(typ, "const "), "volatile ")
+		if t == typ {
+			break
+		}
+		typ = t
+	}
+	return identityTypes[strings.TrimLeft(typ, "_")]
 }
 
 // constant says whether every sample of v, normal and buggy, holds one

@@ -2,6 +2,7 @@ package vprof
 
 import (
 	"math"
+	"slices"
 	"strings"
 	"testing"
 
@@ -1114,6 +1115,50 @@ func TestGlobalLinesPerFunction(t *testing.T) {
 			if len(in) != 2 || in["worker"] != 900 || in["dispatch_1"] != 300 {
 				t.Errorf("g_state's anomaly places its samples %v, want worker 900, dispatch_1 300", in)
 			}
+		}
+	}
+}
+
+// Identities (an inode, a pid) differ between any two runs: not inputs that
+// differ, not anomalies; a size read from the same struct stays an input.
+func TestIdentityNotInput(t *testing.T) {
+	fx := newFixture(t)
+	mk := func(buggy bool) *profile.Profile {
+		r := fx.create(t, "identity.rec")
+		ino := r.variable("istat.st_ino", "#global", "__ino_t", "none", false)
+		size := r.variable("istat.st_size", "#global", "__off_t", "none", false)
+		child := r.variable("child", "worker", "pid_t", "cond", false)
+		inode, sz, pid, work := int64(886357), int64(6_000_000), int64(4000), 200
+		if buggy {
+			inode, sz, pid, work = 885605, 500_000, 91000, 900
+		}
+		for i := 0; i < work; i++ {
+			r.tick(1, []string{"worker", "dispatch_2", "main"}, 0, val{child, 0, pid + int64(i%7)}, val{ino, 0, inode}, val{size, 0, sz})
+		}
+		for i := 0; i < 300; i++ {
+			r.tick(1, []string{"dispatch_1", "main"}, 0, val{ino, 0, inode}, val{size, 0, sz})
+		}
+		return r.done()
+	}
+	res := analyzeWith(t, DefaultOptions(), []*profile.Profile{mk(false)}, []*profile.Profile{mk(true)})
+	var names []string
+	for _, in := range res.Inputs {
+		names = append(names, in.Name)
+	}
+	if !slices.Equal(names, []string{"istat.st_size"}) {
+		t.Errorf("inputs that differ %v, want istat.st_size only", names)
+	}
+	if w := res.fn(t, "worker"); w.Variable == "child" || w.Variable == "istat.st_ino" {
+		t.Errorf("worker's evidence is the identity %q (%s)", w.Variable, w.Evidence)
+	}
+	for _, typ := range []string{"__pid_t", "const uid_t", "volatile __dev_t", "pthread_t"} {
+		if !identity(typ) {
+			t.Errorf("%q is not an identity", typ)
+		}
+	}
+	for _, typ := range []string{"__off_t", "size_t", "time_t", "long", "pid_t *"} {
+		if identity(typ) {
+			t.Errorf("%q is an identity", typ)
 		}
 	}
 }

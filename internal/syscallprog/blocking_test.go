@@ -183,7 +183,14 @@ func TestSwitchIns(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				ins, outs, asleep := 0, 0, 0
+				// A 1 ms sleep's timer is armed before the switch away is
+				// stamped, so its switch-in comes a few µs under 1 ms
+				// after it at the soonest; and the Go runtime's own waits
+				// and signals (asynchronous preemption ends a sleep with
+				// EINTR) add shorter sleeps. A switch-in stamped for the
+				// thread leaving the CPU would come right after every
+				// switch away: at least n sleeps must last the 1 ms.
+				ins, outs, asleep, slept := 0, 0, 0, 0
 				for i, ev := range evs {
 					if !ev.SwitchIn {
 						if ev.Switch {
@@ -206,8 +213,8 @@ func TestSwitchIns(t *testing.T) {
 					}
 					if SwitchState(prev.Nr) == 1 {
 						asleep++
-						if ev.Time-prev.Time < uint64(time.Millisecond) {
-							t.Errorf("switched in %v after it went to sleep for 1ms", time.Duration(ev.Time-prev.Time))
+						if ev.Time-prev.Time >= uint64(900*time.Microsecond) {
+							slept++
 						}
 					}
 					if i+1 < len(evs) && evs[i+1].Switch {
@@ -216,8 +223,8 @@ func TestSwitchIns(t *testing.T) {
 						}
 					}
 				}
-				if asleep < n-2 || outs-ins > 1 || ins-outs > 1 {
-					t.Errorf("%d switches in (%d after a sleep), %d away, for %d sleeps", ins, asleep, outs, n)
+				if slept < n || outs-ins > 1 || ins-outs > 1 {
+					t.Errorf("%d switches in (%d after a sleep, %d of them 0.9 ms or more after it), %d away, for %d sleeps of 1 ms", ins, asleep, slept, outs, n)
 				}
 			})
 		})

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # culprit variance on a real server, and what it costs.
 #
-# memcached 1.6.18 from Debian's source package (memcached=1.6.18-1+deb12u1,
+# memcached 1.6.18 from Debian's source package (memcached=1.6.18-1+deb12u1, or 1.6.18-1 where the mirror lists only that,
 # Debian's patches only, -g -O2), 2 worker threads, serves mcmix over
 # loopback: 2 clients, each on its own connection, sending gets one after
 # another, one in ten for a 512 KiB value and the others for a 100-byte one.
@@ -63,7 +63,7 @@ if [ ! -x "$mc/memcached" ]; then
 	. "$root/bench/bugs/debsrc.sh"
 	dpkg -s libevent-dev >/dev/null 2>&1 || apt-get install -y -qq libevent-dev >/dev/null
 	mkdir -p "$mc"
-	debsrc_fetch memcached 1.6.18-1+deb12u1 "$mc" /dev/null
+	debsrc_fetch memcached "1.6.18-1+deb12u1|1.6.18-1" "$mc" /dev/null
 	(cd "$mc/src" && ./configure --disable-sasl --disable-extstore --disable-coverage && make -j"$(nproc)" memcached) >"$mc/build.log" 2>&1 || {
 		tail -n 30 "$mc/build.log" >&2
 		exit 1

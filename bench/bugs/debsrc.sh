@@ -1,6 +1,6 @@
 # debsrc.sh: helpers sourced by the build.sh of the Debian cases of the bug corpus.
 #
-# debsrc_fetch PKG VERSION DIR fetches the pinned Debian source package into DIR
+# debsrc_fetch PKG VERSIONS DIR fetches the pinned Debian source package into DIR
 # (apt-get source, Debian's own patches applied) and applies the case's
 # regression.patch once. A deb-src entry for this machine's release is added
 # when apt has none. Needs dpkg-dev (dpkg-source) and network access to the
@@ -29,18 +29,28 @@ SRC
 	apt-get update -qq
 }
 
-# debsrc_fetch PKG VERSION WORKDIR PATCH: leaves the patched tree in WORKDIR/src.
+# debsrc_fetch PKG VERSIONS WORKDIR PATCH: leaves the patched tree in
+# WORKDIR/src. VERSIONS is one version or several separated by '|', tried in
+# order: a mirror's index keeps only the newest revisions of a release, so a
+# case pins the revisions its patch is known to apply to.
 debsrc_fetch() {
-	pkg=$1 version=$2 work=$3 patch=$4
+	pkg=$1 versions=$2 work=$3 patch=$4
 	if [ -f "$work/src/.regression-applied" ]; then
 		return 0
 	fi
 	debsrc_ensure_src "$pkg"
 	rm -rf "$work/dl" "$work/src"
 	mkdir -p "$work/dl"
-	if ! (cd "$work/dl" && apt-get source -qq "$pkg=$version" >apt-source.log 2>&1); then
+	version=
+	for v in $(echo "$versions" | tr '|' ' '); do
+		if (cd "$work/dl" && apt-get source -qq "$pkg=$v" >apt-source.log 2>&1); then
+			version=$v
+			break
+		fi
+	done
+	if [ -z "$version" ]; then
 		cat "$work/dl/apt-source.log" >&2
-		echo "debsrc: cannot fetch the source of $pkg=$version (is the version still in the Debian index? apt-cache showsrc $pkg)" >&2
+		echo "debsrc: cannot fetch the source of $pkg at $versions (are these versions still in the Debian index? apt-cache showsrc $pkg)" >&2
 		return 1
 	fi
 	tree=$(find "$work/dl" -mindepth 1 -maxdepth 1 -type d | head -n 1)

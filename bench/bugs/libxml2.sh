@@ -11,7 +11,7 @@ libxml2_configure() {
 }
 
 # libxml2_build OUTDIR PATCH builds xmllint from Debian's libxml2
-# 2.9.14+dfsg-1.3~deb12u4 with PATCH (the case's regression) applied, into
+# 2.9.14+dfsg-1.3~deb12u4 (or ~deb12u6, to which the patches apply too, where the mirror lists only that) with PATCH (the case's regression) applied, into
 # OUTDIR; returns at once when OUTDIR already holds it.
 libxml2_build() {
 	out=$1
@@ -20,7 +20,7 @@ libxml2_build() {
 	fi
 	. "$(dirname "$2")/../debsrc.sh"
 	mkdir -p "$out"
-	debsrc_fetch libxml2 2.9.14+dfsg-1.3~deb12u4 "$out" "$2"
+	debsrc_fetch libxml2 "2.9.14+dfsg-1.3~deb12u4|2.9.14+dfsg-1.3~deb12u6" "$out" "$2"
 	(
 		cd "$out/src"
 		libxml2_configure

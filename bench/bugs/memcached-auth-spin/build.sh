@@ -1,5 +1,5 @@
 #!/bin/sh
-# build.sh OUTDIR: memcached from Debian's memcached 1.6.18-1+deb12u1 with the
+# build.sh OUTDIR: memcached from Debian's memcached 1.6.18-1+deb12u1 (or 1.6.18-1) with the
 # ASCII-auth busy loop restored, and the case's load generator.
 set -eu
 [ $# -eq 1 ] || { echo "usage: build.sh OUTDIR" >&2; exit 2; }
@@ -13,7 +13,7 @@ if ! dpkg -s libevent-dev >/dev/null 2>&1; then
 	apt-get install -y -qq libevent-dev >/dev/null
 fi
 mkdir -p "$out"
-debsrc_fetch memcached 1.6.18-1+deb12u1 "$out" "$here/regression.patch"
+debsrc_fetch memcached "1.6.18-1+deb12u1|1.6.18-1" "$out" "$here/regression.patch"
 (
 	cd "$out/src"
 	# -O2 -g are the project's default CFLAGS.

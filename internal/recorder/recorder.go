@@ -432,8 +432,9 @@ type session struct {
 	sysBuf    []byte     // the stack copies of the drain's records
 	sysEvents []sysEvent // the drain's records
 	sysStacks map[int64][]uint64
-	sysLast   uint64 // time of the last record the program's ring kept
-	sysLost   uint64 // records it dropped, as reported so far
+	sysTops   map[uint32]threadTop // by thread: the top set in the system call program (eventTop)
+	sysLast   uint64               // time of the last record the program's ring kept
+	sysLost   uint64               // records it dropped, as reported so far
 	// sysLimit and sysBurst: the system calls per second a thread records
 	// beyond a burst (Options.SyscallLimit), 0 when every call is.
 	sysLimit, sysBurst int
@@ -1094,37 +1095,46 @@ func (s *session) userChain(r *perf.Sample) (user []uint64, truncated bool) {
 // unwindUser is userChain that, with learn, learns the thread's stack top
 // from the unwind (learnTop; sized: the copy ended at the thread's top).
 func (s *session) unwindUser(r *perf.Sample, learn, sized bool) (user []uint64, truncated bool) {
-	user = r.User
-	if len(r.Regs) == perf.NumRegs {
-		regs := toDWARF(r.Regs)
-		sp := s.spaces[r.PID]
-		if sp == nil {
-			sp = s.refreshSpace(r.PID)
-		}
-		res := s.objs.In(sp)
-		cfi, stop, need := unwind.UnwindReach(s.pcs, regs, unwind.StackCopy{SP: r.StackSP, Data: r.Stack}, &res, 256)
-		s.pcs = cfi // reused: Merge copies
-		if learn && s.learnTop(r.TID, r.StackSP, stop, need, sized) {
-			// The sized copy ended below what the thread's outermost
-			// frames need: its outer callers are missing.
-			truncated = true
-		}
-		user = unwind.Merge(cfi, r.User, stop == unwind.Complete)
-		// In dwarf mode the copy is the only source of callers; in fp mode
-		// the frame-pointer chain goes on wherever the copy ends inside
-		// frames that keep rbp, so only a cut in frameless code loses
-		// some, or a copy that ended inside a frame keeping rbp, short of
-		// main's, where the chain did not lead (frameless code below it
-		// used rbp for its own data): the chain then adds nothing to the
-		// copy's frames.
-		switch {
-		case s.o.CallGraph == CallGraphDWARF && stop != unwind.Complete, stop == unwind.Cut:
-			truncated = true
-		case stop == unwind.Stopped && need.Over && !need.InMain && len(user) <= len(cfi):
-			truncated = true
-		}
+	user, truncated, stop, need := s.unwindChain(r)
+	if learn && len(r.Regs) == perf.NumRegs && s.learnTop(r.TID, r.StackSP, stop, need, sized) {
+		// The sized copy ended below what the thread's outermost
+		// frames need: its outer callers are missing.
+		truncated = true
 	}
 	return user, truncated
+}
+
+// unwindChain is userChain that also says how the unwind of the copy
+// ended and what of it the unwind needed.
+func (s *session) unwindChain(r *perf.Sample) (user []uint64, truncated bool, stop unwind.Stop, need unwind.Need) {
+	user = r.User
+	if len(r.Regs) != perf.NumRegs {
+		return user, false, unwind.Stopped, need
+	}
+	regs := toDWARF(r.Regs)
+	sp := s.spaces[r.PID]
+	if sp == nil {
+		sp = s.refreshSpace(r.PID)
+	}
+	res := s.objs.In(sp)
+	var cfi []uint64
+	cfi, stop, need = unwind.UnwindReach(s.pcs, regs, unwind.StackCopy{SP: r.StackSP, Data: r.Stack}, &res, 256)
+	s.pcs = cfi // reused: Merge copies
+	user = unwind.Merge(cfi, r.User, stop == unwind.Complete)
+	// In dwarf mode the copy is the only source of callers; in fp mode
+	// the frame-pointer chain goes on wherever the copy ends inside
+	// frames that keep rbp, so only a cut in frameless code loses
+	// some, or a copy that ended inside a frame keeping rbp, short of
+	// main's, where the chain did not lead (frameless code below it
+	// used rbp for its own data): the chain then adds nothing to the
+	// copy's frames.
+	switch {
+	case s.o.CallGraph == CallGraphDWARF && stop != unwind.Complete, stop == unwind.Cut:
+		truncated = true
+	case stop == unwind.Stopped && need.Over && !need.InMain && len(user) <= len(cfi):
+		truncated = true
+	}
+	return user, truncated, stop, need
 }
 
 // write1 writes a sample whose user chain is complete, with the program

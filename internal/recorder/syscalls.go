@@ -9,6 +9,7 @@ import (
 	"github.com/culprit-dev/culprit/internal/perf"
 	"github.com/culprit-dev/culprit/internal/recording"
 	"github.com/culprit-dev/culprit/internal/syscallprog"
+	"github.com/culprit-dev/culprit/internal/unwind"
 )
 
 // System call and context switch events through a BPF program
@@ -79,7 +80,7 @@ func (s *session) syscallsViaBPF() {
 		StackBytes: min(s.o.StackBytes, sysCopyBytes), RingBytes: s.o.sysRingBytes(len(s.cpus)), Follow: s.follow,
 		Limit: s.o.SyscallLimit, LimitBurst: s.o.SyscallBurst,
 		WindowOn: s.o.SyscallWindowOn, WindowPeriod: s.o.SyscallWindowPeriod, WindowAbove: s.o.SyscallWindowAbove,
-		BlockingChainsOnly: s.o.blockingChainsOnly}
+		BlockingChainsOnly: s.o.blockingChainsOnly, StackTops: s.o.StackBytes > 0}
 	for i := range s.kinds {
 		k := &s.kinds[i]
 		switch k.event {
@@ -128,6 +129,9 @@ func (s *session) syscallsViaBPF() {
 	s.sysLast = monotonic() // nothing is lost before the program runs
 	s.pending = map[uint32]*pendingCall{}
 	s.sysStacks = map[int64][]uint64{}
+	if o.StackTops {
+		s.sysTops = map[uint32]threadTop{}
+	}
 	for _, k := range sys {
 		k.viaBPF = true
 	}
@@ -241,8 +245,65 @@ func (s *session) eventUser(e *sysEvent, pid, tid uint32, kernel []uint64) (user
 	regs := make([]uint64, perf.NumRegs)
 	regs[perf.RegIP], regs[perf.RegSP], regs[perf.RegBP] = ev.IP, ev.SP, ev.BP
 	r.Regs = regs
-	user, truncated = s.userChain(&r)
+	user, truncated, stop, need := s.unwindChain(&r)
+	if !ev.Waking {
+		s.eventTop(tid, ev.SP, ev.SP+uint64(len(r.Stack)), stop, need, truncated)
+	}
 	return user, truncated || ev.UserStack < 0
+}
+
+// Event copies sized per thread: the system call program copies
+// sysCopyBytes of stack at each entry and switch, which holds a system
+// call wrapper's frame and its callers' where the program keeps frame
+// pointers; where it keeps none (-O2 code, gzip) the frame-pointer chain
+// leads nowhere and the event's callers are those the copy's CFI unwind
+// reaches: a thread whose frames between its system calls and main are
+// larger than the copy loses them at every event. Such a thread, once an
+// event's unwind wanted more of the copy than it had (Need.Over), gets a
+// top (syscallprog's SetTop): its events copy up to it, as its CPU
+// samples do (stackTops). The top is the one its CPU samples learned
+// when they learned one, else a reach (reachOf, rounded to a page) until
+// an event's unwind of such a copy is complete and gives the real one.
+// The events of threads whose copies suffice copy as before.
+
+// eventTop learns thread tid's event top from the unwind of one of its
+// events (sp its stack pointer, end the end of its copy; stop and need,
+// as unwind.UnwindReach says; truncated: it lost callers, which only a
+// larger copy finds where the frame-pointer chain did not go on from
+// the copy's end). An event whose copy ended below the top
+// set was copied before it was set, or ended at the stack's end: it says
+// nothing about the top.
+func (s *session) eventTop(tid uint32, sp, end uint64, stop unwind.Stop, need unwind.Need, truncated bool) {
+	if s.sysTops == nil {
+		return
+	}
+	cur, has := s.sysTops[tid]
+	var t threadTop
+	switch {
+	case stop == unwind.Complete:
+		if !has || !cur.reach || need.Top == 0 {
+			return
+		}
+		t = threadTop{top: need.Top, outermost: need.Outermost}
+		if t.outermost {
+			t.top = (need.Top + topMargin + 63) &^ 63
+		}
+	case truncated && need.Over && sp != 0 && (!has || end >= cur.top):
+		t = threadTop{top: (reachOf(sp) + 4095) &^ 4095, reach: true}
+		if s.stacks != nil {
+			if c, ok := s.stacks.tops[tid]; ok && !c.reach && c.top > end {
+				t = c
+			}
+		}
+		if t.top <= end || has && t.top <= cur.top {
+			return
+		}
+	default:
+		return
+	}
+	if s.sys.SetTop(tid, t.top) == nil {
+		s.sysTops[tid] = t
+	}
 }
 
 // syscall writes the sample of a system call entry or exit.

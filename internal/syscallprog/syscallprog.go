@@ -143,6 +143,10 @@ type Options struct {
 	StackBytes int
 	// RingBytes is the output ring's size, a power of two (0: 16 MiB).
 	RingBytes int
+	// StackTops lets SetTop give a thread larger stack copies than
+	// StackBytes: from its stack pointer up to the top set, at most
+	// MaxCopy bytes (copyClasses).
+	StackTops bool
 	// Switches records each time a traced thread leaves a CPU
 	// (sched_switch), with its user and kernel call chains, the registers
 	// and the stack copy, and prev_state as Nr; with Syscalls, a switch
@@ -253,6 +257,8 @@ type Tracer struct {
 	follow                              *follow.Set
 	ownFollow                           bool // made by New, closed by Close
 	stacks, scratch, ring, lost, kcache *ebpf.Map
+	tops, topsOn                        *ebpf.Map // Options.StackTops: the threads' tops, and whether any is set
+	topsSet                             bool
 	wgen                                *ebpf.Map // the window's generation (Options.WindowOn)
 	thr                                 *ebpf.Map // per thread, whether traced and Options.Limit's state
 	threadHash                          bool      // thr is an LRU hash keyed by thread id, not task storage
@@ -337,6 +343,15 @@ func New(o Options) (*Tracer, error) {
 		return fail(err)
 	}
 	m := fds{tgids: t.follow.FD(), gen: t.follow.GenFD(), thr: t.thr.FD(), threadHash: t.threadHash, stacks: t.stacks.FD(), scratch: t.scratch.FD(), ring: t.ring.FD(), lost: t.lost.FD(), kcache: t.kcache.FD()}
+	if o.StackTops && copyBytes > 0 {
+		if t.tops, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_sctop", Type: ebpf.Hash, KeySize: 4, ValueSize: 8, MaxEntries: 1 << 14}); err != nil {
+			return fail(err)
+		}
+		if t.topsOn, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_sctopon", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}); err != nil {
+			return fail(err)
+		}
+		m.tops, m.topsOn = t.tops.FD(), t.topsOn.FD()
+	}
 	windowed := o.Syscalls && o.WindowOn > 0 && o.WindowPeriod > o.WindowOn
 	if windowed {
 		if t.wgen, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_scwin", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}); err != nil {
@@ -696,6 +711,44 @@ func (t *Tracer) SwitchesBare() uint64 { return t.count(slotBare) }
 // calls that could have reused their thread's last one (inCallKernelStack).
 func (t *Tracer) kernelWalks() uint64 { return t.count(slotKWalks) }
 
+// SetTop has the programs copy thread tid's stack from its stack pointer
+// up to top at its entries, switches and wake-ups (Options.StackTops):
+// in the smallest of copyClasses that holds it, at least the StackBytes
+// copy, none above MaxCopy (a top farther away gets the StackBytes copy).
+// A copy that faults (the top beyond the stack's mapping) ends at the
+// page boundary below instead, or else is the StackBytes copy. 0 forgets
+// the thread's top.
+func (t *Tracer) SetTop(tid uint32, top uint64) error {
+	if t.tops == nil {
+		return nil
+	}
+	if top == 0 {
+		if err := t.tops.Delete(tid); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return err
+		}
+		return nil
+	}
+	if err := t.tops.Put(tid, top); err != nil {
+		return err
+	}
+	if !t.topsSet {
+		// Until a top is set, the programs skip the hash lookup.
+		if err := t.topsOn.Put(uint32(0), uint64(1)); err != nil {
+			return err
+		}
+		t.topsSet = true
+	}
+	return nil
+}
+
+// MaxCopy is the largest stack copy SetTop gives a thread.
+const MaxCopy = 16 << 10
+
+// copyClasses are the sizes of the stack copies above Options.StackBytes
+// that a thread's top (SetTop) may ask for: a record's size is a constant
+// of the program, so a copy takes the smallest that holds it.
+var copyClasses = []int{2 << 10, 4 << 10, 8 << 10, MaxCopy}
+
 // Lost is the number of records the ring had no room for.
 func (t *Tracer) Lost() uint64 { return t.count(slotLost) }
 
@@ -735,7 +788,7 @@ func (t *Tracer) Close() {
 	if t.ownFollow {
 		t.follow.Close()
 	}
-	for _, m := range []*ebpf.Map{t.stacks, t.scratch, t.ring, t.lost, t.kcache, t.thr, t.wgen} {
+	for _, m := range []*ebpf.Map{t.stacks, t.scratch, t.ring, t.lost, t.kcache, t.thr, t.wgen, t.tops, t.topsOn} {
 		if m != nil {
 			m.Close()
 		}
@@ -751,6 +804,9 @@ type fds struct {
 	walker     int32
 	win        int  // the window generation's map (Options.WindowOn), 0: none
 	threadHash bool // thr is a hash keyed by thread id (Tracer.threadHash)
+	// tops and topsOn are the threads' stack tops and whether any is set
+	// (Options.StackTops), 0: none.
+	tops, topsOn int
 	// limited: Options.Limit is set; a thread may record one call every
 	// `every` ns, with `burst` ns of credit.
 	limited      bool
@@ -1163,9 +1219,12 @@ const sizeSlot = -32
 // copySize emits: the record's size at sizeSlot, with the stack copy while
 // the ring is at most half full, else without it: the recorder repairs
 // fewer first frames of those records but loses none while the ring can
-// still take records of a header's size.
+// still take records of a header's size. With tops (Options.StackTops),
+// a thread whose top is set copies up to it, in the smallest of
+// copyClasses that holds it (its length at wantSlot).
 func copySize(b *bpfasm.Builder, copyBytes, ringBytes int, m fds) {
 	b.Emit(
+		storeImm64(asm.RFP, wantSlot, 0),
 		asm.LoadMapPtr(asm.R1, m.ring),
 		asm.Mov.Imm(asm.R2, 0), // BPF_RB_AVAIL_DATA: bytes not yet read
 		asm.FnRingbufQuery.Call(),
@@ -1174,7 +1233,56 @@ func copySize(b *bpfasm.Builder, copyBytes, ringBytes int, m fds) {
 		asm.Mov.Imm(asm.R2, hdrSize),
 		asm.StoreMem(asm.RFP, sizeSlot, asm.R2, asm.DWord).WithSymbol("sized"),
 	)
+	if m.tops == 0 || copyBytes == 0 {
+		return
+	}
+	b.Emit(asm.JEq.Imm(asm.R2, hdrSize, "topdone"))
+	b.Emit(asm.StoreImm(asm.RFP, -8, 0, asm.Word))
+	b.Lookup(m.topsOn, -8)
+	b.Emit(
+		asm.JEq.Imm(asm.R0, 0, "topdone"),
+		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
+		asm.JEq.Imm(asm.R1, 0, "topdone"),
+		asm.StoreMem(asm.RFP, -8, rPT, asm.Word), // the thread id
+	)
+	b.Lookup(m.tops, -8)
+	b.Emit(
+		asm.JEq.Imm(asm.R0, 0, "topdone"),
+		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
+		asm.StoreMem(asm.RFP, wantSlot, asm.R1, asm.DWord),
+		asm.FnGetCurrentTaskBtf.Call(),
+		asm.Mov.Reg(asm.R1, asm.R0),
+		asm.FnTaskPtRegs.Call(),
+		asm.LoadMem(asm.R2, asm.R0, regSP, asm.DWord),
+		asm.LoadMem(asm.R1, asm.RFP, wantSlot, asm.DWord),
+		storeImm64(asm.RFP, wantSlot, 0),
+		asm.JLE.Reg(asm.R1, asm.R2, "topdone"),
+		asm.Sub.Reg(asm.R1, asm.R2),
+		asm.Add.Imm(asm.R1, 7),
+		asm.And.Imm(asm.R1, ^7),
+		asm.JLE.Imm(asm.R1, int32(copyBytes), "topdone"),
+		asm.JGT.Imm(asm.R1, MaxCopy, "topdone"),
+		asm.StoreMem(asm.RFP, wantSlot, asm.R1, asm.DWord),
+	)
+	for _, c := range copyClasses {
+		if c <= copyBytes {
+			continue
+		}
+		next := fmt.Sprintf("topnot%d", c)
+		b.Emit(
+			asm.JGT.Imm(asm.R1, int32(c), next),
+			asm.Mov.Imm(asm.R2, int32(hdrSize+c)),
+			asm.StoreMem(asm.RFP, sizeSlot, asm.R2, asm.DWord),
+			asm.Ja.Label("topdone"),
+		)
+		b.Mark(next)
+	}
+	b.Mark("topdone")
 }
+
+// wantSlot is the stack slot holding the length of a copy up to the
+// thread's top (copySize), 0: the StackBytes copy.
+const wantSlot = -72
 
 // reserve emits: rRec = a record of size bytes in the ring (size < 0: the
 // size at sizeSlot), or count it lost and return.
@@ -1395,29 +1503,71 @@ func userRegs(b *bpfasm.Builder, m fds, copyBytes int, direct bool) {
 	readReg(b, offSP, regSP, direct)
 	readReg(b, offBP, regBP, direct)
 	b.Emit(asm.Mov.Imm(asm.R1, 0), asm.StoreMem(rRec, offCopied, asm.R1, asm.DWord))
-	if copyBytes > 0 {
-		b.Emit(
-			asm.LoadMem(asm.R1, asm.RFP, sizeSlot, asm.DWord),
-			asm.JEq.Imm(asm.R1, int32(hdrSize+copyBytes), "copy"),
-			asm.StoreImm(asm.RFP, -8, slotReduced, asm.Word),
-		)
-		b.Lookup(m.lost, -8)
-		b.Emit(
-			asm.JEq.Imm(asm.R0, 0, "nocopy"),
-			asm.Mov.Imm(asm.R1, 1),
-			asm.StoreXAdd(asm.R0, asm.R1, asm.DWord),
-			asm.Ja.Label("nocopy"),
-			asm.Mov.Reg(asm.R1, rRec).WithSymbol("copy"),
-			asm.Add.Imm(asm.R1, hdrSize),
-			asm.Mov.Imm(asm.R2, int32(copyBytes)),
-			asm.LoadMem(asm.R3, rRec, offSP, asm.DWord),
-			asm.FnProbeReadUser.Call(),
-			asm.JNE.Imm(asm.R0, 0, "nocopy"),
-			asm.Mov.Imm(asm.R1, int32(copyBytes)),
-			asm.StoreMem(rRec, offCopied, asm.R1, asm.DWord),
-			asm.Mov.Imm(asm.R0, 0).WithSymbol("nocopy"),
-		)
+	if copyBytes == 0 {
+		return
 	}
+	b.Emit(
+		asm.LoadMem(asm.R1, asm.RFP, sizeSlot, asm.DWord),
+		asm.JEq.Imm(asm.R1, int32(hdrSize+copyBytes), "copy"),
+	)
+	if m.tops != 0 {
+		for _, c := range copyClasses {
+			if c > copyBytes {
+				b.Emit(asm.JEq.Imm(asm.R1, int32(hdrSize+c), fmt.Sprintf("copy%d", c)))
+			}
+		}
+	}
+	b.Emit(asm.StoreImm(asm.RFP, -8, slotReduced, asm.Word))
+	b.Lookup(m.lost, -8)
+	b.Emit(
+		asm.JEq.Imm(asm.R0, 0, "nocopy"),
+		asm.Mov.Imm(asm.R1, 1),
+		asm.StoreXAdd(asm.R0, asm.R1, asm.DWord),
+		asm.Ja.Label("nocopy"),
+	)
+	if m.tops != 0 {
+		// A copy up to the thread's top: wantSlot bytes, or when that
+		// faults (the top beyond the stack's mapping) up to a lower page
+		// boundary, or else the StackBytes copy.
+		for _, c := range copyClasses {
+			if c <= copyBytes {
+				continue
+			}
+			b.Emit(asm.LoadMem(asm.R2, asm.RFP, wantSlot, asm.DWord).WithSymbol(fmt.Sprintf("copy%d", c)))
+			for try := 0; try <= c/4096; try++ {
+				b.Emit(
+					asm.JSLE.Imm(asm.R2, int32(copyBytes), "copy"),
+					asm.JGT.Imm(asm.R2, int32(c), "copy"),
+					asm.Mov.Reg(asm.R1, rRec),
+					asm.Add.Imm(asm.R1, hdrSize),
+					asm.LoadMem(asm.R3, rRec, offSP, asm.DWord),
+					asm.FnProbeReadUser.Call(),
+					asm.JEq.Imm(asm.R0, 0, "copied"),
+					asm.LoadMem(asm.R1, rRec, offSP, asm.DWord),
+					asm.LoadMem(asm.R2, asm.RFP, wantSlot, asm.DWord),
+					asm.Add.Reg(asm.R2, asm.R1),
+					asm.Add.Imm(asm.R2, -1),
+					asm.And.Imm(asm.R2, ^4095),
+					asm.Sub.Reg(asm.R2, asm.R1),
+					asm.StoreMem(asm.RFP, wantSlot, asm.R2, asm.DWord),
+				)
+			}
+			b.Emit(asm.Ja.Label("copy"))
+		}
+	}
+	b.Emit(
+		asm.Mov.Reg(asm.R1, rRec).WithSymbol("copy"),
+		asm.Add.Imm(asm.R1, hdrSize),
+		asm.Mov.Imm(asm.R2, int32(copyBytes)),
+		asm.LoadMem(asm.R3, rRec, offSP, asm.DWord),
+		asm.FnProbeReadUser.Call(),
+		asm.JNE.Imm(asm.R0, 0, "nocopy"),
+		asm.Mov.Imm(asm.R1, int32(copyBytes)),
+		asm.StoreMem(asm.RFP, wantSlot, asm.R1, asm.DWord),
+		asm.LoadMem(asm.R1, asm.RFP, wantSlot, asm.DWord).WithSymbol("copied"),
+		asm.StoreMem(rRec, offCopied, asm.R1, asm.DWord),
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("nocopy"),
+	)
 }
 
 // SwitchState is what the sched_switch tracepoint reports as prev_state

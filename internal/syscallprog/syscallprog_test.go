@@ -149,6 +149,67 @@ func TestCopiesLessBeforeDropping(t *testing.T) {
 	}
 }
 
+// TestCopiesUpToTheTop: with StackTops, a thread whose top is set copies
+// its stack at each entry from the stack pointer up to the top (in a
+// record of the smallest class that holds it; up to the page boundary
+// below it where the memory beyond is not present: this goroutine's stack
+// has the heap above it), the StackBytes copy when
+// the top lies more than MaxCopy above, or below, the stack pointer, and
+// again once the top is forgotten; the records are whole and none lost.
+func TestCopiesUpToTheTop(t *testing.T) {
+	testutil.NeedRoot(t)
+	tr, tid := traceSelf(t, Options{Syscalls: true, StackBytes: 1024, StackTops: true, RingBytes: 4 << 20})
+	defer tr.Close()
+	defer runtime.UnlockOSThread()
+	// calls makes 10 calls and returns each entry's stack pointer and
+	// the end of its copy.
+	type entry struct{ sp, end uint64 }
+	calls := func() (es []entry) {
+		for i := 0; i < 10; i++ {
+			unix.Getppid()
+		}
+		err := tr.Drain(func(ev *Event) {
+			if ev.TID == tid && !ev.Exit && ev.Nr == unix.SYS_GETPPID {
+				es = append(es, entry{ev.SP, ev.SP + uint64(len(ev.Stack))})
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return es
+	}
+	es := calls()
+	if len(es) != 10 || slices.ContainsFunc(es, func(e entry) bool { return e.end != e.sp+1024 }) {
+		t.Fatalf("without a top: copies %v, want 1024 bytes each", es)
+	}
+	sp := es[0].sp
+	for _, above := range []uint64{3000, 9000, MaxCopy, MaxCopy + 4096, 512, 0} {
+		top := uint64(0)
+		if above > 0 {
+			top = (sp + above) &^ 7
+		}
+		if err := tr.SetTop(tid, top); err != nil {
+			t.Fatal(err)
+		}
+		es := calls()
+		for _, e := range es {
+			want := e.sp + 1024
+			if top > e.sp+1024 && top-e.sp <= MaxCopy {
+				want = top
+			}
+			if e.end != want && (want == e.sp+1024 || e.end%4096 != 0 || e.end > want || e.end <= e.sp+1024) {
+				t.Errorf("top %d bytes above the first stack pointer: a copy from %#x ends at %#x, want %#x", above, e.sp, e.end, want)
+			}
+		}
+		if len(es) != 10 {
+			t.Errorf("top %d bytes above: %d entries, want 10", above, len(es))
+		}
+	}
+	if l, r := tr.Lost(), tr.Reduced(); l != 0 || r != 0 {
+		t.Errorf("%d records lost, %d without their copy", l, r)
+	}
+}
+
 // TestRecordsOwnSwitches traces this process's switches away: each of a
 // known number of sleeps on one thread leaves the CPU asleep
 // (interruptible), with both call chains and the user registers; with

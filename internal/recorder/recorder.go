@@ -1075,11 +1075,15 @@ func (s *session) sample(r *perf.Sample, k *eventKind) {
 		// -1): which thread it was is no longer known.
 		return
 	}
-	learn, sized := false, false
+	learn, sized, missing := false, false, false
 	if s.stacks != nil && k.event == recording.EventCPU && len(r.Regs) == perf.NumRegs {
 		learn, sized = s.stackCopyFor(r)
+		missing = !learn
 	}
 	user, truncated := s.unwindUser(r, learn, sized)
+	// Without its copy a sample has only the kernel's frame-pointer
+	// chain, which leads nowhere from code keeping no frame pointer.
+	truncated = truncated || missing
 	if truncated {
 		s.res.Truncated++
 	}

@@ -242,29 +242,42 @@ func (s *session) snapshotFor(r *perf.Sample) *sampleprog.Snapshot {
 	if s.snap == nil {
 		return nil
 	}
-	return matchRecord(s.snap.pending, r, s.o.Frequency)
+	return matchRecord(s.snap.pending, r, s.o.Frequency, 0)
 }
 
 // matchRecord takes the record of sample r from pending, the records by
-// CPU, oldest first; nil when there is none.
-func matchRecord(pending map[uint32][]*sampleprog.Snapshot, r *perf.Sample, frequency int) *sampleprog.Snapshot {
+// CPU, oldest first; nil when there is none. sp, when not 0, is the
+// sample's user stack pointer, which its record has too.
+func matchRecord(pending map[uint32][]*sampleprog.Snapshot, r *perf.Sample, frequency int, sp uint64) *sampleprog.Snapshot {
 	// The program runs in the sample's interrupt, microseconds from the
 	// moment the kernel stamps the sample (after it since Linux 6.3, which
 	// prepares the sample before running the program; before it on older
-	// kernels). A sample whose own snapshot is missing (its process not
-	// planned yet, a full ring) must not take its neighbour's.
+	// kernels), or later when the (virtual) CPU stalls in between: 658 µs
+	// seen at load 30. A sample whose own snapshot is missing (its process
+	// not planned yet, a full ring) must not take its neighbour's: the
+	// thread's next sample on the CPU comes a period later, so a record
+	// with the sample's stack pointer is its own up to three quarters of a
+	// period away, one without it up to a quarter (at most 200 µs).
 	window := min(uint64(200*time.Microsecond), uint64(time.Second)/uint64(4*frequency))
+	if sp != 0 {
+		window = uint64(time.Second) * 3 / uint64(4*frequency)
+	}
 	q := pending[r.CPU]
 	var found *sampleprog.Snapshot
-	i := 0
-	for ; i < len(q) && q[i].Time <= r.Time+window; i++ {
-		if q[i].TID == r.TID && q[i].Time+window > r.Time {
-			found = q[i]
-			i++
-			break
+	k := 0 // the records kept: those of later samples
+	for i, c := range q {
+		switch {
+		case found == nil && c.TID == r.TID && c.Time+window > r.Time && c.Time <= r.Time+window && (sp == 0 || c.StackSP == sp):
+			found = c
+		case c.Time+window <= r.Time:
+			// Older than any sample still to come on the CPU could take.
+		default:
+			q[k] = q[i]
+			k++
 		}
 	}
-	pending[r.CPU] = append(q[:0], q[i:]...)
+	clear(q[k:])
+	pending[r.CPU] = q[:k]
 	return found
 }
 

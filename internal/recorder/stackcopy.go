@@ -134,7 +134,7 @@ func (s *session) useBPFStack() {
 // record: ok false when the record is missing; sized when the copy ended
 // at the thread's top.
 func (s *session) stackCopyFor(r *perf.Sample) (ok, sized bool) {
-	c := matchRecord(s.snap.stacks, r, s.o.Frequency)
+	c := matchRecord(s.snap.stacks, r, s.o.Frequency, r.Regs[perf.RegSP])
 	if c == nil {
 		s.stacks.missing++
 		return false, false

@@ -3,6 +3,7 @@ package recorder
 import (
 	"testing"
 
+	"github.com/culprit-dev/culprit/internal/perf"
 	"github.com/culprit-dev/culprit/internal/sampleprog"
 	"github.com/culprit-dev/culprit/internal/unwind"
 )
@@ -88,5 +89,44 @@ func TestLearnTopReach(t *testing.T) {
 	s.learnTop(tid, sp, unwind.Stopped, over, false)
 	if _, ok := s.stacks.tops[tid]; ok {
 		t.Errorf("a thread short %d times got a reach", maxShort)
+	}
+}
+
+// matchRecord pairs each sample with its own stack record: one its
+// program wrote 658 µs after the sample's stamp (a stalled virtual CPU),
+// behind another thread's, is still the sample's, the other thread's stays
+// for its own sample, and a sample whose record is missing takes neither
+// its neighbour's (a period later, or at another stack pointer) nor one of
+// another thread; records too old for any later sample are dropped.
+func TestMatchRecord(t *testing.T) {
+	const us = uint64(1000)
+	rec := func(tid uint32, at, sp uint64) *sampleprog.Snapshot {
+		return &sampleprog.Snapshot{TID: tid, Time: at, IsStack: true, StackSP: sp}
+	}
+	smp := func(tid uint32, at uint64) *perf.Sample {
+		return &perf.Sample{Header: perf.Header{TID: tid, Time: at, CPU: 1}}
+	}
+	// Thread 1 runs on CPU 1 from 1 ms on, sampled every millisecond.
+	a1, b1, a2, a3, a5 := rec(1, 1000*us+658*us, 0xa0), rec(2, 1000*us+310*us, 0xb0), rec(1, 2000*us+20*us, 0xa0), rec(1, 3000*us+5*us, 0xa8), rec(1, 5000*us+30*us, 0xa0)
+	pending := map[uint32][]*sampleprog.Snapshot{1: {rec(3, 100*us, 0xc0), b1, a1, a2, a3, a5}}
+	for _, c := range []struct {
+		s    *perf.Sample
+		sp   uint64
+		want *sampleprog.Snapshot
+	}{
+		{smp(1, 1000*us), 0xa0, a1},
+		{smp(2, 1000*us+300*us), 0xb0, b1},
+		{smp(1, 2000*us), 0xa0, a2},
+		{smp(1, 3000*us), 0xa0, nil}, // a3 is at another stack pointer
+		{smp(3, 3000*us), 0xc0, nil}, // thread 3's record is long gone
+		{smp(1, 4000*us), 0xa0, nil}, // its record is missing: a5 is the next sample's
+		{smp(1, 5000*us), 0xa0, a5},
+	} {
+		if got := matchRecord(pending, c.s, 999, c.sp); got != c.want {
+			t.Errorf("sample of %d at %d µs: record %+v, want %+v", c.s.TID, c.s.Time/us, got, c.want)
+		}
+	}
+	if q := pending[1]; len(q) != 0 {
+		t.Errorf("left pending: %d records, want none", len(q))
 	}
 }

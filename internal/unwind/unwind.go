@@ -382,7 +382,13 @@ func (u *unwinder) stepCFI(f *fde, addr uint64, prevCFA uint64) (stepResult, uin
 			}
 		case ruleUndefined:
 		case ruleOffset:
-			if v, ok := u.stack.read8(cfa + uint64(ru.off)); ok {
+			if addr := cfa + uint64(ru.off); addr < u.regs[regRSP] && u.valid&(1<<regRSP) != 0 && i != regRA {
+				// A save slot below the stack pointer: an epilogue popped
+				// it already (GCC's CFI keeps the rule until the return;
+				// compilers save callee-saved registers with push, not in
+				// the red zone), so the register holds the caller's value.
+				next[i], valid = u.regs[i], valid|(u.valid&bit)
+			} else if v, ok := u.stack.read8(addr); ok {
 				next[i], valid = v, valid|bit
 			}
 		case ruleValOffset:

@@ -58,8 +58,10 @@ func TestLaneRangeBrowser(t *testing.T) {
 	}
 	lane := `document.querySelector("#lanes svg.lane.values:not(.pending) polyline")`
 	wait(`!!` + lane)
-	// The second second selected: its first cell, then its last.
+	// The second second selected: its first cell, then its last. The
+	// lanes are redrawn in place (the same elements, not rebuilt).
 	eval(`(() => {
+		window.laneSVG = document.querySelector("#lanes svg.lane.values");
 		const svg = document.querySelector("#maps svg.heat");
 		const click = k => { const [x, y] = cellCenter(0, k); svg.dispatchEvent(new MouseEvent("click", {clientX: x, clientY: y, bubbles: true})); };
 		click(data.rows); click(2 * data.rows - 1);
@@ -77,6 +79,9 @@ func TestLaneRangeBrowser(t *testing.T) {
 	}
 	if h := got[3].(string); h != "work: n: 100 values, 1000 to 1990" {
 		t.Errorf("the range's lane is titled %q, want its 100 values, 1000 to 1990", h)
+	}
+	if !eval(`document.querySelector("#lanes svg.lane.values") === window.laneSVG && document.querySelectorAll("#lanes svg.lane").length === 1 && document.querySelectorAll("#lanes svg.lane polyline").length === 1`).(bool) {
+		t.Errorf("the range's lane is not the lane drawn before, redrawn in place with one line")
 	}
 	mu.Lock()
 	ranged := false

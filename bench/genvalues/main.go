@@ -278,6 +278,7 @@ func (g *gen) write(out string, want int, buggy bool) (int, error) {
 	t0 := g.samples[0].Time
 	span := g.samples[len(g.samples)-1].Time - t0 + 1_000_000
 	n := 0
+	var samples, last uint64 // for the End record, as the recorder writes it
 	globals := g.schema[len(g.funcs)*g.vars:]
 	for round := uint64(0); n < want; round++ {
 		for _, s := range g.samples {
@@ -289,6 +290,7 @@ func (g *gen) write(out string, want int, buggy bool) (int, error) {
 			if err := w.WriteSample(s, st.Kernel, st.User); err != nil {
 				return n, err
 			}
+			samples, last = samples+1, s.Time
 			val := func(v *variable, depth int, pc uint64) error {
 				x := g.value(v, buggy)
 				kind := recording.ValueInt
@@ -322,7 +324,7 @@ func (g *gen) write(out string, want int, buggy bool) (int, error) {
 			}
 		}
 	}
-	if err := w.Write(&recording.End{}); err != nil {
+	if err := w.Write(&recording.End{Time: last, Samples: samples}); err != nil {
 		return n, err
 	}
 	return n, w.Close()

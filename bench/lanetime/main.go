@@ -2,7 +2,10 @@
 // view costs the browser: headless Chromium (through chromedp) opens the
 // time view of a recording (with its base run), waits until every lane of
 // values is drawn, then selects ranges of cells (the first second, the
-// second, the first again); for each, the renderer's own thread time
+// second, the first again), each twice: its lanes only (how=lanes: the
+// range selected and its lanes drawn, as a click does, without the flame
+// graph of the range the click loads too, in the same renderer) and by
+// clicks on the map (how=click); for each, the renderer's own thread time
 // (Performance.getMetrics' TaskDuration in thread ticks, and its script,
 // layout and style parts) from the click until every lane of the range is
 // drawn and painted, and the wall time. The page waits for itself (no
@@ -108,16 +111,27 @@ func run(culprit, chromium string, settle time.Duration, base, rec string) error
 		return err
 	}
 	time.Sleep(settle)
-	for i, cells := range []string{"0, data.rows - 1", "data.rows, 2 * data.rows - 1", "0, data.rows - 1"} {
+	type step struct{ how, cells string }
+	var steps []step
+	for _, how := range []string{"lanes", "click"} {
+		for _, cells := range []string{"0, data.rows - 1", "data.rows, 2 * data.rows - 1", "0, data.rows - 1"} {
+			steps = append(steps, step{how, cells})
+		}
+	}
+	for i, st := range steps {
+		act := `const svg = document.querySelector("#maps svg.heat");
+			const click = k => { k = Math.min(k, data.seconds * data.rows - 1); const [x, y] = cellCenter(0, k); svg.dispatchEvent(new MouseEvent("click", {clientX: x, clientY: y, bubbles: true})); };
+			for (const k of [` + st.cells + `]) click(k);`
+		if st.how == "lanes" {
+			act = `select(` + st.cells + `); showLanes(sel);`
+		}
 		m0, err := metrics(ctx)
 		if err != nil {
 			return err
 		}
 		wall, err := chromedp.Run(ctx, chromedp.Evaluate[float64](`(() => {
 			const t0 = performance.now();
-			const svg = document.querySelector("#maps svg.heat");
-			const click = k => { k = Math.min(k, data.seconds * data.rows - 1); const [x, y] = cellCenter(0, k); svg.dispatchEvent(new MouseEvent("click", {clientX: x, clientY: y, bubbles: true})); };
-			for (const k of [`+cells+`]) click(k);
+			`+act+`
 			return (`+drawn+`)(true).then(() => performance.now() - t0);
 		})()`, chromedp.EvalAwaitPromise))
 		if err != nil {
@@ -129,8 +143,8 @@ func run(culprit, chromium string, settle time.Duration, base, rec string) error
 		}
 		d := func(k string) float64 { return (m1[k] - m0[k]) * 1000 }
 		load, _ := os.ReadFile("/proc/loadavg")
-		fmt.Printf("range=%d lanes=%d thread_ms=%.0f script_ms=%.0f layout_ms=%.0f style_ms=%.0f layouts=%.0f wall_ms=%.0f load=%s\n",
-			i+1, lanes, d("TaskDuration"), d("ScriptDuration"), d("LayoutDuration"), d("RecalcStyleDuration"), m1["LayoutCount"]-m0["LayoutCount"], wall, strings.Fields(string(load))[0])
+		fmt.Printf("how=%s range=%d lanes=%d thread_ms=%.0f script_ms=%.0f layout_ms=%.0f style_ms=%.0f layouts=%.0f wall_ms=%.0f load=%s\n",
+			st.how, i%3+1, lanes, d("TaskDuration"), d("ScriptDuration"), d("LayoutDuration"), d("RecalcStyleDuration"), m1["LayoutCount"]-m0["LayoutCount"], wall, strings.Fields(string(load))[0])
 		time.Sleep(2 * time.Second)
 	}
 	return nil

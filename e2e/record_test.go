@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"bytes"
+	"debug/elf"
 	"encoding/json"
 	"math"
 	"os"
@@ -121,6 +122,93 @@ func TestInlinedFramesAndClones(t *testing.T) {
 	lines := mustRun(t, "report", "--by", "line", out)
 	if !strings.Contains(lines, "inline.c:") {
 		t.Errorf("--by line shows no inline.c lines:\n%s", lines)
+	}
+}
+
+// GCC's partial inlining splits fill and walk (partial.c) into a head,
+// inlined into their callers, and the rest, fill.part.0 and walk.part.0,
+// which the heads call, or which GCC inlines back into inlined copies of
+// walk's head. Each call of a split function is one frame of it: no
+// fill <- fill, and walk's recursion to depth 3 is three walk frames deep,
+// each depth spinning as long.
+func TestPartialInliningOneFrame(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "partial", []string{"partial.c"}, "-O2", "-g")
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms, err := f.Symbols()
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	parts := map[string]bool{}
+	for _, s := range syms {
+		if i := strings.Index(s.Name, ".part."); i > 0 {
+			parts[s.Name[:i]] = true
+		}
+	}
+	if !parts["fill"] || !parts["walk"] {
+		t.Fatalf("gcc -O2 split no fill.part.N or walk.part.N (%v): the test needs partial inlining", parts)
+	}
+	for _, mode := range []string{"fp", "dwarf"} {
+		t.Run(mode, func(t *testing.T) {
+			out := rec(t)
+			mustRun(t, "record", "--call-graph", mode, "-o", out, "--", bin, "2000")
+			cl := callers(t, 8, out)
+			if cl.Samples < 300 {
+				t.Fatalf("only %d samples", cl.Samples)
+			}
+			var fill, fs, fm, walks float64
+			depth := map[int]float64{}
+			for _, r := range cl.Callers {
+				p := strings.Join(r.Path, " <- ")
+				if strings.Contains(p, "fill <- fill") {
+					t.Errorf("the outlined part of fill reads as a call of fill: %s (%.1f%%)", p, 100*r.Share)
+				}
+				if len(r.Path) > 0 && r.Path[0] == "fill" {
+					fill += r.Share
+					switch {
+					case strings.HasPrefix(p, "fill <- step <- main"):
+						fs += r.Share
+					case strings.HasPrefix(p, "fill <- main"):
+						fm += r.Share
+					}
+				}
+				if len(r.Path) > 0 && r.Path[0] == "walk" {
+					n := 0
+					for n < len(r.Path) && r.Path[n] == "walk" {
+						n++
+					}
+					if n < len(r.Path) && r.Path[n] != "main" {
+						t.Errorf("walk's recursion ends in %s, not main: %s", r.Path[n], p)
+					}
+					depth[n] += r.Share
+					walks += r.Share
+				}
+			}
+			t.Logf("%d samples: fill %.1f%% (<- step <- main %.1f%%, <- main %.1f%%), walk %.1f%% by depth %v",
+				cl.Samples, 100*fill, 100*fs, 100*fm, 100*walks, depth)
+			// step and main call fill as often; loose bounds for the
+			// sampling noise of a few hundred samples.
+			if fs < 0.2 || fm < 0.2 || fs+fm < fill-0.05 {
+				t.Errorf("fill <- step <- main %.3f and fill <- main %.3f of fill's %.3f\n%+v", fs, fm, fill, cl.Callers)
+			}
+			if walks < 0.1 {
+				t.Fatalf("walk has %.1f%% of the samples\n%+v", 100*walks, cl.Callers)
+			}
+			for n, s := range depth {
+				if n < 1 || n > 3 {
+					t.Errorf("walk %d frames deep on %.1f%% of the samples; it recurses 3 deep", n, 100*s)
+				}
+			}
+			for n := 1; n <= 3; n++ {
+				if depth[n] < walks/6 {
+					t.Errorf("walk %d deep has %.3f of walk's %.3f, want about a third", n, depth[n], walks)
+				}
+			}
+		})
 	}
 }
 

@@ -22,6 +22,14 @@ type FuncNode struct {
 	CallLine   int
 	CallColumn int
 
+	// Outlined is set on an inlined call that is no call: the part of its
+	// parent's function that GCC's partial inlining outlined (f.part.N)
+	// inlined back into a copy of the function's head. Its parent is the
+	// same function, and its call site is the function's declaration
+	// (file, line and column of DW_AT_decl_*), where no call of it can be
+	// written: GCC gives the call it makes to the part no place of its own.
+	Outlined bool
+
 	Children []*FuncNode // inlined calls directly within, in DIE order
 	kids     *FuncIndex  // index of Children's ranges when there are many
 }
@@ -287,10 +295,48 @@ func (w *FuncWalker) Walk(r *dwarf.Reader, root *dwarf.Entry, files []string, vi
 	for _, n := range named {
 		n.Name = FuncName(n.Offset, w.isGo, w.dieNames)
 	}
+	if !w.isGo {
+		for _, n := range funcs {
+			w.markOutlined(n, files)
+		}
+	}
 	for _, n := range funcs {
 		n.indexKids()
 	}
 	return funcs, rerr
+}
+
+// markOutlined sets Outlined on the inlined calls in n's tree that are the
+// outlined part of their parent's function (see FuncNode.Outlined).
+func (w *FuncWalker) markOutlined(n *FuncNode, files []string) {
+	for _, c := range n.Children {
+		if c.Name == n.Name && c.Name != "" && c.CallLine > 0 {
+			if d, ok := w.declOf(c.Offset); ok && d.DeclFile >= 0 && d.DeclFile < int64(len(files)) &&
+				files[d.DeclFile] == c.CallFile && d.DeclLine == int64(c.CallLine) && d.DeclColumn == int64(c.CallColumn) {
+				c.Outlined = true
+			}
+		}
+		w.markOutlined(c, files)
+	}
+}
+
+// declOf returns the naming attributes of the first DIE with a declaration
+// line among the one at off and those it completes (at most 8 deep).
+func (w *FuncWalker) declOf(off dwarf.Offset) (DIENames, bool) {
+	for range 8 {
+		d, ok := w.dieNames(off)
+		if !ok {
+			return DIENames{}, false
+		}
+		if d.DeclLine > 0 {
+			return d, true
+		}
+		if d.Ref == 0 {
+			return DIENames{}, false
+		}
+		off = d.Ref
+	}
+	return DIENames{}, false
 }
 
 // noCode tells the tags that, without a node made of them, hold no code of

@@ -64,6 +64,24 @@ func StripClones(s string) string {
 	}
 }
 
+// IsPartClone reports whether symbol names the outlined part of a function
+// that GCC's partial inlining split ("f.part.0", also "f.part.0.isra.0" or
+// "f.constprop.0.part.0"): code of f that f's head, kept in f or inlined
+// into f's callers, calls. The suffixes are read as StripClones removes them.
+func IsPartClone(symbol string) bool {
+	s := stripVersion(symbol)
+	for {
+		t := stripOneClone(s)
+		if t == s || t == "" {
+			return false
+		}
+		if w := s[len(t)+1:]; w == "part" || strings.HasPrefix(w, "part.") {
+			return true
+		}
+		s = t
+	}
+}
+
 func stripOneClone(s string) string {
 	i := strings.LastIndexByte(s, '.')
 	if i <= 0 {
@@ -140,6 +158,10 @@ type DIENames struct {
 	Name    string       // DW_AT_name
 	Linkage string       // DW_AT_linkage_name (or DW_AT_MIPS_linkage_name)
 	Ref     dwarf.Offset // DW_AT_abstract_origin, else DW_AT_specification; 0 if none
+
+	// DW_AT_decl_file (an index in the unit's file table), DW_AT_decl_line
+	// and DW_AT_decl_column; DeclLine 0 when the DIE has none.
+	DeclFile, DeclLine, DeclColumn int64
 }
 
 // NamesOf reads the naming attributes of e.
@@ -149,6 +171,11 @@ func NamesOf(e *dwarf.Entry) DIENames {
 	n.Linkage, _ = e.Val(dwarf.AttrLinkageName).(string)
 	if n.Linkage == "" {
 		n.Linkage, _ = e.Val(AttrMIPSLinkageName).(string)
+	}
+	if l, ok := e.Val(dwarf.AttrDeclLine).(int64); ok && l > 0 {
+		n.DeclLine = l
+		n.DeclFile, _ = e.Val(dwarf.AttrDeclFile).(int64)
+		n.DeclColumn, _ = e.Val(dwarf.AttrDeclColumn).(int64)
 	}
 	if o, ok := e.Val(dwarf.AttrAbstractOrigin).(dwarf.Offset); ok {
 		n.Ref = o

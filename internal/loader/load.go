@@ -252,6 +252,7 @@ type loader struct {
 	kaddrs     map[uint64]int32   // kernel address → its frame
 	uaddrs     map[uint64][]int32 // userKey → its frames, inlined ones first
 	saddrs     map[uint64][]int32 // spaceKey → the frames of the address in the space version
+	parts      map[int32]bool     // frames of the outlined part of a function, not inlined (stack)
 	// Samples are read with Stack the index of their stackKey in keys
 	// (keyIdx), resolved to frames once sorted (resolveStacks).
 	keyIdx  map[stackKey]int32
@@ -345,6 +346,7 @@ func Load(paths []string, o Options) (*profile.Profile, error) {
 		frames: map[profile.Frame]int32{},
 		kaddrs: map[uint64]int32{},
 		uaddrs: map[uint64][]int32{},
+		parts:  map[int32]bool{},
 		saddrs: map[uint64][]int32{},
 		keyIdx: map[stackKey]int32{},
 		merge:  o.Merge,
@@ -922,7 +924,11 @@ func (l *loader) stack(k stackKey, pid uint32) int32 {
 				if i > st.nkern {
 					frames = append(frames, l.tailFrames(k.space, a, inner, i > st.nkern+1)...)
 				}
-				frames = append(frames, l.userFrames(pid, k.space, a, i > st.nkern)...)
+				ids := l.userFrames(pid, k.space, a, i > st.nkern)
+				if len(ids) > 0 && len(frames) > 0 && l.partOf(frames[len(frames)-1], ids[0]) {
+					ids = ids[1:]
+				}
+				frames = append(frames, ids...)
 				inner = a
 			}
 		}
@@ -931,6 +937,25 @@ func (l *loader) stack(k stackKey, pid uint32) int32 {
 	idx := int32(len(l.p.Stacks))
 	l.p.Stacks = append(l.p.Stacks, l.carve(frames))
 	return idx
+}
+
+// partOf reports whether frame callee runs the outlined part of frame
+// caller's function, so that the two are one call of it. GCC's partial
+// inlining splits a function f into a head (often a test and an early
+// return), kept in f and inlined into f's callers, and the rest, outlined
+// into f.part.N, which the head calls: f calling f.part.N, or a caller
+// with f's head inlined calling it, is one call of f, not a recursion.
+// The caller's frame is then left out of the stack and the part's frame,
+// which holds the time and the line, stays: the caller's f sits at the
+// call of the part, which is no line of f's source a user wrote. A frame
+// that is itself a part's (f.part.N calling f.part.N directly) is a real
+// recursion and stays.
+func (l *loader) partOf(callee, caller int32) bool {
+	if !l.parts[callee] || l.parts[caller] {
+		return false
+	}
+	fc, fr := &l.p.Frames[callee], &l.p.Frames[caller]
+	return fc.Function != "" && fc.Function == fr.Function && fc.Object == fr.Object
 }
 
 // addrBlock is the size of a block of loader.addrBlocks.
@@ -1099,6 +1124,9 @@ func (l *loader) objectFrames(m mapping, off uint64) []int32 {
 		for i, sf := range frames {
 			ids = append(ids, l.intern(profile.Frame{Function: sf.Function, File: sf.File, Line: sf.Line,
 				Object: m.path, Offset: off, Inlined: i < len(frames)-1}))
+		}
+		if n := len(frames); n > 0 && symbol.IsPartClone(frames[n-1].Symbol) {
+			l.parts[ids[n-1]] = true
 		}
 	}
 	if len(ids) == 0 {

@@ -37,6 +37,7 @@ import (
 	"github.com/culprit-dev/culprit/internal/elfx"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 )
@@ -345,8 +346,19 @@ func (d *objData) lookupPC(pc uint64) (frames []Frame) {
 				}
 				frames[n-1-k] = f
 			}
-			if frames[n-1].Function == "" && hasSym {
-				frames[n-1].Function = d.clean(sym)
+			// An outlined part inlined back into its function's head
+			// is the function itself: its frame and the head's are
+			// one, at the part's line.
+			for k, del := n-1, 0; k > 0; k-- {
+				if chain[k].Outlined {
+					p := n - 1 - k - del // the part's frame; the head's is next
+					frames[p+1].File, frames[p+1].Line = frames[p].File, frames[p].Line
+					frames = slices.Delete(frames, p, p+1)
+					del++
+				}
+			}
+			if frames[len(frames)-1].Function == "" && hasSym {
+				frames[len(frames)-1].Function = d.clean(sym)
 			}
 			if frames[0].File == "" && d.pcln != nil {
 				// The pclntab's position is the innermost inlined one too.
@@ -412,3 +424,7 @@ func (d *objData) clean(sym string) string {
 // CleanName turns a raw symbol name into the source function name (see
 // elfx.CleanName, where the rule lives).
 func CleanName(symbol string) string { return elfx.CleanName(symbol) }
+
+// IsPartClone reports whether symbol names the outlined part of a function
+// that partial inlining split off (see elfx.IsPartClone).
+func IsPartClone(symbol string) bool { return elfx.IsPartClone(symbol) }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -58,7 +59,7 @@ func TestSystemLibc(t *testing.T) {
 		addrs = append(addrs, a)
 	}
 	want := addr2line(t, lib, addrs)
-	compared, bad := 0, 0
+	compared, bad, outlined := 0, 0, 0
 	for _, a := range addrs {
 		w := want[a]
 		if len(w) == 0 || w[0].Function == "" {
@@ -69,6 +70,19 @@ func TestSystemLibc(t *testing.T) {
 			continue // padding past a function's end, which addr2line attributes to it
 		}
 		compared++
+		if len(got) < len(w) {
+			// An outlined part GCC inlined back into its function's head
+			// is one frame with it (elfx.FuncNode.Outlined), where
+			// addr2line has the function twice, the outer one at its
+			// declaration, at or above the part's lines.
+			w = slices.Clone(w)
+			for i := 0; i+1 < len(w); i++ {
+				if w[i].Function == w[i+1].Function && w[i+1].Line <= w[i].Line {
+					w = slices.Delete(w, i+1, i+2)
+					outlined++
+				}
+			}
+		}
 		ok := len(got) == len(w)
 		for i := 0; ok && i < len(w); i++ {
 			ok = strings.TrimPrefix(got[i].Function, "__GI_") == strings.TrimPrefix(w[i].Function, "__GI_") && got[i].Line == w[i].Line && (got[i].File != "") == (w[i].File != "") &&
@@ -81,7 +95,7 @@ func TestSystemLibc(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d addresses compared, %d mismatches", compared, bad)
+	t.Logf("%d addresses compared, %d mismatches, %d outlined parts inlined back", compared, bad, outlined)
 	if compared < 1000 {
 		t.Errorf("only %d addresses compared", compared)
 	}

@@ -266,6 +266,7 @@ type loader struct {
 	sink    int32        // what addSamples loads ahead, kept so that the loads are made
 	noSyms  map[string]bool
 	cut     int                             // samples recorded Truncated
+	cutOut  int                             // of cut, those whose outermost user frame is in no object file
 	syms    map[uint32][]recording.Symbol   // Symbol records by pid (0: all), sorted after reading
 	vsrc    map[recording.ValueSource]int32 // value source (ID cleared) → index
 	vpcs    valuePCs                        // value PCs symbolized so far (lines.go)
@@ -436,6 +437,31 @@ func Load(paths []string, o Options) (*profile.Profile, error) {
 	return l.p, nil
 }
 
+// endsInObject reports whether the outermost user address of stack id of
+// file idx lies in a mapping of an object file in sp: else the unwind
+// stopped in code no file describes (a uprobe's trampoline or
+// single-step slot, [uprobes]; JIT code), which no larger stack copy
+// would have unwound further.
+func (l *loader) endsInObject(idx int, sp *space, id uint64) bool {
+	st, ok := l.stacks[idx].get(id)
+	if !ok || st.blk == 0 {
+		return true
+	}
+	b := l.addrBlocks[st.blk-1][st.off : st.off+st.size]
+	var a uint64
+	n := int32(0)
+	for ; len(b) > 0; n++ {
+		z, k := binary.Uvarint(b)
+		b = b[k:]
+		a += uint64(int64(z>>1) ^ -int64(z&1))
+	}
+	if n <= st.nkern {
+		return true // no user frames
+	}
+	m, ok := sp.find(a - 1)
+	return ok && strings.HasPrefix(m.path, "/")
+}
+
 // cutWarning says, when more than a tenth of the samples lost callers (the
 // recorder marks them Truncated), that callers' totals are too low and how
 // to record complete stacks.
@@ -444,14 +470,23 @@ func (l *loader) cutWarning() string {
 	if n == 0 || l.cut*10 <= n {
 		return ""
 	}
-	fp := false
+	fp, dwarf := false, false
 	for _, m := range l.p.Metas {
 		fp = fp || m.CallGraph == "fp"
+		dwarf = dwarf || m.CallGraph == "dwarf"
 	}
-	if fp {
+	switch {
+	case fp:
 		return fmt.Sprintf("%d of %d samples lost callers in code without frame pointers (libc, or -O2 code), so callers' totals are too low: record with --call-graph dwarf for complete stacks", l.cut, n)
+	case dwarf && (l.cut-l.cutOut)*10 > n:
+		return fmt.Sprintf("%d of %d samples have user stacks not unwound to their outermost frame, so callers' totals are too low: a larger --stack-size may help", l.cut-l.cutOut, n)
+	case dwarf:
+		return fmt.Sprintf("%d of %d samples have user stacks not unwound to their outermost frame, so callers' totals are too low: %d stopped in code no object file describes (probes' trampolines, JIT code), which no larger --stack-size unwinds", l.cut, n, l.cutOut)
 	}
-	return fmt.Sprintf("%d of %d samples have user stacks not unwound to their outermost frame, so callers' totals are too low: a larger --stack-size may help", l.cut, n)
+	// A trace's CPU samples (no call graph in its Meta, no --stack-size to
+	// give): their stacks lost callers to the probes' return trampolines,
+	// which the trace's own warning explains, or to frameless code.
+	return fmt.Sprintf("%d of %d samples have user stacks not unwound to their outermost frame, so callers' totals are too low", l.cut, n)
 }
 
 func (l *loader) readFile(idx int, path string, records *int, progress func(int)) error {
@@ -782,6 +817,9 @@ func (l *loader) addSamples(idx int, src *profile.Source, batch []item) {
 		src.Samples++
 		if v.Truncated {
 			l.cut++
+			if !l.endsInObject(idx, sp, v.StackID) {
+				l.cutOut++
+			}
 		}
 		if _, ok := l.p.Threads[v.TID]; !ok {
 			l.p.Threads[v.TID] = profile.Thread{PID: v.PID, TID: v.TID}

@@ -160,6 +160,7 @@ type Result struct {
 	Lost      uint64
 	Throttled uint64
 	Truncated uint64 // samples whose user stack lost callers: not unwound to its outermost frame (dwarf mode), cut in frameless code (fp mode)
+	NoCFI     uint64 // of Truncated in dwarf mode, those whose unwind stopped in code without unwind tables, not at the copy's end
 	Dropped   uint64 // samples not recorded because rules had stopped capturing
 	// Syscalls is the system calls the target made while the BPF program
 	// recorded them, and SyscallsRecorded those recorded (SyscallLimit).
@@ -1105,6 +1106,11 @@ func (s *session) unwindUser(r *perf.Sample, learn, sized bool) (user []uint64, 
 		// frames need: its outer callers are missing.
 		truncated = true
 	}
+	if truncated && s.o.CallGraph == CallGraphDWARF && stop != unwind.Complete && !need.Over {
+		// Stopped in code no unwind table describes, not at the copy's
+		// end: a larger copy would not help.
+		s.res.NoCFI++
+	}
 	return user, truncated
 }
 
@@ -1381,8 +1387,14 @@ func (s *session) finish() (Result, error) {
 				more = ", or --stack-size 4096,"
 			}
 			s.warn("%d of %d samples lost callers in code without frame pointers (libc, or -O2 code) whose callers lie beyond the %d bytes of stack fp mode copies: record with --call-graph dwarf%s for complete stacks", s.res.Truncated, s.res.Samples, s.o.StackBytes, more)
+		case (s.res.Truncated-s.res.NoCFI)*10 > s.res.Samples:
+			s.warn("%d of %d samples have incomplete user stacks: their unwind needed more than the %d bytes of stack copied; a larger --stack-size may help", s.res.Truncated-s.res.NoCFI, s.res.Samples, s.o.StackBytes)
 		default:
-			s.warn("%d of %d samples have incomplete user stacks; a larger --stack-size may help", s.res.Truncated, s.res.Samples)
+			// No larger copy would help: the unwind stopped where no
+			// unwind table describes the code (a uprobe's trampoline
+			// or single-step slot while another tool probes the
+			// program, JIT or hand-written code).
+			s.warn("%d of %d samples lost callers in code without unwind tables (probes' trampolines, JIT or hand-written assembly); a larger --stack-size would not help", s.res.Truncated, s.res.Samples)
 		}
 	}
 	return s.res, err

@@ -1091,14 +1091,10 @@ func (s *session) sample(r *perf.Sample, k *eventKind) {
 	s.write1(r, k, user, truncated)
 }
 
-// userChain completes a sample's user call chain from its registers and
-// stack copy; truncated says it lost callers.
-func (s *session) userChain(r *perf.Sample) (user []uint64, truncated bool) {
-	return s.unwindUser(r, false, false)
-}
-
-// unwindUser is userChain that, with learn, learns the thread's stack top
-// from the unwind (learnTop; sized: the copy ended at the thread's top).
+// unwindUser completes a CPU sample's user call chain from its registers
+// and stack copy (truncated: it lost callers) and, with learn, learns the
+// thread's stack top from the unwind (learnTop; sized: the copy ended at
+// the thread's top).
 func (s *session) unwindUser(r *perf.Sample, learn, sized bool) (user []uint64, truncated bool) {
 	user, truncated, stop, need := s.unwindChain(r)
 	if learn && len(r.Regs) == perf.NumRegs && s.learnTop(r.TID, r.StackSP, stop, need, sized) {
@@ -1114,7 +1110,8 @@ func (s *session) unwindUser(r *perf.Sample, learn, sized bool) (user []uint64, 
 	return user, truncated
 }
 
-// unwindChain is userChain that also says how the unwind of the copy
+// unwindChain completes a sample's user call chain from its registers
+// and stack copy (truncated: it lost callers), and says how the unwind of the copy
 // ended and what of it the unwind needed.
 func (s *session) unwindChain(r *perf.Sample) (user []uint64, truncated bool, stop unwind.Stop, need unwind.Need) {
 	user = r.User

@@ -107,14 +107,24 @@ type rec struct {
 }
 
 func (fx *fixture) create(t testing.TB, name string) *rec {
+	return fx.createAt(t, name, 1_000_000_000, 0)
+}
+
+// createAt starts a recording whose sample clock reads now (ns) at its
+// start, and the wall clock unixNano then (0: the recording does not say).
+func (fx *fixture) createAt(t testing.TB, name string, now uint64, unixNano int64) *rec {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), name)
 	w, err := recording.Create(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &rec{t: t, fx: fx, w: w, path: path, now: 1_000_000_000, pid: 4242}
-	r.write(&recording.Meta{Tool: "culprit test", Command: []string{fx.bin}, Event: "cpu-clock", Frequency: 1000, CallGraph: "fp"})
+	r := &rec{t: t, fx: fx, w: w, path: path, now: now, pid: 4242}
+	m := &recording.Meta{Tool: "culprit test", Command: []string{fx.bin}, Event: "cpu-clock", Frequency: 1000, CallGraph: "fp"}
+	if unixNano > 0 {
+		m.StartUnixNano, m.StartClock = unixNano, now
+	}
+	r.write(m)
 	r.write(&recording.Comm{Time: r.now, PID: r.pid, TID: r.pid, Exec: true, Name: "hier"})
 	r.write(&recording.Mmap{Time: r.now, PID: r.pid, TID: r.pid, Start: base, Len: fx.size, Pgoff: 0,
 		Prot: 5, BuildID: fx.buildID, Path: fx.bin})

@@ -370,33 +370,69 @@ const (
 )
 
 // runConstant reports whether v holds one value in all normal runs and
-// another one in all buggy runs, and the two values.
+// another one in all buggy runs, and the two values. A run may start with
+// other values, in at most SettleShare of its samples: the program sets
+// its configuration after it starts, and the samples taken before that
+// (loading, parsing the command line) hold the initial value (xz's
+// options, 0 in the first sample of a run of 96).
 func runConstant(v *variable) (normal, buggy float64, ok bool) {
 	if v.src.Pointer || v.buggy.values.len() == 0 {
 		return 0, 0, false
 	}
-	buggy = v.buggy.values.at(0)
-	for i, n := 0, v.buggy.values.len(); i < n; i++ {
-		if x := v.buggy.values.at(i); x != buggy {
-			return 0, 0, false
-		}
+	buggy, ok = settled(&v.buggy)
+	if !ok {
+		return 0, 0, false
 	}
 	seen := false
 	for _, s := range v.normal {
-		if s == nil {
+		if s == nil || s.values.len() == 0 {
 			continue
 		}
-		for i, n := 0, s.values.len(); i < n; i++ {
-			x := s.values.at(i)
-			if !seen {
-				normal, seen = x, true
-			}
-			if x != normal {
-				return 0, 0, false
-			}
+		x, ok := settled(s)
+		if !ok || seen && x != normal {
+			return 0, 0, false
 		}
+		normal, seen = x, true
 	}
 	return normal, buggy, seen && normal != buggy
+}
+
+// SettleShare is the part of a run's samples of a run-constant variable
+// that may come before it takes its value.
+const SettleShare = 1.0 / 20
+
+// settled returns the one value every run of s ends with, when each holds
+// it from at most SettleShare of its samples on.
+func settled(s *series) (float64, bool) {
+	n := s.values.len()
+	starts := s.starts
+	if len(starts) == 0 {
+		starts = []int{0}
+	}
+	var x float64
+	for i, from := range starts {
+		to := n
+		if i+1 < len(starts) {
+			to = starts[i+1]
+		}
+		if to <= from {
+			continue
+		}
+		last := s.values.at(to - 1)
+		if i > 0 && last != x {
+			return 0, false
+		}
+		x = last
+		j := to - 1
+		for j >= from && s.values.at(j) == x {
+			j--
+		}
+		// Values from..j come before the run settled.
+		if float64(j+1-from) > SettleShare*float64(to-from) {
+			return 0, false
+		}
+	}
+	return x, true
 }
 
 // classify decides what a variable's comparison is evidence of, and returns
@@ -412,6 +448,12 @@ func (a *Analyzer) classify(v *variable, c comparison) (varClass, int) {
 	if identity(v.src.Type) {
 		// It names which file, device, process or user, not how much:
 		// it differs between any two runs, whatever their inputs.
+		return classNormal, c.chosen
+	}
+	if clockReading(v) {
+		// A time of the run (a start time, a deadline, a cached "now"):
+		// it names when the run happened, and differs between any two
+		// runs whatever their inputs.
 		return classNormal, c.chosen
 	}
 	if constant(v) {
@@ -565,12 +607,16 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 	nc, bc = sameThreadMix(&nc, &bc, func(f int32) bool { return a.system(f) || a.funcs[f].name == "_start" }, a.system)
 	// Classes of the variables, and the inputs that differ.
 	classes := make([]varClass, len(a.vars))
+	var clocks []string
 	dims := make([]int, len(a.vars))
 	for i, v := range a.vars {
 		if v.result == nil {
 			continue
 		}
 		classes[i], dims[i] = a.classify(v, comps[i])
+		if classes[i] == classNormal && comps[i].dims[comps[i].chosen].Rejected && clockReading(v) {
+			clocks = append(clocks, v.name())
+		}
 		if classes[i] == classInput {
 			n, b, _ := runConstant(v)
 			res.Inputs = append(res.Inputs, Input{Name: v.src.Name, Function: v.src.Function, Normal: n, Buggy: b})
@@ -586,6 +632,11 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 		if classes[i] == classInput && a.vars[i].src.Global {
 			inputs = append(inputs, i)
 		}
+	}
+	if len(clocks) > 0 {
+		sort.Strings(clocks)
+		res.Notes = append(res.Notes, fmt.Sprintf("%s read as times of the runs on a clock (%s): they tell when each run happened, not what it was given; not used",
+			variables(len(clocks)), list(clocks, 5)))
 	}
 	sort.Slice(res.Inputs, func(i, j int) bool {
 		x, y := res.Inputs[i], res.Inputs[j]

@@ -1162,3 +1162,120 @@ func TestIdentityNotInput(t *testing.T) {
 		}
 	}
 }
+
+func TestSettledRunConstant(t *testing.T) {
+	// One sample of 0 before the program set its option, of 96.
+	n := append([]float64{0}, fill(128, 95)...)
+	if nv, bv, ok := runConstant(vr(n, fill(273, 900))); !ok || nv != 128 || bv != 273 {
+		t.Errorf("set after the first sample: %g %g %v, want 128 273 true", nv, bv, ok)
+	}
+	// Set after a tenth of the run: not one value for the run.
+	late := append(fill(0, 10), fill(128, 90)...)
+	if _, _, ok := runConstant(vr(late, fill(273, 900))); ok {
+		t.Error("a value set after a tenth of the run is run-constant")
+	}
+	// A value that changes back is not settled, wherever the change.
+	back := append(append(fill(128, 50), 7), fill(128, 49)...)
+	if _, _, ok := runConstant(vr(back, fill(273, 900))); ok {
+		t.Error("a value that changes in the middle of the run is run-constant")
+	}
+	// Two buggy runs pooled: each may start with its own prefix, both
+	// must end on the same value.
+	v := vr(fill(64, 100), append(append([]float64{0}, fill(512, 99)...), append([]float64{0}, fill(512, 99)...)...))
+	v.buggy.starts = []int{0, 100}
+	if _, bv, ok := runConstant(v); !ok || bv != 512 {
+		t.Errorf("two buggy runs with a prefix each: %g %v", bv, ok)
+	}
+	v = vr(fill(64, 100), append(fill(512, 100), fill(511, 100)...))
+	v.buggy.starts = []int{0, 100}
+	if _, _, ok := runConstant(v); ok {
+		t.Error("two buggy runs ending on other values are run-constant")
+	}
+}
+
+func TestClockWindow(t *testing.T) {
+	const start, wall = 3_600e9, 1_790_000_000e9 - 3_600e9 // an hour after boot
+	w := runClockWindow{start: start, wall: wall, hasWall: true}
+	at := uint64(start + 2e9)
+	cases := []struct {
+		name string
+		x    float64
+		kind int // bit expected set; −1: none
+	}{
+		{"monotonic ms at start", 3_600_000, 1},
+		{"monotonic ns now", float64(at), 3},
+		{"wall s", 1_790_000_001, len(clockUnits)},
+		{"wall µs", 1_790_000_001.5e6, len(clockUnits) + 2},
+		{"a size", 67_108_864, -1},
+		{"monotonic ms a minute before the run", 3_540_000, -1},
+		{"zero", 0, -1},
+	}
+	for _, c := range cases {
+		m := w.match(c.x, at)
+		if c.kind < 0 && m != 0 || c.kind >= 0 && m&(1<<c.kind) == 0 {
+			t.Errorf("%s: match %08b, want bit %d", c.name, m, c.kind)
+		}
+	}
+	// A minute after boot, the monotonic clock in seconds or milliseconds
+	// is a small number, as counts are: not taken for a clock.
+	early := runClockWindow{start: 60e9}
+	if m := early.match(61_000, uint64(65e9)); m != 0 {
+		t.Errorf("a minute after boot, 61000 reads as a clock (%08b)", m)
+	}
+}
+
+func TestClockReadingNotInput(t *testing.T) {
+	fx := newFixture(t)
+	const wall = 1_790_000_000e9
+	mk := func(buggy bool) *profile.Profile {
+		// Two runs half a minute apart, on a machine up for an hour.
+		start := uint64(3_600e9)
+		preset, size, work := int64(1), int64(4096), 200
+		if buggy {
+			start += 30e9
+			preset, size, work = 9, 65536, 900
+		}
+		r := fx.createAt(t, "clock.rec", start, wall+int64(start))
+		startMs := r.variable("start_ms", "#global", "uint64_t", "none", false)
+		deadline := r.variable("deadline", "#global", "uint64_t", "cond", false)
+		nowUs := r.variable("now_us", "#global", "uint64_t", "cond", false)
+		pre := r.variable("preset", "#global", "uint32_t", "none", false)
+		sz := r.variable("dict_size", "#global", "uint32_t", "none", false)
+		for i := 0; i < work+300; i++ {
+			ms, dl, p := int64(start/1e6+2), (wall+int64(start))/1e9+1, preset
+			if i == 0 {
+				// Before the program read the clock and its options.
+				ms, dl, p = 0, 0, 6
+			}
+			vals := []val{{startMs, 0, ms}, {deadline, 0, dl}, {nowUs, 0, int64(r.now / 1e3)}, {pre, 0, p}, {sz, 0, size}}
+			if i < work {
+				r.tick(1, []string{"worker", "dispatch_2", "main"}, 0, vals...)
+			} else {
+				r.tick(1, []string{"dispatch_1", "main"}, 0, vals...)
+			}
+		}
+		return r.done()
+	}
+	res := analyzeWith(t, DefaultOptions(), []*profile.Profile{mk(false)}, []*profile.Profile{mk(true)})
+	var names []string
+	for _, in := range res.Inputs {
+		names = append(names, in.Name)
+	}
+	if !slices.Equal(names, []string{"dict_size", "preset"}) {
+		t.Errorf("inputs that differ %v, want dict_size and preset", names)
+	}
+	if w := res.fn(t, "worker"); w.Variable == "now_us" || w.Variable == "deadline" {
+		t.Errorf("worker's evidence is the clock reading %q (%s)", w.Variable, w.Evidence)
+	}
+	note := ""
+	for _, n := range res.Notes {
+		if strings.Contains(n, "clock") {
+			note = n
+		}
+	}
+	for _, name := range []string{"deadline", "now_us"} {
+		if !strings.Contains(note, name) {
+			t.Errorf("no note names the clock reading %s: %q", name, res.Notes)
+		}
+	}
+}

@@ -3,6 +3,7 @@ package vprof
 import (
 	"iter"
 	"math"
+	"math/bits"
 	"slices"
 	"sort"
 	"strings"
@@ -155,6 +156,12 @@ type series struct {
 	values    nums // one per variable, thread and tick
 	deltas    nums // value minus the previous one of the same variable and thread
 	durations nums // lengths of runs of equal consecutive values
+	// starts holds, per run pooled in the series, the index in values of
+	// its first value.
+	starts []int
+	// clocks counts, per clock and unit (clockBit), the values that read
+	// as that clock at their sample's time (clockMatch).
+	clocks [clockKinds]int32
 }
 
 // runSchemas returns the schema identities of a run's variables, sorted;
@@ -427,7 +434,9 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 			ser.values.grow(n)
 			ser.deltas.grow(n)
 		}
+		ser.starts = append(ser.starts, ser.values.len())
 	}
+	clock := runClock(p)
 
 	period, err := defaultPeriod(p)
 	if err != nil {
@@ -653,6 +662,9 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 		s := st.next(v, va.src.Pointer)
 		if s.kept {
 			ser.values.add(s.x)
+			for m := clock.match(s.x, v.Time); m != 0; m &= m - 1 {
+				ser.clocks[bits.TrailingZeros32(m)]++
+			}
 		}
 		if s.hasDelta {
 			ser.deltas.add(s.delta)

@@ -472,9 +472,10 @@ type Code struct {
 	reads   map[readKey]bool
 	carried map[carriedKey][]carriedLoc
 
-	dataWords []uint64         // function entries held by the data (guard.go)
-	taken     map[uint64]bool  // addresses code or data takes; nil until indexCalls
-	callers   map[uint64][]int // function entry → functions calling or jumping to it
+	dataWords []uint64          // function entries held by the data (guard.go)
+	taken     map[uint64]bool   // addresses code or data takes; nil until indexCalls
+	callers   map[uint64][]int  // function entry → functions calling or jumping to it
+	viaPLT    map[uint64]uint64 // PLT stub → the entry of the function of this object it reaches (plt.go)
 }
 
 type readKey struct {
@@ -531,6 +532,7 @@ func OpenCode(path string) (*Code, error) {
 		starts[s.addr] = true
 	}
 	c.dataWords = funcWords(f, starts)
+	c.indexPLT(f)
 	return c, nil
 }
 

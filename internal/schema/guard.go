@@ -3,6 +3,7 @@ package schema
 import (
 	"debug/elf"
 	"encoding/binary"
+	"slices"
 
 	"golang.org/x/arch/x86/x86asm"
 )
@@ -45,6 +46,11 @@ func (c *Code) Decider(addr uint64, callee string) (pred string, ok bool) {
 			}
 		}
 		fns = c.referrers(target)
+		for _, stub := range c.stubsOf(target) {
+			fns = append(fns, c.referrers(stub)...)
+		}
+		slices.Sort(fns)
+		fns = slices.Compact(fns)
 		if c.loadsAddress(fns, target) {
 			return "", false
 		}
@@ -66,7 +72,7 @@ func (c *Code) Decider(addr uint64, callee string) (pred string, ok bool) {
 			if kind != opCall && kind != opJmp {
 				continue
 			}
-			if tg, direct := in.target(); !direct || tg != target || (kind == opJmp && inRanges(g.ranges, tg)) {
+			if tg, direct := in.target(); !direct || !c.reaches(tg, target) || (kind == opJmp && inRanges(g.ranges, tg)) {
 				continue
 			}
 			p := c.guard(g, k, target)
@@ -100,7 +106,7 @@ func (c *Code) guard(g *cfg, k int, target uint64) string {
 			if other == b {
 				other = succ[1]
 			}
-			if g.reachesCall(other, d, target) {
+			if g.reachesCall(other, d, func(tg uint64) bool { return c.reaches(tg, target) }) {
 				return ""
 			}
 			return c.answerTested(g, d)
@@ -110,9 +116,9 @@ func (c *Code) guard(g *cfg, k int, target uint64) string {
 	return ""
 }
 
-// reachesCall reports whether a call or tail jump to target is reachable
-// from block from without passing through block stop.
-func (g *cfg) reachesCall(from, stop int32, target uint64) bool {
+// reachesCall reports whether a call or tail jump to a target is
+// reachable from block from without passing through block stop.
+func (g *cfg) reachesCall(from, stop int32, target func(uint64) bool) bool {
 	seen := map[int32]bool{stop: true, from: true}
 	queue := []int32{from}
 	for len(queue) > 0 {
@@ -125,7 +131,7 @@ func (g *cfg) reachesCall(from, stop int32, target uint64) bool {
 				continue
 			}
 			if kd := kindOf(in.inst.Op); kd == opCall || kd == opJmp {
-				if tg, direct := in.target(); direct && tg == target {
+				if tg, direct := in.target(); direct && target(tg) {
 					return true
 				}
 			}
@@ -185,6 +191,9 @@ func (c *Code) answerTested(g *cfg, d int32) string {
 		tg, direct := in.target()
 		if !direct {
 			return ""
+		}
+		if fn, ok := c.viaPLT[tg]; ok {
+			tg = fn
 		}
 		if j := c.symAt(tg); j >= 0 && c.syms[j].addr == tg {
 			return c.syms[j].name
@@ -333,7 +342,7 @@ func (c *Code) Guard(addr uint64, callee string) (guarded, ordered, ok bool) {
 		if kd := kindOf(in.inst.Op); kd != opCall && kd != opJmp {
 			continue
 		}
-		if tg, direct := in.target(); !direct || tg != target {
+		if tg, direct := in.target(); !direct || !c.reaches(tg, target) {
 			continue
 		}
 		ok = true

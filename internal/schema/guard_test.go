@@ -1,6 +1,8 @@
 package schema
 
 import (
+	"debug/elf"
+	"slices"
 	"testing"
 
 	"github.com/culprit-dev/culprit/internal/testutil"
@@ -79,5 +81,49 @@ func TestGuard(t *testing.T) {
 				t.Error("step calls over: ok")
 			}
 		})
+	}
+}
+
+// In a shared library, a call of an exported function of the same library
+// goes through the PLT (it may be interposed): call work@plt. The calls
+// are the same calls, decided by the same code.
+func TestGuardThroughPLT(t *testing.T) {
+	lib := testutil.C(t, "guard-plt.so", []string{"guard.c"}, "-O2", "-g", "-shared", "-fPIC")
+	f, err := elf.Open(lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stubs := pltStubs(f)
+	f.Close()
+	var names []string
+	for _, n := range stubs {
+		names = append(names, n)
+	}
+	if !slices.Contains(names, "work") || !slices.Contains(names, "over") {
+		t.Fatalf("PLT stubs %v: want work and over among them (the calls do not go through the PLT?)", names)
+	}
+	c, err := OpenCode(lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(name string) uint64 { a, _ := symbolAddr(t, lib, name); return a + 1 }
+	if p, ok := c.Decider(at("step"), "work"); !ok || p != "ready" {
+		t.Errorf("step's calls of work@plt decided by %q, %v; want ready", p, ok)
+	}
+	if p, ok := c.Decider(at("work"), ""); !ok || p != "ready" {
+		t.Errorf("entries of work (through its stub) decided by %q, %v; want ready", p, ok)
+	}
+	for _, tc := range []struct {
+		callee           string
+		guarded, ordered bool
+	}{
+		{"each", false, false},
+		{"fresh", true, false},
+		{"over", true, true},
+	} {
+		g, o, ok := c.Guard(at("decide"), tc.callee)
+		if !ok || g != tc.guarded || o != tc.ordered {
+			t.Errorf("decide's calls of %s@plt: guarded %v, ordered %v, ok %v; want %v, %v, true", tc.callee, g, o, ok, tc.guarded, tc.ordered)
+		}
 	}
 }

@@ -1017,6 +1017,114 @@ func windowsAboveRate(t *testing.T, hash bool) {
 		len(calls), steady, sureSteady, scaled, ratio, sureScaled, sureOutside, len(wins))
 }
 
+// TestWindowsNothingBetween: between two windows no system call program
+// runs: the traced thread's calls made there (after the window's End,
+// before the next one's Start) are neither recorded nor counted toward the
+// rate, and the kernel's run counts of both programs (bpf_stats) do not
+// move while this thread makes them; calls made in the windows are
+// recorded.
+// bench/windowtoggle says why the programs are detached rather than kept
+// attached behind a flag.
+func TestWindowsNothingBetween(t *testing.T) {
+	testutil.NeedRoot(t)
+	stats, err := ebpf.EnableStats(unix.BPF_STATS_RUN_TIME)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stats.Close()
+	threadStates(t, func(t *testing.T, hash bool) {
+		const on, period, n = 2 * time.Millisecond, 100 * time.Millisecond, 500
+		tr, tid := traceSelf(t, Options{Syscalls: true, Switches: true, RingBytes: 4 << 20,
+			WindowOn: on, WindowPeriod: period, threadHash: hash})
+		defer tr.Close()
+		defer runtime.UnlockOSThread()
+		runs := func() (n uint64) {
+			for _, p := range tr.progs[:2] {
+				st, err := p.Stats()
+				if err != nil {
+					t.Fatal(err)
+				}
+				n += st.RunCount
+			}
+			return n
+		}
+		ran := 0                // the programs' runs during the loops between windows
+		var between [][2]uint64 // loops made between windows: from, to
+		counted := 0            // their calls the entry program counted
+		gap := uint64(0)        // the start of the window before the last loop
+		for try := 0; len(between) < 3; try++ {
+			if try == 1e6 {
+				t.Fatalf("only %d loops of %d calls fitted between windows of %v every %v in 1,000,000 tries", len(between), n, on, period)
+			}
+			wins, err := tr.Windows()
+			if err != nil {
+				t.Fatal(err)
+			}
+			last := wins[len(wins)-1]
+			if last.End == 0 {
+				// A window: the same calls, recorded.
+				for i := 0; i < 50; i++ {
+					unix.Getppid()
+				}
+				continue
+			}
+			if last.Start == gap {
+				time.Sleep(on)
+				continue // one loop between each two windows
+			}
+			c0, r0, from := tr.count(slotCalls), runs(), monotonicNow()
+			for i := 0; i < n; i++ {
+				unix.Getppid()
+			}
+			to, r1, c1 := monotonicNow(), runs(), tr.count(slotCalls)
+			wins, err = tr.Windows()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if wins[len(wins)-1].Start != last.Start {
+				continue // a window opened meanwhile: again
+			}
+			between, gap = append(between, [2]uint64{from, to}), last.Start
+			counted += int(c1 - c0)
+			ran += int(r1 - r0)
+		}
+		tr.Remove(uint32(os.Getpid()))
+		wins, err := tr.Windows()
+		if err != nil {
+			t.Fatal(err)
+		}
+		outside, inside := 0, 0
+		if err := tr.Drain(func(ev *Event) {
+			if ev.TID != tid || ev.Switch || ev.Nr != unix.SYS_GETPPID {
+				return
+			}
+			for _, b := range between {
+				if ev.Time >= b[0] && ev.Time <= b[1] {
+					outside++
+					return
+				}
+			}
+			if !ev.Exit {
+				inside++
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		// Only a program that was already running when its link closed
+		// (another thread's call, the detachment does not wait for it)
+		// may count or run between windows: a few, never this thread's
+		// calls, made after the close was seen.
+		if outside != 0 || counted >= n || ran >= n {
+			t.Errorf("between windows: %d getppid records of this thread in %d loops of %d calls (want 0), %d calls counted toward the rate and %d program runs (want fewer than %d each)",
+				outside, len(between), n, counted, ran, n)
+		}
+		if inside == 0 || runs() < uint64(inside) {
+			t.Errorf("%d getppid entries of this thread recorded in %d windows, %d program runs counted: the test shows nothing", inside, len(wins), runs())
+		}
+		t.Logf("%d windows, %d loops between them: %d calls counted and %d program runs there, %d getppid entries recorded in windows", len(wins), len(between), counted, ran, inside)
+	})
+}
+
 // TestWindowsLeftOutStayInTheirWindow: with a limit and windows above a
 // rate, the calls the limit leaves out while the programs stay attached
 // (standing for themselves) are not carried into an entry recorded in a

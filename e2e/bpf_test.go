@@ -92,4 +92,30 @@ func TestNoBPFLeftBehind(t *testing.T) {
 		t.Fatalf("the target ended with the recorder")
 	}
 	waitCPU(t, target.Process.Pid, 20*time.Millisecond)
+
+	// With system call windows the system call programs are attached and
+	// detached at each window's edge: killed in that cycle, the recorder
+	// leaves none of them (nor the switch program) attached.
+	cmd = exec.Command(culprit, "record", "-p", strconv.Itoa(target.Process.Pid), "--events", "cpu,syscalls,sched",
+		"--syscall-windows", "2ms/20ms", "-o", rec(t))
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer cmd.Process.Kill()
+	pid = cmd.Process.Pid
+	// The sampling, fork, sys_enter, sys_exit and sched_switch programs.
+	waitFor(t, "culprit's system call programs while attached", func() bool {
+		if !alive(pid) {
+			t.Fatalf("culprit (%d) ended before its BPF programs were seen", pid)
+		}
+		return len(culpritPrograms(t, pid)) >= 5
+	})
+	waitSampling(t, pid, 1)
+	time.Sleep(100 * time.Millisecond) // a few windows' edges
+	cmd.Process.Signal(os.Kill)
+	cmd.Wait()
+	waitFor(t, "the kernel to free the system call programs of a killed recorder", func() bool { return len(culpritPrograms(t, pid)) == 0 })
+	if !alive(target.Process.Pid) {
+		t.Fatalf("the target ended with the recorder")
+	}
 }

@@ -8,10 +8,11 @@
 //
 // For each mode, in turn (-rounds times, the modes interleaved), one
 // thread pinned to CPU 1 makes getppid calls for -d and reports its CPU
-// time per call (its own clock: less moved by other load than wall time), while another pinned to CPU 0 runs the windows (-on of every
-// -period); the table gives, per mode, the median ns per call, the
-// toggling thread's CPU time per window (open and close) and the median
-// wall time of one open and one close. Needs root and 2 CPUs.
+// time per call (its own clock: less moved by other load than wall time),
+// while another pinned to CPU 0 runs the windows (-on of every -period);
+// the table gives, per mode, the median CPU ns per call, the toggling
+// thread's CPU time per window (open and close) and the median wall time
+// of one open and one close. Needs root and 2 CPUs.
 package main
 
 import (

@@ -17,7 +17,8 @@
 # calls a second per thread (the default --syscall-limit) in the default
 # --syscall-windows auto (as all-bpf-auto), all-bpf-every
 # every call, all-bpf-N at most N, all-bpf-winN only in windows of N ms of
-# every 100 ms (--syscall-windows), all-bpf-auto in windows of 10 ms of
+# every 100 ms (--syscall-windows), all-bpf-win20of200 in windows of 20 ms
+# of every 200 ms (the same share, half the attachments), all-bpf-auto in windows of 10 ms of
 # every 100 ms while the server makes more than 20,000 calls a second and
 # every call below (--syscall-windows auto), all-bpf-off all along
 # (--syscall-windows off), all-bpf-wakeup as all-bpf with wakeup events
@@ -84,6 +85,7 @@ declare -A cfg=(
 	[all-bpf-2000]="$c --events cpu,syscalls,sched --syscall-limit 2000 --"
 	[all-bpf-win10]="$c --events cpu,syscalls,sched --syscall-windows 10ms/100ms --"
 	[all-bpf-win20]="$c --events cpu,syscalls,sched --syscall-windows 20ms/100ms --"
+	[all-bpf-win20of200]="$c --events cpu,syscalls,sched --syscall-windows 20ms/200ms --"
 	[all-bpf-auto]="$c --events cpu,syscalls,sched --syscall-windows auto --"
 	[all-bpf-off]="$c --events cpu,syscalls,sched --syscall-windows off --"
 	[all-bpf-wakeup]="$c --events cpu,syscalls,sched,wakeup --"

@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
@@ -362,6 +363,9 @@ func Load(paths []string, o Options) (*profile.Profile, error) {
 	if l.sym == nil {
 		l.sym = symbol.New(symbol.Options{})
 	}
+	if !l.merge && (l.stream == nil || !l.stream.samples) {
+		l.chunks.Reserve(recordedSamples(paths))
+	}
 	records := 0
 	for i, path := range paths {
 		if err := l.readFile(i, path, &records, o.Progress); err != nil {
@@ -557,6 +561,38 @@ func (l *loader) readFile(idx int, path string, records *int, progress func(int)
 	src.Salvage = r.Salvage().String()
 	l.p.Sources = append(l.p.Sources, src)
 	return nil
+}
+
+// recordedSamples is how many samples the End records of the recordings
+// at paths say were recorded (0 when one has none: cut short, still being
+// written, not a regular file), each at most what its size could hold.
+// Load holds that many at once, in one slice it hands on (chunked.List's
+// Reserve) rather than in chunks copied into one at the end: the copy and
+// the page faults of the second copy are most of what holding a million
+// samples costs. It is a hint: a file that holds more or fewer samples
+// than its End says reads the same.
+func recordedSamples(paths []string) int {
+	n := 0
+	for _, path := range paths {
+		f, err := os.Open(path)
+		if err != nil {
+			return 0
+		}
+		fi, err := f.Stat()
+		var end *recording.End
+		ok := false
+		if err == nil && fi.Mode().IsRegular() {
+			end, ok = recording.TailEnd(f, fi.Size())
+		}
+		f.Close()
+		if !ok {
+			return 0
+		}
+		// A Sample frame takes at least its kind, length and CRC (its
+		// zero fields at the end are left out).
+		n += int(min(end.Samples, uint64(fi.Size())/(1+1+4)))
+	}
+	return n
 }
 
 // itemBatch is how many records readAhead sends at once.

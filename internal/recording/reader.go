@@ -470,3 +470,41 @@ func (r *Reader) endErr() error {
 	}
 	return io.EOF
 }
+
+// TailEnd returns the End record that ends the recording in ra, of size
+// bytes, when its last bytes are one: a clean recording's totals (the
+// samples recorded, say) known before reading it, so that a reader can size
+// what it holds. A file that does not end with a whole End record (cut
+// short, still being written, damaged) gives false; the End's CRC tells a
+// record from bytes that look like one. What it says is a hint: nothing
+// checks it against the records before it.
+func TailEnd(ra io.ReaderAt, size int64) (*End, bool) {
+	// An End's payload is at most 5 uvarints of 10 bytes and a varint of 5.
+	const most = 1 + 1 + 55 + crcSize
+	n := min(size-HeaderSize, most)
+	if n < 1+1+crcSize {
+		return nil, false
+	}
+	b := make([]byte, n)
+	if _, err := ra.ReadAt(b, size-n); err != nil {
+		return nil, false
+	}
+	for i := range b {
+		if Kind(b[i]) != KindEnd {
+			continue
+		}
+		l, ln := binary.Uvarint(b[i+1:])
+		rest := len(b) - i - 1 - ln - crcSize // the payload's length if the frame ends the file
+		if ln <= 0 || rest < 0 || uint64(rest) != l {
+			continue
+		}
+		body := b[i : len(b)-crcSize]
+		if crc32.Checksum(body, castagnoli()) != binary.LittleEndian.Uint32(b[len(b)-crcSize:]) {
+			continue
+		}
+		if r, ok := decodePayload(KindEnd, body[1+ln:], nil, nil, nil); ok {
+			return r.(*End), true
+		}
+	}
+	return nil, false
+}

@@ -21,6 +21,7 @@ const functionPath = "fn"
 var functionPage = Page{
 	Path:   functionPath,
 	Title:  "Function",
+	Focus:  true,
 	About:  "one function in every view: its samples per thread and links to pprof's views and the time view focused on it (a function's name on any page opens it)",
 	Ranged: true,
 	Needs: func(s *Server) string {
@@ -205,11 +206,8 @@ func (s *Server) function(ms fnSamples, re *regexp.Regexp, rng Range) map[string
 		links = append(links, link{"pprof/" + rng.Key() + "/" + v.Path + q, "pprof: " + v.Title})
 	}
 	for _, pg := range s.shown {
-		switch pg.Path {
-		case offCPUPage.Path:
-			links = append(links, link{"offcpu/" + rng.Key() + "/flamegraph" + q, pg.Title})
-		case timePath:
-			links = append(links, link{timePath + q, "Time view of its samples"})
+		if pg.ForFunction != nil {
+			links = append(links, pg.ForFunction(rng, q))
 		}
 	}
 	return map[string]any{"Links": links, "Names": names, "More": more, "Threads": threads,

@@ -12,9 +12,15 @@ import (
 	pprof "github.com/google/pprof/profile"
 )
 
+// offCPUPath and offCPUTitle are the off-CPU page's path and title.
+const (
+	offCPUPath  = "offcpu"
+	offCPUTitle = "Off-CPU flame graph"
+)
+
 var offCPUPage = Page{
-	Path:  "offcpu",
-	Title: "Off-CPU flame graph",
+	Path:  offCPUPath,
+	Title: offCPUTitle,
 	About: "where threads waited: the stacks they left the CPU with at context switches, each charged with the time until the thread's next event (pprof's views; with --base, the difference)",
 	Needs: func(s *Server) string {
 		if s.in.Events == nil || !switches(s.in.Events.Samples) {
@@ -23,6 +29,10 @@ var offCPUPage = Page{
 		return ""
 	},
 	Ranged: true,
+	UI:     true,
+	ForFunction: func(rng Range, q string) link {
+		return link{offCPUPath + "/" + rng.Key() + "/flamegraph" + q, offCPUTitle}
+	},
 	Handler: func(s *Server) http.Handler {
 		type profiles struct{ p, base *profile.Profile }
 		var whole memo[profiles]

@@ -16,6 +16,19 @@ type Page struct {
 	// Ranged pages show a time range of the recordings when asked with
 	// ?from=FROM&to=TO (the time view's selection).
 	Ranged bool
+	// Focus pages show the functions matching RE when asked with
+	// ?f=RE: the links to them atop pprof's pages take the function
+	// selected there along (pprofNav).
+	Focus bool
+	// ForFunction, when set, is the link (its path below the server's
+	// root, and its text) to this page showing one function, for the
+	// function page: q is "?f=RE", RE the function's regular expression
+	// as pprof's f parameter, and rng the function page's range.
+	ForFunction func(rng Range, q string) link
+	// UI is set on a page whose views are pprof's UI, served below
+	// Path/RANGE/VIEW as pprof's own are below pprof/RANGE/VIEW: they are
+	// put in place as pprof's are (swapUIs).
+	UI bool
 }
 
 // Every page is put in place of the page a link or a form leads from

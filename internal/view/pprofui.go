@@ -816,16 +816,12 @@ func (s *Server) serveUI(w http.ResponseWriter, r *http.Request, pages *pprofPag
 
 // pprofNav is the links atop pprof's pages (two levels below the root,
 // pprof/RANGE/VIEW or offcpu/RANGE/VIEW), of the time range r: culprit's
-// index, the time view and the pages that can be shown. Those marked Fn
-// take the function selected in pprof's page along (its f parameter).
+// index and the pages that can be shown. Those of Focus pages take the
+// function selected in pprof's page along (its f parameter).
 func (s *Server) pprofNav(r Range) []navLink {
 	out := []navLink{{Path: "../../", Title: "index"}}
 	for _, pg := range s.shown {
-		l := navLink{Path: "../../" + pg.Path + pg.query(r), Title: pg.Title, Ranged: pg.Ranged}
-		if pg.Path == timePath || pg.Path == functionPath {
-			l.Fn = true
-		}
-		out = append(out, l)
+		out = append(out, navLink{Path: "../../" + pg.Path + pg.query(r), Title: pg.Title, Ranged: pg.Ranged, Fn: pg.Focus})
 	}
 	return out
 }

@@ -50,8 +50,17 @@ func swapOwnViews() []string {
 }
 
 // swapUIs are the first path elements, below the server's root, of
-// pprof's UIs (UI/RANGE/VIEW): their views are put in place.
-func swapUIs() []string { return []string{"pprof", offCPUPage.Path} }
+// pprof's UIs (UI/RANGE/VIEW): pprof's own and the pages' that serve
+// one (Page.UI). Their views are put in place.
+func swapUIs() []string {
+	out := []string{"pprof"}
+	for _, pg := range Pages {
+		if pg.UI {
+			out = append(out, pg.Path)
+		}
+	}
+	return out
+}
 
 // swapScriptHTML is the script element serveUI puts in every HTML page
 // of pprof's UI, after culprit's links; swapOwnHTML, the same script for

@@ -29,6 +29,10 @@ const timePath = "time"
 var timePage = Page{
 	Path:  timePath,
 	Title: "Time view",
+	Focus: true,
+	ForFunction: func(_ Range, q string) link {
+		return link{timePath + q, "Time view of its samples"}
+	},
 	About: "samples over time per thread as heat maps (offset within the second × second), system calls, context switches and sampled values below them; select a range to open pprof's views and the other pages on it",
 	Needs: func(s *Server) string {
 		if !s.hasSamples() {

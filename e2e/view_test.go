@@ -14,12 +14,14 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
 	"testing"
 	"time"
+	"unsafe"
 
 	"github.com/chromedp/cdproto/input"
 	"github.com/chromedp/chromedp"
@@ -139,44 +141,49 @@ func TestViewSecurity(t *testing.T) {
 		}
 	}
 
-	// No parameter names a file the server then reads: a file of the
-	// user's, named every way a request can, never shows.
-	secret := filepath.Join(t.TempDir(), "secret.c")
+	// No parameter names a file the server then reads: files of the
+	// user's (a source and an object), named every way a request can,
+	// are never opened, on this server and on servers where the pages
+	// of diagnose (sampled values) and of traced calls have their inputs.
+	secrets := t.TempDir()
+	secret := filepath.Join(secrets, "secret.c")
 	const marker = "culprit_view_secret_marker"
 	if err := os.WriteFile(secret, []byte("int "+marker+";\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	q := url.QueryEscape(secret)
-	rel := strings.Repeat("../", 12) + strings.TrimPrefix(secret, "/")
-	for _, p := range []string{
-		"pprof/all/source?f=.&source_path=" + q,
-		"pprof/all/source?f=" + q,
-		"pprof/all/disasm?f=.&o=" + q,
-		"pprof/all/top?f=" + q + "&p=" + q,
-		"pprof/" + url.PathEscape(rel) + "/top",
-		"pprof/all/" + url.PathEscape(rel),
-		"time/" + url.PathEscape(rel),
-		"time/data?file=" + q,
-		"offcpu/" + url.PathEscape(rel),
-		"offcpu/source?f=.&source_path=" + q,
-		"contexts/" + url.PathEscape(rel),
-		"diagnose?normal=" + q + "&buggy=" + q,
-		"trace?file=" + q,
-		"variance?i=" + q,
-		"latency?from=" + q + "&to=" + q,
-		"time?f=" + q,
-		"time/data?f=" + q,
-		"time/values?src=0&from=" + q + "&to=" + q,
-		"time/values?src=" + q,
-		"history?store=" + q,
-		"models?store=" + q + "&rev=" + q,
-		url.PathEscape(rel),
-	} {
-		code, body := get(t, base+p)
-		if strings.Contains(body, marker) {
-			t.Errorf("GET %s (%d) served the contents of %s", p, code, secret)
-		}
+	threads := testutil.C(t, "threads", []string{"threads.c"}, "-O2", "-g", "-pthread")
+	elf, err := os.ReadFile(threads)
+	if err != nil {
+		t.Fatal(err)
 	}
+	object := filepath.Join(secrets, "secret.o") // an object file no recording names
+	if err := os.WriteFile(object, elf, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	watch := watchOpens(t, secrets)
+	// The watch sees an open (the test's own), or it proves nothing.
+	if _, err := os.ReadFile(secret); err != nil {
+		t.Fatal(err)
+	}
+	if seen := watch(); !slices.Contains(seen, secret) {
+		t.Fatalf("inotify saw %v when the test read %s", seen, secret)
+	}
+	noFileRead(t, base, watch, marker, secret, object)
+	c := vprofCases[0]
+	bin := c.bin(t)
+	normal, buggy := rec(t), rec(t)
+	mustRun(t, append([]string{"record", "--values", "-o", normal, "--", bin}, c.normal...)...)
+	mustRun(t, append([]string{"record", "--values", "-o", buggy, "--", bin}, c.buggy...)...)
+	diag, _ := startView(t, "--base", normal, buggy)
+	if code, body := get(t, diag); code != 200 || !strings.Contains(body, `href="diagnose"`) {
+		t.Fatalf("GET %s: %d, want an index linking to diagnose\n%s", diag, code, body)
+	}
+	noFileRead(t, diag, watch, marker, secret, object)
+	trace := rec(t)
+	mustRun(t, "trace", "-f", "spin_*", "-o", trace, "--", threads, "10000000")
+	traced, _ := startView(t, trace)
+	noFileRead(t, traced, watch, marker, secret, object)
+
 	// pprof's settings are not written through the server.
 	resp, err := http.Post(base+"pprof/all/saveconfig?config=x", "application/json", nil)
 	if err != nil {
@@ -197,6 +204,97 @@ func TestViewSecurity(t *testing.T) {
 	}
 	if !strings.Contains(warn.String(), "warning") {
 		t.Errorf("culprit view --listen 0.0.0.0:0 gave no warning; stderr:\n%s", warn)
+	}
+}
+
+// noFileRead asks the server at base for the files secret (a source)
+// and object (an object file) through every parameter and path element
+// of its pages and pprof's, with their paths absolute and relative
+// (climbing out of any directory), and fails when a page shows marker
+// (secret's contents) or when watch saw either file opened.
+func noFileRead(t *testing.T, base string, watch func() []string, marker, secret, object string) {
+	t.Helper()
+	watch() // what came before is another server's
+	var paths []string
+	for _, f := range []string{secret, object} {
+		q := url.QueryEscape(f)
+		rel := strings.Repeat("../", 12) + strings.TrimPrefix(f, "/")
+		rq := url.QueryEscape(rel)
+		for _, v := range []string{q, rq} {
+			paths = append(paths,
+				"pprof/all/source?f=.&source_path="+v,
+				"pprof/all/source?f="+v,
+				"pprof/all/source?f=.&trim_path="+v,
+				"pprof/all/disasm?f=.&o="+v,
+				"pprof/all/disasm?f="+v,
+				"pprof/all/peek?f="+v,
+				"pprof/all/top?f="+v+"&p="+v,
+				"pprof/all/flamegraph?f="+v+"&output="+v,
+				"pprof/all/download?output="+v,
+				"pprof/0s-1s/source?f=.&source_path="+v,
+				"offcpu/source?f=.&source_path="+v,
+				"diagnose?normal="+v+"&buggy="+v,
+				"diagnose?from=0s&to=1s&normal="+v,
+				"trace?file="+v+"&f="+v,
+				"variance?i="+v,
+				"latency?from="+v+"&to="+v,
+				"contexts/heatmap?base="+v,
+				"time?f="+v,
+				"time/data?f="+v+"&file="+v,
+				"time/values?src=0&from="+v+"&to="+v,
+				"time/values?src="+v,
+				"function?f="+v,
+				"function?f=main&from=0s&to=1s&object="+v,
+				"history?store="+v+"&rev="+v,
+				"models?store="+v+"&rev="+v,
+			)
+		}
+		for _, prefix := range []string{"pprof/", "pprof/all/", "time/", "offcpu/", "contexts/", "diagnose/", "function/", ""} {
+			paths = append(paths, prefix+url.PathEscape(rel), prefix+strings.ReplaceAll(url.PathEscape(rel), "/", "%2F"))
+		}
+	}
+	for _, p := range paths {
+		code, body := get(t, base+p)
+		if strings.Contains(body, marker) {
+			t.Errorf("GET %s (%d) served the contents of %s", p, code, secret)
+		}
+		if opened := watch(); len(opened) > 0 {
+			t.Errorf("GET %s (%d): the server opened %s", p, code, strings.Join(opened, ", "))
+		}
+	}
+}
+
+// watchOpens watches the files in dir with inotify and returns what
+// reports the names of those opened since it last reported.
+func watchOpens(t *testing.T, dir string) func() []string {
+	t.Helper()
+	fd, err := syscall.InotifyInit1(syscall.IN_NONBLOCK | syscall.IN_CLOEXEC)
+	if err != nil {
+		t.Fatalf("inotify: %v", err)
+	}
+	t.Cleanup(func() { syscall.Close(fd) })
+	if _, err := syscall.InotifyAddWatch(fd, dir, syscall.IN_OPEN|syscall.IN_ACCESS); err != nil {
+		t.Fatalf("inotify on %s: %v", dir, err)
+	}
+	return func() []string {
+		var names []string
+		buf := make([]byte, 64<<10)
+		for {
+			n, err := syscall.Read(fd, buf)
+			if err == syscall.EAGAIN || n <= 0 {
+				return names
+			}
+			if err != nil {
+				t.Fatalf("reading inotify: %v", err)
+			}
+			for b := buf[:n]; len(b) >= syscall.SizeofInotifyEvent; {
+				ev := (*syscall.InotifyEvent)(unsafe.Pointer(&b[0]))
+				end := syscall.SizeofInotifyEvent + int(ev.Len)
+				name := strings.TrimRight(string(b[syscall.SizeofInotifyEvent:end]), "\x00")
+				names = append(names, filepath.Join(dir, name))
+				b = b[end:]
+			}
+		}
 	}
 }
 

@@ -144,7 +144,8 @@ func TestViewSecurity(t *testing.T) {
 	// No parameter names a file the server then reads: files of the
 	// user's (a source and an object), named every way a request can,
 	// are never opened, on this server and on servers where the pages
-	// of diagnose (sampled values) and of traced calls have their inputs.
+	// of diagnose (sampled values), traced calls and the variance tree
+	// have their inputs.
 	secrets := t.TempDir()
 	secret := filepath.Join(secrets, "secret.c")
 	const marker = "culprit_view_secret_marker"
@@ -183,6 +184,11 @@ func TestViewSecurity(t *testing.T) {
 	mustRun(t, "trace", "-f", "spin_*", "-o", trace, "--", threads, "10000000")
 	traced, _ := startView(t, trace)
 	noFileRead(t, traced, watch, marker, secret, object)
+	varpool := testutil.C(t, "varpool", []string{"varpool.c"}, "-O2", "-g", "-pthread")
+	intervals := rec(t)
+	mustRun(t, "variance", "--start", "handle", "--round-intervals", "500", "-o", intervals, "--", varpool, "dominant", "200", "2")
+	variance, _ := startView(t, intervals)
+	noFileRead(t, variance, watch, marker, secret, object)
 
 	// pprof's settings are not written through the server.
 	resp, err := http.Post(base+"pprof/all/saveconfig?config=x", "application/json", nil)

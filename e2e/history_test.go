@@ -601,6 +601,8 @@ func viewHistory(t *testing.T, repo, rec, degraded, first string) {
 			t.Errorf("%s page shows\n%s\nwant what the command prints:\n%s", page, got, want)
 		}
 	}
+	// No parameter of the store's pages (a commit) opens a file.
+	noFileRead(t, base, newSecrets(t))
 	list, _, _ := inDir(t, repo, "history", "list")
 	same("stored runs", openPage(t, ctx, base, "history", "runs"), list)
 	check, _, _ := inDir(t, repo, "check")

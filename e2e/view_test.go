@@ -146,30 +146,8 @@ func TestViewSecurity(t *testing.T) {
 	// are never opened, on this server and on servers where the pages
 	// of diagnose (sampled values), traced calls and the variance tree
 	// have their inputs.
-	secrets := t.TempDir()
-	secret := filepath.Join(secrets, "secret.c")
-	const marker = "culprit_view_secret_marker"
-	if err := os.WriteFile(secret, []byte("int "+marker+";\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	threads := testutil.C(t, "threads", []string{"threads.c"}, "-O2", "-g", "-pthread")
-	elf, err := os.ReadFile(threads)
-	if err != nil {
-		t.Fatal(err)
-	}
-	object := filepath.Join(secrets, "secret.o") // an object file no recording names
-	if err := os.WriteFile(object, elf, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	watch := watchOpens(t, secrets)
-	// The watch sees an open (the test's own), or it proves nothing.
-	if _, err := os.ReadFile(secret); err != nil {
-		t.Fatal(err)
-	}
-	if seen := watch(); !slices.Contains(seen, secret) {
-		t.Fatalf("inotify saw %v when the test read %s", seen, secret)
-	}
-	noFileRead(t, base, watch, marker, secret, object)
+	sec := newSecrets(t)
+	noFileRead(t, base, sec)
 	c := vprofCases[0]
 	bin := c.bin(t)
 	normal, buggy := rec(t), rec(t)
@@ -179,16 +157,17 @@ func TestViewSecurity(t *testing.T) {
 	if code, body := get(t, diag); code != 200 || !strings.Contains(body, `href="diagnose"`) {
 		t.Fatalf("GET %s: %d, want an index linking to diagnose\n%s", diag, code, body)
 	}
-	noFileRead(t, diag, watch, marker, secret, object)
+	noFileRead(t, diag, sec)
 	trace := rec(t)
+	threads := testutil.C(t, "threads", []string{"threads.c"}, "-O2", "-g", "-pthread")
 	mustRun(t, "trace", "-f", "spin_*", "-o", trace, "--", threads, "10000000")
 	traced, _ := startView(t, trace)
-	noFileRead(t, traced, watch, marker, secret, object)
+	noFileRead(t, traced, sec)
 	varpool := testutil.C(t, "varpool", []string{"varpool.c"}, "-O2", "-g", "-pthread")
 	intervals := rec(t)
 	mustRun(t, "variance", "--start", "handle", "--round-intervals", "500", "-o", intervals, "--", varpool, "dominant", "200", "2")
 	variance, _ := startView(t, intervals)
-	noFileRead(t, variance, watch, marker, secret, object)
+	noFileRead(t, variance, sec)
 
 	// pprof's settings are not written through the server.
 	resp, err := http.Post(base+"pprof/all/saveconfig?config=x", "application/json", nil)
@@ -213,16 +192,51 @@ func TestViewSecurity(t *testing.T) {
 	}
 }
 
-// noFileRead asks the server at base for the files secret (a source)
-// and object (an object file) through every parameter and path element
-// of its pages and pprof's, with their paths absolute and relative
-// (climbing out of any directory), and fails when a page shows marker
-// (secret's contents) or when watch saw either file opened.
-func noFileRead(t *testing.T, base string, watch func() []string, marker, secret, object string) {
+// secrets are files of the user's that no request may make culprit view
+// open: a source whose contents hold marker and an object file no
+// recording names, in a directory watched for opens.
+type secrets struct {
+	secret, object, marker string
+	watch                  func() []string // the files opened since its last call
+}
+
+// newSecrets writes the secret files and starts watching them.
+func newSecrets(t *testing.T) secrets {
 	t.Helper()
-	watch() // what came before is another server's
+	dir := t.TempDir()
+	sec := secrets{secret: filepath.Join(dir, "secret.c"), object: filepath.Join(dir, "secret.o"),
+		marker: "culprit_view_secret_marker"}
+	if err := os.WriteFile(sec.secret, []byte("int "+sec.marker+";\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	elf, err := os.ReadFile(testutil.C(t, "threads", []string{"threads.c"}, "-O2", "-g", "-pthread"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(sec.object, elf, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	sec.watch = watchOpens(t, dir)
+	// The watch sees an open (the test's own), or it proves nothing.
+	if _, err := os.ReadFile(sec.secret); err != nil {
+		t.Fatal(err)
+	}
+	if seen := sec.watch(); !slices.Contains(seen, sec.secret) {
+		t.Fatalf("inotify saw %v when the test read %s", seen, sec.secret)
+	}
+	return sec
+}
+
+// noFileRead asks the server at base for the secret files through every
+// parameter and path element of its pages and pprof's, with their paths
+// absolute and relative (climbing out of any directory), and fails when
+// a page shows the secret source's contents or when either file was
+// opened.
+func noFileRead(t *testing.T, base string, sec secrets) {
+	t.Helper()
+	sec.watch() // what came before is another server's
 	var paths []string
-	for _, f := range []string{secret, object} {
+	for _, f := range []string{sec.secret, sec.object} {
 		q := url.QueryEscape(f)
 		rel := strings.Repeat("../", 12) + strings.TrimPrefix(f, "/")
 		rq := url.QueryEscape(rel)
@@ -261,10 +275,10 @@ func noFileRead(t *testing.T, base string, watch func() []string, marker, secret
 	}
 	for _, p := range paths {
 		code, body := get(t, base+p)
-		if strings.Contains(body, marker) {
-			t.Errorf("GET %s (%d) served the contents of %s", p, code, secret)
+		if strings.Contains(body, sec.marker) {
+			t.Errorf("GET %s (%d) served the contents of %s", p, code, sec.secret)
 		}
-		if opened := watch(); len(opened) > 0 {
+		if opened := sec.watch(); len(opened) > 0 {
 			t.Errorf("GET %s (%d): the server opened %s", p, code, strings.Join(opened, ", "))
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	pprof "github.com/google/pprof/profile"
 )
@@ -52,5 +53,44 @@ func TestSwapViews(t *testing.T) {
 	}
 	if !strings.Contains(swapScriptHTML, `const views = ["",`) || strings.Contains(swapScriptHTML, "VIEWS") {
 		t.Errorf("the swap script has no list of views: %.300s", swapScriptHTML)
+	}
+}
+
+// TestPagesDeclare checks that what the server says of a page it reads
+// from Pages: the links atop pprof's pages take the function selected
+// there to the Focus pages (the time view and the function page among
+// them), the swap script puts the views of the UI pages (the off-CPU
+// flame graph's) in place as pprof's, and every page's link for one
+// function leads to the page.
+func TestPagesDeclare(t *testing.T) {
+	s := &Server{shown: Pages}
+	nav := s.pprofNav(Range{})
+	focus := map[string]bool{}
+	for i, l := range nav[1:] {
+		if want := "../../" + Pages[i].Path; l.Path != want || l.Fn != Pages[i].Focus {
+			t.Errorf("pprof's link %d: %s, function along %v; want %s, %v", i, l.Path, l.Fn, want, Pages[i].Focus)
+		}
+		focus[Pages[i].Path] = Pages[i].Focus
+	}
+	if !focus[timePath] || !focus[functionPath] || focus[offCPUPath] {
+		t.Errorf("pages taking the function along: %v, want the time view and the function page, not the off-CPU flame graph", focus)
+	}
+	if uis := swapUIs(); !slices.Equal(uis, []string{"pprof", offCPUPath}) {
+		t.Errorf("swapUIs() = %v, want pprof's and the off-CPU flame graph's", uis)
+	}
+	rng := Range{From: time.Second, To: 2 * time.Second}
+	var linked []string
+	for _, pg := range Pages {
+		if pg.ForFunction == nil {
+			continue
+		}
+		l := pg.ForFunction(rng, "?f=leaf")
+		if !strings.HasPrefix(l.Path, pg.Path) || !strings.HasSuffix(l.Path, "?f=leaf") || l.Title == "" {
+			t.Errorf("page %s: link for a function %+v, want one to the page, f along", pg.Path, l)
+		}
+		linked = append(linked, pg.Path)
+	}
+	if !slices.Equal(linked, []string{timePath, offCPUPath}) {
+		t.Errorf("pages linked from the function page: %v, want the time view and the off-CPU flame graph", linked)
 	}
 }

@@ -175,7 +175,7 @@ echo "# diagnose at scale: $(./culprit report --top 1 vprof-buggy-big.rec 2>/dev
 gcc -O2 -g -pthread -o "$out/tracecalls" "$root/testdata/targets/tracecalls.c"
 ./culprit trace -f fib -o trace-base.rec -- ./tracecalls fib 22 >/dev/null 2>&1
 ./culprit trace -f fib -o trace.rec -- ./tracecalls fib 24 >/dev/null 2>rec.trace.txt
-echo "# traced calls: $(grep -o '[0-9]* calls' rec.trace.txt | head -1) of fib 24 against fib 22"
+echo "# traced calls: $(grep -o '[0-9]* calls of [0-9]* function' rec.trace.txt | head -1 | cut -d' ' -f1) calls of fib 24 against fib 22"
 gcc -O2 -g -pthread -o "$out/varpool" "$root/testdata/targets/varpool.c"
 ./culprit variance --start handle --round-intervals 500 -o variance.rec -- ./varpool dominant 2000 4 >/dev/null 2>&1
 echo "# variance: 2000 requests of varpool dominant on 4 workers"

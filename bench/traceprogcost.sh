@@ -42,7 +42,7 @@ for _ in $(seq "$reps"); do
 			done
 			wait "$pid" || { cat "$out/err" >&2; exit 1; }
 			# Loaded in order: entry, return, then the switch program.
-			echo "$b ${flag:-(on-CPU time)} $(awk '/^cpu_us/ {printf "program %.2f µs/call", $2 / '"$n"'}' "$out/prog"): $(awk '{printf "%s%s", sep, $(NF-2); sep=" / "}' "$out/last") per run (entry / return / switch)"
+			echo "$b ${flag:-(on-CPU time)} $(awk '/^cpu_us/ {printf "program %.2f µs/call", $2 / '"$n"'}' "$out/prog"): $(awk '{for (i = 1; i < NF; i++) if ($(i+1) == "per" && $(i+2) == "run,") printf "%s%s", sep, $i; sep=" / "}' "$out/last") per run (entry / return / switch)"
 		done
 	done
 done

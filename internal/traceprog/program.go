@@ -1,6 +1,8 @@
 package traceprog
 
 import (
+	"slices"
+
 	"github.com/cilium/ebpf/asm"
 
 	"github.com/culprit-dev/culprit/internal/bpfasm"
@@ -57,25 +59,48 @@ const (
 	hOff     = 16
 	stackHdr = hOff + offCPUVal
 
-	// RecordSize is the size of a call record in the ring buffer (not
-	// StrRecordSize: the reader tells them by their length).
-	RecordSize = 160
-	rStart     = 0
-	rEnd       = 8
-	rChild     = 16
-	rSite      = 24
-	rPidTgid   = 32
-	rProbe     = 40
-	rCaller    = 44
-	rDepth     = 48
-	rFlags     = 52
-	rArgs      = 56
-	rRet       = 104
-	rMem       = 112
-	rOff       = 128 // with flag CPU: ns its thread was off the CPU during the call
-	rChildOff  = 136 // with flag CPU: of those, inside traced calls it made
-	rG         = 144 // Go: the goroutine's g (R14), its shadow stack's key; else 0
-	rGoid      = 152 // Go with GoidOff: the goroutine's id, read from its g; else 0
+	// A call record in the ring buffer is a head of recHead bytes, then
+	// the parts only some programs write, in this order, each present
+	// when its bit is set in the record's flags (bits the reader clears):
+	// a program that measures no off-CPU time, runs outside Go or copies
+	// no arguments writes no zeros for them. The parts a program writes
+	// follow from its options alone, so the record's size is a constant
+	// of the program. The head with the off-CPU part, what a trace
+	// without --args writes, is 72 bytes (80 in the ring with its
+	// header): a call's return writes two cache lines, not three.
+	rStart   = 0
+	rEnd     = 8
+	rChild   = 16
+	rSite    = 24
+	rPidTgid = 32
+	rProbe   = 40
+	rCaller  = 44
+	rDepth   = 48
+	rFlags   = 52
+	recHead  = 56
+	// hasCPU: Off (ns its thread was off the CPU during the call, with
+	// flag CPU) and ChildOff (of those, inside traced calls it made).
+	hasCPU    = 1 << 16
+	pOff      = 0
+	pChildOff = 8
+	partCPU   = 16
+	// hasGo: G (the goroutine's g, R14, its shadow stack's key) and Goid
+	// (with GoidOff, the goroutine's id read from its g).
+	hasGo  = 1 << 17
+	pG     = 0
+	pGoid  = 8
+	partGo = 16
+	// hasArgs: the argument registers (or a USDT probe's arguments), the
+	// return value and the memory reads.
+	hasArgs  = 1 << 18
+	pArgs    = 0
+	pRet     = 8 * MaxArgs
+	pMem     = pRet + 8
+	partArgs = pMem + 8*MaxReads
+	hasParts = hasCPU | hasGo | hasArgs
+	// MaxRecordSize is the largest call record (not StrRecordSize: the
+	// reader tells them by their length, and no call record is as long).
+	MaxRecordSize = recHead + partCPU + partGo + partArgs
 
 	// The offcpu map (Go; other programs keep these in the shadow
 	// stack's header, at hOff): per thread (by thread id) when it last left the CPU
@@ -257,6 +282,34 @@ type builder struct {
 	o progOptions
 }
 
+// layout is where a program's call records put their parts (see
+// recHead): the offset of each part in the record (0: not written), the
+// record's size and the flag bits that name the parts.
+type layout struct {
+	cpu, g, args int16
+	size         int32
+	bits         int32
+}
+
+func recLayout(cpu, g, args bool) layout {
+	l := layout{size: recHead}
+	if cpu {
+		l.cpu, l.size, l.bits = int16(l.size), l.size+partCPU, l.bits|hasCPU
+	}
+	if g {
+		l.g, l.size, l.bits = int16(l.size), l.size+partGo, l.bits|hasGo
+	}
+	if args {
+		l.args, l.size, l.bits = int16(l.size), l.size+partArgs, l.bits|hasArgs
+	}
+	return l
+}
+
+// callLayout is the layout of the records emitCall writes.
+func (b *builder) callLayout() layout {
+	return recLayout(b.o.CPU, b.o.Go, b.o.Args)
+}
+
 // count adds one to the per-CPU counter at off.
 func (b *builder) count(off int16) {
 	skip := b.NewLabel("nocount")
@@ -318,21 +371,21 @@ func (b *builder) pidTgid() {
 	}
 }
 
-// storeG writes the record's goroutine (rG): in Go programs the
-// shadow stack's key at slKey, the g, else 0; and with GoidOff its id
-// (rGoid, 0 when the read faults or there is no offset).
-func (b *builder) storeG() {
-	if b.o.Go {
-		b.Emit(asm.LoadMem(asm.R1, asm.RFP, slKey, asm.DWord))
-	} else {
-		b.Emit(asm.Mov.Imm(asm.R1, 0))
+// storeG writes, in Go programs, the record's goroutine part at l.g:
+// the shadow stack's key at slKey, the g, and with GoidOff its id (0
+// when the read faults or the g is 0). Other programs' records have no
+// such part.
+func (b *builder) storeG(l layout) {
+	if !b.o.Go {
+		return
 	}
 	b.Emit(
-		asm.StoreMem(rTmp, rG, asm.R1, asm.DWord),
+		asm.LoadMem(asm.R1, asm.RFP, slKey, asm.DWord),
+		asm.StoreMem(rTmp, l.g+pG, asm.R1, asm.DWord),
 		asm.Mov.Imm(asm.R2, 0),
-		asm.StoreMem(rTmp, rGoid, asm.R2, asm.DWord),
+		asm.StoreMem(rTmp, l.g+pGoid, asm.R2, asm.DWord),
 	)
-	if !b.o.Go || b.o.GoidOff <= 0 {
+	if b.o.GoidOff <= 0 {
 		return
 	}
 	skip := b.NewLabel("nogoid")
@@ -341,7 +394,7 @@ func (b *builder) storeG() {
 		asm.Mov.Reg(asm.R3, asm.R1),
 		asm.Add.Imm(asm.R3, b.o.GoidOff),
 		asm.Mov.Reg(asm.R1, rTmp),
-		asm.Add.Imm(asm.R1, rGoid),
+		asm.Add.Imm(asm.R1, int32(l.g+pGoid)),
 		asm.Mov.Imm(asm.R2, 8),
 		asm.FnProbeReadUser.Call(),
 	)
@@ -393,9 +446,11 @@ func (b *builder) emitCall(flags int32, ret bool) {
 	if b.o.Strings {
 		b.emitStrings()
 	}
+	l := b.callLayout()
+	flags |= l.bits
 	b.Emit(
 		asm.LoadMapPtr(asm.R1, b.m.events),
-		asm.Mov.Imm(asm.R2, RecordSize),
+		asm.Mov.Imm(asm.R2, l.size),
 		asm.Mov.Imm(asm.R3, 0),
 		asm.FnRingbufReserve.Call(),
 		asm.JEq.Imm(asm.R0, 0, lost),
@@ -415,18 +470,20 @@ func (b *builder) emitCall(flags int32, ret bool) {
 		asm.LoadMem(asm.R1, asm.RFP, slIdx, asm.Word),
 		asm.StoreMem(rTmp, rDepth, asm.R1, asm.Word),
 		asm.StoreImm(rTmp, rFlags, int64(flags), asm.Word),
-		asm.Mov.Imm(asm.R1, 0),
-		asm.StoreMem(rTmp, rOff, asm.R1, asm.DWord),
-		asm.StoreMem(rTmp, rChildOff, asm.R1, asm.DWord),
 	)
-	b.storeG()
+	b.storeG(l)
 	if b.o.CPU {
 		nocpu, unseen := b.NewLabel("nocpu"), b.NewLabel("unseen")
+		b.Emit(
+			asm.Mov.Imm(asm.R1, 0),
+			asm.StoreMem(rTmp, l.cpu+pOff, asm.R1, asm.DWord),
+			asm.StoreMem(rTmp, l.cpu+pChildOff, asm.R1, asm.DWord),
+		)
 		b.offSince(nocpu, unseen)
 		b.Emit(
-			asm.StoreMem(rTmp, rOff, asm.R2, asm.DWord),
+			asm.StoreMem(rTmp, l.cpu+pOff, asm.R2, asm.DWord),
 			asm.LoadMem(asm.R1, rFrame, fChildOff, asm.DWord),
-			asm.StoreMem(rTmp, rChildOff, asm.R1, asm.DWord),
+			asm.StoreMem(rTmp, l.cpu+pChildOff, asm.R1, asm.DWord),
 			asm.StoreImm(rTmp, rFlags, int64(flags|CPU), asm.Word),
 			asm.Ja.Label(nocpu),
 		)
@@ -447,31 +504,27 @@ func (b *builder) emitCall(flags int32, ret bool) {
 		)
 		b.Mark(notail)
 	}
-	for i := int16(0); i < MaxArgs; i++ {
-		if b.o.Args {
+	if b.o.Args {
+		for i := int16(0); i < MaxArgs; i++ {
 			b.Emit(
 				asm.LoadMem(asm.R1, rFrame, fArgs+8*i, asm.DWord),
-				asm.StoreMem(rTmp, rArgs+8*i, asm.R1, asm.DWord),
+				asm.StoreMem(rTmp, l.args+pArgs+8*i, asm.R1, asm.DWord),
 			)
-		} else {
-			b.Emit(asm.Mov.Imm(asm.R1, 0), asm.StoreMem(rTmp, rArgs+8*i, asm.R1, asm.DWord))
 		}
-	}
-	for k := int16(0); k < MaxReads; k++ {
-		if b.o.Reads {
-			b.Emit(asm.LoadMem(asm.R1, rFrame, fMem+8*k, asm.DWord))
+		for k := int16(0); k < MaxReads; k++ {
+			if b.o.Reads {
+				b.Emit(asm.LoadMem(asm.R1, rFrame, fMem+8*k, asm.DWord))
+			} else {
+				b.Emit(asm.Mov.Imm(asm.R1, 0))
+			}
+			b.Emit(asm.StoreMem(rTmp, l.args+pMem+8*k, asm.R1, asm.DWord))
+		}
+		if ret {
+			b.Emit(asm.LoadMem(asm.R1, rCtx, regAX, asm.DWord))
 		} else {
 			b.Emit(asm.Mov.Imm(asm.R1, 0))
 		}
-		b.Emit(asm.StoreMem(rTmp, rMem+8*k, asm.R1, asm.DWord))
-	}
-	if ret && b.o.Args {
-		b.Emit(
-			asm.LoadMem(asm.R1, rCtx, regAX, asm.DWord),
-			asm.StoreMem(rTmp, rRet, asm.R1, asm.DWord),
-		)
-	} else {
-		b.Emit(asm.Mov.Imm(asm.R1, 0), asm.StoreMem(rTmp, rRet, asm.R1, asm.DWord))
+		b.Emit(asm.StoreMem(rTmp, l.args+pRet, asm.R1, asm.DWord))
 	}
 	b.pidTgid()
 	b.Emit(
@@ -1574,10 +1627,10 @@ func RegOffset(name string) (int16, bool) {
 	return off, ok
 }
 
-// usdtArgs fills the argument slots of the record at rTmp from the
+// usdtArgs fills the argument slots at base of the record at rTmp from the
 // probe's ArgSpecs, chosen by the probe id in slProbe, over the registers
 // copied before. A memory operand that cannot be read leaves its slot 0.
-func (b *builder) usdtArgs(points []Probe) {
+func (b *builder) usdtArgs(points []Probe, base int16) {
 	done := b.NewLabel("argsdone")
 	for _, p := range points {
 		if len(p.Args) == 0 {
@@ -1588,7 +1641,7 @@ func (b *builder) usdtArgs(points []Probe) {
 			asm.LoadMem(asm.R1, asm.RFP, slProbe, asm.Word),
 			asm.JNE.Imm(asm.R1, int32(p.ID), next),
 		)
-		b.argSpecs(p.Args, rTmp, rArgs)
+		b.argSpecs(p.Args, rTmp, base)
 		b.Emit(asm.Ja.Label(done))
 		b.Mark(next)
 	}
@@ -1744,9 +1797,12 @@ func hitProgram(m maps, o progOptions, points []Probe) asm.Instructions {
 		asm.StoreMem(asm.RFP, slCaller, asm.R2, asm.Word),
 	)
 	b.Mark("nostack")
+	// Arguments are recorded with Args, and USDT points' always.
+	args := o.Args || slices.ContainsFunc(points, func(p Probe) bool { return len(p.Args) > 0 })
+	l := recLayout(false, o.Go, args)
 	b.Emit(
 		asm.LoadMapPtr(asm.R1, m.events),
-		asm.Mov.Imm(asm.R2, RecordSize),
+		asm.Mov.Imm(asm.R2, l.size),
 		asm.Mov.Imm(asm.R3, 0),
 		asm.FnRingbufReserve.Call(),
 		asm.JEq.Imm(asm.R0, 0, "lost"),
@@ -1760,26 +1816,31 @@ func hitProgram(m maps, o progOptions, points []Probe) asm.Instructions {
 		asm.StoreMem(rTmp, rCaller, asm.R1, asm.Word),
 		asm.LoadMem(asm.R1, asm.RFP, slIdx, asm.Word),
 		asm.StoreMem(rTmp, rDepth, asm.R1, asm.Word),
-		asm.StoreImm(rTmp, rFlags, Point, asm.Word),
+		asm.StoreImm(rTmp, rFlags, int64(Point|l.bits), asm.Word),
 		asm.Mov.Imm(asm.R1, 0),
 		asm.StoreMem(rTmp, rChild, asm.R1, asm.DWord),
 		asm.StoreMem(rTmp, rSite, asm.R1, asm.DWord),
-		asm.StoreMem(rTmp, rRet, asm.R1, asm.DWord),
-		asm.StoreMem(rTmp, rMem, asm.R1, asm.DWord),
-		asm.StoreMem(rTmp, rMem+8, asm.R1, asm.DWord),
-		asm.StoreMem(rTmp, rOff, asm.R1, asm.DWord),
-		asm.StoreMem(rTmp, rChildOff, asm.R1, asm.DWord),
 	)
-	b.storeG()
-	// With Args, the C argument registers as they are at the point (a
-	// USDT probe's arguments that its note places there).
-	for i, r := range []int16{regDI, regSI, regDX, regCX, regR8, regR9} {
-		if o.Args {
-			b.Emit(asm.LoadMem(asm.R1, rCtx, r, asm.DWord))
+	b.storeG(l)
+	if args {
+		b.Emit(
+			asm.Mov.Imm(asm.R1, 0),
+			asm.StoreMem(rTmp, l.args+pRet, asm.R1, asm.DWord),
+			asm.StoreMem(rTmp, l.args+pMem, asm.R1, asm.DWord),
+			asm.StoreMem(rTmp, l.args+pMem+8, asm.R1, asm.DWord),
+		)
+		// With Args, the C argument registers as they are at the point
+		// (a USDT probe's arguments that its note places there).
+		for i, r := range []int16{regDI, regSI, regDX, regCX, regR8, regR9} {
+			if o.Args {
+				b.Emit(asm.LoadMem(asm.R1, rCtx, r, asm.DWord))
+			} else {
+				b.Emit(asm.Mov.Imm(asm.R1, 0))
+			}
+			b.Emit(asm.StoreMem(rTmp, l.args+pArgs+8*int16(i), asm.R1, asm.DWord))
 		}
-		b.Emit(asm.StoreMem(rTmp, rArgs+8*int16(i), asm.R1, asm.DWord))
+		b.usdtArgs(points, l.args+pArgs)
 	}
-	b.usdtArgs(points)
 	b.Emit(
 		asm.FnGetCurrentPidTgid.Call(),
 		asm.StoreMem(rTmp, rPidTgid, asm.R0, asm.DWord),

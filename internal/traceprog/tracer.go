@@ -1156,10 +1156,9 @@ func (t *Tracer) Read(wait, limit time.Duration, fn func(*Call)) error {
 			t.pending[uint32(le.Uint64(b[sPidTgid:]))] = ps
 			continue
 		}
-		if len(b) < RecordSize {
+		if !decode(b, &c) {
 			continue
 		}
-		decode(b, &c)
 		c.Strs = nil
 		if ps, ok := t.pending[c.TID]; ok {
 			delete(t.pending, c.TID)
@@ -1171,29 +1170,48 @@ func (t *Tracer) Read(wait, limit time.Duration, fn func(*Call)) error {
 	}
 }
 
-func decode(b []byte, c *Call) {
+// decode reads a call record into c: its head, then the parts its flags
+// name (recHead); false when b is not a call record of that size.
+func decode(b []byte, c *Call) bool {
+	if len(b) < recHead {
+		return false
+	}
 	le := binary.LittleEndian
-	c.Start = le.Uint64(b[rStart:])
-	c.End = le.Uint64(b[rEnd:])
-	c.Child = le.Uint64(b[rChild:])
-	c.Site = le.Uint64(b[rSite:])
+	flags := le.Uint32(b[rFlags:])
+	l := recLayout(flags&hasCPU != 0, flags&hasGo != 0, flags&hasArgs != 0)
+	if len(b) < int(l.size) {
+		return false
+	}
+	*c = Call{
+		Start:  le.Uint64(b[rStart:]),
+		End:    le.Uint64(b[rEnd:]),
+		Child:  le.Uint64(b[rChild:]),
+		Site:   le.Uint64(b[rSite:]),
+		Probe:  le.Uint32(b[rProbe:]),
+		Caller: le.Uint32(b[rCaller:]),
+		Depth:  le.Uint32(b[rDepth:]),
+		Flags:  flags &^ hasParts,
+	}
 	pt := le.Uint64(b[rPidTgid:])
 	c.PID, c.TID = uint32(pt>>32), uint32(pt)
-	c.Probe = le.Uint32(b[rProbe:])
-	c.Caller = le.Uint32(b[rCaller:])
-	c.Depth = le.Uint32(b[rDepth:])
-	c.Flags = le.Uint32(b[rFlags:])
-	for i := range c.Args {
-		c.Args[i] = le.Uint64(b[rArgs+8*i:])
+	if l.cpu > 0 {
+		c.Off = le.Uint64(b[l.cpu+pOff:])
+		c.ChildOff = le.Uint64(b[l.cpu+pChildOff:])
 	}
-	c.Ret = le.Uint64(b[rRet:])
-	for k := range c.Mem {
-		c.Mem[k] = le.Uint64(b[rMem+8*k:])
+	if l.g > 0 {
+		c.G = le.Uint64(b[l.g+pG:])
+		c.Goid = le.Uint64(b[l.g+pGoid:])
 	}
-	c.Off = le.Uint64(b[rOff:])
-	c.ChildOff = le.Uint64(b[rChildOff:])
-	c.G = le.Uint64(b[rG:])
-	c.Goid = le.Uint64(b[rGoid:])
+	if l.args > 0 {
+		for i := range c.Args {
+			c.Args[i] = le.Uint64(b[l.args+pArgs+int16(8*i):])
+		}
+		c.Ret = le.Uint64(b[l.args+pRet:])
+		for k := range c.Mem {
+			c.Mem[k] = le.Uint64(b[l.args+pMem+int16(8*k):])
+		}
+	}
+	return true
 }
 
 // Leftovers calls fn with the calls still open in the shadow stacks at

@@ -46,34 +46,58 @@ func TestLoads(t *testing.T) {
 	}
 }
 
-// A record decodes field by field at the offsets the program writes.
+// A record decodes field by field at the offsets the program writes, for
+// every set of parts a program can write; the part bits do not reach the
+// call's flags, and a record shorter than its parts is refused.
 func TestDecode(t *testing.T) {
-	b := make([]byte, RecordSize)
-	put := func(off int, v uint64, n int) {
-		for i := 0; i < n; i++ {
-			b[off+i] = byte(v >> (8 * i))
+	for _, parts := range [][3]bool{{}, {true}, {false, true}, {false, false, true}, {true, true}, {true, false, true}, {false, true, true}, {true, true, true}} {
+		l := recLayout(parts[0], parts[1], parts[2])
+		if l.size == StrRecordSize || l.size > MaxRecordSize {
+			t.Fatalf("parts %v: a call record of %d bytes (string records are %d, the largest call record %d)", parts, l.size, StrRecordSize, MaxRecordSize)
 		}
-	}
-	put(rStart, 100, 8)
-	put(rEnd, 250, 8)
-	put(rChild, 40, 8)
-	put(rSite, 0x401234, 8)
-	put(rPidTgid, 7<<32|9, 8)
-	put(rProbe, 3, 4)
-	put(rCaller, 2, 4)
-	put(rDepth, 1, 4)
-	put(rFlags, Unreturned, 4)
-	put(rArgs+8*5, 66, 8)
-	put(rRet, 5, 8)
-	put(rMem+8, 77, 8)
-	put(rG, 0xc000102000, 8)
-	var c Call
-	decode(b, &c)
-	want := Call{Start: 100, End: 250, Child: 40, Site: 0x401234, PID: 7, TID: 9, Probe: 3, Caller: 2, Depth: 1, Flags: Unreturned, Ret: 5, G: 0xc000102000}
-	want.Args[5] = 66
-	want.Mem[1] = 77
-	if !reflect.DeepEqual(c, want) {
-		t.Errorf("decoded %+v, want %+v", c, want)
+		b := make([]byte, l.size)
+		put := func(off int16, v uint64, n int) {
+			for i := 0; i < n; i++ {
+				b[int(off)+i] = byte(v >> (8 * i))
+			}
+		}
+		put(rStart, 100, 8)
+		put(rEnd, 250, 8)
+		put(rChild, 40, 8)
+		put(rSite, 0x401234, 8)
+		put(rPidTgid, 7<<32|9, 8)
+		put(rProbe, 3, 4)
+		put(rCaller, 2, 4)
+		put(rDepth, 1, 4)
+		put(rFlags, uint64(Unreturned|CPU|l.bits), 4)
+		want := Call{Start: 100, End: 250, Child: 40, Site: 0x401234, PID: 7, TID: 9, Probe: 3, Caller: 2, Depth: 1, Flags: Unreturned | CPU}
+		if parts[0] {
+			put(l.cpu+pOff, 30, 8)
+			put(l.cpu+pChildOff, 20, 8)
+			want.Off, want.ChildOff = 30, 20
+		}
+		if parts[1] {
+			put(l.g+pG, 0xc000102000, 8)
+			put(l.g+pGoid, 18, 8)
+			want.G, want.Goid = 0xc000102000, 18
+		}
+		if parts[2] {
+			put(l.args+pArgs+8*5, 66, 8)
+			put(l.args+pRet, 5, 8)
+			put(l.args+pMem+8, 77, 8)
+			want.Args[5], want.Ret, want.Mem[1] = 66, 5, 77
+		}
+		var c Call
+		if !decode(b, &c) {
+			t.Errorf("parts %v: record of %d bytes refused", parts, len(b))
+			continue
+		}
+		if !reflect.DeepEqual(c, want) {
+			t.Errorf("parts %v: decoded %+v, want %+v", parts, c, want)
+		}
+		if decode(b[:len(b)-1], &c) {
+			t.Errorf("parts %v: a record one byte short decoded", parts)
+		}
 	}
 }
 

@@ -14,7 +14,7 @@ import (
 // Every variant of the programs passes the kernel's verifier.
 func TestLoads(t *testing.T) {
 	testutil.NeedRoot(t)
-	for _, o := range []Options{{Probes: 1}, {Args: true, Probes: 3}, {Go: true, Probes: 2}, {Go: true, Args: true, Probes: 5000}, {Sampling: true, Probes: 4}, {Go: true, Sampling: true, Args: true, Probes: 4}, {TimedHz: 5, Sampling: true, Probes: 2}, {MaxDepth: 3, Probes: 2}, {Go: true, MaxDepth: 1, Args: true, Probes: 2}, {Args: true, Reads: true, Probes: 3}, {Args: true, Reads: true, Strings: true, Sampling: true, Probes: 3}} {
+	for _, o := range []Options{{Probes: 1}, {Args: true, Probes: 3}, {Go: true, Probes: 2}, {Go: true, Args: true, Probes: 5000}, {Sampling: true, Probes: 4}, {Go: true, Sampling: true, Args: true, Probes: 4}, {TimedHz: 5, Sampling: true, Probes: 2}, {MaxDepth: 3, Probes: 2}, {Go: true, MaxDepth: 1, Args: true, Probes: 2}, {Args: true, Reads: true, Probes: 3}, {Args: true, Reads: true, Strings: true, Sampling: true, Probes: 3}, {CPU: true, Probes: 2}, {CPU: true, Go: true, Args: true, GoidOff: 152, Probes: 2}, {CPU: true, Args: true, Reads: true, Strings: true, Probes: 3}} {
 		tr, err := New(o)
 		if err != nil {
 			t.Errorf("%+v: %v", o, err)
@@ -26,6 +26,16 @@ func TestLoads(t *testing.T) {
 		// The programs of USDT begin/end pairs, loaded when one is set;
 		// with --args, an entry program that reads the begins' operands
 		// (a register, memory at base+index·scale+offset, a constant).
+		// The point probes' program, with a USDT point's arguments
+		// (recorded with or without --args).
+		for _, pt := range []Probe{{ID: 1, Point: true, Args: []ArgSpec{{Kind: ArgReg, Reg: 112, Size: 4}, {Kind: ArgConst, Off: 3, Size: 4}}}, {ID: 1, Point: true}} {
+			hit, err := tr.loadHit([]Probe{pt})
+			if err != nil {
+				t.Errorf("%+v: point program (arguments %v): %v", o, pt.Args, err)
+				continue
+			}
+			hit.Close()
+		}
 		if _, _, err := tr.loadPair(nil); err != nil {
 			t.Errorf("%+v: pair programs: %v", o, err)
 		}

@@ -382,7 +382,52 @@ func New(o Options) (*Tracer, error) {
 		t.Close()
 		return nil, explain(fmt.Errorf("reading the tracer's ring: %w", err))
 	}
+	_ = t.touchRing() // best effort: without it the probes pay the first writes
 	return t, nil
+}
+
+// touchRing writes each page of the ring once before any probe is set:
+// the first write to a page of a new ring costs the writer far more than
+// later ones, and the writer is otherwise the traced program's return
+// probe (docs/performance.md, "The call record's size in the ring"). A
+// program run by BPF_PROG_TEST_RUN reserves and discards one record a
+// page, half the ring at a time, and the reader skips the discarded
+// records.
+func (t *Tracer) touchRing() error {
+	const page = 4096
+	p, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.SocketFilter, License: "GPL", Instructions: asm.Instructions{
+		asm.LoadMapPtr(asm.R1, t.events.FD()),
+		asm.Mov.Imm(asm.R2, page-8), // with the record's 8-byte header, a page
+		asm.Mov.Imm(asm.R3, 0),
+		asm.FnRingbufReserve.Call(),
+		asm.JEq.Imm(asm.R0, 0, "out"),
+		asm.Mov.Reg(asm.R1, asm.R0),
+		asm.Mov.Imm(asm.R2, 1), // BPF_RB_NO_WAKEUP
+		asm.FnRingbufDiscard.Call(),
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("out"),
+		asm.Return(),
+	}})
+	if err != nil {
+		return err
+	}
+	defer p.Close()
+	var rec ringbuf.Record
+	for half := 0; half < 2; half++ {
+		if _, err := p.Run(&ebpf.RunOptions{Data: make([]byte, 14), Repeat: RingBytes / page / 2}); err != nil {
+			return err
+		}
+		t.rd.SetDeadline(time.Now())
+		for {
+			err := t.rd.ReadInto(&rec)
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				break
+			}
+			if err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // startSwitch loads the off-CPU accounting program and attaches it to

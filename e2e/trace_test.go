@@ -169,7 +169,7 @@ func TestTraceCountsEveryCall(t *testing.T) {
 func TestTraceDurationsAndArgs(t *testing.T) {
 	testutil.NeedRoot(t)
 	bin := testutil.C(t, "tracecalls", []string{"tracecalls.c"}, "-O2", "-g", "-pthread")
-	out, stdout := traceRun(t, []string{"-f", "spin", "-f", "args3", "-f", "keep", "--args"}, bin, "spin", "2", "8", "spin", "5", "3", "args", "6")
+	out, stdout := traceRun(t, []string{"-f", "spin", "-f", "args3", "-f", "keep", "--args"}, bin, "spin", "0", "1", "spin", "2", "8", "spin", "5", "3", "args", "6")
 	var own []float64
 	var args [][]string
 	for _, l := range strings.Split(stdout, "\n") {
@@ -187,11 +187,18 @@ func TestTraceDurationsAndArgs(t *testing.T) {
 		t.Fatal(err)
 	}
 	sort.Slice(spins.Calls, func(i, j int) bool { return spins.Calls[i].Start < spins.Calls[j].Start })
-	if len(spins.Calls) != len(own) || len(own) != 11 {
-		t.Fatalf("%d spin calls traced, the program timed %d (want 11)", len(spins.Calls), len(own))
+	if len(spins.Calls) != len(own) || len(own) != 12 {
+		t.Fatalf("%d spin calls traced, the program timed %d (want 12)", len(spins.Calls), len(own))
 	}
+	// The first call of a probed function pays the kernel's one-time
+	// set-up (the process's page for probed instructions, the thread's
+	// uprobe state) inside the call: the program's first, 0 ms, spin
+	// takes it, and the timing holds for calls of 1 ms or more.
 	known := 0
 	for i, c := range spins.Calls {
+		if own[i] < 1e6 {
+			continue
+		}
 		if c.InclCPU == nil {
 			// The kernel did not show the tracer every context switch:
 			// only the lower bound holds.
@@ -206,7 +213,7 @@ func TestTraceDurationsAndArgs(t *testing.T) {
 			t.Errorf("spin call %d: traced %d ns (%.0f ns of it off the CPU), the program measured %.0f ns (%.1f%%)", i, c.Incl, off, own[i], 100*d)
 		}
 	}
-	if known < len(own)/2 {
+	if known < (len(own)-1)/2 {
 		t.Errorf("%d of %d spin calls have their time off the CPU measured, want most", known, len(own))
 	}
 	var a callsJSON

@@ -256,6 +256,14 @@ func (d *objData) loadOnce() error {
 		}
 	}
 
+	// PLT stubs: named after the function each reaches (lookupPC).
+	if plt := elfx.PLTStubs(f); len(plt) > 0 {
+		if d.syms == nil {
+			d.syms = &symTable{}
+		}
+		d.syms.plt = plt
+	}
+
 	// Line information: DWARF of the object or debug file, else pclntab.
 	src := f
 	if !hasDWARF {

@@ -333,6 +333,15 @@ func (d *objData) lookupPC(pc uint64) (frames []Frame) {
 	}()
 	d.load()
 	sym, hasSym := d.syms.lookup(pc)
+	if !hasSym {
+		// A PLT stub is a frame of its own, f@plt, as perf and objdump
+		// name it: the caller called it and it jumps (no call) to f, so
+		// a sample in it is time spent in neither the caller's code nor
+		// f's, and f may be in another object or not yet bound.
+		if name, ok := d.syms.stub(pc); ok {
+			return []Frame{{Function: d.clean(name) + "@plt", Symbol: name + "@plt"}}
+		}
+	}
 	if d.dw != nil {
 		chain, file, line := d.dw.lookup(pc)
 		if n := len(chain); n > 0 {

@@ -4,6 +4,8 @@ import (
 	"debug/elf"
 	"sort"
 	"strings"
+
+	"github.com/culprit-dev/culprit/internal/elfx"
 )
 
 // symEntry is one code symbol covering [addr, end).
@@ -20,6 +22,9 @@ type symTable struct {
 	// enc[i] is the index of the sized symbol before i with the greatest
 	// end, or -1: it covers addresses past syms[i]'s end when symbols nest.
 	enc []int32
+	// plt holds the object's PLT stubs (elfx.PLTStubs), sorted: code no
+	// symbol names, named after the function each reaches.
+	plt []elfx.PLTStub
 }
 
 const sttGNUIFunc = 10 // STT_GNU_IFUNC / STT_LOOS
@@ -150,6 +155,19 @@ func (t *symTable) bounds(addr uint64) (start, end uint64, ok bool) {
 		}
 	}
 	return 0, 0, false
+}
+
+// stub returns the name of the function reached by the PLT stub holding
+// addr.
+func (t *symTable) stub(addr uint64) (string, bool) {
+	if t == nil {
+		return "", false
+	}
+	i := sort.Search(len(t.plt), func(i int) bool { return t.plt[i].Addr > addr }) - 1
+	if i < 0 || addr >= t.plt[i].End {
+		return "", false
+	}
+	return t.plt[i].Name, true
 }
 
 func (t *symTable) len() int {

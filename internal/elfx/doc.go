@@ -9,7 +9,9 @@
 // numbers, the source name of a function's DIE (clone suffixes,
 // demangling, abstract origins), and the tree of a unit's functions and
 // the calls inlined into them (FuncWalker), from which the symbolizer makes
-// frames and dwarfx makes scopes.
+// frames and dwarfx makes scopes, and the PLT's stubs with the function
+// each reaches (PLTStubs), which the symbolizer names frames after and
+// schema follows calls through.
 //
 // debug/elf and debug/dwarf parse the containers; they do not expose a
 // build-id, a reader for DWARF expressions and CFI instructions, or the

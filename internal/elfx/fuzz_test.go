@@ -105,3 +105,35 @@ func FuzzReader(f *testing.F) {
 		LEBLen(data)
 	})
 }
+
+// FuzzPLTStubs: PLTStubs on any file debug/elf accepts returns stubs of
+// positive extent, sorted, each inside a PLT section, and never panics.
+func FuzzPLTStubs(f *testing.F) {
+	lib := testutil.C(f, "plt-fuzz.so", []string{"guard.c"}, "-O2", "-shared", "-fPIC", "-fcf-protection=full", "-Wl,-z,ibtplt")
+	b, err := os.ReadFile(lib)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b)
+	f.Fuzz(func(t *testing.T, b []byte) {
+		ef, err := elf.NewFile(bytes.NewReader(b))
+		if err != nil {
+			return
+		}
+		stubs := PLTStubs(ef)
+		for i, s := range stubs {
+			if s.End <= s.Addr || i > 0 && s.Addr < stubs[i-1].Addr {
+				t.Fatalf("stub %d: %+v (previous %+v)", i, s, stubs[max(i-1, 0)])
+			}
+			in := false
+			for _, name := range []string{".plt", ".plt.sec", ".plt.got"} {
+				if sec := ef.Section(name); sec != nil && sec.Addr <= s.Addr && s.End <= sec.Addr+sec.Size {
+					in = true
+				}
+			}
+			if !in {
+				t.Fatalf("stub %+v is outside the PLT sections", s)
+			}
+		}
+	})
+}

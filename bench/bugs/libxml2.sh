@@ -3,9 +3,13 @@
 #
 # libxml2_configure: in a libxml2 source tree, configures the build of a
 # static xmllint (libxml2 linked in, so its functions are in the one binary),
-# -O2 -g, without the optional libraries.
+# -O2 -g, without the optional libraries. Debian's patches may change a
+# Makefile.am (~deb12u6 adds a test program; Debian's own build reruns
+# autoreconf): maintainer mode off keeps make from regenerating Makefile.in
+# with an automake the machine may not have; the shipped Makefile.in builds
+# xmllint the same.
 libxml2_configure() {
-	CFLAGS="-O2 -g" ./configure --disable-shared --enable-static \
+	CFLAGS="-O2 -g" ./configure --disable-maintainer-mode --disable-shared --enable-static \
 		--without-python --without-zlib --without-lzma --without-icu \
 		--without-readline --without-history --without-http --without-ftp
 }

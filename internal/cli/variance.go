@@ -160,7 +160,7 @@ from VProfiler: docs/variance.md.`,
 			} else {
 				for _, f := range append(append(slices.Clone(cg[spec.Start]), cg[spec.End]...), cg[spec.Attach]...) {
 					if probeable(f) {
-						names = append(names, f)
+						names = append(names, tracer.GlobQuote(f)) // a C++ name may hold [ ] * ?
 					}
 				}
 			}

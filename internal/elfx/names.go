@@ -51,6 +51,19 @@ func demangleName(name string) (out string) {
 	return ""
 }
 
+// Demangle returns the full demangled form of a C++ or Rust symbol, with
+// its parameters and template arguments, and a clone's suffix as
+// "[clone .constprop.0]" (c++filt's output); the symbol itself when it is
+// not mangled or does not demangle.
+func Demangle(symbol string) (out string) {
+	defer func() {
+		if recover() != nil {
+			out = symbol
+		}
+	}()
+	return demangle.Filter(stripVersion(symbol))
+}
+
 // StripClones removes trailing clone suffixes: "f.constprop.0.isra.0" → "f",
 // "f.cold" → "f", "f.part.0.cold.1" → "f". A name that would become empty is
 // returned unchanged.

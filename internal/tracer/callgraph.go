@@ -62,8 +62,9 @@ func callGraph(path string) (g, tail map[string][]string, err error) {
 			continue
 		}
 		seen[s.Value] = true
-		funcs = append(funcs, funcSym{s.Name, s.Value, s.Value + s.Size})
+		funcs = append(funcs, funcSym{name: s.Name, value: s.Value, end: s.Value + s.Size})
 	}
+	nameFuncs(funcs)
 	if len(funcs) == 0 {
 		return nil, nil, fmt.Errorf("%s has no function symbols: no call graph", path)
 	}

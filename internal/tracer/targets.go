@@ -216,8 +216,64 @@ func ResolveEvery(exe string, pid int, pats []Pattern, args bool, every map[stri
 }
 
 type funcSym struct {
-	name       string
+	name       string // what the trace calls it (nameFuncs); the symbol until named
+	sym        string // the symbol
 	value, end uint64
+}
+
+// nameFuncs gives each function of an object the name a trace records for
+// it, which patterns match and reports show: a C++ or Rust symbol is
+// demangled to the source-level name the CPU profile's frames carry
+// (elfx.CleanName: "svc::parse_size", "shapes::svc::parse_size"), so that
+// a trace's functions and the samples beside it name the same functions.
+// Where two symbols of the object demangle to the same name (overloads,
+// template or generic instances, a clone beside its original) each keeps
+// its full demangled form ("geo::Accum<double>::add(...)"), or its symbol
+// when that is the same too (Rust's generic instances, which differ only
+// by hash; C++'s base and complete destructors). Cold parts are not
+// counted: they are not traced. Other names are the symbol.
+func nameFuncs(funcs []funcSym) {
+	clean := make([]string, len(funcs))
+	n := map[string]int{}
+	for i := range funcs {
+		fs := &funcs[i]
+		fs.sym = fs.name
+		if !elfx.IsMangled(fs.sym) {
+			continue
+		}
+		if c := elfx.CleanName(fs.sym); c != fs.sym {
+			clean[i] = c
+			if Traceable(fs.sym) {
+				n[c]++
+			}
+		}
+	}
+	full := map[string]int{}
+	for i := range funcs {
+		if clean[i] != "" && n[clean[i]] > 1 {
+			full[elfx.Demangle(funcs[i].sym)]++
+		}
+	}
+	for i := range funcs {
+		fs := &funcs[i]
+		switch c := clean[i]; {
+		case c == "":
+		case n[c] <= 1:
+			fs.name = c
+		case full[elfx.Demangle(fs.sym)] == 1:
+			fs.name = elfx.Demangle(fs.sym)
+		}
+	}
+}
+
+// matches reports whether glob matches the function's symbol or the name
+// the trace gives it (a demangled C++ or Rust name).
+func (fs funcSym) matches(glob string) bool {
+	if ok, _ := path.Match(glob, fs.name); ok {
+		return true
+	}
+	ok, _ := path.Match(glob, fs.sym)
+	return ok
 }
 
 func resolveObject(obj string, pats []Pattern, args bool, exclude map[string]bool) ([]Target, bool, error) {
@@ -236,16 +292,17 @@ func resolveObject(obj string, pats []Pattern, args bool, exclude map[string]boo
 			continue
 		}
 		seen[s.Value] = true
-		funcs = append(funcs, funcSym{s.Name, s.Value, s.Value + s.Size})
+		funcs = append(funcs, funcSym{name: s.Name, value: s.Value, end: s.Value + s.Size})
 	}
 	if len(funcs) == 0 {
 		return nil, false, fmt.Errorf("%s has no function symbols (stripped?): nothing can be traced by name", obj)
 	}
+	nameFuncs(funcs)
 	sort.Slice(funcs, func(i, j int) bool { return funcs[i].name < funcs[j].name })
 	cold := map[string][]funcSym{} // foo → foo.cold, foo.cold.3: parts GCC split off
 	for _, fs := range funcs {
-		if i := strings.Index(fs.name, ".cold"); i > 0 {
-			cold[fs.name[:i]] = append(cold[fs.name[:i]], fs)
+		if i := strings.Index(fs.sym, ".cold"); i > 0 {
+			cold[fs.sym[:i]] = append(cold[fs.sym[:i]], fs)
 		}
 	}
 	bid := elfx.BuildID(f)
@@ -266,15 +323,15 @@ func resolveObject(obj string, pats []Pattern, args bool, exclude map[string]boo
 		}
 		n := 0
 		for _, fs := range funcs {
-			if ok, _ := path.Match(p.Glob, fs.name); !ok || taken[fs.value] || p.UserOnly && helper(fs.name) {
+			if !fs.matches(p.Glob) || taken[fs.value] || p.UserOnly && helper(fs.name) {
 				continue
 			}
-			if exclude[fs.name] {
+			if exclude[fs.name] || exclude[fs.sym] {
 				n++ // matched, and left out on purpose
 				continue
 			}
 			if untraceable(f, fs) {
-				if p.Glob == fs.name {
+				if p.Glob == fs.sym {
 					return nil, false, fmt.Errorf("%s in %s is not called but jumped to (the entry point, a signal return, the cold part of a function): it has no return to time", fs.name, obj)
 				}
 				continue
@@ -288,7 +345,7 @@ func resolveObject(obj string, pats []Pattern, args bool, exclude map[string]boo
 			if !isGo {
 				var parts [][]byte
 				var starts []uint64
-				for _, c := range cold[fs.name] {
+				for _, c := range cold[fs.sym] {
 					parts, starts = append(parts, funcCode(f, c)), append(starts, c.value)
 				}
 				t.Offset += entrySite(funcCode(f, fs), fs.value, parts, starts)
@@ -333,7 +390,7 @@ func untraceable(f *elf.File, fs funcSym) bool {
 			return true
 		}
 	}
-	return !Traceable(fs.name)
+	return !Traceable(fs.sym)
 }
 
 // Traceable reports whether a function of this name can be traced at all,

@@ -9,9 +9,11 @@
 package tracer
 
 import (
+	"debug/elf"
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -323,7 +325,62 @@ func prepare(o Options, exe string, pid int) (*session, error) {
 	if goidWarn != "" {
 		s.res.Warnings = append(s.res.Warnings, goidWarn)
 	}
+	if w := unwindWarning(targets); w != "" {
+		s.res.Warnings = append(s.res.Warnings, w)
+	}
 	return s, nil
+}
+
+// unwindWarning says, when a function with a return probe lies in an
+// object that unwinds its stack for C++ exceptions or Rust panics, what
+// the probes do to them. A uretprobe replaces the call's return address on
+// the stack with its trampoline's, which no unwind table covers: an
+// exception or panic that unwinds through a traced call stops there, and
+// the C++ runtime calls std::terminate ("terminate called after throwing
+// an instance of ...") or Rust aborts ("failed to initiate panic"). An
+// object unwinds when it calls or defines the unwinder's entries
+// (__cxa_throw, _Unwind_RaiseException, _Unwind_Resume: a C++ object with
+// a destructor to run on the way, every Rust program). Go's return probes
+// sit on RET instructions and leave the stack alone.
+func unwindWarning(targets []Target) string {
+	seen := map[string]bool{}
+	var objs []string
+	for _, t := range targets {
+		if t.Point || len(t.Rets) > 0 || seen[t.Object] {
+			continue
+		}
+		seen[t.Object] = true
+		if unwinds(t.Object) {
+			objs = append(objs, filepath.Base(t.Object))
+		}
+	}
+	if len(objs) == 0 {
+		return ""
+	}
+	verb := "unwinds"
+	if len(objs) > 1 {
+		verb = "unwind"
+	}
+	return fmt.Sprintf("%s %s the stack for C++ exceptions or Rust panics: one that unwinds through a traced call meets the return probe's trampoline where the call's return address was, which the unwinder cannot pass, and the program is ended (std::terminate, or Rust's \"failed to initiate panic\"); trace functions that exceptions do not leave, such as the one that catches them", strings.Join(objs, ", "), verb)
+}
+
+// unwinds reports whether the object at path calls or defines the stack
+// unwinder of C++ exceptions and Rust panics.
+func unwinds(path string) bool {
+	f, err := elf.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	syms, _ := f.DynamicSymbols()
+	st, _ := f.Symbols()
+	for _, s := range append(syms, st...) {
+		switch elfx.CleanName(s.Name) {
+		case "__cxa_throw", "_Unwind_RaiseException", "_Unwind_Resume":
+			return true
+		}
+	}
+	return false
 }
 
 func (s *session) meta(m recording.Meta) {
@@ -455,7 +512,7 @@ func (s *session) refine() {
 	}
 	var pats []Pattern
 	for _, f := range more {
-		pats = append(pats, Pattern{Glob: globQuote(f)})
+		pats = append(pats, Pattern{Glob: GlobQuote(f)})
 	}
 	targets, _, err := Resolve(s.exe, s.pid, pats, s.o.Args)
 	if err == nil {
@@ -503,8 +560,8 @@ func (s *session) refine() {
 	s.res.Rounds++
 }
 
-// globQuote makes a symbol name a glob that matches only itself.
-func globQuote(name string) string {
+// GlobQuote makes a symbol name a glob that matches only itself.
+func GlobQuote(name string) string {
 	var b strings.Builder
 	for _, r := range name {
 		if strings.ContainsRune(`*?[]\`, r) {

@@ -57,8 +57,9 @@ func newFuncTable(path string) *funcTable {
 		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Section == elf.SHN_UNDEF || s.Value == 0 || s.Size == 0 {
 			continue
 		}
-		t.funcs = append(t.funcs, funcSym{s.Name, s.Value, s.Value + s.Size})
+		t.funcs = append(t.funcs, funcSym{name: s.Name, value: s.Value, end: s.Value + s.Size})
 	}
+	nameFuncs(t.funcs)
 	sort.Slice(t.funcs, func(i, j int) bool { return t.funcs[i].value < t.funcs[j].value })
 	t.entry = t.byAddr(f.Entry)
 	return t

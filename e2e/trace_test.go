@@ -1317,3 +1317,33 @@ func TestTraceWarnsProbeCost(t *testing.T) {
 		t.Errorf("three spins: exit %d, want no cost warning:\n%s", code, errs)
 	}
 }
+
+// A C++ program is traced by the names its profile shows (svc::handle,
+// geo::Accum*), each call counted, the report naming them so; the two
+// instances of a template member are told apart by their full names. The
+// trace warns that an exception unwinding through a traced call ends the
+// program (handle catches what make_shape's callee throws, so its own
+// probes are safe).
+func TestTraceCXXNames(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.CXX(t, "cxxtrace", []string{"cxxtrace.cc"}, "-O2", "-g", "-pthread")
+	out := rec(t)
+	stdout, stderr, code := run(t, "trace", "-o", out, "-f", "svc::handle", "-f", "geo::Accum*", "--", bin, "500")
+	if code != 0 {
+		t.Fatalf("exit %d\n%s", code, stderr)
+	}
+	want := counts(t, stdout)
+	if !strings.Contains(stderr, "unwinds the stack for C++ exceptions") {
+		t.Errorf("no warning about exceptions through return probes:\n%s", stderr)
+	}
+	r := traceReport(t, out)
+	for fn, n := range map[string]int{
+		"svc::handle":                     want["handle"],
+		"geo::Accum<long>::add(long)":     want["handle"] - want["thrown"],
+		"geo::Accum<double>::add(double)": want["handle"] - want["thrown"],
+	} {
+		if got, unret := r.calls(fn); got != n || n == 0 || unret != 0 {
+			t.Errorf("%s: %d calls traced (%d did not return), the program made %d", fn, got, unret, n)
+		}
+	}
+}

@@ -110,8 +110,20 @@ func key(parts ...string) string {
 // lifetime. Flags such as "-shared -fPIC" build a shared object instead.
 func C(t testing.TB, out string, srcs []string, flags ...string) string {
 	t.Helper()
+	return compile(t, "gcc", out, srcs, flags)
+}
+
+// CXX is C with g++, which links the C++ library (libstdc++) and its
+// unwinder.
+func CXX(t testing.TB, out string, srcs []string, flags ...string) string {
+	t.Helper()
+	return compile(t, "g++", out, srcs, flags)
+}
+
+func compile(t testing.TB, compiler, out string, srcs, flags []string) string {
+	t.Helper()
 	dir := cacheDir(t)
-	bin := filepath.Join(dir, out+"-"+key(append(append([]string{}, srcs...), flags...)...))
+	bin := filepath.Join(dir, out+"-"+key(append(append([]string{compiler}, srcs...), flags...)...))
 	mu.Lock()
 	defer mu.Unlock()
 	if _, err := os.Stat(bin); err == nil {
@@ -122,9 +134,9 @@ func C(t testing.TB, out string, srcs []string, flags ...string) string {
 		args = append(args, filepath.Join(Targets(), s))
 	}
 	args = append(args, "-o", bin)
-	cmd := exec.Command("gcc", args...)
+	cmd := exec.Command(compiler, args...)
 	if b, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("gcc %s: %v\n%s", strings.Join(args, " "), err, b)
+		t.Fatalf("%s %s: %v\n%s", compiler, strings.Join(args, " "), err, b)
 	}
 	return bin
 }

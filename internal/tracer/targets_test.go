@@ -3,6 +3,8 @@ package tracer
 import (
 	"debug/elf"
 	"os"
+	"slices"
+	"sort"
 	"strings"
 	"testing"
 
@@ -164,5 +166,53 @@ func TestResolveInlinedOnly(t *testing.T) {
 	_, _, err = Resolve(bin, 0, []Pattern{{Glob: "no_such_function"}}, false)
 	if err == nil || strings.Contains(err.Error(), "inlined") {
 		t.Errorf("a missing function: %v", err)
+	}
+}
+
+// C++ functions are traced by the names the CPU profile gives them: a
+// pattern matches the demangled name or the symbol, two instances of one
+// template member keep their full demangled names apart, the user-space
+// strategy takes C++ functions, and a C++ object is known to unwind.
+func TestResolveCXXNames(t *testing.T) {
+	bin := testutil.CXX(t, "cxxtrace", []string{"cxxtrace.cc"}, "-O2", "-g", "-pthread")
+	names := func(pats ...Pattern) []string {
+		t.Helper()
+		ts, _, err := Resolve(bin, 0, pats, false)
+		if err != nil {
+			t.Fatalf("%+v: %v", pats, err)
+		}
+		var out []string
+		for _, x := range ts {
+			out = append(out, x.Function)
+		}
+		sort.Strings(out)
+		return out
+	}
+	for _, c := range []struct {
+		glob string
+		want []string
+	}{
+		{"svc::parse_size", []string{"svc::parse_size"}},
+		{"svc::*", []string{"svc::handle", "svc::make_shape", "svc::parse_size"}},
+		{"_ZN3svc10parse_size*", []string{"svc::parse_size"}},
+		{"geo::Accum*", []string{"geo::Accum<double>::add(double)", "geo::Accum<long>::add(long)"}},
+	} {
+		if got := names(Pattern{Glob: c.glob}); !slices.Equal(got, c.want) {
+			t.Errorf("-f %q traces %q, want %q", c.glob, got, c.want)
+		}
+	}
+	// A quoted full name matches only itself, as variance's refinement
+	// passes names back.
+	if got := names(Pattern{Glob: GlobQuote("geo::Accum<long>::add(long)")}); !slices.Equal(got, []string{"geo::Accum<long>::add(long)"}) {
+		t.Errorf("quoted name: %q", got)
+	}
+	if got := names(Pattern{Glob: "*", UserOnly: true}); !slices.Contains(got, "svc::handle") {
+		t.Errorf("the user-space strategy leaves out svc::handle: %q", got)
+	}
+	if !unwinds(bin) {
+		t.Errorf("%s calls __cxa_throw but is not seen to unwind", bin)
+	}
+	if c := testutil.C(t, "tracecalls", []string{"tracecalls.c"}, "-O2", "-g", "-pthread"); unwinds(c) {
+		t.Errorf("a C program is seen to unwind for exceptions")
 	}
 }

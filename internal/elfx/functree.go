@@ -212,15 +212,18 @@ func (w *FuncWalker) Walk(r *dwarf.Reader, root *dwarf.Entry, files []string, vi
 		return nil, nil
 	}
 	type frame struct {
-		e    *dwarf.Entry
-		n    *FuncNode // innermost node enclosing the children
-		dead bool      // no nodes below: a type or a DIE without code
+		e     *dwarf.Entry
+		n     *FuncNode // innermost node enclosing the children
+		dead  bool      // no nodes below: a type or a DIE without code
+		scope string    // C++: the namespaces enclosing the children ("a::b::")
+		typ   bool      // inside a type: its members are named as read alone
 	}
 	var (
 		funcs []*FuncNode
 		named []*FuncNode
 		stack = []frame{{e: root}}
 		rerr  error
+		cxx   = !w.isGo && isCXX(root)
 	)
 	for len(stack) > 0 {
 		e, err := r.Next()
@@ -239,7 +242,7 @@ func (w *FuncWalker) Walk(r *dwarf.Reader, root *dwarf.Entry, files []string, vi
 		var n *FuncNode
 		switch e.Tag {
 		case dwarf.TagSubprogram:
-			w.note(e)
+			w.note(e, cxx && !p.typ, p.scope)
 			if p.dead {
 				break
 			}
@@ -283,7 +286,14 @@ func (w *FuncWalker) Walk(r *dwarf.Reader, root *dwarf.Entry, files []string, vi
 			r.SkipChildren()
 			continue
 		}
-		f := frame{e: e, n: p.n, dead: p.dead}
+		f := frame{e: e, n: p.n, dead: p.dead, scope: p.scope, typ: p.typ || isType(e.Tag)}
+		if cxx && e.Tag == dwarf.TagNamespace {
+			if name, _ := e.Val(dwarf.AttrName).(string); name != "" {
+				f.scope += name + "::"
+			} else {
+				f.scope += "(anonymous namespace)::" // as the demangler names it
+			}
+		}
 		switch {
 		case n != nil:
 			f.n = n
@@ -365,11 +375,23 @@ func isType(t dwarf.Tag) bool {
 	return false
 }
 
-// note keeps the naming attributes of a subprogram DIE.
-func (w *FuncWalker) note(e *dwarf.Entry) {
+// note keeps the naming attributes of a subprogram DIE, and whether it is
+// C++ and the namespaces it is declared in (DIENames.CXX, Scope).
+func (w *FuncWalker) note(e *dwarf.Entry, cxx bool, scope string) {
 	if _, ok := w.names[e.Offset]; !ok {
-		w.names[e.Offset] = NamesOf(e)
+		n := NamesOf(e)
+		n.CXX, n.Scope = cxx, scope
+		w.names[e.Offset] = n
 	}
+}
+
+// isCXX reports whether the unit at root is C++ (DW_AT_language).
+func isCXX(root *dwarf.Entry) bool {
+	switch lang, _ := root.Val(dwarf.AttrLanguage).(int64); lang {
+	case 0x04, 0x19, 0x1a, 0x21, 0x2a, 0x2b: // C++, C++03, C++11, C++14, C++17, C++20
+		return true
+	}
+	return false
 }
 
 // dieNames returns the naming attributes of the DIE at off, from those kept

@@ -3,6 +3,7 @@ package elfx
 import (
 	"debug/dwarf"
 	"debug/elf"
+	"strings"
 	"testing"
 
 	"github.com/culprit-dev/culprit/internal/testutil"
@@ -126,6 +127,34 @@ func TestWalkSameWithVisit(t *testing.T) {
 		}
 		if inl == 0 {
 			t.Errorf("%s: no inlined calls", src)
+		}
+	}
+}
+
+// C++ functions without a linkage name (a static function, a template
+// instance over a lambda's type) are named as their demangled linkage name
+// would read: in their namespaces, without template arguments.
+func TestWalkCXXScopes(t *testing.T) {
+	bin := testutil.CXX(t, "cxxtrace", []string{"cxxtrace.cc"}, "-O2", "-g", "-pthread")
+	names := map[string]bool{}
+	var add func(n *FuncNode)
+	add = func(n *FuncNode) {
+		names[n.Name] = true
+		for _, c := range n.Children {
+			add(c)
+		}
+	}
+	for _, n := range walkAll(t, bin, nil) {
+		add(n)
+	}
+	for _, want := range []string{"svc::digit", "std::__invoke_impl", "svc::parse_size", "main"} {
+		if !names[want] {
+			t.Errorf("no function %s among %d", want, len(names))
+		}
+	}
+	for n := range names {
+		if n == "digit" || strings.HasPrefix(n, "__invoke_impl") {
+			t.Errorf("%s is not named in its namespace", n)
 		}
 	}
 }

@@ -64,6 +64,31 @@ func Demangle(symbol string) (out string) {
 	return demangle.Filter(stripVersion(symbol))
 }
 
+// stripTemplateArgs removes the template arguments that end a C++
+// function's DW_AT_name ("f<int, 3>" → "f"); an operator's name
+// ("operator<<", "operator<=>") is kept.
+func stripTemplateArgs(name string) string {
+	if !strings.HasSuffix(name, ">") || strings.HasPrefix(name, "operator") {
+		return name
+	}
+	depth := 0
+	for i := len(name) - 1; i >= 0; i-- {
+		switch name[i] {
+		case '>':
+			depth++
+		case '<':
+			depth--
+			if depth == 0 {
+				if i == 0 {
+					return name
+				}
+				return name[:i]
+			}
+		}
+	}
+	return name
+}
+
 // StripClones removes trailing clone suffixes: "f.constprop.0.isra.0" → "f",
 // "f.cold" → "f", "f.part.0.cold.1" → "f". A name that would become empty is
 // returned unchanged.
@@ -172,6 +197,11 @@ type DIENames struct {
 	Linkage string       // DW_AT_linkage_name (or DW_AT_MIPS_linkage_name)
 	Ref     dwarf.Offset // DW_AT_abstract_origin, else DW_AT_specification; 0 if none
 
+	// CXX: FuncWalker met the DIE in a C++ unit, inside the namespaces
+	// Scope ("leveldb::"; "" at the top).
+	CXX   bool
+	Scope string
+
 	// DW_AT_decl_file (an index in the unit's file table), DW_AT_decl_line
 	// and DW_AT_decl_column; DeclLine 0 when the DIE has none.
 	DeclFile, DeclLine, DeclColumn int64
@@ -206,7 +236,14 @@ func NamesOf(e *dwarf.Entry) DIENames {
 //   - a mangled linkage name carries the qualified C++ or Rust name that
 //     DW_AT_name lacks: it is demangled (CleanName);
 //   - else DW_AT_name, without clone suffixes (a clone's DIE names itself
-//     rarely; its abstract origin does);
+//     rarely; its abstract origin does); in C++, after the namespaces it
+//     is declared in and without its template arguments, as the demangled
+//     linkage name would read: GCC gives no linkage name to a function
+//     without linkage (static, in an anonymous namespace, or a template
+//     instance over a local type such as a lambda), so that
+//     "DecodeEntry" inlined reads "leveldb::DecodeEntry" and
+//     "__invoke_impl<void, main(int, char**)::<lambda()> >" reads
+//     "std::__invoke_impl";
 //   - else the name of the DIE it completes (DW_AT_abstract_origin,
 //     DW_AT_specification), by the same rule;
 //   - else an unmangled linkage name, an assembler label (glibc's
@@ -234,6 +271,9 @@ func funcName(off dwarf.Offset, isGo bool, get func(dwarf.Offset) (DIENames, boo
 	if n.Name != "" {
 		if isGo {
 			return n.Name
+		}
+		if n.CXX {
+			return n.Scope + stripTemplateArgs(StripClones(n.Name))
 		}
 		return StripClones(n.Name)
 	}

@@ -251,7 +251,7 @@ func monotonic() uint64 {
 // output.
 func prepare(o Options, exe string, pid int) (*session, error) {
 	if len(o.Patterns) == 0 {
-		return nil, fmt.Errorf("no function to trace: give -f PATTERN (a glob on symbol names, e.g. -f 'parse_*')")
+		return nil, fmt.Errorf("no function to trace: give -f PATTERN (a glob on function names, e.g. -f 'parse_*')")
 	}
 	targets, isGo, err := ResolveEvery(exe, pid, o.Patterns, o.Args, o.Every, o.Exclude)
 	if err != nil {

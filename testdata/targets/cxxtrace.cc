@@ -1,8 +1,10 @@
 /* A C++ program with libstdc++ for the tracer's names: functions in
  * namespaces, a class template with two instances of one member, virtual
  * calls, a lambda run on a std::thread, and exceptions thrown in one
- * function and caught two frames up (in handle). Prints the calls it made
- * of each traced function. Usage: cxxtrace N (requests per thread). */
+ * function and caught two frames up (in handle), and a static function
+ * and a template instance over a lambda's type, which have no linkage
+ * name. Prints the calls it made of each traced function. Usage:
+ * cxxtrace N (requests per thread). */
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -42,12 +44,15 @@ template <typename T> struct Accum {
 
 namespace svc {
 
+/* Without linkage: its DWARF name has no linkage name to demangle. */
+static inline long digit(char c, const std::string &s) {
+	if (c < '0' || c > '9') throw std::invalid_argument(s);
+	return c - '0';
+}
+
 __attribute__((noinline)) long parse_size(const std::string &s) {
 	long n = 0;
-	for (char c : s) {
-		if (c < '0' || c > '9') throw std::invalid_argument(s);
-		n = n * 10 + (c - '0');
-	}
+	for (char c : s) n = n * 10 + digit(c, s);
 	return n;
 }
 

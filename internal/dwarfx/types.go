@@ -145,7 +145,37 @@ func (i *Info) typeAt(off dwarf.Offset) (t *Type) {
 	if err != nil {
 		return &Type{Kind: Invalid, Name: "<unreadable type>", Size: -1}
 	}
+	if u, ok := dt.(*dwarf.UnsupportedType); ok && (u.Tag == dwarf.TagReferenceType || u.Tag == dwarf.TagRvalueReferenceType) {
+		return i.reference(dt, off)
+	}
 	return i.convert(dt, 0)
+}
+
+// reference converts the C++ reference type at off, which debug/dwarf
+// does not decode (an UnsupportedType), to a Pointer to the type it refers
+// to: a reference is passed and held as the address of its object. Only
+// a variable's or parameter's own type is read so; a reference nested in
+// another type stays Invalid. Callers hold i.mu.
+func (i *Info) reference(dt dwarf.Type, off dwarf.Offset) *Type {
+	if t, ok := i.types[dt]; ok {
+		return t
+	}
+	t := &Type{Kind: Pointer, Size: 8, Elem: voidType}
+	i.types[dt] = t
+	r := i.d.Reader()
+	r.Seek(off)
+	if e, err := r.Next(); err == nil && e != nil {
+		if sub, ok := e.Val(dwarf.AttrType).(dwarf.Offset); ok {
+			if et, err := i.d.Type(sub); err == nil {
+				t.Elem = i.convert(et, 1)
+			}
+		}
+	}
+	t.Name = t.Elem.Name + " &"
+	if dt.(*dwarf.UnsupportedType).Tag == dwarf.TagRvalueReferenceType {
+		t.Name += "&"
+	}
+	return t
 }
 
 // convert maps a debug/dwarf type to a Type, memoized so that recursive

@@ -209,6 +209,19 @@ func TestResolveCXXNames(t *testing.T) {
 	if got := names(Pattern{Glob: "*", UserOnly: true}); !slices.Contains(got, "svc::handle") {
 		t.Errorf("the user-space strategy leaves out svc::handle: %q", got)
 	}
+	// References are passed as addresses: --args names them.
+	ts, _, err := Resolve(bin, 0, []Pattern{{Glob: "svc::handle"}}, true)
+	if err != nil || len(ts) != 1 {
+		t.Fatalf("svc::handle with arguments: %v, %v", ts, err)
+	}
+	var params []string
+	for _, p := range ts[0].Params {
+		name, code, _ := strings.Cut(p, ":")
+		params = append(params, name+":"+strings.SplitN(code, ":", 2)[0])
+	}
+	if want := []string{"req:p8", "a:p8", "d:p8"}; !slices.Equal(params, want) {
+		t.Errorf("svc::handle's parameters %q (%q), want %q", params, ts[0].Params, want)
+	}
 	if !unwinds(bin) {
 		t.Errorf("%s calls __cxa_throw but is not seen to unwind", bin)
 	}

@@ -419,6 +419,8 @@ type session struct {
 	// stacks: the sampling program copies the cpu-clock samples' stacks
 	// (stackcopy.go); nil: perf does.
 	stacks *stackTops
+	// outer: each thread's frames beyond main's (outer.go)
+	outer map[uint32]outerFrames
 	// exes is each process's executable, for expression specs and rules;
 	// after an exec it is the first executable file the kernel maps.
 	exes     map[uint32]string
@@ -1126,6 +1128,9 @@ func (s *session) unwindChain(r *perf.Sample) (user []uint64, truncated bool, st
 	res := s.objs.In(sp)
 	var cfi []uint64
 	cfi, stop, need = unwind.UnwindReach(s.pcs, regs, unwind.StackCopy{SP: r.StackSP, Data: r.Stack}, &res, 256)
+	if stop == unwind.Complete && need.InMain {
+		cfi = s.withOuter(r, regs, &res, cfi, need) // one root (outer.go)
+	}
 	s.pcs = cfi // reused: Merge copies
 	user = unwind.Merge(cfi, r.User, stop == unwind.Complete)
 	// In dwarf mode the copy is the only source of callers; in fp mode

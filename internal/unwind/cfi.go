@@ -64,6 +64,11 @@ type Table struct {
 	// 0: none or not an executable). A stack copy that ends in main's
 	// frame, however large its frame, holds all of the program's callers.
 	entry uint64
+	// start, startEnd: the object's ELF entry point (e_entry) and the
+	// first FDE start above it, when no FDE covers the entry point (the
+	// dynamic loader's _start, written in assembly without CFI): a frame
+	// whose PC lies in [start, startEnd) with rbp 0 is the outermost.
+	start, startEnd uint64
 }
 
 // Len returns the number of FDEs in the table.
@@ -188,7 +193,35 @@ func TableFromELF(f *elf.File) (*Table, error) {
 			t.entry = main
 		}
 	}
+	t.setStart(f.Entry)
 	return t, nil
+}
+
+// setStart records the object's entry point when no FDE covers it, with
+// the start of the first FDE above it as the end of its code.
+func (t *Table) setStart(entry uint64) {
+	if entry == 0 || t.find(entry) != nil {
+		return
+	}
+	i, _ := slices.BinarySearchFunc(t.fdes, entry, func(f fde, a uint64) int {
+		switch {
+		case f.start < a:
+			return -1
+		case f.start > a:
+			return 1
+		}
+		return 0
+	})
+	if i == len(t.fdes) {
+		return
+	}
+	t.start, t.startEnd = entry, t.fdes[i].start
+}
+
+// atStart reports whether the ELF address addr lies in the object's entry
+// code that no FDE covers (setStart).
+func (t *Table) atStart(addr uint64) bool {
+	return t.start != 0 && addr >= t.start && addr < t.startEnd
 }
 
 // mainSymbol returns the address of the function main of an executable

@@ -90,6 +90,8 @@ type unwinder struct {
 	// endCut: the unwind ended complete because the copy was cut in or
 	// beyond main's frame, short of the outermost frame
 	endCut bool
+	// main is 1 + the index in the chain of main's frame, 0 before it
+	main int
 }
 
 type stepResult uint8
@@ -167,6 +169,10 @@ type Need struct {
 	// InMain says the unwind reached the frame of the executable's main:
 	// whatever it stopped short of is the C library's start code.
 	InMain bool
+	// Main is the index in the chain of main's frame when InMain: the
+	// frames after it are main's callers, the C library's start code,
+	// which stay the same for the rest of the thread's life.
+	Main int
 }
 
 // UnwindReach is UnwindTo that also says what of the copy the unwind
@@ -179,6 +185,9 @@ func UnwindReach(buf []uint64, regs Regs, stack StackCopy, r Resolver, max int) 
 		need.Top, need.Outermost = u.stack.hi, !u.endCut
 	}
 	need.Over, need.InMain = u.stack.over, u.inMain
+	if u.inMain {
+		need.Main = u.main - 1
+	}
 	switch {
 	case complete:
 		return pcs, Complete, need
@@ -232,14 +241,27 @@ func (u *unwinder) run(buf []uint64, regs Regs, stack StackCopy, r Resolver, max
 		var f *fde
 		var bias uint64
 		u.entry = false
+		start := false // in the object's entry code, which no FDE covers
 		if r != nil {
 			if m, ok := r.Resolve(lookup); ok && m.Table != nil {
 				bias = m.Bias
 				f = m.Table.find(lookup - bias)
 				u.entry = f != nil && m.Table.entry != 0 && f.start == m.Table.entry
+				start = f == nil && m.Table.atStart(lookup-bias)
 			}
 		}
+		if u.entry && !u.inMain {
+			u.main = len(pcs)
+		}
 		u.inMain = u.inMain || u.entry
+		if start && u.valid&(1<<regRBP) != 0 && u.regs[regRBP] == 0 {
+			// The entry point of an object (the dynamic loader's
+			// _start), with rbp 0, the x86-64 ABI's mark of the
+			// deepest frame, which the kernel sets at exec: the
+			// outermost frame. A frame-pointer step would read the
+			// process's argument count as a return address.
+			return pcs, true
+		}
 		var res stepResult
 		var cfa uint64
 		if f != nil {

@@ -2,6 +2,7 @@ package unwind
 
 import (
 	"math/rand"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -556,5 +557,61 @@ func TestUnwindGuards(t *testing.T) {
 	}
 	if pcs, _ := Unwind(regs, stack, nil, 0); len(pcs) != 0 {
 		t.Errorf("max 0: %x", pcs)
+	}
+}
+
+// The dynamic loader's _start has no FDE: a frame there with rbp 0 (the
+// kernel's value at exec) is the outermost, complete; with rbp set the
+// frame-pointer step is tried as anywhere without CFI.
+func TestUnwindLoaderStart(t *testing.T) {
+	path := ""
+	for _, p := range []string{"/lib64/ld-linux-x86-64.so.2", "/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2", "/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2"} {
+		if _, err := os.Stat(p); err == nil {
+			path = p
+			break
+		}
+	}
+	testutil.Need(t, path != "", "no ld-linux-x86-64.so.2 found")
+	tab, err := LoadTable(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if tab.start == 0 || tab.startEnd <= tab.start {
+		t.Fatalf("%s: entry code not found (start %#x, end %#x)", path, tab.start, tab.startEnd)
+	}
+	const other = 0x7777_0000 // a PC in no module
+	res := resolverFunc(func(pc uint64) (Module, bool) {
+		if pc >= other {
+			return Module{}, false
+		}
+		return Module{Table: tab}, true
+	})
+	const sp = 0x7ff0_0000_0000
+	// Frame 0 in _start itself (the call's own instruction).
+	var regs Regs
+	regs[regRSP] = sp
+	regs[regRA] = tab.start + 3
+	stack := StackCopy{SP: sp, Data: putWords(0, 0x1234, 0)}
+	if pcs, stop := UnwindTo(nil, regs, stack, res, 16); stop != Complete || len(pcs) != 1 {
+		t.Errorf("rbp 0 at _start: %x %v, want complete at _start", pcs, stop)
+	}
+	// _start as a caller: the return address after its call.
+	regs[regRA] = other
+	regs[regRBP] = sp
+	stack.Data = putWords(0, tab.start+8, 0)
+	pcs, stop, need := UnwindReach(nil, regs, stack, res, 16)
+	if stop != Complete || len(pcs) != 2 || pcs[1] != tab.start+8 || !need.Outermost {
+		t.Errorf("rbp 0 in _start's frame: %x %v %+v, want complete, outermost at _start", pcs, stop, need)
+	}
+	// rbp set: not the outermost frame, a frame-pointer step.
+	stack.Data = putWords(sp+16, tab.start+8, 0, other+8)
+	if pcs, stop := UnwindTo(nil, regs, stack, res, 16); stop == Complete || len(pcs) != 3 || pcs[2] != other+8 {
+		t.Errorf("rbp set in _start's frame: %x %v, want a frame-pointer step", pcs, stop)
+	}
+	// No module: no rule.
+	regs[regRA] = other
+	regs[regRBP] = 0
+	if pcs, stop := UnwindTo(nil, regs, stack, res, 16); stop == Complete || len(pcs) != 1 {
+		t.Errorf("rbp 0 without a module: %x %v, want stopped", pcs, stop)
 	}
 }

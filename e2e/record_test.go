@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"debug/elf"
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"os/exec"
@@ -626,6 +627,7 @@ func TestFPModeLibc(t *testing.T) {
 		if one, all := tr.oneNode("main"); c.bin == nofp && one < all*99/100 {
 			t.Errorf("%s %v: main's stacks have several roots: %d of %d samples under its largest node", filepath.Base(c.bin), c.flags, one, all)
 		}
+		tr.oneRoot(t, fmt.Sprintf("%s %v", filepath.Base(c.bin), c.flags))
 		for _, fn := range []string{"cmp", "formatting"} {
 			if in, out := tr.under(fn, "main"); in == 0 || out > 0 {
 				t.Errorf("%s %v: %d samples through %s reach main, %d do not", filepath.Base(c.bin), c.flags, in, fn, out)
@@ -661,6 +663,25 @@ func TestFPModeLibc(t *testing.T) {
 	}
 	if len(f.Warnings) > 0 {
 		t.Errorf("dwarf mode: report warns %q", f.Warnings)
+	}
+	tree(t, out).oneRoot(t, "dwarf mode")
+}
+
+// oneRoot checks that every stack of a single-threaded program ends at
+// its thread's outermost frame, whichever way its unwind ended: the
+// program's _start, or before main the dynamic loader's entry code
+// (_start, and _dl_start_user after its first call returns) — never a
+// bare main or a frame in between.
+func (tr callTree) oneRoot(t *testing.T, what string) {
+	t.Helper()
+	var roots []string
+	bad := false
+	for _, n := range tr {
+		roots = append(roots, fmt.Sprintf("%s (%d samples)", n.Name, n.Samples))
+		bad = bad || n.Name != "_start" && n.Name != "_dl_start_user"
+	}
+	if bad {
+		t.Errorf("%s: stacks of one thread do not all end at its outermost frame: roots %s", what, strings.Join(roots, ", "))
 	}
 }
 

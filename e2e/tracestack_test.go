@@ -1,11 +1,13 @@
 package e2e
 
 import (
+	"os"
 	"os/exec"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/culprit-dev/culprit/internal/testutil"
 )
@@ -174,5 +176,72 @@ func TestTraceAttachedSampleStacks(t *testing.T) {
 				t.Errorf("%d samples in work, want hundreds:\n%.3000s", inWork, folded)
 			}
 		})
+	}
+}
+
+// A process another tool traces with return probes, recorded by culprit
+// record -p: the stack holds the kernel's trampoline in the return
+// address slot of every traced call in flight, and the kernel's own
+// frame-pointer chain has the real addresses in the order of its return
+// instances. Every sample inside a traced call reaches main through
+// outer, with no trampoline frame left. Here the other tool is a culprit
+// trace in another process. Every function keeps a frame pointer (leaves
+// too): the kernel's walk then meets every trampoline and gives back
+// every return address; in a frameless traced leaf (work built with
+// -momit-leaf-frame-pointer) it skips the leaf's own, and the outermost
+// one stays a trampoline (docs/design.md).
+func TestRecordTracedProcess(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "tracestack-leaffp", []string{"tracestack.c"}, "-O2", "-g", "-fno-omit-frame-pointer", "-mno-omit-leaf-frame-pointer")
+	target := exec.Command(bin, "3", "3000000", "1000000")
+	if err := target.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { target.Process.Kill(); target.Wait() }()
+	pid := strconv.Itoa(target.Process.Pid)
+	tr := exec.Command(culprit, "trace", "-f", "outer", "-f", "rec", "-f", "work", "-p", pid, "--duration", "60s", "--cpu-sample", "0", "-o", rec(t))
+	var trOut strings.Builder
+	tr.Stderr = &trOut
+	if err := tr.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { tr.Process.Signal(os.Interrupt); tr.Wait() }()
+	// The probes are armed once the kernel has made the trampoline's page.
+	for i := 0; ; i++ {
+		if maps, _ := os.ReadFile("/proc/" + pid + "/maps"); strings.Contains(string(maps), "[uprobes]") {
+			break
+		}
+		if i == 300 {
+			t.Fatalf("the trace set no probes in 30 s:\n%s", trOut.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	out := rec(t)
+	mustRun(t, "record", "-p", pid, "--duration", "2s", "-o", out)
+	folded := mustRun(t, "export", "--format", "folded", "-o", "-", out)
+	inWork := 0
+	for _, l := range strings.Split(strings.TrimSpace(folded), "\n") {
+		i := strings.LastIndexByte(l, ' ')
+		n, err := strconv.Atoi(l[i+1:])
+		if i < 0 || err != nil {
+			t.Fatalf("bad folded line %q", l)
+		}
+		var user []string
+		for _, f := range strings.Split(l[:i], ";")[1:] { // the first is the command
+			if !strings.HasSuffix(f, "_[k]") {
+				user = append(user, f)
+			}
+		}
+		stack := strings.Join(user, ";")
+		if !strings.HasSuffix(stack, ";work") {
+			continue // the probes' traps and trampoline: their own frames
+		}
+		inWork += n
+		if strings.Contains(stack, "[uretprobe]") || !strings.Contains(stack, ";main;outer;rec;rec;rec;rec;work") {
+			t.Errorf("%d samples in work do not reach main: %s", n, l)
+		}
+	}
+	if inWork < 50 {
+		t.Errorf("%d samples in work, want hundreds:\n%.3000s", inWork, folded)
 	}
 }

@@ -1127,7 +1127,15 @@ func (s *session) unwindChain(r *perf.Sample) (user []uint64, truncated bool, st
 	}
 	res := s.objs.In(sp)
 	var cfi []uint64
-	cfi, stop, need = unwind.UnwindReach(s.pcs, regs, unwind.StackCopy{SP: r.StackSP, Data: r.Stack}, &res, 256)
+	stack := unwind.StackCopy{SP: r.StackSP, Data: r.Stack}
+	// Return probes of another tool (or culprit trace) put their
+	// trampoline in return address slots: the kernel's chain has the
+	// real addresses.
+	stack.Returns = unwind.KernelReturns(regs, stack, r.User)
+	if stack.Returns != nil {
+		s.uprobesAt(r.PID, stack.Returns.Tramp, r.Time)
+	}
+	cfi, stop, need = unwind.UnwindReach(s.pcs, regs, stack, &res, 256)
 	if stop == unwind.Complete && need.InMain {
 		cfi = s.withOuter(r, regs, &res, cfi, need) // one root (outer.go)
 	}

@@ -13,8 +13,24 @@ type Regs [17]uint64
 type StackCopy struct {
 	SP   uint64
 	Data []byte
-	hi   uint64 // the end of the highest read so far
-	over bool   // a read fell past the copy's end
+	// Returns, when not nil, gives back the return addresses that return
+	// probes (uretprobes) replaced with their trampoline on this stack.
+	Returns *Returns
+	hi      uint64 // the end of the highest read so far
+	over    bool   // a read fell past the copy's end
+}
+
+// Returns are the real return addresses of the calls in flight whose
+// return address on the stack is a return probe's trampoline. The kernel
+// keeps one return instance per such call, the innermost first, and the
+// stack holds the trampoline's address in each call's return address
+// slot, so the n-th trampoline an unwind meets from the innermost frame
+// (frame 0 counted when the sample stopped in the trampoline) returns to
+// Addrs[n]. The unwinder continues there as if the stack held it;
+// trampolines beyond Addrs stay as they are.
+type Returns struct {
+	Tramp uint64   // the trampoline's address: the first byte of [uprobes]
+	Addrs []uint64 // the real return addresses, innermost first
 }
 
 // read8 reads the little-endian word at addr from the copy.
@@ -230,6 +246,11 @@ func (u *unwinder) run(buf []uint64, regs Regs, stack StackCopy, r Resolver, max
 		return pcs, false
 	}
 	u.regs, u.valid, u.stack = regs, allRegs, stack
+	rt := stack.Returns
+	tramps := 0 // trampolines met (Returns)
+	if rt != nil && regs[regRA] == rt.Tramp {
+		tramps++
+	}
 	exact := true        // the PC is not a return address
 	prevCFA := uint64(0) // CFA of the previous frame
 	for len(pcs) < max {
@@ -283,6 +304,12 @@ func (u *unwinder) run(buf []uint64, regs Regs, stack StackCopy, r Resolver, max
 		}
 		if u.regs[regRA] == 0 {
 			return pcs, true
+		}
+		if rt != nil && u.regs[regRA] == rt.Tramp {
+			if tramps < len(rt.Addrs) {
+				u.regs[regRA] = rt.Addrs[tramps]
+			}
+			tramps++
 		}
 		pcs = append(pcs, u.regs[regRA])
 		if frames != nil {

@@ -185,14 +185,15 @@ func TestTraceAttachedSampleStacks(t *testing.T) {
 // frame-pointer chain has the real addresses in the order of its return
 // instances. Every sample inside a traced call reaches main through
 // outer, with no trampoline frame left. Here the other tool is a culprit
-// trace in another process. Every function keeps a frame pointer (leaves
-// too): the kernel's walk then meets every trampoline and gives back
-// every return address; in a frameless traced leaf (work built with
-// -momit-leaf-frame-pointer) it skips the leaf's own, and the outermost
-// one stays a trampoline (docs/design.md).
+// trace in another process. Every function keeps a frame pointer (-O0:
+// GCC's -O2 leaves a leaf such as work without one even with
+// -fno-omit-frame-pointer): the kernel's walk then meets every trampoline
+// and gives back every return address; from a frameless traced leaf it
+// skips the leaf's own, and the outermost one stays a trampoline
+// (docs/design.md).
 func TestRecordTracedProcess(t *testing.T) {
 	testutil.NeedRoot(t)
-	bin := testutil.C(t, "tracestack-leaffp", []string{"tracestack.c"}, "-O2", "-g", "-fno-omit-frame-pointer", "-mno-omit-leaf-frame-pointer")
+	bin := testutil.C(t, "tracestack-o0", []string{"tracestack.c"}, "-O0", "-g", "-fno-omit-frame-pointer")
 	target := exec.Command(bin, "3", "3000000", "1000000")
 	if err := target.Start(); err != nil {
 		t.Fatal(err)

@@ -127,3 +127,13 @@ func (s *session) uprobesAt(pid uint32, addr, time uint64) {
 		}
 	}
 }
+
+// inUprobes reports whether pc, a frame of a sample's chain, lies in the
+// process's [uprobes] mapping (sp its space): a return probe's
+// trampoline, or a slot where a probed instruction is single-stepped.
+// The trampoline's address is the first byte past every mapping's code
+// when taken as a return address, so the exact address is looked up.
+func (s *session) inUprobes(sp *proc.Space, pc uint64) bool {
+	m, ok := sp.Find(pc)
+	return ok && m.Path == "[uprobes]"
+}

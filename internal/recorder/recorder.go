@@ -14,6 +14,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -1140,7 +1141,16 @@ func (s *session) unwindChain(r *perf.Sample) (user []uint64, truncated bool, st
 		cfi = s.withOuter(r, regs, &res, cfi, need) // one root (outer.go)
 	}
 	s.pcs = cfi // reused: Merge copies
-	user = unwind.Merge(cfi, r.User, stop == unwind.Complete)
+	if stop != unwind.Complete && len(cfi) > 0 && s.inUprobes(sp, cfi[len(cfi)-1]) {
+		// Stopped in the probes' page (a trampoline whose return address
+		// the kernel's chain did not give back, or a single-step slot):
+		// the kernel's chain beyond it is not this stack's (its
+		// replacements went to other frames, and in code without frame
+		// pointers it is junk).
+		user = slices.Clone(cfi)
+	} else {
+		user = unwind.Merge(cfi, r.User, stop == unwind.Complete)
+	}
 	// In dwarf mode the copy is the only source of callers; in fp mode
 	// the frame-pointer chain goes on wherever the copy ends inside
 	// frames that keep rbp, so only a cut in frameless code loses

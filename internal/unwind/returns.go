@@ -26,15 +26,32 @@ package unwind
 // trampoline the kernel replaced (every one holds the same address, which
 // is the trampoline's), the kernel's entry its return address. An entry
 // that differs while holding another address than the first such means the
-// walks are not the same (nil). Past the copy's end the kernel's
+// walks are not the same (nil) — unless the kernel's walk began with the
+// word at the stack pointer, as it does for a sample inside a uprobe's
+// handling at a function's entry, and that walk agrees. Past the copy's end the kernel's
 // replacements cannot be told from the stack's own addresses: the list
 // ends there, and trampolines an unwind meets beyond it stay.
 func KernelReturns(regs Regs, stack StackCopy, fp []uint64) *Returns {
+	rt, ok := kernelWalk(regs, stack, fp, false)
+	if !ok {
+		// Sampled inside a uprobe's handling at a function's entry
+		// (push %rbp or endbr64 not yet run), the kernel puts the word
+		// at the stack pointer, the entry's return address, after the
+		// IP.
+		rt, _ = kernelWalk(regs, stack, fp, true)
+	}
+	return rt
+}
+
+// kernelWalk repeats the kernel's walk for KernelReturns, with the word
+// at the stack pointer as the second entry when atEntry; ok false when
+// the walks differ elsewhere than at trampolines.
+func kernelWalk(regs Regs, stack StackCopy, fp []uint64, atEntry bool) (*Returns, bool) {
 	if len(fp) == 0 {
-		return nil
+		return nil, true
 	}
 	var rt Returns
-	diff := func(raw, k uint64) bool {
+	same := func(raw, k uint64) bool {
 		if raw == k {
 			return true
 		}
@@ -47,23 +64,31 @@ func KernelReturns(regs Regs, stack StackCopy, fp []uint64) *Returns {
 		rt.Addrs = append(rt.Addrs, k)
 		return true
 	}
-	if !diff(regs[regRA], fp[0]) {
-		return nil
+	if !same(regs[regRA], fp[0]) {
+		return nil, false
+	}
+	i := 1
+	if atEntry && i < len(fp) {
+		ra, ok := stack.read8(regs[regRSP])
+		if !ok || !same(ra, fp[i]) {
+			return nil, false
+		}
+		i++
 	}
 	bp := regs[regRBP]
-	for i := 1; i < len(fp); i++ {
+	for ; i < len(fp); i++ {
 		next, ok1 := stack.read8(bp)
 		ra, ok2 := stack.read8(bp + 8)
 		if bp+8 < bp || !ok1 || !ok2 {
 			break
 		}
-		if !diff(ra, fp[i]) {
-			return nil
+		if !same(ra, fp[i]) {
+			return nil, false
 		}
 		bp = next
 	}
 	if len(rt.Addrs) == 0 {
-		return nil
+		return nil, true
 	}
-	return &rt
+	return &rt, true
 }

@@ -49,3 +49,22 @@ func TestKernelReturns(t *testing.T) {
 		t.Errorf("short copy: %+v", rt)
 	}
 }
+
+// Inside a uprobe's handling at a function's entry the kernel's chain
+// has the word at the stack pointer after the IP: the walk that begins
+// so is the one that agrees.
+func TestKernelReturnsAtEntry(t *testing.T) {
+	const sp, tramp, ip = 0x7ff0_0000_0000, 0x7fff_ffff_e000, 0x5000
+	stack := StackCopy{SP: sp, Data: putWords(
+		0x3333, 0, sp+0x30, tramp, // the entry's return address at SP, not yet a trampoline
+		0, 0, sp+0x50, tramp,
+		0, 0, 0, 0x4321,
+	)}
+	var regs Regs
+	regs[regRSP], regs[regRBP], regs[regRA] = sp, sp+0x10, ip
+	kernel := []uint64{ip, 0x3333, 0x1111, 0x2222, 0x4321}
+	rt := KernelReturns(regs, stack, kernel)
+	if rt == nil || rt.Tramp != tramp || !slices.Equal(rt.Addrs, []uint64{0x1111, 0x2222}) {
+		t.Fatalf("KernelReturns = %+v, want the trampoline %#x and [0x1111 0x2222]", rt, uint64(tramp))
+	}
+}

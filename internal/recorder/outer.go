@@ -5,8 +5,6 @@ import (
 	"os"
 	"slices"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/culprit-dev/culprit/internal/perf"
 	"github.com/culprit-dev/culprit/internal/proc"
 	"github.com/culprit-dev/culprit/internal/unwind"
@@ -103,29 +101,6 @@ func (s *session) readOuter(r *perf.Sample, regs unwind.Regs, res unwind.Resolve
 		return nil, false
 	}
 	return slices.Clone(pcs[need.Main+1:]), true
-}
-
-// uprobesAt makes sure the process's space and the recording hold the
-// [uprobes] mapping at addr, where the return probes' trampoline of a
-// sample's stack lies: the kernel makes it at a probe's first hit and
-// reports no mmap for it, so a process that was probed after its
-// mappings were read would have frames in no mapping.
-func (s *session) uprobesAt(pid uint32, addr, time uint64) {
-	sp := s.space(pid)
-	if _, ok := sp.Find(addr); ok {
-		return
-	}
-	maps, err := proc.Maps(int(pid))
-	if err != nil {
-		return
-	}
-	for _, m := range maps {
-		if m.Start <= addr && addr < m.End && m.Path == "[uprobes]" {
-			s.handle(&perf.Mmap{Header: perf.Header{PID: pid, TID: pid, Time: time},
-				Start: m.Start, Len: m.End - m.Start, Pgoff: m.Offset, Prot: unix.PROT_READ | unix.PROT_EXEC, Path: m.Path})
-			return
-		}
-	}
 }
 
 // inUprobes reports whether pc, a frame of a sample's chain, lies in the

@@ -1133,9 +1133,6 @@ func (s *session) unwindChain(r *perf.Sample) (user []uint64, truncated bool, st
 	// trampoline in return address slots: the kernel's chain has the
 	// real addresses.
 	stack.Returns = unwind.KernelReturns(regs, stack, r.User)
-	if stack.Returns != nil {
-		s.uprobesAt(r.PID, stack.Returns.Tramp, r.Time)
-	}
 	cfi, stop, need = unwind.UnwindReach(s.pcs, regs, stack, &res, 256)
 	if stop == unwind.Complete && need.InMain {
 		cfi = s.withOuter(r, regs, &res, cfi, need) // one root (outer.go)

@@ -19,6 +19,9 @@
 //     sample (Merge), so that frames skipped by frame pointers (leaf functions
 //     and code built without them, such as Debian's libc) are restored while
 //     the frame-pointer chain still supplies callers beyond the stack copy.
+//   - Giving back the return addresses that return probes' trampolines
+//     took on the stack, from the kernel's frame-pointer chain of the same
+//     sample (KernelReturns, StackCopy.Returns).
 //   - Caching loaded tables per file (TableCache).
 //
 // What it must not do: open perf events, read process memory or /proc, record

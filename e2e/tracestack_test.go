@@ -183,8 +183,9 @@ func TestTraceAttachedSampleStacks(t *testing.T) {
 // record -p: the stack holds the kernel's trampoline in the return
 // address slot of every traced call in flight, and the kernel's own
 // frame-pointer chain has the real addresses in the order of its return
-// instances. Every sample inside a traced call reaches main through
-// outer, with no trampoline frame left. Here the other tool is a culprit
+// instances. Samples inside a traced call reach main through outer,
+// with no trampoline frame left, but for the few the kernel's walk
+// cannot give every address (below). Here the other tool is a culprit
 // trace in another process. Every function keeps a frame pointer (-O0:
 // GCC's -O2 leaves a leaf such as work without one even with
 // -fno-omit-frame-pointer): the kernel's walk then meets every trampoline
@@ -220,7 +221,7 @@ func TestRecordTracedProcess(t *testing.T) {
 	out := rec(t)
 	mustRun(t, "record", "-p", pid, "--duration", "2s", "-o", out)
 	folded := mustRun(t, "export", "--format", "folded", "-o", "-", out)
-	inWork := 0
+	inWork, bad := 0, 0
 	for _, l := range strings.Split(strings.TrimSpace(folded), "\n") {
 		i := strings.LastIndexByte(l, ' ')
 		n, err := strconv.Atoi(l[i+1:])
@@ -228,21 +229,35 @@ func TestRecordTracedProcess(t *testing.T) {
 			t.Fatalf("bad folded line %q", l)
 		}
 		var user []string
+		trap := false
 		for _, f := range strings.Split(l[:i], ";")[1:] { // the first is the command
 			if !strings.HasSuffix(f, "_[k]") {
 				user = append(user, f)
+			} else if strings.HasPrefix(f, "asm_exc_int3") {
+				trap = true
 			}
 		}
 		stack := strings.Join(user, ";")
-		if !strings.HasSuffix(stack, ";work") {
-			continue // the probes' traps and trampoline: their own frames
+		if !strings.HasSuffix(stack, ";work") || trap {
+			// The probes' traps and trampoline: their own frames. In
+			// the trap at work's entry the probed push has not run,
+			// and the caller's frame may be junk (docs/design.md).
+			continue
 		}
 		inWork += n
 		if strings.Contains(stack, "[uretprobe]") || !strings.Contains(stack, ";main;outer;rec;rec;rec;rec;work") {
-			t.Errorf("%d samples in work do not reach main: %s", n, l)
+			bad += n
+			t.Logf("%d samples in work do not reach main: %s", n, l)
 		}
 	}
 	if inWork < 50 {
 		t.Errorf("%d samples in work, want hundreds:\n%.3000s", inWork, folded)
+	}
+	// In work's prologue and epilogue (rbp not yet or no longer its
+	// frame) the kernel's walk skips a frame, as from a frameless leaf,
+	// and gives one return address fewer: main's stays a trampoline.
+	// Those are two or three instructions of work's loop.
+	if bad*50 > inWork {
+		t.Errorf("%d of %d samples in work do not reach main, want at most 2%%", bad, inWork)
 	}
 }

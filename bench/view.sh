@@ -217,12 +217,25 @@ analyses=(-diagnose-normal vprof-normal.rec -diagnose-buggy vprof-buggy.rec -tra
 : >runs.txt
 : >runs.base.txt
 : >runs.big.txt
-for ((i = 0; i < runs; i++)); do
-	./viewtime -culprit ./culprit -chromium "$chromium" -events bigevents.rec -events-base events.rec "${analyses[@]}" big.rec | tee -a runs.txt
-	if [[ -n $baserev ]]; then
-		./viewtime -culprit ./culprit.base -chromium "$chromium" -events bigevents.rec -events-base events.rec "${analyses[@]}" big.rec | tee -a runs.base.txt
+# vt FILE ARGS...: one run of viewtime, its figures appended to FILE; a
+# run that fails (a deadline on a loaded machine) is reported and left
+# out, so the other builds' runs and the tables still come.
+vt() {
+	local file=$1 o
+	shift
+	if o=$(./viewtime "$@"); then
+		printf '%s\n' "$o" | tee -a "$file"
+	else
+		printf '%s\n' "$o"
+		echo "# a run of viewtime failed; it is left out of $file" >&2
 	fi
-	./viewtime -analyses-only -deadline 40m -culprit ./culprit -chromium "$chromium" -diagnose-key diagbig -diagnose-normal vprof-normal-big.rec -diagnose-buggy vprof-buggy-big.rec x | tee -a runs.big.txt
+}
+for ((i = 0; i < runs; i++)); do
+	vt runs.txt -culprit ./culprit -chromium "$chromium" -events bigevents.rec -events-base events.rec "${analyses[@]}" big.rec
+	if [[ -n $baserev ]]; then
+		vt runs.base.txt -culprit ./culprit.base -chromium "$chromium" -events bigevents.rec -events-base events.rec "${analyses[@]}" big.rec
+	fi
+	vt runs.big.txt -analyses-only -deadline 40m -culprit ./culprit -chromium "$chromium" -diagnose-key diagbig -diagnose-normal vprof-normal-big.rec -diagnose-buggy vprof-buggy-big.rec x
 done
 median() { sort -g | awk '{a[NR]=$1} END {print (NR == 0 ? "-" : NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 echo

@@ -78,8 +78,11 @@ func TestTraceUSDTPairs(t *testing.T) {
 			if c.InclCPU != nil {
 				off = float64(c.Incl - *c.InclCPU)
 			}
+			// The first request takes the kernel's one-time set-up of
+			// the process's page for probed instructions (its first
+			// probe hit is inside it): only the lower bound holds there.
 			d := (float64(c.Incl) - own[i]) / own[i]
-			if d < -0.05 || c.InclCPU != nil && d > 0.05+off/own[i] {
+			if d < -0.05 || i > 0 && c.InclCPU != nil && d > 0.05+off/own[i] {
 				t.Errorf("%s: request %d: traced %d ns (%.0f ns of it off the CPU), the program measured %.0f ns (%.1f%%)", opt, i, c.Incl, off, own[i], 100*d)
 			}
 			if c.Caller != "main" {

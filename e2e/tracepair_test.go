@@ -182,10 +182,13 @@ func TestTraceUSDTInterleavedPairs(t *testing.T) {
 				if c.InclCPU != nil {
 					off = float64(c.Incl - *c.InclCPU)
 				}
-				if !near(c.Incl, own[fn][i], off, c.InclCPU != nil) {
+				// The first pair may carry the probes' one-time set-up
+				// (TestTraceUSDTPairs): only the lower bound holds there.
+				known := c.InclCPU != nil && i > 0
+				if !near(c.Incl, own[fn][i], off, known) {
 					t.Errorf("%s: %s pair %d: traced %d ns (%.0f off the CPU), the program measured %.0f ns", opt, fn, i, c.Incl, off, own[fn][i])
 				}
-				if fn == "a" && !near(c.Excl, own["a-alone"][i], off, c.InclCPU != nil) {
+				if fn == "a" && !near(c.Excl, own["a-alone"][i], off, known) {
 					t.Errorf("%s: a pair %d: exclusive %d ns, the program measured %.0f ns before b began", opt, i, c.Excl, own["a-alone"][i])
 				}
 				if fn == "b" && c.Excl != c.Incl {

@@ -516,6 +516,7 @@ type callTree []callNode
 
 type callNode struct {
 	Name     string     `json:"name"`
+	Kernel   bool       `json:"kernel"`
 	Samples  int        `json:"total_samples"`
 	Children []callNode `json:"children"`
 }
@@ -584,9 +585,10 @@ func stackCopy(t *testing.T, out string) (int, string) {
 // needed it to (the BPF sampling program makes it, 8 KiB until then);
 // with --stack-size, or with values (which read caller frames from the
 // same copy), perf copies the size given or 8 KiB, which holds its whole
-// stack: the stacks reach main either way. main is then on at least 99% of the stacks (3000
-// rounds are some 600 samples; the dynamic loader's start and the exit,
-// outside main, take about a millisecond, one or two samples). Without
+// stack: the stacks reach main either way. Every sample is then in main,
+// the dynamic loader's start or the exit (3000 rounds are some 600
+// samples; the loader's start and the exit take about a millisecond,
+// more under load), or lost callers and is counted so (below). Without
 // frame pointers the stacks through main have one root, whoever copies
 // them (with frame pointers, where the chain out of main ends depends on
 // what libc's start code left in rbp): a sized copy that ended short of
@@ -619,15 +621,17 @@ func TestFPModeLibc(t *testing.T) {
 		if want := map[bool]string{true: recording.StackCopyThreadTop}[c.flags == nil]; how != want {
 			t.Errorf("%s %v: stack copy sized %q, want %q", filepath.Base(c.bin), c.flags, how, want)
 		}
-		f := flat(t, out)
-		if m := f.total("main"); m < 0.99 || f.Samples < 300 {
-			t.Errorf("%s %v: main on %.1f%% of %d stacks, want ≥ 99%% of 300 or more", filepath.Base(c.bin), c.flags, 100*m, f.Samples)
+		f, tr, cut := flat(t, out), tree(t, out), truncated(t, out)
+		if f.Samples < 300 {
+			t.Errorf("%s %v: %d samples, want 300 or more", filepath.Base(c.bin), c.flags, f.Samples)
 		}
-		tr := tree(t, out)
+		if n := tr.outside("main", "_dl_start", "_dl_start_user", "exit"); n > cut {
+			t.Errorf("%s %v: %d of %d samples outside main, the loader's start and the exit; %d lost callers", filepath.Base(c.bin), c.flags, n, f.Samples, cut)
+		}
 		if one, all := tr.oneNode("main"); c.bin == nofp && one < all*99/100 {
 			t.Errorf("%s %v: main's stacks have several roots: %d of %d samples under its largest node", filepath.Base(c.bin), c.flags, one, all)
 		}
-		tr.oneRoot(t, fmt.Sprintf("%s %v", filepath.Base(c.bin), c.flags))
+		tr.oneRoot(t, fmt.Sprintf("%s %v", filepath.Base(c.bin), c.flags), cut)
 		for _, fn := range []string{"cmp", "formatting"} {
 			if in, out := tr.under(fn, "main"); in == 0 || out > 0 {
 				t.Errorf("%s %v: %d samples through %s reach main, %d do not", filepath.Base(c.bin), c.flags, in, fn, out)
@@ -664,25 +668,73 @@ func TestFPModeLibc(t *testing.T) {
 	if len(f.Warnings) > 0 {
 		t.Errorf("dwarf mode: report warns %q", f.Warnings)
 	}
-	tree(t, out).oneRoot(t, "dwarf mode")
+	tree(t, out).oneRoot(t, "dwarf mode", truncated(t, out))
 }
 
 // oneRoot checks that every stack of a single-threaded program ends at
 // its thread's outermost frame, whichever way its unwind ended: the
 // program's _start, or before main the dynamic loader's entry code
 // (_start, and _dl_start_user after its first call returns) — never a
-// bare main or a frame in between.
-func (tr callTree) oneRoot(t *testing.T, what string) {
+// bare main or a frame in between. The exceptions are the samples the
+// recorder marked as having lost callers (cut, from the recording): one
+// in a hundred runs or so under load, a sample in the dynamic loader's
+// lazy-binding resolver, whose frame holds the CPU's extended state,
+// stops unwinding there.
+func (tr callTree) oneRoot(t *testing.T, what string, cut int) {
 	t.Helper()
 	var roots []string
-	bad := false
+	elsewhere := 0
 	for _, n := range tr {
 		roots = append(roots, fmt.Sprintf("%s (%d samples)", n.Name, n.Samples))
-		bad = bad || n.Name != "_start" && n.Name != "_dl_start_user"
+		if n.Name != "_start" && n.Name != "_dl_start_user" {
+			elsewhere += n.Samples
+		}
 	}
-	if bad {
-		t.Errorf("%s: stacks of one thread do not all end at its outermost frame: roots %s", what, strings.Join(roots, ", "))
+	if elsewhere > cut {
+		t.Errorf("%s: stacks of one thread do not all end at its outermost frame: roots %s; %d samples lost callers", what, strings.Join(roots, ", "), cut)
 	}
+}
+
+// truncated counts the samples of the recording at path that the recorder
+// marked as having lost callers.
+func truncated(t *testing.T, path string) int {
+	t.Helper()
+	n := 0
+	eachRecord(t, path, func(r recording.Record) {
+		if s, ok := r.(*recording.Sample); ok && s.Truncated {
+			n++
+		}
+	})
+	return n
+}
+
+// outside counts the samples whose stacks pass through none of names,
+// leaving out those whose user stack is _start alone: the process's first
+// instructions (the dynamic loader's entry) are the loader's start too.
+func (tr callTree) outside(names ...string) int {
+	n := 0
+	var walk func(ns []callNode, start bool)
+	walk = func(ns []callNode, start bool) {
+		for _, c := range ns {
+			if slices.Contains(names, c.Name) || start && c.Kernel {
+				continue
+			}
+			self := c.Samples
+			for _, k := range c.Children {
+				self -= k.Samples
+			}
+			n += self
+			walk(c.Children, false)
+		}
+	}
+	for _, r := range tr {
+		if r.Name == "_start" {
+			walk(r.Children, true)
+		} else {
+			walk([]callNode{r}, false)
+		}
+	}
+	return n
 }
 
 // Threads of a libc-heavy program without frame pointers, each a few
@@ -692,7 +744,12 @@ func (tr callTree) oneRoot(t *testing.T, what string) {
 // through main reaches _start, every one through a thread's function
 // reaches start_thread, and each has one node in the call tree; every
 // sample in the threads' work reaches main or the thread's function, and
-// at least 99% of all do (the others: the dynamic loader, exits).
+// every other sample is in the dynamic loader's start (_dl_start,
+// _dl_start_user), the program's exit, a thread's creation (clone3) or
+// end (start_thread after the thread's function, do_exit), or lost
+// callers. How many fall there depends on the machine (page faults of a
+// virtual machine under load make the loader's start slow), not on the
+// recorder.
 func TestFPModeThreads(t *testing.T) {
 	testutil.NeedRoot(t)
 	bin := testutil.C(t, "libthreads-nofp", []string{"libthreads.c"}, "-O2", "-g", "-fomit-frame-pointer", "-pthread")
@@ -724,8 +781,12 @@ func TestFPModeThreads(t *testing.T) {
 		if in, out := tr.under("work", "main", "thread"); in == 0 || out > 0 {
 			t.Errorf("sized %v: %d samples through work reach main or thread, %d do not", sized, in, out)
 		}
-		if reach := f.total("main") + f.total("thread"); reach < 0.99 || f.Samples < 300 {
-			t.Errorf("sized %v: main or thread on %.1f%% of %d stacks, want ≥ 99%% of 300 or more", sized, 100*reach, f.Samples)
+		if f.Samples < 300 {
+			t.Errorf("sized %v: %d samples, want 300 or more", sized, f.Samples)
+		}
+		if n, cut := tr.outside("main", "thread", "_dl_start", "_dl_start_user", "exit", "clone3", "start_thread", "do_exit"), truncated(t, out); n > cut {
+			t.Errorf("sized %v: %d of %d samples outside main, the threads, the loader's start, exits and thread creation; %d lost callers",
+				sized, n, f.Samples, cut)
 		}
 	}
 }

@@ -1117,15 +1117,17 @@ func (s *session) unwindUser(r *perf.Sample, learn, sized bool) (user []uint64, 
 // and stack copy (truncated: it lost callers), and says how the unwind of the copy
 // ended and what of it the unwind needed.
 func (s *session) unwindChain(r *perf.Sample) (user []uint64, truncated bool, stop unwind.Stop, need unwind.Need) {
-	user = r.User
-	if len(r.Regs) != perf.NumRegs {
-		return user, false, unwind.Stopped, need
-	}
-	regs := toDWARF(r.Regs)
 	sp := s.spaces[r.PID]
 	if sp == nil {
 		sp = s.refreshSpace(r.PID)
 	}
+	// A chain cut before data read as return addresses lost the callers
+	// the walk missed.
+	if len(r.Regs) != perf.NumRegs {
+		user = inCode(sp, r.User)
+		return user, len(user) < len(r.User), unwind.Stopped, need
+	}
+	regs := toDWARF(r.Regs)
 	res := s.objs.In(sp)
 	var cfi []uint64
 	stack := unwind.StackCopy{SP: r.StackSP, Data: r.Stack}
@@ -1146,22 +1148,44 @@ func (s *session) unwindChain(r *perf.Sample) (user []uint64, truncated bool, st
 		// pointers it is junk).
 		user = slices.Clone(cfi)
 	} else {
-		user = unwind.Merge(cfi, r.User, stop == unwind.Complete)
+		fp := r.User
+		if stop != unwind.Complete {
+			fp = inCode(sp, fp)
+			truncated = len(fp) < len(r.User)
+		}
+		user = unwind.Merge(cfi, fp, stop == unwind.Complete)
 	}
 	// In dwarf mode the copy is the only source of callers; in fp mode
 	// the frame-pointer chain goes on wherever the copy ends inside
 	// frames that keep rbp, so only a cut in frameless code loses
-	// some, or a copy that ended inside a frame keeping rbp, short of
-	// main's, where the chain did not lead (frameless code below it
-	// used rbp for its own data): the chain then adds nothing to the
+	// some, or an unwind that stopped short of main's frame where the
+	// chain did not lead (the copy ended inside a frame keeping rbp
+	// that frameless code below it used for its own data, or a frame
+	// no unwind table describes): the chain then adds nothing to the
 	// copy's frames.
 	switch {
 	case s.o.CallGraph == CallGraphDWARF && stop != unwind.Complete, stop == unwind.Cut:
 		truncated = true
-	case stop == unwind.Stopped && need.Over && !need.InMain && len(user) <= len(cfi):
+	case stop == unwind.Stopped && !need.InMain && len(user) <= len(cfi):
 		truncated = true
 	}
 	return user, truncated, stop, need
+}
+
+// inCode cuts the kernel's frame-pointer chain fp (fp[0] the sampled
+// PC) before its first return address outside the process's code. The
+// kernel's walk follows rbp without checking that it leads to a frame,
+// so where code keeps data in rbp it reads data as return addresses; a
+// pointer to itself (an empty list's head) repeats one data address to
+// the chain's depth limit. A return address lies in executable code;
+// nothing past one that does not is this stack's.
+func inCode(sp *proc.Space, fp []uint64) []uint64 {
+	for i := 1; i < len(fp); i++ {
+		if _, ok := sp.Find(fp[i] - 1); !ok {
+			return fp[:i]
+		}
+	}
+	return fp
 }
 
 // write1 writes a sample whose user chain is complete, with the program

@@ -27,30 +27,14 @@ redis_build() {
 # DRIVE (a function of the case's run.sh, which sends the load with
 # redis_bench), then stops the server with SIGTERM. It returns DRIVE's status
 # when that failed (with the benchmark's output on stderr), else PREFIX's.
-# bash: it uses /dev/tcp.
-#
-# The port is the same in every run of one OUTDIR (normal and buggy): a
-# number from OUTDIR's path, or the next one when a server already listens
-# there. It is a command-line argument the server keeps in server.port, and
-# a port that differed between the normal and the buggy run would be one
-# more input that differs (culprit diagnose lists run-constant values that
-# differ between the two kinds of run), which the bug does not explain.
-redis_port() {
-	p=$((20000 + $(printf '%s' "$1" | cksum | cut -d' ' -f1) % 20000))
-	for _ in $(seq 1 100); do
-		(exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null || { echo "$p"; return 0; }
-		p=$((p + 1))
-	done
-	echo "run.sh: no free port from $((p - 100)) to $((p - 1))" >&2
-	return 1
-}
-
+# bash: it uses /dev/tcp. The port: bugs_port (port.sh).
 redis_run() {
 	out=$1 drive=$2
 	shift 2
 	tmp=$(mktemp -d)
 	trap 'rm -rf "$tmp"' EXIT
-	port=$(redis_port "$(cd "$out" && pwd)") || return 1
+	. "$(dirname "${BASH_SOURCE[0]}")/port.sh"
+	port=$(bugs_port "$out") || return 1
 	"$@" "$out/redis-server" --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
 		--pidfile "$tmp/redis.pid" --dir "$tmp" --logfile "$tmp/redis.log" &
 	prefix_pid=$!

@@ -20,7 +20,8 @@ esac
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 printf 'bench:secret\n' >"$tmp/auth"
-port=$(( 20000 + RANDOM % 20000 ))
+. "$(dirname "$0")/../port.sh"
+port=$(bugs_port "$out")
 "$@" "$out/memcached" -U 0 -p "$port" -l 127.0.0.1 -t 2 -m 64 -Y "$tmp/auth" \
 	-P "$tmp/memcached.pid" -u root &
 prefix_pid=$!

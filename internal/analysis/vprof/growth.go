@@ -722,6 +722,9 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 		}
 		fr.Discount = discount
 		fr.Pattern = a.pattern(fr)
+		if in, p, ok := a.givenBound(f, fr, inputs, &bc); ok {
+			fr.Input, fr.Pattern = in, p
+		}
 		if fr.Share.Grew() {
 			score[i] = (1 - discount) * fr.Share.Change
 		}
@@ -1246,6 +1249,37 @@ const MaxCallsPart = 0.75
 // for to count as evidence (1/20).
 const OwnShare = 0.05
 
+// givenBound is the pattern of a loop that ran to a bound it was given: a
+// function whose loop ran more iterations than normally (longerLoop),
+// whose own code did not do the extra work, and whose code reads an input
+// that differs did as many iterations as that input asked for, and the
+// time went into the call it makes in them (its heaviest callee in the
+// buggy runs). Whether each item needed that call is its own code's
+// decision: the pattern is how that call is decided (callPattern). It
+// returns the input read; ok is false when the rule does not apply or the
+// machine code does not tell (docs/vprof.md, "A loop run to a bound it was
+// given").
+func (a *Analyzer) givenBound(f int32, fr *FunctionResult, inputs []int, bc *stackCounts) (input string, p Pattern, ok bool) {
+	if !longerLoop(fr) || ownWork(fr) {
+		return "", NoPattern, false
+	}
+	for _, in := range inputs {
+		if a.reads(f, a.vars[in].src.Name) {
+			input = a.vars[in].src.Name
+			break
+		}
+	}
+	if input == "" {
+		return "", NoPattern, false
+	}
+	top, n := bc.heaviest(f, true)
+	if n == 0 || a.system(top.callee) {
+		return "", NoPattern, false
+	}
+	p, known := a.callPattern(f, a.funcs[top.callee].name)
+	return input, p, known
+}
+
 // callPattern is the pattern of a function that answers for calls of
 // callee it made more often, or for the work of a callee on a path only
 // the buggy runs took: wrong-constraint when a threshold of its own
@@ -1385,6 +1419,8 @@ func why(f *FunctionResult) string {
 	}
 	if f.Evidence == EvidenceInput {
 		fmt.Fprintf(&b, "; its code reads %s, an input that differs", f.Input)
+	} else if f.Input != "" {
+		fmt.Fprintf(&b, "; its loop ran to a bound it was given (its code reads %s, an input that differs)", f.Input)
 	}
 	if f.Evidence == EvidenceNewPath {
 		b.WriteString("; never ran in the normal runs")

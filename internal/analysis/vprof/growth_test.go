@@ -1279,3 +1279,81 @@ func TestClockReadingNotInput(t *testing.T) {
 		}
 	}
 }
+
+// A loop that ran more iterations, whose own code did not do them and whose
+// code reads an input that differs, ran to a bound it was given: its
+// pattern is how it decides the call it makes in each iteration. A loop
+// that reads no input that differs keeps the pattern of its variable.
+func TestLoopRunToGivenBound(t *testing.T) {
+	fx := newFixture(t)
+	mk := func(buggy bool) *profile.Profile {
+		r := fx.create(t, "bound.rec")
+		no := r.variable("no", "dispatch_1", "long", "loop,cond", false)
+		cfg := r.variable("cfg_pages", "#global", "long", "none", false)
+		pages, work := int64(256), 10
+		if buggy {
+			pages, work = 1024, 900
+		}
+		g := lcg(7)
+		for i := 0; i < 300; i++ {
+			r.tick(1, []string{"dispatch_1", "main"}, 0, val{no, 0, g.intn(pages)}, val{cfg, 0, pages})
+		}
+		for i := 0; i < work; i++ {
+			r.tick(1, []string{"worker", "dispatch_1", "main"}, 0, val{no, 1, g.intn(pages)}, val{cfg, 0, pages})
+		}
+		for i := 0; i < 600; i++ {
+			r.tick(1, []string{"main"}, 0, val{cfg, 0, pages})
+		}
+		return r.done()
+	}
+	normal, buggy := mk(false), mk(true)
+	d := fx.funcs["dispatch_1"]
+	in := func(off uint64) bool { return off >= d.off && off < d.off+d.size }
+	for _, tc := range []struct {
+		reads, guarded, ordered bool
+		want                    Pattern
+		input                   string
+	}{
+		{true, false, false, MissingConstraint, "cfg_pages"},
+		{true, true, false, MissingConstraint, "cfg_pages"},
+		{true, true, true, WrongConstraint, "cfg_pages"},
+		// Its extent not given by an input: the loop variable's own
+		// pattern (cond, beyond its normal range).
+		{false, false, false, WrongConstraint, ""},
+	} {
+		a, err := New(DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.SetReads(func(_ string, off uint64, global string) (bool, bool) {
+			return tc.reads && global == "cfg_pages" && in(off), true
+		})
+		a.SetGuards(func(_ string, off uint64, callee string) (bool, bool, bool) {
+			if in(off) && callee == "worker" {
+				return tc.guarded, tc.ordered, true
+			}
+			return false, false, false
+		})
+		if err := a.AddNormal(normal, Run{Path: "normal"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.AddBuggy(buggy, Run{Path: "buggy"}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := a.Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(res.Inputs) != 1 || res.Inputs[0].Name != "cfg_pages" {
+			t.Fatalf("inputs %+v, want cfg_pages", res.Inputs)
+		}
+		f := res.fn(t, "dispatch_1")
+		if f.Evidence != EvidenceVariable || f.Variable != "no" || f.Rank != 1 {
+			t.Fatalf("dispatch_1: evidence %s (%s), rank %d", f.Evidence, f.Variable, f.Rank)
+		}
+		if f.Pattern != tc.want || f.Input != tc.input {
+			t.Errorf("reads %v guarded %v ordered %v: pattern %s, input %q; want %s, %q (why: %s)",
+				tc.reads, tc.guarded, tc.ordered, f.Pattern, f.Input, tc.want, tc.input, f.Why)
+		}
+	}
+}

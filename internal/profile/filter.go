@@ -381,8 +381,10 @@ func (p *Profile) Apply(f Filter) *Profile {
 	}
 	if !f.HasFrom && !f.HasTo && !f.selectsTasks() {
 		// Every value and call is kept: shared, not copied (a trace of
-		// millions of calls took seconds to copy for each report).
-		q.Values, q.Calls = p.Values, p.Calls
+		// millions of calls took seconds to copy for each report), and
+		// so are a streamed profile's counts: a selection of every value
+		// would otherwise read them all again to count them.
+		q.Values, q.Calls, q.valueCounts = p.Values, p.Calls, p.valueCounts
 	} else {
 		for _, v := range p.Values {
 			if inWindow(v.Time) && selected(v.PID, v.TID, v.Time) {

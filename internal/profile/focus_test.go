@@ -7,6 +7,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/culprit-dev/culprit/internal/recording"
 )
 
 // stackNames are the function names of each sample's stack, innermost first.
@@ -231,5 +233,32 @@ func TestFocusStackOutOfRange(t *testing.T) {
 	h := p.Apply(Filter{Hide: re(`^worker$`)})
 	if n := len(h.StackAt(h.Samples[8].Stack)) + len(h.StackAt(h.Samples[9].Stack)); len(h.Samples) != 10 || n != 0 {
 		t.Errorf("hide worker: %d samples, the out-of-range ones have %d frames", len(h.Samples), n)
+	}
+}
+
+// A selection of every value of a streamed profile (a focus, no time
+// window, no task) keeps its counts instead of reading the values again
+// to count them; a time window counts what it keeps.
+func TestApplyKeepsValueCounts(t *testing.T) {
+	p := testProfile()
+	p.ValueSources = []recording.ValueSource{{ID: 1, Name: "n"}}
+	vals := []Value{{Time: p.StartTime, Source: 0, Type: recording.ValueInt}, {Time: p.StartTime + uint64(2*time.Second), Source: 0, Type: recording.ValueInt}}
+	reads := 0
+	p.SetValueStream([]ValueCount{{All: 2, Present: 2}}, func(yield func(*Value) bool) error {
+		reads++
+		for _, v := range vals {
+			if !yield(&v) {
+				break
+			}
+		}
+		return nil
+	})
+	c, err := p.Apply(Filter{Focus: regexp.MustCompile(`^worker$`)}).ValueCounts()
+	if err != nil || !reflect.DeepEqual(c, []ValueCount{{All: 2, Present: 2}}) || reads != 0 {
+		t.Errorf("focus: counts %v, %v after %d readings, want [{2 2}] without reading", c, err, reads)
+	}
+	c, err = p.Apply(Filter{To: time.Second, HasTo: true}).ValueCounts()
+	if err != nil || !reflect.DeepEqual(c, []ValueCount{{All: 1, Present: 1}}) || reads != 1 {
+		t.Errorf("window: counts %v, %v after %d readings, want [{1 1}] in one", c, err, reads)
 	}
 }

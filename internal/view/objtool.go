@@ -8,6 +8,7 @@ import (
 	"sync"
 
 	"github.com/google/pprof/driver"
+	pprof "github.com/google/pprof/profile"
 
 	"github.com/culprit-dev/culprit/internal/elfx"
 	"github.com/culprit-dev/culprit/internal/symbol"
@@ -52,6 +53,24 @@ func (t *objTool) object(path string) (*symbol.Object, error) {
 	t.mu.Unlock()
 	e.once.Do(func() { e.obj, e.err = t.open(path) })
 	return e.obj, e.err
+}
+
+// openMapped opens the objects the mappings of the profiles name (nil
+// ones have none), as pprof's driver does as a UI starts: the driver holds
+// pprofMu then, and reading the objects (the recordings listed for them
+// first) takes seconds on large recordings, which another time range's UI
+// would wait for. Opened here, outside that lock, they are found open.
+func (t *objTool) openMapped(profs ...*pprof.Profile) {
+	for _, p := range profs {
+		if p == nil {
+			continue
+		}
+		for _, m := range p.Mapping {
+			if m.File != "" {
+				_, _ = t.object(m.File)
+			}
+		}
+	}
 }
 
 // Open returns the object file, whose runtime addresses (file offsets)

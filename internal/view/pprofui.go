@@ -58,6 +58,9 @@ func pprofUI(prof, base *pprof.Profile, objs driver.ObjTool, stderr io.Writer) (
 		} else {
 			defer requesting()()
 		}
+		if ot, ok := objs.(*objTool); ok && t.grain.addresses() {
+			ot.openMapped(prof, base)
+		}
 		u.once.Do(func() {
 			var tool driver.ObjTool = noObjects{}
 			if t.grain.addresses() && objs != nil {

@@ -92,6 +92,20 @@ var timePage = Page{
 				http.Error(w, fmt.Sprintf("want 1 to %d src parameters, the lanes' sources", maxLanesAsked), http.StatusBadRequest)
 				return
 			}
+			// The values are read once for every lane; a request that
+			// comes while they are read is answered at once with how far
+			// the reading is (202), and the page asks again.
+			if _, err, ok, running := s.valuesMemo.within(buildWait, s.readValues); !ok {
+				w.Header().Set("Content-Type", "application/json")
+				w.Header().Set("Cache-Control", "no-store")
+				w.WriteHeader(http.StatusAccepted)
+				b, _ := json.Marshal(valuesProgress{Read: s.valuesRead.Load(), Total: s.valueTotal(), RunningMS: running.Milliseconds()})
+				_, _ = w.Write(b)
+				return
+			} else if err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
+			}
 			lanes := make([]Lane, 0, len(srcs))
 			for _, q := range srcs {
 				src, err := strconv.Atoi(q)
@@ -396,26 +410,55 @@ type sourceValues struct {
 	odd   []uint64
 }
 
+// valuesProgress is the answer to a request for lanes of values while
+// the values are read: how many of how many, for how long.
+type valuesProgress struct {
+	Read      int64 `json:"read"`
+	Total     int64 `json:"total"`
+	RunningMS int64 `json:"running_ms"`
+}
+
+// valueTotal is how many values the recordings hold, of every source (0
+// when not known).
+func (s *Server) valueTotal() int64 {
+	counts, err := s.p.ValueCounts()
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, c := range counts {
+		n += int64(c.All)
+	}
+	return n
+}
+
 // values returns the server's values by source, read once.
-func (s *Server) values() ([]sourceValues, error) {
-	return s.valuesMemo.get(func() ([]sourceValues, error) {
-		out := make([]sourceValues, len(s.p.ValueSources))
-		err := s.p.EachValue(func(v *profile.Value) bool {
-			if v.Source < 0 || int(v.Source) >= len(out) || v.Missing() {
-				return true
-			}
-			f := v.Float64()
-			sv := &out[v.Source]
-			if math.IsNaN(f) || math.IsInf(f, 0) {
-				sv.odd = append(sv.odd, v.Time)
-				return true
-			}
-			sv.times = append(sv.times, v.Time)
-			sv.vals = append(sv.vals, f)
+func (s *Server) values() ([]sourceValues, error) { return s.valuesMemo.get(s.readValues) }
+
+// readValues reads the server's values by source, counting them in
+// valuesRead as it goes.
+func (s *Server) readValues() ([]sourceValues, error) {
+	out := make([]sourceValues, len(s.p.ValueSources))
+	var n int64
+	defer func() { s.valuesRead.Store(n) }()
+	err := s.p.EachValue(func(v *profile.Value) bool {
+		if n++; n%(1<<16) == 0 {
+			s.valuesRead.Store(n)
+		}
+		if v.Source < 0 || int(v.Source) >= len(out) || v.Missing() {
 			return true
-		})
-		return out, err
+		}
+		f := v.Float64()
+		sv := &out[v.Source]
+		if math.IsNaN(f) || math.IsInf(f, 0) {
+			sv.odd = append(sv.odd, v.Time)
+			return true
+		}
+		sv.times = append(sv.times, v.Time)
+		sv.vals = append(sv.vals, f)
+		return true
 	})
+	return out, err
 }
 
 // valueLane is the lane of the values of source src in the range rng: on

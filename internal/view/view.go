@@ -25,6 +25,7 @@ import (
 	"net/http"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/google/pprof/driver"
@@ -98,6 +99,7 @@ type Server struct {
 
 	offMemo    memo[*profile.Profile] // offCPU's
 	valuesMemo memo[[]sourceValues]   // the time view's values by source
+	valuesRead atomic.Int64           // how many values readValues has read
 
 	// warm are the page's builds that New starts in the background, in
 	// order; a page's Handler adds its own.

@@ -92,6 +92,15 @@ var timePage = Page{
 				http.Error(w, fmt.Sprintf("want 1 to %d src parameters, the lanes' sources", maxLanesAsked), http.StatusBadRequest)
 				return
 			}
+			idx := make([]int, len(srcs))
+			for i, q := range srcs {
+				src, err := strconv.Atoi(q)
+				if err != nil || src < 0 || src >= len(s.p.ValueSources) {
+					http.Error(w, fmt.Sprintf("src=%q: want the index of a sampled expression, 0 to %d", q, len(s.p.ValueSources)-1), http.StatusBadRequest)
+					return
+				}
+				idx[i] = src
+			}
 			// The values are read once for every lane; a request that
 			// comes while they are read is answered at once with how far
 			// the reading is (202), and the page asks again.
@@ -107,12 +116,7 @@ var timePage = Page{
 				return
 			}
 			lanes := make([]Lane, 0, len(srcs))
-			for _, q := range srcs {
-				src, err := strconv.Atoi(q)
-				if err != nil || src < 0 || src >= len(s.p.ValueSources) {
-					http.Error(w, fmt.Sprintf("src=%q: want the index of a sampled expression, 0 to %d", q, len(s.p.ValueSources)-1), http.StatusBadRequest)
-					return
-				}
+			for _, src := range idx {
 				l, err := s.valueLane(src, rng)
 				if err != nil {
 					http.Error(w, err.Error(), http.StatusInternalServerError)

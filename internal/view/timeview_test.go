@@ -43,10 +43,16 @@ func TestValueLanes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A request for lanes while the values are read is answered 202 and
+	// asked again, as the page does.
 	get := func(path string, v any) int {
 		t.Helper()
 		w := httptest.NewRecorder()
 		s.ServeHTTP(w, httptest.NewRequest(http.MethodGet, s.Path()+path, nil))
+		for w.Code == http.StatusAccepted {
+			w = httptest.NewRecorder()
+			s.ServeHTTP(w, httptest.NewRequest(http.MethodGet, s.Path()+path, nil))
+		}
 		if w.Code == http.StatusOK {
 			if err := json.Unmarshal(w.Body.Bytes(), v); err != nil {
 				t.Fatalf("GET %s: %v\n%s", path, err, w.Body)
@@ -121,5 +127,59 @@ func TestValueLanes(t *testing.T) {
 		if code := get("time/values?"+q, &l); code != http.StatusBadRequest {
 			t.Errorf("GET time/values?%.40s: %d, want 400", q, code)
 		}
+	}
+}
+
+// TestValueLanesWhileRead checks that a request for lanes of values while
+// the values are read is answered at once with how far the reading is
+// (202, not waiting for it), a wrong source still with 400, and once
+// they are read with the lanes.
+func TestValueLanesWhileRead(t *testing.T) {
+	const start = 1_000_000_000
+	p := &profile.Profile{
+		Frames:       []profile.Frame{{Function: "main"}},
+		Stacks:       [][]int32{{0}},
+		Threads:      map[uint32]profile.Thread{1: {PID: 1, TID: 1, Comm: "main"}},
+		StartTime:    start,
+		Samples:      []profile.Sample{{Time: start, PID: 1, TID: 1, Period: 1, Event: recording.EventCPU}},
+		ValueSources: []recording.ValueSource{{Name: "n"}},
+	}
+	release := make(chan struct{})
+	p.SetValueStream([]profile.ValueCount{{All: 3, Present: 3}}, func(yield func(*profile.Value) bool) error {
+		<-release // the reading goes on until the test lets it end
+		for i := range 3 {
+			if !yield(&profile.Value{Time: start + uint64(i), PID: 1, TID: 1, Source: 0, Type: recording.ValueInt, Bits: uint64(i)}) {
+				break
+			}
+		}
+		return nil
+	})
+	s, err := New(Inputs{Profile: p, Names: []string{"a.rec"}}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	get := func(q string) *httptest.ResponseRecorder {
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, httptest.NewRequest(http.MethodGet, s.Path()+"time/values?"+q, nil))
+		return w
+	}
+	w := get("src=0")
+	var pr valuesProgress
+	if w.Code != http.StatusAccepted || json.Unmarshal(w.Body.Bytes(), &pr) != nil || pr.Total != 3 || pr.Read != 0 {
+		t.Fatalf("GET time/values while read: %d %s; want 202 with read 0 of total 3", w.Code, w.Body)
+	}
+	if w := get("src=1"); w.Code != http.StatusBadRequest {
+		t.Errorf("GET time/values?src=1 while read: %d, want 400", w.Code)
+	}
+	close(release)
+	for w.Code == http.StatusAccepted {
+		w = get("src=0")
+	}
+	var ls []Lane
+	if w.Code != http.StatusOK || json.Unmarshal(w.Body.Bytes(), &ls) != nil || len(ls) != 1 || ls[0].Total != 3 || ls[0].Max != 2 {
+		t.Errorf("GET time/values once read: %d %s; want the lane of 3 values, 0 to 2", w.Code, w.Body)
+	}
+	if n := s.valuesRead.Load(); n != 3 {
+		t.Errorf("values read: %d, want 3", n)
 	}
 }

@@ -104,6 +104,13 @@ type Server struct {
 	// warm are the page's builds that New starts in the background, in
 	// order; a page's Handler adds its own.
 	warm []func()
+
+	// answering counts the requests being answered: a build ahead of use
+	// starts only when there is none (waitAnswered), so that a click
+	// does not share the CPU with a build started meanwhile.
+	answerMu  sync.Mutex
+	answered  *sync.Cond
+	answering int
 }
 
 // maxRanges is how many time ranges keep their pprof UI (and their
@@ -187,12 +194,40 @@ func New(in Inputs, stderr io.Writer) (*Server, error) {
 			}
 		})
 	}
+	s.answered = sync.NewCond(&s.answerMu)
 	go func() {
 		for _, f := range s.warm {
+			s.waitAnswered()
 			f()
 		}
 	}()
 	return s, nil
+}
+
+// waitAnswered waits until no request is being answered. A build ahead
+// of use waits here before it starts, never while it holds what a
+// request may wait for.
+func (s *Server) waitAnswered() {
+	s.answerMu.Lock()
+	for s.answering > 0 {
+		s.answered.Wait()
+	}
+	s.answerMu.Unlock()
+}
+
+// answer counts a request as being answered until the returned func is
+// called.
+func (s *Server) answer() func() {
+	s.answerMu.Lock()
+	s.answering++
+	s.answerMu.Unlock()
+	return func() {
+		s.answerMu.Lock()
+		if s.answering--; s.answering == 0 {
+			s.answered.Broadcast()
+		}
+		s.answerMu.Unlock()
+	}
 }
 
 // hasSamples reports whether there are CPU samples, which pprof's views
@@ -221,6 +256,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, s.Path(), http.StatusFound)
 		return
 	}
+	defer s.answer()()
 	r2 := r.Clone(r.Context())
 	r2.URL.Path = "/" + rest
 	r2.URL.RawPath = ""

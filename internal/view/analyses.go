@@ -54,6 +54,17 @@ func (m *memo[T]) get(run func() (T, error)) (T, error) {
 	return m.v, m.err
 }
 
+// running reports whether run has started and not ended.
+func (m *memo[T]) running() bool {
+	m.init.Do(func() { m.done = make(chan struct{}) })
+	select {
+	case <-m.done:
+		return false
+	default:
+		return m.started.Load() != 0
+	}
+}
+
 // within returns run's result if it is ready within wait (run started in
 // the background when it has not yet), else ok false and how long it has
 // been running.

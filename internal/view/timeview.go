@@ -102,9 +102,16 @@ var timePage = Page{
 				idx[i] = src
 			}
 			// The values are read once for every lane; a request that
-			// comes while they are read is answered at once with how far
-			// the reading is (202), and the page asks again.
-			if _, err, ok, running := s.valuesMemo.within(buildWait, s.readValues); !ok {
+			// comes while they are read is answered with how far the
+			// reading is (202), and the page asks again: at once when the
+			// reading is under way (which pauses while a request is
+			// answered when it is a build ahead), else once the reading
+			// it starts has run for buildWait.
+			wait := buildWait
+			if s.valuesMemo.running() {
+				wait = 0
+			}
+			if _, err, ok, running := s.valuesMemo.within(wait, s.readValues); !ok {
 				w.Header().Set("Content-Type", "application/json")
 				w.Header().Set("Cache-Control", "no-store")
 				w.WriteHeader(http.StatusAccepted)
@@ -439,15 +446,30 @@ func (s *Server) valueTotal() int64 {
 // values returns the server's values by source, read once.
 func (s *Server) values() ([]sourceValues, error) { return s.valuesMemo.get(s.readValues) }
 
+// valuesAhead is values for the build ahead of use: a reading it starts
+// pauses while a request is answered (no request waits for it
+// unbounded: they ask with valuesMemo.within), so that a click gets the
+// CPU the reading, tens of seconds on 1 GB recordings, would share.
+func (s *Server) valuesAhead() {
+	_, _ = s.valuesMemo.get(func() ([]sourceValues, error) { return s.readValuesPausing(true) })
+}
+
 // readValues reads the server's values by source, counting them in
 // valuesRead as it goes.
-func (s *Server) readValues() ([]sourceValues, error) {
+func (s *Server) readValues() ([]sourceValues, error) { return s.readValuesPausing(false) }
+
+// readValuesPausing is readValues, which with pause waits, every 2^16
+// values, until no request is being answered.
+func (s *Server) readValuesPausing(pause bool) ([]sourceValues, error) {
 	out := make([]sourceValues, len(s.p.ValueSources))
 	var n int64
 	defer func() { s.valuesRead.Store(n) }()
 	err := s.p.EachValue(func(v *profile.Value) bool {
 		if n++; n%(1<<16) == 0 {
 			s.valuesRead.Store(n)
+			if pause {
+				s.waitAnswered()
+			}
 		}
 		if v.Source < 0 || int(v.Source) >= len(out) || v.Missing() {
 			return true

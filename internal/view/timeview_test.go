@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/recording"
@@ -181,5 +182,65 @@ func TestValueLanesWhileRead(t *testing.T) {
 	}
 	if n := s.valuesRead.Load(); n != 3 {
 		t.Errorf("values read: %d, want 3", n)
+	}
+}
+
+// TestValuesAheadPause checks that the reading of the values ahead of use
+// pauses while a request is being answered: the value after the first
+// 2^16 is read only once no request is.
+func TestValuesAheadPause(t *testing.T) {
+	const start = 1_000_000_000
+	p := &profile.Profile{
+		Frames:       []profile.Frame{{Function: "main"}},
+		Stacks:       [][]int32{{0}},
+		Threads:      map[uint32]profile.Thread{1: {PID: 1, TID: 1, Comm: "main"}},
+		StartTime:    start,
+		Samples:      []profile.Sample{{Time: start, PID: 1, TID: 1, Period: 1, Event: recording.EventCPU}},
+		ValueSources: []recording.ValueSource{{Name: "n"}},
+	}
+	const n = 3 << 16
+	release := make(chan struct{})
+	var s *Server
+	var answeringAfter int // requests being answered as the value after 2^16 was read
+	p.SetValueStream([]profile.ValueCount{{All: n, Present: n}}, func(yield func(*profile.Value) bool) error {
+		<-release
+		for i := range n {
+			if i == 1<<16 {
+				s.answerMu.Lock()
+				answeringAfter = s.answering
+				s.answerMu.Unlock()
+			}
+			if !yield(&profile.Value{Time: start + uint64(i), PID: 1, TID: 1, Source: 0, Type: recording.ValueInt, Bits: uint64(i)}) {
+				break
+			}
+		}
+		return nil
+	})
+	var err error
+	s, err = New(Inputs{Profile: p, Names: []string{"a.rec"}}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Once the build ahead reads (the stream waits for release), a
+	// request comes.
+	deadline := time.Now().Add(2 * time.Minute) // a hang, not a timing
+	for !s.valuesMemo.running() && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	answered := s.answer()
+	close(release)
+	for s.valuesRead.Load() < 1<<16 && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if s.valuesRead.Load() != 1<<16 {
+		t.Fatalf("values read: %d, want 2^16 (paused there)", s.valuesRead.Load())
+	}
+	answered()
+	vs, err := s.values()
+	if err != nil || len(vs[0].vals) != n {
+		t.Fatalf("values: %v, %d read; want %d", err, len(vs[0].vals), n)
+	}
+	if answeringAfter != 0 {
+		t.Errorf("the value after 2^16 was read while %d requests were answered, want it read once none was", answeringAfter)
 	}
 }

@@ -177,7 +177,7 @@ func New(in Inputs, stderr io.Writer) (*Server, error) {
 	// Then the time view's values by source, which its lanes of values
 	// ask for once its maps are drawn.
 	if len(s.p.ValueSources) > 0 {
-		s.warm = append(s.warm, func() { _, _ = s.values() })
+		s.warm = append(s.warm, s.valuesAhead)
 	}
 	// Last, every page the index links to, of the whole recording, so that
 	// a first click shows what was kept instead of running its analysis
@@ -206,7 +206,8 @@ func New(in Inputs, stderr io.Writer) (*Server, error) {
 
 // waitAnswered waits until no request is being answered. A build ahead
 // of use waits here before it starts, never while it holds what a
-// request may wait for.
+// request may wait for unbounded (valuesAhead pauses here midway: the
+// requests for its result wait for it 50 ms at most).
 func (s *Server) waitAnswered() {
 	s.answerMu.Lock()
 	for s.answering > 0 {

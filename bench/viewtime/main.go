@@ -278,6 +278,12 @@ func run(culprit, chromium, rec string) error {
 			return fmt.Errorf("flame graph: %v", err)
 		}
 		waitIdle(pid)
+		// The chart is drawn from the trimmed stacks, then again from the
+		// whole set once fetched: the box to hide may come after the
+		// first boxes.
+		if err := waitFor(bctx, `Array.from(document.querySelectorAll("#stack-chart .boxbg")).some(e => e.textContent === `+strconv.Quote(hide)+`)`); err != nil {
+			return fmt.Errorf("flame graph: no box %s: %v", hide, err)
+		}
 		m, err := interaction(bctx, pid, "filter_inplace",
 			func() error {
 				ok, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`(() => {

@@ -278,16 +278,26 @@ func run(culprit, chromium, rec string) error {
 			return fmt.Errorf("flame graph: %v", err)
 		}
 		waitIdle(pid)
-		// The chart is drawn from the trimmed stacks, then again from the
-		// whole set once fetched: the box to hide may come after the
-		// first boxes.
-		if err := waitFor(bctx, `Array.from(document.querySelectorAll("#stack-chart .boxbg")).some(e => e.textContent === `+strconv.Quote(hide)+`)`); err != nil {
-			return fmt.Errorf("flame graph: no box %s: %v", hide, err)
+		// The box of -hide; when the chart draws it too narrow for its
+		// name (a recording where it has little time: on a loaded machine
+		// the kernel's share grows), the widest named box below the root,
+		// the same interaction on another function. The chart is drawn
+		// from the trimmed stacks, then again from the whole set once
+		// fetched: boxes come and go meanwhile.
+		box := `(() => {
+			const named = Array.from(document.querySelectorAll("#stack-chart .boxbg")).filter(e => e.textContent !== "");
+			const own = named.find(e => e.textContent === ` + strconv.Quote(hide) + `);
+			if (own) return own;
+			named.sort((a, b) => b.getBoundingClientRect().width - a.getBoundingClientRect().width);
+			return named.length > 1 ? named[1] : null;
+		})()`
+		if err := waitFor(bctx, `!!`+box); err != nil {
+			return fmt.Errorf("flame graph: no box to hide: %v", err)
 		}
 		m, err := interaction(bctx, pid, "filter_inplace",
 			func() error {
 				ok, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`(() => {
-					const box = Array.from(document.querySelectorAll("#stack-chart .boxbg")).find(e => e.textContent === `+strconv.Quote(hide)+`);
+					const box = `+box+`;
 					if (!box) return false;
 					const r = box.getBoundingClientRect();
 					box.dispatchEvent(new MouseEvent("contextmenu", {bubbles: true, cancelable: true, clientX: r.left + 2, clientY: r.top + 2}));

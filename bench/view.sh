@@ -41,9 +41,11 @@
 #   in place again  the first range chosen again in the time view: the
 #                 server answers from what it kept; against "again",
 #                 which loads the same range's page
-#   filter in place  on the whole flame graph, a function (mid_compute)
-#                 hidden from pprof's action menu: drawn in place;
-#                 "loaded": the same query's page loaded afresh
+#   filter in place  on the whole flame graph, a function (mid_compute;
+#                 the widest named box below the root when mid_compute's
+#                 box is too narrow for its name) hidden from pprof's
+#                 action menu: drawn in place; "loaded": the same query's
+#                 page loaded afresh
 #   top paint     navigation to pprof's top page (kept) → its table drawn:
 #                 what any of pprof's pages costs Chromium here
 #   flame from top  the whole flame graph chosen in top's View menu, put

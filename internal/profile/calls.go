@@ -86,3 +86,8 @@ func (c *Call) CPULost() bool { return c.Flags&recording.CallCPULost != 0 }
 // Unreturned reports whether the call left without returning (longjmp,
 // unwinding, exit): its end is an upper bound.
 func (c *Call) Unreturned() bool { return c.Flags&recording.CallUnreturned != 0 }
+
+// Unwound reports whether the call was left by a C++ exception or Rust
+// panic (also Unreturned): its end is when the unwinder reached a catch
+// or clean-up below it.
+func (c *Call) Unwound() bool { return c.Flags&recording.CallUnwound != 0 }

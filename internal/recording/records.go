@@ -375,6 +375,11 @@ const CallCPULost = 8
 // trampoline (the [uprobes] mapping) in that place.
 const CallChained = 16
 
+// CallUnwound flags a call (also CallUnreturned) that a C++ exception or
+// Rust panic left: it was open when the unwinder reached a catch or a
+// clean-up in a function below it, and its End is that moment.
+const CallUnwound = 32
+
 // Call is one call of a traced function.
 type Call struct {
 	Start  uint64 // sample clock (CLOCK_MONOTONIC), ns
@@ -386,7 +391,7 @@ type Call struct {
 	Caller uint32 // the Probe of the traced call it was made from; 0: none
 	Depth  uint32 // traced calls open below it on its thread
 	Site   uint64 // return address: the instruction after the call; 0: not known (a call that did not return)
-	Flags  uint32 // CallUnreturned, CallPoint, CallCPU, CallCPULost, CallChained
+	Flags  uint32 // CallUnreturned, CallPoint, CallCPU, CallCPULost, CallChained, CallUnwound
 	Args   []uint64
 	Ret    uint64
 	// Strs (format 1.7) are the strings of the Probe's first two

@@ -46,7 +46,12 @@ func TraceText(w io.Writer, fs []trace.Function, lost uint64, top int) error {
 			calls = fmt.Sprintf("~%d", f.Estimated)
 		}
 		name := f.Name
-		if f.Unreturned > 0 {
+		switch {
+		case f.Unwound == f.Unreturned && f.Unwound > 0:
+			name += fmt.Sprintf(" (%d did not return: unwound)", f.Unreturned)
+		case f.Unwound > 0:
+			name += fmt.Sprintf(" (%d did not return, %d unwound)", f.Unreturned, f.Unwound)
+		case f.Unreturned > 0:
 			name += fmt.Sprintf(" (%d did not return)", f.Unreturned)
 		}
 		if f.Every > 1 {

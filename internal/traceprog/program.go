@@ -166,6 +166,12 @@ const (
 	// caller's return address, where the stack held the return
 	// trampoline at its entry.
 	Chained = 16
+	// Unwound marks a call (also Unreturned) that a C++ exception or a
+	// Rust panic left: it was still open when the unwinder reached a
+	// catch or a clean-up (a landing pad calling __cxa_begin_catch or
+	// _Unwind_Resume) in a function that called it. Its end is that
+	// moment.
+	Unwound = 32
 )
 
 // pt_regs offsets (x86-64).
@@ -245,6 +251,13 @@ type progOptions struct {
 	// one at entry by: 8 after a uretprobe (the RET has run), 0 at a probe
 	// on the RET instruction itself.
 	RetAdjust int32
+	// RetInsn (not Go): the return probes of native code sit on its RET
+	// instructions and on the jumps of its tail calls (Probe.Rets), not
+	// uretprobes, which put a trampoline's address in the stack where
+	// C++ and Rust unwinders cannot pass it. A return matches the top
+	// frame by its stack pointer, as a uretprobe's does, and reads its
+	// call site from the top of the stack.
+	RetInsn bool
 	// Strings: calls of probes with char * arguments (the strs map) are
 	// preceded by a record of those strings, read at the call's end.
 	Strings bool
@@ -802,6 +815,11 @@ func (b *builder) readOff(create bool) {
 // code went from the begin back to it without passing the end (an early
 // return, a continue).
 func (b *builder) popAbandoned(end bool) {
+	b.popAbandonedAs(end, Unreturned)
+}
+
+// popAbandonedAs is popAbandoned writing the retired calls with flags.
+func (b *builder) popAbandonedAs(end bool, flags int32) {
 	if b.o.Go {
 		return
 	}
@@ -895,7 +913,7 @@ func (b *builder) popAbandoned(end bool) {
 		}
 		b.Emit(asm.LoadMem(asm.R1, asm.RFP, slIdx, asm.Word))
 		b.callerOf()
-		b.emitCall(Unreturned, false)
+		b.emitCall(flags, false)
 		b.Emit(
 			asm.LoadMem(asm.R1, asm.RFP, slIdx, asm.Word),
 			asm.StoreMem(rThread, 0, asm.R1, asm.Word),
@@ -1323,10 +1341,24 @@ func returnProgram(m maps, o progOptions) asm.Instructions {
 			asm.LoadMem(asm.R1, rFrame, fSP, asm.DWord),
 			asm.LoadMem(asm.R2, asm.RFP, slSP, asm.DWord),
 			asm.JNE.Reg(asm.R1, asm.R2, "unmatched"),
-			// The call site: where the uretprobe returns to.
-			asm.LoadMem(asm.R1, rCtx, regIP, asm.DWord),
-			asm.StoreMem(rFrame, fSite, asm.R1, asm.DWord),
 		)
+		if o.RetInsn {
+			// The call site: the return address on top of the stack,
+			// which the RET is about to take.
+			b.Emit(
+				asm.Mov.Reg(asm.R1, rFrame),
+				asm.Add.Imm(asm.R1, fSite),
+				asm.Mov.Imm(asm.R2, 8),
+				asm.LoadMem(asm.R3, asm.RFP, slSP, asm.DWord),
+				asm.FnProbeReadUser.Call(),
+			)
+		} else {
+			// The call site: where the uretprobe returns to.
+			b.Emit(
+				asm.LoadMem(asm.R1, rCtx, regIP, asm.DWord),
+				asm.StoreMem(rFrame, fSite, asm.R1, asm.DWord),
+			)
+		}
 	}
 	b.Emit(asm.LoadMem(asm.R1, asm.RFP, slIdx, asm.Word))
 	b.callerOf()
@@ -1337,6 +1369,9 @@ func returnProgram(m maps, o progOptions) asm.Instructions {
 		asm.JGT.Imm(asm.R1, MaxDepth-1, "exit"),
 	)
 	b.addChild()
+	if o.RetInsn && !o.Go {
+		b.retChained()
+	}
 	b.Emit(asm.Ja.Label("exit"))
 	if o.Pair && !o.Go {
 		b.Mark("interleaved")
@@ -1344,6 +1379,86 @@ func returnProgram(m maps, o progOptions) asm.Instructions {
 	}
 	b.Mark("unmatched")
 	b.count(sUnmatched)
+	b.Emit(
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("exit"),
+		asm.Return(),
+	)
+	return b.Ins
+}
+
+// chainPops bounds how many tail callers one RET instruction's probe
+// returns after its own call (retChained).
+const chainPops = 4
+
+// retChained, at a RET instruction's probe (RetInsn) after the top frame
+// returned (rFrame, its index at slIdx), returns the frames below it at
+// the same stack pointer while the one just returned was entered by a
+// tail call (flagChained): a traced caller that jumped to it has no RET
+// of its own to run, its return is this one. Each gets the same call
+// site and return value.
+func (b *builder) retChained() {
+	for k := 0; k < chainPops; k++ {
+		b.Emit(
+			asm.LoadMem(asm.R1, rFrame, fFlags, asm.Word),
+			asm.And.Imm(asm.R1, flagChained),
+			asm.JEq.Imm(asm.R1, 0, "exit"),
+			asm.LoadMem(asm.R1, rFrame, fSite, asm.DWord),
+			asm.StoreMem(asm.RFP, slRet, asm.R1, asm.DWord),
+			asm.LoadMem(asm.R1, rThread, 0, asm.Word),
+			asm.JEq.Imm(asm.R1, 0, "exit"),
+			asm.JGT.Imm(asm.R1, MaxDepth, "exit"),
+			asm.Add.Imm(asm.R1, -1),
+			asm.StoreMem(asm.RFP, slIdx, asm.R1, asm.Word),
+		)
+		b.frameAt()
+		b.Emit(
+			asm.LoadMem(asm.R1, rFrame, fSP, asm.DWord),
+			asm.LoadMem(asm.R2, asm.RFP, slSP, asm.DWord),
+			asm.JNE.Reg(asm.R1, asm.R2, "exit"),
+			asm.LoadMem(asm.R1, asm.RFP, slRet, asm.DWord),
+			asm.StoreMem(rFrame, fSite, asm.R1, asm.DWord),
+			asm.LoadMem(asm.R1, asm.RFP, slIdx, asm.Word),
+		)
+		b.callerOf()
+		b.emitCall(0, true)
+		b.Emit(
+			asm.LoadMem(asm.R1, asm.RFP, slIdx, asm.Word),
+			asm.StoreMem(rThread, 0, asm.R1, asm.Word),
+			asm.JGT.Imm(asm.R1, MaxDepth-1, "exit"),
+		)
+		b.addChild()
+	}
+}
+
+// unwoundProgram runs where C++ and Rust code meets a thrown exception
+// or panic on its way up: at the entry of __cxa_begin_catch (a catch's
+// landing pad, in the catching function's frame) and of _Unwind_Resume
+// (a clean-up's landing pad, which resumes the unwinding). Every frame
+// at or below the stack pointer there belongs to a call the exception
+// has left: each is written as a call that did not return, Unwound, and
+// ends now. The calls above it are untouched, and a thread with no
+// shadow stack costs a lookup.
+func unwoundProgram(m maps, o progOptions) asm.Instructions {
+	b := &builder{m: m, o: o}
+	b.Emit(
+		asm.Mov.Reg(rCtx, asm.R1),
+		asm.FnKtimeGetNs.Call(),
+		asm.StoreMem(asm.RFP, slNow, asm.R0, asm.DWord),
+		// The call that reached the landing pad pushed its return
+		// address: frames at that stack pointer (the catching
+		// function's callee) are gone too.
+		asm.LoadMem(asm.R1, rCtx, regSP, asm.DWord),
+		asm.Add.Imm(asm.R1, 1),
+		asm.StoreMem(asm.RFP, slSP, asm.R1, asm.DWord),
+	)
+	b.threadKey()
+	b.Lookup(m.stacks, slKey)
+	b.Emit(
+		asm.JEq.Imm(asm.R0, 0, "exit"),
+		asm.Mov.Reg(rThread, asm.R0),
+	)
+	b.readOff(false)
+	b.popAbandonedAs(true, Unreturned|Unwound)
 	b.Emit(
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("exit"),
 		asm.Return(),

@@ -77,9 +77,15 @@ type Probe struct {
 	ID     uint32 // 1-based, unique in the tracer
 	Offset uint64 // file offset of the entry
 	// Rets are the file offsets of its RET instructions; when set, they
-	// take the place of a uretprobe (Go code, whose stacks move).
-	Rets  []uint64
-	Every uint32 // record the first and every Every-th call (0, 1: all)
+	// take the place of a uretprobe: in Go code, whose stacks move, and
+	// in native code that C++ exceptions or Rust panics unwind through,
+	// where they also include the jumps of its tail calls (see
+	// returnProgram's RetInsn).
+	Rets []uint64
+	// RetInsn: the return probes are on Rets, none when it is empty (a
+	// function that never returns), not a uretprobe. Go probes always.
+	RetInsn bool
+	Every   uint32 // record the first and every Every-th call (0, 1: all)
 	// Point makes it a point probe: each time Offset is reached is
 	// recorded (flag Point), with no return probe.
 	Point bool
@@ -148,6 +154,11 @@ type Tracer struct {
 	// ones that read those of these pairs.
 	loadPair           func(pairs []Probe) (entry, end *ebpf.Program, err error)
 	pairEntry, pairEnd *ebpf.Program
+	// loadNative loads, the first time native code gets return probes on
+	// its RET instructions, their program (retNative) and the one at the
+	// unwinder's landing pads (unwound).
+	loadNative         func() error
+	retNative, unwound *ebpf.Program
 	// argHits are point-probe and pair-entry programs that also read USDT
 	// arguments, one per attachPoints or attachPairs call with such probes.
 	argHits []*ebpf.Program
@@ -363,6 +374,33 @@ func New(o Options) (*Tracer, error) {
 		t.retInsn = load(name, returnProgram(m, cpu(progOptions{Go: true, Args: o.Args, GoidOff: int32(o.GoidOff), RetAdjust: 0, Strings: o.Strings, Reads: t.reads != nil})))
 	} else {
 		t.ret = load(name, returnProgram(m, cpu(progOptions{Args: o.Args, RetAdjust: 8, Strings: o.Strings, Reads: t.reads != nil})))
+		t.loadNative = func() error {
+			if t.retNative != nil {
+				return nil
+			}
+			var err error
+			mk := func(ins asm.Instructions) *ebpf.Program {
+				if err != nil {
+					return nil
+				}
+				var p *ebpf.Program
+				p, err = ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Name: name, Type: ebpf.Kprobe, AttachType: attach,
+					License: "GPL", Instructions: ins}, ebpf.ProgramOptions{LogSizeStart: 1 << 20})
+				return p
+			}
+			ret := mk(returnProgram(m, cpu(progOptions{Args: o.Args, RetAdjust: 0, RetInsn: true, Strings: o.Strings, Reads: t.reads != nil})))
+			unw := mk(unwoundProgram(m, cpu(progOptions{Args: o.Args, Strings: o.Strings, Reads: t.reads != nil})))
+			if err != nil {
+				for _, p := range []*ebpf.Program{ret, unw} {
+					if p != nil {
+						p.Close()
+					}
+				}
+				return explain(fmt.Errorf("loading %s: %w", name, err))
+			}
+			t.retNative, t.unwound = ret, unw
+			return nil
+		}
 	}
 	if err == nil && o.CPU {
 		err = t.startSwitch(m, name)
@@ -522,22 +560,32 @@ func (t *Tracer) Attach(path string, probes []Probe, pid int) error {
 	if len(points)+len(pairs) == len(probes) {
 		return nil
 	}
-	var offs, cookies, roffs, rcookies []uint64
+	// Return probes: uretprobes (roffs), or probes on RET instructions
+	// (ioffs: Go code, and native code that unwinds), each group attached
+	// with its own program.
+	var offs, cookies, roffs, rcookies, ioffs, icookies []uint64
 	for _, p := range probes {
 		if p.Point || len(p.Ends) > 0 {
 			continue
 		}
 		offs = append(offs, p.Offset)
 		cookies = append(cookies, uint64(p.ID))
-		if t.o.Go {
+		if t.o.Go || p.RetInsn {
 			for _, r := range p.Rets {
-				roffs = append(roffs, r)
-				rcookies = append(rcookies, uint64(p.ID))
+				ioffs = append(ioffs, r)
+				icookies = append(icookies, uint64(p.ID))
 			}
 		} else {
 			roffs = append(roffs, p.Offset)
 			rcookies = append(rcookies, uint64(p.ID))
 		}
+	}
+	insnProg := t.retInsn
+	if !t.o.Go && len(ioffs) > 0 {
+		if err := t.loadNative(); err != nil {
+			return err
+		}
+		insnProg = t.retNative
 	}
 	// The return probes first: a call whose entry was seen then always has
 	// its return seen. A probe whose return the kernel refuses gets no
@@ -554,23 +602,27 @@ func (t *Tracer) Attach(path string, probes []Probe, pid int) error {
 		}
 	}
 	if t.multi {
-		retProg, ret := t.ret, true
-		if t.o.Go {
-			retProg, ret = t.retInsn, false
-		}
-		links, refused, err := attachSplit(roffs, rcookies, func(o, c []uint64) (link.Link, error) {
-			opts := &link.UprobeMultiOptions{Addresses: o, Cookies: c, PID: uint32(pid)}
-			if ret {
-				return ex.UretprobeMulti(nil, retProg, opts)
+		for _, g := range []struct {
+			offs, cookies []uint64
+			insn          bool
+		}{{roffs, rcookies, false}, {ioffs, icookies, true}} {
+			if len(g.offs) == 0 {
+				continue
 			}
-			return ex.UprobeMulti(nil, retProg, opts)
-		})
-		t.rets = append(t.rets, links...)
-		for _, id := range refused {
-			refuse(id, fmt.Errorf("attaching return probes to %s: %w", path, explain(err)))
+			links, refused, err := attachSplit(g.offs, g.cookies, func(o, c []uint64) (link.Link, error) {
+				opts := &link.UprobeMultiOptions{Addresses: o, Cookies: c, PID: uint32(pid)}
+				if !g.insn {
+					return ex.UretprobeMulti(nil, t.ret, opts)
+				}
+				return ex.UprobeMulti(nil, insnProg, opts)
+			})
+			t.rets = append(t.rets, links...)
+			for _, id := range refused {
+				refuse(id, fmt.Errorf("attaching return probes to %s: %w", path, explain(err)))
+			}
 		}
 		offs, cookies = t.unrefused(offs, cookies)
-		links, refused, err = attachSplit(offs, cookies, func(o, c []uint64) (link.Link, error) {
+		links, refused, err := attachSplit(offs, cookies, func(o, c []uint64) (link.Link, error) {
 			return ex.UprobeMulti(nil, t.entry, &link.UprobeMultiOptions{Addresses: o, Cookies: c, PID: uint32(pid)})
 		})
 		t.links = append(t.links, links...)
@@ -579,15 +631,17 @@ func (t *Tracer) Attach(path string, probes []Probe, pid int) error {
 		}
 	} else {
 		for i, off := range roffs {
-			opts := &link.UprobeOptions{Address: off, Cookie: rcookies[i], PID: pid}
-			var l link.Link
-			if t.o.Go {
-				l, err = ex.Uprobe("", t.retInsn, opts)
-			} else {
-				l, err = ex.Uretprobe("", t.ret, opts)
-			}
+			l, err := ex.Uretprobe("", t.ret, &link.UprobeOptions{Address: off, Cookie: rcookies[i], PID: pid})
 			if err != nil {
 				refuse(rcookies[i], fmt.Errorf("attaching a return probe to %s at %#x: %w", path, off, explain(err)))
+				continue
+			}
+			t.rets = append(t.rets, l)
+		}
+		for i, off := range ioffs {
+			l, err := ex.Uprobe("", insnProg, &link.UprobeOptions{Address: off, Cookie: icookies[i], PID: pid})
+			if err != nil {
+				refuse(icookies[i], fmt.Errorf("attaching a return probe to %s at %#x: %w", path, off, explain(err)))
 				continue
 			}
 			t.rets = append(t.rets, l)
@@ -604,6 +658,42 @@ func (t *Tracer) Attach(path string, probes []Probe, pid int) error {
 	}
 	if firstErr != nil && len(t.refusedOf(ids)) == len(ids) {
 		return firstErr // nothing was set
+	}
+	return nil
+}
+
+// AttachUnwound sets, in the object at path, the probes where C++ and
+// Rust code meets an exception or panic on its way up (offs: the entries,
+// or PLT stubs, of __cxa_begin_catch and _Unwind_Resume), which end the
+// traced calls the unwinding left (unwoundProgram): an object whose
+// calls have return probes on RET instructions (Probe.Rets) leaves them
+// open otherwise until a later probe on the thread finds them gone past.
+// Not for Go programs.
+func (t *Tracer) AttachUnwound(path string, offs []uint64, pid int) error {
+	if t.o.Go || len(offs) == 0 {
+		return nil
+	}
+	if err := t.loadNative(); err != nil {
+		return err
+	}
+	ex, err := link.OpenExecutable(path)
+	if err != nil {
+		return fmt.Errorf("opening %s: %w", path, err)
+	}
+	if t.multi {
+		l, err := ex.UprobeMulti(nil, t.unwound, &link.UprobeMultiOptions{Addresses: offs, PID: uint32(pid)})
+		if err != nil {
+			return fmt.Errorf("attaching probes to the unwinder's landing pads in %s: %w", path, explain(err))
+		}
+		t.rets = append(t.rets, l)
+		return nil
+	}
+	for _, off := range offs {
+		l, err := ex.Uprobe("", t.unwound, &link.UprobeOptions{Address: off, PID: pid})
+		if err != nil {
+			return fmt.Errorf("attaching a probe to the unwinder's landing pads in %s at %#x: %w", path, off, explain(err))
+		}
+		t.rets = append(t.rets, l)
 	}
 	return nil
 }
@@ -1333,7 +1423,7 @@ func (t *Tracer) Close() {
 		unix.Close(t.clockFD)
 		t.clockFD = -1
 	}
-	for _, p := range append([]*ebpf.Program{t.entry, t.ret, t.retInsn, t.flip, t.hit, t.swtch, t.pairEntry, t.pairEnd}, t.argHits...) {
+	for _, p := range append([]*ebpf.Program{t.entry, t.ret, t.retInsn, t.retNative, t.unwound, t.flip, t.hit, t.swtch, t.pairEntry, t.pairEnd}, t.argHits...) {
 		if p != nil {
 			p.Close()
 		}

@@ -39,6 +39,13 @@ func TestLoads(t *testing.T) {
 		if _, _, err := tr.loadPair(nil); err != nil {
 			t.Errorf("%+v: pair programs: %v", o, err)
 		}
+		// Native code's probes on RET instructions and at the unwinder's
+		// landing pads, loaded when an object that unwinds is traced.
+		if !o.Go {
+			if err := tr.loadNative(); err != nil || tr.retNative == nil || tr.unwound == nil {
+				t.Errorf("%+v: RET-instruction programs: %v", o, err)
+			}
+		}
 		pairs := []Probe{{ID: 1, Begins: []uint64{0x20}, BeginArgs: [][]ArgSpec{
 			{{Kind: ArgReg, Reg: 112, Size: 4}, {Kind: ArgMem, Reg: 152, Index: 88, Scale: 8, Off: -8, Size: 8}},
 			{{Kind: ArgConst, Off: 5, Size: 4}, {Kind: ArgMem, Reg: -1, Off: 0x1000, Size: 2}},

@@ -327,10 +327,11 @@ func isTramp(i int, a, tr uint64) bool {
 }
 
 // returnProbed says the calls of t return through the kernel's
-// trampoline: a function's, not a point's, a pair's or Go code's (whose
-// return probes sit on its RET instructions).
+// trampoline: a function's, not a point's, a pair's, or one whose
+// return probes sit on its RET instructions (Go code, native code that
+// unwinds).
 func returnProbed(t *Target) bool {
-	return !t.Point && !t.Pair && len(t.Rets) == 0
+	return !t.Point && !t.Pair && !t.RetInsn
 }
 
 // pendingCalls reads the trace's call records from its file and notes,

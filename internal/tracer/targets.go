@@ -84,10 +84,13 @@ type Target struct {
 	BuildID  []byte
 	Function string
 	Offset   uint64   // file offset of the entry
-	Rets     []uint64 // file offsets of its RET instructions (Go code)
-	Every    uint32
-	Params   []string // "name:code:type" (see paramCode) when arguments are recorded
-	Ret      string   // "code:type" of the return value when recorded and known
+	Rets     []uint64 // file offsets of its RET instructions (and tail jumps), with RetInsn
+	// RetInsn: its return probes sit on Rets, not a uretprobe (Go code,
+	// and native code in an object that unwinds: nativeRets).
+	RetInsn bool
+	Every   uint32
+	Params  []string // "name:code:type" (see paramCode) when arguments are recorded
+	Ret     string   // "code:type" of the return value when recorded and known
 	// Point: a source line or USDT probe, each hit recorded; RefCtr the
 	// file offset of its USDT semaphore (0: none).
 	Point  bool
@@ -306,6 +309,10 @@ func resolveObject(obj string, pats []Pattern, args bool, exclude map[string]boo
 		}
 	}
 	bid := elfx.BuildID(f)
+	// Native code that C++ exceptions or Rust panics unwind through gets
+	// its return probes on RET instructions: a uretprobe's trampoline in
+	// the stack would end the program at the first exception.
+	unwinding := !isGo && unwindsFile(f)
 	var info *dwarfx.Info
 	if args {
 		info, _ = dwarfx.Open(obj) // no DWARF: arguments shown by register
@@ -349,6 +356,9 @@ func resolveObject(obj string, pats []Pattern, args bool, exclude map[string]boo
 					parts, starts = append(parts, funcCode(f, c)), append(starts, c.value)
 				}
 				t.Offset += entrySite(funcCode(f, fs), fs.value, parts, starts)
+				if unwinding {
+					t.Rets, t.RetInsn = nativeRets(f, fs, cold[fs.sym]), true
+				}
 			}
 			if isGo {
 				body, rets, err := goProbes(f, fs)
@@ -356,7 +366,7 @@ func resolveObject(obj string, pats []Pattern, args bool, exclude map[string]boo
 					continue // no RET found: its returns could not be seen
 				}
 				t.Offset += body
-				t.Rets = rets
+				t.Rets, t.RetInsn = rets, true
 			}
 			if args {
 				t.Params, t.Ret = params(info, fs.value, isGo)
@@ -627,6 +637,89 @@ func goProbes(f *elf.File, fs funcSym) (uint64, []uint64, error) {
 		pc += in.Len
 	}
 	return body, rets, nil
+}
+
+// nativeRets returns the file offsets where the return probes of a
+// native function go when they cannot be uretprobes (an object that
+// unwinds): its RET instructions, in its body and in the cold parts GCC
+// split off it, and the jumps that leave it, its tail calls. A tail call
+// hands the function's frame to the callee, which returns to the
+// function's caller, so the function's call ends at the jump (its record
+// does not include the callee's time). A jump leaves the function when
+// its target lies outside the function and its cold parts, or when it is
+// indirect and not a jump table's: a jump through memory with an index
+// register, or through a register with the notrack prefix that GCC's
+// control-flow protection gives switch tables, stays in the function.
+// An indirect jump of a switch table without that prefix is taken for a
+// tail call; its probe matches no frame unless the function keeps no
+// stack frame at that point. Linear disassembly, as for Go: GCC and
+// clang put no data in x86-64 code. None for a function that never
+// returns (it only throws or exits): its calls end at the unwinder's
+// landing pads or when gone past.
+func nativeRets(f *elf.File, fs funcSym, cold []funcSym) []uint64 {
+	parts := append([]funcSym{fs}, cold...)
+	inside := func(a uint64) bool {
+		for _, p := range parts {
+			if a >= p.value && a < p.end {
+				return true
+			}
+		}
+		return false
+	}
+	var out []uint64
+	for _, p := range parts {
+		code := funcCode(f, p)
+		for pc := 0; pc < len(code); {
+			if isEndbr(code[pc:]) {
+				pc += 4
+				continue
+			}
+			in, err := x86asm.Decode(code[pc:], 64)
+			if err != nil {
+				pc++
+				continue
+			}
+			site := false
+			switch in.Op {
+			case x86asm.RET:
+				site = true
+			case x86asm.JMP:
+				switch a := in.Args[0].(type) {
+				case x86asm.Rel:
+					site = !inside(p.value + uint64(pc+in.Len) + uint64(int64(a)))
+				case x86asm.Mem:
+					site = a.Index == 0
+				case x86asm.Reg:
+					site = !notrack(code[pc : pc+in.Len])
+				}
+			}
+			if site {
+				if off, ok := fileOffset(f, p.value+uint64(pc)); ok {
+					out = append(out, off)
+				}
+			}
+			pc += in.Len
+		}
+	}
+	return out
+}
+
+// notrack reports whether an instruction's prefixes include notrack
+// (0x3e, on an indirect branch).
+func notrack(ins []byte) bool {
+	for _, b := range ins {
+		switch b {
+		case 0x3e:
+			return true
+		case 0x26, 0x2e, 0x36, 0x64, 0x65, 0x66, 0x67, 0xf0, 0xf2, 0xf3:
+			continue
+		}
+		if b&0xf0 == 0x40 { // REX
+			continue
+		}
+		return false
+	}
+	return false
 }
 
 // params describes the arguments passed in the integer registers, in

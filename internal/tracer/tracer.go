@@ -13,7 +13,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"slices"
 	"strings"
@@ -147,6 +146,10 @@ type session struct {
 	maps    *proc.Space
 	mapped  map[string]bool
 	isGo    bool
+	// padsSet are the objects whose landing pads have their probes
+	// (traceprog.AttachUnwound), set once with their first RET-probed
+	// function.
+	padsSet map[string]bool
 	goids   goids // Go: each g's goroutine id (GoidOffset)
 	pidfd   int
 	probing probing
@@ -325,53 +328,30 @@ func prepare(o Options, exe string, pid int) (*session, error) {
 	if goidWarn != "" {
 		s.res.Warnings = append(s.res.Warnings, goidWarn)
 	}
-	if w := unwindWarning(targets); w != "" {
-		s.res.Warnings = append(s.res.Warnings, w)
-	}
 	return s, nil
 }
 
-// unwindWarning says, when a function with a return probe lies in an
-// object that unwinds its stack for C++ exceptions or Rust panics, what
-// the probes do to them. A uretprobe replaces the call's return address on
-// the stack with its trampoline's, which no unwind table covers: an
-// exception or panic that unwinds through a traced call stops there, and
-// the C++ runtime calls std::terminate ("terminate called after throwing
-// an instance of ...") or Rust aborts ("failed to initiate panic"). An
-// object unwinds when it calls or defines the unwinder's entries
-// (__cxa_throw, _Unwind_RaiseException, _Unwind_Resume: a C++ object with
-// a destructor to run on the way, every Rust program). Go's return probes
-// sit on RET instructions and leave the stack alone.
-func unwindWarning(targets []Target) string {
-	seen := map[string]bool{}
-	var objs []string
-	for _, t := range targets {
-		if t.Point || len(t.Rets) > 0 || seen[t.Object] {
-			continue
-		}
-		seen[t.Object] = true
-		if unwinds(t.Object) {
-			objs = append(objs, filepath.Base(t.Object))
-		}
-	}
-	if len(objs) == 0 {
-		return ""
-	}
-	verb := "unwinds"
-	if len(objs) > 1 {
-		verb = "unwind"
-	}
-	return fmt.Sprintf("%s %s the stack for C++ exceptions or Rust panics: one that unwinds through a traced call meets the return probe's trampoline where the call's return address was, which the unwinder cannot pass, and the program is ended (std::terminate, or Rust's \"failed to initiate panic\"); trace functions that exceptions do not leave, such as the one that catches them", strings.Join(objs, ", "), verb)
-}
-
-// unwinds reports whether the object at path calls or defines the stack
-// unwinder of C++ exceptions and Rust panics.
+// unwinds reports whether the object at path unwinds its stack for C++
+// exceptions or Rust panics (unwindsFile).
 func unwinds(path string) bool {
 	f, err := elf.Open(path)
 	if err != nil {
 		return false
 	}
 	defer f.Close()
+	return unwindsFile(f)
+}
+
+// unwindsFile reports whether an object calls or defines the stack
+// unwinder of C++ exceptions and Rust panics (__cxa_throw,
+// _Unwind_RaiseException, _Unwind_Resume: a C++ object with a destructor
+// to run on the way, every Rust program). Its functions' return probes
+// go on their RET instructions (nativeRets): a uretprobe replaces the
+// call's return address on the stack with its trampoline's, which no
+// unwind table covers, so an exception or panic unwinding through a
+// traced call would stop there and the program end (std::terminate,
+// Rust's "failed to initiate panic").
+func unwindsFile(f *elf.File) bool {
 	syms, _ := f.DynamicSymbols()
 	st, _ := f.Symbols()
 	for _, s := range append(syms, st...) {
@@ -381,6 +361,52 @@ func unwinds(path string) bool {
 		}
 	}
 	return false
+}
+
+// landingPads returns the file offsets in the object at path where its
+// code meets an exception or panic on the way up, the functions a landing
+// pad calls in the frame it belongs to: __cxa_begin_catch (a C++ catch),
+// Rust's std::panicking::try::cleanup (catch_unwind's catch; named
+// std::panicking::catch_unwind::cleanup in later versions) and
+// _Unwind_Resume (a clean-up, which goes on unwinding): their entries
+// where the object defines them, else their PLT stubs. The tracer ends
+// there the calls the unwinding left (traceprog.AttachUnwound).
+func landingPads(path string) []uint64 {
+	f, err := elf.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	want := func(name string) bool {
+		name, _, _ = strings.Cut(name, "@")
+		switch elfx.CleanName(name) {
+		case "__cxa_begin_catch", "_Unwind_Resume", "std::panicking::try::cleanup", "std::panicking::catch_unwind::cleanup":
+			return true
+		}
+		return false
+	}
+	var out []uint64
+	seen := map[string]bool{}
+	st, _ := f.Symbols()
+	dyn, _ := f.DynamicSymbols()
+	for _, s := range append(st, dyn...) {
+		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Section == elf.SHN_UNDEF || s.Value == 0 || !want(s.Name) {
+			continue
+		}
+		if off, ok := fileOffset(f, s.Value); ok && !seen[s.Name] {
+			seen[s.Name] = true
+			out = append(out, off)
+		}
+	}
+	for _, p := range elfx.PLTStubs(f) {
+		if !want(p.Name) {
+			continue
+		}
+		if off, ok := fileOffset(f, p.Addr); ok {
+			out = append(out, off)
+		}
+	}
+	return out
 }
 
 func (s *session) meta(m recording.Meta) {
@@ -459,11 +485,23 @@ func (s *session) set(first, pid int) error {
 		if _, ok := byObj[g]; !ok {
 			order = append(order, g)
 		}
-		byObj[g] = append(byObj[g], traceprog.Probe{ID: uint32(first + i + 1), Offset: t.Offset, Rets: t.Rets, Every: t.Every, Point: t.Point, RefCtr: t.RefCtr, Args: t.USDTArgs, BeginArgs: t.BeginArgs, BeginID: t.BeginID, EndID: t.EndID,
+		byObj[g] = append(byObj[g], traceprog.Probe{ID: uint32(first + i + 1), Offset: t.Offset, Rets: t.Rets, RetInsn: t.RetInsn, Every: t.Every, Point: t.Point, RefCtr: t.RefCtr, Args: t.USDTArgs, BeginArgs: t.BeginArgs, BeginID: t.BeginID, EndID: t.EndID,
 			Begins: t.Begins, Ends: t.Ends, EndRefCtr: t.EndRefCtr, BeginCFA: t.BeginCFA, Strs: strArgs(t), Reads: t.Reads})
+	}
+	if first == 0 {
+		s.padsSet = nil // set again with the other probes
 	}
 	for _, g := range order {
 		obj := g.obj
+		if !s.isGo && !s.padsSet[obj] && slices.ContainsFunc(byObj[g], func(p traceprog.Probe) bool { return p.RetInsn }) {
+			if err := s.t.AttachUnwound(obj, landingPads(obj), pid); err != nil {
+				return err
+			}
+			if s.padsSet == nil {
+				s.padsSet = map[string]bool{}
+			}
+			s.padsSet[obj] = true
+		}
 		attach := s.t.Attach
 		if g.each {
 			attach = s.t.AttachEach
@@ -656,6 +694,9 @@ func (s *session) record(c *traceprog.Call) {
 	}
 	if c.Flags&traceprog.Unreturned != 0 {
 		rc.Flags = recording.CallUnreturned
+		if c.Flags&traceprog.Unwound != 0 {
+			rc.Flags |= recording.CallUnwound
+		}
 	}
 	if c.Flags&traceprog.CPU != 0 {
 		rc.Flags |= recording.CallCPU

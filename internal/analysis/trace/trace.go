@@ -73,6 +73,7 @@ type Function struct {
 	Every      uint32   `json:"every,omitempty"`
 	Estimated  uint64   `json:"estimated_calls"`
 	Unreturned int      `json:"unreturned,omitempty"` // left by longjmp, unwinding or exit
+	Unwound    int      `json:"unwound,omitempty"`    // of those, left by an exception or panic (seen at its catch or clean-up)
 	Incl       Dist     `json:"inclusive"`
 	Excl       Dist     `json:"exclusive"`
 	Callers    []Caller `json:"callers,omitempty"`
@@ -142,6 +143,7 @@ func functions(p *profile.Profile, byCaller, cpu bool) []Function {
 	type acc struct {
 		incl, excl []uint64
 		unret      int
+		unwound    int
 		callers    map[string]*[2][]uint64
 	}
 	accs := make([]acc, len(p.Probes))
@@ -159,6 +161,9 @@ func functions(p *profile.Profile, byCaller, cpu bool) []Function {
 		a := &accs[c.Probe]
 		if c.Unreturned() {
 			a.unret++
+		}
+		if c.Unwound() {
+			a.unwound++
 		}
 		incl, excl := c.Inclusive(), c.Exclusive()
 		if onCPU != nil && onCPU[c.Probe] {
@@ -189,7 +194,7 @@ func functions(p *profile.Profile, byCaller, cpu bool) []Function {
 		if calls[i] == 0 {
 			continue
 		}
-		f := Function{Name: pr.Function, Object: pr.Object, Calls: calls[i], Unreturned: a.unret,
+		f := Function{Name: pr.Function, Object: pr.Object, Calls: calls[i], Unreturned: a.unret, Unwound: a.unwound,
 			Incl: dist(a.incl), Excl: dist(a.excl), Estimated: uint64(calls[i]), OnCPU: onCPU != nil && onCPU[i]}
 		if pr.Every > 1 {
 			f.Every = pr.Every

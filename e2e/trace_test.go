@@ -26,6 +26,7 @@ type traceJSON struct {
 		Every      uint32 `json:"every"`
 		Estimated  uint64 `json:"estimated_calls"`
 		Unreturned int    `json:"unreturned"`
+		Unwound    int    `json:"unwound"`
 		Incl       struct {
 			Total uint64 `json:"total_ns"`
 		} `json:"inclusive"`
@@ -48,6 +49,8 @@ type callsJSON struct {
 		Excl     uint64  `json:"exclusive_ns"`
 		InclCPU  *uint64 `json:"inclusive_cpu_ns"`
 		Depth    uint32  `json:"depth"`
+		TID      uint32  `json:"tid"`
+		Unwound  bool    `json:"unwound"`
 		Caller   string  `json:"caller"`
 		Args     []struct {
 			Name, Value string
@@ -1320,10 +1323,7 @@ func TestTraceWarnsProbeCost(t *testing.T) {
 
 // A C++ program is traced by the names its profile shows (svc::handle,
 // geo::Accum*), each call counted, the report naming them so; the two
-// instances of a template member are told apart by their full names. The
-// trace warns that an exception unwinding through a traced call ends the
-// program (handle catches what make_shape's callee throws, so its own
-// probes are safe).
+// instances of a template member are told apart by their full names.
 func TestTraceCXXNames(t *testing.T) {
 	testutil.NeedRoot(t)
 	bin := testutil.CXX(t, "cxxtrace", []string{"cxxtrace.cc"}, "-O2", "-g", "-pthread")
@@ -1333,9 +1333,6 @@ func TestTraceCXXNames(t *testing.T) {
 		t.Fatalf("exit %d\n%s", code, stderr)
 	}
 	want := counts(t, stdout)
-	if !strings.Contains(stderr, "unwinds the stack for C++ exceptions") {
-		t.Errorf("no warning about exceptions through return probes:\n%s", stderr)
-	}
 	r := traceReport(t, out)
 	for fn, n := range map[string]int{
 		"svc::handle":                     want["handle"],
@@ -1345,5 +1342,96 @@ func TestTraceCXXNames(t *testing.T) {
 		if got, unret := r.calls(fn); got != n || n == 0 || unret != 0 {
 			t.Errorf("%s: %d calls traced (%d did not return), the program made %d", fn, got, unret, n)
 		}
+	}
+}
+
+// Exceptions unwind through traced C++ calls and the program runs on as
+// untraced: same output, exit 0 (a uretprobe's trampoline in the stack
+// would make the unwinder give up and the runtime call std::terminate).
+// At -O0 and -O2, every call of each function is counted, and the calls
+// an exception left are counted as such, ended at the catch or clean-up
+// that the unwinding reached (flag unwound): parse throws, nest's
+// recursion destroys a string at each level on the way up, handle
+// catches and then sleeps 30 ms, which a call ended only at the next
+// traced event would include. A function that ends by a tail call (at
+// -O2: check jumps to parse, finish to scale, nest(0) to check) ends at
+// the jump, so an exception after it does not leave it.
+func TestTraceCXXExceptions(t *testing.T) {
+	testutil.NeedRoot(t)
+	for _, opt := range []string{"-O0", "-O2"} {
+		t.Run(opt, func(t *testing.T) {
+			bin := testutil.CXX(t, "cxxunwind"+opt, []string{"cxxunwind.cc"}, opt, "-g", "-pthread")
+			plain, err := exec.Command(bin, "40").Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			out := rec(t)
+			stdout, stderr, code := run(t, "trace", "-o", out, "-f", "svc::*", "--", bin, "40")
+			if code != 0 || stdout != string(plain) {
+				t.Fatalf("traced: exit %d, output\n%s\nuntraced:\n%s\n%s", code, stdout, plain, stderr)
+			}
+			want := counts(t, stdout)
+			thrown := want["thrown"]
+			if thrown == 0 {
+				t.Fatal("the program threw nothing")
+			}
+			r := traceReport(t, out)
+			unwound := map[string]int{}
+			for _, f := range r.Functions {
+				unwound[f.Function] = f.Unwound
+				if f.Unwound != f.Unreturned {
+					t.Errorf("%s: %d calls did not return, %d of them by exceptions (want all)", f.Function, f.Unreturned, f.Unwound)
+				}
+			}
+			for _, fn := range []string{"handle", "nest", "check", "parse", "finish"} {
+				if got, _ := r.calls("svc::" + fn); got != want[fn] {
+					t.Errorf("svc::%s: %d calls traced, the program made %d", fn, got, want[fn])
+				}
+			}
+			// Calls an exception left: parse's always; each level of
+			// nest but the innermost, which may have jumped to check.
+			if unwound["svc::parse"] != thrown || unwound["svc::handle"] != 0 || unwound["svc::finish"] != 0 {
+				t.Errorf("calls left by exceptions %v, want parse %d, handle and finish none", unwound, thrown)
+			}
+			if n := unwound["svc::nest"]; n != 3*thrown && n != 4*thrown {
+				t.Errorf("nest: %d calls left by exceptions, want 3 or 4 per exception (%d)", n, thrown)
+			}
+			if opt == "-O0" && (unwound["svc::nest"] != 4*thrown || unwound["svc::check"] != thrown) {
+				t.Errorf("-O0 (no tail calls): calls left by exceptions %v, want nest %d, check %d", unwound, 4*thrown, thrown)
+			}
+			// Each ended when the unwinding reached the catch or a
+			// clean-up, at least the catch's 30 ms sleep before the
+			// call of handle it was made in (a busier machine only
+			// widens the gap).
+			var c callsJSON
+			if err := json.Unmarshal([]byte(mustRun(t, "report", "--calls", "^svc::(parse|nest|check|handle)$", "--top", "0", "--format", "json", out)), &c); err != nil {
+				t.Fatal(err)
+			}
+			type span struct{ start, end float64 }
+			handles := map[uint32][]span{}
+			for _, call := range c.Calls {
+				if call.Function == "svc::handle" {
+					handles[call.TID] = append(handles[call.TID], span{call.Start, call.Start + float64(call.Incl)/1e9})
+				}
+			}
+			late, seen := 0, 0
+			for _, call := range c.Calls {
+				if !call.Unwound {
+					continue
+				}
+				end := call.Start + float64(call.Incl)/1e9
+				for _, h := range handles[call.TID] {
+					if h.start <= call.Start && call.Start < h.end {
+						seen++
+						if end > h.end-0.030 {
+							late++
+						}
+					}
+				}
+			}
+			if n := unwound["svc::parse"] + unwound["svc::nest"] + unwound["svc::check"]; seen != n || late > 0 {
+				t.Errorf("of %d calls left by exceptions, %d lie in a call of handle and %d of those end less than 30 ms before it: not ended at the unwinding", n, seen, late)
+			}
+		})
 	}
 }

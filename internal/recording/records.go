@@ -380,6 +380,12 @@ const CallChained = 16
 // clean-up in a function below it, and its End is that moment.
 const CallUnwound = 32
 
+// CallTailJumped flags a call that ended by jumping to another function
+// (a tail call) in code whose return probes sit on its RET instructions
+// (an object that unwinds for C++ exceptions or Rust panics): the callee,
+// given the call's frame, is not part of it, and Ret is not a value.
+const CallTailJumped = 64
+
 // Call is one call of a traced function.
 type Call struct {
 	Start  uint64 // sample clock (CLOCK_MONOTONIC), ns
@@ -391,7 +397,7 @@ type Call struct {
 	Caller uint32 // the Probe of the traced call it was made from; 0: none
 	Depth  uint32 // traced calls open below it on its thread
 	Site   uint64 // return address: the instruction after the call; 0: not known (a call that did not return)
-	Flags  uint32 // CallUnreturned, CallPoint, CallCPU, CallCPULost, CallChained, CallUnwound
+	Flags  uint32 // CallUnreturned, CallPoint, CallCPU, CallCPULost, CallChained, CallUnwound, CallTailJumped
 	Args   []uint64
 	Ret    uint64
 	// Strs (format 1.7) are the strings of the Probe's first two

@@ -172,6 +172,11 @@ const (
 	// _Unwind_Resume) in a function that called it. Its end is that
 	// moment.
 	Unwound = 32
+	// TailJumped marks a call of native code with return probes on its
+	// RET instructions (RetInsn) that ended by jumping to another
+	// function (a tail call): the jump handed the callee its frame, so
+	// the callee's time is not in the call, and Ret is not its value.
+	TailJumped = 64
 )
 
 // pt_regs offsets (x86-64).
@@ -258,6 +263,9 @@ type progOptions struct {
 	// frame by its stack pointer, as a uretprobe's does, and reads its
 	// call site from the top of the stack.
 	RetInsn bool
+	// TailJump (RetInsn): the program of the jumps of tail calls: the
+	// call ends there, flagged TailJumped, with no return value.
+	TailJump bool
 	// Strings: calls of probes with char * arguments (the strs map) are
 	// preceded by a record of those strings, read at the call's end.
 	Strings bool
@@ -1362,14 +1370,18 @@ func returnProgram(m maps, o progOptions) asm.Instructions {
 	}
 	b.Emit(asm.LoadMem(asm.R1, asm.RFP, slIdx, asm.Word))
 	b.callerOf()
-	b.emitCall(0, !o.Pair)
+	if o.TailJump {
+		b.emitCall(TailJumped, false)
+	} else {
+		b.emitCall(0, !o.Pair)
+	}
 	b.Emit(
 		asm.LoadMem(asm.R1, asm.RFP, slIdx, asm.Word),
 		asm.StoreMem(rThread, 0, asm.R1, asm.Word),
 		asm.JGT.Imm(asm.R1, MaxDepth-1, "exit"),
 	)
 	b.addChild()
-	if o.RetInsn && !o.Go {
+	if o.RetInsn && !o.Go && !o.TailJump {
 		b.retChained()
 	}
 	b.Emit(asm.Ja.Label("exit"))

@@ -85,7 +85,10 @@ type Probe struct {
 	// RetInsn: the return probes are on Rets, none when it is empty (a
 	// function that never returns), not a uretprobe. Go probes always.
 	RetInsn bool
-	Every   uint32 // record the first and every Every-th call (0, 1: all)
+	// Tails (native code, RetInsn) are the file offsets of the jumps of
+	// its tail calls, where its call ends flagged TailJumped.
+	Tails []uint64
+	Every uint32 // record the first and every Every-th call (0, 1: all)
 	// Point makes it a point probe: each time Offset is reached is
 	// recorded (flag Point), with no return probe.
 	Point bool
@@ -157,8 +160,8 @@ type Tracer struct {
 	// loadNative loads, the first time native code gets return probes on
 	// its RET instructions, their program (retNative) and the one at the
 	// unwinder's landing pads (unwound).
-	loadNative         func() error
-	retNative, unwound *ebpf.Program
+	loadNative                   func() error
+	retNative, tailJump, unwound *ebpf.Program
 	// argHits are point-probe and pair-entry programs that also read USDT
 	// arguments, one per attachPoints or attachPairs call with such probes.
 	argHits []*ebpf.Program
@@ -389,16 +392,17 @@ func New(o Options) (*Tracer, error) {
 				return p
 			}
 			ret := mk(returnProgram(m, cpu(progOptions{Args: o.Args, RetAdjust: 0, RetInsn: true, Strings: o.Strings, Reads: t.reads != nil})))
+			tail := mk(returnProgram(m, cpu(progOptions{Args: o.Args, RetAdjust: 0, RetInsn: true, TailJump: true, Strings: o.Strings, Reads: t.reads != nil})))
 			unw := mk(unwoundProgram(m, cpu(progOptions{Args: o.Args, Strings: o.Strings, Reads: t.reads != nil})))
 			if err != nil {
-				for _, p := range []*ebpf.Program{ret, unw} {
+				for _, p := range []*ebpf.Program{ret, tail, unw} {
 					if p != nil {
 						p.Close()
 					}
 				}
 				return explain(fmt.Errorf("loading %s: %w", name, err))
 			}
-			t.retNative, t.unwound = ret, unw
+			t.retNative, t.tailJump, t.unwound = ret, tail, unw
 			return nil
 		}
 	}
@@ -563,7 +567,7 @@ func (t *Tracer) Attach(path string, probes []Probe, pid int) error {
 	// Return probes: uretprobes (roffs), or probes on RET instructions
 	// (ioffs: Go code, and native code that unwinds), each group attached
 	// with its own program.
-	var offs, cookies, roffs, rcookies, ioffs, icookies []uint64
+	var offs, cookies, roffs, rcookies, ioffs, icookies, toffs, tcookies []uint64
 	for _, p := range probes {
 		if p.Point || len(p.Ends) > 0 {
 			continue
@@ -575,13 +579,17 @@ func (t *Tracer) Attach(path string, probes []Probe, pid int) error {
 				ioffs = append(ioffs, r)
 				icookies = append(icookies, uint64(p.ID))
 			}
+			for _, r := range p.Tails {
+				toffs = append(toffs, r)
+				tcookies = append(tcookies, uint64(p.ID))
+			}
 		} else {
 			roffs = append(roffs, p.Offset)
 			rcookies = append(rcookies, uint64(p.ID))
 		}
 	}
 	insnProg := t.retInsn
-	if !t.o.Go && len(ioffs) > 0 {
+	if !t.o.Go && len(ioffs)+len(toffs) > 0 {
 		if err := t.loadNative(); err != nil {
 			return err
 		}
@@ -604,17 +612,17 @@ func (t *Tracer) Attach(path string, probes []Probe, pid int) error {
 	if t.multi {
 		for _, g := range []struct {
 			offs, cookies []uint64
-			insn          bool
-		}{{roffs, rcookies, false}, {ioffs, icookies, true}} {
+			prog          *ebpf.Program
+		}{{roffs, rcookies, nil}, {ioffs, icookies, insnProg}, {toffs, tcookies, t.tailJump}} {
 			if len(g.offs) == 0 {
 				continue
 			}
 			links, refused, err := attachSplit(g.offs, g.cookies, func(o, c []uint64) (link.Link, error) {
 				opts := &link.UprobeMultiOptions{Addresses: o, Cookies: c, PID: uint32(pid)}
-				if !g.insn {
+				if g.prog == nil {
 					return ex.UretprobeMulti(nil, t.ret, opts)
 				}
-				return ex.UprobeMulti(nil, insnProg, opts)
+				return ex.UprobeMulti(nil, g.prog, opts)
 			})
 			t.rets = append(t.rets, links...)
 			for _, id := range refused {
@@ -638,10 +646,16 @@ func (t *Tracer) Attach(path string, probes []Probe, pid int) error {
 			}
 			t.rets = append(t.rets, l)
 		}
-		for i, off := range ioffs {
-			l, err := ex.Uprobe("", insnProg, &link.UprobeOptions{Address: off, Cookie: icookies[i], PID: pid})
+		for i, off := range append(ioffs, toffs...) {
+			prog, id := insnProg, uint64(0)
+			if i < len(ioffs) {
+				id = icookies[i]
+			} else {
+				prog, id = t.tailJump, tcookies[i-len(ioffs)]
+			}
+			l, err := ex.Uprobe("", prog, &link.UprobeOptions{Address: off, Cookie: id, PID: pid})
 			if err != nil {
-				refuse(icookies[i], fmt.Errorf("attaching a return probe to %s at %#x: %w", path, off, explain(err)))
+				refuse(id, fmt.Errorf("attaching a return probe to %s at %#x: %w", path, off, explain(err)))
 				continue
 			}
 			t.rets = append(t.rets, l)
@@ -1423,7 +1437,7 @@ func (t *Tracer) Close() {
 		unix.Close(t.clockFD)
 		t.clockFD = -1
 	}
-	for _, p := range append([]*ebpf.Program{t.entry, t.ret, t.retInsn, t.retNative, t.unwound, t.flip, t.hit, t.swtch, t.pairEntry, t.pairEnd}, t.argHits...) {
+	for _, p := range append([]*ebpf.Program{t.entry, t.ret, t.retInsn, t.retNative, t.tailJump, t.unwound, t.flip, t.hit, t.swtch, t.pairEntry, t.pairEnd}, t.argHits...) {
 		if p != nil {
 			p.Close()
 		}

@@ -42,7 +42,7 @@ func TestLoads(t *testing.T) {
 		// Native code's probes on RET instructions and at the unwinder's
 		// landing pads, loaded when an object that unwinds is traced.
 		if !o.Go {
-			if err := tr.loadNative(); err != nil || tr.retNative == nil || tr.unwound == nil {
+			if err := tr.loadNative(); err != nil || tr.retNative == nil || tr.tailJump == nil || tr.unwound == nil {
 				t.Errorf("%+v: RET-instruction programs: %v", o, err)
 			}
 		}

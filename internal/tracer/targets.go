@@ -88,6 +88,7 @@ type Target struct {
 	// RetInsn: its return probes sit on Rets, not a uretprobe (Go code,
 	// and native code in an object that unwinds: nativeRets).
 	RetInsn bool
+	Tails   []uint64 // file offsets of the jumps of its tail calls (native code, with RetInsn)
 	Every   uint32
 	Params  []string // "name:code:type" (see paramCode) when arguments are recorded
 	Ret     string   // "code:type" of the return value when recorded and known
@@ -357,7 +358,8 @@ func resolveObject(obj string, pats []Pattern, args bool, exclude map[string]boo
 				}
 				t.Offset += entrySite(funcCode(f, fs), fs.value, parts, starts)
 				if unwinding {
-					t.Rets, t.RetInsn = nativeRets(f, fs, cold[fs.sym]), true
+					t.Rets, t.Tails = nativeRets(f, fs, cold[fs.sym])
+					t.RetInsn = true
 				}
 			}
 			if isGo {
@@ -642,10 +644,10 @@ func goProbes(f *elf.File, fs funcSym) (uint64, []uint64, error) {
 // nativeRets returns the file offsets where the return probes of a
 // native function go when they cannot be uretprobes (an object that
 // unwinds): its RET instructions, in its body and in the cold parts GCC
-// split off it, and the jumps that leave it, its tail calls. A tail call
-// hands the function's frame to the callee, which returns to the
-// function's caller, so the function's call ends at the jump (its record
-// does not include the callee's time). A jump leaves the function when
+// split off it, and the jumps that leave it, its tail calls (tails). A
+// tail call hands the function's frame to the callee, which returns to
+// the function's caller, so the function's call ends at the jump (its
+// record, flagged TailJumped, does not include the callee's time). A jump leaves the function when
 // its target lies outside the function and its cold parts, or when it is
 // indirect and not a jump table's: a jump through memory with an index
 // register, or through a register with the notrack prefix that GCC's
@@ -656,7 +658,7 @@ func goProbes(f *elf.File, fs funcSym) (uint64, []uint64, error) {
 // clang put no data in x86-64 code. None for a function that never
 // returns (it only throws or exits): its calls end at the unwinder's
 // landing pads or when gone past.
-func nativeRets(f *elf.File, fs funcSym, cold []funcSym) []uint64 {
+func nativeRets(f *elf.File, fs funcSym, cold []funcSym) (rets, tails []uint64) {
 	parts := append([]funcSym{fs}, cold...)
 	inside := func(a uint64) bool {
 		for _, p := range parts {
@@ -666,7 +668,6 @@ func nativeRets(f *elf.File, fs funcSym, cold []funcSym) []uint64 {
 		}
 		return false
 	}
-	var out []uint64
 	for _, p := range parts {
 		code := funcCode(f, p)
 		for pc := 0; pc < len(code); {
@@ -679,29 +680,26 @@ func nativeRets(f *elf.File, fs funcSym, cold []funcSym) []uint64 {
 				pc++
 				continue
 			}
-			site := false
-			switch in.Op {
-			case x86asm.RET:
-				site = true
-			case x86asm.JMP:
+			ret, tail := in.Op == x86asm.RET, false
+			if in.Op == x86asm.JMP {
 				switch a := in.Args[0].(type) {
 				case x86asm.Rel:
-					site = !inside(p.value + uint64(pc+in.Len) + uint64(int64(a)))
+					tail = !inside(p.value + uint64(pc+in.Len) + uint64(int64(a)))
 				case x86asm.Mem:
-					site = a.Index == 0
+					tail = a.Index == 0
 				case x86asm.Reg:
-					site = !notrack(code[pc : pc+in.Len])
+					tail = !notrack(code[pc : pc+in.Len])
 				}
 			}
-			if site {
-				if off, ok := fileOffset(f, p.value+uint64(pc)); ok {
-					out = append(out, off)
-				}
+			if off, ok := fileOffset(f, p.value+uint64(pc)); ok && ret {
+				rets = append(rets, off)
+			} else if ok && tail {
+				tails = append(tails, off)
 			}
 			pc += in.Len
 		}
 	}
-	return out
+	return rets, tails
 }
 
 // notrack reports whether an instruction's prefixes include notrack

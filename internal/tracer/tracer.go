@@ -485,7 +485,7 @@ func (s *session) set(first, pid int) error {
 		if _, ok := byObj[g]; !ok {
 			order = append(order, g)
 		}
-		byObj[g] = append(byObj[g], traceprog.Probe{ID: uint32(first + i + 1), Offset: t.Offset, Rets: t.Rets, RetInsn: t.RetInsn, Every: t.Every, Point: t.Point, RefCtr: t.RefCtr, Args: t.USDTArgs, BeginArgs: t.BeginArgs, BeginID: t.BeginID, EndID: t.EndID,
+		byObj[g] = append(byObj[g], traceprog.Probe{ID: uint32(first + i + 1), Offset: t.Offset, Rets: t.Rets, RetInsn: t.RetInsn, Tails: t.Tails, Every: t.Every, Point: t.Point, RefCtr: t.RefCtr, Args: t.USDTArgs, BeginArgs: t.BeginArgs, BeginID: t.BeginID, EndID: t.EndID,
 			Begins: t.Begins, Ends: t.Ends, EndRefCtr: t.EndRefCtr, BeginCFA: t.BeginCFA, Strs: strArgs(t), Reads: t.Reads})
 	}
 	if first == 0 {
@@ -697,6 +697,9 @@ func (s *session) record(c *traceprog.Call) {
 		if c.Flags&traceprog.Unwound != 0 {
 			rc.Flags |= recording.CallUnwound
 		}
+	}
+	if c.Flags&traceprog.TailJumped != 0 {
+		rc.Flags |= recording.CallTailJumped
 	}
 	if c.Flags&traceprog.CPU != 0 {
 		rc.Flags |= recording.CallCPU

@@ -244,6 +244,9 @@ type CallInfo struct {
 	Args       []Arg   `json:"args,omitempty"`
 	Ret        string  `json:"ret,omitempty"`
 	Unreturned bool    `json:"unreturned,omitempty"`
+	// Unwound: of the calls that did not return, one a C++ exception or
+	// Rust panic left (it ended at the catch or clean-up it reached).
+	Unwound bool `json:"unwound,omitempty"`
 	// CPULost: the time on the CPU was being measured but one of the
 	// thread's context switches in the call went unseen.
 	CPULost bool `json:"cpu_lost,omitempty"`
@@ -383,13 +386,13 @@ func Slowest(p *profile.Profile, re *regexp.Regexp, n int) []CallInfo {
 		c := &p.Calls[i]
 		pr := &p.Probes[c.Probe]
 		ci := CallInfo{Function: pr.Function, Start: float64(c.Start-p.StartTime) / 1e9, Incl: c.Inclusive(), Excl: c.Exclusive(),
-			PID: c.PID, TID: c.TID, Depth: c.Depth, Caller: CallerName(p, c), Args: Args(pr, c), Unreturned: c.Unreturned(), CPULost: c.CPULost()}
+			PID: c.PID, TID: c.TID, Depth: c.Depth, Caller: CallerName(p, c), Args: Args(pr, c), Unreturned: c.Unreturned(), Unwound: c.Unwound(), CPULost: c.CPULost()}
 		if c.HasCPU() {
 			in, ex := c.InclusiveCPU(), c.ExclusiveCPU()
 			ci.InclCPU, ci.ExclCPU = &in, &ex
 		}
-		if len(c.Args) > 0 && !c.Unreturned() && c.Flags&recording.CallPoint == 0 {
-			ci.Ret = Ret(pr, c) // a point hit has no return value
+		if len(c.Args) > 0 && !c.Unreturned() && c.Flags&(recording.CallPoint|recording.CallTailJumped) == 0 {
+			ci.Ret = Ret(pr, c) // a point hit has no return value, nor a call that ended in a tail call
 		}
 		out = append(out, ci)
 	}

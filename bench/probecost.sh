@@ -15,7 +15,10 @@
 # configuration's cost per call over the bare entry+return pair's. With
 # BASE=PATH (another build of culprit, e.g. main's) its two trace rows run
 # too, in the same rounds, so that two builds are compared side by side.
-# Needs root, gcc, go.
+# "trace, RET probes" traces the same code in probecalls-unwinds, the
+# program linked with a C++ unit that throws (bench/probecost/unwinds.cc):
+# an object that unwinds gets return probes on its RET instructions, not
+# uretprobes (docs/trace.md). Needs root, gcc, g++, go.
 #
 #   [BASE=culprit] bench/probecost.sh [N] [REPS] [FIRST...]   (FIRST: push nop5 endbr mov test sub cet)
 set -euo pipefail
@@ -28,6 +31,8 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 out=$root/bench/out/probecost
 mkdir -p "$out"
 gcc -O2 -o "$out/probecalls" "$root/bench/probecost/probecalls.c" "$root/bench/probecost/first.S"
+gcc -O2 -c -o "$out/probecalls.o" "$root/bench/probecost/probecalls.c"
+g++ -O2 -o "$out/probecalls-unwinds" "$out/probecalls.o" "$root/bench/probecost/first.S" "$root/bench/probecost/unwinds.cc"
 (cd "$root" && go build -o "$out/culprit" ./cmd/culprit && go build -o "$out/bareprobe" ./bench/bareprobe)
 bin=$out/probecalls
 median() { sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}'; }
@@ -41,6 +46,7 @@ configs() {
 	echo "entry+return|$out/bareprobe $bin f_$f --"
 	echo "culprit trace|$out/culprit trace -f f_$f -o $out/t.rec --"
 	echo "trace --no-cpu-time|$out/culprit trace --no-cpu-time -f f_$f -o $out/t.rec --"
+	echo "trace, RET probes|UNWINDS $out/culprit trace -f f_$f -o $out/t.rec --"
 	if [ -n "${BASE:-}" ]; then
 		echo "BASE trace|$BASE trace -f f_$f -o $out/t.rec --"
 		echo "BASE --no-cpu-time|$BASE trace --no-cpu-time -f f_$f -o $out/t.rec --"
@@ -57,7 +63,10 @@ configs() {
 }
 # run F PREFIX: one run; prints the program's CPU µs and everything's.
 run() {
-	local f=$1 prefix=$2
+	local f=$1 prefix=$2 bin=$bin
+	if [[ $prefix == UNWINDS* ]]; then
+		bin=$out/probecalls-unwinds prefix=${prefix#UNWINDS }
+	fi
 	if [[ $prefix == bpftrace* ]]; then
 		# The script between @…@ is one argument; -c takes the command.
 		local script=${prefix#*@}

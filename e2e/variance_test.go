@@ -859,3 +859,35 @@ func TestVarianceKeyThroughPointers(t *testing.T) {
 		t.Errorf("a key naming no member: exit %d\n%s", code, errs)
 	}
 }
+
+// The interval's function calls functions that C++ exceptions unwind
+// through (nest's recursion, left by parse's throw, caught in handle):
+// variance probes them from its first round, and the program runs on as
+// untraced (same output, exit 0), with the calls the exceptions left
+// counted as such in the recording.
+func TestVarianceCXXExceptions(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.CXX(t, "cxxunwind", []string{"cxxunwind.cc"}, "-O2", "-g", "-pthread")
+	plain, err := exec.Command(bin, "150").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := rec(t)
+	stdout, stderr, code := run(t, "variance", "--start", "svc::handle", "--round-intervals", "50", "--trap-budget", "0", "-o", out, "--", bin, "150")
+	if code != 0 || !strings.HasPrefix(stdout, string(plain)) {
+		t.Fatalf("variance: exit %d, output\n%s\nuntraced:\n%s\n%s", code, stdout, plain, stderr)
+	}
+	var r varianceJSON
+	if err := json.Unmarshal([]byte(mustRun(t, "variance", "-i", out, "--format", "json")), &r); err != nil {
+		t.Fatal(err)
+	}
+	want := counts(t, string(plain))
+	if r.Intervals != want["handle"] || r.Probes < 3 {
+		t.Errorf("%d intervals with %d probed functions, want %d intervals (the program's requests) and handle's callees probed", r.Intervals, r.Probes, want["handle"])
+	}
+	tr := traceReport(t, out)
+	nest, unret := tr.calls("svc::nest")
+	if thrown := want["thrown"]; nest != want["nest"] || thrown == 0 || unret != 3*thrown && unret != 4*thrown {
+		t.Errorf("svc::nest: %d calls (%d did not return), the program made %d and threw %d times (3 or 4 levels each)", nest, unret, want["nest"], thrown)
+	}
+}

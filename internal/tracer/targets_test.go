@@ -8,6 +8,9 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/arch/x86/x86asm"
+
+	"github.com/culprit-dev/culprit/internal/elfx"
 	"github.com/culprit-dev/culprit/internal/testutil"
 	"github.com/culprit-dev/culprit/internal/traceprog"
 )
@@ -227,5 +230,80 @@ func TestResolveCXXNames(t *testing.T) {
 	}
 	if c := testutil.C(t, "tracecalls", []string{"tracecalls.c"}, "-O2", "-g", "-pthread"); unwinds(c) {
 		t.Errorf("a C program is seen to unwind for exceptions")
+	}
+}
+
+// In a C++ object that unwinds, return probes go on RET instructions and
+// the jumps of tail calls (at -O2, check jumps to parse and finish to
+// scale), in the function or its cold parts, and the unwinder's landing
+// pads (__cxa_begin_catch, _Unwind_Resume: PLT stubs here) are found; a
+// C object keeps its uretprobes.
+func TestResolveNativeRets(t *testing.T) {
+	bin := testutil.CXX(t, "cxxunwind", []string{"cxxunwind.cc"}, "-O2", "-g", "-pthread")
+	targets, _, err := Resolve(bin, 0, []Pattern{{Glob: "svc::*"}}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	byName := map[string]Target{}
+	for _, tg := range targets {
+		byName[tg.Function] = tg
+		if !tg.RetInsn {
+			t.Errorf("%s: no RET-instruction probes in an object that unwinds", tg.Function)
+		}
+		for _, r := range tg.Rets {
+			in, err := x86asm.Decode(raw[r:], 64)
+			if err != nil || in.Op != x86asm.RET {
+				t.Errorf("%s: return probe at %#x on %v, not a RET", tg.Function, r, in)
+			}
+		}
+		for _, r := range tg.Tails {
+			if in, err := x86asm.Decode(raw[r:], 64); err != nil || in.Op != x86asm.JMP {
+				t.Errorf("%s: tail probe at %#x on %v, not a JMP", tg.Function, r, in)
+			}
+		}
+	}
+	// check's and finish's tail calls reach parse and scale.
+	for fn, callee := range map[string]string{"svc::check": "svc::parse", "svc::finish": "svc::scale"} {
+		tg, ok := byName[fn]
+		if !ok || len(tg.Tails) != 1 {
+			t.Errorf("%s: tail jumps %x, want one (to %s)", fn, tg.Tails, callee)
+			continue
+		}
+		in, _ := x86asm.Decode(raw[tg.Tails[0]:], 64)
+		rel, _ := in.Args[0].(x86asm.Rel)
+		if to := tg.Tails[0] + uint64(in.Len) + uint64(int64(rel)); to != byName[callee].Code[0] {
+			t.Errorf("%s: tail jump to %#x, %s is at %#x", fn, to, callee, byName[callee].Code[0])
+		}
+	}
+	if tg := byName["svc::parse"]; len(tg.Rets) == 0 || len(tg.Tails) != 0 {
+		t.Errorf("svc::parse: RETs %x, tail jumps %x: want RETs only", tg.Rets, tg.Tails)
+	}
+	pads := landingPads(bin)
+	stubs := map[uint64]string{}
+	for _, s := range elfx.PLTStubs(f) {
+		if off, ok := fileOffset(f, s.Addr); ok {
+			stubs[off] = s.Name
+		}
+	}
+	names := map[string]bool{}
+	for _, p := range pads {
+		names[strings.SplitN(stubs[p], "@", 2)[0]] = true
+	}
+	if len(pads) != 2 || !names["__cxa_begin_catch"] || !names["_Unwind_Resume"] {
+		t.Errorf("landing pads %x (%v), want the PLT stubs of __cxa_begin_catch and _Unwind_Resume", pads, names)
+	}
+	c := testutil.C(t, "tracecalls", []string{"tracecalls.c"}, "-O2", "-g", "-pthread")
+	ct, _, err := Resolve(c, 0, []Pattern{{Glob: "leaf"}}, false)
+	if err != nil || len(ct) != 1 || ct[0].RetInsn || len(landingPads(c)) != 0 {
+		t.Errorf("C program: %v %+v (landing pads %x): want a uretprobe", err, ct, landingPads(c))
 	}
 }

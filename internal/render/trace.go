@@ -96,7 +96,9 @@ func CallsText(w io.Writer, calls []trace.CallInfo) error {
 		if c.Ret != "" {
 			call += " = " + c.Ret
 		}
-		if c.Unreturned {
+		if c.Unwound {
+			call += " (did not return: unwound)"
+		} else if c.Unreturned {
 			call += " (did not return)"
 		}
 		cpu := "-"

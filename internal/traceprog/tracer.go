@@ -949,7 +949,7 @@ func (t *Tracer) setOwned(o *owned) error {
 	if len(gotRets) == 1 {
 		o.ret = gotRets[0]
 	} else {
-		t.rets = append(t.rets, gotRets...) // several RET probes (Go): kept
+		t.rets = append(t.rets, gotRets...) // several RET probes (Go, native code that unwinds): kept
 	}
 	return nil
 }

@@ -450,6 +450,7 @@ type session struct {
 	sysFrac    float64
 	// sysWindowsOut: the windows written so far (writeWindows).
 	sysWindowsOut int
+	sysRegs       []uint64                // eventUser's registers, reused
 	pending       map[uint32]*pendingCall // by TID
 	// onSched, when set, is shown each scheduler event written (Sched.OnEvent).
 	onSched func(smp recording.Sample, user []uint64)
@@ -1350,7 +1351,7 @@ func (s *session) finish() (Result, error) {
 		windows, windowsErr = s.sys.Windows()
 	}
 	s.close()
-	s.writeWindows(windows, true)
+	s.writeWindows(windows[min(s.sysWindowsOut, len(windows)):], true)
 	if windowsErr != nil {
 		s.warn("system calls were recorded only until: %v", windowsErr)
 	}

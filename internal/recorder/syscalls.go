@@ -191,7 +191,7 @@ func (s *session) drainSyscalls() {
 		s.warn("reading system call events: %v", err)
 	}
 	if s.sysWindows {
-		w, _ := s.sys.Windows()
+		w, _ := s.sys.WindowsFrom(s.sysWindowsOut)
 		s.writeWindows(w, false)
 	}
 	since := s.sysLast
@@ -242,7 +242,13 @@ func (s *session) eventUser(e *sysEvent, pid, tid uint32, kernel []uint64) (user
 	if r.User == nil {
 		r.User = []uint64{ev.IP}
 	}
-	regs := make([]uint64, perf.NumRegs)
+	// The registers the program gives, the others 0: a scratch slice, as
+	// nothing keeps a sample's registers past its unwind.
+	if len(s.sysRegs) != perf.NumRegs {
+		s.sysRegs = make([]uint64, perf.NumRegs)
+	}
+	regs := s.sysRegs
+	clear(regs)
 	regs[perf.RegIP], regs[perf.RegSP], regs[perf.RegBP] = ev.IP, ev.SP, ev.BP
 	r.Regs = regs
 	user, truncated, stop, need := s.unwindChain(&r)
@@ -389,13 +395,12 @@ func (s *session) syscall(e *sysEvent, k *eventKind) {
 	s.writeSyscall(ev, k, c)
 }
 
-// writeWindows writes the system call windows of ws (Tracer.Windows) not
-// written yet that have closed, and with last the one still open, ending
-// now: the analyses that compare two runs need to know when each run
-// recorded its calls, and at what scale.
+// writeWindows writes the system call windows of ws, those not written
+// yet (Tracer.WindowsFrom(s.sysWindowsOut)), that have closed, and with
+// last the one still open, ending now: the analyses that compare two runs
+// need to know when each run recorded its calls, and at what scale.
 func (s *session) writeWindows(ws []syscallprog.Window, last bool) {
-	for ; s.sysWindowsOut < len(ws); s.sysWindowsOut++ {
-		w := ws[s.sysWindowsOut]
+	for _, w := range ws {
 		if w.End == 0 {
 			if !last {
 				return
@@ -407,6 +412,7 @@ func (s *session) writeWindows(ws []syscallprog.Window, last bool) {
 			r.On, r.Period = uint64(s.o.SyscallWindowOn), uint64(s.o.SyscallWindowPeriod)
 		}
 		s.write(&r)
+		s.sysWindowsOut++
 	}
 }
 

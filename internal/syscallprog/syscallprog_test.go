@@ -742,6 +742,20 @@ func windowsRecordInside(t *testing.T, hash bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// A reader that handled the first windows gets the others alone (the
+	// cycle runs on: windows may have been added since).
+	for _, i := range []int{0, 1, len(wins) / 2, len(wins), len(wins) + 1} {
+		from, err := tr.WindowsFrom(i)
+		want := wins[min(i, len(wins)):]
+		if err != nil || len(from) < len(want) {
+			t.Fatalf("WindowsFrom(%d) = %d windows (%v), want the last %d of Windows' at least", i, len(from), err, len(want))
+		}
+		for j := range want {
+			if from[j].Start != want[j].Start {
+				t.Fatalf("WindowsFrom(%d)[%d] starts at %d, Windows()[%d] at %d", i, j, from[j].Start, i+j, want[j].Start)
+			}
+		}
+	}
 	type entry struct {
 		nr, time uint64
 		exited   bool

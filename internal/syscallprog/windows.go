@@ -215,12 +215,20 @@ func (w *windows) fail(err error) {
 // so far (Options.WindowOn; nil without), and the error that ended the
 // cycle early, if any: no system call is recorded after it.
 func (t *Tracer) Windows() ([]Window, error) {
+	return t.WindowsFrom(0)
+}
+
+// WindowsFrom is Windows without the first i windows: a reader that has
+// handled those copies only the windows since, not the whole list, which
+// grows by ten a second for as long as the recording runs.
+func (t *Tracer) WindowsFrom(i int) ([]Window, error) {
 	if t.win == nil {
 		return nil, nil
 	}
 	t.win.mu.Lock()
 	defer t.win.mu.Unlock()
-	return append([]Window(nil), t.win.spans...), t.win.err
+	i = min(max(i, 0), len(t.win.spans))
+	return append([]Window(nil), t.win.spans[i:]...), t.win.err
 }
 
 // Scale returns what each call recorded in window generation gen (an

@@ -69,6 +69,7 @@ type Table struct {
 	// dynamic loader's _start, written in assembly without CFI): a frame
 	// whose PC lies in [start, startEnd) with rbp 0 is the outermost.
 	start, startEnd uint64
+	rows            rowCache
 }
 
 // Len returns the number of FDEs in the table.

@@ -234,3 +234,43 @@ func TestNoCFI(t *testing.T) {
 		t.Fatal("cache loaded libc twice")
 	}
 }
+
+// TestRowCache: a row through a table's cache is the row the FDE's
+// instructions give, at the first look-up and at the next, whatever other
+// addresses took its slot in between (libc's thousands of FDEs, at several
+// addresses each, through 128 slots, from two goroutines).
+func TestRowCache(t *testing.T) {
+	tab, err := LoadTable(libcPath(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	check := func() error {
+		var got, want row
+		var stack rememberStack
+		for round := 0; round < 2; round++ {
+			for i := range tab.fdes {
+				f := &tab.fdes[i]
+				for _, pc := range []uint64{f.start, f.start + 1, f.start + 4, (f.start + f.end) / 2, f.end - 1} {
+					okw := rowAt(f, pc, &want, &stack)
+					okg := tab.rowAt(f, pc, &got, &stack)
+					if okg != okw || okw && got != want {
+						return fmt.Errorf("round %d, FDE [%#x, %#x) at %#x: cached %v %+v, computed %v %+v", round, f.start, f.end, pc, okg, got, okw, want)
+					}
+				}
+			}
+		}
+		return nil
+	}
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() { errs <- check() }()
+	}
+	for range 2 {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	if tab.rows.slots == nil {
+		t.Fatal("no row was cached")
+	}
+}

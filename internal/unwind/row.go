@@ -1,6 +1,10 @@
 package unwind
 
-import "github.com/culprit-dev/culprit/internal/elfx"
+import (
+	"sync"
+
+	"github.com/culprit-dev/culprit/internal/elfx"
+)
 
 // ruleKind says how to recover a register of the caller.
 type ruleKind uint8
@@ -245,4 +249,51 @@ func rowAt(f *fde, pc uint64, rw *row, stack *rememberStack) bool {
 	c := f.cie
 	*rw = c.initial
 	return execCFAStack(c, f.insOff, f.insEnd, rw, &c.initial, pc, f.start, stack)
+}
+
+// rowCacheSlots is how many rows a table keeps (rowCache): a power of two.
+const rowCacheSlots = 128
+
+// rowCache keeps the rows a table computed last, by address. The samples
+// and events of a program come back to the same few return addresses (a
+// server's system call wrappers and their callers), and a row is a
+// function of its FDE and address alone, which running the FDE's
+// instructions from its start computes again each time. Direct-mapped,
+// allocated at the first row; shared by the goroutines that unwind with
+// the table.
+type rowCache struct {
+	mu    sync.Mutex
+	slots *[rowCacheSlots]rowSlot
+}
+
+type rowSlot struct {
+	f  *fde
+	pc uint64
+	rw row
+}
+
+// rowAt is rowAt through t's cache (t nil: none).
+func (t *Table) rowAt(f *fde, pc uint64, rw *row, stack *rememberStack) bool {
+	if t == nil {
+		return rowAt(f, pc, rw, stack)
+	}
+	i := (pc * 0x9e3779b97f4a7c15) >> (64 - 7) // rowCacheSlots = 1<<7
+	c := &t.rows
+	c.mu.Lock()
+	if c.slots != nil && c.slots[i].f == f && c.slots[i].pc == pc {
+		*rw = c.slots[i].rw
+		c.mu.Unlock()
+		return true
+	}
+	c.mu.Unlock()
+	if !rowAt(f, pc, rw, stack) {
+		return false
+	}
+	c.mu.Lock()
+	if c.slots == nil {
+		c.slots = new([rowCacheSlots]rowSlot)
+	}
+	c.slots[i] = rowSlot{f: f, pc: pc, rw: *rw}
+	c.mu.Unlock()
+	return true
 }

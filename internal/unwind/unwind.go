@@ -260,12 +260,13 @@ func (u *unwinder) run(buf []uint64, regs Regs, stack StackCopy, r Resolver, max
 			lookup = pc - 1
 		}
 		var f *fde
+		var tab *Table
 		var bias uint64
 		u.entry = false
 		start := false // in the object's entry code, which no FDE covers
 		if r != nil {
 			if m, ok := r.Resolve(lookup); ok && m.Table != nil {
-				bias = m.Bias
+				bias, tab = m.Bias, m.Table
 				f = m.Table.find(lookup - bias)
 				u.entry = f != nil && m.Table.entry != 0 && f.start == m.Table.entry
 				start = f == nil && m.Table.atStart(lookup-bias)
@@ -286,7 +287,7 @@ func (u *unwinder) run(buf []uint64, regs Regs, stack StackCopy, r Resolver, max
 		var res stepResult
 		var cfa uint64
 		if f != nil {
-			res, cfa = u.stepCFI(f, lookup-bias, prevCFA)
+			res, cfa = u.stepCFI(tab, f, lookup-bias, prevCFA)
 			exact = f.cie.signal
 		} else {
 			res, cfa = u.stepFP(prevCFA)
@@ -365,11 +366,11 @@ func (u *unwinder) stepFP(prevCFA uint64) (stepResult, uint64) {
 	return stepOK, cfa
 }
 
-// stepCFI unwinds one frame with the FDE f; addr is the ELF address to look
-// up the row for.
-func (u *unwinder) stepCFI(f *fde, addr uint64, prevCFA uint64) (stepResult, uint64) {
+// stepCFI unwinds one frame with the FDE f of table t (its rows cached);
+// addr is the ELF address to look up the row for.
+func (u *unwinder) stepCFI(t *Table, f *fde, addr uint64, prevCFA uint64) (stepResult, uint64) {
 	rw := &u.row
-	if !rowAt(f, addr, rw, &u.rem) {
+	if !t.rowAt(f, addr, rw, &u.rem) {
 		return stepStop, 0
 	}
 	if rw.regs[regRA].kind == ruleUndefined {

@@ -19,7 +19,9 @@
 #   wait      waiting for the rings (poll) between rounds
 #   runtime   the rest of the Go scheduler (threads parked and woken)
 # and prints the share of each, the recorder's CPU time in the load and per
-# event recorded.
+# event recorded. With PROFILE=0 perf is left out: the CPU figures alone,
+# without perf's own cost on the recorder (to compare two builds: run it
+# alternately with CULPRIT set to each).
 set -euo pipefail
 requests=${1:-100000}
 shift || true
@@ -51,14 +53,19 @@ for _ in $(seq 1 2400); do
 done
 spid=$(cat "$tmp/pid")
 cpuns() { cat /proc/"$1"/task/*/schedstat 2>/dev/null | awk '{ n += $1 } END { printf "%.0f", n }'; }
-perf record -q -F 1999 -g -p "$rec" -o "$tmp/perf.data" 2>/dev/null &
-perfpid=$!
+perfpid=
+if [ "${PROFILE:-1}" != 0 ]; then
+	perf record -q -F 1999 -g -p "$rec" -o "$tmp/perf.data" 2>/dev/null &
+	perfpid=$!
+fi
 r0=$(cpuns "$rec")
 start="$(date -u +'%F %H:%M'), load average $(cut -d' ' -f1 /proc/loadavg)"
 "$redis/redis-benchmark" -h 127.0.0.1 -p "$port" -t set,get -n "$requests" -c 8 -r 100000 -q >/dev/null
 r1=$(cpuns "$rec")
-kill -INT "$perfpid"
-wait "$perfpid" || true
+if [ -n "$perfpid" ]; then
+	kill -INT "$perfpid"
+	wait "$perfpid" || true
+fi
 kill -TERM "$spid"
 wait "$rec" || true
 events=$(sed -n 's/.*: \([0-9]*\) samples.*written.*/\1/p' "$tmp/err" | tail -1)
@@ -66,6 +73,7 @@ echo "culprit record ${args[*]}, redis SET+GET, $requests requests, $start"
 awk -v a="$r0" -v b="$r1" -v n="$requests" -v ev="${events:-0}" 'BEGIN {
 	printf "recorder CPU in the load: %.0f ms, %.2f µs per request, %.2f µs per event recorded (%d events)\n",
 		(b - a) / 1e6, (b - a) / 1e3 / (2 * n), ev ? (b - a) / 1e3 / ev : 0, ev }'
+[ -n "$perfpid" ] || exit 0
 perf script -i "$tmp/perf.data" -F ip,sym 2>/dev/null | awk '
 function classify(s) {
 	if (s ~ /syscallprog\.\(\*Tracer\)\.cycle/) return "windows"

@@ -81,7 +81,39 @@ func startTarget(t testing.TB, warm time.Duration, bin string, args ...string) *
 		cmd.Wait()
 	})
 	time.Sleep(warm)
+	tg.waitLoaded(bin)
 	return tg
+}
+
+// waitLoaded waits, for a dynamically linked bin, until the dynamic loader
+// has mapped the C library: the resolver reads the mappings once, and on
+// a busy machine the warm-up may end with the process still in the
+// loader's start.
+func (tg *target) waitLoaded(bin string) {
+	f, err := elf.Open(bin)
+	if err != nil {
+		tg.t.Fatal(err)
+	}
+	dynamic := false
+	for _, p := range f.Progs {
+		dynamic = dynamic || p.Type == elf.PT_INTERP
+	}
+	f.Close()
+	for deadline := time.Now().Add(30 * time.Second); dynamic; time.Sleep(5 * time.Millisecond) {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", tg.pid))
+		if err != nil {
+			tg.t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			fs := strings.Fields(line)
+			if len(fs) >= 6 && strings.Contains(fs[1], "x") && strings.HasPrefix(filepath.Base(fs[5]), "libc.so") {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			tg.t.Fatalf("%s has not mapped the C library in 30 s", bin)
+		}
+	}
 }
 
 // threads lists the target's thread ids.

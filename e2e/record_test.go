@@ -625,8 +625,8 @@ func TestFPModeLibc(t *testing.T) {
 		if f.Samples < 300 {
 			t.Errorf("%s %v: %d samples, want 300 or more", filepath.Base(c.bin), c.flags, f.Samples)
 		}
-		if n := tr.outside("main", "_dl_start", "_dl_start_user", "exit"); n > cut {
-			t.Errorf("%s %v: %d of %d samples outside main, the loader's start and the exit; %d lost callers", filepath.Base(c.bin), c.flags, n, f.Samples, cut)
+		if n, paths := tr.outside("main", "_dl_start", "_dl_start_user", "exit"); n > cut {
+			t.Errorf("%s %v: %d of %d samples outside main, the loader's start and the exit (%s); %d lost callers", filepath.Base(c.bin), c.flags, n, f.Samples, paths, cut)
 		}
 		if one, all := tr.oneNode("main"); c.bin == nofp && one < all*99/100 {
 			t.Errorf("%s %v: main's stacks have several roots: %d of %d samples under its largest node", filepath.Base(c.bin), c.flags, one, all)
@@ -711,30 +711,35 @@ func truncated(t *testing.T, path string) int {
 // outside counts the samples whose stacks pass through none of names,
 // leaving out those whose user stack is _start alone: the process's first
 // instructions (the dynamic loader's entry) are the loader's start too.
-func (tr callTree) outside(names ...string) int {
+// It also says the first few such stacks.
+func (tr callTree) outside(names ...string) (int, string) {
 	n := 0
-	var walk func(ns []callNode, start bool)
-	walk = func(ns []callNode, start bool) {
+	var paths []string
+	var walk func(ns []callNode, start bool, path []string)
+	walk = func(ns []callNode, start bool, path []string) {
 		for _, c := range ns {
 			if slices.Contains(names, c.Name) || start && c.Kernel {
 				continue
 			}
+			p := append(slices.Clip(path), c.Name)
 			self := c.Samples
 			for _, k := range c.Children {
 				self -= k.Samples
 			}
-			n += self
-			walk(c.Children, false)
+			if n += self; self > 0 && len(paths) < 5 {
+				paths = append(paths, strings.Join(p, " > "))
+			}
+			walk(c.Children, false, p)
 		}
 	}
 	for _, r := range tr {
 		if r.Name == "_start" {
-			walk(r.Children, true)
+			walk(r.Children, true, []string{r.Name})
 		} else {
-			walk([]callNode{r}, false)
+			walk([]callNode{r}, false, nil)
 		}
 	}
-	return n
+	return n, strings.Join(paths, "; ")
 }
 
 // Threads of a libc-heavy program without frame pointers, each a few
@@ -784,9 +789,10 @@ func TestFPModeThreads(t *testing.T) {
 		if f.Samples < 300 {
 			t.Errorf("sized %v: %d samples, want 300 or more", sized, f.Samples)
 		}
-		if n, cut := tr.outside("main", "thread", "_dl_start", "_dl_start_user", "exit", "clone3", "start_thread", "do_exit"), truncated(t, out); n > cut {
-			t.Errorf("sized %v: %d of %d samples outside main, the threads, the loader's start, exits and thread creation; %d lost callers",
-				sized, n, f.Samples, cut)
+		n, paths := tr.outside("main", "thread", "_dl_start", "_dl_start_user", "exit", "clone3", "start_thread", "do_exit")
+		if cut := truncated(t, out); n > cut {
+			t.Errorf("sized %v: %d of %d samples outside main, the threads, the loader's start, exits and thread creation (%s); %d lost callers",
+				sized, n, f.Samples, paths, cut)
 		}
 	}
 }

@@ -1601,9 +1601,7 @@ func SwitchState(nr uint64) uint64 {
 // the instruction before the registers' IP is the syscall instruction (a
 // switch on the way back to user mode after the call's exit; a page
 // fault's error code can look like a number, but the recorder then finds
-// no entry pending). A call other than the state's last one began while
-// the entry program was detached (between two windows): no entry refers
-// to it, and it counts as a call left out. Inside a call that was recorded, the record (without room for a stack
+// no entry pending). Inside a call that was recorded, the record (without room for a stack
 // copy) refers to the call's user chain; inside one left out (by the limit,
 // or outside a window), the record has no chains, but for a preemption
 // within its thread's budget (leftOut).
@@ -1635,25 +1633,13 @@ func switchProgram(m fds, copyBytes, ringBytes int, exitStateOff int32, inCall b
 			asm.LoadMem(asm.R1, asm.RFP, thrSlot, asm.DWord),
 			asm.JEq.Imm(asm.R1, 0, "insn"),
 			asm.LoadMem(asm.R2, asm.R1, thCall, asm.DWord),
-			asm.JEq.Imm(asm.R2, 0, "insn"),
 			asm.Mov.Reg(asm.R4, asm.R2),
+			asm.RSh.Imm(asm.R4, 63),
+			asm.JEq.Imm(asm.R4, 0, "insn"),
 			asm.LSh.Imm(asm.R2, 1),
 			asm.RSh.Imm(asm.R2, 1),
 			asm.Add.Imm(asm.R2, -1),
-			asm.JEq.Reg(asm.R2, asm.R3, "same"),
-		)
-		// The thread's last call seen is another: this one began while
-		// the entry program was away (between two windows), so no entry
-		// was recorded to refer to. It counts as left out; without a
-		// limit, the switch walks its chains.
-		if m.limited {
-			b.Emit(storeImm64(asm.R1, stRecorded, 0), asm.Ja.Label("inside"))
-		} else {
-			b.Emit(asm.Ja.Label("walk"))
-		}
-		b.Emit(
-			asm.RSh.Imm(asm.R4, 63).WithSymbol("same"),
-			asm.JNE.Imm(asm.R4, 0, "inside"),
+			asm.JEq.Reg(asm.R2, asm.R3, "inside"),
 			asm.StoreImm(asm.RFP, -16, 0, asm.Word).WithSymbol("insn"),
 			asm.Mov.Reg(asm.R1, asm.RFP),
 			asm.Add.Imm(asm.R1, -16),

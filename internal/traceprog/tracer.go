@@ -292,13 +292,17 @@ func New(o Options) (*Tracer, error) {
 	if t.multi {
 		attach = ebpf.AttachTraceUprobeMulti
 	}
+	// newProbe loads one of the probes' programs.
+	newProbe := func(name string, ins asm.Instructions) (*ebpf.Program, error) {
+		return ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Name: name, Type: ebpf.Kprobe, AttachType: attach,
+			License: "GPL", Instructions: ins}, ebpf.ProgramOptions{LogSizeStart: 1 << 20})
+	}
 	load := func(name string, ins asm.Instructions) *ebpf.Program {
 		if err != nil {
 			return nil
 		}
 		var p *ebpf.Program
-		p, err = ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Name: name, Type: ebpf.Kprobe, AttachType: attach,
-			License: "GPL", Instructions: ins}, ebpf.ProgramOptions{LogSizeStart: 1 << 20})
+		p, err = newProbe(name, ins)
 		if err != nil {
 			err = fmt.Errorf("loading %s: %w", name, err)
 		}
@@ -313,8 +317,7 @@ func New(o Options) (*Tracer, error) {
 	name := bpfasm.ProgName()
 	t.entry = load(name, entryProgram(m, cpu(progOptions{Go: o.Go, Args: o.Args, GoidOff: int32(o.GoidOff), Sampling: o.Sampling, Timed: o.TimedHz > 0, MaxDepth: int32(o.MaxDepth), Strings: o.Strings, Reads: t.reads != nil})))
 	t.loadHit = func(points []Probe) (*ebpf.Program, error) {
-		p, err := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Name: name, Type: ebpf.Kprobe, AttachType: attach,
-			License: "GPL", Instructions: hitProgram(m, progOptions{Go: o.Go, Args: o.Args, GoidOff: int32(o.GoidOff)}, points)}, ebpf.ProgramOptions{LogSizeStart: 1 << 20})
+		p, err := newProbe(name, hitProgram(m, progOptions{Go: o.Go, Args: o.Args, GoidOff: int32(o.GoidOff)}, points))
 		if err != nil {
 			return nil, explain(fmt.Errorf("loading %s: %w", name, err))
 		}
@@ -327,8 +330,7 @@ func New(o Options) (*Tracer, error) {
 				return nil
 			}
 			var p *ebpf.Program
-			p, err = ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Name: name, Type: ebpf.Kprobe, AttachType: attach,
-				License: "GPL", Instructions: ins}, ebpf.ProgramOptions{LogSizeStart: 1 << 20})
+			p, err = newProbe(name, ins)
 			return p
 		}
 		pairOpts := progOptions{Go: o.Go, Args: o.Args, Sampling: o.Sampling, Timed: o.TimedHz > 0, MaxDepth: int32(o.MaxDepth), Pair: true}
@@ -387,8 +389,7 @@ func New(o Options) (*Tracer, error) {
 					return nil
 				}
 				var p *ebpf.Program
-				p, err = ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Name: name, Type: ebpf.Kprobe, AttachType: attach,
-					License: "GPL", Instructions: ins}, ebpf.ProgramOptions{LogSizeStart: 1 << 20})
+				p, err = newProbe(name, ins)
 				return p
 			}
 			ret := mk(returnProgram(m, cpu(progOptions{Args: o.Args, RetAdjust: 0, RetInsn: true, Strings: o.Strings, Reads: t.reads != nil})))

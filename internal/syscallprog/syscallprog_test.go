@@ -1,11 +1,14 @@
 package syscallprog
 
 import (
+	"fmt"
 	"math"
 	"os"
+	"os/exec"
 	"reflect"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -406,25 +409,64 @@ func TestTracingCodeCache(t *testing.T) {
 // most Limit calls a second beyond its burst, by the records' own clock;
 // each recorded entry has its exit, no call left out has one, and the
 // entries' Skipped counts with the calls after the last recorded one
-// (Unrecorded) add up to every call the thread made.
+// (Unrecorded) add up to every call the thread made. The thread is a C
+// program's only one, whose calls once traced are known to the call: a
+// Go test's own runtime threads make calls of their own, as many as the
+// machine's load makes them.
 func TestLimitCountsWhatItLeavesOut(t *testing.T) {
 	testutil.NeedRoot(t)
-	threadStates(t, limitCountsWhatItLeavesOut)
+	bin := testutil.C(t, "getppids", []string{"getppids.c"}, "-O2")
+	threadStates(t, func(t *testing.T, hash bool) { limitCountsWhatItLeavesOut(t, bin, hash) })
 }
 
-func limitCountsWhatItLeavesOut(t *testing.T, hash bool) {
+func limitCountsWhatItLeavesOut(t *testing.T, bin string, hash bool) {
 	const limit, burst, n = 100, 10, 2000
-	tr, tid := traceSelf(t, Options{Syscalls: true, StackBytes: 256, RingBytes: 1 << 20, Limit: limit, LimitBurst: burst, threadHash: hash})
-	defer tr.Close()
-	for i := 0; i < n; i++ {
-		unix.Getppid()
+	tr, err := New(Options{Syscalls: true, StackBytes: 256, RingBytes: 1 << 20, Limit: limit, LimitBurst: burst, threadHash: hash})
+	if err != nil {
+		t.Fatal(err)
 	}
-	tr.Remove(uint32(os.Getpid()))
-	runtime.UnlockOSThread()
-	var enters, exits, getppid, standFor uint64
+	defer tr.Close()
+	// The program waits in read(2) for a byte, traced from then on: the
+	// read's exit (its entry untraced), n getppid calls, exit_group.
+	cmd := exec.Command(bin, strconv.Itoa(n))
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	tid := uint32(cmd.Process.Pid)
+	// Traced once it waits in the read: the loader's calls before it
+	// are not the loop's.
+	sc := fmt.Sprintf("/proc/%d/syscall", tid)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
+		if b, _ := os.ReadFile(sc); strings.HasPrefix(string(b), "0 0x0 ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			cmd.Process.Kill()
+			cmd.Wait()
+			t.Fatalf("%s never waited in read(0, ...)", bin)
+		}
+	}
+	if err := tr.Add(tid); err != nil {
+		in.Close()
+		cmd.Wait()
+		t.Fatal(err)
+	}
+	if _, err := in.Write([]byte{1}); err != nil {
+		t.Fatal(err)
+	}
+	in.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	tr.Remove(tid)
+	var enters, exits, getppid, standFor, lastNr uint64
 	var first, last uint64
 	pending := false
-	err := tr.Drain(func(ev *Event) {
+	err = tr.Drain(func(ev *Event) {
 		if ev.TID != tid {
 			return
 		}
@@ -445,6 +487,7 @@ func limitCountsWhatItLeavesOut(t *testing.T, hash bool) {
 		pending = true
 		enters++
 		standFor += 1 + ev.Skipped
+		lastNr = ev.Nr
 		if ev.Nr == unix.SYS_GETPPID {
 			getppid++
 		}
@@ -456,17 +499,18 @@ func limitCountsWhatItLeavesOut(t *testing.T, hash bool) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The calls after each thread's last recorded one: this thread's tail,
-	// and those of the runtime's other threads (a few calls each while the
-	// process was traced). The thread may make a few calls of the
-	// runtime's besides the loop's.
+	// The calls after the thread's last recorded one, the exit_group
+	// among them unless it was recorded.
 	tail := tr.Unrecorded()
 	total := standFor + tail
-	if total < n || total > n+100 {
-		t.Errorf("entries stand for %d calls, %d after the last recorded ones: want the loop's %d and a few more",
+	if total != n+1 {
+		t.Errorf("entries stand for %d calls, %d after the last recorded ones: want the loop's %d and exit_group",
 			standFor, tail, n)
 	}
 	most := burst + (last-first)*limit/1e9 + 1
+	if lastNr == unix.SYS_EXIT_GROUP {
+		exits++ // the one call that does not return
+	}
 	if enters > most || exits != enters || getppid == 0 || enters >= n {
 		t.Errorf("%d entries (%d of getppid) and %d exits recorded over %d ns: want at most %d, an exit for each and fewer than the %d calls",
 			enters, getppid, exits, last-first, most, n)

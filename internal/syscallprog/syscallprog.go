@@ -846,8 +846,15 @@ const (
 	thKChains = 80
 	// thWin is the window generation at the thread's last entry
 	// (Options.WindowOn).
-	thWin     = thKChains + kChains*kChainSize
-	stateSize = thWin + 8
+	thWin = thKChains + kChains*kChainSize
+	// thEIP and thESP are the user IP and SP of the thread's last entry
+	// whose record the ring took: what a switch inside a call compares
+	// with its own registers to know the call is that one (a call begun
+	// while the entry program was detached, or whose record the full
+	// ring refused, has no entry to refer to).
+	thEIP     = thWin + 8
+	thESP     = thWin + 16
+	stateSize = thWin + 24
 )
 
 const (
@@ -1039,7 +1046,8 @@ func recorded(b *bpfasm.Builder, m fds, label string) {
 // entries' rule, whose budget it takes), else goes bare too: latency
 // inference takes a preemption's wait for a CPU out of its thread's time
 // only from a switch with a stack. A thread without state records every
-// call and its switches walk.
+// call and its switches walk. Label lo_out is the same rule for a call the
+// switch program knows was not recorded.
 func leftOut(b *bpfasm.Builder, m fds, walk, bare string) {
 	if !m.limited {
 		return
@@ -1050,7 +1058,7 @@ func leftOut(b *bpfasm.Builder, m fds, walk, bare string) {
 		asm.LoadMem(asm.R1, asm.R0, stRecorded, asm.DWord),
 		asm.JNE.Imm(asm.R1, 0, "lo_in"),
 		// Runnable: preempted, or a state of 0 (as SwitchState).
-		asm.LoadMem(asm.R1, rCtx, 0, asm.DWord),
+		asm.LoadMem(asm.R1, rCtx, 0, asm.DWord).WithSymbol("lo_out"),
 		asm.And.Imm(asm.R1, 1),
 		asm.JNE.Imm(asm.R1, 0, "lo_budget"),
 		asm.LoadMem(asm.R1, rCtx, 24, asm.DWord),
@@ -1491,6 +1499,15 @@ func enterProgram(m fds, kernel bool, copyBytes, ringBytes int) asm.Instructions
 	)
 	kernelStack(&b, m, kernel, 0)
 	userRegs(&b, m, copyBytes, false)
+	b.Emit(
+		asm.LoadMem(asm.R1, asm.RFP, thrSlot, asm.DWord),
+		asm.JEq.Imm(asm.R1, 0, "e_noid"),
+		asm.LoadMem(asm.R2, rRec, offIP, asm.DWord),
+		asm.StoreMem(asm.R1, thEIP, asm.R2, asm.DWord),
+		asm.LoadMem(asm.R2, rRec, offSP, asm.DWord),
+		asm.StoreMem(asm.R1, thESP, asm.R2, asm.DWord),
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("e_noid"),
+	)
 	submit(&b)
 	return b.Ins
 }
@@ -1595,16 +1612,16 @@ func SwitchState(nr uint64) uint64 {
 // switchProgram: sched_switch(preempt, prev, next, prev_state), run by
 // prev: its kernel chain (the blocking path: walked each time), its user
 // registers (task_pt_regs), and its user chain and stack copy, unless
-// inCall and the thread is inside a system call: the registers' orig_ax is
-// a system call number, and the thread's state says it is inside that call
-// (the system call programs mark it from its entry to its exit), or else
-// the instruction before the registers' IP is the syscall instruction (a
-// switch on the way back to user mode after the call's exit; a page
-// fault's error code can look like a number, but the recorder then finds
-// no entry pending). Inside a call that was recorded, the record (without room for a stack
-// copy) refers to the call's user chain; inside one left out (by the limit,
-// or outside a window), the record has no chains, but for a preemption
-// within its thread's budget (leftOut).
+// inCall and the thread is inside a system call (or on its way back to
+// user mode after one): the registers' orig_ax is a system call number,
+// and the number, user IP and SP are those of the thread's last recorded
+// entry, or else the instruction before the registers' IP is the syscall
+// instruction (a page fault's error code can look like a number). Inside
+// the call of the last recorded entry, the record (without room for a
+// stack copy) refers to the call's user chain; inside one left out (by the
+// limit, outside a window, or whose entry's record the ring refused), the
+// record has no chains, but for a preemption within its thread's budget
+// (leftOut), or walks them without a limit.
 func switchProgram(m fds, copyBytes, ringBytes int, exitStateOff int32, inCall bool, in *switchIns) asm.Instructions {
 	m.walker = walkSwitch
 	const slotNr, slotIP = -48, -56 // the call and IP, read before the record is reserved
@@ -1620,10 +1637,30 @@ func switchProgram(m fds, copyBytes, ringBytes int, exitStateOff int32, inCall b
 	)
 	if inCall {
 		// Inside a system call: orig_ax is its number (an interrupt's is
-		// negative, a page fault's an error code). The thread's state says
-		// which call it is inside of, from its entry to its exit; after its
-		// exit (a switch on the way back to user mode) or without state,
-		// the instruction before IP must be syscall.
+		// negative, a page fault's an error code). The call is the one of
+		// the thread's last recorded entry when its number, user IP and SP
+		// are that entry's (thCall, thEIP, thESP), inside it or on the way
+		// back to user mode after its exit. Otherwise, or without state,
+		// the instruction before IP must be syscall for the thread to be
+		// in (or just out of) a call at all; a call other than the last
+		// recorded one has no entry to refer to (it began while the entry
+		// program was detached, between two windows, or its record did not
+		// fit in the ring) and counts as left out.
+		syscallInsn := func(yes string) {
+			b.Emit(
+				asm.StoreImm(asm.RFP, -16, 0, asm.Word),
+				asm.Mov.Reg(asm.R1, asm.RFP),
+				asm.Add.Imm(asm.R1, -16),
+				asm.Mov.Imm(asm.R2, 2),
+				asm.LoadMem(asm.R3, asm.RFP, slotIP, asm.DWord),
+				asm.Add.Imm(asm.R3, -2),
+				asm.FnProbeReadUser.Call(),
+				asm.JNE.Imm(asm.R0, 0, "walk"),
+				asm.LoadMem(asm.R1, asm.RFP, -16, asm.Half),
+				asm.JNE.Imm(asm.R1, 0x050f, "walk"), // syscall: 0f 05
+				asm.Ja.Label(yes),
+			)
+		}
 		b.Emit(
 			asm.LoadMem(asm.R3, rRegs, regOrigAX, asm.DWord),
 			asm.JGT.Imm(asm.R3, maxSyscallNr, "walk"),
@@ -1633,24 +1670,27 @@ func switchProgram(m fds, copyBytes, ringBytes int, exitStateOff int32, inCall b
 			asm.LoadMem(asm.R1, asm.RFP, thrSlot, asm.DWord),
 			asm.JEq.Imm(asm.R1, 0, "insn"),
 			asm.LoadMem(asm.R2, asm.R1, thCall, asm.DWord),
-			asm.Mov.Reg(asm.R4, asm.R2),
-			asm.RSh.Imm(asm.R4, 63),
-			asm.JEq.Imm(asm.R4, 0, "insn"),
 			asm.LSh.Imm(asm.R2, 1),
 			asm.RSh.Imm(asm.R2, 1),
 			asm.Add.Imm(asm.R2, -1),
-			asm.JEq.Reg(asm.R2, asm.R3, "inside"),
-			asm.StoreImm(asm.RFP, -16, 0, asm.Word).WithSymbol("insn"),
-			asm.Mov.Reg(asm.R1, asm.RFP),
-			asm.Add.Imm(asm.R1, -16),
-			asm.Mov.Imm(asm.R2, 2),
-			asm.LoadMem(asm.R3, asm.RFP, slotIP, asm.DWord),
-			asm.Add.Imm(asm.R3, -2),
-			asm.FnProbeReadUser.Call(),
-			asm.JNE.Imm(asm.R0, 0, "walk"),
-			asm.LoadMem(asm.R1, asm.RFP, -16, asm.Half),
-			asm.JNE.Imm(asm.R1, 0x050f, "walk"), // syscall: 0f 05
+			asm.JNE.Reg(asm.R2, asm.R3, "other"),
+			asm.LoadMem(asm.R2, asm.R1, thEIP, asm.DWord),
+			asm.LoadMem(asm.R4, asm.RFP, slotIP, asm.DWord),
+			asm.JNE.Reg(asm.R2, asm.R4, "other"),
+			asm.LoadMem(asm.R2, asm.R1, thESP, asm.DWord),
+			asm.LoadMem(asm.R4, rRegs, regSP, asm.DWord),
+			asm.JEq.Reg(asm.R2, asm.R4, "inside"),
 		)
+		b.Mark("other")
+		syscallInsn("unrecorded")
+		b.Mark("insn")
+		syscallInsn("inside")
+		b.Mark("unrecorded")
+		if m.limited {
+			b.Emit(asm.Ja.Label("lo_out"))
+		} else {
+			b.Emit(asm.Ja.Label("walk"))
+		}
 		b.Mark("inside")
 		// A call not recorded has no user chain to refer to: the switch
 		// goes without chains (a preemption walks them within budget).

@@ -452,6 +452,10 @@ type session struct {
 	sysWindowsOut int
 	sysRegs       []uint64                // eventUser's registers, reused
 	pending       map[uint32]*pendingCall // by TID
+	// gone: the threads whose exit perf reported, oldest first, their
+	// pending call kept for their last switch, which the BPF ring gives
+	// after perf's exit record; the oldest are let go (goneKept).
+	gone []uint32
 	// onSched, when set, is shown each scheduler event written (Sched.OnEvent).
 	onSched func(smp recording.Sample, user []uint64)
 }
@@ -1019,7 +1023,7 @@ func (s *session) handle(rec any) {
 			s.endProcess(r.PID)
 		}
 		if exit && s.pending != nil {
-			delete(s.pending, r.TID)
+			s.threadExited(r.TID)
 		}
 		if exit {
 			s.threadGone(r.TID)

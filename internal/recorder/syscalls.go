@@ -69,6 +69,33 @@ type pendingCall struct {
 	// weight: the calls the entry stands for (itself and those of its
 	// thread not recorded since its previous recorded entry).
 	weight uint64
+	// gone: its thread has exited (threadExited).
+	gone bool
+}
+
+// goneKept is how many exited threads keep their pending call.
+const goneKept = 256
+
+// threadExited marks thread tid's pending call as its thread's last: the
+// thread's last switch, inside the exit(2) call, comes through the BPF
+// ring after perf's exit record and refers to it. It is let go at that
+// switch, at the thread id's next entry, or once goneKept threads exited
+// after it.
+func (s *session) threadExited(tid uint32) {
+	c := s.pending[tid]
+	if c == nil {
+		return
+	}
+	c.gone = true
+	s.gone = append(s.gone, tid)
+	if len(s.gone) > 2*goneKept {
+		for _, t := range s.gone[:goneKept] {
+			if p := s.pending[t]; p != nil && p.gone {
+				delete(s.pending, t)
+			}
+		}
+		s.gone = append(s.gone[:0], s.gone[goneKept:]...)
+	}
 }
 
 // syscallsViaBPF loads the program when the recording's options allow it
@@ -373,6 +400,9 @@ func (s *session) syscall(e *sysEvent, k *eventKind) {
 		c := &pendingCall{nr: syscallprog.SwitchState(ev.Nr), kernel: s.sysStack(ev.KernStack, true)}
 		if p := s.pending[ev.TID]; p != nil && p.nr == ev.CallNr && p.ip == ev.IP && p.sp == ev.SP {
 			c.user, c.truncated, c.reduced = p.user, p.truncated, p.reduced
+			if p.gone {
+				delete(s.pending, ev.TID)
+			}
 		} else {
 			// Its entry came before the recording started or was lost.
 			c.user, c.truncated = []uint64{ev.IP}, true

@@ -237,10 +237,18 @@ func (s *session) drainSnapshots() {
 	}
 }
 
-// snapshotFor returns the snapshot taken at a sample, nil when there is none.
+// snapshotFor returns the snapshot taken at a sample, nil when there is
+// none. A snapshot with the sample's user stack pointer pairs with it over
+// the wider window (a stalled CPU delays the program); one without (no
+// plan: the registers were not read) over the narrow one.
 func (s *session) snapshotFor(r *perf.Sample) *sampleprog.Snapshot {
 	if s.snap == nil {
 		return nil
+	}
+	if len(r.Regs) == perf.NumRegs && r.Regs[perf.RegSP] != 0 {
+		if sn := matchRecord(s.snap.pending, r, s.o.Frequency, r.Regs[perf.RegSP]); sn != nil {
+			return sn
+		}
 	}
 	return matchRecord(s.snap.pending, r, s.o.Frequency, 0)
 }

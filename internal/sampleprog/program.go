@@ -106,6 +106,8 @@ func program(m maps, o Options) asm.Instructions {
 		asm.StoreImm(rBuf, scrN, 0, asm.Word),
 		asm.StoreImm(rBuf, scrG, 0, asm.Word),
 		asm.StoreImm(rBuf, scrOut+20, 0, asm.Word),
+		asm.Mov.Imm(asm.R1, 0),
+		asm.StoreMem(rBuf, scrOut+24, asm.R1, asm.DWord),
 	)
 	if j.on() {
 		b.Emit(
@@ -316,6 +318,9 @@ func (b *builder) snapshots(m maps, o Options) {
 		asm.Mov.Imm(asm.R2, ptRegsWords*8),
 		asm.FnProbeReadKernel.Call(),
 		asm.JNE.Imm(asm.R0, 0, "out"),
+		// The header's user SP: what pairs the record with its sample.
+		asm.LoadMem(asm.R1, rBuf, scrRegs+ptRegsSP*8, asm.DWord),
+		asm.StoreMem(rBuf, scrOut+24, asm.R1, asm.DWord),
 	)
 	// The red zone: the 128 bytes below the stack pointer where leaf
 	// functions keep locals without moving it (-O0); the sample's stack

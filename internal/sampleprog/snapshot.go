@@ -96,7 +96,7 @@ const (
 	scrRegs  = 16                      // struct pt_regs, 21 words
 	scrStack = scrRegs + ptRegsWords*8 // stackWords words
 	scrOut   = scrStack + stackWords*8
-	outHdr   = 24 // magic u32, tid u32, time u64, n u32, interval u32
+	outHdr   = 32 // magic u32, tid u32, time u64, n u32, interval u32, sp u64 (0: not read)
 	slotHdr  = 16 // addr u64, len u32, err s32
 	slotSize = slotHdr + SlotBytes
 	scrSlots = scrOut + outHdr
@@ -173,7 +173,9 @@ type Snapshot struct {
 	Chunks   []Chunk
 	globals  bool // the record of planned ranges alone
 	// A stack record (IsStack) holds only the stack copied from StackSP;
-	// Sized says it ended at the thread's learned top.
+	// Sized says it ended at the thread's learned top. A snapshot's
+	// StackSP is the thread's user stack pointer at the sample, 0 when
+	// the program did not read the registers (no plan for the process).
 	IsStack bool
 	Sized   bool
 	StackSP uint64
@@ -510,7 +512,7 @@ func Decode(b []byte, cpu int) (*Snapshot, bool) {
 	if len(b) < outHdr || le.Uint32(b) != magic {
 		return nil, false
 	}
-	s := &Snapshot{TID: le.Uint32(b[4:]), Time: le.Uint64(b[8:]), CPU: cpu, Interval: le.Uint32(b[20:])}
+	s := &Snapshot{TID: le.Uint32(b[4:]), Time: le.Uint64(b[8:]), CPU: cpu, Interval: le.Uint32(b[20:]), StackSP: le.Uint64(b[24:])}
 	n := int(le.Uint32(b[16:]))
 	b = b[outHdr:]
 	for i := 0; i < n && len(b) >= slotSize; i, b = i+1, b[slotSize:] {

@@ -30,14 +30,22 @@ type fixture struct {
 	size    uint64
 }
 
-var fixtureCache *fixture
+var fixtureCache = map[bool]*fixture{}
 
-func newFixture(t testing.TB) *fixture {
+// newFixture is the fixture program built -O2 -g.
+func newFixture(t testing.TB) *fixture { return newFixtureDebug(t, true) }
+
+// newFixtureDebug is the fixture program built -O2, with debug
+// information (-g) or without.
+func newFixtureDebug(t testing.TB, debug bool) *fixture {
 	t.Helper()
-	if fixtureCache != nil {
-		return fixtureCache
+	if fx := fixtureCache[debug]; fx != nil {
+		return fx
 	}
 	bin := testutil.C(t, "hier-O2", []string{"hier.c"}, "-O2", "-g")
+	if !debug {
+		bin = testutil.C(t, "hier-O2-nodebug", []string{"hier.c"}, "-O2")
+	}
 	f, err := elf.Open(bin)
 	if err != nil {
 		t.Fatal(err)
@@ -78,7 +86,7 @@ func newFixture(t testing.TB) *fixture {
 		t.Fatal(err)
 	}
 	fx.size = uint64(st.Size()+0xfff) &^ 0xfff
-	fixtureCache = fx
+	fixtureCache[debug] = fx
 	return fx
 }
 

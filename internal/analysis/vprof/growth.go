@@ -650,6 +650,14 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 	for i, f := range ids {
 		idx[f] = i
 	}
+	// The functions the runs' schemas list a variable of: the others'
+	// own time cannot tell a pattern.
+	declares := map[string]bool{}
+	for _, v := range a.vars {
+		if !v.src.Global && v.src.Function != "" && v.src.Function != "#global" {
+			declares[v.src.Function] = true
+		}
+	}
 	// Growth, own-time growth and evidence.
 	score := make([]float64, len(ids))
 	for i, f := range ids {
@@ -721,6 +729,12 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 			discount = 0
 		}
 		fr.Discount = discount
+		if !declares[a.funcs[f].name] && !a.funcs[f].kernel {
+			fr.Unsampled = UnsampledNotListed
+			if !a.funcs[f].lines {
+				fr.Unsampled = UnsampledNoDebugInfo
+			}
+		}
 		fr.Pattern = a.pattern(fr)
 		if in, p, ok := a.givenBound(f, fr, inputs, &bc); ok {
 			fr.Input, fr.Pattern = in, p
@@ -1366,6 +1380,14 @@ func (a *Analyzer) pattern(fr *FunctionResult) Pattern {
 			return WrongConstraint
 		}
 	}
+	if fr.Evidence == EvidenceOwnTime && fr.Unsampled != "" {
+		// Its own code did more work, and none of its variables was
+		// sampled to say whether it worked longer on more items
+		// (scalability) or decided wrongly what to work on: no pattern
+		// rather than a guess (docs/vprof.md, "No variables where the
+		// time goes").
+		return NoPattern
+	}
 	if fr.Evidence == EvidenceOwnTime || (fr.Evidence == EvidenceVariable && ownWork(fr)) {
 		return Scalability
 	}
@@ -1439,6 +1461,14 @@ func why(f *FunctionResult) string {
 	}
 	if c := f.Calls; c != nil {
 		fmt.Fprintf(&b, "; its calls of %s took %s of its time vs %s normally", c.Callee, pct(c.Buggy), pct(c.Normal))
+	}
+	if f.Evidence == EvidenceOwnTime && f.Pattern == NoPattern {
+		switch f.Unsampled {
+		case UnsampledNoDebugInfo:
+			b.WriteString("; no debug information for its code (built without -g): no variables, pattern unknown")
+		case UnsampledNotListed:
+			b.WriteString("; the schema lists none of its variables: pattern unknown")
+		}
 	}
 	if f.Pattern != NoPattern && f.Pattern != "" {
 		fmt.Fprintf(&b, " → %s", f.Pattern)

@@ -1357,3 +1357,53 @@ func TestLoopRunToGivenBound(t *testing.T) {
 		}
 	}
 }
+
+// A function whose only evidence is its own time takes the pattern
+// scalability when the schema lists variables of it that look as normally
+// (its loops ran longer on what they always handle), and none when no
+// variable of it could be sampled: not listed, or no debug information for
+// its code (built without -g) — which the why line says.
+func TestOwnTimeWithoutVariables(t *testing.T) {
+	for _, c := range []struct {
+		name            string
+		debug, listed   bool
+		pattern         Pattern
+		unsampled, says string
+	}{
+		{"listed", true, true, Scalability, "", "→ scalability"},
+		{"not listed", true, false, NoPattern, UnsampledNotListed, "the schema lists none of its variables: pattern unknown"},
+		{"no debug information", false, false, NoPattern, UnsampledNoDebugInfo, "no debug information for its code (built without -g)"},
+	} {
+		mk := func(buggy bool) *profile.Profile {
+			fx := newFixtureDebug(t, c.debug)
+			r := fx.create(t, "own.rec")
+			n := r.variable("n", "dispatch_1", "long", "none", false)
+			var vals []val
+			if c.listed {
+				vals = append(vals, val{r.variable("k", "worker", "long", "none", false), 0, 3})
+			}
+			work := 100
+			if buggy {
+				work = 900
+			}
+			for i := 0; i < 300; i++ {
+				r.tick(1, []string{"dispatch_1", "main"}, 0, val{n, 0, int64(i % 5)})
+			}
+			for i := 0; i < work; i++ {
+				r.tick(1, []string{"worker", "dispatch_1", "main"}, 0, append(vals, val{n, 1, int64(i % 5)})...)
+			}
+			for i := 0; i < 600; i++ {
+				r.tick(1, []string{"main"}, 0)
+			}
+			return r.done()
+		}
+		res := analyzeWith(t, DefaultOptions(), []*profile.Profile{mk(false)}, []*profile.Profile{mk(true)})
+		w := res.fn(t, "worker")
+		if w.Evidence != EvidenceOwnTime {
+			t.Fatalf("%s: worker's evidence %s, want own-time: the setting is not the one tested", c.name, w.Evidence)
+		}
+		if w.Pattern != c.pattern || w.Unsampled != c.unsampled || !strings.Contains(w.Why, c.says) {
+			t.Errorf("%s: worker pattern %s, unsampled %q, why %q; want %s, %q, saying %q", c.name, w.Pattern, w.Unsampled, w.Why, c.pattern, c.unsampled, c.says)
+		}
+	}
+}

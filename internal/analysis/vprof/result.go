@@ -171,8 +171,25 @@ type FunctionResult struct {
 	// normal runs, while no function above it held one: it made the
 	// longer range its callees work on.
 	Range *Range `json:"range,omitempty"`
-	Why   string `json:"why,omitempty"`
+	// Unsampled says why none of its own variables could be sampled when
+	// the runs' schemas list none: UnsampledNoDebugInfo or
+	// UnsampledNotListed ("" when some are listed). Its own time then
+	// says that it did more work, not which pattern (Pattern is none).
+	Unsampled string `json:"unsampled,omitempty"`
+	Why       string `json:"why,omitempty"`
 }
+
+// Why a function has no variables of its own to sample (FunctionResult.Unsampled).
+const (
+	// UnsampledNoDebugInfo: no frame of it carried a source line: its
+	// object has no debug information for its code (built without -g),
+	// so no schema can list its variables.
+	UnsampledNoDebugInfo = "no-debug-info"
+	// UnsampledNotListed: its code has line information, but the runs'
+	// schemas list none of its variables (it has none worth sampling, or
+	// the schema was cut to a component).
+	UnsampledNotListed = "not-listed"
+)
 
 // Range is the length (end − start, in bytes) of a range two pointer
 // locals of a function delimit: the longest in the normal runs and the

@@ -467,6 +467,9 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 					if f := &a.funcs[fs[i]]; !f.atOK && !fr.Kernel && fr.Offset > 0 && !fr.Inlined {
 						f.at, f.atOK = fr.Offset, true
 					}
+					if !fr.Kernel && fr.Line > 0 {
+						a.funcs[fs[i]].lines = true
+					}
 				}
 			}
 			stackFn[s.Stack] = fs

@@ -177,6 +177,9 @@ type fn struct {
 	at     uint64
 	atOK   bool
 	kernel bool // seen as a kernel frame
+	// lines: a frame of it carried a source line (its object has line
+	// information, DWARF, for its code).
+	lines bool
 }
 
 // loc is a source line where a value was read.

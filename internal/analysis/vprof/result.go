@@ -186,8 +186,8 @@ const (
 	// so no schema can list its variables.
 	UnsampledNoDebugInfo = "no-debug-info"
 	// UnsampledNotListed: its code has line information, but the runs'
-	// schemas list none of its variables (it has none worth sampling, or
-	// the schema was cut to a component).
+	// schemas list none of its variables (none is tagged loop, cond or
+	// args, or the schema was cut to a component).
 	UnsampledNotListed = "not-listed"
 )
 

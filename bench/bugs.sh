@@ -33,7 +33,9 @@
 #   -R N       record N normal and N buggy runs with --values (default 1, or
 #              $BUGS_R); with -a, analyse the first N pairs OUTDIR holds
 #   -a         analyse again the recordings OUTDIR already holds (no new
-#              runs), e.g. after a change of the method
+#              runs), e.g. after a change of the method; a case OUTDIR
+#              holds no recordings of (no buggy.ev.rec) is built and
+#              recorded first, as without -a (name the cases to avoid it)
 #   -r         record only (build and record the runs, analyse nothing), e.g.
 #              for held-out cases whose results must not be seen yet
 #   -c         keep the recordings OUTDIR already holds and record only the

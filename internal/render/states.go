@@ -58,6 +58,7 @@ type jsonStatesInterval struct {
 	State     sched.State `json:"state"`
 	Waker     uint32      `json:"waker,omitempty"`
 	Interrupt bool        `json:"interrupt,omitempty"`
+	Unwoken   bool        `json:"unwoken,omitempty"`
 }
 
 type jsonStatesThread struct {
@@ -92,7 +93,7 @@ func StatesJSON(w io.Writer, tl *sched.Timeline, sums []sched.Summary, intervals
 		}
 		if intervals {
 			for _, iv := range tl.Threads[s.TID].Intervals {
-				t.Intervals = append(t.Intervals, jsonStatesInterval{From: iv.From, To: iv.To, State: iv.State, Waker: iv.Waker, Interrupt: iv.Interrupt})
+				t.Intervals = append(t.Intervals, jsonStatesInterval{From: iv.From, To: iv.To, State: iv.State, Waker: iv.Waker, Interrupt: iv.Interrupt, Unwoken: iv.Unwoken})
 			}
 		}
 		out.Threads = append(out.Threads, t)

@@ -89,6 +89,18 @@ type Interval struct {
 	// Open is set on a thread's last interval when the recording ended
 	// during it (no event closed it).
 	Open bool
+	// Unwoken is set on a blocked interval that no recorded wake-up
+	// ended: it ends where the thread was next seen running (its switch
+	// onto a CPU, or, when that was not recorded either, its first CPU
+	// sample or system call event after it). The wake-up came before, at
+	// a time not known, so the interval holds the thread's wait for a CPU
+	// after it too. A kernel may deliver no trace event at all while some
+	// tasks run (docs/cli.md, culprit states): a timer's interrupt that
+	// lands on such a task wakes a sleeper unseen, and the task's switch
+	// to the next one is not seen either. The waker is never a thread of
+	// the recorded processes (their wake-ups are made where they run, and
+	// recorded), so no critical path loses an edge by it.
+	Unwoken bool
 }
 
 // Duration is To - From.
@@ -139,7 +151,12 @@ type Timeline struct {
 	// Wakeups counts the recorded wake-ups, Switches the switches away
 	// and SwitchIns the switches onto a CPU.
 	Wakeups, Switches, SwitchIns int
-	Warnings                     []string
+	// Unwoken counts the blocked intervals no recorded wake-up ended
+	// (Interval.Unwoken), and Unseen the times a thread ran with no switch
+	// onto a CPU recorded (seen running by a sample while its timeline
+	// had it waiting, or switching away while it did).
+	Unwoken, Unseen int
+	Warnings        []string
 	// Handoffs are the created-by edges the timeline knows itself (a Go
 	// goroutine a timer armed by another started), which CriticalPath
 	// follows with those its caller gives.
@@ -226,9 +243,15 @@ func States(p *profile.Profile) (*Timeline, error) {
 		switch s.Event {
 		case recording.EventSwitchIn, recording.EventSwitch, recording.EventWakeup:
 		case recording.EventCPU, recording.EventSyscallEnter, recording.EventSyscallExit:
-			// The thread runs: evidence for a timeline that has not begun.
+			// The thread runs: evidence for a timeline that has not begun,
+			// and of a switch onto a CPU not recorded when its timeline
+			// has it waiting.
 			if ts = states[s.TID]; ts != nil {
 				ts.lastSeen = s.Time
+				if ts.open && ts.cur.State != OnCPU && ts.cur.State != Stopped && s.Time > ts.cur.From {
+					tl.Unseen++
+					ts.runs(s.Time, tl)
+				}
 			}
 			return true
 		default:
@@ -245,19 +268,7 @@ func States(p *profile.Profile) (*Timeline, error) {
 			if ts.open && ts.cur.State == OnCPU {
 				break // a repeated switch-in: keep the interval
 			}
-			if ts.open && ts.cur.State.Blocked() && ts.early {
-				// No wake-up came while it slept: the one seen just before
-				// it left the CPU ended this sleep. It came while the
-				// kernel was switching the thread away (the switch is
-				// stamped after the state it reports was read), so the
-				// thread never slept: it waited for a CPU.
-				ts.cur.Waker, ts.cur.Interrupt, ts.cur.WakerStack = ts.earlyWaker, ts.earlyIRQ, ts.earlyStack
-				ts.close(ts.cur.From)
-				ts.start(ts.th.Intervals[len(ts.th.Intervals)-1].To, Runnable)
-			}
-			ts.close(s.Time)
-			ts.start(s.Time, OnCPU)
-			ts.early = false
+			ts.runs(s.Time, tl)
 		case recording.EventSwitch:
 			tl.Switches++
 			ts = get(s.PID, s.TID)
@@ -271,9 +282,10 @@ func States(p *profile.Profile) (*Timeline, error) {
 			}
 			if ts.cur.State != OnCPU {
 				// A switch away of a thread not seen switching in (an
-				// event lost or cut): start again from here.
-				ts.close(s.Time)
-				ts.start(s.Time, OnCPU)
+				// event lost or cut, or not delivered): start again from
+				// here.
+				tl.Unseen++
+				ts.runs(s.Time, tl)
 			}
 			ts.close(s.Time)
 			st := cls.state(s.Arg, s.Stack)
@@ -333,7 +345,36 @@ func States(p *profile.Profile) (*Timeline, error) {
 	if p.Lost > 0 {
 		tl.Warnings = append(tl.Warnings, fmt.Sprintf("%d events were lost: the intervals around them may be wrong", p.Lost))
 	}
+	if tl.Unwoken > 0 {
+		tl.Warnings = append(tl.Warnings, fmt.Sprintf("%d waits ended with no wake-up recorded (the kernel delivered none): each runs to when its thread was next seen running, its wait for a CPU after the wake-up counted in it", tl.Unwoken))
+	}
+	if tl.Unseen > 0 {
+		tl.Warnings = append(tl.Warnings, fmt.Sprintf("%d runs of a thread had no switch onto a CPU recorded: each starts at the first sample or switch away that shows the thread running", tl.Unseen))
+	}
 	return tl, nil
+}
+
+// runs ends the thread's wait at t, where it was seen running: its
+// switch onto a CPU, or the first evidence of it running when that was not
+// recorded.
+func (ts *tstate) runs(t uint64, tl *Timeline) {
+	switch {
+	case ts.open && ts.cur.State.Blocked() && ts.early:
+		// No wake-up came while it slept: the one seen just before it
+		// left the CPU ended this sleep. It came while the kernel was
+		// switching the thread away (the switch is stamped after the
+		// state it reports was read), so the thread never slept: it
+		// waited for a CPU.
+		ts.cur.Waker, ts.cur.Interrupt, ts.cur.WakerStack = ts.earlyWaker, ts.earlyIRQ, ts.earlyStack
+		ts.close(ts.cur.From)
+		ts.start(ts.th.Intervals[len(ts.th.Intervals)-1].To, Runnable)
+	case ts.open && ts.cur.State.Blocked():
+		ts.cur.Unwoken = true
+		tl.Unwoken++
+	}
+	ts.close(t)
+	ts.start(t, OnCPU)
+	ts.early = false
 }
 
 // classifier turns a switch's prev_state and blocking stack into a State.

@@ -146,6 +146,52 @@ func TestStatesWakeupDuringSwitch(t *testing.T) {
 	}
 }
 
+// A wait no recorded wake-up ended is marked, and counted: ended by the
+// thread's switch onto a CPU, or, when that was not recorded either (the
+// kernel delivered neither), by the first sample of it running or its
+// switch away.
+func TestStatesUnwoken(t *testing.T) {
+	tl := states(t, prof(
+		ev{10, in, 2, 0, 0},
+		ev{20, out, 2, recording.TaskInterruptible, 3}, // sleeps
+		ev{30, in, 2, 0, 0},                            // no wake-up
+		ev{40, out, 2, recording.TaskInterruptible, 3},
+		ev{52, recording.EventCPU, 2, 0, 0}, // runs, no switch-in
+		ev{60, out, 2, recording.TaskPreempted, 0},
+		ev{65, recording.EventSyscallExit, 2, 0, 0}, // runs again
+		ev{70, out, 2, recording.TaskInterruptible, 1},
+		ev{80, out, 2, recording.TaskInterruptible, 1}, // no switch-in, no wake-up
+		ev{90, wake, 3, 2, 0},
+		ev{95, in, 2, 0, 0},
+	))
+	got := tl.Thread(2).Intervals
+	want := []Interval{
+		{From: 10, To: 20, State: OnCPU},
+		{From: 20, To: 30, State: Sleep, Unwoken: true},
+		{From: 30, To: 40, State: OnCPU},
+		{From: 40, To: 52, State: Sleep, Unwoken: true},
+		{From: 52, To: 60, State: OnCPU},
+		{From: 60, To: 65, State: Runnable},
+		{From: 65, To: 70, State: OnCPU},
+		{From: 70, To: 80, State: Lock, Unwoken: true},
+		{From: 80, To: 80, State: OnCPU},
+		{From: 80, To: 90, State: Lock, Waker: 3},
+		{From: 90, To: 95, State: Runnable},
+	}
+	if len(got) < len(want) {
+		t.Fatalf("thread 2: %+v", got)
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.From != w.From || g.To != w.To || g.State != w.State || g.Waker != w.Waker || g.Unwoken != w.Unwoken {
+			t.Errorf("interval %d: got %+v, want %+v", i, g, w)
+		}
+	}
+	if tl.Unwoken != 3 || tl.Unseen != 3 || len(tl.Warnings) != 2 {
+		t.Errorf("%d unwoken, %d unseen, warnings %q", tl.Unwoken, tl.Unseen, tl.Warnings)
+	}
+}
+
 // The path through a lock wait is the holder's; through the holder's own
 // wait, its waker's; a hand-off jumps to the thread that queued the work.
 func TestCriticalPath(t *testing.T) {

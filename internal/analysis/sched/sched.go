@@ -23,9 +23,12 @@
 // recorded as the wake-up of no thread (TID 0) where culprit's BPF
 // program records the switches; with perf's events (--perf-events) it is
 // not, and the blocked interval then ends when the thread next runs,
-// with no runnable part. A wake-up from interrupt context names no
-// thread either. A thread's first event may be a wake-up (a new
-// thread's): it is runnable from there.
+// with no runnable part, marked Unwoken; so does one the kernel delivered
+// no event for (some kernels trace nothing while some tasks run). A
+// thread seen running while its timeline has it waiting had its switch
+// onto a CPU unrecorded: the wait ends there. A wake-up from interrupt
+// context names no thread either. A thread's first event may be a
+// wake-up (a new thread's): it is runnable from there.
 package sched
 
 import (

@@ -1202,7 +1202,9 @@ func threadHashState(b *bpfasm.Builder, m fds) {
 // processes get none, so that they do not push the traced ones' out of
 // the LRU map.
 func threadHashNew(b *bpfasm.Builder, m fds) {
-	const valSlot = -104 - stateSize // stateSize bytes for the value
+	// stateSize bytes for the value, built and handed to the map before
+	// the program uses the slots it shares (stackID's idSlot, walkSlot).
+	const valSlot = -104 - stateSize
 	for off := int16(0); off < stateSize; off += 8 {
 		b.Emit(storeImm64(asm.RFP, valSlot+off, 0))
 	}

@@ -152,6 +152,25 @@ func TestCopiesLessBeforeDropping(t *testing.T) {
 	}
 }
 
+// belowFrames runs f below n+1 frames of at least 512 bytes each, all
+// written: the memory above f's stack pointer is then the goroutine's
+// stack, present for a copy to read. Near the top of a goroutine's stack
+// the memory beyond may be a page never touched, which a BPF program
+// cannot read (its copy then fails).
+//
+//go:noinline
+func belowFrames(n int, f func()) byte {
+	var pad [512]byte
+	for i := range pad {
+		pad[i] = byte(n + i)
+	}
+	if n > 0 {
+		return belowFrames(n-1, f) + pad[n]
+	}
+	f()
+	return pad[0]
+}
+
 // TestCopiesUpToTheTop: with StackTops, a thread whose top is set copies
 // its stack at each entry from the stack pointer up to the top (in a
 // record of the smallest class that holds it; up to the page boundary
@@ -168,9 +187,11 @@ func TestCopiesUpToTheTop(t *testing.T) {
 	// the end of its copy.
 	type entry struct{ sp, end uint64 }
 	calls := func() (es []entry) {
-		for i := 0; i < 10; i++ {
-			unix.Getppid()
-		}
+		belowFrames(4, func() {
+			for i := 0; i < 10; i++ {
+				unix.Getppid()
+			}
+		})
 		err := tr.Drain(func(ev *Event) {
 			if ev.TID == tid && !ev.Exit && ev.Nr == unix.SYS_GETPPID {
 				es = append(es, entry{ev.SP, ev.SP + uint64(len(ev.Stack))})

@@ -153,7 +153,8 @@ func TestBlockedKernelChainReused(t *testing.T) {
 // traced thread's switches onto a CPU: after each switch away a switch
 // in of the same thread, a sleep's no sooner than the sleep's end, on
 // the CPU its next switch away leaves (a running thread does not move)
-// and before that, and one for each sleep.
+// and before that, and one for each sleep the kernel showed the
+// switch onto the CPU of.
 func TestSwitchIns(t *testing.T) {
 	testutil.NeedRoot(t)
 	for _, o := range []Options{
@@ -247,7 +248,14 @@ func TestSwitchIns(t *testing.T) {
 						slept++
 					}
 				}
-				if len(sleeps) < n || slept < len(sleeps) || outs-ins > 1 || ins-outs > 1 {
+				// A kernel may run no tracepoint program while some
+				// task runs (docs/cli.md, culprit states: a VM's agent):
+				// the switch from it onto this thread is then not seen,
+				// and its sleep has no switch-in. Such a task runs
+				// rarely: most sleeps have theirs, and every switch-in
+				// missing is one switch away more than the switch-ins.
+				missed := len(sleeps) - slept
+				if len(sleeps) < n || slept < len(sleeps)*3/4 || outs-ins > 1+missed || ins-outs > 1 {
 					t.Errorf("%d switches in (%d after a sleep), %d away; %d of %d full sleeps of 1 ms have a switch-in after their 1 ms", ins, asleep, outs, slept, len(sleeps))
 				}
 			})

@@ -1325,3 +1325,57 @@ func BenchmarkRecordedCall(b *testing.B) {
 	}
 	tr.Remove(uint32(os.Getpid()))
 }
+
+// TestCopyUpToAFault: an entry's stack copy that would cross into a page
+// never touched (which a BPF program cannot read) holds the stack up to
+// the page boundary, not nothing.
+func TestCopyUpToAFault(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "pagecopy", []string{"pagecopy.c"}, "-O2")
+	tr, err := New(Options{Syscalls: true, StackBytes: 1024, RingBytes: 1 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	cmd := exec.Command(bin)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outp, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var sp uint64
+	if _, err := fmt.Fscanf(outp, "sp %v\n", &sp); err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatalf("reading the program's stack pointer: %v", err)
+	}
+	pid := uint32(cmd.Process.Pid)
+	if err := tr.Add(pid); err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		t.Fatal(err)
+	}
+	in.Write([]byte{1})
+	in.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	var got []int
+	err = tr.Drain(func(ev *Event) {
+		if ev.TID == pid && !ev.Exit && !ev.Switch && ev.Nr == unix.SYS_GETPPID && ev.SP == sp {
+			got = append(got, len(ev.Stack))
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 1 || got[0] != 200 {
+		t.Errorf("getppid's entries at SP %#x copied %v bytes, want one of 200 (up to the page boundary)", sp, got)
+	}
+}

@@ -112,7 +112,7 @@ func diagnoseRuns(normal, buggy []string, o vprof.Options, different bool, windo
 	// the next run loads.
 	return d.run(func(path string) (*profile.Profile, error) {
 		return loadProfileWith([]string{path}, stderr, loader.Options{Stream: true})
-	}, debug.FreeOSMemory, window)
+	}, debug.FreeOSMemory, window, nil)
 }
 
 // diagnoser runs vProf's analysis on the recordings of normal and buggy
@@ -154,8 +154,9 @@ func newDiagnoser(normal, buggy []string, o vprof.Options, different bool, stder
 
 // run analyses the runs, each profile loaded by load from its recording's
 // path (normal runs first) and, after it is added, done called (nil: not);
-// of the buggy runs, only what window selects (nil: everything).
-func (d *diagnoser) run(load func(path string) (*profile.Profile, error), done func(), window *profile.Filter) (*vprof.Result, error) {
+// of the buggy runs, only what window selects (nil: everything). The
+// analysis calls pause (nil: none) at regular steps (vprof's SetPause).
+func (d *diagnoser) run(load func(path string) (*profile.Profile, error), done func(), window *profile.Filter, pause func()) (*vprof.Result, error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	a, err := vprof.New(d.o)
@@ -166,6 +167,7 @@ func (d *diagnoser) run(load func(path string) (*profile.Profile, error), done f
 	a.SetReads(d.reads)
 	a.SetDeciders(d.deciders)
 	a.SetGuards(d.guards)
+	a.SetPause(pause)
 	for i, path := range append(append([]string(nil), d.normal...), d.buggy...) {
 		p, err := load(path)
 		if err != nil {

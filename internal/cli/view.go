@@ -258,11 +258,11 @@ func viewInputs(ff *filterFlags, paths, bases []string, stderr io.Writer) (view.
 // every page reads the same load); a side of several is several runs,
 // each loaded from its recording once, on the first analysis. The
 // machine code of the program is read once for every time range's
-// analysis.
-func viewDiagnose(bases, paths []string, baseWhole, whole *profile.Profile, stderr io.Writer) func(view.Range) (*vprof.Result, error) {
+// analysis. The analysis pauses in pause (nil: none) at its steps.
+func viewDiagnose(bases, paths []string, baseWhole, whole *profile.Profile, stderr io.Writer) func(view.Range, func()) (*vprof.Result, error) {
 	d, err := newDiagnoser(bases, paths, vprof.DefaultOptions(), false, stderr)
 	if err != nil {
-		return func(view.Range) (*vprof.Result, error) { return nil, err }
+		return func(view.Range, func()) (*vprof.Result, error) { return nil, err }
 	}
 	loaded := map[string]*profile.Profile{}
 	if len(d.normal) == 1 {
@@ -285,13 +285,13 @@ func viewDiagnose(bases, paths []string, baseWhole, whole *profile.Profile, stde
 		loaded[path] = p
 		return p, nil
 	}
-	return func(rng view.Range) (*vprof.Result, error) {
+	return func(rng view.Range, pause func()) (*vprof.Result, error) {
 		var window *profile.Filter
 		if !rng.Whole() {
 			w := rng.Narrow(profile.Filter{AllEvents: true})
 			window = &w
 		}
-		return d.run(load, nil, window)
+		return d.run(load, nil, window, pause)
 	}
 }
 

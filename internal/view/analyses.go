@@ -117,10 +117,16 @@ type rangePages = rangeMemo[[]byte]
 //
 // A request does not wait for a build longer than buildWait: it is
 // answered with a page that says the page is being built and for how
-// long, and asks again (the builds ahead of use wait: waitBuilt).
-func (s *Server) cachedReport(w http.ResponseWriter, r *http.Request, pages *rangePages, title string, rng Range, build func(Range) ([]section, error)) {
+// long, and asks again (the builds ahead of use wait: waitBuilt). A build
+// ahead of use is given waitAnswered as pause, to call at its steps (a
+// long analysis: Inputs.Diagnose); a build a request starts, nil.
+func (s *Server) cachedReport(w http.ResponseWriter, r *http.Request, pages *rangePages, title string, rng Range, build func(rng Range, pause func()) ([]section, error)) {
+	var pause func()
+	if r.Context().Value(waitBuilt{}) != nil {
+		pause = s.waitAnswered
+	}
 	run := func(rng Range) ([]byte, error) {
-		secs, err := build(rng)
+		secs, err := build(rng, pause)
 		if err != nil {
 			return nil, err
 		}
@@ -135,7 +141,7 @@ func (s *Server) cachedReport(w http.ResponseWriter, r *http.Request, pages *ran
 	} else {
 		var ok bool
 		var running time.Duration
-		body, err, ok, running = pages.within(rng, buildWait, run)
+		s.awaiting(r, func() { body, err, ok, running = pages.within(rng, buildWait, run) })
 		if !ok {
 			s.building(w, title, rng, running)
 			return
@@ -219,7 +225,7 @@ var latencyPage = Page{
 				s.badRange(w, "Latency", err)
 				return
 			}
-			s.cachedReport(w, r, &pages, "Latency", rng, func(rng Range) ([]section, error) {
+			s.cachedReport(w, r, &pages, "Latency", rng, func(rng Range, pause func()) ([]section, error) {
 				lat, err := s.in.Latency(rng)
 				if err != nil {
 					return nil, err
@@ -254,7 +260,7 @@ var contextsPage = Page{
 				s.badRange(w, "Contexts", err)
 				return
 			}
-			s.cachedReport(w, r, &pages, "Contexts", rng, func(rng Range) ([]section, error) {
+			s.cachedReport(w, r, &pages, "Contexts", rng, func(rng Range, pause func()) ([]section, error) {
 				c, err := cmp.get(rng, s.in.Contexts)
 				if err != nil {
 					return nil, err
@@ -338,8 +344,8 @@ var diagnosePage = Page{
 				s.badRange(w, "Diagnose", err)
 				return
 			}
-			s.cachedReport(w, r, &pages, "Diagnose", rng, func(rng Range) ([]section, error) {
-				d, err := s.in.Diagnose(rng)
+			s.cachedReport(w, r, &pages, "Diagnose", rng, func(rng Range, pause func()) ([]section, error) {
+				d, err := s.in.Diagnose(rng, pause)
 				if err != nil {
 					return nil, err
 				}
@@ -373,7 +379,7 @@ var tracePage = Page{
 				s.badRange(w, "Traced calls", err)
 				return
 			}
-			s.cachedReport(w, r, &pages, "Traced calls", rng, func(rng Range) ([]section, error) {
+			s.cachedReport(w, r, &pages, "Traced calls", rng, func(rng Range, pause func()) ([]section, error) {
 				p := s.p
 				if !rng.Whole() {
 					p = s.p.Apply(rng.Narrow(profile.Filter{AllEvents: true}))
@@ -455,7 +461,7 @@ var variancePage = Page{
 				s.badRange(w, "Variance tree", err)
 				return
 			}
-			s.cachedReport(w, r, &pages, "Variance tree", rng, func(rng Range) ([]section, error) {
+			s.cachedReport(w, r, &pages, "Variance tree", rng, func(rng Range, pause func()) ([]section, error) {
 				v, err := s.in.Variance(rng)
 				if err != nil {
 					return nil, err

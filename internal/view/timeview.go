@@ -111,7 +111,10 @@ var timePage = Page{
 			if s.valuesMemo.running() {
 				wait = 0
 			}
-			if _, err, ok, running := s.valuesMemo.within(wait, s.readValues); !ok {
+			var ok bool
+			var running time.Duration
+			s.awaiting(r, func() { _, err, ok, running = s.valuesMemo.within(wait, s.readValues) })
+			if !ok {
 				w.Header().Set("Content-Type", "application/json")
 				w.Header().Set("Cache-Control", "no-store")
 				w.WriteHeader(http.StatusAccepted)

@@ -64,8 +64,11 @@ type Inputs struct {
 	// always all of it), or nil.
 	Latency  func(Range) (*introperf.Result, error)    // latency inference on Profile's events
 	Contexts func(Range) (introperf.Comparison, error) // Base's contexts against Profile's
-	Diagnose func(Range) (*vprof.Result, error)        // Base as normal runs, Profile as buggy
-	Variance func(Range) (*variance.Result, error)     // the variance tree of a recording of culprit variance
+	// Diagnose, Base as normal runs and Profile as buggy, runs for
+	// minutes on large recordings: it calls pause (nil: none) at its
+	// steps, where a build ahead of use waits while requests are answered.
+	Diagnose func(rng Range, pause func()) (*vprof.Result, error)
+	Variance func(Range) (*variance.Result, error) // the variance tree of a recording of culprit variance
 
 	// Objects opens a recorded object by its path, as it was recorded
 	// (a copy culprit archive kept when it changed since), for pprof's
@@ -111,6 +114,7 @@ type Server struct {
 	answerMu  sync.Mutex
 	answered  *sync.Cond
 	answering int
+	pausing   int // builds waiting in waitAnswered (for tests)
 }
 
 // maxRanges is how many time ranges keep their pprof UI (and their
@@ -204,14 +208,20 @@ func New(in Inputs, stderr io.Writer) (*Server, error) {
 	return s, nil
 }
 
-// waitAnswered waits until no request is being answered. A build ahead
-// of use waits here before it starts, never while it holds what a
-// request may wait for unbounded (valuesAhead pauses here midway: the
-// requests for its result wait for it 50 ms at most).
+// waitAnswered waits until no request is being answered: the one way a
+// build ahead of use gives up the CPU to requests. Such a build waits
+// here before it starts, and the long ones midway too (valuesAhead every
+// 2^16 values; diagnose's analysis at its steps, Inputs.Diagnose's
+// pause), never while they hold what a request may wait for unbounded:
+// the requests for their results wait for them buildWait at most, and
+// not counted as being answered meanwhile (awaiting), so that a build
+// does not pause for the request that waits for it.
 func (s *Server) waitAnswered() {
 	s.answerMu.Lock()
 	for s.answering > 0 {
+		s.pausing++
 		s.answered.Wait()
+		s.pausing--
 	}
 	s.answerMu.Unlock()
 }
@@ -219,16 +229,34 @@ func (s *Server) waitAnswered() {
 // answer counts a request as being answered until the returned func is
 // called.
 func (s *Server) answer() func() {
+	s.count(1)
+	return func() { s.count(-1) }
+}
+
+// count adds n to the requests being answered and wakes the builds
+// waiting in waitAnswered when there is none left.
+func (s *Server) count(n int) {
 	s.answerMu.Lock()
-	s.answering++
-	s.answerMu.Unlock()
-	return func() {
-		s.answerMu.Lock()
-		if s.answering--; s.answering == 0 {
-			s.answered.Broadcast()
-		}
-		s.answerMu.Unlock()
+	if s.answering += n; s.answering == 0 {
+		s.answered.Broadcast()
 	}
+	s.answerMu.Unlock()
+}
+
+// answeringKey marks the context of a request counted by answer.
+type answeringKey struct{}
+
+// awaiting runs wait, which waits for a build, with r not counted as
+// being answered meanwhile: the builds ahead of use, the one r waits for
+// among them, do not pause for a request that only waits.
+func (s *Server) awaiting(r *http.Request, wait func()) {
+	if r.Context().Value(answeringKey{}) == nil {
+		wait()
+		return
+	}
+	s.count(-1)
+	defer s.count(1)
+	wait()
 }
 
 // hasSamples reports whether there are CPU samples, which pprof's views
@@ -258,7 +286,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	defer s.answer()()
-	r2 := r.Clone(r.Context())
+	r2 := r.Clone(context.WithValue(r.Context(), answeringKey{}, true))
 	r2.URL.Path = "/" + rest
 	r2.URL.RawPath = ""
 	w.Header().Set("X-Content-Type-Options", "nosniff")

@@ -240,7 +240,7 @@ func (a *Analyzer) locate() error {
 			}
 			st.in = st.in[:0]
 		}
-		err := r.p.EachValue(func(v *profile.Value) bool {
+		err := a.eachValue(r.p, func(v *profile.Value) bool {
 			vi := w.variable(v)
 			if vi < 0 {
 				return true

@@ -419,6 +419,9 @@ func (a *Analyzer) Result() (*Result, error) {
 		go func() {
 			defer wg.Done()
 			for i := range next {
+				if a.pause != nil {
+					a.pause()
+				}
 				comps[i] = o.discountVar(a.vars[i], len(a.normal))
 			}
 		}()

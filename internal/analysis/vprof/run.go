@@ -29,6 +29,7 @@ type Analyzer struct {
 	readsOf  ReadsFunc
 	decideOf DecideFunc
 	guardOf  GuardFunc
+	pause    func()  // SetPause's (nil: none)
 	blocks   []Block // distinct basic blocks where buggy values were read (Samples unused)
 	blockIdx map[blockKey]int32
 	// ranges: the lengths of the ranges two pointers of one frame delimit
@@ -101,6 +102,47 @@ func (a *Analyzer) SetGuards(f GuardFunc) { a.guardOf = f }
 // were read, found by f (the analysis does not read machine code itself).
 // Call it before adding runs.
 func (a *Analyzer) SetBlocks(f BlockFunc) { a.blockOf = f }
+
+// SetPause has the analysis call f at regular steps: every pauseEvery
+// samples or values it reads (a streamed run's reading pauses with it)
+// and before each variable it compares. A caller that runs the analysis
+// in the background blocks in f while more urgent work runs, so that the
+// analysis gives up the CPU there (culprit view: while requests are
+// answered). f may be called from several goroutines at once. Call it
+// before adding runs.
+func (a *Analyzer) SetPause(f func()) { a.pause = f }
+
+// pauseEvery is how many samples or values are read between calls of the
+// pause hook: about a millisecond of reading.
+const pauseEvery = 1 << 14
+
+// eachSample is p.EachSample, pausing every pauseEvery samples.
+func (a *Analyzer) eachSample(p *profile.Profile, yield func(*profile.Sample) bool) error {
+	if a.pause == nil {
+		return p.EachSample(yield)
+	}
+	n := 0
+	return p.EachSample(func(s *profile.Sample) bool {
+		if n++; n%pauseEvery == 0 {
+			a.pause()
+		}
+		return yield(s)
+	})
+}
+
+// eachValue is p.EachValue, pausing every pauseEvery values.
+func (a *Analyzer) eachValue(p *profile.Profile, yield func(*profile.Value) bool) error {
+	if a.pause == nil {
+		return p.EachValue(yield)
+	}
+	n := 0
+	return p.EachValue(func(v *profile.Value) bool {
+		if n++; n%pauseEvery == 0 {
+			a.pause()
+		}
+		return yield(v)
+	})
+}
 
 // block returns the index of the basic block holding a frame's address,
 // −1 when unknown.
@@ -438,7 +480,7 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 	}
 	clock := runClock(p)
 
-	period, err := defaultPeriod(p)
+	period, err := a.defaultPeriod(p)
 	if err != nil {
 		return err
 	}
@@ -447,7 +489,7 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 	stackFn := map[int32][]int32{} // stack → functions, innermost first
 	perStack := map[int32]float64{}
 	var total float64
-	err = p.EachSample(func(s *profile.Sample) bool {
+	err = a.eachSample(p, func(s *profile.Sample) bool {
 		if s.Event != recording.EventCPU {
 			return true
 		}
@@ -507,7 +549,7 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 	// with the values (both come in time order).
 	var sampleErr error
 	nextSample, stopSamples := iter.Pull(func(yield func(profile.Sample) bool) {
-		sampleErr = p.EachSample(func(s *profile.Sample) bool { return yield(*s) })
+		sampleErr = a.eachSample(p, func(s *profile.Sample) bool { return yield(*s) })
 	})
 	defer stopSamples()
 	var at []profile.Sample // the samples of time atTime
@@ -597,7 +639,7 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 	}
 	w := newWalker(srcVar, len(a.vars))
 	normalIdx := len(a.normal)
-	err = p.EachValue(func(v *profile.Value) bool {
+	err = a.eachValue(p, func(v *profile.Value) bool {
 		vi := w.variable(v)
 		if vi < 0 {
 			return true
@@ -714,10 +756,10 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 // defaultPeriod is the CPU time a sample stands for when its record does not
 // say: the median period of the run's CPU samples, else 1/frequency, else
 // 1 ms.
-func defaultPeriod(p *profile.Profile) (float64, error) {
+func (a *Analyzer) defaultPeriod(p *profile.Profile) (float64, error) {
 	var ps []float64
 	i := 0
-	err := p.EachSample(func(s *profile.Sample) bool {
+	err := a.eachSample(p, func(s *profile.Sample) bool {
 		if s.Event == recording.EventCPU && s.Period > 0 {
 			ps = append(ps, float64(s.Period))
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"math"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/culprit-dev/culprit/internal/profile"
@@ -805,5 +806,44 @@ func TestNaNConstant(t *testing.T) {
 	res := analyze(t, []*profile.Profile{mk(false)}, []*profile.Profile{mk(true)})
 	if f := res.fn(t, "worker"); f.Discount != 0.8 {
 		t.Errorf("worker: discount %g from %q (%s), want 0.8: a constant NaN is no anomaly", f.Discount, f.Variable, f.Dimension)
+	}
+}
+
+// TestPause: the pause hook is called before each variable is compared
+// and while the runs are read (scan's runs have 25,000 samples and 45,000
+// values each, more than pauseEvery), and the analysis gives the result it
+// gives without it.
+func TestPause(t *testing.T) {
+	normal, buggy := scan(t, false), scan(t, true)
+	want := analyze(t, []*profile.Profile{normal}, []*profile.Profile{buggy})
+
+	a, err := New(paperOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int64
+	a.SetPause(func() { calls.Add(1) })
+	if err := a.AddNormal(normal, Run{Path: "normal0"}); err != nil {
+		t.Fatal(err)
+	}
+	read := calls.Load()
+	if err := a.AddBuggy(buggy, Run{Path: "buggy0"}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := a.Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if read < 2 {
+		t.Errorf("pause called %d times while the normal run (45,000 values) was read, want at least 2 (every %d)", read, pauseEvery)
+	}
+	if n := calls.Load(); n < 2*read+int64(len(want.Variables)) {
+		t.Errorf("pause called %d times in all, want at least %d: twice the normal run's %d (the buggy run read, then located) and once per variable (%d)",
+			n, 2*read+int64(len(want.Variables)), read, len(want.Variables))
+	}
+	wj, _ := json.Marshal(want)
+	gj, _ := json.Marshal(got)
+	if string(wj) != string(gj) {
+		t.Errorf("result with a pause differs:\n%s\nwithout:\n%s", gj, wj)
 	}
 }

@@ -116,6 +116,14 @@
 #
 #   bench/view.sh [RUNS [BASE-REV]]
 #
+# RUNS is 1 by default: one run, inputs made, takes about N min on a
+# quiet 2-CPU machine (most of it diagnose's analysis of the 1M-values
+# pair, which the run waits for). The output ends with a table of the
+# figures of the view's targets (open < 2 s, an interaction < 100 ms),
+# each with its run; the wide
+# tables above it have every figure. Every input is made here, under
+# bench/out/view (below); nothing is read from elsewhere.
+#
 # With BASE-REV (a git revision), culprit built at that revision runs
 # too, each run right after the current one's on the same recording, and
 # a second row gives its medians: the two rows compare on one machine at
@@ -138,7 +146,7 @@
 #
 # Needs root (culprit record), gcc, git, go and chromium.
 set -euo pipefail
-runs=${1:-5}
+runs=${1:-1}
 baserev=${2:-}
 diag_values=${DIAG_VALUES:-4000000}
 diag_big_values=${DIAG_BIG_VALUES:-64000000}
@@ -215,6 +223,7 @@ EOF
 	done
 done
 echo "# stored runs: 4 commits, 2 runs each at n = 1000, 2000, 4000"
+echo "# inputs made in bench/out/view in $SECONDS s"
 analyses=(-diagnose-normal vprof-normal.rec -diagnose-buggy vprof-buggy.rec -trace-base trace-base.rec -trace trace.rec -variance variance.rec -store store)
 : >runs.txt
 : >runs.base.txt
@@ -225,6 +234,7 @@ analyses=(-diagnose-normal vprof-normal.rec -diagnose-buggy vprof-buggy.rec -tra
 vt() {
 	local file=$1 o
 	shift
+	echo "# \$ (cd bench/out/view && ./viewtime $*)"
 	if o=$(./viewtime "$@"); then
 		printf '%s\n' "$o" | tee -a "$file"
 	else
@@ -258,9 +268,7 @@ fi
 echo
 echo "| culprit | page | ready ms (CPU ms) | open ms | first GET ms (built ms) | server CPU ms, builds over | paint ms (renderer ms, kB) | from index in place: page ms, wall ms (renderer ms, server CPU ms) | again | links in place: page ms, wall ms (renderer ms, server CPU ms) |"
 echo "|---|---|---|---|---|---|---|---|---|---|"
-a# mib KIB: KIB in MiB, or "-" when no run gave it.
-mib() { if [[ $1 == - ]]; then echo -; else echo $(($(cut -d. -f1 <<<"$1") / 1024)); fi; }
-row() {
+arow() {
 	local file=$1 name=$2 srv=$3 pg=$4
 	shift 4
 	get() { tr ' ' '\n' <"$file" | grep "^$1=" | cut -d= -f2 | median; }
@@ -297,4 +305,43 @@ tv runs.big.txt "$head" diagbig
 if [[ -n $baserev ]]; then
 	tv runs.base.txt "$(git -C "$root" rev-parse --short "$baserev")"
 fi
-echo "# load average at the end: $(cut -d' ' -f1-3 /proc/loadavg)"
+# The figures of the view's targets (open < 2 s, an interaction
+# < 100 ms), one a line, with the run that made them.
+echo
+echo "| figure | median | runs | run |"
+echo "|---|---|---|---|"
+key() {
+	local file=$1 k=$2 what=$3 run=$4 v n
+	v=$(tr ' ' '\n' <"$file" | grep "^$k=" | cut -d= -f2 | median)
+	n=$(tr ' ' '\n' <"$file" | grep -c "^$k=" || true)
+	echo "| $what | $v | $n | $run |"
+}
+m="viewtime ... big.rec (1M samples)"
+key runs.txt ready_ms "ready: culprit view started → URL printed, ms" "$m"
+key runs.txt open_ms "open: → the index drawn in Chromium, ms" "$m"
+key runs.txt time_view_paint_ms "time view loaded → its maps drawn, ms" "$m"
+key runs.txt range_inplace_ms "a range chosen in the time view → its flame graph drawn in place, wall ms" "$m"
+key runs.txt range_inplace_again_ms "the first range chosen again, wall ms" "$m"
+key runs.txt filter_inplace_ms "a function hidden on the flame graph, in place, wall ms" "$m"
+key runs.txt flame_swap_ms "flame graph from top's View menu, in place, wall ms" "$m"
+key runs.txt top_filter_swap_ms "a function hidden on top, in place, wall ms" "$m"
+key runs.txt flame_index_swap_ms "flame graph clicked on the index, in place, wall ms" "$m"
+key runs.txt time_index_swap_ms "time view clicked on the index, in place, wall ms" "$m"
+key runs.txt fn_form_swap_ms "a function's page from its form, in place, wall ms" "$m"
+key runs.txt latency_index_swap_ms "latency clicked on the index (1M events), in place, wall ms" "$m"
+key runs.txt contexts_swap_ms "contexts atop latency, in place, wall ms" "$m"
+key runs.txt offcpu_swap_ms "off-CPU flame graph atop contexts, in place, wall ms" "$m"
+key runs.txt views_again_max_ms "pprof's views asked again, the slowest, ms" "$m"
+key runs.txt peak_rss_kib "peak RSS, KiB" "$m"
+m="viewtime -analyses-only -diagnose-key diagbig (1M samples, $((diag_big_values / 2)) values a side)"
+key runs.big.txt diagbig_ready_ms "values pair: ready, ms" "$m"
+key runs.big.txt diagbig_open_ms "values pair: open, ms" "$m"
+key runs.big.txt diagbig_time_paint_ms "values pair: time view opened at once → maps drawn, ms" "$m"
+key runs.big.txt diagbig_time_lanes_ms "values pair: → every lane of values drawn, ms" "$m"
+key runs.big.txt diagbig_lanes_range1_ms "values pair: a range selected → its lanes drawn, ms (diagnose's analysis running)" "$m"
+key runs.big.txt diagbig_lanes_range2_ms "values pair: another range → its lanes drawn, ms" "$m"
+key runs.big.txt diagbig_built_ms "values pair: diagnose's page built, ms after its first GET" "$m"
+key runs.big.txt diagbig_built_cpu_ms "values pair: server CPU by then, ms" "$m"
+key runs.big.txt diagbig_index_swap_ms "values pair: diagnose clicked on the index, in place, wall ms" "$m"
+key runs.big.txt diagbig_fn_swap_ms "values pair: a function's name on diagnose, in place, wall ms" "$m"
+echo "# load average at the end: $(cut -d' ' -f1-3 /proc/loadavg); $SECONDS s in all"

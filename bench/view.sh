@@ -167,63 +167,78 @@ chromium=$(command -v chromium || command -v chromium-browser)
 cd "$out"
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# culprit $head, $("$chromium" --version 2>/dev/null | head -1), $(go version | cut -d' ' -f3)"
-./culprit record -F 49999 -o small.rec -- ./target 2 2 2>rec.txt >/dev/null
-(cd "$root" && go run ./bench/replicate -n 1000000 "$out/small.rec" "$out/big.rec")
-echo "# $(grep -o '[0-9][0-9]* samples' rec.txt | tail -1) recorded, repeated to 1000000 ($(stat -c %s big.rec) bytes)"
-./culprit record --events cpu,syscalls,sched -F 49999 -o events.rec -- ./target 2 2 2>rec.events.txt >/dev/null
-(cd "$root" && go run ./bench/replicate -n 1000000 "$out/events.rec" "$out/bigevents.rec")
-echo "# with kernel events: $(grep -o '[0-9][0-9]* samples' rec.events.txt | tail -1) recorded (samples and events), repeated to 1000000, against the recording as base"
+# make_inputs: the recordings and the store the runs below read, made in
+# bench/out/view.
+make_inputs() {
+	./culprit record -F 49999 -o small.rec -- ./target 2 2 2>rec.txt >/dev/null
+	(cd "$root" && go run ./bench/replicate -n 1000000 "$out/small.rec" "$out/big.rec")
+	echo "# $(grep -o '[0-9][0-9]* samples' rec.txt | tail -1) recorded, repeated to 1000000 ($(stat -c %s big.rec) bytes)"
+	./culprit record --events cpu,syscalls,sched -F 49999 -o events.rec -- ./target 2 2 2>rec.events.txt >/dev/null
+	(cd "$root" && go run ./bench/replicate -n 1000000 "$out/events.rec" "$out/bigevents.rec")
+	echo "# with kernel events: $(grep -o '[0-9][0-9]* samples' rec.events.txt | tail -1) recorded (samples and events), repeated to 1000000, against the recording as base"
 
-# The analyses' inputs.
-(cd "$root" && go build -o "$out/genvalues" ./bench/genvalues)
-gcc -O2 -g -pthread -o "$out/vprof_wrong" "$root/testdata/targets/vprof_wrong.c"
-./culprit record -o vprof-seed.rec -- ./vprof_wrong buggy >/dev/null 2>rec.seed.txt
-./genvalues -values "$diag_values" vprof-seed.rec vprof-normal.rec vprof-buggy.rec 2>/dev/null
-echo "# diagnose: $(./culprit report --top 1 vprof-buggy.rec 2>/dev/null | grep -o '^[0-9]* samples') and $((diag_values / 2)) values in each of the normal and buggy recordings (vprof_wrong's samples repeated, values by bench/genvalues)"
-./genvalues -values "$diag_big_values" vprof-seed.rec vprof-normal-big.rec vprof-buggy-big.rec 2>/dev/null
-echo "# diagnose at scale: $(./culprit report --top 1 vprof-buggy-big.rec 2>/dev/null | grep -o '^[0-9]* samples') and $((diag_big_values / 2)) values in each ($(stat -c %s vprof-buggy-big.rec) bytes)"
-gcc -O2 -g -pthread -o "$out/tracecalls" "$root/testdata/targets/tracecalls.c"
-./culprit trace -f fib -o trace-base.rec -- ./tracecalls fib 22 >/dev/null 2>&1
-./culprit trace -f fib -o trace.rec -- ./tracecalls fib 24 >/dev/null 2>rec.trace.txt
-echo "# traced calls: $(grep -o '[0-9]* calls of [0-9]* function' rec.trace.txt | head -1 | cut -d' ' -f1) calls of fib 24 against fib 22"
-gcc -O2 -g -pthread -o "$out/varpool" "$root/testdata/targets/varpool.c"
-./culprit variance --start handle --round-intervals 500 -o variance.rec -- ./varpool dominant 2000 4 >/dev/null 2>&1
-echo "# variance: 2000 requests of varpool dominant on 4 workers"
-# The history store: 4 commits (the second documentation only), the scan
-# quadratic from the third, the checksum 4x faster at the fourth.
-rm -rf store store-runs
-mkdir -p store store-runs
-git -C store init -q
-for i in 1 2 3 4; do
-	case $i in
-	1 | 2) scan='for (long i = 0; i < n * 6000; i++) h = h * 2862933555777941757UL + (unsigned long)i;' ;;
-	*) scan='for (long i = 0; i < n; i++) for (long j = 0; j < n * 3; j++) h = h * 2862933555777941757UL + (unsigned long)j;' ;;
-	esac
-	checksum=$((i == 4 ? 3000 : 12000))
-	cat >store/prog.c <<EOF
-#include <stdio.h>
-#include <stdlib.h>
-static volatile unsigned long sink;
-__attribute__((noinline)) void setup(long n) { unsigned long h = 1; for (long i = 0; i < n * 6000; i++) h = h * 6364136223846793005UL + (unsigned long)i; sink += h; }
-__attribute__((noinline)) void scan(long n) { unsigned long h = 3; $scan sink += h; }
-__attribute__((noinline)) void checksum(long n) { unsigned long h = 7; for (long i = 0; i < n * $checksum; i++) h = h * 3202034522624059733UL + (unsigned long)i; sink += h; }
-int main(int argc, char **argv) { long n = argc > 1 ? atol(argv[1]) : 1000; setup(n); scan(n); checksum(n); printf("%lu\n", sink); return 0; }
-EOF
-	if ((i == 2)); then # documentation only
-		echo "prog: a program for the bench" >store/README.md
-		git -C store add README.md
-	fi
-	git -C store add prog.c
-	git -C store -c user.name=bench -c user.email=bench@example.com commit -q -m "version $i"
-	gcc -O1 -g -fno-omit-frame-pointer -o store/prog store/prog.c
-	for n in 1000 2000 4000; do
-		for r in 1 2; do
-			(cd store && ../culprit run -F 1999 -o "../store-runs/c$i-$n-$r.rec" --param n=$n -- ./prog $n >/dev/null 2>&1)
+	# The analyses' inputs.
+	(cd "$root" && go build -o "$out/genvalues" ./bench/genvalues)
+	gcc -O2 -g -pthread -o "$out/vprof_wrong" "$root/testdata/targets/vprof_wrong.c"
+	./culprit record -o vprof-seed.rec -- ./vprof_wrong buggy >/dev/null 2>rec.seed.txt
+	./genvalues -values "$diag_values" vprof-seed.rec vprof-normal.rec vprof-buggy.rec 2>/dev/null
+	echo "# diagnose: $(./culprit report --top 1 vprof-buggy.rec 2>/dev/null | grep -o '^[0-9]* samples') and $((diag_values / 2)) values in each of the normal and buggy recordings (vprof_wrong's samples repeated, values by bench/genvalues)"
+	./genvalues -values "$diag_big_values" vprof-seed.rec vprof-normal-big.rec vprof-buggy-big.rec 2>/dev/null
+	echo "# diagnose at scale: $(./culprit report --top 1 vprof-buggy-big.rec 2>/dev/null | grep -o '^[0-9]* samples') and $((diag_big_values / 2)) values in each ($(stat -c %s vprof-buggy-big.rec) bytes)"
+	gcc -O2 -g -pthread -o "$out/tracecalls" "$root/testdata/targets/tracecalls.c"
+	./culprit trace -f fib -o trace-base.rec -- ./tracecalls fib 22 >/dev/null 2>&1
+	./culprit trace -f fib -o trace.rec -- ./tracecalls fib 24 >/dev/null 2>rec.trace.txt
+	echo "# traced calls: $(grep -o '[0-9]* calls of [0-9]* function' rec.trace.txt | head -1 | cut -d' ' -f1) calls of fib 24 against fib 22"
+	gcc -O2 -g -pthread -o "$out/varpool" "$root/testdata/targets/varpool.c"
+	./culprit variance --start handle --round-intervals 500 -o variance.rec -- ./varpool dominant 2000 4 >/dev/null 2>&1
+	echo "# variance: 2000 requests of varpool dominant on 4 workers"
+	# The history store: 4 commits (the second documentation only), the scan
+	# quadratic from the third, the checksum 4x faster at the fourth.
+	rm -rf store store-runs
+	mkdir -p store store-runs
+	git -C store init -q
+	for i in 1 2 3 4; do
+		case $i in
+		1 | 2) scan='for (long i = 0; i < n * 6000; i++) h = h * 2862933555777941757UL + (unsigned long)i;' ;;
+		*) scan='for (long i = 0; i < n; i++) for (long j = 0; j < n * 3; j++) h = h * 2862933555777941757UL + (unsigned long)j;' ;;
+		esac
+		checksum=$((i == 4 ? 3000 : 12000))
+		cat >store/prog.c <<-EOF
+	#include <stdio.h>
+	#include <stdlib.h>
+	static volatile unsigned long sink;
+	__attribute__((noinline)) void setup(long n) { unsigned long h = 1; for (long i = 0; i < n * 6000; i++) h = h * 6364136223846793005UL + (unsigned long)i; sink += h; }
+	__attribute__((noinline)) void scan(long n) { unsigned long h = 3; $scan sink += h; }
+	__attribute__((noinline)) void checksum(long n) { unsigned long h = 7; for (long i = 0; i < n * $checksum; i++) h = h * 3202034522624059733UL + (unsigned long)i; sink += h; }
+	int main(int argc, char **argv) { long n = argc > 1 ? atol(argv[1]) : 1000; setup(n); scan(n); checksum(n); printf("%lu\n", sink); return 0; }
+	EOF
+		if ((i == 2)); then # documentation only
+			echo "prog: a program for the bench" >store/README.md
+			git -C store add README.md
+		fi
+		git -C store add prog.c
+		git -C store -c user.name=bench -c user.email=bench@example.com commit -q -m "version $i"
+		gcc -O1 -g -fno-omit-frame-pointer -o store/prog store/prog.c
+		for n in 1000 2000 4000; do
+			for r in 1 2; do
+				(cd store && ../culprit run -F 1999 -o "../store-runs/c$i-$n-$r.rec" --param n=$n -- ./prog $n >/dev/null 2>&1)
+			done
 		done
 	done
-done
-echo "# stored runs: 4 commits, 2 runs each at n = 1000, 2000, 4000"
-echo "# inputs made in bench/out/view in $SECONDS s"
+	echo "# stored runs: 4 commits, 2 runs each at n = 1000, 2000, 4000"
+}
+inputs=(big.rec bigevents.rec events.rec vprof-normal.rec vprof-buggy.rec vprof-normal-big.rec vprof-buggy-big.rec trace-base.rec trace.rec variance.rec store store-runs)
+if [[ -n ${INPUTS:-} ]]; then
+	for f in "${inputs[@]}"; do
+		[[ -e $INPUTS/$f ]] || { echo "view.sh: INPUTS=$INPUTS has no $f: make it with a run of view.sh without INPUTS" >&2; exit 1; }
+		rm -rf "${f:?}"
+		ln -s "$INPUTS/$f" "$f"
+	done
+	echo "# inputs: those of an earlier run of view.sh in $INPUTS (big.rec made $(date -u -r "$INPUTS/big.rec" '+%Y-%m-%d %H:%M UTC'))"
+else
+	make_inputs
+	echo "# inputs made in bench/out/view in $SECONDS s"
+fi
 analyses=(-diagnose-normal vprof-normal.rec -diagnose-buggy vprof-buggy.rec -trace-base trace-base.rec -trace trace.rec -variance variance.rec -store store)
 : >runs.txt
 : >runs.base.txt

@@ -116,13 +116,15 @@
 #
 #   bench/view.sh [RUNS [BASE-REV]]
 #
-# RUNS is 1 by default: one run, inputs made, takes about N min on a
-# quiet 2-CPU machine (most of it diagnose's analysis of the 1M-values
-# pair, which the run waits for). The output ends with a table of the
-# figures of the view's targets (open < 2 s, an interaction < 100 ms),
-# each with its run; the wide
-# tables above it have every figure. Every input is made here, under
-# bench/out/view (below); nothing is read from elsewhere.
+# RUNS is 1 by default. The output ends with a table of the figures of
+# the view's targets (open < 2 s, an interaction < 100 ms), each with its
+# run; the wide tables above it have every figure. Every input is made
+# here, under bench/out/view (below), unless INPUTS=DIR names the
+# bench/out/view of an earlier run: its recordings and store are then
+# linked (INPUTS=bench/out/view: kept as they are). Making the inputs
+# took 23 min at load 20-40 on 2 CPUs (most of it bench/genvalues's 64M
+# values and the builds); a run on them takes minutes more, most of it
+# diagnose's analysis of the 1M-values pair, which the run waits for.
 #
 # With BASE-REV (a git revision), culprit built at that revision runs
 # too, each run right after the current one's on the same recording, and
@@ -229,10 +231,13 @@ make_inputs() {
 }
 inputs=(big.rec bigevents.rec events.rec vprof-normal.rec vprof-buggy.rec vprof-normal-big.rec vprof-buggy-big.rec trace-base.rec trace.rec variance.rec store store-runs)
 if [[ -n ${INPUTS:-} ]]; then
+	INPUTS=$(cd "$INPUTS" && pwd -P)
 	for f in "${inputs[@]}"; do
 		[[ -e $INPUTS/$f ]] || { echo "view.sh: INPUTS=$INPUTS has no $f: make it with a run of view.sh without INPUTS" >&2; exit 1; }
-		rm -rf "${f:?}"
-		ln -s "$INPUTS/$f" "$f"
+		if [[ $INPUTS != $(pwd -P) ]]; then
+			rm -rf "${f:?}"
+			ln -s "$INPUTS/$f" "$f"
+		fi
 	done
 	echo "# inputs: those of an earlier run of view.sh in $INPUTS (big.rec made $(date -u -r "$INPUTS/big.rec" '+%Y-%m-%d %H:%M UTC'))"
 else

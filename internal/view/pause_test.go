@@ -96,6 +96,7 @@ func TestDiagnoseAheadPauses(t *testing.T) {
 	// The analysis reaches its pause while the held request is answered:
 	// it waits there.
 	close(goOn)
+	guard := time.After(2 * time.Minute) // a hang, not a timing
 	for {
 		s.answerMu.Lock()
 		paused := s.pausing > 0
@@ -106,6 +107,8 @@ func TestDiagnoseAheadPauses(t *testing.T) {
 		select {
 		case <-resumed:
 			t.Fatal("the analysis went on past its pause while a request was being answered")
+		case <-guard:
+			t.Fatal("hung: the analysis neither paused nor went on")
 		case <-time.After(time.Millisecond):
 		}
 	}

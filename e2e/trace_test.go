@@ -162,24 +162,35 @@ func TestTraceCountsEveryCall(t *testing.T) {
 	}
 }
 
-// Each call's duration agrees with the program's own clock within 5% for
-// calls of a millisecond and more, and --args records the arguments the
-// program passed. The program times the inside of the call; on a busy
-// machine its thread can also be preempted between the entry probe and
-// its first clock reading, or after its last, so the traced duration may
-// exceed the program's by the time the thread was off the CPU in the call
-// (which the tracer measures too).
+// Each call's duration lies between the program's own clock readings
+// inside the call and its caller's around it, and --args records the
+// arguments the program passed.
+//
+// Each side measures a different interval, so the test compares them
+// where they nest, exactly: spin times itself from its first clock
+// reading to its last, which the entry and return probes enclose; its
+// caller times from before the call to after it, which encloses both
+// probes. Between them lie the probes' own time and whatever the machine
+// does there: a preemption, an interrupt, a hypervisor holding the
+// virtual CPU (the last two no context switch shows). A margin over the
+// inner reading alone (5% plus the time the tracer saw the thread off
+// the CPU) failed on a busy machine with nothing measured wrongly.
+// TestTraceCPUTime checks the time on and off the CPU.
 func TestTraceDurationsAndArgs(t *testing.T) {
 	testutil.NeedRoot(t)
 	bin := testutil.C(t, "tracecalls", []string{"tracecalls.c"}, "-O2", "-g", "-pthread")
 	out, stdout := traceRun(t, []string{"-f", "spin", "-f", "args3", "-f", "keep", "--args"}, bin, "spin", "0", "1", "spin", "2", "8", "spin", "5", "3", "args", "6")
-	var own []float64
+	var own, around []float64
 	var args [][]string
 	for _, l := range strings.Split(stdout, "\n") {
 		f := strings.Fields(l)
-		if len(f) == 2 && f[0] == "spin" {
+		if len(f) == 2 && (f[0] == "spin" || f[0] == "spin-call") {
 			v, _ := strconv.ParseFloat(f[1], 64)
-			own = append(own, v)
+			if f[0] == "spin" {
+				own = append(own, v)
+			} else {
+				around = append(around, v)
+			}
 		}
 		if len(f) == 4 && f[0] == "args" {
 			args = append(args, f[1:])
@@ -190,32 +201,23 @@ func TestTraceDurationsAndArgs(t *testing.T) {
 		t.Fatal(err)
 	}
 	sort.Slice(spins.Calls, func(i, j int) bool { return spins.Calls[i].Start < spins.Calls[j].Start })
-	if len(spins.Calls) != len(own) || len(own) != 12 {
-		t.Fatalf("%d spin calls traced, the program timed %d (want 12)", len(spins.Calls), len(own))
+	if len(spins.Calls) != len(own) || len(own) != 12 || len(around) != len(own) {
+		t.Fatalf("%d spin calls traced, the program timed %d and %d (want 12)", len(spins.Calls), len(own), len(around))
 	}
-	// The first call of a probed function pays the kernel's one-time
-	// set-up (the process's page for probed instructions, the thread's
-	// uprobe state) inside the call: the program's first, 0 ms, spin
-	// takes it, and the timing holds for calls of 1 ms or more.
 	known := 0
 	for i, c := range spins.Calls {
-		if own[i] < 1e6 {
-			continue
+		// The first call (0 ms) also carries the kernel's one-time
+		// set-up of the probes (the process's page for probed
+		// instructions): inside the probes, so between the two clocks.
+		if float64(c.Incl) < own[i] || float64(c.Incl) > around[i] {
+			t.Errorf("spin call %d: traced %d ns, the program measured %.0f ns inside the call and %.0f ns around it", i, c.Incl, own[i], around[i])
 		}
-		if c.InclCPU == nil {
-			// The kernel did not show the tracer every context switch:
-			// only the lower bound holds.
-			if d := float64(c.Incl)/own[i] - 1; d < -0.05 {
-				t.Errorf("spin call %d: traced %d ns, the program measured %.0f ns (%.1f%%)", i, c.Incl, own[i], 100*d)
-			}
-			continue
-		}
-		known++
-		off := float64(c.Incl - *c.InclCPU)
-		if d := (float64(c.Incl) - own[i]) / own[i]; d < -0.05 || d > 0.05+off/own[i] {
-			t.Errorf("spin call %d: traced %d ns (%.0f ns of it off the CPU), the program measured %.0f ns (%.1f%%)", i, c.Incl, off, own[i], 100*d)
+		if c.InclCPU != nil {
+			known++
 		}
 	}
+	// The kernel does not show the tracer every context switch under
+	// load: a call without one seen has no time on the CPU.
 	if known < (len(own)-1)/2 {
 		t.Errorf("%d of %d spin calls have their time off the CPU measured, want most", known, len(own))
 	}

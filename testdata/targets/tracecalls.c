@@ -1,7 +1,9 @@
 /* A program whose traced functions' calls it counts and times itself, so
  * that a tracer's counts, durations and arguments can be checked exactly.
  * It prints one line per fact: "count FUNC N", "spin NS" (each spin call's
- * own duration by CLOCK_MONOTONIC), "args A B C" (each args3 call),
+ * own duration by CLOCK_MONOTONIC, from its first clock reading to its
+ * last), "spin-call NS" (the same call as its caller timed it, from
+ * before the call to after it), "args A B C" (each args3 call),
  * "narrow R" (what each narrow call returned); args also calls keep, which
  * returns nothing.
  * Usage: tracecalls [fib N] [leaf N] [threads T N] [tail N] [jump N] [spin MS N] [gap MS] [args N] [plugin PATH N] [open N]
@@ -72,6 +74,14 @@ REAL_CALLS long spin(long ms) {
 		t = now_ns();
 	while (t - t0 < ms * 1000000L);
 	return t - t0;
+}
+
+/* Calls spin(ms) and prints its "spin" and "spin-call" lines. */
+static void timed_spin(long ms) {
+	long w0 = now_ns();
+	long own = spin(ms);
+	long w1 = now_ns();
+	printf("spin %ld\nspin-call %ld\n", own, w1 - w0);
 }
 
 REAL_CALLS long args3(long a, int b, unsigned c) { return a + b + c; }
@@ -178,11 +188,11 @@ int main(int argc, char **argv) {
 		} else if (!strcmp(argv[i], "spin") && i + 2 < argc) {
 			long ms = atol(argv[++i]), n = atol(argv[++i]);
 			for (long k = 0; k < n; k++)
-				printf("spin %ld\n", spin(ms));
+				timed_spin(ms);
 			spins += n;
 		} else if (!strcmp(argv[i], "gap") && i + 1 < argc) {
 			long ms = atol(argv[++i]);
-			printf("spin %ld\n", spin(prev / 1000000 + ms));
+			timed_spin(prev / 1000000 + ms);
 			spins++;
 		} else if (!strcmp(argv[i], "args") && i + 1 < argc) {
 			long n = atol(argv[++i]);

@@ -15,8 +15,8 @@ import (
 )
 
 // --usdt PROVIDER:BEGIN:END times the code between two USDT probes as a
-// call: each pair's duration agrees with the program's own clock (within
-// 5%, plus the time its thread was off the CPU, as for functions);
+// call: each pair's duration lies between the program's clock readings
+// inside it and around it;
 // nested pairs (a recursion) keep their depths; a begin whose end the
 // code skipped (an early return) is counted as a call that did not
 // return, and is retired when its function has returned, so it is not
@@ -62,11 +62,17 @@ func TestTraceUSDTPairs(t *testing.T) {
 			t.Errorf("%s: try pairs: %d calls, %d did not return; the program ended %d of %d", opt, got, unret, want["app:try"], tries)
 		}
 
-		var own []float64
+		// Each request's time lies between the program's clock readings
+		// inside the pair and around it (TestTraceUSDTInterleavedPairs
+		// says why not a margin over the inside alone); the first
+		// request also takes the kernel's one-time set-up of the
+		// process's page for probed instructions, inside its probes.
+		var own [][2]float64
 		for _, l := range strings.Split(stdout, "\n") {
-			if f := strings.Fields(l); len(f) == 2 && f[0] == "req" {
-				v, _ := strconv.ParseFloat(f[1], 64)
-				own = append(own, v)
+			if f := strings.Fields(l); len(f) == 3 && f[0] == "req" {
+				in, _ := strconv.ParseFloat(f[1], 64)
+				out, _ := strconv.ParseFloat(f[2], 64)
+				own = append(own, [2]float64{in, out})
 			}
 		}
 		reqs := pairCalls(t, out, "^app:req_")
@@ -74,16 +80,8 @@ func TestTraceUSDTPairs(t *testing.T) {
 			t.Fatalf("%s: %d request pairs traced, the program timed %d (want %d)", opt, len(reqs.Calls), len(own), n)
 		}
 		for i, c := range reqs.Calls {
-			off := 0.0
-			if c.InclCPU != nil {
-				off = float64(c.Incl - *c.InclCPU)
-			}
-			// The first request takes the kernel's one-time set-up of
-			// the process's page for probed instructions (its first
-			// probe hit is inside it): only the lower bound holds there.
-			d := (float64(c.Incl) - own[i]) / own[i]
-			if d < -0.05 || i > 0 && c.InclCPU != nil && d > 0.05+off/own[i] {
-				t.Errorf("%s: request %d: traced %d ns (%.0f ns of it off the CPU), the program measured %.0f ns (%.1f%%)", opt, i, c.Incl, off, own[i], 100*d)
+			if float64(c.Incl) < own[i][0] || float64(c.Incl) > own[i][1] {
+				t.Errorf("%s: request %d: traced %d ns, the program measured %.0f ns inside it and %.0f ns around it", opt, i, c.Incl, own[i][0], own[i][1])
 			}
 			if c.Caller != "main" {
 				t.Errorf("%s: request %d: caller %q, want main (the function the pair is in)", opt, i, c.Caller)
@@ -134,7 +132,8 @@ func TestTraceUSDTPairs(t *testing.T) {
 
 // Two pairs interleaved in one function (A's begin, B's begin, A's end,
 // B's end): each end finds its own begin, though B's is on top when A's
-// end comes, and the program's own clock agrees with every pair's time;
+// end comes, and every pair's time lies between the program's clock
+// readings inside it and around it;
 // A's exclusive time is the part before B began (B, begun inside it, is
 // time in a traced callee). Two requests of one pair open at once, the
 // first ending first, are told apart by the id their probes carry.
@@ -157,20 +156,25 @@ func TestTraceUSDTInterleavedPairs(t *testing.T) {
 				t.Errorf("%s: pair %s: %d calls recorded (%d did not return), the program counted %d", opt, fn, got, unret, w)
 			}
 		}
-		own := map[string][]float64{}
+		// The program reads its clock just before and just after each
+		// probe: IN, from after a pair's begin to before its end, lies
+		// inside the traced pair, and OUT, from before the begin to
+		// after the end, around it. The traced time lies between them,
+		// exactly: the probes' own time, and whatever the machine does
+		// there (a preemption, an interrupt, a hypervisor holding the
+		// virtual CPU), is in OUT and not in IN, so a margin over IN
+		// alone fails on a busy machine for no fault of the tracer's.
+		type span struct{ in, out float64 }
+		own := map[string][]span{}
 		for _, l := range strings.Split(stdout, "\n") {
-			if f := strings.Fields(l); len(f) == 2 && f[0] != "count" {
-				v, _ := strconv.ParseFloat(f[1], 64)
-				own[f[0]] = append(own[f[0]], v)
+			if f := strings.Fields(l); len(f) == 3 && f[0] != "count" {
+				in, _ := strconv.ParseFloat(f[1], 64)
+				out, _ := strconv.ParseFloat(f[2], 64)
+				own[f[0]] = append(own[f[0]], span{in, out})
 			}
 		}
-		// near says a traced time agrees with the program's: never
-		// shorter by over 5%, longer by at most 5% and the call's time
-		// off the CPU (preemption between a probe and the program's
-		// clock), when that is known.
-		near := func(traced uint64, prog float64, off float64, known bool) bool {
-			d := (float64(traced) - prog) / prog
-			return d >= -0.05 && (!known || d <= 0.05+off/prog)
+		between := func(traced uint64, s span) bool {
+			return float64(traced) >= s.in && float64(traced) <= s.out
 		}
 		for _, fn := range []string{"a", "b"} {
 			calls := pairCalls(t, out, "^app:"+fn+"_").Calls
@@ -178,18 +182,11 @@ func TestTraceUSDTInterleavedPairs(t *testing.T) {
 				t.Fatalf("%s: %d %s pairs traced, the program timed %d", opt, len(calls), fn, len(own[fn]))
 			}
 			for i, c := range calls {
-				off := 0.0
-				if c.InclCPU != nil {
-					off = float64(c.Incl - *c.InclCPU)
+				if s := own[fn][i]; !between(c.Incl, s) {
+					t.Errorf("%s: %s pair %d: traced %d ns, the program measured %.0f ns inside it and %.0f ns around it", opt, fn, i, c.Incl, s.in, s.out)
 				}
-				// The first pair may carry the probes' one-time set-up
-				// (TestTraceUSDTPairs): only the lower bound holds there.
-				known := c.InclCPU != nil && i > 0
-				if !near(c.Incl, own[fn][i], off, known) {
-					t.Errorf("%s: %s pair %d: traced %d ns (%.0f off the CPU), the program measured %.0f ns", opt, fn, i, c.Incl, off, own[fn][i])
-				}
-				if fn == "a" && !near(c.Excl, own["a-alone"][i], off, known) {
-					t.Errorf("%s: a pair %d: exclusive %d ns, the program measured %.0f ns before b began", opt, i, c.Excl, own["a-alone"][i])
+				if s := own["a-alone"][i]; fn == "a" && !between(c.Excl, s) {
+					t.Errorf("%s: a pair %d: exclusive %d ns, the program measured %.0f ns inside and %.0f ns around a_begin to b_begin", opt, i, c.Excl, s.in, s.out)
 				}
 				if fn == "b" && c.Excl != c.Incl {
 					t.Errorf("%s: b pair %d: exclusive %d ns of %d: it has no traced callee", opt, i, c.Excl, c.Incl)
@@ -206,13 +203,8 @@ func TestTraceUSDTInterleavedPairs(t *testing.T) {
 			t.Fatalf("%s: %d requests traced, the program timed %d and %d", opt, len(reqs), len(own["first"]), len(own["second"]))
 		}
 		for i, c := range reqs {
-			prog := own[[]string{"first", "second"}[i%2]][i/2]
-			off := 0.0
-			if c.InclCPU != nil {
-				off = float64(c.Incl - *c.InclCPU)
-			}
-			if !near(c.Incl, prog, off, c.InclCPU != nil) {
-				t.Errorf("%s: request %d: traced %d ns (%.0f off the CPU), the program measured %.0f ns", opt, i, c.Incl, off, prog)
+			if s := own[[]string{"first", "second"}[i%2]][i/2]; !between(c.Incl, s) {
+				t.Errorf("%s: request %d: traced %d ns, the program measured %.0f ns inside it and %.0f ns around it", opt, i, c.Incl, s.in, s.out)
 			}
 			if args {
 				if got := pairArgs(c.Args); got != fmt.Sprintf("arg1=%d", i) {

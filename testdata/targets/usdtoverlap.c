@@ -1,12 +1,16 @@
 /* USDT begin/end pairs interleaved in one function (sys/sdt.h):
  * usdtoverlap N MS runs N rounds of
  *   app:a_begin, MS ms, app:b_begin, MS ms, app:a_end, MS ms, app:b_end
- * printing "a NS", "a-alone NS" (a_begin to b_begin) and "b NS" as the
- * program timed them, then N rounds of two requests of one pair, told
- * apart by their id (the probes' argument), the first ending first:
+ * printing "a IN OUT", "a-alone IN OUT" (a_begin to b_begin) and
+ * "b IN OUT" as the program timed them, then N rounds of two requests of
+ * one pair, told apart by their id (the probes' argument), the first
+ * ending first:
  *   app:req_begin(2i), MS ms, app:req_begin(2i+1), MS ms,
  *   app:req_end(2i), MS ms, app:req_end(2i+1)
- * printing "first NS" and "second NS"; then "count NAME N".
+ * printing "first IN OUT" and "second IN OUT"; then "count NAME N".
+ * The clock is read just before and just after each probe: IN is the
+ * time from after the first probe to before the second (inside the
+ * pair), OUT from before the first to after the second (around it).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,35 +31,45 @@ static void spin(long ns) {
 		sink++;
 }
 
+/* Probe k: the clock just before it and just after it. */
+#define AT(k, probe)                                                           \
+	do {                                                                   \
+		pre[k] = now();                                                \
+		probe;                                                         \
+		post[k] = now();                                               \
+	} while (0)
+
+/* Prints the pair from probe x to probe y: inside, then around. */
+static void pair(const char *name, const long *pre, const long *post, int x, int y) {
+	printf("%s %ld %ld\n", name, pre[y] - post[x], post[y] - pre[x]);
+}
+
 __attribute__((noipa)) static void overlap(int i, long ns) {
-	DTRACE_PROBE1(app, a_begin, i);
-	long a0 = now();
+	long pre[4], post[4];
+	AT(0, DTRACE_PROBE1(app, a_begin, i));
 	spin(ns);
-	long b0 = now();
-	DTRACE_PROBE1(app, b_begin, i);
+	AT(1, DTRACE_PROBE1(app, b_begin, i));
 	spin(ns);
-	long a1 = now();
-	DTRACE_PROBE1(app, a_end, i);
+	AT(2, DTRACE_PROBE1(app, a_end, i));
 	spin(ns);
-	long b1 = now();
-	DTRACE_PROBE1(app, b_end, i);
-	printf("a %ld\na-alone %ld\nb %ld\n", a1 - a0, b0 - a0, b1 - b0);
+	AT(3, DTRACE_PROBE1(app, b_end, i));
+	pair("a", pre, post, 0, 2);
+	pair("a-alone", pre, post, 0, 1);
+	pair("b", pre, post, 1, 3);
 }
 
 __attribute__((noipa)) static void byid(int i, long ns) {
 	int x = 2 * i, y = 2 * i + 1;
-	DTRACE_PROBE1(app, req_begin, x);
-	long x0 = now();
+	long pre[4], post[4];
+	AT(0, DTRACE_PROBE1(app, req_begin, x));
 	spin(ns);
-	long y0 = now();
-	DTRACE_PROBE1(app, req_begin, y);
+	AT(1, DTRACE_PROBE1(app, req_begin, y));
 	spin(ns);
-	long x1 = now();
-	DTRACE_PROBE1(app, req_end, x);
+	AT(2, DTRACE_PROBE1(app, req_end, x));
 	spin(ns);
-	long y1 = now();
-	DTRACE_PROBE1(app, req_end, y);
-	printf("first %ld\nsecond %ld\n", x1 - x0, y1 - y0);
+	AT(3, DTRACE_PROBE1(app, req_end, y));
+	pair("first", pre, post, 0, 2);
+	pair("second", pre, post, 1, 3);
 }
 
 int main(int argc, char **argv) {

@@ -1,7 +1,9 @@
 /* USDT begin/end pairs (sys/sdt.h), and probes in a library the program
  * dlopens. usdtpair N MS D E LIB K:
  * - app:req_begin/app:req_end around N spins of MS ms each, the program
- *   timing the inside of each: "req NS";
+ *   timing the inside of each and around it: "req IN OUT" (IN from
+ *   after the begin to before the end, OUT from before the begin to
+ *   after the end);
  * - app:nest_begin/app:nest_end at each level of a recursion D deep:
  *   nested pairs, the innermost spinning 1 ms;
  * - app:try_begin/app:try_end in E calls of a function that returns
@@ -64,6 +66,7 @@ int main(int argc, char **argv) {
 	long ms = atol(argv[2]);
 	int armed = 0;
 	for (int i = 0; i < n; i++) {
+		long before = now();
 		DTRACE_PROBE1(app, req_begin, i);
 		if (app_req_begin_semaphore && app_req_end_semaphore)
 			armed++;
@@ -71,7 +74,8 @@ int main(int argc, char **argv) {
 		spin(ms * 1000000);
 		long t1 = now();
 		DTRACE_PROBE1(app, req_end, i);
-		printf("req %ld\n", t1 - t0);
+		long after = now();
+		printf("req %ld %ld\n", t1 - t0, after - before);
 	}
 	nest(d);
 	int ended = 0;

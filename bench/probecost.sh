@@ -15,10 +15,14 @@
 # configuration's cost per call over the bare entry+return pair's. With
 # BASE=PATH (another build of culprit, e.g. main's) its two trace rows run
 # too, in the same rounds, so that two builds are compared side by side.
-# "trace, RET probes" traces the same code in probecalls-unwinds, the
-# program linked with a C++ unit that throws (bench/probecost/unwinds.cc):
-# an object that unwinds gets return probes on its RET instructions, not
-# uretprobes (docs/trace.md). Needs root, gcc, g++, go.
+# probecalls-unwinds is the same program linked with a C++ unit that
+# throws (bench/probecost/unwinds.cc): in an object that unwinds, a
+# function that calls something gets its return probes on its RET
+# instructions, a leaf keeps its uretprobe (docs/trace.md). "trace, leaf
+# in unwinder" traces f_FIRST there (a leaf); with FIRST push, "trace,
+# non-leaf" and "trace, RET probes" trace c_push (f_push with a call to
+# an untraced leaf in it) in probecalls and in probecalls-unwinds, so the
+# last two rows differ only by the return probe. Needs root, gcc, g++, go.
 #
 #   [BASE=culprit] bench/probecost.sh [N] [REPS] [FIRST...]   (FIRST: push nop5 endbr mov test sub cet)
 set -euo pipefail
@@ -46,7 +50,11 @@ configs() {
 	echo "entry+return|$out/bareprobe $bin f_$f --"
 	echo "culprit trace|$out/culprit trace -f f_$f -o $out/t.rec --"
 	echo "trace --no-cpu-time|$out/culprit trace --no-cpu-time -f f_$f -o $out/t.rec --"
-	echo "trace, RET probes|UNWINDS $out/culprit trace -f f_$f -o $out/t.rec --"
+	echo "trace, leaf in unwinder|UNWINDS $out/culprit trace -f f_$f -o $out/t.rec --"
+	if [ "$f" = push ]; then
+		echo "trace, non-leaf|CPUSH $out/culprit trace -f c_push -o $out/t.rec --"
+		echo "trace, RET probes|UNWINDS CPUSH $out/culprit trace -f c_push -o $out/t.rec --"
+	fi
 	if [ -n "${BASE:-}" ]; then
 		echo "BASE trace|$BASE trace -f f_$f -o $out/t.rec --"
 		echo "BASE --no-cpu-time|$BASE trace --no-cpu-time -f f_$f -o $out/t.rec --"
@@ -66,6 +74,9 @@ run() {
 	local f=$1 prefix=$2 bin=$bin
 	if [[ $prefix == UNWINDS* ]]; then
 		bin=$out/probecalls-unwinds prefix=${prefix#UNWINDS }
+	fi
+	if [[ $prefix == CPUSH* ]]; then
+		f=cpush prefix=${prefix#CPUSH }
 	fi
 	if [[ $prefix == bpftrace* ]]; then
 		# The script between @…@ is one argument; -c takes the command.

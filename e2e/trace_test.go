@@ -1392,6 +1392,12 @@ func TestTraceCXXExceptions(t *testing.T) {
 			}
 			// Calls an exception left: parse's always; each level of
 			// nest but the innermost, which may have jumped to check.
+			// scale, a leaf, keeps its uretprobe (no exception can
+			// pass through it) beside the others' RET probes, and is
+			// called once by each finish (at -O2 by a tail call).
+			if got, unret := r.calls("svc::scale"); got != want["finish"] || unret != 0 {
+				t.Errorf("svc::scale: %d calls traced (%d did not return), the program made %d", got, unret, want["finish"])
+			}
 			if unwound["svc::parse"] != thrown || unwound["svc::handle"] != 0 || unwound["svc::finish"] != 0 {
 				t.Errorf("calls left by exceptions %v, want parse %d, handle and finish none", unwound, thrown)
 			}

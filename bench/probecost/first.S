@@ -2,7 +2,7 @@
  * uprobe replaces: x86-64 uprobes emulate some instructions (push, nop,
  * jumps) and single-step the others out of line, one more trap. */
 .text
-.globl f_nop5, f_push, f_test, f_endbr, f_mov, f_sub, f_cet
+.globl f_nop5, f_push, f_test, f_endbr, f_mov, f_sub, f_cet, c_push
 .type f_nop5,@function
 f_nop5: .byte 0x0f,0x1f,0x44,0x00,0x00
  mov %rdi,%rax
@@ -45,4 +45,14 @@ f_cet: endbr64
  pop %rbp
  ret
 .size f_cet,.-f_cet
+/* f_push with a call in it: not a leaf, so in an object that unwinds
+ * culprit trace puts its return probe on the RET (a leaf keeps its
+ * uretprobe: no exception passes through it). */
+.type c_push,@function
+c_push: push %rbp
+ mov %rsp,%rbp
+ call f_mov
+ pop %rbp
+ ret
+.size c_push,.-c_push
 .section .note.GNU-stack,"",@progbits

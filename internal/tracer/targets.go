@@ -358,8 +358,13 @@ func resolveObject(obj string, pats []Pattern, args bool, exclude map[string]boo
 				}
 				t.Offset += entrySite(funcCode(f, fs), fs.value, parts, starts)
 				if unwinding {
-					t.Rets, t.Tails = nativeRets(f, fs, cold[fs.sym])
-					t.RetInsn = true
+					// A leaf (no call, no tail call) keeps its
+					// uretprobe: no exception can pass through
+					// its frame, and a uretprobe costs a fraction
+					// of a probe on RET (docs/trace.md).
+					if rets, tails, leaf := nativeRets(f, fs, cold[fs.sym]); !leaf {
+						t.Rets, t.Tails, t.RetInsn = rets, tails, true
+					}
 				}
 			}
 			if isGo {
@@ -657,8 +662,14 @@ func goProbes(f *elf.File, fs funcSym) (uint64, []uint64, error) {
 // stack frame at that point. Linear disassembly, as for Go: GCC and
 // clang put no data in x86-64 code. None for a function that never
 // returns (it only throws or exits): its calls end at the unwinder's
-// landing pads or when gone past.
-func nativeRets(f *elf.File, fs funcSym, cold []funcSym) (rets, tails []uint64) {
+// landing pads or when gone past. leaf says the function and its cold
+// parts have no CALL instruction and no tail call: an exception or panic
+// can only pass through a frame below which something was called, so a
+// leaf's return address is never read by the unwinder (bar a signal
+// handler that throws, with -fnon-call-exceptions), and a uretprobe's
+// rewritten one does no harm there.
+func nativeRets(f *elf.File, fs funcSym, cold []funcSym) (rets, tails []uint64, leaf bool) {
+	calls := false
 	parts := append([]funcSym{fs}, cold...)
 	inside := func(a uint64) bool {
 		for _, p := range parts {
@@ -677,10 +688,14 @@ func nativeRets(f *elf.File, fs funcSym, cold []funcSym) (rets, tails []uint64) 
 			}
 			in, err := x86asm.Decode(code[pc:], 64)
 			if err != nil {
+				calls = true // not sure it is a leaf
 				pc++
 				continue
 			}
 			ret, tail := in.Op == x86asm.RET, false
+			if in.Op == x86asm.CALL {
+				calls = true
+			}
 			if in.Op == x86asm.JMP {
 				switch a := in.Args[0].(type) {
 				case x86asm.Rel:
@@ -699,7 +714,7 @@ func nativeRets(f *elf.File, fs funcSym, cold []funcSym) (rets, tails []uint64) 
 			pc += in.Len
 		}
 	}
-	return rets, tails
+	return rets, tails, !calls && len(tails) == 0
 }
 
 // notrack reports whether an instruction's prefixes include notrack

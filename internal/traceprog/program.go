@@ -919,17 +919,28 @@ func (b *builder) popAbandonedAs(end bool, flags int32) {
 				asm.StoreMem(asm.RFP, slNow, asm.R0, asm.DWord),
 			)
 		}
-		b.Emit(asm.LoadMem(asm.R1, asm.RFP, slIdx, asm.Word))
-		b.callerOf()
-		b.emitCall(flags, false)
-		b.Emit(
-			asm.LoadMem(asm.R1, asm.RFP, slIdx, asm.Word),
-			asm.StoreMem(rThread, 0, asm.R1, asm.Word),
-			asm.JGT.Imm(asm.R1, MaxDepth-1, done),
-		)
-		b.addChild()
+		b.popFrame(flags, false, done)
 	}
 	b.Mark(done)
+}
+
+// popFrame ends the call of rFrame, the frame at index slIdx of the
+// thread's shadow stack, at slNow: it writes the call with flags (ret:
+// with its return value), makes slIdx the thread's depth, and adds the
+// call's time to its caller's (addChild), or jumps to deep when the
+// caller lies deeper than the stack holds. Every way a frame leaves the
+// stack goes through it: a return, a RET instruction's tail callers, a
+// frame left without a return.
+func (b *builder) popFrame(flags int32, ret bool, deep string) {
+	b.Emit(asm.LoadMem(asm.R1, asm.RFP, slIdx, asm.Word))
+	b.callerOf()
+	b.emitCall(flags, ret)
+	b.Emit(
+		asm.LoadMem(asm.R1, asm.RFP, slIdx, asm.Word),
+		asm.StoreMem(rThread, 0, asm.R1, asm.Word),
+		asm.JGT.Imm(asm.R1, MaxDepth-1, deep),
+	)
+	b.addChild()
 }
 
 // thread sets rThread to the shadow stack of the current thread, making
@@ -1368,19 +1379,11 @@ func returnProgram(m maps, o progOptions) asm.Instructions {
 			)
 		}
 	}
-	b.Emit(asm.LoadMem(asm.R1, asm.RFP, slIdx, asm.Word))
-	b.callerOf()
 	if o.TailJump {
-		b.emitCall(TailJumped, false)
+		b.popFrame(TailJumped, false, "exit")
 	} else {
-		b.emitCall(0, !o.Pair)
+		b.popFrame(0, !o.Pair, "exit")
 	}
-	b.Emit(
-		asm.LoadMem(asm.R1, asm.RFP, slIdx, asm.Word),
-		asm.StoreMem(rThread, 0, asm.R1, asm.Word),
-		asm.JGT.Imm(asm.R1, MaxDepth-1, "exit"),
-	)
-	b.addChild()
 	if o.RetInsn && !o.Go && !o.TailJump {
 		b.retChained()
 	}
@@ -1429,16 +1432,8 @@ func (b *builder) retChained() {
 			asm.JNE.Reg(asm.R1, asm.R2, "exit"),
 			asm.LoadMem(asm.R1, asm.RFP, slRet, asm.DWord),
 			asm.StoreMem(rFrame, fSite, asm.R1, asm.DWord),
-			asm.LoadMem(asm.R1, asm.RFP, slIdx, asm.Word),
 		)
-		b.callerOf()
-		b.emitCall(0, true)
-		b.Emit(
-			asm.LoadMem(asm.R1, asm.RFP, slIdx, asm.Word),
-			asm.StoreMem(rThread, 0, asm.R1, asm.Word),
-			asm.JGT.Imm(asm.R1, MaxDepth-1, "exit"),
-		)
-		b.addChild()
+		b.popFrame(0, true, "exit")
 	}
 }
 

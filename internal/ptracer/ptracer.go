@@ -23,10 +23,22 @@
 // too, and the Go runtime sends a thread no other until one reaches its
 // handler. The kernel does the timing, exactly in the
 // thread's CPU time, and only the sampled thread stops. The event's count
-// (read(2)) gives the CPU time each sample stands for, so ticks the kernel
-// merged (a second overflow while the signal is still pending) show as
-// Lost records. Jitter changes each thread's next period with
-// PERF_EVENT_IOC_PERIOD.
+// (read(2)) gives the CPU time each sample stands for. At each sample the
+// next interval is set (PERF_EVENT_IOC_PERIOD, with jitter if asked) less
+// the CPU time the thread used between the overflow and its stop, so ticks
+// stay one interval apart and the collector knows when the next is due.
+//
+// A stop can only come at a return to user mode, and a second overflow
+// while our signal is pending is merged into it. That loses nothing when
+// the thread spent the time in one kernel entry (a long system call such
+// as a large munmap, a fault, an interrupt, or time the hypervisor took):
+// the sample at its end has that user stack, and its Period covers the
+// whole stretch. Ticks are lost, and counted in Lost records, only when
+// the thread ran code the collector did not see: it blocked the signal
+// (the late stop then ends a system call that changes the signal mask),
+// or, in poll mode, the poller fell behind. A program's own SIGURG pending
+// when our event overflows (the Go runtime's preemption signal) absorbs
+// ours: its stop, if the thread's tick is due, is sampled as ours.
 //
 // The fallback ("poll"), used when the kernel refuses these events or an
 // attached process has a thread that blocks SIGURG (such a thread never
@@ -106,7 +118,7 @@ type Options struct {
 // Result summarises a finished recording.
 type Result struct {
 	Samples   uint64
-	Lost      uint64 // CPU-time ticks that got no sample of their own
+	Lost      uint64 // CPU-time ticks the thread spent in its own code that got no sample of their own
 	Truncated uint64 // samples whose stack did not unwind to its outermost frame
 	Bytes     int64
 	ExitCode  int // the launched command's exit code (128+signal if killed); -1 when attached or unknown

@@ -122,7 +122,7 @@ func out(t *testing.T) string { return filepath.Join(t.TempDir(), "ptrace.rec") 
 
 // periodSpread returns the coefficient of variation of the samples' periods,
 // leaving out each thread's first sample and the samples that stand for
-// more than 1.6 ms (ticks merged or polled late, counted as lost): the
+// more than 1.6 ms (a stretch in the kernel, ticks polled late): the
 // spread of the intervals themselves.
 func periodSpread(ss []recording.Sample) float64 {
 	seen := map[uint32]bool{}
@@ -703,4 +703,48 @@ func inVDSO(pid int, pc uint64) bool {
 		}
 	}
 	return false
+}
+
+// A stop can only come at a return to user mode: milliseconds of CPU time in
+// one system call (mmap with MAP_POPULATE) make one late sample whose
+// Period covers them, and no tick is lost, while ticks spent in user code
+// with the signal blocked are counted lost.
+func TestKernelStretches(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "kernelspan", []string{"kernelspan.c"}, "-O2", "-g")
+	for _, mode := range []string{"kernel", "blocked"} {
+		t.Run(mode, func(t *testing.T) {
+			o := out(t)
+			res, err := Launch(Options{Output: o, Mechanism: MechanismSignal}, []string{bin, mode, "10"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			c := readRecording(t, o)
+			long := 0
+			var sum uint64
+			for _, s := range c.samples {
+				sum += s.Period
+				if s.Period >= 3_000_000 {
+					long++
+				}
+			}
+			t.Logf("%d samples (%d of 3 ms or more, %.1f ms in all), %d ticks lost", res.Samples, long, float64(sum)/1e6, res.Lost)
+			if res.ExitCode != 0 || c.end == nil || c.end.Lost != res.Lost {
+				t.Fatalf("exit %d, end %+v, result %+v", res.ExitCode, c.end, res)
+			}
+			switch mode {
+			case "kernel":
+				// Each round's mmap runs for milliseconds in the kernel.
+				if res.Lost != 0 || long < 5 {
+					t.Errorf("%d ticks lost, %d samples of 3 ms or more; want none lost and a long sample for most of the 10 mmaps", res.Lost, long)
+				}
+			case "blocked":
+				// 10 rounds of 10 ms with the signal blocked: about 9 ticks
+				// lost in each.
+				if res.Lost < 50 {
+					t.Errorf("%d ticks lost, want about 90 (10 ms blocked, 10 times)", res.Lost)
+				}
+			}
+		})
+	}
 }

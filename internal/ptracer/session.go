@@ -55,7 +55,10 @@ type thread struct {
 	fd        int // signalling perf event, or CPU-time counter or schedstat file in poll mode; -1: none
 	last      uint64
 	armed     uint64 // current interval, ns of CPU time
-	due       uint64 // poll mode: when it would have used armed if it ran all along
+	// expect: signal mode, the CPU time at which the event's next overflow
+	// is due (0: unknown).
+	expect uint64
+	due    uint64 // poll mode: when it would have used armed if it ran all along
 	// interrupted: poll mode sent PTRACE_INTERRUPT and awaits the stop.
 	interrupted bool
 	tried       bool // arm was called since it appeared or exec'd
@@ -404,7 +407,7 @@ func (s *session) chooseMechanism(t *thread) error {
 	}
 	if err == nil {
 		s.mech = MechanismSignal
-		t.fd, t.armed, t.last = fd, s.interval, 0
+		t.fd, t.armed, t.last, t.expect = fd, s.interval, 0, s.interval
 		return nil
 	}
 	if s.o.Mechanism == MechanismSignal {
@@ -466,7 +469,7 @@ func (s *session) arm(t *thread) {
 			}
 			return
 		}
-		t.fd, t.last = fd, 0
+		t.fd, t.last, t.expect = fd, 0, t.armed
 	case MechanismPoll:
 		var fd int
 		var err error

@@ -201,6 +201,13 @@ func (s *session) dispatch(pid int, ws unix.WaitStatus, t0 uint64) {
 				t.resumeSig = int(sig)
 			}
 		} else {
+			if sig == stopSignal && s.mech == MechanismSignal && s.absorbed(t) {
+				// The program's own stopSignal was pending when our event
+				// overflowed, and the kernel dropped ours: this stop
+				// is the one ours would have made.
+				s.sample(t, t0)
+				sampled = true
+			}
 			t.resumeSig = int(sig)
 		}
 	}
@@ -394,27 +401,32 @@ func (s *session) sample(t *thread, now uint64) {
 		period = 0
 	}
 	t.last = cpu
-	if t.armed > 0 && period >= t.armed+t.armed/2 {
-		// Ticks that got no stop of their own: the kernel merges overflows
-		// while a signal is pending, and polling can fall behind.
-		n := (period+t.armed/2)/t.armed - 1
-		s.res.Lost += n
-		s.write(&recording.Lost{Time: now, Reason: recording.LostRecorder, Count: n})
-	}
+	armed := t.armed
 	defer func() { t.due = now + t.armed }()
+	next := armed
 	if s.o.Jitter > 0 {
-		next := s.nextInterval()
-		if s.mech == MechanismSignal {
-			if setPeriod(t.fd, next) == nil {
-				t.armed = next
-			}
-		} else {
-			t.armed = next
+		next = s.nextInterval()
+	}
+	var missed uint64 // ticks since the one this sample takes
+	if s.mech == MechanismSignal {
+		missed = s.rearm(t, cpu, period, armed, next)
+	} else {
+		if armed > 0 && period >= armed+armed/2 {
+			missed = (period+armed/2)/armed - 1
 		}
+		t.armed = next
 	}
 
 	r := &s.regs
-	if err := getRegs(t.tid, r); err != nil {
+	regsErr := getRegs(t.tid, r)
+	if missed > 0 && (regsErr != nil || !s.oneKernelEntry(r)) {
+		// Ticks that got no stop of their own: the thread ran code the
+		// collector did not see (polling fell behind, or the signal was
+		// blocked).
+		s.res.Lost += missed
+		s.write(&recording.Lost{Time: now, Reason: recording.LostRecorder, Count: missed})
+	}
+	if regsErr != nil {
 		return
 	}
 	p := s.procs[t.pid]
@@ -472,6 +484,92 @@ func (s *session) sample(t *thread, now uint64) {
 	for _, rec := range extra {
 		s.write(rec)
 	}
+}
+
+// rearm sets the next interval of t's signalling event at a sample taken
+// when its CPU time was cpu (period since the previous one, armed the
+// interval that was in force), and returns how many ticks since the one
+// the sample takes got no stop of their own. The stop comes a little
+// after the overflow (the thread runs on until it returns to user mode
+// and stops), so the next overflow is set that much sooner: ticks stay
+// one interval apart in the thread's CPU time, as the kernel's own
+// restart of the timer keeps them, and the collector knows when each is
+// due (t.expect, for absorbed).
+func (s *session) rearm(t *thread, cpu, period, armed, next uint64) uint64 {
+	var over uint64 // CPU time since the overflow this sample answers
+	switch {
+	case t.expect > 0 && cpu > t.expect:
+		over = cpu - t.expect
+	case t.expect == 0 && period > armed:
+		over = period - armed
+	}
+	var missed uint64
+	if armed > 0 {
+		missed = over / armed
+		over %= armed
+	}
+	// The next tick is due next-over from here; when that is less than
+	// half an interval, the one after it is taken instead (its sample
+	// stands for a little more time). A period of a few µs set on this
+	// event made the kernel's count of it jump by seconds (Linux 6.18).
+	p := next
+	if over < next {
+		p = next - over
+		if p < next/2 {
+			p += next
+		}
+	}
+	if setPeriod(t.fd, p) != nil {
+		t.expect = 0 // unknown: judged by the period
+		return missed
+	}
+	t.armed, t.expect = next, cpu+p
+	return missed
+}
+
+// absorbed reports whether t, stopped for a stopSignal that is not ours,
+// used its interval since its last sample: our event overflowed while the
+// program's own signal was pending, and a standard signal already pending
+// absorbs another (the Go runtime's preemption signal, which it sends every
+// 10 ms or so to a goroutine that runs on). rearm knows when the overflow
+// is due.
+func (s *session) absorbed(t *thread) bool {
+	if t.fd < 0 || t.armed == 0 {
+		return false
+	}
+	cpu, err := s.cpuTime(t)
+	if err != nil {
+		return false
+	}
+	if t.expect > 0 {
+		return cpu >= t.expect
+	}
+	return cpu >= t.last && cpu-t.last >= t.armed
+}
+
+// Signal-mask changes on x86-64: the system calls after which a signal
+// that was blocked can be delivered.
+var maskCalls = map[int64]bool{
+	unix.SYS_RT_SIGPROCMASK: true, unix.SYS_RT_SIGRETURN: true, unix.SYS_RT_SIGSUSPEND: true,
+	unix.SYS_RT_SIGTIMEDWAIT: true, unix.SYS_PSELECT6: true, unix.SYS_PPOLL: true,
+	unix.SYS_EPOLL_PWAIT: true, unix.SYS_EPOLL_PWAIT2: true, unix.SYS_IO_PGETEVENTS: true,
+}
+
+// oneKernelEntry reports whether a signal stop that came late (the thread
+// used more than one interval since its last sample) ended one stretch
+// in the kernel: our signal, once sent, is delivered at the thread's next
+// return to user mode unless the thread blocks it, and a blocked signal
+// becomes deliverable only at the end of a system call that changes the
+// mask. So unless the stop ends such a call, the thread did not run its
+// own code since the first overflow: it was in one system call (a large
+// munmap, say), one fault or interrupt, or its CPU was taken by the
+// hypervisor, all at the user stack the sample records. The sample's
+// Period covers that time; a ptrace stop cannot split a kernel entry, and
+// the collector records no kernel stacks, so no tick is lost. orig_rax
+// holds the system call, or -1 after an interrupt, or an exception's error
+// code (taken for a call number, it can only count a loss that was none).
+func (s *session) oneKernelEntry(r *unix.PtraceRegs) bool {
+	return s.mech == MechanismSignal && !maskCalls[int64(r.Orig_rax)]
 }
 
 // maxFrames bounds the frames unwound per sample.

@@ -47,13 +47,14 @@ func OpenSched(w *recording.Writer, pid int, launched, pathOnly bool) (*Sched, e
 // its children, where the kernel allows it): a tracer's calls are timed
 // with its probes' cost inside them, its samples say where the time went
 // with that cost told apart (kernel frames of the trap). meta is written
-// first. Close ends the recording.
-func OpenCPU(path string, pid int, launched bool, frequency int, meta recording.Meta) (*Sched, error) {
+// first; ringPages is the rings' size in data pages per CPU (0: sized as
+// culprit record sizes them). Close ends the recording.
+func OpenCPU(path string, pid int, launched bool, frequency, ringPages int, meta recording.Meta) (*Sched, error) {
 	w, err := recording.Create(path)
 	if err != nil {
 		return nil, err
 	}
-	o := Options{Events: []string{EventsCPU}, Frequency: frequency, Output: path, StackBytes: stackFor(proc.Exe(pid))}
+	o := Options{Events: []string{EventsCPU}, Frequency: frequency, Output: path, StackBytes: stackFor(proc.Exe(pid)), RingPages: ringPages}
 	s, err := openBeside(o, w, pid, launched, &meta)
 	if err != nil {
 		w.Discard()
@@ -144,8 +145,9 @@ func (x *Sched) Drain() {
 }
 
 // Close stops the events, writes what is left and the kernel functions
-// their stacks name, and returns the events written, those lost and what
-// the user should know. A recording of its own (OpenCPU) is ended; else
+// their stacks name, and returns the events written, those lost (their
+// rings had no room) and what the user should know; Throttled tells the
+// events the kernel's rate limit took. A recording of its own (OpenCPU) is ended; else
 // the writer stays open.
 func (x *Sched) Close() (events, lost uint64, warnings []string) {
 	s := x.s
@@ -163,6 +165,10 @@ func (x *Sched) Close() (events, lost uint64, warnings []string) {
 	}
 	return s.res.Samples, s.res.Lost, s.res.Warnings
 }
+
+// Throttled returns how many events the kernel's rate limit kept from
+// being taken (perf_event_max_sample_rate), counted apart from the lost.
+func (x *Sched) Throttled() uint64 { return x.s.res.Throttled }
 
 // Mapping returns the mapping of process pid that holds addr, as the
 // events' mmap records have described it so far: one of a library the

@@ -91,7 +91,11 @@ type Options struct {
 	// frames of their traps, for choosing what the next trace keeps.
 	CPUSamples string
 	CPUHz      int
-	Tool       string
+	// CPURingPages is the size of the CPU samples' rings in data pages
+	// per CPU, a power of two (0: sized from the rate and the stack copy,
+	// as culprit record sizes them).
+	CPURingPages int
+	Tool         string
 	// Extra facts for the recording's Meta (e.g. culprit variance's
 	// interval definition).
 	Extra map[string]string
@@ -114,19 +118,22 @@ type Options struct {
 
 // Result summarises a trace.
 type Result struct {
-	Probes    int
-	Calls     uint64
-	Events    uint64 // scheduler events recorded (Options.Sched)
-	Samples   uint64 // CPU samples kept in the recording (Options.CPUSamples)
-	Lost      uint64 // call records the ring had no room for
-	Depth     uint64 // calls deeper than the shadow stack, not recorded
-	Unmatched uint64 // returns whose entry was not seen
-	Bytes     int64
-	ExitCode  int
-	Attach    time.Duration // setting every probe
-	Detach    time.Duration // removing them
-	Warnings  []string
-	Rounds    int // times probes were set (1, or more with Refine)
+	Probes  int
+	Calls   uint64
+	Events  uint64 // scheduler events recorded (Options.Sched)
+	Samples uint64 // CPU samples kept in the recording (Options.CPUSamples)
+	// CPULost and CPUThrottled are the CPU samples their rings had no room
+	// for, and those the kernel's rate limit kept from being taken.
+	CPULost, CPUThrottled uint64
+	Lost                  uint64 // call records the ring had no room for
+	Depth                 uint64 // calls deeper than the shadow stack, not recorded
+	Unmatched             uint64 // returns whose entry was not seen
+	Bytes                 int64
+	ExitCode              int
+	Attach                time.Duration // setting every probe
+	Detach                time.Duration // removing them
+	Warnings              []string
+	Rounds                int // times probes were set (1, or more with Refine)
 	// Pauses and Off are how many times, and how long in all, the probes
 	// were removed to keep within Options.TrapBudget.
 	Pauses int
@@ -739,7 +746,7 @@ func (s *session) openCPU(pid int, launched bool, meta recording.Meta) {
 		return
 	}
 	meta.Tool = s.o.Tool
-	c, err := recorder.OpenCPU(s.o.CPUSamples, pid, launched, s.o.CPUHz, meta)
+	c, err := recorder.OpenCPU(s.o.CPUSamples, pid, launched, s.o.CPUHz, s.o.CPURingPages, meta)
 	if err != nil {
 		s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("sampling the CPU beside the trace: %v", err))
 		return
@@ -753,6 +760,7 @@ func (s *session) closeCPU() {
 		return
 	}
 	_, lost, warns := s.cpu.Close()
+	s.res.CPULost, s.res.CPUThrottled = lost, s.cpu.Throttled()
 	s.cpu = nil
 	for _, w := range warns {
 		s.res.Warnings = append(s.res.Warnings, "CPU samples beside the trace: "+w)
@@ -855,7 +863,10 @@ func (s *session) finish(exitCode int) (Result, error) {
 		s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("dynamic probing removed probes %d times after %s (%s): %s", n, limit, strings.Join(names, ", "), what))
 	}
 	s.res.ExitCode = exitCode
-	s.w.Write(&recording.End{Time: now, Samples: events + samples, Lost: s.res.Lost + s.res.Depth + eventsLost, ExitCode: int32(exitCode), Calls: s.res.Calls})
+	// The End record counts every record lost, as the Lost records copied
+	// from the CPU samples' recording (keepCPU) and written here tell them.
+	s.w.Write(&recording.End{Time: now, Samples: events + samples, Lost: s.res.Lost + s.res.Depth + eventsLost + s.res.CPULost,
+		Throttled: s.res.CPUThrottled, ExitCode: int32(exitCode), Calls: s.res.Calls})
 	err := s.w.Close()
 	s.res.Bytes = s.w.Bytes()
 	s.t.Close()

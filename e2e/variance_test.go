@@ -62,7 +62,12 @@ func checkShare(t *testing.T, r varianceJSON, fn string, share float64) {
 		if math.Abs(f.Contribution-share) > 0.05 {
 			t.Errorf("%s's share %.3f, the program's %.3f", fn, f.Contribution, share)
 		}
-		if share > 0.5 && (len(r.Factors) == 0 || r.Factors[0].Names[0] != fn) {
+		// First for sure only when no other factor can rival it: each
+		// share is measured within 0.05 (above), so one over half the
+		// variance by less than that can tie with the rest (a queue
+		// wait that grew with the machine's load: 51.2% against
+		// slow_io's 50.3%).
+		if share > 0.55 && (len(r.Factors) == 0 || r.Factors[0].Names[0] != fn) {
 			t.Errorf("factors %+v: want %s first", r.Factors, fn)
 		}
 		return

@@ -118,29 +118,26 @@ const pauseEvery = 1 << 14
 
 // eachSample is p.EachSample, pausing every pauseEvery samples.
 func (a *Analyzer) eachSample(p *profile.Profile, yield func(*profile.Sample) bool) error {
-	if a.pause == nil {
-		return p.EachSample(yield)
-	}
-	n := 0
-	return p.EachSample(func(s *profile.Sample) bool {
-		if n++; n%pauseEvery == 0 {
-			a.pause()
-		}
-		return yield(s)
-	})
+	return eachPaused(a.pause, p.EachSample, yield)
 }
 
 // eachValue is p.EachValue, pausing every pauseEvery values.
 func (a *Analyzer) eachValue(p *profile.Profile, yield func(*profile.Value) bool) error {
-	if a.pause == nil {
-		return p.EachValue(yield)
+	return eachPaused(a.pause, p.EachValue, yield)
+}
+
+// eachPaused calls each with yield, and pause (when set) every pauseEvery
+// items.
+func eachPaused[T any](pause func(), each func(func(T) bool) error, yield func(T) bool) error {
+	if pause == nil {
+		return each(yield)
 	}
 	n := 0
-	return p.EachValue(func(v *profile.Value) bool {
+	return each(func(x T) bool {
 		if n++; n%pauseEvery == 0 {
-			a.pause()
+			pause()
 		}
-		return yield(v)
+		return yield(x)
 	})
 }
 

@@ -449,41 +449,7 @@ func limitCountsWhatItLeavesOut(t *testing.T, bin string, hash bool) {
 	defer tr.Close()
 	// The program waits in read(2) for a byte, traced from then on: the
 	// read's exit (its entry untraced), n getppid calls, exit_group.
-	cmd := exec.Command(bin, strconv.Itoa(n))
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	tid := uint32(cmd.Process.Pid)
-	// Traced once it waits in the read: the loader's calls before it
-	// are not the loop's.
-	sc := fmt.Sprintf("/proc/%d/syscall", tid)
-	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
-		if b, _ := os.ReadFile(sc); strings.HasPrefix(string(b), "0 0x0 ") {
-			break
-		}
-		if time.Now().After(deadline) {
-			cmd.Process.Kill()
-			cmd.Wait()
-			t.Fatalf("%s never waited in read(0, ...)", bin)
-		}
-	}
-	if err := tr.Add(tid); err != nil {
-		in.Close()
-		cmd.Wait()
-		t.Fatal(err)
-	}
-	if _, err := in.Write([]byte{1}); err != nil {
-		t.Fatal(err)
-	}
-	in.Close()
-	if err := cmd.Wait(); err != nil {
-		t.Fatal(err)
-	}
-	tr.Remove(tid)
+	tid, _ := traceReleased(t, tr, bin, strconv.Itoa(n))
 	var enters, exits, getppid, standFor, lastNr uint64
 	var first, last uint64
 	pending := false
@@ -1326,6 +1292,53 @@ func BenchmarkRecordedCall(b *testing.B) {
 	tr.Remove(uint32(os.Getpid()))
 }
 
+// traceReleased starts bin with args, adds it to tr once it waits in
+// read(2) on its standard input (polled in /proc/PID/syscall: the
+// loader's calls before are not traced), then gives it a byte, waits for
+// its exit and removes it. It returns the process's id and what it wrote.
+func traceReleased(t *testing.T, tr *Tracer, bin string, args ...string) (uint32, string) {
+	t.Helper()
+	cmd := exec.Command(bin, args...)
+	var out strings.Builder
+	cmd.Stdout = &out
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := uint32(cmd.Process.Pid)
+	stop := func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	}
+	sc := fmt.Sprintf("/proc/%d/syscall", pid)
+	for deadline := time.Now().Add(time.Minute); ; time.Sleep(time.Millisecond) {
+		if b, _ := os.ReadFile(sc); strings.HasPrefix(string(b), "0 0x0 ") {
+			break
+		}
+		if time.Now().After(deadline) {
+			stop()
+			t.Fatalf("%s never waited in read(0, ...)", bin)
+		}
+	}
+	if err := tr.Add(pid); err != nil {
+		stop()
+		t.Fatal(err)
+	}
+	if _, err := in.Write([]byte{1}); err != nil {
+		stop()
+		t.Fatal(err)
+	}
+	in.Close()
+	if err := cmd.Wait(); err != nil {
+		t.Fatal(err)
+	}
+	tr.Remove(pid)
+	return pid, out.String()
+}
+
 // TestCopyUpToAFault: an entry's stack copy that would cross into a page
 // never touched (which a BPF program cannot read) holds the stack up to
 // the page boundary, not nothing.
@@ -1337,34 +1350,10 @@ func TestCopyUpToAFault(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tr.Close()
-	cmd := exec.Command(bin)
-	in, err := cmd.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	outp, err := cmd.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
+	pid, stdout := traceReleased(t, tr, bin)
 	var sp uint64
-	if _, err := fmt.Fscanf(outp, "sp %v\n", &sp); err != nil {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatalf("reading the program's stack pointer: %v", err)
-	}
-	pid := uint32(cmd.Process.Pid)
-	if err := tr.Add(pid); err != nil {
-		cmd.Process.Kill()
-		cmd.Wait()
-		t.Fatal(err)
-	}
-	in.Write([]byte{1})
-	in.Close()
-	if err := cmd.Wait(); err != nil {
-		t.Fatal(err)
+	if _, err := fmt.Sscanf(stdout, "sp %v\n", &sp); err != nil {
+		t.Fatalf("reading the program's stack pointer in %q: %v", stdout, err)
 	}
 	var got []int
 	err = tr.Drain(func(ev *Event) {

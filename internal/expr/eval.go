@@ -381,6 +381,9 @@ func evalBinary(n *Binary, env Env) (Scalar, error) {
 	switch {
 	case x.Kind == Float || y.Kind == Float:
 		a, b := x.Float64(), y.Float64()
+		if v, ok := compare(n.Op, a, b); ok {
+			return v, nil
+		}
 		switch n.Op {
 		case "+":
 			return FloatValue(a + b), nil
@@ -392,100 +395,70 @@ func evalBinary(n *Binary, env Env) (Scalar, error) {
 			return FloatValue(a / b), nil
 		case "%":
 			return FloatValue(math.Mod(a, b)), nil
-		case "==":
-			return boolValue(a == b), nil
-		case "!=":
-			return boolValue(a != b), nil
-		case "<":
-			return boolValue(a < b), nil
-		case "<=":
-			return boolValue(a <= b), nil
-		case ">":
-			return boolValue(a > b), nil
-		case ">=":
-			return boolValue(a >= b), nil
+		case "&", "|", "^", "<<", ">>":
+			return Scalar{}, &TypeError{n.Col, n.Op + " needs integers"}
 		}
-		return Scalar{}, &TypeError{n.Col, n.Op + " needs integers"}
 	case x.Kind == Uint || y.Kind == Uint:
-		a, b := asUint(x), asUint(y)
-		if (n.Op == "/" || n.Op == "%") && b == 0 {
-			return Scalar{}, fmt.Errorf("division by zero: %w", ErrMissing)
-		}
-		switch n.Op {
-		case "+":
-			return UintValue(a + b), nil
-		case "-":
-			return UintValue(a - b), nil
-		case "*":
-			return UintValue(a * b), nil
-		case "/":
-			return UintValue(a / b), nil
-		case "%":
-			return UintValue(a % b), nil
-		case "&":
-			return UintValue(a & b), nil
-		case "|":
-			return UintValue(a | b), nil
-		case "^":
-			return UintValue(a ^ b), nil
-		case "<<":
-			return UintValue(a << (b & 63)), nil
-		case ">>":
-			return UintValue(a >> (b & 63)), nil
-		case "==":
-			return boolValue(a == b), nil
-		case "!=":
-			return boolValue(a != b), nil
-		case "<":
-			return boolValue(a < b), nil
-		case "<=":
-			return boolValue(a <= b), nil
-		case ">":
-			return boolValue(a > b), nil
-		case ">=":
-			return boolValue(a >= b), nil
-		}
+		return integer(n, asUint(x), asUint(y), UintValue)
 	default:
-		a, b := x.I, y.I
-		if (n.Op == "/" || n.Op == "%") && b == 0 {
-			return Scalar{}, fmt.Errorf("division by zero: %w", ErrMissing)
-		}
-		switch n.Op {
-		case "+":
-			return IntValue(a + b), nil
-		case "-":
-			return IntValue(a - b), nil
-		case "*":
-			return IntValue(a * b), nil
-		case "/":
-			return IntValue(a / b), nil
-		case "%":
-			return IntValue(a % b), nil
-		case "&":
-			return IntValue(a & b), nil
-		case "|":
-			return IntValue(a | b), nil
-		case "^":
-			return IntValue(a ^ b), nil
-		case "<<":
-			return IntValue(a << (uint64(b) & 63)), nil
-		case ">>":
-			return IntValue(a >> (uint64(b) & 63)), nil
-		case "==":
-			return boolValue(a == b), nil
-		case "!=":
-			return boolValue(a != b), nil
-		case "<":
-			return boolValue(a < b), nil
-		case "<=":
-			return boolValue(a <= b), nil
-		case ">":
-			return boolValue(a > b), nil
-		case ">=":
-			return boolValue(a >= b), nil
-		}
+		return integer(n, x.I, y.I, IntValue)
 	}
 	return Scalar{}, &TypeError{n.Col, "unknown operator " + n.Op}
+}
+
+// integer applies an arithmetic, bitwise or comparison operator to two
+// integers of one signedness, as C does after its conversions (shift
+// counts taken modulo 64); value makes the result of that signedness.
+func integer[T int64 | uint64](n *Binary, a, b T, value func(T) Scalar) (Scalar, error) {
+	if v, ok := compare(n.Op, a, b); ok {
+		return v, nil
+	}
+	if (n.Op == "/" || n.Op == "%") && b == 0 {
+		return Scalar{}, fmt.Errorf("division by zero: %w", ErrMissing)
+	}
+	switch n.Op {
+	case "+":
+		return value(a + b), nil
+	case "-":
+		return value(a - b), nil
+	case "*":
+		return value(a * b), nil
+	case "/":
+		return value(a / b), nil
+	case "%":
+		return value(a % b), nil
+	case "&":
+		return value(a & b), nil
+	case "|":
+		return value(a | b), nil
+	case "^":
+		return value(a ^ b), nil
+	case "<<":
+		return value(a << (uint64(b) & 63)), nil
+	case ">>":
+		return value(a >> (uint64(b) & 63)), nil
+	}
+	return Scalar{}, &TypeError{n.Col, "unknown operator " + n.Op}
+}
+
+// compare applies a comparison operator (1 when true, 0 when false); ok
+// is false for any other operator.
+func compare[T int64 | uint64 | float64](op string, a, b T) (v Scalar, ok bool) {
+	switch op {
+	case "==":
+		return boolValue(a == b), true
+	case "!=":
+		return boolValue(a != b), true
+	case "<":
+		return boolValue(a < b), true
+	case "<=":
+		return boolValue(a <= b), true
+	case ">":
+		return boolValue(a > b), true
+	case ">=":
+		return boolValue(a >= b), true
+	}
+	return Scalar{}, false
 }
 
 func asUint(s Scalar) uint64 {

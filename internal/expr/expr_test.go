@@ -171,6 +171,14 @@ func TestEval(t *testing.T) {
 		{"zero && null->x", "0"}, // short-circuit: null never read
 		{"!zero || null->x", "1"},
 		{"7 % 4 + (1 << 4)", "19"},
+		{"-n >> 1", "-10000000"},        // arithmetic shift of a signed value
+		{"u << 65", "6"},                // shift counts modulo 64
+		{"(u ^ 1) | (u & 2)", "2"},      // unsigned bitwise
+		{"-7 / 2 * 10 + -7 % 2", "-31"}, // signed division truncates
+		{"u - 4 > 0", "1"},              // an unsigned comparison
+		{"-1 < 0", "1"},                 // a signed one
+		{"*p >= 2.5 && *p != 2 && *p <= 3", "1"},
+		{"*p % 2", "0.5"},
 	} {
 		n, err := Parse(c.in)
 		if err != nil {
@@ -190,7 +198,7 @@ func TestEval(t *testing.T) {
 		missing bool
 	}{
 		{"null->x", true}, {"*null", true}, {"cfg.limits[9]", true}, {"n / zero", true},
-		{"nosuch", false}, {"j->nosuch", false}, {"n->x", false}, {"cfg", false}, {"cfg.limits[1.5]", false}, {"(n + 1).x", false},
+		{"u % zero", true}, {"nosuch", false}, {"*p << 1", false}, {"j->nosuch", false}, {"n->x", false}, {"cfg", false}, {"cfg.limits[1.5]", false}, {"(n + 1).x", false},
 	} {
 		n, err := Parse(c.in)
 		if err != nil {

@@ -940,39 +940,30 @@ func intBinop(op byte, x, y uint64, sx, sy int64, signed, signedMod bool) (uint6
 	case OpShra:
 		return uint64(sx >> min(y, 63)), nil
 	}
-	var c bool
 	if signed {
-		switch op {
-		case OpEq:
-			c = sx == sy
-		case OpNe:
-			c = sx != sy
-		case OpLt:
-			c = sx < sy
-		case OpLe:
-			c = sx <= sy
-		case OpGt:
-			c = sx > sy
-		case OpGe:
-			c = sx >= sy
-		}
-	} else {
-		switch op {
-		case OpEq:
-			c = x == y
-		case OpNe:
-			c = x != y
-		case OpLt:
-			c = x < y
-		case OpLe:
-			c = x <= y
-		case OpGt:
-			c = x > y
-		case OpGe:
-			c = x >= y
-		}
+		return b2u(relation(op, sx, sy)), nil
 	}
-	return b2u(c), nil
+	return b2u(relation(op, x, y)), nil
+}
+
+// relation applies a comparison operator (DW_OP_eq … DW_OP_ge); false for
+// any other.
+func relation[T int64 | uint64](op byte, x, y T) bool {
+	switch op {
+	case OpEq:
+		return x == y
+	case OpNe:
+		return x != y
+	case OpLt:
+		return x < y
+	case OpLe:
+		return x <= y
+	case OpGt:
+		return x > y
+	case OpGe:
+		return x >= y
+	}
+	return false
 }
 
 var (

@@ -59,6 +59,21 @@ func TestBinopGeneric(t *testing.T) {
 	}
 }
 
+// DWARF compares generic entries as signed: -1 is below 1, and above it
+// only when read as unsigned.
+func TestBinopSignedRelations(t *testing.T) {
+	minus1 := Elem{V: ^uint64(0)}
+	for _, c := range []struct {
+		op   byte
+		want uint64
+	}{{OpLt, 1}, {OpLe, 1}, {OpGt, 0}, {OpGe, 0}, {OpEq, 0}, {OpNe, 1}} {
+		got, err := Binop(c.op, minus1, Elem{V: 1})
+		if err != nil || got.V != c.want {
+			t.Errorf("-1 %s 1: %+v %v, want %d", OpName(c.op), got, err, c.want)
+		}
+	}
+}
+
 // The register of an entry value: a register location or its value; not
 // memory at entry, nor a register plus an offset.
 func TestEntryReg(t *testing.T) {

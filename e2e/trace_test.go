@@ -1345,6 +1345,30 @@ func TestTraceCXXNames(t *testing.T) {
 			t.Errorf("%s: %d calls traced (%d did not return), the program made %d", fn, got, unret, n)
 		}
 	}
+	// Members named as in a debugger, without their enclosing scopes:
+	// handle is svc::handle, Accum::add both instances, area both
+	// overriders (one call of either per request that parsed).
+	stdout, stderr, code = run(t, "trace", "-o", out, "-f", "handle", "-f", "Accum::add", "-f", "area", "--", bin, "500")
+	if code != 0 {
+		t.Fatalf("bare names: exit %d\n%s", code, stderr)
+	}
+	want = counts(t, stdout)
+	r = traceReport(t, out)
+	parsed := want["handle"] - want["thrown"]
+	square, _ := r.calls("geo::Square::area")
+	strip, _ := r.calls("geo::Strip::area")
+	for fn, n := range map[string]int{
+		"svc::handle":                     want["handle"],
+		"geo::Accum<long>::add(long)":     parsed,
+		"geo::Accum<double>::add(double)": parsed,
+	} {
+		if got, _ := r.calls(fn); got != n || n == 0 {
+			t.Errorf("bare names: %s: %d calls traced, the program made %d", fn, got, n)
+		}
+	}
+	if square == 0 || strip == 0 || square+strip != parsed {
+		t.Errorf("-f area: Square::area %d and Strip::area %d calls traced, want %d in all, some of each", square, strip, parsed)
+	}
 }
 
 // Exceptions unwind through traced C++ calls and the program runs on as

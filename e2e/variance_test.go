@@ -200,6 +200,30 @@ func TestVarianceDominantFunction(t *testing.T) {
 	}
 }
 
+// A C++ interval named as in a debugger: --start handle is svc::handle,
+// each of whose calls is an interval, and its callees (svc::make_shape,
+// both instances of geo::Accum::add) are probed from the first round.
+func TestVarianceCXXBareName(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.CXX(t, "cxxtrace", []string{"cxxtrace.cc"}, "-O2", "-g", "-pthread")
+	out := rec(t)
+	stdout := mustRun(t, "variance", "--start", "handle", "--rounds", "1", "--trap-budget", "0", "-o", out, "--", bin, "1000")
+	var r varianceJSON
+	if err := json.Unmarshal([]byte(mustRun(t, "variance", "-i", out, "--format", "json")), &r); err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, f := range append(r.Factors, r.Ranked...) {
+		for _, n := range f.Names {
+			names[n] = true
+		}
+	}
+	want := counts(t, stdout)["handle"]
+	if r.Intervals != want || !names["svc::make_shape"] || !names["geo::Accum<long>::add(long)"] || !names["geo::Accum<double>::add(double)"] {
+		t.Errorf("%d intervals, factors %v: want svc::handle's %d calls, its callees svc::make_shape and both geo::Accum::add probed", r.Intervals, names, want)
+	}
+}
+
 // A trap budget far under what the probes take: the probes are removed
 // after the first half-second window (and set again after each pause),
 // the pauses are in the report, and the intervals analysed are exactly

@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"slices"
@@ -158,7 +159,7 @@ from VProfiler: docs/variance.md.`,
 			if len(funcs) > 0 {
 				names = append(names, funcs...)
 			} else {
-				for _, f := range append(append(slices.Clone(cg[spec.Start]), cg[spec.End]...), cg[spec.Attach]...) {
+				for _, f := range calleesOf(cg, spec.Start, spec.End, spec.Attach) {
 					if probeable(f) {
 						names = append(names, tracer.GlobQuote(f)) // a C++ name may hold [ ] * ?
 					}
@@ -664,4 +665,26 @@ func isGoExe(path string) bool {
 	}
 	defer f.Close()
 	return elfx.IsGo(f)
+}
+
+// calleesOf returns the callees in the call graph cg of the functions the
+// names name, each a function's name or a glob in any enclosing scope as
+// -f takes it (--start handle names svc::handle).
+func calleesOf(cg map[string][]string, names ...string) []string {
+	var out []string
+	for _, name := range names {
+		if name == "" {
+			continue
+		}
+		if cs, ok := cg[name]; ok {
+			out = append(out, cs...)
+			continue
+		}
+		for _, fn := range slices.Sorted(maps.Keys(cg)) {
+			if elfx.MatchName(name, fn) {
+				out = append(out, cg[fn]...)
+			}
+		}
+	}
+	return out
 }

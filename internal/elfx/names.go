@@ -3,6 +3,7 @@ package elfx
 import (
 	"debug/dwarf"
 	"debug/elf"
+	"path"
 	"strings"
 
 	"github.com/ianlancetaylor/demangle"
@@ -289,4 +290,50 @@ func funcName(off dwarf.Offset, isGo bool, get func(dwarf.Offset) (DIENames, boo
 		return CleanName(n.Linkage)
 	}
 	return ""
+}
+
+// MatchName reports whether glob (path.Match syntax) names the function
+// called name, as a debugger's breakpoint does: a glob names a function in
+// any enclosing scope, so "area" and "Square::area" name
+// "geo::Square::area" and "add" names "geo::Accum<long>::add(long)"; a
+// glob that starts with "::" is anchored at the outermost scope
+// ("::area" names only a function called area in no namespace or class).
+// A C name has no scopes: only the glob that matches it whole names it.
+func MatchName(glob, name string) bool {
+	if g, ok := strings.CutPrefix(glob, "::"); ok {
+		m, _ := path.Match(g, name)
+		return m
+	}
+	if !strings.Contains(name, "::") {
+		m, _ := path.Match(glob, name)
+		return m
+	}
+	for _, s := range scopeTails(name) {
+		if m, _ := path.Match(glob, s); m {
+			return true
+		}
+	}
+	return false
+}
+
+// scopeTails returns name and each tail of it that follows a "::" outside
+// template arguments and parameter lists: "ns::F<std::string>::g(int)" →
+// itself, "F<std::string>::g(int)", "g(int)".
+func scopeTails(name string) []string {
+	out := []string{name}
+	depth := 0
+	for i := 0; i+1 < len(name); i++ {
+		switch name[i] {
+		case '<', '(', '[':
+			depth++
+		case '>', ')', ']':
+			depth = max(depth-1, 0)
+		case ':':
+			if depth == 0 && name[i+1] == ':' && i+2 < len(name) {
+				out = append(out, name[i+2:])
+				i++
+			}
+		}
+	}
+	return out
 }

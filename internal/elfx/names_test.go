@@ -27,3 +27,34 @@ func TestIsPartClone(t *testing.T) {
 		}
 	}
 }
+
+// A glob names a function in any enclosing scope, as a debugger's
+// breakpoint does; "::" anchors it; scopes inside template arguments and
+// parameter lists are not scopes of the function.
+func TestMatchName(t *testing.T) {
+	for _, c := range []struct {
+		glob, name string
+		want       bool
+	}{
+		{"area", "geo::Square::area", true},
+		{"Square::area", "geo::Square::area", true},
+		{"geo::Square::area", "geo::Square::area", true},
+		{"*::area", "geo::Square::area", true},
+		{"::area", "geo::Square::area", false},
+		{"::geo::Square::area", "geo::Square::area", true},
+		{"uare::area", "geo::Square::area", false},
+		{"add(long)", "geo::Accum<long>::add(long)", true},
+		{"Accum<long>::add*", "geo::Accum<long>::add(long)", true},
+		{"string>::g", "ns::F<std::string>::g", false},
+		{"vector<int>)", "ns::g(std::vector<int>)", false},
+		{"parse_*", "svc::parse_size", true},
+		{"parse_*", "parse_size", true},
+		{"::parse_size", "parse_size", true},
+		{"size", "parse_size", false},
+		{"work", "main.work", false}, // Go's package paths are not C++ scopes
+	} {
+		if got := MatchName(c.glob, c.name); got != c.want {
+			t.Errorf("MatchName(%q, %q) = %v, want %v", c.glob, c.name, got, c.want)
+		}
+	}
+}

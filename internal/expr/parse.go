@@ -12,6 +12,8 @@ import (
 	"path"
 	"strconv"
 	"strings"
+
+	"github.com/culprit-dev/culprit/internal/elfx"
 )
 
 // Node is a parsed expression.
@@ -455,10 +457,10 @@ func (s *Spec) MatchProg(exe string) bool {
 	return ok
 }
 
-// MatchFunc reports whether a source function name matches.
+// MatchFunc reports whether the glob names a source function: in any
+// enclosing scope, as elfx.MatchName says.
 func (s *Spec) MatchFunc(fn string) bool {
-	ok, _ := path.Match(s.Func, fn)
-	return ok
+	return elfx.MatchName(s.Func, fn)
 }
 
 // Idents lists the variable names an expression reads, in order, once each.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"path"
 
+	"github.com/culprit-dev/culprit/internal/elfx"
 	"github.com/culprit-dev/culprit/internal/expr"
 )
 
@@ -102,7 +103,7 @@ func (e *Engine) Sample(exe string, frames []Frame) Outcome {
 
 func innermost(frames []Frame, glob string) (int, bool) {
 	for i, f := range frames {
-		if ok, _ := path.Match(glob, f.Function); ok {
+		if elfx.MatchName(glob, f.Function) {
 			return i, true
 		}
 	}

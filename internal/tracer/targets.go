@@ -51,11 +51,32 @@ func helper(name string) bool {
 	return strings.HasPrefix(name, "__") || len(name) > 1 && name[0] == '_' && name[1] >= 'A' && name[1] <= 'Z'
 }
 
+// libColon returns the index of the colon that ends LIB in LIB:PATTERN:
+// the first that is not one of a C++ scope's "::" (the first of a run of
+// one or three), or -1.
+func libColon(s string) int {
+	for i := 0; i < len(s); {
+		if s[i] != ':' {
+			i++
+			continue
+		}
+		j := i
+		for j < len(s) && s[j] == ':' {
+			j++
+		}
+		if (j-i)%2 == 1 {
+			return i
+		}
+		i = j
+	}
+	return -1
+}
+
 // ParsePattern reads PATTERN[#N] (and, with lib set, a --lib LIB:PATTERN[#N]).
 func ParsePattern(s string, lib bool) (Pattern, error) {
 	var p Pattern
 	if lib {
-		i := strings.LastIndex(s, ":")
+		i := libColon(s)
 		if i <= 0 || i == len(s)-1 {
 			return p, fmt.Errorf("--lib %q: want LIB:PATTERN, e.g. libc.so.6:malloc", s)
 		}
@@ -222,6 +243,7 @@ func ResolveEvery(exe string, pid int, pats []Pattern, args bool, every map[stri
 type funcSym struct {
 	name       string // what the trace calls it (nameFuncs); the symbol until named
 	sym        string // the symbol
+	clean      string // the demangled name without parameters or template arguments; "" for C
 	value, end uint64
 }
 
@@ -260,6 +282,7 @@ func nameFuncs(funcs []funcSym) {
 	}
 	for i := range funcs {
 		fs := &funcs[i]
+		fs.clean = clean[i]
 		switch c := clean[i]; {
 		case c == "":
 		case n[c] <= 1:
@@ -270,13 +293,15 @@ func nameFuncs(funcs []funcSym) {
 	}
 }
 
-// matches reports whether glob matches the function's symbol or the name
-// the trace gives it (a demangled C++ or Rust name).
+// matches reports whether glob names the function: its symbol, the name
+// the trace gives it or, for C++ and Rust, its name without parameters or
+// template arguments, which all overloads and instances share; a glob
+// names a member of any enclosing scope (elfx.MatchName).
 func (fs funcSym) matches(glob string) bool {
-	if ok, _ := path.Match(glob, fs.name); ok {
+	if elfx.MatchName(glob, fs.name) || fs.clean != "" && elfx.MatchName(glob, fs.clean) {
 		return true
 	}
-	ok, _ := path.Match(glob, fs.sym)
+	ok, _ := path.Match(strings.TrimPrefix(glob, "::"), fs.sym)
 	return ok
 }
 

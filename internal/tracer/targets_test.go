@@ -26,6 +26,8 @@ func TestParsePattern(t *testing.T) {
 		{in: "fib#100", want: Pattern{Glob: "fib", Every: 100}},
 		{in: "libz.so.1:deflate*#4", lib: true, want: Pattern{Lib: "libz.so.1", Glob: "deflate*", Every: 4}},
 		{in: "/usr/lib/x86_64-linux-gnu/libc.so.6:malloc", lib: true, want: Pattern{Lib: "/usr/lib/x86_64-linux-gnu/libc.so.6", Glob: "malloc"}},
+		{in: "libstdc++.so.6:std::*", lib: true, want: Pattern{Lib: "libstdc++.so.6", Glob: "std::*"}},
+		{in: "libgeo.so:::area", lib: true, want: Pattern{Lib: "libgeo.so", Glob: "::area"}},
 		{in: "fib#0", bad: true},
 		{in: "fib#x", bad: true},
 		{in: "#3", bad: true},
@@ -199,6 +201,14 @@ func TestResolveCXXNames(t *testing.T) {
 		{"svc::*", []string{"svc::handle", "svc::make_shape", "svc::parse_size"}},
 		{"_ZN3svc10parse_size*", []string{"svc::parse_size"}},
 		{"geo::Accum*", []string{"geo::Accum<double>::add(double)", "geo::Accum<long>::add(long)"}},
+		// A member by its name in any enclosing scope, as a debugger's
+		// breakpoint; overloads and instances by the name they share.
+		{"area", []string{"geo::Square::area", "geo::Strip::area"}},
+		{"Square::area", []string{"geo::Square::area"}},
+		{"geo::Accum::add", []string{"geo::Accum<double>::add(double)", "geo::Accum<long>::add(long)"}},
+		{"Accum::add", []string{"geo::Accum<double>::add(double)", "geo::Accum<long>::add(long)"}},
+		{"add(long)", []string{"geo::Accum<long>::add(long)"}},
+		{"::svc::handle", []string{"svc::handle"}},
 	} {
 		if got := names(Pattern{Glob: c.glob}); !slices.Equal(got, c.want) {
 			t.Errorf("-f %q traces %q, want %q", c.glob, got, c.want)
@@ -208,6 +218,9 @@ func TestResolveCXXNames(t *testing.T) {
 	// passes names back.
 	if got := names(Pattern{Glob: GlobQuote("geo::Accum<long>::add(long)")}); !slices.Equal(got, []string{"geo::Accum<long>::add(long)"}) {
 		t.Errorf("quoted name: %q", got)
+	}
+	if ts, _, err := Resolve(bin, 0, []Pattern{{Glob: GlobQuote("area")}}, false); err == nil {
+		t.Errorf("a quoted name matched members of that name: %+v", ts)
 	}
 	if got := names(Pattern{Glob: "*", UserOnly: true}); !slices.Contains(got, "svc::handle") {
 		t.Errorf("the user-space strategy leaves out svc::handle: %q", got)

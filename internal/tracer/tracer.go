@@ -605,9 +605,12 @@ func (s *session) refine() {
 	s.res.Rounds++
 }
 
-// GlobQuote makes a symbol name a glob that matches only itself.
+// GlobQuote makes a function's name (as a trace names it) a glob that
+// matches only that function: anchored at the outermost scope, so that
+// it names no member of the same name in another scope.
 func GlobQuote(name string) string {
 	var b strings.Builder
+	b.WriteString("::")
 	for _, r := range name {
 		if strings.ContainsRune(`*?[]\`, r) {
 			b.WriteByte('\\')

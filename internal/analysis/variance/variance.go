@@ -20,6 +20,7 @@ import (
 
 	"gonum.org/v1/gonum/stat"
 
+	"github.com/culprit-dev/culprit/internal/elfx"
 	"github.com/culprit-dev/culprit/internal/expr"
 	"github.com/culprit-dev/culprit/internal/recording"
 )
@@ -936,9 +937,16 @@ func Analyse(in Input) (*Result, error) {
 const USDTPrefix = "usdt:"
 
 // named reports whether the probed function (or USDT probe PROVIDER:NAME)
-// fn is the one a spec names.
+// fn is the one a spec names: by its name, or in any enclosing scope as
+// the tracer's -f does (elfx.MatchName: "handle" names svc::handle).
 func named(fn, name string) bool {
-	return name != "" && (fn == name || strings.HasPrefix(name, USDTPrefix) && fn == name[len(USDTPrefix):])
+	if name == "" {
+		return false
+	}
+	if u, ok := strings.CutPrefix(name, USDTPrefix); ok {
+		return fn == u
+	}
+	return fn == name || elfx.MatchName(name, fn)
 }
 
 // Select is Algorithm 1's last step as the paper prints it: of the k

@@ -24,6 +24,7 @@ func newDiagnose() *cobra.Command {
 		output    string
 		top       int
 		different bool
+		calls     []string
 	)
 	c := &cobra.Command{
 		Use:   "diagnose --normal FILE... --buggy FILE... [flags]",
@@ -36,6 +37,9 @@ Most common uses:
   culprit diagnose --normal normal.rec --buggy buggy.rec
   culprit diagnose --normal n1.rec n2.rec --buggy b1.rec b2.rec   several runs of each
   culprit diagnose --normal normal.rec --buggy buggy.rec --format json
+  culprit diagnose --normal normal.rec --buggy buggy.rec --buggy-calls buggy.trace
+                   with a trace (culprit trace --args) of a buggy run: work a
+                   request does twice with the same arguments
 
 The methods, evidence and patterns: docs/cli.md (culprit diagnose), docs/vprof.md.`,
 		Example: `  culprit record --values -o normal.rec -- ./server --small
@@ -70,7 +74,7 @@ The methods, evidence and patterns: docs/cli.md (culprit diagnose), docs/vprof.m
 			if err := o.Check(); err != nil {
 				return usageError{err}
 			}
-			res, err := diagnoseRuns(normal, buggy, o, different, nil, c.ErrOrStderr())
+			res, err := diagnoseRuns(normal, buggy, calls, o, different, nil, c.ErrOrStderr())
 			if err != nil {
 				return err
 			}
@@ -85,6 +89,7 @@ The methods, evidence and patterns: docs/cli.md (culprit diagnose), docs/vprof.m
 	f := c.Flags()
 	f.StringArray("normal", nil, "recordings of normal runs (several after the flag, or the flag repeated)")
 	f.StringArray("buggy", nil, "recordings of buggy runs")
+	f.StringArrayVar(&calls, "buggy-calls", nil, "a trace of a buggy run (culprit trace --args -f REQUEST -f ...): calls a request repeats with the same arguments (the flag repeated for several)")
 	f.StringVar(&format, "format", "text", "output format: text or json")
 	f.StringVarP(&output, "output", "o", "-", "file to write (- for standard output)")
 	f.IntVar(&top, "top", 20, "functions to print in text output (0: all)")
@@ -99,11 +104,14 @@ The methods, evidence and patterns: docs/cli.md (culprit diagnose), docs/vprof.m
 }
 
 // diagnoseRuns runs vProf's analysis on the recordings of normal and buggy
-// runs, read one at a time; of the buggy runs, only what window selects
-// (nil: everything).
-func diagnoseRuns(normal, buggy []string, o vprof.Options, different bool, window *profile.Filter, stderr io.Writer) (*vprof.Result, error) {
+// runs, read one at a time, with the traces of buggy runs in calls; of the
+// buggy runs, only what window selects (nil: everything).
+func diagnoseRuns(normal, buggy, calls []string, o vprof.Options, different bool, window *profile.Filter, stderr io.Writer) (*vprof.Result, error) {
 	d, err := newDiagnoser(normal, buggy, o, different, stderr)
 	if err != nil {
+		return nil, err
+	}
+	if d.calls, err = storedPaths(calls, stderr); err != nil {
 		return nil, err
 	}
 	// Streamed: the analyzer takes the samples and values as they are
@@ -123,6 +131,7 @@ type diagnoser struct {
 	mu            sync.Mutex // one analysis at a time: the code's caches are not shared
 	o             vprof.Options
 	normal, buggy []string // the recordings (stored runs resolved)
+	calls         []string // traces of buggy runs (culprit trace --args)
 	exes          []profile.Executable
 	blocks        vprof.BlockFunc
 	reads         vprof.ReadsFunc
@@ -187,6 +196,23 @@ func (d *diagnoser) run(load func(path string) (*profile.Profile, error), done f
 		}
 		if err != nil {
 			return nil, err
+		}
+		if done != nil {
+			done()
+		}
+	}
+	for _, path := range d.calls {
+		// Whole, not streamed: its calls are what is read. Its warnings
+		// are of its samples, which are not used.
+		p, err := loadProfileWith([]string{path}, io.Discard, loader.Options{})
+		if err != nil {
+			return nil, err
+		}
+		if err := a.AddCalls(p); err != nil {
+			if errors.Is(err, vprof.ErrNoArgs) {
+				return nil, usagef("%s: %v", path, err)
+			}
+			return nil, fmt.Errorf("%s: %w", path, err)
 		}
 		if done != nil {
 			done()

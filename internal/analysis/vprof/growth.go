@@ -343,6 +343,10 @@ const (
 	// EvidenceRange: two of its pointers delimit a range longer than
 	// normally, and no function above it held such a range (Range).
 	EvidenceRange Evidence = "range"
+	// EvidenceRepeats: a trace shows it calling a function again, in the
+	// same request and with the same arguments, after that call was
+	// already made (Repeats names it): the work done twice is its growth.
+	EvidenceRepeats Evidence = "repeats"
 	// EvidenceNone: none of these; it only encloses the growth, if any.
 	EvidenceNone Evidence = "none"
 )
@@ -897,6 +901,45 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 			score[pi] = math.Max(score[pi], score[j])
 			through[pi], pr.Through = -1, ""
 			below[j] = append(below[j], pi)
+		}
+	}
+	// A function that, in the same request, calls a function again with
+	// the arguments of an earlier call (a trace of a buggy run shows it)
+	// makes that work be done twice: it answers for its growth, and every
+	// function whose growth all occurs under the repeated function (the
+	// work, its first call and its repeat alike) ranks below it
+	// (docs/vprof.md, "Work done twice").
+	for _, r := range a.pooledRepeats() {
+		xi, ok := byName(fs, r.Caller)
+		if !ok {
+			continue
+		}
+		fi, ok := byName(fs, r.Callee)
+		if !ok || fi == xi || roots[ids[xi]] || a.system(ids[xi]) {
+			continue
+		}
+		x := &fs[xi]
+		if r.Part() < MinRepeatPart || !x.Share.Grew() || !fs[fi].Share.Grew() || x.Repeats != nil {
+			continue
+		}
+		rr := r
+		x.Repeats = &rr
+		x.Evidence, x.Pattern, x.Discount = EvidenceRepeats, MissingConstraint, 0
+		score[xi] = x.Share.Change
+		through[xi], x.Through = -1, ""
+		f := ids[fi]
+		top := map[int32]bool{f: true}
+		nu, bu := nc.under(top), bc.under(top)
+		below[fi] = append(below[fi], xi)
+		for g, n := range bu[f] {
+			j, ok := idx[g]
+			if !ok || j == xi || !fs[j].Share.Grew() {
+				continue
+			}
+			outside := share(nc.incl[g]-nu[f][g], nc.n, bc.incl[g]-n, bc.n)
+			if !outside.Grew() {
+				below[j] = append(below[j], xi)
+			}
 		}
 	}
 	// A function whose loop lingers on single iterations in the buggy runs
@@ -1459,7 +1502,10 @@ func why(f *FunctionResult) string {
 	if d := f.Decides; d != nil {
 		fmt.Fprintf(&b, "; its answer decides every call of %s, which ran more often", d.Callee)
 	}
-	if c := f.Calls; c != nil {
+	if r := f.Repeats; r != nil {
+		fmt.Fprintf(&b, "; calls %s again with the arguments %s already called it with in the same request (%d of its %d calls, %s of %s's time in a trace)",
+			r.Callee, r.First, r.Repeats, r.Calls, pct(r.Part()), r.Callee)
+	} else if c := f.Calls; c != nil {
 		fmt.Fprintf(&b, "; its calls of %s took %s of its time vs %s normally", c.Callee, pct(c.Buggy), pct(c.Normal))
 	}
 	if f.Evidence == EvidenceOwnTime && f.Pattern == NoPattern {
@@ -1563,4 +1609,46 @@ func (a *Analyzer) grownRanges(idx map[int32]int, fs []FunctionResult, roots map
 		}
 	}
 	return tops
+}
+
+// pooledRepeats adds up the repeats of the traces by caller and callee,
+// the most repeat time first.
+func (a *Analyzer) pooledRepeats() []Repeat {
+	type pair struct{ caller, callee string }
+	sum := map[pair]*Repeat{}
+	var order []pair
+	for _, r := range a.repeats {
+		k := pair{r.Caller, r.Callee}
+		s := sum[k]
+		if s == nil {
+			s = &Repeat{Caller: r.Caller, Callee: r.Callee, First: r.First}
+			sum[k] = s
+			order = append(order, k)
+		}
+		s.Calls += r.Calls
+		s.Repeats += r.Repeats
+		s.Time += r.Time
+		s.RepeatTime += r.RepeatTime
+		s.CalleeTime += r.CalleeTime
+	}
+	out := make([]Repeat, 0, len(order))
+	for _, k := range order {
+		out = append(out, *sum[k])
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].RepeatTime > out[j].RepeatTime })
+	return out
+}
+
+// byName finds a function of the executable by name (the first of that
+// name in fs: a trace names functions without their object).
+func byName(fs []FunctionResult, name string) (int, bool) {
+	if name == "" {
+		return 0, false
+	}
+	for i := range fs {
+		if fs[i].Name == name {
+			return i, true
+		}
+	}
+	return 0, false
 }

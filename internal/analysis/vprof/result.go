@@ -171,6 +171,9 @@ type FunctionResult struct {
 	// normal runs, while no function above it held one: it made the
 	// longer range its callees work on.
 	Range *Range `json:"range,omitempty"`
+	// Repeats: a trace shows it calling a function again with the
+	// arguments of an earlier call in the same request.
+	Repeats *Repeat `json:"repeats,omitempty"`
 	// Unsampled says why none of its own variables could be sampled when
 	// the runs' schemas list none: UnsampledNoDebugInfo or
 	// UnsampledNotListed ("" when some are listed). Its own time then

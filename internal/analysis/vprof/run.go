@@ -35,6 +35,9 @@ type Analyzer struct {
 	// ranges: the lengths of the ranges two pointers of one frame delimit
 	// (docs/vprof.md, "A range longer than it was handed").
 	ranges map[rangeKey]*rangeSamples
+	// repeats: the calls that traces of buggy runs (AddCalls) show done
+	// twice with the same arguments in one request.
+	repeats []Repeat
 }
 
 // rangeKey is a pair of pointer locals of one function, of one type, by
@@ -275,6 +278,22 @@ func (a *Analyzer) loc(f profile.Frame) int32 {
 // (Path, Executable); the counts are filled in. A run without value samples
 // of program variables is a *NoValuesError.
 func (a *Analyzer) AddNormal(p *profile.Profile, info Run) error { return a.add(p, info, false) }
+
+// AddCalls adds a trace of a buggy run (culprit trace --args, every call
+// of the functions it names): the differential method holds a function
+// that repeats a call already made in the same request with the same
+// arguments responsible for the growth of that work (Repeats; docs/vprof.md,
+// "Work done twice"). The trace's samples are not used (its probes slow
+// the program down). It fails with ErrNoArgs when the trace holds no
+// arguments.
+func (a *Analyzer) AddCalls(p *profile.Profile) error {
+	r, err := Repeats(p)
+	if err != nil {
+		return err
+	}
+	a.repeats = append(a.repeats, r...)
+	return nil
+}
 
 // AddBuggy adds a buggy run (see AddNormal).
 func (a *Analyzer) AddBuggy(p *profile.Profile, info Run) error { return a.add(p, info, true) }

@@ -907,8 +907,10 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 	// the arguments of an earlier call (a trace of a buggy run shows it)
 	// makes that work be done twice: it answers for its growth, and every
 	// function whose growth all occurs under the repeated function (the
-	// work, its first call and its repeat alike) ranks below it
-	// (docs/vprof.md, "Work done twice").
+	// work, its first call and its repeat alike) ranks below it, as does
+	// the caller of the first call when its growth all occurs under its
+	// calls of that function (its call is the needed one) (docs/vprof.md,
+	// "Work done twice").
 	for _, r := range a.pooledRepeats() {
 		xi, ok := byName(fs, r.Caller)
 		if !ok {
@@ -931,6 +933,13 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 		top := map[int32]bool{f: true}
 		nu, bu := nc.under(top), bc.under(top)
 		below[fi] = append(below[fi], xi)
+		if j, ok := byName(fs, r.First); ok && j != xi && j != fi && fs[j].Share.Grew() && !roots[ids[j]] {
+			e := edge{ids[j], f}
+			outside := share(nc.incl[ids[j]]-nc.edges[e], nc.n, bc.incl[ids[j]]-bc.edges[e], bc.n)
+			if !outside.Grew() {
+				below[j] = append(below[j], xi)
+			}
+		}
 		for g, n := range bu[f] {
 			j, ok := idx[g]
 			if !ok || j == xi || !fs[j].Share.Grew() {

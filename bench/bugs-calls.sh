@@ -60,11 +60,13 @@ for c in "${cases[@]}"; do
 	exe=$(jq -r '.buggy[0].executable // ""' "$w/diagnose.json" | sed 's/ (build-id.*//')
 	mapfile -t funcs < <(jq -r --arg exe "$exe" --argjson n "$n" \
 		'[.functions[] | select(.object == $exe or $exe == "")][:$n][].name' "$w/diagnose.json")
-	# Only functions with a symbol of their own: one the compiler inlined
-	# everywhere has no entry to probe.
+	# Only functions with a symbol of their own (one the compiler inlined
+	# everywhere has no entry to probe) that are called: not the entry
+	# point, nor a function's cold part, which are jumped to.
 	syms=$(nm --defined-only "$w/build/$(basename "$exe")" 2>/dev/null | awk '{ print $3 }' | sort -u)
 	args=()
 	for f in "${funcs[@]}"; do
+		case $f in _start | *.cold | *.cold.*) continue ;; esac
 		grep -qxF -- "$f" <<<"$syms" && args+=(-f "$f")
 	done
 	log=$w/calls.log

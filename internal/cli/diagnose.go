@@ -32,6 +32,8 @@ func newDiagnose() *cobra.Command {
 		Long: `Diagnose compares normal and buggy runs recorded with culprit record --values
 and ranks the functions most likely to cause the slowdown, with the bug pattern
 and one line saying why (differential by default; --method vprof: vProf's).
+With --buggy-calls, a trace of a buggy run (culprit trace --args) shows the
+work a request does twice with the same arguments.
 
 Most common uses:
   culprit diagnose --normal normal.rec --buggy buggy.rec

@@ -19,7 +19,10 @@
 # rank with the trace, repeats the callers the trace shows repeating a call
 # (caller>callee:repeats/calls), "-" none.
 #
-#   bench/bugs-calls.sh [-o OUTDIR] [-n N] [-d SECONDS] [CASE...]
+#   bench/bugs-calls.sh [-o OUTDIR] [-n N] [-d SECONDS] [-k] [CASE...]
+#
+# -k keeps a trace OUTDIR/CASE/buggy.calls.rec already made (after a change
+# of the method: diagnose again only).
 #
 # CULPRIT=BINARY uses that culprit (default OUTDIR/culprit, as bench/bugs.sh
 # builds it). Needs root, jq and nm (binutils).
@@ -28,12 +31,14 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 out=$root/bench/out/bugs
 n=10
 secs=20
-while getopts "o:n:d:" opt; do
+keep=0
+while getopts "o:n:d:k" opt; do
 	case $opt in
 	o) out=$OPTARG ;;
 	n) n=$OPTARG ;;
 	d) secs=$OPTARG ;;
-	*) echo "usage: bench/bugs-calls.sh [-o OUTDIR] [-n N] [-d SECONDS] [CASE...]" >&2; exit 2 ;;
+	k) keep=1 ;;
+	*) echo "usage: bench/bugs-calls.sh [-o OUTDIR] [-n N] [-d SECONDS] [-k] [CASE...]" >&2; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -70,7 +75,9 @@ for c in "${cases[@]}"; do
 		grep -qxF -- "$f" <<<"$syms" && args+=(-f "$f")
 	done
 	log=$w/calls.log
-	if ! "$dir/run.sh" "$w/build" buggy -- "$culprit" trace --args --duration "${secs}s" -o "$w/buggy.calls.rec" "${args[@]}" -- >"$log" 2>&1; then
+	if [ $keep = 1 ] && [ -s "$w/buggy.calls.rec" ]; then
+		: # traced before
+	elif ! "$dir/run.sh" "$w/build" buggy -- "$culprit" trace --args --duration "${secs}s" -o "$w/buggy.calls.rec" "${args[@]}" -- >"$log" 2>&1; then
 		echo "$c: the traced run failed ($log)" >&2
 		continue
 	fi

@@ -211,7 +211,7 @@ func (d *diagnoser) run(load func(path string) (*profile.Profile, error), done f
 			return nil, err
 		}
 		if err := a.AddCalls(p); err != nil {
-			if errors.Is(err, vprof.ErrNoArgs) {
+			if errors.Is(err, vprof.ErrNoArgs) || errors.Is(err, vprof.ErrNoCalls) {
 				return nil, usagef("%s: %v", path, err)
 			}
 			return nil, fmt.Errorf("%s: %w", path, err)

@@ -47,6 +47,9 @@ const MinRepeatPart = 1.0 / 3
 // two calls can be told to do the same work.
 var ErrNoArgs = fmt.Errorf("the trace holds no arguments of its calls: record it with culprit trace --args")
 
+// ErrNoCalls says a recording holds no traced calls (not a trace).
+var ErrNoCalls = fmt.Errorf("no traced calls in it (a trace is made with culprit trace --args -f FUNC ...)")
+
 // Repeats finds, in a trace recording (culprit trace --args), the calls
 // that repeat an earlier call of the same function with the same inputs
 // inside one request. A request is one outermost traced call on its thread
@@ -55,8 +58,13 @@ var ErrNoArgs = fmt.Errorf("the trace holds no arguments of its calls: record it
 // inputs when each argument is equal or, for a char * argument whose
 // string was recorded, points to the same string when the call ended (an
 // output buffer in each caller's frame that ends holding the same
-// result), and their return values are equal. A repeat nested in another
-// repeat belongs to that one: only the outermost counts. The result is
+// result), and their return values are equal; a call without recorded
+// arguments is never a repeat. The repeat must be asked for
+// by other code than the first call (another chain of traced calls above
+// it) or by the same call of its caller: the same chain run again in
+// another call, as a loop over a request's items does for two items of
+// one value, is no repeat. A repeat nested in another repeat belongs to
+// that one: only the outermost counts. The result is
 // ordered by repeat time, the largest first.
 func Repeats(p *profile.Profile) ([]Repeat, error) {
 	withArgs := false
@@ -73,7 +81,10 @@ func Repeats(p *profile.Profile) ([]Repeat, error) {
 			}
 		}
 	}
-	if len(p.Calls) == 0 || !withArgs {
+	if len(p.Calls) == 0 {
+		return nil, ErrNoCalls
+	}
+	if !withArgs {
 		return nil, ErrNoArgs
 	}
 	// Calls by thread in start order, outer calls before inner ones that
@@ -105,19 +116,32 @@ func Repeats(p *profile.Profile) ([]Repeat, error) {
 	stats := map[pair]*Repeat{}
 	firsts := map[pair]map[string]int{}
 	calleeTime := map[string]uint64{}
+	type first struct {
+		call, parent int    // the call, and the call it was made in (-1: none)
+		path         string // the traced functions open when it was made
+	}
 	var (
-		seen      map[key]int // the first call with those inputs in this request
+		seen      map[key]first // the first call with those inputs in this request
 		reqEnd    uint64
 		tid, pid  uint32
 		repEnd    uint64 // the end of the outermost repeat open, 0: none
 		started   bool
+		open      []int // the calls open on the thread, outermost first
 		argsBuild strings.Builder
 	)
 	for _, i := range order {
 		c := &p.Calls[i]
 		if !started || c.TID != tid || c.PID != pid || c.Depth == 0 || c.Start >= reqEnd {
-			seen, reqEnd, tid, pid, repEnd, started = map[key]int{}, c.End, c.TID, c.PID, 0, true
+			seen, reqEnd, tid, pid, repEnd, started, open = map[key]first{}, c.End, c.TID, c.PID, 0, true, open[:0]
 		}
+		for len(open) > 0 && p.Calls[open[len(open)-1]].End <= c.Start {
+			open = open[:len(open)-1]
+		}
+		parent := -1
+		if len(open) > 0 {
+			parent = open[len(open)-1]
+		}
+		open = append(open, i)
 		name := p.Probes[c.Probe].Function
 		calleeTime[name] += c.End - c.Start
 		caller := callerName(p, c)
@@ -133,6 +157,9 @@ func Repeats(p *profile.Profile) ([]Repeat, error) {
 			continue // inside a repeat: part of it
 		}
 		repEnd = 0
+		if len(c.Args) == 0 {
+			continue // no inputs recorded (none passed, or unknown): nothing to compare
+		}
 		argsBuild.Reset()
 		strs := 0
 		params := p.Probes[c.Probe].Params
@@ -151,13 +178,24 @@ func Repeats(p *profile.Profile) ([]Repeat, error) {
 		}
 		fmt.Fprintf(&argsBuild, "=%x", c.Ret)
 		k := key{c.Probe, argsBuild.String()}
-		first, ok := seen[k]
+		var path strings.Builder
+		for _, o := range open[:len(open)-1] {
+			path.WriteString(p.Probes[p.Calls[o].Probe].Function)
+			path.WriteByte('/')
+		}
+		f, ok := seen[k]
 		if !ok {
-			seen[k] = i
+			seen[k] = first{i, parent, path.String()}
 			continue
 		}
-		if f := &p.Calls[first]; f.End > c.Start {
+		if p.Calls[f.call].End > c.Start {
 			continue // the earlier call encloses this one: recursion, not a repeat
+		}
+		if f.parent != parent && f.path == path.String() {
+			// The same code path run again, for another item with the
+			// same value (a loop over the request's items): not asked
+			// for twice.
+			continue
 		}
 		st.Repeats++
 		st.RepeatTime += c.End - c.Start
@@ -165,7 +203,7 @@ func Repeats(p *profile.Profile) ([]Repeat, error) {
 		if firsts[pr] == nil {
 			firsts[pr] = map[string]int{}
 		}
-		firsts[pr][callerName(p, &p.Calls[first])]++
+		firsts[pr][callerName(p, &p.Calls[f.call])]++
 	}
 	var out []Repeat
 	for pr, st := range stats {

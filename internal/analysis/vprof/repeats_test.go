@@ -63,6 +63,31 @@ func TestRepeats(t *testing.T) {
 	if r, err := Repeats(repeatTrace(50, true)); err != nil || len(r) != 0 {
 		t.Errorf("other keys: repeats %+v, %v; want none", r, err)
 	}
+	// A loop over a request's items runs the same chain again for an item
+	// of the same value: no repeat. The same call of a function calling
+	// again with the same arguments is one.
+	loop := &profile.Profile{Probes: []profile.Probe{
+		{Function: "main"}, {Function: "dispatch_1"}, {Function: "worker", Params: []string{"key:u8:long"}},
+	}}
+	add := func(probe, caller int32, depth uint32, start, end uint64, args ...uint64) {
+		loop.Calls = append(loop.Calls, profile.Call{Start: start, End: end, TID: 7, PID: 7, Probe: probe,
+			Caller: caller, Depth: depth, Site: -1, Args: args})
+	}
+	add(0, -1, 0, 0, 1000)
+	for j := uint64(0); j < 4; j++ { // four items of one value
+		add(1, 0, 1, 10+j*100, 90+j*100)
+		add(2, 1, 2, 20+j*100, 80+j*100, 5)
+	}
+	if r, err := Repeats(loop); err != nil || len(r) != 0 {
+		t.Errorf("a loop over items of one value: repeats %+v, %v; want none", r, err)
+	}
+	add(0, -1, 0, 2000, 3000)
+	add(1, 0, 1, 2010, 2900)
+	add(2, 1, 2, 2020, 2080, 5)
+	add(2, 1, 2, 2100, 2160, 5)
+	if r, err := Repeats(loop); err != nil || len(r) != 1 || r[0].Caller != "dispatch_1" || r[0].First != "dispatch_1" || r[0].Repeats != 1 {
+		t.Errorf("one call asking twice: repeats %+v, %v; want dispatch_1's one", r, err)
+	}
 	// Without arguments nothing can be judged.
 	p := repeatTrace(5, false)
 	for i := range p.Calls {

@@ -19,10 +19,10 @@
 # rank with the trace, repeats the callers the trace shows repeating a call
 # (caller>callee:repeats/calls), "-" none.
 #
-#   bench/bugs-calls.sh [-o OUTDIR] [-n N] [-d SECONDS] [-k] [CASE...]
+#   bench/bugs-calls.sh [-o OUTDIR] [-n N] [-d SECONDS] [-k] [-r] [CASE...]
 #
 # -k keeps a trace OUTDIR/CASE/buggy.calls.rec already made (after a change
-# of the method: diagnose again only).
+# of the method: diagnose again only); -r traces only (no diagnosis).
 #
 # CULPRIT=BINARY uses that culprit (default OUTDIR/culprit, as bench/bugs.sh
 # builds it). Needs root, jq and nm (binutils).
@@ -32,13 +32,15 @@ out=$root/bench/out/bugs
 n=10
 secs=20
 keep=0
-while getopts "o:n:d:k" opt; do
+trace_only=0
+while getopts "o:n:d:kr" opt; do
 	case $opt in
 	o) out=$OPTARG ;;
 	n) n=$OPTARG ;;
 	d) secs=$OPTARG ;;
 	k) keep=1 ;;
-	*) echo "usage: bench/bugs-calls.sh [-o OUTDIR] [-n N] [-d SECONDS] [-k] [CASE...]" >&2; exit 2 ;;
+	r) trace_only=1 ;;
+	*) echo "usage: bench/bugs-calls.sh [-o OUTDIR] [-n N] [-d SECONDS] [-k] [-r] [CASE...]" >&2; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -81,6 +83,7 @@ for c in "${cases[@]}"; do
 		echo "$c: the traced run failed ($log)" >&2
 		continue
 	fi
+	[ $trace_only = 1 ] && continue
 	j=$w/diagnose.calls.json
 	if ! "$culprit" diagnose --normal "$w/normal.rec" --buggy "$w/buggy.rec" --buggy-calls "$w/buggy.calls.rec" --format json -o "$j" 2>>"$log"; then
 		echo "$c: diagnose failed ($log)" >&2

@@ -69,11 +69,11 @@ for c in "${cases[@]}"; do
 		'[.functions[] | select(.object == $exe or $exe == "")][:$n][].name' "$w/diagnose.json")
 	# Only functions with a symbol of their own (one the compiler inlined
 	# everywhere has no entry to probe) that are called: not the entry
-	# point, nor a function's cold part, which are jumped to.
+	# point, the C runtime's start-up code, nor a function's cold part.
 	syms=$(nm --defined-only "$w/build/$(basename "$exe")" 2>/dev/null | awk '{ print $3 }' | sort -u)
 	args=()
 	for f in "${funcs[@]}"; do
-		case $f in _start | *.cold | *.cold.*) continue ;; esac
+		case $f in _start | _init | _fini | __do_global_dtors_aux | frame_dummy | register_tm_clones | deregister_tm_clones | *.cold | *.cold.*) continue ;; esac
 		grep -qxF -- "$f" <<<"$syms" && args+=(-f "$f")
 	done
 	log=$w/calls.log

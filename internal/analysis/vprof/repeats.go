@@ -59,11 +59,11 @@ var ErrNoCalls = fmt.Errorf("no traced calls in it (a trace is made with culprit
 // string was recorded, points to the same string when the call ended (an
 // output buffer in each caller's frame that ends holding the same
 // result), and their return values are equal; a call without recorded
-// arguments is never a repeat. The repeat must be asked for
-// by other code than the first call (another chain of traced calls above
-// it) or by the same call of its caller: the same chain run again in
-// another call, as a loop over a request's items does for two items of
-// one value, is no repeat. A repeat nested in another repeat belongs to
+// arguments is never a repeat. The repeat must be asked for by other code
+// than the first call (another chain of traced calls above it): the same
+// chain asking again is a loop over a request's items meeting two of one
+// value, or a loop in one call asking again while the memory the callee
+// reads changes (a poll, a pool that grows), not work asked for twice. A repeat nested in another repeat belongs to
 // that one: only the outermost counts. The result is
 // ordered by repeat time, the largest first.
 func Repeats(p *profile.Profile) ([]Repeat, error) {
@@ -117,8 +117,8 @@ func Repeats(p *profile.Profile) ([]Repeat, error) {
 	firsts := map[pair]map[string]int{}
 	calleeTime := map[string]uint64{}
 	type first struct {
-		call, parent int    // the call, and the call it was made in (-1: none)
-		path         string // the traced functions open when it was made
+		call int    // the call
+		path string // the traced functions open when it was made
 	}
 	var (
 		seen      map[key]first // the first call with those inputs in this request
@@ -136,10 +136,6 @@ func Repeats(p *profile.Profile) ([]Repeat, error) {
 		}
 		for len(open) > 0 && p.Calls[open[len(open)-1]].End <= c.Start {
 			open = open[:len(open)-1]
-		}
-		parent := -1
-		if len(open) > 0 {
-			parent = open[len(open)-1]
 		}
 		open = append(open, i)
 		name := p.Probes[c.Probe].Function
@@ -185,16 +181,17 @@ func Repeats(p *profile.Profile) ([]Repeat, error) {
 		}
 		f, ok := seen[k]
 		if !ok {
-			seen[k] = first{i, parent, path.String()}
+			seen[k] = first{i, path.String()}
 			continue
 		}
 		if p.Calls[f.call].End > c.Start {
 			continue // the earlier call encloses this one: recursion, not a repeat
 		}
-		if f.parent != parent && f.path == path.String() {
-			// The same code path run again, for another item with the
-			// same value (a loop over the request's items): not asked
-			// for twice.
+		if f.path == path.String() {
+			// The same chain asking again: a loop over the request's
+			// items meeting two of one value, or one call asking again
+			// while what it waits for changes (a poll, a pool that
+			// grows): not the same work asked for twice.
 			continue
 		}
 		st.Repeats++

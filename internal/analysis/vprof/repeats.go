@@ -63,9 +63,11 @@ var ErrNoCalls = fmt.Errorf("no traced calls in it (a trace is made with culprit
 // than the first call (another chain of traced calls above it): the same
 // chain asking again is a loop over a request's items meeting two of one
 // value, or a loop in one call asking again while the memory the callee
-// reads changes (a poll, a pool that grows), not work asked for twice. A repeat nested in another repeat belongs to
-// that one: only the outermost counts. The result is
-// ordered by repeat time, the largest first.
+// reads changes (a poll, a pool that grows), not work asked for twice. A
+// string cut at trace.MaxString bytes is the same only at the same
+// address. A repeat nested in another repeat belongs to that one: only
+// the outermost counts. The result is ordered by repeat time, the largest
+// first.
 func Repeats(p *profile.Profile) ([]Repeat, error) {
 	withArgs := false
 	for i := range p.Probes {
@@ -161,10 +163,15 @@ func Repeats(p *profile.Profile) ([]Repeat, error) {
 		params := p.Probes[c.Probe].Params
 		for j, v := range c.Args {
 			if j < len(params) && strings.Contains(params[j], ":s8:") && strs < len(c.Strs) {
-				if v == 0 {
+				switch str := c.Strs[strs]; {
+				case v == 0:
 					argsBuild.WriteString("NULL")
-				} else {
-					fmt.Fprintf(&argsBuild, "%q", c.Strs[strs])
+				case len(str) >= trace.MaxString:
+					// Cut: only the same address says it is the
+					// same string.
+					fmt.Fprintf(&argsBuild, "%x:%q", v, str)
+				default:
+					fmt.Fprintf(&argsBuild, "%q", str)
 				}
 				strs++
 			} else {

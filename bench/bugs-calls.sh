@@ -16,8 +16,8 @@
 #   case split rank-before rank-after pattern-after repeats
 #
 # rank-before is diagnose.json's rank of the root cause, rank-after the
-# rank with the trace, repeats the callers the trace shows repeating a call
-# (caller>callee:repeats/calls), "-" none.
+# rank with the trace, repeats the functions diagnose holds responsible for
+# repeated work (evidence repeats: caller>callee:repeats/calls), "-" none.
 #
 #   bench/bugs-calls.sh [-o OUTDIR] [-n N] [-d SECONDS] [-k] [-r] [CASE...]
 #

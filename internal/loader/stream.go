@@ -511,7 +511,7 @@ func (c *cursor) next(s *profile.Sample) (bool, error) {
 			stack = c.st.final[k]
 		}
 		c.wait.push(timed[profile.Sample]{seq: c.seq, time: v.Time, v: profile.Sample{Time: v.Time, PID: v.PID, TID: v.TID, CPU: v.CPU,
-			Period: v.Period, Stack: stack, Event: v.Event, Arg: v.Arg}})
+			Period: v.Period, Stack: stack, Event: v.Event, Arg: profile.SwitchArg(v)}})
 		c.seq++
 		c.maxTime = max(c.maxTime, v.Time)
 	}

@@ -46,8 +46,36 @@ type Sample struct {
 	Period uint64          // ns of CPU time this sample stands for
 	Stack  int32           // index into Profile.Stacks
 	Event  recording.Event // what took the sample (CPU tick, syscall, switch)
-	Arg    uint64          // the event's argument (syscall number, prev_state)
+	Arg    uint64          // the event's argument (syscall number, prev_state; SwitchArg)
 }
+
+// SwitchArg is a context switch's Arg in a profile loaded without
+// merging: the recording's (prev_state, below bit 31) and, when the
+// recording has the thread's run delay at the switch
+// (recording.Sample.RunDelay), bit 31 set and the run delay modulo 2^32
+// in bits 32-63. The run delay's growth between two switches of a thread
+// is its wait for a CPU before the run between them: modulo 2^32 it is
+// exact for any wait under 4.29 s.
+func SwitchArg(s *recording.Sample) uint64 {
+	if s.Event != recording.EventSwitch || !s.HasRunDelay {
+		return s.Arg
+	}
+	return s.Arg&0x7fffffff | switchRunDelay | s.RunDelay<<32
+}
+
+const switchRunDelay = 1 << 31
+
+// RunDelay returns a context switch's run delay modulo 2^32 (SwitchArg),
+// and whether the profile has it.
+func (s *Sample) RunDelay() (uint32, bool) {
+	if s.Event != recording.EventSwitch || s.Arg&switchRunDelay == 0 {
+		return 0, false
+	}
+	return uint32(s.Arg >> 32), true
+}
+
+// SwitchState is a context switch's prev_state (without its run delay).
+func (s *Sample) SwitchState() uint64 { return s.Arg & 0x7fffffff }
 
 // Gap is a window of the sample clock, [From, To], in which the kernel
 // dropped records of CPU's ring; CPU is recording.AnyCPU when the ring

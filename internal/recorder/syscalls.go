@@ -494,6 +494,9 @@ func (s *session) writeSyscall(ev *syscallprog.Event, k *eventKind, c *pendingCa
 	s.res.Samples++
 	smp := recording.Sample{Time: ev.Time, PID: ev.PID, TID: ev.TID, CPU: ev.CPU, Period: max(c.weight, 1),
 		Truncated: c.truncated, Event: k.event, Arg: c.nr}
+	if ev.Switch {
+		smp.RunDelay, smp.HasRunDelay = ev.RunDelay, ev.HasRunDelay
+	}
 	if err := s.w.WriteSample(smp, c.kernel, c.user); err != nil {
 		s.warn("writing the recording: %v", err)
 	}

@@ -10,6 +10,7 @@ import (
 const (
 	commExec        = 1 << 0 // Comm.Exec
 	sampleTruncated = 1 << 0 // Sample.Truncated
+	sampleRunDelay  = 1 << 1 // Sample.HasRunDelay: field 10 is RunDelay
 	sourceGlobal    = 1 << 0 // ValueSource.Global
 	sourcePointer   = 1 << 1 // ValueSource.Pointer
 )
@@ -268,9 +269,15 @@ func encodeSample(e *enc, s *Sample) {
 	if s.Truncated {
 		f |= sampleTruncated
 	}
+	if s.HasRunDelay {
+		f |= sampleRunDelay
+	}
 	e.u(f)
 	e.u(uint64(s.Event))
 	e.u(s.Arg)
+	if s.HasRunDelay {
+		e.u(s.RunDelay)
+	}
 }
 
 // decodePayload decodes the payload p of a record of kind k, which must be a
@@ -284,7 +291,7 @@ func decodePayload(k Kind, p []byte, slab *[]Sample, stack *Stack, value *Value)
 	d := dec{b: p}
 	switch k {
 	case KindSample:
-		var v [9]uint64
+		var v [10]uint64
 		d.uvarints(v[:])
 		if d.bad || v[1]|v[2]|v[3] > math.MaxUint32 || v[7] > math.MaxUint8 {
 			return nil, false
@@ -296,7 +303,10 @@ func decodePayload(k Kind, p []byte, slab *[]Sample, stack *Stack, value *Value)
 		*slab = (*slab)[1:]
 		*s = Sample{Time: v[0], PID: uint32(v[1]), TID: uint32(v[2]), CPU: uint32(v[3]),
 			Period: v[4], StackID: v[5], Truncated: v[6]&sampleTruncated != 0,
-			Event: Event(v[7]), Arg: v[8]}
+			Event: Event(v[7]), Arg: v[8], HasRunDelay: v[6]&sampleRunDelay != 0}
+		if s.HasRunDelay {
+			s.RunDelay = v[9]
+		}
 		return s, true
 	case KindStack:
 		s := stack

@@ -10,7 +10,7 @@ package recording
 const (
 	Magic        = "CULPRIT\x00"
 	MajorVersion = 1
-	MinorVersion = 12
+	MinorVersion = 13
 )
 
 // Kind identifies a record. New kinds may be added by later minor versions;
@@ -152,6 +152,13 @@ type Sample struct {
 	// events, the leaving thread's state (prev_state) for context switches,
 	// the woken thread's TID for wake-ups (with WakeupInterrupt).
 	Arg uint64
+	// RunDelay is, for a context switch with HasRunDelay (format 1.13),
+	// the leaving thread's time spent waiting on a run queue since it was
+	// created, ns, as the kernel counts it (its schedstat's run_delay):
+	// the growth between two of the thread's switches is its wait for a
+	// CPU before the run between them.
+	RunDelay    uint64
+	HasRunDelay bool
 }
 
 // Event is the kind of event a sample was taken at.

@@ -59,6 +59,9 @@ type jsonStatesInterval struct {
 	Waker     uint32      `json:"waker,omitempty"`
 	Interrupt bool        `json:"interrupt,omitempty"`
 	Unwoken   bool        `json:"unwoken,omitempty"`
+	// WakeFromRunDelay: the unwoken wait ends at its wake-up as the
+	// kernel's run delay places it (sched.Interval.WakeFromRunDelay).
+	WakeFromRunDelay bool `json:"wake_from_run_delay,omitempty"`
 }
 
 type jsonStatesThread struct {
@@ -93,7 +96,7 @@ func StatesJSON(w io.Writer, tl *sched.Timeline, sums []sched.Summary, intervals
 		}
 		if intervals {
 			for _, iv := range tl.Threads[s.TID].Intervals {
-				t.Intervals = append(t.Intervals, jsonStatesInterval{From: iv.From, To: iv.To, State: iv.State, Waker: iv.Waker, Interrupt: iv.Interrupt, Unwoken: iv.Unwoken})
+				t.Intervals = append(t.Intervals, jsonStatesInterval{From: iv.From, To: iv.To, State: iv.State, Waker: iv.Waker, Interrupt: iv.Interrupt, Unwoken: iv.Unwoken, WakeFromRunDelay: iv.WakeFromRunDelay})
 			}
 		}
 		out.Threads = append(out.Threads, t)

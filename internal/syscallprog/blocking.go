@@ -18,14 +18,14 @@ import (
 // server that switches for each request costs it microseconds a switch.
 // A thread that blocks again where it blocked before reuses that chain
 // (blockedKernelStack).
-func blockingSwitchProgram(m fds, exitStateOff int32, in *switchIns) asm.Instructions {
+func blockingSwitchProgram(m fds, exitStateOff, runDelayOff int32, in *switchIns) asm.Instructions {
 	m.walker = walkSwitch
 	var b bpfasm.Builder
 	switchInRecord(&b, m, in)
 	traced(&b, m, false)
 	stale(&b, m)
 	reserve(&b, m, hdrSize, kindSwitch)
-	switchNr(&b, exitStateOff)
+	switchNr(&b, exitStateOff, runDelayOff)
 	b.Emit(
 		storeImm64(rRec, offUStack, NoStack),
 		storeImm64(rRec, offKStack, -1),
@@ -34,7 +34,6 @@ func blockingSwitchProgram(m fds, exitStateOff int32, in *switchIns) asm.Instruc
 		storeImm64(rRec, offBP, 0),
 		storeImm64(rRec, offCopied, 0),
 		storeImm64(rRec, offCallNr, 0),
-		storeImm64(rRec, offSkipped, 0),
 		// A preemption (ctx->args[0]), or a thread left runnable (its
 		// prev_state, ctx->args[3], 0): no chain.
 		asm.LoadMem(asm.R1, rCtx, 0, asm.DWord),

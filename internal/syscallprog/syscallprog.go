@@ -101,8 +101,11 @@ const (
 	offCopied  = 72 // u64: bytes of stack copied from SP
 	offCallNr  = 80 // u64: a switch's system call (orig_ax), when UserStack is InCall; an entry's window generation
 	offSkipped = 88 // u64: an entry's thread's calls not recorded since its previous recorded one
-	hdrSize    = 96
-	exitSize   = 48
+	// offRunDelay is offSkipped in a switch record: the thread's
+	// sched_info.run_delay (Event.RunDelay).
+	offRunDelay = offSkipped
+	hdrSize     = 96
+	exitSize    = 48
 )
 
 // x86-64 struct pt_regs offsets (the user registers at the system call).
@@ -246,6 +249,14 @@ type Event struct {
 	// Skipped is, at an entry, the calls of its thread not recorded
 	// (Options.Limit) since the thread's previous recorded entry.
 	Skipped uint64
+	// RunDelay is, at a switch away, the thread's time waiting on a run
+	// queue since it was created, ns (task_struct.sched_info.run_delay,
+	// the kernel's schedstat; HasRunDelay when the kernel keeps it): it
+	// grows when the thread is switched in, by the time since it was
+	// queued, so the growth between two switches away is the wait for a
+	// CPU before the run between them, woken or preempted.
+	RunDelay    uint64
+	HasRunDelay bool
 	// Reduced: an entry or switch recorded without its stack copy, the
 	// ring being more than half full.
 	Reduced bool
@@ -271,6 +282,7 @@ type Tracer struct {
 	stackBuf                            []uint64
 	tracing                             *TracingCode
 	copyBytes                           int
+	runDelay                            bool     // switch records carry the thread's run_delay
 	win                                 *windows // nil: the system call programs stay attached
 }
 
@@ -282,6 +294,7 @@ func New(o Options) (*Tracer, error) {
 	if err != nil {
 		return nil, err
 	}
+	runDelayOff := runDelayOffset()
 	copyBytes := (o.StackBytes + 7) &^ 7
 	if copyBytes > 4096 {
 		copyBytes = 4096
@@ -290,7 +303,7 @@ func New(o Options) (*Tracer, error) {
 	if ringBytes == 0 {
 		ringBytes = 16 << 20
 	}
-	t := &Tracer{tracing: NewTracingCode(), copyBytes: copyBytes}
+	t := &Tracer{tracing: NewTracingCode(), copyBytes: copyBytes, runDelay: runDelayOff >= 0}
 	fail := func(err error) (*Tracer, error) {
 		t.Close()
 		return nil, explain(err)
@@ -390,9 +403,9 @@ func New(o Options) (*Tracer, error) {
 		in = &switchIns{tgidOff: offs[1], pidOff: offs[2]}
 	}
 	if o.Switches && o.BlockingChainsOnly && !o.Syscalls {
-		progs = append(progs, prog{"sched_switch", blockingSwitchProgram(m, offs[0], in)})
+		progs = append(progs, prog{"sched_switch", blockingSwitchProgram(m, offs[0], runDelayOff, in)})
 	} else if o.Switches {
-		progs = append(progs, prog{"sched_switch", switchProgram(m, copyBytes, ringBytes, offs[0], o.Syscalls, in)})
+		progs = append(progs, prog{"sched_switch", switchProgram(m, copyBytes, ringBytes, offs[0], runDelayOff, o.Syscalls, in)})
 	}
 	if o.Wakeups && o.WakerStacks {
 		progs = append(progs, prog{"sched_waking", wakerStacksProgram(m, offs[1], offs[2], offs[3], copyBytes, ringBytes)})
@@ -498,7 +511,11 @@ func (t *Tracer) Drain(fn func(*Event)) error {
 					t.skippedWin += le.Uint64(b[offSkipped:])
 				}
 			}
-			ev.Skipped = le.Uint64(b[offSkipped:])
+			if ev.Switch {
+				ev.RunDelay, ev.HasRunDelay = le.Uint64(b[offRunDelay:]), t.runDelay
+			} else {
+				ev.Skipped = le.Uint64(b[offSkipped:])
+			}
 			// Records that refer to their call, or have no chains, have no
 			// room for a copy.
 			ev.Reduced = t.copyBytes > 0 && len(b) < hdrSize+t.copyBytes && ev.UserStack != InCall && ev.UserStack != NoStack && ev.UserStack != FromInterrupt
@@ -1379,6 +1396,18 @@ func submitOn(b *bpfasm.Builder) {
 	)
 }
 
+// runDelayOffset returns the offset of sched_info.run_delay in struct
+// task_struct, -1 when the kernel's BTF has no such field (a kernel
+// built without CONFIG_SCHED_INFO): switches are then recorded without.
+func runDelayOffset() int32 {
+	task, err1 := bpfasm.TaskOffsets("to record run delays", "sched_info")
+	info, err2 := bpfasm.StructOffsets("to record run delays", "sched_info", "run_delay")
+	if err1 != nil || err2 != nil {
+		return -1
+	}
+	return task[0] + info[0]
+}
+
 // switchIns places the fields of struct task_struct a switch program
 // reads of the thread it switches to (Options.SwitchIns).
 type switchIns struct{ tgidOff, pidOff int32 }
@@ -1639,7 +1668,7 @@ func SwitchState(nr uint64) uint64 {
 // limit, outside a window, or whose entry's record the ring refused), the
 // record has no chains, but for a preemption within its thread's budget
 // (leftOut), or walks them without a limit.
-func switchProgram(m fds, copyBytes, ringBytes int, exitStateOff int32, inCall bool, in *switchIns) asm.Instructions {
+func switchProgram(m fds, copyBytes, ringBytes int, exitStateOff, runDelayOff int32, inCall bool, in *switchIns) asm.Instructions {
 	m.walker = walkSwitch
 	const slotNr, slotIP = -48, -56 // the call and IP, read before the record is reserved
 	var b bpfasm.Builder
@@ -1714,7 +1743,7 @@ func switchProgram(m fds, copyBytes, ringBytes int, exitStateOff int32, inCall b
 		leftOut(&b, m, "walk", "bare")
 		inCallRecord := func(user int32, kernel bool) {
 			reserve(&b, m, hdrSize, kindSwitch)
-			switchNr(&b, exitStateOff)
+			switchNr(&b, exitStateOff, runDelayOff)
 			if kernel {
 				inCallKernelStack(&b, m, slotNr)
 			} else {
@@ -1725,7 +1754,6 @@ func switchProgram(m fds, copyBytes, ringBytes int, exitStateOff int32, inCall b
 				asm.StoreMem(rRec, offUStack, asm.R1, asm.DWord),
 				asm.Mov.Imm(asm.R1, 0),
 				asm.StoreMem(rRec, offCopied, asm.R1, asm.DWord),
-				asm.StoreMem(rRec, offSkipped, asm.R1, asm.DWord),
 				asm.LoadMem(asm.R1, asm.RFP, slotNr, asm.DWord),
 				asm.StoreMem(rRec, offCallNr, asm.R1, asm.DWord),
 				asm.LoadMem(asm.R1, asm.RFP, slotIP, asm.DWord),
@@ -1744,11 +1772,10 @@ func switchProgram(m fds, copyBytes, ringBytes int, exitStateOff int32, inCall b
 	}
 	copySize(&b, copyBytes, ringBytes, m)
 	reserve(&b, m, -1, kindSwitch)
-	switchNr(&b, exitStateOff)
+	switchNr(&b, exitStateOff, runDelayOff)
 	switchKernelStack(&b, m)
 	b.Emit(
 		asm.Mov.Imm(asm.R1, 0),
-		asm.StoreMem(rRec, offSkipped, asm.R1, asm.DWord),
 		asm.StoreMem(rRec, offCallNr, asm.R1, asm.DWord),
 	)
 	stackID(&b, m, 1<<8, offUStack) // BPF_F_USER_STACK
@@ -1758,8 +1785,21 @@ func switchProgram(m fds, copyBytes, ringBytes int, exitStateOff int32, inCall b
 }
 
 // switchNr emits: rec.Nr = preempt << 32 | prev_state | prev->exit_state
-// (prev is the current task).
-func switchNr(b *bpfasm.Builder, exitStateOff int32) {
+// (prev is the current task), and, when runDelayOff is not negative,
+// rec's run delay = prev->sched_info.run_delay (else 0).
+func switchNr(b *bpfasm.Builder, exitStateOff, runDelayOff int32) {
+	if runDelayOff >= 0 {
+		b.Emit(
+			asm.Mov.Reg(asm.R1, rRec),
+			asm.Add.Imm(asm.R1, offRunDelay),
+			asm.Mov.Imm(asm.R2, 8),
+			asm.LoadMem(asm.R3, rCtx, 8, asm.DWord), // ctx->args[1]: prev
+			asm.Add.Imm(asm.R3, runDelayOff),
+			asm.FnProbeReadKernel.Call(), // zeroes the field when it fails
+		)
+	} else {
+		b.Emit(storeImm64(rRec, offRunDelay, 0))
+	}
 	if exitStateOff <= math.MaxInt16 {
 		b.Emit(
 			asm.FnGetCurrentTaskBtf.Call(),

@@ -104,6 +104,17 @@ type Interval struct {
 	// the recorded processes (their wake-ups are made where they run, and
 	// recorded), so no critical path loses an edge by it.
 	Unwoken bool
+	// WakeFromRunDelay is set on an Unwoken interval that ends at its
+	// wake-up as the kernel's own account places it: the recording has
+	// the thread's run delay (schedstat's run_delay) at each switch away,
+	// whose growth over the run after the wait is the time the thread
+	// waited on a run queue before it (from the wake-up's enqueue to its
+	// switch in); the Runnable interval of that length follows it. When
+	// the switch in was not recorded either, the run starts at the first
+	// evidence of it, and the wait for a CPU is placed before that: its
+	// length is the kernel's, its place late by the part of the run
+	// before the evidence.
+	WakeFromRunDelay bool
 }
 
 // Duration is To - From.
@@ -159,7 +170,10 @@ type Timeline struct {
 	// onto a CPU recorded (seen running by a sample while its timeline
 	// had it waiting, or switching away while it did).
 	Unwoken, Unseen int
-	Warnings        []string
+	// WokenFromRunDelay counts the Unwoken intervals whose wake-up the
+	// kernel's run delay placed (Interval.WakeFromRunDelay).
+	WokenFromRunDelay int
+	Warnings          []string
 	// Handoffs are the created-by edges the timeline knows itself (a Go
 	// goroutine a timer armed by another started), which CriticalPath
 	// follows with those its caller gives.
@@ -184,6 +198,10 @@ type tstate struct {
 	earlyWaker uint32
 	earlyIRQ   bool
 	earlyStack int32
+	// runDelay is the thread's run delay (modulo 2^32) at its last
+	// switch away, when hasRunDelay.
+	runDelay    uint32
+	hasRunDelay bool
 }
 
 func (ts *tstate) close(t uint64) {
@@ -290,15 +308,20 @@ func States(p *profile.Profile) (*Timeline, error) {
 				tl.Unseen++
 				ts.runs(s.Time, tl)
 			}
+			rd, ok := s.RunDelay()
+			if ok && ts.hasRunDelay {
+				ts.wokeBefore(uint64(rd-ts.runDelay), tl)
+			}
+			ts.runDelay, ts.hasRunDelay = rd, ok
 			ts.close(s.Time)
-			st := cls.state(s.Arg, s.Stack)
+			st := cls.state(s.SwitchState(), s.Stack)
 			if st == Unknown { // exited
 				ts.early = false
 				break
 			}
 			ts.start(s.Time, st)
 			ts.cur.Stack = s.Stack
-			if ts.early && st == Runnable && s.Arg&recording.TaskStateMask == 0 && s.Arg != recording.TaskPreempted {
+			if ts.early && st == Runnable && s.SwitchState()&recording.TaskStateMask == 0 && s.SwitchState() != recording.TaskPreempted {
 				ts.cur.Waker, ts.cur.Interrupt, ts.cur.WakerStack = ts.earlyWaker, ts.earlyIRQ, ts.earlyStack
 			}
 			// A wake-up seen while it ran ends a sleep it reports only if
@@ -348,8 +371,11 @@ func States(p *profile.Profile) (*Timeline, error) {
 	if p.Lost > 0 {
 		tl.Warnings = append(tl.Warnings, fmt.Sprintf("%d events were lost: the intervals around them may be wrong", p.Lost))
 	}
-	if tl.Unwoken > 0 {
-		tl.Warnings = append(tl.Warnings, fmt.Sprintf("%d waits ended with no wake-up recorded (the kernel delivered none): each runs to when its thread was next seen running, its wait for a CPU after the wake-up counted in it", tl.Unwoken))
+	switch {
+	case tl.Unwoken > 0 && tl.WokenFromRunDelay == tl.Unwoken:
+		tl.Warnings = append(tl.Warnings, fmt.Sprintf("%d waits ended with no wake-up recorded (the kernel delivered none): each ends where the kernel's run delay places its wake-up", tl.Unwoken))
+	case tl.Unwoken > 0:
+		tl.Warnings = append(tl.Warnings, fmt.Sprintf("%d waits ended with no wake-up recorded (the kernel delivered none): %d end where the kernel's run delay places the wake-up, the others run to when their thread was next seen running, their wait for a CPU after the wake-up counted in them", tl.Unwoken, tl.WokenFromRunDelay))
 	}
 	if tl.Unseen > 0 {
 		tl.Warnings = append(tl.Warnings, fmt.Sprintf("%d runs of a thread had no switch onto a CPU recorded: each starts at the first sample or switch away that shows the thread running", tl.Unseen))
@@ -378,6 +404,28 @@ func (ts *tstate) runs(t uint64, tl *Timeline) {
 	ts.close(t)
 	ts.start(t, OnCPU)
 	ts.early = false
+}
+
+// wokeBefore places, at the thread's switch away, the wake-up of the
+// wait before its run: d is the growth of its run delay since its
+// previous switch away, the time it waited on a run queue before the run
+// now ending. The wait, when no wake-up was recorded (Unwoken) and it
+// ends where the run starts, ends d before that; the rest is Runnable. A
+// d longer than the wait (a switch away between not recorded) places
+// nothing.
+func (ts *tstate) wokeBefore(d uint64, tl *Timeline) {
+	n := len(ts.th.Intervals)
+	if !ts.open || ts.cur.State != OnCPU || n == 0 || d == 0 {
+		return
+	}
+	w := &ts.th.Intervals[n-1]
+	if !w.Unwoken || w.WakeFromRunDelay || w.To != ts.cur.From || d >= w.Duration() {
+		return
+	}
+	w.To -= d
+	w.WakeFromRunDelay = true
+	tl.WokenFromRunDelay++
+	ts.th.Intervals = append(ts.th.Intervals, Interval{From: w.To, To: ts.cur.From, State: Runnable, WakerStack: -1, Stack: -1})
 }
 
 // classifier turns a switch's prev_state and blocking stack into a State.

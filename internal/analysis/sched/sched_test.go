@@ -1,6 +1,7 @@
 package sched
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/culprit-dev/culprit/internal/profile"
@@ -295,5 +296,53 @@ func TestStatesFirstWakeupAndOutsideWaker(t *testing.T) {
 		if got := th.Intervals[i]; got.From != w.From || got.To != w.To || got.State != w.State || got.Waker != 0 {
 			t.Errorf("interval %d: %+v, want %+v", i, got, w)
 		}
+	}
+}
+
+// A wait no wake-up ended ends where the thread's run delay at its
+// switches away places the wake-up: its growth over the run after the
+// wait is the wait for a CPU before it. A growth of 0 (the kernel counted
+// no wait) or longer than the wait (a switch away not recorded) places
+// nothing.
+func TestStatesWakeFromRunDelay(t *testing.T) {
+	rd := func(state, delay uint64) uint64 {
+		return profile.SwitchArg(&recording.Sample{Event: recording.EventSwitch, Arg: state, RunDelay: delay, HasRunDelay: true})
+	}
+	tl := states(t, prof(
+		ev{10, in, 2, 0, 0},
+		ev{20, out, 2, rd(recording.TaskInterruptible, 1<<32-4), 3}, // sleeps
+		ev{40, in, 2, 0, 0}, // no wake-up
+		ev{50, out, 2, rd(recording.TaskPreempted, 2), 0}, // waited 6 for a CPU (modulo 2^32)
+		ev{55, in, 2, 0, 0},
+		ev{60, out, 2, rd(recording.TaskInterruptible, 7), 3}, // the preemption's 5
+		ev{70, in, 2, 0, 0},
+		ev{80, out, 2, rd(recording.TaskInterruptible, 7), 3}, // no wait counted
+		ev{90, in, 2, 0, 0},
+		ev{95, out, 2, rd(recording.TaskInterruptible, 50), 3}, // more than the wait
+	))
+	want := []Interval{
+		{From: 10, To: 20, State: OnCPU},
+		{From: 20, To: 34, State: Sleep, Unwoken: true, WakeFromRunDelay: true},
+		{From: 34, To: 40, State: Runnable},
+		{From: 40, To: 50, State: OnCPU},
+		{From: 50, To: 55, State: Runnable},
+		{From: 55, To: 60, State: OnCPU},
+		{From: 60, To: 70, State: Sleep, Unwoken: true},
+		{From: 70, To: 80, State: OnCPU},
+		{From: 80, To: 90, State: Sleep, Unwoken: true},
+		{From: 90, To: 95, State: OnCPU},
+	}
+	got := tl.Thread(2).Intervals
+	if len(got) < len(want) {
+		t.Fatalf("thread 2: %+v", got)
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.From != w.From || g.To != w.To || g.State != w.State || g.Unwoken != w.Unwoken || g.WakeFromRunDelay != w.WakeFromRunDelay {
+			t.Errorf("interval %d: got %+v, want %+v", i, g, w)
+		}
+	}
+	if tl.Unwoken != 3 || tl.WokenFromRunDelay != 1 || len(tl.Warnings) != 1 || !strings.Contains(tl.Warnings[0], "1 end where the kernel's run delay places") {
+		t.Errorf("%d unwoken, %d placed, warnings %q", tl.Unwoken, tl.WokenFromRunDelay, tl.Warnings)
 	}
 }

@@ -152,7 +152,8 @@ type Options struct {
 	StackTops bool
 	// Switches records each time a traced thread leaves a CPU
 	// (sched_switch), with its user and kernel call chains, the registers
-	// and the stack copy, and prev_state as Nr; with Syscalls, a switch
+	// and the stack copy, prev_state as Nr and the thread's run delay
+	// (Event.RunDelay); with Syscalls, a switch
 	// inside a system call (entered by the syscall instruction) has no user
 	// chain or copy of its own but UserStack InCall and the call's number.
 	Switches bool

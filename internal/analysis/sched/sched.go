@@ -24,7 +24,9 @@
 // program records the switches; with perf's events (--perf-events) it is
 // not, and the blocked interval then ends when the thread next runs,
 // with no runnable part, marked Unwoken; so does one the kernel delivered
-// no event for (some kernels trace nothing while some tasks run). A
+// no event for (some kernels trace nothing while some tasks run), unless
+// the thread's run delay at its switches away (culprit's BPF program
+// records it) places the wake-up: Interval.WakeFromRunDelay. A
 // thread seen running while its timeline has it waiting had its switch
 // onto a CPU unrecorded: the wait ends there. A wake-up from interrupt
 // context names no thread either. A thread's first event may be a

@@ -28,7 +28,7 @@ func allRecords() []Record {
 		&Stack{ID: 1, Kernel: []uint64{0xffffffff81234567, 0xffffffff81000010, 0xffffffffc0a01234},
 			User: []uint64{0x55a4c3e01234, 0x55a4c3e01000, 0x7f0011223344, 0x55a4c3e00010}},
 		&Sample{Time: 260000000000005, PID: 4123, TID: 4124, CPU: 7, Period: 10101010, StackID: 1, Truncated: true},
-		&Sample{Time: 260000000000005, PID: 4123, TID: 4124, CPU: 1, StackID: 1, Event: EventSwitch, Arg: 1},
+		&Sample{Time: 260000000000005, PID: 4123, TID: 4124, CPU: 1, StackID: 1, Event: EventSwitch, Arg: 1, RunDelay: 1234567890123, HasRunDelay: true},
 		&Sample{Time: 260000000000005, PID: 4123, TID: 4124, Event: EventSyscallEnter, Arg: 231},
 		&Lost{Time: 260000000000006, Reason: LostThrottled, Count: 12},
 		&Lost{Time: 260000000000006, Reason: LostRing, Count: 3, Since: 260000000000001, CPU: 1},

@@ -238,7 +238,8 @@ func TestStatesUnwokenWaits(t *testing.T) {
 }
 
 // unwokenEnds checks that a blocked interval ended by its thread's running
-// again, no wake-up between, is marked unwoken, and only such a one; it
+// again, no wake-up between, is marked unwoken, and only such a one, or
+// one the run delay placed the wake-up of (a runnable interval next); it
 // returns how many there are.
 func unwokenEnds(t *testing.T, tid uint32, ivs []stateInterval) int {
 	t.Helper()
@@ -246,7 +247,10 @@ func unwokenEnds(t *testing.T, tid uint32, ivs []stateInterval) int {
 	for i, iv := range ivs {
 		blocked := iv.State == "lock" || iv.State == "io" || iv.State == "sleep"
 		ranNext := i+1 < len(ivs) && ivs[i+1].State == "on-cpu"
-		if iv.Unwoken != (blocked && ranNext) {
+		if iv.WakeFromRunDelay {
+			ranNext = i+1 < len(ivs) && ivs[i+1].State == "runnable"
+		}
+		if iv.Unwoken != (blocked && ranNext) || iv.WakeFromRunDelay && !iv.Unwoken {
 			t.Errorf("thread %d: %s interval %d-%d, on-cpu next %v: unwoken %v", tid, iv.State, iv.From, iv.To, ranNext, iv.Unwoken)
 		}
 		if iv.Unwoken {

@@ -267,14 +267,15 @@ func unwokenEnds(t *testing.T, tid uint32, ivs []stateInterval) int {
 // threads are recorded with every wake-up; a copy of the recording
 // without its wake-ups (as a kernel that delivers no event while some
 // tasks run leaves some out, docs/cli.md) is read again. There each wait
-// ends unwoken and, all but those the recording cannot place (a thread's
-// first, a wait whose run's switches were not all recorded), at the
-// wake-up the run delay places: each thread's runnable time is within 5%
-// of its run_delay, as with the wake-ups (TestStatesAgreeWithSchedstat),
-// and no placed wake-up is before the recorded one: the kernel's run
-// queue clock is read when the woken thread is queued, after the
-// sched_waking event, and when the scheduler starts to pick it, before
-// the switch in is stamped (placed - recorded: 2-575 µs, median 8 µs).
+// ends unwoken and, at least 80% of them (not a thread's first, nor one
+// after which the kernel counted no wait for a CPU), at the wake-up the
+// run delay places: each thread's runnable time is within 5% of its
+// run_delay, as with the wake-ups (TestStatesAgreeWithSchedstat), and no
+// placed wake-up (but one in a thousand) is before the recorded one: the
+// kernel's run queue clock is read when the woken thread is queued,
+// after the sched_waking event, and when the scheduler starts to pick
+// it, before the switch in is stamped (placed - recorded: 2-908 µs,
+// medians 8-14 µs).
 func TestStatesWakeFromRunDelay(t *testing.T) {
 	testutil.NeedRoot(t)
 	bin := testutil.C(t, "runq", []string{"runq.c"}, "-O2", "-g", "-fno-omit-frame-pointer", "-pthread")
@@ -311,7 +312,7 @@ func TestStatesWakeFromRunDelay(t *testing.T) {
 		}
 	}
 	var diffs []float64
-	unwoken, placed, seen := 0, 0, 0
+	unwoken, placed, seen, early := 0, 0, 0, 0
 	for _, th := range lacking.Threads {
 		w, ok := want[th.TID]
 		if !ok {
@@ -343,7 +344,8 @@ func TestStatesWakeFromRunDelay(t *testing.T) {
 				// queue's, the recording's, which NTP may slew by up to
 				// 500 ppm) over the wait: 2 µs and that.
 				if d < -(2e3 + 5e-4*float64(iv.To-iv.From)) {
-					t.Errorf("thread %d: the wait from %d placed its wake-up at %d, %.1f µs before the recorded one", th.TID, iv.From, iv.To, -d/1e3)
+					early++
+					t.Logf("thread %d: the wait from %d placed its wake-up at %d, %.1f µs before the recorded one", th.TID, iv.From, iv.To, -d/1e3)
 				}
 			}
 		}
@@ -367,6 +369,13 @@ func TestStatesWakeFromRunDelay(t *testing.T) {
 	// all (the run delay did not grow, though the thread was switched in
 	// 8-150 µs after its sched_waking: 2-4% of runq's waits at a load of
 	// 17-25 on Linux 6.18), which the run delay cannot place.
+	// The kernel's run delay over-counts now and then: a sleep of
+	// memcached's, ended by a recorded wake-up 362 µs before its switch in
+	// on another CPU, grew it by 966 ms of the 971 ms sleep (1 wait in
+	// 4920; docs/cli.md). One in a thousand is let through.
+	if early > placed/1000 {
+		t.Errorf("%d of %d placed wake-ups before the recorded one", early, placed)
+	}
 	if placed < unwoken*80/100 {
 		t.Errorf("%d of %d unwoken waits placed by the run delay", placed, unwoken)
 	}

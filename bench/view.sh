@@ -164,38 +164,85 @@ if [[ -n $baserev ]]; then
 	git -C "$root" archive "$baserev" | tar -x -C "$tree"
 	(cd "$tree" && CGO_ENABLED=0 go build -o "$out/culprit.base" ./cmd/culprit)
 fi
-gcc -O2 -g -fno-omit-frame-pointer -pthread -o "$out/target" "$root/bench/reporttarget/main.c"
+(cd "$root" && go build -o "$out/replicate" ./bench/replicate && go build -o "$out/genvalues" ./bench/genvalues)
 chromium=$(command -v chromium || command -v chromium-browser)
 cd "$out"
 echo "# $(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, load average $(cut -d' ' -f1-3 /proc/loadavg)"
 echo "# culprit $head, $("$chromium" --version 2>/dev/null | head -1), $(go version | cut -d' ' -f3)"
-# make_inputs: the recordings and the store the runs below read, made in
-# bench/out/view.
+# The inputs (recordings, the store and the programs they were made of,
+# which the views symbolize from) live in one directory, $inputs: INPUTS,
+# or bench/out/view. make_inputs makes there those that are missing, one
+# group at a time, each written under a temporary name and renamed when
+# whole, so an interrupted run leaves nothing half made.
+inputs=${INPUTS:-$out}
+mkdir -p "$inputs"
+inputs=$(cd "$inputs" && pwd -P)
+c=$out/culprit
+t=$SECONDS
+# made WHAT: WHAT and the seconds since the last step.
+made() {
+	echo "# $1 (made in $((SECONDS - t)) s)"
+	t=$SECONDS
+}
 make_inputs() {
-	./culprit record -F 49999 -o small.rec -- ./target 2 2 2>rec.txt >/dev/null
-	(cd "$root" && go run ./bench/replicate -n 1000000 "$out/small.rec" "$out/big.rec")
-	echo "# $(grep -o '[0-9][0-9]* samples' rec.txt | tail -1) recorded, repeated to 1000000 ($(stat -c %s big.rec) bytes)"
-	./culprit record --events cpu,syscalls,sched -F 49999 -o events.rec -- ./target 2 2 2>rec.events.txt >/dev/null
-	(cd "$root" && go run ./bench/replicate -n 1000000 "$out/events.rec" "$out/bigevents.rec")
-	echo "# with kernel events: $(grep -o '[0-9][0-9]* samples' rec.events.txt | tail -1) recorded (samples and events), repeated to 1000000, against the recording as base"
-
+	if [[ ! -e big.rec ]]; then
+		gcc -O2 -g -fno-omit-frame-pointer -pthread -o target "$root/bench/reporttarget/main.c"
+		"$c" record -F 49999 -o small.rec -- ./target 2 2 2>rec.txt >/dev/null
+		"$out/replicate" -n 1000000 small.rec big.rec.tmp
+		mv big.rec.tmp big.rec
+		made "$(grep -o '[0-9][0-9]* samples' rec.txt | tail -1) recorded, repeated to 1000000 ($(stat -c %s big.rec) bytes)"
+	fi
+	if [[ ! -e bigevents.rec || ! -e events.rec ]]; then
+		[[ -e target ]] || gcc -O2 -g -fno-omit-frame-pointer -pthread -o target "$root/bench/reporttarget/main.c"
+		"$c" record --events cpu,syscalls,sched -F 49999 -o events.rec.tmp -- ./target 2 2 2>rec.events.txt >/dev/null
+		"$out/replicate" -n 1000000 events.rec.tmp bigevents.rec.tmp
+		mv bigevents.rec.tmp bigevents.rec
+		mv events.rec.tmp events.rec
+		made "with kernel events: $(grep -o '[0-9][0-9]* samples' rec.events.txt | tail -1) recorded (samples and events), repeated to 1000000, against the recording as base"
+	fi
 	# The analyses' inputs.
-	(cd "$root" && go build -o "$out/genvalues" ./bench/genvalues)
-	gcc -O2 -g -pthread -o "$out/vprof_wrong" "$root/testdata/targets/vprof_wrong.c"
-	./culprit record -o vprof-seed.rec -- ./vprof_wrong buggy >/dev/null 2>rec.seed.txt
-	./genvalues -values "$diag_values" vprof-seed.rec vprof-normal.rec vprof-buggy.rec 2>/dev/null
-	echo "# diagnose: $(./culprit report --top 1 vprof-buggy.rec 2>/dev/null | grep -o '^[0-9]* samples') and $((diag_values / 2)) values in each of the normal and buggy recordings (vprof_wrong's samples repeated, values by bench/genvalues)"
-	./genvalues -values "$diag_big_values" vprof-seed.rec vprof-normal-big.rec vprof-buggy-big.rec 2>/dev/null
-	echo "# diagnose at scale: $(./culprit report --top 1 vprof-buggy-big.rec 2>/dev/null | grep -o '^[0-9]* samples') and $((diag_big_values / 2)) values in each ($(stat -c %s vprof-buggy-big.rec) bytes)"
-	gcc -O2 -g -pthread -o "$out/tracecalls" "$root/testdata/targets/tracecalls.c"
-	./culprit trace -f fib -o trace-base.rec -- ./tracecalls fib 22 >/dev/null 2>&1
-	./culprit trace -f fib -o trace.rec -- ./tracecalls fib 24 >/dev/null 2>rec.trace.txt
-	echo "# traced calls: $(grep -o '[0-9]* calls of [0-9]* function' rec.trace.txt | head -1 | cut -d' ' -f1) calls of fib 24 against fib 22"
-	gcc -O2 -g -pthread -o "$out/varpool" "$root/testdata/targets/varpool.c"
-	./culprit variance --start handle --round-intervals 500 -o variance.rec -- ./varpool dominant 2000 4 >/dev/null 2>&1
-	echo "# variance: 2000 requests of varpool dominant on 4 workers"
-	# The history store: 4 commits (the second documentation only), the scan
-	# quadratic from the third, the checksum 4x faster at the fourth.
+	if [[ ! -e vprof-seed.rec ]]; then
+		gcc -O2 -g -pthread -o vprof_wrong "$root/testdata/targets/vprof_wrong.c"
+		"$c" record -o vprof-seed.rec.tmp -- ./vprof_wrong buggy >/dev/null 2>rec.seed.txt
+		mv vprof-seed.rec.tmp vprof-seed.rec
+		made "vprof_wrong recorded"
+	fi
+	if [[ ! -e vprof-normal.rec || ! -e vprof-buggy.rec ]]; then
+		"$out/genvalues" -values "$diag_values" vprof-seed.rec vprof-normal.rec.tmp vprof-buggy.rec.tmp 2>/dev/null
+		mv vprof-normal.rec.tmp vprof-normal.rec
+		mv vprof-buggy.rec.tmp vprof-buggy.rec
+		made "diagnose: $("$c" report --top 1 vprof-buggy.rec 2>/dev/null | grep -o '^[0-9]* samples') and $((diag_values / 2)) values in each of the normal and buggy recordings (vprof_wrong's samples repeated, values by bench/genvalues)"
+	fi
+	if [[ ! -e vprof-normal-big.rec || ! -e vprof-buggy-big.rec ]]; then
+		"$out/genvalues" -values "$diag_big_values" vprof-seed.rec vprof-normal-big.rec.tmp vprof-buggy-big.rec.tmp 2>/dev/null
+		mv vprof-normal-big.rec.tmp vprof-normal-big.rec
+		mv vprof-buggy-big.rec.tmp vprof-buggy-big.rec
+		made "diagnose at scale: $("$c" report --top 1 vprof-buggy-big.rec 2>/dev/null | grep -o '^[0-9]* samples') and $((diag_big_values / 2)) values in each ($(stat -c %s vprof-buggy-big.rec) bytes)"
+	fi
+	if [[ ! -e trace-base.rec || ! -e trace.rec ]]; then
+		gcc -O2 -g -pthread -o tracecalls "$root/testdata/targets/tracecalls.c"
+		"$c" trace -f fib -o trace-base.rec.tmp -- ./tracecalls fib 22 >/dev/null 2>&1
+		"$c" trace -f fib -o trace.rec.tmp -- ./tracecalls fib 24 >/dev/null 2>rec.trace.txt
+		mv trace-base.rec.tmp trace-base.rec
+		mv trace.rec.tmp trace.rec
+		made "traced calls: $(grep -o '[0-9]* calls of [0-9]* function' rec.trace.txt | head -1 | cut -d' ' -f1) calls of fib 24 against fib 22"
+	fi
+	if [[ ! -e variance.rec ]]; then
+		gcc -O2 -g -pthread -o varpool "$root/testdata/targets/varpool.c"
+		"$c" variance --start handle --round-intervals 500 -o variance.rec.tmp -- ./varpool dominant 2000 4 >/dev/null 2>&1
+		mv variance.rec.tmp variance.rec
+		made "variance: 2000 requests of varpool dominant on 4 workers"
+	fi
+	if [[ ! -e store-runs/made ]]; then
+		make_store
+		made "stored runs: 4 commits, 2 runs each at n = 1000, 2000, 4000"
+	fi
+}
+# make_store: the history store, 4 commits (the second documentation
+# only), the scan quadratic from the third, the checksum 4x faster at the
+# fourth. In place (its runs name the programs they ran by their paths);
+# store-runs/made says it is whole.
+make_store() {
 	rm -rf store store-runs
 	mkdir -p store store-runs
 	git -C store init -q
@@ -223,27 +270,21 @@ make_inputs() {
 		gcc -O1 -g -fno-omit-frame-pointer -o store/prog store/prog.c
 		for n in 1000 2000 4000; do
 			for r in 1 2; do
-				(cd store && ../culprit run -F 1999 -o "../store-runs/c$i-$n-$r.rec" --param n=$n -- ./prog $n >/dev/null 2>&1)
+				(cd store && "$c" run -F 1999 -o "../store-runs/c$i-$n-$r.rec" --param n=$n -- ./prog $n >/dev/null 2>&1)
 			done
 		done
 	done
-	echo "# stored runs: 4 commits, 2 runs each at n = 1000, 2000, 4000"
+	touch store-runs/made
 }
-inputs=(big.rec bigevents.rec events.rec vprof-normal.rec vprof-buggy.rec vprof-normal-big.rec vprof-buggy-big.rec trace-base.rec trace.rec variance.rec store store-runs)
-if [[ -n ${INPUTS:-} ]]; then
-	INPUTS=$(cd "$INPUTS" && pwd -P)
-	for f in "${inputs[@]}"; do
-		[[ -e $INPUTS/$f ]] || { echo "view.sh: INPUTS=$INPUTS has no $f: make it with a run of view.sh without INPUTS" >&2; exit 1; }
-		if [[ $INPUTS != $(pwd -P) ]]; then
-			rm -rf "${f:?}"
-			ln -s "$INPUTS/$f" "$f"
-		fi
+names=(big.rec bigevents.rec events.rec vprof-normal.rec vprof-buggy.rec vprof-normal-big.rec vprof-buggy-big.rec trace-base.rec trace.rec variance.rec store store-runs)
+(cd "$inputs" && make_inputs)
+if [[ $inputs != $(pwd -P) ]]; then
+	for f in "${names[@]}"; do
+		rm -rf "${f:?}"
+		ln -s "$inputs/$f" "$f"
 	done
-	echo "# inputs: those of an earlier run of view.sh in $INPUTS (big.rec made $(date -u -r "$INPUTS/big.rec" '+%Y-%m-%d %H:%M UTC'))"
-else
-	make_inputs
-	echo "# inputs made in bench/out/view in $SECONDS s"
 fi
+echo "# inputs in $inputs (big.rec made $(date -u -r "$inputs/big.rec" '+%Y-%m-%d %H:%M UTC')); $SECONDS s so far"
 analyses=(-diagnose-normal vprof-normal.rec -diagnose-buggy vprof-buggy.rec -trace-base trace-base.rec -trace trace.rec -variance variance.rec -store store)
 : >runs.txt
 : >runs.base.txt

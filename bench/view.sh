@@ -156,7 +156,7 @@ root=$(cd "$(dirname "$0")/.." && pwd)
 out=$root/bench/out/view
 head=$(git -C "$root" rev-parse --short HEAD) # what is built below
 mkdir -p "$out"
-CGO_ENABLED=0 go build -o "$out/culprit" "$root/cmd/culprit"
+(cd "$root" && CGO_ENABLED=0 go build -o "$out/culprit" ./cmd/culprit)
 (cd "$root" && go build -o "$out/viewtime" ./bench/viewtime)
 if [[ -n $baserev ]]; then
 	tree=$(mktemp -d)

@@ -256,6 +256,19 @@ func (p *Profile) frameMatcher(re *regexp.Regexp) func(fi int32) bool {
 	}
 }
 
+// StacksMatching reports, per index of p.Stacks, whether the stack holds a
+// frame re matches, as Filter.Focus decides it: each frame is matched
+// once, so that a view can select a function's samples by their stack
+// without a copy of them (Apply).
+func (p *Profile) StacksMatching(re *regexp.Regexp) []bool {
+	match := p.frameMatcher(re)
+	out := make([]bool, len(p.Stacks))
+	for i, st := range p.Stacks {
+		out[i] = slices.ContainsFunc(st, match)
+	}
+	return out
+}
+
 // frameMatches reports whether re matches the frame's name, or its file or
 // the file's base name, alone or with ":line".
 func frameMatches(re *regexp.Regexp, fr Frame) bool {

@@ -46,17 +46,25 @@ var timePage = Page{
 		// encoded.
 		// With ?f=REGEXP (a function chosen on another page), the maps
 		// count only the samples with a frame matching it.
+		// Only the maps depend on f: the lanes under them (events,
+		// threads, values) are counted once, and a function's maps
+		// count the samples of the stacks that hold it (decided once
+		// per stack) without copying the samples.
 		var data memos[string, []byte]
+		var lanes memo[laneSet]
 		build := func(f string) ([]byte, error) {
-			p := s.p
+			var keep []bool
 			if f != "" {
 				re, err := regexp.Compile(f)
 				if err != nil {
 					return nil, fmt.Errorf("f=%q: %v", f, err)
 				}
-				p = s.p.Apply(profile.Filter{Focus: re})
+				keep = s.p.StacksMatching(re)
 			}
-			return json.Marshal(s.heatMaps(p))
+			d := s.heatMaps(keep)
+			ls, _ := lanes.get(func() (laneSet, error) { return s.laneSet(d.Seconds, d.SpanMS), nil })
+			d.Lanes = ls.ordered(d.Threads[1:])
+			return json.Marshal(d)
 		}
 		s.warm = append(s.warm, func() { _, _ = data.get("", build) })
 		mux := http.NewServeMux()
@@ -206,12 +214,14 @@ const maxPoints = 800
 // (the page asks for its lanes in 3 requests at once, more past 3 × 64).
 const maxLanesAsked = 64
 
-// heatMaps counts the samples of p (the server's or a part of them) per
-// thread per cell, offsets from the profile's first sample as --from and
-// --to take them, on the time axis of all the server's samples.
-func (s *Server) heatMaps(p *profile.Profile) TimeData {
+// heatMaps counts the server's samples per thread per cell, offsets
+// from the profile's first sample as --from and --to take them: those
+// whose stack keep allows (keep[stack]; every sample when keep is nil,
+// none of a stack out of its range). Its Lanes are left to laneSet.
+func (s *Server) heatMaps(keep []bool) TimeData {
+	p := s.p
 	var last uint64
-	for _, smp := range s.p.Samples {
+	for _, smp := range p.Samples {
 		last = max(last, smp.Time)
 	}
 	secs := 1
@@ -227,8 +237,12 @@ func (s *Server) heatMaps(p *profile.Profile) TimeData {
 	}
 	all := HeatMap{Name: "all threads", Cells: grid()}
 	per := map[uint32]*HeatMap{}
+	var h *HeatMap // the last sample's thread's
 	for _, smp := range p.Samples {
-		if smp.Time < p.StartTime || smp.Time > last {
+		if smp.Time < p.StartTime {
+			continue
+		}
+		if keep != nil && (smp.Stack < 0 || int(smp.Stack) >= len(keep) || !keep[smp.Stack]) {
 			continue
 		}
 		d := smp.Time - p.StartTime
@@ -236,10 +250,12 @@ func (s *Server) heatMaps(p *profile.Profile) TimeData {
 		n := smp.N()
 		all.Cells[c][r] += n
 		all.Samples += n
-		h := per[smp.TID]
-		if h == nil {
-			h = &HeatMap{TID: smp.TID, Name: p.ThreadNameAt(smp.TID, smp.Time), Cells: grid()}
-			per[smp.TID] = h
+		if h == nil || h.TID != smp.TID {
+			h = per[smp.TID]
+			if h == nil {
+				h = &HeatMap{TID: smp.TID, Name: p.ThreadNameAt(smp.TID, smp.Time), Cells: grid()}
+				per[smp.TID] = h
+			}
 		}
 		h.Cells[c][r] += n
 		h.Samples += n
@@ -273,29 +289,76 @@ func (s *Server) heatMaps(p *profile.Profile) TimeData {
 			}
 		}
 	}
-	out.Lanes = s.lanes(secs)
+	return out
+}
+
+// laneSet is the lanes under the maps, counted once for every f: those
+// of events and values (lanes), and a lane per thread with system calls
+// or context switches (threadLanes), ordered by the maps drawn.
+type laneSet struct {
+	lanes   []Lane
+	threads []threadLane
+}
+
+// threadLane is a thread's lane and its first event, for the order of
+// the threads not drawn as maps.
+type threadLane struct {
+	l     Lane
+	first uint64
+}
+
+// laneSet counts the lanes of a time view of secs seconds whose last
+// sample is at spanMS.
+func (s *Server) laneSet(secs int, spanMS float64) laneSet {
+	ls := laneSet{lanes: s.lanes(secs)}
 	if s.in.Events != nil {
-		out.Lanes = append(out.Lanes, s.threadLanes(secs, out.SpanMS, out.Threads[1:])...)
+		ls.threads = s.threadLanes(secs, spanMS)
+	}
+	return ls
+}
+
+// ordered is the lanes of ls under the maps of the threads drawn: the
+// lanes of events and values, then the threads' lanes, the threads drawn
+// as heat maps first, then the others (threads that only waited) by
+// their first event, at most maxThreads in all.
+func (ls laneSet) ordered(drawn []HeatMap) []Lane {
+	out := slices.Clone(ls.lanes)
+	if len(ls.threads) == 0 {
+		return out
+	}
+	at := make(map[uint32]int, len(ls.threads))
+	for i, t := range ls.threads {
+		at[t.l.TID] = i
+	}
+	used := make([]bool, len(ls.threads))
+	n := 0
+	for _, h := range drawn {
+		if i, ok := at[h.TID]; ok && !used[i] && n < maxThreads {
+			out = append(out, ls.threads[i].l)
+			used[i] = true
+			n++
+		}
+	}
+	for i, t := range ls.threads { // in the order of their first events
+		if !used[i] && n < maxThreads {
+			out = append(out, t.l)
+			n++
+		}
 	}
 	return out
 }
 
 // threadLanes are one lane per thread with system calls or context
 // switches: its system calls per cell and the spans it spent off the CPU
-// (analysis/offcpu's, as the off-CPU flame graph charges them), the
-// threads drawn as heat maps first, then the others (threads that only
-// waited), at most maxThreads in all. Spans closer than a 1/maxSpans of
+// (analysis/offcpu's, as the off-CPU flame graph charges them), in the
+// order of the threads' first events. Spans closer than a 1/maxSpans of
 // the recording are drawn as one.
-func (s *Server) threadLanes(secs int, spanMS float64, drawn []HeatMap) []Lane {
-	type acc struct {
-		l     *Lane
-		first uint64 // the thread's first event, for the order of the others
-	}
-	per := map[uint32]*acc{}
-	get := func(tid uint32, t uint64) *acc {
+func (s *Server) threadLanes(secs int, spanMS float64) []threadLane {
+	per := map[uint32]*threadLane{}
+	get := func(tid uint32, t uint64) *threadLane {
 		a := per[tid]
 		if a == nil {
-			a = &acc{l: &Lane{Kind: "thread", TID: tid, Name: s.in.Events.ThreadNameAt(tid, t)}, first: t}
+			a = &threadLane{l: Lane{Kind: "thread", TID: tid, Name: s.in.Events.ThreadNameAt(tid, t)}, first: t}
 			per[tid] = a
 		}
 		return a
@@ -309,7 +372,7 @@ func (s *Server) threadLanes(secs int, spanMS float64, drawn []HeatMap) []Lane {
 		if i >= secs*rowsPerSecond {
 			continue
 		}
-		l := get(smp.TID, smp.Time).l
+		l := &get(smp.TID, smp.Time).l
 		if l.Counts == nil {
 			l.Counts = make([]int, secs*rowsPerSecond)
 		}
@@ -323,7 +386,7 @@ func (s *Server) threadLanes(secs int, spanMS float64, drawn []HeatMap) []Lane {
 			if smp.Time < start {
 				continue
 			}
-			l := get(smp.TID, smp.Time).l
+			l := &get(smp.TID, smp.Time).l
 			from := float64(smp.Time-start) / 1e6
 			to := from + float64(smp.Period)/1e6
 			l.OffMS += float64(smp.Period) / 1e6
@@ -334,29 +397,16 @@ func (s *Server) threadLanes(secs int, spanMS float64, drawn []HeatMap) []Lane {
 			l.Spans = append(l.Spans, [2]float64{from, to})
 		}
 	}
-	var out []Lane
-	for _, h := range drawn {
-		if a := per[h.TID]; a != nil {
-			out = append(out, *a.l)
-			delete(per, h.TID)
-		}
-	}
-	rest := make([]*acc, 0, len(per))
+	out := make([]threadLane, 0, len(per))
 	for _, a := range per {
-		rest = append(rest, a)
+		out = append(out, *a)
 	}
-	slices.SortFunc(rest, func(a, b *acc) int {
+	slices.SortFunc(out, func(a, b threadLane) int {
 		if a.first != b.first {
 			return cmp.Compare(a.first, b.first)
 		}
 		return cmp.Compare(a.l.TID, b.l.TID)
 	})
-	for _, a := range rest {
-		out = append(out, *a.l)
-	}
-	if len(out) > maxThreads {
-		out = out[:maxThreads]
-	}
 	return out
 }
 

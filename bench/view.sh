@@ -3,12 +3,17 @@
 # memory, in headless Chromium (bench/viewtime, chromedp).
 #
 # bench/reporttarget (two threads, a four-level call tree; -O2 with frame
-# pointers) runs 2 s of CPU time per thread under `culprit record -F 49999`
-# (about 200k samples), and bench/replicate repeats that recording's samples
-# (real stacks, shifted in time) to 1M. Then RUNS times: culprit view is
-# started on it and Chromium, started beforehand, opens the time view and
-# pprof's flame graph, a time range's flame graph (a new pprof UI built on
-# the server) twice, and pprof's other views. Per run one line; then medians.
+# pointers) runs 2 s of CPU time per thread under `culprit record -F 9999`
+# (about 40k samples), and bench/replicate repeats that recording's samples
+# (real stacks, shifted in time) to 1M. Not at -F 49999: the kernel
+# throttles that rate to about 65k samples, the recorder falls behind its
+# rings (two thirds of the samples lost their stack copy) and the run,
+# its overhead charged to the target, took 502 s of wall time at load 30
+# against 30 s at -F 9999 (2 samples of 41k lost). Then RUNS times:
+# culprit view is started on it and Chromium, started beforehand, opens
+# the time view and pprof's flame graph, a time range's flame graph (a
+# new pprof UI built on the server) twice, and pprof's other views. Per
+# run one line; then medians.
 #
 #   ready         culprit view started → URL printed (recording loaded);
 #                 and its CPU time (user+sys, 10 ms ticks), which a busy
@@ -118,13 +123,15 @@
 #
 # RUNS is 1 by default. The output ends with a table of the figures of
 # the view's targets (open < 2 s, an interaction < 100 ms), each with its
-# run; the wide tables above it have every figure. Every input is made
-# here, under bench/out/view (below), unless INPUTS=DIR names the
-# bench/out/view of an earlier run: its recordings and store are then
-# linked (INPUTS=bench/out/view: kept as they are). Making the inputs
-# took 23 min at load 20-40 on 2 CPUs (most of it bench/genvalues's 64M
-# values and the builds); a run on them takes minutes more, most of it
-# diagnose's analysis of the 1M-values pair, which the run waits for.
+# run; the wide tables above it have every figure. The inputs (below)
+# live in INPUTS=DIR, bench/out/view by default; those missing there are
+# made there, each group's time printed, and linked into bench/out/view,
+# where the runs start. Keep them outside a worktree (removing one
+# deletes its ignored files): INPUTS=/var/tmp/DIR, then every later run
+# with the same INPUTS reuses them. Their making is timed in
+# docs/performance.md (section `culprit view` on 1M samples); a run on
+# them takes minutes more, most of it diagnose's analysis of the
+# 1M-values pair, which the run waits for.
 #
 # With BASE-REV (a git revision), culprit built at that revision runs
 # too, each run right after the current one's on the same recording, and
@@ -187,14 +194,14 @@ made() {
 make_inputs() {
 	if [[ ! -e big.rec ]]; then
 		gcc -O2 -g -fno-omit-frame-pointer -pthread -o target "$root/bench/reporttarget/main.c"
-		"$c" record -F 49999 -o small.rec -- ./target 2 2 2>rec.txt >/dev/null
+		"$c" record -F 9999 -o small.rec -- ./target 2 2 2>rec.txt >/dev/null
 		"$out/replicate" -n 1000000 small.rec big.rec.tmp
 		mv big.rec.tmp big.rec
 		made "$(grep -o '[0-9][0-9]* samples' rec.txt | tail -1) recorded, repeated to 1000000 ($(stat -c %s big.rec) bytes)"
 	fi
 	if [[ ! -e bigevents.rec || ! -e events.rec ]]; then
 		[[ -e target ]] || gcc -O2 -g -fno-omit-frame-pointer -pthread -o target "$root/bench/reporttarget/main.c"
-		"$c" record --events cpu,syscalls,sched -F 49999 -o events.rec.tmp -- ./target 2 2 2>rec.events.txt >/dev/null
+		"$c" record --events cpu,syscalls,sched -F 9999 -o events.rec.tmp -- ./target 2 2 2>rec.events.txt >/dev/null
 		"$out/replicate" -n 1000000 events.rec.tmp bigevents.rec.tmp
 		mv bigevents.rec.tmp bigevents.rec
 		mv events.rec.tmp events.rec

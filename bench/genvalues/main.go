@@ -41,12 +41,12 @@ func main() {
 		os.Exit(1)
 	}
 	for i, out := range []string{flag.Arg(1), flag.Arg(2)} {
-		n, err := g.write(out, *values/2, i == 1)
+		n, samples, err := g.write(out, *values/2, i == 1)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "genvalues:", err)
 			os.Exit(1)
 		}
-		fmt.Fprintf(os.Stderr, "%s: %d values\n", out, n)
+		fmt.Fprintf(os.Stderr, "%s: %d samples, %d values\n", out, samples, n)
 	}
 }
 
@@ -257,20 +257,22 @@ func (g *gen) value(v *variable, buggy bool) int64 {
 	return x
 }
 
-func (g *gen) write(out string, want int, buggy bool) (int, error) {
+// write writes a recording of want values to out; it returns how many
+// values and samples it wrote.
+func (g *gen) write(out string, want int, buggy bool) (int, uint64, error) {
 	w, err := recording.Create(out)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	for _, r := range g.header {
 		if err := w.Write(r); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
 	for _, v := range g.schema {
 		v.left, v.counter = 0, 0
 		if err := w.Write(&v.src); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
 	// Samples in time order, repeated until enough values are written.
@@ -288,7 +290,7 @@ func (g *gen) write(out string, want int, buggy bool) (int, error) {
 			st := g.stacks[s.StackID]
 			s.Time += round * span
 			if err := w.WriteSample(s, st.Kernel, st.User); err != nil {
-				return n, err
+				return n, samples, err
 			}
 			samples, last = samples+1, s.Time
 			val := func(v *variable, depth int, pc uint64) error {
@@ -308,7 +310,7 @@ func (g *gen) write(out string, want int, buggy bool) (int, error) {
 				if d == 0 {
 					for _, v := range globals {
 						if err := val(v, 0, a); err != nil {
-							return n, err
+							return n, samples, err
 						}
 					}
 				}
@@ -318,14 +320,14 @@ func (g *gen) write(out string, want int, buggy bool) (int, error) {
 				}
 				for _, v := range g.schema[fi*g.vars : (fi+1)*g.vars] {
 					if err := val(v, d, a); err != nil {
-						return n, err
+						return n, samples, err
 					}
 				}
 			}
 		}
 	}
 	if err := w.Write(&recording.End{Time: last, Samples: samples}); err != nil {
-		return n, err
+		return n, samples, err
 	}
-	return n, w.Close()
+	return n, samples, w.Close()
 }

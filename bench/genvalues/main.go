@@ -18,7 +18,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
+	"sync"
 
 	"github.com/culprit-dev/culprit/internal/recording"
 	"github.com/culprit-dev/culprit/internal/symbol"
@@ -35,18 +37,39 @@ func main() {
 		fmt.Fprintln(os.Stderr, "usage: genvalues [flags] IN.rec NORMAL.rec BUGGY.rec")
 		os.Exit(2)
 	}
+	// The two recordings are written at once, each by a generator of
+	// its own (the schema read once, its variables' state copied, the
+	// random state too, so the buggy run's values differ from the
+	// normal's only where a variable changes shape): the two take both
+	// CPUs of a small machine (64M values are over a minute of CPU).
 	g := &gen{vars: *vars, globals: *globals, anomalous: *anomalous, depth: *depth}
 	if err := g.read(flag.Arg(0)); err != nil {
 		fmt.Fprintln(os.Stderr, "genvalues:", err)
 		os.Exit(1)
 	}
-	for i, out := range []string{flag.Arg(1), flag.Arg(2)} {
-		n, samples, err := g.write(out, *values/2, i == 1)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "genvalues:", err)
+	outs := []string{flag.Arg(1), flag.Arg(2)}
+	type result struct {
+		n       int
+		samples uint64
+		err     error
+	}
+	res := make([]result, len(outs))
+	var wg sync.WaitGroup
+	for i, out := range outs {
+		wg.Add(1)
+		g := g.clone()
+		go func() {
+			defer wg.Done()
+			res[i].n, res[i].samples, res[i].err = g.write(out, *values/2, i == 1)
+		}()
+	}
+	wg.Wait()
+	for i, out := range outs {
+		if res[i].err != nil {
+			fmt.Fprintln(os.Stderr, "genvalues:", res[i].err)
 			os.Exit(1)
 		}
-		fmt.Fprintf(os.Stderr, "%s: %d samples, %d values\n", out, samples, n)
+		fmt.Fprintf(os.Stderr, "%s: %d samples, %d values\n", out, res[i].samples, res[i].n)
 	}
 }
 
@@ -193,6 +216,19 @@ func (g *gen) read(in string) error {
 		}
 	}
 	return nil
+}
+
+// clone is a generator that writes independently of g: its own samples
+// (write sorts them), variables' state and random state.
+func (g *gen) clone() *gen {
+	c := *g
+	c.samples = slices.Clone(g.samples)
+	c.schema = make([]*variable, len(g.schema))
+	for i, v := range g.schema {
+		w := *v
+		c.schema[i] = &w
+	}
+	return &c
 }
 
 const (

@@ -311,9 +311,9 @@ vt() {
 	fi
 }
 for ((i = 0; i < runs; i++)); do
-	vt runs.txt -culprit ./culprit -chromium "$chromium" -events bigevents.rec -events-base events.rec "${analyses[@]}" big.rec
+	vt runs.txt -deadline 20m -culprit ./culprit -chromium "$chromium" -events bigevents.rec -events-base events.rec "${analyses[@]}" big.rec
 	if [[ -n $baserev ]]; then
-		vt runs.base.txt -culprit ./culprit.base -chromium "$chromium" -events bigevents.rec -events-base events.rec "${analyses[@]}" big.rec
+		vt runs.base.txt -deadline 20m -culprit ./culprit.base -chromium "$chromium" -events bigevents.rec -events-base events.rec "${analyses[@]}" big.rec
 	fi
 	vt runs.big.txt -analyses-only -deadline 40m -culprit ./culprit -chromium "$chromium" -diagnose-key diagbig -diagnose-normal vprof-normal-big.rec -diagnose-buggy vprof-buggy-big.rec x
 done

@@ -456,7 +456,9 @@ func keepStats(exe, rec, cpu string, hz int, removed []string, stderr io.Writer)
 	if err != nil {
 		return nil // no build-id: nothing to key them by
 	}
-	p, err := loadProfile([]string{rec}, io.Discard, true)
+	// The statistics are the calls': the samples kept in the trace are
+	// not read (keepSamples reads them from their own recording).
+	p, err := loadProfileWith([]string{rec}, io.Discard, loader.Options{NoSamples: true})
 	if err != nil {
 		return err
 	}
@@ -641,7 +643,16 @@ func keepSamples(exe, statsPath, cpu string, hz int, probes []uint64, probeTraps
 	if _, err := os.Stat(cpu); err != nil {
 		return 0, 0, nil // not taken: the tracer said why
 	}
-	p, err := loadProfile([]string{cpu}, io.Discard, false) // each sample's own time, for open
+	// Each sample's own time, for open (not merged). Only the
+	// executable's functions are counted: no other object's symbols are
+	// read (a library's DWARF costs more than the rest of the trace's end).
+	base := filepath.Base(exe)
+	if strings.HasPrefix(exe, "/proc/") { // attached: the samples name the file
+		if path, err := os.Readlink(exe); err == nil {
+			base = filepath.Base(path)
+		}
+	}
+	p, err := loadProfileWith([]string{cpu}, io.Discard, loader.Options{Objects: func(path string) bool { return filepath.Base(path) == base }})
 	if err != nil {
 		return 0, 0, fmt.Errorf("the CPU samples: %w", err)
 	}

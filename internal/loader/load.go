@@ -57,6 +57,18 @@ type Options struct {
 	// the values on request only. Stream implies it; Merge takes
 	// precedence.
 	StreamValues bool
+	// NoSamples reads the calls, probes, threads and values and leaves
+	// the samples out, their stacks unresolved (no object is opened for
+	// them): for analyses of a trace's calls alone, which would otherwise
+	// pay for symbolizing every sampled object.
+	NoSamples bool
+	// Objects, when set, names the objects whose symbols are read: the
+	// frames of any other are shown as object+offset, without a warning,
+	// and its file (and debug file) is never opened. For analyses that
+	// name the functions of some objects only (trace's hot functions are
+	// the executable's): the DWARF of a library a sample fell in can cost
+	// a second of CPU to read.
+	Objects func(path string) bool
 }
 
 // mapping is an executable mapping known from the recording.
@@ -244,7 +256,8 @@ type loader struct {
 	ktab       *symbol.KernelTable
 	vdso       map[string]*symbol.Object
 	objs       map[string]*symbol.Object
-	objByID    []*symbol.Object // by mapping.obj: what object answered, when objKnown
+	only       func(path string) bool // Options.Objects
+	objByID    []*symbol.Object       // by mapping.obj: what object answered, when objKnown
 	objKnown   []bool
 	tails      map[[2]uint64][]int32 // tailFrames' answers (see there)
 	objIDs     map[string]int32      // path and build-id → mapping.obj
@@ -351,13 +364,14 @@ func Load(paths []string, o Options) (*profile.Profile, error) {
 		parts:  map[int32]bool{},
 		saddrs: map[uint64][]int32{},
 		keyIdx: map[stackKey]int32{},
-		merge:  o.Merge,
+		merge:  o.Merge || o.NoSamples,
+		only:   o.Objects,
 		noSyms: map[string]bool{},
 		syms:   map[uint32][]recording.Symbol{},
 		vsrc:   map[recording.ValueSource]int32{},
 		probes: map[probeKey]int32{},
 	}
-	if (o.Stream || o.StreamValues) && !o.Merge && regularFiles(paths) {
+	if (o.Stream || o.StreamValues) && !l.merge && regularFiles(paths) {
 		l.stream = &streamState{samples: o.Stream, keyIdx: map[stackKey]int32{}, events: map[recording.Event]int{}}
 	}
 	if l.sym == nil {
@@ -380,6 +394,8 @@ func Load(paths []string, o Options) (*profile.Profile, error) {
 	streamed := l.stream != nil && l.stream.samples
 	if streamed {
 		l.endStream()
+	} else if o.NoSamples {
+		l.p.Samples, l.entries = []profile.Sample{}, nil
 	} else if l.merge {
 		if l.namesChangeWithin() {
 			o.Merge = false
@@ -1274,7 +1290,7 @@ func (l *loader) findObject(m mapping) *symbol.Object {
 	if o, ok := l.objs[key]; ok {
 		return o
 	}
-	if !strings.HasPrefix(m.path, "/") {
+	if !strings.HasPrefix(m.path, "/") || l.only != nil && !l.only(m.path) {
 		l.objs[key] = nil
 		return nil
 	}

@@ -912,11 +912,25 @@ func TestTraceStrategy(t *testing.T) {
 }
 
 // --args formats a return value by its DWARF type: narrow returns an int
-// in EAX, so -7 is 0xfffffff9 in RAX and shown as -7.
+// in EAX, so -7 is 0xfffffff9 in RAX and shown as -7. half returns a
+// double in XMM0, which probes cannot read: its calls show their argument
+// and say that the result is not recorded, not what RAX held (a).
 func TestTraceTypedReturn(t *testing.T) {
 	testutil.NeedRoot(t)
 	bin := testutil.C(t, "tracecalls", []string{"tracecalls.c"}, "-O2", "-g", "-pthread")
-	out, stdout := traceRun(t, []string{"-f", "narrow", "--args"}, bin, "args", "4")
+	out, stdout := traceRun(t, []string{"-f", "narrow", "-f", "half", "--args"}, bin, "args", "4")
+	var h callsJSON
+	if err := json.Unmarshal([]byte(mustRun(t, "report", "--calls", "^half$", "--top", "0", "--format", "json", out)), &h); err != nil {
+		t.Fatal(err)
+	}
+	if len(h.Calls) != 4 {
+		t.Errorf("%d half calls traced, the program made 4", len(h.Calls))
+	}
+	for i, c := range h.Calls {
+		if len(c.Args) != 1 || c.Args[0].Name != "a" || c.Ret != "(double, not recorded)" {
+			t.Errorf("half call %d: arguments %+v returning %q, want a and (double, not recorded)", i, c.Args, c.Ret)
+		}
+	}
 	var want []string
 	for _, l := range strings.Split(stdout, "\n") {
 		if v, ok := strings.CutPrefix(l, "narrow "); ok {
@@ -1325,49 +1339,57 @@ func TestTraceWarnsProbeCost(t *testing.T) {
 
 // A C++ program is traced by the names its profile shows (svc::handle,
 // geo::Accum*), each call counted, the report naming them so; the two
-// instances of a template member are told apart by their full names.
+// instances of a template member are told apart by their full names. The
+// names without their outer scopes (handle, Accum::add) select the same
+// functions and nothing else.
 func TestTraceCXXNames(t *testing.T) {
 	testutil.NeedRoot(t)
 	bin := testutil.CXX(t, "cxxtrace", []string{"cxxtrace.cc"}, "-O2", "-g", "-pthread")
+	// The same functions named in full, and by their names without the
+	// scopes around them (as gdb takes them): both of Accum's add
+	// overloads by their short name, handle without its namespace.
+	for _, pats := range [][]string{{"svc::handle", "geo::Accum*"}, {"handle", "Accum::add"}} {
+		out := rec(t)
+		args := []string{"trace", "-o", out}
+		for _, p := range pats {
+			args = append(args, "-f", p)
+		}
+		stdout, stderr, code := run(t, append(args, "--", bin, "500")...)
+		if code != 0 {
+			t.Fatalf("%q: exit %d\n%s", pats, code, stderr)
+		}
+		want := counts(t, stdout)
+		r := traceReport(t, out)
+		wantCalls := map[string]int{
+			"svc::handle":                     want["handle"],
+			"geo::Accum<long>::add(long)":     want["handle"] - want["thrown"],
+			"geo::Accum<double>::add(double)": want["handle"] - want["thrown"],
+		}
+		for fn, n := range wantCalls {
+			if got, unret := r.calls(fn); got != n || n == 0 || unret != 0 {
+				t.Errorf("%q: %s: %d calls traced (%d did not return), the program made %d", pats, fn, got, unret, n)
+			}
+		}
+		for _, f := range r.Functions {
+			if _, ok := wantCalls[f.Function]; !ok {
+				t.Errorf("%q: %s traced too", pats, f.Function)
+			}
+		}
+	}
+	// A member's bare name traces it in every class: area both
+	// overriders (one call of either per request that parsed), nothing
+	// else.
 	out := rec(t)
-	stdout, stderr, code := run(t, "trace", "-o", out, "-f", "svc::handle", "-f", "geo::Accum*", "--", bin, "500")
+	stdout, stderr, code := run(t, "trace", "-o", out, "-f", "area", "--", bin, "500")
 	if code != 0 {
-		t.Fatalf("exit %d\n%s", code, stderr)
+		t.Fatalf("-f area: exit %d\n%s", code, stderr)
 	}
 	want := counts(t, stdout)
 	r := traceReport(t, out)
-	for fn, n := range map[string]int{
-		"svc::handle":                     want["handle"],
-		"geo::Accum<long>::add(long)":     want["handle"] - want["thrown"],
-		"geo::Accum<double>::add(double)": want["handle"] - want["thrown"],
-	} {
-		if got, unret := r.calls(fn); got != n || n == 0 || unret != 0 {
-			t.Errorf("%s: %d calls traced (%d did not return), the program made %d", fn, got, unret, n)
-		}
-	}
-	// Members named as in a debugger, without their enclosing scopes:
-	// handle is svc::handle, Accum::add both instances, area both
-	// overriders (one call of either per request that parsed).
-	stdout, stderr, code = run(t, "trace", "-o", out, "-f", "handle", "-f", "Accum::add", "-f", "area", "--", bin, "500")
-	if code != 0 {
-		t.Fatalf("bare names: exit %d\n%s", code, stderr)
-	}
-	want = counts(t, stdout)
-	r = traceReport(t, out)
-	parsed := want["handle"] - want["thrown"]
 	square, _ := r.calls("geo::Square::area")
 	strip, _ := r.calls("geo::Strip::area")
-	for fn, n := range map[string]int{
-		"svc::handle":                     want["handle"],
-		"geo::Accum<long>::add(long)":     parsed,
-		"geo::Accum<double>::add(double)": parsed,
-	} {
-		if got, _ := r.calls(fn); got != n || n == 0 {
-			t.Errorf("bare names: %s: %d calls traced, the program made %d", fn, got, n)
-		}
-	}
-	if square == 0 || strip == 0 || square+strip != parsed {
-		t.Errorf("-f area: Square::area %d and Strip::area %d calls traced, want %d in all, some of each", square, strip, parsed)
+	if parsed := want["handle"] - want["thrown"]; square == 0 || strip == 0 || square+strip != parsed || len(r.Functions) != 2 {
+		t.Errorf("-f area: Square::area %d and Strip::area %d calls traced (%d functions), want %d in all, some of each, nothing else", square, strip, len(r.Functions), parsed)
 	}
 }
 

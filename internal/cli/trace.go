@@ -234,7 +234,7 @@ calls), export --format chrome and diff. Patterns (#N sampling, --lib,
 	}
 	f := c.Flags()
 	f.SetInterspersed(false)
-	f.StringArrayVarP(&funcs, "func", "f", nil, "trace the functions of the program whose names (C++ and Rust ones demangled: 'ns::Class::method') or symbols match this glob; PATTERN#N records the first and every N-th call; repeatable")
+	f.StringArrayVarP(&funcs, "func", "f", nil, "trace the functions of the program whose names (C++ and Rust ones demangled: 'ns::Class::method', also without outer scopes: 'Class::method') or symbols match this glob; PATTERN#N records the first and every N-th call; repeatable")
 	f.StringArrayVar(&lines, "line", nil, "record each time the program reaches a source line, [LIB@]FILE:LINE (from the DWARF line table; FILE may be a base name; LIB@: in that shared library); repeatable")
 	f.StringArrayVar(&usdts, "usdt", nil, "record each hit of the USDT probe [LIB@]PROVIDER:NAME (sys/sdt.h; its semaphore is counted up while traced), or time the code between two as a call, [LIB@]PROVIDER:BEGIN:END; repeatable")
 	f.StringArrayVar(&libs, "lib", nil, "trace functions of a shared library: LIB:PATTERN[#N], LIB a path or a name such as libc.so.6 or libz; repeatable")

@@ -325,3 +325,39 @@ func TestResolveNativeRets(t *testing.T) {
 		t.Errorf("C program: %v %+v (landing pads %x): want a uretprobe", err, ct, landingPads(c))
 	}
 }
+
+// A pattern may leave out a C++ name's outer scopes, and an overload's or
+// instance's parameters and template arguments; no pattern matches part
+// of a scope's name (elfx.TestMatchName: template arguments).
+func TestMatchesShortNames(t *testing.T) {
+	funcs := []funcSym{
+		{name: "_ZNK3geo6Square4areaEv"},
+		{name: "_ZN3geo5AccumIlE3addEl"},
+		{name: "_ZN3geo5AccumIdE3addEd"},
+		{name: "parse_area"},
+	}
+	nameFuncs(funcs)
+	for _, c := range []struct {
+		glob string
+		want []string
+	}{
+		{"Square::area", []string{"geo::Square::area"}},
+		{"area", []string{"geo::Square::area"}},
+		{"*area", []string{"geo::Square::area", "parse_area"}},
+		{"Accum::add", []string{"geo::Accum<long>::add(long)", "geo::Accum<double>::add(double)"}},
+		{"geo::Accum::add", []string{"geo::Accum<long>::add(long)", "geo::Accum<double>::add(double)"}},
+		{"Accum<long>::add(long)", []string{"geo::Accum<long>::add(long)"}},
+		{"quare::area", nil},
+		{"eo::Square::area", nil},
+	} {
+		var got []string
+		for _, fs := range funcs {
+			if fs.matches(c.glob) {
+				got = append(got, fs.name)
+			}
+		}
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%q matches %q, want %q", c.glob, got, c.want)
+		}
+	}
+}

@@ -344,8 +344,10 @@ type Probe struct {
 	// entry, named by their path ("c->id:i4:int").
 	Params []string
 	// Ret is the return value's "code:type", code as in Params; RetVoid
-	// when DWARF says the function returns nothing; "" when not recorded,
-	// not known, or not an integer, pointer or enum.
+	// when DWARF says the function returns nothing; RetUnread and the
+	// type's name ("n:double") when it returns a floating-point value,
+	// which is not recorded; "" when not recorded, not known, or not an
+	// integer, pointer or enum.
 	Ret string
 	// Since is when the probe was set (sample clock, ns; format 1.5): a
 	// probe set on a running program (culprit variance's refinement)
@@ -357,6 +359,13 @@ type Probe struct {
 // RetVoid is Probe.Ret of a function whose DWARF type says it returns
 // nothing (void): its calls' Call.Ret is whatever RAX held, not a value.
 const RetVoid = "v:void"
+
+// RetUnread is the code of Probe.Ret ("n:double") for a function whose
+// DWARF type says it returns a floating-point value: x86-64 returns it in
+// XMM0, which a uprobe's saved registers (pt_regs) do not hold and a BPF
+// program cannot read, so its calls' Call.Ret is whatever RAX held, not
+// the value.
+const RetUnread = "n"
 
 // CallUnreturned flags a call that did not return through its return probe
 // (longjmp, C++ unwinding, exit): its End is when that was noticed.

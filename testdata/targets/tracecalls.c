@@ -90,6 +90,12 @@ REAL_CALLS long args3(long a, int b, unsigned c) { return a + b + c; }
  * says that 0xfffffff9 is -7. */
 REAL_CALLS int narrow(int b) { return b - 7; }
 
+/* Returns a double, in XMM0; RAX at its return holds a (not the value). */
+REAL_CALLS double half(long a) {
+	__asm__ volatile("" ::"a"(a));
+	return a / 2.0;
+}
+
 /* Returns nothing: RAX at its return is whatever it held (here b). */
 REAL_CALLS void keep(long a, int b) {
 	sink = a;
@@ -203,6 +209,7 @@ int main(int argc, char **argv) {
 				printf("args %ld %d %u\n", a, b, c);
 				sink = args3(a, b, c);
 				printf("narrow %d\n", narrow(b));
+				printf("half %g\n", half(a));
 				keep(a, b);
 			}
 			argss += n;

@@ -299,12 +299,17 @@ func CString(v uint64, s string) string {
 }
 
 // Ret renders a call's return value by the return type its probe
-// recorded, else as a signed decimal; "" for a void function.
+// recorded, else as a signed decimal; "" for a void function; for a
+// floating-point result, which is not recorded (recording.RetUnread),
+// the type and "not recorded".
 func Ret(pr *profile.Probe, c *profile.Call) string {
 	if pr.Ret == recording.RetVoid {
 		return ""
 	}
-	if code, _, ok := strings.Cut(pr.Ret, ":"); ok {
+	if code, typ, ok := strings.Cut(pr.Ret, ":"); ok {
+		if code == recording.RetUnread {
+			return "(" + typ + ", not recorded)"
+		}
 		return Format(c.Ret, code)
 	}
 	return strconv.FormatInt(int64(c.Ret), 10)

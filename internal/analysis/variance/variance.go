@@ -1365,6 +1365,9 @@ func (e argEnv) Var(name string) (expr.Object, error) {
 		if e.p.Ret == recording.RetVoid {
 			return nil, &expr.TypeError{Col: 1, Msg: fmt.Sprintf("%s returns void (its DWARF type)", e.p.Function)}
 		}
+		if code, typ, _ := strings.Cut(e.p.Ret, ":"); code == recording.RetUnread {
+			return nil, &expr.TypeError{Col: 1, Msg: fmt.Sprintf("%s returns a %s, in a register probes cannot read (XMM0)", e.p.Function, typ)}
+		}
 		if e.p.Ret == "" {
 			return nil, &expr.TypeError{Col: 1, Msg: fmt.Sprintf("%s returns nothing culprit records (an integer or a pointer, as DWARF types it)", e.p.Function)}
 		}

@@ -1,6 +1,7 @@
 /* cputime [ROUNDS]: each round, outer() calls nap() (sleeps 20 ms) and
    work() (spins for about 20 ms of CPU time), and each says, in ns, what
-   its thread did inside it.
+   its thread did inside it; main prints "outer CPU", the thread's CPU time
+   around each call of outer().
 
    nap prints "nap CPU WALL": the CPU time its thread used inside it
    (CLOCK_THREAD_CPUTIME_ID) and its wall time.
@@ -103,6 +104,12 @@ __attribute__((noinline)) void outer(void) {
 
 int main(int argc, char **argv) {
 	int rounds = argc > 1 ? atoi(argv[1]) : 5;
-	for (int r = 0; r < rounds; r++) outer();
+	for (int r = 0; r < rounds; r++) {
+		long c0 = clk(CLOCK_THREAD_CPUTIME_ID);
+		outer();
+		char line[64];
+		snprintf(line, sizeof line, "outer %ld\n", clk(CLOCK_THREAD_CPUTIME_ID) - c0);
+		say(line);
+	}
 	return 0;
 }

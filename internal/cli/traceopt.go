@@ -171,9 +171,13 @@ var staticClasses = []string{"constant", "linear", "quadratic", "cubic", "quarti
 type program struct {
 	exe    string
 	probed []string
-	cg     map[string][]string
-	root   string
-	levels map[string]int // nil when the call graph has no root
+	// profName is a probed function's name in CPU profiles, where it
+	// differs (tracer.Target.ProfileName): what the samples' hot
+	// functions name an overload or a template instance by.
+	profName map[string]string
+	cg       map[string][]string
+	root     string
+	levels   map[string]int // nil when the call graph has no root
 }
 
 func readProgram(exe string, pid int, pats []tracer.Pattern) (*program, error) {
@@ -193,6 +197,12 @@ func readProgram(exe string, pid int, pats []tracer.Pattern) (*program, error) {
 	}
 	for _, t := range targets {
 		pr.probed = append(pr.probed, t.Function)
+		if t.ProfileName != "" {
+			if pr.profName == nil {
+				pr.profName = map[string]string{}
+			}
+			pr.profName[t.Function] = t.ProfileName
+		}
 	}
 	sort.Strings(pr.probed)
 	if pr.cg, err = tracer.CallGraph(exe); err != nil {
@@ -273,6 +283,9 @@ func preOptimize(o *tracer.Options, opt optimizations, exe string, pid int, diff
 			var kept []string
 			for _, f := range pr.probed {
 				g := elfx.StripClones(f)
+				if n, ok := pr.profName[f]; ok && !hot[g] {
+					g = elfx.StripClones(n) // the samples name every overload so
+				}
 				if !hot[g] || changed[f] {
 					continue
 				}

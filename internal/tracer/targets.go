@@ -104,8 +104,13 @@ type Target struct {
 	Object   string
 	BuildID  []byte
 	Function string
-	Offset   uint64   // file offset of the entry
-	Rets     []uint64 // file offsets of its RET instructions (and tail jumps), with RetInsn
+	// ProfileName is the name CPU profiles give the function when
+	// Function is not it: an overload's or template instance's full name
+	// ("geo::Accum<long>::add(long)") is "geo::Accum::add" there, one
+	// name for all of them. "" when Function is that name.
+	ProfileName string
+	Offset      uint64   // file offset of the entry
+	Rets        []uint64 // file offsets of its RET instructions (and tail jumps), with RetInsn
 	// RetInsn: its return probes sit on Rets, not a uretprobe (Go code,
 	// and native code in an object that unwinds: nativeRets).
 	RetInsn bool
@@ -293,6 +298,15 @@ func nameFuncs(funcs []funcSym) {
 	}
 }
 
+// profileName is the name CPU profiles give an overload or a template
+// instance, which the trace names in full: its clean name; "" for others.
+func (fs funcSym) profileName() string {
+	if fs.clean != "" && fs.name != fs.clean {
+		return fs.clean
+	}
+	return ""
+}
+
 // matches reports whether glob names the function: its symbol, the name
 // the trace gives it or, for C++ and Rust, its name without parameters or
 // template arguments, which all overloads and instances share; a glob
@@ -373,7 +387,7 @@ func resolveObject(obj string, pats []Pattern, args bool, exclude map[string]boo
 			if !ok {
 				continue
 			}
-			t := Target{Object: obj, BuildID: bid, Function: fs.name, Offset: off, Every: p.Every, Entry: fs.value,
+			t := Target{Object: obj, BuildID: bid, Function: fs.name, ProfileName: fs.profileName(), Offset: off, Every: p.Every, Entry: fs.value,
 				Code: [2]uint64{off, off + fs.end - fs.value}}
 			if !isGo {
 				var parts [][]byte

@@ -337,6 +337,12 @@ func TestMatchesShortNames(t *testing.T) {
 		{name: "parse_area"},
 	}
 	nameFuncs(funcs)
+	// An instance's full name is not the profile's: that one is given.
+	for i, want := range []string{"", "geo::Accum::add", "geo::Accum::add", ""} {
+		if funcs[i].profileName() != want {
+			t.Errorf("%s: profile name %q, want %q", funcs[i].name, funcs[i].profileName(), want)
+		}
+	}
 	for _, c := range []struct {
 		glob string
 		want []string

@@ -796,6 +796,8 @@ func params(info *dwarfx.Info, entry uint64, isGo bool) (out []string, ret strin
 			ret = recording.RetVoid
 		} else if code := paramCode(t); code != "" {
 			ret = code + ":" + t.Name
+		} else if isFloat(t) {
+			ret = recording.RetUnread + ":" + t.Name // in XMM0: not readable
 		}
 	}
 	for _, v := range fn.Params() {
@@ -816,6 +818,14 @@ func params(info *dwarfx.Info, entry uint64, isGo bool) (out []string, ret strin
 		out = append(out, v.Name+":"+code+":"+t.Name)
 	}
 	return out, ret
+}
+
+// isFloat reports whether t (through typedefs) is a floating-point type.
+func isFloat(t *dwarfx.Type) bool {
+	for t.Kind == dwarfx.Typedef && t.Elem != nil {
+		t = t.Elem
+	}
+	return t.Kind == dwarfx.Float
 }
 
 func paramCode(t *dwarfx.Type) string {

@@ -370,7 +370,11 @@ func resolveObject(obj string, pats []Pattern, args bool, exclude map[string]boo
 		}
 		n := 0
 		for _, fs := range funcs {
-			if !fs.matches(p.Glob) || taken[fs.value] || p.UserOnly && helper(fs.name) {
+			if !fs.matches(p.Glob) || p.UserOnly && helper(fs.name) {
+				continue
+			}
+			if taken[fs.value] {
+				n++ // matched, and traced for an earlier pattern
 				continue
 			}
 			if exclude[fs.name] || exclude[fs.sym] {

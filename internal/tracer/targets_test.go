@@ -219,6 +219,12 @@ func TestResolveCXXNames(t *testing.T) {
 	if got := names(Pattern{Glob: GlobQuote("geo::Accum<long>::add(long)")}); !slices.Equal(got, []string{"geo::Accum<long>::add(long)"}) {
 		t.Errorf("quoted name: %q", got)
 	}
+	// A function named by two patterns is traced once, and neither
+	// pattern is said to match nothing (variance names --queue's
+	// functions and, quoted, the callees of --start).
+	if ts, _, err := Resolve(bin, 0, []Pattern{{Glob: "handle"}, {Glob: GlobQuote("svc::handle")}}, false); err != nil || len(ts) != 1 {
+		t.Errorf("handle named twice: %d targets, %v", len(ts), err)
+	}
 	if ts, _, err := Resolve(bin, 0, []Pattern{{Glob: GlobQuote("area")}}, false); err == nil {
 		t.Errorf("a quoted name matched members of that name: %+v", ts)
 	}

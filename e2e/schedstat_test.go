@@ -312,7 +312,7 @@ func TestStatesWakeFromRunDelay(t *testing.T) {
 		}
 	}
 	var diffs []float64
-	unwoken, placed, seen, early := 0, 0, 0, 0
+	unwoken, placed, seen, early, missed := 0, 0, 0, 0, 0
 	for _, th := range lacking.Threads {
 		w, ok := want[th.TID]
 		if !ok {
@@ -329,6 +329,13 @@ func TestStatesWakeFromRunDelay(t *testing.T) {
 			}
 			unwoken++
 			if !iv.WakeFromRunDelay {
+				// Not placed: it must be one the run delay cannot
+				// place (below), whose thread waited for a CPU
+				// briefly if at all.
+				if r, ok := woken[[2]uint64{uint64(th.TID), iv.From}]; ok && iv.To > r+250e3 {
+					missed++
+					t.Logf("thread %d: the wait from %d, woken at %d, runnable %.1f µs to %d, not placed", th.TID, iv.From, r, float64(iv.To-r)/1e3, iv.To)
+				}
 				continue
 			}
 			placed++
@@ -376,8 +383,13 @@ func TestStatesWakeFromRunDelay(t *testing.T) {
 	if early > placed/1000 {
 		t.Errorf("%d of %d placed wake-ups before the recorded one", early, placed)
 	}
-	if placed < unwoken*80/100 {
-		t.Errorf("%d of %d unwoken waits placed by the run delay", placed, unwoken)
+	// How many are placed depends on how often the threads queue for a
+	// CPU (79% of waits idle, 96-98% at load 17-38), so what is checked is
+	// that no wait with a real stay on a run queue (over 250 µs from the
+	// recorded wake-up to the switch in, beyond the kernel's uncounted
+	// 8-150 µs) goes unplaced, but each thread's first.
+	if missed > len(want) {
+		t.Errorf("%d of %d unwoken waits not placed though their thread waited over 250 µs for a CPU (%d placed)", missed, unwoken, placed)
 	}
 }
 

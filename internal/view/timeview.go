@@ -199,8 +199,11 @@ type Lane struct {
 	Total  int          `json:"total"`
 	Counts []int        `json:"counts,omitempty"`
 	Points [][2]float64 `json:"points,omitempty"`
-	Min    float64      `json:"min"`
-	Max    float64      `json:"max"`
+	// Bands are, for a lane of summarised values, the least and
+	// greatest value of each point's values (its mean is the point).
+	Bands [][2]float64 `json:"bands,omitempty"`
+	Min   float64      `json:"min"`
+	Max   float64      `json:"max"`
 	// A thread's lane: Counts are its system calls, Spans its time off
 	// the CPU (ms from the start, from and to), OffMS their total.
 	Spans [][2]float64 `json:"spans,omitempty"`
@@ -465,13 +468,97 @@ func valueName(src recording.ValueSource) string {
 	return src.Name
 }
 
-// sourceValues are the values of one sampled expression present, in time
-// order: the finite ones (times, vals) and the times of the others
-// (NaN, infinities: counted, not drawn).
+// sourceValues are the values of one sampled expression present, as the
+// time view keeps them: while there are at most rawValues of them, each
+// one in time order, the finite ones (times, vals) and the times of the
+// others (NaN, infinities: counted, not drawn); past that, summarised in
+// valueBuckets buckets of time (buckets), whatever their number, so that
+// the memory the lanes hold is bounded by their sources, not their values
+// (32 B a bucket: 256 KiB a source, against 16 B a value held).
 type sourceValues struct {
 	times []uint64
 	vals  []float64
 	odd   []uint64
+	b     []valueBucket // nil while the values are held one by one
+}
+
+// valueBucket summarises the values of one source in one bucket of time:
+// how many (n finite, odd the others), their least, greatest and sum.
+type valueBucket struct {
+	n, odd        uint32
+	min, max, sum float64
+}
+
+// add counts value f (finite unless odd) in b.
+func (b *valueBucket) add(f float64, odd bool) {
+	if odd {
+		b.odd++
+		return
+	}
+	if b.n == 0 {
+		b.min, b.max = f, f
+	} else {
+		b.min, b.max = min(b.min, f), max(b.max, f)
+	}
+	b.n++
+	b.sum += f
+}
+
+const (
+	// rawValues is how many values of a source the time view holds one
+	// by one; a source with more is summarised in buckets.
+	rawValues = 8192
+	// valueBuckets is how many buckets of time a summarised source has:
+	// the samples' span (valueSpan) cut in equal parts. The lane of a
+	// range draws the buckets it overlaps, so a range shorter than
+	// maxPoints buckets draws fewer points than maxPoints, one a bucket,
+	// and its counts, least and greatest value are those of the buckets
+	// (the range widened to their edges).
+	valueBuckets = 8192
+)
+
+// valueSummary is what the time view keeps of the recordings' values:
+// per source (indexed like Profile.ValueSources), read once.
+type valueSummary struct {
+	sources []sourceValues
+	t0      uint64 // the first bucket's start: the first sample's time
+	width   uint64 // ns a bucket (≥ 1)
+}
+
+// bucket is the bucket of time t: values before the first sample count in
+// the first, those after the last sample in the last.
+func (vs *valueSummary) bucket(t uint64) int {
+	if t < vs.t0 {
+		return 0
+	}
+	return int(min((t-vs.t0)/vs.width, valueBuckets-1))
+}
+
+// add keeps value f of source src, read at time t.
+func (vs *valueSummary) add(src int, t uint64, f float64) {
+	sv := &vs.sources[src]
+	odd := math.IsNaN(f) || math.IsInf(f, 0)
+	if sv.b != nil {
+		sv.b[vs.bucket(t)].add(f, odd)
+		return
+	}
+	if odd {
+		sv.odd = append(sv.odd, t)
+	} else {
+		sv.times = append(sv.times, t)
+		sv.vals = append(sv.vals, f)
+	}
+	if len(sv.times)+len(sv.odd) > rawValues {
+		// Past rawValues: into buckets, the values held so far too.
+		sv.b = make([]valueBucket, valueBuckets)
+		for i, t := range sv.times {
+			sv.b[vs.bucket(t)].add(sv.vals[i], false)
+		}
+		for _, t := range sv.odd {
+			sv.b[vs.bucket(t)].add(0, true)
+		}
+		sv.times, sv.vals, sv.odd = nil, nil, nil
+	}
 }
 
 // valuesProgress is the answer to a request for lanes of values while
@@ -497,24 +584,29 @@ func (s *Server) valueTotal() int64 {
 }
 
 // values returns the server's values by source, read once.
-func (s *Server) values() ([]sourceValues, error) { return s.valuesMemo.get(s.readValues) }
+func (s *Server) values() (*valueSummary, error) { return s.valuesMemo.get(s.readValues) }
 
 // valuesAhead is values for the build ahead of use: a reading it starts
 // pauses while a request is answered (no request waits for it
 // unbounded: they ask with valuesMemo.within), so that a click gets the
 // CPU the reading, tens of seconds on 1 GB recordings, would share.
 func (s *Server) valuesAhead() {
-	_, _ = s.valuesMemo.get(func() ([]sourceValues, error) { return s.readValuesPausing(true) })
+	_, _ = s.valuesMemo.get(func() (*valueSummary, error) { return s.readValuesPausing(true) })
 }
 
 // readValues reads the server's values by source, counting them in
 // valuesRead as it goes.
-func (s *Server) readValues() ([]sourceValues, error) { return s.readValuesPausing(false) }
+func (s *Server) readValues() (*valueSummary, error) { return s.readValuesPausing(false) }
 
 // readValuesPausing is readValues, which with pause waits, every 2^16
 // values, until no request is being answered.
-func (s *Server) readValuesPausing(pause bool) ([]sourceValues, error) {
-	out := make([]sourceValues, len(s.p.ValueSources))
+func (s *Server) readValuesPausing(pause bool) (*valueSummary, error) {
+	out := &valueSummary{sources: make([]sourceValues, len(s.p.ValueSources)), t0: s.p.StartTime}
+	var end uint64 // the last sample's time
+	for i := range s.p.Samples {
+		end = max(end, s.p.Samples[i].Time)
+	}
+	out.width = max(1, (end-min(end, out.t0)+valueBuckets)/valueBuckets)
 	var n int64
 	defer func() { s.valuesRead.Store(n) }()
 	err := s.p.EachValue(func(v *profile.Value) bool {
@@ -524,30 +616,32 @@ func (s *Server) readValuesPausing(pause bool) ([]sourceValues, error) {
 				s.waitAnswered()
 			}
 		}
-		if v.Source < 0 || int(v.Source) >= len(out) || v.Missing() {
+		if v.Source < 0 || int(v.Source) >= len(out.sources) || v.Missing() {
 			return true
 		}
-		f := v.Float64()
-		sv := &out[v.Source]
-		if math.IsNaN(f) || math.IsInf(f, 0) {
-			sv.odd = append(sv.odd, v.Time)
-			return true
-		}
-		sv.times = append(sv.times, v.Time)
-		sv.vals = append(sv.vals, f)
+		out.add(int(v.Source), v.Time, v.Float64())
 		return true
 	})
 	return out, err
 }
 
 // valueLane is the lane of the values of source src in the range rng: on
-// the time view's axis (ms from the first sample), at most maxPoints.
+// the time view's axis (ms from the first sample), at most maxPoints. A
+// source held value by value gives the range's values exactly, each point
+// the mean of a slice of them (exprs.Series); a summarised one gives the
+// buckets the range overlaps, each point the mean of a group of them at
+// the group's middle, with the least and greatest value of the group
+// (Bands).
 func (s *Server) valueLane(src int, rng Range) (Lane, error) {
 	all, err := s.values()
 	if err != nil {
 		return Lane{}, err
 	}
-	sv := all[src]
+	sv := all.sources[src]
+	l := Lane{Name: valueName(s.p.ValueSources[src]), Kind: "values", Src: src}
+	if sv.b != nil {
+		return all.bucketLane(l, sv.b, rng), nil
+	}
 	// The values from From up to To, as Filter selects them.
 	within := func(times []uint64) (int, int) {
 		if rng.Whole() {
@@ -559,7 +653,7 @@ func (s *Server) valueLane(src int, rng Range) (Lane, error) {
 	}
 	lo, hi := within(sv.times)
 	olo, ohi := within(sv.odd)
-	l := Lane{Name: valueName(s.p.ValueSources[src]), Kind: "values", Src: src, Total: hi - lo + ohi - olo}
+	l.Total = hi - lo + ohi - olo
 	if hi == lo {
 		return l, nil
 	}
@@ -571,4 +665,57 @@ func (s *Server) valueLane(src int, rng Range) (Lane, error) {
 		l.Points = append(l.Points, [2]float64{pt.T * 1000, pt.Value})
 	}
 	return l, nil
+}
+
+// bucketLane is l, the lane of a summarised source (its buckets b), in
+// the range rng: the buckets it overlaps, in at most maxPoints groups.
+func (vs *valueSummary) bucketLane(l Lane, b []valueBucket, rng Range) Lane {
+	lo, hi := 0, len(b)
+	if !rng.Whole() {
+		lo = vs.bucket(vs.t0 + uint64(rng.From))
+		hi = vs.bucket(vs.t0+uint64(max(rng.From, rng.To-1))) + 1
+		if uint64(rng.From) >= vs.width*valueBuckets { // past the samples
+			hi = lo
+		}
+	}
+	per := (hi - lo + maxPoints - 1) / maxPoints
+	first := true
+	for g := lo; g < hi; g += per {
+		var sum acc
+		for i := g; i < min(hi, g+per); i++ {
+			sum.add(b[i])
+		}
+		l.Total += int(sum.n + sum.odd)
+		if sum.n == 0 {
+			continue
+		}
+		if first {
+			l.Min, l.Max, first = sum.min, sum.max, false
+		}
+		l.Min, l.Max = min(l.Min, sum.min), max(l.Max, sum.max)
+		mid := float64(vs.width) * (float64(g) + float64(min(hi, g+per)-g)/2) / 1e6
+		l.Points = append(l.Points, [2]float64{mid, sum.sum / float64(sum.n)})
+		l.Bands = append(l.Bands, [2]float64{sum.min, sum.max})
+	}
+	return l
+}
+
+// acc sums buckets.
+type acc struct {
+	n, odd        int64
+	min, max, sum float64
+}
+
+func (a *acc) add(b valueBucket) {
+	a.odd += int64(b.odd)
+	if b.n == 0 {
+		return
+	}
+	if a.n == 0 {
+		a.min, a.max = b.min, b.max
+	} else {
+		a.min, a.max = min(a.min, b.min), max(a.max, b.max)
+	}
+	a.n += int64(b.n)
+	a.sum += b.sum
 }

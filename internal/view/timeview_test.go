@@ -131,6 +131,113 @@ func TestValueLanes(t *testing.T) {
 	}
 }
 
+// TestValueLanesSummarised checks the lanes of a source with more values
+// than the time view holds one by one (rawValues): summarised in buckets
+// of time, its lane of the whole recording and of a range count every
+// value (NaN too), give the least and greatest exactly (a lone spike and
+// dip among them), at most maxPoints points, each the mean of its values
+// within the band of their least and greatest; a range's counts are those
+// of the range widened to its buckets' edges at most.
+func TestValueLanesSummarised(t *testing.T) {
+	const start = 1_000_000_000
+	p := &profile.Profile{
+		Frames:       []profile.Frame{{Function: "main"}},
+		Stacks:       [][]int32{{0}},
+		Threads:      map[uint32]profile.Thread{1: {PID: 1, TID: 1, Comm: "main"}},
+		StartTime:    start,
+		ValueSources: []recording.ValueSource{{Name: "n", Function: "work"}},
+	}
+	for i := range 400 { // 4 s of samples every 10 ms
+		p.Samples = append(p.Samples, profile.Sample{Time: uint64(start + i*10_000_000), PID: 1, TID: 1, Period: 10_000_000, Event: recording.EventCPU})
+	}
+	// 200,000 values every 20 µs: i mod 1000, NaN every 997th, a spike of
+	// 1e6 at 2.5 s and a dip of -5 at 0.7 s.
+	const n, every = 200_000, 20_000
+	val := func(i int) float64 {
+		switch {
+		case i == 2_500_000_000/every:
+			return 1e6
+		case i == 700_000_000/every:
+			return -5
+		case i%997 == 0:
+			return math.NaN()
+		}
+		return float64(i % 1000)
+	}
+	for i := range n {
+		p.Values = append(p.Values, profile.Value{Time: uint64(start + i*every), PID: 1, TID: 1, Source: 0, Type: recording.ValueFloat, Bits: math.Float64bits(val(i))})
+	}
+	s, err := New(Inputs{Profile: p, Names: []string{"a.rec"}}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vs, err := s.values()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sv := vs.sources[0]; sv.b == nil || sv.times != nil || sv.vals != nil || sv.odd != nil {
+		t.Fatalf("a source of %d values is held one by one, want it summarised in buckets", n)
+	}
+	width := time.Duration(vs.width)
+	// count is how many values lie in [from, to).
+	count := func(from, to time.Duration) int {
+		c := 0
+		for i := range n {
+			if at := time.Duration(i * every); at >= from && at < to {
+				c++
+			}
+		}
+		return c
+	}
+	for _, c := range []struct {
+		rng      Range
+		min, max float64
+	}{
+		{Range{}, -5, 1e6},
+		{Range{From: time.Second, To: 2 * time.Second}, 0, 999},
+		{Range{From: 2 * time.Second, To: 3 * time.Second}, 0, 1e6},
+		{Range{From: 690 * time.Millisecond, To: 710 * time.Millisecond}, -5, 999},
+	} {
+		l, err := s.valueLane(0, c.rng)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lo, hi := count(c.rng.From, c.rng.To), count(c.rng.From-width, c.rng.To+width)
+		if c.rng.Whole() {
+			lo, hi = n, n
+		}
+		if l.Total < lo || l.Total > hi || l.Min != c.min || l.Max != c.max {
+			t.Errorf("lane of %v: %d values, %v to %v; want %d to %d values, %v to %v", c.rng, l.Total, l.Min, l.Max, lo, hi, c.min, c.max)
+		}
+		if len(l.Points) == 0 || len(l.Points) > maxPoints || len(l.Bands) != len(l.Points) {
+			t.Errorf("lane of %v: %d points, %d bands; want 1 to %d points, a band each", c.rng, len(l.Points), len(l.Bands), maxPoints)
+			continue
+		}
+		top := math.Inf(-1)
+		for i, pt := range l.Points {
+			b := l.Bands[i]
+			if pt[1] < b[0] || pt[1] > b[1] || b[0] < c.min || b[1] > c.max {
+				t.Errorf("lane of %v: point %v, band %v: want the point within its band, within %v to %v", c.rng, pt, b, c.min, c.max)
+				break
+			}
+			if i > 0 && pt[0] <= l.Points[i-1][0] {
+				t.Errorf("lane of %v: point %d at %v ms after %v ms, want in time order", c.rng, i, pt[0], l.Points[i-1][0])
+				break
+			}
+			top = max(top, b[1])
+		}
+		if top != c.max {
+			t.Errorf("lane of %v: bands up to %v, want its greatest, %v", c.rng, top, c.max)
+		}
+		if from, to := float64(c.rng.From-width)/1e6, float64(c.rng.To+width)/1e6; !c.rng.Whole() && (l.Points[0][0] < from || l.Points[len(l.Points)-1][0] > to) {
+			t.Errorf("lane of %v: points from %v to %v ms, want within %v to %v", c.rng, l.Points[0][0], l.Points[len(l.Points)-1][0], from, to)
+		}
+	}
+	if l, _ := s.valueLane(0, Range{From: 10 * time.Second, To: 11 * time.Second}); l.Total != 0 || len(l.Points) != 0 {
+		t.Errorf("lane past the samples: %d values, %d points; want none", l.Total, len(l.Points))
+	}
+}
+
 // TestValueLanesWhileRead checks that a request for lanes of values while
 // the values are read is answered at once with how far the reading is
 // (202, not waiting for it), a wrong source still with 400, and once
@@ -237,8 +344,8 @@ func TestValuesAheadPause(t *testing.T) {
 	}
 	answered()
 	vs, err := s.values()
-	if err != nil || len(vs[0].vals) != n {
-		t.Fatalf("values: %v, %d read; want %d", err, len(vs[0].vals), n)
+	if l, lerr := s.valueLane(0, Range{}); err != nil || lerr != nil || vs.sources[0].b == nil || l.Total != n {
+		t.Fatalf("values: %v, %v, %d read; want %d summarised", err, lerr, l.Total, n)
 	}
 	if answeringAfter != 0 {
 		t.Errorf("the value after 2^16 was read while %d requests were answered, want it read once none was", answeringAfter)

@@ -101,7 +101,7 @@ type Server struct {
 	objs driver.ObjTool // the objects for pprof's UIs (nil: none)
 
 	offMemo    memo[*profile.Profile] // offCPU's
-	valuesMemo memo[[]sourceValues]   // the time view's values by source
+	valuesMemo memo[*valueSummary]    // the time view's values by source
 	valuesRead atomic.Int64           // how many values readValues has read
 
 	// warm are the page's builds that New starts in the background, in

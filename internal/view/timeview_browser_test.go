@@ -99,3 +99,60 @@ func TestLaneRangeBrowser(t *testing.T) {
 		t.Errorf("the whole recording's lane is titled %q, want its 400 values, 0 to 3990", h)
 	}
 }
+
+// TestSummarisedLaneBrowser checks, in headless Chromium, the lane of a
+// source with more values than the time view holds one by one: titled
+// with every value and their least and greatest (a lone spike among
+// them), drawn as the line of the buckets' means inside the band of
+// their least and greatest, across the lane's width.
+func TestSummarisedLaneBrowser(t *testing.T) {
+	path := testutil.NeedTool(t, "chromium")
+	const start = 1_000_000_000
+	p := &profile.Profile{
+		Frames:       []profile.Frame{{Function: "main"}},
+		Stacks:       [][]int32{{0}},
+		Threads:      map[uint32]profile.Thread{1: {PID: 1, TID: 1, Comm: "main"}},
+		StartTime:    start,
+		ValueSources: []recording.ValueSource{{Name: "n", Function: "work"}},
+	}
+	for i := range 400 { // 4 s of samples every 10 ms
+		p.Samples = append(p.Samples, profile.Sample{Time: uint64(start + i*10_000_000), PID: 1, TID: 1, Period: 10_000_000, Event: recording.EventCPU})
+	}
+	// 100,000 values every 40 µs: i mod 100, and 5000 once.
+	for i := range 100_000 {
+		v := uint64(i % 100)
+		if i == 61_234 {
+			v = 5000
+		}
+		p.Values = append(p.Values, profile.Value{Time: uint64(start + i*40_000), PID: 1, TID: 1, Source: 0, Type: recording.ValueInt, Bits: v})
+	}
+	s, err := New(Inputs{Profile: p, Names: []string{"a.rec"}}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s)
+	defer hs.Close()
+	bctx, eval, wait := headless(t, path)
+	if err := chromedp.Do(bctx, chromedp.Navigate(hs.URL+s.Path()+"time")); err != nil {
+		t.Fatal(err)
+	}
+	wait(`!!document.querySelector("#lanes svg.lane.values:not(.pending) polygon.band")`)
+	got := eval(`(() => {
+		const svg = document.querySelector("#lanes svg.lane.values");
+		const xs = svg.querySelector("polyline").getAttribute("points").trim().split(" ").map(p => +p.split(",")[0]);
+		const band = svg.querySelector("polygon.band").getBBox(), line = svg.querySelector("polyline").getBBox();
+		return [document.querySelector("#lanes h2").textContent, xs[0], xs[xs.length - 1], band.y, band.height, line.y, line.height];
+	})()`).([]any)
+	if h := got[0].(string); h != "work: n: 100000 values, 0 to 5000" {
+		t.Errorf("the summarised lane is titled %q, want its 100000 values, 0 to 5000", h)
+	}
+	if x0, x1 := got[1].(float64), got[2].(float64); x0 > 15 || x1 < 1100-15 {
+		t.Errorf("the summarised lane draws from x %v to %v, want across its width (0 to 1100)", x0, x1)
+	}
+	// The band reaches the spike (the lane's top) and 0; the means stay
+	// far below it (each of about 12 values, one of them 5000).
+	bandY, bandH, lineY, lineH := got[3].(float64), got[4].(float64), got[5].(float64), got[6].(float64)
+	if bandY > 4 || bandY+bandH < 44 || lineY < bandY+20 || lineY+lineH > bandY+bandH+0.5 {
+		t.Errorf("the summarised lane's band spans y %v to %v and its line %v to %v; want the band from the top (the spike) to the bottom, the line of the means well below the top, inside the band", bandY, bandY+bandH, lineY, lineY+lineH)
+	}
+}

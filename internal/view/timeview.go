@@ -187,7 +187,8 @@ type TimeData struct {
 // Lane is one row under the heat maps, on a linear time axis: the events
 // of a kind counted per cell (Counts[c*Rows+r], as the maps' cells), the
 // values of a sampled expression (Points: ms from the start, value; at
-// most maxPoints, each the mean of a slice of the values), or one
+// most maxPoints, each the mean of a slice of the values or of a group
+// of buckets of them, see valueLane), or one
 // thread's system calls and off-CPU spans. The time data names the lanes
 // of values (Src, Total) without their points: the page asks for each
 // (time/values, valueLane).

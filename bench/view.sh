@@ -5,7 +5,10 @@
 # bench/reporttarget (two threads, a four-level call tree; -O2 with frame
 # pointers) runs 2 s of CPU time per thread under `culprit record -F 9999`
 # (about 40k samples), and bench/replicate repeats that recording's samples
-# (real stacks, shifted in time) to 1M. Not at -F 49999: the kernel
+# (real stacks, shifted in time) to 1M, each thread's samples placed on its
+# CPU time (-cpu-clock: some 50 s, 2,500 cells of the time view, however
+# busy the machine was while recording; on their wall times the span grew
+# with the load, 575 s and 27,661 cells for a seed recorded at load 30). Not at -F 49999: the kernel
 # throttles that rate to about 65k samples, the recorder falls behind its
 # rings (two thirds of the samples lost their stack copy) and the run,
 # its overhead charged to the target, took 502 s of wall time at load 30
@@ -195,7 +198,7 @@ make_inputs() {
 	if [[ ! -e big.rec ]]; then
 		gcc -O2 -g -fno-omit-frame-pointer -pthread -o target "$root/bench/reporttarget/main.c"
 		"$c" record -F 9999 -o small.rec -- ./target 2 2 2>rec.txt >/dev/null
-		"$out/replicate" -n 1000000 small.rec big.rec.tmp
+		"$out/replicate" -cpu-clock -n 1000000 small.rec big.rec.tmp
 		mv big.rec.tmp big.rec
 		made "$(grep -o '[0-9][0-9]* samples' rec.txt | tail -1) recorded, repeated to 1000000 ($(stat -c %s big.rec) bytes)"
 	fi

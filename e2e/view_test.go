@@ -1580,3 +1580,55 @@ func TestViewDiagnoseSeveral(t *testing.T) {
 		t.Errorf("diagnose of a range, the recordings moved away, names no %s:\n%.2000s", c.root, body)
 	}
 }
+
+// TestViewValueLaneBrowser records a program whose variable takes two
+// known values (testdata/targets/valuelane.c: spin's level, 3 then 250,
+// each for 2 s of CPU time) with its values at -F 9999, more values of it
+// than the time view holds one by one (so they are summarised in buckets
+// of time), and checks in headless Chromium that its lane is titled with
+// every value, from 3 to 250, drawn with the band of its buckets' least
+// and greatest, and that a range selected draws values within them.
+func TestViewValueLaneBrowser(t *testing.T) {
+	bin := testutil.C(t, "valuelane", []string{"valuelane.c"}, "-O0", "-g")
+	r := rec(t)
+	mustRun(t, "record", "--values", "-F", "9999", "-o", r, "--", bin, "2")
+	u, _ := startView(t, r)
+	ctx := chrome(t)
+	if err := chromedp.Do(ctx, chromedp.Navigate(u+"time")); err != nil {
+		t.Fatal(err)
+	}
+	// The lane of spin's level, once its values are in.
+	lane := `Array.from(document.querySelectorAll("#lanes .lane-box")).find(b => b.querySelector("h2").textContent.startsWith("spin: level: "))`
+	waitJS(t, ctx, `(() => { const b = `+lane+`; return !!b && !!b.querySelector("svg.lane.values:not(.pending) polyline"); })()`)
+	head := eval[string](t, ctx, lane+`.querySelector("h2").textContent`)
+	m := regexp.MustCompile(`^spin: level: (\d+) values, (\S+) to (\S+)$`).FindStringSubmatch(head)
+	if m == nil {
+		t.Fatalf("the lane of spin's level is titled %q, want N values, MIN to MAX", head)
+	}
+	n, _ := strconv.Atoi(m[1])
+	// The view holds 8192 values of a source one by one (view's
+	// rawValues): 4 s of CPU time at -F 9999 give some 40,000.
+	if n <= 8192 {
+		t.Fatalf("the lane of spin's level has %d values, want more than 8192 (4 s of CPU at -F 9999) for its summary", n)
+	}
+	if m[2] != "3" || m[3] != "250" {
+		t.Errorf("the lane of spin's level runs from %s to %s, want 3 to 250 (the values level takes)", m[2], m[3])
+	}
+	if !eval[bool](t, ctx, `!!`+lane+`.querySelector("svg.lane.values polygon.band")`) {
+		t.Errorf("the lane of spin's level, summarised, draws no band of its buckets' least and greatest")
+	}
+	// A range: its lane's values within 3 to 250, fewer than the whole.
+	selectHalf(t, ctx)
+	waitJS(t, ctx, `document.getElementById("lanes").dataset.range !== "" && (() => { const b = `+lane+`; return !!b && !!b.querySelector("svg.lane.values:not(.pending) polyline") && !b.querySelector("h2").textContent.startsWith("spin: level: `+m[1]+` "); })()`)
+	head = eval[string](t, ctx, lane+`.querySelector("h2").textContent`)
+	rm := regexp.MustCompile(`^spin: level: (\d+) values, (\S+) to (\S+)$`).FindStringSubmatch(head)
+	if rm == nil {
+		t.Fatalf("the lane of spin's level, a range selected, is titled %q, want N values, MIN to MAX", head)
+	}
+	rn, _ := strconv.Atoi(rm[1])
+	lo, _ := strconv.ParseFloat(rm[2], 64)
+	hi, _ := strconv.ParseFloat(rm[3], 64)
+	if rn == 0 || rn >= n || lo < 3 || hi > 250 || lo > hi {
+		t.Errorf("the lane of spin's level in a range: %d values, %v to %v; want fewer than the whole's %d, within 3 to 250", rn, lo, hi, n)
+	}
+}

@@ -418,6 +418,11 @@ func TestVarianceAttach(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer cmd.Process.Kill()
+	// Attach once the server serves: varpool first fills its table of a
+	// million requests (144 MB), which takes seconds of page faults on a
+	// loaded VM (4.5 s at a load of 23), and a 4 s run attached before
+	// its workers start sees no call.
+	waitThreadsCPU(t, cmd.Process.Pid, 1+8, 0)
 	out := rec(t)
 	mustRun(t, "variance", "--start", "handle", "-p", strconv.Itoa(cmd.Process.Pid), "--duration", "4s", "--round-intervals", "300", "-o", out)
 	if err := cmd.Process.Signal(syscall.Signal(0)); err != nil {

@@ -1372,6 +1372,24 @@ func TestViewVariance(t *testing.T) {
 		t.Errorf("variance page names no handle, the interval's function:\n%s", got)
 	}
 	stepsInPlace(t, ctx, base, inPlaceStep{"", has(`#pages a[href="variance"]`), clickJS(`#pages a[href="variance"]`), has(`#variance pre`)})
+
+	// Recorded with --sched, the page has what the scheduler's events
+	// give the report: the intervals' time by state, each factor's, the
+	// wakers' nodes of the tree (the worker's dequeue that ended the
+	// accepting thread's waits in enqueue).
+	queue := testutil.C(t, "varqueue", []string{"varqueue.c"}, "-O2", "-g", "-pthread")
+	sched := rec(t)
+	mustRun(t, "variance", "--start", "accept_req", "--end", "serve", "--queue", "enqueue:dequeue", "--queue-key", "r:return",
+		"--sched", "--rounds", "1", "-o", sched, "--", queue, "400", "4")
+	base, _ = startView(t, sched)
+	got = openPage(t, ctx, base, "variance", "variance")
+	want = mustRun(t, "variance", "-i", sched, "--tree")
+	if !strings.Contains(want, "time in an interval:") {
+		t.Fatalf("culprit variance -i --tree of a --sched recording has no time by state:\n%s", want)
+	}
+	if strings.TrimSpace(got) != strings.TrimSpace(want) {
+		t.Errorf("variance page of a --sched recording shows\n%s\nwant what culprit variance -i --tree prints:\n%s", got, want)
+	}
 }
 
 // pprof's source and disassembly pages are built from the profile with

@@ -235,10 +235,14 @@ func viewInputs(ff *filterFlags, paths, bases []string, stderr io.Writer) (view.
 		}
 	}
 	if _, ok := variance.SpecOf(p.Metas); ok && len(p.Probes) > 0 {
+		// The analysis reads the calls and, in a recording made with
+		// --sched, the scheduler's switches and wake-ups: the unfiltered
+		// profile's, as culprit variance -i does (the viewed profile keeps
+		// the CPU samples only).
 		in.Variance = func(rng view.Range) (*variance.Result, error) {
-			q := p
+			q := whole
 			if !rng.Whole() {
-				q = p.Apply(rng.Narrow(profile.Filter{AllEvents: true}))
+				q = whole.Apply(rng.Narrow(profile.Filter{AllEvents: true}))
 			}
 			return varianceOf(q, strings.Join(paths, ", "), variance.Spec{}, 0, 0, false, nil)
 		}

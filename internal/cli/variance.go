@@ -110,6 +110,9 @@ from VProfiler: docs/variance.md.`,
 				if len(args) > 0 || pid != 0 {
 					return usagef("-i reads a recording: give no command or -p with it")
 				}
+				if interactive {
+					return usagef("--interactive asks while the program runs whether to probe further: -i reads a recording, whose probes were set")
+				}
 				return varianceReport(c.OutOrStdout(), stderr, input, spec, k, d, format, tree)
 			}
 			if spec.Start == "" {
@@ -231,6 +234,18 @@ from VProfiler: docs/variance.md.`,
 			}
 			ref := &refiner{spec: spec, cg: cg, heights: heights, k: k, d: d, rounds: rounds, perRound: perRound,
 				interactive: interactive, stderr: stderr, goRT: goRT, goFunc: goFunc}
+			if interactive {
+				// The questions are asked on the terminal, not on the
+				// standard input and error, which are the program's and
+				// may be redirected. Without one every answer would be
+				// no, unasked.
+				tty, err := os.OpenFile("/dev/tty", os.O_RDWR, 0)
+				if err != nil {
+					return usagef("--interactive asks on the terminal before breaking each function down, and there is none (%v): run it from a terminal, or without --interactive", err)
+				}
+				defer tty.Close()
+				ref.in, ref.tty = bufio.NewReader(tty), tty
+			}
 			if cg != nil && rounds > 1 {
 				o.Refine = ref.refine
 			}
@@ -294,7 +309,8 @@ type refiner struct {
 	round       int
 	last        []string // the factors chosen last round
 	added       []string
-	in          *bufio.Reader
+	in          *bufio.Reader // with interactive, the terminal's answers
+	tty         io.Writer     // and where the questions are asked
 	// wakers are the functions the wake-ups ending the intervals' waits
 	// came from (--sched), opened those whose callees were proposed.
 	wakers []string
@@ -450,14 +466,7 @@ func (r *refiner) open(f string, probed map[string]bool, wk []string) []string {
 }
 
 func (r *refiner) ask(q string) bool {
-	if r.in == nil {
-		tty, err := os.Open("/dev/tty")
-		if err != nil {
-			return false
-		}
-		r.in = bufio.NewReader(tty)
-	}
-	fmt.Fprintf(r.stderr, "culprit: %s [Y/n] ", q)
+	fmt.Fprintf(r.tty, "culprit: %s [Y/n] ", q)
 	line, _ := r.in.ReadString('\n')
 	a := strings.ToLower(strings.TrimSpace(line))
 	return a == "" || a == "y" || a == "yes"

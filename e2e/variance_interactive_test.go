@@ -33,12 +33,12 @@ func TestVarianceInteractive(t *testing.T) {
 	}{{"y", 2}, {"n", 1}} {
 		t.Run("answer "+c.answer, func(t *testing.T) {
 			out := rec(t)
-			said, code := onTerminal(t, args(out), "break process", c.answer)
+			said, rest, code := onTerminal(t, args(out), "break process", c.answer)
 			if code != 0 {
-				t.Fatalf("culprit %v: exit %d\n%s", args(out), code, said)
+				t.Fatalf("culprit %v: exit %d\n%s%s", args(out), code, said, rest)
 			}
 			if !strings.Contains(said, "break process") || !strings.Contains(said, "[Y/n]") {
-				t.Fatalf("culprit asked nothing about process on its terminal:\n%s", said)
+				t.Fatalf("culprit asked nothing about process on its terminal:\n%s\nits output:\n%s", said, rest)
 			}
 			var r varianceJSON
 			if err := json.Unmarshal([]byte(mustRun(t, "variance", "-i", out, "--format", "json")), &r); err != nil {
@@ -50,7 +50,7 @@ func TestVarianceInteractive(t *testing.T) {
 			}
 			t.Logf("answered %s: %d rounds, first factor %s", c.answer, r.Rounds, first)
 			if r.Rounds != c.rounds {
-				t.Errorf("answered %s to breaking process down: %d rounds, want %d\n%s", c.answer, r.Rounds, c.rounds, said)
+				t.Errorf("answered %s to breaking process down: %d rounds, want %d\n%s%s", c.answer, r.Rounds, c.rounds, said, rest)
 			}
 			if c.answer == "y" && first != "compute" {
 				t.Errorf("process broken down: first factor %s, want compute (its callee)", first)
@@ -74,8 +74,9 @@ func TestVarianceInteractive(t *testing.T) {
 // onTerminal runs culprit with args on a new pseudo-terminal as its
 // controlling terminal (standard input, output and error elsewhere),
 // answers answer to each question once the terminal shows prompt and "no"
-// to any other, and returns what the terminal showed and the exit code.
-func onTerminal(t *testing.T, args []string, prompt, answer string) (string, int) {
+// to any other, and returns what the terminal showed, culprit's standard
+// output and error, and its exit code.
+func onTerminal(t *testing.T, args []string, prompt, answer string) (string, string, int) {
 	t.Helper()
 	ptm, err := os.OpenFile("/dev/ptmx", os.O_RDWR|unix.O_NOCTTY, 0)
 	if err != nil {
@@ -95,7 +96,13 @@ func onTerminal(t *testing.T, args []string, prompt, answer string) (string, int
 	}
 	cmd := exec.Command(culprit, args...)
 	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.Stdout = &out
+	// A question asked on standard error rather than on the terminal
+	// is answered no there, so that the test fails rather than waits.
+	errs, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
 	cmd.ExtraFiles = []*os.File{pts} // fd 3 in the child
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 3}
 	if err := cmd.Start(); err != nil {
@@ -103,6 +110,23 @@ func onTerminal(t *testing.T, args []string, prompt, answer string) (string, int
 	}
 	pts.Close()
 	var mu sync.Mutex
+	errDone := make(chan struct{})
+	var stderr bytes.Buffer
+	go func() {
+		defer close(errDone)
+		buf := make([]byte, 4096)
+		answered := 0
+		for {
+			k, err := errs.Read(buf)
+			stderr.Write(buf[:k])
+			for q := strings.Count(stderr.String(), "[Y/n] "); answered < q; answered++ {
+				ptm.Write([]byte("n\n"))
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
 	var shown bytes.Buffer
 	done := make(chan struct{})
 	go func() {
@@ -130,6 +154,7 @@ func onTerminal(t *testing.T, args []string, prompt, answer string) (string, int
 			}
 		}
 	}()
+	<-errDone // before Wait, which closes the pipe
 	err = cmd.Wait()
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
@@ -141,7 +166,7 @@ func onTerminal(t *testing.T, args []string, prompt, answer string) (string, int
 	<-done
 	mu.Lock()
 	defer mu.Unlock()
-	return shown.String() + out.String(), code
+	return shown.String(), out.String() + stderr.String(), code
 }
 
 // nthIndex is the index of the n-th (from 0) occurrence of sub in s.

@@ -11,6 +11,10 @@ import (
 // Duration formats ns for a table: ns, µs, ms or s with three figures.
 func Duration(ns float64) string {
 	switch {
+	case ns < 0:
+		// A difference (variance's other, where a queue's two threads'
+		// windows overlap): in the unit of its size.
+		return "-" + Duration(-ns)
 	case ns < 1e3:
 		return fmt.Sprintf("%.0fns", ns)
 	case ns < 1e6:

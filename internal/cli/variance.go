@@ -465,9 +465,15 @@ func (r *refiner) open(f string, probed map[string]bool, wk []string) []string {
 	return wk
 }
 
+// ask asks q on the terminal; an empty answer is yes, the end of the
+// terminal's input (Ctrl-D) no: a user who closes it wants no more rounds.
 func (r *refiner) ask(q string) bool {
 	fmt.Fprintf(r.tty, "culprit: %s [Y/n] ", q)
-	line, _ := r.in.ReadString('\n')
+	line, err := r.in.ReadString('\n')
+	if err != nil && line == "" {
+		fmt.Fprintln(r.tty)
+		return false
+	}
 	a := strings.ToLower(strings.TrimSpace(line))
 	return a == "" || a == "y" || a == "yes"
 }

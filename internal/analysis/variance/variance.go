@@ -323,6 +323,19 @@ type window struct {
 	tid        uint32
 	start, end uint64
 	skip       int // index of the root call, -1 none
+	// cut, when not 0, is where the interval left this thread before the
+	// window's end (a queue's item taken up by another thread while its
+	// enqueue had not returned): the window's calls count up to it, so
+	// that no time is counted on two threads at once.
+	cut uint64
+}
+
+// counted is where the time the window counts ends: its cut, else its end.
+func (w window) counted() uint64 {
+	if w.cut > 0 && w.cut < w.end {
+		return w.cut
+	}
+	return w.end
 }
 
 // Analyse builds the intervals, the variance tree and the factors.
@@ -611,7 +624,7 @@ func Analyse(in Input) (*Result, error) {
 		durations[n] = float64(iv.end - iv.start)
 		if in.States != nil && in.Path == nil {
 			for _, w := range iv.windows {
-				addStates(0, in.States(w.tid, w.start, w.end))
+				addStates(0, in.States(w.tid, w.start, w.counted()))
 			}
 		}
 		placed = placed[:0]
@@ -627,7 +640,7 @@ func Analyse(in Input) (*Result, error) {
 				if c.Start > w.end {
 					break
 				}
-				if ci == w.skip || c.End > w.end || c.Point {
+				if ci == w.skip || c.End > w.end || c.Point || (w.cut > 0 && c.Start >= w.cut) {
 					continue
 				}
 				for len(stack) > 0 && stack[len(stack)-1].end < c.End {
@@ -639,13 +652,14 @@ func Analyse(in Input) (*Result, error) {
 				}
 				fn := in.Probes[c.Probe].Function
 				id := child(parent, fn, fn, c.Site, false)
-				placed = append(placed, placedCall{c.TID, c.Start, c.End, id})
-				row[id] += float64(c.End - c.Start)
+				end := min(c.End, w.counted())
+				placed = append(placed, placedCall{c.TID, c.Start, end, id})
+				row[id] += float64(end - c.Start)
 				if in.States != nil {
-					addStates(id, in.States(c.TID, c.Start, c.End))
+					addStates(id, in.States(c.TID, c.Start, end))
 				}
 				if in.Holders != nil {
-					addHolders(id, in.Holders(c.TID, c.Start, c.End))
+					addHolders(id, in.Holders(c.TID, c.Start, end))
 				}
 				stack = append(stack, struct {
 					end  uint64
@@ -1025,7 +1039,7 @@ func intervals(in Input, calls []Call, startP, endP map[int]bool, cut uint64) ([
 			}
 			if same {
 				if startP[c.Probe] && c.Start >= cut {
-					out = append(out, interval{start: c.Start, end: c.End, windows: []window{{c.TID, c.Start, c.End, i}}})
+					out = append(out, interval{start: c.Start, end: c.End, windows: []window{{c.TID, c.Start, c.End, i, 0}}})
 				}
 				continue
 			}
@@ -1037,7 +1051,7 @@ func intervals(in Input, calls []Call, startP, endP map[int]bool, cut uint64) ([
 			}
 			if endP[c.Probe] && open >= 0 && c.Start >= calls[open].Start {
 				s := calls[open]
-				out = append(out, interval{start: s.Start, end: c.End, windows: []window{{c.TID, s.Start, c.End, -1}}})
+				out = append(out, interval{start: s.Start, end: c.End, windows: []window{{c.TID, s.Start, c.End, -1, 0}}})
 				open = -1
 			}
 		}
@@ -1140,9 +1154,9 @@ func intervals(in Input, calls []Call, startP, endP map[int]bool, cut uint64) ([
 		used++
 		// On one thread the interval is all the time between; across
 		// threads, the time inside the start's and the end's calls.
-		ws := []window{{s.TID, s.Start, c.End, -1}}
+		ws := []window{{s.TID, s.Start, c.End, -1, 0}}
 		if s.TID != c.TID {
-			ws = []window{{s.TID, s.Start, s.End, -1}, {c.TID, c.Start, c.End, -1}}
+			ws = []window{{s.TID, s.Start, s.End, -1, 0}, {c.TID, c.Start, c.End, -1, 0}}
 			if c.Point {
 				// An end mark: the ending thread's time since it last
 				// ended an interval (or since the start) is the
@@ -1187,7 +1201,7 @@ func intervals(in Input, calls []Call, startP, endP map[int]bool, cut uint64) ([
 				// A call entered while the interval is open; its time
 				// after the interval's end is not the interval's.
 				if iv := &out[sp[j].n]; c.Start < iv.end {
-					iv.windows = addWindow(iv.windows, window{c.TID, c.Start, min(c.End, iv.end), -1})
+					iv.windows = addWindow(iv.windows, window{c.TID, c.Start, min(c.End, iv.end), -1, 0})
 					break
 				}
 			}
@@ -1323,8 +1337,14 @@ func queueIntervals(in Input, calls []Call, startP, endP, enqP, deqP map[int]boo
 		}
 		s, en := calls[st[i]], calls[th.ends[j]]
 		usedStart[st[i]], usedEnd[th.ends[j]] = true, true
+		// An item taken up before its enqueue returned (the worker woken
+		// inside it) leaves the first thread at the dequeue's return.
+		var cut uint64
+		if d.End < e.End {
+			cut = d.End
+		}
 		out = append(out, interval{start: s.Start, end: en.End,
-			windows: []window{{s.TID, s.Start, e.End, -1}, {d.TID, d.End, en.End, -1}},
+			windows: []window{{s.TID, s.Start, e.End, -1, cut}, {d.TID, d.End, en.End, -1, 0}},
 			queue:   [2]uint64{min(e.End, d.End), d.End}})
 	}
 	for _, th := range threads {

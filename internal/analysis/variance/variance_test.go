@@ -528,3 +528,58 @@ func TestLastRoundEmptyFallsBack(t *testing.T) {
 		t.Errorf("%d intervals from %d, warnings %q; want the first round's 100, said", r.Intervals, r.Since, r.Warnings)
 	}
 }
+
+// A worker that takes the item up before its enqueue returned (woken
+// inside it): the interval leaves the accepting thread at the dequeue's
+// return, so accept and its enqueue count up to it, no time is counted on
+// two threads at once, and other holds only the worker's time before its
+// serve.
+func TestQueueTakenInsideEnqueue(t *testing.T) {
+	in := queueInput(300)
+	for i := 0; i+4 < len(in.Calls); i += 5 {
+		s := in.Calls[i].Start
+		d := s + 250 // inside enqueue, s+100 … s+300
+		work := in.Calls[i+4].End - in.Calls[i+4].Start
+		in.Calls[i+2].Start, in.Calls[i+2].End = d-2000, d
+		in.Calls[i+3].Start, in.Calls[i+3].End = d+50, d+150+work
+		in.Calls[i+4].Start, in.Calls[i+4].End = d+100, d+100+work
+	}
+	r, err := Analyse(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Intervals != 300 {
+		t.Fatalf("%d intervals", r.Intervals)
+	}
+	means := map[string]float64{}
+	var walk func(n *TreeNode)
+	walk = func(n *TreeNode) {
+		if n.Kind == "variance" {
+			means[n.Label] = n.MeanNS
+		}
+		for _, c := range n.Children {
+			walk(c)
+		}
+	}
+	var sum float64
+	for _, c := range r.Tree.Children {
+		walk(c)
+		if c.Kind == "variance" {
+			sum += c.MeanNS
+		}
+	}
+	for label, want := range map[string]float64{"accept": 250, "other": 50} {
+		if got, ok := means[label]; !ok || math.Abs(got-want) > 1 {
+			t.Errorf("%s: mean %v ns, want %v; nodes %v", label, got, want, means)
+		}
+	}
+	if got, ok := means["enqueue"]; ok && math.Abs(got-150) > 1 {
+		t.Errorf("enqueue: mean %v ns, want 150 (its entry to the dequeue's return)", got)
+	}
+	if _, ok := means[QueueWait]; ok {
+		t.Errorf("a queue wait node: the item was taken up inside the enqueue; nodes %v", means)
+	}
+	if math.Abs(sum-r.Mean) > 1 {
+		t.Errorf("the root's children add up to %v ns, the intervals' mean is %v", sum, r.Mean)
+	}
+}

@@ -139,6 +139,7 @@ type diagnoser struct {
 	reads         vprof.ReadsFunc
 	deciders      vprof.DecideFunc
 	guards        vprof.GuardFunc
+	branches      vprof.BranchFunc
 }
 
 // newDiagnoser checks the runs (one program, unless different) and
@@ -160,7 +161,8 @@ func newDiagnoser(normal, buggy []string, o vprof.Options, different bool, stder
 	}
 	code := newCodeFinder(exes)
 	return &diagnoser{o: o, normal: normal, buggy: buggy, exes: exes, blocks: blockFinder(code, stderr),
-		reads: readsFinder(code), deciders: deciderFinder(code), guards: guardFinder(code)}, nil
+		reads: readsFinder(code), deciders: deciderFinder(code), guards: guardFinder(code),
+		branches: branchFinder(exes[len(exes)-1])}, nil
 }
 
 // run analyses the runs, each profile loaded by load from its recording's
@@ -178,6 +180,7 @@ func (d *diagnoser) run(load func(path string) (*profile.Profile, error), done f
 	a.SetReads(d.reads)
 	a.SetDeciders(d.deciders)
 	a.SetGuards(d.guards)
+	a.SetBranches(d.branches)
 	a.SetPause(pause)
 	for i, path := range append(append([]string(nil), d.normal...), d.buggy...) {
 		p, err := load(path)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"sync"
 
 	"github.com/spf13/cobra"
 
@@ -246,6 +247,31 @@ func deciderFinder(cf *codeFinder) vprof.DecideFunc {
 			return "", false
 		}
 		return c.Decider(addr, callee)
+	}
+}
+
+// branchFinder tells the differential method how the code of the buggy
+// runs' program compares its locals with constants (schema.Compared, read
+// once, when first asked); nothing when the file changed since the
+// recording (another build-id) or cannot be read.
+func branchFinder(exe profile.Executable) vprof.BranchFunc {
+	var once sync.Once
+	var cmps map[schema.Key]schema.Comparisons
+	return func(function, variable, file string, line int) (func(int64) (uint64, bool), bool) {
+		once.Do(func() {
+			if exe.Path == "" || len(exe.BuildID) > 0 && !bytes.Equal(elfx.FileBuildID(exe.Path), exe.BuildID) {
+				return
+			}
+			cmps, _ = schema.Compared(exe.Path)
+		})
+		c, ok := cmps[schema.Key{Function: function, Variable: variable, File: file, Line: line}]
+		if !ok {
+			return nil, false
+		}
+		if c.Unknown || len(c.Known) == 0 {
+			return nil, false
+		}
+		return c.Outcomes, true
 	}
 }
 

@@ -73,9 +73,13 @@ type fnAnalysis struct {
 	stepped map[int32][]int32 // variable → blocks where it is stepped by a constant
 	tested  map[int32][]int32 // variable → blocks whose conditional jump tests it
 
+	// comparisons of locals with constants (only when g.compares is set)
+	cmps map[int32]*Comparisons
+
 	// state of the block being simulated
 	regs   regFile
 	flags  []int32 // variables the last flag-setting instruction read
+	cmp    *flagCmp
 	pushes [][]int32
 	stores []stackStore
 
@@ -204,9 +208,21 @@ func (g *generator) analyse(fn *dwarfx.Function) []Entry {
 	if len(fa.code.insns) == 0 {
 		return nil
 	}
+	if g.compares != nil {
+		fa.cmps = map[int32]*Comparisons{}
+	}
 	fa.liveness()
 	fa.flow()
 	fa.loops()
+	for id, c := range fa.cmps {
+		v := fa.locals[id-fa.nglob]
+		k := Key{Function: fn.Name, Variable: v.Name, File: v.DeclFile, Line: v.DeclLine}
+		if prev, ok := g.compares[k]; ok {
+			prev.merge(c) // clones of one function: one variable
+		} else {
+			g.compares[k] = c
+		}
+	}
 	var out []Entry
 	for i, v := range fa.locals {
 		if fa.tags[i] == 0 {
@@ -579,13 +595,13 @@ func sameRegs(a, b *regFile) bool {
 // at its end.
 func (fa *fnAnalysis) block(b int32, in regFile) regFile {
 	fa.regs = in
-	fa.flags, fa.pushes, fa.stores = nil, nil, nil
+	fa.flags, fa.cmp, fa.pushes, fa.stores = nil, nil, nil, nil
 	bl := &fa.code.blocks[b]
 	for i := bl.first; i <= bl.last; i++ {
 		in := &fa.code.insns[i]
 		if !in.ok {
 			fa.regs = regFile{}
-			fa.flags = nil
+			fa.flags, fa.cmp = nil, nil
 			continue
 		}
 		fa.insn(i, b)
@@ -605,6 +621,7 @@ func (fa *fnAnalysis) insn(i int, b int32) {
 		return
 	case opJcc:
 		if len(fa.flags) > 0 {
+			fa.compared(name[1:])
 			fa.tag(fa.flags, Cond)
 			for _, v := range fa.flags {
 				if !slices.Contains(fa.tested[v], b) {
@@ -630,13 +647,18 @@ func (fa *fnAnalysis) insn(i int, b int32) {
 			v, _ := fa.read(i, inst.Args[k])
 			vs = union(vs, v)
 		}
-		fa.flags = vs
+		fa.flags, fa.cmp = vs, nil
+		if fa.cmps != nil {
+			fa.cmp = fa.constCmp(i)
+		}
 	case strings.HasPrefix(name, "CMOV"):
+		fa.compared(name[len("CMOV"):])
 		fa.tag(fa.flags, Cond)
 		d, _ := fa.read(i, inst.Args[0])
 		s, _ := fa.read(i, inst.Args[1])
 		fa.write(i, inst.Args[0], union(d, s), affine{}, b)
 	case strings.HasPrefix(name, "SET") && n == 1:
+		fa.compared(name[len("SET"):])
 		fa.tag(fa.flags, Cond)
 		fa.write(i, inst.Args[0], fa.flags, affine{}, b)
 	case name == "LEA" && n == 2:
@@ -664,7 +686,7 @@ func (fa *fnAnalysis) insn(i int, b int32) {
 		}
 		if zeroOps[name] && sameReg(inst.Args[0], inst.Args[1]) {
 			fa.write(i, inst.Args[0], nil, affine{}, b)
-			fa.flags = nil
+			fa.flags, fa.cmp = nil, nil
 			break
 		}
 		fa.arith(i, inst, n, b, true)
@@ -677,7 +699,7 @@ func (fa *fnAnalysis) insn(i int, b int32) {
 	case zeroOps[name] && n == 2 && sameReg(inst.Args[0], inst.Args[1]):
 		fa.write(i, inst.Args[0], nil, affine{}, b)
 		if flagOps[name] {
-			fa.flags = nil
+			fa.flags, fa.cmp = nil, nil
 		}
 	case isMove(name) && n == 2:
 		s, aff := fa.read(i, inst.Args[1])
@@ -701,7 +723,7 @@ func (fa *fnAnalysis) insn(i int, b int32) {
 	case name == "IMUL" && n == 3:
 		s, _ := fa.read(i, inst.Args[1])
 		fa.write(i, inst.Args[0], s, affine{}, b)
-		fa.flags = s
+		fa.flags, fa.cmp = s, nil
 	case n >= 1:
 		fa.arith(i, inst, n, b, flagOps[name])
 	}
@@ -719,7 +741,7 @@ func (fa *fnAnalysis) arith(i int, inst *x86asm.Inst, n int, b int32, setsFlags 
 		fa.write(i, inst.Args[0], vs, affine{}, b)
 	}
 	if setsFlags {
-		fa.flags = vs
+		fa.flags, fa.cmp = vs, nil
 	}
 }
 
@@ -750,7 +772,7 @@ func (fa *fnAnalysis) stepBy(i int, dst x86asm.Arg, d int64, b int32) {
 			fa.step(v, b)
 		}
 	}
-	fa.flags = vs
+	fa.flags, fa.cmp = vs, nil
 }
 
 func sameReg(a, b x86asm.Arg) bool {
@@ -801,7 +823,7 @@ func (fa *fnAnalysis) call(i int, target uint64, direct, clobber bool) {
 			fa.regs[r] = regState{known: true}
 		}
 	}
-	fa.flags, fa.pushes, fa.stores = nil, nil, nil
+	fa.flags, fa.cmp, fa.pushes, fa.stores = nil, nil, nil, nil
 }
 
 // paramRegs counts the integer and floating-point registers a function's

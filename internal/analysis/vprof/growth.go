@@ -475,6 +475,12 @@ func (a *Analyzer) classify(v *variable, c comparison) (varClass, int) {
 		// function's (docs/vprof.md, "Values only passed on").
 		return classNormal, c.chosen
 	}
+	if t.cond && !t.loop && a.sameBranches(v) {
+		// Values beyond the normal ones that take the branches the normal
+		// ones took: its function decided nothing differently on them
+		// (docs/vprof.md, "Values that decide nothing new").
+		return classNormal, c.chosen
+	}
 	// A delta anomaly that only says the variable advances more slowly
 	// between samples is what any loop enclosing a slowdown shows: leave it
 	// out and take the variable's next strongest dimension.
@@ -502,6 +508,81 @@ func (a *Analyzer) classify(v *variable, c comparison) (varClass, int) {
 		return classSlower, c.chosen
 	}
 	return classAnomaly, best
+}
+
+// sameBranches reports whether a local's buggy values lie beyond its
+// normal range (their median outside it) while taking, at every
+// conditional use of it in its function's code, the directions its normal
+// values took: every buggy value's outcomes are those of some normal
+// value. Only comparisons with constants can be evaluated; a variable with
+// any other use is not one (BranchFunc).
+func (a *Analyzer) sameBranches(v *variable) bool {
+	if a.branchOf == nil || v.src.Global || v.src.Pointer || strings.HasPrefix(v.src.Name, "*") {
+		return false
+	}
+	out, ok := a.branchOf(v.src.Function, v.src.Name, v.src.File, v.src.Line)
+	if !ok {
+		return false
+	}
+	integer := func(x float64) (int64, bool) {
+		switch {
+		case x != math.Trunc(x) || math.IsInf(x, 0) || x < -(1<<63):
+			return 0, false
+		case x >= 1<<63:
+			if x >= 1<<64 {
+				return 0, false
+			}
+			return int64(uint64(x)), true
+		}
+		return int64(x), true
+	}
+	seen := map[uint64]bool{}
+	lo, hi := math.Inf(1), math.Inf(-1)
+	memo := map[float64]uint64{}
+	outcome := func(x float64) (uint64, bool) {
+		if o, ok := memo[x]; ok {
+			return o, true
+		}
+		n, ok := integer(x)
+		if !ok {
+			return 0, false
+		}
+		o, ok := out(n)
+		if !ok {
+			return 0, false
+		}
+		memo[x] = o
+		return o, true
+	}
+	for _, s := range v.normal {
+		if s == nil {
+			continue
+		}
+		for i := 0; i < s.values.len(); i++ {
+			x := s.values.at(i)
+			o, ok := outcome(x)
+			if !ok {
+				return false
+			}
+			seen[o] = true
+			lo, hi = math.Min(lo, x), math.Max(hi, x)
+		}
+	}
+	n := v.buggy.values.len()
+	if len(seen) == 0 || n == 0 {
+		return false
+	}
+	bs := make([]float64, 0, n)
+	for i := 0; i < n; i++ {
+		x := v.buggy.values.at(i)
+		o, ok := outcome(x)
+		if !ok || !seen[o] {
+			return false
+		}
+		bs = append(bs, x)
+	}
+	m := median(bs)
+	return m < lo || m > hi
 }
 
 // identityTypes are the C library's types whose values name an object

@@ -1407,3 +1407,57 @@ func TestOwnTimeWithoutVariables(t *testing.T) {
 		}
 	}
 }
+
+// A cond local whose buggy values lie beyond its normal range but take the
+// branches its normal values took decided nothing differently: no
+// evidence (docs/vprof.md, "Values that decide nothing new").
+func TestSameBranches(t *testing.T) {
+	// The code tests the variable for −1 (an error) and 0 (the end).
+	errEnd := func(x int64) (uint64, bool) {
+		var o uint64
+		if x == -1 {
+			o |= 1
+		}
+		if x == 0 {
+			o |= 2
+		}
+		return o, true
+	}
+	below16 := func(x int64) (uint64, bool) {
+		if x < 16 {
+			return 1, true
+		}
+		return 0, true
+	}
+	var spread []float64
+	for i := 0; i < 100; i++ {
+		spread = append(spread, float64(i%50+1))
+	}
+	for _, tc := range []struct {
+		name          string
+		normal, buggy []float64
+		branches      func(int64) (uint64, bool)
+		known         bool
+		want          varClass
+	}{
+		{"a length only tested for errors", fill(35, 100), fill(15911, 100), errEnd, true, classNormal},
+		{"the same, spread", spread, fill(15911, 100), errEnd, true, classNormal},
+		{"a value reaching the end test", fill(35, 100), fill(0, 100), errEnd, true, classAnomaly},
+		{"a threshold crossed", fill(1065, 100), fill(0, 100), below16, true, classAnomaly},
+		{"a comparison with another variable", fill(35, 100), fill(15911, 100), nil, false, classAnomaly},
+		{"a mix of the usual values", spread, fill(25, 100), errEnd, true, classAnomaly},
+	} {
+		a, _ := New(DefaultOptions())
+		a.SetBranches(func(function, variable, file string, line int) (func(int64) (uint64, bool), bool) {
+			if function != "f" || variable != "x" {
+				t.Errorf("%s: asked for %s:%s", tc.name, function, variable)
+			}
+			return tc.branches, tc.known
+		})
+		v := vr(tc.normal, tc.buggy)
+		v.src.Tags, v.src.Function, v.src.Name = "cond", "f", "x"
+		if got, _ := a.classify(v, a.opt.discountVar(v, 1)); got != tc.want {
+			t.Errorf("%s: class %d, want %d", tc.name, got, tc.want)
+		}
+	}
+}

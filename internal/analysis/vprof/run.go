@@ -29,6 +29,7 @@ type Analyzer struct {
 	readsOf  ReadsFunc
 	decideOf DecideFunc
 	guardOf  GuardFunc
+	branchOf BranchFunc
 	pause    func()  // SetPause's (nil: none)
 	blocks   []Block // distinct basic blocks where buggy values were read (Samples unused)
 	blockIdx map[blockKey]int32
@@ -100,6 +101,20 @@ type GuardFunc func(object string, offset uint64, callee string) (guarded, order
 // missing one by how a function decides the calls that grew
 // (docs/vprof.md, "Patterns"). Call it before adding runs.
 func (a *Analyzer) SetGuards(f GuardFunc) { a.guardOf = f }
+
+// BranchFunc tells how the code of a local's declaring function (the
+// local by function, name, declaring file and line) decides on its
+// values: outcomes gives, for a value, the direction each of the
+// function's conditional uses of the variable takes (one bit each); ok is
+// false when some use cannot be evaluated (a comparison with another
+// variable or a computed value) or the code is not known.
+type BranchFunc func(function, variable, file string, line int) (outcomes func(x int64) (uint64, bool), ok bool)
+
+// SetBranches has the differential method leave out, as evidence, a
+// local whose buggy values lie beyond its normal range but take the
+// branches its normal values took (docs/vprof.md, "Values that decide
+// nothing new"). Call it before adding runs.
+func (a *Analyzer) SetBranches(f BranchFunc) { a.branchOf = f }
 
 // SetBlocks has localisation report the basic blocks where anomalous values
 // were read, found by f (the analysis does not read machine code itself).

@@ -101,9 +101,10 @@ rows=()
 for c in "${cases[@]}"; do
 	[ -f "$root/bench/bugs/$c/case.conf" ] || { echo "no case $c ($root/bench/bugs/$c/case.conf missing)" >&2; exit 2; }
 done
-# one CASE: records and analyses it, leaving its row in OUTDIR/CASE/row.txt.
+# one CASE [record|analyse|both]: records CASE's runs (unless -a finds
+# them), analyses them, or both, leaving its row in OUTDIR/CASE/row.txt.
 one() {
-	c=$1
+	c=$1 phase=${2:-both}
 	dir=$root/bench/bugs/$c
 	mkdir -p "$out/$c"
 	(
@@ -114,7 +115,7 @@ one() {
 		log=$w/log.txt
 		# rec K: the suffix of pair K's value recordings.
 		rec() { [ "$1" = 1 ] && echo rec || echo "$1.rec"; }
-		if [ $again = 0 ] || [ ! -f "$w/buggy.ev.rec" ]; then
+		if [ "$phase" != analyse ] && { [ $again = 0 ] || [ ! -f "$w/buggy.ev.rec" ]; }; then
 			[ $keep = 1 ] || : >"$log"
 			if [ -x "$dir/build.sh" ]; then
 				"$dir/build.sh" "$w/build"
@@ -147,6 +148,7 @@ one() {
 			echo "$c: recorded in $w" >&2
 			exit 0
 		fi
+		[ "$phase" = record ] && exit 0
 		perf_rank=$(perf report -i "$w/buggy.perf" --no-children --sort symbol -g none --stdio -q 2>/dev/null |
 			sed -n 's/^ *[0-9.]*% *\[[.k]\] \([^ ]*\).*/\1/p' | rank "$ROOT_CAUSE")
 		report_rank=$("$culprit" report "$w/buggy.rec" --format json 2>/dev/null | jq -r '.entries[].name' | rank "$ROOT_CAUSE")
@@ -188,18 +190,25 @@ one() {
 		}
 		ranks=$(awk '{ printf "%s%s%s", (NR > 1 ? "," : ""), $2, ($3 ~ /\*$/ ? "*" : "") }' "$w/pairs.txt")
 		echo "$NAME $SPLIT $KIND $PATTERN $ROOT_CAUSE $perf_rank $report_rank $(summ 2 3) $(summ 4 5) $ctx_rank $ranks" >"$w/row.txt"
-	) || { echo "$c: failed" >&2; echo "$c ? ? ? ? ! ! ! ! ! ! ! ! ! ! ! !" >"$out/$c/row.txt"; }
+	) || { echo "$c: failed" >&2; echo "$c ? ? ? ? ! ! ! ! ! ! ! ! ! ! ! !" >"$out/$c/row.txt"; return 1; }
 }
-# Analyses (-a) run JOBS cases at a time ($BUGS_JOBS, default 1);
-# recordings always one at a time, so that runs do not compete.
+# Recordings run one case at a time, so that two recorded programs do not
+# compete with each other; each case's analyses run in the background
+# while the next case records, JOBS cases at a time ($BUGS_JOBS, default
+# 1). With -a (nothing to record) the analyses run JOBS at a time.
 jobs=${BUGS_JOBS:-1}
-[ $again = 1 ] || jobs=1
+slot() { while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done; }
 for c in "${cases[@]}"; do
 	[ $table_only = 1 ] && break
-	while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do
-		wait -n || true
-	done
-	one "$c" &
+	if [ $again = 1 ]; then
+		slot
+		one "$c" &
+	else
+		one "$c" record || continue
+		[ $record_only = 1 ] && continue
+		slot
+		one "$c" analyse &
+	fi
 done
 wait
 [ $record_only = 1 ] && exit 0

@@ -48,8 +48,10 @@
 # Pair 1 is normal.rec and buggy.rec, pair k > 1 normal.k.rec and buggy.k.rec.
 #
 # CULPRIT=BINARY uses that culprit instead of building this tree's (with -a:
-# another commit's method on the same recordings). BUGS_JOBS=N analyses N
-# cases at a time with -a; BUGS_VPROF=0 leaves the vprof column out ("-").
+# another commit's method on the same recordings). Recordings run one case
+# at a time; each case's analyses run in the background while the next
+# case records, BUGS_JOBS=N cases at a time (default 1; with -a, N cases'
+# analyses at a time). BUGS_VPROF=0 leaves the vprof column out ("-").
 #
 # Needs root (perf events), gcc, perf and jq; Debian cases also apt-get source.
 set -euo pipefail

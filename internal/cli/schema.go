@@ -251,24 +251,25 @@ func deciderFinder(cf *codeFinder) vprof.DecideFunc {
 }
 
 // branchFinder tells the differential method how the code of the buggy
-// runs' program compares its locals with constants (schema.Compared, read
-// once, when first asked); nothing when the file changed since the
-// recording (another build-id) or cannot be read.
+// runs' program compares its locals with constants (a schema.Comparer:
+// the program read when first asked, each function's code analysed the
+// first time one of its locals is asked about); nothing when the file
+// changed since the recording (another build-id) or cannot be read.
 func branchFinder(exe profile.Executable) vprof.BranchFunc {
 	var once sync.Once
-	var cmps map[schema.Key]schema.Comparisons
+	var cmp *schema.Comparer
 	return func(function, variable, file string, line int) (func(int64) (uint64, bool), bool) {
 		once.Do(func() {
 			if exe.Path == "" || len(exe.BuildID) > 0 && !bytes.Equal(elfx.FileBuildID(exe.Path), exe.BuildID) {
 				return
 			}
-			cmps, _ = schema.Compared(exe.Path)
+			cmp, _ = schema.NewComparer(exe.Path)
 		})
-		c, ok := cmps[schema.Key{Function: function, Variable: variable, File: file, Line: line}]
-		if !ok {
+		if cmp == nil {
 			return nil, false
 		}
-		if c.Unknown || len(c.Known) == 0 {
+		c, ok := cmp.Of(schema.Key{Function: function, Variable: variable, File: file, Line: line})
+		if !ok || c.Unknown || len(c.Known) == 0 {
 			return nil, false
 		}
 		return c.Outcomes, true

@@ -36,20 +36,38 @@ const (
 	rdArg, rdHops = 0, 1
 	rdSize, rdOff = 2, 4
 
-	frameSize  = 128
-	fStart     = 0
-	fChild     = 8
-	fSP        = 16
-	fSite      = 24
-	fProbe     = 32
-	fFlags     = 36
-	fArgs      = 40
-	fMem       = 88
-	fOff       = 104 // the thread's off-CPU total (offcpu map) at entry
-	fChildOff  = 112 // off-CPU ns inside the traced calls it made
-	fTid       = 120 // the thread it was entered on; 0: off-CPU time not known
-	fSw        = 124 // the thread's unseen-switch mark (slSw) at entry
-	threadSize = stackHdr + MaxDepth*frameSize
+	frameSize = 128
+	fStart    = 0
+	fChild    = 8
+	fSP       = 16
+	fSite     = 24
+	fProbe    = 32
+	fFlags    = 36
+	fArgs     = 40
+	fMem      = 88
+	fOff      = 104 // the thread's off-CPU total (offcpu map) at entry
+	fChildOff = 112 // off-CPU ns inside the traced calls it made
+	fTid      = 120 // the thread it was entered on; 0: off-CPU time not known
+	fSw       = 124 // the thread's unseen-switch mark (slSw) at entry
+	// A shadow stack's value ends with its thread's batch of call
+	// records (not with Strings, whose string record must come just
+	// before its call's): the records its calls' ends write, side by
+	// side as the ring would hold them, bLen bytes at bData, the first
+	// ended at bT. The batch goes to the ring as one record (one
+	// bpf_ringbuf_output) when the next call ends and it holds
+	// batchFlush bytes or more, or its first record is batchAge old:
+	// a reserve and a submit per call cost more than the rest of the
+	// return program. A thread that stops calling leaves its batch in
+	// the map, read when tracing stops (Leftovers) or pauses (Pause).
+	bLen       = stackHdr + MaxDepth*frameSize
+	bT         = bLen + 8
+	bData      = bLen + 16
+	batchFlush = 1024
+	batchCap   = (batchFlush - 1 + MaxRecordSize + 7) &^ 7
+	// batchAge bounds how long a busy thread's records wait in its
+	// batch: the tracer drains the ring every 10 ms.
+	batchAge   = 10_000_000
+	threadSize = bData + batchCap
 	// A shadow stack's header: its depth, then (not Go) the thread's
 	// bpf_get_current_pid_tgid and its off-CPU fields (oOut, oTotal,
 	// oSeen, at hOff): a program other than Go's keys the shadow stack by
@@ -464,18 +482,22 @@ func (b *builder) emitCall(flags int32, ret bool) {
 		asm.And.Imm(asm.R1, flagSkip),
 		asm.JNE.Imm(asm.R1, 0, out),
 	)
-	if b.o.Strings {
-		b.emitStrings()
-	}
 	l := b.callLayout()
 	flags |= l.bits
+	if b.o.Strings {
+		b.emitStrings()
+		b.Emit(
+			asm.LoadMapPtr(asm.R1, b.m.events),
+			asm.Mov.Imm(asm.R2, l.size),
+			asm.Mov.Imm(asm.R3, 0),
+			asm.FnRingbufReserve.Call(),
+			asm.JEq.Imm(asm.R0, 0, lost),
+			asm.Mov.Reg(rTmp, asm.R0),
+		)
+	} else {
+		b.batchSlot(lost)
+	}
 	b.Emit(
-		asm.LoadMapPtr(asm.R1, b.m.events),
-		asm.Mov.Imm(asm.R2, l.size),
-		asm.Mov.Imm(asm.R3, 0),
-		asm.FnRingbufReserve.Call(),
-		asm.JEq.Imm(asm.R0, 0, lost),
-		asm.Mov.Reg(rTmp, asm.R0),
 		asm.LoadMem(asm.R1, rFrame, fStart, asm.DWord),
 		asm.StoreMem(rTmp, rStart, asm.R1, asm.DWord),
 		asm.LoadMem(asm.R1, asm.RFP, slNow, asm.DWord),
@@ -548,20 +570,80 @@ func (b *builder) emitCall(flags int32, ret bool) {
 		b.Emit(asm.StoreMem(rTmp, l.args+pRet, asm.R1, asm.DWord))
 	}
 	b.pidTgid()
-	b.Emit(
-		asm.StoreMem(rTmp, rPidTgid, asm.R0, asm.DWord),
-		// The reader is never woken: it drains the ring every 10 ms, and
-		// a wake-up per call would cost more than the call's probes. The
-		// ring holds more than a second of calls at the rate uprobes
-		// allow (about a million a second).
-		asm.Mov.Reg(asm.R1, rTmp),
-		asm.Mov.Imm(asm.R2, 1), // BPF_RB_NO_WAKEUP
-		asm.FnRingbufSubmit.Call(),
-		asm.Ja.Label(out),
-	)
+	b.Emit(asm.StoreMem(rTmp, rPidTgid, asm.R0, asm.DWord))
+	if b.o.Strings {
+		b.Emit(
+			// The reader is never woken: it drains the ring every 10 ms,
+			// and a wake-up per call would cost more than the call's
+			// probes.
+			asm.Mov.Reg(asm.R1, rTmp),
+			asm.Mov.Imm(asm.R2, 1), // BPF_RB_NO_WAKEUP
+			asm.FnRingbufSubmit.Call(),
+		)
+	} else {
+		b.Emit(
+			asm.LoadMem(asm.R1, rThread, bLen, asm.Word),
+			asm.Add.Imm(asm.R1, l.size),
+			asm.StoreMem(rThread, bLen, asm.R1, asm.Word),
+		)
+	}
+	b.Emit(asm.Ja.Label(out))
 	b.Mark(lost)
 	b.count(sLost)
 	b.Mark(out)
+}
+
+// batchSlot points rTmp at the place of the next call record in
+// rThread's batch (bData + bLen), first sending the batch to the ring
+// when it is full or its first record is batchAge old (slNow is the
+// call's end). When the ring has no room, the batch stays (it goes with
+// a later call's end, or at Leftovers) and this call is written into it
+// if it fits, else it goes to lost: the call lost is always the one
+// ending now, as when each call reserved its own record. The reader is
+// never woken (BPF_RB_NO_WAKEUP): it drains the ring every 10 ms, and a
+// wake-up would cost more than the calls' probes.
+func (b *builder) batchSlot(lost string) {
+	flush, failed, empty, slot := b.NewLabel("flush"), b.NewLabel("flushfailed"), b.NewLabel("emptybatch"), b.NewLabel("slot")
+	b.Emit(
+		asm.LoadMem(asm.R1, rThread, bLen, asm.Word),
+		asm.JEq.Imm(asm.R1, 0, empty),
+		asm.JGE.Imm(asm.R1, batchFlush, flush),
+		asm.LoadMem(asm.R2, asm.RFP, slNow, asm.DWord),
+		asm.LoadMem(asm.R3, rThread, bT, asm.DWord),
+		asm.Sub.Reg(asm.R2, asm.R3),
+		asm.JLT.Imm(asm.R2, batchAge, slot),
+		asm.Mov.Reg(asm.R3, asm.R1).WithSymbol(flush),
+		// Never more (the records go in below batchFlush); said for the
+		// verifier.
+		asm.JGT.Imm(asm.R3, batchCap, failed),
+		asm.LoadMapPtr(asm.R1, b.m.events),
+		asm.Mov.Reg(asm.R2, rThread),
+		asm.Add.Imm(asm.R2, bData),
+		asm.Mov.Imm(asm.R4, 1), // BPF_RB_NO_WAKEUP
+		asm.FnRingbufOutput.Call(),
+		asm.JNE.Imm(asm.R0, 0, failed),
+		asm.StoreImm(rThread, bLen, 0, asm.Word),
+		asm.Ja.Label(empty),
+	)
+	b.Mark(failed)
+	b.Emit(
+		asm.LoadMem(asm.R1, rThread, bLen, asm.Word),
+		asm.JGE.Imm(asm.R1, batchFlush, lost),
+		asm.Ja.Label(slot),
+	)
+	b.Mark(empty)
+	b.Emit(
+		asm.LoadMem(asm.R1, asm.RFP, slNow, asm.DWord),
+		asm.StoreMem(rThread, bT, asm.R1, asm.DWord),
+	)
+	b.Mark(slot)
+	b.Emit(
+		asm.LoadMem(asm.R1, rThread, bLen, asm.Word),
+		asm.JGE.Imm(asm.R1, batchFlush, lost),
+		asm.Mov.Reg(rTmp, rThread),
+		asm.Add.Imm(rTmp, bData),
+		asm.Add.Reg(rTmp, asm.R1),
+	)
 }
 
 // emitStrings writes the string record of the call in rFrame when its

@@ -171,6 +171,9 @@ type Tracer struct {
 	swtch   *ebpf.Program // CPU: on sched:sched_switch
 	swLink  link.Link
 	pending map[uint32]pendingStrs // by thread: a string record before its call's
+	// unread are the calls Pause took from the threads' batches, given
+	// to the next Read first.
+	unread []Call
 	// refused are the probes the kernel would not set (see Attach).
 	refused map[uint32]bool
 }
@@ -1179,6 +1182,7 @@ func (t *Tracer) Pause() {
 	val := make([]byte, threadSize)
 	for it.Next(&key, &val) {
 		keys = append(keys, key)
+		eachBatched(val, func(c *Call) { t.unread = append(t.unread, *c) })
 	}
 	for _, k := range keys {
 		t.stacks.Delete(k)
@@ -1276,6 +1280,10 @@ type pendingStrs struct {
 // the same thread; it is joined to the call with the same thread, start
 // and probe (kept on the Tracer between reads).
 func (t *Tracer) Read(wait, limit time.Duration, fn func(*Call)) error {
+	for i := range t.unread {
+		fn(&t.unread[i])
+	}
+	t.unread = nil
 	start := time.Now()
 	t.rd.SetDeadline(start.Add(wait))
 	var rec ringbuf.Record
@@ -1293,7 +1301,7 @@ func (t *Tracer) Read(wait, limit time.Duration, fn func(*Call)) error {
 			return err
 		}
 		b := rec.RawSample
-		if len(b) == StrRecordSize {
+		if t.o.Strings && len(b) == StrRecordSize {
 			if t.pending == nil {
 				t.pending = map[uint32]pendingStrs{}
 			}
@@ -1306,6 +1314,11 @@ func (t *Tracer) Read(wait, limit time.Duration, fn func(*Call)) error {
 				ps.strs = append(ps.strs, string(slot))
 			}
 			t.pending[uint32(le.Uint64(b[sPidTgid:]))] = ps
+			continue
+		}
+		if !t.o.Strings {
+			// A thread's batch: its calls' records side by side.
+			eachCall(b, fn)
 			continue
 		}
 		if !decode(b, &c) {
@@ -1322,6 +1335,37 @@ func (t *Tracer) Read(wait, limit time.Duration, fn func(*Call)) error {
 	}
 }
 
+// eachCall calls fn with each call record of b, records side by side
+// (a thread's batch, or a single record), each as long as its flags say.
+func eachCall(b []byte, fn func(*Call)) {
+	var c Call
+	for len(b) >= recHead {
+		n := int(recSize(b))
+		if n > len(b) || !decode(b[:n], &c) {
+			return
+		}
+		fn(&c)
+		b = b[n:]
+	}
+}
+
+// recSize is the size of the call record at b's start, from its flags.
+func recSize(b []byte) int32 {
+	flags := binary.LittleEndian.Uint32(b[rFlags:])
+	return recLayout(flags&hasCPU != 0, flags&hasGo != 0, flags&hasArgs != 0).size
+}
+
+// eachBatched calls fn with each call in a shadow stack's batch (the
+// value of the stacks map, see bLen): calls that ended and were not yet
+// sent to the ring.
+func eachBatched(val []byte, fn func(*Call)) {
+	n := int(binary.LittleEndian.Uint32(val[bLen:]))
+	if n > batchCap {
+		return
+	}
+	eachCall(val[bData:bData+n], fn)
+}
+
 // decode reads a call record into c: its head, then the parts its flags
 // name (recHead); false when b is not a call record of that size.
 func decode(b []byte, c *Call) bool {
@@ -1331,7 +1375,7 @@ func decode(b []byte, c *Call) bool {
 	le := binary.LittleEndian
 	flags := le.Uint32(b[rFlags:])
 	l := recLayout(flags&hasCPU != 0, flags&hasGo != 0, flags&hasArgs != 0)
-	if len(b) < int(l.size) {
+	if len(b) != int(l.size) {
 		return false
 	}
 	*c = Call{
@@ -1366,16 +1410,19 @@ func decode(b []byte, c *Call) bool {
 	return true
 }
 
-// Leftovers calls fn with the calls still open in the shadow stacks at
-// time end (threads that exited inside a traced call, or calls open when
-// tracing stopped), marked Unreturned. Their thread is not known in Go
-// programs (stacks are per goroutine): TID is 0 there.
+// Leftovers calls fn with the calls that ended and are still in their
+// threads' batches (threads that made no traced call since), then with
+// the calls still open in the shadow stacks at time end (threads that
+// exited inside a traced call, or calls open when tracing stopped),
+// marked Unreturned. The open calls' thread is not known in Go programs
+// (stacks are per goroutine): TID is 0 there.
 func (t *Tracer) Leftovers(end uint64, fn func(*Call)) {
 	var key uint64
 	val := make([]byte, threadSize)
 	it := t.stacks.Iterate()
 	le := binary.LittleEndian
 	for it.Next(&key, &val) {
+		eachBatched(val, fn)
 		depth := int(le.Uint32(val))
 		for i := min(depth, MaxDepth) - 1; i >= 0; i-- {
 			f := val[stackHdr+i*frameSize:]

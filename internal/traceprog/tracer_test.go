@@ -194,3 +194,44 @@ func TestAllHits(t *testing.T) {
 		t.Errorf("probe 699: %d, probe 2: %d", all[699], all[2])
 	}
 }
+
+// A thread's batch is its calls' records side by side, each as long as
+// its own parts make it: the reader splits a ring record of several
+// records of different sizes, and the shadow stack's batch left in the
+// map (eachBatched) reads the same way, up to its length.
+func TestBatchSplits(t *testing.T) {
+	var batch []byte
+	var want []Call
+	for i, parts := range [][3]bool{{true}, {true, false, true}, {}, {false, true}, {true, true, true}, {true}} {
+		l := recLayout(parts[0], parts[1], parts[2])
+		r := make([]byte, l.size)
+		binary.LittleEndian.PutUint64(r[rStart:], uint64(100*i))
+		binary.LittleEndian.PutUint64(r[rEnd:], uint64(100*i+50))
+		binary.LittleEndian.PutUint32(r[rProbe:], uint32(i+1))
+		binary.LittleEndian.PutUint32(r[rFlags:], uint32(l.bits))
+		batch = append(batch, r...)
+		want = append(want, Call{Start: uint64(100 * i), End: uint64(100*i + 50), Probe: uint32(i + 1)})
+	}
+	var got []Call
+	eachCall(batch, func(c *Call) { got = append(got, *c) })
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("split %d bytes into %+v, want %+v", len(batch), got, want)
+	}
+	if len(batch) > batchCap {
+		t.Fatalf("test batch of %d bytes is over the batch's %d", len(batch), batchCap)
+	}
+	val := make([]byte, threadSize)
+	copy(val[bData:], batch)
+	binary.LittleEndian.PutUint32(val[bLen:], uint32(len(batch)))
+	got = nil
+	eachBatched(val, func(c *Call) { got = append(got, *c) })
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("the batch in a shadow stack read as %+v, want %+v", got, want)
+	}
+	// A batch cut short in its last record gives the whole ones before.
+	got = nil
+	eachCall(batch[:len(batch)-8], func(c *Call) { got = append(got, *c) })
+	if !reflect.DeepEqual(got, want[:len(want)-1]) {
+		t.Errorf("a batch cut short read as %d calls, want %d", len(got), len(want)-1)
+	}
+}

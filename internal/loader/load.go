@@ -377,8 +377,12 @@ func Load(paths []string, o Options) (*profile.Profile, error) {
 	if l.sym == nil {
 		l.sym = symbol.New(symbol.Options{})
 	}
+	samples, calls := recorded(paths)
 	if !l.merge && (l.stream == nil || !l.stream.samples) {
-		l.chunks.Reserve(recordedSamples(paths))
+		l.chunks.Reserve(samples)
+	}
+	if calls > 0 {
+		l.p.Calls = make([]profile.Call, 0, calls)
 	}
 	records := 0
 	for i, path := range paths {
@@ -579,20 +583,23 @@ func (l *loader) readFile(idx int, path string, records *int, progress func(int)
 	return nil
 }
 
-// recordedSamples is how many samples the End records of the recordings
-// at paths say were recorded (0 when one has none: cut short, still being
-// written, not a regular file), each at most what its size could hold.
-// Load holds that many at once, in one slice it hands on (chunked.List's
-// Reserve) rather than in chunks copied into one at the end: the copy and
-// the page faults of the second copy are most of what holding a million
-// samples costs. It is a hint: a file that holds more or fewer samples
-// than its End says reads the same.
-func recordedSamples(paths []string) int {
-	n := 0
+// recorded is how many samples and traced calls the End records of the
+// recordings at paths say were recorded (0 when one has none: cut short,
+// still being written, not a regular file), each at most what its size
+// could hold. Load holds that many samples at once, in one slice it hands
+// on (chunked.List's Reserve) rather than in chunks copied into one at
+// the end: the copy and the page faults of the second copy are most of
+// what holding a million samples costs; and it makes the calls' slice
+// that long at once, where growing it copied every call several times
+// (a trace's end loads its own recording for the build's statistics).
+// It is a hint: a file that holds more or fewer than its End says reads
+// the same.
+func recorded(paths []string) (samples, calls int) {
+	n, c := 0, 0
 	for _, path := range paths {
 		f, err := os.Open(path)
 		if err != nil {
-			return 0
+			return 0, 0
 		}
 		fi, err := f.Stat()
 		var end *recording.End
@@ -602,13 +609,14 @@ func recordedSamples(paths []string) int {
 		}
 		f.Close()
 		if !ok {
-			return 0
+			return 0, 0
 		}
-		// A Sample frame takes at least its kind, length and CRC (its
-		// zero fields at the end are left out).
+		// A Sample or Call frame takes at least its kind, length and CRC
+		// (its zero fields at the end are left out).
 		n += int(min(end.Samples, uint64(fi.Size())/(1+1+4)))
+		c += int(min(end.Calls, uint64(fi.Size())/(1+1+4)))
 	}
-	return n
+	return n, c
 }
 
 // itemBatch is how many records readAhead sends at once.

@@ -413,6 +413,7 @@ func New(o Options) (*Tracer, error) {
 	if err == nil && o.CPU {
 		err = t.startSwitch(m, name)
 	}
+
 	if err == nil && o.TimedHz > 0 {
 		t.flip, err = ebpf.NewProgram(&ebpf.ProgramSpec{Name: name, Type: ebpf.PerfEvent, License: "GPL", Instructions: flipProgram(m)})
 		if err == nil {
@@ -1410,6 +1411,30 @@ func decode(b []byte, c *Call) bool {
 	return true
 }
 
+// TakeBatched calls fn with the calls that ended and are still in their
+// threads' batches, and empties the batches. Only when no program can
+// write them: the traced process has exited (its threads' batches are
+// written by its threads alone), or the probes are removed.
+func (t *Tracer) TakeBatched(fn func(*Call)) {
+	var key uint64
+	var keys []uint64
+	val := make([]byte, threadSize)
+	it := t.stacks.Iterate()
+	for it.Next(&key, &val) {
+		if binary.LittleEndian.Uint32(val[bLen:]) != 0 {
+			keys = append(keys, key)
+		}
+	}
+	for _, k := range keys {
+		if t.stacks.Lookup(k, &val) != nil {
+			continue
+		}
+		eachBatched(val, fn)
+		binary.LittleEndian.PutUint32(val[bLen:], 0)
+		t.stacks.Update(k, val, ebpf.UpdateExist)
+	}
+}
+
 // Leftovers calls fn with the calls that ended and are still in their
 // threads' batches (threads that made no traced call since), then with
 // the calls still open in the shadow stacks at time end (threads that
@@ -1478,6 +1503,7 @@ func (t *Tracer) Close() {
 		t.swLink.Close()
 		t.swLink = nil
 	}
+
 	if t.rd != nil {
 		t.rd.Close()
 	}

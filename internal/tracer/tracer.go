@@ -790,6 +790,13 @@ func (s *session) drain(wait time.Duration) {
 // finish detaches, drains what is left, closes calls still open and ends
 // the recording.
 func (s *session) finish(exitCode int) (Result, error) {
+	// A launched command that exited left its threads' last calls in
+	// their batches (docs/trace.md): they are read while the CPU samples'
+	// session still knows the mappings of its libraries (a call site in
+	// one it loaded just before it exited has no /proc maps left).
+	if exitCode >= 0 {
+		s.t.TakeBatched(s.record)
+	}
 	// The CPU samples end before the probes are removed: a call entered
 	// while they are being removed can have its return probe armed (its
 	// trampoline on the stack) and no record, so a sample then could

@@ -903,6 +903,16 @@ func TestTraceStrategy(t *testing.T) {
 			t.Errorf("userspace traced the helper %s", f.Function)
 		}
 	}
+	// What runs before main (the C runtime's _init, frame_dummy from
+	// .init_array) and after exit has symbols of no size: all traces
+	// them, each once.
+	out, _ = traceRun(t, []string{"--strategy", "all"}, bin, "leaf", "5")
+	r = traceReport(t, out)
+	for _, fn := range []string{"_init", "frame_dummy", "_fini", "main"} {
+		if got, _ := r.calls(fn); got != 1 {
+			t.Errorf("all: %s traced %d times, want 1", fn, got)
+		}
+	}
 	out, _ = traceRun(t, []string{"--strategy", "u_sampled"}, bin, "leaf", "50")
 	for _, f := range traceReport(t, out).Functions {
 		if f.Function == "leaf" && (f.Calls != 3 || f.Every != 20) {

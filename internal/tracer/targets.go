@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -319,6 +320,43 @@ func (fs funcSym) matches(glob string) bool {
 	return ok
 }
 
+// sizedFuncs gives the function symbols of no size (the C runtime's
+// assembly: _init, _fini, and crtstuff's frame_dummy, register_tm_clones
+// and the like, which run before main and after exit) the code up to the
+// next function symbol or the end of their section, as a disassembler
+// does, so that they are traced as others are. A symbol at the address
+// of a sized one (seen) is an alias of it.
+func sizedFuncs(f *elf.File, unsized []elf.Symbol, funcs []funcSym, seen map[uint64]bool) []funcSym {
+	if len(unsized) == 0 {
+		return nil
+	}
+	var starts []uint64
+	for _, fs := range funcs {
+		starts = append(starts, fs.value)
+	}
+	for _, s := range unsized {
+		starts = append(starts, s.Value)
+	}
+	slices.Sort(starts)
+	var out []funcSym
+	for _, s := range unsized {
+		if seen[s.Value] || int(s.Section) >= len(f.Sections) {
+			continue
+		}
+		sec := f.Sections[s.Section]
+		end := sec.Addr + sec.Size
+		if s.Value < sec.Addr || s.Value >= end {
+			continue
+		}
+		if i, _ := slices.BinarySearch(starts, s.Value+1); i < len(starts) && starts[i] < end {
+			end = starts[i]
+		}
+		seen[s.Value] = true
+		out = append(out, funcSym{name: s.Name, value: s.Value, end: end})
+	}
+	return out
+}
+
 func resolveObject(obj string, pats []Pattern, args bool, exclude map[string]bool) ([]Target, bool, error) {
 	f, err := elf.Open(obj)
 	if err != nil {
@@ -330,13 +368,19 @@ func resolveObject(obj string, pats []Pattern, args bool, exclude map[string]boo
 	dyn, _ := f.DynamicSymbols()
 	seen := map[uint64]bool{}
 	var funcs []funcSym
+	var unsized []elf.Symbol
 	for _, s := range append(syms, dyn...) {
-		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Section == elf.SHN_UNDEF || s.Value == 0 || s.Size == 0 || seen[s.Value] {
+		if elf.ST_TYPE(s.Info) != elf.STT_FUNC || s.Section == elf.SHN_UNDEF || s.Value == 0 || seen[s.Value] {
+			continue
+		}
+		if s.Size == 0 {
+			unsized = append(unsized, s)
 			continue
 		}
 		seen[s.Value] = true
 		funcs = append(funcs, funcSym{name: s.Name, value: s.Value, end: s.Value + s.Size})
 	}
+	funcs = append(funcs, sizedFuncs(f, unsized, funcs, seen)...)
 	if len(funcs) == 0 {
 		return nil, false, fmt.Errorf("%s has no function symbols (stripped?): nothing can be traced by name", obj)
 	}

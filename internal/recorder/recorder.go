@@ -406,7 +406,8 @@ type session struct {
 	buf   []byte
 	offs  []int
 	items []item
-	pidfd int // of the target process, -1 when none
+	later []item // records stamped after what the last drain handled (orderedUntil)
+	pidfd int    // of the target process, -1 when none
 
 	state collector.State       // nil: no program state sampled
 	mem   collector.MemoryState // state, when it says what memory to copy
@@ -885,10 +886,45 @@ func (s *session) synthesize(p processState) {
 	}
 }
 
-// drain reads every ring, orders the records by time and handles them.
-func (s *session) drain() error {
+// drain reads every ring, orders the records by time and handles those
+// stamped before it began (orderedUntil); the others wait for the next
+// drain.
+func (s *session) drain() error { return s.drainUntil(orderedUntil(monotonic())) }
+
+// drainAll is the last drain: every record is handled.
+func (s *session) drainAll() error { return s.drainUntil(math.MaxUint64) }
+
+// orderMargin is how long before a drain begins a record must be stamped
+// for that drain to handle it (orderedUntil).
+const orderMargin = 5 * time.Millisecond
+
+// orderedUntil is the last time stamp a drain that begins at now handles.
+// The rings are read one after the other, and the kernel goes on writing
+// into those not read yet: a drain holds records of the last ring it reads
+// stamped later than any of the first one's, whose records of the same
+// moments wait for the next drain. Handled in the order of one drain, a
+// record of the first ring (an mmap, a fork, an exec) would come after the
+// samples of the last that follow it in time: they would be unwound and
+// written without the mapping or the process they belong to (a return
+// probe's first hit maps the [uprobes] page on one CPU while the thread's
+// next samples land in another's ring; a drain that copies tens of
+// megabytes from the first ring leaves a second's worth in the last). A
+// record stamped before the drain began was in its ring when the drain
+// read it: the kernel writes a record within microseconds of its stamp,
+// and orderMargin allows for a virtual CPU stalled in between. So each
+// drain handles the records stamped before that, all rings' in time
+// order, and keeps the later ones (detach) for the next, which reads the
+// rest of their moments: the recording is in time order across drains
+// (perf record's finished rounds order its reports the same way).
+func orderedUntil(now uint64) uint64 {
+	return now - min(now, uint64(orderMargin))
+}
+
+// drainUntil is drain handling the records stamped up to until.
+func (s *session) drainUntil(until uint64) error {
 	s.drains++
-	s.buf, s.items = s.buf[:0], s.items[:0]
+	s.buf = s.buf[:0]
+	s.items = s.items[:0]
 	s.dec.Reset()
 	for ri := range s.rings {
 		r := &s.rings[ri]
@@ -926,8 +962,7 @@ func (s *session) drain() error {
 	if s.sys != nil {
 		s.drainSyscalls()
 	}
-	sort.SliceStable(s.items, func(i, j int) bool { return s.items[i].time < s.items[j].time })
-	for _, it := range s.items {
+	for _, it := range s.ordered(until) {
 		if smp, ok := it.rec.(*perf.Sample); ok {
 			s.sample(smp, it.kind)
 			continue
@@ -942,10 +977,49 @@ func (s *session) drain() error {
 		}
 		s.handle(it.rec)
 	}
+	clear(s.items)
 	s.items = s.items[:0]
 	s.dropEnded()
 	s.writeKernelSymbols(false)
 	return s.w.Flush()
+}
+
+// ordered returns the drain's items and those the last drain kept, in
+// time order, up to those stamped at until; it keeps the later ones for
+// the next drain.
+func (s *session) ordered(until uint64) []item {
+	s.items = slices.Insert(s.items, 0, s.later...)
+	clear(s.later)
+	s.later = s.later[:0]
+	sort.SliceStable(s.items, func(i, j int) bool { return s.items[i].time < s.items[j].time })
+	n, _ := slices.BinarySearchFunc(s.items, until, func(it item, t uint64) int {
+		if it.time <= t {
+			return -1
+		}
+		return 1
+	})
+	for _, it := range s.items[n:] {
+		s.later = append(s.later, detach(it))
+	}
+	return s.items[:n]
+}
+
+// detach returns it with its own copy of what it shares with the drain's
+// buffers (a sample's call chains, registers and stack copy, a system call
+// record's stack copy), which the next drain reuses.
+func detach(it item) item {
+	switch r := it.rec.(type) {
+	case *perf.Sample:
+		c := *r
+		c.Kernel, c.User, c.Regs = slices.Clone(r.Kernel), slices.Clone(r.User), slices.Clone(r.Regs)
+		c.Raw, c.Stack = slices.Clone(r.Raw), slices.Clone(r.Stack)
+		it.rec = &c
+	case *sysEvent:
+		c := *r
+		c.stack = slices.Clone(r.stack)
+		it.rec = &c
+	}
+	return it
 }
 
 func recTime(rec any) uint64 {
@@ -1333,7 +1407,7 @@ func (s *session) finish() (Result, error) {
 	for _, e := range s.events {
 		e.Disable()
 	}
-	err := s.drain()
+	err := s.drainAll()
 	var snapsLost, sysReduced, switchesOut uint64
 	if s.snap != nil {
 		snapsLost = s.snap.tk.Lost

@@ -4,6 +4,9 @@ import (
 	"fmt"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/culprit-dev/culprit/internal/perf"
 	"github.com/culprit-dev/culprit/internal/proc"
 	"github.com/culprit-dev/culprit/internal/recording"
 )
@@ -137,7 +140,8 @@ func openBeside(o Options, w *recording.Writer, pid int, launched bool, meta *re
 // the recording.
 func (x *Sched) OnEvent(fn func(smp recording.Sample, user []uint64)) { x.s.onSched = fn }
 
-// Drain writes the events the rings hold.
+// Drain writes the events the rings hold, but for those stamped in its
+// last moments, which wait for the next drain or Close (orderedUntil).
 func (x *Sched) Drain() {
 	if err := x.s.drain(); err != nil {
 		x.s.warn("writing the recording: %v", err)
@@ -154,7 +158,9 @@ func (x *Sched) Close() (events, lost uint64, warnings []string) {
 	for _, e := range s.events {
 		e.Disable()
 	}
-	x.Drain()
+	if err := s.drainAll(); err != nil {
+		s.warn("writing the recording: %v", err)
+	}
 	s.close()
 	s.writeKernelSymbols(true)
 	if x.own {
@@ -173,11 +179,18 @@ func (x *Sched) Throttled() uint64 { return x.s.res.Throttled }
 // Mapping returns the mapping of process pid that holds addr, as the
 // events' mmap records have described it so far: one of a library the
 // process loaded and then exited with, whose /proc maps are gone, is
-// still known.
+// still known, and so is one whose record waits for the next drain
+// (orderedUntil).
 func (s *Sched) Mapping(pid uint32, addr uint64) (proc.Mapping, bool) {
-	sp := s.s.spaces[pid]
-	if sp == nil {
-		return proc.Mapping{}, false
+	if sp := s.s.spaces[pid]; sp != nil {
+		if m, ok := sp.Find(addr); ok {
+			return m, true
+		}
 	}
-	return sp.Find(addr)
+	for i := len(s.s.later) - 1; i >= 0; i-- {
+		if m, ok := s.s.later[i].rec.(*perf.Mmap); ok && m.PID == pid && m.Prot&unix.PROT_EXEC != 0 && addr >= m.Start && addr-m.Start < m.Len {
+			return proc.Mapping{Start: m.Start, End: m.Start + m.Len, Offset: m.Pgoff, Path: m.Path}, true
+		}
+	}
+	return proc.Mapping{}, false
 }

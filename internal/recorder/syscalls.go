@@ -50,8 +50,9 @@ func (o *Options) sysRingBytes(cpus int) int {
 
 // sysEvent is one record of the program, kept for the drain's time order.
 type sysEvent struct {
-	ev   syscallprog.Event
-	copy [2]int // the stack copy's bounds in session.sysBuf
+	ev    syscallprog.Event
+	copy  [2]int // the stack copy's bounds in session.sysBuf
+	stack []byte // the stack copy, once the drain has read every record
 }
 
 // pendingCall is a thread's last system call entry: waiting for its exit,
@@ -224,6 +225,7 @@ func (s *session) drainSyscalls() {
 	since := s.sysLast
 	for i := range s.sysEvents {
 		e := &s.sysEvents[i]
+		e.stack = s.sysBuf[e.copy[0]:e.copy[1]:e.copy[1]]
 		s.items = append(s.items, item{time: e.ev.Time, rec: e, kind: s.sysKind(&e.ev)})
 		s.sysLast = max(s.sysLast, e.ev.Time)
 	}
@@ -265,7 +267,7 @@ func (s *session) eventUser(e *sysEvent, pid, tid uint32, kernel []uint64) (user
 	ev := &e.ev
 	r := perf.Sample{Header: perf.Header{PID: pid, TID: tid, Time: ev.Time, CPU: ev.CPU},
 		IP: ev.IP, UserMode: true, ABI: 2, Kernel: kernel, User: s.sysStack(ev.UserStack, false),
-		StackSP: ev.SP, Stack: s.sysBuf[e.copy[0]:e.copy[1]]}
+		StackSP: ev.SP, Stack: e.stack}
 	if r.User == nil {
 		r.User = []uint64{ev.IP}
 	}

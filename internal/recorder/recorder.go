@@ -267,7 +267,11 @@ func (o *Options) setDefaults() error {
 			// where the program cannot load.
 			stack = min(stack, 4096)
 		}
-		o.RingPages = ringPages(o.Frequency, stack)
+		cpus, err := onlineCPUs()
+		if err != nil {
+			return err
+		}
+		o.RingPages = ringPages(o.Frequency, stack, len(cpus))
 	}
 	if o.RingPages&(o.RingPages-1) != 0 {
 		return fmt.Errorf("ring size of %d pages is not a power of two", o.RingPages)
@@ -293,18 +297,38 @@ const ringSeconds = 0.5
 const sampleOverhead = 80 + 17*8 + 128*8
 
 // ringPages sizes a CPU's ring for ringSeconds of samples at frequency
-// with a stack copy of stackBytes: a power of two from 64 pages (256 KiB)
-// to 4096 (16 MiB, dwarf mode's 16 KiB copies at 999 Hz). Mapping a ring
-// is on the way to starting the command (about 0.25 ms per MiB on the
-// project's VMs, while the command starts on the other CPU).
-func ringPages(frequency, stackBytes int) int {
+// with a stack copy of stackBytes: a power of two of at least 64 pages
+// (256 KiB) and at most ringCap(cpus). Mapping a ring is on the way to
+// starting the command (about 0.25 ms per MiB on the project's VMs, while
+// the command starts on the other CPU).
+func ringPages(frequency, stackBytes, cpus int) int {
 	need := int(float64(frequency) * float64(stackBytes+sampleOverhead) * ringSeconds)
-	pages := 64
-	for pages*os.Getpagesize() < need && pages < 4096 {
+	pages, most := 64, ringCap(cpus)
+	for pages*os.Getpagesize() < need && pages < most {
 		pages *= 2
 	}
 	return pages
 }
+
+// ringCap is the largest ring, in pages, a CPU gets when there are cpus of
+// them: rings share ringBudget, and each may take 16 MiB (dwarf mode's
+// 16 KiB copies at 999 Hz) whatever their number. The budget is what lets
+// a high rate keep its half second on a small machine: 9999 Hz with 8 KiB
+// copies writes 94 MB a second on each busy CPU, which a 16 MiB ring holds
+// for 0.18 s, less than one of the recorder's waits for a CPU on a loaded
+// machine; on two CPUs each ring may take 64 MiB.
+func ringCap(cpus int) int {
+	per := ringBudget / max(cpus, 1) / os.Getpagesize()
+	most := 4096
+	for most*2 <= per {
+		most *= 2
+	}
+	return most
+}
+
+// ringBudget bounds the rings of all CPUs together when each is larger
+// than 16 MiB.
+const ringBudget = 128 << 20
 
 // minRingPages is the smallest ring taken when the locked-memory limits
 // refuse the size asked for.

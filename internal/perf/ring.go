@@ -12,10 +12,12 @@ import (
 
 // Ring is the mmap'ed ring buffer of an event.
 type Ring struct {
-	Event *Event
-	mem   []byte
-	meta  *unix.PerfEventMmapPage
-	data  []byte
+	Event  *Event
+	mem    []byte
+	meta   *unix.PerfEventMmapPage
+	data   []byte
+	peeked uint64 // where Peek stopped; Release gives the ring up to it back
+	held   bool   // records were peeked and not released
 }
 
 // MapRing maps a ring of pages data pages (a power of two) for e and sets the
@@ -80,6 +82,50 @@ func (r *Ring) ReadAll(buf []byte, offs []int) ([]byte, []int) {
 	}
 	atomic.StoreUint64(&r.meta.Data_tail, tail)
 	return buf, offs
+}
+
+// Peek appends every complete record in the ring that Peek has not
+// returned yet to recs (header included), without copying it where it lies
+// in one piece in the ring: the slice is then the ring's own memory, valid
+// until Release. A record that wraps around the ring's end is copied to
+// the end of buf. The kernel does not write over peeked records until
+// Release gives their space back, so a reader that handles records soon
+// after reading them need not copy them all first.
+func (r *Ring) Peek(buf []byte, recs [][]byte) ([]byte, [][]byte) {
+	head := atomic.LoadUint64(&r.meta.Data_head)
+	tail := r.meta.Data_tail
+	if r.held {
+		tail = r.peeked
+	}
+	size := uint64(len(r.data))
+	for tail+8 <= head {
+		var hdr [8]byte
+		copyRing(hdr[:], r.data, tail%size)
+		n := uint64(uint16(hdr[6]) | uint16(hdr[7])<<8)
+		if n < 8 || tail+n > head {
+			break
+		}
+		if pos := tail % size; pos+n <= size {
+			recs = append(recs, r.data[pos:pos+n:pos+n])
+		} else {
+			start := len(buf)
+			buf = append(buf, make([]byte, n)...)
+			copyRing(buf[start:], r.data, pos)
+			recs = append(recs, buf[start:len(buf):len(buf)])
+		}
+		tail += n
+	}
+	r.peeked, r.held = tail, true
+	return buf, recs
+}
+
+// Release gives the space of the records Peek returned back to the
+// kernel; their slices of the ring must not be used after.
+func (r *Ring) Release() {
+	if r.held {
+		atomic.StoreUint64(&r.meta.Data_tail, r.peeked)
+		r.held = false
+	}
 }
 
 func copyRing(dst, ring []byte, pos uint64) {

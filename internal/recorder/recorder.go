@@ -427,8 +427,8 @@ type session struct {
 	cpuClocks     bool
 	clocksStarted bool
 
-	buf   []byte
-	offs  []int
+	buf   []byte   // the records of a drain that wrap around their ring's end
+	recs  [][]byte // a ring's records, in the ring's memory or buf (perf.Ring.Peek)
 	items []item
 	later []item // records stamped after what the last drain handled (orderedUntil)
 	pidfd int    // of the target process, -1 when none
@@ -952,14 +952,10 @@ func (s *session) drainUntil(until uint64) error {
 	s.dec.Reset()
 	for ri := range s.rings {
 		r := &s.rings[ri]
-		s.offs = s.offs[:0]
-		s.buf, s.offs = r.ReadAll(s.buf, s.offs)
-		for i, off := range s.offs {
-			end := len(s.buf)
-			if i+1 < len(s.offs) {
-				end = s.offs[i+1]
-			}
-			rec, err := s.dec.Decode(s.buf[off:end], r.Event.Layout)
+		s.recs = s.recs[:0]
+		s.buf, s.recs = r.Peek(s.buf, s.recs)
+		for _, raw := range s.recs {
+			rec, err := s.dec.Decode(raw, r.Event.Layout)
 			if err != nil {
 				// Counted as lost by the recorder, and said once.
 				s.res.Lost++
@@ -1003,6 +999,12 @@ func (s *session) drainUntil(until uint64) error {
 	}
 	clear(s.items)
 	s.items = s.items[:0]
+	// The records were handled in place, in the rings (the later ones
+	// copied by ordered): their space goes back to the kernel only now.
+	for ri := range s.rings {
+		s.rings[ri].Release()
+	}
+	clear(s.recs)
 	s.dropEnded()
 	s.writeKernelSymbols(false)
 	return s.w.Flush()

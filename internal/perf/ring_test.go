@@ -1,0 +1,127 @@
+package perf
+
+import (
+	"bytes"
+	"runtime"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/culprit-dev/culprit/internal/testutil"
+)
+
+// Records Peek returns stay as they are, in the ring's memory, until
+// Release: the kernel drops what it has no room for rather than writing
+// over them (a Lost record says so once there is room). After Release the
+// ring fills again and records that wrap around its end come whole, from a
+// copy.
+func TestRingPeekRelease(t *testing.T) {
+	testutil.NeedRoot(t)
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	var old, one unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &old); err != nil {
+		t.Fatal(err)
+	}
+	one.Set(0)
+	if err := unix.SchedSetaffinity(0, &one); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.SchedSetaffinity(0, &old)
+	h, err := OpenRingHolder(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	r, err := MapRing(h, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	ev, err := Open(Config{Frequency: 4999, StackBytes: 512, MaxStack: 16, UserRegs: RegsUnwind}, unix.Gettid(), 0, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ev.Close()
+	if err := ev.SetOutput(h); err != nil {
+		t.Fatal(err)
+	}
+	spin := func(d time.Duration) {
+		var ts unix.Timespec
+		cpu := func() time.Duration {
+			if err := unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &ts); err != nil {
+				t.Fatal(err)
+			}
+			return time.Duration(ts.Nano())
+		}
+		for end := cpu() + d; cpu() < end; {
+		}
+	}
+	decode := func(recs [][]byte) (samples, lost int) {
+		for _, b := range recs {
+			rec, err := Decode(b, h.Layout)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch rec.(type) {
+			case *Sample:
+				samples++
+			case *Lost:
+				lost++
+			}
+		}
+		return
+	}
+	// 50 ms of CPU time at 4999 Hz: some 250 samples of about 700
+	// bytes, more than the 64 KiB ring holds.
+	spin(50 * time.Millisecond)
+	_, first := r.Peek(nil, nil)
+	if n, _ := decode(first); n < 20 {
+		t.Fatalf("%d samples peeked after 50 ms of CPU time at 4999 Hz", n)
+	}
+	kept := make([][]byte, len(first))
+	for i, b := range first {
+		kept[i] = bytes.Clone(b)
+	}
+	spin(50 * time.Millisecond)
+	_, more := r.Peek(nil, nil)
+	for i, b := range first {
+		if !bytes.Equal(b, kept[i]) {
+			t.Fatalf("peeked record %d of %d changed before Release", i, len(first))
+		}
+	}
+	// The first 50 ms wrote more than the ring holds: it was full.
+	if len(more) > 0 {
+		t.Errorf("%d more records in a full ring whose records were not released", len(more))
+	}
+	r.Release()
+	var all [][]byte
+	var buf []byte
+	lost, wrapped := 0, 0
+	for range 4 {
+		spin(50 * time.Millisecond)
+		buf, all = r.Peek(buf[:0], all[:0])
+		_, l := decode(all)
+		lost += l
+		if len(buf) > 0 {
+			wrapped++
+		}
+		r.Release()
+	}
+	if lost == 0 {
+		t.Errorf("no Lost record after a full ring was released")
+	}
+	// 700-byte records in a 64 KiB ring filled four times over: one
+	// lies across the end at nearly every turn.
+	if wrapped == 0 {
+		t.Errorf("no record wrapped around the ring's end in four fillings")
+	}
+	ev.Disable()
+	buf, all = r.Peek(buf[:0], all[:0])
+	decode(all)
+	r.Release()
+	if r.meta.Data_tail != r.meta.Data_head {
+		t.Errorf("after Release the tail is %d, the head %d", r.meta.Data_tail, r.meta.Data_head)
+	}
+}

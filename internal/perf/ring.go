@@ -16,8 +16,9 @@ type Ring struct {
 	mem    []byte
 	meta   *unix.PerfEventMmapPage
 	data   []byte
-	peeked uint64 // where Peek stopped; Release gives the ring up to it back
-	held   bool   // records were peeked and not released
+	peeked uint64   // where Peek stopped; Release gives the ring up to it back
+	held   bool     // records were peeked and not released
+	ends   []uint64 // where each record peeked since the last release ends
 }
 
 // MapRing maps a ring of pages data pages (a power of two) for e and sets the
@@ -114,6 +115,7 @@ func (r *Ring) Peek(buf []byte, recs [][]byte) ([]byte, [][]byte) {
 			recs = append(recs, buf[start:len(buf):len(buf)])
 		}
 		tail += n
+		r.ends = append(r.ends, tail)
 	}
 	r.peeked, r.held = tail, true
 	return buf, recs
@@ -121,11 +123,20 @@ func (r *Ring) Peek(buf []byte, recs [][]byte) ([]byte, [][]byte) {
 
 // Release gives the space of the records Peek returned back to the
 // kernel; their slices of the ring must not be used after.
-func (r *Ring) Release() {
-	if r.held {
-		atomic.StoreUint64(&r.meta.Data_tail, r.peeked)
-		r.held = false
+func (r *Ring) Release() { r.ReleaseFirst(len(r.ends)) }
+
+// ReleaseFirst gives the space of the first n records Peek returned since
+// the last release back to the kernel, and leaves the others in the ring:
+// the next Peek returns them again, with those written since. No slice of
+// the ring Peek returned may be used after.
+func (r *Ring) ReleaseFirst(n int) {
+	if !r.held {
+		return
 	}
+	if n > 0 {
+		atomic.StoreUint64(&r.meta.Data_tail, r.ends[min(n, len(r.ends))-1])
+	}
+	r.ends, r.held = r.ends[:0], false
 }
 
 func copyRing(dst, ring []byte, pos uint64) {

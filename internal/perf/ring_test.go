@@ -13,7 +13,8 @@ import (
 
 // Records Peek returns stay as they are, in the ring's memory, until
 // Release: the kernel drops what it has no room for rather than writing
-// over them (a Lost record says so once there is room). After Release the
+// over them (a Lost record says so once there is room); those ReleaseFirst
+// leaves come again at the next Peek. After Release the
 // ring fills again and records that wrap around its end come whole, from a
 // copy.
 func TestRingPeekRelease(t *testing.T) {
@@ -94,6 +95,12 @@ func TestRingPeekRelease(t *testing.T) {
 	// The first 50 ms wrote more than the ring holds: it was full.
 	if len(more) > 0 {
 		t.Errorf("%d more records in a full ring whose records were not released", len(more))
+	}
+	// Released but for the first two: the others come again.
+	r.ReleaseFirst(2)
+	_, again := r.Peek(nil, nil)
+	if len(again) < len(first)-2 || !bytes.Equal(again[0], kept[2]) || !bytes.Equal(again[len(first)-3], kept[len(first)-1]) {
+		t.Fatalf("after releasing 2 of %d records, %d come again, not the other %d", len(first), len(again), len(first)-2)
 	}
 	r.Release()
 	var all [][]byte

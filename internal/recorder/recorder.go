@@ -523,6 +523,9 @@ type eventKind struct {
 type ring struct {
 	*perf.Ring
 	kind *eventKind
+	// handled: how many of the records a drain peeked it handled; the
+	// others stay in the ring for the next (orderedUntil).
+	handled int
 	// last is the time of the last record read from the ring (at first,
 	// when it was mapped): records the kernel reports lost were dropped
 	// after it (recording.Lost.Since).
@@ -937,9 +940,11 @@ const orderMargin = 5 * time.Millisecond
 // read it: the kernel writes a record within microseconds of its stamp,
 // and orderMargin allows for a virtual CPU stalled in between. So each
 // drain handles the records stamped before that, all rings' in time
-// order, and keeps the later ones (detach) for the next, which reads the
-// rest of their moments: the recording is in time order across drains
-// (perf record's finished rounds order its reports the same way).
+// order, and leaves the later ones for the next, which reads the rest of
+// their moments: a perf ring's in the ring (the drain gives back only the
+// space of those it handled), the BPF ring buffers' copied (detach). The
+// recording is in time order across drains (perf record's finished rounds
+// order its reports the same way).
 func orderedUntil(now uint64) uint64 {
 	return now - min(now, uint64(orderMargin))
 }
@@ -954,7 +959,8 @@ func (s *session) drainUntil(until uint64) error {
 		r := &s.rings[ri]
 		s.recs = s.recs[:0]
 		s.buf, s.recs = r.Peek(s.buf, s.recs)
-		for _, raw := range s.recs {
+		r.handled = len(s.recs)
+		for i, raw := range s.recs {
 			rec, err := s.dec.Decode(raw, r.Event.Layout)
 			if err != nil {
 				// Counted as lost by the recorder, and said once.
@@ -967,6 +973,12 @@ func (s *session) drainUntil(until uint64) error {
 				continue
 			}
 			it := item{time: recTime(rec), rec: rec, kind: r.kind}
+			if it.time > until {
+				// This record and the ring's next ones stay in the
+				// ring for the next drain (orderedUntil).
+				r.handled = i
+				break
+			}
 			if _, ok := rec.(*perf.Lost); ok {
 				it.since, it.cpu = r.last, recording.AnyCPU
 				if r.Event.CPU >= 0 {
@@ -999,10 +1011,10 @@ func (s *session) drainUntil(until uint64) error {
 	}
 	clear(s.items)
 	s.items = s.items[:0]
-	// The records were handled in place, in the rings (the later ones
-	// copied by ordered): their space goes back to the kernel only now.
+	// The records were handled in place, in the rings: their space goes
+	// back to the kernel only now, but for those left for the next drain.
 	for ri := range s.rings {
-		s.rings[ri].Release()
+		s.rings[ri].ReleaseFirst(s.rings[ri].handled)
 	}
 	clear(s.recs)
 	s.dropEnded()
@@ -1031,15 +1043,11 @@ func (s *session) ordered(until uint64) []item {
 }
 
 // detach returns it with its own copy of what it shares with the drain's
-// buffers (a sample's call chains, registers and stack copy, a system call
-// record's stack copy), which the next drain reuses.
+// buffers (a system call record's stack copy), which the next drain
+// reuses. The perf rings' records never need it: those a drain does not
+// handle stay in their ring.
 func detach(it item) item {
 	switch r := it.rec.(type) {
-	case *perf.Sample:
-		c := *r
-		c.Kernel, c.User, c.Regs = slices.Clone(r.Kernel), slices.Clone(r.User), slices.Clone(r.Regs)
-		c.Raw, c.Stack = slices.Clone(r.Raw), slices.Clone(r.Stack)
-		it.rec = &c
 	case *sysEvent:
 		c := *r
 		c.stack = slices.Clone(r.stack)

@@ -187,10 +187,21 @@ func (s *Sched) Mapping(pid uint32, addr uint64) (proc.Mapping, bool) {
 			return m, true
 		}
 	}
-	for i := len(s.s.later) - 1; i >= 0; i-- {
-		if m, ok := s.s.later[i].rec.(*perf.Mmap); ok && m.PID == pid && m.Prot&unix.PROT_EXEC != 0 && addr >= m.Start && addr-m.Start < m.Len {
-			return proc.Mapping{Start: m.Start, End: m.Start + m.Len, Offset: m.Pgoff, Path: m.Path}, true
+	var found proc.Mapping
+	var ok bool
+	var buf []byte
+	var recs [][]byte
+	for i := range s.s.rings {
+		r := &s.s.rings[i]
+		buf, recs = r.Peek(buf[:0], recs[:0])
+		for _, raw := range recs {
+			if rec, err := perf.Decode(raw, r.Event.Layout); err == nil {
+				if m, is := rec.(*perf.Mmap); is && m.PID == pid && m.Prot&unix.PROT_EXEC != 0 && addr >= m.Start && addr-m.Start < m.Len {
+					found, ok = proc.Mapping{Start: m.Start, End: m.Start + m.Len, Offset: m.Pgoff, Path: m.Path}, true
+				}
+			}
 		}
+		r.ReleaseFirst(0) // left for the drain
 	}
-	return proc.Mapping{}, false
+	return found, ok
 }

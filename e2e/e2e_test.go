@@ -66,7 +66,47 @@ func inDir(t *testing.T, dir string, args ...string) (string, string, int) {
 	} else if err != nil {
 		t.Fatalf("running culprit %v: %v", args, err)
 	}
+	if len(args) > 0 && args[0] == "record" && code == 0 {
+		noLoss(t, dir, args)
+	}
 	return out.String(), errb.String(), code
+}
+
+// noLoss checks that a recording made by culprit record with args lost
+// nothing: no test aims to lose samples but those that shrink the rings
+// (--mmap-pages), and a loss elsewhere is a defect that silently thins
+// what the test checks.
+func noLoss(t *testing.T, dir string, args []string) {
+	t.Helper()
+	path := ""
+	for i, a := range args {
+		if a == "--mmap-pages" {
+			return
+		}
+		if (a == "-o" || a == "--output") && i+1 < len(args) {
+			path = args[i+1]
+		}
+	}
+	if path == "" || path == "-" {
+		return
+	}
+	if !filepath.IsAbs(path) && dir != "" {
+		path = filepath.Join(dir, path)
+	}
+	var lost, end uint64
+	eachRecord(t, path, func(rec recording.Record) {
+		switch x := rec.(type) {
+		case *recording.Lost:
+			if x.Reason != recording.LostThrottled { // the kernel's rate limit, counted apart
+				lost += x.Count
+			}
+		case *recording.End:
+			end = x.Lost
+		}
+	})
+	if lost != 0 || end != 0 {
+		t.Errorf("culprit %v lost records: %d in Lost records, %d in the End record; no test but those shrinking the rings may lose", args, lost, end)
+	}
 }
 
 // eachRecord calls f with each record of the recording at path, in

@@ -65,6 +65,7 @@ func TestNoBPFLeftBehind(t *testing.T) {
 	if err := cmd.Wait(); err != nil {
 		t.Fatal(err)
 	}
+	noLoss(t, "", cmd.Args[1:])
 	if p := culpritPrograms(t, cmd.Process.Pid); len(p) != 0 {
 		t.Errorf("after a recording: %v still loaded", p)
 	}

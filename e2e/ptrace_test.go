@@ -222,6 +222,7 @@ func TestPtraceCtrlC(t *testing.T) {
 		if err != nil {
 			t.Fatalf("culprit after SIGINT: %v\n%s", err, errb.String())
 		}
+		noLoss(t, "", cmd.Args[1:])
 	case <-time.After(waitTimeout):
 		t.Fatalf("culprit did not stop within %v of SIGINT\n%s", waitTimeout, errb.String())
 	}
@@ -283,6 +284,7 @@ func TestPtraceGoProgram(t *testing.T) {
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("%v\n%s", err, b)
 	}
+	noLoss(t, "", cmd.Args[1:])
 	all := flat(t, out)
 	if all.total("main.spinAlpha") < 0.2 || all.total("main.spinBeta") < 0.2 {
 		t.Errorf("Go functions missing: %+v", all.Entries)

@@ -126,6 +126,8 @@ func TestAttachInterrupted(t *testing.T) {
 	case err := <-done:
 		if err != nil {
 			t.Errorf("culprit after Ctrl-C: %v", err)
+		} else {
+			noLoss(t, "", cmd.Args[1:])
 		}
 	case <-time.After(waitTimeout):
 		cmd.Process.Kill()

@@ -165,6 +165,7 @@ func attachFor(t *testing.T, pid int, out string, n int, args ...string) {
 		if err != nil {
 			t.Fatalf("culprit after SIGINT: %v\n%s", err, errb.String())
 		}
+		noLoss(t, "", cmd.Args[1:])
 	case <-time.After(waitTimeout):
 		t.Fatalf("culprit did not stop within %v of SIGINT\n%s", waitTimeout, errb.String())
 	}

@@ -72,9 +72,19 @@ func CheckText(w io.Writer, h CheckHeader, r check.Result) error {
 
 // CheckJSON writes the comparison as JSON.
 func CheckJSON(w io.Writer, h CheckHeader, r check.Result) error {
+	// JSON has no infinities: a figure that is not finite (a ratio or a
+	// severity of a function new in the target, a Z over two sides
+	// without spread) is null.
+	type method struct {
+		check.Method
+		Value *float64 `json:"value"` // null: not finite
+	}
 	type change struct {
 		check.Change
-		Severity *float64 `json:"severity"` // null: the function is new
+		Severity   *float64 `json:"severity"` // null: the function is new
+		Z          *float64 `json:"z"`
+		Confidence *float64 `json:"confidence"`
+		Methods    []method `json:"methods"`
 	}
 	out := struct {
 		Base      string   `json:"base"`
@@ -92,16 +102,32 @@ func CheckJSON(w io.Writer, h CheckHeader, r check.Result) error {
 		out.Unpaired = append(out.Unpaired, strings.ReplaceAll(u, "\x00", " | "))
 	}
 	for _, c := range r.Changes {
-		x := change{Change: c}
-		if !math.IsInf(c.Severity, 0) {
-			s := c.Severity
-			x.Severity = &s
+		x := change{Change: c, Severity: finite(c.Severity), Z: finite(c.Z), Confidence: finite(c.Confidence),
+			Methods: []method{}}
+		for _, m := range c.Methods {
+			x.Methods = append(x.Methods, method{Method: m, Value: finite(m.Value)})
 		}
-		x.Change.Severity = 0
+		for _, m := range []**check.Model{&x.Base, &x.Target} {
+			if *m != nil && !isFinite((*m).R2) {
+				c := **m
+				c.R2 = 0 // a model that explains nothing
+				*m = &c
+			}
+		}
 		out.Changes = append(out.Changes, x)
 	}
 	return writeJSON(w, out)
 }
+
+// finite is f, nil when it is not finite.
+func finite(f float64) *float64 {
+	if !isFinite(f) {
+		return nil
+	}
+	return &f
+}
+
+func isFinite(f float64) bool { return !math.IsInf(f, 0) && !math.IsNaN(f) }
 
 // CheckJUnit writes the comparison as a JUnit XML report for CI: one test
 // case per function compared that changed, failing for degradations at or

@@ -14,29 +14,7 @@ import (
 // (here another thread of this process, as a recorder's target is another
 // process), writes nothing itself, and decodes as the event it receives.
 func TestRingHolder(t *testing.T) {
-	testutil.NeedRoot(t)
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	var old, one unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &old); err != nil {
-		t.Fatal(err)
-	}
-	one.Set(0)
-	if err := unix.SchedSetaffinity(0, &one); err != nil {
-		t.Fatal(err)
-	}
-	defer unix.SchedSetaffinity(0, &old)
-
-	h, err := OpenRingHolder(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	r, err := MapRing(h, 16)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	h, r := holderOnCPU0(t)
 	tid := unix.Gettid()
 	ev, err := Open(Config{Frequency: 4999, StackBytes: 512, MaxStack: 16, UserRegs: RegsUnwind}, tid, 0, -1)
 	if err != nil {
@@ -59,14 +37,11 @@ func TestRingHolder(t *testing.T) {
 	for end := cpu() + 50*time.Millisecond; cpu() < end; {
 	}
 	ev.Disable()
-	buf, offs := r.ReadAll(nil, nil)
+	_, recs := r.Peek(nil, nil)
+	defer r.Release()
 	samples := 0
-	for i, off := range offs {
-		end := len(buf)
-		if i+1 < len(offs) {
-			end = offs[i+1]
-		}
-		rec, err := Decode(buf[off:end], h.Layout)
+	for _, raw := range recs {
+		rec, err := Decode(raw, h.Layout)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -83,6 +58,35 @@ func TestRingHolder(t *testing.T) {
 		}
 	}
 	if samples < 20 {
-		t.Fatalf("%d samples in the holder's ring over 50 ms of CPU time at 4999 Hz (%d records)", samples, len(offs))
+		t.Fatalf("%d samples in the holder's ring over 50 ms of CPU time at 4999 Hz (%d records)", samples, len(recs))
 	}
+}
+
+// holderOnCPU0 pins the test's thread to CPU 0 (until the test ends) and
+// opens a ring holder of CPU 0 with a ring of 16 pages, closed at the end.
+func holderOnCPU0(t *testing.T) (*Event, *Ring) {
+	t.Helper()
+	testutil.NeedRoot(t)
+	runtime.LockOSThread()
+	t.Cleanup(runtime.UnlockOSThread)
+	var old, one unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &old); err != nil {
+		t.Fatal(err)
+	}
+	one.Set(0)
+	if err := unix.SchedSetaffinity(0, &one); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { unix.SchedSetaffinity(0, &old) })
+	h, err := OpenRingHolder(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { h.Close() })
+	r, err := MapRing(h, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	return h, r
 }

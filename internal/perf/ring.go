@@ -61,30 +61,6 @@ func (r *Ring) Pending() uint64 {
 	return head - r.meta.Data_tail
 }
 
-// ReadAll appends every complete record in the ring to buf (as raw bytes,
-// header included), appends each record's start offset in buf to offs, and
-// releases the space to the kernel.
-func (r *Ring) ReadAll(buf []byte, offs []int) ([]byte, []int) {
-	head := atomic.LoadUint64(&r.meta.Data_head)
-	tail := r.meta.Data_tail
-	size := uint64(len(r.data))
-	for tail+8 <= head {
-		var hdr [8]byte
-		copyRing(hdr[:], r.data, tail%size)
-		n := uint64(uint16(hdr[6]) | uint16(hdr[7])<<8)
-		if n < 8 || tail+n > head {
-			break
-		}
-		offs = append(offs, len(buf))
-		start := len(buf)
-		buf = append(buf, make([]byte, n)...)
-		copyRing(buf[start:], r.data, tail%size)
-		tail += n
-	}
-	atomic.StoreUint64(&r.meta.Data_tail, tail)
-	return buf, offs
-}
-
 // Peek appends every complete record in the ring that Peek has not
 // returned yet to recs (header included), without copying it where it lies
 // in one piece in the ring: the slice is then the ring's own memory, valid

@@ -2,13 +2,10 @@ package perf
 
 import (
 	"bytes"
-	"runtime"
 	"testing"
 	"time"
 
 	"golang.org/x/sys/unix"
-
-	"github.com/culprit-dev/culprit/internal/testutil"
 )
 
 // Records Peek returns stay as they are, in the ring's memory, until
@@ -18,28 +15,7 @@ import (
 // ring fills again and records that wrap around its end come whole, from a
 // copy.
 func TestRingPeekRelease(t *testing.T) {
-	testutil.NeedRoot(t)
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	var old, one unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &old); err != nil {
-		t.Fatal(err)
-	}
-	one.Set(0)
-	if err := unix.SchedSetaffinity(0, &one); err != nil {
-		t.Fatal(err)
-	}
-	defer unix.SchedSetaffinity(0, &old)
-	h, err := OpenRingHolder(0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer h.Close()
-	r, err := MapRing(h, 16)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
+	h, r := holderOnCPU0(t)
 	ev, err := Open(Config{Frequency: 4999, StackBytes: 512, MaxStack: 16, UserRegs: RegsUnwind}, unix.Gettid(), 0, -1)
 	if err != nil {
 		t.Fatal(err)

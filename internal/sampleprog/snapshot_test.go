@@ -224,13 +224,11 @@ func TestStackCopies(t *testing.T) {
 		}
 		var samples []*perf.Sample
 		read := func() {
-			buf, offs := ring.ReadAll(nil, nil)
-			for i, off := range offs {
-				end := len(buf)
-				if i+1 < len(offs) {
-					end = offs[i+1]
-				}
-				rec, err := perf.Decode(buf[off:end], ev.Layout)
+			_, recs := ring.Peek(nil, nil)
+			defer ring.Release()
+			for _, raw := range recs {
+				// A copy: the samples are kept after the ring's space is released.
+				rec, err := perf.Decode(append([]byte(nil), raw...), ev.Layout)
 				if err != nil {
 					t.Fatal(err)
 				}

@@ -108,16 +108,7 @@ func TestLaneRangeBrowser(t *testing.T) {
 func TestSummarisedLaneBrowser(t *testing.T) {
 	path := testutil.NeedTool(t, "chromium")
 	const start = 1_000_000_000
-	p := &profile.Profile{
-		Frames:       []profile.Frame{{Function: "main"}},
-		Stacks:       [][]int32{{0}},
-		Threads:      map[uint32]profile.Thread{1: {PID: 1, TID: 1, Comm: "main"}},
-		StartTime:    start,
-		ValueSources: []recording.ValueSource{{Name: "n", Function: "work"}},
-	}
-	for i := range 400 { // 4 s of samples every 10 ms
-		p.Samples = append(p.Samples, profile.Sample{Time: uint64(start + i*10_000_000), PID: 1, TID: 1, Period: 10_000_000, Event: recording.EventCPU})
-	}
+	p := laneProfile(start, recording.ValueSource{Name: "n", Function: "work"})
 	// 100,000 values every 40 µs: i mod 100, and 5000 once.
 	for i := range 100_000 {
 		v := uint64(i % 100)

@@ -140,16 +140,7 @@ func TestValueLanes(t *testing.T) {
 // of the range widened to its buckets' edges at most.
 func TestValueLanesSummarised(t *testing.T) {
 	const start = 1_000_000_000
-	p := &profile.Profile{
-		Frames:       []profile.Frame{{Function: "main"}},
-		Stacks:       [][]int32{{0}},
-		Threads:      map[uint32]profile.Thread{1: {PID: 1, TID: 1, Comm: "main"}},
-		StartTime:    start,
-		ValueSources: []recording.ValueSource{{Name: "n", Function: "work"}},
-	}
-	for i := range 400 { // 4 s of samples every 10 ms
-		p.Samples = append(p.Samples, profile.Sample{Time: uint64(start + i*10_000_000), PID: 1, TID: 1, Period: 10_000_000, Event: recording.EventCPU})
-	}
+	p := laneProfile(start, recording.ValueSource{Name: "n", Function: "work"})
 	// 200,000 values every 20 µs: i mod 1000, NaN every 997th, a spike of
 	// 1e6 at 2.5 s and a dip of -5 at 0.7 s.
 	const n, every = 200_000, 20_000
@@ -350,4 +341,20 @@ func TestValuesAheadPause(t *testing.T) {
 	if answeringAfter != 0 {
 		t.Errorf("the value after 2^16 was read while %d requests were answered, want it read once none was", answeringAfter)
 	}
+}
+
+// laneProfile is a profile of one thread with 4 s of CPU samples every
+// 10 ms from start and the value sources given, their values to be added.
+func laneProfile(start uint64, sources ...recording.ValueSource) *profile.Profile {
+	p := &profile.Profile{
+		Frames:       []profile.Frame{{Function: "main"}},
+		Stacks:       [][]int32{{0}},
+		Threads:      map[uint32]profile.Thread{1: {PID: 1, TID: 1, Comm: "main"}},
+		StartTime:    start,
+		ValueSources: sources,
+	}
+	for i := range uint64(400) {
+		p.Samples = append(p.Samples, profile.Sample{Time: start + i*10_000_000, PID: 1, TID: 1, Period: 10_000_000, Event: recording.EventCPU})
+	}
+	return p
 }

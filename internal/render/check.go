@@ -127,8 +127,6 @@ func finite(f float64) *float64 {
 	return &f
 }
 
-func isFinite(f float64) bool { return !math.IsInf(f, 0) && !math.IsNaN(f) }
-
 // CheckJUnit writes the comparison as a JUnit XML report for CI: one test
 // case per function compared that changed, failing for degradations at or
 // above FailAbove, and one passing case for the rest.

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"github.com/culprit-dev/culprit/internal/analysis/vprof"
 	"io"
-	"math"
 	"path/filepath"
 	"strings"
 )
@@ -78,7 +77,7 @@ func diagNonNil(s []string) []string {
 // the statistics of the variables.
 func diagSanitize(d diagJSONDoc) diagJSONDoc {
 	fix := func(x *float64) {
-		if math.IsInf(*x, 0) || math.IsNaN(*x) {
+		if !isFinite(*x) {
 			*x = 0
 		}
 	}

@@ -3,6 +3,7 @@ package render
 import (
 	"encoding/json"
 	"io"
+	"math"
 
 	"github.com/culprit-dev/culprit/internal/profile"
 )
@@ -83,6 +84,10 @@ type flatJSON struct {
 	Sources   []jsonSource `json:"sources"`
 	Warnings  []string     `json:"warnings"`
 }
+
+// isFinite reports whether f is neither infinite nor NaN, which JSON
+// cannot hold.
+func isFinite(f float64) bool { return !math.IsInf(f, 0) && !math.IsNaN(f) }
 
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)

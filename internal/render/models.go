@@ -115,7 +115,7 @@ func ModelsSVG(w io.Writer, fs []models.Function, xname, unit string) error {
 		}
 		best := curve(f.Best.Eval)
 		for _, v := range best {
-			if !math.IsNaN(v) && !math.IsInf(v, 0) {
+			if isFinite(v) {
 				y1 = math.Max(y1, v)
 			}
 		}
@@ -141,7 +141,7 @@ func ModelsSVG(w io.Writer, fs []models.Function, xname, unit string) error {
 		path := func(ys []float64, style string) {
 			var b strings.Builder
 			for k, v := range ys {
-				if math.IsNaN(v) || math.IsInf(v, 0) {
+				if !isFinite(v) {
 					continue
 				}
 				cmd := "L"

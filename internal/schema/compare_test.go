@@ -1,6 +1,7 @@
 package schema
 
 import (
+	"reflect"
 	"testing"
 
 	"github.com/culprit-dev/culprit/internal/testutil"
@@ -59,6 +60,21 @@ func TestCompared(t *testing.T) {
 				if _, ok := b.Outcomes(5); ok {
 					t.Errorf("bounded:n: %+v; a comparison with another variable has outcomes", b)
 				}
+			}
+			// A Comparer, analysing a function when asked, answers as the
+			// analysis of every function does.
+			c, err := NewComparer(bin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			for k, want := range cmps {
+				if got, ok := c.Of(k); !ok || !reflect.DeepEqual(got, want) {
+					t.Errorf("%+v: the Comparer gives %+v, %v; the whole analysis %+v", k, got, ok, want)
+				}
+			}
+			if _, ok := c.Of(Key{Function: "nosuch", Variable: "n"}); ok {
+				t.Error("a local of no function has comparisons")
 			}
 		})
 	}

@@ -36,23 +36,35 @@ func ModelsText(w io.Writer, fs []models.Function, xname, unit string) error {
 	return tw.Flush()
 }
 
+// fitJSON is one fit as JSON, which has no NaN or infinity: a
+// coefficient that is not finite (a degenerate fit) is null, and an R²
+// that is not finite is 0, a model that explains nothing (as in check's
+// JSON).
 type fitJSON struct {
-	Kind     string  `json:"kind"`
-	B0       float64 `json:"b0"`
-	B1       float64 `json:"b1"`
-	R2       float64 `json:"r2"`
-	Reliable bool    `json:"reliable"`
-	Formula  string  `json:"formula"`
+	Kind     string   `json:"kind"`
+	B0       *float64 `json:"b0"`
+	B1       *float64 `json:"b1"`
+	R2       float64  `json:"r2"`
+	Reliable bool     `json:"reliable"`
+	Formula  string   `json:"formula"`
 }
 
 type smoothJSON struct {
-	Method    string    `json:"method"`
-	Fitted    []float64 `json:"fitted"`
-	R2        float64   `json:"r2"`
-	Bins      []float64 `json:"bins,omitempty"`
-	Window    int       `json:"window,omitempty"`
-	Bandwidth float64   `json:"bandwidth,omitempty"`
-	Decay     float64   `json:"decay,omitempty"`
+	Method    string     `json:"method"`
+	Fitted    []*float64 `json:"fitted"` // null where the smoother has no value
+	R2        float64    `json:"r2"`
+	Bins      []float64  `json:"bins,omitempty"`
+	Window    int        `json:"window,omitempty"`
+	Bandwidth float64    `json:"bandwidth,omitempty"`
+	Decay     float64    `json:"decay,omitempty"`
+}
+
+// r2JSON is an R² JSON can hold: 0 when it is not finite.
+func r2JSON(r2 float64) float64 {
+	if !isFinite(r2) {
+		return 0
+	}
+	return r2
 }
 
 // ModelsJSON writes every fit of every function.
@@ -69,7 +81,7 @@ func ModelsJSON(w io.Writer, fs []models.Function, xname, unit string) error {
 		Outliers int          `json:"outliers"` // points a robust fit gave no weight
 	}
 	conv := func(f models.Fit) fitJSON {
-		return fitJSON{Kind: f.Kind.String(), B0: f.B0, B1: f.B1, R2: f.R2, Reliable: f.Reliable(), Formula: f.Formula(xname)}
+		return fitJSON{Kind: f.Kind.String(), B0: finite(f.B0), B1: finite(f.B1), R2: r2JSON(f.R2), Reliable: f.Reliable(), Formula: f.Formula(xname)}
 	}
 	out := struct {
 		X         string `json:"x"`
@@ -82,7 +94,11 @@ func ModelsJSON(w io.Writer, fs []models.Function, xname, unit string) error {
 			j.Fits = append(j.Fits, conv(m))
 		}
 		for _, s := range f.Smooth {
-			j.Smooth = append(j.Smooth, smoothJSON{Method: s.Method, Fitted: s.Fitted, R2: s.R2, Bins: s.Bins, Window: s.Window, Bandwidth: s.Bandwidth, Decay: s.Decay})
+			fitted := make([]*float64, len(s.Fitted))
+			for i, v := range s.Fitted {
+				fitted[i] = finite(v)
+			}
+			j.Smooth = append(j.Smooth, smoothJSON{Method: s.Method, Fitted: fitted, R2: r2JSON(s.R2), Bins: s.Bins, Window: s.Window, Bandwidth: s.Bandwidth, Decay: s.Decay})
 		}
 		out.Functions = append(out.Functions, j)
 	}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -20,11 +21,11 @@ const hookMark = "# written by culprit check --install-hook"
 
 func newCheck() *cobra.Command {
 	var (
-		threshold, failAbove, z float64
-		x, arg, format, output  string
-		timeKind                string
-		installHook             bool
-		hookRun                 []string
+		threshold, failAbove, z, newShare float64
+		x, arg, format, output            string
+		timeKind                          string
+		installHook                       bool
+		hookRun                           []string
 	)
 	c := &cobra.Command{
 		Use:   "check [BASE..]TARGET",
@@ -69,6 +70,9 @@ severity, confidence and location in detail: docs/history.md (Check).`,
 			if threshold <= 0 {
 				return usagef("--threshold takes a positive percentage")
 			}
+			if newShare < 0 || newShare > 100 || math.IsNaN(newShare) {
+				return usagef("--new-share takes a percentage from 0 to 100")
+			}
 			if !c.Flags().Changed("fail-above") {
 				failAbove = threshold
 			}
@@ -89,7 +93,7 @@ severity, confidence and location in detail: docs/history.md (Check).`,
 				return err
 			}
 			defer st.Close()
-			h, res, err := checkCommits(st, baseRev, targetRev, x, check.Options{Threshold: threshold / 100, Z: z, Arg: arg, Wall: timeKind == "wall"})
+			h, res, err := checkCommits(st, baseRev, targetRev, x, check.Options{Threshold: threshold / 100, Z: z, Arg: arg, Wall: timeKind == "wall", NewShare: newShare / 100})
 			if err != nil {
 				return err
 			}
@@ -116,6 +120,7 @@ severity, confidence and location in detail: docs/history.md (Check).`,
 	f.Float64Var(&threshold, "threshold", 15, "smallest change of a function's time reported, percent")
 	f.Float64Var(&failAbove, "fail-above", 0, "exit 1 on a degradation of at least this many percent (default: --threshold)")
 	f.Float64Var(&z, "z", 3, "two-sample significance: |Z| at least this")
+	f.Float64Var(&newShare, "new-share", 100*check.DefaultNewShare, "a function sampled on one side only counts when it holds at least this percent of its side's time")
 	f.StringVar(&x, "x", "", "the input-size parameter for the model methods (default: the one that varies)")
 	f.StringVar(&arg, "arg", "", "traced runs: the argument (trace --args) calls' durations are modelled against (default: the one that explains most)")
 	f.StringVar(&timeKind, "time", "cpu", "traced runs: compare calls' time on the CPU (cpu; wall time where a recording did not measure it) or their wall durations (wall)")

@@ -337,7 +337,7 @@ func storeInputs(in *view.Inputs) {
 			return render.CheckHeader{}, check.Result{}, err
 		}
 		defer st.Close()
-		h, res, err := checkCommits(st, "", commit, "", check.Options{Threshold: 0.15, Z: 3})
+		h, res, err := checkCommits(st, "", commit, "", check.Options{Threshold: 0.15, Z: 3, NewShare: check.DefaultNewShare})
 		h.FailAbove = h.Threshold
 		return h, res, err
 	}

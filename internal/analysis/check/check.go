@@ -111,7 +111,20 @@ type Options struct {
 	// Wall compares traced calls by their wall durations even where their
 	// on-CPU times are known (Func.CPU).
 	Wall bool
+	// NewShare is the least share of its side's whole sampled time (all
+	// functions' amounts, the same pairs) a function sampled on one side
+	// only must hold to be reported (DefaultNewShare): its ratio is
+	// infinite and a handful of stray samples passes the two-sample
+	// test, so without a floor any function a run touched by chance
+	// (a fault, a loader path) would be a degradation.
+	NewShare float64
 }
+
+// DefaultNewShare is the share of the whole run's time a function new in
+// the target (or gone from it) needs to count as a change: 1%, the line
+// under which trace's pipelines may drop a function (docs/trace.md) and
+// below which a report's top shows no function as hot.
+const DefaultNewShare = 0.01
 
 // Method is one method's verdict on one function.
 type Method struct {
@@ -272,6 +285,17 @@ func Compare(base, target []Run, o Options) Result {
 		return s
 	}
 	b, t := build(base), build(target)
+	// whole is a side's summed amount of every function per pairing key.
+	whole := func(s side) map[string]float64 {
+		w := map[string]float64{}
+		for _, byKey := range s.funcs {
+			for k, a := range byKey {
+				w[k] += RunAmount(a.amounts, s.runs[k])
+			}
+		}
+		return w
+	}
+	bWhole, tWhole := whole(b), whole(t)
 	var res Result
 	var pairs []string
 	for k := range b.runs {
@@ -398,6 +422,20 @@ func Compare(base, target []Run, o Options) Result {
 			ratio = sumT / sumB
 		}
 		aat := verdict(ratio)
+		if !traced && (sumB == 0) != (sumT == 0) {
+			// Sampled on one side only: a change only when material.
+			w, amount := tWhole, sumT
+			if sumT == 0 {
+				w, amount = bWhole, sumB
+			}
+			var all float64
+			for _, p := range pts {
+				all += w[p.pairName]
+			}
+			if amount < o.NewShare*all {
+				aat = "none"
+			}
+		}
 		per := "per pair"
 		if traced {
 			per = "per call"

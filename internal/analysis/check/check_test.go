@@ -254,3 +254,41 @@ func TestCompareTracedCPU(t *testing.T) {
 		}
 	}
 }
+
+// A function sampled on one side only has an infinite (or zero) ratio, and
+// a few stray samples in each run pass the counting-noise test: it is a
+// change only when it holds NewShare of its side's time.
+func TestNewFunctionNeedsAShare(t *testing.T) {
+	base := runs(map[string]func(float64) float64{
+		"setup":   func(n float64) float64 { return 300 * n },
+		"gone":    func(n float64) float64 { return 4 },
+		"gonehot": func(n float64) float64 { return 100 },
+	})
+	target := runs(map[string]func(float64) float64{
+		"setup":  func(n float64) float64 { return 300 * n },
+		"stray":  func(n float64) float64 { return 4 },
+		"newhot": func(n float64) float64 { return 100 },
+	})
+	kinds := func(o Options) map[string]string {
+		got := map[string]string{}
+		for _, c := range Compare(base, target, o).Changes {
+			got[c.Function] = c.Kind
+		}
+		return got
+	}
+	// Without a floor the stray samples are a degradation: the case the
+	// floor exists for.
+	if got := kinds(Options{XName: "n"}); got["stray"] != "degradation" || got["gone"] != "optimization" {
+		t.Fatalf("without a floor: %v (the test's stray samples must pass the two-sample test)", got)
+	}
+	got := kinds(Options{XName: "n", NewShare: DefaultNewShare})
+	want := map[string]string{"newhot": "degradation", "gonehot": "optimization"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("with a floor of %g: %v, want %v", DefaultNewShare, got, want)
+	}
+	for _, c := range Compare(base, target, Options{XName: "n", NewShare: DefaultNewShare}).Changes {
+		if c.Function == "newhot" && !math.IsInf(c.Severity, 1) {
+			t.Errorf("newhot severity %v, want +Inf (new)", c.Severity)
+		}
+	}
+}

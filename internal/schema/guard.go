@@ -55,7 +55,7 @@ func (c *Code) Decider(addr uint64, callee string) (pred string, ok bool) {
 			return "", false
 		}
 	} else {
-		j := c.symByName(callee)
+		j := c.symByBase(callee)
 		if j < 0 {
 			return "", false
 		}
@@ -318,12 +318,13 @@ func funcWords(f *elf.File, starts map[uint64]bool) []uint64 {
 // below, greater, less: a threshold) rather than equality or a sign. For a
 // call inside a loop only its innermost loop's body counts, a jump back to
 // the loop's header or out of the loop ending the path, and its exit tests
-// left out: whether an iteration calls it, not whether the loop runs. ok is
-// false when the
-// function makes no direct call of callee.
+// left out: whether an iteration calls it, not whether the loop runs.
+// callee is a symbol's name or the name of a function GCC cloned
+// (symByBase). ok is false when the function makes no direct call of
+// callee.
 func (c *Code) Guard(addr uint64, callee string) (guarded, ordered, ok bool) {
 	i := c.symAt(addr)
-	j := c.symByName(callee)
+	j := c.symByBase(callee)
 	if i < 0 || j < 0 {
 		return false, false, false
 	}

@@ -3,6 +3,7 @@ package schema
 import (
 	"debug/elf"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/culprit-dev/culprit/internal/testutil"
@@ -126,4 +127,77 @@ func TestGuardThroughPLT(t *testing.T) {
 			t.Errorf("decide's calls of %s@plt: guarded %v, ordered %v, ok %v; want %v, %v, true", tc.callee, g, o, ok, tc.guarded, tc.ordered)
 		}
 	}
+}
+
+// A function GCC cloned (descend.constprop.0 at -O2) is found by the name
+// its frames have, descend: its call of itself, in every iteration of
+// its loop with no test of its own there, is not guarded.
+func TestGuardOfClone(t *testing.T) {
+	for _, level := range levels {
+		t.Run(level, func(t *testing.T) {
+			bin := testutil.C(t, "guard"+level, []string{"guard.c"}, level, "-g")
+			f, err := elf.Open(bin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			syms, err := f.Symbols()
+			f.Close()
+			if err != nil {
+				t.Fatal(err)
+			}
+			var at uint64
+			var name string
+			for _, s := range syms {
+				if elf.ST_TYPE(s.Info) == elf.STT_FUNC && (s.Name == "descend" || strings.HasPrefix(s.Name, "descend.")) && s.Value != 0 {
+					at, name = s.Value, s.Name
+				}
+			}
+			if at == 0 {
+				t.Fatal("no function descend")
+			}
+			if level == "-O2" && name == "descend" {
+				t.Fatalf("descend not cloned at -O2: the setting is not the one tested")
+			}
+			if g, o, ok := mustOpenCode(t, bin).Guard(at+1, "descend"); !ok || g || o {
+				t.Errorf("%s's call of itself, asked as descend: guarded %v, ordered %v, ok %v; want found, not guarded", name, g, o, ok)
+			}
+		})
+	}
+}
+
+// Whether a function's code can do more work on one call than on
+// another: ready has neither a loop nor a call, work loops, step calls.
+func TestShapeAt(t *testing.T) {
+	for _, level := range levels {
+		t.Run(level, func(t *testing.T) {
+			bin := testutil.C(t, "guard"+level, []string{"guard.c"}, level, "-g")
+			code := mustOpenCode(t, bin)
+			for _, tc := range []struct {
+				fn           string
+				loops, calls bool
+			}{
+				{"ready", false, false},
+				{"work", true, false},
+				{"step", false, true},
+			} {
+				a, _ := symbolAddr(t, bin, tc.fn)
+				s, ok := code.ShapeAt(a + 1)
+				if !ok || s.Unknown || (s.Loops > 0) != tc.loops || (len(s.Calls) > 0) != tc.calls {
+					t.Errorf("%s: shape %+v, ok %v; want loops %v, calls %v", tc.fn, s, ok, tc.loops, tc.calls)
+				}
+			}
+			if _, ok := code.ShapeAt(1); ok {
+				t.Error("an address outside every function has a shape")
+			}
+		})
+	}
+}
+
+func mustOpenCode(t *testing.T, bin string) *Code {
+	t.Helper()
+	code, err := OpenCode(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return code
 }

@@ -64,6 +64,25 @@ func (g *cfg) loopDepths() []int {
 	return d
 }
 
+// symByBase returns the index of the function symbol name or, when there
+// is none, of a clone GCC made of it (name.constprop.0, name.isra.0,
+// name.part.0: the name, a dot and a suffix; not the .cold part of a
+// function split in two, which is not entered by calls), or −1. The
+// analyses name a function as its frames do, with the clone suffixes
+// removed.
+func (c *Code) symByBase(name string) int {
+	if i := c.symByName(name); i >= 0 {
+		return i
+	}
+	for i := range c.syms {
+		n := c.syms[i].name
+		if strings.HasPrefix(n, name+".") && !strings.Contains(n[len(name):], ".cold") {
+			return i
+		}
+	}
+	return -1
+}
+
 // Shape returns the loops and calls of the function symbol name; ok is
 // false when there is none.
 func (c *Code) Shape(name string) (s Shape, ok bool) {
@@ -71,6 +90,19 @@ func (c *Code) Shape(name string) (s Shape, ok bool) {
 	if i < 0 {
 		return Shape{}, false
 	}
+	return c.shape(i), true
+}
+
+// ShapeAt is Shape of the function symbol holding addr.
+func (c *Code) ShapeAt(addr uint64) (s Shape, ok bool) {
+	i := c.symAt(addr)
+	if i < 0 {
+		return Shape{}, false
+	}
+	return c.shape(i), true
+}
+
+func (c *Code) shape(i int) (s Shape) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	g := c.cfgOf(i)
@@ -99,7 +131,7 @@ func (c *Code) Shape(name string) (s Shape, ok bool) {
 		}
 		s.Calls = append(s.Calls, call)
 	}
-	return s, true
+	return s
 }
 
 // isTableJump reports whether an indirect jump reads its target from

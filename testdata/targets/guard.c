@@ -3,7 +3,8 @@
  * unconditionally; mixed once under ready() and once without;
  * taken under ready() but its address is also in a table. decide calls
  * each in every iteration of its loop, fresh under an equality test and
- * over under a threshold. */
+ * over under a threshold. descend calls itself in every iteration of its
+ * loop, through the clone GCC makes of it at -O2. */
 #include <stdio.h>
 
 #define noinline __attribute__((noinline))
@@ -62,9 +63,25 @@ noinline void decide(struct state *s, long n)
 		over(s);
 }
 
+/* A search that tries the rest at every later position, calling itself
+ * in each iteration of its loop with no test of its own there; always
+ * called with exact 0, so GCC clones it at -O2 (descend.constprop.0). */
+static noinline int descend(const char *p, long n, int exact)
+{
+	if (*p == 'b')
+		return !exact || n == 1;
+	while (n > 0) {
+		if (descend(p + 1, n - 1, exact))
+			return 1;
+		n--;
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct state s = {0, argc + 3, 0};
+	s.done += descend(argv[0], argc + 3, 0);
 	for (long i = 0; i < 1000; i++) {
 		step(&s, i % 7);
 		other(&s);

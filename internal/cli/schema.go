@@ -238,6 +238,22 @@ func readsFinder(cf *codeFinder) vprof.ReadsFunc {
 	}
 }
 
+// shapeFinder tells the differential method whether a function's machine
+// code has a loop or a call, from the code of the recorded objects.
+func shapeFinder(cf *codeFinder) vprof.ShapeFunc {
+	return func(object string, offset uint64) (bool, bool, bool) {
+		c, addr, ok := cf.code(object, offset)
+		if !ok {
+			return false, false, false
+		}
+		s, ok := c.ShapeAt(addr)
+		if !ok || s.Unknown {
+			return false, false, false
+		}
+		return s.Loops > 0, len(s.Calls) > 0, true
+	}
+}
+
 // deciderFinder tells the differential method which predicate's answer
 // decides calls, from the machine code of the recorded objects.
 func deciderFinder(cf *codeFinder) vprof.DecideFunc {

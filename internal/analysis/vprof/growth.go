@@ -824,6 +824,14 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 		if in, p, ok := a.givenBound(f, fr, inputs, &bc); ok {
 			fr.Input, fr.Pattern = in, p
 		}
+		if fr.Evidence != EvidenceNone && fr.Share.Grew() && newRecursion(f, fr, &nc, &bc) {
+			// Its growth went into calls of itself the normal input never
+			// needed: how its code decides that call says which
+			// constraint failed (docs/vprof.md, "A recursion only the
+			// buggy runs made").
+			fr.NewRecursion = true
+			fr.Pattern, _ = a.callPattern(f, a.funcs[f].name)
+		}
 		if fr.Share.Grew() {
 			score[i] = (1 - discount) * fr.Share.Change
 		}
@@ -1032,6 +1040,80 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 			}
 		}
 	}
+	// Work that several callers ask for alike, whose every function does
+	// the same work on each call (straight-line code, or loops over their
+	// normal range), grew because it was asked for more: a caller whose
+	// calls of it took a larger part of its time than normally answers
+	// for that growth, and the work ranks below it (docs/vprof.md, "Work
+	// several callers ask for").
+	for wi, w := range ids {
+		wr := &fs[wi]
+		if !wr.Share.Grew() || a.system(w) || roots[w] {
+			continue
+		}
+		var askers []int
+		carriers := 0
+		for e, n := range bc.edges {
+			if e.callee != w || e.caller == w {
+				continue
+			}
+			part := share(nc.edges[e], nc.n, n, bc.n)
+			if !part.Grew() || part.Change < SharedPart*wr.Share.Change {
+				continue
+			}
+			carriers++
+			if j, ok := idx[e.caller]; ok && fs[j].Calls != nil && fs[j].Calls.Callee == wr.Name &&
+				!roots[e.caller] && !a.system(e.caller) {
+				askers = append(askers, j)
+			}
+		}
+		if carriers < 2 || len(askers) == 0 {
+			continue
+		}
+		top := map[int32]bool{w: true}
+		nu, bu := nc.under(top), bc.under(top)
+		work := []int{wi}
+		for g, n := range bu[w] {
+			j, ok := idx[g]
+			if !ok || !fs[j].Share.Grew() {
+				continue
+			}
+			if outside := share(nc.incl[g]-nu[w][g], nc.n, bc.incl[g]-n, bc.n); !outside.Grew() {
+				work = append(work, j)
+			}
+		}
+		worker, same := -1, true
+		for _, j := range work {
+			g := ids[j]
+			if !ownWork(&fs[j]) || a.system(g) {
+				continue
+			}
+			if _, more, ok := a.loopWork(charged[g]); !a.straight(g) && (!ok || more) {
+				same = false
+				break
+			}
+			if worker < 0 || fs[j].SelfShare.Change > fs[worker].SelfShare.Change {
+				worker = j
+			}
+		}
+		if !same || worker < 0 {
+			continue
+		}
+		for _, x := range askers {
+			xr := &fs[x]
+			if xr.Asks != nil {
+				continue
+			}
+			xr.Asks = &Asks{Callee: wr.Name, Callers: carriers, Worker: fs[worker].Name}
+			score[x] = xr.Share.Change
+			through[x], xr.Through = -1, ""
+			for _, j := range work {
+				if j != x {
+					below[j] = append(below[j], x)
+				}
+			}
+		}
+	}
 	// A function whose loop lingers on single iterations in the buggy runs
 	// (a loop variable whose values last longer) spends the growth of what
 	// it calls in those iterations: every function whose growth all occurs
@@ -1217,6 +1299,27 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 	for i := range fs {
 		fs[i].Why = why(&fs[i])
 	}
+}
+
+// SharedPart is the part of a function's growth each of several callers
+// must carry, through its calls of it, for that function to be work they
+// ask for alike (docs/vprof.md, "Work several callers ask for").
+const SharedPart = 0.25
+
+// newRecursion says whether function f calls itself in the buggy runs
+// and in no normal sample, while its normal samples were enough that,
+// calling itself as often as in the buggy runs, it would have been seen
+// doing so in at least NewPathExpected of them, and its calls of itself
+// carry a material part of its growth.
+func newRecursion(f int32, fr *FunctionResult, nc, bc *stackCounts) bool {
+	e := edge{f, f}
+	if nc.edges[e] > 0 || bc.edges[e] == 0 || bc.incl[f] == 0 {
+		return false
+	}
+	if nc.incl[f]*bc.edges[e]/bc.incl[f] < NewPathExpected {
+		return false
+	}
+	return material(share(0, nc.n, bc.edges[e], bc.n), fr.Share)
 }
 
 // SameWorkSamples is how many samples in each kind of run a loop variable
@@ -1591,6 +1694,12 @@ func why(f *FunctionResult) string {
 	}
 	if d := f.Decides; d != nil {
 		fmt.Fprintf(&b, "; its answer decides every call of %s, which ran more often", d.Callee)
+	}
+	if f.NewRecursion {
+		b.WriteString("; calls itself, which it did in no normal run")
+	}
+	if k := f.Asks; k != nil {
+		fmt.Fprintf(&b, "; asks for %s, which %d callers ask for alike and whose code does the same work per call (%s)", k.Callee, k.Callers, k.Worker)
 	}
 	if r := f.Repeats; r != nil {
 		fmt.Fprintf(&b, "; calls %s again with the arguments %s already called it with in the same request (%d of its %d calls, %s of %s's time in a trace)",

@@ -1461,3 +1461,167 @@ func TestSameBranches(t *testing.T) {
 		}
 	}
 }
+
+// analyzeHooks is analyzeWith with the machine code's answers given by
+// set (the hooks the CLI fills from schema.Code).
+func analyzeHooks(t *testing.T, set func(*Analyzer), normal, buggy []*profile.Profile) *Result {
+	t.Helper()
+	a, err := New(DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	set(a)
+	for _, p := range normal {
+		if err := a.AddNormal(p, Run{Path: "normal"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, p := range buggy {
+		if err := a.AddBuggy(p, Run{Path: "buggy"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	res, err := a.Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
+}
+
+// Work that two callers ask for alike (dispatch_2, entered from
+// dispatch_1 and from main, each carrying half of its growth), whose
+// only worker does the same work on every call, grew because it was
+// asked for more: dispatch_1, whose calls of it took 75% of its time
+// instead of 25%, answers for it and ranks above the work. When the
+// worker's code may do more per call (a loop, or a loop variable beyond
+// its normal range), or only one caller asks for it, the work keeps its
+// place (docs/vprof.md, "Work several callers ask for").
+func TestWorkSeveralCallersAskFor(t *testing.T) {
+	fx := newFixture(t)
+	mk := func(buggy, twoCallers, beyond bool) *profile.Profile {
+		r := fx.create(t, "asks.rec")
+		n := r.variable("n", "dispatch_1", "long", "none", false)
+		k := r.variable("k", "worker", "long", "loop", false)
+		work := 100
+		if buggy {
+			work = 900
+		}
+		kv := func(i int) int64 {
+			if buggy && beyond {
+				return int64(100 + i%10)
+			}
+			return int64(i % 10)
+		}
+		for i := 0; i < 300; i++ {
+			r.tick(1, []string{"dispatch_1", "main"}, 0, val{n, 0, int64(i % 5)})
+		}
+		for i := 0; i < work; i++ {
+			r.tick(1, []string{"worker", "dispatch_2", "dispatch_1", "main"}, 0, val{k, 0, kv(i)}, val{n, 2, int64(i % 5)})
+			if twoCallers {
+				r.tick(1, []string{"worker", "dispatch_2", "main"}, 0, val{k, 0, kv(i)})
+			}
+		}
+		for i := 0; i < 600; i++ {
+			r.tick(1, []string{"main"}, 0)
+		}
+		return r.done()
+	}
+	w := fx.funcs["worker"]
+	shapes := func(loops bool) func(*Analyzer) {
+		return func(a *Analyzer) {
+			a.SetShapes(func(_ string, off uint64) (bool, bool, bool) {
+				if off >= w.off && off < w.off+w.size {
+					return loops, false, true
+				}
+				return true, true, true
+			})
+		}
+	}
+	for _, c := range []struct {
+		name                      string
+		twoCallers, beyond, loops bool
+		asks                      bool
+	}{
+		{"straight worker", true, false, false, true},
+		{"loop in range", true, false, true, true},
+		{"loop beyond its range", true, true, true, false},
+		{"one caller", false, false, false, false},
+	} {
+		res := analyzeHooks(t, shapes(c.loops), []*profile.Profile{mk(false, c.twoCallers, c.beyond)}, []*profile.Profile{mk(true, c.twoCallers, c.beyond)})
+		d1, d2, wk := res.fn(t, "dispatch_1"), res.fn(t, "dispatch_2"), res.fn(t, "worker")
+		if d1.Calls == nil || d1.Calls.Callee != "dispatch_2" {
+			t.Fatalf("%s: dispatch_1 calls %+v, want dispatch_2: the setting is not the one tested", c.name, d1.Calls)
+		}
+		if !c.asks {
+			if d1.Asks != nil || d1.Rank < d2.Rank {
+				t.Errorf("%s: dispatch_1 rank %d asks %+v, above dispatch_2 (rank %d)", c.name, d1.Rank, d1.Asks, d2.Rank)
+			}
+			continue
+		}
+		if d1.Asks == nil || d1.Asks.Callee != "dispatch_2" || d1.Asks.Callers != 2 || d1.Asks.Worker != "worker" {
+			t.Errorf("%s: dispatch_1 asks %+v, want dispatch_2 of 2 callers, worker", c.name, d1.Asks)
+		}
+		if d1.Rank != 1 || d2.Rank < d1.Rank || wk.Rank < d1.Rank || d1.Pattern != MissingConstraint ||
+			!strings.Contains(d1.Why, "asks for dispatch_2, which 2 callers ask for alike") {
+			t.Errorf("%s: dispatch_1 rank %d pattern %s why %q; dispatch_2 %d, worker %d", c.name, d1.Rank, d1.Pattern, d1.Why, d2.Rank, wk.Rank)
+		}
+	}
+}
+
+// A function whose growth went into calls of itself that no normal run
+// made takes its pattern from how its code decides that call; a
+// recursion the normal runs made too says nothing of the kind (docs/vprof.md,
+// "A recursion only the buggy runs made").
+func TestNewRecursion(t *testing.T) {
+	fx := newFixture(t)
+	mk := func(buggy, normalRecurses bool) *profile.Profile {
+		r := fx.create(t, "recur.rec")
+		k := r.variable("k", "worker", "long", "loop", false)
+		work := 200
+		if buggy {
+			work = 900
+		}
+		for i := 0; i < work; i++ {
+			stack := []string{"worker", "dispatch_1", "main"}
+			if (buggy || normalRecurses) && i%2 == 0 {
+				stack = []string{"worker", "worker", "worker", "dispatch_1", "main"}
+			}
+			r.tick(1, stack, 0, val{k, 0, int64(i % 10)})
+		}
+		for i := 0; i < 600; i++ {
+			r.tick(1, []string{"main"}, 0)
+		}
+		return r.done()
+	}
+	w := fx.funcs["worker"]
+	guards := func(ordered bool) func(*Analyzer) {
+		return func(a *Analyzer) {
+			a.SetGuards(func(_ string, off uint64, callee string) (bool, bool, bool) {
+				if off >= w.off && off < w.off+w.size && callee == "worker" {
+					return true, ordered, true
+				}
+				return false, false, false
+			})
+		}
+	}
+	for _, c := range []struct {
+		name                    string
+		normalRecurses, ordered bool
+		want                    Pattern
+		recursion               bool
+	}{
+		{"equality decides", false, false, MissingConstraint, true},
+		{"threshold decides", false, true, WrongConstraint, true},
+		{"normal runs recurse", true, true, Scalability, false},
+	} {
+		res := analyzeHooks(t, guards(c.ordered), []*profile.Profile{mk(false, c.normalRecurses)}, []*profile.Profile{mk(true, c.normalRecurses)})
+		wk := res.fn(t, "worker")
+		if wk.Evidence != EvidenceOwnTime {
+			t.Fatalf("%s: worker's evidence %s, want own-time: the setting is not the one tested", c.name, wk.Evidence)
+		}
+		if wk.NewRecursion != c.recursion || wk.Pattern != c.want ||
+			c.recursion && !strings.Contains(wk.Why, "calls itself, which it did in no normal run") {
+			t.Errorf("%s: worker new recursion %v pattern %s why %q, want %v, %s", c.name, wk.NewRecursion, wk.Pattern, wk.Why, c.recursion, c.want)
+		}
+	}
+}

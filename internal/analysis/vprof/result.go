@@ -174,12 +174,28 @@ type FunctionResult struct {
 	// Repeats: a trace shows it calling a function again with the
 	// arguments of an earlier call in the same request.
 	Repeats *Repeat `json:"repeats,omitempty"`
+	// Asks: the work it asks for, which several callers ask for alike and
+	// whose every function does the same work per call: it answers for
+	// that work's growth (docs/vprof.md, "Work several callers ask for").
+	Asks *Asks `json:"asks,omitempty"`
+	// NewRecursion: it calls itself in the buggy runs, which no normal
+	// run did; its pattern is how its code decides that call.
+	NewRecursion bool `json:"new_recursion,omitempty"`
 	// Unsampled says why none of its own variables could be sampled when
 	// the runs' schemas list none: UnsampledNoDebugInfo or
 	// UnsampledNotListed ("" when some are listed). Its own time then
 	// says that it did more work, not which pattern (Pattern is none).
 	Unsampled string `json:"unsampled,omitempty"`
 	Why       string `json:"why,omitempty"`
+}
+
+// Asks is the work a caller asks for (FunctionResult.Asks): Callee, which
+// Callers functions call for a part of its growth each, and Worker, the
+// function under it whose own code did the work.
+type Asks struct {
+	Callee  string `json:"callee"`
+	Callers int    `json:"callers"`
+	Worker  string `json:"worker"`
 }
 
 // Why a function has no variables of its own to sample (FunctionResult.Unsampled).

@@ -30,6 +30,7 @@ type Analyzer struct {
 	decideOf DecideFunc
 	guardOf  GuardFunc
 	branchOf BranchFunc
+	shapeOf  ShapeFunc
 	pause    func()  // SetPause's (nil: none)
 	blocks   []Block // distinct basic blocks where buggy values were read (Samples unused)
 	blockIdx map[blockKey]int32
@@ -115,6 +116,30 @@ type BranchFunc func(function, variable, file string, line int) (outcomes func(x
 // branches its normal values took (docs/vprof.md, "Values that decide
 // nothing new"). Call it before adding runs.
 func (a *Analyzer) SetBranches(f BranchFunc) { a.branchOf = f }
+
+// ShapeFunc says what the machine code of the function holding a file
+// offset of an object is made of: whether it has a loop (an edge back to
+// a block that dominates its source) and whether it calls or jumps to
+// another function; known is false when it cannot tell.
+type ShapeFunc func(object string, offset uint64) (loops, calls, known bool)
+
+// SetShapes has the differential method tell code that does the same
+// work on every call (no loop, no call: straight-line code) from code
+// whose work per call may grow (docs/vprof.md, "Work several callers
+// ask for"). Call it before adding runs.
+func (a *Analyzer) SetShapes(f ShapeFunc) { a.shapeOf = f }
+
+// straight says whether function f's code has neither a loop nor a call,
+// so that each call of it does the same bounded work; false when the
+// machine code cannot tell.
+func (a *Analyzer) straight(f int32) bool {
+	fn := a.funcs[f]
+	if a.shapeOf == nil || !fn.atOK {
+		return false
+	}
+	loops, calls, known := a.shapeOf(fn.object, fn.at)
+	return known && !loops && !calls
+}
 
 // SetBlocks has localisation report the basic blocks where anomalous values
 // were read, found by f (the analysis does not read machine code itself).

@@ -115,24 +115,29 @@ one() {
 		w=$out/$c
 		mkdir -p "$w"
 		log=$w/log.txt
+		# timed LABEL CMD...: runs CMD, adding "LABEL wall user sys" (seconds;
+		# user and system CPU time of CMD and every process it waited for)
+		# to OUTDIR/CASE/times.txt.
+		timed() { local l=$1; shift; /usr/bin/time -a -o "$w/times.txt" -f "$l %e %U %S" "$@"; }
 		# rec K: the suffix of pair K's value recordings.
 		rec() { [ "$1" = 1 ] && echo rec || echo "$1.rec"; }
 		if [ "$phase" != analyse ] && { [ $again = 0 ] || [ ! -f "$w/buggy.ev.rec" ]; }; then
 			[ $keep = 1 ] || : >"$log"
+			[ $keep = 1 ] || : >"$w/times.txt"
 			if [ -x "$dir/build.sh" ]; then
-				"$dir/build.sh" "$w/build"
+				timed build "$dir/build.sh" "$w/build"
 			else
-				"$root/bench/bugs/cprog.sh" "$dir" "$w/build"
+				timed build "$root/bench/bugs/cprog.sh" "$dir" "$w/build"
 			fi >>"$log" 2>&1 || { echo "$c: build failed, see $log" >&2; exit 1; }
 			# have FILE: with -c, whether FILE was recorded already (else
 			# remove it).
 			have() { [ $keep = 1 ] && [ -s "$1" ] && return 0; rm -f "$1"; return 1; }
 			for mode in normal buggy; do
 				have "$w/$mode.perf" ||
-					"$dir/run.sh" "$w/build" $mode -- perf record -q -g -o "$w/$mode.perf" -- >>"$log" 2>&1 ||
+					timed "perf-$mode" "$dir/run.sh" "$w/build" $mode -- perf record -q -g -o "$w/$mode.perf" -- >>"$log" 2>&1 ||
 					{ rm -f "$w/$mode.perf"; echo "$c: perf $mode run failed, see $log" >&2; exit 1; }
 				have "$w/$mode.ev.rec" ||
-					"$dir/run.sh" "$w/build" $mode -- "$culprit" record --events cpu,syscalls,sched -o "$w/$mode.ev.rec" -- >>"$log" 2>&1 ||
+					timed "events-$mode" "$dir/run.sh" "$w/build" $mode -- "$culprit" record --events cpu,syscalls,sched -o "$w/$mode.ev.rec" -- >>"$log" 2>&1 ||
 					{ rm -f "$w/$mode.ev.rec"; echo "$c: culprit --events $mode run failed, see $log" >&2; exit 1; }
 			done
 			# The value recordings alternate normal and buggy, so that a
@@ -141,7 +146,7 @@ one() {
 				for mode in normal buggy; do
 					f=$w/$mode.$(rec "$k")
 					have "$f" ||
-						"$dir/run.sh" "$w/build" $mode -- "$culprit" record --values -o "$f" -- >>"$log" 2>&1 ||
+						timed "values-$mode" "$dir/run.sh" "$w/build" $mode -- "$culprit" record --values -o "$f" -- >>"$log" 2>&1 ||
 						{ rm -f "$f"; echo "$c: culprit --values $mode run $k failed, see $log" >&2; exit 1; }
 				done
 			done
@@ -151,13 +156,17 @@ one() {
 			exit 0
 		fi
 		[ "$phase" = record ] && exit 0
-		perf_rank=$(perf report -i "$w/buggy.perf" --no-children --sort symbol -g none --stdio -q 2>/dev/null |
+		# The analyses' times replace those of an earlier analysis.
+		[ -f "$w/times.txt" ] && sed -i '/^\(perf-report\|report\|diagnose\|contexts\)/d' "$w/times.txt"
+		perf_rank=$(timed perf-report perf report -i "$w/buggy.perf" --no-children --sort symbol -g none --stdio -q 2>/dev/null |
 			sed -n 's/^ *[0-9.]*% *\[[.k]\] \([^ ]*\).*/\1/p' | rank "$ROOT_CAUSE")
-		report_rank=$("$culprit" report "$w/buggy.rec" --format json 2>/dev/null | jq -r '.entries[].name' | rank "$ROOT_CAUSE")
+		report_rank=$(timed report "$culprit" report "$w/buggy.rec" --format json 2>/dev/null | jq -r '.entries[].name' | rank "$ROOT_CAUSE")
 		diag() { # diag K JSON FLAGS...: rank and pattern on pair K
 			local k=$1 j=$w/$2
 			shift 2
-			"$culprit" diagnose --normal "$w/normal.$(rec "$k")" --buggy "$w/buggy.$(rec "$k")" --top 0 --format json "$@" >"$j" 2>>"$log" || { echo "- -"; return; }
+			local lab=diagnose
+			[ "${1:-}" = --method ] && lab=diagnose-$2
+			timed "$lab" "$culprit" diagnose --normal "$w/normal.$(rec "$k")" --buggy "$w/buggy.$(rec "$k")" --top 0 --format json "$@" >"$j" 2>>"$log" || { echo "- -"; return; }
 			r=$(jq -r '.functions[].name' "$j" | rank "$ROOT_CAUSE")
 			p=$(jq -r --arg n "$ROOT_CAUSE" '[.functions[] | select(.name == $n)][0].pattern // "-"' "$j")
 			echo "$r $p"
@@ -173,7 +182,7 @@ one() {
 			echo "$k ${d% *} $(mark "${d#* }") ${v% *} $(mark "${v#* }")" >>"$w/pairs.txt"
 		done
 		[ -s "$w/pairs.txt" ] || { echo "$c: no pair of value recordings in $w" >&2; exit 1; }
-		ctx_rank=$("$culprit" contexts --base "$w/normal.ev.rec" --buggy "$w/buggy.ev.rec" --top 0 --format json 2>>"$log" |
+		ctx_rank=$(timed contexts "$culprit" contexts --base "$w/normal.ev.rec" --buggy "$w/buggy.ev.rec" --top 0 --format json 2>>"$log" |
 			jq -r --arg n "$ROOT_CAUSE" '[.paths[] | select(any(.frames[]; .name == $n)) | .rank][0] // "-"')
 		# Per method: the median rank (the middle one, the worse of the two
 		# for an even count; "-" below every rank), the pairs ranking it 1st
@@ -268,4 +277,11 @@ for kind in own debian; do
 	done
 	summary "$kind, all" $kind ""
 done
+# Where the time went: per step, over the cases, the wall time and the CPU
+# time (user + system) of the step's processes (times.txt; the analyses ran
+# beside the next case's recording, so their wall times overlap it).
+for c in "${cases[@]}"; do
+	[ -f "$out/$c/times.txt" ] && cat "$out/$c/times.txt"
+done | awk 'NF == 4 && $2 ~ /^[0-9.]+$/ { w[$1] += $2; u[$1] += $3 + $4; W += $2; U += $3 + $4; if (!($1 in o)) o[$1] = ++n; l[o[$1]] = $1 }
+	END { if (!n) exit; printf "time per step (wall s / CPU s):"; for (i = 1; i <= n; i++) printf " %s %.0f/%.0f", l[i], w[l[i]], u[l[i]]; printf "; all %.0f/%.0f\n", W, U }'
 echo "$(date -u +%Y-%m-%d), $((($(date +%s) - start))) s"

@@ -1147,7 +1147,12 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 				if !ok || !fs[j].Share.Grew() {
 					continue
 				}
-				if !lingering(&fs[fi]) && (!spends(&fs[j]) || 2*fs[fi].Share.Change < fs[j].Share.Change) {
+				// A function whose own growth is less than half of g's
+				// cannot have spent g's growth, lingering or deciding: its
+				// share, already near the whole run, could not grow by it
+				// (an event loop whose loop variable lasts longer while
+				// the work it dispatches grows).
+				if 2*fs[fi].Share.Change < fs[j].Share.Change || !lingering(&fs[fi]) && !spends(&fs[j]) {
 					continue
 				}
 				outside := share(nc.incl[g]-nu[f][g], nc.n, bc.incl[g]-n, bc.n)

@@ -1625,3 +1625,56 @@ func TestNewRecursion(t *testing.T) {
 		}
 	}
 }
+
+// A loop whose variable lasts longer in the buggy runs spends the growth
+// of what it calls in those iterations, and its callee ranks below it;
+// not when its own growth is less than half of the callee's: an event
+// loop, already near the whole run, cannot have grown by it
+// (docs/vprof.md, "A lingering loop takes its callees' growth").
+func TestLingeringLoopTakesGrowth(t *testing.T) {
+	fx := newFixture(t)
+	mk := func(buggy, eventLoop bool) *profile.Profile {
+		r := fx.create(t, "linger.rec")
+		i := r.variable("i", "dispatch_1", "long", "loop", false)
+		own, work, idle := 300, 100, 600
+		if eventLoop {
+			own, work, idle = 900, 100, 20
+		}
+		if buggy {
+			work = 900
+			if eventLoop {
+				work, idle = 1500, 0
+			}
+		}
+		// Normally i steps at every sample; in the buggy runs each value
+		// lasts ten samples.
+		k := 0
+		iv := func() int64 {
+			k++
+			if buggy {
+				return int64((k / 10) % 50)
+			}
+			return int64(k % 50)
+		}
+		for n := 0; n < own; n++ {
+			r.tick(1, []string{"dispatch_1", "main"}, 0, val{i, 0, iv()})
+		}
+		for n := 0; n < work; n++ {
+			r.tick(1, []string{"worker", "dispatch_1", "main"}, 0, val{i, 1, iv()})
+		}
+		for n := 0; n < idle; n++ {
+			r.tick(1, []string{"main"}, 0)
+		}
+		return r.done()
+	}
+	for _, eventLoop := range []bool{false, true} {
+		res := analyzeWith(t, DefaultOptions(), []*profile.Profile{mk(false, eventLoop)}, []*profile.Profile{mk(true, eventLoop)})
+		d, w := res.fn(t, "dispatch_1"), res.fn(t, "worker")
+		if d.Var == nil || d.Var.Dimension != DimDuration || d.Evidence != EvidenceVariable || !d.Share.Grew() {
+			t.Fatalf("event loop %v: dispatch_1 evidence %s, variable %+v, share %+v: the setting is not the one tested", eventLoop, d.Evidence, d.Var, d.Share)
+		}
+		if below := w.Rank > d.Rank; below == eventLoop {
+			t.Errorf("event loop %v: worker rank %d, dispatch_1 rank %d (growth %.3f against %.3f)", eventLoop, w.Rank, d.Rank, d.Share.Change, w.Share.Change)
+		}
+	}
+}

@@ -4,7 +4,8 @@
 # For every case in bench/bugs/<case>/ (the format: docs/accuracy.md) it
 # builds the program, records one normal and one buggy run with perf
 # (perf record -g), R of each with culprit record --values (for report and
-# diagnose; -R, default 1) and one of each with culprit record --events cpu,syscalls,sched
+# diagnose; -R, default 1; with the schema of the case's PROGRAM, made
+# once, when case.conf names one) and one of each with culprit record --events cpu,syscalls,sched
 # (for contexts; recorded apart because tracing every system call and
 # context switch costs kernel CPU time that would distort the CPU profiles
 # of servers), and prints one row per case:
@@ -140,13 +141,28 @@ one() {
 					timed "events-$mode" "$dir/run.sh" "$w/build" $mode -- "$culprit" record --events cpu,syscalls,sched -o "$w/$mode.ev.rec" -- >>"$log" 2>&1 ||
 					{ rm -f "$w/$mode.ev.rec"; echo "$c: culprit --events $mode run failed, see $log" >&2; exit 1; }
 			done
+			# The program's schema, made once per case when case.conf names
+			# the program (PROGRAM, under the build directory): --values
+			# alone makes it again in every value recording (14 s of CPU
+			# for xmllint, with libxml2 linked in). --values=SCHEMA samples
+			# that object only, so a case whose program has libraries of
+			# its own, sampled too, names none (lib_scal, lib_missing).
+			values=--values
+			if [ -n "${PROGRAM:-}" ]; then
+				s=$w/program.schema
+				if [ ! -s "$s" ] || [ "$w/build/$PROGRAM" -nt "$s" ]; then
+					timed schema "$culprit" schema "$w/build/$PROGRAM" -o "$s" >>"$log" 2>&1 ||
+						{ rm -f "$s"; echo "$c: culprit schema $PROGRAM failed, see $log" >&2; exit 1; }
+				fi
+				values=--values=$s
+			fi
 			# The value recordings alternate normal and buggy, so that a
 			# change of the machine's load falls on both kinds.
 			for k in $(seq 1 "$pairs"); do
 				for mode in normal buggy; do
 					f=$w/$mode.$(rec "$k")
 					have "$f" ||
-						timed "values-$mode" "$dir/run.sh" "$w/build" $mode -- "$culprit" record --values -o "$f" -- >>"$log" 2>&1 ||
+						timed "values-$mode" "$dir/run.sh" "$w/build" $mode -- "$culprit" record "$values" -o "$f" -- >>"$log" 2>&1 ||
 						{ rm -f "$f"; echo "$c: culprit --values $mode run $k failed, see $log" >&2; exit 1; }
 				done
 			done

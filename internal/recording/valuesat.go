@@ -1,0 +1,90 @@
+package recording
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"hash/crc32"
+	"io"
+)
+
+// Offset is the file offset of the frame Next examines next: after Next
+// has returned a record, where that record ends (after a run of values it
+// stepped over, where the run ends). A reader that notes it before and
+// after Next knows the bytes a record came from, to read them again
+// (EachValueAt).
+func (r *Reader) Offset() int64 { return r.pos }
+
+// EachValueAt calls yield with each Value record in the size bytes of ra at
+// offset off, in file order, until it returns false: the bytes of a run of
+// values (the Size bytes after its ValueIndex) or of values read one by one
+// (the bytes Next read them from, Offset before and after). Records of
+// other kinds among them are stepped over, and damaged bytes are skipped
+// as Next skips them. The *Value is yield's only until it returns. buf is
+// where the bytes are read (grown as needed) and is returned, for the next
+// call; it reports whether yield asked to stop. A file that no longer
+// holds the bytes (cut since) is an error.
+//
+// Unlike a Reader, it decodes the frames in place, one after the other,
+// without a copy or an allocation per record: reading a run this way costs
+// its CRCs and its varints, little more.
+func EachValueAt(ra io.ReaderAt, off, size int64, buf []byte, yield func(*Value) bool) ([]byte, bool, error) {
+	if size < 0 || size > 1<<40 {
+		return buf, false, fmt.Errorf("reading values at %d: impossible size %d", off, size)
+	}
+	if int64(cap(buf)) < size {
+		buf = make([]byte, size)
+	}
+	buf = buf[:size]
+	if n, err := ra.ReadAt(buf, off); int64(n) < size {
+		if err == nil || err == io.EOF {
+			err = io.ErrUnexpectedEOF
+		}
+		return buf, false, fmt.Errorf("reading values at %d (%d bytes): %w", off, size, err)
+	}
+	var v Value
+	tab := castagnoli()
+	b := buf
+	for len(b) > 0 {
+		k := Kind(b[0])
+		var n uint64
+		var ln int
+		if len(b) > 1 && b[1] < 0x80 {
+			n, ln = uint64(b[1]), 1
+		} else {
+			n, ln = binary.Uvarint(b[1:])
+		}
+		if k == 0 || ln <= 0 || ln > maxHead-1 || n > MaxPayload || uint64(len(b)) < 1+uint64(ln)+n+crcSize {
+			return buf, salvageValues(b, yield), nil
+		}
+		end := 1 + ln + int(n)
+		if crc32.Checksum(b[:end], tab) != binary.LittleEndian.Uint32(b[end:]) {
+			return buf, salvageValues(b, yield), nil
+		}
+		if k == KindValue {
+			// A payload that does not decode is damage, skipped as Next
+			// skips it.
+			if _, ok := decodePayload(k, b[1+ln:end], nil, nil, &v); ok && !yield(&v) {
+				return buf, true, nil
+			}
+		}
+		b = b[end+crcSize:]
+	}
+	return buf, false, nil
+}
+
+// salvageValues reads the Value records of b, which starts with a frame
+// that is not whole or not valid, as Next reads a damaged file: it reports
+// whether yield asked to stop.
+func salvageValues(b []byte, yield func(*Value) bool) bool {
+	r := &Reader{src: bytes.NewReader(b), name: "values", buf: make([]byte, 0, readChunk), reuse: true}
+	for {
+		rec, err := r.Next()
+		if err != nil {
+			return false // io.EOF: a bytes.Reader has no other error
+		}
+		if v, ok := rec.(*Value); ok && !yield(v) {
+			return true
+		}
+	}
+}

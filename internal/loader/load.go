@@ -575,7 +575,7 @@ func (l *loader) readFile(idx int, path string, records *int, progress func(int)
 	if l.stream != nil {
 		f := l.stream.files[idx]
 		f.records = uint64(*records - base)
-		f.values, f.vlate, f.runs = vs.values, vs.late, vs.runs
+		f.values, f.vlate, f.runs, f.regions = vs.values, vs.late, vs.runs, vs.regions
 		l.stream.values += int(vs.values)
 	}
 	src.Salvage = r.Salvage().String()
@@ -660,6 +660,7 @@ func (l *loader) readAhead(r *recording.Reader, stacks *stackRecs, vs *valueSkip
 		r.SkipValues(vs.indexed)
 	}
 	for {
+		at := r.Offset()
 		rec, err := r.Next()
 		if err == io.EOF {
 			return end(nil)
@@ -672,6 +673,7 @@ func (l *loader) readAhead(r *recording.Reader, stacks *stackRecs, vs *valueSkip
 		case *recording.ValueIndex:
 			vs.addIndex(v, n)
 			vs.runs = append(vs.runs, n)
+			vs.noteRun(v, r.Offset(), n)
 			n += v.Count - 1
 			continue
 		case *recording.Stack:
@@ -687,6 +689,7 @@ func (l *loader) readAhead(r *recording.Reader, stacks *stackRecs, vs *valueSkip
 		case *recording.Value:
 			if vs != nil {
 				vs.add(v, n)
+				vs.noteValue(v.Time, at, r.Offset(), n)
 				continue
 			}
 			x := *v // the reader reuses v

@@ -60,12 +60,17 @@ func RecordedObjects(paths []string) ([]profile.RecordedObject, error) {
 
 // eachMmap calls fn with every Mmap record of the recordings, in order.
 // Damaged files are read up to their last complete record, as Load does.
+// The runs of values are stepped over unread, and the samples, stacks and
+// values read are decoded into one record each (Reuse): on recordings of
+// sampled values, decoding the values was nearly all of the reading.
 func eachMmap(paths []string, fn func(*recording.Mmap)) error {
 	for _, path := range paths {
 		r, err := recording.Open(path)
 		if err != nil {
 			return err
 		}
+		r.Reuse()
+		r.SkipValues(func(*recording.ValueIndex) bool { return true })
 		for {
 			rec, err := r.Next()
 			if err == io.EOF {

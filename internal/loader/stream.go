@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime"
 	"slices"
+	"sync"
 
 	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/recording"
@@ -78,6 +80,9 @@ type streamFile struct {
 	// (recording.Reader.SkipValues): the records of their first values, in
 	// order. A second reading of the samples steps over them too.
 	runs []uint64
+	// regions are where the file's values are, in file order: the time
+	// index of eachValueWithin.
+	regions []valueRegion
 }
 
 // sourceSet is a file's value source ID mapped to a profile value source
@@ -245,6 +250,157 @@ func (l *loader) endValues() {
 		st.vcounts = append(st.vcounts, profile.ValueCount{})
 	}
 	l.p.SetValueStream(st.vcounts, st.eachValue)
+	l.p.SetValueIndex(st.valuesWithinCost, st.eachValueWithin)
+}
+
+// valuesWithinCost is how many values eachValueWithin reads for the times
+// [from, to): those of the regions whose times overlap them.
+func (st *streamState) valuesWithinCost(from, to uint64) int {
+	n := 0
+	for _, f := range st.files {
+		for _, g := range f.regions {
+			if g.to >= from && g.from < to {
+				n += int(g.count)
+			}
+		}
+	}
+	return n
+}
+
+// eachValueWithin yields the values whose times lie in [from, to), file
+// by file, each file's in file order, without their frames, until yield
+// returns false: it reads only the regions of values whose times overlap
+// [from, to), each in one read, decoded in place
+// (recording.EachValueAt), and no other record. What needs neither the
+// time order nor the frames (summaries by time, a range's values) reads
+// the values this way in a fraction of eachValue's time. The regions are
+// read and decoded by as many goroutines as there are CPUs, a few regions
+// ahead of yield, which is called on the caller's goroutine, in order.
+func (st *streamState) eachValueWithin(from, to uint64, yield func(*profile.Value) bool) error {
+	type job struct {
+		f *streamFile
+		g valueRegion
+	}
+	var jobs []job
+	for _, f := range st.files {
+		for _, g := range f.regions {
+			if g.to >= from && g.from < to {
+				jobs = append(jobs, job{f, g})
+			}
+		}
+	}
+	if len(jobs) == 0 {
+		return nil
+	}
+	type result struct {
+		vals []recording.Value
+		err  error
+	}
+	workers := min(len(jobs), max(1, runtime.GOMAXPROCS(0)))
+	results := make([]chan result, len(jobs))
+	for i := range results {
+		results[i] = make(chan result, 1)
+	}
+	ahead := make(chan struct{}, 2*workers) // the regions read ahead of yield
+	free := make(chan []recording.Value, 2*workers+1)
+	next := make(chan int)
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	defer func() {
+		close(done)
+		wg.Wait()
+	}()
+	wg.Add(1 + workers)
+	go func() {
+		defer wg.Done()
+		defer close(next)
+		for i := range jobs {
+			select {
+			case ahead <- struct{}{}:
+			case <-done:
+				return
+			}
+			select {
+			case next <- i:
+			case <-done:
+				return
+			}
+		}
+	}()
+	for range workers {
+		go func() {
+			defer wg.Done()
+			var buf []byte
+			for i := range next {
+				var vals []recording.Value
+				select {
+				case vals = <-free:
+				default:
+				}
+				j := jobs[i]
+				var err error
+				buf, _, err = recording.EachValueAt(j.f.f, int64(j.g.off), int64(j.g.end-j.g.off), buf, func(x *recording.Value) bool {
+					if x.Time >= from && x.Time < to {
+						vals = append(vals, *x)
+					}
+					return true
+				})
+				if err != nil {
+					err = fmt.Errorf("reading %s again: %w", j.f.f.Name(), err)
+				}
+				results[i] <- result{vals, err}
+			}
+		}()
+	}
+	// The file's source IDs as defined at the region read: small dense
+	// IDs in a slice (1 + the index, 0 for none), others in a map.
+	var f *streamFile
+	var dense []int32
+	var sparse map[uint32]int32
+	slog := 0
+	var v profile.Value // yielded: one for all, as yield does not keep it
+	for i, j := range jobs {
+		r := <-results[i]
+		<-ahead
+		if r.err != nil {
+			return r.err
+		}
+		if j.f != f {
+			f, dense, sparse, slog = j.f, dense[:0], map[uint32]int32{}, 0
+		}
+		for ; slog < len(f.sources) && f.sources[slog].rec <= j.g.rec; slog++ {
+			e := f.sources[slog]
+			if e.id < denseSources {
+				for uint32(len(dense)) <= e.id {
+					dense = append(dense, 0)
+				}
+				dense[e.id] = e.idx + 1
+			} else {
+				sparse[e.id] = e.idx
+			}
+		}
+		for k := range r.vals {
+			x := &r.vals[k]
+			var idx int32
+			if x.Source < uint32(len(dense)) && dense[x.Source] > 0 {
+				idx = dense[x.Source] - 1
+			} else if ix, ok := sparse[x.Source]; ok {
+				idx = ix
+			} else {
+				continue // its definition was lost to damage, as in the first reading
+			}
+			v = profile.Value{Time: x.Time, PID: x.PID, TID: x.TID, Source: idx,
+				Depth: x.Depth, Type: x.Type, PC: x.PC, Bits: x.Bits}
+			if !yield(&v) {
+				return nil
+			}
+		}
+		select {
+		case free <- r.vals[:0]:
+		default:
+		}
+	}
+	return nil
 }
 
 // eachValue reads the values again, in time order (as Load sorts them:
@@ -679,6 +835,56 @@ type valueSkip struct {
 	values, late, max uint64
 	// The runs of values stepped over (streamFile.runs).
 	runs []uint64
+	// Where the values are (streamFile.regions), and how many ValueSource
+	// records were read.
+	regions []valueRegion
+	defs    uint64
+}
+
+// valueRegion is a stretch of a file that holds values: a run of values
+// (the bytes after its ValueIndex), or values read one by one and the
+// records between them, none of which defines a value source, up to
+// maxRegion bytes. rec is the record of its first value (its sources are
+// those defined up to it), count how many values it holds, from and to
+// the least and greatest of their times; defs is how many ValueSource
+// records came before it.
+type valueRegion struct {
+	off, end uint64
+	rec      uint64
+	count    uint64
+	from, to uint64
+	defs     uint64
+	run      bool
+}
+
+// maxRegion is the most bytes a region of values read one by one spans,
+// as a Writer's runs of values (recordings of format 1.12 and later hold
+// few values outside runs; earlier ones hold every value so, a few after
+// each sample).
+const maxRegion = 1 << 20
+
+// noteRun notes the run x indexes, which ends at offset end and whose
+// first value is record rec.
+func (vs *valueSkip) noteRun(x *recording.ValueIndex, end int64, rec uint64) {
+	vs.regions = append(vs.regions, valueRegion{off: uint64(end) - x.Size, end: uint64(end), rec: rec,
+		count: x.Count, from: x.MinTime, to: x.MaxTime, run: true})
+}
+
+// noteValue notes a value at time t read one by one from the bytes at
+// offsets [at, end), record rec: the region of the values read one by one
+// before it grows to hold it when no value source was defined since and
+// it stays within maxRegion bytes.
+func (vs *valueSkip) noteValue(t uint64, at, end int64, rec uint64) {
+	if n := len(vs.regions); n > 0 {
+		g := &vs.regions[n-1]
+		if !g.run && g.defs == vs.defs && uint64(end)-g.off <= maxRegion {
+			g.end = uint64(end)
+			g.count++
+			g.from, g.to = min(g.from, t), max(g.to, t)
+			return
+		}
+	}
+	vs.regions = append(vs.regions, valueRegion{off: uint64(at), end: uint64(end), rec: rec, count: 1, from: t, to: t, defs: vs.defs})
 }
 
 // denseSources bounds the source IDs valueSkip.slot holds.
@@ -704,6 +910,7 @@ func (vs *valueSkip) slotOf(id uint32) *int32 {
 
 // define notes that source ID id is defined from here on.
 func (vs *valueSkip) define(id uint32) {
+	vs.defs++
 	if id < denseSources {
 		for uint32(len(vs.slot)) <= id {
 			vs.slot = append(vs.slot, 0)

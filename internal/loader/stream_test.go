@@ -3,10 +3,12 @@ package loader
 import (
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -49,6 +51,53 @@ func streamedValues(t *testing.T, p *profile.Profile) []string {
 		t.Fatal(err)
 	}
 	return out
+}
+
+// sameWithin checks that p's values of a span of time, read in no set
+// order without their frames (EachValueWithin), are those EachValue
+// yields in that span, of the whole recording and of its middle third;
+// and that ValuesWithinCost counts at least as many.
+func sameWithin(t *testing.T, p *profile.Profile) {
+	t.Helper()
+	line := func(v *profile.Value) string {
+		return fmt.Sprintf("%d %d/%d src%d d%d %v %#x %d", v.Time, v.PID, v.TID, v.Source, v.Depth, v.Type, v.PC, v.Bits)
+	}
+	var times []uint64
+	if err := p.EachValue(func(v *profile.Value) bool { times = append(times, v.Time); return true }); err != nil {
+		t.Fatal(err)
+	}
+	spans := [][2]uint64{{0, math.MaxUint64}}
+	if n := len(times); n >= 3 {
+		spans = append(spans, [2]uint64{times[n/3], times[2*n/3]})
+	}
+	for _, sp := range spans {
+		var want, got []string
+		if err := p.EachValue(func(v *profile.Value) bool {
+			if v.Time >= sp[0] && v.Time < sp[1] {
+				want = append(want, line(v))
+			}
+			return true
+		}); err != nil {
+			t.Fatal(err)
+		}
+		if err := p.EachValueWithin(sp[0], sp[1], func(v *profile.Value) bool {
+			if v.FrameIndex() >= 0 {
+				t.Errorf("EachValueWithin: a value with a frame: %s", line(v))
+			}
+			got = append(got, line(v))
+			return true
+		}); err != nil {
+			t.Fatal(err)
+		}
+		slices.Sort(want)
+		slices.Sort(got)
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("values from %d to %d: %d read within, %d in time order", sp[0], sp[1], len(got), len(want))
+		}
+		if c := p.ValuesWithinCost(sp[0], sp[1]); c < len(got) {
+			t.Errorf("values from %d to %d: cost %d, fewer than the %d read", sp[0], sp[1], c, len(got))
+		}
+	}
 }
 
 // sameAsLoad checks that reading paths as a stream gives what Load holds:
@@ -122,6 +171,8 @@ func sameAs(t *testing.T, full, st *profile.Profile) {
 		if len(a) == 0 && f.Comms == nil {
 			t.Errorf("filter %+v: no sample", f)
 		}
+		sameWithin(t, qa)
+		sameWithin(t, qb)
 		va, vb := streamedValues(t, qa), streamedValues(t, qb)
 		if !reflect.DeepEqual(va, vb) {
 			n := 0
@@ -387,6 +438,26 @@ func TestStreamValueIndex(t *testing.T) {
 		}
 	}
 	sameAsLoad(t, []string{indexed, plain})
+	// The mappings read stepping over the runs of values are those read
+	// value by value.
+	la, erra := ObjectLoads([]string{indexed})
+	lb, errb := ObjectLoads([]string{plain})
+	if erra != nil || errb != nil || len(la) == 0 || !reflect.DeepEqual(la, lb) {
+		t.Errorf("object loads: %v (%v) with runs of values, %v (%v) without", la, erra, lb, errb)
+	}
+	// The time index reads a span's runs only.
+	p, err := Load([]string{indexed}, Options{StreamValues: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var times []uint64
+	if err := p.EachValue(func(v *profile.Value) bool { times = append(times, v.Time); return true }); err != nil {
+		t.Fatal(err)
+	}
+	n := len(times)
+	if all, mid := p.ValuesWithinCost(0, math.MaxUint64), p.ValuesWithinCost(times[n/3], times[2*n/3]); all != n || mid >= n {
+		t.Errorf("values read for every time: %d of %d; for the middle third: %d, want fewer", all, n, mid)
+	}
 }
 
 // skim notes the values of the recording at path as the first reading

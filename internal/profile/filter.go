@@ -392,6 +392,17 @@ func (p *Profile) Apply(f Filter) *Profile {
 			})
 		}
 	}
+	if p.within != nil {
+		q.withinCost = p.withinCost
+		q.within = func(from, to uint64, yield func(*Value) bool) error {
+			return p.within(from, to, func(v *Value) bool {
+				if !inWindow(v.Time) || !selected(v.PID, v.TID, v.Time) {
+					return true
+				}
+				return yield(v)
+			})
+		}
+	}
 	if !f.HasFrom && !f.HasTo && !f.selectsTasks() {
 		// Every value and call is kept: shared, not copied (a trace of
 		// millions of calls took seconds to copy for each report), and

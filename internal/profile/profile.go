@@ -233,6 +233,10 @@ type Profile struct {
 	// known).
 	values      func(yield func(*Value) bool) error
 	valueCounts []ValueCount
+	// within and withinCost, when set (SetValueIndex), read a streamed
+	// profile's values of a span of time (EachValueWithin).
+	within     func(from, to uint64, yield func(*Value) bool) error
+	withinCost func(from, to uint64) int
 }
 
 // ValueCount counts the values of one value source: All of them, Present
@@ -257,6 +261,74 @@ func (p *Profile) EachValue(yield func(*Value) bool) error {
 	}
 	yieldCopies(p.Values, yield)
 	return nil
+}
+
+// SetValueIndex gives a streamed profile's values (SetValueStream) a time
+// index: within yields the values whose times lie in [from, to), in no set
+// order and without their frames, reading only the parts of the
+// recordings that may hold them; cost says how many values it reads for
+// [from, to), at least as many as it yields.
+func (p *Profile) SetValueIndex(cost func(from, to uint64) int, within func(from, to uint64, yield func(*Value) bool) error) {
+	p.withinCost, p.within = cost, within
+}
+
+// EachValueWithin calls yield with each value of p whose Time lies in
+// [from, to) until it returns false, in no set order and with no frame
+// (FrameIndex −1): for what needs neither (summaries of the values
+// by time, the values of a span), a streamed profile with a time index
+// (SetValueIndex) reads only the values' bytes, and those of the span,
+// where EachValue reads every record in time order. The value is yield's
+// to change; it is not kept.
+func (p *Profile) EachValueWithin(from, to uint64, yield func(*Value) bool) error {
+	if p.within != nil {
+		return p.within(from, to, yield)
+	}
+	if p.values != nil {
+		return p.values(func(v *Value) bool {
+			if v.Time < from || v.Time >= to {
+				return true
+			}
+			v.frame = 0
+			return yield(v)
+		})
+	}
+	var v Value
+	for i := range p.Values {
+		if t := p.Values[i].Time; t < from || t >= to {
+			continue
+		}
+		v = p.Values[i]
+		v.frame = 0
+		if !yield(&v) {
+			return nil
+		}
+	}
+	return nil
+}
+
+// ValuesWithinCost is how many values EachValueWithin(from, to) reads: at
+// least as many as it yields, more when the time index (SetValueIndex)
+// places a part of the recordings across from or to; every value of a
+// streamed profile without one; those it yields of a profile holding its
+// values (counted in one pass over them).
+func (p *Profile) ValuesWithinCost(from, to uint64) int {
+	if p.withinCost != nil {
+		return p.withinCost(from, to)
+	}
+	if p.values != nil {
+		n := 0
+		for _, c := range p.valueCounts {
+			n += c.All
+		}
+		return n
+	}
+	n := 0
+	for i := range p.Values {
+		if t := p.Values[i].Time; t >= from && t < to {
+			n++
+		}
+	}
+	return n
 }
 
 // ValueCounts counts p's values by source (indexed like ValueSources;

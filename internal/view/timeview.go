@@ -12,7 +12,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/culprit-dev/culprit/internal/analysis/exprs"
 	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/recording"
 )
@@ -133,14 +132,10 @@ var timePage = Page{
 				http.Error(w, err.Error(), http.StatusInternalServerError)
 				return
 			}
-			lanes := make([]Lane, 0, len(srcs))
-			for _, src := range idx {
-				l, err := s.valueLane(src, rng)
-				if err != nil {
-					http.Error(w, err.Error(), http.StatusInternalServerError)
-					return
-				}
-				lanes = append(lanes, l)
+			lanes, err := s.valueLanes(idx, rng)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusInternalServerError)
+				return
 			}
 			b, err := json.Marshal(lanes)
 			if err != nil {
@@ -187,11 +182,11 @@ type TimeData struct {
 // Lane is one row under the heat maps, on a linear time axis: the events
 // of a kind counted per cell (Counts[c*Rows+r], as the maps' cells), the
 // values of a sampled expression (Points: ms from the start, value; at
-// most maxPoints, each the mean of a slice of the values or of a group
-// of buckets of them, see valueLane), or one
+// most maxPoints, each a value, or the mean of a slice of the values or
+// of a group of buckets of them, see valueLanes), or one
 // thread's system calls and off-CPU spans. The time data names the lanes
 // of values (Src, Total) without their points: the page asks for each
-// (time/values, valueLane).
+// (time/values, valueLanes).
 type Lane struct {
 	Name   string       `json:"name"`
 	Kind   string       `json:"kind"` // "events", "values" or "thread"
@@ -200,8 +195,8 @@ type Lane struct {
 	Total  int          `json:"total"`
 	Counts []int        `json:"counts,omitempty"`
 	Points [][2]float64 `json:"points,omitempty"`
-	// Bands are, for a lane of summarised values, the least and
-	// greatest value of each point's values (its mean is the point).
+	// Bands are, for a lane whose points are means, the least and
+	// greatest value of each point's values.
 	Bands [][2]float64 `json:"bands,omitempty"`
 	Min   float64      `json:"min"`
 	Max   float64      `json:"max"`
@@ -600,7 +595,11 @@ func (s *Server) valuesAhead() {
 func (s *Server) readValues() (*valueSummary, error) { return s.readValuesPausing(false) }
 
 // readValuesPausing is readValues, which with pause waits, every 2^16
-// values, until no request is being answered.
+// values, until no request is being answered. The values are read in no
+// set order and without their frames (Profile.EachValueWithin: only the
+// bytes of the values, decoded in place, where EachValue merges every
+// record in time order): the buckets do not depend on the order, and the
+// few values of a source held one by one are put in time order after.
 func (s *Server) readValuesPausing(pause bool) (*valueSummary, error) {
 	out := &valueSummary{sources: make([]sourceValues, len(s.p.ValueSources)), t0: s.p.StartTime}
 	var end uint64 // the last sample's time
@@ -610,7 +609,7 @@ func (s *Server) readValuesPausing(pause bool) (*valueSummary, error) {
 	out.width = max(1, (end-min(end, out.t0)+valueBuckets)/valueBuckets)
 	var n int64
 	defer func() { s.valuesRead.Store(n) }()
-	err := s.p.EachValue(func(v *profile.Value) bool {
+	err := s.p.EachValueWithin(0, math.MaxUint64, func(v *profile.Value) bool {
 		if n++; n%(1<<16) == 0 {
 			s.valuesRead.Store(n)
 			if pause {
@@ -623,27 +622,137 @@ func (s *Server) readValuesPausing(pause bool) (*valueSummary, error) {
 		out.add(int(v.Source), v.Time, v.Float64())
 		return true
 	})
+	for i := range out.sources {
+		out.sources[i].sort()
+	}
 	return out, err
 }
 
-// valueLane is the lane of the values of source src in the range rng: on
-// the time view's axis (ms from the first sample), at most maxPoints. A
-// source held value by value gives the range's values exactly, each point
-// the mean of a slice of them (exprs.Series); a summarised one gives the
-// buckets the range overlaps, each point the mean of a group of them at
-// the group's middle, with the least and greatest value of the group
-// (Bands).
-func (s *Server) valueLane(src int, rng Range) (Lane, error) {
+// sort puts the values of sv held one by one in time order (those read at
+// the same time in the order read).
+func (sv *sourceValues) sort() {
+	slices.Sort(sv.odd)
+	if slices.IsSorted(sv.times) {
+		return
+	}
+	type tv struct {
+		t uint64
+		v float64
+	}
+	x := make([]tv, len(sv.times))
+	for i := range x {
+		x[i] = tv{sv.times[i], sv.vals[i]}
+	}
+	slices.SortStableFunc(x, func(a, b tv) int { return cmp.Compare(a.t, b.t) })
+	for i := range x {
+		sv.times[i], sv.vals[i] = x[i].t, x[i].v
+	}
+}
+
+// rawReadMost is how many values a request for lanes of values reads
+// again from the recordings at most (Profile.ValuesWithinCost: every
+// value of every source in the runs of values the range overlaps) to draw
+// the values of a range of summarised sources one by one, rather than
+// their buckets: a range narrow enough that its values take tens of
+// milliseconds to read (on 1M samples with 32M values, 230k values read
+// cost 100 ms of CPU at load 12) is drawn from its values, exactly; a
+// wider one from the buckets.
+const rawReadMost = 1 << 17
+
+// valueLanes are the lanes of the values of the sources srcs in the range
+// rng, on the time view's axis (ms from the first sample), at most
+// maxPoints points each. A source held value by value gives the range's
+// values exactly (heldLane). A summarised one gives the buckets the range
+// overlaps (bucketLane), unless the range's values are few enough to read
+// again (Server.readMost, rawReadMost): then its values, read once for
+// every summarised source (readRange) and kept for the range (the page
+// asks for its lanes in several requests at once), are drawn as a held
+// source's.
+func (s *Server) valueLanes(srcs []int, rng Range) ([]Lane, error) {
 	all, err := s.values()
+	if err != nil {
+		return nil, err
+	}
+	var read map[int]*sourceValues
+	if !rng.Whole() && slices.ContainsFunc(srcs, func(src int) bool { return all.sources[src].b != nil }) {
+		from, to := s.p.StartTime+uint64(rng.From), s.p.StartTime+uint64(rng.To)
+		if s.p.ValuesWithinCost(from, to) <= s.readMost {
+			read, err = s.rangeValues.get(rng, func(Range) (map[int]*sourceValues, error) {
+				var want []int
+				for src := range all.sources {
+					if all.sources[src].b != nil {
+						want = append(want, src)
+					}
+				}
+				return s.readRange(want, from, to)
+			})
+			if err != nil {
+				return nil, err
+			}
+		}
+	}
+	out := make([]Lane, 0, len(srcs))
+	for _, src := range srcs {
+		l := Lane{Name: valueName(s.p.ValueSources[src]), Kind: "values", Src: src}
+		switch sv := all.sources[src]; {
+		case read[src] != nil:
+			out = append(out, s.heldLane(l, read[src], rng))
+		case sv.b != nil:
+			out = append(out, all.bucketLane(l, sv.b, rng))
+		default:
+			out = append(out, s.heldLane(l, &sv, rng))
+		}
+	}
+	return out, nil
+}
+
+// readRange reads the values of the sources srcs whose times lie in
+// [from, to) again from the recordings (Profile.EachValueWithin), held
+// one by one in time order.
+func (s *Server) readRange(srcs []int, from, to uint64) (map[int]*sourceValues, error) {
+	out := make(map[int]*sourceValues, len(srcs))
+	for _, src := range srcs {
+		out[src] = &sourceValues{}
+	}
+	err := s.p.EachValueWithin(from, to, func(v *profile.Value) bool {
+		sv := out[int(v.Source)]
+		if sv == nil || v.Missing() {
+			return true
+		}
+		if f := v.Float64(); math.IsNaN(f) || math.IsInf(f, 0) {
+			sv.odd = append(sv.odd, v.Time)
+		} else {
+			sv.times = append(sv.times, v.Time)
+			sv.vals = append(sv.vals, f)
+		}
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	for _, sv := range out {
+		sv.sort()
+	}
+	return out, nil
+}
+
+// valueLane is the lane of the values of source src in the range rng
+// (valueLanes).
+func (s *Server) valueLane(src int, rng Range) (Lane, error) {
+	ls, err := s.valueLanes([]int{src}, rng)
 	if err != nil {
 		return Lane{}, err
 	}
-	sv := all.sources[src]
-	l := Lane{Name: valueName(s.p.ValueSources[src]), Kind: "values", Src: src}
-	if sv.b != nil {
-		return all.bucketLane(l, sv.b, rng), nil
-	}
-	// The values from From up to To, as Filter selects them.
+	return ls[0], nil
+}
+
+// heldLane is l, the lane of values held one by one (sv, in time order),
+// in the range rng: its values from From up to To, as Filter selects
+// them, exactly (their count, least and greatest); at most maxPoints
+// points, each a value or, past maxPoints values, the mean of a slice of
+// them at its middle value's time, with the slice's least and greatest
+// value (Bands).
+func (s *Server) heldLane(l Lane, sv *sourceValues, rng Range) Lane {
 	within := func(times []uint64) (int, int) {
 		if rng.Whole() {
 			return 0, len(times)
@@ -656,16 +765,36 @@ func (s *Server) valueLane(src int, rng Range) (Lane, error) {
 	olo, ohi := within(sv.odd)
 	l.Total = hi - lo + ohi - olo
 	if hi == lo {
-		return l, nil
+		return l
 	}
-	l.Min, l.Max = sv.vals[lo], sv.vals[lo]
-	for _, v := range sv.vals[lo:hi] {
+	times, vals := sv.times[lo:hi], sv.vals[lo:hi]
+	l.Min, l.Max = vals[0], vals[0]
+	for _, v := range vals {
 		l.Min, l.Max = min(l.Min, v), max(l.Max, v)
 	}
-	for _, pt := range exprs.Series(sv.times[lo:hi], sv.vals[lo:hi], s.p.StartTime, maxPoints) {
-		l.Points = append(l.Points, [2]float64{pt.T * 1000, pt.Value})
+	ms := func(t uint64) float64 { return float64(int64(t-s.p.StartTime)) / 1e6 }
+	if len(vals) <= maxPoints {
+		l.Points = make([][2]float64, len(vals))
+		for i, v := range vals {
+			l.Points[i] = [2]float64{ms(times[i]), v}
+		}
+		return l
 	}
-	return l, nil
+	per := float64(len(vals)) / maxPoints
+	for i := range maxPoints {
+		a, b := int(float64(i)*per), min(len(vals), int(float64(i+1)*per))
+		if a >= b {
+			continue
+		}
+		sum, lo, hi := 0.0, vals[a], vals[a]
+		for _, v := range vals[a:b] {
+			sum += v
+			lo, hi = min(lo, v), max(hi, v)
+		}
+		l.Points = append(l.Points, [2]float64{ms(times[(a+b-1)/2]), sum / float64(b-a)})
+		l.Bands = append(l.Bands, [2]float64{lo, hi})
+	}
+	return l
 }
 
 // bucketLane is l, the lane of a summarised source (its buckets b), in

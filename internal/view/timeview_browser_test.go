@@ -147,3 +147,55 @@ func TestSummarisedLaneBrowser(t *testing.T) {
 		t.Errorf("the summarised lane's band spans y %v to %v and its line %v to %v; want the band from the top (the spike) to the bottom, the line of the means well below the top, inside the band", bandY, bandY+bandH, lineY, lineY+lineH)
 	}
 }
+
+// TestNarrowRangeBrowser checks, in headless Chromium, that a narrow
+// range of a summarised source (two cells of the map selected) draws the
+// values recorded in it, one point each (no band), titled with their
+// exact count, least and greatest: what the buckets would widen and
+// average.
+func TestNarrowRangeBrowser(t *testing.T) {
+	path := testutil.NeedTool(t, "chromium")
+	const start = 1_000_000_000
+	p := laneProfile(start, recording.ValueSource{Name: "n", Function: "work"})
+	// 50,000 values every 80 µs: 3i.
+	for i := range 50_000 {
+		p.Values = append(p.Values, profile.Value{Time: uint64(start + i*80_000), PID: 1, TID: 1, Source: 0, Type: recording.ValueInt, Bits: uint64(3 * i)})
+	}
+	s, err := New(Inputs{Profile: p, Names: []string{"a.rec"}}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s)
+	defer hs.Close()
+	bctx, eval, wait := headless(t, path)
+	if err := chromedp.Do(bctx, chromedp.Navigate(hs.URL+s.Path()+"time")); err != nil {
+		t.Fatal(err)
+	}
+	lane := `document.querySelector("#lanes svg.lane.values:not(.pending) polyline")`
+	wait(`!!document.querySelector("#lanes svg.lane.values:not(.pending) polygon.band")`)
+	// The first two cells of the second second: 1000 to 1040 ms, values
+	// 12,500 to 12,999.
+	eval(`(() => {
+		const svg = document.querySelector("#maps svg.heat");
+		const click = k => { const [x, y] = cellCenter(0, k); svg.dispatchEvent(new MouseEvent("click", {clientX: x, clientY: y, bubbles: true})); };
+		click(data.rows); click(data.rows + 1);
+		return true;
+	})()`)
+	wait(`document.getElementById("lanes").dataset.range === "1000-1040" && !!` + lane)
+	got := eval(`(() => {
+		const svg = document.querySelector("#lanes svg.lane.values");
+		const pts = svg.querySelector("polyline").getAttribute("points").trim().split(" ").map(p => p.split(",").map(Number));
+		let rising = true;
+		for (let i = 1; i < pts.length; i++) rising = rising && pts[i][0] > pts[i-1][0] && pts[i][1] <= pts[i-1][1];
+		return [document.querySelector("#lanes h2").textContent, pts.length, !!svg.querySelector("polygon.band"), rising, pts[0][0], pts[pts.length-1][0]];
+	})()`).([]any)
+	if h := got[0].(string); h != "work: n: 500 values, 37500 to 38997" {
+		t.Errorf("the narrow range's lane is titled %q, want its 500 values, 37500 to 38997", h)
+	}
+	if n, band, rising := got[1].(float64), got[2].(bool), got[3].(bool); n != 500 || band || !rising {
+		t.Errorf("the narrow range's lane draws %v points (a band: %v; left to right, rising: %v), want its 500 values one by one, rising, no band", n, band, rising)
+	}
+	if x0, x1 := got[4].(float64), got[5].(float64); x0 > 15 || x1 < 1100-15 {
+		t.Errorf("the narrow range's lane draws from x %v to %v, want across its width (0 to 1100)", x0, x1)
+	}
+}

@@ -137,7 +137,9 @@ func TestValueLanes(t *testing.T) {
 // value (NaN too), give the least and greatest exactly (a lone spike and
 // dip among them), at most maxPoints points, each the mean of its values
 // within the band of their least and greatest; a range's counts are those
-// of the range widened to its buckets' edges at most.
+// of the range widened to its buckets' edges at most when it is drawn
+// from the buckets (its values too many to read again), exactly those of
+// the range when drawn from its values read again.
 func TestValueLanesSummarised(t *testing.T) {
 	const start = 1_000_000_000
 	p := laneProfile(start, recording.ValueSource{Name: "n", Function: "work"})
@@ -183,22 +185,30 @@ func TestValueLanesSummarised(t *testing.T) {
 	for _, c := range []struct {
 		rng      Range
 		min, max float64
+		readMost int
 	}{
-		{Range{}, -5, 1e6},
-		{Range{From: time.Second, To: 2 * time.Second}, 0, 999},
-		{Range{From: 2 * time.Second, To: 3 * time.Second}, 0, 1e6},
-		{Range{From: 690 * time.Millisecond, To: 710 * time.Millisecond}, -5, 999},
+		{Range{}, -5, 1e6, rawReadMost},
+		{Range{From: time.Second, To: 2 * time.Second}, 0, 999, 0},
+		{Range{From: 2 * time.Second, To: 3 * time.Second}, 0, 1e6, 0},
+		{Range{From: 690 * time.Millisecond, To: 710 * time.Millisecond}, -5, 999, 0},
+		{Range{From: time.Second, To: 2 * time.Second}, 0, 999, rawReadMost},
+		{Range{From: 2 * time.Second, To: 3 * time.Second}, 0, 1e6, rawReadMost},
+		{Range{From: 690 * time.Millisecond, To: 710 * time.Millisecond}, -5, 999, rawReadMost},
 	} {
+		s.readMost = c.readMost
 		l, err := s.valueLane(0, c.rng)
 		if err != nil {
 			t.Fatal(err)
 		}
 		lo, hi := count(c.rng.From, c.rng.To), count(c.rng.From-width, c.rng.To+width)
-		if c.rng.Whole() {
+		switch {
+		case c.rng.Whole():
 			lo, hi = n, n
+		case c.readMost > 0: // read again: exactly
+			hi = lo
 		}
 		if l.Total < lo || l.Total > hi || l.Min != c.min || l.Max != c.max {
-			t.Errorf("lane of %v: %d values, %v to %v; want %d to %d values, %v to %v", c.rng, l.Total, l.Min, l.Max, lo, hi, c.min, c.max)
+			t.Errorf("lane of %v (read again up to %d): %d values, %v to %v; want %d to %d values, %v to %v", c.rng, c.readMost, l.Total, l.Min, l.Max, lo, hi, c.min, c.max)
 		}
 		if len(l.Points) == 0 || len(l.Points) > maxPoints || len(l.Bands) != len(l.Points) {
 			t.Errorf("lane of %v: %d points, %d bands; want 1 to %d points, a band each", c.rng, len(l.Points), len(l.Bands), maxPoints)
@@ -226,6 +236,52 @@ func TestValueLanesSummarised(t *testing.T) {
 	}
 	if l, _ := s.valueLane(0, Range{From: 10 * time.Second, To: 11 * time.Second}); l.Total != 0 || len(l.Points) != 0 {
 		t.Errorf("lane past the samples: %d values, %d points; want none", l.Total, len(l.Points))
+	}
+}
+
+// TestNarrowRangeValues checks that the lane of a summarised source in a
+// range whose values are few enough to read again draws each of them,
+// exactly (no band), and the buckets when they are not.
+func TestNarrowRangeValues(t *testing.T) {
+	const start = 1_000_000_000
+	p := laneProfile(start, recording.ValueSource{Name: "n", Function: "work"}, recording.ValueSource{Name: "m"})
+	// 50,000 values of n every 80 µs, 3i; as many of m, 7.
+	const n, every = 50_000, 80_000
+	for i := range n {
+		t := uint64(start + i*every)
+		p.Values = append(p.Values,
+			profile.Value{Time: t, PID: 1, TID: 1, Source: 0, Type: recording.ValueInt, Bits: uint64(3 * i)},
+			profile.Value{Time: t, PID: 1, TID: 1, Source: 1, Type: recording.ValueInt, Bits: 7})
+	}
+	s, err := New(Inputs{Profile: p, Names: []string{"a.rec"}}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// 1000 ms to 1040 ms: values 12,500 to 12,999, and as many of m.
+	rng := Range{From: time.Second, To: 1040 * time.Millisecond}
+	ls, err := s.valueLanes([]int{0, 1}, rng)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := ls[0]
+	if l.Total != 500 || len(l.Points) != 500 || l.Bands != nil || l.Min != 3*12_500 || l.Max != 3*12_999 {
+		t.Fatalf("lane of %v: %d values, %d points, %d bands, %v to %v; want 500 values drawn one by one, %d to %d",
+			rng, l.Total, len(l.Points), len(l.Bands), l.Min, l.Max, 3*12_500, 3*12_999)
+	}
+	for k, pt := range l.Points {
+		i := 12_500 + k
+		if want := [2]float64{float64(i*every) / 1e6, float64(3 * i)}; pt != want {
+			t.Fatalf("lane of %v: point %d is %v, want %v (the value recorded then)", rng, k, pt, want)
+		}
+	}
+	if m := ls[1]; m.Total != 500 || len(m.Points) != 500 || m.Min != 7 || m.Max != 7 {
+		t.Errorf("lane of m in %v: %d values, %d points, %v to %v; want 500 values of 7", rng, m.Total, len(m.Points), m.Min, m.Max)
+	}
+	// Too many to read again (every value of the range is read, m's too):
+	// the buckets.
+	s.readMost = 999
+	if l, err := s.valueLane(0, rng); err != nil || l.Bands == nil || len(l.Points) >= 500 {
+		t.Errorf("lane of %v, 1000 values to read, 999 at most: %d points, %d bands (%v); want the buckets, with bands", rng, len(l.Points), len(l.Bands), err)
 	}
 }
 

@@ -103,6 +103,10 @@ type Server struct {
 	offMemo    memo[*profile.Profile] // offCPU's
 	valuesMemo memo[*valueSummary]    // the time view's values by source
 	valuesRead atomic.Int64           // how many values readValues has read
+	readMost   int                    // rawReadMost (tests change it)
+	// rangeValues are the values of summarised sources read again for a
+	// range (valueLanes), the last maxRanges ranges'.
+	rangeValues rangeMemo[map[int]*sourceValues]
 
 	// warm are the page's builds that New starts in the background, in
 	// order; a page's Handler adds its own.
@@ -136,7 +140,7 @@ func New(in Inputs, stderr io.Writer) (*Server, error) {
 		return nil, err
 	}
 	s := &Server{in: in, p: in.Profile, token: hex.EncodeToString(b[:]), stderr: stderr,
-		mux: http.NewServeMux()}
+		mux: http.NewServeMux(), readMost: rawReadMost}
 	if in.Base != nil && len(in.Base.Samples) > 0 {
 		s.base = render.Pprof(in.Base)
 	}

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/culprit-dev/culprit/internal/analysis/exprs"
 	"github.com/culprit-dev/culprit/internal/profile"
 	"github.com/culprit-dev/culprit/internal/recording"
 )
@@ -751,7 +752,7 @@ func (s *Server) valueLane(src int, rng Range) (Lane, error) {
 // them, exactly (their count, least and greatest); at most maxPoints
 // points, each a value or, past maxPoints values, the mean of a slice of
 // them at its middle value's time, with the slice's least and greatest
-// value (Bands).
+// value (Bands): exprs.SeriesBands.
 func (s *Server) heldLane(l Lane, sv *sourceValues, rng Range) Lane {
 	within := func(times []uint64) (int, int) {
 		if rng.Whole() {
@@ -772,28 +773,12 @@ func (s *Server) heldLane(l Lane, sv *sourceValues, rng Range) Lane {
 	for _, v := range vals {
 		l.Min, l.Max = min(l.Min, v), max(l.Max, v)
 	}
-	ms := func(t uint64) float64 { return float64(int64(t-s.p.StartTime)) / 1e6 }
-	if len(vals) <= maxPoints {
-		l.Points = make([][2]float64, len(vals))
-		for i, v := range vals {
-			l.Points[i] = [2]float64{ms(times[i]), v}
-		}
-		return l
+	pts, bands := exprs.SeriesBands(times, vals, s.p.StartTime, maxPoints)
+	l.Points = make([][2]float64, len(pts))
+	for i, pt := range pts {
+		l.Points[i] = [2]float64{pt.T * 1000, pt.Value}
 	}
-	per := float64(len(vals)) / maxPoints
-	for i := range maxPoints {
-		a, b := int(float64(i)*per), min(len(vals), int(float64(i+1)*per))
-		if a >= b {
-			continue
-		}
-		sum, lo, hi := 0.0, vals[a], vals[a]
-		for _, v := range vals[a:b] {
-			sum += v
-			lo, hi = min(lo, v), max(hi, v)
-		}
-		l.Points = append(l.Points, [2]float64{ms(times[(a+b-1)/2]), sum / float64(b-a)})
-		l.Bands = append(l.Bands, [2]float64{lo, hi})
-	}
+	l.Bands = bands
 	return l
 }
 

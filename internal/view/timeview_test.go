@@ -270,7 +270,7 @@ func TestNarrowRangeValues(t *testing.T) {
 	}
 	for k, pt := range l.Points {
 		i := 12_500 + k
-		if want := [2]float64{float64(i*every) / 1e6, float64(3 * i)}; pt != want {
+		if want := [2]float64{float64(i*every) / 1e6, float64(3 * i)}; math.Abs(pt[0]-want[0]) > 1e-9 || pt[1] != want[1] {
 			t.Fatalf("lane of %v: point %d is %v, want %v (the value recorded then)", rng, k, pt, want)
 		}
 	}

@@ -216,14 +216,23 @@ func histogram(sorted []float64, bins int) []Bin {
 // time order), averaging the values of each slice of them; T is seconds
 // from start.
 func Series(times []uint64, vals []float64, start uint64, n int) []Point {
+	pts, _ := SeriesBands(times, vals, start, n)
+	return pts
+}
+
+// SeriesBands is Series with, when its points average slices of the
+// values (more than n of them), the least and greatest value of each
+// point's slice; nil when each point is a value.
+func SeriesBands(times []uint64, vals []float64, start uint64, n int) ([]Point, [][2]float64) {
 	if len(vals) <= n {
 		out := make([]Point, len(vals))
 		for i := range vals {
 			out[i] = Point{T: float64(times[i]-start) / 1e9, Value: vals[i]}
 		}
-		return out
+		return out, nil
 	}
 	var out []Point
+	var bands [][2]float64
 	per := float64(len(vals)) / float64(n)
 	for i := 0; i < n; i++ {
 		a, b := int(float64(i)*per), int(float64(i+1)*per)
@@ -233,14 +242,16 @@ func Series(times []uint64, vals []float64, start uint64, n int) []Point {
 		if a >= b {
 			continue
 		}
-		var sum float64
+		sum, lo, hi := 0.0, vals[a], vals[a]
 		for _, v := range vals[a:b] {
 			sum += v
+			lo, hi = min(lo, v), max(hi, v)
 		}
 		mid := times[(a+b-1)/2]
 		out = append(out, Point{T: float64(mid-start) / 1e9, Value: sum / float64(b-a)})
+		bands = append(bands, [2]float64{lo, hi})
 	}
-	return out
+	return out, bands
 }
 
 // Histograms bins the values of one variable or expression (by name and

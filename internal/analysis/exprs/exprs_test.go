@@ -138,3 +138,27 @@ func TestHistograms(t *testing.T) {
 		t.Errorf("one value: %+v, want one bin of 2", h)
 	}
 }
+
+// TestSeriesBands checks the points of a series past n values (each the
+// mean of a slice, at its middle value's time, with the slice's least
+// and greatest value) and up to n (each a value, no bands).
+func TestSeriesBands(t *testing.T) {
+	times := make([]uint64, 1000)
+	vals := make([]float64, 1000)
+	for i := range vals {
+		times[i], vals[i] = uint64(5e9+i*1e6), float64(i)
+	}
+	pts, bands := SeriesBands(times, vals, 5e9, 10)
+	if len(pts) != 10 || len(bands) != 10 {
+		t.Fatalf("%d points, %d bands of 1000 values in 10; want 10 each", len(pts), len(bands))
+	}
+	for i, pt := range pts {
+		lo := float64(100 * i)
+		if pt.Value != lo+49.5 || bands[i] != [2]float64{lo, lo + 99} || math.Abs(pt.T-(lo+49)/1000) > 1e-12 {
+			t.Errorf("point %d: %+v, band %v; want mean %v at %v s, band %v to %v", i, pt, bands[i], lo+49.5, (lo+49)/1000, lo, lo+99)
+		}
+	}
+	if pts, bands := SeriesBands(times[:10], vals[:10], 5e9, 10); len(pts) != 10 || bands != nil || pts[3].Value != 3 {
+		t.Errorf("10 values in 10 points: %d points, bands %v; want each value, no bands", len(pts), bands)
+	}
+}

@@ -17,8 +17,17 @@ import (
 	"github.com/culprit-dev/culprit/internal/recording"
 )
 
-// rowsPerSecond is the time view's rows: each cell is 1/rowsPerSecond s.
+// rowsPerSecond is the time view's rows: each cell is 1/rowsPerSecond of
+// a column.
 const rowsPerSecond = 50
+
+// maxColumns is how many columns the time view's maps have at most: a
+// column is one second of a recording up to maxColumns seconds long, and
+// as many whole seconds as keep a longer one within maxColumns columns
+// (a cell then 1/rowsPerSecond of that). Every second its own column made
+// a recording of two hours 8,293 columns, its maps 33,000 pixels wide and
+// its page 2.5 MB: 4.3 s to draw.
+const maxColumns = 1200
 
 // maxThreads is how many threads the time view draws, the busiest.
 const maxThreads = 16
@@ -62,7 +71,7 @@ var timePage = Page{
 				keep = s.p.StacksMatching(re)
 			}
 			d := s.heatMaps(keep)
-			ls, _ := lanes.get(func() (laneSet, error) { return s.laneSet(d.Seconds, d.SpanMS), nil })
+			ls, _ := lanes.get(func() (laneSet, error) { return s.laneSet(d.Seconds, d.cellNS(), d.SpanMS), nil })
 			d.Lanes = ls.ordered(d.Threads[1:])
 			return json.Marshal(d)
 		}
@@ -160,7 +169,8 @@ var timePage = Page{
 }
 
 // HeatMap is one thread's samples (or all threads') over time: Cells[c][r]
-// counts the samples in second c at offset [r, r+1)/Rows s of it.
+// counts the samples in column c (ColumnS seconds from c×ColumnS s) at
+// offset [r, r+1)/Rows of it.
 type HeatMap struct {
 	Name    string  `json:"name"`
 	TID     uint32  `json:"tid,omitempty"`
@@ -171,8 +181,10 @@ type HeatMap struct {
 
 // TimeData is what the time view draws: summaries, not samples.
 type TimeData struct {
-	Rows    int       `json:"rows"`    // cells per second
-	Seconds int       `json:"seconds"` // columns
+	Rows    int       `json:"rows"`     // cells per column
+	Seconds int       `json:"seconds"`  // columns
+	ColumnS int       `json:"column_s"` // seconds a column
+	CellMS  float64   `json:"cell_ms"`  // ms a cell: ColumnS×1000/Rows
 	Samples int       `json:"samples"`
 	Threads []HeatMap `json:"threads"` // all threads first, then the busiest
 	Hidden  int       `json:"hidden"`  // threads not drawn
@@ -224,10 +236,13 @@ func (s *Server) heatMaps(keep []bool) TimeData {
 	for _, smp := range p.Samples {
 		last = max(last, smp.Time)
 	}
-	secs := 1
+	secs, colS := 1, 1
 	if last > p.StartTime {
-		secs = int((last-p.StartTime)/uint64(time.Second)) + 1
+		n := int((last-p.StartTime)/uint64(time.Second)) + 1
+		colS = (n + maxColumns - 1) / maxColumns
+		secs = int((last-p.StartTime)/(uint64(colS)*uint64(time.Second))) + 1
 	}
+	col := uint64(colS) * uint64(time.Second) // ns a column
 	grid := func() [][]int {
 		g := make([][]int, secs)
 		for i := range g {
@@ -246,7 +261,7 @@ func (s *Server) heatMaps(keep []bool) TimeData {
 			continue
 		}
 		d := smp.Time - p.StartTime
-		c, r := int(d/uint64(time.Second)), int(d%uint64(time.Second)*rowsPerSecond/uint64(time.Second))
+		c, r := int(d/col), int(d%col*rowsPerSecond/col)
 		n := smp.N()
 		all.Cells[c][r] += n
 		all.Samples += n
@@ -270,7 +285,7 @@ func (s *Server) heatMaps(keep []bool) TimeData {
 		}
 		return int(a.TID) - int(b.TID)
 	})
-	out := TimeData{Rows: rowsPerSecond, Seconds: secs, Samples: all.Samples}
+	out := TimeData{Rows: rowsPerSecond, Seconds: secs, ColumnS: colS, CellMS: float64(colS) * 1000 / rowsPerSecond, Samples: all.Samples}
 	if last > p.StartTime {
 		out.SpanMS = float64(last-p.StartTime) / 1e6
 	}
@@ -292,6 +307,11 @@ func (s *Server) heatMaps(keep []bool) TimeData {
 	return out
 }
 
+// cellNS is how long a cell of d's maps is, ns.
+func (d TimeData) cellNS() uint64 {
+	return uint64(max(1, d.ColumnS)) * uint64(time.Second) / rowsPerSecond
+}
+
 // laneSet is the lanes under the maps, counted once for every f: those
 // of events and values (lanes), and a lane per thread with system calls
 // or context switches (threadLanes), ordered by the maps drawn.
@@ -307,12 +327,12 @@ type threadLane struct {
 	first uint64
 }
 
-// laneSet counts the lanes of a time view of secs seconds whose last
-// sample is at spanMS.
-func (s *Server) laneSet(secs int, spanMS float64) laneSet {
-	ls := laneSet{lanes: s.lanes(secs)}
+// laneSet counts the lanes of a time view of secs columns of cells of
+// cell ns whose last sample is at spanMS.
+func (s *Server) laneSet(secs int, cell uint64, spanMS float64) laneSet {
+	ls := laneSet{lanes: s.lanes(secs, cell)}
 	if s.in.Events != nil {
-		ls.threads = s.threadLanes(secs, spanMS)
+		ls.threads = s.threadLanes(secs, cell, spanMS)
 	}
 	return ls
 }
@@ -353,7 +373,7 @@ func (ls laneSet) ordered(drawn []HeatMap) []Lane {
 // (analysis/offcpu's, as the off-CPU flame graph charges them), in the
 // order of the threads' first events. Spans closer than a 1/maxSpans of
 // the recording are drawn as one.
-func (s *Server) threadLanes(secs int, spanMS float64) []threadLane {
+func (s *Server) threadLanes(secs int, cell uint64, spanMS float64) []threadLane {
 	per := map[uint32]*threadLane{}
 	get := func(tid uint32, t uint64) *threadLane {
 		a := per[tid]
@@ -368,7 +388,7 @@ func (s *Server) threadLanes(secs int, spanMS float64) []threadLane {
 		if smp.Event != recording.EventSyscallEnter || smp.Time < start {
 			continue
 		}
-		i := int((smp.Time - start) * rowsPerSecond / uint64(time.Second))
+		i := int((smp.Time - start) / cell)
 		if i >= secs*rowsPerSecond {
 			continue
 		}
@@ -416,7 +436,7 @@ const maxSpans = 2000
 
 // lanes counts the system calls and context switches of the selected
 // threads per cell and summarises each sampled expression's values.
-func (s *Server) lanes(secs int) []Lane {
+func (s *Server) lanes(secs int, cell uint64) []Lane {
 	var out []Lane
 	if ev := s.in.Events; ev != nil {
 		kinds := []struct {
@@ -429,7 +449,7 @@ func (s *Server) lanes(secs int) []Lane {
 				if smp.Event != k.e || smp.Time < s.p.StartTime {
 					continue
 				}
-				i := int((smp.Time - s.p.StartTime) * rowsPerSecond / uint64(time.Second))
+				i := int((smp.Time - s.p.StartTime) / cell)
 				if i >= len(l.Counts) {
 					continue
 				}

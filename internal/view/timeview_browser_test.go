@@ -199,3 +199,47 @@ func TestNarrowRangeBrowser(t *testing.T) {
 		t.Errorf("the narrow range's lane draws from x %v to %v, want across its width (0 to 1100)", x0, x1)
 	}
 }
+
+// TestLongRecordingBrowser checks, in headless Chromium, the time view of
+// a recording longer than maxColumns seconds: columns of several seconds
+// (3 for 3,000 s), each row 1/rows of a column, and a range selected from
+// the cells is the time they stand for (the second column's cells: 3 s to
+// 6 s), its lane of values drawing that range.
+func TestLongRecordingBrowser(t *testing.T) {
+	path := testutil.NeedTool(t, "chromium")
+	const start = 1_000_000_000
+	p := laneProfile(start, recording.ValueSource{Name: "n", Function: "work"})
+	p.Samples = nil
+	// A sample and a value of n (its second) every second for 3,000 s.
+	for i := range 3001 {
+		tm := uint64(start + i*1_000_000_000)
+		p.Samples = append(p.Samples, profile.Sample{Time: tm, PID: 1, TID: 1, Period: 1_000_000, Event: recording.EventCPU})
+		p.Values = append(p.Values, profile.Value{Time: tm, PID: 1, TID: 1, Source: 0, Type: recording.ValueInt, Bits: uint64(i)})
+	}
+	s, err := New(Inputs{Profile: p, Names: []string{"a.rec"}}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s)
+	defer hs.Close()
+	bctx, eval, wait := headless(t, path)
+	if err := chromedp.Do(bctx, chromedp.Navigate(hs.URL+s.Path()+"time")); err != nil {
+		t.Fatal(err)
+	}
+	lane := `document.querySelector("#lanes svg.lane.values:not(.pending) polyline")`
+	wait(`!!` + lane)
+	got := eval(`[data.seconds, data.column_s, document.getElementById("column").textContent, document.querySelector("#maps svg.heat").getAttribute("width")]`).([]any)
+	if got[0].(float64) != 1001 || got[1].(float64) != 3 || got[2].(string) != "3 seconds" {
+		t.Errorf("3,000 s drawn as %v columns of %v s (%q), maps %v px wide; want 1001 columns of 3 s", got[0], got[1], got[2], got[3])
+	}
+	eval(`(() => {
+		const svg = document.querySelector("#maps svg.heat");
+		const click = k => { const [x, y] = cellCenter(0, k); svg.dispatchEvent(new MouseEvent("click", {clientX: x, clientY: y, bubbles: true})); };
+		click(data.rows); click(2 * data.rows - 1);
+		return true;
+	})()`)
+	wait(`document.getElementById("lanes").dataset.range === "3000-6000" && !!` + lane)
+	if h := eval(`document.querySelector("#lanes h2").textContent`).(string); h != "work: n: 3 values, 3 to 5" {
+		t.Errorf("the range's lane is titled %q, want its 3 values, 3 to 5", h)
+	}
+}

@@ -1,11 +1,13 @@
 package view
 
 import (
+	"cmp"
 	"encoding/json"
 	"io"
 	"math"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"testing"
 	"time"
 
@@ -413,4 +415,44 @@ func laneProfile(start uint64, sources ...recording.ValueSource) *profile.Profil
 		p.Samples = append(p.Samples, profile.Sample{Time: start + i*10_000_000, PID: 1, TID: 1, Period: 10_000_000, Event: recording.EventCPU})
 	}
 	return p
+}
+
+// TestLongRecordingColumns checks that a recording longer than maxColumns
+// seconds is counted in columns of several seconds: each sample in the
+// column and row of its time, the lanes of events per cell of that
+// length.
+func TestLongRecordingColumns(t *testing.T) {
+	const start = 1_000_000_000
+	p := laneProfile(start)
+	p.Samples = nil
+	for i := range 3001 { // a sample every second for 3,000 s
+		p.Samples = append(p.Samples, profile.Sample{Time: uint64(start + i*1_000_000_000), PID: 1, TID: 1, Period: 1, Event: recording.EventCPU})
+	}
+	// and one at 2,000.5 s: column 666 (1,998 s to 2,001 s), row 41 (2.5 s
+	// into it, cells of 60 ms).
+	p.Samples = append(p.Samples, profile.Sample{Time: start + 2_000_500_000_000, PID: 1, TID: 1, Period: 1, Event: recording.EventCPU})
+	slices.SortFunc(p.Samples, func(a, b profile.Sample) int { return cmp.Compare(a.Time, b.Time) })
+	s, err := New(Inputs{Profile: p, Names: []string{"a.rec"}}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := s.heatMaps(nil)
+	if d.Seconds != 1001 || d.ColumnS != 3 || d.CellMS != 60 || d.Samples != 3002 {
+		t.Fatalf("3,000 s: %d columns of %d s, cells of %v ms, %d samples; want 1001 of 3 s, 60 ms, 3002", d.Seconds, d.ColumnS, d.CellMS, d.Samples)
+	}
+	cells := d.Threads[0].Cells
+	if cells[666][41] != 1 || cells[666][16] != 1 || cells[666][0] != 1 || cells[666][33] != 1 {
+		t.Errorf("column 666: rows 0, 16, 33, 41 hold %d, %d, %d, %d samples; want 1 each (1998 s, 1999 s, 2000 s, 2000.5 s)",
+			cells[666][0], cells[666][16], cells[666][33], cells[666][41])
+	}
+	if d.cellNS() != 60_000_000 {
+		t.Errorf("cell of %d ns, want 60 ms", d.cellNS())
+	}
+	short, err := New(Inputs{Profile: laneProfile(start), Names: []string{"a.rec"}}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d := short.heatMaps(nil); d.Seconds != 4 || d.ColumnS != 1 || d.CellMS != 20 {
+		t.Errorf("4 s: %d columns of %d s, cells of %v ms; want 4 of 1 s, 20 ms", d.Seconds, d.ColumnS, d.CellMS)
+	}
 }

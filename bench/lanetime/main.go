@@ -1,8 +1,9 @@
 // Command lanetime measures what a range selected in culprit view's time
 // view costs the browser: headless Chromium (through chromedp) opens the
 // time view of a recording (with its base run), waits until every lane of
-// values is drawn, then selects ranges of cells (the first second, the
-// second, the first again), each twice: its lanes only (how=lanes: the
+// values is drawn, then selects ranges of cells (the first column: a
+// second, or several of a long recording; the second; the first again),
+// each twice: its lanes only (how=lanes: the
 // range selected and its lanes drawn, as a click does, without the flame
 // graph of the range the click loads too, in the same renderer) and by
 // clicks on the map (how=click); for each, the renderer's own thread time

@@ -998,8 +998,9 @@ func analysisServerPages(bctx context.Context, culprit string, sv analysisServer
 		lanes := time.Since(t)
 		n, _ := chromedp.Run(bctx, chromedp.Evaluate[int](`document.querySelectorAll("#lanes svg.lane.values polyline").length`))
 		res = append(res, fmt.Sprintf("%s_time_paint_ms=%s %s_time_lanes_ms=%s %s_time_lanes=%d", sv.key, ms(maps), sv.key, ms(lanes), sv.key, n))
-		// A range selected in the maps (the first second's cells, or the
-		// first cell's of a shorter recording), the server idle: its
+		// A range selected in the maps (the first column's cells: a
+		// second, or several of a recording longer than the maps'
+		// columns; the first cell's of a shorter one), the server idle: its
 		// lanes of values drawn (each asked for again), twice (the
 		// second range another).
 		// (A build whose lanes draw the whole recording only has no

@@ -25,12 +25,18 @@ func (r *Reader) Offset() int64 { return r.pos }
 // call; it reports whether yield asked to stop. A file that no longer
 // holds the bytes (cut since) is an error.
 //
-// Unlike a Reader, it decodes the frames in place, one after the other,
-// without a copy or an allocation per record: reading a run this way costs
-// its CRCs and its varints, little more.
+// Unlike a Reader, it reads the bytes at once (up to maxInPlace; more, a
+// chunk at a time through a Reader) and decodes the frames in place, one
+// after the other, without a copy or an allocation per record: reading a
+// run this way costs its CRCs and its varints, little more.
 func EachValueAt(ra io.ReaderAt, off, size int64, buf []byte, yield func(*Value) bool) ([]byte, bool, error) {
 	if size < 0 || size > 1<<40 {
 		return buf, false, fmt.Errorf("reading values at %d: impossible size %d", off, size)
+	}
+	if size > maxInPlace {
+		// Not a Writer's run (a damaged or made-up index): read as a
+		// Reader reads, a chunk at a time.
+		return buf, salvageValues(io.NewSectionReader(ra, off, size), yield), nil
 	}
 	if int64(cap(buf)) < size {
 		buf = make([]byte, size)
@@ -55,11 +61,11 @@ func EachValueAt(ra io.ReaderAt, off, size int64, buf []byte, yield func(*Value)
 			n, ln = binary.Uvarint(b[1:])
 		}
 		if k == 0 || ln <= 0 || ln > maxHead-1 || n > MaxPayload || uint64(len(b)) < 1+uint64(ln)+n+crcSize {
-			return buf, salvageValues(b, yield), nil
+			return buf, salvageValues(bytes.NewReader(b), yield), nil
 		}
 		end := 1 + ln + int(n)
 		if crc32.Checksum(b[:end], tab) != binary.LittleEndian.Uint32(b[end:]) {
-			return buf, salvageValues(b, yield), nil
+			return buf, salvageValues(bytes.NewReader(b), yield), nil
 		}
 		if k == KindValue {
 			// A payload that does not decode is damage, skipped as Next
@@ -73,11 +79,15 @@ func EachValueAt(ra io.ReaderAt, off, size int64, buf []byte, yield func(*Value)
 	return buf, false, nil
 }
 
-// salvageValues reads the Value records of b, which starts with a frame
-// that is not whole or not valid, as Next reads a damaged file: it reports
-// whether yield asked to stop.
-func salvageValues(b []byte, yield func(*Value) bool) bool {
-	r := &Reader{src: bytes.NewReader(b), name: "values", buf: make([]byte, 0, readChunk), reuse: true}
+// maxInPlace is the most bytes EachValueAt reads at once: a Writer's runs
+// of values are at most about maxRun.
+const maxInPlace = 16 << 20
+
+// salvageValues reads the Value records of src (one that starts with a
+// frame that is not whole or not valid, say) as Next reads a damaged
+// file: it reports whether yield asked to stop.
+func salvageValues(src io.Reader, yield func(*Value) bool) bool {
+	r := &Reader{src: src, name: "values", buf: make([]byte, 0, readChunk), reuse: true}
 	for {
 		rec, err := r.Next()
 		if err != nil {

@@ -112,6 +112,17 @@ func TestEachValueAt(t *testing.T) {
 		t.Errorf("damaged: EachValueAt read %d values, a Reader %d: they differ", len(got), len(wantBad))
 	}
 
+	// Past maxInPlace bytes the same values, read a chunk at a time.
+	big := append([]byte(nil), data...)
+	for len(big) <= maxInPlace {
+		big = append(big, data[HeaderSize:]...)
+	}
+	bigPath := writeTemp(t, big)
+	_, wantBig := regionsOf(t, bigPath)
+	if got := eachValueAt(t, bigPath, [][2]int64{{HeaderSize, int64(len(big))}}); !reflect.DeepEqual(got, wantBig) {
+		t.Errorf("%d bytes read at once: %d values, a Reader %d: they differ", len(big)-HeaderSize, len(got), len(wantBig))
+	}
+
 	// Stopped after 10 values.
 	f, err := os.Open(path)
 	if err != nil {

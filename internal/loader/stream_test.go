@@ -458,6 +458,11 @@ func TestStreamValueIndex(t *testing.T) {
 	if all, mid := p.ValuesWithinCost(0, math.MaxUint64), p.ValuesWithinCost(times[n/3], times[2*n/3]); all != n || mid >= n {
 		t.Errorf("values read for every time: %d of %d; for the middle third: %d, want fewer", all, n, mid)
 	}
+	// Stopped early: no more values, no error.
+	got := 0
+	if err := p.EachValueWithin(0, math.MaxUint64, func(*profile.Value) bool { got++; return got < 5 }); err != nil || got != 5 {
+		t.Errorf("EachValueWithin stopped at the 5th value: %d yielded (%v)", got, err)
+	}
 }
 
 // skim notes the values of the recording at path as the first reading

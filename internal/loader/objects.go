@@ -62,7 +62,7 @@ func RecordedObjects(paths []string) ([]profile.RecordedObject, error) {
 // Damaged files are read up to their last complete record, as Load does.
 // The runs of values are stepped over unread, and the samples, stacks and
 // values read are decoded into one record each (Reuse): on recordings of
-// sampled values, decoding the values was nearly all of the reading.
+// sampled values, decoding the values would be nearly all of the reading.
 func eachMmap(paths []string, fn func(*recording.Mmap)) error {
 	for _, path := range paths {
 		r, err := recording.Open(path)

@@ -24,9 +24,9 @@ const rowsPerSecond = 50
 // maxColumns is how many columns the time view's maps have at most: a
 // column is one second of a recording up to maxColumns seconds long, and
 // as many whole seconds as keep a longer one within maxColumns columns
-// (a cell then 1/rowsPerSecond of that). Every second its own column made
-// a recording of two hours 8,293 columns, its maps 33,000 pixels wide and
-// its page 2.5 MB: 4.3 s to draw.
+// (a cell then 1/rowsPerSecond of that). A column a second would make a
+// recording of two hours 8,293 columns: maps 33,000 pixels wide, a page of
+// 2.5 MB, 4.3 s to draw.
 const maxColumns = 1200
 
 // maxThreads is how many threads the time view draws, the busiest.

@@ -432,6 +432,8 @@ type session struct {
 	items []item
 	later []item // records stamped after what the last drain handled (orderedUntil)
 	pidfd int    // of the target process, -1 when none
+	// waiter is what the loop waits in between rounds (wait.go).
+	waiter waiter
 
 	state collector.State       // nil: no program state sampled
 	mem   collector.MemoryState // state, when it says what memory to copy
@@ -1409,6 +1411,7 @@ func toDWARF(r []uint64) unwind.Regs {
 }
 
 func (s *session) close() {
+	s.waiter.close()
 	for _, r := range s.rings {
 		r.Ring.Close()
 	}

@@ -146,26 +146,6 @@ func oneCore() (restore func()) {
 	return func() { runtime.GOMAXPROCS(n) }
 }
 
-// wait blocks until a ring passes its watermark or the poll interval ends.
-// A pidfd of the target process (when the kernel has pidfd_open) ends the
-// wait as soon as the process exits, so the recording ends with it; wait
-// then reports true.
-func (s *session) wait() bool {
-	fds := make([]unix.PollFd, 0, len(s.rings)+1)
-	for _, r := range s.rings {
-		fds = append(fds, unix.PollFd{Fd: int32(r.Event.FD), Events: unix.POLLIN})
-	}
-	if s.pidfd >= 0 {
-		fds = append(fds, unix.PollFd{Fd: int32(s.pidfd), Events: unix.POLLIN})
-	}
-	if len(fds) == 0 {
-		time.Sleep(pollInterval)
-		return false
-	}
-	unix.Poll(fds, int(pollInterval/time.Millisecond))
-	return s.pidfd >= 0 && fds[len(fds)-1].Revents&(unix.POLLIN|unix.POLLHUP) != 0
-}
-
 // step is one round of the collector's loop (collector.Child.Run,
 // collector.Follow): it waits for data or the target's exit, drains the
 // rings unless the target has exited (finish drains what is left) and

@@ -17,14 +17,14 @@ import (
 // os.File the runtime polls with its others. A goroutine blocked in a
 // system call holds the recorder's only P (oneCore), which the runtime's
 // monitor (sysmon) takes back after 20 µs and hands on, and every return
-// from the call wakes the monitor again to watch the next one: a dozen
-// thread switches a round, each 20–25 µs of CPU on this VM, more than the
-// round's own work on a quiet target (docs/performance.md, "The recorder's
-// own CPU per record"). Parked in the poller, the goroutine holds no P,
+// from the call wakes the monitor again to watch the next one: thread
+// switches that cost an idle recorder more than its rounds' own work
+// (20–25 µs of CPU each in a VM; docs/performance.md, "Where the recorder's
+// own CPU goes"). Parked in the poller, the goroutine holds no P,
 // the monitor backs off to its long sleeps, and a round costs the thread
 // that returns from epoll_wait and the loop's own (Child.Run keeps it on
 // its thread, at a higher priority). Where the set cannot be made or the
-// runtime cannot poll it, the loop waits in poll(2) as before.
+// runtime cannot poll it, the loop waits in poll(2).
 
 // waiter is the loop's epoll set.
 type waiter struct {

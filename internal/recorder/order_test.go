@@ -62,3 +62,23 @@ func TestOrderedUntil(t *testing.T) {
 		t.Errorf("orderedUntil(1) = %d, want 0", got)
 	}
 }
+
+// BenchmarkOrdered: one drain's time order, as under a server's load with
+// system call events (about 500 records a drain: two CPUs' rings and the
+// system call program's, each in time order, interleaved in time).
+func BenchmarkOrdered(b *testing.B) {
+	const perSource = 170
+	var items []item
+	for src := uint64(0); src < 3; src++ {
+		for i := uint64(0); i < perSource; i++ {
+			items = append(items, item{time: 1000 + i*30 + src*7 + (i*src)%11, rec: &perf.Comm{}})
+		}
+	}
+	s := &session{}
+	b.ReportAllocs()
+	for b.Loop() {
+		s.items = append(s.items[:0], items...)
+		s.ordered(1000 + perSource*30 - 500)
+		s.later = s.later[:0]
+	}
+}

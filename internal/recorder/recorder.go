@@ -6,6 +6,7 @@
 package recorder
 
 import (
+	"cmp"
 	"debug/elf"
 	"errors"
 	"fmt"
@@ -15,7 +16,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"sync"
@@ -1031,7 +1031,7 @@ func (s *session) ordered(until uint64) []item {
 	s.items = slices.Insert(s.items, 0, s.later...)
 	clear(s.later)
 	s.later = s.later[:0]
-	sort.SliceStable(s.items, func(i, j int) bool { return s.items[i].time < s.items[j].time })
+	slices.SortStableFunc(s.items, func(a, b item) int { return cmp.Compare(a.time, b.time) })
 	n, _ := slices.BinarySearchFunc(s.items, until, func(it item, t uint64) int {
 		if it.time <= t {
 			return -1

@@ -248,21 +248,15 @@ func (r *Reader) frame(at int64, strict bool) (st frameStatus, k Kind, payload [
 	if k == 0 || strict && !knownKind(k) {
 		return frameBad, 0, nil, 0
 	}
-	var n uint64
-	var ln int
-	if len(b) > 1 && b[1] < 0x80 {
-		n, ln = uint64(b[1]), 1
-	} else {
-		n, ln = binary.Uvarint(b[1:])
-		if ln == 0 { // the length is cut off
-			if len(b) >= maxHead {
-				return frameBad, 0, nil, 0
-			}
-			return frameIncomplete, 0, nil, 0
-		}
-		if ln < 0 || ln > maxHead-1 {
+	n, ln := frameLength(b)
+	if ln == 0 { // the length is cut off
+		if len(b) >= maxHead {
 			return frameBad, 0, nil, 0
 		}
+		return frameIncomplete, 0, nil, 0
+	}
+	if ln < 0 || ln > maxHead-1 {
+		return frameBad, 0, nil, 0
 	}
 	if n > MaxPayload {
 		return frameBad, 0, nil, 0
@@ -507,4 +501,15 @@ func TailEnd(ra io.ReaderAt, size int64) (*End, bool) {
 		}
 	}
 	return nil, false
+}
+
+// frameLength reads the payload length after a frame's kind byte, b[0]:
+// the length and how many bytes it took, 0 when b ends inside it and
+// negative when it overflows (binary.Uvarint's answers). One byte is the
+// common case, read without the varint loop.
+func frameLength(b []byte) (uint64, int) {
+	if len(b) > 1 && b[1] < 0x80 {
+		return uint64(b[1]), 1
+	}
+	return binary.Uvarint(b[1:])
 }

@@ -53,13 +53,7 @@ func EachValueAt(ra io.ReaderAt, off, size int64, buf []byte, yield func(*Value)
 	b := buf
 	for len(b) > 0 {
 		k := Kind(b[0])
-		var n uint64
-		var ln int
-		if len(b) > 1 && b[1] < 0x80 {
-			n, ln = uint64(b[1]), 1
-		} else {
-			n, ln = binary.Uvarint(b[1:])
-		}
+		n, ln := frameLength(b)
 		if k == 0 || ln <= 0 || ln > maxHead-1 || n > MaxPayload || uint64(len(b)) < 1+uint64(ln)+n+crcSize {
 			return buf, salvageValues(bytes.NewReader(b), yield), nil
 		}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -434,6 +435,99 @@ func TestTraceLeavesNothing(t *testing.T) {
 	if ev, err := os.ReadFile("/sys/kernel/tracing/uprobe_events"); err == nil && strings.Contains(string(ev), filepath.Base(bin)) {
 		t.Errorf("uprobe_events still names %s:\n%s", bin, ev)
 	}
+}
+
+// culprit trace -p on a program started from a shell (not culprit's
+// child, nor the test's: the shell exits and leaves it to init) whose
+// worker threads all run before culprit attaches: every call each thread
+// makes once the probes are set is recorded, as the program counts them,
+// and inner's calls are named as work's. A trace while none is called
+// says so.
+func TestTraceAttachRunningThreads(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "attachpool", []string{"attachpool.c"}, "-O2", "-g", "-pthread")
+	const workers, n = 4, 20000
+	progOut := filepath.Join(t.TempDir(), "out")
+	sh := exec.Command("sh", "-c", `"$0" "$1" "$2" >"$3" 2>&1 </dev/null & echo $!`, bin, strconv.Itoa(workers), strconv.Itoa(n), progOut)
+	b, err := sh.Output()
+	if err != nil {
+		t.Fatalf("starting attachpool from sh: %v", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		t.Fatalf("sh gave no PID: %q", b)
+	}
+	defer syscall.Kill(pid, syscall.SIGKILL)
+	// Every worker has run before culprit starts.
+	waitFor(t, "attachpool's workers to run", func() bool {
+		b, _ := os.ReadFile(progOut)
+		return strings.Contains(string(b), "ready")
+	})
+	// Until the signal no traced function is called, and a trace then
+	// says so rather than leave an empty recording unexplained.
+	_, errs, code := run(t, "trace", "-f", "work", "-p", strconv.Itoa(pid), "--duration", "300ms", "--cpu-sample", "0", "-o", rec(t))
+	if code != 0 || !strings.Contains(errs, "0 calls of 1 functions") || !strings.Contains(errs, "no traced function was called in the") {
+		t.Errorf("-p while work is not called: exit %d, %s", code, errs)
+	}
+	out := rec(t)
+	tr := exec.Command(culprit, "trace", "-f", "work", "-f", "inner", "-p", strconv.Itoa(pid), "-o", out)
+	var errb strings.Builder
+	tr.Stderr = &errb
+	if err := tr.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Process.Kill()
+	// The probes are set once culprit holds its entry and return links
+	// (one uprobe-multi link each for the object's entries and returns;
+	// the kernel writes the breakpoints into the running process before
+	// the link is made).
+	waitFor(t, "culprit to set its probes", func() bool { return uprobeMultiLinks(tr.Process.Pid) >= 2 })
+	if err := syscall.Kill(pid, syscall.SIGUSR1); err != nil {
+		t.Fatal(err)
+	}
+	var stdout string
+	waitFor(t, "attachpool to make its calls", func() bool {
+		b, _ := os.ReadFile(progOut)
+		stdout = string(b)
+		return strings.Contains(stdout, "done")
+	})
+	tr.Process.Signal(os.Interrupt)
+	if err := tr.Wait(); err != nil {
+		t.Fatalf("culprit trace -p: %v\n%s", err, errb.String())
+	}
+	want := counts(t, stdout)
+	r := traceReport(t, out)
+	for _, fn := range []string{"work", "inner"} {
+		if got, unret := r.calls(fn); got != want[fn] || want[fn] != workers*n || unret != 0 {
+			t.Errorf("%s: %d calls recorded (%d did not return), the program made %d\n%s", fn, got, unret, want[fn], errb.String())
+		}
+	}
+	var byCaller traceJSON
+	if err := json.Unmarshal([]byte(mustRun(t, "report", "--by", "caller", "--format", "json", out)), &byCaller); err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range byCaller.Functions {
+		if f.Function == "inner" && (len(f.Callers) != 1 || f.Callers[0].Name != "work" || f.Callers[0].Calls != workers*n) {
+			t.Errorf("inner's callers %+v, want work for all %d", f.Callers, workers*n)
+		}
+	}
+	if err := syscall.Kill(pid, 0); err != nil {
+		t.Errorf("attachpool did not survive the trace: %v", err)
+	}
+}
+
+// uprobeMultiLinks counts the uprobe-multi BPF links (entries' and
+// returns') process pid holds.
+func uprobeMultiLinks(pid int) int {
+	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fdinfo", pid))
+	n := 0
+	for _, fd := range fds {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/fdinfo/%s", pid, fd.Name()))
+		if err == nil && (strings.Contains(string(b), "link_type:\tuprobe_multi") || strings.Contains(string(b), "link_type:\turetprobe_multi")) {
+			n++
+		}
+	}
+	return n
 }
 
 // Ctrl-C (SIGINT) of culprit trace -p ends the trace cleanly: the

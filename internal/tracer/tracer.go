@@ -872,6 +872,13 @@ func (s *session) finish(exitCode int) (Result, error) {
 		}
 		s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("dynamic probing removed probes %d times after %s (%s): %s", n, limit, strings.Join(names, ", "), what))
 	}
+	if s.res.Calls == 0 && exitCode < 0 && s.res.Probes > 0 {
+		// Attached: the probes were set on the running process, and a
+		// program busy elsewhere for the whole time (starting up, or
+		// blocked) makes none of the calls traced.
+		s.res.Warnings = append(s.res.Warnings, fmt.Sprintf("no traced function was called in the %s the probes were set on process %d: its threads ran other code or waited (the CPU samples, when taken, show where)",
+			(time.Since(s.win.begun)-s.res.Detach).Round(time.Millisecond), s.pid))
+	}
 	s.res.ExitCode = exitCode
 	// The End record counts every record lost, as the Lost records copied
 	// from the CPU samples' recording (keepCPU) and written here tell them.

@@ -1221,6 +1221,43 @@ func TestTraceProbeBudgetKeepsRoot(t *testing.T) {
 	}
 }
 
+// Keep-hot on C++: the samples of an untraced run name both instances
+// of a class template's member alike (geo::Accum::add), so when that
+// name is hot both are kept, with every call, though only
+// geo::Accum<long>::add spins; svc::note, called as often from the same
+// caller but cold, is left out with it (four calls down from main, in a
+// call graph wide enough that trimming and the probe budget leave the
+// lower levels out), and main stays.
+func TestTraceKeepHotCXXInstances(t *testing.T) {
+	testutil.NeedRoot(t)
+	t.Setenv("CULPRIT_TRACE_STATS", t.TempDir())
+	bin := testutil.CXX(t, "cxxhot", []string{"cxxhot.cc"}, "-O2", "-g")
+	ref := rec(t)
+	if _, errs, code := run(t, "record", "-F", "4999", "-o", ref, "--", bin, "20000"); code != 0 {
+		t.Fatalf("record: exit %d, %s", code, errs)
+	}
+	out := rec(t)
+	stdout, errs, code := run(t, "trace", "--optimize", "basic", "--hot-from", ref, "--no-optimize", "dynamic-probing", "-f", "*", "-o", out, "--", bin, "3000")
+	if code != 0 || !strings.Contains(errs, "culprit: 2 functions over 1% of the run's time") {
+		t.Fatalf("exit %d, %s (want the two instances of add kept as hot)", code, errs)
+	}
+	want := counts(t, stdout)
+	r := traceReport(t, out)
+	for fn, n := range map[string]int{"geo::Accum<long>::add(long, long)": want["add_long"], "geo::Accum<double>::add(double, long)": want["add_double"]} {
+		if got, _ := r.calls(fn); got != n || n != 3000 {
+			t.Errorf("%s: %d calls recorded, the program made %d: want every one (its name is hot)\n%s", fn, got, n, errs)
+		}
+	}
+	for _, fn := range []string{"svc::note", "svc::apply"} {
+		if got, _ := r.calls(fn); got != 0 || want["note"] != 3000 {
+			t.Errorf("%s: %d calls recorded, want none: it is cold, three or four calls down\n%s", fn, got, errs)
+		}
+	}
+	if got, _ := r.calls("main"); got != 1 {
+		t.Errorf("main: %d calls recorded, want 1\n%s", got, errs)
+	}
+}
+
 func TestTraceProbeBudget(t *testing.T) {
 	testutil.NeedRoot(t)
 	t.Setenv("CULPRIT_TRACE_STATS", t.TempDir())

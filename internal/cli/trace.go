@@ -209,6 +209,10 @@ calls), export --format chrome and diff. Patterns (#N sampling, --lib,
 				o.CPUSamples = cpuSamplesPath(exe)
 				defer os.Remove(o.CPUSamples)
 			}
+			// The build's statistics are gathered as the calls are
+			// written, not read back from the recording.
+			sum := trace.NewSummary()
+			o.Observe = sum.Add
 			res, err := runTracer(o, pid, args, stderr)
 			if err != nil {
 				return err
@@ -223,7 +227,7 @@ calls), export --format chrome and diff. Patterns (#N sampling, --lib,
 			}
 			fmt.Fprintf(stderr, "culprit: %d calls of %d functions%s written to %s (%s)%s; probes set in %s, removed in %s\n", res.Calls, res.Probes, sched, o.Output, humanBytes(res.Bytes),
 				samples, res.Attach.Round(time.Millisecond), res.Detach.Round(time.Millisecond))
-			if err := keepStats(exe, o.Output, o.CPUSamples, o.CPUHz, res.Removed, stderr); err != nil {
+			if err := keepStats(exe, sum, o.CPUSamples, o.CPUHz, res.Removed, stderr); err != nil {
 				warnf(stderr, "keeping the functions' statistics for the next trace: %v", err)
 			}
 			if res.ExitCode > 0 {
@@ -441,26 +445,20 @@ func dynamicBaseline(exe, statsRef string, b trace.Baseline, changed map[string]
 	return out, nil
 }
 
-// keepStats computes the Dynamic Stats of the trace just written and
-// merges them into the executable's stats file (functions not traced
-// this time keep their earlier stats, as in Perun). removed are the
-// functions dynamic probing removed: their counts are of the calls made
-// while their probes were set (FuncStats.Partial). cpu, when not "", is
-// the recording of the CPU samples taken beside the trace, hz times a
-// second: their counts are added to the build's (cpuStats).
-func keepStats(exe, rec, cpu string, hz int, removed []string, stderr io.Writer) error {
+// keepStats computes the Dynamic Stats of the trace just written (sum,
+// its calls) and merges them into the executable's stats file (functions
+// not traced this time keep their earlier stats, as in Perun). removed
+// are the functions dynamic probing removed: their counts are of the
+// calls made while their probes were set (FuncStats.Partial). cpu, when
+// not "", is the recording of the CPU samples taken beside the trace, hz
+// times a second: their counts are added to the build's (cpuStats).
+func keepStats(exe string, sum *trace.Summary, cpu string, hz int, removed []string, stderr io.Writer) error {
 	if exe == "" {
 		return nil
 	}
 	path, err := statsFile(exe)
 	if err != nil {
 		return nil // no build-id: nothing to key them by
-	}
-	// The statistics are the calls': the samples kept in the trace are
-	// not read (keepSamples reads them from their own recording).
-	p, err := loadProfileWith([]string{rec}, io.Discard, loader.Options{NoSamples: true})
-	if err != nil {
-		return err
 	}
 	st, err := readStats(path)
 	if err != nil && !os.IsNotExist(err) {
@@ -473,7 +471,7 @@ func keepStats(exe, rec, cpu string, hz int, removed []string, stderr io.Writer)
 	for _, f := range removed {
 		partial[f] = true
 	}
-	now := trace.DynamicStats(p)
+	now := sum.Stats()
 	for name, s := range now {
 		if partial[name] {
 			s.Partial = true
@@ -499,7 +497,7 @@ func keepStats(exe, rec, cpu string, hz int, removed []string, stderr io.Writer)
 	if cpu == "" {
 		return nil
 	}
-	own, traps, err := keepSamples(exe, path, cpu, hz, entryOffsets(p, exe), trace.ProbeTraps(p), trace.InnermostOpen(p), stderr)
+	own, traps, err := keepSamples(exe, path, cpu, hz, entryOffsets(sum.Probes(), exe), sum.Traps(), sum.InnermostOpen(), stderr)
 	if err != nil {
 		return err
 	}
@@ -552,12 +550,12 @@ func probeCost(own, traps int, st map[string]trace.FuncStats) string {
 		traps, own, slow, all, strings.Join(busy, ", "))
 }
 
-// entryOffsets are the file offsets of the entry probes trace p set in
-// exe (matched by base name), sorted: what trace.SampledCounts takes as
-// its probes.
-func entryOffsets(p *profile.Profile, exe string) []uint64 {
+// entryOffsets are the file offsets of the entry probes of a trace
+// (its probes ps) set in exe (matched by base name), sorted: what
+// trace.SampledCounts takes as its probes.
+func entryOffsets(ps []profile.Probe, exe string) []uint64 {
 	var probes []uint64
-	for _, pr := range p.Probes {
+	for _, pr := range ps {
 		if filepath.Base(pr.Object) == filepath.Base(exe) {
 			probes = append(probes, pr.Offset)
 		}

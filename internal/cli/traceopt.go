@@ -452,7 +452,7 @@ func hotFunctions(pr *program, opt optimizations) (hot map[string]bool, doubt ma
 		if err != nil {
 			return nil, nil, "", err
 		}
-		if counts, n, _ := trace.SampledCounts(p, pr.exe, nil, entryOffsets(p, pr.exe), trace.InnermostOpen(p)); n > 0 {
+		if counts, n, _ := trace.SampledCounts(p, pr.exe, nil, entryOffsets(p.Probes, pr.exe), trace.InnermostOpen(p)); n > 0 {
 			return trace.SampledHot(counts, n, opt.KeepHot), trace.SampledDoubtful(counts, n, opt.KeepHot), fmt.Sprintf("the time of the trace stored for %s by %d CPU samples", strings.TrimPrefix(opt.Stats, "@"), n), nil
 		}
 		hot := map[string]bool{}

@@ -44,6 +44,9 @@ type Options struct {
 	// NoCPU leaves out measuring each call's on-CPU time (the program on
 	// every context switch and a map lookup at each entry and return).
 	NoCPU bool
+	// Observe, when set, is given each Probe and Call record as it is
+	// written (the caller's summary of the calls: trace.Summary.Add).
+	Observe func(recording.Record)
 	// Exclude names functions not to trace though the patterns match
 	// them (dynamic baseline).
 	Exclude map[string]bool
@@ -165,8 +168,12 @@ type session struct {
 	exe     string
 	recs    []recording.Probe // the Probe records written
 	round   []recording.Call  // calls since probes were last set (Refine)
-	next    time.Time         // next Refine
-	refused int               // probes the kernel refused, already said
+	// rc is the Call record being written, kept here so that writing one
+	// allocates nothing (a record handed to the Writer escapes).
+	rc      recording.Call
+	args    []uint64  // rc's arguments, reused
+	next    time.Time // next Refine
+	refused int       // probes the kernel refused, already said
 	win     windows
 	lost    losses
 	// drainLimit bounds one drain while the command runs, so that the
@@ -459,6 +466,9 @@ func (s *session) probes(first int, since uint64) {
 		p := recording.Probe{ID: uint32(first + i + 1), Function: t.Function, Object: t.Object, BuildID: t.BuildID,
 			Offset: t.Offset, Every: t.Every, Params: append(t.Params[:len(t.Params):len(t.Params)], t.ReadParams...), Ret: t.Ret, Since: since}
 		s.w.Write(&p)
+		if s.o.Observe != nil {
+			s.o.Observe(&p)
+		}
 		s.recs = append(s.recs, p)
 	}
 }
@@ -689,17 +699,27 @@ func (s *session) record(c *traceprog.Call) {
 	if c.Probe == 0 || int(c.Probe) > len(s.targets) {
 		return
 	}
-	rc := recording.Call{Start: c.Start, End: c.End, Child: c.Child, PID: c.PID, TID: c.TID, Probe: c.Probe,
+	rc := &s.rc
+	*rc = recording.Call{Start: c.Start, End: c.End, Child: c.Child, PID: c.PID, TID: c.TID, Probe: c.Probe,
 		Caller: c.Caller, Depth: c.Depth, Site: c.Site, Flags: c.Flags, Ret: c.Ret, Goroutine: s.goids.of(c.G, c.Goid)}
 	if rc.PID == 0 && s.pid > 0 {
 		rc.PID = uint32(s.pid)
 	}
 	if s.o.Args {
+		// Refine keeps the calls: each its own arguments.
+		args := s.args[:0]
+		if s.o.Refine != nil {
+			args = nil
+		}
 		if t := &s.targets[c.Probe-1]; len(t.Params) > 0 {
-			rc.Args = append([]uint64(nil), c.Args[:len(t.Params)]...)
-			rc.Args = append(rc.Args, c.Mem[:len(t.Reads)]...)
+			args = append(args, c.Args[:len(t.Params)]...)
+			args = append(args, c.Mem[:len(t.Reads)]...)
 		} else {
-			rc.Args = append([]uint64(nil), c.Args[:]...)
+			args = append(args, c.Args[:]...)
+		}
+		rc.Args = args
+		if s.o.Refine == nil {
+			s.args = args
 		}
 	}
 	if c.Flags&traceprog.Unreturned != 0 {
@@ -719,10 +739,13 @@ func (s *session) record(c *traceprog.Call) {
 		rc.Flags |= recording.CallCPULost
 	}
 	rc.Strs = c.Strs
-	s.w.Write(&rc)
+	s.w.Write(rc)
+	if s.o.Observe != nil {
+		s.o.Observe(rc)
+	}
 	s.res.Calls++
 	if s.o.Refine != nil {
-		s.round = append(s.round, rc)
+		s.round = append(s.round, *rc)
 	}
 }
 

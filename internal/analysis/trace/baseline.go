@@ -48,33 +48,10 @@ func quantile(v []uint64, q float64) float64 {
 	return float64(v[i]) + (pos-float64(i))*(float64(v[i+1])-float64(v[i]))
 }
 
-// DynamicStats computes each traced function's Dynamic Stats, by name.
+// DynamicStats computes each traced function's Dynamic Stats, by name
+// (Summary.Stats of the profile's calls).
 func DynamicStats(p *profile.Profile) map[string]FuncStats {
-	durs := make([][]uint64, len(p.Probes))
-	excl := make([]uint64, len(p.Probes))
-	callees := make([]map[string]uint64, len(p.Probes))
-	for i := range p.Calls {
-		c := &p.Calls[i]
-		durs[c.Probe] = append(durs[c.Probe], c.Inclusive())
-		excl[c.Probe] += c.Exclusive()
-		if c.Caller >= 0 {
-			if callees[c.Caller] == nil {
-				callees[c.Caller] = map[string]uint64{}
-			}
-			callees[c.Caller][p.Probes[c.Probe].Function]++
-		}
-	}
-	out := map[string]FuncStats{}
-	for i, pr := range p.Probes {
-		v := durs[i]
-		if len(v) == 0 {
-			continue
-		}
-		s := Stats(v, uint64(pr.Every))
-		s.Callees, s.ExclTotal = callees[i], excl[i]
-		out[pr.Function] = s
-	}
-	return out
+	return Summarize(p).Stats()
 }
 
 // Stats are the Dynamic Stats fields of amounts v (sorted in place)

@@ -1,7 +1,6 @@
 package trace
 
 import (
-	"cmp"
 	"math"
 	"path/filepath"
 	"slices"
@@ -119,54 +118,9 @@ func SampledCounts(p *profile.Profile, exe string, roots []string, probes []uint
 }
 
 // InnermostOpen returns a function that names the innermost call of p
-// open on thread tid at time t ("" when none is), as traced calls nest on
-// a thread: the last call to start at or before t, or the nearest of its
-// traced callers still open at t. Samples merged by the loader have one
-// time for many: give it an unmerged profile's samples.
+// open on thread tid at time t (Summary.InnermostOpen of its calls).
 func InnermostOpen(p *profile.Profile) func(tid uint32, t uint64) string {
-	byTID := map[uint32][]int32{}
-	for i := range p.Calls {
-		byTID[p.Calls[i].TID] = append(byTID[p.Calls[i].TID], int32(i))
-	}
-	parent := make([]int32, len(p.Calls))
-	for _, calls := range byTID {
-		slices.SortFunc(calls, func(a, b int32) int {
-			ca, cb := &p.Calls[a], &p.Calls[b]
-			if ca.Start != cb.Start {
-				return cmp.Compare(ca.Start, cb.Start)
-			}
-			return cmp.Compare(cb.End, ca.End) // the outer first
-		})
-		var stack []int32
-		for _, i := range calls {
-			for len(stack) > 0 && p.Calls[stack[len(stack)-1]].End < p.Calls[i].Start {
-				stack = stack[:len(stack)-1]
-			}
-			parent[i] = -1
-			if len(stack) > 0 {
-				parent[i] = stack[len(stack)-1]
-			}
-			stack = append(stack, i)
-		}
-	}
-	return func(tid uint32, t uint64) string {
-		calls := byTID[tid]
-		k, _ := slices.BinarySearchFunc(calls, t, func(i int32, t uint64) int {
-			if p.Calls[i].Start <= t {
-				return -1
-			}
-			return 1
-		})
-		if k == 0 {
-			return ""
-		}
-		for i := calls[k-1]; i >= 0; i = parent[i] {
-			if p.Calls[i].End >= t {
-				return p.Probes[p.Calls[i].Probe].Function
-			}
-		}
-		return ""
-	}
+	return Summarize(p).InnermostOpen()
 }
 
 // trapAfter bounds the length of a probed instruction (x86-64: 15 bytes).
@@ -205,18 +159,10 @@ type PooledTrace struct {
 	Counts map[string]int `json:"counts,omitempty"`
 }
 
-// ProbeTraps counts the probe traps of a traced run: the entry of each
-// recorded call, and its return when it returned through a probe (a
-// call whose return address was known).
+// ProbeTraps counts the probe traps of a traced run (Summary.Traps of
+// its calls).
 func ProbeTraps(p *profile.Profile) int {
-	n := 0
-	for i := range p.Calls {
-		n++
-		if p.Calls[i].Site >= 0 {
-			n++
-		}
-	}
-	return n
+	return Summarize(p).Traps()
 }
 
 // UntracedTotal estimates how many of the samples pooled from traces

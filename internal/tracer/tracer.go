@@ -1081,8 +1081,9 @@ func (s *session) window() {
 	s.win.on, s.win.since, s.win.until = false, time.Now(), time.Now().Add(max(pause, 0))
 }
 
-// wait waits up to pollInterval for the process to exit (pidfd), then
-// drains the ring; it reports whether the process has exited.
+// wait waits pollInterval (with a pidfd, then looks whether the process
+// has exited), then drains the ring; it reports whether the process has
+// exited.
 func (s *session) wait() bool {
 	s.probe()
 	s.t.RetireReturns()
@@ -1090,8 +1091,15 @@ func (s *session) wait() bool {
 	s.refine()
 	exited := false
 	if s.pidfd >= 0 {
+		// Slept in the Go runtime, then polled without waiting: a
+		// thread blocked in a system call of 10 ms or more has its P
+		// taken by the runtime's monitor, which then wakes every 20 µs
+		// for a millisecond and more after each (a tenth of culprit's
+		// own CPU in a trace, measured); a goroutine asleep leaves it
+		// idle.
+		time.Sleep(pollInterval)
 		fds := []unix.PollFd{{Fd: int32(s.pidfd), Events: unix.POLLIN}}
-		unix.Poll(fds, int(pollInterval/time.Millisecond))
+		unix.Poll(fds, 0)
 		exited = fds[0].Revents&(unix.POLLIN|unix.POLLHUP) != 0
 		s.drain(0)
 	} else {

@@ -286,8 +286,9 @@ func encodeSample(e *enc, s *Sample) {
 //
 // Samples are carved out of slab, a block allocated a few hundred at a time,
 // to save an allocation per sample. A Stack is decoded into stack, reusing
-// its address slices, when stack is not nil.
-func decodePayload(k Kind, p []byte, slab *[]Sample, stack *Stack, value *Value) (r Record, ok bool) {
+// its address slices, when stack is not nil; a Call into call, when not
+// nil (its Args and Strs freshly made, as a record's own).
+func decodePayload(k Kind, p []byte, slab *[]Sample, stack *Stack, value *Value, call *Call) (r Record, ok bool) {
 	d := dec{b: p}
 	switch k {
 	case KindSample:
@@ -451,7 +452,11 @@ func decodePayload(k Kind, p []byte, slab *[]Sample, stack *Stack, value *Value)
 		if d.bad || v[3]|v[4]|v[5]|v[6]|v[7]|v[9] > math.MaxUint32 || v[10] > uint64(len(d.b)) {
 			return nil, false
 		}
-		c := &Call{Start: v[0], End: v[0] + v[1], Child: v[2], PID: uint32(v[3]), TID: uint32(v[4]),
+		c := call
+		if c == nil {
+			c = &Call{}
+		}
+		*c = Call{Start: v[0], End: v[0] + v[1], Child: v[2], PID: uint32(v[3]), TID: uint32(v[4]),
 			Probe: uint32(v[5]), Caller: uint32(v[6]), Depth: uint32(v[7]), Site: v[8], Flags: uint32(v[9])}
 		if v[10] > 0 {
 			c.Args = make([]uint64, v[10])

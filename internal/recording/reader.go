@@ -62,12 +62,15 @@ type Reader struct {
 	tail    bool  // the data read so far ends inside a record
 	sawEnd  bool
 
-	slab     []Sample // where decoded samples are allocated from
-	reuse    bool     // Reuse: every Sample and every Stack is decoded into one
-	one      [1]Sample
-	stack    Stack // the Stack decoded into when reuse is set
-	value    Value // the Value decoded into when reuse is set
-	pendTail int64 // offset of the incomplete tail when tail is set
+	slab  []Sample // where decoded samples are allocated from
+	reuse bool     // Reuse: every Sample and every Stack is decoded into one
+	one   [1]Sample
+	stack Stack // the Stack decoded into when reuse is set
+	value Value // the Value decoded into when reuse is set
+	// reuseCalls: every Call is decoded into call (ReuseCalls).
+	reuseCalls bool
+	call       Call
+	pendTail   int64 // offset of the incomplete tail when tail is set
 
 	// SkipValues: which runs to skip, and the source as it reads at an
 	// offset and seeks.
@@ -313,6 +316,13 @@ func (r *Reader) scan(from int64, keep bool) (q int64, found bool) {
 // until the following call. Other records are still freshly allocated.
 func (r *Reader) Reuse() { r.reuse = true }
 
+// ReuseCalls makes Next decode every Call into the same record (its Args
+// and Strs still its own), so that a pass over a trace's calls does not
+// allocate per call: the *Call Next returns is then valid only until the
+// following call. Apart from Reuse: a reader that hands records to
+// another goroutine (the loader's) keeps its calls.
+func (r *Reader) ReuseCalls() { r.reuseCalls = true }
+
 // SkipValues makes Next step over a run of Value records that a
 // ValueIndex precedes (a Writer indexes runs of values) when accept, given
 // the index, returns true and the whole run is in the file: Next returns
@@ -416,11 +426,15 @@ func (r *Reader) Next() (Record, error) {
 			}
 			var stack *Stack
 			var value *Value
+			var call *Call
 			if r.reuse {
 				r.slab = r.one[:]
 				stack, value = &r.stack, &r.value
 			}
-			rec, ok := decodePayload(k, payload, &r.slab, stack, value)
+			if r.reuseCalls {
+				call = &r.call
+			}
+			rec, ok := decodePayload(k, payload, &r.slab, stack, value, call)
 			if !ok {
 				// A well-framed record whose payload does not decode:
 				// skip the frame as damage.
@@ -496,7 +510,7 @@ func TailEnd(ra io.ReaderAt, size int64) (*End, bool) {
 		if crc32.Checksum(body, castagnoli()) != binary.LittleEndian.Uint32(b[len(b)-crcSize:]) {
 			continue
 		}
-		if r, ok := decodePayload(KindEnd, body[1+ln:], nil, nil, nil); ok {
+		if r, ok := decodePayload(KindEnd, body[1+ln:], nil, nil, nil, nil); ok {
 			return r.(*End), true
 		}
 	}

@@ -773,6 +773,46 @@ func TestSize(t *testing.T) {
 	}
 }
 
+// TestReuseCalls reads calls (with and without arguments and strings)
+// through one reused record, each checked as it is read, and keeps their
+// arguments, which stay each call's own.
+func TestReuseCalls(t *testing.T) {
+	recs := []Record{
+		&Call{Start: 20, End: 25, Child: 1, PID: 1, TID: 2, Probe: 1, Args: []uint64{7, 8}, Ret: 3, Strs: []string{"a", "bc"}},
+		&Call{Start: 30, End: 31, PID: 1, TID: 3, Probe: 2, Caller: 1, Depth: 1, Site: 0x401004, Flags: CallUnreturned},
+		&Call{Start: 40, End: 45, PID: 1, TID: 2, Probe: 1, Args: []uint64{9}, Off: 2, ChildOff: 1, Goroutine: 6},
+	}
+	r, err := NewReader(bytes.NewReader(encodeRecords(t, recs)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.ReuseCalls()
+	var first *Call
+	var args [][]uint64
+	for i, want := range recs {
+		rec, err := r.Next()
+		if err != nil {
+			t.Fatalf("record %d: %v", i, err)
+		}
+		got, ok := rec.(*Call)
+		if !ok {
+			t.Fatalf("record %d: got %T, want a Call", i, rec)
+		}
+		if first == nil {
+			first = got
+		} else if got != first {
+			t.Errorf("record %d: a new Call record, want the reused one", i)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("record %d: got %+v, want %+v", i, got, want)
+		}
+		args = append(args, got.Args)
+	}
+	if len(args) != 3 || !slices.Equal(args[0], []uint64{7, 8}) || args[1] != nil || !slices.Equal(args[2], []uint64{9}) {
+		t.Errorf("the calls' arguments as kept: %v, want each call's own", args)
+	}
+}
+
 // TestReuse reads samples and stacks of varied lengths, each copied as it
 // is read, through one reused record each, and checks them against what
 // was written.

@@ -344,6 +344,7 @@ func (fx *stackFix) pendingCalls(path string, targets []Target) {
 	}
 	defer r.Close()
 	r.Reuse()
+	r.ReuseCalls()
 	// first[tid][j]: the earliest call starting after the thread's j-th
 	// entry-trap sample and no later than the next one; ended[tid][j]:
 	// the earliest end of a call that returned (or of a point reached) in

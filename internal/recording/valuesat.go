@@ -64,7 +64,7 @@ func EachValueAt(ra io.ReaderAt, off, size int64, buf []byte, yield func(*Value)
 		if k == KindValue {
 			// A payload that does not decode is damage, skipped as Next
 			// skips it.
-			if _, ok := decodePayload(k, b[1+ln:end], nil, nil, &v); ok && !yield(&v) {
+			if _, ok := decodePayload(k, b[1+ln:end], nil, nil, &v, nil); ok && !yield(&v) {
 				return buf, true, nil
 			}
 		}

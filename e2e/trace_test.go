@@ -1238,7 +1238,10 @@ func TestTraceKeepHotCXXInstances(t *testing.T) {
 	}
 	out := rec(t)
 	stdout, errs, code := run(t, "trace", "--optimize", "basic", "--hot-from", ref, "--no-optimize", "dynamic-probing", "-f", "*", "-o", out, "--", bin, "3000")
-	if code != 0 || !strings.Contains(errs, "culprit: 2 functions over 1% of the run's time") {
+	// Both instances are over 1%; another function can be too by its
+	// samples' noise on a busy machine (the run's loader, a page fault),
+	// so the calls below, not the count, say what was kept.
+	if code != 0 || !strings.Contains(errs, "functions over 1% of the run's time") {
 		t.Fatalf("exit %d, %s (want the two instances of add kept as hot)", code, errs)
 	}
 	want := counts(t, stdout)

@@ -122,8 +122,7 @@ type Options struct {
 
 // DefaultNewShare is the share of the whole run's time a function new in
 // the target (or gone from it) needs to count as a change: 1%, the line
-// under which trace's pipelines may drop a function (docs/trace.md) and
-// below which a report's top shows no function as hot.
+// under which trace's pipelines may drop a function (docs/trace.md).
 const DefaultNewShare = 0.01
 
 // Method is one method's verdict on one function.

@@ -117,16 +117,7 @@ func TestSummarisedLaneBrowser(t *testing.T) {
 		}
 		p.Values = append(p.Values, profile.Value{Time: uint64(start + i*40_000), PID: 1, TID: 1, Source: 0, Type: recording.ValueInt, Bits: v})
 	}
-	s, err := New(Inputs{Profile: p, Names: []string{"a.rec"}}, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(s)
-	defer hs.Close()
-	bctx, eval, wait := headless(t, path)
-	if err := chromedp.Do(bctx, chromedp.Navigate(hs.URL+s.Path()+"time")); err != nil {
-		t.Fatal(err)
-	}
+	eval, wait := openTimeView(t, path, p)
 	wait(`!!document.querySelector("#lanes svg.lane.values:not(.pending) polygon.band")`)
 	got := eval(`(() => {
 		const svg = document.querySelector("#lanes svg.lane.values");
@@ -161,16 +152,7 @@ func TestNarrowRangeBrowser(t *testing.T) {
 	for i := range 50_000 {
 		p.Values = append(p.Values, profile.Value{Time: uint64(start + i*80_000), PID: 1, TID: 1, Source: 0, Type: recording.ValueInt, Bits: uint64(3 * i)})
 	}
-	s, err := New(Inputs{Profile: p, Names: []string{"a.rec"}}, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(s)
-	defer hs.Close()
-	bctx, eval, wait := headless(t, path)
-	if err := chromedp.Do(bctx, chromedp.Navigate(hs.URL+s.Path()+"time")); err != nil {
-		t.Fatal(err)
-	}
+	eval, wait := openTimeView(t, path, p)
 	lane := `document.querySelector("#lanes svg.lane.values:not(.pending) polyline")`
 	wait(`!!document.querySelector("#lanes svg.lane.values:not(.pending) polygon.band")`)
 	// The first two cells of the second second: 1000 to 1040 ms, values
@@ -216,16 +198,7 @@ func TestLongRecordingBrowser(t *testing.T) {
 		p.Samples = append(p.Samples, profile.Sample{Time: tm, PID: 1, TID: 1, Period: 1_000_000, Event: recording.EventCPU})
 		p.Values = append(p.Values, profile.Value{Time: tm, PID: 1, TID: 1, Source: 0, Type: recording.ValueInt, Bits: uint64(i)})
 	}
-	s, err := New(Inputs{Profile: p, Names: []string{"a.rec"}}, io.Discard)
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := httptest.NewServer(s)
-	defer hs.Close()
-	bctx, eval, wait := headless(t, path)
-	if err := chromedp.Do(bctx, chromedp.Navigate(hs.URL+s.Path()+"time")); err != nil {
-		t.Fatal(err)
-	}
+	eval, wait := openTimeView(t, path, p)
 	lane := `document.querySelector("#lanes svg.lane.values:not(.pending) polyline")`
 	wait(`!!` + lane)
 	got := eval(`[data.seconds, data.column_s, document.getElementById("column").textContent, document.querySelector("#maps svg.heat").getAttribute("width")]`).([]any)
@@ -242,4 +215,22 @@ func TestLongRecordingBrowser(t *testing.T) {
 	if h := eval(`document.querySelector("#lanes h2").textContent`).(string); h != "work: n: 3 values, 3 to 5" {
 		t.Errorf("the range's lane is titled %q, want its 3 values, 3 to 5", h)
 	}
+}
+
+// openTimeView serves p as a view of one recording for the test's
+// length and opens its time view in headless Chromium (at path): the
+// page's eval and wait.
+func openTimeView(t *testing.T, path string, p *profile.Profile) (func(string) any, func(string)) {
+	t.Helper()
+	s, err := New(Inputs{Profile: p, Names: []string{"a.rec"}}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s)
+	t.Cleanup(hs.Close)
+	bctx, eval, wait := headless(t, path)
+	if err := chromedp.Do(bctx, chromedp.Navigate(hs.URL+s.Path()+"time")); err != nil {
+		t.Fatal(err)
+	}
+	return eval, wait
 }

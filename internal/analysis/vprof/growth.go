@@ -675,8 +675,11 @@ func slower(v *variable) bool {
 // of CPU time between the normal and buggy runs, weighted by the evidence
 // that they, not their callers or callees, changed behaviour
 // (docs/vprof.md, "The differential method"). It fills in the ranking
-// fields of fs (indexed like ids) and returns the inputs that differ.
-func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, comps []comparison, charged map[int32][]int32) {
+// fields of fs (indexed like ids) and res's inputs that differ, and
+// returns the predicates whose answer decides calls that grew but that
+// no sample holds (docs/vprof.md, "A predicate decides the calls"): the
+// caller ranks them too by running it again with them among ids.
+func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, comps []comparison, charged map[int32][]int32) (unseen []int32) {
 	o := a.opt
 	var nc, bc stackCounts
 	nc, bc = newStackCounts(), newStackCounts()
@@ -981,7 +984,15 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 				continue
 			}
 			pi, ok := byName[[2]string{p, c.Object}]
-			if !ok || pi == j || fs[pi].Evidence != EvidenceNone && fs[pi].Evidence != "" {
+			if !ok {
+				// A predicate cheap enough that no sample holds it: the
+				// machine code names it all the same.
+				if g := a.fn(p, c.Object); !slicesContains(unseen, g) {
+					unseen = append(unseen, g)
+				}
+				continue
+			}
+			if pi == j || fs[pi].Evidence != EvidenceNone && fs[pi].Evidence != "" {
 				continue
 			}
 			pr := &fs[pi]
@@ -1304,6 +1315,7 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 	for i := range fs {
 		fs[i].Why = why(&fs[i])
 	}
+	return unseen
 }
 
 // SharedPart is the part of a function's growth each of several callers
@@ -1698,6 +1710,10 @@ func why(f *FunctionResult) string {
 		fmt.Fprintf(&b, "; its pointers %s..%s lie %s bytes apart (normally at most %s)", r.Start, r.End, num(r.BuggyMedian), num(r.NormalMax))
 	}
 	if d := f.Decides; d != nil {
+		if s.Normal == 0 && s.Buggy == 0 {
+			// Named by the machine code alone.
+			b.WriteString("; no sample holds it (too short to be sampled)")
+		}
 		fmt.Fprintf(&b, "; its answer decides every call of %s, which ran more often", d.Callee)
 	}
 	if f.NewRecursion {

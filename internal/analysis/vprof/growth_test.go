@@ -837,8 +837,41 @@ func TestPredicateDecidesCalls(t *testing.T) {
 		t.Errorf("predicate: rank %d evidence %s pattern %s decides %+v score %g; dispatch_1 rank %d growth %g",
 			p.Rank, p.Evidence, p.Pattern, p.Decides, p.Score, d.Rank, d.Share.Change)
 	}
-	if !strings.Contains(p.Why, "its answer decides every call of dispatch_1") || strings.Contains(p.Why, "no significant growth") {
+	if !strings.Contains(p.Why, "its answer decides every call of dispatch_1") || strings.Contains(p.Why, "no significant growth") ||
+		strings.Contains(p.Why, "no sample holds it") {
 		t.Errorf("why: %q", p.Why)
+	}
+	// A predicate no sample holds (a cheap test between two samples) is
+	// ranked all the same: the machine code names it.
+	res = run(func(_ string, off uint64, callee string) (string, bool) {
+		if in("dispatch_1", off) && callee == "" {
+			return "gate", true
+		}
+		return "", false
+	}, nil)
+	d = res.fn(t, "dispatch_1")
+	g := res.fn(t, "gate")
+	if g.Rank != 1 || d.Rank != 2 || g.Evidence != EvidenceDecides || g.Pattern != WrongConstraint ||
+		g.Share.Normal != 0 || g.Share.Buggy != 0 || g.Object != d.Object || g.Score != d.Share.Change {
+		t.Errorf("unsampled predicate: rank %d evidence %s pattern %s share %+v object %q score %g; dispatch_1 rank %d object %q growth %g",
+			g.Rank, g.Evidence, g.Pattern, g.Share, g.Object, g.Score, d.Rank, d.Object, d.Share.Change)
+	}
+	if !strings.Contains(g.Why, "no sample holds it") || !strings.Contains(g.Why, "its answer decides every call of dispatch_1") {
+		t.Errorf("unsampled predicate's why: %q", g.Why)
+	}
+	names := map[string]int{}
+	for _, f := range res.Functions {
+		names[f.Name]++
+	}
+	if names["gate"] != 1 || names["dispatch_1"] != 1 || names["main"] != 1 {
+		t.Errorf("functions ranked: %v; want each once", names)
+	}
+	// Without a predicate no function is added.
+	res = run(noDecider, nil)
+	for _, f := range res.Functions {
+		if f.Name == "gate" {
+			t.Errorf("gate ranked without a decider: %+v", f)
+		}
 	}
 }
 

@@ -593,7 +593,20 @@ func (a *Analyzer) Result() (*Result, error) {
 			fr.Var, fr.Variable, fr.Dimension, fr.Pattern = nil, "", DimDefault, NoPattern
 			fr.Lines, fr.Blocks, fr.History = []Line{}, []Block{}, nil
 		}
-		a.differential(res, ids, res.Functions, comps, charged)
+		before := append([]FunctionResult(nil), res.Functions...)
+		inputs, notes := len(res.Inputs), len(res.Notes)
+		if unseen := a.differential(res, ids, res.Functions, comps, charged); len(unseen) > 0 {
+			// Predicates no sample holds, named by the machine code as
+			// deciding calls that grew: ranked with the others, from
+			// the same start.
+			res.Functions, res.Inputs, res.Notes = before, res.Inputs[:inputs], res.Notes[:notes]
+			for _, f := range unseen {
+				ids = append(ids, f)
+				res.Functions = append(res.Functions, FunctionResult{Name: a.funcs[f].name, Object: a.funcs[f].object,
+					Dimension: DimDefault, Pattern: NoPattern, Lines: []Line{}, Blocks: []Block{}})
+			}
+			a.differential(res, ids, res.Functions, comps, charged)
+		}
 	}
 	sort.Slice(res.Functions, func(i, j int) bool {
 		x, y := res.Functions[i], res.Functions[j]

@@ -141,6 +141,7 @@ type diagnoser struct {
 	guards        vprof.GuardFunc
 	branches      vprof.BranchFunc
 	shapes        vprof.ShapeFunc
+	bounds        vprof.BoundFunc
 }
 
 // newDiagnoser checks the runs (one program, unless different) and
@@ -163,7 +164,7 @@ func newDiagnoser(normal, buggy []string, o vprof.Options, different bool, stder
 	code := newCodeFinder(exes)
 	return &diagnoser{o: o, normal: normal, buggy: buggy, exes: exes, blocks: blockFinder(code, stderr),
 		reads: readsFinder(code), deciders: deciderFinder(code), guards: guardFinder(code),
-		branches: branchFinder(exes[len(exes)-1]), shapes: shapeFinder(code)}, nil
+		branches: branchFinder(exes[len(exes)-1]), shapes: shapeFinder(code), bounds: boundFinder(code)}, nil
 }
 
 // run analyses the runs, each profile loaded by load from its recording's
@@ -183,6 +184,7 @@ func (d *diagnoser) run(load func(path string) (*profile.Profile, error), done f
 	a.SetGuards(d.guards)
 	a.SetBranches(d.branches)
 	a.SetShapes(d.shapes)
+	a.SetBounds(d.bounds)
 	a.SetPause(pause)
 	for i, path := range append(append([]string(nil), d.normal...), d.buggy...) {
 		p, err := load(path)

@@ -254,6 +254,19 @@ func shapeFinder(cf *codeFinder) vprof.ShapeFunc {
 	}
 }
 
+// boundFinder tells the differential method whether a function's machine
+// code does at most a fixed amount of work per call, from the code of the
+// recorded objects.
+func boundFinder(cf *codeFinder) vprof.BoundFunc {
+	return func(object string, offset uint64) (bool, bool) {
+		c, addr, ok := cf.code(object, offset)
+		if !ok {
+			return false, false
+		}
+		return c.BoundedAt(addr)
+	}
+}
+
 // deciderFinder tells the differential method which predicate's answer
 // decides calls, from the machine code of the recorded objects.
 func deciderFinder(cf *codeFinder) vprof.DecideFunc {

@@ -905,7 +905,10 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 	// A function whose own code did its growth while its loops covered the
 	// same range as normally was called more often: the caller that called
 	// it more decides, and it ranks below that caller (docs/vprof.md, "More
-	// calls of the same work").
+	// calls of the same work"). So does a function whose code does at most
+	// a fixed amount of work per call (its loops run to constants): it
+	// grew by what it was handed, more calls or items on which it ran to
+	// its bound (docs/vprof.md, "Work bounded per call").
 	roots := bc.threadRoots(func(f int32) bool {
 		// _start is the C runtime's entry code (crt1.o), linked into the
 		// executable itself.
@@ -915,10 +918,11 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 	below := make([][]int, len(ids))      // function → the functions it ranks below
 	for i, g := range ids {
 		gr := &fs[i]
-		if !ownWork(gr) || !gr.Share.Grew() || a.system(g) {
+		if !gr.Share.Grew() || a.system(g) {
 			continue
 		}
-		if gr.Evidence != EvidenceOwnTime && !(gr.Evidence == EvidenceVariable && noMore(gr.Var)) {
+		noneOwn := gr.Evidence == EvidenceOwnTime || gr.Evidence == EvidenceVariable && noMore(gr.Var)
+		if !noneOwn && gr.Evidence != EvidenceNone {
 			continue
 		}
 		// A recursive function makes more calls of itself on its own
@@ -927,9 +931,17 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 		if bc.edges[edge{g, g}] > 0 {
 			continue
 		}
-		loopVar, more, ok := a.loopWork(charged[g])
-		if !ok || more {
-			continue
+		var loopVar string
+		if noneOwn && ownWork(gr) {
+			if v, more, ok := a.loopWork(charged[g]); ok && !more {
+				loopVar = v
+			}
+		}
+		bounded := false
+		if loopVar == "" {
+			if bounded = a.bounded(g); !bounded {
+				continue
+			}
 		}
 		top, topN := bc.heaviest(g, false)
 		j, ok := idx[top.caller]
@@ -943,7 +955,7 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 		calledMore[i] = append(calledMore[i], j)
 		if c.Evidence == EvidenceNone || mixOnly(c) {
 			// It answers for its growth, above the callee it called more.
-			c.CalledMore = &CalledMore{Callee: gr.Name, Variable: loopVar}
+			c.CalledMore = &CalledMore{Callee: gr.Name, Variable: loopVar, Bounded: bounded}
 			if c.Pattern == NoPattern {
 				c.Pattern, _ = a.callPattern(top.caller, gr.Name)
 			}
@@ -1703,7 +1715,9 @@ func why(f *FunctionResult) string {
 	if f.Through != "" && f.Calls == nil {
 		fmt.Fprintf(&b, "; encloses %s, which carries its growth", f.Through)
 	}
-	if c := f.CalledMore; c != nil {
+	if c := f.CalledMore; c != nil && c.Bounded {
+		fmt.Fprintf(&b, "; handed %s more work, whose loops run at most a fixed number of times per call (more calls, or calls run to that bound)", c.Callee)
+	} else if c != nil {
 		fmt.Fprintf(&b, "; called %s more often, whose loops did the same work per call (%s in its normal range)", c.Callee, c.Variable)
 	}
 	if r := f.Range; r != nil {

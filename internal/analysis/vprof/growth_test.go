@@ -875,6 +875,76 @@ func TestPredicateDecidesCalls(t *testing.T) {
 	}
 }
 
+// A callee whose code does at most a fixed amount of work per call (a
+// wait whose polls run to a constant) grew by what its caller handed it:
+// the caller answers for the growth and ranks above it, its pattern how
+// it decides the calls (here none: missing-constraint). Without the
+// machine code's word the callee, whose own code did the work, keeps the
+// first place.
+func TestBoundedCalleeHandsGrowthUp(t *testing.T) {
+	fx := newFixture(t)
+	mk := func(buggy bool) *profile.Profile {
+		r := fx.create(t, "bounded.rec")
+		i0 := r.variable("i", "main", "long", "loop|cond", false)
+		// The caller was mostly its calls of worker already (a loop
+		// over items, each handed to the wait), so that its part does
+		// not say it asked for more.
+		waits := 300
+		if buggy {
+			waits = 1500
+		}
+		for k := 0; k < waits; k++ {
+			r.tick(1, []string{"worker", "dispatch_1", "main"}, 0)
+		}
+		for k := 0; k < 50; k++ {
+			r.tick(1, []string{"dispatch_1", "main"}, 0)
+		}
+		for k := 0; k < 600; k++ {
+			r.tick(1, []string{"main"}, 0, val{i0, 0, int64(k % 7)})
+		}
+		return r.done()
+	}
+	normal, buggy := mk(false), mk(true)
+	in := func(name string, off uint64) bool {
+		f := fx.funcs[name]
+		return off >= f.off && off < f.off+f.size
+	}
+	run := func(bound BoundFunc) *Result {
+		a, err := New(DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.SetBounds(bound)
+		a.SetGuards(func(string, uint64, string) (bool, bool, bool) { return false, false, true })
+		if err := a.AddNormal(normal, Run{Path: "normal"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.AddBuggy(buggy, Run{Path: "buggy"}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := a.Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	res := run(func(_ string, off uint64) (bool, bool) { return in("worker", off), true })
+	w, d := res.fn(t, "worker"), res.fn(t, "dispatch_1")
+	if d.Rank != 1 || w.Rank != 2 || d.CalledMore == nil || !d.CalledMore.Bounded || d.CalledMore.Callee != "worker" ||
+		d.Pattern != MissingConstraint || d.Score != d.Share.Change {
+		t.Errorf("bounded worker: dispatch_1 rank %d called more %+v pattern %s score %g (growth %g); worker rank %d",
+			d.Rank, d.CalledMore, d.Pattern, d.Score, d.Share.Change, w.Rank)
+	}
+	if !strings.Contains(d.Why, "handed worker more work, whose loops run at most a fixed number of times per call") {
+		t.Errorf("why: %q", d.Why)
+	}
+	res = run(func(string, uint64) (bool, bool) { return false, true })
+	w, d = res.fn(t, "worker"), res.fn(t, "dispatch_1")
+	if w.Rank != 1 || d.Rank < 2 || d.CalledMore != nil {
+		t.Errorf("unbounded worker: worker rank %d, dispatch_1 rank %d called more %+v; want worker 1st", w.Rank, d.Rank, d.CalledMore)
+	}
+}
+
 // A variable whose buggy values all lie in its normal range, in another
 // mix, is localised where the values the buggy runs over-represent were
 // read: here the one value that took more than half of the buggy samples

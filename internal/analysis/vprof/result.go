@@ -226,10 +226,13 @@ type Decides struct {
 }
 
 // CalledMore names a callee that did the same work per call as normally
-// but was called more often, and its loop variable that says so.
+// but was called more often, and its loop variable that says so; or, with
+// Bounded, a callee whose code does at most a fixed amount of work per
+// call (its loops run to constants), which grew by what it was handed.
 type CalledMore struct {
 	Callee   string `json:"callee"`
 	Variable string `json:"variable"`
+	Bounded  bool   `json:"bounded,omitempty"`
 }
 
 // Calls is the part of a function's time (samples whose stack holds it)

@@ -31,6 +31,7 @@ type Analyzer struct {
 	guardOf  GuardFunc
 	branchOf BranchFunc
 	shapeOf  ShapeFunc
+	boundOf  BoundFunc
 	pause    func()  // SetPause's (nil: none)
 	blocks   []Block // distinct basic blocks where buggy values were read (Samples unused)
 	blockIdx map[blockKey]int32
@@ -128,6 +129,28 @@ type ShapeFunc func(object string, offset uint64) (loops, calls, known bool)
 // whose work per call may grow (docs/vprof.md, "Work several callers
 // ask for"). Call it before adding runs.
 func (a *Analyzer) SetShapes(f ShapeFunc) { a.shapeOf = f }
+
+// BoundFunc says whether the machine code of the function holding a file
+// offset of an object has a loop and does at most a fixed amount of work
+// per call: its loops run to constants, and so do its callees' (or they
+// have none); known is false when it cannot tell.
+type BoundFunc func(object string, offset uint64) (bounded, known bool)
+
+// SetBounds has the differential method hand the growth of a function
+// whose work per call is bounded to the caller that handed it the work
+// (docs/vprof.md, "Work bounded per call"). Call it before adding runs.
+func (a *Analyzer) SetBounds(f BoundFunc) { a.boundOf = f }
+
+// bounded says whether function f's code does at most a fixed amount of
+// work per call (BoundFunc); false when the machine code cannot tell.
+func (a *Analyzer) bounded(f int32) bool {
+	fn := a.funcs[f]
+	if a.boundOf == nil || !fn.atOK {
+		return false
+	}
+	b, known := a.boundOf(fn.object, fn.at)
+	return known && b
+}
 
 // straight says whether function f's code has neither a loop nor a call,
 // so that each call of it does the same bounded work; false when the

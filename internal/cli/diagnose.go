@@ -142,6 +142,7 @@ type diagnoser struct {
 	branches      vprof.BranchFunc
 	shapes        vprof.ShapeFunc
 	bounds        vprof.BoundFunc
+	loopCalls     vprof.LoopCallFunc
 }
 
 // newDiagnoser checks the runs (one program, unless different) and
@@ -164,7 +165,7 @@ func newDiagnoser(normal, buggy []string, o vprof.Options, different bool, stder
 	code := newCodeFinder(exes)
 	return &diagnoser{o: o, normal: normal, buggy: buggy, exes: exes, blocks: blockFinder(code, stderr),
 		reads: readsFinder(code), deciders: deciderFinder(code), guards: guardFinder(code),
-		branches: branchFinder(exes[len(exes)-1]), shapes: shapeFinder(code), bounds: boundFinder(code)}, nil
+		branches: branchFinder(exes[len(exes)-1]), shapes: shapeFinder(code), bounds: boundFinder(code), loopCalls: loopCallFinder(code)}, nil
 }
 
 // run analyses the runs, each profile loaded by load from its recording's
@@ -185,6 +186,7 @@ func (d *diagnoser) run(load func(path string) (*profile.Profile, error), done f
 	a.SetBranches(d.branches)
 	a.SetShapes(d.shapes)
 	a.SetBounds(d.bounds)
+	a.SetLoopCalls(d.loopCalls)
 	a.SetPause(pause)
 	for i, path := range append(append([]string(nil), d.normal...), d.buggy...) {
 		p, err := load(path)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"strings"
 	"sync"
 
 	"github.com/spf13/cobra"
@@ -264,6 +265,34 @@ func boundFinder(cf *codeFinder) vprof.BoundFunc {
 			return false, false
 		}
 		return c.BoundedAt(addr)
+	}
+}
+
+// loopCallFinder tells the differential method whether a function calls
+// a callee from inside one of its loops, from the machine code of the
+// recorded objects (the callee named as frames name it: a clone GCC made,
+// name.constprop.0, is that function).
+func loopCallFinder(cf *codeFinder) vprof.LoopCallFunc {
+	return func(object string, offset uint64, callee string) (bool, bool) {
+		c, addr, ok := cf.code(object, offset)
+		if !ok {
+			return false, false
+		}
+		s, ok := c.ShapeAt(addr)
+		if !ok || s.Unknown {
+			return false, false
+		}
+		found := false
+		for _, k := range s.Calls {
+			if k.Callee != callee && !strings.HasPrefix(k.Callee, callee+".") {
+				continue
+			}
+			if k.LoopDepth > 0 {
+				return true, true
+			}
+			found = true
+		}
+		return false, found
 	}
 }
 

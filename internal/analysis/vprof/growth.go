@@ -897,7 +897,11 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 			// what more calls of it show (below).
 			score[i] = fr.Share.Change
 			through[i], fr.Through = idx[best.callee], fs[idx[best.callee]].Name
-			if fs[idx[best.callee]].Evidence == EvidenceOwnTime {
+			// Above it when the callee's only evidence is its own time,
+			// unless the caller makes exactly one call of it per call of
+			// its own (outside its loops, on no test): then it cannot
+			// have called it more, and each call of it took longer.
+			if fs[idx[best.callee]].Evidence == EvidenceOwnTime && !a.oncePerCall(f, fs[idx[best.callee]].Name) {
 				through[i], fr.Through = -1, ""
 			}
 		}
@@ -1154,7 +1158,9 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 		if lingering(&fs[i]) && score[i] > 0 {
 			lingers[f] = true
 		}
-		if (fs[i].Evidence == EvidenceInput && !roots[f] || longerLoop(&fs[i])) && score[i] > 0 {
+		// A longer loop that calls nothing (a copy of the input's key
+		// before the call) spent no callee's growth in its iterations.
+		if (fs[i].Evidence == EvidenceInput && !roots[f] || longerLoop(&fs[i]) && a.callsInLoop(f, &bc)) && score[i] > 0 {
 			lingers[f] = true
 		}
 		if fs[i].Calls != nil && through[i] < 0 && score[i] > 0 {

@@ -206,6 +206,25 @@ func TestCallsTakeLonger(t *testing.T) {
 	if m := res.fn(t, "main"); m.Calls != nil {
 		t.Errorf("main, which did not grow, has calls %+v", m.Calls)
 	}
+	// A caller that calls worker once on every call of its own (outside
+	// its loops, on no test) cannot have called it more: each call took
+	// longer, and it ranks just below worker. Called in a loop, or on a
+	// test, it ranks above as before.
+	normal, buggy := mk(false), mk(true)
+	for _, tc := range []struct {
+		inLoop, guarded bool
+		above           bool
+	}{{false, false, false}, {true, false, true}, {false, true, true}} {
+		res := analyzeHooked(t, normal, buggy, func(a *Analyzer) {
+			a.SetLoopCalls(func(string, uint64, string) (bool, bool) { return tc.inLoop, true })
+			a.SetGuards(func(string, uint64, string) (bool, bool, bool) { return tc.guarded, false, true })
+		})
+		d, w := res.fn(t, "dispatch_1"), res.fn(t, "worker")
+		if above := d.Rank < w.Rank; above != tc.above || d.Calls == nil || (!tc.above && (d.Rank != w.Rank+1 || d.Through != "worker")) {
+			t.Errorf("in loop %v, guarded %v: dispatch_1 rank %d through %q calls %+v, worker rank %d; want dispatch_1 above %v",
+				tc.inLoop, tc.guarded, d.Rank, d.Through, d.Calls, w.Rank, tc.above)
+		}
+	}
 }
 
 // A function that decides on an input that differs ranks above the code it
@@ -311,6 +330,41 @@ func TestLongerLoopTakesGrowth(t *testing.T) {
 		t.Errorf("ranks: dispatch_1 %d (growth %.3f), worker %d (growth %.3f); want the longer loop first",
 			d.Rank, d.Share.Change, w.Rank, w.Share.Change)
 	}
+	// The same when the machine code calls worker inside the loop; but a
+	// loop that calls nothing (the call after it) spent none of worker's
+	// growth, and worker, whose growth is larger, ranks first.
+	normal, buggy := mk(false), mk(true)
+	for _, inLoop := range []bool{true, false} {
+		res := analyzeHooked(t, normal, buggy, func(a *Analyzer) {
+			a.SetLoopCalls(func(string, uint64, string) (bool, bool) { return inLoop, true })
+		})
+		d, w := res.fn(t, "dispatch_1"), res.fn(t, "worker")
+		if want := map[bool]int{true: 1, false: 2}[inLoop]; d.Rank != want || w.Rank != 3-want {
+			t.Errorf("worker called in the loop %v: dispatch_1 rank %d, worker rank %d; want dispatch_1 %d", inLoop, d.Rank, w.Rank, want)
+		}
+	}
+}
+
+// analyzeHooked is analyzeWith with the default options and the machine
+// code's answers hook sets on the analyzer.
+func analyzeHooked(t testing.TB, normal, buggy *profile.Profile, hook func(a *Analyzer)) *Result {
+	t.Helper()
+	a, err := New(DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	hook(a)
+	if err := a.AddNormal(normal, Run{Path: "normal"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.AddBuggy(buggy, Run{Path: "buggy"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return res
 }
 
 // A function whose only evidence is its usual values in another mix (the

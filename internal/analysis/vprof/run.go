@@ -25,16 +25,17 @@ type Analyzer struct {
 	normal  []*runData
 	buggy   []*runData
 
-	blockOf  BlockFunc
-	readsOf  ReadsFunc
-	decideOf DecideFunc
-	guardOf  GuardFunc
-	branchOf BranchFunc
-	shapeOf  ShapeFunc
-	boundOf  BoundFunc
-	pause    func()  // SetPause's (nil: none)
-	blocks   []Block // distinct basic blocks where buggy values were read (Samples unused)
-	blockIdx map[blockKey]int32
+	blockOf    BlockFunc
+	readsOf    ReadsFunc
+	decideOf   DecideFunc
+	guardOf    GuardFunc
+	branchOf   BranchFunc
+	shapeOf    ShapeFunc
+	boundOf    BoundFunc
+	loopCallOf LoopCallFunc
+	pause      func()  // SetPause's (nil: none)
+	blocks     []Block // distinct basic blocks where buggy values were read (Samples unused)
+	blockIdx   map[blockKey]int32
 	// ranges: the lengths of the ranges two pointers of one frame delimit
 	// (docs/vprof.md, "A range longer than it was handed").
 	ranges map[rangeKey]*rangeSamples
@@ -140,6 +141,53 @@ type BoundFunc func(object string, offset uint64) (bounded, known bool)
 // whose work per call is bounded to the caller that handed it the work
 // (docs/vprof.md, "Work bounded per call"). Call it before adding runs.
 func (a *Analyzer) SetBounds(f BoundFunc) { a.boundOf = f }
+
+// LoopCallFunc says whether the machine code of the function holding a
+// file offset of an object calls callee from inside one of its loops;
+// known is false when it cannot tell (no direct call of callee found: a
+// call through a pointer or another object's stub).
+type LoopCallFunc func(object string, offset uint64, callee string) (inLoop, known bool)
+
+// SetLoopCalls has the differential method tell a loop that calls what
+// grew from one that calls nothing (docs/vprof.md, "A longer loop takes
+// the growth of what it calls"). Call it before adding runs.
+func (a *Analyzer) SetLoopCalls(f LoopCallFunc) { a.loopCallOf = f }
+
+// callsInLoop says whether function f may call, from inside a loop, one
+// of the functions it calls on the buggy runs' stacks; true unless the
+// machine code says that every one of them is called outside its loops.
+func (a *Analyzer) callsInLoop(f int32, bc *stackCounts) bool {
+	fn := a.funcs[f]
+	if a.loopCallOf == nil || !fn.atOK {
+		return true
+	}
+	for e, n := range bc.edges {
+		if e.caller != f || e.callee == f || n == 0 {
+			continue
+		}
+		if in, known := a.loopCallOf(fn.object, fn.at, a.funcs[e.callee].name); in || !known {
+			return true
+		}
+	}
+	return false
+}
+
+// oncePerCall says whether function f's machine code calls callee once
+// on every call of f: outside its loops, on no test of its own (a
+// conditional jump that decides whether the call is reached); false when
+// the code cannot tell.
+func (a *Analyzer) oncePerCall(f int32, callee string) bool {
+	fn := a.funcs[f]
+	if a.loopCallOf == nil || a.guardOf == nil || !fn.atOK {
+		return false
+	}
+	inLoop, known := a.loopCallOf(fn.object, fn.at, callee)
+	if !known || inLoop {
+		return false
+	}
+	guarded, _, ok := a.guardOf(fn.object, fn.at, callee)
+	return ok && !guarded
+}
 
 // bounded says whether function f's code does at most a fixed amount of
 // work per call (BoundFunc); false when the machine code cannot tell.

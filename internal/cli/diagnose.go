@@ -137,6 +137,7 @@ type diagnoser struct {
 	exes          []profile.Executable
 	blocks        vprof.BlockFunc
 	reads         vprof.ReadsFunc
+	writes        vprof.WritesFunc
 	deciders      vprof.DecideFunc
 	guards        vprof.GuardFunc
 	branches      vprof.BranchFunc
@@ -164,7 +165,7 @@ func newDiagnoser(normal, buggy []string, o vprof.Options, different bool, stder
 	}
 	code := newCodeFinder(exes)
 	return &diagnoser{o: o, normal: normal, buggy: buggy, exes: exes, blocks: blockFinder(code, stderr),
-		reads: readsFinder(code), deciders: deciderFinder(code), guards: guardFinder(code),
+		reads: readsFinder(code), writes: writesFinder(code), deciders: deciderFinder(code), guards: guardFinder(code),
 		branches: branchFinder(exes[len(exes)-1]), shapes: shapeFinder(code), bounds: boundFinder(code), loopCalls: loopCallFinder(code)}, nil
 }
 
@@ -181,6 +182,7 @@ func (d *diagnoser) run(load func(path string) (*profile.Profile, error), done f
 	}
 	a.SetBlocks(d.blocks)
 	a.SetReads(d.reads)
+	a.SetWrites(d.writes)
 	a.SetDeciders(d.deciders)
 	a.SetGuards(d.guards)
 	a.SetBranches(d.branches)

@@ -239,6 +239,18 @@ func readsFinder(cf *codeFinder) vprof.ReadsFunc {
 	}
 }
 
+// writesFinder tells the differential method which functions' code
+// stores into a global, from the machine code of the recorded objects.
+func writesFinder(cf *codeFinder) vprof.WritesFunc {
+	return func(object string, offset uint64, global string) (bool, bool) {
+		c, addr, ok := cf.code(object, offset)
+		if !ok {
+			return false, false
+		}
+		return c.Writes(addr, global)
+	}
+}
+
 // shapeFinder tells the differential method whether a function's machine
 // code has a loop or a call, from the code of the recorded objects.
 func shapeFinder(cf *codeFinder) vprof.ShapeFunc {

@@ -481,6 +481,28 @@ type Code struct {
 type readKey struct {
 	fn     int
 	global string
+	write  bool // Writes rather than Reads
+}
+
+// storesTo says whether an instruction writes its first operand when that
+// is memory: not a comparison or test, a multiplication or division by it
+// (its one operand is the source), a push, a jump or call through memory,
+// a prefetch or cache flush, an x87 load or arithmetic (only FST, FIST
+// and FNST store).
+func storesTo(inst *x86asm.Inst) bool {
+	if kindOf(inst.Op) != opOther {
+		return false
+	}
+	name := inst.Op.String()
+	switch {
+	case testOps[name], name == "PUSH", name == "NOP", name == "MUL", name == "DIV", name == "IDIV",
+		name == "IMUL" && nargs(inst) == 1,
+		strings.HasPrefix(name, "PREFETCH"), strings.HasPrefix(name, "CLFLUSH"):
+		return false
+	case strings.HasPrefix(name, "F"):
+		return strings.HasPrefix(name, "FST") || strings.HasPrefix(name, "FIST") || strings.HasPrefix(name, "FNST")
+	}
+	return true
 }
 
 type codeSym struct {
@@ -719,6 +741,22 @@ type memberPlace struct {
 // counts as its own; accesses through a pointer to the variable are not
 // seen.
 func (c *Code) Reads(addr uint64, global string) (reads, known bool) {
+	return c.access(addr, global, false)
+}
+
+// Writes says whether the machine code of the function holding addr
+// stores into the global variable named global (or the member
+// "cfg.limit"): an instruction whose destination is a memory operand,
+// RIP-relative or absolute, that lands in it as Reads places it (an lea
+// does not write). known is as for Reads. A value the function stores
+// itself (a high-water mark it keeps, a default it fills in) is its
+// output, not an input it was given.
+func (c *Code) Writes(addr uint64, global string) (writes, known bool) {
+	return c.access(addr, global, true)
+}
+
+// access is Reads, or with write Writes.
+func (c *Code) access(addr uint64, global string, write bool) (bool, bool) {
 	i := c.symAt(addr)
 	if i < 0 {
 		return false, false
@@ -744,7 +782,7 @@ func (c *Code) Reads(addr uint64, global string) (reads, known bool) {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	k := readKey{fn: i, global: key}
+	k := readKey{fn: i, global: key, write: write}
 	if v, ok := c.reads[k]; ok {
 		return v, true
 	}
@@ -755,7 +793,10 @@ func (c *Code) Reads(addr uint64, global string) (reads, known bool) {
 		if !in.ok {
 			continue
 		}
-		for _, a := range in.inst.Args {
+		for ai, a := range in.inst.Args {
+			if write && (ai > 0 || !storesTo(&in.inst)) {
+				break
+			}
 			m, ok := a.(x86asm.Mem)
 			if !ok {
 				continue

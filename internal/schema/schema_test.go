@@ -439,6 +439,39 @@ func TestReads(t *testing.T) {
 	}
 }
 
+// Which functions store into a global, a function's static or a member,
+// at -O0 and -O2: not those that only read it, whether by a load, a
+// comparison or as the divisor of a division.
+func TestWrites(t *testing.T) {
+	for _, level := range levels {
+		t.Run(level, func(t *testing.T) {
+			bin := testutil.C(t, "statics"+level, []string{"statics.c"}, level, "-g")
+			c := mustOpenCode(t, bin)
+			for _, tc := range []struct {
+				fn, global string
+				writes     bool
+			}{
+				{"count_a", "seen", true},
+				{"count_b", "seen", true},
+				{"tally_a", "tally.a", true},
+				{"read_a", "opts.a", false},
+				{"per", "opts.b", false},
+				{"main", "opts.b", false},
+				{"plain", "opts.a", false},
+			} {
+				at, _ := symbolAddr(t, bin, tc.fn)
+				if w, known := c.Writes(at+1, tc.global); !known || w != tc.writes {
+					t.Errorf("%s writes %s: %v, known %v; want %v", tc.fn, tc.global, w, known, tc.writes)
+				}
+			}
+			at, _ := symbolAddr(t, bin, "per")
+			if r, known := c.Reads(at+1, "opts.b"); !known || !r {
+				t.Errorf("per reads opts.b: %v, known %v", r, known)
+			}
+		})
+	}
+}
+
 // Reads of a static variable declared inside a function (its symbol is
 // "seen.N", looked up by the variable's name) and of a struct's members,
 // a global's or a function's static's (placed by its symbol's address),

@@ -3,7 +3,10 @@
  * count_a and count_b each keep a static "seen", plain keeps none.
  * Members of a global struct: read_a reads opts.a only, share passes
  * &opts on (every member reachable), main reads opts.b. A function's
- * static struct: tally_a keeps "tally" and reads tally.a only.
+ * static struct: tally_a keeps "tally" and reads tally.a only. For
+ * Writes: count_a, count_b and tally_a store into their statics, per
+ * divides by opts.b (a memory operand it only reads), read_a and main
+ * only read.
  *
  *   statics [n] */
 #include <stdio.h>
@@ -40,6 +43,8 @@ noinline long tally_a(long x)
 	return tally.a;
 }
 
+noinline long per(long x) { return x / opts.b; }
+
 noinline long sum(const struct options *o) { return o->a + o->b; }
 
 noinline long share(long x) { return x * sum(&opts); }
@@ -48,7 +53,7 @@ int main(int argc, char **argv)
 {
 	long n = argc > 1 ? atol(argv[1]) : 1000, r = opts.b;
 	for (long i = 0; i < n; i++)
-		r += count_a(i) + count_b(i) + plain(i) + read_a(i) + share(i) + tally_a(i);
+		r += count_a(i) + count_b(i) + plain(i) + read_a(i) + share(i) + tally_a(i) + per(i);
 	printf("%ld\n", r);
 	return 0;
 }

@@ -799,7 +799,7 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 			// The inputs that differ its code reads, wherever they were
 			// sampled.
 			for _, in := range inputs {
-				if a.reads(f, a.vars[in].src.Name) {
+				if a.readsInput(f, a.vars[in].src.Name) {
 					fr.Evidence, fr.Input = EvidenceInput, a.vars[in].src.Name
 					discount = 0
 					break
@@ -1473,9 +1473,12 @@ func withinRange(an *Anomaly) bool {
 }
 
 // spends says whether a function only spends time it is given: its only
-// evidence is its own time, or its calls of a callee taking longer.
+// evidence is its own time, its calls of a callee taking longer, or its
+// calls of a callee it made more often (a callee doing the same or a
+// bounded amount of work per call), which a decision above it may have
+// made it make.
 func spends(fr *FunctionResult) bool {
-	return fr.Evidence == EvidenceOwnTime || fr.Evidence == EvidenceNone && fr.Calls != nil
+	return fr.Evidence == EvidenceOwnTime || fr.Evidence == EvidenceNone && fr.Calls != nil || fr.CalledMore != nil
 }
 
 // lingering says whether a function's evidence is a loop variable whose
@@ -1549,7 +1552,7 @@ func (a *Analyzer) givenBound(f int32, fr *FunctionResult, inputs []int, bc *sta
 		return "", NoPattern, false
 	}
 	for _, in := range inputs {
-		if a.reads(f, a.vars[in].src.Name) {
+		if a.readsInput(f, a.vars[in].src.Name) {
 			input = a.vars[in].src.Name
 			break
 		}
@@ -1595,6 +1598,21 @@ func (a *Analyzer) decider(f int32, callee string) (string, bool) {
 		return p, true
 	}
 	return a.decideOf(fn.object, fn.at, "")
+}
+
+// readsInput says whether function f's code reads the global named name
+// and does not store into it: a value it stores itself (a peak it keeps)
+// is what it computed, not an input it was given.
+func (a *Analyzer) readsInput(f int32, name string) bool {
+	if !a.reads(f, name) {
+		return false
+	}
+	fn := a.funcs[f]
+	if a.writesOf == nil || !fn.atOK {
+		return true
+	}
+	w, known := a.writesOf(fn.object, fn.at, name)
+	return !(w && known)
 }
 
 // reads says whether function f's code reads the global named name, as

@@ -276,6 +276,23 @@ func TestInputTakesGrowth(t *testing.T) {
 		t.Errorf("ranks: dispatch_1 %d (growth %.3f), worker %d (growth %.3f); want the deciding function first",
 			df.Rank, df.Share.Change, w.Rank, w.Share.Change)
 	}
+	// A global the function also stores into (a peak it keeps) is what
+	// it computed, not an input it was given: no input evidence.
+	normal, buggy := mk(false), mk(true)
+	for _, writes := range []bool{false, true} {
+		res := analyzeHooked(t, normal, buggy, func(a *Analyzer) {
+			a.SetReads(func(object string, off uint64, global string) (bool, bool) {
+				return global == "cfg_limit" && off >= d.off && off < d.off+d.size, true
+			})
+			a.SetWrites(func(object string, off uint64, global string) (bool, bool) {
+				return writes && global == "cfg_limit" && off >= d.off && off < d.off+d.size, true
+			})
+		})
+		df, w := res.fn(t, "dispatch_1"), res.fn(t, "worker")
+		if input := df.Evidence == EvidenceInput; input == writes || strings.Contains(df.Why, "an input that differs") == writes {
+			t.Errorf("writes %v: dispatch_1 evidence %s rank %d (%q), worker rank %d", writes, df.Evidence, df.Rank, df.Why, w.Rank)
+		}
+	}
 }
 
 // The C runtime's and the kernel's samples are their nearest caller's own
@@ -996,6 +1013,49 @@ func TestBoundedCalleeHandsGrowthUp(t *testing.T) {
 	w, d = res.fn(t, "worker"), res.fn(t, "dispatch_1")
 	if w.Rank != 1 || d.Rank < 2 || d.CalledMore != nil {
 		t.Errorf("unbounded worker: worker rank %d, dispatch_1 rank %d called more %+v; want worker 1st", w.Rank, d.Rank, d.CalledMore)
+	}
+}
+
+// A decision on an input takes the growth of what it runs, a caller that
+// handed a bounded callee more work included: that caller made its calls
+// because the decision ran it.
+func TestInputTakesCalledMore(t *testing.T) {
+	fx := newFixture(t)
+	mk := func(buggy bool) *profile.Profile {
+		r := fx.create(t, "input-bounded.rec")
+		cfg := r.variable("cfg_limit", "#global", "long", "none", false)
+		limit, work := int64(64), 10
+		if buggy {
+			limit, work = 512, 900
+		}
+		for i := 0; i < 300; i++ {
+			r.tick(1, []string{"dispatch_1", "main"}, 0, val{cfg, 1, limit})
+		}
+		for i := 0; i < work; i++ {
+			r.tick(1, []string{"worker", "dispatch_2", "dispatch_1", "main"}, 0, val{cfg, 3, limit})
+		}
+		for i := 0; i < 600; i++ {
+			r.tick(1, []string{"main"}, 0, val{cfg, 0, limit})
+		}
+		return r.done()
+	}
+	in := func(name string, off uint64) bool {
+		f := fx.funcs[name]
+		return off >= f.off && off < f.off+f.size
+	}
+	res := analyzeHooked(t, mk(false), mk(true), func(a *Analyzer) {
+		a.SetReads(func(_ string, off uint64, global string) (bool, bool) {
+			return global == "cfg_limit" && in("dispatch_1", off), true
+		})
+		a.SetBounds(func(_ string, off uint64) (bool, bool) { return in("worker", off), true })
+	})
+	d1, d2, w := res.fn(t, "dispatch_1"), res.fn(t, "dispatch_2"), res.fn(t, "worker")
+	if d1.Evidence != EvidenceInput || d2.CalledMore == nil || !d2.CalledMore.Bounded {
+		t.Fatalf("evidence: dispatch_1 %s, dispatch_2 called more %+v", d1.Evidence, d2.CalledMore)
+	}
+	if d2.Share.Change <= d1.Share.Change || d1.Rank != 1 || d2.Rank != 2 || w.Rank != 3 {
+		t.Errorf("ranks: dispatch_1 %d (growth %.3f), dispatch_2 %d (growth %.3f), worker %d; want the deciding function first",
+			d1.Rank, d1.Share.Change, d2.Rank, d2.Share.Change, w.Rank)
 	}
 }
 

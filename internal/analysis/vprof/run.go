@@ -27,6 +27,7 @@ type Analyzer struct {
 
 	blockOf    BlockFunc
 	readsOf    ReadsFunc
+	writesOf   WritesFunc
 	decideOf   DecideFunc
 	guardOf    GuardFunc
 	branchOf   BranchFunc
@@ -81,6 +82,17 @@ type ReadsFunc func(object string, offset uint64, global string) (reads, known b
 // charged to every function it was sampled in, as vProf does. Call it
 // before adding runs.
 func (a *Analyzer) SetReads(f ReadsFunc) { a.readsOf = f }
+
+// WritesFunc says whether the machine code of the function holding a file
+// offset of an object stores into a global variable; known is false when
+// it cannot tell.
+type WritesFunc func(object string, offset uint64, global string) (writes, known bool)
+
+// SetWrites has the differential method take a global that differs
+// between the runs as an input of a function that reads it only where
+// that function does not store into it (docs/vprof.md, "Where a global
+// is read"). Call it before adding runs.
+func (a *Analyzer) SetWrites(f WritesFunc) { a.writesOf = f }
 
 // DecideFunc names the function whose answer decides calls, from the
 // machine code of the function holding a file offset of an object: with

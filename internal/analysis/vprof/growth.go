@@ -788,6 +788,15 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 			vr.Discount = c.dims[c.chosen].Discount
 			vr.Anomalous = true
 			vr.Anomaly = a.localise(v, c, f)
+			if c.dims[c.chosen].Dimension != DimValue {
+				// Whether its values, too, went beyond their range
+				// (the patterns' rule 1 reads the values).
+				for di, d := range c.dims {
+					if d.Dimension == DimValue {
+						vr.valuesBeyond = beyondNormal(a.localise(v, comparison{dims: c.dims, chosen: di}, f))
+					}
+				}
+			}
 			fr.Var = &vr
 			fr.Variable = vr.Name
 			fr.Dimension = vr.Dimension
@@ -1639,11 +1648,12 @@ func (a *Analyzer) pattern(fr *FunctionResult) Pattern {
 		// compared value say nothing of the items).
 		mix := within && (v.Dimension == DimValue || v.Dimension == DimDelta && t.loop)
 		switch {
-		case t.cond && v.Dimension == DimValue && beyond && ownWork(fr):
+		case t.cond && (v.Dimension == DimValue && beyond || v.valuesBeyond) && ownWork(fr):
 			// A condition's values beyond their normal range where the
 			// function's own code did more of the work: the work grew
 			// with what it compares (a key, a count, a length), not with
-			// a decision to run something else.
+			// a decision to run something else. The values say it even
+			// when their steps, or how long they last, differed more.
 			return Scalability
 		case t.cond && v.Dimension == DimValue && !within:
 			return WrongConstraint

@@ -1895,3 +1895,30 @@ func TestLingeringLoopTakesGrowth(t *testing.T) {
 		}
 	}
 }
+
+// Rule 1 of the patterns reads a condition's values: when its steps set
+// its discount, values beyond their normal range in a function whose own
+// code did the work still say scalability (libxml2-schema-unique's i,
+// whose steps differed more in two pairs of three); without them the
+// steps alone do not.
+func TestConditionValuesBeyondWhateverDimension(t *testing.T) {
+	a, err := New(DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, beyond := range []bool{true, false} {
+		fr := &FunctionResult{
+			Share:     share(130, 1000, 900, 1000),
+			SelfShare: share(70, 1000, 310, 1000),
+			Evidence:  EvidenceVariable,
+			Var: &VariableResult{Name: "i", Tags: "cond", Dimension: DimDelta, Anomalous: true, valuesBeyond: beyond,
+				Anomaly: &Anomaly{Dimension: DimDelta, HasNormal: true, NormalMin: -4, NormalMax: 4, NormalMedian: 0, BuggyMedian: 4}},
+		}
+		if !ownWork(fr) {
+			t.Fatalf("own work: self %+v of %+v", fr.SelfShare, fr.Share)
+		}
+		if p := a.pattern(fr); (p == Scalability) != beyond {
+			t.Errorf("values beyond %v: pattern %s", beyond, p)
+		}
+	}
+}

@@ -85,6 +85,9 @@ type VariableResult struct {
 	// Anomaly localises the variable; set for the variables that set a
 	// function's discount.
 	Anomaly *Anomaly `json:"anomaly,omitempty"`
+	// valuesBeyond: the variable's values (not the dimension that set
+	// its discount, when another did) lie beyond their normal range.
+	valuesBeyond bool
 }
 
 // Anomaly compares the normal and buggy samples of a variable in the

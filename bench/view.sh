@@ -148,7 +148,9 @@
 # CPU samples and 2M values each; and at 1M samples, a row of its own,
 # DIAG_BIG_VALUES in the two, default 64M: 1M CPU samples and 32M values
 # each, 1 GB a recording, which BASE-REV does not run: a culprit that
-# holds every value would need some 13 GB); for traced calls, `culprit trace -f
+# holds every value would need some 13 GB; DIAG_BIG=0 neither makes nor
+# runs that pair, when only the 1M-sample clicks are wanted: it takes
+# most of the inputs' making); for traced calls, `culprit trace -f
 # fib` of testdata/targets/tracecalls.c, fib 24 (150,049 calls) against
 # fib 22 as base; for variance, `culprit variance --start handle` of
 # testdata/targets/varpool.c, 2000 requests on 4 workers; for the stored
@@ -162,6 +164,7 @@ runs=${1:-1}
 baserev=${2:-}
 diag_values=${DIAG_VALUES:-4000000}
 diag_big_values=${DIAG_BIG_VALUES:-64000000}
+diag_big=${DIAG_BIG:-1}
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$root/bench/out/view
 head=$(git -C "$root" rev-parse --short HEAD) # what is built below
@@ -223,7 +226,7 @@ make_inputs() {
 		mv vprof-buggy.rec.tmp vprof-buggy.rec
 		made "diagnose: $(grep -o '[0-9]* samples' gen.txt | tail -1) and $((diag_values / 2)) values in each of the normal and buggy recordings (vprof_wrong's samples repeated, values by bench/genvalues)"
 	fi
-	if [[ ! -e vprof-normal-big.rec || ! -e vprof-buggy-big.rec ]]; then
+	if [[ $diag_big != 0 && (! -e vprof-normal-big.rec || ! -e vprof-buggy-big.rec) ]]; then
 		"$out/genvalues" -values "$diag_big_values" vprof-seed.rec vprof-normal-big.rec.tmp vprof-buggy-big.rec.tmp 2>gen-big.txt
 		mv vprof-normal-big.rec.tmp vprof-normal-big.rec
 		mv vprof-buggy-big.rec.tmp vprof-buggy-big.rec
@@ -291,7 +294,9 @@ names=(big.rec bigevents.rec events.rec vprof-normal.rec vprof-buggy.rec vprof-n
 if [[ $inputs != $(pwd -P) ]]; then
 	for f in "${names[@]}"; do
 		rm -rf "${f:?}"
-		ln -s "$inputs/$f" "$f"
+		if [[ -e $inputs/$f ]]; then
+			ln -s "$inputs/$f" "$f"
+		fi
 	done
 fi
 echo "# inputs in $inputs (big.rec made $(date -u -r "$inputs/big.rec" '+%Y-%m-%d %H:%M UTC')); $SECONDS s so far"
@@ -318,7 +323,7 @@ for ((i = 0; i < runs; i++)); do
 	if [[ -n $baserev ]]; then
 		vt runs.base.txt -deadline 20m -culprit ./culprit.base -chromium "$chromium" -events bigevents.rec -events-base events.rec "${analyses[@]}" big.rec
 	fi
-	vt runs.big.txt -analyses-only -deadline 40m -culprit ./culprit -chromium "$chromium" -diagnose-key diagbig -diagnose-normal vprof-normal-big.rec -diagnose-buggy vprof-buggy-big.rec x
+	[[ $diag_big == 0 ]] || vt runs.big.txt -analyses-only -deadline 40m -culprit ./culprit -chromium "$chromium" -diagnose-key diagbig -diagnose-normal vprof-normal-big.rec -diagnose-buggy vprof-buggy-big.rec x
 done
 median() { sort -g | awk '{a[NR]=$1} END {print (NR == 0 ? "-" : NR%2 ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2)}'; }
 echo
@@ -360,7 +365,7 @@ arows() {
 	arow "$1" "$2" store models history_rev_swap models_rev_swap
 }
 arows runs.txt "$head"
-arow runs.big.txt "$head, 1M samples and $((diag_big_values / 2)) values a side" diagbig diagbig diagbig_fn_swap
+[[ $diag_big == 0 ]] || arow runs.big.txt "$head, 1M samples and $((diag_big_values / 2)) values a side" diagbig diagbig diagbig_fn_swap
 if [[ -n $baserev ]]; then
 	arows runs.base.txt "$(git -C "$root" rev-parse --short "$baserev")"
 fi
@@ -372,7 +377,7 @@ tv() {
 	echo "# $name: $k's time view opened at once: maps drawn $(get "$k"_time_paint_ms) ms, its $(get "$k"_time_lanes) lanes of values drawn $(get "$k"_time_lanes_ms) ms after navigation; a range selected, its lanes drawn $(get "$k"_lanes_range1_ms) ms, another $(get "$k"_lanes_range2_ms) ms"
 }
 tv runs.txt "$head"
-tv runs.big.txt "$head" diagbig
+[[ $diag_big == 0 ]] || tv runs.big.txt "$head" diagbig
 if [[ -n $baserev ]]; then
 	tv runs.base.txt "$(git -C "$root" rev-parse --short "$baserev")"
 fi
@@ -404,15 +409,17 @@ key runs.txt contexts_swap_ms "contexts atop latency, in place, wall ms" "$m"
 key runs.txt offcpu_swap_ms "off-CPU flame graph atop contexts, in place, wall ms" "$m"
 key runs.txt views_again_max_ms "pprof's views asked again, the slowest, ms" "$m"
 key runs.txt peak_rss_kib "peak RSS, KiB" "$m"
-m="viewtime -analyses-only -diagnose-key diagbig (1M samples, $((diag_big_values / 2)) values a side)"
-key runs.big.txt diagbig_ready_ms "values pair: ready, ms" "$m"
-key runs.big.txt diagbig_open_ms "values pair: open, ms" "$m"
-key runs.big.txt diagbig_time_paint_ms "values pair: time view opened at once → maps drawn, ms" "$m"
-key runs.big.txt diagbig_time_lanes_ms "values pair: → every lane of values drawn, ms" "$m"
-key runs.big.txt diagbig_lanes_range1_ms "values pair: a range selected → its lanes drawn, ms (diagnose's analysis running)" "$m"
-key runs.big.txt diagbig_lanes_range2_ms "values pair: another range → its lanes drawn, ms" "$m"
-key runs.big.txt diagbig_built_ms "values pair: diagnose's page built, ms after its first GET" "$m"
-key runs.big.txt diagbig_built_cpu_ms "values pair: server CPU by then, ms" "$m"
-key runs.big.txt diagbig_index_swap_ms "values pair: diagnose clicked on the index, in place, wall ms" "$m"
-key runs.big.txt diagbig_fn_swap_ms "values pair: a function's name on diagnose, in place, wall ms" "$m"
+if [[ $diag_big != 0 ]]; then
+	m="viewtime -analyses-only -diagnose-key diagbig (1M samples, $((diag_big_values / 2)) values a side)"
+	key runs.big.txt diagbig_ready_ms "values pair: ready, ms" "$m"
+	key runs.big.txt diagbig_open_ms "values pair: open, ms" "$m"
+	key runs.big.txt diagbig_time_paint_ms "values pair: time view opened at once → maps drawn, ms" "$m"
+	key runs.big.txt diagbig_time_lanes_ms "values pair: → every lane of values drawn, ms" "$m"
+	key runs.big.txt diagbig_lanes_range1_ms "values pair: a range selected → its lanes drawn, ms (diagnose's analysis running)" "$m"
+	key runs.big.txt diagbig_lanes_range2_ms "values pair: another range → its lanes drawn, ms" "$m"
+	key runs.big.txt diagbig_built_ms "values pair: diagnose's page built, ms after its first GET" "$m"
+	key runs.big.txt diagbig_built_cpu_ms "values pair: server CPU by then, ms" "$m"
+	key runs.big.txt diagbig_index_swap_ms "values pair: diagnose clicked on the index, in place, wall ms" "$m"
+	key runs.big.txt diagbig_fn_swap_ms "values pair: a function's name on diagnose, in place, wall ms" "$m"
+fi
 echo "# load average at the end: $(cut -d' ' -f1-3 /proc/loadavg); $SECONDS s in all"

@@ -80,6 +80,7 @@ func main() {
 	flag.StringVar(&varianceRec, "variance", "", "a recording of culprit variance: its page is timed")
 	flag.StringVar(&storeDir, "store", "", "a git repository with runs stored (culprit run): the history and models pages are timed, culprit view run there")
 	flag.DurationVar(&deadline, "deadline", 5*time.Minute, "the longest a run may take (a hang guard: the analyses of large inputs take minutes)")
+	flag.StringVar(&traceDir, "chrome-trace", "", "a directory: each interaction is traced in Chromium, its events written there (WHAT.json, for Perfetto or DevTools) and its renderer main thread's time split by kind (WHAT_tr_*_ms); tracing slows the renderer")
 	flag.BoolVar(&analysesOnly, "analyses-only", false, "time only the analyses' pages (-diagnose-*, -trace, -variance, -store; FILE.rec is not opened)")
 	flag.Parse()
 	if flag.NArg() != 1 {
@@ -653,9 +654,17 @@ func eventPages(bctx context.Context, culprit string) ([]string, error) {
 // the renderer's thread time in script, layout, style and all its
 // tasks; and the server's (pid's) CPU time.
 func interaction(ctx context.Context, pid int, what string, act func() error, drawn, page string) (string, error) {
+	var stopTrace func() ([]traceEvent, error)
+	if traceDir != "" {
+		var err error
+		if stopTrace, err = startTrace(ctx); err != nil {
+			return "", fmt.Errorf("tracing: %v", err)
+		}
+	}
 	m0 := chromeMetrics(ctx)
 	c0 := cpuTime(pid)
 	t := time.Now()
+	from := monoNow()
 	if err := act(); err != nil {
 		return "", err
 	}
@@ -663,6 +672,7 @@ func interaction(ctx context.Context, pid int, what string, act func() error, dr
 		return "", err
 	}
 	wall := time.Since(t)
+	to := monoNow()
 	cpu := cpuTime(pid) - c0
 	m1 := chromeMetrics(ctx)
 	own, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]any](page))
@@ -685,6 +695,16 @@ func interaction(ctx context.Context, pid int, what string, act func() error, dr
 		for _, k := range []string{"ScriptDuration", "LayoutDuration", "RecalcStyleDuration", "TaskDuration"} {
 			out += fmt.Sprintf(" %s_%s_ms=%.0f", what, strings.ToLower(strings.TrimSuffix(k, "Duration")), (m1[k]-m0[k])*1000)
 		}
+	}
+	if stopTrace != nil {
+		evs, err := stopTrace()
+		if err != nil {
+			return "", fmt.Errorf("tracing: %v", err)
+		}
+		if err := writeTrace(filepath.Join(traceDir, what+".json"), evs); err != nil {
+			return "", err
+		}
+		out += " " + traceSplitOf(evs, what, from, to)
 	}
 	return out, nil
 }

@@ -580,6 +580,11 @@ func TestViewBrowser(t *testing.T) {
 	if inPlace[0] != "whole" || !strings.HasSuffix(inPlace[1], "/"+href) || !strings.HasSuffix(inPlace[4], "/"+stacksURL) {
 		t.Errorf("range chosen: the frame shows %s (page marked %q, its stacks %q drawn in place), want %s drawn in the page it had", inPlace[1], inPlace[0], inPlace[4], href)
 	}
+	// The time to the frame drawn is counted from the click in the
+	// parent page (another clock's origin), before its handlers ran.
+	if last := eval[[]float64](t, ctx, `[`+frame+`.culpritFlame.last.input, `+frame+`.culpritFlame.last.ms]`); !(last[0] >= last[1]-1 && last[1] > 0) {
+		t.Errorf("range chosen: %v ms from the click to the frame drawn, %v ms from the request: want the first at least the second, over 0", last[0], last[1])
+	}
 	m := totalRE.FindStringSubmatch(inPlace[2])
 	if m == nil {
 		t.Fatalf("range drawn in place: no total in the frame's legend %q", inPlace[2])
@@ -917,6 +922,9 @@ func flameFilterInPlace(t *testing.T, ctx context.Context, u, fn string) {
 	state := eval[[]string](t, ctx, `[String(window.culpritMark), location.href, `+flameDrawn+`]`)
 	if state[0] != "page" {
 		t.Errorf("hiding %s loaded a new page (%s), want it drawn in place", fn, state[1])
+	}
+	if last := eval[[]float64](t, ctx, `[culpritFlame.last.input, culpritFlame.last.ms]`); !(last[0] >= last[1]-1 && last[1] > 0) {
+		t.Errorf("hiding %s: %v ms from the click to the frame drawn, %v ms from the request: want the first at least the second, over 0", fn, last[0], last[1])
 	}
 	if strings.Contains(state[2], fn) || state[2] == "" {
 		t.Errorf("hiding %s: drawn\n%s", fn, state[2])
@@ -1527,6 +1535,14 @@ func stepsInPlace(t *testing.T, ctx context.Context, base string, steps ...inPla
 		got := eval[[]string](t, ctx, `[String(window.culpritMark), location.href, document.documentElement.dataset.culpritSwapped || "", `+pageShown+`]`)
 		if got[0] != "before" || got[2] != got[1] {
 			t.Fatalf("from %s (%s): %s loaded (marked %q, put in place %q), want it put in place", s.from, s.act, got[1], got[0], got[2])
+		}
+		// Once drawn, the page before is gone (its frames with it), and
+		// the time from the click to the frame drawn is counted from the
+		// input event, before the click's handlers ran.
+		if left := eval[[]float64](t, ctx, `[document.querySelectorAll("body").length, document.querySelectorAll("iframe").length - document.body.querySelectorAll("iframe").length,
+			window.culpritSwapped.input, window.culpritSwapped.ms]`); left[0] != 1 || left[1] != 0 || !(left[2] >= left[3]-1 && left[3] > 0) {
+			t.Errorf("from %s to %s: %v bodies and %v frames outside the body left, input %v ms to the frame drawn, %v from the handler: want 1, 0, and input ≥ handler > 0 (within the clocks' 1 ms)",
+				s.from, got[1], left[0], left[1], left[2], left[3])
 		}
 		out = append(out, got[1])
 		if err := chromedp.Do(ctx, chromedp.Navigate(got[1])); err != nil {

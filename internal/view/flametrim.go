@@ -396,8 +396,10 @@ function culpritWholeStacks(stacks, url) {
 // as a new entry of the history): its stacks trimmed as the page's
 // first, the whole set once drawn. Or it loads the page when it cannot
 // (a page of another origin, an error, a difference where this page is
-// none).
-function culpritShow(href, push) {
+// none). at is when the input that asked for it happened (ms since the
+// epoch: performance.timeOrigin + the event's timeStamp, of the window
+// it happened in), if one did.
+function culpritShow(href, push, at) {
   const f = culpritFlame, u = new URL(href, location.href), key = culpritStacksURL(u);
   const t0 = performance.now();
   const leave = () => { location.assign(u.href); return false; };
@@ -427,8 +429,11 @@ function culpritShow(href, push) {
     return new Promise(done => requestAnimationFrame(() => setTimeout(() => {
       // ms: from the request to the frame drawn; of which fetch (the
       // server's answer and its JSON parsed), put (the set in place),
-      // draw (pprof's script).
-      f.last = {key: key, ms: performance.now() - t0, fetch: t1 - t0, put: t2 - t1, draw: t3 - t2};
+      // draw (pprof's script); input, from the input event to the frame
+      // drawn.
+      const now = performance.now();
+      f.last = {key: key, ms: now - t0, fetch: t1 - t0, put: t2 - t1, draw: t3 - t2};
+      if (at !== undefined) f.last.input = performance.timeOrigin + now - at;
       document.documentElement.dataset.culpritShown = key;
       if (!f.whole) f.load();
       done(true);
@@ -446,7 +451,7 @@ document.addEventListener("click", e => {
   const u = new URL(a.href, location.href);
   if (culpritFlame && culpritFlame.stacks && u.origin === location.origin && u.pathname === location.pathname) {
     e.preventDefault();
-    culpritShow(u.href, true);
+    culpritShow(u.href, true, performance.timeOrigin + e.timeStamp);
   } else if (window.parent !== window) {
     a.target = "_top";
   }

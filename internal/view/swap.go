@@ -128,8 +128,10 @@ const swapScript = `<script data-culprit-swap>
     return u.pathname === new URL(shown).pathname && !!(window.culpritFlame && window.culpritFlame.stacks);
   }
   // swap puts the page href in place of this one (push: as a new entry of
-  // the history), or loads it when it cannot.
-  function swap(href, push1) {
+  // the history), or loads it when it cannot; at is when the input that
+  // asked for it happened (ms since the epoch: performance.timeOrigin +
+  // the event's timeStamp), if one did.
+  function swap(href, push1, at) {
     const t0 = performance.now();
     wanted = href;
     // Loaded instead: as a new entry of the history, or in place of the
@@ -156,23 +158,34 @@ const swapScript = `<script data-culprit-swap>
       if (window.culpritFlame) window.culpritFlame = null;
       document.title = doc.title;
       document.head.replaceChildren(...Array.from(doc.head.childNodes).map(n => document.adoptNode(n)));
-      document.body.replaceWith(document.adoptNode(doc.body));
+      // The new body goes before the old one, which is the document's
+      // body no more, and the old one, hidden, is removed once the new
+      // one is drawn: removing a page's frames (the contexts page's)
+      // tears their documents down, tens of milliseconds the new page
+      // would otherwise wait for.
+      const old = document.body, body = document.adoptNode(doc.body);
+      old.style.display = "none";
+      document.documentElement.insertBefore(body, old);
       // Scripts parsed apart do not run: each is run by a copy of it.
-      for (const old of document.querySelectorAll("script")) {
-        if (old.hasAttribute("data-culprit-swap")) continue;
+      for (const el of [...document.head.querySelectorAll("script"), ...body.querySelectorAll("script")]) {
+        if (el.hasAttribute("data-culprit-swap")) continue;
         const s = document.createElement("script");
-        for (const a of old.attributes) s.setAttribute(a.name, a.value);
-        s.textContent = old.textContent;
-        old.replaceWith(s);
+        for (const a of el.attributes) s.setAttribute(a.name, a.value);
+        s.textContent = el.textContent;
+        el.replaceWith(s);
       }
       window.scrollTo(0, 0);
       const t3 = performance.now();
       return new Promise(done => requestAnimationFrame(() => setTimeout(() => {
         // ms: from the click to the frame drawn; of which fetch (the
         // server's answer), parse (the HTML) and run (put in place, and
-        // pprof's scripts run).
-        window.culpritSwapped = {href: to, ms: performance.now() - t0, fetch: t1 - t0, parse: t2 - t1, run: t3 - t2};
+        // pprof's scripts run); input, from the input event (its
+        // timeStamp: before the page's handlers ran) to the frame drawn.
+        const now = performance.now();
+        window.culpritSwapped = {href: to, ms: now - t0, fetch: t1 - t0, parse: t2 - t1, run: t3 - t2};
+        if (at !== undefined) window.culpritSwapped.input = performance.timeOrigin + now - at;
         document.documentElement.dataset.culpritSwapped = to;
+        old.remove();
         done(true);
       }, 0)));
     }).catch(leave);
@@ -186,7 +199,7 @@ const swapScript = `<script data-culprit-swap>
     const u = new URL(a.href, location.href);
     if (noHash(u.href) === noHash(location.href) || !inUI(u) || flameDraws(u)) return;
     e.preventDefault();
-    swap(u.href, true);
+    swap(u.href, true, performance.timeOrigin + e.timeStamp);
   });
   // A form that asks for a page by GET (a function's name) is put in
   // place as the link with its fields would be.
@@ -198,7 +211,7 @@ const swapScript = `<script data-culprit-swap>
     u.hash = "";
     if (!inUI(u) || flameDraws(u)) return;
     e.preventDefault();
-    swap(u.href, noHash(u.href) !== noHash(location.href));
+    swap(u.href, noHash(u.href) !== noHash(location.href), performance.timeOrigin + e.timeStamp);
   });
   // A link in one of the page's frames (the contexts page's heat map and
   // tree, the time view's flame graph) that opens in the top page
@@ -219,7 +232,10 @@ const swapScript = `<script data-culprit-swap>
       const u = new URL(href, d.baseURI);
       if (!inUI(u) || flameDraws(u)) return;
       e.preventDefault();
-      swap(u.href, true);
+      // The click's own timeStamp may count from either window's
+      // origin (a click a script of this page dispatched in the frame
+      // counts from this one's): the time is counted from here.
+      swap(u.href, true, performance.timeOrigin + performance.now());
     });
   }
   own.document("load", e => { if (e.target && e.target.nodeName === "IFRAME") hookFrame(e.target); }, true);

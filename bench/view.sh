@@ -139,7 +139,9 @@
 # With BASE-REV (a git revision), culprit built at that revision runs
 # too, each run right after the current one's on the same recording, and
 # a second row gives its medians: the two rows compare on one machine at
-# one load.
+# one load. What a build lacks (a page, a link, a page put in place
+# rather than loaded) is not timed in its runs, and said after the
+# tables; its cells are "-".
 #
 # The analyses' inputs, made here: for diagnose, a normal and a buggy
 # recording with sampled values (testdata/targets/vprof_wrong.c recorded,
@@ -340,6 +342,13 @@ row runs.txt "$head"
 if [[ -n $baserev ]]; then
 	row runs.base.txt "$(git -C "$root" rev-parse --short "$baserev")"
 fi
+# What a build lacks (a page, or a page put in place) is not timed in
+# its runs: viewtime says so (skipped=...), and so does this.
+for f in runs.txt runs.base.txt; do
+	if grep -q skipped= "$f"; then
+		echo "# not timed in $f (the build lacks them): $(grep -o 'skipped=[^ ]*' "$f" | cut -d= -f2 | tr ',' '\n' | sort -u | paste -sd, -)"
+	fi
+done
 # The analyses' pages: a row per page and build.
 echo
 echo "| culprit | page | ready ms (CPU ms) | open ms | first GET ms (built ms) | server CPU ms, builds over | paint ms (renderer ms, kB) | from index in place: page ms, wall ms (renderer ms, server CPU ms) | again | links in place: page ms, wall ms (renderer ms, server CPU ms) |"

@@ -11,7 +11,9 @@
 // pprof's top, put in place), and the server's peak RSS; and, each on a
 // server of its own, the pages of the analyses' inputs given (diagnose,
 // traced calls, variance, stored runs and models: analysisPages). One
-// line of key=value per run.
+// line of key=value per run. What the build timed lacks (a page, a link,
+// a page put in place rather than loaded: an older build) is not timed,
+// said on stderr and listed as skipped=WHAT,...
 //
 //	go run ./bench/viewtime -culprit ./culprit -chromium /usr/bin/chromium big.rec
 package main
@@ -135,7 +137,7 @@ func run(culprit, chromium, rec string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Println(strings.Join(res, " "))
+		fmt.Println(withSkipped(strings.Join(res, " ")))
 		return nil
 	}
 	if analysesOnly {
@@ -143,7 +145,7 @@ func run(culprit, chromium, rec string) error {
 		if err != nil {
 			return err
 		}
-		fmt.Println(strings.Join(res, " "))
+		fmt.Println(withSkipped(strings.Join(res, " ")))
 		return nil
 	}
 
@@ -402,32 +404,37 @@ func run(culprit, chromium, rec string) error {
 	// culprit's own pages put pprof's pages in place too: the whole flame
 	// graph clicked on the index (against "flame graph paint", its page
 	// loaded).
-	if err := chromedp.Do(bctx, chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS(`#pprof a`))); err != nil {
+	hasFlame, err := openWith(bctx, base, `#pprof a[href$="pprof/all/flamegraph"]`, "flame_index_swap")
+	if err != nil {
 		return fmt.Errorf("index: %v", err)
 	}
 	if ok, _ := chromedp.Run(bctx, chromedp.Evaluate[bool](`typeof window.culpritSwap === "function"`)); ok {
-		waitIdle(pid)
-		m, err := interaction(bctx, pid, "flame_index_swap",
-			func() error {
-				return chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`#pprof a[href$="pprof/all/flamegraph"]`)))
-			},
-			`(document.documentElement.dataset.culpritSwapped || "").includes("/flamegraph") && !!document.querySelector("#stack-chart .boxtext")`,
-			swapTiming)
-		if err != nil {
-			return fmt.Errorf("the flame graph from the index: %v", err)
+		if hasFlame {
+			waitIdle(pid)
+			m, err := interaction(bctx, pid, "flame_index_swap",
+				func() error {
+					return chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`#pprof a[href$="pprof/all/flamegraph"]`)))
+				},
+				`(document.documentElement.dataset.culpritSwapped || "").includes("/flamegraph") && !!document.querySelector("#stack-chart .boxtext")`,
+				swapTiming)
+			if err != nil {
+				return fmt.Errorf("the flame graph from the index: %v", err)
+			}
+			inPlace = append(inPlace, m)
 		}
-		inPlace = append(inPlace, m)
 
 		// The time view clicked on the index, put in place of the index
 		// (against "time view paint", its page loaded): its maps drawn.
-		if err := chromedp.Do(bctx, chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS(`#pages a[href="time"]`))); err != nil {
+		if ok, err := openWith(bctx, base, `#pages a[href="time"]`, "time_index_swap"); err != nil {
 			return fmt.Errorf("index: %v", err)
-		}
-		// Builds before the time view was put in place load it: not timed
-		// here.
-		if ok, _ := chromedp.Run(bctx, chromedp.Evaluate[bool](`(window.culpritSwap.own || []).includes("time")`)); ok {
+		} else if !ok {
+			// skipped: no link
+		} else if own, _ := chromedp.Run(bctx, chromedp.Evaluate[bool](`(window.culpritSwap.own || []).includes("time")`)); !own {
+			// Builds before the time view was put in place load it.
+			skip("time_index_swap", "the build loads the time view instead of putting it in place")
+		} else {
 			waitIdle(pid)
-			m, err = interaction(bctx, pid, "time_index_swap",
+			m, err := interaction(bctx, pid, "time_index_swap",
 				func() error { return chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`#pages a[href="time"]`))) },
 				`(document.documentElement.dataset.culpritSwapped || "").endsWith("/time") && !!document.querySelector("#maps svg.heat path.cell")`,
 				swapTiming)
@@ -440,10 +447,13 @@ func run(culprit, chromium, rec string) error {
 		// name sent by its form, then clicked atop pprof's top of
 		// another function, each put in place; against it loaded.
 		// Builds before the function page was put in place load it.
-		if err := chromedp.Do(bctx, chromedp.Navigate(base), chromedp.WaitVisible(chromedp.CSS(`#pages a[href="fn"]`))); err != nil {
+		if ok, err := openWith(bctx, base, `#pages a[href="fn"]`, "fn_index_swap,fn_form_swap,fn_top_swap,fn_loaded"); err != nil {
 			return fmt.Errorf("index: %v", err)
-		}
-		if ok, _ := chromedp.Run(bctx, chromedp.Evaluate[bool](`(window.culpritSwap.own || []).includes("fn")`)); ok {
+		} else if !ok {
+			// skipped: no link
+		} else if own, _ := chromedp.Run(bctx, chromedp.Evaluate[bool](`(window.culpritSwap.own || []).includes("fn")`)); !own {
+			skip("fn_index_swap,fn_form_swap,fn_top_swap,fn_loaded", "the build loads the function page instead of putting it in place")
+		} else {
 			fnShown := func(q string) string {
 				return `(document.documentElement.dataset.culpritSwapped || "").endsWith("/fn` + q + `") && !!document.querySelector("form input[name=f]")`
 			}
@@ -467,18 +477,18 @@ func run(culprit, chromium, rec string) error {
 			}
 			inPlace = append(inPlace, m)
 			const other = "worker"
-			if err := chromedp.Do(bctx, chromedp.Navigate(base+"pprof/all/top?f="+other),
-				chromedp.WaitVisible(chromedp.CSS(`#culprit-nav a[href$="/fn"]`))); err != nil {
+			if ok, err := openWith(bctx, base+"pprof/all/top?f="+other, `#culprit-nav a[href$="/fn"]`, "fn_top_swap"); err != nil {
 				return fmt.Errorf("top of %s: %v", other, err)
+			} else if ok {
+				waitIdle(pid)
+				m, err = interaction(bctx, pid, "fn_top_swap",
+					func() error { return chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`#culprit-nav a[href$="/fn"]`))) },
+					fnShown("?f="+other)+` && !!document.querySelector("#threads tr")`, swapTiming)
+				if err != nil {
+					return fmt.Errorf("the function page of %s from top: %v", other, err)
+				}
+				inPlace = append(inPlace, m)
 			}
-			waitIdle(pid)
-			m, err = interaction(bctx, pid, "fn_top_swap",
-				func() error { return chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`#culprit-nav a[href$="/fn"]`))) },
-				fnShown("?f="+other)+` && !!document.querySelector("#threads tr")`, swapTiming)
-			if err != nil {
-				return fmt.Errorf("the function page of %s from top: %v", other, err)
-			}
-			inPlace = append(inPlace, m)
 			waitIdle(pid)
 			t := time.Now()
 			if err := chromedp.Do(bctx, chromedp.Navigate(base+"fn?f="+hide), chromedp.WaitVisible(chromedp.CSS(`#threads tr`))); err != nil {
@@ -544,7 +554,7 @@ func run(culprit, chromium, rec string) error {
 			hwm = strings.Fields(l)[1]
 		}
 	}
-	fmt.Printf("ready_ms=%s ready_cpu_ms=%s open_ms=%s open_cpu_ms=%s time_view_paint_ms=%s cells=%d time_data_ms=%s flamegraph_paint_ms=%s flamegraph_cpu_ms=%s range_flamegraph_first_ms=%s range_cpu_ms=%s range_flamegraph_again_ms=%s top_ms=%s graph_ms=%s peek_ms=%s source_ms=%s disasm_ms=%s views_again_max_ms=%s peak_rss_kib=%s top_paint_ms=%s idle_wait_ms=%s %s %s\n",
+	fmt.Printf(withSkipped("ready_ms=%s ready_cpu_ms=%s open_ms=%s open_cpu_ms=%s time_view_paint_ms=%s cells=%d time_data_ms=%s flamegraph_paint_ms=%s flamegraph_cpu_ms=%s range_flamegraph_first_ms=%s range_cpu_ms=%s range_flamegraph_again_ms=%s top_ms=%s graph_ms=%s peek_ms=%s source_ms=%s disasm_ms=%s views_again_max_ms=%s peak_rss_kib=%s top_paint_ms=%s idle_wait_ms=%s %s %s")+"\n",
 		ms(ready), ms(readyCPU), ms(open), ms(openCPU), ms(timePaint), cells, ms(data), ms(flame), ms(flameCPU), ms(rangeFirst), ms(rangeCPU), ms(rangeAgain), viewMS[0], viewMS[1], viewMS[2], viewMS[3], viewMS[4], ms(again), hwm, ms(topPaint), ms(idle), strings.Join(append(inPlace, mapsDrawn), " "), strings.Join(split, " "))
 	return nil
 }
@@ -619,8 +629,10 @@ func eventPages(bctx context.Context, culprit string) ([]string, error) {
 		return res, nil
 	}
 	for _, st := range steps {
-		if err := chromedp.Do(bctx, chromedp.Navigate(base+st.from), chromedp.WaitVisible(chromedp.CSS(st.link))); err != nil {
-			return nil, fmt.Errorf("%s: %v", st.from, err)
+		if ok, err := openWith(bctx, base+st.from, st.link, st.what); err != nil {
+			return nil, err
+		} else if !ok {
+			continue
 		}
 		if !st.early {
 			if err := waitFor(bctx, `document.readyState === "complete"`); err != nil {
@@ -645,6 +657,61 @@ func eventPages(bctx context.Context, culprit string) ([]string, error) {
 	return res, nil
 }
 
+// skipped names what this run did not time because the build timed
+// lacks it (a page, a link, a page put in place rather than loaded):
+// bench/view.sh pairs builds of different ages, and each is timed on
+// what it has. Printed as skipped=WHAT,... and said on stderr.
+var skipped []string
+
+// withSkipped is line with skipped=WHAT,... when something was.
+func withSkipped(line string) string {
+	if len(skipped) == 0 {
+		return line
+	}
+	return line + " skipped=" + strings.Join(skipped, ",")
+}
+
+// skip notes that what is not timed, and why.
+func skip(what, why string) {
+	skipped = append(skipped, what)
+	fmt.Fprintf(os.Stderr, "viewtime: %s not timed: %s\n", what, why)
+}
+
+// present waits, up to 10 s, until the page in ctx is loaded and the
+// element sel (a CSS selector) is on it, and reports whether it is: a
+// build without it is not waited for to the deadline.
+func present(ctx context.Context, sel string) bool {
+	t := time.Now()
+	for time.Since(t) < 10*time.Second {
+		ok, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`document.readyState === "complete" && !!document.querySelector(`+strconv.Quote(sel)+`)`))
+		if err == nil && ok {
+			return true
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	return false
+}
+
+// openWith loads u and reports whether sel is on it (present); when it
+// is not, what is skipped.
+func openWith(ctx context.Context, u, sel, what string) (bool, error) {
+	if err := chromedp.Do(ctx, chromedp.Navigate(u)); err != nil {
+		return false, fmt.Errorf("%s: %v", u, err)
+	}
+	if !present(ctx, sel) {
+		skip(what, fmt.Sprintf("no %s on %s", sel, u))
+		return false, nil
+	}
+	return true, nil
+}
+
+// The marks interaction sets on the page's window and its time view's
+// frame: a page loaded in their place has none.
+const (
+	setMark  = `(() => { window.viewtimeMark = true; const f = document.getElementById("flame"); if (f && f.contentWindow) f.contentWindow.viewtimeMark = true; return true; })()`
+	lostMark = `(() => { if (!window.viewtimeMark) return true; const f = document.getElementById("flame"); return !!(f && f.contentWindow && !f.contentWindow.viewtimeMark); })()`
+)
+
 // interaction times what act starts in the page in ctx until the
 // JavaScript expression drawn holds (asked every 5 ms), as key=value
 // pairs named after what: the wall time seen from here; the page's own
@@ -652,7 +719,9 @@ func eventPages(bctx context.Context, culprit string) ([]string, error) {
 // from the request to the frame drawn, and its parts: fetch, put and
 // draw, or fetch, parse and run);
 // the renderer's thread time in script, layout, style and all its
-// tasks; and the server's (pid's) CPU time.
+// tasks; and the server's (pid's) CPU time. When the build loads a
+// page instead (the page's window, or its time view's frame's, is
+// another), what is skipped and "" returned.
 func interaction(ctx context.Context, pid int, what string, act func() error, drawn, page string) (string, error) {
 	var stopTrace func() ([]traceEvent, error)
 	if traceDir != "" {
@@ -661,6 +730,9 @@ func interaction(ctx context.Context, pid int, what string, act func() error, dr
 			return "", fmt.Errorf("tracing: %v", err)
 		}
 	}
+	if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](setMark)); err != nil {
+		return "", err
+	}
 	m0 := chromeMetrics(ctx)
 	c0 := cpuTime(pid)
 	t := time.Now()
@@ -668,12 +740,19 @@ func interaction(ctx context.Context, pid int, what string, act func() error, dr
 	if err := act(); err != nil {
 		return "", err
 	}
-	if err := waitFor(ctx, drawn); err != nil {
+	if err := waitFor(ctx, `(`+lostMark+` && document.readyState === "complete") || (`+drawn+`)`); err != nil {
 		return "", err
 	}
 	wall := time.Since(t)
 	to := monoNow()
 	cpu := cpuTime(pid) - c0
+	if lost, _ := chromedp.Run(ctx, chromedp.Evaluate[bool](lostMark)); lost {
+		if stopTrace != nil {
+			_, _ = stopTrace()
+		}
+		skip(what, "the build loads the page instead of putting it in place")
+		return "", nil
+	}
 	m1 := chromeMetrics(ctx)
 	own, err := chromedp.Run(ctx, chromedp.Evaluate[map[string]any](page))
 	if err != nil {
@@ -744,6 +823,17 @@ func waitFor(ctx context.Context, cond string) error {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// status returns the status code of a GET of u.
+func status(u string) (int, error) {
+	resp, err := http.Get(u)
+	if err != nil {
+		return 0, err
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	return resp.StatusCode, nil
 }
 
 // timeGet times a GET of u, its body read whole; what names the page in
@@ -1049,7 +1139,15 @@ func analysisServerPages(bctx context.Context, culprit string, sv analysisServer
 			return nil, fmt.Errorf("index: %v", err)
 		}
 	}
+	var pages []analysisPage // those the build serves
 	for _, pg := range sv.pages {
+		if code, err := status(base + pg.path); err != nil {
+			return nil, err
+		} else if code == http.StatusNotFound {
+			skip(pg.key, "the build has no page "+pg.path)
+			continue
+		}
+		pages = append(pages, pg)
 		d, err := timeGet(base+pg.path, pg.key)
 		if err != nil {
 			return nil, err
@@ -1063,11 +1161,15 @@ func analysisServerPages(bctx context.Context, culprit string, sv analysisServer
 	// The builds ahead of use end; the whole build's CPU time.
 	waitIdle(pid)
 	res = append(res, fmt.Sprintf("%s_built_cpu_ms=%s", sv.key, ms(cpuTime(pid))))
-	for _, pg := range sv.pages {
+	for _, pg := range pages {
 		m0 := chromeMetrics(bctx)
 		t := time.Now()
-		if err := chromedp.Do(bctx, chromedp.Navigate(base+pg.path), chromedp.WaitVisible(chromedp.CSS(pg.drawn))); err != nil {
+		if err := chromedp.Do(bctx, chromedp.Navigate(base+pg.path)); err != nil {
 			return nil, fmt.Errorf("%s: %v", pg.path, err)
+		}
+		if !present(bctx, pg.drawn) {
+			skip(pg.key, fmt.Sprintf("no %s on %s", pg.drawn, pg.path))
+			continue
 		}
 		res = append(res, fmt.Sprintf("%s_paint_ms=%s", pg.key, ms(time.Since(t))), pageSplit(bctx, pg.key, m0))
 		clicks := []pageClick{
@@ -1098,10 +1200,10 @@ func clickInPlace(bctx context.Context, pid int, base string, c pageClick) (stri
 		return "", fmt.Errorf("%s: %v", c.from, err)
 	}
 	if ok, _ := chromedp.Run(bctx, chromedp.Evaluate[bool](`!!document.querySelector(`+strconv.Quote(c.link)+`)`)); !ok {
-		if c.optional {
-			return "", nil
+		if !c.optional {
+			skip(c.what, fmt.Sprintf("no %s on %s", c.link, c.from))
 		}
-		return "", fmt.Errorf("%s: no %s", c.from, c.link)
+		return "", nil
 	}
 	waitIdle(pid)
 	m, err := interaction(bctx, pid, c.what,

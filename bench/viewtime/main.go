@@ -706,10 +706,12 @@ func openWith(ctx context.Context, u, sel, what string) (bool, error) {
 }
 
 // The marks interaction sets on the page's window and its time view's
-// frame: a page loaded in their place has none.
+// frame, if it has one: a page loaded in their place has none. (A frame
+// element of the page put in place is another: its window is not
+// asked.)
 const (
-	setMark  = `(() => { window.viewtimeMark = true; const f = document.getElementById("flame"); if (f && f.contentWindow) f.contentWindow.viewtimeMark = true; return true; })()`
-	lostMark = `(() => { if (!window.viewtimeMark) return true; const f = document.getElementById("flame"); return !!(f && f.contentWindow && !f.contentWindow.viewtimeMark); })()`
+	setMark  = `(() => { window.viewtimeMark = true; const f = document.getElementById("flame"); if (f && f.contentWindow) { f.viewtimeMarked = true; f.contentWindow.viewtimeMark = true; } return true; })()`
+	lostMark = `(() => { if (!window.viewtimeMark) return true; const f = document.getElementById("flame"); return !!(f && f.viewtimeMarked && f.contentWindow && !f.contentWindow.viewtimeMark); })()`
 )
 
 // interaction times what act starts in the page in ctx until the

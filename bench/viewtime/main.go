@@ -297,20 +297,26 @@ func run(culprit, chromium, rec string) error {
 		if err := waitFor(bctx, `!!`+box); err != nil {
 			return fmt.Errorf("flame graph: no box to hide: %v", err)
 		}
-		m, err := interaction(bctx, pid, "filter_inplace",
-			func() error {
-				ok, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`(() => {
-					const box = `+box+`;
-					if (!box) return false;
-					const r = box.getBoundingClientRect();
-					box.dispatchEvent(new MouseEvent("contextmenu", {bubbles: true, cancelable: true, clientX: r.left + 2, clientY: r.top + 2}));
-					return true;
-				})()`))
-				if err != nil || !ok {
-					return fmt.Errorf("no box %s to hide: %v", hide, err)
-				}
-				return chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`#action-hide`)))
-			},
+		// The action menu opened (an interaction of its own), then Hide
+		// clicked: timed.
+		ok, err := chromedp.Run(bctx, chromedp.Evaluate[bool](`(() => {
+			const box = `+box+`;
+			if (!box) return false;
+			const r = box.getBoundingClientRect();
+			box.dispatchEvent(new MouseEvent("contextmenu", {bubbles: true, cancelable: true, clientX: r.left + 2, clientY: r.top + 2}));
+			return true;
+		})()`))
+		if err != nil || !ok {
+			return fmt.Errorf("no box %s to hide: %v", hide, err)
+		}
+		if err := chromedp.Do(bctx, chromedp.WaitVisible(chromedp.CSS(`#action-hide`))); err != nil {
+			return fmt.Errorf("the flame graph's action menu: %v", err)
+		}
+		act, err := clickAt(bctx, `#action-hide`)
+		if err != nil {
+			return err
+		}
+		m, err := interaction(bctx, pid, "filter_inplace", act,
 			`new URL(location.href).searchParams.has("h") && (document.documentElement.dataset.culpritShown || "").includes("flamegraph.json?")`,
 			`culpritFlame.last`)
 		if err != nil {
@@ -354,8 +360,11 @@ func run(culprit, chromium, rec string) error {
 		if err := chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`#view .menu-name`)), chromedp.WaitVisible(chromedp.CSS(`#flamegraph`))); err != nil {
 			return fmt.Errorf("top's View menu: %v", err)
 		}
-		m, err := interaction(bctx, pid, "flame_swap",
-			func() error { return chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`#flamegraph`))) },
+		act, err := clickAt(bctx, `#flamegraph`)
+		if err != nil {
+			return err
+		}
+		m, err := interaction(bctx, pid, "flame_swap", act,
 			`(document.documentElement.dataset.culpritSwapped || "").includes("/flamegraph") && !!document.querySelector("#stack-chart .boxtext")`,
 			swapTiming)
 		if err != nil {
@@ -381,8 +390,11 @@ func run(culprit, chromium, rec string) error {
 			chromedp.Click(chromedp.CSS(`#refine .menu-name`)), chromedp.WaitVisible(chromedp.CSS(`#hide`))); err != nil {
 			return fmt.Errorf("top's Refine menu: %v", err)
 		}
-		m, err = interaction(bctx, pid, "top_filter_swap",
-			func() error { return chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`#hide`))) },
+		act, err = clickAt(bctx, `#hide`)
+		if err != nil {
+			return err
+		}
+		m, err = interaction(bctx, pid, "top_filter_swap", act,
 			`new URL(location.href).searchParams.has("h") && (document.documentElement.dataset.culpritSwapped || "").includes("/top?") && !!document.querySelector("#toptable tbody tr")`,
 			swapTiming)
 		if err != nil {
@@ -411,10 +423,11 @@ func run(culprit, chromium, rec string) error {
 	if ok, _ := chromedp.Run(bctx, chromedp.Evaluate[bool](`typeof window.culpritSwap === "function"`)); ok {
 		if hasFlame {
 			waitIdle(pid)
-			m, err := interaction(bctx, pid, "flame_index_swap",
-				func() error {
-					return chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`#pprof a[href$="pprof/all/flamegraph"]`)))
-				},
+			act, err := clickAt(bctx, `#pprof a[href$="pprof/all/flamegraph"]`)
+			if err != nil {
+				return err
+			}
+			m, err := interaction(bctx, pid, "flame_index_swap", act,
 				`(document.documentElement.dataset.culpritSwapped || "").includes("/flamegraph") && !!document.querySelector("#stack-chart .boxtext")`,
 				swapTiming)
 			if err != nil {
@@ -434,8 +447,11 @@ func run(culprit, chromium, rec string) error {
 			skip("time_index_swap", "the build loads the time view instead of putting it in place")
 		} else {
 			waitIdle(pid)
-			m, err := interaction(bctx, pid, "time_index_swap",
-				func() error { return chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`#pages a[href="time"]`))) },
+			act, err := clickAt(bctx, `#pages a[href="time"]`)
+			if err != nil {
+				return err
+			}
+			m, err := interaction(bctx, pid, "time_index_swap", act,
 				`(document.documentElement.dataset.culpritSwapped || "").endsWith("/time") && !!document.querySelector("#maps svg.heat path.cell")`,
 				swapTiming)
 			if err != nil {
@@ -458,19 +474,25 @@ func run(culprit, chromium, rec string) error {
 				return `(document.documentElement.dataset.culpritSwapped || "").endsWith("/fn` + q + `") && !!document.querySelector("form input[name=f]")`
 			}
 			waitIdle(pid)
-			m, err := interaction(bctx, pid, "fn_index_swap",
-				func() error { return chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`#pages a[href="fn"]`))) },
+			act, err := clickAt(bctx, `#pages a[href="fn"]`)
+			if err != nil {
+				return err
+			}
+			m, err := interaction(bctx, pid, "fn_index_swap", act,
 				fnShown(""), swapTiming)
 			if err != nil {
 				return fmt.Errorf("the function page from the index: %v", err)
 			}
 			inPlace = append(inPlace, m)
 			waitIdle(pid)
-			m, err = interaction(bctx, pid, "fn_form_swap",
-				func() error {
-					return chromedp.Do(bctx, chromedp.SetValue(chromedp.CSS(`form input[name="f"]`), hide),
-						chromedp.Click(chromedp.CSS(`form button`)))
-				},
+			if err := chromedp.Do(bctx, chromedp.SetValue(chromedp.CSS(`form input[name="f"]`), hide)); err != nil {
+				return fmt.Errorf("the function page's form: %v", err)
+			}
+			act, err = clickAt(bctx, `form button`)
+			if err != nil {
+				return err
+			}
+			m, err = interaction(bctx, pid, "fn_form_swap", act,
 				fnShown("?f="+hide)+` && !!document.querySelector("#threads tr")`, swapTiming)
 			if err != nil {
 				return fmt.Errorf("the function page of %s from its form: %v", hide, err)
@@ -481,8 +503,11 @@ func run(culprit, chromium, rec string) error {
 				return fmt.Errorf("top of %s: %v", other, err)
 			} else if ok {
 				waitIdle(pid)
-				m, err = interaction(bctx, pid, "fn_top_swap",
-					func() error { return chromedp.Do(bctx, chromedp.Click(chromedp.CSS(`#culprit-nav a[href$="/fn"]`))) },
+				act, err := clickAt(bctx, `#culprit-nav a[href$="/fn"]`)
+				if err != nil {
+					return err
+				}
+				m, err = interaction(bctx, pid, "fn_top_swap", act,
 					fnShown("?f="+other)+` && !!document.querySelector("#threads tr")`, swapTiming)
 				if err != nil {
 					return fmt.Errorf("the function page of %s from top: %v", other, err)
@@ -703,6 +728,24 @@ func openWith(ctx context.Context, u, sel, what string) (bool, error) {
 		return false, nil
 	}
 	return true, nil
+}
+
+// clickAt returns the act of a click of the mouse at the middle of the
+// element sel, scrolled into view now: the element is found before the
+// clock starts (as a user's eye finds it), so that the time is that of
+// the click, not of chromedp's queries of the page.
+func clickAt(ctx context.Context, sel string) (func() error, error) {
+	xy, err := chromedp.Run(ctx, chromedp.Evaluate[[]float64](`(() => {
+		const e = document.querySelector(`+strconv.Quote(sel)+`);
+		if (!e) return [];
+		e.scrollIntoView({block: "nearest"});
+		const r = e.getBoundingClientRect();
+		return [r.left + r.width / 2, r.top + r.height / 2];
+	})()`))
+	if err != nil || len(xy) != 2 {
+		return nil, fmt.Errorf("no %s to click: %v", sel, err)
+	}
+	return func() error { return chromedp.Do(ctx, chromedp.MouseClickXY(xy[0], xy[1])) }, nil
 }
 
 // The marks interaction sets on the page's window and its time view's

@@ -42,7 +42,11 @@
 #                 handed to pprof's script, no page loaded); the server
 #                 builds the range's pprof UI. Per interaction in place:
 #                 the page's own time (request → frame drawn, in the
-#                 renderer), the wall time seen from chromedp, the
+#                 renderer; and in the targets' table, input: from the
+#                 input event's timeStamp, the latency a user sees),
+#                 the wall time seen from chromedp (the element found
+#                 before the clock starts: from the mouse's press sent;
+#                 and until chromedp's poll, every 5 ms, sees it), the
 #                 renderer's thread time (Performance.getMetrics
 #                 TaskDuration) and the server's CPU time: the last two
 #                 are what a busy machine does not inflate
@@ -391,31 +395,46 @@ if [[ -n $baserev ]]; then
 	tv runs.base.txt "$(git -C "$root" rev-parse --short "$baserev")"
 fi
 # The figures of the view's targets (open < 2 s, an interaction
-# < 100 ms), one a line, with the run that made them.
+# < 100 ms), one a line, with the run that made them (and BASE-REV's
+# median of its runs paired, of the first file's figures).
 echo
-echo "| figure | median | runs | run |"
-echo "|---|---|---|---|"
+echo "| figure | median | runs | run |${baserev:+ $baserev, paired |}"
+echo "|---|---|---|---|${baserev:+---|}"
 key() {
-	local file=$1 k=$2 what=$3 run=$4 v n
-	v=$(tr ' ' '\n' <"$file" | grep "^$k=" | cut -d= -f2 | median)
+	local file=$1 k=$2 what=$3 run=$4 v n b=""
+	v=$(tr ' ' '\n' <"$file" | { grep "^$k=" || true; } | cut -d= -f2 | median)
 	n=$(tr ' ' '\n' <"$file" | grep -c "^$k=" || true)
-	echo "| $what | $v | $n | $run |"
+	if [[ -n $baserev ]]; then
+		b=" $(if [[ $file == runs.txt ]]; then tr ' ' '\n' <runs.base.txt | { grep "^$k=" || true; } | cut -d= -f2 | median; else echo -; fi) |"
+	fi
+	echo "| $what | $v | $n | $run |$b"
 }
 m="viewtime ... big.rec (1M samples)"
 key runs.txt ready_ms "ready: culprit view started → URL printed, ms" "$m"
 key runs.txt open_ms "open: → the index drawn in Chromium, ms" "$m"
 key runs.txt time_view_paint_ms "time view loaded → its maps drawn, ms" "$m"
 key runs.txt range_inplace_ms "a range chosen in the time view → its flame graph drawn in place, wall ms" "$m"
+key runs.txt range_inplace_input_ms "a range chosen in the time view → its flame graph drawn in place, input → frame drawn in the page, ms" "$m"
 key runs.txt range_inplace_again_ms "the first range chosen again, wall ms" "$m"
+key runs.txt range_inplace_again_input_ms "the first range chosen again, input → frame drawn in the page, ms" "$m"
 key runs.txt filter_inplace_ms "a function hidden on the flame graph, in place, wall ms" "$m"
+key runs.txt filter_inplace_input_ms "a function hidden on the flame graph, in place, input → frame drawn in the page, ms" "$m"
 key runs.txt flame_swap_ms "flame graph from top's View menu, in place, wall ms" "$m"
+key runs.txt flame_swap_input_ms "flame graph from top's View menu, in place, input → frame drawn in the page, ms" "$m"
 key runs.txt top_filter_swap_ms "a function hidden on top, in place, wall ms" "$m"
+key runs.txt top_filter_swap_input_ms "a function hidden on top, in place, input → frame drawn in the page, ms" "$m"
 key runs.txt flame_index_swap_ms "flame graph clicked on the index, in place, wall ms" "$m"
+key runs.txt flame_index_swap_input_ms "flame graph clicked on the index, in place, input → frame drawn in the page, ms" "$m"
 key runs.txt time_index_swap_ms "time view clicked on the index, in place, wall ms" "$m"
+key runs.txt time_index_swap_input_ms "time view clicked on the index, in place, input → frame drawn in the page, ms" "$m"
 key runs.txt fn_form_swap_ms "a function's page from its form, in place, wall ms" "$m"
+key runs.txt fn_form_swap_input_ms "a function's page from its form, in place, input → frame drawn in the page, ms" "$m"
 key runs.txt latency_index_swap_ms "latency clicked on the index (1M events), in place, wall ms" "$m"
+key runs.txt latency_index_swap_input_ms "latency clicked on the index (1M events), in place, input → frame drawn in the page, ms" "$m"
 key runs.txt contexts_swap_ms "contexts atop latency, in place, wall ms" "$m"
+key runs.txt contexts_swap_input_ms "contexts atop latency, in place, input → frame drawn in the page, ms" "$m"
 key runs.txt offcpu_swap_ms "off-CPU flame graph atop contexts, in place, wall ms" "$m"
+key runs.txt offcpu_swap_input_ms "off-CPU flame graph atop contexts, in place, input → frame drawn in the page, ms" "$m"
 key runs.txt views_again_max_ms "pprof's views asked again, the slowest, ms" "$m"
 key runs.txt peak_rss_kib "peak RSS, KiB" "$m"
 if [[ $diag_big != 0 ]]; then

@@ -1,6 +1,7 @@
 package trace
 
 import (
+	"slices"
 	"sort"
 
 	"github.com/culprit-dev/culprit/internal/profile"
@@ -60,7 +61,7 @@ func Stats(v []uint64, sample uint64) FuncStats {
 	if len(v) == 0 {
 		return FuncStats{}
 	}
-	sort.Slice(v, func(a, b int) bool { return v[a] < v[b] })
+	slices.Sort(v)
 	s := FuncStats{SampledCount: uint64(len(v)), Sample: max(sample, 1), Min: v[0], Max: v[len(v)-1]}
 	s.Count = s.SampledCount + (s.SampledCount-1)*(s.Sample-1)
 	for _, x := range v {

@@ -8,6 +8,7 @@ package trace
 import (
 	"math"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -35,7 +36,7 @@ func dist(v []uint64) Dist {
 	if len(v) == 0 {
 		return Dist{}
 	}
-	sort.Slice(v, func(i, j int) bool { return v[i] < v[j] })
+	slices.Sort(v)
 	var d Dist
 	for _, x := range v {
 		d.Total += x

@@ -3,8 +3,11 @@
 # program per call, by the probed function's first instruction (the one a
 # uprobe replaces) and by probe: entry only, return only (a uretprobe also
 # traps at the entry, to take the return address), both, culprit
-# trace's programs (shadow stack, one ring record per call) with and
-# without on-CPU time (--no-cpu-time); and the CPU
+# trace's programs (shadow stack, call records batched per thread) with and
+# without on-CPU time (--no-cpu-time), and without the CPU samples it
+# takes beside its probes by default (--cpu-sample 0: each sample is a
+# timer interrupt of the traced program, which bpftrace does not take,
+# so this row is the tracer alone against bpftrace's); and the CPU
 # culprit itself spends per call (reading the ring, writing the
 # recording); and, when installed (Debian packages of those names),
 # bpftrace (start time per thread in a map, the duration into a histogram;
@@ -50,6 +53,7 @@ configs() {
 	echo "entry+return|$out/bareprobe $bin f_$f --"
 	echo "culprit trace|$out/culprit trace -f f_$f -o $out/t.rec --"
 	echo "trace --no-cpu-time|$out/culprit trace --no-cpu-time -f f_$f -o $out/t.rec --"
+	echo "trace --cpu-sample 0|$out/culprit trace --cpu-sample 0 -f f_$f -o $out/t.rec --"
 	echo "trace, leaf in unwinder|UNWINDS $out/culprit trace -f f_$f -o $out/t.rec --"
 	if [ "$f" = push ]; then
 		echo "trace, non-leaf|CPUSH $out/culprit trace -f c_push -o $out/t.rec --"
@@ -58,6 +62,7 @@ configs() {
 	if [ -n "${BASE:-}" ]; then
 		echo "BASE trace|$BASE trace -f f_$f -o $out/t.rec --"
 		echo "BASE --no-cpu-time|$BASE trace --no-cpu-time -f f_$f -o $out/t.rec --"
+		echo "BASE --cpu-sample 0|$BASE trace --cpu-sample 0 -f f_$f -o $out/t.rec --"
 	fi
 	if command -v bpftrace >/dev/null; then
 		# As bench/trace.sh runs them: a histogram of the durations, and

@@ -2,7 +2,9 @@
 # Where a traced call's time goes: the CPU time a uprobe costs the traced
 # program per call, by the probed function's first instruction (the one a
 # uprobe replaces) and by probe: entry only, return only (a uretprobe also
-# traps at the entry, to take the return address), both, culprit
+# traps at the entry, to take the return address), both, the entry with
+# its return taken by a uprobe on the RET instruction instead (as culprit
+# trace's return probes of Go code are: "entry+RET insn"), culprit
 # trace's programs (shadow stack, call records batched per thread) with and
 # without on-CPU time (--no-cpu-time), and without the CPU samples it
 # takes beside its probes by default (--cpu-sample 0: each sample is a
@@ -16,7 +18,7 @@
 # time, so the figures hold on a busy machine; the configurations run in
 # turn, REPS rounds, and each figure is its median. "vs bare" is a
 # configuration's cost per call over the bare entry+return pair's. With
-# BASE=PATH (another build of culprit, e.g. main's) its two trace rows run
+# BASE=PATH (another build of culprit, e.g. main's) its trace rows run
 # too, in the same rounds, so that two builds are compared side by side.
 # probecalls-unwinds is the same program linked with a C++ unit that
 # throws (bench/probecost/unwinds.cc): in an object that unwinds, a
@@ -51,6 +53,7 @@ configs() {
 	echo "entry|$out/bareprobe -entry $bin f_$f --"
 	echo "return|$out/bareprobe -return $bin f_$f --"
 	echo "entry+return|$out/bareprobe $bin f_$f --"
+	echo "entry+RET insn|$out/bareprobe -ret-insn $bin f_$f --"
 	echo "culprit trace|$out/culprit trace -f f_$f -o $out/t.rec --"
 	echo "trace --no-cpu-time|$out/culprit trace --no-cpu-time -f f_$f -o $out/t.rec --"
 	echo "trace --cpu-sample 0|$out/culprit trace --cpu-sample 0 -f f_$f -o $out/t.rec --"

@@ -7,9 +7,12 @@
 # program's mean run time (entry, return, the one on sched_switch) as
 # bench/bpfstats reads it at the last moment the run's programs are
 # loaded. The counting itself adds about 45 ns to each run (two clock
-# reads; an empty program reads so). Needs root, gcc, go.
+# reads; an empty program reads so). With BPFTRACE=1, each round also
+# runs bpftrace's histogram script of bench/probecost.sh on the same
+# program and reads its two programs (told apart by bpftool perf) the
+# same way. Needs root, gcc, go (and bpftool, bpftrace for BPFTRACE).
 #
-#   bench/traceprogcost.sh [N] [REPS] [FIRST] [CULPRIT...]   (default: this tree's build)
+#   [BPFTRACE=1] bench/traceprogcost.sh [N] [REPS] [FIRST] [CULPRIT...]   (default: this tree's build)
 set -euo pipefail
 n=${1:-1500000}
 reps=${2:-2}
@@ -45,5 +48,21 @@ for _ in $(seq "$reps"); do
 			echo "$b ${flag:-(on-CPU time)} $(awk '/^cpu_us/ {printf "program %.2f µs/call", $2 / '"$n"'}' "$out/prog"): $(awk '{for (i = 1; i < NF; i++) if ($(i+1) == "per" && $(i+2) == "run,") printf "%s%s", sep, $i; sep=" / "}' "$out/last") per run (entry / return / switch)"
 		done
 	done
+	if [ -n "${BPFTRACE:-}" ]; then
+		bpftrace -e "uprobe:$out/probecalls:f_$first { @s[tid] = nsecs; } uretprobe:$out/probecalls:f_$first /@s[tid]/ { @d = hist(nsecs - @s[tid]); delete(@s[tid]); }" -c "$out/probecalls $first $n" >"$out/prog" 2>"$out/err" &
+		pid=$!
+		: >"$out/last"
+		while kill -0 "$pid" 2>/dev/null; do
+			# Its programs by what they are attached as, each's mean run
+			# time now.
+			bpftool perf 2>/dev/null | awk -v f="$out/probecalls" '$0 ~ f { for (i = 1; i < NF; i++) if ($i == "prog_id") print $(i+2), $(i+1) }' | while read -r kind id; do
+				bpftool prog show id "$id" 2>/dev/null | awk -v k="$kind" '{ for (i = 1; i < NF; i++) { if ($i == "run_time_ns") t = $(i+1); if ($i == "run_cnt") c = $(i+1) } } END { if (c > 0) printf "%s %.0f ns\n", k, t / c }'
+			done >"$out/now"
+			[ -s "$out/now" ] && cp "$out/now" "$out/last"
+			sleep 0.3
+		done
+		wait "$pid" || true
+		echo "bpftrace (histogram) $(awk '/^cpu_us/ {printf "program %.2f µs/call", $2 / '"$n"'}' "$out/prog"): $(awk '$1 == "uprobe" { e = $2 " " $3 } $1 == "uretprobe" { r = $2 " " $3 } END { print e " / " r }' "$out/last") per run (entry / return)"
+	fi
 done
 echo "N=$n calls of f_$first; $(date -u +%Y-%m-%dT%H:%MZ); $(uname -r); load: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -40,7 +40,9 @@ for _ in $(seq "$reps"); do
 			: >"$out/last"
 			while kill -0 "$pid" 2>/dev/null; do
 				"$out/bpfstats" "$pid" >"$out/now" 2>/dev/null || true
-				[ -s "$out/now" ] && cp "$out/now" "$out/last"
+				# A reading taken while the programs are being
+				# removed lists fewer: the last full one is kept.
+				[ "$(wc -l <"$out/now")" -ge "$(wc -l <"$out/last")" ] && [ -s "$out/now" ] && cp "$out/now" "$out/last"
 				sleep 0.3
 			done
 			wait "$pid" || { cat "$out/err" >&2; exit 1; }
@@ -58,7 +60,7 @@ for _ in $(seq "$reps"); do
 			bpftool perf 2>/dev/null | awk -v f="$out/probecalls" '$0 ~ f { for (i = 1; i < NF; i++) if ($i == "prog_id") print $(i+2), $(i+1) }' | while read -r kind id; do
 				bpftool prog show id "$id" 2>/dev/null | awk -v k="$kind" '{ for (i = 1; i < NF; i++) { if ($i == "run_time_ns") t = $(i+1); if ($i == "run_cnt") c = $(i+1) } } END { if (c > 0) printf "%s %.0f ns\n", k, t / c }'
 			done >"$out/now"
-			[ -s "$out/now" ] && cp "$out/now" "$out/last"
+			[ "$(wc -l <"$out/now")" -ge "$(wc -l <"$out/last")" ] && [ -s "$out/now" ] && cp "$out/now" "$out/last"
 			sleep 0.3
 		done
 		wait "$pid" || true

@@ -466,9 +466,20 @@ func (s *session) sysWeight(n uint64, scale float64) uint64 {
 // a second, windows of AutoWindowOn every AutoWindowPeriod above.
 // Hooked, a traced thread's call costs it about 0.44 µs
 // (docs/performance.md): 20,000 calls a second cost under 1% of a CPU.
+//
+// Each window costs a fixed price whatever the program: attaching and
+// detaching the two programs rewrites the tracepoints' static calls and
+// keys (text_poke, an interrupt to every CPU per rewrite) and flags every
+// thread of the machine for the system call slow path and back, about
+// 4 ms of the recorder's CPU a window on a 2-CPU VM, and each window
+// starts with every traced thread's burst (Options.SyscallBurst) recorded
+// whole. The same share of time in half as many windows of twice the
+// length pays that price half as often; what it gives up is resolution:
+// a phase of the program shorter than a period can fall between two
+// windows, and the rate is read over the period before.
 const (
-	AutoWindowOn     = 10 * time.Millisecond
-	AutoWindowPeriod = 100 * time.Millisecond
+	AutoWindowOn     = 20 * time.Millisecond
+	AutoWindowPeriod = 200 * time.Millisecond
 	AutoWindowAbove  = 20000
 )
 

@@ -284,7 +284,7 @@ func (o *Options) setDefaults() error {
 
 // ringSeconds is how long a CPU's ring holds samples at the full rate. A
 // CPU samples at most Frequency times per second of CPU time, whatever its
-// threads. The recorder drains every 20 ms (pollInterval) and when a ring
+// threads. The recorder drains every 50 ms (pollInterval) and when a ring
 // is a quarter full, but on a loaded machine (load 30 on two CPUs) it may
 // wait a tenth of a second and more for a CPU while the kernel keeps
 // writing: half a second is five such waits (rings for a tenth of a

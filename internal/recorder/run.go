@@ -15,10 +15,17 @@ import (
 )
 
 // pollInterval bounds how long samples wait in the rings; the watermark wakes
-// the recorder earlier when rings fill. Short, so that the last drain, which
-// the command's caller waits for, has little to do; each wake-up costs the
-// recorder (on another CPU) a few microseconds.
-const pollInterval = 20 * time.Millisecond
+// the recorder earlier when rings fill. Each round is a wake-up of the
+// recorder: the runtime's poller thread returns from epoll_wait and hands
+// the P to the loop's locked thread, which parks again after the drain,
+// several thread switches that on a machine whose CPUs the target keeps
+// busy preempt the target itself. Rounds are what the recorder costs a
+// target that samples little; so the interval is as long as the last
+// drain, which the command's caller waits for, and the rings allow: the
+// perf and snapshot rings hold half a second at the full rate (ringSeconds),
+// the system call program's ring (which wakes nobody) more than a tenth of
+// a second of the fastest loop of system calls (sysRingBytes).
+const pollInterval = 50 * time.Millisecond
 
 // ErrCommandNotFound is wrapped when the command to profile does not exist.
 var ErrCommandNotFound = collector.ErrCommandNotFound

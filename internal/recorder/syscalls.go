@@ -108,6 +108,7 @@ func (s *session) syscallsViaBPF() {
 		StackBytes: min(s.o.StackBytes, sysCopyBytes), RingBytes: s.o.sysRingBytes(len(s.cpus)), Follow: s.follow,
 		Limit: s.o.SyscallLimit, LimitBurst: s.o.SyscallBurst,
 		WindowOn: s.o.SyscallWindowOn, WindowPeriod: s.o.SyscallWindowPeriod, WindowAbove: s.o.SyscallWindowAbove,
+		WindowRateSpan:     min(AutoRateSpan, s.o.SyscallWindowPeriod),
 		BlockingChainsOnly: s.o.blockingChainsOnly, StackTops: s.o.StackBytes > 0}
 	for i := range s.kinds {
 		k := &s.kinds[i]
@@ -477,10 +478,17 @@ func (s *session) sysWeight(n uint64, scale float64) uint64 {
 // length pays that price half as often; what it gives up is resolution:
 // a phase of the program shorter than a period can fall between two
 // windows, and the rate is read over the period before.
+//
+// The rate is read over the last AutoRateSpan (every ON), not over a
+// period: after a lull attaches the programs for good, they stay so, every
+// call recorded, for at least that long before a load can window them
+// again, and a load's start is found that much later; a tenth of a second
+// averages a server's bursts.
 const (
 	AutoWindowOn     = 20 * time.Millisecond
 	AutoWindowPeriod = 200 * time.Millisecond
 	AutoWindowAbove  = 20000
+	AutoRateSpan     = 100 * time.Millisecond
 )
 
 // CheckSyscallWindows says what is wrong with windows of on every period

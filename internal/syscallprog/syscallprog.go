@@ -216,11 +216,17 @@ type Options struct {
 	WindowOn, WindowPeriod time.Duration
 	// WindowAbove, when above 0 with WindowOn, keeps the system call
 	// programs attached while the traced threads make at most WindowAbove
-	// calls a second (measured over each WindowPeriod), every call
+	// calls a second (measured over WindowRateSpan), every call
 	// recorded as without windows; above, the windows cycle, until a
 	// window's calls come at less than half that rate. Scale says what
 	// the calls of each window stand for.
 	WindowAbove int
+	// WindowRateSpan is the time WindowAbove's rate is measured over,
+	// sliding, read every WindowOn (0: WindowPeriod). The programs stay
+	// attached for at least that long after they are attached for good,
+	// every call recorded: a span shorter than a long period finds a load
+	// that resumes after a lull sooner.
+	WindowRateSpan time.Duration
 
 	stackEntries int // the call chains kept (stackEntries when 0); tests make it small
 	// threadHash keeps the per-thread state in the hash map keyed by
@@ -435,7 +441,10 @@ func New(o Options) (*Tracer, error) {
 	}
 	t.rd.SetDeadline(time.Unix(1, 0))
 	if windowed {
-		t.win = &windows{on: o.WindowOn, period: o.WindowPeriod, above: float64(o.WindowAbove), stop: make(chan struct{}), done: make(chan struct{})}
+		t.win = &windows{on: o.WindowOn, period: o.WindowPeriod, above: float64(o.WindowAbove), span: o.WindowRateSpan, stop: make(chan struct{}), done: make(chan struct{})}
+		if t.win.span <= 0 {
+			t.win.span = o.WindowPeriod
+		}
 		// The first window opened with the programs' attachment above;
 		// with a rate, it lasts while the calls stay below it.
 		scale := float64(o.WindowPeriod) / float64(o.WindowOn)

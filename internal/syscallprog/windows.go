@@ -29,7 +29,8 @@ type Window struct {
 // call programs.
 type windows struct {
 	on, period time.Duration
-	above      float64 // Options.WindowAbove
+	above      float64       // Options.WindowAbove
+	span       time.Duration // Options.WindowRateSpan (WindowPeriod when not given)
 	stop, done chan struct{}
 	mu         sync.Mutex
 	spans      []Window
@@ -56,14 +57,15 @@ func monotonicNow() uint64 {
 //
 // With a rate (Options.WindowAbove), the programs stay attached (a window
 // of scale 1) while the traced threads' calls, counted by the entry
-// program, come at most at that rate over any period; above, the
+// program, come at most at that rate over any rate span
+// (Options.WindowRateSpan); above, the
 // generation moves on without a detachment and the windows cycle from
 // there; a window whose calls came at less than half the rate is followed
-// by programs attached for good again. From a period after the programs
-// became steady, the count is checked every WindowOn over the period
-// before (a sliding period), not once a period: a load that starts later
+// by programs attached for good again. From a span after the programs
+// became steady, the count is checked every WindowOn over the span
+// before (sliding), not once a span: a load that starts later
 // (a server's, after its start-up) is found within about WindowOn, not a
-// period or two later; each period more of it with every call recorded
+// span or two later; each span more of it with every call recorded
 // costs the program what the windows are there to save.
 func (t *Tracer) cycle() {
 	w := t.win
@@ -85,11 +87,11 @@ func (t *Tracer) cycle() {
 	over := func(now uint64) bool {
 		calls := t.count(slotCalls)
 		marks = append(marks, mark{now, calls})
-		for len(marks) > 1 && now-marks[1].at >= uint64(w.period) {
+		for len(marks) > 1 && now-marks[1].at >= uint64(w.span) {
 			marks = marks[1:]
 		}
 		span := now - marks[0].at
-		return span >= uint64(w.period) && float64(calls-marks[0].calls) > w.above*float64(span)/1e9
+		return span >= uint64(w.span) && float64(calls-marks[0].calls) > w.above*float64(span)/1e9
 	}
 	rate := func(now uint64) float64 {
 		calls := t.count(slotCalls)

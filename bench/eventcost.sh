@@ -18,9 +18,10 @@
 # --syscall-windows auto (as all-bpf-auto), all-bpf-every
 # every call, all-bpf-N at most N, all-bpf-winN only in windows of N ms of
 # every 100 ms (--syscall-windows), all-bpf-win20of200 in windows of 20 ms
-# of every 200 ms (the same share, half the attachments), all-bpf-auto in windows of 10 ms of
-# every 100 ms while the server makes more than 20,000 calls a second and
-# every call below (--syscall-windows auto), all-bpf-off all along
+# of every 200 ms (the same share, half the attachments: what auto uses),
+# all-bpf-auto in windows of 20 ms of every 200 ms while the server makes
+# more than 20,000 calls a second and every call below
+# (--syscall-windows auto), all-bpf-off all along
 # (--syscall-windows off), all-bpf-wakeup as all-bpf with wakeup events
 # (perf's sched_waking events on the traced threads, with their stacks,
 # and the BPF program on sched_waking and sched_wakeup_new for the wake-ups

@@ -879,6 +879,42 @@ func afterSyscall(pc uint64) bool {
 	return b[0] == 0x0f && b[1] == 0x05
 }
 
+// TestWindowsRateSpan: the rate is read over Options.WindowRateSpan, not
+// over a period: a loop of calls above the rate starts the windows once a
+// span of it has passed, long before the first period would have ended.
+func TestWindowsRateSpan(t *testing.T) {
+	testutil.NeedRoot(t)
+	threadStates(t, func(t *testing.T, hash bool) {
+		const period = 5 * time.Second
+		start := time.Now()
+		tr, _ := traceSelf(t, Options{Syscalls: true, RingBytes: 16 << 20, WindowOn: time.Millisecond,
+			WindowPeriod: period, WindowAbove: 20000, WindowRateSpan: 5 * time.Millisecond, threadHash: hash})
+		defer tr.Close()
+		for i := 0; ; i++ {
+			unix.Getppid()
+			if i%256 != 0 {
+				continue
+			}
+			wins, err := tr.Windows()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if slices.ContainsFunc(wins, func(w Window) bool { return w.Scale > 1 }) {
+				break
+			}
+			if time.Since(start) >= period {
+				t.Fatalf("no window after %v of calls above the rate: the rate was not read over the %v span", period, 5*time.Millisecond)
+			}
+			if i%65536 == 0 {
+				// Keep the ring from filling: its records are not looked at.
+				if err := tr.Drain(func(*Event) {}); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	})
+}
+
 // TestWindowsAboveRate: with a rate (Options.WindowAbove), the programs
 // stay attached while the traced process makes few calls, every call
 // recorded as standing for itself; a loop of calls above the rate starts

@@ -26,9 +26,7 @@ func (c *Code) BoundedAt(addr uint64) (bounded, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	g := c.cfgOf(i)
-	if g.loops == nil && len(g.blocks) > 0 {
-		g.findLoops()
-	}
+	g.findLoops()
 	return len(g.loops) > 0 && c.bounded(i, map[int]bool{}), true
 }
 
@@ -45,9 +43,7 @@ func (c *Code) bounded(i int, onStack map[int]bool) bool {
 	if len(g.insns) == 0 {
 		return false
 	}
-	if g.loops == nil && len(g.blocks) > 0 {
-		g.findLoops()
-	}
+	g.findLoops()
 	for k := range g.insns {
 		in := &g.insns[k]
 		if !in.ok {

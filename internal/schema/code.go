@@ -84,8 +84,9 @@ type cfg struct {
 	blockOf []int32 // per instruction
 	entry   int32   // block holding the function's entry
 
-	idom  []int32 // immediate dominators; root = len(blocks) (a virtual root)
-	loops []loop
+	idom       []int32 // immediate dominators; root = len(blocks) (a virtual root)
+	loops      []loop
+	loopsFound bool // findLoops ran: loops holds them all, none when nil
 }
 
 // loop is a natural loop: a header, the blocks of its body (header
@@ -406,8 +407,12 @@ func (g *cfg) dominates(a, b int32) bool {
 // findLoops finds the natural loops: an edge u → h whose target dominates
 // its source closes a loop with header h, whose body is h and every block
 // that reaches u without passing through h. Loops with one header are
-// merged.
+// merged. It finds them once; later calls return at once.
 func (g *cfg) findLoops() {
+	if g.loopsFound || len(g.blocks) == 0 {
+		return
+	}
+	g.loopsFound = true
 	if g.idom == nil {
 		g.dominators()
 	}

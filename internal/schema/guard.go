@@ -332,9 +332,7 @@ func (c *Code) Guard(addr uint64, callee string) (guarded, ordered, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	g := c.cfgOf(i)
-	if g.loops == nil && len(g.blocks) > 0 {
-		g.findLoops()
-	}
+	g.findLoops()
 	for k := range g.insns {
 		in := &g.insns[k]
 		if !in.ok {

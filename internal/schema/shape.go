@@ -52,9 +52,7 @@ func (c *Code) symByName(name string) int {
 
 // loopDepths is, per block, how many natural loops hold it.
 func (g *cfg) loopDepths() []int {
-	if g.loops == nil && len(g.blocks) > 0 {
-		g.findLoops()
-	}
+	g.findLoops()
 	d := make([]int, len(g.blocks))
 	for _, l := range g.loops {
 		for b := range l.body {

@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"strings"
 	"sync"
 
 	"github.com/spf13/cobra"
@@ -296,7 +295,7 @@ func loopCallFinder(cf *codeFinder) vprof.LoopCallFunc {
 		}
 		found := false
 		for _, k := range s.Calls {
-			if k.Callee != callee && !strings.HasPrefix(k.Callee, callee+".") {
+			if k.Callee != callee && elfx.StripClones(k.Callee) != callee {
 				continue
 			}
 			if k.LoopDepth > 0 {

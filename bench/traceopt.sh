@@ -29,7 +29,10 @@
 # fill the build's pool of samples faster); ROOT names the function whose
 # run PRT and "hot" measure (default main; tracemetrics --root); OUT
 # moves the work directory (default bench/out/traceopt), so that two
-# programs can be measured at once.
+# programs can be measured at once. REFDIR keeps the untraced reference
+# elsewhere and reuses the recordings already there (they are CPU
+# samples' shares, which the machine's load does not change: they can be
+# taken before a quiet slot and the cases run in it).
 #
 #   bench/traceopt.sh BINARY [REPS] -- ARGS...
 #
@@ -48,15 +51,16 @@ mkdir -p "$out"
 export CULPRIT_TRACE_STATS=$out/stats
 
 refruns=${REFRUNS:-200}
-mkdir -p "$out/ref"
+ref=${REFDIR:-$out/ref}
+mkdir -p "$ref"
 hotfrom=()
 for i in $(seq "$refruns"); do
 	# shellcheck disable=SC2086
-	"$out/culprit" record -F 9999 ${REFFLAGS:-} -o "$out/ref/$i.rec" -- "$bin" "$@" >/dev/null 2>&1 || { echo "culprit record failed" >&2; exit 1; }
-	[ "$i" -le $((refruns / 2)) ] && hotfrom+=(--hot-from "$out/ref/$i.rec")
+	[ -s "$ref/$i.rec" ] || "$out/culprit" record -F 9999 ${REFFLAGS:-} -o "$ref/$i.rec" -- "$bin" "$@" >/dev/null 2>&1 || { echo "culprit record failed" >&2; exit 1; }
+	[ "$i" -le $((refruns / 2)) ] && hotfrom+=(--hot-from "$ref/$i.rec")
 done
 check=()
-for i in $(seq $((refruns / 2 + 1)) "$refruns"); do check+=("$out/ref/$i.rec"); done
+for i in $(seq $((refruns / 2 + 1)) "$refruns"); do check+=("$ref/$i.rec"); done
 HOT=${hotfrom[*]}
 
 median() { sort -n | awk '{a[NR]=$1} END {print (NR%2) ? a[(NR+1)/2] : (a[NR/2]+a[NR/2+1])/2}'; }

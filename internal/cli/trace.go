@@ -203,7 +203,11 @@ calls), export --format chrome and diff. Patterns (#N sampling, --lib,
 				return usagef("--cpu-sample takes a frequency from 1 to 10000 (Hz), or 0 for off")
 			}
 			if o.CPUHz < 0 {
-				o.CPUHz = defaultCPUHz
+				var why string
+				o.CPUHz, why = defaultCPURate(exe)
+				if why != "" {
+					fmt.Fprintf(stderr, "culprit: CPU samples at %d Hz: %s (--cpu-sample %d for more)\n", o.CPUHz, why, defaultCPUHz)
+				}
 			}
 			if o.CPUHz > 0 {
 				o.CPUSamples = cpuSamplesPath(exe)
@@ -247,7 +251,7 @@ calls), export --format chrome and diff. Patterns (#N sampling, --lib,
 	f.BoolVar(&o.Args, "args", false, "record each call's arguments (named and typed from DWARF) and its return value")
 	f.StringArrayVar(&o.Reads, "read", nil, "with --args: also record, at each call's entry, what this expression over a pointer parameter reads (p->len, c->req->hdr.id, *p, p[2]; member offsets and types from DWARF), shown as p->len=4; at most 2 a function; repeatable")
 	f.BoolVar(&o.Sched, "sched", false, "also record the threads' scheduler events (switches, with the blocking stack, and who woke whom), for culprit states")
-	f.IntVar(&o.CPUHz, "cpu-sample", -1, "also sample where the traced program's time goes, this many times a second per CPU, and keep the counts with the build's statistics: --keep-hot and the pipelines judge what is hot by them (the probes' own traps told apart); 0: off (default 999; 9999 fills the build's pool faster, at a cost to the traced calls' times)")
+	f.IntVar(&o.CPUHz, "cpu-sample", -1, "also sample where the traced program's time goes, this many times a second per CPU, and keep the counts with the build's statistics: --keep-hot and the pipelines judge what is hot by them (the probes' own traps told apart); 0: off (default 999 until the build's pool holds 2,000 samples an untraced run would have taken, then 99; 9999 fills the pool faster, at a cost to the traced calls' times)")
 	f.BoolVar(&o.NoCPU, "no-cpu-time", false, "do not measure each call's time on the CPU, only its wall duration (saves a BPF program on every context switch of the machine and two map lookups per call)")
 	f.IntVar(&o.Depth, "depth", 0, "record only calls made with fewer than this many traced calls open below them on their thread (1: the outermost traced calls); 0: all")
 	f.IntVar(&o.TimedHz, "timed-sampling", 0, "record calls only in alternate phases of 1/HZ seconds, gathering then dormant (Perun's timed sampling: a cpu-clock event flips a flag the probes read); 0: always")
@@ -586,16 +590,67 @@ func cpuStatsFile(statsPath string) string {
 	return strings.TrimSuffix(statsPath, ".json") + ".cpu.json"
 }
 
-// defaultCPUHz is the default rate of a trace's CPU samples. The samples
-// cost the traced program +4% of its time at 999 Hz and +21% at 9999 Hz
-// (sqlite3's main under one probe, docs/performance.md), and that cost
-// falls on the traced calls' own times: at 9999 Hz a model of
-// callgrowth's insert_sorted against its call order came out quadratic
-// where it is linear (e2e TestModelsCallOrder). A short program then
-// pools few samples a trace (sqlite3's benchmark workload: about 1.5):
-// --cpu-sample 9999 fills a build's pool faster, for the traces run to
-// find its hot functions.
+// defaultCPUHz is the default rate of a trace's CPU samples while the
+// build's pool needs them. The samples cost the traced program +4% of its
+// time at 999 Hz and +21% at 9999 Hz (sqlite3's main under one probe,
+// docs/performance.md), and that cost falls on the traced calls' own
+// times: at 9999 Hz a model of callgrowth's insert_sorted against its
+// call order came out quadratic where it is linear (e2e
+// TestModelsCallOrder). A short program then pools few samples a trace
+// (sqlite3's benchmark workload: about 1.5): --cpu-sample 9999 fills a
+// build's pool faster, for the traces run to find its hot functions.
 const defaultCPUHz = 999
+
+// fullPoolHz is the default rate of a trace's CPU samples once the
+// build's pool is full (poolFull samples): enough for a profile of where
+// the traced run's time went (a one-second trace, about 100 samples) at
+// a tenth of the timer interrupts. Each sample interrupts the traced
+// program (about 6-15 µs on this project's VMs), and at 999 Hz that was
+// 2-3% of a trace of a function called back to back, about what
+// culprit's BPF programs save a call against bpftrace's.
+const fullPoolHz = 99
+
+// poolFull is how many samples an untraced run would have taken (the
+// pool's total as --keep-hot divides by it: poolTotal) that make a
+// build's pool full: a function's share at 1% is then measured to
+// ±0.45% (two sigma), and more samples a trace change what --keep-hot
+// judges hot little.
+const poolFull = 2000
+
+// defaultCPURate is the rate of the CPU samples of a trace of exe when
+// --cpu-sample is not given: defaultCPUHz while the build's pool of
+// samples (for --keep-hot) holds fewer than poolFull, else fullPoolHz,
+// with why ("" at defaultCPUHz).
+func defaultCPURate(exe string) (int, string) {
+	if exe == "" {
+		return defaultCPUHz, ""
+	}
+	path, err := statsFile(exe)
+	if err != nil {
+		return defaultCPUHz, ""
+	}
+	c, err := readCPUStats(cpuStatsFile(path))
+	if err != nil {
+		return defaultCPUHz, ""
+	}
+	if total, _, _ := poolTotal(c); total >= poolFull {
+		return fullPoolHz, fmt.Sprintf("the build's pool already holds %.0f an untraced run's, enough to judge its hot functions", total)
+	}
+	return defaultCPUHz, ""
+}
+
+// poolTotal is the total --keep-hot divides a pool's counts by: what
+// untraced runs would have sampled (trace.UntracedTotal, with perTrap the
+// time a probe trap added), or, when the pool's traces give no line
+// (line false), its samples as taken.
+func poolTotal(c cpuStats) (total, perTrap float64, line bool) {
+	if len(c.Traces) == c.Runs {
+		if total, d, ok := trace.UntracedTotal(c.Traces); ok {
+			return total, d, true
+		}
+	}
+	return float64(c.Samples), 0, false
+}
 
 // cpuSamplesPath is where a trace of exe writes its CPU samples, to be
 // pooled by keepStats and removed: beside the build's statistics; "" (no

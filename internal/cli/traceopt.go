@@ -434,12 +434,10 @@ func hotFunctions(pr *program, opt optimizations) (hot map[string]bool, doubt ma
 				return nil, nil, "", err
 			}
 			if c.Samples > 0 {
-				if len(c.Traces) == c.Runs {
-					if total, d, ok := trace.UntracedTotal(c.Traces); ok {
-						t := int(math.Round(total))
-						return trace.SampledHot(c.Counts, t, opt.KeepHot), trace.SampledDoubtful(c.Counts, t, opt.KeepHot),
-							fmt.Sprintf("the time of %d earlier traces by %d CPU samples, %.0f of them an untraced run's (each probe trap slowed the code after it by %.0f ns)%s", c.Runs, c.Samples, total, d*1e9, fewSamples(total, opt.KeepHot)), nil
-					}
+				if total, d, line := poolTotal(c); line {
+					t := int(math.Round(total))
+					return trace.SampledHot(c.Counts, t, opt.KeepHot), trace.SampledDoubtful(c.Counts, t, opt.KeepHot),
+						fmt.Sprintf("the time of %d earlier traces by %d CPU samples, %.0f of them an untraced run's (each probe trap slowed the code after it by %.0f ns)%s", c.Runs, c.Samples, total, d*1e9, fewSamples(total, opt.KeepHot)), nil
 				}
 				return trace.SampledHot(c.Counts, c.Samples, opt.KeepHot), trace.SampledDoubtful(c.Counts, c.Samples, opt.KeepHot), fmt.Sprintf("the time of %d earlier traces by %d CPU samples", c.Runs, c.Samples), nil
 			}

@@ -9,7 +9,8 @@
 # without on-CPU time (--no-cpu-time), and without the CPU samples it
 # takes beside its probes by default (--cpu-sample 0: each sample is a
 # timer interrupt of the traced program, which bpftrace does not take,
-# so this row is the tracer alone against bpftrace's); and the CPU
+# so this row is the tracer alone against bpftrace's; and at 99 Hz, the
+# default once the build's pool of samples is full); and the CPU
 # culprit itself spends per call (reading the ring, writing the
 # recording); and, when installed (Debian packages of those names),
 # bpftrace (start time per thread in a map, the duration into a histogram;
@@ -39,6 +40,7 @@ firsts=("$@")
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=$root/bench/out/probecost
 mkdir -p "$out"
+export CULPRIT_TRACE_STATS=$out/stats
 gcc -O2 -o "$out/probecalls" "$root/bench/probecost/probecalls.c" "$root/bench/probecost/first.S"
 gcc -O2 -c -o "$out/probecalls.o" "$root/bench/probecost/probecalls.c"
 g++ -O2 -o "$out/probecalls-unwinds" "$out/probecalls.o" "$root/bench/probecost/first.S" "$root/bench/probecost/unwinds.cc"
@@ -57,6 +59,7 @@ configs() {
 	echo "culprit trace|$out/culprit trace -f f_$f -o $out/t.rec --"
 	echo "trace --no-cpu-time|$out/culprit trace --no-cpu-time -f f_$f -o $out/t.rec --"
 	echo "trace --cpu-sample 0|$out/culprit trace --cpu-sample 0 -f f_$f -o $out/t.rec --"
+	echo "trace --cpu-sample 99|$out/culprit trace --cpu-sample 99 -f f_$f -o $out/t.rec --"
 	echo "trace, leaf in unwinder|UNWINDS $out/culprit trace -f f_$f -o $out/t.rec --"
 	if [ "$f" = push ]; then
 		echo "trace, non-leaf|CPUSH $out/culprit trace -f c_push -o $out/t.rec --"
@@ -78,8 +81,13 @@ configs() {
 	fi
 }
 # run F PREFIX: one run; prints the program's CPU µs and everything's.
+# Each trace starts from no statistics of the build (a fresh
+# CULPRIT_TRACE_STATS), as a build's first traces do: its CPU samples
+# then run at the default 999 Hz, where a build whose pool is full gets
+# 99 Hz (the "--cpu-sample 99" row).
 run() {
 	local f=$1 prefix=$2 bin=$bin
+	rm -rf "$out/stats"
 	if [[ $prefix == UNWINDS* ]]; then
 		bin=$out/probecalls-unwinds prefix=${prefix#UNWINDS }
 	fi

@@ -501,7 +501,8 @@ func keepStats(exe string, sum *trace.Summary, cpu string, hz int, removed []str
 	if cpu == "" {
 		return nil
 	}
-	own, traps, err := keepSamples(exe, path, cpu, hz, entryOffsets(sum.Probes(), exe), sum.Traps(), sum.InnermostOpen(), stderr)
+	out, _ := tracer.JumpsOut(exe) // none known: every open call counts as itself
+	own, traps, err := keepSamples(exe, path, cpu, hz, entryOffsets(sum.Probes(), exe), sum.Traps(), sum.InnermostOpen(out), stderr)
 	if err != nil {
 		return err
 	}
@@ -691,7 +692,8 @@ func readCPUStats(path string) (cpuStats, error) {
 // the executable exe, to the build's pool; probes are the file offsets of
 // the entry probes the trace set in exe (sorted), probeTraps how many times
 // they trapped (trace.ProbeTraps), and open names the trace's innermost
-// call open at a time (trace.InnermostOpen).
+// call open at a time (trace.InnermostOpen, a library function reached
+// by a tail call counted for the call that jumped's caller).
 func keepSamples(exe, statsPath, cpu string, hz int, probes []uint64, probeTraps int, open func(uint32, uint64) string, stderr io.Writer) (own, traps int, err error) {
 	if _, err := os.Stat(cpu); err != nil {
 		return 0, 0, nil // not taken: the tracer said why

@@ -450,7 +450,7 @@ func hotFunctions(pr *program, opt optimizations) (hot map[string]bool, doubt ma
 		if err != nil {
 			return nil, nil, "", err
 		}
-		if counts, n, _ := trace.SampledCounts(p, pr.exe, nil, entryOffsets(p.Probes, pr.exe), trace.InnermostOpen(p)); n > 0 {
+		if counts, n, _ := trace.SampledCounts(p, pr.exe, nil, entryOffsets(p.Probes, pr.exe), trace.InnermostOpen(p, jumpsOut(pr.exe))); n > 0 {
 			return trace.SampledHot(counts, n, opt.KeepHot), trace.SampledDoubtful(counts, n, opt.KeepHot), fmt.Sprintf("the time of the trace stored for %s by %d CPU samples", strings.TrimPrefix(opt.Stats, "@"), n), nil
 		}
 		hot := map[string]bool{}
@@ -532,4 +532,11 @@ func diffTrace(pr *program, mode, base, gitRev string) ([]trace.Changed, error) 
 		hunks = trace.HunkFunctions(&out, pr.cg)
 	}
 	return trace.DiffTrace(trace.Version{Callees: oldCG, Flow: oldCode.Flow}, trace.Version{Callees: pr.cg, Flow: curCode.Flow}, hunks, m, true), nil
+}
+
+// jumpsOut are the functions of exe that tail-call a library function
+// (tracer.JumpsOut); none when its code cannot be read.
+func jumpsOut(exe string) map[string]bool {
+	out, _ := tracer.JumpsOut(exe)
+	return out
 }

@@ -13,8 +13,19 @@ import (
 // instruction a CALL or JMP in it targets directly (calls through the PLT
 // or a register are not seen). Names are symbol names; each callee once.
 func CallGraph(path string) (map[string][]string, error) {
-	g, _, err := callGraph(path)
+	g, _, _, err := callGraph(path)
 	return g, err
+}
+
+// JumpsOut returns the functions of the executable at path that hand
+// their frame to a shared library's function by a tail call: an
+// unconditional JMP into the PLT (lua5.4's l_alloc ends with `jmp
+// realloc@plt`). While such a call runs the library function, an
+// untraced stack holds no frame of the function that jumped: the
+// library's frames return straight to its caller.
+func JumpsOut(path string) (map[string]bool, error) {
+	_, _, out, err := callGraph(path)
+	return out, err
 }
 
 // StackRoots returns root and the functions root hands its frame to by a
@@ -25,7 +36,7 @@ func CallGraph(path string) (map[string][]string, error) {
 // names that mark a sample as taken under root. Nil (and no error) when
 // the executable has no function root.
 func StackRoots(path, root string) ([]string, error) {
-	_, tail, err := callGraph(path)
+	_, tail, _, err := callGraph(path)
 	if err != nil {
 		return nil, err
 	}
@@ -47,12 +58,20 @@ func StackRoots(path, root string) ([]string, error) {
 
 // callGraph is CallGraph, and apart from it the tail calls: for each
 // function, those an unconditional JMP in it targets (every function has
-// an entry, nil if it makes none).
-func callGraph(path string) (g, tail map[string][]string, err error) {
+// an entry, nil if it makes none); and out, the functions with an
+// unconditional JMP into the PLT (JumpsOut).
+func callGraph(path string) (g, tail map[string][]string, out map[string]bool, err error) {
 	f, err := elf.Open(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("reading %s: %w", path, err)
+		return nil, nil, nil, fmt.Errorf("reading %s: %w", path, err)
 	}
+	var plts [][2]uint64
+	for _, s := range f.Sections {
+		if s.Name == ".plt" || s.Name == ".plt.sec" || s.Name == ".plt.got" {
+			plts = append(plts, [2]uint64{s.Addr, s.Addr + s.Size})
+		}
+	}
+	out = map[string]bool{}
 	defer f.Close()
 	syms, _ := f.Symbols()
 	var funcs []funcSym
@@ -66,7 +85,7 @@ func callGraph(path string) (g, tail map[string][]string, err error) {
 	}
 	nameFuncs(funcs)
 	if len(funcs) == 0 {
-		return nil, nil, fmt.Errorf("%s has no function symbols: no call graph", path)
+		return nil, nil, nil, fmt.Errorf("%s has no function symbols: no call graph", path)
 	}
 	sort.Slice(funcs, func(i, j int) bool { return funcs[i].value < funcs[j].value })
 	byStart := map[uint64]string{}
@@ -107,6 +126,13 @@ func callGraph(path string) (g, tail map[string][]string, err error) {
 						jumps[name] = true
 						tail[fs.name] = append(tail[fs.name], name)
 					}
+					if in.Op == x86asm.JMP {
+						for _, r := range plts {
+							if target >= r[0] && target < r[1] {
+								out[fs.name] = true
+							}
+						}
+					}
 				}
 			}
 			pc += in.Len
@@ -118,5 +144,5 @@ func callGraph(path string) (g, tail map[string][]string, err error) {
 			tail[fs.name] = nil
 		}
 	}
-	return g, tail, nil
+	return g, tail, out, nil
 }

@@ -32,3 +32,16 @@ func TestStackRoots(t *testing.T) {
 		t.Errorf("call graph %v: want main -> run and run -> work", g)
 	}
 }
+
+// grow hands its frame to realloc (a JMP into the PLT); keep calls free
+// and puts, and main calls both: only grow jumps out.
+func TestJumpsOut(t *testing.T) {
+	bin := testutil.C(t, "jumpsout", []string{"jumpsout.c"}, "-O2", "-g")
+	out, err := JumpsOut(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !out["grow"] || out["keep"] || out["main"] {
+		t.Errorf("JumpsOut = %v, want grow and not keep or main", out)
+	}
+}

@@ -64,7 +64,10 @@ func SampledShares(p *profile.Profile, exe string, roots []string) (map[string]S
 // its trampoline's address where the traced call's return address was:
 // time in a library function the call jumped to, or whose frames could
 // not be unwound past, shows no caller) or was taken outside every traced
-// call (the loader, exit), which then names none.
+// call (the loader, exit), which then names none. A library function
+// reached by a tail call (InnermostOpen's jumpsOut) is counted for the
+// call the jumping function was made in, as an untraced run's stack and
+// --hot-from count it: the frame that jumped is gone from that stack.
 func SampledCounts(p *profile.Profile, exe string, roots []string, probes []uint64, open func(tid uint32, t uint64) string) (counts map[string]int, total, traps int) {
 	base := filepath.Base(exe)
 	in, isRoot, isTrap, isAfter := map[int32]bool{}, map[int32]bool{}, map[int32]bool{}, map[int32]bool{}
@@ -118,9 +121,10 @@ func SampledCounts(p *profile.Profile, exe string, roots []string, probes []uint
 }
 
 // InnermostOpen returns a function that names the innermost call of p
-// open on thread tid at time t (Summary.InnermostOpen of its calls).
-func InnermostOpen(p *profile.Profile) func(tid uint32, t uint64) string {
-	return Summarize(p).InnermostOpen()
+// open on thread tid at time t (Summary.InnermostOpen of its calls, with
+// jumpsOut).
+func InnermostOpen(p *profile.Profile, jumpsOut map[string]bool) func(tid uint32, t uint64) string {
+	return Summarize(p).InnermostOpen(jumpsOut)
 }
 
 // trapAfter bounds the length of a probed instruction (x86-64: 15 bytes).

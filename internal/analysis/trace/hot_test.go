@@ -172,7 +172,7 @@ func TestInnermostOpen(t *testing.T) {
 			{Start: 15, End: 90, TID: 2, Probe: 3},
 		},
 	}
-	open := InnermostOpen(p)
+	open := InnermostOpen(p, nil)
 	for _, c := range []struct {
 		tid  uint32
 		t    uint64

@@ -169,9 +169,15 @@ func (s *Summary) Stats() map[string]FuncStats {
 // InnermostOpen returns a function that names the innermost call open
 // on thread tid at time t ("" when none is), as traced calls nest on a
 // thread: the last call to start at or before t, or the nearest of its
-// traced callers still open at t. Samples merged by the loader have one
-// time for many: give it an unmerged profile's samples.
-func (s *Summary) InnermostOpen() func(tid uint32, t uint64) string {
+// traced callers still open at t. A call of a function in jumpsOut
+// (tracer.JumpsOut: it hands its frame to a library function by a tail
+// call) is passed over for the traced call it was made in: what a
+// sample whose stack holds no frame of the executable was taken in is
+// that library function, which an untraced stack shows returning
+// straight to the caller (its caller itself when the caller is traced,
+// as in a trace of every function). Samples merged by the loader have
+// one time for many: give it an unmerged profile's samples.
+func (s *Summary) InnermostOpen(jumpsOut map[string]bool) func(tid uint32, t uint64) string {
 	calls := s.allSpans()
 	slices.SortFunc(calls, func(a, b span) int {
 		if a.tid != b.tid {
@@ -220,10 +226,15 @@ func (s *Summary) InnermostOpen() func(tid uint32, t uint64) string {
 		if k == 0 {
 			return ""
 		}
+		passed := false
 		for i := int32(r[0] + k - 1); i >= 0; i = parent[i] {
-			if calls[i].end >= t {
-				return s.probes[calls[i].probe].Function
+			if calls[i].end < t {
+				continue
 			}
+			if f := s.probes[calls[i].probe].Function; passed || !jumpsOut[f] {
+				return f
+			}
+			passed = true // the caller's frame is the innermost an untraced stack holds
 		}
 		return ""
 	}

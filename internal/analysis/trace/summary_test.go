@@ -85,7 +85,7 @@ func TestSummaryAsWritten(t *testing.T) {
 	if s := got["parse"]; s.Sample != 3 || s.SampledCount != 2+many || s.Callees["leaf"] != 2+many/3+1 {
 		t.Errorf("parse: %+v, want %d calls recorded of every 3rd, %d of leaf", s, 2+many, 2+many/3+1)
 	}
-	open, loaded := sum.InnermostOpen(), trace.InnermostOpen(p)
+	open, loaded := sum.InnermostOpen(nil), trace.InnermostOpen(p, nil)
 	for _, tid := range []uint32{7, 8, 9, 10} {
 		for at := uint64(0); at <= 1000+100*many; at += 1 + at/1000 {
 			if a, b := open(tid, at), loaded(tid, at); a != b {
@@ -95,5 +95,12 @@ func TestSummaryAsWritten(t *testing.T) {
 	}
 	if open(7, 47) != "leaf" || open(7, 65) != "main" || open(8, 50) != "leaf" {
 		t.Errorf("innermost open: %q %q %q, want leaf, main, leaf", open(7, 47), open(7, 65), open(8, 50))
+	}
+	// leaf hands its frame to a library function by a tail call: a
+	// sample in it counts for the call leaf was made in, parse, as an
+	// untraced stack shows it; one with no traced caller open, for none.
+	tail := sum.InnermostOpen(map[string]bool{"leaf": true})
+	if tail(7, 47) != "parse" || tail(7, 35) != "parse" || tail(7, 65) != "main" || tail(8, 50) != "" {
+		t.Errorf("innermost open, leaf jumping out: %q %q %q %q, want parse, parse, main and none", tail(7, 47), tail(7, 35), tail(7, 65), tail(8, 50))
 	}
 }

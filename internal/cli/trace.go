@@ -606,7 +606,7 @@ const defaultCPUHz = 999
 // build's pool is full (poolFull samples): enough for a profile of where
 // the traced run's time went (a one-second trace, about 100 samples) at
 // a tenth of the timer interrupts. Each sample interrupts the traced
-// program (about 6-15 µs on this project's VMs), and at 999 Hz that was
+// program (6-15 µs on the VMs measured), and at 999 Hz that was
 // 2-3% of a trace of a function called back to back, about what
 // culprit's BPF programs save a call against bpftrace's.
 const fullPoolHz = 99

@@ -296,10 +296,82 @@ type Share struct {
 	Buggy  float64 `json:"buggy"`
 	Change float64 `json:"change"`
 	Err    float64 `json:"err"`
+	// Time, when the share is saturated (growth.of): the function's time
+	// per buggy run over its time per normal run; Change is then the
+	// growth of its time as a part of the buggy run's time.
+	Time float64 `json:"time,omitempty"`
 }
 
 // Grew says whether the share grew by more than two standard errors.
 func (s Share) Grew() bool { return s.Change > 2*s.Err && s.Change > 0 }
+
+// SaturatedShare is the part of the normal runs' samples a function must
+// hold for its share to be saturated: the rest of the run, from which any
+// growth of its share must come, is smaller than the function itself
+// (docs/vprof.md, "A share that cannot grow").
+const SaturatedShare = 0.5
+
+// growth measures a function's (or a call edge's) samples against all the
+// samples compared, nN normal and nB buggy, pooled over the runs of each
+// kind; rho is the time per normal run of those samples over the time per
+// buggy run (0: unknown).
+type growth struct {
+	nN, nB, rho float64
+	// whole says which functions hold the whole of their thread's time
+	// (a thread's outermost function, the C runtime's and the kernel's
+	// frames above it): their time grows with any longer run, and their
+	// shares are never measured by time.
+	whole func(int32) bool
+}
+
+// of is the share of normal and buggy samples of function f (or of a
+// part of its time), and its change. A share
+// that holds at least SaturatedShare of the normal samples, in a buggy
+// run whose time per run is longer, is measured by time instead when that
+// says it grew more: its change is the growth of its time per run
+// as a part of the buggy run's time (buggy share − normal share × rho),
+// significant beyond two errors of the two Poisson counts (docs/vprof.md,
+// "A share that cannot grow"). A function that holds 99% of both runs,
+// three times as long in the buggy one, grew by two thirds of the buggy
+// run, which its share (99% → 99%) cannot show.
+func (g growth) of(f int32, normal, buggy float64) Share {
+	s := share(normal, g.nN, buggy, g.nB)
+	if g.whole != nil && g.whole(f) || g.nN == 0 || g.nB == 0 || normal < SaturatedShare*g.nN || g.rho <= 0 || g.rho >= 1 {
+		return s
+	}
+	t := s
+	t.Change = s.Buggy - s.Normal*g.rho
+	t.Err = math.Sqrt(buggy/(g.nB*g.nB) + normal*g.rho*g.rho/(g.nN*g.nN))
+	if normal > 0 {
+		t.Time = (buggy / g.nB) / (normal / g.nN * g.rho)
+	}
+	if !t.Grew() || s.Grew() && s.Change >= t.Change {
+		return s
+	}
+	return t
+}
+
+// timeRatio is the time per normal run of the samples compared (nN of
+// them) over the time per buggy run (nB): each kind's CPU time per sample
+// times the samples, over the number of runs. 0 when unknown.
+func timeRatio(normal, buggy []*runData, nN, nB float64) float64 {
+	per := func(runs []*runData, n float64) float64 {
+		var cpu, samples float64
+		for _, r := range runs {
+			cpu += r.info.CPU
+			samples += r.stacks.n
+		}
+		if samples == 0 || len(runs) == 0 {
+			return 0
+		}
+		return cpu / samples * n / float64(len(runs))
+	}
+	tn, tb := per(normal, nN), per(buggy, nB)
+	if tn <= 0 || tb <= 0 {
+		return 0
+	}
+	return tn / tb
+}
 
 func share(normal, nN, buggy, nB float64) Share {
 	var s Share
@@ -340,6 +412,12 @@ const (
 	// EvidenceDecides: it is the predicate whose answer decides every
 	// call of a function that was called more often (Decides names it).
 	EvidenceDecides Evidence = "decides"
+	// EvidenceThreshold: the call that carries all of its growth is
+	// guarded by an ordered comparison of its own, and its code reads a
+	// configuration global (one value in every run of both kinds): a
+	// threshold set by the configuration let the work through (Config
+	// names the global).
+	EvidenceThreshold Evidence = "threshold"
 	// EvidenceRange: two of its pointers delimit a range longer than
 	// normally, and no function above it held such a range (Range).
 	EvidenceRange Evidence = "range"
@@ -693,6 +771,14 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 	// buggy samples, when another thread's work changed (docs/vprof.md,
 	// "Threads that only ran longer").
 	nc, bc = sameThreadMix(&nc, &bc, func(f int32) bool { return a.system(f) || a.funcs[f].name == "_start" }, a.system)
+	// Shares of those samples; a saturated one by its time per run.
+	roots := bc.threadRoots(func(f int32) bool {
+		// _start is the C runtime's entry code (crt1.o), linked into the
+		// executable itself.
+		return a.system(f) || a.funcs[f].name == "_start"
+	})
+	gw := growth{nN: nc.n, nB: bc.n, rho: timeRatio(a.normal, a.buggy, nc.n, bc.n),
+		whole: func(f int32) bool { return roots[f] || a.system(f) || a.funcs[f].name == "_start" }}
 	// Classes of the variables, and the inputs that differ.
 	classes := make([]varClass, len(a.vars))
 	var clocks []string
@@ -844,6 +930,19 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 			fr.NewRecursion = true
 			fr.Pattern, _ = a.callPattern(f, a.funcs[f].name)
 		}
+		if t := gw.of(f, nc.incl[f], bc.incl[f]); t.Time > 0 && (fr.Evidence == EvidenceOwnTime ||
+			fr.Evidence == EvidenceVariable && !lingering(fr)) {
+			// A saturated share, measured by time: the function's own
+			// code or variables say it changed, and its share could not
+			// show how much it grew. Not a loop whose values only last
+			// longer: an event loop's, whose iterations take longer
+			// because what they call does ("Slower progress is an
+			// effect"), grows by its callees' time as it encloses them.
+			fr.Share = t
+			if st := gw.of(f, nc.own[f], bc.own[f]); st.Time > 0 {
+				fr.SelfShare = st
+			}
+		}
 		if fr.Share.Grew() {
 			score[i] = (1 - discount) * fr.Share.Change
 		}
@@ -868,6 +967,44 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 			through[i] = j
 			fs[i].Through = fs[j].Name
 		}
+	}
+	// A function that only encloses the callee carrying its growth, whose
+	// call of it a threshold of its own guards and whose code reads a
+	// configuration global, decided on that threshold to run the work: it
+	// answers for the growth, wrong-constraint, and the work under it that
+	// only encloses or spends ranks below it (docs/vprof.md, "A threshold
+	// on the configuration").
+	var configs []int
+	for i, v := range a.vars {
+		if v.src.Global && v.result != nil && classes[i] == classNormal && constant(v) {
+			configs = append(configs, i)
+		}
+	}
+	thresholds := map[int32]bool{}
+	for i, f := range ids {
+		fr := &fs[i]
+		if through[i] < 0 || fr.Evidence != EvidenceNone || roots[f] || a.system(f) || len(configs) == 0 {
+			continue
+		}
+		if p, known := a.callPattern(f, fs[through[i]].Name); !known || p != WrongConstraint {
+			continue
+		}
+		for _, vi := range configs {
+			if a.readsInput(f, a.vars[vi].src.Name) {
+				fr.Config = a.vars[vi].src.Name
+				break
+			}
+		}
+		if fr.Config == "" {
+			continue
+		}
+		fr.Evidence, fr.Pattern, fr.Discount = EvidenceThreshold, WrongConstraint, 0
+		if t := gw.of(f, nc.incl[f], bc.incl[f]); t.Time > 0 {
+			fr.Share = t
+		}
+		score[i] = fr.Share.Change
+		through[i], fr.Through = -1, ""
+		thresholds[f] = true
 	}
 	// A function without evidence of its own whose time went, more than
 	// normally, into one callee: its own code did the same, but a call it
@@ -922,11 +1059,6 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 	// a fixed amount of work per call (its loops run to constants): it
 	// grew by what it was handed, more calls or items on which it ran to
 	// its bound (docs/vprof.md, "Work bounded per call").
-	roots := bc.threadRoots(func(f int32) bool {
-		// _start is the C runtime's entry code (crt1.o), linked into the
-		// executable itself.
-		return a.system(f) || a.funcs[f].name == "_start"
-	})
 	calledMore := make([][]int, len(ids)) // function → the callers it ranks below for this
 	below := make([][]int, len(ids))      // function → the functions it ranks below
 	for i, g := range ids {
@@ -1243,9 +1375,23 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 	// whose evidence is a variable (the items it handles, which differ
 	// with the input) ranks below it (docs/vprof.md, "A threshold below
 	// decides").
+	if len(thresholds) > 0 {
+		nu, bu := nc.under(thresholds), bc.under(thresholds)
+		for f := range thresholds {
+			for h, n := range bu[f] {
+				j, ok := idx[h]
+				if !ok || !fs[j].Share.Grew() || !(spends(&fs[j]) || through[j] >= 0 || mixOnly(&fs[j])) {
+					continue
+				}
+				if outside := share(nc.incl[h]-nu[f][h], nc.n, bc.incl[h]-n, bc.n); !outside.Grew() {
+					below[j] = append(below[j], idx[f])
+				}
+			}
+		}
+	}
 	deciders := map[int32]bool{}
 	for i, g := range ids {
-		if fs[i].CalledMore != nil && fs[i].Pattern == WrongConstraint && score[i] > 0 {
+		if (fs[i].CalledMore != nil || thresholds[g]) && fs[i].Pattern == WrongConstraint && score[i] > 0 {
 			deciders[g] = true
 		}
 	}
@@ -1309,6 +1455,32 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 				outside := share(nc.incl[g]-nu[f][g], nc.n, bc.incl[g]-n, bc.n)
 				if !outside.Grew() {
 					below[j] = append(below[j], fi)
+				}
+			}
+		}
+	}
+	// A thread's outermost function (main, a start routine) whose own code
+	// did not do a material part of its growth, and a frame of the C
+	// runtime or the kernel, only enclose the work under them: each ranks
+	// below every function under it that has a score (docs/vprof.md,
+	// "Frames that only enclose").
+	enclosers := map[int32]bool{}
+	for i, f := range ids {
+		if score[i] > 0 && (roots[f] && !ownWork(&fs[i]) || a.system(f)) {
+			enclosers[f] = true
+		}
+	}
+	if len(enclosers) > 0 {
+		bu := bc.under(enclosers)
+		for f := range enclosers {
+			for h := range bu[f] {
+				if j, ok := idx[h]; ok && score[j] > 0 && !enclosers[h] {
+					below[idx[f]] = append(below[idx[f]], j)
+					// What it encloses no longer ranks below it.
+					below[j] = slices.DeleteFunc(below[j], func(k int) bool { return k == idx[f] })
+					if through[j] == idx[f] {
+						through[j] = -1
+					}
 				}
 			}
 		}
@@ -1712,6 +1884,10 @@ func why(f *FunctionResult) string {
 	var b strings.Builder
 	s := f.Share
 	fmt.Fprintf(&b, "%s of buggy time vs %s normal", pct(s.Buggy), pct(s.Normal))
+	if s.Time > 0 {
+		// Its share is saturated: its time per run says how it grew.
+		fmt.Fprintf(&b, ", %s× its normal time per run (a share that cannot grow)", strconv.FormatFloat(s.Time, 'f', 1, 64))
+	}
 	if !s.Grew() && f.Decides == nil {
 		// A predicate's own time need not grow: its answer is its part.
 		b.WriteString(" (no significant growth)")
@@ -1742,6 +1918,9 @@ func why(f *FunctionResult) string {
 		fmt.Fprintf(&b, "; its code reads %s, an input that differs", f.Input)
 	} else if f.Input != "" {
 		fmt.Fprintf(&b, "; its loop ran to a bound it was given (its code reads %s, an input that differs)", f.Input)
+	}
+	if f.Evidence == EvidenceThreshold {
+		fmt.Fprintf(&b, "; a threshold of its own decides its calls of the work that grew, and its code reads %s, a configuration value", f.Config)
 	}
 	if f.Evidence == EvidenceNewPath {
 		b.WriteString("; never ran in the normal runs")

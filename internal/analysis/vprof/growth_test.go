@@ -1922,3 +1922,127 @@ func TestConditionValuesBeyondWhateverDimension(t *testing.T) {
 		}
 	}
 }
+
+// A function that holds nearly all of its thread in both kinds of run
+// cannot show its growth as a share: three times as long in the buggy
+// run, its share moves from 98% to 99%, less than a callee's 8% to 13%.
+// Its time per run says how it grew, and with a variable of its own
+// beyond its normal range it ranks first (docs/vprof.md, "A share that
+// cannot grow").
+func TestSaturatedShare(t *testing.T) {
+	fx := newFixture(t)
+	mk := func(buggy bool) *profile.Profile {
+		r := fx.create(t, "saturated.rec")
+		found := r.variable("found", "dispatch_1", "int", "loop,cond", false)
+		own, work := 900, 80
+		if buggy {
+			own, work = 2600, 380
+		}
+		k := 0
+		fv := func() int64 {
+			k++
+			if buggy {
+				return 10
+			}
+			return int64(k % 7)
+		}
+		for n := 0; n < own; n++ {
+			r.tick(2, []string{"dispatch_1", "dispatch_2"}, 0, val{found, 0, fv()})
+		}
+		for n := 0; n < work; n++ {
+			r.tick(2, []string{"worker", "dispatch_1", "dispatch_2"}, 0, val{found, 1, fv()})
+		}
+		for n := 0; n < 20; n++ {
+			r.tick(2, []string{"dispatch_2"}, 0)
+		}
+		return r.done()
+	}
+	res := analyzeWith(t, DefaultOptions(), []*profile.Profile{mk(false)}, []*profile.Profile{mk(true)})
+	d, w, root := res.fn(t, "dispatch_1"), res.fn(t, "worker"), res.fn(t, "dispatch_2")
+	if d.Evidence != EvidenceVariable || d.Share.Time < 2.9 || d.Share.Time > 3.2 || d.Rank != 1 {
+		t.Errorf("dispatch_1: evidence %s share %+v rank %d, want its time (3×) and rank 1", d.Evidence, d.Share, d.Rank)
+	}
+	if !strings.Contains(d.Why, "× its normal time per run (a share that cannot grow)") {
+		t.Errorf("dispatch_1 why %q", d.Why)
+	}
+	if w.Evidence != EvidenceOwnTime || w.Share.Time != 0 || w.Rank != 2 {
+		t.Errorf("worker: evidence %s share %+v rank %d, want own time, its share and rank 2", w.Evidence, w.Share, w.Rank)
+	}
+	// The thread's outermost function holds its whole time: never measured
+	// by time.
+	if root.Share.Time != 0 || root.Rank < w.Rank {
+		t.Errorf("dispatch_2 (the thread's start): share %+v rank %d", root.Share, root.Rank)
+	}
+}
+
+// A function that only encloses the work that grew, whose call of it an
+// ordered comparison of its own guards and whose code reads a
+// configuration global (one value in every run of both kinds), decided
+// on that threshold: it answers for the growth above the work, with the
+// wrong-constraint pattern. Not when the guard tests equality, nor when
+// its code reads no configuration global (docs/vprof.md, "A threshold on
+// the configuration").
+func TestThresholdOnConfiguration(t *testing.T) {
+	fx := newFixture(t)
+	mk := func(buggy bool) *profile.Profile {
+		r := fx.create(t, "threshold.rec")
+		cfg := r.variable("cfg_min_keys", "#global", "long", "cond", false)
+		work := 200
+		if buggy {
+			work = 900
+		}
+		for i := 0; i < 600; i++ {
+			r.tick(1, []string{"main"}, 0, val{cfg, 0, 4096})
+		}
+		for i := 0; i < work; i++ {
+			r.tick(1, []string{"worker", "dispatch_1", "main"}, 0, val{cfg, 0, 4096})
+		}
+		for i := 0; i < 20; i++ {
+			r.tick(1, []string{"dispatch_1", "main"}, 0, val{cfg, 0, 4096})
+		}
+		return r.done()
+	}
+	normal, buggy := mk(false), mk(true)
+	d1 := fx.funcs["dispatch_1"]
+	for _, tc := range []struct {
+		ordered, reads bool
+	}{{true, true}, {false, true}, {true, false}} {
+		a, err := New(DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		in := func(off uint64) bool { return off >= d1.off && off < d1.off+d1.size }
+		a.SetGuards(func(_ string, off uint64, callee string) (bool, bool, bool) {
+			if in(off) && callee == "worker" {
+				return true, tc.ordered, true
+			}
+			return false, false, false
+		})
+		a.SetReads(func(_ string, off uint64, global string) (bool, bool) {
+			return tc.reads && in(off) && global == "cfg_min_keys", true
+		})
+		if err := a.AddNormal(normal, Run{Path: "normal"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.AddBuggy(buggy, Run{Path: "buggy"}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := a.Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, w := res.fn(t, "dispatch_1"), res.fn(t, "worker")
+		if !tc.ordered || !tc.reads {
+			if d.Evidence == EvidenceThreshold || d.Rank < w.Rank {
+				t.Errorf("ordered %v reads %v: dispatch_1 evidence %s rank %d above worker %d", tc.ordered, tc.reads, d.Evidence, d.Rank, w.Rank)
+			}
+			continue
+		}
+		if d.Evidence != EvidenceThreshold || d.Config != "cfg_min_keys" || d.Pattern != WrongConstraint || d.Rank != 1 || w.Rank != 2 {
+			t.Errorf("dispatch_1: evidence %s config %q pattern %s rank %d; worker rank %d", d.Evidence, d.Config, d.Pattern, d.Rank, w.Rank)
+		}
+		if !strings.Contains(d.Why, "a threshold of its own decides its calls of the work that grew, and its code reads cfg_min_keys") {
+			t.Errorf("dispatch_1 why %q", d.Why)
+		}
+	}
+}

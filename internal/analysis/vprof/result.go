@@ -162,7 +162,8 @@ type FunctionResult struct {
 	SelfShare Share    `json:"self_share"`
 	Evidence  Evidence `json:"evidence,omitempty"`
 	Through   string   `json:"through,omitempty"`
-	Input     string   `json:"input,omitempty"` // EvidenceInput, or a loop run to a bound it was given: the global it reads
+	Input     string   `json:"input,omitempty"`  // EvidenceInput, or a loop run to a bound it was given: the global it reads
+	Config    string   `json:"config,omitempty"` // EvidenceThreshold: the configuration global its code reads
 	Calls     *Calls   `json:"calls,omitempty"`
 	// CalledMore: a callee whose own code grew while its loop variable
 	// stayed in its normal range, which this function called more often.

@@ -883,6 +883,11 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 					}
 				}
 			}
+			for _, d := range c.dims {
+				if d.Dimension == DimDuration && d.Rejected {
+					vr.lasting = lastsLonger(v)
+				}
+			}
 			fr.Var = &vr
 			fr.Variable = vr.Name
 			fr.Dimension = vr.Dimension
@@ -938,10 +943,9 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 			// longer: an event loop's, whose iterations take longer
 			// because what they call does ("Slower progress is an
 			// effect"), grows by its callees' time as it encloses them.
-			fr.Share = t
-			if st := gw.of(f, nc.own[f], bc.own[f]); st.Time > 0 {
-				fr.SelfShare = st
-			}
+			// Its own code's part is still read from the shares
+			// (ownWork), which is what its evidence was read from.
+			fr.plain, fr.Share = fr.Share, t
 		}
 		if fr.Share.Grew() {
 			score[i] = (1 - discount) * fr.Share.Change
@@ -1000,7 +1004,7 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 		}
 		fr.Evidence, fr.Pattern, fr.Discount = EvidenceThreshold, WrongConstraint, 0
 		if t := gw.of(f, nc.incl[f], bc.incl[f]); t.Time > 0 {
-			fr.Share = t
+			fr.plain, fr.Share = fr.Share, t
 		}
 		score[i] = fr.Share.Change
 		through[i], fr.Through = -1, ""
@@ -1706,6 +1710,11 @@ func material(part, whole Share) bool {
 // growth: its self share grew significantly, by at least OwnShare of the
 // growth of its inclusive share.
 func ownWork(fr *FunctionResult) bool {
+	if fr.Share.Time > 0 {
+		// A share measured by time: its own code's part against the
+		// share it was read from.
+		return material(fr.SelfShare, fr.plain)
+	}
 	return material(fr.SelfShare, fr.Share)
 }
 
@@ -1827,6 +1836,13 @@ func (a *Analyzer) pattern(fr *FunctionResult) Pattern {
 			// a decision to run something else. The values say it even
 			// when their steps, or how long they last, differed more.
 			return Scalability
+		case t.loop && v.Dimension == DimValue && beyond && v.lasting && !ownWork(fr):
+			// A counter beyond its normal range that stopped there: its
+			// values also last longer, while the function, its own code
+			// no busier, kept running what it calls. The loop went on
+			// after its count was reached: the check that should end it
+			// is missing (a scan past its LIMIT).
+			return MissingConstraint
 		case t.cond && v.Dimension == DimValue && !within:
 			return WrongConstraint
 		case t.loop && v.Dimension != DimDuration && beyond:

@@ -1931,6 +1931,7 @@ func TestConditionValuesBeyondWhateverDimension(t *testing.T) {
 // cannot grow").
 func TestSaturatedShare(t *testing.T) {
 	fx := newFixture(t)
+	stuck := true
 	mk := func(buggy bool) *profile.Profile {
 		r := fx.create(t, "saturated.rec")
 		found := r.variable("found", "dispatch_1", "int", "loop,cond", false)
@@ -1941,8 +1942,11 @@ func TestSaturatedShare(t *testing.T) {
 		k := 0
 		fv := func() int64 {
 			k++
-			if buggy {
+			if buggy && stuck {
 				return 10
+			}
+			if buggy {
+				return int64(10 + k%7)
 			}
 			return int64(k % 7)
 		}
@@ -1965,6 +1969,18 @@ func TestSaturatedShare(t *testing.T) {
 	if !strings.Contains(d.Why, "× its normal time per run (a share that cannot grow)") {
 		t.Errorf("dispatch_1 why %q", d.Why)
 	}
+	// Its counter stopped beyond its normal range (its values last
+	// longer) while it kept calling worker: the loop went on after its
+	// count was reached, missing-constraint. A counter that keeps
+	// stepping beyond its range is not that.
+	if d.Pattern != MissingConstraint {
+		t.Errorf("dispatch_1: pattern %s, want missing-constraint", d.Pattern)
+	}
+	stuck = false
+	if p := analyzeWith(t, DefaultOptions(), []*profile.Profile{mk(false)}, []*profile.Profile{mk(true)}).fn(t, "dispatch_1").Pattern; p == MissingConstraint {
+		t.Errorf("a counter stepping beyond its range: pattern %s", p)
+	}
+	stuck = true
 	if w.Evidence != EvidenceOwnTime || w.Share.Time != 0 || w.Rank != 2 {
 		t.Errorf("worker: evidence %s share %+v rank %d, want own time, its share and rank 2", w.Evidence, w.Share, w.Rank)
 	}
@@ -2044,5 +2060,48 @@ func TestThresholdOnConfiguration(t *testing.T) {
 		if !strings.Contains(d.Why, "a threshold of its own decides its calls of the work that grew, and its code reads cfg_min_keys") {
 			t.Errorf("dispatch_1 why %q", d.Why)
 		}
+	}
+}
+
+// A thread's outermost function encloses everything its thread does: with
+// a variable of its own that behaves differently, but no material growth
+// of its own code, it ranks below every function under it that has a
+// score (docs/vprof.md, "Frames that only enclose").
+func TestEnclosersRankLast(t *testing.T) {
+	fx := newFixture(t)
+	mk := func(buggy bool) *profile.Profile {
+		r := fx.create(t, "enclosers.rec")
+		x := r.variable("x", "main", "long", "cond", false)
+		work, own2, work2 := 100, 300, 300
+		if buggy {
+			work, own2, work2 = 900, 540, 60
+		}
+		xv := func(i int) int64 {
+			if buggy {
+				return 100
+			}
+			return int64(i % 6)
+		}
+		for i := 0; i < 300; i++ {
+			r.tick(1, []string{"main"}, 0, val{x, 0, xv(i)})
+		}
+		for i := 0; i < work; i++ {
+			r.tick(1, []string{"worker", "dispatch_1", "main"}, 0, val{x, 2, xv(i)})
+		}
+		for i := 0; i < own2; i++ {
+			r.tick(2, []string{"dispatch_2"}, 0)
+		}
+		for i := 0; i < work2; i++ {
+			r.tick(2, []string{"worker", "dispatch_2"}, 0)
+		}
+		return r.done()
+	}
+	res := analyzeWith(t, DefaultOptions(), []*profile.Profile{mk(false)}, []*profile.Profile{mk(true)})
+	m, w, d := res.fn(t, "main"), res.fn(t, "worker"), res.fn(t, "dispatch_1")
+	if m.Evidence != EvidenceVariable || !m.Share.Grew() || w.Score <= 0 || d.Score <= 0 {
+		t.Fatalf("main: evidence %s share %+v; worker score %g, dispatch_1 score %g: not the setting tested", m.Evidence, m.Share, w.Score, d.Score)
+	}
+	if m.Rank < w.Rank || m.Rank < d.Rank {
+		t.Errorf("main (the thread's outermost function) ranks %d, above worker %d or dispatch_1 %d", m.Rank, w.Rank, d.Rank)
 	}
 }

@@ -88,6 +88,9 @@ type VariableResult struct {
 	// valuesBeyond: the variable's values (not the dimension that set
 	// its discount, when another did) lie beyond their normal range.
 	valuesBeyond bool
+	// lasting: its durations, too, tell the runs apart, and its buggy
+	// values last longer (median) than its normal ones.
+	lasting bool
 }
 
 // Anomaly compares the normal and buggy samples of a variable in the
@@ -191,6 +194,8 @@ type FunctionResult struct {
 	// says that it did more work, not which pattern (Pattern is none).
 	Unsampled string `json:"unsampled,omitempty"`
 	Why       string `json:"why,omitempty"`
+	// plain is its share before it was measured by time (Share.Time > 0).
+	plain Share
 }
 
 // Asks is the work a caller asks for (FunctionResult.Asks): Callee, which

@@ -1489,6 +1489,27 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 			}
 		}
 	}
+	// A share measured by time never lifts a function above a function
+	// under it whose own share grew and is not saturated: that share
+	// shows the growth, and the time of the function above grew by
+	// enclosing it (docs/vprof.md, "A share that cannot grow").
+	timed := map[int32]bool{}
+	for i, f := range ids {
+		if fs[i].Share.Time > 0 && score[i] > 0 {
+			timed[f] = true
+		}
+	}
+	if len(timed) > 0 {
+		bu := bc.under(timed)
+		for f := range timed {
+			for h := range bu[f] {
+				if j, ok := idx[h]; ok && score[j] > 0 && fs[j].Share.Time == 0 && fs[j].Share.Grew() &&
+					!a.system(h) && !slices.Contains(below[j], idx[f]) {
+					below[idx[f]] = append(below[idx[f]], j)
+				}
+			}
+		}
+	}
 	eff := make([]float64, len(ids))
 	state := make([]uint8, len(ids)) // 0 new, 1 in progress, 2 done
 	var resolve func(i int) float64

@@ -2105,3 +2105,43 @@ func TestEnclosersRankLast(t *testing.T) {
 		t.Errorf("main (the thread's outermost function) ranks %d, above worker %d or dispatch_1 %d", m.Rank, w.Rank, d.Rank)
 	}
 }
+
+// A share measured by time does not lift a function above a callee whose
+// share is not saturated and grew: the callee's share shows the growth,
+// and the caller's time grew by enclosing it (docs/vprof.md, "A share
+// that cannot grow").
+func TestSaturatedBelowGrownCallee(t *testing.T) {
+	fx := newFixture(t)
+	mk := func(buggy bool) *profile.Profile {
+		r := fx.create(t, "saturated2.rec")
+		key := r.variable("key", "dispatch_1", "long", "cond", false)
+		work := 200
+		if buggy {
+			work = 1500
+		}
+		kv := func(i int) int64 {
+			if buggy {
+				return int64(100 + i%7)
+			}
+			return int64(i % 7)
+		}
+		for i := 0; i < 300; i++ {
+			r.tick(2, []string{"dispatch_1", "dispatch_2"}, 0, val{key, 0, kv(i)})
+		}
+		for i := 0; i < work; i++ {
+			r.tick(2, []string{"worker", "dispatch_1", "dispatch_2"}, 0, val{key, 1, kv(i)})
+		}
+		for i := 0; i < 10; i++ {
+			r.tick(2, []string{"dispatch_2"}, 0)
+		}
+		return r.done()
+	}
+	res := analyzeWith(t, DefaultOptions(), []*profile.Profile{mk(false)}, []*profile.Profile{mk(true)})
+	d, w := res.fn(t, "dispatch_1"), res.fn(t, "worker")
+	if d.Share.Time == 0 || d.Share.Change <= w.Share.Change || w.Share.Time != 0 || !w.Share.Grew() {
+		t.Fatalf("dispatch_1 share %+v, worker share %+v: not the setting tested", d.Share, w.Share)
+	}
+	if d.Rank < w.Rank {
+		t.Errorf("dispatch_1 (saturated, measured by time) ranks %d above worker %d, whose share grew", d.Rank, w.Rank)
+	}
+}

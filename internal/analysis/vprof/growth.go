@@ -1490,9 +1490,10 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 		}
 	}
 	// A share measured by time never lifts a function above a function
-	// under it whose own share grew and is not saturated: that share
-	// shows the growth, and the time of the function above grew by
-	// enclosing it (docs/vprof.md, "A share that cannot grow").
+	// under it with evidence of its own whose share grew and is not
+	// saturated: that share shows the growth, and the time of the
+	// function above grew by enclosing it (docs/vprof.md, "A share that
+	// cannot grow").
 	timed := map[int32]bool{}
 	for i, f := range ids {
 		if fs[i].Share.Time > 0 && score[i] > 0 {
@@ -1504,6 +1505,7 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 		for f := range timed {
 			for h := range bu[f] {
 				if j, ok := idx[h]; ok && score[j] > 0 && fs[j].Share.Time == 0 && fs[j].Share.Grew() &&
+					fs[j].Evidence != EvidenceNone && !mixOnly(&fs[j]) && through[j] < 0 &&
 					!a.system(h) && !slices.Contains(below[j], idx[f]) {
 					below[idx[f]] = append(below[idx[f]], j)
 				}

@@ -140,6 +140,7 @@ type diagnoser struct {
 	writes        vprof.WritesFunc
 	deciders      vprof.DecideFunc
 	guards        vprof.GuardFunc
+	thresholds    vprof.ThresholdFunc
 	branches      vprof.BranchFunc
 	shapes        vprof.ShapeFunc
 	bounds        vprof.BoundFunc
@@ -165,7 +166,7 @@ func newDiagnoser(normal, buggy []string, o vprof.Options, different bool, stder
 	}
 	code := newCodeFinder(exes)
 	return &diagnoser{o: o, normal: normal, buggy: buggy, exes: exes, blocks: blockFinder(code, stderr),
-		reads: readsFinder(code), writes: writesFinder(code), deciders: deciderFinder(code), guards: guardFinder(code),
+		reads: readsFinder(code), writes: writesFinder(code), deciders: deciderFinder(code), guards: guardFinder(code), thresholds: thresholdFinder(code),
 		branches: branchFinder(exes[len(exes)-1]), shapes: shapeFinder(code), bounds: boundFinder(code), loopCalls: loopCallFinder(code)}, nil
 }
 
@@ -185,6 +186,7 @@ func (d *diagnoser) run(load func(path string) (*profile.Profile, error), done f
 	a.SetWrites(d.writes)
 	a.SetDeciders(d.deciders)
 	a.SetGuards(d.guards)
+	a.SetThresholds(d.thresholds)
 	a.SetBranches(d.branches)
 	a.SetShapes(d.shapes)
 	a.SetBounds(d.bounds)

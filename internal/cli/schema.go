@@ -347,6 +347,18 @@ func branchFinder(exe profile.Executable) vprof.BranchFunc {
 
 // guardFinder tells the differential method how a function's code decides
 // its calls of a callee, from the machine code of the recorded objects.
+// thresholdFinder tells the differential method whether the threshold
+// deciding a call reads a global, from the code of the recorded objects.
+func thresholdFinder(cf *codeFinder) vprof.ThresholdFunc {
+	return func(object string, offset uint64, callee, global string) (bool, bool) {
+		c, addr, ok := cf.code(object, offset)
+		if !ok {
+			return false, false
+		}
+		return c.GuardReads(addr, callee, global)
+	}
+}
+
 func guardFinder(cf *codeFinder) vprof.GuardFunc {
 	return func(object string, offset uint64, callee string) (bool, bool, bool) {
 		c, addr, ok := cf.code(object, offset)

@@ -766,24 +766,9 @@ func (c *Code) access(addr uint64, global string, write bool) (bool, bool) {
 	if i < 0 {
 		return false, false
 	}
-	name, _, isMember := strings.Cut(global, ".")
-	var ranges [][2]uint64
-	if r, ok := c.objs[name]; ok {
-		ranges = [][2]uint64{r}
-	} else {
-		ranges = c.statics[name]
-	}
-	if len(ranges) == 0 {
+	touches, key, ok := c.toucher(global, write)
+	if !ok {
 		return false, false
-	}
-	var part [2]uint64
-	precise := false
-	if isMember && len(ranges) == 1 {
-		part, precise = c.memberRange(global, ranges[0][0])
-	}
-	key := name
-	if precise {
-		key = global
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -794,9 +779,42 @@ func (c *Code) access(addr uint64, global string, write bool) (bool, bool) {
 	g := c.cfgOf(i)
 	found := false
 	for j := range g.insns {
-		in := &g.insns[j]
+		if touches(&g.insns[j]) {
+			found = true
+			break
+		}
+	}
+	c.reads[k] = found
+	return found, true
+}
+
+// toucher returns whether an instruction accesses (with write: stores
+// into) the global variable or member named global, as Reads places it,
+// and the key its answers are cached under; ok is false when the symbol
+// table has no such variable.
+func (c *Code) toucher(global string, write bool) (touches func(in *insn) bool, key string, ok bool) {
+	name, _, isMember := strings.Cut(global, ".")
+	var ranges [][2]uint64
+	if r, ok := c.objs[name]; ok {
+		ranges = [][2]uint64{r}
+	} else {
+		ranges = c.statics[name]
+	}
+	if len(ranges) == 0 {
+		return nil, "", false
+	}
+	var part [2]uint64
+	precise := false
+	if isMember && len(ranges) == 1 {
+		part, precise = c.memberRange(global, ranges[0][0])
+	}
+	key = name
+	if precise {
+		key = global
+	}
+	return func(in *insn) bool {
 		if !in.ok {
-			continue
+			return false
 		}
 		for ai, a := range in.inst.Args {
 			if write && (ai > 0 || !storesTo(&in.inst)) {
@@ -820,16 +838,14 @@ func (c *Code) access(addr uint64, global string, write bool) (bool, bool) {
 					continue
 				}
 				if !precise || in.inst.Op == x86asm.LEA {
-					found = true
-					continue
+					return true
 				}
 				end := at + uint64(max(in.inst.MemBytes, 1))
 				if at < part[1] && end > part[0] {
-					found = true
+					return true
 				}
 			}
 		}
-	}
-	c.reads[k] = found
-	return found, true
+		return false
+	}, key, true
 }

@@ -323,6 +323,35 @@ func funcWords(f *elf.File, starts map[uint64]bool) []uint64 {
 // (symByBase). ok is false when the function makes no direct call of
 // callee.
 func (c *Code) Guard(addr uint64, callee string) (guarded, ordered, ok bool) {
+	return c.guardJumps(addr, callee, nil)
+}
+
+// GuardReads says whether an ordered jump that decides the call of callee
+// (Guard's threshold) is in a basic block that reads the global variable
+// or member named global (an instruction of the block whose memory
+// operand lands in it, as Reads places it): the threshold compares, most
+// likely, a value with that global, loaded just before the test. known is
+// false when the function makes no direct call of callee or the symbol
+// table has no such variable.
+func (c *Code) GuardReads(addr uint64, callee, global string) (reads, known bool) {
+	touches, _, ok := c.toucher(global, false)
+	if !ok {
+		return false, false
+	}
+	_, _, known = c.guardJumps(addr, callee, func(g *cfg, b int32) {
+		bl := &g.blocks[b]
+		for k := bl.first; k <= bl.last; k++ {
+			if touches(&g.insns[k]) {
+				reads = true
+			}
+		}
+	})
+	return reads, known
+}
+
+// guardJumps is Guard, calling orderedAt (nil: none) with each block whose last
+// instruction is an ordered jump that decides the call.
+func (c *Code) guardJumps(addr uint64, callee string, orderedAt func(g *cfg, b int32)) (guarded, ordered, ok bool) {
 	i := c.symAt(addr)
 	j := c.symByBase(callee)
 	if i < 0 || j < 0 {
@@ -410,6 +439,9 @@ func (c *Code) Guard(addr uint64, callee string) (guarded, ordered, ok bool) {
 			switch last.inst.Op {
 			case x86asm.JA, x86asm.JAE, x86asm.JB, x86asm.JBE, x86asm.JG, x86asm.JGE, x86asm.JL, x86asm.JLE:
 				ordered = true
+				if orderedAt != nil {
+					orderedAt(g, d)
+				}
 			}
 		}
 	}

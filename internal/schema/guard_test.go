@@ -201,3 +201,35 @@ func mustOpenCode(t *testing.T, bin string) *Code {
 	}
 	return code
 }
+
+// GuardReads: a threshold that compares a value with a global loads it in
+// the jump's block; a function that reads a global for something else
+// (a log line) and decides its call on another comparison does not.
+func TestGuardReads(t *testing.T) {
+	for _, level := range levels {
+		t.Run(level, func(t *testing.T) {
+			bin := testutil.C(t, "threshold"+level, []string{"threshold.c"}, level, "-g")
+			c, err := OpenCode(bin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			sized, _ := symbolAddr(t, bin, "sized")
+			logged, _ := symbolAddr(t, bin, "logged")
+			if _, o, ok := c.Guard(sized+1, "probe"); !ok || !o {
+				t.Fatalf("sized's call of probe: ordered %v ok %v; want a threshold", o, ok)
+			}
+			if r, known := c.GuardReads(sized+1, "probe", "cfg_min_keys"); !known || !r {
+				t.Errorf("sized: threshold reads cfg_min_keys %v (known %v), want true", r, known)
+			}
+			if r, known := c.Reads(logged+1, "verbosity"); !known || !r {
+				t.Fatalf("logged reads verbosity %v (known %v): not the setting tested", r, known)
+			}
+			if r, known := c.GuardReads(logged+1, "probe", "verbosity"); !known || r {
+				t.Errorf("logged: threshold reads verbosity %v (known %v), want false", r, known)
+			}
+			if _, known := c.GuardReads(sized+1, "probe", "no_such_global"); known {
+				t.Error("a global the symbol table lacks: known")
+			}
+		})
+	}
+}

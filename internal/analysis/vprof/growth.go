@@ -973,8 +973,9 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 		}
 	}
 	// A function that only encloses the callee carrying its growth, whose
-	// call of it a threshold of its own guards and whose code reads a
-	// configuration global, decided on that threshold to run the work: it
+	// call of it a threshold of its own guards, made in a block of its code
+	// that reads a configuration global, decided on that threshold to run
+	// the work: it
 	// answers for the growth, wrong-constraint, and the work under it that
 	// only encloses or spends ranks below it (docs/vprof.md, "A threshold
 	// on the configuration").
@@ -994,7 +995,7 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 			continue
 		}
 		for _, vi := range configs {
-			if a.readsInput(f, a.vars[vi].src.Name) {
+			if a.thresholdReads(f, fs[through[i]].Name, a.vars[vi].src.Name) {
 				fr.Config = a.vars[vi].src.Name
 				break
 			}
@@ -1380,11 +1381,27 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 	// with the input) ranks below it (docs/vprof.md, "A threshold below
 	// decides").
 	if len(thresholds) > 0 {
+		// It takes the growth of the work it merely encloses (functions
+		// that only enclose, spend or show another mix of their usual
+		// values), not of a function under it with a claim of its own
+		// (a variable beyond its range, an input, more calls it made,
+		// work it asks for): it ranks below that one.
+		merely := func(j int) bool {
+			fj := &fs[j]
+			if fj.Asks != nil || fj.CalledMore != nil {
+				return false
+			}
+			return fj.Evidence == EvidenceNone || fj.Evidence == EvidenceOwnTime || mixOnly(fj)
+		}
 		nu, bu := nc.under(thresholds), bc.under(thresholds)
 		for f := range thresholds {
 			for h, n := range bu[f] {
 				j, ok := idx[h]
-				if !ok || !fs[j].Share.Grew() || !(spends(&fs[j]) || through[j] >= 0 || mixOnly(&fs[j])) {
+				if !ok || !fs[j].Share.Grew() || score[j] <= 0 || a.system(h) {
+					continue
+				}
+				if !merely(j) {
+					below[idx[f]] = append(below[idx[f]], j)
 					continue
 				}
 				if outside := share(nc.incl[h]-nu[f][h], nc.n, bc.incl[h]-n, bc.n); !outside.Grew() {
@@ -1826,6 +1843,19 @@ func (a *Analyzer) readsInput(f int32, name string) bool {
 	}
 	w, known := a.writesOf(fn.object, fn.at, name)
 	return !(w && known)
+}
+
+// thresholdReads says whether the threshold that decides function f's
+// calls of callee is made in a block of its code that reads the global
+// named name (and f's code does not store into it), as the
+// ThresholdFunc tells; false when it cannot tell.
+func (a *Analyzer) thresholdReads(f int32, callee, name string) bool {
+	fn := a.funcs[f]
+	if a.thresholdOf == nil || !fn.atOK || !a.readsInput(f, name) {
+		return false
+	}
+	r, known := a.thresholdOf(fn.object, fn.at, callee, name)
+	return r && known
 }
 
 // reads says whether function f's code reads the global named name, as

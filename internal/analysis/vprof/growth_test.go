@@ -1995,9 +1995,9 @@ func TestSaturatedShare(t *testing.T) {
 // ordered comparison of its own guards and whose code reads a
 // configuration global (one value in every run of both kinds), decided
 // on that threshold: it answers for the growth above the work, with the
-// wrong-constraint pattern. Not when the guard tests equality, nor when
-// its code reads no configuration global (docs/vprof.md, "A threshold on
-// the configuration").
+// wrong-constraint pattern. Not when the guard tests equality, when its
+// code reads no configuration global, nor when the threshold's block does
+// not read it (docs/vprof.md, "A threshold on the configuration").
 func TestThresholdOnConfiguration(t *testing.T) {
 	fx := newFixture(t)
 	mk := func(buggy bool) *profile.Profile {
@@ -2021,8 +2021,8 @@ func TestThresholdOnConfiguration(t *testing.T) {
 	normal, buggy := mk(false), mk(true)
 	d1 := fx.funcs["dispatch_1"]
 	for _, tc := range []struct {
-		ordered, reads bool
-	}{{true, true}, {false, true}, {true, false}} {
+		ordered, reads, compares bool
+	}{{true, true, true}, {false, true, true}, {true, false, false}, {true, true, false}} {
 		a, err := New(DefaultOptions())
 		if err != nil {
 			t.Fatal(err)
@@ -2037,6 +2037,9 @@ func TestThresholdOnConfiguration(t *testing.T) {
 		a.SetReads(func(_ string, off uint64, global string) (bool, bool) {
 			return tc.reads && in(off) && global == "cfg_min_keys", true
 		})
+		a.SetThresholds(func(_ string, off uint64, callee, global string) (bool, bool) {
+			return tc.compares && in(off) && callee == "worker" && global == "cfg_min_keys", true
+		})
 		if err := a.AddNormal(normal, Run{Path: "normal"}); err != nil {
 			t.Fatal(err)
 		}
@@ -2048,9 +2051,9 @@ func TestThresholdOnConfiguration(t *testing.T) {
 			t.Fatal(err)
 		}
 		d, w := res.fn(t, "dispatch_1"), res.fn(t, "worker")
-		if !tc.ordered || !tc.reads {
+		if !tc.ordered || !tc.reads || !tc.compares {
 			if d.Evidence == EvidenceThreshold || d.Rank < w.Rank {
-				t.Errorf("ordered %v reads %v: dispatch_1 evidence %s rank %d above worker %d", tc.ordered, tc.reads, d.Evidence, d.Rank, w.Rank)
+				t.Errorf("ordered %v reads %v compares %v: dispatch_1 evidence %s rank %d above worker %d", tc.ordered, tc.reads, tc.compares, d.Evidence, d.Rank, w.Rank)
 			}
 			continue
 		}

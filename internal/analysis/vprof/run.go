@@ -25,18 +25,19 @@ type Analyzer struct {
 	normal  []*runData
 	buggy   []*runData
 
-	blockOf    BlockFunc
-	readsOf    ReadsFunc
-	writesOf   WritesFunc
-	decideOf   DecideFunc
-	guardOf    GuardFunc
-	branchOf   BranchFunc
-	shapeOf    ShapeFunc
-	boundOf    BoundFunc
-	loopCallOf LoopCallFunc
-	pause      func()  // SetPause's (nil: none)
-	blocks     []Block // distinct basic blocks where buggy values were read (Samples unused)
-	blockIdx   map[blockKey]int32
+	blockOf     BlockFunc
+	readsOf     ReadsFunc
+	writesOf    WritesFunc
+	decideOf    DecideFunc
+	guardOf     GuardFunc
+	thresholdOf ThresholdFunc
+	branchOf    BranchFunc
+	shapeOf     ShapeFunc
+	boundOf     BoundFunc
+	loopCallOf  LoopCallFunc
+	pause       func()  // SetPause's (nil: none)
+	blocks      []Block // distinct basic blocks where buggy values were read (Samples unused)
+	blockIdx    map[blockKey]int32
 	// ranges: the lengths of the ranges two pointers of one frame delimit
 	// (docs/vprof.md, "A range longer than it was handed").
 	ranges map[rangeKey]*rangeSamples
@@ -116,6 +117,18 @@ type GuardFunc func(object string, offset uint64, callee string) (guarded, order
 // missing one by how a function decides the calls that grew
 // (docs/vprof.md, "Patterns"). Call it before adding runs.
 func (a *Analyzer) SetGuards(f GuardFunc) { a.guardOf = f }
+
+// ThresholdFunc says whether an ordered comparison that decides the calls
+// of callee in the function holding a file offset of an object is made in
+// a basic block that reads a global variable; known is false when it
+// cannot tell.
+type ThresholdFunc func(object string, offset uint64, callee, global string) (reads, known bool)
+
+// SetThresholds has the differential method take a function as deciding
+// on a configuration global only where the threshold that decides its
+// call reads that global (docs/vprof.md, "A threshold on the
+// configuration"). Call it before adding runs.
+func (a *Analyzer) SetThresholds(f ThresholdFunc) { a.thresholdOf = f }
 
 // BranchFunc tells how the code of a local's declaring function (the
 // local by function, name, declaring file and line) decides on its

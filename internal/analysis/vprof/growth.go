@@ -311,10 +311,10 @@ func (s Share) Grew() bool { return s.Change > 2*s.Err && s.Change > 0 }
 // (docs/vprof.md, "A share that cannot grow").
 const SaturatedShare = 0.5
 
-// growth measures a function's (or a call edge's) samples against all the
-// samples compared, nN normal and nB buggy, pooled over the runs of each
-// kind; rho is the time per normal run of those samples over the time per
-// buggy run (0: unknown).
+// growth measures a function's samples against all the samples
+// compared, nN normal and nB buggy, pooled over the runs of each kind;
+// rho is the time per normal run of those samples over the time per buggy
+// run (0: unknown).
 type growth struct {
 	nN, nB, rho float64
 	// whole says which functions hold the whole of their thread's time
@@ -324,12 +324,11 @@ type growth struct {
 	whole func(int32) bool
 }
 
-// of is the share of normal and buggy samples of function f (or of a
-// part of its time), and its change. A share
-// that holds at least SaturatedShare of the normal samples, in a buggy
-// run whose time per run is longer, is measured by time instead when that
-// says it grew more: its change is the growth of its time per run
-// as a part of the buggy run's time (buggy share − normal share × rho),
+// of is the share of normal and buggy samples of function f, and its
+// change. A share that holds at least SaturatedShare of the normal
+// samples, in a buggy run whose time per run is longer, is measured by
+// time instead when that says it grew more: its change is the growth of
+// its time per run as a part of the buggy run's time (buggy share − normal share × rho),
 // significant beyond two errors of the two Poisson counts (docs/vprof.md,
 // "A share that cannot grow"). A function that holds 99% of both runs,
 // three times as long in the buggy one, grew by two thirds of the buggy
@@ -413,10 +412,10 @@ const (
 	// call of a function that was called more often (Decides names it).
 	EvidenceDecides Evidence = "decides"
 	// EvidenceThreshold: the call that carries all of its growth is
-	// guarded by an ordered comparison of its own, and its code reads a
-	// configuration global (one value in every run of both kinds): a
-	// threshold set by the configuration let the work through (Config
-	// names the global).
+	// guarded by an ordered comparison of its own made in a block that
+	// reads a configuration global (one value in every run of both
+	// kinds): a threshold set by the configuration let the work through
+	// (Config names the global).
 	EvidenceThreshold Evidence = "threshold"
 	// EvidenceRange: two of its pointers delimit a range longer than
 	// normally, and no function above it held such a range (Range).
@@ -834,6 +833,7 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 	}
 	// Growth, own-time growth and evidence.
 	score := make([]float64, len(ids))
+	timedShare := make([]Share, len(ids)) // a saturated share measured by time (Time > 0), or zero
 	for i, f := range ids {
 		fr := &fs[i]
 		fr.Share = share(nc.incl[f], nc.n, bc.incl[f], bc.n)
@@ -943,11 +943,14 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 			// longer: an event loop's, whose iterations take longer
 			// because what they call does ("Slower progress is an
 			// effect"), grows by its callees' time as it encloses them.
-			// Its own code's part is still read from the shares
-			// (ownWork), which is what its evidence was read from.
-			fr.plain, fr.Share = fr.Share, t
+			// Every rule below still reads the shares; the time measure
+			// sets its score, and its share is shown as measured by time
+			// once the ranking is made.
+			timedShare[i] = t
 		}
-		if fr.Share.Grew() {
+		if timedShare[i].Time > 0 {
+			score[i] = (1 - discount) * timedShare[i].Change
+		} else if fr.Share.Grew() {
 			score[i] = (1 - discount) * fr.Share.Change
 		}
 	}
@@ -973,12 +976,11 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 		}
 	}
 	// A function that only encloses the callee carrying its growth, whose
-	// call of it a threshold of its own guards, made in a block of its code
-	// that reads a configuration global, decided on that threshold to run
-	// the work: it
-	// answers for the growth, wrong-constraint, and the work under it that
-	// only encloses or spends ranks below it (docs/vprof.md, "A threshold
-	// on the configuration").
+	// call of it a threshold of its own guards, made in a block of its
+	// code that reads a configuration global, decided on that threshold
+	// to run the work: it answers for the growth, wrong-constraint, and
+	// the work under it that only encloses or spends ranks below it
+	// (docs/vprof.md, "A threshold on the configuration").
 	var configs []int
 	for i, v := range a.vars {
 		if v.src.Global && v.result != nil && classes[i] == classNormal && constant(v) {
@@ -1004,10 +1006,10 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 			continue
 		}
 		fr.Evidence, fr.Pattern, fr.Discount = EvidenceThreshold, WrongConstraint, 0
-		if t := gw.of(f, nc.incl[f], bc.incl[f]); t.Time > 0 {
-			fr.plain, fr.Share = fr.Share, t
-		}
 		score[i] = fr.Share.Change
+		if t := gw.of(f, nc.incl[f], bc.incl[f]); t.Time > 0 {
+			timedShare[i], score[i] = t, t.Change
+		}
 		through[i], fr.Through = -1, ""
 		thresholds[f] = true
 	}
@@ -1394,14 +1396,35 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 			return fj.Evidence == EvidenceNone || fj.Evidence == EvidenceOwnTime || mixOnly(fj)
 		}
 		nu, bu := nc.under(thresholds), bc.under(thresholds)
+		claims := map[int32][]int32{} // threshold → the functions under it with claims of their own
+		claimed := map[int32]bool{}
+		for f := range thresholds {
+			for h := range bu[f] {
+				if j, ok := idx[h]; ok && fs[j].Share.Grew() && score[j] > 0 && !a.system(h) && !merely(j) {
+					claims[f] = append(claims[f], h)
+					claimed[h] = true
+					below[idx[f]] = append(below[idx[f]], j)
+				}
+			}
+		}
+		cu := bc.under(claimed)
 		for f := range thresholds {
 			for h, n := range bu[f] {
 				j, ok := idx[h]
-				if !ok || !fs[j].Share.Grew() || score[j] <= 0 || a.system(h) {
+				if !ok || !fs[j].Share.Grew() || score[j] <= 0 || a.system(h) || !merely(j) {
 					continue
 				}
-				if !merely(j) {
-					below[idx[f]] = append(below[idx[f]], j)
+				// Work that runs mostly under a function with a claim of
+				// its own is that function's to explain, not the
+				// threshold's.
+				mine := true
+				for _, c := range claims[f] {
+					if 2*cu[c][h] >= bc.incl[h] {
+						mine = false
+						break
+					}
+				}
+				if !mine {
 					continue
 				}
 				if outside := share(nc.incl[h]-nu[f][h], nc.n, bc.incl[h]-n, bc.n); !outside.Grew() {
@@ -1513,7 +1536,7 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 	// cannot grow").
 	timed := map[int32]bool{}
 	for i, f := range ids {
-		if fs[i].Share.Time > 0 && score[i] > 0 {
+		if timedShare[i].Time > 0 && score[i] > 0 {
 			timed[f] = true
 		}
 	}
@@ -1521,12 +1544,19 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 		bu := bc.under(timed)
 		for f := range timed {
 			for h := range bu[f] {
-				if j, ok := idx[h]; ok && score[j] > 0 && fs[j].Share.Time == 0 && fs[j].Share.Grew() &&
+				if j, ok := idx[h]; ok && score[j] > 0 && timedShare[j].Time == 0 && fs[j].Share.Grew() &&
 					fs[j].Evidence != EvidenceNone && !mixOnly(&fs[j]) && through[j] < 0 &&
 					!a.system(h) && !slices.Contains(below[j], idx[f]) {
 					below[idx[f]] = append(below[idx[f]], j)
 				}
 			}
+		}
+	}
+	// Shown as measured: a saturated share by time (ownWork then reads
+	// the share it was measured from).
+	for i := range ids {
+		if timedShare[i].Time > 0 {
+			fs[i].plain, fs[i].Share = fs[i].Share, timedShare[i]
 		}
 	}
 	eff := make([]float64, len(ids))

@@ -1530,10 +1530,10 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 		}
 	}
 	// A share measured by time never lifts a function above a function
-	// under it with evidence of its own whose share grew and is not
-	// saturated: that share shows the growth, and the time of the
-	// function above grew by enclosing it (docs/vprof.md, "A share that
-	// cannot grow").
+	// under it with evidence of its own whose share is not saturated and
+	// grew by at least half as much as its own: that share shows the
+	// growth, and the time of the function above grew by enclosing it
+	// (docs/vprof.md, "A share that cannot grow").
 	timed := map[int32]bool{}
 	for i, f := range ids {
 		if timedShare[i].Time > 0 && score[i] > 0 {
@@ -1545,6 +1545,7 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 		for f := range timed {
 			for h := range bu[f] {
 				if j, ok := idx[h]; ok && score[j] > 0 && timedShare[j].Time == 0 && fs[j].Share.Grew() &&
+					2*fs[j].Share.Change >= fs[idx[f]].Share.Change &&
 					fs[j].Evidence != EvidenceNone && !mixOnly(&fs[j]) && through[j] < 0 &&
 					!a.system(h) && !slices.Contains(below[j], idx[f]) {
 					below[idx[f]] = append(below[idx[f]], j)

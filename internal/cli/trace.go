@@ -203,11 +203,8 @@ calls), export --format chrome and diff. Patterns (#N sampling, --lib,
 				return usagef("--cpu-sample takes a frequency from 1 to 10000 (Hz), or 0 for off")
 			}
 			if o.CPUHz < 0 {
-				var why string
-				o.CPUHz, why = defaultCPURate(exe)
-				if why != "" {
-					fmt.Fprintf(stderr, "culprit: CPU samples at %d Hz: %s (--cpu-sample %d for more)\n", o.CPUHz, why, defaultCPUHz)
-				}
+				// Quietly: the help and docs/trace.md say when the rate drops.
+				o.CPUHz = defaultCPURate(exe)
 			}
 			if o.CPUHz > 0 {
 				o.CPUSamples = cpuSamplesPath(exe)
@@ -620,24 +617,23 @@ const poolFull = 2000
 
 // defaultCPURate is the rate of the CPU samples of a trace of exe when
 // --cpu-sample is not given: defaultCPUHz while the build's pool of
-// samples (for --keep-hot) holds fewer than poolFull, else fullPoolHz,
-// with why ("" at defaultCPUHz).
-func defaultCPURate(exe string) (int, string) {
+// samples (for --keep-hot) holds fewer than poolFull, else fullPoolHz.
+func defaultCPURate(exe string) int {
 	if exe == "" {
-		return defaultCPUHz, ""
+		return defaultCPUHz
 	}
 	path, err := statsFile(exe)
 	if err != nil {
-		return defaultCPUHz, ""
+		return defaultCPUHz
 	}
 	c, err := readCPUStats(cpuStatsFile(path))
 	if err != nil {
-		return defaultCPUHz, ""
+		return defaultCPUHz
 	}
 	if total, _, _ := poolTotal(c); total >= poolFull {
-		return fullPoolHz, fmt.Sprintf("the build's pool already holds %.0f an untraced run's, enough to judge its hot functions", total)
+		return fullPoolHz
 	}
-	return defaultCPUHz, ""
+	return defaultCPUHz
 }
 
 // poolTotal is the total --keep-hot divides a pool's counts by: what

@@ -134,13 +134,15 @@ one() {
 			# remove it).
 			have() { [ $keep = 1 ] && [ -s "$1" ] && return 0; rm -f "$1"; return 1; }
 			for mode in normal buggy; do
-				# perf is run a second time when it fails: Debian's perf 6.x
-				# now and then aborts while writing the build-ids at the end
-				# ("assertion failed at util/build-id.c", then "stack
-				# smashing detected"), a crash of perf's, not of the case.
+				# perf 6.1 can abort while adding the binaries to its build-id
+				# cache when another perf adds to it at once ("assertion
+				# failed at util/build-id.c", then "stack smashing
+				# detected"): -N keeps it out of the cache (perf report reads
+				# the binaries where they are), and a run that fails anyway
+				# is run a second time.
 				have "$w/$mode.perf" ||
-					timed "perf-$mode" "$dir/run.sh" "$w/build" $mode -- perf record -q -g -o "$w/$mode.perf" -- >>"$log" 2>&1 ||
-					timed "perf-$mode" "$dir/run.sh" "$w/build" $mode -- perf record -q -g -o "$w/$mode.perf" -- >>"$log" 2>&1 ||
+					timed "perf-$mode" "$dir/run.sh" "$w/build" $mode -- perf record -q -N -g -o "$w/$mode.perf" -- >>"$log" 2>&1 ||
+					timed "perf-$mode" "$dir/run.sh" "$w/build" $mode -- perf record -q -N -g -o "$w/$mode.perf" -- >>"$log" 2>&1 ||
 					{ rm -f "$w/$mode.perf"; echo "$c: perf $mode run failed twice, see $log" >&2; exit 1; }
 				have "$w/$mode.ev.rec" ||
 					timed "events-$mode" "$dir/run.sh" "$w/build" $mode -- "$culprit" record --events cpu,syscalls,sched -o "$w/$mode.ev.rec" -- >>"$log" 2>&1 ||

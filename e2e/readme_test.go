@@ -126,10 +126,11 @@ func TestReadmeDemo(t *testing.T) {
 	}
 
 	// What the demo says of perf record -g: a sample in checksum has main
-	// as its caller, never the request that called it.
+	// as its caller, never the request that called it. -N keeps perf
+	// out of its build-id cache, which two perfs at once can abort on.
 	perf := testutil.NeedTool(t, "perf")
 	data := filepath.Join(dir, "perf.data")
-	if b, err := exec.Command(perf, "record", "-q", "-g", "-o", data, filepath.Join(dir, "culprit-demo", "demo"), "10").CombinedOutput(); err != nil {
+	if b, err := exec.Command(perf, "record", "-q", "-N", "-g", "-o", data, filepath.Join(dir, "culprit-demo", "demo"), "10").CombinedOutput(); err != nil {
 		t.Fatalf("perf record: %v\n%s", err, b)
 	}
 	script, err := exec.Command(perf, "script", "-i", data, "-F", "ip,sym").Output()

@@ -31,7 +31,12 @@ func perfScript(t *testing.T, record []string, cmd ...string) (string, map[strin
 	testutil.NeedRoot(t)
 	testutil.Need(t, perfInstalled(), "needs the perf tool")
 	data := filepath.Join(t.TempDir(), "perf.data")
-	args := append(append([]string{"record", "-q", "-o", data}, record...), "--")
+	// -N: perf does not add the binaries to its build-id cache
+	// (~/.debug). Two perf records adding to it at once (go test runs
+	// packages side by side) can abort perf 6.1 ("assertion failed at
+	// util/build-id.c", then "stack smashing detected"); the binaries
+	// are at their paths while perf script reads them.
+	args := append(append([]string{"record", "-q", "-N", "-o", data}, record...), "--")
 	args = append(args, cmd...)
 	if out, err := exec.Command("perf", args...).CombinedOutput(); err != nil {
 		t.Fatalf("perf %s: %v\n%s", strings.Join(args, " "), err, out)

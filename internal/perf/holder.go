@@ -7,21 +7,19 @@ import (
 )
 
 // OpenRingHolder opens an event whose only use is to own the ring buffer of
-// one CPU: a disabled dummy software event on cpu, which never writes a
-// record itself. Sampling events of that CPU opened later, on any task or
-// on the CPU, write into its ring with SetOutput.
+// one CPU: a disabled dummy software event of the calling process on cpu,
+// which never writes a record itself. Sampling events of that CPU opened
+// later, on any task, write into its ring with SetOutput.
 //
-// It lets a recorder prepare its rings before the process to sample exists.
-// With perCPU the event is the CPU's (pid -1, as per-CPU sampling events
-// need the same privilege): no task has a perf event then, and the
-// scheduler's perf hooks stay off. Without, it is bound to the process's
-// main thread, which lives as long as the process, so its ring is never
-// hung up while in use; and it pays early the kernel's one-time cost of a
-// task-bound event: when no task-bound perf event has existed for about a
-// second, the first one to be opened enables the scheduler's perf hooks and
-// waits for an RCU grace period (8–30 ms on a 2-vCPU VM), after which
-// opening more costs microseconds.
-func OpenRingHolder(cpu int, perCPU bool) (*Event, error) {
+// It lets a recorder prepare its rings before the process to sample exists,
+// and it pays early the kernel's one-time cost of a task-bound event: when no
+// task-bound perf event has existed for about a second, the first one to be
+// opened enables the scheduler's perf hooks and waits for an RCU grace period
+// (8–30 ms on a 2-vCPU VM), after which opening more costs microseconds.
+//
+// The event is bound to the process's main thread, which lives as long as
+// the process, so its ring is never hung up while in use.
+func OpenRingHolder(cpu int) (*Event, error) {
 	a := &unix.PerfEventAttr{
 		Type:   unix.PERF_TYPE_SOFTWARE,
 		Config: unix.PERF_COUNT_SW_DUMMY,
@@ -32,13 +30,9 @@ func OpenRingHolder(cpu int, perCPU bool) (*Event, error) {
 		Bits:    unix.PerfBitDisabled | unix.PerfBitExcludeKernel | unix.PerfBitExcludeHv | unix.PerfBitUseClockID | unix.PerfBitWatermark,
 		Clockid: unix.CLOCK_MONOTONIC,
 	}
-	pid := unix.Getpid()
-	if perCPU {
-		pid = -1
-	}
-	fd, err := OpenTask(a, pid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	fd, err := OpenTask(a, unix.Getpid(), cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
 	if err != nil {
-		return nil, explain(err, Config{ExcludeKernel: true}, pid, cpu)
+		return nil, explain(err, Config{ExcludeKernel: true}, unix.Getpid(), cpu)
 	}
-	return &Event{FD: fd, CPU: cpu, TID: pid}, nil
+	return &Event{FD: fd, CPU: cpu, TID: unix.Getpid()}, nil
 }

@@ -12,16 +12,9 @@ import (
 
 // A ring holder owns a ring that a sampling event of another task writes to
 // (here another thread of this process, as a recorder's target is another
-// process), writes nothing itself, and decodes as the event it receives:
-// the CPU's holder as a holder bound to this process.
+// process), writes nothing itself, and decodes as the event it receives.
 func TestRingHolder(t *testing.T) {
-	for _, perCPU := range []bool{false, true} {
-		t.Run(map[bool]string{false: "task", true: "cpu"}[perCPU], func(t *testing.T) { ringHolder(t, perCPU) })
-	}
-}
-
-func ringHolder(t *testing.T, perCPU bool) {
-	h, r := holderOnCPU0(t, perCPU)
+	h, r := holderOnCPU0(t)
 	tid := unix.Gettid()
 	ev, err := Open(Config{Frequency: 4999, StackBytes: 512, MaxStack: 16, UserRegs: RegsUnwind}, tid, 0, -1)
 	if err != nil {
@@ -70,9 +63,8 @@ func ringHolder(t *testing.T, perCPU bool) {
 }
 
 // holderOnCPU0 pins the test's thread to CPU 0 (until the test ends) and
-// opens a ring holder of CPU 0 (perCPU: the CPU's) with a ring of 16 pages,
-// closed at the end.
-func holderOnCPU0(t *testing.T, perCPU bool) (*Event, *Ring) {
+// opens a ring holder of CPU 0 with a ring of 16 pages, closed at the end.
+func holderOnCPU0(t *testing.T) (*Event, *Ring) {
 	t.Helper()
 	testutil.NeedRoot(t)
 	runtime.LockOSThread()
@@ -86,7 +78,7 @@ func holderOnCPU0(t *testing.T, perCPU bool) (*Event, *Ring) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { unix.SchedSetaffinity(0, &old) })
-	h, err := OpenRingHolder(0, perCPU)
+	h, err := OpenRingHolder(0)
 	if err != nil {
 		t.Fatal(err)
 	}

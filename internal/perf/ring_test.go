@@ -15,7 +15,7 @@ import (
 // ring fills again and records that wrap around its end come whole, from a
 // copy.
 func TestRingPeekRelease(t *testing.T) {
-	h, r := holderOnCPU0(t, false)
+	h, r := holderOnCPU0(t)
 	ev, err := Open(Config{Frequency: 4999, StackBytes: 512, MaxStack: 16, UserRegs: RegsUnwind}, unix.Gettid(), 0, -1)
 	if err != nil {
 		t.Fatal(err)

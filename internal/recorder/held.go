@@ -12,13 +12,10 @@ import (
 // mapped rings. The rings are made in the background instead, on ring
 // holders (perf.OpenRingHolder), while the recorder creates its output and
 // starts the command; the command's own events are then redirected into
-// them. Mapping a ring (about 0.8 ms for 4 MiB) thus overlaps that work
-// instead of following it while the command waits at its exec. Where CPU
-// time is to be sampled per CPU (percpu.go) the holders are the CPUs' own
-// events and no task has a perf event; otherwise they are bound to the
-// recorder, and the kernel's one-time wait when the first task-bound perf
-// event is opened after a quiet second (an RCU grace period, 8–30 ms on
-// the project's VMs) overlaps it too.
+// them. Mapping a ring (about 0.8 ms for 4 MiB) and the kernel's one-time
+// wait when the first task-bound perf event is opened after a quiet second
+// (an RCU grace period, 8–30 ms on the project's VMs) thus overlap that work
+// instead of following it while the command waits at its exec.
 
 // heldRings are cpu-clock rings being prepared for a launch.
 type heldRings struct {
@@ -39,9 +36,6 @@ func holdRings(o Options) *heldRings {
 		return nil
 	}
 	h := &heldRings{done: make(chan struct{})}
-	// As startFollowing decides; a CPU's event refused (no CAP_PERFMON)
-	// is one bound to the recorder instead.
-	perCPU := !o.ThreadClock && !o.UserOnly && o.Jitter <= 0
 	// One goroutine per CPU: the kernel allocates and clears a ring's
 	// pages when it is mapped (3–6 ms for 4 MiB on a busy VM), and the
 	// command waits for every ring.
@@ -53,10 +47,7 @@ func holdRings(o Options) *heldRings {
 		go func() {
 			defer wg.Done()
 			defer func() { recover() }() // openKind maps what is missing
-			ev, err := perf.OpenRingHolder(cpu, perCPU)
-			if err != nil && perCPU {
-				ev, err = perf.OpenRingHolder(cpu, false)
-			}
+			ev, err := perf.OpenRingHolder(cpu)
 			if err != nil {
 				return
 			}

@@ -4,7 +4,6 @@ import (
 	"fmt"
 
 	"github.com/culprit-dev/culprit/internal/follow"
-	"github.com/culprit-dev/culprit/internal/perf"
 	"github.com/culprit-dev/culprit/internal/recording"
 )
 
@@ -16,15 +15,9 @@ import (
 // processes are dropped in the kernel by a BPF program on the events
 // (follow.Set.Filter, or the sampling program with it when that one runs)
 // that keeps those of the followed processes: the target, and each process
-// it forks, added at the fork (internal/follow). The same events report the
-// mmap, comm, fork and exit records the samples are read with, as perf
-// record -a's do: those of every process of the machine, of which the
-// recorder keeps the followed processes' (sidebandFollowed). The target's
-// threads have no perf event of their own: a thread with one (even a
-// dummy event that samples nothing) has its perf context switched out and
-// in at every context switch, which cost a ping-pong of two processes
-// 0.5 µs a switch on the project's VM, a server that blocks once per
-// request several percent of its CPU (docs/performance.md).
+// it forks, added at the fork (internal/follow). The target's threads keep
+// inherited events of their own, dummy ones that sample nothing, for the
+// mmap, comm, fork and exit records the samples are read with.
 //
 // What it changes: a thread's samples are those of the CPU's ticks that
 // find it running, every millisecond of the CPU's time at 999 Hz, not of
@@ -59,10 +52,6 @@ func (s *session) startFollowing() {
 // and of the processes it forks.
 func (s *session) followProcess(pid int) error {
 	s.threadStarted(uint32(pid), uint32(pid))
-	if s.followed == nil {
-		s.followed = map[uint32]bool{}
-	}
-	s.followed[uint32(pid)] = true
 	if s.follow == nil {
 		return nil
 	}
@@ -148,32 +137,10 @@ func (s *session) endProcess(pid uint32) {
 	}
 }
 
-// sidebandFollowed reports whether rec, a record of the per-CPU events
-// (cpuSideband), is of a followed process; a fork by one makes the new
-// process followed (a new thread's fork record names its own process as
-// the parent). Records are handled in time order, so a process's fork
-// comes before its mappings and its exit. Samples are the sampling
-// program's to filter, and pass.
-func (s *session) sidebandFollowed(rec any) bool {
-	switch r := rec.(type) {
-	case *perf.Mmap:
-		return s.followed[r.PID]
-	case *perf.Comm:
-		return s.followed[r.PID]
-	case *perf.Task:
-		if r.Type != perf.RecordExit && s.followed[r.PPID] {
-			s.followed[r.PID] = true
-		}
-		return s.followed[r.PID]
-	}
-	return true
-}
-
 // dropEnded forgets the processes that ended before this drain began.
 func (s *session) dropEnded() {
 	for pid, at := range s.ended {
 		if at < s.drains {
-			delete(s.followed, pid)
 			delete(s.ended, pid)
 			delete(s.spaces, pid)
 			s.forget(pid)

@@ -426,11 +426,6 @@ type session struct {
 	perCPU        bool
 	cpuClocks     bool
 	clocksStarted bool
-	// cpuSideband: the mmap, comm and task records come from the per-CPU
-	// events, for every process of the machine; followed holds the
-	// processes whose records are kept (percpu.go).
-	cpuSideband bool
-	followed    map[uint32]bool
 
 	buf   []byte   // the records of a drain that wrap around their ring's end
 	recs  [][]byte // a ring's records, in the ring's memory or buf (perf.Ring.Peek)
@@ -781,15 +776,18 @@ func (s *session) openKind(tids []int, k *eventKind, noSideband bool) error {
 		}
 	}
 	if k.tp == nil && s.perCPU && !s.cpuClocks {
-		if err := s.openCPUClocks(cfg, k, pages, !noSideband); err != nil {
+		if err := s.openCPUClocks(cfg, k, pages); err != nil {
 			return err
 		}
 	}
 	if k.tp == nil && s.perCPU {
-		// CPU time comes from the per-CPU events, which also report the
-		// mappings, names and forks the samples need, unless another
-		// kind's events do (cpuSideband).
-		return nil
+		// CPU time comes from the per-CPU events: the threads' events
+		// only report what the samples need (mappings, names, forks),
+		// unless another kind's events do.
+		if noSideband {
+			return nil
+		}
+		cfg.Sideband = true
 	}
 	for _, tid := range tids {
 		for _, cpu := range s.cpus {
@@ -823,13 +821,11 @@ func (s *session) openKind(tids []int, k *eventKind, noSideband bool) error {
 
 // openCPUClocks opens the cpu-clock event of each CPU, which samples
 // whatever runs there and keeps, in its BPF program, the samples of the
-// followed processes; with sideband, the events also report the mmap,
-// comm and task records of every process, of which handle keeps the
-// followed processes' (cpuSideband). Where the kernel refuses per-CPU
-// events (a user without CAP_PERFMON), it closes what it opened and falls
-// back to events on the threads.
-func (s *session) openCPUClocks(cfg perf.Config, k *eventKind, pages int, sideband bool) error {
-	cfg.Inherit, cfg.NoSideband, cfg.Disabled = false, !sideband, true
+// followed processes. Where the kernel refuses per-CPU events (a user
+// without CAP_PERFMON), it closes what it opened and falls back to events
+// on the threads.
+func (s *session) openCPUClocks(cfg perf.Config, k *eventKind, pages int) error {
+	cfg.Inherit, cfg.NoSideband, cfg.Disabled = false, true, true
 	var evs []*perf.Event
 	for _, cpu := range s.cpus {
 		ev, err := perf.Open(cfg, -1, cpu, -1)
@@ -845,7 +841,7 @@ func (s *session) openCPUClocks(cfg perf.Config, k *eventKind, pages int, sideba
 		}
 		evs = append(evs, ev)
 	}
-	s.cpuClocks, s.cpuSideband = true, sideband
+	s.cpuClocks = true
 	for i, ev := range evs {
 		s.events = append(s.events, ev)
 		s.clockEvents = append(s.clockEvents, ev)
@@ -1088,9 +1084,6 @@ func (s *session) write(r recording.Record) {
 
 // handle turns one decoded perf record into recording records.
 func (s *session) handle(rec any) {
-	if s.cpuSideband && !s.sidebandFollowed(rec) {
-		return
-	}
 	switch r := rec.(type) {
 	case *perf.Mmap:
 		if r.Prot&unix.PROT_EXEC == 0 {

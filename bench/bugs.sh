@@ -134,12 +134,11 @@ one() {
 			# remove it).
 			have() { [ $keep = 1 ] && [ -s "$1" ] && return 0; rm -f "$1"; return 1; }
 			for mode in normal buggy; do
-				# perf 6.1 can abort while adding the binaries to its build-id
-				# cache when another perf adds to it at once ("assertion
-				# failed at util/build-id.c", then "stack smashing
-				# detected"): -N keeps it out of the cache (perf report reads
-				# the binaries where they are), and a run that fails anyway
-				# is run a second time.
+				# -N leaves perf's build-id cache (~/.debug) alone: perf report
+				# reads the binaries where they are. perf 6.1 now and then
+				# aborts at the end of a run ("assertion failed at
+				# util/build-id.c", then "stack smashing detected"), a crash
+				# of perf's, not of the case: a run that fails is run again.
 				have "$w/$mode.perf" ||
 					timed "perf-$mode" "$dir/run.sh" "$w/build" $mode -- perf record -q -N -g -o "$w/$mode.perf" -- >>"$log" 2>&1 ||
 					timed "perf-$mode" "$dir/run.sh" "$w/build" $mode -- perf record -q -N -g -o "$w/$mode.perf" -- >>"$log" 2>&1 ||

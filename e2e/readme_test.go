@@ -126,8 +126,8 @@ func TestReadmeDemo(t *testing.T) {
 	}
 
 	// What the demo says of perf record -g: a sample in checksum has main
-	// as its caller, never the request that called it. -N keeps perf
-	// out of its build-id cache, which two perfs at once can abort on.
+	// as its caller, never the request that called it. -N leaves perf's
+	// build-id cache alone.
 	perf := testutil.NeedTool(t, "perf")
 	data := filepath.Join(dir, "perf.data")
 	if b, err := exec.Command(perf, "record", "-q", "-N", "-g", "-o", data, filepath.Join(dir, "culprit-demo", "demo"), "10").CombinedOutput(); err != nil {

@@ -31,10 +31,7 @@ func perfScript(t *testing.T, record []string, cmd ...string) (string, map[strin
 	testutil.NeedRoot(t)
 	testutil.Need(t, perfInstalled(), "needs the perf tool")
 	data := filepath.Join(t.TempDir(), "perf.data")
-	// -N: perf does not add the binaries to its build-id cache
-	// (~/.debug). Two perf records adding to it at once (go test runs
-	// packages side by side) can abort perf 6.1 ("assertion failed at
-	// util/build-id.c", then "stack smashing detected"); the binaries
+	// -N: perf leaves its build-id cache (~/.debug) alone; the binaries
 	// are at their paths while perf script reads them.
 	args := append(append([]string{"record", "-q", "-N", "-o", data}, record...), "--")
 	args = append(args, cmd...)

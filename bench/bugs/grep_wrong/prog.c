@@ -2,7 +2,8 @@
  * as binary entries (time, unit, priority, message id); grep_journal
  * renders each file's entries as text lines (render_file) and searches them
  * for a fixed string (grep_buffer, one match_line per line), counting the
- * matching lines. Options: -i (ignore case).
+ * matching lines. Options: -i (ignore case), -v (count the lines that do
+ * not match).
  *
  * match_line picks the matcher: a Horspool search over bytes (match_fast,
  * which folds case through a table when -i is given) or a search that
@@ -16,7 +17,7 @@
  * pat->multibyte). An ASCII pattern with -i, the common case, decodes
  * every byte of the input. The fix tests the pattern, not the locale.
  *
- *   prog [-i] PATTERN
+ *   prog [-i] [-v] PATTERN
  */
 #include <locale.h>
 #include <time.h>
@@ -43,6 +44,7 @@ struct pattern {
 	const char *s;
 	size_t len;
 	int icase;
+	int invert;       /* -v: select the lines that do not match */
 	int multibyte;    /* the pattern holds a non-ASCII byte */
 	int mb_locale;    /* MB_CUR_MAX > 1 */
 	unsigned char fold[256];
@@ -64,16 +66,17 @@ static const char *msgs[] = {
 	"pulling image \"registry.local/app:%u.%u.%u\": context deadline exceeded (TIMEOUT)",
 };
 
-long cfg_icase;
+long cfg_icase, cfg_invert;
 static char *file_buf;
 static size_t file_cap;
 
-noinline void compile_pattern(struct pattern *p, const char *s, int icase)
+noinline void compile_pattern(struct pattern *p, const char *s, int icase, int invert)
 {
 	memset(p, 0, sizeof *p);
 	p->s = s;
 	p->len = strlen(s);
 	p->icase = icase;
+	p->invert = invert;
 	p->mb_locale = MB_CUR_MAX > 1;
 	for (int c = 0; c < 256; c++)
 		p->fold[c] = icase && c < 128 ? (unsigned char)towlower((wint_t)c) : (unsigned char)c;
@@ -149,9 +152,12 @@ noinline int match_mb(const struct pattern *p, const char *line, size_t n)
  * locale, not on the pattern (fix: p->icase && p->multibyte). */
 noinline int match_line(const struct pattern *p, const char *line, size_t n)
 {
+	int found;
 	if (p->icase && p->mb_locale)
-		return match_mb(p, line, n);
-	return match_fast(p, line, n);
+		found = match_mb(p, line, n);
+	else
+		found = match_fast(p, line, n);
+	return found != p->invert;
 }
 
 noinline long grep_buffer(const struct pattern *p, const char *buf, size_t n, long *lines)
@@ -221,18 +227,22 @@ noinline long grep_journal(const struct pattern *p, long *lines)
 int main(int argc, char **argv)
 {
 	int a = 1;
-	if (a < argc && strcmp(argv[a], "-i") == 0) {
-		cfg_icase = 1;
-		a++;
+	for (; a < argc && argv[a][0] == '-'; a++) {
+		if (strcmp(argv[a], "-i") == 0)
+			cfg_icase = 1;
+		else if (strcmp(argv[a], "-v") == 0)
+			cfg_invert = 1;
+		else
+			a = argc;
 	}
 	if (a >= argc) {
-		fprintf(stderr, "usage: prog [-i] PATTERN\n");
+		fprintf(stderr, "usage: prog [-i] [-v] PATTERN\n");
 		return 2;
 	}
 	if (!setlocale(LC_ALL, "C.UTF-8"))
 		setlocale(LC_ALL, "");
 	struct pattern p;
-	compile_pattern(&p, argv[a], (int)cfg_icase);
+	compile_pattern(&p, argv[a], (int)cfg_icase, (int)cfg_invert);
 	file_cap = 1 << 20;
 	file_buf = malloc(file_cap);
 	if (!file_buf)

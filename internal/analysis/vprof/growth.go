@@ -1067,6 +1067,7 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 	// grew by what it was handed, more calls or items on which it ran to
 	// its bound (docs/vprof.md, "Work bounded per call").
 	calledMore := make([][]int, len(ids)) // function → the callers it ranks below for this
+	newPaths := map[int32]int{}           // a path only the buggy runs took → the caller that decided it
 	below := make([][]int, len(ids))      // function → the functions it ranks below
 	for i, g := range ids {
 		gr := &fs[i]
@@ -1074,7 +1075,11 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 			continue
 		}
 		noneOwn := gr.Evidence == EvidenceOwnTime || gr.Evidence == EvidenceVariable && noMore(gr.Var)
-		if !noneOwn && gr.Evidence != EvidenceNone {
+		// A function only the buggy runs reached has no normal work to
+		// compare its work per call with: what changed is that it was
+		// called at all (docs/vprof.md, "A path its caller decided").
+		cold := gr.Evidence == EvidenceNewPath
+		if !noneOwn && !cold && gr.Evidence != EvidenceNone {
 			continue
 		}
 		// A recursive function makes more calls of itself on its own
@@ -1090,7 +1095,7 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 			}
 		}
 		bounded := false
-		if loopVar == "" {
+		if loopVar == "" && !cold {
 			if bounded = a.bounded(g); !bounded {
 				continue
 			}
@@ -1104,6 +1109,25 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 		if !c.Share.Grew() || !share(nc.edges[top], nc.n, topN, bc.n).Grew() {
 			continue
 		}
+		if cold {
+			// The caller decided to run it: it ran in the normal runs
+			// itself, and its code calls the function directly on a
+			// test of its own. A call through a pointer, or one the
+			// caller makes on every call, was decided elsewhere.
+			if nc.incl[top.caller] == 0 || !a.guardedCall(top.caller, gr.Name) {
+				continue
+			}
+			calledMore[i] = append(calledMore[i], j)
+			c.CalledMore = &CalledMore{Callee: gr.Name, New: true}
+			if p, known := a.callPattern(top.caller, gr.Name); known {
+				c.Pattern = p
+			}
+			c.Discount = 0
+			score[j] = math.Max(score[j], c.Share.Change)
+			through[j], c.Through = -1, ""
+			newPaths[g] = j
+			continue
+		}
 		calledMore[i] = append(calledMore[i], j)
 		if c.Evidence == EvidenceNone || mixOnly(c) {
 			// It answers for its growth, above the callee it called more.
@@ -1113,6 +1137,27 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 			}
 			score[j] = c.Share.Change
 			through[j], c.Through = -1, ""
+		}
+	}
+	// What runs under a path its caller decided is that decision's work:
+	// every function whose growth all occurs under it ranks below the
+	// caller.
+	if len(newPaths) > 0 {
+		tops := map[int32]bool{}
+		for g := range newPaths {
+			tops[g] = true
+		}
+		nu, bu := nc.under(tops), bc.under(tops)
+		for g, ci := range newPaths {
+			for h, n := range bu[g] {
+				j, ok := idx[h]
+				if !ok || j == ci || h == g || !fs[j].Share.Grew() {
+					continue
+				}
+				if outside := share(nc.incl[h]-nu[g][h], nc.n, bc.incl[h]-n, bc.n); !outside.Grew() {
+					below[j] = append(below[j], ci)
+				}
+			}
 		}
 	}
 	// A function only the buggy runs reached did its work in what it
@@ -2028,7 +2073,9 @@ func why(f *FunctionResult) string {
 	if f.Through != "" && f.Calls == nil {
 		fmt.Fprintf(&b, "; encloses %s, which carries its growth", f.Through)
 	}
-	if c := f.CalledMore; c != nil && c.Bounded {
+	if c := f.CalledMore; c != nil && c.New {
+		fmt.Fprintf(&b, "; its code decides, on a test of its own, to call %s, which ran in no normal run", c.Callee)
+	} else if c != nil && c.Bounded {
 		fmt.Fprintf(&b, "; handed %s more work, whose loops run at most a fixed number of times per call (more calls, or calls run to that bound)", c.Callee)
 	} else if c != nil {
 		fmt.Fprintf(&b, "; called %s more often, whose loops did the same work per call (%s in its normal range)", c.Callee, c.Variable)

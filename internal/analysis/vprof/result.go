@@ -242,6 +242,9 @@ type CalledMore struct {
 	Callee   string `json:"callee"`
 	Variable string `json:"variable"`
 	Bounded  bool   `json:"bounded,omitempty"`
+	// New: the callee ran in no normal run, and this function's code
+	// calls it on a test of its own: it decided to take that path.
+	New bool `json:"new,omitempty"`
 }
 
 // Calls is the part of a function's time (samples whose stack holds it)

@@ -214,6 +214,18 @@ func (a *Analyzer) oncePerCall(f int32, callee string) bool {
 	return ok && !guarded
 }
 
+// guardedCall says whether function f's machine code calls callee
+// directly on a test of its own (a conditional jump that decides whether
+// the call is reached); false when the code cannot tell.
+func (a *Analyzer) guardedCall(f int32, callee string) bool {
+	fn := a.funcs[f]
+	if a.guardOf == nil || !fn.atOK {
+		return false
+	}
+	guarded, _, ok := a.guardOf(fn.object, fn.at, callee)
+	return ok && guarded
+}
+
 // bounded says whether function f's code does at most a fixed amount of
 // work per call (BoundFunc); false when the machine code cannot tell.
 func (a *Analyzer) bounded(f int32) bool {

@@ -53,6 +53,9 @@
 # at a time; each case's analyses run in the background while the next
 # case records, BUGS_JOBS=N cases at a time (default 1; with -a, N cases'
 # analyses at a time). BUGS_VPROF=0 leaves the vprof column out ("-").
+# BUGS_VALUES=1 records only the value recordings and runs only diagnose
+# (perf, report and contexts "-"): on a loaded machine the perf and
+# --events runs take about as long as the value runs.
 #
 # Needs root (perf events), gcc, perf and jq; Debian cases also apt-get source.
 set -euo pipefail
@@ -122,7 +125,10 @@ one() {
 		timed() { local l=$1; shift; /usr/bin/time -a -o "$w/times.txt" -f "$l %e %U %S" "$@"; }
 		# rec K: the suffix of pair K's value recordings.
 		rec() { [ "$1" = 1 ] && echo rec || echo "$1.rec"; }
-		if [ "$phase" != analyse ] && { [ $again = 0 ] || [ ! -f "$w/buggy.ev.rec" ]; }; then
+		only=${BUGS_VALUES:-0}
+		recorded=$w/buggy.ev.rec
+		[ "$only" = 1 ] && recorded=$w/buggy.rec
+		if [ "$phase" != analyse ] && { [ $again = 0 ] || [ ! -f "$recorded" ]; }; then
 			[ $keep = 1 ] || : >"$log"
 			[ $keep = 1 ] || : >"$w/times.txt"
 			if [ -x "$dir/build.sh" ]; then
@@ -134,6 +140,7 @@ one() {
 			# remove it).
 			have() { [ $keep = 1 ] && [ -s "$1" ] && return 0; rm -f "$1"; return 1; }
 			for mode in normal buggy; do
+				[ "$only" = 1 ] && break
 				# -N leaves perf's build-id cache (~/.debug) alone: perf report
 				# reads the binaries where they are. perf 6.1 now and then
 				# aborts at the end of a run ("assertion failed at
@@ -180,9 +187,10 @@ one() {
 		[ "$phase" = record ] && exit 0
 		# The analyses' times replace those of an earlier analysis.
 		[ -f "$w/times.txt" ] && sed -i '/^\(perf-report\|report\|diagnose\|contexts\)/d' "$w/times.txt"
-		perf_rank=$(timed perf-report perf report -i "$w/buggy.perf" --no-children --sort symbol -g none --stdio -q 2>/dev/null |
+		perf_rank=- report_rank=- ctx_rank=-
+		[ "$only" = 1 ] || perf_rank=$(timed perf-report perf report -i "$w/buggy.perf" --no-children --sort symbol -g none --stdio -q 2>/dev/null |
 			sed -n 's/^ *[0-9.]*% *\[[.k]\] \([^ ]*\).*/\1/p' | rank "$ROOT_CAUSE")
-		report_rank=$(timed report "$culprit" report "$w/buggy.rec" --format json 2>/dev/null | jq -r '.entries[].name' | rank "$ROOT_CAUSE")
+		[ "$only" = 1 ] || report_rank=$(timed report "$culprit" report "$w/buggy.rec" --format json 2>/dev/null | jq -r '.entries[].name' | rank "$ROOT_CAUSE")
 		diag() { # diag K JSON FLAGS...: rank and pattern on pair K
 			local k=$1 j=$w/$2
 			shift 2
@@ -204,7 +212,7 @@ one() {
 			echo "$k ${d% *} $(mark "${d#* }") ${v% *} $(mark "${v#* }")" >>"$w/pairs.txt"
 		done
 		[ -s "$w/pairs.txt" ] || { echo "$c: no pair of value recordings in $w" >&2; exit 1; }
-		ctx_rank=$(timed contexts "$culprit" contexts --base "$w/normal.ev.rec" --buggy "$w/buggy.ev.rec" --top 0 --format json 2>>"$log" |
+		[ "$only" = 1 ] || ctx_rank=$(timed contexts "$culprit" contexts --base "$w/normal.ev.rec" --buggy "$w/buggy.ev.rec" --top 0 --format json 2>>"$log" |
 			jq -r --arg n "$ROOT_CAUSE" '[.paths[] | select(any(.frames[]; .name == $n)) | .rank][0] // "-"')
 		# Per method: the median rank (the middle one, the worse of the two
 		# for an even count; "-" below every rank), the pairs ranking it 1st

@@ -1067,19 +1067,11 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 	// grew by what it was handed, more calls or items on which it ran to
 	// its bound (docs/vprof.md, "Work bounded per call").
 	calledMore := make([][]int, len(ids)) // function → the callers it ranks below for this
-	newPaths := map[int32]int{}           // a path only the buggy runs took → the caller that decided it
+	newWork := map[int32]int{}            // new work → the caller that decided to run it
 	below := make([][]int, len(ids))      // function → the functions it ranks below
 	for i, g := range ids {
 		gr := &fs[i]
 		if !gr.Share.Grew() || a.system(g) {
-			continue
-		}
-		noneOwn := gr.Evidence == EvidenceOwnTime || gr.Evidence == EvidenceVariable && noMore(gr.Var)
-		// A function only the buggy runs reached has no normal work to
-		// compare its work per call with: what changed is that it was
-		// called at all (docs/vprof.md, "A path its caller decided").
-		cold := gr.Evidence == EvidenceNewPath
-		if !noneOwn && !cold && gr.Evidence != EvidenceNone {
 			continue
 		}
 		// A recursive function makes more calls of itself on its own
@@ -1087,18 +1079,6 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 		// decide them.
 		if bc.edges[edge{g, g}] > 0 {
 			continue
-		}
-		var loopVar string
-		if noneOwn && ownWork(gr) {
-			if v, more, ok := a.loopWork(charged[g]); ok && !more {
-				loopVar = v
-			}
-		}
-		bounded := false
-		if loopVar == "" && !cold {
-			if bounded = a.bounded(g); !bounded {
-				continue
-			}
 		}
 		top, topN := bc.heaviest(g, false)
 		j, ok := idx[top.caller]
@@ -1109,14 +1089,15 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 		if !c.Share.Grew() || !share(nc.edges[top], nc.n, topN, bc.n).Grew() {
 			continue
 		}
-		if cold {
-			// The caller decided to run it: it ran in the normal runs
-			// itself, and its code calls the function directly on a
-			// test of its own. A call through a pointer, or one the
-			// caller makes on every call, was decided elsewhere.
-			if nc.incl[top.caller] == 0 || !a.guardedCall(top.caller, gr.Name) {
-				continue
-			}
+		// New work: a function whose own code did its growth and that
+		// the normal runs (almost) never reached has no normal work per
+		// call to compare with; what changed is that it was called. A
+		// caller that ran in the normal runs and calls it directly on a
+		// test of its own decided that (docs/vprof.md, "New work its
+		// caller decided"). A call through a pointer, or one the caller
+		// makes on every call of its own, was decided elsewhere.
+		if nc.incl[g] < SameWorkSamples && ownWork(gr) && nc.incl[top.caller] >= SameWorkSamples &&
+			a.guardedCall(top.caller, gr.Name) {
 			calledMore[i] = append(calledMore[i], j)
 			c.CalledMore = &CalledMore{Callee: gr.Name, New: true}
 			if p, known := a.callPattern(top.caller, gr.Name); known {
@@ -1125,8 +1106,24 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 			c.Discount = 0
 			score[j] = math.Max(score[j], c.Share.Change)
 			through[j], c.Through = -1, ""
-			newPaths[g] = j
+			newWork[g] = j
 			continue
+		}
+		noneOwn := gr.Evidence == EvidenceOwnTime || gr.Evidence == EvidenceVariable && noMore(gr.Var)
+		if !noneOwn && gr.Evidence != EvidenceNone {
+			continue
+		}
+		var loopVar string
+		if noneOwn && ownWork(gr) {
+			if v, more, ok := a.loopWork(charged[g]); ok && !more {
+				loopVar = v
+			}
+		}
+		bounded := false
+		if loopVar == "" {
+			if bounded = a.bounded(g); !bounded {
+				continue
+			}
 		}
 		calledMore[i] = append(calledMore[i], j)
 		if c.Evidence == EvidenceNone || mixOnly(c) {
@@ -1139,16 +1136,16 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 			through[j], c.Through = -1, ""
 		}
 	}
-	// What runs under a path its caller decided is that decision's work:
-	// every function whose growth all occurs under it ranks below the
-	// caller.
-	if len(newPaths) > 0 {
+	// What runs under new work its caller decided is that decision's
+	// work: every function whose growth all occurs under it ranks below
+	// the caller.
+	if len(newWork) > 0 {
 		tops := map[int32]bool{}
-		for g := range newPaths {
+		for g := range newWork {
 			tops[g] = true
 		}
 		nu, bu := nc.under(tops), bc.under(tops)
-		for g, ci := range newPaths {
+		for g, ci := range newWork {
 			for h, n := range bu[g] {
 				j, ok := idx[h]
 				if !ok || j == ci || h == g || !fs[j].Share.Grew() {
@@ -2074,7 +2071,7 @@ func why(f *FunctionResult) string {
 		fmt.Fprintf(&b, "; encloses %s, which carries its growth", f.Through)
 	}
 	if c := f.CalledMore; c != nil && c.New {
-		fmt.Fprintf(&b, "; its code decides, on a test of its own, to call %s, which ran in no normal run", c.Callee)
+		fmt.Fprintf(&b, "; its code decides, on a test of its own, to call %s, new work that the normal runs hardly ran (in fewer than %d of their samples)", c.Callee, SameWorkSamples)
 	} else if c != nil && c.Bounded {
 		fmt.Fprintf(&b, "; handed %s more work, whose loops run at most a fixed number of times per call (more calls, or calls run to that bound)", c.Callee)
 	} else if c != nil {

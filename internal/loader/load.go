@@ -1203,10 +1203,26 @@ func (l *loader) findTailFrames(sp *space, ret, inner uint64, innerIsReturn bool
 		return nil
 	}
 	mi, ok := sp.find(inner)
-	if !ok || mi.obj != m.obj || m.obj == 0 {
+	if !ok || m.obj == 0 || mi.obj == 0 {
 		return nil
 	}
 	var ids []int32
+	if mi.obj != m.obj {
+		// A call into another object through a PLT stub, which entered
+		// it at the function the stub names.
+		obj, in := l.object(m), l.object(mi)
+		if obj == nil || in == nil {
+			return nil
+		}
+		name, ok := obj.StubCall(ret - m.start + m.pgoff)
+		if !ok {
+			return nil
+		}
+		for _, off := range in.TailCallsFrom(name, inner-mi.start+mi.pgoff) {
+			ids = append(ids, l.objectFrames(mi, off)...)
+		}
+		return ids
+	}
 	if obj := l.object(m); obj != nil {
 		for _, off := range obj.TailCalls(ret-m.start+m.pgoff, inner-mi.start+mi.pgoff) {
 			ids = append(ids, l.objectFrames(m, off)...)

@@ -42,6 +42,7 @@ type objData struct {
 	tails  map[uint64][]tailJump  // function entry → its jumps to other functions (TailCalls)
 	calls  map[uint64]uint64      // return address → the target of the direct call before it, 0 if none
 	chains map[[2]uint64][]uint64 // (call target, inner function) → TailCalls' answer
+	named  map[string]uint64      // a sized function symbol's name → its entry (entryOf)
 }
 
 // segment is a PT_LOAD program header: file [off, off+filesz) is mapped at

@@ -35,6 +35,54 @@ func (o *Object) TailCalls(retOff, innerOff uint64) []uint64 {
 	if !ok {
 		return nil
 	}
+	if e, ok := d.ownStub(target); ok {
+		// A call through the object's own PLT stub of a function it
+		// defines (a shared library calls its exported functions so).
+		target = e
+	}
+	return d.chainTo(target, inner)
+}
+
+// StubCall names the function reached by the PLT stub that the direct
+// call ending right before file offset retOff calls: the function a call
+// into another object went to. ok is false when the instruction there is
+// no call of a PLT stub.
+func (o *Object) StubCall(retOff uint64) (name string, ok bool) {
+	d := o.d
+	ret, ok := d.vaddr(retOff)
+	if !ok || ret < 5 {
+		return "", false
+	}
+	d.load()
+	target, ok := d.callTarget(ret)
+	if !ok {
+		return "", false
+	}
+	return d.syms.stub(target)
+}
+
+// TailCallsFrom is TailCalls for a call that entered this object at the
+// function named entry (through another object's PLT stub, StubCall):
+// the file offsets of the jumps by which entry and the functions it
+// jumped to reached the function holding innerOff, innermost first; nil
+// when entry is that function or no chain of jumps explains the gap.
+func (o *Object) TailCallsFrom(entry string, innerOff uint64) []uint64 {
+	d := o.d
+	inner, ok := d.vaddr(innerOff)
+	if !ok {
+		return nil
+	}
+	d.load()
+	target, ok := d.entryOf(entry)
+	if !ok {
+		return nil
+	}
+	return d.chainTo(target, inner)
+}
+
+// chainTo is TailCalls for a call of the function at target, with inner
+// the PC of the frame below it.
+func (d *objData) chainTo(target, inner uint64) []uint64 {
 	innerStart, _, ok := d.syms.bounds(inner)
 	if !ok || innerStart == target {
 		return nil
@@ -214,6 +262,10 @@ func decodeTailJumps(d *objData, code []byte, start, end uint64) []tailJump {
 		}
 		if s, _, ok := d.syms.bounds(to); ok && s == to {
 			out = append(out, tailJump{at: at, to: to})
+		} else if e, ok := d.ownStub(to); ok && e != start {
+			// A tail call through the object's own PLT stub of a
+			// function it defines.
+			out = append(out, tailJump{at: at, to: e})
 		}
 	}
 	return out
@@ -226,4 +278,33 @@ func isJump(op x86asm.Op) bool {
 		return true
 	}
 	return false
+}
+
+// ownStub returns the entry of the function that the PLT stub holding addr
+// reaches, when this object defines it; ok is false when addr is in no
+// stub or the function is another object's.
+func (d *objData) ownStub(addr uint64) (uint64, bool) {
+	name, ok := d.syms.stub(addr)
+	if !ok {
+		return 0, false
+	}
+	return d.entryOf(name)
+}
+
+// entryOf returns the entry of the sized function symbol named name.
+func (d *objData) entryOf(name string) (uint64, bool) {
+	d.tailMu.Lock()
+	defer d.tailMu.Unlock()
+	if d.named == nil {
+		d.named = map[string]uint64{}
+		if d.syms != nil {
+			for _, s := range d.syms.syms {
+				if s.sized {
+					d.named[s.name] = s.addr
+				}
+			}
+		}
+	}
+	a, ok := d.named[name]
+	return a, ok
 }

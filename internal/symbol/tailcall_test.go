@@ -94,3 +94,59 @@ func TestTailCalls(t *testing.T) {
 		t.Errorf("TailCalls(run's return, in spin) = %x, want none (step calls check)", got)
 	}
 }
+
+// TestTailCallsThroughPLT: in tailplt.c, built as a shared library, entry
+// jumps to decide through the library's own PLT and decide to the static
+// spin; tailpltmain calls entry through the executable's PLT, and outer
+// through the library's. A stack sampled in spin has the caller's return
+// address right above spin: StubCall names the function the executable's
+// call entered the library at, TailCallsFrom the two jumps from there,
+// and TailCalls the same for outer's call within the library.
+func TestTailCallsThroughPLT(t *testing.T) {
+	lib := testutil.C(t, "libtailplt.so", []string{"tailplt.c"}, "-O2", "-g", "-fPIC", "-shared")
+	bin := testutil.C(t, "tailpltmain", []string{"tailpltmain.c"}, "-O2", "-g", "-Wl,--no-as-needed", lib)
+	_, mainRets := branches(t, bin, "main", "call", "entry@plt")
+	_, outerRets := branches(t, lib, "outer", "call", "entry@plt")
+	entryJmp, _ := branches(t, lib, "entry", "jmp", "decide@plt")
+	decideJmp, _ := branches(t, lib, "decide", "jmp", "spin")
+	if len(mainRets) != 1 || len(outerRets) != 1 || len(entryJmp) != 1 || len(decideJmp) != 1 {
+		t.Fatalf("the compiler did not make the calls expected: main's calls of entry@plt %x, outer's %x, entry's jumps to decide@plt %x, decide's jumps to spin %x",
+			mainRets, outerRets, entryJmp, decideJmp)
+	}
+	s := New(Options{})
+	m, err := s.Object(bin, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o, err := s.Object(lib, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	off := func(a uint64) uint64 { return fileOffset(t, lib, a) }
+	if name, ok := m.StubCall(fileOffset(t, bin, mainRets[0])); !ok || name != "entry" {
+		t.Errorf("StubCall(main's return) = %q, %v; want entry", name, ok)
+	}
+	mainAddr, _ := elfSym(t, bin, "main")
+	if name, ok := m.StubCall(fileOffset(t, bin, mainAddr)); ok {
+		t.Errorf("StubCall(main's entry) = %q, want none", name)
+	}
+	spin, _ := elfSym(t, lib, "spin")
+	decide, _ := elfSym(t, lib, "decide")
+	entry, _ := elfSym(t, lib, "entry")
+	want := []uint64{off(decideJmp[0]), off(entryJmp[0])}
+	if got := o.TailCallsFrom("entry", off(spin+3)); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("TailCallsFrom(entry, in spin) = %x, want decide's jump then entry's %x", got, want)
+	}
+	if got := o.TailCallsFrom("entry", off(decide+1)); fmt.Sprint(got) != fmt.Sprint(want[1:]) {
+		t.Errorf("TailCallsFrom(entry, in decide) = %x, want entry's jump %x", got, want[1:])
+	}
+	if got := o.TailCallsFrom("entry", off(entry+1)); got != nil {
+		t.Errorf("TailCallsFrom(entry, in entry) = %x, want none", got)
+	}
+	if got := o.TailCallsFrom("nosuch", off(spin+3)); got != nil {
+		t.Errorf("TailCallsFrom(nosuch, in spin) = %x, want none", got)
+	}
+	if got := o.TailCalls(off(outerRets[0]), off(spin+3)); fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Errorf("TailCalls(outer's return, in spin) = %x, want decide's jump then entry's %x", got, want)
+	}
+}

@@ -1,6 +1,7 @@
 package vprof
 
 import (
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -2146,5 +2147,87 @@ func TestSaturatedBelowGrownCallee(t *testing.T) {
 	}
 	if d.Rank < w.Rank {
 		t.Errorf("dispatch_1 (saturated, measured by time) ranks %d above worker %d, whose share grew", d.Rank, w.Rank)
+	}
+}
+
+// New work a caller decided: a callee whose own code did its growth and
+// that fewer than SameWorkSamples normal samples hold ranks below the
+// caller that ran normally and calls it on a test of its own; the
+// caller's pattern is its guard's. Without such a test (or when the code
+// cannot tell) the callee keeps the first place.
+func TestNewWorkCallerDecides(t *testing.T) {
+	fx := newFixture(t)
+	mk := func(buggy bool, normalWork int) *profile.Profile {
+		r := fx.create(t, "newwork.rec")
+		i0 := r.variable("i", "main", "long", "loop|cond", false)
+		work := normalWork
+		if buggy {
+			work = 900
+		}
+		for k := 0; k < work; k++ {
+			r.tick(1, []string{"worker", "dispatch_1", "main"}, 0)
+		}
+		for k := 0; k < 300; k++ {
+			r.tick(1, []string{"dispatch_1", "main"}, 0)
+		}
+		for k := 0; k < 600; k++ {
+			r.tick(1, []string{"main"}, 0, val{i0, 0, int64(k % 7)})
+		}
+		return r.done()
+	}
+	d1 := fx.funcs["dispatch_1"]
+	for _, tc := range []struct {
+		normalWork              int
+		guarded, ordered, known bool
+		decides                 bool
+		want                    Pattern
+	}{
+		{0, true, false, true, true, MissingConstraint},
+		{0, true, true, true, true, WrongConstraint},
+		{5, true, true, true, true, WrongConstraint},
+		{0, false, false, true, false, NoPattern},
+		{0, false, false, false, false, NoPattern},
+		{40, true, true, true, false, NoPattern},
+	} {
+		normal, buggy := mk(false, tc.normalWork), mk(true, tc.normalWork)
+		a, err := New(DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.SetGuards(func(_ string, off uint64, callee string) (bool, bool, bool) {
+			if off >= d1.off && off < d1.off+d1.size && callee == "worker" {
+				return tc.guarded, tc.ordered, tc.known
+			}
+			return false, false, false
+		})
+		if err := a.AddNormal(normal, Run{Path: "normal"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.AddBuggy(buggy, Run{Path: "buggy"}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := a.Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		w, d := res.fn(t, "worker"), res.fn(t, "dispatch_1")
+		name := fmt.Sprintf("normal work %d, guarded %v ordered %v known %v", tc.normalWork, tc.guarded, tc.ordered, tc.known)
+		if !tc.decides {
+			if d.CalledMore != nil && d.CalledMore.New {
+				t.Errorf("%s: dispatch_1 called more %+v; want no new work", name, d.CalledMore)
+			}
+			if tc.normalWork == 0 && (w.Rank != 1 || d.CalledMore != nil) {
+				t.Errorf("%s: worker rank %d, dispatch_1 rank %d called more %+v; want worker 1st", name, w.Rank, d.Rank, d.CalledMore)
+			}
+			continue
+		}
+		if d.Rank != 1 || w.Rank != 2 || d.CalledMore == nil || !d.CalledMore.New || d.CalledMore.Callee != "worker" ||
+			d.Pattern != tc.want || d.Discount != 0 {
+			t.Errorf("%s: dispatch_1 rank %d called more %+v pattern %s discount %g; worker rank %d; want dispatch_1 1st, %s",
+				name, d.Rank, d.CalledMore, d.Pattern, d.Discount, w.Rank, tc.want)
+		}
+		if !strings.Contains(d.Why, "decides, on a test of its own, to call worker, new work") {
+			t.Errorf("%s: why: %q", name, d.Why)
+		}
 	}
 }

@@ -1080,6 +1080,30 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 		if bc.edges[edge{g, g}] > 0 {
 			continue
 		}
+		// New work: a function whose own code did its growth and that
+		// the normal runs (almost) never reached has no normal work per
+		// call to compare with; what changed is that it was called. The
+		// first caller up its chain of heaviest callers that ran in the
+		// normal runs, where the new path leaves the normal ones, decided
+		// that when its code calls the path's entry directly on a test
+		// of its own (docs/vprof.md, "New work its caller decided"). A
+		// call through a pointer, or one the caller makes on every call
+		// of its own, was decided elsewhere.
+		if nc.incl[g] < SameWorkSamples && ownWork(gr) {
+			if h, j, ok := a.newPathEntry(g, idx, fs, roots, &nc, &bc); ok {
+				c := &fs[j]
+				calledMore[i] = append(calledMore[i], j)
+				c.CalledMore = &CalledMore{Callee: a.funcs[h].name, New: true}
+				if p, known := a.callPattern(ids[j], a.funcs[h].name); known {
+					c.Pattern = p
+				}
+				c.Discount = 0
+				score[j] = math.Max(score[j], c.Share.Change)
+				through[j], c.Through = -1, ""
+				newWork[h] = j
+				continue
+			}
+		}
 		top, topN := bc.heaviest(g, false)
 		j, ok := idx[top.caller]
 		if topN == 0 || !ok || a.system(top.caller) || roots[top.caller] {
@@ -1087,26 +1111,6 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 		}
 		c := &fs[j]
 		if !c.Share.Grew() || !share(nc.edges[top], nc.n, topN, bc.n).Grew() {
-			continue
-		}
-		// New work: a function whose own code did its growth and that
-		// the normal runs (almost) never reached has no normal work per
-		// call to compare with; what changed is that it was called. A
-		// caller that ran in the normal runs and calls it directly on a
-		// test of its own decided that (docs/vprof.md, "New work its
-		// caller decided"). A call through a pointer, or one the caller
-		// makes on every call of its own, was decided elsewhere.
-		if nc.incl[g] < SameWorkSamples && ownWork(gr) && nc.incl[top.caller] >= SameWorkSamples &&
-			a.guardedCall(top.caller, gr.Name) {
-			calledMore[i] = append(calledMore[i], j)
-			c.CalledMore = &CalledMore{Callee: gr.Name, New: true}
-			if p, known := a.callPattern(top.caller, gr.Name); known {
-				c.Pattern = p
-			}
-			c.Discount = 0
-			score[j] = math.Max(score[j], c.Share.Change)
-			through[j], c.Through = -1, ""
-			newWork[g] = j
 			continue
 		}
 		noneOwn := gr.Evidence == EvidenceOwnTime || gr.Evidence == EvidenceVariable && noMore(gr.Var)
@@ -1146,6 +1150,8 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 		}
 		nu, bu := nc.under(tops), bc.under(tops)
 		for g, ci := range newWork {
+			// The path's entry, and what runs under it alone.
+			below[idx[g]] = append(below[idx[g]], ci)
 			for h, n := range bu[g] {
 				j, ok := idx[h]
 				if !ok || j == ci || h == g || !fs[j].Share.Grew() {
@@ -1634,6 +1640,40 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 	return unseen
 }
 
+// maxNewPath bounds the callers newPathEntry walks up.
+const maxNewPath = 16
+
+// newPathEntry follows the heaviest callers in the buggy runs up from
+// new work g through the functions that, like it, fewer than
+// SameWorkSamples normal samples hold, to the first that ran in the
+// normal runs: it returns the entry h of that new path and the index of
+// that caller, when the caller's share and its edge to h grew
+// significantly and its code calls h directly on a test of its own (it
+// decided to take the path). ok is false otherwise, or when the walk
+// meets the C runtime, the kernel or a thread's outermost function.
+func (a *Analyzer) newPathEntry(g int32, idx map[int32]int, fs []FunctionResult, roots map[int32]bool, nc, bc *stackCounts) (h int32, j int, ok bool) {
+	h = g
+	for range maxNewPath {
+		e, n := bc.heaviest(h, false)
+		c := e.caller
+		if n == 0 || c == h || a.system(c) || roots[c] {
+			return 0, 0, false
+		}
+		j, ok := idx[c]
+		if !ok {
+			return 0, 0, false
+		}
+		if nc.incl[c] >= SameWorkSamples {
+			if !fs[j].Share.Grew() || !share(nc.edges[e], nc.n, n, bc.n).Grew() || !a.guardedCall(c, a.funcs[h].name) {
+				return 0, 0, false
+			}
+			return h, j, true
+		}
+		h = c
+	}
+	return 0, 0, false
+}
+
 // SharedPart is the part of a function's growth each of several callers
 // must carry, through its calls of it, for that function to be work they
 // ask for alike (docs/vprof.md, "Work several callers ask for").
@@ -2071,7 +2111,7 @@ func why(f *FunctionResult) string {
 		fmt.Fprintf(&b, "; encloses %s, which carries its growth", f.Through)
 	}
 	if c := f.CalledMore; c != nil && c.New {
-		fmt.Fprintf(&b, "; its code decides, on a test of its own, to call %s, new work that the normal runs hardly ran (in fewer than %d of their samples)", c.Callee, SameWorkSamples)
+		fmt.Fprintf(&b, "; its code decides, on a test of its own, to call %s, a path to new work that the normal runs hardly ran (fewer than %d of their samples hold it)", c.Callee, SameWorkSamples)
 	} else if c != nil && c.Bounded {
 		fmt.Fprintf(&b, "; handed %s more work, whose loops run at most a fixed number of times per call (more calls, or calls run to that bound)", c.Callee)
 	} else if c != nil {

@@ -2226,8 +2226,62 @@ func TestNewWorkCallerDecides(t *testing.T) {
 			t.Errorf("%s: dispatch_1 rank %d called more %+v pattern %s discount %g; worker rank %d; want dispatch_1 1st, %s",
 				name, d.Rank, d.CalledMore, d.Pattern, d.Discount, w.Rank, tc.want)
 		}
-		if !strings.Contains(d.Why, "decides, on a test of its own, to call worker, new work") {
+		if !strings.Contains(d.Why, "decides, on a test of its own, to call worker, a path to new work") {
 			t.Errorf("%s: why: %q", name, d.Why)
 		}
+	}
+}
+
+// New work below a path only the buggy runs took: the first caller that
+// ran normally, whose test decides the call of the path's entry, answers,
+// and the entry and the work rank below it.
+func TestNewWorkPathEntry(t *testing.T) {
+	fx := newFixture(t)
+	mk := func(buggy bool) *profile.Profile {
+		r := fx.create(t, "newpath.rec")
+		i0 := r.variable("i", "main", "long", "loop|cond", false)
+		if buggy {
+			for k := 0; k < 900; k++ {
+				r.tick(1, []string{"worker", "dispatch_2", "dispatch_1", "main"}, 0)
+			}
+			for k := 0; k < 100; k++ {
+				r.tick(1, []string{"dispatch_2", "dispatch_1", "main"}, 0)
+			}
+		}
+		for k := 0; k < 300; k++ {
+			r.tick(1, []string{"dispatch_1", "main"}, 0)
+		}
+		for k := 0; k < 600; k++ {
+			r.tick(1, []string{"main"}, 0, val{i0, 0, int64(k % 7)})
+		}
+		return r.done()
+	}
+	normal, buggy := mk(false), mk(true)
+	d1 := fx.funcs["dispatch_1"]
+	a, err := New(DefaultOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.SetGuards(func(_ string, off uint64, callee string) (bool, bool, bool) {
+		if off >= d1.off && off < d1.off+d1.size && callee == "dispatch_2" {
+			return true, true, true
+		}
+		return false, false, false
+	})
+	if err := a.AddNormal(normal, Run{Path: "normal"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.AddBuggy(buggy, Run{Path: "buggy"}); err != nil {
+		t.Fatal(err)
+	}
+	res, err := a.Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, e, w := res.fn(t, "dispatch_1"), res.fn(t, "dispatch_2"), res.fn(t, "worker")
+	if d.Rank != 1 || d.CalledMore == nil || !d.CalledMore.New || d.CalledMore.Callee != "dispatch_2" ||
+		d.Pattern != WrongConstraint || e.Rank < 2 || w.Rank < 2 {
+		t.Errorf("dispatch_1 rank %d called more %+v pattern %s; dispatch_2 rank %d, worker rank %d; want dispatch_1 1st deciding dispatch_2, wrong-constraint",
+			d.Rank, d.CalledMore, d.Pattern, e.Rank, w.Rank)
 	}
 }

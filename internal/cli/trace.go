@@ -203,7 +203,7 @@ calls), export --format chrome and diff. Patterns (#N sampling, --lib,
 				return usagef("--cpu-sample takes a frequency from 1 to 10000 (Hz), or 0 for off")
 			}
 			if o.CPUHz < 0 {
-				// Quietly: the help and docs/trace.md say when the rate drops.
+				// Quietly: the help and docs/trace.md say how the rate follows the pool.
 				o.CPUHz = defaultCPURate(exe)
 			}
 			if o.CPUHz > 0 {
@@ -248,7 +248,7 @@ calls), export --format chrome and diff. Patterns (#N sampling, --lib,
 	f.BoolVar(&o.Args, "args", false, "record each call's arguments (named and typed from DWARF) and its return value")
 	f.StringArrayVar(&o.Reads, "read", nil, "with --args: also record, at each call's entry, what this expression over a pointer parameter reads (p->len, c->req->hdr.id, *p, p[2]; member offsets and types from DWARF), shown as p->len=4; at most 2 a function; repeatable")
 	f.BoolVar(&o.Sched, "sched", false, "also record the threads' scheduler events (switches, with the blocking stack, and who woke whom), for culprit states")
-	f.IntVar(&o.CPUHz, "cpu-sample", -1, "also sample where the traced program's time goes, this many times a second per CPU, and keep the counts with the build's statistics: --keep-hot and the pipelines judge what is hot by them (the probes' own traps told apart); 0: off (default 999 until the build's pool holds 2,000 samples an untraced run would have taken, then 99; 9999 fills the pool faster, at a cost to the traced calls' times)")
+	f.IntVar(&o.CPUHz, "cpu-sample", -1, "also sample where the traced program's time goes, this many times a second per CPU, and keep the counts with the build's statistics: --keep-hot and the pipelines judge what is hot by them (the probes' own traps told apart); 0: off (default: 999 for a build's first trace; while its pool of traces of many and of few probes holds fewer than 500 samples an untraced run would have taken, the rate at which a trace as long as the last brings it to 500, 999 to 9999 and at most 2,000 samples over the last trace's length, at a cost to the traced calls' times; 99 once it holds 2,000; 999 otherwise)")
 	f.BoolVar(&o.NoCPU, "no-cpu-time", false, "do not measure each call's time on the CPU, only its wall duration (saves a BPF program on every context switch of the machine and two map lookups per call)")
 	f.IntVar(&o.Depth, "depth", 0, "record only calls made with fewer than this many traced calls open below them on their thread (1: the outermost traced calls); 0: all")
 	f.IntVar(&o.TimedHz, "timed-sampling", 0, "record calls only in alternate phases of 1/HZ seconds, gathering then dormant (Perun's timed sampling: a cpu-clock event flips a flag the probes read); 0: always")
@@ -588,15 +588,16 @@ func cpuStatsFile(statsPath string) string {
 	return strings.TrimSuffix(statsPath, ".json") + ".cpu.json"
 }
 
-// defaultCPUHz is the default rate of a trace's CPU samples while the
-// build's pool needs them. The samples cost the traced program +4% of its
+// defaultCPUHz is the default rate of a trace's CPU samples for a
+// build's first trace, and while its pool holds poolNeed to poolFull
+// samples (cpuRate); the floor of a raised rate. The samples cost the traced program +4% of its
 // time at 999 Hz and +21% at 9999 Hz (sqlite3's main under one probe,
 // docs/performance.md), and that cost falls on the traced calls' own
 // times: at 9999 Hz a model of callgrowth's insert_sorted against its
 // call order came out quadratic where it is linear (e2e
 // TestModelsCallOrder). A short program then pools few samples a trace
-// (sqlite3's benchmark workload: about 1.5): --cpu-sample 9999 fills a
-// build's pool faster, for the traces run to find its hot functions.
+// (sqlite3's benchmark workload: about 1.5), so under poolNeed the rate
+// is raised.
 const defaultCPUHz = 999
 
 // fullPoolHz is the default rate of a trace's CPU samples once the
@@ -615,9 +616,24 @@ const fullPoolHz = 99
 // judges hot little.
 const poolFull = 2000
 
+// poolNeed is the untraced-run-equivalent total (poolTotal) a build's
+// pool needs to see a function at 1% of the run: 5 samples expected,
+// none 0.7% of the time (e^-5). While a pool whose traces give a line
+// holds fewer, a trace samples faster (raisedCPURate).
+const poolNeed = 500
+
+// maxDefaultCPUHz bounds a raised default rate: at 9999 Hz the samples
+// cost a short traced run a fifth of its time (docs/performance.md).
+const maxDefaultCPUHz = 9999
+
+// maxTraceSamples bounds how many samples a trace at a raised default
+// rate takes, over the length of the last trace of the build: each
+// costs the traced program a timer interrupt and culprit an unwinding.
+const maxTraceSamples = 2000
+
 // defaultCPURate is the rate of the CPU samples of a trace of exe when
-// --cpu-sample is not given: defaultCPUHz while the build's pool of
-// samples (for --keep-hot) holds fewer than poolFull, else fullPoolHz.
+// --cpu-sample is not given (cpuRate of the build's pool, under the
+// kernel's perf_event_max_sample_rate).
 func defaultCPURate(exe string) int {
 	if exe == "" {
 		return defaultCPUHz
@@ -630,10 +646,69 @@ func defaultCPURate(exe string) int {
 	if err != nil {
 		return defaultCPUHz
 	}
-	if total, _, _ := poolTotal(c); total >= poolFull {
-		return fullPoolHz
+	return cpuRate(c, kernelMaxSampleRate())
+}
+
+// cpuRate is the default rate of a trace's CPU samples for a build whose
+// pool is c, kernelMax the highest rate the kernel takes (0: not known):
+// fullPoolHz once the pool's total (poolTotal) reaches poolFull;
+// defaultCPUHz from poolNeed on, for a build's first trace (no pool), and
+// for a pool whose traces give no line (traces alike, such as repeated
+// traces of a few functions run to time their calls, where the samples'
+// cost to the calls' times matters more than the pool); under poolNeed,
+// the rate at which this trace brings the pool to poolNeed
+// (raisedCPURate).
+func cpuRate(c cpuStats, kernelMax int) int {
+	if c.Runs == 0 {
+		return defaultCPUHz
 	}
-	return defaultCPUHz
+	total, perTrap, line := poolTotal(c)
+	switch {
+	case total >= poolFull:
+		return fullPoolHz
+	case total >= poolNeed || !line:
+		return defaultCPUHz
+	}
+	return raisedCPURate(poolNeed-total, c.Traces[len(c.Traces)-1], perTrap, kernelMax)
+}
+
+// raisedCPURate is the rate at which a trace as long as last (the
+// build's last trace) brings need more samples an untraced run would
+// have taken to the pool: need over last's untraced-run-equivalent
+// seconds (its seconds of samples less perTrap a probe trap; its seconds
+// of samples when that leaves nothing), at most maxTraceSamples over its
+// seconds of samples, within defaultCPUHz and maxDefaultCPUHz, and at
+// most kernelMax when that is known (but not under defaultCPUHz, the
+// rate of a build's first trace).
+func raisedCPURate(need float64, last trace.PooledTrace, perTrap float64, kernelMax int) int {
+	if last.Hz <= 0 || last.Samples <= 0 {
+		return defaultCPUHz
+	}
+	taken := float64(last.Samples) / float64(last.Hz)
+	own := taken - perTrap*float64(last.Traps)
+	if own <= 0 {
+		own = taken
+	}
+	hz := min(need/own, maxTraceSamples/taken, maxDefaultCPUHz)
+	if kernelMax > 0 {
+		hz = min(hz, float64(kernelMax))
+	}
+	return max(defaultCPUHz, int(hz))
+}
+
+// kernelMaxSampleRate is the kernel's perf_event_max_sample_rate (it
+// lowers it when sampling interrupts take long), 0 when it cannot be
+// read; culprit never changes it.
+func kernelMaxSampleRate() int {
+	b, err := os.ReadFile("/proc/sys/kernel/perf_event_max_sample_rate")
+	if err != nil {
+		return 0
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || n <= 0 {
+		return 0
+	}
+	return n
 }
 
 // poolTotal is the total --keep-hot divides a pool's counts by: what

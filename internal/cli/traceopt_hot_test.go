@@ -2,7 +2,9 @@ package cli
 
 import (
 	"encoding/json"
+	"math"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -58,11 +60,93 @@ func TestDefaultCPURate(t *testing.T) {
 	// Traces of many and of few traps: the line's intercept decides.
 	// Each of everything took 2,000 samples at 999 Hz with 1,000,000
 	// traps, each of one function 100 with 10,000: the line gives about
-	// 80 samples a trace untraced, 320 for four, far short of full.
+	// 80 samples a trace untraced, 320 for four, under poolNeed: the
+	// rate is raised (TestCPURate).
 	many := trace.PooledTrace{Samples: 2000, Hz: 999, Traps: 1000000}
 	few := trace.PooledTrace{Samples: 100, Hz: 999, Traps: 10000}
 	write(cpuStats{Runs: 4, Samples: 4200, Traces: []trace.PooledTrace{many, many, few, few}})
-	if hz := defaultCPURate(exe); hz != defaultCPUHz {
-		t.Errorf("4,200 samples, an untraced total far under %d: %d Hz, want %d", poolFull, hz, defaultCPUHz)
+	if hz := defaultCPURate(exe); hz <= defaultCPUHz || hz > maxDefaultCPUHz {
+		t.Errorf("4,200 samples, an untraced total far under %d: %d Hz, want a raised rate", poolNeed, hz)
+	}
+}
+
+// Under poolNeed, with traces that give a line, the rate is the one at
+// which a trace like the last brings the pool to poolNeed, bounded by
+// maxTraceSamples over the last trace's length, maxDefaultCPUHz and the
+// kernel's maximum, never under defaultCPUHz; a pool without a line, or
+// at poolNeed or over it, keeps the rates it had.
+func TestCPURate(t *testing.T) {
+	pool := func(ts ...trace.PooledTrace) cpuStats {
+		c := cpuStats{Runs: len(ts), Traces: ts}
+		for _, x := range ts {
+			c.Samples += x.Samples
+		}
+		return c
+	}
+	many := trace.PooledTrace{Samples: 2000, Hz: 999, Traps: 1000000}
+	few := trace.PooledTrace{Samples: 100, Hz: 999, Traps: 10000}
+	c := pool(many, many, few, few)
+	total, perTrap, ok := trace.UntracedTotal(c.Traces)
+	if !ok || total >= poolNeed {
+		t.Fatalf("the pool's line: %v, total %.0f", ok, total)
+	}
+	// The last trace (few) ran 0.1 s of samples, 0.08 s of them an
+	// untraced run's: about 2,200 Hz brings the 180 missing.
+	hz := cpuRate(c, 100000)
+	own := float64(few.Samples)/float64(few.Hz) - perTrap*float64(few.Traps)
+	if got := total + float64(hz)*own; hz <= defaultCPUHz || math.Abs(got-poolNeed) > 2 {
+		t.Errorf("%d Hz brings the pool to %.1f, want %d", hz, got, poolNeed)
+	}
+	if hz := cpuRate(c, 1500); hz != 1500 {
+		t.Errorf("the kernel's maximum 1500: %d Hz", hz)
+	}
+	if hz := cpuRate(c, 500); hz != defaultCPUHz {
+		t.Errorf("the kernel's maximum 500: %d Hz, want %d", hz, defaultCPUHz)
+	}
+	if hz := cpuRate(c, 0); hz != cpuRate(c, 100000) {
+		t.Errorf("the kernel's maximum not known: %d Hz, want %d", hz, cpuRate(c, 100000))
+	}
+	// Each of two traces 0.01 s of an untraced run's time (10 samples at
+	// 1000 Hz), one of them slowed to 0.5 s by its traps: the pool holds
+	// 20, and 480 more take 48,000 Hz over 0.01 s. After the slowed one,
+	// 2,000 samples over its 0.5 s bound the rate to 4,000 Hz; after the
+	// other, 9,999 does.
+	slow := trace.PooledTrace{Samples: 500, Hz: 1000, Traps: 100000}
+	quick := trace.PooledTrace{Samples: 59, Hz: 1000, Traps: 10000}
+	if hz := cpuRate(pool(quick, slow), 100000); hz != maxTraceSamples*2 {
+		t.Errorf("after a trace of 0.5 s: %d Hz, want %d", hz, maxTraceSamples*2)
+	}
+	if hz := cpuRate(pool(slow, quick), 100000); hz != maxDefaultCPUHz {
+		t.Errorf("after a trace of 0.059 s: %d Hz, want %d", hz, maxDefaultCPUHz)
+	}
+	// No line (traces alike), 200 samples as taken: the first rate.
+	if hz := cpuRate(pool(few, few), 100000); hz != defaultCPUHz {
+		t.Errorf("no line: %d Hz, want %d", hz, defaultCPUHz)
+	}
+	// No pool: the first rate.
+	if hz := cpuRate(cpuStats{}, 100000); hz != defaultCPUHz {
+		t.Errorf("no pool: %d Hz, want %d", hz, defaultCPUHz)
+	}
+	// Lines whose untraced totals are 1,000 (at poolNeed or over) and
+	// 2,000 (poolFull).
+	mid := pool(trace.PooledTrace{Samples: 2500, Hz: 1000, Traps: 100000}, trace.PooledTrace{Samples: 700, Hz: 1000, Traps: 10000})
+	if hz := cpuRate(mid, 100000); hz != defaultCPUHz {
+		t.Errorf("an untraced total of 1,000: %d Hz, want %d", hz, defaultCPUHz)
+	}
+	full := pool(trace.PooledTrace{Samples: 5000, Hz: 1000, Traps: 100000}, trace.PooledTrace{Samples: 1400, Hz: 1000, Traps: 10000})
+	if hz := cpuRate(full, 100000); hz != fullPoolHz {
+		t.Errorf("an untraced total of 2,000: %d Hz, want %d", hz, fullPoolHz)
+	}
+}
+
+// The kernel's maximum rate is read, never written.
+func TestKernelMaxSampleRate(t *testing.T) {
+	b, err := os.ReadFile("/proc/sys/kernel/perf_event_max_sample_rate")
+	if err != nil {
+		t.Skip(err)
+	}
+	want, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if got := kernelMaxSampleRate(); got != want {
+		t.Errorf("%d, want %d", got, want)
 	}
 }

@@ -140,6 +140,7 @@ type diagnoser struct {
 	writes        vprof.WritesFunc
 	deciders      vprof.DecideFunc
 	guards        vprof.GuardFunc
+	params        vprof.ParamFunc
 	thresholds    vprof.ThresholdFunc
 	branches      vprof.BranchFunc
 	shapes        vprof.ShapeFunc
@@ -166,7 +167,7 @@ func newDiagnoser(normal, buggy []string, o vprof.Options, different bool, stder
 	}
 	code := newCodeFinder(exes)
 	return &diagnoser{o: o, normal: normal, buggy: buggy, exes: exes, blocks: blockFinder(code, stderr),
-		reads: readsFinder(code), writes: writesFinder(code), deciders: deciderFinder(code), guards: guardFinder(code), thresholds: thresholdFinder(code),
+		reads: readsFinder(code), writes: writesFinder(code), deciders: deciderFinder(code), guards: guardFinder(code), params: paramFinder(code), thresholds: thresholdFinder(code),
 		branches: branchFinder(exes[len(exes)-1]), shapes: shapeFinder(code), bounds: boundFinder(code), loopCalls: loopCallFinder(code)}, nil
 }
 
@@ -186,6 +187,7 @@ func (d *diagnoser) run(load func(path string) (*profile.Profile, error), done f
 	a.SetWrites(d.writes)
 	a.SetDeciders(d.deciders)
 	a.SetGuards(d.guards)
+	a.SetParams(d.params)
 	a.SetThresholds(d.thresholds)
 	a.SetBranches(d.branches)
 	a.SetShapes(d.shapes)

@@ -359,6 +359,16 @@ func thresholdFinder(cf *codeFinder) vprof.ThresholdFunc {
 	}
 }
 
+func paramFinder(cf *codeFinder) vprof.ParamFunc {
+	return func(object string, offset uint64, name string) (bool, bool) {
+		c, addr, ok := cf.code(object, offset)
+		if !ok {
+			return false, false
+		}
+		return c.Param(addr, name)
+	}
+}
+
 func guardFinder(cf *codeFinder) vprof.GuardFunc {
 	return func(object string, offset uint64, callee string) (bool, bool, bool) {
 		c, addr, ok := cf.code(object, offset)

@@ -849,3 +849,29 @@ func (c *Code) toucher(global string, write bool) (touches func(in *insn) bool, 
 		return false
 	}, key, true
 }
+
+// Param says whether name is a formal parameter of the function holding
+// address addr, from the object's DWARF (a clone such as f.isra.0 has its
+// origin's parameters). known is false when the object has no DWARF or no
+// function there.
+func (c *Code) Param(addr uint64, name string) (param, known bool) {
+	c.membersOnce.Do(func() {
+		c.members = map[string]memberPlace{}
+		c.dwarf, _ = dwarfx.Open(c.path)
+	})
+	if c.dwarf == nil {
+		return false, false
+	}
+	c.membersMu.Lock()
+	defer c.membersMu.Unlock()
+	fn, ok := c.dwarf.Function(addr)
+	if !ok {
+		return false, false
+	}
+	for _, p := range fn.Params() {
+		if p.Name == name {
+			return true, true
+		}
+	}
+	return false, true
+}

@@ -1068,7 +1068,8 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 	// its bound (docs/vprof.md, "Work bounded per call").
 	calledMore := make([][]int, len(ids)) // function → the callers it ranks below for this
 	newWork := map[int32]int{}            // new work → the caller that decided to run it
-	below := make([][]int, len(ids))      // function → the functions it ranks below
+	modeOf := func(f int32) *Mode { return a.newMode(f, charged[f], comps) }
+	below := make([][]int, len(ids)) // function → the functions it ranks below
 	for i, g := range ids {
 		gr := &fs[i]
 		if !gr.Share.Grew() || a.system(g) {
@@ -1090,10 +1091,11 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 		// call through a pointer, or one the caller makes on every call
 		// of its own, was decided elsewhere.
 		if nc.incl[g] < SameWorkSamples && ownWork(gr) {
-			if h, j, ok := a.newPathEntry(g, idx, fs, roots, &nc, &bc); ok {
+			if h, j, mode, ok := a.newPathEntry(g, idx, fs, roots, &nc, &bc, modeOf, 0); ok {
 				c := &fs[j]
 				calledMore[i] = append(calledMore[i], j)
 				c.CalledMore = &CalledMore{Callee: a.funcs[h].name, New: true}
+				c.CalledMore.Mode = mode
 				if p, known := a.callPattern(ids[j], a.funcs[h].name); known {
 					c.Pattern = p
 				}
@@ -1651,27 +1653,79 @@ const maxNewPath = 16
 // significantly and its code calls h directly on a test of its own (it
 // decided to take the path). ok is false otherwise, or when the walk
 // meets the C runtime, the kernel or a thread's outermost function.
-func (a *Analyzer) newPathEntry(g int32, idx map[int32]int, fs []FunctionResult, roots map[int32]bool, nc, bc *stackCounts) (h int32, j int, ok bool) {
+//
+// A caller that ran normally, but in a mode no normal call of it asked
+// for (newMode: a parameter of its own that every normal sample saw at one
+// value holds another in most buggy ones), was told by its own caller to
+// do something new: the walk goes on up from it, and mode names that
+// parameter. When the walk above it finds no caller that decided, that
+// caller answers as before.
+func (a *Analyzer) newPathEntry(g int32, idx map[int32]int, fs []FunctionResult, roots map[int32]bool, nc, bc *stackCounts, modeOf func(int32) *Mode, depth int) (h int32, j int, mode *Mode, ok bool) {
 	h = g
 	for range maxNewPath {
 		e, n := bc.heaviest(h, false)
 		c := e.caller
 		if n == 0 || c == h || a.system(c) || roots[c] {
-			return 0, 0, false
+			return 0, 0, nil, false
 		}
 		j, ok := idx[c]
 		if !ok {
-			return 0, 0, false
+			return 0, 0, nil, false
 		}
 		if nc.incl[c] >= SameWorkSamples {
 			if !fs[j].Share.Grew() || !share(nc.edges[e], nc.n, n, bc.n).Grew() || !a.guardedCall(c, a.funcs[h].name) {
-				return 0, 0, false
+				return 0, 0, nil, false
 			}
-			return h, j, true
+			if depth < maxNewPath {
+				if m := modeOf(c); m != nil {
+					if h2, j2, m2, ok := a.newPathEntry(c, idx, fs, roots, nc, bc, modeOf, depth+1); ok {
+						if m2 == nil && h2 == c {
+							m2 = m
+						}
+						return h2, j2, m2, true
+					}
+				}
+			}
+			return h, j, nil, true
 		}
 		h = c
 	}
-	return 0, 0, false
+	return 0, 0, nil, false
+}
+
+// newMode returns the parameter of function f (a local of f that the
+// machine code's debugging information names as a formal parameter) that
+// at least SameWorkSamples normal samples saw, all at one value, and
+// whose values differ significantly in the buggy runs (the value test
+// rejects the normal distribution), most buggy samples holding another:
+// every normal call of f was made in one mode, and the buggy calls in one
+// the normal runs never asked for. A value that varied normally (a size,
+// a key) is data passed on, not a mode. Nil when f has none or the code
+// cannot tell.
+func (a *Analyzer) newMode(f int32, vars []int32, comps []comparison) *Mode {
+	fn := a.funcs[f]
+	if a.paramOf == nil || !fn.atOK {
+		return nil
+	}
+	for _, vi := range vars {
+		v := a.vars[vi]
+		if v.src.Global || v.src.Pointer || v.owner != f || v.normalN < SameWorkSamples || int(vi) >= len(comps) {
+			continue
+		}
+		for di, d := range comps[vi].dims {
+			if d.Dimension != DimValue || !d.Rejected {
+				continue
+			}
+			an := a.localise(v, comparison{dims: comps[vi].dims, chosen: di}, f)
+			if !an.HasNormal || an.NormalMin != an.NormalMax || an.Outside*2 <= an.Considered {
+				continue
+			}
+			if param, known := a.paramOf(fn.object, fn.at, v.src.Name); known && param {
+				return &Mode{Parameter: v.src.Name, Normal: an.NormalMin, Buggy: an.BuggyMedian}
+			}
+		}
+	}
+	return nil
 }
 
 // SharedPart is the part of a function's growth each of several callers
@@ -2110,7 +2164,10 @@ func why(f *FunctionResult) string {
 	if f.Through != "" && f.Calls == nil {
 		fmt.Fprintf(&b, "; encloses %s, which carries its growth", f.Through)
 	}
-	if c := f.CalledMore; c != nil && c.New {
+	if c := f.CalledMore; c != nil && c.New && c.Mode != nil {
+		fmt.Fprintf(&b, "; its code decides, on a test of its own, to call %s with %s %s (every normal call passed %s), a path to new work that the normal runs hardly ran (fewer than %d of their samples hold it)",
+			c.Callee, c.Mode.Parameter, num(c.Mode.Buggy), num(c.Mode.Normal), SameWorkSamples)
+	} else if c != nil && c.New {
 		fmt.Fprintf(&b, "; its code decides, on a test of its own, to call %s, a path to new work that the normal runs hardly ran (fewer than %d of their samples hold it)", c.Callee, SameWorkSamples)
 	} else if c != nil && c.Bounded {
 		fmt.Fprintf(&b, "; handed %s more work, whose loops run at most a fixed number of times per call (more calls, or calls run to that bound)", c.Callee)

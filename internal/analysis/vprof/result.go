@@ -245,6 +245,18 @@ type CalledMore struct {
 	// New: the callee ran in no normal run, and this function's code
 	// calls it on a test of its own: it decided to take that path.
 	New bool `json:"new,omitempty"`
+	// Mode: the callee ran normally, but the path to new work leaves the
+	// normal ones at it because this function called it with a parameter
+	// every normal call passed at another value.
+	Mode *Mode `json:"mode,omitempty"`
+}
+
+// Mode is a parameter whose every normal value was one value (Normal),
+// and whose buggy values were mostly another (Buggy: their median).
+type Mode struct {
+	Parameter string  `json:"parameter"`
+	Normal    float64 `json:"normal"`
+	Buggy     float64 `json:"buggy"`
 }
 
 // Calls is the part of a function's time (samples whose stack holds it)

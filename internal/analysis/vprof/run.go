@@ -35,6 +35,7 @@ type Analyzer struct {
 	shapeOf     ShapeFunc
 	boundOf     BoundFunc
 	loopCallOf  LoopCallFunc
+	paramOf     ParamFunc
 	pause       func()  // SetPause's (nil: none)
 	blocks      []Block // distinct basic blocks where buggy values were read (Samples unused)
 	blockIdx    map[blockKey]int32
@@ -112,6 +113,15 @@ func (a *Analyzer) SetDeciders(f DecideFunc) { a.decideOf = f }
 // when such a jump compares an order (a threshold) rather than equality;
 // ok is false when it cannot tell.
 type GuardFunc func(object string, offset uint64, callee string) (guarded, ordered, ok bool)
+
+// ParamFunc says whether name is a formal parameter of the function
+// holding a file offset of an object; known is false when it cannot tell.
+type ParamFunc func(object string, offset uint64, name string) (param, known bool)
+
+// SetParams has the differential method tell a function's parameters
+// from its other locals (docs/vprof.md, "New work its caller decided":
+// a call in a new mode). Call it before adding runs.
+func (a *Analyzer) SetParams(f ParamFunc) { a.paramOf = f }
 
 // SetGuards has the differential method tell a wrong constraint from a
 // missing one by how a function decides the calls that grew

@@ -2285,3 +2285,104 @@ func TestNewWorkPathEntry(t *testing.T) {
 			d.Rank, d.CalledMore, d.Pattern, e.Rank, w.Rank)
 	}
 }
+
+// New work under a caller that ran normally, but only with one value of a
+// parameter: the buggy calls pass another, so its own caller decided the
+// new work, and answers when its test decides the call. A parameter that
+// varied normally is data passed on, and the caller of the new work
+// answers as before.
+func TestNewWorkCallerMode(t *testing.T) {
+	fx := newFixture(t)
+	mk := func(buggy, varies bool) *profile.Profile {
+		r := fx.create(t, "newmode.rec")
+		i0 := r.variable("i", "main", "long", "loop|cond", false)
+		m := r.variable("mode", "dispatch_2", "int", "cond|args", false)
+		mode := func(k int) int64 {
+			switch {
+			case buggy:
+				return 2
+			case varies:
+				return int64(k % 3)
+			}
+			return 0
+		}
+		if buggy {
+			for k := 0; k < 900; k++ {
+				r.tick(1, []string{"worker", "dispatch_2", "dispatch_1", "main"}, 0, val{m, 1, mode(k)})
+			}
+		}
+		n := 300
+		if buggy {
+			n = 100
+		}
+		for k := 0; k < n; k++ {
+			r.tick(1, []string{"dispatch_2", "dispatch_1", "main"}, 0, val{m, 0, mode(k)})
+		}
+		for k := 0; k < 300; k++ {
+			r.tick(1, []string{"dispatch_1", "main"}, 0)
+		}
+		for k := 0; k < 600; k++ {
+			r.tick(1, []string{"main"}, 0, val{i0, 0, int64(k % 7)})
+		}
+		return r.done()
+	}
+	d1, d2 := fx.funcs["dispatch_1"], fx.funcs["dispatch_2"]
+	in := func(off uint64, f elfFunc) bool { return off >= f.off && off < f.off+f.size }
+	for _, tc := range []struct {
+		params, varies bool
+		want           string // the function that answers for the new work
+	}{
+		{true, false, "dispatch_1"},
+		{false, false, "dispatch_2"},
+		{true, true, "dispatch_2"},
+	} {
+		normal, buggy := mk(false, tc.varies), mk(true, tc.varies)
+		a, err := New(DefaultOptions())
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.SetGuards(func(_ string, off uint64, callee string) (bool, bool, bool) {
+			if in(off, d1) && callee == "dispatch_2" || in(off, d2) && callee == "worker" {
+				return true, true, true
+			}
+			return false, false, false
+		})
+		if tc.params {
+			a.SetParams(func(_ string, off uint64, name string) (bool, bool) {
+				return in(off, d2) && name == "mode", true
+			})
+		}
+		if err := a.AddNormal(normal, Run{Path: "normal"}); err != nil {
+			t.Fatal(err)
+		}
+		if err := a.AddBuggy(buggy, Run{Path: "buggy"}); err != nil {
+			t.Fatal(err)
+		}
+		res, err := a.Result()
+		if err != nil {
+			t.Fatal(err)
+		}
+		name := fmt.Sprintf("params %v, mode varies normally %v", tc.params, tc.varies)
+		c, w := res.fn(t, tc.want), res.fn(t, "worker")
+		if c.CalledMore == nil || !c.CalledMore.New || c.Discount != 0 || c.Rank >= w.Rank {
+			t.Errorf("%s: %s rank %d called more %+v discount %g, worker rank %d; want %s answering for the new work above worker",
+				name, tc.want, c.Rank, c.CalledMore, c.Discount, w.Rank, tc.want)
+			continue
+		}
+		if tc.want != "dispatch_1" {
+			if d := res.fn(t, "dispatch_1"); d.CalledMore != nil {
+				t.Errorf("%s: dispatch_1 called more %+v; want none", name, d.CalledMore)
+			}
+			continue
+		}
+		d := res.fn(t, "dispatch_2")
+		if c.Rank != 1 || d.Rank <= c.Rank || c.CalledMore.Callee != "dispatch_2" || c.CalledMore.Mode == nil ||
+			c.CalledMore.Mode.Parameter != "mode" || c.CalledMore.Mode.Normal != 0 || c.CalledMore.Mode.Buggy != 2 {
+			t.Errorf("%s: dispatch_1 rank %d called more %+v mode %+v, dispatch_2 rank %d; want dispatch_1 1st calling dispatch_2 with mode 2",
+				name, c.Rank, c.CalledMore, c.CalledMore.Mode, d.Rank)
+		}
+		if !strings.Contains(c.Why, "to call dispatch_2 with mode 2 (every normal call passed 0)") {
+			t.Errorf("%s: why: %q", name, c.Why)
+		}
+	}
+}

@@ -233,3 +233,35 @@ func TestGuardReads(t *testing.T) {
 		})
 	}
 }
+
+// A function's formal parameters, from DWARF, told from its other locals.
+func TestParam(t *testing.T) {
+	for _, level := range levels {
+		t.Run(level, func(t *testing.T) {
+			bin := testutil.C(t, "guard"+level, []string{"guard.c"}, level, "-g")
+			c, err := OpenCode(bin)
+			if err != nil {
+				t.Fatal(err)
+			}
+			at := func(name string) uint64 { a, _ := symbolAddr(t, bin, name); return a + 1 }
+			for _, tc := range []struct {
+				fn, name    string
+				param, know bool
+			}{
+				{"step", "n", true, true},
+				{"step", "s", true, true},
+				{"decide", "n", true, true},
+				{"decide", "i", false, true},
+				{"step", "no_such_variable", false, true},
+				{"ready", "n", false, true},
+			} {
+				if p, k := c.Param(at(tc.fn), tc.name); p != tc.param || k != tc.know {
+					t.Errorf("%s: %s a parameter %v (known %v); want %v (%v)", tc.fn, tc.name, p, k, tc.param, tc.know)
+				}
+			}
+			if _, k := c.Param(1, "n"); k {
+				t.Error("an address outside every function has parameters")
+			}
+		})
+	}
+}

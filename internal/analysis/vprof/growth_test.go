@@ -363,26 +363,10 @@ func TestLongerLoopTakesGrowth(t *testing.T) {
 	}
 }
 
-// analyzeHooked is analyzeWith with the default options and the machine
-// code's answers hook sets on the analyzer.
+// analyzeHooked is analyzeHooks with one normal and one buggy run.
 func analyzeHooked(t testing.TB, normal, buggy *profile.Profile, hook func(a *Analyzer)) *Result {
 	t.Helper()
-	a, err := New(DefaultOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	hook(a)
-	if err := a.AddNormal(normal, Run{Path: "normal"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.AddBuggy(buggy, Run{Path: "buggy"}); err != nil {
-		t.Fatal(err)
-	}
-	res, err := a.Result()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return res
+	return analyzeHooks(t, hook, []*profile.Profile{normal}, []*profile.Profile{buggy})
 }
 
 // A function whose only evidence is its usual values in another mix (the
@@ -862,22 +846,10 @@ func TestPredicateDecidesCalls(t *testing.T) {
 		return off >= f.off && off < f.off+f.size
 	}
 	run := func(decide DecideFunc, guard GuardFunc) *Result {
-		a, err := New(DefaultOptions())
-		if err != nil {
-			t.Fatal(err)
-		}
-		a.SetDeciders(decide)
-		a.SetGuards(guard)
-		if err := a.AddNormal(normal, Run{Path: "normal"}); err != nil {
-			t.Fatal(err)
-		}
-		if err := a.AddBuggy(buggy, Run{Path: "buggy"}); err != nil {
-			t.Fatal(err)
-		}
-		res, err := a.Result()
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := analyzeHooked(t, normal, buggy, func(a *Analyzer) {
+			a.SetDeciders(decide)
+			a.SetGuards(guard)
+		})
 		return res
 	}
 	noDecider := func(string, uint64, string) (string, bool) { return "", false }
@@ -982,22 +954,10 @@ func TestBoundedCalleeHandsGrowthUp(t *testing.T) {
 		return off >= f.off && off < f.off+f.size
 	}
 	run := func(bound BoundFunc) *Result {
-		a, err := New(DefaultOptions())
-		if err != nil {
-			t.Fatal(err)
-		}
-		a.SetBounds(bound)
-		a.SetGuards(func(string, uint64, string) (bool, bool, bool) { return false, false, true })
-		if err := a.AddNormal(normal, Run{Path: "normal"}); err != nil {
-			t.Fatal(err)
-		}
-		if err := a.AddBuggy(buggy, Run{Path: "buggy"}); err != nil {
-			t.Fatal(err)
-		}
-		res, err := a.Result()
-		if err != nil {
-			t.Fatal(err)
-		}
+		res := analyzeHooked(t, normal, buggy, func(a *Analyzer) {
+			a.SetBounds(bound)
+			a.SetGuards(func(string, uint64, string) (bool, bool, bool) { return false, false, true })
+		})
 		return res
 	}
 	res := run(func(_ string, off uint64) (bool, bool) { return in("worker", off), true })
@@ -1142,26 +1102,14 @@ func TestNewPathPattern(t *testing.T) {
 		{false, false, true, MissingConstraint},
 		{false, false, false, NoPattern},
 	} {
-		a, err := New(DefaultOptions())
-		if err != nil {
-			t.Fatal(err)
-		}
-		a.SetGuards(func(_ string, off uint64, callee string) (bool, bool, bool) {
-			if off >= d2.off && off < d2.off+d2.size && callee == "worker" {
-				return tc.guarded, tc.ordered, tc.known
-			}
-			return false, false, false
+		res := analyzeHooked(t, normal, buggy, func(a *Analyzer) {
+			a.SetGuards(func(_ string, off uint64, callee string) (bool, bool, bool) {
+				if off >= d2.off && off < d2.off+d2.size && callee == "worker" {
+					return tc.guarded, tc.ordered, tc.known
+				}
+				return false, false, false
+			})
 		})
-		if err := a.AddNormal(normal, Run{Path: "normal"}); err != nil {
-			t.Fatal(err)
-		}
-		if err := a.AddBuggy(buggy, Run{Path: "buggy"}); err != nil {
-			t.Fatal(err)
-		}
-		res, err := a.Result()
-		if err != nil {
-			t.Fatal(err)
-		}
 		if d := res.fn(t, "dispatch_2"); d.Evidence != EvidenceNewPath || d.Pattern != tc.want {
 			t.Errorf("guarded %v ordered %v known %v: dispatch_2 evidence %s pattern %s, want new-path, %s",
 				tc.guarded, tc.ordered, tc.known, d.Evidence, d.Pattern, tc.want)
@@ -1193,26 +1141,14 @@ func TestThresholdBelowDecides(t *testing.T) {
 	normal, buggy := mk(false), mk(true)
 	d1 := fx.funcs["dispatch_1"]
 	for _, ordered := range []bool{true, false} {
-		a, err := New(DefaultOptions())
-		if err != nil {
-			t.Fatal(err)
-		}
-		a.SetGuards(func(_ string, off uint64, callee string) (bool, bool, bool) {
-			if off >= d1.off && off < d1.off+d1.size && callee == "worker" {
-				return true, ordered, true
-			}
-			return false, false, false
+		res := analyzeHooked(t, normal, buggy, func(a *Analyzer) {
+			a.SetGuards(func(_ string, off uint64, callee string) (bool, bool, bool) {
+				if off >= d1.off && off < d1.off+d1.size && callee == "worker" {
+					return true, ordered, true
+				}
+				return false, false, false
+			})
 		})
-		if err := a.AddNormal(normal, Run{Path: "normal"}); err != nil {
-			t.Fatal(err)
-		}
-		if err := a.AddBuggy(buggy, Run{Path: "buggy"}); err != nil {
-			t.Fatal(err)
-		}
-		res, err := a.Result()
-		if err != nil {
-			t.Fatal(err)
-		}
 		d, c := res.fn(t, "dispatch_1"), res.fn(t, "dispatch_2")
 		if c.Evidence != EvidenceVariable || d.CalledMore == nil {
 			t.Fatalf("dispatch_2 evidence %s, dispatch_1 called more %+v: the setting is not the one tested", c.Evidence, d.CalledMore)
@@ -1539,29 +1475,17 @@ func TestLoopRunToGivenBound(t *testing.T) {
 		// pattern (cond, beyond its normal range).
 		{false, false, false, WrongConstraint, ""},
 	} {
-		a, err := New(DefaultOptions())
-		if err != nil {
-			t.Fatal(err)
-		}
-		a.SetReads(func(_ string, off uint64, global string) (bool, bool) {
-			return tc.reads && global == "cfg_pages" && in(off), true
+		res := analyzeHooked(t, normal, buggy, func(a *Analyzer) {
+			a.SetReads(func(_ string, off uint64, global string) (bool, bool) {
+				return tc.reads && global == "cfg_pages" && in(off), true
+			})
+			a.SetGuards(func(_ string, off uint64, callee string) (bool, bool, bool) {
+				if in(off) && callee == "worker" {
+					return tc.guarded, tc.ordered, true
+				}
+				return false, false, false
+			})
 		})
-		a.SetGuards(func(_ string, off uint64, callee string) (bool, bool, bool) {
-			if in(off) && callee == "worker" {
-				return tc.guarded, tc.ordered, true
-			}
-			return false, false, false
-		})
-		if err := a.AddNormal(normal, Run{Path: "normal"}); err != nil {
-			t.Fatal(err)
-		}
-		if err := a.AddBuggy(buggy, Run{Path: "buggy"}); err != nil {
-			t.Fatal(err)
-		}
-		res, err := a.Result()
-		if err != nil {
-			t.Fatal(err)
-		}
 		if len(res.Inputs) != 1 || res.Inputs[0].Name != "cfg_pages" {
 			t.Fatalf("inputs %+v, want cfg_pages", res.Inputs)
 		}
@@ -1682,7 +1606,7 @@ func TestSameBranches(t *testing.T) {
 
 // analyzeHooks is analyzeWith with the machine code's answers given by
 // set (the hooks the CLI fills from schema.Code).
-func analyzeHooks(t *testing.T, set func(*Analyzer), normal, buggy []*profile.Profile) *Result {
+func analyzeHooks(t testing.TB, set func(*Analyzer), normal, buggy []*profile.Profile) *Result {
 	t.Helper()
 	a, err := New(DefaultOptions())
 	if err != nil {
@@ -2024,33 +1948,21 @@ func TestThresholdOnConfiguration(t *testing.T) {
 	for _, tc := range []struct {
 		ordered, reads, compares bool
 	}{{true, true, true}, {false, true, true}, {true, false, false}, {true, true, false}} {
-		a, err := New(DefaultOptions())
-		if err != nil {
-			t.Fatal(err)
-		}
-		in := func(off uint64) bool { return off >= d1.off && off < d1.off+d1.size }
-		a.SetGuards(func(_ string, off uint64, callee string) (bool, bool, bool) {
-			if in(off) && callee == "worker" {
-				return true, tc.ordered, true
-			}
-			return false, false, false
+		res := analyzeHooked(t, normal, buggy, func(a *Analyzer) {
+			in := func(off uint64) bool { return off >= d1.off && off < d1.off+d1.size }
+			a.SetGuards(func(_ string, off uint64, callee string) (bool, bool, bool) {
+				if in(off) && callee == "worker" {
+					return true, tc.ordered, true
+				}
+				return false, false, false
+			})
+			a.SetReads(func(_ string, off uint64, global string) (bool, bool) {
+				return tc.reads && in(off) && global == "cfg_min_keys", true
+			})
+			a.SetThresholds(func(_ string, off uint64, callee, global string) (bool, bool) {
+				return tc.compares && in(off) && callee == "worker" && global == "cfg_min_keys", true
+			})
 		})
-		a.SetReads(func(_ string, off uint64, global string) (bool, bool) {
-			return tc.reads && in(off) && global == "cfg_min_keys", true
-		})
-		a.SetThresholds(func(_ string, off uint64, callee, global string) (bool, bool) {
-			return tc.compares && in(off) && callee == "worker" && global == "cfg_min_keys", true
-		})
-		if err := a.AddNormal(normal, Run{Path: "normal"}); err != nil {
-			t.Fatal(err)
-		}
-		if err := a.AddBuggy(buggy, Run{Path: "buggy"}); err != nil {
-			t.Fatal(err)
-		}
-		res, err := a.Result()
-		if err != nil {
-			t.Fatal(err)
-		}
 		d, w := res.fn(t, "dispatch_1"), res.fn(t, "worker")
 		if !tc.ordered || !tc.reads || !tc.compares {
 			if d.Evidence == EvidenceThreshold || d.Rank < w.Rank {
@@ -2190,26 +2102,14 @@ func TestNewWorkCallerDecides(t *testing.T) {
 		{40, true, true, true, false, NoPattern},
 	} {
 		normal, buggy := mk(false, tc.normalWork), mk(true, tc.normalWork)
-		a, err := New(DefaultOptions())
-		if err != nil {
-			t.Fatal(err)
-		}
-		a.SetGuards(func(_ string, off uint64, callee string) (bool, bool, bool) {
-			if off >= d1.off && off < d1.off+d1.size && callee == "worker" {
-				return tc.guarded, tc.ordered, tc.known
-			}
-			return false, false, false
+		res := analyzeHooked(t, normal, buggy, func(a *Analyzer) {
+			a.SetGuards(func(_ string, off uint64, callee string) (bool, bool, bool) {
+				if off >= d1.off && off < d1.off+d1.size && callee == "worker" {
+					return tc.guarded, tc.ordered, tc.known
+				}
+				return false, false, false
+			})
 		})
-		if err := a.AddNormal(normal, Run{Path: "normal"}); err != nil {
-			t.Fatal(err)
-		}
-		if err := a.AddBuggy(buggy, Run{Path: "buggy"}); err != nil {
-			t.Fatal(err)
-		}
-		res, err := a.Result()
-		if err != nil {
-			t.Fatal(err)
-		}
 		w, d := res.fn(t, "worker"), res.fn(t, "dispatch_1")
 		name := fmt.Sprintf("normal work %d, guarded %v ordered %v known %v", tc.normalWork, tc.guarded, tc.ordered, tc.known)
 		if !tc.decides {
@@ -2258,26 +2158,14 @@ func TestNewWorkPathEntry(t *testing.T) {
 	}
 	normal, buggy := mk(false), mk(true)
 	d1 := fx.funcs["dispatch_1"]
-	a, err := New(DefaultOptions())
-	if err != nil {
-		t.Fatal(err)
-	}
-	a.SetGuards(func(_ string, off uint64, callee string) (bool, bool, bool) {
-		if off >= d1.off && off < d1.off+d1.size && callee == "dispatch_2" {
-			return true, true, true
-		}
-		return false, false, false
+	res := analyzeHooked(t, normal, buggy, func(a *Analyzer) {
+		a.SetGuards(func(_ string, off uint64, callee string) (bool, bool, bool) {
+			if off >= d1.off && off < d1.off+d1.size && callee == "dispatch_2" {
+				return true, true, true
+			}
+			return false, false, false
+		})
 	})
-	if err := a.AddNormal(normal, Run{Path: "normal"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := a.AddBuggy(buggy, Run{Path: "buggy"}); err != nil {
-		t.Fatal(err)
-	}
-	res, err := a.Result()
-	if err != nil {
-		t.Fatal(err)
-	}
 	d, e, w := res.fn(t, "dispatch_1"), res.fn(t, "dispatch_2"), res.fn(t, "worker")
 	if d.Rank != 1 || d.CalledMore == nil || !d.CalledMore.New || d.CalledMore.Callee != "dispatch_2" ||
 		d.Pattern != WrongConstraint || e.Rank < 2 || w.Rank < 2 {
@@ -2337,31 +2225,19 @@ func TestNewWorkCallerMode(t *testing.T) {
 		{true, true, "dispatch_2"},
 	} {
 		normal, buggy := mk(false, tc.varies), mk(true, tc.varies)
-		a, err := New(DefaultOptions())
-		if err != nil {
-			t.Fatal(err)
-		}
-		a.SetGuards(func(_ string, off uint64, callee string) (bool, bool, bool) {
-			if in(off, d1) && callee == "dispatch_2" || in(off, d2) && callee == "worker" {
-				return true, true, true
-			}
-			return false, false, false
-		})
-		if tc.params {
-			a.SetParams(func(_ string, off uint64, name string) (bool, bool) {
-				return in(off, d2) && name == "mode", true
+		res := analyzeHooked(t, normal, buggy, func(a *Analyzer) {
+			a.SetGuards(func(_ string, off uint64, callee string) (bool, bool, bool) {
+				if in(off, d1) && callee == "dispatch_2" || in(off, d2) && callee == "worker" {
+					return true, true, true
+				}
+				return false, false, false
 			})
-		}
-		if err := a.AddNormal(normal, Run{Path: "normal"}); err != nil {
-			t.Fatal(err)
-		}
-		if err := a.AddBuggy(buggy, Run{Path: "buggy"}); err != nil {
-			t.Fatal(err)
-		}
-		res, err := a.Result()
-		if err != nil {
-			t.Fatal(err)
-		}
+			if tc.params {
+				a.SetParams(func(_ string, off uint64, name string) (bool, bool) {
+					return in(off, d2) && name == "mode", true
+				})
+			}
+		})
 		name := fmt.Sprintf("params %v, mode varies normally %v", tc.params, tc.varies)
 		c, w := res.fn(t, tc.want), res.fn(t, "worker")
 		if c.CalledMore == nil || !c.CalledMore.New || c.Discount != 0 || c.Rank >= w.Rank {

@@ -759,7 +759,9 @@ func (tr callTree) outside(names ...string) (int, string) {
 // reaches start_thread, and each has one node in the call tree; every
 // sample in the threads' work reaches main or the thread's function, and
 // every other sample is in the dynamic loader's start (_dl_start,
-// _dl_start_user), the program's exit, a thread's creation (clone3) or
+// _dl_start_user), libc's start before main (__libc_start_main's own
+// calls, such as registering the exit handlers), the program's exit, a
+// thread's creation (clone3) or
 // end (start_thread after the thread's function, do_exit), or lost
 // callers. How many fall there depends on the machine (page faults of a
 // virtual machine under load make the loader's start slow), not on the
@@ -798,9 +800,9 @@ func TestFPModeThreads(t *testing.T) {
 		if f.Samples < 300 {
 			t.Errorf("sized %v: %d samples, want 300 or more", sized, f.Samples)
 		}
-		n, paths := tr.outside("main", "thread", "_dl_start", "_dl_start_user", "exit", "clone3", "start_thread", "do_exit")
+		n, paths := tr.outside("main", "thread", "_dl_start", "_dl_start_user", "__libc_start_main_impl", "__libc_start_main", "exit", "clone3", "start_thread", "do_exit")
 		if cut := truncated(t, out); n > cut {
-			t.Errorf("sized %v: %d of %d samples outside main, the threads, the loader's start, exits and thread creation (%s); %d lost callers",
+			t.Errorf("sized %v: %d of %d samples outside main, the threads, the loader's and libc's start, exits and thread creation (%s); %d lost callers",
 				sized, n, f.Samples, paths, cut)
 		}
 	}

@@ -225,30 +225,27 @@ func blockFinder(cf *codeFinder, stderr io.Writer) vprof.BlockFunc {
 	}
 }
 
-// readsFinder tells the differential method which functions' code reads a
-// global, from the machine code of the recorded objects (schema.Code); an
-// object whose file changed since the recording is not read.
-func readsFinder(cf *codeFinder) vprof.ReadsFunc {
-	return func(object string, offset uint64, global string) (bool, bool) {
+// byName adapts a question schema.Code answers about the function at an
+// address and a name (a global it reads or writes, a parameter it has)
+// to the differential method's hook over a recorded object's offset:
+// (false, false), no answer, when the object's code cannot be read or
+// changed since the recording.
+func byName(cf *codeFinder, ask func(c *schema.Code, addr uint64, name string) (bool, bool)) func(object string, offset uint64, name string) (bool, bool) {
+	return func(object string, offset uint64, name string) (bool, bool) {
 		c, addr, ok := cf.code(object, offset)
 		if !ok {
 			return false, false
 		}
-		return c.Reads(addr, global)
+		return ask(c, addr, name)
 	}
 }
 
-// writesFinder tells the differential method which functions' code
-// stores into a global, from the machine code of the recorded objects.
-func writesFinder(cf *codeFinder) vprof.WritesFunc {
-	return func(object string, offset uint64, global string) (bool, bool) {
-		c, addr, ok := cf.code(object, offset)
-		if !ok {
-			return false, false
-		}
-		return c.Writes(addr, global)
-	}
-}
+// readsFinder tells the differential method which functions' code reads
+// a global; writesFinder, which store into one; paramFinder, which have a
+// parameter of a name (DWARF's formal parameters).
+func readsFinder(cf *codeFinder) vprof.ReadsFunc   { return byName(cf, (*schema.Code).Reads) }
+func writesFinder(cf *codeFinder) vprof.WritesFunc { return byName(cf, (*schema.Code).Writes) }
+func paramFinder(cf *codeFinder) vprof.ParamFunc   { return byName(cf, (*schema.Code).Param) }
 
 // shapeFinder tells the differential method whether a function's machine
 // code has a loop or a call, from the code of the recorded objects.
@@ -345,8 +342,6 @@ func branchFinder(exe profile.Executable) vprof.BranchFunc {
 	}
 }
 
-// guardFinder tells the differential method how a function's code decides
-// its calls of a callee, from the machine code of the recorded objects.
 // thresholdFinder tells the differential method whether the threshold
 // deciding a call reads a global, from the code of the recorded objects.
 func thresholdFinder(cf *codeFinder) vprof.ThresholdFunc {
@@ -359,16 +354,8 @@ func thresholdFinder(cf *codeFinder) vprof.ThresholdFunc {
 	}
 }
 
-func paramFinder(cf *codeFinder) vprof.ParamFunc {
-	return func(object string, offset uint64, name string) (bool, bool) {
-		c, addr, ok := cf.code(object, offset)
-		if !ok {
-			return false, false
-		}
-		return c.Param(addr, name)
-	}
-}
-
+// guardFinder tells the differential method how a function's code decides
+// its calls of a callee, from the machine code of the recorded objects.
 func guardFinder(cf *codeFinder) vprof.GuardFunc {
 	return func(object string, offset uint64, callee string) (bool, bool, bool) {
 		c, addr, ok := cf.code(object, offset)

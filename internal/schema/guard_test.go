@@ -12,77 +12,60 @@ import (
 // The function whose answer decides calls, on guard.c at -O0 (a call
 // after the test) and -O2 (a tail jump).
 func TestDecider(t *testing.T) {
-	for _, level := range levels {
-		t.Run(level, func(t *testing.T) {
-			bin := testutil.C(t, "guard"+level, []string{"guard.c"}, level, "-g")
-			c, err := OpenCode(bin)
-			if err != nil {
-				t.Fatal(err)
+	eachLevel(t, "guard", func(t *testing.T, c *Code, at func(string) uint64) {
+		// Every entry into work is guarded by ready's answer.
+		if p, ok := c.Decider(at("work"), ""); !ok || p != "ready" {
+			t.Errorf("entries of work decided by %q, %v; want ready", p, ok)
+		}
+		if p, ok := c.Decider(at("step"), "work"); !ok || p != "ready" {
+			t.Errorf("step's calls of work decided by %q, %v; want ready", p, ok)
+		}
+		for _, tc := range []struct{ fn, callee, why string }{
+			{"always", "", "called unconditionally"},
+			{"step", "always", "called unconditionally"},
+			{"mixed", "", "one guarded call and one not"},
+			{"other", "mixed", "one guarded call and one not"},
+			{"taken", "", "its address is in a table"},
+			{"ready", "", "called unconditionally"},
+			{"step", "no_such_function", "no such callee"},
+		} {
+			if p, ok := c.Decider(at(tc.fn), tc.callee); ok {
+				t.Errorf("%s/%q: decided by %q; want none (%s)", tc.fn, tc.callee, p, tc.why)
 			}
-			at := func(name string) uint64 { a, _ := symbolAddr(t, bin, name); return a + 1 }
-			// Every entry into work is guarded by ready's answer.
-			if p, ok := c.Decider(at("work"), ""); !ok || p != "ready" {
-				t.Errorf("entries of work decided by %q, %v; want ready", p, ok)
-			}
-			if p, ok := c.Decider(at("step"), "work"); !ok || p != "ready" {
-				t.Errorf("step's calls of work decided by %q, %v; want ready", p, ok)
-			}
-			for _, tc := range []struct{ fn, callee, why string }{
-				{"always", "", "called unconditionally"},
-				{"step", "always", "called unconditionally"},
-				{"mixed", "", "one guarded call and one not"},
-				{"other", "mixed", "one guarded call and one not"},
-				{"taken", "", "its address is in a table"},
-				{"ready", "", "called unconditionally"},
-				{"step", "no_such_function", "no such callee"},
-			} {
-				if p, ok := c.Decider(at(tc.fn), tc.callee); ok {
-					t.Errorf("%s/%q: decided by %q; want none (%s)", tc.fn, tc.callee, p, tc.why)
-				}
-			}
-			if _, ok := c.Decider(1, ""); ok {
-				t.Error("an address outside every function has a decider")
-			}
-		})
-	}
+		}
+		if _, ok := c.Decider(1, ""); ok {
+			t.Error("an address outside every function has a decider")
+		}
+	})
 }
 
 // How a function's own code decides a call: not at all (in every
 // iteration of its loop), by an equality test, by a threshold.
 func TestGuard(t *testing.T) {
-	for _, level := range levels {
-		t.Run(level, func(t *testing.T) {
-			bin := testutil.C(t, "guard"+level, []string{"guard.c"}, level, "-g")
-			c, err := OpenCode(bin)
-			if err != nil {
-				t.Fatal(err)
+	eachLevel(t, "guard", func(t *testing.T, c *Code, at func(string) uint64) {
+		for _, tc := range []struct {
+			callee           string
+			guarded, ordered bool
+		}{
+			{"each", false, false},
+			{"fresh", true, false},
+			{"over", true, true},
+		} {
+			g, o, ok := c.Guard(at("decide"), tc.callee)
+			if !ok || g != tc.guarded || o != tc.ordered {
+				t.Errorf("decide's calls of %s: guarded %v, ordered %v, ok %v; want %v, %v, true", tc.callee, g, o, ok, tc.guarded, tc.ordered)
 			}
-			at, _ := symbolAddr(t, bin, "decide")
-			for _, tc := range []struct {
-				callee           string
-				guarded, ordered bool
-			}{
-				{"each", false, false},
-				{"fresh", true, false},
-				{"over", true, true},
-			} {
-				g, o, ok := c.Guard(at+1, tc.callee)
-				if !ok || g != tc.guarded || o != tc.ordered {
-					t.Errorf("decide's calls of %s: guarded %v, ordered %v, ok %v; want %v, %v, true", tc.callee, g, o, ok, tc.guarded, tc.ordered)
-				}
-			}
-			step, _ := symbolAddr(t, bin, "step")
-			if g, o, ok := c.Guard(step+1, "always"); !ok || g || o {
-				t.Errorf("step's call of always: guarded %v, ordered %v, ok %v; want none", g, o, ok)
-			}
-			if g, o, ok := c.Guard(step+1, "work"); !ok || !g || o {
-				t.Errorf("step's call of work, on ready's answer: guarded %v, ordered %v, ok %v; want guarded by an equality", g, o, ok)
-			}
-			if _, _, ok := c.Guard(step+1, "over"); ok {
-				t.Error("step calls over: ok")
-			}
-		})
-	}
+		}
+		if g, o, ok := c.Guard(at("step"), "always"); !ok || g || o {
+			t.Errorf("step's call of always: guarded %v, ordered %v, ok %v; want none", g, o, ok)
+		}
+		if g, o, ok := c.Guard(at("step"), "work"); !ok || !g || o {
+			t.Errorf("step's call of work, on ready's answer: guarded %v, ordered %v, ok %v; want guarded by an equality", g, o, ok)
+		}
+		if _, _, ok := c.Guard(at("step"), "over"); ok {
+			t.Error("step calls over: ok")
+		}
+	})
 }
 
 // In a shared library, a call of an exported function of the same library
@@ -168,27 +151,34 @@ func TestGuardOfClone(t *testing.T) {
 // Whether a function's code can do more work on one call than on
 // another: ready has neither a loop nor a call, work loops, step calls.
 func TestShapeAt(t *testing.T) {
+	eachLevel(t, "guard", func(t *testing.T, code *Code, at func(string) uint64) {
+		for _, tc := range []struct {
+			fn           string
+			loops, calls bool
+		}{
+			{"ready", false, false},
+			{"work", true, false},
+			{"step", false, true},
+		} {
+			s, ok := code.ShapeAt(at(tc.fn))
+			if !ok || s.Unknown || (s.Loops > 0) != tc.loops || (len(s.Calls) > 0) != tc.calls {
+				t.Errorf("%s: shape %+v, ok %v; want loops %v, calls %v", tc.fn, s, ok, tc.loops, tc.calls)
+			}
+		}
+		if _, ok := code.ShapeAt(1); ok {
+			t.Error("an address outside every function has a shape")
+		}
+	})
+}
+
+// eachLevel compiles testdata's NAME.c at each optimisation level with
+// DWARF and runs f on its machine code; at gives an address inside a
+// function, by name.
+func eachLevel(t *testing.T, name string, f func(t *testing.T, c *Code, at func(fn string) uint64)) {
 	for _, level := range levels {
 		t.Run(level, func(t *testing.T) {
-			bin := testutil.C(t, "guard"+level, []string{"guard.c"}, level, "-g")
-			code := mustOpenCode(t, bin)
-			for _, tc := range []struct {
-				fn           string
-				loops, calls bool
-			}{
-				{"ready", false, false},
-				{"work", true, false},
-				{"step", false, true},
-			} {
-				a, _ := symbolAddr(t, bin, tc.fn)
-				s, ok := code.ShapeAt(a + 1)
-				if !ok || s.Unknown || (s.Loops > 0) != tc.loops || (len(s.Calls) > 0) != tc.calls {
-					t.Errorf("%s: shape %+v, ok %v; want loops %v, calls %v", tc.fn, s, ok, tc.loops, tc.calls)
-				}
-			}
-			if _, ok := code.ShapeAt(1); ok {
-				t.Error("an address outside every function has a shape")
-			}
+			bin := testutil.C(t, name+level, []string{name + ".c"}, level, "-g")
+			f(t, mustOpenCode(t, bin), func(fn string) uint64 { a, _ := symbolAddr(t, bin, fn); return a + 1 })
 		})
 	}
 }
@@ -206,62 +196,46 @@ func mustOpenCode(t *testing.T, bin string) *Code {
 // the jump's block; a function that reads a global for something else
 // (a log line) and decides its call on another comparison does not.
 func TestGuardReads(t *testing.T) {
-	for _, level := range levels {
-		t.Run(level, func(t *testing.T) {
-			bin := testutil.C(t, "threshold"+level, []string{"threshold.c"}, level, "-g")
-			c, err := OpenCode(bin)
-			if err != nil {
-				t.Fatal(err)
-			}
-			sized, _ := symbolAddr(t, bin, "sized")
-			logged, _ := symbolAddr(t, bin, "logged")
-			if _, o, ok := c.Guard(sized+1, "probe"); !ok || !o {
-				t.Fatalf("sized's call of probe: ordered %v ok %v; want a threshold", o, ok)
-			}
-			if r, known := c.GuardReads(sized+1, "probe", "cfg_min_keys"); !known || !r {
-				t.Errorf("sized: threshold reads cfg_min_keys %v (known %v), want true", r, known)
-			}
-			if r, known := c.Reads(logged+1, "verbosity"); !known || !r {
-				t.Fatalf("logged reads verbosity %v (known %v): not the setting tested", r, known)
-			}
-			if r, known := c.GuardReads(logged+1, "probe", "verbosity"); !known || r {
-				t.Errorf("logged: threshold reads verbosity %v (known %v), want false", r, known)
-			}
-			if _, known := c.GuardReads(sized+1, "probe", "no_such_global"); known {
-				t.Error("a global the symbol table lacks: known")
-			}
-		})
-	}
+	eachLevel(t, "threshold", func(t *testing.T, c *Code, at func(string) uint64) {
+		sized, logged := at("sized"), at("logged")
+		if _, o, ok := c.Guard(sized, "probe"); !ok || !o {
+			t.Fatalf("sized's call of probe: ordered %v ok %v; want a threshold", o, ok)
+		}
+		if r, known := c.GuardReads(sized, "probe", "cfg_min_keys"); !known || !r {
+			t.Errorf("sized: threshold reads cfg_min_keys %v (known %v), want true", r, known)
+		}
+		if r, known := c.Reads(logged, "verbosity"); !known || !r {
+			t.Fatalf("logged reads verbosity %v (known %v): not the setting tested", r, known)
+		}
+		if r, known := c.GuardReads(logged, "probe", "verbosity"); !known || r {
+			t.Errorf("logged: threshold reads verbosity %v (known %v), want false", r, known)
+		}
+		if _, known := c.GuardReads(sized, "probe", "no_such_global"); known {
+			t.Error("a global the symbol table lacks: known")
+		}
+	})
 }
 
 // A function's formal parameters, from DWARF, told from its other locals.
 func TestParam(t *testing.T) {
-	for _, level := range levels {
-		t.Run(level, func(t *testing.T) {
-			bin := testutil.C(t, "guard"+level, []string{"guard.c"}, level, "-g")
-			c, err := OpenCode(bin)
-			if err != nil {
-				t.Fatal(err)
+	eachLevel(t, "guard", func(t *testing.T, c *Code, at func(string) uint64) {
+		for _, tc := range []struct {
+			fn, name    string
+			param, know bool
+		}{
+			{"step", "n", true, true},
+			{"step", "s", true, true},
+			{"decide", "n", true, true},
+			{"decide", "i", false, true},
+			{"step", "no_such_variable", false, true},
+			{"ready", "n", false, true},
+		} {
+			if p, k := c.Param(at(tc.fn), tc.name); p != tc.param || k != tc.know {
+				t.Errorf("%s: %s a parameter %v (known %v); want %v (%v)", tc.fn, tc.name, p, k, tc.param, tc.know)
 			}
-			at := func(name string) uint64 { a, _ := symbolAddr(t, bin, name); return a + 1 }
-			for _, tc := range []struct {
-				fn, name    string
-				param, know bool
-			}{
-				{"step", "n", true, true},
-				{"step", "s", true, true},
-				{"decide", "n", true, true},
-				{"decide", "i", false, true},
-				{"step", "no_such_variable", false, true},
-				{"ready", "n", false, true},
-			} {
-				if p, k := c.Param(at(tc.fn), tc.name); p != tc.param || k != tc.know {
-					t.Errorf("%s: %s a parameter %v (known %v); want %v (%v)", tc.fn, tc.name, p, k, tc.param, tc.know)
-				}
-			}
-			if _, k := c.Param(1, "n"); k {
-				t.Error("an address outside every function has parameters")
-			}
-		})
-	}
+		}
+		if _, k := c.Param(1, "n"); k {
+			t.Error("an address outside every function has parameters")
+		}
+	})
 }

@@ -393,10 +393,15 @@ func handleReset(j *job) {
 func serve(w http.ResponseWriter, r *http.Request) {
 	id, _ := strconv.Atoi(r.URL.Query().Get("id"))
 	j := &job{id: id, done: make(chan struct{})}
+	if resetting {
+		// Made before the span begins: the probes time handleReset's
+		// call, and making a timer can take a millisecond on a busy
+		// machine (it allocates, and may help the collector).
+		j.timer = time.NewTimer(time.Hour)
+	}
 	j.start = clock()
 	switch {
 	case resetting:
-		j.timer = time.NewTimer(time.Hour)
 		handleReset(j)
 	case afterMode:
 		handleAfter(j)

@@ -1,6 +1,6 @@
 /* A cron-like job runner in the manner of cronie's crond: a table of jobs,
- * each with a five-field schedule, is evaluated minute by minute over a
- * simulated day (next_due, match_field); each job due in a minute is
+ * each with a five-field schedule, is evaluated minute by minute over the
+ * first eight hours of a simulated day (next_due, match_field); each job due in a minute is
  * started (spawn_job): the runner forks, and the child closes the
  * descriptors it inherited (close_inherited_fds), points its standard
  * streams at /dev/null and execs /bin/true (the job's command); the
@@ -16,7 +16,6 @@
  *
  *   prog   (the descriptor limit is the process's RLIMIT_NOFILE)
  */
-#include <dirent.h>
 #include <fcntl.h>
 #include <stdint.h>
 #include <stdio.h>

@@ -109,7 +109,11 @@ func TestGoValues(t *testing.T) {
 			for _, s := range specs {
 				cmd = append(cmd, "--expr", "govalues*@main.work@"+s)
 			}
-			printed(mustRun(t, append(cmd, args...)...))
+			stdout, stderr, code := run(t, append(cmd, args...)...)
+			if code != 0 {
+				t.Fatalf("culprit record: exit %d\n%s", code, stderr)
+			}
+			printed(stdout)
 			e := exprReport(t, out)
 			locals(t, e, "main.work")
 			// In main.work, main has set the globals: unqualified names
@@ -121,7 +125,7 @@ func TestGoValues(t *testing.T) {
 			}{{"limit", limit}, {"cfg.scale", 7 * limit}, {"(cfg.rounds * limit)", rounds * limit}} {
 				s := find(t, e, "main.work", g.name)
 				if s.Missing*20 > nv.Count || s.Min != g.want || s.Max != g.want {
-					t.Errorf("%s: %+v, want %v at (nearly) each of the %d samples", g.name, s, g.want, nv.Count)
+					t.Errorf("%s: %+v, want %v at (nearly) each of the %d samples; the recorder said:\n%s", g.name, s, g.want, nv.Count, stderr)
 				}
 			}
 		})

@@ -14,9 +14,11 @@ import (
 // Call is a call (or a jump out of the function: a tail call) in a
 // function's code.
 type Call struct {
-	// Callee is the symbol called; "" when the target is not a function
-	// symbol's start (the PLT, another object) or not known (a call or
-	// jump through a register: a pointer, or a switch the code computes).
+	// Callee is the symbol called (a call of the object's own function
+	// through its PLT stub names that function); "" when the target is
+	// not a function symbol's start (another object's function through
+	// the PLT) or not known (a call or jump through a register: a
+	// pointer, or a switch the code computes).
 	Callee    string
 	LoopDepth int // how many natural loops of the caller hold the call
 }
@@ -123,6 +125,9 @@ func (c *Code) shape(i int) (s Shape) {
 		}
 		call := Call{LoopDepth: depth[g.blockOf[k]]}
 		if tg, direct := in.target(); direct {
+			if to, ok := c.viaPLT[tg]; ok {
+				tg = to // a call of the object's own function through its stub (plt.go)
+			}
 			if j := c.symAt(tg); j >= 0 && c.syms[j].addr == tg {
 				call.Callee = c.syms[j].name
 			}

@@ -1020,7 +1020,7 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 	// below that callee.
 	for i, f := range ids {
 		fr := &fs[i]
-		if fr.Evidence != EvidenceNone || !fr.Share.Grew() {
+		if fr.Evidence != EvidenceNone && !mixOnly(fr) || !fr.Share.Grew() {
 			continue
 		}
 		var best edge
@@ -1131,12 +1131,41 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 				continue
 			}
 		}
+		// A caller without evidence of its own whose code calls g
+		// exactly once on every call of its own (outside its loops, on no
+		// test) cannot have called it more: it was called more itself.
+		// Its heaviest caller, whose calls of it grew and which has no
+		// evidence of its own either, answers instead, and so on up; the
+		// callers passed over rank below the one that answers with g
+		// (docs/vprof.md, "Called once per call").
+		callee := gr.Name
+		var passed []int
+		for hops := 0; hops < MaxOnceHops && (c.Evidence == EvidenceNone || mixOnly(c)) && a.oncePerCall(ids[j], callee); hops++ {
+			up, upN := bc.heaviest(ids[j], false)
+			k, ok := idx[up.caller]
+			if upN == 0 || !ok || k == j || k == i || a.system(up.caller) || roots[up.caller] || slices.Contains(passed, k) {
+				break
+			}
+			ck := &fs[k]
+			if ck.Evidence != EvidenceNone && !mixOnly(ck) || !ck.Share.Grew() || !share(nc.edges[up], nc.n, upN, bc.n).Grew() {
+				break
+			}
+			passed = append(passed, j)
+			callee, j, c, top = c.Name, k, ck, up
+		}
+		work := ""
+		if callee != gr.Name {
+			work = gr.Name
+		}
 		calledMore[i] = append(calledMore[i], j)
+		for _, p := range passed {
+			calledMore[p] = append(calledMore[p], j)
+		}
 		if c.Evidence == EvidenceNone || mixOnly(c) {
 			// It answers for its growth, above the callee it called more.
-			c.CalledMore = &CalledMore{Callee: gr.Name, Variable: loopVar, Bounded: bounded}
+			c.CalledMore = &CalledMore{Callee: callee, Work: work, Variable: loopVar, Bounded: bounded}
 			if c.Pattern == NoPattern {
-				c.Pattern, _ = a.callPattern(top.caller, gr.Name)
+				c.Pattern, _ = a.callPattern(top.caller, callee)
 			}
 			score[j] = c.Share.Change
 			through[j], c.Through = -1, ""
@@ -1728,6 +1757,10 @@ func (a *Analyzer) newMode(f int32, vars []int32, comps []comparison) *Mode {
 	return nil
 }
 
+// MaxOnceHops is how many callers that call a function exactly once per
+// call of their own the question who called it more passes over.
+const MaxOnceHops = 8
+
 // SharedPart is the part of a function's growth each of several callers
 // must carry, through its calls of it, for that function to be work they
 // ask for alike (docs/vprof.md, "Work several callers ask for").
@@ -1870,7 +1903,7 @@ func withinRange(an *Anomaly) bool {
 // bounded amount of work per call), which a decision above it may have
 // made it make.
 func spends(fr *FunctionResult) bool {
-	return fr.Evidence == EvidenceOwnTime || fr.Evidence == EvidenceNone && fr.Calls != nil || fr.CalledMore != nil
+	return fr.Evidence == EvidenceOwnTime || (fr.Evidence == EvidenceNone || mixOnly(fr)) && fr.Calls != nil || fr.CalledMore != nil
 }
 
 // lingering says whether a function's evidence is a loop variable whose
@@ -2169,10 +2202,19 @@ func why(f *FunctionResult) string {
 			c.Callee, c.Mode.Parameter, num(c.Mode.Buggy), num(c.Mode.Normal), SameWorkSamples)
 	} else if c != nil && c.New {
 		fmt.Fprintf(&b, "; its code decides, on a test of its own, to call %s, a path to new work that the normal runs hardly ran (fewer than %d of their samples hold it)", c.Callee, SameWorkSamples)
-	} else if c != nil && c.Bounded {
-		fmt.Fprintf(&b, "; handed %s more work, whose loops run at most a fixed number of times per call (more calls, or calls run to that bound)", c.Callee)
 	} else if c != nil {
-		fmt.Fprintf(&b, "; called %s more often, whose loops did the same work per call (%s in its normal range)", c.Callee, c.Variable)
+		what := c.Callee
+		if c.Work != "" {
+			what = c.Work
+			fmt.Fprintf(&b, "; called %s more often, which calls %s exactly once per call", c.Callee, c.Work)
+		}
+		if c.Bounded {
+			fmt.Fprintf(&b, "; handed %s more work, whose loops run at most a fixed number of times per call (more calls, or calls run to that bound)", what)
+		} else if c.Work != "" {
+			fmt.Fprintf(&b, ", whose loops did the same work per call (%s in its normal range)", c.Variable)
+		} else {
+			fmt.Fprintf(&b, "; called %s more often, whose loops did the same work per call (%s in its normal range)", c.Callee, c.Variable)
+		}
 	}
 	if r := f.Range; r != nil {
 		fmt.Fprintf(&b, "; its pointers %s..%s lie %s bytes apart (normally at most %s)", r.Start, r.End, num(r.BuggyMedian), num(r.NormalMax))

@@ -239,7 +239,11 @@ type Decides struct {
 // Bounded, a callee whose code does at most a fixed amount of work per
 // call (its loops run to constants), which grew by what it was handed.
 type CalledMore struct {
-	Callee   string `json:"callee"`
+	Callee string `json:"callee"`
+	// Work: the function whose own code grew, when Callee calls it
+	// exactly once on every call of its own (Callee was called more
+	// to have it called more); empty when Callee is that function.
+	Work     string `json:"work,omitempty"`
 	Variable string `json:"variable"`
 	Bounded  bool   `json:"bounded,omitempty"`
 	// New: the callee ran in no normal run, and this function's code

@@ -1020,7 +1020,7 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 	// below that callee.
 	for i, f := range ids {
 		fr := &fs[i]
-		if fr.Evidence != EvidenceNone && !mixOnly(fr) || !fr.Share.Grew() {
+		if fr.Evidence != EvidenceNone || !fr.Share.Grew() {
 			continue
 		}
 		var best edge
@@ -1306,6 +1306,7 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 			continue
 		}
 		var askers []int
+		mixCalls := map[int]*Calls{} // askers whose only evidence is another mix of their usual values
 		carriers := 0
 		for e, n := range bc.edges {
 			if e.callee != w || e.caller == w {
@@ -1316,9 +1317,24 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 				continue
 			}
 			carriers++
-			if j, ok := idx[e.caller]; ok && fs[j].Calls != nil && fs[j].Calls.Callee == wr.Name &&
-				!roots[e.caller] && !a.system(e.caller) {
+			j, ok := idx[e.caller]
+			if !ok || roots[e.caller] || a.system(e.caller) {
+				continue
+			}
+			if fs[j].Calls != nil && fs[j].Calls.Callee == wr.Name {
 				askers = append(askers, j)
+				continue
+			}
+			// A caller whose only evidence is another mix of its usual
+			// values handles other items, as an enclosing function does
+			// ("A different mix of the usual values"): its calls of the
+			// work taking a larger part of its time make it ask for more
+			// as they do one without evidence ("Calls that take longer").
+			if fs[j].Calls == nil && mixOnly(&fs[j]) && fs[j].Share.Grew() {
+				if c := share(nc.edges[e], nc.incl[e.caller], n, bc.incl[e.caller]); c.Grew() && c.Normal <= MaxCallsPart {
+					mixCalls[j] = &Calls{Callee: wr.Name, Normal: c.Normal, Buggy: c.Buggy}
+					askers = append(askers, j)
+				}
 			}
 		}
 		if carriers < 2 || len(askers) == 0 {
@@ -1359,6 +1375,9 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 				continue
 			}
 			xr.Asks = &Asks{Callee: wr.Name, Callers: carriers, Worker: fs[worker].Name}
+			if c := mixCalls[x]; c != nil {
+				xr.Calls = c
+			}
 			score[x] = xr.Share.Change
 			through[x], xr.Through = -1, ""
 			for _, j := range work {
@@ -1903,7 +1922,7 @@ func withinRange(an *Anomaly) bool {
 // bounded amount of work per call), which a decision above it may have
 // made it make.
 func spends(fr *FunctionResult) bool {
-	return fr.Evidence == EvidenceOwnTime || (fr.Evidence == EvidenceNone || mixOnly(fr)) && fr.Calls != nil || fr.CalledMore != nil
+	return fr.Evidence == EvidenceOwnTime || fr.Evidence == EvidenceNone && fr.Calls != nil || fr.CalledMore != nil
 }
 
 // lingering says whether a function's evidence is a loop variable whose

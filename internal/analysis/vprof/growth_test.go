@@ -1640,9 +1640,17 @@ func analyzeHooks(t testing.TB, set func(*Analyzer), normal, buggy []*profile.Pr
 // place (docs/vprof.md, "Work several callers ask for").
 func TestWorkSeveralCallersAskFor(t *testing.T) {
 	fx := newFixture(t)
-	mk := func(buggy, twoCallers, beyond bool) *profile.Profile {
+	mk := func(buggy, twoCallers, beyond, mix bool) *profile.Profile {
 		r := fx.create(t, "asks.rec")
 		n := r.variable("n", "dispatch_1", "long", "none", false)
+		// nv is dispatch_1's n: its usual values in another mix (0 to 4
+		// normally, mostly 0 and 1 buggy) or the same.
+		nv := func(i int) int64 {
+			if buggy && mix {
+				return int64(i % 5 / 3)
+			}
+			return int64(i % 5)
+		}
 		k := r.variable("k", "worker", "long", "loop", false)
 		work := 100
 		if buggy {
@@ -1655,10 +1663,10 @@ func TestWorkSeveralCallersAskFor(t *testing.T) {
 			return int64(i % 10)
 		}
 		for i := 0; i < 300; i++ {
-			r.tick(1, []string{"dispatch_1", "main"}, 0, val{n, 0, int64(i % 5)})
+			r.tick(1, []string{"dispatch_1", "main"}, 0, val{n, 0, nv(i)})
 		}
 		for i := 0; i < work; i++ {
-			r.tick(1, []string{"worker", "dispatch_2", "dispatch_1", "main"}, 0, val{k, 0, kv(i)}, val{n, 2, int64(i % 5)})
+			r.tick(1, []string{"worker", "dispatch_2", "dispatch_1", "main"}, 0, val{k, 0, kv(i)}, val{n, 2, nv(i)})
 			if twoCallers {
 				r.tick(1, []string{"worker", "dispatch_2", "main"}, 0, val{k, 0, kv(i)})
 			}
@@ -1680,18 +1688,32 @@ func TestWorkSeveralCallersAskFor(t *testing.T) {
 		}
 	}
 	for _, c := range []struct {
-		name                      string
-		twoCallers, beyond, loops bool
-		asks                      bool
+		name                           string
+		twoCallers, beyond, loops, mix bool
+		asks                           bool
 	}{
-		{"straight worker", true, false, false, true},
-		{"loop in range", true, false, true, true},
-		{"loop beyond its range", true, true, true, false},
-		{"one caller", false, false, false, false},
+		{"straight worker", true, false, false, false, true},
+		{"loop in range", true, false, true, false, true},
+		{"loop beyond its range", true, true, true, false, false},
+		{"one caller", false, false, false, false, false},
+		// A caller whose only evidence is its usual values in another
+		// mix asks as one without evidence does.
+		{"caller's values in another mix", true, false, false, true, true},
+		{"one caller, its values in another mix", false, false, false, true, false},
 	} {
-		res := analyzeHooks(t, shapes(c.loops), []*profile.Profile{mk(false, c.twoCallers, c.beyond)}, []*profile.Profile{mk(true, c.twoCallers, c.beyond)})
+		res := analyzeHooks(t, shapes(c.loops), []*profile.Profile{mk(false, c.twoCallers, c.beyond, c.mix)}, []*profile.Profile{mk(true, c.twoCallers, c.beyond, c.mix)})
 		d1, d2, wk := res.fn(t, "dispatch_1"), res.fn(t, "dispatch_2"), res.fn(t, "worker")
-		if d1.Calls == nil || d1.Calls.Callee != "dispatch_2" {
+		if c.mix {
+			if !mixOnly(&d1) {
+				t.Fatalf("%s: dispatch_1 evidence %s %+v, want only its usual values in another mix: the setting is not the one tested", c.name, d1.Evidence, d1.Var)
+			}
+			if !c.asks {
+				if d1.Asks != nil || d1.Calls != nil || d1.Rank < d2.Rank {
+					t.Errorf("%s: dispatch_1 rank %d asks %+v calls %+v, above dispatch_2 (rank %d)", c.name, d1.Rank, d1.Asks, d1.Calls, d2.Rank)
+				}
+				continue
+			}
+		} else if d1.Calls == nil || d1.Calls.Callee != "dispatch_2" {
 			t.Fatalf("%s: dispatch_1 calls %+v, want dispatch_2: the setting is not the one tested", c.name, d1.Calls)
 		}
 		if !c.asks {
@@ -1700,8 +1722,9 @@ func TestWorkSeveralCallersAskFor(t *testing.T) {
 			}
 			continue
 		}
-		if d1.Asks == nil || d1.Asks.Callee != "dispatch_2" || d1.Asks.Callers != 2 || d1.Asks.Worker != "worker" {
-			t.Errorf("%s: dispatch_1 asks %+v, want dispatch_2 of 2 callers, worker", c.name, d1.Asks)
+		if d1.Asks == nil || d1.Asks.Callee != "dispatch_2" || d1.Asks.Callers != 2 || d1.Asks.Worker != "worker" ||
+			d1.Calls == nil || d1.Calls.Callee != "dispatch_2" {
+			t.Errorf("%s: dispatch_1 asks %+v calls %+v, want dispatch_2 of 2 callers, worker", c.name, d1.Asks, d1.Calls)
 		}
 		if d1.Rank != 1 || d2.Rank < d1.Rank || wk.Rank < d1.Rank || d1.Pattern != MissingConstraint ||
 			!strings.Contains(d1.Why, "asks for dispatch_2, which 2 callers ask for alike") {

@@ -2285,3 +2285,66 @@ func TestNewWorkCallerMode(t *testing.T) {
 		}
 	}
 }
+
+// A caller whose code calls a function exactly once on every call of its
+// own (outside its loops, on no test) cannot have called it more: the
+// question who did passes up to its caller, which answers for the growth
+// and ranks above both (docs/vprof.md, "Called once per call").
+func TestOncePerCallPassesUp(t *testing.T) {
+	fx := newFixture(t)
+	mk := func(buggy bool) *profile.Profile {
+		r := fx.create(t, "once.rec")
+		k := r.variable("k", "worker", "long", "loop", false)
+		work := 100
+		if buggy {
+			work = 900
+		}
+		for i := 0; i < 300; i++ {
+			r.tick(1, []string{"dispatch_1", "main"}, 0)
+		}
+		for i := 0; i < work; i++ {
+			r.tick(1, []string{"worker", "dispatch_2", "dispatch_1", "main"}, 0, val{k, 0, int64(i % 10)})
+		}
+		for i := 0; i < 600; i++ {
+			r.tick(1, []string{"main"}, 0)
+		}
+		return r.done()
+	}
+	normal, buggy := mk(false), mk(true)
+	in := func(name string, off uint64) bool {
+		f := fx.funcs[name]
+		return off >= f.off && off < f.off+f.size
+	}
+	for _, c := range []struct {
+		name       string
+		wrapInLoop bool // dispatch_2 calls worker in a loop
+		answers    string
+	}{
+		{"once per call", false, "dispatch_1"},
+		{"in a loop", true, "dispatch_2"},
+	} {
+		res := analyzeHooked(t, normal, buggy, func(a *Analyzer) {
+			a.SetLoopCalls(func(_ string, off uint64, _ string) (bool, bool) {
+				return in("dispatch_1", off) || c.wrapInLoop && in("dispatch_2", off), true
+			})
+			a.SetGuards(func(string, uint64, string) (bool, bool, bool) { return false, false, true })
+		})
+		d1, d2, w := res.fn(t, "dispatch_1"), res.fn(t, "dispatch_2"), res.fn(t, "worker")
+		if w.Evidence != EvidenceOwnTime && w.Evidence != EvidenceVariable {
+			t.Fatalf("%s: worker evidence %s: the setting is not the one tested", c.name, w.Evidence)
+		}
+		x, other := d1, d2
+		want := CalledMore{Callee: "dispatch_2", Work: "worker", Variable: "k"}
+		if c.answers == "dispatch_2" {
+			x, other = d2, d1
+			want = CalledMore{Callee: "worker", Variable: "k"}
+		}
+		if x.CalledMore == nil || *x.CalledMore != want || x.Rank != 1 || w.Rank < x.Rank || other.CalledMore != nil {
+			t.Errorf("%s: %s rank %d called more %+v (want %+v); %s rank %d called more %+v; worker rank %d",
+				c.name, x.Name, x.Rank, x.CalledMore, want, other.Name, other.Rank, other.CalledMore, w.Rank)
+		}
+		if c.answers == "dispatch_1" && (d2.Rank < d1.Rank || !strings.Contains(d1.Why, "called dispatch_2 more often, which calls worker exactly once per call")) {
+			t.Errorf("%s: dispatch_2 rank %d above dispatch_1 %d, or why %q", c.name, d2.Rank, d1.Rank, d1.Why)
+		}
+	}
+}

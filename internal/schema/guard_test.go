@@ -112,6 +112,35 @@ func TestGuardThroughPLT(t *testing.T) {
 	}
 }
 
+// A function's calls of the library's own functions through their PLT
+// stubs name those functions in its shape, with the loops that hold them.
+func TestShapeThroughPLT(t *testing.T) {
+	lib := testutil.C(t, "guard-plt.so", []string{"guard.c"}, "-O2", "-g", "-shared", "-fPIC")
+	c, err := OpenCode(lib)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := func(name string) uint64 { a, _ := symbolAddr(t, lib, name); return a + 1 }
+	depth := func(fn string) map[string]int {
+		s, ok := c.ShapeAt(at(fn))
+		if !ok || s.Unknown {
+			t.Fatalf("%s: no shape (%v, %+v)", fn, ok, s)
+		}
+		m := map[string]int{}
+		for _, k := range s.Calls {
+			m[k.Callee] = max(m[k.Callee], k.LoopDepth+1)
+		}
+		return m
+	}
+	d := depth("decide")
+	if d["each"] < 2 || d["over"] != 1 || d["fresh"] != 1 {
+		t.Errorf("decide's calls by callee (loop depth + 1): %v; want each in a loop, over and fresh outside", d)
+	}
+	if s := depth("step"); s["always"] != 1 || s["work"] != 1 {
+		t.Errorf("step's calls by callee (loop depth + 1): %v; want always and work outside loops", s)
+	}
+}
+
 // A function GCC cloned (descend.constprop.0 at -O2) is found by the name
 // its frames have, descend: its call of itself, in every iteration of
 // its loop with no test of its own there, is not guarded.

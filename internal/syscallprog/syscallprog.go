@@ -14,7 +14,8 @@
 // storage (before 5.11; HaveTaskStorage) keep the same state in an LRU hash
 // keyed by thread id, for threads of traced processes only: a hash lookup
 // per hook for those, two for the others. For traced threads the
-// system call program walks the user call chain once per call, at the entry, and keeps
+// system call program walks the user call chain once per call, at the entry
+// (itself, along the frame pointers: userStackID), and keeps
 // it as an id, a hash of its addresses, in a hash map (a chain seen before
 // is not stored again; stackID says why not a stack map), with the registers and the top of the stack that the
 // fp-mode CFI repair of the first frames reads; the kernel chain there is
@@ -232,6 +233,9 @@ type Options struct {
 	// threadHash keeps the per-thread state in the hash map keyed by
 	// thread id, as on kernels without task storage; tests force it.
 	threadHash bool
+	// helperWalk has the entry program walk the user chain with the
+	// kernel's helper, as before userStackID; tests compare the two.
+	helperWalk bool
 }
 
 // Event is one record of the program: a system call's entry (with its
@@ -391,6 +395,9 @@ func New(o Options) (*Tracer, error) {
 			o.Limit, o.LimitBurst = 1e9, 1<<20
 		}
 	}
+	if !o.helperWalk {
+		m.userDepth = userDepth()
+	}
 	if o.Limit > 0 && o.Syscalls {
 		m.limited = true
 		m.every = int32(min(1e9/int64(o.Limit), 1e9))
@@ -458,6 +465,21 @@ func New(o Options) (*Tracer, error) {
 }
 
 func explain(err error) error { return bpfasm.LoadError("system call", err) }
+
+// userDepth is the most addresses of a user chain the kernel's helper
+// keeps: MaxStack, or fewer when the sysctl kernel.perf_event_max_stack
+// says so.
+func userDepth() int {
+	b, err := os.ReadFile("/proc/sys/kernel/perf_event_max_stack")
+	if err != nil {
+		return MaxStack
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || n <= 0 {
+		return MaxStack
+	}
+	return min(n, MaxStack)
+}
 
 // HaveTaskStorage reports whether the kernel has task storage maps that
 // raw tracepoint programs may use (Linux 5.11): without, the per-thread
@@ -838,6 +860,10 @@ type fds struct {
 	// `every` ns, with `burst` ns of credit.
 	limited      bool
 	every, burst int32
+	// userDepth, above 0, has the entry program walk the user chain
+	// itself, at most userDepth addresses (userStackID); 0: the kernel's
+	// helper walks it.
+	userDepth int
 }
 
 // Per-thread state, in the thr task storage.
@@ -1530,7 +1556,7 @@ func enterProgram(m fds, kernel bool, copyBytes, ringBytes int) asm.Instructions
 		asm.LoadMem(asm.R1, rCtx, 8, asm.DWord),
 		asm.StoreMem(rRec, offNr, asm.R1, asm.DWord),
 	)
-	stackID(&b, m, 1<<8, offUStack) // BPF_F_USER_STACK
+	userStackID(&b, m, offUStack)
 	b.Emit(
 		asm.LoadMem(asm.R1, asm.RFP, thrSlot, asm.DWord),
 		asm.JEq.Imm(asm.R1, 0, "e_nouser"),
@@ -1960,7 +1986,7 @@ func imm64(x uint64) int64 { return int64(x) }
 // that time, and a chain of the same bucket walked then takes it and its
 // id, which then names the chain put back.
 func stackID(b *bpfasm.Builder, m fds, flags int32, off int16) {
-	done, hashed, have := b.NewLabel("stackid"), b.NewLabel("hashed"), b.NewLabel("have")
+	done := b.NewLabel("stackid")
 	b.Emit(asm.StoreImm(asm.RFP, -8, int64(m.walker), asm.Word))
 	b.Lookup(m.scratch, -8)
 	b.Emit(
@@ -1973,6 +1999,18 @@ func stackID(b *bpfasm.Builder, m fds, flags int32, off int16) {
 		asm.Mov.Imm(asm.R4, flags),
 		asm.FnGetStack.Call(),
 		asm.JSLT.Imm(asm.R0, 0, done),
+	)
+	chainID(b, m, flags, off, done)
+}
+
+// chainID emits the end of stackID: the id of the chain in the program's
+// buffer (its address at walkSlot, ending at a zero or MaxStack long),
+// added to the stacks map unless there already, stored in the record's
+// word at off and R0 (negative when the map has no room). The store is
+// labelled store, where the caller's failures jump with R0 negative.
+func chainID(b *bpfasm.Builder, m fds, flags int32, off int16, store string) {
+	hashed, have := b.NewLabel("hashed"), b.NewLabel("have")
+	b.Emit(
 		asm.LoadMem(asm.R1, asm.RFP, walkSlot, asm.DWord),
 		asm.LoadImm(asm.R2, imm64(hashSeed^uint64(flags)), asm.DWord),
 		asm.LoadImm(asm.R4, imm64(hashMul), asm.DWord),
@@ -2007,10 +2045,83 @@ func stackID(b *bpfasm.Builder, m fds, flags int32, off int16) {
 		asm.Mov.Imm(asm.R4, 1), // BPF_NOEXIST: another program may have added it since
 		asm.FnMapUpdateElem.Call(),
 		asm.JEq.Imm(asm.R0, 0, have),
-		asm.JNE.Imm(asm.R0, -int32(unix.EEXIST), done),
+		asm.JNE.Imm(asm.R0, -int32(unix.EEXIST), store),
 		asm.LoadMem(asm.R0, asm.RFP, idSlot, asm.DWord).WithSymbol(have),
-		asm.StoreMem(rRec, off, asm.R0, asm.DWord).WithSymbol(done),
+		asm.StoreMem(rRec, off, asm.R0, asm.DWord).WithSymbol(store),
 	)
+}
+
+// Stack slots of userStackID.
+const (
+	fpSlot    = -376 // the frame pointer of the next frame
+	frameSlot = -392 // a frame read: the caller's frame pointer, the return address
+)
+
+// userStackID is stackID for the current thread's user call chain, walked
+// by the program itself along the frame pointers rather than by the
+// kernel's helper (bpf_get_stack), the same chain: the user IP, then each
+// frame's return address, from the registers' BP up the chain of saved
+// frame pointers, to the first frame that cannot be read (the helper's
+// access_ok and fault rules are bpf_probe_read_user's) or m.userDepth
+// addresses. The helper's walk costs a system call entry several times
+// what the program's own run time shows (docs/performance.md, "A
+// recorded entry's user chain, walked by the program"). Threads in 32-bit
+// mode (another code segment) and m.userDepth 0 take the helper.
+func userStackID(b *bpfasm.Builder, m fds, off int16) {
+	if m.userDepth <= 0 {
+		stackID(b, m, 1<<8, off) // BPF_F_USER_STACK
+		return
+	}
+	helper, walked, done := b.NewLabel("uhelper"), b.NewLabel("uwalked"), b.NewLabel("udone")
+	b.Emit(asm.StoreImm(asm.RFP, -8, int64(m.walker), asm.Word))
+	b.Lookup(m.scratch, -8)
+	b.Emit(
+		asm.JEq.Imm(asm.R0, 0, helper),
+		asm.StoreMem(asm.RFP, walkSlot, asm.R0, asm.DWord),
+		asm.FnGetCurrentTaskBtf.Call(),
+		asm.Mov.Reg(asm.R1, asm.R0),
+		asm.FnTaskPtRegs.Call(),
+		asm.LoadMem(asm.R1, asm.R0, regCS, asm.DWord),
+		asm.JNE.Imm(asm.R1, userCS64, helper),
+		asm.LoadMem(asm.R1, asm.R0, regIP, asm.DWord),
+		asm.LoadMem(asm.R2, asm.RFP, walkSlot, asm.DWord),
+		asm.StoreMem(asm.R2, 0, asm.R1, asm.DWord),
+		asm.LoadMem(asm.R1, asm.R0, regBP, asm.DWord),
+		asm.StoreMem(asm.RFP, fpSlot, asm.R1, asm.DWord),
+	)
+	for i := int16(1); i < int16(min(m.userDepth, MaxStack)); i++ {
+		b.Emit(
+			// The chain ends here unless this frame is read.
+			asm.LoadMem(asm.R2, asm.RFP, walkSlot, asm.DWord),
+			storeImm64(asm.R2, i*8, 0),
+			// A frame pointer in the first page (0 at the chain's
+			// root) is a read that faults: the walk ends without it.
+			asm.LoadMem(asm.R3, asm.RFP, fpSlot, asm.DWord),
+			asm.JLT.Imm(asm.R3, 4096, walked),
+			asm.Mov.Reg(asm.R1, asm.RFP),
+			asm.Add.Imm(asm.R1, frameSlot),
+			asm.Mov.Imm(asm.R2, 16),
+			asm.FnProbeReadUser.Call(),
+			asm.JNE.Imm(asm.R0, 0, walked),
+			asm.LoadMem(asm.R1, asm.RFP, frameSlot+8, asm.DWord),
+			asm.LoadMem(asm.R2, asm.RFP, walkSlot, asm.DWord),
+			asm.StoreMem(asm.R2, i*8, asm.R1, asm.DWord),
+			asm.LoadMem(asm.R1, asm.RFP, frameSlot, asm.DWord),
+			asm.StoreMem(asm.RFP, fpSlot, asm.R1, asm.DWord),
+		)
+	}
+	if m.userDepth < MaxStack {
+		b.Emit(
+			asm.LoadMem(asm.R2, asm.RFP, walkSlot, asm.DWord),
+			storeImm64(asm.R2, int16(m.userDepth)*8, 0),
+		)
+	}
+	b.Mark(walked)
+	chainID(b, m, 1<<8, off, b.NewLabel("ustore"))
+	b.Emit(asm.Ja.Label(done))
+	b.Mark(helper)
+	stackID(b, m, 1<<8, off)
+	b.Mark(done)
 }
 
 // wakingProgram: sched_waking(p) or, with newTask, sched_wakeup_new(p),

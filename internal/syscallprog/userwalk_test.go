@@ -1,0 +1,115 @@
+package syscallprog
+
+import (
+	"os"
+	"runtime"
+	"slices"
+	"testing"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/culprit-dev/culprit/internal/follow"
+	"github.com/culprit-dev/culprit/internal/testutil"
+)
+
+// TestUserChainWalkedAsTheHelper: the entry program's own walk of the user
+// call chain (userStackID) gives, call by call, the chain the kernel's
+// helper (bpf_get_stack) gives, both tracers recording the same calls: a
+// C program built with frame pointers (whose chain goes on through libc's
+// start, built without) and without (the frame pointer register holds
+// whatever the code keeps in it: a counter, a pointer, which the walk
+// follows until a read faults), and a Go thread making calls 0, 50 and
+// 200 frames deep (beyond MaxStack: the chain cut at the same depth).
+func TestUserChainWalkedAsTheHelper(t *testing.T) {
+	testutil.NeedRoot(t)
+	set, err := follow.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	own, err := New(Options{Syscalls: true, Follow: set, RingBytes: 8 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.Close()
+	helper, err := New(Options{Syscalls: true, Follow: set, RingBytes: 8 << 20, helperWalk: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer helper.Close()
+	// chains drains tr: the user chains of tid's entries of call nr, in order.
+	chains := func(tr *Tracer, tid uint32, nr uint64) [][]uint64 {
+		var out [][]uint64
+		if err := tr.Drain(func(ev *Event) {
+			if ev.TID == tid && !ev.Exit && !ev.Switch && ev.Nr == nr {
+				out = append(out, slices.Clone(tr.Stack(ev.UserStack)))
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	compare := func(t *testing.T, tid uint32, nr uint64, want int) (depths []int) {
+		a, b := chains(own, tid, nr), chains(helper, tid, nr)
+		if len(a) != want || len(b) != want {
+			t.Fatalf("%d and %d entries recorded, want %d each", len(a), len(b), want)
+		}
+		for i := range a {
+			if !slices.Equal(a[i], b[i]) {
+				t.Fatalf("entry %d: the program walked %x, the helper %x", i, a[i], b[i])
+			}
+			if !slices.Contains(depths, len(a[i])) {
+				depths = append(depths, len(a[i]))
+			}
+		}
+		return depths
+	}
+	for _, c := range []struct {
+		name  string
+		flags []string
+	}{{"fp", []string{"-O2", "-fno-omit-frame-pointer"}}, {"nofp", []string{"-O2", "-fomit-frame-pointer"}}} {
+		t.Run(c.name, func(t *testing.T) {
+			bin := testutil.C(t, "getppids-"+c.name, []string{"getppids.c"}, c.flags...)
+			const n = 5000 // past 4096: the no-fp loop's counter in the frame pointer register
+			pid, _ := traceReleased(t, own, bin, "5000")
+			depths := compare(t, pid, unix.SYS_GETPPID, n)
+			t.Logf("chains of %v addresses", depths)
+			// The IP in libc's syscall(3), whose frame is not
+			// one, then main's return address into libc's start.
+			if c.name == "fp" && slices.Max(depths) < 2 {
+				t.Errorf("chains of %v addresses: main's caller not reached", depths)
+			}
+		})
+	}
+	t.Run("go", func(t *testing.T) {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		tid := uint32(unix.Gettid())
+		if err := set.Add(uint32(os.Getpid())); err != nil {
+			t.Fatal(err)
+		}
+		for _, d := range []int{0, 50, 200} {
+			callsBelow(d, func() {
+				for range 10 {
+					unix.Getppid()
+				}
+			})
+		}
+		set.Remove(uint32(os.Getpid()))
+		depths := compare(t, tid, unix.SYS_GETPPID, 30)
+		if slices.Max(depths) != userDepth() {
+			t.Errorf("chains of %v addresses, want the deepest cut at %d", depths, userDepth())
+		}
+	})
+}
+
+// callsBelow calls f n frames below its caller.
+//
+//go:noinline
+func callsBelow(n int, f func()) {
+	if n == 0 {
+		f()
+		return
+	}
+	callsBelow(n-1, f)
+}

@@ -301,7 +301,7 @@ type Tracer struct {
 // is traced until Add.
 func New(o Options) (*Tracer, error) {
 	_ = unix.Setrlimit(unix.RLIMIT_MEMLOCK, &unix.Rlimit{Cur: unix.RLIM_INFINITY, Max: unix.RLIM_INFINITY})
-	offs, err := bpfasm.TaskOffsets("to record switches", "exit_state", "tgid", "pid", "stack")
+	offs, err := bpfasm.TaskOffsets("to record switches", "exit_state", "tgid", "pid", "stack", "mm")
 	if err != nil {
 		return nil, err
 	}
@@ -395,8 +395,8 @@ func New(o Options) (*Tracer, error) {
 			o.Limit, o.LimitBurst = 1e9, 1<<20
 		}
 	}
-	if !o.helperWalk {
-		m.userDepth = userDepth()
+	if !o.helperWalk && offs[4] <= math.MaxInt16 {
+		m.userDepth, m.mmOff = userDepth(), int16(offs[4])
 	}
 	if o.Limit > 0 && o.Syscalls {
 		m.limited = true
@@ -860,10 +860,11 @@ type fds struct {
 	// `every` ns, with `burst` ns of credit.
 	limited      bool
 	every, burst int32
-	// userDepth, above 0, has the entry program walk the user chain
-	// itself, at most userDepth addresses (userStackID); 0: the kernel's
-	// helper walks it.
+	// userDepth, above 0, has the programs walk the user chain
+	// themselves, at most userDepth addresses (userStackID); 0: the
+	// kernel's helper walks it. mmOff places task_struct's mm.
 	userDepth int
+	mmOff     int16
 }
 
 // Per-thread state, in the thr task storage.
@@ -1814,7 +1815,7 @@ func switchProgram(m fds, copyBytes, ringBytes int, exitStateOff, runDelayOff in
 		asm.Mov.Imm(asm.R1, 0),
 		asm.StoreMem(rRec, offCallNr, asm.R1, asm.DWord),
 	)
-	stackID(&b, m, 1<<8, offUStack) // BPF_F_USER_STACK
+	userStackID(&b, m, offUStack)
 	userRegs(&b, m, copyBytes, true)
 	submit(&b)
 	return b.Ins
@@ -2066,7 +2067,8 @@ const (
 // addresses. The helper's walk costs a system call entry several times
 // what the program's own run time shows (docs/performance.md, "A
 // recorded entry's user chain, walked by the program"). Threads in 32-bit
-// mode (another code segment) and m.userDepth 0 take the helper.
+// mode (another code segment) or without an address space (exiting), and
+// m.userDepth 0, take the helper.
 func userStackID(b *bpfasm.Builder, m fds, off int16) {
 	if m.userDepth <= 0 {
 		stackID(b, m, 1<<8, off) // BPF_F_USER_STACK
@@ -2080,6 +2082,9 @@ func userStackID(b *bpfasm.Builder, m fds, off int16) {
 		asm.StoreMem(asm.RFP, walkSlot, asm.R0, asm.DWord),
 		asm.FnGetCurrentTaskBtf.Call(),
 		asm.Mov.Reg(asm.R1, asm.R0),
+		// A thread without its address space (exiting): the helper's.
+		asm.LoadMem(asm.R2, asm.R0, m.mmOff, asm.DWord),
+		asm.JEq.Imm(asm.R2, 0, helper),
 		asm.FnTaskPtRegs.Call(),
 		asm.LoadMem(asm.R1, asm.R0, regCS, asm.DWord),
 		asm.JNE.Imm(asm.R1, userCS64, helper),

@@ -5,6 +5,7 @@ import (
 	"runtime"
 	"slices"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -112,4 +113,80 @@ func callsBelow(n int, f func()) {
 		return
 	}
 	callsBelow(n-1, f)
+}
+
+// TestSwitchUserChainWalkedAsTheHelper: the switch program's own walk of
+// a preempted thread's user chain gives the helper's, switch by switch:
+// two threads spinning on one CPU, 0 and 200 frames deep, preempt each
+// other, recorded by two tracers at once.
+func TestSwitchUserChainWalkedAsTheHelper(t *testing.T) {
+	testutil.NeedRoot(t)
+	set, err := follow.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	own, err := New(Options{Switches: true, Follow: set, RingBytes: 8 << 20})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.Close()
+	helper, err := New(Options{Switches: true, Follow: set, RingBytes: 8 << 20, helperWalk: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer helper.Close()
+	tids := make(chan uint32, 2)
+	start, done := make(chan struct{}), make(chan struct{}, 2)
+	for _, d := range []int{0, 200} {
+		go func() {
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			var one unix.CPUSet
+			one.Set(0)
+			if err := unix.SchedSetaffinity(0, &one); err != nil {
+				t.Error(err)
+			}
+			tids <- uint32(unix.Gettid())
+			<-start
+			callsBelow(d, func() {
+				for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); {
+				}
+			})
+			done <- struct{}{}
+		}()
+	}
+	a, b := <-tids, <-tids
+	if err := set.Add(uint32(os.Getpid())); err != nil {
+		t.Fatal(err)
+	}
+	close(start)
+	<-done
+	<-done
+	set.Remove(uint32(os.Getpid()))
+	chains := func(tr *Tracer) map[uint32][][]uint64 {
+		out := map[uint32][][]uint64{}
+		if err := tr.Drain(func(ev *Event) {
+			if (ev.TID == a || ev.TID == b) && ev.Switch {
+				out[ev.TID] = append(out[ev.TID], slices.Clone(tr.Stack(ev.UserStack)))
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	x, y := chains(own), chains(helper)
+	for _, tid := range []uint32{a, b} {
+		if len(x[tid]) < 5 || len(x[tid]) != len(y[tid]) {
+			t.Fatalf("thread %d: %d and %d switches recorded, want the same, at least 5", tid, len(x[tid]), len(y[tid]))
+		}
+		deepest := 0
+		for i := range x[tid] {
+			if !slices.Equal(x[tid][i], y[tid][i]) {
+				t.Fatalf("thread %d, switch %d: the program walked %x, the helper %x", tid, i, x[tid][i], y[tid][i])
+			}
+			deepest = max(deepest, len(x[tid][i]))
+		}
+		t.Logf("thread %d: %d switches, chains up to %d addresses", tid, len(x[tid]), deepest)
+	}
 }

@@ -1277,7 +1277,11 @@ func TestWindowsLeftOutStayInTheirWindow(t *testing.T) {
 // BenchmarkRecordedCall measures what a recorded system call costs with
 // both chains (the user one walked at each call, the kernel one walked once
 // and reused): cpu-ns/op in the calling thread's CPU time, and the entry
-// and exit programs' mean run times by the kernel's count (bpf_stats).
+// and exit programs' mean run times by the kernel's count (bpf_stats); the
+// user chain walked by the program (userStackID) or by the kernel's helper
+// (helperWalk), from a call 0 or 60 frames deep. The helper's walk ends
+// with a read that faults at the chain's root, which costs the thread
+// more than the program's run time shows.
 //
 //	go test -run - -bench RecordedCall -benchtime 200000x ./internal/syscallprog
 func BenchmarkRecordedCall(b *testing.B) {
@@ -1287,45 +1291,52 @@ func BenchmarkRecordedCall(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer stats.Close()
-	tr, err := New(Options{Syscalls: true, KernelStacks: true, StackBytes: 256})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer tr.Close()
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	if err := tr.Add(uint32(os.Getpid())); err != nil {
-		b.Fatal(err)
-	}
-	done := make(chan struct{})
-	go func() { // the recorder's part: the ring drained
-		for {
-			select {
-			case <-done:
-				return
-			case <-time.After(10 * time.Millisecond):
-				_ = tr.Drain(func(*Event) {})
-			}
+	for _, helper := range []bool{false, true} {
+		for _, depth := range []int{0, 60} {
+			name := map[bool]string{false: "program", true: "helper"}[helper] + fmt.Sprintf("/depth%d", depth)
+			b.Run(name, func(b *testing.B) {
+				tr, err := New(Options{Syscalls: true, KernelStacks: true, StackBytes: 256, helperWalk: helper})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer tr.Close()
+				runtime.LockOSThread()
+				defer runtime.UnlockOSThread()
+				if err := tr.Add(uint32(os.Getpid())); err != nil {
+					b.Fatal(err)
+				}
+				done := make(chan struct{})
+				go func() { // the recorder's part: the ring drained
+					for {
+						select {
+						case <-done:
+							return
+						case <-time.After(10 * time.Millisecond):
+							_ = tr.Drain(func(*Event) {})
+						}
+					}
+				}()
+				before := make([]*ebpf.ProgramStats, 2)
+				for i := range before {
+					if before[i], err = tr.progs[i].Stats(); err != nil {
+						b.Fatal(err)
+					}
+				}
+				callsBelow(depth, func() { getppidCPU(b) })
+				close(done)
+				for i, unit := range []string{"enter-ns", "exit-ns"} {
+					after, err := tr.progs[i].Stats()
+					if err != nil {
+						b.Fatal(err)
+					}
+					if runs := after.RunCount - before[i].RunCount; runs > 0 {
+						b.ReportMetric(float64(after.Runtime-before[i].Runtime)/float64(runs), unit)
+					}
+				}
+				tr.Remove(uint32(os.Getpid()))
+			})
 		}
-	}()
-	before := make([]*ebpf.ProgramStats, 2)
-	for i := range before {
-		if before[i], err = tr.progs[i].Stats(); err != nil {
-			b.Fatal(err)
-		}
 	}
-	getppidCPU(b)
-	close(done)
-	for i, unit := range []string{"enter-ns", "exit-ns"} {
-		after, err := tr.progs[i].Stats()
-		if err != nil {
-			b.Fatal(err)
-		}
-		if runs := after.RunCount - before[i].RunCount; runs > 0 {
-			b.ReportMetric(float64(after.Runtime-before[i].Runtime)/float64(runs), unit)
-		}
-	}
-	tr.Remove(uint32(os.Getpid()))
 }
 
 // traceReleased starts bin with args, adds it to tr once it waits in

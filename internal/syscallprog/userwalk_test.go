@@ -190,3 +190,81 @@ func TestSwitchUserChainWalkedAsTheHelper(t *testing.T) {
 		t.Logf("thread %d: %d switches, chains up to %d addresses", tid, len(x[tid]), deepest)
 	}
 }
+
+// TestWakerUserChainWalkedAsTheHelper: the waker program's own walk of a
+// traced waker's user chain gives the helper's, wake-up by wake-up: a
+// thread writing to a pipe wakes another blocked reading it, 20 frames
+// deep, recorded by two tracers at once.
+func TestWakerUserChainWalkedAsTheHelper(t *testing.T) {
+	testutil.NeedRoot(t)
+	set, err := follow.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer set.Close()
+	o := Options{Wakeups: true, WakerStacks: true, Follow: set, RingBytes: 4 << 20}
+	own, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer own.Close()
+	o.helperWalk = true
+	helper, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer helper.Close()
+	var p [2]int
+	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(p[0])
+	defer unix.Close(p[1])
+	reader, done := make(chan int), make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		reader <- unix.Gettid()
+		b := make([]byte, 1)
+		for {
+			if n, err := unix.Read(p[0], b); n != 1 || err != nil || b[0] == 'q' {
+				close(done)
+				return
+			}
+		}
+	}()
+	rtid := uint32(<-reader)
+	if err := set.Add(uint32(os.Getpid())); err != nil {
+		t.Fatal(err)
+	}
+	callsBelow(20, func() {
+		for range 20 {
+			time.Sleep(2 * time.Millisecond) // the reader blocks again
+			unix.Write(p[1], []byte{'x'})
+		}
+		unix.Write(p[1], []byte{'q'})
+	})
+	<-done
+	set.Remove(uint32(os.Getpid()))
+	chains := func(tr *Tracer) [][]uint64 {
+		var out [][]uint64
+		if err := tr.Drain(func(ev *Event) {
+			if ev.Waking && ev.TID == rtid && ev.UserStack >= 0 {
+				out = append(out, slices.Clone(tr.Stack(ev.UserStack)))
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	x, y := chains(own), chains(helper)
+	if len(x) < 10 || len(x) != len(y) {
+		t.Fatalf("%d and %d wake-ups of the reader with the waker's chain, want the same, at least 10", len(x), len(y))
+	}
+	for i := range x {
+		if !slices.Equal(x[i], y[i]) {
+			t.Fatalf("wake-up %d: the program walked %x, the helper %x", i, x[i], y[i])
+		}
+	}
+	t.Logf("%d wake-ups, chains of %d addresses", len(x), len(x[0]))
+}

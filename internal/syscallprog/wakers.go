@@ -122,7 +122,7 @@ func wakerStacksProgram(m fds, tgidOff, pidOff, stackOff int32, copyBytes, ringB
 		asm.LoadMem(asm.R1, rRegs, regOrigAX, asm.DWord),
 		asm.JSLT.Imm(asm.R1, 0, "wv_irq"),
 	)
-	stackID(&b, m, 1<<8, offUStack) // BPF_F_USER_STACK
+	userStackID(&b, m, offUStack)
 	userRegs(&b, m, copyBytes, true)
 	submit(&b)
 

@@ -248,7 +248,7 @@ calls), export --format chrome and diff. Patterns (#N sampling, --lib,
 	f.BoolVar(&o.Args, "args", false, "record each call's arguments (named and typed from DWARF) and its return value")
 	f.StringArrayVar(&o.Reads, "read", nil, "with --args: also record, at each call's entry, what this expression over a pointer parameter reads (p->len, c->req->hdr.id, *p, p[2]; member offsets and types from DWARF), shown as p->len=4; at most 2 a function; repeatable")
 	f.BoolVar(&o.Sched, "sched", false, "also record the threads' scheduler events (switches, with the blocking stack, and who woke whom), for culprit states")
-	f.IntVar(&o.CPUHz, "cpu-sample", -1, "also sample where the traced program's time goes, this many times a second per CPU, and keep the counts with the build's statistics: --keep-hot and the pipelines judge what is hot by them (the probes' own traps told apart); 0: off (default: 999 for a build's first trace; while its pool of traces of many and of few probes holds fewer than 500 samples an untraced run would have taken, the rate at which a trace as long as the last brings it to 500, 999 to 9999 and at most 2,000 samples over the last trace's length, at a cost to the traced calls' times; 99 once it holds 2,000; 999 otherwise)")
+	f.IntVar(&o.CPUHz, "cpu-sample", -1, "also sample where the traced program's time goes, this many times a second per CPU, and keep the counts with the build's statistics: --keep-hot and the pipelines judge what is hot by them (the probes' own traps told apart); 0: off (default: 99 for a build's first trace; while its pool of traces of many and of few probes holds fewer than 500 samples an untraced run would have taken, the rate at which a trace as long as the last brings it to 500, 999 to 9999 and at most 2,000 samples over the last trace's length, at a cost to the traced calls' times; 99 once it holds 2,000; 999 otherwise)")
 	f.BoolVar(&o.NoCPU, "no-cpu-time", false, "do not measure each call's time on the CPU, only its wall duration (saves a BPF program on every context switch of the machine and two map lookups per call)")
 	f.IntVar(&o.Depth, "depth", 0, "record only calls made with fewer than this many traced calls open below them on their thread (1: the outermost traced calls); 0: all")
 	f.IntVar(&o.TimedHz, "timed-sampling", 0, "record calls only in alternate phases of 1/HZ seconds, gathering then dormant (Perun's timed sampling: a cpu-clock event flips a flag the probes read); 0: always")
@@ -588,25 +588,33 @@ func cpuStatsFile(statsPath string) string {
 	return strings.TrimSuffix(statsPath, ".json") + ".cpu.json"
 }
 
-// defaultCPUHz is the default rate of a trace's CPU samples for a
-// build's first trace, and while its pool holds poolNeed to poolFull
-// samples (cpuRate); the floor of a raised rate. The samples cost the traced program +4% of its
-// time at 999 Hz and +21% at 9999 Hz (sqlite3's main under one probe,
+// defaultCPUHz is the default rate of a trace's CPU samples while its
+// build's pool holds poolNeed to poolFull samples, and while a pool
+// whose traces give no line holds fewer (cpuRate); the floor of a raised
+// rate. The samples cost the traced program +4% of its time at 999 Hz
+// and +21% at 9999 Hz (sqlite3's main under one probe,
 // docs/performance.md), and that cost falls on the traced calls' own
 // times: at 9999 Hz a model of callgrowth's insert_sorted against its
 // call order came out quadratic where it is linear (e2e
 // TestModelsCallOrder). A short program then pools few samples a trace
-// (sqlite3's benchmark workload: about 1.5), so under poolNeed the rate
-// is raised.
+// (sqlite3's benchmark workload: about 1.5), so under poolNeed, with a
+// line, the rate is raised.
 const defaultCPUHz = 999
 
 // fullPoolHz is the default rate of a trace's CPU samples once the
-// build's pool is full (poolFull samples): enough for a profile of where
-// the traced run's time went (a one-second trace, about 100 samples) at
-// a tenth of the timer interrupts. Each sample interrupts the traced
-// program (6-15 µs on the VMs measured), and at 999 Hz that was
-// 2-3% of a trace of a function called back to back, about what
-// culprit's BPF programs save a call against bpftrace's.
+// build's pool is full (poolFull samples), and of a build's first trace
+// (no pool yet). Once full, it is enough for a profile of where the
+// traced run's time went (a one-second trace, about 100 samples) at a
+// tenth of the timer interrupts. Each sample interrupts the traced
+// program: about 50 µs of its CPU a sample on the VM measured, as much
+// as two probe pairs, so at 999 Hz a function called back to back paid
+// 5% a call, more than culprit's BPF programs save a call against
+// bpftrace's, and a rarer one pays more (the cost is a second's, not a
+// call's). A first trace knows nothing yet of how often its probes fire
+// nor of what the pool needs, and what its samples give the pool is
+// small where the probes fire often (a trace of every function of
+// lua5.4 kept 17-41 samples outside the traps at 999 Hz): the traces
+// after it, which know both from the pool, sample faster (cpuRate).
 const fullPoolHz = 99
 
 // poolFull is how many samples an untraced run would have taken (the
@@ -636,23 +644,23 @@ const maxTraceSamples = 2000
 // kernel's perf_event_max_sample_rate).
 func defaultCPURate(exe string) int {
 	if exe == "" {
-		return defaultCPUHz
+		return fullPoolHz
 	}
 	path, err := statsFile(exe)
 	if err != nil {
-		return defaultCPUHz
+		return fullPoolHz // no pool can be kept
 	}
 	c, err := readCPUStats(cpuStatsFile(path))
 	if err != nil {
-		return defaultCPUHz
+		return fullPoolHz // none yet, or one keepStats will say is unreadable
 	}
 	return cpuRate(c, kernelMaxSampleRate())
 }
 
 // cpuRate is the default rate of a trace's CPU samples for a build whose
 // pool is c, kernelMax the highest rate the kernel takes (0: not known):
-// fullPoolHz once the pool's total (poolTotal) reaches poolFull;
-// defaultCPUHz from poolNeed on, for a build's first trace (no pool), and
+// fullPoolHz for a build's first trace (no pool) and once the pool's
+// total (poolTotal) reaches poolFull; defaultCPUHz from poolNeed on, and
 // for a pool whose traces give no line (traces alike, such as repeated
 // traces of a few functions run to time their calls, where the samples'
 // cost to the calls' times matters more than the pool); under poolNeed,
@@ -660,7 +668,7 @@ func defaultCPURate(exe string) int {
 // (raisedCPURate).
 func cpuRate(c cpuStats, kernelMax int) int {
 	if c.Runs == 0 {
-		return defaultCPUHz
+		return fullPoolHz
 	}
 	total, perTrap, line := poolTotal(c)
 	switch {

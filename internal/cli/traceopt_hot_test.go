@@ -43,8 +43,17 @@ func TestDefaultCPURate(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// A build's first trace: the rate of a full pool.
+	if hz := defaultCPURate(exe); hz != fullPoolHz {
+		t.Errorf("no pool: %d Hz, want %d", hz, fullPoolHz)
+	}
+	if hz := defaultCPURate(""); hz != fullPoolHz {
+		t.Errorf("no executable: %d Hz, want %d", hz, fullPoolHz)
+	}
+	// After it, a pool of one trace gives no line and is short: 999.
+	write(cpuStats{Runs: 1, Samples: 3, Traces: []trace.PooledTrace{{Samples: 3, Hz: fullPoolHz, Traps: 200000}}})
 	if hz := defaultCPURate(exe); hz != defaultCPUHz {
-		t.Errorf("no pool: %d Hz, want %d", hz, defaultCPUHz)
+		t.Errorf("one trace of 3 samples: %d Hz, want %d", hz, defaultCPUHz)
 	}
 	// Four traces of one function each (no line: their traps alike),
 	// 600 samples each as taken: 2,400 in all.
@@ -124,8 +133,8 @@ func TestCPURate(t *testing.T) {
 		t.Errorf("no line: %d Hz, want %d", hz, defaultCPUHz)
 	}
 	// No pool: the first rate.
-	if hz := cpuRate(cpuStats{}, 100000); hz != defaultCPUHz {
-		t.Errorf("no pool: %d Hz, want %d", hz, defaultCPUHz)
+	if hz := cpuRate(cpuStats{}, 100000); hz != fullPoolHz {
+		t.Errorf("no pool: %d Hz, want %d", hz, fullPoolHz)
 	}
 	// Lines whose untraced totals are 1,000 (at poolNeed or over) and
 	// 2,000 (poolFull).

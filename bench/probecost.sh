@@ -9,12 +9,18 @@
 # without on-CPU time (--no-cpu-time), and without the CPU samples it
 # takes beside its probes by default (--cpu-sample 0: each sample is a
 # timer interrupt of the traced program, which bpftrace does not take,
-# so this row is the tracer alone against bpftrace's; and at 99 Hz, the
-# default once the build's pool of samples is full); and the CPU
+# so this row is the tracer alone against bpftrace's; at 99 Hz, the
+# default of a build's first trace and once its pool of samples is
+# full, "culprit trace" here; and at 999 Hz, the default of the traces
+# after the first while the pool is short); and the CPU
 # culprit itself spends per call (reading the ring, writing the
 # recording); and, when installed (Debian packages of those names),
 # bpftrace (start time per thread in a map, the duration into a histogram;
-# and printing each call) and uftrace (patches the code in the process).
+# and printing each call) and uftrace (patches the code in the process:
+# -P on a build without -pg, through its disassembler; it runs a build
+# of the program whose f_nop5 nop is written so that uftrace does not
+# take the whole program for one built with -pg -mnop-mcount, first.S;
+# a function it cannot patch is said, with uftrace's own line).
 # The traced program (bench/probecost/probecalls) measures its own CPU
 # time, so the figures hold on a busy machine; the configurations run in
 # turn, REPS rounds, and each figure is its median. "vs bare" is a
@@ -43,6 +49,7 @@ mkdir -p "$out"
 export CULPRIT_TRACE_STATS=$out/stats
 gcc -O2 -o "$out/probecalls" "$root/bench/probecost/probecalls.c" "$root/bench/probecost/first.S"
 gcc -O2 -c -o "$out/probecalls.o" "$root/bench/probecost/probecalls.c"
+gcc -O2 -DNOP5_OTHER -o "$out/probecalls-uftrace" "$root/bench/probecost/probecalls.c" "$root/bench/probecost/first.S"
 g++ -O2 -o "$out/probecalls-unwinds" "$out/probecalls.o" "$root/bench/probecost/first.S" "$root/bench/probecost/unwinds.cc"
 (cd "$root" && go build -o "$out/culprit" ./cmd/culprit && go build -o "$out/bareprobe" ./bench/bareprobe)
 bin=$out/probecalls
@@ -60,6 +67,7 @@ configs() {
 	echo "trace --no-cpu-time|$out/culprit trace --no-cpu-time -f f_$f -o $out/t.rec --"
 	echo "trace --cpu-sample 0|$out/culprit trace --cpu-sample 0 -f f_$f -o $out/t.rec --"
 	echo "trace --cpu-sample 99|$out/culprit trace --cpu-sample 99 -f f_$f -o $out/t.rec --"
+	echo "trace --cpu-sample 999|$out/culprit trace --cpu-sample 999 -f f_$f -o $out/t.rec --"
 	echo "trace, leaf in unwinder|UNWINDS $out/culprit trace -f f_$f -o $out/t.rec --"
 	if [ "$f" = push ]; then
 		echo "trace, non-leaf|CPUSH $out/culprit trace -f c_push -o $out/t.rec --"
@@ -77,7 +85,7 @@ configs() {
 		echo "bpftrace (each call)|bpftrace -e @uprobe:$bin:f_$f { @s[tid] = nsecs; } uretprobe:$bin:f_$f /@s[tid]/ { printf(\"%d %d\\n\", tid, nsecs - @s[tid]); delete(@s[tid]); }@ -c"
 	fi
 	if command -v uftrace >/dev/null; then
-		echo "uftrace -P|uftrace record -d $out/uftrace.data -P f_$f"
+		echo "uftrace -P|UFTRACE uftrace record --debug-domain dynamic:3 -d $out/uftrace.data -P f_$f"
 	fi
 }
 # run F PREFIX: one run; prints the program's CPU µs and everything's.
@@ -91,6 +99,9 @@ run() {
 	if [[ $prefix == UNWINDS* ]]; then
 		bin=$out/probecalls-unwinds prefix=${prefix#UNWINDS }
 	fi
+	if [[ $prefix == UFTRACE* ]]; then
+		bin=$out/probecalls-uftrace prefix=${prefix#UFTRACE }
+	fi
 	if [[ $prefix == CPUSH* ]]; then
 		f=cpush prefix=${prefix#CPUSH }
 	fi
@@ -102,6 +113,9 @@ run() {
 	else
 		# shellcheck disable=SC2086
 		/usr/bin/time -f "time %U %S" -o "$out/time" $prefix "$bin" "$f" "$n" >"$out/prog" 2>"$out/err" || true
+	fi
+	if [[ $prefix == uftrace* ]]; then
+		cp "$out/err" "$out/err.uftrace"
 	fi
 	p=$(awk '/^cpu_us/ { print $2 }' "$out/prog")
 	if [ -z "$p" ]; then
@@ -131,7 +145,7 @@ for f in "${firsts[@]}"; do
 		if [[ ${cs[$i]%%|*} == uftrace* ]] && ! uftrace report -d "$out/uftrace.data" 2>/dev/null | grep -q "f_$f\$"; then
 			# Its dynamic patching cannot move every first instruction:
 			# then it traces nothing, and its time says nothing.
-			printf "%-6s %-22s %16s\n" "$f" "${cs[$i]%%|*}" "recorded no call of f_$f"
+			printf "%-6s %-22s %16s\n" "$f" "${cs[$i]%%|*}" "recorded no call of f_$f: $(grep -m1 -E "(SKIP|FAIL).*f_$f\$" "$out/err.uftrace" | tr -s ' ')"
 			continue
 		fi
 		p=$(awk '{print $1}' "$out/runs.$i" | median)

@@ -4,7 +4,16 @@
 .text
 .globl f_nop5, f_push, f_test, f_endbr, f_mov, f_sub, f_cet, c_push
 .type f_nop5,@function
+/* uftrace -P takes an object any of whose functions begins with this
+ * nop (as gcc -pg -mnop-mcount leaves it) for one built to be patched
+ * at such nops, and then patches no other function of it; the build
+ * bench/probecost.sh gives uftrace (-DNOP5_OTHER) writes the same nop
+ * with another displacement, which uftrace patches as any code. */
+#ifdef NOP5_OTHER
+f_nop5: .byte 0x0f,0x1f,0x44,0x00,0x01
+#else
 f_nop5: .byte 0x0f,0x1f,0x44,0x00,0x00
+#endif
  mov %rdi,%rax
  ret
 .size f_nop5,.-f_nop5

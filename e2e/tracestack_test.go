@@ -36,7 +36,9 @@ func TestTraceSampleStacks(t *testing.T) {
 			flags []string
 			args  []string
 		}{
-			{"spin", nil, []string{"3", "3000000", "40"}},
+			// 999 Hz, not a build's first trace's default (99 Hz):
+			// enough samples in work to check their stacks.
+			{"spin", []string{"--cpu-sample", "999"}, []string{"3", "3000000", "40"}},
 			{"calls", []string{"--cpu-sample", "9999"}, []string{"3", "300", "20000"}},
 		} {
 			t.Run(v.name+"/"+w.name, func(t *testing.T) {

@@ -43,19 +43,7 @@ func TestDecider(t *testing.T) {
 // iteration of its loop), by an equality test, by a threshold.
 func TestGuard(t *testing.T) {
 	eachLevel(t, "guard", func(t *testing.T, c *Code, at func(string) uint64) {
-		for _, tc := range []struct {
-			callee           string
-			guarded, ordered bool
-		}{
-			{"each", false, false},
-			{"fresh", true, false},
-			{"over", true, true},
-		} {
-			g, o, ok := c.Guard(at("decide"), tc.callee)
-			if !ok || g != tc.guarded || o != tc.ordered {
-				t.Errorf("decide's calls of %s: guarded %v, ordered %v, ok %v; want %v, %v, true", tc.callee, g, o, ok, tc.guarded, tc.ordered)
-			}
-		}
+		decideGuards(t, c, at("decide"), "")
 		if g, o, ok := c.Guard(at("step"), "always"); !ok || g || o {
 			t.Errorf("step's call of always: guarded %v, ordered %v, ok %v; want none", g, o, ok)
 		}
@@ -97,6 +85,14 @@ func TestGuardThroughPLT(t *testing.T) {
 	if p, ok := c.Decider(at("work"), ""); !ok || p != "ready" {
 		t.Errorf("entries of work (through its stub) decided by %q, %v; want ready", p, ok)
 	}
+	decideGuards(t, c, at("decide"), "@plt")
+}
+
+// decideGuards checks how guard.c's decide decides its calls: each in
+// every iteration of its loop, fresh on an equality, over on a threshold
+// (their names in messages with suffix, e.g. @plt).
+func decideGuards(t *testing.T, c *Code, decide uint64, suffix string) {
+	t.Helper()
 	for _, tc := range []struct {
 		callee           string
 		guarded, ordered bool
@@ -105,9 +101,9 @@ func TestGuardThroughPLT(t *testing.T) {
 		{"fresh", true, false},
 		{"over", true, true},
 	} {
-		g, o, ok := c.Guard(at("decide"), tc.callee)
+		g, o, ok := c.Guard(decide, tc.callee)
 		if !ok || g != tc.guarded || o != tc.ordered {
-			t.Errorf("decide's calls of %s@plt: guarded %v, ordered %v, ok %v; want %v, %v, true", tc.callee, g, o, ok, tc.guarded, tc.ordered)
+			t.Errorf("decide's calls of %s%s: guarded %v, ordered %v, ok %v; want %v, %v, true", tc.callee, suffix, g, o, ok, tc.guarded, tc.ordered)
 		}
 	}
 }

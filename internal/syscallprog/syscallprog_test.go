@@ -703,22 +703,7 @@ func BenchmarkThreadState(b *testing.B) {
 						b.Fatal(err)
 					}
 				}
-				before := make([]*ebpf.ProgramStats, 2)
-				for i := range before {
-					if before[i], err = tr.progs[i].Stats(); err != nil {
-						b.Fatal(err)
-					}
-				}
-				getppidCPU(b)
-				for i, unit := range []string{"enter-ns", "exit-ns"} {
-					after, err := tr.progs[i].Stats()
-					if err != nil {
-						b.Fatal(err)
-					}
-					if runs := after.RunCount - before[i].RunCount; runs > 0 {
-						b.ReportMetric(float64(after.Runtime-before[i].Runtime)/float64(runs), unit)
-					}
-				}
+				programNs(b, tr, func() { getppidCPU(b) })
 				tr.Remove(uint32(os.Getpid()))
 				_ = tr.Drain(func(*Event) {})
 			})
@@ -1316,25 +1301,35 @@ func BenchmarkRecordedCall(b *testing.B) {
 						}
 					}
 				}()
-				before := make([]*ebpf.ProgramStats, 2)
-				for i := range before {
-					if before[i], err = tr.progs[i].Stats(); err != nil {
-						b.Fatal(err)
-					}
-				}
-				callsBelow(depth, func() { getppidCPU(b) })
-				close(done)
-				for i, unit := range []string{"enter-ns", "exit-ns"} {
-					after, err := tr.progs[i].Stats()
-					if err != nil {
-						b.Fatal(err)
-					}
-					if runs := after.RunCount - before[i].RunCount; runs > 0 {
-						b.ReportMetric(float64(after.Runtime-before[i].Runtime)/float64(runs), unit)
-					}
-				}
+				programNs(b, tr, func() {
+					callsBelow(depth, func() { getppidCPU(b) })
+					close(done)
+				})
 				tr.Remove(uint32(os.Getpid()))
 			})
+		}
+	}
+}
+
+// programNs runs f and reports the entry and exit programs' mean run
+// time over the runs f made (bpf_stats: enter-ns, exit-ns).
+func programNs(b *testing.B, tr *Tracer, f func()) {
+	b.Helper()
+	before := make([]*ebpf.ProgramStats, 2)
+	for i := range before {
+		var err error
+		if before[i], err = tr.progs[i].Stats(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	f()
+	for i, unit := range []string{"enter-ns", "exit-ns"} {
+		after, err := tr.progs[i].Stats()
+		if err != nil {
+			b.Fatal(err)
+		}
+		if runs := after.RunCount - before[i].RunCount; runs > 0 {
+			b.ReportMetric(float64(after.Runtime-before[i].Runtime)/float64(runs), unit)
 		}
 	}
 }

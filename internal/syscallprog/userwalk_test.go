@@ -220,20 +220,8 @@ func TestWakerUserChainWalkedAsTheHelper(t *testing.T) {
 	}
 	defer unix.Close(p[0])
 	defer unix.Close(p[1])
-	reader, done := make(chan int), make(chan struct{})
-	go func() {
-		runtime.LockOSThread()
-		defer runtime.UnlockOSThread()
-		reader <- unix.Gettid()
-		b := make([]byte, 1)
-		for {
-			if n, err := unix.Read(p[0], b); n != 1 || err != nil || b[0] == 'q' {
-				close(done)
-				return
-			}
-		}
-	}()
-	rtid := uint32(<-reader)
+	tid, done := pipeReader(p[0])
+	rtid := uint32(tid)
 	if err := set.Add(uint32(os.Getpid())); err != nil {
 		t.Fatal(err)
 	}

@@ -38,22 +38,7 @@ func TestWakerStacks(t *testing.T) {
 	threadStates(t, func(t *testing.T, hash bool) {
 		tr, tid := traceSelf(t, Options{Wakeups: true, WakerStacks: true, StackBytes: 256, RingBytes: 1 << 20, threadHash: hash})
 		defer tr.Close()
-		// The reader: a thread of this process that blocks in read.
-		reader := make(chan int)
-		done := make(chan struct{})
-		go func() {
-			runtime.LockOSThread()
-			defer runtime.UnlockOSThread()
-			reader <- unix.Gettid()
-			b := make([]byte, 1)
-			for {
-				if n, err := unix.Read(p[0], b); n != 1 || err != nil || b[0] == 'q' {
-					close(done)
-					return
-				}
-			}
-		}()
-		rtid := <-reader
+		rtid, done := pipeReader(p[0])
 		const n = 10
 		for i := 0; i < n; i++ {
 			time.Sleep(2 * time.Millisecond) // the reader blocks again
@@ -149,4 +134,24 @@ func TestWakerStacksInterrupt(t *testing.T) {
 		// tasks of a busy machine), so no count is asked for.
 		t.Logf("%d of the shell's wake-ups made by an interrupt on the spinner", interrupts)
 	})
+}
+
+// pipeReader starts a thread of this process that blocks in read on fd
+// until it reads a 'q' (or fails): its thread id, and a channel closed
+// when it ends.
+func pipeReader(fd int) (int, <-chan struct{}) {
+	reader, done := make(chan int), make(chan struct{})
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		reader <- unix.Gettid()
+		b := make([]byte, 1)
+		for {
+			if n, err := unix.Read(fd, b); n != 1 || err != nil || b[0] == 'q' {
+				close(done)
+				return
+			}
+		}
+	}()
+	return <-reader, done
 }

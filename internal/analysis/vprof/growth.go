@@ -1138,7 +1138,7 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 		// evidence of its own either, answers instead, and so on up; the
 		// callers passed over rank below the one that answers with g
 		// (docs/vprof.md, "Called once per call").
-		callee := gr.Name
+		callee, first := gr.Name, c.Name
 		var passed []int
 		for hops := 0; hops < MaxOnceHops && (c.Evidence == EvidenceNone || mixOnly(c)) && a.oncePerCall(ids[j], callee); hops++ {
 			up, upN := bc.heaviest(ids[j], false)
@@ -1152,6 +1152,18 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 			}
 			passed = append(passed, j)
 			callee, j, c, top = c.Name, k, ck, up
+		}
+		// The walk ended at a caller that again calls once on every call
+		// of its own: no caller up the chain decided the calls (the next
+		// one up has evidence of its own, is a thread's outermost
+		// function, or its calls did not grow). The growth stays with g:
+		// it did the same work per call on calls nobody chose to make
+		// more of, so the check that skips its work is its own, and it
+		// is missing (docs/vprof.md, "Called once per call").
+		if a.oncePerCall(ids[j], callee) {
+			gr.CalledBy = &CalledBy{Caller: first, Variable: loopVar, Bounded: bounded}
+			gr.Pattern = MissingConstraint
+			continue
 		}
 		work := ""
 		if callee != gr.Name {
@@ -2234,6 +2246,15 @@ func why(f *FunctionResult) string {
 		} else {
 			fmt.Fprintf(&b, "; called %s more often, whose loops did the same work per call (%s in its normal range)", c.Callee, c.Variable)
 		}
+	}
+	if c := f.CalledBy; c != nil {
+		fmt.Fprintf(&b, "; called more often through %s, which calls it once on every call of its own, and no caller above answers for the calls", c.Caller)
+		if c.Bounded {
+			b.WriteString("; its loops run at most a fixed number of times per call")
+		} else {
+			fmt.Fprintf(&b, "; its loops did the same work per call (%s in its normal range)", c.Variable)
+		}
+		b.WriteString(", so the check that would skip its work is its own")
 	}
 	if r := f.Range; r != nil {
 		fmt.Fprintf(&b, "; its pointers %s..%s lie %s bytes apart (normally at most %s)", r.Start, r.End, num(r.BuggyMedian), num(r.NormalMax))

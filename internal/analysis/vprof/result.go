@@ -171,6 +171,11 @@ type FunctionResult struct {
 	// CalledMore: a callee whose own code grew while its loop variable
 	// stayed in its normal range, which this function called more often.
 	CalledMore *CalledMore `json:"called_more,omitempty"`
+	// CalledBy: this function did the same work per call as normally and
+	// was called more often, but its callers call it once on every call
+	// of their own up to one that cannot have decided the calls: the
+	// growth stays with it.
+	CalledBy *CalledBy `json:"called_by,omitempty"`
 	// Decides: the function, called more often, whose every call this
 	// predicate's answer decided.
 	Decides *Decides `json:"decides,omitempty"`
@@ -253,6 +258,16 @@ type CalledMore struct {
 	// normal ones at it because this function called it with a parameter
 	// every normal call passed at another value.
 	Mode *Mode `json:"mode,omitempty"`
+}
+
+// CalledBy names the caller that calls a function once on every call of
+// its own (Caller), and what says the function did the same work per call
+// as normally: its loop variable in its normal range (Variable), or its
+// loops' fixed bounds (Bounded).
+type CalledBy struct {
+	Caller   string `json:"caller"`
+	Variable string `json:"variable,omitempty"`
+	Bounded  bool   `json:"bounded,omitempty"`
 }
 
 // Mode is a parameter whose every normal value was one value (Normal),

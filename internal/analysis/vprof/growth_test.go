@@ -2348,3 +2348,88 @@ func TestOncePerCallPassesUp(t *testing.T) {
 		}
 	}
 }
+
+// A function called more often through callers that each call it once
+// per call of their own, up to one that cannot answer for the calls (a
+// thread's outermost function, or a caller with evidence of its own),
+// keeps its growth: no intermediary answers for it, and its pattern is
+// the missing check of its own (docs/vprof.md, "Called once per call").
+func TestOncePerCallNobodyAnswers(t *testing.T) {
+	fx := newFixture(t)
+	mk := func(buggy bool) *profile.Profile {
+		r := fx.create(t, "nobody.rec")
+		k := r.variable("k", "worker", "long", "loop", false)
+		p := r.variable("p", "dispatch_1", "long", "cond", false)
+		work, base := 100, int64(0)
+		if buggy {
+			work, base = 900, 1000
+		}
+		for i := 0; i < 300; i++ {
+			r.tick(1, []string{"dispatch_1", "main"}, 0, val{p, 0, base + int64(i%10)})
+		}
+		for i := 0; i < work; i++ {
+			r.tick(1, []string{"worker", "dispatch_2", "dispatch_1", "main"}, 0, val{k, 0, int64(i % 10)}, val{p, 2, base + int64(i%10)})
+		}
+		for i := 0; i < 600; i++ {
+			r.tick(1, []string{"main"}, 0)
+		}
+		return r.done()
+	}
+	mkPlain := func(buggy bool) *profile.Profile {
+		r := fx.create(t, "nobody-plain.rec")
+		k := r.variable("k", "worker", "long", "loop", false)
+		work := 100
+		if buggy {
+			work = 900
+		}
+		for i := 0; i < 300; i++ {
+			r.tick(1, []string{"dispatch_1", "main"}, 0)
+		}
+		for i := 0; i < work; i++ {
+			r.tick(1, []string{"worker", "dispatch_2", "dispatch_1", "main"}, 0, val{k, 0, int64(i % 10)})
+		}
+		for i := 0; i < 600; i++ {
+			r.tick(1, []string{"main"}, 0)
+		}
+		return r.done()
+	}
+	in := func(name string, off uint64) bool {
+		f := fx.funcs[name]
+		return off >= f.off && off < f.off+f.size
+	}
+	for _, c := range []struct {
+		name           string
+		normal, buggy  *profile.Profile
+		d1Loop         bool // dispatch_1 calls dispatch_2 in a loop
+		wantEvidenceD1 Evidence
+	}{
+		// dispatch_2 and dispatch_1 call once per call; main, the
+		// thread's outermost function, cannot answer.
+		{"up to the thread's outermost function", mkPlain(false), mkPlain(true), false, EvidenceNone},
+		// dispatch_1 calls in a loop but has evidence of its own (p beyond
+		// its range): the walk stops below it at dispatch_2.
+		{"up to a caller with evidence", mk(false), mk(true), true, EvidenceVariable},
+	} {
+		res := analyzeHooked(t, c.normal, c.buggy, func(a *Analyzer) {
+			a.SetLoopCalls(func(_ string, off uint64, _ string) (bool, bool) {
+				return c.d1Loop && in("dispatch_1", off), true
+			})
+			a.SetGuards(func(string, uint64, string) (bool, bool, bool) { return false, false, true })
+		})
+		d1, d2, w := res.fn(t, "dispatch_1"), res.fn(t, "dispatch_2"), res.fn(t, "worker")
+		if w.Evidence != EvidenceOwnTime && w.Evidence != EvidenceVariable || d1.Evidence != c.wantEvidenceD1 {
+			t.Fatalf("%s: worker evidence %s, dispatch_1 evidence %s: the setting is not the one tested", c.name, w.Evidence, d1.Evidence)
+		}
+		if d1.CalledMore != nil || d2.CalledMore != nil {
+			t.Errorf("%s: an intermediary answers for the calls: dispatch_1 %+v, dispatch_2 %+v", c.name, d1.CalledMore, d2.CalledMore)
+		}
+		want := CalledBy{Caller: "dispatch_2", Variable: "k"}
+		if w.Rank != 1 || w.CalledBy == nil || *w.CalledBy != want || w.Pattern != MissingConstraint {
+			t.Errorf("%s: worker rank %d called by %+v (want %+v) pattern %s; dispatch_2 rank %d, dispatch_1 rank %d",
+				c.name, w.Rank, w.CalledBy, want, w.Pattern, d2.Rank, d1.Rank)
+		}
+		if !strings.Contains(w.Why, "called more often through dispatch_2, which calls it once on every call of its own") {
+			t.Errorf("%s: why %q", c.name, w.Why)
+		}
+	}
+}

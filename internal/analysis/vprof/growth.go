@@ -2127,10 +2127,14 @@ func (a *Analyzer) pattern(fr *FunctionResult) Pattern {
 			// after its count was reached: the check that should end it
 			// is missing (a scan past its LIMIT).
 			return MissingConstraint
+		case t.loop && v.Dimension != DimDuration && beyond:
+			// A loop counter beyond its normal range counted more
+			// iterations: the loop ran over more items. Its cond tag is
+			// most often its loop's own exit test, which decided nothing
+			// wrong by stopping later (vProf's order: loop before cond).
+			return Scalability
 		case t.cond && v.Dimension == DimValue && !within:
 			return WrongConstraint
-		case t.loop && v.Dimension != DimDuration && beyond:
-			return Scalability
 		case v.Dimension == DimDuration:
 			// Values that last longer: a loop lingering on some items.
 			return MissingConstraint

@@ -1159,8 +1159,11 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 		// function, or its calls did not grow). The growth stays with g:
 		// it did the same work per call on calls nobody chose to make
 		// more of, so the check that skips its work is its own, and it
-		// is missing (docs/vprof.md, "Called once per call").
-		if a.oncePerCall(ids[j], callee) {
+		// is missing (docs/vprof.md, "Called once per call"). Not when
+		// a predicate's answer decides every entry into that caller: the
+		// predicate decided the calls, and answers for them through it
+		// ("A predicate decides the calls").
+		if _, decided := a.decider(ids[j], callee); a.oncePerCall(ids[j], callee) && !decided {
 			gr.CalledBy = &CalledBy{Caller: first, Variable: loopVar, Bounded: bounded}
 			gr.Pattern = MissingConstraint
 			continue

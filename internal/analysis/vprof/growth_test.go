@@ -2434,3 +2434,40 @@ func TestOncePerCallNobodyAnswers(t *testing.T) {
 		}
 	}
 }
+
+// A predicate whose answer decides every entry into the once-per-call
+// caller where the walk ends decided the calls: that caller answers for
+// them as before, and the function keeps no growth of its own for them.
+func TestOncePerCallPredicateDecides(t *testing.T) {
+	fx := newFixture(t)
+	mk := func(buggy bool) *profile.Profile {
+		r := fx.create(t, "decided.rec")
+		k := r.variable("k", "worker", "long", "loop", false)
+		work := 100
+		if buggy {
+			work = 900
+		}
+		for i := 0; i < 300; i++ {
+			r.tick(1, []string{"dispatch_1", "main"}, 0)
+		}
+		for i := 0; i < work; i++ {
+			r.tick(1, []string{"worker", "dispatch_2", "dispatch_1", "main"}, 0, val{k, 0, int64(i % 10)})
+		}
+		for i := 0; i < 600; i++ {
+			r.tick(1, []string{"main"}, 0)
+		}
+		return r.done()
+	}
+	d1f := fx.funcs["dispatch_1"]
+	res := analyzeHooked(t, mk(false), mk(true), func(a *Analyzer) {
+		a.SetLoopCalls(func(string, uint64, string) (bool, bool) { return false, true })
+		a.SetGuards(func(string, uint64, string) (bool, bool, bool) { return false, false, true })
+		a.SetDeciders(func(_ string, off uint64, _ string) (string, bool) {
+			return "main", off >= d1f.off && off < d1f.off+d1f.size
+		})
+	})
+	d1, w := res.fn(t, "dispatch_1"), res.fn(t, "worker")
+	if w.CalledBy != nil || d1.CalledMore == nil || d1.CalledMore.Callee != "dispatch_2" {
+		t.Errorf("worker called by %+v, dispatch_1 called more %+v: want dispatch_1 to answer for the calls", w.CalledBy, d1.CalledMore)
+	}
+}

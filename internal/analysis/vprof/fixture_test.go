@@ -90,6 +90,12 @@ func newFixtureDebug(t testing.TB, debug bool) *fixture {
 	return fx
 }
 
+// in tells whether a file offset lies inside function name.
+func (fx *fixture) in(name string, off uint64) bool {
+	f := fx.funcs[name]
+	return off >= f.off && off < f.off+f.size
+}
+
 // pc returns an address inside function name, k bytes after its start
 // (clamped into the function).
 func (fx *fixture) pc(name string, k uint64) uint64 {

@@ -841,10 +841,6 @@ func TestPredicateDecidesCalls(t *testing.T) {
 		return r.done()
 	}
 	normal, buggy := mk(false), mk(true)
-	in := func(name string, off uint64) bool {
-		f := fx.funcs[name]
-		return off >= f.off && off < f.off+f.size
-	}
 	run := func(decide DecideFunc, guard GuardFunc) *Result {
 		res := analyzeHooked(t, normal, buggy, func(a *Analyzer) {
 			a.SetDeciders(decide)
@@ -858,7 +854,7 @@ func TestPredicateDecidesCalls(t *testing.T) {
 		want             Pattern
 	}{{false, false, MissingConstraint}, {true, false, MissingConstraint}, {true, true, WrongConstraint}} {
 		res := run(noDecider, func(_ string, off uint64, callee string) (bool, bool, bool) {
-			if in("dispatch_1", off) && callee == "worker" {
+			if fx.in("dispatch_1", off) && callee == "worker" {
 				return tc.guarded, tc.ordered, true
 			}
 			return false, false, false
@@ -870,7 +866,7 @@ func TestPredicateDecidesCalls(t *testing.T) {
 		}
 	}
 	res := run(func(_ string, off uint64, callee string) (string, bool) {
-		if in("dispatch_1", off) && callee == "" {
+		if fx.in("dispatch_1", off) && callee == "" {
 			return "dispatch_2", true
 		}
 		return "", false
@@ -888,7 +884,7 @@ func TestPredicateDecidesCalls(t *testing.T) {
 	// A predicate no sample holds (a cheap test between two samples) is
 	// ranked all the same: the machine code names it.
 	res = run(func(_ string, off uint64, callee string) (string, bool) {
-		if in("dispatch_1", off) && callee == "" {
+		if fx.in("dispatch_1", off) && callee == "" {
 			return "gate", true
 		}
 		return "", false
@@ -949,10 +945,6 @@ func TestBoundedCalleeHandsGrowthUp(t *testing.T) {
 		return r.done()
 	}
 	normal, buggy := mk(false), mk(true)
-	in := func(name string, off uint64) bool {
-		f := fx.funcs[name]
-		return off >= f.off && off < f.off+f.size
-	}
 	run := func(bound BoundFunc) *Result {
 		res := analyzeHooked(t, normal, buggy, func(a *Analyzer) {
 			a.SetBounds(bound)
@@ -960,7 +952,7 @@ func TestBoundedCalleeHandsGrowthUp(t *testing.T) {
 		})
 		return res
 	}
-	res := run(func(_ string, off uint64) (bool, bool) { return in("worker", off), true })
+	res := run(func(_ string, off uint64) (bool, bool) { return fx.in("worker", off), true })
 	w, d := res.fn(t, "worker"), res.fn(t, "dispatch_1")
 	if d.Rank != 1 || w.Rank != 2 || d.CalledMore == nil || !d.CalledMore.Bounded || d.CalledMore.Callee != "worker" ||
 		d.Pattern != MissingConstraint || d.Score != d.Share.Change {
@@ -1000,15 +992,11 @@ func TestInputTakesCalledMore(t *testing.T) {
 		}
 		return r.done()
 	}
-	in := func(name string, off uint64) bool {
-		f := fx.funcs[name]
-		return off >= f.off && off < f.off+f.size
-	}
 	res := analyzeHooked(t, mk(false), mk(true), func(a *Analyzer) {
 		a.SetReads(func(_ string, off uint64, global string) (bool, bool) {
-			return global == "cfg_limit" && in("dispatch_1", off), true
+			return global == "cfg_limit" && fx.in("dispatch_1", off), true
 		})
-		a.SetBounds(func(_ string, off uint64) (bool, bool) { return in("worker", off), true })
+		a.SetBounds(func(_ string, off uint64) (bool, bool) { return fx.in("worker", off), true })
 	})
 	d1, d2, w := res.fn(t, "dispatch_1"), res.fn(t, "dispatch_2"), res.fn(t, "worker")
 	if d1.Evidence != EvidenceInput || d2.CalledMore == nil || !d2.CalledMore.Bounded {
@@ -2293,29 +2281,7 @@ func TestNewWorkCallerMode(t *testing.T) {
 // and ranks above both (docs/vprof.md, "Called once per call").
 func TestOncePerCallPassesUp(t *testing.T) {
 	fx := newFixture(t)
-	mk := func(buggy bool) *profile.Profile {
-		r := fx.create(t, "once.rec")
-		k := r.variable("k", "worker", "long", "loop", false)
-		work := 100
-		if buggy {
-			work = 900
-		}
-		for i := 0; i < 300; i++ {
-			r.tick(1, []string{"dispatch_1", "main"}, 0)
-		}
-		for i := 0; i < work; i++ {
-			r.tick(1, []string{"worker", "dispatch_2", "dispatch_1", "main"}, 0, val{k, 0, int64(i % 10)})
-		}
-		for i := 0; i < 600; i++ {
-			r.tick(1, []string{"main"}, 0)
-		}
-		return r.done()
-	}
-	normal, buggy := mk(false), mk(true)
-	in := func(name string, off uint64) bool {
-		f := fx.funcs[name]
-		return off >= f.off && off < f.off+f.size
-	}
+	normal, buggy := onceChain(t, fx, false), onceChain(t, fx, true)
 	for _, c := range []struct {
 		name       string
 		wrapInLoop bool // dispatch_2 calls worker in a loop
@@ -2326,7 +2292,7 @@ func TestOncePerCallPassesUp(t *testing.T) {
 	} {
 		res := analyzeHooked(t, normal, buggy, func(a *Analyzer) {
 			a.SetLoopCalls(func(_ string, off uint64, _ string) (bool, bool) {
-				return in("dispatch_1", off) || c.wrapInLoop && in("dispatch_2", off), true
+				return fx.in("dispatch_1", off) || c.wrapInLoop && fx.in("dispatch_2", off), true
 			})
 			a.SetGuards(func(string, uint64, string) (bool, bool, bool) { return false, false, true })
 		})
@@ -2348,6 +2314,29 @@ func TestOncePerCallPassesUp(t *testing.T) {
 			t.Errorf("%s: dispatch_2 rank %d above dispatch_1 %d, or why %q", c.name, d2.Rank, d1.Rank, d1.Why)
 		}
 	}
+}
+
+// onceChain records main → dispatch_1 → dispatch_2 → worker, whose loop
+// counter k stays in its range while the buggy run calls it nine times as
+// often (900 samples in worker against 100), beside 300 in dispatch_1's
+// own code and 600 in main's.
+func onceChain(t *testing.T, fx *fixture, buggy bool) *profile.Profile {
+	r := fx.create(t, "once.rec")
+	k := r.variable("k", "worker", "long", "loop", false)
+	work := 100
+	if buggy {
+		work = 900
+	}
+	for i := 0; i < 300; i++ {
+		r.tick(1, []string{"dispatch_1", "main"}, 0)
+	}
+	for i := 0; i < work; i++ {
+		r.tick(1, []string{"worker", "dispatch_2", "dispatch_1", "main"}, 0, val{k, 0, int64(i % 10)})
+	}
+	for i := 0; i < 600; i++ {
+		r.tick(1, []string{"main"}, 0)
+	}
+	return r.done()
 }
 
 // A function called more often through callers that each call it once
@@ -2376,28 +2365,6 @@ func TestOncePerCallNobodyAnswers(t *testing.T) {
 		}
 		return r.done()
 	}
-	mkPlain := func(buggy bool) *profile.Profile {
-		r := fx.create(t, "nobody-plain.rec")
-		k := r.variable("k", "worker", "long", "loop", false)
-		work := 100
-		if buggy {
-			work = 900
-		}
-		for i := 0; i < 300; i++ {
-			r.tick(1, []string{"dispatch_1", "main"}, 0)
-		}
-		for i := 0; i < work; i++ {
-			r.tick(1, []string{"worker", "dispatch_2", "dispatch_1", "main"}, 0, val{k, 0, int64(i % 10)})
-		}
-		for i := 0; i < 600; i++ {
-			r.tick(1, []string{"main"}, 0)
-		}
-		return r.done()
-	}
-	in := func(name string, off uint64) bool {
-		f := fx.funcs[name]
-		return off >= f.off && off < f.off+f.size
-	}
 	for _, c := range []struct {
 		name           string
 		normal, buggy  *profile.Profile
@@ -2406,14 +2373,14 @@ func TestOncePerCallNobodyAnswers(t *testing.T) {
 	}{
 		// dispatch_2 and dispatch_1 call once per call; main, the
 		// thread's outermost function, cannot answer.
-		{"up to the thread's outermost function", mkPlain(false), mkPlain(true), false, EvidenceNone},
+		{"up to the thread's outermost function", onceChain(t, fx, false), onceChain(t, fx, true), false, EvidenceNone},
 		// dispatch_1 calls in a loop but has evidence of its own (p beyond
 		// its range): the walk stops below it at dispatch_2.
 		{"up to a caller with evidence", mk(false), mk(true), true, EvidenceVariable},
 	} {
 		res := analyzeHooked(t, c.normal, c.buggy, func(a *Analyzer) {
 			a.SetLoopCalls(func(_ string, off uint64, _ string) (bool, bool) {
-				return c.d1Loop && in("dispatch_1", off), true
+				return c.d1Loop && fx.in("dispatch_1", off), true
 			})
 			a.SetGuards(func(string, uint64, string) (bool, bool, bool) { return false, false, true })
 		})
@@ -2440,26 +2407,8 @@ func TestOncePerCallNobodyAnswers(t *testing.T) {
 // them as before, and the function keeps no growth of its own for them.
 func TestOncePerCallPredicateDecides(t *testing.T) {
 	fx := newFixture(t)
-	mk := func(buggy bool) *profile.Profile {
-		r := fx.create(t, "decided.rec")
-		k := r.variable("k", "worker", "long", "loop", false)
-		work := 100
-		if buggy {
-			work = 900
-		}
-		for i := 0; i < 300; i++ {
-			r.tick(1, []string{"dispatch_1", "main"}, 0)
-		}
-		for i := 0; i < work; i++ {
-			r.tick(1, []string{"worker", "dispatch_2", "dispatch_1", "main"}, 0, val{k, 0, int64(i % 10)})
-		}
-		for i := 0; i < 600; i++ {
-			r.tick(1, []string{"main"}, 0)
-		}
-		return r.done()
-	}
 	d1f := fx.funcs["dispatch_1"]
-	res := analyzeHooked(t, mk(false), mk(true), func(a *Analyzer) {
+	res := analyzeHooked(t, onceChain(t, fx, false), onceChain(t, fx, true), func(a *Analyzer) {
 		a.SetLoopCalls(func(string, uint64, string) (bool, bool) { return false, true })
 		a.SetGuards(func(string, uint64, string) (bool, bool, bool) { return false, false, true })
 		a.SetDeciders(func(_ string, off uint64, _ string) (string, bool) {

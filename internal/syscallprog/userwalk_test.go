@@ -23,21 +23,7 @@ import (
 // 200 frames deep (beyond MaxStack: the chain cut at the same depth).
 func TestUserChainWalkedAsTheHelper(t *testing.T) {
 	testutil.NeedRoot(t)
-	set, err := follow.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer set.Close()
-	own, err := New(Options{Syscalls: true, Follow: set, RingBytes: 8 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer own.Close()
-	helper, err := New(Options{Syscalls: true, Follow: set, RingBytes: 8 << 20, helperWalk: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer helper.Close()
+	set, own, helper := twoWalks(t, Options{Syscalls: true, RingBytes: 8 << 20})
 	// chains drains tr: the user chains of tid's entries of call nr, in order.
 	chains := func(tr *Tracer, tid uint32, nr uint64) [][]uint64 {
 		var out [][]uint64
@@ -115,27 +101,38 @@ func callsBelow(n int, f func()) {
 	callsBelow(n-1, f)
 }
 
+// twoWalks makes a follow set and two tracers of it with options o: one
+// walking user chains with its own program, one with the kernel's helper.
+// They close when the test ends.
+func twoWalks(t *testing.T, o Options) (*follow.Set, *Tracer, *Tracer) {
+	t.Helper()
+	set, err := follow.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { set.Close() })
+	o.Follow = set
+	own, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { own.Close() })
+	o.helperWalk = true
+	helper, err := New(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { helper.Close() })
+	return set, own, helper
+}
+
 // TestSwitchUserChainWalkedAsTheHelper: the switch program's own walk of
 // a preempted thread's user chain gives the helper's, switch by switch:
 // two threads spinning on one CPU, 0 and 200 frames deep, preempt each
 // other, recorded by two tracers at once.
 func TestSwitchUserChainWalkedAsTheHelper(t *testing.T) {
 	testutil.NeedRoot(t)
-	set, err := follow.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer set.Close()
-	own, err := New(Options{Switches: true, Follow: set, RingBytes: 8 << 20})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer own.Close()
-	helper, err := New(Options{Switches: true, Follow: set, RingBytes: 8 << 20, helperWalk: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer helper.Close()
+	set, own, helper := twoWalks(t, Options{Switches: true, RingBytes: 8 << 20})
 	tids := make(chan uint32, 2)
 	start, done := make(chan struct{}), make(chan struct{}, 2)
 	for _, d := range []int{0, 200} {
@@ -197,23 +194,7 @@ func TestSwitchUserChainWalkedAsTheHelper(t *testing.T) {
 // deep, recorded by two tracers at once.
 func TestWakerUserChainWalkedAsTheHelper(t *testing.T) {
 	testutil.NeedRoot(t)
-	set, err := follow.New()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer set.Close()
-	o := Options{Wakeups: true, WakerStacks: true, Follow: set, RingBytes: 4 << 20}
-	own, err := New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer own.Close()
-	o.helperWalk = true
-	helper, err := New(o)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer helper.Close()
+	set, own, helper := twoWalks(t, Options{Wakeups: true, WakerStacks: true, RingBytes: 4 << 20})
 	var p [2]int
 	if err := unix.Pipe2(p[:], unix.O_CLOEXEC); err != nil {
 		t.Fatal(err)

@@ -61,6 +61,9 @@ type Sample struct {
 	Raw      []byte   // raw tracepoint data (PERF_SAMPLE_RAW), nil for cpu-clock
 	StackSP  uint64   // Regs' SP: where Stack starts
 	Stack    []byte   // copy of the user stack
+	// RegsSampled are the registers Regs holds, perf_regs.h bits
+	// (Layout.Regs within RegsMask): the others are not the thread's.
+	RegsSampled uint64
 }
 
 // Mmap is a decoded MMAP or MMAP2 record.
@@ -342,6 +345,7 @@ func decodeSample(h Header, b []byte, l Layout, d *Decoder) (*Sample, error) {
 			return nil, err
 		}
 		s.Regs = d.uint64s(NumRegs)
+		s.RegsSampled = mask
 		k := 0
 		for i := range s.Regs {
 			bit := i // AX..IP are bits 0–8, R8..R15 bits 16–23

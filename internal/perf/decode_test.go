@@ -98,12 +98,15 @@ func TestDecodeSample(t *testing.T) {
 		}
 		for i, v := range s.Regs {
 			want := uint64(i + 1)
-			if l.Regs != 0 && i != RegBP && i != RegSP && i != RegIP {
+			if l.Regs != 0 && i != RegBX && i != RegBP && i != RegSP && i != RegIP {
 				want = 0 // not sampled
 			}
 			if v != want {
 				t.Errorf("layout %+v: register %d is %d, want %d", l, i, v, want)
 			}
+		}
+		if wantMask := map[bool]uint64{true: l.Regs, false: RegsMask}[l.Regs != 0]; s.RegsSampled != wantMask {
+			t.Errorf("layout %+v: registers sampled %#x, want %#x", l, s.RegsSampled, wantMask)
 		}
 		if len(s.Stack) != 32 || s.Stack[31] != 31 {
 			t.Errorf("stack copy of %d bytes, want dyn_size 32", len(s.Stack))

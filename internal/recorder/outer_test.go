@@ -51,3 +51,16 @@ func TestWithOuter(t *testing.T) {
 		t.Error("thread 7's frames kept after it ended")
 	}
 }
+
+// fp mode samples rbx beside rbp, rsp and rip: the dynamic loader's
+// lazy-binding resolver keeps its CFA in rbx, and without it a sample
+// there loses the PLT's caller (the kernel's frame-pointer chain skips
+// it). The unwinder knows only the registers a sample carries.
+func TestKnownRegs(t *testing.T) {
+	if k := knownRegs(perf.RegsUnwind); k != 1<<3|1<<6|1<<7|1<<16 {
+		t.Errorf("fp mode's registers are DWARF %b, want rbx, rbp, rsp and rip", k)
+	}
+	if k := knownRegs(perf.RegsMask); k != unwind.AllRegs {
+		t.Errorf("all registers are DWARF %b, want %b", k, unwind.AllRegs)
+	}
+}

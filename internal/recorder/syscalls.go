@@ -280,7 +280,7 @@ func (s *session) eventUser(e *sysEvent, pid, tid uint32, kernel []uint64) (user
 	regs := s.sysRegs
 	clear(regs)
 	regs[perf.RegIP], regs[perf.RegSP], regs[perf.RegBP] = ev.IP, ev.SP, ev.BP
-	r.Regs = regs
+	r.Regs, r.RegsSampled = regs, 1<<perf.RegIP|1<<perf.RegSP|1<<perf.RegBP
 	user, truncated, stop, need := s.unwindChain(&r)
 	if !ev.Waking {
 		s.eventTop(tid, ev.SP, ev.SP+uint64(len(r.Stack)), stop, need, truncated)

@@ -108,6 +108,11 @@ type unwinder struct {
 	endCut bool
 	// main is 1 + the index in the chain of main's frame, 0 before it
 	main int
+	// known are the registers the sample carries (0: all of them)
+	known uint32
+	// unknown: stopped in a frame that keeps no frame pointer, whose CFA
+	// rule names a register the sample did not carry (Need.Unknown)
+	unknown bool
 }
 
 type stepResult uint8
@@ -185,6 +190,13 @@ type Need struct {
 	// InMain says the unwind reached the frame of the executable's main:
 	// whatever it stopped short of is the C library's start code.
 	InMain bool
+	// Unknown says the unwind stopped in a frame whose CFA rule names a
+	// register other than rbp that the unwind does not know (one the
+	// sample did not carry, UnwindKnown, or a caller-saved one in an
+	// outer frame): the frame keeps no frame pointer, so a frame-pointer
+	// chain sampled with the copy skips that frame's caller. Callers are
+	// missing.
+	Unknown bool
 	// Main is the index in the chain of main's frame when InMain: the
 	// frames after it are main's callers, the C library's start code,
 	// which stay the same for the rest of the thread's life.
@@ -194,13 +206,27 @@ type Need struct {
 // UnwindReach is UnwindTo that also says what of the copy the unwind
 // needed.
 func UnwindReach(buf []uint64, regs Regs, stack StackCopy, r Resolver, max int) (pcs []uint64, stop Stop, need Need) {
-	u := unwinder{}
+	return UnwindKnown(buf, regs, AllRegs, stack, r, max)
+}
+
+// AllRegs are all of Regs, for UnwindKnown: a sample that carries every
+// register.
+const AllRegs = allRegs
+
+// UnwindKnown is UnwindReach for a sample that carries only some of the
+// registers: known has bit i set when regs[i] is the thread's (DWARF
+// numbering, as Regs; a sampler that takes rbp, rsp and rip alone, say).
+// A rule that needs another register of the innermost frame stops the
+// unwind there (Need.Unknown says when that loses callers), where a zero
+// taken for the register's value would compute a wrong CFA.
+func UnwindKnown(buf []uint64, regs Regs, known uint32, stack StackCopy, r Resolver, max int) (pcs []uint64, stop Stop, need Need) {
+	u := unwinder{known: known & allRegs}
 	stack.hi, stack.over = 0, false
 	pcs, complete := u.run(buf, regs, stack, r, max, nil)
 	if complete {
 		need.Top, need.Outermost = u.stack.hi, !u.endCut
 	}
-	need.Over, need.InMain = u.stack.over, u.inMain
+	need.Over, need.InMain, need.Unknown = u.stack.over, u.inMain, u.unknown && !complete
 	if u.inMain {
 		need.Main = u.main - 1
 	}
@@ -238,14 +264,18 @@ func (u *unwinder) run(buf []uint64, regs Regs, stack StackCopy, r Resolver, max
 	if buf == nil {
 		buf = make([]uint64, 0, min(max, 128))
 	}
+	known := u.known
+	if known == 0 {
+		known = allRegs
+	}
 	pcs = append(buf[:0], regs[regRA])
 	if frames != nil {
-		*frames = append((*frames)[:0], Frame{PC: regs[regRA], Exact: true, Regs: regs, Valid: allRegs})
+		*frames = append((*frames)[:0], Frame{PC: regs[regRA], Exact: true, Regs: regs, Valid: known})
 	}
 	if max == 1 {
 		return pcs, false
 	}
-	u.regs, u.valid, u.stack = regs, allRegs, stack
+	u.regs, u.valid, u.stack = regs, known, stack
 	rt := stack.Returns
 	tramps := 0 // trampolines met (Returns)
 	if rt != nil && regs[regRA] == rt.Tramp {
@@ -381,6 +411,11 @@ func (u *unwinder) stepCFI(t *Table, f *fde, addr uint64, prevCFA uint64) (stepR
 	switch rw.cfa.kind {
 	case cfaRegOff:
 		if u.valid&(1<<rw.cfa.reg) == 0 {
+			// A register the sample did not carry (or CFI did not
+			// restore): a CFA kept in anything but rbp is a frame
+			// without a frame pointer, whose caller a frame-pointer
+			// chain skips.
+			u.unknown = rw.cfa.reg != regRBP
 			return stepStop, 0
 		}
 		cfa = u.regs[rw.cfa.reg] + uint64(rw.cfa.off)

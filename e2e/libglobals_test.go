@@ -17,8 +17,10 @@ import (
 // carries its own DWARF), with the library linked at build time and
 // loaded with dlopen, and with the ptrace collector, which reads it from
 // the stopped thread at the same bias. Every value read is one the program set, and most
-// samples read one: those before the plan had the library (it is renewed
-// when the process maps code) are missing, never wrong.
+// samples read one. A linked library is planned before the program runs
+// (the recorder runs a launched command to its entry, when the dynamic
+// loader has mapped it); a dlopen'ed one from the recorder's drain of its
+// mmap record on: samples before that are missing, never wrong.
 func TestLibraryGlobals(t *testing.T) {
 	testutil.NeedRoot(t)
 	lib := testutil.C(t, "libglob.so", []string{"libglob.c"}, "-O2", "-g", "-shared", "-fPIC")

@@ -1,6 +1,7 @@
 package collector
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -37,6 +39,10 @@ type Child struct {
 	Pid    int
 	Path   string // the executable, as exec.LookPath found it
 	reaped bool
+	// ended: it exited while culprit waited for its entry (RunToEntry),
+	// with exit code code
+	ended bool
+	code  int
 }
 
 // Start starts argv (argv[0] looked up in PATH) stopped at its exec, with
@@ -136,6 +142,9 @@ func Start(argv []string, options int) (*Child, error) {
 
 // Release detaches from the command, which runs on from where it stopped.
 func (c *Child) Release() error {
+	if c.ended {
+		return nil
+	}
 	if err := ptrace(unix.PTRACE_DETACH, c.Pid, 0, 0); err != nil {
 		return fmt.Errorf("releasing %s: %w", c.Path, err)
 	}
@@ -156,6 +165,9 @@ func (c *Child) Kill() {
 // Wait waits for the released command to exit and returns its exit code
 // (128+signal when a signal ended it).
 func (c *Child) Wait() (int, error) {
+	if c.ended {
+		return c.code, nil
+	}
 	var ws unix.WaitStatus
 	for {
 		_, err := unix.Wait4(c.Pid, &ws, 0, nil)
@@ -170,6 +182,140 @@ func (c *Child) Wait() (int, error) {
 			return ExitCode(ws), nil
 		}
 	}
+}
+
+// Ended reports whether the command exited before its entry (RunToEntry):
+// its exit code is Wait's, and its pid no longer names it.
+func (c *Child) Ended() bool { return c.ended }
+
+// RunToEntry runs the command from its exec stop to the first instruction
+// of its executable (AT_ENTRY in its auxiliary vector), where the dynamic
+// loader has mapped and relocated every library the executable needs
+// (DT_NEEDED, LD_PRELOAD) and run their initializers, and leaves it
+// stopped there, seized as before, to be released: a collector learns where
+// the libraries are (their globals, say) before the program's own code
+// runs, which the mmap records it reads later tell only after the fact.
+// It puts a breakpoint (int3) at the entry, continues the command once,
+// and at the breakpoint's stop puts the byte back and the instruction
+// pointer on the entry; signals that reach the command meanwhile are
+// delivered to it. A command without a dynamic loader (AT_BASE 0) is at
+// its entry already.
+//
+// reached is false, with the breakpoint removed, when the command did not
+// get there: it is stopped where it was after limit (initializers that run
+// long, which the collector would not read meanwhile), or it exited (a
+// library not found, a signal: Ended, its exit code kept for Wait).
+func (c *Child) RunToEntry(limit time.Duration) (reached bool, err error) {
+	entry, base, err := auxvEntry(c.Pid)
+	if err != nil {
+		return false, fmt.Errorf("running %s to its entry: %w", c.Path, err)
+	}
+	if base == 0 {
+		return true, nil
+	}
+	var w [8]byte
+	if _, err := unix.PtracePeekText(c.Pid, uintptr(entry), w[:]); err != nil {
+		return false, fmt.Errorf("running %s to its entry: reading it: %w", c.Path, err)
+	}
+	trap := w
+	trap[0] = 0xcc // int3
+	if _, err := unix.PtracePokeText(c.Pid, uintptr(entry), trap[:]); err != nil {
+		return false, fmt.Errorf("running %s to its entry: setting a breakpoint: %w", c.Path, err)
+	}
+	restore := func() error {
+		if _, err := unix.PtracePokeText(c.Pid, uintptr(entry), w[:]); err != nil {
+			return fmt.Errorf("running %s to its entry: removing the breakpoint: %w", c.Path, err)
+		}
+		return nil
+	}
+	sig := 0 // the signal to deliver as it goes on
+	deadline := time.Now().Add(limit)
+	interrupted := false
+	for {
+		if err := ptrace(unix.PTRACE_CONT, c.Pid, 0, uintptr(sig)); err != nil {
+			// Only a command that is gone refuses (a SIGKILL from
+			// elsewhere): its exit is the next wait's.
+			if err != unix.ESRCH {
+				restore()
+				return false, fmt.Errorf("running %s to its entry: %w", c.Path, err)
+			}
+		}
+		sig = 0
+		var ws unix.WaitStatus
+		for {
+			// Polled, not waited for: after limit the command is
+			// interrupted, which only this thread can ask.
+			r, err := unix.Wait4(c.Pid, &ws, unix.WALL|unix.WNOHANG, nil)
+			if err == unix.EINTR {
+				continue
+			}
+			if err != nil {
+				return false, fmt.Errorf("running %s to its entry: %w", c.Path, err)
+			}
+			if r == c.Pid {
+				break
+			}
+			if !interrupted && time.Now().After(deadline) {
+				interrupted = true
+				if err := ptrace(unix.PTRACE_INTERRUPT, c.Pid, 0, 0); err != nil && err != unix.ESRCH {
+					return false, fmt.Errorf("running %s to its entry: %w", c.Path, err)
+				}
+			}
+			time.Sleep(100 * time.Microsecond)
+		}
+		switch {
+		case ws.Exited() || ws.Signaled():
+			c.reaped, c.ended, c.code = true, true, ExitCode(ws)
+			return false, nil
+		case !ws.Stopped():
+			continue
+		case int(ws>>16)&0xff == 0 && ws.StopSignal() == unix.SIGTRAP:
+			var regs unix.PtraceRegs
+			if err := unix.PtraceGetRegs(c.Pid, &regs); err != nil {
+				restore()
+				return false, fmt.Errorf("running %s to its entry: %w", c.Path, err)
+			}
+			if regs.Rip != entry+1 {
+				sig = int(unix.SIGTRAP) // not the breakpoint's: the command's own
+				continue
+			}
+			if err := restore(); err != nil {
+				return false, err
+			}
+			regs.Rip = entry
+			if err := unix.PtraceSetRegs(c.Pid, &regs); err != nil {
+				return false, fmt.Errorf("running %s to its entry: %w", c.Path, err)
+			}
+			return true, nil
+		case int(ws>>16)&0xff == unix.PTRACE_EVENT_STOP && interrupted:
+			return false, restore()
+		case int(ws>>16)&0xff == 0:
+			sig = int(ws.StopSignal())
+		}
+		// Other event stops (a group-stop) are ended, as in Start.
+	}
+}
+
+// auxvEntry reads the entry point (AT_ENTRY) and the dynamic loader's base
+// (AT_BASE, 0 without one) from a process's auxiliary vector.
+func auxvEntry(pid int) (entry, base uint64, err error) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/auxv")
+	if err != nil {
+		return 0, 0, err
+	}
+	for ; len(b) >= 16; b = b[16:] {
+		k, v := binary.LittleEndian.Uint64(b), binary.LittleEndian.Uint64(b[8:])
+		switch k {
+		case 9: // AT_ENTRY
+			entry = v
+		case 7: // AT_BASE
+			base = v
+		}
+	}
+	if entry == 0 {
+		return 0, 0, fmt.Errorf("no AT_ENTRY in its auxiliary vector")
+	}
+	return entry, base, nil
 }
 
 // ExitCode is a wait status's exit code: 128+signal when a signal ended the

@@ -100,7 +100,6 @@ func Launch(o Options, argv []string) (Result, error) {
 	if err != nil {
 		s.warn("reading the mappings of %d: %v", pid, err)
 	}
-	s.plan(uint32(pid), first.exe) // copies at samples from the first one
 	s.adopt(held)
 	s.o.StackBytes = <-stackBytes
 	if err := s.followProcess(pid); err != nil {
@@ -113,6 +112,11 @@ func Launch(o Options, argv []string) (Result, error) {
 		s.abandon()
 		return Result{}, err
 	}
+	if err := s.planAtEntry(child, first.exe); err != nil {
+		child.Kill()
+		s.abandon()
+		return Result{}, err
+	}
 	relay.Caught()
 	if err := child.Release(); err != nil {
 		child.Kill()
@@ -121,7 +125,9 @@ func Launch(o Options, argv []string) (Result, error) {
 	}
 	released = true
 	relay.Forward(pid)
-	s.watch(pid) // a pidfd: also of a process that has already exited
+	if !child.Ended() {
+		s.watch(pid) // a pidfd: also of a process that has already exited
+	}
 	s.begin()
 	s.synthesize(first)
 	defer oneCore()()
@@ -138,6 +144,38 @@ func Launch(o Options, argv []string) (Result, error) {
 	}
 	s.res.ExitCode = code
 	return s.finish()
+}
+
+// entryLimit bounds the wait for a launched command's entry (planAtEntry):
+// the dynamic loader takes a millisecond or two, tens under load; the
+// libraries' initializers run before the entry too, and a long one would
+// fill the rings, which nobody reads meanwhile (they hold half a second).
+const entryLimit = 250 * time.Millisecond
+
+// planAtEntry installs the memory plan of a launched command (the globals
+// copied at its samples) once the sampling program is loaded, before the
+// command runs: where it copies libraries' globals, after running the
+// command to its executable's entry (collector.Child.RunToEntry), when the
+// dynamic loader has mapped every library the executable needs; its
+// samples then carry them from the program's first instruction on, where
+// a plan renewed from the libraries' mmap records, read at the recorder's
+// next drain (50 ms later, more under load), missed them until then.
+// Libraries opened later (dlopen) keep that path. A command that ended
+// before its entry (a library missing) has no plan; one whose
+// initializers ran past entryLimit gets it where it was stopped.
+func (s *session) planAtEntry(child *collector.Child, exe string) error {
+	pid := uint32(child.Pid)
+	if s.snap == nil || s.mem == nil || exe == "" || !s.mem.Wants(exe) {
+		return nil
+	}
+	if _, err := child.RunToEntry(entryLimit); err != nil {
+		return err
+	}
+	if child.Ended() {
+		return nil
+	}
+	s.replan(pid, exe)
+	return nil
 }
 
 // oneCore limits the recorder to one core while the target runs. With more,

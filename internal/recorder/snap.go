@@ -364,6 +364,17 @@ func (s *session) plan(pid uint32, exe string) {
 	}
 }
 
+// replan makes the plan of a process anew, however recent it is.
+func (s *session) replan(pid uint32, exe string) {
+	if s.snap == nil {
+		return
+	}
+	if p := s.snap.plans[pid]; p != nil {
+		p.at = time.Time{}
+	}
+	s.plan(pid, exe)
+}
+
 // mapped renews the plan of a process that has mapped code (a library
 // loaded at its start or with dlopen), whose globals the plan may copy.
 func (s *session) mapped(pid uint32) {

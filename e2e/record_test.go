@@ -680,15 +680,81 @@ func TestFPModeLibc(t *testing.T) {
 	tree(t, out).oneRoot(t, "dwarf mode", truncated(t, out))
 }
 
+// A program whose time is the dynamic loader's lazy binding (lazymain
+// calls each of 1000 library functions once through its PLT, and execs
+// itself again, 100 times): the resolver keeps no frame pointer and, once
+// it has realigned rsp for the CPU's extended state, keeps its CFA in
+// rbx. In fp mode every sample in it reaches the PLT's caller (call_all,
+// again; before main, the loader's start binding the C library's calls):
+// the kernel's frame-pointer chain skips that caller, and the unwind of
+// the copy needs rbx, which fp mode samples. A sample that still lost it
+// must be marked as having lost callers.
+func TestFPModeLazyBinding(t *testing.T) {
+	testutil.NeedRoot(t)
+	lib := testutil.C(t, "liblazylib.so", []string{"lazylib.c"}, "-O2", "-g", "-shared", "-fPIC")
+	bin := testutil.C(t, "lazymain", []string{"lazymain.c"}, "-O2", "-g", "-fno-omit-frame-pointer", "-Wl,-z,lazy",
+		"-Wl,--no-as-needed", lib, "-Wl,-rpath,"+filepath.Dir(lib))
+	t.Setenv("LD_BIND_NOW", "") // empty: lazy binding
+	out := rec(t)
+	if _, stderr, code := run(t, "record", "-o", out, "--", bin, "100"); code != 0 {
+		t.Fatalf("record: exit %d\n%s", code, stderr)
+	}
+	// The samples marked as having lost callers, by thread and time.
+	type key struct {
+		tid  uint32
+		time uint64
+	}
+	cut := map[key]bool{}
+	eachRecord(t, out, func(r recording.Record) {
+		if s, ok := r.(*recording.Sample); ok && s.Truncated {
+			cut[key{s.TID, s.Time}] = true
+		}
+	})
+	p, err := loader.Load([]string{out}, loader.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, lost, marked := 0, 0, 0
+	for _, s := range p.Samples {
+		resolver, caller := false, false
+		for _, fi := range p.Stacks[s.Stack] {
+			switch f := p.Frames[fi].Function; {
+			case strings.HasPrefix(f, "_dl_runtime_resolve"):
+				resolver = true
+			case resolver && (f == "call_all" || f == "again" || f == "_dl_start"):
+				caller = true
+			}
+		}
+		n := 1 + int(s.More)
+		switch {
+		case !resolver:
+		case caller:
+			in += n
+		case cut[key{s.TID, s.Time}]:
+			marked += n
+		default:
+			lost += n
+		}
+	}
+	if lost > 0 {
+		t.Errorf("%d samples in the lazy-binding resolver lost its caller unmarked, %d reach it, %d are marked as having lost callers", lost, in, marked)
+	}
+	// 100 runs of 1000 bindings are some 60 ms of CPU time.
+	if in < 10 {
+		t.Errorf("only %d samples in the lazy-binding resolver reach its caller (_dl_runtime_resolve_*: the dynamic loader's symbols come with libc6-dbg)", in)
+	}
+	t.Logf("%d samples in the resolver reach its caller; %d lost it, marked so", in, marked)
+}
+
 // oneRoot checks that every stack of a single-threaded program ends at
 // its thread's outermost frame, whichever way its unwind ended: the
 // program's _start, or before main the dynamic loader's entry code
 // (_start, and _dl_start_user after its first call returns) — never a
 // bare main or a frame in between. The exceptions are the samples the
-// recorder marked as having lost callers (cut, from the recording): one
-// in a hundred runs or so under load, a sample in the dynamic loader's
-// lazy-binding resolver, whose frame holds the CPU's extended state,
-// stops unwinding there.
+// recorder marked as having lost callers (cut, from the recording). A
+// sample in the dynamic loader's lazy-binding resolver (its frame holds
+// the CPU's extended state, its CFA is rbx-based) is no exception: fp
+// mode samples rbx, and its unwind reaches the outermost frame.
 func (tr callTree) oneRoot(t *testing.T, what string, cut int) {
 	t.Helper()
 	var roots []string

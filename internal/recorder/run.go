@@ -124,8 +124,8 @@ func Launch(o Options, argv []string) (Result, error) {
 		return Result{}, err
 	}
 	released = true
-	relay.Forward(pid)
-	if !child.Ended() {
+	if !child.Ended() { // else its pid is no longer its own
+		relay.Forward(pid)
 		s.watch(pid) // a pidfd: also of a process that has already exited
 	}
 	s.begin()

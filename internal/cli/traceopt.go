@@ -439,7 +439,11 @@ func hotFunctions(pr *program, opt optimizations) (hot map[string]bool, doubt ma
 					return trace.SampledHot(c.Counts, t, opt.KeepHot), trace.SampledDoubtful(c.Counts, t, opt.KeepHot),
 						fmt.Sprintf("the time of %d earlier traces by %d CPU samples, %.0f of them an untraced run's (each probe trap slowed the code after it by %.0f ns)%s", c.Runs, c.Samples, total, d*1e9, fewSamples(total, opt.KeepHot)), nil
 				}
-				return trace.SampledHot(c.Counts, c.Samples, opt.KeepHot), trace.SampledDoubtful(c.Counts, c.Samples, opt.KeepHot), fmt.Sprintf("the time of %d earlier traces by %d CPU samples", c.Runs, c.Samples), nil
+				// A build's first trace samples at fullPoolHz: a short run
+				// pools a few samples, which say nothing of a function
+				// they missed, however hot; say so, as for a line.
+				return trace.SampledHot(c.Counts, c.Samples, opt.KeepHot), trace.SampledDoubtful(c.Counts, c.Samples, opt.KeepHot),
+					fmt.Sprintf("the time of %d earlier traces by %d CPU samples%s", c.Runs, c.Samples, fewSamples(float64(c.Samples), opt.KeepHot)), nil
 			}
 		}
 	}
@@ -470,10 +474,11 @@ func hotFunctions(pr *program, opt optimizations) (hot map[string]bool, doubt ma
 	return hot, nil, "the exclusive time of earlier traces", nil
 }
 
-// fewSamples says, for a pool whose untraced total is total samples,
-// when a function at percent of the run has no sample in it more than
-// one time in twenty (fewer than 3 expected): the two-sigma rule never
-// keeps a function with none.
+// fewSamples says, for a pool whose untraced total is total samples
+// (its samples as taken when its traces give no line), when a function
+// at percent of the run has no sample in it more than one time in twenty
+// (fewer than 3 expected): the two-sigma rule never keeps a function
+// with none.
 func fewSamples(total, percent float64) string {
 	at := total * percent / 100
 	if at >= 3 {

@@ -1323,7 +1323,14 @@ func TestTraceProbeBudget(t *testing.T) {
 // build: the next pipeline keeps what they say is over 1% of the run with
 // no profile given. In tracewide nearly all the time is hot's, three
 // levels down, where trimming leaves it out: the first basic trace (no
-// samples yet) does not probe it, the second does.
+// samples yet) does not probe it, the second does. A build's first trace
+// samples at 99 Hz, and the pool holds only what it took: hot has about
+// half of an untraced run's samples (culprit record), so a 27 ms run
+// (20,000,000 calls) pools 2 or 3 samples and misses hot one time in five,
+// and the second trace then rightly leaves it out. 200,000,000 calls take
+// some 270 ms of the CPU, whatever the load (the samples count the
+// program's CPU time): about 27 samples, none of them hot's one time in a
+// billion.
 func TestTraceKeepHotFromSamples(t *testing.T) {
 	testutil.NeedRoot(t)
 	dir := t.TempDir()
@@ -1331,7 +1338,7 @@ func TestTraceKeepHotFromSamples(t *testing.T) {
 	bin := testutil.C(t, "tracewide", []string{"tracewide.c"}, "-O2", "-g")
 	trace := func() (traceJSON, string) {
 		out := rec(t)
-		_, errs, code := run(t, "trace", "--optimize", "basic", "-f", "*", "-o", out, "--", bin, "20000000")
+		_, errs, code := run(t, "trace", "--optimize", "basic", "-f", "*", "-o", out, "--", bin, "200000000")
 		if code != 0 {
 			t.Fatalf("exit %d, %s", code, errs)
 		}
@@ -1342,8 +1349,20 @@ func TestTraceKeepHotFromSamples(t *testing.T) {
 		t.Fatalf("first trace: hot has %d calls recorded, want none (no samples yet)\n%s", got, errs)
 	}
 	files, _ := filepath.Glob(filepath.Join(dir, "*"))
-	if len(files) != 2 || !slices.ContainsFunc(files, func(f string) bool { return strings.HasSuffix(f, ".cpu.json") }) {
-		t.Errorf("files kept: %v, want the stats and the pooled samples", files)
+	i := slices.IndexFunc(files, func(f string) bool { return strings.HasSuffix(f, ".cpu.json") })
+	if len(files) != 2 || i < 0 {
+		t.Fatalf("files kept: %v, want the stats and the pooled samples", files)
+	}
+	var pool struct {
+		Samples int            `json:"samples"`
+		Counts  map[string]int `json:"counts"`
+	}
+	if data, err := os.ReadFile(files[i]); err != nil || json.Unmarshal(data, &pool) != nil {
+		t.Fatalf("reading the pool %s: %v", files[i], err)
+	}
+	// The premise: the pool shows hot over 1% of the run.
+	if n := pool.Counts["hot"]; n == 0 || float64(n) <= 0.01*float64(pool.Samples) {
+		t.Fatalf("the first trace pooled %d samples, %d of them hot's: want hot over 1%%\n%s", pool.Samples, n, errs)
 	}
 	r, errs = trace()
 	if got, _ := r.calls("hot"); got < 200 || !strings.Contains(errs, "of the time of 1 earlier traces by") {

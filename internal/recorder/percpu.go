@@ -2,8 +2,10 @@ package recorder
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/culprit-dev/culprit/internal/follow"
+	"github.com/culprit-dev/culprit/internal/proc"
 	"github.com/culprit-dev/culprit/internal/recording"
 )
 
@@ -141,9 +143,55 @@ func (s *session) endProcess(pid uint32) {
 func (s *session) dropEnded() {
 	for pid, at := range s.ended {
 		if at < s.drains {
+			if s.endedSpaces != nil {
+				s.endedSpaces.add(pid, s.spaces[pid])
+			}
 			delete(s.ended, pid)
 			delete(s.spaces, pid)
 			s.forget(pid)
 		}
 	}
+}
+
+// goneSpaces keeps the address spaces of the processes that ended, the
+// last maxGoneSpaces of them, for a collector beside the session
+// (Sched.Mapping): it reads its own records of a process later than the
+// session drains its rings, on a busy machine several drains later, and a
+// call a process made just before it exited can name a library only these
+// mappings still tell.
+type goneSpaces struct {
+	spaces map[uint32]*proc.Space
+	order  []uint32 // oldest first
+}
+
+// maxGoneSpaces bounds goneSpaces for a traced tree of many short
+// processes (a build): a few hundred bytes each.
+const maxGoneSpaces = 1024
+
+func (g *goneSpaces) add(pid uint32, sp *proc.Space) {
+	if sp == nil {
+		return
+	}
+	if g.spaces == nil {
+		g.spaces = map[uint32]*proc.Space{}
+	}
+	if _, ok := g.spaces[pid]; ok {
+		g.order = slices.DeleteFunc(g.order, func(p uint32) bool { return p == pid })
+	}
+	g.spaces[pid] = sp
+	g.order = append(g.order, pid)
+	if len(g.order) > maxGoneSpaces {
+		delete(g.spaces, g.order[0])
+		g.order = g.order[1:]
+	}
+}
+
+func (g *goneSpaces) find(pid uint32, addr uint64) (proc.Mapping, bool) {
+	if g == nil {
+		return proc.Mapping{}, false
+	}
+	if sp := g.spaces[pid]; sp != nil {
+		return sp.Find(addr)
+	}
+	return proc.Mapping{}, false
 }

@@ -405,17 +405,18 @@ type session struct {
 	events     []*perf.Event
 	res        Result
 
-	spaces   map[uint32]*proc.Space // address spaces by pid
-	ended    map[uint32]uint64      // processes that ended, by pid: the drain that saw it (endProcess)
-	drains   uint64                 // drains begun
-	objs     collector.Objects
-	ktab     *symbol.KernelTable // loaded in the background (kcache.go)
-	kready   chan struct{}       // closed when ktab and kwarn are set; nil: not started
-	kloaded  bool                // kready was waited for
-	kwarn    string
-	kpending []uint64        // kernel addresses waiting for ktab
-	kseen    map[uint64]bool // kernel function starts already written
-	kaddr    map[uint64]bool // kernel addresses already resolved
+	spaces      map[uint32]*proc.Space // address spaces by pid
+	ended       map[uint32]uint64      // processes that ended, by pid: the drain that saw it (endProcess)
+	endedSpaces *goneSpaces            // with a session beside another collector: the spaces dropEnded let go
+	drains      uint64                 // drains begun
+	objs        collector.Objects
+	ktab        *symbol.KernelTable // loaded in the background (kcache.go)
+	kready      chan struct{}       // closed when ktab and kwarn are set; nil: not started
+	kloaded     bool                // kready was waited for
+	kwarn       string
+	kpending    []uint64        // kernel addresses waiting for ktab
+	kseen       map[uint64]bool // kernel function starts already written
+	kaddr       map[uint64]bool // kernel addresses already resolved
 
 	// follow is the set of processes followed in the kernel (nil without
 	// BPF); perCPU says CPU time is sampled by one cpu-clock event per CPU

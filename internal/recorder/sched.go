@@ -82,7 +82,7 @@ func openBeside(o Options, w *recording.Writer, pid int, launched bool, meta *re
 	}
 	s := &session{o: o, w: w, cpus: cpus, kinds: kinds, pidfd: -1,
 		spaces: map[uint32]*proc.Space{}, kseen: map[uint64]bool{}, kaddr: map[uint64]bool{},
-		exes: map[uint32]string{}, awaiting: map[uint32]bool{}}
+		exes: map[uint32]string{}, awaiting: map[uint32]bool{}, endedSpaces: &goneSpaces{}}
 	s.startFollowing()
 	// Switches away through culprit's BPF program, as culprit record
 	// takes them: perf's sched_switch events, inherited by a process's
@@ -179,13 +179,16 @@ func (x *Sched) Throttled() uint64 { return x.s.res.Throttled }
 // Mapping returns the mapping of process pid that holds addr, as the
 // events' mmap records have described it so far: one of a library the
 // process loaded and then exited with, whose /proc maps are gone, is
-// still known, and so is one whose record waits for the next drain
-// (orderedUntil).
+// still known, also drains after its exit (goneSpaces), and so is one
+// whose record waits for the next drain (orderedUntil).
 func (s *Sched) Mapping(pid uint32, addr uint64) (proc.Mapping, bool) {
 	if sp := s.s.spaces[pid]; sp != nil {
 		if m, ok := sp.Find(addr); ok {
 			return m, true
 		}
+	}
+	if m, ok := s.s.endedSpaces.find(pid, addr); ok {
+		return m, true
 	}
 	var found proc.Mapping
 	var ok bool

@@ -142,7 +142,10 @@ func TestTraceAttachedSampleStacks(t *testing.T) {
 			}
 			defer func() { target.Process.Kill(); target.Wait() }()
 			out := rec(t)
-			mustRun(t, "trace", "-f", "outer", "-f", "rec", "-f", "work", "-p", strconv.Itoa(target.Process.Pid), "--duration", "2s", "-o", out)
+			// 999 Hz, not the default: that depends on the build's pool,
+			// which earlier tests of the same build fill (99 Hz for a
+			// build's first trace and once its pool is full).
+			mustRun(t, "trace", "--cpu-sample", "999", "-f", "outer", "-f", "rec", "-f", "work", "-p", strconv.Itoa(target.Process.Pid), "--duration", "2s", "-o", out)
 			folded := mustRun(t, "export", "--format", "folded", "-o", "-", out)
 			inWork := 0
 			for _, l := range strings.Split(strings.TrimSpace(folded), "\n") {
@@ -172,10 +175,13 @@ func TestTraceAttachedSampleStacks(t *testing.T) {
 					inWork += n
 				}
 			}
-			// work spins on the CPU most of the 2 s: hundreds of
-			// samples at 999 Hz, on a busy machine too.
-			if inWork < 50 {
-				t.Errorf("%d samples in work, want hundreds:\n%.3000s", inWork, folded)
+			// work spins on the CPU most of the 2 s the target runs:
+			// hundreds of samples at 999 Hz on an idle machine. The
+			// samples count the target's CPU time, and on a busy
+			// machine (load 20 on two cores) it gets a tenth of a core
+			// or less, some tens of samples: enough to check.
+			if inWork < 10 {
+				t.Errorf("%d samples in work, want tens at least:\n%.3000s", inWork, folded)
 			}
 		})
 	}

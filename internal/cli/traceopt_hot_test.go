@@ -2,6 +2,7 @@ package cli
 
 import (
 	"encoding/json"
+	"fmt"
 	"math"
 	"os"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/culprit-dev/culprit/internal/analysis/trace"
+	"github.com/culprit-dev/culprit/internal/testutil"
 )
 
 // A pool too small to see a function at the line says so; one large
@@ -157,5 +159,31 @@ func TestKernelMaxSampleRate(t *testing.T) {
 	want, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 	if got := kernelMaxSampleRate(); got != want {
 		t.Errorf("%d, want %d", got, want)
+	}
+}
+
+// A pool of one short first trace (no line) judges what is hot by its
+// samples as taken and says they are too few to see every function over
+// the line: the two it holds say nothing of the functions they missed.
+func TestHotFunctionsFewSamplesNoLine(t *testing.T) {
+	exe := "/bin/true"
+	t.Setenv("CULPRIT_TRACE_STATS", t.TempDir())
+	path, err := statsFile(exe)
+	testutil.Need(t, err == nil, fmt.Sprintf("a build-id in %s to keep a pool for: %v", exe, err))
+	c := cpuStats{Runs: 1, Samples: 2, Counts: map[string]int{"leaf": 2},
+		Traces: []trace.PooledTrace{{Samples: 2, Hz: fullPoolHz, Traps: 20, Counts: map[string]int{"leaf": 2}}}}
+	data, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(cpuStatsFile(path), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hot, _, from, err := hotFunctions(&program{exe: exe}, optimizations{KeepHot: 1})
+	if err != nil || !hot["leaf"] || len(hot) != 1 {
+		t.Fatalf("hot %v, err %v: want leaf alone", hot, err)
+	}
+	if !strings.Contains(from, "by 2 CPU samples; too few to see every function over 1%") {
+		t.Errorf("from %q: want the samples called too few", from)
 	}
 }

@@ -139,6 +139,7 @@ type diagnoser struct {
 	reads         vprof.ReadsFunc
 	writes        vprof.WritesFunc
 	deciders      vprof.DecideFunc
+	repairs       vprof.RepairFunc
 	guards        vprof.GuardFunc
 	params        vprof.ParamFunc
 	thresholds    vprof.ThresholdFunc
@@ -167,7 +168,7 @@ func newDiagnoser(normal, buggy []string, o vprof.Options, different bool, stder
 	}
 	code := newCodeFinder(exes)
 	return &diagnoser{o: o, normal: normal, buggy: buggy, exes: exes, blocks: blockFinder(code, stderr),
-		reads: readsFinder(code), writes: writesFinder(code), deciders: deciderFinder(code), guards: guardFinder(code), params: paramFinder(code), thresholds: thresholdFinder(code),
+		reads: readsFinder(code), writes: writesFinder(code), deciders: deciderFinder(code), repairs: repairFinder(code), guards: guardFinder(code), params: paramFinder(code), thresholds: thresholdFinder(code),
 		branches: branchFinder(exes[len(exes)-1]), shapes: shapeFinder(code), bounds: boundFinder(code), loopCalls: loopCallFinder(code)}, nil
 }
 
@@ -186,6 +187,7 @@ func (d *diagnoser) run(load func(path string) (*profile.Profile, error), done f
 	a.SetReads(d.reads)
 	a.SetWrites(d.writes)
 	a.SetDeciders(d.deciders)
+	a.SetRepairs(d.repairs)
 	a.SetGuards(d.guards)
 	a.SetParams(d.params)
 	a.SetThresholds(d.thresholds)

@@ -316,6 +316,24 @@ func deciderFinder(cf *codeFinder) vprof.DecideFunc {
 	}
 }
 
+// repairFinder tells the differential method which checks decide to
+// rewrite the state a loop is bounded by, from the machine code of the
+// recorded objects (the loop's and the check's offsets in one object).
+func repairFinder(cf *codeFinder) vprof.RepairFunc {
+	return func(object string, loop, pred uint64) (vprof.RepairCheck, bool) {
+		c, la, ok := cf.code(object, loop)
+		if !ok {
+			return vprof.RepairCheck{}, false
+		}
+		pa, ok := c.AddrOf(pred)
+		if !ok {
+			return vprof.RepairCheck{}, false
+		}
+		r, ok := c.Repair(la, pa)
+		return vprof.RepairCheck{Callee: r.Callee, Ordered: r.Ordered, Bounds: r.Bounds, Tests: r.Tests}, ok
+	}
+}
+
 // branchFinder tells the differential method how the code of the buggy
 // runs' program compares its locals with constants (a schema.Comparer:
 // the program read when first asked, each function's code analysed the

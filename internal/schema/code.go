@@ -473,6 +473,7 @@ type Code struct {
 	mu      sync.Mutex
 	cache   map[int]*cfg
 	clobber map[int]uint32
+	objects map[int]*objFacts // what each function does with its arguments' objects
 	busy    map[int]bool
 	reads   map[readKey]bool
 	carried map[carriedKey][]carriedLoc
@@ -529,7 +530,7 @@ func OpenCode(path string) (*Code, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	c := &Code{path: path, text: t, cache: map[int]*cfg{}, clobber: map[int]uint32{}, busy: map[int]bool{},
+	c := &Code{path: path, text: t, cache: map[int]*cfg{}, clobber: map[int]uint32{}, objects: map[int]*objFacts{}, busy: map[int]bool{},
 		objs: map[string][2]uint64{}, statics: map[string][][2]uint64{}, reads: map[readKey]bool{}, carried: map[carriedKey][]carriedLoc{}}
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_LOAD {

@@ -338,7 +338,10 @@ func (c *Code) GuardReads(addr uint64, callee, global string) (reads, known bool
 	if !ok {
 		return false, false
 	}
-	_, _, known = c.guardJumps(addr, callee, func(g *cfg, b int32) {
+	_, _, known = c.guardJumps(addr, callee, func(g *cfg, b int32, ordered bool) {
+		if !ordered {
+			return
+		}
 		bl := &g.blocks[b]
 		for k := bl.first; k <= bl.last; k++ {
 			if touches(&g.insns[k]) {
@@ -349,9 +352,10 @@ func (c *Code) GuardReads(addr uint64, callee, global string) (reads, known bool
 	return reads, known
 }
 
-// guardJumps is Guard, calling orderedAt (nil: none) with each block whose last
-// instruction is an ordered jump that decides the call.
-func (c *Code) guardJumps(addr uint64, callee string, orderedAt func(g *cfg, b int32)) (guarded, ordered, ok bool) {
+// guardJumps is Guard, calling at (nil: none) with each block whose last
+// instruction is a conditional jump that decides the call, and whether
+// that jump is ordered; c.mu is held while at runs.
+func (c *Code) guardJumps(addr uint64, callee string, at func(g *cfg, b int32, ordered bool)) (guarded, ordered, ok bool) {
 	i := c.symAt(addr)
 	j := c.symByBase(callee)
 	if i < 0 || j < 0 {
@@ -436,12 +440,13 @@ func (c *Code) guardJumps(addr uint64, callee string, orderedAt func(g *cfg, b i
 				continue
 			}
 			guarded = true
+			ord := false
 			switch last.inst.Op {
 			case x86asm.JA, x86asm.JAE, x86asm.JB, x86asm.JBE, x86asm.JG, x86asm.JGE, x86asm.JL, x86asm.JLE:
-				ordered = true
-				if orderedAt != nil {
-					orderedAt(g, d)
-				}
+				ord, ordered = true, true
+			}
+			if at != nil {
+				at(g, d, ord)
 			}
 		}
 	}

@@ -417,6 +417,10 @@ const (
 	// kinds): a threshold set by the configuration let the work through
 	// (Config names the global).
 	EvidenceThreshold Evidence = "threshold"
+	// EvidenceRepair: it decides, on a test of an object's members, to
+	// rewrite the state that bounds a loop whose work per call grew, and
+	// that rewrite did not run more often (Repair names them).
+	EvidenceRepair Evidence = "repair"
 	// EvidenceRange: two of its pointers delimit a range longer than
 	// normally, and no function above it held such a range (Range).
 	EvidenceRange Evidence = "range"
@@ -1260,6 +1264,15 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 			through[pi], pr.Through = -1, ""
 			below[j] = append(below[j], pi)
 		}
+	}
+	// A loop whose own code did more of the work, bounded by the state of
+	// an object, beside a check that decides to rewrite that state (a
+	// rebuild, a resize, a compaction) on a test of the object's members,
+	// a rewrite that did not run more often: the check let the state
+	// degrade. It answers for the loop's growth and ranks just above it
+	// (docs/vprof.md, "A repair that did not run").
+	if a.repairOf != nil {
+		a.repairs(ids, fs, idx, score, through, below)
 	}
 	// A function that, in the same request, calls a function again with
 	// the arguments of an earlier call (a trace of a buggy run shows it)
@@ -2195,7 +2208,7 @@ func why(f *FunctionResult) string {
 		// Its share is saturated: its time per run says how it grew.
 		fmt.Fprintf(&b, ", %s× its normal time per run (a share that cannot grow)", strconv.FormatFloat(s.Time, 'f', 1, 64))
 	}
-	if !s.Grew() && f.Decides == nil {
+	if !s.Grew() && f.Decides == nil && f.Repair == nil {
 		// A predicate's own time need not grow: its answer is its part.
 		b.WriteString(" (no significant growth)")
 	}
@@ -2265,6 +2278,10 @@ func why(f *FunctionResult) string {
 	}
 	if r := f.Range; r != nil {
 		fmt.Fprintf(&b, "; its pointers %s..%s lie %s bytes apart (normally at most %s)", r.Start, r.End, num(r.BuggyMedian), num(r.NormalMax))
+	}
+	if r := f.Repair; r != nil {
+		fmt.Fprintf(&b, "; its test of %s decides to call %s, which rewrites %s, the bounds of %s's loop, whose own code grew; %s did not run more often",
+			strings.Join(r.Tests, ", "), r.Callee, strings.Join(r.Bounds, ", "), r.Loop, r.Callee)
 	}
 	if d := f.Decides; d != nil {
 		if s.Normal == 0 && s.Buggy == 0 {
@@ -2428,4 +2445,53 @@ func byName(fs []FunctionResult, name string) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// repairs credits the checks that should have rewritten the state a loop
+// that grew is bounded by: for a function whose share grew and whose own
+// code did a material part of it (its loops did more work per call), every
+// function of its object in the ranking whose code decides, on a test of
+// the members of an object of the type the loop walks, made once per
+// call, to call a function that rewrites members the loop's exit tests
+// depend on (RepairFunc), while that function's share did not grow: the
+// repair did not run more often although the loop it bounds did more.
+// The check answers for the loop's growth (discount 0, evidence repair)
+// and ranks just above it; its pattern is its test's: a threshold →
+// wrong-constraint, otherwise missing-constraint.
+func (a *Analyzer) repairs(ids []int32, fs []FunctionResult, idx map[int32]int, score []float64, through []int, below [][]int) {
+	for li, l := range ids {
+		lr := &fs[li]
+		fl := a.funcs[l]
+		if score[li] <= 0 || !lr.Share.Grew() || !ownWork(lr) || !fl.atOK || a.system(l) {
+			continue
+		}
+		for pi, p := range ids {
+			fp := a.funcs[p]
+			if pi == li || !fp.atOK || fp.object != fl.object || a.system(p) {
+				continue
+			}
+			pr := &fs[pi]
+			if pr.Evidence != EvidenceNone && pr.Evidence != EvidenceVariable && pr.Evidence != "" {
+				continue
+			}
+			rc, ok := a.repairOf(fl.object, fl.at, fp.at)
+			if !ok {
+				continue
+			}
+			if g, ok := a.funcIdx[funcKey{name: rc.Callee, object: objectBase(fl.object)}]; ok {
+				if ri, ok := idx[g]; ok && fs[ri].Share.Grew() {
+					continue // the repair ran more often: it is no check that failed to fire
+				}
+			}
+			pr.Evidence, pr.Discount = EvidenceRepair, 0
+			pr.Repair = &Repair{Loop: lr.Name, Callee: rc.Callee, Bounds: rc.Bounds, Tests: rc.Tests}
+			pr.Pattern = MissingConstraint
+			if rc.Ordered {
+				pr.Pattern = WrongConstraint
+			}
+			score[pi] = math.Max(score[pi], score[li])
+			through[pi], pr.Through = -1, ""
+			below[li] = append(below[li], pi)
+		}
+	}
 }

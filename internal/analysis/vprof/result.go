@@ -179,6 +179,9 @@ type FunctionResult struct {
 	// Decides: the function, called more often, whose every call this
 	// predicate's answer decided.
 	Decides *Decides `json:"decides,omitempty"`
+	// Repair: the loop that grew, whose bounds this function's check
+	// decides to rewrite by a call it did not make more often.
+	Repair *Repair `json:"repair,omitempty"`
 	// Range: two of its pointers delimit a range longer than any in the
 	// normal runs, while no function above it held one: it made the
 	// longer range its callees work on.
@@ -232,6 +235,17 @@ type Range struct {
 	End         string  `json:"end"`
 	NormalMax   float64 `json:"normal_max"`
 	BuggyMedian float64 `json:"buggy_median"`
+}
+
+// Repair names a loop that did more work per call (Loop, the function
+// whose own code grew) and the check that decides to rewrite its bounds:
+// Callee, which rewrites the members Bounds the loop's exit tests depend
+// on, is called on a test of the members Tests.
+type Repair struct {
+	Loop   string   `json:"loop"`
+	Callee string   `json:"callee"`
+	Bounds []string `json:"bounds"`
+	Tests  []string `json:"tests"`
 }
 
 // Decides names the function whose calls a predicate's answer decided.

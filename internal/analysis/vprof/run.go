@@ -29,6 +29,7 @@ type Analyzer struct {
 	readsOf     ReadsFunc
 	writesOf    WritesFunc
 	decideOf    DecideFunc
+	repairOf    RepairFunc
 	guardOf     GuardFunc
 	thresholdOf ThresholdFunc
 	branchOf    BranchFunc
@@ -106,6 +107,30 @@ type DecideFunc func(object string, offset uint64, callee string) (predicate str
 // calls its answer let through (docs/vprof.md, "A predicate decides the
 // calls"); f reads the machine code. Call it before adding runs.
 func (a *Analyzer) SetDeciders(f DecideFunc) { a.decideOf = f }
+
+// RepairCheck is a check that decides to rewrite the state a loop is
+// bounded by (RepairFunc): Callee rewrites the loop's members Bounds
+// ("t->cap"), called on a test of the members Tests, a threshold when
+// Ordered.
+type RepairCheck struct {
+	Callee  string
+	Ordered bool
+	Bounds  []string
+	Tests   []string
+}
+
+// RepairFunc says, from the machine code of an object, whether the
+// function holding file offset pred decides, on a test of an object's
+// members made once per call, to call a function that rewrites members
+// the exit tests of a loop of the function holding file offset loop
+// depend on (the two take the object through pointer parameters of one
+// type); ok is false when it does not or the code cannot tell.
+type RepairFunc func(object string, loop, pred uint64) (RepairCheck, bool)
+
+// SetRepairs has the differential method credit a check that should have
+// rewritten the state a loop that grew is bounded by (docs/vprof.md, "A
+// repair that did not run"). Call it before adding runs.
+func (a *Analyzer) SetRepairs(f RepairFunc) { a.repairOf = f }
 
 // GuardFunc says how the machine code of the function holding a file
 // offset of an object decides its calls of callee: guarded when a

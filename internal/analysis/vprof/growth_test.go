@@ -2420,3 +2420,74 @@ func TestOncePerCallPredicateDecides(t *testing.T) {
 		t.Errorf("worker called by %+v, dispatch_1 called more %+v: want dispatch_1 to answer for the calls", w.CalledBy, d1.CalledMore)
 	}
 }
+
+// A check that decides to rewrite the state a loop is bounded by, and did
+// not (the rewrite ran no more often), answers for the loop's growth when
+// the loop's own code did more work per call: it ranks just above the
+// loop, with the pattern of its test (docs/vprof.md, "A repair that did
+// not run").
+func TestRepairThatDidNotRun(t *testing.T) {
+	fx := newFixture(t)
+	mk := func(buggy bool) *profile.Profile {
+		r := fx.create(t, "repair.rec")
+		i := r.variable("i", "worker", "long", "loop|cond", false)
+		calls, bound := 200, 50
+		if buggy {
+			calls, bound = 800, 500
+		}
+		for k := 0; k < calls; k++ {
+			r.tick(1, []string{"worker", "dispatch_1", "main"}, 0, val{i, 0, int64(k % bound)})
+		}
+		for k := 0; k < 600; k++ {
+			r.tick(1, []string{"main"}, 0)
+		}
+		for k := 0; k < 3; k++ {
+			r.tick(1, []string{"dispatch_2", "main"}, 0)
+		}
+		return r.done()
+	}
+	normal, buggy := mk(false), mk(true)
+	run := func(repair RepairFunc) *Result {
+		return analyzeHooked(t, normal, buggy, func(a *Analyzer) { a.SetRepairs(repair) })
+	}
+	// dispatch_2 tests the object worker's loop walks and decides to call
+	// rewrite (no sample holds it: it did not run more often).
+	check := func(callee string, ordered bool) RepairFunc {
+		return func(_ string, loop, pred uint64) (RepairCheck, bool) {
+			if fx.in("worker", loop) && fx.in("dispatch_2", pred) {
+				return RepairCheck{Callee: callee, Ordered: ordered, Bounds: []string{"s->len"}, Tests: []string{"s->dead", "s->cap"}}, true
+			}
+			return RepairCheck{}, false
+		}
+	}
+	for _, tc := range []struct {
+		ordered bool
+		want    Pattern
+	}{{true, WrongConstraint}, {false, MissingConstraint}} {
+		res := run(check("rewrite", tc.ordered))
+		p, w := res.fn(t, "dispatch_2"), res.fn(t, "worker")
+		if p.Rank != 1 || w.Rank != 2 || p.Evidence != EvidenceRepair || p.Pattern != tc.want || p.Discount != 0 ||
+			p.Repair == nil || p.Repair.Loop != "worker" || p.Repair.Callee != "rewrite" || p.Score < w.Score {
+			t.Errorf("ordered %v: check rank %d evidence %s pattern %s repair %+v score %g; loop rank %d score %g; want 1st above worker, %s",
+				tc.ordered, p.Rank, p.Evidence, p.Pattern, p.Repair, p.Score, w.Rank, w.Score, tc.want)
+		}
+		if !strings.Contains(p.Why, "its test of s->dead, s->cap decides to call rewrite, which rewrites s->len, the bounds of worker's loop") ||
+			strings.Contains(p.Why, "no significant growth") {
+			t.Errorf("why: %q", p.Why)
+		}
+	}
+	// Without the machine code's answer, and when the rewrite itself ran
+	// more often (dispatch_1's share grew: the check fired), the check
+	// keeps its place below the loop.
+	for name, repair := range map[string]RepairFunc{
+		"no answer":     func(string, uint64, uint64) (RepairCheck, bool) { return RepairCheck{}, false },
+		"rewrite grew":  check("dispatch_1", true),
+		"no hook (nil)": nil,
+	} {
+		res := run(repair)
+		p, w := res.fn(t, "dispatch_2"), res.fn(t, "worker")
+		if w.Rank != 1 || p.Rank <= w.Rank || p.Evidence == EvidenceRepair || p.Repair != nil {
+			t.Errorf("%s: check rank %d evidence %s repair %+v; loop rank %d; want the loop 1st and no repair", name, p.Rank, p.Evidence, p.Repair, w.Rank)
+		}
+	}
+}

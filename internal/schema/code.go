@@ -470,13 +470,14 @@ type Code struct {
 	membersMu   sync.Mutex
 	members     map[string]memberPlace // "cfg.limit" → its bytes, from DWARF
 
-	mu      sync.Mutex
-	cache   map[int]*cfg
-	clobber map[int]uint32
-	objects map[int]*objFacts // what each function does with its arguments' objects
-	busy    map[int]bool
-	reads   map[readKey]bool
-	carried map[carriedKey][]carriedLoc
+	mu        sync.Mutex
+	cache     map[int]*cfg
+	clobber   map[int]uint32
+	objects   map[int]*objFacts   // what each function does with its arguments' objects
+	objParams map[int][2][]string // objectParams' answers (types, names), under membersMu
+	busy      map[int]bool
+	reads     map[readKey]bool
+	carried   map[carriedKey][]carriedLoc
 
 	dataWords []uint64          // function entries held by the data (guard.go)
 	taken     map[uint64]bool   // addresses code or data takes; nil until indexCalls
@@ -530,7 +531,7 @@ func OpenCode(path string) (*Code, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	c := &Code{path: path, text: t, cache: map[int]*cfg{}, clobber: map[int]uint32{}, objects: map[int]*objFacts{}, busy: map[int]bool{},
+	c := &Code{path: path, text: t, cache: map[int]*cfg{}, clobber: map[int]uint32{}, objects: map[int]*objFacts{}, objParams: map[int][2][]string{}, busy: map[int]bool{},
 		objs: map[string][2]uint64{}, statics: map[string][][2]uint64{}, reads: map[readKey]bool{}, carried: map[carriedKey][]carriedLoc{}}
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_LOAD {

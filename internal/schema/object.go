@@ -492,6 +492,10 @@ func (c *Code) objectParams(i int) (types, names []string) {
 	}
 	c.membersMu.Lock()
 	defer c.membersMu.Unlock()
+	if p, ok := c.objParams[i]; ok {
+		return p[0], p[1]
+	}
+	defer func() { c.objParams[i] = [2][]string{types, names} }()
 	fn, ok := c.dwarf.Function(c.syms[i].addr)
 	if !ok {
 		return nil, nil

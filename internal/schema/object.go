@@ -37,24 +37,31 @@ type objCall struct {
 // objFacts is what one function does with its arguments' objects.
 type objFacts struct {
 	members []member         // id → member
-	tested  map[int]uint64   // conditional jump (instruction index) → members its flags came from
+	tested  map[int]mset     // conditional jump (instruction index) → members its flags came from
 	writes  map[member]int64 // member stored into → bytes stored
 	calls   []objCall
 }
 
+// mset is a set of members a value was computed from: d, loaded from the
+// member itself (t->cap); v, loaded from memory reached through it
+// (t->slot[i].state, through t->slot).
+type mset struct{ d, v uint64 }
+
+func (a mset) or(b mset) mset { return mset{a.d | b.d, a.v | b.v} }
+func (a mset) all() uint64    { return a.d | a.v }
+
 // objState is, per general-purpose register, the argument whose pointer
 // it holds exactly (−1: none) and the members its value was computed
-// from (a load of the member, or of memory reached through it), and the
-// members the flags were last set from.
+// from, and the members the flags were last set from.
 type objState struct {
 	ptr   [16]int8
-	from  [16]uint64
-	flags uint64
+	from  [16]mset
+	flags mset
 }
 
 func (s *objState) clear(r int) {
 	if r >= 0 && r < 16 {
-		s.ptr[r], s.from[r] = -1, 0
+		s.ptr[r], s.from[r] = -1, mset{}
 	}
 }
 
@@ -66,11 +73,11 @@ func (s *objState) merge(o *objState) bool {
 		if s.ptr[r] != o.ptr[r] && s.ptr[r] != -1 {
 			s.ptr[r], changed = -1, true
 		}
-		if f := s.from[r] | o.from[r]; f != s.from[r] {
+		if f := s.from[r].or(o.from[r]); f != s.from[r] {
 			s.from[r], changed = f, true
 		}
 	}
-	if f := s.flags | o.flags; f != s.flags {
+	if f := s.flags.or(o.flags); f != s.flags {
 		s.flags, changed = f, true
 	}
 	return changed
@@ -83,7 +90,7 @@ func (c *Code) objFactsOf(i int) *objFacts {
 		return f
 	}
 	g := c.cfgOf(i)
-	fa := &objFacts{tested: map[int]uint64{}, writes: map[member]int64{}}
+	fa := &objFacts{tested: map[int]mset{}, writes: map[member]int64{}}
 	c.objects[i] = fa
 	if len(g.blocks) == 0 {
 		return fa
@@ -161,23 +168,24 @@ func (c *Code) objInsn(g *cfg, k int, st *objState, bit func(member) uint64, fa 
 	inst := &in.inst
 	// value of a memory operand's address: the member it names, and the
 	// members the address was computed from.
-	memOf := func(m x86asm.Mem) (uint64, member, bool) {
+	memOf := func(m x86asm.Mem) (mset, member, bool) {
 		b, _ := regIndex(m.Base)
 		x, _ := regIndex(m.Index)
-		var from uint64
+		var from mset
 		if b >= 0 && b < 16 {
-			from |= st.from[b]
+			from = from.or(st.from[b])
 		}
 		if x >= 0 && x < 16 {
-			from |= st.from[x]
+			from = from.or(st.from[x])
 		}
 		if b >= 0 && b < 16 && st.ptr[b] >= 0 && m.Index == 0 && m.Segment == 0 {
 			return from, member{st.ptr[b], m.Disp}, true
 		}
 		return from, member{}, false
 	}
-	// value of an operand read: the members it came from.
-	valOf := func(a x86asm.Arg) uint64 {
+	// value of an operand read: the members it came from (a load
+	// through an address computed from members is reached through them).
+	valOf := func(a x86asm.Arg) mset {
 		switch a := a.(type) {
 		case x86asm.Reg:
 			if r, _ := regIndex(a); r >= 0 && r < 16 {
@@ -185,12 +193,13 @@ func (c *Code) objInsn(g *cfg, k int, st *objState, bit func(member) uint64, fa 
 			}
 		case x86asm.Mem:
 			from, m, ok := memOf(a)
+			v := mset{v: from.all()}
 			if ok {
-				from |= bit(m)
+				v.d |= bit(m)
 			}
-			return from
+			return v
 		}
-		return 0
+		return mset{}
 	}
 	switch kindOf(inst.Op) {
 	case opCall, opJmp:
@@ -210,7 +219,7 @@ func (c *Code) objInsn(g *cfg, k int, st *objState, bit func(member) uint64, fa 
 				st.clear(r)
 			}
 		}
-		st.flags = 0
+		st.flags = mset{}
 		return
 	case opJcc:
 		if record {
@@ -235,9 +244,9 @@ func (c *Code) objInsn(g *cfg, k int, st *objState, bit func(member) uint64, fa 
 	}
 	switch {
 	case name == "CMP" || name == "TEST" || name == "BT":
-		var f uint64
+		var f mset
 		for _, a := range inst.Args[:n] {
-			f |= valOf(a)
+			f = f.or(valOf(a))
 		}
 		st.flags = f
 		return
@@ -251,9 +260,9 @@ func (c *Code) objInsn(g *cfg, k int, st *objState, bit func(member) uint64, fa 
 		}
 		switch {
 		case ok && mb.off == 0:
-			st.ptr[r], st.from[r] = mb.arg, 0
+			st.ptr[r], st.from[r] = mb.arg, mset{}
 		case ok:
-			st.ptr[r], st.from[r] = -1, bit(mb)
+			st.ptr[r], st.from[r] = -1, mset{d: bit(mb)}
 		default:
 			st.ptr[r], st.from[r] = -1, from
 		}
@@ -262,7 +271,7 @@ func (c *Code) objInsn(g *cfg, k int, st *objState, bit func(member) uint64, fa 
 		if r, _ := regIndex(inst.Args[0].(x86asm.Reg)); r >= 0 {
 			st.clear(r)
 		}
-		st.flags = 0
+		st.flags = mset{}
 		return
 	case isMove(name) || strings.HasPrefix(name, "CMOV"):
 		d, ok := inst.Args[0].(x86asm.Reg)
@@ -281,7 +290,7 @@ func (c *Code) objInsn(g *cfg, k int, st *objState, bit func(member) uint64, fa 
 			}
 		}
 		if partial || strings.HasPrefix(name, "CMOV") {
-			v |= st.from[r]
+			v = v.or(st.from[r])
 			p = -1
 		}
 		st.ptr[r], st.from[r] = p, v
@@ -289,9 +298,9 @@ func (c *Code) objInsn(g *cfg, k int, st *objState, bit func(member) uint64, fa 
 	}
 	// Anything else: a register written holds what its operands came
 	// from, and sets the flags from it.
-	var v uint64
+	var v mset
 	for _, a := range inst.Args[:n] {
-		v |= valOf(a)
+		v = v.or(valOf(a))
 	}
 	mask := writeMask(in)
 	for r := 0; r < 16; r++ {
@@ -303,10 +312,13 @@ func (c *Code) objInsn(g *cfg, k int, st *objState, bit func(member) uint64, fa 
 }
 
 // Repair is a check that decides to rewrite the state a loop is bounded
-// by: Predicate's code calls Callee, passing it an object of the type
-// the loop's function walks, on a test of that object's members made
-// outside its loops, and Callee (or what it calls with the object)
-// stores into members the loop's exit tests depend on.
+// by: the checking function calls Callee, passing it an object of the
+// type the loop's function walks, on a test of that object's members
+// themselves (a count, a size: not memory reached through a member, such
+// as the character under a cursor) made outside its loops, and Callee
+// (or what it calls with the object) stores into members the loop's exit
+// tests depend on (the members themselves, or memory reached through
+// them).
 type Repair struct {
 	Callee   string
 	Ordered  bool     // the deciding test compares an order (a threshold)
@@ -316,7 +328,8 @@ type Repair struct {
 }
 
 // Repair says whether the function holding pred decides, on a test of an
-// object's members, to call a function that rewrites members the exit
+// object's members made outside its loops, to call a function that
+// rewrites members the exit
 // tests of a loop of the function holding loopAt depend on, the two
 // functions taking the object as a pointer parameter of the same type
 // (from the object's DWARF). ok is false when it does not, or the code or
@@ -350,7 +363,7 @@ func (c *Code) Repair(loopAt, pred uint64) (Repair, bool) {
 			}
 			for _, s := range bl.succ {
 				if !l.body[s] {
-					bounds |= fl.tested[last]
+					bounds |= fl.tested[last].all()
 					break
 				}
 			}
@@ -401,7 +414,7 @@ func (c *Code) Repair(loopAt, pred uint64) (Repair, bool) {
 					return // a loop's test: not a decision made once per call
 				}
 			}
-			t := fp.tested[g.blocks[d].last]
+			t := fp.tested[g.blocks[d].last].d // the members themselves: a count, a size
 			own := uint64(0)
 			for id, m := range fp.members {
 				if t&(1<<uint(id)) != 0 && m.arg == cd.argP {

@@ -38,6 +38,7 @@ func TestRepair(t *testing.T) {
 		{"ring_find", "ring_find", "the loop itself"},
 		{"log_shrink", "log_trim", "log_shrink has no loop"},
 		{"main", "ring_maybe_rehome", "main takes no ring"},
+		{"cur_spaces", "cur_item", "it tests the character under the cursor, reached through c->p, not a member"},
 	} {
 		if r, ok := c.Repair(at(tc.loop), at(tc.pred)); ok {
 			t.Errorf("%s for %s: %+v; want none (%s)", tc.pred, tc.loop, r, tc.why)

@@ -90,6 +90,33 @@ noinline void ring_each_rehome(struct ring *r, int rounds)
 			ring_rehome(r);
 }
 
+/* A parser's cursor: every step stores c->p, which bounds the loops that
+ * walk the text; a dispatch on the character under the cursor (reached
+ * through c->p) is no check of the cursor's state. */
+struct cursor {
+	const char *p, *end;
+};
+
+noinline long cur_spaces(struct cursor *c)
+{
+	long n = 0;
+	while (c->p < c->end && *c->p == ' ')
+		c->p++, n++;
+	return n;
+}
+
+noinline void cur_number(struct cursor *c)
+{
+	while (c->p < c->end && *c->p >= '0' && *c->p <= '9')
+		c->p++;
+}
+
+noinline void cur_item(struct cursor *c)
+{
+	if (*c->p >= '0')
+		cur_number(c);
+}
+
 int main(int argc, char **argv)
 {
 	(void)argv;
@@ -106,6 +133,10 @@ int main(int argc, char **argv)
 	ring_report(&r);
 	ring_each_rehome(&r, argc);
 	log_trim(&l);
+	struct cursor c = {"  12 x", 0};
+	c.end = c.p + 6;
+	sink += (unsigned long)cur_spaces(&c);
+	cur_item(&c);
 	free(r.slot);
 	free(l.slot);
 	return 0;

@@ -318,19 +318,18 @@ func deciderFinder(cf *codeFinder) vprof.DecideFunc {
 
 // repairFinder tells the differential method which checks decide to
 // rewrite the state a loop is bounded by, from the machine code of the
-// recorded objects (the loop's and the check's offsets in one object).
+// recorded objects.
 func repairFinder(cf *codeFinder) vprof.RepairFunc {
-	return func(object string, loop, pred uint64) (vprof.RepairCheck, bool) {
-		c, la, ok := cf.code(object, loop)
+	return func(object string, loop uint64) []vprof.RepairCheck {
+		c, addr, ok := cf.code(object, loop)
 		if !ok {
-			return vprof.RepairCheck{}, false
+			return nil
 		}
-		pa, ok := c.AddrOf(pred)
-		if !ok {
-			return vprof.RepairCheck{}, false
+		var out []vprof.RepairCheck
+		for _, r := range c.RepairsOf(addr) {
+			out = append(out, vprof.RepairCheck{Check: r.Check, Callee: r.Callee, Ordered: r.Ordered, Bounds: r.Bounds, Tests: r.Tests})
 		}
-		r, ok := c.Repair(la, pa)
-		return vprof.RepairCheck{Callee: r.Callee, Ordered: r.Ordered, Bounds: r.Bounds, Tests: r.Tests}, ok
+		return out
 	}
 }
 

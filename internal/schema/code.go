@@ -475,6 +475,7 @@ type Code struct {
 	clobber   map[int]uint32
 	objects   map[int]*objFacts   // what each function does with its arguments' objects
 	objParams map[int][2][]string // objectParams' answers (types, names), under membersMu
+	repairs   map[int][]Repair    // RepairsOf's answers
 	busy      map[int]bool
 	reads     map[readKey]bool
 	carried   map[carriedKey][]carriedLoc
@@ -531,7 +532,7 @@ func OpenCode(path string) (*Code, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", path, err)
 	}
-	c := &Code{path: path, text: t, cache: map[int]*cfg{}, clobber: map[int]uint32{}, objects: map[int]*objFacts{}, objParams: map[int][2][]string{}, busy: map[int]bool{},
+	c := &Code{path: path, text: t, cache: map[int]*cfg{}, clobber: map[int]uint32{}, objects: map[int]*objFacts{}, objParams: map[int][2][]string{}, repairs: map[int][]Repair{}, busy: map[int]bool{},
 		objs: map[string][2]uint64{}, statics: map[string][][2]uint64{}, reads: map[readKey]bool{}, carried: map[carriedKey][]carriedLoc{}}
 	for _, p := range f.Progs {
 		if p.Type == elf.PT_LOAD {

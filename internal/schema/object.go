@@ -320,6 +320,7 @@ func (c *Code) objInsn(g *cfg, k int, st *objState, bit func(member) uint64, fa 
 // tests depend on (the members themselves, or memory reached through
 // them).
 type Repair struct {
+	Check    string // the checking function
 	Callee   string
 	Ordered  bool     // the deciding test compares an order (a threshold)
 	Bounds   []string // the loop's members that Callee rewrites, e.g. "t->cap"
@@ -431,7 +432,7 @@ func (c *Code) Repair(loopAt, pred uint64) (Repair, bool) {
 		if !known || !decided {
 			continue
 		}
-		r := Repair{Callee: c.syms[cd.callee].name, Ordered: ordered, LoopFunc: c.syms[iL].name}
+		r := Repair{Check: c.syms[iP].name, Callee: c.syms[cd.callee].name, Ordered: ordered, LoopFunc: c.syms[iL].name}
 		for _, m := range cd.hits {
 			r.Bounds = append(r.Bounds, c.memberName(iL, namesL, m))
 		}
@@ -447,6 +448,37 @@ func (c *Code) Repair(loopAt, pred uint64) (Repair, bool) {
 		return r, true
 	}
 	return Repair{}, false
+}
+
+// RepairsOf returns every check of the object that decides to rewrite
+// the state a loop of the function holding loopAt is bounded by (Repair
+// of each function symbol), by address; none when the code or the
+// debugging information cannot tell. The answer is kept per function.
+func (c *Code) RepairsOf(loopAt uint64) []Repair {
+	iL := c.symAt(loopAt)
+	if iL < 0 {
+		return nil
+	}
+	c.mu.Lock()
+	rs, ok := c.repairs[iL]
+	c.mu.Unlock()
+	if ok {
+		return rs
+	}
+	if types, _ := c.objectParams(iL); slices.ContainsFunc(types, func(t string) bool { return t != "" }) {
+		for i := range c.syms {
+			if i == iL || i > 0 && c.syms[i].addr == c.syms[i-1].addr {
+				continue
+			}
+			if r, ok := c.Repair(loopAt, c.syms[i].addr); ok {
+				rs = append(rs, r)
+			}
+		}
+	}
+	c.mu.Lock()
+	c.repairs[iL] = rs
+	c.mu.Unlock()
+	return rs
 }
 
 // maxWriteDepth bounds the calls objWrites follows.

@@ -44,6 +44,15 @@ func TestRepair(t *testing.T) {
 			t.Errorf("%s for %s: %+v; want none (%s)", tc.pred, tc.loop, r, tc.why)
 		}
 	}
+	// Of every function of the program, only ring_maybe_rehome checks
+	// ring_find's bounds.
+	rs := c.RepairsOf(at("ring_find"))
+	if len(rs) != 1 || rs[0].Check != "ring_maybe_rehome" || rs[0].Callee != "ring_rehome" {
+		t.Errorf("RepairsOf(ring_find) = %+v; want ring_maybe_rehome's call of ring_rehome alone", rs)
+	}
+	if rs := c.RepairsOf(at("log_shrink")); len(rs) != 0 {
+		t.Errorf("RepairsOf(log_shrink) = %+v; want none (no loop)", rs)
+	}
 	if _, ok := c.Repair(1, at("ring_maybe_rehome")); ok {
 		t.Error("an address outside every function has a repair")
 	}

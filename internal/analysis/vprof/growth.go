@@ -1272,7 +1272,7 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 	// degrade. It answers for the loop's growth and ranks just above it
 	// (docs/vprof.md, "A repair that did not run").
 	if a.repairOf != nil {
-		a.repairs(ids, fs, idx, score, through, below)
+		a.repairs(ids, fs, idx, score, through, below, &unseen)
 	}
 	// A function that, in the same request, calls a function again with
 	// the arguments of an earlier call (a trace of a buggy run shows it)
@@ -2450,7 +2450,8 @@ func byName(fs []FunctionResult, name string) (int, bool) {
 // repairs credits the checks that should have rewritten the state a loop
 // that grew is bounded by: for a function whose share grew and whose own
 // code did a material part of it (its loops did more work per call), every
-// function of its object in the ranking whose code decides, on a test of
+// function of its object (in the ranking, or added to unseen for the
+// next pass when no sample holds it) whose code decides, on a test of
 // the members of an object of the type the loop walks, made once per
 // call, to call a function that rewrites members the loop's exit tests
 // depend on (RepairFunc), while that function's share did not grow: the
@@ -2458,30 +2459,35 @@ func byName(fs []FunctionResult, name string) (int, bool) {
 // The check answers for the loop's growth (discount 0, evidence repair)
 // and ranks just above it; its pattern is its test's: a threshold →
 // wrong-constraint, otherwise missing-constraint.
-func (a *Analyzer) repairs(ids []int32, fs []FunctionResult, idx map[int32]int, score []float64, through []int, below [][]int) {
+func (a *Analyzer) repairs(ids []int32, fs []FunctionResult, idx map[int32]int, score []float64, through []int, below [][]int, unseen *[]int32) {
 	for li, l := range ids {
 		lr := &fs[li]
 		fl := a.funcs[l]
 		if score[li] <= 0 || !lr.Share.Grew() || !ownWork(lr) || !fl.atOK || a.system(l) {
 			continue
 		}
-		for pi, p := range ids {
-			fp := a.funcs[p]
-			if pi == li || !fp.atOK || fp.object != fl.object || a.system(p) {
-				continue
-			}
-			pr := &fs[pi]
-			if pr.Evidence != EvidenceNone && pr.Evidence != EvidenceVariable && pr.Evidence != "" {
-				continue
-			}
-			rc, ok := a.repairOf(fl.object, fl.at, fp.at)
-			if !ok {
+		for _, rc := range a.repairOf(fl.object, fl.at) {
+			if rc.Check == lr.Name || rc.Check == "" {
 				continue
 			}
 			if g, ok := a.funcIdx[funcKey{name: rc.Callee, object: objectBase(fl.object)}]; ok {
 				if ri, ok := idx[g]; ok && fs[ri].Share.Grew() {
 					continue // the repair ran more often: it is no check that failed to fire
 				}
+			}
+			p := a.fn(rc.Check, fl.object)
+			pi, ok := idx[p]
+			if !ok {
+				// A check cheap enough that no sample holds it: the
+				// machine code names it all the same.
+				if !slicesContains(*unseen, p) {
+					*unseen = append(*unseen, p)
+				}
+				continue
+			}
+			pr := &fs[pi]
+			if pr.Evidence != EvidenceNone && pr.Evidence != EvidenceVariable && pr.Evidence != "" {
+				continue
 			}
 			pr.Evidence, pr.Discount = EvidenceRepair, 0
 			pr.Repair = &Repair{Loop: lr.Name, Callee: rc.Callee, Bounds: rc.Bounds, Tests: rc.Tests}

@@ -2452,14 +2452,15 @@ func TestRepairThatDidNotRun(t *testing.T) {
 	}
 	// dispatch_2 tests the object worker's loop walks and decides to call
 	// rewrite (no sample holds it: it did not run more often).
-	check := func(callee string, ordered bool) RepairFunc {
-		return func(_ string, loop, pred uint64) (RepairCheck, bool) {
-			if fx.in("worker", loop) && fx.in("dispatch_2", pred) {
-				return RepairCheck{Callee: callee, Ordered: ordered, Bounds: []string{"s->len"}, Tests: []string{"s->dead", "s->cap"}}, true
+	checkBy := func(name, callee string, ordered bool) RepairFunc {
+		return func(_ string, loop uint64) []RepairCheck {
+			if fx.in("worker", loop) {
+				return []RepairCheck{{Check: name, Callee: callee, Ordered: ordered, Bounds: []string{"s->len"}, Tests: []string{"s->dead", "s->cap"}}}
 			}
-			return RepairCheck{}, false
+			return nil
 		}
 	}
+	check := func(callee string, ordered bool) RepairFunc { return checkBy("dispatch_2", callee, ordered) }
 	for _, tc := range []struct {
 		ordered bool
 		want    Pattern
@@ -2480,7 +2481,7 @@ func TestRepairThatDidNotRun(t *testing.T) {
 	// more often (dispatch_1's share grew: the check fired), the check
 	// keeps its place below the loop.
 	for name, repair := range map[string]RepairFunc{
-		"no answer":     func(string, uint64, uint64) (RepairCheck, bool) { return RepairCheck{}, false },
+		"no answer":     func(string, uint64) []RepairCheck { return nil },
 		"rewrite grew":  check("dispatch_1", true),
 		"no hook (nil)": nil,
 	} {
@@ -2489,5 +2490,14 @@ func TestRepairThatDidNotRun(t *testing.T) {
 		if w.Rank != 1 || p.Rank <= w.Rank || p.Evidence == EvidenceRepair || p.Repair != nil {
 			t.Errorf("%s: check rank %d evidence %s repair %+v; loop rank %d; want the loop 1st and no repair", name, p.Rank, p.Evidence, p.Repair, w.Rank)
 		}
+	}
+	// A check no sample holds is ranked all the same: the machine code
+	// names it.
+	res := run(checkBy("gate", "rewrite", true))
+	g, w := res.fn(t, "gate"), res.fn(t, "worker")
+	if g.Rank != 1 || w.Rank != 2 || g.Evidence != EvidenceRepair || g.Pattern != WrongConstraint ||
+		g.Share.Normal != 0 || g.Share.Buggy != 0 || g.Object != w.Object {
+		t.Errorf("unsampled check: rank %d evidence %s pattern %s share %+v object %q; loop rank %d object %q",
+			g.Rank, g.Evidence, g.Pattern, g.Share, g.Object, w.Rank, w.Object)
 	}
 }

@@ -656,9 +656,10 @@ func (a *Analyzer) Result() (*Result, error) {
 		before := append([]FunctionResult(nil), res.Functions...)
 		inputs, notes := len(res.Inputs), len(res.Notes)
 		if unseen := a.differential(res, ids, res.Functions, comps, charged); len(unseen) > 0 {
-			// Predicates no sample holds, named by the machine code as
-			// deciding calls that grew: ranked with the others, from
-			// the same start.
+			// Predicates and checks no sample holds, named by the
+			// machine code as deciding calls that grew or rewrites of a
+			// grown loop's bounds: ranked with the others, from the
+			// same start.
 			res.Functions, res.Inputs, res.Notes = before, res.Inputs[:inputs], res.Notes[:notes]
 			for _, f := range unseen {
 				ids = append(ids, f)

@@ -109,23 +109,24 @@ type DecideFunc func(object string, offset uint64, callee string) (predicate str
 func (a *Analyzer) SetDeciders(f DecideFunc) { a.decideOf = f }
 
 // RepairCheck is a check that decides to rewrite the state a loop is
-// bounded by (RepairFunc): Callee rewrites the loop's members Bounds
-// ("t->cap"), called on a test of the members Tests, a threshold when
-// Ordered.
+// bounded by (RepairFunc): the function Check calls Callee, which
+// rewrites the loop's members Bounds ("t->cap"), on a test of the
+// members Tests, a threshold when Ordered.
 type RepairCheck struct {
+	Check   string
 	Callee  string
 	Ordered bool
 	Bounds  []string
 	Tests   []string
 }
 
-// RepairFunc says, from the machine code of an object, whether the
-// function holding file offset pred decides, on a test of an object's
-// members made once per call, to call a function that rewrites members
-// the exit tests of a loop of the function holding file offset loop
-// depend on (the two take the object through pointer parameters of one
-// type); ok is false when it does not or the code cannot tell.
-type RepairFunc func(object string, loop, pred uint64) (RepairCheck, bool)
+// RepairFunc names, from the machine code of an object, the functions of
+// that object that decide, on a test of an object's members made once
+// per call, to call a function that rewrites members the exit tests of a
+// loop of the function holding file offset loop depend on (the two take
+// the object through pointer parameters of one type); none when the code
+// cannot tell.
+type RepairFunc func(object string, loop uint64) []RepairCheck
 
 // SetRepairs has the differential method credit a check that should have
 // rewritten the state a loop that grew is bounded by (docs/vprof.md, "A

@@ -522,8 +522,9 @@ func (c *Code) objWrites(i int, arg int8, depth int, seen map[[2]int]bool) map[m
 // argument register's parameter when it is a pointer to a struct, union
 // or class ("" otherwise) and the parameters' names, from the object's
 // DWARF; nil when the function has no DWARF, is a clone GCC made (whose
-// parameters may sit in other registers), or passes a parameter in a way
-// that makes the registers uncertain (an aggregate by value).
+// parameters may sit in other registers), is Go's (another ABI), or
+// passes a parameter in a way that makes the registers uncertain (an
+// aggregate by value).
 func (c *Code) objectParams(i int) (types, names []string) {
 	if strings.Contains(c.syms[i].name, ".") {
 		return nil, nil
@@ -542,7 +543,8 @@ func (c *Code) objectParams(i int) (types, names []string) {
 	}
 	defer func() { c.objParams[i] = [2][]string{types, names} }()
 	fn, ok := c.dwarf.Function(c.syms[i].addr)
-	if !ok {
+	if !ok || fn.IsGo() {
+		// Go passes arguments in other registers (its internal ABI).
 		return nil, nil
 	}
 	for _, p := range fn.Params() {

@@ -1071,7 +1071,7 @@ func stale(b *bpfasm.Builder, m fds) {
 // storeImm64 is `*(u64 *)(dst + off) = v` (v sign-extended from 32 bits),
 // which asm.StoreImm does not emit.
 func storeImm64(dst asm.Register, off int16, v int32) asm.Instruction {
-	return asm.Instruction{OpCode: asm.StoreImmOp(asm.DWord), Dst: dst, Offset: off, Constant: int64(v)}
+	return bpfasm.StoreImm64(dst, off, v)
 }
 
 // recorded emits, with Options.Limit: jump to label unless the thread's
@@ -2074,54 +2074,23 @@ func userStackID(b *bpfasm.Builder, m fds, off int16) {
 		stackID(b, m, 1<<8, off) // BPF_F_USER_STACK
 		return
 	}
-	helper, walked, done := b.NewLabel("uhelper"), b.NewLabel("uwalked"), b.NewLabel("udone")
+	helper, done := b.NewLabel("uhelper"), b.NewLabel("udone")
 	b.Emit(asm.StoreImm(asm.RFP, -8, int64(m.walker), asm.Word))
 	b.Lookup(m.scratch, -8)
 	b.Emit(
 		asm.JEq.Imm(asm.R0, 0, helper),
 		asm.StoreMem(asm.RFP, walkSlot, asm.R0, asm.DWord),
-		asm.FnGetCurrentTaskBtf.Call(),
-		asm.Mov.Reg(asm.R1, asm.R0),
-		// A thread without its address space (exiting): the helper's.
-		asm.LoadMem(asm.R2, asm.R0, m.mmOff, asm.DWord),
-		asm.JEq.Imm(asm.R2, 0, helper),
-		asm.FnTaskPtRegs.Call(),
-		asm.LoadMem(asm.R1, asm.R0, regCS, asm.DWord),
-		asm.JNE.Imm(asm.R1, userCS64, helper),
-		asm.LoadMem(asm.R1, asm.R0, regIP, asm.DWord),
-		asm.LoadMem(asm.R2, asm.RFP, walkSlot, asm.DWord),
-		asm.StoreMem(asm.R2, 0, asm.R1, asm.DWord),
-		asm.LoadMem(asm.R1, asm.R0, regBP, asm.DWord),
-		asm.StoreMem(asm.RFP, fpSlot, asm.R1, asm.DWord),
 	)
-	for i := int16(1); i < int16(min(m.userDepth, MaxStack)); i++ {
-		b.Emit(
-			// The chain ends here unless this frame is read.
-			asm.LoadMem(asm.R2, asm.RFP, walkSlot, asm.DWord),
-			storeImm64(asm.R2, i*8, 0),
-			// A frame pointer in the first page (0 at the chain's
-			// root) is a read that faults: the walk ends without it.
-			asm.LoadMem(asm.R3, asm.RFP, fpSlot, asm.DWord),
-			asm.JLT.Imm(asm.R3, 4096, walked),
-			asm.Mov.Reg(asm.R1, asm.RFP),
-			asm.Add.Imm(asm.R1, frameSlot),
-			asm.Mov.Imm(asm.R2, 16),
-			asm.FnProbeReadUser.Call(),
-			asm.JNE.Imm(asm.R0, 0, walked),
-			asm.LoadMem(asm.R1, asm.RFP, frameSlot+8, asm.DWord),
-			asm.LoadMem(asm.R2, asm.RFP, walkSlot, asm.DWord),
-			asm.StoreMem(asm.R2, i*8, asm.R1, asm.DWord),
-			asm.LoadMem(asm.R1, asm.RFP, frameSlot, asm.DWord),
-			asm.StoreMem(asm.RFP, fpSlot, asm.R1, asm.DWord),
-		)
-	}
-	if m.userDepth < MaxStack {
+	depth := min(m.userDepth, MaxStack)
+	b.WalkUser(bpfasm.UserChain{Buf: walkSlot, FP: fpSlot, Frame: frameSlot, Zero: true,
+		Depth: depth, MMOff: m.mmOff, Helper: helper})
+	if depth < MaxStack {
+		// A chain as deep as depth ends with a zero too.
 		b.Emit(
 			asm.LoadMem(asm.R2, asm.RFP, walkSlot, asm.DWord),
-			storeImm64(asm.R2, int16(m.userDepth)*8, 0),
+			storeImm64(asm.R2, int16(depth)*8, 0),
 		)
 	}
-	b.Mark(walked)
 	chainID(b, m, 1<<8, off, b.NewLabel("ustore"))
 	b.Emit(asm.Ja.Label(done))
 	b.Mark(helper)

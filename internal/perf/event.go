@@ -60,7 +60,10 @@ type Config struct {
 	// (exclude_callchain_kernel): the kernel unwinder is the largest part
 	// of a tracepoint sample's cost (about 1.6 µs of 3.2 here).
 	NoKernelChain bool
-	Frequency     int // samples per second per thread
+	// NoUserChain leaves the user part out of the call chain
+	// (exclude_callchain_user), for events whose BPF program walks it.
+	NoUserChain bool
+	Frequency   int // samples per second per thread
 	// ClockPeriod, when not 0, samples cpu-clock every ClockPeriod ns of
 	// CPU time instead of at Frequency (which the kernel adapts).
 	ClockPeriod   uint64
@@ -126,6 +129,9 @@ func (c Config) attr() *unix.PerfEventAttr {
 	}
 	if c.NoKernelChain {
 		a.Bits |= unix.PerfBitExcludeCallchainKernel
+	}
+	if c.NoUserChain {
+		a.Bits |= unix.PerfBitExcludeCallchainUser
 	}
 	if c.ExcludeKernel {
 		a.Bits |= unix.PerfBitExcludeKernel

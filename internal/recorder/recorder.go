@@ -766,6 +766,8 @@ func (s *session) openKind(tids []int, k *eventKind, noSideband bool) error {
 		// it is attached (attachSnapshots), lest a sample go without.
 		cfg.StackBytes = 0
 		cfg.Disabled = !s.perCPU
+		// And walks the user call chain, where it can (WalksUser).
+		cfg.NoUserChain = s.snap.tk.WalksUser()
 	}
 	pages := s.o.RingPages
 	if k.tp != nil {

@@ -140,6 +140,9 @@ func (s *session) startSnapshots(mainExe string) {
 			}
 		}
 		l.stack = o.Stack
+		// The program that copies the stack walks the user chain too,
+		// sparing perf's walk its fault at the chain's root.
+		o.UserChain = o.Stack
 		if o.Snapshots {
 			// With --values this makes the main executable's schema
 			// (tens of ms for a big program), while the command starts.

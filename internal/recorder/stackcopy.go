@@ -140,6 +140,11 @@ func (s *session) stackCopyFor(r *perf.Sample) (ok, sized bool) {
 		return false, false
 	}
 	r.Stack, r.StackSP = c.Stack, c.StackSP
+	if c.Walked {
+		// The program walked the user chain, as perf's walk would
+		// have: the events leave it out (WalksUser).
+		r.User = c.User
+	}
 	return true, c.Sized
 }
 

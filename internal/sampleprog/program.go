@@ -45,7 +45,8 @@ const (
 // maps are the file descriptors of the program's maps.
 type maps struct {
 	plans, scratch, gscratch, events, jitter, follow int
-	sscratch, tops, conf                             int // the stack copy's (-1: none)
+	sscratch, tops, conf                             int           // the stack copy's (-1: none)
+	chain                                            *chainOffsets // the user walk's (nil: none)
 }
 
 func program(m maps, o Options) asm.Instructions {
@@ -190,7 +191,10 @@ func (b *builder) recordHeader(dst asm.Register, magic int64) {
 // to lower page boundaries. It keeps rCtx and rBuf and uses rPlan and
 // rSlot.
 func (b *builder) stack(m maps) {
-	const spSlot = -56
+	const (
+		spSlot   = -56
+		copySlot = -120 // the copy's offset in the record
+	)
 	// A sample in user mode has the user registers in its context; one in
 	// the kernel finds them in the task's pt_regs.
 	b.Emit(
@@ -230,11 +234,23 @@ func (b *builder) stack(m maps) {
 	)
 	b.recordHeader(rPlan, stackMagic)
 	b.Emit(
+		asm.StoreImm(rPlan, 28, 0, asm.Word),
+		bpfasm.StoreImm64(rPlan, 32, 0),
+	)
+	if m.chain != nil {
+		b.userChain(m.chain)
+	}
+	b.Emit(
 		asm.LoadMem(asm.R1, asm.RFP, spSlot, asm.DWord),
 		asm.StoreMem(rPlan, 16, asm.R1, asm.DWord),
 		asm.LoadMem(asm.R1, asm.RFP, -64, asm.DWord),
 		asm.StoreMem(rPlan, 24, asm.R1, asm.Word),
-		asm.StoreImm(rPlan, 28, 0, asm.Word),
+		// Where the copy goes: after the chain.
+		asm.LoadMem(asm.R1, rPlan, 32, asm.DWord),
+		asm.JGT.Imm(asm.R1, ChainMax, "sdone"),
+		asm.LSh.Imm(asm.R1, 3),
+		asm.Add.Imm(asm.R1, stackHdr),
+		asm.StoreMem(asm.RFP, copySlot, asm.R1, asm.DWord),
 		// tid, for the key
 		asm.LoadMem(asm.R1, rBuf, scrOut+4, asm.Word),
 		asm.StoreMem(asm.RFP, -68, asm.R1, asm.Word),
@@ -258,8 +274,9 @@ func (b *builder) stack(m maps) {
 			asm.LoadMem(asm.R2, rPlan, 24, asm.Word),
 			asm.JEq.Imm(asm.R2, 0, "ssend"),
 			asm.JGT.Imm(asm.R2, MaxStack, "sdone"),
-			asm.Mov.Reg(asm.R1, rPlan),
-			asm.Add.Imm(asm.R1, stackHdr),
+			asm.LoadMem(asm.R1, asm.RFP, copySlot, asm.DWord),
+			asm.JGT.Imm(asm.R1, stackHdr+ChainMax*8, "sdone"),
+			asm.Add.Reg(asm.R1, rPlan),
 			asm.LoadMem(asm.R3, asm.RFP, spSlot, asm.DWord),
 			asm.FnProbeReadUser.Call(),
 			asm.JEq.Imm(asm.R0, 0, "ssend"),
@@ -284,7 +301,9 @@ func (b *builder) stack(m maps) {
 	b.Emit(
 		asm.LoadMem(asm.R5, rPlan, 24, asm.Word),
 		asm.JGT.Imm(asm.R5, MaxStack, "sdone"),
-		asm.Add.Imm(asm.R5, stackHdr),
+		asm.LoadMem(asm.R1, asm.RFP, copySlot, asm.DWord),
+		asm.JGT.Imm(asm.R1, stackHdr+ChainMax*8, "sdone"),
+		asm.Add.Reg(asm.R5, asm.R1),
 		asm.Mov.Reg(asm.R4, rPlan),
 		asm.LoadMapPtr(asm.R2, m.events),
 		asm.LoadImm(asm.R3, 0xffffffff, asm.DWord), // BPF_F_CURRENT_CPU
@@ -292,6 +311,38 @@ func (b *builder) stack(m maps) {
 		asm.FnPerfEventOutput.Call(),
 	)
 	b.Mark("sdone")
+}
+
+// Stack slots of userChain.
+const (
+	chainBuf   = -80  // the chain's address in the record
+	chainFP    = -88  // the frame pointer of the next frame
+	chainFrame = -104 // a frame read: the caller's frame pointer, the return address
+	chainRI    = -112 // the next return instance
+)
+
+// userChain walks the thread's user call chain into the stack record at
+// rPlan (bpfasm.WalkUser: the kernel's walk without the fault at its
+// root), the addresses after the header, their number in the header's
+// chain word, and flags it walked; a thread the walk cannot be made for
+// (32-bit, exiting) goes without a chain, as perf's walk gives none of
+// the first and stops at once for the second. It keeps rCtx, rBuf and
+// rPlan.
+func (b *builder) userChain(c *chainOffsets) {
+	none := b.NewLabel("nochain")
+	uc := bpfasm.UserChain{Buf: chainBuf, FP: chainFP, Frame: chainFrame, Counted: true,
+		Depth: ChainMax, MMOff: c.mm, Helper: none}
+	b.Emit(
+		asm.Mov.Reg(asm.R1, rPlan),
+		asm.Add.Imm(asm.R1, stackHdr),
+		asm.StoreMem(asm.RFP, chainBuf, asm.R1, asm.DWord),
+	)
+	b.WalkUser(uc)
+	if c.returns {
+		b.FixReturns(uc, c.r, chainRI)
+	}
+	b.Emit(asm.StoreImm(rPlan, 28, stackChain, asm.Word))
+	b.Mark(none)
 }
 
 // snapshots emits the memory copies: the planned ranges, the registers and

@@ -117,12 +117,18 @@ const (
 )
 
 // Stack record layout: magic u32, tid u32, time u64, sp u64, len u32,
-// flags u32, then len bytes of stack from sp.
+// flags u32, chain u64, then chain addresses of the user call chain
+// (with stackChain) and len bytes of stack from sp.
 const (
 	stackMagic   = 0x4b545343 // "CSTK"
-	stackHdr     = 32
+	stackHdr     = 40
 	stackSized   = 1 // the copy ends at the thread's learned top
 	stackFaulted = 2 // the copy ends at a page boundary below the size asked: memory beyond faulted
+	stackChain   = 4 // the program walked the user call chain
+	// ChainMax is the most addresses of a user call chain the program
+	// walks: perf's default depth (kernel.perf_event_max_stack), which
+	// the recorder asks of its events too.
+	ChainMax = 127
 	// stackTries is how many copies a sample tries, each ending a page
 	// lower after a fault: enough for a full copy to end at any page
 	// boundary between the stack pointer and MaxStack above it (a main
@@ -180,6 +186,11 @@ type Snapshot struct {
 	Sized   bool
 	StackSP uint64
 	Stack   []byte
+	// Walked says the program walked the thread's user call chain, User
+	// (innermost first, the user IP first), as the kernel's perf walk
+	// would have (the events then leave it out: WalksUser).
+	Walked bool
+	User   []uint64
 }
 
 // Jitter is the range of ticks between two kept samples; zero: no jitter.
@@ -202,6 +213,11 @@ type Options struct {
 	// Stack has the program copy the user stack at each sample (at most
 	// MaxStack bytes; SetStackBytes, SetTop).
 	Stack bool
+	// UserChain has the program walk the user call chain along the frame
+	// pointers with each stack copy, in place of the kernel's walk at
+	// the sample (which page-faults at the chain's root): WalksUser says
+	// whether it does.
+	UserChain bool
 	// RingBytes is the least output ring size per CPU (a power of two of
 	// pages); the ring is larger when half a second of snapshots needs it.
 	RingBytes int
@@ -221,6 +237,9 @@ func (o Options) ringBytes() int {
 		// Copies sized per thread, a few hundred bytes to a KiB or two
 		// once the threads' tops are known, the full size (8 KiB) before.
 		per += stackHdr + 4096
+		if o.UserChain {
+			per += 16 * 8
+		}
 	}
 	per += 8 // the ring's record header
 	f := o.Frequency
@@ -266,6 +285,7 @@ type Taker struct {
 	plans, scratch, gscratch, events, jitter *ebpf.Map
 	sscratch, tops, conf                     *ebpf.Map
 	prog                                     *ebpf.Program
+	walks                                    bool
 	rd                                       *perf.Reader
 	rec                                      perf.Record
 	Lost                                     uint64
@@ -302,7 +322,7 @@ func New(o Options) (*Taker, error) {
 	m := maps{plans: t.plans.FD(), scratch: t.scratch.FD(), gscratch: -1, events: t.events.FD(), jitter: -1, follow: -1,
 		sscratch: -1, tops: -1, conf: -1}
 	if o.Stack {
-		t.sscratch, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_sscratch", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: stackHdr + MaxStack, MaxEntries: 1})
+		t.sscratch, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_sscratch", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: stackHdr + ChainMax*8 + MaxStack, MaxEntries: 1})
 		if err == nil {
 			t.tops, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_tops", Type: ebpf.LRUHash, KeySize: 4, ValueSize: 8, MaxEntries: 1 << 16})
 		}
@@ -314,6 +334,10 @@ func New(o Options) (*Taker, error) {
 			return nil, explain(err)
 		}
 		m.sscratch, m.tops, m.conf = t.sscratch.FD(), t.tops.FD(), t.conf.FD()
+		if o.UserChain {
+			m.chain = userChain()
+			t.walks = m.chain != nil
+		}
 	}
 	if o.Follow != nil {
 		m.follow = o.Follow.FD()
@@ -351,6 +375,35 @@ func New(o Options) (*Taker, error) {
 }
 
 func explain(err error) error { return bpfasm.LoadError("sampling", err) }
+
+// WalksUser says whether the program walks the user call chain with
+// each stack copy (Options.UserChain, where the kernel's BTF places what
+// the walk reads): the perf events can then leave it out
+// (exclude_callchain_user).
+func (t *Taker) WalksUser() bool { return t.walks }
+
+// chainOffsets is what the program's user walk reads in the kernel's
+// structs; returns false when a uretprobe's trampoline is left in the
+// chain (no uprobes in the kernel's BTF).
+type chainOffsets struct {
+	mm      int16
+	returns bool
+	r       bpfasm.Returns
+}
+
+// userChain reads chainOffsets from the kernel's BTF; nil when the walk
+// cannot be made (no BTF, or no task_struct.mm).
+func userChain() *chainOffsets {
+	offs, err := bpfasm.TaskOffsets("to walk user call chains", "mm")
+	if err != nil || offs[0] > 1<<15-8 {
+		return nil
+	}
+	c := &chainOffsets{mm: int16(offs[0])}
+	if r, err := bpfasm.ReturnOffsets("to put back return addresses under uretprobes"); err == nil {
+		c.r, c.returns = r, true
+	}
+	return c
+}
 
 // Attach makes the program run at every sample of a perf event; events the
 // event's task creates later (inherited events) run it too.
@@ -499,12 +552,25 @@ func Decode(b []byte, cpu int) (*Snapshot, bool) {
 	le := binary.LittleEndian
 	if len(b) >= stackHdr && le.Uint32(b) == stackMagic {
 		n := int(le.Uint32(b[24:]))
-		if n > len(b)-stackHdr {
+		fl := le.Uint32(b[28:])
+		k := le.Uint64(b[32:])
+		if fl&stackChain == 0 {
+			k = 0
+		}
+		if k > ChainMax || n > len(b)-stackHdr-int(k)*8 {
 			return nil, false
 		}
-		fl := le.Uint32(b[28:])
-		return &Snapshot{TID: le.Uint32(b[4:]), Time: le.Uint64(b[8:]), CPU: cpu, IsStack: true,
-			Sized: fl&stackSized != 0, StackSP: le.Uint64(b[16:]), Stack: append([]byte(nil), b[stackHdr:stackHdr+n]...)}, true
+		s := &Snapshot{TID: le.Uint32(b[4:]), Time: le.Uint64(b[8:]), CPU: cpu, IsStack: true,
+			Sized: fl&stackSized != 0, StackSP: le.Uint64(b[16:]), Walked: fl&stackChain != 0}
+		at := stackHdr + int(k)*8
+		if s.Walked {
+			s.User = make([]uint64, k)
+			for i := range s.User {
+				s.User[i] = le.Uint64(b[stackHdr+8*i:])
+			}
+		}
+		s.Stack = append([]byte(nil), b[at:at+n]...)
+		return s, true
 	}
 	if len(b) >= outHdr && le.Uint32(b) == gMagic {
 		return decodeGlobals(b, cpu), true

@@ -6,7 +6,9 @@ import (
 	"encoding/binary"
 	"fmt"
 	"os/exec"
+	"runtime"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -339,5 +341,166 @@ func TestStackCopies(t *testing.T) {
 		if withTop && sized < len(samples)/2 {
 			t.Errorf("%d of %d copies ended at the top; want half or more", sized, len(samples))
 		}
+	}
+}
+
+// TestUserChainAsPerf runs real programs under a cpu-clock event whose
+// samples carry perf's user call chain (PERF_SAMPLE_CALLCHAIN) with the
+// program attached, copying the stack and walking the user chain itself
+// (Options.UserChain), and compares the two chains sample by sample: the
+// program's walk, which stops before the read that faults at the chain's
+// root, gives the kernel's chain. C with frame pointers (whose chains go
+// from the sampled function to _start), without them (libc's frames and
+// the program's own: the walk follows rbp wherever it leads, as the
+// kernel's does), and threads.
+func TestUserChainAsPerf(t *testing.T) {
+	testutil.NeedRoot(t)
+	type target struct {
+		name, src string
+		flags     []string
+		args      []string
+		deep      bool // every chain of the program's own frames reaches main's caller
+	}
+	for _, tg := range []target{
+		{"deep-fp", "deep.c", []string{"-O2", "-g", "-fno-omit-frame-pointer"}, []string{"60"}, true},
+		{"libcalls-fp", "libcalls.c", []string{"-O2", "-g", "-fno-omit-frame-pointer"}, []string{"1500"}, false},
+		{"libcalls-nofp", "libcalls.c", []string{"-O2", "-g", "-fomit-frame-pointer"}, []string{"1500"}, false},
+		{"libthreads-fp", "libthreads.c", []string{"-O2", "-g", "-fno-omit-frame-pointer", "-pthread"}, []string{"1500"}, false},
+	} {
+		t.Run(tg.name, func(t *testing.T) {
+			bin := testutil.C(t, tg.name, []string{tg.src}, tg.flags...)
+			tk, err := New(Options{Stack: true, UserChain: true})
+			testutil.Need(t, err == nil, fmt.Sprint("BPF stack copies: ", err))
+			defer tk.Close()
+			testutil.Need(t, tk.WalksUser(), "the kernel's BTF places task_struct.mm (the program's user walk)")
+			if err := tk.SetStackBytes(1024); err != nil {
+				t.Fatal(err)
+			}
+			// The target waits for a line before its exec, so that its
+			// threads inherit events the program is attached to.
+			cmd := exec.Command("sh", append([]string{"-c", `read go && exec "$@"`, "sh", bin}, tg.args...)...)
+			start, err := cmd.StdinPipe()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			pid := cmd.Process.Pid
+			// Inherited events, for the threads: one per CPU (the kernel
+			// maps no ring of an inherited event on every CPU).
+			var evs []*perf.Event
+			var rings []*perf.Ring
+			for cpu := 0; cpu < runtime.NumCPU(); cpu++ {
+				ev, err := perf.Open(perf.Config{Frequency: 999, UserRegs: perf.RegsUnwind, Disabled: true, Inherit: true, MaxStack: ChainMax}, pid, cpu, -1)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer ev.Close()
+				ring, err := perf.MapRing(ev, 512)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer ring.Close()
+				if err := tk.Attach(ev.FD); err != nil {
+					t.Fatal(err)
+				}
+				evs, rings = append(evs, ev), append(rings, ring)
+			}
+			for _, ev := range evs {
+				if err := ev.Enable(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			samples := map[uint32][]*perf.Sample{}
+			copies := map[uint32][]*Snapshot{}
+			read := func() {
+				for _, ring := range rings {
+					_, recs := ring.Peek(nil, nil)
+					for _, raw := range recs {
+						rec, err := perf.Decode(append([]byte(nil), raw...), perf.Layout{Regs: perf.RegsUnwind})
+						if err != nil {
+							t.Fatal(err)
+						}
+						if s, ok := rec.(*perf.Sample); ok && s.PID == uint32(pid) {
+							samples[s.TID] = append(samples[s.TID], s)
+						}
+						if l, ok := rec.(*perf.Lost); ok {
+							t.Fatalf("perf's ring lost %d records", l.Count)
+						}
+					}
+					ring.Release()
+				}
+			}
+			drain := func() {
+				if err := tk.Drain(func(s *Snapshot) {
+					if s.IsStack {
+						copies[s.TID] = append(copies[s.TID], s)
+					}
+				}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if _, err := start.Write([]byte("go\n")); err != nil {
+				t.Fatal(err)
+			}
+			exited := make(chan error, 1)
+			go func() { exited <- cmd.Wait() }()
+			for len(exited) == 0 {
+				time.Sleep(5 * time.Millisecond)
+				read()
+				drain()
+			}
+			if err := <-exited; err != nil {
+				t.Fatalf("target: %v", err)
+			}
+			for _, ev := range evs {
+				ev.Disable()
+			}
+			read()
+			drain()
+			if tk.Lost > 0 {
+				t.Fatalf("the program's ring lost %d records", tk.Lost)
+			}
+			n, deep, kernel := 0, 0, 0
+			for tid, ss := range samples {
+				cs := copies[tid]
+				// The rings are read one CPU after the other.
+				slices.SortFunc(ss, func(a, b *perf.Sample) int { return cmp.Compare(a.Time, b.Time) })
+				slices.SortFunc(cs, func(a, b *Snapshot) int { return cmp.Compare(a.Time, b.Time) })
+				if len(cs) != len(ss) {
+					t.Fatalf("thread %d: %d samples, %d stack records; want one each", tid, len(ss), len(cs))
+				}
+				for i, s := range ss {
+					c := cs[i]
+					if !c.Walked {
+						t.Fatalf("thread %d sample %d: the program did not walk the chain", tid, i)
+					}
+					// perf's chain, kernel and user, holds ChainMax
+					// addresses at most.
+					user := c.User[:min(len(c.User), ChainMax-len(s.Kernel))]
+					if fmt.Sprintf("%x", user) != fmt.Sprintf("%x", s.User) {
+						t.Fatalf("thread %d sample %d (user mode %v): the program's chain\n%x\nperf's\n%x", tid, i, s.UserMode, c.User, s.User)
+					}
+					n++
+					if len(c.User) >= 4 {
+						deep++
+					}
+					if !s.UserMode {
+						kernel++
+					}
+				}
+			}
+			t.Logf("%d samples in %d threads, %d chains of 4 addresses or more, %d taken in the kernel", n, len(samples), deep, kernel)
+			if n < 20 {
+				t.Fatalf("only %d samples", n)
+			}
+			if tg.deep && deep < n*9/10 {
+				t.Errorf("%d of %d chains of 4 addresses or more; want 90%% (the program keeps frame pointers)", deep, n)
+			}
+			if strings.HasPrefix(tg.name, "libthreads") && len(samples) < 3 {
+				t.Errorf("samples of %d threads; want main's and the two threads'", len(samples))
+			}
+		})
 	}
 }

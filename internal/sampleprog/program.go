@@ -266,7 +266,9 @@ func (b *builder) stack(m maps) {
 		asm.And.Imm(asm.R1, ^7),
 		asm.JGT.Imm(asm.R1, MaxStack, "sfull"),
 		asm.StoreMem(rPlan, 24, asm.R1, asm.Word),
-		asm.StoreImm(rPlan, 28, stackSized, asm.Word),
+		asm.LoadMem(asm.R1, rPlan, 28, asm.Word),
+		asm.Or.Imm(asm.R1, stackSized),
+		asm.StoreMem(rPlan, 28, asm.R1, asm.Word),
 	)
 	b.Mark("sfull")
 	for try := 0; try < stackTries; try++ {

@@ -191,13 +191,16 @@ func TestLoadTime(t *testing.T) {
 // same stack pointer and holds the same bytes. Without a top the program
 // copies the full size; with the thread's top set (here from the first
 // samples' stack pointers) it copies up to the top only, and says so.
-// Until a size is set it copies nothing.
+// Until a size is set it copies nothing. With the top, the program walks
+// the user chain too, into the same record: the chain is perf's and the
+// copy still the same.
 func TestStackCopies(t *testing.T) {
 	testutil.NeedRoot(t)
 	bin := testutil.C(t, "libcalls-nofp", []string{"libcalls.c"}, "-O2", "-g", "-fomit-frame-pointer")
 	for _, mode := range []string{"unset", "full", "top"} {
 		withTop := mode == "top"
-		tk, err := New(Options{Stack: true})
+		// With the user chain walked (before the copy, in the same record).
+		tk, err := New(Options{Stack: true, UserChain: mode == "top"})
 		testutil.Need(t, err == nil, fmt.Sprint("BPF stack copies: ", err))
 		if mode != "unset" {
 			if err := tk.SetStackBytes(8192); err != nil {
@@ -314,6 +317,9 @@ func TestStackCopies(t *testing.T) {
 			}
 			if c.StackSP != s.StackSP {
 				t.Fatalf("sample %d: the program copied from %#x, perf from %#x", i, c.StackSP, s.StackSP)
+			}
+			if user := c.User[:min(len(c.User), ChainMax-len(s.Kernel))]; withTop && (!c.Walked || fmt.Sprintf("%x", user) != fmt.Sprintf("%x", s.User)) {
+				t.Fatalf("sample %d: the program's user chain (walked %v)\n%x\nperf's\n%x", i, c.Walked, c.User, s.User)
 			}
 			n := min(len(c.Stack), len(s.Stack))
 			if string(c.Stack[:n]) != string(s.Stack[:n]) {

@@ -113,10 +113,11 @@ func StructOffsets(why, name string, fields ...string) ([]int32, error) {
 	if err := spec.TypeByName(name, &st); err != nil {
 		return nil, fmt.Errorf("%s in the kernel's BTF (needed %s): %w", name, why, err)
 	}
+	members := flatMembers(st.Members, 0)
 	offs := make([]int32, len(fields))
 	for i, f := range fields {
 		offs[i] = -1
-		for _, mb := range st.Members {
+		for _, mb := range members {
 			if mb.Name == f {
 				offs[i] = int32(mb.Offset.Bytes())
 			}
@@ -127,7 +128,7 @@ func StructOffsets(why, name string, fields ...string) ([]int32, error) {
 	}
 	if cache && userfile.MkdirAll(filepath.Dir(path)) == nil {
 		var text strings.Builder
-		for _, mb := range st.Members {
+		for _, mb := range members {
 			if mb.Name != "" && mb.Offset%8 == 0 {
 				fmt.Fprintf(&text, "%s %d\n", mb.Name, mb.Offset.Bytes())
 			}
@@ -138,6 +139,29 @@ func StructOffsets(why, name string, fields ...string) ([]int32, error) {
 		})
 	}
 	return offs, nil
+}
+
+// flatMembers lists a struct's members with those of its anonymous
+// structs and unions in their place (mm_struct keeps nearly all of its
+// fields in one), their offsets from the outer struct's start (base, in
+// bits, the anonymous member's).
+func flatMembers(ms []btf.Member, base btf.Bits) []btf.Member {
+	var out []btf.Member
+	for _, mb := range ms {
+		mb.Offset += base
+		if mb.Name == "" {
+			switch t := btf.UnderlyingType(mb.Type).(type) {
+			case *btf.Struct:
+				out = append(out, flatMembers(t.Members, mb.Offset)...)
+				continue
+			case *btf.Union:
+				out = append(out, flatMembers(t.Members, mb.Offset)...)
+				continue
+			}
+		}
+		out = append(out, mb)
+	}
+	return out
 }
 
 // structCache is the file of the running kernel's offsets of a struct's

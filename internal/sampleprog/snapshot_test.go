@@ -170,7 +170,7 @@ func TestCopiesAtSamples(t *testing.T) {
 // asserts only that both variants load.
 func TestLoadTime(t *testing.T) {
 	testutil.NeedRoot(t)
-	for _, o := range []Options{{Snapshots: true, Chase: true}, {Snapshots: true}, {Jitter: Jitter{Min: 8, Max: 12}}, {Stack: true}} {
+	for _, o := range []Options{{Snapshots: true, Chase: true}, {Snapshots: true}, {Jitter: Jitter{Min: 8, Max: 12}}, {Stack: true}, {Stack: true, UserChain: true}} {
 		t0 := time.Now()
 		tk, err := New(o)
 		if err != nil {
@@ -179,7 +179,11 @@ func TestLoadTime(t *testing.T) {
 		d := time.Since(t0)
 		info, _ := tk.prog.Info()
 		n, _ := info.VerifiedInstructions()
-		t.Logf("%+v: load %v, %d instructions, %d verified", o, d, len(program(maps{}, o)), n)
+		m := maps{}
+		if o.UserChain {
+			m.chain = userChain()
+		}
+		t.Logf("%+v: load %v, %d instructions, %d verified", o, d, len(program(m, o)), n)
 		tk.Close()
 	}
 }

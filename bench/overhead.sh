@@ -19,6 +19,9 @@
 # A configuration named culprit-fp,ARG,ARG... is culprit-fp with the
 # given arguments (commas for spaces), to measure one option's cost paired
 # with the default: CONFIGS="culprit-fp culprit-fp,--stack-size,0".
+# With $BASE naming another culprit binary (an older build), culprit-fp@base
+# is culprit-fp recorded with it, to pair two builds in one run:
+# CONFIGS="culprit-fp culprit-fp@base" DIFF="culprit-fp culprit-fp@base".
 # CPUTIME=1 measures the workload's own CPU time (user + system, from
 # its rusage at wait4, to the microsecond: bench/cputime; /usr/bin/time
 # gives 10 ms ticks) instead of the wall time: what each sample's
@@ -75,6 +78,9 @@ declare -A cmds=(
 	[perf-fp]="perf record -q -F $freq -e cpu-clock -g -o $out/perf-fp.data --"
 	[perf-dwarf]="perf record -q -F $freq -e cpu-clock --call-graph dwarf -o $out/perf-dwarf.data --"
 )
+if [[ -n ${BASE:-} ]]; then
+	cmds[culprit-fp@base]="$BASE record -F $freq --call-graph fp -o $out/culprit-base.rec --"
+fi
 order=(bare culprit-fp perf-fp culprit-dwarf perf-dwarf)
 if [[ -n ${CONFIGS:-} ]]; then
 	order=(bare)

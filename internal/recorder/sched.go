@@ -57,7 +57,10 @@ func OpenCPU(path string, pid int, launched bool, frequency, ringPages int, meta
 	if err != nil {
 		return nil, err
 	}
-	o := Options{Events: []string{EventsCPU}, Frequency: frequency, Output: path, StackBytes: stackFor(proc.Exe(pid)), RingPages: ringPages}
+	// The stack copy as culprit record's by default: made and sized per
+	// thread by the sampling program, which walks the user chain too
+	// (stackcopy.go), for every program but Go's.
+	o := Options{Events: []string{EventsCPU}, Frequency: frequency, Output: path, RingPages: ringPages}
 	s, err := openBeside(o, w, pid, launched, &meta)
 	if err != nil {
 		w.Discard()
@@ -72,6 +75,10 @@ func openBeside(o Options, w *recording.Writer, pid int, launched bool, meta *re
 	if err := o.setDefaults(); err != nil {
 		return nil, err
 	}
+	exe := proc.Exe(pid)
+	if o.autoStack {
+		o.StackBytes = stackFor(exe)
+	}
 	cpus, err := onlineCPUs()
 	if err != nil {
 		return nil, err
@@ -84,6 +91,9 @@ func openBeside(o Options, w *recording.Writer, pid int, launched bool, meta *re
 		spaces: map[uint32]*proc.Space{}, kseen: map[uint64]bool{}, kaddr: map[uint64]bool{},
 		exes: map[uint32]string{}, awaiting: map[uint32]bool{}, endedSpaces: &goneSpaces{}}
 	s.startFollowing()
+	if s.wantsBPFStack() {
+		s.startSnapshots(exe)
+	}
 	// Switches away through culprit's BPF program, as culprit record
 	// takes them: perf's sched_switch events, inherited by a process's
 	// threads, miss some of a thread's switches with nothing lost (its

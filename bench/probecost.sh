@@ -77,6 +77,7 @@ configs() {
 		echo "BASE trace|$BASE trace -f f_$f -o $out/t.rec --"
 		echo "BASE --no-cpu-time|$BASE trace --no-cpu-time -f f_$f -o $out/t.rec --"
 		echo "BASE --cpu-sample 0|$BASE trace --cpu-sample 0 -f f_$f -o $out/t.rec --"
+		echo "BASE --cpu-sample 999|$BASE trace --cpu-sample 999 -f f_$f -o $out/t.rec --"
 	fi
 	if command -v bpftrace >/dev/null; then
 		# As bench/trace.sh runs them: a histogram of the durations, and

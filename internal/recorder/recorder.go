@@ -1205,7 +1205,8 @@ func (s *session) sample(r *perf.Sample, k *eventKind) {
 	}
 	user, truncated := s.unwindUser(r, learn, sized)
 	// Without its copy a sample has only the kernel's frame-pointer
-	// chain, which leads nowhere from code keeping no frame pointer.
+	// chain, which leads nowhere from code keeping no frame pointer, or
+	// none where the program walks it (the record carries it).
 	truncated = truncated || missing
 	if truncated {
 		s.res.Truncated++

@@ -579,6 +579,17 @@ func stackCopy(t *testing.T, out string) (int, string) {
 	return p.Metas[0].StackBytes, p.Metas[0].Extra[recording.ExtraStackCopy]
 }
 
+// userChain says who walked a recording's CPU samples' user chains
+// (recording.ExtraUserChain).
+func userChain(t *testing.T, out string) string {
+	t.Helper()
+	p, err := loader.Load([]string{out}, loader.Options{})
+	if err != nil || len(p.Metas) == 0 {
+		t.Fatalf("loading %s: %v", out, err)
+	}
+	return p.Metas[0].Extra[recording.ExtraUserChain]
+}
+
 // In fp mode a libc-heavy program (qsort and snprintf, whose libc frames
 // keep no frame pointer) has complete stacks by default, built with frame
 // pointers or without: each thread's copy ends where its earlier unwinds
@@ -620,6 +631,11 @@ func TestFPModeLibc(t *testing.T) {
 		}
 		if want := map[bool]string{true: recording.StackCopyThreadTop}[c.flags == nil]; how != want {
 			t.Errorf("%s %v: stack copy sized %q, want %q", filepath.Base(c.bin), c.flags, how, want)
+		}
+		// The sampling program that copies the stack walks the user
+		// chain too (the events leave it out).
+		if want := map[bool]string{true: recording.UserChainBPF}[c.flags == nil]; userChain(t, out) != want {
+			t.Errorf("%s %v: user chain walked by %q, want %q", filepath.Base(c.bin), c.flags, userChain(t, out), want)
 		}
 		f, tr, cut := flat(t, out), tree(t, out), truncated(t, out)
 		if f.Samples < 300 {

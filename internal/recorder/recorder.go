@@ -662,6 +662,9 @@ func (s *session) begin() {
 	}
 	if s.stacks != nil {
 		meta.Extra[recording.ExtraStackCopy] = recording.StackCopyThreadTop
+		if s.snap.tk.WalksUser() {
+			meta.Extra[recording.ExtraUserChain] = recording.UserChainBPF
+		}
 	}
 	if s.sys != nil && s.sysLimit > 0 {
 		meta.Extra[recording.ExtraSyscallLimit] = fmt.Sprintf("%d/%d", s.sysLimit, s.sysBurst)

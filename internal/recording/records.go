@@ -88,6 +88,15 @@ const ExtraStackCopy = "stack_copy"
 // StackCopyThreadTop is ExtraStackCopy's value for copies sized per thread.
 const StackCopyThreadTop = "thread-top"
 
+// ExtraUserChain is the Meta.Extra key of who walked the user call chain
+// of CPU samples: UserChainBPF when culprit's sampling program did, along
+// the frame pointers as the kernel's perf walk does. Absent: the kernel.
+const ExtraUserChain = "user_chain"
+
+// UserChainBPF is ExtraUserChain's value for chains the sampling program
+// walked.
+const UserChainBPF = "bpf"
+
 // Mmap is an executable mapping of a process, as the kernel reported it or as
 // read from /proc/PID/maps when attaching.
 type Mmap struct {

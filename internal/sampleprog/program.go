@@ -24,7 +24,8 @@ import (
 //	    for each general-purpose register pointing into a data range: copy 64 bytes there
 //	    copy the top of the stack; for each word pointing into a data range: copy
 //	    for each of the first copies the chase made, for each word pointing into a data range: copy
-//	with Stack: the user stack from SP up to the thread's learned top
+//	with Stack: with UserChain, the user call chain along the frame
+//	    pointers (bpfasm.WalkUser); the user stack from SP up to the thread's learned top
 //	    (tops[tid], at most MaxStack above), or the full size without one,
 //	    output as a record
 //	output header and n copies; return 1 (the kernel then writes the sample)
@@ -327,9 +328,9 @@ const (
 // rPlan (bpfasm.WalkUser: the kernel's walk without the fault at its
 // root), the addresses after the header, their number in the header's
 // chain word, and flags it walked; a thread the walk cannot be made for
-// (32-bit, exiting) goes without a chain, as perf's walk gives none of
-// the first and stops at once for the second. It keeps rCtx, rBuf and
-// rPlan.
+// goes without a chain: one in 32-bit mode (which perf's walk would have
+// walked by 4-byte frames) or exiting (no address space). It keeps rCtx,
+// rBuf and rPlan.
 func (b *builder) userChain(c *chainOffsets) {
 	none := b.NewLabel("nochain")
 	uc := bpfasm.UserChain{Buf: chainBuf, FP: chainFP, Frame: chainFrame, Counted: true,

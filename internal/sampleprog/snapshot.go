@@ -382,9 +382,9 @@ func explain(err error) error { return bpfasm.LoadError("sampling", err) }
 // (exclude_callchain_user).
 func (t *Taker) WalksUser() bool { return t.walks }
 
-// chainOffsets is what the program's user walk reads in the kernel's
-// structs; returns false when a uretprobe's trampoline is left in the
-// chain (no uprobes in the kernel's BTF).
+// chainOffsets places what the program's user walk reads in the kernel's
+// structs; returns false leaves uretprobes' trampolines in the chain
+// (the kernel's BTF has no uprobes).
 type chainOffsets struct {
 	mm      int16
 	returns bool

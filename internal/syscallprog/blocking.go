@@ -24,6 +24,7 @@ func blockingSwitchProgram(m fds, exitStateOff, runDelayOff int32, in *switchIns
 	switchInRecord(&b, m, in)
 	traced(&b, m, false)
 	stale(&b, m)
+	switchTime(&b)
 	reserve(&b, m, hdrSize, kindSwitch)
 	switchNr(&b, exitStateOff, runDelayOff)
 	b.Emit(

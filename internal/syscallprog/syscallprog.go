@@ -1123,7 +1123,7 @@ func leftOut(b *bpfasm.Builder, m fds, walk, bare string) {
 		asm.JNE.Imm(asm.R1, 0, "lo_bare"),
 		asm.LoadMem(asm.R0, asm.RFP, thrSlot, asm.DWord).WithSymbol("lo_budget"),
 		asm.StoreMem(asm.RFP, -24, asm.R0, asm.DWord),
-		asm.FnKtimeGetNs.Call(),
+		asm.LoadMem(asm.R0, asm.RFP, switchTimeSlot, asm.DWord),
 		asm.StoreMem(asm.RFP, timeSlot, asm.R0, asm.DWord),
 		asm.LoadMem(asm.R3, asm.RFP, -24, asm.DWord),
 		asm.LoadMem(asm.R1, asm.R3, stTAT, asm.DWord),
@@ -1272,9 +1272,21 @@ func threadHashNew(b *bpfasm.Builder, m fds) {
 }
 
 // timeSlot is the stack slot holding the clock read that decided on the
-// record (the limit's or a preemption's budget), which its reservation takes
-// as the record's time instead of reading the clock again; 0: none.
+// record (the limit's or a preemption's budget, or the switch's:
+// switchTimeSlot), which its reservation takes as the record's time
+// instead of reading the clock again; 0: none.
 const timeSlot = -96
+
+// switchTimeSlot is the switch programs' stack slot holding the clock
+// read first thing at the switch: the time of both its records, the
+// switch onto a CPU of next and the switch away of prev, as one moment.
+// A switch away stamped where its record is reserved, after the switch
+// in's record and the lookups before it, is microseconds later than the
+// switch in of the same moment on a busy machine, and each of a thread's
+// runs on the CPU came out that much longer than the kernel's account of
+// it: 1-4% of a Go program's threads' time on the CPU, which switch at
+// every park of their goroutine.
+const switchTimeSlot = -400
 
 // sizeSlot is the stack slot holding the size of a record with a stack
 // copy (copySize).
@@ -1449,17 +1461,24 @@ func runDelayOffset() int32 {
 // reads of the thread it switches to (Options.SwitchIns).
 type switchIns struct{ tgidOff, pidOff int32 }
 
-// switchInRecord emits, first in a switch program (R1 its context):
-// when next's process is traced, a record of kind kindSwitchIn, next's
-// pid_tgid as the record's. The sched_switch tracepoint is hit after the
+// switchInRecord emits, first in a switch program (R1 its context): the
+// clock read once for the switch (switchTimeSlot), and, when next's
+// process is traced, a record of kind kindSwitchIn, next's pid_tgid as
+// the record's, stamped with it. The sched_switch tracepoint is hit after the
 // scheduler picked next and before the context switch, where the kernel
 // starts next's run time (sched_info_arrive), so the stamp is the pick's;
 // perf's switch records are written once the switch is done, microseconds
 // later on a busy machine, and each was a record more (in and out) at
-// every switch of a traced thread. Every switch of the machine pays two
-// kernel reads and a lookup in the follow set for next; those of the
+// every switch of a traced thread. Every switch of the machine pays a
+// clock read, two kernel reads and a lookup in the follow set for next; those of the
 // traced threads a record of 48 bytes. R1 is the context again after it.
 func switchInRecord(b *bpfasm.Builder, m fds, in *switchIns) {
+	b.Emit(
+		asm.Mov.Reg(rCtx, asm.R1),
+		asm.FnKtimeGetNs.Call(),
+		asm.StoreMem(asm.RFP, switchTimeSlot, asm.R0, asm.DWord),
+		asm.Mov.Reg(asm.R1, rCtx),
+	)
 	if in == nil {
 		return
 	}
@@ -1490,7 +1509,8 @@ func switchInRecord(b *bpfasm.Builder, m fds, in *switchIns) {
 		asm.LSh.Imm(rPT, 32),
 		asm.LoadMem(asm.R1, asm.RFP, slotTID, asm.Word),
 		asm.Or.Reg(rPT, asm.R1),
-		storeImm64(asm.RFP, timeSlot, 0),
+		asm.LoadMem(asm.R1, asm.RFP, switchTimeSlot, asm.DWord),
+		asm.StoreMem(asm.RFP, timeSlot, asm.R1, asm.DWord),
 	)
 	reserveOr(b, m, exitSize, kindSwitchIn, done)
 	b.Emit(
@@ -1501,6 +1521,15 @@ func switchInRecord(b *bpfasm.Builder, m fds, in *switchIns) {
 	submitOn(b)
 	b.Mark(done)
 	b.Emit(asm.Mov.Reg(asm.R1, rCtx))
+}
+
+// switchTime emits: timeSlot = switchTimeSlot, the switch's clock read,
+// which the switch away's record takes as its time.
+func switchTime(b *bpfasm.Builder) {
+	b.Emit(
+		asm.LoadMem(asm.R1, asm.RFP, switchTimeSlot, asm.DWord),
+		asm.StoreMem(asm.RFP, timeSlot, asm.R1, asm.DWord),
+	)
 }
 
 // enterProgram: sys_enter(regs, id).
@@ -1712,6 +1741,7 @@ func switchProgram(m fds, copyBytes, ringBytes int, exitStateOff, runDelayOff in
 	switchInRecord(&b, m, in)
 	traced(&b, m, false)
 	stale(&b, m)
+	switchTime(&b)
 	b.Emit(
 		asm.FnGetCurrentTaskBtf.Call(),
 		asm.Mov.Reg(asm.R1, asm.R0),

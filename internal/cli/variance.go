@@ -64,8 +64,10 @@ Most common uses:
 An interval is each call of --start, or runs from --start's entry to --end's
 return on one thread, or across threads when --key pairs them. The report:
 interval statistics, the top factors with their share of the variance and
-call sites, rounds, tree height and breadth. Method, flags and how it differs
-from VProfiler: docs/variance.md.`,
+call sites, rounds, tree height and breadth. --format json adds the tree and
+each interval's row (start in CLOCK_MONOTONIC ns, duration, key, threads, time
+in each node of the tree), to pair with a program's own log of its requests.
+Method, flags and how it differs from VProfiler: docs/variance.md.`,
 		Example: `  culprit variance --start handle_request -- ./server --threads 4
   culprit variance --start handle_request --functions 'parse_*,lookup' -- ./server
   culprit variance --start submit --end complete --key id -- ./pipeline
@@ -283,7 +285,7 @@ from VProfiler: docs/variance.md.`,
 	f.DurationVar(&window, "window", time.Second, "with --trap-budget: how long the probes stay set at a time")
 	f.Float64Var(&setShare, "set-share", 0.05, "with --trap-budget: once over the budget, the most share of the time the probes are set, their setting and removal included (a trap's cost moves tenfold with the machine's load; this bounds what the probes take from the program); 0: no bound")
 	f.BoolVar(&tree, "tree", false, "print the variance tree")
-	f.StringVar(&format, "format", "text", "output format: text or json")
+	f.StringVar(&format, "format", "text", "output format: text or json (json: also the tree and each interval's row)")
 	f.StringVarP(&output, "output", "o", "variance.rec", "recording file to write")
 	f.StringVarP(&input, "input", "i", "", "analyse this recording of culprit variance instead of running anything")
 	f.IntVarP(&pid, "pid", "p", 0, "attach to this running process instead of launching a command")

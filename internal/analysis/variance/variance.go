@@ -222,6 +222,38 @@ type Result struct {
 	Warnings []string `json:"warnings,omitempty"`
 	// Spans are the intervals, in start order, with Input.Spans.
 	Spans []Span `json:"-"`
+	// Rows are the intervals one by one, in start order: the rows of the
+	// (interval, node, time) table the tree is computed from, for
+	// per-request figures (VProfiler's per-transaction data) and for
+	// pairing the intervals with a program's own account of its requests.
+	Rows []Row `json:"rows"`
+}
+
+// Row is one interval of the table: when it started, how long it took,
+// and its time in each node of the tree.
+type Row struct {
+	// Start is its start (ns, the calls' clock: CLOCK_MONOTONIC, what a
+	// program reads with clock_gettime), Duration its latency.
+	Start    uint64 `json:"start_ns"`
+	Duration uint64 `json:"duration_ns"`
+	// Key is the value of --key that paired its start and end (or of
+	// --queue-key that paired its queue's two ends), as the expression
+	// printed it.
+	Key string `json:"key,omitempty"`
+	// Threads are the threads whose time is the interval's (the one it
+	// started on first); a Go program's goroutines by their ids as the
+	// runtime's stack dump prints them, when known (with --sched).
+	Threads    []uint32 `json:"threads,omitempty"`
+	Goroutines []uint64 `json:"goroutines,omitempty"`
+	// Parts is its time in each node of the tree, ns, by the node's
+	// calling path below the root as a factor's sites name it ("parse",
+	// "parse > lookup", "main.await > main.work (waker)"); a node it did
+	// not reach is left out. A node's body is its time minus its children's, the
+	// interval's "other" its duration minus its top nodes'.
+	Parts map[string]float64 `json:"parts_ns"`
+	// States splits its duration by scheduler state along its critical
+	// path, ns, when the recording has scheduler events.
+	States map[string]uint64 `json:"states,omitempty"`
 }
 
 // Span is one interval as it ran.
@@ -311,6 +343,7 @@ type node struct {
 type interval struct {
 	start, end uint64
 	windows    []window
+	key        string // the key that paired its start and end ("" without)
 	// queue is, for an interval handed across a queue, the span from
 	// its Enqueue's return to its Dequeue's.
 	queue [2]uint64
@@ -619,6 +652,7 @@ func Analyse(in Input) (*Result, error) {
 		}
 	}
 	durations := make([]float64, len(ivs))
+	rowStates := make([]map[string]uint64, len(ivs))
 	for n, iv := range ivs {
 		row = map[int]float64{0: float64(iv.end - iv.start)}
 		durations[n] = float64(iv.end - iv.start)
@@ -705,6 +739,7 @@ func Analyse(in Input) (*Result, error) {
 			if in.States != nil {
 				addStates(0, st)
 			}
+			rowStates[n] = st
 			own := map[uint32]bool{}
 			for _, w := range iv.windows {
 				own[w.tid] = true
@@ -923,6 +958,7 @@ func Analyse(in Input) (*Result, error) {
 		return tn
 	}
 	res.Tree = build(0, col(0), 0)
+	res.Rows = rows(in, ivs, table, rowStates, pathOf)
 	res.Height, res.Breadth, res.Top = height, breadth, top
 	for _, f := range factors {
 		f.Score = f.Specificity * f.Contribution
@@ -945,6 +981,39 @@ func Analyse(in Input) (*Result, error) {
 	})
 	res.Factors = Select(res.Ranked, in.K, in.D)
 	return res, nil
+}
+
+// rows are the intervals' rows of the table, their nodes named by path.
+func rows(in Input, ivs []interval, table []map[int]float64, states []map[string]uint64, pathOf func(int) string) []Row {
+	paths := map[int]string{}
+	out := make([]Row, len(ivs))
+	for n, iv := range ivs {
+		r := Row{Start: iv.start, Duration: iv.end - iv.start, Key: iv.key, Parts: map[string]float64{}, States: states[n]}
+		for _, w := range iv.windows {
+			if w.tid&GoroutineLane == 0 {
+				if !slices.Contains(r.Threads, w.tid) {
+					r.Threads = append(r.Threads, w.tid)
+				}
+			} else if in.Go != nil {
+				if g, ok := in.Go.Goids[w.tid]; ok && !slices.Contains(r.Goroutines, g) {
+					r.Goroutines = append(r.Goroutines, g)
+				}
+			}
+		}
+		for id, v := range table[n] {
+			if id == 0 || v == 0 {
+				continue
+			}
+			p, ok := paths[id]
+			if !ok {
+				p = pathOf(id)
+				paths[id] = p
+			}
+			r.Parts[p] += v
+		}
+		out[n] = r
+	}
+	return out
 }
 
 // USDTPrefix marks a USDT probe where a function is named: usdt:PROVIDER:NAME.
@@ -1168,7 +1237,7 @@ func intervals(in Input, calls []Call, startP, endP map[int]bool, cut uint64) ([
 				ws[1].start = from
 			}
 		}
-		iv := interval{start: s.Start, end: c.End, windows: ws}
+		iv := interval{start: s.Start, end: c.End, windows: ws, key: e.key}
 		keyOf[len(out)] = e.key
 		out = append(out, iv)
 	}
@@ -1282,14 +1351,17 @@ func queueIntervals(in Input, calls []Call, startP, endP, enqP, deqP map[int]boo
 	slices.SortStableFunc(enqs, func(a, b int) int { return cmp.Compare(calls[a].Start, calls[b].Start) })
 	slices.SortStableFunc(deqs, func(a, b int) int { return cmp.Compare(calls[a].End, calls[b].End) })
 	// Pair each dequeue with an enqueue entered before it returned.
-	type pair struct{ enq, deq int }
+	type pair struct {
+		enq, deq int
+		key      string // the queue key that paired them ("" in order)
+	}
 	var pairs []pair
 	if ek == nil {
 		for i, j := 0, 0; i < len(enqs) && j < len(deqs); j++ {
 			if calls[enqs[i]].Start > calls[deqs[j]].End {
 				continue // a dequeue of an item enqueued before tracing began
 			}
-			pairs = append(pairs, pair{enqs[i], deqs[j]})
+			pairs = append(pairs, pair{enq: enqs[i], deq: deqs[j]})
 			i++
 		}
 	} else {
@@ -1308,7 +1380,7 @@ func queueIntervals(in Input, calls []Call, startP, endP, enqP, deqP map[int]boo
 				return nil, 0, err
 			}
 			if q := open[k]; len(q) > 0 {
-				pairs = append(pairs, pair{q[0], d})
+				pairs = append(pairs, pair{q[0], d, k})
 				open[k] = q[1:]
 			}
 		}
@@ -1345,7 +1417,7 @@ func queueIntervals(in Input, calls []Call, startP, endP, enqP, deqP map[int]boo
 		}
 		out = append(out, interval{start: s.Start, end: en.End,
 			windows: []window{{s.TID, s.Start, e.End, -1, cut}, {d.TID, d.End, en.End, -1, 0}},
-			queue:   [2]uint64{min(e.End, d.End), d.End}})
+			queue:   [2]uint64{min(e.End, d.End), d.End}, key: p.key})
 	}
 	for _, th := range threads {
 		for _, i := range th.starts {

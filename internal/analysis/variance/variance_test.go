@@ -1,6 +1,7 @@
 package variance
 
 import (
+	"fmt"
 	"math"
 	"math/rand/v2"
 	"strings"
@@ -582,4 +583,86 @@ func TestQueueTakenInsideEnqueue(t *testing.T) {
 	if math.Abs(sum-r.Mean) > 1 {
 		t.Errorf("the root's children add up to %v ns, the intervals' mean is %v", sum, r.Mean)
 	}
+}
+
+// Each interval's row holds its start, duration and time in each node by
+// path, and the tree's figures follow from the rows: a function's factor
+// is the variance of its column over the root's, its mean the column's.
+func TestRowsMakeTheFactors(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	in := synth(200, []string{"slow", "steady"}, func(i int) []uint64 {
+		return []uint64{1000 + uint64(rng.IntN(100000)), 5000 + uint64(rng.IntN(100))}
+	})
+	r, err := Analyse(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.Rows) != r.Intervals {
+		t.Fatalf("%d rows for %d intervals", len(r.Rows), r.Intervals)
+	}
+	var starts []uint64
+	for _, c := range in.Calls {
+		if c.Probe == 0 {
+			starts = append(starts, c.Start)
+		}
+	}
+	var slow, dur []float64
+	for i, row := range r.Rows {
+		c := in.Calls[3*i+2] // the root's call, after its two children
+		if row.Start != starts[i] || row.Start != c.Start || row.Duration != c.End-c.Start {
+			t.Fatalf("row %d: start %d, duration %d; the call %d-%d", i, row.Start, row.Duration, c.Start, c.End)
+		}
+		if len(row.Threads) != 1 || row.Threads[0] != 1 || row.Key != "" || len(row.Parts) != 2 {
+			t.Fatalf("row %d: %+v", i, row)
+		}
+		if got, want := row.Parts["slow"], float64(in.Calls[3*i].End-in.Calls[3*i].Start); got != want {
+			t.Fatalf("row %d: slow %v ns, the call's %v", i, got, want)
+		}
+		slow = append(slow, row.Parts["slow"])
+		dur = append(dur, float64(row.Duration))
+	}
+	f := factor(r, "slow")
+	share := variance(slow) / variance(dur)
+	if math.Abs(share-f.Contribution) > 1e-9 || math.Abs(mean(slow)-f.MeanNS) > 1e-6 {
+		t.Errorf("slow: %.6f of the variance, mean %.1f; from the rows %.6f, %.1f", f.Contribution, f.MeanNS, share, mean(slow))
+	}
+}
+
+// A keyed interval's row carries the key that paired it and the threads
+// of both its halves.
+func TestRowsCarryKey(t *testing.T) {
+	in := Input{Spec: Spec{Start: "submit", End: "complete", Key: "id"},
+		Probes: []Probe{{Function: "submit", Params: []string{"id:i4:int"}}, {Function: "complete", Params: []string{"id:i4:int"}}}}
+	for i := range 20 {
+		s := uint64(i * 10000)
+		wait := uint64(100 + (i%5)*500)
+		in.Calls = append(in.Calls,
+			Call{Start: s, End: s + 100, TID: 1, Probe: 0, Args: []uint64{uint64(100 + i)}},
+			Call{Start: s + 100 + wait, End: s + 300 + wait, TID: 2, Probe: 1, Args: []uint64{uint64(100 + i)}})
+	}
+	r, err := Analyse(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, row := range r.Rows {
+		if want := fmt.Sprint(100 + i); row.Key != want || row.Start != uint64(i*10000) || len(row.Threads) != 2 {
+			t.Errorf("row %d: key %q, start %d, threads %v; want key %s", i, row.Key, row.Start, row.Threads, want)
+		}
+	}
+}
+
+func mean(x []float64) float64 {
+	s := 0.0
+	for _, v := range x {
+		s += v
+	}
+	return s / float64(len(x))
+}
+
+func variance(x []float64) float64 {
+	m, s := mean(x), 0.0
+	for _, v := range x {
+		s += (v - m) * (v - m)
+	}
+	return s / float64(len(x)-1)
 }

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -21,12 +22,13 @@ import (
 // Go scheduler parks and readies goroutines on its threads). With --sched
 // culprit probes the Go scheduler, follows the hand-off from the waiting
 // goroutine to the worker, and reports "main.work (waker)" under
-// main.await at the share of the variance the program measures over the
-// same requests (within 5 points; work's time after await began: on a
-// busy machine the worker can start a job before its handler comes to
-// wait for it, and that part is not on the request's critical path), the
-// wait as lock time ended by the worker, named by its goroutine id as
-// the runtime's stack dump gives it.
+// main.await, request by request, at the time the program measures (work's
+// time after await began: on a busy machine the worker can start a job
+// before its handler comes to wait for it, and that part is not on the
+// request's critical path), and so at the share of the variance the
+// program measures (checkShareByRequest), the wait as lock time ended by
+// the worker, named by its goroutine id as the runtime's stack dump gives
+// it.
 func TestVarianceGoHandoff(t *testing.T) { goHandoff(t, "chan") }
 
 // The same hand-off when the worker closes the request's channel: the
@@ -46,36 +48,25 @@ func goHandoff(t *testing.T, mode string) {
 	if err := json.Unmarshal([]byte(mustRun(t, "variance", "-i", out, "--format", "json")), &r); err != nil {
 		t.Fatal(err)
 	}
-	var handle, work []float64
 	worker := ""
 	for _, l := range strings.Split(stdout, "\n") {
 		f := strings.Fields(l)
 		if len(f) == 3 && f[0] == "worker" && f[1] == "goroutine" {
 			worker = "goroutine " + f[2]
 		}
-		if len(f) != 6 || f[0] != "req" {
-			continue
-		}
-		// work's time while the request waited for it (after await
-		// began): what stands on the request's critical path.
-		h, err1 := strconv.ParseFloat(f[2], 64)
-		w, err2 := strconv.ParseFloat(f[5], 64)
-		if err1 != nil || err2 != nil {
-			t.Fatalf("bad line %q", l)
-		}
-		handle = append(handle, h)
-		work = append(work, w)
 	}
-	if worker == "" || len(handle) != n || r.Intervals+r.LostOut != n {
-		t.Fatalf("%d intervals (%d left out for lost calls), the program served %d requests (want %d); worker %q", r.Intervals, r.LostOut, len(handle), n, worker)
+	reqs := goRequests(stdout)
+	if worker == "" || len(reqs) != n || r.Intervals+r.LostOut != n {
+		t.Fatalf("%d intervals (%d left out for lost calls), the program served %d requests (want %d); worker %q", r.Intervals, r.LostOut, len(reqs), n, worker)
 	}
 	for _, w := range r.Warnings {
 		if strings.Contains(w, "scheduler states") {
 			t.Errorf("warning: %s", w)
 		}
 	}
-	share := stat.Covariance(work, handle, nil) / stat.Variance(handle, nil)
-	mean := stat.Mean(work, nil)
+	// work's time while the request waited for it (after await began):
+	// what stands on the request's critical path, request by request.
+	checkShareByRequest(t, r, reqs, "main.work (waker)", func(q goRequest) float64 { return q.waited }, false)
 	found := map[string]bool{}
 	for _, f := range r.Ranked {
 		if f.Kind != "variance" || len(f.Names) != 1 {
@@ -84,13 +75,6 @@ func goHandoff(t *testing.T, mode string) {
 		switch f.Names[0] {
 		case "main.work (waker)":
 			found[f.Names[0]] = true
-			t.Logf("%d intervals: main.work (waker) %.1f%% of the variance, mean %.0f ns; the program's %.1f%%, %.0f ns", r.Intervals, 100*f.Contribution, f.Mean, 100*share, mean)
-			if math.Abs(f.Contribution-share) > 0.05 {
-				t.Errorf("main.work (waker)'s share %.3f, the program's %.3f", f.Contribution, share)
-			}
-			if f.Mean < 0.95*mean || f.Mean > 1.05*mean+20000 {
-				t.Errorf("main.work (waker)'s mean %.0f ns per interval, the program's %.0f ns", f.Mean, mean)
-			}
 		case "main.await":
 			found[f.Names[0]] = true
 			t.Logf("main.await: states %v, lock waits ended by %v", f.States, f.Holders)
@@ -124,9 +108,9 @@ func goHandoff(t *testing.T, mode string) {
 // which the runtime readies the waiter for on its scheduler's stack) made
 // the wake-ups in main.worker (the caller of runtime.closechan), which
 // round 2 probes; it never returns, so round 3 probes its callees, and
-// main.work is then "main.work (waker)", with the share of the variance
-// the program measures over the same requests (the last round's) within
-// 5 points.
+// main.work is then "main.work (waker)", at the time and share of the
+// variance the program measures over the same requests (the last
+// round's; checkShareByRequest).
 func TestVarianceGoWakerFound(t *testing.T) {
 	testutil.NeedRoot(t)
 	bin := testutil.Go(t, "gohandoff")
@@ -137,38 +121,18 @@ func TestVarianceGoWakerFound(t *testing.T) {
 	if err := json.Unmarshal([]byte(mustRun(t, "variance", "-i", out, "--format", "json")), &r); err != nil {
 		t.Fatal(err)
 	}
-	var handle, work []float64
-	for _, l := range strings.Split(stdout, "\n") {
-		f := strings.Fields(l)
-		if len(f) != 6 || f[0] != "req" {
-			continue
-		}
-		h, err1 := strconv.ParseFloat(f[2], 64)
-		w, err2 := strconv.ParseFloat(f[5], 64) // work while the request waited
-		start, err3 := strconv.ParseUint(f[4], 10, 64)
-		if err1 != nil || err2 != nil || err3 != nil {
-			t.Fatalf("bad line %q", l)
-		}
-		if start >= r.RoundStart {
-			handle = append(handle, h)
-			work = append(work, w)
+	var reqs []goRequest
+	for _, q := range goRequests(stdout) {
+		if q.start >= r.RoundStart {
+			reqs = append(reqs, q)
 		}
 	}
-	n := len(handle)
+	n := len(reqs)
 	if r.Rounds < 3 || n < 100 || math.Abs(float64(r.Intervals+r.LostOut-n)) > 0.01*float64(n)+3 {
 		t.Fatalf("%d rounds; %d intervals (%d left out for lost calls), the program served %d requests in the last round", r.Rounds, r.Intervals, r.LostOut, n)
 	}
-	share := stat.Covariance(work, handle, nil) / stat.Variance(handle, nil)
-	for _, f := range r.Ranked {
-		if f.Kind == "variance" && len(f.Names) == 1 && f.Names[0] == "main.work (waker)" {
-			t.Logf("%d rounds, %d intervals: main.work (waker) %.1f%% of the variance, the program's %.1f%%", r.Rounds, r.Intervals, 100*f.Contribution, 100*share)
-			if math.Abs(f.Contribution-share) > 0.05 {
-				t.Errorf("main.work (waker)'s share %.3f, the program's %.3f", f.Contribution, share)
-			}
-			return
-		}
-	}
-	t.Errorf("main.work (waker) is not a factor (the program's share %.3f): %+v", share, r.Ranked)
+	// work while the request waited, request by request.
+	checkShareByRequest(t, r, reqs, "main.work (waker)", func(q goRequest) float64 { return q.waited }, false)
 }
 
 // The same server's mutex mode: each request takes a sync.Mutex in
@@ -385,10 +349,11 @@ func sum(m map[string]float64) float64 {
 // waits on a timer's channel (main.napReset) that the worker resets to
 // 100 µs once its work is done. The wait is the worker's until the
 // reset (the goroutine that armed the timer last before it fired), then
-// the timer's: "main.work (waker)" under main.napReset holds the share
-// of the variance the program measures for work's time while the
-// request waited (its variance's), within 5 points, and "(timer)" there
-// is a sleep at least as long as the 100 µs asked for, on average.
+// the timer's: "main.work (waker)" under main.napReset holds, request by
+// request, the time the program measures for work while the request
+// waited, and so the share of the variance (its variance's;
+// checkShareByRequest), and "(timer)" there is a sleep at least as long
+// as the 100 µs asked for, on average.
 func TestVarianceGoTimerArmedByWaker(t *testing.T) {
 	testutil.NeedRoot(t)
 	bin := testutil.Go(t, "gohandoff")
@@ -400,40 +365,18 @@ func TestVarianceGoTimerArmedByWaker(t *testing.T) {
 	if err := json.Unmarshal([]byte(mustRun(t, "variance", "-i", out, "--format", "json")), &r); err != nil {
 		t.Fatal(err)
 	}
-	var handle, work []float64
-	for _, l := range strings.Split(stdout, "\n") {
-		f := strings.Fields(l)
-		if len(f) != 6 || f[0] != "req" {
-			continue
-		}
-		h, err1 := strconv.ParseFloat(f[2], 64)
-		w, err2 := strconv.ParseFloat(f[5], 64)
-		if err1 != nil || err2 != nil {
-			t.Fatalf("bad line %q", l)
-		}
-		handle = append(handle, h)
-		work = append(work, w)
+	reqs := goRequests(stdout)
+	if len(reqs) != n || r.Intervals+r.LostOut != n {
+		t.Fatalf("%d intervals (%d left out for lost calls), the program served %d requests (want %d)", r.Intervals, r.LostOut, len(reqs), n)
 	}
-	if len(handle) != n || r.Intervals+r.LostOut != n {
-		t.Fatalf("%d intervals (%d left out for lost calls), the program served %d requests (want %d)", r.Intervals, r.LostOut, len(handle), n)
-	}
-	// A factor's share is its variance's: the program's Var(work) /
-	// Var(T), not Cov(work, T) / Var(T), which adds work's covariances
-	// with the interval's other parts. Those are large here on a busy
-	// machine: the timer fires milliseconds late, by as much as work
-	// lasts, and its delay covaries with work's time, either way (up to 7
-	// points of the share); culprit reports them as factors of their own.
-	share := stat.Variance(work, nil) / stat.Variance(handle, nil)
-	mean := stat.Mean(work, nil)
-	w := sourceFactor(t, r, "main.work (waker)", "main.napReset")
-	t.Logf("%d intervals: main.work (waker) %.1f%% of the variance, mean %.0f ns; the program's %.1f%% (%.1f%% with its covariances), %.0f ns",
-		r.Intervals, 100*w.Contribution, w.Mean, 100*share, 100*stat.Covariance(work, handle, nil)/stat.Variance(handle, nil), mean)
-	if math.Abs(w.Contribution-share) > 0.05 {
-		t.Errorf("main.work (waker)'s share %.3f, the program's %.3f", w.Contribution, share)
-	}
-	if w.Mean < 0.95*mean || w.Mean > 1.05*mean+20000 {
-		t.Errorf("main.work (waker)'s mean %.0f ns per interval, the program's %.0f ns", w.Mean, mean)
-	}
+	// A factor's share is its variance's: Var(work) / Var(T), not
+	// Cov(work, T) / Var(T), which adds work's covariances with the
+	// interval's other parts. Those are large here on a busy machine: the
+	// timer fires milliseconds late, by as much as work lasts, and its
+	// delay covaries with work's time, either way (up to 7 points of the
+	// share); culprit reports them as factors of their own.
+	sourceFactor(t, r, "main.work (waker)", "main.napReset")
+	checkShareByRequest(t, r, reqs, "main.work (waker)", func(q goRequest) float64 { return q.waited }, false)
 	tm := sourceFactor(t, r, "(timer)", "main.napReset")
 	t.Logf("(timer): %.1f%% of the variance, mean %.0f ns, states %v", 100*tm.Contribution, tm.Mean, tm.States)
 	if all := sum(tm.States); tm.States["sleep"] < 0.99*all || tm.Mean < 0.95*100e3 {
@@ -447,9 +390,10 @@ func TestVarianceGoTimerArmedByWaker(t *testing.T) {
 // run main.work and close the job's channel). That goroutine did not
 // exist when the request began to wait: culprit follows its created-by
 // edge to the timer armed by the handler, so the wait is "(timer)"
-// under main.await, a sleep, then "main.work (waker)", whose share of
-// the variance with its covariances is the program's Cov(work,
-// latency) / Var(latency) (within 5 points). (timer)'s mean is at
+// under main.await, a sleep, then "main.work (waker)", whose time in
+// each request is the program's, and its share of the variance with its
+// covariances the program's Cov(work, latency) / Var(latency)
+// (checkShareByRequest). (timer)'s mean is at
 // most the program's mean time from await's start to the function's
 // first statement (which also holds the new goroutine's wait for a CPU)
 // and at least half of what the delays asked for leave after await began.
@@ -464,9 +408,9 @@ func TestVarianceGoAfterFunc(t *testing.T) {
 	if err := json.Unmarshal([]byte(mustRun(t, "variance", "-i", out, "--format", "json")), &r); err != nil {
 		t.Fatal(err)
 	}
-	var handle, work, left, fired []float64
+	var left, fired []float64
 	for _, l := range strings.Split(stdout, "\n") {
-		var id, armed, fire, h, w, st, waited int64
+		var id, armed, fire int64
 		if k, _ := fmt.Sscanf(l, "after %d %d %d", &id, &armed, &fire); k == 3 {
 			asked := int64(100e3)
 			if id%3 == 0 {
@@ -475,15 +419,11 @@ func TestVarianceGoAfterFunc(t *testing.T) {
 			left = append(left, float64(max(0, asked-armed)))
 			fired = append(fired, float64(fire))
 		}
-		if k, _ := fmt.Sscanf(l, "req %d %d %d %d %d", &id, &h, &w, &st, &waited); k == 5 {
-			handle = append(handle, float64(h))
-			work = append(work, float64(waited))
-		}
 	}
-	if len(handle) != n || len(left) != n || r.Intervals+r.LostOut != n {
-		t.Fatalf("%d intervals (%d left out for lost calls), the program served %d requests (want %d)", r.Intervals, r.LostOut, len(handle), n)
+	reqs := goRequests(stdout)
+	if len(reqs) != n || len(left) != n || r.Intervals+r.LostOut != n {
+		t.Fatalf("%d intervals (%d left out for lost calls), the program served %d requests (want %d)", r.Intervals, r.LostOut, len(reqs), n)
 	}
-	share := stat.Covariance(work, handle, nil) / stat.Variance(handle, nil)
 	tm := sourceFactor(t, r, "(timer)", "main.await")
 	t.Logf("%d intervals: (timer) %.1f%%, mean %.0f ns, states %v; asked after await began %.0f ns, to the function's start %.0f ns",
 		r.Intervals, 100*tm.Contribution, tm.Mean, tm.States, stat.Mean(left, nil), stat.Mean(fired, nil))
@@ -494,23 +434,13 @@ func TestVarianceGoAfterFunc(t *testing.T) {
 	if all := sum(tm.States); tm.States["sleep"] < 0.99*all {
 		t.Errorf("(timer)'s states %v: want a sleep", tm.States)
 	}
-	// The program's share is Cov(work, T) / Var(T): work's variance and
-	// its covariances with the interval's other parts, which a busy
-	// machine makes large here (the timer fires late and work runs long
-	// together); culprit reports the covariances as factors of their own,
-	// each 2·Cov / Var(T).
-	w := sourceFactor(t, r, "main.work (waker)", "main.await")
-	got := w.Contribution
-	for _, f := range r.Ranked {
-		if f.Kind == "covariance" && slices.Contains(f.Names, "main.work (waker)") {
-			got += f.Contribution / 2
-		}
-	}
-	t.Logf("main.work (waker) %.1f%% of the variance (%.1f%% with its covariances), mean %.0f ns; the program's %.1f%%, %.0f ns",
-		100*w.Contribution, 100*got, w.Mean, 100*share, stat.Mean(work, nil))
-	if math.Abs(got-share) > 0.05 {
-		t.Errorf("main.work (waker)'s share with its covariances %.3f, the program's %.3f", got, share)
-	}
+	// The share with its covariances, Cov(work, T) / Var(T): work's
+	// variance and its covariances with the interval's other parts, which
+	// a busy machine makes large here (the timer fires late and work runs
+	// long together); culprit reports the covariances as factors of
+	// their own, each 2·Cov / Var(T).
+	sourceFactor(t, r, "main.work (waker)", "main.await")
+	checkShareByRequest(t, r, reqs, "main.work (waker)", func(q goRequest) float64 { return q.waited }, true)
 }
 
 // The network poller's wait followed to the writer: gohandoff's unix
@@ -554,5 +484,196 @@ func TestVarianceGoUnixWait(t *testing.T) {
 		r.Intervals, 100*f.Contribution, f.Mean, f.States, mean)
 	if f.Mean <= 0 || f.Mean > 1.05*mean+20000 {
 		t.Errorf("main.answer (waker)'s mean %.0f ns per interval, the program's %.0f ns", f.Mean, mean)
+	}
+}
+
+// goRequest is a request as gohandoff printed it: "req ID HANDLE_NS
+// WORK_NS START WAITED_NS".
+type goRequest struct {
+	id                   int
+	handle, work, waited float64
+	start                uint64
+}
+
+// goRequests reads gohandoff's requests from its output.
+func goRequests(stdout string) []goRequest {
+	var reqs []goRequest
+	for _, l := range strings.Split(stdout, "\n") {
+		var q goRequest
+		var h, w, wt int64
+		if k, _ := fmt.Sscanf(l, "req %d %d %d %d %d", &q.id, &h, &w, &q.start, &wt); k == 5 {
+			q.handle, q.work, q.waited = float64(h), float64(w), float64(wt)
+			reqs = append(reqs, q)
+		}
+	}
+	return reqs
+}
+
+// goPair is one of the program's requests and culprit's interval of it.
+type goPair struct {
+	req goRequest
+	row varianceRow
+}
+
+// pairRows pairs the program's requests with culprit's intervals
+// (--format json's rows): a request's is the one begun after the program
+// read its clock for it, just before the call the probes time, and before
+// it read it for the next request (gohandoff's client sends one request
+// at a time). Every interval is some request's; a request without one is
+// one culprit left out (its calls incomplete) or, with refinement, one of
+// an earlier round.
+func pairRows(t *testing.T, reqs []goRequest, rows []varianceRow) []goPair {
+	t.Helper()
+	reqs = slices.Clone(reqs)
+	slices.SortFunc(reqs, func(a, b goRequest) int { return cmp.Compare(a.start, b.start) })
+	rows = slices.Clone(rows)
+	slices.SortFunc(rows, func(a, b varianceRow) int { return cmp.Compare(a.Start, b.Start) })
+	var out []goPair
+	j := 0
+	for i, q := range reqs {
+		next := uint64(math.MaxUint64)
+		if i+1 < len(reqs) {
+			next = reqs[i+1].start
+		}
+		for j < len(rows) && rows[j].Start < q.start {
+			j++ // an interval of no request: counted below
+		}
+		if j < len(rows) && rows[j].Start < next {
+			out = append(out, goPair{q, rows[j]})
+			j++
+		}
+	}
+	if len(out) != len(rows) {
+		t.Fatalf("%d of culprit's %d intervals paired with the program's %d requests", len(out), len(rows), len(reqs))
+	}
+	return out
+}
+
+// part is the row's time in the nodes of function fn (the last of their
+// calling path), at every call site.
+func (r varianceRow) part(fn string) float64 {
+	s := 0.0
+	for p, v := range r.Parts {
+		if partFunction(p) == fn {
+			s += v
+		}
+	}
+	return s
+}
+
+// partFunction is the function of a node's calling path, "main.await @
+// main.go:355 > main.work (waker) @ main.go:148": "main.work (waker)".
+func partFunction(path string) string {
+	if i := strings.LastIndex(path, " > "); i >= 0 {
+		path = path[i+len(" > "):]
+	}
+	fn, _, _ := strings.Cut(path, " @ ")
+	return fn
+}
+
+// checkRows checks that culprit's rows are the table its factor fn comes
+// from: the variance of each of fn's columns (a node of it) over the
+// intervals' variance, summed over its nodes, is fn's share, and their
+// means add up to its mean. What the rows say of each request is then
+// what the factor says of the run.
+func checkRows(t *testing.T, r varianceJSON, fn string) {
+	t.Helper()
+	if len(r.Rows) != r.Intervals {
+		t.Fatalf("%d rows for %d intervals", len(r.Rows), r.Intervals)
+	}
+	dur := make([]float64, len(r.Rows))
+	cols := map[string][]float64{}
+	for i, row := range r.Rows {
+		dur[i] = row.Duration
+		for p := range row.Parts {
+			if partFunction(p) == fn && cols[p] == nil {
+				cols[p] = make([]float64, len(r.Rows))
+			}
+		}
+	}
+	var share, mean float64
+	for p, c := range cols {
+		for i, row := range r.Rows {
+			c[i] = row.Parts[p]
+		}
+		share += stat.Variance(c, nil)
+		mean += stat.Mean(c, nil)
+	}
+	share /= stat.Variance(dur, nil)
+	for _, f := range r.Ranked {
+		if f.Kind == "variance" && len(f.Names) == 1 && f.Names[0] == fn {
+			if math.Abs(share-f.Contribution) > 1e-9 || math.Abs(mean-f.Mean) > 1e-9*f.Mean {
+				t.Errorf("%s: %.9f of the variance, mean %.3f ns; its %d columns of the rows: %.9f, %.3f ns", fn, f.Contribution, f.Mean, len(cols), share, mean)
+			}
+			return
+		}
+	}
+	t.Errorf("%s is not a factor: %+v", fn, r.Ranked)
+}
+
+// agreeing returns the latencies and parts (culprit's part of each
+// interval, the program's own measure of it) of the pairs on which the
+// program's clock and culprit's probes agree, on both, to within 2% of
+// the request's latency. The program's span and the probes' differ by
+// the traps' cost, microseconds; but a preemption between one of the
+// program's clock readings and the trap beside it puts tens of
+// microseconds to milliseconds on one side only, and one such request
+// moves a whole run's shares of the variance by points (a run's share of
+// main.work (waker) 0.832 against the program's 0.758). It fails the test
+// when fewer than 80% of the pairs agree: then the two are not measuring
+// the same thing.
+func agreeing(t *testing.T, pairs []goPair, part func(varianceRow) float64, truth func(goRequest) float64) (cT, cX, pT, pX []float64) {
+	t.Helper()
+	for _, p := range pairs {
+		x, y := part(p.row), truth(p.req)
+		tol := 0.02 * p.req.handle
+		if math.Abs(p.row.Duration-p.req.handle) <= tol && math.Abs(x-y) <= tol {
+			cT, cX = append(cT, p.row.Duration), append(cX, x)
+			pT, pX = append(pT, p.req.handle), append(pX, y)
+		}
+	}
+	t.Logf("%d of %d paired requests agree on the latency and the part within 2%% of the latency", len(cT), len(pairs))
+	if len(cT) < 2 || float64(len(cT)) < 0.8*float64(len(pairs)) {
+		t.Fatalf("%d of %d paired requests agree", len(cT), len(pairs))
+	}
+	return cT, cX, pT, pX
+}
+
+// checkShareByRequest checks culprit's factor fn against the program's
+// own measure of it (truth), request by request: culprit's rows are the
+// factor's table (checkRows), each request is paired with its interval
+// (pairRows), and over the requests on which the two clocks agree
+// (agreeing: at least 80% of them, each within 2% of its latency) fn's
+// share of the latency's variance from culprit's rows, Var(fn) /
+// Var(latency) as a factor's is, is within 5 points of the program's from
+// its own clock, and its mean within 5% (and 20 µs: the traps). With
+// cov, both shares are Cov(fn, latency) / Var(latency): fn's variance and
+// its covariances with the interval's other parts.
+func checkShareByRequest(t *testing.T, r varianceJSON, reqs []goRequest, fn string, truth func(goRequest) float64, cov bool) {
+	t.Helper()
+	checkRows(t, r, fn)
+	pairs := pairRows(t, reqs, r.Rows)
+	cT, cX, pT, pX := agreeing(t, pairs, func(row varianceRow) float64 { return row.part(fn) }, truth)
+	share := func(x, T []float64) float64 {
+		if cov {
+			return stat.Covariance(x, T, nil) / stat.Variance(T, nil)
+		}
+		return stat.Variance(x, nil) / stat.Variance(T, nil)
+	}
+	got, want := share(cX, cT), share(pX, pT)
+	gm, wm := stat.Mean(cX, nil), stat.Mean(pX, nil)
+	whole := 0.0
+	for _, f := range r.Ranked {
+		if f.Kind == "variance" && len(f.Names) == 1 && f.Names[0] == fn {
+			whole = f.Contribution
+		}
+	}
+	t.Logf("%s over %d agreeing requests: %.1f%% of the variance, mean %.0f ns; the program's %.1f%%, %.0f ns (the factor over culprit's %d intervals: %.1f%%)",
+		fn, len(cT), 100*got, gm, 100*want, wm, r.Intervals, 100*whole)
+	if math.Abs(got-want) > 0.05 {
+		t.Errorf("%s's share %.3f over the agreeing requests, the program's %.3f", fn, got, want)
+	}
+	if gm < 0.95*wm || gm > 1.05*wm+20000 {
+		t.Errorf("%s's mean %.0f ns over the agreeing requests, the program's %.0f ns", fn, gm, wm)
 	}
 }

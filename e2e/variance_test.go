@@ -32,6 +32,18 @@ type varianceJSON struct {
 	Breadth    int                `json:"tree_breadth"`
 	Factors    []varianceFactor   `json:"factors"`
 	Ranked     []varianceFactor   `json:"ranked"`
+	Variance   float64            `json:"variance_ns2"`
+	Rows       []varianceRow      `json:"rows"`
+}
+
+// varianceRow is one interval of culprit variance --format json.
+type varianceRow struct {
+	Start      uint64             `json:"start_ns"`
+	Duration   float64            `json:"duration_ns"`
+	Key        string             `json:"key"`
+	Threads    []uint32           `json:"threads"`
+	Goroutines []uint64           `json:"goroutines"`
+	Parts      map[string]float64 `json:"parts_ns"`
 }
 
 type varianceFactor struct {

@@ -20,8 +20,9 @@ import (
 // account of them: runq's threads (more than the CPUs, spinning, sleeping
 // and handing a token around, then blocked for good) have their schedstat
 // printed (/proc/self/task/TID/schedstat: time on the CPU, time waiting
-// on a run queue); culprit's on-cpu and runnable time of each thread is
-// within 5% of them. A switch onto a CPU must be stamped at the kernel's
+// on a run queue); culprit's on-cpu time of each thread agrees with the
+// first as onCPUAgrees defines, its runnable time is within 5% of the
+// second. A switch onto a CPU must be stamped at the kernel's
 // pick of the thread, where its account starts the time on the CPU: one
 // stamped after the context switch (perf's switch records) moves a few
 // microseconds a switch from on-cpu to runnable, 3-5% of a thread's time
@@ -43,8 +44,14 @@ func TestStatesAgreeWithSchedstat(t *testing.T) {
 // goroutine locked to a thread of its own, so that the threads are the
 // goroutines): its threads park in futex waits whenever their goroutine
 // parks (time.Sleep, a channel), and another thread of the runtime hands
-// the goroutine back and wakes them. Their on-cpu time is within 5% of
-// the kernel's, each thread's. Their runnable time is logged, not
+// the goroutine back and wakes them. Their on-cpu time agrees with the
+// kernel's, each thread's, as onCPUAgrees defines. They switch some 600
+// times in 110 ms on the CPU, so that a microsecond a switch is a point
+// of the comparison: culprit's stamps of a switch away were a microsecond
+// late (each run's end read after the next thread's switch in had been
+// recorded), +1.1 to +3.7% over the kernel's; the rest of the gap is
+// whose the scheduler's work at a switch is (onCPUAgrees). Their runnable time is
+// logged, not
 // asserted: on a quiet machine every thread had 8-10% more than its
 // run_delay (the test failed 6 of 6 so), and under two busy loops, in
 // three runs of nine, one thread of six came out 7-15% short (waiting for
@@ -97,8 +104,9 @@ func statesAgree(t *testing.T, bin, fn string, runnable bool) {
 				cpu, run := ns["on-cpu"], ns["runnable"]
 				t.Logf("thread %d: on-cpu %.1f ms (schedstat %.1f), runnable %.1f ms (run_delay %.1f), sleep %.1f ms, lock %.1f ms",
 					th.TID, cpu/1e6, w.cpu/1e6, run/1e6, w.delay/1e6, ns["sleep"]/1e6, ns["lock"]/1e6)
-				if math.Abs(cpu-w.cpu) > 0.05*w.cpu {
-					t.Errorf("thread %d: on-cpu %.0f ns, the kernel's %.0f ns", th.TID, cpu, w.cpu)
+				if !onCPUAgrees(cpu, w.cpu) {
+					t.Errorf("thread %d: on-cpu %.0f ns, the kernel's %.0f ns (%+.1f%%; %.2f µs in each of its %.0f runs)",
+						th.TID, cpu, w.cpu, 100*(cpu-w.cpu)/w.cpu, (cpu-w.cpu)/w.runs/1e3, w.runs)
 				}
 				runAll += run
 				delayAll += w.delay
@@ -126,8 +134,29 @@ type stateInterval struct {
 }
 
 // schedstat is a thread's account as runq printed it: time on the CPU and
-// waiting on a run queue (run_delay), ns.
-type schedstat struct{ cpu, delay float64 }
+// waiting on a run queue (run_delay), ns, and the times it ran.
+type schedstat struct{ cpu, delay, runs float64 }
+
+// onCPUAgrees tells whether culprit's on-cpu time of a thread, cpu,
+// agrees with the kernel's account of it (schedstat's first field, the
+// scheduler entity's sum_exec_runtime), kernel: within 5%. The two differ
+// by definition, not by error, in whose the scheduler's own work at a
+// switch is. The kernel's account of a run begins and ends at the run
+// queue's clock as the scheduler read it on entry, before it dequeued
+// the thread leaving and picked the next (balancing load from the other
+// CPUs when it found none): that work is the next thread's. Culprit
+// stamps a switch at the sched_switch tracepoint, after the pick, as any
+// tracer of it does (no BPF helper reads the run queue's clock): that
+// work is the leaving thread's. A thread's on-cpu time is then over the
+// kernel's by the scheduler's work at its switches away and under it by
+// that at its switches in: over, for threads that block and leave the
+// CPU to balance (1-2 µs a switch, measured with bpftrace at the
+// tracepoint beside the kernel's sum_exec_runtime: gorunq's threads +0.1
+// to +1.5%, at loads of 10-15), under for one picked after such a
+// switch (runq's threads down to -0.9%).
+func onCPUAgrees(cpu, kernel float64) bool {
+	return math.Abs(cpu-kernel) <= 0.05*kernel
+}
 
 // schedstats reads runq's output: each thread's schedstat, and at, when
 // it read them.
@@ -138,7 +167,7 @@ func schedstats(t *testing.T, stdout string) (want map[uint32]schedstat, at uint
 		var tid uint32
 		var cpu, delay, n float64
 		if k, _ := fmt.Sscanf(l, "tid %d %f %f %f", &tid, &cpu, &delay, &n); k == 4 {
-			want[tid] = schedstat{cpu, delay}
+			want[tid] = schedstat{cpu, delay, n}
 		}
 		fmt.Sscanf(l, "at %d", &at)
 	}

@@ -248,8 +248,9 @@ type Row struct {
 	// Parts is its time in each node of the tree, ns, by the node's
 	// calling path below the root as a factor's sites name it ("parse",
 	// "parse > lookup", "main.await > main.work (waker)"); a node it did
-	// not reach is left out. A node's body is its time minus its children's, the
-	// interval's "other" its duration minus its top nodes'.
+	// not reach is left out. A node's body is its time minus its
+	// children's, the interval's "other" its duration minus its top
+	// nodes'.
 	Parts map[string]float64 `json:"parts_ns"`
 	// States splits its duration by scheduler state along its critical
 	// path, ns, when the recording has scheduler events.

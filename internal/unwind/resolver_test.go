@@ -1,7 +1,6 @@
 package unwind
 
 import (
-	"debug/elf"
 	"encoding/binary"
 	"fmt"
 	"maps"
@@ -56,7 +55,7 @@ func TestUnwindLazyBindingResolver(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer mem.Close()
-	for ready := symbolAddr(t, bin, "ready") + exe.mod.Bias; ; time.Sleep(time.Millisecond) {
+	for ready := testutil.Symbol(t, bin, "ready").Value + exe.mod.Bias; ; time.Sleep(time.Millisecond) {
 		var b [4]byte
 		if _, err := mem.ReadAt(b[:], int64(ready)); err != nil {
 			t.Fatal(err)
@@ -93,7 +92,7 @@ func TestUnwindLazyBindingResolver(t *testing.T) {
 	}
 
 	// Let the target make its first calls: set go.
-	goAddr := symbolAddr(t, bin, "go") + exe.mod.Bias
+	goAddr := testutil.Symbol(t, bin, "go").Value + exe.mod.Bias
 	poke(t, pid, goAddr, peek(t, pid, goAddr)&^0xffffffff|1)
 	tg.resume(pid)
 	ws := waitTrap(t, pid)
@@ -200,25 +199,4 @@ func waitTrap(t *testing.T, pid int) syscall.WaitStatus {
 			t.Fatal(err)
 		}
 	}
-}
-
-// symbolAddr is the ELF address of the object symbol name of bin.
-func symbolAddr(t *testing.T, bin, name string) uint64 {
-	t.Helper()
-	f, err := elf.Open(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	syms, err := f.Symbols()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range syms {
-		if s.Name == name && elf.ST_TYPE(s.Info) == elf.STT_OBJECT {
-			return s.Value
-		}
-	}
-	t.Fatalf("%s: no symbol %s", bin, name)
-	return 0
 }

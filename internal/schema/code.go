@@ -693,6 +693,16 @@ func staticBase(sym string) (string, bool) {
 	return sym[:i], true
 }
 
+// openDWARF opens the object's DWARF once, for member placement and
+// parameters; nil when it has none.
+func (c *Code) openDWARF() *dwarfx.Info {
+	c.membersOnce.Do(func() {
+		c.members = map[string]memberPlace{}
+		c.dwarf, _ = dwarfx.Open(c.path)
+	})
+	return c.dwarf
+}
+
 // memberRange is the bytes of the member f of the global struct at base
 // (its symbol's address), "v.f" named global, from the type DWARF gives
 // the variable at that address (a scalar member, not a bit field, as
@@ -701,11 +711,7 @@ func staticBase(sym string) (string, bool) {
 // once per object, and only the variables' types are read
 // (dwarfx.Info.StaticType), not every function.
 func (c *Code) memberRange(global string, base uint64) ([2]uint64, bool) {
-	c.membersOnce.Do(func() {
-		c.members = map[string]memberPlace{}
-		c.dwarf, _ = dwarfx.Open(c.path)
-	})
-	if c.dwarf == nil {
+	if c.openDWARF() == nil {
 		return [2]uint64{}, false
 	}
 	c.membersMu.Lock()
@@ -858,11 +864,7 @@ func (c *Code) toucher(global string, write bool) (touches func(in *insn) bool, 
 // origin's parameters). known is false when the object has no DWARF or no
 // function there.
 func (c *Code) Param(addr uint64, name string) (param, known bool) {
-	c.membersOnce.Do(func() {
-		c.members = map[string]memberPlace{}
-		c.dwarf, _ = dwarfx.Open(c.path)
-	})
-	if c.dwarf == nil {
+	if c.openDWARF() == nil {
 		return false, false
 	}
 	c.membersMu.Lock()

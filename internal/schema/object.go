@@ -529,11 +529,7 @@ func (c *Code) objectParams(i int) (types, names []string) {
 	if strings.Contains(c.syms[i].name, ".") {
 		return nil, nil
 	}
-	c.membersOnce.Do(func() {
-		c.members = map[string]memberPlace{}
-		c.dwarf, _ = dwarfx.Open(c.path)
-	})
-	if c.dwarf == nil {
+	if c.openDWARF() == nil {
 		return nil, nil
 	}
 	c.membersMu.Lock()

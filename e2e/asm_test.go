@@ -77,21 +77,23 @@ func TestAsm(t *testing.T) {
 		t.Errorf("worker: %d self samples on its instructions (of %d), %d on its loop's lines", self, l.SelfSamples, inLoop)
 	}
 
+	// dispatch_2 calls worker and increments a counter itself: nearly all
+	// of its samples are on the call (the callee's time, counted at the
+	// call), and the few self samples its own instructions may get are true
+	// samples, so "nearly all" is the bound.
 	d := asmOf(t, "--list", "^dispatch_2$", out).Listings[0]
 	var call string
+	most := 0
 	for _, in := range d.Code[0].Instructions {
-		if in.TotalSamples > 0 {
-			if call != "" {
-				t.Errorf("samples on more than one instruction of dispatch_2: %+v", d.Code[0].Instructions)
-			}
-			call = in.Text
-			if in.TotalSamples != d.TotalSamples {
-				t.Errorf("the call holds %d of dispatch_2's %d samples", in.TotalSamples, d.TotalSamples)
-			}
+		if in.TotalSamples > most {
+			most, call = in.TotalSamples, in.Text
 		}
 	}
 	if !strings.HasPrefix(call, "call") || !strings.Contains(call, "# worker") {
-		t.Errorf("dispatch_2's samples are on %q, want its call to worker", call)
+		t.Errorf("dispatch_2's samples are mostly on %q, want its call to worker: %+v", call, d.Code[0].Instructions)
+	}
+	if most < d.TotalSamples*95/100 {
+		t.Errorf("the call holds %d of dispatch_2's %d samples", most, d.TotalSamples)
 	}
 
 	// Stripped: the function is named by its entry; its bounds come from

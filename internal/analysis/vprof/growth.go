@@ -1771,13 +1771,15 @@ func (a *Analyzer) newPathEntry(g int32, idx map[int32]int, fs []FunctionResult,
 
 // newMode returns the parameter of function f (a local of f that the
 // machine code's debugging information names as a formal parameter) that
-// at least SameWorkSamples normal samples saw, all at one value, and
-// whose values differ significantly in the buggy runs (the value test
-// rejects the normal distribution), most buggy samples holding another:
-// every normal call of f was made in one mode, and the buggy calls in one
-// the normal runs never asked for. A value that varied normally (a size,
-// a key) is data passed on, not a mode. Nil when f has none or the code
-// cannot tell.
+// at least SameWorkSamples normal samples saw at one value, and fewer
+// than SameWorkSamples at any other, and whose values differ
+// significantly in the buggy runs (the value test rejects the normal
+// distribution), most buggy samples holding another: the normal calls of
+// f were made in one mode (the few others are calls the normal runs
+// hardly made, as new work is code they hardly ran), and the buggy calls
+// in one the normal runs did not ask for. A value that varied normally (a
+// size, a key) is data passed on, not a mode. Nil when f has none or the
+// code cannot tell.
 func (a *Analyzer) newMode(f int32, vars []int32, comps []comparison) *Mode {
 	fn := a.funcs[f]
 	if a.paramOf == nil || !fn.atOK {
@@ -1788,20 +1790,61 @@ func (a *Analyzer) newMode(f int32, vars []int32, comps []comparison) *Mode {
 		if v.src.Global || v.src.Pointer || v.owner != f || v.normalN < SameWorkSamples || int(vi) >= len(comps) {
 			continue
 		}
-		for di, d := range comps[vi].dims {
+		for _, d := range comps[vi].dims {
 			if d.Dimension != DimValue || !d.Rejected {
 				continue
 			}
-			an := a.localise(v, comparison{dims: comps[vi].dims, chosen: di}, f)
-			if !an.HasNormal || an.NormalMin != an.NormalMax || an.Outside*2 <= an.Considered {
+			m, ok := v.mode()
+			if !ok {
 				continue
 			}
 			if param, known := a.paramOf(fn.object, fn.at, v.src.Name); known && param {
-				return &Mode{Parameter: v.src.Name, Normal: an.NormalMin, Buggy: an.BuggyMedian}
+				return m
 			}
 		}
 	}
 	return nil
+}
+
+// mode returns v's values as a mode (docs/vprof.md, "A call in a new
+// mode"): the value at least SameWorkSamples normal samples held, other
+// values held by fewer than SameWorkSamples of them, and most buggy
+// samples holding another value (beyond the localisation's margin of 5%
+// of its magnitude). ok is false otherwise.
+func (v *variable) mode() (m *Mode, ok bool) {
+	counts := map[float64]int{}
+	n := 0
+	for _, s := range v.normal {
+		if s == nil {
+			continue
+		}
+		for i, k := 0, s.values.len(); i < k; i++ {
+			counts[s.values.at(i)]++
+			n++
+		}
+	}
+	var m0 float64
+	c0 := 0
+	for x, c := range counts {
+		if c > c0 || c == c0 && x < m0 {
+			m0, c0 = x, c
+		}
+	}
+	if c0 < SameWorkSamples || n-c0 >= SameWorkSamples {
+		return nil, false
+	}
+	buggy := v.buggy.values.floats()
+	margin := 0.05 * math.Abs(m0)
+	other := 0
+	for _, x := range buggy {
+		if math.Abs(x-m0) > margin {
+			other++
+		}
+	}
+	if other*2 <= len(buggy) {
+		return nil, false
+	}
+	return &Mode{Parameter: v.src.Name, Normal: m0, Buggy: median(buggy), Others: n - c0, Samples: n}, true
 }
 
 // MaxOnceHops is how many callers that call a function exactly once per
@@ -2249,8 +2292,8 @@ func why(f *FunctionResult) string {
 		fmt.Fprintf(&b, "; encloses %s, which carries its growth", f.Through)
 	}
 	if c := f.CalledMore; c != nil && c.New && c.Mode != nil {
-		fmt.Fprintf(&b, "; its code decides, on a test of its own, to call %s with %s %s (every normal call passed %s), a path to new work that the normal runs hardly ran (fewer than %d of their samples hold it)",
-			c.Callee, c.Mode.Parameter, num(c.Mode.Buggy), num(c.Mode.Normal), SameWorkSamples)
+		fmt.Fprintf(&b, "; its code decides, on a test of its own, to call %s with %s %s (%s), a path to new work that the normal runs hardly ran (fewer than %d of their samples hold it)",
+			c.Callee, c.Mode.Parameter, num(c.Mode.Buggy), c.Mode.normalCalls(), SameWorkSamples)
 	} else if c != nil && c.New {
 		fmt.Fprintf(&b, "; its code decides, on a test of its own, to call %s, a path to new work that the normal runs hardly ran (fewer than %d of their samples hold it)", c.Callee, SameWorkSamples)
 	} else if c != nil {

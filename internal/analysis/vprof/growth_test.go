@@ -2188,12 +2188,16 @@ func TestNewWorkPathEntry(t *testing.T) {
 
 // New work under a caller that ran normally, but only with one value of a
 // parameter: the buggy calls pass another, so its own caller decided the
-// new work, and answers when its test decides the call. A parameter that
-// varied normally is data passed on, and the caller of the new work
-// answers as before.
+// new work, and answers when its test decides the call. A few normal
+// samples (fewer than SameWorkSamples) in the buggy mode are calls the
+// normal runs hardly made, and the caller still answers; a parameter that
+// varied normally, or that as many normal samples held in another value,
+// is data passed on, and the caller of the new work answers as before.
 func TestNewWorkCallerMode(t *testing.T) {
 	fx := newFixture(t)
-	mk := func(buggy, varies bool) *profile.Profile {
+	// others: normal samples of dispatch_2 passing the buggy mode, 2; -1:
+	// the mode varies over 0, 1, 2.
+	mk := func(buggy bool, others int) *profile.Profile {
 		r := fx.create(t, "newmode.rec")
 		i0 := r.variable("i", "main", "long", "loop|cond", false)
 		m := r.variable("mode", "dispatch_2", "int", "cond|args", false)
@@ -2201,8 +2205,10 @@ func TestNewWorkCallerMode(t *testing.T) {
 			switch {
 			case buggy:
 				return 2
-			case varies:
+			case others < 0:
 				return int64(k % 3)
+			case k < others:
+				return 2
 			}
 			return 0
 		}
@@ -2229,14 +2235,18 @@ func TestNewWorkCallerMode(t *testing.T) {
 	d1, d2 := fx.funcs["dispatch_1"], fx.funcs["dispatch_2"]
 	in := func(off uint64, f elfFunc) bool { return off >= f.off && off < f.off+f.size }
 	for _, tc := range []struct {
-		params, varies bool
-		want           string // the function that answers for the new work
+		params bool
+		others int    // normal samples in the buggy mode; -1: the mode varies
+		want   string // the function that answers for the new work
+		normal string // what the why line says the normal calls passed
 	}{
-		{true, false, "dispatch_1"},
-		{false, false, "dispatch_2"},
-		{true, true, "dispatch_2"},
+		{true, 0, "dispatch_1", "every normal call passed 0"},
+		{false, 0, "dispatch_2", ""},
+		{true, -1, "dispatch_2", ""},
+		{true, SameWorkSamples - 1, "dispatch_1", fmt.Sprintf("the normal calls passed 0 in %d of 300 samples", 300-SameWorkSamples+1)},
+		{true, SameWorkSamples, "dispatch_2", ""},
 	} {
-		normal, buggy := mk(false, tc.varies), mk(true, tc.varies)
+		normal, buggy := mk(false, tc.others), mk(true, tc.others)
 		res := analyzeHooked(t, normal, buggy, func(a *Analyzer) {
 			a.SetGuards(func(_ string, off uint64, callee string) (bool, bool, bool) {
 				if in(off, d1) && callee == "dispatch_2" || in(off, d2) && callee == "worker" {
@@ -2250,7 +2260,7 @@ func TestNewWorkCallerMode(t *testing.T) {
 				})
 			}
 		})
-		name := fmt.Sprintf("params %v, mode varies normally %v", tc.params, tc.varies)
+		name := fmt.Sprintf("params %v, normal samples in another mode %d", tc.params, tc.others)
 		c, w := res.fn(t, tc.want), res.fn(t, "worker")
 		if c.CalledMore == nil || !c.CalledMore.New || c.Discount != 0 || c.Rank >= w.Rank {
 			t.Errorf("%s: %s rank %d called more %+v discount %g, worker rank %d; want %s answering for the new work above worker",
@@ -2265,12 +2275,13 @@ func TestNewWorkCallerMode(t *testing.T) {
 		}
 		d := res.fn(t, "dispatch_2")
 		if c.Rank != 1 || d.Rank <= c.Rank || c.CalledMore.Callee != "dispatch_2" || c.CalledMore.Mode == nil ||
-			c.CalledMore.Mode.Parameter != "mode" || c.CalledMore.Mode.Normal != 0 || c.CalledMore.Mode.Buggy != 2 {
+			c.CalledMore.Mode.Parameter != "mode" || c.CalledMore.Mode.Normal != 0 || c.CalledMore.Mode.Buggy != 2 ||
+			c.CalledMore.Mode.Others != max(tc.others, 0) {
 			t.Errorf("%s: dispatch_1 rank %d called more %+v mode %+v, dispatch_2 rank %d; want dispatch_1 1st calling dispatch_2 with mode 2",
 				name, c.Rank, c.CalledMore, c.CalledMore.Mode, d.Rank)
 		}
-		if !strings.Contains(c.Why, "to call dispatch_2 with mode 2 (every normal call passed 0)") {
-			t.Errorf("%s: why: %q", name, c.Why)
+		if want := "to call dispatch_2 with mode 2 (" + tc.normal + ")"; !strings.Contains(c.Why, want) {
+			t.Errorf("%s: why: %q, want it to say %q", name, c.Why, want)
 		}
 	}
 }

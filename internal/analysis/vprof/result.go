@@ -284,12 +284,23 @@ type CalledBy struct {
 	Bounded  bool   `json:"bounded,omitempty"`
 }
 
-// Mode is a parameter whose every normal value was one value (Normal),
-// and whose buggy values were mostly another (Buggy: their median).
+// Mode is a parameter whose normal values were one value (Normal), but
+// for fewer than SameWorkSamples of them (Others of the Samples), and
+// whose buggy values were mostly another (Buggy: their median).
 type Mode struct {
 	Parameter string  `json:"parameter"`
 	Normal    float64 `json:"normal"`
 	Buggy     float64 `json:"buggy"`
+	Samples   int     `json:"samples"`          // normal samples of the parameter
+	Others    int     `json:"others,omitempty"` // of them, those that held another value
+}
+
+// normalCalls says what the normal calls passed, for a why line.
+func (m *Mode) normalCalls() string {
+	if m.Others == 0 {
+		return "every normal call passed " + num(m.Normal)
+	}
+	return fmt.Sprintf("the normal calls passed %s in %d of %d samples", num(m.Normal), m.Samples-m.Others, m.Samples)
 }
 
 // Calls is the part of a function's time (samples whose stack holds it)

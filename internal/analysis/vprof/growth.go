@@ -1073,10 +1073,31 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 	calledMore := make([][]int, len(ids)) // function → the callers it ranks below for this
 	newWork := map[int32]int{}            // new work → the caller that decided to run it
 	modeOf := func(f int32) *Mode { return a.newMode(f, charged[f], comps) }
+	// Whether a function, or a call edge (f its caller), grew: the
+	// questions these walks ask of the work, of its callers and of their
+	// calls. A saturated share cannot show it, and is read by time
+	// (docs/vprof.md, "A share that cannot grow"): a checksum that holds
+	// 97% of both runs, in a buggy run twice as long, was called more.
+	grew := func(f int32, normal, buggy float64) bool { return gw.of(f, normal, buggy).Grew() }
+	// ownGrew is ownWork with saturated shares by time: its own code's
+	// growth against its whole growth.
+	ownGrew := func(i int) bool {
+		f := ids[i]
+		return ownWork(&fs[i]) || material(gw.of(f, nc.own[f], bc.own[f]), gw.of(f, nc.incl[f], bc.incl[f]))
+	}
+	// answers gives the score of caller j, which answers for a growth
+	// under it: its own growth, a saturated share by time.
+	answers := func(j int) float64 {
+		t := gw.of(ids[j], nc.incl[ids[j]], bc.incl[ids[j]])
+		if t.Time > 0 {
+			timedShare[j] = t
+		}
+		return t.Change
+	}
 	below := make([][]int, len(ids)) // function → the functions it ranks below
 	for i, g := range ids {
 		gr := &fs[i]
-		if !gr.Share.Grew() || a.system(g) {
+		if !grew(g, nc.incl[g], bc.incl[g]) || a.system(g) {
 			continue
 		}
 		// A recursive function makes more calls of itself on its own
@@ -1095,7 +1116,7 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 		// call through a pointer, or one the caller makes on every call
 		// of its own, was decided elsewhere.
 		if nc.incl[g] < SameWorkSamples && ownWork(gr) {
-			if h, j, mode, ok := a.newPathEntry(g, idx, fs, roots, &nc, &bc, modeOf, 0); ok {
+			if h, j, mode, ok := a.newPathEntry(g, idx, roots, &nc, &bc, grew, modeOf, 0); ok {
 				c := &fs[j]
 				calledMore[i] = append(calledMore[i], j)
 				c.CalledMore = &CalledMore{Callee: a.funcs[h].name, New: true}
@@ -1104,7 +1125,7 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 					c.Pattern = p
 				}
 				c.Discount = 0
-				score[j] = math.Max(score[j], c.Share.Change)
+				score[j] = math.Max(score[j], answers(j))
 				through[j], c.Through = -1, ""
 				newWork[h] = j
 				continue
@@ -1116,7 +1137,7 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 			continue
 		}
 		c := &fs[j]
-		if !c.Share.Grew() || !share(nc.edges[top], nc.n, topN, bc.n).Grew() {
+		if !grew(top.caller, nc.incl[top.caller], bc.incl[top.caller]) || !grew(top.caller, nc.edges[top], topN) {
 			continue
 		}
 		noneOwn := gr.Evidence == EvidenceOwnTime || gr.Evidence == EvidenceVariable && noMore(gr.Var)
@@ -1124,7 +1145,7 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 			continue
 		}
 		var loopVar string
-		if noneOwn && ownWork(gr) {
+		if noneOwn && ownGrew(i) {
 			if v, more, ok := a.loopWork(charged[g]); ok && !more {
 				loopVar = v
 			}
@@ -1151,7 +1172,7 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 				break
 			}
 			ck := &fs[k]
-			if ck.Evidence != EvidenceNone && !mixOnly(ck) || !ck.Share.Grew() || !share(nc.edges[up], nc.n, upN, bc.n).Grew() {
+			if ck.Evidence != EvidenceNone && !mixOnly(ck) || !grew(up.caller, nc.incl[up.caller], bc.incl[up.caller]) || !grew(up.caller, nc.edges[up], upN) {
 				break
 			}
 			passed = append(passed, j)
@@ -1186,7 +1207,7 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 			if c.Pattern == NoPattern {
 				c.Pattern, _ = a.callPattern(top.caller, callee)
 			}
-			score[j] = c.Share.Change
+			score[j] = answers(j)
 			through[j], c.Through = -1, ""
 		}
 	}
@@ -1726,17 +1747,18 @@ const maxNewPath = 16
 // SameWorkSamples normal samples hold, to the first that ran in the
 // normal runs: it returns the entry h of that new path and the index of
 // that caller, when the caller's share and its edge to h grew
-// significantly and its code calls h directly on a test of its own (it
-// decided to take the path). ok is false otherwise, or when the walk
+// significantly (grew: a saturated share by time) and its code calls h
+// directly on a test of its own (it decided to take the path). ok is false otherwise, or when the walk
 // meets the C runtime, the kernel or a thread's outermost function.
 //
 // A caller that ran normally, but in a mode no normal call of it asked
-// for (newMode: a parameter of its own that every normal sample saw at one
-// value holds another in most buggy ones), was told by its own caller to
+// for (newMode: a parameter of its own that the normal samples saw at one
+// value, but for fewer than SameWorkSamples, holds another in most buggy
+// ones), was told by its own caller to
 // do something new: the walk goes on up from it, and mode names that
 // parameter. When the walk above it finds no caller that decided, that
 // caller answers as before.
-func (a *Analyzer) newPathEntry(g int32, idx map[int32]int, fs []FunctionResult, roots map[int32]bool, nc, bc *stackCounts, modeOf func(int32) *Mode, depth int) (h int32, j int, mode *Mode, ok bool) {
+func (a *Analyzer) newPathEntry(g int32, idx map[int32]int, roots map[int32]bool, nc, bc *stackCounts, grew func(f int32, normal, buggy float64) bool, modeOf func(int32) *Mode, depth int) (h int32, j int, mode *Mode, ok bool) {
 	h = g
 	for range maxNewPath {
 		e, n := bc.heaviest(h, false)
@@ -1749,12 +1771,12 @@ func (a *Analyzer) newPathEntry(g int32, idx map[int32]int, fs []FunctionResult,
 			return 0, 0, nil, false
 		}
 		if nc.incl[c] >= SameWorkSamples {
-			if !fs[j].Share.Grew() || !share(nc.edges[e], nc.n, n, bc.n).Grew() || !a.guardedCall(c, a.funcs[h].name) {
+			if !grew(c, nc.incl[c], bc.incl[c]) || !grew(c, nc.edges[e], n) || !a.guardedCall(c, a.funcs[h].name) {
 				return 0, 0, nil, false
 			}
 			if depth < maxNewPath {
 				if m := modeOf(c); m != nil {
-					if h2, j2, m2, ok := a.newPathEntry(c, idx, fs, roots, nc, bc, modeOf, depth+1); ok {
+					if h2, j2, m2, ok := a.newPathEntry(c, idx, roots, nc, bc, grew, modeOf, depth+1); ok {
 						if m2 == nil && h2 == c {
 							m2 = m
 						}

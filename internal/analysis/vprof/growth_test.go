@@ -2413,6 +2413,57 @@ func TestOncePerCallNobodyAnswers(t *testing.T) {
 	}
 }
 
+// The once-per-call walk on shares that cannot grow: the work (worker,
+// its loop counter in its normal range, the bytes it reads in another
+// mix) holds 97% of both runs and the buggy run is three times as long,
+// so no share grows while every time per run does. The questions the walk
+// asks (did the work grow, its own code, its callers, their calls) read
+// such shares by time, and dispatch_1, which calls the once-per-call
+// dispatch_2 in a loop, answers for the growth (docs/vprof.md, "A share
+// that cannot grow").
+func TestOncePerCallSaturated(t *testing.T) {
+	fx := newFixture(t)
+	mk := func(buggy bool) *profile.Profile {
+		r := fx.create(t, "oncesat.rec")
+		k := r.variable("k", "worker", "long", "loop", false)
+		b := r.variable("*d", "worker", "unsigned char", "cond", false)
+		x := 1
+		if buggy {
+			x = 3
+		}
+		for i := 0; i < 20*x; i++ {
+			r.tick(1, []string{"dispatch_1", "main"}, 0)
+		}
+		for i := 0; i < 970*x; i++ {
+			d := int64(20 + i%10)
+			if buggy {
+				d = int64(i % 3)
+			}
+			r.tick(1, []string{"worker", "dispatch_2", "dispatch_1", "main"}, 0, val{k, 0, int64(i % 10)}, val{b, 0, d})
+		}
+		for i := 0; i < 10*x; i++ {
+			r.tick(1, []string{"main"}, 0)
+		}
+		return r.done()
+	}
+	res := analyzeHooked(t, mk(false), mk(true), func(a *Analyzer) {
+		a.SetLoopCalls(func(_ string, off uint64, _ string) (bool, bool) { return fx.in("dispatch_1", off), true })
+		a.SetGuards(func(string, uint64, string) (bool, bool, bool) { return false, false, true })
+	})
+	d1, w := res.fn(t, "dispatch_1"), res.fn(t, "worker")
+	if w.Evidence != EvidenceVariable || w.Share.Time == 0 || w.plain.Grew() {
+		t.Fatalf("worker evidence %s share %+v (plain %+v): the setting is not the one tested", w.Evidence, w.Share, w.plain)
+	}
+	want := CalledMore{Callee: "dispatch_2", Work: "worker", Variable: "k"}
+	if d1.CalledMore == nil || *d1.CalledMore != want || d1.Rank != 1 || w.Rank < d1.Rank || d1.Pattern != MissingConstraint {
+		t.Errorf("dispatch_1 rank %d called more %+v (want %+v) pattern %s; worker rank %d",
+			d1.Rank, d1.CalledMore, want, d1.Pattern, w.Rank)
+	}
+	if d1.Share.Time == 0 || !strings.Contains(d1.Why, "× its normal time per run") {
+		t.Errorf("dispatch_1 share %+v why %q: want its growth by time", d1.Share, d1.Why)
+	}
+}
+
 // A predicate whose answer decides every entry into the once-per-call
 // caller where the walk ends decided the calls: that caller answers for
 // them as before, and the function keeps no growth of its own for them.

@@ -14,7 +14,8 @@ import (
 //	with a follow set: drop the sample (return 0) unless its process is in it
 //	with jitter: count this thread's tick down; drop the sample (return 0)
 //	    unless the countdown ends, then start a new random one
-//	buf = scratch[0]; header = {magic, tid, now, interval}; n = 0
+//	buf = scratch[0]; header = {magic, tid, now, interval, stamp}; n = 0
+//	    (stamp: the sample's own time, read from the kernel's sample data)
 //	plan = plans[tgid]; if none: output the header with jitter, else keep
 //	for each planned range i < plan.nabs: copy it (fixed address, or the
 //	    pointer in an earlier copy plus an offset)
@@ -48,6 +49,7 @@ type maps struct {
 	plans, scratch, gscratch, events, jitter, follow int
 	sscratch, tops, conf                             int           // the stack copy's (-1: none)
 	chain                                            *chainOffsets // the user walk's (nil: none)
+	stamp                                            *stampOffsets // the sample's stamp's (nil: none)
 }
 
 func program(m maps, o Options) asm.Instructions {
@@ -110,6 +112,7 @@ func program(m maps, o Options) asm.Instructions {
 		asm.StoreImm(rBuf, scrOut+20, 0, asm.Word),
 		asm.Mov.Imm(asm.R1, 0),
 		asm.StoreMem(rBuf, scrOut+24, asm.R1, asm.DWord),
+		asm.StoreMem(rBuf, scrOut+hdrStamp, asm.R1, asm.DWord),
 	)
 	if j.on() {
 		b.Emit(
@@ -121,6 +124,9 @@ func program(m maps, o Options) asm.Instructions {
 		asm.FnKtimeGetNs.Call(),
 		asm.StoreMem(rBuf, scrOut+8, asm.R0, asm.DWord),
 	)
+	if m.stamp != nil {
+		b.stamp(m.stamp)
+	}
 	if o.Snapshots {
 		b.snapshots(m, o)
 	}
@@ -172,16 +178,57 @@ func program(m maps, o Options) asm.Instructions {
 
 // recordHeader writes the first 16 bytes of a record of the program's own
 // (the stack copy's, the globals'), at dst: its magic, then the sample's
-// thread id and time as the main header has them (scrOut+4, scrOut+8).
-// It uses R1.
-func (b *builder) recordHeader(dst asm.Register, magic int64) {
+// thread id and time as the main header has them (scrOut+4, scrOut+8),
+// and the sample's stamp at stampAt. It uses R1.
+func (b *builder) recordHeader(dst asm.Register, magic int64, stampAt int16) {
 	b.Emit(
 		asm.StoreImm(dst, 0, magic, asm.Word),
 		asm.LoadMem(asm.R1, rBuf, scrOut+4, asm.Word),
 		asm.StoreMem(dst, 4, asm.R1, asm.Word),
 		asm.LoadMem(asm.R1, rBuf, scrOut+8, asm.DWord),
 		asm.StoreMem(dst, 8, asm.R1, asm.DWord),
+		asm.LoadMem(asm.R1, rBuf, scrOut+hdrStamp, asm.DWord),
+		asm.StoreMem(dst, stampAt, asm.R1, asm.DWord),
 	)
+}
+
+// Stack slots of stamp.
+const (
+	stampCtx  = -160 // the context as the kernel has it, up to its data pointer (32 bytes at most)
+	stampData = -296 // the sample's data from its flags or time, whichever comes first, to the other (128 bytes at most)
+)
+
+// stamp puts the sample's own time, as perf writes it in the sample, in
+// the header (scrOut+hdrStamp): the kernel prepares the sample before it
+// runs the program (PERF_SAMPLE_TIME in the data's sample_flags), and the
+// program's context is the kernel's bpf_perf_event_data_kern, whose data
+// pointer leads to it. Where the sample is not prepared yet (kernels before
+// 6.3) the stamp stays 0. It keeps rCtx and rBuf.
+func (b *builder) stamp(o *stampOffsets) {
+	lo, hi := min(o.flags, o.time), max(o.flags, o.time)
+	none := b.NewLabel("nostamp")
+	b.Emit(
+		asm.Mov.Reg(asm.R1, asm.RFP),
+		asm.Add.Imm(asm.R1, stampCtx),
+		asm.Mov.Imm(asm.R2, int32(o.data)+8),
+		asm.Mov.Reg(asm.R3, rCtx),
+		asm.FnProbeReadKernel.Call(),
+		asm.JNE.Imm(asm.R0, 0, none),
+		asm.LoadMem(asm.R3, asm.RFP, stampCtx+o.data, asm.DWord),
+		asm.JEq.Imm(asm.R3, 0, none),
+		asm.Add.Imm(asm.R3, int32(lo)),
+		asm.Mov.Reg(asm.R1, asm.RFP),
+		asm.Add.Imm(asm.R1, stampData),
+		asm.Mov.Imm(asm.R2, int32(hi-lo)+8),
+		asm.FnProbeReadKernel.Call(),
+		asm.JNE.Imm(asm.R0, 0, none),
+		asm.LoadMem(asm.R1, asm.RFP, stampData+o.flags-lo, asm.DWord),
+		asm.And.Imm(asm.R1, perfSampleTime),
+		asm.JEq.Imm(asm.R1, 0, none),
+		asm.LoadMem(asm.R1, asm.RFP, stampData+o.time-lo, asm.DWord),
+		asm.StoreMem(rBuf, scrOut+hdrStamp, asm.R1, asm.DWord),
+	)
+	b.Mark(none)
 }
 
 // stack copies the user stack from the stack pointer, as many bytes as the
@@ -233,10 +280,10 @@ func (b *builder) stack(m maps) {
 		asm.JEq.Imm(asm.R0, 0, "sdone"),
 		asm.Mov.Reg(rPlan, asm.R0),
 	)
-	b.recordHeader(rPlan, stackMagic)
+	b.recordHeader(rPlan, stackMagic, stackStamp)
 	b.Emit(
 		asm.StoreImm(rPlan, 28, 0, asm.Word),
-		bpfasm.StoreImm64(rPlan, 32, 0),
+		bpfasm.StoreImm64(rPlan, stackHdr-8, 0),
 	)
 	if m.chain != nil {
 		b.userChain(m.chain)
@@ -247,7 +294,7 @@ func (b *builder) stack(m maps) {
 		asm.LoadMem(asm.R1, asm.RFP, -64, asm.DWord),
 		asm.StoreMem(rPlan, 24, asm.R1, asm.Word),
 		// Where the copy goes: after the chain.
-		asm.LoadMem(asm.R1, rPlan, 32, asm.DWord),
+		asm.LoadMem(asm.R1, rPlan, stackHdr-8, asm.DWord),
 		asm.JGT.Imm(asm.R1, ChainMax, "sdone"),
 		asm.LSh.Imm(asm.R1, 3),
 		asm.Add.Imm(asm.R1, stackHdr),
@@ -519,7 +566,7 @@ func (b *builder) globals(m maps) {
 	)
 	// Output: the header, the entries, the bytes.
 	b.Mark("gdone")
-	b.recordHeader(rSlot, gMagic)
+	b.recordHeader(rSlot, gMagic, hdrStamp)
 	b.Emit(
 		asm.LoadMem(asm.R1, asm.RFP, iSlot, asm.DWord),
 		asm.StoreMem(rSlot, 16, asm.R1, asm.Word),

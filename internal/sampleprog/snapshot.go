@@ -96,7 +96,8 @@ const (
 	scrRegs  = 16                      // struct pt_regs, 21 words
 	scrStack = scrRegs + ptRegsWords*8 // stackWords words
 	scrOut   = scrStack + stackWords*8
-	outHdr   = 32 // magic u32, tid u32, time u64, n u32, interval u32, sp u64 (0: not read)
+	outHdr   = 40 // magic u32, tid u32, time u64, n u32, interval u32, sp u64 (0: not read), stamp u64 (0: none)
+	hdrStamp = 32 // the sample's own stamp (Snapshot.Stamp), in every record's header
 	slotHdr  = 16 // addr u64, len u32, err s32
 	slotSize = slotHdr + SlotBytes
 	scrSlots = scrOut + outHdr
@@ -106,7 +107,7 @@ const (
 )
 
 // Planned ranges' record layout (per-CPU BPF map value): the header
-// (magic, tid, time, n, bytes), n entries (addr u64, len u32, err s32),
+// (magic, tid, time, n, bytes, unused, stamp), n entries (addr u64, len u32, err s32),
 // then the ranges' bytes one after the other.
 const (
 	gMagic   = 0x424c4743 // "CGLB"
@@ -117,11 +118,13 @@ const (
 )
 
 // Stack record layout: magic u32, tid u32, time u64, sp u64, len u32,
-// flags u32, chain u64, then chain addresses of the user call chain
+// flags u32, stamp u64, chain u64 (just before the addresses: the walk
+// counts them there), then chain addresses of the user call chain
 // (with stackChain) and len bytes of stack from sp.
 const (
 	stackMagic   = 0x4b545343 // "CSTK"
-	stackHdr     = 40
+	stackHdr     = 48
+	stackStamp   = 32
 	stackSized   = 1 // the copy ends at the thread's learned top
 	stackFaulted = 2 // the copy ends at a page boundary below the size asked: memory beyond faulted
 	stackChain   = 4 // the program walked the user call chain
@@ -172,8 +175,12 @@ type Chunk struct {
 
 // Snapshot is what the program wrote at one sample of one thread.
 type Snapshot struct {
-	TID      uint32
-	Time     uint64 // CLOCK_MONOTONIC ns, microseconds from the sample's own time
+	TID  uint32
+	Time uint64 // CLOCK_MONOTONIC ns, microseconds from the sample's own time
+	// Stamp is the sample's own time, exactly as perf wrote it in the
+	// sample (its PERF_SAMPLE_TIME), or 0 where the kernel runs the
+	// program before it prepares the sample (Taker.Stamps).
+	Stamp    uint64
 	CPU      int
 	Interval uint32 // with jitter: the ticks this sample stands for
 	Chunks   []Chunk
@@ -285,7 +292,7 @@ type Taker struct {
 	plans, scratch, gscratch, events, jitter *ebpf.Map
 	sscratch, tops, conf                     *ebpf.Map
 	prog                                     *ebpf.Program
-	walks                                    bool
+	walks, stamps                            bool
 	rd                                       *perf.Reader
 	rec                                      perf.Record
 	Lost                                     uint64
@@ -342,6 +349,8 @@ func New(o Options) (*Taker, error) {
 	if o.Follow != nil {
 		m.follow = o.Follow.FD()
 	}
+	m.stamp = sampleStamp()
+	t.stamps = m.stamp != nil
 	if o.Snapshots {
 		t.gscratch, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_gscratch", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: gScrSize, MaxEntries: 1})
 		if err != nil {
@@ -404,6 +413,37 @@ func userChain() *chainOffsets {
 	}
 	return c
 }
+
+// stampOffsets places the sample's stamp in the kernel's structs.
+type stampOffsets struct {
+	data  int16 // bpf_perf_event_data_kern.data
+	flags int16 // perf_sample_data.sample_flags
+	time  int16 // perf_sample_data.time
+}
+
+// perfSampleTime is PERF_SAMPLE_TIME.
+const perfSampleTime = 1 << 2
+
+// sampleStamp reads stampOffsets from the kernel's BTF; nil when the
+// program cannot read the stamp (no BTF, a kernel whose sample data has no
+// sample_flags, or a layout beyond the program's stack slots).
+func sampleStamp() *stampOffsets {
+	why := "to stamp records with their sample's time"
+	ctx, err := bpfasm.StructOffsets(why, "bpf_perf_event_data_kern", "data")
+	if err != nil || ctx[0] < 0 || ctx[0]+8 > -stampCtx-128 {
+		return nil
+	}
+	d, err := bpfasm.StructOffsets(why, "perf_sample_data", "sample_flags", "time")
+	if err != nil || d[0]%8 != 0 || d[1]%8 != 0 || max(d[0], d[1]) > 1<<12 || max(d[0], d[1])-min(d[0], d[1])+8 > stampCtx-stampData {
+		return nil
+	}
+	return &stampOffsets{data: int16(ctx[0]), flags: int16(d[0]), time: int16(d[1])}
+}
+
+// Stamps says whether the program reads each sample's own stamp into its
+// records (Snapshot.Stamp), where the kernel has prepared the sample by
+// then (Linux 6.3 on).
+func (t *Taker) Stamps() bool { return t.stamps }
 
 // Attach makes the program run at every sample of a perf event; events the
 // event's task creates later (inherited events) run it too.
@@ -553,14 +593,14 @@ func Decode(b []byte, cpu int) (*Snapshot, bool) {
 	if len(b) >= stackHdr && le.Uint32(b) == stackMagic {
 		n := int(le.Uint32(b[24:]))
 		fl := le.Uint32(b[28:])
-		k := le.Uint64(b[32:])
+		k := le.Uint64(b[stackHdr-8:])
 		if fl&stackChain == 0 {
 			k = 0
 		}
 		if k > ChainMax || n > len(b)-stackHdr-int(k)*8 {
 			return nil, false
 		}
-		s := &Snapshot{TID: le.Uint32(b[4:]), Time: le.Uint64(b[8:]), CPU: cpu, IsStack: true,
+		s := &Snapshot{TID: le.Uint32(b[4:]), Time: le.Uint64(b[8:]), Stamp: le.Uint64(b[stackStamp:]), CPU: cpu, IsStack: true,
 			Sized: fl&stackSized != 0, StackSP: le.Uint64(b[16:]), Walked: fl&stackChain != 0}
 		at := stackHdr + int(k)*8
 		if s.Walked {
@@ -578,7 +618,7 @@ func Decode(b []byte, cpu int) (*Snapshot, bool) {
 	if len(b) < outHdr || le.Uint32(b) != magic {
 		return nil, false
 	}
-	s := &Snapshot{TID: le.Uint32(b[4:]), Time: le.Uint64(b[8:]), CPU: cpu, Interval: le.Uint32(b[20:]), StackSP: le.Uint64(b[24:])}
+	s := &Snapshot{TID: le.Uint32(b[4:]), Time: le.Uint64(b[8:]), Stamp: le.Uint64(b[hdrStamp:]), CPU: cpu, Interval: le.Uint32(b[20:]), StackSP: le.Uint64(b[24:])}
 	n := int(le.Uint32(b[16:]))
 	b = b[outHdr:]
 	for i := 0; i < n && len(b) >= slotSize; i, b = i+1, b[slotSize:] {
@@ -595,7 +635,7 @@ func Decode(b []byte, cpu int) (*Snapshot, bool) {
 
 func decodeGlobals(b []byte, cpu int) *Snapshot {
 	le := binary.LittleEndian
-	s := &Snapshot{TID: le.Uint32(b[4:]), Time: le.Uint64(b[8:]), CPU: cpu, globals: true}
+	s := &Snapshot{TID: le.Uint32(b[4:]), Time: le.Uint64(b[8:]), Stamp: le.Uint64(b[hdrStamp:]), CPU: cpu, globals: true}
 	n := int(le.Uint32(b[16:]))
 	at := gEntries + n*gEntSize
 	for i := 0; i < n && gEntries+(i+1)*gEntSize <= len(b); i++ {

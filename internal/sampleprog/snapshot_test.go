@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"fmt"
+	"os"
 	"os/exec"
 	"runtime"
 	"slices"
@@ -123,12 +124,27 @@ func TestCopiesAtSamples(t *testing.T) {
 		t.Fatalf("target: %v", err)
 	}
 
+	// Every sample the ring holds has its snapshot, stamped with its time.
+	stamped := stamps(t, tk)
+	times := map[uint64]bool{}
+	_, recs := ring.Peek(nil, nil)
+	for _, raw := range recs {
+		rec, err := perf.Decode(raw, ev.Layout)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if smp, ok := rec.(*perf.Sample); ok && smp.TID == uint32(pid) {
+			times[smp.Time] = true
+		}
+	}
+	samples := len(times)
 	var n, global, viaPlan, chased, pieces int
 	err = tk.Drain(func(s *Snapshot) {
 		if s.TID != uint32(pid) {
 			return
 		}
 		n++
+		delete(times, s.Stamp)
 		b := make([]byte, 16)
 		if s.Read(cfgAddr, b) == nil && binary.LittleEndian.Uint64(b) == 0x1234567 && binary.LittleEndian.Uint64(b[8:]) == aAddr {
 			global++
@@ -154,6 +170,9 @@ func TestCopiesAtSamples(t *testing.T) {
 	t.Logf("%d snapshots: global %d, through the planned pointer %d, b by chasing %d", n, global, viaPlan, chased)
 	if n < 20 {
 		t.Fatalf("only %d snapshots of a CPU-bound run", n)
+	}
+	if stamped && (samples < 20 || len(times) > 0) {
+		t.Errorf("%d of %d samples have no snapshot stamped with their time", len(times), samples)
 	}
 	if pieces != n {
 		t.Errorf("%d more planned pieces copied in %d of %d snapshots; want all", extra, pieces, n)
@@ -206,6 +225,7 @@ func TestStackCopies(t *testing.T) {
 		// With the user chain walked (before the copy, in the same record).
 		tk, err := New(Options{Stack: true, UserChain: mode == "top"})
 		testutil.Need(t, err == nil, fmt.Sprint("BPF stack copies: ", err))
+		stamped := stamps(t, tk)
 		if mode != "unset" {
 			if err := tk.SetStackBytes(8192); err != nil {
 				t.Fatal(err)
@@ -321,6 +341,9 @@ func TestStackCopies(t *testing.T) {
 			}
 			if c.StackSP != s.StackSP {
 				t.Fatalf("sample %d: the program copied from %#x, perf from %#x", i, c.StackSP, s.StackSP)
+			}
+			if stamped && c.Stamp != s.Time {
+				t.Fatalf("sample %d at %d: its stack copy is stamped %d", i, s.Time, c.Stamp)
 			}
 			if user := c.User[:min(len(c.User), ChainMax-len(s.Kernel))]; withTop && (!c.Walked || fmt.Sprintf("%x", user) != fmt.Sprintf("%x", s.User)) {
 				t.Fatalf("sample %d: the program's user chain (walked %v)\n%x\nperf's\n%x", i, c.Walked, c.User, s.User)
@@ -513,4 +536,26 @@ func TestUserChainAsPerf(t *testing.T) {
 			}
 		})
 	}
+}
+
+// stamps says whether the program stamps its records with their sample's
+// time: wherever the kernel prepares the sample before it runs the program
+// (Linux 6.3 on), which then must.
+func stamps(t *testing.T, tk *Taker) bool {
+	t.Helper()
+	rel, err := os.ReadFile("/proc/sys/kernel/osrelease")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var major, minor int
+	if _, err := fmt.Sscanf(string(rel), "%d.%d", &major, &minor); err != nil {
+		t.Fatalf("kernel release %q: %v", rel, err)
+	}
+	if major < 6 || major == 6 && minor < 3 {
+		return false
+	}
+	if !tk.Stamps() {
+		t.Fatalf("Linux %d.%d prepares the sample before the program, which does not read its stamp", major, minor)
+	}
+	return true
 }

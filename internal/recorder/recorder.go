@@ -1026,6 +1026,7 @@ func (s *session) drainUntil(until uint64) error {
 		s.rings[ri].ReleaseFirst(s.rings[ri].handled)
 	}
 	clear(s.recs)
+	s.expireSnapshots(until)
 	s.dropEnded()
 	s.writeKernelSymbols(false)
 	return s.w.Flush()

@@ -3,6 +3,7 @@ package recorder
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -27,6 +28,7 @@ type snaps struct {
 	pending map[uint32][]*sampleprog.Snapshot // by CPU, oldest first
 	stacks  map[uint32][]*sampleprog.Snapshot // the stack copies' records, by CPU, oldest first
 	stack   bool                              // the program copies stacks
+	until   uint64                            // the last drain's end (expireRecords)
 }
 
 // exeNeeds is what an executable's plans copy, the same for all its
@@ -218,6 +220,18 @@ func (s *session) loadSnapshots() error {
 	return nil
 }
 
+// expireSnapshots is the end of a drain that handled the samples stamped
+// up to until: the stamped records of samples before the previous drain's
+// end go.
+func (s *session) expireSnapshots(until uint64) {
+	if s.snap == nil {
+		return
+	}
+	expireRecords(s.snap.pending, s.snap.until)
+	expireRecords(s.snap.stacks, s.snap.until)
+	s.snap.until = until
+}
+
 // drainSnapshots collects the snapshots written so far, after the rings
 // were read: a sample read from a ring always finds its snapshot, which the
 // kernel wrote before it.
@@ -241,9 +255,10 @@ func (s *session) drainSnapshots() {
 }
 
 // snapshotFor returns the snapshot taken at a sample, nil when there is
-// none. A snapshot with the sample's user stack pointer pairs with it over
-// the wider window (a stalled CPU delays the program); one without (no
-// plan: the registers were not read) over the narrow one.
+// none (matchRecord). Where the records carry no stamp, a snapshot with
+// the sample's user stack pointer pairs with it over the wider window (a
+// stalled CPU delays the program); one without (no plan: the registers
+// were not read) over the narrow one.
 func (s *session) snapshotFor(r *perf.Sample) *sampleprog.Snapshot {
 	if s.snap == nil {
 		return nil
@@ -259,25 +274,48 @@ func (s *session) snapshotFor(r *perf.Sample) *sampleprog.Snapshot {
 // matchRecord takes the record of sample r from pending, the records by
 // CPU, oldest first; nil when there is none. sp, when not 0, is the
 // sample's user stack pointer, which its record has too.
+//
+// A record stamped with its sample's time (Snapshot.Stamp: the kernel
+// prepares the sample before it runs the program, Linux 6.3 on) is the
+// sample's of the same CPU, thread and time, exactly: however late the
+// program ran (a stalled virtual CPU) and in whatever order the samples
+// come. It never pairs with another sample, and stays until expireRecords
+// drops it. Every record of a sample read from a perf ring is in pending
+// by then: the program writes it before the kernel writes the sample, on
+// the same CPU, and a drain reads the perf rings before the program's
+// (drainUntil). So a stamped sample without its record lost it: the
+// program's ring was full, or the process had no plan.
+//
+// An unstamped record (older kernels, whose program runs before the
+// sample's time is taken) pairs by time within a window instead.
 func matchRecord(pending map[uint32][]*sampleprog.Snapshot, r *perf.Sample, frequency int, sp uint64) *sampleprog.Snapshot {
+	q := pending[r.CPU]
+	for i, c := range q {
+		if c.Stamp == r.Time && c.TID == r.TID && c.Stamp != 0 {
+			pending[r.CPU] = slices.Delete(q, i, i+1)
+			return c
+		}
+	}
 	// The program runs in the sample's interrupt, microseconds from the
-	// moment the kernel stamps the sample (after it since Linux 6.3, which
-	// prepares the sample before running the program; before it on older
-	// kernels), or later when the (virtual) CPU stalls in between: 658 µs
-	// seen at load 30. A sample whose own snapshot is missing (its process
-	// not planned yet, a full ring) must not take its neighbour's: the
-	// thread's next sample on the CPU comes a period later, so a record
-	// with the sample's stack pointer is its own up to three quarters of a
-	// period away, one without it up to a quarter (at most 200 µs).
+	// moment the kernel stamps the sample (before it on kernels that
+	// stamp no record), or later when the (virtual) CPU stalls in
+	// between: 658 µs seen at load 30. A sample whose own snapshot is
+	// missing (its process not planned yet, a full ring) must not take
+	// its neighbour's: the thread's next sample on the CPU comes a period
+	// later, so a record with the sample's stack pointer is its own up to
+	// three quarters of a period away, one without it up to a quarter (at
+	// most 200 µs).
 	window := min(uint64(200*time.Microsecond), uint64(time.Second)/uint64(4*frequency))
 	if sp != 0 {
 		window = uint64(time.Second) * 3 / uint64(4*frequency)
 	}
-	q := pending[r.CPU]
 	var found *sampleprog.Snapshot
-	k := 0 // the records kept: those of later samples
+	k := 0 // the records kept: stamped ones, and those of later samples
 	for i, c := range q {
 		switch {
+		case c.Stamp != 0:
+			q[k] = q[i]
+			k++
 		case found == nil && c.TID == r.TID && c.Time+window > r.Time && c.Time <= r.Time+window && (sp == 0 || c.StackSP == sp):
 			found = c
 		case c.Time+window <= r.Time:
@@ -290,6 +328,26 @@ func matchRecord(pending map[uint32][]*sampleprog.Snapshot, r *perf.Sample, freq
 	clear(q[k:])
 	pending[r.CPU] = q[:k]
 	return found
+}
+
+// expireRecords drops the stamped records of samples stamped up to
+// before: the samples of a drain are those stamped up to its end
+// (orderedUntil), and a sample stamped before the previous drain's end
+// that no drain since has read never will be (it was lost, or the
+// recorder does not sample its process). Unstamped records age out in
+// matchRecord.
+func expireRecords(pending map[uint32][]*sampleprog.Snapshot, before uint64) {
+	for cpu, q := range pending {
+		k := 0
+		for _, c := range q {
+			if c.Stamp == 0 || c.Stamp > before {
+				q[k] = c
+				k++
+			}
+		}
+		clear(q[k:])
+		pending[cpu] = q[:k]
+	}
 }
 
 // plan installs or renews the memory plan of a process. The collector

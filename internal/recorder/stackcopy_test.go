@@ -130,3 +130,50 @@ func TestMatchRecord(t *testing.T) {
 		t.Errorf("left pending: %d records, want none", len(q))
 	}
 }
+
+// matchRecord pairs a sample with the record stamped with its time,
+// whatever the timing: the record of a sample whose virtual CPU stalled
+// for 2 ms between the sample's stamp and the program (more than any
+// window), and of a sample handled after a later one of the same CPU (two
+// rings read one after the other), is still its own; a sample whose record
+// was lost takes none, not even its thread's next, 400 µs later at the
+// same stack pointer (a timer catching up after a stall); a record that no
+// sample took stays for expireRecords.
+func TestMatchRecordStamped(t *testing.T) {
+	const us = uint64(1000)
+	rec := func(tid uint32, stamp, at, sp uint64) *sampleprog.Snapshot {
+		return &sampleprog.Snapshot{TID: tid, Stamp: stamp, Time: at, IsStack: true, StackSP: sp}
+	}
+	smp := func(tid uint32, at uint64) *perf.Sample {
+		return &perf.Sample{Header: perf.Header{TID: tid, Time: at, CPU: 1}}
+	}
+	stalled := rec(1, 1000*us, 3000*us, 0xa0)    // the program ran 2 ms after the stamp
+	other := rec(2, 2000*us, 2000*us+3*us, 0xb0) // written before the stalled one's
+	next := rec(1, 4400*us, 4400*us+5*us, 0xa0)  // the sample at 4 ms lost its record
+	early, late := rec(1, 5000*us, 5000*us+4*us, 0xa8), rec(1, 7000*us, 7000*us+4*us, 0xa8)
+	orphan := rec(3, 6000*us, 6000*us+2*us, 0xc0) // its sample was lost
+	pending := map[uint32][]*sampleprog.Snapshot{1: {other, stalled, next, early, orphan, late}}
+	for _, c := range []struct {
+		s    *perf.Sample
+		sp   uint64
+		want *sampleprog.Snapshot
+	}{
+		{smp(1, 1000*us), 0xa0, stalled},
+		{smp(2, 2000*us), 0xb0, other},
+		{smp(1, 4000*us), 0xa0, nil},
+		{smp(1, 4400*us), 0xa0, next},
+		{smp(1, 7000*us), 0xa8, late},
+		{smp(1, 5000*us), 0xa8, early},
+		{smp(3, 6001*us), 0xc0, nil}, // another time: not its sample's
+	} {
+		if got := matchRecord(pending, c.s, 999, c.sp); got != c.want {
+			t.Errorf("sample of %d at %d µs: record %+v, want %+v", c.s.TID, c.s.Time/us, got, c.want)
+		}
+	}
+	unstamped := &sampleprog.Snapshot{TID: 4, Time: 9000 * us}
+	pending[1] = append(pending[1], rec(3, 8000*us, 8000*us+2*us, 0xc0), unstamped)
+	expireRecords(pending, 7000*us)
+	if q := pending[1]; len(q) != 2 || q[0].Stamp != 8000*us || q[1] != unstamped {
+		t.Errorf("after expiring records stamped up to 7 ms: %d records left, want the one at 8 ms and the unstamped one", len(q))
+	}
+}

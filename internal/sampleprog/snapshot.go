@@ -26,9 +26,12 @@
 // general-purpose register, every word of the top 512 bytes of the stack and
 // every word of the copies made so far that points into a data range has the
 // 64 bytes it points to copied, up to MaxSlots copies per sample. The copies
-// go to a BPF perf-event array, one record per sample, stamped with the
-// thread and CLOCK_MONOTONIC time so the collector can pair it with its
-// sample (the program runs before the kernel writes the sample).
+// go to a BPF perf-event array, one record per sample, with the thread, the
+// CLOCK_MONOTONIC time and, where the kernel has prepared the sample before
+// running the program (Linux 6.3 on), the sample's own time as perf writes
+// it (Snapshot.Stamp): the collector pairs each record with the sample of
+// the same CPU, thread and time (the program runs before the kernel writes
+// the sample).
 //
 // Stack copies: with Stack the program also copies the user stack, in place
 // of perf's PERF_SAMPLE_STACK_USER, whose size is fixed per event: from the

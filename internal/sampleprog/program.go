@@ -14,8 +14,9 @@ import (
 //	with a follow set: drop the sample (return 0) unless its process is in it
 //	with jitter: count this thread's tick down; drop the sample (return 0)
 //	    unless the countdown ends, then start a new random one
-//	buf = scratch[0]; header = {magic, tid, now, interval, stamp}; n = 0
-//	    (stamp: the sample's own time, read from the kernel's sample data)
+//	buf = scratch[0]; header = {magic, tid, time, interval, stamp}; n = 0
+//	    (stamp and time: the sample's own time, read from the kernel's sample
+//	    data; without it, no stamp and the time now)
 //	plan = plans[tgid]; if none: output the header with jitter, else keep
 //	for each planned range i < plan.nabs: copy it (fixed address, or the
 //	    pointer in an earlier copy plus an offset)
@@ -120,13 +121,14 @@ func program(m maps, o Options) asm.Instructions {
 			asm.StoreMem(rBuf, scrOut+20, asm.R1, asm.Word),
 		)
 	}
+	if m.stamp != nil {
+		b.stamp(m.stamp, "timed")
+	}
 	b.Emit(
 		asm.FnKtimeGetNs.Call(),
 		asm.StoreMem(rBuf, scrOut+8, asm.R0, asm.DWord),
 	)
-	if m.stamp != nil {
-		b.stamp(m.stamp)
-	}
+	b.Mark("timed")
 	if o.Snapshots {
 		b.snapshots(m, o)
 	}
@@ -199,12 +201,14 @@ const (
 )
 
 // stamp puts the sample's own time, as perf writes it in the sample, in
-// the header (scrOut+hdrStamp): the kernel prepares the sample before it
-// runs the program (PERF_SAMPLE_TIME in the data's sample_flags), and the
-// program's context is the kernel's bpf_perf_event_data_kern, whose data
-// pointer leads to it. Where the sample is not prepared yet (kernels before
-// 6.3) the stamp stays 0. It keeps rCtx and rBuf.
-func (b *builder) stamp(o *stampOffsets) {
+// the header as its stamp (scrOut+hdrStamp) and time (scrOut+8), then jumps
+// to done: the kernel prepares the sample before it runs the program
+// (PERF_SAMPLE_TIME in the data's sample_flags), and the program's context
+// is the kernel's bpf_perf_event_data_kern, whose data pointer leads to it.
+// Where the sample is not prepared yet (kernels before 6.3) the stamp stays
+// 0 and the program goes on to take the time itself. It keeps rCtx and
+// rBuf.
+func (b *builder) stamp(o *stampOffsets, done string) {
 	lo, hi := min(o.flags, o.time), max(o.flags, o.time)
 	none := b.NewLabel("nostamp")
 	b.Emit(
@@ -226,7 +230,10 @@ func (b *builder) stamp(o *stampOffsets) {
 		asm.And.Imm(asm.R1, perfSampleTime),
 		asm.JEq.Imm(asm.R1, 0, none),
 		asm.LoadMem(asm.R1, asm.RFP, stampData+o.time-lo, asm.DWord),
+		asm.JEq.Imm(asm.R1, 0, none),
 		asm.StoreMem(rBuf, scrOut+hdrStamp, asm.R1, asm.DWord),
+		asm.StoreMem(rBuf, scrOut+8, asm.R1, asm.DWord),
+		asm.Ja.Label(done),
 	)
 	b.Mark(none)
 }

@@ -178,11 +178,13 @@ type Chunk struct {
 
 // Snapshot is what the program wrote at one sample of one thread.
 type Snapshot struct {
-	TID  uint32
-	Time uint64 // CLOCK_MONOTONIC ns, microseconds from the sample's own time
-	// Stamp is the sample's own time, exactly as perf wrote it in the
-	// sample (its PERF_SAMPLE_TIME), or 0 where the kernel runs the
-	// program before it prepares the sample (Taker.Stamps).
+	TID uint32
+	// Time is CLOCK_MONOTONIC ns: the sample's own time, exactly as perf
+	// wrote it in the sample (its PERF_SAMPLE_TIME), when Stamp is that
+	// too; else the program's, microseconds from the sample's. Stamp is 0
+	// where the kernel runs the program before it prepares the sample
+	// (Taker.Stamps).
+	Time     uint64
 	Stamp    uint64
 	CPU      int
 	Interval uint32 // with jitter: the ticks this sample stands for

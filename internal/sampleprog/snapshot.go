@@ -373,8 +373,17 @@ func New(o Options) (*Taker, error) {
 		m.jitter = t.jitter.FD()
 	}
 	// Named after the process, so that a test can tell its program apart.
-	t.prog, err = ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Name: bpfasm.ProgName(), Type: ebpf.PerfEvent,
-		License: "GPL", Instructions: program(m, o)}, ebpf.ProgramOptions{LogSizeStart: 1 << 20})
+	load := func() (*ebpf.Program, error) {
+		return ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Name: bpfasm.ProgName(), Type: ebpf.PerfEvent,
+			License: "GPL", Instructions: program(m, o)}, ebpf.ProgramOptions{LogSizeStart: 1 << 20})
+	}
+	t.prog, err = load()
+	if err != nil && m.stamp != nil {
+		// A kernel whose verifier refuses the stamp's reads through the
+		// context: unstamped records pair by time.
+		m.stamp, t.stamps = nil, false
+		t.prog, err = load()
+	}
 	if err != nil {
 		t.Close()
 		return nil, explain(err)

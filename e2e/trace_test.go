@@ -1348,10 +1348,12 @@ func TestTraceKeepHotFromSamples(t *testing.T) {
 	if got, _ := r.calls("hot"); got != 0 || !strings.Contains(errs, "time kept for choosing the next trace's hot functions") {
 		t.Fatalf("first trace: hot has %d calls recorded, want none (no samples yet)\n%s", got, errs)
 	}
+	// The next trace's rate comes from what a sample costs here: it is
+	// measured once the pool is kept, and kept beside it.
 	files, _ := filepath.Glob(filepath.Join(dir, "*"))
 	i := slices.IndexFunc(files, func(f string) bool { return strings.HasSuffix(f, ".cpu.json") })
-	if len(files) != 2 || i < 0 {
-		t.Fatalf("files kept: %v, want the stats and the pooled samples", files)
+	if len(files) != 3 || i < 0 || !slices.Contains(files, filepath.Join(dir, "sample-cost.json")) {
+		t.Fatalf("files kept: %v, want the stats, the pooled samples and the cost of a sample", files)
 	}
 	var pool struct {
 		Samples int            `json:"samples"`

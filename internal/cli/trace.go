@@ -22,6 +22,7 @@ import (
 	"github.com/culprit-dev/culprit/internal/loader"
 	"github.com/culprit-dev/culprit/internal/proc"
 	"github.com/culprit-dev/culprit/internal/profile"
+	"github.com/culprit-dev/culprit/internal/recorder"
 	"github.com/culprit-dev/culprit/internal/symbol"
 	"github.com/culprit-dev/culprit/internal/traceprog"
 	"github.com/culprit-dev/culprit/internal/tracer"
@@ -248,7 +249,7 @@ calls), export --format chrome and diff. Patterns (#N sampling, --lib,
 	f.BoolVar(&o.Args, "args", false, "record each call's arguments (named and typed from DWARF) and its return value")
 	f.StringArrayVar(&o.Reads, "read", nil, "with --args: also record, at each call's entry, what this expression over a pointer parameter reads (p->len, c->req->hdr.id, *p, p[2]; member offsets and types from DWARF), shown as p->len=4; at most 2 a function; repeatable")
 	f.BoolVar(&o.Sched, "sched", false, "also record the threads' scheduler events (switches, with the blocking stack, and who woke whom), for culprit states")
-	f.IntVar(&o.CPUHz, "cpu-sample", -1, "also sample where the traced program's time goes, this many times a second per CPU, and keep the counts with the build's statistics: --keep-hot and the pipelines judge what is hot by them (the probes' own traps told apart); 0: off (default: 99 for a build's first trace; while its pool of traces of many and of few probes holds fewer than 500 samples an untraced run would have taken, the rate at which a trace as long as the last brings it to 500, 999 to 9999 and at most 2,000 samples over the last trace's length, at a cost to the traced calls' times; 99 once it holds 2,000; 999 otherwise)")
+	f.IntVar(&o.CPUHz, "cpu-sample", -1, "also sample where the traced program's time goes, this many times a second per CPU, and keep the counts with the build's statistics: --keep-hot and the pipelines judge what is hot by them (the probes' own traps told apart); 0: off (default: 99 for a build's first trace; while its pool of traces of many and of few probes holds fewer than 500 samples an untraced run would have taken, the rate at which a trace as long as the last brings it to 500, at most 9999 and 2,000 samples over the last trace's length, at a cost to the traced calls' times; 99 once it holds 2,000; otherwise the rate at which the samples take 1% of the program's time by what a sample costs on this machine, measured and kept beside the statistics, 99 to 999)")
 	f.BoolVar(&o.NoCPU, "no-cpu-time", false, "do not measure each call's time on the CPU, only its wall duration (saves a BPF program on every context switch of the machine and two map lookups per call)")
 	f.IntVar(&o.Depth, "depth", 0, "record only calls made with fewer than this many traced calls open below them on their thread (1: the outermost traced calls); 0: all")
 	f.IntVar(&o.TimedHz, "timed-sampling", 0, "record calls only in alternate phases of 1/HZ seconds, gathering then dormant (Perun's timed sampling: a cpu-clock event flips a flag the probes read); 0: always")
@@ -506,6 +507,12 @@ func keepStats(exe string, sum *trace.Summary, cpu string, hz int, removed []str
 	if w := probeCost(own, traps, now); w != "" {
 		warnf(stderr, "%s", w)
 	}
+	// The next trace's rate may need this machine's cost of a sample:
+	// measured now, after the traced program, when it is due, so that
+	// the next trace does not start with it.
+	if c, err := readCPUStats(cpuStatsFile(path)); err == nil {
+		cpuRate(c, 0, func() int { return budgetRate(path) })
+	}
 	return nil
 }
 
@@ -588,13 +595,13 @@ func cpuStatsFile(statsPath string) string {
 	return strings.TrimSuffix(statsPath, ".json") + ".cpu.json"
 }
 
-// defaultCPUHz is the default rate of a trace's CPU samples while its
+// defaultCPUHz bounds the default rate of a trace's CPU samples while its
 // build's pool holds poolNeed to poolFull samples, and while a pool
-// whose traces give no line holds fewer (cpuRate); the floor of a raised
-// rate. The samples cost the traced program +4% of its time at 999 Hz
-// and +21% at 9999 Hz (sqlite3's main under one probe,
-// docs/performance.md), and that cost falls on the traced calls' own
-// times: at 9999 Hz a model of callgrowth's insert_sorted against its
+// whose traces give no line holds fewer: the rate is the cost budget's
+// (budgetCPUHz), at most this. The samples cost the traced program +4%
+// of its time at 999 Hz and +21% at 9999 Hz (sqlite3's main under one
+// probe, docs/performance.md), and that cost falls on the traced calls'
+// own times: at 9999 Hz a model of callgrowth's insert_sorted against its
 // call order came out quadratic where it is linear (e2e
 // TestModelsCallOrder). A short program then pools few samples a trace
 // (sqlite3's benchmark workload: about 1.5), so under poolNeed, with a
@@ -639,9 +646,90 @@ const maxDefaultCPUHz = 9999
 // costs the traced program a timer interrupt and culprit an unwinding.
 const maxTraceSamples = 2000
 
+// sampleBudget is the share of a traced program's CPU time its CPU
+// samples may take at the default rate of a build's later traces while
+// the pool is short (budgetCPUHz): the samples are a second's cost, not a
+// call's, so over a trace of a function called back to back they add to
+// each call what culprit's BPF programs save a call against bpftrace's
+// (a few per cent on a single-stepped first instruction,
+// docs/performance.md), and 1% leaves most of that.
+const sampleBudget = 0.01
+
+// sampleCostAge is how long a measured cost of a sample (sampleCost) is
+// used before it is measured again: a VM's interrupts change cost with
+// its host's state (50 and 120 µs a sample an hour apart on the one
+// measured).
+const sampleCostAge = 10 * time.Minute
+
+// budgetCPUHz is the rate at which samples costing perSample each take
+// sampleBudget of the traced program's CPU time, within fullPoolHz and
+// defaultCPUHz: defaultCPUHz where a sample costs 10 µs or less (a timer
+// interrupt on a machine without a hypervisor's slow path), 200 Hz at
+// 50 µs, fullPoolHz from 101 µs on (the rate of a build's first trace: the
+// pool still fills, if slowly). A cost measured at or under 0 (a cheap
+// sample lost in the measurement's noise) is cheap.
+func budgetCPUHz(perSample time.Duration) int {
+	if perSample <= 0 {
+		return defaultCPUHz
+	}
+	hz := int(sampleBudget * float64(time.Second) / float64(perSample))
+	return min(max(hz, fullPoolHz), defaultCPUHz)
+}
+
+// sampleCostFile is where the cost of a sample measured on this machine
+// is kept, beside the builds' statistics in dir.
+type sampleCostFile struct {
+	Boot      string    `json:"boot"` // the kernel's boot_id when measured
+	Measured  time.Time `json:"measured"`
+	PerSample int64     `json:"per_sample_ns"`
+	Samples   int       `json:"samples"`
+}
+
+// sampleCost is what a cpu-clock sample costs a thread on this machine
+// (recorder.MeasureSampleCost, about 80 ms of one CPU), kept in dir and
+// measured again after sampleCostAge, a reboot or the clock set back; ok
+// is false when it
+// cannot be measured.
+func sampleCost(dir string) (time.Duration, bool) {
+	path := filepath.Join(dir, "sample-cost.json")
+	boot, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	var k sampleCostFile
+	if data, err := os.ReadFile(path); err == nil && json.Unmarshal(data, &k) == nil &&
+		k.Boot == strings.TrimSpace(string(boot)) && k.Samples > 0 {
+		if age := time.Since(k.Measured); age >= 0 && age < sampleCostAge {
+			return time.Duration(k.PerSample), true
+		}
+	}
+	c, err := recorder.MeasureSampleCost()
+	if err != nil {
+		return 0, false
+	}
+	k = sampleCostFile{Boot: strings.TrimSpace(string(boot)), Measured: time.Now(), PerSample: int64(c.PerSample), Samples: c.Samples}
+	if data, err := json.Marshal(k); err == nil && userfile.MkdirAll(dir) == nil {
+		userfile.Replace(path, func(f *os.File) error {
+			_, err := f.Write(data)
+			return err
+		})
+	}
+	return c.PerSample, true
+}
+
+// budgetRate is the default rate of a build's later traces while its
+// pool is short (cpuRate's base) on this machine: budgetCPUHz of the
+// cost of a sample measured here (sampleCost, kept beside the statistics
+// at statsPath), fullPoolHz when it cannot be measured.
+func budgetRate(statsPath string) int {
+	d, ok := sampleCost(filepath.Dir(statsPath))
+	if !ok {
+		return fullPoolHz
+	}
+	return budgetCPUHz(d)
+}
+
 // defaultCPURate is the rate of the CPU samples of a trace of exe when
 // --cpu-sample is not given (cpuRate of the build's pool, under the
-// kernel's perf_event_max_sample_rate).
+// kernel's perf_event_max_sample_rate, with the budget of this machine's
+// cost of a sample).
 func defaultCPURate(exe string) int {
 	if exe == "" {
 		return fullPoolHz
@@ -654,19 +742,20 @@ func defaultCPURate(exe string) int {
 	if err != nil {
 		return fullPoolHz // none yet, or one keepStats will say is unreadable
 	}
-	return cpuRate(c, kernelMaxSampleRate())
+	return cpuRate(c, kernelMaxSampleRate(), func() int { return budgetRate(path) })
 }
 
 // cpuRate is the default rate of a trace's CPU samples for a build whose
-// pool is c, kernelMax the highest rate the kernel takes (0: not known):
-// fullPoolHz for a build's first trace (no pool) and once the pool's
-// total (poolTotal) reaches poolFull; defaultCPUHz from poolNeed on, and
-// for a pool whose traces give no line (traces alike, such as repeated
-// traces of a few functions run to time their calls, where the samples'
-// cost to the calls' times matters more than the pool); under poolNeed,
-// the rate at which this trace brings the pool to poolNeed
-// (raisedCPURate).
-func cpuRate(c cpuStats, kernelMax int) int {
+// pool is c, kernelMax the highest rate the kernel takes (0: not known),
+// base the rate the samples' cost budget allows on this machine
+// (budgetRate; called only when needed: it may measure): fullPoolHz for
+// a build's first trace (no pool) and once the pool's total (poolTotal)
+// reaches poolFull; base from poolNeed on, and for a pool whose traces
+// give no line (traces alike, such as repeated traces of a few functions
+// run to time their calls, where the samples' cost to the calls' times
+// matters more than the pool); under poolNeed, the rate at which this
+// trace brings the pool to poolNeed (raisedCPURate), not under base.
+func cpuRate(c cpuStats, kernelMax int, base func() int) int {
 	if c.Runs == 0 {
 		return fullPoolHz
 	}
@@ -675,9 +764,9 @@ func cpuRate(c cpuStats, kernelMax int) int {
 	case total >= poolFull:
 		return fullPoolHz
 	case total >= poolNeed || !line:
-		return defaultCPUHz
+		return base()
 	}
-	return raisedCPURate(poolNeed-total, c.Traces[len(c.Traces)-1], perTrap, kernelMax)
+	return raisedCPURate(poolNeed-total, c.Traces[len(c.Traces)-1], perTrap, kernelMax, base())
 }
 
 // raisedCPURate is the rate at which a trace as long as last (the
@@ -685,12 +774,11 @@ func cpuRate(c cpuStats, kernelMax int) int {
 // have taken to the pool: need over last's untraced-run-equivalent
 // seconds (its seconds of samples less perTrap a probe trap; its seconds
 // of samples when that leaves nothing), at most maxTraceSamples over its
-// seconds of samples, within defaultCPUHz and maxDefaultCPUHz, and at
-// most kernelMax when that is known (but not under defaultCPUHz, the
-// rate of a build's first trace).
-func raisedCPURate(need float64, last trace.PooledTrace, perTrap float64, kernelMax int) int {
+// seconds of samples, at most maxDefaultCPUHz, and at most kernelMax when
+// that is known, but not under floor (the budget's rate, budgetRate).
+func raisedCPURate(need float64, last trace.PooledTrace, perTrap float64, kernelMax, floor int) int {
 	if last.Hz <= 0 || last.Samples <= 0 {
-		return defaultCPUHz
+		return floor
 	}
 	taken := float64(last.Samples) / float64(last.Hz)
 	own := taken - perTrap*float64(last.Traps)
@@ -701,7 +789,7 @@ func raisedCPURate(need float64, last trace.PooledTrace, perTrap float64, kernel
 	if kernelMax > 0 {
 		hz = min(hz, float64(kernelMax))
 	}
-	return max(defaultCPUHz, int(hz))
+	return max(floor, int(hz))
 }
 
 // kernelMaxSampleRate is the kernel's perf_event_max_sample_rate (it

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/culprit-dev/culprit/internal/analysis/trace"
 	"github.com/culprit-dev/culprit/internal/testutil"
@@ -35,6 +37,10 @@ func TestDefaultCPURate(t *testing.T) {
 	if err != nil {
 		t.Skipf("%s: %v", exe, err) // no build-id: no pool can be kept for it
 	}
+	// This machine's cost of a sample, as measured and kept: 50 µs, a
+	// budget's 200 Hz.
+	keepCost(t, filepath.Dir(path), 50*time.Microsecond, time.Now())
+	base := budgetCPUHz(50 * time.Microsecond)
 	write := func(c cpuStats) {
 		t.Helper()
 		data, err := json.Marshal(c)
@@ -52,17 +58,18 @@ func TestDefaultCPURate(t *testing.T) {
 	if hz := defaultCPURate(""); hz != fullPoolHz {
 		t.Errorf("no executable: %d Hz, want %d", hz, fullPoolHz)
 	}
-	// After it, a pool of one trace gives no line and is short: 999.
+	// After it, a pool of one trace gives no line and is short: the
+	// budget's rate.
 	write(cpuStats{Runs: 1, Samples: 3, Traces: []trace.PooledTrace{{Samples: 3, Hz: fullPoolHz, Traps: 200000}}})
-	if hz := defaultCPURate(exe); hz != defaultCPUHz {
-		t.Errorf("one trace of 3 samples: %d Hz, want %d", hz, defaultCPUHz)
+	if hz := defaultCPURate(exe); hz != base {
+		t.Errorf("one trace of 3 samples: %d Hz, want %d", hz, base)
 	}
 	// Four traces of one function each (no line: their traps alike),
 	// 600 samples each as taken: 2,400 in all.
 	tr := trace.PooledTrace{Samples: 600, Hz: 999, Traps: 200000}
 	write(cpuStats{Runs: 3, Samples: 1800, Traces: []trace.PooledTrace{tr, tr, tr}})
-	if hz := defaultCPURate(exe); hz != defaultCPUHz {
-		t.Errorf("1,800 samples: %d Hz, want %d", hz, defaultCPUHz)
+	if hz := defaultCPURate(exe); hz != base {
+		t.Errorf("1,800 samples: %d Hz, want %d", hz, base)
 	}
 	write(cpuStats{Runs: 4, Samples: 2400, Traces: []trace.PooledTrace{tr, tr, tr, tr}})
 	if hz := defaultCPURate(exe); hz != fullPoolHz {
@@ -76,7 +83,7 @@ func TestDefaultCPURate(t *testing.T) {
 	many := trace.PooledTrace{Samples: 2000, Hz: 999, Traps: 1000000}
 	few := trace.PooledTrace{Samples: 100, Hz: 999, Traps: 10000}
 	write(cpuStats{Runs: 4, Samples: 4200, Traces: []trace.PooledTrace{many, many, few, few}})
-	if hz := defaultCPURate(exe); hz <= defaultCPUHz || hz > maxDefaultCPUHz {
+	if hz := defaultCPURate(exe); hz <= base || hz > maxDefaultCPUHz {
 		t.Errorf("4,200 samples, an untraced total far under %d: %d Hz, want a raised rate", poolNeed, hz)
 	}
 }
@@ -84,9 +91,15 @@ func TestDefaultCPURate(t *testing.T) {
 // Under poolNeed, with traces that give a line, the rate is the one at
 // which a trace like the last brings the pool to poolNeed, bounded by
 // maxTraceSamples over the last trace's length, maxDefaultCPUHz and the
-// kernel's maximum, never under defaultCPUHz; a pool without a line, or
-// at poolNeed or over it, keeps the rates it had.
+// kernel's maximum, never under the budget's rate; a pool without a line,
+// or at poolNeed or over it, takes the budget's rate, and a first trace
+// or a full pool fullPoolHz without measuring what a sample costs.
 func TestCPURate(t *testing.T) {
+	budget := func(hz int) func() int { return func() int { return hz } }
+	unasked := func() int {
+		t.Errorf("the cost of a sample measured where no rate needs it")
+		return 0
+	}
 	pool := func(ts ...trace.PooledTrace) cpuStats {
 		c := cpuStats{Runs: len(ts), Traces: ts}
 		for _, x := range ts {
@@ -103,19 +116,25 @@ func TestCPURate(t *testing.T) {
 	}
 	// The last trace (few) ran 0.1 s of samples, 0.08 s of them an
 	// untraced run's: about 2,200 Hz brings the 180 missing.
-	hz := cpuRate(c, 100000)
+	hz := cpuRate(c, 100000, budget(defaultCPUHz))
 	own := float64(few.Samples)/float64(few.Hz) - perTrap*float64(few.Traps)
 	if got := total + float64(hz)*own; hz <= defaultCPUHz || math.Abs(got-poolNeed) > 2 {
 		t.Errorf("%d Hz brings the pool to %.1f, want %d", hz, got, poolNeed)
 	}
-	if hz := cpuRate(c, 1500); hz != 1500 {
+	if hz := cpuRate(c, 1500, budget(defaultCPUHz)); hz != 1500 {
 		t.Errorf("the kernel's maximum 1500: %d Hz", hz)
 	}
-	if hz := cpuRate(c, 500); hz != defaultCPUHz {
+	if hz := cpuRate(c, 500, budget(defaultCPUHz)); hz != defaultCPUHz {
 		t.Errorf("the kernel's maximum 500: %d Hz, want %d", hz, defaultCPUHz)
 	}
-	if hz := cpuRate(c, 0); hz != cpuRate(c, 100000) {
-		t.Errorf("the kernel's maximum not known: %d Hz, want %d", hz, cpuRate(c, 100000))
+	if hz := cpuRate(c, 500, budget(200)); hz != 500 {
+		t.Errorf("the kernel's maximum 500, a budget of 200 Hz: %d Hz, want 500", hz)
+	}
+	if hz := cpuRate(c, 100, budget(200)); hz != 200 {
+		t.Errorf("the kernel's maximum 100, a budget of 200 Hz: %d Hz, want 200", hz)
+	}
+	if hz := cpuRate(c, 0, budget(defaultCPUHz)); hz != cpuRate(c, 100000, budget(defaultCPUHz)) {
+		t.Errorf("the kernel's maximum not known: %d Hz, want %d", hz, cpuRate(c, 100000, budget(defaultCPUHz)))
 	}
 	// Each of two traces 0.01 s of an untraced run's time (10 samples at
 	// 1000 Hz), one of them slowed to 0.5 s by its traps: the pool holds
@@ -124,29 +143,89 @@ func TestCPURate(t *testing.T) {
 	// other, 9,999 does.
 	slow := trace.PooledTrace{Samples: 500, Hz: 1000, Traps: 100000}
 	quick := trace.PooledTrace{Samples: 59, Hz: 1000, Traps: 10000}
-	if hz := cpuRate(pool(quick, slow), 100000); hz != maxTraceSamples*2 {
+	if hz := cpuRate(pool(quick, slow), 100000, budget(defaultCPUHz)); hz != maxTraceSamples*2 {
 		t.Errorf("after a trace of 0.5 s: %d Hz, want %d", hz, maxTraceSamples*2)
 	}
-	if hz := cpuRate(pool(slow, quick), 100000); hz != maxDefaultCPUHz {
+	if hz := cpuRate(pool(slow, quick), 100000, budget(defaultCPUHz)); hz != maxDefaultCPUHz {
 		t.Errorf("after a trace of 0.059 s: %d Hz, want %d", hz, maxDefaultCPUHz)
 	}
-	// No line (traces alike), 200 samples as taken: the first rate.
-	if hz := cpuRate(pool(few, few), 100000); hz != defaultCPUHz {
-		t.Errorf("no line: %d Hz, want %d", hz, defaultCPUHz)
+	// No line (traces alike), 200 samples as taken: the budget's rate.
+	if hz := cpuRate(pool(few, few), 100000, budget(200)); hz != 200 {
+		t.Errorf("no line: %d Hz, want 200", hz)
 	}
 	// No pool: the first rate.
-	if hz := cpuRate(cpuStats{}, 100000); hz != fullPoolHz {
+	if hz := cpuRate(cpuStats{}, 100000, unasked); hz != fullPoolHz {
 		t.Errorf("no pool: %d Hz, want %d", hz, fullPoolHz)
 	}
 	// Lines whose untraced totals are 1,000 (at poolNeed or over) and
 	// 2,000 (poolFull).
 	mid := pool(trace.PooledTrace{Samples: 2500, Hz: 1000, Traps: 100000}, trace.PooledTrace{Samples: 700, Hz: 1000, Traps: 10000})
-	if hz := cpuRate(mid, 100000); hz != defaultCPUHz {
-		t.Errorf("an untraced total of 1,000: %d Hz, want %d", hz, defaultCPUHz)
+	if hz := cpuRate(mid, 100000, budget(200)); hz != 200 {
+		t.Errorf("an untraced total of 1,000: %d Hz, want 200", hz)
 	}
 	full := pool(trace.PooledTrace{Samples: 5000, Hz: 1000, Traps: 100000}, trace.PooledTrace{Samples: 1400, Hz: 1000, Traps: 10000})
-	if hz := cpuRate(full, 100000); hz != fullPoolHz {
+	if hz := cpuRate(full, 100000, unasked); hz != fullPoolHz {
 		t.Errorf("an untraced total of 2,000: %d Hz, want %d", hz, fullPoolHz)
+	}
+}
+
+// The budget's rate: samples that cost perSample each take 1% of the
+// traced program's time, within a first trace's rate and 999 Hz.
+func TestBudgetCPUHz(t *testing.T) {
+	for _, c := range []struct {
+		cost time.Duration
+		hz   int
+	}{
+		{5 * time.Microsecond, defaultCPUHz},
+		{10 * time.Microsecond, defaultCPUHz},
+		{20 * time.Microsecond, 500},
+		{50 * time.Microsecond, 200},
+		{100 * time.Microsecond, 100},
+		{120 * time.Microsecond, fullPoolHz},
+		{0, defaultCPUHz},
+		{-3 * time.Microsecond, defaultCPUHz},
+	} {
+		if hz := budgetCPUHz(c.cost); hz != c.hz {
+			t.Errorf("%v a sample: %d Hz, want %d", c.cost, hz, c.hz)
+		}
+	}
+}
+
+// keepCost writes a measured cost of a sample into dir as sampleCost
+// keeps it, measured at when, on this boot.
+func keepCost(t *testing.T, dir string, d time.Duration, when time.Time) {
+	t.Helper()
+	boot, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, _ := json.Marshal(sampleCostFile{Boot: strings.TrimSpace(string(boot)), Measured: when, PerSample: int64(d), Samples: 200})
+	if err := os.WriteFile(filepath.Join(dir, "sample-cost.json"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A cost of a sample measured on this boot less than sampleCostAge ago is
+// used as kept; an older one, or one from after now (the clock set back),
+// is measured again and kept.
+func TestSampleCostKept(t *testing.T) {
+	dir := t.TempDir()
+	keepCost(t, dir, 1234*time.Microsecond, time.Now().Add(-time.Minute))
+	if d, ok := sampleCost(dir); !ok || d != 1234*time.Microsecond {
+		t.Errorf("kept a minute ago: %v %v, want the kept 1.234ms", d, ok)
+	}
+	testutil.NeedRoot(t)
+	for _, when := range []time.Time{time.Now().Add(-sampleCostAge - time.Minute), time.Now().Add(time.Hour)} {
+		keepCost(t, dir, 1234*time.Microsecond, when)
+		d, ok := sampleCost(dir)
+		if !ok || d == 1234*time.Microsecond {
+			t.Errorf("kept at %v: %v %v, want it measured again", when, d, ok)
+		}
+		var k sampleCostFile
+		data, err := os.ReadFile(filepath.Join(dir, "sample-cost.json"))
+		if err != nil || json.Unmarshal(data, &k) != nil || time.Duration(k.PerSample) != d || k.Samples == 0 || time.Since(k.Measured) > time.Minute {
+			t.Errorf("kept after measuring: %+v (%v), want %v", k, err, d)
+		}
 	}
 }
 

@@ -11,8 +11,11 @@
 # timer interrupt of the traced program, which bpftrace does not take,
 # so this row is the tracer alone against bpftrace's; at 99 Hz, the
 # default of a build's first trace and once its pool of samples is
-# full, "culprit trace" here; and at 999 Hz, the default of the traces
-# after the first while the pool is short); and the CPU
+# full, "culprit trace" here; and at 999 Hz, the most a later trace's
+# default takes); a build's later trace at its default rate ("trace, a
+# later trace": a trace of N/10 calls of the same function, untimed,
+# first, so that the timed one reads a pool of one trace, and this
+# machine's cost of a sample measured at that trace's end); and the CPU
 # culprit itself spends per call (reading the ring, writing the
 # recording); and, when installed (Debian packages of those names),
 # bpftrace (start time per thread in a map, the duration into a histogram;
@@ -68,6 +71,7 @@ configs() {
 	echo "trace --cpu-sample 0|$out/culprit trace --cpu-sample 0 -f f_$f -o $out/t.rec --"
 	echo "trace --cpu-sample 99|$out/culprit trace --cpu-sample 99 -f f_$f -o $out/t.rec --"
 	echo "trace --cpu-sample 999|$out/culprit trace --cpu-sample 999 -f f_$f -o $out/t.rec --"
+	echo "trace, a later trace|LATER $out/culprit trace -f f_$f -o $out/t.rec --"
 	echo "trace, leaf in unwinder|UNWINDS $out/culprit trace -f f_$f -o $out/t.rec --"
 	if [ "$f" = push ]; then
 		echo "trace, non-leaf|CPUSH $out/culprit trace -f c_push -o $out/t.rec --"
@@ -78,6 +82,7 @@ configs() {
 		echo "BASE --no-cpu-time|$BASE trace --no-cpu-time -f f_$f -o $out/t.rec --"
 		echo "BASE --cpu-sample 0|$BASE trace --cpu-sample 0 -f f_$f -o $out/t.rec --"
 		echo "BASE --cpu-sample 999|$BASE trace --cpu-sample 999 -f f_$f -o $out/t.rec --"
+		echo "BASE a later trace|LATER $BASE trace -f f_$f -o $out/t.rec --"
 	fi
 	if command -v bpftrace >/dev/null; then
 		# As bench/trace.sh runs them: a histogram of the durations, and
@@ -91,12 +96,17 @@ configs() {
 }
 # run F PREFIX: one run; prints the program's CPU µs and everything's.
 # Each trace starts from no statistics of the build (a fresh
-# CULPRIT_TRACE_STATS), as a build's first traces do: its CPU samples
-# then run at the default 999 Hz, where a build whose pool is full gets
-# 99 Hz (the "--cpu-sample 99" row).
+# CULPRIT_TRACE_STATS), as a build's first trace does: its CPU samples
+# then run at 99 Hz. A LATER one runs after an untimed trace of N/10
+# calls, as a build's second trace.
 run() {
 	local f=$1 prefix=$2 bin=$bin
 	rm -rf "$out/stats"
+	if [[ $prefix == LATER* ]]; then
+		prefix=${prefix#LATER }
+		# shellcheck disable=SC2086
+		$prefix "$bin" "$f" $((n / 10)) >/dev/null 2>"$out/err.later" || true
+	fi
 	if [[ $prefix == UNWINDS* ]]; then
 		bin=$out/probecalls-unwinds prefix=${prefix#UNWINDS }
 	fi

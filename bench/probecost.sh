@@ -13,10 +13,15 @@
 # default of a build's first trace and once its pool of samples is
 # full, "culprit trace" here; and at 999 Hz, the most a later trace's
 # default takes); a build's later trace at its default rate ("trace, a
-# later trace": the same trace, untimed, first, so that the timed one
-# reads a pool of one trace, and this machine's cost of a sample measured
-# at that trace's end; said when that trace pooled no sample, which
-# leaves the timed one a first trace); and the CPU
+# later trace": first, untimed, a trace of the same build at 999 Hz
+# that probes a function the program does not call while it calls
+# f_FIRST 10^8 times unprobed, so that the timed trace reads a pool of
+# one trace with samples of the program's own code, and this machine's
+# cost of a sample measured at that trace's end (a trace of f_FIRST
+# itself pools none: its samples fall in the traps, where probecalls
+# spends nearly all its time, and one with none pools nothing); said
+# when it pooled no sample, which leaves the timed one a first trace);
+# and the CPU
 # culprit itself spends per call (reading the ring, writing the
 # recording); and, when installed (Debian packages of those names),
 # bpftrace (start time per thread in a map, the duration into a histogram;
@@ -98,15 +103,17 @@ configs() {
 # run F PREFIX: one run; prints the program's CPU µs and everything's.
 # Each trace starts from no statistics of the build (a fresh
 # CULPRIT_TRACE_STATS), as a build's first trace does: its CPU samples
-# then run at 99 Hz. A LATER one runs after the same trace, untimed, as
-# a build's second trace.
+# then run at 99 Hz. A LATER one runs after another trace of the build,
+# untimed, as a build's second trace.
 run() {
 	local f=$1 prefix=$2 bin=$bin
 	rm -rf "$out/stats"
 	if [[ $prefix == LATER* ]]; then
 		prefix=${prefix#LATER }
+		local seed=${prefix/ trace / trace --cpu-sample 999 } other=sub
+		[ "$f" = sub ] && other=cet
 		# shellcheck disable=SC2086
-		$prefix "$bin" "$f" "$n" >/dev/null 2>"$out/err.later" || true
+		${seed/-f f_$f /-f f_$other } "$bin" "$f" 100000000 >/dev/null 2>"$out/err.later" || true
 		grep -q "kept for choosing the next trace" "$out/err.later" ||
 			echo "the untimed trace before ${prefix%% *}'s later trace pooled no sample: the timed one was a first trace" >&2
 	fi

@@ -676,8 +676,8 @@ func budgetCPUHz(perSample time.Duration) int {
 	return min(max(hz, fullPoolHz), defaultCPUHz)
 }
 
-// sampleCostFile is where the cost of a sample measured on this machine
-// is kept, beside the builds' statistics in dir.
+// sampleCostFile is the cost of a sample measured on this machine, as
+// sampleCost keeps it beside the builds' statistics.
 type sampleCostFile struct {
 	Boot      string    `json:"boot"` // the kernel's boot_id when measured
 	Measured  time.Time `json:"measured"`
@@ -688,8 +688,7 @@ type sampleCostFile struct {
 // sampleCost is what a cpu-clock sample costs a thread on this machine
 // (recorder.MeasureSampleCost, about 80 ms of one CPU), kept in dir and
 // measured again after sampleCostAge, a reboot or the clock set back; ok
-// is false when it
-// cannot be measured.
+// is false when it cannot be measured.
 func sampleCost(dir string) (time.Duration, bool) {
 	path := filepath.Join(dir, "sample-cost.json")
 	boot, _ := os.ReadFile("/proc/sys/kernel/random/boot_id")

@@ -417,9 +417,9 @@ const (
 	// kinds): a threshold set by the configuration let the work through
 	// (Config names the global).
 	EvidenceThreshold Evidence = "threshold"
-	// EvidenceRepair: it decides, on a test of an object's members, to
-	// rewrite the state that bounds a loop whose work per call grew, and
-	// that rewrite did not run more often (Repair names them).
+	// EvidenceRepair: it decides, on a threshold on an object's members,
+	// to rewrite the state that bounds a loop whose work per call grew,
+	// and that rewrite did not run more often (Repair names them).
 	EvidenceRepair Evidence = "repair"
 	// EvidenceRange: two of its pointers delimit a range longer than
 	// normally, and no function above it held such a range (Range).
@@ -2522,8 +2522,12 @@ func byName(fs []FunctionResult, name string) (int, bool) {
 // depend on (RepairFunc), while that function's share did not grow: the
 // repair did not run more often although the loop it bounds did more.
 // The check answers for the loop's growth (discount 0, evidence repair)
-// and ranks just above it; its pattern is its test's: a threshold →
-// wrong-constraint, otherwise missing-constraint.
+// and ranks just above it, with wrong-constraint. Only a threshold (an
+// ordered comparison) makes such a check: a repair is decided by how far
+// the state has gone, and a wrong bound lets it go further; a test of
+// presence or equality (is a member set, which mode) decides by what
+// the object is or holds, and does not fail to fire because the state
+// degraded.
 func (a *Analyzer) repairs(ids []int32, fs []FunctionResult, idx map[int32]int, score []float64, through []int, below [][]int, unseen *[]int32) {
 	for li, l := range ids {
 		lr := &fs[li]
@@ -2532,7 +2536,7 @@ func (a *Analyzer) repairs(ids []int32, fs []FunctionResult, idx map[int32]int, 
 			continue
 		}
 		for _, rc := range a.repairOf(fl.object, fl.at) {
-			if rc.Check == lr.Name || rc.Check == "" {
+			if rc.Check == lr.Name || rc.Check == "" || !rc.Ordered {
 				continue
 			}
 			if g, ok := a.funcIdx[funcKey{name: rc.Callee, object: objectBase(fl.object)}]; ok {
@@ -2556,10 +2560,7 @@ func (a *Analyzer) repairs(ids []int32, fs []FunctionResult, idx map[int32]int, 
 			}
 			pr.Evidence, pr.Discount = EvidenceRepair, 0
 			pr.Repair = &Repair{Loop: lr.Name, Callee: rc.Callee, Bounds: rc.Bounds, Tests: rc.Tests}
-			pr.Pattern = MissingConstraint
-			if rc.Ordered {
-				pr.Pattern = WrongConstraint
-			}
+			pr.Pattern = WrongConstraint
 			score[pi] = math.Max(score[pi], score[li])
 			through[pi], pr.Through = -1, ""
 			below[li] = append(below[li], pi)

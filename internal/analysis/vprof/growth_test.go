@@ -2483,11 +2483,11 @@ func TestOncePerCallPredicateDecides(t *testing.T) {
 	}
 }
 
-// A check that decides to rewrite the state a loop is bounded by, and did
-// not (the rewrite ran no more often), answers for the loop's growth when
-// the loop's own code did more work per call: it ranks just above the
-// loop, with the pattern of its test (docs/vprof.md, "A repair that did
-// not run").
+// A check that decides, on a threshold, to rewrite the state a loop is
+// bounded by, and did not (the rewrite ran no more often), answers for the
+// loop's growth when the loop's own code did more work per call: it ranks
+// just above the loop, with wrong-constraint (docs/vprof.md, "A repair
+// that did not run"). A test of presence or equality makes no such check.
 func TestRepairThatDidNotRun(t *testing.T) {
 	fx := newFixture(t)
 	mk := func(buggy bool) *profile.Profile {
@@ -2523,28 +2523,25 @@ func TestRepairThatDidNotRun(t *testing.T) {
 		}
 	}
 	check := func(callee string, ordered bool) RepairFunc { return checkBy("dispatch_2", callee, ordered) }
-	for _, tc := range []struct {
-		ordered bool
-		want    Pattern
-	}{{true, WrongConstraint}, {false, MissingConstraint}} {
-		res := run(check("rewrite", tc.ordered))
-		p, w := res.fn(t, "dispatch_2"), res.fn(t, "worker")
-		if p.Rank != 1 || w.Rank != 2 || p.Evidence != EvidenceRepair || p.Pattern != tc.want || p.Discount != 0 ||
-			p.Repair == nil || p.Repair.Loop != "worker" || p.Repair.Callee != "rewrite" || p.Score < w.Score {
-			t.Errorf("ordered %v: check rank %d evidence %s pattern %s repair %+v score %g; loop rank %d score %g; want 1st above worker, %s",
-				tc.ordered, p.Rank, p.Evidence, p.Pattern, p.Repair, p.Score, w.Rank, w.Score, tc.want)
-		}
-		if !strings.Contains(p.Why, "its test of s->dead, s->cap decides to call rewrite, which rewrites s->len, the bounds of worker's loop") ||
-			strings.Contains(p.Why, "no significant growth") {
-			t.Errorf("why: %q", p.Why)
-		}
+	res := run(check("rewrite", true))
+	p, w := res.fn(t, "dispatch_2"), res.fn(t, "worker")
+	if p.Rank != 1 || w.Rank != 2 || p.Evidence != EvidenceRepair || p.Pattern != WrongConstraint || p.Discount != 0 ||
+		p.Repair == nil || p.Repair.Loop != "worker" || p.Repair.Callee != "rewrite" || p.Score < w.Score {
+		t.Errorf("check rank %d evidence %s pattern %s repair %+v score %g; loop rank %d score %g; want 1st above worker, wrong-constraint",
+			p.Rank, p.Evidence, p.Pattern, p.Repair, p.Score, w.Rank, w.Score)
 	}
-	// Without the machine code's answer, and when the rewrite itself ran
-	// more often (dispatch_1's share grew: the check fired), the check
-	// keeps its place below the loop.
+	if !strings.Contains(p.Why, "its test of s->dead, s->cap decides to call rewrite, which rewrites s->len, the bounds of worker's loop") ||
+		strings.Contains(p.Why, "no significant growth") {
+		t.Errorf("why: %q", p.Why)
+	}
+	// Without the machine code's answer, when the rewrite itself ran more
+	// often (dispatch_1's share grew: the check fired), and when the test
+	// is one of presence or equality, the check keeps its place below the
+	// loop.
 	for name, repair := range map[string]RepairFunc{
 		"no answer":     func(string, uint64) []RepairCheck { return nil },
 		"rewrite grew":  check("dispatch_1", true),
+		"not ordered":   check("rewrite", false),
 		"no hook (nil)": nil,
 	} {
 		res := run(repair)
@@ -2555,7 +2552,7 @@ func TestRepairThatDidNotRun(t *testing.T) {
 	}
 	// A check no sample holds is ranked all the same: the machine code
 	// names it.
-	res := run(checkBy("gate", "rewrite", true))
+	res = run(checkBy("gate", "rewrite", true))
 	g, w := res.fn(t, "gate"), res.fn(t, "worker")
 	if g.Rank != 1 || w.Rank != 2 || g.Evidence != EvidenceRepair || g.Pattern != WrongConstraint ||
 		g.Share.Normal != 0 || g.Share.Buggy != 0 || g.Object != w.Object {

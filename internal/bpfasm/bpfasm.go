@@ -202,3 +202,41 @@ func cachedOffsets(path string, fields []string) (offs []int32, ok bool) {
 	}
 	return offs, true
 }
+
+// KfuncCall returns the call of the kernel function name (a kfunc),
+// found by its id in the running kernel's BTF; why says what needs it,
+// for the error when the kernel has none. The id is cached on disk by
+// kernel build, as StructOffsets' offsets are.
+func KfuncCall(why, name string) (asm.Instruction, error) {
+	path, cache := structCache("kfunc-" + name)
+	id := int64(-1)
+	if cache {
+		if b, err := os.ReadFile(path); err == nil {
+			if n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 32); err == nil {
+				id = n
+			}
+		}
+	}
+	if id < 0 {
+		spec, err := btf.LoadKernelSpec()
+		if err != nil {
+			return asm.Instruction{}, fmt.Errorf("reading the kernel's BTF (needed %s): %w", why, err)
+		}
+		var fn *btf.Func
+		if err := spec.TypeByName(name, &fn); err != nil {
+			return asm.Instruction{}, fmt.Errorf("%s in the kernel's BTF (needed %s): %w", name, why, err)
+		}
+		tid, err := spec.TypeID(fn)
+		if err != nil {
+			return asm.Instruction{}, fmt.Errorf("%s in the kernel's BTF (needed %s): %w", name, why, err)
+		}
+		id = int64(tid)
+		if cache && userfile.MkdirAll(filepath.Dir(path)) == nil {
+			_ = userfile.Replace(path, func(f *os.File) error {
+				_, err := fmt.Fprintf(f, "%d\n", id)
+				return err
+			})
+		}
+	}
+	return asm.Instruction{OpCode: asm.OpCode(asm.JumpClass).SetJumpOp(asm.Call), Src: asm.PseudoKfuncCall, Constant: id}, nil
+}

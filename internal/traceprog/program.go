@@ -267,6 +267,10 @@ type progOptions struct {
 	// Timed: calls are recorded only while the phase map says gathering
 	// (0); a cpu-clock event flips it (timed sampling).
 	Timed bool
+	// Session: the entry program of a uprobe session (sessionProgram),
+	// which returns 1 where no call is entered (a dormant phase of
+	// Timed): the kernel then sets no return probe on the call.
+	Session bool
 	// MaxDepth > 0 records only calls with fewer than MaxDepth traced
 	// calls open below them on the thread (depth 0 is the outermost).
 	MaxDepth int32
@@ -1217,10 +1221,14 @@ func entryProgram(m maps, o progOptions) asm.Instructions {
 		// finds another frame, or none, on top and is not recorded).
 		b.Emit(asm.StoreImm(asm.RFP, slKey32, 0, asm.Word))
 		b.Lookup(m.phase, slKey32)
+		dormant := "exit"
+		if o.Session {
+			dormant = "unset"
+		}
 		b.Emit(
 			asm.JEq.Imm(asm.R0, 0, "exit"),
 			asm.LoadMem(asm.R1, asm.R0, 0, asm.Word),
-			asm.JNE.Imm(asm.R1, 0, "exit"),
+			asm.JNE.Imm(asm.R1, 0, dormant),
 			asm.LoadMem(asm.R1, asm.RFP, slProbe, asm.Word),
 			asm.StoreMem(asm.RFP, slKey32, asm.R1, asm.Word),
 		)
@@ -1363,7 +1371,58 @@ func entryProgram(m maps, o progOptions) asm.Instructions {
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("exit"),
 		asm.Return(),
 	)
+	if o.Session && o.Timed {
+		b.Emit(
+			asm.Mov.Imm(asm.R0, 1).WithSymbol("unset"),
+			asm.Return(),
+		)
+	}
 	return b.Ins
+}
+
+// sessionProgram runs at both ends of a traced call whose probes are
+// one uprobe session link (BPF_TRACE_UPROBE_SESSION): entryProgram at
+// its entry, and, when that returned 0, returnProgram (entry's options
+// but for RetAdjust 8, a uretprobe's) after its return, told apart by the
+// kfunc bpf_session_is_return (isReturn: its call). The kernel sets such
+// a link's entry and return probes in one step: with separate links (the
+// return probes first, so that a call whose entry is seen has its return
+// seen), a call entered between the two has a trampoline for a return
+// address and no record to give it back, and the CPU samples taken
+// inside it keep a [uretprobe] frame.
+func sessionProgram(m maps, o progOptions, isReturn asm.Instruction) asm.Instructions {
+	b := &builder{m: m, o: o}
+	b.Emit(
+		asm.Mov.Reg(rCtx, asm.R1),
+		isReturn,
+		asm.And.Imm(asm.R0, 0xff), // a bool
+		asm.JNE.Imm(asm.R0, 0, "s.return"),
+		asm.Mov.Reg(asm.R1, rCtx),
+	)
+	eo, ro := o, o
+	eo.Session = true
+	ro.RetAdjust = 8
+	b.Emit(relabel("e.", entryProgram(m, eo))...)
+	b.Emit(asm.Mov.Reg(asm.R1, rCtx).WithSymbol("s.return"))
+	b.Emit(relabel("r.", returnProgram(m, ro))...)
+	return b.Ins
+}
+
+// relabel prefixes the labels of a program's instructions and the jumps'
+// references to them, so that two programs' labels do not meet when one
+// is appended to the other.
+func relabel(prefix string, ins asm.Instructions) asm.Instructions {
+	out := make(asm.Instructions, len(ins))
+	for i, in := range ins {
+		if s := in.Symbol(); s != "" {
+			in = in.WithSymbol(prefix + s)
+		}
+		if r := in.Reference(); r != "" {
+			in = in.WithReference(prefix + r)
+		}
+		out[i] = in
+	}
+	return out
 }
 
 // returnProgram runs when a traced function returns: after the RET of a

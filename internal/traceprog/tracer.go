@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"runtime"
 	"slices"
 	"sync"
 	"time"
@@ -162,6 +163,17 @@ type Tracer struct {
 	// unwinder's landing pads (unwound).
 	loadNative                   func() error
 	retNative, tailJump, unwound *ebpf.Program
+	// loadSession loads, the first time native code gets uretprobes in
+	// a batch, the program of uprobe session links (session), which
+	// set a call's entry and return probes in one step; noSession is
+	// set when the kernel has no such links (before Linux 6.13): the
+	// entry and return probes are then separate links.
+	loadSession func() error
+	session     *ebpf.Program
+	noSession   bool
+	// separate: Attach sets entry and return links apart (AttachEach's,
+	// whose returns DetachProbes keeps after their entries).
+	separate bool
 	// argHits are point-probe and pair-entry programs that also read USDT
 	// arguments, one per attachPoints or attachPairs call with such probes.
 	argHits []*ebpf.Program
@@ -382,6 +394,21 @@ func New(o Options) (*Tracer, error) {
 		t.retInsn = load(name, returnProgram(m, cpu(progOptions{Go: true, Args: o.Args, GoidOff: int32(o.GoidOff), RetAdjust: 0, Strings: o.Strings, Reads: t.reads != nil})))
 	} else {
 		t.ret = load(name, returnProgram(m, cpu(progOptions{Args: o.Args, RetAdjust: 8, Strings: o.Strings, Reads: t.reads != nil})))
+		t.loadSession = func() error {
+			if t.session != nil || t.noSession {
+				return nil
+			}
+			isReturn, err := bpfasm.KfuncCall("for uprobe session links", "bpf_session_is_return")
+			if err == nil {
+				so := cpu(progOptions{Args: o.Args, Sampling: o.Sampling, Timed: o.TimedHz > 0, MaxDepth: int32(o.MaxDepth), Strings: o.Strings, Reads: t.reads != nil})
+				t.session, err = ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Name: name, Type: ebpf.Kprobe, AttachType: attachUprobeSession,
+					License: "GPL", Instructions: sessionProgram(m, so, isReturn)}, ebpf.ProgramOptions{LogSizeStart: 1 << 20})
+			}
+			if err != nil {
+				t.noSession = true
+			}
+			return nil
+		}
 		t.loadNative = func() error {
 			if t.retNative != nil {
 				return nil
@@ -600,11 +627,52 @@ func (t *Tracer) Attach(path string, probes []Probe, pid int) error {
 		}
 		insnProg = t.retNative
 	}
+	// Calls with uretprobes: one uprobe session link for both ends, set in
+	// one step, where the kernel has them (sessionProgram); their entries
+	// are not set again below.
+	ids := cookies
+	if t.multi && !t.separate && len(roffs) > 0 && t.loadSession != nil {
+		if err := t.loadSession(); err != nil {
+			return err
+		}
+	}
+	var sessionErr error
+	if t.multi && !t.separate && len(roffs) > 0 && t.session != nil {
+		links, refused, err := attachSplit(roffs, rcookies, func(o, c []uint64) (link.Link, error) {
+			return attachSession(path, t.session, o, c, pid)
+		})
+		if len(refused) == len(roffs) && len(roffs) > 1 {
+			// Refused as a whole, even halved: not an address the
+			// kernel cannot probe but the links themselves.
+			t.noSession = true
+		} else {
+			t.rets = append(t.rets, links...)
+			for _, id := range refused {
+				if sessionErr == nil {
+					sessionErr = fmt.Errorf("attaching probes to %s: %w", path, explain(err))
+				}
+				if t.refused == nil {
+					t.refused = map[uint32]bool{}
+				}
+				t.refused[uint32(id)] = true
+			}
+			in := map[uint64]bool{}
+			for _, id := range rcookies {
+				in[id] = true
+			}
+			var o, c []uint64
+			for i, id := range cookies {
+				if !in[id] {
+					o, c = append(o, offs[i]), append(c, id)
+				}
+			}
+			offs, cookies, roffs, rcookies = o, c, nil, nil
+		}
+	}
 	// The return probes first: a call whose entry was seen then always has
 	// its return seen. A probe whose return the kernel refuses gets no
 	// entry either.
-	ids := cookies
-	var firstErr error
+	firstErr := sessionErr
 	refuse := func(id uint64, err error) {
 		if t.refused == nil {
 			t.refused = map[uint32]bool{}
@@ -749,6 +817,41 @@ func (t *Tracer) Refused() []uint32 {
 	}
 	slices.Sort(out)
 	return out
+}
+
+// attachUprobeSession is BPF_TRACE_UPROBE_SESSION (Linux 6.13), which
+// cilium/ebpf v0.22 does not name.
+const attachUprobeSession = ebpf.AttachType(57)
+
+// attachSession sets a uprobe session link (attachUprobeSession) of prog
+// at offs in the object at path (cookies: their ids), for the threads of
+// pid (0: all): the link's create command as cilium/ebpf's UprobeMulti
+// makes it, with the session's attach type, which it has no option for.
+func attachSession(path string, prog *ebpf.Program, offs, cookies []uint64, pid int) (link.Link, error) {
+	p, err := unix.BytePtrFromString(path)
+	if err != nil {
+		return nil, err
+	}
+	// union bpf_attr's link_create with its uprobe_multi part.
+	attr := struct {
+		progFD, targetFD, attachType, flags uint32
+		path, offsets, refCtrOffsets        uint64
+		cookies                             uint64
+		cnt, multiFlags, pid                uint32
+		_                                   uint32
+	}{
+		progFD: uint32(prog.FD()), attachType: uint32(attachUprobeSession),
+		path: uint64(uintptr(unsafe.Pointer(p))), offsets: uint64(uintptr(unsafe.Pointer(&offs[0]))),
+		cookies: uint64(uintptr(unsafe.Pointer(&cookies[0]))), cnt: uint32(len(offs)), pid: uint32(pid),
+	}
+	fd, _, errno := unix.Syscall(unix.SYS_BPF, unix.BPF_LINK_CREATE, uintptr(unsafe.Pointer(&attr)), unsafe.Sizeof(attr))
+	runtime.KeepAlive(p)
+	runtime.KeepAlive(offs)
+	runtime.KeepAlive(cookies)
+	if errno != 0 {
+		return nil, fmt.Errorf("creating a uprobe session link: %w", errno)
+	}
+	return link.NewFromFD(int(fd)) // closes fd on an error
 }
 
 // attachSplit attaches the probes at offs (cookies: their ids) with one
@@ -939,7 +1042,9 @@ func (t *Tracer) AttachEach(path string, probes []Probe, pid int) error {
 func (t *Tracer) setOwned(o *owned) error {
 	links, rets := t.links, t.rets
 	t.links, t.rets = nil, nil
+	t.separate = true
 	err := t.Attach(o.path, []Probe{o.p}, o.pid)
+	t.separate = false
 	got, gotRets := t.links, t.rets
 	t.links, t.rets = links, rets
 	if err != nil {
@@ -1511,7 +1616,7 @@ func (t *Tracer) Close() {
 		unix.Close(t.clockFD)
 		t.clockFD = -1
 	}
-	for _, p := range append([]*ebpf.Program{t.entry, t.ret, t.retInsn, t.retNative, t.tailJump, t.unwound, t.flip, t.hit, t.swtch, t.pairEntry, t.pairEnd}, t.argHits...) {
+	for _, p := range append([]*ebpf.Program{t.entry, t.ret, t.session, t.retInsn, t.retNative, t.tailJump, t.unwound, t.flip, t.hit, t.swtch, t.pairEntry, t.pairEnd}, t.argHits...) {
 		if p != nil {
 			p.Close()
 		}

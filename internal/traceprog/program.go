@@ -254,6 +254,7 @@ type maps struct {
 	strs                                       int // Strings: probe id → its string arguments
 	reads                                      int // Reads: probe id → its memory reads
 	offcpu                                     int // CPU: thread → its off-CPU time
+	stop                                       int // session programs: not 0 when no more calls are entered
 }
 
 type progOptions struct {
@@ -1389,7 +1390,9 @@ func entryProgram(m maps, o progOptions) asm.Instructions {
 // return probes first, so that a call whose entry is seen has its return
 // seen), a call entered between the two has a trampoline for a return
 // address and no record to give it back, and the CPU samples taken
-// inside it keep a [uretprobe] frame.
+// inside it keep a [uretprobe] frame. Once the stop map holds 1, calls
+// are no longer entered and get no return probe (Detach: the calls in
+// flight return through the links, which stay a while).
 func sessionProgram(m maps, o progOptions, isReturn asm.Instruction) asm.Instructions {
 	b := &builder{m: m, o: o}
 	b.Emit(
@@ -1397,6 +1400,9 @@ func sessionProgram(m maps, o progOptions, isReturn asm.Instruction) asm.Instruc
 		isReturn,
 		asm.And.Imm(asm.R0, 0xff), // a bool
 		asm.JNE.Imm(asm.R0, 0, "s.return"),
+		asm.LoadMapValue(asm.R1, m.stop, 0),
+		asm.LoadMem(asm.R1, asm.R1, 0, asm.Word),
+		asm.JNE.Imm(asm.R1, 0, "s.stop"),
 		asm.Mov.Reg(asm.R1, rCtx),
 	)
 	eo, ro := o, o
@@ -1405,6 +1411,10 @@ func sessionProgram(m maps, o progOptions, isReturn asm.Instruction) asm.Instruc
 	b.Emit(relabel("e.", entryProgram(m, eo))...)
 	b.Emit(asm.Mov.Reg(asm.R1, rCtx).WithSymbol("s.return"))
 	b.Emit(relabel("r.", returnProgram(m, ro))...)
+	b.Emit(
+		asm.Mov.Imm(asm.R0, 1).WithSymbol("s.stop"),
+		asm.Return(),
+	)
 	return b.Ins
 }
 

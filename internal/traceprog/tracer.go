@@ -140,6 +140,8 @@ type Tracer struct {
 	o                              Options
 	stacks, zero, counts, stats    *ebpf.Map
 	events, phase                  *ebpf.Map
+	stop                           *ebpf.Map // not 0: the session programs enter no more calls (Detach)
+	stopped                        bool      // stop is set
 	entry, ret, retInsn, flip, hit *ebpf.Program
 	clockFD                        int
 	multi                          bool
@@ -170,7 +172,9 @@ type Tracer struct {
 	// entry and return probes are then separate links.
 	loadSession func() error
 	session     *ebpf.Program
-	noSession   bool
+	// loadRet loads the uretprobes' program (ret) of separate links.
+	loadRet   func() error
+	noSession bool
 	// separate: Attach sets entry and return links apart (AttachEach's,
 	// whose returns DetachProbes keeps after their entries).
 	separate bool
@@ -266,6 +270,7 @@ func New(o Options) (*Tracer, error) {
 	t.stats = mk(&ebpf.MapSpec{Name: "culprit_tstats", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: statsSize, MaxEntries: 1})
 	t.events = mk(&ebpf.MapSpec{Name: "culprit_calls", Type: ebpf.RingBuf, MaxEntries: RingBytes})
 	t.phase = mk(&ebpf.MapSpec{Name: "culprit_phase", Type: ebpf.Array, KeySize: 4, ValueSize: 4, MaxEntries: 1})
+	t.stop = mk(&ebpf.MapSpec{Name: "culprit_stop", Type: ebpf.Array, KeySize: 4, ValueSize: 4, MaxEntries: 1})
 	if o.Strings {
 		t.strs = mk(&ebpf.MapSpec{Name: "culprit_strs", Type: ebpf.Array, KeySize: 4, ValueSize: 4, MaxEntries: uint32(o.Probes + 1)})
 	}
@@ -293,7 +298,7 @@ func New(o Options) (*Tracer, error) {
 		t.Close()
 		return nil, explain(fmt.Errorf("making the tracer's maps: %w", err))
 	}
-	m := maps{stacks: t.stacks.FD(), zero: t.zero.FD(), counts: t.counts.FD(), stats: t.stats.FD(), events: t.events.FD(), phase: t.phase.FD()}
+	m := maps{stacks: t.stacks.FD(), zero: t.zero.FD(), counts: t.counts.FD(), stats: t.stats.FD(), events: t.events.FD(), phase: t.phase.FD(), stop: t.stop.FD()}
 	if t.strs != nil {
 		m.strs = t.strs.FD()
 	}
@@ -393,21 +398,42 @@ func New(o Options) (*Tracer, error) {
 	if o.Go {
 		t.retInsn = load(name, returnProgram(m, cpu(progOptions{Go: true, Args: o.Args, GoidOff: int32(o.GoidOff), RetAdjust: 0, Strings: o.Strings, Reads: t.reads != nil})))
 	} else {
-		t.ret = load(name, returnProgram(m, cpu(progOptions{Args: o.Args, RetAdjust: 8, Strings: o.Strings, Reads: t.reads != nil})))
+		retOpts := cpu(progOptions{Args: o.Args, RetAdjust: 8, Strings: o.Strings, Reads: t.reads != nil})
+		t.loadRet = func() error {
+			if t.ret != nil {
+				return nil
+			}
+			p, err := newProbe(name, returnProgram(m, retOpts))
+			if err != nil {
+				return explain(fmt.Errorf("loading %s: %w", name, err))
+			}
+			t.ret = p
+			return nil
+		}
+		// Where the kernel has uprobe sessions, calls with uretprobes get
+		// the session program, whose verifying costs as much as the entry's
+		// and the return's together, and the return program is loaded
+		// only for links that need it apart (AttachEach's).
+		sessionOpts := cpu(progOptions{Args: o.Args, Sampling: o.Sampling, Timed: o.TimedHz > 0, MaxDepth: int32(o.MaxDepth), Strings: o.Strings, Reads: t.reads != nil})
 		t.loadSession = func() error {
 			if t.session != nil || t.noSession {
 				return nil
 			}
 			isReturn, err := bpfasm.KfuncCall("for uprobe session links", "bpf_session_is_return")
 			if err == nil {
-				so := cpu(progOptions{Args: o.Args, Sampling: o.Sampling, Timed: o.TimedHz > 0, MaxDepth: int32(o.MaxDepth), Strings: o.Strings, Reads: t.reads != nil})
 				t.session, err = ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Name: name, Type: ebpf.Kprobe, AttachType: attachUprobeSession,
-					License: "GPL", Instructions: sessionProgram(m, so, isReturn)}, ebpf.ProgramOptions{LogSizeStart: 1 << 20})
+					License: "GPL", Instructions: sessionProgram(m, sessionOpts, isReturn)}, ebpf.ProgramOptions{LogSizeStart: 1 << 20})
 			}
 			if err != nil {
-				t.noSession = true
+				t.noSession = true // the separate links then
 			}
 			return nil
+		}
+		if err == nil && t.multi {
+			err = t.loadSession()
+		}
+		if err == nil && t.session == nil {
+			err = t.loadRet()
 		}
 		t.loadNative = func() error {
 			if t.retNative != nil {
@@ -631,13 +657,14 @@ func (t *Tracer) Attach(path string, probes []Probe, pid int) error {
 	// one step, where the kernel has them (sessionProgram); their entries
 	// are not set again below.
 	ids := cookies
-	if t.multi && !t.separate && len(roffs) > 0 && t.loadSession != nil {
-		if err := t.loadSession(); err != nil {
-			return err
-		}
-	}
 	var sessionErr error
 	if t.multi && !t.separate && len(roffs) > 0 && t.session != nil {
+		if t.stopped {
+			if err := t.stop.Update(uint32(0), uint32(0), ebpf.UpdateAny); err != nil {
+				return fmt.Errorf("setting probes again: %w", err)
+			}
+			t.stopped = false
+		}
 		links, refused, err := attachSplit(roffs, rcookies, func(o, c []uint64) (link.Link, error) {
 			return attachSession(path, t.session, o, c, pid)
 		})
@@ -667,6 +694,11 @@ func (t *Tracer) Attach(path string, probes []Probe, pid int) error {
 				}
 			}
 			offs, cookies, roffs, rcookies = o, c, nil, nil
+		}
+	}
+	if len(roffs) > 0 && t.loadRet != nil {
+		if err := t.loadRet(); err != nil {
+			return err
 		}
 	}
 	// The return probes first: a call whose entry was seen then always has
@@ -1212,6 +1244,19 @@ func (t *Tracer) openProbes() map[uint32]bool {
 	return open
 }
 
+// anyOpen says whether a thread's shadow stack holds a call.
+func (t *Tracer) anyOpen() bool {
+	var key uint64
+	val := make([]byte, threadSize)
+	it := t.stacks.Iterate()
+	for it.Next(&key, &val) {
+		if binary.LittleEndian.Uint32(val) > 0 {
+			return true
+		}
+	}
+	return false
+}
+
 // closeLinks closes links, many at once: closing a uprobe link waits for
 // an SRCU grace period, which closes made together share (one after the
 // other, thousands of per-probe links took minutes on a busy machine).
@@ -1296,16 +1341,28 @@ func (t *Tracer) Pause() {
 }
 
 // retireWait is how long Detach leaves the return probes after removing
-// the entries, so that calls in flight return through them.
-const retireWait = 10 * time.Millisecond
+// the entries, so that calls in flight return through them; retireHold
+// how long at most it waits for the calls of session links (which it
+// can tell are open) to return.
+const (
+	retireWait = 10 * time.Millisecond
+	retireHold = 100 * time.Millisecond
+)
 
 // Detach removes every probe: the entry probes first, then, after
 // retireWait, the return probes. Removing returns first (or both at
 // once) would leave every call entered while the links go (removing
 // thousands of probes takes a tenth of a second or more) on the shadow
-// stacks with no return, nested in each other. Calls still in flight are
-// finished by Leftovers.
+// stacks with no return, nested in each other. A session link's entries
+// stop at once (the stop map), and it stays until no call is open on the
+// shadow stacks, or retireHold: a call's return address comes with its
+// return, and a call that has none keeps the trampoline in its CPU
+// samples. Calls still in flight are finished by Leftovers.
 func (t *Tracer) Detach() {
+	if t.stop != nil && t.session != nil && !t.stopped {
+		t.stopped = t.stop.Update(uint32(0), uint32(1), ebpf.UpdateAny) == nil
+	}
+	start := time.Now()
 	entries, rets := t.links, t.rets
 	for _, o := range t.own {
 		entries = append(entries, o.entry)
@@ -1325,6 +1382,9 @@ func (t *Tracer) Detach() {
 	}
 	if slices.ContainsFunc(rets, func(l link.Link) bool { return l != nil }) {
 		time.Sleep(retireWait)
+		for t.stopped && time.Since(start) < retireHold && t.anyOpen() {
+			time.Sleep(time.Millisecond)
+		}
 	}
 	closeLinks(rets, nil)
 	t.closing.Wait()
@@ -1621,7 +1681,7 @@ func (t *Tracer) Close() {
 			p.Close()
 		}
 	}
-	for _, m := range []*ebpf.Map{t.stacks, t.zero, t.counts, t.stats, t.events, t.phase, t.strs, t.reads, t.offcpu} {
+	for _, m := range []*ebpf.Map{t.stacks, t.zero, t.counts, t.stats, t.events, t.phase, t.stop, t.strs, t.reads, t.offcpu} {
 		if m != nil {
 			m.Close()
 		}

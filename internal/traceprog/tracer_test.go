@@ -45,6 +45,12 @@ func TestLoads(t *testing.T) {
 			if err := tr.loadNative(); err != nil || tr.retNative == nil || tr.tailJump == nil || tr.unwound == nil {
 				t.Errorf("%+v: RET-instruction programs: %v", o, err)
 			}
+			// The uprobe session program of calls with uretprobes
+			// (Linux 6.13 and later, as on the machines culprit is
+			// tested on).
+			if err := tr.loadSession(); err != nil || tr.session == nil {
+				t.Errorf("%+v: uprobe session program: %v (kernel without uprobe sessions: %v)", o, err, tr.noSession)
+			}
 		}
 		pairs := []Probe{{ID: 1, Begins: []uint64{0x20}, BeginArgs: [][]ArgSpec{
 			{{Kind: ArgReg, Reg: 112, Size: 4}, {Kind: ArgMem, Reg: 152, Index: 88, Scale: 8, Off: -8, Size: 8}},

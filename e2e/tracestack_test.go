@@ -272,26 +272,28 @@ func TestRecordTracedProcess(t *testing.T) {
 
 // A trace attached to threads that call a traced function back to back
 // (testdata/targets/attachwindow.c): the first call of each thread after
-// the function's breakpoint goes in stays in flight for a second and a
-// half, sampled. A call whose return probe is set before its entry probe
-// (separate links, the return's first) has the trampoline in place of its
+// the function's breakpoint goes in stays in flight for three seconds,
+// sampled. A call whose return probe is set before its entry probe
+// (separate links, the returns' first) has the trampoline in place of its
 // return address and no record to give it back: its samples would show a
-// [uretprobe] frame (in two of three runs with 512 other probes set in
-// between, which the target has). Uprobe session links set both at once:
-// every sample inside held must reach worker, and none show the
-// trampoline. Without frame pointers only: the kernel's frame-pointer
-// chain gives back the return addresses itself.
+// [uretprobe] frame. The target's 4,096 other functions, traced too, put
+// their return probes between the function's two, which makes that
+// window a good part of the half second the probes take to set: with
+// separate links, three of five runs had such samples (hundreds). Uprobe
+// session links set both at once: every sample inside held must reach
+// worker, and none show the trampoline. Without frame pointers only: the
+// kernel's frame-pointer chain gives back return addresses itself.
 func TestTraceAttachWindow(t *testing.T) {
 	testutil.NeedRoot(t)
 	bin := testutil.C(t, "attachwindow", []string{"attachwindow.c"}, "-O2", "-g", "-fomit-frame-pointer", "-pthread")
-	target := exec.Command(bin, "8", "1.5")
+	target := exec.Command(bin, "8", "3")
 	if err := target.Start(); err != nil {
 		t.Fatal(err)
 	}
 	defer func() { target.Process.Kill(); target.Wait() }()
 	time.Sleep(200 * time.Millisecond) // the threads started
 	out := rec(t)
-	mustRun(t, "trace", "--cpu-sample", "999", "-f", "held", "-f", "filler_*", "-p", strconv.Itoa(target.Process.Pid), "--duration", "2.5s", "-o", out)
+	mustRun(t, "trace", "--cpu-sample", "999", "-f", "held", "-f", "pad_*", "-p", strconv.Itoa(target.Process.Pid), "--duration", "4s", "-o", out)
 	folded := mustRun(t, "export", "--format", "folded", "-o", "-", out)
 	inHeld := 0
 	for _, l := range strings.Split(strings.TrimSpace(folded), "\n") {
@@ -310,7 +312,7 @@ func TestTraceAttachWindow(t *testing.T) {
 			}
 		}
 	}
-	// Eight threads spin in held for 1.5 s of the 2.5 s traced: hundreds
+	// Eight threads spin in held for most of the 4 s traced: hundreds
 	// of samples at 999 Hz on an idle machine, tens on a busy one.
 	if inHeld < 10 {
 		t.Errorf("%d samples in held, want tens at least:\n%.3000s", inHeld, folded)

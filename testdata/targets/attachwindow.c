@@ -5,10 +5,10 @@
 // it returns, and the thread then ends: a call entered the moment the
 // breakpoint went in, in flight while the trace samples the CPU. A trace
 // that sets a function's return probe before its entry probe has, in
-// between, calls with a return probe and no entry seen. The 512 filler_
-// functions are never called: traced with held (-f 'filler_*'), theirs
-// are many probes set between held's (which come last, in order of
-// name), and they widen that window.
+// between, calls with a return probe and no entry seen. The 4,096 pad_
+// functions are never called: traced with held (-f 'pad_*'), their
+// probes are set after held's in each batch (in order of name), so that
+// with the return probes' batch first they widen that window.
 //
 //   attachwindow THREADS SECONDS
 #include <pthread.h>
@@ -21,10 +21,11 @@
 volatile unsigned long sink;
 static double seconds;
 
-#define PAD(n) __attribute__((noipa)) void filler_##n(void) { sink += n; }
+#define PAD(n) __attribute__((noipa)) void pad_##n(void) { sink += n; }
 #define PAD8(n) PAD(n##0) PAD(n##1) PAD(n##2) PAD(n##3) PAD(n##4) PAD(n##5) PAD(n##6) PAD(n##7)
 #define PAD64(n) PAD8(n##0) PAD8(n##1) PAD8(n##2) PAD8(n##3) PAD8(n##4) PAD8(n##5) PAD8(n##6) PAD8(n##7)
-PAD64(1) PAD64(2) PAD64(3) PAD64(4) PAD64(5) PAD64(6) PAD64(7) PAD64(9)
+#define PAD512(n) PAD64(n##0) PAD64(n##1) PAD64(n##2) PAD64(n##3) PAD64(n##4) PAD64(n##5) PAD64(n##6) PAD64(n##7)
+PAD512(1) PAD512(2) PAD512(3) PAD512(4) PAD512(5) PAD512(6) PAD512(7) PAD512(9)
 
 int held(void);
 

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/culprit-dev/culprit/internal/recording"
 	"github.com/culprit-dev/culprit/internal/testutil"
 )
@@ -59,7 +61,11 @@ func inDir(t *testing.T, dir string, args ...string) (string, string, int) {
 	cmd.Dir = dir
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
+	release := lockCPU(t, unix.LOCK_SH) // see cpuLock
 	err := cmd.Run()
+	if release != nil {
+		release()
+	}
 	code := 0
 	if ee, ok := err.(*exec.ExitError); ok {
 		code = ee.ExitCode()

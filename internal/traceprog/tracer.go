@@ -165,11 +165,11 @@ type Tracer struct {
 	// unwinder's landing pads (unwound).
 	loadNative                   func() error
 	retNative, tailJump, unwound *ebpf.Program
-	// loadSession loads, the first time native code gets uretprobes in
-	// a batch, the program of uprobe session links (session), which
-	// set a call's entry and return probes in one step; noSession is
-	// set when the kernel has no such links (before Linux 6.13): the
-	// entry and return probes are then separate links.
+	// loadSession loads (New, for native code) the program of uprobe
+	// session links (session), which set a call's entry and return
+	// probes in one step; noSession is set when the kernel has no such
+	// links (before Linux 6.13): the entry and return probes are then
+	// separate links.
 	loadSession func() error
 	session     *ebpf.Program
 	// loadRet loads the uretprobes' program (ret) of separate links.

@@ -477,11 +477,12 @@ func TestTraceAttachRunningThreads(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer tr.Process.Kill()
-	// The probes are set once culprit holds its entry and return links
-	// (one uprobe-multi link each for the object's entries and returns;
-	// the kernel writes the breakpoints into the running process before
-	// the link is made).
-	waitFor(t, "culprit to set its probes", func() bool { return uprobeMultiLinks(tr.Process.Pid) >= 2 })
+	// The probes are set once culprit holds the entry probes of both
+	// functions: their uprobe-multi link (after the uretprobe-multi link
+	// of their returns), or the session link that has both ends (the
+	// kernel writes the breakpoints into the running process before the
+	// link is made).
+	waitFor(t, "culprit to set its probes", func() bool { return entryProbes(tr.Process.Pid) >= 2 })
 	if err := syscall.Kill(pid, syscall.SIGUSR1); err != nil {
 		t.Fatal(err)
 	}
@@ -516,15 +517,22 @@ func TestTraceAttachRunningThreads(t *testing.T) {
 	}
 }
 
-// uprobeMultiLinks counts the uprobe-multi BPF links (entries' and
-// returns') process pid holds.
-func uprobeMultiLinks(pid int) int {
+// entryProbes counts the entry probes of the uprobe-multi BPF links
+// process pid holds (a session link's are both ends'; a uretprobe-multi
+// link's, returns only, are not counted).
+func entryProbes(pid int) int {
 	fds, _ := os.ReadDir(fmt.Sprintf("/proc/%d/fdinfo", pid))
 	n := 0
 	for _, fd := range fds {
 		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/fdinfo/%s", pid, fd.Name()))
-		if err == nil && (strings.Contains(string(b), "link_type:\tuprobe_multi") || strings.Contains(string(b), "link_type:\turetprobe_multi")) {
-			n++
+		if err != nil || !strings.Contains(string(b), "link_type:\tuprobe_multi\n") {
+			continue
+		}
+		for _, l := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(l, "uprobe_cnt:\t"); ok {
+				c, _ := strconv.Atoi(v)
+				n += c
+			}
 		}
 	}
 	return n

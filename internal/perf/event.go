@@ -11,6 +11,7 @@
 package perf
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -148,6 +149,25 @@ type Event struct {
 	CPU    int
 	TID    int
 	Layout Layout // how its samples are laid out
+
+	lostFormat bool // its count carries the samples it lost (LostSamples)
+}
+
+// LostSamples returns how many of the event's own records the kernel
+// could not write to its ring, as the count of the event reads it (Linux
+// 6.0 on; ok false before). A ring reports its losses in a LOST record
+// only at its next write, so the losses of a ring full at the end of a
+// recording are told by this count alone. An inherited event's count is
+// its own, not its children's.
+func (e *Event) LostSamples() (n uint64, ok bool) {
+	if !e.lostFormat {
+		return 0, false
+	}
+	var b [16]byte // the count, then the lost samples
+	if k, err := unix.Read(e.FD, b[:]); err != nil || k != len(b) {
+		return 0, false
+	}
+	return binary.LittleEndian.Uint64(b[8:]), true
 }
 
 // Layout says which optional fields an event's samples carry.
@@ -169,11 +189,14 @@ func Open(c Config, tid, cpu int, group int) (*Event, error) {
 	if !mmapBuildIDs() {
 		a.Bits &^= bitBuildID
 	}
+	if formatLost() {
+		a.Read_format |= unix.PERF_FORMAT_LOST
+	}
 	fd, err := OpenTask(a, tid, cpu, group, unix.PERF_FLAG_FD_CLOEXEC)
 	if err != nil {
 		return nil, explain(err, c, tid, cpu)
 	}
-	ev := &Event{FD: fd, CPU: cpu, TID: tid}
+	ev := &Event{FD: fd, CPU: cpu, TID: tid, lostFormat: a.Read_format&unix.PERF_FORMAT_LOST != 0}
 	if c.Tracepoint != nil {
 		ev.Layout = Layout{Raw: true, Period: max(c.Period, 1)}
 	}
@@ -252,6 +275,23 @@ func (e *Event) Disable() error {
 
 // Close closes the event.
 func (e *Event) Close() error { return unix.Close(e.FD) }
+
+// formatLost reports whether an event's count can carry the records it
+// lost (PERF_FORMAT_LOST, Linux 6.0+), probed once as mmapBuildIDs is.
+var formatLost = sync.OnceValue(func() bool {
+	a := &unix.PerfEventAttr{
+		Type:        unix.PERF_TYPE_SOFTWARE,
+		Config:      unix.PERF_COUNT_SW_DUMMY,
+		Size:        uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
+		Bits:        unix.PerfBitDisabled | unix.PerfBitExcludeKernel | unix.PerfBitExcludeHv,
+		Read_format: unix.PERF_FORMAT_LOST,
+	}
+	fd, err := OpenTask(a, 0, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	if err == nil {
+		unix.Close(fd)
+	}
+	return err != unix.EINVAL
+})
 
 // mmapBuildIDs reports whether the kernel can put build-ids in MMAP2 records
 // (Linux 5.12+). It is probed once, as cilium/ebpf probes features: a

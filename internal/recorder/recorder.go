@@ -1185,6 +1185,26 @@ func (s *session) lost(r *perf.Lost, since uint64, cpu uint32) {
 	s.write(l)
 }
 
+// unreportedLost writes the losses no ring reported, after the last
+// drain: a ring tells its losses in a LOST record at its next write, so
+// those of a ring full when the recording ends (a recorder that fell
+// behind at the end, a ring too small for the last burst) come with no
+// record; the events' own counts of the records they lost tell them
+// (perf.Event.LostSamples). Inherited events count only their own.
+func (s *session) unreportedLost() {
+	var counted uint64
+	for _, e := range s.events {
+		n, ok := e.LostSamples()
+		if !ok {
+			return
+		}
+		counted += n
+	}
+	if counted > s.res.Lost {
+		s.lost(&perf.Lost{Header: perf.Header{Type: perf.RecordLost, Time: monotonic()}, Count: counted - s.res.Lost}, 0, 0)
+	}
+}
+
 func (s *session) space(pid uint32) *proc.Space {
 	sp := s.spaces[pid]
 	if sp == nil {
@@ -1479,6 +1499,7 @@ func (s *session) finish() (Result, error) {
 		e.Disable()
 	}
 	err := s.drainAll()
+	s.unreportedLost()
 	var snapsLost, sysReduced, switchesOut uint64
 	if s.snap != nil {
 		snapsLost = s.snap.tk.Lost

@@ -171,6 +171,7 @@ func (x *Sched) Close() (events, lost uint64, warnings []string) {
 	if err := s.drainAll(); err != nil {
 		s.warn("writing the recording: %v", err)
 	}
+	s.unreportedLost()
 	s.close()
 	s.writeKernelSymbols(true)
 	if x.own {

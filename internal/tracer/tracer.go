@@ -29,8 +29,10 @@ import (
 )
 
 // pollInterval is how often the ring of call records is drained: the BPF
-// program wakes the reader only when the ring is a quarter full.
-const pollInterval = 10 * time.Millisecond
+// program wakes the reader only when the ring is a quarter full. The CPU
+// samples' rings are drained at the same moments. A variable for a test
+// that needs the rings to fill between drains.
+var pollInterval = 10 * time.Millisecond
 
 // Options configure a trace.
 type Options struct {

@@ -277,38 +277,35 @@ func (e *Event) Disable() error {
 func (e *Event) Close() error { return unix.Close(e.FD) }
 
 // formatLost reports whether an event's count can carry the records it
-// lost (PERF_FORMAT_LOST, Linux 6.0+), probed once as mmapBuildIDs is.
+// lost (PERF_FORMAT_LOST, Linux 6.0+).
 var formatLost = sync.OnceValue(func() bool {
-	a := &unix.PerfEventAttr{
-		Type:        unix.PERF_TYPE_SOFTWARE,
-		Config:      unix.PERF_COUNT_SW_DUMMY,
-		Size:        uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
-		Bits:        unix.PerfBitDisabled | unix.PerfBitExcludeKernel | unix.PerfBitExcludeHv,
-		Read_format: unix.PERF_FORMAT_LOST,
-	}
-	fd, err := OpenTask(a, 0, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
-	if err == nil {
-		unix.Close(fd)
-	}
-	return err != unix.EINVAL
+	return kernelAccepts(func(a *unix.PerfEventAttr) { a.Read_format = unix.PERF_FORMAT_LOST })
 })
 
 // mmapBuildIDs reports whether the kernel can put build-ids in MMAP2 records
-// (Linux 5.12+). It is probed once, as cilium/ebpf probes features: a
-// disabled dummy event on the calling process with the bit set, which an
-// older kernel refuses with EINVAL (a reserved bit). Any other failure
-// leaves the question to the real open, whose error is explained.
+// (Linux 5.12+).
 var mmapBuildIDs = sync.OnceValue(func() bool {
+	return kernelAccepts(func(a *unix.PerfEventAttr) {
+		a.Bits |= unix.PerfBitMmap | unix.PerfBitMmap2 | bitBuildID
+	})
+})
+
+// kernelAccepts probes an attribute of events as cilium/ebpf probes
+// features: a disabled dummy event on the calling process with what set
+// asks set, which an older kernel refuses with EINVAL (a reserved bit or
+// field value). Any other failure leaves the question to the real open,
+// whose error is explained. Callers probe once (sync.OnceValue).
+func kernelAccepts(set func(*unix.PerfEventAttr)) bool {
 	a := &unix.PerfEventAttr{
 		Type:   unix.PERF_TYPE_SOFTWARE,
 		Config: unix.PERF_COUNT_SW_DUMMY,
 		Size:   uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
-		Bits: unix.PerfBitDisabled | unix.PerfBitExcludeKernel | unix.PerfBitExcludeHv |
-			unix.PerfBitMmap | unix.PerfBitMmap2 | bitBuildID,
+		Bits:   unix.PerfBitDisabled | unix.PerfBitExcludeKernel | unix.PerfBitExcludeHv,
 	}
+	set(a)
 	fd, err := OpenTask(a, 0, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
 	if err == nil {
 		unix.Close(fd)
 	}
 	return err != unix.EINVAL
-})
+}

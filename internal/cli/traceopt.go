@@ -455,7 +455,7 @@ func hotFunctions(pr *program, opt optimizations) (hot map[string]bool, doubt ma
 			return nil, nil, "", err
 		}
 		if counts, n, _ := trace.SampledCounts(p, pr.exe, nil, entryOffsets(p.Probes, pr.exe), trace.InnermostOpen(p, jumpsOut(pr.exe))); n > 0 {
-			return trace.SampledHot(counts, n, opt.KeepHot), trace.SampledDoubtful(counts, n, opt.KeepHot), fmt.Sprintf("the time of the trace stored for %s by %d CPU samples", strings.TrimPrefix(opt.Stats, "@"), n), nil
+			return trace.SampledHot(counts, n, opt.KeepHot), trace.SampledDoubtful(counts, n, opt.KeepHot), fmt.Sprintf("the time of the trace stored for %s by %d CPU samples%s", strings.TrimPrefix(opt.Stats, "@"), n, fewSamples(float64(n), opt.KeepHot)), nil
 		}
 		hot := map[string]bool{}
 		for f := range trace.Hot(trace.DynamicStats(p), opt.KeepHot/100, pr.root) {

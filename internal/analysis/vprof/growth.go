@@ -350,6 +350,16 @@ func (g growth) of(f int32, normal, buggy float64) Share {
 	return t
 }
 
+// timeGrowth is function f's time per buggy run over its time per normal
+// run, from its samples (normal and buggy of nN and nB) and the runs'
+// time per sample; 0 when unknown.
+func (g growth) timeGrowth(f int32, normal, buggy float64) float64 {
+	if normal <= 0 || g.nN == 0 || g.nB == 0 || g.rho <= 0 {
+		return 0
+	}
+	return (buggy / g.nB) / (normal / g.nN * g.rho)
+}
+
 // timeRatio is the time per normal run of the samples compared (nN of
 // them) over the time per buggy run (nB): each kind's CPU time per sample
 // times the samples, over the number of runs. 0 when unknown.
@@ -1540,7 +1550,8 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 			if fj.Asks != nil || fj.CalledMore != nil {
 				return false
 			}
-			return fj.Evidence == EvidenceNone || fj.Evidence == EvidenceOwnTime || mixOnly(fj)
+			return fj.Evidence == EvidenceNone || fj.Evidence == EvidenceOwnTime || mixOnly(fj) ||
+				slightExcess(fj, gw.timeGrowth(ids[j], nc.incl[ids[j]], bc.incl[ids[j]]))
 		}
 		nu, bu := nc.under(thresholds), bc.under(thresholds)
 		claims := map[int32][]int32{} // threshold → the functions under it with claims of their own
@@ -2049,6 +2060,29 @@ func beyondNormal(an *Anomaly) bool {
 	bulk := an.Outside*2 > an.Considered
 	return an.BuggyMedian > an.NormalMax || an.BuggyMedian > an.NormalMedian && bulk ||
 		an.Dimension == DimDelta && an.BuggyMedian < an.NormalMin && bulk
+}
+
+// slightExcess says whether a function's only evidence is a value
+// beyond its normal range by too little to be what made it grow (t: its
+// time per buggy run over its time per normal run, growth.timeGrowth).
+// Work that grows with a value at most as its square grew at most r²-fold
+// a call when the value's buggy median is r times its normal one; when
+// the function's time grew more than r⁴-fold, more calls (at least
+// t/r²-fold) explain more of its growth than more work a call could: it
+// did about the same work on more calls, as a function whose only
+// evidence is its own time (docs/vprof.md, "A value a little beyond its
+// range").
+func slightExcess(fr *FunctionResult, t float64) bool {
+	v := fr.Var
+	if fr.Evidence != EvidenceVariable || v == nil || v.Anomaly == nil || t <= 1 {
+		return false
+	}
+	an := v.Anomaly
+	if an.Dimension != DimValue || !an.HasNormal || an.NormalMedian <= 0 || an.BuggyMedian <= an.NormalMedian {
+		return false
+	}
+	r := an.BuggyMedian / an.NormalMedian
+	return t > r*r*r*r
 }
 
 // material says whether part of a function's growth (its own code's, or

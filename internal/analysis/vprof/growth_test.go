@@ -2560,3 +2560,63 @@ func TestRepairThatDidNotRun(t *testing.T) {
 			g.Rank, g.Evidence, g.Pattern, g.Share, g.Object, w.Rank, w.Object)
 	}
 }
+
+// A function under a threshold whose only claim is a value beyond its
+// normal range by too little to explain its growth (block sizes 4% larger,
+// its time 4.5 times as long) did about the same work on more calls: the
+// threshold that let the calls through ranks above it. A value far
+// beyond its range (ten times as large) is more work per call, and the
+// function keeps its place above the threshold (docs/vprof.md, "A value a
+// little beyond its range").
+func TestSlightExcessUnderThreshold(t *testing.T) {
+	for _, tc := range []struct {
+		buggyN      int64
+		workerFirst bool
+	}{{501, false}, {5000, true}} {
+		fx := newFixture(t)
+		mk := func(buggy bool) *profile.Profile {
+			r := fx.create(t, "slight.rec")
+			cfg := r.variable("cfg_min_keys", "#global", "long", "cond", false)
+			n := r.variable("n", "worker", "long", "cond", false)
+			work := 200
+			if buggy {
+				work = 900
+			}
+			for i := 0; i < 600; i++ {
+				r.tick(1, []string{"main"}, 0, val{cfg, 0, 4096})
+			}
+			for i := 0; i < work; i++ {
+				v := int64(476 + i%15)
+				if buggy {
+					v = tc.buggyN + int64(i%3)
+				}
+				r.tick(1, []string{"worker", "dispatch_1", "main"}, 0, val{cfg, 0, 4096}, val{n, 0, v})
+			}
+			for i := 0; i < 20; i++ {
+				r.tick(1, []string{"dispatch_1", "main"}, 0, val{cfg, 0, 4096})
+			}
+			return r.done()
+		}
+		normal, buggy := mk(false), mk(true)
+		d1 := fx.funcs["dispatch_1"]
+		res := analyzeHooked(t, normal, buggy, func(a *Analyzer) {
+			in := func(off uint64) bool { return off >= d1.off && off < d1.off+d1.size }
+			a.SetGuards(func(_ string, off uint64, callee string) (bool, bool, bool) {
+				return in(off) && callee == "worker", true, in(off) && callee == "worker"
+			})
+			a.SetReads(func(_ string, off uint64, global string) (bool, bool) {
+				return in(off) && global == "cfg_min_keys", true
+			})
+			a.SetThresholds(func(_ string, off uint64, callee, global string) (bool, bool) {
+				return in(off) && callee == "worker" && global == "cfg_min_keys", true
+			})
+		})
+		d, w := res.fn(t, "dispatch_1"), res.fn(t, "worker")
+		if w.Evidence != EvidenceVariable || w.Variable != "n" || d.Evidence != EvidenceThreshold {
+			t.Fatalf("buggy n %d: worker evidence %s variable %q, dispatch_1 evidence %s: not the setting tested", tc.buggyN, w.Evidence, w.Variable, d.Evidence)
+		}
+		if got := w.Rank < d.Rank; got != tc.workerFirst {
+			t.Errorf("buggy n %d: worker rank %d, dispatch_1 (the threshold) rank %d; want worker first: %v", tc.buggyN, w.Rank, d.Rank, tc.workerFirst)
+		}
+	}
+}

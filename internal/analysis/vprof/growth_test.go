@@ -1960,21 +1960,7 @@ func TestThresholdOnConfiguration(t *testing.T) {
 	for _, tc := range []struct {
 		ordered, reads, compares bool
 	}{{true, true, true}, {false, true, true}, {true, false, false}, {true, true, false}} {
-		res := analyzeHooked(t, normal, buggy, func(a *Analyzer) {
-			in := func(off uint64) bool { return off >= d1.off && off < d1.off+d1.size }
-			a.SetGuards(func(_ string, off uint64, callee string) (bool, bool, bool) {
-				if in(off) && callee == "worker" {
-					return true, tc.ordered, true
-				}
-				return false, false, false
-			})
-			a.SetReads(func(_ string, off uint64, global string) (bool, bool) {
-				return tc.reads && in(off) && global == "cfg_min_keys", true
-			})
-			a.SetThresholds(func(_ string, off uint64, callee, global string) (bool, bool) {
-				return tc.compares && in(off) && callee == "worker" && global == "cfg_min_keys", true
-			})
-		})
+		res := analyzeHooked(t, normal, buggy, thresholdHooks(d1, tc.ordered, tc.reads, tc.compares))
 		d, w := res.fn(t, "dispatch_1"), res.fn(t, "worker")
 		if !tc.ordered || !tc.reads || !tc.compares {
 			if d.Evidence == EvidenceThreshold || d.Rank < w.Rank {
@@ -1988,6 +1974,27 @@ func TestThresholdOnConfiguration(t *testing.T) {
 		if !strings.Contains(d.Why, "a threshold of its own decides its calls of the work that grew, and its code reads cfg_min_keys") {
 			t.Errorf("dispatch_1 why %q", d.Why)
 		}
+	}
+}
+
+// thresholdHooks has function d1's call of worker guarded by a test
+// (ordered: a threshold), its code read cfg_min_keys (reads) and the
+// guard's block compare with it (compares).
+func thresholdHooks(d1 elfFunc, ordered, reads, compares bool) func(*Analyzer) {
+	return func(a *Analyzer) {
+		in := func(off uint64) bool { return off >= d1.off && off < d1.off+d1.size }
+		a.SetGuards(func(_ string, off uint64, callee string) (bool, bool, bool) {
+			if in(off) && callee == "worker" {
+				return true, ordered, true
+			}
+			return false, false, false
+		})
+		a.SetReads(func(_ string, off uint64, global string) (bool, bool) {
+			return reads && in(off) && global == "cfg_min_keys", true
+		})
+		a.SetThresholds(func(_ string, off uint64, callee, global string) (bool, bool) {
+			return compares && in(off) && callee == "worker" && global == "cfg_min_keys", true
+		})
 	}
 }
 
@@ -2599,18 +2606,7 @@ func TestSlightExcessUnderThreshold(t *testing.T) {
 		}
 		normal, buggy := mk(false), mk(true)
 		d1 := fx.funcs["dispatch_1"]
-		res := analyzeHooked(t, normal, buggy, func(a *Analyzer) {
-			in := func(off uint64) bool { return off >= d1.off && off < d1.off+d1.size }
-			a.SetGuards(func(_ string, off uint64, callee string) (bool, bool, bool) {
-				return in(off) && callee == "worker", true, in(off) && callee == "worker"
-			})
-			a.SetReads(func(_ string, off uint64, global string) (bool, bool) {
-				return in(off) && global == "cfg_min_keys", true
-			})
-			a.SetThresholds(func(_ string, off uint64, callee, global string) (bool, bool) {
-				return in(off) && callee == "worker" && global == "cfg_min_keys", true
-			})
-		})
+		res := analyzeHooked(t, normal, buggy, thresholdHooks(d1, true, true, true))
 		d, w := res.fn(t, "dispatch_1"), res.fn(t, "worker")
 		if w.Evidence != EvidenceVariable || w.Variable != "n" || d.Evidence != EvidenceThreshold {
 			t.Fatalf("buggy n %d: worker evidence %s variable %q, dispatch_1 evidence %s: not the setting tested", tc.buggyN, w.Evidence, w.Variable, d.Evidence)

@@ -296,7 +296,8 @@ func TestInputTakesGrowth(t *testing.T) {
 	}
 }
 
-// The C runtime's and the kernel's samples are their nearest caller's own
+// The C runtime's and the kernel's samples, and a PLT stub's (in the
+// program or in a library of its own), are their nearest caller's own
 // time outside them.
 func TestOwnTimeOfRuntimeCallers(t *testing.T) {
 	a := &Analyzer{funcs: []fn{
@@ -305,12 +306,17 @@ func TestOwnTimeOfRuntimeCallers(t *testing.T) {
 		{name: "memset", object: "/usr/lib/x86_64-linux-gnu/libc.so.6"},
 		{name: "clear_page", object: "[kernel.kallsyms]", kernel: true},
 		{name: "hist_add", object: "/opt/lib/libhist.so"},
+		{name: "memcmp@plt", object: "/bin/prog"},
+		{name: "hist_add@plt", object: "/bin/prog"},
 	}}
 	c := newStackCounts()
 	c.add([]int32{3, 2, 1, 0}, a.system) // page fault in memset, called by compress
 	c.add([]int32{2, 1, 0}, a.system)
 	c.add([]int32{4, 0}, a.system) // a library of the program's own keeps its time
-	if c.own[1] != 2 || c.own[2] != 0 || c.own[3] != 0 || c.own[4] != 1 || c.self[2] != 1 || c.self[3] != 1 {
+	c.add([]int32{5, 1, 0}, a.system)
+	c.add([]int32{6, 0}, a.system)
+	if c.own[0] != 1 || c.own[1] != 3 || c.own[2] != 0 || c.own[3] != 0 || c.own[4] != 1 || c.own[5] != 0 || c.own[6] != 0 ||
+		c.self[2] != 1 || c.self[3] != 1 || c.self[5] != 1 || c.self[6] != 1 {
 		t.Errorf("own %v, self %v", c.own, c.self)
 	}
 }

@@ -440,11 +440,14 @@ func (a *Analyzer) fn(name, object string) int32 {
 }
 
 // system says whether function f is the kernel's or the C runtime's
-// (profile.RuntimeObject): its own time is the work of its nearest caller
-// outside them.
+// (profile.RuntimeObject), or a PLT stub (f@plt, in any object): its own
+// time is the work of its nearest caller outside them. A stub is the
+// second half of its caller's call of a library function: it jumps there
+// and does nothing of its own (docs/vprof.md, "The C runtime and the
+// kernel do what they are asked").
 func (a *Analyzer) system(f int32) bool {
 	fn := a.funcs[f]
-	return fn.kernel || fn.object == profile.KernelObject || profile.RuntimeObject(fn.object)
+	return fn.kernel || fn.object == profile.KernelObject || profile.RuntimeObject(fn.object) || strings.HasSuffix(fn.name, "@plt")
 }
 
 func (a *Analyzer) loc(f profile.Frame) int32 {

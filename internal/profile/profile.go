@@ -50,20 +50,40 @@ type Sample struct {
 }
 
 // SwitchArg is a context switch's Arg in a profile loaded without
-// merging: the recording's (prev_state, below bit 31) and, when the
-// recording has the thread's run delay at the switch
+// merging. A switch away's is the recording's (prev_state, below bit 31)
+// and, when the recording has the thread's run delay at the switch
 // (recording.Sample.RunDelay), bit 31 set and the run delay modulo 2^32
 // in bits 32-63. The run delay's growth between two switches of a thread
 // is its wait for a CPU before the run between them: modulo 2^32 it is
-// exact for any wait under 4.29 s.
+// exact for any wait under 4.29 s. A switch onto a CPU's (the recording's
+// is 0) is, when the recording has the thread's time on a CPU before the
+// run (recording.Sample.ExecRuntime), that time in bits 0-62 and bit 63
+// set: the next switch onto a CPU of the thread has its time after the
+// run, so the two tell the run's length as the kernel counts it.
 func SwitchArg(s *recording.Sample) uint64 {
-	if s.Event != recording.EventSwitch || !s.HasRunDelay {
+	switch {
+	case s.Event == recording.EventSwitchIn && s.HasExecRuntime:
+		return s.ExecRuntime&^switchInRuntime | switchInRuntime
+	case s.Event != recording.EventSwitch || !s.HasRunDelay:
 		return s.Arg
 	}
 	return s.Arg&0x7fffffff | switchRunDelay | s.RunDelay<<32
 }
 
-const switchRunDelay = 1 << 31
+const (
+	switchRunDelay  = 1 << 31
+	switchInRuntime = 1 << 63
+)
+
+// ExecRuntime returns a switch onto a CPU's time on a CPU of its thread
+// before the run it starts, ns, as the kernel counts it (SwitchArg), and
+// whether the profile has it.
+func (s *Sample) ExecRuntime() (uint64, bool) {
+	if s.Event != recording.EventSwitchIn || s.Arg&switchInRuntime == 0 {
+		return 0, false
+	}
+	return s.Arg &^ switchInRuntime, true
+}
 
 // RunDelay returns a context switch's run delay modulo 2^32 (SwitchArg),
 // and whether the profile has it.

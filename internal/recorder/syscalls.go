@@ -346,7 +346,8 @@ func (s *session) eventTop(tid uint32, sp, end uint64, stop unwind.Stop, need un
 func (s *session) syscall(e *sysEvent, k *eventKind) {
 	ev := &e.ev
 	if ev.SwitchIn {
-		s.switchIn(recording.Sample{Time: ev.Time, PID: ev.PID, TID: ev.TID, CPU: ev.CPU, Event: recording.EventSwitchIn})
+		s.switchIn(recording.Sample{Time: ev.Time, PID: ev.PID, TID: ev.TID, CPU: ev.CPU, Event: recording.EventSwitchIn,
+			ExecRuntime: ev.ExecRuntime, HasExecRuntime: ev.HasExecRuntime})
 		return
 	}
 	if ev.Waking {
@@ -517,6 +518,7 @@ func (s *session) writeSyscall(ev *syscallprog.Event, k *eventKind, c *pendingCa
 		Truncated: c.truncated, Event: k.event, Arg: c.nr}
 	if ev.Switch {
 		smp.RunDelay, smp.HasRunDelay = ev.RunDelay, ev.HasRunDelay
+		smp.ExecRuntime, smp.HasExecRuntime = ev.ExecRuntime, ev.HasExecRuntime
 	}
 	if err := s.w.WriteSample(smp, c.kernel, c.user); err != nil {
 		s.warn("writing the recording: %v", err)

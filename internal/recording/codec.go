@@ -11,6 +11,7 @@ const (
 	commExec        = 1 << 0 // Comm.Exec
 	sampleTruncated = 1 << 0 // Sample.Truncated
 	sampleRunDelay  = 1 << 1 // Sample.HasRunDelay: field 10 is RunDelay
+	sampleRuntime   = 1 << 2 // Sample.HasExecRuntime: field 11 is ExecRuntime (field 10 then written, 0 without HasRunDelay)
 	sourceGlobal    = 1 << 0 // ValueSource.Global
 	sourcePointer   = 1 << 1 // ValueSource.Pointer
 )
@@ -272,10 +273,20 @@ func encodeSample(e *enc, s *Sample) {
 	if s.HasRunDelay {
 		f |= sampleRunDelay
 	}
+	if s.HasExecRuntime {
+		f |= sampleRuntime
+	}
 	e.u(f)
 	e.u(uint64(s.Event))
 	e.u(s.Arg)
-	if s.HasRunDelay {
+	switch {
+	case s.HasExecRuntime && s.HasRunDelay:
+		e.u(s.RunDelay)
+		e.u(s.ExecRuntime)
+	case s.HasExecRuntime:
+		e.u(0)
+		e.u(s.ExecRuntime)
+	case s.HasRunDelay:
 		e.u(s.RunDelay)
 	}
 }
@@ -292,7 +303,7 @@ func decodePayload(k Kind, p []byte, slab *[]Sample, stack *Stack, value *Value,
 	d := dec{b: p}
 	switch k {
 	case KindSample:
-		var v [10]uint64
+		var v [11]uint64
 		d.uvarints(v[:])
 		if d.bad || v[1]|v[2]|v[3] > math.MaxUint32 || v[7] > math.MaxUint8 {
 			return nil, false
@@ -307,6 +318,9 @@ func decodePayload(k Kind, p []byte, slab *[]Sample, stack *Stack, value *Value,
 			Event: Event(v[7]), Arg: v[8], HasRunDelay: v[6]&sampleRunDelay != 0}
 		if s.HasRunDelay {
 			s.RunDelay = v[9]
+		}
+		if v[6]&sampleRuntime != 0 {
+			s.ExecRuntime, s.HasExecRuntime = v[10], true
 		}
 		return s, true
 	case KindStack:

@@ -186,7 +186,7 @@ func TestFieldCompatibility(t *testing.T) {
 	p = binary.AppendUvarint(p, 1)      // CPU
 	p = binary.AppendUvarint(p, 1000)   // Period
 	p = binary.AppendUvarint(p, 3)      // StackID
-	p = binary.AppendUvarint(p, 1|4|8)  // flags: Truncated and unknown bits
+	p = binary.AppendUvarint(p, 1|8|16) // flags: Truncated and unknown bits
 	p = binary.AppendUvarint(p, 3)      // Event: switch (format 1.1)
 	p = binary.AppendUvarint(p, 12345)  // Arg (format 1.1)
 	p = binary.AppendUvarint(p, 999)    // a field of a later minor version

@@ -10,7 +10,7 @@ package recording
 const (
 	Magic        = "CULPRIT\x00"
 	MajorVersion = 1
-	MinorVersion = 13
+	MinorVersion = 14
 )
 
 // Kind identifies a record. New kinds may be added by later minor versions;
@@ -168,6 +168,18 @@ type Sample struct {
 	// CPU before the run between them.
 	RunDelay    uint64
 	HasRunDelay bool
+	// ExecRuntime is, for a context switch away or onto a CPU with
+	// HasExecRuntime (format 1.14), the thread's time on a CPU since it
+	// was created, ns, as the kernel counts it (task_struct's
+	// se.sum_exec_runtime, its schedstat's first field): at a switch away
+	// up to the switch (to the run queue's clock read where the kernel's
+	// switch began), at a switch onto a CPU before the run it starts. The
+	// difference between a thread's switch away and its switch in before
+	// it is the run's length by the kernel's account; the switches'
+	// stamps are taken later than the clock it reads, by tens of
+	// microseconds on a busy machine.
+	ExecRuntime    uint64
+	HasExecRuntime bool
 }
 
 // Event is the kind of event a sample was taken at.

@@ -18,7 +18,7 @@ import (
 // server that switches for each request costs it microseconds a switch.
 // A thread that blocks again where it blocked before reuses that chain
 // (blockedKernelStack).
-func blockingSwitchProgram(m fds, exitStateOff, runDelayOff int32, in *switchIns) asm.Instructions {
+func blockingSwitchProgram(m fds, exitStateOff int32, so schedOffs, in *switchIns) asm.Instructions {
 	m.walker = walkSwitch
 	var b bpfasm.Builder
 	switchInRecord(&b, m, in)
@@ -26,7 +26,7 @@ func blockingSwitchProgram(m fds, exitStateOff, runDelayOff int32, in *switchIns
 	stale(&b, m)
 	switchTime(&b)
 	reserve(&b, m, hdrSize, kindSwitch)
-	switchNr(&b, exitStateOff, runDelayOff)
+	switchNr(&b, exitStateOff, so)
 	b.Emit(
 		storeImm64(rRec, offUStack, NoStack),
 		storeImm64(rRec, offKStack, -1),

@@ -258,8 +258,50 @@ func TestSwitchIns(t *testing.T) {
 				if len(sleeps) < n || slept < len(sleeps)*3/4 || outs-ins > 1+missed || ins-outs > 1 {
 					t.Errorf("%d switches in (%d after a sleep), %d away; %d of %d full sleeps of 1 ms have a switch-in after their 1 ms", ins, asleep, outs, slept, len(sleeps))
 				}
+				execRuntimes(t, evs)
 			})
 		})
+	}
+}
+
+// execRuntimes checks the thread's time on a CPU (se.sum_exec_runtime)
+// in its switch records: every record has it (this kernel's BTF has the
+// field); a switch in carries what its switch away before it did (the
+// thread did not run in between: equal, but for a run whose switch away
+// went unseen), a switch away at least what its switch in did, and the
+// run between them, by the kernel's account, is no longer than by the
+// records' stamps, taken later than the clock the kernel's account
+// reads, by a millisecond at most.
+func execRuntimes(t *testing.T, evs []Event) {
+	t.Helper()
+	pairs, same := 0, 0
+	for i, ev := range evs {
+		if (ev.Switch || ev.SwitchIn) && !ev.HasExecRuntime {
+			t.Fatalf("a switch record without the thread's sum_exec_runtime: %+v", ev)
+		}
+		if i == 0 || !(ev.Switch || ev.SwitchIn) {
+			continue
+		}
+		prev := evs[i-1]
+		switch {
+		case ev.SwitchIn && prev.Switch:
+			pairs++
+			if ev.ExecRuntime == prev.ExecRuntime {
+				same++
+			}
+			if ev.ExecRuntime < prev.ExecRuntime {
+				t.Errorf("switched in with %d ns on the CPU, away before with %d", ev.ExecRuntime, prev.ExecRuntime)
+			}
+		case ev.Switch && prev.SwitchIn:
+			if ev.ExecRuntime < prev.ExecRuntime {
+				t.Errorf("switched away with %d ns on the CPU, in before with %d", ev.ExecRuntime, prev.ExecRuntime)
+			} else if k, s := ev.ExecRuntime-prev.ExecRuntime, ev.Time-prev.Time; k > s+uint64(time.Millisecond) {
+				t.Errorf("a run of %d ns by the kernel's account, %d ns by the stamps", k, s)
+			}
+		}
+	}
+	if pairs == 0 || same < pairs*3/4 {
+		t.Errorf("%d of %d switches in carry the time on the CPU of the switch away before them", same, pairs)
 	}
 }
 

@@ -105,8 +105,12 @@ const (
 	// offRunDelay is offSkipped in a switch record: the thread's
 	// sched_info.run_delay (Event.RunDelay).
 	offRunDelay = offSkipped
-	hdrSize     = 96
-	exitSize    = 48
+	// offExecRuntime is, in a switch record, the leaving thread's
+	// se.sum_exec_runtime (Event.ExecRuntime), unused in the others; a
+	// switch in's (exitSize long) is at offNr.
+	offExecRuntime = 96
+	hdrSize        = 104
+	exitSize       = 48
 )
 
 // x86-64 struct pt_regs offsets (the user registers at the system call).
@@ -268,6 +272,17 @@ type Event struct {
 	// CPU before the run between them, woken or preempted.
 	RunDelay    uint64
 	HasRunDelay bool
+	// ExecRuntime is, at a switch away and at a switch in, the thread's
+	// time on a CPU since it was created, ns, as the kernel counts it
+	// (task_struct.se.sum_exec_runtime, schedstat's first field;
+	// HasExecRuntime when the kernel's BTF has it). At a switch away the
+	// scheduler has just brought it up to date, to the run queue's clock
+	// read where the switch began; at a switch in it is the thread's
+	// total before the run: the difference between the two is the run's
+	// length by the kernel's own account, which stamps taken where the
+	// program runs (after the pick of the next thread) are not.
+	ExecRuntime    uint64
+	HasExecRuntime bool
 	// Reduced: an entry or switch recorded without its stack copy, the
 	// ring being more than half full.
 	Reduced bool
@@ -294,6 +309,7 @@ type Tracer struct {
 	tracing                             *TracingCode
 	copyBytes                           int
 	runDelay                            bool     // switch records carry the thread's run_delay
+	execRuntime                         bool     // switch and switch-in records carry the thread's sum_exec_runtime
 	win                                 *windows // nil: the system call programs stay attached
 }
 
@@ -305,7 +321,7 @@ func New(o Options) (*Tracer, error) {
 	if err != nil {
 		return nil, err
 	}
-	runDelayOff := runDelayOffset()
+	so := schedOffs{runDelay: runDelayOffset(), execRuntime: execRuntimeOffset()}
 	copyBytes := (o.StackBytes + 7) &^ 7
 	if copyBytes > 4096 {
 		copyBytes = 4096
@@ -314,7 +330,7 @@ func New(o Options) (*Tracer, error) {
 	if ringBytes == 0 {
 		ringBytes = 16 << 20
 	}
-	t := &Tracer{tracing: NewTracingCode(), copyBytes: copyBytes, runDelay: runDelayOff >= 0}
+	t := &Tracer{tracing: NewTracingCode(), copyBytes: copyBytes, runDelay: so.runDelay >= 0, execRuntime: so.execRuntime >= 0}
 	fail := func(err error) (*Tracer, error) {
 		t.Close()
 		return nil, explain(err)
@@ -414,12 +430,12 @@ func New(o Options) (*Tracer, error) {
 	}
 	var in *switchIns
 	if o.SwitchIns {
-		in = &switchIns{tgidOff: offs[1], pidOff: offs[2]}
+		in = &switchIns{tgidOff: offs[1], pidOff: offs[2], execOff: so.execRuntime}
 	}
 	if o.Switches && o.BlockingChainsOnly && !o.Syscalls {
-		progs = append(progs, prog{"sched_switch", blockingSwitchProgram(m, offs[0], runDelayOff, in)})
+		progs = append(progs, prog{"sched_switch", blockingSwitchProgram(m, offs[0], so, in)})
 	} else if o.Switches {
-		progs = append(progs, prog{"sched_switch", switchProgram(m, copyBytes, ringBytes, offs[0], runDelayOff, o.Syscalls, in)})
+		progs = append(progs, prog{"sched_switch", switchProgram(m, copyBytes, ringBytes, offs[0], so, o.Syscalls, in)})
 	}
 	if o.Wakeups && o.WakerStacks {
 		progs = append(progs, prog{"sched_waking", wakerStacksProgram(m, offs[1], offs[2], offs[3], copyBytes, ringBytes)})
@@ -528,6 +544,9 @@ func (t *Tracer) Drain(fn func(*Event)) error {
 		ev = Event{Exit: kind == kindExit, Switch: kind == kindSwitch, Waking: kind == kindWaking, SwitchIn: kind == kindSwitchIn, CPU: le.Uint32(b[offCPU:]),
 			PID: uint32(pt >> 32), TID: uint32(pt), Time: le.Uint64(b[offTime:]), Nr: le.Uint64(b[offNr:])}
 		ev.KernStack = int64(le.Uint64(b[offKStack:]))
+		if ev.SwitchIn {
+			ev.ExecRuntime, ev.HasExecRuntime, ev.Nr = ev.Nr, t.execRuntime, 0
+		}
 		if !ev.Exit && len(b) >= hdrSize {
 			if !ev.Switch {
 				t.skipped += le.Uint64(b[offSkipped:])
@@ -545,6 +564,7 @@ func (t *Tracer) Drain(fn func(*Event)) error {
 			}
 			if ev.Switch {
 				ev.RunDelay, ev.HasRunDelay = le.Uint64(b[offRunDelay:]), t.runDelay
+				ev.ExecRuntime, ev.HasExecRuntime = le.Uint64(b[offExecRuntime:]), t.execRuntime
 			} else {
 				ev.Skipped = le.Uint64(b[offSkipped:])
 			}
@@ -1457,21 +1477,46 @@ func runDelayOffset() int32 {
 	return task[0] + info[0]
 }
 
+// execRuntimeOffset returns the offset of se.sum_exec_runtime in struct
+// task_struct, -1 when the kernel's BTF has no such field: switches are
+// then recorded without (Event.HasExecRuntime).
+func execRuntimeOffset() int32 {
+	task, err1 := bpfasm.TaskOffsets("to record run times", "se")
+	se, err2 := bpfasm.StructOffsets("to record run times", "sched_entity", "sum_exec_runtime")
+	if err1 != nil || err2 != nil {
+		return -1
+	}
+	return task[0] + se[0]
+}
+
+// schedOffs places the fields of struct task_struct a switch program
+// reads of the thread leaving the CPU, -1 each when the kernel has none:
+// sched_info.run_delay and se.sum_exec_runtime.
+type schedOffs struct{ runDelay, execRuntime int32 }
+
 // switchIns places the fields of struct task_struct a switch program
-// reads of the thread it switches to (Options.SwitchIns).
-type switchIns struct{ tgidOff, pidOff int32 }
+// reads of the thread it switches to (Options.SwitchIns); execOff is -1
+// when the kernel has no se.sum_exec_runtime.
+type switchIns struct{ tgidOff, pidOff, execOff int32 }
 
 // switchInRecord emits, first in a switch program (R1 its context): the
 // clock read once for the switch (switchTimeSlot), and, when next's
 // process is traced, a record of kind kindSwitchIn, next's pid_tgid as
-// the record's, stamped with it. The sched_switch tracepoint is hit after the
-// scheduler picked next and before the context switch, where the kernel
-// starts next's run time (sched_info_arrive), so the stamp is the pick's;
-// perf's switch records are written once the switch is done, microseconds
-// later on a busy machine, and each was a record more (in and out) at
-// every switch of a traced thread. Every switch of the machine pays a
-// clock read, two kernel reads and a lookup in the follow set for next; those of the
-// traced threads a record of 48 bytes. R1 is the context again after it.
+// the record's, stamped with it, with next's se.sum_exec_runtime (its
+// time on a CPU before this run) in the record's Nr (0 when in.execOff
+// is negative). The sched_switch tracepoint is hit after the scheduler
+// picked next and before the context switch; perf's switch records are
+// written once the switch is done, microseconds later on a busy machine,
+// and each was a record more (in and out) at every switch of a traced
+// thread. The stamp is still later than the run queue's clock the
+// kernel's account of the run starts from (read where __schedule began,
+// before the pick, which may balance the load first), by 10-36 µs a
+// switch on a 2-CPU VM: the run's length is the kernel's from the
+// sum_exec_runtime read here and at the switch away (Event.ExecRuntime).
+// Every switch of the machine pays a clock read, two kernel reads and a
+// lookup in the follow set for next; those of the traced threads a
+// record of 48 bytes and a kernel read more. R1 is the context again
+// after it.
 func switchInRecord(b *bpfasm.Builder, m fds, in *switchIns) {
 	b.Emit(
 		asm.Mov.Reg(rCtx, asm.R1),
@@ -1514,10 +1559,10 @@ func switchInRecord(b *bpfasm.Builder, m fds, in *switchIns) {
 	)
 	reserveOr(b, m, exitSize, kindSwitchIn, done)
 	b.Emit(
-		storeImm64(rRec, offNr, 0),
 		storeImm64(rRec, offUStack, -1),
 		storeImm64(rRec, offKStack, -1),
 	)
+	readTask(b, offNr, 16, in.execOff) // ctx->args[2]: next
 	submitOn(b)
 	b.Mark(done)
 	b.Emit(asm.Mov.Reg(asm.R1, rCtx))
@@ -1734,7 +1779,7 @@ func SwitchState(nr uint64) uint64 {
 // limit, outside a window, or whose entry's record the ring refused), the
 // record has no chains, but for a preemption within its thread's budget
 // (leftOut), or walks them without a limit.
-func switchProgram(m fds, copyBytes, ringBytes int, exitStateOff, runDelayOff int32, inCall bool, in *switchIns) asm.Instructions {
+func switchProgram(m fds, copyBytes, ringBytes int, exitStateOff int32, so schedOffs, inCall bool, in *switchIns) asm.Instructions {
 	m.walker = walkSwitch
 	const slotNr, slotIP = -48, -56 // the call and IP, read before the record is reserved
 	var b bpfasm.Builder
@@ -1810,7 +1855,7 @@ func switchProgram(m fds, copyBytes, ringBytes int, exitStateOff, runDelayOff in
 		leftOut(&b, m, "walk", "bare")
 		inCallRecord := func(user int32, kernel bool) {
 			reserve(&b, m, hdrSize, kindSwitch)
-			switchNr(&b, exitStateOff, runDelayOff)
+			switchNr(&b, exitStateOff, so)
 			if kernel {
 				inCallKernelStack(&b, m, slotNr)
 			} else {
@@ -1839,7 +1884,7 @@ func switchProgram(m fds, copyBytes, ringBytes int, exitStateOff, runDelayOff in
 	}
 	copySize(&b, copyBytes, ringBytes, m)
 	reserve(&b, m, -1, kindSwitch)
-	switchNr(&b, exitStateOff, runDelayOff)
+	switchNr(&b, exitStateOff, so)
 	switchKernelStack(&b, m)
 	b.Emit(
 		asm.Mov.Imm(asm.R1, 0),
@@ -1851,22 +1896,31 @@ func switchProgram(m fds, copyBytes, ringBytes int, exitStateOff, runDelayOff in
 	return b.Ins
 }
 
-// switchNr emits: rec.Nr = preempt << 32 | prev_state | prev->exit_state
-// (prev is the current task), and, when runDelayOff is not negative,
-// rec's run delay = prev->sched_info.run_delay (else 0).
-func switchNr(b *bpfasm.Builder, exitStateOff, runDelayOff int32) {
-	if runDelayOff >= 0 {
-		b.Emit(
-			asm.Mov.Reg(asm.R1, rRec),
-			asm.Add.Imm(asm.R1, offRunDelay),
-			asm.Mov.Imm(asm.R2, 8),
-			asm.LoadMem(asm.R3, rCtx, 8, asm.DWord), // ctx->args[1]: prev
-			asm.Add.Imm(asm.R3, runDelayOff),
-			asm.FnProbeReadKernel.Call(), // zeroes the field when it fails
-		)
-	} else {
-		b.Emit(storeImm64(rRec, offRunDelay, 0))
+// readTask emits: rec[at] = the 8 bytes at off in the task at ctx's
+// argument arg (a byte offset into the context: 8 prev, 16 next), or 0
+// when off is negative or the read fails.
+func readTask(b *bpfasm.Builder, at int16, arg int16, off int32) {
+	if off < 0 {
+		b.Emit(storeImm64(rRec, at, 0))
+		return
 	}
+	b.Emit(
+		asm.Mov.Reg(asm.R1, rRec),
+		asm.Add.Imm(asm.R1, int32(at)),
+		asm.Mov.Imm(asm.R2, 8),
+		asm.LoadMem(asm.R3, rCtx, arg, asm.DWord),
+		asm.Add.Imm(asm.R3, off),
+		asm.FnProbeReadKernel.Call(), // zeroes the field when it fails
+	)
+}
+
+// switchNr emits: rec.Nr = preempt << 32 | prev_state | prev->exit_state
+// (prev is the current task), and rec's run delay and run time =
+// prev->sched_info.run_delay and prev->se.sum_exec_runtime where the
+// kernel has them (so; else 0).
+func switchNr(b *bpfasm.Builder, exitStateOff int32, so schedOffs) {
+	readTask(b, offRunDelay, 8, so.runDelay) // ctx->args[1]: prev
+	readTask(b, offExecRuntime, 8, so.execRuntime)
 	if exitStateOff <= math.MaxInt16 {
 		b.Emit(
 			asm.FnGetCurrentTaskBtf.Call(),

@@ -175,6 +175,10 @@ type Timeline struct {
 	// WokenFromRunDelay counts the Unwoken intervals whose wake-up the
 	// kernel's run delay placed (Interval.WakeFromRunDelay).
 	WokenFromRunDelay int
+	// KernelRuns counts the runs on a CPU whose length is the kernel's
+	// own account (its sum_exec_runtime at the switches onto a CPU that
+	// began the run and the thread's next; States).
+	KernelRuns int
 	Warnings          []string
 	// Handoffs are the created-by edges the timeline knows itself (a Go
 	// goroutine a timer armed by another started), which CriticalPath
@@ -204,6 +208,18 @@ type tstate struct {
 	// switch away, when hasRunDelay.
 	runDelay    uint32
 	hasRunDelay bool
+	// runtime is, when hasRuntime, the thread's time on a CPU (the
+	// kernel's sum_exec_runtime) before the run open in cur, which its
+	// recorded switch onto a CPU began. ran is, when hasRan, the index in
+	// th.Intervals of such a run since closed by a recorded switch away,
+	// whose length its next switch onto a CPU tells (kernelRun), ranFrom
+	// its runtime before it, and ranSeen the last event the thread made
+	// while it ran.
+	runtime, ranFrom uint64
+	hasRuntime       bool
+	ran              int
+	hasRan           bool
+	ranSeen          uint64
 }
 
 func (ts *tstate) close(t uint64) {
@@ -274,6 +290,7 @@ func States(p *profile.Profile) (*Timeline, error) {
 				if ts.open && ts.cur.State != OnCPU && ts.cur.State != Stopped && s.Time > ts.cur.From {
 					tl.Unseen++
 					ts.runs(s.Time, tl)
+					ts.hasRuntime, ts.hasRan = false, false
 				}
 			}
 			return true
@@ -292,6 +309,11 @@ func States(p *profile.Profile) (*Timeline, error) {
 				break // a repeated switch-in: keep the interval
 			}
 			ts.runs(s.Time, tl)
+			rt, ok := s.ExecRuntime()
+			if ok && ts.hasRan {
+				ts.kernelRun(rt, tl)
+			}
+			ts.runtime, ts.hasRuntime, ts.hasRan = rt, ok, false
 		case recording.EventSwitch:
 			tl.Switches++
 			ts = get(s.PID, s.TID)
@@ -302,6 +324,7 @@ func States(p *profile.Profile) (*Timeline, error) {
 					from = ts.lastSeen
 				}
 				ts.start(from, OnCPU)
+				ts.hasRuntime = false
 			}
 			if ts.cur.State != OnCPU {
 				// A switch away of a thread not seen switching in (an
@@ -309,6 +332,7 @@ func States(p *profile.Profile) (*Timeline, error) {
 				// here.
 				tl.Unseen++
 				ts.runs(s.Time, tl)
+				ts.hasRuntime, ts.hasRan = false, false
 			}
 			rd, ok := s.RunDelay()
 			if ok && ts.hasRunDelay {
@@ -316,6 +340,11 @@ func States(p *profile.Profile) (*Timeline, error) {
 			}
 			ts.runDelay, ts.hasRunDelay = rd, ok
 			ts.close(s.Time)
+			ts.ran, ts.ranFrom, ts.hasRan = len(ts.th.Intervals)-1, ts.runtime, ts.hasRuntime
+			ts.ranSeen, ts.hasRuntime = ts.cur.From, false
+			if ts.lastSeen > ts.ranSeen && ts.lastSeen <= s.Time {
+				ts.ranSeen = ts.lastSeen
+			}
 			st := cls.state(s.SwitchState(), s.Stack)
 			if st == Unknown { // exited
 				ts.early = false
@@ -340,6 +369,9 @@ func States(p *profile.Profile) (*Timeline, error) {
 			var waker uint32
 			if !irq {
 				waker = s.TID
+				if ws := states[s.TID]; ws != nil {
+					ws.lastSeen = max(ws.lastSeen, s.Time)
+				}
 			}
 			switch {
 			case w.open && w.cur.State.Blocked() || w.open && w.cur.State == Stopped:
@@ -406,6 +438,31 @@ func (ts *tstate) runs(t uint64, tl *Timeline) {
 	ts.close(t)
 	ts.start(t, OnCPU)
 	ts.early = false
+}
+
+// kernelRun gives the thread's last run (ts.ran, closed by a switch
+// away and followed by its waits up to the switch onto a CPU now, whose
+// time on a CPU before the run it starts is rt) its length by the
+// kernel's account, rt less the time before the run (ts.ranFrom): the run
+// ends that long after it began, and the wait after it begins there, so
+// that the intervals still tile the thread's time. The stamps of the
+// switches are later than the run queue's clock the kernel's account
+// reads, each by the scheduler's work before the tracepoint (picking the
+// next thread, balancing load when none is queued, the other programs on
+// it): a switch away's late stamp made the run that much longer, a
+// switch in's late stamp that much shorter. The end is kept within the
+// wait after it, and no sooner than the last event that showed the thread
+// running (a wake-up it made, a sample, a system call).
+func (ts *tstate) kernelRun(rt uint64, tl *Timeline) {
+	iv := ts.th.Intervals
+	k := ts.ran
+	if k < 0 || k+1 >= len(iv) || iv[k].State != OnCPU || rt < ts.ranFrom {
+		return
+	}
+	end := iv[k].From + (rt - ts.ranFrom)
+	end = min(max(end, ts.ranSeen, iv[k].From), iv[k+1].To)
+	iv[k].To, iv[k+1].From = end, end
+	tl.KernelRuns++
 }
 
 // wokeBefore places, at the thread's switch away, the wake-up of the

@@ -96,14 +96,21 @@ func statesAgree(t *testing.T, bin, fn string, runnable bool) {
 				seen++
 				unwokenEnds(t, th.TID, th.Intervals)
 				ns := map[string]float64{}
+				runs, kernel := 0, 0
 				for _, iv := range th.Intervals {
 					if to := min(iv.To, at); to > iv.From {
 						ns[iv.State] += float64(to - iv.From)
+						if iv.State == "on-cpu" {
+							runs++
+							if iv.KernelLength {
+								kernel++
+							}
+						}
 					}
 				}
 				cpu, run := ns["on-cpu"], ns["runnable"]
-				t.Logf("thread %d: on-cpu %.1f ms (schedstat %.1f), runnable %.1f ms (run_delay %.1f), sleep %.1f ms, lock %.1f ms",
-					th.TID, cpu/1e6, w.cpu/1e6, run/1e6, w.delay/1e6, ns["sleep"]/1e6, ns["lock"]/1e6)
+				t.Logf("thread %d: on-cpu %.2f ms (schedstat %.2f, %+.2f%%; %d of %d runs of the kernel's length), runnable %.1f ms (run_delay %.1f), sleep %.1f ms, lock %.1f ms",
+					th.TID, cpu/1e6, w.cpu/1e6, 100*(cpu-w.cpu)/w.cpu, kernel, runs, run/1e6, w.delay/1e6, ns["sleep"]/1e6, ns["lock"]/1e6)
 				if !onCPUAgrees(cpu, w.cpu) {
 					t.Errorf("thread %d: on-cpu %.0f ns, the kernel's %.0f ns (%+.1f%%; %.2f µs in each of its %.0f runs)",
 						th.TID, cpu, w.cpu, 100*(cpu-w.cpu)/w.cpu, (cpu-w.cpu)/w.runs/1e3, w.runs)
@@ -131,6 +138,8 @@ type stateInterval struct {
 	// WakeFromRunDelay: the unwoken wait ends at the wake-up the
 	// kernel's run delay places.
 	WakeFromRunDelay bool `json:"wake_from_run_delay"`
+	// KernelLength: an on-cpu interval of the kernel's length.
+	KernelLength bool `json:"kernel_length"`
 }
 
 // schedstat is a thread's account as runq printed it: time on the CPU and

@@ -62,6 +62,9 @@ type jsonStatesInterval struct {
 	// WakeFromRunDelay: the unwoken wait ends at its wake-up as the
 	// kernel's run delay places it (sched.Interval.WakeFromRunDelay).
 	WakeFromRunDelay bool `json:"wake_from_run_delay,omitempty"`
+	// KernelLength: the run's length is the kernel's account of it
+	// (sched.Interval.KernelLength).
+	KernelLength bool `json:"kernel_length,omitempty"`
 }
 
 type jsonStatesThread struct {
@@ -77,14 +80,17 @@ type jsonStatesThread struct {
 // as JSON; the schema is in docs/report-json.md.
 func StatesJSON(w io.Writer, tl *sched.Timeline, sums []sched.Summary, intervals bool) error {
 	out := struct {
-		Start     uint64             `json:"start"`
-		End       uint64             `json:"end"`
-		SwitchIns int                `json:"switch_ins"`
-		Switches  int                `json:"switches"`
-		Wakeups   int                `json:"wakeups"`
-		Threads   []jsonStatesThread `json:"threads"`
-		Warnings  []string           `json:"warnings"`
-	}{Start: tl.Start, End: tl.End, SwitchIns: tl.SwitchIns, Switches: tl.Switches, Wakeups: tl.Wakeups,
+		Start     uint64 `json:"start"`
+		End       uint64 `json:"end"`
+		SwitchIns int    `json:"switch_ins"`
+		Switches  int    `json:"switches"`
+		Wakeups   int    `json:"wakeups"`
+		// KernelRuns: the runs whose length is the kernel's account
+		// (sched.Timeline.KernelRuns).
+		KernelRuns int                `json:"kernel_runs"`
+		Threads    []jsonStatesThread `json:"threads"`
+		Warnings   []string           `json:"warnings"`
+	}{Start: tl.Start, End: tl.End, SwitchIns: tl.SwitchIns, Switches: tl.Switches, Wakeups: tl.Wakeups, KernelRuns: tl.KernelRuns,
 		Threads: []jsonStatesThread{}, Warnings: jsonWarnings(tl.Warnings)}
 	for _, s := range sums {
 		t := jsonStatesThread{PID: s.PID, TID: s.TID, Name: s.Name, NS: map[string]uint64{}, Wakers: []jsonStatesWaker{}}
@@ -96,7 +102,7 @@ func StatesJSON(w io.Writer, tl *sched.Timeline, sums []sched.Summary, intervals
 		}
 		if intervals {
 			for _, iv := range tl.Threads[s.TID].Intervals {
-				t.Intervals = append(t.Intervals, jsonStatesInterval{From: iv.From, To: iv.To, State: iv.State, Waker: iv.Waker, Interrupt: iv.Interrupt, Unwoken: iv.Unwoken, WakeFromRunDelay: iv.WakeFromRunDelay})
+				t.Intervals = append(t.Intervals, jsonStatesInterval{From: iv.From, To: iv.To, State: iv.State, Waker: iv.Waker, Interrupt: iv.Interrupt, Unwoken: iv.Unwoken, WakeFromRunDelay: iv.WakeFromRunDelay, KernelLength: iv.KernelLength})
 			}
 		}
 		out.Threads = append(out.Threads, t)

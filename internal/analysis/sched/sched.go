@@ -117,6 +117,11 @@ type Interval struct {
 	// length is the kernel's, its place late by the part of the run
 	// before the evidence.
 	WakeFromRunDelay bool
+	// KernelLength is set on an OnCPU interval whose length is the
+	// kernel's account of the run (its sum_exec_runtime's growth from the
+	// switch onto a CPU that began it to the thread's next), not its
+	// stamps' (Timeline.KernelRuns).
+	KernelLength bool
 }
 
 // Duration is To - From.
@@ -179,7 +184,7 @@ type Timeline struct {
 	// own account (its sum_exec_runtime at the switches onto a CPU that
 	// began the run and the thread's next; States).
 	KernelRuns int
-	Warnings          []string
+	Warnings   []string
 	// Handoffs are the created-by edges the timeline knows itself (a Go
 	// goroutine a timer armed by another started), which CriticalPath
 	// follows with those its caller gives.
@@ -462,6 +467,7 @@ func (ts *tstate) kernelRun(rt uint64, tl *Timeline) {
 	end := iv[k].From + (rt - ts.ranFrom)
 	end = min(max(end, ts.ranSeen, iv[k].From), iv[k+1].To)
 	iv[k].To, iv[k+1].From = end, end
+	iv[k].KernelLength = true
 	tl.KernelRuns++
 }
 

@@ -346,3 +346,98 @@ func TestStatesWakeFromRunDelay(t *testing.T) {
 		t.Errorf("%d unwoken, %d placed, warnings %q", tl.Unwoken, tl.WokenFromRunDelay, tl.Warnings)
 	}
 }
+
+// A run's length is the kernel's account of it where the switches onto
+// a CPU carry the thread's sum_exec_runtime: its growth from the switch in
+// that began the run to the thread's next, the stamps of both late by the
+// scheduler's work before the tracepoint. The run ends that long after it
+// began, the wait after it begins there: a run whose switch away was
+// stamped late is shorter than its stamps, one whose switch in was is
+// longer; no longer than up to its wait's end, no shorter than up to the
+// last wake-up it made. A run no switch in began (a sample showed it)
+// has no account, nor the run before it. Without the kernel's values
+// (older recordings) every run is as its stamps say.
+func TestStatesKernelRunLength(t *testing.T) {
+	rt := func(ns uint64) uint64 {
+		return profile.SwitchArg(&recording.Sample{Event: recording.EventSwitchIn, ExecRuntime: ns, HasExecRuntime: true})
+	}
+	events := func(kernel bool) *profile.Profile {
+		at := func(ns uint64) uint64 {
+			if kernel {
+				return rt(ns)
+			}
+			return 0
+		}
+		return prof(
+			ev{100, in, 2, at(1000), 0},
+			ev{130, out, 2, recording.TaskInterruptible, 1}, // 20 by the kernel
+			ev{150, wake, 3, 2, 0},
+			ev{160, in, 2, at(1020), 0},
+			ev{170, out, 2, recording.TaskPreempted, 0}, // 14 by the kernel
+			ev{180, in, 2, at(1034), 0},
+			ev{190, out, 2, recording.TaskPreempted, 0}, // 100 by the kernel, 15 at most
+			ev{195, in, 2, at(1134), 0},
+			ev{198, wake, 2, 3, 0},
+			ev{200, out, 2, recording.TaskInterruptible, 1}, // 1 by the kernel, 3 at least
+			ev{210, in, 2, at(1135), 0},
+			ev{220, out, 2, recording.TaskInterruptible, 1},
+			ev{230, recording.EventCPU, 2, 0, 0}, // ran, no switch in recorded
+			ev{240, out, 2, recording.TaskInterruptible, 1},
+			ev{250, in, 2, at(2000), 0},
+			ev{260, out, 2, recording.TaskInterruptible, 1},
+		)
+	}
+	check := func(t *testing.T, tl *Timeline, want []Interval, runs int) {
+		t.Helper()
+		got := tl.Thread(2).Intervals
+		if len(got) != len(want) {
+			t.Fatalf("thread 2: %+v", got)
+		}
+		for i, w := range want {
+			if g := got[i]; g.From != w.From || g.To != w.To || g.State != w.State || g.Waker != w.Waker {
+				t.Errorf("interval %d: got %+v, want %+v", i, g, w)
+			}
+		}
+		if tl.KernelRuns != runs {
+			t.Errorf("%d runs of the kernel's length, want %d", tl.KernelRuns, runs)
+		}
+	}
+	t.Run("kernel", func(t *testing.T) {
+		check(t, states(t, events(true)), []Interval{
+			{From: 100, To: 120, State: OnCPU},
+			{From: 120, To: 150, State: Lock, Waker: 3},
+			{From: 150, To: 160, State: Runnable},
+			{From: 160, To: 174, State: OnCPU},
+			{From: 174, To: 180, State: Runnable},
+			{From: 180, To: 195, State: OnCPU},
+			{From: 195, To: 195, State: Runnable},
+			{From: 195, To: 198, State: OnCPU},
+			{From: 198, To: 210, State: Lock},
+			{From: 210, To: 220, State: OnCPU},
+			{From: 220, To: 230, State: Lock},
+			{From: 230, To: 240, State: OnCPU},
+			{From: 240, To: 250, State: Lock},
+			{From: 250, To: 260, State: OnCPU},
+			{From: 260, To: 260, State: Lock},
+		}, 4)
+	})
+	t.Run("stamps", func(t *testing.T) {
+		check(t, states(t, events(false)), []Interval{
+			{From: 100, To: 130, State: OnCPU},
+			{From: 130, To: 150, State: Lock, Waker: 3},
+			{From: 150, To: 160, State: Runnable},
+			{From: 160, To: 170, State: OnCPU},
+			{From: 170, To: 180, State: Runnable},
+			{From: 180, To: 190, State: OnCPU},
+			{From: 190, To: 195, State: Runnable},
+			{From: 195, To: 200, State: OnCPU},
+			{From: 200, To: 210, State: Lock},
+			{From: 210, To: 220, State: OnCPU},
+			{From: 220, To: 230, State: Lock},
+			{From: 230, To: 240, State: OnCPU},
+			{From: 240, To: 250, State: Lock},
+			{From: 250, To: 260, State: OnCPU},
+			{From: 260, To: 260, State: Lock},
+		}, 0)
+	})
+}

@@ -1,0 +1,38 @@
+package profile
+
+import (
+	"testing"
+
+	"github.com/culprit-dev/culprit/internal/recording"
+)
+
+// A switch's Arg keeps what the recording has of it: a switch away's
+// prev_state and run delay, a switch onto a CPU's time on a CPU before
+// the run (also 0, a new thread's), and nothing more for either when the
+// recording has neither.
+func TestSwitchArg(t *testing.T) {
+	for _, c := range []struct {
+		rec      recording.Sample
+		state    uint64
+		rd       uint32
+		hasRD    bool
+		rt       uint64
+		hasRT    bool
+		rawEqual bool
+	}{
+		{rec: recording.Sample{Event: recording.EventSwitch, Arg: recording.TaskPreempted, RunDelay: 1<<32 + 5, HasRunDelay: true,
+			ExecRuntime: 77, HasExecRuntime: true}, state: recording.TaskPreempted, rd: 5, hasRD: true},
+		{rec: recording.Sample{Event: recording.EventSwitch, Arg: recording.TaskInterruptible}, state: recording.TaskInterruptible, rawEqual: true},
+		{rec: recording.Sample{Event: recording.EventSwitchIn, ExecRuntime: 123456789012345, HasExecRuntime: true}, rt: 123456789012345, hasRT: true},
+		{rec: recording.Sample{Event: recording.EventSwitchIn, HasExecRuntime: true}, hasRT: true},
+		{rec: recording.Sample{Event: recording.EventSwitchIn}, rawEqual: true},
+	} {
+		s := Sample{Event: c.rec.Event, Arg: SwitchArg(&c.rec)}
+		rd, hasRD := s.RunDelay()
+		rt, hasRT := s.ExecRuntime()
+		if rd != c.rd || hasRD != c.hasRD || rt != c.rt || hasRT != c.hasRT || c.rec.Event == recording.EventSwitch && s.SwitchState() != c.state ||
+			c.rawEqual && s.Arg != c.rec.Arg {
+			t.Errorf("%+v: Arg %#x: run delay %d %v, time on a CPU %d %v, state %#x", c.rec, s.Arg, rd, hasRD, rt, hasRT, s.SwitchState())
+		}
+	}
+}

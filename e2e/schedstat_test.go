@@ -22,12 +22,14 @@ import (
 // printed (/proc/self/task/TID/schedstat: time on the CPU, time waiting
 // on a run queue); culprit's on-cpu time of each thread agrees with the
 // first as onCPUAgrees defines, its runnable time is within 5% of the
-// second. A switch onto a CPU must be stamped at the kernel's
-// pick of the thread, where its account starts the time on the CPU: one
-// stamped after the context switch (perf's switch records) moves a few
-// microseconds a switch from on-cpu to runnable, 3-5% of a thread's time
-// on the CPU over a run of this test, more under load (seen above 5% at
-// a load of 35). It takes every switch of a thread (also its switches
+// second. Each run's length is the kernel's (the thread's
+// sum_exec_runtime at its switches onto a CPU, which culprit's BPF program
+// records): by the switches' stamps alone, taken after the kernel's pick
+// of the next thread, each run was the scheduler's work at its switch
+// away longer and that at its switch in shorter, +5 to +19% over the
+// kernel's on a busy 2-CPU VM; stamped after the context switch (perf's
+// switch records) a few microseconds a switch more moved from on-cpu to
+// runnable. It takes every switch of a thread (also its switches
 // away recorded beside a tracer's probes) and every wake-up of it, also
 // those no thread of the program made (a timer's interrupt wakes a
 // sleeper on whatever task the CPU runs: without its wake-up the wait for
@@ -47,11 +49,8 @@ func TestStatesAgreeWithSchedstat(t *testing.T) {
 // the goroutine back and wakes them. Their on-cpu time agrees with the
 // kernel's, each thread's, as onCPUAgrees defines. They switch some 600
 // times in 110 ms on the CPU, so that a microsecond a switch is a point
-// of the comparison: culprit's stamps of a switch away were a microsecond
-// late (each run's end read after the next thread's switch in had been
-// recorded), +1.1 to +3.7% over the kernel's; the rest of the gap is
-// whose the scheduler's work at a switch is (onCPUAgrees). Their runnable time is
-// logged, not
+// of the comparison: by the switches' stamps alone they were up to +13%
+// over the kernel's (20 µs a switch). Their runnable time is logged, not
 // asserted: on a quiet machine every thread had 8-10% more than its
 // run_delay (the test failed 6 of 6 so), and under two busy loops, in
 // three runs of nine, one thread of six came out 7-15% short (waiting for
@@ -96,24 +95,32 @@ func statesAgree(t *testing.T, bin, fn string, runnable bool) {
 				seen++
 				unwokenEnds(t, th.TID, th.Intervals)
 				ns := map[string]float64{}
-				runs, kernel := 0, 0
+				// The runs' time by the kernel's account where the
+				// interval has it, else the interval's.
+				runs, kernel, account := 0, 0, 0.0
 				for _, iv := range th.Intervals {
 					if to := min(iv.To, at); to > iv.From {
 						ns[iv.State] += float64(to - iv.From)
 						if iv.State == "on-cpu" {
 							runs++
-							if iv.KernelLength {
+							if iv.KernelLength && to == iv.To {
 								kernel++
+								account += float64(iv.KernelNS)
+							} else {
+								account += float64(to - iv.From)
 							}
 						}
 					}
 				}
 				cpu, run := ns["on-cpu"], ns["runnable"]
-				t.Logf("thread %d: on-cpu %.2f ms (schedstat %.2f, %+.2f%%; %d of %d runs of the kernel's length), runnable %.1f ms (run_delay %.1f), sleep %.1f ms, lock %.1f ms",
-					th.TID, cpu/1e6, w.cpu/1e6, 100*(cpu-w.cpu)/w.cpu, kernel, runs, run/1e6, w.delay/1e6, ns["sleep"]/1e6, ns["lock"]/1e6)
-				if !onCPUAgrees(cpu, w.cpu) {
-					t.Errorf("thread %d: on-cpu %.0f ns, the kernel's %.0f ns (%+.1f%%; %.2f µs in each of its %.0f runs)",
-						th.TID, cpu, w.cpu, 100*(cpu-w.cpu)/w.cpu, (cpu-w.cpu)/w.runs/1e3, w.runs)
+				t.Logf("thread %d: on-cpu %.2f ms (%+.2f%%), by the kernel's account %.2f ms (%+.2f%%; %d of %d runs), schedstat %.2f ms; runnable %.1f ms (run_delay %.1f), sleep %.1f ms, lock %.1f ms",
+					th.TID, cpu/1e6, 100*(cpu-w.cpu)/w.cpu, account/1e6, 100*(account-w.cpu)/w.cpu, kernel, runs, w.cpu/1e6, run/1e6, w.delay/1e6, ns["sleep"]/1e6, ns["lock"]/1e6)
+				if !onCPUAgrees(account, w.cpu) {
+					t.Errorf("thread %d: on-cpu by the kernel's account %.0f ns, its schedstat %.0f ns (%+.2f%%; %.2f µs in each of its %.0f runs)",
+						th.TID, account, w.cpu, 100*(account-w.cpu)/w.cpu, (account-w.cpu)/w.runs/1e3, w.runs)
+				}
+				if kernel < runs*19/20 {
+					t.Errorf("thread %d: %d of its %d runs of the kernel's length", th.TID, kernel, runs)
 				}
 				runAll += run
 				delayAll += w.delay
@@ -138,33 +145,34 @@ type stateInterval struct {
 	// WakeFromRunDelay: the unwoken wait ends at the wake-up the
 	// kernel's run delay places.
 	WakeFromRunDelay bool `json:"wake_from_run_delay"`
-	// KernelLength: an on-cpu interval of the kernel's length.
-	KernelLength bool `json:"kernel_length"`
+	// KernelLength: an on-cpu interval of the kernel's length,
+	// KernelNS, or longer, up to the last event of its thread in it.
+	KernelLength bool   `json:"kernel_length"`
+	KernelNS     uint64 `json:"kernel_ns"`
 }
 
 // schedstat is a thread's account as runq printed it: time on the CPU and
 // waiting on a run queue (run_delay), ns, and the times it ran.
 type schedstat struct{ cpu, delay, runs float64 }
 
-// onCPUAgrees tells whether culprit's on-cpu time of a thread, cpu,
-// agrees with the kernel's account of it (schedstat's first field, the
-// scheduler entity's sum_exec_runtime), kernel: within 5%. The two differ
-// by definition, not by error, in whose the scheduler's own work at a
-// switch is. The kernel's account of a run begins and ends at the run
-// queue's clock as the scheduler read it on entry, before it dequeued
-// the thread leaving and picked the next (balancing load from the other
-// CPUs when it found none): that work is the next thread's. Culprit
-// stamps a switch at the sched_switch tracepoint, after the pick, as any
-// tracer of it does (no BPF helper reads the run queue's clock): that
-// work is the leaving thread's. A thread's on-cpu time is then over the
-// kernel's by the scheduler's work at its switches away and under it by
-// that at its switches in: over, for threads that block and leave the
-// CPU to balance (1-2 µs a switch, measured with bpftrace at the
-// tracepoint beside the kernel's sum_exec_runtime: gorunq's threads +0.1
-// to +1.5%, at loads of 10-15), under for one picked after such a
-// switch (runq's threads down to -0.9%).
+// onCPUAgrees tells whether culprit's on-cpu time of a thread by the
+// kernel's account of its runs, cpu, agrees with the kernel's account of
+// the thread (schedstat's first field, the scheduler entity's
+// sum_exec_runtime), kernel: within 1%. Each run recorded with the
+// thread's sum_exec_runtime at the switch onto a CPU that began it and at
+// its next has the kernel's length (the intervals' kernel_ns), so the two
+// differ by the runs that have no such account (a run whose switch in was
+// not recorded, the last before the reading when the thread still ran)
+// and by the part of the thread's account after the reading's own (runq
+// reads every thread's schedstat once they are all blocked). Culprit's
+// on-cpu intervals themselves may be longer: a run ends no sooner than
+// the last event the thread made in it (a wake-up, a sample), and the
+// kernel's account leaves out the time a VM's host took the CPU (steal);
+// that excess is logged, not asserted: on the 2-CPU VM of the tests up
+// to +4.9% of a thread's on-cpu time in 72 (6 runs of both tests, load
+// 4.3-5.0), the kernel's account within -0.1..+0.1%.
 func onCPUAgrees(cpu, kernel float64) bool {
-	return math.Abs(cpu-kernel) <= 0.05*kernel
+	return math.Abs(cpu-kernel) <= 0.01*kernel
 }
 
 // schedstats reads runq's output: each thread's schedstat, and at, when

@@ -62,9 +62,11 @@ type jsonStatesInterval struct {
 	// WakeFromRunDelay: the unwoken wait ends at its wake-up as the
 	// kernel's run delay places it (sched.Interval.WakeFromRunDelay).
 	WakeFromRunDelay bool `json:"wake_from_run_delay,omitempty"`
-	// KernelLength: the run's length is the kernel's account of it
+	// KernelLength: the run's length is the kernel's account of it,
+	// KernelNS, unless the thread was seen running after it
 	// (sched.Interval.KernelLength).
-	KernelLength bool `json:"kernel_length,omitempty"`
+	KernelLength bool   `json:"kernel_length,omitempty"`
+	KernelNS     uint64 `json:"kernel_ns,omitempty"`
 }
 
 type jsonStatesThread struct {
@@ -102,7 +104,8 @@ func StatesJSON(w io.Writer, tl *sched.Timeline, sums []sched.Summary, intervals
 		}
 		if intervals {
 			for _, iv := range tl.Threads[s.TID].Intervals {
-				t.Intervals = append(t.Intervals, jsonStatesInterval{From: iv.From, To: iv.To, State: iv.State, Waker: iv.Waker, Interrupt: iv.Interrupt, Unwoken: iv.Unwoken, WakeFromRunDelay: iv.WakeFromRunDelay, KernelLength: iv.KernelLength})
+				t.Intervals = append(t.Intervals, jsonStatesInterval{From: iv.From, To: iv.To, State: iv.State, Waker: iv.Waker, Interrupt: iv.Interrupt, Unwoken: iv.Unwoken, WakeFromRunDelay: iv.WakeFromRunDelay,
+					KernelLength: iv.KernelLength, KernelNS: iv.KernelNS})
 			}
 		}
 		out.Threads = append(out.Threads, t)

@@ -157,8 +157,9 @@ type Options struct {
 	StackTops bool
 	// Switches records each time a traced thread leaves a CPU
 	// (sched_switch), with its user and kernel call chains, the registers
-	// and the stack copy, prev_state as Nr and the thread's run delay
-	// (Event.RunDelay); with Syscalls, a switch
+	// and the stack copy, prev_state as Nr, the thread's run delay
+	// (Event.RunDelay) and its time on a CPU (Event.ExecRuntime); with
+	// Syscalls, a switch
 	// inside a system call (entered by the syscall instruction) has no user
 	// chain or copy of its own but UserStack InCall and the call's number.
 	Switches bool
@@ -169,9 +170,9 @@ type Options struct {
 	BlockingChainsOnly bool
 	// SwitchIns, with Switches, records each time a traced thread is
 	// switched onto a CPU too (Event.SwitchIn), stamped where the switch
-	// program runs: at the kernel's pick of the thread, before the context
-	// switch, as the kernel's own account of its run time (schedstat)
-	// starts there (switchInRecord).
+	// program runs: after the kernel's pick of the thread, before the
+	// context switch, with its time on a CPU before the run
+	// (Event.ExecRuntime; switchInRecord).
 	SwitchIns bool
 	// Syscalls records system call entries and exits.
 	Syscalls bool

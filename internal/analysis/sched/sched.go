@@ -120,8 +120,14 @@ type Interval struct {
 	// KernelLength is set on an OnCPU interval whose length is the
 	// kernel's account of the run (its sum_exec_runtime's growth from the
 	// switch onto a CPU that began it to the thread's next), not its
-	// stamps' (Timeline.KernelRuns).
+	// stamps' (Timeline.KernelRuns); KernelNS is that account. The
+	// interval is longer when the thread was seen running after it (a
+	// wake-up it made, a sample): it ends at the last such event. The
+	// kernel's account leaves out the time the CPU ran no task of its
+	// own, which a VM's host took (steal): on a shared VM it is most of
+	// such runs' excess.
 	KernelLength bool
+	KernelNS     uint64
 }
 
 // Duration is To - From.
@@ -455,9 +461,13 @@ func (ts *tstate) runs(t uint64, tl *Timeline) {
 // reads, each by the scheduler's work before the tracepoint (picking the
 // next thread, balancing load when none is queued, the other programs on
 // it): a switch away's late stamp made the run that much longer, a
-// switch in's late stamp that much shorter. The end is kept within the
-// wait after it, and no sooner than the last event that showed the thread
-// running (a wake-up it made, a sample, a system call).
+// switch in's late stamp that much shorter. The end is kept before the
+// switch in now (a run longer than its stamps takes from the waits after
+// it, which may be left empty: a wait that a wake-up during the switch
+// away ended, and the wait for a CPU after it), and no sooner than the
+// last event that showed the thread running (a wake-up it made, a sample,
+// a system call): the thread's waits and runs keep its own events, and a
+// critical path that reaches a wake-up it made finds it running there.
 func (ts *tstate) kernelRun(rt uint64, tl *Timeline) {
 	iv := ts.th.Intervals
 	k := ts.ran
@@ -465,9 +475,12 @@ func (ts *tstate) kernelRun(rt uint64, tl *Timeline) {
 		return
 	}
 	end := iv[k].From + (rt - ts.ranFrom)
-	end = min(max(end, ts.ranSeen, iv[k].From), iv[k+1].To)
+	end = min(max(end, ts.ranSeen, iv[k].From), iv[len(iv)-1].To)
 	iv[k].To, iv[k+1].From = end, end
-	iv[k].KernelLength = true
+	for j := k + 1; j < len(iv); j++ {
+		iv[j].From, iv[j].To = max(iv[j].From, end), max(iv[j].To, end)
+	}
+	iv[k].KernelLength, iv[k].KernelNS = true, rt-ts.ranFrom
 	tl.KernelRuns++
 }
 

@@ -353,8 +353,9 @@ func TestStatesWakeFromRunDelay(t *testing.T) {
 // scheduler's work before the tracepoint. The run ends that long after it
 // began, the wait after it begins there: a run whose switch away was
 // stamped late is shorter than its stamps, one whose switch in was is
-// longer; no longer than up to its wait's end, no shorter than up to the
-// last wake-up it made. A run no switch in began (a sample showed it)
+// longer, over the waits after it if need be (a wait a wake-up during its
+// switch away ended, then empty); no longer than up to its next switch
+// in, no shorter than up to the last wake-up it made. A run no switch in began (a sample showed it)
 // has no account, nor the run before it. Without the kernel's values
 // (older recordings) every run is as its stamps say.
 func TestStatesKernelRunLength(t *testing.T) {
@@ -384,7 +385,10 @@ func TestStatesKernelRunLength(t *testing.T) {
 			ev{230, recording.EventCPU, 2, 0, 0}, // ran, no switch in recorded
 			ev{240, out, 2, recording.TaskInterruptible, 1},
 			ev{250, in, 2, at(2000), 0},
+			ev{258, wake, 3, 2, 0}, // while 2 still runs
 			ev{260, out, 2, recording.TaskInterruptible, 1},
+			ev{270, in, 2, at(2015), 0}, // 15 by the kernel
+			ev{280, out, 2, recording.TaskInterruptible, 1},
 		)
 	}
 	check := func(t *testing.T, tl *Timeline, want []Interval, runs int) {
@@ -394,7 +398,7 @@ func TestStatesKernelRunLength(t *testing.T) {
 			t.Fatalf("thread 2: %+v", got)
 		}
 		for i, w := range want {
-			if g := got[i]; g.From != w.From || g.To != w.To || g.State != w.State || g.Waker != w.Waker {
+			if g := got[i]; g.From != w.From || g.To != w.To || g.State != w.State || g.Waker != w.Waker || g.KernelLength != w.KernelLength || g.KernelNS != w.KernelNS {
 				t.Errorf("interval %d: got %+v, want %+v", i, g, w)
 			}
 		}
@@ -404,22 +408,25 @@ func TestStatesKernelRunLength(t *testing.T) {
 	}
 	t.Run("kernel", func(t *testing.T) {
 		check(t, states(t, events(true)), []Interval{
-			{From: 100, To: 120, State: OnCPU},
+			{From: 100, To: 120, State: OnCPU, KernelLength: true, KernelNS: 20},
 			{From: 120, To: 150, State: Lock, Waker: 3},
 			{From: 150, To: 160, State: Runnable},
-			{From: 160, To: 174, State: OnCPU},
+			{From: 160, To: 174, State: OnCPU, KernelLength: true, KernelNS: 14},
 			{From: 174, To: 180, State: Runnable},
-			{From: 180, To: 195, State: OnCPU},
+			{From: 180, To: 195, State: OnCPU, KernelLength: true, KernelNS: 100},
 			{From: 195, To: 195, State: Runnable},
-			{From: 195, To: 198, State: OnCPU},
+			{From: 195, To: 198, State: OnCPU, KernelLength: true, KernelNS: 1},
 			{From: 198, To: 210, State: Lock},
 			{From: 210, To: 220, State: OnCPU},
 			{From: 220, To: 230, State: Lock},
 			{From: 230, To: 240, State: OnCPU},
 			{From: 240, To: 250, State: Lock},
-			{From: 250, To: 260, State: OnCPU},
-			{From: 260, To: 260, State: Lock},
-		}, 4)
+			{From: 250, To: 265, State: OnCPU, KernelLength: true, KernelNS: 15},
+			{From: 265, To: 265, State: Lock, Waker: 3},
+			{From: 265, To: 270, State: Runnable},
+			{From: 270, To: 280, State: OnCPU},
+			{From: 280, To: 280, State: Lock},
+		}, 5)
 	})
 	t.Run("stamps", func(t *testing.T) {
 		check(t, states(t, events(false)), []Interval{
@@ -437,7 +444,10 @@ func TestStatesKernelRunLength(t *testing.T) {
 			{From: 230, To: 240, State: OnCPU},
 			{From: 240, To: 250, State: Lock},
 			{From: 250, To: 260, State: OnCPU},
-			{From: 260, To: 260, State: Lock},
+			{From: 260, To: 260, State: Lock, Waker: 3},
+			{From: 260, To: 270, State: Runnable},
+			{From: 270, To: 280, State: OnCPU},
+			{From: 280, To: 280, State: Lock},
 		}, 0)
 	})
 }

@@ -1201,6 +1201,16 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 		if _, decided := a.decider(ids[j], callee); a.oncePerCall(ids[j], callee) && !decided {
 			gr.CalledBy = &CalledBy{Caller: first, Variable: loopVar, Bounded: bounded}
 			gr.Pattern = MissingConstraint
+			// A direct caller whose only evidence is its own time was
+			// called more, as g was, and its own growth is less than
+			// g's: what it did differently is its share of the calls,
+			// and g's missing check answers for the larger part
+			// (docs/vprof.md, "Called once per call").
+			if e := (edge{ids[j], g}); len(passed) == 0 && c.Evidence == EvidenceOwnTime {
+				if rest := gw.of(ids[j], nc.incl[ids[j]]-nc.edges[e], bc.incl[ids[j]]-bc.edges[e]); rest.Change < gw.of(g, nc.incl[g], bc.incl[g]).Change {
+					below[j] = append(below[j], i)
+				}
+			}
 			continue
 		}
 		work := ""

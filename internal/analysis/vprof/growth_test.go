@@ -2426,6 +2426,52 @@ func TestOncePerCallNobodyAnswers(t *testing.T) {
 	}
 }
 
+// A direct caller that calls the work once per call and whose only
+// evidence is its own time, which grew less than the work did, was
+// called more as the work was: it ranks below the work, whose missing
+// check answers for the growth (docs/vprof.md, "Called once per call").
+// One whose own code grew more than the work keeps its place.
+func TestOncePerCallOwnTimeCaller(t *testing.T) {
+	fx := newFixture(t)
+	mk := func(buggy bool, own int) *profile.Profile {
+		r := fx.create(t, "ownonce.rec")
+		k := r.variable("k", "worker", "long", "loop", false)
+		work, mine := 100, 20
+		if buggy {
+			work, mine = 900, own
+		}
+		for i := 0; i < 300; i++ {
+			r.tick(1, []string{"dispatch_1", "main"}, 0)
+		}
+		for i := 0; i < mine; i++ {
+			r.tick(1, []string{"dispatch_2", "dispatch_1", "main"}, 0)
+		}
+		for i := 0; i < work; i++ {
+			r.tick(1, []string{"worker", "dispatch_2", "dispatch_1", "main"}, 0, val{k, 0, int64(i % 10)})
+		}
+		for i := 0; i < 600; i++ {
+			r.tick(1, []string{"main"}, 0)
+		}
+		return r.done()
+	}
+	for _, c := range []struct {
+		own         int
+		workerFirst bool
+	}{{150, true}, {2000, false}} {
+		res := analyzeHooked(t, mk(false, c.own), mk(true, c.own), func(a *Analyzer) {
+			a.SetLoopCalls(func(string, uint64, string) (bool, bool) { return false, true })
+			a.SetGuards(func(string, uint64, string) (bool, bool, bool) { return false, false, true })
+		})
+		d2, w := res.fn(t, "dispatch_2"), res.fn(t, "worker")
+		if d2.Evidence != EvidenceOwnTime || w.CalledBy == nil || w.CalledBy.Caller != "dispatch_2" {
+			t.Fatalf("own %d: dispatch_2 evidence %s, worker called by %+v: the setting is not the one tested", c.own, d2.Evidence, w.CalledBy)
+		}
+		if got := w.Rank < d2.Rank; got != c.workerFirst {
+			t.Errorf("own %d: worker rank %d, dispatch_2 rank %d; want worker first: %v", c.own, w.Rank, d2.Rank, c.workerFirst)
+		}
+	}
+}
+
 // The once-per-call walk on shares that cannot grow: the work (worker,
 // its loop counter in its normal range, the bytes it reads in another
 // mix) holds 97% of both runs and the buggy run is three times as long,

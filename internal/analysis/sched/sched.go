@@ -228,9 +228,14 @@ type tstate struct {
 	// while it ran.
 	runtime, ranFrom uint64
 	hasRuntime       bool
-	ran              int
-	hasRan           bool
-	ranSeen          uint64
+	// pendingRT is, when hasPending, the runtime the switch onto a CPU
+	// that began the open run recorded, which gives the run before it
+	// (ran) its kernel length at the open run's switch away.
+	pendingRT  uint64
+	hasPending bool
+	ran        int
+	hasRan     bool
+	ranSeen    uint64
 }
 
 func (ts *tstate) close(t uint64) {
@@ -301,7 +306,7 @@ func States(p *profile.Profile) (*Timeline, error) {
 				if ts.open && ts.cur.State != OnCPU && ts.cur.State != Stopped && s.Time > ts.cur.From {
 					tl.Unseen++
 					ts.runs(s.Time, tl)
-					ts.hasRuntime, ts.hasRan = false, false
+					ts.hasRuntime, ts.hasRan, ts.hasPending = false, false, false
 				}
 			}
 			return true
@@ -320,10 +325,12 @@ func States(p *profile.Profile) (*Timeline, error) {
 				break // a repeated switch-in: keep the interval
 			}
 			ts.runs(s.Time, tl)
+			// The last run's length by the kernel's account is known
+			// now, and given at this run's switch away, once the run
+			// delay has placed the wake-up of the wait before this run
+			// (wokeBefore reads that wait as the stamps left it).
 			rt, ok := s.ExecRuntime()
-			if ok && ts.hasRan {
-				ts.kernelRun(rt, tl)
-			}
+			ts.pendingRT, ts.hasPending = rt, ok && ts.hasRan
 			ts.runtime, ts.hasRuntime, ts.hasRan = rt, ok, false
 		case recording.EventSwitch:
 			tl.Switches++
@@ -343,13 +350,17 @@ func States(p *profile.Profile) (*Timeline, error) {
 				// here.
 				tl.Unseen++
 				ts.runs(s.Time, tl)
-				ts.hasRuntime, ts.hasRan = false, false
+				ts.hasRuntime, ts.hasRan, ts.hasPending = false, false, false
 			}
 			rd, ok := s.RunDelay()
 			if ok && ts.hasRunDelay {
 				ts.wokeBefore(uint64(rd-ts.runDelay), tl)
 			}
 			ts.runDelay, ts.hasRunDelay = rd, ok
+			if ts.hasPending {
+				ts.kernelRun(ts.pendingRT, tl)
+				ts.hasPending = false
+			}
 			ts.close(s.Time)
 			ts.ran, ts.ranFrom, ts.hasRan = len(ts.th.Intervals)-1, ts.runtime, ts.hasRuntime
 			ts.ranSeen, ts.hasRuntime = ts.cur.From, false
@@ -451,18 +462,22 @@ func (ts *tstate) runs(t uint64, tl *Timeline) {
 	ts.early = false
 }
 
-// kernelRun gives the thread's last run (ts.ran, closed by a switch
-// away and followed by its waits up to the switch onto a CPU now, whose
-// time on a CPU before the run it starts is rt) its length by the
-// kernel's account, rt less the time before the run (ts.ranFrom): the run
-// ends that long after it began, and the wait after it begins there, so
-// that the intervals still tile the thread's time. The stamps of the
+// kernelRun gives the thread's last closed run (ts.ran, followed by its
+// waits up to the switch onto a CPU that began the open run, whose time
+// on a CPU before that run is rt) its length by the kernel's account; it
+// is called at the open run's switch away, after the run delay placed
+// the wake-up of the wait before it (wokeBefore), so that a run longer
+// than its stamps takes from that wait's runnable part, not from where
+// its wake-up can be placed. The length is rt less the time before the
+// run (ts.ranFrom): the run ends that long after it began, and the wait
+// after it begins there, so that the intervals still tile the thread's
+// time. The stamps of the
 // switches are later than the run queue's clock the kernel's account
 // reads, each by the scheduler's work before the tracepoint (picking the
 // next thread, balancing load when none is queued, the other programs on
 // it): a switch away's late stamp made the run that much longer, a
 // switch in's late stamp that much shorter. The end is kept before the
-// switch in now (a run longer than its stamps takes from the waits after
+// open run's switch in (a run longer than its stamps takes from the waits after
 // it, which may be left empty: a wait that a wake-up during the switch
 // away ended, and the wait for a CPU after it), and no sooner than the
 // last event that showed the thread running (a wake-up it made, a sample,

@@ -1206,7 +1206,7 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 			// g's: what it did differently is its share of the calls,
 			// and g's missing check answers for the larger part
 			// (docs/vprof.md, "Called once per call").
-			if e := (edge{ids[j], g}); len(passed) == 0 && c.Evidence == EvidenceOwnTime {
+			if e := (edge{ids[j], g}); len(passed) == 0 && c.Evidence != EvidenceNone {
 				if rest := gw.of(ids[j], nc.incl[ids[j]]-nc.edges[e], bc.incl[ids[j]]-bc.edges[e]); rest.Change < gw.of(g, nc.incl[g], bc.incl[g]).Change {
 					below[j] = append(below[j], i)
 				}

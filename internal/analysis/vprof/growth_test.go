@@ -2426,16 +2426,18 @@ func TestOncePerCallNobodyAnswers(t *testing.T) {
 	}
 }
 
-// A direct caller that calls the work once per call and whose only
-// evidence is its own time, which grew less than the work did, was
-// called more as the work was: it ranks below the work, whose missing
-// check answers for the growth (docs/vprof.md, "Called once per call").
-// One whose own code grew more than the work keeps its place.
+// A direct caller that calls the work once per call, with evidence of
+// its own (its own time, or a variable beyond its range) but a growth
+// outside those calls less than the work's, was called more as the work
+// was: it ranks below the work, whose missing check answers for the
+// growth (docs/vprof.md, "Called once per call"). One whose own code
+// grew more than the work keeps its place.
 func TestOncePerCallOwnTimeCaller(t *testing.T) {
 	fx := newFixture(t)
-	mk := func(buggy bool, own int) *profile.Profile {
+	mk := func(buggy bool, own int, withVar bool) *profile.Profile {
 		r := fx.create(t, "ownonce.rec")
 		k := r.variable("k", "worker", "long", "loop", false)
+		a := r.variable("active", "dispatch_2", "long", "cond", false)
 		work, mine := 100, 20
 		if buggy {
 			work, mine = 900, own
@@ -2444,7 +2446,15 @@ func TestOncePerCallOwnTimeCaller(t *testing.T) {
 			r.tick(1, []string{"dispatch_1", "main"}, 0)
 		}
 		for i := 0; i < mine; i++ {
-			r.tick(1, []string{"dispatch_2", "dispatch_1", "main"}, 0)
+			if !withVar {
+				r.tick(1, []string{"dispatch_2", "dispatch_1", "main"}, 0)
+				continue
+			}
+			v := int64(1143)
+			if buggy {
+				v = 32000 + int64(i%1000)
+			}
+			r.tick(1, []string{"dispatch_2", "dispatch_1", "main"}, 0, val{a, 0, v})
 		}
 		for i := 0; i < work; i++ {
 			r.tick(1, []string{"worker", "dispatch_2", "dispatch_1", "main"}, 0, val{k, 0, int64(i % 10)})
@@ -2456,14 +2466,16 @@ func TestOncePerCallOwnTimeCaller(t *testing.T) {
 	}
 	for _, c := range []struct {
 		own         int
+		withVar     bool
+		evidence    Evidence
 		workerFirst bool
-	}{{150, true}, {2000, false}} {
-		res := analyzeHooked(t, mk(false, c.own), mk(true, c.own), func(a *Analyzer) {
+	}{{150, false, EvidenceOwnTime, true}, {2000, false, EvidenceOwnTime, false}, {150, true, EvidenceVariable, true}} {
+		res := analyzeHooked(t, mk(false, c.own, c.withVar), mk(true, c.own, c.withVar), func(a *Analyzer) {
 			a.SetLoopCalls(func(string, uint64, string) (bool, bool) { return false, true })
 			a.SetGuards(func(string, uint64, string) (bool, bool, bool) { return false, false, true })
 		})
 		d2, w := res.fn(t, "dispatch_2"), res.fn(t, "worker")
-		if d2.Evidence != EvidenceOwnTime || w.CalledBy == nil || w.CalledBy.Caller != "dispatch_2" {
+		if d2.Evidence != c.evidence || w.CalledBy == nil || w.CalledBy.Caller != "dispatch_2" {
 			t.Fatalf("own %d: dispatch_2 evidence %s, worker called by %+v: the setting is not the one tested", c.own, d2.Evidence, w.CalledBy)
 		}
 		if got := w.Rank < d2.Rank; got != c.workerFirst {

@@ -22,7 +22,7 @@
 #
 # "-" means not ranked at all (a median counts it below every rank). The own
 # cases and the Debian ones are printed in separate tables. A summary per
-# kind and split (dev, heldout, new, and heldout2 to heldout9: cases
+# kind and split (dev, heldout, new, and heldout2 to heldout10: cases
 # written before a later round of changes to the method and analysed only
 # after it) follows: how many cases each method ranks 1st and in the top 3
 # (by the median over the pairs), the cases whose pattern is right in most
@@ -272,7 +272,7 @@ for kind in own debian; do
 	echo "== $kind cases"
 	printf "$fmt" "" "" "" "" "" "" "diagnose" "" "" "" "vprof" "" "" "" "" ""
 	printf "$fmt" case split pattern root-cause perf report med 1st top3 pat med 1st top3 pat contexts "diagnose ranks (* right pattern)"
-	for split in dev heldout new heldout2 heldout3 heldout4 heldout5 heldout6 heldout7 heldout8 heldout9; do
+	for split in dev heldout new heldout2 heldout3 heldout4 heldout5 heldout6 heldout7 heldout8 heldout9 heldout10; do
 		for r in "${rows[@]}"; do
 			set -- $r
 			[ "$2" = "$split" ] && [ "$3" = "$kind" ] && printf "$fmt" "$1" "$2" "$4" "$5" "$6" "$7" "$8" "$9" "${10}" "${11}" "${12}" "${13}" "${14}" "${15}" "${16}" "${17}"
@@ -302,7 +302,7 @@ summary() { # summary LABEL KIND SPLIT ("" = any)
 		}'
 }
 for kind in own debian; do
-	for split in dev heldout new heldout2 heldout3 heldout4 heldout5 heldout6 heldout7 heldout8 heldout9; do
+	for split in dev heldout new heldout2 heldout3 heldout4 heldout5 heldout6 heldout7 heldout8 heldout9 heldout10; do
 		summary "$kind $split" $kind $split
 	done
 	summary "$kind, all" $kind ""

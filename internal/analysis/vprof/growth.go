@@ -350,10 +350,10 @@ func (g growth) of(f int32, normal, buggy float64) Share {
 	return t
 }
 
-// timeGrowth is function f's time per buggy run over its time per normal
+// timeGrowth is a function's time per buggy run over its time per normal
 // run, from its samples (normal and buggy of nN and nB) and the runs'
 // time per sample; 0 when unknown.
-func (g growth) timeGrowth(f int32, normal, buggy float64) float64 {
+func (g growth) timeGrowth(normal, buggy float64) float64 {
 	if normal <= 0 || g.nN == 0 || g.nB == 0 || g.rho <= 0 {
 		return 0
 	}
@@ -1201,11 +1201,12 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 		if _, decided := a.decider(ids[j], callee); a.oncePerCall(ids[j], callee) && !decided {
 			gr.CalledBy = &CalledBy{Caller: first, Variable: loopVar, Bounded: bounded}
 			gr.Pattern = MissingConstraint
-			// A direct caller whose only evidence is its own time was
-			// called more, as g was, and its own growth is less than
-			// g's: what it did differently is its share of the calls,
-			// and g's missing check answers for the larger part
-			// (docs/vprof.md, "Called once per call").
+			// A direct caller with evidence of its own was called
+			// more, as g was, and calls g on no test of its own: its
+			// evidence explains at most its growth outside those
+			// calls, and when that is less than g's, g's missing check
+			// answers for the larger part (docs/vprof.md, "Called once
+			// per call").
 			if e := (edge{ids[j], g}); len(passed) == 0 && c.Evidence != EvidenceNone {
 				if rest := gw.of(ids[j], nc.incl[ids[j]]-nc.edges[e], bc.incl[ids[j]]-bc.edges[e]); rest.Change < gw.of(g, nc.incl[g], bc.incl[g]).Change {
 					below[j] = append(below[j], i)
@@ -1561,7 +1562,7 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 				return false
 			}
 			return fj.Evidence == EvidenceNone || fj.Evidence == EvidenceOwnTime || mixOnly(fj) ||
-				slightExcess(fj, gw.timeGrowth(ids[j], nc.incl[ids[j]], bc.incl[ids[j]]))
+				slightExcess(fj, gw.timeGrowth(nc.incl[ids[j]], bc.incl[ids[j]]))
 		}
 		nu, bu := nc.under(thresholds), bc.under(thresholds)
 		claims := map[int32][]int32{} // threshold → the functions under it with claims of their own

@@ -4,7 +4,7 @@
 # at least four directories deep:
 #   SELECT count(*) FROM files WHERE path LIKE '%/%/%/%/%.tmp'
 #   normal: paths 3 to 9 directories deep
-#   buggy:  the same paths, but every 100th is 40 directories deep
+#   buggy:  the same paths, but every 100th is 30 directories deep
 set -eu
 [ $# -ge 2 ] || { echo "usage: run.sh OUTDIR normal|buggy -- PREFIX..." >&2; exit 2; }
 out=$1 mode=$2
@@ -12,7 +12,7 @@ shift 2
 [ "${1:-}" = "--" ] && shift
 case $mode in
 normal) deep=0 ;;
-buggy) deep=40 ;;
+buggy) deep=30 ;;
 *) echo "run.sh: MODE must be normal or buggy" >&2; exit 2 ;;
 esac
 tmp=$(mktemp -d)

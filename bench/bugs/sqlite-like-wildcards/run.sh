@@ -3,7 +3,7 @@
 # file paths into an in-memory table (.import) and counts the temporary files
 # at least four directories deep:
 #   SELECT count(*) FROM files WHERE path LIKE '%/%/%/%/%.tmp'
-#   normal: paths 3 to 9 directories deep
+#   normal: paths 3 to 6 directories deep
 #   buggy:  the same paths, but every 100th is 30 directories deep
 set -eu
 [ $# -ge 2 ] || { echo "usage: run.sh OUTDIR normal|buggy -- PREFIX..." >&2; exit 2; }
@@ -20,7 +20,7 @@ trap 'rm -rf "$tmp"' EXIT
 awk -v deep="$deep" 'BEGIN {
 	split("src lib docs build cache data home var opt usr share node_modules vendor test", w, " ")
 	for (i = 0; i < 300000; i++) {
-		d = 3 + i % 7
+		d = 3 + i % 4
 		if (deep > 0 && i % 100 == 1) d = deep
 		p = ""
 		for (j = 0; j < d; j++) p = p "/" w[1 + (i * 7 + j * 3) % 14] (j % 3 == 0 ? i % 97 : "")

@@ -2013,15 +2013,18 @@ func absentBeyondChance(f int32, nc, bc *stackCounts) bool {
 
 // mixOnly says whether a function's only evidence is a variable whose buggy
 // values are its normal ones in another mix (the buggy median within the
-// normal range, as a value or a step), while its own code did not grow: the
-// items it handles differ, as they do under any function whose input
-// differs, and the extra time was spent in what it called on them.
+// normal range, as a value or a step), or smaller values than normally,
+// while its own code did not grow: the items it handles differ, as they do
+// under any function whose input differs, and the extra time was spent in
+// what it called on them; smaller values are less work, not more
+// (docs/vprof.md, "A different mix of the usual values").
 func mixOnly(fr *FunctionResult) bool {
 	v := fr.Var
 	if fr.Evidence != EvidenceVariable || v == nil || v.Anomaly == nil || ownWork(fr) {
 		return false
 	}
-	return withinRange(v.Anomaly)
+	an := v.Anomaly
+	return withinRange(an) || an.Dimension == DimValue && an.HasNormal && an.BuggyMedian < an.NormalMin
 }
 
 // withinRange says whether an anomaly's buggy median, as a value or a step,

@@ -376,38 +376,47 @@ func analyzeHooked(t testing.TB, normal, buggy *profile.Profile, hook func(a *An
 }
 
 // A function whose only evidence is its usual values in another mix (the
-// buggy median inside the normal range) and whose own code did not grow
-// ranks just below the callee that carries its growth.
+// buggy median inside the normal range), or values below that range, and
+// whose own code did not grow ranks just below the callee that carries its
+// growth.
 func TestMixRanksBelowCallee(t *testing.T) {
-	mk := func(buggy bool) *profile.Profile {
-		fx := newFixture(t)
-		r := fx.create(t, "mix.rec")
-		i := r.variable("i", "dispatch_1", "long", "loop,cond", false)
-		mod, work := int64(10), 100
-		if buggy {
-			mod, work = 3, 900
+	for _, below := range []bool{false, true} {
+		mk := func(buggy bool) *profile.Profile {
+			fx := newFixture(t)
+			r := fx.create(t, "mix.rec")
+			i := r.variable("i", "dispatch_1", "long", "loop,cond", false)
+			mod, base, work := int64(10), int64(0), 100
+			if below {
+				base = 5
+			}
+			if buggy {
+				mod, base, work = 3, 0, 900
+				if below {
+					mod = 2
+				}
+			}
+			for k := 0; k < 300; k++ {
+				r.tick(1, []string{"dispatch_1", "main"}, 0, val{i, 0, base + int64(k)%mod})
+			}
+			for k := 0; k < work; k++ {
+				r.tick(1, []string{"worker", "dispatch_1", "main"}, 0, val{i, 1, base + int64(k)%mod})
+			}
+			for k := 0; k < 600; k++ {
+				r.tick(1, []string{"main"}, 0)
+			}
+			return r.done()
 		}
-		for k := 0; k < 300; k++ {
-			r.tick(1, []string{"dispatch_1", "main"}, 0, val{i, 0, int64(k) % mod})
+		res := analyzeWith(t, DefaultOptions(), []*profile.Profile{mk(false)}, []*profile.Profile{mk(true)})
+		d, w := res.fn(t, "dispatch_1"), res.fn(t, "worker")
+		if d.Evidence != EvidenceVariable || d.Var == nil || d.Var.Anomaly == nil {
+			t.Fatalf("below %v: dispatch_1: evidence %s, variable %+v", below, d.Evidence, d.Var)
 		}
-		for k := 0; k < work; k++ {
-			r.tick(1, []string{"worker", "dispatch_1", "main"}, 0, val{i, 1, int64(k) % mod})
+		if an := d.Var.Anomaly; an.BuggyMedian > an.NormalMax || (an.BuggyMedian < an.NormalMin) != below {
+			t.Fatalf("below %v: dispatch_1's anomaly is not the one tested: %+v", below, an)
 		}
-		for k := 0; k < 600; k++ {
-			r.tick(1, []string{"main"}, 0)
+		if d.Through != "worker" || d.Rank != w.Rank+1 || !strings.Contains(d.Why, "encloses worker") {
+			t.Errorf("below %v: dispatch_1 rank %d through %q (%s); worker rank %d", below, d.Rank, d.Through, d.Why, w.Rank)
 		}
-		return r.done()
-	}
-	res := analyzeWith(t, DefaultOptions(), []*profile.Profile{mk(false)}, []*profile.Profile{mk(true)})
-	d, w := res.fn(t, "dispatch_1"), res.fn(t, "worker")
-	if d.Evidence != EvidenceVariable || d.Var == nil || d.Var.Anomaly == nil {
-		t.Fatalf("dispatch_1: evidence %s, variable %+v", d.Evidence, d.Var)
-	}
-	if an := d.Var.Anomaly; an.BuggyMedian < an.NormalMin || an.BuggyMedian > an.NormalMax {
-		t.Fatalf("dispatch_1's anomaly is not a mix of the usual values: %+v", an)
-	}
-	if d.Through != "worker" || d.Rank != w.Rank+1 || !strings.Contains(d.Why, "encloses worker") {
-		t.Errorf("dispatch_1 rank %d through %q (%s); worker rank %d", d.Rank, d.Through, d.Why, w.Rank)
 	}
 }
 

@@ -1470,24 +1470,26 @@ func submitOn(b *bpfasm.Builder) {
 // task_struct, -1 when the kernel's BTF has no such field (a kernel
 // built without CONFIG_SCHED_INFO): switches are then recorded without.
 func runDelayOffset() int32 {
-	task, err1 := bpfasm.TaskOffsets("to record run delays", "sched_info")
-	info, err2 := bpfasm.StructOffsets("to record run delays", "sched_info", "run_delay")
-	if err1 != nil || err2 != nil {
-		return -1
-	}
-	return task[0] + info[0]
+	return taskFieldOffset("to record run delays", "sched_info", "sched_info", "run_delay")
 }
 
 // execRuntimeOffset returns the offset of se.sum_exec_runtime in struct
 // task_struct, -1 when the kernel's BTF has no such field: switches are
 // then recorded without (Event.HasExecRuntime).
 func execRuntimeOffset() int32 {
-	task, err1 := bpfasm.TaskOffsets("to record run times", "se")
-	se, err2 := bpfasm.StructOffsets("to record run times", "sched_entity", "sum_exec_runtime")
+	return taskFieldOffset("to record run times", "se", "sched_entity", "sum_exec_runtime")
+}
+
+// taskFieldOffset returns the offset in struct task_struct of field of
+// its member (of struct typ), from the kernel's BTF; -1 when either is
+// missing.
+func taskFieldOffset(why, member, typ, field string) int32 {
+	task, err1 := bpfasm.TaskOffsets(why, member)
+	f, err2 := bpfasm.StructOffsets(why, typ, field)
 	if err1 != nil || err2 != nil {
 		return -1
 	}
-	return task[0] + se[0]
+	return task[0] + f[0]
 }
 
 // schedOffs places the fields of struct task_struct a switch program

@@ -920,7 +920,7 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 				}
 			}
 		}
-		if fr.Evidence == EvidenceNone && nc.incl[f] == 0 && fr.Share.Grew() && absentBeyondChance(f, &nc, &bc) {
+		if fr.Evidence == EvidenceNone && nc.incl[f] < NewPathExpected && fr.Share.Grew() && absentBeyondChance(f, &nc, &bc) {
 			fr.Evidence = EvidenceNewPath
 			discount = 0
 		}
@@ -972,22 +972,54 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 	// only encloses it: it ranks just below that callee.
 	// So does a function whose only evidence is a different mix of its
 	// usual values (docs/vprof.md, "A different mix of the usual values").
+	// A saturated share is read by time here too: a wrapper that holds
+	// all of both runs grew with what it encloses.
 	through := make([]int, len(ids))
 	for i, f := range ids {
 		through[i] = -1
-		if (fs[i].Evidence != EvidenceNone && !mixOnly(&fs[i])) || !fs[i].Share.Grew() {
+		whole := gw.of(f, nc.incl[f], bc.incl[f])
+		if (fs[i].Evidence != EvidenceNone && !mixOnly(&fs[i])) || !whole.Grew() {
 			continue
 		}
 		top, topN := bc.heaviest(f, true)
 		if topN == 0 {
 			continue
 		}
-		via := share(nc.edges[top], nc.n, topN, bc.n)
+		via := gw.of(f, nc.edges[top], topN)
 		rest := share(nc.incl[f]-nc.edges[top], nc.n, bc.incl[f]-topN, bc.n)
-		if j, ok := idx[top.callee]; ok && via.Grew() && !material(rest, fs[i].Share) {
+		if j, ok := idx[top.callee]; ok && via.Grew() && !material(rest, whole) {
 			through[i] = j
 			fs[i].Through = fs[j].Name
 		}
+	}
+	// A new route to old work: a function only the buggy runs reached
+	// whose heaviest callee the normal runs reached through another
+	// caller, which the buggy runs never reached, took that caller's
+	// place. Its share grew from nothing because the route changed, not
+	// because the work did: it answers for no more than the callee's
+	// growth, and ranks just below it, as a function that only encloses
+	// it (docs/vprof.md, "A new route to old work"). A route that adds
+	// to the old one (whose caller the buggy runs still reach) is new
+	// work its own (path_wrong's include cache).
+	for i, f := range ids {
+		fr := &fs[i]
+		if fr.Evidence != EvidenceNewPath || ownWork(fr) {
+			continue
+		}
+		top, topN := bc.heaviest(f, true)
+		j, ok := idx[top.callee]
+		if topN == 0 || !ok || top.callee == f || a.system(top.callee) || nc.incl[top.callee] < SameWorkSamples {
+			continue
+		}
+		old, oldN := nc.heaviest(top.callee, false)
+		if oldN == 0 || old.caller == f || bc.incl[old.caller] > 0 || roots[old.caller] {
+			continue
+		}
+		if !gw.of(top.callee, nc.incl[top.callee], bc.incl[top.callee]).Grew() {
+			continue
+		}
+		through[i], fr.Through = j, fs[j].Name
+		fr.Replaces = a.funcs[old.caller].name
 	}
 	// A function that only encloses the callee carrying its growth, whose
 	// call of it a threshold of its own guards, made in a block of its
@@ -1634,7 +1666,7 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 	// callees work on: it answers for its growth, and every function whose
 	// growth all occurs under it ranks below it (docs/vprof.md, "A range
 	// longer than it was handed").
-	if tops := a.grownRanges(idx, fs, roots, &bc); len(tops) > 0 {
+	if tops := a.grownRanges(idx, fs, roots, &bc, func(f int32) float64 { return gw.timeGrowth(nc.incl[f], bc.incl[f]) }); len(tops) > 0 {
 		in := map[int32]bool{}
 		for f := range tops {
 			in[f] = true
@@ -1993,11 +2025,15 @@ func noMore(v *VariableResult) bool {
 // below 5%).
 const NewPathExpected = 3.0
 
-// absentBeyondChance says whether function f, which no normal sample has on
-// its stack, would have been expected in at least NewPathExpected of them
-// had its callers called it as often as in the buggy runs: a callee of a
-// caller that itself ran in two normal samples is absent by chance. A
-// function without callers (a thread's first frame) counts as absent.
+// absentBeyondChance says whether function f, which fewer than
+// NewPathExpected normal samples have on their stack, was absent from the
+// normal runs beyond chance: its callers ran in the normal runs often
+// enough that, calling it as often as in the buggy runs, it would have
+// been expected in so many normal samples that a Poisson count of that
+// mean is at most as large as its own with probability at most
+// e^−NewPathExpected (for a function no normal sample holds: expected in
+// at least NewPathExpected of them). A function without callers (a
+// thread's first frame) is new whenever it is absent.
 func absentBeyondChance(f int32, nc, bc *stackCounts) bool {
 	var expected float64
 	callers := false
@@ -2008,7 +2044,17 @@ func absentBeyondChance(f int32, nc, bc *stackCounts) bool {
 		callers = true
 		expected += nc.incl[e.caller] * n / bc.incl[e.caller]
 	}
-	return !callers || expected >= NewPathExpected
+	if !callers {
+		return nc.incl[f] == 0
+	}
+	// P(X ≤ k) for X ~ Poisson(expected), k the normal samples that hold f.
+	k := int(nc.incl[f])
+	term, cdf := math.Exp(-expected), 0.0
+	for i := 0; i <= k; i++ {
+		cdf += term
+		term *= expected / float64(i+1)
+	}
+	return cdf <= math.Exp(-NewPathExpected)*(1+1e-9)
 }
 
 // mixOnly says whether a function's only evidence is a variable whose buggy
@@ -2356,7 +2402,14 @@ func why(f *FunctionResult) string {
 		fmt.Fprintf(&b, "; a threshold of its own decides its calls of the work that grew, and its code reads %s, a configuration value", f.Config)
 	}
 	if f.Evidence == EvidenceNewPath {
-		b.WriteString("; never ran in the normal runs")
+		if f.Share.Normal > 0 {
+			fmt.Fprintf(&b, "; hardly ran in the normal runs (fewer than %d of their samples hold it, far fewer than its callers' calls predict)", int(NewPathExpected))
+		} else {
+			b.WriteString("; never ran in the normal runs")
+		}
+		if f.Replaces != "" {
+			fmt.Fprintf(&b, ", where %s, which the buggy runs never reached, made the calls it makes", f.Replaces)
+		}
 	}
 	if f.Through != "" && f.Calls == nil {
 		fmt.Fprintf(&b, "; encloses %s, which carries its growth", f.Through)
@@ -2476,7 +2529,7 @@ const RangeMargin = 0.05
 // normal length, and above which no other such function lies in any buggy
 // stack: the top of the grown ranges. A thread's outermost function and
 // the C runtime's are left out.
-func (a *Analyzer) grownRanges(idx map[int32]int, fs []FunctionResult, roots map[int32]bool, bc *stackCounts) map[int32]*Range {
+func (a *Analyzer) grownRanges(idx map[int32]int, fs []FunctionResult, roots map[int32]bool, bc *stackCounts, timeGrowth func(int32) float64) map[int32]*Range {
 	grown := map[int32]*Range{}
 	for k, rs := range a.ranges {
 		if rs.before && rs.after || rs.normal.len() < SameWorkSamples || rs.buggy.len() < SameWorkSamples {
@@ -2490,6 +2543,17 @@ func (a *Analyzer) grownRanges(idx map[int32]int, fs []FunctionResult, roots map
 		bmed := median(rs.buggy.floats())
 		if bmed <= nmax+RangeMargin*math.Abs(nmax) {
 			continue
+		}
+		// A range a little longer than normally, in a function whose
+		// time grew far more, is no claim, as a value a little beyond
+		// its range is not (slightExcess): pointers into two unrelated
+		// objects, whose distance is where the address space placed
+		// them, come out so.
+		if nmed := median(rs.normal.floats()); nmed > 0 {
+			r := bmed / nmed
+			if t := timeGrowth(k.fn); t > r*r*r*r {
+				continue
+			}
 		}
 		r := &Range{Start: k.start, End: k.end, NormalMax: nmax, BuggyMedian: bmed}
 		if rs.before {

@@ -420,6 +420,37 @@ func TestMixRanksBelowCallee(t *testing.T) {
 	}
 }
 
+// A saturated share is read by time when a function whose only evidence is
+// another mix of its values passes its growth to the callee that carries
+// it: a wrapper that holds the whole run in both kinds, handed smaller
+// items, ranks just below the callee whose time grew.
+func TestMixSaturatedRanksBelowCallee(t *testing.T) {
+	mk := func(buggy bool) *profile.Profile {
+		fx := newFixture(t)
+		r := fx.create(t, "mixsat.rec")
+		n := r.variable("len", "dispatch_1", "long", "cond,args", false)
+		size, work := int64(4096), 540
+		if buggy {
+			size, work = 128, 1740
+		}
+		for k := 0; k < 60; k++ {
+			r.tick(1, []string{"dispatch_1", "main"}, 0, val{n, 0, size})
+		}
+		for k := 0; k < work; k++ {
+			r.tick(1, []string{"worker", "dispatch_1", "main"}, 0, val{n, 1, size})
+		}
+		return r.done()
+	}
+	res := analyzeWith(t, DefaultOptions(), []*profile.Profile{mk(false)}, []*profile.Profile{mk(true)})
+	d, w := res.fn(t, "dispatch_1"), res.fn(t, "worker")
+	if d.Evidence != EvidenceVariable || !mixOnly(&d) || d.Share.Time == 0 {
+		t.Fatalf("dispatch_1: evidence %s, share %+v: not the saturated mix tested", d.Evidence, d.Share)
+	}
+	if d.Through != "worker" || d.Rank != w.Rank+1 {
+		t.Errorf("dispatch_1 rank %d through %q (%s); worker rank %d", d.Rank, d.Through, d.Why, w.Rank)
+	}
+}
+
 // A condition's values beyond their normal range are scalability where the
 // function's own code did the extra work, wrong-constraint where its callee
 // did.
@@ -646,6 +677,86 @@ func TestNewPathNeedsExpectedSamples(t *testing.T) {
 		res := analyzeWith(t, DefaultOptions(), []*profile.Profile{mk(false, c.callerTicks)}, []*profile.Profile{mk(true, c.callerTicks)})
 		if w := res.fn(t, "worker"); w.Evidence != c.want {
 			t.Errorf("caller with %d normal samples: worker's evidence %s, want %s", c.callerTicks, w.Evidence, c.want)
+		}
+	}
+}
+
+// A function a few normal samples hold, far fewer than its callers' calls
+// predict, hardly ran there: new-path as if none held it. As many where
+// its callers ran little is chance.
+func TestNewPathHardlyRan(t *testing.T) {
+	mk := func(buggy bool, callerTicks, normalWork int) *profile.Profile {
+		fx := newFixture(t)
+		r := fx.create(t, "hardly.rec")
+		n := r.variable("n", "main", "long", "none", false)
+		for i := 0; i < callerTicks; i++ {
+			r.tick(1, []string{"dispatch_1", "main"}, 0, val{n, 1, 1})
+		}
+		work := normalWork
+		if buggy {
+			work = 300
+		}
+		for i := 0; i < work; i++ {
+			r.tick(1, []string{"worker", "dispatch_1", "main"}, 0, val{n, 2, 1})
+		}
+		for i := 0; i < 600; i++ {
+			r.tick(1, []string{"main"}, 0, val{n, 0, 1})
+		}
+		return r.done()
+	}
+	for _, c := range []struct {
+		callerTicks, normalWork int
+		want                    Evidence
+	}{{300, 1, EvidenceNewPath}, {300, 2, EvidenceNewPath}, {3, 1, EvidenceOwnTime}, {300, 3, EvidenceOwnTime}} {
+		res := analyzeWith(t, DefaultOptions(), []*profile.Profile{mk(false, c.callerTicks, c.normalWork)}, []*profile.Profile{mk(true, c.callerTicks, c.normalWork)})
+		w := res.fn(t, "worker")
+		if w.Evidence != c.want {
+			t.Errorf("caller with %d normal samples, worker with %d: evidence %s, want %s", c.callerTicks, c.normalWork, w.Evidence, c.want)
+		}
+		if w.Evidence == EvidenceNewPath && !strings.Contains(w.Why, "hardly ran in the normal runs") {
+			t.Errorf("why: %q", w.Why)
+		}
+	}
+}
+
+// A function only the buggy runs reached, whose work the normal runs
+// reached through a caller the buggy runs never did, replaced that route:
+// it ranks below the work. One that adds a route beside the old one keeps
+// the growth it brought.
+func TestNewRouteToOldWork(t *testing.T) {
+	mk := func(buggy, keepOld bool) *profile.Profile {
+		fx := newFixture(t)
+		r := fx.create(t, "route.rec")
+		n := r.variable("n", "main", "long", "none", false)
+		for i := 0; i < 300; i++ {
+			if !buggy || keepOld {
+				r.tick(1, []string{"worker", "dispatch_1", "main"}, 0, val{n, 2, 1})
+			}
+		}
+		if buggy {
+			for i := 0; i < 900; i++ {
+				r.tick(1, []string{"worker", "dispatch_2", "main"}, 0, val{n, 2, 1})
+			}
+		}
+		for i := 0; i < 600; i++ {
+			r.tick(1, []string{"main"}, 0, val{n, 0, 1})
+		}
+		return r.done()
+	}
+	for _, keepOld := range []bool{false, true} {
+		res := analyzeWith(t, DefaultOptions(), []*profile.Profile{mk(false, keepOld)}, []*profile.Profile{mk(true, keepOld)})
+		d, w := res.fn(t, "dispatch_2"), res.fn(t, "worker")
+		if d.Evidence != EvidenceNewPath {
+			t.Fatalf("old route kept %v: dispatch_2's evidence %s, want new-path", keepOld, d.Evidence)
+		}
+		if !keepOld {
+			if d.Replaces != "dispatch_1" || d.Through != "worker" || d.Rank != w.Rank+1 || !strings.Contains(d.Why, "where dispatch_1, which the buggy runs never reached") {
+				t.Errorf("replaced route: dispatch_2 rank %d replaces %q through %q (%s); worker rank %d", d.Rank, d.Replaces, d.Through, d.Why, w.Rank)
+			}
+			continue
+		}
+		if d.Replaces != "" || d.Through != "" || d.Rank != 1 {
+			t.Errorf("added route: dispatch_2 rank %d replaces %q through %q; want 1st, its own", d.Rank, d.Replaces, d.Through)
 		}
 	}
 }
@@ -1219,6 +1330,39 @@ func TestRangeLongerThanHanded(t *testing.T) {
 		if !strings.Contains(d.Why, "start..end lie") {
 			t.Errorf("why: %q", d.Why)
 		}
+	}
+}
+
+// Two pointers into unrelated objects (a heap buffer, a stack array) come
+// in the same order in every sample, and their distance is where the
+// address space placed the objects: a distance a little longer than
+// normally, in a function whose time grew far more, is no range that grew.
+func TestDistantPointersNoRange(t *testing.T) {
+	mk := func(buggy bool) *profile.Profile {
+		fx := newFixture(t)
+		r := fx.create(t, "distant.rec")
+		body := r.variable("body", "dispatch_1", "const char *", "args", true)
+		query := r.variable("query", "dispatch_1", "const char *", "args", true)
+		heap, stack, work := int64(0x555556000000), int64(0x7ffc10000000), 100
+		if buggy {
+			heap, stack, work = 0x520000000000, 0x7fff00000000, 700
+		}
+		g := lcg(5)
+		for i := 0; i < 300+work; i++ {
+			st := []string{"dispatch_1", "main"}
+			if i >= 300 {
+				st = []string{"worker", "dispatch_1", "main"}
+			}
+			r.tick(1, st, 0, val{body, 0, heap + g.intn(4096)}, val{query, 0, stack + g.intn(256)})
+		}
+		for i := 0; i < 600; i++ {
+			r.tick(1, []string{"main"}, 0)
+		}
+		return r.done()
+	}
+	res := analyzeWith(t, DefaultOptions(), []*profile.Profile{mk(false)}, []*profile.Profile{mk(true)})
+	if d := res.fn(t, "dispatch_1"); d.Range != nil || d.Evidence == EvidenceRange {
+		t.Errorf("dispatch_1 has a range %+v (evidence %s)", d.Range, d.Evidence)
 	}
 }
 

@@ -165,6 +165,11 @@ type FunctionResult struct {
 	SelfShare Share    `json:"self_share"`
 	Evidence  Evidence `json:"evidence,omitempty"`
 	Through   string   `json:"through,omitempty"`
+	// Replaces: a function only the buggy runs reached that calls, as
+	// its heaviest callee, work the normal runs reached through this
+	// function, which the buggy runs never reached: a new route to old
+	// work.
+	Replaces string `json:"replaces,omitempty"`
 	Input     string   `json:"input,omitempty"`  // EvidenceInput, or a loop run to a bound it was given: the global it reads
 	Config    string   `json:"config,omitempty"` // EvidenceThreshold: the configuration global its code reads
 	Calls     *Calls   `json:"calls,omitempty"`

@@ -25,7 +25,7 @@ func blockingSwitchProgram(m fds, exitStateOff int32, so schedOffs, in *switchIn
 	traced(&b, m, false)
 	stale(&b, m)
 	switchTime(&b)
-	reserve(&b, m, hdrSize, kindSwitch)
+	reserve(&b, m, switchHdrSize, kindSwitch)
 	switchNr(&b, exitStateOff, so)
 	b.Emit(
 		storeImm64(rRec, offUStack, NoStack),

@@ -105,11 +105,14 @@ const (
 	// offRunDelay is offSkipped in a switch record: the thread's
 	// sched_info.run_delay (Event.RunDelay).
 	offRunDelay = offSkipped
-	// offExecRuntime is, in a switch record, the leaving thread's
-	// se.sum_exec_runtime (Event.ExecRuntime), unused in the others; a
+	hdrSize   = 96 // an entry's header: its stack copy follows
+	// offExecRuntime is, in a switch record only, the leaving thread's
+	// se.sum_exec_runtime (Event.ExecRuntime): the 8 bytes after the
+	// entry's header, its stack copy after them (switchHdrSize), so the
+	// records of the calls, which do not have it, stay hdrSize long. A
 	// switch in's (exitSize long) is at offNr.
-	offExecRuntime = 96
-	hdrSize        = 104
+	offExecRuntime = hdrSize
+	switchHdrSize  = hdrSize + 8
 	exitSize       = 48
 )
 
@@ -548,14 +551,18 @@ func (t *Tracer) Drain(fn func(*Event)) error {
 		if ev.SwitchIn {
 			ev.ExecRuntime, ev.HasExecRuntime, ev.Nr = ev.Nr, t.execRuntime, 0
 		}
-		if !ev.Exit && len(b) >= hdrSize {
+		hdr := hdrSize
+		if ev.Switch {
+			hdr = switchHdrSize
+		}
+		if !ev.Exit && len(b) >= hdr {
 			if !ev.Switch {
 				t.skipped += le.Uint64(b[offSkipped:])
 			}
 			ev.UserStack = int64(le.Uint64(b[offUStack:]))
 			ev.IP, ev.SP, ev.BP = le.Uint64(b[offIP:]), le.Uint64(b[offSP:]), le.Uint64(b[offBP:])
 			n := int(le.Uint64(b[offCopied:]))
-			ev.Stack = b[hdrSize:min(hdrSize+n, len(b))]
+			ev.Stack = b[hdr:min(hdr+n, len(b))]
 			ev.CallNr = le.Uint64(b[offCallNr:])
 			if !ev.Switch {
 				ev.Window, ev.CallNr = ev.CallNr&^(1<<windowedBit), 0
@@ -571,7 +578,7 @@ func (t *Tracer) Drain(fn func(*Event)) error {
 			}
 			// Records that refer to their call, or have no chains, have no
 			// room for a copy.
-			ev.Reduced = t.copyBytes > 0 && len(b) < hdrSize+t.copyBytes && ev.UserStack != InCall && ev.UserStack != NoStack && ev.UserStack != FromInterrupt
+			ev.Reduced = t.copyBytes > 0 && len(b) < hdr+t.copyBytes && ev.UserStack != InCall && ev.UserStack != NoStack && ev.UserStack != FromInterrupt
 		}
 		fn(&ev)
 	}
@@ -1313,27 +1320,28 @@ const switchTimeSlot = -400
 // copy (copySize).
 const sizeSlot = -32
 
-// copySize emits: the record's size at sizeSlot, with the stack copy while
+// copySize emits: the record's size at sizeSlot, its header hdr bytes
+// (hdrSize, switchHdrSize), with the stack copy while
 // the ring is at most half full, else without it: the recorder repairs
 // fewer first frames of those records but loses none while the ring can
 // still take records of a header's size. With tops (Options.StackTops),
 // a thread whose top is set copies up to it, in the smallest of
 // copyClasses that holds it (its length at wantSlot).
-func copySize(b *bpfasm.Builder, copyBytes, ringBytes int, m fds) {
+func copySize(b *bpfasm.Builder, hdr int32, copyBytes, ringBytes int, m fds) {
 	b.Emit(
 		storeImm64(asm.RFP, wantSlot, 0),
 		asm.LoadMapPtr(asm.R1, m.ring),
 		asm.Mov.Imm(asm.R2, 0), // BPF_RB_AVAIL_DATA: bytes not yet read
 		asm.FnRingbufQuery.Call(),
-		asm.Mov.Imm(asm.R2, int32(hdrSize+copyBytes)),
+		asm.Mov.Imm(asm.R2, hdr+int32(copyBytes)),
 		asm.JLE.Imm(asm.R0, int32(ringBytes/2), "sized"),
-		asm.Mov.Imm(asm.R2, hdrSize),
+		asm.Mov.Imm(asm.R2, hdr),
 		asm.StoreMem(asm.RFP, sizeSlot, asm.R2, asm.DWord).WithSymbol("sized"),
 	)
 	if m.tops == 0 || copyBytes == 0 {
 		return
 	}
-	b.Emit(asm.JEq.Imm(asm.R2, hdrSize, "topdone"))
+	b.Emit(asm.JEq.Imm(asm.R2, hdr, "topdone"))
 	b.Emit(asm.StoreImm(asm.RFP, -8, 0, asm.Word))
 	b.Lookup(m.topsOn, -8)
 	b.Emit(
@@ -1368,7 +1376,7 @@ func copySize(b *bpfasm.Builder, copyBytes, ringBytes int, m fds) {
 		next := fmt.Sprintf("topnot%d", c)
 		b.Emit(
 			asm.JGT.Imm(asm.R1, int32(c), next),
-			asm.Mov.Imm(asm.R2, int32(hdrSize+c)),
+			asm.Mov.Imm(asm.R2, hdr+int32(c)),
 			asm.StoreMem(asm.RFP, sizeSlot, asm.R2, asm.DWord),
 			asm.Ja.Label("topdone"),
 		)
@@ -1622,7 +1630,7 @@ func enterProgram(m fds, kernel bool, copyBytes, ringBytes int) asm.Instructions
 		)
 	}
 	limit(&b, m)
-	copySize(&b, copyBytes, ringBytes, m)
+	copySize(&b, hdrSize, copyBytes, ringBytes, m)
 	reserve(&b, m, -1, kindEnter)
 	b.Emit(
 		asm.LoadMem(asm.R1, asm.RFP, skippedSlot, asm.DWord),
@@ -1643,7 +1651,7 @@ func enterProgram(m fds, kernel bool, copyBytes, ringBytes int) asm.Instructions
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("e_nouser"),
 	)
 	kernelStack(&b, m, kernel, 0)
-	userRegs(&b, m, copyBytes, false)
+	userRegs(&b, m, hdrSize, copyBytes, false)
 	b.Emit(
 		asm.LoadMem(asm.R1, asm.RFP, thrSlot, asm.DWord),
 		asm.JEq.Imm(asm.R1, 0, "e_noid"),
@@ -1658,9 +1666,9 @@ func enterProgram(m fds, kernel bool, copyBytes, ringBytes int) asm.Instructions
 }
 
 // userRegs emits: the record's IP, SP and BP from rRegs, and the stack copy
-// when the record has room for it (copySize), else a count of the record
-// as reduced.
-func userRegs(b *bpfasm.Builder, m fds, copyBytes int, direct bool) {
+// after its header of hdr bytes when the record has room for it
+// (copySize), else a count of the record as reduced.
+func userRegs(b *bpfasm.Builder, m fds, hdr int32, copyBytes int, direct bool) {
 	readReg(b, offIP, regIP, direct)
 	readReg(b, offSP, regSP, direct)
 	readReg(b, offBP, regBP, direct)
@@ -1670,12 +1678,12 @@ func userRegs(b *bpfasm.Builder, m fds, copyBytes int, direct bool) {
 	}
 	b.Emit(
 		asm.LoadMem(asm.R1, asm.RFP, sizeSlot, asm.DWord),
-		asm.JEq.Imm(asm.R1, int32(hdrSize+copyBytes), "copy"),
+		asm.JEq.Imm(asm.R1, hdr+int32(copyBytes), "copy"),
 	)
 	if m.tops != 0 {
 		for _, c := range copyClasses {
 			if c > copyBytes {
-				b.Emit(asm.JEq.Imm(asm.R1, int32(hdrSize+c), fmt.Sprintf("copy%d", c)))
+				b.Emit(asm.JEq.Imm(asm.R1, hdr+int32(c), fmt.Sprintf("copy%d", c)))
 			}
 		}
 	}
@@ -1701,7 +1709,7 @@ func userRegs(b *bpfasm.Builder, m fds, copyBytes int, direct bool) {
 					asm.JSLE.Imm(asm.R2, int32(copyBytes), "copy"),
 					asm.JGT.Imm(asm.R2, int32(c), "copy"),
 					asm.Mov.Reg(asm.R1, rRec),
-					asm.Add.Imm(asm.R1, hdrSize),
+					asm.Add.Imm(asm.R1, hdr),
 					asm.LoadMem(asm.R3, rRec, offSP, asm.DWord),
 					asm.FnProbeReadUser.Call(),
 					asm.JEq.Imm(asm.R0, 0, "copied"),
@@ -1719,7 +1727,7 @@ func userRegs(b *bpfasm.Builder, m fds, copyBytes int, direct bool) {
 	}
 	b.Emit(
 		asm.Mov.Reg(asm.R1, rRec).WithSymbol("copy"),
-		asm.Add.Imm(asm.R1, hdrSize),
+		asm.Add.Imm(asm.R1, hdr),
 		asm.Mov.Imm(asm.R2, int32(copyBytes)),
 		asm.LoadMem(asm.R3, rRec, offSP, asm.DWord),
 		asm.FnProbeReadUser.Call(),
@@ -1737,7 +1745,7 @@ func userRegs(b *bpfasm.Builder, m fds, copyBytes int, direct bool) {
 		asm.JGE.Imm(asm.R2, int32(copyBytes), "nocopy"),
 		asm.StoreMem(asm.RFP, wantSlot, asm.R2, asm.DWord),
 		asm.Mov.Reg(asm.R1, rRec),
-		asm.Add.Imm(asm.R1, hdrSize),
+		asm.Add.Imm(asm.R1, hdr),
 		asm.LoadMem(asm.R3, rRec, offSP, asm.DWord),
 		asm.FnProbeReadUser.Call(),
 		asm.JNE.Imm(asm.R0, 0, "nocopy"),
@@ -1857,7 +1865,7 @@ func switchProgram(m fds, copyBytes, ringBytes int, exitStateOff int32, so sched
 		// goes without chains (a preemption walks them within budget).
 		leftOut(&b, m, "walk", "bare")
 		inCallRecord := func(user int32, kernel bool) {
-			reserve(&b, m, hdrSize, kindSwitch)
+			reserve(&b, m, switchHdrSize, kindSwitch)
 			switchNr(&b, exitStateOff, so)
 			if kernel {
 				inCallKernelStack(&b, m, slotNr)
@@ -1885,7 +1893,7 @@ func switchProgram(m fds, copyBytes, ringBytes int, exitStateOff int32, so sched
 		}
 		b.Mark("walk")
 	}
-	copySize(&b, copyBytes, ringBytes, m)
+	copySize(&b, switchHdrSize, copyBytes, ringBytes, m)
 	reserve(&b, m, -1, kindSwitch)
 	switchNr(&b, exitStateOff, so)
 	switchKernelStack(&b, m)
@@ -1894,7 +1902,7 @@ func switchProgram(m fds, copyBytes, ringBytes int, exitStateOff int32, so sched
 		asm.StoreMem(rRec, offCallNr, asm.R1, asm.DWord),
 	)
 	userStackID(&b, m, offUStack)
-	userRegs(&b, m, copyBytes, true)
+	userRegs(&b, m, switchHdrSize, copyBytes, true)
 	submit(&b)
 	return b.Ins
 }

@@ -1,6 +1,7 @@
 package syscallprog
 
 import (
+	"encoding/binary"
 	"fmt"
 	"math"
 	"os"
@@ -80,6 +81,10 @@ func recordOwnSystemCalls(t *testing.T, hash bool) {
 			}
 			if len(tr.Stack(ev.KernStack)) > 0 {
 				withKernel++
+			}
+			// An entry's header has no room for a switch's run time.
+			if n, want := len(tr.rec.RawSample), map[bool]int{true: exitSize, false: hdrSize + 256}[ev.Exit]; n != want {
+				t.Fatalf("kernel=%v: a record of %d bytes (exit %v), want %d", kernel, n, ev.Exit, want)
 			}
 			if ev.Exit {
 				exits++
@@ -262,7 +267,7 @@ func recordOwnSwitches(t *testing.T, syscalls, hash bool) {
 	}
 	tr.Remove(uint32(os.Getpid()))
 	runtime.UnlockOSThread()
-	asleep, other, preempted := 0, 0, 0
+	asleep, other, preempted, framedCopies := 0, 0, 0, 0
 	var entry *Event // the thread's system call entry pending, with syscalls
 	err := tr.Drain(func(ev *Event) {
 		if ev.TID != tid {
@@ -282,6 +287,14 @@ func recordOwnSwitches(t *testing.T, syscalls, hash bool) {
 		}
 		if SwitchState(ev.Nr) == 0x100 {
 			preempted++
+		}
+		// A switch's header holds its run time after an entry's, its
+		// copy (none inside a call) after that.
+		if n, want := len(tr.rec.RawSample), switchHdrSize+len(ev.Stack); n != want || len(ev.Stack) != 0 && len(ev.Stack) != 256 {
+			t.Errorf("syscalls=%v: a switch record of %d bytes with a copy of %d, want %d", syscalls, n, len(ev.Stack), want)
+		}
+		if framed(ev) {
+			framedCopies++
 		}
 		ks := tr.Stack(ev.KernStack)
 		if syscalls {
@@ -316,6 +329,25 @@ func recordOwnSwitches(t *testing.T, syscalls, hash bool) {
 		t.Errorf("syscalls=%v: %d switches asleep as expected, %d others (%d preemptions), %d sleeps interrupted; want at least %d asleep",
 			syscalls, asleep, other, preempted, interrupted, n-interrupted-preempted)
 	}
+	if !syscalls && framedCopies < asleep {
+		t.Errorf("%d switches' copies hold their frame pointer's frame where BP says, want at least the %d asleep", framedCopies, asleep)
+	}
+}
+
+// framed reports whether a switch's stack copy, read from SP, holds
+// where BP points the frame of a Go function (the sleep's wrapper's
+// caller): the caller's frame pointer, above BP on the same stack, and
+// after it a return address, not one. A copy read from the wrong place of
+// its record fails it.
+func framed(ev *Event) bool {
+	off := ev.BP - ev.SP
+	if ev.BP < ev.SP || off+16 > uint64(len(ev.Stack)) {
+		return false
+	}
+	le := binary.LittleEndian
+	saved, ret := le.Uint64(ev.Stack[off:]), le.Uint64(ev.Stack[off+8:])
+	onStack := func(v uint64) bool { return v > ev.BP && v-ev.BP < 1<<20 }
+	return onStack(saved) && !onStack(ret) && ret != 0
 }
 
 // TestKernelChainReused: a thread that blocks in the same call from the

@@ -91,7 +91,7 @@ func wakerStacksProgram(m fds, tgidOff, pidOff, stackOff int32, copyBytes, ringB
 		asm.Mov.Imm(asm.R2, 8),
 		asm.FnProbeReadKernel.Call(),
 	)
-	copySize(&b, copyBytes, ringBytes, m)
+	copySize(&b, hdrSize, copyBytes, ringBytes, m)
 	reserve(&b, m, -1, kindWaking)
 	b.Emit(
 		asm.LoadMem(asm.R1, asm.RFP, slotWaker, asm.DWord),
@@ -123,7 +123,7 @@ func wakerStacksProgram(m fds, tgidOff, pidOff, stackOff int32, copyBytes, ringB
 		asm.JSLT.Imm(asm.R1, 0, "wv_irq"),
 	)
 	userStackID(&b, m, offUStack)
-	userRegs(&b, m, copyBytes, true)
+	userRegs(&b, m, hdrSize, copyBytes, true)
 	submit(&b)
 
 	b.Mark("wv_irq")

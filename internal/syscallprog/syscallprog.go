@@ -105,7 +105,7 @@ const (
 	// offRunDelay is offSkipped in a switch record: the thread's
 	// sched_info.run_delay (Event.RunDelay).
 	offRunDelay = offSkipped
-	hdrSize   = 96 // an entry's header: its stack copy follows
+	hdrSize     = 96 // an entry's header: its stack copy follows
 	// offExecRuntime is, in a switch record only, the leaving thread's
 	// se.sum_exec_runtime (Event.ExecRuntime): the 8 bytes after the
 	// entry's header, its stack copy after them (switchHdrSize), so the

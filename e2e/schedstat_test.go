@@ -85,7 +85,7 @@ func statesAgree(t *testing.T, bin, fn string, runnable bool) {
 			if err := json.Unmarshal([]byte(mustRun(t, "states", "--format", "json", "--intervals", out)), &st); err != nil {
 				t.Fatal(err)
 			}
-			seen := 0
+			seen, lastAll := 0, true
 			var runAll, delayAll float64
 			for _, th := range st.Threads {
 				w, ok := want[th.TID]
@@ -122,6 +122,13 @@ func statesAgree(t *testing.T, bin, fn string, runnable bool) {
 				if kernel < runs*19/20 {
 					t.Errorf("thread %d: %d of its %d runs of the kernel's length", th.TID, kernel, runs)
 				}
+				// The thread's last run, to its exit after the reading,
+				// has no switch onto a CPU after it: the switch away that
+				// ended it tells its length.
+				if k := lastRun(th.Intervals); k < 0 || !th.Intervals[k].KernelLength {
+					lastAll = false
+					t.Logf("thread %d: its last run is not of the kernel's length: %+v", th.TID, th.Intervals[max(k, 0):])
+				}
 				runAll += run
 				delayAll += w.delay
 				if runnable && math.Abs(run-w.delay) > 0.05*w.delay {
@@ -132,8 +139,21 @@ func statesAgree(t *testing.T, bin, fn string, runnable bool) {
 			if seen != len(want) {
 				t.Errorf("%d of the %d threads in culprit states", seen, len(want))
 			}
+			if !lastAll {
+				t.Errorf("a thread's last run without the kernel's length")
+			}
 		})
 	}
+}
+
+// lastRun returns the index of the last on-cpu interval, -1 if none.
+func lastRun(ivs []stateInterval) int {
+	for k := len(ivs) - 1; k >= 0; k-- {
+		if ivs[k].State == "on-cpu" {
+			return k
+		}
+	}
+	return -1
 }
 
 // stateInterval is an interval of culprit states --format json --intervals.

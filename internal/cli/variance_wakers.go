@@ -41,6 +41,7 @@ func newLiveSched(events []tracer.SchedEvent) *liveSched {
 			ls.funcs = append(ls.funcs, e.Funcs)
 		}
 		p.Samples = append(p.Samples, profile.Sample{Time: e.Time, PID: e.PID, TID: e.TID, CPU: e.CPU, Stack: st, Event: e.Event, Arg: profile.SwitchArg(&e.Sample)})
+		p.NoteSwitchAway(&e.Sample)
 	}
 	// Each drain writes its records in time order; rings of different
 	// CPUs can interleave across drains.

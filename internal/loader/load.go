@@ -896,6 +896,7 @@ func (l *loader) addSample(v *recording.Sample, k stackKey, records uint64) {
 	s := profile.Sample{Time: v.Time, PID: v.PID, TID: v.TID, CPU: v.CPU, Period: v.Period, Event: v.Event, Arg: v.Arg}
 	if !l.merge {
 		s.Arg = profile.SwitchArg(v)
+		l.p.NoteSwitchAway(v)
 	}
 	if l.merge {
 		if e, ok := l.find(v, k, records); ok {

@@ -349,7 +349,8 @@ func (p *Profile) FrameAt(i int32) Frame {
 // empty stack (a kernel thread under KernelExclude, say) are kept; reports
 // show them as "[unknown]". Each distinct stack is examined once, however
 // many samples share it. Values and calls are selected by time and task
-// only (shared with p when neither is selected by). Threads,
+// only (shared with p when neither is selected by). Threads, the
+// threads' last switches away (LastSwitchAway),
 // Lost, Throttled, Gaps, Metas, Sources, Warnings and StartTime are carried over
 // unchanged: lost and throttled counts are totals of the recording, not of
 // the window.
@@ -373,6 +374,7 @@ func (p *Profile) Apply(f Filter) *Profile {
 		CallsLost:    p.CallsLost,
 
 		SyscallWindows: p.SyscallWindows,
+		lastAway:       p.lastAway,
 	}
 	inWindow := func(t uint64) bool {
 		rel := time.Duration(int64(t - p.StartTime))

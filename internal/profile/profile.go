@@ -85,6 +85,38 @@ func (s *Sample) ExecRuntime() (uint64, bool) {
 	return s.Arg &^ switchInRuntime, true
 }
 
+// NoteSwitchAway keeps s's time on a CPU (recording.Sample.ExecRuntime)
+// when s is a context switch away that has it and its thread's latest so
+// far. A switch away's Arg has no room for it (SwitchArg), and a thread's
+// run is measured by its next switch onto a CPU, but the thread's last run
+// has none after it: its switch away tells its length (LastSwitchAway).
+// Loaders call it for every sample, in any order.
+func (p *Profile) NoteSwitchAway(s *recording.Sample) {
+	if s.Event != recording.EventSwitch || !s.HasExecRuntime {
+		return
+	}
+	if p.lastAway == nil {
+		p.lastAway = map[uint32]switchAway{}
+	}
+	if a, ok := p.lastAway[s.TID]; !ok || s.Time >= a.time {
+		p.lastAway[s.TID] = switchAway{time: s.Time, runtime: s.ExecRuntime}
+	}
+}
+
+// LastSwitchAway returns the time on a CPU of thread tid, ns, as the
+// kernel counts it, at its switch away at time t, when that is the
+// thread's last switch away and the profile has it (NoteSwitchAway).
+func (p *Profile) LastSwitchAway(tid uint32, t uint64) (uint64, bool) {
+	a, ok := p.lastAway[tid]
+	if !ok || a.time != t {
+		return 0, false
+	}
+	return a.runtime, true
+}
+
+// switchAway is a thread's last switch away with its time on a CPU.
+type switchAway struct{ time, runtime uint64 }
+
 // RunDelay returns a context switch's run delay modulo 2^32 (SwitchArg),
 // and whether the profile has it.
 func (s *Sample) RunDelay() (uint32, bool) {
@@ -257,6 +289,9 @@ type Profile struct {
 	// profile's values of a span of time (EachValueWithin).
 	within     func(from, to uint64, yield func(*Value) bool) error
 	withinCost func(from, to uint64) int
+	// lastAway is each thread's last switch away, with its time on a CPU
+	// (NoteSwitchAway).
+	lastAway map[uint32]switchAway
 }
 
 // ValueCount counts the values of one value source: All of them, Present

@@ -36,3 +36,33 @@ func TestSwitchArg(t *testing.T) {
 		}
 	}
 }
+
+// TestLastSwitchAway: a profile keeps each thread's latest switch away
+// with a run time, whatever the order it is told them in, and a selection
+// of it (Apply) has them too; other samples, and switches without one,
+// change nothing.
+func TestLastSwitchAway(t *testing.T) {
+	p := &Profile{Threads: map[uint32]Thread{}}
+	for _, s := range []recording.Sample{
+		{Time: 20, TID: 1, Event: recording.EventSwitch, ExecRuntime: 200, HasExecRuntime: true},
+		{Time: 10, TID: 1, Event: recording.EventSwitch, ExecRuntime: 100, HasExecRuntime: true},
+		{Time: 30, TID: 1, Event: recording.EventSwitch},
+		{Time: 40, TID: 1, Event: recording.EventSwitchIn, ExecRuntime: 300, HasExecRuntime: true},
+		{Time: 15, TID: 2, Event: recording.EventSwitch, ExecRuntime: 50, HasExecRuntime: true},
+	} {
+		p.NoteSwitchAway(&s)
+	}
+	q := p.Apply(Filter{})
+	for _, c := range []struct {
+		tid  uint32
+		t    uint64
+		want uint64
+		ok   bool
+	}{{1, 20, 200, true}, {1, 10, 0, false}, {1, 30, 0, false}, {1, 40, 0, false}, {2, 15, 50, true}, {3, 15, 0, false}} {
+		for name, pr := range map[string]*Profile{"profile": p, "selection": q} {
+			if got, ok := pr.LastSwitchAway(c.tid, c.t); got != c.want || ok != c.ok {
+				t.Errorf("%s: LastSwitchAway(%d, %d) = %d, %v; want %d, %v", name, c.tid, c.t, got, ok, c.want, c.ok)
+			}
+		}
+	}
+}

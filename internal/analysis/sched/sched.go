@@ -119,7 +119,8 @@ type Interval struct {
 	WakeFromRunDelay bool
 	// KernelLength is set on an OnCPU interval whose length is the
 	// kernel's account of the run (its sum_exec_runtime's growth from the
-	// switch onto a CPU that began it to the thread's next), not its
+	// switch onto a CPU that began it to the thread's next, or for the
+	// thread's last run to the switch away that ended it), not its
 	// stamps' (Timeline.KernelRuns); KernelNS is that account. The
 	// interval is longer when the thread was seen running after it (a
 	// wake-up it made, a sample): it ends at the last such event. The
@@ -188,7 +189,8 @@ type Timeline struct {
 	WokenFromRunDelay int
 	// KernelRuns counts the runs on a CPU whose length is the kernel's
 	// own account (its sum_exec_runtime at the switches onto a CPU that
-	// began the run and the thread's next; States).
+	// began the run and the thread's next, or the switch away that ended
+	// the thread's last run; States).
 	KernelRuns int
 	Warnings   []string
 	// Handoffs are the created-by edges the timeline knows itself (a Go
@@ -233,9 +235,14 @@ type tstate struct {
 	// (ran) its kernel length at the open run's switch away.
 	pendingRT  uint64
 	hasPending bool
-	ran        int
-	hasRan     bool
-	ranSeen    uint64
+	// awayRT is, when hasAway, the runtime at the switch away that closed
+	// ran, when that was the thread's last (profile.LastSwitchAway): no
+	// switch onto a CPU after it tells ran's length, this does.
+	awayRT  uint64
+	hasAway bool
+	ran     int
+	hasRan  bool
+	ranSeen uint64
 }
 
 func (ts *tstate) close(t uint64) {
@@ -364,6 +371,7 @@ func States(p *profile.Profile) (*Timeline, error) {
 			ts.close(s.Time)
 			ts.ran, ts.ranFrom, ts.hasRan = len(ts.th.Intervals)-1, ts.runtime, ts.hasRuntime
 			ts.ranSeen, ts.hasRuntime = ts.cur.From, false
+			ts.awayRT, ts.hasAway = p.LastSwitchAway(s.TID, s.Time)
 			if ts.lastSeen > ts.ranSeen && ts.lastSeen <= s.Time {
 				ts.ranSeen = ts.lastSeen
 			}
@@ -418,8 +426,18 @@ func States(p *profile.Profile) (*Timeline, error) {
 		return nil, ErrNoEvents
 	}
 	for tid, ts := range states {
+		if ts.hasPending {
+			// The run before the open one, whose switch away the
+			// recording ended before.
+			ts.kernelRun(ts.pendingRT, tl)
+			ts.hasPending, ts.hasAway = false, false
+		}
 		ts.cur.Open = true
 		ts.close(max(tl.End, ts.cur.From))
+		if ts.hasRan && ts.hasAway {
+			// The thread's last run: no switch onto a CPU after it.
+			ts.kernelRun(ts.awayRT, tl)
+		}
 		if len(ts.th.Intervals) > 0 {
 			tl.Threads[tid] = ts.th
 		}
@@ -464,8 +482,10 @@ func (ts *tstate) runs(t uint64, tl *Timeline) {
 
 // kernelRun gives the thread's last closed run (ts.ran, followed by its
 // waits up to the switch onto a CPU that began the open run, whose time
-// on a CPU before that run is rt) its length by the kernel's account; it
-// is called at the open run's switch away, after the run delay placed
+// on a CPU before that run is rt; or, for the thread's last run, rt its
+// time at the switch away that closed it) its length by the kernel's
+// account; it is called at the open run's switch away (or at the end of
+// the recording when there is none), after the run delay placed
 // the wake-up of the wait before it (wokeBefore), so that a run longer
 // than its stamps takes from that wait's runnable part, not from where
 // its wake-up can be placed. The length is rt less the time before the
@@ -486,12 +506,15 @@ func (ts *tstate) runs(t uint64, tl *Timeline) {
 func (ts *tstate) kernelRun(rt uint64, tl *Timeline) {
 	iv := ts.th.Intervals
 	k := ts.ran
-	if k < 0 || k+1 >= len(iv) || iv[k].State != OnCPU || rt < ts.ranFrom {
+	if k < 0 || k >= len(iv) || iv[k].State != OnCPU || rt < ts.ranFrom {
 		return
 	}
 	end := iv[k].From + (rt - ts.ranFrom)
 	end = min(max(end, ts.ranSeen, iv[k].From), iv[len(iv)-1].To)
-	iv[k].To, iv[k+1].From = end, end
+	iv[k].To = end
+	if k+1 < len(iv) { // none after a thread's exit
+		iv[k+1].From = end
+	}
 	for j := k + 1; j < len(iv); j++ {
 		iv[j].From, iv[j].To = max(iv[j].From, end), max(iv[j].To, end)
 	}

@@ -451,3 +451,93 @@ func TestStatesKernelRunLength(t *testing.T) {
 		}, 0)
 	})
 }
+
+// TestStatesLastRunFromSwitchAway: a thread's last run, which no switch
+// onto a CPU follows, takes the kernel's length from the run time its
+// switch away recorded (profile.LastSwitchAway), the wait after it
+// starting there; so does a thread's run before it exits. A run before an
+// open one takes its length from the open run's switch in though the
+// recording ends before its switch away. Without the switch away's value
+// the last run keeps its stamps.
+func TestStatesLastRunFromSwitchAway(t *testing.T) {
+	rt := func(ns uint64) uint64 {
+		return profile.SwitchArg(&recording.Sample{Event: recording.EventSwitchIn, ExecRuntime: ns, HasExecRuntime: true})
+	}
+	build := func(away bool) *profile.Profile {
+		p := prof(
+			ev{100, in, 2, rt(1000), 0},
+			ev{100, in, 6, rt(0), 0},
+			ev{130, out, 2, recording.TaskInterruptible, 1}, // 20 by the kernel
+			ev{150, out, 6, recording.TaskInterruptible, 1}, // 30 by the kernel
+			ev{150, wake, 3, 2, 0},
+			ev{160, in, 2, rt(1020), 0},
+			ev{170, in, 6, rt(30), 0}, // runs to the end
+			ev{175, recording.EventCPU, 2, 0, 0},
+			ev{190, out, 2, recording.TaskInterruptible, 1}, // 2's last: 12 by the kernel, 15 at least
+			ev{200, in, 5, rt(500), 0},
+			ev{240, out, 5, recording.TaskDead, 0}, // exits: 10 by the kernel
+			ev{250, in, 7, 0, 0},
+			ev{260, out, 7, recording.TaskInterruptible, 1}, // no run time before the run
+			ev{300, wake, 3, 4, 0},
+		)
+		if away {
+			for _, a := range []recording.Sample{
+				{Time: 130, TID: 2, ExecRuntime: 1020},
+				{Time: 190, TID: 2, ExecRuntime: 1032},
+				{Time: 150, TID: 6, ExecRuntime: 30},
+				{Time: 240, TID: 5, ExecRuntime: 510},
+				{Time: 260, TID: 7, ExecRuntime: 90},
+			} {
+				a.Event, a.HasExecRuntime = recording.EventSwitch, true
+				p.NoteSwitchAway(&a)
+			}
+		}
+		return p
+	}
+	check := func(t *testing.T, tl *Timeline, tid uint32, want []Interval) {
+		t.Helper()
+		got := tl.Thread(tid).Intervals
+		if len(got) != len(want) {
+			t.Fatalf("thread %d: %+v", tid, got)
+		}
+		for i, w := range want {
+			if g := got[i]; g.From != w.From || g.To != w.To || g.State != w.State || g.KernelLength != w.KernelLength || g.KernelNS != w.KernelNS {
+				t.Errorf("thread %d, interval %d: got %+v, want %+v", tid, i, g, w)
+			}
+		}
+	}
+	t.Run("switch away", func(t *testing.T) {
+		tl := states(t, build(true))
+		check(t, tl, 2, []Interval{
+			{From: 100, To: 120, State: OnCPU, KernelLength: true, KernelNS: 20},
+			{From: 120, To: 150, State: Lock},
+			{From: 150, To: 160, State: Runnable},
+			{From: 160, To: 175, State: OnCPU, KernelLength: true, KernelNS: 12},
+			{From: 175, To: 300, State: Lock},
+		})
+		check(t, tl, 5, []Interval{{From: 200, To: 210, State: OnCPU, KernelLength: true, KernelNS: 10}})
+		check(t, tl, 6, []Interval{
+			{From: 100, To: 130, State: OnCPU, KernelLength: true, KernelNS: 30},
+			{From: 130, To: 170, State: Lock},
+			{From: 170, To: 300, State: OnCPU},
+		})
+		check(t, tl, 7, []Interval{{From: 250, To: 260, State: OnCPU}, {From: 260, To: 300, State: Lock}})
+		if tl.KernelRuns != 4 {
+			t.Errorf("%d runs of the kernel's length, want 4", tl.KernelRuns)
+		}
+	})
+	t.Run("stamps", func(t *testing.T) {
+		tl := states(t, build(false))
+		check(t, tl, 2, []Interval{
+			{From: 100, To: 120, State: OnCPU, KernelLength: true, KernelNS: 20},
+			{From: 120, To: 150, State: Lock},
+			{From: 150, To: 160, State: Runnable},
+			{From: 160, To: 190, State: OnCPU},
+			{From: 190, To: 300, State: Lock},
+		})
+		check(t, tl, 5, []Interval{{From: 200, To: 240, State: OnCPU}})
+		if tl.KernelRuns != 2 {
+			t.Errorf("%d runs of the kernel's length, want 2", tl.KernelRuns)
+		}
+	})
+}

@@ -14,11 +14,17 @@ import (
 // TestTraceCPUTime traces a program whose nap() sleeps 20 ms and whose
 // work() spins for 20 ms of CPU time, with a busy loop per CPU running, and
 // compares each call's time on the CPU with what the program measured
-// itself. work's is the time the scheduler had its thread on a CPU (the
-// spin's wall time less its waits on a run queue, which counts time a
-// hypervisor took the virtual CPU away as the tracer's clock does) plus
-// its CPU time around the spin; they agree within 0.5 ms and 40 µs per
-// context switch. It is never less than the thread's CPU clock says. nap's
+// itself. work's is the kernel's account of its thread's runs inside it
+// (sum_exec_runtime at the context switches; by the tracer's clock only
+// before the first switch and after the last), which is what the
+// thread's CPU clock reads: they agree within 0.5 ms however many times
+// the thread was switched (13-96 switches a call here, +15 to +32 µs;
+// by the switches' stamps alone +81 to +250 µs, some 5-9 µs a switch,
+// as the scheduler's work before the switch tracepoint was counted on the
+// CPU). The time the scheduler had it on a CPU (the spin's wall time
+// less its waits on a run queue, which counts time a hypervisor took the
+// virtual CPU away) is logged beside it. It is never less than the
+// thread's CPU clock says either. nap's
 // 20 ms sleep is off the CPU, and outer(), which only calls them, has no
 // more time of its own than the thread's CPU clock allows around it. A call can lack its time on the CPU when the
 // kernel did not deliver one of its thread's context switches to culprit
@@ -83,6 +89,10 @@ func TestTraceCPUTime(t *testing.T) {
 			}
 			known++
 			cpu, m := float64(*c.InclCPU), own[fn][i]
+			if fn == "work" {
+				t.Logf("work call %d: on the CPU traced %.0f ns, CPU clock %.0f ns (%+.0f), scheduler %.0f ns (%+.0f), wall %.0f ns, %.0f switches",
+					i, cpu, m[0], cpu-m[0], m[2]+m[3], cpu-m[2]-m[3], m[1], m[4])
+			}
 			if *c.InclCPU > c.Incl || cpu < m[0]-0.5e6 {
 				t.Errorf("%s call %d: %.0f ns on the CPU traced, wall %d ns, the thread's CPU clock %.0f ns", fn, i, cpu, c.Incl, m[0])
 			}
@@ -92,9 +102,8 @@ func TestTraceCPUTime(t *testing.T) {
 					t.Errorf("nap call %d: wall %d ns, on the CPU %.0f ns: want the 20 ms sleep off the CPU", i, c.Incl, cpu)
 				}
 			case "work":
-				want, slack := m[2]+m[3], 0.5e6+40e3*m[4]
-				if cpu < want-slack || cpu > want+slack {
-					t.Errorf("work call %d: %.0f ns on the CPU traced, the scheduler had it on one %.0f ns (CPU clock %.0f ns, wall %.0f ns, %.0f switches; bound ±%.0f ns)", i, cpu, want, m[0], m[1], m[4], slack)
+				if cpu > m[0]+0.5e6 {
+					t.Errorf("work call %d: %.0f ns on the CPU traced, the thread's CPU clock %.0f ns (the scheduler had it on one %.0f ns, wall %.0f ns, %.0f switches; bound ±0.5 ms)", i, cpu, m[0], m[2]+m[3], m[1], m[4])
 				}
 			}
 		}

@@ -93,6 +93,29 @@ func TaskOffsets(why string, fields ...string) ([]int32, error) {
 	return StructOffsets(why, "task_struct", fields...)
 }
 
+// TaskFieldOffset returns the offset in struct task_struct of field of
+// its member (of struct typ), from the kernel's BTF; -1 when either is
+// missing.
+func TaskFieldOffset(why, member, typ, field string) int32 {
+	task, err1 := TaskOffsets(why, member)
+	f, err2 := StructOffsets(why, typ, field)
+	if err1 != nil || err2 != nil {
+		return -1
+	}
+	return task[0] + f[0]
+}
+
+// ExecRuntimeOffset returns the offset of se.sum_exec_runtime in struct
+// task_struct, the thread's time on a CPU as the kernel counts it
+// (schedstat's first field), -1 when the kernel's BTF has no such field.
+// The scheduler brings it up to date at a switch away, to the run
+// queue's clock read where the switch began, and at its ticks: read at a
+// switch, the growth from a thread's switch onto a CPU (or its switch away
+// before) to its switch away is the run's length by the kernel's account.
+func ExecRuntimeOffset(why string) int32 {
+	return TaskFieldOffset(why, "se", "sched_entity", "sum_exec_runtime")
+}
+
 // StructOffsets returns the byte offsets of the named fields of a kernel
 // struct in the running kernel, from its BTF. Parsing the kernel's BTF
 // takes 20–40 ms here, which a launched command would wait for at its

@@ -1478,27 +1478,13 @@ func submitOn(b *bpfasm.Builder) {
 // task_struct, -1 when the kernel's BTF has no such field (a kernel
 // built without CONFIG_SCHED_INFO): switches are then recorded without.
 func runDelayOffset() int32 {
-	return taskFieldOffset("to record run delays", "sched_info", "sched_info", "run_delay")
+	return bpfasm.TaskFieldOffset("to record run delays", "sched_info", "sched_info", "run_delay")
 }
 
 // execRuntimeOffset returns the offset of se.sum_exec_runtime in struct
 // task_struct, -1 when the kernel's BTF has no such field: switches are
 // then recorded without (Event.HasExecRuntime).
-func execRuntimeOffset() int32 {
-	return taskFieldOffset("to record run times", "se", "sched_entity", "sum_exec_runtime")
-}
-
-// taskFieldOffset returns the offset in struct task_struct of field of
-// its member (of struct typ), from the kernel's BTF; -1 when either is
-// missing.
-func taskFieldOffset(why, member, typ, field string) int32 {
-	task, err1 := bpfasm.TaskOffsets(why, member)
-	f, err2 := bpfasm.StructOffsets(why, typ, field)
-	if err1 != nil || err2 != nil {
-		return -1
-	}
-	return task[0] + f[0]
-}
+func execRuntimeOffset() int32 { return bpfasm.ExecRuntimeOffset("to record run times") }
 
 // schedOffs places the fields of struct task_struct a switch program
 // reads of the thread leaving the CPU, -1 each when the kernel has none:

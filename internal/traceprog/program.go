@@ -1,6 +1,7 @@
 package traceprog
 
 import (
+	"math"
 	"slices"
 
 	"github.com/cilium/ebpf/asm"
@@ -124,11 +125,16 @@ const (
 	// stack's header, at hOff): per thread (by thread id) when it last left the CPU
 	// (0: it is on one), the ns it has spent off the CPU since it was
 	// first traced, and how many of its context switches switchProgram
-	// saw (one when it left the CPU, one when it came back).
+	// saw (one when it left the CPU, one when it came back); when it last
+	// came back (0: not seen since it left), and its time on a CPU as
+	// the kernel counts it (se.sum_exec_runtime) when it last left (0:
+	// not known).
 	oOut      = 0
 	oTotal    = 8
 	oSeen     = 16
-	offCPUVal = 24
+	oIn       = 24
+	oRT       = 32
+	offCPUVal = 40
 
 	// A call's strings (Options.Strings) travel in a record of their own,
 	// written just before the call's record on the same thread: its
@@ -228,7 +234,7 @@ const (
 	slStrArg = -80  // the probe's string arguments: byte k the (index+1) of slot k's
 	slOff    = -88  // the thread's off-CPU total now
 	slTid    = -96  // the thread (key of the offcpu map); 0: not followed
-	slNewOff = -120 // a new offcpu entry's zero value (offCPUVal bytes)
+	slNewOff = -240 // a new offcpu entry's zero value (offCPUVal bytes)
 	// slSw is 2·(the thread's context switches, as the kernel counts them
 	// in task_struct nvcsw+nivcsw) less those switchProgram saw (oSeen):
 	// it changes during a call only when a switch went unseen.
@@ -858,10 +864,10 @@ func (b *builder) readOff(create bool) {
 		if create {
 			b.Emit(
 				asm.Mov.Imm(asm.R1, 0),
-				asm.StoreMem(asm.RFP, slNewOff, asm.R1, asm.DWord),
-				asm.StoreMem(asm.RFP, slNewOff+8, asm.R1, asm.DWord),
-				asm.StoreMem(asm.RFP, slNewOff+16, asm.R1, asm.DWord),
 			)
+			for off := int16(0); off < offCPUVal; off += 8 {
+				b.Emit(asm.StoreMem(asm.RFP, slNewOff+off, asm.R1, asm.DWord))
+			}
 			b.Update(b.m.offcpu, slTid, slNewOff, 1) // BPF_NOEXIST
 			b.Lookup(b.m.offcpu, slTid)
 			b.Emit(asm.JNE.Imm(asm.R0, 0, have))
@@ -1759,12 +1765,27 @@ func (b *builder) endInterleaved(ids bool) {
 // shadow stack (the stacks map, keyed by thread id). Threads are followed
 // from their first traced call (readOff), so every other switch costs
 // two hash lookups.
-func switchProgram(m maps, nextPid int16, goroutines bool) asm.Instructions {
+//
+// The tracepoint fires after the kernel picked the next thread: its
+// stamps are later than the run queue's clock the kernel's account of a
+// run ends and starts at (read where the switch began), by the
+// scheduler's work before it, most of all at a switch to an idle CPU
+// (its load balancing): by stamps alone, a run that ends in a block is
+// that much longer. With execOff (the offset of se.sum_exec_runtime in
+// task_struct; -1: none), a thread that leaves the CPU after a run whose
+// start switchProgram saw is away from where the kernel's account of the
+// run ends: the run's start (oIn) plus its length by that account (the
+// growth of sum_exec_runtime since the thread's previous switch away,
+// oRT: it does not run in between), so that a call's time on the CPU
+// (its duration less its off-CPU time) holds its runs by the kernel's
+// account, and by stamps only before its entry and after its return in
+// the runs those fall in.
+func switchProgram(m maps, nextPid int16, goroutines bool, execOff int32) asm.Instructions {
 	mp, base := m.stacks, int16(hOff)
 	if goroutines {
 		mp, base = m.offcpu, 0
 	}
-	return asm.Instructions{
+	ins := asm.Instructions{
 		asm.Mov.Reg(rCtx, asm.R1),
 		asm.FnKtimeGetNs.Call(),
 		asm.Mov.Reg(rTmp, asm.R0),
@@ -1778,10 +1799,33 @@ func switchProgram(m maps, nextPid int16, goroutines bool) asm.Instructions {
 		asm.Add.Imm(asm.R2, int32(keyAt(goroutines))),
 		asm.FnMapLookupElem.Call(),
 		asm.JEq.Imm(asm.R0, 0, "next"),
-		asm.StoreMem(asm.R0, base+oOut, rTmp, asm.DWord),
 		asm.LoadMem(asm.R1, asm.R0, base+oSeen, asm.DWord),
 		asm.Add.Imm(asm.R1, 1),
 		asm.StoreMem(asm.R0, base+oSeen, asm.R1, asm.DWord),
+	}
+	if execOff < 0 || execOff > math.MaxInt16-8 {
+		ins = append(ins, asm.StoreMem(asm.R0, base+oOut, rTmp, asm.DWord))
+	} else {
+		ins = append(ins,
+			asm.Mov.Reg(rFrame, asm.R0),
+			asm.FnGetCurrentTaskBtf.Call(),
+			asm.LoadMem(asm.R2, asm.R0, int16(execOff), asm.DWord), // now
+			asm.LoadMem(asm.R3, rFrame, base+oRT, asm.DWord),       // at the last switch away
+			asm.StoreMem(rFrame, base+oRT, asm.R2, asm.DWord),
+			asm.LoadMem(asm.R4, rFrame, base+oIn, asm.DWord),
+			asm.Mov.Imm(asm.R1, 0),
+			asm.StoreMem(rFrame, base+oIn, asm.R1, asm.DWord),
+			asm.Mov.Reg(asm.R1, rTmp),
+			asm.JEq.Imm(asm.R3, 0, "away"),
+			asm.JEq.Imm(asm.R4, 0, "away"),
+			asm.JLT.Reg(asm.R2, asm.R3, "away"),
+			asm.Sub.Reg(asm.R2, asm.R3),
+			asm.Add.Reg(asm.R4, asm.R2),
+			asm.Mov.Reg(asm.R1, asm.R4),
+			asm.StoreMem(rFrame, base+oOut, asm.R1, asm.DWord).WithSymbol("away"),
+		)
+	}
+	return append(ins,
 		asm.Mov.Imm(asm.R1, 0).WithSymbol("next"),
 		asm.StoreMem(asm.RFP, -8, asm.R1, asm.DWord),
 		asm.LoadMem(asm.R1, rCtx, nextPid, asm.Word),
@@ -1794,14 +1838,18 @@ func switchProgram(m maps, nextPid int16, goroutines bool) asm.Instructions {
 		asm.LoadMem(asm.R1, asm.R0, base+oSeen, asm.DWord),
 		asm.Add.Imm(asm.R1, 1),
 		asm.StoreMem(asm.R0, base+oSeen, asm.R1, asm.DWord),
+		asm.StoreMem(asm.R0, base+oIn, rTmp, asm.DWord),
 		asm.LoadMem(asm.R1, asm.R0, base+oOut, asm.DWord),
 		asm.JEq.Imm(asm.R1, 0, "out"),
+		// Away from the end of its last run by the kernel's account,
+		// which may be past this stamp: nothing then.
+		asm.JGE.Reg(asm.R1, rTmp, "back"),
 		asm.Mov.Reg(asm.R2, rTmp),
 		asm.Sub.Reg(asm.R2, asm.R1),
 		asm.LoadMem(asm.R1, asm.R0, base+oTotal, asm.DWord),
 		asm.Add.Reg(asm.R1, asm.R2),
 		asm.StoreMem(asm.R0, base+oTotal, asm.R1, asm.DWord),
-		asm.Mov.Imm(asm.R1, 0),
+		asm.Mov.Imm(asm.R1, 0).WithSymbol("back"),
 		asm.StoreMem(asm.R0, base+oOut, asm.R1, asm.DWord),
 		// 1, not 0: the programs on a tracepoint filter it for every perf
 		// event on it (perf_trace_run_bpf_submit), so 0 would hide the
@@ -1809,7 +1857,7 @@ func switchProgram(m maps, nextPid int16, goroutines bool) asm.Instructions {
 		// and trace --sched.
 		asm.Mov.Imm(asm.R0, 1).WithSymbol("out"),
 		asm.Return(),
-	}
+	)
 }
 
 // keyAt is where switchProgram's key starts on its stack: a 4-byte

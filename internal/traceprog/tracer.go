@@ -542,7 +542,7 @@ func (t *Tracer) startSwitch(m maps, name string) error {
 		return errors.New("measuring on-CPU time: this kernel's sched:sched_switch has no 4-byte next_pid")
 	}
 	t.swtch, err = ebpf.NewProgram(&ebpf.ProgramSpec{Name: name, Type: ebpf.TracePoint, License: "GPL",
-		Instructions: switchProgram(m, int16(off), t.o.Go)})
+		Instructions: switchProgram(m, int16(off), t.o.Go, bpfasm.ExecRuntimeOffset("to measure calls' time on the CPU by the kernel's account"))})
 	if err != nil {
 		return fmt.Errorf("loading the off-CPU program: %w", err)
 	}

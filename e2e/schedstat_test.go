@@ -77,6 +77,7 @@ func statesAgree(t *testing.T, bin, fn string, runnable bool) {
 			// unmapping the process's memory: milliseconds on a busy
 			// machine) is not in the account read.
 			var st struct {
+				End     uint64 `json:"end"`
 				Threads []struct {
 					TID       uint32          `json:"tid"`
 					Intervals []stateInterval `json:"intervals"`
@@ -124,8 +125,10 @@ func statesAgree(t *testing.T, bin, fn string, runnable bool) {
 				}
 				// The thread's last run, to its exit after the reading,
 				// has no switch onto a CPU after it: the switch away that
-				// ended it tells its length.
-				if k := lastRun(th.Intervals); k < 0 || !th.Intervals[k].KernelLength {
+				// ended it tells its length (a run the recording ended
+				// during has none: then the one before, which its switch
+				// in tells).
+				if k := lastRun(th.Intervals, st.End); k < 0 || !th.Intervals[k].KernelLength {
 					lastAll = false
 					t.Logf("thread %d: its last run is not of the kernel's length: %+v", th.TID, th.Intervals[max(k, 0):])
 				}
@@ -146,10 +149,11 @@ func statesAgree(t *testing.T, bin, fn string, runnable bool) {
 	}
 }
 
-// lastRun returns the index of the last on-cpu interval, -1 if none.
-func lastRun(ivs []stateInterval) int {
+// lastRun returns the index of the last on-cpu interval that ended
+// before end, the recording's, -1 if none.
+func lastRun(ivs []stateInterval, end uint64) int {
 	for k := len(ivs) - 1; k >= 0; k-- {
-		if ivs[k].State == "on-cpu" {
+		if ivs[k].State == "on-cpu" && ivs[k].To < end {
 			return k
 		}
 	}

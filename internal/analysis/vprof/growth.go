@@ -2141,7 +2141,15 @@ func slightExcess(fr *FunctionResult, t float64) bool {
 	if an.Dimension != DimValue || !an.HasNormal || an.NormalMedian <= 0 || an.BuggyMedian <= an.NormalMedian {
 		return false
 	}
-	r := an.BuggyMedian / an.NormalMedian
+	return tooLittle(an.BuggyMedian, an.NormalMedian, t)
+}
+
+// tooLittle says whether a size r = buggy/normal times its normal one is
+// too little a change to explain a time that grew t-fold: more than
+// r⁴-fold (work at most quadratic in the size did at most r² times the
+// work a call, so the calls grew more than the work a call could).
+func tooLittle(buggy, normal, t float64) bool {
+	r := buggy / normal
 	return t > r*r*r*r
 }
 
@@ -2549,11 +2557,8 @@ func (a *Analyzer) grownRanges(idx map[int32]int, fs []FunctionResult, roots map
 		// its range is not (slightExcess): pointers into two unrelated
 		// objects, whose distance is where the address space placed
 		// them, come out so.
-		if nmed := median(rs.normal.floats()); nmed > 0 {
-			r := bmed / nmed
-			if t := timeGrowth(k.fn); t > r*r*r*r {
-				continue
-			}
+		if nmed := median(rs.normal.floats()); nmed > 0 && tooLittle(bmed, nmed, timeGrowth(k.fn)) {
+			continue
 		}
 		r := &Range{Start: k.start, End: k.end, NormalMax: nmax, BuggyMedian: bmed}
 		if rs.before {

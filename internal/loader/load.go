@@ -716,6 +716,7 @@ func (l *loader) addRecord(src *profile.Source, rec recording.Record, sources, p
 		l.p.Metas = append(l.p.Metas, *v)
 	case *recording.Mmap:
 		l.addMapping(v)
+		l.addExecSpan(v.PID, [2]uint64{v.Start, v.Start + v.Len})
 	case *recording.Comm:
 		if v.Exec && v.PID == v.TID {
 			l.setSpace(v.PID, l.newSpace(nil))
@@ -726,6 +727,9 @@ func (l *loader) addRecord(src *profile.Source, rec recording.Record, sources, p
 		if !v.Exit && v.PID != v.PPID {
 			if parent, ok := l.spaces[v.PPID]; ok {
 				l.setSpace(v.PID, parent)
+			}
+			for _, s := range l.p.ExecSpans[v.PPID] {
+				l.addExecSpan(v.PID, s)
 			}
 		}
 		if !v.Exit {
@@ -830,6 +834,17 @@ func (l *loader) addMapping(v *recording.Mmap) {
 	copy(out[i+1:], out[i:])
 	out[i] = m
 	l.setSpace(v.PID, l.newSpace(out))
+}
+
+// addExecSpan notes that process pid had an executable mapping at s
+// (Profile.ExecSpans), once.
+func (l *loader) addExecSpan(pid uint32, s [2]uint64) {
+	if l.p.ExecSpans == nil {
+		l.p.ExecSpans = map[uint32][][2]uint64{}
+	}
+	if !slices.Contains(l.p.ExecSpans[pid], s) {
+		l.p.ExecSpans[pid] = append(l.p.ExecSpans[pid], s)
+	}
 }
 
 // setSpace makes sp the space of process pid from the record being added

@@ -199,6 +199,19 @@ func (v Value) Float64() float64 {
 	return math.NaN()
 }
 
+// ExecBetween says whether an executable mapping process pid had lies
+// wholly between addresses a and b (in either order): no object of the
+// process spans from one to the other.
+func (p *Profile) ExecBetween(pid uint32, a, b uint64) bool {
+	lo, hi := min(a, b), max(a, b)
+	for _, s := range p.ExecSpans[pid] {
+		if s[0] > lo && s[1] <= hi {
+			return true
+		}
+	}
+	return false
+}
+
 // ThreadName is the last name (comm) of thread tid, or "tid N" when not
 // known.
 func (p *Profile) ThreadName(tid uint32) string { return p.ThreadNameAt(tid, math.MaxUint64) }
@@ -243,10 +256,14 @@ type Profile struct {
 	// the recording says (format 1.6), in the order read. A thread's
 	// events there may be missing: an analysis that follows a thread from
 	// event to event should not bridge one.
-	Gaps     []Gap
-	Metas    []recording.Meta
-	Sources  []Source
-	Warnings []string // things the user should know, e.g. objects without symbols
+	Gaps []Gap
+	// ExecSpans are the executable mappings (start, end) each process
+	// had at any time of the recording, by process: what lies between
+	// two of its addresses (ExecBetween).
+	ExecSpans map[uint32][][2]uint64
+	Metas     []recording.Meta
+	Sources   []Source
+	Warnings  []string // things the user should know, e.g. objects without symbols
 	// ValueSources are the variables, expressions and counters whose values
 	// were sampled, merged across recordings by what they denote.
 	ValueSources []recording.ValueSource

@@ -2540,7 +2540,7 @@ const RangeMargin = 0.05
 func (a *Analyzer) grownRanges(idx map[int32]int, fs []FunctionResult, roots map[int32]bool, bc *stackCounts, timeGrowth func(int32) float64) map[int32]*Range {
 	grown := map[int32]*Range{}
 	for k, rs := range a.ranges {
-		if rs.before && rs.after || rs.normal.len() < SameWorkSamples || rs.buggy.len() < SameWorkSamples {
+		if rs.before && rs.after || rs.apart || rs.shrinks > rs.grows || rs.normal.len() < SameWorkSamples || rs.buggy.len() < SameWorkSamples {
 			continue
 		}
 		j, ok := idx[k.fn]

@@ -1366,6 +1366,87 @@ func TestDistantPointersNoRange(t *testing.T) {
 	}
 }
 
+// Two pointers on either side of an executable mapping point into two
+// objects (a heap buffer below the program, a stack array above its
+// libraries): however much their distance grew, they delimit no range.
+// The same pointers with nothing mapped between them do.
+func TestPointersAcrossMappingNoRange(t *testing.T) {
+	mk := func(buggy, across bool) *profile.Profile {
+		fx := newFixture(t)
+		r := fx.create(t, "across.rec")
+		lo := r.variable("body", "dispatch_1", "const char *", "args", true)
+		hi := r.variable("query", "dispatch_1", "const char *", "args", true)
+		below := int64(base) - 0x10000000 // a heap below the program
+		if !across {
+			below = int64(base) + int64(fx.size) + 0x1000 // above it, as the other
+		}
+		above, work := int64(base)+int64(fx.size)+0x20000000, 100
+		if buggy {
+			above, work = int64(base)+int64(fx.size)+0x20000000*40, 700
+		}
+		for i := 0; i < 300+work; i++ {
+			st := []string{"dispatch_1", "main"}
+			if i >= 300 {
+				st = []string{"worker", "dispatch_1", "main"}
+			}
+			r.tick(1, st, 0, val{lo, 0, below}, val{hi, 0, above})
+		}
+		for i := 0; i < 600; i++ {
+			r.tick(1, []string{"main"}, 0)
+		}
+		return r.done()
+	}
+	for _, across := range []bool{true, false} {
+		res := analyzeWith(t, DefaultOptions(), []*profile.Profile{mk(false, across)}, []*profile.Profile{mk(true, across)})
+		d := res.fn(t, "dispatch_1")
+		if has := d.Range != nil && d.Evidence == EvidenceRange; has == across {
+			t.Errorf("mapping between the pointers %v: dispatch_1's range %+v (evidence %s)", across, d.Range, d.Evidence)
+		}
+	}
+}
+
+// A cursor that consumes what it was handed (the next separator's
+// position up to the buffer's fixed end) makes the range shorter from one
+// sample to the next: a longer one was handed, not made, and is no claim;
+// the callee whose own time grew ranks first. The same pointers walking
+// out from a fixed start (the range longer at each sample) made it.
+// (How the function then ranks is other rules' business.)
+func TestConsumedRangeNoClaim(t *testing.T) {
+	mk := func(buggy, consume bool) *profile.Profile {
+		fx := newFixture(t)
+		r := fx.create(t, "cursor.rec")
+		cur := r.variable("amp", "dispatch_1", "const char *", "args", true)
+		end := r.variable("end", "dispatch_1", "const char *", "args", true)
+		const at = 0x7f0000000000
+		n, work := int64(800), 100
+		if buggy {
+			n, work = 800*60, 700
+		}
+		for i := 0; i < 300; i++ {
+			r.tick(1, []string{"dispatch_1", "main"}, 0, val{cur, 0, at + 400}, val{end, 0, at + 800})
+		}
+		for i := 0; i < work; i++ {
+			step := int64(i%50) * n / 50 // 50 samples a call
+			c, e := int64(at)+step, int64(at)+n
+			if !consume {
+				c, e = at, int64(at)+step+1
+			}
+			r.tick(1, []string{"worker", "dispatch_1", "main"}, 0, val{cur, 1, c}, val{end, 1, e})
+		}
+		for i := 0; i < 600; i++ {
+			r.tick(1, []string{"main"}, 0)
+		}
+		return r.done()
+	}
+	for _, consume := range []bool{true, false} {
+		res := analyzeWith(t, DefaultOptions(), []*profile.Profile{mk(false, consume)}, []*profile.Profile{mk(true, consume)})
+		d := res.fn(t, "dispatch_1")
+		if has := d.Range != nil && d.Evidence == EvidenceRange; has == consume {
+			t.Errorf("consumed %v: dispatch_1's range %+v (evidence %s)", consume, d.Range, d.Evidence)
+		}
+	}
+}
+
 // A global read in several functions gives each of them the lines where it
 // was read while charged to it, not every line it was read at: worker's
 // lines are worker's, dispatch_2's its call site, in both methods. The

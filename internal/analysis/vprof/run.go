@@ -62,6 +62,14 @@ type rangeKey struct {
 type rangeSamples struct {
 	normal, buggy nums
 	before, after bool
+	// apart says that an executable mapping lay between the two
+	// pointers at some sample: they point into two objects.
+	apart bool
+	// shrinks and grows count the thread's next samples in the same
+	// frame where one pointer stayed and the other moved, making the
+	// range shorter or longer: a cursor consuming the range, or a walk
+	// out from a fixed start.
+	shrinks, grows int
 }
 
 // BlockFunc finds the basic block of machine code holding a file offset of
@@ -779,6 +787,7 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 	}
 	// The pointer locals of one tick, for the ranges two of them delimit.
 	type framePtr struct {
+		pid   uint32
 		tid   uint32
 		depth uint8
 		owner int32
@@ -786,6 +795,14 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 		at    uint64
 	}
 	var ptrs []framePtr
+	// The two pointers of each range at the thread's last sample of it,
+	// by frame depth.
+	type rangeAt struct {
+		k     rangeKey
+		tid   uint32
+		depth uint8
+	}
+	lastAt := map[rangeAt][2]uint64{}
 	flush := func() {
 		for i, x := range ptrs {
 			for _, y := range ptrs[i+1:] {
@@ -808,6 +825,18 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 					rs = &rangeSamples{}
 					a.ranges[k] = rs
 				}
+				if !rs.apart && p.ExecBetween(x.pid, x.at, y.at) {
+					rs.apart = true
+				}
+				ka := rangeAt{k: k, tid: x.tid, depth: x.depth}
+				if was, ok := lastAt[ka]; ok && (was[0] == x.at) != (was[1] == y.at) {
+					if absDiff(x.at, y.at) < absDiff(was[0], was[1]) {
+						rs.shrinks++
+					} else {
+						rs.grows++
+					}
+				}
+				lastAt[ka] = [2]uint64{x.at, y.at}
 				d := int64(y.at - x.at)
 				switch {
 				case d > 0:
@@ -886,7 +915,7 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 		}
 		tick = append(tick, owned{tid: v.TID, pc: v.PC, owner: owner})
 		if va.src.Pointer && !va.src.Global {
-			ptrs = append(ptrs, framePtr{tid: v.TID, depth: v.Depth, owner: owner, vi: vi, at: v.Bits})
+			ptrs = append(ptrs, framePtr{pid: v.PID, tid: v.TID, depth: v.Depth, owner: owner, vi: vi, at: v.Bits})
 		}
 
 		st := w.state(vi, v)
@@ -983,3 +1012,6 @@ func (a *Analyzer) defaultPeriod(p *profile.Profile) (float64, error) {
 	}
 	return 1e6, nil
 }
+
+// absDiff is |a − b|.
+func absDiff(a, b uint64) uint64 { return max(a, b) - min(a, b) }

@@ -1287,6 +1287,29 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 			}
 		}
 	}
+	// A function whose growth went mostly into a callee only the buggy
+	// runs reached, a call it did not decide on a test of its own (a call
+	// through a pointer, or one it makes on every call), only reached the
+	// new path: the path answers for the growth, and the function ranks
+	// just below it (docs/vprof.md, "A new path it only reached").
+	for i, f := range ids {
+		if roots[f] || a.system(f) || fs[i].Evidence == EvidenceNewPath {
+			continue
+		}
+		whole := gw.of(f, nc.incl[f], bc.incl[f])
+		top, topN := bc.heaviest(f, true)
+		j, ok := idx[top.callee]
+		if !whole.Grew() || topN == 0 || !ok || top.callee == f || fs[j].Evidence != EvidenceNewPath {
+			continue
+		}
+		if d, ok := newWork[top.callee]; ok && d == i {
+			continue // it decided the path
+		}
+		if via := gw.of(f, nc.edges[top], topN); via.Grew() && 2*via.Change >= whole.Change {
+			below[i] = append(below[i], j)
+			fs[i].Reached = fs[j].Name
+		}
+	}
 	// A function only the buggy runs reached did its work in what it
 	// called: how it decides to call it says which constraint failed.
 	for i, f := range ids {
@@ -2421,6 +2444,9 @@ func why(f *FunctionResult) string {
 	}
 	if f.Through != "" && f.Calls == nil {
 		fmt.Fprintf(&b, "; encloses %s, which carries its growth", f.Through)
+	}
+	if f.Reached != "" {
+		fmt.Fprintf(&b, "; most of its growth went into %s, a path only the buggy runs took, which it did not decide on a test of its own", f.Reached)
 	}
 	if c := f.CalledMore; c != nil && c.New && c.Mode != nil {
 		fmt.Fprintf(&b, "; its code decides, on a test of its own, to call %s with %s %s (%s), a path to new work that the normal runs hardly ran (fewer than %d of their samples hold it)",

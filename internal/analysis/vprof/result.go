@@ -170,6 +170,10 @@ type FunctionResult struct {
 	// function, which the buggy runs never reached: a new route to old
 	// work.
 	Replaces string `json:"replaces,omitempty"`
+	// Reached: a callee only the buggy runs ran, into which most of this
+	// function's growth went on a call it did not decide on a test of
+	// its own; it ranks just below it.
+	Reached string `json:"reached,omitempty"`
 	Input    string `json:"input,omitempty"`  // EvidenceInput, or a loop run to a bound it was given: the global it reads
 	Config   string `json:"config,omitempty"` // EvidenceThreshold: the configuration global its code reads
 	Calls    *Calls `json:"calls,omitempty"`

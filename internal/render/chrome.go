@@ -517,6 +517,9 @@ func schedEvents(p *profile.Profile, tl *sched.Timeline) []ChromeEvent {
 			flow++
 			zero := 0.0
 			at := us(iv.To)
+			if iv.Woken != 0 { // the wait ends at the thread's queueing, after it
+				at = us(iv.Woken)
+			}
 			evs = append(evs,
 				ChromeEvent{Name: fmt.Sprintf("wakes %s (tid %d)", th.Name, tid), Cat: "wakeup", Ph: "X", Ts: at, Dur: &zero, PID: w.PID, TID: iv.Waker},
 				ChromeEvent{Name: "wakeup", Cat: "wakeup", Ph: "s", Ts: at, PID: w.PID, TID: iv.Waker, ID: flow},

@@ -67,6 +67,10 @@ type jsonStatesInterval struct {
 	// (sched.Interval.KernelLength).
 	KernelLength bool   `json:"kernel_length,omitempty"`
 	KernelNS     uint64 `json:"kernel_ns,omitempty"`
+	// Woken: the recorded wake-up of a wait that ends later, where the
+	// kernel's run delay places the thread's queueing
+	// (sched.Interval.Woken).
+	Woken uint64 `json:"woken,omitempty"`
 }
 
 type jsonStatesThread struct {
@@ -105,7 +109,7 @@ func StatesJSON(w io.Writer, tl *sched.Timeline, sums []sched.Summary, intervals
 		if intervals {
 			for _, iv := range tl.Threads[s.TID].Intervals {
 				t.Intervals = append(t.Intervals, jsonStatesInterval{From: iv.From, To: iv.To, State: iv.State, Waker: iv.Waker, Interrupt: iv.Interrupt, Unwoken: iv.Unwoken, WakeFromRunDelay: iv.WakeFromRunDelay,
-					KernelLength: iv.KernelLength, KernelNS: iv.KernelNS})
+					KernelLength: iv.KernelLength, KernelNS: iv.KernelNS, Woken: iv.Woken})
 			}
 		}
 		out.Threads = append(out.Threads, t)

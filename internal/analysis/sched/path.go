@@ -21,7 +21,8 @@ type Segment struct {
 	State    State
 	// Waker names, for a blocked segment, the thread that ended the wait
 	// (0: not known, or an interrupt). A blocked segment appears on a
-	// path only when its waker is not known; otherwise the waker's own
+	// path only when its waker is not known, or after the wake-up, up to
+	// the thread's queueing (Interval.Woken); otherwise the waker's own
 	// segments stand for the wait.
 	Waker uint32
 	// For is, for segments that stand for another thread's wait (the
@@ -135,9 +136,17 @@ func (w *walker) span(th *Thread, tid uint32, lo, hi uint64, depth int, forTID u
 			// on): the wait itself, on the source, in the wait's state.
 			w.emit(Segment{TID: iv.Waker, From: from, To: t, State: iv.State, For: tid, Wait: iv.State})
 		} else if iv.State.Blocked() && iv.Waker != 0 && iv.Waker != tid && depth < maxDepth {
-			// The wait ends at the wake-up (iv.To): until then the path is
-			// the waker's.
-			w.walk(iv.Waker, from, t, depth+1, tid, iv.State)
+			// The wait ends at the wake-up (iv.To, or iv.Woken when the
+			// thread's queueing after it ends the wait): until then the
+			// path is the waker's, after it the thread's own.
+			woken := t
+			if iv.Woken != 0 {
+				woken = min(max(iv.Woken, from), t)
+			}
+			w.emit(Segment{TID: tid, From: woken, To: t, State: iv.State, Waker: iv.Waker, For: forTID, Wait: wait})
+			if woken > from {
+				w.walk(iv.Waker, from, woken, depth+1, tid, iv.State)
+			}
 		} else {
 			w.emit(Segment{TID: tid, From: from, To: t, State: iv.State, Waker: iv.Waker, For: forTID, Wait: wait})
 		}

@@ -347,6 +347,107 @@ func TestStatesWakeFromRunDelay(t *testing.T) {
 	}
 }
 
+// A wait a recorded wake-up ended lasts, where the thread's run delay
+// is recorded at its switches away, to the thread's queueing as the
+// kernel's run delay places it: its growth over the run after the wait
+// is the Runnable interval before the run, the wake-up kept in Woken
+// (also one that came while the thread was being switched away). A
+// growth of 0 (the kernel's run queue clock not read again between the
+// queueing and the switch in) leaves an empty Runnable interval; a growth
+// longer than the stamps' wait, and a preemption's wait, keep the stamps.
+// A critical path through the wait follows the waker up to the wake-up,
+// the thread itself from there.
+func TestStatesQueuedFromRunDelay(t *testing.T) {
+	rd := func(state, delay uint64) uint64 {
+		return profile.SwitchArg(&recording.Sample{Event: recording.EventSwitch, Arg: state, RunDelay: delay, HasRunDelay: true})
+	}
+	tl := states(t, prof(
+		ev{5, in, 3, 0, 0}, // the waker, running throughout
+		ev{10, in, 2, 0, 0},
+		ev{20, out, 2, rd(recording.TaskInterruptible, 100), 1},
+		ev{30, wake, 3, 2, 0},
+		ev{40, in, 2, 0, 0},
+		ev{50, out, 2, rd(recording.TaskInterruptible, 104), 1}, // queued 4 before the switch in
+		ev{60, wake, 3, 2, 0},
+		ev{70, in, 2, 0, 0},
+		ev{80, out, 2, rd(recording.TaskInterruptible, 104), 1}, // no wait counted
+		ev{90, wake, 3, 2, 0},
+		ev{95, in, 2, 0, 0},
+		ev{100, out, 2, rd(recording.TaskPreempted, 120), 0}, // 16: more than the stamps' 5
+		ev{105, in, 2, 0, 0},
+		ev{110, out, 2, rd(recording.TaskInterruptible, 123), 1}, // the preemption's 3
+		ev{115, wake, 3, 2, 0},
+		ev{120, in, 2, 0, 0},
+		ev{125, wake, 3, 2, 0}, // while 2 still runs
+		ev{130, out, 2, rd(recording.TaskInterruptible, 125), 1},
+		ev{140, in, 2, 0, 0},
+		ev{150, out, 2, rd(recording.TaskInterruptible, 129), 1},
+	))
+	want := []Interval{
+		{From: 10, To: 20, State: OnCPU},
+		{From: 20, To: 36, State: Lock, Waker: 3, Woken: 30},
+		{From: 36, To: 40, State: Runnable},
+		{From: 40, To: 50, State: OnCPU},
+		{From: 50, To: 70, State: Lock, Waker: 3, Woken: 60},
+		{From: 70, To: 70, State: Runnable},
+		{From: 70, To: 80, State: OnCPU},
+		{From: 80, To: 90, State: Lock, Waker: 3},
+		{From: 90, To: 95, State: Runnable},
+		{From: 95, To: 100, State: OnCPU},
+		{From: 100, To: 105, State: Runnable},
+		{From: 105, To: 110, State: OnCPU},
+		{From: 110, To: 118, State: Lock, Waker: 3, Woken: 115},
+		{From: 118, To: 120, State: Runnable},
+		{From: 120, To: 130, State: OnCPU},
+		{From: 130, To: 136, State: Lock, Waker: 3, Woken: 130},
+		{From: 136, To: 140, State: Runnable},
+		{From: 140, To: 150, State: OnCPU},
+		{From: 150, To: 150, State: Lock, Open: true},
+	}
+	got := tl.Thread(2).Intervals
+	if len(got) != len(want) {
+		t.Fatalf("thread 2: %+v", got)
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.From != w.From || g.To != w.To || g.State != w.State || g.Waker != w.Waker || g.Woken != w.Woken || g.Unwoken || g.Open != w.Open {
+			t.Errorf("interval %d: got %+v, want %+v", i, g, w)
+		}
+	}
+	if tl.Unwoken != 0 || len(tl.Warnings) != 0 {
+		t.Errorf("%d unwoken, warnings %q", tl.Unwoken, tl.Warnings)
+	}
+	path := tl.CriticalPath(20, Point{TID: 2, Time: 40}, nil)
+	wantPath := []Segment{
+		{TID: 3, From: 20, To: 30, State: OnCPU, For: 2, Wait: Lock},
+		{TID: 2, From: 30, To: 36, State: Lock, Waker: 3},
+		{TID: 2, From: 36, To: 40, State: Runnable},
+	}
+	if len(path) != len(wantPath) {
+		t.Fatalf("path %+v", path)
+	}
+	for i := range wantPath {
+		if path[i] != wantPath[i] {
+			t.Errorf("segment %d: got %+v, want %+v", i, path[i], wantPath[i])
+		}
+	}
+	// A path ending during the wake-up's latency is the thread's own
+	// after the wake-up.
+	path = tl.CriticalPath(25, Point{TID: 2, Time: 33}, nil)
+	wantPath = []Segment{
+		{TID: 3, From: 25, To: 30, State: OnCPU, For: 2, Wait: Lock},
+		{TID: 2, From: 30, To: 33, State: Lock, Waker: 3},
+	}
+	if len(path) != len(wantPath) {
+		t.Fatalf("path %+v", path)
+	}
+	for i := range wantPath {
+		if path[i] != wantPath[i] {
+			t.Errorf("segment %d: got %+v, want %+v", i, path[i], wantPath[i])
+		}
+	}
+}
+
 // A run's length is the kernel's account of it where the switches onto
 // a CPU carry the thread's sum_exec_runtime: its growth from the switch in
 // that began the run to the thread's next, the stamps of both late by the

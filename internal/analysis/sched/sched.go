@@ -139,7 +139,7 @@ type Interval struct {
 	// the run delay's growth over the run that follows. The wake-up's
 	// sched_waking event is stamped before the kernel has chosen a CPU
 	// for the thread and queued it, and the switch in after the kernel
-	// read the clock that ends the run delay and picked the thread: 3-16
+	// read the clock that ends the run delay and picked the thread: 5-16
 	// µs a wake-up on average on a busy 2-CPU VM, tens of µs at times.
 	// A wake-up the kernel queued the thread at no time for (the run
 	// delay did not grow: the kernel reads its run queue's clock once

@@ -761,6 +761,63 @@ func TestNewRouteToOldWork(t *testing.T) {
 	}
 }
 
+// A function whose own code grew a little and whose growth went mostly
+// into a callee only the buggy runs ran (a state machine reaching a
+// parser through a pointer) only reached the new path: the path ranks
+// above it, and the function says so. Where the callee ran in the normal
+// runs too, it is no new path and the function keeps its place.
+func TestReachedNewPath(t *testing.T) {
+	mk := func(buggy, ranBefore bool) *profile.Profile {
+		fx := newFixture(t)
+		r := fx.create(t, "reached.rec")
+		n := r.variable("n", "main", "long", "none", false)
+		tick := func(st ...string) { r.tick(1, st, 0, val{n, uint8(len(st) - 1), 1}) }
+		own := 20
+		if buggy {
+			own = 100
+		}
+		for i := 0; i < own; i++ {
+			tick("dispatch_1", "main")
+		}
+		work, rest := 300, 600 // the buggy run is longer: the rest's share shrinks
+		if buggy {
+			work, rest = 450, 200
+		}
+		for i := 0; i < work; i++ {
+			tick("worker", "dispatch_1", "main")
+		}
+		paths := 0
+		if buggy {
+			paths = 500
+		} else if ranBefore {
+			paths = 200
+		}
+		for i := 0; i < paths; i++ {
+			tick("dispatch_2", "dispatch_1", "main")
+		}
+		for i := 0; i < rest; i++ {
+			tick("main")
+		}
+		return r.done()
+	}
+	for _, ranBefore := range []bool{false, true} {
+		res := analyzeWith(t, DefaultOptions(), []*profile.Profile{mk(false, ranBefore)}, []*profile.Profile{mk(true, ranBefore)})
+		d, p := res.fn(t, "dispatch_1"), res.fn(t, "dispatch_2")
+		if ranBefore {
+			if d.Reached != "" || p.Evidence == EvidenceNewPath {
+				t.Errorf("a path the normal runs ran: dispatch_1 reached %q, dispatch_2's evidence %s", d.Reached, p.Evidence)
+			}
+			continue
+		}
+		if p.Evidence != EvidenceNewPath || d.Evidence != EvidenceOwnTime {
+			t.Fatalf("evidence: dispatch_2 %s, dispatch_1 %s; want new-path and own-time", p.Evidence, d.Evidence)
+		}
+		if d.Reached != "dispatch_2" || d.Rank != p.Rank+1 || !strings.Contains(d.Why, "dispatch_2, a path only the buggy runs took") {
+			t.Errorf("dispatch_1 rank %d reached %q (%s); dispatch_2 rank %d", d.Rank, d.Reached, d.Why, p.Rank)
+		}
+	}
+}
+
 // loopWork: a loop variable whose buggy values stay in the normal range
 // says the loops did no more work per call, one beyond it (in the median or
 // the bulk) that they did more; a pointer, its target, a global, a variable

@@ -174,9 +174,9 @@ type FunctionResult struct {
 	// function's growth went on a call it did not decide on a test of
 	// its own; it ranks just below it.
 	Reached string `json:"reached,omitempty"`
-	Input    string `json:"input,omitempty"`  // EvidenceInput, or a loop run to a bound it was given: the global it reads
-	Config   string `json:"config,omitempty"` // EvidenceThreshold: the configuration global its code reads
-	Calls    *Calls `json:"calls,omitempty"`
+	Input   string `json:"input,omitempty"`  // EvidenceInput, or a loop run to a bound it was given: the global it reads
+	Config  string `json:"config,omitempty"` // EvidenceThreshold: the configuration global its code reads
+	Calls   *Calls `json:"calls,omitempty"`
 	// CalledMore: a callee whose own code grew while its loop variable
 	// stayed in its normal range, which this function called more often.
 	CalledMore *CalledMore `json:"called_more,omitempty"`

@@ -1244,7 +1244,7 @@ func (s *session) sample(r *perf.Sample, k *eventKind) {
 // the thread's top).
 func (s *session) unwindUser(r *perf.Sample, learn, sized bool) (user []uint64, truncated bool) {
 	user, truncated, stop, need := s.unwindChain(r)
-	if learn && len(r.Regs) == perf.NumRegs && s.learnTop(r.TID, r.StackSP, stop, need, sized) {
+	if learn && len(r.Regs) == perf.NumRegs && s.learnTop(r.TID, r.StackSP, r.Time, stop, need, sized) {
 		// The sized copy ended below what the thread's outermost
 		// frames need: its outer callers are missing.
 		truncated = true
@@ -1598,7 +1598,12 @@ func (s *session) finish() (Result, error) {
 			if s.o.StackBytes < 4096 {
 				more = ", or --stack-size 4096,"
 			}
-			s.warn("%d of %d samples lost callers in code without frame pointers (libc, or -O2 code) whose callers lie beyond the %d bytes of stack fp mode copies: record with --call-graph dwarf%s for complete stacks", s.res.Truncated, s.res.Samples, s.o.StackBytes, more)
+			sized := ""
+			if s.stacks != nil {
+				// Whether the per-thread sizing took effect.
+				sized = fmt.Sprintf(" (%d samples had a copy sized to their thread's stack)", s.stacks.sized)
+			}
+			s.warn("%d of %d samples lost callers in code without frame pointers (libc, or -O2 code) whose callers lie beyond the %d bytes of stack fp mode copies%s: record with --call-graph dwarf%s for complete stacks", s.res.Truncated, s.res.Samples, s.o.StackBytes, sized, more)
 		case (s.res.Truncated-s.res.NoCFI)*10 > s.res.Samples:
 			s.warn("%d of %d samples have incomplete user stacks: their unwind needed more than the %d bytes of stack copied; a larger --stack-size may help", s.res.Truncated-s.res.NoCFI, s.res.Samples, s.o.StackBytes)
 		default:

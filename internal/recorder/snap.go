@@ -210,6 +210,9 @@ func (s *session) loadSnapshots() error {
 		if s.mem != nil {
 			s.warn("heap and global values will be recorded missing (%v); --collector ptrace reads them with the thread stopped", l.err)
 		}
+		if l.stack {
+			s.warn("perf copies the stacks, the same size at every sample, instead of the BPF sampling program sizing them per thread (%v): callers beyond the copy are lost", l.err)
+		}
 		return nil
 	}
 	if l.tk == nil {

@@ -46,7 +46,19 @@ import (
 // wants bytes past its end (Need.Over) and ends short of where the top's
 // unwind did: the sample is marked truncated, counted and said at the
 // end, and the thread copies the full size again and learns its top anew;
-// after maxShort such samples it keeps the full size. A top only grows.
+// after maxShort such tops it keeps the full size. A top only grows.
+//
+// A top is judged by the copies made with it: those of the samples
+// stamped after it was set (threadTop.since; the kernel stamps a sample
+// within microseconds of the program's copy). A drain unwinds samples that
+// were all copied before it, so when a top turns out short the drain's
+// later samples were copied with it too: they are short as well and
+// marked, but the top counts once. A full copy whose unwind wanted more,
+// made while the thread had no top, or had one the program did not apply
+// (the stack pointer above it, or more than MaxStack below), gets the
+// thread a reach at its stack pointer; after maxShort too, since the full
+// size would lose such a thread's callers for the rest of its life.
+//
 // Value sampling, expressions and rules read caller frames and pointers
 // into the stack from the same copy and keep perf's fixed-size copy.
 
@@ -54,25 +66,29 @@ import (
 // needed: a little more than nothing.
 const topMargin = 64
 
-// maxShort is how many samples of a thread may find their sized copy
-// short before the thread keeps the full size.
+// maxShort is how many of a thread's tops may turn out short before the
+// thread keeps the full size (or a reach, reachOf).
 const maxShort = 2
 
 // stackTops is the per-thread state of the copies.
 type stackTops struct {
 	tops    map[uint32]threadTop // by thread: the top set in the program's map
-	shorts  map[uint32]int       // by thread: samples whose sized copy was short
+	shorts  map[uint32]int       // by thread: tops that turned out short
 	missing uint64               // samples whose copy was not found (lost)
 	short   uint64               // samples whose sized copy was short
+	sized   uint64               // samples whose copy was sized (to a top or a reach)
 }
 
 // threadTop is a thread's top and whether the unwind it came from reached
 // the thread's outermost frame; reach says it came from no unwind but is
-// a reach (reachOf).
+// a reach (reachOf); since is when it was set in the program's map
+// (CLOCK_MONOTONIC, the samples' clock): samples stamped since were copied
+// with it.
 type threadTop struct {
 	top       uint64
 	outermost bool
 	reach     bool
+	since     uint64
 }
 
 // reachOf is the top given a thread none of whose full copies unwound
@@ -140,6 +156,9 @@ func (s *session) stackCopyFor(r *perf.Sample) (ok, sized bool) {
 		return false, false
 	}
 	r.Stack, r.StackSP = c.Stack, c.StackSP
+	if c.Sized {
+		s.stacks.sized++
+	}
 	if c.Walked {
 		// The program walked the user chain, as perf's walk would
 		// have: the events leave it out (WalksUser).
@@ -149,23 +168,28 @@ func (s *session) stackCopyFor(r *perf.Sample) (ok, sized bool) {
 }
 
 // learnTop learns the thread's top from an unwind of one of its samples
-// (sp its stack pointer; stop and need, as unwind.UnwindReach says; sized:
-// the copy ended at the thread's top). short says the sized copy ended short of where the
-// unwind that set the top did: the thread copies the full size again.
-func (s *session) learnTop(tid uint32, sp uint64, stop unwind.Stop, need unwind.Need, sized bool) (short bool) {
+// (sp its stack pointer, at its time; stop and need, as
+// unwind.UnwindReach says; sized: the copy ended at the thread's top or
+// reach). short says the sized copy ended short of where the unwind that
+// set the top did: the sample lost callers, and, when the copy was made
+// with the thread's current top, the thread copies the full size again.
+func (s *session) learnTop(tid uint32, sp, at uint64, stop unwind.Stop, need unwind.Need, sized bool) (short bool) {
 	cur, ok := s.stacks.tops[tid]
-	if !sized && !ok && stop != unwind.Complete && need.Over && sp != 0 && s.stacks.shorts[tid] < maxShort {
-		t := threadTop{top: reachOf(sp), reach: true}
-		if s.snap.tk.SetTop(tid, t.top) == nil {
-			s.stacks.tops[tid] = t
-		}
+	// current: the copy was made while the thread's top was in the map.
+	current := ok && at >= cur.since
+	if !sized && stop != unwind.Complete && need.Over && sp != 0 && (!ok || current) {
+		// The full copy ended inside the thread's frames, with no top
+		// or with one the program did not apply at this stack pointer.
+		s.setTop(tid, threadTop{top: reachOf(sp), reach: true})
 		return false
 	}
 	if sized {
 		if need.Over && (!need.Outermost && cur.outermost || stop != unwind.Complete) {
 			s.stacks.short++
-			s.stacks.shorts[tid]++
-			s.forgetTop(tid)
+			if current {
+				s.stacks.shorts[tid]++
+				s.forgetTop(tid)
+			}
 			return true
 		}
 		if !need.Outermost {
@@ -185,10 +209,16 @@ func (s *session) learnTop(tid uint32, sp uint64, stop unwind.Stop, need unwind.
 	if ok && !cur.reach {
 		t.top = max(t.top, cur.top) // a top only grows; a reach is replaced
 	}
+	s.setTop(tid, t)
+	return false
+}
+
+// setTop sets a thread's top in the program's map, and notes when.
+func (s *session) setTop(tid uint32, t threadTop) {
 	if s.snap.tk.SetTop(tid, t.top) == nil {
+		t.since = monotonic()
 		s.stacks.tops[tid] = t
 	}
-	return false
 }
 
 // forgetTop forgets a thread's top: it outgrew it.

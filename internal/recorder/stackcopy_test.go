@@ -13,7 +13,7 @@ import (
 // frame's reads, exactly a cut in main's), only grows, is never lowered
 // from an outermost frame to main's, and a sized copy that ends short of
 // where the top's unwind did is counted, marks its sample and sends the
-// thread back to full copies, for good after maxShort of them. (The Taker
+// thread back to full copies, for good after maxShort such tops. (The Taker
 // without maps sets no top in a kernel; the session's own map is what is
 // checked.)
 func TestLearnTop(t *testing.T) {
@@ -30,23 +30,23 @@ func TestLearnTop(t *testing.T) {
 		short bool
 		top   threadTop // after the step; zero: none
 	}{
-		{"full copy, cut in main's frame", unwind.Complete, inMain(0x1008), false, false, threadTop{0x1008, false, false}},
-		{"sized, cut in main's frame as well", unwind.Complete, inMain(0x1008), true, false, threadTop{0x1008, false, false}},
-		{"full copy, cut in main deeper", unwind.Complete, inMain(0x0f00), false, false, threadTop{0x1008, false, false}},
-		{"full copy, to _start", unwind.Complete, outer(0x1200), false, false, threadTop{0x1240, true, false}},
-		{"full copy, cut in main again: no lower", unwind.Complete, inMain(0x1100), false, false, threadTop{0x1240, true, false}},
-		{"sized, to _start", unwind.Complete, outer(0x1200), true, false, threadTop{0x1240, true, false}},
-		{"sized, stopped without wanting more", unwind.Stopped, unwind.Need{}, true, false, threadTop{0x1240, true, false}},
+		{"full copy, cut in main's frame", unwind.Complete, inMain(0x1008), false, false, threadTop{0x1008, false, false, 0}},
+		{"sized, cut in main's frame as well", unwind.Complete, inMain(0x1008), true, false, threadTop{0x1008, false, false, 0}},
+		{"full copy, cut in main deeper", unwind.Complete, inMain(0x0f00), false, false, threadTop{0x1008, false, false, 0}},
+		{"full copy, to _start", unwind.Complete, outer(0x1200), false, false, threadTop{0x1240, true, false, 0}},
+		{"full copy, cut in main again: no lower", unwind.Complete, inMain(0x1100), false, false, threadTop{0x1240, true, false, 0}},
+		{"sized, to _start", unwind.Complete, outer(0x1200), true, false, threadTop{0x1240, true, false, 0}},
+		{"sized, stopped without wanting more", unwind.Stopped, unwind.Need{}, true, false, threadTop{0x1240, true, false, 0}},
 		{"sized, ends in main wanting more", unwind.Complete, inMain(0x1238), true, true, threadTop{}},
-		{"full copy, to _start again", unwind.Complete, outer(0x1300), false, false, threadTop{0x1340, true, false}},
+		{"full copy, to _start again", unwind.Complete, outer(0x1300), false, false, threadTop{0x1340, true, false, 0}},
 		{"sized, cut in libc wanting more", unwind.Cut, unwind.Need{Over: true}, true, true, threadTop{}},
 		{"full copy after two short: no top", unwind.Complete, outer(0x1300), false, false, threadTop{}},
 	}
 	for _, st := range steps {
-		if short := s.learnTop(tid, 0x800, st.stop, st.need, st.sized); short != st.short {
+		if short := s.learnTop(tid, 0x800, monotonic(), st.stop, st.need, st.sized); short != st.short {
 			t.Errorf("%s: short %v, want %v", st.name, short, st.short)
 		}
-		if got := s.stacks.tops[tid]; got != st.top {
+		if got := s.stacks.tops[tid]; !sameTop(got, st.top) {
 			t.Errorf("%s: top %+v, want %+v", st.name, got, st.top)
 		}
 	}
@@ -54,41 +54,137 @@ func TestLearnTop(t *testing.T) {
 		t.Errorf("%d short copies counted, want 2", s.stacks.short)
 	}
 	s.threadGone(tid)
-	s.learnTop(tid, 0x800, unwind.Complete, outer(0x1300), false)
-	if got := s.stacks.tops[tid]; got != (threadTop{0x1340, true, false}) {
+	s.learnTop(tid, 0x800, monotonic(), unwind.Complete, outer(0x1300), false)
+	if got := s.stacks.tops[tid]; !sameTop(got, threadTop{0x1340, true, false, 0}) {
 		t.Errorf("a new thread of the same number: top %+v", got)
 	}
+}
+
+// sameTop compares tops but for when they were set.
+func sameTop(a, b threadTop) bool {
+	a.since, b.since = 0, 0
+	return a == b
 }
 
 // A thread whose full copies never unwind complete because they end
 // inside its frames gets a reach above its stack pointer instead of no
 // top; the first complete unwind of a copy that reach gave replaces it,
-// lower or not; a thread that went short maxShort times gets no reach.
+// lower or not; a thread that went short maxShort times gets a reach as
+// well, since the full size would lose every caller of such a thread.
 func TestLearnTopReach(t *testing.T) {
 	s := &session{stacks: &stackTops{tops: map[uint32]threadTop{}, shorts: map[uint32]int{}},
 		snap: &snaps{tk: &sampleprog.Taker{}}}
 	const tid, sp = 9, 0x7000
 	over := unwind.Need{Over: true}
-	s.learnTop(tid, sp, unwind.Stopped, unwind.Need{}, false)
+	s.learnTop(tid, sp, monotonic(), unwind.Stopped, unwind.Need{}, false)
 	if _, ok := s.stacks.tops[tid]; ok {
 		t.Errorf("a stop not wanting more gave a top: %+v", s.stacks.tops[tid])
 	}
-	s.learnTop(tid, sp, unwind.Stopped, over, false)
-	if got, want := s.stacks.tops[tid], (threadTop{reachOf(sp), false, true}); got != want {
+	s.learnTop(tid, sp, monotonic(), unwind.Stopped, over, false)
+	if got, want := s.stacks.tops[tid], (threadTop{reachOf(sp), false, true, 0}); !sameTop(got, want) {
 		t.Fatalf("full copy ending in its frames: top %+v, want %+v", got, want)
 	}
 	if reachOf(sp)-sp > sampleprog.MaxStack || reachOf(sp)-sp <= fpStackBytes {
 		t.Errorf("reach %d bytes: not between the full copy and the largest", reachOf(sp)-sp)
 	}
-	s.learnTop(tid, sp, unwind.Complete, unwind.Need{Top: sp + 0x2400, Outermost: true}, true)
-	if got, want := s.stacks.tops[tid], (threadTop{(sp + 0x2400 + topMargin + 63) &^ 63, true, false}); got != want {
+	s.learnTop(tid, sp, monotonic(), unwind.Complete, unwind.Need{Top: sp + 0x2400, Outermost: true}, true)
+	if got, want := s.stacks.tops[tid], (threadTop{(sp + 0x2400 + topMargin + 63) &^ 63, true, false, 0}); !sameTop(got, want) {
 		t.Errorf("complete unwind of a reached copy: top %+v, want %+v", got, want)
 	}
 	s.threadGone(tid)
 	s.stacks.shorts[tid] = maxShort
-	s.learnTop(tid, sp, unwind.Stopped, over, false)
-	if _, ok := s.stacks.tops[tid]; ok {
-		t.Errorf("a thread short %d times got a reach", maxShort)
+	s.learnTop(tid, sp, monotonic(), unwind.Stopped, over, false)
+	if got, want := s.stacks.tops[tid], (threadTop{reachOf(sp), false, true, 0}); !sameTop(got, want) {
+		t.Errorf("a thread short %d times whose full copy ends in its frames: top %+v, want the reach %+v", maxShort, got, want)
+	}
+	s.learnTop(tid, sp, monotonic(), unwind.Complete, unwind.Need{Top: sp + 0x2400, Outermost: true}, true)
+	if got := s.stacks.tops[tid]; !got.reach {
+		t.Errorf("a thread short %d times, after its reach's complete unwind: %+v, want the reach kept", maxShort, got)
+	}
+}
+
+// One short top costs a thread one of its maxShort, however many samples
+// were copied with it: a drain unwinds the samples of a period all copied
+// before it, so the top's first short copy forgets it, and the drain's
+// next samples, copied with it too, are short but count for nothing. The
+// thread's next full copy, ending in its frames, gets it a reach, and the
+// reach's complete unwind a top again. Counted per sample, one drain of
+// short copies used up maxShort and left the thread with full copies, and
+// every caller lost, for the rest of its life.
+func TestLearnTopOneDrain(t *testing.T) {
+	s := &session{stacks: &stackTops{tops: map[uint32]threadTop{}, shorts: map[uint32]int{}},
+		snap: &snaps{tk: &sampleprog.Taker{}}}
+	const tid, sp = 11, 0x7000
+	over := unwind.Need{Over: true}
+	outer := unwind.Need{Top: sp + 0x2458, Outermost: true}
+	top := threadTop{top: (outer.Top + topMargin + 63) &^ 63, outermost: true}
+
+	s.learnTop(tid, sp, monotonic(), unwind.Stopped, over, false) // a reach
+	s.learnTop(tid, sp, monotonic(), unwind.Complete, outer, true)
+	if got := s.stacks.tops[tid]; !sameTop(got, top) {
+		t.Fatalf("after the reach's complete unwind: top %+v, want %+v", got, top)
+	}
+	// A drain of samples all copied with that top, which turns out short.
+	copied := monotonic()
+	for i := range 5 {
+		if !s.learnTop(tid, sp, copied+uint64(i), unwind.Stopped, over, true) {
+			t.Errorf("short copy %d of the drain not marked short", i)
+		}
+	}
+	if n := s.stacks.shorts[tid]; n != 1 {
+		t.Errorf("one short top counted %d times", n)
+	}
+	if s.stacks.short != 5 {
+		t.Errorf("%d short samples counted, want 5", s.stacks.short)
+	}
+	// The next drain: full copies, the first gets a reach, whose copies
+	// unwind complete.
+	s.learnTop(tid, sp, monotonic(), unwind.Stopped, over, false)
+	if got := s.stacks.tops[tid]; !got.reach {
+		t.Fatalf("full copy after one short top: %+v, want a reach", got)
+	}
+	s.learnTop(tid, sp, monotonic(), unwind.Complete, outer, true)
+	if got := s.stacks.tops[tid]; !sameTop(got, top) {
+		t.Errorf("the reach's complete unwind: top %+v, want %+v", got, top)
+	}
+}
+
+// A top or reach the program does not apply at a sample's stack pointer
+// (above it, or more than MaxStack below) leaves that sample a full copy:
+// where its unwind wants more, the thread gets a reach at that stack
+// pointer instead of keeping, for good, a top that never sizes a copy. A
+// full copy stamped before the top was set says nothing about it.
+func TestLearnTopNotApplied(t *testing.T) {
+	s := &session{stacks: &stackTops{tops: map[uint32]threadTop{}, shorts: map[uint32]int{}},
+		snap: &snaps{tk: &sampleprog.Taker{}}}
+	const tid = 13
+	over := unwind.Need{Over: true}
+	early := monotonic()
+	s.learnTop(tid, 0x9000, monotonic(), unwind.Stopped, over, false)
+	if got := s.stacks.tops[tid]; got.top != reachOf(0x9000) {
+		t.Fatalf("first full copy: top %+v, want the reach %#x", got, reachOf(0x9000))
+	}
+	// Copied before the reach, at a stack pointer it would not cover.
+	s.learnTop(tid, 0x7000, early, unwind.Stopped, over, false)
+	if got := s.stacks.tops[tid]; got.top != reachOf(0x9000) {
+		t.Errorf("a full copy from before the reach replaced it: %+v", got)
+	}
+	// Copied since, at a stack pointer more than MaxStack below it.
+	if reachOf(0x9000)-0x7000 <= sampleprog.MaxStack {
+		t.Fatalf("the reach covers 0x7000: the test needs a stack pointer it does not")
+	}
+	s.learnTop(tid, 0x7000, monotonic(), unwind.Stopped, over, false)
+	if got := s.stacks.tops[tid]; got.top != reachOf(0x7000) || !got.reach {
+		t.Errorf("a full copy the reach did not size: top %+v, want the reach %#x", got, reachOf(0x7000))
+	}
+	// A top from an outermost unwind, then a full copy above it.
+	s.learnTop(tid, 0x7000, monotonic(), unwind.Complete, unwind.Need{Top: 0x9400, Outermost: true}, true)
+	if got := s.stacks.tops[tid]; !got.outermost {
+		t.Fatalf("complete unwind of the reach: top %+v", got)
+	}
+	s.learnTop(tid, 0xa000, monotonic(), unwind.Stopped, over, false)
+	if got := s.stacks.tops[tid]; got.top != reachOf(0xa000) || !got.reach {
+		t.Errorf("a full copy above the top: top %+v, want the reach %#x", got, reachOf(0xa000))
 	}
 }
 

@@ -50,14 +50,15 @@ import (
 //
 // A top is judged by the copies made with it: those of the samples
 // stamped after it was set (threadTop.since; the kernel stamps a sample
-// within microseconds of the program's copy). A drain unwinds samples that
-// were all copied before it, so when a top turns out short the drain's
-// later samples were copied with it too: they are short as well and
-// marked, but the top counts once. A full copy whose unwind wanted more,
-// made while the thread had no top, or had one the program did not apply
-// (the stack pointer above it, or more than MaxStack below), gets the
-// thread a reach at its stack pointer; after maxShort too, since the full
-// size would lose such a thread's callers for the rest of its life.
+// before the program copies its stack, Linux 6.3 on). A drain unwinds
+// samples that were all copied before it, so when a top turns out short
+// the drain's later samples were copied with it too: they are short as
+// well and marked, but the top counts once. A full copy whose unwind
+// wanted more, made while the thread had no top, or had one the program
+// did not apply (the stack pointer above it, or more than MaxStack
+// below), gets the thread a reach at its stack pointer; after maxShort
+// too, since the full size would lose such a thread's callers for the
+// rest of its life.
 //
 // Value sampling, expressions and rules read caller frames and pointers
 // into the stack from the same copy and keep perf's fixed-size copy.

@@ -38,6 +38,9 @@ type varLoc struct {
 	kind locKind
 	reg  int
 	off  int64
+	// reg2, when not noReg, is a second register an inReg value is
+	// computed from (computedFrom): the variable is in both.
+	reg2 int
 }
 
 type liveLoc struct {
@@ -113,7 +116,7 @@ func classify(l dwarfx.Location) (varLoc, bool) {
 	}
 	if r, ok := l.Register(); ok {
 		if i := dwarfRegIndex(r); i != noReg {
-			return varLoc{kind: inReg, reg: i}, true
+			return varLoc{kind: inReg, reg: i, reg2: noReg}, true
 		}
 		return varLoc{}, false
 	}
@@ -121,18 +124,22 @@ func classify(l dwarfx.Location) (varLoc, bool) {
 	switch op := e[0]; {
 	case op >= elfx.OpReg0 && op <= elfx.OpReg31: // then pieces: the register holds the first bytes
 		if len(e) > 1 && e[1] == elfx.OpPiece {
-			return varLoc{kind: inReg, reg: dwarfRegIndex(uint64(op - elfx.OpReg0))}, true
+			return varLoc{kind: inReg, reg: dwarfRegIndex(uint64(op - elfx.OpReg0)), reg2: noReg}, true
 		}
 	case op >= elfx.OpBreg0 && op <= elfx.OpBreg31: // k; DW_OP_stack_value: the value is reg + k
 		if n := elfx.LEBLen(e[1:]); n > 0 && len(e) == 2+n && e[1+n] == elfx.OpStackValue {
 			if i := dwarfRegIndex(uint64(op - elfx.OpBreg0)); i != noReg {
-				return varLoc{kind: inReg, reg: i}, true
+				return varLoc{kind: inReg, reg: i, reg2: noReg}, true
 			}
 		}
 	}
-	if r, ok := computedFromOne(e); ok {
-		if i := dwarfRegIndex(r); i != noReg {
-			return varLoc{kind: inReg, reg: i}, true
+	if rs, ok := computedFrom(e); ok {
+		v := varLoc{kind: inReg, reg: dwarfRegIndex(rs[0]), reg2: noReg}
+		if len(rs) == 2 {
+			v.reg2 = dwarfRegIndex(rs[1])
+		}
+		if v.reg != noReg && (len(rs) == 1 || v.reg2 != noReg) {
+			return v, true
 		}
 	}
 	var f dwarfx.Frame
@@ -148,46 +155,55 @@ func classify(l dwarfx.Location) (varLoc, bool) {
 		kind locKind
 	}{{sentCFA, atCFA}, {sentRBP, atRBP}, {sentRSP, atRSP}} {
 		if v.Addr >= s.base-sentNear && v.Addr < s.base+sentNear {
-			return varLoc{kind: s.kind, off: int64(v.Addr - s.base)}, true
+			return varLoc{kind: s.kind, off: int64(v.Addr - s.base), reg2: noReg}, true
 		}
 	}
 	return varLoc{}, false
 }
 
-// computedFromOne reports whether a location is a value (DW_OP_stack_value)
-// computed by arithmetic from one register's current value, constants and
-// values at the function's entry: GCC's description of a counter it turned
-// into a pointer walk, i = (rdi − entry_value(rdi)) / 24. The variable
-// then changes exactly when that register does, and its register is where
-// the analysis follows it (stepped in a loop, tested in a branch).
-func computedFromOne(e []byte) (uint64, bool) {
+// computedFrom reports the registers whose values a location computed by
+// arithmetic (DW_OP_stack_value) reads, at most two, leaving out
+// constants, values at the function's entry and registers it only reads
+// memory through: GCC's descriptions of a counter it turned into a
+// pointer walk, i = (rdi − entry_value(rdi)) / 24, i = rsi − r8 (the
+// walking pointer minus the array's start, in another register) and
+// i = rdx − *(rdi + 16) (minus the start read through the object's
+// pointer). The variable changes when one of those registers does, and
+// its registers are where the analysis follows it (stepped in a loop,
+// tested in a branch).
+func computedFrom(e []byte) ([]uint64, bool) {
 	if len(e) < 2 || e[len(e)-1] != elfx.OpStackValue {
-		return 0, false
+		return nil, false
 	}
 	r := elfx.Reader{B: e[:len(e)-1], End: len(e) - 1}
-	reg, n := uint64(0), 0
+	var regs []uint64
 	for !r.Done() {
 		op := r.U8()
 		switch {
 		case op >= elfx.OpBreg0 && op <= elfx.OpBreg31:
-			reg, n = uint64(op-elfx.OpBreg0), n+1
 			r.SLEB()
+			if r.Done() || (r.B[r.Off] != elfx.OpDeref && r.B[r.Off] != elfx.OpDerefSize) {
+				if reg := uint64(op - elfx.OpBreg0); !slices.Contains(regs, reg) {
+					regs = append(regs, reg)
+				}
+			}
 		case op >= elfx.OpLit0 && op <= elfx.OpLit0+31,
 			op >= elfx.OpConst1u && op <= elfx.OpConsts,
 			op >= elfx.OpAnd && op <= elfx.OpXor, // arithmetic
+			op == elfx.OpPlusUconst, op == elfx.OpDeref, op == elfx.OpDerefSize,
 			op == elfx.OpEntryValue, op == elfx.OpGNUEntryValue,
 			op == elfx.OpConvert, op == elfx.OpGNUConvert:
 			if !elfx.SkipOperands(op, &r) {
-				return 0, false
+				return nil, false
 			}
 		default:
-			return 0, false
+			return nil, false
 		}
 		if r.Bad {
-			return 0, false
+			return nil, false
 		}
 	}
-	return reg, n == 1
+	return regs, len(regs) >= 1 && len(regs) <= 2
 }
 
 func (g *generator) analyse(fn *dwarfx.Function) []Entry {
@@ -304,7 +320,7 @@ func (fa *fnAnalysis) inReg(i, r int) []int32 {
 	}
 	var out []int32
 	for _, l := range fa.live[i] {
-		if l.loc.kind == inReg && l.loc.reg == r {
+		if l.loc.kind == inReg && (l.loc.reg == r || l.loc.reg2 == r) {
 			out = append(out, l.id)
 		}
 	}

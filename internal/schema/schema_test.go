@@ -100,6 +100,29 @@ func TestGenerateTags(t *testing.T) {
 	}
 }
 
+// Loop counters GCC -O2 describes as computed from two registers (the
+// walking pointer minus the array's start) or from a register and a word
+// read through another (the start read through the object's pointer) are
+// followed through those registers: stepped in the loop, compared at its
+// exit.
+func TestGeneratePointerWalkCounters(t *testing.T) {
+	bin := testutil.C(t, "ptrwalk", []string{"ptrwalk.c"}, "-O2", "-g")
+	s, err := Generate(bin, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fn := range []string{"encode", "digest"} {
+		e, ok := find(s, fn, "i")
+		if !ok {
+			t.Errorf("%s:i not in the schema\n%s", fn, dump(s))
+			continue
+		}
+		if e.Tags&Loop == 0 {
+			t.Errorf("%s:i has tags %s, want loop", fn, e.Tags)
+		}
+	}
+}
+
 // The vProf end-to-end programs' root causes get the tags their patterns
 // need (e2e/vprof_test.go checks the patterns).
 func TestGenerateVprofPrograms(t *testing.T) {

@@ -1207,7 +1207,11 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 		// (docs/vprof.md, "Called once per call").
 		callee, first := gr.Name, c.Name
 		var passed []int
-		for hops := 0; hops < MaxOnceHops && (c.Evidence == EvidenceNone || mixOnly(c)) && a.oncePerCall(ids[j], callee); hops++ {
+		// A caller that calls itself made more calls of itself on its own
+		// (a recursion that revisits what it walked): it decided the
+		// calls, and the walk stops there.
+		recursive := func(j int) bool { return bc.edges[edge{ids[j], ids[j]}] > 0 }
+		for hops := 0; hops < MaxOnceHops && (c.Evidence == EvidenceNone || mixOnly(c)) && !recursive(j) && a.oncePerCall(ids[j], callee); hops++ {
 			up, upN := bc.heaviest(ids[j], false)
 			k, ok := idx[up.caller]
 			if upN == 0 || !ok || k == j || k == i || a.system(up.caller) || roots[up.caller] || slices.Contains(passed, k) {
@@ -1230,7 +1234,7 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 		// a predicate's answer decides every entry into that caller: the
 		// predicate decided the calls, and answers for them through it
 		// ("A predicate decides the calls").
-		if _, decided := a.decider(ids[j], callee); a.oncePerCall(ids[j], callee) && !decided {
+		if _, decided := a.decider(ids[j], callee); a.oncePerCall(ids[j], callee) && !decided && !recursive(j) {
 			gr.CalledBy = &CalledBy{Caller: first, Variable: loopVar, Bounded: bounded}
 			gr.Pattern = MissingConstraint
 			// A direct caller with evidence of its own was called

@@ -2654,6 +2654,49 @@ func onceChain(t *testing.T, fx *fixture, buggy bool) *profile.Profile {
 	return r.done()
 }
 
+// A caller that calls the work once per call of its own but calls itself
+// made more calls of itself on its own (a recursion that revisits what it
+// walked): it answers for the calls, not the caller above it, whose loop
+// called it as often as normally.
+func TestOncePerCallRecursiveCaller(t *testing.T) {
+	fx := newFixture(t)
+	mk := func(buggy bool) *profile.Profile {
+		r := fx.create(t, "recursive.rec")
+		k := r.variable("k", "worker", "long", "loop", false)
+		work, depth := 100, 1
+		if buggy {
+			work, depth = 900, 4
+		}
+		for i := 0; i < 300; i++ {
+			r.tick(1, []string{"dispatch_1", "main"}, 0)
+		}
+		for i := 0; i < work; i++ {
+			st := []string{"worker"}
+			for d := 0; d <= i%depth; d++ {
+				st = append(st, "dispatch_2")
+			}
+			st = append(st, "dispatch_1", "main")
+			r.tick(1, st, 0, val{k, 0, int64(i % 10)})
+		}
+		for i := 0; i < 600; i++ {
+			r.tick(1, []string{"main"}, 0)
+		}
+		return r.done()
+	}
+	res := analyzeHooked(t, mk(false), mk(true), func(a *Analyzer) {
+		a.SetLoopCalls(func(_ string, off uint64, _ string) (bool, bool) { return fx.in("dispatch_1", off), true })
+		a.SetGuards(func(string, uint64, string) (bool, bool, bool) { return false, false, true })
+	})
+	d1, d2, w := res.fn(t, "dispatch_1"), res.fn(t, "dispatch_2"), res.fn(t, "worker")
+	if w.Evidence != EvidenceOwnTime && w.Evidence != EvidenceVariable {
+		t.Fatalf("worker evidence %s: the setting is not the one tested", w.Evidence)
+	}
+	if d2.CalledMore == nil || d2.CalledMore.Callee != "worker" || d1.CalledMore != nil || d2.Rank != 1 || w.Rank < d2.Rank {
+		t.Errorf("dispatch_2 rank %d called more %+v; dispatch_1 rank %d called more %+v; worker rank %d called by %+v",
+			d2.Rank, d2.CalledMore, d1.Rank, d1.CalledMore, w.Rank, w.CalledBy)
+	}
+}
+
 // A function called more often through callers that each call it once
 // per call of their own, up to one that cannot answer for the calls (a
 // thread's outermost function, or a caller with evidence of its own),

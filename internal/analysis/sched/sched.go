@@ -30,7 +30,9 @@
 // thread seen running while its timeline has it waiting had its switch
 // onto a CPU unrecorded: the wait ends there. A wake-up from interrupt
 // context names no thread either. A thread's first event may be a
-// wake-up (a new thread's): it is runnable from there.
+// wake-up (a new thread's): it is runnable from there; without it, a new
+// thread's first run (a sum_exec_runtime of 0 at its switch in) and the
+// run delay at its switch away place the wait for a CPU before it.
 package sched
 
 import (
@@ -204,6 +206,10 @@ type Timeline struct {
 	// WokenFromRunDelay counts the Unwoken intervals whose wake-up the
 	// kernel's run delay placed (Interval.WakeFromRunDelay).
 	WokenFromRunDelay int
+	// FirstFromRunDelay counts the new threads whose wait for their
+	// first CPU, no recorded wake-up beginning it, the kernel's run delay
+	// placed (firstRun).
+	FirstFromRunDelay int
 	// KernelRuns counts the runs on a CPU whose length is the kernel's
 	// own account (its sum_exec_runtime at the switches onto a CPU that
 	// began the run and the thread's next, or the switch away that ended
@@ -377,8 +383,11 @@ func States(p *profile.Profile) (*Timeline, error) {
 				ts.hasRuntime, ts.hasRan, ts.hasPending = false, false, false
 			}
 			rd, ok := s.RunDelay()
-			if ok && ts.hasRunDelay {
+			switch {
+			case ok && ts.hasRunDelay:
 				ts.wokeBefore(uint64(rd-ts.runDelay), tl)
+			case ok:
+				ts.firstRun(uint64(rd), tl)
 			}
 			ts.runDelay, ts.hasRunDelay = rd, ok
 			if ts.hasPending {
@@ -575,6 +584,30 @@ func (ts *tstate) wokeBefore(d uint64, tl *Timeline) {
 	w.WakeFromRunDelay = true
 	tl.WokenFromRunDelay++
 	ts.th.Intervals = append(ts.th.Intervals, Interval{From: w.To, To: ts.cur.From, State: Runnable, WakerStack: -1, Stack: -1})
+}
+
+// firstRun places, at a new thread's first switch away, its wait for a
+// CPU from its creation when no recorded wake-up began its timeline (the
+// recording lacks it, or it was not recorded: perf's events record no
+// sched_wakeup_new): the run now ending is the thread's first (its
+// switch onto a CPU carried a sum_exec_runtime of 0) and its timeline
+// began there, so rd, its run delay at this switch away, is all the time
+// it waited on a run queue since the kernel queued it at its creation,
+// before this run. A Runnable interval that long is put before the run,
+// from no sooner than the timeline's start.
+func (ts *tstate) firstRun(rd uint64, tl *Timeline) {
+	if !ts.open || ts.cur.State != OnCPU || len(ts.th.Intervals) != 0 || !ts.hasRuntime || ts.runtime != 0 || rd == 0 {
+		return
+	}
+	from := tl.Start
+	if ts.cur.From-tl.Start > rd {
+		from = ts.cur.From - rd
+	}
+	if from >= ts.cur.From {
+		return
+	}
+	ts.th.Intervals = append(ts.th.Intervals, Interval{From: from, To: ts.cur.From, State: Runnable, WakerStack: -1, Stack: -1})
+	tl.FirstFromRunDelay++
 }
 
 // classifier turns a switch's prev_state and blocking stack into a State.

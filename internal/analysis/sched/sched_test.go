@@ -347,6 +347,60 @@ func TestStatesWakeFromRunDelay(t *testing.T) {
 	}
 }
 
+// A new thread's wait for its first CPU, when no recorded wake-up began
+// its timeline, is placed by its run delay at its first switch away: the
+// run that switch ends is its first (its switch onto a CPU carried a
+// sum_exec_runtime of 0), so the run delay is all its wait since the
+// kernel queued it at its creation. Not before the timeline's start; not
+// for a thread that ran before (one already running when the recording
+// began), nor where the creation's wake-up was recorded.
+func TestStatesFirstRunFromRunDelay(t *testing.T) {
+	rd := func(state, delay uint64) uint64 {
+		return profile.SwitchArg(&recording.Sample{Event: recording.EventSwitch, Arg: state, RunDelay: delay, HasRunDelay: true})
+	}
+	rt := func(ns uint64) uint64 {
+		return profile.SwitchArg(&recording.Sample{Event: recording.EventSwitchIn, ExecRuntime: ns, HasExecRuntime: true})
+	}
+	tl := states(t, prof(
+		ev{5, in, 9, 0, 0}, // the creator, running throughout
+		ev{10, wake, 9, 5, 0},
+		ev{20, in, 3, rt(0), 0},
+		ev{20, in, 4, rt(7), 0},
+		ev{20, in, 5, rt(0), 0},
+		ev{30, out, 3, rd(recording.TaskInterruptible, 50), 3}, // longer than the recording
+		ev{30, out, 4, rd(recording.TaskInterruptible, 6), 3},
+		ev{30, out, 5, rd(recording.TaskInterruptible, 8), 3},
+		ev{40, in, 2, rt(0), 0},
+		ev{50, out, 2, rd(recording.TaskInterruptible, 12), 3},
+	))
+	for _, c := range []struct {
+		tid  uint32
+		want []Interval
+	}{
+		{2, []Interval{{From: 28, To: 40, State: Runnable}, {From: 40, To: 50, State: OnCPU}}},
+		{3, []Interval{{From: 5, To: 20, State: Runnable}, {From: 20, To: 30, State: OnCPU}}},
+		{4, []Interval{{From: 20, To: 30, State: OnCPU}}},
+		{5, []Interval{{From: 10, To: 20, State: Runnable}, {From: 20, To: 30, State: OnCPU}}},
+	} {
+		got := tl.Thread(c.tid).Intervals
+		if len(got) != len(c.want)+1 {
+			t.Errorf("thread %d: %+v", c.tid, got)
+			continue
+		}
+		for i, w := range c.want {
+			if g := got[i]; g.From != w.From || g.To != w.To || g.State != w.State {
+				t.Errorf("thread %d, interval %d: got %+v, want %+v", c.tid, i, g, w)
+			}
+		}
+		if last := got[len(got)-1]; last.State != Sleep || !last.Open {
+			t.Errorf("thread %d: last interval %+v", c.tid, last)
+		}
+	}
+	if tl.FirstFromRunDelay != 2 || tl.Unwoken != 0 || len(tl.Warnings) != 0 {
+		t.Errorf("%d first waits placed, %d unwoken, warnings %q", tl.FirstFromRunDelay, tl.Unwoken, tl.Warnings)
+	}
+}
+
 // A wait a recorded wake-up ended lasts, where the thread's run delay
 // is recorded at its switches away, to the thread's queueing as the
 // kernel's run delay places it: its growth over the run after the wait

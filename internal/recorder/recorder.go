@@ -520,6 +520,8 @@ type eventKind struct {
 	sidebandOnly bool
 	// viaBPF: recorded by the system call program, not a perf event.
 	viaBPF bool
+	// newTask: the wake-ups of new threads (sched_wakeup_new).
+	newTask bool
 }
 
 // ring is a CPU's ring buffer for one event kind.
@@ -585,6 +587,16 @@ func eventKinds(names []string, syscallUser bool) ([]eventKind, error) {
 				return nil, err
 			}
 			out = append(out, eventKind{event: recording.EventWakeup, tp: t, arg: "pid", switches: true, userChain: true})
+			// A new thread's first wake-up (wake_up_new_task, by the
+			// thread that created it) is no sched_waking: without it
+			// the thread's wait for its first CPU is counted nowhere.
+			// Where culprit's BPF program records the wake-ups, it
+			// records these (syscallsViaBPF drops this kind).
+			t, err = perf.OpenTracepoint("sched:sched_wakeup_new")
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, eventKind{event: recording.EventWakeup, tp: t, arg: "pid", userChain: true, newTask: true})
 		default:
 			return nil, fmt.Errorf("unknown event %q: use cpu, syscalls, sched or wakeup (comma-separated)", n)
 		}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"time"
 
 	"github.com/culprit-dev/culprit/internal/perf"
@@ -173,6 +174,8 @@ func (s *session) syscallsViaBPF() {
 			k.sidebandOnly = true
 		}
 	}
+	// The program records each new thread's first wake-up.
+	s.kinds = slices.DeleteFunc(s.kinds, func(k eventKind) bool { return k.newTask })
 }
 
 // sysKind returns the kind recorded for a record of the program.

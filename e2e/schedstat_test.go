@@ -422,7 +422,7 @@ func TestStatesWakeFromRunDelay(t *testing.T) {
 				// Not placed: it must be one the run delay cannot
 				// place (below), whose thread waited for a CPU
 				// briefly if at all.
-				if r, ok := woken[[2]uint64{uint64(th.TID), iv.From}]; ok && iv.To > r+250e3 {
+				if r, ok := woken[[2]uint64{uint64(th.TID), iv.From}]; ok && iv.To > r+250e3 && r < at {
 					missed++
 					t.Logf("thread %d: the wait from %d, woken at %d, runnable %.1f µs to %d, not placed", th.TID, iv.From, r, float64(iv.To-r)/1e3, iv.To)
 				}
@@ -477,9 +477,28 @@ func TestStatesWakeFromRunDelay(t *testing.T) {
 	// CPU (79% of waits idle, 96-98% at load 17-38), so what is checked is
 	// that no wait with a real stay on a run queue (over 250 µs from the
 	// recorded wake-up to the switch in, beyond the kernel's uncounted
-	// 8-150 µs) goes unplaced, but each thread's first.
-	if missed > len(want) {
-		t.Errorf("%d of %d unwoken waits not placed though their thread waited over 250 µs for a CPU (%d placed)", missed, unwoken, placed)
+	// 8-150 µs) goes unplaced. Not the waits woken after runq read the
+	// schedstats (at), by its exit: the run after that wake-up ends in the
+	// thread's exit, whose switch away is not recorded, so the run delay
+	// does not say how long the thread waited before it (under four busy
+	// loops, in 12 runs of 25 one such wait, up to 4 ms from its wake-up
+	// to its switch in, and no other wait, was left unplaced). Nor, but as
+	// many as the recording shows, the waits of runs whose switches were
+	// not all recorded (the growth then spans more than one wait): events
+	// lost, runs with no switch onto a CPU (docs/cli.md, culprit states;
+	// 0-1 a run in those 25, none with a wait left unplaced).
+	missing := 0
+	for _, w := range lacking.Warnings {
+		var n int
+		if _, err := fmt.Sscanf(w, "%d events were lost", &n); err == nil {
+			missing += n
+		}
+		if _, err := fmt.Sscanf(w, "%d runs of a thread had no switch onto a CPU recorded", &n); err == nil {
+			missing += n
+		}
+	}
+	if missed > missing {
+		t.Errorf("%d of %d unwoken waits not placed though their thread waited over 250 µs for a CPU (%d placed; %d runs without all their switches recorded): warnings %q", missed, unwoken, placed, missing, lacking.Warnings)
 	}
 }
 

@@ -214,18 +214,10 @@ func TestPtraceCtrlC(t *testing.T) {
 		seen = spinSamples(out)
 		return seen["spin_a"] >= 100 && seen["spin_b"] >= 100 && seen["spin_c"] >= 100
 	})
-	cmd.Process.Signal(os.Interrupt)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("culprit after SIGINT: %v\n%s", err, errb.String())
-		}
-		noLoss(t, "", cmd.Args[1:])
-	case <-time.After(waitTimeout):
-		t.Fatalf("culprit did not stop within %v of SIGINT\n%s", waitTimeout, errb.String())
+	if err := interrupt(t, "culprit", cmd, errb.String); err != nil {
+		t.Fatalf("culprit after SIGINT: %v\n%s", err, errb.String())
 	}
+	noLoss(t, "", cmd.Args[1:])
 	ptraceFree(t, pid)
 	// Still running: its CPU time grows.
 	waitCPU(t, pid, 20*time.Millisecond)

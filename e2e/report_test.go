@@ -9,7 +9,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -119,19 +118,10 @@ func TestAttachInterrupted(t *testing.T) {
 	}
 	// 500 ms of the target's CPU time more: about 500 samples at 999 Hz.
 	waitCPU(t, target.Process.Pid, 500*time.Millisecond)
-	cmd.Process.Signal(syscall.SIGINT)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Errorf("culprit after Ctrl-C: %v", err)
-		} else {
-			noLoss(t, "", cmd.Args[1:])
-		}
-	case <-time.After(waitTimeout):
-		cmd.Process.Kill()
-		t.Fatal("culprit did not stop on SIGINT")
+	if err := interrupt(t, "culprit", cmd, func() string { return "" }); err != nil {
+		t.Errorf("culprit after Ctrl-C: %v", err)
+	} else {
+		noLoss(t, "", cmd.Args[1:])
 	}
 	status, _ := os.ReadFile("/proc/" + strconv.Itoa(target.Process.Pid) + "/status")
 	for _, line := range strings.Split(string(status), "\n") {

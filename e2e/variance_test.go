@@ -11,7 +11,6 @@ import (
 	"strings"
 	"syscall"
 	"testing"
-	"time"
 
 	"gonum.org/v1/gonum/stat"
 
@@ -451,16 +450,8 @@ func TestVarianceAttach(t *testing.T) {
 	}
 	defer v.Process.Kill()
 	waitFor(t, "culprit variance to time a second round", func() bool { return strings.Contains(errb.String(), "culprit: round 2:") })
-	v.Process.Signal(os.Interrupt)
-	done := make(chan error, 1)
-	go func() { done <- v.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("culprit variance after SIGINT: %v\n%s", err, errb.String())
-		}
-	case <-time.After(waitTimeout):
-		t.Fatalf("culprit variance did not stop within %v of SIGINT\n%s", waitTimeout, errb.String())
+	if err := interrupt(t, "culprit variance", v, errb.String); err != nil {
+		t.Fatalf("culprit variance after SIGINT: %v\n%s", err, errb.String())
 	}
 	if err := cmd.Process.Signal(syscall.Signal(0)); err != nil {
 		t.Fatalf("the server did not survive: %v", err)

@@ -34,6 +34,24 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
+// interrupt sends what, the command cmd runs, SIGINT (Ctrl-C) and waits
+// for it to exit: the test fails, with stderr, if it does not within
+// waitTimeout (it is killed then). It returns what cmd.Wait returned.
+func interrupt(t *testing.T, what string, cmd *exec.Cmd, stderr func() string) error {
+	t.Helper()
+	cmd.Process.Signal(os.Interrupt)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(waitTimeout):
+		cmd.Process.Kill()
+		t.Fatalf("%s did not stop within %v of SIGINT\n%s", what, waitTimeout, stderr())
+		return nil
+	}
+}
+
 // cpuTime is the CPU time (user and system) that the process or thread
 // whose /proc directory is dir has used, from its stat file (10 ms
 // resolution); ok is false once it is gone.
@@ -157,18 +175,10 @@ func attachFor(t *testing.T, pid int, out string, n int, args ...string) {
 		_, got := samplesSoFar(t, out)
 		return got >= n
 	})
-	cmd.Process.Signal(os.Interrupt)
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("culprit after SIGINT: %v\n%s", err, errb.String())
-		}
-		noLoss(t, "", cmd.Args[1:])
-	case <-time.After(waitTimeout):
-		t.Fatalf("culprit did not stop within %v of SIGINT\n%s", waitTimeout, errb.String())
+	if err := interrupt(t, "culprit", cmd, errb.String); err != nil {
+		t.Fatalf("culprit after SIGINT: %v\n%s", err, errb.String())
 	}
+	noLoss(t, "", cmd.Args[1:])
 }
 
 // maxSamples is the most samples at 999 Hz of CPU time that d of CPU time

@@ -608,16 +608,75 @@ func (a *Analyzer) classify(v *variable, c comparison) (varClass, int) {
 // value. Only comparisons with constants can be evaluated; a variable with
 // any other use is not one (BranchFunc).
 func (a *Analyzer) sameBranches(v *variable) bool {
-	if a.branchOf == nil || v.src.Global || v.src.Pointer || strings.HasPrefix(v.src.Name, "*") {
-		return false
-	}
-	out, ok := a.branchOf(v.src.Function, v.src.Name, v.src.File, v.src.Line)
+	b, ok := a.branches(v)
 	if !ok {
 		return false
 	}
+	bs := make([]float64, 0, v.buggy.values.len())
+	for i, n := 0, v.buggy.values.len(); i < n; i++ {
+		x := v.buggy.values.at(i)
+		o, ok := b.outcome(x)
+		if !ok || !b.seen[o] {
+			return false
+		}
+		bs = append(bs, x)
+	}
+	m := median(bs)
+	return m < b.lo || m > b.hi
+}
+
+// newBranch reports whether a local's buggy median takes, at the
+// conditional uses of it in its function's code, directions no normal
+// value took: its function decided differently on it (docs/vprof.md, "A
+// different mix of the usual values": a value below the normal range that
+// decides something new is not merely less work). False when any use
+// cannot be evaluated (BranchFunc).
+func (a *Analyzer) newBranch(v *variable) bool {
+	b, ok := a.branches(v)
+	if !ok {
+		return false
+	}
+	m := median(v.buggy.values.floats())
+	o, ok := b.outcome(m)
+	if !ok {
+		// The median of an even count may fall between two values:
+		// take the nearest sampled one below it.
+		best := math.Inf(-1)
+		for i, n := 0, v.buggy.values.len(); i < n; i++ {
+			if x := v.buggy.values.at(i); x <= m && x > best {
+				best = x
+			}
+		}
+		if o, ok = b.outcome(best); !ok {
+			return false
+		}
+	}
+	return !b.seen[o]
+}
+
+// branchView is how a local's function decides on its values: the
+// outcome (one direction bit per conditional use) of a value, and the
+// outcomes and range of its normal values.
+type branchView struct {
+	outcome func(x float64) (uint64, bool)
+	seen    map[uint64]bool // outcomes of the normal values
+	lo, hi  float64         // the normal range
+}
+
+// branches evaluates a local's conditional uses at its normal values; ok
+// is false when the code is not known, a use cannot be evaluated, or the
+// variable has no normal or no buggy value.
+func (a *Analyzer) branches(v *variable) (branchView, bool) {
+	if a.branchOf == nil || v.src.Global || v.src.Pointer || strings.HasPrefix(v.src.Name, "*") {
+		return branchView{}, false
+	}
+	out, ok := a.branchOf(v.src.Function, v.src.Name, v.src.File, v.src.Line)
+	if !ok {
+		return branchView{}, false
+	}
 	integer := func(x float64) (int64, bool) {
 		switch {
-		case x != math.Trunc(x) || math.IsInf(x, 0) || x < -(1<<63):
+		case x != math.Trunc(x) || math.IsInf(x, 0) || math.IsNaN(x) || x < -(1<<63):
 			return 0, false
 		case x >= 1<<63:
 			if x >= 1<<64 {
@@ -627,10 +686,9 @@ func (a *Analyzer) sameBranches(v *variable) bool {
 		}
 		return int64(x), true
 	}
-	seen := map[uint64]bool{}
-	lo, hi := math.Inf(1), math.Inf(-1)
 	memo := map[float64]uint64{}
-	outcome := func(x float64) (uint64, bool) {
+	b := branchView{seen: map[uint64]bool{}, lo: math.Inf(1), hi: math.Inf(-1)}
+	b.outcome = func(x float64) (uint64, bool) {
 		if o, ok := memo[x]; ok {
 			return o, true
 		}
@@ -651,29 +709,18 @@ func (a *Analyzer) sameBranches(v *variable) bool {
 		}
 		for i := 0; i < s.values.len(); i++ {
 			x := s.values.at(i)
-			o, ok := outcome(x)
+			o, ok := b.outcome(x)
 			if !ok {
-				return false
+				return branchView{}, false
 			}
-			seen[o] = true
-			lo, hi = math.Min(lo, x), math.Max(hi, x)
+			b.seen[o] = true
+			b.lo, b.hi = math.Min(b.lo, x), math.Max(b.hi, x)
 		}
 	}
-	n := v.buggy.values.len()
-	if len(seen) == 0 || n == 0 {
-		return false
+	if len(b.seen) == 0 || v.buggy.values.len() == 0 {
+		return branchView{}, false
 	}
-	bs := make([]float64, 0, n)
-	for i := 0; i < n; i++ {
-		x := v.buggy.values.at(i)
-		o, ok := outcome(x)
-		if !ok || !seen[o] {
-			return false
-		}
-		bs = append(bs, x)
-	}
-	m := median(bs)
-	return m < lo || m > hi
+	return b, true
 }
 
 // identityTypes are the C library's types whose values name an object
@@ -1775,6 +1822,7 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 				if j, ok := idx[h]; ok && score[j] > 0 && timedShare[j].Time == 0 && fs[j].Share.Grew() &&
 					2*fs[j].Share.Change >= fs[idx[f]].Share.Change &&
 					fs[j].Evidence != EvidenceNone && !mixOnly(&fs[j]) && through[j] < 0 &&
+					!(spends(&fs[j]) && decidedNew(&fs[idx[f]])) &&
 					!a.system(h) && !slices.Contains(below[j], idx[f]) {
 					below[idx[f]] = append(below[idx[f]], j)
 				}
@@ -2097,7 +2145,14 @@ func mixOnly(fr *FunctionResult) bool {
 		return false
 	}
 	an := v.Anomaly
-	return withinRange(an) || an.Dimension == DimValue && an.HasNormal && an.BuggyMedian < an.NormalMin
+	return !an.NewBranch && (withinRange(an) || an.Dimension == DimValue && an.HasNormal && an.BuggyMedian < an.NormalMin)
+}
+
+// decidedNew says whether a function's evidence is a condition variable
+// whose buggy values took branches of its code no normal value took.
+func decidedNew(fr *FunctionResult) bool {
+	v := fr.Var
+	return fr.Evidence == EvidenceVariable && v != nil && v.Anomaly != nil && v.Anomaly.NewBranch
 }
 
 // withinRange says whether an anomaly's buggy median, as a value or a step,
@@ -2424,6 +2479,9 @@ func why(f *FunctionResult) string {
 		}
 		if an.HasNormal {
 			fmt.Fprintf(&b, "; %s%s: normal %s..%s, buggy median %s (%s)", v.Name, what, num(an.NormalMin), num(an.NormalMax), num(an.BuggyMedian), kind)
+			if an.NewBranch {
+				b.WriteString(", a branch no normal value took")
+			}
 		} else {
 			fmt.Fprintf(&b, "; %s%s: buggy median %s, never sampled normally (%s)", v.Name, what, num(an.BuggyMedian), kind)
 		}

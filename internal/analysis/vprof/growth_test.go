@@ -451,6 +451,60 @@ func TestMixSaturatedRanksBelowCallee(t *testing.T) {
 	}
 }
 
+// A condition below its normal range that takes a branch no normal value
+// took decided something new: it is not another mix of the usual values,
+// and a callee whose only evidence is its own time does not hold it down
+// when its share is read by time (e2e TestSchemaRoundTrip: recv_scan_log,
+// available 1065 → 0 against a threshold of 64, above the checksum
+// crc32c, whose variables the edited schema leaves out). Where the code
+// cannot tell (no branch known) it stays a mix and ranks below the callee.
+func TestNewBranchAnswers(t *testing.T) {
+	mk := func(buggy bool) *profile.Profile {
+		fx := newFixture(t)
+		r := fx.create(t, "newbranch.rec")
+		av := r.variable("available", "dispatch_1", "long", "cond", false)
+		x, own, work := int64(1065), 60, 160
+		if buggy {
+			x, own, work = 0, 200, 2400
+		}
+		for k := 0; k < own; k++ {
+			r.tick(1, []string{"dispatch_1", "main"}, 0, val{av, 0, x})
+		}
+		for k := 0; k < work; k++ {
+			r.tick(1, []string{"worker", "dispatch_1", "main"}, 0, val{av, 1, x})
+		}
+		for k := 0; k < 200; k++ {
+			r.tick(1, []string{"dispatch_2", "main"}, 0)
+		}
+		return r.done()
+	}
+	for _, known := range []bool{true, false} {
+		res := analyzeHooked(t, mk(false), mk(true), func(a *Analyzer) {
+			a.SetBranches(func(function, variable, file string, line int) (func(int64) (uint64, bool), bool) {
+				return func(x int64) (uint64, bool) {
+					if x < 64 {
+						return 1, true
+					}
+					return 0, true
+				}, known
+			})
+		})
+		s, c := res.fn(t, "dispatch_1"), res.fn(t, "worker")
+		if s.Evidence != EvidenceVariable || s.Var == nil || s.Var.Anomaly == nil || s.Share.Time == 0 || c.Evidence != EvidenceOwnTime {
+			t.Fatalf("known %v: dispatch_1 evidence %s share %+v variable %+v; worker %s: not the case tested", known, s.Evidence, s.Share, s.Var, c.Evidence)
+		}
+		if s.Var.Anomaly.NewBranch != known {
+			t.Errorf("known %v: new branch %v", known, s.Var.Anomaly.NewBranch)
+		}
+		if known && (s.Rank != 1 || c.Rank != 2) {
+			t.Errorf("dispatch_1 rank %d (%s), worker rank %d; want 1st and 2nd", s.Rank, s.Why, c.Rank)
+		}
+		if !known && s.Rank != c.Rank+1 {
+			t.Errorf("branches unknown: dispatch_1 rank %d (%s), worker rank %d; want just below it", s.Rank, s.Why, c.Rank)
+		}
+	}
+}
+
 // A condition's values beyond their normal range are scalability where the
 // function's own code did the extra work, wrong-constraint where its callee
 // did.

@@ -110,9 +110,13 @@ type Anomaly struct {
 	// bin of the normal quantiles holds a significantly larger share of
 	// the buggy samples than of the normal ones); Lines and Blocks are
 	// then where those were read.
-	Over   int     `json:"over"`
-	Lines  []Line  `json:"lines"`  // where the samples outside (or over-represented) were read, most first
-	Blocks []Block `json:"blocks"` // the basic blocks they were read in, most first
+	Over int `json:"over"`
+	// NewBranch says the buggy median takes, at the conditional uses of
+	// the variable in its function's code, directions no normal value
+	// took: the function decided differently on it.
+	NewBranch bool    `json:"new_branch,omitempty"`
+	Lines     []Line  `json:"lines"`  // where the samples outside (or over-represented) were read, most first
+	Blocks    []Block `json:"blocks"` // the basic blocks they were read in, most first
 }
 
 // OutsideFraction is Outside/Considered.
@@ -881,6 +885,9 @@ func (a *Analyzer) localise(v *variable, c comparison, fn int32) *Anomaly {
 	}
 	if buggy.len() > 0 {
 		an.BuggyMedian = median(buggy.floats())
+	}
+	if d == DimValue && parseTags(v.src.Tags).cond {
+		an.NewBranch = a.newBranch(v)
 	}
 	// The buggy samples outside the normal range, found by locate.
 	wh := v.where[slices.Index(dimensions[:], d)]

@@ -141,6 +141,7 @@ type diagnoser struct {
 	deciders      vprof.DecideFunc
 	repairs       vprof.RepairFunc
 	guards        vprof.GuardFunc
+	direct        vprof.CallFunc
 	params        vprof.ParamFunc
 	thresholds    vprof.ThresholdFunc
 	branches      vprof.BranchFunc
@@ -168,7 +169,7 @@ func newDiagnoser(normal, buggy []string, o vprof.Options, different bool, stder
 	}
 	code := newCodeFinder(exes)
 	return &diagnoser{o: o, normal: normal, buggy: buggy, exes: exes, blocks: blockFinder(code, stderr),
-		reads: readsFinder(code), writes: writesFinder(code), deciders: deciderFinder(code), repairs: repairFinder(code), guards: guardFinder(code), params: paramFinder(code), thresholds: thresholdFinder(code),
+		reads: readsFinder(code), writes: writesFinder(code), deciders: deciderFinder(code), repairs: repairFinder(code), guards: guardFinder(code), direct: callFinder(code), params: paramFinder(code), thresholds: thresholdFinder(code),
 		branches: branchFinder(exes[len(exes)-1]), shapes: shapeFinder(code), bounds: boundFinder(code), loopCalls: loopCallFinder(code)}, nil
 }
 
@@ -189,6 +190,7 @@ func (d *diagnoser) run(load func(path string) (*profile.Profile, error), done f
 	a.SetDeciders(d.deciders)
 	a.SetRepairs(d.repairs)
 	a.SetGuards(d.guards)
+	a.SetCalls(d.direct)
 	a.SetParams(d.params)
 	a.SetThresholds(d.thresholds)
 	a.SetBranches(d.branches)

@@ -371,6 +371,18 @@ func thresholdFinder(cf *codeFinder) vprof.ThresholdFunc {
 	}
 }
 
+// callFinder answers vprof's question whether a call is direct from the
+// machine code of the caller's object.
+func callFinder(cf *codeFinder) vprof.CallFunc {
+	return func(object string, offset uint64, callee string) (bool, bool) {
+		c, addr, ok := cf.code(object, offset)
+		if !ok {
+			return false, false
+		}
+		return c.Calls(addr, callee)
+	}
+}
+
 // guardFinder tells the differential method how a function's code decides
 // its calls of a callee, from the machine code of the recorded objects.
 func guardFinder(cf *codeFinder) vprof.GuardFunc {

@@ -326,6 +326,36 @@ func (c *Code) Guard(addr uint64, callee string) (guarded, ordered, ok bool) {
 	return c.guardJumps(addr, callee, nil)
 }
 
+// Calls says whether the function holding addr calls callee directly: a
+// call or tail jump to its entry (or a PLT stub that reaches it). known is
+// false when the address is in no function or callee is no function of
+// this object (a call into another object cannot be told from here); a
+// known false is a call made through a pointer, if the samples show one.
+func (c *Code) Calls(addr uint64, callee string) (direct, known bool) {
+	i := c.symAt(addr)
+	j := c.symByBase(callee)
+	if i < 0 || j < 0 {
+		return false, false
+	}
+	target := c.syms[j].addr
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	g := c.cfgOf(i)
+	for k := range g.insns {
+		in := &g.insns[k]
+		if !in.ok {
+			continue
+		}
+		if kd := kindOf(in.inst.Op); kd != opCall && kd != opJmp {
+			continue
+		}
+		if tg, direct := in.target(); direct && c.reaches(tg, target) {
+			return true, true
+		}
+	}
+	return false, true
+}
+
 // GuardReads says whether an ordered jump that decides the call of callee
 // (Guard's threshold) is in a basic block that reads the global variable
 // or member named global (an instruction of the block whose memory

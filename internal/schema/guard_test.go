@@ -56,6 +56,29 @@ func TestGuard(t *testing.T) {
 	})
 }
 
+// Direct calls, a call through a pointer, and what cannot be told.
+func TestCalls(t *testing.T) {
+	eachLevel(t, "guard", func(t *testing.T, c *Code, at func(string) uint64) {
+		for _, tc := range []struct {
+			fn, callee    string
+			direct, known bool
+		}{
+			{"main", "step", true, true},
+			{"other", "taken", true, true},
+			{"main", "taken", false, true}, // through table[0]
+			{"main", "over", false, true},
+			{"main", "no_such_function", false, false},
+		} {
+			if d, k := c.Calls(at(tc.fn), tc.callee); d != tc.direct || k != tc.known {
+				t.Errorf("%s calls %s: direct %v, known %v; want %v, %v", tc.fn, tc.callee, d, k, tc.direct, tc.known)
+			}
+		}
+		if _, k := c.Calls(1, "step"); k {
+			t.Error("an address outside every function: known")
+		}
+	})
+}
+
 // In a shared library, a call of an exported function of the same library
 // goes through the PLT (it may be interposed): call work@plt. The calls
 // are the same calls, decided by the same code.

@@ -1098,6 +1098,15 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 		if fr.Config == "" {
 			continue
 		}
+		// A threshold decides the work it calls, not what that work
+		// reaches through a pointer (a command table, a callback): the
+		// data chose that. When a material part of its growth lies
+		// behind such a call, it decided none of that growth.
+		whole := gw.of(f, nc.incl[f], bc.incl[f])
+		if part := gw.of(f, a.behindPointer(f, &nc), a.behindPointer(f, &bc)); material(part, whole) {
+			fr.Config = ""
+			continue
+		}
 		fr.Evidence, fr.Pattern, fr.Discount = EvidenceThreshold, WrongConstraint, 0
 		score[i] = fr.Share.Change
 		if t := gw.of(f, nc.incl[f], bc.incl[f]); t.Time > 0 {
@@ -2146,6 +2155,28 @@ func mixOnly(fr *FunctionResult) bool {
 	}
 	an := v.Anomaly
 	return !an.NewBranch && (withinRange(an) || an.Dimension == DimValue && an.HasNormal && an.BuggyMedian < an.NormalMin)
+}
+
+// behindPointer counts the samples of c whose stack runs from f (its
+// outermost call) to the leaf through a call made through a pointer.
+func (a *Analyzer) behindPointer(f int32, c *stackCounts) float64 {
+	var n float64
+	for _, p := range c.paths {
+		top := -1
+		for i := len(p.fs) - 1; i >= 0; i-- {
+			if p.fs[i] == f {
+				top = i
+				break
+			}
+		}
+		for k := top; k > 0; k-- {
+			if a.throughPointer(p.fs[k], p.fs[k-1]) {
+				n += p.n
+				break
+			}
+		}
+	}
+	return n
 }
 
 // decidedNew says whether a function's evidence is a condition variable

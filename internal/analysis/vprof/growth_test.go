@@ -2285,7 +2285,8 @@ func TestSaturatedShare(t *testing.T) {
 // on that threshold: it answers for the growth above the work, with the
 // wrong-constraint pattern. Not when the guard tests equality, when its
 // code reads no configuration global, nor when the threshold's block does
-// not read it (docs/vprof.md, "A threshold on the configuration").
+// not read it, nor when the work lies behind a call through a pointer
+// (docs/vprof.md, "A threshold on the configuration").
 func TestThresholdOnConfiguration(t *testing.T) {
 	fx := newFixture(t)
 	mk := func(buggy bool) *profile.Profile {
@@ -2309,13 +2310,22 @@ func TestThresholdOnConfiguration(t *testing.T) {
 	normal, buggy := mk(false), mk(true)
 	d1 := fx.funcs["dispatch_1"]
 	for _, tc := range []struct {
-		ordered, reads, compares bool
-	}{{true, true, true}, {false, true, true}, {true, false, false}, {true, true, false}} {
-		res := analyzeHooked(t, normal, buggy, thresholdHooks(d1, tc.ordered, tc.reads, tc.compares))
+		ordered, reads, compares, pointer bool
+	}{{true, true, true, false}, {false, true, true, false}, {true, false, false, false}, {true, true, false, false}, {true, true, true, true}} {
+		res := analyzeHooked(t, normal, buggy, func(a *Analyzer) {
+			thresholdHooks(d1, tc.ordered, tc.reads, tc.compares)(a)
+			a.SetCalls(func(_ string, off uint64, callee string) (bool, bool) {
+				if off >= d1.off && off < d1.off+d1.size && callee == "worker" {
+					return !tc.pointer, true
+				}
+				return false, false
+			})
+		})
 		d, w := res.fn(t, "dispatch_1"), res.fn(t, "worker")
-		if !tc.ordered || !tc.reads || !tc.compares {
+		if !tc.ordered || !tc.reads || !tc.compares || tc.pointer {
 			if d.Evidence == EvidenceThreshold || d.Rank < w.Rank {
-				t.Errorf("ordered %v reads %v compares %v: dispatch_1 evidence %s rank %d above worker %d", tc.ordered, tc.reads, tc.compares, d.Evidence, d.Rank, w.Rank)
+				t.Errorf("ordered %v reads %v compares %v through a pointer %v: dispatch_1 evidence %s rank %d above worker %d",
+					tc.ordered, tc.reads, tc.compares, tc.pointer, d.Evidence, d.Rank, w.Rank)
 			}
 			continue
 		}

@@ -36,10 +36,16 @@ type Analyzer struct {
 	shapeOf     ShapeFunc
 	boundOf     BoundFunc
 	loopCallOf  LoopCallFunc
+	callOf      CallFunc
 	paramOf     ParamFunc
-	pause       func()  // SetPause's (nil: none)
-	blocks      []Block // distinct basic blocks where buggy values were read (Samples unused)
-	blockIdx    map[blockKey]int32
+	// inlined: the call edges some sample showed inlined (no call
+	// instruction of the callee in the caller's code).
+	inlined map[edge]bool
+	// pointerCalls caches throughPointer.
+	pointerCalls map[edge]bool
+	pause        func()  // SetPause's (nil: none)
+	blocks       []Block // distinct basic blocks where buggy values were read (Samples unused)
+	blockIdx     map[blockKey]int32
 	// ranges: the lengths of the ranges two pointers of one frame delimit
 	// (docs/vprof.md, "A range longer than it was handed").
 	ranges map[rangeKey]*rangeSamples
@@ -239,6 +245,40 @@ func (a *Analyzer) callsInLoop(f int32, bc *stackCounts) bool {
 		}
 	}
 	return false
+}
+
+// CallFunc says whether the machine code of the function holding a file
+// offset of an object calls callee directly (a call or tail jump to its
+// entry, or a stub that reaches it); known is false when it cannot tell
+// (callee is not a function of that object).
+type CallFunc func(object string, offset uint64, callee string) (direct, known bool)
+
+// SetCalls has the differential method tell a call made through a
+// pointer from a direct one (docs/vprof.md, "A threshold on the
+// configuration": a threshold does not decide the work behind a call
+// through a pointer). Call it before adding runs.
+func (a *Analyzer) SetCalls(f CallFunc) { a.callOf = f }
+
+// throughPointer says whether caller calls callee through a pointer: the
+// samples show the call, no sample showed callee inlined into it, and
+// caller's machine code makes no direct call of it; false when the code
+// cannot tell.
+func (a *Analyzer) throughPointer(caller, callee int32) bool {
+	e := edge{caller, callee}
+	if v, ok := a.pointerCalls[e]; ok {
+		return v
+	}
+	fn := a.funcs[caller]
+	v := false
+	if a.callOf != nil && fn.atOK && !a.inlined[e] && caller != callee && !fn.kernel && !a.funcs[callee].kernel {
+		direct, known := a.callOf(fn.object, fn.at, a.funcs[callee].name)
+		v = known && !direct
+	}
+	if a.pointerCalls == nil {
+		a.pointerCalls = map[edge]bool{}
+	}
+	a.pointerCalls[e] = v
+	return v
 }
 
 // oncePerCall says whether function f's machine code calls callee once
@@ -722,6 +762,14 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 					}
 					if !fr.Kernel && fr.Line > 0 {
 						a.funcs[fs[i]].lines = true
+					}
+				}
+				for i := 0; i+1 < len(st); i++ {
+					if p.FrameAt(st[i]).Inlined {
+						if a.inlined == nil {
+							a.inlined = map[edge]bool{}
+						}
+						a.inlined[edge{fs[i+1], fs[i]}] = true
 					}
 				}
 			}

@@ -492,6 +492,34 @@ func runConstant(v *variable) (normal, buggy float64, ok bool) {
 	return normal, buggy, seen && normal != buggy
 }
 
+// passedInput says whether a local is a formal parameter of its function
+// that holds, in each run, the value a global holds in that run, both
+// constant in every run and different between the two kinds: its caller
+// passed that configuration on, and the parameter is the input, not a
+// decision of the function's (docs/vprof.md, "Inputs that differ").
+func (a *Analyzer) passedInput(v *variable) bool {
+	if v.src.Global || a.paramOf == nil || v.owner < 0 || int(v.owner) >= len(a.funcs) {
+		return false
+	}
+	n, b, ok := runConstant(v)
+	fn := a.funcs[v.owner]
+	if !ok || !fn.atOK {
+		return false
+	}
+	if param, known := a.paramOf(fn.object, fn.at, v.src.Name); !known || !param {
+		return false
+	}
+	for _, g := range a.vars {
+		if !g.src.Global {
+			continue
+		}
+		if gn, gb, ok := runConstant(g); ok && gn == n && gb == b {
+			return true
+		}
+	}
+	return false
+}
+
 // SettleShare is the part of a run's samples of a run-constant variable
 // that may come before it takes its value.
 const SettleShare = 1.0 / 20
@@ -557,7 +585,7 @@ func (a *Analyzer) classify(v *variable, c comparison) (varClass, int) {
 		return classNormal, c.chosen
 	}
 	t := parseTags(v.src.Tags)
-	if _, _, ok := runConstant(v); ok && (v.src.Global || !t.cond) {
+	if _, _, ok := runConstant(v); ok && (v.src.Global || !t.cond || a.passedInput(v)) {
 		return classInput, c.chosen
 	}
 	if t.args && !t.cond && !t.loop {

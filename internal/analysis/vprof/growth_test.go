@@ -138,6 +138,29 @@ func TestClassify(t *testing.T) {
 	if got, _ := a.classify(v, o.discountVar(v, 1)); got != classAnomaly {
 		t.Errorf("cond local: class %d, want evidence", got)
 	}
+	// A cond parameter holding, in each run, the value a global holds in
+	// that run is that configuration passed on: an input (docs/vprof.md,
+	// "Run-constant values are inputs"); not when it is no parameter, or
+	// the global's values are others.
+	for _, tc := range []struct {
+		param    bool
+		buggyCfg float64
+		want     varClass
+	}{{true, 450, classInput}, {false, 450, classAnomaly}, {true, 449, classAnomaly}} {
+		a, _ := New(DefaultOptions())
+		a.funcs = append(a.funcs, fn{name: "import_stream", object: "prog", at: 0x40, atOK: true})
+		a.SetParams(func(object string, offset uint64, name string) (bool, bool) {
+			return tc.param && object == "prog" && offset == 0x40 && name == "batch", true
+		})
+		g := vr(fill(1, 100), fill(tc.buggyCfg, 100))
+		g.src.Global, g.src.Name = true, "cfg_batch"
+		v := vr(fill(1, 100), fill(450, 100))
+		v.src.Tags, v.src.Name, v.owner = "cond,args", "batch", 0
+		a.vars = append(a.vars, g, v)
+		if got, _ := a.classify(v, a.opt.discountVar(v, 1)); got != tc.want {
+			t.Errorf("param %v, global 1 → %g: class %d, want %d", tc.param, tc.buggyCfg, got, tc.want)
+		}
+	}
 	// Never sampled normally: a new path, no evidence.
 	v = &variable{buggy: series{values: numsOf(fill(3, 50)), durations: numsOf([]float64{50})}}
 	if got, _ := a.classify(v, o.discountVar(v, 1)); got != classNewPath {

@@ -1050,19 +1050,31 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 	// A saturated share is read by time here too: a wrapper that holds
 	// all of both runs grew with what it encloses.
 	through := make([]int, len(ids))
-	for i, f := range ids {
-		through[i] = -1
+	// encloses gives the callee through which all of function i's growth
+	// goes, or -1.
+	encloses := func(i int) int {
+		f := ids[i]
 		whole := gw.of(f, nc.incl[f], bc.incl[f])
-		if (fs[i].Evidence != EvidenceNone && !mixOnly(&fs[i])) || !whole.Grew() {
-			continue
+		if !whole.Grew() {
+			return -1
 		}
 		top, topN := bc.heaviest(f, true)
 		if topN == 0 {
-			continue
+			return -1
 		}
 		via := gw.of(f, nc.edges[top], topN)
 		rest := share(nc.incl[f]-nc.edges[top], nc.n, bc.incl[f]-topN, bc.n)
 		if j, ok := idx[top.callee]; ok && via.Grew() && !material(rest, whole) {
+			return j
+		}
+		return -1
+	}
+	for i := range ids {
+		through[i] = -1
+		if fs[i].Evidence != EvidenceNone && !mixOnly(&fs[i]) {
+			continue
+		}
+		if j := encloses(i); j >= 0 {
 			through[i] = j
 			fs[i].Through = fs[j].Name
 		}
@@ -1111,14 +1123,24 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 	thresholds := map[int32]bool{}
 	for i, f := range ids {
 		fr := &fs[i]
-		if through[i] < 0 || fr.Evidence != EvidenceNone || roots[f] || a.system(f) || len(configs) == 0 {
+		// A predicate's own code is cheap: where its share is read by
+		// time, own code that grew by an immaterial part of that growth
+		// is no claim of its own, and it only encloses (docs/vprof.md,
+		// "A threshold on the configuration").
+		via := through[i]
+		slight := fr.Evidence == EvidenceOwnTime && timedShare[i].Time > 0 &&
+			!material(gw.of(f, nc.own[f], bc.own[f]), timedShare[i])
+		if slight {
+			via = encloses(i)
+		}
+		if via < 0 || fr.Evidence != EvidenceNone && !slight || roots[f] || a.system(f) || len(configs) == 0 {
 			continue
 		}
-		if p, known := a.callPattern(f, fs[through[i]].Name); !known || p != WrongConstraint {
+		if p, known := a.callPattern(f, fs[via].Name); !known || p != WrongConstraint {
 			continue
 		}
 		for _, vi := range configs {
-			if a.thresholdReads(f, fs[through[i]].Name, a.vars[vi].src.Name) {
+			if a.thresholdReads(f, fs[via].Name, a.vars[vi].src.Name) {
 				fr.Config = a.vars[vi].src.Name
 				break
 			}

@@ -2,7 +2,7 @@
    each call, so its time per call grows linearly with the call's order;
    lookup's stays constant (culprit models --x call-order). CALLS calls of
    each, 4000 unless given, at most 100000. Each element shifted also goes
-   through a chain of multiplications (a few ns of CPU work, no memory), so
+   through a chain of 16 multiplications (some 16 ns of CPU work, no memory), so
    that each call's growth stands well above the noise of a busy machine
    while the array stays small enough not to crowd lookup's caches. */
 #include <stdio.h>
@@ -14,7 +14,7 @@ __attribute__((noinline)) long insert_sorted(long v) {
 	unsigned long h = 0;
 	while (i > 0 && list[i-1] > v) {
 		list[i] = list[i-1];
-		for (int r = 0; r < 4; r++) h = (h ^ (unsigned long)list[i]) * 0x9E3779B97F4A7C15UL;
+		for (int r = 0; r < 16; r++) h = (h ^ (unsigned long)list[i]) * 0x9E3779B97F4A7C15UL;
 		i--;
 	}
 	list[i] = v; len++;

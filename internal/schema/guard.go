@@ -340,7 +340,13 @@ func (c *Code) Calls(addr uint64, callee string) (direct, known bool) {
 	target := c.syms[j].addr
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	g := c.cfgOf(i)
+	return len(c.callSites(c.cfgOf(i), target)) > 0, true
+}
+
+// callSites returns the instructions of g that call or tail-jump to
+// target directly (or to a PLT stub that reaches it); c.mu is held.
+func (c *Code) callSites(g *cfg, target uint64) []int {
+	var out []int
 	for k := range g.insns {
 		in := &g.insns[k]
 		if !in.ok {
@@ -350,10 +356,10 @@ func (c *Code) Calls(addr uint64, callee string) (direct, known bool) {
 			continue
 		}
 		if tg, direct := in.target(); direct && c.reaches(tg, target) {
-			return true, true
+			out = append(out, k)
 		}
 	}
-	return false, true
+	return out
 }
 
 // GuardReads says whether an ordered jump that decides the call of callee
@@ -396,17 +402,7 @@ func (c *Code) guardJumps(addr uint64, callee string, at func(g *cfg, b int32, o
 	defer c.mu.Unlock()
 	g := c.cfgOf(i)
 	g.findLoops()
-	for k := range g.insns {
-		in := &g.insns[k]
-		if !in.ok {
-			continue
-		}
-		if kd := kindOf(in.inst.Op); kd != opCall && kd != opJmp {
-			continue
-		}
-		if tg, direct := in.target(); !direct || !c.reaches(tg, target) {
-			continue
-		}
+	for _, k := range c.callSites(g, target) {
 		ok = true
 		site := g.blockOf[k]
 		var body map[int32]bool

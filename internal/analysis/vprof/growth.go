@@ -1434,6 +1434,17 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 				}
 			}
 		}
+		// Its own code did the work (the C library's and the kernel's
+		// time under it included), and it was entered through a
+		// pointer (a callback), so no test of its caller decided the
+		// calls: work the normal input never needed ran, and the check
+		// that would have skipped it is the function's own
+		// (docs/vprof.md, "Patterns": a callback's new work).
+		if fr.Pattern == NoPattern && ownWork(fr) && !a.system(f) && !roots[f] {
+			if up, n := bc.heaviest(f, false); n > 0 && a.throughPointer(up.caller, f) {
+				fr.Pattern = MissingConstraint
+			}
+		}
 	}
 	// The calls a caller made more often were taken on a predicate's
 	// answer: the predicate decided them, and ranks above the caller

@@ -2395,6 +2395,46 @@ func TestThresholdCheapOwnCode(t *testing.T) {
 	}
 }
 
+// A callback only the buggy runs called, whose own code did the work:
+// no test of its caller decided the calls (it calls it through a
+// pointer), so the check that would have skipped the work is its own,
+// missing-constraint. Called directly, it says nothing of the pattern.
+func TestNewCallbackMissingConstraint(t *testing.T) {
+	fx := newFixture(t)
+	mk := func(buggy bool) *profile.Profile {
+		r := fx.create(t, "callback.rec")
+		x := r.variable("x", "dispatch_1", "long", "cond", false)
+		for i := 0; i < 300; i++ {
+			r.tick(1, []string{"dispatch_1", "main"}, 0, val{x, 0, int64(i % 5)})
+		}
+		if buggy {
+			for i := 0; i < 400; i++ {
+				r.tick(1, []string{"worker", "dispatch_1", "main"}, 0)
+			}
+		}
+		return r.done()
+	}
+	d1 := fx.funcs["dispatch_1"]
+	for _, pointer := range []bool{true, false} {
+		res := analyzeHooked(t, mk(false), mk(true), func(a *Analyzer) {
+			a.SetCalls(func(_ string, off uint64, callee string) (bool, bool) {
+				if off >= d1.off && off < d1.off+d1.size && callee == "worker" {
+					return !pointer, true
+				}
+				return false, false
+			})
+		})
+		w := res.fn(t, "worker")
+		want := NoPattern
+		if pointer {
+			want = MissingConstraint
+		}
+		if w.Evidence != EvidenceNewPath || w.Pattern != want {
+			t.Errorf("through a pointer %v: worker evidence %s pattern %s; want new-path, %s", pointer, w.Evidence, w.Pattern, want)
+		}
+	}
+}
+
 // thresholdHooks has function d1's call of worker guarded by a test
 // (ordered: a threshold), its code read cfg_min_keys (reads) and the
 // guard's block compare with it (compares).

@@ -166,6 +166,13 @@ func sameThreadMix(n, b *stackCounts, runtime, system func(int32) bool) (stackCo
 				changed[id] = true
 				break
 			}
+			// A part that held most of its thread cannot grow by
+			// MixChange: its growth shows as the rest of the thread
+			// shrinking to half or less.
+			if s.Normal >= SaturatedShare && s.Change > 2*s.Err && 1-s.Buggy <= (1-s.Normal)/2 {
+				changed[id] = true
+				break
+			}
 		}
 		if changed[id] {
 			continue

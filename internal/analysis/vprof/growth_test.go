@@ -727,6 +727,38 @@ func TestThreadThatOnlyRanLonger(t *testing.T) {
 	}
 }
 
+// A part that held most of its thread cannot grow by MixChange: the rest
+// of the thread shrinking to half or less says its work changed, and a
+// thread that only ran longer beside it is left out (cache_missing: the
+// write-back, 95% of the main thread normally and 99% buggy, ranked 9th
+// below the readers, which got more of a loaded machine's CPU).
+func TestThreadSaturatedPartChanged(t *testing.T) {
+	mk := func(buggy bool) *profile.Profile {
+		fx := newFixture(t)
+		r := fx.create(t, "threadsat.rec")
+		key := r.variable("key", "dispatch_1", "long", "cond", false)
+		own, work, bg := 15, 300, 300
+		if buggy {
+			own, work, bg = 4, 1000, 3000
+		}
+		for i := 0; i < own; i++ {
+			r.tick(1, []string{"dispatch_1", "main"}, 0, val{key, 0, int64(i % 7)})
+		}
+		for i := 0; i < work; i++ {
+			r.tick(1, []string{"worker", "dispatch_1", "main"}, 0, val{key, 1, int64(i % 7)})
+		}
+		for i := 0; i < bg; i++ {
+			r.tick(2, []string{"dispatch_2"}, 0)
+		}
+		return r.done()
+	}
+	res := analyzeWith(t, DefaultOptions(), []*profile.Profile{mk(false)}, []*profile.Profile{mk(true)})
+	bg, w := res.fn(t, "dispatch_2"), res.fn(t, "worker")
+	if bg.Score > 0 || w.Rank != 1 {
+		t.Errorf("dispatch_2 (only ran longer): share %+v score %g; worker rank %d, want 1st", bg.Share, bg.Score, w.Rank)
+	}
+}
+
 // A callee absent from the normal runs is new only when its callers ran
 // there often enough for its absence not to be chance.
 func TestNewPathNeedsExpectedSamples(t *testing.T) {

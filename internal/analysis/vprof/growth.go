@@ -503,7 +503,7 @@ func runConstant(v *variable) (normal, buggy float64, ok bool) {
 // that holds, in each run, the value a global holds in that run, both
 // constant in every run and different between the two kinds: its caller
 // passed that configuration on, and the parameter is the input, not a
-// decision of the function's (docs/vprof.md, "Inputs that differ").
+// decision of the function's (docs/vprof.md, "Run-constant values are inputs").
 func (a *Analyzer) passedInput(v *variable) bool {
 	if v.src.Global || a.paramOf == nil || v.owner < 0 || int(v.owner) >= len(a.funcs) {
 		return false

@@ -539,7 +539,9 @@ func TestModelsCallOrder(t *testing.T) {
 	for _, f := range m.Functions {
 		calls[f.Function] = len(f.X)
 		kinds[f.Function] = f.Best.Kind
-		if f.Best.Kind == "" || len(f.Fits) != 6 || f.X[0] < 1 || f.X[len(f.X)-1] > 1000 || !sort.Float64sAreSorted(f.X) {
+		// Power and exponential need every time positive; a call timed
+		// at 0 ns leaves them out, the other four always fit.
+		if f.Best.Kind == "" || len(f.Fits) < 4 || f.X[0] < 1 || f.X[len(f.X)-1] > 1000 || !sort.Float64sAreSorted(f.X) {
 			t.Errorf("%s: best %q, %d fits, x %v..%v", f.Function, f.Best.Kind, len(f.Fits), f.X[0], f.X[len(f.X)-1])
 			continue
 		}

@@ -407,7 +407,7 @@ func New(o Options) (*Analyzer, error) {
 	if o.MaxTestSamples == 0 {
 		o.MaxTestSamples = 1000
 	}
-	return &Analyzer{opt: o, funcIdx: map[funcKey]int32{}, locIdx: map[loc]int32{}, varIdx: map[varKey]int32{}}, nil
+	return &Analyzer{opt: o, funcIdx: map[funcKey]int32{}, locIdx: map[loc]int32{}, varIdx: map[varKey]int32{}, inlined: map[edge]bool{}}, nil
 }
 
 // runData is what the analysis keeps of one run.
@@ -751,6 +751,7 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 				fs = []int32{a.fn(profile.Unknown, "")}
 			} else {
 				fs = make([]int32, len(st))
+				below := false // the frame below was inlined into this one
 				for i, fi := range st {
 					fr := p.FrameAt(fi)
 					fs[i] = a.fn(fr.Name(), fr.Object)
@@ -763,14 +764,10 @@ func (a *Analyzer) add(p *profile.Profile, info Run, buggy bool) error {
 					if !fr.Kernel && fr.Line > 0 {
 						a.funcs[fs[i]].lines = true
 					}
-				}
-				for i := 0; i+1 < len(st); i++ {
-					if p.FrameAt(st[i]).Inlined {
-						if a.inlined == nil {
-							a.inlined = map[edge]bool{}
-						}
-						a.inlined[edge{fs[i+1], fs[i]}] = true
+					if below {
+						a.inlined[edge{fs[i], fs[i-1]}] = true
 					}
+					below = fr.Inlined
 				}
 			}
 			stackFn[s.Stack] = fs

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -370,6 +371,7 @@ func TestStatesWakeFromRunDelay(t *testing.T) {
 	if n := withoutWakeups(t, out, cut); n == 0 {
 		t.Fatal("the recording has no wake-ups")
 	}
+	accounts := readSwitches(t, out)
 	type states struct {
 		Threads []struct {
 			TID       uint32          `json:"tid"`
@@ -424,7 +426,8 @@ func TestStatesWakeFromRunDelay(t *testing.T) {
 				// briefly if at all.
 				if r, ok := woken[[2]uint64{uint64(th.TID), iv.From}]; ok && iv.To > r+250e3 && r < at {
 					missed++
-					t.Logf("thread %d: the wait from %d, woken at %d, runnable %.1f µs to %d, not placed", th.TID, iv.From, r, float64(iv.To-r)/1e3, iv.To)
+					d, lead := accounts.after(th.TID, iv.To)
+					t.Logf("thread %d: the wait from %d, woken at %d, runnable %.1f µs to %d, not placed (run delay grew %d ns over the run after it, its account %d ns over its stamps)", th.TID, iv.From, r, float64(iv.To-r)/1e3, iv.To, d, lead)
 				}
 				continue
 			}
@@ -462,10 +465,19 @@ func TestStatesWakeFromRunDelay(t *testing.T) {
 	t.Logf("%d unwoken waits, %d placed by the run delay, %d matched: placed - recorded wake-up µs: min %.1f p5 %.1f p50 %.1f p95 %.1f max %.1f",
 		unwoken, placed, len(diffs), q(0), q(0.05), q(0.5), q(0.95), q(1))
 	// Those not placed: each thread's first wait (no switch away before
-	// it), and waits after which the kernel counted no wait for a CPU at
-	// all (the run delay did not grow, though the thread was switched in
-	// 8-150 µs after its sched_waking: 2-4% of runq's waits at a load of
-	// 17-25 on Linux 6.18), which the run delay cannot place.
+	// it), and waits after which the kernel counted no wait for a CPU in
+	// either of its accounts: the run delay did not grow (2-4% of runq's
+	// waits at a load of 17-25 on Linux 6.18, the thread switched in
+	// 8-150 µs after its sched_waking, and at times 250 µs-1.3 ms: the
+	// schedule after a wake-up that preempted the running task reads no
+	// clock, so neither the wait's end nor the run's start is read after
+	// the queueing), and the run after it was no longer by the kernel's
+	// account than by its stamps (the run, begun on that stale reading,
+	// counts the wait otherwise, and the wait is placed from that: in 55
+	// recordings, of 18,833 waits whose run delay did not grow none
+	// before its recorded sched_waking, each of the 7 over 200 µs placed
+	// 3-147 µs after it; a few of 50-100 µs, whose run was also short of
+	// its stamps, were left unplaced).
 	// The kernel's run delay over-counts now and then: a sleep of
 	// memcached's, ended by a recorded wake-up 362 µs before its switch in
 	// on another CPU, grew it by 966 ms of the 971 ms sleep (1 wait in
@@ -497,13 +509,74 @@ func TestStatesWakeFromRunDelay(t *testing.T) {
 			missing += n
 		}
 	}
-	// One in 500 more is let through: two runs on a quiet machine left 4
-	// and 1 of about 2,200 such waits unplaced (374 µs-1 ms), for a
-	// reason not yet found (the kernel's run delay not grown across
-	// them, or grown by more than the wait).
-	if missed > missing+unwoken/500 {
+	if missed > missing {
 		t.Errorf("%d of %d unwoken waits not placed though their thread waited over 250 µs for a CPU (%d placed; %d runs without all their switches recorded): warnings %q", missed, unwoken, placed, missing, lacking.Warnings)
 	}
+}
+
+// switchAccounts is each thread's switches of a recording, in time
+// order, with the kernel's accounts they carry.
+type switchAccounts map[uint32][]recording.Sample
+
+// readSwitches reads the switches of the recording at path.
+func readSwitches(t *testing.T, path string) switchAccounts {
+	t.Helper()
+	r, err := recording.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	a := switchAccounts{}
+	for {
+		x, err := r.Next()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s, ok := x.(*recording.Sample); ok && (s.Event == recording.EventSwitch || s.Event == recording.EventSwitchIn) {
+			a[s.TID] = append(a[s.TID], *s)
+		}
+	}
+	for _, ss := range a {
+		slices.SortStableFunc(ss, func(x, y recording.Sample) int { return cmp.Compare(x.Time, y.Time) })
+	}
+	return a
+}
+
+// after returns, for the run of thread tid that its switch onto a CPU at
+// in began, how much its run delay grew from the switch away before to
+// the one that ended it, and how much longer the run was by its
+// sum_exec_runtime than by those switches' stamps (negative: shorter); 0
+// for what the recording does not tell.
+func (a switchAccounts) after(tid uint32, in uint64) (grew, longer int64) {
+	ss := a[tid]
+	i := slices.IndexFunc(ss, func(s recording.Sample) bool { return s.Event == recording.EventSwitchIn && s.Time == in })
+	if i < 0 {
+		return 0, 0
+	}
+	var before, away *recording.Sample
+	for j := i - 1; j >= 0 && before == nil; j-- {
+		if ss[j].Event == recording.EventSwitch {
+			before = &ss[j]
+		}
+	}
+	for j := i + 1; j < len(ss) && away == nil; j++ {
+		if ss[j].Event == recording.EventSwitch {
+			away = &ss[j]
+		}
+	}
+	if away == nil {
+		return 0, 0
+	}
+	if before != nil && before.HasRunDelay && away.HasRunDelay {
+		grew = int64(away.RunDelay - before.RunDelay)
+	}
+	if ss[i].HasExecRuntime && away.HasExecRuntime {
+		longer = int64(away.ExecRuntime-ss[i].ExecRuntime) - int64(away.Time-in)
+	}
+	return grew, longer
 }
 
 // withoutWakeups copies the recording in to out without its wake-ups,

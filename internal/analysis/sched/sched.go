@@ -266,6 +266,13 @@ type tstate struct {
 	ran     int
 	hasRan  bool
 	ranSeen uint64
+	// flatRun is set when the run delay did not grow over ran (its
+	// switch away and the one before both carry it): the kernel read no
+	// clock between the thread's queueing and its switch in, whose stale
+	// reading then began ran's account (staleClock). ranLead is the part
+	// of ran's account, ns, that was the wait before its switch in.
+	flatRun bool
+	ranLead uint64
 }
 
 func (ts *tstate) close(t uint64) {
@@ -360,6 +367,9 @@ func States(p *profile.Profile) (*Timeline, error) {
 			// delay has placed the wake-up of the wait before this run
 			// (wokeBefore reads that wait as the stamps left it).
 			rt, ok := s.ExecRuntime()
+			if ok && ts.hasRan && ts.flatRun {
+				ts.staleClock(rt, tl)
+			}
 			ts.pendingRT, ts.hasPending = rt, ok && ts.hasRan
 			ts.runtime, ts.hasRuntime, ts.hasRan = rt, ok, false
 		case recording.EventSwitch:
@@ -383,6 +393,7 @@ func States(p *profile.Profile) (*Timeline, error) {
 				ts.hasRuntime, ts.hasRan, ts.hasPending = false, false, false
 			}
 			rd, ok := s.RunDelay()
+			flat := ok && ts.hasRunDelay && rd == ts.runDelay && ts.hasRuntime
 			switch {
 			case ok && ts.hasRunDelay:
 				ts.wokeBefore(uint64(rd-ts.runDelay), tl)
@@ -396,6 +407,7 @@ func States(p *profile.Profile) (*Timeline, error) {
 			}
 			ts.close(s.Time)
 			ts.ran, ts.ranFrom, ts.hasRan = len(ts.th.Intervals)-1, ts.runtime, ts.hasRuntime
+			ts.flatRun, ts.ranLead = flat, 0
 			ts.ranSeen, ts.hasRuntime = ts.cur.From, false
 			ts.awayRT, ts.hasAway = p.LastSwitchAway(s.TID, s.Time)
 			if ts.lastSeen > ts.ranSeen && ts.lastSeen <= s.Time {
@@ -462,6 +474,9 @@ func States(p *profile.Profile) (*Timeline, error) {
 		ts.close(max(tl.End, ts.cur.From))
 		if ts.hasRan && ts.hasAway {
 			// The thread's last run: no switch onto a CPU after it.
+			if ts.flatRun {
+				ts.staleClock(ts.awayRT, tl)
+			}
 			ts.kernelRun(ts.awayRT, tl)
 		}
 		if len(ts.th.Intervals) > 0 {
@@ -535,7 +550,7 @@ func (ts *tstate) kernelRun(rt uint64, tl *Timeline) {
 	if k < 0 || k >= len(iv) || iv[k].State != OnCPU || rt < ts.ranFrom {
 		return
 	}
-	end := iv[k].From + (rt - ts.ranFrom)
+	end := iv[k].From + (rt - ts.ranFrom - min(ts.ranLead, rt-ts.ranFrom))
 	end = min(max(end, ts.ranSeen, iv[k].From), iv[len(iv)-1].To)
 	iv[k].To = end
 	if k+1 < len(iv) { // none after a thread's exit
@@ -584,6 +599,63 @@ func (ts *tstate) wokeBefore(d uint64, tl *Timeline) {
 	w.WakeFromRunDelay = true
 	tl.WokenFromRunDelay++
 	ts.th.Intervals = append(ts.th.Intervals, Interval{From: w.To, To: ts.cur.From, State: Runnable, WakerStack: -1, Stack: -1})
+}
+
+// staleClock places the wait for a CPU before the thread's last closed
+// run (ts.ran) where the run delay did not grow over it (flatRun): rt is
+// the thread's time on a CPU after that run (its next switch onto a CPU's,
+// or its last switch away's). The kernel ends a wait for a CPU where the
+// schedule that switches the thread in reads its run queue's clock, and
+// a schedule that follows a wake-up which preempted the running task
+// reads none (the wake-up asked it to skip the read: wakeup_preempt's
+// rq_clock_skip_update): when nothing else read that clock since the
+// thread was queued, the wait counts nothing, however long the preempted
+// task took to reach the schedule (microseconds; on a VM whose host held
+// the CPU, milliseconds), and the run, begun on that same stale reading,
+// counts the wait instead. So the run's account longer than its stamps
+// (by more than the stamps' lateness, which makes it shorter) is that
+// wait: the wait ends that long before the switch in (an unwoken wait,
+// a Runnable interval that long after it; a woken wait, its Runnable
+// interval emptied by the run delay's zero growth, no sooner than its
+// recorded wake-up), and the run's length is its account less that
+// (ranLead, kernelRun); a wait for a CPU the stamps place (a
+// preemption's) stays, and the run's length is its account less up to
+// that wait. A run no longer than its stamps places nothing.
+func (ts *tstate) staleClock(rt uint64, tl *Timeline) {
+	iv := ts.th.Intervals
+	k := ts.ran
+	if k < 1 || k >= len(iv) || iv[k].State != OnCPU || rt < ts.ranFrom {
+		return
+	}
+	run := iv[k]
+	if rt-ts.ranFrom <= run.Duration() {
+		return
+	}
+	lead := rt - ts.ranFrom - run.Duration()
+	switch w := &iv[k-1]; {
+	case w.Unwoken && !w.WakeFromRunDelay && w.To == run.From && lead < w.Duration():
+		w.To -= lead
+		w.WakeFromRunDelay = true
+		tl.WokenFromRunDelay++
+		ts.th.Intervals = slices.Insert(ts.th.Intervals, k, Interval{From: w.To, To: run.From, State: Runnable, WakerStack: -1, Stack: -1})
+		ts.ran++
+		ts.ranLead = lead
+	case k >= 2 && w.State == Runnable && w.From == run.From && w.To == run.From:
+		b := &iv[k-2]
+		if !b.State.Blocked() || b.Unwoken || b.Woken == 0 || b.To != run.From {
+			return
+		}
+		to := max(run.From-min(lead, run.From), b.Woken, b.From)
+		if to >= run.From {
+			return
+		}
+		b.To, w.From = to, to
+		ts.ranLead = run.From - to
+	case w.State == Runnable && w.To == run.From:
+		// A wait for a CPU its stamps tell (a preemption's): the run
+		// keeps its stamps' start.
+		ts.ranLead = min(lead, w.Duration())
+	}
 }
 
 // firstRun places, at a new thread's first switch away, its wait for a

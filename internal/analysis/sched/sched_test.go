@@ -696,3 +696,72 @@ func TestStatesLastRunFromSwitchAway(t *testing.T) {
 		}
 	})
 }
+
+// TestStatesWaitInRunAccount: where the run delay did not grow over a
+// run, the kernel read no run-queue clock from the thread's queueing to
+// its switch in (the schedule after a wake-up that preempted the running
+// task reads none), and the run's account, begun on that reading, is
+// longer than its stamps by the wait: an unwoken wait ends that long
+// before the switch in, a Runnable interval after it; a woken wait's
+// Runnable interval, which the run delay left empty, is that long (from
+// no sooner than its wake-up); and the run keeps its stamps' start and
+// length, its account (KernelNS) the kernel's. A run no longer than its
+// stamps places nothing; a preemption's wait keeps its stamps.
+func TestStatesWaitInRunAccount(t *testing.T) {
+	rd := func(state, delay uint64) uint64 {
+		return profile.SwitchArg(&recording.Sample{Event: recording.EventSwitch, Arg: state, RunDelay: delay, HasRunDelay: true})
+	}
+	rt := func(ns uint64) uint64 {
+		return profile.SwitchArg(&recording.Sample{Event: recording.EventSwitchIn, ExecRuntime: ns, HasExecRuntime: true})
+	}
+	tl := states(t, prof(
+		ev{5, in, 3, 0, 0}, // the waker, running throughout
+		ev{10, in, 2, rt(1000), 0},
+		ev{20, out, 2, rd(recording.TaskInterruptible, 100), 3},
+		ev{40, in, 2, rt(1010), 0},                              // no wake-up recorded
+		ev{50, out, 2, rd(recording.TaskInterruptible, 100), 3}, // no wait counted
+		ev{70, in, 2, rt(1026), 0},                              // 16 by the kernel: 6 of it the wait
+		ev{80, out, 2, rd(recording.TaskInterruptible, 100), 3},
+		ev{90, in, 2, rt(1036), 0}, // 10, as its stamps: the wait before it not placed
+		ev{100, out, 2, rd(recording.TaskInterruptible, 100), 1},
+		ev{105, wake, 3, 2, 0},
+		ev{110, in, 2, rt(1046), 0},
+		ev{120, out, 2, rd(recording.TaskPreempted, 100), 0}, // no wait counted
+		ev{130, in, 2, rt(1059), 0},                          // 13: 3 of it the wait
+		ev{140, out, 2, rd(recording.TaskInterruptible, 100), 3},
+		ev{150, in, 2, rt(1073), 0}, // 14: 4 of it the preemption's wait
+		ev{160, out, 2, rd(recording.TaskInterruptible, 100), 3},
+	))
+	want := []Interval{
+		{From: 10, To: 20, State: OnCPU, KernelLength: true, KernelNS: 10},
+		{From: 20, To: 34, State: Sleep, Unwoken: true, WakeFromRunDelay: true},
+		{From: 34, To: 40, State: Runnable},
+		{From: 40, To: 50, State: OnCPU, KernelLength: true, KernelNS: 16},
+		{From: 50, To: 70, State: Sleep, Unwoken: true},
+		{From: 70, To: 80, State: OnCPU, KernelLength: true, KernelNS: 10},
+		{From: 80, To: 90, State: Sleep, Unwoken: true},
+		{From: 90, To: 100, State: OnCPU, KernelLength: true, KernelNS: 10},
+		{From: 100, To: 107, State: Lock, Waker: 3, Woken: 105},
+		{From: 107, To: 110, State: Runnable},
+		{From: 110, To: 120, State: OnCPU, KernelLength: true, KernelNS: 13},
+		{From: 120, To: 130, State: Runnable},
+		{From: 130, To: 140, State: OnCPU, KernelLength: true, KernelNS: 14},
+		{From: 140, To: 150, State: Sleep, Unwoken: true},
+		{From: 150, To: 160, State: OnCPU},
+		{From: 160, To: 160, State: Sleep, Open: true},
+	}
+	got := tl.Thread(2).Intervals
+	if len(got) != len(want) {
+		t.Fatalf("thread 2: %+v", got)
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.From != w.From || g.To != w.To || g.State != w.State || g.Waker != w.Waker || g.Woken != w.Woken || g.Unwoken != w.Unwoken ||
+			g.WakeFromRunDelay != w.WakeFromRunDelay || g.KernelLength != w.KernelLength || g.KernelNS != w.KernelNS || g.Open != w.Open {
+			t.Errorf("interval %d: got %+v, want %+v", i, g, w)
+		}
+	}
+	if tl.Unwoken != 4 || tl.WokenFromRunDelay != 1 {
+		t.Errorf("%d unwoken, %d placed", tl.Unwoken, tl.WokenFromRunDelay)
+	}
+}

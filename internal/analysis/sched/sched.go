@@ -26,7 +26,8 @@
 // with no runnable part, marked Unwoken; so does one the kernel delivered
 // no event for (some kernels trace nothing while some tasks run), unless
 // the thread's run delay at its switches away (culprit's BPF program
-// records it) places the wake-up: Interval.WakeFromRunDelay. A
+// records it) places the wake-up, or, where it did not grow, the run's
+// account beyond its stamps: Interval.WakeFromRunDelay. A
 // thread seen running while its timeline has it waiting had its switch
 // onto a CPU unrecorded: the wait ends there. A wake-up from interrupt
 // context names no thread either. A thread's first event may be a
@@ -117,7 +118,10 @@ type Interval struct {
 	// the switch in was not recorded either, the run starts at the first
 	// evidence of it, and the wait for a CPU is placed before that: its
 	// length is the kernel's, its place late by the part of the run
-	// before the evidence.
+	// before the evidence. When the run delay did not grow over the run
+	// (the kernel read no run queue clock from the queueing to the switch
+	// in), the run's account beyond its stamps places the wake-up instead
+	// (staleClock).
 	WakeFromRunDelay bool
 	// KernelLength is set on an OnCPU interval whose length is the
 	// kernel's account of the run (its sum_exec_runtime's growth from the
@@ -128,7 +132,9 @@ type Interval struct {
 	// wake-up it made, a sample): it ends at the last such event. The
 	// kernel's account leaves out the time the CPU ran no task of its
 	// own, which a VM's host took (steal): on a shared VM it is most of
-	// such runs' excess.
+	// such runs' excess. A run whose account began on a clock read at its
+	// queueing (staleClock) is that account less the wait before its
+	// switch in, which the account counted; KernelNS is still the account.
 	KernelLength bool
 	KernelNS     uint64
 	// Woken is set on a blocked interval ended by a recorded wake-up
@@ -146,7 +152,8 @@ type Interval struct {
 	// A wake-up the kernel queued the thread at no time for (the run
 	// delay did not grow: the kernel reads its run queue's clock once
 	// when a wake-up preempts the running task) leaves an empty
-	// Runnable interval.
+	// Runnable interval, unless the run's account beyond its stamps
+	// places the queueing (staleClock).
 	Woken uint64
 }
 
@@ -530,7 +537,8 @@ func (ts *tstate) runs(t uint64, tl *Timeline) {
 // the wake-up of the wait before it (wokeBefore), so that a run longer
 // than its stamps takes from that wait's runnable part, not from where
 // its wake-up can be placed. The length is rt less the time before the
-// run (ts.ranFrom): the run ends that long after it began, and the wait
+// run (ts.ranFrom) and the wait before its switch in that the account
+// counted (ts.ranLead, staleClock): the run ends that long after it began, and the wait
 // after it begins there, so that the intervals still tile the thread's
 // time. The stamps of the
 // switches are later than the run queue's clock the kernel's account

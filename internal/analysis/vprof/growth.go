@@ -312,6 +312,9 @@ type Share struct {
 // Grew says whether the share grew by more than two standard errors.
 func (s Share) Grew() bool { return s.Change > 2*s.Err && s.Change > 0 }
 
+// fell says whether a share shrank by more than two standard errors.
+func fell(s Share) bool { return -s.Change > 2*s.Err && s.Change < 0 }
+
 // SaturatedShare is the part of the normal runs' samples a function must
 // hold for its share to be saturated: the rest of the run, from which any
 // growth of its share must come, is smaller than the function itself
@@ -342,7 +345,23 @@ type growth struct {
 // run, which its share (99% → 99%) cannot show.
 func (g growth) of(f int32, normal, buggy float64) Share {
 	s := share(normal, g.nN, buggy, g.nB)
-	if g.whole != nil && g.whole(f) || g.nN == 0 || g.nB == 0 || normal < SaturatedShare*g.nN || g.rho <= 0 || g.rho >= 1 {
+	if g.whole != nil && g.whole(f) || normal < SaturatedShare*g.nN {
+		return s
+	}
+	t := g.byTime(normal, buggy)
+	if t.Time == 0 || !t.Grew() || s.Grew() && s.Change >= t.Change {
+		return s
+	}
+	return t
+}
+
+// byTime is the growth of a part of the runs (normal and buggy samples of
+// nN and nB) read by its time per run: its buggy share less its normal one
+// scaled by the runs' time ratio, in parts of a buggy run. The plain share
+// (Time 0) when the ratio is unknown or says the buggy runs were not longer.
+func (g growth) byTime(normal, buggy float64) Share {
+	s := share(normal, g.nN, buggy, g.nB)
+	if g.nN == 0 || g.nB == 0 || g.rho <= 0 || g.rho >= 1 {
 		return s
 	}
 	t := s
@@ -350,9 +369,6 @@ func (g growth) of(f int32, normal, buggy float64) Share {
 	t.Err = math.Sqrt(buggy/(g.nB*g.nB) + normal*g.rho*g.rho/(g.nN*g.nN))
 	if normal > 0 {
 		t.Time = (buggy / g.nB) / (normal / g.nN * g.rho)
-	}
-	if !t.Grew() || s.Grew() && s.Change >= t.Change {
-		return s
 	}
 	return t
 }
@@ -1006,6 +1022,13 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 			fr.Evidence = EvidenceNewPath
 			discount = 0
 		}
+		// A saturated share is read by time; so is its own code's part
+		// of that growth (docs/vprof.md, "A share that cannot grow").
+		// Not a share that fell significantly: it could show its change,
+		// and showed that the growth lies elsewhere.
+		if t := gw.of(f, nc.incl[f], bc.incl[f]); t.Time > 0 && !fell(fr.Share) {
+			fr.timedWhole, fr.timedOwn = t, gw.byTime(nc.own[f], bc.own[f])
+		}
 		if ownWork(fr) {
 			if fr.Evidence == EvidenceNone {
 				fr.Evidence = EvidenceOwnTime
@@ -1130,17 +1153,8 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 	thresholds := map[int32]bool{}
 	for i, f := range ids {
 		fr := &fs[i]
-		// A predicate's own code is cheap: where its share is read by
-		// time, own code that grew by an immaterial part of that growth
-		// is no claim of its own, and it only encloses (docs/vprof.md,
-		// "A threshold on the configuration").
 		via := through[i]
-		slight := fr.Evidence == EvidenceOwnTime && timedShare[i].Time > 0 &&
-			!material(gw.of(f, nc.own[f], bc.own[f]), timedShare[i])
-		if slight {
-			via = encloses(i)
-		}
-		if via < 0 || fr.Evidence != EvidenceNone && !slight || roots[f] || a.system(f) || len(configs) == 0 {
+		if via < 0 || fr.Evidence != EvidenceNone || roots[f] || a.system(f) || len(configs) == 0 {
 			continue
 		}
 		if p, known := a.callPattern(f, fs[via].Name); !known || p != WrongConstraint {
@@ -1278,6 +1292,14 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 				c.CalledMore.Mode = mode
 				if p, known := a.callPattern(ids[j], a.funcs[h].name); known {
 					c.Pattern = p
+				}
+				// A test that sent the calls down the new path instead of
+				// the one the normal runs took chose between two ways to
+				// do the same work: the check exists and chose wrong
+				// (docs/vprof.md, "A test that chose another way").
+				if x, ok := a.displaced(ids[j], h, &nc, &bc, gw); ok {
+					c.CalledMore.Instead = a.funcs[x].name
+					c.Pattern = WrongConstraint
 				}
 				c.Discount = 0
 				score[j] = math.Max(score[j], answers(j))
@@ -2345,6 +2367,11 @@ func material(part, whole Share) bool {
 // growth: its self share grew significantly, by at least OwnShare of the
 // growth of its inclusive share.
 func ownWork(fr *FunctionResult) bool {
+	if fr.timedWhole.Time > 0 {
+		// A saturated share: its own code's growth by time per run
+		// against its share's, read the same way.
+		return material(fr.timedOwn, fr.timedWhole)
+	}
 	if fr.Share.Time > 0 {
 		// A share measured by time: its own code's part against the
 		// share it was read from.
@@ -2410,6 +2437,22 @@ func (a *Analyzer) callPattern(f int32, callee string) (p Pattern, known bool) {
 		return WrongConstraint, true
 	}
 	return MissingConstraint, ok
+}
+
+// displaced is the callee x of f, other than the new path's entry h, that
+// took at least half of f's time in the normal runs (in at least
+// SameWorkSamples of their samples), and whose calls from f took at most a
+// quarter of their normal time per run in the buggy runs: the path the
+// normal runs took where the buggy runs took h's. A new path added beside
+// the normal work leaves the usual calls their time, however small a part
+// of f's they become; one taken instead of it empties them.
+func (a *Analyzer) displaced(f, h int32, nc, bc *stackCounts, gw growth) (int32, bool) {
+	top, n := nc.heaviest(f, true)
+	if n < SameWorkSamples || top.callee == h || a.system(top.callee) || 2*n < nc.incl[f] {
+		return 0, false
+	}
+	t := gw.timeGrowth(n, bc.edges[top])
+	return top.callee, bc.edges[top] == 0 || t > 0 && 4*t <= 1
 }
 
 // decider names the function whose answer decides f's calls of callee,
@@ -2614,7 +2657,10 @@ func why(f *FunctionResult) string {
 			c.Callee, c.Mode.Parameter, num(c.Mode.Buggy), c.Mode.normalCalls(), SameWorkSamples)
 	} else if c != nil && c.New {
 		fmt.Fprintf(&b, "; its code decides, on a test of its own, to call %s, a path to new work that the normal runs hardly ran (fewer than %d of their samples hold it)", c.Callee, SameWorkSamples)
-	} else if c != nil {
+	}
+	if c := f.CalledMore; c != nil && c.New && c.Instead != "" {
+		fmt.Fprintf(&b, ", instead of %s, which took most of its time normally: the test chose another way to do the same work", c.Instead)
+	} else if c != nil && !c.New {
 		what := c.Callee
 		if c.Work != "" {
 			what = c.Work

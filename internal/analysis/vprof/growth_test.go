@@ -2278,9 +2278,13 @@ func TestSaturatedShare(t *testing.T) {
 	mk := func(buggy bool) *profile.Profile {
 		r := fx.create(t, "saturated.rec")
 		found := r.variable("found", "dispatch_1", "int", "loop,cond", false)
-		own, work := 900, 80
+		// Its loop's time is in what it calls. Its own code grew from
+		// 0.2% to 1% of the samples, a third of its share's growth
+		// (97% to 99.7%), but by time per run under a fiftieth of its
+		// 3-fold growth: not a material part (a twentieth) of what it did.
+		own, work, rest := 2, 968, 30
 		if buggy {
-			own, work = 2740, 240
+			own, work, rest = 30, 2960, 10
 		}
 		k := 0
 		fv := func() int64 {
@@ -2299,13 +2303,16 @@ func TestSaturatedShare(t *testing.T) {
 		for n := 0; n < work; n++ {
 			r.tick(2, []string{"worker", "dispatch_1", "dispatch_2"}, 0, val{found, 1, fv()})
 		}
-		for n := 0; n < 20; n++ {
+		for n := 0; n < rest; n++ {
 			r.tick(2, []string{"dispatch_2"}, 0)
 		}
 		return r.done()
 	}
 	res := analyzeWith(t, DefaultOptions(), []*profile.Profile{mk(false)}, []*profile.Profile{mk(true)})
 	d, w, root := res.fn(t, "dispatch_1"), res.fn(t, "worker"), res.fn(t, "dispatch_2")
+	if !d.SelfShare.Grew() || ownWork(&d) {
+		t.Errorf("dispatch_1: own code %+v grew by a material part of its growth by time", d.SelfShare)
+	}
 	if d.Evidence != EvidenceVariable || d.Share.Time < 2.9 || d.Share.Time > 3.2 || d.Rank != 1 {
 		t.Errorf("dispatch_1: evidence %s share %+v rank %d, want its time (3×) and rank 1", d.Evidence, d.Share, d.Rank)
 	}
@@ -2324,13 +2331,43 @@ func TestSaturatedShare(t *testing.T) {
 		t.Errorf("a counter stepping beyond its range: pattern %s", p)
 	}
 	stuck = true
-	if w.Share.Time != 0 || w.Rank < 2 {
-		t.Errorf("worker: share %+v rank %d, want its share and a rank below dispatch_1", w.Share, w.Rank)
+	if w.Rank < 2 {
+		t.Errorf("worker: share %+v rank %d, want a rank below dispatch_1", w.Share, w.Rank)
 	}
 	// The thread's outermost function holds its whole time: never measured
 	// by time.
 	if root.Share.Time != 0 || root.Rank < w.Rank {
 		t.Errorf("dispatch_2 (the thread's start): share %+v rank %d", root.Share, root.Rank)
+	}
+}
+
+// A saturated share that fell significantly showed its change: the
+// function is not read by time, and its own code, which kept pace with a
+// run three times as long less than the rest did, is no evidence.
+func TestFallenShareNotByTime(t *testing.T) {
+	fx := newFixture(t)
+	mk := func(buggy bool) *profile.Profile {
+		r := fx.create(t, "fallen.rec")
+		i0 := r.variable("i", "main", "long", "loop|cond", false)
+		worker, grown, rest := 600, 300, 100
+		if buggy {
+			worker, grown, rest = 1350, 1500, 150
+		}
+		for k := 0; k < worker; k++ {
+			r.tick(1, []string{"worker", "main"}, 0)
+		}
+		for k := 0; k < grown; k++ {
+			r.tick(1, []string{"dispatch_1", "main"}, 0)
+		}
+		for k := 0; k < rest; k++ {
+			r.tick(1, []string{"main"}, 0, val{i0, 0, int64(k % 7)})
+		}
+		return r.done()
+	}
+	res := analyzeWith(t, DefaultOptions(), []*profile.Profile{mk(false)}, []*profile.Profile{mk(true)})
+	w, d := res.fn(t, "worker"), res.fn(t, "dispatch_1")
+	if w.Share.Time != 0 || w.Evidence == EvidenceOwnTime || d.Rank != 1 || w.Rank < d.Rank {
+		t.Errorf("worker (60%% → 45%%, 2.25× its time): share %+v evidence %s rank %d; dispatch_1 rank %d", w.Share, w.Evidence, w.Rank, d.Rank)
 	}
 }
 
@@ -2637,6 +2674,69 @@ func TestNewWorkCallerDecides(t *testing.T) {
 		}
 		if !strings.Contains(d.Why, "decides, on a test of its own, to call worker, a path to new work") {
 			t.Errorf("%s: why: %q", name, d.Why)
+		}
+	}
+}
+
+// A test that chose another way: the caller's new path took the calls
+// the normal runs made through another callee, which the buggy runs
+// hardly made: wrong-constraint, on a test of equality or a flag too. A
+// new path added beside the usual callee, which keeps its time per run
+// (however small a part of the caller's it becomes), stays
+// missing-constraint.
+func TestNewWorkInstead(t *testing.T) {
+	fx := newFixture(t)
+	mk := func(buggy, keep bool) *profile.Profile {
+		r := fx.create(t, "instead.rec")
+		i0 := r.variable("i", "main", "long", "loop|cond", false)
+		usual, added := 400, 900
+		if keep {
+			// The usual calls keep their time, a ninth of the
+			// function's now: its part shrank, their time did not.
+			added = 3000
+		}
+		if buggy {
+			for k := 0; k < added; k++ {
+				r.tick(1, []string{"worker", "dispatch_1", "main"}, 0)
+			}
+			if !keep {
+				usual = 3
+			}
+		}
+		for k := 0; k < usual; k++ {
+			r.tick(1, []string{"dispatch_2", "dispatch_1", "main"}, 0)
+		}
+		for k := 0; k < 30; k++ {
+			r.tick(1, []string{"dispatch_1", "main"}, 0)
+		}
+		for k := 0; k < 600; k++ {
+			r.tick(1, []string{"main"}, 0, val{i0, 0, int64(k % 7)})
+		}
+		return r.done()
+	}
+	d1 := fx.funcs["dispatch_1"]
+	for _, keep := range []bool{false, true} {
+		res := analyzeHooked(t, mk(false, keep), mk(true, keep), func(a *Analyzer) {
+			a.SetGuards(func(_ string, off uint64, callee string) (bool, bool, bool) {
+				if off >= d1.off && off < d1.off+d1.size && callee == "worker" {
+					return true, false, true // a test of equality
+				}
+				return false, false, false
+			})
+		})
+		d := res.fn(t, "dispatch_1")
+		if d.CalledMore == nil || !d.CalledMore.New || d.CalledMore.Callee != "worker" || d.Rank != 1 {
+			t.Fatalf("kept %v: dispatch_1 rank %d called more %+v: not the setting tested", keep, d.Rank, d.CalledMore)
+		}
+		want, instead := WrongConstraint, "dispatch_2"
+		if keep {
+			want, instead = MissingConstraint, ""
+		}
+		if d.Pattern != want || d.CalledMore.Instead != instead {
+			t.Errorf("kept %v: dispatch_1 pattern %s instead of %q; want %s, %q (%s)", keep, d.Pattern, d.CalledMore.Instead, want, instead, d.Why)
+		}
+		if !keep && !strings.Contains(d.Why, "instead of dispatch_2, which took most of its time normally") {
+			t.Errorf("why: %q", d.Why)
 		}
 	}
 }

@@ -217,6 +217,9 @@ type FunctionResult struct {
 	Why       string `json:"why,omitempty"`
 	// plain is its share before it was measured by time (Share.Time > 0).
 	plain Share
+	// timedWhole and timedOwn are its share and its own code's, read by
+	// time per run, where its share is saturated (timedWhole.Time > 0).
+	timedWhole, timedOwn Share
 }
 
 // Asks is the work a caller asks for (FunctionResult.Asks): Callee, which
@@ -285,6 +288,10 @@ type CalledMore struct {
 	// normal ones at it because this function called it with a parameter
 	// every normal call passed at another value.
 	Mode *Mode `json:"mode,omitempty"`
+	// Instead: the callee that took most of this function's time in the
+	// normal runs and hardly any in the buggy ones, which the new path
+	// displaced: the test chose another way to do the same work.
+	Instead string `json:"instead,omitempty"`
 }
 
 // CalledBy names the caller that calls a function once on every call of

@@ -116,6 +116,40 @@ func ExecRuntimeOffset(why string) int32 {
 	return TaskFieldOffset(why, "se", "sched_entity", "sum_exec_runtime")
 }
 
+// RunQueueClocks are the offsets, in the running kernel, of the way from a
+// task_struct to the clocks of the run queue it runs on: se.cfs_rq in
+// task_struct (its CFS run queue, on the CPU it runs on), rq in struct
+// cfs_rq (that CPU's run queue), and clock and clock_task in struct rq.
+// The scheduler moves both clocks together (update_rq_clock), clock_task
+// less the time a hypervisor took the CPU away (steal, with
+// CONFIG_PARAVIRT_TIME_ACCOUNTING) and the time spent in interrupts (with
+// CONFIG_IRQ_TIME_ACCOUNTING); se.sum_exec_runtime grows by clock_task.
+type RunQueueClocks struct{ CfsRq, Rq, Clock, ClockTask int32 }
+
+// RunQueueClockOffsets returns the RunQueueClocks of the running kernel;
+// ok is false when its BTF has not all of them (without
+// CONFIG_FAIR_GROUP_SCHED, struct cfs_rq has no rq).
+func RunQueueClockOffsets(why string) (c RunQueueClocks, ok bool) {
+	c.CfsRq = TaskFieldOffset(why, "se", "sched_entity", "cfs_rq")
+	rq, err1 := StructOffsets(why, "cfs_rq", "rq")
+	clocks, err2 := StructOffsets(why, "rq", "clock", "clock_task")
+	if c.CfsRq < 0 || err1 != nil || err2 != nil {
+		return c, false
+	}
+	c.Rq, c.Clock, c.ClockTask = rq[0], clocks[0], clocks[1]
+	return c, true
+}
+
+// RunQueueClockTaskExact reports whether the running kernel's clock_task
+// is its run queue's clock: its struct rq has no fields for the steal or
+// interrupt time the scheduler takes out of it (prev_steal_time_rq,
+// prev_irq_time).
+func RunQueueClockTaskExact(why string) bool {
+	_, err1 := StructOffsets(why, "rq", "prev_steal_time_rq")
+	_, err2 := StructOffsets(why, "rq", "prev_irq_time")
+	return err1 != nil && err2 != nil
+}
+
 // StructOffsets returns the byte offsets of the named fields of a kernel
 // struct in the running kernel, from its BTF. Parsing the kernel's BTF
 // takes 20–40 ms here, which a launched command would wait for at its

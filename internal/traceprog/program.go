@@ -128,13 +128,17 @@ const (
 	// saw (one when it left the CPU, one when it came back); when it last
 	// came back (0: not seen since it left), and its time on a CPU as
 	// the kernel counts it (se.sum_exec_runtime) when it last left (0:
-	// not known).
+	// not known); its run queue's clock less clock_task where it last
+	// came back (oGap), and when a probe last hit it since (oHit; 0:
+	// none).
 	oOut      = 0
 	oTotal    = 8
 	oSeen     = 16
 	oIn       = 24
 	oRT       = 32
-	offCPUVal = 40
+	oGap      = 40
+	oHit      = 48
+	offCPUVal = 56
 
 	// A call's strings (Options.Strings) travel in a record of their own,
 	// written just before the call's record on the same thread: its
@@ -234,7 +238,7 @@ const (
 	slStrArg = -80  // the probe's string arguments: byte k the (index+1) of slot k's
 	slOff    = -88  // the thread's off-CPU total now
 	slTid    = -96  // the thread (key of the offcpu map); 0: not followed
-	slNewOff = -240 // a new offcpu entry's zero value (offCPUVal bytes)
+	slNewOff = -256 // a new offcpu entry's zero value (offCPUVal bytes)
 	// slSw is 2·(the thread's context switches, as the kernel counts them
 	// in task_struct nvcsw+nivcsw) less those switchProgram saw (oSeen):
 	// it changes during a call only when a switch went unseen.
@@ -245,6 +249,7 @@ const (
 	slHasID   = -184 // PairIDs: 1 when it was read
 	slTask    = -192 // with CPU, not Go: the current task_struct (a BTF pointer)
 	slPidTgid = -200 // not Go: the thread's bpf_get_current_pid_tgid
+	slHdr     = -264 // Go, with CPU: the thread's offcpu entry, across a helper call
 )
 
 // Registers held across helper calls.
@@ -307,6 +312,9 @@ type progOptions struct {
 	// Nvcsw, Nivcsw: the offsets of task_struct's context switch counts
 	// (CPU), which tell a call whose switches switchProgram all saw.
 	Nvcsw, Nivcsw int32
+	// Acct (CPU): how switchProgram ends a run by the kernel's account;
+	// with the account, each probe hit notes its time in oHit.
+	Acct runAccount
 	// Pid, Tgid: the offsets of task_struct's pid and tgid (CPU, not
 	// Go), from which the thread's key is made.
 	Pid, Tgid int32
@@ -889,6 +897,31 @@ func (b *builder) readOff(create bool) {
 		asm.LoadMem(asm.R1, asm.R0, oSeen, asm.DWord),
 		asm.StoreMem(asm.RFP, slSw, asm.R1, asm.DWord),
 	)
+	if b.o.Acct.execOff >= 0 {
+		// When a probe last hit the thread's run (switchProgram): the
+		// return programs' stamp, or the entry's own.
+		if !create {
+			b.Emit(
+				asm.LoadMem(asm.R1, asm.RFP, slNow, asm.DWord),
+				asm.StoreMem(asm.R0, oHit, asm.R1, asm.DWord),
+			)
+		} else if b.o.Go {
+			b.Emit(
+				asm.StoreMem(asm.RFP, slHdr, asm.R0, asm.DWord),
+				asm.FnKtimeGetNs.Call(),
+				asm.LoadMem(asm.R1, asm.RFP, slHdr, asm.DWord),
+				asm.StoreMem(asm.R1, oHit, asm.R0, asm.DWord),
+				asm.Mov.Reg(asm.R0, asm.R1),
+			)
+		} else {
+			b.Emit(
+				asm.FnKtimeGetNs.Call(),
+				asm.StoreMem(rThread, hOff+oHit, asm.R0, asm.DWord),
+				asm.Mov.Reg(asm.R0, rThread),
+				asm.Add.Imm(asm.R0, hOff),
+			)
+		}
+	}
 	// slSw = 2·(nvcsw + nivcsw) − oSeen, read straight from the
 	// task_struct (a BTF pointer: a faulting read gives 0).
 	if b.o.Go {
@@ -1756,6 +1789,39 @@ func (b *builder) endInterleaved(ids bool) {
 	)
 }
 
+// runAccount is how switchProgram places the end of a run by the
+// kernel's account: execOff is the offset of se.sum_exec_runtime in
+// task_struct (-1: none, stamps alone); with gap, clocks leads from the
+// task to its run queue's clock and clock_task, whose difference grows by
+// the steal and interrupt time the kernel leaves out of sum_exec_runtime.
+type runAccount struct {
+	execOff int32
+	gap     bool
+	clocks  bpfasm.RunQueueClocks
+}
+
+// kernelAccount returns the runAccount of the running kernel: the
+// account with the run queue's clocks where they can be read, the account
+// alone where clock_task is the run queue's clock, else stamps alone (by
+// sum_exec_runtime alone, a run's steal would come out of a call entered
+// after it; only the run queue knows how much there was).
+func kernelAccount() runAccount {
+	why := "to measure calls' time on the CPU by the kernel's account"
+	a := runAccount{execOff: bpfasm.ExecRuntimeOffset(why)}
+	if a.execOff < 0 {
+		return a
+	}
+	a.clocks, a.gap = bpfasm.RunQueueClockOffsets(why)
+	c := a.clocks
+	if max(c.CfsRq, c.Rq, c.Clock, c.ClockTask) > math.MaxInt16-8 {
+		a.gap = false // a BPF load's offset is 16 bits
+	}
+	if !a.gap && !bpfasm.RunQueueClockTaskExact(why) {
+		a.execOff = -1
+	}
+	return a
+}
+
 // switchProgram runs at each context switch (the sched:sched_switch
 // tracepoint, in the leaving thread): a followed thread that leaves the
 // CPU notes when, and one that comes back adds the time it was away to
@@ -1771,20 +1837,40 @@ func (b *builder) endInterleaved(ids bool) {
 // run ends and starts at (read where the switch began), by the
 // scheduler's work before it, most of all at a switch to an idle CPU
 // (its load balancing): by stamps alone, a run that ends in a block is
-// that much longer. With execOff (the offset of se.sum_exec_runtime in
-// task_struct; -1: none), a thread that leaves the CPU after a run whose
-// start switchProgram saw is away from where the kernel's account of the
-// run ends: the run's start (oIn) plus its length by that account (the
-// growth of sum_exec_runtime since the thread's previous switch away,
-// oRT: it does not run in between), so that a call's time on the CPU
-// (its duration less its off-CPU time) holds its runs by the kernel's
-// account, and by stamps only before its entry and after its return in
-// the runs those fall in.
-func switchProgram(m maps, nextPid int16, goroutines bool, execOff int32) asm.Instructions {
+// that much longer. With acct.execOff, a thread that leaves the CPU
+// after a run whose start switchProgram saw is away from where the
+// kernel's account of the run ends: the run's start (oIn) plus its length
+// by that account (the growth of sum_exec_runtime since the thread's
+// previous switch away, oRT: it does not run in between), so that a
+// call's time on the CPU (its duration less its off-CPU time) holds its
+// runs by the kernel's account, and by stamps only before its entry and
+// after its return in the runs those fall in.
+//
+// sum_exec_runtime grows by the run queue's clock_task, which leaves out
+// the time a hypervisor took the CPU away (steal) and, with IRQ time
+// accounting, interrupts: the account of a run with steal ends early by
+// all of it, as if the steal had come at the run's end, and a call
+// entered in the run after the steal lost it from its own part of the
+// run (entered in the last 2 ms of a run with 2 ms of steal, it left the
+// CPU before it began, its time on the CPU 0). Where in the run the
+// steal came is not known: the run queue brings clock_task up to date
+// only at ticks and switches, so a probe hit cannot tell the steal before
+// it. So with acct.gap, a run a probe hit (oHit, noted by readOff) keeps
+// that time, its account growing as the run queue's clock does (by the
+// growth of clock - clock_task over the run as well, from oGap, read
+// where it began on the CPU it ran on): the calls that straddle its end
+// count it as time on the CPU, as they do in the runs measured by stamps.
+// A run no probe hit lies inside every call that straddles it, and leaves
+// the time out, as the thread's own CPU clock does. With the account, the
+// thread is never away before the run's last probe hit (oHit: it was on
+// the CPU then, and no call can come out off the CPU for longer than it
+// lasted, whatever the clocks did) nor after the stamp of its switch.
+func switchProgram(m maps, nextPid int16, goroutines bool, acct runAccount) asm.Instructions {
 	mp, base := m.stacks, int16(hOff)
 	if goroutines {
 		mp, base = m.offcpu, 0
 	}
+	execOff := acct.execOff
 	ins := asm.Instructions{
 		asm.Mov.Reg(rCtx, asm.R1),
 		asm.FnKtimeGetNs.Call(),
@@ -1803,6 +1889,7 @@ func switchProgram(m maps, nextPid int16, goroutines bool, execOff int32) asm.In
 		asm.Add.Imm(asm.R1, 1),
 		asm.StoreMem(asm.R0, base+oSeen, asm.R1, asm.DWord),
 	}
+	gap := acct.gap && execOff >= 0 && execOff <= math.MaxInt16-8
 	if execOff < 0 || execOff > math.MaxInt16-8 {
 		ins = append(ins, asm.StoreMem(asm.R0, base+oOut, rTmp, asm.DWord))
 	} else {
@@ -1810,7 +1897,27 @@ func switchProgram(m maps, nextPid int16, goroutines bool, execOff int32) asm.In
 			asm.Mov.Reg(rFrame, asm.R0),
 			asm.FnGetCurrentTaskBtf.Call(),
 			asm.LoadMem(asm.R2, asm.R0, int16(execOff), asm.DWord), // now
-			asm.LoadMem(asm.R3, rFrame, base+oRT, asm.DWord),       // at the last switch away
+			asm.Mov.Imm(asm.R5, 0),
+		)
+		sumStart := asm.LoadMem(asm.R3, rFrame, base+oRT, asm.DWord) // at the last switch away
+		if gap {
+			// R5: the growth of clock - clock_task over the run when a
+			// probe hit it.
+			ins = append(ins,
+				asm.LoadMem(asm.R1, rFrame, base+oHit, asm.DWord),
+				asm.JEq.Imm(asm.R1, 0, "gapped"),
+			)
+			ins = append(ins, runQueueGap(acct.clocks, asm.R5)...)
+			ins = append(ins,
+				asm.LoadMem(asm.R0, rFrame, base+oGap, asm.DWord),
+				asm.JGE.Reg(asm.R5, asm.R0, "gapgrew"),
+				asm.Mov.Reg(asm.R5, asm.R0),
+				asm.Sub.Reg(asm.R5, asm.R0).WithSymbol("gapgrew"),
+			)
+			sumStart = sumStart.WithSymbol("gapped")
+		}
+		ins = append(ins,
+			sumStart,
 			asm.StoreMem(rFrame, base+oRT, asm.R2, asm.DWord),
 			asm.LoadMem(asm.R4, rFrame, base+oIn, asm.DWord),
 			asm.Mov.Imm(asm.R1, 0),
@@ -1820,12 +1927,18 @@ func switchProgram(m maps, nextPid int16, goroutines bool, execOff int32) asm.In
 			asm.JEq.Imm(asm.R4, 0, "away"),
 			asm.JLT.Reg(asm.R2, asm.R3, "away"),
 			asm.Sub.Reg(asm.R2, asm.R3),
+			asm.Add.Reg(asm.R2, asm.R5),
 			asm.Add.Reg(asm.R4, asm.R2),
+			// Not before the run's last probe hit, nor after this stamp.
+			asm.LoadMem(asm.R3, rFrame, base+oHit, asm.DWord),
+			asm.JGE.Reg(asm.R4, asm.R3, "afterhit"),
+			asm.Mov.Reg(asm.R4, asm.R3),
+			asm.JGT.Reg(asm.R4, rTmp, "away").WithSymbol("afterhit"),
 			asm.Mov.Reg(asm.R1, asm.R4),
 			asm.StoreMem(rFrame, base+oOut, asm.R1, asm.DWord).WithSymbol("away"),
 		)
 	}
-	return append(ins,
+	ins = append(ins,
 		asm.Mov.Imm(asm.R1, 0).WithSymbol("next"),
 		asm.StoreMem(asm.RFP, -8, asm.R1, asm.DWord),
 		asm.LoadMem(asm.R1, rCtx, nextPid, asm.Word),
@@ -1839,6 +1952,27 @@ func switchProgram(m maps, nextPid int16, goroutines bool, execOff int32) asm.In
 		asm.Add.Imm(asm.R1, 1),
 		asm.StoreMem(asm.R0, base+oSeen, asm.R1, asm.DWord),
 		asm.StoreMem(asm.R0, base+oIn, rTmp, asm.DWord),
+	)
+	if execOff >= 0 && execOff <= math.MaxInt16-8 {
+		ins = append(ins,
+			asm.Mov.Imm(asm.R1, 0),
+			asm.StoreMem(asm.R0, base+oHit, asm.R1, asm.DWord),
+		)
+	}
+	if gap {
+		// The leaving thread ran on this CPU: its run queue is the one
+		// the coming thread's run begins on.
+		ins = append(ins,
+			asm.Mov.Reg(rFrame, asm.R0),
+			asm.FnGetCurrentTaskBtf.Call(),
+		)
+		ins = append(ins, runQueueGap(acct.clocks, asm.R1)...)
+		ins = append(ins,
+			asm.StoreMem(rFrame, base+oGap, asm.R1, asm.DWord),
+			asm.Mov.Reg(asm.R0, rFrame),
+		)
+	}
+	return append(ins,
 		asm.LoadMem(asm.R1, asm.R0, base+oOut, asm.DWord),
 		asm.JEq.Imm(asm.R1, 0, "out"),
 		// Away from the end of its last run by the kernel's account,
@@ -1858,6 +1992,20 @@ func switchProgram(m maps, nextPid int16, goroutines bool, execOff int32) asm.In
 		asm.Mov.Imm(asm.R0, 1).WithSymbol("out"),
 		asm.Return(),
 	)
+}
+
+// runQueueGap sets dst to clock - clock_task of the run queue of the task
+// in R0 (a BTF pointer), by the way c gives; it uses R0 and dst. A read
+// through a null pointer gives 0 (the loads are the kernel's probing
+// ones).
+func runQueueGap(c bpfasm.RunQueueClocks, dst asm.Register) asm.Instructions {
+	return asm.Instructions{
+		asm.LoadMem(asm.R0, asm.R0, int16(c.CfsRq), asm.DWord),
+		asm.LoadMem(asm.R0, asm.R0, int16(c.Rq), asm.DWord),
+		asm.LoadMem(dst, asm.R0, int16(c.Clock), asm.DWord),
+		asm.LoadMem(asm.R0, asm.R0, int16(c.ClockTask), asm.DWord),
+		asm.Sub.Reg(dst, asm.R0),
+	}
 }
 
 // keyAt is where switchProgram's key starts on its stack: a 4-byte

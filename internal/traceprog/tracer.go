@@ -288,7 +288,7 @@ func New(o Options) (*Tracer, error) {
 			t.Close()
 			return nil, terr
 		}
-		cpuOpts = progOptions{CPU: true, Nvcsw: offs[0], Nivcsw: offs[1], Pid: offs[2], Tgid: offs[3]}
+		cpuOpts = progOptions{CPU: true, Nvcsw: offs[0], Nivcsw: offs[1], Pid: offs[2], Tgid: offs[3], Acct: kernelAccount()}
 		if o.Go {
 			// Other programs keep these in their shadow stacks.
 			t.offcpu = mk(&ebpf.MapSpec{Name: "culprit_offcpu", Type: ebpf.Hash, KeySize: 4, ValueSize: offCPUVal, MaxEntries: 1 << 14})
@@ -330,7 +330,7 @@ func New(o Options) (*Tracer, error) {
 	}
 	// cpu adds the options of --cpu-time to p.
 	cpu := func(p progOptions) progOptions {
-		p.CPU, p.Nvcsw, p.Nivcsw, p.Pid, p.Tgid = cpuOpts.CPU, cpuOpts.Nvcsw, cpuOpts.Nivcsw, cpuOpts.Pid, cpuOpts.Tgid
+		p.CPU, p.Nvcsw, p.Nivcsw, p.Pid, p.Tgid, p.Acct = cpuOpts.CPU, cpuOpts.Nvcsw, cpuOpts.Nivcsw, cpuOpts.Pid, cpuOpts.Tgid, cpuOpts.Acct
 		return p
 	}
 	// Named as internal/sampleprog's program is: culprit_PID.
@@ -464,7 +464,7 @@ func New(o Options) (*Tracer, error) {
 		}
 	}
 	if err == nil && o.CPU {
-		err = t.startSwitch(m, name)
+		err = t.startSwitch(m, name, cpuOpts.Acct)
 	}
 
 	if err == nil && o.TimedHz > 0 {
@@ -530,9 +530,9 @@ func (t *Tracer) touchRing() error {
 	return nil
 }
 
-// startSwitch loads the off-CPU accounting program and attaches it to
-// sched:sched_switch.
-func (t *Tracer) startSwitch(m maps, name string) error {
+// startSwitch loads the off-CPU accounting program, ending runs by acct
+// (the probes' own), and attaches it to sched:sched_switch.
+func (t *Tracer) startSwitch(m maps, name string, acct runAccount) error {
 	tp, err := perf.OpenTracepoint("sched:sched_switch")
 	if err != nil {
 		return fmt.Errorf("measuring on-CPU time: %w", err)
@@ -542,7 +542,7 @@ func (t *Tracer) startSwitch(m maps, name string) error {
 		return errors.New("measuring on-CPU time: this kernel's sched:sched_switch has no 4-byte next_pid")
 	}
 	t.swtch, err = ebpf.NewProgram(&ebpf.ProgramSpec{Name: name, Type: ebpf.TracePoint, License: "GPL",
-		Instructions: switchProgram(m, int16(off), t.o.Go, bpfasm.ExecRuntimeOffset("to measure calls' time on the CPU by the kernel's account"))})
+		Instructions: switchProgram(m, int16(off), t.o.Go, acct)})
 	if err != nil {
 		return fmt.Errorf("loading the off-CPU program: %w", err)
 	}

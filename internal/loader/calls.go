@@ -51,8 +51,14 @@ func (l *loader) addCall(v *recording.Call, probes map[uint32]int32) bool {
 		// them as they grew.
 		l.p.Calls = slices.Grow(l.p.Calls, max(len(l.p.Calls), 1024))
 	}
+	flags := v.Flags
+	if flags&recording.CallCPU != 0 && v.End >= v.Start && v.Off >= v.End-v.Start {
+		// Off the CPU for all its duration: no call is, its probes ran
+		// on the CPU. Its time on the CPU is not known, not 0.
+		flags = flags&^recording.CallCPU | recording.CallCPULost
+	}
 	l.p.Calls = append(l.p.Calls, profile.Call{Start: v.Start, End: v.End, Child: v.Child, PID: v.PID, TID: v.TID,
-		Probe: pi, Caller: ci, Depth: v.Depth, Site: site, Flags: v.Flags, Args: v.Args, Ret: v.Ret, Strs: v.Strs,
+		Probe: pi, Caller: ci, Depth: v.Depth, Site: site, Flags: flags, Args: v.Args, Ret: v.Ret, Strs: v.Strs,
 		Off: v.Off, ChildOff: v.ChildOff, Goroutine: v.Goroutine})
 	if _, ok := l.p.Threads[v.TID]; !ok && v.TID != 0 {
 		l.p.Threads[v.TID] = profile.Thread{PID: v.PID, TID: v.TID}

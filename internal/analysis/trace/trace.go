@@ -249,7 +249,8 @@ type CallInfo struct {
 	// Rust panic left (it ended at the catch or clean-up it reached).
 	Unwound bool `json:"unwound,omitempty"`
 	// CPULost: the time on the CPU was being measured but one of the
-	// thread's context switches in the call went unseen.
+	// thread's context switches in the call went unseen, or the
+	// recording has the call off the CPU for all its duration.
 	CPULost bool `json:"cpu_lost,omitempty"`
 }
 

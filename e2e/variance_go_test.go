@@ -269,9 +269,7 @@ func sourceFactor(t *testing.T, r varianceJSON, src, fn string) varianceFactor {
 // it in the tree as "(timer)" under main.nap, as a sleep ended by the
 // timer, at least as long on average as the delays the program asked
 // for and at most nap's time, with at most the share of the variance
-// the program measures for nap and at least half of it (the rest is
-// nap's own: after the timer fired, the goroutine waits for a CPU, which
-// a busy machine makes long).
+// the program measures for nap; the rest is nap's own (sourceShare).
 func TestVarianceGoTimerWait(t *testing.T) {
 	r, share, mean, lines := goWaitRun(t, "timer", "main.handleTimer", "main.nap")
 	var asked float64 // the mean delay asked for
@@ -290,9 +288,7 @@ func TestVarianceGoTimerWait(t *testing.T) {
 	f := sourceFactor(t, r, "(timer)", "main.nap")
 	t.Logf("%d intervals: (timer) %.1f%% of the variance, mean %.0f ns, states %v, ended by %v; the program's nap %.1f%%, %.0f ns, asked %.0f ns",
 		r.Intervals, 100*f.Contribution, f.Mean, f.States, f.Holders, 100*share, mean, asked)
-	if f.Contribution < share/2 || f.Contribution > share+0.05 {
-		t.Errorf("(timer)'s share %.3f, the program's nap %.3f", f.Contribution, share)
-	}
+	sourceShare(t, r, f, "main.nap", share)
 	if f.Mean < 0.95*asked || f.Mean > mean {
 		t.Errorf("(timer)'s mean %.0f ns per interval: the delays asked for are %.0f ns, nap's time %.0f ns", f.Mean, asked, mean)
 	}
@@ -308,10 +304,9 @@ func TestVarianceGoTimerWait(t *testing.T) {
 // connection (main.fetch): the Go runtime's network poller readies it.
 // culprit shows the wait in the tree as "(netpoll)" under main.fetch, as
 // I/O ended by the poller's readiness of the connection's descriptor
-// (the one the program prints), with at most fetch's time and at least
-// half the share of the variance the program measures for fetch (the
-// rest is fetch's own time, its runnable wait after the poller readied
-// it among it).
+// (the one the program prints), with at most fetch's time and at most
+// the share of the variance the program measures for fetch; the rest is
+// fetch's own (sourceShare).
 func TestVarianceGoNetWait(t *testing.T) {
 	r, share, mean, lines := goWaitRun(t, "net", "main.handleNet", "main.fetch")
 	fd := ""
@@ -323,9 +318,7 @@ func TestVarianceGoNetWait(t *testing.T) {
 	f := sourceFactor(t, r, "(netpoll)", "main.fetch")
 	t.Logf("%d intervals: (netpoll) %.1f%% of the variance, mean %.0f ns, states %v, ended by %v; the program's fetch %.1f%%, %.0f ns, fd %s",
 		r.Intervals, 100*f.Contribution, f.Mean, f.States, f.Holders, 100*share, mean, fd)
-	if f.Contribution < share/2 || f.Contribution > share+0.05 {
-		t.Errorf("(netpoll)'s share %.3f, the program's fetch %.3f", f.Contribution, share)
-	}
+	sourceShare(t, r, f, "main.fetch", share)
 	if f.Mean <= 0 || f.Mean > mean {
 		t.Errorf("(netpoll)'s mean %.0f ns per interval, more than fetch's %.0f ns", f.Mean, mean)
 	}
@@ -334,6 +327,32 @@ func TestVarianceGoNetWait(t *testing.T) {
 	}
 	if most := mostHolder(f.Holders); fd == "" || most != "(netpoll) fd "+fd {
 		t.Errorf("(netpoll)'s waits ended by %v, want the connection's descriptor %q", f.Holders, fd)
+	}
+}
+
+// sourceShare checks the share of the variance of a wait's source f
+// under fn against fn's share as the program measured it (share): at
+// most that, and with fn's own time (fn's "(self)" factor) and their
+// covariance, that share within 0.1. fn's own time holds its goroutine's
+// wait for a CPU after the source readied it, which a busy machine makes
+// long: the timer's part of nap's variance was 65-88% under three busy
+// loops and 28% once in a loaded CI run, the rest nap's own runnable
+// time. The source's part must still be a real one: a tenth at least.
+func sourceShare(t *testing.T, r varianceJSON, f varianceFactor, fn string, share float64) {
+	t.Helper()
+	own := fn + " (self)"
+	var self, cov float64
+	for _, g := range r.Ranked {
+		switch {
+		case g.Kind == "variance" && len(g.Names) == 1 && g.Names[0] == own:
+			self = g.Contribution
+		case g.Kind == "covariance" && len(g.Names) == 2 && slices.Contains(g.Names, f.Names[0]) && slices.Contains(g.Names, own):
+			cov = g.Contribution
+		}
+	}
+	t.Logf("%s %.1f%%, its covariance with %s %.1f%%", own, 100*self, f.Names[0], 100*cov)
+	if f.Contribution < 0.1 || f.Contribution > share+0.05 || math.Abs(f.Contribution+self+cov-share) > 0.1 {
+		t.Errorf("%s's share %.3f, %s %.3f, their covariance %.3f; the program's %s %.3f", f.Names[0], f.Contribution, own, self, cov, fn, share)
 	}
 }
 

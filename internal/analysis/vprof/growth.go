@@ -152,7 +152,7 @@ func sameThreadMix(n, b *stackCounts, runtime, system func(int32) bool) (stackCo
 			// A thread only one kind of run has is a change when it took
 			// a significant part, by at least MixChange, of that run's
 			// samples.
-			if s := share(t.n, n.n, t.b, b.n); math.Abs(s.Change) > 2*s.Err && math.Abs(s.Change) >= MixChange {
+			if s := share(t.n, n.n, t.b, b.n); math.Abs(s.Change) > ThreadErrs*s.Err && math.Abs(s.Change) >= MixChange {
 				changed[id] = true
 			}
 			continue
@@ -162,14 +162,14 @@ func sameThreadMix(n, b *stackCounts, runtime, system func(int32) bool) (stackCo
 				continue
 			}
 			s := share(t.nc.incl[f], t.n, t.bc.incl[f], t.b)
-			if math.Abs(s.Change) > 2*s.Err && math.Abs(s.Change) >= MixChange {
+			if math.Abs(s.Change) > ThreadErrs*s.Err && math.Abs(s.Change) >= MixChange {
 				changed[id] = true
 				break
 			}
 			// A part that held most of its thread cannot grow by
 			// MixChange: its growth shows as the rest of the thread
 			// shrinking to half or less.
-			if s.Normal >= SaturatedShare && s.Change > 2*s.Err && 1-s.Buggy <= (1-s.Normal)/2 {
+			if s.Normal >= SaturatedShare && s.Change > ThreadErrs*s.Err && 1-s.Buggy <= (1-s.Normal)/2 {
 				changed[id] = true
 				break
 			}
@@ -181,7 +181,7 @@ func sameThreadMix(n, b *stackCounts, runtime, system func(int32) bool) (stackCo
 			if f == id || system(f) || t.bc.incl[f] > 0 {
 				continue
 			}
-			if s := share(t.nc.incl[f], t.n, 0, t.b); s.Normal >= MixChange && -s.Change > 2*s.Err {
+			if s := share(t.nc.incl[f], t.n, 0, t.b); s.Normal >= MixChange && -s.Change > ThreadErrs*s.Err {
 				changed[id] = true
 				break
 			}
@@ -209,6 +209,12 @@ func sameThreadMix(n, b *stackCounts, runtime, system func(int32) bool) (stackCo
 	}
 	return outN, outB
 }
+
+// ThreadErrs is how many standard errors a change of a thread's mix must
+// pass: every function of every thread is tested, so at two a thread
+// with a few hundred samples shows a change by chance (docs/vprof.md,
+// "Threads that only ran longer").
+const ThreadErrs = 3
 
 // MixChange is the part of a thread's samples by which one of its functions
 // must change for the thread's work to count as changed (1/20).

@@ -727,6 +727,38 @@ func TestThreadThatOnlyRanLonger(t *testing.T) {
 	}
 }
 
+// A small thread whose mix changed by chance (a tenth of its 110 samples,
+// two standard errors, not ThreadErrs) does not leave out the thread that
+// holds the run and did more of the same work.
+func TestThreadChangeByChance(t *testing.T) {
+	mk := func(buggy bool) *profile.Profile {
+		fx := newFixture(t)
+		r := fx.create(t, "chance.rec")
+		key := r.variable("key", "dispatch_1", "long", "cond", false)
+		own, part, work, loop := 85, 25, 900, 100
+		if buggy {
+			own, part, work, loop = 117, 17, 3000, 300
+		}
+		for i := 0; i < own; i++ {
+			r.tick(1, []string{"main"}, 0)
+		}
+		for i := 0; i < part; i++ {
+			r.tick(1, []string{"dispatch_1", "main"}, 0, val{key, 0, int64(i % 7)})
+		}
+		for i := 0; i < work; i++ {
+			r.tick(2, []string{"worker", "dispatch_2"}, 0)
+		}
+		for i := 0; i < loop; i++ {
+			r.tick(2, []string{"dispatch_2"}, 0)
+		}
+		return r.done()
+	}
+	res := analyzeWith(t, DefaultOptions(), []*profile.Profile{mk(false)}, []*profile.Profile{mk(true)})
+	if w := res.fn(t, "worker"); w.Share.Normal < 0.5 || !w.Share.Grew() {
+		t.Errorf("worker: share %+v, want its thread kept (over half of both runs) and its growth", w.Share)
+	}
+}
+
 // A part that held most of its thread cannot grow by MixChange: the rest
 // of the thread shrinking to half or less says its work changed, and a
 // thread that only ran longer beside it is left out (cache_missing: the

@@ -566,6 +566,14 @@ type step struct {
 // values and deltas are not compared).
 func (st *stState) next(v *profile.Value, pointer bool) step {
 	x := v.Float64()
+	// A signed integer beyond ±2^53 is no quantity: no count, size, index
+	// or length of a program comes near 9·10^15, and the bit patterns a
+	// local holds before it is first written (stack garbage, a register
+	// reused) mostly lie there. Such a value is compared as a NaN is
+	// (docs/vprof.md, "Values that are no quantity").
+	if v.Type == recording.ValueInt && math.Abs(x) > 1<<53 {
+		x = math.NaN()
+	}
 	// A NaN has no value to compare (NaN ≠ NaN: every NaN would be a
 	// value of its own, and two runs of a constant NaN disjoint); it
 	// counts only in the durations, which compare bits.

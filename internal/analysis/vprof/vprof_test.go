@@ -847,3 +847,27 @@ func TestPause(t *testing.T) {
 		t.Errorf("result with a pause differs:\n%s\nwithout:\n%s", gj, wj)
 	}
 }
+
+// A signed local that holds stack garbage before it is first written
+// (values beyond ±2^53 in some samples, its real value in the others) is
+// compared on its real values only: the same in both runs, no anomaly.
+func TestGarbageIsNoQuantity(t *testing.T) {
+	mk := func(buggy bool) *profile.Profile {
+		fx := newFixture(t)
+		r := fx.create(t, "garbage.rec")
+		keys := r.variable("numkeys", "dispatch_1", "long long", "cond,args", false)
+		i0 := r.variable("i", "main", "long", "loop|cond", false)
+		for k := int64(0); k < 400; k++ {
+			v := k % 3
+			if !buggy && k%4 == 0 {
+				v = -4600000000000000000 + k*1000003 // garbage, before the write
+			}
+			r.tick(1, []string{"dispatch_1", "main"}, 0, val{keys, 0, v}, val{i0, 1, k % 7})
+		}
+		return r.done()
+	}
+	res := analyze(t, []*profile.Profile{mk(false)}, []*profile.Profile{mk(true)})
+	if v := res.variable(t, "numkeys"); v.Anomalous {
+		t.Errorf("numkeys: anomalous (discount %g, dimension %s): its garbage counted as values", v.Discount, v.Dimension)
+	}
+}

@@ -305,20 +305,17 @@ func TestStatesFirstWakeupAndOutsideWaker(t *testing.T) {
 // no wait) or longer than the wait (a switch away not recorded) places
 // nothing.
 func TestStatesWakeFromRunDelay(t *testing.T) {
-	rd := func(state, delay uint64) uint64 {
-		return profile.SwitchArg(&recording.Sample{Event: recording.EventSwitch, Arg: state, RunDelay: delay, HasRunDelay: true})
-	}
 	tl := states(t, prof(
 		ev{10, in, 2, 0, 0},
-		ev{20, out, 2, rd(recording.TaskInterruptible, 1<<32-4), 3}, // sleeps
+		ev{20, out, 2, awayDelay(recording.TaskInterruptible, 1<<32-4), 3}, // sleeps
 		ev{40, in, 2, 0, 0}, // no wake-up
-		ev{50, out, 2, rd(recording.TaskPreempted, 2), 0}, // waited 6 for a CPU (modulo 2^32)
+		ev{50, out, 2, awayDelay(recording.TaskPreempted, 2), 0}, // waited 6 for a CPU (modulo 2^32)
 		ev{55, in, 2, 0, 0},
-		ev{60, out, 2, rd(recording.TaskInterruptible, 7), 3}, // the preemption's 5
+		ev{60, out, 2, awayDelay(recording.TaskInterruptible, 7), 3}, // the preemption's 5
 		ev{70, in, 2, 0, 0},
-		ev{80, out, 2, rd(recording.TaskInterruptible, 7), 3}, // no wait counted
+		ev{80, out, 2, awayDelay(recording.TaskInterruptible, 7), 3}, // no wait counted
 		ev{90, in, 2, 0, 0},
-		ev{95, out, 2, rd(recording.TaskInterruptible, 50), 3}, // more than the wait
+		ev{95, out, 2, awayDelay(recording.TaskInterruptible, 50), 3}, // more than the wait
 	))
 	want := []Interval{
 		{From: 10, To: 20, State: OnCPU},
@@ -355,23 +352,17 @@ func TestStatesWakeFromRunDelay(t *testing.T) {
 // for a thread that ran before (one already running when the recording
 // began), nor where the creation's wake-up was recorded.
 func TestStatesFirstRunFromRunDelay(t *testing.T) {
-	rd := func(state, delay uint64) uint64 {
-		return profile.SwitchArg(&recording.Sample{Event: recording.EventSwitch, Arg: state, RunDelay: delay, HasRunDelay: true})
-	}
-	rt := func(ns uint64) uint64 {
-		return profile.SwitchArg(&recording.Sample{Event: recording.EventSwitchIn, ExecRuntime: ns, HasExecRuntime: true})
-	}
 	tl := states(t, prof(
 		ev{5, in, 9, 0, 0}, // the creator, running throughout
 		ev{10, wake, 9, 5, 0},
-		ev{20, in, 3, rt(0), 0},
-		ev{20, in, 4, rt(7), 0},
-		ev{20, in, 5, rt(0), 0},
-		ev{30, out, 3, rd(recording.TaskInterruptible, 50), 3}, // longer than the recording
-		ev{30, out, 4, rd(recording.TaskInterruptible, 6), 3},
-		ev{30, out, 5, rd(recording.TaskInterruptible, 8), 3},
-		ev{40, in, 2, rt(0), 0},
-		ev{50, out, 2, rd(recording.TaskInterruptible, 12), 3},
+		ev{20, in, 3, inRuntime(0), 0},
+		ev{20, in, 4, inRuntime(7), 0},
+		ev{20, in, 5, inRuntime(0), 0},
+		ev{30, out, 3, awayDelay(recording.TaskInterruptible, 50), 3}, // longer than the recording
+		ev{30, out, 4, awayDelay(recording.TaskInterruptible, 6), 3},
+		ev{30, out, 5, awayDelay(recording.TaskInterruptible, 8), 3},
+		ev{40, in, 2, inRuntime(0), 0},
+		ev{50, out, 2, awayDelay(recording.TaskInterruptible, 12), 3},
 	))
 	for _, c := range []struct {
 		tid  uint32
@@ -412,30 +403,27 @@ func TestStatesFirstRunFromRunDelay(t *testing.T) {
 // A critical path through the wait follows the waker up to the wake-up,
 // the thread itself from there.
 func TestStatesQueuedFromRunDelay(t *testing.T) {
-	rd := func(state, delay uint64) uint64 {
-		return profile.SwitchArg(&recording.Sample{Event: recording.EventSwitch, Arg: state, RunDelay: delay, HasRunDelay: true})
-	}
 	tl := states(t, prof(
 		ev{5, in, 3, 0, 0}, // the waker, running throughout
 		ev{10, in, 2, 0, 0},
-		ev{20, out, 2, rd(recording.TaskInterruptible, 100), 1},
+		ev{20, out, 2, awayDelay(recording.TaskInterruptible, 100), 1},
 		ev{30, wake, 3, 2, 0},
 		ev{40, in, 2, 0, 0},
-		ev{50, out, 2, rd(recording.TaskInterruptible, 104), 1}, // queued 4 before the switch in
+		ev{50, out, 2, awayDelay(recording.TaskInterruptible, 104), 1}, // queued 4 before the switch in
 		ev{60, wake, 3, 2, 0},
 		ev{70, in, 2, 0, 0},
-		ev{80, out, 2, rd(recording.TaskInterruptible, 104), 1}, // no wait counted
+		ev{80, out, 2, awayDelay(recording.TaskInterruptible, 104), 1}, // no wait counted
 		ev{90, wake, 3, 2, 0},
 		ev{95, in, 2, 0, 0},
-		ev{100, out, 2, rd(recording.TaskPreempted, 120), 0}, // 16: more than the stamps' 5
+		ev{100, out, 2, awayDelay(recording.TaskPreempted, 120), 0}, // 16: more than the stamps' 5
 		ev{105, in, 2, 0, 0},
-		ev{110, out, 2, rd(recording.TaskInterruptible, 123), 1}, // the preemption's 3
+		ev{110, out, 2, awayDelay(recording.TaskInterruptible, 123), 1}, // the preemption's 3
 		ev{115, wake, 3, 2, 0},
 		ev{120, in, 2, 0, 0},
 		ev{125, wake, 3, 2, 0}, // while 2 still runs
-		ev{130, out, 2, rd(recording.TaskInterruptible, 125), 1},
+		ev{130, out, 2, awayDelay(recording.TaskInterruptible, 125), 1},
 		ev{140, in, 2, 0, 0},
-		ev{150, out, 2, rd(recording.TaskInterruptible, 129), 1},
+		ev{150, out, 2, awayDelay(recording.TaskInterruptible, 129), 1},
 	))
 	want := []Interval{
 		{From: 10, To: 20, State: OnCPU},
@@ -514,13 +502,10 @@ func TestStatesQueuedFromRunDelay(t *testing.T) {
 // has no account, nor the run before it. Without the kernel's values
 // (older recordings) every run is as its stamps say.
 func TestStatesKernelRunLength(t *testing.T) {
-	rt := func(ns uint64) uint64 {
-		return profile.SwitchArg(&recording.Sample{Event: recording.EventSwitchIn, ExecRuntime: ns, HasExecRuntime: true})
-	}
 	events := func(kernel bool) *profile.Profile {
 		at := func(ns uint64) uint64 {
 			if kernel {
-				return rt(ns)
+				return inRuntime(ns)
 			}
 			return 0
 		}
@@ -615,21 +600,18 @@ func TestStatesKernelRunLength(t *testing.T) {
 // recording ends before its switch away. Without the switch away's value
 // the last run keeps its stamps.
 func TestStatesLastRunFromSwitchAway(t *testing.T) {
-	rt := func(ns uint64) uint64 {
-		return profile.SwitchArg(&recording.Sample{Event: recording.EventSwitchIn, ExecRuntime: ns, HasExecRuntime: true})
-	}
 	build := func(away bool) *profile.Profile {
 		p := prof(
-			ev{100, in, 2, rt(1000), 0},
-			ev{100, in, 6, rt(0), 0},
+			ev{100, in, 2, inRuntime(1000), 0},
+			ev{100, in, 6, inRuntime(0), 0},
 			ev{130, out, 2, recording.TaskInterruptible, 1}, // 20 by the kernel
 			ev{150, out, 6, recording.TaskInterruptible, 1}, // 30 by the kernel
 			ev{150, wake, 3, 2, 0},
-			ev{160, in, 2, rt(1020), 0},
-			ev{170, in, 6, rt(30), 0}, // runs to the end
+			ev{160, in, 2, inRuntime(1020), 0},
+			ev{170, in, 6, inRuntime(30), 0}, // runs to the end
 			ev{175, recording.EventCPU, 2, 0, 0},
 			ev{190, out, 2, recording.TaskInterruptible, 1}, // 2's last: 12 by the kernel, 15 at least
-			ev{200, in, 5, rt(500), 0},
+			ev{200, in, 5, inRuntime(500), 0},
 			ev{240, out, 5, recording.TaskDead, 0}, // exits: 10 by the kernel
 			ev{250, in, 7, 0, 0},
 			ev{260, out, 7, recording.TaskInterruptible, 1}, // no run time before the run
@@ -708,29 +690,23 @@ func TestStatesLastRunFromSwitchAway(t *testing.T) {
 // length, its account (KernelNS) the kernel's. A run no longer than its
 // stamps places nothing; a preemption's wait keeps its stamps.
 func TestStatesWaitInRunAccount(t *testing.T) {
-	rd := func(state, delay uint64) uint64 {
-		return profile.SwitchArg(&recording.Sample{Event: recording.EventSwitch, Arg: state, RunDelay: delay, HasRunDelay: true})
-	}
-	rt := func(ns uint64) uint64 {
-		return profile.SwitchArg(&recording.Sample{Event: recording.EventSwitchIn, ExecRuntime: ns, HasExecRuntime: true})
-	}
 	tl := states(t, prof(
 		ev{5, in, 3, 0, 0}, // the waker, running throughout
-		ev{10, in, 2, rt(1000), 0},
-		ev{20, out, 2, rd(recording.TaskInterruptible, 100), 3},
-		ev{40, in, 2, rt(1010), 0},                              // no wake-up recorded
-		ev{50, out, 2, rd(recording.TaskInterruptible, 100), 3}, // no wait counted
-		ev{70, in, 2, rt(1026), 0},                              // 16 by the kernel: 6 of it the wait
-		ev{80, out, 2, rd(recording.TaskInterruptible, 100), 3},
-		ev{90, in, 2, rt(1036), 0}, // 10, as its stamps: the wait before it not placed
-		ev{100, out, 2, rd(recording.TaskInterruptible, 100), 1},
+		ev{10, in, 2, inRuntime(1000), 0},
+		ev{20, out, 2, awayDelay(recording.TaskInterruptible, 100), 3},
+		ev{40, in, 2, inRuntime(1010), 0},                              // no wake-up recorded
+		ev{50, out, 2, awayDelay(recording.TaskInterruptible, 100), 3}, // no wait counted
+		ev{70, in, 2, inRuntime(1026), 0},                              // 16 by the kernel: 6 of it the wait
+		ev{80, out, 2, awayDelay(recording.TaskInterruptible, 100), 3},
+		ev{90, in, 2, inRuntime(1036), 0}, // 10, as its stamps: the wait before it not placed
+		ev{100, out, 2, awayDelay(recording.TaskInterruptible, 100), 1},
 		ev{105, wake, 3, 2, 0},
-		ev{110, in, 2, rt(1046), 0},
-		ev{120, out, 2, rd(recording.TaskPreempted, 100), 0}, // no wait counted
-		ev{130, in, 2, rt(1059), 0},                          // 13: 3 of it the wait
-		ev{140, out, 2, rd(recording.TaskInterruptible, 100), 3},
-		ev{150, in, 2, rt(1073), 0}, // 14: 4 of it the preemption's wait
-		ev{160, out, 2, rd(recording.TaskInterruptible, 100), 3},
+		ev{110, in, 2, inRuntime(1046), 0},
+		ev{120, out, 2, awayDelay(recording.TaskPreempted, 100), 0}, // no wait counted
+		ev{130, in, 2, inRuntime(1059), 0},                          // 13: 3 of it the wait
+		ev{140, out, 2, awayDelay(recording.TaskInterruptible, 100), 3},
+		ev{150, in, 2, inRuntime(1073), 0}, // 14: 4 of it the preemption's wait
+		ev{160, out, 2, awayDelay(recording.TaskInterruptible, 100), 3},
 	))
 	want := []Interval{
 		{From: 10, To: 20, State: OnCPU, KernelLength: true, KernelNS: 10},
@@ -764,4 +740,16 @@ func TestStatesWaitInRunAccount(t *testing.T) {
 	if tl.Unwoken != 4 || tl.WokenFromRunDelay != 1 {
 		t.Errorf("%d unwoken, %d placed", tl.Unwoken, tl.WokenFromRunDelay)
 	}
+}
+
+// awayDelay is the argument of a switch away in state that carries the
+// thread's run delay.
+func awayDelay(state, delay uint64) uint64 {
+	return profile.SwitchArg(&recording.Sample{Event: recording.EventSwitch, Arg: state, RunDelay: delay, HasRunDelay: true})
+}
+
+// inRuntime is the argument of a switch onto a CPU that carries the
+// thread's time on a CPU so far (ns).
+func inRuntime(ns uint64) uint64 {
+	return profile.SwitchArg(&recording.Sample{Event: recording.EventSwitchIn, ExecRuntime: ns, HasExecRuntime: true})
 }

@@ -33,8 +33,12 @@ func TestVarianceWakerFound(t *testing.T) {
 			out := rec(t)
 			// Every call is traced: a trap budget's pause forgets the
 			// helper's calls open across it (docs/variance.md).
-			stdout := mustRun(t, "variance", "--sched", "--trap-budget", "0", "--start", "handle", "--round-intervals", "300",
-				"-o", out, "--", bin, mode, "3000")
+			args := []string{"variance", "--sched", "--trap-budget", "0", "--start", "handle", "--round-intervals", "300",
+				"-o", out, "--", bin, mode, "3000"}
+			stdout, stderr, code := run(t, args...)
+			if code != 0 {
+				t.Fatalf("culprit %s: exit %d\nstderr:\n%s", strings.Join(args, " "), code, stderr)
+			}
 			var r varianceJSON
 			if err := json.Unmarshal([]byte(mustRun(t, "variance", "-i", out, "--format", "json")), &r); err != nil {
 				t.Fatal(err)
@@ -88,7 +92,8 @@ func TestVarianceWakerFound(t *testing.T) {
 				}
 				return
 			}
-			t.Errorf("%s is not a factor: %+v", fn, r.Ranked)
+			// The rounds' lines say which factors each round chose.
+			t.Errorf("%s is not a factor: %+v\nthe refinement's rounds:\n%s", fn, r.Ranked, stderr)
 		})
 	}
 }

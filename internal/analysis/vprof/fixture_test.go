@@ -292,3 +292,14 @@ func paperOptions() Options {
 	o.Method = MethodVprof
 	return o
 }
+
+// guardIn is a GuardFunc for which f's calls of callee are guarded,
+// ordered and known as given, and nothing else is known.
+func guardIn(f elfFunc, callee string, guarded, ordered, known bool) GuardFunc {
+	return func(_ string, off uint64, c string) (bool, bool, bool) {
+		if off >= f.off && off < f.off+f.size && c == callee {
+			return guarded, ordered, known
+		}
+		return false, false, false
+	}
+}

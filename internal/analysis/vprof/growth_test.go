@@ -1415,12 +1415,7 @@ func TestNewPathPattern(t *testing.T) {
 		{false, false, false, NoPattern},
 	} {
 		res := analyzeHooked(t, normal, buggy, func(a *Analyzer) {
-			a.SetGuards(func(_ string, off uint64, callee string) (bool, bool, bool) {
-				if off >= d2.off && off < d2.off+d2.size && callee == "worker" {
-					return tc.guarded, tc.ordered, tc.known
-				}
-				return false, false, false
-			})
+			a.SetGuards(guardIn(d2, "worker", tc.guarded, tc.ordered, tc.known))
 		})
 		if d := res.fn(t, "dispatch_2"); d.Evidence != EvidenceNewPath || d.Pattern != tc.want {
 			t.Errorf("guarded %v ordered %v known %v: dispatch_2 evidence %s pattern %s, want new-path, %s",
@@ -1454,12 +1449,7 @@ func TestThresholdBelowDecides(t *testing.T) {
 	d1 := fx.funcs["dispatch_1"]
 	for _, ordered := range []bool{true, false} {
 		res := analyzeHooked(t, normal, buggy, func(a *Analyzer) {
-			a.SetGuards(func(_ string, off uint64, callee string) (bool, bool, bool) {
-				if off >= d1.off && off < d1.off+d1.size && callee == "worker" {
-					return true, ordered, true
-				}
-				return false, false, false
-			})
+			a.SetGuards(guardIn(d1, "worker", true, ordered, true))
 		})
 		d, c := res.fn(t, "dispatch_1"), res.fn(t, "dispatch_2")
 		if c.Evidence != EvidenceVariable || d.CalledMore == nil {
@@ -2188,12 +2178,7 @@ func TestNewRecursion(t *testing.T) {
 	w := fx.funcs["worker"]
 	guards := func(ordered bool) func(*Analyzer) {
 		return func(a *Analyzer) {
-			a.SetGuards(func(_ string, off uint64, callee string) (bool, bool, bool) {
-				if off >= w.off && off < w.off+w.size && callee == "worker" {
-					return true, ordered, true
-				}
-				return false, false, false
-			})
+			a.SetGuards(guardIn(w, "worker", true, ordered, true))
 		}
 	}
 	for _, c := range []struct {
@@ -2681,12 +2666,7 @@ func TestNewWorkCallerDecides(t *testing.T) {
 	} {
 		normal, buggy := mk(false, tc.normalWork), mk(true, tc.normalWork)
 		res := analyzeHooked(t, normal, buggy, func(a *Analyzer) {
-			a.SetGuards(func(_ string, off uint64, callee string) (bool, bool, bool) {
-				if off >= d1.off && off < d1.off+d1.size && callee == "worker" {
-					return tc.guarded, tc.ordered, tc.known
-				}
-				return false, false, false
-			})
+			a.SetGuards(guardIn(d1, "worker", tc.guarded, tc.ordered, tc.known))
 		})
 		w, d := res.fn(t, "worker"), res.fn(t, "dispatch_1")
 		name := fmt.Sprintf("normal work %d, guarded %v ordered %v known %v", tc.normalWork, tc.guarded, tc.ordered, tc.known)
@@ -2749,12 +2729,7 @@ func TestNewWorkInstead(t *testing.T) {
 	d1 := fx.funcs["dispatch_1"]
 	for _, keep := range []bool{false, true} {
 		res := analyzeHooked(t, mk(false, keep), mk(true, keep), func(a *Analyzer) {
-			a.SetGuards(func(_ string, off uint64, callee string) (bool, bool, bool) {
-				if off >= d1.off && off < d1.off+d1.size && callee == "worker" {
-					return true, false, true // a test of equality
-				}
-				return false, false, false
-			})
+			a.SetGuards(guardIn(d1, "worker", true, false, true)) // a test of equality
 		})
 		d := res.fn(t, "dispatch_1")
 		if d.CalledMore == nil || !d.CalledMore.New || d.CalledMore.Callee != "worker" || d.Rank != 1 {
@@ -2800,12 +2775,7 @@ func TestNewWorkPathEntry(t *testing.T) {
 	normal, buggy := mk(false), mk(true)
 	d1 := fx.funcs["dispatch_1"]
 	res := analyzeHooked(t, normal, buggy, func(a *Analyzer) {
-		a.SetGuards(func(_ string, off uint64, callee string) (bool, bool, bool) {
-			if off >= d1.off && off < d1.off+d1.size && callee == "dispatch_2" {
-				return true, true, true
-			}
-			return false, false, false
-		})
+		a.SetGuards(guardIn(d1, "dispatch_2", true, true, true))
 	})
 	d, e, w := res.fn(t, "dispatch_1"), res.fn(t, "dispatch_2"), res.fn(t, "worker")
 	if d.Rank != 1 || d.CalledMore == nil || !d.CalledMore.New || d.CalledMore.Callee != "dispatch_2" ||

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"path/filepath"
 	"runtime"
@@ -521,24 +520,12 @@ type switchAccounts map[uint32][]recording.Sample
 // readSwitches reads the switches of the recording at path.
 func readSwitches(t *testing.T, path string) switchAccounts {
 	t.Helper()
-	r, err := recording.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
 	a := switchAccounts{}
-	for {
-		x, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	eachRecord(t, path, func(x recording.Record) {
 		if s, ok := x.(*recording.Sample); ok && (s.Event == recording.EventSwitch || s.Event == recording.EventSwitchIn) {
 			a[s.TID] = append(a[s.TID], *s)
 		}
-	}
+	})
 	for _, ss := range a {
 		slices.SortStableFunc(ss, func(x, y recording.Sample) int { return cmp.Compare(x.Time, y.Time) })
 	}
@@ -583,27 +570,15 @@ func (a switchAccounts) after(tid uint32, in uint64) (grew, longer int64) {
 // and returns how many it left out.
 func withoutWakeups(t *testing.T, in, out string) int {
 	t.Helper()
-	r, err := recording.Open(in)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer r.Close()
 	w, err := recording.Create(out)
 	if err != nil {
 		t.Fatal(err)
 	}
 	n := 0
-	for {
-		x, err := r.Next()
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			t.Fatal(err)
-		}
+	eachRecord(t, in, func(x recording.Record) {
 		if s, ok := x.(*recording.Sample); ok && s.Event == recording.EventWakeup {
 			n++
-			continue
+			return
 		}
 		if e, ok := x.(*recording.End); ok {
 			e.Samples -= uint64(n)
@@ -611,7 +586,7 @@ func withoutWakeups(t *testing.T, in, out string) int {
 		if err := w.Write(x); err != nil {
 			t.Fatal(err)
 		}
-	}
+	})
 	if err := w.Close(); err != nil {
 		t.Fatal(err)
 	}

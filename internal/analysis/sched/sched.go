@@ -599,14 +599,23 @@ func (ts *tstate) wokeBefore(d uint64, tl *Timeline) {
 	if d == 0 {
 		return
 	}
-	w := &ts.th.Intervals[n-1]
-	if !w.Unwoken || w.WakeFromRunDelay || w.To != ts.cur.From || d >= w.Duration() {
-		return
+	ts.placeWake(n-1, ts.cur.From, d, tl)
+}
+
+// placeWake ends the unwoken wait at index i, which ends at end, d before
+// that, with a Runnable interval from there to end: the kernel's account
+// placed its wake-up. It places nothing, and says so, when the wait was
+// woken or placed already, ends elsewhere, or is no longer than d.
+func (ts *tstate) placeWake(i int, end, d uint64, tl *Timeline) bool {
+	w := &ts.th.Intervals[i]
+	if !w.Unwoken || w.WakeFromRunDelay || w.To != end || d >= w.Duration() {
+		return false
 	}
 	w.To -= d
 	w.WakeFromRunDelay = true
 	tl.WokenFromRunDelay++
-	ts.th.Intervals = append(ts.th.Intervals, Interval{From: w.To, To: ts.cur.From, State: Runnable, WakerStack: -1, Stack: -1})
+	ts.th.Intervals = slices.Insert(ts.th.Intervals, i+1, Interval{From: w.To, To: end, State: Runnable, WakerStack: -1, Stack: -1})
+	return true
 }
 
 // staleClock places the wait for a CPU before the thread's last closed
@@ -641,11 +650,7 @@ func (ts *tstate) staleClock(rt uint64, tl *Timeline) {
 	}
 	lead := rt - ts.ranFrom - run.Duration()
 	switch w := &iv[k-1]; {
-	case w.Unwoken && !w.WakeFromRunDelay && w.To == run.From && lead < w.Duration():
-		w.To -= lead
-		w.WakeFromRunDelay = true
-		tl.WokenFromRunDelay++
-		ts.th.Intervals = slices.Insert(ts.th.Intervals, k, Interval{From: w.To, To: run.From, State: Runnable, WakerStack: -1, Stack: -1})
+	case ts.placeWake(k-1, run.From, lead, tl):
 		ts.ran++
 		ts.ranLead = lead
 	case k >= 2 && w.State == Runnable && w.From == run.From && w.To == run.From:

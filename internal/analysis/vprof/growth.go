@@ -1293,6 +1293,25 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 		if nc.incl[g] < SameWorkSamples && ownWork(gr) {
 			if h, j, mode, ok := a.newPathEntry(g, idx, roots, &nc, &bc, grew, modeOf, 0); ok {
 				c := &fs[j]
+				// A new path entered on a test, which then calls g once on
+				// every call of its own, down to g, made as many calls of
+				// g as the caller made of the entry; a caller with
+				// evidence of its own does not answer for calls made
+				// once per call below it ("Called once per call"), on a
+				// new path as on a normal one: g keeps its growth, its
+				// missing check answers (docs/vprof.md, "New work its
+				// caller decided").
+				if d, ok := a.oncePerCallFrom(g, h, &bc, idx); ok && mode == nil && c.Evidence != EvidenceNone && !mixOnly(c) {
+					gr.CalledBy = &CalledBy{Caller: fs[d].Name, New: true}
+					gr.Pattern = MissingConstraint
+					if fd := &fs[d]; fd.Evidence != EvidenceNone {
+						e := edge{ids[d], g}
+						if rest := gw.of(ids[d], nc.incl[ids[d]]-nc.edges[e], bc.incl[ids[d]]-bc.edges[e]); rest.Change < gw.of(g, nc.incl[g], bc.incl[g]).Change {
+							below[d] = append(below[d], i)
+						}
+					}
+					continue
+				}
 				calledMore[i] = append(calledMore[i], j)
 				c.CalledMore = &CalledMore{Callee: a.funcs[h].name, New: true}
 				c.CalledMore.Mode = mode
@@ -1423,7 +1442,7 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 			below[idx[g]] = append(below[idx[g]], ci)
 			for h, n := range bu[g] {
 				j, ok := idx[h]
-				if !ok || j == ci || h == g || !fs[j].Share.Grew() {
+				if !ok || j == ci || h == g || !fs[j].Share.Grew() || fs[j].CalledBy != nil {
 					continue
 				}
 				if outside := share(nc.incl[h]-nu[g][h], nc.n, bc.incl[h]-n, bc.n); !outside.Grew() {
@@ -1971,6 +1990,31 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 		fs[i].Why = why(&fs[i])
 	}
 	return unseen
+}
+
+// oncePerCallFrom says whether every function on the chain of heaviest
+// callers in the buggy runs from g up to h calls the next one down exactly
+// once on every call of its own; d is g's direct caller on that chain.
+func (a *Analyzer) oncePerCallFrom(g, h int32, bc *stackCounts, idx map[int32]int) (d int, ok bool) {
+	if g == h {
+		return 0, false
+	}
+	x := g
+	for range maxNewPath {
+		e, n := bc.heaviest(x, false)
+		j, known := idx[e.caller]
+		if n == 0 || !known || !a.oncePerCall(e.caller, a.funcs[x].name) {
+			return 0, false
+		}
+		if x == g {
+			d = j
+		}
+		if e.caller == h {
+			return d, true
+		}
+		x = e.caller
+	}
+	return 0, false
 }
 
 // maxNewPath bounds the callers newPathEntry walks up.
@@ -2682,7 +2726,9 @@ func why(f *FunctionResult) string {
 	}
 	if c := f.CalledBy; c != nil {
 		fmt.Fprintf(&b, "; called more often through %s, which calls it once on every call of its own, and no caller above answers for the calls", c.Caller)
-		if c.Bounded {
+		if c.New {
+			b.WriteString(", on a path the normal runs hardly ran, whose caller's test entered it on evidence of its own that answers for that decision, not for the calls made once per call below it")
+		} else if c.Bounded {
 			b.WriteString("; its loops run at most a fixed number of times per call")
 		} else {
 			fmt.Fprintf(&b, "; its loops did the same work per call (%s in its normal range)", c.Variable)

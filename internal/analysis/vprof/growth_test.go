@@ -3055,6 +3055,69 @@ func TestOncePerCallNobodyAnswers(t *testing.T) {
 	}
 }
 
+// New work reached through a function that calls it once on every call
+// of its own, on a path a caller entered on a test of its own: a caller
+// whose own variable went beyond its range does not answer for the calls
+// made once per call below it, as on a path the normal runs took ("Called
+// once per call"), so the work keeps its growth and its missing check
+// answers. A caller with no evidence of its own decided the path, and
+// answers as before ("New work its caller decided").
+func TestNewWorkOncePerCallBelow(t *testing.T) {
+	fx := newFixture(t)
+	mk := func(buggy, own bool) *profile.Profile {
+		r := fx.create(t, "newonce.rec")
+		p := r.variable("p", "dispatch_1", "long", "cond,args", false)
+		work, base := 4, int64(0)
+		if buggy {
+			work = 900
+			if own {
+				base = 1000
+			}
+		}
+		for i := 0; i < 300; i++ {
+			r.tick(1, []string{"dispatch_1", "main"}, 0, val{p, 0, base + int64(i%10)})
+		}
+		for i := 0; i < work; i++ {
+			r.tick(1, []string{"worker", "dispatch_2", "dispatch_1", "main"}, 0, val{p, 2, base + int64(i%10)})
+		}
+		for i := 0; i < 600; i++ {
+			r.tick(1, []string{"main"}, 0)
+		}
+		return r.done()
+	}
+	d1, d2 := fx.funcs["dispatch_1"], fx.funcs["dispatch_2"]
+	for _, own := range []bool{true, false} {
+		res := analyzeHooked(t, mk(false, own), mk(true, own), func(a *Analyzer) {
+			a.SetLoopCalls(func(string, uint64, string) (bool, bool) { return false, true })
+			a.SetGuards(func(o string, off uint64, c string) (bool, bool, bool) {
+				if g, ord, ok := guardIn(d1, "dispatch_2", true, false, true)(o, off, c); ok {
+					return g, ord, ok
+				}
+				return guardIn(d2, "worker", false, false, true)(o, off, c)
+			})
+		})
+		r1, w := res.fn(t, "dispatch_1"), res.fn(t, "worker")
+		if own {
+			if r1.Evidence != EvidenceVariable {
+				t.Fatalf("dispatch_1 evidence %s: not the setting tested", r1.Evidence)
+			}
+			want := CalledBy{Caller: "dispatch_2", New: true}
+			if w.Rank != 1 || w.CalledBy == nil || *w.CalledBy != want || w.Pattern != MissingConstraint || r1.CalledMore != nil {
+				t.Errorf("caller with evidence: worker rank %d called by %+v pattern %s; dispatch_1 rank %d called more %+v; want worker 1st called by %+v, missing-constraint",
+					w.Rank, w.CalledBy, w.Pattern, r1.Rank, r1.CalledMore, want)
+			}
+			if !strings.Contains(w.Why, "a path the normal runs hardly ran") {
+				t.Errorf("why %q", w.Why)
+			}
+			continue
+		}
+		if r1.Rank != 1 || r1.CalledMore == nil || !r1.CalledMore.New || r1.CalledMore.Callee != "dispatch_2" || w.CalledBy != nil {
+			t.Errorf("caller without evidence: dispatch_1 rank %d called more %+v; worker called by %+v; want dispatch_1 1st deciding dispatch_2",
+				r1.Rank, r1.CalledMore, w.CalledBy)
+		}
+	}
+}
+
 // A direct caller that calls the work once per call, with evidence of
 // its own (its own time, or a variable beyond its range) but a growth
 // outside those calls less than the work's, was called more as the work

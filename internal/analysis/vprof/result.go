@@ -302,6 +302,9 @@ type CalledBy struct {
 	Caller   string `json:"caller"`
 	Variable string `json:"variable,omitempty"`
 	Bounded  bool   `json:"bounded,omitempty"`
+	// New: the calls came down a path the normal runs hardly ran, which
+	// a caller with evidence of its own entered on a test.
+	New bool `json:"new,omitempty"`
 }
 
 // Mode is a parameter whose normal values were one value (Normal), but

@@ -1929,10 +1929,11 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 		}
 	}
 	// A share measured by time never lifts a function above a function
-	// under it with evidence of its own whose share is not saturated and
-	// grew by at least half as much as its own: that share shows the
-	// growth, and the time of the function above grew by enclosing it
-	// (docs/vprof.md, "A share that cannot grow").
+	// under it with evidence of its own that grew by at least half as
+	// much as it did: by its share, where that is not saturated and shows
+	// the growth, or by time, where it is saturated too. The time of the
+	// function above grew by enclosing it (docs/vprof.md, "A share that
+	// cannot grow").
 	timed := map[int32]bool{}
 	for i, f := range ids {
 		if timedShare[i].Time > 0 && score[i] > 0 {
@@ -1943,8 +1944,10 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 		bu := bc.under(timed)
 		for f := range timed {
 			for h := range bu[f] {
-				if j, ok := idx[h]; ok && score[j] > 0 && timedShare[j].Time == 0 && fs[j].Share.Grew() &&
-					2*fs[j].Share.Change >= fs[idx[f]].Share.Change &&
+				j, ok := idx[h]
+				carries := ok && (timedShare[j].Time == 0 && 2*fs[j].Share.Change >= fs[idx[f]].Share.Change ||
+					timedShare[j].Time > 0 && 2*timedShare[j].Change >= timedShare[idx[f]].Change)
+				if carries && score[j] > 0 && fs[j].Share.Grew() &&
 					fs[j].Evidence != EvidenceNone && !mixOnly(&fs[j]) && through[j] < 0 &&
 					!(spends(&fs[j]) && decidedNew(&fs[idx[f]])) &&
 					!a.system(h) && !slices.Contains(below[j], idx[f]) {

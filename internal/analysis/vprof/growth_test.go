@@ -2358,6 +2358,45 @@ func TestSaturatedShare(t *testing.T) {
 	}
 }
 
+// Two saturated shares, one under the other, are both read by time: the
+// caller's growth by time holds the callee's, so a callee with evidence of
+// its own that carries at least half of it keeps the caller below it, as
+// an unsaturated callee's share does (a bytecode interpreter whose own
+// code shrank, above the matcher whose time grew 4-fold, and its other
+// work).
+func TestSaturatedCalleeByTime(t *testing.T) {
+	fx := newFixture(t)
+	mk := func(buggy bool) *profile.Profile {
+		r := fx.create(t, "satcallee.rec")
+		n := r.variable("len", "dispatch_1", "int", "cond,args", false)
+		own, work, other, rest, length := 60, 700, 20, 220, int64(29)
+		if buggy {
+			own, work, other, rest, length = 30, 2800, 200, 30, 44
+		}
+		for k := 0; k < other; k++ {
+			r.tick(2, []string{"dispatch_2", "dispatch_1", "main"}, 0, val{n, 1, length})
+		}
+		for k := 0; k < own; k++ {
+			r.tick(2, []string{"dispatch_1", "main"}, 0, val{n, 0, length})
+		}
+		for k := 0; k < work; k++ {
+			r.tick(2, []string{"worker", "dispatch_1", "main"}, 0, val{n, 1, length})
+		}
+		for k := 0; k < rest; k++ {
+			r.tick(2, []string{"main"}, 0)
+		}
+		return r.done()
+	}
+	res := analyzeWith(t, DefaultOptions(), []*profile.Profile{mk(false)}, []*profile.Profile{mk(true)})
+	d, w := res.fn(t, "dispatch_1"), res.fn(t, "worker")
+	if d.Share.Time == 0 || d.Evidence != EvidenceVariable || w.Share.Time == 0 {
+		t.Fatalf("dispatch_1 share %+v evidence %s, worker share %+v: not the setting tested", d.Share, d.Evidence, w.Share)
+	}
+	if w.Rank != 1 || d.Rank < 2 {
+		t.Errorf("worker share %+v rank %d, dispatch_1 share %+v rank %d; want worker 1st", w.Share, w.Rank, d.Share, d.Rank)
+	}
+}
+
 // A saturated share that fell significantly showed its change: the
 // function is not read by time, and its own code, which kept pace with a
 // run three times as long less than the rest did, is no evidence.

@@ -1791,9 +1791,10 @@ func (b *builder) endInterleaved(ids bool) {
 
 // runAccount is how switchProgram places the end of a run by the
 // kernel's account: execOff is the offset of se.sum_exec_runtime in
-// task_struct (-1: none, stamps alone); with gap, clocks leads from the
-// task to its run queue's clock and clock_task, whose difference grows by
-// the steal and interrupt time the kernel leaves out of sum_exec_runtime.
+// task_struct (-1: none, or beyond a BPF load's 16-bit offset: stamps
+// alone); with gap, clocks leads from the task to its run queue's clock
+// and clock_task, whose difference grows by the steal and interrupt time
+// the kernel leaves out of sum_exec_runtime.
 type runAccount struct {
 	execOff int32
 	gap     bool
@@ -1808,7 +1809,8 @@ type runAccount struct {
 func kernelAccount() runAccount {
 	why := "to measure calls' time on the CPU by the kernel's account"
 	a := runAccount{execOff: bpfasm.ExecRuntimeOffset(why)}
-	if a.execOff < 0 {
+	if a.execOff < 0 || a.execOff > math.MaxInt16-8 {
+		a.execOff = -1 // a BPF load's offset is 16 bits
 		return a
 	}
 	a.clocks, a.gap = bpfasm.RunQueueClockOffsets(why)
@@ -1889,8 +1891,8 @@ func switchProgram(m maps, nextPid int16, goroutines bool, acct runAccount) asm.
 		asm.Add.Imm(asm.R1, 1),
 		asm.StoreMem(asm.R0, base+oSeen, asm.R1, asm.DWord),
 	}
-	gap := acct.gap && execOff >= 0 && execOff <= math.MaxInt16-8
-	if execOff < 0 || execOff > math.MaxInt16-8 {
+	gap := acct.gap && execOff >= 0
+	if execOff < 0 {
 		ins = append(ins, asm.StoreMem(asm.R0, base+oOut, rTmp, asm.DWord))
 	} else {
 		ins = append(ins,
@@ -1953,7 +1955,7 @@ func switchProgram(m maps, nextPid int16, goroutines bool, acct runAccount) asm.
 		asm.StoreMem(asm.R0, base+oSeen, asm.R1, asm.DWord),
 		asm.StoreMem(asm.R0, base+oIn, rTmp, asm.DWord),
 	)
-	if execOff >= 0 && execOff <= math.MaxInt16-8 {
+	if execOff >= 0 {
 		ins = append(ins,
 			asm.Mov.Imm(asm.R1, 0),
 			asm.StoreMem(asm.R0, base+oHit, asm.R1, asm.DWord),

@@ -116,15 +116,14 @@ func outermost(fs []int32, runtime func(int32) bool) int32 {
 // thread's work changed when one of its functions outside the runtime
 // (system), other than the thread's outermost one, took a significantly
 // different part of the thread's samples, by at least MixChange of them.
-// When some thread's work changed, an unchanged thread that took more of
-// b's samples than of n's (a background thread that runs as long as the
-// rest works, or got more of the CPU) keeps its normal share of b's total,
-// the changed threads sharing the rest in their buggy proportions; an
-// unchanged thread that took no more of b's samples is left out of both
-// (it ran alongside the change, and its samples only dilute the changed
-// threads' in the shares). When no thread's work changed, a thread that
-// took more of the CPU is the change, and the samples are n's and b's.
-func sameThreadMix(n, b *stackCounts, runtime, system func(int32) bool) (stackCounts, stackCounts) {
+// When some thread's work changed, the unchanged threads are left out of
+// both (they ran alongside the change, as long as it took or with more of
+// the CPU, and their samples only dilute the changed threads' in the
+// shares), unless the changed threads' time per run (perN and perB: the
+// time a sample stands for, per run) grew by less than MixChange of the
+// whole run's growth. When no thread's work changed, a thread that took
+// more of the CPU is the change, and the samples are n's and b's.
+func sameThreadMix(n, b *stackCounts, runtime, system func(int32) bool, perN, perB float64) (stackCounts, stackCounts) {
 	type thread struct {
 		n, b   float64
 		nc, bc stackCounts
@@ -185,6 +184,22 @@ func sameThreadMix(n, b *stackCounts, runtime, system func(int32) bool) (stackCo
 				changed[id] = true
 				break
 			}
+		}
+	}
+	// A change of mix whose threads' time per run grew by less than
+	// MixChange of the whole run's growth does not explain that growth:
+	// the unchanged threads did the run's extra time themselves, not
+	// alongside it, and stay in (limit_missing: the main thread, 1% of
+	// the samples, parsed other requests, while the workers ran the same
+	// scan three times as long).
+	if len(changed) > 0 && perN > 0 && perB > 0 {
+		var cn, cb float64
+		for id := range changed {
+			cn += ts[id].n
+			cb += ts[id].b
+		}
+		if whole := b.n*perB - n.n*perN; whole > 0 && cb*perB-cn*perN < MixChange*whole {
+			changed = nil
 		}
 	}
 	outN, outB := newStackCounts(), newStackCounts()
@@ -389,22 +404,26 @@ func (g growth) timeGrowth(normal, buggy float64) float64 {
 	return (buggy / g.nB) / (normal / g.nN * g.rho)
 }
 
+// timePerSample is the CPU time a sample of runs stands for, per run: a
+// count of their samples times it is that count's time per run (0 when
+// the runs hold no CPU time or no sample).
+func timePerSample(runs []*runData) float64 {
+	var cpu, samples float64
+	for _, r := range runs {
+		cpu += r.info.CPU
+		samples += r.stacks.n
+	}
+	if samples == 0 || len(runs) == 0 {
+		return 0
+	}
+	return cpu / samples / float64(len(runs))
+}
+
 // timeRatio is the time per normal run of the samples compared (nN of
 // them) over the time per buggy run (nB): each kind's CPU time per sample
 // times the samples, over the number of runs. 0 when unknown.
 func timeRatio(normal, buggy []*runData, nN, nB float64) float64 {
-	per := func(runs []*runData, n float64) float64 {
-		var cpu, samples float64
-		for _, r := range runs {
-			cpu += r.info.CPU
-			samples += r.stacks.n
-		}
-		if samples == 0 || len(runs) == 0 {
-			return 0
-		}
-		return cpu / samples * n / float64(len(runs))
-	}
-	tn, tb := per(normal, nN), per(buggy, nB)
+	tn, tb := timePerSample(normal)*nN, timePerSample(buggy)*nB
 	if tn <= 0 || tb <= 0 {
 		return 0
 	}
@@ -887,7 +906,8 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 	// A thread whose work did not change keeps its normal share of the
 	// buggy samples, when another thread's work changed (docs/vprof.md,
 	// "Threads that only ran longer").
-	nc, bc = sameThreadMix(&nc, &bc, func(f int32) bool { return a.system(f) || a.funcs[f].name == "_start" }, a.system)
+	nc, bc = sameThreadMix(&nc, &bc, func(f int32) bool { return a.system(f) || a.funcs[f].name == "_start" }, a.system,
+		timePerSample(a.normal), timePerSample(a.buggy))
 	// Shares of those samples; a saturated one by its time per run.
 	roots := bc.threadRoots(func(f int32) bool {
 		// _start is the C runtime's entry code (crt1.o), linked into the

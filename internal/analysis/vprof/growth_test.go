@@ -759,6 +759,41 @@ func TestThreadChangeByChance(t *testing.T) {
 	}
 }
 
+// A small thread whose mix changed for real, but whose time per run grew
+// by far less than a twentieth of the run's growth, did not make the run
+// longer: the thread that did the extra time, with its usual mix, stays
+// in the comparison (limit_missing: the main thread, 1% of the samples,
+// parsed other requests; the workers ran the same scan three times as
+// long, and were left out).
+func TestThreadChangeTooSmall(t *testing.T) {
+	mk := func(buggy bool) *profile.Profile {
+		fx := newFixture(t)
+		r := fx.create(t, "small.rec")
+		key := r.variable("key", "dispatch_1", "long", "cond", false)
+		own, part, work, loop := 40, 60, 900, 100
+		if buggy {
+			own, part, work, loop = 150, 50, 3000, 333
+		}
+		for i := 0; i < own; i++ {
+			r.tick(1, []string{"main"}, 0)
+		}
+		for i := 0; i < part; i++ {
+			r.tick(1, []string{"dispatch_1", "main"}, 0, val{key, 0, int64(i % 7)})
+		}
+		for i := 0; i < work; i++ {
+			r.tick(2, []string{"worker", "dispatch_2"}, 0)
+		}
+		for i := 0; i < loop; i++ {
+			r.tick(2, []string{"dispatch_2"}, 0)
+		}
+		return r.done()
+	}
+	res := analyzeWith(t, DefaultOptions(), []*profile.Profile{mk(false)}, []*profile.Profile{mk(true)})
+	if w := res.fn(t, "worker"); w.Share.Normal < 0.5 || !w.Share.Grew() {
+		t.Errorf("worker: share %+v, want its thread kept (over half of both runs) and its growth", w.Share)
+	}
+}
+
 // A part that held most of its thread cannot grow by MixChange: the rest
 // of the thread shrinking to half or less says its work changed, and a
 // thread that only ran longer beside it is left out (cache_missing: the

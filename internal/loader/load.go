@@ -597,6 +597,11 @@ func (l *loader) readFile(idx int, path string, records *int, progress func(int)
 func recorded(paths []string) (samples, calls int) {
 	n, c := 0, 0
 	for _, path := range paths {
+		// Not opened unless regular: opening a pipe takes its writer,
+		// whose data closing it would lose before Load reads it.
+		if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() {
+			return 0, 0
+		}
 		f, err := os.Open(path)
 		if err != nil {
 			return 0, 0

@@ -731,32 +731,7 @@ func TestThreadThatOnlyRanLonger(t *testing.T) {
 // two standard errors, not ThreadErrs) does not leave out the thread that
 // holds the run and did more of the same work.
 func TestThreadChangeByChance(t *testing.T) {
-	mk := func(buggy bool) *profile.Profile {
-		fx := newFixture(t)
-		r := fx.create(t, "chance.rec")
-		key := r.variable("key", "dispatch_1", "long", "cond", false)
-		own, part, work, loop := 85, 25, 900, 100
-		if buggy {
-			own, part, work, loop = 117, 17, 3000, 300
-		}
-		for i := 0; i < own; i++ {
-			r.tick(1, []string{"main"}, 0)
-		}
-		for i := 0; i < part; i++ {
-			r.tick(1, []string{"dispatch_1", "main"}, 0, val{key, 0, int64(i % 7)})
-		}
-		for i := 0; i < work; i++ {
-			r.tick(2, []string{"worker", "dispatch_2"}, 0)
-		}
-		for i := 0; i < loop; i++ {
-			r.tick(2, []string{"dispatch_2"}, 0)
-		}
-		return r.done()
-	}
-	res := analyzeWith(t, DefaultOptions(), []*profile.Profile{mk(false)}, []*profile.Profile{mk(true)})
-	if w := res.fn(t, "worker"); w.Share.Normal < 0.5 || !w.Share.Grew() {
-		t.Errorf("worker: share %+v, want its thread kept (over half of both runs) and its growth", w.Share)
-	}
+	smallThreadChange(t, [2][4]int{{85, 25, 900, 100}, {117, 17, 3000, 300}})
 }
 
 // A small thread whose mix changed for real, but whose time per run grew
@@ -766,24 +741,34 @@ func TestThreadChangeByChance(t *testing.T) {
 // parsed other requests; the workers ran the same scan three times as
 // long, and were left out).
 func TestThreadChangeTooSmall(t *testing.T) {
+	smallThreadChange(t, [2][4]int{{40, 60, 900, 100}, {150, 50, 3000, 333}})
+}
+
+// smallThreadChange records a small main thread (main's own samples, then
+// dispatch_1's) beside a thread doing the run's work (worker's, then its
+// start routine dispatch_2's own), counts[0] in the normal run and
+// counts[1] in the buggy one, and checks that the working thread stays in
+// the comparison with its growth.
+func smallThreadChange(t *testing.T, counts [2][4]int) {
+	t.Helper()
 	mk := func(buggy bool) *profile.Profile {
 		fx := newFixture(t)
 		r := fx.create(t, "small.rec")
 		key := r.variable("key", "dispatch_1", "long", "cond", false)
-		own, part, work, loop := 40, 60, 900, 100
+		c := counts[0]
 		if buggy {
-			own, part, work, loop = 150, 50, 3000, 333
+			c = counts[1]
 		}
-		for i := 0; i < own; i++ {
+		for i := 0; i < c[0]; i++ {
 			r.tick(1, []string{"main"}, 0)
 		}
-		for i := 0; i < part; i++ {
+		for i := 0; i < c[1]; i++ {
 			r.tick(1, []string{"dispatch_1", "main"}, 0, val{key, 0, int64(i % 7)})
 		}
-		for i := 0; i < work; i++ {
+		for i := 0; i < c[2]; i++ {
 			r.tick(2, []string{"worker", "dispatch_2"}, 0)
 		}
-		for i := 0; i < loop; i++ {
+		for i := 0; i < c[3]; i++ {
 			r.tick(2, []string{"dispatch_2"}, 0)
 		}
 		return r.done()

@@ -2748,12 +2748,14 @@ func why(f *FunctionResult) string {
 		}
 	}
 	if c := f.CalledBy; c != nil {
-		fmt.Fprintf(&b, "; called more often through %s, which calls it once on every call of its own, and no caller above answers for the calls", c.Caller)
-		if c.New {
-			b.WriteString(", on a path the normal runs hardly ran, whose caller's test entered it on evidence of its own that answers for that decision, not for the calls made once per call below it")
-		} else if c.Bounded {
-			b.WriteString("; its loops run at most a fixed number of times per call")
-		} else {
+		fmt.Fprintf(&b, "; called more often through %s, which calls it once on every call of its own", c.Caller)
+		switch {
+		case c.New:
+			b.WriteString(", on a path the normal runs hardly ran, entered by a caller on evidence of its own that answers for that decision, not for these calls")
+		case c.Bounded:
+			b.WriteString(", and no caller above answers for the calls; its loops run at most a fixed number of times per call")
+		default:
+			b.WriteString(", and no caller above answers for the calls")
 			fmt.Fprintf(&b, "; its loops did the same work per call (%s in its normal range)", c.Variable)
 		}
 		b.WriteString(", so the check that would skip its work is its own")

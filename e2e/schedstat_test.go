@@ -22,7 +22,11 @@ import (
 // printed (/proc/self/task/TID/schedstat: time on the CPU, time waiting
 // on a run queue); culprit's on-cpu time of each thread agrees with the
 // first as onCPUAgrees defines, its runnable time is within 5% of the
-// second. Each run's length is the kernel's (the thread's
+// second, or of the second with the waits for a CPU the kernel counted in
+// the run after them (its run queue's clock not read after a preempting
+// wake-up), which culprit gives back to the wait: under load they reached
+// 5% of a thread's run_delay (2.9 ms in one wait), and with them the
+// runnable time agreed within 0.4% where it was over the run_delay. Each run's length is the kernel's (the thread's
 // sum_exec_runtime at its switches onto a CPU, which culprit's BPF program
 // records): by the switches' stamps alone, taken after the kernel's pick
 // of the next thread, each run was the scheduler's work at its switch
@@ -55,7 +59,8 @@ func TestStatesAgreeWithSchedstat(t *testing.T) {
 // parks (time.Sleep, a channel), and another thread of the runtime hands
 // the goroutine back and wakes them. Their on-cpu time agrees with the
 // kernel's, each thread's, as onCPUAgrees defines, and their runnable
-// time is within 5% of their run_delay. They switch some 600 times in
+// time is within 5% of their run_delay (with the waits it counted as
+// runs, above). They switch some 600 times in
 // 110 ms on the CPU, so that a microsecond a switch is a point of the
 // comparison: by the switches' stamps alone they were up to +13% over
 // the kernel's on the CPU (20 µs a switch), and by the stamps of their
@@ -101,7 +106,13 @@ func statesAgree(t *testing.T, bin, fn string) {
 				ns := map[string]float64{}
 				// The runs' time by the kernel's account where the
 				// interval has it, else the interval's.
-				runs, kernel, account := 0, 0, 0.0
+				// lead: the waits for a CPU the kernel counted in the
+				// run after them, which culprit states gives back to
+				// the wait (a run whose account is longer than its
+				// stamps: the run queue's clock not read after a
+				// preempting wake-up; docs/cli.md): its run_delay
+				// lacks them.
+				runs, kernel, account, lead := 0, 0, 0.0, 0.0
 				for _, iv := range th.Intervals {
 					if to := min(iv.To, at); to > iv.From {
 						ns[iv.State] += float64(to - iv.From)
@@ -110,6 +121,7 @@ func statesAgree(t *testing.T, bin, fn string) {
 							if iv.KernelLength && to == iv.To {
 								kernel++
 								account += float64(iv.KernelNS)
+								lead += max(0, float64(iv.KernelNS)-float64(to-iv.From))
 							} else {
 								account += float64(to - iv.From)
 							}
@@ -117,8 +129,8 @@ func statesAgree(t *testing.T, bin, fn string) {
 					}
 				}
 				cpu, run := ns["on-cpu"], ns["runnable"]
-				t.Logf("thread %d: on-cpu %.2f ms (%+.2f%%), by the kernel's account %.2f ms (%+.2f%%; %d of %d runs), schedstat %.2f ms; runnable %.1f ms (run_delay %.1f), sleep %.1f ms, lock %.1f ms",
-					th.TID, cpu/1e6, 100*(cpu-w.cpu)/w.cpu, account/1e6, 100*(account-w.cpu)/w.cpu, kernel, runs, w.cpu/1e6, run/1e6, w.delay/1e6, ns["sleep"]/1e6, ns["lock"]/1e6)
+				t.Logf("thread %d: on-cpu %.2f ms (%+.2f%%), by the kernel's account %.2f ms (%+.2f%%; %d of %d runs), schedstat %.2f ms; runnable %.1f ms (run_delay %.1f, waits the kernel counted as runs %.1f), sleep %.1f ms, lock %.1f ms",
+					th.TID, cpu/1e6, 100*(cpu-w.cpu)/w.cpu, account/1e6, 100*(account-w.cpu)/w.cpu, kernel, runs, w.cpu/1e6, run/1e6, w.delay/1e6, lead/1e6, ns["sleep"]/1e6, ns["lock"]/1e6)
 				if !onCPUAgrees(account, w.cpu) {
 					t.Errorf("thread %d: on-cpu by the kernel's account %.0f ns, its schedstat %.0f ns (%+.2f%%; %.2f µs in each of its %.0f runs)",
 						th.TID, account, w.cpu, 100*(account-w.cpu)/w.cpu, (account-w.cpu)/w.runs/1e3, w.runs)
@@ -135,10 +147,14 @@ func statesAgree(t *testing.T, bin, fn string) {
 					lastAll = false
 					t.Logf("thread %d: its last run is not of the kernel's length: %+v", th.TID, th.Intervals[max(k, 0):])
 				}
+				// The waits it counted as runs go back to the wait
+				// before the run, its runnable part where the wait
+				// was one for a CPU: the run_delay with none of them
+				// and with all of them bound the runnable time.
 				runAll += run
 				delayAll += w.delay
-				if math.Abs(run-w.delay) > 0.05*w.delay {
-					t.Errorf("thread %d: runnable %.0f ns, the kernel's run_delay %.0f ns", th.TID, run, w.delay)
+				if run < 0.95*w.delay || run > 1.05*(w.delay+lead) {
+					t.Errorf("thread %d: runnable %.0f ns, the kernel's run_delay %.0f ns and the waits it counted as runs %.0f ns", th.TID, run, w.delay, lead)
 				}
 			}
 			t.Logf("the threads' runnable time %.0f ns, the kernel's run_delay %.0f ns", runAll, delayAll)

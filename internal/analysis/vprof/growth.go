@@ -903,9 +903,9 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 	for _, r := range a.buggy {
 		bc.merge(r.stacks)
 	}
-	// A thread whose work did not change keeps its normal share of the
-	// buggy samples, when another thread's work changed (docs/vprof.md,
-	// "Threads that only ran longer").
+	// A thread whose work did not change is left out of the comparison
+	// when another thread's work changed enough to lengthen the run
+	// (docs/vprof.md, "Threads that only ran longer").
 	nc, bc = sameThreadMix(&nc, &bc, func(f int32) bool { return a.system(f) || a.funcs[f].name == "_start" }, a.system,
 		timePerSample(a.normal), timePerSample(a.buggy))
 	// Shares of those samples; a saturated one by its time per run.

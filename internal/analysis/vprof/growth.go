@@ -1290,6 +1290,16 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 		return t.Change
 	}
 	below := make([][]int, len(ids)) // function → the functions it ranks below
+	// smallerOutside ranks caller j, which calls work i once on every call
+	// of its own, below i when j's growth outside those calls is less than
+	// i's: its own evidence explains at most that part (docs/vprof.md,
+	// "Called once per call").
+	smallerOutside := func(j, i int) {
+		e := edge{ids[j], ids[i]}
+		if rest := gw.of(ids[j], nc.incl[ids[j]]-nc.edges[e], bc.incl[ids[j]]-bc.edges[e]); rest.Change < gw.of(ids[i], nc.incl[ids[i]], bc.incl[ids[i]]).Change {
+			below[j] = append(below[j], i)
+		}
+	}
 	for i, g := range ids {
 		gr := &fs[i]
 		if !grew(g, nc.incl[g], bc.incl[g]) || a.system(g) {
@@ -1324,11 +1334,8 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 				if d, ok := a.oncePerCallFrom(g, h, &bc, idx); ok && mode == nil && c.Evidence != EvidenceNone && !mixOnly(c) {
 					gr.CalledBy = &CalledBy{Caller: fs[d].Name, New: true}
 					gr.Pattern = MissingConstraint
-					if fd := &fs[d]; fd.Evidence != EvidenceNone {
-						e := edge{ids[d], g}
-						if rest := gw.of(ids[d], nc.incl[ids[d]]-nc.edges[e], bc.incl[ids[d]]-bc.edges[e]); rest.Change < gw.of(g, nc.incl[g], bc.incl[g]).Change {
-							below[d] = append(below[d], i)
-						}
+					if fs[d].Evidence != EvidenceNone {
+						smallerOutside(d, i)
 					}
 					continue
 				}
@@ -1423,10 +1430,8 @@ func (a *Analyzer) differential(res *Result, ids []int32, fs []FunctionResult, c
 			// calls, and when that is less than g's, g's missing check
 			// answers for the larger part (docs/vprof.md, "Called once
 			// per call").
-			if e := (edge{ids[j], g}); len(passed) == 0 && c.Evidence != EvidenceNone {
-				if rest := gw.of(ids[j], nc.incl[ids[j]]-nc.edges[e], bc.incl[ids[j]]-bc.edges[e]); rest.Change < gw.of(g, nc.incl[g], bc.incl[g]).Change {
-					below[j] = append(below[j], i)
-				}
+			if len(passed) == 0 && c.Evidence != EvidenceNone {
+				smallerOutside(j, i)
 			}
 			continue
 		}

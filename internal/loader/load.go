@@ -599,19 +599,15 @@ func recorded(paths []string) (samples, calls int) {
 	for _, path := range paths {
 		// Not opened unless regular: opening a pipe takes its writer,
 		// whose data closing it would lose before Load reads it.
-		if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() {
+		fi, err := os.Stat(path)
+		if err != nil || !fi.Mode().IsRegular() {
 			return 0, 0
 		}
 		f, err := os.Open(path)
 		if err != nil {
 			return 0, 0
 		}
-		fi, err := f.Stat()
-		var end *recording.End
-		ok := false
-		if err == nil && fi.Mode().IsRegular() {
-			end, ok = recording.TailEnd(f, fi.Size())
-		}
+		end, ok := recording.TailEnd(f, fi.Size())
 		f.Close()
 		if !ok {
 			return 0, 0

@@ -566,6 +566,11 @@ func (ts *tstate) kernelRun(rt uint64, tl *Timeline) {
 	}
 	for j := k + 1; j < len(iv); j++ {
 		iv[j].From, iv[j].To = max(iv[j].From, end), max(iv[j].To, end)
+		if iv[j].Woken != 0 {
+			// A wake-up stamped before the run's end by the kernel's
+			// account came while the thread was being switched away.
+			iv[j].Woken = min(max(iv[j].Woken, iv[j].From), iv[j].To)
+		}
 	}
 	iv[k].KernelLength, iv[k].KernelNS = true, rt-ts.ranFrom
 	tl.KernelRuns++

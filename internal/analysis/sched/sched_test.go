@@ -742,6 +742,42 @@ func TestStatesWaitInRunAccount(t *testing.T) {
 	}
 }
 
+// A run the kernel's account makes end after a recorded wake-up moves the
+// wait after it past that wake-up: the wake-up came while the thread was
+// being switched away, and the wait's Woken is its start, never before it,
+// so that a critical path through the wait is the thread's own from there.
+func TestStatesWokenNotBeforeWait(t *testing.T) {
+	tl := states(t, prof(
+		ev{5, in, 3, 0, 0}, // the waker, running throughout
+		ev{10, in, 2, inRuntime(1000), 0},
+		ev{20, out, 2, awayDelay(recording.TaskInterruptible, 100), 1},
+		ev{22, wake, 3, 2, 0},
+		ev{40, in, 2, inRuntime(1016), 0},                              // 16 by the kernel: past the wake-up
+		ev{50, out, 2, awayDelay(recording.TaskInterruptible, 104), 3}, // queued 4 before the switch in
+	))
+	want := []Interval{
+		{From: 10, To: 26, State: OnCPU, KernelLength: true, KernelNS: 16},
+		{From: 26, To: 36, State: Lock, Waker: 3, Woken: 26},
+		{From: 36, To: 40, State: Runnable},
+		{From: 40, To: 50, State: OnCPU},
+		{From: 50, To: 50, State: Sleep, Open: true},
+	}
+	got := tl.Thread(2).Intervals
+	if len(got) != len(want) {
+		t.Fatalf("thread 2: %+v", got)
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.From != w.From || g.To != w.To || g.State != w.State || g.Waker != w.Waker || g.Woken != w.Woken || g.KernelNS != w.KernelNS || g.Open != w.Open {
+			t.Errorf("interval %d: got %+v, want %+v", i, g, w)
+		}
+	}
+	path := tl.CriticalPath(26, Point{TID: 2, Time: 36}, nil)
+	if len(path) != 1 || path[0].TID != 2 || path[0].From != 26 || path[0].To != 36 {
+		t.Errorf("path %+v, want the thread's own wait 26-36", path)
+	}
+}
+
 // awayDelay is the argument of a switch away in state that carries the
 // thread's run delay.
 func awayDelay(state, delay uint64) uint64 {

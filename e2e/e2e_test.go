@@ -226,4 +226,8 @@ func (c callersJSON) share(path ...string) float64 {
 	return 0
 }
 
-func rec(t *testing.T) string { return filepath.Join(t.TempDir(), "test.rec") }
+// rec is a path for the test's recording. It is removed with the test
+// unless the tests run with -artifacts (go test -artifacts -outputdir
+// DIR): then every test's recordings are kept under DIR, to read the one
+// a rare failure left.
+func rec(t *testing.T) string { return filepath.Join(t.ArtifactDir(), "test.rec") }

@@ -726,17 +726,7 @@ func TestStatesWaitInRunAccount(t *testing.T) {
 		{From: 150, To: 160, State: OnCPU},
 		{From: 160, To: 160, State: Sleep, Open: true},
 	}
-	got := tl.Thread(2).Intervals
-	if len(got) != len(want) {
-		t.Fatalf("thread 2: %+v", got)
-	}
-	for i, w := range want {
-		g := got[i]
-		if g.From != w.From || g.To != w.To || g.State != w.State || g.Waker != w.Waker || g.Woken != w.Woken || g.Unwoken != w.Unwoken ||
-			g.WakeFromRunDelay != w.WakeFromRunDelay || g.KernelLength != w.KernelLength || g.KernelNS != w.KernelNS || g.Open != w.Open {
-			t.Errorf("interval %d: got %+v, want %+v", i, g, w)
-		}
-	}
+	sameIntervals(t, tl.Thread(2).Intervals, want)
 	if tl.Unwoken != 4 || tl.WokenFromRunDelay != 1 {
 		t.Errorf("%d unwoken, %d placed", tl.Unwoken, tl.WokenFromRunDelay)
 	}
@@ -762,19 +752,26 @@ func TestStatesWokenNotBeforeWait(t *testing.T) {
 		{From: 40, To: 50, State: OnCPU},
 		{From: 50, To: 50, State: Sleep, Open: true},
 	}
-	got := tl.Thread(2).Intervals
-	if len(got) != len(want) {
-		t.Fatalf("thread 2: %+v", got)
-	}
-	for i, w := range want {
-		g := got[i]
-		if g.From != w.From || g.To != w.To || g.State != w.State || g.Waker != w.Waker || g.Woken != w.Woken || g.KernelNS != w.KernelNS || g.Open != w.Open {
-			t.Errorf("interval %d: got %+v, want %+v", i, g, w)
-		}
-	}
+	sameIntervals(t, tl.Thread(2).Intervals, want)
 	path := tl.CriticalPath(26, Point{TID: 2, Time: 36}, nil)
 	if len(path) != 1 || path[0].TID != 2 || path[0].From != 26 || path[0].To != 36 {
 		t.Errorf("path %+v, want the thread's own wait 26-36", path)
+	}
+}
+
+// sameIntervals compares a thread's intervals with want, field by field
+// but for the stacks and the waker's interrupt flag.
+func sameIntervals(t *testing.T, got, want []Interval) {
+	t.Helper()
+	if len(got) != len(want) {
+		t.Fatalf("%d intervals, want %d: %+v", len(got), len(want), got)
+	}
+	for i, w := range want {
+		g := got[i]
+		if g.From != w.From || g.To != w.To || g.State != w.State || g.Waker != w.Waker || g.Woken != w.Woken || g.Unwoken != w.Unwoken ||
+			g.WakeFromRunDelay != w.WakeFromRunDelay || g.KernelLength != w.KernelLength || g.KernelNS != w.KernelNS || g.Open != w.Open {
+			t.Errorf("interval %d: got %+v, want %+v", i, g, w)
+		}
 	}
 }
 

@@ -229,5 +229,12 @@ func (c callersJSON) share(path ...string) float64 {
 // rec is a path for the test's recording. It is removed with the test
 // unless the tests run with -artifacts (go test -artifacts -outputdir
 // DIR): then every test's recordings are kept under DIR, to read the one
-// a rare failure left.
-func rec(t *testing.T) string { return filepath.Join(t.ArtifactDir(), "test.rec") }
+// a rare failure left. Each call gives a path of its own.
+func rec(t *testing.T) string {
+	t.Helper()
+	dir, err := os.MkdirTemp(t.ArtifactDir(), "rec")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.Join(dir, "test.rec")
+}

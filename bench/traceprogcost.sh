@@ -4,7 +4,8 @@
 # each build of culprit given, in turn, REPS rounds, a run of
 # `culprit trace --cpu-sample 0 -f f_FIRST -- probecalls FIRST N` (the
 # program of bench/probecost.sh) with and without --no-cpu-time, and each
-# program's mean run time (entry, return, the one on sched_switch) as
+# program's mean run time (entry and return, or the uprobe session program
+# that is both, run twice a call; the one on sched_switch) as
 # bench/bpfstats reads it at the last moment the run's programs are
 # loaded. The counting itself adds about 45 ns to each run (two clock
 # reads; an empty program reads so). With BPFTRACE=1, each round also
@@ -39,15 +40,19 @@ for _ in $(seq "$reps"); do
 			pid=$!
 			: >"$out/last"
 			while kill -0 "$pid" 2>/dev/null; do
-				"$out/bpfstats" "$pid" >"$out/now" 2>/dev/null || true
+				"$out/bpfstats" -n "$pid" >"$out/now" 2>/dev/null || true
 				# A reading taken while the programs are being
 				# removed lists fewer: the last full one is kept.
 				[ "$(wc -l <"$out/now")" -ge "$(wc -l <"$out/last")" ] && [ -s "$out/now" ] && cp "$out/now" "$out/last"
 				sleep 0.3
 			done
 			wait "$pid" || { cat "$out/err" >&2; exit 1; }
-			# Loaded in order: entry, return, then the switch program.
-			echo "$b ${flag:-(on-CPU time)} $(awk '/^cpu_us/ {printf "program %.2f µs/call", $2 / '"$n"'}' "$out/prog"): $(awk '{for (i = 1; i < NF; i++) if ($(i+1) == "per" && $(i+2) == "run,") printf "%s%s", sep, $i; sep=" / "}' "$out/last") per run (entry / return / switch)"
+			# Each program that ran, in the order loaded (entry, return
+			# or, where the kernel has uprobe sessions, one program for
+			# both, run twice a call; then the switch program): ns a run
+			# and its runs. A program loaded but not attached (the
+			# entry, beside a session program) ran 0 times: left out.
+			echo "$b ${flag:-(on-CPU time)} $(awk '/^cpu_us/ {printf "program %.2f µs/call", $2 / '"$n"'}' "$out/prog"): $(awk -v n="$n" '$4 > 0 {printf "%s%s %.0f ns a run (%d runs by the last reading)", sep, $3, $5 / $4, $4; sep=" / "}' "$out/last")"
 		done
 	done
 	if [ -n "${BPFTRACE:-}" ]; then

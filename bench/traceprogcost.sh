@@ -52,7 +52,7 @@ for _ in $(seq "$reps"); do
 			# both, run twice a call; then the switch program): ns a run
 			# and its runs. A program loaded but not attached (the
 			# entry, beside a session program) ran 0 times: left out.
-			echo "$b ${flag:-(on-CPU time)} $(awk '/^cpu_us/ {printf "program %.2f µs/call", $2 / '"$n"'}' "$out/prog"): $(awk -v n="$n" '$4 > 0 {printf "%s%s %.0f ns a run (%d runs by the last reading)", sep, $3, $5 / $4, $4; sep=" / "}' "$out/last")"
+			echo "$b ${flag:-(on-CPU time)} $(awk '/^cpu_us/ {printf "program %.2f µs/call", $2 / '"$n"'}' "$out/prog"): $(awk '$4 > 0 {printf "%s%s %.0f ns a run (%d runs by the last reading)", sep, $3, $5 / $4, $4; sep=" / "}' "$out/last")"
 		done
 	done
 	if [ -n "${BPFTRACE:-}" ]; then

@@ -18,6 +18,7 @@ import (
 
 	"github.com/culprit-dev/culprit/internal/recording"
 	"github.com/culprit-dev/culprit/internal/testutil"
+	"github.com/culprit-dev/culprit/internal/traceprog"
 )
 
 type traceJSON struct {
@@ -160,6 +161,25 @@ func TestTraceCountsEveryCall(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Every call is counted on threads that come and go by the hundred: more
+// than the tracer has slots for shadow stacks (traceprog.Slots), so that
+// later threads find their slot held by an ended one and keep their stack
+// in the map instead, while two threads at a time may take slots at once.
+func TestTraceThreadChurn(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "tracecalls", []string{"tracecalls.c"}, "-O2", "-g", "-pthread")
+	threads := traceprog.Slots + traceprog.Slots/4
+	out, stdout := traceRun(t, []string{"-f", "leaf"}, bin, "churn", strconv.Itoa(threads), "7", "leaf", "50")
+	want := counts(t, stdout)["leaf"]
+	r := traceReport(t, out)
+	if r.Lost != 0 {
+		t.Errorf("%d calls lost", r.Lost)
+	}
+	if got, unret := r.calls("leaf"); got != want || want != threads*7+50 || unret != 0 {
+		t.Errorf("leaf: %d calls traced (%d did not return), the program made %d", got, unret, want)
 	}
 }
 

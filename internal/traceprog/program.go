@@ -77,6 +77,17 @@ const (
 	hPidTgid = 8
 	hOff     = 16
 	stackHdr = hOff + offCPUVal
+	// A thread's shadow stack (not a goroutine's) is first sought in
+	// the slots map, an array of Slots stacks: thread t's is slot
+	// t mod Slots while the slot's owner (hOwner: t+1; 0, free) is t. An
+	// array's lookup is inlined and a hash map's is not: the hash
+	// lookup was a fifth of each probe's program (about 50 ns a hit of
+	// some 230, by the kernel's count). A thread whose slot another
+	// holds keeps its stack in the stacks map, keyed by its id, as every
+	// thread did. A slot, like a stacks entry, outlives its thread (a
+	// thread that reuses the id finds it, as it finds the entry).
+	hOwner = 4
+	Slots  = 512
 
 	// A call record in the ring buffer is a head of recHead bytes, then
 	// the parts only some programs write, in this order, each present
@@ -250,6 +261,7 @@ const (
 	slTask    = -192 // with CPU, not Go: the current task_struct (a BTF pointer)
 	slPidTgid = -200 // not Go: the thread's bpf_get_current_pid_tgid
 	slHdr     = -264 // Go, with CPU: the thread's offcpu entry, across a helper call
+	slSlot    = -272 // not Go: the index of the thread's slot
 )
 
 // Registers held across helper calls.
@@ -262,6 +274,7 @@ const (
 
 type maps struct {
 	stacks, zero, counts, stats, events, phase int
+	slots                                      int // not Go: the threads' slots (Slots)
 	strs                                       int // Strings: probe id → its string arguments
 	reads                                      int // Reads: probe id → its memory reads
 	offcpu                                     int // CPU: thread → its off-CPU time
@@ -338,6 +351,17 @@ type builder struct {
 	bpfasm.Builder
 	m maps
 	o progOptions
+	// stampAtEnd: the entry notes its hit in oHit with the clock it
+	// reads last (stampHit), not in readOff.
+	stampAtEnd bool
+}
+
+// stampHit, in an entry whose readOff left the hit's stamp to its end,
+// writes R0 (a clock read) as the thread's last probe hit (oHit).
+func (b *builder) stampHit() {
+	if b.stampAtEnd {
+		b.Emit(asm.StoreMem(rThread, hOff+oHit, asm.R0, asm.DWord))
+	}
 }
 
 // layout is where a program's call records put their parts (see
@@ -914,12 +938,9 @@ func (b *builder) readOff(create bool) {
 				asm.Mov.Reg(asm.R0, asm.R1),
 			)
 		} else {
-			b.Emit(
-				asm.FnKtimeGetNs.Call(),
-				asm.StoreMem(rThread, hOff+oHit, asm.R0, asm.DWord),
-				asm.Mov.Reg(asm.R0, rThread),
-				asm.Add.Imm(asm.R0, hOff),
-			)
+			// The entry's stamp is the call's start, read at its end
+			// (stampHit): one clock read a call less.
+			b.stampAtEnd = true
 		}
 	}
 	// slSw = 2·(nvcsw + nivcsw) − oSeen, read straight from the
@@ -1073,8 +1094,12 @@ func (b *builder) popFrame(flags int32, ret bool, deep string) {
 // it when create is set; it exits when there is none.
 func (b *builder) thread(create bool) {
 	b.threadKey()
-	b.Lookup(b.m.stacks, slKey)
 	have := b.NewLabel("have")
+	if !b.o.Go {
+		b.slot(create)
+		b.Emit(asm.JNE.Imm(asm.R0, 0, have))
+	}
+	b.Lookup(b.m.stacks, slKey)
 	b.Emit(asm.JNE.Imm(asm.R0, 0, have))
 	if create {
 		b.Emit(asm.StoreImm(asm.RFP, slKey32, 0, asm.Word))
@@ -1103,6 +1128,64 @@ func (b *builder) thread(create bool) {
 			asm.StoreMem(rThread, hPidTgid, asm.R1, asm.DWord),
 		)
 	}
+}
+
+// slot sets R0 to the current thread's slot (Slots; slKey holds its id)
+// when the thread owns it, taking it when it is free and create is set,
+// else to 0: the thread's stack is then in the stacks map.
+func (b *builder) slot(create bool) {
+	miss, done := b.NewLabel("noslot"), b.NewLabel("slot")
+	b.Emit(
+		asm.LoadMem(asm.R1, asm.RFP, slKey, asm.Word),
+		asm.And.Imm(asm.R1, Slots-1),
+		asm.StoreMem(asm.RFP, slSlot, asm.R1, asm.Word),
+	)
+	b.Lookup(b.m.slots, slSlot)
+	b.Emit(
+		asm.JEq.Imm(asm.R0, 0, miss),
+		asm.LoadMem(asm.R1, asm.R0, hOwner, asm.Word),
+		asm.LoadMem(asm.R2, asm.RFP, slKey, asm.Word),
+		asm.Add.Imm(asm.R2, 1),
+		asm.JEq.Reg(asm.R1, asm.R2, done),
+	)
+	if create {
+		// Free: taken atomically, lest two threads of the same slot
+		// take it at once on two CPUs.
+		b.Emit(
+			asm.JNE.Imm(asm.R1, 0, miss),
+			asm.Mov.Reg(asm.R3, asm.R0),
+			asm.Mov.Imm(asm.R0, 0),
+			cmpXchg(asm.R3, asm.R2, hOwner),
+			asm.JNE.Imm(asm.R0, 0, miss),
+			asm.Mov.Reg(asm.R0, asm.R3),
+			asm.Ja.Label(done),
+		)
+	}
+	b.Emit(
+		asm.Mov.Imm(asm.R0, 0).WithSymbol(miss),
+		asm.Mov.Reg(asm.R0, asm.R0).WithSymbol(done), // Mark would clear R0
+	)
+}
+
+// findStack sets R0 to the current thread's shadow stack (slKey holds
+// its key), 0 when it has none.
+func (b *builder) findStack() {
+	found := b.NewLabel("found")
+	if !b.o.Go {
+		b.slot(false)
+		b.Emit(asm.JNE.Imm(asm.R0, 0, found))
+	}
+	b.Lookup(b.m.stacks, slKey)
+	b.Emit(asm.Mov.Reg(asm.R0, asm.R0).WithSymbol(found)) // Mark would clear R0
+}
+
+// cmpXchg compares the word at dst+off with R0 and, when equal, writes
+// src there; R0 is then the word before, atomically. As with fetchAdd,
+// the immediate is set by hand so that BPF_FETCH reaches the kernel.
+func cmpXchg(dst, src asm.Register, off int16) asm.Instruction {
+	ins := asm.CmpXchg.Mem(dst, src, asm.Word, off)
+	ins.Constant = int64(asm.CmpXchg >> 8)
+	return ins
 }
 
 // sampling keeps the first call and each N-th after it (N, the probe's
@@ -1311,6 +1394,10 @@ func entryProgram(m maps, o progOptions) asm.Instructions {
 	// A uretprobe is not set this deep (MaxDepth): nothing to count, as
 	// no return will come.
 	b.count(sDepth)
+	if b.stampAtEnd {
+		b.Emit(asm.FnKtimeGetNs.Call())
+		b.stampHit()
+	}
 	b.Emit(asm.Ja.Label("exit"))
 	b.Emit(asm.Mov.Reg(rTmp, asm.R1).WithSymbol("push"))
 	b.frameAt()
@@ -1407,6 +1494,7 @@ func entryProgram(m maps, o progOptions) asm.Instructions {
 		asm.FnKtimeGetNs.Call(),
 		asm.StoreMem(rFrame, fStart, asm.R0, asm.DWord),
 	)
+	b.stampHit()
 	b.Emit(
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("exit"),
 		asm.Return(),
@@ -1649,7 +1737,7 @@ func unwoundProgram(m maps, o progOptions) asm.Instructions {
 		asm.StoreMem(asm.RFP, slSP, asm.R1, asm.DWord),
 	)
 	b.threadKey()
-	b.Lookup(m.stacks, slKey)
+	b.findStack()
 	b.Emit(
 		asm.JEq.Imm(asm.R0, 0, "exit"),
 		asm.Mov.Reg(rThread, asm.R0),
@@ -1873,6 +1961,37 @@ func switchProgram(m maps, nextPid int16, goroutines bool, acct runAccount) asm.
 		mp, base = m.offcpu, 0
 	}
 	execOff := acct.execOff
+	// lookup sets R0 to the thread's entry (the key at keyAt), or 0: a
+	// thread's slot, then the map.
+	lookup := func(found string) asm.Instructions {
+		var ins asm.Instructions
+		if !goroutines {
+			miss := found + ".miss"
+			ins = append(ins,
+				asm.LoadMem(asm.R1, asm.RFP, -8, asm.Word),
+				asm.And.Imm(asm.R1, Slots-1),
+				asm.StoreMem(asm.RFP, -16, asm.R1, asm.Word),
+				asm.LoadMapPtr(asm.R1, m.slots),
+				asm.Mov.Reg(asm.R2, asm.RFP),
+				asm.Add.Imm(asm.R2, -16),
+				asm.FnMapLookupElem.Call(),
+				asm.JEq.Imm(asm.R0, 0, miss),
+				asm.LoadMem(asm.R1, asm.R0, hOwner, asm.Word),
+				asm.LoadMem(asm.R2, asm.RFP, -8, asm.Word),
+				asm.Add.Imm(asm.R2, 1),
+				asm.JEq.Reg(asm.R1, asm.R2, found),
+				asm.LoadMapPtr(asm.R1, mp).WithSymbol(miss),
+			)
+		} else {
+			ins = append(ins, asm.LoadMapPtr(asm.R1, mp))
+		}
+		return append(ins,
+			asm.Mov.Reg(asm.R2, asm.RFP),
+			asm.Add.Imm(asm.R2, int32(keyAt(goroutines))),
+			asm.FnMapLookupElem.Call(),
+			asm.Mov.Reg(asm.R0, asm.R0).WithSymbol(found),
+		)
+	}
 	ins := asm.Instructions{
 		asm.Mov.Reg(rCtx, asm.R1),
 		asm.FnKtimeGetNs.Call(),
@@ -1882,15 +2001,14 @@ func switchProgram(m maps, nextPid int16, goroutines bool, acct runAccount) asm.
 		asm.Mov.Imm(asm.R1, 0),
 		asm.StoreMem(asm.RFP, -8, asm.R1, asm.DWord),
 		asm.StoreMem(asm.RFP, keyAt(goroutines), asm.R0, asm.Word),
-		asm.LoadMapPtr(asm.R1, mp),
-		asm.Mov.Reg(asm.R2, asm.RFP),
-		asm.Add.Imm(asm.R2, int32(keyAt(goroutines))),
-		asm.FnMapLookupElem.Call(),
+	}
+	ins = append(ins, lookup("prev")...)
+	ins = append(ins,
 		asm.JEq.Imm(asm.R0, 0, "next"),
 		asm.LoadMem(asm.R1, asm.R0, base+oSeen, asm.DWord),
 		asm.Add.Imm(asm.R1, 1),
 		asm.StoreMem(asm.R0, base+oSeen, asm.R1, asm.DWord),
-	}
+	)
 	gap := acct.gap && execOff >= 0
 	if execOff < 0 {
 		ins = append(ins, asm.StoreMem(asm.R0, base+oOut, rTmp, asm.DWord))
@@ -1945,10 +2063,9 @@ func switchProgram(m maps, nextPid int16, goroutines bool, acct runAccount) asm.
 		asm.StoreMem(asm.RFP, -8, asm.R1, asm.DWord),
 		asm.LoadMem(asm.R1, rCtx, nextPid, asm.Word),
 		asm.StoreMem(asm.RFP, keyAt(goroutines), asm.R1, asm.Word),
-		asm.LoadMapPtr(asm.R1, mp),
-		asm.Mov.Reg(asm.R2, asm.RFP),
-		asm.Add.Imm(asm.R2, int32(keyAt(goroutines))),
-		asm.FnMapLookupElem.Call(),
+	)
+	ins = append(ins, lookup("nextfound")...)
+	ins = append(ins,
 		asm.JEq.Imm(asm.R0, 0, "out"),
 		asm.LoadMem(asm.R1, asm.R0, base+oSeen, asm.DWord),
 		asm.Add.Imm(asm.R1, 1),
@@ -2252,7 +2369,7 @@ func hitProgram(m maps, o progOptions, points []Probe) asm.Instructions {
 		asm.StoreImm(asm.RFP, slCaller, 0, asm.Word),
 	)
 	b.threadKey()
-	b.Lookup(m.stacks, slKey)
+	b.findStack()
 	b.Emit(
 		asm.JEq.Imm(asm.R0, 0, "nostack"),
 		asm.Mov.Reg(rThread, asm.R0),

@@ -139,6 +139,8 @@ type Read struct {
 type Tracer struct {
 	o                              Options
 	stacks, zero, counts, stats    *ebpf.Map
+	slots                          *ebpf.Map // not Go: the threads' slots (Slots)
+	slotMem                        []byte    // slots, mapped (unmapped by Close)
 	events, phase                  *ebpf.Map
 	stop                           *ebpf.Map // not 0: the session programs enter no more calls (Detach)
 	stopped                        bool      // stop is set
@@ -265,6 +267,15 @@ func New(o Options) (*Tracer, error) {
 	}
 	t.stacks = mk(&ebpf.MapSpec{Name: "culprit_stacks", Type: ebpf.Hash, KeySize: 8, ValueSize: threadSize,
 		MaxEntries: 1 << 14, Flags: 1 /* BPF_F_NO_PREALLOC */})
+	if !o.Go {
+		t.slots = mk(&ebpf.MapSpec{Name: "culprit_slots", Type: ebpf.Array, KeySize: 4, ValueSize: threadSize,
+			MaxEntries: Slots, Flags: unix.BPF_F_MMAPABLE})
+		if err == nil {
+			// Mapped by hand, not with Map.Memory, whose mapping (and so
+			// the map) lives until the garbage collector unmaps it.
+			t.slotMem, err = unix.Mmap(t.slots.FD(), 0, Slots*threadSize, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+		}
+	}
 	t.zero = mk(&ebpf.MapSpec{Name: "culprit_zero", Type: ebpf.Array, KeySize: 4, ValueSize: threadSize, MaxEntries: 1})
 	t.counts = mk(&ebpf.MapSpec{Name: "culprit_counts", Type: ebpf.Array, KeySize: 4, ValueSize: 16, MaxEntries: uint32(o.Probes + 1)})
 	t.stats = mk(&ebpf.MapSpec{Name: "culprit_tstats", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: statsSize, MaxEntries: 1})
@@ -307,6 +318,9 @@ func New(o Options) (*Tracer, error) {
 	}
 	if t.offcpu != nil {
 		m.offcpu = t.offcpu.FD()
+	}
+	if t.slots != nil {
+		m.slots = t.slots.FD()
 	}
 	attach := ebpf.AttachNone
 	if t.multi {
@@ -1231,30 +1245,23 @@ func (t *Tracer) closeHeld(hs []*heldReturn) {
 // openProbes are the probes with a call open on a thread's shadow stack.
 func (t *Tracer) openProbes() map[uint32]bool {
 	open := map[uint32]bool{}
-	var key uint64
-	val := make([]byte, threadSize)
 	le := binary.LittleEndian
-	it := t.stacks.Iterate()
-	for it.Next(&key, &val) {
-		depth := int(le.Uint32(val))
+	t.eachStack(func(s *shadowStack) {
+		depth := int(le.Uint32(s.val))
 		for i := min(depth, MaxDepth) - 1; i >= 0; i-- {
-			open[le.Uint32(val[stackHdr+i*frameSize+fProbe:])] = true
+			open[le.Uint32(s.val[stackHdr+i*frameSize+fProbe:])] = true
 		}
-	}
+	})
 	return open
 }
 
 // anyOpen says whether a thread's shadow stack holds a call.
 func (t *Tracer) anyOpen() bool {
-	var key uint64
-	val := make([]byte, threadSize)
-	it := t.stacks.Iterate()
-	for it.Next(&key, &val) {
-		if binary.LittleEndian.Uint32(val) > 0 {
-			return true
-		}
-	}
-	return false
+	open := false
+	t.eachStack(func(s *shadowStack) {
+		open = open || binary.LittleEndian.Uint32(s.val) > 0
+	})
+	return open
 }
 
 // closeLinks closes links, many at once: closing a uprobe link waits for
@@ -1327,16 +1334,13 @@ func (t *Tracer) Pause() {
 	t.links, t.rets = nil, nil
 	closeLinks(ls, nil)
 	// No program runs now: closing a link waits for those in flight.
-	var key uint64
-	var keys []uint64
-	it := t.stacks.Iterate()
-	val := make([]byte, threadSize)
-	for it.Next(&key, &val) {
-		keys = append(keys, key)
-		eachBatched(val, func(c *Call) { t.unread = append(t.unread, *c) })
-	}
-	for _, k := range keys {
-		t.stacks.Delete(k)
+	var all []*shadowStack
+	t.eachStack(func(s *shadowStack) {
+		all = append(all, s)
+		eachBatched(s.val, func(c *Call) { t.unread = append(t.unread, *c) })
+	})
+	for _, s := range all {
+		t.putStack(s, true)
 	}
 }
 
@@ -1521,6 +1525,49 @@ func recSize(b []byte) int32 {
 	return recLayout(flags&hasCPU != 0, flags&hasGo != 0, flags&hasArgs != 0).size
 }
 
+// shadowStack is a thread's (or goroutine's) shadow stack as read from
+// its map: a value of the stacks map, or a slot taken.
+type shadowStack struct {
+	key  uint64 // the thread id (Go: the goroutine's g)
+	slot int    // its index in the slots map; -1: in the stacks map
+	val  []byte
+}
+
+// eachStack calls fn with each shadow stack: the slots taken, then the
+// stacks map's. fn may keep s; a slot's val is the map's memory itself,
+// which the programs write while they run.
+func (t *Tracer) eachStack(fn func(s *shadowStack)) {
+	le := binary.LittleEndian
+	for i := 0; i < Slots && t.slotMem != nil; i++ {
+		val := t.slotMem[i*threadSize : (i+1)*threadSize]
+		if owner := le.Uint32(val[hOwner:]); owner != 0 {
+			fn(&shadowStack{key: uint64(owner - 1), slot: i, val: val})
+		}
+	}
+	var key uint64
+	val := make([]byte, threadSize)
+	it := t.stacks.Iterate()
+	for it.Next(&key, &val) {
+		fn(&shadowStack{key: key, slot: -1, val: val})
+		val = make([]byte, threadSize)
+	}
+}
+
+// putStack writes s.val back where it was read; with drop, it removes
+// the stack instead (a slot is freed). Only when no program can write it.
+func (t *Tracer) putStack(s *shadowStack, drop bool) {
+	switch {
+	case s.slot >= 0 && drop:
+		clear(s.val)
+	case s.slot >= 0:
+		// Written in place.
+	case drop:
+		t.stacks.Delete(s.key)
+	default:
+		t.stacks.Update(s.key, s.val, ebpf.UpdateExist)
+	}
+}
+
 // eachBatched calls fn with each call in a shadow stack's batch (the
 // value of the stacks map, see bLen): calls that ended and were not yet
 // sent to the ring.
@@ -1581,22 +1628,16 @@ func decode(b []byte, c *Call) bool {
 // write them: the traced process has exited (its threads' batches are
 // written by its threads alone), or the probes are removed.
 func (t *Tracer) TakeBatched(fn func(*Call)) {
-	var key uint64
-	var keys []uint64
-	val := make([]byte, threadSize)
-	it := t.stacks.Iterate()
-	for it.Next(&key, &val) {
-		if binary.LittleEndian.Uint32(val[bLen:]) != 0 {
-			keys = append(keys, key)
+	var full []*shadowStack
+	t.eachStack(func(s *shadowStack) {
+		if binary.LittleEndian.Uint32(s.val[bLen:]) != 0 {
+			full = append(full, s)
 		}
-	}
-	for _, k := range keys {
-		if t.stacks.Lookup(k, &val) != nil {
-			continue
-		}
-		eachBatched(val, fn)
-		binary.LittleEndian.PutUint32(val[bLen:], 0)
-		t.stacks.Update(k, val, ebpf.UpdateExist)
+	})
+	for _, s := range full {
+		eachBatched(s.val, fn)
+		binary.LittleEndian.PutUint32(s.val[bLen:], 0)
+		t.putStack(s, false)
 	}
 }
 
@@ -1607,11 +1648,9 @@ func (t *Tracer) TakeBatched(fn func(*Call)) {
 // marked Unreturned. The open calls' thread is not known in Go programs
 // (stacks are per goroutine): TID is 0 there.
 func (t *Tracer) Leftovers(end uint64, fn func(*Call)) {
-	var key uint64
-	val := make([]byte, threadSize)
-	it := t.stacks.Iterate()
 	le := binary.LittleEndian
-	for it.Next(&key, &val) {
+	t.eachStack(func(s *shadowStack) {
+		key, val := s.key, s.val
 		eachBatched(val, fn)
 		depth := int(le.Uint32(val))
 		for i := min(depth, MaxDepth) - 1; i >= 0; i-- {
@@ -1640,7 +1679,7 @@ func (t *Tracer) Leftovers(end uint64, fn func(*Call)) {
 			}
 			fn(&c)
 		}
-	}
+	})
 }
 
 // Stats sums the per-CPU counters.
@@ -1681,7 +1720,11 @@ func (t *Tracer) Close() {
 			p.Close()
 		}
 	}
-	for _, m := range []*ebpf.Map{t.stacks, t.zero, t.counts, t.stats, t.events, t.phase, t.stop, t.strs, t.reads, t.offcpu} {
+	if t.slotMem != nil {
+		unix.Munmap(t.slotMem)
+		t.slotMem = nil
+	}
+	for _, m := range []*ebpf.Map{t.stacks, t.slots, t.zero, t.counts, t.stats, t.events, t.phase, t.stop, t.strs, t.reads, t.offcpu} {
 		if m != nil {
 			m.Close()
 		}

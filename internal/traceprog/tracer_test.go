@@ -149,12 +149,18 @@ func TestTouchRing(t *testing.T) {
 // The #N counter is taken with one atomic fetch-and-add whose encoded
 // immediate carries BPF_FETCH: without it the kernel runs a plain atomic
 // add, the call's number is never read, and every call is skipped (or,
-// read back separately, two threads can get the same number).
+// read back separately, two threads can get the same number). A free
+// slot is taken with a compare-and-exchange, which needs BPF_FETCH too.
 func TestSamplingFetchesAtomically(t *testing.T) {
 	ins := entryProgram(maps{}, progOptions{Sampling: true})
-	var fetches int
+	want := map[asm.AtomicOp]uint32{
+		asm.FetchAdd: 0x01, // BPF_ADD | BPF_FETCH
+		asm.CmpXchg:  0xf1, // BPF_CMPXCHG (with BPF_FETCH)
+	}
+	got := map[asm.AtomicOp]int{}
 	for _, in := range ins {
-		if in.OpCode.AtomicOp() == asm.InvalidAtomic {
+		op := in.OpCode.AtomicOp()
+		if op == asm.InvalidAtomic {
 			continue
 		}
 		var buf bytes.Buffer
@@ -162,13 +168,13 @@ func TestSamplingFetchesAtomically(t *testing.T) {
 			t.Fatal(err)
 		}
 		b := buf.Bytes()
-		if imm := binary.LittleEndian.Uint32(b[4:8]); imm != 0x01 { // BPF_ADD | BPF_FETCH
-			t.Errorf("%v encodes immediate %#x, want BPF_ADD|BPF_FETCH (0x1)", in, imm)
+		if imm := binary.LittleEndian.Uint32(b[4:8]); imm != want[op] {
+			t.Errorf("%v encodes immediate %#x, want %#x", in, imm, want[op])
 		}
-		fetches++
+		got[op]++
 	}
-	if fetches != 1 {
-		t.Errorf("%d atomic instructions in the sampling entry program, want 1", fetches)
+	if got[asm.FetchAdd] != 1 || got[asm.CmpXchg] != 1 {
+		t.Errorf("atomic instructions in the sampling entry program: %v, want one fetch-and-add and one compare-and-exchange", got)
 	}
 }
 

@@ -6,7 +6,10 @@
  * before the call to after it), "args A B C" (each args3 call),
  * "narrow R" (what each narrow call returned); args also calls keep, which
  * returns nothing.
- * Usage: tracecalls [fib N] [leaf N] [threads T N] [tail N] [jump N] [spin MS N] [gap MS] [args N] [plugin PATH N] [open N]
+ * Usage: tracecalls [fib N] [leaf N] [threads T N] [churn T N] [tail N] [jump N] [spin MS N] [gap MS] [args N] [plugin PATH N] [open N]
+ * churn T N runs T threads that each call leaf N times, two at a time, each
+ * pair ended before the next begins: more threads than a tracer keeps
+ * per-thread slots for, so that later threads' ids meet earlier ones'.
  * gap MS makes one spin call as long as the previous command took plus MS.
  * open N makes one call of gate on a thread that lasts while the main
  * thread makes N more, and 50 ms after; it prints "open NS", that call's
@@ -179,6 +182,17 @@ int main(int argc, char **argv) {
 			for (int k = 0; k < t; k++)
 				pthread_join(th[k], NULL);
 			leafs += t * per_thread;
+		} else if (!strcmp(argv[i], "churn") && i + 2 < argc) {
+			int t = atoi(argv[++i]);
+			per_thread = atol(argv[++i]);
+			for (int k = 0; k + 1 < t; k += 2) {
+				pthread_t a, b;
+				pthread_create(&a, NULL, worker, NULL);
+				pthread_create(&b, NULL, worker, NULL);
+				pthread_join(a, NULL);
+				pthread_join(b, NULL);
+			}
+			leafs += (t / 2) * 2 * per_thread;
 		} else if (!strcmp(argv[i], "tail") && i + 1 < argc) {
 			long n = atol(argv[++i]);
 			for (long k = 0; k < n; k++)

@@ -80,9 +80,9 @@ const (
 	// A thread's shadow stack (not a goroutine's) is first sought in
 	// the slots map, an array of Slots stacks: thread t's is slot
 	// t mod Slots while the slot's owner (hOwner: t+1; 0, free) is t. An
-	// array's lookup is inlined and a hash map's is not: the hash
-	// lookup was a fifth of each probe's program (about 50 ns a hit of
-	// some 230, by the kernel's count). A thread whose slot another
+	// array's lookup is inlined and a hash map's is not: a hash lookup
+	// costs about 50 ns a hit, a fifth of the probe's program by the
+	// kernel's count (docs/trace.md). A thread whose slot another
 	// holds keeps its stack in the stacks map, keyed by its id, as every
 	// thread did. A slot, like a stacks entry, outlives its thread (a
 	// thread that reuses the id finds it, as it finds the entry).

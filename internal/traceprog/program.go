@@ -351,15 +351,19 @@ type builder struct {
 	bpfasm.Builder
 	m maps
 	o progOptions
-	// stampAtEnd: the entry notes its hit in oHit with the clock it
-	// reads last (stampHit), not in readOff.
-	stampAtEnd bool
 }
 
-// stampHit, in an entry whose readOff left the hit's stamp to its end,
-// writes R0 (a clock read) as the thread's last probe hit (oHit).
+// stampAtEnd says whether an entry notes its hit in oHit (with the
+// account, outside Go) with the clock it reads last (stampHit), not in
+// readOff: one clock read a call less.
+func (b *builder) stampAtEnd() bool {
+	return b.o.CPU && !b.o.Go && b.o.Acct.execOff >= 0
+}
+
+// stampHit, in an entry that stamps its hit at its end, writes R0 (a
+// clock read) as the thread's last probe hit (oHit).
 func (b *builder) stampHit() {
-	if b.stampAtEnd {
+	if b.stampAtEnd() {
 		b.Emit(asm.StoreMem(rThread, hOff+oHit, asm.R0, asm.DWord))
 	}
 }
@@ -937,11 +941,9 @@ func (b *builder) readOff(create bool) {
 				asm.StoreMem(asm.R1, oHit, asm.R0, asm.DWord),
 				asm.Mov.Reg(asm.R0, asm.R1),
 			)
-		} else {
-			// The entry's stamp is the call's start, read at its end
-			// (stampHit): one clock read a call less.
-			b.stampAtEnd = true
 		}
+		// Else the entry's stamp is the call's start, read at its end
+		// (stampAtEnd).
 	}
 	// slSw = 2·(nvcsw + nivcsw) − oSeen, read straight from the
 	// task_struct (a BTF pointer: a faulting read gives 0).
@@ -1135,19 +1137,7 @@ func (b *builder) thread(create bool) {
 // else to 0: the thread's stack is then in the stacks map.
 func (b *builder) slot(create bool) {
 	miss, done := b.NewLabel("noslot"), b.NewLabel("slot")
-	b.Emit(
-		asm.LoadMem(asm.R1, asm.RFP, slKey, asm.Word),
-		asm.And.Imm(asm.R1, Slots-1),
-		asm.StoreMem(asm.RFP, slSlot, asm.R1, asm.Word),
-	)
-	b.Lookup(b.m.slots, slSlot)
-	b.Emit(
-		asm.JEq.Imm(asm.R0, 0, miss),
-		asm.LoadMem(asm.R1, asm.R0, hOwner, asm.Word),
-		asm.LoadMem(asm.R2, asm.RFP, slKey, asm.Word),
-		asm.Add.Imm(asm.R2, 1),
-		asm.JEq.Reg(asm.R1, asm.R2, done),
-	)
+	b.Emit(slotOf(b.m.slots, slKey, slSlot, miss, done)...)
 	if create {
 		// Free: taken atomically, lest two threads of the same slot
 		// take it at once on two CPUs.
@@ -1165,6 +1155,27 @@ func (b *builder) slot(create bool) {
 		asm.Mov.Imm(asm.R0, 0).WithSymbol(miss),
 		asm.Mov.Reg(asm.R0, asm.R0).WithSymbol(done), // Mark would clear R0
 	)
+}
+
+// slotOf looks up the slot of the thread whose id is the word at the
+// stack offset key (its index is kept at idx): it jumps to owned with R0
+// the slot when the thread owns it, to none when there is no slot, and
+// otherwise goes on with R0 the slot, R1 its owner and R2 the id + 1.
+func slotOf(slots int, key, idx int16, none, owned string) asm.Instructions {
+	return asm.Instructions{
+		asm.LoadMem(asm.R1, asm.RFP, key, asm.Word),
+		asm.And.Imm(asm.R1, Slots-1),
+		asm.StoreMem(asm.RFP, idx, asm.R1, asm.Word),
+		asm.LoadMapPtr(asm.R1, slots),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, int32(idx)),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, none),
+		asm.LoadMem(asm.R1, asm.R0, hOwner, asm.Word),
+		asm.LoadMem(asm.R2, asm.RFP, key, asm.Word),
+		asm.Add.Imm(asm.R2, 1),
+		asm.JEq.Reg(asm.R1, asm.R2, owned),
+	}
 }
 
 // findStack sets R0 to the current thread's shadow stack (slKey holds
@@ -1394,7 +1405,7 @@ func entryProgram(m maps, o progOptions) asm.Instructions {
 	// A uretprobe is not set this deep (MaxDepth): nothing to count, as
 	// no return will come.
 	b.count(sDepth)
-	if b.stampAtEnd {
+	if b.stampAtEnd() {
 		b.Emit(asm.FnKtimeGetNs.Call())
 		b.stampHit()
 	}
@@ -1967,21 +1978,7 @@ func switchProgram(m maps, nextPid int16, goroutines bool, acct runAccount) asm.
 		var ins asm.Instructions
 		if !goroutines {
 			miss := found + ".miss"
-			ins = append(ins,
-				asm.LoadMem(asm.R1, asm.RFP, -8, asm.Word),
-				asm.And.Imm(asm.R1, Slots-1),
-				asm.StoreMem(asm.RFP, -16, asm.R1, asm.Word),
-				asm.LoadMapPtr(asm.R1, m.slots),
-				asm.Mov.Reg(asm.R2, asm.RFP),
-				asm.Add.Imm(asm.R2, -16),
-				asm.FnMapLookupElem.Call(),
-				asm.JEq.Imm(asm.R0, 0, miss),
-				asm.LoadMem(asm.R1, asm.R0, hOwner, asm.Word),
-				asm.LoadMem(asm.R2, asm.RFP, -8, asm.Word),
-				asm.Add.Imm(asm.R2, 1),
-				asm.JEq.Reg(asm.R1, asm.R2, found),
-				asm.LoadMapPtr(asm.R1, mp).WithSymbol(miss),
-			)
+			ins = append(slotOf(m.slots, -8, -16, miss, found), asm.LoadMapPtr(asm.R1, mp).WithSymbol(miss))
 		} else {
 			ins = append(ins, asm.LoadMapPtr(asm.R1, mp))
 		}

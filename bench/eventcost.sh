@@ -10,7 +10,8 @@
 # over loopback (8 clients, no pipelining: two system calls or more per
 # request). Each configuration runs RUNS times, interleaved; the table
 # gives the median requests per second of SET and GET together and its
-# loss against bare, the server's own CPU time per request, and the events
+# loss against bare's median, the paired loss (the median over the rounds
+# of each run's loss against the bare run of its round), the server's own CPU time per request, and the events
 # recorded and lost (median). The -bpf configurations record the events
 # with culprit's BPF program (the default), the others with perf's
 # tracepoint events (--perf-events); all-bpf records at most 5,000 system
@@ -46,7 +47,8 @@
 # start-up included), the table gives it over the benchmark alone ("in
 # the load"), and the recorder's own CPU time before the benchmark (its
 # start-up, ms) and during it (µs per request): what it takes from the
-# two CPUs the server and the benchmark share. $SETTLE seconds (default
+# two CPUs the server and the benchmark share, and the load generator's
+# CPU time per request (per-CPU events tick on its CPU too). $SETTLE seconds (default
 # 0) are waited between the server accepting and the benchmark, to tell
 # the recorder's start-up overlapping a short load from the load's cost.
 # The last column is the share of the benchmark's time in which every
@@ -67,7 +69,7 @@ if [ -z "$culprit" ]; then
 	culprit=$out/culprit
 	(cd "$root" && go build -o "$culprit" ./cmd/culprit)
 fi
-(cd "$root" && go build -o "$out/windowshare" ./bench/windowshare)
+(cd "$root" && go build -o "$out/windowshare" ./bench/windowshare && go build -o "$out/cputime" ./bench/cputime)
 c="$culprit record -o $out/run.rec"
 declare -A cfg=(
 	[bare]=""
@@ -185,7 +187,7 @@ one() {
 	r0=$(cpuns "$wrapper")
 	local t0 t1
 	t0=$("$out/windowshare" now)
-	"$redis/redis-benchmark" -h 127.0.0.1 -p "$port" -t set,get -n "$requests" -c 8 -r 100000 --csv >"$tmp/bench.csv" 2>"$tmp/bench.err" &
+	"$out/cputime" "$tmp/client.cpu" "$redis/redis-benchmark" -h 127.0.0.1 -p "$port" -t set,get -n "$requests" -c 8 -r 100000 --csv >"$tmp/bench.csv" 2>"$tmp/bench.err" &
 	local bench=$! limit=$((${RUN_WAIT:-$((60 + requests / 500))}))
 	deadline=$((SECONDS + limit))
 	while kill -0 "$bench" 2>/dev/null; do
@@ -238,7 +240,11 @@ one() {
 		along=$("$out/windowshare" "$out/run.rec" "$t0" "$t1" |
 			awk -v d="$((t1 - t0))" '{ printf "%.1f%%", $2 * 1e6 / d * 100 }')
 	fi
-	echo "$rps ${ev:-0} ${lost:-0} $cpu ${calls:--} $lcpu $rstart $rload $along"
+	# The load generator's CPU time per request: per-CPU events tick on
+	# its CPU too, and what the recorder takes of the two CPUs it may lose.
+	local ccpu
+	ccpu=$(awk -v n="$requests" '{ printf "%.2f", $1 * 1e6 / (2 * n) }' "$tmp/client.cpu")
+	echo "$rps ${ev:-0} ${lost:-0} $cpu ${calls:--} $lcpu $rstart $rload $along $ccpu"
 	rm -rf "$tmp"
 }
 
@@ -256,7 +262,8 @@ basecpu=$(printf '%s' "${res[bare]}" | awk '{ print $4 }' | median)
 printf "redis SET+GET, %d requests, 8 clients, %d runs (%s)\n" "$requests" "$runs" "$(date -u +%F)"
 printf "from %s to %s, load average %s\n" "$start" "$(date -u +%H:%M)" "$(cut -d' ' -f1-3 /proc/loadavg)"
 baseload=$(printf '%s' "${res[bare]}" | awk '{ print $6 }' | median)
-printf "| configuration | requests/s | loss | server CPU µs/request | vs bare | in the load | vs bare | recorder CPU ms before the load | µs/request in it | events recorded | lost | system calls recorded | every call recorded, share of the load |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+baseclient=$(printf '%s' "${res[bare]}" | awk '{ print $10 }' | median)
+printf "| configuration | requests/s | loss | paired loss | server CPU µs/request | vs bare | in the load | vs bare | recorder CPU ms before the load | µs/request in it | load generator CPU µs/request | vs bare | events recorded | lost | system calls recorded | every call recorded, share of the load |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
 for k in "${order[@]}"; do
 	rps=$(printf '%s' "${res[$k]}" | awk '{ print $1 }' | median)
 	ev=$(printf '%s' "${res[$k]}" | awk '{ print $2 }' | median)
@@ -267,9 +274,16 @@ for k in "${order[@]}"; do
 	rstart=$(printf '%s' "${res[$k]}" | awk '{ print $7 }' | median)
 	rload=$(printf '%s' "${res[$k]}" | awk '{ print $8 }' | median)
 	along=$(printf '%s' "${res[$k]}" | awk '{ print $9 }' | median)
-	printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n" "$k" "$rps" \
-		"$(awk -v a="$rps" -v b="$base" 'BEGIN { printf "%+.1f%%", (a / b - 1) * 100 }')" "$cpu" \
+	ccpu=$(printf '%s' "${res[$k]}" | awk '{ print $10 }' | median)
+	# Each run against the bare run of its round, then the median: the
+	# machine's drift between rounds (±5% here) cancels out.
+	paired=$(paste <(printf '%s' "${res[bare]}" | awk '{ print $1 }') <(printf '%s' "${res[$k]}" | awk '{ print $1 }') |
+		awk '{ printf "%.5f\n", ($2 / $1 - 1) * 100 }' | median)
+	printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n" "$k" "$rps" \
+		"$(awk -v a="$rps" -v b="$base" 'BEGIN { printf "%+.1f%%", (a / b - 1) * 100 }')" \
+		"$(awk -v a="$paired" 'BEGIN { printf "%+.1f%%", a }')" "$cpu" \
 		"$(awk -v a="$cpu" -v b="$basecpu" 'BEGIN { printf "%+.0f%%", (a / b - 1) * 100 }')" \
 		"$lcpu" "$(awk -v a="$lcpu" -v b="$baseload" 'BEGIN { printf "%+.0f%%", (a / b - 1) * 100 }')" \
-		"$rstart" "$rload" "$ev" "$lost" "$calls" "$along"
+		"$rstart" "$rload" "$ccpu" "$(awk -v a="$ccpu" -v b="$baseclient" 'BEGIN { printf "%+.0f%%", (a / b - 1) * 100 }')" \
+		"$ev" "$lost" "$calls" "$along"
 done

@@ -225,3 +225,21 @@ func TestDecoderReuses(t *testing.T) {
 		t.Errorf("a side-band record through the Decoder: %v", err)
 	}
 }
+
+// TestAttrExcludeIdle: only events asked to leave the idle task out carry
+// exclude_idle, and it leaves the other bits as they were.
+func TestAttrExcludeIdle(t *testing.T) {
+	c := Config{Frequency: 999}
+	plain := c.attr()
+	c.ExcludeIdle = true
+	idle := c.attr()
+	if plain.Bits&unix.PerfBitExcludeIdle != 0 {
+		t.Errorf("exclude_idle set without ExcludeIdle")
+	}
+	if idle.Bits&unix.PerfBitExcludeIdle == 0 {
+		t.Errorf("exclude_idle not set with ExcludeIdle")
+	}
+	if idle.Bits&^unix.PerfBitExcludeIdle != plain.Bits {
+		t.Errorf("ExcludeIdle changed other bits: %#x vs %#x", idle.Bits, plain.Bits)
+	}
+}

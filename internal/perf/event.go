@@ -70,9 +70,15 @@ type Config struct {
 	ClockPeriod   uint64
 	StackBytes    int  // bytes of user stack copied per sample (0: none)
 	ExcludeKernel bool // sample user mode only (needed without privileges)
-	Inherit       bool // follow threads and children created after opening
-	Disabled      bool // opened stopped, until Enable
-	MaxStack      int  // deepest call chain the kernel walks (0: kernel default)
+	// ExcludeIdle takes no sample of a CPU's idle task (exclude_idle), for
+	// per-CPU events whose samples are only kept for some processes: the
+	// kernel then neither walks the idle task's call chain nor runs the
+	// event's BPF program at the ticks of an idle CPU. The timer still
+	// fires.
+	ExcludeIdle bool
+	Inherit     bool // follow threads and children created after opening
+	Disabled    bool // opened stopped, until Enable
+	MaxStack    int  // deepest call chain the kernel walks (0: kernel default)
 	// UserRegs are the user registers sampled, perf_regs.h bits within
 	// RegsMask (0: RegsMask); the others decode as 0.
 	UserRegs uint64
@@ -136,6 +142,9 @@ func (c Config) attr() *unix.PerfEventAttr {
 	}
 	if c.ExcludeKernel {
 		a.Bits |= unix.PerfBitExcludeKernel
+	}
+	if c.ExcludeIdle {
+		a.Bits |= unix.PerfBitExcludeIdle
 	}
 	if c.MaxStack > 0 {
 		a.Sample_max_stack = uint16(c.MaxStack)

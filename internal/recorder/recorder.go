@@ -844,7 +844,12 @@ func (s *session) openKind(tids []int, k *eventKind, noSideband bool) error {
 // without CAP_PERFMON), it closes what it opened and falls back to events
 // on the threads.
 func (s *session) openCPUClocks(cfg perf.Config, k *eventKind, pages int) error {
-	cfg.Inherit, cfg.NoSideband, cfg.Disabled = false, true, true
+	// A tick that finds the CPU idle is never kept (the idle task is no
+	// followed process), but the kernel would prepare its sample, the
+	// idle loop's kernel call chain, and run the program to drop it: a
+	// quarter of the program's runs under a loopback server's load
+	// (docs/performance.md, "Idle ticks").
+	cfg.Inherit, cfg.NoSideband, cfg.Disabled, cfg.ExcludeIdle = false, true, true, true
 	var evs []*perf.Event
 	for _, cpu := range s.cpus {
 		ev, err := perf.Open(cfg, -1, cpu, -1)

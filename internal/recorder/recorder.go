@@ -853,6 +853,12 @@ func (s *session) openCPUClocks(cfg perf.Config, k *eventKind, pages int) error 
 	var evs []*perf.Event
 	for _, cpu := range s.cpus {
 		ev, err := perf.Open(cfg, -1, cpu, -1)
+		if err != nil && cfg.ExcludeIdle && !errors.Is(err, perf.ErrPermission) {
+			// A kernel that refuses exclude_idle here samples the idle
+			// ticks as before.
+			cfg.ExcludeIdle = false
+			ev, err = perf.Open(cfg, -1, cpu, -1)
+		}
 		if err != nil {
 			for _, e := range evs {
 				e.Close()

@@ -192,6 +192,7 @@ one() {
 	deadline=$((SECONDS + limit))
 	while kill -0 "$bench" 2>/dev/null; do
 		if [ $SECONDS -ge "$deadline" ]; then
+			pkill -TERM -P "$bench" 2>/dev/null # redis-benchmark, under cputime
 			kill -TERM "$bench" 2>/dev/null
 			wait "$bench" 2>/dev/null
 			fail "$1: redis-benchmark did not finish $requests requests within $limit s (server on port $port $(kill -0 "$spid" 2>/dev/null && echo alive || echo gone))" "$tmp"

@@ -321,7 +321,7 @@ type Tracer struct {
 // is traced until Add.
 func New(o Options) (*Tracer, error) {
 	_ = unix.Setrlimit(unix.RLIMIT_MEMLOCK, &unix.Rlimit{Cur: unix.RLIM_INFINITY, Max: unix.RLIM_INFINITY})
-	offs, err := bpfasm.TaskOffsets("to record switches", "exit_state", "tgid", "pid", "stack", "mm")
+	offs, err := bpfasm.TaskOffsets("to record switches", "exit_state", "tgid", "pid", "stack", "mm", "flags")
 	if err != nil {
 		return nil, err
 	}
@@ -444,10 +444,10 @@ func New(o Options) (*Tracer, error) {
 	if o.Wakeups && o.WakerStacks {
 		progs = append(progs, prog{"sched_waking", wakerStacksProgram(m, offs[1], offs[2], offs[3], copyBytes, ringBytes)})
 	} else if o.Wakeups {
-		progs = append(progs, prog{"sched_waking", wakingProgram(m, offs[1], offs[2], false)})
+		progs = append(progs, prog{"sched_waking", wakingProgram(m, offs[1], offs[2], offs[5], false)})
 	}
 	if o.Wakeups {
-		progs = append(progs, prog{"sched_wakeup_new", wakingProgram(m, offs[1], offs[2], true)})
+		progs = append(progs, prog{"sched_wakeup_new", wakingProgram(m, offs[1], offs[2], offs[5], true)})
 	}
 	attachStart := monotonicNow()
 	for _, p := range progs {
@@ -2184,24 +2184,43 @@ func userStackID(b *bpfasm.Builder, m fds, off int16) {
 // kind kindWaking, the woken thread's pid_tgid, the waker's in Nr when
 // its process is traced (else 0) and the time, when p's process is
 // traced; for sched_waking only when the current thread's (the waker, or
-// the task an interrupt came on) is not, perf's events recording those.
-func wakingProgram(m fds, tgidOff, pidOff int32, newTask bool) asm.Instructions {
+// the task an interrupt came on) is not, perf's events recording those,
+// or when it is exiting (PF_EXITING in its flags, at flagsOff): a thread's
+// perf events are gone before it wakes the threads that join it (the
+// futex wake of its CLONE_CHILD_CLEARTID word, in exit_mm), so the
+// program records that wake-up, with the waker.
+func wakingProgram(m fds, tgidOff, pidOff, flagsOff int32, newTask bool) asm.Instructions {
+	const pfExiting = 0x4 // include/linux/sched.h
 	var b bpfasm.Builder
 	b.Emit(
 		asm.Mov.Reg(rCtx, asm.R1),
 		storeImm64(asm.RFP, -32, 0), // the waker's pid_tgid when traced
 	)
-	if newTask {
-		follow.Emit(&b, m.tgids, "wk_traced")
+	follow.Emit(&b, m.tgids, "wk_traced")
+	b.Emit(asm.Ja.Label("wk_woken"))
+	b.Mark("wk_traced")
+	if !newTask {
+		// The waker's own: perf records it, unless the waker exits.
 		b.Emit(
-			asm.Ja.Label("wk_woken"),
-			asm.FnGetCurrentPidTgid.Call().WithSymbol("wk_traced"),
-			asm.StoreMem(asm.RFP, -32, asm.R0, asm.DWord),
-			asm.Mov.Imm(asm.R0, 0).WithSymbol("wk_woken"),
+			storeImm64(asm.RFP, -40, 0),
+			asm.FnGetCurrentTask.Call(),
+			asm.Mov.Reg(asm.R3, asm.R0),
+			asm.Add.Imm(asm.R3, flagsOff),
+			asm.Mov.Reg(asm.R1, asm.RFP),
+			asm.Add.Imm(asm.R1, -40),
+			asm.Mov.Imm(asm.R2, 4),
+			asm.FnProbeReadKernel.Call(),
+			asm.JNE.Imm(asm.R0, 0, "wk_out"),
+			asm.LoadMem(asm.R1, asm.RFP, -40, asm.Word),
+			asm.And.Imm(asm.R1, pfExiting),
+			asm.JEq.Imm(asm.R1, 0, "wk_out"),
 		)
-	} else {
-		follow.Emit(&b, m.tgids, "wk_out") // the waker's own: perf records it
 	}
+	b.Emit(
+		asm.FnGetCurrentPidTgid.Call(),
+		asm.StoreMem(asm.RFP, -32, asm.R0, asm.DWord),
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("wk_woken"),
+	)
 	read := func(slot int16, off int32) {
 		b.Emit(
 			asm.Mov.Reg(asm.R1, asm.RFP),

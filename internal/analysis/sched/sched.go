@@ -107,7 +107,9 @@ type Interval struct {
 	// lands on such a task wakes a sleeper unseen, and the task's switch
 	// to the next one is not seen either. The waker is never a thread of
 	// the recorded processes (their wake-ups are made where they run, and
-	// recorded), so no critical path loses an edge by it.
+	// recorded), so no critical path loses an edge by it, but for one
+	// case with perf's events alone: an exiting thread wakes its joiner
+	// after its events ended.
 	Unwoken bool
 	// WakeFromRunDelay is set on an Unwoken interval that ends at its
 	// wake-up as the kernel's own account places it: the recording has
@@ -437,16 +439,23 @@ func States(p *profile.Profile) (*Timeline, error) {
 			tl.Wakeups++
 			wakee := uint32(s.Arg)
 			irq := s.Arg&recording.WakeupInterrupt != 0
-			w := states[wakee]
-			if w == nil {
-				w = get(0, wakee)
-			}
 			var waker uint32
 			if !irq {
 				waker = s.TID
 				if ws := states[s.TID]; ws != nil {
 					ws.lastSeen = max(ws.lastSeen, s.Time)
 				}
+			}
+			w := states[wakee]
+			if w == nil {
+				if _, ok := p.Threads[wakee]; !ok {
+					// A thread outside the recorded processes, which a
+					// recorded one woke (a server's client, the
+					// recorder): nothing else of it is recorded, so it
+					// has no timeline.
+					break
+				}
+				w = get(0, wakee)
 			}
 			switch {
 			case w.open && w.cur.State.Blocked() || w.open && w.cur.State == Stopped:

@@ -786,3 +786,21 @@ func awayDelay(state, delay uint64) uint64 {
 func inRuntime(ns uint64) uint64 {
 	return profile.SwitchArg(&recording.Sample{Event: recording.EventSwitchIn, ExecRuntime: ns, HasExecRuntime: true})
 }
+
+// A thread outside the recorded processes that a recorded one woke (a
+// server's client) has no timeline: only its wake-up is recorded, and a
+// timeline from it would have it waiting for a CPU to the end.
+func TestStatesOutsideWakeeHasNoTimeline(t *testing.T) {
+	p := prof(
+		ev{10, in, 2, 0, 0},
+		ev{20, wake, 2, 9, 0}, // 2 wakes 9, a thread of another program
+		ev{30, out, 2, recording.TaskPreempted, 0},
+	)
+	tl := states(t, p)
+	if th := tl.Thread(9); th != nil {
+		t.Errorf("thread 9, not recorded, has a timeline: %+v", th)
+	}
+	if tl.Thread(2) == nil {
+		t.Error("thread 2 has no timeline")
+	}
+}

@@ -34,7 +34,10 @@
 # perf is `perf record -F 999 -g` (per-thread events, inherited) and
 # perf-a `perf record -a -F 999 -g` (per-CPU events, every process of the
 # machine recorded), each with its samples and lost records from perf's
-# own count. $CULPRIT names a culprit binary to use instead
+# own count; bpftrace is bpftrace's per-CPU profile probe at 999 Hz kept
+# for the server by a filter, each stack counted in a map (its samples
+# from the map's counts): what per-CPU sampling through BPF costs with no
+# recorder behind it. $CULPRIT names a culprit binary to use instead
 # of building this tree's; $ORDER the configurations to run. With $BASE
 # naming another culprit binary (an older build), each configuration X
 # has a twin X@base recording with it, to pair two builds in one run:
@@ -96,7 +99,19 @@ declare -A cfg=(
 	[all-bpf-thread]="$c --events cpu,syscalls,sched --per-thread-clock --"
 	[perf]="perf record -F 999 -g -o $out/perf.data --"
 	[perf-a]="perf record -a -F 999 -g -o $out/perf.data --"
+	[bpftrace]="$out/bpftrace-profile --"
 )
+# bpftrace's per-CPU profile probe at 999 Hz, kept for the server's
+# process by its filter, each stack counted in a map: a BPF profiler's
+# sampling with nothing of culprit's recorder, the nearest tool to
+# culprit's per-CPU events.
+cat >"$out/bpftrace-profile" <<EOF
+#!/bin/bash
+shift # the --
+exec >/dev/null # bpftrace's blank lines at its end
+exec bpftrace -q -o "$out/bpftrace.out" -e 'profile:hz:999 /pid == cpid/ { @[kstack, ustack] = count(); }' -c "\$*"
+EOF
+chmod +x "$out/bpftrace-profile"
 if [ -n "${BASE:-}" ]; then
 	for k in "${!cfg[@]}"; do
 		[[ ${cfg[$k]} == "$c "* ]] && cfg[$k@base]="$BASE record -o $out/run.rec${cfg[$k]#"$c"}"
@@ -217,6 +232,8 @@ one() {
 	if [ "${1%-a}" = perf ]; then
 		ev=$(sed -n 's/.*(\([0-9]*\) samples).*/\1/p' "$tmp/culprit.err" | tail -1)
 		lost=$(perf report -D -i "$out/perf.data" 2>/dev/null | awk '/PERF_RECORD_LOST/ { n += $NF } END { print n + 0 }')
+	elif [ "$1" = bpftrace ]; then
+		ev=$(awk '/\]: [0-9]+$/ { n += $NF } END { print n + 0 }' "$out/bpftrace.out")
 	elif [ -n "${cfg[$1]}" ]; then
 		ev=$(sed -n "s/.*: \([0-9]*\) samples.*written.*/\1/p" "$tmp/culprit.err" | tail -1)
 		lost=$(grep -o '[0-9]* lost' "$tmp/culprit.err" | head -1 | cut -d' ' -f1 || true)

@@ -80,9 +80,10 @@ func consumerWokenByProducer(t *testing.T, collector []string, bin string) {
 		// Every lock wait a thread of the program ended is the
 		// producer's. A wait no thread of it ended (tid 0) is not a wrong
 		// waker: the consumer may rarely block on what the program does
-		// not hold (the lock of its memory map, which a collector's read
-		// of it takes), or, on a loaded machine, lose a wake-up the
-		// kernel throttled (the timeline then warns): a few are allowed.
+		// not hold (a kernel lock another process holds), or, on a
+		// loaded machine, lose a wake-up the kernel throttled (the
+		// timeline then warns); one such wait in CI had no known cause.
+		// Up to 2% of the waits are allowed, and logged.
 		waits, outside := 0, 0
 		for _, w := range th.Wakers {
 			switch {

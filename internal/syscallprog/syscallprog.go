@@ -1911,6 +1911,31 @@ func readTask(b *bpfasm.Builder, at int16, arg int16, off int32) {
 	)
 }
 
+// currentTaskWord emits: R1 = the 4-byte field at off in the current
+// task's struct task_struct, loaded through its BTF pointer, or beyond a
+// load's offset read from the kernel into the stack slot slot (0 when the
+// read fails).
+func currentTaskWord(b *bpfasm.Builder, off int32, slot int16) {
+	if off <= math.MaxInt16 {
+		b.Emit(
+			asm.FnGetCurrentTaskBtf.Call(),
+			asm.LoadMem(asm.R1, asm.R0, int16(off), asm.Word),
+		)
+		return
+	}
+	b.Emit(
+		asm.StoreImm(asm.RFP, slot, 0, asm.Word),
+		asm.FnGetCurrentTask.Call(),
+		asm.Mov.Reg(asm.R3, asm.R0),
+		asm.Add.Imm(asm.R3, off),
+		asm.Mov.Reg(asm.R1, asm.RFP),
+		asm.Add.Imm(asm.R1, int32(slot)),
+		asm.Mov.Imm(asm.R2, 4),
+		asm.FnProbeReadKernel.Call(),
+		asm.LoadMem(asm.R1, asm.RFP, slot, asm.Word),
+	)
+}
+
 // switchNr emits: rec.Nr = preempt << 32 | prev_state | prev->exit_state
 // (prev is the current task), and rec's run delay and run time =
 // prev->sched_info.run_delay and prev->se.sum_exec_runtime where the
@@ -1918,24 +1943,7 @@ func readTask(b *bpfasm.Builder, at int16, arg int16, off int32) {
 func switchNr(b *bpfasm.Builder, exitStateOff int32, so schedOffs) {
 	readTask(b, offRunDelay, 8, so.runDelay) // ctx->args[1]: prev
 	readTask(b, offExecRuntime, 8, so.execRuntime)
-	if exitStateOff <= math.MaxInt16 {
-		b.Emit(
-			asm.FnGetCurrentTaskBtf.Call(),
-			asm.LoadMem(asm.R1, asm.R0, int16(exitStateOff), asm.Word),
-		)
-	} else {
-		// Beyond a load's offset: a kernel read.
-		b.Emit(
-			asm.StoreImm(asm.RFP, -16, 0, asm.Word),
-			asm.Mov.Reg(asm.R1, asm.RFP),
-			asm.Add.Imm(asm.R1, -16),
-			asm.Mov.Imm(asm.R2, 4),
-			asm.LoadMem(asm.R3, rCtx, 8, asm.DWord),
-			asm.Add.Imm(asm.R3, exitStateOff),
-			asm.FnProbeReadKernel.Call(),
-			asm.LoadMem(asm.R1, asm.RFP, -16, asm.Word),
-		)
-	}
+	currentTaskWord(b, exitStateOff, -16)
 	b.Emit(
 		asm.LoadMem(asm.R2, rCtx, 24, asm.DWord),
 		asm.LSh.Imm(asm.R2, 32),
@@ -2201,17 +2209,8 @@ func wakingProgram(m fds, tgidOff, pidOff, flagsOff int32, newTask bool) asm.Ins
 	b.Mark("wk_traced")
 	if !newTask {
 		// The waker's own: perf records it, unless the waker exits.
+		currentTaskWord(&b, flagsOff, -40)
 		b.Emit(
-			storeImm64(asm.RFP, -40, 0),
-			asm.FnGetCurrentTask.Call(),
-			asm.Mov.Reg(asm.R3, asm.R0),
-			asm.Add.Imm(asm.R3, flagsOff),
-			asm.Mov.Reg(asm.R1, asm.RFP),
-			asm.Add.Imm(asm.R1, -40),
-			asm.Mov.Imm(asm.R2, 4),
-			asm.FnProbeReadKernel.Call(),
-			asm.JNE.Imm(asm.R0, 0, "wk_out"),
-			asm.LoadMem(asm.R1, asm.RFP, -40, asm.Word),
 			asm.And.Imm(asm.R1, pfExiting),
 			asm.JEq.Imm(asm.R1, 0, "wk_out"),
 		)

@@ -937,6 +937,38 @@ func TestFPModeLargeFrames(t *testing.T) {
 	}
 }
 
+// A frame holding a large array the thread never writes (memcached's
+// transmit and its 16 KiB of iovecs) puts pages that are not in memory
+// between a sample's stack pointer and the thread's outer frames: a copy
+// through them faults, and, where it ended at the first such page, every
+// sample below the frame lost its callers (1,698 of 1,700 here). The
+// sampling program copies such a range page by page, leaving the missing
+// pages out of the unwind, and a copy may reach 24 KiB: the samples under
+// transmit reach the thread's entry from the recorder's first drain on.
+func TestFPModeUnwrittenFrame(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "holeframe", []string{"holeframe.c"}, "-O2", "-g", "-fomit-frame-pointer", "-pthread")
+	out := rec(t)
+	_, stderr, code := run(t, "record", "-o", out, "--", bin, "9000")
+	if code != 0 {
+		t.Fatalf("record: exit %d\n%s", code, stderr)
+	}
+	if strings.Contains(stderr, "lost") {
+		t.Errorf("warns:\n%s", stderr)
+	}
+	late := flat(t, "--from", "1s", out)
+	if w, s := late.total("worker"), late.total("start_thread"); w < 0.99 || s < 0.99 || late.Samples < 300 {
+		t.Errorf("from 1 s on: worker on %.1f%%, start_thread on %.1f%% of %d stacks, want both ≥ 99%% of 300 or more", 100*w, 100*s, late.Samples)
+	}
+	// Over the whole run, the samples before the recorder's first drain
+	// (a full copy, whose unwind ends in transmit's frame) do not.
+	in, cut := tree(t, out).under("transmit", "start_thread")
+	if in == 0 || cut > in/10 {
+		t.Errorf("%d samples through transmit reach start_thread, %d do not", in, cut)
+	}
+	t.Logf("%d samples through transmit reach start_thread, %d do not", in, cut)
+}
+
 // --stack-size 0 copies no stack: the frame-pointer chain alone, as perf
 // record -g, which loses a frameless leaf's caller; the recording says so.
 func TestNoStackCopy(t *testing.T) {

@@ -61,6 +61,9 @@ type Sample struct {
 	Raw      []byte   // raw tracepoint data (PERF_SAMPLE_RAW), nil for cpu-clock
 	StackSP  uint64   // Regs' SP: where Stack starts
 	Stack    []byte   // copy of the user stack
+	// StackHoles are Stack's pages that were not in memory
+	// (unwind.StackCopy.Holes).
+	StackHoles uint8
 	// RegsSampled are the registers Regs holds, perf_regs.h bits
 	// (Layout.Regs within RegsMask): the others are not the thread's.
 	RegsSampled uint64

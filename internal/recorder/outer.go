@@ -96,7 +96,7 @@ func (s *session) readOuter(r *perf.Sample, regs unwind.Regs, res unwind.Resolve
 	if uint64(len(data)) == uint64(len(r.Stack)) {
 		return nil, false
 	}
-	pcs, stop, need := unwind.UnwindKnown(nil, regs, knownRegs(r.RegsSampled), unwind.StackCopy{SP: r.StackSP, Data: data}, res, 256)
+	pcs, stop, need := unwind.UnwindKnown(nil, regs, knownRegs(r.RegsSampled), unwind.StackCopy{SP: r.StackSP, Data: data, Holes: r.StackHoles}, res, 256)
 	if stop != unwind.Complete || !need.Outermost || !need.InMain || need.Main >= len(pcs) {
 		return nil, false
 	}

@@ -1297,7 +1297,7 @@ func (s *session) unwindChain(r *perf.Sample) (user []uint64, truncated bool, st
 	regs := toDWARF(r.Regs)
 	res := s.objs.In(sp)
 	var cfi []uint64
-	stack := unwind.StackCopy{SP: r.StackSP, Data: r.Stack}
+	stack := unwind.StackCopy{SP: r.StackSP, Data: r.Stack, Holes: r.StackHoles}
 	// Return probes of another tool (or culprit trace) put their
 	// trampoline in return address slots: the kernel's chain has the
 	// real addresses.
@@ -1434,7 +1434,7 @@ func (s *session) sampleState(r *perf.Sample, sn *sampleprog.Snapshot) collector
 	}
 	res := s.objs.In(sp)
 	s.plan(r.PID, exe)
-	frames, _ := unwind.UnwindFrames(toDWARF(r.Regs), unwind.StackCopy{SP: r.StackSP, Data: r.Stack}, &res, 64)
+	frames, _ := unwind.UnwindFrames(toDWARF(r.Regs), unwind.StackCopy{SP: r.StackSP, Data: r.Stack, Holes: r.StackHoles}, &res, 64)
 	return s.state.Sample(collector.Thread{PID: int(r.PID), TID: int(r.TID), Time: r.Time, Exe: exe,
 		Frames: frames, Mem: memory(r, sn), Objects: &res})
 }

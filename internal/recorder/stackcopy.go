@@ -18,7 +18,9 @@ import (
 // (fpStackBytes) until an unwind of a full copy of the thread's was
 // complete, then from the stack pointer up to the highest address that
 // unwind read (unwind.Need): the thread's top, however far above the stack
-// pointer it lies (at most sampleprog.MaxStack).
+// pointer it lies (at most sampleprog.MaxStack). The pages of the range
+// that are not in memory (a large array the thread never wrote) are left
+// out of the copy and of the unwind's reads (unwind.StackCopy.Holes).
 //
 // A frame of a page or more above another (bzip2's input block above
 // libbz2's sort tables) can put a thread's outer frames more than the full
@@ -156,7 +158,7 @@ func (s *session) stackCopyFor(r *perf.Sample) (ok, sized bool) {
 		s.stacks.missing++
 		return false, false
 	}
-	r.Stack, r.StackSP = c.Stack, c.StackSP
+	r.Stack, r.StackSP, r.StackHoles = c.Stack, c.StackSP, c.StackHoles
 	if c.Sized {
 		s.stacks.sized++
 	}

@@ -326,34 +326,95 @@ func (b *builder) stack(m maps) {
 		asm.StoreMem(rPlan, 28, asm.R1, asm.Word),
 	)
 	b.Mark("sfull")
-	for try := 0; try < stackTries; try++ {
+	// The whole range at once, the common case.
+	b.Emit(
+		asm.LoadMem(asm.R2, rPlan, 24, asm.Word),
+		asm.JEq.Imm(asm.R2, 0, "ssend"),
+		asm.JGT.Imm(asm.R2, MaxStack, "sdone"),
+		asm.LoadMem(asm.R1, asm.RFP, copySlot, asm.DWord),
+		asm.JGT.Imm(asm.R1, stackHdr+ChainMax*8, "sdone"),
+		asm.Add.Reg(asm.R1, rPlan),
+		asm.LoadMem(asm.R3, asm.RFP, spSlot, asm.DWord),
+		asm.FnProbeReadUser.Call(),
+		asm.JEq.Imm(asm.R0, 0, "ssend"),
+	)
+	// A fault: a page of the range is not in memory (one the thread never
+	// touched, inside a large frame's unused array, or beyond the end of
+	// the stack's mapping). The range is copied page by page instead, a
+	// page that faults left zero (the helper zeroes what it cannot read)
+	// and marked in the flags' holes (stackHoleShift): the unwind reads
+	// return addresses and saved registers, which lie on pages the thread
+	// wrote, around the holes.
+	// The copy then ends with the last page read, as a copy up to the
+	// end of the stack's mapping does.
+	const (
+		endSlot   = -128 // sp + len: the copy's end
+		readSlot  = -136 // the end of the last page read
+		chunkSlot = -144 // the end of the page being read
+	)
+	b.Emit(
+		asm.LoadMem(asm.R1, asm.RFP, spSlot, asm.DWord),
+		asm.StoreMem(asm.RFP, readSlot, asm.R1, asm.DWord),
+		asm.LoadMem(asm.R2, rPlan, 24, asm.Word),
+		asm.Add.Reg(asm.R2, asm.R1),
+		asm.StoreMem(asm.RFP, endSlot, asm.R2, asm.DWord),
+	)
+	for page := 0; page < stackPages; page++ {
+		next := fmt.Sprintf("spage%d", page+1)
 		b.Emit(
-			asm.LoadMem(asm.R2, rPlan, 24, asm.Word),
-			asm.JEq.Imm(asm.R2, 0, "ssend"),
-			asm.JGT.Imm(asm.R2, MaxStack, "sdone"),
-			asm.LoadMem(asm.R1, asm.RFP, copySlot, asm.DWord),
-			asm.JGT.Imm(asm.R1, stackHdr+ChainMax*8, "sdone"),
-			asm.Add.Reg(asm.R1, rPlan),
-			asm.LoadMem(asm.R3, asm.RFP, spSlot, asm.DWord),
-			asm.FnProbeReadUser.Call(),
-			asm.JEq.Imm(asm.R0, 0, "ssend"),
-			// A fault: end at the page boundary below the end instead.
-			asm.LoadMem(asm.R1, asm.RFP, spSlot, asm.DWord),
-			asm.LoadMem(asm.R2, rPlan, 24, asm.Word),
-			asm.Add.Reg(asm.R2, asm.R1),
-			asm.Add.Imm(asm.R2, -1),
+			// R6 (rSlot): the page's first byte to copy: sp on the first
+			// page, the page's start on the others.
+			asm.LoadMem(rSlot, asm.RFP, spSlot, asm.DWord),
+		)
+		if page > 0 {
+			b.Emit(
+				asm.And.Imm(rSlot, ^4095),
+				asm.Add.Imm(rSlot, int32(page*4096)),
+			)
+		}
+		b.Emit(
+			asm.LoadMem(asm.R3, asm.RFP, endSlot, asm.DWord),
+			asm.JGE.Reg(rSlot, asm.R3, "spagesend"),
+			// R2: up to the page's end or the copy's, whichever is first.
+			asm.Mov.Reg(asm.R2, rSlot),
 			asm.And.Imm(asm.R2, ^4095),
-			asm.Mov.Imm(asm.R3, 0),
-			asm.JLE.Reg(asm.R2, asm.R1, fmt.Sprintf("sset%d", try)),
-			asm.Sub.Reg(asm.R2, asm.R1),
-			asm.Mov.Reg(asm.R3, asm.R2),
-			asm.StoreMem(rPlan, 24, asm.R3, asm.Word).WithSymbol(fmt.Sprintf("sset%d", try)),
-			asm.LoadMem(asm.R1, rPlan, 28, asm.Word),
-			asm.Or.Imm(asm.R1, stackFaulted),
+			asm.Add.Imm(asm.R2, 4096),
+			asm.JLE.Reg(asm.R2, asm.R3, "splen"+next),
+			asm.Mov.Reg(asm.R2, asm.R3),
+			asm.Sub.Reg(asm.R2, rSlot).WithSymbol("splen"+next),
+			asm.JGT.Imm(asm.R2, 4096, "sdone"),
+			asm.JEq.Imm(asm.R2, 0, "spagesend"),
+			asm.Mov.Reg(asm.R1, rSlot),
+			asm.Add.Reg(asm.R1, asm.R2),
+			asm.StoreMem(asm.RFP, chunkSlot, asm.R1, asm.DWord),
+			// R1: the record's bytes for the page, at its offset from sp.
+			asm.Mov.Reg(asm.R1, rSlot),
+			asm.LoadMem(asm.R3, asm.RFP, spSlot, asm.DWord),
+			asm.Sub.Reg(asm.R1, asm.R3),
+			asm.JGT.Imm(asm.R1, MaxStack, "sdone"),
+			asm.LoadMem(asm.R4, asm.RFP, copySlot, asm.DWord),
+			asm.JGT.Imm(asm.R4, stackHdr+ChainMax*8, "sdone"),
+			asm.Add.Reg(asm.R1, asm.R4),
+			asm.Add.Reg(asm.R1, rPlan),
+			asm.Mov.Reg(asm.R3, rSlot),
+			asm.FnProbeReadUser.Call(),
+			asm.JNE.Imm(asm.R0, 0, "sfault"+next),
+			asm.LoadMem(asm.R1, asm.RFP, chunkSlot, asm.DWord),
+			asm.StoreMem(asm.RFP, readSlot, asm.R1, asm.DWord),
+			asm.Ja.Label(next),
+			asm.LoadMem(asm.R1, rPlan, 28, asm.Word).WithSymbol("sfault"+next),
+			asm.Or.Imm(asm.R1, int32(stackFaulted|1<<(stackHoleShift+page))),
 			asm.StoreMem(rPlan, 28, asm.R1, asm.Word),
 		)
+		b.Mark(next)
 	}
-	b.Emit(asm.StoreImm(rPlan, 24, 0, asm.Word))
+	b.Mark("spagesend")
+	b.Emit(
+		asm.LoadMem(asm.R1, asm.RFP, readSlot, asm.DWord),
+		asm.LoadMem(asm.R2, asm.RFP, spSlot, asm.DWord),
+		asm.Sub.Reg(asm.R1, asm.R2),
+		asm.StoreMem(rPlan, 24, asm.R1, asm.Word),
+	)
 	b.Mark("ssend")
 	b.Emit(
 		asm.LoadMem(asm.R5, rPlan, 24, asm.Word),

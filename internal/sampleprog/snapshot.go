@@ -129,21 +129,34 @@ const (
 	stackHdr     = 48
 	stackStamp   = 32
 	stackSized   = 1 // the copy ends at the thread's learned top
-	stackFaulted = 2 // the copy ends at a page boundary below the size asked: memory beyond faulted
+	stackFaulted = 2 // a page of the copy faulted: see stackHoleShift
 	stackChain   = 4 // the program walked the user call chain
 	// ChainMax is the most addresses of a user call chain the program
 	// walks: perf's default depth (kernel.perf_event_max_stack), which
 	// the recorder asks of its events too.
 	ChainMax = 127
-	// stackTries is how many copies a sample tries, each ending a page
-	// lower after a fault: enough for a full copy to end at any page
-	// boundary between the stack pointer and MaxStack above it (a main
-	// thread's first samples may have less than a page of stack above
-	// them).
-	stackTries = MaxStack/4096 + 1
-	// MaxStack is the largest stack copy the program makes.
-	MaxStack = 16 << 10
+	// stackPages is how many pages a copy of at most MaxStack bytes from
+	// any stack pointer spans: the pages a copy that faults is made of,
+	// one by one.
+	stackPages = MaxStack/4096 + 1
+	// stackHoleShift is the flags' bit of the copy's first page that
+	// faulted (the page holding sp); the next bit is the next page's.
+	// Those pages' bytes are zero in the copy.
+	stackHoleShift = 8
+	// MaxStack is the largest stack copy the program makes: a thread
+	// whose frames between its stack pointer and its outer frames hold
+	// a large array (memcached's transmit keeps 16 KiB of iovecs) needs
+	// that much for its callers. The scratch record holds it with a
+	// page to spare for the page-by-page copy's bounds, within the
+	// kernel's 32 KiB for a per-CPU map's value.
+	MaxStack = 24 << 10
 )
+
+// The scratch record: header, chain, stack copy and the page-by-page
+// copy's spare page, within a per-CPU value's 32 KiB.
+const sscratchSize = stackHdr + ChainMax*8 + MaxStack + 4096
+
+var _ = [32<<10 - sscratchSize]struct{}{}
 
 // x86-64 struct pt_regs word indices.
 const (
@@ -198,6 +211,10 @@ type Snapshot struct {
 	Sized   bool
 	StackSP uint64
 	Stack   []byte
+	// StackHoles are the pages of Stack that could not be read (not in
+	// memory): bit i the i-th 4 KiB page from the one holding StackSP.
+	// Their bytes are zero.
+	StackHoles uint8
 	// Walked says the program walked the thread's user call chain, User
 	// (innermost first, the user IP first), as the kernel's perf walk
 	// would have (the events then leave it out: WalksUser).
@@ -334,7 +351,7 @@ func New(o Options) (*Taker, error) {
 	m := maps{plans: t.plans.FD(), scratch: t.scratch.FD(), gscratch: -1, events: t.events.FD(), jitter: -1, follow: -1,
 		sscratch: -1, tops: -1, conf: -1}
 	if o.Stack {
-		t.sscratch, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_sscratch", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: stackHdr + ChainMax*8 + MaxStack, MaxEntries: 1})
+		t.sscratch, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_sscratch", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: sscratchSize, MaxEntries: 1})
 		if err == nil {
 			t.tops, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_tops", Type: ebpf.LRUHash, KeySize: 4, ValueSize: 8, MaxEntries: 1 << 16})
 		}
@@ -615,7 +632,8 @@ func Decode(b []byte, cpu int) (*Snapshot, bool) {
 			return nil, false
 		}
 		s := &Snapshot{TID: le.Uint32(b[4:]), Time: le.Uint64(b[8:]), Stamp: le.Uint64(b[stackStamp:]), CPU: cpu, IsStack: true,
-			Sized: fl&stackSized != 0, StackSP: le.Uint64(b[16:]), Walked: fl&stackChain != 0}
+			Sized: fl&stackSized != 0, StackSP: le.Uint64(b[16:]), Walked: fl&stackChain != 0,
+			StackHoles: uint8(fl >> stackHoleShift)}
 		at := stackHdr + int(k)*8
 		if s.Walked {
 			s.User = make([]uint64, k)

@@ -13,6 +13,10 @@ type Regs [17]uint64
 type StackCopy struct {
 	SP   uint64
 	Data []byte
+	// Holes are the pages of Data that were not in memory when it was
+	// copied (bit i: the i-th 4 KiB page from the one holding SP): a
+	// read there fails as one past the copy's end does.
+	Holes uint8
 	// Returns, when not nil, gives back the return addresses that return
 	// probes (uretprobes) replaced with their trampoline on this stack.
 	Returns *Returns
@@ -37,12 +41,28 @@ type Returns struct {
 func (s *StackCopy) read8(addr uint64) (uint64, bool) {
 	off := addr - s.SP
 	n := uint64(len(s.Data))
-	if addr < s.SP || n < 8 || off > n-8 {
+	if addr < s.SP || n < 8 || off > n-8 || s.inHole(addr, 8) {
 		s.over = s.over || addr >= s.SP
 		return 0, false
 	}
 	s.hi = max(s.hi, addr+8)
 	return binary.LittleEndian.Uint64(s.Data[off:]), true
+}
+
+// inHole says whether any of the k bytes at addr (within the copy) lie
+// on a page that was not copied.
+func (s *StackCopy) inHole(addr uint64, k int) bool {
+	if s.Holes == 0 || k <= 0 {
+		return false
+	}
+	first := addr>>12 - s.SP>>12
+	last := (addr+uint64(k)-1)>>12 - s.SP>>12
+	for p := first; p <= last; p++ {
+		if p < 8 && s.Holes>>p&1 != 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // read reads the k <= 8 little-endian bytes at addr from the copy.
@@ -52,7 +72,7 @@ func (s *StackCopy) read(addr uint64, k int) (uint64, bool) {
 	}
 	off := addr - s.SP
 	n := uint64(len(s.Data))
-	if addr < s.SP || k < 0 || k > 8 || n < uint64(k) || off > n-uint64(k) {
+	if addr < s.SP || k < 0 || k > 8 || n < uint64(k) || off > n-uint64(k) || s.inHole(addr, k) {
 		s.over = s.over || addr >= s.SP && k > 0
 		return 0, false
 	}

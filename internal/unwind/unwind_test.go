@@ -615,3 +615,24 @@ func TestUnwindLoaderStart(t *testing.T) {
 		t.Errorf("rbp 0 without a module: %x %v, want stopped", pcs, stop)
 	}
 }
+
+// A page of the copy that was not in memory reads as past the copy's end:
+// its zeros are not the thread's.
+func TestStackCopyHoles(t *testing.T) {
+	const sp = 0x7ffc0000_0ff8 // 8 bytes below a page boundary
+	s := StackCopy{SP: sp, Data: make([]byte, 8+4096+16), Holes: 1 << 1}
+	s.Data[0] = 7
+	s.Data[8+4096] = 9
+	if v, ok := s.read8(sp); !ok || v != 7 {
+		t.Errorf("first page: %d, %v; want 7", v, ok)
+	}
+	if _, ok := s.read8(sp + 8); ok || !s.over {
+		t.Errorf("the missing page read (over %v)", s.over)
+	}
+	if _, ok := s.read(sp+4, 8); ok {
+		t.Error("a read across into the missing page succeeded")
+	}
+	if v, ok := s.read(sp+8+4096, 4); !ok || v != 9 {
+		t.Errorf("page after the hole: %d, %v; want 9", v, ok)
+	}
+}

@@ -3,12 +3,20 @@
 # server keeps while culprit records it with scheduler and system-call
 # events (the target: events cost at most 10% of a server's throughput).
 #
-# The server is Debian's redis 7.0.15 built from source (-O2 -g) by
+# The server ($SERVER) is redis (the default) or memcached. redis is
+# Debian's redis 7.0.15 built from source (-O2 -g) by
 # bench/bugs/redis-keys-glob/build.sh (its regression only slows KEYS with
 # glob patterns, which this load never sends), or the redis-server and
 # redis-benchmark found in $REDIS_DIR. redis-benchmark drives SET and GET
 # over loopback (8 clients, no pipelining: two system calls or more per
-# request). Each configuration runs RUNS times, interleaved; the table
+# request). memcached is Debian's memcached 1.6.18 built from source (-O2
+# -g, no frame pointers) by bench/bugs/memcached-auth-spin/build.sh (its
+# regression is in ASCII authentication, which this server runs without),
+# or the memcached and mcload found in $MEMCACHED_DIR; it runs 2 worker
+# threads, and mcload drives it with 8 client threads, each a connection
+# sending set/get pairs and awaiting each reply (REQUESTS pairs in all:
+# 2 × REQUESTS requests, as redis-benchmark's SET and GET). Each
+# configuration runs RUNS times, interleaved; the table
 # gives the median requests per second of SET and GET together and its
 # loss against bare's median, the paired loss (the median over the rounds
 # of each run's loss against the bare run of its round), the server's own CPU time per request, and the events
@@ -37,7 +45,8 @@
 # own count; bpftrace is bpftrace's per-CPU profile probe at 999 Hz kept
 # for the server by a filter, each stack counted in a map (its samples
 # from the map's counts): what per-CPU sampling through BPF costs with no
-# recorder behind it. $CULPRIT names a culprit binary to use instead
+# recorder behind it; cpu-99 and bpftrace-99 are cpu and bpftrace at 99 Hz
+# (what is left at a tenth of the ticks). $CULPRIT names a culprit binary to use instead
 # of building this tree's; $ORDER the configurations to run. With $BASE
 # naming another culprit binary (an older build), each configuration X
 # has a twin X@base recording with it, to pair two builds in one run:
@@ -63,10 +72,25 @@ requests=${2:-100000}
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$root/bench/out/eventcost}
 mkdir -p "$out"
-redis=${REDIS_DIR:-$out/redis}
-if [ ! -x "$redis/redis-server" ]; then
-	"$root/bench/bugs/redis-keys-glob/build.sh" "$redis"
-fi
+server=${SERVER:-redis}
+case $server in
+redis)
+	redis=${REDIS_DIR:-$out/redis}
+	if [ ! -x "$redis/redis-server" ]; then
+		"$root/bench/bugs/redis-keys-glob/build.sh" "$redis"
+	fi
+	;;
+memcached)
+	mc=${MEMCACHED_DIR:-$out/memcached}
+	if [ ! -x "$mc/memcached" ] || [ ! -x "$mc/mcload" ]; then
+		"$root/bench/bugs/memcached-auth-spin/build.sh" "$mc"
+	fi
+	;;
+*)
+	echo "eventcost: SERVER must be redis or memcached" >&2
+	exit 2
+	;;
+esac
 culprit=${CULPRIT:-}
 if [ -z "$culprit" ]; then
 	culprit=$out/culprit
@@ -99,7 +123,9 @@ declare -A cfg=(
 	[all-bpf-thread]="$c --events cpu,syscalls,sched --per-thread-clock --"
 	[perf]="perf record -F 999 -g -o $out/perf.data --"
 	[perf-a]="perf record -a -F 999 -g -o $out/perf.data --"
-	[bpftrace]="$out/bpftrace-profile --"
+	[bpftrace]="$out/bpftrace-profile 999 --"
+	[cpu-99]="$c -F 99 --"
+	[bpftrace-99]="$out/bpftrace-profile 99 --"
 )
 # bpftrace's per-CPU profile probe at 999 Hz, kept for the server's
 # process by its filter, each stack counted in a map: a BPF profiler's
@@ -107,9 +133,10 @@ declare -A cfg=(
 # culprit's per-CPU events.
 cat >"$out/bpftrace-profile" <<EOF
 #!/bin/bash
-shift # the --
+hz=\$1
+shift 2 # the rate and the --
 exec >/dev/null # bpftrace's blank lines at its end
-exec bpftrace -q -o "$out/bpftrace.out" -e 'profile:hz:999 /pid == cpid/ { @[kstack, ustack] = count(); }' -c "\$*"
+exec bpftrace -q -o "$out/bpftrace.out" -e "profile:hz:\$hz /pid == cpid/ { @[kstack, ustack] = count(); }" -c "\$*"
 EOF
 chmod +x "$out/bpftrace-profile"
 if [ -n "${BASE:-}" ]; then
@@ -176,10 +203,16 @@ cpuns() {
 one() {
 	local tmp port rps spid
 	tmp=$(mktemp -d)
-	port=$(freeport) || fail "$1: no port to run redis on" "$tmp"
-	# shellcheck disable=SC2086
-	${cfg[$1]} "$redis/redis-server" --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
-		--pidfile "$tmp/pid" --dir "$tmp" --logfile "$tmp/log" 2>"$tmp/culprit.err" &
+	port=$(freeport) || fail "$1: no port to run $server on" "$tmp"
+	if [ "$server" = redis ]; then
+		# shellcheck disable=SC2086
+		${cfg[$1]} "$redis/redis-server" --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
+			--pidfile "$tmp/pid" --dir "$tmp" --logfile "$tmp/log" 2>"$tmp/culprit.err" &
+	else
+		# shellcheck disable=SC2086
+		${cfg[$1]} "$mc/memcached" -U 0 -p "$port" -l 127.0.0.1 -t 2 -m 64 -P "$tmp/pid" -u root \
+			>"$tmp/log" 2>"$tmp/culprit.err" &
+	fi
 	wrapper=$!
 	local deadline=$((SECONDS + ${START_WAIT:-120}))
 	while :; do
@@ -192,7 +225,7 @@ one() {
 			fail "$1: the server (or its recorder) exited with status $? before accepting connections on port $port" "$tmp"
 		fi
 		[ $SECONDS -lt "$deadline" ] ||
-			fail "$1: redis-server did not accept connections on port $port within ${START_WAIT:-120} s" "$tmp"
+			fail "$1: $server did not accept connections on port $port within ${START_WAIT:-120} s" "$tmp"
 		sleep 0.05
 	done
 	spid=$(cat "$tmp/pid")
@@ -202,7 +235,17 @@ one() {
 	r0=$(cpuns "$wrapper")
 	local t0 t1
 	t0=$("$out/windowshare" now)
-	"$out/cputime" "$tmp/client.cpu" "$redis/redis-benchmark" -h 127.0.0.1 -p "$port" -t set,get -n "$requests" -c 8 -r 100000 --csv >"$tmp/bench.csv" 2>"$tmp/bench.err" &
+	if [ "$server" = redis ]; then
+		"$out/cputime" "$tmp/client.cpu" "$redis/redis-benchmark" -h 127.0.0.1 -p "$port" -t set,get -n "$requests" -c 8 -r 100000 --csv >"$tmp/bench.csv" 2>"$tmp/bench.err" &
+	else
+		# mcload prints nothing: the wall time of its load is taken
+		# around it (the wait below polls).
+		(
+			a=$("$out/windowshare" now)
+			"$out/cputime" "$tmp/client.cpu" "$mc/mcload" -p "$port" -u bench -k secret -t 8 -s 1 -n $((requests / 8)) 2>"$tmp/bench.err"
+			echo "$a $("$out/windowshare" now)" >"$tmp/bench.csv"
+		) &
+	fi
 	local bench=$! limit=$((${RUN_WAIT:-$((60 + requests / 500))}))
 	deadline=$((SECONDS + limit))
 	while kill -0 "$bench" 2>/dev/null; do
@@ -210,17 +253,22 @@ one() {
 			pkill -TERM -P "$bench" 2>/dev/null # redis-benchmark, under cputime
 			kill -TERM "$bench" 2>/dev/null
 			wait "$bench" 2>/dev/null
-			fail "$1: redis-benchmark did not finish $requests requests within $limit s (server on port $port $(kill -0 "$spid" 2>/dev/null && echo alive || echo gone))" "$tmp"
+			fail "$1: the load generator did not finish $requests requests within $limit s (server on port $port $(kill -0 "$spid" 2>/dev/null && echo alive || echo gone))" "$tmp"
 		fi
 		sleep 0.2
 	done
-	wait "$bench" || fail "$1: redis-benchmark failed ($(tail -1 "$tmp/bench.err"))" "$tmp"
+	wait "$bench" || fail "$1: the load generator failed ($(tail -1 "$tmp/bench.err"))" "$tmp"
 	t1=$("$out/windowshare" now)
 	local s1 r1
 	s1=$(cpuns "$spid")
 	r1=$(cpuns "$wrapper")
-	rps=$(awk -F'"' '/^"(SET|GET)"/ { n++; s += $4 } END { if (n) printf "%.0f", s / n }' "$tmp/bench.csv")
-	[ -n "$rps" ] || fail "$1: redis-benchmark printed no SET or GET rate ($(tail -1 "$tmp/bench.err"))" "$tmp"
+	if [ "$server" = redis ]; then
+		rps=$(awk -F'"' '/^"(SET|GET)"/ { n++; s += $4 } END { if (n) printf "%.0f", s / n }' "$tmp/bench.csv")
+		[ -n "$rps" ] || fail "$1: redis-benchmark printed no SET or GET rate ($(tail -1 "$tmp/bench.err"))" "$tmp"
+	else
+		rps=$(awk -v n="$requests" '{ printf "%.0f", 2 * int(n / 8) * 8 / (($2 - $1) / 1e9) }' "$tmp/bench.csv")
+		[ -n "$rps" ] || fail "$1: mcload failed ($(tail -1 "$tmp/bench.err"))" "$tmp"
+	fi
 	# The server's own CPU time (user + system) per request: what each
 	# event costs it, less sensitive to other load on the machine than
 	# the throughput.
@@ -232,7 +280,7 @@ one() {
 	if [ "${1%-a}" = perf ]; then
 		ev=$(sed -n 's/.*(\([0-9]*\) samples).*/\1/p' "$tmp/culprit.err" | tail -1)
 		lost=$(perf report -D -i "$out/perf.data" 2>/dev/null | awk '/PERF_RECORD_LOST/ { n += $NF } END { print n + 0 }')
-	elif [ "$1" = bpftrace ]; then
+	elif [ "${1%-99}" = bpftrace ]; then
 		ev=$(awk '/\]: [0-9]+$/ { n += $NF } END { print n + 0 }' "$out/bpftrace.out")
 	elif [ -n "${cfg[$1]}" ]; then
 		ev=$(sed -n "s/.*: \([0-9]*\) samples.*written.*/\1/p" "$tmp/culprit.err" | tail -1)
@@ -277,7 +325,7 @@ done
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 base=$(printf '%s' "${res[bare]}" | awk '{ print $1 }' | median)
 basecpu=$(printf '%s' "${res[bare]}" | awk '{ print $4 }' | median)
-printf "redis SET+GET, %d requests, 8 clients, %d runs (%s)\n" "$requests" "$runs" "$(date -u +%F)"
+printf "%s SET+GET, %d requests, 8 clients, %d runs (%s)\n" "$server" "$requests" "$runs" "$(date -u +%F)"
 printf "from %s to %s, load average %s\n" "$start" "$(date -u +%H:%M)" "$(cut -d' ' -f1-3 /proc/loadavg)"
 baseload=$(printf '%s' "${res[bare]}" | awk '{ print $6 }' | median)
 baseclient=$(printf '%s' "${res[bare]}" | awk '{ print $10 }' | median)

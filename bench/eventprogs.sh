@@ -1,10 +1,12 @@
 #!/bin/bash
 # eventprogs.sh [RUNS] [REQUESTS]: what each BPF program of `culprit record
-# --events cpu,syscalls,sched` takes of redis's CPU a request, from the
-# kernel's own count (kernel.bpf_stats_enabled, set for the run and put
-# back after, also when the script fails). The server and the load are
-# bench/eventcost.sh's (Debian's redis in $REDIS_DIR, redis-benchmark SET
-# and GET over loopback, REQUESTS each, 8 clients). Each run is a bare
+# --events cpu,syscalls,sched` takes of a server's CPU a request, from
+# the kernel's own count (kernel.bpf_stats_enabled, set for the run and
+# put back after, also when the script fails). The server ($SERVER) and
+# the load are bench/eventcost.sh's: Debian's redis in $REDIS_DIR,
+# redis-benchmark SET and GET over loopback, REQUESTS each, 8 clients (the
+# default), or memcached in $MEMCACHED_DIR driven by mcload, REQUESTS
+# set/get pairs from 8 client threads. Each run is a bare
 # server, then one recorded with $EVENTS (default cpu,syscalls,sched) and
 # $FLAGS; bench/bpfstats reads the recorder's programs just before and
 # just after the benchmark, and the table gives, per program (medians of
@@ -22,8 +24,21 @@ requests=${2:-100000}
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$root/bench/out/eventprogs}
 mkdir -p "$out"
-redis=${REDIS_DIR:-$root/bench/out/eventcost/redis}
-[ -x "$redis/redis-server" ] || "$root/bench/bugs/redis-keys-glob/build.sh" "$redis"
+server=${SERVER:-redis}
+case $server in
+redis)
+	redis=${REDIS_DIR:-$root/bench/out/eventcost/redis}
+	[ -x "$redis/redis-server" ] || "$root/bench/bugs/redis-keys-glob/build.sh" "$redis"
+	;;
+memcached)
+	mc=${MEMCACHED_DIR:-$root/bench/out/eventcost/memcached}
+	[ -x "$mc/memcached" ] && [ -x "$mc/mcload" ] || "$root/bench/bugs/memcached-auth-spin/build.sh" "$mc"
+	;;
+*)
+	echo "eventprogs: SERVER must be redis or memcached" >&2
+	exit 2
+	;;
+esac
 culprit=${CULPRIT:-}
 if [ -z "$culprit" ]; then
 	culprit=$out/culprit
@@ -48,8 +63,13 @@ one() {
 	local pre=()
 	# shellcheck disable=SC2206
 	[ "$1" = 1 ] && pre=("$culprit" record -o "$out/run.rec" --events "$events" ${FLAGS:-} --)
-	"${pre[@]}" "$redis/redis-server" --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
-		--pidfile "$tmp/pid" --dir "$tmp" --logfile "$tmp/log" 2>"$tmp/culprit.err" &
+	if [ "$server" = redis ]; then
+		"${pre[@]}" "$redis/redis-server" --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
+			--pidfile "$tmp/pid" --dir "$tmp" --logfile "$tmp/log" 2>"$tmp/culprit.err" &
+	else
+		"${pre[@]}" "$mc/memcached" -U 0 -p "$port" -l 127.0.0.1 -t 2 -m 64 -P "$tmp/pid" -u root \
+			>"$tmp/log" 2>"$tmp/culprit.err" &
+	fi
 	wrapper=$!
 	for _ in $(seq 1 2400); do
 		[ -s "$tmp/pid" ] && kill -0 "$(cat "$tmp/pid")" 2>/dev/null &&
@@ -62,7 +82,11 @@ one() {
 	local s0 w0 s1 w1
 	s0=$(cpuns "$spid")
 	w0=$(switches "$spid")
-	timeout 300 "$redis/redis-benchmark" -h 127.0.0.1 -p "$port" -t set,get -n "$requests" -c 8 -r 100000 -q >/dev/null 2>&1
+	if [ "$server" = redis ]; then
+		timeout 300 "$redis/redis-benchmark" -h 127.0.0.1 -p "$port" -t set,get -n "$requests" -c 8 -r 100000 -q >/dev/null 2>&1
+	else
+		timeout 300 "$mc/mcload" -p "$port" -u bench -k secret -t 8 -s 1 -n $((requests / 8))
+	fi
 	s1=$(cpuns "$spid")
 	w1=$(switches "$spid")
 	[ "$1" = 1 ] && "$out/bpfstats" -n "$wrapper" >"$tmp/b1"
@@ -88,7 +112,7 @@ for ((r = 0; r < runs; r++)); do
 	read -r cpu sw < <(one 1)
 	awk -v b="$bare" -v c="$cpu" -v s="$sw" '{ print $0, b, c, s }' "$out/progs" >>"$out/all"
 done
-echo "redis SET+GET, $requests requests each, 8 clients, $runs runs, \`--events $events ${FLAGS:-}\`"
+echo "$server SET+GET, $requests requests each, 8 clients, $runs runs, \`--events $events ${FLAGS:-}\`"
 echo "from $start to $(date -u +%H:%M), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 med() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 bare=$(awk '{ print $4 }' "$out/all" | med)

@@ -10,6 +10,15 @@
 # server runs on a random loopback port and is stopped with SIGTERM, which
 # also ends the recording.
 #
+# SERVER=memcached runs Debian's memcached 1.6.18 instead (built from
+# `apt-get source` by bench/bugs/memcached-auth-spin/build.sh, -O2 -g
+# without frame pointers anywhere; its case's regression is in ASCII
+# authentication, which this server runs without), 2 worker threads,
+# driven by that case's mcload: CLIENTS threads, each one connection
+# sending set/get pairs and awaiting each reply, 8 × REQUESTS requests in
+# all as redis's load; the throughput is those requests over mcload's
+# wall time.
+#
 # One row per configuration (medians over the runs; each run's figures are
 # in OUTDIR/realserver.log):
 #   throughput  requests per second of the whole load (redis-benchmark's
@@ -22,15 +31,25 @@
 #
 #   bench/realserver.sh [RUNS] [FREQ]
 #
+# CULPRIT names a culprit binary to use instead of this tree's build;
 # REQUESTS (default 20000), CLIENTS (default 4), OUTDIR (default
 # bench/out/realserver), CONFIGS (default "record values events"; bare
 # always runs; events-perf is events through perf's tracepoint events
 # (--perf-events); record-thread is record with --per-thread-clock (the
-# threads' own cpu-clock events); perf is `perf record -F FREQ -g`, for comparison: its
+# threads' own cpu-clock events); perf is `perf record -F FREQ -g` and
+# perf-dwarf `perf record -F FREQ --call-graph dwarf` (8 KiB copies), for comparison: their
 # samples, lost samples (perf report --stats) and stacks reaching the
 # entry (perf script)). Needs root, gcc, make, python3, dpkg-dev, perf and
 # the Debian source mirror.
 set -euo pipefail
+kind=${SERVER:-redis}
+case $kind in
+redis | memcached) ;;
+*)
+	echo "realserver: SERVER must be redis or memcached" >&2
+	exit 2
+	;;
+esac
 runs=${1:-3}
 freq=${2:-999}
 root=$(cd "$(dirname "$0")/.." && pwd)
@@ -38,8 +57,11 @@ outdir=${OUTDIR:-$root/bench/out/realserver}
 requests=${REQUESTS:-20000}
 clients=${CLIENTS:-4}
 mkdir -p "$outdir"
-CGO_ENABLED=0 go build -o "$outdir/culprit" "$root/cmd/culprit"
-culprit=$outdir/culprit
+culprit=${CULPRIT:-}
+if [ -z "$culprit" ]; then
+	CGO_ENABLED=0 go build -o "$outdir/culprit" "$root/cmd/culprit"
+	culprit=$outdir/culprit
+fi
 
 # Debian's redis without a patch: redis_build takes a case's patch and finds
 # debsrc.sh beside the case's directory, so both are laid out in a scratch
@@ -52,9 +74,15 @@ mkdir -p "$scratch/stock"
 ln -s "$root/bench/bugs/debsrc.sh" "$scratch/debsrc.sh"
 # shellcheck source=bugs/redis.sh
 . "$root/bench/bugs/redis.sh"
-redis_build "$outdir/redis" "$scratch/stock/none.patch"
-server=$outdir/redis/redis-server
-bench=$outdir/redis/redis-benchmark
+if [ "$kind" = redis ]; then
+	redis_build "$outdir/redis" "$scratch/stock/none.patch"
+	server=$outdir/redis/redis-server
+	bench=$outdir/redis/redis-benchmark
+else
+	"$root/bench/bugs/memcached-auth-spin/build.sh" "$outdir/memcached"
+	server=$outdir/memcached/memcached
+	bench=$outdir/memcached/mcload
+fi
 
 declare -A prefix=(
 	[bare]=""
@@ -64,6 +92,7 @@ declare -A prefix=(
 	[events]="$culprit record -F $freq --events cpu,syscalls,sched -o $outdir/events.rec --"
 	[events-perf]="$culprit record -F $freq --events cpu,syscalls,sched --perf-events -o $outdir/events-perf.rec --"
 	[perf]="perf record -q -F $freq -g -o $outdir/perf.data --"
+	[perf-dwarf]="perf record -q -F $freq --call-graph dwarf -o $outdir/perf.data --"
 )
 order=(bare ${CONFIGS:-record values events})
 
@@ -72,38 +101,55 @@ order=(bare ${CONFIGS:-record values events})
 one() {
 	local cfg=$1 port pidfile log pid rps
 	port=$((20000 + RANDOM % 20000))
-	pidfile=$scratch/redis.pid
+	pidfile=$scratch/server.pid
 	log=$scratch/bench.out
 	rm -f "$pidfile"
-	# shellcheck disable=SC2086
-	${prefix[$cfg]} "$server" --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
-		--pidfile "$pidfile" --dir "$scratch" --logfile "$scratch/redis.log" 2>"$scratch/culprit.err" &
+	if [ "$kind" = redis ]; then
+		# shellcheck disable=SC2086
+		${prefix[$cfg]} "$server" --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
+			--pidfile "$pidfile" --dir "$scratch" --logfile "$scratch/server.log" 2>"$scratch/culprit.err" &
+	else
+		# shellcheck disable=SC2086
+		${prefix[$cfg]} "$server" -U 0 -p "$port" -l 127.0.0.1 -t 2 -m 64 -P "$pidfile" -u root \
+			>"$scratch/server.log" 2>"$scratch/culprit.err" &
+	fi
 	pid=$!
 	for _ in $(seq 1 300); do
 		if [ -s "$pidfile" ] && (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then
 			break
 		fi
-		kill -0 "$pid" 2>/dev/null || { echo "realserver: redis-server exited early" >&2; cat "$scratch/redis.log" "$scratch/culprit.err" >&2; exit 1; }
+		kill -0 "$pid" 2>/dev/null || { echo "realserver: $kind exited early" >&2; cat "$scratch/server.log" "$scratch/culprit.err" >&2; exit 1; }
 		sleep 0.1
 	done
-	"$bench" -p "$port" -c "$clients" -n "$requests" -t set,get,incr,lpush,lpop,sadd,hset,mset -q >"$log" 2>&1 || {
+	local t0 t1 pairs=$((requests * 4 / clients))
+	t0=$(date +%s%N)
+	if [ "$kind" = redis ]; then
+		"$bench" -p "$port" -c "$clients" -n "$requests" -t set,get,incr,lpush,lpop,sadd,hset,mset -q >"$log" 2>&1
+	else
+		"$bench" -p "$port" -u bench -k secret -t "$clients" -s 1 -n "$pairs" >"$log" 2>&1
+	fi || {
 		cat "$log" >&2
 		kill -TERM "$(cat "$pidfile")" 2>/dev/null || true
 		wait "$pid" || true
 		exit 1
 	}
+	t1=$(date +%s%N)
 	kill -TERM "$(cat "$pidfile")"
 	wait "$pid" || true
-	# Weighted by requests: the total requests over the total time.
-	rps=$(tr '\r' '\n' <"$log" | python3 -c '
+	if [ "$kind" = memcached ]; then
+		rps=$(awk -v n="$((2 * pairs * clients))" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.0f", n / ((b - a) / 1e9) }')
+	else
+		# Weighted by requests: the total requests over the total time.
+		rps=$(tr '\r' '\n' <"$log" | python3 -c '
 import re, sys
 rates = [float(m.group(1)) for m in re.finditer(r":\s*([0-9.]+) requests per second", sys.stdin.read())]
 print("%.0f" % (len(rates) / sum(1 / r for r in rates)) if rates else "nan")')
+	fi
 	if [ "$cfg" = bare ]; then
 		echo "$rps - - -"
 		return
 	fi
-	if [ "$cfg" = perf ]; then
+	if [ "${cfg%-dwarf}" = perf ]; then
 		local samples lost
 		samples=$(perf report -i "$outdir/perf.data" --stats 2>/dev/null | awk '/SAMPLE events:/ { print $3; exit }')
 		lost=$(perf report -D -i "$outdir/perf.data" 2>/dev/null | awk '/PERF_RECORD_LOST/ { n += $NF } END { print n + 0 }')
@@ -149,4 +195,4 @@ for c in "${order[@]}"; do
 		printf '%-12s %12s %8s %8s %8s %7s%%\n' "$c" "$t" "$rel" "$(col 2)" "$(col 3)" "$(col 4)"
 	fi
 done
-echo "runs $runs, $freq Hz, $requests requests x 8 commands, $clients clients; load: $(cut -d' ' -f1-3 /proc/loadavg)"
+echo "$kind: runs $runs, $freq Hz, $requests requests x 8 commands, $clients clients; load: $(cut -d' ' -f1-3 /proc/loadavg)"

@@ -242,8 +242,8 @@ func (b *builder) stamp(o *stampOffsets, done string) {
 // thread's learned top asks, up to MaxStack, whatever the full size (the
 // full size from the configuration without one, or when the stack pointer
 // lies outside it or MaxStack below it), into a record of its
-// own. A copy that faults (the end of the stack's mapping) is retried up
-// to lower page boundaries. It keeps rCtx and rBuf and uses rPlan and
+// own. A copy that faults (a page not in memory, or the end of the
+// stack's mapping) is made again page by page. It keeps rCtx and rBuf and uses rPlan and
 // rSlot.
 func (b *builder) stack(m maps) {
 	const (
@@ -362,8 +362,8 @@ func (b *builder) stack(m maps) {
 	for page := 0; page < stackPages; page++ {
 		next := fmt.Sprintf("spage%d", page+1)
 		b.Emit(
-			// R6 (rSlot): the page's first byte to copy: sp on the first
-			// page, the page's start on the others.
+			// rSlot: the page's first byte to copy: sp on the first page,
+			// the page's start on the others.
 			asm.LoadMem(rSlot, asm.RFP, spSlot, asm.DWord),
 		)
 		if page > 0 {

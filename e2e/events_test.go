@@ -401,3 +401,71 @@ func TestEventStacksWithoutFramePointers(t *testing.T) {
 		t.Logf("%v: %d of %d samples reach main", ev, c.main, c.in)
 	}
 }
+
+// System call events from inside a frame holding a large array the thread
+// never writes (memcached's sendmsg under transmit's 16 KiB of iovecs):
+// the system call program's copy up to the thread's top runs through
+// pages not in memory, and where it ended at the first of them every
+// event there lost its callers. It copies such a range page by page, the
+// missing pages left out of the unwind: once the thread's top is learned
+// (its first events), its writev entries reach worker and start_thread.
+func TestEventsUnwrittenFrame(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "holeframe", []string{"holeframe.c"}, "-O2", "-g", "-fomit-frame-pointer", "-pthread")
+	out := rec(t)
+	mustRun(t, "record", "--events", "cpu,syscalls,sched", "--syscall-windows", "off", "-o", out, "--", bin, "6000")
+	p, err := loader.Load([]string{out}, loader.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first uint64
+	type entry struct {
+		time    uint64
+		through bool // transmit's frame is on the stack
+		reached bool // so are worker and start_thread
+	}
+	var es []entry
+	for _, s := range p.Samples {
+		if s.Event != recording.EventSyscallEnter || s.Arg != unix.SYS_WRITEV {
+			continue
+		}
+		if first == 0 {
+			first = s.Time
+		}
+		var e entry
+		e.time = s.Time
+		w, st := false, false
+		for _, fi := range p.Stacks[s.Stack] {
+			switch p.Frames[fi].Function {
+			case "transmit":
+				e.through = true
+			case "worker":
+				w = true
+			case "start_thread":
+				st = true
+			}
+		}
+		e.reached = w && st
+		es = append(es, e)
+	}
+	late, reached, through := 0, 0, 0
+	for _, e := range es {
+		if e.through {
+			through++
+		}
+		if e.time < first+uint64(300*time.Millisecond) {
+			continue
+		}
+		late++
+		if e.reached {
+			reached++
+		}
+	}
+	t.Logf("%d writev entries (%d through transmit); from 300 ms on %d of %d reach worker and start_thread", len(es), through, reached, late)
+	if len(es) < 1000 || through < len(es)*99/100 {
+		t.Fatalf("%d writev entries, %d through transmit; want 1000 or more, all through it", len(es), through)
+	}
+	if late < 500 || reached < late*99/100 {
+		t.Errorf("from 300 ms on, %d of %d writev entries reach worker and start_thread; want ≥ 99%%", reached, late)
+	}
+}

@@ -271,7 +271,7 @@ func (s *session) eventUser(e *sysEvent, pid, tid uint32, kernel []uint64) (user
 	ev := &e.ev
 	r := perf.Sample{Header: perf.Header{PID: pid, TID: tid, Time: ev.Time, CPU: ev.CPU},
 		IP: ev.IP, UserMode: true, ABI: 2, Kernel: kernel, User: s.sysStack(ev.UserStack, false),
-		StackSP: ev.SP, Stack: e.stack}
+		StackSP: ev.SP, Stack: e.stack, StackHoles: ev.StackHoles}
 	if r.User == nil {
 		r.User = []uint64{ev.IP}
 	}

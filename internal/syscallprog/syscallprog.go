@@ -99,7 +99,11 @@ const (
 	offIP      = 48 // u64: user registers at the entry
 	offSP      = 56
 	offBP      = 64
-	offCopied  = 72 // u64: bytes of stack copied from SP
+	offCopied  = 72 // u32: bytes of stack copied from SP
+	// offHoles (u32) marks the pages of the copy a page-by-page copy
+	// could not read (pageCopy): bit i the i-th 4 KiB page from the one
+	// holding SP. Their bytes are zero.
+	offHoles   = 76
 	offCallNr  = 80 // u64: a switch's system call (orig_ax), when UserStack is InCall; an entry's window generation
 	offSkipped = 88 // u64: an entry's thread's calls not recorded since its previous recorded one
 	// offRunDelay is offSkipped in a switch record: the thread's
@@ -291,6 +295,10 @@ type Event struct {
 	// ring being more than half full.
 	Reduced bool
 	Stack   []byte // the copy from SP (valid until the next Drain)
+	// StackHoles are the pages of Stack that could not be read (not in
+	// memory): bit i the i-th 4 KiB page from the one holding SP. Their
+	// bytes are zero.
+	StackHoles uint8
 }
 
 // Tracer is the loaded and attached program with its maps.
@@ -299,6 +307,7 @@ type Tracer struct {
 	ownFollow                           bool // made by New, closed by Close
 	stacks, scratch, ring, lost, kcache *ebpf.Map
 	tops, topsOn                        *ebpf.Map // Options.StackTops: the threads' tops, and whether any is set
+	pages                               *ebpf.Map // Options.StackTops: the programs' buffers for copies made page by page
 	topsSet                             bool
 	wgen                                *ebpf.Map // the window's generation (Options.WindowOn)
 	thr                                 *ebpf.Map // per thread, whether traced and Options.Limit's state
@@ -394,7 +403,12 @@ func New(o Options) (*Tracer, error) {
 		if t.topsOn, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_sctopon", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}); err != nil {
 			return fail(err)
 		}
-		m.tops, m.topsOn = t.tops.FD(), t.topsOn.FD()
+		// A buffer per program (as the walkers'), a page longer than
+		// the largest copy: pageCopy.
+		if t.pages, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_scpage", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: MaxCopy + 4096, MaxEntries: walkers}); err != nil {
+			return fail(err)
+		}
+		m.tops, m.topsOn, m.pages = t.tops.FD(), t.topsOn.FD(), t.pages.FD()
 	}
 	windowed := o.Syscalls && o.WindowOn > 0 && o.WindowPeriod > o.WindowOn
 	if windowed {
@@ -561,8 +575,9 @@ func (t *Tracer) Drain(fn func(*Event)) error {
 			}
 			ev.UserStack = int64(le.Uint64(b[offUStack:]))
 			ev.IP, ev.SP, ev.BP = le.Uint64(b[offIP:]), le.Uint64(b[offSP:]), le.Uint64(b[offBP:])
-			n := int(le.Uint64(b[offCopied:]))
+			n := int(le.Uint32(b[offCopied:]))
 			ev.Stack = b[hdr:min(hdr+n, len(b))]
+			ev.StackHoles = uint8(le.Uint32(b[offHoles:]))
 			ev.CallNr = le.Uint64(b[offCallNr:])
 			if !ev.Switch {
 				ev.Window, ev.CallNr = ev.CallNr&^(1<<windowedBit), 0
@@ -818,13 +833,16 @@ func (t *Tracer) SetTop(tid uint32, top uint64) error {
 	return nil
 }
 
-// MaxCopy is the largest stack copy SetTop gives a thread.
-const MaxCopy = 16 << 10
+// MaxCopy is the largest stack copy SetTop gives a thread: as the CPU
+// samples' (sampleprog.MaxStack), enough for a thread whose frames below
+// its calls hold a large array (memcached's transmit keeps 16 KiB of
+// iovecs under sendmsg).
+const MaxCopy = 24 << 10
 
 // copyClasses are the sizes of the stack copies above Options.StackBytes
 // that a thread's top (SetTop) may ask for: a record's size is a constant
 // of the program, so a copy takes the smallest that holds it.
-var copyClasses = []int{2 << 10, 4 << 10, 8 << 10, MaxCopy}
+var copyClasses = []int{2 << 10, 4 << 10, 8 << 10, 16 << 10, MaxCopy}
 
 // Lost is the number of records the ring had no room for.
 func (t *Tracer) Lost() uint64 { return t.count(slotLost) }
@@ -865,7 +883,7 @@ func (t *Tracer) Close() {
 	if t.ownFollow {
 		t.follow.Close()
 	}
-	for _, m := range []*ebpf.Map{t.stacks, t.scratch, t.ring, t.lost, t.kcache, t.thr, t.wgen, t.tops, t.topsOn} {
+	for _, m := range []*ebpf.Map{t.stacks, t.scratch, t.ring, t.lost, t.kcache, t.thr, t.wgen, t.tops, t.topsOn, t.pages} {
 		if m != nil {
 			m.Close()
 		}
@@ -882,8 +900,8 @@ type fds struct {
 	win        int  // the window generation's map (Options.WindowOn), 0: none
 	threadHash bool // thr is a hash keyed by thread id (Tracer.threadHash)
 	// tops and topsOn are the threads' stack tops and whether any is set
-	// (Options.StackTops), 0: none.
-	tops, topsOn int
+	// (Options.StackTops), 0: none; pages the buffers of pageCopy.
+	tops, topsOn, pages int
 	// limited: Options.Limit is set; a thread may record one call every
 	// `every` ns, with `burst` ns of credit.
 	limited      bool
@@ -1682,33 +1700,23 @@ func userRegs(b *bpfasm.Builder, m fds, hdr int32, copyBytes int, direct bool) {
 		asm.Ja.Label("nocopy"),
 	)
 	if m.tops != 0 {
-		// A copy up to the thread's top: wantSlot bytes, or when that
-		// faults (the top beyond the stack's mapping) up to a lower page
-		// boundary, or else the StackBytes copy.
+		// A copy up to the thread's top: wantSlot bytes; when that
+		// faults, page by page (pageCopy).
 		for _, c := range copyClasses {
 			if c <= copyBytes {
 				continue
 			}
-			b.Emit(asm.LoadMem(asm.R2, asm.RFP, wantSlot, asm.DWord).WithSymbol(fmt.Sprintf("copy%d", c)))
-			for try := 0; try <= c/4096; try++ {
-				b.Emit(
-					asm.JSLE.Imm(asm.R2, int32(copyBytes), "copy"),
-					asm.JGT.Imm(asm.R2, int32(c), "copy"),
-					asm.Mov.Reg(asm.R1, rRec),
-					asm.Add.Imm(asm.R1, hdr),
-					asm.LoadMem(asm.R3, rRec, offSP, asm.DWord),
-					asm.FnProbeReadUser.Call(),
-					asm.JEq.Imm(asm.R0, 0, "copied"),
-					asm.LoadMem(asm.R1, rRec, offSP, asm.DWord),
-					asm.LoadMem(asm.R2, asm.RFP, wantSlot, asm.DWord),
-					asm.Add.Reg(asm.R2, asm.R1),
-					asm.Add.Imm(asm.R2, -1),
-					asm.And.Imm(asm.R2, ^4095),
-					asm.Sub.Reg(asm.R2, asm.R1),
-					asm.StoreMem(asm.RFP, wantSlot, asm.R2, asm.DWord),
-				)
-			}
-			b.Emit(asm.Ja.Label("copy"))
+			b.Emit(
+				asm.LoadMem(asm.R2, asm.RFP, wantSlot, asm.DWord).WithSymbol(fmt.Sprintf("copy%d", c)),
+				asm.JSLE.Imm(asm.R2, int32(copyBytes), "copy"),
+				asm.JGT.Imm(asm.R2, int32(c), "copy"),
+				asm.Mov.Reg(asm.R1, rRec),
+				asm.Add.Imm(asm.R1, hdr),
+				asm.LoadMem(asm.R3, rRec, offSP, asm.DWord),
+				asm.FnProbeReadUser.Call(),
+				asm.JEq.Imm(asm.R0, 0, "copied"),
+			)
+			pageCopy(b, m, hdr, c)
 		}
 	}
 	b.Emit(
@@ -1736,8 +1744,104 @@ func userRegs(b *bpfasm.Builder, m fds, hdr int32, copyBytes int, direct bool) {
 		asm.FnProbeReadUser.Call(),
 		asm.JNE.Imm(asm.R0, 0, "nocopy"),
 		asm.LoadMem(asm.R1, asm.RFP, wantSlot, asm.DWord).WithSymbol("copied"),
-		asm.StoreMem(rRec, offCopied, asm.R1, asm.DWord),
+		asm.StoreMem(rRec, offCopied, asm.R1, asm.Word),
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("nocopy"),
+	)
+}
+
+// Stack slots of pageCopy.
+const (
+	pageEndSlot  = -408 // sp + the copy's length: its end
+	pageReadSlot = -416 // the end of the last page read
+	pageBufSlot  = -424 // the program's buffer in pages
+	pageNextSlot = -432 // the end of the page being read
+)
+
+// pageCopy emits, for a copy up to the thread's top of wantSlot bytes
+// (at most c, the record's room) that faulted: a page of the range is not
+// in memory (one the thread never touched, inside a large frame's unused
+// array as memcached's transmit keeps, or beyond the end of the stack's
+// mapping). The range is copied page by page into the program's buffer
+// in the pages map, a page that faults left zero and marked in the
+// record's holes (offHoles), then the part up to the end of the last page
+// read into the record: the unwind reads return addresses and saved
+// registers, which lie on pages the thread wrote, around the holes. The
+// pages go through the buffer because the verifier must see each read
+// inside the record, and a page's offset and length are known only
+// together. Jumps to "copied" with the copy's length in R1, or to
+// "nocopy".
+func pageCopy(b *bpfasm.Builder, m fds, hdr int32, c int) {
+	l := func(s string) string { return fmt.Sprintf("pc%d_%s", c, s) }
+	b.Emit(asm.StoreImm(asm.RFP, -8, int64(m.walker), asm.Word))
+	b.Lookup(m.pages, -8)
+	b.Emit(
+		asm.JEq.Imm(asm.R0, 0, "nocopy"),
+		asm.StoreMem(asm.RFP, pageBufSlot, asm.R0, asm.DWord),
+		asm.LoadMem(asm.R1, rRec, offSP, asm.DWord),
+		asm.StoreMem(asm.RFP, pageReadSlot, asm.R1, asm.DWord),
+		asm.LoadMem(asm.R2, asm.RFP, wantSlot, asm.DWord),
+		asm.Add.Reg(asm.R2, asm.R1),
+		asm.StoreMem(asm.RFP, pageEndSlot, asm.R2, asm.DWord),
+	)
+	for page := 0; page <= c/4096; page++ {
+		next := l(fmt.Sprint(page + 1))
+		// R4: the page's first byte to copy: sp on the first page, the
+		// page's start on the others.
+		b.Emit(asm.LoadMem(asm.R4, rRec, offSP, asm.DWord))
+		if page > 0 {
+			b.Emit(
+				asm.And.Imm(asm.R4, ^4095),
+				asm.Add.Imm(asm.R4, int32(page*4096)),
+			)
+		}
+		b.Emit(
+			asm.LoadMem(asm.R3, asm.RFP, pageEndSlot, asm.DWord),
+			asm.JGE.Reg(asm.R4, asm.R3, l("end")),
+			// R2: up to the page's end or the copy's, whichever is first.
+			asm.Mov.Reg(asm.R2, asm.R4),
+			asm.And.Imm(asm.R2, ^4095),
+			asm.Add.Imm(asm.R2, 4096),
+			asm.JLE.Reg(asm.R2, asm.R3, l("len"+fmt.Sprint(page))),
+			asm.Mov.Reg(asm.R2, asm.R3),
+			asm.Sub.Reg(asm.R2, asm.R4).WithSymbol(l("len"+fmt.Sprint(page))),
+			asm.JGT.Imm(asm.R2, 4096, l("end")),
+			asm.JEq.Imm(asm.R2, 0, l("end")),
+			// R1: the buffer's bytes for the page, at its offset from sp,
+			// at most page*4096: the page's last byte within the buffer.
+			asm.Mov.Reg(asm.R1, asm.R4),
+			asm.LoadMem(asm.R3, rRec, offSP, asm.DWord),
+			asm.Sub.Reg(asm.R1, asm.R3),
+			asm.JGT.Imm(asm.R1, int32(page*4096), l("end")),
+			asm.LoadMem(asm.R3, asm.RFP, pageBufSlot, asm.DWord),
+			asm.Add.Reg(asm.R1, asm.R3),
+			asm.Mov.Reg(asm.R3, asm.R4),
+			asm.Add.Reg(asm.R4, asm.R2),
+			asm.StoreMem(asm.RFP, pageNextSlot, asm.R4, asm.DWord), // the page's end
+			asm.FnProbeReadUser.Call(),
+			asm.JNE.Imm(asm.R0, 0, l("fault"+fmt.Sprint(page))),
+			asm.LoadMem(asm.R1, asm.RFP, pageNextSlot, asm.DWord),
+			asm.StoreMem(asm.RFP, pageReadSlot, asm.R1, asm.DWord),
+			asm.Ja.Label(next),
+			asm.LoadMem(asm.R1, rRec, offHoles, asm.Word).WithSymbol(l("fault"+fmt.Sprint(page))),
+			asm.Or.Imm(asm.R1, 1<<page),
+			asm.StoreMem(rRec, offHoles, asm.R1, asm.Word),
+		)
+		b.Mark(next)
+	}
+	b.Mark(l("end"))
+	b.Emit(
+		asm.LoadMem(asm.R2, asm.RFP, pageReadSlot, asm.DWord),
+		asm.LoadMem(asm.R1, rRec, offSP, asm.DWord),
+		asm.Sub.Reg(asm.R2, asm.R1),
+		asm.JEq.Imm(asm.R2, 0, "nocopy"),
+		asm.JGT.Imm(asm.R2, int32(c), "nocopy"),
+		asm.StoreMem(asm.RFP, wantSlot, asm.R2, asm.DWord),
+		asm.Mov.Reg(asm.R1, rRec),
+		asm.Add.Imm(asm.R1, hdr),
+		asm.LoadMem(asm.R3, asm.RFP, pageBufSlot, asm.DWord),
+		asm.FnProbeReadKernel.Call(),
+		asm.JNE.Imm(asm.R0, 0, "nocopy"),
+		asm.Ja.Label("copied"),
 	)
 }
 

@@ -271,10 +271,10 @@ func TestSwitchIns(t *testing.T) {
 // went unseen), a switch away at least what its switch in did, and the
 // run between them, by the kernel's account, is no longer than by the
 // records' stamps, taken later than the clock the kernel's account
-// reads, by a millisecond at most.
+// reads, by a millisecond at most but where the virtual CPU stalled.
 func execRuntimes(t *testing.T, evs []Event) {
 	t.Helper()
-	pairs, same := 0, 0
+	pairs, same, over := 0, 0, 0
 	for i, ev := range evs {
 		if (ev.Switch || ev.SwitchIn) && !ev.HasExecRuntime {
 			t.Fatalf("a switch record without the thread's sum_exec_runtime: %+v", ev)
@@ -296,9 +296,17 @@ func execRuntimes(t *testing.T, evs []Event) {
 			if ev.ExecRuntime < prev.ExecRuntime {
 				t.Errorf("switched away with %d ns on the CPU, in before with %d", ev.ExecRuntime, prev.ExecRuntime)
 			} else if k, s := ev.ExecRuntime-prev.ExecRuntime, ev.Time-prev.Time; k > s+uint64(time.Millisecond) {
-				t.Errorf("a run of %d ns by the kernel's account, %d ns by the stamps", k, s)
+				over++
+				t.Logf("a run of %d ns by the kernel's account, %d ns by the stamps", k, s)
 			}
 		}
+	}
+	// The account starts where __schedule began, before the pick: a
+	// virtual CPU stalled there (1.3 ms once on a busy 2-CPU VM) puts a
+	// run's stamp that much later. A field read from the wrong task would
+	// be off at most switches.
+	if over > 1 {
+		t.Errorf("%d runs longer by the kernel's account than by the stamps, by over 1 ms", over)
 	}
 	if pairs == 0 || same < pairs*3/4 {
 		t.Errorf("%d of %d switches in carry the time on the CPU of the switch away before them", same, pairs)

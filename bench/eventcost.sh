@@ -46,7 +46,11 @@
 # for the server by a filter, each stack counted in a map (its samples
 # from the map's counts): what per-CPU sampling through BPF costs with no
 # recorder behind it; cpu-99 and bpftrace-99 are cpu and bpftrace at 99 Hz
-# (what is left at a tenth of the ticks). $CULPRIT names a culprit binary to use instead
+# (what is left at a tenth of the ticks); bpftrace-sched adds to bpftrace
+# a sched_switch probe counting both chains at each switch of the
+# server's threads (the nearest bpftrace to --events cpu,sched) and
+# bpftrace-switch0 one whose filter no thread passes (the floor of a
+# program on every switch of the machine). $CULPRIT names a culprit binary to use instead
 # of building this tree's; $ORDER the configurations to run. With $BASE
 # naming another culprit binary (an older build), each configuration X
 # has a twin X@base recording with it, to pair two builds in one run:
@@ -126,6 +130,8 @@ declare -A cfg=(
 	[bpftrace]="$out/bpftrace-profile 999 --"
 	[cpu-99]="$c -F 99 --"
 	[bpftrace-99]="$out/bpftrace-profile 99 --"
+	[bpftrace-sched]="$out/bpftrace-sched all --"
+	[bpftrace-switch0]="$out/bpftrace-sched none --"
 )
 # bpftrace's per-CPU profile probe at 999 Hz, kept for the server's
 # process by its filter, each stack counted in a map: a BPF profiler's
@@ -139,6 +145,22 @@ exec >/dev/null # bpftrace's blank lines at its end
 exec bpftrace -q -o "$out/bpftrace.out" -e "profile:hz:\$hz /pid == cpid/ { @[kstack, ustack] = count(); }" -c "\$*"
 EOF
 chmod +x "$out/bpftrace-profile"
+# bpftrace-sched: the same profile, and at each switch away of the
+# server's threads both chains counted (what --events cpu,sched records
+# there: the nearest bpftrace to it); bpftrace-switch0: a switch probe
+# whose filter no thread passes, the floor of any program on every
+# switch of the machine.
+cat >"$out/bpftrace-sched" <<EOF
+#!/bin/bash
+case \$1 in
+all) filter="pid == cpid" ;;
+*) filter="pid == 0 && cpu > 1000000" ;;
+esac
+shift 2
+exec >/dev/null
+exec bpftrace -q -o "$out/bpftrace.out" -e "profile:hz:999 /pid == cpid/ { @[kstack, ustack] = count(); } tracepoint:sched:sched_switch /\$filter/ { @s[kstack, ustack] = count(); }" -c "\$*"
+EOF
+chmod +x "$out/bpftrace-sched"
 if [ -n "${BASE:-}" ]; then
 	for k in "${!cfg[@]}"; do
 		[[ ${cfg[$k]} == "$c "* ]] && cfg[$k@base]="$BASE record -o $out/run.rec${cfg[$k]#"$c"}"
@@ -280,7 +302,7 @@ one() {
 	if [ "${1%-a}" = perf ]; then
 		ev=$(sed -n 's/.*(\([0-9]*\) samples).*/\1/p' "$tmp/culprit.err" | tail -1)
 		lost=$(perf report -D -i "$out/perf.data" 2>/dev/null | awk '/PERF_RECORD_LOST/ { n += $NF } END { print n + 0 }')
-	elif [ "${1%-99}" = bpftrace ]; then
+	elif [[ $1 == bpftrace* ]]; then
 		ev=$(awk '/\]: [0-9]+$/ { n += $NF } END { print n + 0 }' "$out/bpftrace.out")
 	elif [ -n "${cfg[$1]}" ]; then
 		ev=$(sed -n "s/.*: \([0-9]*\) samples.*written.*/\1/p" "$tmp/culprit.err" | tail -1)

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/culprit-dev/culprit/internal/perf"
+	"github.com/culprit-dev/culprit/internal/syscallprog"
 )
 
 // Two drains, as on two CPUs: the first CPU's ring is read before the
@@ -80,5 +81,62 @@ func BenchmarkOrdered(b *testing.B) {
 		s.items = append(s.items[:0], items...)
 		s.ordered(1000 + perSource*30 - 500)
 		s.later = s.later[:0]
+	}
+}
+
+// A drain's records are read into sysBuffer one after the other: each
+// record's stack copy stays where it was read while the next ones are,
+// a record without a copy gives its room back, a chunk too full for the
+// largest record gives way to the next, and the next drain reuses the
+// chunks.
+func TestSysBufferKeepsCopies(t *testing.T) {
+	var b sysBuffer
+	const hdr = 8
+	read := func(n int, fill byte) []byte {
+		r := b.free()
+		if len(r) != 0 || cap(r) < syscallprog.MaxRecord {
+			t.Fatalf("free() gave len %d cap %d, want 0 and at least %d", len(r), cap(r), syscallprog.MaxRecord)
+		}
+		r = r[:hdr+n]
+		for i := range r {
+			r[i] = fill
+		}
+		st := r[hdr : hdr+n]
+		if n == 0 {
+			st = nil
+		}
+		b.keep(st)
+		return st
+	}
+	var kept [][]byte
+	for i := 0; i < 200; i++ {
+		n := (i % 7) * 4000
+		kept = append(kept, read(n, byte(i)))
+	}
+	if len(b.chunks) < 2 {
+		t.Fatalf("%d chunks for 200 records of up to 24 KB, want more than one", len(b.chunks))
+	}
+	for i, st := range kept {
+		for _, c := range st {
+			if c != byte(i) {
+				t.Fatalf("record %d's copy was overwritten by a later record", i)
+			}
+		}
+	}
+	chunks := len(b.chunks)
+	b.reset()
+	for i := 0; i < 200; i++ {
+		read((i%7)*4000, 0)
+	}
+	if len(b.chunks) != chunks {
+		t.Errorf("the second drain of the same records took %d chunks, the first %d", len(b.chunks), chunks)
+	}
+	// A copy outside the chunks (a record larger than free()'s room) keeps
+	// the chunk's room free.
+	used := b.used
+	b.free()
+	b.keep(make([]byte, 100, 200))
+	if b.used != used {
+		t.Errorf("a copy of its own moved the chunk's use from %d to %d", used, b.used)
 	}
 }

@@ -461,7 +461,7 @@ type session struct {
 	// tracing trims the tracing code off the kernel chains of perf's
 	// tracepoint samples; nil when no tracepoint is sampled.
 	tracing   *syscallprog.TracingCode
-	sysBuf    []byte     // the stack copies of the drain's records
+	sysBuf    sysBuffer  // the stack copies of the drain's records
 	sysEvents []sysEvent // the drain's records
 	sysStacks map[int64][]uint64
 	sysTops   map[uint32]threadTop // by thread: the top set in the system call program (eventTop)
@@ -1024,7 +1024,9 @@ func (s *session) drainUntil(until uint64) error {
 	}
 	s.drainSnapshots()
 	if s.sys != nil {
-		s.drainSyscalls()
+		// The program's records stamped up to the drain's start: as
+		// until, those later were written after the drain began.
+		s.drainSyscalls(until + min(uint64(orderMargin), math.MaxUint64-until))
 	}
 	for _, it := range s.ordered(until) {
 		if smp, ok := it.rec.(*perf.Sample); ok {

@@ -52,8 +52,50 @@ func (o *Options) sysRingBytes(cpus int) int {
 // sysEvent is one record of the program, kept for the drain's time order.
 type sysEvent struct {
 	ev    syscallprog.Event
-	copy  [2]int // the stack copy's bounds in session.sysBuf
-	stack []byte // the stack copy, once the drain has read every record
+	stack []byte // the stack copy, in session.sysBuf
+}
+
+// sysChunk is the size of sysBuffer's chunks.
+const sysChunk = 1 << 20
+
+// sysBuffer holds the stack copies of a drain's records: the ring's
+// records are read straight into it, each after the last one's stack
+// copy, in chunks the next drain reuses. Chunks, not one slice grown as
+// needed: a drain of tens of megabytes of copies would move them at each
+// growth, and slices of the records point into it.
+type sysBuffer struct {
+	chunks [][]byte
+	cur    int // the chunk being filled
+	used   int // its bytes kept
+}
+
+func (b *sysBuffer) reset() { b.cur, b.used = 0, 0 }
+
+// free returns room for the next record, MaxRecord bytes.
+func (b *sysBuffer) free() []byte {
+	if b.cur < len(b.chunks) && sysChunk-b.used < syscallprog.MaxRecord {
+		b.cur, b.used = b.cur+1, 0
+	}
+	if b.cur == len(b.chunks) {
+		b.chunks = append(b.chunks, make([]byte, sysChunk))
+	}
+	return b.chunks[b.cur][b.used:b.used:sysChunk]
+}
+
+// keep keeps the record last read into free() up to the end of stack, a
+// slice of it (the rest, its header, is free again); nothing when the
+// record has no stack copy.
+func (b *sysBuffer) keep(stack []byte) {
+	if len(stack) == 0 || b.cur >= len(b.chunks) {
+		return
+	}
+	// A record larger than free()'s room was read into a slice of its
+	// own: the chunk's room stays free.
+	c := b.chunks[b.cur]
+	if &stack[:cap(stack)][cap(stack)-1] != &c[sysChunk-1] {
+		return
+	}
+	b.used = sysChunk - cap(stack) + len(stack)
 }
 
 // pendingCall is a thread's last system call entry: waiting for its exit,
@@ -207,16 +249,18 @@ func (s *session) traceSyscalls(tids []int) error {
 	return nil
 }
 
-// drainSyscalls adds the program's records to the drain's items.
-func (s *session) drainSyscalls() {
-	s.sysBuf = s.sysBuf[:0]
+// drainSyscalls adds the program's records to the drain's items, up to
+// the first stamped after stop: those the kernel writes while the drain
+// reads wait in the ring for the next drain, so that a drain that falls
+// behind the program does not read on without end, copying ever more
+// records to hold them for the time order.
+func (s *session) drainSyscalls(stop uint64) {
+	s.sysBuf.reset()
 	s.sysEvents = s.sysEvents[:0]
-	err := s.sys.Drain(func(ev *syscallprog.Event) {
-		e := sysEvent{ev: *ev}
+	err := s.sys.DrainInto(stop, s.sysBuf.free, func(ev *syscallprog.Event) {
+		e := sysEvent{ev: *ev, stack: ev.Stack}
 		e.ev.Stack = nil
-		e.copy[0] = len(s.sysBuf)
-		s.sysBuf = append(s.sysBuf, ev.Stack...)
-		e.copy[1] = len(s.sysBuf)
+		s.sysBuf.keep(ev.Stack)
 		s.sysEvents = append(s.sysEvents, e)
 	})
 	if err != nil {
@@ -229,7 +273,6 @@ func (s *session) drainSyscalls() {
 	since := s.sysLast
 	for i := range s.sysEvents {
 		e := &s.sysEvents[i]
-		e.stack = s.sysBuf[e.copy[0]:e.copy[1]:e.copy[1]]
 		s.items = append(s.items, item{time: e.ev.Time, rec: e, kind: s.sysKind(&e.ev)})
 		s.sysLast = max(s.sysLast, e.ev.Time)
 	}

@@ -542,9 +542,35 @@ func (t *Tracer) Remove(tgid uint32) { t.follow.Remove(tgid) }
 
 // Drain calls fn for each record in the ring, oldest first. The Event and
 // its Stack are reused.
-func (t *Tracer) Drain(fn func(*Event)) error {
+func (t *Tracer) Drain(fn func(*Event)) error { return t.DrainUntil(math.MaxUint64, fn) }
+
+// DrainUntil is Drain up to the first record stamped after stop, which
+// fn is given last: the records that follow it stay in the ring. A
+// program that writes as fast as its reader reads never empties the ring,
+// and a drain to its end would then go on, holding ever more records;
+// one that ends at the records stamped after it began holds a bounded
+// part of the ring.
+func (t *Tracer) DrainUntil(stop uint64, fn func(*Event)) error {
+	return t.DrainInto(stop, nil, fn)
+}
+
+// MaxRecord is the most bytes a record of the ring holds.
+const MaxRecord = switchHdrSize + MaxCopy
+
+// DrainInto is DrainUntil reading each record into into(), an empty
+// slice with room for MaxRecord bytes (nil: a buffer of the Tracer's,
+// reused), where the Event's Stack then lies: a reader that keeps the
+// stack copies past fn gives each record room of its own and spares a
+// copy of each.
+func (t *Tracer) DrainInto(stop uint64, into func() []byte, fn func(*Event)) error {
 	var ev Event
+	if into != nil {
+		defer func() { t.rec.RawSample = nil }() // the reader's, not to be reused
+	}
 	for {
+		if into != nil {
+			t.rec.RawSample = into()
+		}
 		err := t.rd.ReadInto(&t.rec)
 		if errors.Is(err, os.ErrDeadlineExceeded) {
 			return nil
@@ -596,6 +622,9 @@ func (t *Tracer) Drain(fn func(*Event)) error {
 			ev.Reduced = t.copyBytes > 0 && len(b) < hdr+t.copyBytes && ev.UserStack != InCall && ev.UserStack != NoStack && ev.UserStack != FromInterrupt
 		}
 		fn(&ev)
+		if ev.Time > stop {
+			return nil
+		}
 	}
 }
 

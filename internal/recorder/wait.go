@@ -33,12 +33,16 @@ type waiter struct {
 	failed bool // no set: wait in poll(2)
 	rings  int  // s.rings[:rings] are in the set
 	pidfd  bool // the pidfd is in the set
+	sys    bool // the system call program's ring is in the set
 	ready  []unix.EpollEvent
 }
 
 // pidfdData marks the pidfd's events in the set (the rings' carry their
-// index).
-const pidfdData = -1
+// index), sysData the system call program's ring's.
+const (
+	pidfdData = -1
+	sysData   = -2
+)
 
 // open makes the set.
 func (w *waiter) open() error {
@@ -101,10 +105,21 @@ func (s *session) wait() bool {
 		}
 		w.pidfd = true
 	}
+	if !w.failed && !w.sys && s.sys != nil {
+		// Its records wake the recorder when it is a quarter full: the
+		// ring reads ready while it holds any record, so only its
+		// wake-ups (an edge) end the wait.
+		if unix.EpollCtl(int(w.file.Fd()), unix.EPOLL_CTL_ADD, s.sys.RingFD(),
+			&unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLET, Fd: sysData}) != nil {
+			w.close()
+			w.failed = true
+		}
+		w.sys = true
+	}
 	if w.failed {
 		return s.pollWait()
 	}
-	if w.rings == 0 && !w.pidfd {
+	if w.rings == 0 && !w.pidfd && !w.sys {
 		time.Sleep(pollInterval)
 		return false
 	}

@@ -46,7 +46,7 @@ func blockingSwitchProgram(m fds, exitStateOff int32, so schedOffs, in *switchIn
 	)
 	blockedKernelStack(&b, m)
 	b.Mark("bs_done")
-	submit(&b)
+	submit(&b, m)
 	return b.Ins
 }
 

@@ -2,6 +2,7 @@ package syscallprog
 
 import (
 	"os"
+	"runtime"
 	"testing"
 
 	"golang.org/x/sys/unix"
@@ -77,5 +78,63 @@ func TestDrainUntilLeavesLaterRecords(t *testing.T) {
 		if &mine[i].stack[0] == &mine[i-1].stack[0] {
 			t.Fatalf("records %d and %d share their stack copy", i-1, i)
 		}
+	}
+}
+
+// TestRingWakesItsReaderPastAQuarter: records do not wake the ring's
+// reader while the ring is at most a quarter full, and do once it is
+// more (the recorder then drains at once instead of at its poll interval,
+// before the ring is half full and records go without their copy).
+func TestRingWakesItsReaderPastAQuarter(t *testing.T) {
+	testutil.NeedRoot(t)
+	const ring = 1 << 20
+	tr, err := New(Options{Syscalls: true, StackBytes: 1024, RingBytes: ring})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	ep, err := unix.EpollCreate1(unix.EPOLL_CLOEXEC)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer unix.Close(ep)
+	if err := unix.EpollCtl(ep, unix.EPOLL_CTL_ADD, tr.RingFD(), &unix.EpollEvent{Events: unix.EPOLLIN | unix.EPOLLET}); err != nil {
+		t.Fatal(err)
+	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
+	if err := tr.Add(uint32(os.Getpid())); err != nil {
+		t.Fatal(err)
+	}
+	ev := make([]unix.EpollEvent, 1)
+	woken := func() bool {
+		n, err := unix.EpollWait(ep, ev, 0)
+		if err != nil && err != unix.EINTR {
+			t.Fatal(err)
+		}
+		return n > 0
+	}
+	// A record is about 1.1 KiB: 100 calls fill a tenth of the ring, 500
+	// half of it.
+	for i := 0; i < 100; i++ {
+		unix.Getppid()
+	}
+	if woken() {
+		t.Fatalf("woken with the ring about a tenth full")
+	}
+	// Each turn makes two calls, the check's epoll_wait too.
+	calls := 101
+	for calls < 500 {
+		unix.Getppid()
+		calls += 2
+		if woken() {
+			break
+		}
+	}
+	if calls >= 500 {
+		t.Fatalf("not woken after %d calls, the ring about half full", calls)
+	}
+	if calls*1100 < ring/5 {
+		t.Errorf("woken after %d calls, before the ring was a quarter full", calls)
 	}
 }

@@ -876,6 +876,10 @@ var copyClasses = []int{2 << 10, 4 << 10, 8 << 10, 16 << 10, MaxCopy}
 // Lost is the number of records the ring had no room for.
 func (t *Tracer) Lost() uint64 { return t.count(slotLost) }
 
+// RingFD is the ring's descriptor, readable (epoll) once a record wakes
+// its reader: when the ring is more than a quarter full.
+func (t *Tracer) RingFD() int { return t.ring.FD() }
+
 // Reduced is the number of records written without their stack copy
 // because the ring was more than half full.
 func (t *Tracer) Reduced() uint64 { return t.count(slotReduced) }
@@ -981,9 +985,15 @@ const (
 	// with its own registers to know the call is that one (a call begun
 	// while the entry program was detached, or whose record the full
 	// ring refused, has no entry to refer to).
-	thEIP     = thWin + 8
-	thESP     = thWin + 16
-	stateSize = thWin + 24
+	thEIP = thWin + 8
+	thESP = thWin + 16
+	// thPageSP is the user SP of the thread's last page-by-page copy
+	// (pageCopy), thPageHoles its holes (the record's offHoles) in the
+	// lower half and the copies since they were last read in the upper
+	// (knownHoles).
+	thPageSP    = thWin + 24
+	thPageHoles = thWin + 32
+	stateSize   = thWin + 40
 )
 
 const (
@@ -1504,8 +1514,8 @@ func readReg(b *bpfasm.Builder, at int16, field int32, direct bool) {
 	)
 }
 
-func submit(b *bpfasm.Builder) {
-	submitOn(b)
+func submit(b *bpfasm.Builder, m fds) {
+	submitOn(b, m)
 	b.Emit(
 		asm.Mov.Imm(asm.R0, 0),
 		asm.Return(),
@@ -1513,10 +1523,27 @@ func submit(b *bpfasm.Builder) {
 }
 
 // submitOn emits the record's submission, the program going on after it.
-func submitOn(b *bpfasm.Builder) {
+// The recorder reads the ring at its poll interval; a record that finds
+// the ring more than a quarter full wakes it at once (as a perf ring's
+// watermark does), so that a program writing faster than one interval's
+// worth of the ring holds does not fill it past half, where records go
+// without their stack copy (copySize).
+func submitOn(b *bpfasm.Builder, m fds) {
+	quiet := b.NewLabel("quiet")
 	b.Emit(
-		asm.Mov.Reg(asm.R1, rRec),
-		asm.Mov.Imm(asm.R2, 1), // BPF_RB_NO_WAKEUP: the recorder polls
+		asm.LoadMapPtr(asm.R1, m.ring),
+		asm.Mov.Imm(asm.R2, 1), // BPF_RB_RING_SIZE
+		asm.FnRingbufQuery.Call(),
+		asm.RSh.Imm(asm.R0, 2),
+		asm.StoreMem(asm.RFP, -8, asm.R0, asm.DWord),
+		asm.LoadMapPtr(asm.R1, m.ring),
+		asm.Mov.Imm(asm.R2, 0), // BPF_RB_AVAIL_DATA
+		asm.FnRingbufQuery.Call(),
+		asm.LoadMem(asm.R1, asm.RFP, -8, asm.DWord),
+		asm.Mov.Imm(asm.R2, 1), // BPF_RB_NO_WAKEUP
+		asm.JLE.Reg(asm.R0, asm.R1, quiet),
+		asm.Mov.Imm(asm.R2, 2), // BPF_RB_FORCE_WAKEUP
+		asm.Mov.Reg(asm.R1, rRec).WithSymbol(quiet),
 		asm.FnRingbufSubmit.Call(),
 	)
 }
@@ -1607,7 +1634,7 @@ func switchInRecord(b *bpfasm.Builder, m fds, in *switchIns) {
 		storeImm64(rRec, offKStack, -1),
 	)
 	readTask(b, offNr, 16, in.execOff) // ctx->args[2]: next
-	submitOn(b)
+	submitOn(b, m)
 	b.Mark(done)
 	b.Emit(asm.Mov.Reg(asm.R1, rCtx))
 }
@@ -1694,7 +1721,7 @@ func enterProgram(m fds, kernel bool, copyBytes, ringBytes int) asm.Instructions
 		asm.StoreMem(asm.R1, thESP, asm.R2, asm.DWord),
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("e_noid"),
 	)
-	submit(&b)
+	submit(&b, m)
 	return b.Ins
 }
 
@@ -1735,11 +1762,22 @@ func userRegs(b *bpfasm.Builder, m fds, hdr int32, copyBytes int, direct bool) {
 			if c <= copyBytes {
 				continue
 			}
+			try := fmt.Sprintf("try%d", c)
 			b.Emit(
 				asm.LoadMem(asm.R2, asm.RFP, wantSlot, asm.DWord).WithSymbol(fmt.Sprintf("copy%d", c)),
 				asm.JSLE.Imm(asm.R2, int32(copyBytes), "copy"),
 				asm.JGT.Imm(asm.R2, int32(c), "copy"),
-				asm.Mov.Reg(asm.R1, rRec),
+				// A thread whose last copy at this SP met holes goes
+				// page by page at once: the copy of the whole would
+				// fault at the first (knownHoles).
+				asm.LoadMem(asm.R1, asm.RFP, thrSlot, asm.DWord),
+				asm.JEq.Imm(asm.R1, 0, try),
+				asm.LoadMem(asm.R3, asm.R1, thPageSP, asm.DWord),
+				asm.LoadMem(asm.R4, rRec, offSP, asm.DWord),
+				asm.JNE.Reg(asm.R3, asm.R4, try),
+				asm.LoadMem(asm.R3, asm.R1, thPageHoles, asm.Word),
+				asm.JNE.Imm(asm.R3, 0, fmt.Sprintf("pc%d_start", c)),
+				asm.Mov.Reg(asm.R1, rRec).WithSymbol(try),
 				asm.Add.Imm(asm.R1, hdr),
 				asm.LoadMem(asm.R3, rRec, offSP, asm.DWord),
 				asm.FnProbeReadUser.Call(),
@@ -1780,11 +1818,28 @@ func userRegs(b *bpfasm.Builder, m fds, hdr int32, copyBytes int, direct bool) {
 
 // Stack slots of pageCopy.
 const (
-	pageEndSlot  = -408 // sp + the copy's length: its end
-	pageReadSlot = -416 // the end of the last page read
-	pageBufSlot  = -424 // the program's buffer in pages
-	pageNextSlot = -432 // the end of the page being read
+	pageEndSlot   = -408 // sp + the copy's length: its end
+	pageReadSlot  = -416 // the end of the last page read
+	pageBufSlot   = -424 // the program's buffer in pages
+	pageNextSlot  = -432 // the end of the page being read
+	pageKnownSlot = -440 // the holes taken as known (knownHoles)
 )
+
+// knownRead is how many copies in a row take a thread's holes as known
+// before one reads every page again (knownHoles).
+const knownRead = 64
+
+// knownHoles: a read of a page not in memory costs the kernel a page
+// fault, and under a hypervisor that shadows the guest's page tables a
+// trip out of the guest: 4.3 µs here against 20 ns for a page in memory
+// (docs/performance.md). A thread preempted again and again at the same
+// SP inside a large frame never written (memcached's workers in sendmsg
+// under transmit's iovecs) would pay for the same holes at each switch,
+// three faults a copy with the copy of the whole tried first. So a
+// page-by-page copy keeps its SP and holes in the thread's state, and the
+// next copy at the same SP goes page by page at once and takes those
+// pages as holes without reading them, but for one in knownRead, which
+// reads them all (a page written since is read from then on).
 
 // pageCopy emits, for a copy up to the thread's top of wantSlot bytes
 // (at most c, the record's room) that faulted: a page of the range is not
@@ -1801,10 +1856,28 @@ const (
 // "nocopy".
 func pageCopy(b *bpfasm.Builder, m fds, hdr int32, c int) {
 	l := func(s string) string { return fmt.Sprintf("pc%d_%s", c, s) }
-	b.Emit(asm.StoreImm(asm.RFP, -8, int64(m.walker), asm.Word))
+	b.Emit(asm.StoreImm(asm.RFP, -8, int64(m.walker), asm.Word).WithSymbol(l("start")))
 	b.Lookup(m.pages, -8)
 	b.Emit(
 		asm.JEq.Imm(asm.R0, 0, "nocopy"),
+		// The holes known at this SP (knownHoles), their count of uses
+		// one more.
+		storeImm64(asm.RFP, pageKnownSlot, 0),
+		asm.LoadMem(asm.R1, asm.RFP, thrSlot, asm.DWord),
+		asm.JEq.Imm(asm.R1, 0, l("known")),
+		asm.LoadMem(asm.R2, asm.R1, thPageSP, asm.DWord),
+		asm.LoadMem(asm.R3, rRec, offSP, asm.DWord),
+		asm.JNE.Reg(asm.R2, asm.R3, l("known")),
+		asm.LoadMem(asm.R2, asm.R1, thPageHoles+4, asm.Word),
+		asm.Add.Imm(asm.R2, 1),
+		asm.StoreMem(asm.R1, thPageHoles+4, asm.R2, asm.Word),
+		asm.And.Imm(asm.R2, knownRead-1),
+		asm.JEq.Imm(asm.R2, 0, l("known")),
+		asm.LoadMem(asm.R2, asm.R1, thPageHoles, asm.Word),
+		asm.StoreMem(asm.RFP, pageKnownSlot, asm.R2, asm.DWord),
+		asm.Mov.Reg(asm.R0, asm.R0).WithSymbol(l("known")),
+	)
+	b.Emit(
 		asm.StoreMem(asm.RFP, pageBufSlot, asm.R0, asm.DWord),
 		asm.LoadMem(asm.R1, rRec, offSP, asm.DWord),
 		asm.StoreMem(asm.RFP, pageReadSlot, asm.R1, asm.DWord),
@@ -1826,6 +1899,9 @@ func pageCopy(b *bpfasm.Builder, m fds, hdr int32, c int) {
 		b.Emit(
 			asm.LoadMem(asm.R3, asm.RFP, pageEndSlot, asm.DWord),
 			asm.JGE.Reg(asm.R4, asm.R3, l("end")),
+			asm.LoadMem(asm.R1, asm.RFP, pageKnownSlot, asm.DWord),
+			asm.And.Imm(asm.R1, 1<<page),
+			asm.JNE.Imm(asm.R1, 0, l("fault"+fmt.Sprint(page))),
 			// R2: up to the page's end or the copy's, whichever is first.
 			asm.Mov.Reg(asm.R2, asm.R4),
 			asm.And.Imm(asm.R2, ^4095),
@@ -1858,6 +1934,20 @@ func pageCopy(b *bpfasm.Builder, m fds, hdr int32, c int) {
 		b.Mark(next)
 	}
 	b.Mark(l("end"))
+	// The thread's state keeps this copy's SP and holes; their count of
+	// uses starts again when they were read, not taken as known.
+	b.Emit(
+		asm.LoadMem(asm.R1, asm.RFP, thrSlot, asm.DWord),
+		asm.JEq.Imm(asm.R1, 0, l("kept")),
+		asm.LoadMem(asm.R2, rRec, offSP, asm.DWord),
+		asm.StoreMem(asm.R1, thPageSP, asm.R2, asm.DWord),
+		asm.LoadMem(asm.R2, rRec, offHoles, asm.Word),
+		asm.StoreMem(asm.R1, thPageHoles, asm.R2, asm.Word),
+		asm.LoadMem(asm.R2, asm.RFP, pageKnownSlot, asm.DWord),
+		asm.JNE.Imm(asm.R2, 0, l("kept")),
+		asm.StoreImm(asm.R1, thPageHoles+4, 0, asm.Word),
+		asm.Mov.Reg(asm.R0, asm.R0).WithSymbol(l("kept")),
+	)
 	b.Emit(
 		asm.LoadMem(asm.R2, asm.RFP, pageReadSlot, asm.DWord),
 		asm.LoadMem(asm.R1, rRec, offSP, asm.DWord),
@@ -1914,7 +2004,9 @@ func switchProgram(m fds, copyBytes, ringBytes int, exitStateOff int32, so sched
 	const slotNr, slotIP = -48, -56 // the call and IP, read before the record is reserved
 	var b bpfasm.Builder
 	switchInRecord(&b, m, in)
-	traced(&b, m, false)
+	// With tops, the thread's state keeps its copies' holes (knownHoles):
+	// made here for threads that make no recorded system call.
+	traced(&b, m, m.tops != 0)
 	stale(&b, m)
 	switchTime(&b)
 	b.Emit(
@@ -2003,7 +2095,7 @@ func switchProgram(m fds, copyBytes, ringBytes int, exitStateOff int32, so sched
 			)
 			readReg(&b, offSP, regSP, true)
 			readReg(&b, offBP, regBP, true)
-			submit(&b)
+			submit(&b, m)
 		}
 		inCallRecord(InCall, true)
 		if m.limited {
@@ -2022,7 +2114,7 @@ func switchProgram(m fds, copyBytes, ringBytes int, exitStateOff int32, so sched
 	)
 	userStackID(&b, m, offUStack)
 	userRegs(&b, m, switchHdrSize, copyBytes, true)
-	submit(&b)
+	submit(&b, m)
 	return b.Ins
 }
 
@@ -2382,7 +2474,7 @@ func wakingProgram(m fds, tgidOff, pidOff, flagsOff int32, newTask bool) asm.Ins
 		storeImm64(rRec, offUStack, -1),
 		storeImm64(rRec, offKStack, -1),
 	)
-	submit(&b)
+	submit(&b, m)
 	b.Emit(
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("wk_out"),
 		asm.Return(),
@@ -2411,7 +2503,7 @@ func exitProgram(m fds, kernel bool) asm.Instructions {
 	b.Emit(asm.LoadMem(rRegs, rCtx, 0, asm.DWord))
 	readReg(&b, offNr, regOrigAX, false)
 	kernelStack(&b, m, kernel, 2)
-	submit(&b)
+	submit(&b, m)
 	if m.limited {
 		b.Emit(asm.Mov.Imm(asm.R0, 0).WithSymbol("x_not"), asm.Return())
 	}

@@ -72,7 +72,7 @@ func wakerStacksProgram(m fds, tgidOff, pidOff, stackOff int32, copyBytes, ringB
 		storeImm64(rRec, offUStack, -1),
 		storeImm64(rRec, offKStack, -1),
 	)
-	submit(&b)
+	submit(&b, m)
 
 	b.Mark("wv_traced")
 	b.Emit(
@@ -124,7 +124,7 @@ func wakerStacksProgram(m fds, tgidOff, pidOff, stackOff int32, copyBytes, ringB
 	)
 	userStackID(&b, m, offUStack)
 	userRegs(&b, m, hdrSize, copyBytes, true)
-	submit(&b)
+	submit(&b, m)
 
 	b.Mark("wv_irq")
 	b.Emit(
@@ -133,7 +133,7 @@ func wakerStacksProgram(m fds, tgidOff, pidOff, stackOff int32, copyBytes, ringB
 		storeImm64(rRec, offSP, 0),
 		storeImm64(rRec, offBP, 0),
 	)
-	submit(&b)
+	submit(&b, m)
 
 	b.Emit(
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("wv_out"),

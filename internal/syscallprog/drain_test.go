@@ -10,11 +10,11 @@ import (
 	"github.com/culprit-dev/culprit/internal/testutil"
 )
 
-// TestDrainUntilLeavesLaterRecords: a drain ends at the first record
+// TestDrainIntoLeavesLaterRecords: a drain ends at the first record
 // stamped after its stop, given last, and the records after it are read
 // by the next drain, in the ring's order; DrainInto reads each record into
 // the room it is given, where its stack copy stays.
-func TestDrainUntilLeavesLaterRecords(t *testing.T) {
+func TestDrainIntoLeavesLaterRecords(t *testing.T) {
 	testutil.NeedRoot(t)
 	tr, err := New(Options{Syscalls: true, StackBytes: 256, RingBytes: 4 << 20})
 	if err != nil {

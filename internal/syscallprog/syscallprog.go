@@ -395,7 +395,7 @@ func New(o Options) (*Tracer, error) {
 	if err != nil {
 		return fail(err)
 	}
-	m := fds{tgids: t.follow.FD(), gen: t.follow.GenFD(), thr: t.thr.FD(), threadHash: t.threadHash, stacks: t.stacks.FD(), scratch: t.scratch.FD(), ring: t.ring.FD(), lost: t.lost.FD(), kcache: t.kcache.FD()}
+	m := fds{tgids: t.follow.FD(), gen: t.follow.GenFD(), thr: t.thr.FD(), threadHash: t.threadHash, stacks: t.stacks.FD(), scratch: t.scratch.FD(), ring: t.ring.FD(), ringBytes: ringBytes, lost: t.lost.FD(), kcache: t.kcache.FD()}
 	if o.StackTops && copyBytes > 0 {
 		if t.tops, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_sctop", Type: ebpf.Hash, KeySize: 4, ValueSize: 8, MaxEntries: 1 << 14}); err != nil {
 			return fail(err)
@@ -542,26 +542,20 @@ func (t *Tracer) Remove(tgid uint32) { t.follow.Remove(tgid) }
 
 // Drain calls fn for each record in the ring, oldest first. The Event and
 // its Stack are reused.
-func (t *Tracer) Drain(fn func(*Event)) error { return t.DrainUntil(math.MaxUint64, fn) }
-
-// DrainUntil is Drain up to the first record stamped after stop, which
-// fn is given last: the records that follow it stay in the ring. A
-// program that writes as fast as its reader reads never empties the ring,
-// and a drain to its end would then go on, holding ever more records;
-// one that ends at the records stamped after it began holds a bounded
-// part of the ring.
-func (t *Tracer) DrainUntil(stop uint64, fn func(*Event)) error {
-	return t.DrainInto(stop, nil, fn)
-}
+func (t *Tracer) Drain(fn func(*Event)) error { return t.DrainInto(math.MaxUint64, nil, fn) }
 
 // MaxRecord is the most bytes a record of the ring holds.
 const MaxRecord = switchHdrSize + MaxCopy
 
-// DrainInto is DrainUntil reading each record into into(), an empty
-// slice with room for MaxRecord bytes (nil: a buffer of the Tracer's,
-// reused), where the Event's Stack then lies: a reader that keeps the
-// stack copies past fn gives each record room of its own and spares a
-// copy of each.
+// DrainInto is Drain up to the first record stamped after stop, which fn
+// is given last: the records that follow it stay in the ring. A program
+// that writes as fast as its reader reads never empties the ring, and a
+// drain to its end would then go on, holding ever more records; one that
+// ends at the records stamped after it began holds a bounded part of the
+// ring. Each record is read into into(), an empty slice with room for
+// MaxRecord bytes (nil: a buffer of the Tracer's, reused), where the
+// Event's Stack then lies: a reader that keeps the stack copies past fn
+// gives each record room of its own and spares a copy of each.
 func (t *Tracer) DrainInto(stop uint64, into func() []byte, fn func(*Event)) error {
 	var ev Event
 	if into != nil {
@@ -926,6 +920,7 @@ func (t *Tracer) Close() {
 
 type fds struct {
 	tgids, gen, thr, stacks, scratch, ring, lost, kcache int
+	ringBytes                                            int // the ring's size
 	// walker is the program's buffer in scratch (walkEnter, walkExit,
 	// walkSwitch): the programs do not run nested on a CPU, but a buffer
 	// each costs nothing.
@@ -1532,16 +1527,10 @@ func submitOn(b *bpfasm.Builder, m fds) {
 	quiet := b.NewLabel("quiet")
 	b.Emit(
 		asm.LoadMapPtr(asm.R1, m.ring),
-		asm.Mov.Imm(asm.R2, 1), // BPF_RB_RING_SIZE
-		asm.FnRingbufQuery.Call(),
-		asm.RSh.Imm(asm.R0, 2),
-		asm.StoreMem(asm.RFP, -8, asm.R0, asm.DWord),
-		asm.LoadMapPtr(asm.R1, m.ring),
 		asm.Mov.Imm(asm.R2, 0), // BPF_RB_AVAIL_DATA
 		asm.FnRingbufQuery.Call(),
-		asm.LoadMem(asm.R1, asm.RFP, -8, asm.DWord),
 		asm.Mov.Imm(asm.R2, 1), // BPF_RB_NO_WAKEUP
-		asm.JLE.Reg(asm.R0, asm.R1, quiet),
+		asm.JLE.Imm(asm.R0, int32(m.ringBytes/4), quiet),
 		asm.Mov.Imm(asm.R2, 2), // BPF_RB_FORCE_WAKEUP
 		asm.Mov.Reg(asm.R1, rRec).WithSymbol(quiet),
 		asm.FnRingbufSubmit.Call(),
@@ -1831,7 +1820,7 @@ const knownRead = 64
 
 // knownHoles: a read of a page not in memory costs the kernel a page
 // fault, and under a hypervisor that shadows the guest's page tables a
-// trip out of the guest: 4.3 µs here against 20 ns for a page in memory
+// trip out of the guest: 4.2 µs here against 20 ns for a page in memory
 // (docs/performance.md). A thread preempted again and again at the same
 // SP inside a large frame never written (memcached's workers in sendmsg
 // under transmit's iovecs) would pay for the same holes at each switch,

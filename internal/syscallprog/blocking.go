@@ -54,18 +54,20 @@ func blockingSwitchProgram(m fds, exitStateOff int32, so schedOffs, in *switchIn
 // short goes on in it, whichever call that was.
 const nrRestartSyscall = 219
 
-// blockedKernelStack emits, for a switch of a thread that blocked (the
-// record reserved, its Nr its state): the record's kernel chain, the
-// blocking path, walked unless the thread last blocked in the same system
-// call (orig_ax) from the same user IP and SP in the same state: then the
-// chain walked that time is reused, kept in the thread's state (made here
-// for a traced thread without one) under the call's number, kChains of
-// them. A server blocks in the same call from the same place for every
-// request (epoll_wait in its event loop, a futex in its queue) and a walk
-// costs microseconds; what the chain is read for, whether the thread
-// waited for a lock, slept or waited for I/O, is the call's. A thread not
-// inside a call (a page fault's wait) or in restart_syscall (whose path is
-// the call cut short's) is walked each time.
+// blockedKernelStack emits, for a switch of a thread that blocked or
+// yielded (the record reserved, its Nr its state): the record's kernel
+// chain, the blocking path, walked unless the thread last left the CPU
+// in the same system call (orig_ax) from the same user IP and SP in the
+// same state: then the chain walked that time is reused, kept in the
+// thread's state (made here for a traced thread without one) under the
+// call's number, kChains of them. A server blocks in the same call from
+// the same place for every request (epoll_wait in its event loop, a
+// futex in its queue) and a walk costs microseconds; what the chain is
+// read for, whether the thread waited for a lock, slept or waited for
+// I/O, is the call's. A thread not inside a call (a page fault's wait, an
+// interrupt's return to user mode) or in restart_syscall (whose path is
+// the call cut short's) is walked each time. Each walk is counted
+// (slotKWalks of the counters).
 func blockedKernelStack(b *bpfasm.Builder, m fds) {
 	walk, done, miss := b.NewLabel("bk_walk"), b.NewLabel("bk_done"), b.NewLabel("bk_miss")
 	have, count := b.NewLabel("bk_have"), b.NewLabel("bk_count")

@@ -72,20 +72,31 @@ func TestBlockingChainsOnly(t *testing.T) {
 	})
 }
 
-// TestBlockedKernelChainReused: with Options.BlockingChainsOnly (no
-// system call records), a thread that blocks in the same call from the
-// same place over and over has its kernel chain walked about once, the
-// later switches reusing it; blocking in another call from the same
-// place (Go's system call entry), its switches get that call's chain,
-// never the other's.
+// TestBlockedKernelChainReused: without system call records, with
+// Options.BlockingChainsOnly (trace --sched) and without (record --events
+// cpu,sched: the switch program with its user chain and copy), a thread
+// that blocks in the same call from the same place over and over has its
+// kernel chain walked about once, the later switches reusing it; blocking
+// in another call from the same place (Go's system call entry), its
+// switches get that call's chain, never the other's.
 func TestBlockedKernelChainReused(t *testing.T) {
 	testutil.NeedRoot(t)
+	for _, blocking := range []bool{true, false} {
+		name := "events"
+		if blocking {
+			name = "blocking-only"
+		}
+		t.Run(name, func(t *testing.T) { blockedKernelChainReused(t, blocking) })
+	}
+}
+
+func blockedKernelChainReused(t *testing.T, blocking bool) {
 	sleep, sel := kernelSymbol(t, "__x64_sys_nanosleep"), kernelSymbol(t, "__x64_sys_pselect6")
 	// The Go runtime parks this thread in a futex of its own now and then
 	// (a stop for the collector): a third call from another place.
 	futex := kernelSymbol(t, "__x64_sys_futex")
 	threadStates(t, func(t *testing.T, hash bool) {
-		tr, tid := traceSelf(t, Options{Switches: true, BlockingChainsOnly: true, StackBytes: 256, RingBytes: 1 << 20, threadHash: hash})
+		tr, tid := traceSelf(t, Options{Switches: true, BlockingChainsOnly: blocking, StackBytes: 256, RingBytes: 1 << 20, threadHash: hash})
 		defer tr.Close()
 		const rounds, n = 2, 20
 		for r := 0; r < rounds; r++ {
@@ -108,13 +119,19 @@ func TestBlockedKernelChainReused(t *testing.T) {
 			}
 			return false
 		}
+		// others: the switches that may have walked their chain besides
+		// this thread's asleep (the blocking program walks only for a
+		// thread asleep; the events' walks for every switch outside a
+		// recorded call).
 		sleeps, selects, parked, others := 0, 0, 0, uint64(0)
 		err := tr.Drain(func(ev *Event) {
-			if !ev.Switch || ev.Nr>>32 != 0 || SwitchState(ev.Nr) != 1 {
+			if !ev.Switch {
 				return
 			}
-			if ev.TID != tid {
-				others++
+			if ev.TID != tid || ev.Nr>>32 != 0 || SwitchState(ev.Nr) != 1 {
+				if !blocking || ev.TID != tid && ev.Nr>>32 == 0 && SwitchState(ev.Nr) == 1 {
+					others++
+				}
 				return
 			}
 			ks := tr.KernelStack(ev.KernStack)
@@ -138,8 +155,9 @@ func TestBlockedKernelChainReused(t *testing.T) {
 		if sleeps < rounds*n*3/4 || selects < rounds*n*3/4 {
 			t.Errorf("%d switches asleep in nanosleep, %d in pselect6: want about %d each", sleeps, selects, rounds*n)
 		}
-		// This thread walks each call's chain about once; the count takes
-		// in the runtime's other threads, which may walk at each switch.
+		// This thread walks each call's chain about once (without reuse,
+		// at each of its switches asleep); the count takes in the
+		// runtime's other threads, which may walk at each switch.
 		if w := tr.kernelWalks(); w > others+rounds*n/2 {
 			t.Errorf("%d kernel chains walked for %d switches asleep here and %d in other threads: want this thread's reused",
 				w, sleeps+selects, others)

@@ -969,8 +969,9 @@ const (
 	// walked under: the call (kcNr), its entry's user chain (kcUser), the
 	// switch's state (kcState, a record's Nr) and the depth of the kernel
 	// stack at the switch below the call's entry (kcDepth; 0: none).
-	// Without Syscalls, blockedKernelStack keeps a blocked switch's chains
-	// there instead: kcUser its user IP, kcDepth its user SP.
+	// blockedKernelStack keeps the chains of switches outside recorded
+	// calls there too: kcUser the user IP, kcDepth the user SP (neither
+	// can equal an entry's user chain id or a depth below it).
 	thKChains = 80
 	// thWin is the window generation at the thread's last entry
 	// (Options.WindowOn).
@@ -2172,9 +2173,28 @@ func switchNr(b *bpfasm.Builder, exitStateOff int32, so schedOffs) {
 }
 
 // switchKernelStack emits: the record's kernel call chain, the blocking
-// path, walked.
+// path, for a switch outside a recorded call (rRegs the task's pt_regs):
+// walked for a preemption (ctx->args[0]), which an interrupt makes
+// anywhere in the kernel; otherwise the thread left the CPU from a
+// schedule() of its own, and blockedKernelStack reuses the chain of its
+// last such switch in the same call from the same user IP and SP in the
+// same state. That covers a thread that blocks (epoll_wait in an event
+// loop) and one that yields on its way back to user mode after a call
+// that woke another thread (a server's sendmsg waking its client over
+// loopback): each repeats one path, and its walk costs about a
+// microsecond.
 func switchKernelStack(b *bpfasm.Builder, m fds) {
+	walk, done := b.NewLabel("sk_walk"), b.NewLabel("sk_done")
+	b.Emit(
+		asm.LoadMem(asm.R1, rCtx, 0, asm.DWord),
+		asm.And.Imm(asm.R1, 1),
+		asm.JNE.Imm(asm.R1, 0, walk),
+	)
+	blockedKernelStack(b, m)
+	b.Emit(asm.Ja.Label(done))
+	countWalk(b, m, walk, b.NewLabel("sk_counted"))
 	stackID(b, m, 0, offKStack)
+	b.Mark(done)
 }
 
 // inCallKernelStack emits, for a switch inside a recorded call: the

@@ -376,12 +376,12 @@ func kernelChainReused(t *testing.T, hash bool) {
 	tr.Remove(uint32(os.Getpid()))
 	runtime.UnlockOSThread()
 	chains := map[uint64]map[int64]int{} // call: kernel chain id: switches
-	others := uint64(0)                  // other threads' switches inside calls that could reuse a chain
+	others := uint64(0)                  // the other switches, which may walk their chain
 	err := tr.Drain(func(ev *Event) {
-		if !ev.Switch || ev.UserStack != InCall || ev.Nr>>32 != 0 {
+		if !ev.Switch {
 			return
 		}
-		if ev.TID != tid || SwitchState(ev.Nr) != 1 {
+		if ev.TID != tid || ev.UserStack != InCall || ev.Nr>>32 != 0 || SwitchState(ev.Nr) != 1 {
 			others++
 			return
 		}

@@ -238,6 +238,35 @@ func (b *builder) stamp(o *stampOffsets, done string) {
 	b.Mark(none)
 }
 
+// A thread's value in the tops map: its learned top (SetTop), then the
+// SP and holes of its last copy made page by page (knownHoles): the holes
+// as the stack record's flags have them, and the copies since they were
+// last read.
+const (
+	topAt     = 0
+	holesSPAt = 8
+	holesAt   = 16 // u32 holes, u32 uses
+	topSize   = 24
+)
+
+// knownRead is how many copies in a row take a thread's holes as known
+// before one reads every page again (knownHoles).
+const knownRead = 64
+
+// knownHoles: a read of a page not in memory costs the kernel a page
+// fault, and under a hypervisor that shadows the guest's page tables a
+// trip out of the guest: 4.2 µs here against 20 ns for a page in memory
+// (docs/performance.md). A thread sampled again and again at the same SP
+// inside a large frame never written (a server's thread in a system call
+// made under a large array of its caller's: every sample in the kernel
+// sees the call's SP) would pay for the same holes at each sample, the
+// copy of the whole tried first, then each hole. So a copy made page by
+// page keeps its SP and holes with the thread's top, and the next copy at
+// the same SP goes page by page at once and takes those pages as holes
+// without reading them, but for one in knownRead, which reads them all
+// (a page written since is read from then on). The system call and switch
+// records' copies do the same (internal/syscallprog).
+
 // stack copies the user stack from the stack pointer, as many bytes as the
 // thread's learned top asks, up to MaxStack, whatever the full size (the
 // full size from the configuration without one, or when the stack pointer
@@ -247,8 +276,10 @@ func (b *builder) stamp(o *stampOffsets, done string) {
 // rSlot.
 func (b *builder) stack(m maps) {
 	const (
-		spSlot   = -56
-		copySlot = -120 // the copy's offset in the record
+		spSlot    = -56
+		copySlot  = -120 // the copy's offset in the record
+		topSlot   = -152 // the thread's value in tops (0: none)
+		knownSlot = -160 // the holes taken as known (knownHoles), as the flags' bits
 	)
 	// A sample in user mode has the user registers in its context; one in
 	// the kernel finds them in the task's pt_regs.
@@ -310,10 +341,12 @@ func (b *builder) stack(m maps) {
 		asm.LoadMem(asm.R1, rBuf, scrOut+4, asm.Word),
 		asm.StoreMem(asm.RFP, -68, asm.R1, asm.Word),
 	)
+	b.Emit(bpfasm.StoreImm64(asm.RFP, knownSlot, 0))
 	b.Lookup(m.tops, -68)
 	b.Emit(
+		asm.StoreMem(asm.RFP, topSlot, asm.R0, asm.DWord),
 		asm.JEq.Imm(asm.R0, 0, "sfull"),
-		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord), // the top
+		asm.LoadMem(asm.R1, asm.R0, topAt, asm.DWord), // the top
 		asm.LoadMem(asm.R2, asm.RFP, spSlot, asm.DWord),
 		asm.JLE.Reg(asm.R1, asm.R2, "sfull"),
 		asm.Sub.Reg(asm.R1, asm.R2),
@@ -326,9 +359,34 @@ func (b *builder) stack(m maps) {
 		asm.StoreMem(rPlan, 28, asm.R1, asm.Word),
 	)
 	b.Mark("sfull")
-	// The whole range at once, the common case.
 	b.Emit(
 		asm.LoadMem(asm.R2, rPlan, 24, asm.Word),
+		asm.JEq.Imm(asm.R2, 0, "ssend"),
+		asm.JGT.Imm(asm.R2, MaxStack, "sdone"),
+		// A thread whose last copy at this SP met holes goes page by
+		// page at once, taking them as known but for one copy in
+		// knownRead (knownHoles).
+		asm.LoadMem(asm.R1, asm.RFP, topSlot, asm.DWord),
+		asm.JEq.Imm(asm.R1, 0, "swhole"),
+		asm.LoadMem(asm.R3, asm.R1, holesSPAt, asm.DWord),
+		asm.LoadMem(asm.R4, asm.RFP, spSlot, asm.DWord),
+		asm.JNE.Reg(asm.R3, asm.R4, "swhole"),
+		asm.LoadMem(asm.R3, asm.R1, holesAt, asm.Word),
+		asm.JEq.Imm(asm.R3, 0, "swhole"),
+		asm.LoadMem(asm.R4, asm.R1, holesAt+4, asm.Word),
+		asm.Add.Imm(asm.R4, 1),
+		asm.StoreMem(asm.R1, holesAt+4, asm.R4, asm.Word),
+		asm.And.Imm(asm.R4, knownRead-1),
+		asm.JEq.Imm(asm.R4, 0, "spages"),
+		asm.StoreMem(asm.RFP, knownSlot, asm.R3, asm.DWord),
+		asm.LoadMem(asm.R1, rPlan, 28, asm.Word),
+		asm.Or.Imm(asm.R1, stackKnown),
+		asm.StoreMem(rPlan, 28, asm.R1, asm.Word),
+		asm.Ja.Label("spages"),
+	)
+	// The whole range at once, the common case.
+	b.Emit(
+		asm.LoadMem(asm.R2, rPlan, 24, asm.Word).WithSymbol("swhole"),
 		asm.JEq.Imm(asm.R2, 0, "ssend"),
 		asm.JGT.Imm(asm.R2, MaxStack, "sdone"),
 		asm.LoadMem(asm.R1, asm.RFP, copySlot, asm.DWord),
@@ -353,7 +411,7 @@ func (b *builder) stack(m maps) {
 		chunkSlot = -144 // the end of the page being read
 	)
 	b.Emit(
-		asm.LoadMem(asm.R1, asm.RFP, spSlot, asm.DWord),
+		asm.LoadMem(asm.R1, asm.RFP, spSlot, asm.DWord).WithSymbol("spages"),
 		asm.StoreMem(asm.RFP, readSlot, asm.R1, asm.DWord),
 		asm.LoadMem(asm.R2, rPlan, 24, asm.Word),
 		asm.Add.Reg(asm.R2, asm.R1),
@@ -375,6 +433,9 @@ func (b *builder) stack(m maps) {
 		b.Emit(
 			asm.LoadMem(asm.R3, asm.RFP, endSlot, asm.DWord),
 			asm.JGE.Reg(rSlot, asm.R3, "spagesend"),
+			asm.LoadMem(asm.R1, asm.RFP, knownSlot, asm.DWord),
+			asm.And.Imm(asm.R1, 1<<(stackHoleShift+page)),
+			asm.JNE.Imm(asm.R1, 0, "sfault"+next),
 			// R2: up to the page's end or the copy's, whichever is first.
 			asm.Mov.Reg(asm.R2, rSlot),
 			asm.And.Imm(asm.R2, ^4095),
@@ -409,6 +470,21 @@ func (b *builder) stack(m maps) {
 		b.Mark(next)
 	}
 	b.Mark("spagesend")
+	// The thread's top keeps this copy's SP and holes; their count of
+	// uses starts again when they were read, not taken as known.
+	b.Emit(
+		asm.LoadMem(asm.R1, asm.RFP, topSlot, asm.DWord),
+		asm.JEq.Imm(asm.R1, 0, "skept"),
+		asm.LoadMem(asm.R2, asm.RFP, spSlot, asm.DWord),
+		asm.StoreMem(asm.R1, holesSPAt, asm.R2, asm.DWord),
+		asm.LoadMem(asm.R2, rPlan, 28, asm.Word),
+		asm.And.Imm(asm.R2, 0xff<<stackHoleShift),
+		asm.StoreMem(asm.R1, holesAt, asm.R2, asm.Word),
+		asm.LoadMem(asm.R2, asm.RFP, knownSlot, asm.DWord),
+		asm.JNE.Imm(asm.R2, 0, "skept"),
+		asm.StoreImm(asm.R1, holesAt+4, 0, asm.Word),
+	)
+	b.Mark("skept")
 	b.Emit(
 		asm.LoadMem(asm.R1, asm.RFP, readSlot, asm.DWord),
 		asm.LoadMem(asm.R2, asm.RFP, spSlot, asm.DWord),

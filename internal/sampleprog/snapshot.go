@@ -131,6 +131,7 @@ const (
 	stackSized   = 1 // the copy ends at the thread's learned top
 	stackFaulted = 2 // a page of the copy faulted: see stackHoleShift
 	stackChain   = 4 // the program walked the user call chain
+	stackKnown   = 8 // the holes were taken as known (knownHoles), not read
 	// ChainMax is the most addresses of a user call chain the program
 	// walks: perf's default depth (kernel.perf_event_max_stack), which
 	// the recorder asks of its events too.
@@ -215,6 +216,9 @@ type Snapshot struct {
 	// memory): bit i the i-th 4 KiB page from the one holding StackSP.
 	// Their bytes are zero.
 	StackHoles uint8
+	// KnownHoles says the holes were those of the thread's last copy at
+	// the same SP, taken as known without reading them (knownHoles).
+	KnownHoles bool
 	// Walked says the program walked the thread's user call chain, User
 	// (innermost first, the user IP first), as the kernel's perf walk
 	// would have (the events then leave it out: WalksUser).
@@ -353,7 +357,7 @@ func New(o Options) (*Taker, error) {
 	if o.Stack {
 		t.sscratch, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_sscratch", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: sscratchSize, MaxEntries: 1})
 		if err == nil {
-			t.tops, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_tops", Type: ebpf.LRUHash, KeySize: 4, ValueSize: 8, MaxEntries: 1 << 16})
+			t.tops, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_tops", Type: ebpf.LRUHash, KeySize: 4, ValueSize: topSize, MaxEntries: 1 << 16})
 		}
 		if err == nil {
 			t.conf, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_sconf", Type: ebpf.Array, KeySize: 4, ValueSize: 4, MaxEntries: 1})
@@ -566,7 +570,9 @@ func (t *Taker) SetTop(tid uint32, top uint64) error {
 		}
 		return err
 	}
-	return t.tops.Put(tid, top)
+	var v [topSize]byte
+	binary.LittleEndian.PutUint64(v[topAt:], top)
+	return t.tops.Put(tid, v[:])
 }
 
 // DeletePlan forgets a process.
@@ -633,7 +639,7 @@ func Decode(b []byte, cpu int) (*Snapshot, bool) {
 		}
 		s := &Snapshot{TID: le.Uint32(b[4:]), Time: le.Uint64(b[8:]), Stamp: le.Uint64(b[stackStamp:]), CPU: cpu, IsStack: true,
 			Sized: fl&stackSized != 0, StackSP: le.Uint64(b[16:]), Walked: fl&stackChain != 0,
-			StackHoles: uint8(fl >> stackHoleShift)}
+			StackHoles: uint8(fl >> stackHoleShift), KnownHoles: fl&stackKnown != 0}
 		at := stackHdr + int(k)*8
 		if s.Walked {
 			s.User = make([]uint64, k)

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -604,4 +605,144 @@ func stamps(t *testing.T, tk *Taker) bool {
 		t.Fatalf("Linux %d.%d prepares the sample before the program, which does not read its stamp", major, minor)
 	}
 	return true
+}
+
+// TestStackKnownHoles samples a thread that spends its time below a
+// frame whose middle pages were never written (testdata's holeframe, as
+// memcached's transmit) with its top set above that frame: each copy
+// runs through the holes, and a copy at an SP whose last copy met holes
+// takes them as known without reading them (knownHoles), but for one in
+// knownRead, which reads every page again. Every copy with holes holds
+// zeros in them, the bytes perf copied before the first hole, and ends
+// with a page it read: the outer frames beyond the holes.
+func TestStackKnownHoles(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "holeframe", []string{"holeframe.c"}, "-O2", "-g", "-fomit-frame-pointer", "-pthread")
+	tk, err := New(Options{Stack: true})
+	testutil.Need(t, err == nil, fmt.Sprint("BPF stack copies: ", err))
+	defer tk.Close()
+	if err := tk.SetStackBytes(8192); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "3000")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	defer func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	}()
+	pid := cmd.Process.Pid
+	// The worker: the process's second thread.
+	var worker int
+	for deadline := time.Now().Add(5 * time.Second); worker == 0 && time.Now().Before(deadline); time.Sleep(time.Millisecond) {
+		ents, _ := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		for _, e := range ents {
+			if tid, err := strconv.Atoi(e.Name()); err == nil && tid != pid {
+				worker = tid
+			}
+		}
+	}
+	if worker == 0 {
+		t.Fatal("holeframe's worker thread did not start")
+	}
+	ev, err := perf.Open(perf.Config{Frequency: 999, StackBytes: 8192, UserRegs: perf.RegsUnwind, Disabled: true}, worker, -1, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ev.Close()
+	ring, err := perf.MapRing(ev, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ring.Close()
+	if err := tk.Attach(ev.FD); err != nil {
+		t.Fatal(err)
+	}
+	if err := ev.Enable(); err != nil {
+		t.Fatal(err)
+	}
+	var samples []*perf.Sample
+	var copies []*Snapshot
+	read := func() {
+		_, recs := ring.Peek(nil, nil)
+		defer ring.Release()
+		for _, raw := range recs {
+			rec, err := perf.Decode(append([]byte(nil), raw...), ev.Layout)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s, ok := rec.(*perf.Sample); ok {
+				samples = append(samples, s)
+			}
+		}
+		if err := tk.Drain(func(s *Snapshot) {
+			if s.IsStack {
+				copies = append(copies, s)
+			}
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// The top: 18 KiB above the first samples' highest SP, past
+	// transmit's 16 KiB frame, within the stack's mapping.
+	var top uint64
+	for len(exited) == 0 && len(samples) < 1500 {
+		time.Sleep(5 * time.Millisecond)
+		read()
+		if top == 0 && len(samples) >= 10 {
+			for _, s := range samples {
+				top = max(top, s.StackSP+18<<10)
+			}
+			if err := tk.SetTop(uint32(worker), top); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	ev.Disable()
+	read()
+	if len(copies) != len(samples) {
+		t.Fatalf("%d samples, %d stack copies: want one each", len(samples), len(copies))
+	}
+	slices.SortFunc(copies, func(a, b *Snapshot) int { return cmp.Compare(a.Time, b.Time) })
+	holes, known, reread := 0, 0, 0
+	knownAt := map[uint64]bool{} // SPs whose copies took holes as known
+	for i, s := range samples {
+		c := copies[i]
+		if c.StackSP != s.StackSP {
+			t.Fatalf("sample %d: the program copied from %#x, perf from %#x", i, c.StackSP, s.StackSP)
+		}
+		n := min(len(c.Stack), len(s.Stack))
+		if string(c.Stack[:n]) != string(s.Stack[:n]) {
+			t.Fatalf("sample %d: the copies differ in their first %d bytes", i, n)
+		}
+		if c.StackHoles == 0 {
+			if c.KnownHoles {
+				t.Errorf("sample %d: no holes, but taken as known", i)
+			}
+			continue
+		}
+		holes++
+		checkHoles(t, i, c, len(s.Stack))
+		if c.KnownHoles {
+			known++
+			knownAt[c.StackSP] = true
+		} else if knownAt[c.StackSP] {
+			reread++
+		}
+		// The outer frames, beyond the holes, were read.
+		last := c.Stack[len(c.Stack)-min(len(c.Stack), 4096):]
+		if strings.Trim(string(last), "\x00") == "" {
+			t.Errorf("sample %d: holes %08b, known %v: the copy's last page is all zero", i, c.StackHoles, c.KnownHoles)
+		}
+	}
+	t.Logf("%d samples, %d copies with holes, %d of them taken as known, %d read again at an SP taken as known before", len(samples), holes, known, reread)
+	if holes < 100 || known < holes/2 {
+		t.Errorf("%d copies with holes, %d taken as known: want 100 or more, half of them known", holes, known)
+	}
+	if known >= 2*knownRead && reread == 0 {
+		t.Errorf("%d copies took holes as known, none read them again at such an SP: want one in %d", known, knownRead)
+	}
 }

@@ -123,8 +123,12 @@ func TestTraceCPUTime(t *testing.T) {
 	// no fixed bound: it is at most
 	// the thread's CPU time around the call (the program's clock, outside
 	// outer's probes) less its CPU time inside nap and work (inside
-	// theirs), exactly, as long as the tracer's time on the CPU is never
-	// less than the thread's CPU clock (checked above) nor more.
+	// theirs), as long as the tracer's time on the CPU is never less than
+	// the thread's CPU clock (checked above) nor more, give or take the
+	// steal of a burst: the same 0.5 ms as work's bound above (a busy
+	// machine's steal can put outer 0.1 ms over the exact bound), far under
+	// the 20 ms of work's that outer would hold if its own time kept its
+	// callees'.
 	ocs := calls(out, "outer")
 	if len(ocs) != 5 || len(own["outer"]) != 5 {
 		t.Fatalf("outer: %d calls traced, %d timed by the program, want 5", len(ocs), len(own["outer"]))
@@ -134,8 +138,8 @@ func TestTraceCPUTime(t *testing.T) {
 			continue
 		}
 		most := own["outer"][i][0] - own["nap"][i][0] - own["work"][i][0]
-		if float64(*c.ExclCPU) > most {
-			t.Errorf("outer call %d: %d ns of its own on the CPU, more than the thread's CPU time around it less nap's and work's inside them (%.0f ns)", i, *c.ExclCPU, most)
+		if float64(*c.ExclCPU) > most+0.5e6 {
+			t.Errorf("outer call %d: %d ns of its own on the CPU, more than the thread's CPU time around it less nap's and work's inside them (%.0f ns; bound +0.5 ms)", i, *c.ExclCPU, most)
 		}
 	}
 	plain, _ := traceRun(t, []string{"--no-cpu-time", "-f", "work"}, bin, "1")

@@ -87,19 +87,7 @@ func TestCopiesAtSamples(t *testing.T) {
 		t.Fatalf("reading the target's addresses: %v", err)
 	}
 	pid := cmd.Process.Pid
-	ev, err := perf.Open(perf.Config{Frequency: 999, StackBytes: 512}, pid, -1, -1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ev.Close()
-	ring, err := perf.MapRing(ev, 64)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ring.Close()
-	if err := tk.Attach(ev.FD); err != nil {
-		t.Fatal(err)
-	}
+	ev, ring := attached(t, tk, perf.Config{Frequency: 999, StackBytes: 512}, pid, 64)
 	maps, err := proc.Maps(pid)
 	if err != nil {
 		t.Fatal(err)
@@ -648,19 +636,7 @@ func TestStackKnownHoles(t *testing.T) {
 	if worker == 0 {
 		t.Fatal("holeframe's worker thread did not start")
 	}
-	ev, err := perf.Open(perf.Config{Frequency: 999, StackBytes: 8192, UserRegs: perf.RegsUnwind, Disabled: true}, worker, -1, -1)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ev.Close()
-	ring, err := perf.MapRing(ev, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ring.Close()
-	if err := tk.Attach(ev.FD); err != nil {
-		t.Fatal(err)
-	}
+	ev, ring := attached(t, tk, perf.Config{Frequency: 999, StackBytes: 8192, UserRegs: perf.RegsUnwind, Disabled: true}, worker, 2048)
 	if err := ev.Enable(); err != nil {
 		t.Fatal(err)
 	}
@@ -745,4 +721,24 @@ func TestStackKnownHoles(t *testing.T) {
 	if known >= 2*knownRead && reread == 0 {
 		t.Errorf("%d copies took holes as known, none read them again at such an SP: want one in %d", known, knownRead)
 	}
+}
+
+// attached opens a sampling event of cfg on thread tid with a ring of
+// pages, the program attached to it; both are closed at the test's end.
+func attached(t *testing.T, tk *Taker, cfg perf.Config, tid, pages int) (*perf.Event, *perf.Ring) {
+	t.Helper()
+	ev, err := perf.Open(cfg, tid, -1, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ev.Close() })
+	ring, err := perf.MapRing(ev, pages)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ring.Close() })
+	if err := tk.Attach(ev.FD); err != nil {
+		t.Fatal(err)
+	}
+	return ev, ring
 }

@@ -24,10 +24,12 @@
 // writes a record of a few words that the recorder pairs with its thread's
 // entry (a thread's user stack does not change during a system call). The
 // switch program records the leaving thread's two chains (the kernel one
-// is the blocking path, walked each time but inside a system call, where a
-// thread that blocks again in the same call from the same user chain, in
-// the same state and as deep below the call's entry reuses the chain it
-// walked the last time), its user registers and stack copy (inside a
+// is the blocking path, walked for a preemption; inside a recorded system
+// call a thread that blocks again in the same call from the same user
+// chain, in the same state and as deep below the call's entry reuses the
+// chain it walked the last time, and outside one a thread that blocks or
+// yields again in the same call from the same user IP and SP in the same
+// state does: switchKernelStack), its user registers and stack copy (inside a
 // system call it has the call's user chain instead, not walked again). Records go to one BPF ring buffer shared by the CPUs,
 // drained by the recorder; once the ring is more than half full, entries
 // and switches are written without their stack copy (counted: Reduced), so
@@ -1977,8 +1979,9 @@ func SwitchState(nr uint64) uint64 {
 }
 
 // switchProgram: sched_switch(preempt, prev, next, prev_state), run by
-// prev: its kernel chain (the blocking path: walked each time), its user
-// registers (task_pt_regs), and its user chain and stack copy, unless
+// prev: its kernel chain (the blocking path: walked, or reused as the
+// package's doc says), its user registers (task_pt_regs), and its user
+// chain and stack copy, unless
 // inCall and the thread is inside a system call (or on its way back to
 // user mode after one): the registers' orig_ax is a system call number,
 // and the number, user IP and SP are those of the thread's last recorded

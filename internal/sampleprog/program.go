@@ -249,6 +249,11 @@ const (
 	topSize   = 24
 )
 
+// noUserAddr is an address above every user mapping (the first
+// non-canonical one): bpf_probe_read_user refuses it at once, without
+// touching memory, and zeroes its destination as for a read that faults.
+const noUserAddr = -1 << 63
+
 // knownRead is how many copies in a row take a thread's holes as known
 // before one reads every page again (knownHoles).
 const knownRead = 64
@@ -433,9 +438,6 @@ func (b *builder) stack(m maps) {
 		b.Emit(
 			asm.LoadMem(asm.R3, asm.RFP, endSlot, asm.DWord),
 			asm.JGE.Reg(rSlot, asm.R3, "spagesend"),
-			asm.LoadMem(asm.R1, asm.RFP, knownSlot, asm.DWord),
-			asm.And.Imm(asm.R1, 1<<(stackHoleShift+page)),
-			asm.JNE.Imm(asm.R1, 0, "sfault"+next),
 			// R2: up to the page's end or the copy's, whichever is first.
 			asm.Mov.Reg(asm.R2, rSlot),
 			asm.And.Imm(asm.R2, ^4095),
@@ -458,7 +460,15 @@ func (b *builder) stack(m maps) {
 			asm.Add.Reg(asm.R1, asm.R4),
 			asm.Add.Reg(asm.R1, rPlan),
 			asm.Mov.Reg(asm.R3, rSlot),
-			asm.FnProbeReadUser.Call(),
+			// A page taken as a hole is read from an address no user
+			// page has: the helper refuses it without touching memory
+			// and zeroes the page's bytes, as it does for a page that
+			// faults (the scratch record holds an earlier sample's).
+			asm.LoadMem(asm.R4, asm.RFP, knownSlot, asm.DWord),
+			asm.And.Imm(asm.R4, 1<<(stackHoleShift+page)),
+			asm.JEq.Imm(asm.R4, 0, "sread"+next),
+			asm.LoadImm(asm.R3, noUserAddr, asm.DWord),
+			asm.FnProbeReadUser.Call().WithSymbol("sread"+next),
 			asm.JNE.Imm(asm.R0, 0, "sfault"+next),
 			asm.LoadMem(asm.R1, asm.RFP, chunkSlot, asm.DWord),
 			asm.StoreMem(asm.RFP, readSlot, asm.R1, asm.DWord),

@@ -241,23 +241,7 @@ func TestStackCopies(t *testing.T) {
 			t.Fatal(err)
 		}
 		var samples []*perf.Sample
-		read := func() {
-			_, recs := ring.Peek(nil, nil)
-			defer ring.Release()
-			for _, raw := range recs {
-				// A copy: the samples are kept after the ring's space is released.
-				rec, err := perf.Decode(append([]byte(nil), raw...), ev.Layout)
-				if err != nil {
-					t.Fatal(err)
-				}
-				if s, ok := rec.(*perf.Sample); ok && s.TID == uint32(pid) {
-					samples = append(samples, s)
-				}
-				if l, ok := rec.(*perf.Lost); ok {
-					t.Fatalf("perf's ring lost %d records", l.Count)
-				}
-			}
-		}
+		read := func() { samples = append(samples, ringSamples(t, ev, ring, uint32(pid))...) }
 		// With a top: the highest stack pointer of the first samples,
 		// plus a little, set while the program runs on.
 		var top, topSet uint64
@@ -643,17 +627,7 @@ func TestStackKnownHoles(t *testing.T) {
 	var samples []*perf.Sample
 	var copies []*Snapshot
 	read := func() {
-		_, recs := ring.Peek(nil, nil)
-		defer ring.Release()
-		for _, raw := range recs {
-			rec, err := perf.Decode(append([]byte(nil), raw...), ev.Layout)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if s, ok := rec.(*perf.Sample); ok {
-				samples = append(samples, s)
-			}
-		}
+		samples = append(samples, ringSamples(t, ev, ring, uint32(worker))...)
 		if err := tk.Drain(func(s *Snapshot) {
 			if s.IsStack {
 				copies = append(copies, s)
@@ -741,4 +715,27 @@ func attached(t *testing.T, tk *Taker, cfg perf.Config, tid, pages int) (*perf.E
 		t.Fatal(err)
 	}
 	return ev, ring
+}
+
+// ringSamples returns the samples of thread tid that ring holds, decoded
+// from copies (they are kept after the ring's space is released), and
+// releases the ring's space; a lost record fails the test.
+func ringSamples(t *testing.T, ev *perf.Event, ring *perf.Ring, tid uint32) []*perf.Sample {
+	t.Helper()
+	_, recs := ring.Peek(nil, nil)
+	defer ring.Release()
+	var samples []*perf.Sample
+	for _, raw := range recs {
+		rec, err := perf.Decode(append([]byte(nil), raw...), ev.Layout)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s, ok := rec.(*perf.Sample); ok && s.TID == tid {
+			samples = append(samples, s)
+		}
+		if l, ok := rec.(*perf.Lost); ok {
+			t.Fatalf("perf's ring lost %d records", l.Count)
+		}
+	}
+	return samples
 }

@@ -1891,9 +1891,6 @@ func pageCopy(b *bpfasm.Builder, m fds, hdr int32, c int) {
 		b.Emit(
 			asm.LoadMem(asm.R3, asm.RFP, pageEndSlot, asm.DWord),
 			asm.JGE.Reg(asm.R4, asm.R3, l("end")),
-			asm.LoadMem(asm.R1, asm.RFP, pageKnownSlot, asm.DWord),
-			asm.And.Imm(asm.R1, 1<<page),
-			asm.JNE.Imm(asm.R1, 0, l("fault"+fmt.Sprint(page))),
 			// R2: up to the page's end or the copy's, whichever is first.
 			asm.Mov.Reg(asm.R2, asm.R4),
 			asm.And.Imm(asm.R2, ^4095),
@@ -1914,7 +1911,15 @@ func pageCopy(b *bpfasm.Builder, m fds, hdr int32, c int) {
 			asm.Mov.Reg(asm.R3, asm.R4),
 			asm.Add.Reg(asm.R4, asm.R2),
 			asm.StoreMem(asm.RFP, pageNextSlot, asm.R4, asm.DWord), // the page's end
-			asm.FnProbeReadUser.Call(),
+			// A page taken as a hole is read from an address above every
+			// user mapping: the helper refuses it without touching memory
+			// and zeroes the page's bytes, as it does for a page that
+			// faults (the buffer holds an earlier record's).
+			asm.LoadMem(asm.R4, asm.RFP, pageKnownSlot, asm.DWord),
+			asm.And.Imm(asm.R4, 1<<page),
+			asm.JEq.Imm(asm.R4, 0, l("read"+fmt.Sprint(page))),
+			asm.LoadImm(asm.R3, -1<<63, asm.DWord),
+			asm.FnProbeReadUser.Call().WithSymbol(l("read"+fmt.Sprint(page))),
 			asm.JNE.Imm(asm.R0, 0, l("fault"+fmt.Sprint(page))),
 			asm.LoadMem(asm.R1, asm.RFP, pageNextSlot, asm.DWord),
 			asm.StoreMem(asm.RFP, pageReadSlot, asm.R1, asm.DWord),

@@ -41,6 +41,28 @@ func (b *Builder) NewLabel(what string) string {
 // Mark attaches label to the next instruction, a no-op jump target.
 func (b *Builder) Mark(label string) { b.Emit(asm.Mov.Imm(asm.R0, 0).WithSymbol(label)) }
 
+// NoUserAddr is an address above every user mapping (the first
+// non-canonical one): bpf_probe_read_user refuses it at once, without
+// touching memory, and zeroes its destination as for a read that faults.
+const NoUserAddr = -1 << 63
+
+// ReadUserUnless emits bpf_probe_read_user(R1, R2, R3), the registers
+// set by the caller, but reading from NoUserAddr instead of R3 when bit
+// is set in the stack word at slot: the destination is then zeroed
+// without a read, as for a page that faults. A stack copy skips so the
+// pages it knows are not in memory, whose read would cost a page fault
+// (its buffer holds an earlier copy's bytes there). It uses R4.
+func (b *Builder) ReadUserUnless(slot int16, bit int32) {
+	read := b.NewLabel("readuser")
+	b.Emit(
+		asm.LoadMem(asm.R4, asm.RFP, slot, asm.DWord),
+		asm.And.Imm(asm.R4, bit),
+		asm.JEq.Imm(asm.R4, 0, read),
+		asm.LoadImm(asm.R3, NoUserAddr, asm.DWord),
+		asm.FnProbeReadUser.Call().WithSymbol(read),
+	)
+}
+
 // Lookup looks up, in the map mapFD, the key in the stack slot at offset
 // key from the frame pointer; R0 is then the value's address or 0.
 func (b *Builder) Lookup(mapFD int, key int16) {

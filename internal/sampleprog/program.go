@@ -249,11 +249,6 @@ const (
 	topSize   = 24
 )
 
-// noUserAddr is an address above every user mapping (the first
-// non-canonical one): bpf_probe_read_user refuses it at once, without
-// touching memory, and zeroes its destination as for a read that faults.
-const noUserAddr = -1 << 63
-
 // knownRead is how many copies in a row take a thread's holes as known
 // before one reads every page again (knownHoles).
 const knownRead = 64
@@ -389,12 +384,9 @@ func (b *builder) stack(m maps) {
 		asm.StoreMem(rPlan, 28, asm.R1, asm.Word),
 		asm.Ja.Label("spages"),
 	)
-	// The whole range at once, the common case.
+	// The whole range at once, the common case (R2 still its length).
 	b.Emit(
-		asm.LoadMem(asm.R2, rPlan, 24, asm.Word).WithSymbol("swhole"),
-		asm.JEq.Imm(asm.R2, 0, "ssend"),
-		asm.JGT.Imm(asm.R2, MaxStack, "sdone"),
-		asm.LoadMem(asm.R1, asm.RFP, copySlot, asm.DWord),
+		asm.LoadMem(asm.R1, asm.RFP, copySlot, asm.DWord).WithSymbol("swhole"),
 		asm.JGT.Imm(asm.R1, stackHdr+ChainMax*8, "sdone"),
 		asm.Add.Reg(asm.R1, rPlan),
 		asm.LoadMem(asm.R3, asm.RFP, spSlot, asm.DWord),
@@ -460,15 +452,10 @@ func (b *builder) stack(m maps) {
 			asm.Add.Reg(asm.R1, asm.R4),
 			asm.Add.Reg(asm.R1, rPlan),
 			asm.Mov.Reg(asm.R3, rSlot),
-			// A page taken as a hole is read from an address no user
-			// page has: the helper refuses it without touching memory
-			// and zeroes the page's bytes, as it does for a page that
-			// faults (the scratch record holds an earlier sample's).
-			asm.LoadMem(asm.R4, asm.RFP, knownSlot, asm.DWord),
-			asm.And.Imm(asm.R4, 1<<(stackHoleShift+page)),
-			asm.JEq.Imm(asm.R4, 0, "sread"+next),
-			asm.LoadImm(asm.R3, noUserAddr, asm.DWord),
-			asm.FnProbeReadUser.Call().WithSymbol("sread"+next),
+		)
+		// A page taken as a hole is zeroed, not read.
+		b.ReadUserUnless(knownSlot, 1<<(stackHoleShift+page))
+		b.Emit(
 			asm.JNE.Imm(asm.R0, 0, "sfault"+next),
 			asm.LoadMem(asm.R1, asm.RFP, chunkSlot, asm.DWord),
 			asm.StoreMem(asm.RFP, readSlot, asm.R1, asm.DWord),

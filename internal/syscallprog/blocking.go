@@ -44,7 +44,7 @@ func blockingSwitchProgram(m fds, exitStateOff int32, so schedOffs, in *switchIn
 		asm.LSh.Imm(asm.R1, 32),
 		asm.JEq.Imm(asm.R1, 0, "bs_done"),
 	)
-	blockedKernelStack(&b, m)
+	blockedKernelStack(&b, m, false)
 	b.Mark("bs_done")
 	submit(&b, m)
 	return b.Ins
@@ -67,8 +67,9 @@ const nrRestartSyscall = 219
 // I/O, is the call's. A thread not inside a call (a page fault's wait, an
 // interrupt's return to user mode) or in restart_syscall (whose path is
 // the call cut short's) is walked each time. Each walk is counted
-// (slotKWalks of the counters).
-func blockedKernelStack(b *bpfasm.Builder, m fds) {
+// (slotKWalks of the counters). With haveRegs, rRegs already holds the
+// task's pt_regs.
+func blockedKernelStack(b *bpfasm.Builder, m fds, haveRegs bool) {
 	walk, done, miss := b.NewLabel("bk_walk"), b.NewLabel("bk_done"), b.NewLabel("bk_miss")
 	have, count := b.NewLabel("bk_have"), b.NewLabel("bk_count")
 	// slot emits: R5 = the state's chain for call R3 (R1 the state).
@@ -80,11 +81,15 @@ func blockedKernelStack(b *bpfasm.Builder, m fds) {
 			asm.Add.Reg(asm.R5, asm.R1),
 		)
 	}
+	if !haveRegs {
+		b.Emit(
+			asm.FnGetCurrentTaskBtf.Call(),
+			asm.Mov.Reg(asm.R1, asm.R0),
+			asm.FnTaskPtRegs.Call(),
+			asm.Mov.Reg(rRegs, asm.R0),
+		)
+	}
 	b.Emit(
-		asm.FnGetCurrentTaskBtf.Call(),
-		asm.Mov.Reg(asm.R1, asm.R0),
-		asm.FnTaskPtRegs.Call(),
-		asm.Mov.Reg(rRegs, asm.R0),
 		asm.LoadMem(asm.R3, rRegs, regOrigAX, asm.DWord),
 		asm.JGT.Imm(asm.R3, maxSyscallNr, walk), // negative too: not in a call
 		asm.JEq.Imm(asm.R3, nrRestartSyscall, walk),

@@ -1911,15 +1911,10 @@ func pageCopy(b *bpfasm.Builder, m fds, hdr int32, c int) {
 			asm.Mov.Reg(asm.R3, asm.R4),
 			asm.Add.Reg(asm.R4, asm.R2),
 			asm.StoreMem(asm.RFP, pageNextSlot, asm.R4, asm.DWord), // the page's end
-			// A page taken as a hole is read from an address above every
-			// user mapping: the helper refuses it without touching memory
-			// and zeroes the page's bytes, as it does for a page that
-			// faults (the buffer holds an earlier record's).
-			asm.LoadMem(asm.R4, asm.RFP, pageKnownSlot, asm.DWord),
-			asm.And.Imm(asm.R4, 1<<page),
-			asm.JEq.Imm(asm.R4, 0, l("read"+fmt.Sprint(page))),
-			asm.LoadImm(asm.R3, -1<<63, asm.DWord),
-			asm.FnProbeReadUser.Call().WithSymbol(l("read"+fmt.Sprint(page))),
+		)
+		// A page taken as a hole is zeroed, not read.
+		b.ReadUserUnless(pageKnownSlot, 1<<page)
+		b.Emit(
 			asm.JNE.Imm(asm.R0, 0, l("fault"+fmt.Sprint(page))),
 			asm.LoadMem(asm.R1, asm.RFP, pageNextSlot, asm.DWord),
 			asm.StoreMem(asm.RFP, pageReadSlot, asm.R1, asm.DWord),
@@ -2198,7 +2193,7 @@ func switchKernelStack(b *bpfasm.Builder, m fds) {
 		asm.And.Imm(asm.R1, 1),
 		asm.JNE.Imm(asm.R1, 0, walk),
 	)
-	blockedKernelStack(b, m)
+	blockedKernelStack(b, m, true)
 	b.Emit(asm.Ja.Label(done))
 	countWalk(b, m, walk, b.NewLabel("sk_counted"))
 	stackID(b, m, 0, offKStack)

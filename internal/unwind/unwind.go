@@ -133,6 +133,33 @@ type unwinder struct {
 	// unknown: stopped in a frame that keeps no frame pointer, whose CFA
 	// rule names a register the sample did not carry (Need.Unknown)
 	unknown bool
+	// dt follows what the chain depends on (UnwindDeps) when track
+	dt    depTracker
+	track bool
+}
+
+// use marks register reg's value as one the chain depends on.
+func (u *unwinder) use(reg int) {
+	if u.track {
+		u.dt.use(reg)
+	}
+}
+
+// unsure says the chain depends on something Deps do not follow.
+func (u *unwinder) unsure() {
+	if u.track {
+		u.dt.deps.Unsure = true
+	}
+}
+
+// readSaved reads the word at addr into a register, and says where its
+// value came from (used: it decides the chain, a return address).
+func (u *unwinder) readSaved(addr uint64, used bool) (uint64, bool, int32) {
+	v, ok := u.stack.read8(addr)
+	if !ok || !u.track {
+		return v, ok, srcDerived
+	}
+	return v, ok, u.dt.read(addr, v, used)
 }
 
 type stepResult uint8
@@ -240,9 +267,20 @@ const AllRegs = allRegs
 // unwind there (Need.Unknown says when that loses callers), where a zero
 // taken for the register's value would compute a wrong CFA.
 func UnwindKnown(buf []uint64, regs Regs, known uint32, stack StackCopy, r Resolver, max int) (pcs []uint64, stop Stop, need Need) {
+	return unwindKnown(buf, regs, known, stack, r, max, nil)
+}
+
+func unwindKnown(buf []uint64, regs Regs, known uint32, stack StackCopy, r Resolver, max int, deps *Deps) (pcs []uint64, stop Stop, need Need) {
 	u := unwinder{known: known & allRegs}
+	if deps != nil {
+		u.track = true
+		u.dt.reset(deps)
+	}
 	stack.hi, stack.over = 0, false
 	pcs, complete := u.run(buf, regs, stack, r, max, nil)
+	if u.track {
+		u.dt.finish()
+	}
 	if complete {
 		need.Top, need.Outermost = u.stack.hi, !u.endCut
 	}
@@ -300,6 +338,7 @@ func (u *unwinder) run(buf []uint64, regs Regs, stack StackCopy, r Resolver, max
 	tramps := 0 // trampolines met (Returns)
 	if rt != nil && regs[regRA] == rt.Tramp {
 		tramps++
+		u.unsure()
 	}
 	exact := true        // the PC is not a return address
 	prevCFA := uint64(0) // CFA of the previous frame
@@ -326,6 +365,9 @@ func (u *unwinder) run(buf []uint64, regs Regs, stack StackCopy, r Resolver, max
 			u.main = len(pcs)
 		}
 		u.inMain = u.inMain || u.entry
+		if start {
+			u.use(regRBP)
+		}
 		if start && u.valid&(1<<regRBP) != 0 && u.regs[regRBP] == 0 {
 			// The entry point of an object (the dynamic loader's
 			// _start), with rbp 0, the x86-64 ABI's mark of the
@@ -357,6 +399,7 @@ func (u *unwinder) run(buf []uint64, regs Regs, stack StackCopy, r Resolver, max
 			return pcs, true
 		}
 		if rt != nil && u.regs[regRA] == rt.Tramp {
+			u.unsure()
 			if tramps < len(rt.Addrs) {
 				u.regs[regRA] = rt.Addrs[tramps]
 			}
@@ -376,7 +419,11 @@ func (u *unwinder) run(buf []uint64, regs Regs, stack StackCopy, r Resolver, max
 // its CFI (an rbp-based CFA); Go's does not (its CFA is rsp-based) but its
 // prologue builds the same frame.
 func (u *unwinder) keepsFP(cfa uint64) bool {
-	return u.valid&(1<<regRBP) != 0 && u.regs[regRBP] == cfa-16
+	if u.valid&(1<<regRBP) == 0 {
+		return false
+	}
+	u.use(regRBP)
+	return u.regs[regRBP] == cfa-16
 }
 
 // raBeyond reports whether the return address, saved by rule ru in the
@@ -399,16 +446,18 @@ func (u *unwinder) stepFP(prevCFA uint64) (stepResult, uint64) {
 	if u.valid&(1<<regRBP) == 0 {
 		return stepStop, 0
 	}
+	u.use(regRBP)
 	rbp := u.regs[regRBP]
 	cfa := rbp + 16
 	if cfa < rbp || cfa <= u.regs[regRSP] || cfa <= prevCFA {
 		return stepStop, 0
 	}
-	ra, ok1 := u.stack.read8(rbp + 8)
-	saved, ok2 := u.stack.read8(rbp)
+	ra, ok1, _ := u.readSaved(rbp+8, true)
+	saved, ok2, src := u.readSaved(rbp, false)
 	if !ok1 || !ok2 {
 		return stepStop, 0
 	}
+	u.dt.src[regRBP] = src
 	u.regs[regRBP] = saved
 	u.regs[regRSP] = cfa
 	u.regs[regRA] = ra
@@ -438,8 +487,10 @@ func (u *unwinder) stepCFI(t *Table, f *fde, addr uint64, prevCFA uint64) (stepR
 			u.unknown = rw.cfa.reg != regRBP
 			return stepStop, 0
 		}
+		u.use(int(rw.cfa.reg))
 		cfa = u.regs[rw.cfa.reg] + uint64(rw.cfa.off)
 	case cfaExpr:
+		u.unsure()
 		v, ok := u.eval(sec[rw.cfa.eoff:rw.cfa.eoff+uint32(rw.cfa.elen)], 0, false)
 		if !ok {
 			return stepStop, 0
@@ -453,6 +504,12 @@ func (u *unwinder) stepCFI(t *Table, f *fde, addr uint64, prevCFA uint64) (stepR
 	}
 	var next Regs
 	var valid uint32
+	var src [numRegs]int32 // where next's values came from (track)
+	if u.track {
+		for i := range src {
+			src[i] = srcDerived
+		}
+	}
 	saved := calleeSaved
 	if f.cie.goABI {
 		saved = goSaved
@@ -464,26 +521,29 @@ func (u *unwinder) stepCFI(t *Table, f *fde, addr uint64, prevCFA uint64) (stepR
 		case ruleUnspec:
 			switch {
 			case i == regRSP:
-				next[i], valid = cfa, valid|bit
+				next[i], valid, src[i] = cfa, valid|bit, srcDerived
 			case i == regRA:
-				if v, ok := u.stack.read8(cfa - 8); ok {
-					next[i], valid = v, valid|bit
+				if v, ok, s := u.readSaved(cfa-8, true); ok {
+					next[i], valid, src[i] = v, valid|bit, s
 				}
-			case i == regRBP && u.keepsFP(cfa):
+			case i == regRBP && f.cie.goABI && u.keepsFP(cfa):
 				// No rule, but the frame keeps a frame pointer (Go's CFI
 				// describes only the CFA and the return address): the
-				// caller's rbp is where the prologue pushed it.
-				if v, ok := u.stack.read8(cfa - 16); ok {
-					next[i], valid = v, valid|bit
+				// caller's rbp is where the prologue pushed it. A C
+				// compiler's CFI has a rule for rbp wherever a function
+				// saves it: without one, rbp is the caller's (an rbp that
+				// happens to point below the return address is data).
+				if v, ok, s := u.readSaved(cfa-16, false); ok {
+					next[i], valid, src[i] = v, valid|bit, s
 				}
 			case saved&bit != 0:
-				next[i], valid = u.regs[i], valid|(u.valid&bit)
+				next[i], valid, src[i] = u.regs[i], valid|(u.valid&bit), u.dt.src[i]
 			}
 		case ruleSame:
 			if i == regRSP {
-				next[i], valid = cfa, valid|bit
+				next[i], valid, src[i] = cfa, valid|bit, srcDerived
 			} else {
-				next[i], valid = u.regs[i], valid|(u.valid&bit)
+				next[i], valid, src[i] = u.regs[i], valid|(u.valid&bit), u.dt.src[i]
 			}
 		case ruleUndefined:
 		case ruleOffset:
@@ -492,17 +552,18 @@ func (u *unwinder) stepCFI(t *Table, f *fde, addr uint64, prevCFA uint64) (stepR
 				// it already (GCC's CFI keeps the rule until the return;
 				// compilers save callee-saved registers with push, not in
 				// the red zone), so the register holds the caller's value.
-				next[i], valid = u.regs[i], valid|(u.valid&bit)
-			} else if v, ok := u.stack.read8(addr); ok {
-				next[i], valid = v, valid|bit
+				next[i], valid, src[i] = u.regs[i], valid|(u.valid&bit), u.dt.src[i]
+			} else if v, ok, s := u.readSaved(addr, i == regRA); ok {
+				next[i], valid, src[i] = v, valid|bit, s
 			}
 		case ruleValOffset:
-			next[i], valid = cfa+uint64(ru.off), valid|bit
+			next[i], valid, src[i] = cfa+uint64(ru.off), valid|bit, srcDerived
 		case ruleRegister:
 			if u.valid&(1<<ru.reg) != 0 {
-				next[i], valid = u.regs[ru.reg], valid|bit
+				next[i], valid, src[i] = u.regs[ru.reg], valid|bit, u.dt.src[ru.reg]
 			}
 		case ruleExpr, ruleValExpr:
+			u.unsure()
 			v, ok := u.eval(sec[ru.eoff:ru.eoff+uint32(ru.elen)], cfa, true)
 			if ok && ru.kind == ruleExpr {
 				v, ok = u.stack.read8(v)
@@ -526,7 +587,7 @@ func (u *unwinder) stepCFI(t *Table, f *fde, addr uint64, prevCFA uint64) (stepR
 		u.cut = beyond && !(rw.cfa.kind == cfaRegOff && rw.cfa.reg == regRBP) && !u.keepsFP(cfa)
 		return stepStop, 0
 	}
-	u.regs, u.valid = next, valid
+	u.regs, u.valid, u.dt.src = next, valid, src
 	return stepOK, cfa
 }
 

@@ -166,9 +166,14 @@ type Result struct {
 	// Syscalls is the system calls the target made while the BPF program
 	// recorded them, and SyscallsRecorded those recorded (SyscallLimit).
 	Syscalls, SyscallsRecorded uint64
-	Bytes                      int64
-	ExitCode                   int // the launched command's exit code (128+signal if killed); -1 when attached
-	Warnings                   []string
+	// MemoChains is the system call and switch events whose user chain
+	// was a memo's (memo.go); MemoChecked the events that came with their
+	// copy where a memo's words held, whose unwind was compared with the
+	// memo's chain, and MemoMismatched those that differed.
+	MemoChains, MemoChecked, MemoMismatched uint64
+	Bytes                                   int64
+	ExitCode                                int // the launched command's exit code (128+signal if killed); -1 when attached
+	Warnings                                []string
 }
 
 // defaultStackBytes is how much user stack a sample copies unless
@@ -465,6 +470,7 @@ type session struct {
 	sysEvents []sysEvent // the drain's records
 	sysStacks map[int64][]uint64
 	sysTops   map[uint32]threadTop // by thread: the top set in the system call program (eventTop)
+	memos     *memos               // the event chains the system call program reuses (memo.go)
 	sysLast   uint64               // time of the last record the program's ring kept
 	sysLost   uint64               // records it dropped, as reported so far
 	// sysLimit and sysBurst: the system calls per second a thread records
@@ -1268,7 +1274,7 @@ func (s *session) sample(r *perf.Sample, k *eventKind) {
 // thread's stack top from the unwind (learnTop; sized: the copy ended at
 // the thread's top).
 func (s *session) unwindUser(r *perf.Sample, learn, sized bool) (user []uint64, truncated bool) {
-	user, truncated, stop, need := s.unwindChain(r)
+	user, truncated, stop, need := s.unwindChain(r, nil)
 	if learn && len(r.Regs) == perf.NumRegs && s.learnTop(r.TID, r.StackSP, r.Time, stop, need, sized) {
 		// The sized copy ended below what the thread's outermost
 		// frames need: its outer callers are missing.
@@ -1285,7 +1291,9 @@ func (s *session) unwindUser(r *perf.Sample, learn, sized bool) (user []uint64, 
 // unwindChain completes a sample's user call chain from its registers
 // and stack copy (truncated: it lost callers), and says how the unwind of the copy
 // ended and what of it the unwind needed.
-func (s *session) unwindChain(r *perf.Sample) (user []uint64, truncated bool, stop unwind.Stop, need unwind.Need) {
+//
+// With deps, the unwind also says what its chain depended on (memo.go).
+func (s *session) unwindChain(r *perf.Sample, deps *unwind.Deps) (user []uint64, truncated bool, stop unwind.Stop, need unwind.Need) {
 	sp := s.spaces[r.PID]
 	if sp == nil {
 		sp = s.refreshSpace(r.PID)
@@ -1304,7 +1312,11 @@ func (s *session) unwindChain(r *perf.Sample) (user []uint64, truncated bool, st
 	// trampoline in return address slots: the kernel's chain has the
 	// real addresses.
 	stack.Returns = unwind.KernelReturns(regs, stack, r.User)
-	cfi, stop, need = unwind.UnwindKnown(s.pcs, regs, knownRegs(r.RegsSampled), stack, &res, 256)
+	if deps != nil {
+		cfi, stop, need = unwind.UnwindDeps(s.pcs, regs, knownRegs(r.RegsSampled), stack, &res, 256, deps)
+	} else {
+		cfi, stop, need = unwind.UnwindKnown(s.pcs, regs, knownRegs(r.RegsSampled), stack, &res, 256)
+	}
 	if stop == unwind.Complete && need.InMain {
 		cfi = s.withOuter(r, regs, &res, cfi, need) // one root (outer.go)
 	}
@@ -1580,6 +1592,12 @@ func (s *session) finish() (Result, error) {
 		}
 		s.warn("%d of %d system calls recorded (%.0f%%): each thread records at most %d calls a second beyond a burst of %d; each recorded call's samples stand for the calls its thread made since its previous recorded one (their period)%s; --syscall-limit 0 records every call, at more cost (docs/performance.md)",
 			r, n, 100*float64(r)/float64(n), s.sysLimit, s.sysBurst, sw)
+	}
+	if m := s.memos; m != nil {
+		s.res.MemoChains, s.res.MemoChecked, s.res.MemoMismatched = m.stats.hits, m.stats.checked, m.stats.mismatched
+		if m.stats.mismatched > 0 {
+			s.warn("%d of %d event stacks checked against the memo of their thread, IP and SP differed from its stack: those memos were dropped, and the stacks they gave before may be wrong (docs/performance.md)", m.stats.mismatched, m.stats.checked)
+		}
 	}
 	if sysReduced > 0 {
 		s.warn("%d system call or switch events were recorded without their stack copy, while the BPF program's ring was more than half full "+

@@ -235,6 +235,7 @@ func (s *session) forgetTop(tid uint32) {
 // threadGone forgets what a thread learned: it exited or exec'd.
 func (s *session) threadGone(tid uint32) {
 	delete(s.outer, tid)
+	s.forgetMemos(tid)
 	if _, ok := s.sysTops[tid]; ok {
 		delete(s.sysTops, tid)
 		_ = s.sys.SetTop(tid, 0)

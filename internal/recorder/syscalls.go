@@ -203,6 +203,7 @@ func (s *session) syscallsViaBPF() {
 	s.sysStacks = map[int64][]uint64{}
 	if o.StackTops {
 		s.sysTops = map[uint32]threadTop{}
+		s.memos = newMemos()
 	}
 	for _, k := range sys {
 		k.viaBPF = true
@@ -312,6 +313,12 @@ func (s *session) sysStack(id int64, kernel bool) []uint64 {
 // truncated says it lost callers.
 func (s *session) eventUser(e *sysEvent, pid, tid uint32, kernel []uint64) (user []uint64, truncated bool) {
 	ev := &e.ev
+	if ev.UserStack == syscallprog.Memoized {
+		if user, ok := s.memos.chain(ev.Memo); ok {
+			return user, false
+		}
+		return []uint64{ev.IP}, true // its thread exited since
+	}
 	r := perf.Sample{Header: perf.Header{PID: pid, TID: tid, Time: ev.Time, CPU: ev.CPU},
 		IP: ev.IP, UserMode: true, ABI: 2, Kernel: kernel, User: s.sysStack(ev.UserStack, false),
 		StackSP: ev.SP, Stack: e.stack, StackHoles: ev.StackHoles}
@@ -327,9 +334,16 @@ func (s *session) eventUser(e *sysEvent, pid, tid uint32, kernel []uint64) (user
 	clear(regs)
 	regs[perf.RegIP], regs[perf.RegSP], regs[perf.RegBP] = ev.IP, ev.SP, ev.BP
 	r.Regs, r.RegsSampled = regs, 1<<perf.RegIP|1<<perf.RegSP|1<<perf.RegBP
-	user, truncated, stop, need := s.unwindChain(&r)
+	var deps *unwind.Deps
+	if s.memos != nil && !ev.Waking && len(r.Stack) > 0 {
+		deps = &s.memos.deps
+	}
+	user, truncated, stop, need := s.unwindChain(&r, deps)
 	if !ev.Waking {
 		s.eventTop(tid, ev.SP, ev.SP+uint64(len(r.Stack)), stop, need, truncated)
+	}
+	if deps != nil && stop == unwind.Complete && !truncated && ev.UserStack >= 0 {
+		s.learnMemo(tid, ev.IP, ev.SP, ev.BP, r.Stack, user, deps)
 	}
 	return user, truncated || ev.UserStack < 0
 }

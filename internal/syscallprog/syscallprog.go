@@ -30,7 +30,10 @@
 // chain it walked the last time, and outside one a thread that blocks or
 // yields again in the same call from the same user IP and SP in the same
 // state does: switchKernelStack), its user registers and stack copy (inside a
-// system call it has the call's user chain instead, not walked again). Records go to one BPF ring buffer shared by the CPUs,
+// system call it has the call's user chain instead, not walked again). An
+// entry or switch at the user IP and SP of a memo of its thread whose
+// stack words hold has the memo's chain instead of a copy and a walk
+// (memo.go). Records go to one BPF ring buffer shared by the CPUs,
 // drained by the recorder; once the ring is more than half full, entries
 // and switches are written without their stack copy (counted: Reduced), so
 // that a recorder falling behind loses a few repaired frames before it
@@ -301,6 +304,9 @@ type Event struct {
 	// memory): bit i the i-th 4 KiB page from the one holding SP. Their
 	// bytes are zero.
 	StackHoles uint8
+	// Memo is the id of the memo (SetMemo) whose chain is the record's
+	// with UserStack Memoized.
+	Memo uint32
 }
 
 // Tracer is the loaded and attached program with its maps.
@@ -308,7 +314,10 @@ type Tracer struct {
 	follow                              *follow.Set
 	ownFollow                           bool // made by New, closed by Close
 	stacks, scratch, ring, lost, kcache *ebpf.Map
-	tops, topsOn                        *ebpf.Map // Options.StackTops: the threads' tops, and whether any is set
+	tops, topsOn                        *ebpf.Map // Options.StackTops: the threads' tops, and whether any is set (and any memo)
+	memos                               *ebpf.Map // with tops: the threads' chains memoized (SetMemo)
+	memoIDs                             uint32    // the last memo's id
+	memosSet                            bool
 	pages                               *ebpf.Map // Options.StackTops: the programs' buffers for copies made page by page
 	topsSet                             bool
 	wgen                                *ebpf.Map // the window's generation (Options.WindowOn)
@@ -402,7 +411,14 @@ func New(o Options) (*Tracer, error) {
 		if t.tops, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_sctop", Type: ebpf.Hash, KeySize: 4, ValueSize: 8, MaxEntries: 1 << 14}); err != nil {
 			return fail(err)
 		}
-		if t.topsOn, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_sctopon", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}); err != nil {
+		if t.topsOn, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_sctopon", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 2}); err != nil {
+			return fail(err)
+		}
+		// Elements freed after a grace period (not preallocated): a
+		// program reading a memo while SetMemo replaces it reads the old
+		// one whole.
+		if t.memos, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_scmemo", Type: ebpf.Hash, KeySize: memoKeySize, ValueSize: memoSize,
+			MaxEntries: maxMemos, Flags: unix.BPF_F_NO_PREALLOC}); err != nil {
 			return fail(err)
 		}
 		// A buffer per program (as the walkers'), a page longer than
@@ -410,7 +426,7 @@ func New(o Options) (*Tracer, error) {
 		if t.pages, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_scpage", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: MaxCopy + 4096, MaxEntries: walkers}); err != nil {
 			return fail(err)
 		}
-		m.tops, m.topsOn, m.pages = t.tops.FD(), t.topsOn.FD(), t.pages.FD()
+		m.tops, m.topsOn, m.pages, m.memos = t.tops.FD(), t.topsOn.FD(), t.pages.FD(), t.memos.FD()
 	}
 	windowed := o.Syscalls && o.WindowOn > 0 && o.WindowPeriod > o.WindowOn
 	if windowed {
@@ -600,6 +616,9 @@ func (t *Tracer) DrainInto(stop uint64, into func() []byte, fn func(*Event)) err
 			n := int(le.Uint32(b[offCopied:]))
 			ev.Stack = b[hdr:min(hdr+n, len(b))]
 			ev.StackHoles = uint8(le.Uint32(b[offHoles:]))
+			if ev.UserStack == Memoized {
+				ev.Memo, ev.StackHoles = le.Uint32(b[offHoles:]), 0
+			}
 			ev.CallNr = le.Uint64(b[offCallNr:])
 			if !ev.Switch {
 				ev.Window, ev.CallNr = ev.CallNr&^(1<<windowedBit), 0
@@ -615,7 +634,7 @@ func (t *Tracer) DrainInto(stop uint64, into func() []byte, fn func(*Event)) err
 			}
 			// Records that refer to their call, or have no chains, have no
 			// room for a copy.
-			ev.Reduced = t.copyBytes > 0 && len(b) < hdr+t.copyBytes && ev.UserStack != InCall && ev.UserStack != NoStack && ev.UserStack != FromInterrupt
+			ev.Reduced = t.copyBytes > 0 && len(b) < hdr+t.copyBytes && ev.UserStack != InCall && ev.UserStack != NoStack && ev.UserStack != FromInterrupt && ev.UserStack != Memoized
 		}
 		fn(&ev)
 		if ev.Time > stop {
@@ -912,7 +931,7 @@ func (t *Tracer) Close() {
 	if t.ownFollow {
 		t.follow.Close()
 	}
-	for _, m := range []*ebpf.Map{t.stacks, t.scratch, t.ring, t.lost, t.kcache, t.thr, t.wgen, t.tops, t.topsOn, t.pages} {
+	for _, m := range []*ebpf.Map{t.stacks, t.scratch, t.ring, t.lost, t.kcache, t.thr, t.wgen, t.tops, t.topsOn, t.pages, t.memos} {
 		if m != nil {
 			m.Close()
 		}
@@ -932,6 +951,7 @@ type fds struct {
 	// tops and topsOn are the threads' stack tops and whether any is set
 	// (Options.StackTops), 0: none; pages the buffers of pageCopy.
 	tops, topsOn, pages int
+	memos               int // the chains memoized (SetMemo), with tops
 	// limited: Options.Limit is set; a thread may record one call every
 	// `every` ns, with `burst` ns of credit.
 	limited      bool
@@ -1682,24 +1702,38 @@ func enterProgram(m fds, kernel bool, copyBytes, ringBytes int) asm.Instructions
 		)
 	}
 	limit(&b, m)
+	// args[0]: the user registers.
+	b.Emit(asm.LoadMem(rRegs, rCtx, 0, asm.DWord))
+	memoCheck(&b, m, false)
+	memoSized(&b, m, hdrSize, "e_sized")
 	copySize(&b, hdrSize, copyBytes, ringBytes, m)
+	b.Mark("e_sized")
 	reserve(&b, m, -1, kindEnter)
 	b.Emit(
 		asm.LoadMem(asm.R1, asm.RFP, skippedSlot, asm.DWord),
 		asm.StoreMem(rRec, offSkipped, asm.R1, asm.DWord),
 		asm.LoadMem(asm.R1, asm.RFP, winSlot, asm.DWord),
 		asm.StoreMem(rRec, offCallNr, asm.R1, asm.DWord),
-		// args[0]: the user registers.
-		asm.LoadMem(rRegs, rCtx, 0, asm.DWord),
 		asm.LoadMem(asm.R1, rCtx, 8, asm.DWord),
 		asm.StoreMem(rRec, offNr, asm.R1, asm.DWord),
 	)
-	userStackID(&b, m, offUStack)
+	userChain(&b, m, offUStack)
 	b.Emit(
 		asm.LoadMem(asm.R1, asm.RFP, thrSlot, asm.DWord),
 		asm.JEq.Imm(asm.R1, 0, "e_nouser"),
 		asm.LoadMem(asm.R2, rRec, offUStack, asm.DWord),
-		asm.StoreMem(asm.R1, thUStack, asm.R2, asm.DWord),
+	)
+	if m.memos != 0 {
+		// A memo's chain is told apart by its id.
+		b.Emit(
+			asm.LoadMem(asm.R3, asm.RFP, memoIDSlot, asm.DWord),
+			asm.JEq.Imm(asm.R3, 0, "e_ustore"),
+			asm.LoadImm(asm.R2, int64(memoUserID(0)), asm.DWord),
+			asm.Or.Reg(asm.R2, asm.R3),
+		)
+	}
+	b.Emit(
+		asm.StoreMem(asm.R1, thUStack, asm.R2, asm.DWord).WithSymbol("e_ustore"),
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("e_nouser"),
 	)
 	kernelStack(&b, m, kernel, 0)
@@ -1727,6 +1761,16 @@ func userRegs(b *bpfasm.Builder, m fds, hdr int32, copyBytes int, direct bool) {
 	b.Emit(asm.Mov.Imm(asm.R1, 0), asm.StoreMem(rRec, offCopied, asm.R1, asm.DWord))
 	if copyBytes == 0 {
 		return
+	}
+	if m.memos != 0 {
+		// A memo's record has no copy: its id instead of holes.
+		b.Emit(
+			asm.LoadMem(asm.R1, asm.RFP, memoIDSlot, asm.DWord),
+			asm.JEq.Imm(asm.R1, 0, "ur_copy"),
+			asm.StoreMem(rRec, offHoles, asm.R1, asm.Word),
+			asm.Ja.Label("nocopy"),
+		)
+		b.Mark("ur_copy")
 	}
 	b.Emit(
 		asm.LoadMem(asm.R1, asm.RFP, sizeSlot, asm.DWord),
@@ -2097,7 +2141,10 @@ func switchProgram(m fds, copyBytes, ringBytes int, exitStateOff int32, so sched
 		}
 		b.Mark("walk")
 	}
+	memoCheck(&b, m, true)
+	memoSized(&b, m, switchHdrSize, "s_sized")
 	copySize(&b, switchHdrSize, copyBytes, ringBytes, m)
+	b.Mark("s_sized")
 	reserve(&b, m, -1, kindSwitch)
 	switchNr(&b, exitStateOff, so)
 	switchKernelStack(&b, m)
@@ -2105,7 +2152,7 @@ func switchProgram(m fds, copyBytes, ringBytes int, exitStateOff int32, so sched
 		asm.Mov.Imm(asm.R1, 0),
 		asm.StoreMem(rRec, offCallNr, asm.R1, asm.DWord),
 	)
-	userStackID(&b, m, offUStack)
+	userChain(&b, m, offUStack)
 	userRegs(&b, m, switchHdrSize, copyBytes, true)
 	submit(&b, m)
 	return b.Ins

@@ -1,0 +1,154 @@
+package recorder
+
+import (
+	"slices"
+
+	"github.com/culprit-dev/culprit/internal/syscallprog"
+	"github.com/culprit-dev/culprit/internal/unwind"
+)
+
+// Event chains memoized (syscallprog's SetMemo). Once an event's copy
+// unwinds complete, the thread's entries and switches at the same user IP
+// and SP get a memo: the words of the stack the chain depended on
+// (unwind.Deps), and the chain, kept here under the memo's id. The
+// programs then write such an event without a copy when the words hold
+// their values, and the chain is the memo's: a server worker that enters
+// sendmsg from the same place a thousand times a second costs a few reads
+// of 8 bytes each, where it cost a copy of up to 24 KiB, its trip
+// through the ring and its unwind. One use of a memo in 64 comes with its
+// copy: its unwind is compared with the memo's chain where its copy
+// holds the memo's words (memoStats.checked; a difference, mismatched,
+// drops the memo, and the tests require none).
+//
+// A thread keeps at most memosPerThread memos (a thread whose IP and SP
+// vary more has its new ones refused), and a memo whose words no longer
+// hold is replaced at most memoSets times (then left: the thread's stack
+// there changes too often for a memo to pay).
+
+const (
+	memosPerThread = 16
+	memoSets       = 8
+)
+
+type memoKey struct {
+	tid    uint32
+	ip, sp uint64
+}
+
+type memoEntry struct {
+	id     uint32
+	usedBP bool
+	bp     uint64
+	words  []unwind.Word
+	user   []uint64
+	sets   int
+	ids    []uint32 // every id it had
+}
+
+type memoStats struct {
+	hits, checked, mismatched, set uint64
+}
+
+type memos struct {
+	byKey     map[memoKey]*memoEntry
+	chains    map[uint32][]uint64 // by id, the old ones too: records in flight name them
+	perThread map[uint32][]memoKey
+	stats     memoStats
+	deps      unwind.Deps // reused
+}
+
+func newMemos() *memos {
+	return &memos{byKey: map[memoKey]*memoEntry{}, chains: map[uint32][]uint64{}, perThread: map[uint32][]memoKey{}}
+}
+
+// chain returns the chain of memo id.
+func (m *memos) chain(id uint32) ([]uint64, bool) {
+	c, ok := m.chains[id]
+	if ok {
+		m.stats.hits++
+	}
+	return c, ok
+}
+
+// holds says whether the copy stack (from sp) holds e's words, and bp
+// is e's where it used BP.
+func (e *memoEntry) holds(sp, bp uint64, stack []byte) bool {
+	if e.usedBP && e.bp != bp {
+		return false
+	}
+	for _, w := range e.words {
+		off := w.Addr - sp
+		if w.Addr < sp || off+8 > uint64(len(stack)) {
+			return false
+		}
+		if le64(stack[off:]) != w.Val {
+			return false
+		}
+	}
+	return true
+}
+
+func le64(b []byte) uint64 {
+	return uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
+}
+
+// learn takes the complete unwind of an event of thread tid at ip, sp
+// and bp (its copy stack; user its chain, deps what it depended on):
+// compares it with the memo there when the copy holds its words, else
+// gives the programs a memo.
+func (s *session) learnMemo(tid uint32, ip, sp, bp uint64, stack []byte, user []uint64, deps *unwind.Deps) {
+	m := s.memos
+	k := memoKey{tid, ip, sp}
+	e := m.byKey[k]
+	if e != nil && e.holds(sp, bp, stack) {
+		m.stats.checked++
+		if !slices.Equal(e.user, user) {
+			m.stats.mismatched++
+			s.sys.ForgetMemo(tid, ip, sp)
+			delete(m.byKey, k)
+		}
+		return
+	}
+	if deps.Unsure || len(deps.Words) > syscallprog.MemoWords {
+		return
+	}
+	if e == nil && len(m.perThread[tid]) >= memosPerThread || e != nil && e.sets >= memoSets {
+		return
+	}
+	id, err := s.sys.SetMemo(tid, ip, sp, bp, deps)
+	if err != nil || id == 0 {
+		return
+	}
+	m.stats.set++
+	user = slices.Clone(user)
+	m.chains[id] = user
+	if e == nil {
+		e = &memoEntry{}
+		m.byKey[k] = e
+		m.perThread[tid] = append(m.perThread[tid], k)
+	}
+	e.id, e.usedBP, e.bp, e.user = id, deps.UsedBP, bp, user
+	e.ids = append(e.ids, id)
+	e.words = append(e.words[:0], deps.Words...)
+	e.sets++
+}
+
+// forgetMemos drops the memos of thread tid (it exited: another may take
+// its id).
+func (s *session) forgetMemos(tid uint32) {
+	m := s.memos
+	if m == nil {
+		return
+	}
+	for _, k := range m.perThread[tid] {
+		s.sys.ForgetMemo(k.tid, k.ip, k.sp)
+		if e := m.byKey[k]; e != nil {
+			for _, id := range e.ids {
+				delete(m.chains, id)
+			}
+		}
+		delete(m.byKey, k)
+	}
+	delete(m.perThread, tid)
+}

@@ -1,0 +1,217 @@
+package syscallprog
+
+import (
+	"encoding/binary"
+	"os"
+	"runtime"
+	"slices"
+	"testing"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/culprit-dev/culprit/internal/proc"
+	"github.com/culprit-dev/culprit/internal/testutil"
+	"github.com/culprit-dev/culprit/internal/unwind"
+)
+
+// memoRecord is what the memo tests keep of a record.
+type memoRecord struct {
+	ip, sp, bp uint64
+	memo       uint32
+	memoized   bool
+	stack      []byte
+}
+
+// codeWords returns, from copies of one place's stack (all at the same
+// SP), up to n words that hold the same address of this program's code in
+// each: return addresses, which stay while the thread calls from there.
+func codeWords(t *testing.T, rs []memoRecord, n int) []unwind.Word {
+	t.Helper()
+	exe, err := os.Readlink("/proc/self/exe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	maps, err := proc.Maps(os.Getpid())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lo, hi uint64
+	for _, m := range maps {
+		if m.Path == exe && m.Exec() {
+			lo, hi = m.Start, m.End
+		}
+	}
+	if hi == 0 {
+		t.Fatal("this test's code mapping not found")
+	}
+	var ws []unwind.Word
+	for off := 0; off+8 <= len(rs[0].stack) && len(ws) < n; off += 8 {
+		v := binary.LittleEndian.Uint64(rs[0].stack[off:])
+		if v < lo || v >= hi {
+			continue
+		}
+		same := true
+		for _, r := range rs[1:] {
+			same = same && off+8 <= len(r.stack) && binary.LittleEndian.Uint64(r.stack[off:]) == v
+		}
+		if same {
+			ws = append(ws, unwind.Word{Addr: rs[0].sp + uint64(off), Val: v})
+		}
+	}
+	if len(ws) == 0 {
+		t.Fatal("no return address of this program's code in the copies")
+	}
+	return ws
+}
+
+// TestMemoizedEntries: with a memo of this thread at its entries' IP and
+// SP (SetMemo) whose words its stack holds, those entries are written
+// without a copy or a walk (UserStack Memoized, the memo's id), but for
+// one use in knownRead, which goes the whole way; a memo with a word that
+// does not hold, or with another BP, leaves them as they were; a memo
+// forgotten too.
+func TestMemoizedEntries(t *testing.T) {
+	testutil.NeedRoot(t)
+	tr, tid := traceSelf(t, Options{Syscalls: true, StackBytes: 1024, StackTops: true, RingBytes: 4 << 20})
+	defer tr.Close()
+	defer runtime.UnlockOSThread()
+	calls := func(n int) (rs []memoRecord) {
+		belowFrames(4, func() {
+			for i := 0; i < n; i++ {
+				unix.Getppid()
+			}
+		})
+		err := tr.Drain(func(ev *Event) {
+			if ev.TID == tid && !ev.Exit && ev.Nr == unix.SYS_GETPPID {
+				rs = append(rs, memoRecord{ev.IP, ev.SP, ev.BP, ev.Memo, ev.UserStack == Memoized, slices.Clone(ev.Stack)})
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rs
+	}
+	first := calls(10)
+	if len(first) != 10 {
+		t.Fatalf("%d entries, want 10", len(first))
+	}
+	for _, r := range first {
+		if r.ip != first[0].ip || r.sp != first[0].sp || r.memoized || len(r.stack) != 1024 {
+			t.Fatalf("entries before a memo: %+v and %+v, want the same IP and SP, each with its copy", first[0], r)
+		}
+	}
+	ip, sp, bp := first[0].ip, first[0].sp, first[0].bp
+	deps := unwind.Deps{Words: codeWords(t, first, 6)}
+	id, err := tr.SetMemo(tid, ip, sp, bp, &deps)
+	if err != nil || id == 0 {
+		t.Fatalf("SetMemo: id %d, %v", id, err)
+	}
+	count := func(rs []memoRecord, id uint32) (memo, whole int) {
+		for _, r := range rs {
+			switch {
+			case r.memoized && r.memo == id && len(r.stack) == 0:
+				memo++
+			case !r.memoized && len(r.stack) == 1024:
+				whole++
+			default:
+				t.Errorf("entry %+v: neither memo %d's nor with its copy", r, id)
+			}
+		}
+		return
+	}
+	const n = 200
+	if memo, whole := count(calls(n), id); memo+whole != n || whole != n/knownRead {
+		t.Errorf("with a memo of %d words: %d entries memoized, %d with their copy; want %d of %d with it (one use in %d)", len(deps.Words), memo, whole, n/knownRead, n, knownRead)
+	}
+	// A word that does not hold: no use.
+	bad := unwind.Deps{Words: slices.Clone(deps.Words)}
+	bad.Words[len(bad.Words)-1].Val ^= 8
+	if id, err = tr.SetMemo(tid, ip, sp, bp, &bad); err != nil || id == 0 {
+		t.Fatalf("SetMemo: id %d, %v", id, err)
+	}
+	if memo, _ := count(calls(50), id); memo != 0 {
+		t.Errorf("a memo with a word that does not hold: %d entries memoized, want 0", memo)
+	}
+	// BP compared when the unwind used it.
+	withBP := unwind.Deps{Words: deps.Words, UsedBP: true}
+	if id, err = tr.SetMemo(tid, ip, sp, bp+8, &withBP); err != nil || id == 0 {
+		t.Fatalf("SetMemo: id %d, %v", id, err)
+	}
+	if memo, _ := count(calls(50), id); memo != 0 {
+		t.Errorf("a memo with another BP: %d entries memoized, want 0", memo)
+	}
+	if id, err = tr.SetMemo(tid, ip, sp, bp, &withBP); err != nil || id == 0 {
+		t.Fatalf("SetMemo: id %d, %v", id, err)
+	}
+	if memo, _ := count(calls(50), id); memo < 45 {
+		t.Errorf("a memo with the same BP: %d of 50 entries memoized", memo)
+	}
+	tr.ForgetMemo(tid, ip, sp)
+	if memo, _ := count(calls(50), id); memo != 0 {
+		t.Errorf("a memo forgotten: %d entries memoized, want 0", memo)
+	}
+	if l, r := tr.Lost(), tr.Reduced(); l != 0 || r != 0 {
+		t.Errorf("%d records lost, %d without their copy", l, r)
+	}
+}
+
+// TestMemoizedSwitches: a switch away outside a system call recorded (here
+// the program records switches alone) at the IP and SP of a memo whose
+// words hold is written without a copy or walk too.
+func TestMemoizedSwitches(t *testing.T) {
+	testutil.NeedRoot(t)
+	tr, tid := traceSelf(t, Options{Switches: true, StackBytes: 1024, StackTops: true, RingBytes: 4 << 20})
+	defer tr.Close()
+	defer runtime.UnlockOSThread()
+	// sleeps sleeps n times and returns the switches asleep at the
+	// sleep's IP and SP (the first's when at is 0).
+	var at [2]uint64
+	sleeps := func(n int) (rs []memoRecord) {
+		belowFrames(4, func() {
+			for i := 0; i < n; i++ {
+				ts := unix.NsecToTimespec(int64(200 * time.Microsecond))
+				_ = unix.Nanosleep(&ts, nil)
+			}
+		})
+		err := tr.Drain(func(ev *Event) {
+			if ev.TID != tid || !ev.Switch || SwitchState(ev.Nr) != 1 {
+				return
+			}
+			if at[0] == 0 {
+				at = [2]uint64{ev.IP, ev.SP}
+			}
+			if ev.IP == at[0] && ev.SP == at[1] {
+				rs = append(rs, memoRecord{ev.IP, ev.SP, ev.BP, ev.Memo, ev.UserStack == Memoized, slices.Clone(ev.Stack)})
+			}
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rs
+	}
+	first := sleeps(10)
+	if len(first) < 5 {
+		t.Fatalf("%d switches asleep at the first one's IP and SP, want 5 or more of 10", len(first))
+	}
+	deps := unwind.Deps{Words: codeWords(t, first, 6)}
+	id, err := tr.SetMemo(tid, at[0], at[1], first[0].bp, &deps)
+	if err != nil || id == 0 {
+		t.Fatalf("SetMemo: id %d, %v", id, err)
+	}
+	memo, whole := 0, 0
+	rs := sleeps(100)
+	for _, r := range rs {
+		switch {
+		case r.memoized && r.memo == id && len(r.stack) == 0:
+			memo++
+		case !r.memoized && len(r.stack) == 1024:
+			whole++
+		default:
+			t.Errorf("switch %+v: neither memo %d's nor with its copy", r, id)
+		}
+	}
+	if len(rs) < 50 || whole > 2+len(rs)/knownRead {
+		t.Errorf("of %d switches asleep there, %d memoized and %d with their copy; want at most %d with it", len(rs), memo, whole, 2+len(rs)/knownRead)
+	}
+}

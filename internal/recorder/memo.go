@@ -3,13 +3,15 @@ package recorder
 import (
 	"slices"
 
-	"github.com/culprit-dev/culprit/internal/syscallprog"
+	"github.com/culprit-dev/culprit/internal/bpfasm"
 	"github.com/culprit-dev/culprit/internal/unwind"
 )
 
-// Event chains memoized (syscallprog's SetMemo). Once an event's copy
-// unwinds complete, the thread's entries and switches at the same user IP
-// and SP get a memo: the words of the stack the chain depended on
+// Chains memoized (bpfasm.Memos). Once an event's copy, or that of a
+// CPU sample taken in the kernel (whose user registers are those of the
+// thread's entry into it, a system call's), unwinds complete, the
+// thread's entries, switches and CPU samples at the same user IP and SP
+// get a memo: the words of the stack the chain depended on
 // (unwind.Deps), and the chain, kept here under the memo's id. The
 // programs then write such an event without a copy when the words hold
 // their values, and the chain is the memo's: a server worker that enters
@@ -50,6 +52,7 @@ type memoStats struct {
 }
 
 type memos struct {
+	ms        *bpfasm.Memos // the programs'
 	byKey     map[memoKey]*memoEntry
 	chains    map[uint32][]uint64 // by id, the old ones too: records in flight name them
 	perThread map[uint32][]memoKey
@@ -57,8 +60,8 @@ type memos struct {
 	deps      unwind.Deps // reused
 }
 
-func newMemos() *memos {
-	return &memos{byKey: map[memoKey]*memoEntry{}, chains: map[uint32][]uint64{}, perThread: map[uint32][]memoKey{}}
+func newMemos(ms *bpfasm.Memos) *memos {
+	return &memos{ms: ms, byKey: map[memoKey]*memoEntry{}, chains: map[uint32][]uint64{}, perThread: map[uint32][]memoKey{}}
 }
 
 // chain returns the chain of memo id.
@@ -105,18 +108,18 @@ func (s *session) learnMemo(tid uint32, ip, sp, bp uint64, stack []byte, user []
 		m.stats.checked++
 		if !slices.Equal(e.user, user) {
 			m.stats.mismatched++
-			s.sys.ForgetMemo(tid, ip, sp)
+			m.ms.Forget(tid, ip, sp)
 			delete(m.byKey, k)
 		}
 		return
 	}
-	if deps.Unsure || len(deps.Words) > syscallprog.MemoWords {
+	if deps.Unsure || len(deps.Words) > bpfasm.MemoWords {
 		return
 	}
 	if e == nil && len(m.perThread[tid]) >= memosPerThread || e != nil && e.sets >= memoSets {
 		return
 	}
-	id, err := s.sys.SetMemo(tid, ip, sp, bp, deps)
+	id, err := m.ms.Set(tid, ip, sp, bp, deps)
 	if err != nil || id == 0 {
 		return
 	}
@@ -142,7 +145,7 @@ func (s *session) forgetMemos(tid uint32) {
 		return
 	}
 	for _, k := range m.perThread[tid] {
-		s.sys.ForgetMemo(k.tid, k.ip, k.sp)
+		m.ms.Forget(k.tid, k.ip, k.sp)
 		if e := m.byKey[k]; e != nil {
 			for _, id := range e.ids {
 				delete(m.chains, id)
@@ -151,4 +154,25 @@ func (s *session) forgetMemos(tid uint32) {
 		delete(m.byKey, k)
 	}
 	delete(m.perThread, tid)
+}
+
+// memoMap returns the programs' memos, made at the first call (nil when
+// the map cannot be made: the programs then copy as before).
+func (s *session) memoMap() *bpfasm.Memos {
+	if s.memos == nil {
+		ms, err := bpfasm.NewMemos()
+		if err != nil {
+			return nil
+		}
+		s.memos = newMemos(ms)
+	}
+	return s.memos.ms
+}
+
+// closeMemos frees the memos' map, once the programs are closed.
+func (s *session) closeMemos() {
+	if s.memos != nil {
+		s.memos.ms.Close()
+		s.memos.ms = nil
+	}
 }

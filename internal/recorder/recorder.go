@@ -1254,9 +1254,20 @@ func (s *session) sample(r *perf.Sample, k *eventKind) {
 		return
 	}
 	learn, sized, missing := false, false, false
+	var memo uint32
 	if s.stacks != nil && k.event == recording.EventCPU && len(r.Regs) == perf.NumRegs {
-		learn, sized = s.stackCopyFor(r)
+		learn, sized, memo = s.stackCopyFor(r)
 		missing = !learn
+	}
+	if memo != 0 {
+		if user, ok := s.memos.chain(memo); ok {
+			s.write1(r, k, user, false)
+			return
+		}
+		// Its thread exited since: the sample has its IP alone.
+		s.res.Truncated++
+		s.write1(r, k, []uint64{r.Regs[perf.RegIP]}, true)
+		return
 	}
 	user, truncated := s.unwindUser(r, learn, sized)
 	// Without its copy a sample has only the kernel's frame-pointer
@@ -1273,8 +1284,20 @@ func (s *session) sample(r *perf.Sample, k *eventKind) {
 // and stack copy (truncated: it lost callers) and, with learn, learns the
 // thread's stack top from the unwind (learnTop; sized: the copy ended at
 // the thread's top).
+//
+// A sample taken in the kernel has the user registers of its thread's
+// entry into it (a system call's, mostly), which recur: its complete
+// unwind gives the thread a memo there (memo.go). One taken in user mode
+// is at an IP of its own, which seldom recurs with the same SP.
 func (s *session) unwindUser(r *perf.Sample, learn, sized bool) (user []uint64, truncated bool) {
-	user, truncated, stop, need := s.unwindChain(r, nil)
+	var deps *unwind.Deps
+	if learn && !r.UserMode && s.memos != nil && len(r.Stack) > 0 {
+		deps = &s.memos.deps
+	}
+	user, truncated, stop, need := s.unwindChain(r, deps)
+	if deps != nil && stop == unwind.Complete && !truncated {
+		s.learnMemo(r.TID, r.Regs[perf.RegIP], r.StackSP, r.Regs[perf.RegBP], r.Stack, user, deps)
+	}
 	if learn && len(r.Regs) == perf.NumRegs && s.learnTop(r.TID, r.StackSP, r.Time, stop, need, sized) {
 		// The sized copy ended below what the thread's outermost
 		// frames need: its outer callers are missing.
@@ -1520,6 +1543,7 @@ func (s *session) close() {
 		s.pidfd = -1
 	}
 	s.closeSnapshots()
+	s.closeMemos()
 	s.follow.Close()
 	s.follow = nil
 }

@@ -128,6 +128,9 @@ func (s *session) startSnapshots(mainExe string) {
 		// --mmap-pages can give the program's ring more room too.
 		o.RingBytes = s.o.RingPages * os.Getpagesize()
 	}
+	if o.Stack {
+		o.Memos = s.memoMap()
+	}
 	go func() {
 		defer close(l.done)
 		defer func() {

@@ -151,12 +151,16 @@ func (s *session) useBPFStack() {
 
 // stackCopyFor gives a cpu-clock sample its stack copy from the program's
 // record: ok false when the record is missing; sized when the copy ended
-// at the thread's top.
-func (s *session) stackCopyFor(r *perf.Sample) (ok, sized bool) {
+// at the thread's top; memo the id of the memo whose chain is the
+// sample's, the record having no copy (memo.go).
+func (s *session) stackCopyFor(r *perf.Sample) (ok, sized bool, memo uint32) {
 	c := matchRecord(s.snap.stacks, r, s.o.Frequency, r.Regs[perf.RegSP])
 	if c == nil {
 		s.stacks.missing++
-		return false, false
+		return false, false, 0
+	}
+	if c.Memo != 0 {
+		return true, false, c.Memo
 	}
 	r.Stack, r.StackSP, r.StackHoles = c.Stack, c.StackSP, c.StackHoles
 	if c.Sized {
@@ -167,7 +171,7 @@ func (s *session) stackCopyFor(r *perf.Sample) (ok, sized bool) {
 		// have: the events leave it out (WalksUser).
 		r.User = c.User
 	}
-	return true, c.Sized
+	return true, c.Sized, 0
 }
 
 // learnTop learns the thread's top from an unwind of one of its samples

@@ -153,6 +153,9 @@ func (s *session) syscallsViaBPF() {
 		WindowOn: s.o.SyscallWindowOn, WindowPeriod: s.o.SyscallWindowPeriod, WindowAbove: s.o.SyscallWindowAbove,
 		WindowRateSpan:     min(AutoRateSpan, s.o.SyscallWindowPeriod),
 		BlockingChainsOnly: s.o.blockingChainsOnly, StackTops: s.o.StackBytes > 0}
+	if o.StackTops {
+		o.Memos = s.memoMap()
+	}
 	for i := range s.kinds {
 		k := &s.kinds[i]
 		switch k.event {
@@ -203,7 +206,6 @@ func (s *session) syscallsViaBPF() {
 	s.sysStacks = map[int64][]uint64{}
 	if o.StackTops {
 		s.sysTops = map[uint32]threadTop{}
-		s.memos = newMemos()
 	}
 	for _, k := range sys {
 		k.viaBPF = true

@@ -49,6 +49,7 @@ const (
 type maps struct {
 	plans, scratch, gscratch, events, jitter, follow int
 	sscratch, tops, conf                             int           // the stack copy's (-1: none)
+	memos                                            int           // Options.Memos's (-1: none)
 	chain                                            *chainOffsets // the user walk's (nil: none)
 	stamp                                            *stampOffsets // the sample's stamp's (nil: none)
 }
@@ -323,6 +324,7 @@ func (b *builder) stack(m maps) {
 		asm.StoreImm(rPlan, 28, 0, asm.Word),
 		bpfasm.StoreImm64(rPlan, stackHdr-8, 0),
 	)
+	b.memo(m)
 	if m.chain != nil {
 		b.userChain(m.chain)
 	}
@@ -502,6 +504,79 @@ func (b *builder) stack(m maps) {
 		asm.FnPerfEventOutput.Call(),
 	)
 	b.Mark("sdone")
+}
+
+// Stack slots of memo.
+const (
+	memoKey  = -424 // bpfasm.MemoKeySize bytes
+	memoID   = -432
+	memoPtr  = -440
+	memoRead = -448
+	memoBP   = -456
+)
+
+// memo emits, with Options.Memos: a record of the stack header alone,
+// flagged stackMemo with the memo's id in its chain word, when the
+// thread has a memo at its user IP and SP whose words hold (bpfasm.Memos;
+// the sample's user registers in its context in user mode, in the task's
+// pt_regs in the kernel, with SP already at spSlot -56). It keeps rCtx,
+// rBuf and rPlan.
+func (b *builder) memo(m maps) {
+	if m.memos < 0 {
+		return
+	}
+	const spSlot = -56
+	miss, kernel, have := b.NewLabel("memo_miss"), b.NewLabel("memo_kernel"), b.NewLabel("memo_have")
+	b.Emit(
+		asm.LoadMem(asm.R1, rBuf, scrOut+4, asm.Word),
+		asm.StoreMem(asm.RFP, memoKey, asm.R1, asm.Word),
+		asm.StoreImm(asm.RFP, memoKey+4, 0, asm.Word),
+		asm.LoadMem(asm.R1, asm.RFP, spSlot, asm.DWord),
+		asm.StoreMem(asm.RFP, memoKey+16, asm.R1, asm.DWord),
+		asm.LoadMem(asm.R1, rCtx, ptRegsCS*8, asm.DWord),
+		asm.And.Imm(asm.R1, 3),
+		asm.JEq.Imm(asm.R1, 0, kernel),
+		asm.LoadMem(asm.R1, rCtx, ptRegsIP*8, asm.DWord),
+		asm.StoreMem(asm.RFP, memoKey+8, asm.R1, asm.DWord),
+		asm.LoadMem(asm.R1, rCtx, ptRegsBP*8, asm.DWord),
+		asm.StoreMem(asm.RFP, memoBP, asm.R1, asm.DWord),
+		asm.Ja.Label(have),
+	)
+	b.Mark(kernel)
+	b.Emit(
+		asm.FnGetCurrentTaskBtf.Call(),
+		asm.Mov.Reg(asm.R1, asm.R0),
+		asm.FnTaskPtRegs.Call(),
+		asm.Mov.Reg(rSlot, asm.R0),
+	)
+	for _, r := range []struct {
+		slot int16
+		reg  int32
+	}{{memoKey + 8, ptRegsIP}, {memoBP, ptRegsBP}} {
+		b.Emit(
+			asm.Mov.Reg(asm.R1, asm.RFP),
+			asm.Add.Imm(asm.R1, int32(r.slot)),
+			asm.Mov.Imm(asm.R2, 8),
+			asm.Mov.Reg(asm.R3, rSlot),
+			asm.Add.Imm(asm.R3, r.reg*8),
+			asm.FnProbeReadKernel.Call(),
+			asm.JNE.Imm(asm.R0, 0, miss),
+		)
+	}
+	b.Mark(have)
+	b.MemoCheck(bpfasm.MemoSlots{Map: m.memos, Key: memoKey, BP: memoBP, ID: memoID, Ptr: memoPtr, Read: memoRead}, miss)
+	b.Emit(
+		asm.LoadMem(asm.R1, asm.RFP, spSlot, asm.DWord),
+		asm.StoreMem(rPlan, 16, asm.R1, asm.DWord),
+		asm.StoreImm(rPlan, 24, 0, asm.Word),
+		asm.StoreImm(rPlan, 28, stackMemo, asm.Word),
+		asm.LoadMem(asm.R1, asm.RFP, memoID, asm.DWord),
+		asm.StoreMem(rPlan, stackHdr-8, asm.R1, asm.DWord),
+		asm.Mov.Imm(asm.R1, stackHdr),
+		asm.StoreMem(asm.RFP, -120, asm.R1, asm.DWord), // stack's copySlot
+		asm.Ja.Label("ssend"),
+	)
+	b.Mark(miss)
 }
 
 // Stack slots of userChain.

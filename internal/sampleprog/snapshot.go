@@ -132,6 +132,9 @@ const (
 	stackFaulted = 2 // a page of the copy faulted: see stackHoleShift
 	stackChain   = 4 // the program walked the user call chain
 	stackKnown   = 8 // the holes were taken as known (knownHoles), not read
+	// stackMemo: no copy nor chain, but the id of a memo (Options.Memos)
+	// in the chain word.
+	stackMemo = 16
 	// ChainMax is the most addresses of a user call chain the program
 	// walks: perf's default depth (kernel.perf_event_max_stack), which
 	// the recorder asks of its events too.
@@ -163,6 +166,8 @@ var _ = [32<<10 - sscratchSize]struct{}{}
 const (
 	ptRegsWords = 21
 	ptRegsGPRs  = 15 // r15 … di
+	ptRegsBP    = 4
+	ptRegsIP    = 16
 	ptRegsCS    = 17
 	ptRegsSP    = 19
 )
@@ -224,6 +229,9 @@ type Snapshot struct {
 	// would have (the events then leave it out: WalksUser).
 	Walked bool
 	User   []uint64
+	// Memo is the id of the memo (Options.Memos) whose chain is the
+	// sample's: the record has no copy nor chain.
+	Memo uint32
 }
 
 // Jitter is the range of ticks between two kept samples; zero: no jitter.
@@ -254,6 +262,10 @@ type Options struct {
 	// RingBytes is the least output ring size per CPU (a power of two of
 	// pages); the ring is larger when half a second of snapshots needs it.
 	RingBytes int
+	// Memos, with Stack, has a sample whose thread has a memo at its user
+	// IP and SP whose words its stack holds recorded with the memo's id
+	// (Snapshot.Memo) instead of a copy and a chain.
+	Memos *bpfasm.Memos
 }
 
 // ringBytes is the output ring's size per CPU: half a second of snapshots
@@ -353,7 +365,7 @@ func New(o Options) (*Taker, error) {
 		return nil, explain(err)
 	}
 	m := maps{plans: t.plans.FD(), scratch: t.scratch.FD(), gscratch: -1, events: t.events.FD(), jitter: -1, follow: -1,
-		sscratch: -1, tops: -1, conf: -1}
+		sscratch: -1, tops: -1, conf: -1, memos: -1}
 	if o.Stack {
 		t.sscratch, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_sscratch", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: sscratchSize, MaxEntries: 1})
 		if err == nil {
@@ -367,6 +379,9 @@ func New(o Options) (*Taker, error) {
 			return nil, explain(err)
 		}
 		m.sscratch, m.tops, m.conf = t.sscratch.FD(), t.tops.FD(), t.conf.FD()
+		if o.Memos != nil {
+			m.memos = o.Memos.FD()
+		}
 		if o.UserChain {
 			m.chain = userChain()
 			t.walks = m.chain != nil
@@ -631,6 +646,10 @@ func Decode(b []byte, cpu int) (*Snapshot, bool) {
 		n := int(le.Uint32(b[24:]))
 		fl := le.Uint32(b[28:])
 		k := le.Uint64(b[stackHdr-8:])
+		memo := uint32(0)
+		if fl&stackMemo != 0 {
+			memo = uint32(k)
+		}
 		if fl&stackChain == 0 {
 			k = 0
 		}
@@ -639,7 +658,7 @@ func Decode(b []byte, cpu int) (*Snapshot, bool) {
 		}
 		s := &Snapshot{TID: le.Uint32(b[4:]), Time: le.Uint64(b[8:]), Stamp: le.Uint64(b[stackStamp:]), CPU: cpu, IsStack: true,
 			Sized: fl&stackSized != 0, StackSP: le.Uint64(b[16:]), Walked: fl&stackChain != 0,
-			StackHoles: uint8(fl >> stackHoleShift), KnownHoles: fl&stackKnown != 0}
+			StackHoles: uint8(fl >> stackHoleShift), KnownHoles: fl&stackKnown != 0, Memo: memo}
 		at := stackHdr + int(k)*8
 		if s.Walked {
 			s.User = make([]uint64, k)

@@ -10,10 +10,21 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/culprit-dev/culprit/internal/bpfasm"
 	"github.com/culprit-dev/culprit/internal/proc"
 	"github.com/culprit-dev/culprit/internal/testutil"
 	"github.com/culprit-dev/culprit/internal/unwind"
 )
+
+func newMemos(t *testing.T) *bpfasm.Memos {
+	t.Helper()
+	ms, err := bpfasm.NewMemos()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(ms.Close)
+	return ms
+}
 
 // memoRecord is what the memo tests keep of a record.
 type memoRecord struct {
@@ -66,14 +77,15 @@ func codeWords(t *testing.T, rs []memoRecord, n int) []unwind.Word {
 }
 
 // TestMemoizedEntries: with a memo of this thread at its entries' IP and
-// SP (SetMemo) whose words its stack holds, those entries are written
+// SP (bpfasm.Memos.Set) whose words its stack holds, those entries are written
 // without a copy or a walk (UserStack Memoized, the memo's id), but for
-// one use in knownRead, which goes the whole way; a memo with a word that
+// one use in bpfasm.MemoEvery, which goes the whole way; a memo with a word that
 // does not hold, or with another BP, leaves them as they were; a memo
 // forgotten too.
 func TestMemoizedEntries(t *testing.T) {
 	testutil.NeedRoot(t)
-	tr, tid := traceSelf(t, Options{Syscalls: true, StackBytes: 1024, StackTops: true, RingBytes: 4 << 20})
+	ms := newMemos(t)
+	tr, tid := traceSelf(t, Options{Syscalls: true, StackBytes: 1024, StackTops: true, Memos: ms, RingBytes: 4 << 20})
 	defer tr.Close()
 	defer runtime.UnlockOSThread()
 	calls := func(n int) (rs []memoRecord) {
@@ -103,9 +115,9 @@ func TestMemoizedEntries(t *testing.T) {
 	}
 	ip, sp, bp := first[0].ip, first[0].sp, first[0].bp
 	deps := unwind.Deps{Words: codeWords(t, first, 6)}
-	id, err := tr.SetMemo(tid, ip, sp, bp, &deps)
+	id, err := ms.Set(tid, ip, sp, bp, &deps)
 	if err != nil || id == 0 {
-		t.Fatalf("SetMemo: id %d, %v", id, err)
+		t.Fatalf("Memos.Set: id %d, %v", id, err)
 	}
 	count := func(rs []memoRecord, id uint32) (memo, whole int) {
 		for _, r := range rs {
@@ -121,33 +133,33 @@ func TestMemoizedEntries(t *testing.T) {
 		return
 	}
 	const n = 200
-	if memo, whole := count(calls(n), id); memo+whole != n || whole != n/knownRead {
-		t.Errorf("with a memo of %d words: %d entries memoized, %d with their copy; want %d of %d with it (one use in %d)", len(deps.Words), memo, whole, n/knownRead, n, knownRead)
+	if memo, whole := count(calls(n), id); memo+whole != n || whole != n/bpfasm.MemoEvery {
+		t.Errorf("with a memo of %d words: %d entries memoized, %d with their copy; want %d of %d with it (one use in %d)", len(deps.Words), memo, whole, n/bpfasm.MemoEvery, n, bpfasm.MemoEvery)
 	}
 	// A word that does not hold: no use.
 	bad := unwind.Deps{Words: slices.Clone(deps.Words)}
 	bad.Words[len(bad.Words)-1].Val ^= 8
-	if id, err = tr.SetMemo(tid, ip, sp, bp, &bad); err != nil || id == 0 {
-		t.Fatalf("SetMemo: id %d, %v", id, err)
+	if id, err = ms.Set(tid, ip, sp, bp, &bad); err != nil || id == 0 {
+		t.Fatalf("Memos.Set: id %d, %v", id, err)
 	}
 	if memo, _ := count(calls(50), id); memo != 0 {
 		t.Errorf("a memo with a word that does not hold: %d entries memoized, want 0", memo)
 	}
 	// BP compared when the unwind used it.
 	withBP := unwind.Deps{Words: deps.Words, UsedBP: true}
-	if id, err = tr.SetMemo(tid, ip, sp, bp+8, &withBP); err != nil || id == 0 {
-		t.Fatalf("SetMemo: id %d, %v", id, err)
+	if id, err = ms.Set(tid, ip, sp, bp+8, &withBP); err != nil || id == 0 {
+		t.Fatalf("Memos.Set: id %d, %v", id, err)
 	}
 	if memo, _ := count(calls(50), id); memo != 0 {
 		t.Errorf("a memo with another BP: %d entries memoized, want 0", memo)
 	}
-	if id, err = tr.SetMemo(tid, ip, sp, bp, &withBP); err != nil || id == 0 {
-		t.Fatalf("SetMemo: id %d, %v", id, err)
+	if id, err = ms.Set(tid, ip, sp, bp, &withBP); err != nil || id == 0 {
+		t.Fatalf("Memos.Set: id %d, %v", id, err)
 	}
 	if memo, _ := count(calls(50), id); memo < 45 {
 		t.Errorf("a memo with the same BP: %d of 50 entries memoized", memo)
 	}
-	tr.ForgetMemo(tid, ip, sp)
+	ms.Forget(tid, ip, sp)
 	if memo, _ := count(calls(50), id); memo != 0 {
 		t.Errorf("a memo forgotten: %d entries memoized, want 0", memo)
 	}
@@ -161,7 +173,8 @@ func TestMemoizedEntries(t *testing.T) {
 // words hold is written without a copy or walk too.
 func TestMemoizedSwitches(t *testing.T) {
 	testutil.NeedRoot(t)
-	tr, tid := traceSelf(t, Options{Switches: true, StackBytes: 1024, StackTops: true, RingBytes: 4 << 20})
+	ms := newMemos(t)
+	tr, tid := traceSelf(t, Options{Switches: true, StackBytes: 1024, StackTops: true, Memos: ms, RingBytes: 4 << 20})
 	defer tr.Close()
 	defer runtime.UnlockOSThread()
 	// sleeps sleeps n times and returns the switches asleep at the
@@ -195,9 +208,9 @@ func TestMemoizedSwitches(t *testing.T) {
 		t.Fatalf("%d switches asleep at the first one's IP and SP, want 5 or more of 10", len(first))
 	}
 	deps := unwind.Deps{Words: codeWords(t, first, 6)}
-	id, err := tr.SetMemo(tid, at[0], at[1], first[0].bp, &deps)
+	id, err := ms.Set(tid, at[0], at[1], first[0].bp, &deps)
 	if err != nil || id == 0 {
-		t.Fatalf("SetMemo: id %d, %v", id, err)
+		t.Fatalf("Memos.Set: id %d, %v", id, err)
 	}
 	memo, whole := 0, 0
 	rs := sleeps(100)
@@ -211,7 +224,7 @@ func TestMemoizedSwitches(t *testing.T) {
 			t.Errorf("switch %+v: neither memo %d's nor with its copy", r, id)
 		}
 	}
-	if len(rs) < 50 || whole > 2+len(rs)/knownRead {
-		t.Errorf("of %d switches asleep there, %d memoized and %d with their copy; want at most %d with it", len(rs), memo, whole, 2+len(rs)/knownRead)
+	if len(rs) < 50 || whole > 2+len(rs)/bpfasm.MemoEvery {
+		t.Errorf("of %d switches asleep there, %d memoized and %d with their copy; want at most %d with it", len(rs), memo, whole, 2+len(rs)/bpfasm.MemoEvery)
 	}
 }

@@ -33,7 +33,7 @@
 // system call it has the call's user chain instead, not walked again). An
 // entry or switch at the user IP and SP of a memo of its thread whose
 // stack words hold has the memo's chain instead of a copy and a walk
-// (memo.go). Records go to one BPF ring buffer shared by the CPUs,
+// (bpfasm.Memos). Records go to one BPF ring buffer shared by the CPUs,
 // drained by the recorder; once the ring is more than half full, entries
 // and switches are written without their stack copy (counted: Reduced), so
 // that a recorder falling behind loses a few repaired frames before it
@@ -167,6 +167,10 @@ type Options struct {
 	// StackBytes: from its stack pointer up to the top set, at most
 	// MaxCopy bytes (copyClasses).
 	StackTops bool
+	// Memos, with StackTops, has an entry or a switch walked at the user
+	// IP and SP of a memo of its thread whose words its stack holds
+	// written without copy or walk (UserStack Memoized).
+	Memos *bpfasm.Memos
 	// Switches records each time a traced thread leaves a CPU
 	// (sched_switch), with its user and kernel call chains, the registers
 	// and the stack copy, prev_state as Nr, the thread's run delay
@@ -304,8 +308,8 @@ type Event struct {
 	// memory): bit i the i-th 4 KiB page from the one holding SP. Their
 	// bytes are zero.
 	StackHoles uint8
-	// Memo is the id of the memo (SetMemo) whose chain is the record's
-	// with UserStack Memoized.
+	// Memo is the id of the memo (Options.Memos) whose chain is the
+	// record's with UserStack Memoized.
 	Memo uint32
 }
 
@@ -314,10 +318,7 @@ type Tracer struct {
 	follow                              *follow.Set
 	ownFollow                           bool // made by New, closed by Close
 	stacks, scratch, ring, lost, kcache *ebpf.Map
-	tops, topsOn                        *ebpf.Map // Options.StackTops: the threads' tops, and whether any is set (and any memo)
-	memos                               *ebpf.Map // with tops: the threads' chains memoized (SetMemo)
-	memoIDs                             uint32    // the last memo's id
-	memosSet                            bool
+	tops, topsOn                        *ebpf.Map // Options.StackTops: the threads' tops, and whether any is set
 	pages                               *ebpf.Map // Options.StackTops: the programs' buffers for copies made page by page
 	topsSet                             bool
 	wgen                                *ebpf.Map // the window's generation (Options.WindowOn)
@@ -411,14 +412,7 @@ func New(o Options) (*Tracer, error) {
 		if t.tops, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_sctop", Type: ebpf.Hash, KeySize: 4, ValueSize: 8, MaxEntries: 1 << 14}); err != nil {
 			return fail(err)
 		}
-		if t.topsOn, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_sctopon", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 2}); err != nil {
-			return fail(err)
-		}
-		// Elements freed after a grace period (not preallocated): a
-		// program reading a memo while SetMemo replaces it reads the old
-		// one whole.
-		if t.memos, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_scmemo", Type: ebpf.Hash, KeySize: memoKeySize, ValueSize: memoSize,
-			MaxEntries: maxMemos, Flags: unix.BPF_F_NO_PREALLOC}); err != nil {
+		if t.topsOn, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_sctopon", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}); err != nil {
 			return fail(err)
 		}
 		// A buffer per program (as the walkers'), a page longer than
@@ -426,7 +420,10 @@ func New(o Options) (*Tracer, error) {
 		if t.pages, err = ebpf.NewMap(&ebpf.MapSpec{Name: "culprit_scpage", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: MaxCopy + 4096, MaxEntries: walkers}); err != nil {
 			return fail(err)
 		}
-		m.tops, m.topsOn, m.pages, m.memos = t.tops.FD(), t.topsOn.FD(), t.pages.FD(), t.memos.FD()
+		m.tops, m.topsOn, m.pages = t.tops.FD(), t.topsOn.FD(), t.pages.FD()
+		if o.Memos != nil {
+			m.memos = o.Memos.FD()
+		}
 	}
 	windowed := o.Syscalls && o.WindowOn > 0 && o.WindowPeriod > o.WindowOn
 	if windowed {
@@ -931,7 +928,7 @@ func (t *Tracer) Close() {
 	if t.ownFollow {
 		t.follow.Close()
 	}
-	for _, m := range []*ebpf.Map{t.stacks, t.scratch, t.ring, t.lost, t.kcache, t.thr, t.wgen, t.tops, t.topsOn, t.pages, t.memos} {
+	for _, m := range []*ebpf.Map{t.stacks, t.scratch, t.ring, t.lost, t.kcache, t.thr, t.wgen, t.tops, t.topsOn, t.pages} {
 		if m != nil {
 			m.Close()
 		}
@@ -951,7 +948,7 @@ type fds struct {
 	// tops and topsOn are the threads' stack tops and whether any is set
 	// (Options.StackTops), 0: none; pages the buffers of pageCopy.
 	tops, topsOn, pages int
-	memos               int // the chains memoized (SetMemo), with tops
+	memos               int // Options.Memos, with tops
 	// limited: Options.Limit is set; a thread may record one call every
 	// `every` ns, with `burst` ns of credit.
 	limited      bool

@@ -25,7 +25,10 @@ import (
 // A thread keeps at most memosPerThread memos (a thread whose IP and SP
 // vary more has its new ones refused), and a memo whose words no longer
 // hold is replaced at most memoSets times (then left: the thread's stack
-// there changes too often for a memo to pay).
+// there changes too often for a memo to pay). A thread's exit or exec
+// forgets its memos; an object unmapped and another mapped at the same
+// addresses while the thread lives, with the same return addresses on
+// its stack, is not followed.
 
 const (
 	memosPerThread = 16
@@ -45,6 +48,8 @@ type memoEntry struct {
 	user   []uint64
 	sets   int
 	ids    []uint32 // every id it had
+	// dropped: an unwind differed from its chain; no memo there again
+	dropped bool
 }
 
 type memoStats struct {
@@ -96,20 +101,26 @@ func le64(b []byte) uint64 {
 		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56
 }
 
-// learn takes the complete unwind of an event of thread tid at ip, sp
+// learnMemo takes the complete unwind of an event of thread tid at ip, sp
 // and bp (its copy stack; user its chain, deps what it depended on):
 // compares it with the memo there when the copy holds its words, else
 // gives the programs a memo.
 func (s *session) learnMemo(tid uint32, ip, sp, bp uint64, stack []byte, user []uint64, deps *unwind.Deps) {
 	m := s.memos
+	if m == nil || m.ms == nil {
+		return
+	}
 	k := memoKey{tid, ip, sp}
 	e := m.byKey[k]
+	if e != nil && e.dropped {
+		return
+	}
 	if e != nil && e.holds(sp, bp, stack) {
 		m.stats.checked++
 		if !slices.Equal(e.user, user) {
 			m.stats.mismatched++
 			m.ms.Forget(tid, ip, sp)
-			delete(m.byKey, k)
+			e.dropped = true
 		}
 		return
 	}
@@ -141,7 +152,7 @@ func (s *session) learnMemo(tid uint32, ip, sp, bp uint64, stack []byte, user []
 // its id).
 func (s *session) forgetMemos(tid uint32) {
 	m := s.memos
-	if m == nil {
+	if m == nil || m.ms == nil {
 		return
 	}
 	for _, k := range m.perThread[tid] {

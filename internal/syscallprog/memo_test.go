@@ -34,6 +34,23 @@ type memoRecord struct {
 	stack      []byte
 }
 
+// countMemo counts the records with memo id's chain and those with a
+// copy of n bytes; any other is an error.
+func countMemo(t *testing.T, rs []memoRecord, id uint32, n int) (memo, whole int) {
+	t.Helper()
+	for _, r := range rs {
+		switch {
+		case r.memoized && r.memo == id && len(r.stack) == 0:
+			memo++
+		case !r.memoized && len(r.stack) == n:
+			whole++
+		default:
+			t.Errorf("record %+v: neither memo %d's nor with its copy of %d bytes", r, id, n)
+		}
+	}
+	return memo, whole
+}
+
 // codeWords returns, from copies of one place's stack (all at the same
 // SP), up to n words that hold the same address of this program's code in
 // each: return addresses, which stay while the thread calls from there.
@@ -119,19 +136,7 @@ func TestMemoizedEntries(t *testing.T) {
 	if err != nil || id == 0 {
 		t.Fatalf("Memos.Set: id %d, %v", id, err)
 	}
-	count := func(rs []memoRecord, id uint32) (memo, whole int) {
-		for _, r := range rs {
-			switch {
-			case r.memoized && r.memo == id && len(r.stack) == 0:
-				memo++
-			case !r.memoized && len(r.stack) == 1024:
-				whole++
-			default:
-				t.Errorf("entry %+v: neither memo %d's nor with its copy", r, id)
-			}
-		}
-		return
-	}
+	count := func(rs []memoRecord, id uint32) (memo, whole int) { return countMemo(t, rs, id, 1024) }
 	const n = 200
 	if memo, whole := count(calls(n), id); memo+whole != n || whole != n/bpfasm.MemoEvery {
 		t.Errorf("with a memo of %d words: %d entries memoized, %d with their copy; want %d of %d with it (one use in %d)", len(deps.Words), memo, whole, n/bpfasm.MemoEvery, n, bpfasm.MemoEvery)
@@ -212,18 +217,8 @@ func TestMemoizedSwitches(t *testing.T) {
 	if err != nil || id == 0 {
 		t.Fatalf("Memos.Set: id %d, %v", id, err)
 	}
-	memo, whole := 0, 0
 	rs := sleeps(100)
-	for _, r := range rs {
-		switch {
-		case r.memoized && r.memo == id && len(r.stack) == 0:
-			memo++
-		case !r.memoized && len(r.stack) == 1024:
-			whole++
-		default:
-			t.Errorf("switch %+v: neither memo %d's nor with its copy", r, id)
-		}
-	}
+	memo, whole := countMemo(t, rs, id, 1024)
 	if len(rs) < 50 || whole > 2+len(rs)/bpfasm.MemoEvery {
 		t.Errorf("of %d switches asleep there, %d memoized and %d with their copy; want at most %d with it", len(rs), memo, whole, 2+len(rs)/bpfasm.MemoEvery)
 	}

@@ -1199,7 +1199,9 @@ func recorded(b *bpfasm.Builder, m fds, label string) {
 // stays runnable) walks its chains within the thread's budget (the
 // entries' rule, whose budget it takes), else goes bare too: latency
 // inference takes a preemption's wait for a CPU out of its thread's time
-// only from a switch with a stack. A thread without state records every
+// with or without a stack, and a stack adds the point where the thread
+// was (on memcached its walks mostly reuse a memo's chain,
+// bpfasm.Memos). A thread without state records every
 // call and its switches walk. Label lo_out is the same rule for a call the
 // switch program knows was not recorded.
 func leftOut(b *bpfasm.Builder, m fds, walk, bare string) {

@@ -1511,20 +1511,23 @@ func TestTraceRefusedProbe(t *testing.T) {
 // A trace whose probes cost the program more than its own code warns,
 // with the function called most and what cuts the traps; one whose
 // probes cost little does not. leaf(10) takes a few ns against the two
-// traps' µs, so 300,000 traced calls spend far more time in the traps
-// than in the program however busy the machine (a busier one slows the
-// traps too); 3 calls of a 30 ms spin spend almost none there.
+// traps' 0.5-10 µs, so 300,000 traced calls spend far more time in the
+// traps than in the program however busy the machine (a busier one slows
+// the traps too); 3 calls of a 30 ms spin spend almost none there. The
+// samples are taken at 999 Hz: the warning wants 20 or more, and where
+// the traps are fast the calls take 0.2 s, 19 samples at the first
+// trace's default 99 Hz.
 func TestTraceWarnsProbeCost(t *testing.T) {
 	testutil.NeedRoot(t)
 	t.Setenv("CULPRIT_TRACE_STATS", t.TempDir())
 	bin := testutil.C(t, "tracecalls", []string{"tracecalls.c"}, "-O2", "-g", "-pthread")
 	out := rec(t)
-	_, errs, code := run(t, "trace", "-f", "leaf", "-o", out, "--", bin, "leaf", "300000")
+	_, errs, code := run(t, "trace", "-f", "leaf", "--cpu-sample", "999", "-o", out, "--", bin, "leaf", "300000")
 	if code != 0 || !strings.Contains(errs, "the probes cost the program more time than its own code") ||
 		!strings.Contains(errs, "leaf (300000 calls)") || !strings.Contains(errs, "--dynamic-probing N") {
 		t.Errorf("hot leaf: exit %d, want a warning naming leaf:\n%s", code, errs)
 	}
-	_, errs, code = run(t, "trace", "-f", "spin", "-o", out, "--", bin, "spin", "30", "3")
+	_, errs, code = run(t, "trace", "-f", "spin", "--cpu-sample", "999", "-o", out, "--", bin, "spin", "30", "3")
 	if code != 0 || strings.Contains(errs, "the probes cost") {
 		t.Errorf("three spins: exit %d, want no cost warning:\n%s", code, errs)
 	}

@@ -30,16 +30,17 @@ func TestEventChainsMemoized(t *testing.T) {
 }
 
 // TestCPUSampleChainsMemoized records syscalls.c (-O2, no frame
-// pointers: write(2) to /dev/null in a loop) with CPU samples alone: the
-// samples taken in the kernel have the user registers of the call, the
-// same each time, and after the first one's complete unwind they reuse
-// its chain; those checked agree with it, and every sample in write_many
-// reaches main.
+// pointers: write(2) to /dev/null in a loop for a second, hundreds of
+// samples however fast the machine's system calls are) with CPU samples
+// alone: the samples taken in the kernel have the user registers of the
+// call, the same each time, and after the first one's complete unwind
+// they reuse its chain; those checked agree with it, and every sample in
+// write_many reaches main.
 func TestCPUSampleChainsMemoized(t *testing.T) {
 	testutil.NeedRoot(t)
 	bin := testutil.C(t, "syscalls", []string{"syscalls.c"}, "-O2", "-g", "-fomit-frame-pointer")
 	out := filepath.Join(t.TempDir(), "syscalls.culprit")
-	res, err := Launch(Options{Output: out}, []string{bin, "1000000"})
+	res, err := Launch(Options{Output: out}, []string{bin, "1s"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -22,6 +22,11 @@ type Deps struct {
 	// than IP, SP and BP, or a return probe's trampoline. Its chain is
 	// not to be reused.
 	Unsure bool
+
+	// reads and used are the tracker's scratch, kept here for the next
+	// unwind: a caller reusing its Deps unwinds without allocating.
+	reads []Word
+	used  []bool
 }
 
 // Word is a stack word an unwind's chain depended on.
@@ -56,7 +61,7 @@ func (d *depTracker) reset(deps *Deps) {
 	}
 	d.src[regRSP] = srcDerived // the key holds SP
 	d.src[regRA] = srcDerived  // and IP
-	d.reads, d.used = d.reads[:0], d.used[:0]
+	d.reads, d.used = deps.reads[:0], deps.used[:0]
 }
 
 // use marks register reg's value as one the chain depends on.
@@ -95,4 +100,5 @@ func (d *depTracker) finish() {
 			d.deps.Words = append(d.deps.Words, w)
 		}
 	}
+	d.deps.reads, d.deps.used = d.reads, d.used
 }

@@ -22,17 +22,32 @@ import (
 // holds the memo's words (memoStats.checked; a difference, mismatched,
 // drops the memo, and the tests require none).
 //
-// A thread keeps at most memosPerThread memos (a thread whose IP and SP
-// vary more has its new ones refused), and a memo whose words no longer
-// hold is replaced at most memoSets times (then left: the thread's stack
-// there changes too often for a memo to pay). A thread's exit or exec
-// forgets its memos; an object unmapped and another mapped at the same
-// addresses while the thread lives, with the same return addresses on
-// its stack, is not followed.
+// A thread keeps at most memosPerThread memos. Where its events come
+// from more places than that, the places that repeat must win them, not
+// those that came first: otherwise a server's worker whose first events
+// came from places seen once (a preemption in its own code, a start-up
+// path) keeps copying at its thousands of switches a second in
+// epoll_wait, sendmsg and read. So a place refused for want of room is
+// counted, and from its second refusal on it takes the room of the
+// thread's memo used least, when that one was used fewer times than the
+// place was refused. A memo whose words no longer hold is replaced at
+// most memoSets times (then left: the thread's stack there changes too
+// often for a memo to pay). A thread's exit or exec forgets its memos; an
+// object unmapped and another mapped at the same addresses while the
+// thread lives, with the same return addresses on its stack, is not
+// followed.
 
 const (
 	memosPerThread = 16
 	memoSets       = 8
+	// maxRefused bounds the places counted for want of room (all
+	// threads'); the count starts over when it is reached.
+	maxRefused = 1 << 12
+	// maxRetired bounds the chains kept of memos given up (evicted, or
+	// replaced when their words changed): records still in the ring may
+	// name them, read within a drain or two; beyond the bound the oldest
+	// are let go.
+	maxRetired = 1 << 12
 )
 
 type memoKey struct {
@@ -42,6 +57,7 @@ type memoKey struct {
 
 type memoEntry struct {
 	id     uint32
+	hits   uint64 // uses of its chains
 	usedBP bool
 	bp     uint64
 	words  []unwind.Word
@@ -52,21 +68,30 @@ type memoEntry struct {
 	dropped bool
 }
 
+// memoChain is a memo's chain, under its id.
+type memoChain struct {
+	user []uint64
+	e    *memoEntry
+}
+
 type memoStats struct {
-	hits, checked, mismatched, set uint64
+	hits, checked, mismatched, set, evicted uint64
 }
 
 type memos struct {
 	ms        *bpfasm.Memos // the programs'
 	byKey     map[memoKey]*memoEntry
-	chains    map[uint32][]uint64 // by id, the old ones too: records in flight name them
+	chains    map[uint32]memoChain // by id, the old ones too: records in flight name them
 	perThread map[uint32][]memoKey
+	refused   map[memoKey]uint64 // places refused for want of room, and how often
+	retired   []uint32           // ids given up, oldest first (maxRetired)
 	stats     memoStats
 	deps      unwind.Deps // reused
 }
 
 func newMemos(ms *bpfasm.Memos) *memos {
-	return &memos{ms: ms, byKey: map[memoKey]*memoEntry{}, chains: map[uint32][]uint64{}, perThread: map[uint32][]memoKey{}}
+	return &memos{ms: ms, byKey: map[memoKey]*memoEntry{}, chains: map[uint32]memoChain{}, perThread: map[uint32][]memoKey{},
+		refused: map[memoKey]uint64{}}
 }
 
 // chain returns the chain of memo id.
@@ -74,8 +99,57 @@ func (m *memos) chain(id uint32) ([]uint64, bool) {
 	c, ok := m.chains[id]
 	if ok {
 		m.stats.hits++
+		c.e.hits++
 	}
-	return c, ok
+	return c.user, ok
+}
+
+// retire gives up ids, keeping their chains for the records in flight
+// (at most maxRetired of them).
+func (m *memos) retire(ids ...uint32) {
+	m.retired = append(m.retired, ids...)
+	if n := len(m.retired) - maxRetired; n > 0 {
+		for _, id := range m.retired[:n] {
+			delete(m.chains, id)
+		}
+		m.retired = append(m.retired[:0], m.retired[n:]...)
+	}
+}
+
+// room makes room for a memo at k in thread k.tid's full set (see the
+// package doc above): it says whether it evicted one.
+func (m *memos) room(k memoKey) bool {
+	if len(m.refused) >= maxRefused {
+		clear(m.refused)
+	}
+	m.refused[k]++
+	r := m.refused[k]
+	if r < 2 {
+		return false
+	}
+	keys := m.perThread[k.tid]
+	victim := -1
+	for i, vk := range keys {
+		v := m.byKey[vk]
+		if v.dropped || v.hits >= r {
+			continue
+		}
+		if victim < 0 || v.hits < m.byKey[keys[victim]].hits {
+			victim = i
+		}
+	}
+	if victim < 0 {
+		return false
+	}
+	vk := keys[victim]
+	v := m.byKey[vk]
+	m.ms.Forget(vk.tid, vk.ip, vk.sp)
+	m.retire(v.ids...)
+	delete(m.byKey, vk)
+	m.perThread[k.tid] = slices.Delete(keys, victim, victim+1)
+	delete(m.refused, k)
+	m.stats.evicted++
+	return true
 }
 
 // holds says whether the copy stack (from sp) holds e's words, and bp
@@ -127,7 +201,10 @@ func (s *session) learnMemo(tid uint32, ip, sp, bp uint64, stack []byte, user []
 	if deps.Unsure || len(deps.Words) > bpfasm.MemoWords {
 		return
 	}
-	if e == nil && len(m.perThread[tid]) >= memosPerThread || e != nil && e.sets >= memoSets {
+	if e != nil && e.sets >= memoSets {
+		return
+	}
+	if e == nil && len(m.perThread[tid]) >= memosPerThread && !m.room(k) {
 		return
 	}
 	id, err := m.ms.Set(tid, ip, sp, bp, deps)
@@ -136,12 +213,12 @@ func (s *session) learnMemo(tid uint32, ip, sp, bp uint64, stack []byte, user []
 	}
 	m.stats.set++
 	user = slices.Clone(user)
-	m.chains[id] = user
 	if e == nil {
 		e = &memoEntry{}
 		m.byKey[k] = e
 		m.perThread[tid] = append(m.perThread[tid], k)
 	}
+	m.chains[id] = memoChain{user: user, e: e}
 	e.id, e.usedBP, e.bp, e.user = id, deps.UsedBP, bp, user
 	e.ids = append(e.ids, id)
 	e.words = append(e.words[:0], deps.Words...)

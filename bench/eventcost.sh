@@ -28,6 +28,7 @@
 # every call, all-bpf-N at most N, all-bpf-winN only in windows of N ms of
 # every 100 ms (--syscall-windows), all-bpf-win20of200 in windows of 20 ms
 # of every 200 ms (the same share, half the attachments: what auto uses),
+# all-bpf-win40of400 in windows of 40 ms of every 400 ms (half again),
 # all-bpf-auto in windows of 20 ms of every 200 ms while the server makes
 # more than 20,000 calls a second and every call below
 # (--syscall-windows auto), all-bpf-off all along
@@ -120,6 +121,7 @@ declare -A cfg=(
 	[all-bpf-win10]="$c --events cpu,syscalls,sched --syscall-windows 10ms/100ms --"
 	[all-bpf-win20]="$c --events cpu,syscalls,sched --syscall-windows 20ms/100ms --"
 	[all-bpf-win20of200]="$c --events cpu,syscalls,sched --syscall-windows 20ms/200ms --"
+	[all-bpf-win40of400]="$c --events cpu,syscalls,sched --syscall-windows 40ms/400ms --"
 	[all-bpf-auto]="$c --events cpu,syscalls,sched --syscall-windows auto --"
 	[all-bpf-off]="$c --events cpu,syscalls,sched --syscall-windows off --"
 	[all-bpf-wakeup]="$c --events cpu,syscalls,sched,wakeup --"

@@ -43,10 +43,9 @@ const (
 	// maxRefused bounds the places counted for want of room (all
 	// threads'); the count starts over when it is reached.
 	maxRefused = 1 << 12
-	// maxRetired bounds the chains kept of memos given up (evicted, or
-	// replaced when their words changed): records still in the ring may
-	// name them, read within a drain or two; beyond the bound the oldest
-	// are let go.
+	// maxRetired bounds the chains kept of evicted memos (under every id
+	// each had): records still in the ring may name them, read within a
+	// drain or two; beyond the bound the oldest are let go.
 	maxRetired = 1 << 12
 )
 

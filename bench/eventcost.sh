@@ -46,7 +46,13 @@
 # own count; bpftrace is bpftrace's per-CPU profile probe at 999 Hz kept
 # for the server by a filter, each stack counted in a map (its samples
 # from the map's counts): what per-CPU sampling through BPF costs with no
-# recorder behind it; cpu-99 and bpftrace-99 are cpu and bpftrace at 99 Hz
+# recorder behind it; perf-dummy is `perf record -e dummy` (inherited
+# dummy events on the server's threads, which sample nothing: what an
+# event on a thread costs its switches) and perf-dummy-a `perf record -a -e
+# dummy` (one per CPU); ticker and ticker-100 run bench/ticker (a thread
+# per CPU waking 999 or 100 times a second and doing nothing: what a
+# process waking on the CPUs at a profiler's rate costs the server, with
+# no perf event at all); cpu-99 and bpftrace-99 are cpu and bpftrace at 99 Hz
 # (what is left at a tenth of the ticks); bpftrace-sched adds to bpftrace
 # a sched_switch probe counting both chains at each switch of the
 # server's threads (the nearest bpftrace to --events cpu,sched) and
@@ -102,6 +108,7 @@ if [ -z "$culprit" ]; then
 	(cd "$root" && go build -o "$culprit" ./cmd/culprit)
 fi
 (cd "$root" && go build -o "$out/windowshare" ./bench/windowshare && go build -o "$out/cputime" ./bench/cputime)
+gcc -O2 -pthread -o "$out/ticker" "$root/bench/ticker/ticker.c"
 c="$culprit record -o $out/run.rec"
 declare -A cfg=(
 	[bare]=""
@@ -129,6 +136,10 @@ declare -A cfg=(
 	[all-bpf-thread]="$c --events cpu,syscalls,sched --per-thread-clock --"
 	[perf]="perf record -F 999 -g -o $out/perf.data --"
 	[perf-a]="perf record -a -F 999 -g -o $out/perf.data --"
+	[ticker]="$out/ticker 999 --"
+	[ticker-100]="$out/ticker 100 --"
+	[perf-dummy]="perf record -e dummy -o $out/perf.data --"
+	[perf-dummy-a]="perf record -a -e dummy -o $out/perf.data --"
 	[bpftrace]="$out/bpftrace-profile 999 --"
 	[cpu-99]="$c -F 99 --"
 	[bpftrace-99]="$out/bpftrace-profile 99 --"

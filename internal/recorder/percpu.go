@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/culprit-dev/culprit/internal/follow"
+	"github.com/culprit-dev/culprit/internal/perf"
 	"github.com/culprit-dev/culprit/internal/proc"
 	"github.com/culprit-dev/culprit/internal/recording"
 )
@@ -17,9 +18,20 @@ import (
 // processes are dropped in the kernel by a BPF program on the events
 // (follow.Set.Filter, or the sampling program with it when that one runs)
 // that keeps those of the followed processes: the target, and each process
-// it forks, added at the fork (internal/follow). The target's threads keep
-// inherited events of their own, dummy ones that sample nothing, for the
-// mmap, comm, fork and exit records the samples are read with.
+// it forks, added at the fork (internal/follow).
+//
+// The mmap, comm, fork and exit records the samples are read with come the
+// same way, from one dummy event per CPU that samples nothing, as perf
+// record -a has them, not from inherited events on the target's threads:
+// an event on a thread, even a dummy one, has the scheduler switch the
+// thread's perf context at each of its switches, which cost memcached
+// under a loopback load 14% of its throughput where the CPUs' dummy
+// events cost 5% (docs/performance.md, "Records of the CPUs"). The CPUs'
+// events report every process of the machine: the recorder keeps the
+// records of the followed processes, which it knows from the records
+// themselves, in time order (keep): the target, and each process a
+// followed one forks, from its fork record, which the kernel writes before
+// the child runs, until its address space goes (dropEnded).
 //
 // What it changes: a thread's samples are those of the CPU's ticks that
 // find it running, every millisecond of the CPU's time at 999 Hz, not of
@@ -54,6 +66,10 @@ func (s *session) startFollowing() {
 // and of the processes it forks.
 func (s *session) followProcess(pid int) error {
 	s.threadStarted(uint32(pid), uint32(pid))
+	if s.followed == nil {
+		s.followed = map[uint32]bool{}
+	}
+	s.followed[uint32(pid)] = true
 	if s.follow == nil {
 		return nil
 	}
@@ -61,6 +77,50 @@ func (s *session) followProcess(pid int) error {
 		return fmt.Errorf("following process %d: %w", pid, err)
 	}
 	return nil
+}
+
+// openSidebandCPU opens the dummy event of each CPU that reports the
+// mmap, comm and task records of every process, into the CPU's ring.
+func (s *session) openSidebandCPU(cfg perf.Config, k *eventKind, pages int) error {
+	cfg.Inherit, cfg.Disabled = false, false
+	var evs []*perf.Event
+	for _, cpu := range s.cpus {
+		ev, err := perf.Open(cfg, -1, cpu, -1)
+		if err != nil {
+			for _, e := range evs {
+				e.Close()
+			}
+			return fmt.Errorf("opening the CPUs' events for mappings and processes: %w", err)
+		}
+		evs = append(evs, ev)
+	}
+	s.sidebandCPU = true
+	for i, ev := range evs {
+		s.events = append(s.events, ev)
+		if err := s.output(ev, s.cpus[i], k, pages); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// keep reports whether a record of the CPUs' dummy events is of a
+// followed process, and follows the processes they fork: a fork record
+// comes before any record of the child, and records are handled in time
+// order.
+func (s *session) keep(rec any) bool {
+	switch r := rec.(type) {
+	case *perf.Mmap:
+		return s.followed[r.PID]
+	case *perf.Comm:
+		return s.followed[r.PID]
+	case *perf.Task:
+		if r.Type == perf.RecordFork && r.PID != r.PPID && s.followed[r.PPID] {
+			s.followed[r.PID] = true
+		}
+		return s.followed[r.PID]
+	}
+	return true
 }
 
 // startCPUClocks gives the per-CPU events the filter where the sampling
@@ -148,6 +208,7 @@ func (s *session) dropEnded() {
 			}
 			delete(s.ended, pid)
 			delete(s.spaces, pid)
+			delete(s.followed, pid)
 			s.forget(pid)
 		}
 	}

@@ -425,13 +425,16 @@ type session struct {
 
 	// follow is the set of processes followed in the kernel (nil without
 	// BPF); perCPU says CPU time is sampled by one cpu-clock event per CPU
-	// that it filters (cpuClocks: opened), the target's threads then
-	// having dummy events for the mmap, comm and task records.
+	// that it filters (cpuClocks: opened), the mmap, comm and task records
+	// then coming from one dummy event per CPU (sidebandCPU: opened),
+	// those of the processes in followed kept (percpu.go).
 	follow        *follow.Set
 	threads       map[uint32]map[uint32]bool // live threads by process, for processEnded
 	perCPU        bool
 	cpuClocks     bool
 	clocksStarted bool
+	sidebandCPU   bool
+	followed      map[uint32]bool
 
 	buf   []byte   // the records of a drain that wrap around their ring's end
 	recs  [][]byte // a ring's records, in the ring's memory or buf (perf.Ring.Peek)
@@ -806,13 +809,14 @@ func (s *session) openKind(tids []int, k *eventKind, noSideband bool) error {
 		}
 	}
 	if k.tp == nil && s.perCPU {
-		// CPU time comes from the per-CPU events: the threads' events
-		// only report what the samples need (mappings, names, forks),
-		// unless another kind's events do.
-		if noSideband {
+		// CPU time comes from the per-CPU events, and what the samples
+		// need (mappings, names, forks) from dummy events of the CPUs,
+		// unless another kind's events report it.
+		if noSideband || s.sidebandCPU {
 			return nil
 		}
 		cfg.Sideband = true
+		return s.openSidebandCPU(cfg, k, pages)
 	}
 	for _, tid := range tids {
 		for _, cpu := range s.cpus {
@@ -1123,6 +1127,9 @@ func (s *session) write(r recording.Record) {
 
 // handle turns one decoded perf record into recording records.
 func (s *session) handle(rec any) {
+	if s.sidebandCPU && !s.keep(rec) {
+		return
+	}
 	switch r := rec.(type) {
 	case *perf.Mmap:
 		if r.Prot&unix.PROT_EXEC == 0 {

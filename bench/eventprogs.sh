@@ -16,7 +16,10 @@
 # machine (the benchmark's too), so the share is an upper bound of what
 # they take of the server; the server's own thread switches a request
 # are given beside sched_switch's runs. The counting itself adds about
-# 45 ns to each run (two clock reads). $CULPRIT names a culprit binary
+# 45 ns to each run (two clock reads). With BESIDE=1 the recorder records
+# a `sleep` instead while the server runs bare beside it: every run of the
+# programs is then one for a thread they turn away, and "ns a run" what
+# such a thread pays at each event. $CULPRIT names a culprit binary
 # (default: this tree's build). Needs root.
 set -euo pipefail
 runs=${1:-3}
@@ -63,6 +66,14 @@ one() {
 	local pre=()
 	# shellcheck disable=SC2206
 	[ "$1" = 1 ] && pre=("$culprit" record -o "$out/run.rec" --events "$events" ${FLAGS:-} --)
+	local beside=
+	if [ "$1" = 1 ] && [ "${BESIDE:-0}" = 1 ]; then
+		# shellcheck disable=SC2068
+		${pre[@]} sleep 600 2>"$tmp/beside.err" &
+		beside=$!
+		pre=()
+		sleep 1 # the recorder's programs attached
+	fi
 	if [ "$server" = redis ]; then
 		"${pre[@]}" "$redis/redis-server" --port "$port" --bind 127.0.0.1 --save "" --appendonly no \
 			--pidfile "$tmp/pid" --dir "$tmp" --logfile "$tmp/log" 2>"$tmp/culprit.err" &
@@ -71,6 +82,8 @@ one() {
 			>"$tmp/log" 2>"$tmp/culprit.err" &
 	fi
 	wrapper=$!
+	local rec=$wrapper
+	[ -n "$beside" ] && rec=$beside
 	for _ in $(seq 1 2400); do
 		[ -s "$tmp/pid" ] && kill -0 "$(cat "$tmp/pid")" 2>/dev/null &&
 			(exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null && break
@@ -78,7 +91,7 @@ one() {
 		sleep 0.05
 	done
 	spid=$(cat "$tmp/pid")
-	[ "$1" = 1 ] && "$out/bpfstats" -n "$wrapper" >"$tmp/b0"
+	[ "$1" = 1 ] && "$out/bpfstats" -n "$rec" >"$tmp/b0"
 	local s0 w0 s1 w1
 	s0=$(cpuns "$spid")
 	w0=$(switches "$spid")
@@ -89,9 +102,14 @@ one() {
 	fi
 	s1=$(cpuns "$spid")
 	w1=$(switches "$spid")
-	[ "$1" = 1 ] && "$out/bpfstats" -n "$wrapper" >"$tmp/b1"
+	[ "$1" = 1 ] && "$out/bpfstats" -n "$rec" >"$tmp/b1"
 	kill -TERM "$spid"
 	wait "$wrapper" || true
+	if [ -n "$beside" ]; then
+		kill -TERM "$beside"
+		wait "$beside" || true
+		cp "$tmp/beside.err" "$tmp/culprit.err"
+	fi
 	if [ "$1" = 1 ]; then
 		# Programs by id; a detached one (the system call programs
 		# between windows) named by its place: sys_enter, then sys_exit.
@@ -112,7 +130,7 @@ for ((r = 0; r < runs; r++)); do
 	read -r cpu sw < <(one 1)
 	awk -v b="$bare" -v c="$cpu" -v s="$sw" '{ print $0, b, c, s }' "$out/progs" >>"$out/all"
 done
-echo "$server SET+GET, $requests requests each, 8 clients, $runs runs, \`--events $events ${FLAGS:-}\`"
+echo "$server SET+GET, $requests requests each, 8 clients, $runs runs, \`--events $events ${FLAGS:-}\`$([ "${BESIDE:-0}" = 1 ] && echo ", recording a sleep beside the server")"
 echo "from $start to $(date -u +%H:%M), load average $(cut -d' ' -f1-3 /proc/loadavg)"
 med() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 bare=$(awk '{ print $4 }' "$out/all" | med)

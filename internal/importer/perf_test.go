@@ -32,11 +32,8 @@ func perfScript(t *testing.T, record []string, cmd ...string) (string, map[strin
 	testutil.Need(t, perfInstalled(), "needs the perf tool")
 	data := filepath.Join(t.TempDir(), "perf.data")
 	// -N: perf leaves its build-id cache (~/.debug) alone; the binaries
-	// are at their paths while perf script reads them. -B: perf record
-	// reads no build-id at its end either, which these tests do not use
-	// and where perf 6.1 aborted once in CI (build_id__init given more
-	// than 20 bytes: "stack smashing detected").
-	args := append(append([]string{"record", "-q", "-N", "-B", "-o", data}, record...), "--")
+	// are at their paths while perf script reads them.
+	args := append(append([]string{"record", "-q", "-N", "-o", data}, record...), "--")
 	args = append(args, cmd...)
 	if out, err := exec.Command("perf", args...).CombinedOutput(); err != nil {
 		t.Fatalf("perf %s: %v\n%s", strings.Join(args, " "), err, out)

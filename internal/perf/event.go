@@ -64,7 +64,14 @@ type Config struct {
 	// NoUserChain leaves the user part out of the call chain
 	// (exclude_callchain_user), for events whose BPF program walks it.
 	NoUserChain bool
-	Frequency   int // samples per second per thread
+	// NoBuildID leaves the build-ids out of MMAP2 records (which carry
+	// the file's device and inode instead). An event that sees every
+	// process's mappings (pid -1) must: the kernel then marks other
+	// tools' MMAP2 records of the same mappings as carrying a build-id
+	// although they hold the device and inode (6.18 here), and perf 6.1
+	// aborts reading them.
+	NoBuildID bool
+	Frequency int // samples per second per thread
 	// ClockPeriod, when not 0, samples cpu-clock every ClockPeriod ns of
 	// CPU time instead of at Frequency (which the kernel adapts).
 	ClockPeriod   uint64
@@ -195,7 +202,7 @@ type Layout struct {
 // (mmapBuildIDs). Errors say what the user can do.
 func Open(c Config, tid, cpu int, group int) (*Event, error) {
 	a := c.attr()
-	if !mmapBuildIDs() {
+	if !mmapBuildIDs() || c.NoBuildID {
 		a.Bits &^= bitBuildID
 	}
 	if formatLost() {

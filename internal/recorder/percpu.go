@@ -82,8 +82,12 @@ func (s *session) followProcess(pid int) error {
 
 // openSidebandCPU opens the dummy event of each CPU that reports the
 // mmap, comm and task records of every process, into the CPU's ring.
+// Their MMAP2 records carry no build-id: asked for every mapping of the
+// machine, the kernel marks other tools' records of the same mappings as
+// carrying one (perf.Config.NoBuildID); the recorder reads the build-id
+// from the file instead (collector.Objects.BuildIDs), once per file.
 func (s *session) openSidebandCPU(cfg perf.Config, k *eventKind, pages int) error {
-	cfg.Inherit, cfg.Disabled = false, false
+	cfg.Inherit, cfg.Disabled, cfg.NoBuildID = false, false, true
 	var evs []*perf.Event
 	for _, cpu := range s.cpus {
 		ev, err := perf.Open(cfg, -1, cpu, -1)

@@ -5,7 +5,9 @@ import (
 	"io"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/culprit-dev/culprit/internal/perf"
 	"github.com/culprit-dev/culprit/internal/proc"
@@ -155,4 +157,39 @@ func TestRecordsOfOtherProcessesLeftOut(t *testing.T) {
 	if len(tree) != 2 || execs != 1 {
 		t.Errorf("%d processes in the target's tree and %d execs of its child recorded, want forkexec and its child, which execs /bin/true", len(tree), execs)
 	}
+}
+
+// TestOtherToolsRecordsIntact: perf recording a program of its own while
+// culprit records another one reads back what it wrote. The CPUs' events
+// see every mapping of the machine; asked for build-ids there, the kernel
+// marked perf's MMAP2 records of the same mappings as carrying one, and
+// perf aborted reading them.
+func TestOtherToolsRecordsIntact(t *testing.T) {
+	testutil.NeedRoot(t)
+	_, err := exec.LookPath("perf")
+	testutil.Need(t, err == nil, "needs the perf tool")
+	hier := testutil.C(t, "hier", []string{"hier.c"}, "-O0", "-g", "-fno-omit-frame-pointer")
+	dir := t.TempDir()
+	done := make(chan error, 1)
+	go func() {
+		_, err := Launch(Options{Output: filepath.Join(dir, "sleep.culprit")}, []string{"sleep", "3"})
+		done <- err
+	}()
+	time.Sleep(500 * time.Millisecond) // the recorder's events open
+	data := filepath.Join(dir, "perf.data")
+	if out, err := exec.Command("perf", "record", "-q", "-N", "-B", "-o", data, "-e", "cpu-clock", "-g", "--", hier, "2").CombinedOutput(); err != nil {
+		t.Fatalf("perf record beside culprit: %v\n%s", err, out)
+	}
+	if out, err := exec.Command("perf", "script", "-i", data).CombinedOutput(); err != nil {
+		t.Errorf("perf script of what perf recorded beside culprit: %v\n%s", err, lastLines(string(out), 5))
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+}
+
+// lastLines returns the last n lines of s.
+func lastLines(s string, n int) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }

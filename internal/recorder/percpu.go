@@ -27,12 +27,11 @@ import (
 // thread's perf context at each of its switches: +590 to +720 ns a pipe
 // round trip between two processes on this project's VMs, against +80 to
 // +140 with the CPUs' dummy events (docs/performance.md, "Records of the
-// CPUs"). The CPUs'
-// events report every process of the machine: the recorder keeps the
-// records of the followed processes, which it knows from the records
-// themselves, in time order (keep): the target, and each process a
-// followed one forks, from its fork record, which the kernel writes before
-// the child runs, until its address space goes (dropEnded).
+// CPUs"). The CPUs' events report every process of the machine: the
+// recorder keeps the records of the followed processes, which it knows
+// from the records themselves, in time order (keep): the target, and each
+// process a followed one forks, from its fork record, which the kernel
+// writes before the child runs, until its address space goes (dropEnded).
 //
 // What it changes: a thread's samples are those of the CPU's ticks that
 // find it running, every millisecond of the CPU's time at 999 Hz, not of

@@ -452,41 +452,54 @@ func New(o Options) (*Tracer, error) {
 		m.every = int32(min(1e9/int64(o.Limit), 1e9))
 		m.burst = int32(min(int64(max(o.LimitBurst, 1))*int64(m.every), 1<<30))
 	}
+	// The switch programs are tp_btf ones (BPF_TRACE_RAW_TP): the same
+	// hook and context as a raw tracepoint's, but with prev and next
+	// typed, so that their fields are loads and next's task storage can
+	// be asked (switchInRecord).
 	type prog struct {
 		tp  string
 		ins asm.Instructions
+		btf bool
 	}
 	var progs []prog
 	if o.Syscalls {
-		progs = append(progs, prog{"sys_enter", enterProgram(m, o.KernelStacks, copyBytes, ringBytes)},
-			prog{"sys_exit", exitProgram(m, o.KernelStacks)})
+		progs = append(progs, prog{"sys_enter", enterProgram(m, o.KernelStacks, copyBytes, ringBytes), false},
+			prog{"sys_exit", exitProgram(m, o.KernelStacks), false})
 	}
 	var in *switchIns
 	if o.SwitchIns {
 		in = &switchIns{tgidOff: offs[1], pidOff: offs[2], execOff: so.execRuntime}
 	}
 	if o.Switches && o.BlockingChainsOnly && !o.Syscalls {
-		progs = append(progs, prog{"sched_switch", blockingSwitchProgram(m, offs[0], so, in)})
+		progs = append(progs, prog{"sched_switch", blockingSwitchProgram(m, offs[0], so, in), true})
 	} else if o.Switches {
-		progs = append(progs, prog{"sched_switch", switchProgram(m, copyBytes, ringBytes, offs[0], so, o.Syscalls, in)})
+		progs = append(progs, prog{"sched_switch", switchProgram(m, copyBytes, ringBytes, offs[0], so, o.Syscalls, in), true})
 	}
 	if o.Wakeups && o.WakerStacks {
-		progs = append(progs, prog{"sched_waking", wakerStacksProgram(m, offs[1], offs[2], offs[3], copyBytes, ringBytes)})
+		progs = append(progs, prog{"sched_waking", wakerStacksProgram(m, offs[1], offs[2], offs[3], copyBytes, ringBytes), false})
 	} else if o.Wakeups {
-		progs = append(progs, prog{"sched_waking", wakingProgram(m, offs[1], offs[2], offs[5], false)})
+		progs = append(progs, prog{"sched_waking", wakingProgram(m, offs[1], offs[2], offs[5], false), false})
 	}
 	if o.Wakeups {
-		progs = append(progs, prog{"sched_wakeup_new", wakingProgram(m, offs[1], offs[2], offs[5], true)})
+		progs = append(progs, prog{"sched_wakeup_new", wakingProgram(m, offs[1], offs[2], offs[5], true), false})
 	}
 	attachStart := monotonicNow()
 	for _, p := range progs {
-		prog, err := ebpf.NewProgramWithOptions(&ebpf.ProgramSpec{Name: bpfasm.ProgName(),
-			Type: ebpf.RawTracepoint, License: "GPL", Instructions: p.ins}, ebpf.ProgramOptions{LogSizeStart: 1 << 16})
+		spec := &ebpf.ProgramSpec{Name: bpfasm.ProgName(), Type: ebpf.RawTracepoint, License: "GPL", Instructions: p.ins}
+		if p.btf {
+			spec.Type, spec.AttachType, spec.AttachTo = ebpf.Tracing, ebpf.AttachTraceRawTp, p.tp
+		}
+		prog, err := ebpf.NewProgramWithOptions(spec, ebpf.ProgramOptions{LogSizeStart: 1 << 16})
 		if err != nil {
 			return fail(err)
 		}
 		t.progs = append(t.progs, prog)
-		l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: p.tp, Program: prog})
+		var l link.Link
+		if p.btf {
+			l, err = link.AttachTracing(link.TracingOptions{Program: prog, AttachType: ebpf.AttachTraceRawTp})
+		} else {
+			l, err = link.AttachRawTracepoint(link.RawTracepointOptions{Name: p.tp, Program: prog})
+		}
 		if err != nil {
 			return fail(err)
 		}
@@ -1380,14 +1393,17 @@ func threadHashNew(b *bpfasm.Builder, m fds) {
 const timeSlot = -96
 
 // switchTimeSlot is the switch programs' stack slot holding the clock
-// read first thing at the switch: the time of both its records, the
-// switch onto a CPU of next and the switch away of prev, as one moment.
-// A switch away stamped where its record is reserved, after the switch
-// in's record and the lookups before it, is microseconds later than the
-// switch in of the same moment on a busy machine, and each of a thread's
-// runs on the CPU came out that much longer than the kernel's account of
-// it: 1-4% of a Go program's threads' time on the CPU, which switch at
-// every park of their goroutine.
+// read once for the switch, where its first record needs it (switchClock;
+// 0 before): the time of both its records, the switch onto a CPU of next
+// and the switch away of prev, as one moment. A switch away stamped where
+// its record is reserved, after the switch in's record and the lookups
+// before it, is microseconds later than the switch in of the same moment
+// on a busy machine, and each of a thread's runs on the CPU came out that
+// much longer than the kernel's account of it: 1-4% of a Go program's
+// threads' time on the CPU, which switch at every park of their
+// goroutine. The read waits for a traced thread: a clock read costs a
+// switch program about 100 ns on a VM's kvm-clock, and most switches of
+// a machine are of threads the programs turn away.
 const switchTimeSlot = -400
 
 // sizeSlot is the stack slot holding the size of a record with a stack
@@ -1581,64 +1597,73 @@ type schedOffs struct{ runDelay, execRuntime int32 }
 // when the kernel has no se.sum_exec_runtime.
 type switchIns struct{ tgidOff, pidOff, execOff int32 }
 
-// switchInRecord emits, first in a switch program (R1 its context): the
-// clock read once for the switch (switchTimeSlot), and, when next's
-// process is traced, a record of kind kindSwitchIn, next's pid_tgid as
-// the record's, stamped with it, with next's se.sum_exec_runtime (its
-// time on a CPU before this run) in the record's Nr (0 when in.execOff
-// is negative). The sched_switch tracepoint is hit after the scheduler
-// picked next and before the context switch; perf's switch records are
-// written once the switch is done, microseconds later on a busy machine,
-// and each was a record more (in and out) at every switch of a traced
-// thread. The stamp is still later than the run queue's clock the
-// kernel's account of the run starts from (read where __schedule began,
-// before the pick, which may balance the load first), by 10-36 µs a
-// switch on a 2-CPU VM: the run's length is the kernel's from the
-// sum_exec_runtime read here and at the switch away (Event.ExecRuntime).
-// Every switch of the machine pays a clock read, two kernel reads and a
-// lookup in the follow set for next; those of the traced threads a
-// record of 48 bytes and a kernel read more. R1 is the context again
-// after it.
+// switchInRecord emits, first in a switch program (R1 its context, the
+// program a tp_btf one: prev and next are typed pointers, their fields
+// loads): when next's process is traced, a record of kind kindSwitchIn,
+// next's pid_tgid as the record's, stamped with the switch's clock read
+// (switchClock), with next's se.sum_exec_runtime (its time on a CPU
+// before this run) in the record's Nr (0 when in.execOff is negative).
+// The sched_switch tracepoint is hit after the scheduler picked next and
+// before the context switch; perf's switch records are written once the
+// switch is done, microseconds later on a busy machine, and each was a
+// record more (in and out) at every switch of a traced thread. The stamp
+// is still later than the run queue's clock the kernel's account of the
+// run starts from (read where __schedule began, before the pick, which
+// may balance the load first), by 10-36 µs a switch on a 2-CPU VM: the
+// run's length is the kernel's from the sum_exec_runtime read here and at
+// the switch away (Event.ExecRuntime). Whether next is traced comes from
+// its task storage, as the current thread's does (traced), under the
+// follow set's generation; without state, or under another generation,
+// from the set's map. Every switch of the machine pays that and a load
+// of next's thread group id; those of the traced threads a record of 48
+// bytes, and the clock read. R1 is the context again after it.
 func switchInRecord(b *bpfasm.Builder, m fds, in *switchIns) {
-	b.Emit(
-		asm.Mov.Reg(rCtx, asm.R1),
-		asm.FnKtimeGetNs.Call(),
-		asm.StoreMem(asm.RFP, switchTimeSlot, asm.R0, asm.DWord),
-		asm.Mov.Reg(asm.R1, rCtx),
-	)
+	b.Emit(storeImm64(asm.RFP, switchTimeSlot, 0))
 	if in == nil {
 		return
 	}
-	const slotTGID, slotTID = -16, -24
-	done := b.NewLabel("si_done")
+	const slotTGID = -16
+	done, ask, known := b.NewLabel("si_done"), b.NewLabel("si_ask"), b.NewLabel("si_known")
 	b.Emit(
 		asm.Mov.Reg(rCtx, asm.R1),
 		storeImm64(asm.RFP, slotTGID, 0),
-		storeImm64(asm.RFP, slotTID, 0),
 	)
-	read := func(slot int16, off int32) {
+	taskField(b, asm.R1, 16, in.tgidOff, asm.Word, slotTGID) // ctx->args[2]: next
+	b.Emit(asm.StoreMem(asm.RFP, slotTGID, asm.R1, asm.Word))
+	if !m.threadHash {
 		b.Emit(
-			asm.Mov.Reg(asm.R1, asm.RFP),
-			asm.Add.Imm(asm.R1, int32(slot)),
-			asm.Mov.Imm(asm.R2, 4),
-			asm.LoadMem(asm.R3, rCtx, 16, asm.DWord), // ctx->args[2]: next
-			asm.Add.Imm(asm.R3, off),
-			asm.FnProbeReadKernel.Call(),
-			asm.JNE.Imm(asm.R0, 0, done),
+			asm.LoadMapPtr(asm.R1, m.thr),
+			asm.LoadMem(asm.R2, rCtx, 16, asm.DWord),
+			asm.Mov.Imm(asm.R3, 0),
+			asm.Mov.Imm(asm.R4, 0),
+			asm.FnTaskStorageGet.Call(),
+			asm.JEq.Imm(asm.R0, 0, ask),
+			asm.Mov.Reg(rPT, asm.R0), // next's state, until rPT is set below
+			asm.StoreImm(asm.RFP, -8, 0, asm.Word),
+		)
+		b.Lookup(m.gen, -8)
+		b.Emit(
+			asm.JEq.Imm(asm.R0, 0, ask),
+			asm.LoadMem(asm.R2, asm.R0, 0, asm.DWord),
+			asm.LoadMem(asm.R3, rPT, thGen, asm.DWord),
+			asm.JNE.Reg(asm.R3, asm.R2, ask),
+			asm.LoadMem(asm.R3, rPT, thTraced, asm.DWord),
+			asm.JEq.Imm(asm.R3, 0, done),
+			asm.Ja.Label(known),
 		)
 	}
-	read(slotTGID, in.tgidOff)
+	b.Mark(ask)
 	b.Lookup(m.tgids, slotTGID)
 	b.Emit(asm.JEq.Imm(asm.R0, 0, done))
-	read(slotTID, in.pidOff)
+	b.Mark(known)
+	taskField(b, asm.R1, 16, in.pidOff, asm.Word, -24)
 	b.Emit(
 		asm.LoadMem(rPT, asm.RFP, slotTGID, asm.Word),
 		asm.LSh.Imm(rPT, 32),
-		asm.LoadMem(asm.R1, asm.RFP, slotTID, asm.Word),
 		asm.Or.Reg(rPT, asm.R1),
-		asm.LoadMem(asm.R1, asm.RFP, switchTimeSlot, asm.DWord),
-		asm.StoreMem(asm.RFP, timeSlot, asm.R1, asm.DWord),
 	)
+	switchClock(b)
+	b.Emit(asm.StoreMem(asm.RFP, timeSlot, asm.R0, asm.DWord))
 	reserveOr(b, m, exitSize, kindSwitchIn, done)
 	b.Emit(
 		storeImm64(rRec, offUStack, -1),
@@ -1650,13 +1675,27 @@ func switchInRecord(b *bpfasm.Builder, m fds, in *switchIns) {
 	b.Emit(asm.Mov.Reg(asm.R1, rCtx))
 }
 
-// switchTime emits: timeSlot = switchTimeSlot, the switch's clock read,
+// switchClock emits: R0 = the switch's clock read (switchTimeSlot), read
+// the first time it is asked for: the time of both the switch's records,
+// the switch onto a CPU of next and the switch away of prev, as one
+// moment; a switch of no traced thread reads no clock.
+func switchClock(b *bpfasm.Builder) {
+	have := b.NewLabel("clock")
+	b.Emit(
+		asm.LoadMem(asm.R0, asm.RFP, switchTimeSlot, asm.DWord),
+		asm.JNE.Imm(asm.R0, 0, have),
+		asm.FnKtimeGetNs.Call(),
+		asm.StoreMem(asm.RFP, switchTimeSlot, asm.R0, asm.DWord),
+	)
+	b.Mark(have)
+	b.Emit(asm.LoadMem(asm.R0, asm.RFP, switchTimeSlot, asm.DWord))
+}
+
+// switchTime emits: timeSlot = the switch's clock read (switchClock),
 // which the switch away's record takes as its time.
 func switchTime(b *bpfasm.Builder) {
-	b.Emit(
-		asm.LoadMem(asm.R1, asm.RFP, switchTimeSlot, asm.DWord),
-		asm.StoreMem(asm.RFP, timeSlot, asm.R1, asm.DWord),
-	)
+	switchClock(b)
+	b.Emit(asm.StoreMem(asm.RFP, timeSlot, asm.R0, asm.DWord))
 }
 
 // enterProgram: sys_enter(regs, id).
@@ -2165,13 +2204,34 @@ func readTask(b *bpfasm.Builder, at int16, arg int16, off int32) {
 		b.Emit(storeImm64(rRec, at, 0))
 		return
 	}
+	taskField(b, asm.R1, arg, off, asm.DWord, -16)
+	b.Emit(asm.StoreMem(rRec, at, asm.R1, asm.DWord))
+}
+
+// taskField emits, in a tp_btf program (its context's task arguments
+// typed pointers): dst = the size-byte field at off in the task at ctx's
+// argument arg, a load, 0 where it faults; beyond a load's offset, read
+// from the kernel through the stack slot slot (0 when the read fails).
+// A load costs a few instructions where bpf_probe_read_kernel costs a
+// helper call, and the switch programs read several at each switch of
+// the machine.
+func taskField(b *bpfasm.Builder, dst asm.Register, arg int16, off int32, size asm.Size, slot int16) {
+	if off+int32(size.Sizeof()) <= math.MaxInt16 {
+		b.Emit(
+			asm.LoadMem(dst, rCtx, arg, asm.DWord),
+			asm.LoadMem(dst, dst, int16(off), size),
+		)
+		return
+	}
 	b.Emit(
-		asm.Mov.Reg(asm.R1, rRec),
-		asm.Add.Imm(asm.R1, int32(at)),
-		asm.Mov.Imm(asm.R2, 8),
+		storeImm64(asm.RFP, slot, 0),
+		asm.Mov.Reg(asm.R1, asm.RFP),
+		asm.Add.Imm(asm.R1, int32(slot)),
+		asm.Mov.Imm(asm.R2, int32(size.Sizeof())),
 		asm.LoadMem(asm.R3, rCtx, arg, asm.DWord),
 		asm.Add.Imm(asm.R3, off),
-		asm.FnProbeReadKernel.Call(), // zeroes the field when it fails
+		asm.FnProbeReadKernel.Call(),
+		asm.LoadMem(dst, asm.RFP, slot, size),
 	)
 }
 

@@ -7,9 +7,12 @@
 # tree's build, or $CULPRIT), under $BASE's `culprit record` when BASE names
 # another build, and under `perf record -e dummy` (an inherited dummy event
 # on the program's threads: the cost of a perf event on a thread that
-# samples nothing), RUNS times (default 8) interleaved. The table gives the
-# median CPU ns per round trip and its difference from bare's. Needs root
-# (culprit's per-CPU events), gcc, go and perf.
+# samples nothing), RUNS times (default 8) interleaved. $FLAGS are given to
+# both culprit builds' `record` (e.g. "-F 1 --events cpu,syscalls,sched":
+# no tick in the round trips, the events' programs at each switch and
+# call). The table gives the median CPU ns per round trip and its
+# difference from bare's. Needs root (culprit's per-CPU events), gcc, go
+# and perf.
 set -euo pipefail
 runs=${1:-8}
 rounds=${2:-50000}
@@ -24,12 +27,12 @@ if [ -z "$culprit" ]; then
 fi
 declare -A cfg=(
 	[bare]=""
-	[culprit]="$culprit record -o $out/run.rec --"
+	[culprit]="$culprit record -o $out/run.rec ${FLAGS:-} --"
 	[perf-dummy]="perf record -q -e dummy -o $out/perf.data --"
 )
 order=(bare culprit)
 if [ -n "${BASE:-}" ]; then
-	cfg[culprit@base]="$BASE record -o $out/run.rec --"
+	cfg[culprit@base]="$BASE record -o $out/run.rec ${FLAGS:-} --"
 	order+=(culprit@base)
 fi
 order+=(perf-dummy)

@@ -2,8 +2,13 @@
 // would, for the whole machine, and holds them until it is killed: what
 // the hooks cost by themselves, whatever a program records
 // (docs/performance.md). Modes: rawtp (raw_syscalls sys_enter and sys_exit
-// raw tracepoints, as internal/syscallprog) and fentry (fentry and fexit
-// on the system call dispatcher x64_sys_call). Needs root.
+// raw tracepoints, as internal/syscallprog's system call programs), fentry
+// (fentry and fexit on the system call dispatcher x64_sys_call),
+// switch-rawtp and switch-btf (sched_switch as a raw tracepoint and as a
+// tp_btf program, as internal/syscallprog's switch program: what every
+// context switch of the machine pays for a program there), and
+// switch-clock (switch-btf reading the clock once, bpf_ktime_get_ns).
+// Needs root.
 package main
 
 import (
@@ -19,8 +24,9 @@ import (
 )
 
 func main() {
-	if len(os.Args) != 2 || (os.Args[1] != "rawtp" && os.Args[1] != "fentry") {
-		fmt.Fprintln(os.Stderr, "usage: hookfloor rawtp|fentry")
+	modes := map[string]bool{"rawtp": true, "fentry": true, "switch-rawtp": true, "switch-btf": true, "switch-clock": true}
+	if len(os.Args) != 2 || !modes[os.Args[1]] {
+		fmt.Fprintln(os.Stderr, "usage: hookfloor rawtp|fentry|switch-rawtp|switch-btf|switch-clock")
 		os.Exit(2)
 	}
 	_ = unix.Setrlimit(unix.RLIMIT_MEMLOCK, &unix.Rlimit{Cur: unix.RLIM_INFINITY, Max: unix.RLIM_INFINITY})
@@ -43,6 +49,31 @@ func main() {
 			}
 			links = append(links, l)
 		}
+	case "switch-rawtp":
+		p, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.RawTracepoint, License: "GPL", Instructions: empty})
+		if err != nil {
+			fail(err)
+		}
+		l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: "sched_switch", Program: p})
+		if err != nil {
+			fail(err)
+		}
+		links = append(links, l)
+	case "switch-btf", "switch-clock":
+		ins := empty
+		if os.Args[1] == "switch-clock" {
+			ins = append(asm.Instructions{asm.FnKtimeGetNs.Call()}, empty...)
+		}
+		p, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.Tracing, AttachType: ebpf.AttachTraceRawTp, AttachTo: "sched_switch",
+			License: "GPL", Instructions: ins})
+		if err != nil {
+			fail(err)
+		}
+		l, err := link.AttachTracing(link.TracingOptions{Program: p, AttachType: ebpf.AttachTraceRawTp})
+		if err != nil {
+			fail(err)
+		}
+		links = append(links, l)
 	case "fentry":
 		for _, at := range []ebpf.AttachType{ebpf.AttachTraceFEntry, ebpf.AttachTraceFExit} {
 			p, err := ebpf.NewProgram(&ebpf.ProgramSpec{Type: ebpf.Tracing, AttachType: at, AttachTo: "x64_sys_call",

@@ -1624,10 +1624,7 @@ func switchInRecord(b *bpfasm.Builder, m fds, in *switchIns) {
 	}
 	const slotTGID = -16
 	done, ask, known := b.NewLabel("si_done"), b.NewLabel("si_ask"), b.NewLabel("si_known")
-	b.Emit(
-		asm.Mov.Reg(rCtx, asm.R1),
-		storeImm64(asm.RFP, slotTGID, 0),
-	)
+	b.Emit(asm.Mov.Reg(rCtx, asm.R1))
 	taskField(b, asm.R1, 16, in.tgidOff, asm.Word, slotTGID) // ctx->args[2]: next
 	b.Emit(asm.StoreMem(asm.RFP, slotTGID, asm.R1, asm.Word))
 	if !m.threadHash {

@@ -27,13 +27,22 @@ import (
 // alone (8 bytes each, MemoCheck) and, when each holds its value, writes
 // its record with the memo's id instead of a copy and a walk of the user
 // chain. One use in MemoEvery goes the whole way instead, which lets the
-// recorder compare the two.
+// recorder compare the two; past a memo's first MemoSteady uses, one in
+// MemoSteady does. The checks come early, when a memo set from a wrong
+// unwind would show, and then rarely: each check is a copy of up to 24
+// KiB through the ring and an unwind in the recorder, and a server's
+// worker uses a memo at its sendmsg thousands of times a second (one in
+// 64 all along made a third of the bytes its events put in the ring).
 
 // MemoWords is the most words a memo holds.
 const MemoWords = 32
 
-// MemoEvery: one use of a memo in MemoEvery goes the whole way.
-const MemoEvery = 64
+// MemoEvery: one use of a memo in MemoEvery goes the whole way, until
+// its MemoSteady-th; from then, one in MemoSteady.
+const (
+	MemoEvery  = 64
+	MemoSteady = 1024
+)
 
 // Layout of a memo: the key, a thread and its user IP and SP, and the
 // value.
@@ -149,12 +158,18 @@ func (b *Builder) MemoCheck(s MemoSlots, miss string) {
 	b.Emit(
 		asm.JEq.Imm(asm.R0, 0, miss),
 		asm.StoreMem(asm.RFP, s.Ptr, asm.R0, asm.DWord),
-		// One use in MemoEvery goes the whole way.
+		// One use in MemoEvery goes the whole way, one in MemoSteady
+		// past the first MemoSteady.
 		asm.LoadMem(asm.R1, asm.R0, memoUses, asm.Word),
 		asm.Add.Imm(asm.R1, 1),
 		asm.StoreMem(asm.R0, memoUses, asm.R1, asm.Word),
-		asm.And.Imm(asm.R1, MemoEvery-1),
+		asm.Mov.Reg(asm.R2, asm.R1),
+		asm.And.Imm(asm.R2, MemoEvery-1),
+		asm.JNE.Imm(asm.R2, 0, hit+"_used"),
+		asm.JLT.Imm(asm.R1, MemoSteady, miss),
+		asm.And.Imm(asm.R1, MemoSteady-1),
 		asm.JEq.Imm(asm.R1, 0, miss),
+		asm.LoadMem(asm.R0, asm.RFP, s.Ptr, asm.DWord).WithSymbol(hit+"_used"),
 		asm.LoadMem(asm.R1, asm.R0, memoFlags, asm.Word),
 		asm.And.Imm(asm.R1, memoUseBP),
 		asm.JEq.Imm(asm.R1, 0, hit+"_words"),

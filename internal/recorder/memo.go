@@ -18,9 +18,10 @@ import (
 // sendmsg from the same place a thousand times a second costs a few reads
 // of 8 bytes each, where it cost a copy of up to 24 KiB, its trip
 // through the ring and its unwind. One use of a memo in 64 comes with its
-// copy: its unwind is compared with the memo's chain where its copy
-// holds the memo's words (memoStats.checked; a difference, mismatched,
-// drops the memo, and the tests require none).
+// copy, one in 1,024 past its first 1,024 (bpfasm.MemoSteady): its unwind
+// is compared with the memo's chain where its copy holds the memo's words
+// (memoStats.checked; a difference, mismatched, drops the memo, and the
+// tests require none).
 //
 // A thread keeps at most memosPerThread memos. Where its events come
 // from more places than that, the places that repeat must win them, not

@@ -168,6 +168,17 @@ func TestMemoizedEntries(t *testing.T) {
 	if memo, whole := count(calls(n), id); memo+whole != n || whole != n/bpfasm.MemoEvery {
 		t.Errorf("with a memo of %d words: %d entries memoized, %d with their copy; want %d of %d with it (one use in %d)", len(deps.Words), memo, whole, n/bpfasm.MemoEvery, n, bpfasm.MemoEvery)
 	}
+	// Past its first MemoSteady uses, one in MemoSteady goes the whole way.
+	const more = 2 * bpfasm.MemoSteady
+	want := 0
+	for u := n + 1; u <= n+more; u++ {
+		if u%bpfasm.MemoEvery == 0 && (u < bpfasm.MemoSteady || u%bpfasm.MemoSteady == 0) {
+			want++
+		}
+	}
+	if memo, whole := count(calls(more), id); memo+whole != more || whole != want {
+		t.Errorf("uses %d to %d of a memo: %d entries memoized, %d with their copy; want %d with it", n+1, n+more, memo, whole, want)
+	}
 	// A word that does not hold: no use.
 	bad := unwind.Deps{Words: slices.Clone(deps.Words)}
 	bad.Words[len(bad.Words)-1].Val ^= 8

@@ -171,9 +171,14 @@ type Result struct {
 	// copy where a memo's words held, whose unwind was compared with the
 	// memo's chain, and MemoMismatched those that differed.
 	MemoChains, MemoChecked, MemoMismatched uint64
-	Bytes                                   int64
-	ExitCode                                int // the launched command's exit code (128+signal if killed); -1 when attached
-	Warnings                                []string
+	// SwitchesBetween is the preemptions of the target's threads inside
+	// system calls that were not recorded: between the system call
+	// windows, over their thread's budget for stacks, without --events
+	// wakeup (syscallprog's leftOut says why).
+	SwitchesBetween uint64
+	Bytes           int64
+	ExitCode        int // the launched command's exit code (128+signal if killed); -1 when attached
+	Warnings        []string
 }
 
 // defaultStackBytes is how much user stack a sample copies unless
@@ -1582,6 +1587,7 @@ func (s *session) finish() (Result, error) {
 			s.res.Syscalls += s.sysWeight(win, float64(s.o.SyscallWindowPeriod)/float64(s.o.SyscallWindowOn))
 		}
 		switchesOut = s.sys.SwitchesBare()
+		s.res.SwitchesBetween = s.sys.SwitchesBetween()
 	}
 	var windows []syscallprog.Window
 	var windowsErr error
@@ -1614,8 +1620,12 @@ func (s *session) finish() (Result, error) {
 		if s.o.SyscallWindowAbove > 0 {
 			above = fmt.Sprintf(" (the traced threads made more than %d calls a second; every call was recorded for %v, while they made fewer)", s.o.SyscallWindowAbove, steady.Round(time.Millisecond))
 		}
-		s.warn("system calls recorded in %d windows of %v every %v%s%s: %d recorded stand for an estimated %d calls; counts and shares of system calls are estimates (each call recorded in a window has its samples' period scaled by %.3g); calls still in progress when their window closed have no exit recorded, which counts long calls less; --syscall-windows off records calls all along, at more cost (docs/introperf.md)",
-			len(scaled), s.o.SyscallWindowOn, s.o.SyscallWindowPeriod, above, limit, r, n, scaled[0].Scale)
+		between := ""
+		if s.res.SwitchesBetween > 0 {
+			between = fmt.Sprintf("; between windows, %d preemptions inside calls were not recorded (--events wakeup records them)", s.res.SwitchesBetween)
+		}
+		s.warn("system calls recorded in %d windows of %v every %v%s%s: %d recorded stand for an estimated %d calls; counts and shares of system calls are estimates (each call recorded in a window has its samples' period scaled by %.3g); calls still in progress when their window closed have no exit recorded, which counts long calls less%s; --syscall-windows off records calls all along, at more cost (docs/introperf.md)",
+			len(scaled), s.o.SyscallWindowOn, s.o.SyscallWindowPeriod, above, limit, r, n, scaled[0].Scale, between)
 	} else if n > r {
 		sw := ""
 		if switchesOut > 0 {

@@ -613,6 +613,79 @@ func TestSwitchInUnrecordedCall(t *testing.T) {
 	}
 }
 
+// TestPreemptionsBetweenWindows: a preemption inside a call left out,
+// over its thread's budget, is recorded without stacks while a window is
+// open and not at all between windows (counted: SwitchesBetween), unless
+// switches onto a CPU are recorded too. The test's thread, pinned to one
+// CPU beside a spinning shell, yields the CPU in sched_yield: each yield
+// is a switch that leaves it runnable inside the call. The windows are an
+// hour long, so the test sets the program's flag itself (setOpen).
+func TestPreemptionsBetweenWindows(t *testing.T) {
+	testutil.NeedRoot(t)
+	for _, ins := range []bool{false, true} {
+		t.Run(fmt.Sprintf("switch-ins=%v", ins), func(t *testing.T) {
+			tr, tid := traceSelf(t, Options{Switches: true, SwitchIns: ins, Syscalls: true, RingBytes: 4 << 20,
+				Limit: 1, LimitBurst: 1, WindowOn: time.Hour, WindowPeriod: 2 * time.Hour})
+			defer tr.Close()
+			var old, one unix.CPUSet
+			if err := unix.SchedGetaffinity(0, &old); err != nil {
+				t.Fatal(err)
+			}
+			one.Set(0)
+			if err := unix.SchedSetaffinity(0, &one); err != nil {
+				t.Fatal(err)
+			}
+			spin := exec.Command("sh", "-c", "while :; do :; done") // forked by this thread: on CPU 0 too
+			if err := spin.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer func() {
+				spin.Process.Kill()
+				spin.Wait()
+				unix.SchedSetaffinity(0, &old)
+				runtime.UnlockOSThread()
+			}()
+			// bare counts this thread's runnable switches inside
+			// sched_yield recorded without stacks, over n yields with
+			// the flag set to open.
+			bare := func(open bool, n int) (k int) {
+				if err := tr.setOpen(open); err != nil {
+					t.Fatal(err)
+				}
+				for i := 0; i < n; i++ {
+					unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
+				}
+				if err := tr.Drain(func(ev *Event) {
+					if ev.TID == tid && ev.Switch && SwitchState(ev.Nr) == 0 && ev.UserStack == NoStack && ev.CallNr == unix.SYS_SCHED_YIELD {
+						k++
+					}
+				}); err != nil {
+					t.Fatal(err)
+				}
+				return k
+			}
+			const n = 40
+			between := bare(false, n)
+			dropped := tr.SwitchesBetween()
+			inWindow := bare(true, n)
+			tr.Remove(uint32(os.Getpid()))
+			if inWindow == 0 {
+				t.Fatalf("%d yields beside a spinner on one CPU in a window: no switch inside sched_yield recorded without stacks, the test shows nothing", n)
+			}
+			if ins {
+				if between == 0 || tr.SwitchesBetween() != 0 {
+					t.Errorf("with switch-ins: between windows %d preemptions recorded without stacks, %d not recorded; want them all recorded", between, tr.SwitchesBetween())
+				}
+				return
+			}
+			if between != 0 || dropped == 0 || tr.SwitchesBetween() != dropped {
+				t.Errorf("between windows: %d preemptions recorded without stacks (want 0), %d counted as not recorded (want some), %d after a window's %d recorded (want the same)",
+					between, dropped, tr.SwitchesBetween(), inWindow)
+			}
+		})
+	}
+}
+
 // TestStacksFull: with room for one call chain, the first one walked is
 // kept and every later different one has no id (a negative one), never
 // the kept one's: entries of two call sites each have their own chain or

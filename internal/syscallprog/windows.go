@@ -163,6 +163,10 @@ func (t *Tracer) cycle() {
 				t.links[i].Close()
 				t.links[i] = nil
 			}
+			if err := t.setOpen(false); err != nil {
+				w.fail(fmt.Errorf("closing a system call window: %w", err))
+				return
+			}
 			scale := ratio
 			if w.above > 0 && rate(now) < w.above/2 {
 				// Calls came at less than half the rate: the programs
@@ -181,6 +185,10 @@ func (t *Tracer) cycle() {
 			w.mu.Lock()
 			w.spans = append(w.spans, Window{Start: monotonicNow(), opened: math.MaxUint64, Scale: w.scales[w.gen], gen: w.gen})
 			w.mu.Unlock()
+			if err := t.setOpen(true); err != nil {
+				w.fail(fmt.Errorf("opening a system call window: %w", err))
+				return
+			}
 			for _, i := range []int{1, 0} {
 				l, err := link.AttachRawTracepoint(link.RawTracepointOptions{Name: [2]string{"sys_enter", "sys_exit"}[i], Program: t.progs[i]})
 				if err != nil {
@@ -205,6 +213,19 @@ func (t *Tracer) cycle() {
 		}
 		attached = !attached
 	}
+}
+
+// setOpen tells the switch program whether the system call programs are
+// attached (or about to be): between windows it records no preemption
+// over its thread's budget (leftOut). Set before an attachment and after
+// a detachment, so that a switch the programs might see inside a window
+// is recorded.
+func (t *Tracer) setOpen(open bool) error {
+	v := uint64(0)
+	if open {
+		v = 1
+	}
+	return t.wgen.Update(winOpenKey, v, 0)
 }
 
 func (w *windows) fail(err error) {

@@ -69,15 +69,7 @@ func holderOnCPU0(t *testing.T) (*Event, *Ring) {
 	testutil.NeedRoot(t)
 	runtime.LockOSThread()
 	t.Cleanup(runtime.UnlockOSThread)
-	var old, one unix.CPUSet
-	if err := unix.SchedGetaffinity(0, &old); err != nil {
-		t.Fatal(err)
-	}
-	one.Set(0)
-	if err := unix.SchedSetaffinity(0, &one); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { unix.SchedSetaffinity(0, &old) })
+	t.Cleanup(testutil.PinThread(t, 0))
 	h, err := OpenRingHolder(0)
 	if err != nil {
 		t.Fatal(err)

@@ -1146,15 +1146,10 @@ func limit(b *bpfasm.Builder, m fds) {
 		asm.LoadMem(asm.R1, asm.RFP, winSlot, asm.DWord).WithSymbol("lim_win"),
 		asm.RSh.Imm(asm.R1, windowedBit),
 		asm.JEq.Imm(asm.R1, 0, "lim_out"),
-		asm.StoreImm(asm.RFP, -8, slotSkippedWin, asm.Word),
 	)
-	b.Lookup(m.lost, -8)
+	countSlot(b, m, slotSkippedWin, "lim_out")
+	b.Emit(asm.Return())
 	b.Emit(
-		asm.JEq.Imm(asm.R0, 0, "lim_out"),
-		asm.Mov.Imm(asm.R1, 1),
-		asm.StoreXAdd(asm.R0, asm.R1, asm.DWord),
-		asm.Mov.Imm(asm.R0, 0).WithSymbol("lim_out"),
-		asm.Return(),
 		// tat = max(tat, now) + every
 		asm.JGE.Reg(asm.R1, asm.R0, "lim_late").WithSymbol("lim_take"),
 		asm.Mov.Reg(asm.R1, asm.R0),
@@ -1285,16 +1280,9 @@ func leftOut(b *bpfasm.Builder, m fds, walk, bare string) {
 			asm.JEq.Imm(asm.R0, 0, "lo_bare"),
 			asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
 			asm.JNE.Imm(asm.R1, 0, "lo_bare"),
-			asm.StoreImm(asm.RFP, -8, slotBetween, asm.Word),
 		)
-		b.Lookup(m.lost, -8)
-		b.Emit(
-			asm.JEq.Imm(asm.R0, 0, "lo_gone"),
-			asm.Mov.Imm(asm.R1, 1),
-			asm.StoreXAdd(asm.R0, asm.R1, asm.DWord),
-			asm.Mov.Imm(asm.R0, 0).WithSymbol("lo_gone"),
-			asm.Return(),
-		)
+		countSlot(b, m, slotBetween, "lo_gone")
+		b.Emit(asm.Return())
 	}
 	b.Emit(
 		asm.StoreImm(asm.RFP, -8, slotBare, asm.Word).WithSymbol("lo_bare"),
@@ -1312,6 +1300,20 @@ func leftOut(b *bpfasm.Builder, m fds, walk, bare string) {
 		asm.StoreMem(asm.R3, stTAT, asm.R1, asm.DWord),
 		asm.Ja.Label(walk),
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("lo_in"),
+	)
+}
+
+// countSlot emits: one more on this CPU at slot of the lost map, then R0
+// = 0 at label done. It uses R0-R2 and the stack's 8 bytes below the
+// frame pointer.
+func countSlot(b *bpfasm.Builder, m fds, slot int32, done string) {
+	b.Emit(asm.StoreImm(asm.RFP, -8, int64(slot), asm.Word))
+	b.Lookup(m.lost, -8)
+	b.Emit(
+		asm.JEq.Imm(asm.R0, 0, done),
+		asm.Mov.Imm(asm.R1, 1),
+		asm.StoreXAdd(asm.R0, asm.R1, asm.DWord),
+		asm.Mov.Imm(asm.R0, 0).WithSymbol(done),
 	)
 }
 
@@ -1552,15 +1554,8 @@ func reserveOr(b *bpfasm.Builder, m fds, size int32, kind int64, fail string) {
 		asm.Mov.Imm(asm.R3, 0),
 		asm.FnRingbufReserve.Call(),
 		asm.JNE.Imm(asm.R0, 0, reserved),
-		asm.StoreImm(asm.RFP, -8, slotLost, asm.Word),
 	)
-	b.Lookup(m.lost, -8)
-	b.Emit(
-		asm.JEq.Imm(asm.R0, 0, out),
-		asm.Mov.Imm(asm.R1, 1),
-		asm.StoreXAdd(asm.R0, asm.R1, asm.DWord),
-		asm.Mov.Imm(asm.R0, 0).WithSymbol(out),
-	)
+	countSlot(b, m, slotLost, out)
 	if fail != "" {
 		b.Emit(asm.Ja.Label(fail))
 	} else {

@@ -627,14 +627,7 @@ func TestPreemptionsBetweenWindows(t *testing.T) {
 			tr, tid := traceSelf(t, Options{Switches: true, SwitchIns: ins, Syscalls: true, RingBytes: 4 << 20,
 				Limit: 1, LimitBurst: 1, WindowOn: time.Hour, WindowPeriod: 2 * time.Hour})
 			defer tr.Close()
-			var old, one unix.CPUSet
-			if err := unix.SchedGetaffinity(0, &old); err != nil {
-				t.Fatal(err)
-			}
-			one.Set(0)
-			if err := unix.SchedSetaffinity(0, &one); err != nil {
-				t.Fatal(err)
-			}
+			unpin := testutil.PinThread(t, 0)
 			spin := exec.Command("sh", "-c", "while :; do :; done") // forked by this thread: on CPU 0 too
 			if err := spin.Start(); err != nil {
 				t.Fatal(err)
@@ -642,7 +635,7 @@ func TestPreemptionsBetweenWindows(t *testing.T) {
 			defer func() {
 				spin.Process.Kill()
 				spin.Wait()
-				unix.SchedSetaffinity(0, &old)
+				unpin()
 				runtime.UnlockOSThread()
 			}()
 			// bare counts this thread's runnable switches inside

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // Root returns the repository root.
@@ -192,4 +194,21 @@ func NeedTool(t testing.TB, name string) string {
 	p, err := exec.LookPath(name)
 	Need(t, err == nil, name+" not installed")
 	return p
+}
+
+// PinThread pins the calling thread, which the caller has locked
+// (runtime.LockOSThread), to cpu, and returns what puts its affinity
+// back: call it before unlocking the thread, which otherwise goes back to
+// the runtime pinned.
+func PinThread(t testing.TB, cpu int) (restore func()) {
+	t.Helper()
+	var old, one unix.CPUSet
+	if err := unix.SchedGetaffinity(0, &old); err != nil {
+		t.Fatal(err)
+	}
+	one.Set(cpu)
+	if err := unix.SchedSetaffinity(0, &one); err != nil {
+		t.Fatal(err)
+	}
+	return func() { unix.SchedSetaffinity(0, &old) }
 }

@@ -91,11 +91,7 @@ func TestWakerStacksInterrupt(t *testing.T) {
 	threadStates(t, func(t *testing.T, hash bool) {
 		tr, tid := traceSelf(t, Options{Wakeups: true, WakerStacks: true, StackBytes: 256, RingBytes: 1 << 20, threadHash: hash})
 		defer tr.Close()
-		var cpu unix.CPUSet
-		cpu.Set(0)
-		if err := unix.SchedSetaffinity(0, &cpu); err != nil {
-			t.Fatal(err)
-		}
+		unpin := testutil.PinThread(t, 0)
 		sh := exec.Command("sh", "-c", "for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do sleep 0.001; done")
 		if err := sh.Start(); err != nil { // forked by this thread: on CPU 0 too
 			t.Fatal(err)
@@ -112,6 +108,7 @@ func TestWakerStacksInterrupt(t *testing.T) {
 			}
 		}
 		tr.Remove(uint32(os.Getpid()))
+		unpin()
 		runtime.UnlockOSThread()
 		interrupts := 0
 		err := tr.Drain(func(ev *Event) {

@@ -52,7 +52,8 @@
 # dummy` (one per CPU); ticker and ticker-100 run bench/ticker (a thread
 # per CPU waking 999 or 100 times a second and doing nothing: what a
 # process waking on the CPUs at a profiler's rate costs the server, with
-# no perf event at all); cpu-99 and bpftrace-99 are cpu and bpftrace at 99 Hz
+# no perf event at all); cpu-99, all-bpf-99, sched-bpf-99 and bpftrace-99
+# are cpu, all-bpf, sched-bpf and bpftrace at 99 Hz
 # (what is left at a tenth of the ticks); bpftrace-sched adds to bpftrace
 # a sched_switch probe counting both chains at each switch of the
 # server's threads (the nearest bpftrace to --events cpu,sched) and
@@ -142,6 +143,8 @@ declare -A cfg=(
 	[perf-dummy-a]="perf record -a -e dummy -o $out/perf.data --"
 	[bpftrace]="$out/bpftrace-profile 999 --"
 	[cpu-99]="$c -F 99 --"
+	[all-bpf-99]="$c --events cpu,syscalls,sched -F 99 --"
+	[sched-bpf-99]="$c --events cpu,sched -F 99 --"
 	[bpftrace-99]="$out/bpftrace-profile 99 --"
 	[bpftrace-sched]="$out/bpftrace-sched all --"
 	[bpftrace-switch0]="$out/bpftrace-sched none --"

@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -307,6 +308,56 @@ func TestSwitchInsideSystemCall(t *testing.T) {
 		t.Errorf("%d switches inside a read or write, %d with the loop's chain; others: %s", inside, complete, strings.Join(bad, "; "))
 	}
 	t.Logf("%d switches inside a read or write", inside)
+}
+
+// TestSwitchesInWindows: with system calls recorded in windows
+// (--syscall-windows), context switches are recorded in the windows only,
+// each standing for PERIOD/ON switches (its period), and the recorder says
+// so. Two threads handing a byte back and forth on one CPU switch twice a
+// round inside read(2): the periods of the switches recorded in the
+// windows (half the run) estimate the program's own count within a half.
+func TestSwitchesInWindows(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "pingpong", []string{"pingpong.c"}, "-O2", "-g", "-fno-omit-frame-pointer", "-pthread")
+	out := rec(t)
+	const rounds = 100000
+	_, errs, code := run(t, "record", "--events", "cpu,syscalls,sched", "--syscall-windows", "20ms/40ms", "-o", out, "--",
+		"taskset", "-c", "0", bin, strconv.Itoa(rounds))
+	if code != 0 || !strings.Contains(errs, "context switches too are recorded in the windows only") {
+		t.Fatalf("culprit record: exit %d, stderr:\n%s", code, errs)
+	}
+	var spans []recording.SyscallWindow
+	var switches []recording.Sample // all the program's: the recording's only process
+	eachRecord(t, out, func(r recording.Record) {
+		switch r := r.(type) {
+		case *recording.SyscallWindow:
+			spans = append(spans, *r)
+		case *recording.Sample:
+			if r.Event == recording.EventSwitch {
+				switches = append(switches, *r)
+			}
+		}
+	})
+	outside, odd := 0, 0
+	var weight uint64
+	for _, s := range switches {
+		// A switch that found the window open may be stamped just
+		// after its end was taken (less than a system call's return).
+		i := sort.Search(len(spans), func(i int) bool { return spans[i].End+uint64(time.Millisecond) >= s.Time })
+		if i == len(spans) || spans[i].Start > s.Time {
+			outside++
+		}
+		if s.Period != 2 {
+			odd++
+		}
+		weight += s.Period
+	}
+	const own = 2 * rounds
+	if len(spans) < 5 || outside > 0 || odd > 0 || weight < own/2 || weight > own*3/2 {
+		t.Errorf("%d windows; of %d switches of the program, %d outside a window, %d with a period other than 2; they stand for %d, want the program's %d within a half",
+			len(spans), len(switches), outside, odd, weight, own)
+	}
+	t.Logf("%d windows; %d switches recorded stand for %d of the program's %d", len(spans), len(switches), weight, own)
 }
 
 // otherTracer runs another culprit recording system calls and context

@@ -171,10 +171,10 @@ type Result struct {
 	// copy where a memo's words held, whose unwind was compared with the
 	// memo's chain, and MemoMismatched those that differed.
 	MemoChains, MemoChecked, MemoMismatched uint64
-	// SwitchesBetween is the preemptions of the target's threads inside
-	// system calls that were not recorded: between the system call
-	// windows, over their thread's budget for stacks, without --events
-	// wakeup (syscallprog's leftOut says why).
+	// SwitchesBetween is the context switches of the target's threads
+	// not recorded because they came between the system call windows
+	// (without --events wakeup): each one recorded in a window stands for
+	// the window's scale of them (syscallprog's betweenWindows says why).
 	SwitchesBetween uint64
 	Bytes           int64
 	ExitCode        int // the launched command's exit code (128+signal if killed); -1 when attached
@@ -490,6 +490,9 @@ type session struct {
 	// carried to the next, so that weights add up to the scaled counts.
 	sysWindows bool
 	sysFrac    float64
+	// switchScales: with switches recorded in the windows only
+	// (syscallprog's Tracer.SwitchesWindowed), what each stands for.
+	switchScales *switchScales
 	// sysWindowsOut: the windows written so far (writeWindows).
 	sysWindowsOut int
 	sysRegs       []uint64                // eventUser's registers, reused
@@ -1622,7 +1625,7 @@ func (s *session) finish() (Result, error) {
 		}
 		between := ""
 		if s.res.SwitchesBetween > 0 {
-			between = fmt.Sprintf("; between windows, %d preemptions inside calls were not recorded (--events wakeup records them)", s.res.SwitchesBetween)
+			between = fmt.Sprintf("; context switches too are recorded in the windows only, each standing for as many (%d between them were not recorded; --events wakeup records every one)", s.res.SwitchesBetween)
 		}
 		s.warn("system calls recorded in %d windows of %v every %v%s%s: %d recorded stand for an estimated %d calls; counts and shares of system calls are estimates (each call recorded in a window has its samples' period scaled by %.3g); calls still in progress when their window closed have no exit recorded, which counts long calls less%s; --syscall-windows off records calls all along, at more cost (docs/introperf.md)",
 			len(scaled), s.o.SyscallWindowOn, s.o.SyscallWindowPeriod, above, limit, r, n, scaled[0].Scale, between)

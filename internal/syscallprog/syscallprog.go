@@ -231,11 +231,10 @@ type Options struct {
 	// stays attached. Each window has a generation of its own, kept in
 	// the thread's state at its entries: a call entered before the window
 	// closed whose exit comes later is not recorded at its exit (its
-	// entry stays without one), and switches after the close take no call
-	// as theirs (they are inside calls left out, recorded without
-	// chains). Between windows, a preemption inside a call over its
-	// thread's budget is not recorded at all unless SwitchIns are
-	// (SwitchesBetween counts them; leftOut says why). Windows are the
+	// entry stays without one). Between windows no context switch is
+	// recorded either, unless SwitchIns are: SwitchesBetween counts them,
+	// and each recorded in a window stands for PERIOD/ON as its calls do
+	// (SwitchesWindowed; betweenWindows says why). Windows are the
 	// Tracer's Windows.
 	WindowOn, WindowPeriod time.Duration
 	// WindowAbove, when above 0 with WindowOn, keeps the system call
@@ -338,6 +337,7 @@ type Tracer struct {
 	runDelay                            bool     // switch records carry the thread's run_delay
 	execRuntime                         bool     // switch and switch-in records carry the thread's sum_exec_runtime
 	win                                 *windows // nil: the system call programs stay attached
+	switchesWindowed                    bool     // SwitchesWindowed
 }
 
 // New loads the programs and attaches them to the tracepoints. No process
@@ -434,6 +434,7 @@ func New(o Options) (*Tracer, error) {
 		}
 		m.win = t.wgen.FD()
 		m.dropBetween = o.Switches && !o.SwitchIns
+		t.switchesWindowed = m.dropBetween
 		if err := t.wgen.Update(winOpenKey, uint64(1), 0); err != nil {
 			return fail(err)
 		}
@@ -859,10 +860,15 @@ func readKallsyms() tracingCode {
 // their stacks (UserStack NoStack).
 func (t *Tracer) SwitchesBare() uint64 { return t.count(slotBare) }
 
-// SwitchesBetween is the number of preemptions inside system calls left
-// out that were not recorded at all: between windows, over their
-// thread's budget, without switch-ins (leftOut).
+// SwitchesBetween is the number of context switches of traced threads
+// not recorded because they came between windows (SwitchesWindowed).
 func (t *Tracer) SwitchesBetween() uint64 { return t.count(slotBetween) }
+
+// SwitchesWindowed reports whether context switches are recorded in the
+// system call windows only (Options.WindowOn, without SwitchIns): each
+// one recorded in a window stands for the window's scale of them, as the
+// window's calls do.
+func (t *Tracer) SwitchesWindowed() bool { return t.switchesWindowed }
 
 // kernelWalks is the number of kernel chains walked at switches inside
 // calls that could have reused their thread's last one (inCallKernelStack).
@@ -968,9 +974,8 @@ type fds struct {
 	// each costs nothing.
 	walker int32
 	win    int // the window generation's map (Options.WindowOn), 0: none
-	// dropBetween: the switch program records no preemption over its
-	// thread's budget between windows (leftOut), switches onto a CPU not
-	// being recorded.
+	// dropBetween: the switch program records no switch between windows
+	// (betweenWindows), switches onto a CPU not being recorded.
 	dropBetween bool
 	threadHash  bool // thr is a hash keyed by thread id (Tracer.threadHash)
 	// tops and topsOn are the threads' stack tops and whether any is set
@@ -1066,7 +1071,7 @@ const (
 	// slotSkippedWin: calls Options.Limit left out in windows whose calls
 	// stand for PERIOD/ON each (the others stand for themselves).
 	slotSkippedWin = 6
-	slotBetween    = 7 // preemptions between windows not recorded (SwitchesBetween)
+	slotBetween    = 7 // switches between windows not recorded (SwitchesBetween)
 )
 
 // winOpenKey is the window map's entry that says whether the system call
@@ -1230,19 +1235,10 @@ func recorded(b *bpfasm.Builder, m fds, label string) {
 // inference takes a preemption's wait for a CPU out of its thread's time
 // with or without a stack, and a stack adds the point where the thread
 // was (on memcached its walks mostly reuse a memo's chain,
-// bpfasm.Memos). Between windows (m.dropBetween) a preemption over budget
-// is not recorded at all, only counted (SwitchesBetween): the inference
-// uses no event there, its record would say no more than when the thread
-// left the CPU, and a server that wakes its clients on its own CPU is
-// preempted on its way out of nearly every reply (memcached: 110,000
-// such records a load of 400,000 requests, half of all the program's
-// records). Its wait for a CPU still shows in the run delay of the
-// thread's next recorded switch; off-CPU spans (analysis/offcpu) then
-// run from the switch before it to the next recorded event. With
-// switches onto a CPU recorded (Options.SwitchIns) every one is kept:
-// thread timelines need each. A thread without state records every
-// call and its switches walk. Label lo_out is the same rule for a call the
-// switch program knows was not recorded.
+// bpfasm.Memos). Between windows no switch gets here without switch-ins
+// (betweenWindows). A thread without state records every call and its
+// switches walk. Label lo_out is the same rule for a call the switch
+// program knows was not recorded.
 func leftOut(b *bpfasm.Builder, m fds, walk, bare string) {
 	if !m.limited {
 		return
@@ -1272,18 +1268,6 @@ func leftOut(b *bpfasm.Builder, m fds, walk, bare string) {
 		asm.Add.Imm(asm.R2, m.burst),
 		asm.JGE.Reg(asm.R2, asm.R1, "lo_take"),
 	)
-	if m.dropBetween && m.win != 0 {
-		// Over budget between windows: not recorded, counted.
-		b.Emit(asm.StoreImm(asm.RFP, -8, int64(winOpenKey), asm.Word))
-		b.Lookup(m.win, -8)
-		b.Emit(
-			asm.JEq.Imm(asm.R0, 0, "lo_bare"),
-			asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
-			asm.JNE.Imm(asm.R1, 0, "lo_bare"),
-		)
-		countSlot(b, m, slotBetween, "lo_gone")
-		b.Emit(asm.Return())
-	}
 	b.Emit(
 		asm.StoreImm(asm.RFP, -8, slotBare, asm.Word).WithSymbol("lo_bare"),
 	)
@@ -1301,6 +1285,35 @@ func leftOut(b *bpfasm.Builder, m fds, walk, bare string) {
 		asm.Ja.Label(walk),
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("lo_in"),
 	)
+}
+
+// betweenWindows emits, in the switch program with m.dropBetween: while
+// the system call programs are detached (the window map's flag, setOpen),
+// a count (SwitchesBetween) and a return, before anything else is read.
+// Between windows no event is recorded for the inference (it uses none
+// there: analysis/introperf's edges), and the switches recorded in the
+// windows stand for the others as the calls do: the recorder weighs each
+// by its window's scale (SwitchesWindowed). A record between windows
+// would say no more than when a thread left the CPU, without the stacks
+// of the call it was in (left out), and a syscall-heavy server switches
+// at nearly every request (memcached: two records in three of the
+// program's, 0.2 µs of the recorder's CPU a request). With switches onto
+// a CPU recorded (Options.SwitchIns) every switch is: thread timelines
+// need each.
+func betweenWindows(b *bpfasm.Builder, m fds) {
+	if !m.dropBetween || m.win == 0 {
+		return
+	}
+	b.Emit(asm.StoreImm(asm.RFP, -8, int64(winOpenKey), asm.Word))
+	b.Lookup(m.win, -8)
+	b.Emit(
+		asm.JEq.Imm(asm.R0, 0, "bw_open"),
+		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
+		asm.JNE.Imm(asm.R1, 0, "bw_open"),
+	)
+	countSlot(b, m, slotBetween, "bw_counted")
+	b.Emit(asm.Return())
+	b.Mark("bw_open")
 }
 
 // countSlot emits: one more on this CPU at slot of the lost map, then R0
@@ -2126,6 +2139,7 @@ func switchProgram(m fds, copyBytes, ringBytes int, exitStateOff int32, so sched
 	// With tops, the thread's state keeps its copies' holes (knownHoles):
 	// made here for threads that make no recorded system call.
 	traced(&b, m, m.tops != 0)
+	betweenWindows(&b, m)
 	stale(&b, m)
 	switchTime(&b)
 	b.Emit(

@@ -613,20 +613,23 @@ func TestSwitchInUnrecordedCall(t *testing.T) {
 	}
 }
 
-// TestPreemptionsBetweenWindows: a preemption inside a call left out,
-// over its thread's budget, is recorded without stacks while a window is
-// open and not at all between windows (counted: SwitchesBetween), unless
-// switches onto a CPU are recorded too. The test's thread, pinned to one
-// CPU beside a spinning shell, yields the CPU in sched_yield: each yield
-// is a switch that leaves it runnable inside the call. The windows are an
+// TestSwitchesBetweenWindows: between windows no context switch of a
+// traced thread is recorded (counted: SwitchesBetween), whether it
+// blocked or was preempted, unless switches onto a CPU are recorded too;
+// in a window both are. The test's thread, pinned to one CPU beside a
+// spinning shell, sleeps (a switch that blocks) and yields the CPU in
+// sched_yield (a switch that leaves it runnable). The windows are an
 // hour long, so the test sets the program's flag itself (setOpen).
-func TestPreemptionsBetweenWindows(t *testing.T) {
+func TestSwitchesBetweenWindows(t *testing.T) {
 	testutil.NeedRoot(t)
 	for _, ins := range []bool{false, true} {
 		t.Run(fmt.Sprintf("switch-ins=%v", ins), func(t *testing.T) {
 			tr, tid := traceSelf(t, Options{Switches: true, SwitchIns: ins, Syscalls: true, RingBytes: 4 << 20,
-				Limit: 1, LimitBurst: 1, WindowOn: time.Hour, WindowPeriod: 2 * time.Hour})
+				Limit: 1000, LimitBurst: 1000, WindowOn: time.Hour, WindowPeriod: 2 * time.Hour})
 			defer tr.Close()
+			if tr.SwitchesWindowed() == ins {
+				t.Errorf("switch-ins %v: SwitchesWindowed %v", ins, tr.SwitchesWindowed())
+			}
 			unpin := testutil.PinThread(t, 0)
 			spin := exec.Command("sh", "-c", "while :; do :; done") // forked by this thread: on CPU 0 too
 			if err := spin.Start(); err != nil {
@@ -638,42 +641,58 @@ func TestPreemptionsBetweenWindows(t *testing.T) {
 				unpin()
 				runtime.UnlockOSThread()
 			}()
-			// bare counts this thread's runnable switches inside
-			// sched_yield recorded without stacks, over n yields with
-			// the flag set to open.
-			bare := func(open bool, n int) (k int) {
+			// switches returns the switches away of this thread recorded
+			// asleep and runnable over n sleeps and n yields with the
+			// flag set to open.
+			switches := func(open bool, n int) (asleep, runnable int) {
 				if err := tr.setOpen(open); err != nil {
 					t.Fatal(err)
 				}
+				// The switches before (the shell's start) are not counted.
+				if err := tr.Drain(func(*Event) {}); err != nil {
+					t.Fatal(err)
+				}
+				ts := unix.Timespec{Nsec: 100_000}
 				for i := 0; i < n; i++ {
+					unix.Nanosleep(&ts, nil)
 					unix.Syscall(unix.SYS_SCHED_YIELD, 0, 0, 0)
 				}
 				if err := tr.Drain(func(ev *Event) {
-					if ev.TID == tid && ev.Switch && SwitchState(ev.Nr) == 0 && ev.UserStack == NoStack && ev.CallNr == unix.SYS_SCHED_YIELD {
-						k++
+					if ev.TID != tid || !ev.Switch {
+						return
+					}
+					switch SwitchState(ev.Nr) {
+					case 0:
+						runnable++
+					case 1:
+						asleep++
 					}
 				}); err != nil {
 					t.Fatal(err)
 				}
-				return k
+				return asleep, runnable
 			}
 			const n = 40
-			between := bare(false, n)
-			dropped := tr.SwitchesBetween()
-			inWindow := bare(true, n)
+			asleep, runnable := switches(false, n)
+			if err := tr.setOpen(true); err != nil {
+				t.Fatal(err)
+			}
+			dropped := tr.SwitchesBetween() // none counted from here on
+			inAsleep, inRunnable := switches(true, n)
 			tr.Remove(uint32(os.Getpid()))
-			if inWindow == 0 {
-				t.Fatalf("%d yields beside a spinner on one CPU in a window: no switch inside sched_yield recorded without stacks, the test shows nothing", n)
+			if inAsleep < n || inRunnable == 0 {
+				t.Fatalf("in a window, %d sleeps and %d yields beside a spinner on one CPU: %d switches asleep and %d runnable recorded; want %d and some",
+					n, n, inAsleep, inRunnable, n)
 			}
 			if ins {
-				if between == 0 || tr.SwitchesBetween() != 0 {
-					t.Errorf("with switch-ins: between windows %d preemptions recorded without stacks, %d not recorded; want them all recorded", between, tr.SwitchesBetween())
+				if asleep < n || runnable == 0 || tr.SwitchesBetween() != 0 {
+					t.Errorf("with switch-ins, between windows: %d switches asleep and %d runnable recorded, %d not; want every one recorded", asleep, runnable, tr.SwitchesBetween())
 				}
 				return
 			}
-			if between != 0 || dropped == 0 || tr.SwitchesBetween() != dropped {
-				t.Errorf("between windows: %d preemptions recorded without stacks (want 0), %d counted as not recorded (want some), %d after a window's %d recorded (want the same)",
-					between, dropped, tr.SwitchesBetween(), inWindow)
+			if asleep != 0 || runnable != 0 || dropped < n || tr.SwitchesBetween() != dropped {
+				t.Errorf("between windows: %d switches asleep and %d runnable recorded (want none), %d counted as not recorded (want %d or more), %d after a window (want the same)",
+					asleep, runnable, dropped, n, tr.SwitchesBetween())
 			}
 		})
 	}

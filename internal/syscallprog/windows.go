@@ -216,8 +216,8 @@ func (t *Tracer) cycle() {
 }
 
 // setOpen tells the switch program whether the system call programs are
-// attached (or about to be): between windows it records no preemption
-// over its thread's budget (leftOut). Set before an attachment and after
+// attached (or about to be): between windows it records no switch
+// (betweenWindows). Set before an attachment and after
 // a detachment, so that a switch the programs might see inside a window
 // is recorded.
 func (t *Tracer) setOpen(open bool) error {

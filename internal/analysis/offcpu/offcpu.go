@@ -13,6 +13,10 @@
 // overestimate by at most the time to its next event otherwise (one tick of
 // CPU time when it runs). A switch with no later event of its thread (it
 // exited, or the recording ended) has no known end and is left out.
+// Recorded in system call windows (record --syscall-windows, without
+// wakeup), switches come in the windows only, each standing for the
+// window's scale of them (its period): its span is charged that many
+// times, as each call recorded there stands for that many calls.
 package offcpu
 
 import (
@@ -72,7 +76,10 @@ func Profile(p *profile.Profile) (*profile.Profile, Stats, error) {
 			if j, ok := open[s.TID]; ok {
 				sw := p.Samples[j]
 				if s.Time >= sw.Time {
-					sw.Period = s.Time - sw.Time
+					// A switch that stands for more (its period: one
+					// recorded in a system call window) is charged
+					// its span that many times.
+					sw.Period = (s.Time - sw.Time) * max(sw.Period, 1)
 					out = append(out, sw)
 					st.Spans++
 					st.Total += sw.Period

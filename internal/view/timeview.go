@@ -407,9 +407,12 @@ func (s *Server) threadLanes(secs int, cell uint64, spanMS float64) []threadLane
 				continue
 			}
 			l := &get(smp.TID, smp.Time).l
+			// A span that stands for more (a switch recorded in a
+			// system call window) is drawn and counted once.
+			d := float64(smp.Period/uint64(smp.N())) / 1e6
 			from := float64(smp.Time-start) / 1e6
-			to := from + float64(smp.Period)/1e6
-			l.OffMS += float64(smp.Period) / 1e6
+			to := from + d
+			l.OffMS += d
 			if n := len(l.Spans); n > 0 && from-l.Spans[n-1][1] < gap {
 				l.Spans[n-1][1] = max(l.Spans[n-1][1], to)
 				continue

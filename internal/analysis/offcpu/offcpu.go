@@ -16,7 +16,9 @@
 // Recorded in system call windows (record --syscall-windows, without
 // wakeup), switches come in the windows only, each standing for the
 // window's scale of them (its period): its span is charged that many
-// times, as each call recorded there stands for that many calls.
+// times, as each call recorded there stands for that many calls, and the
+// sample stands for that many spans (profile.Sample's More: its Period
+// over N is the span itself).
 package offcpu
 
 import (
@@ -78,8 +80,10 @@ func Profile(p *profile.Profile) (*profile.Profile, Stats, error) {
 				if s.Time >= sw.Time {
 					// A switch that stands for more (its period: one
 					// recorded in a system call window) is charged
-					// its span that many times.
-					sw.Period = (s.Time - sw.Time) * max(sw.Period, 1)
+					// its span that many times, as that many
+					// switches (More).
+					w := max(sw.Period, 1)
+					sw.Period, sw.More = (s.Time-sw.Time)*w, uint32(w-1)
 					out = append(out, sw)
 					st.Spans++
 					st.Total += sw.Period

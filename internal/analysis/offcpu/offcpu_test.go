@@ -26,7 +26,7 @@ func TestProfile(t *testing.T) {
 	}
 	want := []profile.Sample{
 		{Time: 100, TID: 1, Event: sw, Stack: 7, Period: 200},
-		{Time: 150, TID: 2, Event: sw, Stack: 8, Period: 2500},
+		{Time: 150, TID: 2, Event: sw, Stack: 8, Period: 2500, More: 9},
 	}
 	if len(q.Samples) != len(want) {
 		t.Fatalf("samples %+v, want %+v", q.Samples, want)

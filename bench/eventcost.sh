@@ -58,8 +58,11 @@
 # a sched_switch probe counting both chains at each switch of the
 # server's threads (the nearest bpftrace to --events cpu,sched) and
 # bpftrace-switch0 one whose filter no thread passes (the floor of a
-# program on every switch of the machine). $CULPRIT names a culprit binary to use instead
-# of building this tree's; $ORDER the configurations to run. With $BASE
+# program on every switch of the machine); bpftrace-tick counts the
+# stacks at the scheduler's tick instead of at a timer of its own (no
+# interrupt added; HZ samples a second, 250 on the project's machines).
+# $CULPRIT names a culprit binary to use instead of building this tree's;
+# $ORDER the configurations to run. With $BASE
 # naming another culprit binary (an older build), each configuration X
 # has a twin X@base recording with it, to pair two builds in one run:
 # ORDER="bare all-bpf all-bpf@base". A run whose server does not start,
@@ -148,6 +151,7 @@ declare -A cfg=(
 	[bpftrace-99]="$out/bpftrace-profile 99 --"
 	[bpftrace-sched]="$out/bpftrace-sched all --"
 	[bpftrace-switch0]="$out/bpftrace-sched none --"
+	[bpftrace-tick]="$out/bpftrace-tick --"
 )
 # bpftrace's per-CPU profile probe at 999 Hz, kept for the server's
 # process by its filter, each stack counted in a map: a BPF profiler's
@@ -177,6 +181,17 @@ exec >/dev/null
 exec bpftrace -q -o "$out/bpftrace.out" -e "profile:hz:999 /pid == cpid/ { @[kstack, ustack] = count(); } tracepoint:sched:sched_switch /\$filter/ { @s[kstack, ustack] = count(); }" -c "\$*"
 EOF
 chmod +x "$out/bpftrace-sched"
+# bpftrace-tick: the same stacks counted at the scheduler's own tick (the
+# expiry of its hrtimer, HZ times a second on a busy CPU) instead of at a
+# timer of the profiler's: a sampler that adds no interrupt.
+tick=$(awk '$3 == "tick_nohz_handler" || $3 == "tick_sched_timer" { print "0x" $1; exit }' /proc/kallsyms)
+cat >"$out/bpftrace-tick" <<EOF
+#!/bin/bash
+shift # the --
+exec >/dev/null
+exec bpftrace -q -o "$out/bpftrace.out" -e "tracepoint:timer:hrtimer_expire_entry /pid == cpid && args->function == ${tick:-0}/ { @[kstack, ustack] = count(); }" -c "\$*"
+EOF
+chmod +x "$out/bpftrace-tick"
 if [ -n "${BASE:-}" ]; then
 	for k in "${!cfg[@]}"; do
 		[[ ${cfg[$k]} == "$c "* ]] && cfg[$k@base]="$BASE record -o $out/run.rec${cfg[$k]#"$c"}"

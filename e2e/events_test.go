@@ -314,8 +314,9 @@ func TestSwitchInsideSystemCall(t *testing.T) {
 // (--syscall-windows), context switches are recorded in the windows only,
 // each standing for PERIOD/ON switches (its period), and the recorder says
 // so. Two threads handing a byte back and forth on one CPU switch twice a
-// round inside read(2): the periods of the switches recorded in the
-// windows (half the run) estimate the program's own count within a half.
+// round (one blocks in read(2), the other, woken, gives way in write(2)
+// or blocks too): the periods of the switches recorded in the windows
+// (half the run) estimate the program's own count within a half.
 func TestSwitchesInWindows(t *testing.T) {
 	testutil.NeedRoot(t)
 	bin := testutil.C(t, "pingpong", []string{"pingpong.c"}, "-O2", "-g", "-fno-omit-frame-pointer", "-pthread")

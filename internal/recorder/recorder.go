@@ -490,9 +490,9 @@ type session struct {
 	// carried to the next, so that weights add up to the scaled counts.
 	sysWindows bool
 	sysFrac    float64
-	// switchScales: with switches recorded in the windows only
-	// (syscallprog's Tracer.SwitchesWindowed), what each stands for.
-	switchScales *switchScales
+	// switchFrac is sysFrac's twin for the switches' weights
+	// (switchWeight).
+	switchFrac float64
 	// sysWindowsOut: the windows written so far (writeWindows).
 	sysWindowsOut int
 	sysRegs       []uint64                // eventUser's registers, reused

@@ -1,7 +1,6 @@
 package recorder
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"os"
@@ -202,9 +201,6 @@ func (s *session) syscallsViaBPF() {
 		s.sysLimit, s.sysBurst = o.Limit, max(o.LimitBurst, 1)
 	}
 	s.sysWindows = o.Syscalls && o.WindowOn > 0
-	if t.SwitchesWindowed() {
-		s.switchScales = &switchScales{}
-	}
 	s.sysLast = monotonic() // nothing is lost before the program runs
 	s.pending = map[uint32]*pendingCall{}
 	s.sysStacks = map[int64][]uint64{}
@@ -457,18 +453,21 @@ func (s *session) syscall(e *sysEvent, k *eventKind) {
 		s.writeSyscall(ev, k, &x)
 		return
 	}
+	weight := uint64(0) // a switch's (switchWeight)
+	if ev.Switch {
+		weight = s.switchWeight(ev.Time)
+	}
 	if ev.Switch && ev.UserStack == syscallprog.NoStack {
 		// Inside a call left out (SyscallLimit), its thread over budget,
 		// or recorded without user chains (BlockingChainsOnly): when and
 		// how it left the CPU, with the blocking path when walked.
-		s.writeSyscall(ev, k, &pendingCall{nr: syscallprog.SwitchState(ev.Nr), kernel: s.sysStack(ev.KernStack, true),
-			weight: s.switchWeight(ev.Time)})
+		s.writeSyscall(ev, k, &pendingCall{nr: syscallprog.SwitchState(ev.Nr), kernel: s.sysStack(ev.KernStack, true), weight: weight})
 		return
 	}
 	if ev.Switch && ev.UserStack == syscallprog.InCall {
 		// Inside a system call (or on its way back to user space): the
 		// user chain is its entry's, at the same registers.
-		c := &pendingCall{nr: syscallprog.SwitchState(ev.Nr), kernel: s.sysStack(ev.KernStack, true), weight: s.switchWeight(ev.Time)}
+		c := &pendingCall{nr: syscallprog.SwitchState(ev.Nr), kernel: s.sysStack(ev.KernStack, true), weight: weight}
 		if p := s.pending[ev.TID]; p != nil && p.nr == ev.CallNr && p.ip == ev.IP && p.sp == ev.SP {
 			c.user, c.truncated, c.reduced = p.user, p.truncated, p.reduced
 			if p.gone {
@@ -485,7 +484,7 @@ func (s *session) syscall(e *sysEvent, k *eventKind) {
 	user, truncated := s.eventUser(e, ev.PID, ev.TID, kernel)
 	c := &pendingCall{nr: ev.Nr, kernel: kernel, user: user, truncated: truncated, ip: ev.IP, sp: ev.SP, reduced: ev.Reduced}
 	if ev.Switch {
-		c.nr, c.weight = syscallprog.SwitchState(ev.Nr), s.switchWeight(ev.Time)
+		c.nr, c.weight = syscallprog.SwitchState(ev.Nr), weight
 		s.writeSyscall(ev, k, c)
 		return
 	}
@@ -504,12 +503,10 @@ func (s *session) writeWindows(ws []syscallprog.Window, last bool) {
 	for _, w := range ws {
 		if w.End == 0 {
 			if !last {
-				s.switchScales.see(w)
 				return
 			}
 			w.End = max(monotonic(), w.Start)
 		}
-		s.switchScales.see(w)
 		r := recording.SyscallWindow{Start: w.Start, End: w.End}
 		if w.Scale > 1 {
 			r.On, r.Period = uint64(s.o.SyscallWindowOn), uint64(s.o.SyscallWindowPeriod)
@@ -523,68 +520,30 @@ func (s *session) writeWindows(ws []syscallprog.Window, last bool) {
 // their window's scale (PERIOD/ON in windows, Options.SyscallWindowOn),
 // the fractions carried from one call to the next.
 func (s *session) sysWeight(n uint64, scale float64) uint64 {
+	return weigh(n, scale, &s.sysFrac)
+}
+
+// weigh returns n scaled by scale, the fraction left carried in *frac to
+// the next, so that the weights add up to the scaled count.
+func weigh(n uint64, scale float64, frac *float64) uint64 {
 	if scale == 1 || n == 0 {
 		return n
 	}
-	w := float64(n)*scale + s.sysFrac
+	w := float64(n)*scale + *frac
 	whole := math.Floor(w)
-	s.sysFrac = w - whole
+	*frac = w - whole
 	return uint64(whole)
-}
-
-// switchScales says what a context switch recorded at a time stands for
-// when switches are recorded in the system call windows only
-// (syscallprog's Tracer.SwitchesWindowed): the scale of the window it
-// came in, as the window's calls. The windows come in time order
-// (writeWindows), each closed one once, the one still open each drain.
-type switchScales struct {
-	spans []syscallprog.Window // the closed windows of scale above 1, in time order
-	open  syscallprog.Window   // the window open at the last drain (End 0), Start 0: none
-	frac  float64              // the fraction carried to the next switch
-}
-
-// see takes in window w (nil s: nothing to do).
-func (s *switchScales) see(w syscallprog.Window) {
-	if s == nil {
-		return
-	}
-	if w.End == 0 {
-		s.open = w
-		return
-	}
-	if w.Start == s.open.Start {
-		s.open = syscallprog.Window{}
-	}
-	if w.Scale > 1 && (len(s.spans) == 0 || s.spans[len(s.spans)-1].Start < w.Start) {
-		s.spans = append(s.spans, w)
-	}
-}
-
-// at returns the scale of the window time t is in: 1 outside the windows
-// (a switch recorded as its window closed, or while the programs stayed
-// attached).
-func (s *switchScales) at(t uint64) float64 {
-	if s.open.Start != 0 && t >= s.open.Start {
-		return max(s.open.Scale, 1)
-	}
-	i, _ := slices.BinarySearchFunc(s.spans, t, func(w syscallprog.Window, t uint64) int { return cmp.Compare(w.Start, t+1) })
-	if i > 0 && t <= s.spans[i-1].End {
-		return s.spans[i-1].Scale
-	}
-	return 1
 }
 
 // switchWeight returns what a context switch recorded at t stands for: 1,
-// or with switches recorded in the windows only its window's scale, the
-// fractions carried from one switch to the next.
+// or with switches recorded in the windows only (syscallprog's
+// Tracer.SwitchesWindowed) its window's scale, the fractions carried from
+// one switch to the next.
 func (s *session) switchWeight(t uint64) uint64 {
-	if s.switchScales == nil {
+	if s.sys == nil || !s.sys.SwitchesWindowed() {
 		return 1
 	}
-	w := s.switchScales.at(t) + s.switchScales.frac
-	whole := math.Floor(w)
-	s.switchScales.frac = w - whole
-	return uint64(whole)
+	return weigh(1, s.sys.ScaleAt(t), &s.switchFrac)
 }
 
 // The windows of `--syscall-windows auto`: every call recorded (within

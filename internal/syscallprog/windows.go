@@ -1,8 +1,10 @@
 package syscallprog
 
 import (
+	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"sync"
 	"time"
 
@@ -252,6 +254,26 @@ func (t *Tracer) WindowsFrom(i int) ([]Window, error) {
 	defer t.win.mu.Unlock()
 	i = min(max(i, 0), len(t.win.spans))
 	return append([]Window(nil), t.win.spans[i:]...), t.win.err
+}
+
+// ScaleAt returns what a context switch recorded at time at (the
+// records' clock) stands for when switches are recorded in the windows
+// only (SwitchesWindowed): the scale of the window at lies in, 1 outside
+// the windows (a switch that found its window open stamped as it closed)
+// or without windows.
+func (t *Tracer) ScaleAt(at uint64) float64 {
+	if t.win == nil {
+		return 1
+	}
+	t.win.mu.Lock()
+	defer t.win.mu.Unlock()
+	ws := t.win.spans
+	i, _ := slices.BinarySearchFunc(ws, at, func(w Window, at uint64) int { return cmp.Compare(w.Start, at+1) })
+	// ws[i-1] is the last window that started at or before at.
+	if i > 0 && (ws[i-1].End == 0 || at <= ws[i-1].End) {
+		return max(ws[i-1].Scale, 1)
+	}
+	return 1
 }
 
 // Scale returns what each call recorded in window generation gen (an

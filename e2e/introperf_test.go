@@ -202,6 +202,20 @@ func TestIntroPerfCallerRootCause(t *testing.T) {
 	}
 }
 
+// TestIntroPerfCallerTick: with CPU time sampled at the scheduler's tick
+// (-F tick) the calling-context ranking of introperf_caller is the same
+// as at 999 Hz: the inference takes each sample's period, a tick's.
+func TestIntroPerfCallerTick(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "introperf_caller", []string{"introperf_caller.c"}, ipFlags...)
+	dir := t.TempDir()
+	base, buggy := filepath.Join(dir, "base.rec"), filepath.Join(dir, "buggy.rec")
+	for _, r := range []struct{ out, n string }{{base, "256"}, {buggy, "1000"}} {
+		mustRun(t, "record", "--events", "cpu,syscalls,sched", "-F", "tick", "-o", r.out, "--", bin, r.n)
+	}
+	callerRanking(t, bin, base, buggy)
+}
+
 // TestIntroPerfCallerWindows: with system calls recorded in windows
 // (--syscall-windows), the calling-context ranking of introperf_caller is
 // the same; the recording keeps the windows' rule, each recorded call's

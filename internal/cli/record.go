@@ -58,7 +58,7 @@ Call-graph modes, collectors, events and values: docs/cli.md (culprit record).`,
   culprit record --collector ptrace -p 1234 --duration 10s  # stop threads to sample them`,
 		RunE: func(c *cobra.Command, args []string) error {
 			o.Tool = "culprit " + Version
-			if o.Frequency < 1 {
+			if !o.TickClock && o.Frequency < 1 {
 				return usagef("-F %d: the sampling frequency is in samples per second of CPU time, at least 1 (default 999)", o.Frequency)
 			}
 			if o.Duration < 0 {
@@ -132,6 +132,11 @@ Call-graph modes, collectors, events and values: docs/cli.md (culprit record).`,
 			default:
 				return usagef("unknown collector %q: use perf or ptrace", collector)
 			}
+			if o.TickClock {
+				if err := o.CheckTickClock(); err != nil {
+					return usageError{err}
+				}
+			}
 			var res recorder.Result
 			err := start(pid, args,
 				func(stop <-chan struct{}) (err error) { res, err = recorder.Attach(o, pid, stop); return err },
@@ -155,7 +160,8 @@ Call-graph modes, collectors, events and values: docs/cli.md (culprit record).`,
 	}
 	f := c.Flags()
 	f.SetInterspersed(false)
-	f.IntVarP(&o.Frequency, "freq", "F", 999, "samples per second of CPU time per thread")
+	o.Frequency = 999
+	f.VarP(freqFlag{&o}, "freq", "F", "samples per second of CPU time per thread, or tick: a sample at each tick of the kernel's scheduler that finds a thread of the target running (HZ a second, "+tickRate()+"), which adds no timer interrupt of its own (fp mode; not with --values, --expr, --rules or --jitter; docs/cli.md)")
 	f.BoolVar(&o.ThreadClock, "per-thread-clock", false, "sample CPU time with a cpu-clock event on each thread of the target (inherited by new threads and children), as perf record -p, instead of one event per CPU whose samples a BPF program keeps for the target's processes, as perf record -a filtered (the default where BPF and per-CPU events are allowed, without --jitter: a thread's own event restarts its timer at each switch onto a CPU, which costs a server that blocks once per request, docs/performance.md)")
 	f.StringVar(&o.CallGraph, "call-graph", "fp", "how user stacks are unwound: fp (frame pointers, leaf repaired by CFI) or dwarf (copied stack, CFI)")
 	f.StringVarP(&o.Output, "output", "o", "culprit.rec", "recording file to write")
@@ -182,9 +188,45 @@ Call-graph modes, collectors, events and values: docs/cli.md (culprit record).`,
 	return c
 }
 
+// freqFlag is record's -F: a frequency in Hz, or tick (Options.TickClock).
+type freqFlag struct{ o *recorder.Options }
+
+func (f freqFlag) String() string {
+	if f.o.TickClock {
+		return "tick"
+	}
+	return strconv.Itoa(f.o.Frequency)
+}
+
+func (f freqFlag) Set(v string) error {
+	if v == "tick" {
+		f.o.TickClock = true
+		return nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return fmt.Errorf("%q is no frequency: give samples per second of CPU time (e.g. 999) or tick", v)
+	}
+	f.o.Frequency, f.o.TickClock = n, false
+	return nil
+}
+
+func (freqFlag) Type() string { return "HZ|tick" }
+
+// tickRate says the scheduler's tick rate here, for the help.
+func tickRate() string {
+	if hz := recorder.TickRate(); hz > 0 {
+		return fmt.Sprintf("%d here", hz)
+	}
+	return "unknown here"
+}
+
 // recordPtrace runs the ptrace collector with the flags that apply to it.
 func recordPtrace(c *cobra.Command, o recorder.Options, pid int, args []string, jitter float64) error {
 	f := c.Flags()
+	if o.TickClock {
+		return usagef("-F tick applies to --collector perf only: --collector ptrace stops threads at a timer of its own")
+	}
 	for _, name := range []string{"call-graph", "stack-size", "mmap-pages", "event-period"} {
 		if f.Changed(name) {
 			return usagef("--%s applies to --collector perf only (ptrace unwinds each stopped thread's live stack with CFI)", name)

@@ -115,9 +115,18 @@ type Options struct {
 	// FastStart cuts the launched command's wait for the kernel's first
 	// task-bound perf event by an expedited RCU grace period (perf.FastStart).
 	FastStart bool
+	// TickClock samples CPU time at the scheduler's tick (HZ a second,
+	// which setDefaults puts in Frequency) with culprit's BPF program on
+	// the tick's timer, instead of with cpu-clock events, whose timer
+	// interrupts add to the kernel's own (syscallprog's tick.go says
+	// what it changes). fp mode only, without Jitter, ThreadClock or
+	// State (the sampling program that reads values runs on cpu-clock
+	// events), nor PerfEvents or EventPeriod.
+	TickClock bool
 
-	autoStack bool // StackBytes is the default, which the sampling program may size per thread
-	ringGiven bool // RingPages was given, not chosen
+	autoStack bool   // StackBytes is the default, which the sampling program may size per thread
+	tickNs    uint64 // TickClock: the tick's period, ns
+	ringGiven bool   // RingPages was given, not chosen
 	// blockingChainsOnly: switches away without user chains, and with
 	// the kernel chain only when the thread blocked (OpenSched:
 	// syscallprog.Options.BlockingChainsOnly).
@@ -222,6 +231,11 @@ func stackFor(exe string) int {
 }
 
 func (o *Options) setDefaults() error {
+	if o.TickClock {
+		if err := o.tickDefaults(); err != nil {
+			return err
+		}
+	}
 	if o.Frequency == 0 {
 		o.Frequency = 999
 	}
@@ -493,6 +507,10 @@ type session struct {
 	// switchFrac is sysFrac's twin for the switches' weights
 	// (switchWeight).
 	switchFrac float64
+	// ticks: CPU samples come from the program at the scheduler's tick
+	// (Options.TickClock); tickFail says why they cannot.
+	ticks    bool
+	tickFail error
 	// sysWindowsOut: the windows written so far (writeWindows).
 	sysWindowsOut int
 	sysRegs       []uint64                // eventUser's registers, reused
@@ -649,6 +667,10 @@ func newSession(o Options, meta recording.Meta) (*session, error) {
 	}
 	s.exes, s.awaiting = map[uint32]string{}, map[uint32]bool{}
 	s.syscallsViaBPF()
+	if s.tickFail != nil {
+		s.abandon()
+		return nil, s.tickFail
+	}
 	for _, k := range s.kinds {
 		if k.tp != nil && !k.userChain && s.tracing == nil {
 			s.tracing = syscallprog.NewTracingCode()
@@ -686,7 +708,14 @@ func (s *session) begin() {
 	if o.EventPeriod > 1 {
 		meta.Extra["event_period"] = strconv.Itoa(o.EventPeriod)
 	}
-	if s.perCPU {
+	switch {
+	case s.ticks:
+		meta.Extra["cpu_clock"] = "tick"
+		meta.Extra[recording.ExtraUserChain] = recording.UserChainBPF
+		if o.StackBytes > 0 {
+			meta.Extra[recording.ExtraStackCopy] = recording.StackCopyThreadTop
+		}
+	case s.perCPU:
 		meta.Extra["cpu_clock"] = "per-cpu"
 	}
 	if s.stacks != nil {
@@ -757,7 +786,8 @@ func (s *session) openEvents(tids []int) error {
 	}
 	sideband := false
 	for i := range s.kinds {
-		if s.kinds[i].viaBPF {
+		if s.kinds[i].viaBPF && s.kinds[i].event != recording.EventCPU {
+			// The ticks' kind opens the CPUs' dummy events (openKind).
 			continue
 		}
 		if err := s.openKind(tids, &s.kinds[i], sideband); err != nil {
@@ -811,7 +841,7 @@ func (s *session) openKind(tids []int, k *eventKind, noSideband bool) error {
 			cfg.StackBytes = min(cfg.StackBytes, 1024)
 		}
 	}
-	if k.tp == nil && s.perCPU && !s.cpuClocks {
+	if k.tp == nil && s.perCPU && !s.cpuClocks && !k.viaBPF {
 		if err := s.openCPUClocks(cfg, k, pages); err != nil {
 			return err
 		}

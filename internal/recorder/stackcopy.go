@@ -103,7 +103,7 @@ func reachOf(sp uint64) uint64 { return sp + sampleprog.MaxStack*3/4 }
 // wantsBPFStack says whether the cpu-clock samples should have their stack
 // copied by the sampling program rather than by perf.
 func (s *session) wantsBPFStack() bool {
-	if s.o.CallGraph != CallGraphFP || !s.o.autoStack || s.state != nil {
+	if s.o.CallGraph != CallGraphFP || !s.o.autoStack || s.state != nil || s.o.TickClock {
 		return false
 	}
 	for _, k := range s.kinds {

@@ -1,6 +1,7 @@
 package recorder
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -167,6 +168,13 @@ func (s *session) syscallsViaBPF() {
 				sys = append(sys, k)
 				o.Switches = true
 			}
+		case recording.EventCPU:
+			if s.o.TickClock {
+				sys = append(sys, k)
+				o.Ticks = true
+			} else {
+				sideband = true
+			}
 		case recording.EventWakeup:
 			// perf's events record a traced thread's wake-ups, with its
 			// stack; the program those others make of traced threads
@@ -185,18 +193,27 @@ func (s *session) syscallsViaBPF() {
 	// The switches onto a CPU come with the switches away: the program's
 	// are stamped at the kernel's pick, perf's after the context switch.
 	o.SwitchIns = o.Switches && o.Wakeups
-	if s.o.PerfEvents || len(sys) == 0 || !sideband || s.o.CallGraph != CallGraphFP || s.o.EventPeriod > 1 {
+	if o.Ticks && !s.perCPU {
+		// The CPUs' dummy events bring the samples' mappings.
+		s.tickFail = errors.New("-F tick needs culprit's BPF programs and per-CPU perf events, which this kernel or user is refused: run as root, or use a frequency")
+		return
+	}
+	if !o.Ticks && (s.o.PerfEvents || len(sys) == 0 || !sideband || s.o.CallGraph != CallGraphFP || s.o.EventPeriod > 1) {
 		if o.Syscalls && o.WindowOn > 0 && o.WindowAbove == 0 {
 			s.warn("--syscall-windows applies where culprit's BPF program records system calls: perf's events record them all along")
 		}
 		return
 	}
 	t, err := syscallprog.New(o)
+	if err != nil && o.Ticks {
+		s.tickFail = fmt.Errorf("-F tick: %w", err)
+		return
+	}
 	if err != nil {
 		s.warn("system call and context switch events recorded through perf, at about twice the cost: %v", err)
 		return
 	}
-	s.sys = t
+	s.sys, s.ticks = t, o.Ticks
 	if o.Syscalls && o.Limit > 0 {
 		s.sysLimit, s.sysBurst = o.Limit, max(o.LimitBurst, 1)
 	}
@@ -233,6 +250,8 @@ func (s *session) sysKind(ev *syscallprog.Event) *eventKind {
 		want = recording.EventSwitch
 	case ev.Waking:
 		want = recording.EventWakeup
+	case ev.Tick:
+		want = recording.EventCPU
 	}
 	for i := range s.kinds {
 		if s.kinds[i].event == want {
@@ -322,8 +341,11 @@ func (s *session) eventUser(e *sysEvent, pid, tid uint32, kernel []uint64) (user
 		return []uint64{ev.IP}, true // its thread exited since
 	}
 	r := perf.Sample{Header: perf.Header{PID: pid, TID: tid, Time: ev.Time, CPU: ev.CPU},
-		IP: ev.IP, UserMode: true, ABI: 2, Kernel: kernel, User: s.sysStack(ev.UserStack, false),
+		IP: ev.IP, UserMode: true, ABI: 2, Kernel: kernel, User: ev.UserChain,
 		StackSP: ev.SP, Stack: e.stack, StackHoles: ev.StackHoles}
+	if !ev.Tick {
+		r.User = s.sysStack(ev.UserStack, false)
+	}
 	if r.User == nil {
 		r.User = []uint64{ev.IP}
 	}
@@ -407,6 +429,10 @@ func (s *session) eventTop(tid uint32, sp, end uint64, stop unwind.Stop, need un
 // syscall writes the sample of a system call entry or exit.
 func (s *session) syscall(e *sysEvent, k *eventKind) {
 	ev := &e.ev
+	if ev.Tick {
+		s.tick(e, k)
+		return
+	}
 	if ev.SwitchIn {
 		s.switchIn(recording.Sample{Time: ev.Time, PID: ev.PID, TID: ev.TID, CPU: ev.CPU, Event: recording.EventSwitchIn,
 			ExecRuntime: ev.ExecRuntime, HasExecRuntime: ev.HasExecRuntime})
@@ -609,4 +635,75 @@ func (s *session) writeSyscall(ev *syscallprog.Event, k *eventKind, c *pendingCa
 	if s.onSched != nil && k.event == recording.EventSwitch {
 		s.onSched(smp, c.user)
 	}
+}
+
+// tick writes the CPU sample of a scheduler tick that found a traced
+// thread running (Options.TickClock): its kernel chain without the timer
+// interrupt's frames (empty when the tick came in user mode), its user
+// chain completed as an event's, and the tick's period as its CPU time.
+func (s *session) tick(e *sysEvent, k *eventKind) {
+	ev := &e.ev
+	kernel := s.sys.TrimInterrupt(ev.KernelChain)
+	if s.o.UserOnly {
+		kernel = nil
+	}
+	user, truncated := s.eventUser(e, ev.PID, ev.TID, kernel)
+	if truncated && !ev.Reduced {
+		s.res.Truncated++
+	}
+	s.kernelSymbols(kernel)
+	s.res.Samples++
+	smp := recording.Sample{Time: ev.Time, PID: ev.PID, TID: ev.TID, CPU: ev.CPU, Period: s.o.tickNs,
+		Truncated: truncated, Event: k.event}
+	if err := s.w.WriteSample(smp, kernel, user); err != nil {
+		s.warn("writing the recording: %v", err)
+	}
+}
+
+// tickDefaults checks what -F tick can go with and sets the frequency to
+// the tick's.
+func (o *Options) tickDefaults() error {
+	if err := o.CheckTickClock(); err != nil {
+		return err
+	}
+	ns, err := syscallprog.TickPeriod()
+	if err != nil {
+		return err
+	}
+	o.tickNs = ns
+	o.Frequency = int((1e9 + ns/2) / ns)
+	return nil
+}
+
+// CheckTickClock says why TickClock cannot go with the other options,
+// nil when it can.
+func (o *Options) CheckTickClock() error {
+	what := ""
+	switch {
+	case o.CallGraph == CallGraphDWARF:
+		what = "--call-graph dwarf (culprit's BPF program walks the frame pointers and copies the stack top for the first frames, fp mode)"
+	case o.Jitter > 0:
+		what = "--jitter (the tick's period is the kernel's)"
+	case o.ThreadClock:
+		what = "--per-thread-clock"
+	case o.State != nil:
+		what = "--expr, --values or --rules (their sampling program runs on cpu-clock events)"
+	case o.PerfEvents:
+		what = "--perf-events"
+	case o.EventPeriod > 1:
+		what = "--event-period"
+	}
+	if what != "" {
+		return fmt.Errorf("-F tick samples at the scheduler's tick with culprit's BPF program: not with %s; give a frequency instead", what)
+	}
+	return nil
+}
+
+// TickRate is the scheduler's ticks a second (HZ), 0 when unknown.
+func TickRate() int {
+	ns, err := syscallprog.TickPeriod()
+	if err != nil {
+		return 0
+	}
+	return int((1e9 + ns/2) / ns)
 }

@@ -90,6 +90,7 @@ const (
 	kindSwitch   = 3
 	kindWaking   = 4
 	kindSwitchIn = 5
+	kindTick     = 6 // a scheduler tick that found a traced thread running (tick.go)
 )
 
 // Layout of the records the program writes (little-endian).
@@ -244,6 +245,11 @@ type Options struct {
 	// window's calls come at less than half that rate. Scale says what
 	// the calls of each window stand for.
 	WindowAbove int
+	// Ticks records a CPU sample of a traced thread at each tick of the
+	// scheduler that finds it running (tick.go), with its kernel and
+	// user call chains, registers and stack copy: HZ samples a second of
+	// the thread's CPU time, with no timer interrupt of their own.
+	Ticks bool
 	// WindowRateSpan is the time WindowAbove's rate is measured over,
 	// sliding, read every WindowOn (0: WindowPeriod). The programs stay
 	// attached for at least that long after they are attached for good,
@@ -263,10 +269,14 @@ type Options struct {
 // Event is one record of the program: a system call's entry (with its
 // stacks) or exit.
 type Event struct {
-	Exit       bool
-	Switch     bool // a switch away: Nr is preempt << 32 | prev_state | exit_state
-	Waking     bool // a wake-up of thread PID/TID (Options.Wakeups): Nr is the waker's pid_tgid, 0 when not traced
-	SwitchIn   bool // thread PID/TID is switched onto CPU (Options.SwitchIns)
+	Exit     bool
+	Switch   bool // a switch away: Nr is preempt << 32 | prev_state | exit_state
+	Waking   bool // a wake-up of thread PID/TID (Options.Wakeups): Nr is the waker's pid_tgid, 0 when not traced
+	SwitchIn bool // thread PID/TID is switched onto CPU (Options.SwitchIns)
+	// Tick: the scheduler's tick found thread PID/TID running
+	// (Options.Ticks): a CPU sample, its chains in KernelChain and
+	// UserChain (UserStack 0: walked; Memoized; or negative: none).
+	Tick       bool
 	CPU        uint32
 	PID, TID   uint32
 	Time       uint64
@@ -312,6 +322,11 @@ type Event struct {
 	// Memo is the id of the memo (Options.Memos) whose chain is the
 	// record's with UserStack Memoized.
 	Memo uint32
+	// KernelChain and UserChain are a tick's call chains, innermost
+	// first, carried in its record (tick.go): the kernel one from the
+	// tracepoint, timer interrupt included (Tracer.TrimInterrupt), the
+	// user one from the thread's user registers.
+	KernelChain, UserChain []uint64
 }
 
 // Tracer is the loaded and attached program with its maps.
@@ -490,6 +505,19 @@ func New(o Options) (*Tracer, error) {
 	if o.Wakeups {
 		progs = append(progs, prog{"sched_wakeup_new", wakingProgram(m, offs[1], offs[2], offs[5], true), false})
 	}
+	if o.Ticks {
+		fn, err := t.tracing.TickFunction()
+		if err != nil {
+			t.Close()
+			return nil, err
+		}
+		fnOff, err := bpfasm.StructOffsets("to sample at the scheduler's tick", "hrtimer", "function")
+		if err != nil {
+			t.Close()
+			return nil, err
+		}
+		progs = append(progs, prog{"hrtimer_expire_entry", tickProgram(m, copyBytes, ringBytes, fnOff[0], fn), true})
+	}
 	attachStart := monotonicNow()
 	for _, p := range progs {
 		spec := &ebpf.ProgramSpec{Name: bpfasm.ProgName(), Type: ebpf.RawTracepoint, License: "GPL", Instructions: p.ins}
@@ -617,6 +645,14 @@ func (t *Tracer) DrainInto(stop uint64, into func() []byte, fn func(*Event)) err
 		ev = Event{Exit: kind == kindExit, Switch: kind == kindSwitch, Waking: kind == kindWaking, SwitchIn: kind == kindSwitchIn, CPU: le.Uint32(b[offCPU:]),
 			PID: uint32(pt >> 32), TID: uint32(pt), Time: le.Uint64(b[offTime:]), Nr: le.Uint64(b[offNr:])}
 		ev.KernStack = int64(le.Uint64(b[offKStack:]))
+		if kind == kindTick {
+			t.tick(&ev, b)
+			fn(&ev)
+			if ev.Time > stop {
+				return nil
+			}
+			continue
+		}
 		if ev.SwitchIn {
 			ev.ExecRuntime, ev.HasExecRuntime, ev.Nr = ev.Nr, t.execRuntime, 0
 		}
@@ -729,11 +765,20 @@ func (tc *TracingCode) Trim(st []uint64) []uint64 {
 
 // tracingCode is where the kernel's BPF tracing code lies: outside the
 // kernel's text (the programs, JIT-compiled), and the functions that run
-// programs at tracepoints.
+// programs at tracepoints; with, for ticks (tick.go), the kernel's entry
+// text (where an interrupt's frames end) and the tick's timer function.
 type tracingCode struct {
 	text   [2]uint64   // _stext, _etext
+	entry  [2]uint64   // __entry_text_start, __entry_text_end
+	tick   uint64      // the tick's hrtimer function (tickFunctions)
 	ranges [][2]uint64 // bpf_trace_run*, __bpf_trace_*, __traceiter_*
 }
+
+// tickFunctions are the names the tick's hrtimer function has had, the
+// one to take first: tick_sched_timer until Linux 6.9, where the
+// low-resolution mode's handler was tick_nohz_handler (not an hrtimer's);
+// tick_nohz_handler since, in both modes.
+var tickFunctions = []string{"tick_sched_timer", "tick_nohz_handler"}
 
 func (c *tracingCode) has(pc uint64) bool {
 	if c.text[1] == 0 {
@@ -748,6 +793,18 @@ func (c *tracingCode) has(pc uint64) bool {
 		}
 	}
 	return false
+}
+
+// TickFunction returns the address of the tick's hrtimer function.
+func (tc *TracingCode) TickFunction() (uint64, error) {
+	<-tc.read
+	switch {
+	case tc.c.text[1] == 0:
+		return 0, errors.New("sampling at the scheduler's tick needs the kernel's symbol addresses, which /proc/kallsyms hides (kernel.kptr_restrict): run as root")
+	case tc.c.tick == 0:
+		return 0, fmt.Errorf("sampling at the scheduler's tick: the kernel has none of %s (its tick is no hrtimer this program knows)", strings.Join(tickFunctions, ", "))
+	}
+	return tc.c.tick, nil
 }
 
 // readTracingCode returns tracingCode from a cache file of the running
@@ -765,10 +822,10 @@ func readTracingCode() tracingCode {
 		// Kernel addresses: 0600, and under sudo the user's (userfile).
 		if userfile.MkdirAll(filepath.Dir(path)) == nil {
 			_ = userfile.Replace(path, func(f *os.File) error {
-				_, err := fmt.Fprintf(f, "%x %x\n", c.text[0], c.text[1])
+				_, err := fmt.Fprintf(f, "text %x %x\nentry %x %x\ntick %x\n", c.text[0], c.text[1], c.entry[0], c.entry[1], c.tick)
 				for _, r := range c.ranges {
 					if err == nil {
-						_, err = fmt.Fprintf(f, "%x %x\n", r[0], r[1])
+						_, err = fmt.Fprintf(f, "range %x %x\n", r[0], r[1])
 					}
 				}
 				return err
@@ -786,7 +843,7 @@ func tracingCachePath() (string, bool) {
 		return "", false
 	}
 	h := sha256.Sum256(append(boot, rel...))
-	return filepath.Join(dir, "culprit", "bpftrace-"+hex.EncodeToString(h[:12])), true
+	return filepath.Join(dir, "culprit", "kernelcode-"+hex.EncodeToString(h[:12])), true
 }
 
 func loadTracingCode(path string) (tracingCode, error) {
@@ -797,13 +854,23 @@ func loadTracingCode(path string) (tracingCode, error) {
 	}
 	for i, l := range strings.Split(strings.TrimSpace(string(data)), "\n") {
 		var r [2]uint64
-		if _, err := fmt.Sscanf(l, "%x %x", &r[0], &r[1]); err != nil || r[0] >= r[1] {
-			return tracingCode{}, fmt.Errorf("%s: line %d: %q", path, i+1, l)
+		var err error
+		switch {
+		case strings.HasPrefix(l, "text "):
+			_, err = fmt.Sscanf(l, "text %x %x", &c.text[0], &c.text[1])
+		case strings.HasPrefix(l, "entry "):
+			_, err = fmt.Sscanf(l, "entry %x %x", &c.entry[0], &c.entry[1])
+		case strings.HasPrefix(l, "tick "):
+			_, err = fmt.Sscanf(l, "tick %x", &c.tick)
+		case strings.HasPrefix(l, "range "):
+			if _, err = fmt.Sscanf(l, "range %x %x", &r[0], &r[1]); err == nil && r[0] < r[1] {
+				c.ranges = append(c.ranges, r)
+			}
+		default:
+			err = errors.New("unknown line")
 		}
-		if i == 0 {
-			c.text = r
-		} else {
-			c.ranges = append(c.ranges, r)
+		if err != nil {
+			return tracingCode{}, fmt.Errorf("%s: line %d: %q", path, i+1, l)
 		}
 	}
 	if c.text[1] == 0 {
@@ -820,6 +887,7 @@ func readKallsyms() tracingCode {
 	if err != nil {
 		return c
 	}
+	ticks := make([]uint64, len(tickFunctions))
 	open := -1 // the range waiting for its end
 	for len(data) > 0 {
 		line := data
@@ -846,11 +914,31 @@ func readKallsyms() tracingCode {
 			c.text[0] = addr
 		case bytes.Equal(name, []byte("_etext")):
 			c.text[1] = addr
+		case bytes.Equal(name, []byte("__entry_text_start")):
+			c.entry[0] = addr
+		case bytes.Equal(name, []byte("__entry_text_end")):
+			c.entry[1] = addr
 		case bytes.HasPrefix(name, []byte("bpf_trace_run")), bytes.HasPrefix(name, []byte("__bpf_trace_")),
 			bytes.HasPrefix(name, []byte("__traceiter_")):
 			c.ranges = append(c.ranges, [2]uint64{addr, addr + 1})
 			open = len(c.ranges) - 1
 		}
+		if len(f) == 3 { // a module's symbols name it in a fourth field
+			for i, n := range tickFunctions {
+				if string(name) == n && ticks[i] == 0 {
+					ticks[i] = addr
+				}
+			}
+		}
+	}
+	for _, a := range ticks {
+		if a != 0 {
+			c.tick = a
+			break
+		}
+	}
+	if c.entry[0] >= c.entry[1] {
+		c.entry = [2]uint64{}
 	}
 	return c
 }
@@ -2445,7 +2533,8 @@ const (
 	walkExit   = 1
 	walkSwitch = 2
 	walkWaking = 3 // wakerStacksProgram
-	walkers    = 4
+	walkTick   = 4 // tickProgram
+	walkers    = 5
 )
 
 // Stack slots of stackID.

@@ -438,8 +438,8 @@ func TestSwitchState(t *testing.T) {
 func TestTracingCodeCache(t *testing.T) {
 	testutil.NeedRoot(t)
 	c := readKallsyms()
-	if c.text[1] == 0 || len(c.ranges) == 0 {
-		t.Fatalf("no kernel text or tracing functions in /proc/kallsyms: %+v", c)
+	if c.text[1] == 0 || len(c.ranges) == 0 || c.entry[1] == 0 || c.tick == 0 {
+		t.Fatalf("no kernel text, tracing functions, entry text or tick function in /proc/kallsyms: %+v", c)
 	}
 	t.Setenv("XDG_CACHE_HOME", t.TempDir())
 	path, ok := tracingCachePath()

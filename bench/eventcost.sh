@@ -54,7 +54,11 @@
 # process waking on the CPUs at a profiler's rate costs the server, with
 # no perf event at all); cpu-99, all-bpf-99, sched-bpf-99 and bpftrace-99
 # are cpu, all-bpf, sched-bpf and bpftrace at 99 Hz
-# (what is left at a tenth of the ticks); bpftrace-sched adds to bpftrace
+# (what is left at a tenth of the ticks); cpu-tick and all-bpf-tick are
+# cpu and all-bpf sampling at the scheduler's tick (-F tick: no timer
+# interrupt of culprit's own, HZ samples a second); bare-again is the
+# server bare again, later in the round than bare: the method's own bias
+# and spread; bpftrace-sched adds to bpftrace
 # a sched_switch probe counting both chains at each switch of the
 # server's threads (the nearest bpftrace to --events cpu,sched) and
 # bpftrace-switch0 one whose filter no thread passes (the floor of a
@@ -116,6 +120,7 @@ gcc -O2 -pthread -o "$out/ticker" "$root/bench/ticker/ticker.c"
 c="$culprit record -o $out/run.rec"
 declare -A cfg=(
 	[bare]=""
+	[bare-again]=""
 	[cpu]="$c --"
 	[sched]="$c --events cpu,sched --perf-events --"
 	[wakeup]="$c --events cpu,wakeup --"
@@ -148,6 +153,8 @@ declare -A cfg=(
 	[cpu-99]="$c -F 99 --"
 	[all-bpf-99]="$c --events cpu,syscalls,sched -F 99 --"
 	[sched-bpf-99]="$c --events cpu,sched -F 99 --"
+	[cpu-tick]="$c -F tick --"
+	[all-bpf-tick]="$c --events cpu,syscalls,sched -F tick --"
 	[bpftrace-99]="$out/bpftrace-profile 99 --"
 	[bpftrace-sched]="$out/bpftrace-sched all --"
 	[bpftrace-switch0]="$out/bpftrace-sched none --"
@@ -369,18 +376,17 @@ one() {
 
 declare -A res
 start="$(date -u +%H:%M), load average $(cut -d' ' -f1-3 /proc/loadavg)"
-# Each round runs bare, then the others in an order rotated from round to
-# round: on memcached the configuration run right after bare lost up to 7
-# points more than the same one run later (2026-12-06, the two orders of
-# one pair of builds), so a fixed order favours whichever comes last.
-others=()
-for k in "${order[@]}"; do
-	[ "$k" = bare ] || others+=("$k")
-done
+# Each round runs every configuration, bare included, in an order rotated
+# from round to round, so that each takes each place in a round as often:
+# a run's place weighs on it (on memcached the configuration run right
+# after bare lost up to 7 points more than the same one run later,
+# 2026-12-06; with bare always first, bare-again, the server bare later in
+# the round, lost 8.8% against bare's median and 3.7% paired, 2026-12-07),
+# and a fixed place favours whichever holds the better one.
 for ((r = 0; r < runs; r++)); do
-	round=(bare)
-	for ((i = 0; i < ${#others[@]}; i++)); do
-		round+=("${others[(i + r) % ${#others[@]}]}")
+	round=()
+	for ((i = 0; i < ${#order[@]}; i++)); do
+		round+=("${order[(i + r) % ${#order[@]}]}")
 	done
 	for k in "${round[@]}"; do
 		line=$(one "$k") || exit 1

@@ -35,7 +35,8 @@
 # REQUESTS (default 20000), CLIENTS (default 4), OUTDIR (default
 # bench/out/realserver), CONFIGS (default "record values events"; bare
 # always runs; events-perf is events through perf's tracepoint events
-# (--perf-events); record-thread is record with --per-thread-clock (the
+# (--perf-events); events-tick is events sampling CPU time at the
+# scheduler's tick (-F tick); record-thread is record with --per-thread-clock (the
 # threads' own cpu-clock events); perf is `perf record -F FREQ -g` and
 # perf-dwarf `perf record -F FREQ --call-graph dwarf` (8 KiB copies), for comparison: their
 # samples, lost samples (perf report --stats) and stacks reaching the
@@ -90,6 +91,7 @@ declare -A prefix=(
 	[record-thread]="$culprit record -F $freq --per-thread-clock -o $outdir/record-thread.rec --"
 	[values]="$culprit record -F $freq --values -o $outdir/values.rec --"
 	[events]="$culprit record -F $freq --events cpu,syscalls,sched -o $outdir/events.rec --"
+	[events-tick]="$culprit record -F tick --events cpu,syscalls,sched -o $outdir/events-tick.rec --"
 	[events-perf]="$culprit record -F $freq --events cpu,syscalls,sched --perf-events -o $outdir/events-perf.rec --"
 	[perf]="perf record -q -F $freq -g -o $outdir/perf.data --"
 	[perf-dwarf]="perf record -q -F $freq --call-graph dwarf -o $outdir/perf.data --"
@@ -174,8 +176,12 @@ print(sys.argv[1], d["samples"], d["lost"], "%.1f%%" % (100 * entry))' "$rps"
 
 : >"$outdir/realserver.log"
 declare -A res
+# Each round runs every configuration in an order rotated from round to
+# round, bare included: a run's place in a round weighs on it (bench/
+# eventcost.sh's bare-again), and a fixed place favours one.
 for r in $(seq 1 "$runs"); do
-	for c in "${order[@]}"; do
+	for ((i = 0; i < ${#order[@]}; i++)); do
+		c=${order[(i + r) % ${#order[@]}]}
 		line=$(one "$c")
 		echo "run $r $c $line" >>"$outdir/realserver.log"
 		res[$c]+="$line"$'\n'

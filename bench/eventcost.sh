@@ -19,7 +19,10 @@
 # configuration runs RUNS times, interleaved; the table
 # gives the median requests per second of SET and GET together and its
 # loss against bare's median, the paired loss (the median over the rounds
-# of each run's loss against the bare run of its round), the server's own CPU time per request, and the events
+# of each run's loss against the bare run of its round, with a 95%
+# confidence interval of that median from the rounds' order statistics:
+# the target is met in a run whose whole interval lies above -10%), the
+# server's own CPU time per request, and the events
 # recorded and lost (median). The -bpf configurations record the events
 # with culprit's BPF program (the default), the others with perf's
 # tracepoint events (--perf-events); all-bpf records at most 5,000 system
@@ -391,16 +394,37 @@ for ((r = 0; r < runs; r++)); do
 	for k in "${round[@]}"; do
 		line=$(one "$k") || exit 1
 		res[$k]+="$line"$'\n'
+		echo "$((r + 1)) $k $line" >>"$out/runs.log" # each run's figures, as they come
 	done
 done
 median() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+# medianci prints the median of its input's numbers and a 95% confidence
+# interval of it that assumes nothing of their distribution: the k-th
+# least and greatest, k the most for which fewer than k of n values fall
+# below the median with a chance of at most 2.5% (binomial, p = 1/2); the
+# interval covers 95% or more. With fewer than 6 values there is none:
+# the least and greatest are given.
+medianci() {
+	sort -n | awk '{ v[NR] = $1 }
+	END {
+		n = NR; k = 1; c = 0; p = 0.5 ^ n
+		# c: the chance that at most i values fall below the median.
+		for (i = 0; i < n; i++) {
+			c += p; p = p * (n - i) / (i + 1)
+			if (c > 0.025) break
+			k = i + 1
+		}
+		if (k > (n + 1) / 2) k = 1
+		print v[int((n + 1) / 2)], v[k], v[n - k + 1]
+	}'
+}
 base=$(printf '%s' "${res[bare]}" | awk '{ print $1 }' | median)
 basecpu=$(printf '%s' "${res[bare]}" | awk '{ print $4 }' | median)
 printf "%s SET+GET, %d requests, 8 clients, %d runs (%s)\n" "$server" "$requests" "$runs" "$(date -u +%F)"
 printf "from %s to %s, load average %s\n" "$start" "$(date -u +%H:%M)" "$(cut -d' ' -f1-3 /proc/loadavg)"
 baseload=$(printf '%s' "${res[bare]}" | awk '{ print $6 }' | median)
 baseclient=$(printf '%s' "${res[bare]}" | awk '{ print $10 }' | median)
-printf "| configuration | requests/s | loss | paired loss | server CPU µs/request | vs bare | in the load | vs bare | recorder CPU ms before the load | µs/request in it | load generator CPU µs/request | vs bare | events recorded | lost | system calls recorded | every call recorded, share of the load |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
+printf "| configuration | requests/s | loss | paired loss (95%% CI) | server CPU µs/request | vs bare | in the load | vs bare | recorder CPU ms before the load | µs/request in it | load generator CPU µs/request | vs bare | events recorded | lost | system calls recorded | every call recorded, share of the load |\n|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n"
 for k in "${order[@]}"; do
 	rps=$(printf '%s' "${res[$k]}" | awk '{ print $1 }' | median)
 	ev=$(printf '%s' "${res[$k]}" | awk '{ print $2 }' | median)
@@ -414,11 +438,13 @@ for k in "${order[@]}"; do
 	ccpu=$(printf '%s' "${res[$k]}" | awk '{ print $10 }' | median)
 	# Each run against the bare run of its round, then the median: the
 	# machine's drift between rounds (±5% here) cancels out.
-	paired=$(paste <(printf '%s' "${res[bare]}" | awk '{ print $1 }') <(printf '%s' "${res[$k]}" | awk '{ print $1 }') |
-		awk '{ printf "%.5f\n", ($2 / $1 - 1) * 100 }' | median)
+	# The interval is the paired loss's: a loss whose whole interval
+	# lies above -10% meets the target in that run.
+	read -r paired plo phi < <(paste <(printf '%s' "${res[bare]}" | awk '{ print $1 }') <(printf '%s' "${res[$k]}" | awk '{ print $1 }') |
+		awk '{ printf "%.5f\n", ($2 / $1 - 1) * 100 }' | medianci)
 	printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n" "$k" "$rps" \
 		"$(awk -v a="$rps" -v b="$base" 'BEGIN { printf "%+.1f%%", (a / b - 1) * 100 }')" \
-		"$(awk -v a="$paired" 'BEGIN { printf "%+.1f%%", a }')" "$cpu" \
+		"$(awk -v a="$paired" -v l="$plo" -v h="$phi" 'BEGIN { printf "%+.1f%% (%+.1f to %+.1f)", a, l, h }')" "$cpu" \
 		"$(awk -v a="$cpu" -v b="$basecpu" 'BEGIN { printf "%+.0f%%", (a / b - 1) * 100 }')" \
 		"$lcpu" "$(awk -v a="$lcpu" -v b="$baseload" 'BEGIN { printf "%+.0f%%", (a / b - 1) * 100 }')" \
 		"$rstart" "$rload" "$ccpu" "$(awk -v a="$ccpu" -v b="$baseclient" 'BEGIN { printf "%+.0f%%", (a / b - 1) * 100 }')" \

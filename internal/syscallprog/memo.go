@@ -83,6 +83,15 @@ func userChain(b *bpfasm.Builder, m fds, off int16) {
 		return
 	}
 	walk, done := b.NewLabel("uc_walk"), b.NewLabel("uc_done")
+	memoized(b, off, walk, done)
+	b.Mark(walk)
+	userStackID(b, m, off)
+	b.Mark(done)
+}
+
+// memoized emits: with a memo (memoCheck's id), Memoized at off of the
+// record and a jump to done; without, a jump to walk.
+func memoized(b *bpfasm.Builder, off int16, walk, done string) {
 	b.Emit(
 		asm.LoadMem(asm.R1, asm.RFP, memoIDSlot, asm.DWord),
 		asm.JEq.Imm(asm.R1, 0, walk),
@@ -90,9 +99,6 @@ func userChain(b *bpfasm.Builder, m fds, off int16) {
 		asm.StoreMem(rRec, off, asm.R1, asm.DWord),
 		asm.Ja.Label(done),
 	)
-	b.Mark(walk)
-	userStackID(b, m, off)
-	b.Mark(done)
 }
 
 // memoUserID is the thread's user chain id kept at an entry with memo id

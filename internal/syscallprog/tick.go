@@ -117,13 +117,7 @@ func tickProgram(m fds, copyBytes, ringBytes int, fnOff int32, tickFn uint64) as
 func tickUserChain(b *bpfasm.Builder, m fds) {
 	walk, helper, done := b.NewLabel("tu_walk"), b.NewLabel("tu_helper"), b.NewLabel("tu_done")
 	if m.memos != 0 {
-		b.Emit(
-			asm.LoadMem(asm.R1, asm.RFP, memoIDSlot, asm.DWord),
-			asm.JEq.Imm(asm.R1, 0, walk),
-			asm.Mov.Imm(asm.R1, Memoized),
-			asm.StoreMem(rRec, offUStack, asm.R1, asm.DWord),
-			asm.Ja.Label(done),
-		)
+		memoized(b, offUStack, walk, done)
 	}
 	b.Mark(walk)
 	if m.userDepth > 0 {

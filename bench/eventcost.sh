@@ -414,7 +414,6 @@ medianci() {
 			if (c > 0.025) break
 			k = i + 1
 		}
-		if (k > (n + 1) / 2) k = 1
 		print v[int((n + 1) / 2)], v[k], v[n - k + 1]
 	}'
 }
@@ -438,8 +437,6 @@ for k in "${order[@]}"; do
 	ccpu=$(printf '%s' "${res[$k]}" | awk '{ print $10 }' | median)
 	# Each run against the bare run of its round, then the median: the
 	# machine's drift between rounds (±5% here) cancels out.
-	# The interval is the paired loss's: a loss whose whole interval
-	# lies above -10% meets the target in that run.
 	read -r paired plo phi < <(paste <(printf '%s' "${res[bare]}" | awk '{ print $1 }') <(printf '%s' "${res[$k]}" | awk '{ print $1 }') |
 		awk '{ printf "%.5f\n", ($2 / $1 - 1) * 100 }' | medianci)
 	printf "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n" "$k" "$rps" \

@@ -54,8 +54,13 @@ func TestTickClock(t *testing.T) {
 	}
 
 	ft, fc := flat(t, tick), flat(t, clock)
+	// The timer interrupt's own frames, up to the tick program's
+	// tracepoint. Not BPF frames at large: a program another recorder
+	// keeps on raw_syscalls (a test running beside this one) runs inside
+	// this program's system calls, and its frames are this program's
+	// kernel time, sampled as any other.
 	for _, e := range ft.Entries {
-		for _, irq := range []string{"sysvec", "hrtimer", "bpf_trace", "__bpf_prog", "tick_nohz", "tick_sched"} {
+		for _, irq := range []string{"sysvec", "hrtimer", "tick_nohz", "tick_sched"} {
 			if strings.Contains(e.Name, irq) {
 				t.Errorf("%s in the tick's profile (%.1f%% total): the timer interrupt's frames are the sampler's, not the program's", e.Name, 100*e.Total)
 			}

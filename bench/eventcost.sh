@@ -32,6 +32,9 @@
 # every 100 ms (--syscall-windows), all-bpf-win20of200 in windows of 20 ms
 # of every 200 ms (the same share, half the attachments: what auto uses),
 # all-bpf-win40of400 in windows of 40 ms of every 400 ms (half again),
+# all-bpf-win10of200 in windows of 10 ms of every 200 ms (half auto's
+# share, as many attachments), all-bpf-win20of400 in windows of 20 ms of
+# every 400 ms (half the share and half the attachments),
 # all-bpf-auto in windows of 20 ms of every 200 ms while the server makes
 # more than 20,000 calls a second and every call below
 # (--syscall-windows auto), all-bpf-off all along
@@ -141,6 +144,8 @@ declare -A cfg=(
 	[all-bpf-win20]="$c --events cpu,syscalls,sched --syscall-windows 20ms/100ms --"
 	[all-bpf-win20of200]="$c --events cpu,syscalls,sched --syscall-windows 20ms/200ms --"
 	[all-bpf-win40of400]="$c --events cpu,syscalls,sched --syscall-windows 40ms/400ms --"
+	[all-bpf-win10of200]="$c --events cpu,syscalls,sched --syscall-windows 10ms/200ms --"
+	[all-bpf-win20of400]="$c --events cpu,syscalls,sched --syscall-windows 20ms/400ms --"
 	[all-bpf-auto]="$c --events cpu,syscalls,sched --syscall-windows auto --"
 	[all-bpf-off]="$c --events cpu,syscalls,sched --syscall-windows off --"
 	[all-bpf-wakeup]="$c --events cpu,syscalls,sched,wakeup --"

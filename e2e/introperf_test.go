@@ -204,14 +204,22 @@ func TestIntroPerfCallerRootCause(t *testing.T) {
 
 // TestIntroPerfCallerTick: with CPU time sampled at the scheduler's tick
 // (-F tick) the calling-context ranking of introperf_caller is the same
-// as at 999 Hz: the inference takes each sample's period, a tick's.
+// as at 999 Hz. A conservative latency runs from an instance's first event
+// to its last, so the sampling period is its resolution: an instance
+// between two system calls shorter than a tick (4 ms at HZ 250) counts 0.
+// The default input's validate_session instances last 1.2 ms on average,
+// which at 999 Hz is a sample or two and at the tick mostly none, and the
+// buggy run's writes, timed exactly by their entry and exit, then outweigh
+// them. With 32 KiB entries and 300 requests they last 6 ms on average (up
+// to 12), most of them seen by two ticks or more, as a user at -F tick
+// needs the slowdown's instances to be.
 func TestIntroPerfCallerTick(t *testing.T) {
 	testutil.NeedRoot(t)
 	bin := testutil.C(t, "introperf_caller", []string{"introperf_caller.c"}, ipFlags...)
 	dir := t.TempDir()
 	base, buggy := filepath.Join(dir, "base.rec"), filepath.Join(dir, "buggy.rec")
-	for _, r := range []struct{ out, n string }{{base, "256"}, {buggy, "1000"}} {
-		mustRun(t, "record", "--events", "cpu,syscalls,sched", "-F", "tick", "-o", r.out, "--", bin, r.n)
+	for _, r := range []struct{ out, n string }{{base, "256"}, {buggy, "300"}} {
+		mustRun(t, "record", "--events", "cpu,syscalls,sched", "-F", "tick", "-o", r.out, "--", bin, r.n, "32768")
 	}
 	callerRanking(t, bin, base, buggy)
 }

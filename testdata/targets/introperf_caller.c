@@ -1,10 +1,11 @@
 /* IntroPerf e2e target: a slowdown whose root cause is a caller several
  * frames above the hot function.
  *
- *   introperf_caller N
+ *   introperf_caller N [ENTRY]
  *
- * serves N requests. Each request is logged (small writes to /dev/null) and
- * its session is validated. validate_session keeps the last CACHE sessions
+ * serves N requests, each session's history entry ENTRY bytes (2048). Each
+ * request is logged (small writes to /dev/null) and its session is
+ * validated. validate_session keeps the last CACHE sessions
  * verified; a request whose session is in that window only re-verifies its
  * own entry. With more than CACHE sessions (the buggy input) the window is
  * exceeded and validate_session falls back to re-verifying the whole session
@@ -12,7 +13,9 @@
  * frames below (validate_session -> verify_history -> verify_entry ->
  * checksum_block), but the bug, and the fix, is in validate_session. A CPU
  * profile shows checksum_block; the ranked calling context shows the
- * caller. A base run uses N <= CACHE. */
+ * caller. A base run uses N <= CACHE. A larger ENTRY makes each
+ * validate_session of the buggy input proportionally longer, for samplers
+ * whose period is longer than the default input's instances (a few ms). */
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,11 +23,11 @@
 #include <unistd.h>
 
 #define CACHE 256
-#define ENTRY 2048
 
 static unsigned char *history;
 static unsigned long verified;
 static int logfd;
+static long entry = 2048;
 
 __attribute__((noinline)) unsigned long checksum_block(const unsigned char *p, int n) {
 	unsigned long h = 1469598103934665603UL;
@@ -34,7 +37,7 @@ __attribute__((noinline)) unsigned long checksum_block(const unsigned char *p, i
 }
 
 __attribute__((noinline)) void verify_entry(long k) {
-	verified += checksum_block(history + k * ENTRY, ENTRY) & 1;
+	verified += checksum_block(history + k * entry, entry) & 1;
 }
 
 __attribute__((noinline)) void verify_history(long upto) {
@@ -50,9 +53,9 @@ __attribute__((noinline)) void validate_session(long i, long n) {
 }
 
 __attribute__((noinline)) void parse_request(long i) {
-	for (int j = 0; j < ENTRY; j++)
-		history[i * ENTRY + j] = (unsigned char)(i * 31 + j);
-	verified += checksum_block(history + i * ENTRY, 256) & 1;
+	for (int j = 0; j < entry; j++)
+		history[i * entry + j] = (unsigned char)(i * 31 + j);
+	verified += checksum_block(history + i * entry, 256) & 1;
 }
 
 __attribute__((noinline)) void log_request(long i) {
@@ -75,7 +78,9 @@ __attribute__((noinline)) void serve(long n) {
 
 int main(int argc, char **argv) {
 	long n = argc > 1 ? atol(argv[1]) : 1000;
-	history = calloc(n + 1, ENTRY);
+	if (argc > 2) entry = atol(argv[2]);
+	if (n < 1 || entry < 256) return 2;
+	history = calloc(n + 1, entry);
 	logfd = open("/dev/null", O_WRONLY);
 	if (!history || logfd < 0) return 1;
 	serve(n);

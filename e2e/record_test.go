@@ -19,6 +19,7 @@ import (
 	"github.com/culprit-dev/culprit/internal/loader"
 	"github.com/culprit-dev/culprit/internal/recording"
 	"github.com/culprit-dev/culprit/internal/testutil"
+	"golang.org/x/sys/unix"
 )
 
 // PCT's hierarchical test: worker <- dispatch_2 <- main must hold 2/3 of the
@@ -472,34 +473,42 @@ func TestReadWhileWritingAndAfterKill(t *testing.T) {
 	}
 }
 
-// A SIGTERM sent to culprit alone is passed on to the command; its death by
-// that signal is culprit's exit code, and the recording ends complete.
+// A SIGTERM or SIGINT sent to culprit alone is passed on to the command;
+// its death by that signal is culprit's exit code, and the recording ends
+// complete. culprit runs in a session of its own, without a controlling
+// terminal, as under a script or a supervisor: a SIGINT there cannot be a
+// terminal's Ctrl-C, which would have reached the command by itself.
 func TestSignalPassedToCommand(t *testing.T) {
 	testutil.NeedRoot(t)
 	bin := testutil.C(t, "sleeper", []string{"sleeper.c"}, "-O2", "-g")
-	out := rec(t)
-	cmd := exec.Command(culprit, "record", "-o", out, "--", bin, "10")
-	var errb bytes.Buffer
-	cmd.Stderr = &errb
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer cmd.Process.Kill()
-	waitFor(t, "100 samples in the recording", func() bool { _, n := samplesSoFar(t, out); return n >= 100 })
-	// The command spins for 10 s of CPU time and exits 0 unless the signal
-	// reaches it: the exit code says it did.
-	cmd.Process.Signal(syscall.SIGTERM)
-	err := cmd.Wait()
-	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 128+int(syscall.SIGTERM) {
-		t.Fatalf("culprit after SIGTERM: %v, want exit code %d\n%s", err, 128+int(syscall.SIGTERM), errb.String())
-	}
-	_, stderr, code := run(t, "report", out)
-	if code != 0 || strings.Contains(stderr, "no end record") {
-		t.Errorf("report after SIGTERM: exit %d\n%s", code, stderr)
-	}
-	// The samples seen before the signal, and more.
-	if f := flat(t, out); f.Samples < 100 || f.total("busy") < 0.5 {
-		t.Errorf("%d samples, busy %.2f", f.Samples, f.total("busy"))
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGINT} {
+		t.Run(unix.SignalName(sig), func(t *testing.T) {
+			out := rec(t)
+			cmd := exec.Command(culprit, "record", "-o", out, "--", bin, "10")
+			cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+			var errb bytes.Buffer
+			cmd.Stderr = &errb
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer cmd.Process.Kill()
+			waitFor(t, "100 samples in the recording", func() bool { _, n := samplesSoFar(t, out); return n >= 100 })
+			// The command spins for 10 s of CPU time and exits 0 unless the
+			// signal reaches it: the exit code says it did.
+			cmd.Process.Signal(sig)
+			err := cmd.Wait()
+			if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 128+int(sig) {
+				t.Fatalf("culprit after %v: %v, want exit code %d\n%s", sig, err, 128+int(sig), errb.String())
+			}
+			_, stderr, code := run(t, "report", out)
+			if code != 0 || strings.Contains(stderr, "no end record") {
+				t.Errorf("report after %v: exit %d\n%s", sig, code, stderr)
+			}
+			// The samples seen before the signal, and more.
+			if f := flat(t, out); f.Samples < 100 || f.total("busy") < 0.5 {
+				t.Errorf("%d samples, busy %.2f", f.Samples, f.total("busy"))
+			}
+		})
 	}
 }
 

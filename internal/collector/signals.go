@@ -11,8 +11,10 @@ import (
 
 // Relay passes the signals that end culprit (SIGINT, SIGTERM, SIGHUP) on to
 // a launched command while it runs: a terminal's Ctrl-C reaches the
-// command by itself, so SIGINT is not sent again; a signal sent to culprit
-// alone is passed on; a second signal kills the command.
+// command by itself, so SIGINT is not sent again while the command's
+// process group is its terminal's foreground group; a signal sent to
+// culprit alone (kill -INT from a script, a supervisor) is passed on; a
+// second signal kills the command.
 type Relay struct {
 	sigs   chan os.Signal
 	caught chan struct{}
@@ -50,7 +52,7 @@ func (r *Relay) Forward(pid int) {
 			case sig := <-r.sigs:
 				if interrupted {
 					unix.Kill(pid, unix.SIGKILL)
-				} else if sig != os.Interrupt {
+				} else if sig != os.Interrupt || !terminalInterrupts(pid) {
 					unix.Kill(pid, sig.(syscall.Signal))
 				}
 				interrupted = true
@@ -64,4 +66,23 @@ func (r *Relay) Stop() {
 	<-r.caught
 	signal.Stop(r.sigs)
 	close(r.done)
+}
+
+// terminalInterrupts says whether a Ctrl-C at culprit's controlling
+// terminal reaches process pid by itself: pid's process group is the
+// terminal's foreground group. The kernel sends a terminal's SIGINT to that
+// whole group; a SIGINT culprit gets otherwise (no terminal, a background
+// job, kill from another process) reached culprit alone.
+func terminalInterrupts(pid int) bool {
+	tty, err := os.OpenFile("/dev/tty", os.O_RDONLY|unix.O_NOCTTY, 0)
+	if err != nil {
+		return false // no controlling terminal
+	}
+	defer tty.Close()
+	fg, err := unix.IoctlGetInt(int(tty.Fd()), unix.TIOCGPGRP)
+	if err != nil {
+		return false
+	}
+	group, err := unix.Getpgid(pid)
+	return err == nil && group == fg
 }

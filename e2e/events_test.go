@@ -454,6 +454,24 @@ func TestEventStacksWithoutFramePointers(t *testing.T) {
 	}
 }
 
+// Short-lived processes of programs without frame pointers (Debian's sh
+// forking true, each start-up in the dynamic loader) lose callers at most
+// of their system calls: their threads never make the calls after which
+// their copies would reach their tops. The warning says which copies were
+// too small, the events' 1 KiB ones, not the CPU samples' 8 KiB.
+func TestEventCopiesInWarning(t *testing.T) {
+	testutil.NeedRoot(t)
+	out := rec(t)
+	_, stderr, code := run(t, "record", "--events", "cpu,syscalls,sched", "-o", out, "--",
+		"sh", "-c", "i=0; while [ $i -lt 30 ]; do true; /bin/true; i=$((i+1)); done")
+	if code != 0 {
+		t.Fatalf("record: exit %d\n%s", code, stderr)
+	}
+	if !strings.Contains(stderr, "samples lost callers") || !strings.Contains(stderr, "system call, switch or tick samples, whose copies hold 1024 bytes") {
+		t.Errorf("the warning does not name the events' copies:\n%s", stderr)
+	}
+}
+
 // System call events from inside a frame holding a large array the thread
 // never writes (memcached's sendmsg under transmit's 16 KiB of iovecs):
 // the system call program's copy up to the thread's top runs through

@@ -171,7 +171,12 @@ type Result struct {
 	Throttled uint64
 	Truncated uint64 // samples whose user stack lost callers: not unwound to its outermost frame (dwarf mode), cut in frameless code (fp mode)
 	NoCFI     uint64 // of Truncated in dwarf mode, those whose unwind stopped in code without unwind tables, not at the copy's end
-	Dropped   uint64 // samples not recorded because rules had stopped capturing
+	// EventTruncated is, of Truncated in fp mode, the samples of the
+	// system call program (system call, switch and wake-up events, and
+	// -F tick's CPU samples), whose copies hold sysCopyBytes until their
+	// thread's proved too small (eventTop), not StackBytes.
+	EventTruncated uint64
+	Dropped        uint64 // samples not recorded because rules had stopped capturing
 	// Syscalls is the system calls the target made while the BPF program
 	// recorded them, and SyscallsRecorded those recorded (SyscallLimit).
 	Syscalls, SyscallsRecorded uint64
@@ -1325,6 +1330,25 @@ func (s *session) sample(r *perf.Sample, k *eventKind) {
 	s.write1(r, k, user, truncated)
 }
 
+// copiesLost says which copies the samples that lost callers had: the
+// CPU samples' StackBytes (sized: how many were sized to their thread's
+// stack), the system call program's (EventTruncated), which start at
+// sysCopyBytes and grow to their thread's stack top only once one of its
+// events needed more, so a thread that makes few calls, such as a
+// short-lived process starting in the dynamic loader, keeps losing its
+// callers.
+func (s *session) copiesLost(sized string) string {
+	cpu := s.res.Truncated - s.res.EventTruncated
+	ev := fmt.Sprintf("%d system call, switch or tick samples, whose copies hold %d bytes until one of their thread's proves too small (a thread that makes few calls, such as a short-lived process starting up, keeps losing them)", s.res.EventTruncated, sysCopyBytes)
+	switch {
+	case s.res.EventTruncated == 0:
+		return fmt.Sprintf("%d bytes%s", s.o.StackBytes, sized)
+	case cpu == 0:
+		return ev
+	}
+	return fmt.Sprintf("%d CPU samples, of copies of %d bytes%s; %s", cpu, s.o.StackBytes, sized, ev)
+}
+
 // unwindUser completes a CPU sample's user call chain from its registers
 // and stack copy (truncated: it lost callers) and, with learn, learns the
 // thread's stack top from the unwind (learnTop; sized: the copy ended at
@@ -1720,7 +1744,7 @@ func (s *session) finish() (Result, error) {
 				// Whether the per-thread sizing took effect.
 				sized = fmt.Sprintf(" (%d samples had a copy sized to their thread's stack)", s.stacks.sized)
 			}
-			s.warn("%d of %d samples lost callers in code without frame pointers (libc, or -O2 code) whose callers lie beyond the %d bytes of stack fp mode copies%s: record with --call-graph dwarf%s for complete stacks", s.res.Truncated, s.res.Samples, s.o.StackBytes, sized, more)
+			s.warn("%d of %d samples lost callers in code without frame pointers (libc, or -O2 code) whose callers lie beyond the stack fp mode copies: %s: record with --call-graph dwarf%s for complete stacks", s.res.Truncated, s.res.Samples, s.copiesLost(sized), more)
 		case (s.res.Truncated-s.res.NoCFI)*10 > s.res.Samples:
 			s.warn("%d of %d samples have incomplete user stacks: their unwind needed more than the %d bytes of stack copied; a larger --stack-size may help", s.res.Truncated-s.res.NoCFI, s.res.Samples, s.o.StackBytes)
 		default:

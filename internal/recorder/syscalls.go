@@ -456,6 +456,7 @@ func (s *session) syscall(e *sysEvent, k *eventKind) {
 			user, smp.Truncated = s.eventUser(e, smp.PID, smp.TID, nil)
 			if smp.Truncated {
 				s.res.Truncated++
+				s.res.EventTruncated++
 			}
 		}
 		if err := s.w.WriteSample(smp, nil, user); err != nil {
@@ -620,6 +621,7 @@ func CheckSyscallWindows(on, period time.Duration) error {
 func (s *session) writeSyscall(ev *syscallprog.Event, k *eventKind, c *pendingCall) {
 	if c.truncated && !c.reduced {
 		s.res.Truncated++
+		s.res.EventTruncated++
 	}
 	s.kernelSymbols(c.kernel)
 	s.res.Samples++
@@ -650,6 +652,7 @@ func (s *session) tick(e *sysEvent, k *eventKind) {
 	user, truncated := s.eventUser(e, ev.PID, ev.TID, kernel)
 	if truncated && !ev.Reduced {
 		s.res.Truncated++
+		s.res.EventTruncated++
 	}
 	s.kernelSymbols(kernel)
 	s.res.Samples++

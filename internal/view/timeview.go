@@ -72,7 +72,7 @@ var timePage = Page{
 			}
 			d := s.heatMaps(keep)
 			ls, _ := lanes.get(func() (laneSet, error) { return s.laneSet(d.Seconds, d.cellNS(), d.SpanMS), nil })
-			d.Lanes = ls.ordered(d.Threads[1:])
+			d.Lanes, d.Windows = ls.ordered(d.Threads[1:]), ls.windows
 			return json.Marshal(d)
 		}
 		s.warm = append(s.warm, func() { _, _ = data.get("", build) })
@@ -190,6 +190,12 @@ type TimeData struct {
 	Hidden  int       `json:"hidden"`  // threads not drawn
 	SpanMS  float64   `json:"span_ms"` // the last sample's offset
 	Lanes   []Lane    `json:"lanes"`   // events and sampled values over time
+	// Windows are the spans (ms from the start) in which the threads'
+	// system calls and switches were recorded, when they were recorded
+	// in windows whose calls stand for more than themselves: the thread
+	// lanes draw them, their spans off the CPU being those of the
+	// windows only (syscallWindows).
+	Windows [][2]float64 `json:"windows,omitempty"`
 }
 
 // Lane is one row under the heat maps, on a linear time axis: the events
@@ -318,6 +324,7 @@ func (d TimeData) cellNS() uint64 {
 type laneSet struct {
 	lanes   []Lane
 	threads []threadLane
+	windows [][2]float64
 }
 
 // threadLane is a thread's lane and its first event, for the order of
@@ -333,8 +340,42 @@ func (s *Server) laneSet(secs int, cell uint64, spanMS float64) laneSet {
 	ls := laneSet{lanes: s.lanes(secs, cell)}
 	if s.in.Events != nil {
 		ls.threads = s.threadLanes(secs, cell, spanMS)
+		if len(ls.threads) > 0 {
+			ls.windows = s.syscallWindows(spanMS)
+		}
 	}
 	return ls
+}
+
+// syscallWindows is the spans, ms from the start, in which the events'
+// recording recorded system calls and switches, when some of its windows'
+// calls stand for more than themselves (recording.SyscallWindow's Scale
+// above 1; a recording of every call, or of auto windows that stayed
+// under their rate, has none): a thread lane's spans off the CPU lie in
+// them, each drawn once, where the off-CPU flame graph charges each
+// switch for the ones its window stands for. Windows closer than
+// 1/maxSpans of the recording are joined, as the lanes' spans are.
+func (s *Server) syscallWindows(spanMS float64) [][2]float64 {
+	ws := s.in.Events.SyscallWindows
+	if !slices.ContainsFunc(ws, func(w recording.SyscallWindow) bool { return w.Scale() > 1 }) {
+		return nil
+	}
+	ws = slices.Clone(ws)
+	slices.SortFunc(ws, func(a, b recording.SyscallWindow) int { return cmp.Compare(a.Start, b.Start) })
+	start, gap := s.p.StartTime, spanMS/maxSpans
+	var out [][2]float64
+	for _, w := range ws {
+		if w.End <= start {
+			continue
+		}
+		from, to := float64(max(w.Start, start)-start)/1e6, float64(w.End-start)/1e6
+		if n := len(out); n > 0 && from-out[n-1][1] < gap {
+			out[n-1][1] = max(out[n-1][1], to)
+			continue
+		}
+		out = append(out, [2]float64{from, to})
+	}
+	return out
 }
 
 // ordered is the lanes of ls under the maps of the threads drawn: the

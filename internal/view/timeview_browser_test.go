@@ -234,3 +234,50 @@ func openTimeView(t *testing.T, path string, p *profile.Profile) (func(string) a
 	}
 	return eval, wait
 }
+
+// TestWindowedLaneBrowser checks, in headless Chromium, that a thread's
+// lane of a recording made in system call windows shades the windows
+// behind its spans and says that its calls and its time off the CPU are
+// those recorded in them.
+func TestWindowedLaneBrowser(t *testing.T) {
+	path := testutil.NeedTool(t, "chromium")
+	const start, ms = 1_000_000_000, 1_000_000
+	frames, stacks := []profile.Frame{{Function: "main"}}, [][]int32{{0}}
+	threads := map[uint32]profile.Thread{1: {PID: 1, TID: 1, Comm: "one"}}
+	p := &profile.Profile{Frames: frames, Stacks: stacks, Threads: threads, StartTime: start}
+	for i := range 1000 {
+		p.Samples = append(p.Samples, profile.Sample{Time: start + uint64(i)*ms, PID: 1, TID: 1, Period: ms, Event: recording.EventCPU})
+	}
+	ev := &profile.Profile{Frames: frames, Stacks: stacks, Threads: threads, StartTime: start,
+		SyscallWindows: []recording.SyscallWindow{
+			{Start: start + 200*ms, End: start + 220*ms, On: 20 * ms, Period: 200 * ms},
+			{Start: start + 400*ms, End: start + 420*ms, On: 20 * ms, Period: 200 * ms},
+		},
+		Samples: []profile.Sample{
+			{Time: start + 205*ms, PID: 1, TID: 1, Period: 10, Event: recording.EventSyscallEnter},
+			{Time: start + 206*ms, PID: 1, TID: 1, Period: 10, Event: recording.EventSwitch, Arg: 1},
+			{Time: start + 210*ms, PID: 1, TID: 1, Period: 10, Event: recording.EventSyscallExit},
+		}}
+	s, err := New(Inputs{Profile: p, Events: ev, Names: []string{"a.rec"}}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := httptest.NewServer(s)
+	defer hs.Close()
+	bctx, eval, wait := headless(t, path)
+	if err := chromedp.Do(bctx, chromedp.Navigate(hs.URL+s.Path()+"time")); err != nil {
+		t.Fatal(err)
+	}
+	wait(`!!document.querySelector("#lanes svg.lane.thread rect.offcpu")`)
+	got := eval(`(() => {
+		const svg = document.querySelector("#lanes svg.lane.thread");
+		const w = [...svg.querySelectorAll("rect.window")];
+		return [w.length, w.length ? svg.firstChild === w[0] : false, svg.closest(".lane-box").querySelector("h2").textContent];
+	})()`).([]any)
+	if got[0].(float64) != 2 || !got[1].(bool) {
+		t.Errorf("the thread's lane draws %v windows (behind its spans: %v), want 2", got[0], got[1])
+	}
+	if h := got[2].(string); !strings.Contains(h, "1 system calls recorded in the shaded windows, 4ms off the CPU in them") {
+		t.Errorf("the thread's lane is titled %q", h)
+	}
+}

@@ -440,8 +440,10 @@ func TestStatesWakeFromRunDelay(t *testing.T) {
 				// place (below), whose thread waited for a CPU
 				// briefly if at all.
 				if r, ok := woken[[2]uint64{uint64(th.TID), iv.From}]; ok && iv.To > r+250e3 && r < at {
-					missed++
 					d, lead := accounts.after(th.TID, iv.To)
+					if d > 0 || lead > 0 {
+						missed++
+					}
 					t.Logf("thread %d: the wait from %d, woken at %d, runnable %.1f µs to %d, not placed (run delay grew %d ns over the run after it, its account %d ns over its stamps)", th.TID, iv.From, r, float64(iv.To-r)/1e3, iv.To, d, lead)
 				}
 				continue
@@ -504,7 +506,13 @@ func TestStatesWakeFromRunDelay(t *testing.T) {
 	// CPU (79% of waits idle, 96-98% at load 17-38), so what is checked is
 	// that no wait with a real stay on a run queue (over 250 µs from the
 	// recorded wake-up to the switch in, beyond the kernel's uncounted
-	// 8-150 µs) goes unplaced. Not the waits woken after runq read the
+	// 8-150 µs) that the kernel's accounts hold goes unplaced: one after
+	// which neither the run delay grew nor the run was longer by its
+	// sum_exec_runtime than by its stamps is the stale clock's above,
+	// which reaches past 250 µs at times (a CI run: 325 µs from the
+	// recorded wake-up, the run delay grown 0 ns, the run 21 µs shorter
+	// by its account): no account places it, and it is logged, not
+	// counted. Not the waits woken after runq read the
 	// schedstats (at), by its exit: the run after that wake-up ends in the
 	// thread's exit, whose switch away is not recorded, so the run delay
 	// does not say how long the thread waited before it (under four busy

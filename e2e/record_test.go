@@ -512,6 +512,48 @@ func TestSignalPassedToCommand(t *testing.T) {
 	}
 }
 
+// glibc's vfork keeps its return address in rdi across the system call,
+// where the parent (creating the child, waiting for it) and the child
+// (leaving the kernel) spend their samples of it: the unwind takes the
+// caller from rdi, in fp mode (which samples rdi for it) as in dwarf mode,
+// so the samples in vfork have spawn as vfork's caller, not main (the
+// frame-pointer chain skips spawn).
+func TestVforkCaller(t *testing.T) {
+	testutil.NeedRoot(t)
+	bin := testutil.C(t, "vforker", []string{"vforker.c"}, "-O2", "-g", "-fno-omit-frame-pointer")
+	for _, mode := range []string{"fp", "dwarf"} {
+		t.Run(mode, func(t *testing.T) {
+			out := rec(t)
+			mustRun(t, "record", "--call-graph", mode, "-o", out, "--", bin, "20000")
+			folded := mustRun(t, "export", "--format", "folded", "-o", "-", out)
+			in, called := 0, 0
+			var wrong []string
+			for _, line := range strings.Split(strings.TrimSpace(folded), "\n") {
+				sp := strings.LastIndexByte(line, ' ')
+				n, err := strconv.Atoi(line[sp+1:])
+				if sp < 0 || err != nil {
+					t.Fatalf("folded line %q", line)
+				}
+				frames := strings.Split(line[:sp], ";")
+				i := slices.IndexFunc(frames, func(f string) bool { return f == "__libc_vfork" || f == "__vfork" || f == "vfork" })
+				if i < 0 {
+					continue
+				}
+				in += n
+				if i > 0 && frames[i-1] == "spawn" {
+					called += n
+				} else if len(wrong) < 3 {
+					wrong = append(wrong, line)
+				}
+			}
+			if in < 20 || called < in*95/100 {
+				t.Errorf("%d of %d samples in vfork have spawn as its caller, want ≥ 95%% of 20 or more; others: %q", called, in, wrong)
+			}
+			t.Logf("%d of %d samples in vfork have spawn as its caller", called, in)
+		})
+	}
+}
+
 // stackBytes is the stack copy a recording was made with.
 func stackBytes(t *testing.T, out string) int {
 	n, _ := stackCopy(t, out)

@@ -20,6 +20,8 @@
 #define PAGES 1024
 #define REGS_ALL (0x1ffull | 0xffull << 16) /* what culprit asks for: AX..IP, R8..R15 */
 #define REGS_MIN (1ull << 6 | 1ull << 7 | 1ull << 8) /* BP, SP, IP */
+#define REGS_BX (REGS_MIN | 1ull << 1)                  /* BX, BP, SP, IP */
+#define REGS_FP (REGS_BX | 1ull << 5)                   /* BX, DI, BP, SP, IP: culprit's fp mode */
 
 volatile unsigned long sink;
 __attribute__((noinline)) void worker(long n) {
@@ -115,6 +117,8 @@ int main(int argc, char **argv) {
 		{"+ callchain (perf -g)", 1, cc},
 		{"+ 17 user regs", 1, ru},
 		{"+ 3 user regs (bp sp ip)", 1, ru, 0, REGS_MIN},
+		{"cc, 4 regs (bx bp sp ip)", 1, cc | ru, 0, REGS_BX},
+		{"cc, 5 regs (bx di bp sp ip): fp mode", 1, cc | ru, 0, REGS_FP},
 		{"+ 4 KiB user stack", 1, su, 4096},
 		{"culprit fp: cc, 17 regs, 4 KiB", 1, cc | ru | su, 4096},
 		{"cc, 17 regs, 2 KiB", 1, cc | ru | su, 2048},
@@ -126,7 +130,7 @@ int main(int argc, char **argv) {
 		{"culprit dwarf: cc, 17 regs, 16 KiB", 1, cc | ru | su, 16384},
 	};
 	int n = sizeof kinds / sizeof kinds[0];
-	static double t[16][64];
+	static double t[32][64];
 	for (int r = 0; r < reps; r++)
 		for (int k = 0; k < n; k++)
 			t[k][r] = run(&kinds[k], loops, cpu);

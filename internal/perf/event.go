@@ -30,14 +30,17 @@ const (
 
 	// RegsMask selects AX BX CX DX SI DI BP SP IP and R8–R15 (perf_regs.h order).
 	RegsMask = 0x1ff | 0xff<<16
-	// RegsUnwind selects BX, BP, SP and IP only: what CFI needs to unwind
-	// the first frames of almost any code. Compiled code's CFA is rsp- or
-	// rbp-based; the dynamic loader's hand-written trampolines (the
-	// lazy-binding resolver, which realigns rsp for the CPU's extended
-	// state, and the TLS descriptor and audit ones) keep it in rbx. Each
-	// register sampled costs the sampled thread about 35 ns per sample
+	// RegsUnwind selects BX, DI, BP, SP and IP only: what CFI needs to
+	// unwind the first frames of almost any code. Compiled code's CFA is
+	// rsp- or rbp-based; the dynamic loader's hand-written trampolines
+	// (the lazy-binding resolver, which realigns rsp for the CPU's
+	// extended state, and the TLS descriptor and audit ones) keep it in
+	// rbx; glibc's vfork keeps its return address in rdi across the
+	// system call (the child runs on the parent's stack), where both
+	// processes spend their samples of the call. Each register sampled
+	// costs the sampled thread about 35 ns per sample
 	// (bench/samplecost.sh).
-	RegsUnwind = 1<<1 | 1<<6 | 1<<7 | 1<<8
+	RegsUnwind = 1<<1 | 1<<5 | 1<<6 | 1<<7 | 1<<8
 
 	bitBuildID = 1 << 34 // perf_event_attr.build_id: MMAP2 carries build-ids (Linux 5.12+)
 )

@@ -52,13 +52,14 @@ func TestWithOuter(t *testing.T) {
 	}
 }
 
-// fp mode samples rbx beside rbp, rsp and rip: the dynamic loader's
-// lazy-binding resolver keeps its CFA in rbx, and without it a sample
-// there loses the PLT's caller (the kernel's frame-pointer chain skips
-// it). The unwinder knows only the registers a sample carries.
+// fp mode samples rbx and rdi beside rbp, rsp and rip: the dynamic
+// loader's lazy-binding resolver keeps its CFA in rbx, glibc's vfork its
+// return address in rdi, and without them a sample there loses its
+// caller (the kernel's frame-pointer chain skips it). The unwinder knows
+// only the registers a sample carries.
 func TestKnownRegs(t *testing.T) {
-	if k := knownRegs(perf.RegsUnwind); k != 1<<3|1<<6|1<<7|1<<16 {
-		t.Errorf("fp mode's registers are DWARF %b, want rbx, rbp, rsp and rip", k)
+	if k := knownRegs(perf.RegsUnwind); k != 1<<3|1<<5|1<<6|1<<7|1<<16 {
+		t.Errorf("fp mode's registers are DWARF %b, want rbx, rdi, rbp, rsp and rip", k)
 	}
 	if k := knownRegs(perf.RegsMask); k != unwind.AllRegs {
 		t.Errorf("all registers are DWARF %b, want %b", k, unwind.AllRegs)

@@ -499,7 +499,12 @@ func (u *unwinder) stepCFI(t *Table, f *fde, addr uint64, prevCFA uint64) (stepR
 	default:
 		return stepStop, 0
 	}
-	if cfa <= u.regs[regRSP] || cfa <= prevCFA {
+	// A caller's CFA lies above the stack pointer, which its call's
+	// return address was pushed below; only a frame whose return address
+	// never was on the stack, or was popped into a register (glibc's
+	// vfork keeps it in rdi across the system call, as the parent's
+	// stack is the child's too), has a CFA at the stack pointer itself.
+	if cfa < u.regs[regRSP] || cfa == u.regs[regRSP] && rw.regs[regRA].kind != ruleRegister || cfa <= prevCFA {
 		return stepStop, 0
 	}
 	var next Regs
@@ -561,6 +566,11 @@ func (u *unwinder) stepCFI(t *Table, f *fde, addr uint64, prevCFA uint64) (stepR
 		case ruleRegister:
 			if u.valid&(1<<ru.reg) != 0 {
 				next[i], valid, src[i] = u.regs[ru.reg], valid|bit, u.dt.src[ru.reg]
+			} else if i == regRA {
+				// The return address in a register the sample did not
+				// carry: the frame keeps no frame pointer, and a
+				// frame-pointer chain skips its caller.
+				u.unknown = true
 			}
 		case ruleExpr, ruleValExpr:
 			u.unsure()

@@ -1,6 +1,7 @@
 package unwind
 
 import (
+	"debug/elf"
 	"math/rand"
 	"os"
 	"path/filepath"
@@ -523,6 +524,69 @@ func TestUnwindPLTExpression(t *testing.T) {
 		if len(pcs) < 2 || pcs[1] != want {
 			t.Errorf("pc %#x (rip&15=%d): got %x, want return address %#x", pc, pc&15, pcs, want)
 		}
+	}
+}
+
+// glibc's vfork pops its return address into rdi before the system call
+// (the child runs on the parent's stack) and pushes it back after: in
+// between, its CFI has the CFA at rsp itself and the return address in
+// rdi. The unwind takes it from rdi when the sample carries it; without
+// rdi it stops with Need.Unknown: the frame keeps no frame pointer, and
+// the kernel's chain skips its caller.
+func TestUnwindVforkReturnInRegister(t *testing.T) {
+	path := libcPath(t)
+	f, err := elf.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms, err := f.DynamicSymbols()
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var vfork uint64
+	for _, s := range syms {
+		if s.Name == "vfork" && elf.ST_TYPE(s.Info) == elf.STT_FUNC {
+			vfork = s.Value
+		}
+	}
+	tab, err := LoadTable(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fd := tab.find(vfork)
+	if vfork == 0 || fd == nil {
+		t.Fatalf("%s: no vfork with an FDE", path)
+	}
+	// The row that keeps the return address in a register.
+	var pc uint64
+	var rem rememberStack
+	for a := fd.start; a < fd.end && pc == 0; a++ {
+		var rw row
+		if rowAt(fd, a, &rw, &rem) && rw.regs[regRA].kind == ruleRegister && rw.regs[regRA].reg == 5 {
+			pc = a
+		}
+	}
+	if pc == 0 {
+		t.Fatalf("%s: vfork's CFI keeps its return address in no register", path)
+	}
+	res := resolverFunc(func(a uint64) (Module, bool) {
+		if tab.Covers(a) {
+			return Module{Table: tab}, true
+		}
+		return Module{}, false
+	})
+	const sp, ra = 0x7ff0_0000_0000, 0xaaaa
+	var regs Regs
+	regs[regRSP], regs[regRA], regs[5] = sp, pc, ra
+	stack := StackCopy{SP: sp, Data: putWords(0xbbbb, 0xcccc)}
+	pcs, _, _ := UnwindKnown(nil, regs, AllRegs, stack, res, 2)
+	if len(pcs) != 2 || pcs[1] != ra {
+		t.Errorf("vfork at %#x with rdi: %x, want its return address %#x second", pc, pcs, ra)
+	}
+	pcs, stop, need := UnwindKnown(nil, regs, 1<<regRSP|1<<regRBP|1<<regRA|1<<3, stack, res, 2)
+	if len(pcs) != 1 || stop != Stopped || !need.Unknown {
+		t.Errorf("vfork at %#x without rdi: %x, stop %v, need %+v; want a stop for want of a register", pc, pcs, stop, need)
 	}
 }
 

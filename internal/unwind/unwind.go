@@ -566,6 +566,12 @@ func (u *unwinder) stepCFI(t *Table, f *fde, addr uint64, prevCFA uint64) (stepR
 		case ruleRegister:
 			if u.valid&(1<<ru.reg) != 0 {
 				next[i], valid, src[i] = u.regs[ru.reg], valid|bit, u.dt.src[ru.reg]
+				if i == regRA {
+					// A return address decides the chain: one from a
+					// register of the first frame (rdi in vfork) is not
+					// among what Deps follow, so the chain is not reused.
+					u.use(int(ru.reg))
+				}
 			} else if i == regRA {
 				// The return address in a register the sample did not
 				// carry: the frame keeps no frame pointer, and a

@@ -530,9 +530,9 @@ func TestUnwindPLTExpression(t *testing.T) {
 // glibc's vfork pops its return address into rdi before the system call
 // (the child runs on the parent's stack) and pushes it back after: in
 // between, its CFI has the CFA at rsp itself and the return address in
-// rdi. The unwind takes it from rdi when the sample carries it; without
-// rdi it stops with Need.Unknown: the frame keeps no frame pointer, and
-// the kernel's chain skips its caller.
+// rdi. The unwind takes it from rdi when the sample carries it (a chain
+// memos may not reuse); without rdi it stops with Need.Unknown: the frame
+// keeps no frame pointer, and the kernel's chain skips its caller.
 func TestUnwindVforkReturnInRegister(t *testing.T) {
 	path := libcPath(t)
 	f, err := elf.Open(path)
@@ -580,9 +580,15 @@ func TestUnwindVforkReturnInRegister(t *testing.T) {
 	var regs Regs
 	regs[regRSP], regs[regRA], regs[5] = sp, pc, ra
 	stack := StackCopy{SP: sp, Data: putWords(0xbbbb, 0xcccc)}
-	pcs, _, _ := UnwindKnown(nil, regs, AllRegs, stack, res, 2)
+	var deps Deps
+	pcs, _, _ := UnwindDeps(nil, regs, AllRegs, stack, res, 2, &deps)
 	if len(pcs) != 2 || pcs[1] != ra {
 		t.Errorf("vfork at %#x with rdi: %x, want its return address %#x second", pc, pcs, ra)
+	}
+	// The chain depends on rdi, which a memo keyed by IP and SP does
+	// not check: it is not to be reused.
+	if !deps.Unsure {
+		t.Errorf("vfork at %#x: the chain from rdi is reusable, deps %+v", pc, deps)
 	}
 	pcs, stop, need := UnwindKnown(nil, regs, 1<<regRSP|1<<regRBP|1<<regRA|1<<3, stack, res, 2)
 	if len(pcs) != 1 || stop != Stopped || !need.Unknown {

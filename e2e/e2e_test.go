@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -214,6 +215,33 @@ func callers(t *testing.T, n int, args ...string) callersJSON {
 		t.Fatalf("callers JSON: %v\n%s", err, out)
 	}
 	return c
+}
+
+// foldedStack is one line of export --format folded: its frames, root
+// first (the first of them the command's name), and its sample count.
+type foldedStack struct {
+	Line   string
+	Frames []string
+	N      int
+}
+
+// foldedStacks parses the output of export --format folded; a line that
+// is not one fails the test.
+func foldedStacks(t *testing.T, folded string) []foldedStack {
+	t.Helper()
+	var out []foldedStack
+	for _, l := range strings.Split(strings.TrimSpace(folded), "\n") {
+		i := strings.LastIndexByte(l, ' ')
+		if i < 0 {
+			t.Fatalf("bad folded line %q", l)
+		}
+		n, err := strconv.Atoi(l[i+1:])
+		if err != nil {
+			t.Fatalf("bad folded line %q", l)
+		}
+		out = append(out, foldedStack{Line: l, Frames: strings.Split(l[:i], ";"), N: n})
+	}
+	return out
 }
 
 func (c callersJSON) share(path ...string) float64 {

@@ -16,10 +16,11 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/culprit-dev/culprit/internal/loader"
 	"github.com/culprit-dev/culprit/internal/recording"
 	"github.com/culprit-dev/culprit/internal/testutil"
-	"golang.org/x/sys/unix"
 )
 
 // PCT's hierarchical test: worker <- dispatch_2 <- main must hold 2/3 of the
@@ -528,22 +529,16 @@ func TestVforkCaller(t *testing.T) {
 			folded := mustRun(t, "export", "--format", "folded", "-o", "-", out)
 			in, called := 0, 0
 			var wrong []string
-			for _, line := range strings.Split(strings.TrimSpace(folded), "\n") {
-				sp := strings.LastIndexByte(line, ' ')
-				n, err := strconv.Atoi(line[sp+1:])
-				if sp < 0 || err != nil {
-					t.Fatalf("folded line %q", line)
-				}
-				frames := strings.Split(line[:sp], ";")
-				i := slices.IndexFunc(frames, func(f string) bool { return f == "__libc_vfork" || f == "__vfork" || f == "vfork" })
+			for _, fs := range foldedStacks(t, folded) {
+				i := slices.IndexFunc(fs.Frames, func(f string) bool { return f == "__libc_vfork" || f == "__vfork" || f == "vfork" })
 				if i < 0 {
 					continue
 				}
-				in += n
-				if i > 0 && frames[i-1] == "spawn" {
-					called += n
+				in += fs.N
+				if i > 0 && fs.Frames[i-1] == "spawn" {
+					called += fs.N
 				} else if len(wrong) < 3 {
-					wrong = append(wrong, line)
+					wrong = append(wrong, fs.Line)
 				}
 			}
 			if in < 20 || called < in*95/100 {

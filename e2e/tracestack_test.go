@@ -58,18 +58,11 @@ func sampleStacks(t *testing.T, build string, flags, args []string, spin bool) {
 	folded := mustRun(t, "export", "--format", "folded", "-o", "-", out)
 	chain := "main;outer;rec;rec;rec;rec;work"
 	inWork, inTraced, single, entryTraps := 0, 0, 0, 0
-	for _, l := range strings.Split(strings.TrimSpace(folded), "\n") {
-		i := strings.LastIndexByte(l, ' ')
-		if i < 0 {
-			t.Fatalf("bad folded line %q", l)
-		}
-		n, err := strconv.Atoi(l[i+1:])
-		if err != nil {
-			t.Fatalf("bad folded line %q", l)
-		}
+	for _, fs := range foldedStacks(t, folded) {
+		l, n := fs.Line, fs.N
 		var user []string
 		entryTrap := false
-		for _, f := range strings.Split(l[:i], ";")[1:] { // the first is the command
+		for _, f := range fs.Frames[1:] { // the first is the command
 			if !strings.HasSuffix(f, "_[k]") {
 				user = append(user, f)
 			}
@@ -148,14 +141,10 @@ func TestTraceAttachedSampleStacks(t *testing.T) {
 			mustRun(t, "trace", "--cpu-sample", "999", "-f", "outer", "-f", "rec", "-f", "work", "-p", strconv.Itoa(target.Process.Pid), "--duration", "2s", "-o", out)
 			folded := mustRun(t, "export", "--format", "folded", "-o", "-", out)
 			inWork := 0
-			for _, l := range strings.Split(strings.TrimSpace(folded), "\n") {
-				i := strings.LastIndexByte(l, ' ')
-				n, err := strconv.Atoi(l[i+1:])
-				if i < 0 || err != nil {
-					t.Fatalf("bad folded line %q", l)
-				}
+			for _, fs := range foldedStacks(t, folded) {
+				l, n := fs.Line, fs.N
 				var user []string
-				for _, f := range strings.Split(l[:i], ";")[1:] { // the first is the command
+				for _, f := range fs.Frames[1:] { // the first is the command
 					if !strings.HasSuffix(f, "_[k]") {
 						user = append(user, f)
 					}
@@ -230,15 +219,11 @@ func TestRecordTracedProcess(t *testing.T) {
 	mustRun(t, "record", "-p", pid, "--duration", "2s", "-o", out)
 	folded := mustRun(t, "export", "--format", "folded", "-o", "-", out)
 	inWork, bad := 0, 0
-	for _, l := range strings.Split(strings.TrimSpace(folded), "\n") {
-		i := strings.LastIndexByte(l, ' ')
-		n, err := strconv.Atoi(l[i+1:])
-		if i < 0 || err != nil {
-			t.Fatalf("bad folded line %q", l)
-		}
+	for _, fs := range foldedStacks(t, folded) {
+		l, n := fs.Line, fs.N
 		var user []string
 		trap := false
-		for _, f := range strings.Split(l[:i], ";")[1:] { // the first is the command
+		for _, f := range fs.Frames[1:] { // the first is the command
 			if !strings.HasSuffix(f, "_[k]") {
 				user = append(user, f)
 			} else if strings.HasPrefix(f, "asm_exc_int3") {

@@ -368,14 +368,20 @@ func (s *Server) syscallWindows(spanMS float64) [][2]float64 {
 		if w.End <= start {
 			continue
 		}
-		from, to := float64(max(w.Start, start)-start)/1e6, float64(w.End-start)/1e6
-		if n := len(out); n > 0 && from-out[n-1][1] < gap {
-			out[n-1][1] = max(out[n-1][1], to)
-			continue
-		}
-		out = append(out, [2]float64{from, to})
+		out = joinSpan(out, float64(max(w.Start, start)-start)/1e6, float64(w.End-start)/1e6, gap)
 	}
 	return out
+}
+
+// joinSpan adds the span from, to (ms; spans added in order of their
+// starts) to spans: joined to the last one when it begins less than gap
+// after that one's end.
+func joinSpan(spans [][2]float64, from, to, gap float64) [][2]float64 {
+	if n := len(spans); n > 0 && from-spans[n-1][1] < gap {
+		spans[n-1][1] = max(spans[n-1][1], to)
+		return spans
+	}
+	return append(spans, [2]float64{from, to})
 }
 
 // ordered is the lanes of ls under the maps of the threads drawn: the
@@ -454,11 +460,7 @@ func (s *Server) threadLanes(secs int, cell uint64, spanMS float64) []threadLane
 			from := float64(smp.Time-start) / 1e6
 			to := from + d
 			l.OffMS += d
-			if n := len(l.Spans); n > 0 && from-l.Spans[n-1][1] < gap {
-				l.Spans[n-1][1] = max(l.Spans[n-1][1], to)
-				continue
-			}
-			l.Spans = append(l.Spans, [2]float64{from, to})
+			l.Spans = joinSpan(l.Spans, from, to, gap)
 		}
 	}
 	out := make([]threadLane, 0, len(per))
